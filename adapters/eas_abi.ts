@@ -1,0 +1,43 @@
+import { parseAbi } from "viem";
+
+/** The part of the EAS 1.4.0 ABI the service calls, with every custom error it can revert with. */
+export const EAS_ABI = parseAbi([
+  "struct AttestationRequestData { address recipient; uint64 expirationTime; bool revocable; bytes32 refUID; bytes data; uint256 value; }",
+  "struct Signature { uint8 v; bytes32 r; bytes32 s; }",
+  "struct DelegatedAttestationRequest { bytes32 schema; AttestationRequestData data; Signature signature; address attester; uint64 deadline; }",
+  "struct Attestation { bytes32 uid; bytes32 schema; uint64 time; uint64 expirationTime; uint64 revocationTime; bytes32 refUID; address recipient; address attester; bool revocable; bytes data; }",
+  "function attestByDelegation(DelegatedAttestationRequest delegatedRequest) payable returns (bytes32)",
+  "function getNonce(address account) view returns (uint256)",
+  "function getAttestation(bytes32 uid) view returns (Attestation)",
+  "function getSchemaRegistry() view returns (address)",
+  "function getDomainSeparator() view returns (bytes32)",
+  "function version() view returns (string)",
+  "function increaseNonce(uint256 newNonce)",
+  "event Attested(address indexed recipient, address indexed attester, bytes32 uid, bytes32 indexed schemaUID)",
+  "error AccessDenied()",
+  "error DeadlineExpired()",
+  "error InvalidEAS()",
+  "error InvalidLength()",
+  "error InvalidSignature()",
+  "error NotFound()",
+  "error InvalidNonce()",
+  "error AlreadyRevoked()",
+  "error AlreadyRevokedOffchain()",
+  "error AlreadyTimestamped()",
+  "error InsufficientValue()",
+  "error InvalidAttestation()",
+  "error InvalidAttestations()",
+  "error InvalidExpirationTime()",
+  "error InvalidOffset()",
+  "error InvalidRegistry()",
+  "error InvalidRevocation()",
+  "error InvalidRevocations()",
+  "error InvalidSchema()",
+  "error InvalidVerifier()",
+  "error Irrevocable()",
+  "error NotPayable()",
+  "error WrongSchema()",
+]);
+
+/** topic0 of `Attested(address,address,bytes32,bytes32)`. */
+export const ATTESTED_TOPIC = "0x8bf46bf4cfd674fa735a3d63ec1c9ad4153f033c290341f3a588b75685141b35";

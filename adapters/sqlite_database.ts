@@ -1,0 +1,36 @@
+import { Database } from "bun:sqlite";
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE IF NOT EXISTS replay (
+     key TEXT PRIMARY KEY,
+     chain_id INTEGER NOT NULL,
+     attester TEXT NOT NULL,
+     nonce TEXT NOT NULL,
+     deadline INTEGER NOT NULL,
+     state TEXT NOT NULL,
+     tx_hash TEXT,
+     uid TEXT,
+     block_number TEXT,
+     created_at_ms INTEGER NOT NULL
+   )`,
+  // One live submission per attester nonce: a second signature over the same nonce cannot be sent
+  // while the first is in flight or after it was mined. A reverted one frees the nonce.
+  `CREATE UNIQUE INDEX IF NOT EXISTS replay_live_nonce ON replay (chain_id, attester, nonce)
+     WHERE state IN ('claimed', 'broadcast', 'done')`,
+  `CREATE INDEX IF NOT EXISTS replay_deadline ON replay (deadline)`,
+];
+
+/** Opens (creating if needed) the service's SQLite file with WAL and the schema applied. */
+export function openSqlite(path: string): Database {
+  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path, { create: true, strict: true });
+  db.exec("PRAGMA journal_mode = WAL");
+  db.exec("PRAGMA busy_timeout = 5000");
+  db.exec("PRAGMA synchronous = NORMAL");
+  db.transaction(() => {
+    for (const statement of MIGRATIONS) db.exec(statement);
+  })();
+  return db;
+}

@@ -1,0 +1,137 @@
+import { join } from "node:path";
+
+/** The service's configuration, read once from the environment at start. */
+export type Config = {
+  readonly port: number;
+  readonly host: string;
+  readonly publicBaseUrl: string;
+  readonly dataDir: string;
+  /** Absent: the embedded devnet is started. */
+  readonly rpcUrl: string | undefined;
+  readonly activeChain: "testnet" | "mainnet";
+  readonly trustAnchorsPath: string | undefined;
+  readonly databasePath: string;
+  readonly delegatePrivateKey: `0x${string}` | undefined;
+  readonly witnessPrivateKey: `0x${string}` | undefined;
+  readonly subsidizedSchemas: readonly string[];
+  readonly startBlock: bigint | undefined;
+  readonly dnsServers: readonly string[];
+  readonly allowPrivateNetwork: boolean;
+  readonly serviceDnsLabel: string;
+  readonly sessionTtlHours: number;
+  readonly siweDomains: readonly string[];
+  readonly corsOrigins: readonly string[];
+  readonly freePlanAnnualWrites: number;
+  readonly paidPlanAnnualWrites: number;
+  readonly freePlanSchemas: readonly string[];
+  readonly paidPlanSchemas: readonly string[];
+  readonly logLevel: "debug" | "info" | "warn" | "error" | "silent";
+};
+
+/** A configuration value that stops the server at start; the message names the variable. */
+export class ConfigError extends Error {
+  constructor(readonly variable: string, reason: string) {
+    super(`${variable}: ${reason}`);
+    this.name = "ConfigError";
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** Reads and validates the configuration from an environment map. */
+export function readConfig(env: Env): Config {
+  const get = (name: string) => {
+    const value = env[name]?.trim();
+    return value === undefined || value === "" ? undefined : value;
+  };
+  const int = (name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) => {
+    const raw = get(name);
+    if (raw === undefined) return fallback;
+    if (!/^[0-9]+$/.test(raw)) throw new ConfigError(name, `expected a whole number, got "${raw}"`);
+    const n = Number(raw);
+    if (n < min || n > max) throw new ConfigError(name, `expected a number from ${min} to ${max}`);
+    return n;
+  };
+  const bool = (name: string, fallback: boolean) => {
+    const raw = get(name)?.toLowerCase();
+    if (raw === undefined) return fallback;
+    if (["true", "1", "yes"].includes(raw)) return true;
+    if (["false", "0", "no"].includes(raw)) return false;
+    throw new ConfigError(name, `expected true or false, got "${raw}"`);
+  };
+  const list = (name: string, fallback: readonly string[]) => {
+    const raw = get(name);
+    if (raw === undefined) return fallback;
+    return raw.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  };
+  const key = (name: string) => {
+    const raw = get(name);
+    if (raw === undefined) return undefined;
+    const hex = raw.startsWith("0x") ? raw.slice(2) : raw;
+    if (!/^[0-9a-fA-F]{64}$/.test(hex)) throw new ConfigError(name, "expected 32 bytes of hex (64 characters)");
+    return `0x${hex.toLowerCase()}` as `0x${string}`;
+  };
+
+  const port = int("PORT", 8080, 0, 65_535);
+  const host = get("HOST") ?? "127.0.0.1";
+  const dataDir = get("DATA_DIR") ?? ".ats";
+  const rpcUrl = get("RPC_URL");
+  if (rpcUrl !== undefined && !/^https?:\/\//.test(rpcUrl)) {
+    throw new ConfigError("RPC_URL", "expected an http(s) URL");
+  }
+  const chainSetting = get("NEXT_PUBLIC_ACTIVE_CHAIN") ?? "omachain-testnet";
+  let activeChain: Config["activeChain"];
+  if (chainSetting === "testnet" || chainSetting === "omachain-testnet") activeChain = "testnet";
+  else if (chainSetting === "mainnet" || chainSetting === "omachain-mainnet") activeChain = "mainnet";
+  else {
+    throw new ConfigError(
+      "NEXT_PUBLIC_ACTIVE_CHAIN",
+      `expected testnet, omachain-testnet, mainnet or omachain-mainnet, got "${chainSetting}"`,
+    );
+  }
+  const trustAnchorsPath = get("TRUST_ANCHORS_PATH");
+  if (rpcUrl !== undefined && trustAnchorsPath === undefined) {
+    throw new ConfigError("TRUST_ANCHORS_PATH", "required when RPC_URL is set");
+  }
+  const delegatePrivateKey = key("DELEGATE_PRIVATE_KEY");
+  const startBlockRaw = get("START_BLOCK");
+  if (startBlockRaw !== undefined && !/^[0-9]+$/.test(startBlockRaw)) {
+    throw new ConfigError("START_BLOCK", "expected a block number");
+  }
+  const logLevel = get("LOG_LEVEL") ?? "info";
+  if (!["debug", "info", "warn", "error", "silent"].includes(logLevel)) {
+    throw new ConfigError("LOG_LEVEL", "expected debug, info, warn, error or silent");
+  }
+  const publicBaseUrl = get("PUBLIC_BASE_URL") ?? `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  try {
+    new URL(publicBaseUrl);
+  } catch {
+    throw new ConfigError("PUBLIC_BASE_URL", "expected an absolute URL");
+  }
+
+  return {
+    port,
+    host,
+    publicBaseUrl,
+    dataDir,
+    rpcUrl,
+    activeChain,
+    trustAnchorsPath,
+    databasePath: get("DATABASE_PATH") ?? join(dataDir, "ats.sqlite"),
+    delegatePrivateKey,
+    witnessPrivateKey: key("WITNESS_PRIVATE_KEY") ?? delegatePrivateKey,
+    subsidizedSchemas: list("SUBSIDIZED_SCHEMAS", ["user-review", "linked-identifier"]),
+    startBlock: startBlockRaw === undefined ? undefined : BigInt(startBlockRaw),
+    dnsServers: list("DNS_SERVERS", ["1.1.1.1", "8.8.8.8"]),
+    allowPrivateNetwork: bool("ALLOW_PRIVATE_NETWORK", false),
+    serviceDnsLabel: get("SERVICE_DNS_LABEL") ?? "omatrust",
+    sessionTtlHours: int("SESSION_TTL_HOURS", 24 * 7, 1),
+    siweDomains: list("SIWE_DOMAINS", [`${host}:${port}`, `localhost:${port}`]),
+    corsOrigins: list("CORS_ORIGINS", []),
+    freePlanAnnualWrites: int("FREE_PLAN_ANNUAL_WRITES", 10),
+    paidPlanAnnualWrites: int("PAID_PLAN_ANNUAL_WRITES", 1000),
+    freePlanSchemas: list("FREE_PLAN_SCHEMAS", ["controller-witness"]),
+    paidPlanSchemas: list("PAID_PLAN_SCHEMAS", ["*"]),
+    logLevel: logLevel as Config["logLevel"],
+  };
+}

@@ -1,0 +1,181 @@
+import { describe, expect, test } from "bun:test";
+import { privateKeyToAccount } from "viem/accounts";
+import { fakeClock, fakeDelegate, fakeEasReader, fakeReplayStore } from "../ports/fakes.ts";
+import { buildAttestTypedData, ZERO_UID } from "./attest_typed_data.ts";
+import { createDelegatedAttest, type DelegatedAttestDeps, NONCE_MOVED } from "./delegated_attest.ts";
+
+const SCHEMA = "0x7ab3911527e5e47eaab9f5a2c571060026532dde8cb4398185553053963b2a47";
+const OTHER_SCHEMA = "0x2b0d1100f7943c0c2ea29e35c1286bd860fa752124e035cafb503bb83f234805";
+const account = privateKeyToAccount("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
+const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+
+function setup(overrides: Partial<DelegatedAttestDeps> = {}) {
+  const clock = fakeClock();
+  const eas = fakeEasReader();
+  const delegate = fakeDelegate();
+  const replay = fakeReplayStore();
+  const deps: DelegatedAttestDeps = {
+    clock,
+    eas,
+    delegate,
+    replay,
+    mainnet: false,
+    subsidized: new Map([[SCHEMA, { name: "user-review", revocable: false }]]),
+    ...overrides,
+  };
+  return { clock, eas, delegate, replay, attest: createDelegatedAttest(deps) };
+}
+
+async function signedBody(
+  env: { clock: { nowMs: () => number }; eas: { chainId: number; easAddress: `0x${string}` } },
+  over: { nonce?: bigint; deadline?: bigint; schema?: `0x${string}`; revocable?: boolean; data?: `0x${string}` } = {},
+) {
+  const message = {
+    attester: account.address,
+    schema: over.schema ?? SCHEMA,
+    recipient: "0x173a347faed486bb69081ef673c6e52c03f57f3e" as `0x${string}`,
+    expirationTime: 0n,
+    revocable: over.revocable ?? false,
+    refUID: ZERO_UID,
+    data: over.data ?? "0x1234",
+    value: 0n,
+    nonce: over.nonce ?? 0n,
+    deadline: over.deadline ?? BigInt(Math.floor(env.clock.nowMs() / 1000) + 600),
+  } as const;
+  const typedData = buildAttestTypedData(env.eas, message);
+  const signature = await account.signTypedData(typedData);
+  const strings = Object.fromEntries(
+    Object.entries(message).map(([k, v]) => [k, typeof v === "bigint" ? v.toString() : v]),
+  );
+  return {
+    attester: account.address,
+    signature,
+    prepared: {
+      delegatedRequest: { ...strings, easContractAddress: env.eas.easAddress, chainId: env.eas.chainId },
+      typedData: { domain: typedData.domain, types: typedData.types, message: strings },
+    },
+  } as { attester: string; signature: string; prepared: Record<string, any> };
+}
+
+describe("createDelegatedAttest()", () => {
+  test("submits a valid signature once and returns the uid", async () => {
+    const env = setup();
+    const result = await env.attest(await signedBody(env));
+    expect(result).toMatchObject({ ok: true });
+    expect(env.delegate.sent).toHaveLength(1);
+    expect(env.delegate.sent[0]?.signature.v === 27 || env.delegate.sent[0]?.signature.v === 28).toBe(true);
+  });
+
+  test("rejects missing fields, mainnet, unsubsidised and expired requests without RPC", async () => {
+    const env = setup();
+    const body = await signedBody(env);
+    const missing = await env.attest({ attester: body.attester });
+    expect(missing).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+    expect(!missing.ok && missing.message).toContain("prepared, signature");
+
+    const mainnet = setup({ mainnet: true });
+    expect(await mainnet.attest(body)).toMatchObject({ ok: false, code: "MAINNET_NOT_SUPPORTED" });
+
+    expect(await env.attest(await signedBody(env, { schema: OTHER_SCHEMA }))).toMatchObject({
+      ok: false,
+      code: "SCHEMA_NOT_SUBSIDIZED",
+    });
+    expect(await env.attest(await signedBody(env, { deadline: 0n }))).toMatchObject({
+      ok: false,
+      code: "SIGNATURE_EXPIRED",
+    });
+    const past = BigInt(Math.floor(env.clock.nowMs() / 1000));
+    expect(await env.attest(await signedBody(env, { deadline: past }))).toMatchObject({
+      ok: false,
+      code: "SIGNATURE_EXPIRED",
+    });
+    expect(await env.attest({ ...body, signature: "0x1234" })).toMatchObject({ ok: false, code: "INVALID_SIGNATURE" });
+    expect(await env.attest(await signedBody(env, { revocable: true }))).toMatchObject({
+      ok: false,
+      code: "INVALID_INPUT",
+    });
+    expect(env.eas.calls).toBe(0);
+    expect(mainnet.eas.calls).toBe(0);
+    expect(env.delegate.simulations).toBe(0);
+  });
+
+  test("mainnet is refused before the signature is looked at", async () => {
+    const env = setup({ mainnet: true });
+    const body = await signedBody(env);
+    expect(await env.attest({ ...body, signature: "garbage" })).toMatchObject({ code: "MAINNET_NOT_SUPPORTED" });
+  });
+
+  test("a replay is DUPLICATE with no RPC, whatever the encoding of the signature", async () => {
+    const env = setup();
+    const body = await signedBody(env);
+    expect((await env.attest(body)).ok).toBe(true);
+    const calls = env.eas.calls;
+    const sig = body.signature;
+    const r = sig.slice(2, 66);
+    const s = BigInt(`0x${sig.slice(66, 130)}`);
+    const v = Number.parseInt(sig.slice(130), 16);
+    const highS = `0x${r}${(N - s).toString(16).padStart(64, "0")}${(v === 27 ? 28 : 27).toString(16)}`;
+    const zeroOne = `0x${r}${sig.slice(66, 130)}${(v - 27).toString(16).padStart(2, "0")}`;
+    for (const variant of [sig, sig.toUpperCase().replace("0X", "0x"), highS, zeroOne]) {
+      expect(await env.attest({ ...body, signature: variant })).toMatchObject({ ok: false, code: "DUPLICATE" });
+    }
+    expect(env.eas.calls).toBe(calls);
+    expect(env.delegate.sent).toHaveLength(1);
+  });
+
+  test("a signature for an old nonce is ATTESTER_MISMATCH with NONCE_MOVED", async () => {
+    const env = setup();
+    env.eas.nonces.set(account.address.toLowerCase(), 1n);
+    const result = await env.attest(await signedBody(env, { nonce: 0n }));
+    expect(result).toMatchObject({ ok: false, code: "ATTESTER_MISMATCH", details: NONCE_MOVED });
+    expect(env.replay.rows.size).toBe(0);
+  });
+
+  test("a signature by someone else is ATTESTER_MISMATCH and burns nothing", async () => {
+    const env = setup();
+    const body = await signedBody(env);
+    const result = await env.attest({ ...body, attester: "0x1111111111111111111111111111111111111111" });
+    expect(result).toMatchObject({ ok: false, code: "ATTESTER_MISMATCH" });
+    expect(env.replay.rows.size).toBe(0);
+    expect((await env.attest(body)).ok).toBe(true);
+  });
+
+  test("a failure before broadcast releases the signature for a retry", async () => {
+    const env = setup();
+    env.delegate.simulation = { ok: false, reason: "rpc-error" };
+    const body = await signedBody(env);
+    expect(await env.attest(body)).toMatchObject({ ok: false, code: "RPC_ERROR" });
+    env.delegate.simulation = { ok: true, gas: 1n };
+    expect((await env.attest(body)).ok).toBe(true);
+  });
+
+  test("an EAS revert in simulation is INVALID_INPUT naming it and spends nothing", async () => {
+    const env = setup();
+    env.delegate.simulation = { ok: false, reason: "reverted", errorName: "InvalidSchema" };
+    const result = await env.attest(await signedBody(env));
+    expect(result).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+    expect(!result.ok && result.message).toContain("InvalidSchema");
+    expect(env.delegate.sent).toHaveLength(0);
+  });
+
+  test("RPC down while reading the nonce is RPC_ERROR", async () => {
+    const env = setup({ eas: fakeEasReader({ failing: true }) });
+    expect(await env.attest(await signedBody(env))).toMatchObject({ ok: false, code: "RPC_ERROR" });
+  });
+
+  test("no delegate key is NO_DELEGATE_KEY before any RPC", async () => {
+    const env = setup({ delegate: undefined });
+    expect(await env.attest(await signedBody(env))).toMatchObject({ ok: false, code: "NO_DELEGATE_KEY" });
+    expect(env.eas.calls).toBe(0);
+  });
+
+  test("two signatures for one attester nonce at once: one succeeds, one is refused", async () => {
+    const env = setup();
+    const a = await signedBody(env, { data: "0x01" });
+    const b = await signedBody(env, { data: "0x02" });
+    const results = await Promise.all([env.attest(a), env.attest(b)]);
+    expect(results.filter((r) => r.ok)).toHaveLength(1);
+    expect(results.find((r) => !r.ok)).toMatchObject({ ok: false, code: "DUPLICATE" });
+    expect(env.delegate.sent).toHaveLength(1);
+  });
+});

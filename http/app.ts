@@ -1,0 +1,65 @@
+import { Elysia } from "elysia";
+import type { Logger } from "../ports/logger.ts";
+import type { TrustAnchors } from "../ports/trust_anchors.ts";
+import { errorBody, json } from "./errors.ts";
+import { easRoutes, type EasRoutesDeps } from "./routes/eas.ts";
+import { healthRoutes, type ReadinessReport } from "./routes/health.ts";
+import { trustAnchorRoutes } from "./routes/trust_anchors.ts";
+
+/** Everything the HTTP layer is given by the composition root. */
+export type AppDeps = Omit<EasRoutesDeps, "log"> & {
+  readonly trustAnchors: TrustAnchors;
+  readonly ready: () => Promise<ReadinessReport>;
+  readonly log: Logger;
+};
+
+/** CORS headers of every public route (decisions §1). */
+export const PUBLIC_CORS_HEADERS: Readonly<Record<string, string>> = {
+  "access-control-allow-origin": "*",
+  "access-control-allow-methods": "GET, POST, OPTIONS",
+  "access-control-allow-headers": "Content-Type",
+  "access-control-max-age": "600",
+};
+
+/**
+ * Builds the Elysia app: the route plugins plus the conventions every public route shares
+ * (CORS `*`, OPTIONS 204, 405 with `Allow`, 404 `NOT_FOUND`, one error body, no upstream text).
+ */
+export function createApp(deps: AppDeps) {
+  const app = new Elysia();
+  const allowed = (path: string): string[] =>
+    app.routes.filter((r) => r.path === path).map((r) => r.method.toUpperCase());
+
+  return app
+    .onRequest(({ request, set }) => {
+      Object.assign(set.headers, PUBLIC_CORS_HEADERS);
+      if (request.method === "OPTIONS") {
+        const path = new URL(request.url).pathname;
+        if (allowed(path).length > 0) return new Response(null, { status: 204, headers: PUBLIC_CORS_HEADERS });
+      }
+    })
+    .onError(({ code, error, request }) => {
+      const path = new URL(request.url).pathname;
+      if (code === "NOT_FOUND") {
+        const methods = allowed(path);
+        if (methods.length > 0) {
+          const allow = [...new Set([...methods, "OPTIONS"])].join(", ");
+          return json(errorBody("METHOD_NOT_ALLOWED", "Method not allowed"), 405, { ...PUBLIC_CORS_HEADERS, allow });
+        }
+        return json(errorBody("NOT_FOUND", "Not found"), 404, PUBLIC_CORS_HEADERS);
+      }
+      if (code === "PARSE") return json(errorBody("INVALID_JSON", "Invalid JSON body"), 400, PUBLIC_CORS_HEADERS);
+      if (code === "VALIDATION") {
+        return json(errorBody("INVALID_INPUT", "Invalid request"), 400, PUBLIC_CORS_HEADERS);
+      }
+      deps.log.error("unhandled_error", {
+        path,
+        code: String(code),
+        error: error instanceof Error ? error.message : String(error),
+      });
+      return json(errorBody("INTERNAL_ERROR", "Internal error"), 500, PUBLIC_CORS_HEADERS);
+    })
+    .use(healthRoutes(deps.ready))
+    .use(easRoutes(deps))
+    .use(trustAnchorRoutes(deps.trustAnchors));
+}

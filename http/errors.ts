@@ -1,0 +1,59 @@
+/** The one error body of the service (decisions §2). */
+export type ErrorBody = { error: string; code: string; details?: string };
+
+const STATUS: Readonly<Record<string, number>> = {
+  INVALID_JSON: 400,
+  INVALID_INPUT: 400,
+  INVALID_DID: 400,
+  INVALID_SIGNATURE: 400,
+  SIGNATURE_EXPIRED: 400,
+  ATTESTER_MISMATCH: 400,
+  UNSUPPORTED_CHAIN: 400,
+  UNSUPPORTED_SUBJECT_TYPE: 400,
+  UNAUTHENTICATED: 401,
+  SCHEMA_NOT_SUBSIDIZED: 403,
+  SPONSORED_WRITE_LIMIT_EXCEEDED: 403,
+  SCHEMA_NOT_ELIGIBLE: 403,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  DUPLICATE: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  EVIDENCE_NOT_FOUND: 422,
+  RATE_LIMITED: 429,
+  NO_DELEGATE_KEY: 500,
+  RPC_ERROR: 500,
+  SUBMISSION_FAILED: 500,
+  SCHEMA_NOT_DEPLOYED: 500,
+  SERVER_ERROR: 500,
+  INTERNAL_ERROR: 500,
+  MAINNET_NOT_SUPPORTED: 501,
+  NETWORK_ERROR: 502,
+};
+
+/** The HTTP status of an error code; unknown codes are bugs, so 500. */
+export function statusOf(code: string): number {
+  return STATUS[code] ?? 500;
+}
+
+/** Builds an error body, leaving `details` out when there is none. */
+export function errorBody(code: string, error: string, details?: string): ErrorBody {
+  return details === undefined ? { error, code } : { error, code, details };
+}
+
+/** A JSON response with the service's serialization (big integers as base-10 strings). */
+export function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
+  return new Response(stringify(body), {
+    status,
+    headers: { "content-type": "application/json; charset=utf-8", ...headers },
+  });
+}
+
+/** JSON.stringify with bigint as base-10 strings. */
+export function stringify(body: unknown): string {
+  return JSON.stringify(body, (_key, value) => (typeof value === "bigint" ? value.toString() : value));
+}
+
+/** Milliseconds since `startedAt` as the `elapsed` text of the EAS routes. */
+export function elapsedSince(startedAt: number): string {
+  return `${Math.max(0, Math.round(performance.now() - startedAt))}ms`;
+}
