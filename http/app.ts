@@ -4,13 +4,17 @@ import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import { errorBody, json } from "./errors.ts";
 import { easRoutes, type EasRoutesDeps } from "./routes/eas.ts";
 import { healthRoutes, type ReadinessReport } from "./routes/health.ts";
+import { identityRoutes } from "./routes/identity.ts";
 import { trustAnchorRoutes } from "./routes/trust_anchors.ts";
+import { buildOpenApi, renderApiPage } from "./openapi.ts";
+import { ROUTE_DOCS } from "./route_docs.ts";
 
 /** Everything the HTTP layer is given by the composition root. */
 export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly trustAnchors: TrustAnchors;
   readonly ready: () => Promise<ReadinessReport>;
   readonly log: Logger;
+  readonly publicBaseUrl?: string | undefined;
 };
 
 /** CORS headers of every public route (decisions §1). */
@@ -61,5 +65,17 @@ export function createApp(deps: AppDeps) {
     })
     .use(healthRoutes(deps.ready))
     .use(easRoutes(deps))
-    .use(trustAnchorRoutes(deps.trustAnchors));
+    .use(trustAnchorRoutes(deps.trustAnchors))
+    .use(identityRoutes())
+    .use(docRoutes(deps.publicBaseUrl ?? "http://127.0.0.1:8080"));
+}
+
+/** `/openapi.json` and the human-readable page beside it (`/docs`). */
+function docRoutes(serverUrl: string) {
+  const doc = buildOpenApi(ROUTE_DOCS, { title: "Attestation Trust Services", version: "1.0.0", serverUrl });
+  const body = JSON.stringify(doc);
+  const page = renderApiPage(doc);
+  return new Elysia({ name: "doc-routes" })
+    .get("/openapi.json", () => new Response(body, { headers: { "content-type": "application/json; charset=utf-8" } }))
+    .get("/docs", () => new Response(page, { headers: { "content-type": "text/html; charset=utf-8" } }));
 }

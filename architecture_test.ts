@@ -1,0 +1,47 @@
+import { describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+
+// The dependency rule of the house style: domain/ is pure, ports/ is a leaf.
+const ROOT = import.meta.dir;
+
+function sources(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { recursive: true, encoding: "utf8" })
+    .filter((f) => f.endsWith(".ts") && !f.endsWith("_test.ts") && f !== "fakes.ts")
+    .map((f) => join(dir, f));
+}
+
+function imports(file: string): string[] {
+  const text = readFileSync(join(ROOT, file), "utf8");
+  return [...text.matchAll(/^\s*(?:import|export)\s[^;]*?from\s+"([^"]+)"/gms)].map((m) => m[1]!);
+}
+
+describe("architecture", () => {
+  test("domain/ imports only domain/, ports/, viem/utils, viem types and TypeBox", () => {
+    for (const file of sources("domain")) {
+      for (const spec of imports(file)) {
+        const allowed = spec.startsWith("./") || spec.startsWith("../ports/") || spec === "viem/utils" ||
+          spec.startsWith("@sinclair/typebox") ||
+          (spec === "viem" && /import type [^;]* from "viem"/.test(readFileSync(join(ROOT, file), "utf8")));
+        expect({ file, spec, allowed }).toEqual({ file, spec, allowed: true });
+      }
+    }
+  });
+
+  test("domain/ never reads the clock, the network or randomness itself", () => {
+    for (const file of sources("domain")) {
+      const text = readFileSync(join(ROOT, file), "utf8");
+      for (const banned of ["Date.now(", "fetch(", "crypto.getRandomValues", "Math.random(", "Bun."]) {
+        expect({ file, banned, found: text.includes(banned) }).toEqual({ file, banned, found: false });
+      }
+    }
+  });
+
+  test("ports/ imports nothing of ours", () => {
+    for (const file of sources("ports")) {
+      for (const spec of imports(file)) {
+        expect({ file, spec, ok: spec.startsWith("./") }).toEqual({ file, spec, ok: true });
+      }
+    }
+  });
+});

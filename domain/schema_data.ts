@@ -1,0 +1,128 @@
+import { decodeAbiParameters, encodeAbiParameters, isAddress, parseAbiParameters } from "viem/utils";
+import type { HexString } from "../ports/eas.ts";
+import { ZERO_ADDRESS } from "./attest_typed_data.ts";
+import { computeDidHash, didAddressFromHash, didToAddress } from "./did.ts";
+import { fail, ok, type Result } from "./result.ts";
+
+/** One field of an EAS schema string such as `string subject, uint256 observedAt`. */
+export type SchemaField = { readonly type: string; readonly name: string };
+
+/** Splits an EAS schema string into its typed fields. */
+export function parseSchemaFields(schema: string): Result<SchemaField[], "INVALID_INPUT"> {
+  const fields: SchemaField[] = [];
+  for (const part of schema.split(",")) {
+    const match = /^\s*([a-z0-9]+(?:\[\])?)\s+([A-Za-z_][A-Za-z0-9_]*)\s*$/.exec(part);
+    if (!match) return fail("INVALID_INPUT", `Unsupported schema field "${part.trim()}"`);
+    fields.push({ type: match[1]!, name: match[2]! });
+  }
+  return ok(fields);
+}
+
+type Encoded = unknown;
+
+function coerce(field: SchemaField, value: unknown): Result<Encoded, "INVALID_INPUT"> {
+  const bad = (rule: string) => fail("INVALID_INPUT", `${field.name} ${rule}`);
+  if (field.type.endsWith("[]")) {
+    if (!Array.isArray(value)) return bad("must be an array");
+    const inner = { type: field.type.slice(0, -2), name: field.name };
+    const out: Encoded[] = [];
+    for (const item of value) {
+      const c = coerce(inner, item);
+      if (!c.ok) return c;
+      out.push(c.value);
+    }
+    return ok(out);
+  }
+  if (/^u?int[0-9]*$/.test(field.type)) {
+    if (typeof value === "bigint") return ok(value);
+    if (typeof value === "number" && Number.isSafeInteger(value)) return ok(BigInt(value));
+    if (typeof value === "string" && /^-?[0-9]+$/.test(value)) return ok(BigInt(value));
+    return bad("must be an integer (bigint, safe integer or base-10 string)");
+  }
+  if (field.type === "string") return typeof value === "string" ? ok(value) : bad("must be a string");
+  if (field.type === "bool") return typeof value === "boolean" ? ok(value) : bad("must be a boolean");
+  if (field.type === "address") {
+    return typeof value === "string" && isAddress(value) ? ok(value) : bad("must be an address");
+  }
+  if (field.type === "bytes") {
+    return typeof value === "string" && /^0x([0-9a-fA-F]{2})*$/.test(value) ? ok(value) : bad("must be hex bytes");
+  }
+  const fixed = /^bytes([0-9]+)$/.exec(field.type);
+  if (fixed) {
+    const size = Number(fixed[1]);
+    return typeof value === "string" && new RegExp(`^0x[0-9a-fA-F]{${size * 2}}$`).test(value)
+      ? ok(value)
+      : bad(`must be ${size} bytes of hex`);
+  }
+  return bad(`has an unsupported type ${field.type}`);
+}
+
+/**
+ * ABI-encodes attestation data for a schema string. Objects in `string` fields must already be
+ * strings (proofs are JSON-stringified by the caller). `subjectDidHash`, when the schema declares
+ * it and `subject` is a DID, is filled with the DID hash.
+ */
+export function encodeSchemaData(schema: string, data: Readonly<Record<string, unknown>>): Result<HexString, "INVALID_INPUT"> {
+  const fields = parseSchemaFields(schema);
+  if (!fields.ok) return fields;
+  const values: Encoded[] = [];
+  for (const field of fields.value) {
+    let value = data[field.name];
+    if (field.name === "subjectDidHash" && value === undefined && typeof data.subject === "string" && data.subject.startsWith("did:")) {
+      const hash = computeDidHash(data.subject);
+      if (!hash.ok) return fail("INVALID_INPUT", `subject ${hash.message}`);
+      value = hash.value;
+    }
+    if (value === undefined) return fail("INVALID_INPUT", `${field.name} is required`);
+    const c = coerce(field, value);
+    if (!c.ok) return c;
+    values.push(c.value);
+  }
+  try {
+    return ok(encodeAbiParameters(parseAbiParameters(schema), values as never) as HexString);
+  } catch {
+    return fail("INVALID_INPUT", "Data does not fit the schema");
+  }
+}
+
+/** Decodes attestation data; big integers come back as base-10 strings. */
+export function decodeSchemaData(schema: string, data: HexString): Result<Record<string, unknown>, "INVALID_INPUT"> {
+  const fields = parseSchemaFields(schema);
+  if (!fields.ok) return fields;
+  try {
+    const decoded = decodeAbiParameters(parseAbiParameters(schema), data) as readonly unknown[];
+    const out: Record<string, unknown> = {};
+    fields.value.forEach((f, i) => {
+      out[f.name] = stringifyBigints(decoded[i]);
+    });
+    return ok(out);
+  } catch {
+    return fail("INVALID_INPUT", "Data does not decode with the schema");
+  }
+}
+
+function stringifyBigints(value: unknown): unknown {
+  if (typeof value === "bigint") return value.toString();
+  if (Array.isArray(value)) return value.map(stringifyBigints);
+  return value;
+}
+
+/** The inputs of recipient derivation: the attestation data fields that can name a recipient. */
+export type RecipientInput = { readonly subject?: unknown; readonly subjectDidHash?: unknown; readonly recipient?: unknown };
+
+/**
+ * Derives the EAS recipient (interface "Recipient derivation"): the DID address of a `did:`
+ * subject, else the low 160 bits of `subjectDidHash`, else a valid `recipient`, else zero.
+ */
+export function deriveRecipient(input: RecipientInput): Result<HexString, "INVALID_DID"> {
+  if (typeof input.subject === "string" && input.subject.startsWith("did:")) {
+    const address = didToAddress(input.subject);
+    return address.ok ? ok(address.value as HexString) : address;
+  }
+  if (typeof input.subjectDidHash === "string" && /^0x[0-9a-fA-F]{64}$/.test(input.subjectDidHash)) {
+    const address = didAddressFromHash(input.subjectDidHash);
+    if (address.ok) return ok(address.value as HexString);
+  }
+  if (typeof input.recipient === "string" && isAddress(input.recipient)) return ok(input.recipient as HexString);
+  return ok(ZERO_ADDRESS);
+}

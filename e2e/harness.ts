@@ -1,0 +1,110 @@
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type Devnet, type DevnetOptions, startDevnet } from "../adapters/devnet/mod.ts";
+import { silentLogger } from "../adapters/json_logger.ts";
+import { readConfig } from "../config.ts";
+import { type Service, startService } from "../main.ts";
+
+/** Counts JSON-RPC traffic: HTTP round trips and methods, in order. */
+export type RpcCounter = {
+  readonly fetch: typeof fetch;
+  readonly roundTrips: () => number;
+  readonly methods: () => string[];
+  /** The JSON-RPC methods of each HTTP round trip, in order. */
+  readonly trips: () => string[][];
+  readonly reset: () => void;
+};
+
+/** Wraps `fetch` so a test can count the service's RPC round trips and JSON-RPC methods. */
+export function countingFetch(): RpcCounter {
+  let trips: string[][] = [];
+  const wrapped = (async (input: RequestInfo | URL, init?: RequestInit) => {
+    const methods: string[] = [];
+    try {
+      const body = JSON.parse(String(init?.body ?? "null"));
+      for (const call of Array.isArray(body) ? body : [body]) if (call?.method) methods.push(call.method);
+    } catch {
+      // not JSON-RPC
+    }
+    trips.push(methods);
+    return await fetch(input, init);
+  }) as typeof fetch;
+  return {
+    fetch: wrapped,
+    roundTrips: () => trips.length,
+    methods: () => trips.flat(),
+    trips: () => trips.map((t) => [...t]),
+    reset: () => {
+      trips = [];
+    },
+  };
+}
+
+/** A devnet plus the real service on loopback, on temporary files. */
+export type Stack = {
+  readonly devnet: Devnet;
+  readonly service: Service;
+  readonly baseUrl: string;
+  readonly rpc: RpcCounter;
+  readonly dir: string;
+  /** Starts a second service process-in-process on the same chain and database (a restart). */
+  readonly restartService: (env?: Record<string, string>) => Promise<Service>;
+  readonly stop: () => Promise<void>;
+};
+
+/** Which compiled contracts e2e deploys: forge's build when present (CI builds it first), else npm's. */
+export function e2eArtifacts(): "forge" | "npm" {
+  return existsSync(join(import.meta.dir, "..", "out", "EAS.sol", "EAS.json")) ? "forge" : "npm";
+}
+
+/** Starts a fresh chain with EAS deployed and the service against it. */
+export async function startStack(
+  options: {
+    env?: Record<string, string>;
+    devnet?: Partial<DevnetOptions>;
+    /** Wraps the counting fetch the service uses for RPC (e.g. to time RPC waits). */
+    wrapRpcFetch?: (inner: typeof fetch) => typeof fetch;
+  } = {},
+): Promise<Stack> {
+  const dir = mkdtempSync(join(tmpdir(), "ats-e2e-"));
+  const devnet = await startDevnet({ dataDir: join(dir, "devnet"), persist: false, artifacts: e2eArtifacts(), ...options.devnet });
+  const rpc = countingFetch();
+  const rpcFetch = options.wrapRpcFetch ? options.wrapRpcFetch(rpc.fetch) : rpc.fetch;
+  const env = (extra: Record<string, string> = {}) => ({
+    PORT: "0",
+    RPC_URL: devnet.rpcUrl,
+    TRUST_ANCHORS_PATH: devnet.trustAnchorsPath,
+    DELEGATE_PRIVATE_KEY: devnet.keys.delegate,
+    DATABASE_PATH: join(dir, "ats.sqlite"),
+    DATA_DIR: dir,
+    ...options.env,
+    ...extra,
+  });
+  let service: Service;
+  try {
+    service = await startService(readConfig(env()), { log: silentLogger, rpcFetch });
+  } catch (error) {
+    await devnet.stop();
+    throw error;
+  }
+  const extra: Service[] = [];
+  return {
+    devnet,
+    service,
+    baseUrl: service.url,
+    rpc,
+    dir,
+    async restartService(more) {
+      const next = await startService(readConfig(env(more)), { log: silentLogger, rpcFetch });
+      extra.push(next);
+      return next;
+    },
+    async stop() {
+      for (const s of extra) await s.stop();
+      await service.stop();
+      await devnet.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,74 @@
+import { describe, expect, test } from "bun:test";
+import { identityRoutes } from "./routes/identity.ts";
+import { ROUTE_DOCS } from "./route_docs.ts";
+import { buildOpenApi } from "./openapi.ts";
+
+const app = identityRoutes();
+async function resolve(body: unknown, path = "/v1/identity-resolve") {
+  const res = await app.handle(
+    new Request(`http://localhost${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    }),
+  );
+  return { status: res.status, body: await res.json() };
+}
+
+describe("identity-resolve routes", () => {
+  test("answers one record per input, in order, on all three paths", async () => {
+    for (const path of ["/v1/identity-resolve", "/v1/identity/resolve", "/api/public/identity-resolve"]) {
+      const res = await resolve({ identifiers: ["did:web:Example.com", "did:handle:github:octocat"] }, path);
+      expect(res.status).toBe(200);
+      expect(res.body.identities).toHaveLength(2);
+      expect(res.body.identities[0]).toMatchObject({ canonical: "did:web:example.com", label: "example.com", type: "did-web" });
+      expect(res.body.identities[1]).toMatchObject({ label: "octocat (github)" });
+    }
+  });
+
+  test("an empty list gives an empty list", async () => {
+    expect(await resolve({ identifiers: [] })).toEqual({ status: 200, body: { identities: [] } });
+  });
+
+  test("101 identifiers, a non-array or non-strings are 400 INVALID_INPUT; bad JSON 400 INVALID_JSON", async () => {
+    for (const body of [{ identifiers: Array(101).fill("a.com") }, { identifiers: "a.com" }, { identifiers: [1] }, {}, []]) {
+      const res = await resolve(body);
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe("INVALID_INPUT");
+    }
+    expect((await resolve("{oops")).body.code).toBe("INVALID_JSON");
+  });
+
+  test("thousands of generated strings never produce a 5xx", async () => {
+    let seed = 7;
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const prefixes = ["", "did:", "did:web:", "did:pkh:", "did:jwk:", "did:key:", "did:handle:", "did:ethr:", "eip155:", "0x", "::::", "did:artifact:"];
+    const pieces = ["a", "Z", ":", "/", "#", ".", "%3A", "\u0000", "\n", "😀", "www.", "0xAbC", "-", " ", "é", "\u202e"];
+    for (let batch = 0; batch < 40; batch++) {
+      const identifiers = Array.from({ length: 100 }, () => {
+        let s = prefixes[Math.floor(rand() * prefixes.length)]!;
+        const n = Math.floor(rand() * (rand() < 0.05 ? 3000 : 20));
+        for (let i = 0; i < n; i++) s += pieces[Math.floor(rand() * pieces.length)];
+        return s;
+      });
+      const res = await resolve({ identifiers });
+      expect(res.status).toBe(200);
+      expect(res.body.identities).toHaveLength(100);
+      for (const record of res.body.identities) {
+        expect(typeof record.label).toBe("string");
+        expect(typeof record.canonical).toBe("string");
+      }
+    }
+  });
+});
+
+describe("openapi", () => {
+  test("describes every documented path with its models", () => {
+    const doc = buildOpenApi(ROUTE_DOCS, { title: "t", version: "1", serverUrl: "http://localhost" });
+    for (const path of ["/v1/nonce", "/api/eas/delegated-attest", "/v1/trust-anchors", "/v1/identity/resolve", "/readyz"]) {
+      expect(doc.paths[path]).toBeDefined();
+    }
+    const post = doc.paths["/v1/identity-resolve"]!.post as { requestBody: { content: Record<string, { schema: { properties: object } }> } };
+    expect(Object.keys(post.requestBody.content["application/json"]!.schema.properties)).toEqual(["identifiers"]);
+  });
+});

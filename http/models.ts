@@ -1,0 +1,96 @@
+import { type TSchema, Type as t } from "@sinclair/typebox";
+import { TrustAnchorsModel } from "../domain/trust_anchors.ts";
+
+/** The one error body. */
+export const ErrorModel = t.Object({ error: t.String(), code: t.String(), details: t.Optional(t.String()) });
+/** The error body of the EAS routes, which also carry `elapsed`. */
+export const EasErrorModel = t.Object({
+  error: t.String(),
+  code: t.String(),
+  details: t.Optional(t.String()),
+  elapsed: t.String({ pattern: "^[0-9]+ms$" }),
+});
+
+const Address = t.String({ pattern: "^0x[0-9a-fA-F]{40}$", description: "EVM address, 0x-prefixed, 20 bytes" });
+const Bytes32 = t.String({ pattern: "^0x[0-9a-fA-F]{64}$" });
+const Uint = t.String({ pattern: "^[0-9]+$", description: "base-10 integer" });
+
+export const NonceQuery = t.Object({ attester: Address });
+export const NonceRecordModel = t.Object({
+  nonce: Uint,
+  chain: t.String(),
+  chainId: t.Integer(),
+  easAddress: Address,
+  elapsed: t.String(),
+});
+
+const AttestMessageModel = t.Object({
+  attester: Address,
+  schema: Bytes32,
+  recipient: Address,
+  expirationTime: Uint,
+  revocable: t.Boolean(),
+  refUID: Bytes32,
+  data: t.String({ pattern: "^0x([0-9a-fA-F]{2})*$" }),
+  value: t.Literal("0"),
+  nonce: Uint,
+  deadline: Uint,
+});
+
+export const DelegatedAttestBody = t.Object({
+  attester: Address,
+  signature: t.String({ pattern: "^0x[0-9a-fA-F]{130}$", description: "65-byte EIP-712 signature" }),
+  prepared: t.Object({
+    delegatedRequest: t.Intersect([
+      AttestMessageModel,
+      t.Object({ easContractAddress: Address, chainId: t.Integer() }),
+    ]),
+    typedData: t.Object({
+      domain: t.Object({ name: t.Literal("EAS"), version: t.Literal("1.4.0"), chainId: t.Integer(), verifyingContract: Address }),
+      types: t.Record(t.String(), t.Array(t.Object({ name: t.String(), type: t.String() }))),
+      primaryType: t.Optional(t.Literal("Attest")),
+      message: AttestMessageModel,
+    }),
+  }),
+});
+
+export const DelegatedAttestSuccessModel = t.Object({
+  success: t.Literal(true),
+  txHash: Bytes32,
+  uid: t.Union([Bytes32, t.Null()]),
+  blockNumber: t.Integer(),
+  chain: t.String(),
+  elapsed: t.String(),
+});
+
+/** identity-resolve: at most 100 strings. */
+export const IdentityResolveBody = t.Object({
+  identifiers: t.Array(t.String(), { maxItems: 100 }),
+});
+
+export const IdentityRecordModel = t.Object({
+  input: t.String(),
+  canonical: t.String(),
+  label: t.String(),
+  type: t.String(),
+  source: t.String(),
+});
+export const IdentityResolveResponse = t.Object({ identities: t.Array(IdentityRecordModel) });
+
+export const HealthModel = t.Object({ status: t.Literal("ok") });
+export const ReadyModel = t.Object({
+  status: t.Union([t.Literal("ready"), t.Literal("not-ready")]),
+  checks: t.Record(t.String(), t.Boolean()),
+});
+
+export { TrustAnchorsModel };
+
+/** One documented operation: the paths it is served on and its models. */
+export type RouteDoc = {
+  readonly method: "get" | "post";
+  readonly paths: readonly string[];
+  readonly summary: string;
+  readonly query?: TSchema | undefined;
+  readonly body?: TSchema | undefined;
+  readonly responses: Readonly<Record<number, { description: string; schema?: TSchema | undefined }>>;
+};

@@ -1,0 +1,195 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { type Address, createPublicClient, http } from "viem";
+import { type Devnet, startDevnet } from "./adapters/devnet/mod.ts";
+import { EAS_ABI } from "./adapters/eas_abi.ts";
+import { createJsonLogger } from "./adapters/json_logger.ts";
+import { openSqlite } from "./adapters/sqlite_database.ts";
+import { createSqliteReplayStore } from "./adapters/sqlite_replay_store.ts";
+import { systemClock } from "./adapters/system_clock.ts";
+import { createViemEas } from "./adapters/viem_eas.ts";
+import { type Config, ConfigError, readConfig } from "./config.ts";
+import { EAS_DOMAIN_VERSION } from "./domain/attest_typed_data.ts";
+import { createDelegatedAttest } from "./domain/delegated_attest.ts";
+import { createReadNonce } from "./domain/nonce.ts";
+import { activeChainAnchors, caip2, subsidizedSchemaMap, validateTrustAnchors } from "./domain/trust_anchors.ts";
+import { createApp } from "./http/app.ts";
+import type { Logger } from "./ports/logger.ts";
+import type { TrustAnchors } from "./ports/trust_anchors.ts";
+
+/** A running service. */
+export type Service = {
+  readonly url: string;
+  readonly port: number;
+  readonly chainId: number;
+  readonly chainName: string;
+  readonly easAddress: Address;
+  readonly trustAnchors: TrustAnchors;
+  readonly devnet: Devnet | undefined;
+  /** Stops accepting requests, lets in-flight ones finish, closes the database and the devnet. */
+  readonly stop: () => Promise<void>;
+};
+
+/** Options of {@link startService} that tests set. */
+export type StartServiceOptions = {
+  readonly log?: Logger | undefined;
+  /** Replaces `fetch` for JSON-RPC (round-trip counting in tests). */
+  readonly rpcFetch?: typeof fetch | undefined;
+};
+
+/** A start-up problem the operator must fix; printed without a stack. */
+export class StartupError extends Error {}
+
+/** Composition root: reads nothing from the environment itself, builds adapters, use cases and HTTP. */
+export async function startService(config: Config, options: StartServiceOptions = {}): Promise<Service> {
+  const log = options.log ?? createJsonLogger(config.logLevel);
+  const devnet: Devnet | undefined = config.rpcUrl !== undefined ? undefined : await startDevnet({
+      dataDir: join(config.dataDir, "devnet"),
+      persist: true,
+      delegatePrivateKey: config.delegatePrivateKey,
+      witnessPrivateKey: config.witnessPrivateKey,
+      log: (line: string) => log.debug("devnet", { line }),
+    });
+  const rpcUrl: string = config.rpcUrl ?? devnet!.rpcUrl;
+  const trustAnchorsPath: string = config.trustAnchorsPath ?? devnet!.trustAnchorsPath;
+  const delegateKey = config.delegatePrivateKey ?? devnet?.keys.delegate;
+  try {
+    const trustAnchors = loadTrustAnchors(trustAnchorsPath);
+    const probe = createPublicClient({ transport: http(rpcUrl, { retryCount: 2, timeout: 10_000 }) });
+    let chainId: number;
+    try {
+      chainId = await probe.getChainId();
+    } catch {
+      throw new StartupError("RPC_URL does not answer eth_chainId");
+    }
+    const chain = activeChainAnchors(trustAnchors, chainId);
+    if (!chain.ok) throw new StartupError(`${chain.message} (TRUST_ANCHORS_PATH)`);
+    const easAddress = chain.value.easContract as Address;
+    let version: string;
+    try {
+      version = await probe.readContract({ address: easAddress, abi: EAS_ABI, functionName: "version" });
+    } catch {
+      throw new StartupError(`No EAS contract answers at ${easAddress} on ${caip2(chainId)}`);
+    }
+    if (version !== EAS_DOMAIN_VERSION) {
+      throw new StartupError(`EAS at ${easAddress} is version ${version}; delegated signatures need ${EAS_DOMAIN_VERSION}`);
+    }
+    const subsidized = subsidizedSchemaMap(chain.value, config.subsidizedSchemas);
+    if (!subsidized.ok) throw new StartupError(`SUBSIDIZED_SCHEMAS: ${subsidized.message}`);
+
+    const db = openSqlite(config.databasePath);
+    const replay = createSqliteReplayStore(db);
+    await replay.prune(BigInt(Math.floor(systemClock.nowMs() / 1000)));
+    const eas = createViemEas({
+      rpcUrl,
+      chainId,
+      easAddress,
+      delegatePrivateKey: delegateKey,
+      fetchFn: options.rpcFetch,
+      log: (event, fields) => log.warn(event, fields),
+    });
+    const app = createApp({
+      readNonce: createReadNonce(eas.reader),
+      delegatedAttest: createDelegatedAttest({
+        clock: systemClock,
+        eas: eas.reader,
+        delegate: eas.delegate,
+        replay,
+        mainnet: config.activeChain === "mainnet",
+        subsidized: subsidized.value,
+      }),
+      chainName: chain.value.name,
+      chainId,
+      easAddress,
+      trustAnchors,
+      log,
+      publicBaseUrl: config.publicBaseUrl,
+      ready: async () => {
+        let database = true;
+        try {
+          db.query("SELECT 1").get();
+        } catch {
+          database = false;
+        }
+        const rpc = await eas.ping();
+        return { ready: database && rpc, checks: { database, trustAnchors: true, rpc } };
+      },
+    });
+    const server = Bun.serve({
+      hostname: config.host,
+      port: config.port,
+      maxRequestBodySize: 1024 * 1024,
+      fetch: (request) => app.handle(request),
+    });
+    const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`;
+    log.info("listening", {
+      url,
+      chain: chain.value.name,
+      chainId,
+      easAddress,
+      schemaRegistry: devnet?.schemaRegistryAddress,
+      embeddedDevnet: devnet !== undefined,
+      rpc: devnet?.rpcUrl,
+    });
+    let stopped = false;
+    return {
+      url,
+      port: server.port ?? config.port,
+      chainId,
+      chainName: chain.value.name,
+      easAddress,
+      trustAnchors,
+      devnet,
+      async stop() {
+        if (stopped) return;
+        stopped = true;
+        await server.stop(false);
+        db.close();
+        await devnet?.stop();
+      },
+    };
+  } catch (error) {
+    await devnet?.stop();
+    throw error;
+  }
+}
+
+function loadTrustAnchors(path: string): TrustAnchors {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, "utf8"));
+  } catch {
+    throw new StartupError(`TRUST_ANCHORS_PATH: cannot read JSON from ${path}`);
+  }
+  const anchors = validateTrustAnchors(raw);
+  if (!anchors.ok) throw new StartupError(`TRUST_ANCHORS_PATH: ${anchors.message}`);
+  return anchors.value;
+}
+
+if (import.meta.main) {
+  let service: Service;
+  try {
+    service = await startService(readConfig(process.env));
+  } catch (error) {
+    if (error instanceof ConfigError || error instanceof StartupError) {
+      console.error(`ats: ${error.message}`);
+      process.exit(1);
+    }
+    throw error;
+  }
+  const lines = [
+    `ats listening on ${service.url}`,
+    `chain ${service.chainName} (eip155:${service.chainId})`,
+    `EAS ${service.easAddress}`,
+  ];
+  if (service.devnet) {
+    lines.push(`SchemaRegistry ${service.devnet.schemaRegistryAddress}`, `devnet RPC ${service.devnet.rpcUrl}`);
+  }
+  console.log(lines.join("\n"));
+  const shutdown = async () => {
+    await service.stop();
+    process.exit(0);
+  };
+  process.on("SIGINT", shutdown);
+  process.on("SIGTERM", shutdown);
+}
