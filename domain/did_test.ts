@@ -1,0 +1,515 @@
+import { describe, expect, test } from "bun:test";
+import {
+  artifactDidFromDigest,
+  base32LowerDecode,
+  base32LowerEncode,
+  base64UrlDecode,
+  base64UrlEncode,
+  buildDidPkh,
+  buildDidPkhFromCaip10,
+  computeDidHash,
+  didAddressFromHash,
+  didJwkToJwk,
+  didPkhToCaip10,
+  didToAddress,
+  extractAddressFromDid,
+  getDomainFromDidWeb,
+  isSameControllerId,
+  jwkToDidJwk,
+  normalizeDid,
+  parseArtifactDid,
+  parseDidPkh,
+  publicJwkEquals,
+  validateDidAddress,
+} from "./did.ts";
+import type { Result } from "./result.ts";
+
+function value<T>(result: Result<T, string>): T {
+  if (!result.ok) throw new Error(`expected ok, got ${result.code}: ${result.message}`);
+  return result.value;
+}
+
+function failure(result: Result<unknown, string>): { code: string; message: string } {
+  if (result.ok) throw new Error(`expected a failure, got ${JSON.stringify(result.value)}`);
+  return { code: result.code, message: result.message };
+}
+
+const TEST_JWK = {
+  kty: "EC",
+  crv: "P-256",
+  x: "f83OJ3D7xI1Yp1V2iFIYA7n5OYXc4K1Uo7jY14FKMC4",
+  y: "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0",
+};
+const TEST_DID_JWK =
+  "did:jwk:eyJjcnYiOiJQLTI1NiIsImt0eSI6IkVDIiwieCI6ImY4M09KM0Q3eEkxWXAxVjJpRklZQTduNU9ZWGM0SzFVbzdqWTE0RktNQzQiLCJ5IjoieF9GRXpSdTltMzZITE5fdHVlNjU5TE5wWFc2cEN5U3Rpa1lqS0lXSTVhMCJ9";
+const ADDR = "0x1111111111111111111111111111111111111111";
+const ARTIFACT_DID = "did:artifact:bafkreibuuyyqyb7jqrlflorjiiko2efz2xgagwxxdgathcrdpcniiyzhfi";
+const OTHER_ARTIFACT_DID = "did:artifact:bafkreicuuyyqyb7jqrlflorjiiko2efz2xgagwxxdgathcrdpcniiyzhfi";
+
+const jwkDid = (jwk: Record<string, unknown>) => `did:jwk:${base64UrlEncode(new TextEncoder().encode(JSON.stringify(jwk)))}`;
+
+describe("normalizeDid()", () => {
+  const table: [string, string][] = [
+    ["did:web:Example.COM", "did:web:example.com"],
+    ["Example.COM", "did:web:example.com"],
+    ["did:web:Example.COM/path/to", "did:web:example.com/path/to"],
+    ["did:web:www.example.com", "did:web:example.com"],
+    ["did:web:api.example.com#key-1", "did:web:api.example.com"],
+    ["did:pkh:EIP155:1:0xABC", "did:pkh:eip155:1:0xabc"],
+    ["did:handle:Twitter:alice", "did:handle:twitter:alice"],
+    ["did:handle:twitter:Alice", "did:handle:twitter:Alice"],
+    ["  did:key:z6MkTest  ", "did:key:z6MkTest"],
+    ["did:ethr:0xabc", "did:ethr:0xabc"],
+  ];
+  for (const [input, expected] of table) {
+    test(`normalizes ${JSON.stringify(input)} to ${expected}`, () => {
+      expect(value(normalizeDid(input))).toBe(expected);
+    });
+  }
+
+  test("rejects the reference's invalid inputs with INVALID_DID", () => {
+    for (const input of ["did:", "did:pkh:eip155:1", "did:pkh:eip155:1:0xabc:extra", "did:handle:twitter"]) {
+      expect(failure(normalizeDid(input)).code).toBe("INVALID_DID");
+    }
+  });
+
+  test("uses the reference messages", () => {
+    expect(failure(normalizeDid("   ")).message).toBe("Input must be a non-empty string");
+    expect(failure(normalizeDid("did:")).message).toBe("Invalid DID format");
+    expect(failure(normalizeDid("did:web:")).message).toBe("Invalid DID format");
+    expect(failure(normalizeDid("did:pkh:")).message).toBe("Invalid DID format");
+    expect(failure(normalizeDid("did:pkh:eip155:1")).message).toBe("Invalid did:pkh format");
+    expect(failure(normalizeDid("did:pkh:eip155::0xabc")).message).toBe("Invalid did:pkh components");
+    expect(failure(normalizeDid("did:web:/path")).message).toBe("Invalid did:web identifier");
+    expect(failure(normalizeDid("did:handle:twitter:")).message).toBe("Invalid did:handle components");
+  });
+
+  test("turns a bare domain into a did:web, dropping one trailing dot and one leading www", () => {
+    expect(value(normalizeDid("www.Example.com."))).toBe("did:web:example.com");
+    expect(value(normalizeDid("garbage"))).toBe("did:web:garbage");
+    expect(value(normalizeDid("www.www.example.com"))).toBe("did:web:www.example.com");
+    expect(value(normalizeDid("example.com.."))).toBe("did:web:example.com.");
+  });
+
+  test("keeps the case of a did:web path and lowercases colon paths and ports", () => {
+    expect(value(normalizeDid("did:web:Example.com/Users/Alice"))).toBe("did:web:example.com/Users/Alice");
+    expect(value(normalizeDid("did:web:Example.com:user:Alice"))).toBe("did:web:example.com:user:alice");
+    expect(value(normalizeDid("did:web:localhost%3A8080"))).toBe("did:web:localhost%3a8080");
+  });
+
+  test("cuts a fragment for every method", () => {
+    expect(value(normalizeDid("did:pkh:eip155:1:0xABC#key-1"))).toBe("did:pkh:eip155:1:0xabc");
+    expect(value(normalizeDid("did:key:z6MkTest#z6MkTest"))).toBe("did:key:z6MkTest");
+    expect(value(normalizeDid(`${TEST_DID_JWK}#0`))).toBe(TEST_DID_JWK);
+    expect(value(normalizeDid("example.com#frag"))).toBe("did:web:example.com");
+    expect(failure(normalizeDid("#only-a-fragment")).code).toBe("INVALID_DID");
+  });
+
+  test("leaves did:key, did:ethr, did:artifact and unknown methods as written", () => {
+    expect(value(normalizeDid("did:key:z6MkHaXU"))).toBe("did:key:z6MkHaXU");
+    expect(value(normalizeDid("did:ethr:0xABC"))).toBe("did:ethr:0xABC");
+    expect(value(normalizeDid(ARTIFACT_DID))).toBe(ARTIFACT_DID);
+    expect(value(normalizeDid("did:example:Something-Unusual"))).toBe("did:example:Something-Unusual");
+    expect(value(normalizeDid("did:WEB:Example.com"))).toBe("did:WEB:Example.com");
+  });
+
+  test("rejects a string that names another method in the wrong case instead of wrapping it in a did:web", () => {
+    expect(failure(normalizeDid("DID:web:example.com")).message).toBe("Expected did:web DID");
+  });
+
+  test("validates did:jwk and keeps it unchanged", () => {
+    expect(value(normalizeDid(TEST_DID_JWK))).toBe(TEST_DID_JWK);
+    expect(failure(normalizeDid(`${TEST_DID_JWK}:extra`)).message).toBe(
+      "did:jwk must have exactly 3 colon-separated parts, got 4",
+    );
+    expect(failure(normalizeDid("did:jwk:abc+def")).message).toBe("Identifier contains invalid base64url characters");
+    expect(failure(normalizeDid("did:jwk:bm90IGpzb24")).message).toBe("Decoded identifier is not valid JSON");
+    expect(failure(normalizeDid(jwkDid([1, 2] as unknown as Record<string, unknown>))).message).toBe(
+      "Decoded JWK must be a JSON object",
+    );
+    expect(failure(normalizeDid(jwkDid({ kty: "oct", k: "abc" }))).message).toBe(
+      "Invalid or missing kty field (must be one of: EC, OKP, RSA)",
+    );
+    expect(failure(normalizeDid(jwkDid({ ...TEST_JWK, d: "secret" }))).message).toBe(
+      "DID must reference a public key — private key component (d) is not allowed",
+    );
+    expect(failure(normalizeDid(jwkDid({ kty: "RSA", n: "abc", e: "AQAB", p: "x" }))).message).toContain("(p)");
+    expect(failure(normalizeDid(jwkDid({ kty: "EC", crv: "P-256", x: "abc" }))).message).toBe(
+      "Missing required EC JWK field: y",
+    );
+    expect(value(normalizeDid(jwkDid({ kty: "OKP", crv: "Ed25519", x: "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo" })))).toStartWith(
+      "did:jwk:",
+    );
+  });
+});
+
+describe("computeDidHash() and the DID address", () => {
+  const vectors: [string, `0x${string}`, `0x${string}`][] = [
+    ["did:web:example.com", "0x505b0e657e7acabd2c14e517173a347faed486bb69081ef673c6e52c03f57f3e", "0x173a347faed486bb69081ef673c6e52c03f57f3e"],
+    ["did:web:mygame.com", "0x6866cd0f77282fac4de34739db2de0adbca432e989bb056003b589098ec1debc", "0xdb2de0adbca432e989bb056003b589098ec1debc"],
+    ["did:web:api.example.com", "0xbb3fc58320074965f25f254509a34a416806a7eba14b6b183369082602e8064b", "0x09a34a416806a7eba14b6b183369082602e8064b"],
+    ["did:web:example.com/path/to", "0xe68ab420f14680e453c0a135034795cac130e05c760bc5ccf236347cf01a0a6b", "0x034795cac130e05c760bc5ccf236347cf01a0a6b"],
+    [`did:pkh:eip155:66238:${ADDR}`, "0x88e217fe3f1863ab5aa48c7f313ff9b86181c7d5ac1c9be2be0b28603c59a134", "0x313ff9b86181c7d5ac1c9be2be0b28603c59a134"],
+    [`did:pkh:eip155:1:${ADDR}`, "0xce45e3a757acf2710076b6e9a14674f0a9da2de5ab514c5830e6c9c2030a12d6", "0xa14674f0a9da2de5ab514c5830e6c9c2030a12d6"],
+    ["did:handle:github:octocat", "0xc3d805d48f890d6f569a9e8d14469be50c40e20fb594a1d3567f46f60b1cb72c", "0x14469be50c40e20fb594a1d3567f46f60b1cb72c"],
+    ["did:key:z6MkTest", "0x570c9b593dcfbe77ac79db850cacc26807e3f534159d1038c72039a2a41fd6cc", "0x0cacc26807e3f534159d1038c72039a2a41fd6cc"],
+    [`did:ethr:${ADDR}`, "0x301189f6eae36565798de3d4c31a6be5eea61b73263ef566ec807037e766ba98", "0xc31a6be5eea61b73263ef566ec807037e766ba98"],
+    [ARTIFACT_DID, "0x14ca55b828ea470c0043afc7a4a6caa9cfbc4b854e2d259a3cfd0d6668b23da4", "0xa4a6caa9cfbc4b854e2d259a3cfd0d6668b23da4"],
+    [OTHER_ARTIFACT_DID, "0x030302ae17974af8b72fc561772d4490eff79a211ee28fef3986623374a46592", "0x772d4490eff79a211ee28fef3986623374a46592"],
+  ];
+  for (const [did, hash, address] of vectors) {
+    test(`hashes ${did}`, () => {
+      expect(value(computeDidHash(did))).toBe(hash);
+      expect(value(didAddressFromHash(hash))).toBe(address);
+      expect(value(didToAddress(did))).toBe(address);
+    });
+  }
+
+  test("hashes the normalized DID, so equivalent spellings share a hash", () => {
+    const expected = value(computeDidHash("did:web:example.com"));
+    for (const spelling of ["Example.COM", " did:web:WWW.example.com. ", "did:web:example.com#key-1", "www.example.com"]) {
+      expect(value(computeDidHash(spelling))).toBe(expected);
+    }
+  });
+
+  test("does not lowercase did:ethr, so its hash depends on case", () => {
+    expect(value(computeDidHash("did:ethr:0xABC"))).not.toBe(value(computeDidHash("did:ethr:0xabc")));
+  });
+
+  test("hashes the did:jwk test vector to its DID address", () => {
+    expect(value(didToAddress(TEST_DID_JWK))).toBe("0x8e5aa3c307032432d7f8c799dd6a4d681dcb85d4");
+  });
+
+  test("never checksums the DID address and lowercases an upper-case hash", () => {
+    expect(value(didAddressFromHash("0x505B0E657E7ACABD2C14E517173A347FAED486BB69081EF673C6E52C03F57F3E"))).toBe(
+      "0x173a347faed486bb69081ef673c6e52c03f57f3e",
+    );
+  });
+
+  test("rejects a hash that is not 32-byte hex", () => {
+    for (const hash of ["", "0x", "0x1234", `0x${"g".repeat(64)}`, `${"a".repeat(64)}`, `0x${"a".repeat(66)}`]) {
+      expect(failure(didAddressFromHash(hash))).toEqual({ code: "INVALID_DID", message: "didHash must be 32-byte hex" });
+    }
+  });
+
+  test("fails computeDidHash and didToAddress with INVALID_DID for an invalid DID", () => {
+    expect(failure(computeDidHash("did:")).code).toBe("INVALID_DID");
+    expect(failure(didToAddress("did:pkh:eip155:1")).code).toBe("INVALID_DID");
+  });
+
+  test("validateDidAddress() compares without case and is false on any error", () => {
+    expect(validateDidAddress("did:web:example.com", "0x173A347FAED486BB69081EF673C6E52C03F57F3E")).toBe(true);
+    expect(validateDidAddress("did:web:example.org", "0x173a347faed486bb69081ef673c6e52c03f57f3e")).toBe(false);
+    expect(validateDidAddress("did:", "0x173a347faed486bb69081ef673c6e52c03f57f3e")).toBe(false);
+  });
+});
+
+describe("did:web helpers", () => {
+  test("getDomainFromDidWeb() returns the normalized host without the path", () => {
+    expect(value(getDomainFromDidWeb("did:web:Example.com/path/to"))).toBe("example.com");
+    expect(value(getDomainFromDidWeb("did:web:www.example.com"))).toBe("example.com");
+    expect(value(getDomainFromDidWeb("did:web:example.com:user:alice"))).toBe("example.com:user:alice");
+    expect(value(getDomainFromDidWeb("did:web:localhost%3A8443"))).toBe("localhost%3a8443");
+  });
+
+  test("getDomainFromDidWeb() refuses other methods", () => {
+    expect(failure(getDomainFromDidWeb(`did:pkh:eip155:1:${ADDR}`)).message).toBe("Expected did:web DID");
+    expect(failure(getDomainFromDidWeb("did:")).code).toBe("INVALID_DID");
+  });
+});
+
+describe("did:pkh helpers", () => {
+  test("buildDidPkhFromCaip10() lowercases the address", () => {
+    expect(value(buildDidPkhFromCaip10("eip155:1:0xABC"))).toBe("did:pkh:eip155:1:0xabc");
+    expect(value(buildDidPkhFromCaip10(`eip155:66238:${ADDR}`))).toBe(`did:pkh:eip155:66238:${ADDR}`);
+  });
+
+  test("buildDidPkhFromCaip10() is strict about the namespace case and the shape", () => {
+    for (const input of ["EIP155:1:0xabc", "eip155:1", "eip155::0xabc", "eip155:1:0xabc:extra", "", "did:pkh:eip155:1:0xabc"]) {
+      expect(failure(buildDidPkhFromCaip10(input)).code).toBe("INVALID_DID");
+    }
+  });
+
+  test("buildDidPkh() lowercases namespace and address", () => {
+    expect(value(buildDidPkh("EIP155", "1", "0xABC"))).toBe("did:pkh:eip155:1:0xabc");
+    expect(value(buildDidPkh("eip155", 66238, ADDR))).toBe(`did:pkh:eip155:66238:${ADDR}`);
+    expect(failure(buildDidPkh("eip155", "", ADDR)).code).toBe("INVALID_DID");
+    expect(failure(buildDidPkh("eip155", "1", "0xa:b")).code).toBe("INVALID_DID");
+  });
+
+  test("parseDidPkh() and didPkhToCaip10() read the normalized parts", () => {
+    expect(value(parseDidPkh("did:pkh:EIP155:66238:0xABC"))).toEqual({ namespace: "eip155", chainId: "66238", address: "0xabc" });
+    expect(value(didPkhToCaip10("did:pkh:eip155:1:0xABC#key-1"))).toBe("eip155:1:0xabc");
+    expect(failure(parseDidPkh("did:web:example.com")).message).toBe("Expected did:pkh DID");
+    expect(failure(didPkhToCaip10("did:pkh:eip155")).code).toBe("INVALID_DID");
+  });
+});
+
+describe("extractAddressFromDid()", () => {
+  test("returns the EIP-55 address of eip155 did:pkh, did:ethr and bare addresses", () => {
+    expect(value(extractAddressFromDid("0xabc0000000000000000000000000000000001234"))).toBe(
+      "0xAbc0000000000000000000000000000000001234",
+    );
+    expect(value(extractAddressFromDid("did:pkh:eip155:1:0x6f05d46cd048d3249f4db6bad6d06e2069bcd5eb"))).toBe(
+      "0x6f05D46cD048d3249F4Db6BAd6d06e2069BCD5eb",
+    );
+    expect(value(extractAddressFromDid("did:ethr:0x6f05d46cd048d3249f4db6bad6d06e2069bcd5eb"))).toBe(
+      "0x6f05D46cD048d3249F4Db6BAd6d06e2069BCD5eb",
+    );
+    expect(value(extractAddressFromDid("did:ethr:0x42:0x6F05D46CD048D3249F4DB6BAD6D06E2069BCD5EB"))).toBe(
+      "0x6f05D46cD048d3249F4Db6BAd6d06e2069BCD5eb",
+    );
+  });
+
+  test("rejects a mixed-case address with a bad checksum and other forms", () => {
+    for (const input of [
+      "0xAbc0000000000000000000000000000000001234".replace("A", "a").replace("b", "B"),
+      "did:ethr:0x6f05D46cD048d3249F4Db6BAd6d06e2069BCD5EB",
+      "did:pkh:solana:1:abc",
+      "did:pkh:eip155:1:0xabc",
+      "did:web:example.com",
+      "0x1234",
+      "",
+    ]) {
+      expect(failure(extractAddressFromDid(input))).toEqual({ code: "INVALID_DID", message: "Unsupported identifier format" });
+    }
+  });
+});
+
+describe("did:jwk helpers", () => {
+  test("jwkToDidJwk() reproduces the reference vector", () => {
+    const did = value(jwkToDidJwk(TEST_JWK));
+    expect(did).toBe(TEST_DID_JWK);
+    expect(did.length).toBe(176);
+  });
+
+  test("jwkToDidJwk() sorts keys, so member order does not matter", () => {
+    const { y, x, crv, kty } = TEST_JWK;
+    expect(value(jwkToDidJwk({ y, x, crv, kty }))).toBe(TEST_DID_JWK);
+  });
+
+  test("jwkToDidJwk() keeps kid and alg by default and drops them with publicOnly", () => {
+    const withKid = { ...TEST_JWK, kid: "key-1", alg: "ES256" };
+    const kept = value(jwkToDidJwk(withKid));
+    expect(kept).not.toBe(TEST_DID_JWK);
+    expect(value(didJwkToJwk(kept))).toEqual(withKid);
+    expect(value(jwkToDidJwk(withKid, { publicOnly: true }))).toBe(TEST_DID_JWK);
+  });
+
+  test("jwkToDidJwk() rejects private and malformed keys", () => {
+    expect(failure(jwkToDidJwk({ ...TEST_JWK, d: "secret" })).code).toBe("INVALID_DID");
+    expect(failure(jwkToDidJwk({ ...TEST_JWK, d: "secret" }, { publicOnly: true })).code).toBe("INVALID_DID");
+    expect(failure(jwkToDidJwk({ kty: "EC" })).code).toBe("INVALID_DID");
+    expect(failure(jwkToDidJwk({ ...TEST_JWK, extra: 1n })).message).toBe("JWK is not serializable as JSON");
+  });
+
+  test("didJwkToJwk() decodes a did:jwk and accepts its #0 key reference", () => {
+    expect(value(didJwkToJwk(TEST_DID_JWK))).toEqual(TEST_JWK);
+    expect(value(didJwkToJwk(`${TEST_DID_JWK}#0`))).toEqual(TEST_JWK);
+    expect(failure(didJwkToJwk("did:web:example.com")).message).toBe("Expected did:jwk DID");
+  });
+
+  test("publicJwkEquals() ignores kid, use, key_ops, alg and ext only", () => {
+    const decorated = { ...TEST_JWK, kid: "k", use: "sig", key_ops: ["verify"], alg: "ES256", ext: true };
+    expect(publicJwkEquals(TEST_JWK, decorated)).toBe(true);
+    expect(publicJwkEquals(TEST_JWK, { ...TEST_JWK, x: TEST_JWK.y })).toBe(false);
+    expect(publicJwkEquals(TEST_JWK, { ...TEST_JWK, x5t: "thumb" })).toBe(false);
+    expect(publicJwkEquals(TEST_JWK, { ...TEST_JWK, d: "secret" })).toBe(false);
+  });
+});
+
+describe("isSameControllerId()", () => {
+  test("matches equal normalized DIDs", () => {
+    expect(isSameControllerId("did:web:Example.com", "www.example.com")).toBe(true);
+    expect(isSameControllerId("did:key:z6MkTest", "did:key:z6MkTest#z6MkTest")).toBe(true);
+  });
+
+  test("matches eip155 did:pkh with the same address on any chain", () => {
+    expect(isSameControllerId(`did:pkh:eip155:1:${ADDR}`, `did:pkh:eip155:66238:${ADDR.toUpperCase().replace("0X", "0x")}`)).toBe(true);
+    expect(isSameControllerId(`did:pkh:eip155:1:${ADDR}`, "did:pkh:eip155:1:0x2222222222222222222222222222222222222222")).toBe(false);
+    expect(isSameControllerId("did:pkh:solana:a:abc", "did:pkh:solana:b:abc")).toBe(false);
+    expect(isSameControllerId(`did:pkh:eip155:1:${ADDR}`, `did:pkh:bip122:1:${ADDR}`)).toBe(false);
+  });
+
+  test("matches did:jwk with the same public key material", () => {
+    const withKid = value(jwkToDidJwk({ ...TEST_JWK, kid: "key-1", use: "sig" }));
+    expect(isSameControllerId(TEST_DID_JWK, withKid)).toBe(true);
+    expect(isSameControllerId(TEST_DID_JWK, value(jwkToDidJwk({ ...TEST_JWK, x: TEST_JWK.y })))).toBe(false);
+  });
+
+  test("keeps did:key and did:jwk case significant", () => {
+    expect(isSameControllerId("did:key:z6MkTest", "did:key:z6mktest")).toBe(false);
+    expect(isSameControllerId(TEST_DID_JWK, TEST_DID_JWK.toLowerCase())).toBe(false);
+  });
+
+  test("is false when either side is not a DID or methods differ", () => {
+    expect(isSameControllerId("did:", "did:")).toBe(false);
+    expect(isSameControllerId(`did:pkh:eip155:1:${ADDR}`, `did:ethr:${ADDR}`)).toBe(false);
+    expect(isSameControllerId(TEST_DID_JWK, "did:web:example.com")).toBe(false);
+  });
+});
+
+describe("did:artifact", () => {
+  const HELLO = "0xb94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9";
+  const EMPTY = "0xe3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+  /** SHA-256 of the JCS form of {"a":1,"b":2}. */
+  const JSON_AB = "0x43258cff783fe7036d8a43033f830adfc60ec037382473548ac742b888292777";
+
+  test("artifactDidFromDigest() encodes the spec vectors", () => {
+    expect(artifactDidFromDigest(HELLO)).toBe("did:artifact:bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e");
+    expect(artifactDidFromDigest(JSON_AB)).toBe("did:artifact:bafkreicdewgp66b744bw3csdam7ygcw7yyhmanzyerzvjcwhik4iqkjho4");
+    expect(artifactDidFromDigest(EMPTY).length).toBe(72);
+  });
+
+  test("the spec example parses, though its digest is not the SHA-256 of empty input as the spec claims", () => {
+    // Only the first 27 digest bytes agree with e3b0c442…b855; the example's tail was evidently made up.
+    const example = "did:artifact:bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenpcqyaua";
+    expect(value(parseArtifactDid(example)).digest).toBe("0xe3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991af14300a0");
+    expect(artifactDidFromDigest(EMPTY)).toBe("did:artifact:bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku");
+  });
+
+  test("artifactDidFromDigest() throws on a digest that is not 32 bytes (a caller bug)", () => {
+    expect(() => artifactDidFromDigest("0x1234")).toThrow(TypeError);
+  });
+
+  test("parseArtifactDid() returns the digest and the DID exactly as given", () => {
+    expect(value(parseArtifactDid(ARTIFACT_DID))).toEqual({
+      did: ARTIFACT_DID,
+      identifier: ARTIFACT_DID.slice("did:artifact:".length),
+      digest: "0x34a6310c07e9845655ba294214ed10b9d5cc035af71981338a23789a8463272a",
+    });
+    expect(value(parseArtifactDid("did:artifact:bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e")).digest).toBe(HELLO);
+    expect(value(parseArtifactDid(OTHER_ARTIFACT_DID)).digest).toStartWith("0x54a6310c");
+  });
+
+  test("the hello-world artifact has the reference DID address", () => {
+    expect(value(didToAddress(artifactDidFromDigest(HELLO)))).toBe("0x7c72147f96497c2db5ab34a4bb18b454c3c71257");
+  });
+
+  test("parseArtifactDid() round-trips any digest", () => {
+    for (let i = 0; i < 64; i++) {
+      const digest = `0x${Array.from({ length: 32 }, (_, j) => ((i * 37 + j * 11) & 0xff).toString(16).padStart(2, "0")).join("")}` as const;
+      expect(value(parseArtifactDid(artifactDidFromDigest(digest))).digest).toBe(digest);
+    }
+  });
+
+  const cid = (bytes: number[]) => `did:artifact:b${base32LowerEncode(new Uint8Array(bytes))}`;
+  const digest32 = Array.from({ length: 32 }, () => 7);
+  const errors: [string, string][] = [
+    ["did:web:example.com", "Expected a did:artifact DID"],
+    ["DID:artifact:bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenpcqyaua", "Expected a did:artifact DID"],
+    [" did:artifact:bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenpcqyaua", "Expected a did:artifact DID"],
+    ["did:artifact:", "Missing method-specific identifier"],
+    ["did:artifact:zQmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG", 'Invalid multibase prefix "z", expected "b" (base32lower)'],
+    ["did:artifact:BAFKREIHDWDCEFGH4DQKJV67UZCMW7OJEE6XEDZDETOJUZJEVTENPCQYAUA", 'Invalid multibase prefix "B", expected "b" (base32lower)'],
+    ["did:artifact:bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenpcqyaub", "Failed to decode base32 CID: not canonical base32lower"],
+    ["did:artifact:bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenpcqyau1", "Failed to decode base32 CID: not canonical base32lower"],
+    ["did:artifact:bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi", "Multicodec must be raw (0x55), got 0x70"],
+    [cid([0x00, 0x55, 0x12, 0x20, ...digest32]), "CID version must be 1, got 0"],
+    [cid([0x01, 0x55, 0x13, 0x20, ...digest32]), "Multihash function must be sha2-256 (0x12), got 0x13"],
+    [cid([0x01, 0x55, 0x12, 0x14, ...digest32.slice(0, 20)]), "SHA-256 digest must be 32 bytes, got 20"],
+    [cid([0x01, 0x55, 0x12, 0x20, ...digest32.slice(0, 31)]), "SHA-256 digest must be 32 bytes, got 31"],
+    [cid([0x01, 0x55, 0x12, 0x20, ...digest32, 0]), "SHA-256 digest must be 32 bytes, got 33"],
+    [cid([0x01]), "Multicodec must be raw (0x55), got nothing"],
+  ];
+  for (const [did, message] of errors) {
+    test(`parseArtifactDid() rejects ${did.length > 40 ? `${did.slice(0, 40)}…` : did}: ${message}`, () => {
+      expect(failure(parseArtifactDid(did))).toEqual({ code: "INVALID_DID", message });
+    });
+  }
+});
+
+describe("base encodings", () => {
+  test("base32 lower matches RFC 4648 vectors without padding", () => {
+    const vectors: [string, string][] = [["", ""], ["f", "my"], ["fo", "mzxq"], ["foo", "mzxw6"], ["foob", "mzxw6yq"], ["fooba", "mzxw6ytb"], ["foobar", "mzxw6ytboi"]];
+    for (const [plain, encoded] of vectors) {
+      expect(base32LowerEncode(new TextEncoder().encode(plain))).toBe(encoded);
+      expect(new TextDecoder().decode(base32LowerDecode(encoded))).toBe(plain);
+    }
+    expect(base32LowerDecode("m")).toBeUndefined();
+    expect(base32LowerDecode("MZXW6")).toBeUndefined();
+    expect(base32LowerDecode("mz")).toBeUndefined();
+  });
+
+  test("base64url matches RFC 4648 vectors without padding", () => {
+    const vectors: [string, string][] = [["", ""], ["f", "Zg"], ["fo", "Zm8"], ["foo", "Zm9v"], ["foob", "Zm9vYg"], ["\u00ff\u00fe", "w7_Dvg"]];
+    for (const [plain, encoded] of vectors) {
+      expect(base64UrlEncode(new TextEncoder().encode(plain))).toBe(encoded);
+      expect(new TextDecoder().decode(base64UrlDecode(encoded))).toBe(plain);
+    }
+    expect(base64UrlDecode("Z")).toBeUndefined();
+    expect(base64UrlDecode("Zm+v")).toBeUndefined();
+  });
+});
+
+describe("hostile input", () => {
+  const hostile = [
+    "",
+    " ",
+    "\t\n\r",
+    "did:",
+    "did::",
+    "::::",
+    "did:::",
+    "#",
+    "did:web:#",
+    "did:web:.",
+    "did:web:www.",
+    "did:jwk:",
+    "did:jwk:e30",
+    "did:jwk:" + "A".repeat(10_000),
+    "did:artifact:b" + "a".repeat(10_000),
+    "🦄",
+    "did:web:🦄.example",
+    "did:pkh:eip155:1:🦄",
+    "\u0000\u0001\u0007\u001b[31m",
+    "did:web:exa\u0000mple.com",
+    "\ud800",
+    "did:handle:\ud83d:x",
+    "x".repeat(10_000),
+    "did:web:" + "a".repeat(10_000),
+    ":".repeat(10_000),
+    "#".repeat(10_000),
+    "did:pkh:" + "a:".repeat(5_000),
+    "__proto__",
+    "did:__proto__:constructor",
+  ];
+
+  test("no DID function throws, and every failure is INVALID_DID", () => {
+    for (const input of hostile) {
+      const results: Result<unknown, string>[] = [
+        normalizeDid(input),
+        computeDidHash(input),
+        didToAddress(input),
+        didAddressFromHash(input),
+        getDomainFromDidWeb(input),
+        buildDidPkhFromCaip10(input),
+        buildDidPkh(input, input, input),
+        parseDidPkh(input),
+        didPkhToCaip10(input),
+        didJwkToJwk(input),
+        parseArtifactDid(input),
+        extractAddressFromDid(input),
+      ];
+      for (const result of results) if (!result.ok) expect(result.code).toBe("INVALID_DID");
+      expect(typeof isSameControllerId(input, input)).toBe("boolean");
+      expect(typeof validateDidAddress(input, input)).toBe("boolean");
+    }
+  });
+
+  test("blank and structural nonsense is INVALID_DID", () => {
+    for (const input of ["", " ", "\t\n\r", "did:", "did::", "did:::", "#", "did:web:#", "did:web:.", "did:jwk:", "did:jwk:e30"]) {
+      expect(failure(normalizeDid(input)).code).toBe("INVALID_DID");
+    }
+  });
+
+  test("a non-string from JavaScript is INVALID_DID, not a throw", () => {
+    for (const input of [undefined, null, 42, {}, []] as unknown as string[]) {
+      expect(failure(normalizeDid(input)).code).toBe("INVALID_DID");
+      expect(failure(didAddressFromHash(input)).code).toBe("INVALID_DID");
+      expect(failure(parseArtifactDid(input)).code).toBe("INVALID_DID");
+      expect(failure(extractAddressFromDid(input)).code).toBe("INVALID_DID");
+      expect(failure(buildDidPkhFromCaip10(input)).code).toBe("INVALID_DID");
+    }
+  });
+});
