@@ -3,12 +3,10 @@ import {
   ContractFunctionRevertedError,
   createPublicClient,
   encodeFunctionData,
-  type Hex,
   http,
   InsufficientFundsError,
   keccak256,
   type PublicClient,
-  TimeoutError,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type {
@@ -21,7 +19,8 @@ import type {
   Submission,
   SubmitOptions,
 } from "../ports/eas.ts";
-import { ATTESTED_TOPIC, EAS_ABI } from "./eas_abi.ts";
+import { EAS_ABI } from "./eas_abi.ts";
+import { attestedUid, createTxSender, describe, type TxSender } from "./viem_tx_sender.ts";
 
 /** Options of {@link createViemEas}. */
 export type ViemEasOptions = {
@@ -44,9 +43,9 @@ export type ViemEas = {
   readonly client: PublicClient;
   /** True when the RPC answers with the configured chain id. */
   readonly ping: () => Promise<boolean>;
+  /** The transaction sender of a wallet, shared by everything that sends from it. */
+  readonly senderFor: (privateKey: HexString) => TxSender;
 };
-
-const FEE_TTL_MS = 2_000;
 
 /**
  * Builds the EAS reader and the delegate wallet on a viem HTTP client with JSON-RPC batching, so
@@ -66,25 +65,25 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
   }) as PublicClient;
   const easAddress = options.easAddress;
 
-  let fees: { at: number; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | undefined;
-  let feeRequest: Promise<typeof fees> | undefined;
-  const refreshFees = (): Promise<typeof fees> => {
-    if (fees !== undefined && Date.now() - fees.at < FEE_TTL_MS) return Promise.resolve(fees);
-    feeRequest ??= Promise.all([client.getGasPrice(), client.estimateMaxPriorityFeePerGas()])
-      .then(([gasPrice, priority]) => {
-        fees = { at: Date.now(), maxFeePerGas: gasPrice * 2n + priority, maxPriorityFeePerGas: priority };
-        return fees;
-      })
-      .finally(() => (feeRequest = undefined));
-    return feeRequest;
+  const senders = new Map<string, TxSender>();
+  /** One sender per wallet, so the delegate and the witness share nonces when they are one key. */
+  const senderFor = (key: HexString): TxSender => {
+    const account = privateKeyToAccount(key);
+    let sender = senders.get(account.address);
+    if (sender === undefined) {
+      sender = createTxSender({ client, account, chainId: options.chainId, receiptTimeoutMs: options.receiptTimeoutMs, log });
+      senders.set(account.address, sender);
+    }
+    return sender;
   };
+  const delegateSender = options.delegatePrivateKey ? senderFor(options.delegatePrivateKey) : undefined;
 
   const reader: EasReader = {
     chainId: options.chainId,
     easAddress,
     async getAttesterNonce(attester): Promise<NonceRead> {
       // Issued in the same tick as the nonce read, so the fee refresh rides in the same batch.
-      const feeWarmup = options.delegatePrivateKey ? refreshFees().catch(() => undefined) : undefined;
+      const feeWarmup = delegateSender?.warmFees();
       try {
         const nonce = await client.readContract({
           address: easAddress,
@@ -109,16 +108,7 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
     }
   };
 
-  if (options.delegatePrivateKey === undefined) return { reader, delegate: undefined, client, ping };
-
-  const account = privateKeyToAccount(options.delegatePrivateKey);
-  let nextNonce: number | undefined;
-  let queue: Promise<unknown> = Promise.resolve();
-  const exclusive = <T>(task: () => Promise<T>): Promise<T> => {
-    const run = queue.then(task, task);
-    queue = run.catch(() => undefined);
-    return run;
-  };
+  if (delegateSender === undefined) return { reader, delegate: undefined, client, ping, senderFor };
 
   const encode = (call: DelegatedAttestCall) =>
     encodeFunctionData({
@@ -134,10 +124,10 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
     });
 
   const delegate: DelegateSubmitter = {
-    address: account.address,
+    address: delegateSender.address,
     async simulate(call): Promise<Simulation> {
       try {
-        const gas = await client.estimateGas({ account: account.address, to: easAddress, data: encode(call) });
+        const gas = await client.estimateGas({ account: delegateSender.address, to: easAddress, data: encode(call) });
         // Headroom for state that changes between the estimate and inclusion.
         return { ok: true, gas: (gas * 12n) / 10n };
       } catch (error) {
@@ -145,84 +135,17 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
       }
     },
     async submit(call, submitOptions: SubmitOptions): Promise<Submission> {
-      const data = encode(call);
-      let fee: NonNullable<typeof fees>;
-      try {
-        fee = (await refreshFees())!;
-      } catch (error) {
-        log("rpc_error", { op: "fees", error: describe(error) });
-        return { ok: false, reason: "not-broadcast" };
-      }
-      const sent = await exclusive(async (): Promise<{ txHash: Hex } | Submission> => {
-        try {
-          nextNonce ??= await client.getTransactionCount({ address: account.address, blockTag: "pending" });
-        } catch (error) {
-          log("rpc_error", { op: "getTransactionCount", error: describe(error) });
-          return { ok: false, reason: "not-broadcast" };
-        }
-        const nonce = nextNonce;
-        const serialized = await account.signTransaction({
-          chainId: options.chainId,
-          type: "eip1559",
-          to: easAddress,
-          data,
-          gas: submitOptions.gas,
-          nonce,
-          maxFeePerGas: fee.maxFeePerGas,
-          maxPriorityFeePerGas: fee.maxPriorityFeePerGas,
-          value: 0n,
-        });
-        const txHash = keccak256(serialized);
-        await submitOptions.onSigned(txHash);
-        try {
-          await client.request({ method: "eth_sendRawTransaction", params: [serialized] });
-          nextNonce = nonce + 1;
-          return { txHash };
-        } catch (error) {
-          log("rpc_error", { op: "sendRawTransaction", nonce, error: describe(error) });
-          // Re-read the pending count next time: the node may or may not hold this nonce now.
-          nextNonce = undefined;
-          if (error instanceof BaseError && error.walk((e) => e instanceof TimeoutError)) {
-            return { ok: false, reason: "unknown-outcome", txHash };
-          }
-          return { ok: false, reason: "not-broadcast" };
-        }
+      const outcome = await delegateSender.send({
+        to: easAddress,
+        data: encode(call),
+        gas: submitOptions.gas,
+        onSigned: submitOptions.onSigned,
       });
-      if (!("txHash" in sent) || "ok" in sent) return sent as Submission;
-      return await awaitReceipt(client, sent.txHash, easAddress, options.receiptTimeoutMs ?? 120_000, log);
+      if (!outcome.ok) return outcome;
+      return { ok: true, txHash: outcome.txHash, blockNumber: outcome.blockNumber, uid: attestedUid(outcome.logs, easAddress) };
     },
   };
-  return { reader, delegate, client, ping };
-}
-
-async function awaitReceipt(
-  client: PublicClient,
-  txHash: Hex,
-  easAddress: HexString,
-  timeoutMs: number,
-  log: (event: string, fields: Record<string, unknown>) => void,
-): Promise<Submission> {
-  const started = Date.now();
-  let delay = 25;
-  for (;;) {
-    try {
-      const receipt = await client.request({ method: "eth_getTransactionReceipt", params: [txHash] });
-      if (receipt) {
-        const blockNumber = BigInt(receipt.blockNumber);
-        if (receipt.status !== "0x1") return { ok: false, reason: "reverted", txHash, blockNumber };
-        const attested = receipt.logs.find((l) =>
-          l.address.toLowerCase() === easAddress.toLowerCase() && l.topics[0] === ATTESTED_TOPIC
-        );
-        const uid = attested && attested.data.length >= 66 ? (attested.data.slice(0, 66) as HexString) : null;
-        return { ok: true, txHash, blockNumber, uid };
-      }
-    } catch (error) {
-      log("rpc_error", { op: "getTransactionReceipt", error: describe(error) });
-    }
-    if (Date.now() - started > timeoutMs) return { ok: false, reason: "unknown-outcome", txHash };
-    await Bun.sleep(delay);
-    delay = Math.min(delay * 2, 1_000);
-  }
+  return { reader, delegate, client, ping, senderFor };
 }
 
 function classifySimulationError(
@@ -272,10 +195,4 @@ function decodeEasError(data: Hex): string {
     }
   }
   return EAS_ERROR_SELECTORS.get(data.slice(0, 10).toLowerCase()) ?? "reverted";
-}
-
-/** A short, URL-free description of an error for logs. */
-function describe(error: unknown): string {
-  if (error instanceof BaseError) return error.shortMessage;
-  return error instanceof Error ? error.message : String(error);
 }

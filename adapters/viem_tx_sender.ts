@@ -1,0 +1,154 @@
+import { BaseError, type Hex, keccak256, type PublicClient, TimeoutError } from "viem";
+import type { PrivateKeyAccount } from "viem/accounts";
+import type { HexString } from "../ports/eas.ts";
+import { ATTESTED_TOPIC } from "./eas_abi.ts";
+
+/** The outcome of sending one transaction and waiting for its receipt. */
+export type SendOutcome =
+  | { readonly ok: true; readonly txHash: HexString; readonly blockNumber: bigint; readonly logs: readonly ReceiptLog[] }
+  | { readonly ok: false; readonly reason: "not-broadcast" }
+  | { readonly ok: false; readonly reason: "reverted"; readonly txHash: HexString; readonly blockNumber: bigint }
+  | { readonly ok: false; readonly reason: "unknown-outcome"; readonly txHash: HexString };
+
+/** A log of a receipt, as the node returned it. */
+export type ReceiptLog = { readonly address: string; readonly topics: readonly string[]; readonly data: string };
+
+/** What to send. */
+export type SendRequest = {
+  readonly to: HexString;
+  readonly data: HexString;
+  readonly gas: bigint;
+  /** Called with the hash after signing and before broadcast, so the caller can store it first. */
+  readonly onSigned?: ((txHash: HexString) => Promise<void>) | undefined;
+};
+
+/** Sends transactions from one wallet; nonces are assigned in one place per wallet. */
+export type TxSender = {
+  readonly address: HexString;
+  readonly send: (request: SendRequest) => Promise<SendOutcome>;
+  /** Refreshes the fee cache if stale; call in the same tick as another read to share its batch. */
+  readonly warmFees: () => Promise<unknown>;
+};
+
+const FEE_TTL_MS = 2_000;
+
+type Log = (event: string, fields: Record<string, unknown>) => void;
+
+/**
+ * Builds a sender for one wallet: a lock around nonce assignment, signing and broadcast (so
+ * concurrent sends never share or skip a nonce), receipts awaited outside the lock, and fee data
+ * cached for two seconds. After a failed broadcast the next send re-reads the pending count.
+ */
+export function createTxSender(options: {
+  client: PublicClient;
+  account: PrivateKeyAccount;
+  chainId: number;
+  receiptTimeoutMs?: number | undefined;
+  log?: Log | undefined;
+}): TxSender {
+  const { client, account } = options;
+  const log = options.log ?? (() => {});
+  let fees: { at: number; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | undefined;
+  let feeRequest: Promise<NonNullable<typeof fees>> | undefined;
+  const refreshFees = (): Promise<NonNullable<typeof fees>> => {
+    if (fees !== undefined && Date.now() - fees.at < FEE_TTL_MS) return Promise.resolve(fees);
+    feeRequest ??= Promise.all([client.getGasPrice(), client.estimateMaxPriorityFeePerGas()])
+      .then(([gasPrice, priority]) => {
+        fees = { at: Date.now(), maxFeePerGas: gasPrice * 2n + priority, maxPriorityFeePerGas: priority };
+        return fees;
+      })
+      .finally(() => (feeRequest = undefined));
+    return feeRequest;
+  };
+
+  let nextNonce: number | undefined;
+  let queue: Promise<unknown> = Promise.resolve();
+  const exclusive = <T>(task: () => Promise<T>): Promise<T> => {
+    const run = queue.then(task, task);
+    queue = run.catch(() => undefined);
+    return run;
+  };
+
+  return {
+    address: account.address,
+    warmFees: () => refreshFees().catch(() => undefined),
+    async send(request) {
+      let fee: NonNullable<typeof fees>;
+      try {
+        fee = await refreshFees();
+      } catch (error) {
+        log("rpc_error", { op: "fees", error: describe(error) });
+        return { ok: false, reason: "not-broadcast" };
+      }
+      const sent = await exclusive(async (): Promise<{ txHash: Hex } | SendOutcome> => {
+        try {
+          nextNonce ??= await client.getTransactionCount({ address: account.address, blockTag: "pending" });
+        } catch (error) {
+          log("rpc_error", { op: "getTransactionCount", error: describe(error) });
+          return { ok: false, reason: "not-broadcast" };
+        }
+        const nonce = nextNonce;
+        const serialized = await account.signTransaction({
+          chainId: options.chainId,
+          type: "eip1559",
+          to: request.to,
+          data: request.data,
+          gas: request.gas,
+          nonce,
+          maxFeePerGas: fee.maxFeePerGas,
+          maxPriorityFeePerGas: fee.maxPriorityFeePerGas,
+          value: 0n,
+        });
+        const txHash = keccak256(serialized);
+        await request.onSigned?.(txHash);
+        try {
+          await client.request({ method: "eth_sendRawTransaction", params: [serialized] });
+          nextNonce = nonce + 1;
+          return { txHash };
+        } catch (error) {
+          log("rpc_error", { op: "sendRawTransaction", nonce, error: describe(error) });
+          // The node may or may not hold this nonce now: re-read the pending count next time.
+          nextNonce = undefined;
+          if (error instanceof BaseError && error.walk((e) => e instanceof TimeoutError)) {
+            return { ok: false, reason: "unknown-outcome", txHash };
+          }
+          return { ok: false, reason: "not-broadcast" };
+        }
+      });
+      if ("ok" in sent) return sent;
+      return await awaitReceipt(client, sent.txHash, options.receiptTimeoutMs ?? 120_000, log);
+    },
+  };
+}
+
+async function awaitReceipt(client: PublicClient, txHash: Hex, timeoutMs: number, log: Log): Promise<SendOutcome> {
+  const started = Date.now();
+  let delay = 25;
+  for (;;) {
+    try {
+      const receipt = await client.request({ method: "eth_getTransactionReceipt", params: [txHash] });
+      if (receipt) {
+        const blockNumber = BigInt(receipt.blockNumber);
+        if (receipt.status !== "0x1") return { ok: false, reason: "reverted", txHash, blockNumber };
+        return { ok: true, txHash, blockNumber, logs: receipt.logs };
+      }
+    } catch (error) {
+      log("rpc_error", { op: "getTransactionReceipt", error: describe(error) });
+    }
+    if (Date.now() - started > timeoutMs) return { ok: false, reason: "unknown-outcome", txHash };
+    await Bun.sleep(delay);
+    delay = Math.min(delay * 2, 1_000);
+  }
+}
+
+/** The uid of the first EAS `Attested` log of a receipt, or null. */
+export function attestedUid(logs: readonly ReceiptLog[], easAddress: string): HexString | null {
+  const log = logs.find((l) => l.address.toLowerCase() === easAddress.toLowerCase() && l.topics[0] === ATTESTED_TOPIC);
+  return log && log.data.length >= 66 ? (log.data.slice(0, 66) as HexString) : null;
+}
+
+/** A short, URL-free description of an error for logs. */
+export function describe(error: unknown): string {
+  if (error instanceof BaseError) return error.shortMessage;
+  return error instanceof Error ? error.message : String(error);
+}
