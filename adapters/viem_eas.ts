@@ -3,6 +3,7 @@ import {
   ContractFunctionRevertedError,
   createPublicClient,
   encodeFunctionData,
+  type Hex,
   http,
   InsufficientFundsError,
   keccak256,
