@@ -25,6 +25,11 @@ export const PUBLIC_CORS_HEADERS: Readonly<Record<string, string>> = {
   "access-control-max-age": "600",
 };
 
+/** Session and private routes use an origin allowlist with credentials instead of `*` (decisions §1). */
+export function isPrivatePath(path: string): boolean {
+  return path.startsWith("/api/private/") || path.startsWith("/v1/session/") || path === "/v1/controller-witness";
+}
+
 /**
  * Builds the Elysia app: the route plugins plus the conventions every public route shares
  * (CORS `*`, OPTIONS 204, 405 with `Allow`, 404 `NOT_FOUND`, one error body, no upstream text).
@@ -36,32 +41,32 @@ export function createApp(deps: AppDeps) {
 
   return app
     .onRequest(({ request, set }) => {
+      const path = new URL(request.url).pathname;
+      if (isPrivatePath(path)) return;
       Object.assign(set.headers, PUBLIC_CORS_HEADERS);
-      if (request.method === "OPTIONS") {
-        const path = new URL(request.url).pathname;
-        if (allowed(path).length > 0) return new Response(null, { status: 204, headers: PUBLIC_CORS_HEADERS });
+      if (request.method === "OPTIONS" && allowed(path).length > 0) {
+        return new Response(null, { status: 204, headers: PUBLIC_CORS_HEADERS });
       }
     })
     .onError(({ code, error, request }) => {
       const path = new URL(request.url).pathname;
+      const cors = isPrivatePath(path) ? {} : PUBLIC_CORS_HEADERS;
       if (code === "NOT_FOUND") {
         const methods = allowed(path);
         if (methods.length > 0) {
           const allow = [...new Set([...methods, "OPTIONS"])].join(", ");
-          return json(errorBody("METHOD_NOT_ALLOWED", "Method not allowed"), 405, { ...PUBLIC_CORS_HEADERS, allow });
+          return json(errorBody("METHOD_NOT_ALLOWED", "Method not allowed"), 405, { ...cors, allow });
         }
-        return json(errorBody("NOT_FOUND", "Not found"), 404, PUBLIC_CORS_HEADERS);
+        return json(errorBody("NOT_FOUND", "Not found"), 404, cors);
       }
-      if (code === "PARSE") return json(errorBody("INVALID_JSON", "Invalid JSON body"), 400, PUBLIC_CORS_HEADERS);
-      if (code === "VALIDATION") {
-        return json(errorBody("INVALID_INPUT", "Invalid request"), 400, PUBLIC_CORS_HEADERS);
-      }
+      if (code === "PARSE") return json(errorBody("INVALID_JSON", "Invalid JSON body"), 400, cors);
+      if (code === "VALIDATION") return json(errorBody("INVALID_INPUT", "Invalid request"), 400, cors);
       deps.log.error("unhandled_error", {
         path,
         code: String(code),
         error: error instanceof Error ? error.message : String(error),
       });
-      return json(errorBody("INTERNAL_ERROR", "Internal error"), 500, PUBLIC_CORS_HEADERS);
+      return json(errorBody("INTERNAL_ERROR", "Internal error"), 500, cors);
     })
     .use(healthRoutes(deps.ready))
     .use(easRoutes(deps))
