@@ -4,6 +4,7 @@ import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import { errorBody, json } from "./errors.ts";
 import { easRoutes, type EasRoutesDeps } from "./routes/eas.ts";
 import { healthRoutes, type ReadinessReport } from "./routes/health.ts";
+import { controllerRoutes, type ControllerRoutesDeps } from "./routes/controller.ts";
 import { identityRoutes } from "./routes/identity.ts";
 import { trustAnchorRoutes } from "./routes/trust_anchors.ts";
 import { buildOpenApi, renderApiPage } from "./openapi.ts";
@@ -15,6 +16,8 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly ready: () => Promise<ReadinessReport>;
   readonly log: Logger;
   readonly publicBaseUrl?: string | undefined;
+  /** Controller discovery; absent in tests that do not exercise it. */
+  readonly controller?: ControllerRoutesDeps | undefined;
 };
 
 /** CORS headers of every public route (decisions §1). */
@@ -72,6 +75,7 @@ export function createApp(deps: AppDeps) {
     .use(easRoutes(deps))
     .use(trustAnchorRoutes(deps.trustAnchors))
     .use(identityRoutes())
+    .use(deps.controller ? controllerRoutes(deps.controller) : new Elysia())
     .use(docRoutes(deps.publicBaseUrl ?? "http://127.0.0.1:8080"));
 }
 

@@ -1,0 +1,358 @@
+import type { DidDocumentFetch, DnsResolver, DidDocumentFetcher, TxtLookup } from "../ports/discovery.ts";
+import type { Clock } from "../ports/clock.ts";
+import type { TrustAnchors } from "../ports/trust_anchors.ts";
+import {
+  buildDidPkhFromCaip10,
+  extractAddressFromDid,
+  isSameControllerId,
+  jwkToDidJwk,
+  normalizeDid,
+} from "./did.ts";
+import { type IdentityRecord, resolveIdentity } from "./identity.ts";
+import { fail, ok, type Result } from "./result.ts";
+
+/** Where a controller key was seen. */
+export type KeySource = "dns-txt" | "did-json" | "account-wallet";
+
+/** One evidence source and what it said. */
+export type EvidenceItem = {
+  kind: KeySource;
+  status: "found" | "not-found" | "unavailable" | "unsupported";
+  location: string;
+  keys: string[];
+  error?: string;
+};
+
+/** A controller key with the sources that published it; `basic` when an endpoint source did. */
+export type ControllerKey = { id: string; canonicalId: string; label: string; sources: KeySource[]; basic: boolean };
+
+/** The endpoint evidence of a subject. */
+export type DiscoveryRecord = {
+  subject: IdentityRecord;
+  domain: string | null;
+  controllerKeys: ControllerKey[];
+  evidence: EvidenceItem[];
+  warnings: string[];
+};
+
+/** Discovers the controller keys a did:web subject publishes (DNS TXT, did.json). */
+export type DiscoverControllers = (subjectDid: string) => Promise<Result<DiscoveryRecord, "INVALID_INPUT" | "INVALID_DID">>;
+
+/** What discovery needs. */
+export type DiscoveryDeps = {
+  readonly dns: DnsResolver;
+  readonly didDocuments: DidDocumentFetcher;
+  /** The compatibility TXT label: `_<label>.<domain>` (default `omatrust`). */
+  readonly serviceDnsLabel: string;
+};
+
+export const UNSUPPORTED_SUBJECT_WARNING =
+  "Offchain controller discovery is currently supported only for did:web subjects.";
+
+/**
+ * Canonical form of a published controller value: a signing-key DID (did:pkh, did:ethr, did:key,
+ * did:jwk) normalized, keeping the case of did:jwk and did:key (decisions §3), or a CAIP-10 account id
+ * as did:pkh. Anything else is not a controller key.
+ */
+export function canonicalControllerKey(value: string): string | undefined {
+  const trimmed = value.trim().replace(/^"+|"+$/g, "").trim();
+  if (trimmed === "") return undefined;
+  if (trimmed.startsWith("did:")) {
+    const normalized = normalizeDid(trimmed);
+    if (!normalized.ok) return undefined;
+    return /^did:(pkh|ethr|key|jwk):/.test(normalized.value) ? normalized.value : undefined;
+  }
+  const pkh = buildDidPkhFromCaip10(trimmed);
+  return pkh.ok ? pkh.value : undefined;
+}
+
+/**
+ * Reads the controller keys of one TXT record (its character-strings already joined):
+ * `v=1;controller=<did>;controller=<did>`. Every `controller=` counts; a record whose `v` is present
+ * and not `1` yields nothing.
+ */
+export function parseControllerTxtRecord(record: string): string[] {
+  const keys: string[] = [];
+  let version: string | undefined;
+  for (const entry of record.split(/[;\s]+/)) {
+    const eq = entry.indexOf("=");
+    if (eq <= 0) continue;
+    const key = entry.slice(0, eq).trim().toLowerCase();
+    const value = entry.slice(eq + 1).trim();
+    if (value === "") continue;
+    if (key === "v") version = value;
+    else if (key === "controller") {
+      const canonical = canonicalControllerKey(value);
+      if (canonical !== undefined && !keys.includes(canonical)) keys.push(canonical);
+    }
+  }
+  return version === undefined || version === "1" ? keys : [];
+}
+
+/**
+ * Reads the controller keys of a DID document: `blockchainAccountId` (CAIP-10, kept with its own
+ * chain id) as did:pkh, `publicKeyJwk` as did:jwk (public members, sorted keys). A document that is
+ * not an object, names another DID as `id`, or has a non-array `verificationMethod` is invalid.
+ */
+export function controllerKeysFromDidDocument(document: unknown, subjectDid: string): Result<string[], "INVALID_INPUT"> {
+  if (typeof document !== "object" || document === null || Array.isArray(document)) {
+    return fail("INVALID_INPUT", "DID document is not a JSON object");
+  }
+  const doc = document as Record<string, unknown>;
+  if (doc.id !== undefined) {
+    const id = typeof doc.id === "string" ? normalizeDid(doc.id) : undefined;
+    if (!id?.ok || id.value !== subjectDid) return fail("INVALID_INPUT", "DID document id does not match the subject");
+  }
+  const methods = doc.verificationMethod ?? [];
+  if (!Array.isArray(methods)) return fail("INVALID_INPUT", "DID document verificationMethod is not an array");
+  const keys: string[] = [];
+  const add = (key: string | undefined) => {
+    if (key !== undefined && !keys.some((k) => isSameControllerId(k, key))) keys.push(key);
+  };
+  for (const method of methods) {
+    if (typeof method !== "object" || method === null) continue;
+    const m = method as Record<string, unknown>;
+    if (typeof m.blockchainAccountId === "string") add(canonicalControllerKey(m.blockchainAccountId));
+    if (typeof m.publicKeyJwk === "object" && m.publicKeyJwk !== null && !Array.isArray(m.publicKeyJwk)) {
+      const did = jwkToDidJwk(m.publicKeyJwk as Record<string, unknown>, { publicOnly: true });
+      if (did.ok) add(did.value);
+    }
+  }
+  return ok(keys);
+}
+
+/** The host, optional port and path of a normalized did:web (`did:web:example.com%3A8443:user:alice`). */
+export function didWebLocation(did: string): { host: string; port: string | undefined; path: string[] } | undefined {
+  if (!did.startsWith("did:web:")) return undefined;
+  const rest = did.slice("did:web:".length);
+  const [authority = "", ...slashPath] = rest.split("/");
+  const [hostPart = "", ...colonPath] = authority.split(":");
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(hostPart);
+  } catch {
+    return undefined;
+  }
+  const portMatch = /^(.*):([0-9]{1,5})$/.exec(decoded);
+  const host = portMatch ? portMatch[1]! : decoded;
+  if (host === "" || !/^[a-z0-9.-]+$/.test(host) || host.startsWith(".") || host.includes("..")) return undefined;
+  const path = [...colonPath, ...slashPath].filter((p) => p !== "");
+  return { host, port: portMatch?.[2], path };
+}
+
+const txtError = (lookup: TxtLookup): string | undefined =>
+  lookup.status === "servfail" ? "DNS server failure" :
+  lookup.status === "refused" ? "DNS query refused" :
+  lookup.status === "timeout" ? "DNS lookup timed out" :
+  lookup.status === "network-error" ? "DNS resolver unreachable" : undefined;
+
+const didJsonError = (fetch: DidDocumentFetch): string | undefined => {
+  if (fetch.status !== "unavailable") return undefined;
+  switch (fetch.reason) {
+    case "http-status":
+      return `HTTP ${fetch.httpStatus ?? "error"}`;
+    case "blocked-address":
+      return "Host resolves to a non-public address";
+    case "too-large":
+      return "DID document exceeds 64 KiB";
+    case "invalid-json":
+      return "DID document is not valid JSON";
+    case "redirect":
+      return "Redirects are not followed";
+    case "timeout":
+      return "DID document fetch timed out";
+    case "tls-error":
+      return "TLS verification failed";
+    case "dns-failure":
+      return "Host name did not resolve";
+    case "invalid-host":
+      return "Invalid host";
+    default:
+      return "Network error";
+  }
+};
+
+/** A builder of controller keys that merges by controller id and keeps their sources in order. */
+export function createKeySet() {
+  const keys: ControllerKey[] = [];
+  return {
+    add(key: string, source: KeySource) {
+      let entry = keys.find((k) => k.canonicalId === key) ?? keys.find((k) => isSameControllerId(k.canonicalId, key));
+      if (entry === undefined) {
+        entry = { id: key, canonicalId: key, label: resolveIdentity(key).label, sources: [], basic: false };
+        keys.push(entry);
+      }
+      if (!entry.sources.includes(source)) entry.sources.push(source);
+      if (source !== "account-wallet") entry.basic = true;
+    },
+    sorted(): ControllerKey[] {
+      return [...keys].sort((a, b) =>
+        a.basic === b.basic ? (a.canonicalId < b.canonicalId ? -1 : a.canonicalId > b.canonicalId ? 1 : 0) : a.basic ? -1 : 1
+      );
+    },
+  };
+}
+
+/**
+ * Builds controller discovery: both TXT names and did.json are looked up at once; a non-did:web
+ * subject makes no lookup at all and gets `unsupported` evidence and a warning.
+ */
+export function createDiscoverControllers(deps: DiscoveryDeps): DiscoverControllers {
+  return async function discoverControllers(subjectDid) {
+    if (typeof subjectDid !== "string" || subjectDid.trim() === "") {
+      return fail("INVALID_INPUT", "subjectDid is required");
+    }
+    const normalized = normalizeDid(subjectDid);
+    if (!normalized.ok) return fail("INVALID_DID", "Invalid subjectDid", normalized.message);
+    const subject = resolveIdentity(normalized.value);
+    const location = didWebLocation(normalized.value);
+    if (location === undefined) {
+      const isWeb = normalized.value.startsWith("did:web:");
+      if (isWeb) return fail("INVALID_DID", "Invalid subjectDid", "did:web host is not a domain name");
+      return ok({
+        subject,
+        domain: null,
+        controllerKeys: [],
+        evidence: [
+          { kind: "dns-txt", status: "unsupported", location: "did:web only", keys: [] },
+          { kind: "did-json", status: "unsupported", location: "did:web only", keys: [] },
+        ],
+        warnings: [UNSUPPORTED_SUBJECT_WARNING],
+      });
+    }
+    const { host, port, path } = location;
+    const txtNames = [`_controllers.${host}`, `_${deps.serviceDnsLabel}.${host}`];
+    const authority = port === undefined ? host : `${host}:${port}`;
+    const didJsonUrl = path.length === 0
+      ? `https://${authority}/.well-known/did.json`
+      : `https://${authority}/${path.join("/")}/did.json`;
+    const [txt1, txt2, document] = await Promise.all([
+      deps.dns.resolveTxt(txtNames[0]!),
+      deps.dns.resolveTxt(txtNames[1]!),
+      deps.didDocuments.fetchDidDocument(authority, path),
+    ]);
+    const keySet = createKeySet();
+    const evidence: EvidenceItem[] = [];
+    for (const [name, lookup] of [[txtNames[0]!, txt1], [txtNames[1]!, txt2]] as const) {
+      const keys = lookup.status === "found" ? unique(lookup.records.flatMap(parseControllerTxtRecord)) : [];
+      for (const key of keys) keySet.add(key, "dns-txt");
+      const error = txtError(lookup);
+      evidence.push({
+        kind: "dns-txt",
+        status: error !== undefined ? "unavailable" : keys.length > 0 ? "found" : "not-found",
+        location: name,
+        keys,
+        ...(error === undefined ? {} : { error }),
+      });
+    }
+    evidence.push(didJsonEvidence(document, didJsonUrl, normalized.value, keySet));
+    return ok({ subject, domain: host, controllerKeys: keySet.sorted(), evidence, warnings: [] });
+  };
+}
+
+function didJsonEvidence(
+  document: DidDocumentFetch,
+  location: string,
+  subjectDid: string,
+  keySet: ReturnType<typeof createKeySet>,
+): EvidenceItem {
+  if (document.status === "not-found") return { kind: "did-json", status: "not-found", location, keys: [] };
+  if (document.status === "unavailable") {
+    return { kind: "did-json", status: "unavailable", location, keys: [], error: didJsonError(document)! };
+  }
+  const keys = controllerKeysFromDidDocument(document.document, subjectDid);
+  if (!keys.ok) return { kind: "did-json", status: "unavailable", location, keys: [], error: keys.message };
+  for (const key of keys.value) keySet.add(key, "did-json");
+  return { kind: "did-json", status: keys.value.length > 0 ? "found" : "not-found", location, keys: keys.value };
+}
+
+const unique = (values: string[]) => [...new Set(values)];
+
+/** The approved-issuer block of controller confirm. */
+export type ApprovedIssuerBlock = {
+  status: "approved" | "not-approved" | "unavailable" | "not-configured";
+  checkedIdentifiers: string[];
+  registryUrl: string | null;
+};
+
+/** The controller-confirm record: discovery plus the wallet candidate and the approved-issuer check. */
+export type ControllerConfirmRecord = DiscoveryRecord & { approvedIssuer: ApprovedIssuerBlock };
+
+/** What controller confirm adds to discovery. */
+export type ControllerConfirmDeps = {
+  readonly discover: DiscoverControllers;
+  readonly trustAnchors: TrustAnchors;
+  readonly clock: Clock;
+  /** Where the registry is published (the service's trust-anchors URL). */
+  readonly registryUrl: string;
+};
+
+/**
+ * Controller confirm: endpoint evidence, the connected wallet as an `account-wallet` candidate,
+ * and whether the wallet is an active approved issuer in the configured registry.
+ */
+export function createControllerConfirm(deps: ControllerConfirmDeps) {
+  return async function controllerConfirm(
+    subjectDid: string | undefined,
+    walletDid: string | undefined,
+  ): Promise<Result<ControllerConfirmRecord, "INVALID_INPUT" | "INVALID_DID">> {
+    if (walletDid !== undefined && walletDid.trim() === "") return fail("INVALID_INPUT", "walletDid must not be empty");
+    const discovered = await deps.discover(subjectDid ?? "");
+    if (!discovered.ok) return discovered;
+    const record = discovered.value;
+    const approvedIssuer = approvedIssuerStatus(deps, walletDid);
+    if (walletDid === undefined) return ok({ ...record, approvedIssuer });
+    const wallet = canonicalControllerKey(walletDid);
+    if (wallet === undefined) return ok({ ...record, approvedIssuer });
+    const keySet = createKeySet();
+    keySet.add(wallet, "account-wallet");
+    for (const key of record.controllerKeys) for (const source of key.sources) keySet.add(key.canonicalId, source);
+    return ok({
+      ...record,
+      controllerKeys: keySet.sorted(),
+      evidence: [
+        { kind: "account-wallet", status: "found", location: "request.walletDid", keys: [wallet] },
+        ...record.evidence,
+      ],
+      approvedIssuer,
+    });
+  };
+}
+
+function approvedIssuerStatus(deps: ControllerConfirmDeps, walletDid: string | undefined): ApprovedIssuerBlock {
+  if (walletDid === undefined) return { status: "not-configured", checkedIdentifiers: [], registryUrl: null };
+  const canonical = canonicalControllerKey(walletDid);
+  const checkedIdentifiers = unique([walletDid, canonical ?? walletDid]);
+  const issuers = deps.trustAnchors.registries.filter((r) => r.type === "approved-issuers").flatMap((r) => r.issuers);
+  if (issuers.length === 0) return { status: "not-configured", checkedIdentifiers, registryUrl: null };
+  const nowMs = deps.clock.nowMs();
+  const forms = new Set<string>();
+  for (const id of checkedIdentifiers) {
+    forms.add(id.toLowerCase());
+    const normalized = normalizeDid(id);
+    if (normalized.ok) forms.add(normalized.value.toLowerCase());
+    const address = extractAddressFromDid(id);
+    if (address.ok) forms.add(address.value.toLowerCase());
+  }
+  const approved = issuers.some((issuer) => {
+    if (!isActive(issuer, nowMs)) return false;
+    const issuerForms = [issuer.address.toLowerCase()];
+    const address = extractAddressFromDid(issuer.address);
+    if (address.ok) issuerForms.push(address.value.toLowerCase());
+    return issuerForms.some((f) => forms.has(f)) || checkedIdentifiers.some((id) => isSameControllerId(id, issuer.address));
+  });
+  return { status: approved ? "approved" : "not-approved", checkedIdentifiers, registryUrl: deps.registryUrl };
+}
+
+function isActive(issuer: { status?: string | undefined; validFrom?: string | undefined; revokedAt?: string | undefined }, nowMs: number) {
+  if (issuer.status !== undefined && issuer.status !== "active" && issuer.revokedAt === undefined) return false;
+  if (issuer.validFrom !== undefined) {
+    const from = Date.parse(issuer.validFrom);
+    if (Number.isNaN(from) || from > nowMs) return false;
+  }
+  if (issuer.revokedAt !== undefined) {
+    const revoked = Date.parse(issuer.revokedAt);
+    if (Number.isNaN(revoked) || revoked <= nowMs) return false;
+  }
+  return true;
+}

@@ -1,0 +1,163 @@
+import { describe, expect, test } from "bun:test";
+import { fakeClock, fakeDidDocumentFetcher, fakeDnsResolver } from "../ports/fakes.ts";
+import type { TrustAnchors } from "../ports/trust_anchors.ts";
+import {
+  canonicalControllerKey,
+  controllerKeysFromDidDocument,
+  createControllerConfirm,
+  createDiscoverControllers,
+  parseControllerTxtRecord,
+  UNSUPPORTED_SUBJECT_WARNING,
+} from "./controller_discovery.ts";
+
+const A = "0x1111111111111111111111111111111111111111";
+const B = "0x2222222222222222222222222222222222222222";
+const JWK = { kty: "EC", crv: "P-256", x: "f83OJ3D7xI1Yp1V2iFIYA7n5OYXc4K1Uo7jY14FKMC4", y: "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0" };
+const DID_JWK =
+  "did:jwk:eyJjcnYiOiJQLTI1NiIsImt0eSI6IkVDIiwieCI6ImY4M09KM0Q3eEkxWXAxVjJpRklZQTduNU9ZWGM0SzFVbzdqWTE0RktNQzQiLCJ5IjoieF9GRXpSdTltMzZITE5fdHVlNjU5TE5wWFc2cEN5U3Rpa1lqS0lXSTVhMCJ9";
+
+describe("parseControllerTxtRecord()", () => {
+  test("reads every controller= value and normalizes it", () => {
+    expect(parseControllerTxtRecord(`v=1;controller=did:pkh:EIP155:1:${A.toUpperCase().replace("0X", "0x")}; controller=eip155:66238:${B}`))
+      .toEqual([`did:pkh:eip155:1:${A}`, `did:pkh:eip155:66238:${B}`]);
+  });
+
+  test("a v other than 1 yields nothing; no v is accepted", () => {
+    expect(parseControllerTxtRecord(`v=2;controller=did:pkh:eip155:1:${A}`)).toEqual([]);
+    expect(parseControllerTxtRecord(`controller=did:pkh:eip155:1:${A}`)).toEqual([`did:pkh:eip155:1:${A}`]);
+  });
+
+  test("keeps the case of did:jwk and drops non-key DIDs and garbage", () => {
+    expect(parseControllerTxtRecord(`v=1;controller=${DID_JWK};controller=did:web:x.com;controller=nonsense;=x;controller=`))
+      .toEqual([DID_JWK]);
+    expect(canonicalControllerKey(`"did:key:z6MkTest"`)).toBe("did:key:z6MkTest");
+  });
+});
+
+describe("controllerKeysFromDidDocument()", () => {
+  test("takes blockchainAccountId with its own chain id and publicKeyJwk as did:jwk", () => {
+    const doc = {
+      id: "did:web:example.com",
+      verificationMethod: [
+        { id: "#a", type: "EcdsaSecp256k1RecoveryMethod2020", blockchainAccountId: `eip155:66238:${A}` },
+        { id: "#b", type: "JsonWebKey2020", publicKeyJwk: { ...JWK, kid: "k1", alg: "ES256" } },
+      ],
+    };
+    expect(controllerKeysFromDidDocument(doc, "did:web:example.com")).toEqual({ ok: true, value: [`did:pkh:eip155:66238:${A}`, DID_JWK] });
+  });
+
+  test("an id naming another DID or a non-object is invalid", () => {
+    expect(controllerKeysFromDidDocument({ id: "did:web:evil.com" }, "did:web:example.com").ok).toBe(false);
+    expect(controllerKeysFromDidDocument([], "did:web:example.com").ok).toBe(false);
+  });
+});
+
+describe("createDiscoverControllers()", () => {
+  test("merges DNS and did.json keys, marks them basic, reports each source", async () => {
+    const dns = fakeDnsResolver({
+      "_controllers.example.com": { status: "found", records: [`v=1;controller=did:pkh:eip155:66238:${A}`] },
+      "_omatrust.example.com": { status: "servfail" },
+    });
+    const docs = fakeDidDocumentFetcher({
+      "example.com": {
+        status: "ok",
+        url: "https://example.com/.well-known/did.json",
+        document: { id: "did:web:example.com", verificationMethod: [{ blockchainAccountId: `eip155:1:${A}` }] },
+      },
+    });
+    const discover = createDiscoverControllers({ dns, didDocuments: docs, serviceDnsLabel: "omatrust" });
+    const result = await discover("www.Example.com");
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect(result.value.subject).toMatchObject({ input: "did:web:example.com", canonical: "did:web:example.com", type: "did-web" });
+    expect(result.value.domain).toBe("example.com");
+    expect(result.value.controllerKeys).toEqual([
+      { id: `did:pkh:eip155:66238:${A}`, canonicalId: `did:pkh:eip155:66238:${A}`, label: "0x1111...1111", sources: ["dns-txt", "did-json"], basic: true },
+    ]);
+    expect(result.value.evidence.map((e) => [e.kind, e.status, e.location])).toEqual([
+      ["dns-txt", "found", "_controllers.example.com"],
+      ["dns-txt", "unavailable", "_omatrust.example.com"],
+      ["did-json", "found", "https://example.com/.well-known/did.json"],
+    ]);
+    expect(result.value.warnings).toEqual([]);
+  });
+
+  test("NXDOMAIN and 404 are not-found; a timeout and a 500 are unavailable", async () => {
+    const dns = fakeDnsResolver({ "_controllers.a.com": { status: "timeout" }, "_omatrust.a.com": { status: "nodata" } });
+    const docs = fakeDidDocumentFetcher({ "a.com": { status: "unavailable", reason: "http-status", httpStatus: 500, url: "u" } });
+    const result = await createDiscoverControllers({ dns, didDocuments: docs, serviceDnsLabel: "omatrust" })("did:web:a.com");
+    expect(result.ok && result.value.evidence.map((e) => e.status)).toEqual(["unavailable", "not-found", "unavailable"]);
+    expect(result.ok && result.value.evidence[2]?.error).toBe("HTTP 500");
+  });
+
+  test("a non-did:web subject makes no lookup and is unsupported with a warning", async () => {
+    const dns = fakeDnsResolver();
+    const docs = fakeDidDocumentFetcher();
+    const result = await createDiscoverControllers({ dns, didDocuments: docs, serviceDnsLabel: "omatrust" })(`did:pkh:eip155:1:${A}`);
+    expect(result.ok && result.value).toMatchObject({
+      domain: null,
+      controllerKeys: [],
+      evidence: [
+        { kind: "dns-txt", status: "unsupported", location: "did:web only", keys: [] },
+        { kind: "did-json", status: "unsupported", location: "did:web only", keys: [] },
+      ],
+      warnings: [UNSUPPORTED_SUBJECT_WARNING],
+    });
+    expect(dns.lookups).toEqual([]);
+    expect(docs.fetches).toEqual([]);
+  });
+
+  test("missing subject is INVALID_INPUT; an unnormalizable one INVALID_DID", async () => {
+    const discover = createDiscoverControllers({ dns: fakeDnsResolver(), didDocuments: fakeDidDocumentFetcher(), serviceDnsLabel: "omatrust" });
+    expect(await discover("")).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+    expect(await discover("did:")).toMatchObject({ ok: false, code: "INVALID_DID" });
+    expect(await discover("did:web:")).toMatchObject({ ok: false, code: "INVALID_DID" });
+  });
+});
+
+describe("createControllerConfirm()", () => {
+  const anchors = (issuers: TrustAnchors["registries"][number]["issuers"]): TrustAnchors => ({
+    version: 1,
+    updatedAt: "",
+    widgetOrigins: [],
+    chains: {},
+    registries: [{ type: "approved-issuers", issuers }],
+  });
+  const discover = createDiscoverControllers({ dns: fakeDnsResolver(), didDocuments: fakeDidDocumentFetcher(), serviceDnsLabel: "omatrust" });
+
+  test("adds the wallet as an account-wallet key and checks the registry", async () => {
+    const confirm = createControllerConfirm({
+      discover,
+      trustAnchors: anchors([{ address: A, label: "Issuer", schemas: ["controller-witness"], status: "active", validFrom: "2020-01-01T00:00:00Z" }]),
+      clock: fakeClock(),
+      registryUrl: "http://svc/v1/trust-anchors",
+    });
+    const approved = await confirm("did:web:x.com", `did:pkh:eip155:66238:${A}`);
+    expect(approved.ok && approved.value.approvedIssuer).toEqual({
+      status: "approved",
+      checkedIdentifiers: [`did:pkh:eip155:66238:${A}`],
+      registryUrl: "http://svc/v1/trust-anchors",
+    });
+    expect(approved.ok && approved.value.evidence[0]).toEqual({
+      kind: "account-wallet", status: "found", location: "request.walletDid", keys: [`did:pkh:eip155:66238:${A}`],
+    });
+    expect(approved.ok && approved.value.controllerKeys[0]).toMatchObject({ sources: ["account-wallet"], basic: false });
+    const other = await confirm("did:web:x.com", `did:pkh:eip155:66238:${B}`);
+    expect(other.ok && other.value.approvedIssuer.status).toBe("not-approved");
+  });
+
+  test("no wallet or no registry is not-configured; a revoked issuer is not approved", async () => {
+    const confirm = createControllerConfirm({ discover, trustAnchors: anchors([]), clock: fakeClock(), registryUrl: "u" });
+    expect((await confirm("did:web:x.com", undefined)).ok && (await confirm("did:web:x.com", undefined))).toMatchObject({
+      value: { approvedIssuer: { status: "not-configured", checkedIdentifiers: [], registryUrl: null } },
+    });
+    const revoked = createControllerConfirm({
+      discover,
+      trustAnchors: anchors([{ address: A, label: "", schemas: [], status: "revoked", revokedAt: "2001-01-01T00:00:00Z" }]),
+      clock: fakeClock(),
+      registryUrl: "u",
+    });
+    const r = await revoked("did:web:x.com", A);
+    expect(r.ok && r.value.approvedIssuer.status).toBe("not-approved");
+  });
+});
