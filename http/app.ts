@@ -28,6 +28,14 @@ export const PUBLIC_CORS_HEADERS: Readonly<Record<string, string>> = {
   "access-control-max-age": "600",
 };
 
+/** The path of an absolute request URL, without building a URL object on the hot path. */
+function pathOf(url: string): string {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  if (start === -1) return "/";
+  const query = url.indexOf("?", start);
+  return query === -1 ? url.slice(start) : url.slice(start, query);
+}
+
 /** Session and private routes use an origin allowlist with credentials instead of `*` (decisions §1). */
 export function isPrivatePath(path: string): boolean {
   return path.startsWith("/api/private/") || path.startsWith("/v1/session/") || path === "/v1/controller-witness";
@@ -44,7 +52,7 @@ export function createApp(deps: AppDeps) {
 
   return app
     .onRequest(({ request, set }) => {
-      const path = new URL(request.url).pathname;
+      const path = pathOf(request.url);
       if (isPrivatePath(path)) return;
       Object.assign(set.headers, PUBLIC_CORS_HEADERS);
       if (request.method === "OPTIONS" && allowed(path).length > 0) {

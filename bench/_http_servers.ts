@@ -1,0 +1,65 @@
+// Child process of bench/identity_resolve.ts: the app (with in-memory fakes, no chain) and a raw
+// Bun.serve returning the same bytes, on two loopback ports. Prints {"app":port,"raw":port}.
+import { silentLogger } from "../adapters/json_logger.ts";
+import { resolveIdentities } from "../domain/identity.ts";
+import { createDelegatedAttest } from "../domain/delegated_attest.ts";
+import { createReadNonce } from "../domain/nonce.ts";
+import { createApp } from "../http/app.ts";
+import { stringify } from "../http/errors.ts";
+import { fakeClock, fakeDelegate, fakeEasReader, fakeReplayStore } from "../ports/fakes.ts";
+import type { TrustAnchors } from "../ports/trust_anchors.ts";
+
+const anchors: TrustAnchors = {
+  version: 1,
+  updatedAt: "2026-05-04T00:00:00Z",
+  widgetOrigins: [],
+  chains: {
+    "eip155:66238": {
+      name: "OMAChain Testnet",
+      easContract: "0x8835AF90f1537777F52E482C8630cE4e947eCa32",
+      schemas: {
+        certification: "0x2b0d1100f7943c0c2ea29e35c1286bd860fa752124e035cafb503bb83f234805",
+        "controller-witness": "0xc81419f828755c0be2c49091dcad0887b5ca7342316dfffb4314aadbf8205090",
+        "user-review": "0x7ab3911527e5e47eaab9f5a2c571060026532dde8cb4398185553053963b2a47",
+      },
+    },
+  },
+  registries: [{
+    type: "approved-issuers",
+    issuers: [{ address: "0x6f05D46cD048d3249F4Db6BAd6d06e2069BCD5eb", label: "Testnet wallet", schemas: ["controller-witness"] }],
+  }],
+};
+const eas = fakeEasReader();
+const app = createApp({
+  readNonce: createReadNonce(eas),
+  delegatedAttest: createDelegatedAttest({
+    clock: fakeClock(),
+    eas,
+    delegate: fakeDelegate(),
+    replay: fakeReplayStore(),
+    mainnet: false,
+    subsidized: new Map(),
+  }),
+  chainName: "OMAChain Testnet",
+  chainId: 66238,
+  easAddress: eas.easAddress,
+  trustAnchors: anchors,
+  log: silentLogger,
+  ready: () => Promise.resolve({ ready: true, checks: {} }),
+});
+const appServer = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (r) => app.handle(r) });
+
+const anchorsBytes = stringify(anchors);
+const headers = { "content-type": "application/json; charset=utf-8", "access-control-allow-origin": "*" };
+// The raw endpoint returns the bytes the app returns for the benchmark's body, precomputed.
+const identitiesBytes = JSON.stringify({ identities: resolveIdentities(JSON.parse(process.argv[2] ?? '{"identifiers":[]}').identifiers) });
+const rawServer = Bun.serve({
+  hostname: "127.0.0.1",
+  port: 0,
+  async fetch(request) {
+    if (new URL(request.url).pathname === "/trust-anchors") return new Response(anchorsBytes, { headers });
+    await request.arrayBuffer();
+    return new Response(identitiesBytes, { headers });
+  },
+});
+console.log(JSON.stringify({ app: appServer.port, raw: rawServer.port }));
