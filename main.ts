@@ -8,6 +8,9 @@ import { openSqlite } from "./adapters/sqlite_database.ts";
 import { createSqliteReplayStore } from "./adapters/sqlite_replay_store.ts";
 import { systemClock } from "./adapters/system_clock.ts";
 import { createViemEas } from "./adapters/viem_eas.ts";
+import { createDnsPacketResolver } from "./adapters/dns_packet_resolver.ts";
+import { createHttpsDidDocumentFetcher } from "./adapters/https_did_document.ts";
+import { createControllerConfirm, createDiscoverControllers } from "./domain/controller_discovery.ts";
 import { type Config, ConfigError, readConfig } from "./config.ts";
 import { EAS_DOMAIN_VERSION } from "./domain/attest_typed_data.ts";
 import { createDelegatedAttest } from "./domain/delegated_attest.ts";
@@ -35,6 +38,8 @@ export type StartServiceOptions = {
   readonly log?: Logger | undefined;
   /** Replaces `fetch` for JSON-RPC (round-trip counting in tests). */
   readonly rpcFetch?: typeof fetch | undefined;
+  /** An extra trusted root for did.json fetches (tests; operators use NODE_EXTRA_CA_CERTS). */
+  readonly didJsonCa?: string | undefined;
 };
 
 /** A start-up problem the operator must fix; printed without a stack. */
@@ -88,7 +93,24 @@ export async function startService(config: Config, options: StartServiceOptions 
       fetchFn: options.rpcFetch,
       log: (event, fields) => log.warn(event, fields),
     });
+    const dns = createDnsPacketResolver({ servers: [...config.dnsServers] });
+    const discover = createDiscoverControllers({
+      dns,
+      didDocuments: createHttpsDidDocumentFetcher({
+        resolver: dns,
+        allowPrivateNetwork: config.allowPrivateNetwork,
+        ca: options.didJsonCa,
+      }),
+      serviceDnsLabel: config.serviceDnsLabel,
+    });
+    const controllerConfirm = createControllerConfirm({
+      discover,
+      trustAnchors,
+      clock: systemClock,
+      registryUrl: `${config.publicBaseUrl.replace(/\/$/, "")}/v1/trust-anchors`,
+    });
     const app = createApp({
+      controller: { discover, confirm: controllerConfirm },
       readNonce: createReadNonce(eas.reader),
       delegatedAttest: createDelegatedAttest({
         clock: systemClock,

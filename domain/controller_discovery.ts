@@ -305,8 +305,8 @@ export function createControllerConfirm(deps: ControllerConfirmDeps) {
     const wallet = canonicalControllerKey(walletDid);
     if (wallet === undefined) return ok({ ...record, approvedIssuer });
     const keySet = createKeySet();
-    keySet.add(wallet, "account-wallet");
     for (const key of record.controllerKeys) for (const source of key.sources) keySet.add(key.canonicalId, source);
+    keySet.add(wallet, "account-wallet");
     return ok({
       ...record,
       controllerKeys: keySet.sorted(),

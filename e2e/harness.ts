@@ -65,6 +65,8 @@ export async function startStack(
     devnet?: Partial<DevnetOptions>;
     /** Wraps the counting fetch the service uses for RPC (e.g. to time RPC waits). */
     wrapRpcFetch?: (inner: typeof fetch) => typeof fetch;
+    /** Extra trusted root for did.json fetches (the test CA). */
+    didJsonCa?: string;
   } = {},
 ): Promise<Stack> {
   const dir = mkdtempSync(join(tmpdir(), "ats-e2e-"));
@@ -83,7 +85,7 @@ export async function startStack(
   });
   let service: Service;
   try {
-    service = await startService(readConfig(env()), { log: silentLogger, rpcFetch });
+    service = await startService(readConfig(env()), { log: silentLogger, rpcFetch, didJsonCa: options.didJsonCa });
   } catch (error) {
     await devnet.stop();
     throw error;
@@ -96,7 +98,7 @@ export async function startStack(
     rpc,
     dir,
     async restartService(more) {
-      const next = await startService(readConfig(env(more)), { log: silentLogger, rpcFetch });
+      const next = await startService(readConfig(env(more)), { log: silentLogger, rpcFetch, didJsonCa: options.didJsonCa });
       extra.push(next);
       return next;
     },
