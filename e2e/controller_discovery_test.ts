@@ -19,12 +19,16 @@ let did: string;
 beforeAll(async () => {
   dns = await startDnsServer();
   const ca = await getTestCa();
-  const leaf = await issueLeaf(["svc.test", "down.test", "other.test"]);
+  const leaf = await issueLeaf(["svc.test", "down.test", "other.test", "huge.test", "wrongid.test", "redirect.test", "badjson.test"]);
   https = await startHttpsServer({
     ...leaf,
     routes: (request) => {
       const host = (request.headers.get("host") ?? "").split(":")[0];
       if (host === "down.test") return new Response("boom", { status: 500 });
+      if (host === "huge.test") return new Response(JSON.stringify({ id: "x", pad: "a".repeat(70_000) }));
+      if (host === "wrongid.test") return Response.json({ id: "did:web:evil.test", verificationMethod: [{ blockchainAccountId: `eip155:1:${A}` }] });
+      if (host === "redirect.test") return new Response(null, { status: 302, headers: { location: "https://10.0.0.1/.well-known/did.json" } });
+      if (host === "badjson.test") return new Response("{not json");
       if (host !== "svc.test") return new Response("nope", { status: 404 });
       return Response.json({
         id: did,
@@ -36,7 +40,9 @@ beforeAll(async () => {
     },
   });
   did = `did:web:svc.test%3A${https.port}`;
-  for (const name of ["svc.test", "down.test", "other.test"]) dns.setA(name, ["127.0.0.1"]);
+  for (const name of ["svc.test", "down.test", "other.test", "huge.test", "wrongid.test", "redirect.test", "badjson.test"]) {
+    dns.setA(name, ["127.0.0.1"]);
+  }
   dns.setTxt("_controllers.svc.test", [["v=1;controller=did:pkh:eip155:66238:", A]]);
   dns.setServfail("_omatrust.svc.test");
   const env = { DNS_SERVERS: dns.address };
@@ -88,6 +94,29 @@ describe("controller discovery against real DNS and HTTPS servers", () => {
     const down = await get(stack.baseUrl, `/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(`did:web:down.test%3A${https.port}`)}`);
     expect(down.body.evidence[2]).toMatchObject({ status: "unavailable", error: "HTTP 500" });
     expect(JSON.stringify(down.body)).not.toContain("boom");
+  });
+
+  test("huge, wrong-id, redirecting and invalid documents are unavailable, without upstream text", async () => {
+    const cases: [string, string][] = [
+      ["huge.test", "DID document exceeds 64 KiB"],
+      ["wrongid.test", "DID document id does not match the subject"],
+      ["redirect.test", "Redirects are not followed"],
+      ["badjson.test", "DID document is not valid JSON"],
+    ];
+    for (const [host, error] of cases) {
+      const subject = encodeURIComponent(`did:web:${host}%3A${https.port}`);
+      const res = await get(stack.baseUrl, `/v1/controller-endpoint-confirm?subjectDid=${subject}`);
+      expect(res.body.evidence[2]).toMatchObject({ kind: "did-json", status: "unavailable", keys: [], error });
+      expect(res.body.controllerKeys).toEqual([]);
+    }
+  });
+
+  test("a DNS timeout is unavailable and does not hold up the other sources beyond the timeout", async () => {
+    dns.setTimeout("_controllers.other.test");
+    const subject = encodeURIComponent(`did:web:other.test%3A${https.port}`);
+    const res = await get(stack.baseUrl, `/v1/controller-endpoint-confirm?subjectDid=${subject}`);
+    expect(res.body.evidence.map((e: any) => e.status)).toEqual(["unavailable", "not-found", "not-found"]);
+    dns.clear("_controllers.other.test");
   });
 
   test("by default a host on a private address is refused and never contacted", async () => {
