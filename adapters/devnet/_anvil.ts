@@ -1,0 +1,193 @@
+import { existsSync, renameSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import type { Subprocess } from "bun";
+
+/** How to run one Anvil process. */
+export type AnvilOptions = {
+  chainId: number;
+  port?: number | undefined;
+  /** Loaded at start and dumped on exit and every `stateInterval` seconds; absent: an ephemeral chain. */
+  stateFile?: string | undefined;
+  stateInterval?: number | undefined;
+  log: (line: string) => void;
+  startTimeoutMs?: number | undefined;
+};
+
+/** A running Anvil on loopback. */
+export type Anvil = {
+  rpcUrl: string;
+  /** Ends Anvil and waits for it; with a state file, Anvil dumps its state first. */
+  stop(): Promise<void>;
+};
+
+const PLATFORM_PACKAGES: Record<string, Record<string, string>> = {
+  linux: { x64: "linux-amd64", arm64: "linux-arm64" },
+  darwin: { x64: "darwin-amd64", arm64: "darwin-arm64" },
+  win32: { x64: "win32-amd64" },
+};
+
+/** Finds the native anvil binary of the `@foundry-rs/anvil` platform package (the node wrapper is slower to start). */
+export function anvilBinary(): string {
+  const suffix = PLATFORM_PACKAGES[process.platform]?.[process.arch];
+  if (suffix === undefined) throw new Error(`No anvil package for ${process.platform}/${process.arch}`);
+  const pkg = `@foundry-rs/anvil-${suffix}`;
+  const require = createRequire(import.meta.url);
+  let manifest: string;
+  try {
+    manifest = require.resolve(`${pkg}/package.json`);
+  } catch {
+    throw new Error(`Package ${pkg} is not installed (it comes with @foundry-rs/anvil)`);
+  }
+  const binary = join(dirname(manifest), "bin", process.platform === "win32" ? "anvil.exe" : "anvil");
+  if (!existsSync(binary)) throw new Error(`Anvil binary missing at ${binary}`);
+  return binary;
+}
+
+// Anvils still running when the parent process exits. One shared handler, so many devnets in one
+// test run do not pile up 'exit' listeners. SIGTERM (not SIGKILL) so a persisted Anvil still dumps
+// its state after we are gone.
+const live = new Set<Subprocess>();
+let exitHookInstalled = false;
+function trackUntilExit(proc: Subprocess): void {
+  live.add(proc);
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on("exit", () => {
+    for (const p of live) {
+      try {
+        p.kill("SIGTERM");
+      } catch {
+        // already gone
+      }
+    }
+  });
+}
+
+/** Starts Anvil on 127.0.0.1 and resolves once it answers `eth_chainId`; moves an unreadable state file aside once. */
+export async function startAnvil(options: AnvilOptions): Promise<Anvil> {
+  try {
+    return await spawnAnvil(options);
+  } catch (error) {
+    // Only a complaint about the state (truncated or from an incompatible Anvil), not e.g. a busy port.
+    const aboutState = error instanceof AnvilExitedError && /state/i.test(error.output);
+    if (!aboutState || options.stateFile === undefined || !existsSync(options.stateFile)) throw error;
+    // Keep the unreadable dump for inspection and start afresh.
+    const aside = `${options.stateFile}.unreadable-${Date.now()}`;
+    renameSync(options.stateFile, aside);
+    options.log(`anvil could not load its state; moved it to ${aside} and starting a new chain`);
+    return await spawnAnvil(options);
+  }
+}
+
+class AnvilExitedError extends Error {
+  constructor(readonly output: string, code: number) {
+    super(`Anvil exited with code ${code} while starting: ${output}`);
+  }
+}
+
+async function spawnAnvil(options: AnvilOptions): Promise<Anvil> {
+  const args = ["--host", "127.0.0.1", "--port", String(options.port ?? 0), "--chain-id", String(options.chainId)];
+  if (options.stateFile !== undefined) {
+    args.push("--state", options.stateFile, "--state-interval", String(options.stateInterval ?? 1));
+  }
+  const proc = Bun.spawn([anvilBinary(), ...args], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  trackUntilExit(proc);
+
+  const recent: string[] = [];
+  let onListening: ((port: number) => void) | undefined;
+  const listening = new Promise<number>((resolve) => {
+    onListening = resolve;
+  });
+  const onLine = (line: string) => {
+    options.log(line);
+    recent.push(line);
+    if (recent.length > 20) recent.shift();
+    const match = /Listening on 127\.0\.0\.1:(\d+)/.exec(line);
+    if (match) onListening?.(Number(match[1]));
+  };
+  // Both pipes must be drained for Anvil's whole life: it logs every RPC method.
+  const drained = Promise.all([pumpLines(proc.stdout, onLine), pumpLines(proc.stderr, onLine)]);
+
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      if (proc.exitCode === null && proc.signalCode === null) {
+        proc.kill(options.stateFile !== undefined ? "SIGTERM" : "SIGKILL");
+        const timer = setTimeout(() => proc.kill("SIGKILL"), 10_000);
+        await proc.exited;
+        clearTimeout(timer);
+      }
+      live.delete(proc);
+    })();
+    return stopping;
+  };
+
+  try {
+    const timeoutMs = options.startTimeoutMs ?? 15_000;
+    const exited = proc.exited.then(async (code) => {
+      await drained; // the last lines say why
+      throw new AnvilExitedError(recent.join(" | "), code);
+    });
+    exited.catch(() => {});
+    const port = await withTimeout(Promise.race([listening, exited]), timeoutMs, "Anvil did not start listening");
+    const rpcUrl = `http://127.0.0.1:${port}`;
+    await withTimeout(Promise.race([waitForRpc(rpcUrl, options.chainId), exited]), timeoutMs, "Anvil did not answer eth_chainId");
+    return { rpcUrl, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+async function waitForRpc(rpcUrl: string, chainId: number): Promise<void> {
+  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] });
+  for (;;) {
+    try {
+      const response = await fetch(rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body });
+      const json = (await response.json()) as { result?: string };
+      if (json.result !== undefined) {
+        if (Number(json.result) !== chainId) throw new Error(`Anvil reports chain ${Number(json.result)}, expected ${chainId}`);
+        return;
+      }
+    } catch (error) {
+      if (error instanceof Error && error.message.startsWith("Anvil reports")) throw error;
+    }
+    await Bun.sleep(20);
+  }
+}
+
+async function pumpLines(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void): Promise<void> {
+  const decoder = new TextDecoder();
+  let buffered = "";
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      const { done, value: chunk } = await reader.read();
+      if (done) break;
+      buffered += decoder.decode(chunk, { stream: true });
+      let newline = buffered.indexOf("\n");
+      while (newline >= 0) {
+        const line = buffered.slice(0, newline).trimEnd();
+        buffered = buffered.slice(newline + 1);
+        if (line !== "") onLine(line);
+        newline = buffered.indexOf("\n");
+      }
+    }
+  } catch {
+    // the pipe closes when Anvil ends
+  }
+  if (buffered.trim() !== "") onLine(buffered.trimEnd());
+}
+
+async function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${message} within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
