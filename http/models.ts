@@ -77,6 +77,42 @@ export const IdentityRecordModel = t.Object({
 });
 export const IdentityResolveResponse = t.Object({ identities: t.Array(IdentityRecordModel) });
 
+const EvidenceItemModel = t.Object({
+  kind: t.Union([t.Literal("dns-txt"), t.Literal("did-json"), t.Literal("account-wallet")]),
+  status: t.Union([t.Literal("found"), t.Literal("not-found"), t.Literal("unavailable"), t.Literal("unsupported")]),
+  location: t.String(),
+  keys: t.Array(t.String()),
+  error: t.Optional(t.String()),
+});
+const ControllerKeyModel = t.Object({
+  id: t.String(),
+  canonicalId: t.String(),
+  label: t.String(),
+  sources: t.Array(t.String()),
+  basic: t.Boolean({ description: "true when an endpoint source (DNS TXT or did.json) publishes the key" }),
+});
+export const ControllerConfirmQuery = t.Object({
+  subjectDid: t.String({ description: "Service DID; bare domains become did:web" }),
+  walletDid: t.Optional(t.String({ description: "controller-confirm only: the connected wallet DID" })),
+});
+export const ControllerEndpointConfirmModel = t.Object({
+  subject: IdentityRecordModel,
+  domain: t.Union([t.String(), t.Null()]),
+  controllerKeys: t.Array(ControllerKeyModel),
+  evidence: t.Array(EvidenceItemModel),
+  warnings: t.Array(t.String()),
+});
+export const ControllerConfirmModel = t.Intersect([
+  ControllerEndpointConfirmModel,
+  t.Object({
+    approvedIssuer: t.Object({
+      status: t.Union([t.Literal("approved"), t.Literal("not-approved"), t.Literal("unavailable"), t.Literal("not-configured")]),
+      checkedIdentifiers: t.Array(t.String()),
+      registryUrl: t.Union([t.String(), t.Null()]),
+    }),
+  }),
+]);
+
 export const HealthModel = t.Object({ status: t.Literal("ok") });
 export const ReadyModel = t.Object({
   status: t.Union([t.Literal("ready"), t.Literal("not-ready")]),

@@ -1,4 +1,8 @@
+import { Type as t } from "@sinclair/typebox";
 import {
+  ControllerConfirmModel,
+  ControllerConfirmQuery,
+  ControllerEndpointConfirmModel,
   DelegatedAttestBody,
   DelegatedAttestSuccessModel,
   EasErrorModel,
@@ -57,6 +61,26 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     responses: {
       200: { description: "One record per input, in order", schema: IdentityResolveResponse },
       400: err("INVALID_JSON, INVALID_INPUT"),
+    },
+  },
+  {
+    method: "get",
+    paths: ["/v1/controller-endpoint-confirm", "/api/public/controller-endpoint-confirm"],
+    summary: "Controller keys a did:web publishes through DNS TXT and did.json (current, mutable evidence)",
+    query: t.Pick(ControllerConfirmQuery, ["subjectDid"]),
+    responses: {
+      200: { description: "Endpoint evidence", schema: ControllerEndpointConfirmModel },
+      400: err("INVALID_INPUT (subjectDid missing), INVALID_DID"),
+    },
+  },
+  {
+    method: "get",
+    paths: ["/v1/controller-confirm", "/api/public/controller-confirm"],
+    summary: "Endpoint evidence plus the connected wallet and the approved-issuer registry",
+    query: ControllerConfirmQuery,
+    responses: {
+      200: { description: "Evidence with approvedIssuer", schema: ControllerConfirmModel },
+      400: err("INVALID_INPUT, INVALID_DID"),
     },
   },
   {
