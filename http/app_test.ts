@@ -171,3 +171,29 @@ describe("conventions", () => {
     expect((await env.call("GET", "/readyz")).body).toMatchObject({ status: "ready" });
   });
 });
+
+describe("openapi.json", () => {
+  test("documents every route the app serves, and the API page lists them", async () => {
+    const env = setup();
+    const doc = (await env.call("GET", "/openapi.json")).body as { paths: Record<string, Record<string, unknown>> };
+    const app = createApp({
+      readNonce: createReadNonce(fakeEasReader()),
+      delegatedAttest: () => Promise.resolve({ ok: false, code: "INTERNAL_ERROR", message: "" }) as never,
+      chainName: "x",
+      chainId: 1,
+      easAddress: "0x0000000000000000000000000000000000000000",
+      trustAnchors: anchors,
+      log: silentLogger,
+      ready: () => Promise.resolve({ ready: true, checks: {} }),
+      controller: { discover: () => Promise.reject(new Error("unused")), confirm: () => Promise.reject(new Error("unused")) },
+    });
+    const served = app.routes
+      .filter((r) => !["/openapi.json", "/docs"].includes(r.path) && r.method !== "OPTIONS")
+      .map((r) => `${r.method.toLowerCase()} ${r.path}`);
+    const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m} ${path}`));
+    expect(served.filter((r) => !documented.includes(r))).toEqual([]);
+    const page = await app.handle(new Request("http://localhost/docs"));
+    expect(page.headers.get("content-type")).toContain("text/html");
+    expect(await page.text()).toContain("/v1/delegated-attest");
+  });
+});
