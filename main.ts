@@ -10,6 +10,9 @@ import { systemClock } from "./adapters/system_clock.ts";
 import { createViemEas } from "./adapters/viem_eas.ts";
 import { createDnsPacketResolver } from "./adapters/dns_packet_resolver.ts";
 import { createHttpsDidDocumentFetcher } from "./adapters/https_did_document.ts";
+import { createViemAttestationIndex } from "./adapters/viem_attestation_index.ts";
+import { createWebCryptoJwsVerifier } from "./adapters/webcrypto_jws_verifier.ts";
+import { createArtifactTrust } from "./domain/artifact_trust.ts";
 import { createControllerConfirm, createDiscoverControllers } from "./domain/controller_discovery.ts";
 import { type Config, ConfigError, readConfig } from "./config.ts";
 import { EAS_DOMAIN_VERSION } from "./domain/attest_typed_data.ts";
@@ -109,8 +112,24 @@ export async function startService(config: Config, options: StartServiceOptions 
       clock: systemClock,
       registryUrl: `${config.publicBaseUrl.replace(/\/$/, "")}/v1/trust-anchors`,
     });
+    const artifactTrust = createArtifactTrust({
+      index: createViemAttestationIndex({
+        rpcUrl,
+        chainId,
+        easAddress,
+        // Logs before the EAS deployment cannot hold attestations.
+        startBlock: config.startBlock ?? devnet?.deployBlock ?? 0n,
+        fetchFn: options.rpcFetch,
+        log: (event, fields) => log.warn(event, fields),
+      }),
+      trustAnchors,
+      clock: systemClock,
+      jws: createWebCryptoJwsVerifier(),
+      discover,
+    });
     const app = createApp({
       controller: { discover, confirm: controllerConfirm },
+      artifactTrust,
       readNonce: createReadNonce(eas.reader),
       delegatedAttest: createDelegatedAttest({
         clock: systemClock,

@@ -5,6 +5,8 @@ import { errorBody, json } from "./errors.ts";
 import { easRoutes, type EasRoutesDeps } from "./routes/eas.ts";
 import { healthRoutes, type ReadinessReport } from "./routes/health.ts";
 import { controllerRoutes, type ControllerRoutesDeps } from "./routes/controller.ts";
+import { artifactTrustRoutes } from "./routes/artifact_trust.ts";
+import type { ArtifactTrust } from "../domain/artifact_trust.ts";
 import { identityRoutes } from "./routes/identity.ts";
 import { trustAnchorRoutes } from "./routes/trust_anchors.ts";
 import { buildOpenApi, renderApiPage } from "./openapi.ts";
@@ -18,6 +20,8 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly publicBaseUrl?: string | undefined;
   /** Controller discovery; absent in tests that do not exercise it. */
   readonly controller?: ControllerRoutesDeps | undefined;
+  /** Artifact trust lookup; absent in tests that do not exercise it. */
+  readonly artifactTrust?: ArtifactTrust | undefined;
 };
 
 /** CORS headers of every public route (decisions §1). */
@@ -84,6 +88,7 @@ export function createApp(deps: AppDeps) {
     .use(trustAnchorRoutes(deps.trustAnchors))
     .use(identityRoutes())
     .use(deps.controller ? controllerRoutes(deps.controller) : new Elysia())
+    .use(deps.artifactTrust ? artifactTrustRoutes({ artifactTrust: deps.artifactTrust, log: deps.log }) : new Elysia())
     .use(docRoutes(deps.publicBaseUrl ?? "http://127.0.0.1:8080"));
 }
 

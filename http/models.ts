@@ -119,6 +119,57 @@ export const ReadyModel = t.Object({
   checks: t.Record(t.String(), t.Boolean()),
 });
 
+/** artifact-trust: only `artifactDid` is read. */
+export const ArtifactTrustQuery = t.Object({
+  artifactDid: t.String({ description: "Canonical did:artifact (CIDv1, raw codec, sha2-256, base32-lower)" }),
+});
+
+const ArtifactTrustItemModel = t.Object({
+  attestation: t.Object({
+    uid: Bytes32,
+    schema: Bytes32,
+    schemaName: t.Union([
+      t.Literal("responsibility-claim"),
+      t.Literal("security-assessment"),
+      t.Literal("certification"),
+      t.Literal("linked-identifier"),
+    ]),
+    attester: Address,
+    attesterLabel: t.Optional(t.String({ description: "Present for a recognized approved issuer" })),
+    recipient: Address,
+    time: Uint,
+    expirationTime: Uint,
+    revocationTime: t.Literal("0"),
+    data: t.Record(t.String(), t.Unknown(), { description: "Decoded payload; big integers as base-10 strings" }),
+  }),
+  verification: t.Object({
+    valid: t.Literal(true),
+    basis: t.Array(t.Union([
+      t.Literal("approved-issuer"),
+      t.Literal("proof"),
+      t.Literal("controller-authorization"),
+      t.Literal("authorization-window"),
+    ])),
+  }),
+});
+
+/** The artifact trust record (interface "Artifact trust record"). */
+export const ArtifactTrustRecordModel = t.Object({
+  artifactDid: t.String(),
+  chain: t.Object({ chainId: t.Integer(), caip2: t.String(), easContract: Address }),
+  trustAnchorsVersion: t.Integer(),
+  responsibilityClaims: t.Array(ArtifactTrustItemModel),
+  securityAssessments: t.Array(ArtifactTrustItemModel),
+  certifications: t.Array(ArtifactTrustItemModel),
+  otherAttestations: t.Array(ArtifactTrustItemModel),
+  summary: t.Object({
+    totalQueried: t.Integer({ minimum: 0 }),
+    totalVerified: t.Integer({ minimum: 0 }),
+    totalExcluded: t.Integer({ minimum: 0 }),
+    complete: t.Literal(true),
+  }),
+});
+
 export { TrustAnchorsModel };
 
 /** One documented operation: the paths it is served on and its models. */

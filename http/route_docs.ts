@@ -1,5 +1,7 @@
 import { Type as t } from "@sinclair/typebox";
 import {
+  ArtifactTrustQuery,
+  ArtifactTrustRecordModel,
   ControllerConfirmModel,
   ControllerConfirmQuery,
   ControllerEndpointConfirmModel,
@@ -81,6 +83,18 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     responses: {
       200: { description: "Evidence with approvedIssuer", schema: ControllerConfirmModel },
       400: err("INVALID_INPUT, INVALID_DID"),
+    },
+  },
+  {
+    method: "get",
+    paths: ["/v1/artifact-trust", "/api/public/artifact-trust"],
+    summary: "Every verified claim about a did:artifact: responsibility claims, security assessments, certifications, linked identifiers",
+    query: ArtifactTrustQuery,
+    responses: {
+      200: { description: "Artifact trust record (four empty groups when there is no qualifying evidence)", schema: ArtifactTrustRecordModel },
+      400: err("INVALID_DID (missing, malformed or not a did:artifact), UNSUPPORTED_CHAIN"),
+      500: err("INTERNAL_ERROR"),
+      502: err("NETWORK_ERROR: the chain, the schema registry or a required verification lookup failed"),
     },
   },
   {

@@ -125,3 +125,98 @@ export function fakeDidDocumentFetcher(answers: Record<string, import("./discove
   };
   return fetcher satisfies import("./discovery.ts").DidDocumentFetcher;
 }
+
+/** The methods of an attestation index, for {@link fakeAttestationIndex}'s failure switch. */
+type IndexMethod = "latestBlock" | "schemaRecords" | "attestedUids" | "attestations";
+
+/**
+ * An attestation index over in-memory attestations, honouring recipients, schemas and block ranges.
+ * Counts calls, records the block of every read, and fails a call when `failWhen(method, n)` says so
+ * (`n` counts that method's calls from 1).
+ */
+export function fakeAttestationIndex(options: { chainId?: number; easAddress?: HexString; head?: bigint } = {}) {
+  type Entry = { attestation: import("./attestation_index.ts").IndexedAttestation; block: bigint };
+  const calls: Record<IndexMethod, number> = { latestBlock: 0, schemaRecords: 0, attestedUids: 0, attestations: 0 };
+  const failure = { ok: false as const, reason: "rpc-error" as const };
+  const index = {
+    chainId: options.chainId ?? 31337,
+    easAddress: options.easAddress ?? ("0x5FbDB2315678afecb367f032d93F642f64180aa3" as HexString),
+    head: options.head ?? 1000n,
+    schemas: new Map<string, { schema: string; revocable: boolean }>(),
+    entries: [] as Entry[],
+    calls,
+    queries: [] as import("./attestation_index.ts").AttestedQuery[],
+    /** The block of every pinned read, in order. */
+    pinned: [] as bigint[],
+    failWhen: (_method: IndexMethod, _n: number): boolean => false,
+    /** Registers a schema string under a UID. */
+    register(uid: string, schema: string, revocable = true) {
+      index.schemas.set(uid.toLowerCase(), { schema, revocable });
+    },
+    /** Adds an attestation, logged at `block` (default the head). */
+    add(attestation: import("./attestation_index.ts").IndexedAttestation, block?: bigint) {
+      index.entries.push({ attestation, block: block ?? index.head });
+    },
+    latestBlock() {
+      if (index.failWhen("latestBlock", ++calls.latestBlock)) return Promise.resolve(failure);
+      return Promise.resolve({ ok: true as const, value: index.head });
+    },
+    schemaRecords(uids: readonly HexString[], block: bigint) {
+      index.pinned.push(block);
+      if (index.failWhen("schemaRecords", ++calls.schemaRecords)) return Promise.resolve(failure);
+      return Promise.resolve({
+        ok: true as const,
+        value: uids.map((uid) => {
+          const found = index.schemas.get(uid.toLowerCase());
+          return found === undefined
+            ? { uid, registered: false as const }
+            : { uid, registered: true as const, schema: found.schema, revocable: found.revocable };
+        }),
+      });
+    },
+    attestedUids(query: import("./attestation_index.ts").AttestedQuery) {
+      index.queries.push(query);
+      index.pinned.push(query.toBlock);
+      if (index.failWhen("attestedUids", ++calls.attestedUids)) return Promise.resolve(failure);
+      const recipients = new Set(query.recipients.map((r) => r.toLowerCase()));
+      const schemas = new Set(query.schemaUids.map((s) => s.toLowerCase()));
+      const from = query.fromBlock ?? 0n;
+      return Promise.resolve({
+        ok: true as const,
+        value: index.entries
+          .filter((e) =>
+            e.block >= from && e.block <= query.toBlock && recipients.has(e.attestation.recipient.toLowerCase()) &&
+            schemas.has(e.attestation.schema.toLowerCase())
+          )
+          .map((e) => ({
+            uid: e.attestation.uid,
+            recipient: e.attestation.recipient,
+            attester: e.attestation.attester,
+            schemaUid: e.attestation.schema,
+            blockNumber: e.block,
+          })),
+      });
+    },
+    attestations(uids: readonly HexString[], block: bigint) {
+      index.pinned.push(block);
+      if (index.failWhen("attestations", ++calls.attestations)) return Promise.resolve(failure);
+      const byUid = new Map(index.entries.filter((e) => e.block <= block).map((e) => [e.attestation.uid.toLowerCase(), e]));
+      const found = uids.map((uid) => byUid.get(uid.toLowerCase()));
+      if (found.some((e) => e === undefined)) return Promise.resolve({ ok: false as const, reason: "inconsistent" as const });
+      return Promise.resolve({ ok: true as const, value: found.map((e) => e!.attestation) });
+    },
+  };
+  return index satisfies import("./attestation_index.ts").AttestationIndex;
+}
+
+/** A JWS verifier that answers `accept(check)` (default: every signature is valid) and records the checks. */
+export function fakeJwsVerifier(accept: (check: import("./jws_verifier.ts").JwsSignatureCheck) => boolean = () => true) {
+  const verifier = {
+    checks: [] as import("./jws_verifier.ts").JwsSignatureCheck[],
+    verify(check: import("./jws_verifier.ts").JwsSignatureCheck) {
+      verifier.checks.push(check);
+      return Promise.resolve(accept(check));
+    },
+  };
+  return verifier satisfies import("./jws_verifier.ts").JwsVerifier;
+}

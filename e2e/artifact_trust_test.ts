@@ -1,0 +1,388 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { type Hex, sha256, stringToBytes } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { artifactDidFromDigest, didToAddress } from "../domain/did.ts";
+import { encodeSchemaData } from "../domain/schema_data.ts";
+import { findSchemaByName } from "../domain/schemas.ts";
+import { checkArtifactTrust, COULD_NOT_LOAD } from "../http/client/artifact_trust.ts";
+import type { Service } from "../main.ts";
+import type { TrustAnchors } from "../ports/trust_anchors.ts";
+import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
+import { easWriter } from "./support/eas_writer.ts";
+import { type HttpsServer, startHttpsServer } from "./support/https_server.ts";
+import { type RpcProxy, startRpcProxy } from "./support/rpc_proxy.ts";
+import { getTestCa, issueLeaf } from "./support/test_ca.ts";
+import { startStack, type Stack } from "./harness.ts";
+
+let stack: Stack;
+let service: Service;
+let dns: DnsServer;
+let https: HttpsServer;
+let writer: ReturnType<typeof easWriter>;
+let proxy: RpcProxy;
+let anchorsPath: string;
+
+const ARTIFACT = artifactDidFromDigest(sha256(stringToBytes("ats e2e artifact")));
+const OTHER_ARTIFACT = artifactDidFromDigest(sha256(stringToBytes("another artifact")));
+const EMPTY_ARTIFACT = artifactDidFromDigest(sha256(stringToBytes("nobody ever attested this")));
+const BULK_ARTIFACT = artifactDidFromDigest(sha256(stringToBytes("fifty candidates")));
+const PUBLISHER = "did:web:publisher.test";
+const addressOf = (did: string) => (didToAddress(did) as { value: Hex }).value;
+const pkh = (key: Hex) => `did:pkh:eip155:31337:${privateKeyToAccount(key).address.toLowerCase()}`;
+
+// Roles; the devnet funds users[0..6].
+let auditor: Hex, certifier: Hex, retired: Hex, controller: Hex, rogueWitness: Hex, rogueController: Hex, liveController: Hex;
+let roguePublisher: string;
+let livePublisher: string;
+/** uid -> what it is, for readable assertions. */
+const seeded = new Map<string, string>();
+
+const schemaUid = (name: string) => stack.devnet.schemaUids[name]! as Hex;
+const encode = (name: string, data: Record<string, unknown>) =>
+  (encodeSchemaData(findSchemaByName(name)!.schema, data) as { value: Hex }).value;
+
+async function attest(label: string, key: Hex, name: string, data: Hex, options: { recipient?: Hex; expirationTime?: bigint } = {}) {
+  const { uid } = await writer.attest(key, schemaUid(name), {
+    recipient: options.recipient ?? addressOf(ARTIFACT),
+    data,
+    revocable: findSchemaByName(name)!.revocable,
+    expirationTime: options.expirationTime,
+  });
+  seeded.set(uid.toLowerCase(), label);
+  return uid;
+}
+
+async function chainNow(): Promise<bigint> {
+  return (await writer.client.getBlock({ blockTag: "latest" })).timestamp;
+}
+
+const assessment = (subject: string, times: { issuedAt: bigint; effectiveAt?: bigint; expiresAt?: bigint }) =>
+  encode("security-assessment", {
+    subject,
+    organization: "Example Audits",
+    version: "1.2.3",
+    versionHW: "",
+    payload: '{"findings":0}',
+    payloadVersion: "1",
+    payloadSpecURI: "https://example.test/spec",
+    payloadSpecDigest: "",
+    issuedAt: times.issuedAt,
+    effectiveAt: times.effectiveAt ?? 0n,
+    expiresAt: times.expiresAt ?? 0n,
+  });
+const certification = (subject: string, issuedAt: bigint) =>
+  encode("certification", {
+    subject,
+    organization: "Cert Lab",
+    version: "1",
+    versionHW: "",
+    subjectURI: "",
+    programID: "prog-1",
+    programURI: "",
+    assessor: "",
+    assessorURI: "",
+    certificationLevel: "L2",
+    outcome: "pass",
+    reportURI: "",
+    reportDigest: "",
+    payload: "",
+    payloadVersion: "",
+    payloadSpecURI: "",
+    payloadSpecDigest: "",
+    issuedAt,
+    effectiveAt: 0n,
+    expiresAt: 0n,
+  });
+const claim = (subject: string, party: string, issuedAt: bigint) =>
+  encode("responsibility-claim", {
+    responsibleParty: party,
+    subject,
+    subjectLabel: "example-plugin",
+    responsibilityType: ["creator", "maintainer"],
+    proofs: [],
+    issuedAt,
+    effectiveAt: 0n,
+    expiresAt: 0n,
+  });
+const witness = (subject: string, controllerDid: string, observedAt: bigint) =>
+  encode("controller-witness", { subject, controller: controllerDid, method: "dns-txt", observedAt });
+
+async function lookup(did: string, base = service.url, path = "/v1/artifact-trust") {
+  const res = await fetch(`${base}${path}?artifactDid=${encodeURIComponent(did)}`);
+  return { status: res.status, body: (await res.json()) as Record<string, any> };
+}
+const labels = (items: { attestation: { uid: string } }[]) => items.map((i) => seeded.get(i.attestation.uid.toLowerCase()));
+
+beforeAll(async () => {
+  dns = await startDnsServer();
+  const ca = await getTestCa();
+  const leaf = await issueLeaf(["other.test", "live.test"]);
+  https = await startHttpsServer({ ...leaf, routes: () => new Response("not here", { status: 404 }) });
+  for (const host of ["other.test", "live.test"]) dns.setA(host, ["127.0.0.1"]);
+  stack = await startStack({ env: { DNS_SERVERS: dns.address, ALLOW_PRIVATE_NETWORK: "true" }, didJsonCa: ca.cert });
+  writer = easWriter({ rpcUrl: stack.devnet.rpcUrl, easAddress: stack.devnet.easAddress });
+  [auditor, certifier, retired, controller, rogueWitness, rogueController, liveController] = stack.devnet.keys.users as [Hex, Hex, Hex, Hex, Hex, Hex, Hex];
+  roguePublisher = `did:web:other.test%3A${https.port}`;
+  livePublisher = `did:web:live.test%3A${https.port}`;
+  dns.setTxt("_controllers.live.test", [[`v=1;controller=${pkh(liveController)}`]]);
+
+  // Our own anchors: the devnet's (witness approved for controller-witness) plus assessors.
+  const anchors = JSON.parse(readFileSync(stack.devnet.trustAnchorsPath, "utf8")) as TrustAnchors;
+  const validFrom = anchors.registries[0]!.issuers[0]!.validFrom!;
+  const issuer = (key: Hex, label: string, schemas: string[], extra: Record<string, string> = {}) => ({
+    address: privateKeyToAccount(key).address,
+    label,
+    schemas,
+    status: "active" as const,
+    validFrom,
+    ...extra,
+  });
+  const path = join(stack.dir, "artifact-anchors.json");
+  anchorsPath = path;
+  writeFileSync(path, JSON.stringify({
+    ...anchors,
+    registries: [{
+      type: "approved-issuers",
+      issuers: [
+        ...anchors.registries[0]!.issuers,
+        issuer(auditor, "Example Audits", ["security-assessment"]),
+        issuer(certifier, "Cert Lab", ["certification"]),
+        // Revoked as of the deployment, so before anything it attests here.
+        issuer(retired, "Retired Audits", ["security-assessment"], { status: "revoked", revokedAt: validFrom }),
+      ],
+    }],
+  }));
+  service = await stack.restartService({ TRUST_ANCHORS_PATH: path });
+
+  // Seed one artifact with an attestation per inclusion and exclusion rule.
+  let now = await chainNow();
+  const expiringAt = now + 3n;
+  await attest("expired-by-registry", auditor, "security-assessment", assessment(ARTIFACT, { issuedAt: now }), { expirationTime: expiringAt });
+  await attest("witness", stack.devnet.keys.witness, "controller-witness", witness(PUBLISHER, pkh(controller), now), { recipient: addressOf(PUBLISHER) });
+  await attest("rogue-witness", rogueWitness, "controller-witness", witness(roguePublisher, pkh(rogueController), now), { recipient: addressOf(roguePublisher) });
+  now = await chainNow();
+  await attest("claim", controller, "responsibility-claim", claim(ARTIFACT, PUBLISHER, now));
+  await attest("claim-rogue-witness", rogueController, "responsibility-claim", claim(ARTIFACT, roguePublisher, now));
+  await attest("claim-live-dns", liveController, "responsibility-claim", claim(ARTIFACT, livePublisher, now));
+  const revoked = await attest("claim-revoked", controller, "responsibility-claim", claim(ARTIFACT, PUBLISHER, now));
+  await writer.revoke(controller, schemaUid("responsibility-claim"), revoked);
+  await attest("assessment", auditor, "security-assessment", assessment(ARTIFACT, { issuedAt: now }));
+  await attest("assessment-unapproved", liveController, "security-assessment", assessment(ARTIFACT, { issuedAt: now }));
+  await attest("assessment-retired-issuer", retired, "security-assessment", assessment(ARTIFACT, { issuedAt: now }));
+  await attest("assessment-payload-expired", auditor, "security-assessment", assessment(ARTIFACT, { issuedAt: now - 100n, expiresAt: now - 10n }));
+  await attest("assessment-not-yet-effective", auditor, "security-assessment", assessment(ARTIFACT, { issuedAt: now, effectiveAt: now + 3600n }));
+  await attest("assessment-wrong-subject", auditor, "security-assessment", assessment(OTHER_ARTIFACT, { issuedAt: now }));
+  await attest("assessment-undecodable", auditor, "security-assessment", "0x1234");
+  await attest("certification", certifier, "certification", certification(ARTIFACT, now));
+  await attest("linked-identifier-no-proofs", controller, "linked-identifier", encode("linked-identifier", {
+    subject: ARTIFACT,
+    linkedId: PUBLISHER,
+    proofs: [],
+    issuedAt: now,
+    effectiveAt: 0n,
+    expiresAt: 0n,
+  }));
+  await attest("user-review", liveController, "user-review", encode("user-review", {
+    subject: ARTIFACT,
+    version: "1",
+    ratingValue: 5,
+    reviewBody: "great",
+    screenshotUrls: [],
+    proofs: [],
+  }));
+  // The service judges expiry by its own clock; wait until the registry expiration has passed.
+  const wait = Number(expiringAt) * 1000 - Date.now() + 1_100;
+  if (wait > 0) await Bun.sleep(wait);
+}, 60_000);
+
+afterAll(async () => {
+  await proxy?.stop();
+  await stack?.stop();
+  await https?.stop();
+  await dns?.stop();
+});
+
+describe("artifact trust on a real chain", () => {
+  test("returns exactly the verified records, with their bases, and counts every exclusion", async () => {
+    const res = await lookup(ARTIFACT);
+    expect(res.status).toBe(200);
+    const body = res.body;
+    expect(body.artifactDid).toBe(ARTIFACT);
+    expect(body.chain).toEqual({ chainId: 31337, caip2: "eip155:31337", easContract: stack.devnet.easAddress });
+    expect(body.trustAnchorsVersion).toBe(1);
+    expect(labels(body.responsibilityClaims).sort()).toEqual(["claim", "claim-live-dns"]);
+    expect(labels(body.securityAssessments)).toEqual(["assessment"]);
+    expect(labels(body.certifications)).toEqual(["certification"]);
+    expect(body.otherAttestations).toEqual([]);
+    // 14 candidates: the user review and the witnesses are never queried.
+    expect(body.summary).toEqual({ totalQueried: 14, totalVerified: 4, totalExcluded: 10, complete: true });
+
+    for (const item of body.responsibilityClaims) {
+      expect(item.verification).toEqual({ valid: true, basis: ["controller-authorization", "authorization-window"] });
+      expect(item.attestation).not.toHaveProperty("attesterLabel");
+    }
+    const assessmentItem = body.securityAssessments[0];
+    expect(assessmentItem.verification).toEqual({ valid: true, basis: ["approved-issuer"] });
+    expect(assessmentItem.attestation).toMatchObject({
+      schemaName: "security-assessment",
+      schema: schemaUid("security-assessment").toLowerCase(),
+      attester: privateKeyToAccount(auditor).address,
+      attesterLabel: "Example Audits",
+      recipient: expect.stringMatching(new RegExp(`^${addressOf(ARTIFACT)}$`, "i")),
+      expirationTime: "0",
+      revocationTime: "0",
+      data: { subject: ARTIFACT, organization: "Example Audits", effectiveAt: "0", expiresAt: "0" },
+    });
+    expect(assessmentItem.attestation.time).toMatch(/^[0-9]+$/);
+    expect(body.certifications[0].attestation.attesterLabel).toBe("Cert Lab");
+    const claimItem = body.responsibilityClaims.find((i: any) => seeded.get(i.attestation.uid) === "claim");
+    expect(claimItem.attestation.data).toMatchObject({ responsibleParty: PUBLISHER, responsibilityType: ["creator", "maintainer"], proofs: [] });
+  });
+
+  test("groups are sorted by time descending, then uid", async () => {
+    const { body } = await lookup(ARTIFACT);
+    const claims = body.responsibilityClaims as { attestation: { time: string; uid: string } }[];
+    const sorted = [...claims].sort((a, b) =>
+      BigInt(a.attestation.time) === BigInt(b.attestation.time)
+        ? a.attestation.uid.localeCompare(b.attestation.uid)
+        : BigInt(b.attestation.time) > BigInt(a.attestation.time) ? 1 : -1
+    );
+    expect(claims).toEqual(sorted);
+  });
+
+  test("the backend path answers the same; extra query parameters change nothing", async () => {
+    const gateway = await lookup(ARTIFACT);
+    const backend = await lookup(ARTIFACT, service.url, "/api/public/artifact-trust");
+    const withExtras = await fetch(`${service.url}/v1/artifact-trust?artifactDid=${ARTIFACT}&includeInvalid=true&schemas=user-review&chain=eip155:1`);
+    expect(backend.body).toEqual(gateway.body);
+    expect(await withExtras.json()).toEqual(gateway.body);
+  });
+
+  test("no evidence: 200 with four empty groups and zero counts", async () => {
+    const res = await lookup(EMPTY_ARTIFACT);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      responsibilityClaims: [],
+      securityAssessments: [],
+      certifications: [],
+      otherAttestations: [],
+      summary: { totalQueried: 0, totalVerified: 0, totalExcluded: 0, complete: true },
+    });
+  });
+
+  test("an invalid DID is 400 INVALID_DID with no RPC at all", async () => {
+    stack.rpc.reset();
+    const res = await lookup("did:artifact:bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi");
+    expect([res.status, res.body.code]).toEqual([400, "INVALID_DID"]);
+    expect(stack.rpc.roundTrips()).toBe(0);
+  });
+
+  test("the request path makes one eth_getLogs per level and one multicall per level, whatever the schemas", async () => {
+    await lookup(EMPTY_ARTIFACT);
+    stack.rpc.reset();
+    await lookup(EMPTY_ARTIFACT);
+    expect(stack.rpc.trips()).toEqual([["eth_blockNumber"], ["eth_getLogs"]]);
+
+    stack.rpc.reset();
+    await lookup(ARTIFACT);
+    // 14 candidates over four schemas (one round trip of multicalls), then the witnesses of three parties.
+    const levels = [["eth_blockNumber"], ["eth_getLogs"], ["eth_call"], ["eth_getLogs"], ["eth_call"]];
+    expect(stack.rpc.trips().map((t) => [...new Set(t)])).toEqual(levels);
+    expect(stack.rpc.methods().filter((m) => m === "eth_getLogs")).toHaveLength(2);
+
+    // 52 candidates over the same four schemas: the same calls.
+    const now = await chainNow();
+    const recipient = addressOf(BULK_ARTIFACT);
+    const many = (n: number, data: Hex, revocable: boolean) => Array.from({ length: n }, () => ({ recipient, data, revocable }));
+    await writer.multiAttest(auditor, schemaUid("security-assessment"), many(13, assessment(BULK_ARTIFACT, { issuedAt: now }), false));
+    await writer.multiAttest(certifier, schemaUid("certification"), many(13, certification(BULK_ARTIFACT, now), false));
+    await writer.multiAttest(controller, schemaUid("responsibility-claim"), many(13, claim(BULK_ARTIFACT, PUBLISHER, now), true));
+    const linked = encode("linked-identifier", { subject: BULK_ARTIFACT, linkedId: PUBLISHER, proofs: [], issuedAt: now, effectiveAt: 0n, expiresAt: 0n });
+    await writer.multiAttest(controller, schemaUid("linked-identifier"), many(13, linked, true));
+    stack.rpc.reset();
+    const res = await lookup(BULK_ARTIFACT);
+    expect(res.body.summary).toEqual({ totalQueried: 52, totalVerified: 39, totalExcluded: 13, complete: true });
+    // Still one log query per level; the 52 reads share one round trip in a few multicalls.
+    const trips = stack.rpc.trips();
+    expect(trips.map((t) => [...new Set(t)])).toEqual(levels);
+    expect(stack.rpc.methods().length).toBeLessThanOrEqual(12);
+  });
+
+  test("the consumer helper: an approved assessment or the publisher's claim suppresses the warning; nothing does not", async () => {
+    const url = `${service.url}/v1/artifact-trust`;
+    const pinnedChain = { chainId: 31337, caip2: "eip155:31337", easContract: stack.devnet.easAddress };
+    const verdict = await checkArtifactTrust(ARTIFACT, { url, publisherDid: "did:web:Publisher.test", pinnedChain });
+    expect(verdict.warn).toBe(false);
+    expect(verdict.qualifyingClaims.responsibilityClaims).toHaveLength(1);
+    expect(verdict.qualifyingClaims.securityAssessments).toHaveLength(1);
+    expect(verdict.unqualifiedResponsibilityClaims).toBe(1);
+    expect((await checkArtifactTrust(EMPTY_ARTIFACT, { url, pinnedChain })).warn).toBe(true);
+  });
+});
+
+describe("artifact trust through a faulty RPC", () => {
+  let faulty: Service;
+  const width = (params: unknown[]) => {
+    const filter = params[0] as { fromBlock: string; toBlock: string };
+    return BigInt(filter.toBlock) - BigInt(filter.fromBlock) + 1n;
+  };
+  beforeAll(async () => {
+    proxy = startRpcProxy(stack.devnet.rpcUrl);
+    faulty = await stack.restartService({ TRUST_ANCHORS_PATH: anchorsPath, RPC_URL: proxy.url });
+  });
+  const reset = () => {
+    proxy.onCall = undefined;
+    proxy.onHttp = undefined;
+  };
+
+  test("a provider that refuses wide log ranges gives the same answer, in more calls", async () => {
+    const direct = await lookup(ARTIFACT);
+    proxy.onCall = (call) => (call.method === "eth_getLogs" && width(call.params) > 8n ? { code: -32000, message: "block range too large" } : undefined);
+    proxy.calls.length = 0;
+    const split = await lookup(ARTIFACT, faulty.url);
+    reset();
+    expect(split).toEqual(direct);
+    expect(proxy.calls.some((c) => c.method === "eth_getLogs" && width(c.params) > 8n)).toBe(true);
+  });
+
+  test("5xx from the provider is 502, never a partial or empty 200", async () => {
+    proxy.onHttp = () => new Response("bad gateway", { status: 502 });
+    for (const did of [ARTIFACT, EMPTY_ARTIFACT]) {
+      const res = await lookup(did, faulty.url);
+      expect([res.status, res.body.code]).toEqual([502, "NETWORK_ERROR"]);
+    }
+    reset();
+  });
+
+  test("a lookup that fails half way (the witnesses' logs) is 502, though the candidates were read", async () => {
+    // Every attempt at the second level (witnesses and key bindings of the parties) fails.
+    proxy.onCall = (call) => {
+      if (call.method !== "eth_getLogs") return undefined;
+      const topics = (call.params[0] as { topics: unknown[] }).topics;
+      const witnessLevel = (topics[3] as string[]).includes(schemaUid("controller-witness").toLowerCase());
+      return witnessLevel ? { code: -32603, message: "internal error" } : undefined;
+    };
+    const res = await lookup(ARTIFACT, faulty.url);
+    expect(res).toEqual({
+      status: 502,
+      body: { code: "NETWORK_ERROR", error: "Required controller authorization lookup failed" },
+    });
+    reset();
+  });
+});
+
+describe("artifact trust when the chain is down", () => {
+  test("is 502 NETWORK_ERROR without upstream text, never an empty 200; the consumer helper warns", async () => {
+    await stack.devnet.stop();
+    for (const did of [ARTIFACT, EMPTY_ARTIFACT]) {
+      const res = await lookup(did);
+      expect(res.status).toBe(502);
+      expect(res.body).toEqual({ code: "NETWORK_ERROR", error: "Artifact trust chain query is temporarily unavailable" });
+      expect(JSON.stringify(res.body)).not.toContain("127.0.0.1");
+    }
+    const verdict = await checkArtifactTrust(ARTIFACT, { url: `${service.url}/v1/artifact-trust` });
+    expect(verdict).toMatchObject({ warn: true, reasons: [COULD_NOT_LOAD], failure: { code: "NETWORK_ERROR", status: 502 } });
+  });
+});

@@ -1,0 +1,66 @@
+/**
+ * A JSON-RPC proxy on 127.0.0.1 in front of a real node, for fault tests: it can answer a whole HTTP
+ * request itself (5xx, slow, reset) or fail single calls inside a batch with a provider's error text,
+ * and it records every call it saw.
+ */
+import type { Server } from "bun";
+
+/** One JSON-RPC call. */
+export type RpcCall = { readonly id: unknown; readonly method: string; readonly params: unknown[] };
+
+/** A running proxy. */
+export type RpcProxy = {
+  readonly url: string;
+  /** Every call received, in order (also those the proxy answered itself). */
+  readonly calls: RpcCall[];
+  /** Answers a whole HTTP request instead of forwarding it; return undefined to forward. */
+  onHttp: ((calls: readonly RpcCall[]) => Response | undefined | Promise<Response | undefined>) | undefined;
+  /** Fails one call with a JSON-RPC error instead of forwarding it; return undefined to forward. */
+  onCall: ((call: RpcCall) => { code: number; message: string } | undefined) | undefined;
+  readonly stop: () => Promise<void>;
+};
+
+/** Starts a proxy to `upstream` on a random loopback port. */
+export function startRpcProxy(upstream: string): RpcProxy {
+  const proxy: RpcProxy = {
+    url: "",
+    calls: [],
+    onHttp: undefined,
+    onCall: undefined,
+    stop: async () => await server.stop(true),
+  };
+  const server: Server<undefined> = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(request) {
+      const body: unknown = JSON.parse(await request.text());
+      const batch = Array.isArray(body);
+      const calls = (batch ? body : [body]) as RpcCall[];
+      proxy.calls.push(...calls);
+      const whole = await proxy.onHttp?.(calls);
+      if (whole !== undefined) return whole;
+      const answers = new Map<number, unknown>();
+      const forward: RpcCall[] = [];
+      calls.forEach((call, i) => {
+        const error = proxy.onCall?.(call);
+        if (error !== undefined) answers.set(i, { jsonrpc: "2.0", id: call.id, error });
+        else forward.push(call);
+      });
+      if (forward.length > 0) {
+        const upstreamResponse = await fetch(upstream, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(batch ? forward : forward[0]),
+        });
+        const parsed: unknown = await upstreamResponse.json();
+        const results = (Array.isArray(parsed) ? parsed : [parsed]) as { id: unknown }[];
+        calls.forEach((call, i) => {
+          if (!answers.has(i)) answers.set(i, results.find((r) => r.id === call.id));
+        });
+      }
+      const out = calls.map((_, i) => answers.get(i));
+      return Response.json(batch ? out : out[0]);
+    },
+  });
+  return Object.assign(proxy, { url: `http://127.0.0.1:${server.port}` });
+}
