@@ -25,6 +25,10 @@ export type Config = {
   readonly paidPlanAnnualWrites: number;
   readonly freePlanSchemas: readonly string[];
   readonly paidPlanSchemas: readonly string[];
+  /** Witness requests a user may make per minute (also the burst). */
+  readonly witnessUserPerMinute: number;
+  /** Witness requests per minute for one subject domain, across all users (also the burst). */
+  readonly witnessDomainPerMinute: number;
   readonly logLevel: "debug" | "info" | "warn" | "error" | "silent";
 };
 
@@ -132,6 +136,8 @@ export function readConfig(env: Env): Config {
     paidPlanAnnualWrites: int("PAID_PLAN_ANNUAL_WRITES", 1000),
     freePlanSchemas: list("FREE_PLAN_SCHEMAS", ["controller-witness"]),
     paidPlanSchemas: list("PAID_PLAN_SCHEMAS", ["*"]),
+    witnessUserPerMinute: int("WITNESS_USER_RATE_PER_MINUTE", 20, 1),
+    witnessDomainPerMinute: int("WITNESS_DOMAIN_RATE_PER_MINUTE", 6, 1),
     logLevel: logLevel as Config["logLevel"],
   };
 }

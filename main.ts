@@ -13,6 +13,13 @@ import { createHttpsDidDocumentFetcher } from "./adapters/https_did_document.ts"
 import { createViemAttestationIndex } from "./adapters/viem_attestation_index.ts";
 import { createWebCryptoJwsVerifier } from "./adapters/webcrypto_jws_verifier.ts";
 import { createArtifactTrust } from "./domain/artifact_trust.ts";
+import { cryptoRandom } from "./adapters/crypto_random.ts";
+import { createSqliteAccountStore, createSqliteWriteLedger } from "./adapters/sqlite_accounts.ts";
+import { createViemTxStatusReader, createViemWitnessWriter } from "./adapters/viem_witness.ts";
+import { createControllerWitness, createWitnessReconciler } from "./domain/controller_witness.ts";
+import type { PlanPolicy } from "./domain/plans.ts";
+import { createRateLimiter } from "./domain/rate_limit.ts";
+import { createSessions } from "./domain/sessions.ts";
 import { createControllerConfirm, createDiscoverControllers } from "./domain/controller_discovery.ts";
 import { type Config, ConfigError, readConfig } from "./config.ts";
 import { EAS_DOMAIN_VERSION } from "./domain/attest_typed_data.ts";
@@ -61,6 +68,7 @@ export async function startService(config: Config, options: StartServiceOptions 
   const rpcUrl: string = config.rpcUrl ?? devnet!.rpcUrl;
   const trustAnchorsPath: string = config.trustAnchorsPath ?? devnet!.trustAnchorsPath;
   const delegateKey = config.delegatePrivateKey ?? devnet?.keys.delegate;
+  const witnessKey = config.witnessPrivateKey ?? devnet?.keys.witness;
   try {
     const trustAnchors = loadTrustAnchors(trustAnchorsPath);
     const probe = createPublicClient({ transport: http(rpcUrl, { retryCount: 2, timeout: 10_000 }) });
@@ -127,7 +135,66 @@ export async function startService(config: Config, options: StartServiceOptions 
       jws: createWebCryptoJwsVerifier(),
       discover,
     });
+    const accounts = createSqliteAccountStore(db);
+    const ledger = createSqliteWriteLedger(db);
+    await accounts.prune(systemClock.nowMs());
+    const plans: PlanPolicy = {
+      free: { annualWrites: config.freePlanAnnualWrites, schemas: config.freePlanSchemas },
+      paid: { annualWrites: config.paidPlanAnnualWrites, schemas: config.paidPlanSchemas },
+    };
+    const witnessSchemaUid = chain.value.schemas["controller-witness"] as `0x${string}` | undefined;
+    const reconcile = createWitnessReconciler({
+      ledger,
+      txStatus: createViemTxStatusReader({ client: eas.client, easAddress, log: (event, fields) => log.warn(event, fields) }),
+      clock: systemClock,
+      staleAfterMs: WITNESS_STALE_MS,
+    });
+    const settle = async () => {
+      try {
+        const report = await reconcile();
+        if (report.committed + report.released > 0) log.info("sponsored_writes_reconciled", report);
+      } catch (error) {
+        log.warn("reconcile_failed", { error: error instanceof Error ? error.message : String(error) });
+      }
+    };
+    // Writes a crash left between broadcast and bookkeeping are settled before the first request.
+    await settle();
+    const settleTimer = setInterval(settle, 60_000);
+    settleTimer.unref?.();
+    const sessions = createSessions({
+      accounts,
+      clock: systemClock,
+      random: cryptoRandom,
+      policy: { sessionTtlHours: config.sessionTtlHours, challengeTtlMinutes: 10, siweDomains: config.siweDomains },
+    });
+    const witness = createControllerWitness({
+      discover,
+      ledger,
+      writer: witnessKey === undefined ? undefined : createViemWitnessWriter({
+        client: eas.client,
+        sender: eas.senderFor(witnessKey),
+        easAddress,
+        log: (event, fields) => log.warn(event, fields),
+      }),
+      witnessSchemaUid,
+      chainId,
+      plans,
+      clock: systemClock,
+      random: cryptoRandom,
+      userRate: createRateLimiter(systemClock, { capacity: config.witnessUserPerMinute, perMinute: config.witnessUserPerMinute }),
+      domainRate: createRateLimiter(systemClock, { capacity: config.witnessDomainPerMinute, perMinute: config.witnessDomainPerMinute }),
+    });
+    const publicOrigin = new URL(config.publicBaseUrl).origin;
     const app = createApp({
+      session: {
+        sessions,
+        witness,
+        ledger,
+        plans,
+        clock: systemClock,
+        secureCookies: !isLoopbackHost(new URL(config.publicBaseUrl).hostname),
+      },
+      privateOrigins: [...new Set([publicOrigin, ...config.corsOrigins])],
       controller: { discover, confirm: controllerConfirm },
       artifactTrust,
       readNonce: createReadNonce(eas.reader),
@@ -184,6 +251,7 @@ export async function startService(config: Config, options: StartServiceOptions 
       async stop() {
         if (stopped) return;
         stopped = true;
+        clearInterval(settleTimer);
         await server.stop(false);
         db.close();
         await devnet?.stop();
@@ -193,6 +261,14 @@ export async function startService(config: Config, options: StartServiceOptions 
     await devnet?.stop();
     throw error;
   }
+}
+
+/** A sponsored write with no settled transaction after this long is given back by the reconciler. */
+const WITNESS_STALE_MS = 10 * 60_000;
+
+/** Cookies go without `Secure` only when the service is reached on loopback (development). */
+function isLoopbackHost(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "127.0.0.1" || hostname === "[::1]" || hostname === "::1";
 }
 
 function loadTrustAnchors(path: string): TrustAnchors {

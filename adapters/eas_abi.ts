@@ -6,6 +6,8 @@ export const EAS_ABI = parseAbi([
   "struct Signature { uint8 v; bytes32 r; bytes32 s; }",
   "struct DelegatedAttestationRequest { bytes32 schema; AttestationRequestData data; Signature signature; address attester; uint64 deadline; }",
   "struct Attestation { bytes32 uid; bytes32 schema; uint64 time; uint64 expirationTime; uint64 revocationTime; bytes32 refUID; address recipient; address attester; bool revocable; bytes data; }",
+  "struct AttestationRequest { bytes32 schema; AttestationRequestData data; }",
+  "function attest(AttestationRequest request) payable returns (bytes32)",
   "function attestByDelegation(DelegatedAttestationRequest delegatedRequest) payable returns (bytes32)",
   "function getNonce(address account) view returns (uint256)",
   "function getAttestation(bytes32 uid) view returns (Attestation)",

@@ -20,6 +20,48 @@ const MIGRATIONS: readonly string[] = [
   `CREATE UNIQUE INDEX IF NOT EXISTS replay_live_nonce ON replay (chain_id, attester, nonce)
      WHERE state IN ('claimed', 'broadcast', 'done')`,
   `CREATE INDEX IF NOT EXISTS replay_deadline ON replay (deadline)`,
+  `CREATE TABLE IF NOT EXISTS accounts (
+     id TEXT PRIMARY KEY,
+     address TEXT NOT NULL UNIQUE,
+     plan TEXT NOT NULL,
+     created_at_ms INTEGER NOT NULL,
+     updated_at_ms INTEGER NOT NULL
+   )`,
+  `CREATE TABLE IF NOT EXISTS challenges (
+     id TEXT PRIMARY KEY,
+     address TEXT NOT NULL,
+     chain_id INTEGER NOT NULL,
+     nonce TEXT NOT NULL,
+     message TEXT NOT NULL,
+     created_at_ms INTEGER NOT NULL,
+     expires_at_ms INTEGER NOT NULL,
+     used_at_ms INTEGER
+   )`,
+  `CREATE INDEX IF NOT EXISTS challenges_expiry ON challenges (expires_at_ms)`,
+  `CREATE TABLE IF NOT EXISTS sessions (
+     token_hash TEXT PRIMARY KEY,
+     account_id TEXT NOT NULL REFERENCES accounts (id),
+     created_at_ms INTEGER NOT NULL,
+     expires_at_ms INTEGER NOT NULL,
+     revoked_at_ms INTEGER
+   )`,
+  `CREATE INDEX IF NOT EXISTS sessions_expiry ON sessions (expires_at_ms)`,
+  // One row per sponsored write; 'reserved' and 'broadcast' rows count against the quota like
+  // 'committed' ones, 'released' rows do not. The transaction hash is stored before broadcast.
+  `CREATE TABLE IF NOT EXISTS sponsored_writes (
+     id TEXT PRIMARY KEY,
+     account_id TEXT NOT NULL REFERENCES accounts (id),
+     year INTEGER NOT NULL,
+     fingerprint TEXT NOT NULL,
+     state TEXT NOT NULL,
+     tx_hash TEXT,
+     uid TEXT,
+     block_number TEXT,
+     created_at_ms INTEGER NOT NULL,
+     updated_at_ms INTEGER NOT NULL
+   )`,
+  `CREATE INDEX IF NOT EXISTS sponsored_writes_usage ON sponsored_writes (account_id, year, state)`,
+  `CREATE INDEX IF NOT EXISTS sponsored_writes_state ON sponsored_writes (state, created_at_ms)`,
 ];
 
 /** Opens (creating if needed) the service's SQLite file with WAL and the schema applied. */

@@ -149,7 +149,8 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
   return { reader, delegate, client, ping, senderFor };
 }
 
-function classifySimulationError(
+/** Maps a failed gas estimate to a simulation outcome (revert name, no funds, RPC failure). */
+export function classifySimulationError(
   error: unknown,
   log: (event: string, fields: Record<string, unknown>) => void,
 ): Simulation {

@@ -78,6 +78,7 @@ export async function startStack(
     RPC_URL: devnet.rpcUrl,
     TRUST_ANCHORS_PATH: devnet.trustAnchorsPath,
     DELEGATE_PRIVATE_KEY: devnet.keys.delegate,
+    WITNESS_PRIVATE_KEY: devnet.keys.witness,
     DATABASE_PATH: join(dir, "ats.sqlite"),
     DATA_DIR: dir,
     ...options.env,

@@ -6,6 +6,7 @@ import { easRoutes, type EasRoutesDeps } from "./routes/eas.ts";
 import { healthRoutes, type ReadinessReport } from "./routes/health.ts";
 import { controllerRoutes, type ControllerRoutesDeps } from "./routes/controller.ts";
 import { artifactTrustRoutes } from "./routes/artifact_trust.ts";
+import { sessionRoutes, type SessionRoutesDeps } from "./routes/session.ts";
 import type { ArtifactTrust } from "../domain/artifact_trust.ts";
 import { identityRoutes } from "./routes/identity.ts";
 import { trustAnchorRoutes } from "./routes/trust_anchors.ts";
@@ -22,7 +23,23 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly controller?: ControllerRoutesDeps | undefined;
   /** Artifact trust lookup; absent in tests that do not exercise it. */
   readonly artifactTrust?: ArtifactTrust | undefined;
+  /** Sign-in and the controller witness; absent in tests that do not exercise them. */
+  readonly session?: Omit<SessionRoutesDeps, "log"> | undefined;
+  /** Origins allowed to call the session routes with credentials (CORS_ORIGINS plus the public origin). */
+  readonly privateOrigins?: readonly string[] | undefined;
 };
+
+/** CORS headers of the session routes for an allowed origin: that origin, with credentials. */
+function privateCorsHeaders(origin: string): Record<string, string> {
+  return {
+    "access-control-allow-origin": origin,
+    "access-control-allow-credentials": "true",
+    "access-control-allow-methods": "GET, POST, OPTIONS",
+    "access-control-allow-headers": "Content-Type",
+    "access-control-max-age": "600",
+    vary: "Origin",
+  };
+}
 
 /** CORS headers of every public route (decisions §1). */
 export const PUBLIC_CORS_HEADERS: Readonly<Record<string, string>> = {
@@ -53,11 +70,34 @@ export function createApp(deps: AppDeps) {
   const app = new Elysia();
   const allowed = (path: string): string[] =>
     app.routes.filter((r) => r.path === path).map((r) => r.method.toUpperCase());
+  const origins = new Set(deps.privateOrigins ?? []);
+
+  /**
+   * Session routes: CORS for allowlisted origins only, with credentials. CSRF guard on every POST:
+   * a browser origin must be allowlisted, and the body must be JSON (which a cross-site form cannot
+   * send without a preflight that the allowlist refuses).
+   */
+  const guardPrivate = (request: Request, path: string, set: { headers: Record<string, string | number> }) => {
+    const origin = request.headers.get("origin");
+    const trusted = origin !== null && origins.has(origin);
+    const cors = trusted ? privateCorsHeaders(origin) : {};
+    Object.assign(set.headers, cors);
+    const methods = allowed(path);
+    if (methods.length === 0) return;
+    if (request.method === "OPTIONS") return new Response(null, { status: 204, headers: cors });
+    if (request.method !== "POST" || !methods.includes("POST")) return;
+    if (origin !== null && !trusted) {
+      return json(errorBody("ORIGIN_NOT_ALLOWED", "Origin not allowed"), 403);
+    }
+    if (!/^application\/json\s*(;|$)/i.test(request.headers.get("content-type") ?? "")) {
+      return json(errorBody("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json"), 415, cors);
+    }
+  };
 
   return app
     .onRequest(({ request, set }) => {
       const path = pathOf(request.url);
-      if (isPrivatePath(path)) return;
+      if (isPrivatePath(path)) return guardPrivate(request, path, set);
       Object.assign(set.headers, PUBLIC_CORS_HEADERS);
       if (request.method === "OPTIONS" && allowed(path).length > 0) {
         return new Response(null, { status: 204, headers: PUBLIC_CORS_HEADERS });
@@ -89,6 +129,7 @@ export function createApp(deps: AppDeps) {
     .use(identityRoutes())
     .use(deps.controller ? controllerRoutes(deps.controller) : new Elysia())
     .use(deps.artifactTrust ? artifactTrustRoutes({ artifactTrust: deps.artifactTrust, log: deps.log }) : new Elysia())
+    .use(deps.session ? sessionRoutes({ ...deps.session, log: deps.log }) : new Elysia())
     .use(docRoutes(deps.publicBaseUrl ?? "http://127.0.0.1:8080"));
 }
 

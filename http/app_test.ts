@@ -4,7 +4,7 @@ import { silentLogger } from "../adapters/json_logger.ts";
 import { buildAttestTypedData, ZERO_UID } from "../domain/attest_typed_data.ts";
 import { createDelegatedAttest } from "../domain/delegated_attest.ts";
 import { createReadNonce } from "../domain/nonce.ts";
-import { fakeClock, fakeDelegate, fakeEasReader, fakeReplayStore } from "../ports/fakes.ts";
+import { fakeClock, fakeDelegate, fakeEasReader, fakeReplayStore, fakeWriteLedger } from "../ports/fakes.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import { createApp } from "./app.ts";
 
@@ -186,6 +186,15 @@ describe("openapi.json", () => {
       log: silentLogger,
       ready: () => Promise.resolve({ ready: true, checks: {} }),
       controller: { discover: () => Promise.reject(new Error("unused")), confirm: () => Promise.reject(new Error("unused")) },
+      artifactTrust: () => Promise.reject(new Error("unused")),
+      session: {
+        sessions: {} as never,
+        witness: () => Promise.reject(new Error("unused")),
+        ledger: fakeWriteLedger(),
+        plans: { free: { annualWrites: 1, schemas: [] }, paid: { annualWrites: 1, schemas: [] } },
+        clock: fakeClock(),
+        secureCookies: false,
+      },
     });
     const served = app.routes
       .filter((r) => !["/openapi.json", "/docs"].includes(r.path) && r.method !== "OPTIONS")

@@ -173,6 +173,65 @@ export const ArtifactTrustRecordModel = t.Object({
 export { TrustAnchorsModel };
 
 /** One documented operation: the paths it is served on and its models. */
+const AccountModel = t.Object({ id: t.String(), address: Address, plan: t.Union([t.Literal("free"), t.Literal("paid")]) });
+
+export const ChallengeBody = t.Object({
+  walletDid: t.Optional(t.String({ description: "did:pkh:eip155:<chainId>:<address> of the signing wallet" })),
+  address: t.Optional(t.String({ description: "Instead of walletDid: the wallet address (with chainId)" })),
+  chainId: t.Optional(t.Integer({ minimum: 1 })),
+  domain: t.String({ description: "SIWE domain (host[:port]) shown by the wallet; must be in SIWE_DOMAINS" }),
+  uri: t.String({ description: "Absolute http(s) URI of the page asking for sign-in" }),
+});
+export const ChallengeModel = t.Object({
+  challengeId: t.String(),
+  siweMessage: t.String({ description: "The exact EIP-4361 text to sign with personal_sign" }),
+  nonce: t.String(),
+  expiresAt: t.String({ format: "date-time" }),
+});
+export const VerifyBody = t.Object({
+  challengeId: t.String(),
+  siweMessage: t.String({ description: "The challenge's text, unchanged" }),
+  signature: t.String({ description: "65-byte personal_sign signature, 0x-prefixed hex" }),
+  walletDid: t.Optional(t.String()),
+});
+export const SignedInModel = t.Object({
+  account: AccountModel,
+  session: t.Object({ expiresAt: t.String({ format: "date-time" }) }),
+  created: t.Boolean({ description: "true on the first sign-in, which created the account" }),
+});
+export const SessionMeModel = t.Object({
+  account: AccountModel,
+  session: t.Object({ expiresAt: t.String({ format: "date-time" }) }),
+  quota: t.Object({
+    year: t.Integer({ description: "UTC calendar year the writes count against" }),
+    limit: t.Integer(),
+    used: t.Integer(),
+    reserved: t.Integer({ description: "Writes held by requests in flight" }),
+    remaining: t.Integer(),
+    eligibleSchemas: t.Array(t.String()),
+  }),
+});
+export const SuccessModel = t.Object({ success: t.Literal(true) });
+export const ControllerWitnessBody = t.Object({
+  subjectDid: t.Optional(t.String({ description: "did:web subject (legacy: subject)" })),
+  controllerDid: t.Optional(t.String({ description: "did:pkh:eip155:<chainId>:<address> or did:jwk (legacy: controller)" })),
+  chainId: t.Optional(t.Integer({ minimum: 1, description: "Must be the active chain when given" })),
+  subject: t.Optional(t.String({ deprecated: true })),
+  controller: t.Optional(t.String({ deprecated: true })),
+  attestationUid: t.Optional(t.String({ deprecated: true })),
+  easContract: t.Optional(t.String({ deprecated: true })),
+  schemaUid: t.Optional(t.String({ deprecated: true })),
+  method: t.Optional(t.String({ deprecated: true })),
+});
+export const ControllerWitnessModel = t.Object({
+  success: t.Literal(true),
+  uid: t.Union([Bytes32, t.Null()]),
+  txHash: Bytes32,
+  blockNumber: t.Integer(),
+  observedAt: t.Integer({ description: "Unix seconds of the observation" }),
+  method: t.Union([t.Literal("dns-txt"), t.Literal("did-json")]),
+});
+
 export type RouteDoc = {
   readonly method: "get" | "post";
   readonly paths: readonly string[];

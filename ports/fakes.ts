@@ -1,3 +1,4 @@
+import type * as Accounts from "./accounts.ts";
 import type { Clock } from "./clock.ts";
 import type { DelegatedAttestCall, DelegateSubmitter, EasReader, HexString, Simulation, Submission } from "./eas.ts";
 import type { ClaimOutcome, ReplayClaim, ReplayFinal, ReplayStore } from "./replay_store.ts";
@@ -219,4 +220,155 @@ export function fakeJwsVerifier(accept: (check: import("./jws_verifier.ts").JwsS
     },
   };
   return verifier satisfies import("./jws_verifier.ts").JwsVerifier;
+}
+
+/** Accounts, challenges and sessions in memory, with the SQLite store's rules. */
+export function fakeAccountStore() {
+  const challenges = new Map<string, Accounts.Challenge>();
+  const accounts = new Map<string, Accounts.Account>();
+  const sessions = new Map<string, Accounts.Session>();
+  const byIdOrAddress = (key: string) =>
+    accounts.get(key) ?? [...accounts.values()].find((a) => a.address === key.toLowerCase());
+  const store = {
+    challenges,
+    accounts,
+    sessions,
+    saveChallenge(challenge: Accounts.Challenge) {
+      challenges.set(challenge.id, { ...challenge, address: challenge.address.toLowerCase() });
+      return Promise.resolve();
+    },
+    findChallenge: (id: string) => Promise.resolve(challenges.get(id)),
+    consumeChallenge(id: string, nowMs: number) {
+      const found = challenges.get(id);
+      if (found === undefined || found.usedAtMs !== null) return Promise.resolve(false);
+      challenges.set(id, { ...found, usedAtMs: nowMs });
+      return Promise.resolve(true);
+    },
+    findOrCreateAccount(address: string, newId: string, nowMs: number) {
+      const existing = byIdOrAddress(address);
+      if (existing !== undefined) return Promise.resolve(existing);
+      const account = { id: newId, address: address.toLowerCase(), plan: "free" as const, createdAtMs: nowMs };
+      accounts.set(newId, account);
+      return Promise.resolve(account);
+    },
+    findAccount: (idOrAddress: string) => Promise.resolve(byIdOrAddress(idOrAddress)),
+    listAccounts: () => Promise.resolve([...accounts.values()]),
+    setPlan(idOrAddress: string, plan: Accounts.Plan) {
+      const found = byIdOrAddress(idOrAddress);
+      if (found === undefined) return Promise.resolve(undefined);
+      const updated = { ...found, plan };
+      accounts.set(found.id, updated);
+      return Promise.resolve(updated);
+    },
+    saveSession(session: Accounts.Session) {
+      sessions.set(session.tokenHash, session);
+      return Promise.resolve();
+    },
+    findSession(tokenHash: string) {
+      const session = sessions.get(tokenHash);
+      const account = session && accounts.get(session.accountId);
+      return Promise.resolve(session && account ? { session, account } : undefined);
+    },
+    revokeSession(tokenHash: string, nowMs: number) {
+      const session = sessions.get(tokenHash);
+      if (session && session.revokedAtMs === null) sessions.set(tokenHash, { ...session, revokedAtMs: nowMs });
+      return Promise.resolve();
+    },
+    prune(nowMs: number) {
+      let removed = 0;
+      for (const [id, c] of challenges) if (c.expiresAtMs < nowMs && challenges.delete(id)) removed++;
+      for (const [hash, s] of sessions) if (s.expiresAtMs < nowMs && sessions.delete(hash)) removed++;
+      return Promise.resolve(removed);
+    },
+  };
+  return store satisfies import("./accounts.ts").AccountStore;
+}
+
+/** A sponsored-write ledger in memory; records every transition. */
+export function fakeWriteLedger() {
+  const writes = new Map<string, Accounts.WriteRecord>();
+  const update = (id: string, states: readonly Accounts.WriteState[], change: Partial<Accounts.WriteRecord>) => {
+    const found = writes.get(id);
+    if (found !== undefined && states.includes(found.state)) writes.set(id, { ...found, ...change });
+    return Promise.resolve();
+  };
+  const usage = (accountId: string, year: number) => {
+    const rows = [...writes.values()].filter((w) => w.accountId === accountId && w.year === year);
+    return {
+      used: rows.filter((w) => w.state === "committed").length,
+      reserved: rows.filter((w) => w.state === "reserved" || w.state === "broadcast").length,
+    };
+  };
+  const ledger = {
+    writes,
+    usage: (accountId: string, year: number) => Promise.resolve(usage(accountId, year)),
+    reserve(reservation: Accounts.WriteReservation, limit: number) {
+      const now = usage(reservation.accountId, reservation.year);
+      if (now.used + now.reserved >= limit) return Promise.resolve(false);
+      writes.set(reservation.id, {
+        ...reservation,
+        state: "reserved",
+        txHash: null,
+        uid: null,
+        blockNumber: null,
+        updatedAtMs: reservation.createdAtMs,
+      });
+      return Promise.resolve(true);
+    },
+    markBroadcast: (id: string, txHash: string, nowMs: number) =>
+      update(id, ["reserved"], { state: "broadcast", txHash, updatedAtMs: nowMs }),
+    commit: (id: string, outcome: { txHash: string; uid: string | null; blockNumber: bigint }, nowMs: number) =>
+      update(id, ["reserved", "broadcast"], { state: "committed", ...outcome, updatedAtMs: nowMs }),
+    release: (id: string, nowMs: number) => update(id, ["reserved", "broadcast"], { state: "released", updatedAtMs: nowMs }),
+    unsettled: (createdBeforeMs: number) =>
+      Promise.resolve(
+        [...writes.values()].filter((w) => (w.state === "reserved" || w.state === "broadcast") && w.createdAtMs < createdBeforeMs),
+      ),
+    find: (id: string) => Promise.resolve(writes.get(id)),
+  };
+  return ledger satisfies import("./accounts.ts").SponsoredWriteLedger;
+}
+
+/** A witness wallet that records its calls; its answers are settable. */
+export function fakeWitnessWriter(options: { simulation?: Simulation; submission?: Submission } = {}) {
+  type Call = import("./witness.ts").WitnessAttestCall;
+  let counter = 0;
+  const writer = {
+    address: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC" as HexString,
+    simulated: [] as Call[],
+    sent: [] as Call[],
+    simulation: options.simulation ?? { ok: true as const, gas: 150_000n } as Simulation,
+    submission: options.submission,
+    /** Runs between signing and the answer, e.g. to look at the ledger mid-flight. */
+    duringSend: async (_txHash: HexString) => {},
+    simulate(call: Call) {
+      writer.simulated.push(call);
+      return Promise.resolve(writer.simulation);
+    },
+    async submit(call: Call, opts: { onSigned: (h: HexString) => Promise<void> }): Promise<Submission> {
+      counter++;
+      const txHash = `0x${counter.toString(16).padStart(64, "c")}` as HexString;
+      if (writer.submission?.ok === false && writer.submission.reason === "not-broadcast") return writer.submission;
+      await opts.onSigned(txHash);
+      writer.sent.push(call);
+      await writer.duringSend(txHash);
+      if (writer.submission) return writer.submission;
+      return { ok: true, txHash, blockNumber: BigInt(100 + counter), uid: `0x${counter.toString(16).padStart(64, "d")}` as HexString };
+    },
+  };
+  return writer satisfies import("./witness.ts").WitnessWriter;
+}
+
+/** Random bytes from a counter: deterministic, never repeating within a test. */
+export function fakeRandom() {
+  let counter = 0;
+  return {
+    bytes(length: number) {
+      const out = new Uint8Array(length);
+      let n = ++counter;
+      for (let i = length - 1; i >= 0 && n > 0; i--, n = Math.floor(n / 256)) out[i] = n % 256;
+      out[0] = 0x5a;
+      return out;
+    },
+  } satisfies import("./random.ts").Random;
 }

@@ -1,0 +1,260 @@
+import { describe, expect, test } from "bun:test";
+import { decodeAbiParameters, parseAbiParameters } from "viem";
+import type { Account } from "../ports/accounts.ts";
+import {
+  fakeClock,
+  fakeDidDocumentFetcher,
+  fakeDnsResolver,
+  fakeRandom,
+  fakeWitnessWriter,
+  fakeWriteLedger,
+} from "../ports/fakes.ts";
+import type { HexString } from "../ports/eas.ts";
+import type { TxStatus } from "../ports/witness.ts";
+import { createDiscoverControllers } from "./controller_discovery.ts";
+import { createControllerWitness, createWitnessReconciler, parseWitnessBody } from "./controller_witness.ts";
+import { didToAddress } from "./did.ts";
+import { createRateLimiter } from "./rate_limit.ts";
+import { fail, ok } from "./result.ts";
+
+const SCHEMA = "0x1111111111111111111111111111111111111111111111111111111111111111" as HexString;
+const KEY = "0x9e2aD1bcC2FD0A4dC5Ff9E8c1aB3c4D5e6F7a8B9";
+const CONTROLLER = `did:pkh:eip155:1:${KEY.toLowerCase()}`;
+const SUBJECT = "did:web:svc.example";
+const account: Account = { id: "acct-1", address: "0xabc", plan: "free", createdAtMs: 0 };
+const signedIn = ok(account);
+
+function setup(options: {
+  annualWrites?: number;
+  schemas?: string[];
+  witnessSchemaUid?: HexString | undefined;
+  noWriter?: boolean;
+  userPerMinute?: number;
+  domainPerMinute?: number;
+} = {}) {
+  const clock = fakeClock(Date.UTC(2026, 10, 23));
+  const dns = fakeDnsResolver({ "_controllers.svc.example": { status: "found", records: [`v=1;controller=${CONTROLLER}`] } });
+  const didDocuments = fakeDidDocumentFetcher();
+  const ledger = fakeWriteLedger();
+  const writer = fakeWitnessWriter();
+  const witness = createControllerWitness({
+    discover: createDiscoverControllers({ dns, didDocuments, serviceDnsLabel: "omatrust" }),
+    ledger,
+    writer: options.noWriter ? undefined : writer,
+    witnessSchemaUid: "witnessSchemaUid" in options ? options.witnessSchemaUid : SCHEMA,
+    chainId: 31337,
+    plans: {
+      free: { annualWrites: options.annualWrites ?? 3, schemas: options.schemas ?? ["controller-witness"] },
+      paid: { annualWrites: 100, schemas: ["*"] },
+    },
+    clock,
+    random: fakeRandom(),
+    userRate: createRateLimiter(clock, { capacity: options.userPerMinute ?? 100, perMinute: options.userPerMinute ?? 100 }),
+    domainRate: createRateLimiter(clock, { capacity: options.domainPerMinute ?? 100, perMinute: options.domainPerMinute ?? 100 }),
+  });
+  return { clock, dns, didDocuments, ledger, writer, witness };
+}
+
+const body = { subjectDid: SUBJECT, controllerDid: `did:pkh:eip155:31337:${KEY}` };
+const codeOf = (outcome: { result: { ok: boolean; code?: string } }) => outcome.result.ok ? "ok" : outcome.result.code;
+
+describe("parseWitnessBody()", () => {
+  test("reads the current and the legacy body, and flags the legacy one", () => {
+    expect(parseWitnessBody(body)).toEqual(ok({ ...body, chainId: undefined, deprecated: false }));
+    const legacy = parseWitnessBody({
+      subject: SUBJECT,
+      controller: CONTROLLER,
+      attestationUid: "0x01",
+      easContract: "0x02",
+      schemaUid: "0x03",
+      method: "dns-txt",
+      chainId: 31337,
+    });
+    expect(legacy).toEqual(ok({ subjectDid: SUBJECT, controllerDid: CONTROLLER, chainId: 31337, deprecated: true }));
+  });
+
+  test("names the field that is missing or of the wrong type", () => {
+    expect(parseWitnessBody({ controllerDid: CONTROLLER })).toEqual(fail("INVALID_INPUT", "subjectDid or subject is required"));
+    expect(parseWitnessBody({ subjectDid: SUBJECT })).toEqual(fail("INVALID_INPUT", "controllerDid or controller is required"));
+    expect(parseWitnessBody({ ...body, chainId: "31337" })).toEqual(fail("INVALID_INPUT", "chainId must be a positive integer"));
+    expect(parseWitnessBody({ ...body, subjectDid: "" })).toEqual(fail("INVALID_INPUT", "subjectDid must not be empty"));
+    expect(parseWitnessBody({ ...body, method: 5 })).toEqual(fail("INVALID_INPUT", "method must be a string"));
+    expect(parseWitnessBody("text").ok).toBe(false);
+  });
+});
+
+describe("createControllerWitness()", () => {
+  test("writes a non-revocable witness to the subject's DID address and charges one write", async () => {
+    const s = setup();
+    const outcome = await s.witness(body, signedIn);
+    expect(outcome.result.ok).toBe(true);
+    if (!outcome.result.ok) return;
+    expect(outcome.result.value).toMatchObject({ success: true, method: "dns-txt", observedAt: Date.UTC(2026, 10, 23) / 1000 });
+    expect(outcome.deprecated).toBe(false);
+    const [call] = s.writer.sent;
+    expect(call!.schema).toBe(SCHEMA);
+    expect(call!.data).toMatchObject({ recipient: didToAddress(SUBJECT).ok && (didToAddress(SUBJECT) as { value: string }).value, revocable: false, expirationTime: 0n, value: 0n });
+    const [subject, controller, method, observedAt] = decodeAbiParameters(
+      parseAbiParameters("string subject, string controller, string method, uint256 observedAt"),
+      call!.data.data,
+    );
+    expect([subject, controller, method, observedAt]).toEqual([SUBJECT, `did:pkh:eip155:31337:${KEY.toLowerCase()}`, "dns-txt", BigInt(Date.UTC(2026, 10, 23) / 1000)]);
+    expect(await s.ledger.usage(account.id, 2026)).toEqual({ used: 1, reserved: 0 });
+  });
+
+  test("checks in the contract's order: body, session, quota, schema, plan, DIDs, evidence, wallet", async () => {
+    const cases: [ReturnType<typeof setup>, unknown, Parameters<ReturnType<typeof setup>["witness"]>[1], string][] = [
+      [setup(), { subjectDid: SUBJECT }, fail("UNAUTHENTICATED", "Unauthenticated"), "INVALID_INPUT"],
+      [setup(), body, fail("UNAUTHENTICATED", "Unauthenticated"), "UNAUTHENTICATED"],
+      [setup({ annualWrites: 0, witnessSchemaUid: undefined }), body, signedIn, "SPONSORED_WRITE_LIMIT_EXCEEDED"],
+      [setup({ witnessSchemaUid: undefined, schemas: [] }), body, signedIn, "SCHEMA_NOT_DEPLOYED"],
+      [setup({ schemas: ["user-review"] }), { ...body, subjectDid: "did:web:" }, signedIn, "SCHEMA_NOT_ELIGIBLE"],
+      [setup(), { ...body, subjectDid: "did:web:" }, signedIn, "INVALID_DID"],
+      [setup(), { ...body, controllerDid: "did:pkh:broken" }, signedIn, "INVALID_DID"],
+      [setup(), { ...body, controllerDid: "svc.example" }, signedIn, "INVALID_DID"],
+      [setup(), { ...body, subjectDid: "did:pkh:eip155:1:0x0000000000000000000000000000000000000001" }, signedIn, "UNSUPPORTED_SUBJECT_TYPE"],
+      [setup(), { ...body, chainId: 1 }, signedIn, "UNSUPPORTED_CHAIN"],
+      [setup(), { ...body, controllerDid: "did:pkh:eip155:1:0x0000000000000000000000000000000000000002" }, signedIn, "EVIDENCE_NOT_FOUND"],
+      [setup({ noWriter: true }), body, signedIn, "SERVER_ERROR"],
+    ];
+    for (const [s, input, session, code] of cases) {
+      const outcome = await s.witness(input, session);
+      expect({ input, code: codeOf(outcome) }).toEqual({ input, code });
+      // Nothing was charged, nothing was sent.
+      expect(s.writer.sent).toHaveLength(0);
+      expect(await s.ledger.usage(account.id, 2026)).toEqual({ used: 0, reserved: 0 });
+    }
+  });
+
+  test("no lookup is made for a request refused before the evidence step", async () => {
+    const s = setup({ annualWrites: 0 });
+    await s.witness(body, signedIn);
+    const t = setup();
+    await t.witness({ ...body, subjectDid: "did:key:z6Mk" }, signedIn);
+    expect([...s.dns.lookups, ...t.dns.lookups, ...s.didDocuments.fetches, ...t.didDocuments.fetches]).toEqual([]);
+  });
+
+  test("EVIDENCE_NOT_FOUND says which sources were checked and what they said", async () => {
+    const s = setup();
+    s.dns.txt["_omatrust.svc.example"] = { status: "servfail" };
+    const outcome = await s.witness({ ...body, controllerDid: "did:pkh:eip155:1:0x0000000000000000000000000000000000000002" }, signedIn);
+    expect(outcome.result.ok).toBe(false);
+    if (outcome.result.ok) return;
+    expect(outcome.result.message).toBe(
+      "Controller did:pkh:eip155:1:0x0000000000000000000000000000000000000002 not confirmed by endpoint evidence for did:web:svc.example. " +
+        "Evidence checked: dns-txt _controllers.svc.example: found, dns-txt _omatrust.svc.example: unavailable, " +
+        "did-json https://svc.example/.well-known/did.json: not-found",
+    );
+  });
+
+  test("a controller in did.json confirms with method did-json, matched across chain ids", async () => {
+    const s = setup();
+    s.dns.txt["_controllers.svc.example"] = { status: "nxdomain" };
+    s.didDocuments.answers["svc.example"] = {
+      status: "ok",
+      url: "https://svc.example/.well-known/did.json",
+      document: { id: SUBJECT, verificationMethod: [{ id: `${SUBJECT}#k`, blockchainAccountId: `eip155:1:${KEY}` }] },
+    };
+    const outcome = await s.witness(body, signedIn);
+    expect(outcome.result.ok && outcome.result.value.method).toBe("did-json");
+  });
+
+  test("the quota: the last write goes to exactly one of ten parallel requests", async () => {
+    const s = setup({ annualWrites: 1 });
+    const outcomes = await Promise.all(Array.from({ length: 10 }, () => s.witness(body, signedIn)));
+    expect(outcomes.map(codeOf).sort()).toEqual(["SPONSORED_WRITE_LIMIT_EXCEEDED", ...Array(8).fill("SPONSORED_WRITE_LIMIT_EXCEEDED"), "ok"].sort());
+    expect(s.writer.sent).toHaveLength(1);
+    expect(await s.ledger.usage(account.id, 2026)).toEqual({ used: 1, reserved: 0 });
+  });
+
+  test("a failed submission gives the write back; an unknown outcome keeps it reserved", async () => {
+    const reverted = setup();
+    reverted.writer.submission = { ok: false, reason: "reverted", txHash: `0x${"e".repeat(64)}`, blockNumber: 5n };
+    expect(codeOf(await reverted.witness(body, signedIn))).toBe("SERVER_ERROR");
+    expect(await reverted.ledger.usage(account.id, 2026)).toEqual({ used: 0, reserved: 0 });
+
+    const unsent = setup();
+    unsent.writer.submission = { ok: false, reason: "not-broadcast" };
+    expect(codeOf(await unsent.witness(body, signedIn))).toBe("SERVER_ERROR");
+    expect(await unsent.ledger.usage(account.id, 2026)).toEqual({ used: 0, reserved: 0 });
+
+    const refused = setup();
+    refused.writer.simulation = { ok: false, reason: "insufficient-funds" };
+    expect(codeOf(await refused.witness(body, signedIn))).toBe("SERVER_ERROR");
+    expect(refused.writer.sent).toHaveLength(0);
+    expect(await refused.ledger.usage(account.id, 2026)).toEqual({ used: 0, reserved: 0 });
+
+    const lost = setup();
+    lost.writer.submission = { ok: false, reason: "unknown-outcome", txHash: `0x${"f".repeat(64)}` };
+    expect(codeOf(await lost.witness(body, signedIn))).toBe("SERVER_ERROR");
+    const [write] = lost.ledger.writes.values();
+    expect(write).toMatchObject({ state: "broadcast", txHash: `0x${"c".repeat(63)}1` });
+  });
+
+  test("the transaction hash is stored before broadcast", async () => {
+    const s = setup();
+    let seen: unknown;
+    s.writer.duringSend = async () => {
+      seen = [...s.ledger.writes.values()].map((w) => [w.state, w.txHash]);
+    };
+    await s.witness(body, signedIn);
+    expect(seen).toEqual([["broadcast", `0x${"c".repeat(63)}1`]]);
+  });
+
+  test("per-user and per-domain rate limits answer RATE_LIMITED with Retry-After, and the domain limit precedes any lookup", async () => {
+    const s = setup({ userPerMinute: 2 });
+    expect((await Promise.all([1, 2, 3].map(() => s.witness(body, signedIn)))).map(codeOf)).toEqual(["ok", "ok", "RATE_LIMITED"]);
+
+    const d = setup({ domainPerMinute: 1 });
+    const other: Account = { ...account, id: "acct-2" };
+    expect(codeOf(await d.witness(body, signedIn))).toBe("ok");
+    const lookups = d.dns.lookups.length;
+    const limited = await d.witness(body, ok(other));
+    expect(codeOf(limited)).toBe("RATE_LIMITED");
+    expect(!limited.result.ok && limited.result.retryAfterSeconds).toBeGreaterThan(0);
+    expect(d.dns.lookups.length).toBe(lookups);
+    expect(await d.ledger.usage(other.id, 2026)).toEqual({ used: 0, reserved: 0 });
+  });
+});
+
+describe("createWitnessReconciler()", () => {
+  test("commits mined writes, releases reverted and stale ones, leaves fresh ones", async () => {
+    const clock = fakeClock(1_000_000);
+    const ledger = fakeWriteLedger();
+    const statuses: Record<string, TxStatus> = {
+      "0xmined": { status: "success", blockNumber: 9n, uid: `0x${"9".repeat(64)}` },
+      "0xreverted": { status: "reverted", blockNumber: 9n },
+      "0xunknown": { status: "not-found" },
+      "0xdown": { status: "rpc-error" },
+    };
+    const add = async (id: string, createdAtMs: number, txHash?: string) => {
+      await ledger.reserve({ id, accountId: "a", year: 2026, fingerprint: id, createdAtMs }, 100);
+      if (txHash) await ledger.markBroadcast(id, txHash, createdAtMs);
+    };
+    await add("mined", 999_000, "0xmined");
+    await add("reverted", 999_000, "0xreverted");
+    await add("fresh-unknown", 999_000, "0xunknown");
+    await add("stale-unknown", 0, "0xunknown");
+    await add("rpc-down", 0, "0xdown");
+    await add("fresh-reserved", 999_000);
+    await add("stale-reserved", 0);
+    const reconcile = createWitnessReconciler({
+      ledger,
+      txStatus: { status: (hash) => Promise.resolve(statuses[hash]!) },
+      clock,
+      staleAfterMs: 600_000,
+    });
+    expect(await reconcile()).toEqual({ committed: 1, released: 3, pending: 3 });
+    const state = Object.fromEntries([...ledger.writes.values()].map((w) => [w.id, w.state]));
+    expect(state).toEqual({
+      mined: "committed",
+      reverted: "released",
+      "fresh-unknown": "broadcast",
+      "stale-unknown": "released",
+      "rpc-down": "broadcast",
+      "fresh-reserved": "reserved",
+      "stale-reserved": "released",
+    });
+    expect((await ledger.find("mined"))?.uid).toBe(`0x${"9".repeat(64)}`);
+  });
+});

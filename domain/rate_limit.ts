@@ -1,0 +1,63 @@
+import type { Clock } from "../ports/clock.ts";
+
+/** Options of {@link createRateLimiter}. */
+export type RateLimiterOptions = {
+  /** Tokens a fresh key starts with: the largest burst. */
+  readonly capacity: number;
+  /** Tokens added back per minute. */
+  readonly perMinute: number;
+  /** Keys kept at most; full buckets, then the least recently used, are forgotten first. Default 10 000. */
+  readonly maxKeys?: number | undefined;
+};
+
+/** Whether a request may proceed, and if not, when a token will be there. */
+export type RateDecision = { readonly allowed: true } | { readonly allowed: false; readonly retryAfterSeconds: number };
+
+/** An in-memory token bucket per key. */
+export type RateLimiter = {
+  /** Takes one token for `key` if there is one. */
+  readonly take: (key: string) => RateDecision;
+};
+
+type Bucket = { tokens: number; atMs: number };
+
+/** Builds token buckets over the injected clock; one process, no persistence (limits reset on restart). */
+export function createRateLimiter(clock: Clock, options: RateLimiterOptions): RateLimiter {
+  const maxKeys = options.maxKeys ?? 10_000;
+  const perMs = options.perMinute / 60_000;
+  const buckets = new Map<string, Bucket>();
+
+  const refill = (bucket: Bucket, now: number) => {
+    bucket.tokens = Math.min(options.capacity, bucket.tokens + Math.max(0, now - bucket.atMs) * perMs);
+    bucket.atMs = now;
+  };
+  const evict = (now: number) => {
+    for (const [key, bucket] of buckets) {
+      refill(bucket, now);
+      if (bucket.tokens >= options.capacity) buckets.delete(key);
+    }
+    // Map order is insertion order and every take re-inserts: the first keys are the least recently used.
+    while (buckets.size >= maxKeys) buckets.delete(buckets.keys().next().value!);
+  };
+
+  return {
+    take(key) {
+      const now = clock.nowMs();
+      let bucket = buckets.get(key);
+      if (bucket === undefined) {
+        if (buckets.size >= maxKeys) evict(now);
+        bucket = { tokens: options.capacity, atMs: now };
+      } else {
+        buckets.delete(key);
+        refill(bucket, now);
+      }
+      buckets.set(key, bucket);
+      if (bucket.tokens >= 1) {
+        bucket.tokens -= 1;
+        return { allowed: true };
+      }
+      const waitMs = perMs > 0 ? (1 - bucket.tokens) / perMs : Number.POSITIVE_INFINITY;
+      return { allowed: false, retryAfterSeconds: Number.isFinite(waitMs) ? Math.max(1, Math.ceil(waitMs / 1000)) : 3600 };
+    },
+  };
+}

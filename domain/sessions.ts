@@ -1,0 +1,201 @@
+/**
+ * Sign-in with an Ethereum wallet (EIP-4361): challenges, verification, server-side sessions.
+ * A session token is 32 random bytes (base64url) given to the browser as an HttpOnly cookie; only
+ * its SHA-256 is stored, and the stored hash is compared in constant time.
+ */
+import { getAddress, sha256, stringToBytes } from "viem/utils";
+import type { Account, AccountStore, Session } from "../ports/accounts.ts";
+import type { Clock } from "../ports/clock.ts";
+import type { Random } from "../ports/random.ts";
+import { base64UrlEncode, normalizeDid, parseDidPkh } from "./did.ts";
+import { fail, ok, type Result } from "./result.ts";
+import { buildSiweMessage, SIWE_STATEMENT, verifySiweSignature } from "./siwe.ts";
+
+/** How sign-in behaves; from configuration. */
+export type SessionPolicy = {
+  readonly sessionTtlHours: number;
+  /** How long a challenge may be answered. */
+  readonly challengeTtlMinutes: number;
+  /** SIWE domains (host[:port]) a challenge may name; empty allows any. */
+  readonly siweDomains: readonly string[];
+};
+
+/** What sign-in needs. */
+export type SessionDeps = {
+  readonly accounts: AccountStore;
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly policy: SessionPolicy;
+};
+
+/** The challenge a wallet must sign. */
+export type ChallengeResponse = { challengeId: string; siweMessage: string; nonce: string; expiresAt: string };
+
+/** A new session: the token goes into the cookie and nowhere else. */
+export type SignedIn = { token: string; expiresAtMs: number; account: Account; created: boolean };
+
+/** An authenticated request's account and session. */
+export type Authenticated = { account: Account; session: Session };
+
+const MAX_FIELD = 2_048;
+const TOKEN_BYTES = 32;
+const TOKEN = /^[A-Za-z0-9_-]{43}$/;
+
+const str = (value: unknown): value is string => typeof value === "string" && value.length > 0 && value.length <= MAX_FIELD;
+const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+
+/** SHA-256 of a session token, lowercase hex without 0x: the only form that is stored. */
+export function hashSessionToken(token: string): string {
+  return sha256(stringToBytes(token)).slice(2);
+}
+
+/** Compares two strings without an early exit on the first difference. */
+export function constantTimeEqual(a: string, b: string): boolean {
+  let diff = a.length ^ b.length;
+  for (let i = 0; i < Math.max(a.length, b.length); i++) diff |= (a.charCodeAt(i) | 0) ^ (b.charCodeAt(i) | 0);
+  return diff === 0;
+}
+
+/** Reads the wallet of a challenge request: a did:pkh (eip155) or an address with `chainId`. */
+function walletOf(body: Record<string, unknown>): Result<{ address: string; chainId: number }, "INVALID_INPUT" | "INVALID_DID"> {
+  const chainId = body.chainId;
+  if (chainId !== undefined && (typeof chainId !== "number" || !Number.isSafeInteger(chainId) || chainId <= 0)) {
+    return fail("INVALID_INPUT", "chainId must be a positive integer");
+  }
+  if (body.walletDid !== undefined) {
+    if (!str(body.walletDid)) return fail("INVALID_INPUT", "walletDid must be a string");
+    const normalized = normalizeDid(body.walletDid);
+    const parts = normalized.ok ? parseDidPkh(normalized.value) : undefined;
+    if (
+      parts === undefined || !parts.ok || parts.value.namespace !== "eip155" ||
+      !/^[1-9][0-9]{0,15}$/.test(parts.value.chainId) || !/^0x[0-9a-f]{40}$/.test(parts.value.address)
+    ) {
+      return fail("INVALID_DID", "walletDid must be a did:pkh:eip155 DID");
+    }
+    const didChain = Number(parts.value.chainId);
+    if (chainId !== undefined && didChain !== chainId) return fail("INVALID_DID", "walletDid chain does not match chainId");
+    return ok({ address: parts.value.address, chainId: didChain });
+  }
+  if (!str(body.address) || !/^0x[0-9a-fA-F]{40}$/.test(body.address)) {
+    return fail("INVALID_INPUT", "walletDid (or address) is required");
+  }
+  if (chainId === undefined) return fail("INVALID_INPUT", "chainId is required with address");
+  return ok({ address: body.address, chainId });
+}
+
+/** Builds the sign-in use cases. */
+export function createSessions(deps: SessionDeps) {
+  const { accounts, clock, random, policy } = deps;
+  const randomHex = (bytes: number) => hex(random.bytes(bytes));
+
+  /** Issues a challenge: `{walletDid | address+chainId, domain, uri}`. */
+  async function challenge(
+    body: unknown,
+  ): Promise<Result<ChallengeResponse, "INVALID_INPUT" | "INVALID_DID" | "CLIENT_NOT_ALLOWED">> {
+    if (typeof body !== "object" || body === null || Array.isArray(body)) return fail("INVALID_INPUT", "Body must be a JSON object");
+    const input = body as Record<string, unknown>;
+    const wallet = walletOf(input);
+    if (!wallet.ok) return wallet;
+    if (!str(input.domain) || !/^[^\s/?#@]+$/.test(input.domain)) return fail("INVALID_INPUT", "domain must be a host[:port]");
+    if (!str(input.uri)) return fail("INVALID_INPUT", "uri is required");
+    let uri: URL;
+    try {
+      uri = new URL(input.uri);
+    } catch {
+      return fail("INVALID_INPUT", "uri must be an absolute URL");
+    }
+    if (uri.protocol !== "https:" && uri.protocol !== "http:") return fail("INVALID_INPUT", "uri must be an http(s) URL");
+    const domain = input.domain.toLowerCase();
+    if (policy.siweDomains.length > 0 && !policy.siweDomains.some((d) => d.toLowerCase() === domain)) {
+      return fail("CLIENT_NOT_ALLOWED", "Sign-in domain not allowed");
+    }
+    const now = clock.nowMs();
+    const expiresAtMs = now + policy.challengeTtlMinutes * 60_000;
+    const nonce = randomHex(12);
+    const message = buildSiweMessage({
+      domain,
+      address: getAddress(wallet.value.address),
+      statement: SIWE_STATEMENT,
+      uri: input.uri,
+      version: "1",
+      chainId: wallet.value.chainId,
+      nonce,
+      issuedAt: new Date(now).toISOString(),
+      expirationTime: new Date(expiresAtMs).toISOString(),
+    });
+    const id = randomHex(16);
+    await accounts.saveChallenge({
+      id,
+      address: wallet.value.address.toLowerCase(),
+      chainId: wallet.value.chainId,
+      nonce,
+      message,
+      createdAtMs: now,
+      expiresAtMs,
+      usedAtMs: null,
+    });
+    return ok({ challengeId: id, siweMessage: message, nonce, expiresAt: new Date(expiresAtMs).toISOString() });
+  }
+
+  /**
+   * Exchanges a signed challenge for a session: `{challengeId, siweMessage, signature, walletDid?}`.
+   * The message must be the challenge's text exactly; the signature is checked before the challenge
+   * is used up, so a forged request cannot burn someone's challenge. The first sign-in creates the
+   * account on the `free` plan.
+   */
+  async function verify(
+    body: unknown,
+  ): Promise<Result<SignedIn, "INVALID_INPUT" | "INVALID_CHALLENGE" | "CHALLENGE_EXPIRED" | "INVALID_SIGNATURE">> {
+    if (typeof body !== "object" || body === null || Array.isArray(body)) return fail("INVALID_INPUT", "Body must be a JSON object");
+    const input = body as Record<string, unknown>;
+    if (!str(input.challengeId)) return fail("INVALID_INPUT", "challengeId is required");
+    if (!str(input.siweMessage)) return fail("INVALID_INPUT", "siweMessage is required");
+    if (!str(input.signature)) return fail("INVALID_INPUT", "signature is required");
+    const found = await accounts.findChallenge(input.challengeId);
+    if (found === undefined || found.usedAtMs !== null) return fail("INVALID_CHALLENGE", "Unknown or already used challenge");
+    const now = clock.nowMs();
+    if (now >= found.expiresAtMs) return fail("CHALLENGE_EXPIRED", "Challenge expired");
+    if (input.siweMessage !== found.message) return fail("INVALID_CHALLENGE", "siweMessage does not match the challenge");
+    if (input.walletDid !== undefined) {
+      const wallet = walletOf({ walletDid: input.walletDid });
+      if (!wallet.ok || wallet.value.address.toLowerCase() !== found.address || wallet.value.chainId !== found.chainId) {
+        return fail("INVALID_CHALLENGE", "walletDid does not match the challenge");
+      }
+    }
+    if (!(await verifySiweSignature(found.message, input.signature, found.address))) {
+      return fail("INVALID_SIGNATURE", "Signature does not match the challenge's wallet");
+    }
+    if (!(await accounts.consumeChallenge(found.id, now))) return fail("INVALID_CHALLENGE", "Unknown or already used challenge");
+    const existing = await accounts.findAccount(found.address);
+    const account = existing ?? await accounts.findOrCreateAccount(found.address, randomHex(16), now);
+    const token = base64UrlEncode(random.bytes(TOKEN_BYTES));
+    const expiresAtMs = now + policy.sessionTtlHours * 3_600_000;
+    await accounts.saveSession({ tokenHash: hashSessionToken(token), accountId: account.id, createdAtMs: now, expiresAtMs, revokedAtMs: null });
+    return ok({ token, expiresAtMs, account, created: existing === undefined });
+  }
+
+  /** The account behind a session cookie, or why there is none. */
+  async function authenticate(token: string | undefined): Promise<Result<Authenticated, "UNAUTHENTICATED">> {
+    if (token === undefined || token === "") return fail("UNAUTHENTICATED", "Unauthenticated");
+    if (!TOKEN.test(token)) return fail("UNAUTHENTICATED", "Invalid session");
+    const hash = hashSessionToken(token);
+    const found = await accounts.findSession(hash);
+    if (found === undefined || !constantTimeEqual(found.session.tokenHash, hash)) {
+      return fail("UNAUTHENTICATED", "Invalid session");
+    }
+    if (found.session.revokedAtMs !== null) return fail("UNAUTHENTICATED", "Session revoked");
+    if (clock.nowMs() >= found.session.expiresAtMs) return fail("UNAUTHENTICATED", "Session expired");
+    return ok(found);
+  }
+
+  /** Revokes the session of a token, if any; logging out twice is harmless. */
+  async function logout(token: string | undefined): Promise<void> {
+    if (token === undefined || !TOKEN.test(token)) return;
+    await accounts.revokeSession(hashSessionToken(token), clock.nowMs());
+  }
+
+  return { challenge, verify, authenticate, logout };
+}
+
+/** The sign-in use cases. */
+export type Sessions = ReturnType<typeof createSessions>;

@@ -1,0 +1,347 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createPublicClient, type Hex, http } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { EAS_ABI } from "../adapters/eas_abi.ts";
+import { openSqlite } from "../adapters/sqlite_database.ts";
+import { createSqliteAccountStore, createSqliteWriteLedger } from "../adapters/sqlite_accounts.ts";
+import { createViemEas } from "../adapters/viem_eas.ts";
+import { createViemWitnessWriter } from "../adapters/viem_witness.ts";
+import { didToAddress } from "../domain/did.ts";
+import { decodeSchemaData, encodeSchemaData } from "../domain/schema_data.ts";
+import { findSchemaByName } from "../domain/schemas.ts";
+import { fetchSession, requestControllerWitness, signInWithWallet, signOut, type WalletSession } from "../http/client/session.ts";
+import { isAtsClientError } from "../http/client/errors.ts";
+import { runOps } from "../ops.ts";
+import type { Service } from "../main.ts";
+import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
+import { type HttpsServer, startHttpsServer } from "./support/https_server.ts";
+import { getTestCa, issueLeaf } from "./support/test_ca.ts";
+import { startStack, type Stack } from "./harness.ts";
+
+const WITNESS_SCHEMA = findSchemaByName("controller-witness")!;
+const APP = "https://app.test";
+const JWK = { kty: "EC", crv: "P-256", x: "f83OJ3D7xI1Yp1V2iFIYA7n5OYXc4K1Uo7jY14FKMC4", y: "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0" };
+const DID_JWK =
+  "did:jwk:eyJjcnYiOiJQLTI1NiIsImt0eSI6IkVDIiwieCI6ImY4M09KM0Q3eEkxWXAxVjJpRklZQTduNU9ZWGM0SzFVbzdqWTE0RktNQzQiLCJ5IjoieF9GRXpSdTltMzZITE5fdHVlNjU5TE5wWFc2cEN5U3Rpa1lqS0lXSTVhMCJ9";
+const dnsKey = privateKeyToAccount(generatePrivateKey());
+const webKey = privateKeyToAccount(generatePrivateKey());
+
+let dns: DnsServer;
+let https: HttpsServer;
+let stack: Stack;
+let webDid: string;
+const dnsDid = "did:web:dns.test";
+const env = (dnsAddress: string) => ({
+  DNS_SERVERS: dnsAddress,
+  ALLOW_PRIVATE_NETWORK: "true",
+  SIWE_DOMAINS: "app.test",
+  CORS_ORIGINS: APP,
+  FREE_PLAN_ANNUAL_WRITES: "3",
+  WITNESS_USER_RATE_PER_MINUTE: "100",
+  WITNESS_DOMAIN_RATE_PER_MINUTE: "100",
+});
+
+beforeAll(async () => {
+  dns = await startDnsServer();
+  const ca = await getTestCa();
+  const leaf = await issueLeaf(["web.test", "dns.test"]);
+  https = await startHttpsServer({
+    ...leaf,
+    routes: (request) => {
+      const host = (request.headers.get("host") ?? "").split(":")[0];
+      if (host !== "web.test") return new Response("nope", { status: 404 });
+      return Response.json({
+        id: webDid,
+        verificationMethod: [
+          { id: `${webDid}#evm`, type: "EcdsaSecp256k1RecoveryMethod2020", controller: webDid, blockchainAccountId: `eip155:1:${webKey.address}` },
+          { id: `${webDid}#jwk`, type: "JsonWebKey2020", controller: webDid, publicKeyJwk: JWK },
+        ],
+      });
+    },
+  });
+  webDid = `did:web:web.test%3A${https.port}`;
+  dns.setA("web.test", ["127.0.0.1"]);
+  dns.setA("dns.test", ["127.0.0.1"]);
+  dns.setTxt("_controllers.dns.test", [[`v=1;controller=did:pkh:eip155:31337:${dnsKey.address}`]]);
+  stack = await startStack({ env: env(dns.address), didJsonCa: ca.cert });
+});
+afterAll(async () => {
+  await stack?.stop();
+  await https?.stop();
+  await dns?.stop();
+});
+
+const opts = (service?: Service) => ({ baseUrl: service?.url ?? stack.baseUrl, origin: APP });
+
+async function signIn(service?: Service, key: Hex = generatePrivateKey()): Promise<WalletSession> {
+  const wallet = privateKeyToAccount(key);
+  return await signInWithWallet({
+    walletDid: `did:pkh:eip155:${stack.devnet.chainId}:${wallet.address}`,
+    domain: "app.test",
+    uri: `${APP}/login`,
+    sign: (message) => wallet.signMessage({ message }),
+  }, opts(service));
+}
+
+async function post(path: string, body: unknown, headers: Record<string, string> = {}, base = stack.baseUrl) {
+  const res = await fetch(`${base}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+  return { status: res.status, headers: res.headers, body: await res.json() as Record<string, any> };
+}
+
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+    return "ok";
+  } catch (error) {
+    if (isAtsClientError(error)) return `${error.status} ${error.code}`;
+    throw error;
+  }
+}
+
+const client = () => createPublicClient({ transport: http(stack.devnet.rpcUrl), pollingInterval: 50 });
+
+async function readWitness(uid: Hex) {
+  const attestation = await client().readContract({ address: stack.service.easAddress, abi: EAS_ABI, functionName: "getAttestation", args: [uid] });
+  const data = decodeSchemaData(WITNESS_SCHEMA.schema, attestation.data);
+  return { attestation, data: data.ok ? data.value : undefined };
+}
+
+describe("sign-in with a wallet", () => {
+  test("a signed challenge gives an HttpOnly, SameSite=Lax session cookie (no Secure on loopback) and a free account", async () => {
+    const wallet = privateKeyToAccount(generatePrivateKey());
+    const challenge = await post("/v1/session/wallet/challenge", {
+      walletDid: `did:pkh:eip155:${stack.devnet.chainId}:${wallet.address}`,
+      chainId: stack.devnet.chainId,
+      domain: "app.test",
+      uri: `${APP}/login`,
+    }, { origin: APP });
+    expect(challenge.status).toBe(200);
+    expect(challenge.headers.get("access-control-allow-origin")).toBe(APP);
+    expect(challenge.headers.get("access-control-allow-credentials")).toBe("true");
+    expect(challenge.body.siweMessage).toContain(`app.test wants you to sign in with your Ethereum account:\n${wallet.address}`);
+    const signature = await wallet.signMessage({ message: challenge.body.siweMessage });
+    const verified = await post("/api/private/session/wallet/verify", { ...challenge.body, signature });
+    expect(verified.status).toBe(200);
+    expect(verified.body).toMatchObject({ account: { address: wallet.address.toLowerCase(), plan: "free" }, created: true });
+    const cookie = verified.headers.get("set-cookie")!;
+    expect(cookie).toMatch(/^ats_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax; Expires=/);
+    expect(cookie).not.toContain("Secure");
+
+    const me = await fetchSession({ cookie: cookie.split(";")[0]! }, opts());
+    expect(me.quota).toMatchObject({ limit: 3, used: 0, reserved: 0, remaining: 3, eligibleSchemas: ["controller-witness"] });
+
+    // The same signed challenge cannot be used twice.
+    const replay = await post("/v1/session/wallet/verify", { ...challenge.body, signature });
+    expect([replay.status, replay.body.code]).toEqual([400, "INVALID_CHALLENGE"]);
+  });
+
+  test("a wrong signature is 401 INVALID_SIGNATURE; an unlisted SIWE domain is 403 CLIENT_NOT_ALLOWED", async () => {
+    const wallet = privateKeyToAccount(generatePrivateKey());
+    const walletDid = `did:pkh:eip155:${stack.devnet.chainId}:${wallet.address}`;
+    const refused = await post("/v1/session/wallet/challenge", { walletDid, chainId: stack.devnet.chainId, domain: "evil.test", uri: "https://evil.test" });
+    expect([refused.status, refused.body.code]).toEqual([403, "CLIENT_NOT_ALLOWED"]);
+    const challenge = await post("/v1/session/wallet/challenge", { walletDid, chainId: stack.devnet.chainId, domain: "app.test", uri: `${APP}/x` });
+    const forged = await privateKeyToAccount(generatePrivateKey()).signMessage({ message: challenge.body.siweMessage });
+    const res = await post("/v1/session/wallet/verify", { ...challenge.body, signature: forged });
+    expect([res.status, res.body.code]).toEqual([401, "INVALID_SIGNATURE"]);
+  });
+
+  test("logout revokes the session server-side and clears the cookie", async () => {
+    const session = await signIn();
+    const res = await post("/v1/session/logout", {}, { cookie: session.cookie, origin: APP });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("set-cookie")).toMatch(/^ats_session=; Path=\/; HttpOnly; SameSite=Lax; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=0$/);
+    expect(await codeOf(fetchSession(session, opts()))).toBe("401 UNAUTHENTICATED");
+    expect(await codeOf(requestControllerWitness({ subjectDid: dnsDid, controllerDid: `did:pkh:eip155:1:${dnsKey.address}` }, session, opts())))
+      .toBe("401 UNAUTHENTICATED");
+  });
+
+  test("CSRF: a foreign origin is refused, a form body is refused, a preflight from the app is answered", async () => {
+    const session = await signIn();
+    const foreign = await post("/v1/controller-witness", { subjectDid: dnsDid, controllerDid: DID_JWK }, { cookie: session.cookie, origin: "https://evil.test" });
+    expect([foreign.status, foreign.body.code]).toEqual([403, "ORIGIN_NOT_ALLOWED"]);
+    expect(foreign.headers.get("access-control-allow-origin")).toBeNull();
+    const form = await post("/v1/controller-witness", "subjectDid=did:web:dns.test", { cookie: session.cookie, "content-type": "application/x-www-form-urlencoded" });
+    expect([form.status, form.body.code]).toEqual([415, "UNSUPPORTED_MEDIA_TYPE"]);
+    const preflight = await fetch(`${stack.baseUrl}/v1/controller-witness`, { method: "OPTIONS", headers: { origin: APP } });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-origin")).toBe(APP);
+    expect(preflight.headers.get("access-control-allow-credentials")).toBe("true");
+    expect((await fetchSession(session, opts())).quota).toMatchObject({ used: 0, reserved: 0 });
+  });
+});
+
+describe("controller witness on the devnet", () => {
+  test("through DNS TXT: the witness wallet writes a non-revocable witness to the subject's DID address, one write charged", async () => {
+    const session = await signIn();
+    const controllerDid = `did:pkh:eip155:${stack.devnet.chainId}:${dnsKey.address}`;
+    const result = await requestControllerWitness({ subjectDid: dnsDid, controllerDid }, session, opts());
+    expect(result).toMatchObject({ success: true, method: "dns-txt" });
+    expect(result.uid).toMatch(/^0x[0-9a-f]{64}$/);
+    const { attestation, data } = await readWitness(result.uid as Hex);
+    expect(attestation.attester).toBe(privateKeyToAccount(stack.devnet.keys.witness).address);
+    expect(attestation.recipient.toLowerCase()).toBe((didToAddress(dnsDid) as { value: string }).value.toLowerCase());
+    expect(attestation.revocable).toBe(false);
+    expect(attestation.schema).toBe(stack.service.trustAnchors.chains[`eip155:${stack.devnet.chainId}`]!.schemas["controller-witness"] as Hex);
+    expect(data).toEqual({ subject: dnsDid, controller: controllerDid.toLowerCase(), method: "dns-txt", observedAt: String(result.observedAt) });
+    expect((await fetchSession(session, opts())).quota).toMatchObject({ used: 1, reserved: 0, remaining: 2 });
+  });
+
+  test("through did.json: an EVM key (any chain) and a did:jwk key", async () => {
+    const session = await signIn();
+    const evm = await requestControllerWitness({ subjectDid: webDid, controllerDid: `did:pkh:eip155:${stack.devnet.chainId}:${webKey.address}` }, session, opts());
+    expect(evm.method).toBe("did-json");
+    const jwk = await requestControllerWitness({ subjectDid: webDid, controllerDid: DID_JWK }, session, opts());
+    expect(jwk.method).toBe("did-json");
+    const { data } = await readWitness(jwk.uid as Hex);
+    expect(data).toMatchObject({ subject: webDid.toLowerCase(), controller: DID_JWK, method: "did-json" });
+  });
+
+  test("the legacy body is accepted and answered with a Deprecation header", async () => {
+    const session = await signIn();
+    const res = await post("/api/private/controller-witness", {
+      subject: dnsDid,
+      controller: `did:pkh:eip155:${stack.devnet.chainId}:${dnsKey.address}`,
+      attestationUid: `0x${"0".repeat(64)}`,
+      easContract: stack.service.easAddress,
+      schemaUid: `0x${"0".repeat(64)}`,
+      method: "dns-txt",
+      chainId: stack.devnet.chainId,
+    }, { cookie: session.cookie });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("deprecation")).toBe("true");
+    expect(res.body).toMatchObject({ success: true, method: "dns-txt" });
+  });
+
+  test("every refusal has the contract's status and code and charges nothing", async () => {
+    const session = await signIn();
+    const controllerDid = `did:pkh:eip155:1:${dnsKey.address}`;
+    const cases: [unknown, number, string][] = [
+      ["{not json", 400, "INVALID_JSON"],
+      [{ subjectDid: dnsDid }, 400, "INVALID_INPUT"],
+      [{ subjectDid: dnsDid, controllerDid, chainId: "31337" }, 400, "INVALID_INPUT"],
+      [{ subjectDid: "did:web:", controllerDid }, 400, "INVALID_DID"],
+      [{ subjectDid: dnsDid, controllerDid: "did:pkh:broken" }, 400, "INVALID_DID"],
+      [{ subjectDid: "did:pkh:eip155:1:0x0000000000000000000000000000000000000001", controllerDid }, 400, "UNSUPPORTED_SUBJECT_TYPE"],
+      [{ subjectDid: dnsDid, controllerDid, chainId: 1 }, 400, "UNSUPPORTED_CHAIN"],
+      [{ subjectDid: dnsDid, controllerDid: `did:pkh:eip155:1:${webKey.address}` }, 422, "EVIDENCE_NOT_FOUND"],
+      [{ subjectDid: "did:web:nowhere.test", controllerDid }, 422, "EVIDENCE_NOT_FOUND"],
+    ];
+    for (const [body, status, code] of cases) {
+      const res = await post("/v1/controller-witness", body, { cookie: session.cookie });
+      expect({ body, status: res.status, code: res.body.code }).toEqual({ body, status, code });
+      expect(Object.keys(res.body).sort()).toEqual(["code", "error"]);
+    }
+    const missing = await post("/v1/controller-witness", { subjectDid: dnsDid, controllerDid: `did:pkh:eip155:1:${webKey.address}` }, { cookie: session.cookie });
+    expect(missing.body.error).toBe(
+      `Controller did:pkh:eip155:1:${webKey.address.toLowerCase()} not confirmed by endpoint evidence for ${dnsDid}. Evidence checked: ` +
+        "dns-txt _controllers.dns.test: found, dns-txt _omatrust.dns.test: not-found, did-json https://dns.test/.well-known/did.json: unavailable",
+    );
+    expect((await fetchSession(session, opts())).quota).toMatchObject({ used: 0, reserved: 0 });
+  });
+
+  test("ten parallel requests with one write left: exactly one success and nine 403s", async () => {
+    const tight = await stack.restartService({ ...env(dns.address), FREE_PLAN_ANNUAL_WRITES: "1" });
+    const session = await signIn(tight);
+    const controllerDid = `did:pkh:eip155:1:${dnsKey.address}`;
+    const results = await Promise.all(
+      Array.from({ length: 10 }, () => codeOf(requestControllerWitness({ subjectDid: dnsDid, controllerDid }, session, opts(tight)))),
+    );
+    expect(results.sort()).toEqual(["403 SPONSORED_WRITE_LIMIT_EXCEEDED", ...Array(8).fill("403 SPONSORED_WRITE_LIMIT_EXCEEDED"), "ok"].sort());
+    expect((await fetchSession(session, opts(tight))).quota).toMatchObject({ limit: 1, used: 1, reserved: 0, remaining: 0 });
+  });
+
+  test("plan terms: SCHEMA_NOT_ELIGIBLE for a plan without the schema; the operator command moves the user to paid", async () => {
+    const strict = await stack.restartService({ ...env(dns.address), FREE_PLAN_SCHEMAS: "user-review" });
+    const session = await signIn(strict);
+    const request = () =>
+      requestControllerWitness({ subjectDid: dnsDid, controllerDid: `did:pkh:eip155:1:${dnsKey.address}` }, session, opts(strict));
+    expect(await codeOf(request())).toBe("403 SCHEMA_NOT_ELIGIBLE");
+
+    const lines: string[] = [];
+    const opsEnv = { DATABASE_PATH: join(stack.dir, "ats.sqlite"), FREE_PLAN_ANNUAL_WRITES: "3" };
+    expect(await runOps(["accounts", "list"], opsEnv, (l) => lines.push(l))).toBe(0);
+    const listed = lines.map((l) => JSON.parse(l)).find((a) => a.id === session.account.id);
+    expect(listed).toMatchObject({ plan: "free", address: session.account.address, writeLimit: 3 });
+    lines.length = 0;
+    expect(await runOps(["accounts", "set-plan", session.account.address, "paid"], opsEnv, (l) => lines.push(l))).toBe(0);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ id: session.account.id, plan: "paid", writeLimit: 1000 });
+    expect(await runOps(["accounts", "set-plan", session.account.id, "gold"], opsEnv, () => {})).toBe(2);
+    expect(await runOps(["accounts", "set-plan", "0xnobody", "paid"], opsEnv, () => {})).toBe(1);
+
+    expect(await codeOf(request())).toBe("ok");
+    expect((await fetchSession(session, opts(strict))).account.plan).toBe("paid");
+  });
+
+  test("SCHEMA_NOT_DEPLOYED when the anchors lack the witness schema; SERVER_ERROR with an unfunded witness wallet, write given back", async () => {
+    const anchors = JSON.parse(readFileSync(stack.devnet.trustAnchorsPath, "utf8"));
+    delete anchors.chains[`eip155:${stack.devnet.chainId}`].schemas["controller-witness"];
+    const noSchemaPath = join(stack.dir, "anchors-no-witness.json");
+    writeFileSync(noSchemaPath, JSON.stringify(anchors));
+    const noSchema = await stack.restartService({ ...env(dns.address), TRUST_ANCHORS_PATH: noSchemaPath });
+    const session = await signIn(noSchema);
+    const body = { subjectDid: dnsDid, controllerDid: `did:pkh:eip155:1:${dnsKey.address}` };
+    expect(await codeOf(requestControllerWitness(body, session, opts(noSchema)))).toBe("500 SCHEMA_NOT_DEPLOYED");
+
+    const broke = await stack.restartService({ ...env(dns.address), WITNESS_PRIVATE_KEY: generatePrivateKey() });
+    const res = await post("/v1/controller-witness", body, { cookie: session.cookie }, broke.url);
+    expect([res.status, res.body.code]).toEqual([500, "SERVER_ERROR"]);
+    expect(JSON.stringify(res.body)).not.toContain("http://");
+    expect((await fetchSession(session, opts(broke))).quota).toMatchObject({ used: 0, reserved: 0 });
+  });
+
+  test("per-domain rate limit: a flood for one victim domain is cut off before any lookup", async () => {
+    const limited = await stack.restartService({ ...env(dns.address), WITNESS_DOMAIN_RATE_PER_MINUTE: "2" });
+    const sessions = await Promise.all([signIn(limited), signIn(limited), signIn(limited)]);
+    const body = { subjectDid: "did:web:victim.test", controllerDid: `did:pkh:eip155:1:${dnsKey.address}` };
+    const before = dns.queries.filter((q) => q.name.endsWith("victim.test")).length;
+    const results: string[] = [];
+    for (const session of sessions) {
+      const res = await post("/v1/controller-witness", body, { cookie: session.cookie }, limited.url);
+      results.push(`${res.status} ${res.body.code}${res.headers.get("retry-after") ? " retry-after" : ""}`);
+    }
+    expect(results).toEqual(["422 EVIDENCE_NOT_FOUND", "422 EVIDENCE_NOT_FOUND", "429 RATE_LIMITED retry-after"]);
+    const lookups = dns.queries.filter((q) => q.name.endsWith("victim.test")).length - before;
+    // Two requests looked up two TXT names and the did.json host (A and AAAA) each; the third nothing.
+    expect(lookups).toBe(8);
+  });
+
+  test("a crash between broadcast and bookkeeping: the restart settles the write from the stored hash, charged once, not re-sent", async () => {
+    const session = await signIn();
+    const db = openSqlite(join(stack.dir, "ats.sqlite"));
+    const ledger = createSqliteWriteLedger(db);
+    const year = new Date().getUTCFullYear();
+    const accountId = (await createSqliteAccountStore(db).findAccount(session.account.address))!.id;
+    expect(await ledger.reserve({ id: "crash-1", accountId, year, fingerprint: "crash", createdAtMs: Date.now() }, 3)).toBe(true);
+    const eas = createViemEas({ rpcUrl: stack.devnet.rpcUrl, chainId: stack.devnet.chainId, easAddress: stack.service.easAddress });
+    const writer = createViemWitnessWriter({ client: eas.client, sender: eas.senderFor(stack.devnet.keys.witness), easAddress: stack.service.easAddress });
+    const schemaUid = stack.service.trustAnchors.chains[`eip155:${stack.devnet.chainId}`]!.schemas["controller-witness"] as Hex;
+    const data = encodeSchemaData(WITNESS_SCHEMA.schema, { subject: dnsDid, controller: DID_JWK, method: "dns-txt", observedAt: 1n });
+    const call = {
+      schema: schemaUid,
+      data: { recipient: (didToAddress(dnsDid) as { value: Hex }).value, expirationTime: 0n, revocable: false, refUID: `0x${"0".repeat(64)}` as Hex, data: (data as { value: Hex }).value, value: 0n },
+    };
+    const simulation = await writer.simulate(call);
+    if (!simulation.ok) throw new Error("simulation failed");
+    // The service stores the hash, broadcasts, and dies before it writes down the outcome.
+    const sent = await writer.submit(call, { gas: simulation.gas, onSigned: (txHash) => ledger.markBroadcast("crash-1", txHash, Date.now()) });
+    expect(sent.ok).toBe(true);
+    expect(await ledger.find("crash-1")).toMatchObject({ state: "broadcast" });
+    db.close();
+
+    const restarted = await stack.restartService(env(dns.address));
+    const check = createSqliteWriteLedger(openSqlite(join(stack.dir, "ats.sqlite")));
+    const settled = await check.find("crash-1");
+    expect(settled).toMatchObject({ state: "committed", txHash: sent.ok ? sent.txHash : "", uid: sent.ok ? sent.uid : "" });
+    expect((await fetchSession(session, opts(restarted))).quota).toMatchObject({ used: 1, reserved: 0 });
+    // One attestation on chain for that transaction: nothing was sent again.
+    const logs = await client().getLogs({ address: stack.service.easAddress, fromBlock: 0n });
+    expect(logs.filter((l) => l.transactionHash === (sent.ok ? sent.txHash : ""))).toHaveLength(1);
+  });
+});

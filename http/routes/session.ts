@@ -1,0 +1,157 @@
+import { Elysia } from "elysia";
+import type { ControllerWitness } from "../../domain/controller_witness.ts";
+import { type PlanPolicy, quotaYear } from "../../domain/plans.ts";
+import type { Sessions } from "../../domain/sessions.ts";
+import type { SponsoredWriteLedger } from "../../ports/accounts.ts";
+import type { Clock } from "../../ports/clock.ts";
+import type { Logger } from "../../ports/logger.ts";
+import { errorBody, json, statusOf } from "../errors.ts";
+
+/** The session cookie's name. */
+export const SESSION_COOKIE = "ats_session";
+
+/** What the session and witness routes need. */
+export type SessionRoutesDeps = {
+  readonly sessions: Sessions;
+  readonly witness: ControllerWitness;
+  readonly ledger: SponsoredWriteLedger;
+  readonly plans: PlanPolicy;
+  readonly clock: Clock;
+  readonly log: Logger;
+  /** `Secure` on the cookie; off only when the service is served from loopback. */
+  readonly secureCookies: boolean;
+};
+
+/** Sign-in errors whose status differs from the shared table (a bad wallet signature is 401 here). */
+const SESSION_STATUS: Readonly<Record<string, number>> = {
+  INVALID_SIGNATURE: 401,
+  INVALID_CHALLENGE: 400,
+  CHALLENGE_EXPIRED: 400,
+  CLIENT_NOT_ALLOWED: 403,
+};
+
+/** Reads one cookie from a Cookie header. */
+export function readCookie(header: string | null, name: string): string | undefined {
+  if (header === null) return undefined;
+  for (const part of header.split(";")) {
+    const eq = part.indexOf("=");
+    if (eq !== -1 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+function parseJson(body: unknown): { ok: true; value: unknown } | { ok: false } {
+  try {
+    return { ok: true, value: JSON.parse(typeof body === "string" ? body : "") };
+  } catch {
+    return { ok: false };
+  }
+}
+
+/**
+ * Sign-in with Ethereum (challenge, verify, me, logout) and the controller witness, under the
+ * gateway (`/v1/session/...`, `/v1/controller-witness`) and backend (`/api/private/...`) paths.
+ * CORS and the CSRF guard of these paths live in the app (origin allowlist, JSON bodies only).
+ */
+export function sessionRoutes(deps: SessionRoutesDeps) {
+  const cookieAttributes = (expires: string, maxAge?: number) =>
+    [
+      "Path=/",
+      "HttpOnly",
+      "SameSite=Lax",
+      ...(deps.secureCookies ? ["Secure"] : []),
+      `Expires=${expires}`,
+      ...(maxAge === undefined ? [] : [`Max-Age=${maxAge}`]),
+    ].join("; ");
+  const tokenOf = (request: Request) => readCookie(request.headers.get("cookie"), SESSION_COOKIE);
+  const failure = (result: { code: string; message: string; details?: string | undefined }, headers: Record<string, string> = {}) =>
+    json(errorBody(result.code, result.message, result.details), SESSION_STATUS[result.code] ?? statusOf(result.code), headers);
+  const invalidJson = () => json(errorBody("INVALID_JSON", "Invalid JSON body"), 400);
+
+  const quotaOf = async (accountId: string, plan: keyof PlanPolicy) => {
+    const year = quotaYear(deps.clock.nowMs());
+    const usage = await deps.ledger.usage(accountId, year);
+    const limit = deps.plans[plan].annualWrites;
+    return {
+      year,
+      limit,
+      used: usage.used,
+      reserved: usage.reserved,
+      remaining: Math.max(0, limit - usage.used - usage.reserved),
+      eligibleSchemas: [...deps.plans[plan].schemas],
+    };
+  };
+
+  const challenge = async ({ body }: { body: unknown }) => {
+    const parsed = parseJson(body);
+    if (!parsed.ok) return invalidJson();
+    const result = await deps.sessions.challenge(parsed.value);
+    return result.ok ? json(result.value) : failure(result);
+  };
+
+  const verify = async ({ body }: { body: unknown }) => {
+    const parsed = parseJson(body);
+    if (!parsed.ok) return invalidJson();
+    const result = await deps.sessions.verify(parsed.value);
+    if (!result.ok) return failure(result);
+    const { token, expiresAtMs, account, created } = result.value;
+    const expiresAt = new Date(expiresAtMs).toISOString();
+    deps.log.info("signed_in", { accountId: account.id, created });
+    return json(
+      { account: { id: account.id, address: account.address, plan: account.plan }, session: { expiresAt }, created },
+      200,
+      { "set-cookie": `${SESSION_COOKIE}=${token}; ${cookieAttributes(new Date(expiresAtMs).toUTCString())}` },
+    );
+  };
+
+  const me = async ({ request }: { request: Request }) => {
+    const auth = await deps.sessions.authenticate(tokenOf(request));
+    if (!auth.ok) return failure(auth);
+    const { account, session } = auth.value;
+    return json({
+      account: { id: account.id, address: account.address, plan: account.plan },
+      session: { expiresAt: new Date(session.expiresAtMs).toISOString() },
+      quota: await quotaOf(account.id, account.plan),
+    });
+  };
+
+  const logout = async ({ request }: { request: Request }) => {
+    await deps.sessions.logout(tokenOf(request));
+    return json({ success: true }, 200, {
+      "set-cookie": `${SESSION_COOKIE}=; ${cookieAttributes(new Date(0).toUTCString(), 0)}`,
+    });
+  };
+
+  const witness = async ({ body, request }: { body: unknown; request: Request }) => {
+    const parsed = parseJson(body);
+    if (!parsed.ok) return invalidJson();
+    const auth = await deps.sessions.authenticate(tokenOf(request));
+    const session = auth.ok ? { ok: true as const, value: auth.value.account } : auth;
+    try {
+      const { result, deprecated } = await deps.witness(parsed.value, session);
+      const headers: Record<string, string> = deprecated ? { deprecation: "true" } : {};
+      if (result.ok) {
+        deps.log.info("controller_witness", { uid: result.value.uid, txHash: result.value.txHash, method: result.value.method });
+        return json(result.value, 200, headers);
+      }
+      if (result.retryAfterSeconds !== undefined) headers["retry-after"] = String(result.retryAfterSeconds);
+      if (statusOf(result.code) >= 500) deps.log.warn("controller_witness_failed", { code: result.code, reason: result.message });
+      return failure(result, headers);
+    } catch (error) {
+      deps.log.error("controller_witness_error", { error: error instanceof Error ? error.message : String(error) });
+      return json(errorBody("SERVER_ERROR", "Witness submission failed"), 500);
+    }
+  };
+
+  const app = new Elysia({ name: "session-routes" });
+  for (const prefix of ["/v1/session", "/api/private/session"]) {
+    app
+      .post(`${prefix}/wallet/challenge`, challenge, { parse: "text" })
+      .post(`${prefix}/wallet/verify`, verify, { parse: "text" })
+      .get(`${prefix}/me`, me)
+      .post(`${prefix}/logout`, logout, { parse: "text" });
+  }
+  return app
+    .post("/v1/controller-witness", witness, { parse: "text" })
+    .post("/api/private/controller-witness", witness, { parse: "text" });
+}

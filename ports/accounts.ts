@@ -1,0 +1,101 @@
+/** A plan name; limits and eligible schemas of each come from configuration. */
+export type Plan = "free" | "paid";
+
+/** A user account, created on first sign-in and keyed by its wallet address. */
+export type Account = {
+  readonly id: string;
+  /** The wallet address, lowercase. */
+  readonly address: string;
+  readonly plan: Plan;
+  readonly createdAtMs: number;
+};
+
+/** A sign-in challenge: the exact EIP-4361 message the wallet must sign, single-use and expiring. */
+export type Challenge = {
+  readonly id: string;
+  /** The wallet address, lowercase. */
+  readonly address: string;
+  readonly chainId: number;
+  readonly nonce: string;
+  readonly message: string;
+  readonly createdAtMs: number;
+  readonly expiresAtMs: number;
+  /** Set once the challenge was exchanged for a session. */
+  readonly usedAtMs: number | null;
+};
+
+/** A server-side session; only the SHA-256 of its token is stored. */
+export type Session = {
+  /** Lowercase hex SHA-256 of the cookie token. */
+  readonly tokenHash: string;
+  readonly accountId: string;
+  readonly createdAtMs: number;
+  readonly expiresAtMs: number;
+  readonly revokedAtMs: number | null;
+};
+
+/** Accounts, sign-in challenges and sessions. */
+export interface AccountStore {
+  readonly saveChallenge: (challenge: Challenge) => Promise<void>;
+  readonly findChallenge: (id: string) => Promise<Challenge | undefined>;
+  /** Marks an unused challenge used; false when it was already used or is unknown (a concurrent verify won). */
+  readonly consumeChallenge: (id: string, nowMs: number) => Promise<boolean>;
+  /** The account of a wallet, created on the `free` plan with `newId` if there is none yet. */
+  readonly findOrCreateAccount: (address: string, newId: string, nowMs: number) => Promise<Account>;
+  /** An account by id or by wallet address (any case). */
+  readonly findAccount: (idOrAddress: string) => Promise<Account | undefined>;
+  readonly listAccounts: () => Promise<Account[]>;
+  /** Sets the plan of an account by id or address; the updated account, or undefined when unknown. */
+  readonly setPlan: (idOrAddress: string, plan: Plan, nowMs: number) => Promise<Account | undefined>;
+  readonly saveSession: (session: Session) => Promise<void>;
+  /** A session and its account by token hash, whatever its expiry or revocation. */
+  readonly findSession: (tokenHash: string) => Promise<{ session: Session; account: Account } | undefined>;
+  readonly revokeSession: (tokenHash: string, nowMs: number) => Promise<void>;
+  /** Drops challenges and sessions that expired before `nowMs`; returns how many rows went. */
+  readonly prune: (nowMs: number) => Promise<number>;
+}
+
+/** Where a sponsored write stands. `reserved` and `broadcast` count against the quota like `committed`. */
+export type WriteState = "reserved" | "broadcast" | "committed" | "released";
+
+/** A reservation of one sponsored write, taken before anything is signed. */
+export type WriteReservation = {
+  readonly id: string;
+  readonly accountId: string;
+  /** The calendar year (UTC) the write is charged to. */
+  readonly year: number;
+  /** Identifies the request (account, schema, subject, controller) for audit and reconciliation. */
+  readonly fingerprint: string;
+  readonly createdAtMs: number;
+};
+
+/** A stored reservation with its progress. */
+export type WriteRecord = WriteReservation & {
+  readonly state: WriteState;
+  readonly txHash: string | null;
+  readonly uid: string | null;
+  readonly blockNumber: bigint | null;
+  readonly updatedAtMs: number;
+};
+
+/** Writes of one account in one year. */
+export type WriteUsage = { readonly used: number; readonly reserved: number };
+
+/** The sponsored-write quota: reserve before submission, commit on success, release on failure. */
+export interface SponsoredWriteLedger {
+  readonly usage: (accountId: string, year: number) => Promise<WriteUsage>;
+  /** Atomically reserves one write unless `used + reserved` already reaches `limit`; false when none is left. */
+  readonly reserve: (reservation: WriteReservation, limit: number) => Promise<boolean>;
+  /** Stores the signed transaction's hash before it is broadcast. */
+  readonly markBroadcast: (id: string, txHash: string, nowMs: number) => Promise<void>;
+  readonly commit: (
+    id: string,
+    outcome: { readonly txHash: string; readonly uid: string | null; readonly blockNumber: bigint },
+    nowMs: number,
+  ) => Promise<void>;
+  /** Gives the write back; a committed write is never released. */
+  readonly release: (id: string, nowMs: number) => Promise<void>;
+  /** Reservations still `reserved` or `broadcast` that were created before `createdBeforeMs`. */
+  readonly unsettled: (createdBeforeMs: number) => Promise<WriteRecord[]>;
+  readonly find: (id: string) => Promise<WriteRecord | undefined>;
+}

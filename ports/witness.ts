@@ -1,0 +1,34 @@
+import type { HexString, Simulation, Submission, SubmitOptions } from "./eas.ts";
+
+/** The arguments of a plain EAS `attest` from the service's own wallet. */
+export type WitnessAttestCall = {
+  readonly schema: HexString;
+  readonly data: {
+    readonly recipient: HexString;
+    readonly expirationTime: bigint;
+    readonly revocable: boolean;
+    readonly refUID: HexString;
+    readonly data: HexString;
+    readonly value: bigint;
+  };
+};
+
+/** The service's witness wallet: simulates and submits `attest`, as attester, paying gas. */
+export interface WitnessWriter {
+  readonly address: HexString;
+  readonly simulate: (call: WitnessAttestCall) => Promise<Simulation>;
+  readonly submit: (call: WitnessAttestCall, options: SubmitOptions) => Promise<Submission>;
+}
+
+/** What the chain says about a transaction hash. */
+export type TxStatus =
+  | { readonly status: "success"; readonly blockNumber: bigint; readonly uid: HexString | null }
+  | { readonly status: "reverted"; readonly blockNumber: bigint }
+  /** No receipt: pending, dropped, or never broadcast. */
+  | { readonly status: "not-found" }
+  | { readonly status: "rpc-error" };
+
+/** Reads the receipt of a transaction the service signed earlier. */
+export interface TxStatusReader {
+  readonly status: (txHash: HexString) => Promise<TxStatus>;
+}
