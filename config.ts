@@ -11,6 +11,8 @@ export type Config = {
   readonly activeChain: "testnet" | "mainnet";
   readonly trustAnchorsPath: string | undefined;
   readonly databasePath: string;
+  /** `postgres://…`: PostgreSQL storage shared by several instances instead of the SQLite file. */
+  readonly databaseUrl: string | undefined;
   readonly delegatePrivateKey: `0x${string}` | undefined;
   readonly witnessPrivateKey: `0x${string}` | undefined;
   readonly subsidizedSchemas: readonly string[];
@@ -97,6 +99,10 @@ export function readConfig(env: Env): Config {
   if (rpcUrl !== undefined && trustAnchorsPath === undefined) {
     throw new ConfigError("TRUST_ANCHORS_PATH", "required when RPC_URL is set");
   }
+  const databaseUrl = get("DATABASE_URL");
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError("DATABASE_URL", "expected a postgres:// URL");
+  }
   const delegatePrivateKey = key("DELEGATE_PRIVATE_KEY");
   const startBlockRaw = get("START_BLOCK");
   if (startBlockRaw !== undefined && !/^[0-9]+$/.test(startBlockRaw)) {
@@ -122,6 +128,7 @@ export function readConfig(env: Env): Config {
     activeChain,
     trustAnchorsPath,
     databasePath: get("DATABASE_PATH") ?? join(dataDir, "ats.sqlite"),
+    databaseUrl,
     delegatePrivateKey,
     witnessPrivateKey: key("WITNESS_PRIVATE_KEY") ?? delegatePrivateKey,
     subsidizedSchemas: list("SUBSIDIZED_SCHEMAS", ["user-review", "linked-identifier"]),

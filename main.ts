@@ -4,8 +4,8 @@ import { type Address, createPublicClient, http } from "viem";
 import { type Devnet, startDevnet } from "./adapters/devnet/mod.ts";
 import { EAS_ABI } from "./adapters/eas_abi.ts";
 import { createJsonLogger } from "./adapters/json_logger.ts";
-import { openSqlite } from "./adapters/sqlite_database.ts";
-import { createSqliteReplayStore } from "./adapters/sqlite_replay_store.ts";
+import { openSqliteStorage } from "./adapters/sqlite_storage.ts";
+import { openPostgresStorage } from "./adapters/postgres_storage.ts";
 import { systemClock } from "./adapters/system_clock.ts";
 import { createViemEas } from "./adapters/viem_eas.ts";
 import { createDnsPacketResolver } from "./adapters/dns_packet_resolver.ts";
@@ -14,7 +14,6 @@ import { createViemAttestationIndex } from "./adapters/viem_attestation_index.ts
 import { createWebCryptoJwsVerifier } from "./adapters/webcrypto_jws_verifier.ts";
 import { createArtifactTrust } from "./domain/artifact_trust.ts";
 import { cryptoRandom } from "./adapters/crypto_random.ts";
-import { createSqliteAccountStore, createSqliteWriteLedger } from "./adapters/sqlite_accounts.ts";
 import { createViemTxStatusReader, createViemWitnessWriter } from "./adapters/viem_witness.ts";
 import { createControllerWitness, createWitnessReconciler } from "./domain/controller_witness.ts";
 import type { PlanPolicy } from "./domain/plans.ts";
@@ -28,6 +27,7 @@ import { createReadNonce } from "./domain/nonce.ts";
 import { activeChainAnchors, caip2, subsidizedSchemaMap, validateTrustAnchors } from "./domain/trust_anchors.ts";
 import { createApp } from "./http/app.ts";
 import type { Logger } from "./ports/logger.ts";
+import type { Storage } from "./ports/storage.ts";
 import type { TrustAnchors } from "./ports/trust_anchors.ts";
 
 /** A running service. */
@@ -93,8 +93,8 @@ export async function startService(config: Config, options: StartServiceOptions 
     const subsidized = subsidizedSchemaMap(chain.value, config.subsidizedSchemas);
     if (!subsidized.ok) throw new StartupError(`SUBSIDIZED_SCHEMAS: ${subsidized.message}`);
 
-    const db = openSqlite(config.databasePath);
-    const replay = createSqliteReplayStore(db);
+    const storage = await openStorage(config);
+    const { replay, accounts, ledger } = storage;
     await replay.prune(BigInt(Math.floor(systemClock.nowMs() / 1000)));
     const eas = createViemEas({
       rpcUrl,
@@ -103,6 +103,7 @@ export async function startService(config: Config, options: StartServiceOptions 
       delegatePrivateKey: delegateKey,
       fetchFn: options.rpcFetch,
       log: (event, fields) => log.warn(event, fields),
+      walletNonces: storage.walletNonces,
     });
     const dns = createDnsPacketResolver({ servers: [...config.dnsServers] });
     const discover = createDiscoverControllers({
@@ -135,8 +136,6 @@ export async function startService(config: Config, options: StartServiceOptions 
       jws: createWebCryptoJwsVerifier(),
       discover,
     });
-    const accounts = createSqliteAccountStore(db);
-    const ledger = createSqliteWriteLedger(db);
     await accounts.prune(systemClock.nowMs());
     const plans: PlanPolicy = {
       free: { annualWrites: config.freePlanAnnualWrites, schemas: config.freePlanSchemas },
@@ -213,13 +212,7 @@ export async function startService(config: Config, options: StartServiceOptions 
       log,
       publicBaseUrl: config.publicBaseUrl,
       ready: async () => {
-        let database = true;
-        try {
-          db.query("SELECT 1").get();
-        } catch {
-          database = false;
-        }
-        const rpc = await eas.ping();
+        const [database, rpc] = await Promise.all([storage.ping(), eas.ping()]);
         return { ready: database && rpc, checks: { database, trustAnchors: true, rpc } };
       },
     });
@@ -253,13 +246,23 @@ export async function startService(config: Config, options: StartServiceOptions 
         stopped = true;
         clearInterval(settleTimer);
         await server.stop(false);
-        db.close();
+        await storage.close();
         await devnet?.stop();
       },
     };
   } catch (error) {
     await devnet?.stop();
     throw error;
+  }
+}
+
+/** PostgreSQL when `DATABASE_URL` is set (several instances), else the SQLite file. */
+export async function openStorage(config: Config): Promise<Storage> {
+  if (config.databaseUrl === undefined) return openSqliteStorage(config.databasePath);
+  try {
+    return await openPostgresStorage(config.databaseUrl);
+  } catch {
+    throw new StartupError("DATABASE_URL: cannot connect to PostgreSQL or apply the schema");
   }
 }
 

@@ -1,11 +1,10 @@
 /**
  * Operator command: `bun run ops accounts list` and `bun run ops accounts set-plan <id|address> <free|paid>`.
- * Reads the database path from the same environment as the service (DATABASE_PATH, or DATA_DIR).
+ * Reads the database from the same environment as the service (DATABASE_URL, else DATABASE_PATH or DATA_DIR).
  * Prints JSON, one account per line for `list`.
  */
-import { openSqlite } from "./adapters/sqlite_database.ts";
-import { createSqliteAccountStore, createSqliteWriteLedger } from "./adapters/sqlite_accounts.ts";
 import { systemClock } from "./adapters/system_clock.ts";
+import { openStorage } from "./main.ts";
 import { ConfigError, readConfig } from "./config.ts";
 import { isPlan, PLANS, quotaYear } from "./domain/plans.ts";
 
@@ -29,10 +28,9 @@ export async function runOps(args: readonly string[], env: Readonly<Record<strin
     }
     throw error;
   }
-  const db = openSqlite(config.databasePath);
+  const storage = await openStorage(config);
   try {
-    const accounts = createSqliteAccountStore(db);
-    const ledger = createSqliteWriteLedger(db);
+    const { accounts, ledger } = storage;
     const year = quotaYear(systemClock.nowMs());
     const limitOf = (plan: "free" | "paid") => plan === "free" ? config.freePlanAnnualWrites : config.paidPlanAnnualWrites;
     if (command === "list") {
@@ -64,7 +62,7 @@ export async function runOps(args: readonly string[], env: Readonly<Record<strin
     out(JSON.stringify({ id: updated.id, address: updated.address, plan: updated.plan, writeLimit: limitOf(updated.plan) }));
     return 0;
   } finally {
-    db.close();
+    await storage.close();
   }
 }
 

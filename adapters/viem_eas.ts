@@ -20,6 +20,7 @@ import type {
   Submission,
   SubmitOptions,
 } from "../ports/eas.ts";
+import type { WalletNonces } from "../ports/storage.ts";
 import { EAS_ABI } from "./eas_abi.ts";
 import { attestedUid, createTxSender, describe, type TxSender } from "./viem_tx_sender.ts";
 
@@ -35,6 +36,8 @@ export type ViemEasOptions = {
   /** How long to wait for a receipt before answering "unknown outcome". */
   readonly receiptTimeoutMs?: number | undefined;
   readonly log?: ((event: string, fields: Record<string, unknown>) => void) | undefined;
+  /** Shared nonce bookkeeping for the service's wallets when several instances share them. */
+  readonly walletNonces?: WalletNonces | undefined;
 };
 
 /** The EAS adapters built on one viem client. */
@@ -72,7 +75,14 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
     const account = privateKeyToAccount(key);
     let sender = senders.get(account.address);
     if (sender === undefined) {
-      sender = createTxSender({ client, account, chainId: options.chainId, receiptTimeoutMs: options.receiptTimeoutMs, log });
+      sender = createTxSender({
+        client,
+        account,
+        chainId: options.chainId,
+        receiptTimeoutMs: options.receiptTimeoutMs,
+        log,
+        nonces: options.walletNonces,
+      });
       senders.set(account.address, sender);
     }
     return sender;

@@ -1,6 +1,7 @@
 import { BaseError, type Hex, keccak256, type PublicClient, TimeoutError } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
 import type { HexString } from "../ports/eas.ts";
+import type { WalletNonces } from "../ports/storage.ts";
 import { ATTESTED_TOPIC } from "./eas_abi.ts";
 
 /** The outcome of sending one transaction and waiting for its receipt. */
@@ -45,6 +46,8 @@ export function createTxSender(options: {
   chainId: number;
   receiptTimeoutMs?: number | undefined;
   log?: Log | undefined;
+  /** Shared nonce bookkeeping when several instances send from this wallet (PostgreSQL storage). */
+  nonces?: WalletNonces | undefined;
 }): TxSender {
   const { client, account } = options;
   const log = options.log ?? (() => {});
@@ -80,14 +83,7 @@ export function createTxSender(options: {
         log("rpc_error", { op: "fees", error: describe(error) });
         return { ok: false, reason: "not-broadcast" };
       }
-      const sent = await exclusive(async (): Promise<{ txHash: Hex } | SendOutcome> => {
-        try {
-          nextNonce ??= await client.getTransactionCount({ address: account.address, blockTag: "pending" });
-        } catch (error) {
-          log("rpc_error", { op: "getTransactionCount", error: describe(error) });
-          return { ok: false, reason: "not-broadcast" };
-        }
-        const nonce = nextNonce;
+      const signAndSend = async (nonce: number): Promise<{ txHash: Hex } | SendOutcome> => {
         const serialized = await account.signTransaction({
           chainId: options.chainId,
           type: "eip1559",
@@ -103,17 +99,53 @@ export function createTxSender(options: {
         await request.onSigned?.(txHash);
         try {
           await client.request({ method: "eth_sendRawTransaction", params: [serialized] });
-          nextNonce = nonce + 1;
           return { txHash };
         } catch (error) {
           log("rpc_error", { op: "sendRawTransaction", nonce, error: describe(error) });
-          // The node may or may not hold this nonce now: re-read the pending count next time.
-          nextNonce = undefined;
           if (error instanceof BaseError && error.walk((e) => e instanceof TimeoutError)) {
             return { ok: false, reason: "unknown-outcome", txHash };
           }
           return { ok: false, reason: "not-broadcast" };
         }
+      };
+      const pendingCount = async (): Promise<number | undefined> => {
+        try {
+          return await client.getTransactionCount({ address: account.address, blockTag: "pending" });
+        } catch (error) {
+          log("rpc_error", { op: "getTransactionCount", error: describe(error) });
+          return undefined;
+        }
+      };
+
+      const sent = await exclusive(async (): Promise<{ txHash: Hex } | SendOutcome> => {
+        const shared = options.nonces;
+        if (shared !== undefined) {
+          // Several instances: the next nonce is the larger of what they recorded and what the node has.
+          let outcome: { txHash: Hex } | SendOutcome = { ok: false, reason: "not-broadcast" };
+          try {
+            return await shared.withLock(options.chainId, account.address, async (storedNext) => {
+              const pending = await pendingCount();
+              if (pending === undefined) return { used: undefined, value: outcome };
+              const nonce = Math.max(storedNext, pending);
+              outcome = await signAndSend(nonce);
+              return { used: "txHash" in outcome && !("ok" in outcome) ? nonce : undefined, value: outcome };
+            });
+          } catch (error) {
+            // The database failed; if the transaction left, its outcome still stands (the node counts it).
+            log("nonce_lock_error", { error: error instanceof Error ? error.message : String(error) });
+            return outcome;
+          }
+        }
+        if (nextNonce === undefined) {
+          const pending = await pendingCount();
+          if (pending === undefined) return { ok: false, reason: "not-broadcast" };
+          nextNonce = pending;
+        }
+        const nonce = nextNonce;
+        const outcome = await signAndSend(nonce);
+        // After a failed broadcast the node may or may not hold this nonce: re-read the pending count next time.
+        nextNonce = "ok" in outcome ? undefined : nonce + 1;
+        return outcome;
       });
       if ("ok" in sent) return sent;
       return await awaitReceipt(client, sent.txHash, options.receiptTimeoutMs ?? 120_000, log);

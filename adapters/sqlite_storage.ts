@@ -1,0 +1,27 @@
+import type { Storage } from "../ports/storage.ts";
+import { createSqliteAccountStore, createSqliteWriteLedger } from "./sqlite_accounts.ts";
+import { openSqlite } from "./sqlite_database.ts";
+import { createSqliteReplayStore } from "./sqlite_replay_store.ts";
+
+/** The service's storage in one SQLite file (WAL); the default for a single machine. */
+export function openSqliteStorage(path: string): Storage {
+  const db = openSqlite(path);
+  return {
+    kind: "sqlite",
+    replay: createSqliteReplayStore(db),
+    accounts: createSqliteAccountStore(db),
+    ledger: createSqliteWriteLedger(db),
+    ping() {
+      try {
+        db.query("SELECT 1").get();
+        return Promise.resolve(true);
+      } catch {
+        return Promise.resolve(false);
+      }
+    },
+    close() {
+      db.close();
+      return Promise.resolve();
+    },
+  };
+}

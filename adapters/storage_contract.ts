@@ -1,0 +1,159 @@
+/**
+ * The behaviour every storage adapter must have, as one test suite run against each (SQLite and
+ * PostgreSQL): replay records, challenges, accounts, sessions and the sponsored-write quota.
+ */
+import { describe, expect, test } from "bun:test";
+import type { Storage } from "../ports/storage.ts";
+
+const claim = (key: string, nonce = 0n, attester = "0xAbC") => ({
+  key,
+  chainId: 1,
+  attester,
+  nonce,
+  deadline: 2_000_000_000n,
+  createdAtMs: 1,
+});
+
+let counter = 0;
+/** Keys unique across the suite, so one database can serve every test. */
+const fresh = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${++counter}`;
+
+/** Registers the contract tests; `open` gives a storage whose tables exist (they may hold other tests' rows). */
+export function storageContract(name: string, open: () => Promise<Storage>, options: { skip?: string | undefined } = {}) {
+  describe.skipIf(options.skip !== undefined)(`storage contract: ${name}${options.skip ? ` (skipped: ${options.skip})` : ""}`, () => {
+    test("replay: a key is claimed once; a second live claim on the same attester nonce is refused", async () => {
+      const { replay } = await open();
+      const [a, b, c] = [fresh("0xa"), fresh("0xb"), fresh("0xc")];
+      const attester = fresh("0xatt");
+      expect(await replay.claim(claim(a, 0n, attester))).toBe("claimed");
+      expect(await replay.claim(claim(a, 0n, attester))).toBe("duplicate-signature");
+      expect(await replay.claim(claim(b, 0n, attester))).toBe("nonce-in-flight");
+      expect(await replay.claim(claim(c, 1n, attester))).toBe("claimed");
+      expect(await replay.has(a)).toBe(true);
+      expect(await replay.has(fresh("0xnever"))).toBe(false);
+    });
+
+    test("replay: release forgets only an unbroadcast claim; a failed submission frees the nonce but keeps the key", async () => {
+      const { replay } = await open();
+      const attester = fresh("0xatt");
+      const [a, b] = [fresh("0xa"), fresh("0xb")];
+      await replay.claim(claim(a, 0n, attester));
+      await replay.release(a);
+      expect(await replay.has(a)).toBe(false);
+      expect(await replay.claim(claim(a, 0n, attester))).toBe("claimed");
+      await replay.markBroadcast(a, "0xhash");
+      await replay.release(a);
+      expect(await replay.has(a)).toBe(true);
+      await replay.finish(a, { state: "failed", txHash: "0xhash" });
+      expect(await replay.claim(claim(a, 0n, attester))).toBe("duplicate-signature");
+      expect(await replay.claim(claim(b, 0n, attester))).toBe("claimed");
+      await replay.finish(b, { state: "done", txHash: "0xh2", uid: "0xu", blockNumber: 5n });
+      expect(await replay.claim(claim(fresh("0xc"), 0n, attester))).toBe("nonce-in-flight");
+    });
+
+    test("replay: prune drops records whose deadline passed", async () => {
+      const { replay } = await open();
+      const key = fresh("0xold");
+      await replay.claim({ ...claim(key, 0n, fresh("0xatt")), deadline: 100n });
+      expect(await replay.prune(101n)).toBeGreaterThanOrEqual(1);
+      expect(await replay.has(key)).toBe(false);
+    });
+
+    test("replay: concurrent claims of one key: exactly one wins", async () => {
+      const { replay } = await open();
+      const key = fresh("0xrace");
+      const attester = fresh("0xatt");
+      const outcomes = await Promise.all(Array.from({ length: 8 }, () => replay.claim(claim(key, 0n, attester))));
+      expect(outcomes.filter((o) => o === "claimed")).toHaveLength(1);
+    });
+
+    test("challenges are single-use", async () => {
+      const { accounts } = await open();
+      const id = fresh("ch");
+      await accounts.saveChallenge({
+        id,
+        address: "0xAbC0000000000000000000000000000000000001",
+        chainId: 31337,
+        nonce: "abcdef123456",
+        message: "msg",
+        createdAtMs: 1_000,
+        expiresAtMs: 2_000,
+        usedAtMs: null,
+      });
+      expect(await accounts.findChallenge(id)).toMatchObject({ address: "0xabc0000000000000000000000000000000000001", chainId: 31337, usedAtMs: null });
+      const races = await Promise.all([accounts.consumeChallenge(id, 1_500), accounts.consumeChallenge(id, 1_500)]);
+      expect(races.filter(Boolean)).toHaveLength(1);
+      expect((await accounts.findChallenge(id))?.usedAtMs).toBe(1_500);
+      expect(await accounts.findChallenge(fresh("none"))).toBeUndefined();
+    });
+
+    test("accounts: created once per wallet on the free plan, found by id or address, plan set by either", async () => {
+      const { accounts } = await open();
+      const address = fresh("0xW").toUpperCase();
+      const id = fresh("acct");
+      const [first, second] = await Promise.all([
+        accounts.findOrCreateAccount(address, id, 10),
+        accounts.findOrCreateAccount(address.toLowerCase(), fresh("acct"), 20),
+      ]);
+      expect(second).toEqual(first);
+      expect(first).toMatchObject({ address: address.toLowerCase(), plan: "free" });
+      expect(await accounts.findAccount(address)).toEqual(first);
+      expect(await accounts.findAccount(first.id)).toEqual(first);
+      expect(await accounts.setPlan(address, "paid", 30)).toMatchObject({ id: first.id, plan: "paid" });
+      expect((await accounts.findAccount(first.id))?.plan).toBe("paid");
+      expect(await accounts.setPlan(fresh("nobody"), "paid", 30)).toBeUndefined();
+      expect((await accounts.listAccounts()).some((a) => a.id === first.id && a.plan === "paid")).toBe(true);
+    });
+
+    test("sessions: found by hash with their account, revoked once, pruned after expiry", async () => {
+      const { accounts } = await open();
+      const account = await accounts.findOrCreateAccount(fresh("0xs"), fresh("acct"), 10);
+      const [h1, h2] = [fresh("h"), fresh("h")];
+      await accounts.saveSession({ tokenHash: h1, accountId: account.id, createdAtMs: 10, expiresAtMs: 100, revokedAtMs: null });
+      await accounts.saveSession({ tokenHash: h2, accountId: account.id, createdAtMs: 10, expiresAtMs: 9_000_000_000_000, revokedAtMs: null });
+      expect(await accounts.findSession(h1)).toEqual({
+        session: { tokenHash: h1, accountId: account.id, createdAtMs: 10, expiresAtMs: 100, revokedAtMs: null },
+        account,
+      });
+      await accounts.revokeSession(h1, 60);
+      await accounts.revokeSession(h1, 70);
+      expect((await accounts.findSession(h1))?.session.revokedAtMs).toBe(60);
+      expect(await accounts.prune(200)).toBeGreaterThanOrEqual(1);
+      expect(await accounts.findSession(h1)).toBeUndefined();
+      expect(await accounts.findSession(h2)).toBeDefined();
+    });
+
+    test("quota: reserves up to the limit; reserved and broadcast count, released do not; committed is final", async () => {
+      const { accounts, ledger } = await open();
+      const account = await accounts.findOrCreateAccount(fresh("0xq"), fresh("acct"), 0);
+      const r = (id: string, year = 2026) => ({ id, accountId: account.id, year, fingerprint: id, createdAtMs: 1 });
+      const [w1, w2, w3, y1] = [fresh("w"), fresh("w"), fresh("w"), fresh("y")];
+      expect(await ledger.reserve(r(w1), 2)).toBe(true);
+      expect(await ledger.reserve(r(w2), 2)).toBe(true);
+      expect(await ledger.reserve(r(w3), 2)).toBe(false);
+      expect(await ledger.reserve(r(y1, 2027), 2)).toBe(true);
+      await ledger.markBroadcast(w1, "0xt1", 2);
+      expect(await ledger.find(w1)).toMatchObject({ state: "broadcast", txHash: "0xt1" });
+      expect(await ledger.usage(account.id, 2026)).toEqual({ used: 0, reserved: 2 });
+      await ledger.commit(w1, { txHash: "0xt1", uid: "0xu1", blockNumber: 7n }, 3);
+      await ledger.release(w1, 4);
+      await ledger.release(w2, 4);
+      expect(await ledger.usage(account.id, 2026)).toEqual({ used: 1, reserved: 0 });
+      expect(await ledger.find(w1)).toMatchObject({ state: "committed", txHash: "0xt1", uid: "0xu1", blockNumber: 7n, updatedAtMs: 3 });
+      expect(await ledger.reserve(r(w3), 2)).toBe(true);
+      const open_ = (await ledger.unsettled(10)).filter((w) => w.accountId === account.id).map((w) => w.id);
+      expect(open_.sort()).toEqual([y1, w3].sort());
+      expect(await ledger.find(fresh("none"))).toBeUndefined();
+    });
+
+    test("quota: forty parallel reservations for ten writes give exactly ten", async () => {
+      const { accounts, ledger } = await open();
+      const account = await accounts.findOrCreateAccount(fresh("0xp"), fresh("acct"), 0);
+      const results = await Promise.all(
+        Array.from({ length: 40 }, () => ledger.reserve({ id: fresh("p"), accountId: account.id, year: 2026, fingerprint: "f", createdAtMs: 1 }, 10)),
+      );
+      expect(results.filter(Boolean)).toHaveLength(10);
+      expect(await ledger.usage(account.id, 2026)).toEqual({ used: 0, reserved: 10 });
+    });
+  });
+}

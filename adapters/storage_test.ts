@@ -1,0 +1,51 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { openPostgresStorage } from "./postgres_storage.ts";
+import { openSqliteStorage } from "./sqlite_storage.ts";
+import { storageContract } from "./storage_contract.ts";
+import type { Storage } from "../ports/storage.ts";
+import { postgresUnavailableReason, startPostgres, type TestPostgres } from "../e2e/support/postgres.ts";
+
+const sqlite = openSqliteStorage(":memory:");
+storageContract("sqlite", () => Promise.resolve(sqlite));
+
+const pgSkip = postgresUnavailableReason();
+if (pgSkip !== undefined) console.warn(`[storage_test] ${pgSkip}`);
+let pg: TestPostgres | undefined;
+let postgres: Storage | undefined;
+let second: Storage | undefined;
+beforeAll(async () => {
+  if (pgSkip !== undefined) return;
+  pg = await startPostgres();
+  postgres = await openPostgresStorage(pg.url);
+  second = await openPostgresStorage(pg.url);
+});
+afterAll(async () => {
+  await postgres?.close();
+  await second?.close();
+  await pg?.stop();
+  await sqlite.close();
+});
+storageContract("postgres", () => Promise.resolve(postgres!), { skip: pgSkip });
+
+describe.skipIf(pgSkip !== undefined)("postgres across instances", () => {
+  test("two pools (two instances) racing for the last writes of one account share the limit exactly", async () => {
+    const account = await postgres!.accounts.findOrCreateAccount("0xshared", "shared-account", 0);
+    const reserve = (storage: Storage, i: number) =>
+      storage.ledger.reserve({ id: `shared-${i}`, accountId: account.id, year: 2026, fingerprint: "f", createdAtMs: 1 }, 7);
+    const results = await Promise.all(Array.from({ length: 30 }, (_, i) => reserve(i % 2 === 0 ? postgres! : second!, i)));
+    expect(results.filter(Boolean)).toHaveLength(7);
+  });
+
+  test("a replay key claimed through one instance is a duplicate through the other", async () => {
+    const base = { chainId: 1, attester: "0xcross", nonce: 3n, deadline: 2_000_000_000n, createdAtMs: 1 };
+    const outcomes = await Promise.all([postgres!.replay.claim({ ...base, key: "0xcross1" }), second!.replay.claim({ ...base, key: "0xcross1" })]);
+    expect(outcomes.sort()).toEqual(["claimed", "duplicate-signature"]);
+  });
+
+  test("migrations are idempotent: opening again keeps the data", async () => {
+    const again = await openPostgresStorage(pg!.url);
+    expect(await again.replay.has("0xcross1")).toBe(true);
+    expect(await again.ping()).toBe(true);
+    await again.close();
+  });
+});

@@ -1,0 +1,166 @@
+/**
+ * Several instances behind a load balancer: two service processes, one Anvil, one PostgreSQL, one
+ * delegate wallet. Concurrent delegated attestations at both all succeed with distinct nonces; one
+ * signature sent to both is accepted once; a user's quota is exact across both.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createPublicClient, type Hex, http } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
+import { EAS_ABI } from "../adapters/eas_abi.ts";
+import { findSchemaByName } from "../domain/schemas.ts";
+import { prepareDelegatedAttestation, signableTypedData } from "../http/client/delegated_attest.ts";
+import { isAtsClientError } from "../http/client/errors.ts";
+import { requestControllerWitness, signInWithWallet } from "../http/client/session.ts";
+import { e2eArtifacts } from "./harness.ts";
+import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
+import { postgresUnavailableReason, startPostgres, type TestPostgres } from "./support/postgres.ts";
+
+const skip = postgresUnavailableReason();
+if (skip !== undefined) console.warn(`[multi_instance_test] ${skip}`);
+
+type Instance = { url: string; proc: ReturnType<typeof Bun.spawn> };
+
+let dir: string;
+let devnet: Devnet;
+let pg: TestPostgres;
+let dns: DnsServer;
+let instances: Instance[] = [];
+const controller = privateKeyToAccount(generatePrivateKey());
+
+async function startInstance(env: Record<string, string>): Promise<Instance> {
+  const proc = Bun.spawn([process.execPath, join(import.meta.dir, "..", "main.ts")], {
+    env: { ...process.env, ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const reader = proc.stdout.getReader();
+  let text = "";
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += new TextDecoder().decode(value);
+    const match = /ats listening on (\S+)/.exec(text);
+    if (match) {
+      reader.releaseLock();
+      return { url: match[1]!, proc };
+    }
+  }
+  proc.kill();
+  throw new Error(`instance did not start: ${text}${await new Response(proc.stderr).text()}`);
+}
+
+beforeAll(async () => {
+  if (skip !== undefined) return;
+  dir = mkdtempSync(join(tmpdir(), "ats-multi-"));
+  [devnet, pg, dns] = await Promise.all([
+    startDevnet({ dataDir: join(dir, "devnet"), persist: false, artifacts: e2eArtifacts() }),
+    startPostgres(),
+    startDnsServer(),
+  ]);
+  dns.setTxt("_controllers.shared.test", [[`v=1;controller=did:pkh:eip155:1:${controller.address}`]]);
+  const env = {
+    PORT: "0",
+    RPC_URL: devnet.rpcUrl,
+    TRUST_ANCHORS_PATH: devnet.trustAnchorsPath,
+    DELEGATE_PRIVATE_KEY: devnet.keys.delegate,
+    WITNESS_PRIVATE_KEY: devnet.keys.witness,
+    DATABASE_URL: pg.url,
+    DATA_DIR: dir,
+    DNS_SERVERS: dns.address,
+    SIWE_DOMAINS: "app.test",
+    FREE_PLAN_ANNUAL_WRITES: "3",
+    WITNESS_USER_RATE_PER_MINUTE: "100",
+    WITNESS_DOMAIN_RATE_PER_MINUTE: "100",
+    LOG_LEVEL: "error",
+  };
+  // Both start at once: the schema migration is serialized by an advisory lock.
+  instances = await Promise.all([startInstance(env), startInstance(env)]);
+});
+afterAll(async () => {
+  for (const instance of instances) {
+    instance.proc.kill("SIGTERM");
+    await instance.proc.exited;
+  }
+  await dns?.stop();
+  await pg?.stop();
+  await devnet?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+const client = () => createPublicClient({ transport: http(devnet.rpcUrl), pollingInterval: 50 });
+
+async function signedReview(key: Hex) {
+  const account = privateKeyToAccount(key);
+  const def = findSchemaByName("user-review")!;
+  const prepared = prepareDelegatedAttestation({
+    schema: { uid: devnet.schemaUids["user-review"] as Hex, schema: def.schema, revocable: def.revocable },
+    data: { subject: "did:web:shared.test", version: "1.0.0", ratingValue: 4, reviewBody: "ok", screenshotUrls: [], proofs: [] },
+    attester: account.address,
+    nonce: 0n,
+    chainId: devnet.chainId,
+    easAddress: devnet.easAddress as Hex,
+  });
+  return { prepared, signature: await account.signTypedData(signableTypedData(prepared)), attester: account.address };
+}
+
+async function post(base: string, body: unknown) {
+  const response = await fetch(`${base}/v1/delegated-attest`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, body: await response.json() as Record<string, unknown> };
+}
+
+describe.skipIf(skip !== undefined)(`two instances on one PostgreSQL and one delegate wallet${skip ? ` (skipped: ${skip})` : ""}`, () => {
+  test("concurrent delegated attestations at both all succeed, each with its own delegate nonce", async () => {
+    const delegate = privateKeyToAccount(devnet.keys.delegate).address;
+    const before = await client().getTransactionCount({ address: delegate });
+    const bodies = await Promise.all(Array.from({ length: 24 }, () => signedReview(generatePrivateKey())));
+    const results = await Promise.all(bodies.map((body, i) => post(instances[i % 2]!.url, body)));
+    expect(results.map((r) => r.status)).toEqual(Array(24).fill(200));
+    const nonces = await Promise.all(results.map(async (r) => (await client().getTransaction({ hash: r.body.txHash as Hex })).nonce));
+    expect(nonces.sort((a, b) => a - b)).toEqual(Array.from({ length: 24 }, (_, i) => before + i));
+    expect(await client().getTransactionCount({ address: delegate })).toBe(before + 24);
+    for (const r of results.slice(0, 3)) {
+      const attestation = await client().readContract({ address: devnet.easAddress as Hex, abi: EAS_ABI, functionName: "getAttestation", args: [r.body.uid as Hex] });
+      expect(attestation.uid).toBe(r.body.uid as Hex);
+    }
+  });
+
+  test("one signature sent to both instances at once is accepted once", async () => {
+    const body = await signedReview(generatePrivateKey());
+    const results = await Promise.all(instances.map((instance) => post(instance.url, body)));
+    expect(results.map((r) => r.status).sort()).toEqual([200, 409]);
+    expect(results.find((r) => r.status === 409)?.body.code).toBe("DUPLICATE");
+  });
+
+  test("a user's quota is exact across instances: eight parallel witness requests for three writes give three", async () => {
+    const wallet = privateKeyToAccount(generatePrivateKey());
+    const session = await signInWithWallet({
+      walletDid: `did:pkh:eip155:${devnet.chainId}:${wallet.address}`,
+      domain: "app.test",
+      uri: "https://app.test/",
+      sign: (message) => wallet.signMessage({ message }),
+    }, { baseUrl: instances[0]!.url });
+    const outcomes = await Promise.all(Array.from({ length: 8 }, async (_, i) => {
+      try {
+        await requestControllerWitness(
+          { subjectDid: "did:web:shared.test", controllerDid: `did:pkh:eip155:1:${controller.address}` },
+          session,
+          { baseUrl: instances[i % 2]!.url },
+        );
+        return "ok";
+      } catch (error) {
+        return isAtsClientError(error) ? error.code : String(error);
+      }
+    }));
+    expect(outcomes.filter((o) => o === "ok")).toHaveLength(3);
+    expect(outcomes.filter((o) => o === "SPONSORED_WRITE_LIMIT_EXCEEDED")).toHaveLength(5);
+  });
+});

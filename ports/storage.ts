@@ -1,0 +1,31 @@
+import type { AccountStore, SponsoredWriteLedger } from "./accounts.ts";
+import type { ReplayStore } from "./replay_store.ts";
+
+/**
+ * Everything the service keeps: replay records, accounts, challenges, sessions and the
+ * sponsored-write quota. One adapter per database; they behave identically (one contract test suite).
+ */
+export interface Storage {
+  /** `sqlite` for one machine, `postgres` for several instances sharing one database. */
+  readonly kind: "sqlite" | "postgres";
+  readonly replay: ReplayStore;
+  readonly accounts: AccountStore;
+  readonly ledger: SponsoredWriteLedger;
+  /** Shared nonce bookkeeping of the service's wallets; only where several instances share the database. */
+  readonly walletNonces?: WalletNonces | undefined;
+  /** True when the database answers. */
+  readonly ping: () => Promise<boolean>;
+  readonly close: () => Promise<void>;
+}
+
+/** What one locked send did: the nonce it broadcast with (undefined when nothing left), and its result. */
+export type LockedSend<T> = { readonly used: number | undefined; readonly value: T };
+
+/**
+ * Serializes a wallet's transaction nonces across every instance sharing the database: `send` runs
+ * while the wallet's row is locked and receives the next nonce the instances have recorded (0 for
+ * a wallet never seen); the nonce it reports as used is recorded before the lock is released.
+ */
+export interface WalletNonces {
+  readonly withLock: <T>(chainId: number, address: string, send: (storedNext: number) => Promise<LockedSend<T>>) => Promise<T>;
+}
