@@ -27,6 +27,8 @@ export type Config = {
   readonly paidPlanAnnualWrites: number;
   readonly freePlanSchemas: readonly string[];
   readonly paidPlanSchemas: readonly string[];
+  /** `/readyz` fails while the delegate wallet holds less than this (wei). */
+  readonly minDelegateBalanceWei: bigint;
   /** Witness requests a user may make per minute (also the burst). */
   readonly witnessUserPerMinute: number;
   /** Witness requests per minute for one subject domain, across all users (also the burst). */
@@ -108,6 +110,8 @@ export function readConfig(env: Env): Config {
   if (startBlockRaw !== undefined && !/^[0-9]+$/.test(startBlockRaw)) {
     throw new ConfigError("START_BLOCK", "expected a block number");
   }
+  const minBalance = get("MIN_DELEGATE_BALANCE_WEI") ?? "10000000000000000";
+  if (!/^[0-9]+$/.test(minBalance)) throw new ConfigError("MIN_DELEGATE_BALANCE_WEI", "expected a whole number of wei");
   const logLevel = get("LOG_LEVEL") ?? "info";
   if (!["debug", "info", "warn", "error", "silent"].includes(logLevel)) {
     throw new ConfigError("LOG_LEVEL", "expected debug, info, warn, error or silent");
@@ -143,6 +147,7 @@ export function readConfig(env: Env): Config {
     paidPlanAnnualWrites: int("PAID_PLAN_ANNUAL_WRITES", 1000),
     freePlanSchemas: list("FREE_PLAN_SCHEMAS", ["controller-witness"]),
     paidPlanSchemas: list("PAID_PLAN_SCHEMAS", ["*"]),
+    minDelegateBalanceWei: BigInt(minBalance),
     witnessUserPerMinute: int("WITNESS_USER_RATE_PER_MINUTE", 20, 1),
     witnessDomainPerMinute: int("WITNESS_DOMAIN_RATE_PER_MINUTE", 6, 1),
     logLevel: logLevel as Config["logLevel"],

@@ -26,6 +26,8 @@ import { createDelegatedAttest } from "./domain/delegated_attest.ts";
 import { createReadNonce } from "./domain/nonce.ts";
 import { activeChainAnchors, caip2, subsidizedSchemaMap, validateTrustAnchors } from "./domain/trust_anchors.ts";
 import { createApp } from "./http/app.ts";
+import { instrumentedHandler, requestLogContext } from "./http/instrument.ts";
+import { createPrometheusMetrics, meteredRpcFetch, type PrometheusMetrics } from "./adapters/prometheus_metrics.ts";
 import type { Logger } from "./ports/logger.ts";
 import type { Storage } from "./ports/storage.ts";
 import type { TrustAnchors } from "./ports/trust_anchors.ts";
@@ -57,7 +59,10 @@ export class StartupError extends Error {}
 
 /** Composition root: reads nothing from the environment itself, builds adapters, use cases and HTTP. */
 export async function startService(config: Config, options: StartServiceOptions = {}): Promise<Service> {
-  const log = options.log ?? createJsonLogger(config.logLevel);
+  const log = options.log ?? createJsonLogger(config.logLevel, { context: requestLogContext });
+  const metrics = createPrometheusMetrics();
+  describeMetrics(metrics);
+  const rpcFetch = meteredRpcFetch(options.rpcFetch ?? fetch, metrics);
   const devnet: Devnet | undefined = config.rpcUrl !== undefined ? undefined : await startDevnet({
       dataDir: join(config.dataDir, "devnet"),
       persist: true,
@@ -101,7 +106,7 @@ export async function startService(config: Config, options: StartServiceOptions 
       chainId,
       easAddress,
       delegatePrivateKey: delegateKey,
-      fetchFn: options.rpcFetch,
+      fetchFn: rpcFetch,
       log: (event, fields) => log.warn(event, fields),
       walletNonces: storage.walletNonces,
     });
@@ -128,7 +133,7 @@ export async function startService(config: Config, options: StartServiceOptions 
         easAddress,
         // Logs before the EAS deployment cannot hold attestations.
         startBlock: config.startBlock ?? devnet?.deployBlock ?? 0n,
-        fetchFn: options.rpcFetch,
+        fetchFn: rpcFetch,
         log: (event, fields) => log.warn(event, fields),
       }),
       trustAnchors,
@@ -183,6 +188,29 @@ export async function startService(config: Config, options: StartServiceOptions 
       userRate: createRateLimiter(systemClock, { capacity: config.witnessUserPerMinute, perMinute: config.witnessUserPerMinute }),
       domainRate: createRateLimiter(systemClock, { capacity: config.witnessDomainPerMinute, perMinute: config.witnessDomainPerMinute }),
     });
+    const wallets = [
+      ...(eas.delegate ? [{ wallet: "delegate", address: eas.delegate.address }] : []),
+      ...(witnessKey ? [{ wallet: "witness", address: eas.senderFor(witnessKey).address }] : []),
+    ];
+    /** The delegate's balance, undefined without a delegate, -1n when the chain does not answer. */
+    const delegateBalance = async (): Promise<bigint | undefined> => {
+      if (!eas.delegate) return undefined;
+      try {
+        return await eas.client.getBalance({ address: eas.delegate.address });
+      } catch {
+        return -1n;
+      }
+    };
+    metrics.gauge("ats_wallet_balance_wei", "Balance of the service's wallets", () =>
+      Promise.all(wallets.map(async (w) => ({ labels: { wallet: w.wallet }, value: await eas.client.getBalance({ address: w.address }) }))));
+    metrics.gauge("ats_wallet_pending_transactions", "Transactions of the service's wallets sent but not yet mined", () =>
+      Promise.all(wallets.map(async (w) => {
+        const [pending, latest] = await Promise.all([
+          eas.client.getTransactionCount({ address: w.address, blockTag: "pending" }),
+          eas.client.getTransactionCount({ address: w.address, blockTag: "latest" }),
+        ]);
+        return { labels: { wallet: w.wallet }, value: pending - latest };
+      })));
     const publicOrigin = new URL(config.publicBaseUrl).origin;
     const app = createApp({
       session: {
@@ -192,7 +220,9 @@ export async function startService(config: Config, options: StartServiceOptions 
         plans,
         clock: systemClock,
         secureCookies: !isLoopbackHost(new URL(config.publicBaseUrl).hostname),
+        metrics,
       },
+      metricsText: () => metrics.render(),
       privateOrigins: [...new Set([publicOrigin, ...config.corsOrigins])],
       controller: { discover, confirm: controllerConfirm },
       artifactTrust,
@@ -212,15 +242,19 @@ export async function startService(config: Config, options: StartServiceOptions 
       log,
       publicBaseUrl: config.publicBaseUrl,
       ready: async () => {
-        const [database, rpc] = await Promise.all([storage.ping(), eas.ping()]);
-        return { ready: database && rpc, checks: { database, trustAnchors: true, rpc } };
+        const [database, rpc, balance] = await Promise.all([storage.ping(), eas.ping(), delegateBalance()]);
+        const delegateFunded = balance === undefined ? undefined : balance >= config.minDelegateBalanceWei;
+        return {
+          ready: database && rpc && delegateFunded !== false,
+          checks: { database, trustAnchors: true, rpc, ...(delegateFunded === undefined ? {} : { delegateBalance: delegateFunded }) },
+        };
       },
     });
     const server = Bun.serve({
       hostname: config.host,
       port: config.port,
       maxRequestBodySize: 1024 * 1024,
-      fetch: (request) => app.handle(request),
+      fetch: instrumentedHandler(app as never, { metrics, log }),
     });
     const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`;
     log.info("listening", {
@@ -254,6 +288,16 @@ export async function startService(config: Config, options: StartServiceOptions 
     await devnet?.stop();
     throw error;
   }
+}
+
+/** Types and help texts of the service's metrics. */
+function describeMetrics(metrics: PrometheusMetrics) {
+  metrics.describe("ats_http_requests_total", "counter", "HTTP requests by route, method and status");
+  metrics.describe("ats_http_request_duration_seconds", "histogram", "HTTP request latency by route");
+  metrics.describe("ats_rpc_calls_total", "counter", "JSON-RPC calls by method");
+  metrics.describe("ats_rpc_failures_total", "counter", "JSON-RPC round trips that failed (network, timeout, HTTP status)");
+  metrics.describe("ats_rpc_round_trip_seconds", "histogram", "JSON-RPC HTTP round-trip time");
+  metrics.describe("ats_sponsored_writes_total", "counter", "Controller witness requests by outcome (committed or the error code)");
 }
 
 /** PostgreSQL when `DATABASE_URL` is set (several instances), else the SQLite file. */

@@ -27,6 +27,8 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly session?: Omit<SessionRoutesDeps, "log"> | undefined;
   /** Origins allowed to call the session routes with credentials (CORS_ORIGINS plus the public origin). */
   readonly privateOrigins?: readonly string[] | undefined;
+  /** The Prometheus exposition text of `GET /metrics`; absent: no such route. */
+  readonly metricsText?: (() => Promise<string>) | undefined;
 };
 
 /** CORS headers of the session routes for an allowed origin: that origin, with credentials. */
@@ -130,7 +132,14 @@ export function createApp(deps: AppDeps) {
     .use(deps.controller ? controllerRoutes(deps.controller) : new Elysia())
     .use(deps.artifactTrust ? artifactTrustRoutes({ artifactTrust: deps.artifactTrust, log: deps.log }) : new Elysia())
     .use(deps.session ? sessionRoutes({ ...deps.session, log: deps.log }) : new Elysia())
-    .use(docRoutes(deps.publicBaseUrl ?? "http://127.0.0.1:8080"));
+    .use(docRoutes(deps.publicBaseUrl ?? "http://127.0.0.1:8080"))
+    .use(deps.metricsText ? metricsRoute(deps.metricsText) : new Elysia());
+}
+
+/** `GET /metrics` in the Prometheus text format. */
+function metricsRoute(text: () => Promise<string>) {
+  return new Elysia({ name: "metrics-route" }).get("/metrics", async () =>
+    new Response(await text(), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } }));
 }
 
 /** `/openapi.json` and the human-readable page beside it (`/docs`). */

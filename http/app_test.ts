@@ -187,6 +187,7 @@ describe("openapi.json", () => {
       ready: () => Promise.resolve({ ready: true, checks: {} }),
       controller: { discover: () => Promise.reject(new Error("unused")), confirm: () => Promise.reject(new Error("unused")) },
       artifactTrust: () => Promise.reject(new Error("unused")),
+      metricsText: () => Promise.resolve(""),
       session: {
         sessions: {} as never,
         witness: () => Promise.reject(new Error("unused")),

@@ -160,6 +160,12 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   },
   {
     method: "get",
+    paths: ["/metrics"],
+    summary: "Prometheus metrics: requests and latency by route and status, RPC calls and failures, wallet balances and pending transactions, sponsored writes",
+    responses: { 200: { description: "text/plain; version=0.0.4" } },
+  },
+  {
+    method: "get",
     paths: ["/healthz"],
     summary: "The process is alive",
     responses: { 200: { description: "Alive", schema: HealthModel } },

@@ -5,6 +5,7 @@ import type { Sessions } from "../../domain/sessions.ts";
 import type { SponsoredWriteLedger } from "../../ports/accounts.ts";
 import type { Clock } from "../../ports/clock.ts";
 import type { Logger } from "../../ports/logger.ts";
+import type { Metrics } from "../../ports/metrics.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
 
 /** The session cookie's name. */
@@ -20,6 +21,8 @@ export type SessionRoutesDeps = {
   readonly log: Logger;
   /** `Secure` on the cookie; off only when the service is served from loopback. */
   readonly secureCookies: boolean;
+  /** Counts sponsored writes by outcome (`ats_sponsored_writes_total`). */
+  readonly metrics?: Metrics | undefined;
 };
 
 /** Sign-in errors whose status differs from the shared table (a bad wallet signature is 401 here). */
@@ -130,6 +133,7 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
     try {
       const { result, deprecated } = await deps.witness(parsed.value, session);
       const headers: Record<string, string> = deprecated ? { deprecation: "true" } : {};
+      deps.metrics?.increment("ats_sponsored_writes_total", { outcome: result.ok ? "committed" : result.code.toLowerCase() });
       if (result.ok) {
         deps.log.info("controller_witness", { uid: result.value.uid, txHash: result.value.txHash, method: result.value.method });
         return json(result.value, 200, headers);

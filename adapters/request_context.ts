@@ -1,0 +1,24 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+
+/** What every log line written while serving a request carries. */
+export type RequestContext = { readonly requestId: string };
+
+const storage = new AsyncLocalStorage<RequestContext>();
+
+/** Runs `task` with a request's context, so logs written anywhere under it carry the request id. */
+export function withRequestContext<T>(context: RequestContext, task: () => T): T {
+  return storage.run(context, task);
+}
+
+/** The context of the request being served, if any. */
+export function currentRequestContext(): RequestContext | undefined {
+  return storage.getStore();
+}
+
+const INCOMING_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** The caller's `X-Request-Id` when it is short and plain, else a fresh random id. */
+export function requestIdFrom(header: string | null): string {
+  if (header !== null && INCOMING_ID.test(header)) return header;
+  return crypto.randomUUID();
+}

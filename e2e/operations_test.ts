@@ -1,0 +1,139 @@
+/**
+ * Operations: request ids on every log line, Prometheus metrics, the delegate balance in readiness,
+ * and a shutdown that lets an in-flight submission finish.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createPublicClient, type Hex, http } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
+import { createJsonLogger } from "../adapters/json_logger.ts";
+import { readConfig } from "../config.ts";
+import { findSchemaByName } from "../domain/schemas.ts";
+import { prepareDelegatedAttestation, signableTypedData } from "../http/client/delegated_attest.ts";
+import { requestLogContext } from "../http/instrument.ts";
+import { type Service, startService } from "../main.ts";
+import { e2eArtifacts } from "./harness.ts";
+
+let dir: string;
+let devnet: Devnet;
+const lines: string[] = [];
+const started: Service[] = [];
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "ats-ops-"));
+  devnet = await startDevnet({ dataDir: join(dir, "devnet"), persist: false, artifacts: e2eArtifacts() });
+});
+afterAll(async () => {
+  for (const s of started) await s.stop();
+  await devnet?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function start(env: Record<string, string> = {}, rpcFetch?: typeof fetch) {
+  const service = await startService(
+    readConfig({
+      PORT: "0",
+      RPC_URL: devnet.rpcUrl,
+      TRUST_ANCHORS_PATH: devnet.trustAnchorsPath,
+      DELEGATE_PRIVATE_KEY: devnet.keys.delegate,
+      WITNESS_PRIVATE_KEY: devnet.keys.witness,
+      DATABASE_PATH: join(dir, `ats-${started.length}.sqlite`),
+      DATA_DIR: dir,
+      ...env,
+    }),
+    { log: createJsonLogger("debug", { context: requestLogContext, out: (l) => lines.push(l) }), rpcFetch },
+  );
+  started.push(service);
+  return service;
+}
+
+async function signedReview() {
+  const account = privateKeyToAccount(generatePrivateKey());
+  const def = findSchemaByName("user-review")!;
+  const prepared = prepareDelegatedAttestation({
+    schema: { uid: devnet.schemaUids["user-review"] as Hex, schema: def.schema, revocable: def.revocable },
+    data: { subject: "did:web:ops.test", version: "1", ratingValue: 5, reviewBody: "fine", screenshotUrls: [], proofs: [] },
+    attester: account.address,
+    nonce: 0n,
+    chainId: devnet.chainId,
+    easAddress: devnet.easAddress as Hex,
+  });
+  return { prepared, signature: await account.signTypedData(signableTypedData(prepared)), attester: account.address };
+}
+
+const attest = (base: string, body: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${base}/v1/delegated-attest`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+
+describe("operations", () => {
+  test("the request id is echoed and carried by every log line of the request; no signature is logged", async () => {
+    const service = await start();
+    const body = await signedReview();
+    lines.length = 0;
+    const res = await attest(service.url, body, { "x-request-id": "trace-42" });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-request-id")).toBe("trace-42");
+    const records = lines.map((l) => JSON.parse(l));
+    const mine = records.filter((r) => r.requestId === "trace-42");
+    expect(mine.map((r) => r.event)).toEqual(["delegated_attest", "request"]);
+    expect(mine[1]).toMatchObject({ route: "/v1/delegated-attest", status: 200, method: "POST" });
+    expect(lines.join("\n")).not.toContain(body.signature.slice(2));
+
+    const other = await fetch(`${service.url}/v1/trust-anchors`);
+    expect(other.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  test("/metrics reports requests by route and status, RPC calls, wallet balances and pending transactions", async () => {
+    const service = await start();
+    expect((await attest(service.url, await signedReview())).status).toBe(200);
+    await fetch(`${service.url}/no/such/path/${"x".repeat(20)}`);
+    const res = await fetch(`${service.url}/metrics`);
+    expect(res.headers.get("content-type")).toContain("text/plain; version=0.0.4");
+    const text = await res.text();
+    expect(text).toContain('ats_http_requests_total{method="POST",route="/v1/delegated-attest",status="200"} 1');
+    expect(text).toContain('ats_http_requests_total{method="GET",route="unmatched",status="404"} 1');
+    expect(text).toMatch(/ats_http_request_duration_seconds_count\{route="\/v1\/delegated-attest"\} 1/);
+    expect(text).toMatch(/ats_rpc_calls_total\{method="eth_sendRawTransaction"\} 1/);
+    expect(text).toMatch(/ats_wallet_balance_wei\{wallet="delegate"\} [1-9][0-9]*/);
+    expect(text).toMatch(/ats_wallet_pending_transactions\{wallet="witness"\} 0/);
+    expect(text).not.toContain(devnet.rpcUrl);
+  });
+
+  test("/readyz fails while the delegate wallet is below MIN_DELEGATE_BALANCE_WEI", async () => {
+    const fine = await start();
+    const ok = await fetch(`${fine.url}/readyz`);
+    expect(ok.status).toBe(200);
+    expect((await ok.json() as { checks: Record<string, boolean> }).checks).toMatchObject({ delegateBalance: true, rpc: true, database: true });
+    const poor = await start({ MIN_DELEGATE_BALANCE_WEI: (10n ** 30n).toString() });
+    const res = await fetch(`${poor.url}/readyz`);
+    expect(res.status).toBe(503);
+    expect(await res.json()).toMatchObject({ status: "not-ready", checks: { delegateBalance: false } });
+  });
+
+  test("stop() lets an in-flight submission finish and answer, then refuses new connections", async () => {
+    let signalSend!: () => void;
+    const sending = new Promise<void>((resolve) => (signalSend = resolve));
+    const slowSend = (async (input: RequestInfo | URL, init?: RequestInit) => {
+      if (String(init?.body ?? "").includes("eth_sendRawTransaction")) {
+        signalSend();
+        await Bun.sleep(400);
+      }
+      return await fetch(input, init);
+    }) as typeof fetch;
+    const service = await start({}, slowSend);
+    const pending = attest(service.url, await signedReview());
+    await sending;
+    const stopped = service.stop();
+    const res = await pending;
+    await stopped;
+    expect(res.status).toBe(200);
+    const body = await res.json() as { uid: Hex };
+    const client = createPublicClient({ transport: http(devnet.rpcUrl) });
+    const count = await client.getTransactionCount({ address: privateKeyToAccount(devnet.keys.delegate).address });
+    expect(count).toBeGreaterThan(0);
+    expect(body.uid).toMatch(/^0x[0-9a-f]{64}$/);
+    await expect(fetch(`${service.url}/healthz`)).rejects.toThrow();
+  });
+});
