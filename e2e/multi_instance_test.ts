@@ -18,41 +18,17 @@ import { requestControllerWitness, signInWithWallet } from "../http/client/sessi
 import { e2eArtifacts } from "./harness.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { postgresUnavailableReason, startPostgres, type TestPostgres } from "./support/postgres.ts";
+import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
 
 const skip = postgresUnavailableReason();
 if (skip !== undefined) console.warn(`[multi_instance_test] ${skip}`);
-
-type Instance = { url: string; proc: ReturnType<typeof Bun.spawn> };
 
 let dir: string;
 let devnet: Devnet;
 let pg: TestPostgres;
 let dns: DnsServer;
-let instances: Instance[] = [];
+let instances: ServiceProcess[] = [];
 const controller = privateKeyToAccount(generatePrivateKey());
-
-async function startInstance(env: Record<string, string>): Promise<Instance> {
-  const proc = Bun.spawn([process.execPath, join(import.meta.dir, "..", "main.ts")], {
-    env: { ...process.env, ...env },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const reader = proc.stdout.getReader();
-  let text = "";
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    text += new TextDecoder().decode(value);
-    const match = /ats listening on (\S+)/.exec(text);
-    if (match) {
-      reader.releaseLock();
-      return { url: match[1]!, proc };
-    }
-  }
-  proc.kill();
-  throw new Error(`instance did not start: ${text}${await new Response(proc.stderr).text()}`);
-}
 
 beforeAll(async () => {
   if (skip !== undefined) return;
@@ -79,13 +55,10 @@ beforeAll(async () => {
     LOG_LEVEL: "error",
   };
   // Both start at once: the schema migration is serialized by an advisory lock.
-  instances = await Promise.all([startInstance(env), startInstance(env)]);
+  instances = await Promise.all([startServiceProcess(env), startServiceProcess(env)]);
 });
 afterAll(async () => {
-  for (const instance of instances) {
-    instance.proc.kill("SIGTERM");
-    await instance.proc.exited;
-  }
+  for (const instance of instances) expect(await instance.stop()).toBe(0);
   await dns?.stop();
   await pg?.stop();
   await devnet?.stop();

@@ -1,0 +1,43 @@
+/** The service as a separate process (`bun main.ts`), as an operator runs it; for multi-instance tests and benches. */
+import { join } from "node:path";
+
+/** A running service process. */
+export type ServiceProcess = {
+  readonly url: string;
+  readonly proc: ReturnType<typeof Bun.spawn>;
+  /** SIGTERM, then waits for the exit code. */
+  readonly stop: () => Promise<number>;
+};
+
+/** Starts `main.ts` with `env` added to this process's environment; resolves once it prints where it listens. */
+export async function startServiceProcess(env: Record<string, string>, timeoutMs = 30_000): Promise<ServiceProcess> {
+  const proc = Bun.spawn([process.execPath, join(import.meta.dir, "..", "..", "main.ts")], {
+    env: { ...process.env, ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const reader = proc.stdout.getReader();
+  let text = "";
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += new TextDecoder().decode(value);
+    const match = /ats listening on (\S+)/.exec(text);
+    if (match) {
+      reader.releaseLock();
+      // Keep draining stderr so a chatty logger never blocks the child on a full pipe.
+      void new Response(proc.stderr).arrayBuffer().catch(() => undefined);
+      return {
+        url: match[1]!,
+        proc,
+        async stop() {
+          proc.kill("SIGTERM");
+          return await proc.exited;
+        },
+      };
+    }
+  }
+  proc.kill();
+  throw new Error(`service did not start: ${text}${await new Response(proc.stderr).text()}`);
+}
