@@ -11,11 +11,10 @@ import { createPublicClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
 import { EAS_ABI } from "../adapters/eas_abi.ts";
-import { findSchemaByName } from "../domain/schemas.ts";
-import { prepareDelegatedAttestation, signableTypedData } from "../http/client/delegated_attest.ts";
 import { isAtsClientError } from "../http/client/errors.ts";
 import { requestControllerWitness, signInWithWallet } from "../http/client/session.ts";
 import { e2eArtifacts } from "./harness.ts";
+import { signedReviewBody } from "./support/review_signer.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { postgresUnavailableReason, startPostgres, type TestPostgres } from "./support/postgres.ts";
 import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
@@ -67,19 +66,7 @@ afterAll(async () => {
 
 const client = () => createPublicClient({ transport: http(devnet.rpcUrl), pollingInterval: 50 });
 
-async function signedReview(key: Hex) {
-  const account = privateKeyToAccount(key);
-  const def = findSchemaByName("user-review")!;
-  const prepared = prepareDelegatedAttestation({
-    schema: { uid: devnet.schemaUids["user-review"] as Hex, schema: def.schema, revocable: def.revocable },
-    data: { subject: "did:web:shared.test", version: "1.0.0", ratingValue: 4, reviewBody: "ok", screenshotUrls: [], proofs: [] },
-    attester: account.address,
-    nonce: 0n,
-    chainId: devnet.chainId,
-    easAddress: devnet.easAddress as Hex,
-  });
-  return { prepared, signature: await account.signTypedData(signableTypedData(prepared)), attester: account.address };
-}
+const signedReview = (key: Hex) => signedReviewBody(devnet, key);
 
 async function post(base: string, body: unknown) {
   const response = await fetch(`${base}/v1/delegated-attest`, {

@@ -11,11 +11,10 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
 import { createJsonLogger } from "../adapters/json_logger.ts";
 import { readConfig } from "../config.ts";
-import { findSchemaByName } from "../domain/schemas.ts";
-import { prepareDelegatedAttestation, signableTypedData } from "../http/client/delegated_attest.ts";
 import { requestLogContext } from "../http/instrument.ts";
 import { type Service, startService } from "../main.ts";
 import { e2eArtifacts } from "./harness.ts";
+import { signedReviewBody } from "./support/review_signer.ts";
 
 let dir: string;
 let devnet: Devnet;
@@ -50,19 +49,7 @@ async function start(env: Record<string, string> = {}, rpcFetch?: typeof fetch) 
   return service;
 }
 
-async function signedReview() {
-  const account = privateKeyToAccount(generatePrivateKey());
-  const def = findSchemaByName("user-review")!;
-  const prepared = prepareDelegatedAttestation({
-    schema: { uid: devnet.schemaUids["user-review"] as Hex, schema: def.schema, revocable: def.revocable },
-    data: { subject: "did:web:ops.test", version: "1", ratingValue: 5, reviewBody: "fine", screenshotUrls: [], proofs: [] },
-    attester: account.address,
-    nonce: 0n,
-    chainId: devnet.chainId,
-    easAddress: devnet.easAddress as Hex,
-  });
-  return { prepared, signature: await account.signTypedData(signableTypedData(prepared)), attester: account.address };
-}
+const signedReview = () => signedReviewBody(devnet, generatePrivateKey());
 
 const attest = (base: string, body: unknown, headers: Record<string, string> = {}) =>
   fetch(`${base}/v1/delegated-attest`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });

@@ -1,19 +1,22 @@
 /** A 0x-prefixed hex string. */
 export type HexString = `0x${string}`;
 
+/** EAS `AttestationRequestData`. */
+export type AttestationRequestData = {
+  readonly recipient: HexString;
+  readonly expirationTime: bigint;
+  readonly revocable: boolean;
+  readonly refUID: HexString;
+  readonly data: HexString;
+  readonly value: bigint;
+};
+
 /** The arguments of EAS `attestByDelegation`, already validated and normalized. */
 export type DelegatedAttestCall = {
   readonly schema: HexString;
   readonly attester: HexString;
   readonly deadline: bigint;
-  readonly data: {
-    readonly recipient: HexString;
-    readonly expirationTime: bigint;
-    readonly revocable: boolean;
-    readonly refUID: HexString;
-    readonly data: HexString;
-    readonly value: bigint;
-  };
+  readonly data: AttestationRequestData;
   readonly signature: { readonly v: number; readonly r: HexString; readonly s: HexString };
 };
 

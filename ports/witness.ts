@@ -1,17 +1,7 @@
-import type { HexString, Simulation, Submission, SubmitOptions } from "./eas.ts";
+import type { AttestationRequestData, HexString, Simulation, Submission, SubmitOptions } from "./eas.ts";
 
 /** The arguments of a plain EAS `attest` from the service's own wallet. */
-export type WitnessAttestCall = {
-  readonly schema: HexString;
-  readonly data: {
-    readonly recipient: HexString;
-    readonly expirationTime: bigint;
-    readonly revocable: boolean;
-    readonly refUID: HexString;
-    readonly data: HexString;
-    readonly value: bigint;
-  };
-};
+export type WitnessAttestCall = { readonly schema: HexString; readonly data: AttestationRequestData };
 
 /** The service's witness wallet: simulates and submits `attest`, as attester, paying gas. */
 export interface WitnessWriter {

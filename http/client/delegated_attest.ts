@@ -4,6 +4,7 @@ import { NONCE_MOVED } from "../../domain/delegated_attest.ts";
 import { deriveRecipient, encodeSchemaData } from "../../domain/schema_data.ts";
 import { findSchemaByName } from "../../domain/schemas.ts";
 import { AtsClientError } from "./errors.ts";
+import { DEFAULT_BASE_URL, requestJson } from "./http.ts";
 import { fetchTrustAnchors, getChainAnchors, getSchemaAnchor } from "./trust_anchors.ts";
 
 /** Where the service is and how to reach it. */
@@ -42,7 +43,7 @@ export type PrepareDelegatedAttestationOptions = {
   readonly nowSeconds?: number | undefined;
 };
 
-const DEFAULT_BASE_URL = "http://127.0.0.1:8080";
+
 const DEADLINE_AHEAD_SECONDS = 600n;
 
 /** Builds the `prepared` object: data ABI-encoded from the schema string, recipient derived, deadline ten minutes ahead. */
@@ -194,32 +195,11 @@ function stringifyMessage(message: AttestMessage): Record<string, string | boole
 }
 
 async function request<T>(path: string, body: unknown, options: AtsClientOptions): Promise<T> {
-  const doFetch = options.fetch ?? fetch;
-  const url = `${options.baseUrl ?? DEFAULT_BASE_URL}${path}`;
-  let response: Response;
-  try {
-    response = await doFetch(url, body === undefined ? undefined : {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(body, (_k, v) => (typeof v === "bigint" ? v.toString() : v)),
-    });
-  } catch (cause) {
-    throw new AtsClientError("NETWORK_ERROR", `Could not reach ${url}`, { cause });
-  }
-  const text = await response.text();
-  let parsed: unknown;
-  try {
-    parsed = text === "" ? undefined : JSON.parse(text);
-  } catch {
-    parsed = text;
-  }
-  if (!response.ok) {
-    const payload = parsed as { code?: unknown; error?: unknown } | undefined;
-    throw new AtsClientError(
-      typeof payload?.code === "string" ? payload.code : "NETWORK_ERROR",
-      typeof payload?.error === "string" ? payload.error : `Request failed with status ${response.status}`,
-      { status: response.status, body: parsed },
-    );
-  }
-  return parsed as T;
+  const { body: parsed } = await requestJson<T>(path, {
+    baseUrl: options.baseUrl,
+    fetch: options.fetch,
+    method: body === undefined ? "GET" : "POST",
+    body,
+  });
+  return parsed;
 }

@@ -4,6 +4,7 @@
  * helpers hand the cookie back so the caller can send it on later requests.
  */
 import { AtsClientError } from "./errors.ts";
+import { requestJson } from "./http.ts";
 
 /** Where the service is and how to reach it. */
 export type SessionClientOptions = {
@@ -35,43 +36,22 @@ export type ControllerWitnessResult = {
   method: "dns-txt" | "did-json";
 };
 
-async function call<T>(
+function call<T>(
   path: string,
   init: { method: "GET" | "POST"; body?: unknown; cookie?: string | undefined },
   options: SessionClientOptions,
 ): Promise<{ body: T; response: Response }> {
-  const url = `${options.baseUrl ?? "http://127.0.0.1:8080"}${path}`;
   const headers: Record<string, string> = {};
-  if (init.body !== undefined) headers["content-type"] = "application/json";
   if (init.cookie !== undefined) headers.cookie = init.cookie;
   if (options.origin !== undefined) headers.origin = options.origin;
-  let response: Response;
-  try {
-    response = await (options.fetch ?? fetch)(url, {
-      method: init.method,
-      headers,
-      body: init.body === undefined ? undefined : JSON.stringify(init.body),
-      credentials: "include",
-    });
-  } catch (cause) {
-    throw new AtsClientError("NETWORK_ERROR", `Could not reach ${url}`, { cause });
-  }
-  const text = await response.text();
-  let parsed: unknown;
-  try {
-    parsed = text === "" ? undefined : JSON.parse(text);
-  } catch {
-    parsed = text;
-  }
-  if (!response.ok) {
-    const payload = parsed as { code?: unknown; error?: unknown } | undefined;
-    throw new AtsClientError(
-      typeof payload?.code === "string" ? payload.code : "NETWORK_ERROR",
-      typeof payload?.error === "string" ? payload.error : `Request failed with status ${response.status}`,
-      { status: response.status, body: parsed },
-    );
-  }
-  return { body: parsed as T, response };
+  return requestJson<T>(path, {
+    baseUrl: options.baseUrl,
+    fetch: options.fetch,
+    method: init.method,
+    body: init.body,
+    headers,
+    credentials: "include",
+  });
 }
 
 /**

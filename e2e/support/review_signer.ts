@@ -1,0 +1,28 @@
+/** Signed delegated-attest bodies for a user review, as a reviewer's client would send them. */
+import type { Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { findSchemaByName } from "../../domain/schemas.ts";
+import { prepareDelegatedAttestation, signableTypedData } from "../../http/client/delegated_attest.ts";
+
+/** Where the review goes: the chain, its EAS and the user-review schema UID. */
+export type ReviewTarget = { readonly chainId: number; readonly easAddress: string; readonly schemaUids: Readonly<Record<string, string>> };
+
+/** A `{prepared, signature, attester}` body for `/v1/delegated-attest`, signed with `key` at EAS nonce `nonce`. */
+export async function signedReviewBody(
+  target: ReviewTarget,
+  key: Hex,
+  options: { nonce?: bigint; data?: Record<string, unknown>; refUID?: Hex } = {},
+) {
+  const account = privateKeyToAccount(key);
+  const def = findSchemaByName("user-review")!;
+  const prepared = prepareDelegatedAttestation({
+    schema: { uid: target.schemaUids["user-review"] as Hex, schema: def.schema, revocable: def.revocable },
+    data: options.data ?? { subject: "did:web:shop.test", version: "1", ratingValue: 5, reviewBody: "fine", screenshotUrls: [], proofs: [] },
+    attester: account.address,
+    nonce: options.nonce ?? 0n,
+    chainId: target.chainId,
+    easAddress: target.easAddress as Hex,
+    refUID: options.refUID,
+  });
+  return { prepared, signature: await account.signTypedData(signableTypedData(prepared)), attester: account.address };
+}
