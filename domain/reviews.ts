@@ -2,7 +2,7 @@
  * User reviews of services and the services' replies (reference §3): the data a reviewer signs, the
  * data of a reply, and which review of an attester about a subject counts. Pure: no chain, no network.
  */
-import { normalizeDid, normalizeDomain } from "./did.ts";
+import { normalizeDid } from "./did.ts";
 import { fail, ok, type Result } from "./result.ts";
 
 /** Limits of the user-review and user-review-response payloads (the reference's JSON schemas). */
@@ -104,27 +104,6 @@ export function buildReviewResponseData(input: {
     return fail("INVALID_INPUT", `responseBody must be 1 to ${REVIEW_LIMITS.responseBody} characters`);
   }
   return ok({ subject: reviewer.value, refUID: input.reviewUid.toLowerCase(), responseBody: input.responseBody });
-}
-
-/**
- * The did:web of the service a resource URL belongs to: its host (lower case, a leading `www.`
- * dropped, as DID normalization does) and a non-default port as `%3A<port>`. Only https URLs name a
- * did:web service.
- */
-export function didWebForResourceUrl(resourceUrl: string): Result<string, "INVALID_INPUT"> {
-  let url: URL;
-  try {
-    url = new URL(resourceUrl);
-  } catch {
-    return fail("INVALID_INPUT", "resourceUrl must be an absolute URL");
-  }
-  if (url.protocol !== "https:") return fail("INVALID_INPUT", "resourceUrl must be an https URL");
-  if (url.username !== "" || url.password !== "") return fail("INVALID_INPUT", "resourceUrl must not carry credentials");
-  const host = normalizeDomain(url.hostname);
-  if (!/^[a-z0-9.-]+$/.test(host) || /^[0-9.]+$/.test(host) || (!host.includes(".") && host !== "localhost")) {
-    return fail("INVALID_INPUT", "resourceUrl host is not a domain name");
-  }
-  return ok(url.port === "" ? `did:web:${host}` : `did:web:${host}%3a${url.port}`);
 }
 
 /** Two DIDs name the same service when they normalize to the same text. */

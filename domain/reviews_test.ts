@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { fail, ok } from "./result.ts";
-import { buildReviewData, buildReviewResponseData, didWebForResourceUrl, supersedingReview } from "./reviews.ts";
+import { buildReviewData, buildReviewResponseData, supersedingReview } from "./reviews.ts";
 
 const receiptProof = { proofType: "x402-receipt", proofPurpose: "commercial-tx", proofObject: { format: "eip712", payload: {} } };
 
@@ -49,19 +49,6 @@ describe("buildReviewResponseData()", () => {
     expect(buildReviewResponseData({ reviewerDid: "did:pkh:eip155:1:0x0000000000000000000000000000000000000001", reviewUid: `0x${"0".repeat(64)}`, responseBody: "x" }).ok).toBe(false);
     expect(buildReviewResponseData({ reviewerDid: "did:pkh:eip155:1:0x0000000000000000000000000000000000000001", reviewUid: uid, responseBody: " " }).ok).toBe(false);
     expect(buildReviewResponseData({ reviewerDid: "did:pkh:eip155:1:0x0000000000000000000000000000000000000001", reviewUid: uid, responseBody: "x".repeat(501) }).ok).toBe(false);
-  });
-});
-
-describe("didWebForResourceUrl()", () => {
-  test("maps an https resource to its host's did:web, keeping a non-default port", () => {
-    expect(didWebForResourceUrl("https://API.Shop.Example/v1/weather?q=1")).toEqual(ok("did:web:api.shop.example"));
-    expect(didWebForResourceUrl("https://www.shop.example/x")).toEqual(ok("did:web:shop.example"));
-    expect(didWebForResourceUrl("https://shop.test:8443/x")).toEqual(ok("did:web:shop.test%3a8443"));
-  });
-  test("refuses http, credentials, IP literals and garbage", () => {
-    for (const url of ["http://shop.example/x", "https://u:p@shop.example/", "https://127.0.0.1/x", "https://[::1]/x", "not a url"]) {
-      expect(didWebForResourceUrl(url).ok).toBe(false);
-    }
   });
 });
 

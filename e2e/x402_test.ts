@@ -1,0 +1,185 @@
+/**
+ * The whole x402 loop on loopback: a resource server (Elysia + official core + our extension, test
+ * facilitator in process) published as `https://svc.test:<port>` through a real DNS server and a test
+ * CA, a paying client (the official x402Client), and the service on Anvil with EAS:
+ * 402 with offers → pay → 200 with receipt → verify (did.json over HTTPS) → trust tier (the service's
+ * controller discovery; a controller witness on chain) → review proof → delegated attest → read back.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { x402Client, x402HTTPClient } from "@x402/core/client";
+import { x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server";
+import { Elysia } from "elysia";
+import { createPublicClient, type Hex, http } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { createDnsPacketResolver } from "../adapters/dns_packet_resolver.ts";
+import { EAS_ABI } from "../adapters/eas_abi.ts";
+import { createHttpsDidDocumentFetcher } from "../adapters/https_did_document.ts";
+import { didToAddress, normalizeDid } from "../domain/did.ts";
+import { decodeSchemaData, encodeSchemaData } from "../domain/schema_data.ts";
+import { findSchemaByName } from "../domain/schemas.ts";
+import type { SignedReceipt } from "../domain/x402_payloads.ts";
+import { clearTrustAnchorsCache } from "../http/client/trust_anchors.ts";
+import {
+  attestReceiptReview,
+  checkSignerTrust,
+  extractOffers,
+  extractReceipt,
+  findAcceptForOffer,
+  receiptMatchesOffer,
+  verifyOffer,
+  verifyReceipt,
+} from "../http/client/x402.ts";
+import { buildDidDocument } from "../x402/did_document.ts";
+import { withX402 } from "../x402/elysia_adapter.ts";
+import { createOfferReceiptExtension, declareOfferReceiptExtension } from "../x402/extension.ts";
+import { createJwsIssuerFromJwk, didWebKid, generateSigningJwk, type OfferReceiptIssuer } from "../x402/signers.ts";
+import { createTestFacilitator, testSchemeClient, testSchemeServer } from "../x402/testing.ts";
+import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
+import { easWriter } from "./support/eas_writer.ts";
+import { type HttpsServer, startHttpsServer } from "./support/https_server.ts";
+import { getTestCa, issueLeaf } from "./support/test_ca.ts";
+import { startStack, type Stack } from "./harness.ts";
+
+const NETWORK = "eip155:84532";
+const PAY_TO = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C";
+
+let dns: DnsServer;
+let front: HttpsServer;
+let internal: ReturnType<typeof Bun.serve>;
+let stack: Stack;
+let issuer: OfferReceiptIssuer;
+let publicBase: string;
+let subjectDid: string;
+let caCert: string;
+
+beforeAll(async () => {
+  dns = await startDnsServer();
+  const ca = await getTestCa();
+  caCert = ca.cert;
+  const leaf = await issueLeaf(["svc.test"]);
+  let handler: (request: Request) => Promise<Response> = () => Promise.resolve(new Response(null, { status: 503 }));
+  // The public HTTPS front (what a reverse proxy would be) and the internal listener serve the same app.
+  front = await startHttpsServer({ ...leaf, routes: (request) => handler(request) });
+  internal = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (request) => handler(request) });
+  publicBase = `https://svc.test:${front.port}`;
+  subjectDid = `did:web:svc.test%3A${front.port}`;
+  dns.setA("svc.test", ["127.0.0.1"]);
+
+  issuer = await createJwsIssuerFromJwk({ kid: didWebKid(publicBase), alg: "ES256", privateJwk: await generateSigningJwk("ES256") });
+  const facilitator = createTestFacilitator({ networks: [NETWORK] });
+  const signing = { issuer, publicBaseUrl: publicBase };
+  const resourceServer = new x402ResourceServer(facilitator)
+    .register(NETWORK, testSchemeServer())
+    .registerExtension(createOfferReceiptExtension(signing));
+  const httpServer = new x402HTTPResourceServer(resourceServer, {
+    "GET /premium": {
+      accepts: { scheme: "exact", network: NETWORK, payTo: PAY_TO, price: "$0.01", maxTimeoutSeconds: 120 },
+      description: "Premium data",
+      mimeType: "application/json",
+      extensions: declareOfferReceiptExtension({ includeTxHash: true }),
+    },
+  });
+  const app = new Elysia().get("/premium", () => ({ weather: "sunny" }));
+  handler = withX402(app, { httpServer, didDocument: buildDidDocument({ did: subjectDid, issuers: [issuer] }), v1: { facilitator, signing } });
+
+  stack = await startStack({ env: { DNS_SERVERS: dns.address, ALLOW_PRIVATE_NETWORK: "true" }, didJsonCa: ca.cert });
+  clearTrustAnchorsCache();
+});
+
+afterAll(async () => {
+  await stack?.stop();
+  internal?.stop(true);
+  await front?.stop();
+  await dns?.stop();
+});
+
+describe("x402 receipt → user review on the devnet", () => {
+  test("402 with offers, pay, 200 with receipt, verify, trust tier, review submitted and read back from EAS", async () => {
+    const payer = privateKeyToAccount(generatePrivateKey());
+    const didDocuments = createHttpsDidDocumentFetcher({
+      resolver: createDnsPacketResolver({ servers: [dns.address] }),
+      allowPrivateNetwork: true,
+      ca: caCert,
+    });
+    const url = `http://127.0.0.1:${internal.port}/premium?ref=e2e`;
+
+    // 402: one signed offer, verified against the did.json the public front serves over HTTPS.
+    const unpaid = await fetch(url);
+    expect(unpaid.status).toBe(402);
+    const offers = await extractOffers(unpaid);
+    expect(offers).toHaveLength(1);
+    const offer = await verifyOffer(offers[0], { didDocuments });
+    if (!offer.ok) throw new Error(`offer: ${offer.message}`);
+    expect(offer.value.payload.resourceUrl).toBe(`${publicBase}/premium`);
+    expect(offer.value.signer.kid).toBe(`${subjectDid}#key-1`);
+
+    // Pay with the official client; the accept entry is found from the offer's terms.
+    const client = new x402HTTPClient(new x402Client().register(NETWORK, testSchemeClient(payer)).setSpendControls(false));
+    const paymentRequired = client.getPaymentRequiredResponse((n) => unpaid.headers.get(n), await unpaid.json());
+    expect(findAcceptForOffer(offers[0]!, paymentRequired.accepts)).toBe(paymentRequired.accepts[0]);
+    const payload = await client.createPaymentPayload(paymentRequired);
+    const paid = await fetch(url, { headers: client.encodePaymentSignatureHeader(payload) });
+    expect(paid.status).toBe(200);
+    expect(await paid.json()).toEqual({ weather: "sunny" });
+    const settlement = client.getPaymentSettleResponse((n) => paid.headers.get(n));
+    const receipt = extractReceipt(paid) as SignedReceipt;
+    const verified = await verifyReceipt(receipt, { didDocuments, maxAgeSeconds: 3600 });
+    if (!verified.ok) throw new Error(`receipt: ${verified.message}`);
+    expect(verified.value.payload).toMatchObject({ payer: payer.address, network: NETWORK, transaction: settlement.transaction, resourceUrl: `${publicBase}/premium` });
+    expect(receiptMatchesOffer(verified.value.payload, offer.value.payload, [payer.address])).toBe(true);
+
+    // Tier 1: the service's controller discovery finds the key in the subject's did.json.
+    const chain = { rpc: stack.devnet.rpcUrl, chainId: stack.service.chainId };
+    const live = await checkSignerTrust(
+      { resourceUrl: verified.value.payload.resourceUrl, signer: verified.value.signer, at: verified.value.payload.issuedAt },
+      { baseUrl: stack.baseUrl, chain },
+    );
+    expect(live).toMatchObject({ tier: 1, basis: "endpoint-evidence", subjectDid });
+    expect(live.endpointKeys).toContain(verified.value.signer.controllerDid);
+
+    // Tier 2: the approved witness wallet attests the key as a controller of the subject.
+    const witnessSchema = findSchemaByName("controller-witness")!;
+    const data = encodeSchemaData(witnessSchema.schema, {
+      subject: subjectDid,
+      controller: verified.value.signer.controllerDid,
+      method: "did-json",
+      observedAt: BigInt(verified.value.payload.issuedAt - 1),
+    });
+    if (!data.ok) throw new Error(data.message);
+    const recipient = didToAddress(subjectDid);
+    if (!recipient.ok) throw new Error(recipient.message);
+    await easWriter({ rpcUrl: stack.devnet.rpcUrl, easAddress: stack.service.easAddress }).attest(
+      stack.devnet.keys.witness,
+      stack.devnet.schemaUids["controller-witness"] as Hex,
+      { recipient: recipient.value, data: data.value, revocable: witnessSchema.revocable },
+    );
+    const witnessed = await checkSignerTrust(
+      { resourceUrl: verified.value.payload.resourceUrl, signer: verified.value.signer, at: verified.value.payload.issuedAt },
+      { baseUrl: stack.baseUrl, chain },
+    );
+    expect(witnessed).toMatchObject({ tier: 2, level: "high", basis: "controller-witness" });
+
+    // The review: the payer attests through the service's delegated-attest endpoint (gas paid by the delegate).
+    const result = await attestReceiptReview(
+      receipt,
+      { ratingValue: 4, reviewBody: "Paid, delivered", attester: payer.address, sign: (td) => payer.signTypedData(td) },
+      { baseUrl: stack.baseUrl },
+    );
+    expect(result.success).toBe(true);
+
+    // Read back from EAS: the payer is the attester, the subject's DID address the recipient, the receipt verbatim.
+    const reader = createPublicClient({ transport: http(stack.devnet.rpcUrl) });
+    const onChain = await reader.readContract({ address: stack.service.easAddress, abi: EAS_ABI, functionName: "getAttestation", args: [result.uid!] });
+    expect(onChain.attester).toBe(payer.address);
+    expect(onChain.recipient.toLowerCase()).toBe(recipient.value);
+    expect(onChain.schema).toBe(stack.devnet.schemaUids["user-review"] as Hex);
+    const review = decodeSchemaData(findSchemaByName("user-review")!.schema, onChain.data);
+    if (!review.ok) throw new Error(review.message);
+    expect(review.value).toMatchObject({ subject: (normalizeDid(subjectDid) as { value: string }).value, ratingValue: "4", reviewBody: "Paid, delivered" });
+    const proof = JSON.parse((review.value.proofs as string[])[0]!);
+    expect(proof).toEqual({ proofType: "x402-receipt", proofPurpose: "commercial-tx", proofObject: receipt });
+    // The proof read back from the chain still verifies, and names the attester as payer.
+    const again = await verifyReceipt(proof.proofObject, { didDocuments });
+    expect(again.ok && again.value.payload.payer).toBe(onChain.attester);
+  });
+});

@@ -1,0 +1,327 @@
+/**
+ * x402 for Elysia on Bun (x402_offer_receipt.md §2.4–2.5, option (a)): a fetch-level wrapper around
+ * `app.handle` driven by the official `x402HTTPResourceServer`, so Elysia itself is untouched and the
+ * same wrapper fits any `Request → Response` handler.
+ *
+ * v2: `PAYMENT-SIGNATURE` in, `PAYMENT-REQUIRED` / `PAYMENT-RESPONSE` out, through core.
+ * v1 (core emits v2 only): every 402 also carries the v1 JSON body (`x402Version: 1`, `maxAmountRequired`,
+ * v1 network names, top-level `extensions` with the offers); an `X-PAYMENT` request is verified and
+ * settled with the facilitator directly and answered with `X-PAYMENT-RESPONSE`, its receipt signed by
+ * the same issuer over the same canonical URL. v2 clients read the header first, so both coexist.
+ *
+ * Receipts only for a 2xx answer: any other status cancels the verified payment and nothing settles.
+ * Failures answer a fixed body: facilitator trouble 502 `FACILITATOR_ERROR`, anything else 500
+ * `SERVER_ERROR`; upstream text never reaches the client.
+ */
+import {
+  decodePaymentRequiredHeader,
+  encodePaymentResponseHeader,
+} from "@x402/core/http";
+import {
+  type FacilitatorClient,
+  FacilitatorResponseError,
+  type HTTPAdapter,
+  type HTTPRequestContext,
+  type HTTPResponseInstructions,
+  type RouteConfig,
+  withPrivateCacheControl,
+  type x402HTTPResourceServer,
+} from "@x402/core/server";
+import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from "@x402/core/types";
+import { OFFER_RECEIPT, readDeclaration, toCaip2Network, toV1Network } from "../domain/x402_payloads.ts";
+import type { Logger } from "../ports/logger.ts";
+import { type DidDocument, DID_DOCUMENT_PATH, didDocumentResponse } from "./did_document.ts";
+import { type OfferReceiptSigning, receiptExtension, resolveResourceUrl, signReceipt } from "./extension.ts";
+
+/** Options of {@link createX402Fetch}. */
+export type X402FetchOptions = {
+  /** The official HTTP resource server: routes, schemes, facilitator, and our extension registered. */
+  readonly httpServer: x402HTTPResourceServer;
+  /** The application: Elysia's `app.handle`, or any fetch handler. */
+  readonly handle: (request: Request) => Response | Promise<Response>;
+  /** Serves this document at `/.well-known/did.json` (JWS keys). */
+  readonly didDocument?: DidDocument | undefined;
+  /** x402 v1 (`X-PAYMENT`): the facilitator to verify and settle with, and the receipt signer. Omit to serve v2 only. */
+  readonly v1?: { readonly facilitator: FacilitatorClient; readonly signing: OfferReceiptSigning } | undefined;
+  readonly log?: Logger | undefined;
+};
+
+const EXPOSED = "PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE";
+const JSON_HEADERS = { "content-type": "application/json" };
+
+/** Wraps an Elysia app (anything with `handle`) with x402 payments and offer/receipt signing. */
+export function withX402(
+  app: { handle: (request: Request) => Response | Promise<Response> },
+  options: Omit<X402FetchOptions, "handle">,
+): (request: Request) => Promise<Response> {
+  return createX402Fetch({ ...options, handle: (request) => app.handle(request) });
+}
+
+/** Builds the fetch handler: free routes pass through, protected routes pay first. */
+export function createX402Fetch(options: X402FetchOptions): (request: Request) => Promise<Response> {
+  const { httpServer, handle, log } = options;
+  // Core matches routes privately; its protected-request hook is the one place that hands us the match.
+  const routeOf = new WeakMap<HTTPAdapter, RouteConfig>();
+  httpServer.onProtectedRequest((context, routeConfig) => {
+    routeOf.set(context.adapter, routeConfig);
+    return Promise.resolve();
+  });
+  let initialized: Promise<void> | undefined;
+  const initialize = () => {
+    initialized ??= httpServer.initialize().catch((error: unknown) => {
+      initialized = undefined;
+      throw error;
+    });
+    return initialized;
+  };
+
+  return async function x402Fetch(request) {
+    const url = new URL(request.url);
+    if (options.didDocument !== undefined && url.pathname === DID_DOCUMENT_PATH && (request.method === "GET" || request.method === "HEAD")) {
+      return didDocumentResponse(options.didDocument);
+    }
+    const adapter = requestAdapter(request, url);
+    const v2Header = adapter.getHeader("payment-signature");
+    const v1Header = options.v1 === undefined ? undefined : adapter.getHeader("x-payment");
+    const context: HTTPRequestContext = { adapter, path: url.pathname, method: request.method, paymentHeader: v2Header ?? v1Header };
+    if (!httpServer.requiresPayment(context)) return await handle(request);
+    try {
+      await initialize();
+    } catch (error) {
+      log?.error("x402.initialize_failed", { error: errorName(error) });
+      return failure(502, "Payment facilitator unavailable", "FACILITATOR_ERROR");
+    }
+    try {
+      if (v2Header === undefined && v1Header !== undefined && options.v1 !== undefined) {
+        return await payV1(request, url, context, v1Header, options.v1);
+      }
+      return await payV2(request, context);
+    } catch (error) {
+      log?.error("x402.request_failed", { error: errorName(error) });
+      return error instanceof FacilitatorResponseError
+        ? failure(502, "Payment facilitator error", "FACILITATOR_ERROR")
+        : failure(500, "Internal server error", "SERVER_ERROR");
+    }
+  };
+
+  async function payV2(request: Request, context: HTTPRequestContext): Promise<Response> {
+    const result = await httpServer.processHTTPRequest(context);
+    if (result.type === "no-payment-required") return await handle(request);
+    if (result.type === "payment-error") return withV1Body(render(result.response), result.response);
+    const { paymentPayload, paymentRequirements, declaredExtensions, cancellationDispatcher, beforeHandlerSettlement } = result;
+    let response: Response;
+    try {
+      response = await handle(request);
+    } catch (error) {
+      await cancellationDispatcher.cancel({ reason: "handler_threw", error });
+      throw error;
+    }
+    if (response.status < 200 || response.status >= 300) {
+      await cancellationDispatcher.cancel({ reason: "handler_failed", responseStatus: response.status });
+      return response;
+    }
+    const body = new Uint8Array(await response.arrayBuffer());
+    const responseHeaders: Record<string, string> = {};
+    response.headers.forEach((value, key) => {
+      responseHeaders[key] = value;
+    });
+    const settled = await httpServer.processSettlement(
+      paymentPayload,
+      paymentRequirements,
+      declaredExtensions,
+      { request: context, responseBody: Buffer.from(body), responseHeaders },
+      undefined,
+      beforeHandlerSettlement,
+    );
+    if (!settled.success) return render(settled.response);
+    const headers = new Headers(response.headers);
+    headers.delete("settlement-overrides");
+    for (const [key, value] of Object.entries(settled.headers)) headers.set(key, value);
+    headers.set("cache-control", withPrivateCacheControl(response.headers.get("cache-control")));
+    headers.set("access-control-expose-headers", EXPOSED);
+    return new Response(body, { status: response.status, statusText: response.statusText, headers });
+  }
+
+  /** The v1 path: the v2 402 of this request tells the terms and offers; the facilitator is called directly. */
+  async function payV1(
+    request: Request,
+    url: URL,
+    context: HTTPRequestContext,
+    header: string,
+    v1: NonNullable<X402FetchOptions["v1"]>,
+  ): Promise<Response> {
+    const unpaid = await httpServer.processHTTPRequest({ ...context, paymentHeader: undefined });
+    if (unpaid.type === "no-payment-required") return await handle(request);
+    if (unpaid.type !== "payment-error") return failure(500, "Internal server error", "SERVER_ERROR");
+    const paymentRequired = paymentRequiredOf(unpaid.response);
+    if (paymentRequired === undefined) return render(unpaid.response);
+    const payload = decodeV1Payment(header);
+    if (payload === undefined) return v1PaymentRequired(paymentRequired, "invalid_payment");
+    const match = paymentRequired.accepts.find((a) =>
+      a.scheme === payload.scheme && toCaip2Network(a.network) === toCaip2Network(payload.network)
+    );
+    if (match === undefined) return v1PaymentRequired(paymentRequired, "No matching payment requirements");
+    const requirements = toV1Requirements(match, paymentRequired);
+    // FacilitatorClient is typed for v2; the wire carries x402Version from the payload, as the v1 protocol wants.
+    const verified = await v1.facilitator.verify(payload as unknown as PaymentPayload, requirements as unknown as PaymentRequirements);
+    if (!verified.isValid) return v1PaymentRequired(paymentRequired, reasonCode(verified.invalidReason));
+    const response = await handle(request);
+    if (response.status < 200 || response.status >= 300) return response;
+    const body = new Uint8Array(await response.arrayBuffer());
+    const settled = await v1.facilitator.settle(payload as unknown as PaymentPayload, requirements as unknown as PaymentRequirements);
+    if (!settled.success) {
+      const failed = v1PaymentRequired(paymentRequired, reasonCode(settled.errorReason));
+      failed.headers.set("x-payment-response", encodePaymentResponseHeader(v1SettleResponse(settled)));
+      return failed;
+    }
+    const route = routeOf.get(context.adapter);
+    const declaration = readDeclaration(route?.extensions?.[OFFER_RECEIPT]);
+    const out = v1SettleResponse(settled);
+    if (route?.extensions?.[OFFER_RECEIPT] !== undefined) {
+      const resourceUrl = resolveResourceUrl({ requestUrl: url.href, publicBaseUrl: v1.signing.publicBaseUrl, override: route.resource });
+      const receipt = resourceUrl === undefined ? undefined : await signReceipt(
+        v1.signing,
+        { resourceUrl, payer: settled.payer, network: settled.network, transaction: settled.transaction },
+        declaration,
+      );
+      if (receipt !== undefined) out.extensions = { [OFFER_RECEIPT]: receiptExtension(receipt) };
+    }
+    const headers = new Headers(response.headers);
+    headers.set("x-payment-response", encodePaymentResponseHeader(out));
+    headers.set("cache-control", withPrivateCacheControl(response.headers.get("cache-control")));
+    headers.set("access-control-expose-headers", EXPOSED);
+    return new Response(body, { status: response.status, statusText: response.statusText, headers });
+  }
+}
+
+/** A Request as core's HTTPAdapter. */
+function requestAdapter(request: Request, url: URL): HTTPAdapter {
+  return {
+    getHeader: (name) => request.headers.get(name) ?? undefined,
+    getMethod: () => request.method,
+    getPath: () => url.pathname,
+    getUrl: () => url.href,
+    getAcceptHeader: () => request.headers.get("accept") ?? "",
+    getUserAgent: () => request.headers.get("user-agent") ?? "",
+    getQueryParams: () => {
+      const out: Record<string, string | string[]> = {};
+      for (const key of new Set(url.searchParams.keys())) {
+        const all = url.searchParams.getAll(key);
+        out[key] = all.length === 1 ? all[0]! : all;
+      }
+      return out;
+    },
+    getQueryParam: (name) => {
+      const all = url.searchParams.getAll(name);
+      return all.length === 0 ? undefined : all.length === 1 ? all[0] : all;
+    },
+  };
+}
+
+function render(instructions: HTTPResponseInstructions): Response {
+  const headers = new Headers(instructions.headers);
+  headers.set("access-control-expose-headers", EXPOSED);
+  const body = instructions.isHtml || typeof instructions.body === "string"
+    ? String(instructions.body ?? "")
+    : JSON.stringify(instructions.body ?? {});
+  if (!headers.has("content-type")) headers.set("content-type", "application/json");
+  return new Response(body, { status: instructions.status, headers });
+}
+
+function paymentRequiredOf(instructions: HTTPResponseInstructions): PaymentRequired | undefined {
+  const header = Object.entries(instructions.headers).find(([k]) => k.toLowerCase() === "payment-required")?.[1];
+  if (header === undefined) return undefined;
+  try {
+    return decodePaymentRequiredHeader(header);
+  } catch {
+    return undefined;
+  }
+}
+
+const isEmptyJsonBody = (instructions: HTTPResponseInstructions) =>
+  !instructions.isHtml && typeof instructions.body === "object" && instructions.body !== null &&
+  Object.keys(instructions.body).length === 0;
+
+/** Adds the v1 body to a default (empty-body) 402, leaving custom bodies and the HTML paywall alone. */
+function withV1Body(response: Response, instructions: HTTPResponseInstructions): Response {
+  if (instructions.status !== 402 || !isEmptyJsonBody(instructions)) return response;
+  const paymentRequired = paymentRequiredOf(instructions);
+  if (paymentRequired === undefined) return response;
+  return new Response(JSON.stringify(v1Body(paymentRequired, paymentRequired.error)), { status: 402, headers: response.headers });
+}
+
+type V1Requirements = {
+  scheme: string;
+  network: string;
+  maxAmountRequired: string;
+  resource: string;
+  description: string;
+  mimeType: string;
+  payTo: string;
+  maxTimeoutSeconds: number;
+  asset: string;
+  extra: Record<string, unknown>;
+};
+
+function toV1Requirements(accept: PaymentRequirements, paymentRequired: PaymentRequired): V1Requirements {
+  return {
+    scheme: accept.scheme,
+    network: toV1Network(accept.network),
+    maxAmountRequired: accept.amount,
+    resource: paymentRequired.resource.url,
+    description: paymentRequired.resource.description ?? "",
+    mimeType: paymentRequired.resource.mimeType ?? "",
+    payTo: accept.payTo,
+    maxTimeoutSeconds: accept.maxTimeoutSeconds,
+    asset: accept.asset,
+    extra: accept.extra ?? {},
+  };
+}
+
+function v1Body(paymentRequired: PaymentRequired, error: string | undefined) {
+  return {
+    x402Version: 1,
+    error: error ?? "Payment required",
+    accepts: paymentRequired.accepts.map((a) => toV1Requirements(a, paymentRequired)),
+    ...(paymentRequired.extensions === undefined ? {} : { extensions: paymentRequired.extensions }),
+  };
+}
+
+function v1PaymentRequired(paymentRequired: PaymentRequired, error: string): Response {
+  return new Response(JSON.stringify(v1Body(paymentRequired, error)), {
+    status: 402,
+    headers: { ...JSON_HEADERS, "cache-control": "no-store", "access-control-expose-headers": EXPOSED },
+  });
+}
+
+function v1SettleResponse(settled: SettleResponse): SettleResponse {
+  const out: SettleResponse = { success: settled.success, transaction: settled.transaction ?? "", network: settled.network };
+  if (settled.payer !== undefined) out.payer = settled.payer;
+  if (!settled.success) out.errorReason = reasonCode(settled.errorReason);
+  return out;
+}
+
+type V1Payment = { x402Version: 1; scheme: string; network: string; payload: Record<string, unknown> };
+
+function decodeV1Payment(header: string): V1Payment | undefined {
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(header)) return undefined;
+  try {
+    const parsed = JSON.parse(Buffer.from(header, "base64").toString("utf8")) as Record<string, unknown>;
+    if (parsed.x402Version !== 1 || typeof parsed.scheme !== "string" || typeof parsed.network !== "string") return undefined;
+    if (typeof parsed.payload !== "object" || parsed.payload === null) return undefined;
+    return parsed as V1Payment;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Facilitator reasons are protocol codes (`insufficient_funds`); anything else is replaced, never echoed. */
+function reasonCode(reason: string | undefined): string {
+  return reason !== undefined && /^[a-z0-9_]{1,64}$/.test(reason) ? reason : "invalid_payment";
+}
+
+function failure(status: number, error: string, code: string): Response {
+  return new Response(JSON.stringify({ error, code }), { status, headers: JSON_HEADERS });
+}
+
+const errorName = (error: unknown) => (error instanceof Error ? error.name : typeof error);

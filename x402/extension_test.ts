@@ -1,0 +1,315 @@
+/**
+ * The offer-receipt extension through the official `@x402/core` resource server and our Elysia
+ * adapter, on loopback, paid by the official `x402Client`, with the in-process test facilitator.
+ * Each defect of x402_offer_receipt.md §2.6 has a test here.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { x402Client, x402HTTPClient } from "@x402/core/client";
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
+import { type FacilitatorClient, type RouteConfig, x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server";
+import type { PaymentRequired } from "@x402/core/types";
+import { verifyReceiptSignatureJWS } from "@x402/extensions/offer-receipt";
+import { Elysia } from "elysia";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { createWebCryptoJwsVerifier } from "../adapters/webcrypto_jws_verifier.ts";
+import { OFFER_INFO_SCHEMA, readOfferPayload, readReceiptPayload, type SignedReceipt } from "../domain/x402_payloads.ts";
+import { verifySignedOffer, verifySignedReceipt } from "../domain/x402_verify.ts";
+import type { Logger } from "../ports/logger.ts";
+import { buildDidDocument } from "./did_document.ts";
+import { withX402 } from "./elysia_adapter.ts";
+import { createOfferReceiptExtension, declareOfferReceiptExtension, type OfferReceiptSigning } from "./extension.ts";
+import { createEip712Issuer, createJwsIssuerFromJwk, didWebKid, generateSigningJwk, type OfferReceiptIssuer } from "./signers.ts";
+import { createTestFacilitator, type TestFacilitator, testSchemeClient, testSchemeServer, testV1PaymentHeader } from "./testing.ts";
+
+const NETWORK = "eip155:84532";
+const PAY_TO = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C";
+const PAY_TO_2 = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+const NOW = Math.floor(Date.now() / 1000);
+const payer = privateKeyToAccount(generatePrivateKey());
+const jws = createWebCryptoJwsVerifier();
+
+type Server = {
+  url: string;
+  port: number;
+  facilitator: TestFacilitator;
+  logs: { event: string; fields?: Record<string, unknown> }[];
+  stop: () => void;
+};
+const servers: Server[] = [];
+afterEach(() => {
+  for (const s of servers.splice(0)) s.stop();
+});
+
+type Setup = {
+  issuer?: (port: number) => Promise<OfferReceiptIssuer> | OfferReceiptIssuer;
+  route?: Partial<RouteConfig>;
+  publicBaseUrl?: (port: number) => string;
+  facilitator?: FacilitatorClient;
+};
+
+/** A resource server: Elysia app, official core resource server, our extension and adapter, on 127.0.0.1. */
+async function start(setup: Setup = {}): Promise<Server> {
+  const logs: Server["logs"] = [];
+  const record = (event: string, fields?: Record<string, unknown>) => void logs.push({ event, fields });
+  const log: Logger = { debug: record, info: record, warn: record, error: record };
+  const facilitator = createTestFacilitator({ networks: [NETWORK], v1Networks: ["base-sepolia"] });
+  let handler: (request: Request) => Promise<Response> = () => Promise.resolve(new Response(null, { status: 503 }));
+  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (request) => handler(request) });
+  const port = server.port!;
+  const issuer = await (setup.issuer ?? (() => createEip712Issuer({ privateKey: generatePrivateKey() })))(port);
+  const signing: OfferReceiptSigning = { issuer, publicBaseUrl: setup.publicBaseUrl?.(port), nowSeconds: () => NOW, log };
+  const resourceServer = new x402ResourceServer(setup.facilitator ?? facilitator)
+    .register(NETWORK, testSchemeServer())
+    .registerExtension(createOfferReceiptExtension(signing));
+  const route: RouteConfig = {
+    accepts: [
+      { scheme: "exact", network: NETWORK, payTo: PAY_TO, price: "$0.001", maxTimeoutSeconds: 120 },
+      { scheme: "exact", network: NETWORK, payTo: PAY_TO_2, price: "$0.002" },
+    ],
+    description: "demo",
+    mimeType: "application/json",
+    extensions: declareOfferReceiptExtension(),
+    ...setup.route,
+  };
+  const httpServer = new x402HTTPResourceServer(resourceServer, { "GET /paid": route, "GET /broken": route });
+  const app = new Elysia()
+    .get("/paid", () => ({ data: "premium" }))
+    .get("/broken", ({ status }) => status(500, { error: "boom" }))
+    .get("/free", () => "free");
+  const didDocument = issuer.format === "jws" && setup.publicBaseUrl !== undefined
+    ? buildDidDocument({ did: issuer.kid.split("#")[0]!, issuers: [issuer] })
+    : undefined;
+  handler = withX402(app, { httpServer, didDocument, v1: { facilitator, signing }, log });
+  const s = { url: `http://127.0.0.1:${port}`, port, facilitator, logs, stop: () => void server.stop(true) };
+  servers.push(s);
+  return s;
+}
+
+const paymentRequiredOf = (response: Response) => decodePaymentRequiredHeader(response.headers.get("payment-required")!);
+const offersOf = (pr: PaymentRequired) => (pr.extensions?.["offer-receipt"] as { info: { offers: unknown[] } }).info.offers;
+
+/** The official client pays: 402 → payload (echoing the extensions) → paid request. */
+async function pay(url: string, init: RequestInit = {}) {
+  const client = new x402Client().register(NETWORK, testSchemeClient(payer)).setSpendControls(false);
+  const http = new x402HTTPClient(client);
+  const unpaid = await fetch(url, init);
+  const paymentRequired = http.getPaymentRequiredResponse((n) => unpaid.headers.get(n), await unpaid.json());
+  const payload = await http.createPaymentPayload(paymentRequired);
+  const paid = await fetch(url, { ...init, headers: { ...(init.headers as Record<string, string> | undefined), ...http.encodePaymentSignatureHeader(payload) } });
+  const settlement = paid.headers.get("payment-response") ? decodePaymentResponseHeader(paid.headers.get("payment-response")!) : undefined;
+  const receipt = (settlement?.extensions?.["offer-receipt"] as { info?: { receipt?: SignedReceipt } } | undefined)?.info?.receipt;
+  return { unpaid, paymentRequired, paid, settlement, receipt };
+}
+
+describe("offers on a 402", () => {
+  test("every accepts[] entry gets a signed offer, in order, with acceptIndex and the entry's terms", async () => {
+    const s = await start();
+    const response = await fetch(`${s.url}/paid`);
+    expect(response.status).toBe(402);
+    expect(response.headers.get("access-control-expose-headers")).toContain("PAYMENT-REQUIRED");
+    const pr = paymentRequiredOf(response);
+    const offers = offersOf(pr) as { acceptIndex: number }[];
+    expect(offers.map((o) => o.acceptIndex)).toEqual([0, 1]);
+    for (const [i, offer] of offers.entries()) {
+      const verified = await verifySignedOffer(offer, { jws }, { nowSeconds: NOW });
+      if (!verified.ok) throw new Error(verified.message);
+      const accept = pr.accepts[i]!;
+      expect(verified.value.payload).toMatchObject({ scheme: accept.scheme, network: accept.network, asset: accept.asset, payTo: accept.payTo, amount: accept.amount });
+    }
+  });
+
+  test("validity: each accept's maxTimeoutSeconds (core's 300 when unset) unless the route declares offerValiditySeconds", async () => {
+    const fallback = await start();
+    const offers = offersOf(paymentRequiredOf(await fetch(`${fallback.url}/paid`)));
+    expect(offers.map((o) => readOfferPayload(o).ok && (readOfferPayload(o) as { value: { validUntil: number } }).value.validUntil - NOW)).toEqual([120, 300]);
+    const declared = await start({ route: { extensions: declareOfferReceiptExtension({ offerValiditySeconds: 60 }) } });
+    const offers60 = offersOf(paymentRequiredOf(await fetch(`${declared.url}/paid`)));
+    expect(offers60.map((o) => (readOfferPayload(o) as { value: { validUntil: number } }).value.validUntil - NOW)).toEqual([60, 60]);
+  });
+
+  test("the declare call validates and defaults includeTxHash to false", () => {
+    expect(declareOfferReceiptExtension()).toEqual({ "offer-receipt": { includeTxHash: false } });
+    expect(declareOfferReceiptExtension({ includeTxHash: true, offerValiditySeconds: 30 })).toEqual({
+      "offer-receipt": { includeTxHash: true, offerValiditySeconds: 30 },
+    });
+    expect(() => declareOfferReceiptExtension({ offerValiditySeconds: 0 })).toThrow("offerValiditySeconds must be a positive integer");
+  });
+
+  test("an accept paying the signing key's own address gets no offer (the key is never the payTo wallet)", async () => {
+    const key = generatePrivateKey();
+    const own = privateKeyToAccount(key).address;
+    const s = await start({
+      issuer: () => createEip712Issuer({ privateKey: key }),
+      route: { accepts: [{ scheme: "exact", network: NETWORK, payTo: own, price: "$0.001" }, { scheme: "exact", network: NETWORK, payTo: PAY_TO, price: "$0.001" }] },
+    });
+    const offers = offersOf(paymentRequiredOf(await fetch(`${s.url}/paid`))) as { acceptIndex: number }[];
+    expect(offers.map((o) => o.acceptIndex)).toEqual([1]);
+    expect(s.logs.some((l) => l.event === "x402.offer.refused")).toBe(true);
+  });
+});
+
+describe("receipts on a paid 2xx", () => {
+  test("v2: the official client pays; PAYMENT-RESPONSE carries a receipt without the transaction by default", async () => {
+    const s = await start();
+    const { paid, settlement, receipt } = await pay(`${s.url}/paid`);
+    expect(paid.status).toBe(200);
+    expect(await paid.json()).toEqual({ data: "premium" });
+    expect(paid.headers.get("cache-control")).toContain("private");
+    expect(settlement?.transaction).toMatch(/^0x[0-9a-f]{64}$/);
+    const verified = await verifySignedReceipt(receipt, { jws }, { nowSeconds: NOW });
+    if (!verified.ok) throw new Error(verified.message);
+    expect(verified.value.payload).toEqual({ version: 1, network: NETWORK, resourceUrl: `${s.url}/paid`, payer: payer.address, issuedAt: NOW, transaction: "" });
+  });
+
+  test("includeTxHash: true puts the settlement hash in the receipt (eip712 and jws)", async () => {
+    for (const issuer of [() => createEip712Issuer({ privateKey: generatePrivateKey() }), async (port: number) =>
+      createJwsIssuerFromJwk({ kid: didWebKid(`http://localhost:${port}`), alg: "EdDSA", privateJwk: await generateSigningJwk("EdDSA") })]) {
+      const s = await start({ issuer, route: { extensions: declareOfferReceiptExtension({ includeTxHash: true }) } });
+      const { settlement, receipt } = await pay(`${s.url}/paid`);
+      const payload = readReceiptPayload(receipt);
+      expect(payload.ok && payload.value.transaction).toBe(settlement!.transaction);
+    }
+  });
+
+  test("offers are dynamic info: a payment echoing the (randomized ES256) offers of an earlier 402 is accepted", async () => {
+    const s = await start({
+      issuer: async (port) => createJwsIssuerFromJwk({ kid: didWebKid(`http://localhost:${port}`), alg: "ES256", privateJwk: await generateSigningJwk("ES256") }),
+    });
+    const { paid, paymentRequired } = await pay(`${s.url}/paid`);
+    expect(offersOf(paymentRequired)).toHaveLength(2);
+    expect(paid.status).toBe(200);
+    expect(paid.headers.get("payment-response")).not.toBeNull();
+  });
+
+  test("one canonical public URL: offers and receipt sign the public base URL plus path, never the query", async () => {
+    const s = await start({ publicBaseUrl: () => "https://api.example.com" });
+    const { paymentRequired, receipt } = await pay(`${s.url}/paid?utm=1`);
+    const urls = offersOf(paymentRequired).map((o) => (readOfferPayload(o) as { value: { resourceUrl: string } }).value.resourceUrl);
+    expect(urls).toEqual(["https://api.example.com/paid", "https://api.example.com/paid"]);
+    expect((readReceiptPayload(receipt) as { value: { resourceUrl: string } }).value.resourceUrl).toBe("https://api.example.com/paid");
+  });
+
+  test("one canonical public URL: a route's explicit resource is signed by offers and receipt alike", async () => {
+    const s = await start({ route: { resource: "https://shop.example.com/item/7" } });
+    const { paymentRequired, receipt } = await pay(`${s.url}/paid`);
+    expect((readOfferPayload(offersOf(paymentRequired)[0]) as { value: { resourceUrl: string } }).value.resourceUrl).toBe("https://shop.example.com/item/7");
+    expect((readReceiptPayload(receipt) as { value: { resourceUrl: string } }).value.resourceUrl).toBe("https://shop.example.com/item/7");
+  });
+
+  test("a handler failure cancels the payment: no settlement, no receipt", async () => {
+    const s = await start();
+    const { paid } = await pay(`${s.url}/broken`);
+    expect(paid.status).toBe(500);
+    expect(paid.headers.get("payment-response")).toBeNull();
+    expect(s.facilitator.calls.settle).toBe(0);
+  });
+
+  test("no payer from the facilitator: the 200 is served without a receipt", async () => {
+    const s = await start();
+    s.facilitator.omitPayer = true;
+    const { paid, settlement } = await pay(`${s.url}/paid`);
+    expect(paid.status).toBe(200);
+    expect(settlement?.extensions?.["offer-receipt"]).toBeUndefined();
+  });
+});
+
+describe("nothing leaks when signing fails", () => {
+  const broken: OfferReceiptIssuer = {
+    format: "eip712",
+    kid: "did:pkh:eip155:1:0x0000000000000000000000000000000000000001#key-1",
+    signOffer: () => Promise.reject(new Error("KMS https://kms.internal/key/42 denied")),
+    signReceipt: () => Promise.reject(new Error("KMS https://kms.internal/key/42 denied")),
+  };
+
+  test("the 402 carries an empty offers entry, never the declaration or the error", async () => {
+    const s = await start({ issuer: () => broken, route: { extensions: declareOfferReceiptExtension({ includeTxHash: true, offerValiditySeconds: 77 }) } });
+    const response = await fetch(`${s.url}/paid`);
+    const raw = atob(response.headers.get("payment-required")!);
+    expect(paymentRequiredOf(response).extensions?.["offer-receipt"]).toEqual({ info: { offers: [] }, schema: OFFER_INFO_SCHEMA });
+    for (const leak of ["includeTxHash", "offerValiditySeconds", "kms.internal"]) expect(raw).not.toContain(leak);
+    expect(await response.text()).not.toContain("kms");
+  });
+
+  test("the paid 200 is served, its PAYMENT-RESPONSE has no receipt, and logs carry no error text", async () => {
+    const s = await start({ issuer: () => broken, route: { extensions: declareOfferReceiptExtension({ includeTxHash: true }) } });
+    const { paid, settlement } = await pay(`${s.url}/paid`);
+    expect(paid.status).toBe(200);
+    expect(settlement?.success).toBe(true);
+    expect(settlement?.extensions?.["offer-receipt"]).toBeUndefined();
+    expect(atob(paid.headers.get("payment-response")!)).not.toContain("includeTxHash");
+    expect(s.logs.map((l) => l.event)).toContain("x402.receipt.sign_failed");
+    expect(JSON.stringify(s.logs)).not.toContain("kms.internal");
+  });
+
+  test("a facilitator that cannot be reached answers 502 with a fixed body", async () => {
+    const down: FacilitatorClient = {
+      verify: () => Promise.reject(new Error("connect ECONNREFUSED http://10.0.0.9:4022")),
+      settle: () => Promise.reject(new Error("connect ECONNREFUSED http://10.0.0.9:4022")),
+      getSupported: () => Promise.reject(new Error("connect ECONNREFUSED http://10.0.0.9:4022")),
+    };
+    const s = await start({ facilitator: down });
+    const response = await fetch(`${s.url}/paid`);
+    expect(response.status).toBe(502);
+    expect(await response.json()).toEqual({ error: "Payment facilitator unavailable", code: "FACILITATOR_ERROR" });
+    expect((await fetch(`${s.url}/free`)).status).toBe(200);
+  });
+});
+
+describe("x402 v1", () => {
+  test("the 402 also carries a v1 body: maxAmountRequired, v1 network names, offers in top-level extensions", async () => {
+    const s = await start();
+    const body = await (await fetch(`${s.url}/paid`)).json() as Record<string, any>;
+    expect(body.x402Version).toBe(1);
+    expect(body.accepts.map((a: Record<string, unknown>) => [a.network, a.maxAmountRequired, a.payTo, a.resource])).toEqual([
+      ["base-sepolia", "1000", PAY_TO, `${s.url}/paid`],
+      ["base-sepolia", "2000", PAY_TO_2, `${s.url}/paid`],
+    ]);
+    const offer = await verifySignedOffer(body.extensions["offer-receipt"].info.offers[0], { jws }, { nowSeconds: NOW });
+    expect(offer.ok && offer.value.payload.network).toBe(NETWORK);
+  });
+
+  test("X-PAYMENT pays; X-PAYMENT-RESPONSE carries the receipt, includeTxHash honoured, CAIP-2 network", async () => {
+    const s = await start({ route: { extensions: declareOfferReceiptExtension({ includeTxHash: true }) } });
+    const body = await (await fetch(`${s.url}/paid`)).json() as { accepts: Parameters<typeof testV1PaymentHeader>[1][] };
+    const header = await testV1PaymentHeader(payer, body.accepts[0]!);
+    const paid = await fetch(`${s.url}/paid`, { headers: { "x-payment": header } });
+    expect(paid.status).toBe(200);
+    expect(paid.headers.get("payment-response")).toBeNull();
+    const settlement = JSON.parse(atob(paid.headers.get("x-payment-response")!));
+    expect(settlement).toMatchObject({ success: true, network: "base-sepolia", payer: payer.address });
+    const verified = await verifySignedReceipt(settlement.extensions["offer-receipt"].info.receipt, { jws }, { nowSeconds: NOW });
+    if (!verified.ok) throw new Error(verified.message);
+    expect(verified.value.payload).toMatchObject({ network: NETWORK, payer: payer.address, transaction: settlement.transaction, resourceUrl: `${s.url}/paid` });
+  });
+
+  test("a bad X-PAYMENT is refused with a v1 402 and nothing is settled", async () => {
+    const s = await start();
+    const body = await (await fetch(`${s.url}/paid`)).json() as { accepts: Parameters<typeof testV1PaymentHeader>[1][] };
+    const stranger = privateKeyToAccount(generatePrivateKey());
+    const header = await testV1PaymentHeader(stranger, { ...body.accepts[0]!, payTo: PAY_TO_2 });
+    const refused = await fetch(`${s.url}/paid`, { headers: { "x-payment": header } });
+    expect(refused.status).toBe(402);
+    expect(((await refused.json()) as { x402Version: number }).x402Version).toBe(1);
+    expect(s.facilitator.calls.settle).toBe(0);
+  });
+});
+
+describe("the DID document route", () => {
+  test("serves application/did+json with a JsonWebKey2020 (with alg) in assertionMethod, and the official resolver verifies our receipt through it", async () => {
+    const s = await start({
+      publicBaseUrl: (port) => `http://localhost:${port}`,
+      issuer: async (port) => createJwsIssuerFromJwk({ kid: didWebKid(`http://localhost:${port}`), alg: "ES256", privateJwk: await generateSigningJwk("ES256") }),
+    });
+    const response = await fetch(`${s.url}/.well-known/did.json`);
+    expect(response.headers.get("content-type")).toBe("application/did+json");
+    const doc = await response.json() as Record<string, any>;
+    const did = `did:web:localhost%3A${s.port}`;
+    expect(doc.id).toBe(did);
+    expect(doc.verificationMethod[0]).toMatchObject({ id: `${did}#key-1`, type: "JsonWebKey2020", controller: did, publicKeyJwk: { kty: "EC", crv: "P-256", alg: "ES256" } });
+    expect(doc.verificationMethod[0].publicKeyJwk.d).toBeUndefined();
+    expect(doc.assertionMethod).toEqual([`${did}#key-1`]);
+    const { receipt } = await pay(`${s.url}/paid`);
+    const payload = await verifyReceiptSignatureJWS(receipt as { format: "jws"; signature: string });
+    expect(payload.resourceUrl).toBe(`http://localhost:${s.port}/paid`);
+  });
+});
