@@ -114,20 +114,28 @@ export function sameService(a: string, b: string): boolean {
 }
 
 /** A review as the chain holds it, enough to tell which one counts. */
-export type ReviewHead = { readonly uid: string; readonly attester: string; readonly subject: string; readonly time: bigint };
+export type ReviewHead = {
+  readonly uid: string;
+  readonly attester: string;
+  readonly subject: string;
+  readonly time: bigint;
+  /** Chain order within equal times: block number × 2^32 + log index. */
+  readonly position: bigint;
+};
+
+const newerThan = (a: ReviewHead, b: ReviewHead) =>
+  a.time !== b.time ? a.time > b.time : a.position !== b.position ? a.position > b.position : a.uid.toLowerCase() > b.uid.toLowerCase();
 
 /**
- * The review that counts for `review`'s (attester, subject): the newest (by attestation time, then
- * uid), among `review` and `others`. Undefined when `review` itself counts.
+ * The review that counts for `review`'s (attester, subject): the newest by attestation time, then by
+ * chain order, among `review` and `others`. Undefined when `review` itself counts.
  */
 export function supersedingReview(review: ReviewHead, others: readonly ReviewHead[]): ReviewHead | undefined {
   let newest = review;
   for (const other of others) {
     if (other.attester.toLowerCase() !== review.attester.toLowerCase()) continue;
     if (!sameService(other.subject, review.subject)) continue;
-    if (other.time > newest.time || (other.time === newest.time && other.uid.toLowerCase() > newest.uid.toLowerCase())) {
-      newest = other;
-    }
+    if (other.uid.toLowerCase() !== review.uid.toLowerCase() && newerThan(other, newest)) newest = other;
   }
   return newest === review ? undefined : newest;
 }

@@ -53,7 +53,7 @@ describe("buildReviewResponseData()", () => {
 });
 
 describe("supersedingReview()", () => {
-  const head = (uid: string, attester: string, subject: string, time: bigint) => ({ uid, attester, subject, time });
+  const head = (uid: string, attester: string, subject: string, time: bigint, position = 0n) => ({ uid, attester, subject, time, position });
   test("the newest review of the same attester about the same service counts", () => {
     const first = head("0x01", "0xAA", "did:web:shop.example", 10n);
     const second = head("0x02", "0xaa", "did:web:WWW.shop.example", 20n);
@@ -61,7 +61,9 @@ describe("supersedingReview()", () => {
     const otherService = head("0x04", "0xaa", "did:web:else.example", 40n);
     expect(supersedingReview(first, [first, second, otherAttester, otherService])).toBe(second);
     expect(supersedingReview(second, [first, second, otherAttester, otherService])).toBeUndefined();
-    const tie = head("0x05", "0xaa", "did:web:shop.example", 20n);
-    expect(supersedingReview(second, [tie])).toBe(tie);
+    // Same second: chain order decides, whatever the uids.
+    const later = head("0x00", "0xaa", "did:web:shop.example", 20n, 7n);
+    expect(supersedingReview(second, [later])).toBe(later);
+    expect(supersedingReview(later, [second])).toBeUndefined();
   });
 });

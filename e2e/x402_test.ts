@@ -7,13 +7,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
-import { x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server";
-import { Elysia } from "elysia";
 import { createPublicClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { createDnsPacketResolver } from "../adapters/dns_packet_resolver.ts";
 import { EAS_ABI } from "../adapters/eas_abi.ts";
-import { createHttpsDidDocumentFetcher } from "../adapters/https_did_document.ts";
 import { didToAddress, normalizeDid } from "../domain/did.ts";
 import { decodeSchemaData, encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
@@ -29,79 +25,41 @@ import {
   verifyOffer,
   verifyReceipt,
 } from "../http/client/x402.ts";
-import { buildDidDocument } from "../x402/did_document.ts";
-import { withX402 } from "../x402/elysia_adapter.ts";
-import { createOfferReceiptExtension, declareOfferReceiptExtension } from "../x402/extension.ts";
-import { createJwsIssuerFromJwk, didWebKid, generateSigningJwk, type OfferReceiptIssuer } from "../x402/signers.ts";
-import { createTestFacilitator, testSchemeClient, testSchemeServer } from "../x402/testing.ts";
+import { testSchemeClient } from "../x402/testing.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
+import { PAID_NETWORK, type PaidService, startPaidService } from "./support/paid_service.ts";
 import { easWriter } from "./support/eas_writer.ts";
-import { type HttpsServer, startHttpsServer } from "./support/https_server.ts";
-import { getTestCa, issueLeaf } from "./support/test_ca.ts";
+import { getTestCa } from "./support/test_ca.ts";
 import { startStack, type Stack } from "./harness.ts";
 
-const NETWORK = "eip155:84532";
-const PAY_TO = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C";
+const NETWORK = PAID_NETWORK;
 
 let dns: DnsServer;
-let front: HttpsServer;
-let internal: ReturnType<typeof Bun.serve>;
+let paidService: PaidService;
 let stack: Stack;
-let issuer: OfferReceiptIssuer;
 let publicBase: string;
 let subjectDid: string;
-let caCert: string;
 
 beforeAll(async () => {
   dns = await startDnsServer();
   const ca = await getTestCa();
-  caCert = ca.cert;
-  const leaf = await issueLeaf(["svc.test"]);
-  let handler: (request: Request) => Promise<Response> = () => Promise.resolve(new Response(null, { status: 503 }));
-  // The public HTTPS front (what a reverse proxy would be) and the internal listener serve the same app.
-  front = await startHttpsServer({ ...leaf, routes: (request) => handler(request) });
-  internal = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (request) => handler(request) });
-  publicBase = `https://svc.test:${front.port}`;
-  subjectDid = `did:web:svc.test%3A${front.port}`;
-  dns.setA("svc.test", ["127.0.0.1"]);
-
-  issuer = await createJwsIssuerFromJwk({ kid: didWebKid(publicBase), alg: "ES256", privateJwk: await generateSigningJwk("ES256") });
-  const facilitator = createTestFacilitator({ networks: [NETWORK] });
-  const signing = { issuer, publicBaseUrl: publicBase };
-  const resourceServer = new x402ResourceServer(facilitator)
-    .register(NETWORK, testSchemeServer())
-    .registerExtension(createOfferReceiptExtension(signing));
-  const httpServer = new x402HTTPResourceServer(resourceServer, {
-    "GET /premium": {
-      accepts: { scheme: "exact", network: NETWORK, payTo: PAY_TO, price: "$0.01", maxTimeoutSeconds: 120 },
-      description: "Premium data",
-      mimeType: "application/json",
-      extensions: declareOfferReceiptExtension({ includeTxHash: true }),
-    },
-  });
-  const app = new Elysia().get("/premium", () => ({ weather: "sunny" }));
-  handler = withX402(app, { httpServer, didDocument: buildDidDocument({ did: subjectDid, issuers: [issuer] }), v1: { facilitator, signing } });
-
+  paidService = await startPaidService({ dns, caCert: ca.cert });
+  ({ publicBase, subjectDid } = paidService);
   stack = await startStack({ env: { DNS_SERVERS: dns.address, ALLOW_PRIVATE_NETWORK: "true" }, didJsonCa: ca.cert });
   clearTrustAnchorsCache();
 });
 
 afterAll(async () => {
   await stack?.stop();
-  internal?.stop(true);
-  await front?.stop();
+  await paidService?.stop();
   await dns?.stop();
 });
 
 describe("x402 receipt → user review on the devnet", () => {
   test("402 with offers, pay, 200 with receipt, verify, trust tier, review submitted and read back from EAS", async () => {
     const payer = privateKeyToAccount(generatePrivateKey());
-    const didDocuments = createHttpsDidDocumentFetcher({
-      resolver: createDnsPacketResolver({ servers: [dns.address] }),
-      allowPrivateNetwork: true,
-      ca: caCert,
-    });
-    const url = `http://127.0.0.1:${internal.port}/premium?ref=e2e`;
+    const didDocuments = paidService.didDocuments;
+    const url = `${paidService.url}?ref=e2e`;
 
     // 402: one signed offer, verified against the did.json the public front serves over HTTPS.
     const unpaid = await fetch(url);
@@ -134,7 +92,7 @@ describe("x402 receipt → user review on the devnet", () => {
       { resourceUrl: verified.value.payload.resourceUrl, signer: verified.value.signer, at: verified.value.payload.issuedAt },
       { baseUrl: stack.baseUrl, chain },
     );
-    expect(live).toMatchObject({ tier: 1, basis: "endpoint-evidence", subjectDid });
+    expect(live).toMatchObject({ tier: 1, basis: "endpoint-evidence", subjectDid: (normalizeDid(subjectDid) as { value: string }).value });
     expect(live.endpointKeys).toContain(verified.value.signer.controllerDid);
 
     // Tier 2: the approved witness wallet attests the key as a controller of the subject.

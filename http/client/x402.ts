@@ -239,7 +239,20 @@ export async function checkSignerTrust(
 ): Promise<SignerTrust> {
   const subject = resourceUrlToDidWeb(input.resourceUrl);
   if (!subject.ok) throw new AtsClientError("INVALID_INPUT", subject.message);
-  const subjectDid = subject.value;
+  return await checkControllerTrust({ subjectDid: subject.value, signer: input.signer, at: input.at }, options);
+}
+
+/**
+ * The same decision for any key and did:web subject: how far `signer` (e.g. the attester of a reply,
+ * as `did:pkh:eip155:1:<address>`) is an authorized controller of `subjectDid` at time `at`.
+ */
+export async function checkControllerTrust(
+  input: { readonly subjectDid: string; readonly signer: VerifiedSigner; readonly at: number },
+  options: SignerTrustOptions = {},
+): Promise<SignerTrust> {
+  const normalized = normalizeDid(input.subjectDid);
+  if (!normalized.ok || !normalized.value.startsWith("did:web:")) throw new AtsClientError("INVALID_DID", "subjectDid must be a did:web");
+  const subjectDid = normalized.value;
   const [endpointKeys, chain] = await Promise.all([
     loadEndpointKeys(subjectDid, options),
     options.chain === undefined ? Promise.resolve({ witnesses: [], keyBindings: [] }) : loadChainEvidence(subjectDid, options),

@@ -1,0 +1,208 @@
+/**
+ * Reviews end to end on the devnet: a paid request through the x402 resource server, a review with the
+ * receipt as proof (through delegated-attest), a reply from the service's controller (published in its
+ * DNS TXT), a reply from an unrelated wallet, a second review by the same attester, all read back and
+ * judged through `verifyReview`.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createPublicClient, type Hex, http } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { OMA_TRUST_PROOF_DOMAIN, OMA_TRUST_PROOF_TYPES } from "../domain/proofs.ts";
+import { attestDelegated } from "../http/client/delegated_attest.ts";
+import { isAtsClientError } from "../http/client/errors.ts";
+import { respondToReview, submitServiceReview, verifyReview } from "../http/client/reviews.ts";
+import { clearTrustAnchorsCache } from "../http/client/trust_anchors.ts";
+import { extractOffers } from "../http/client/x402.ts";
+import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
+import { type PaidService, startPaidService } from "./support/paid_service.ts";
+import { getTestCa } from "./support/test_ca.ts";
+import { startStack, type Stack } from "./harness.ts";
+
+let dns: DnsServer;
+let shop: PaidService;
+let stack: Stack;
+
+beforeAll(async () => {
+  dns = await startDnsServer();
+  const ca = await getTestCa();
+  shop = await startPaidService({ dns, caCert: ca.cert });
+  stack = await startStack({ env: { DNS_SERVERS: dns.address, ALLOW_PRIVATE_NETWORK: "true" }, didJsonCa: ca.cert });
+  clearTrustAnchorsCache();
+});
+afterAll(async () => {
+  await stack?.stop();
+  await shop?.stop();
+  await dns?.stop();
+});
+
+const chainOptions = () => ({ baseUrl: stack.baseUrl, rpc: stack.devnet.rpcUrl, chainId: stack.devnet.chainId, x402: { didDocuments: shop.didDocuments } });
+
+async function codeOf(promise: Promise<unknown>) {
+  try {
+    await promise;
+    return "ok";
+  } catch (error) {
+    if (isAtsClientError(error)) return `${error.code}: ${error.message}`;
+    throw error;
+  }
+}
+
+describe("reviews with receipt proofs, and the service's replies", () => {
+  test("review, reply by the controller, reply by a stranger, a second review: verified through the helper", async () => {
+    // The service's controller key: funded on the devnet and published in the service's DNS TXT.
+    const controller = privateKeyToAccount(stack.devnet.keys.users[2] as Hex);
+    const stranger = privateKeyToAccount(stack.devnet.keys.users[3] as Hex);
+    dns.setTxt("_controllers.svc.test", [[`v=1;controller=did:pkh:eip155:${stack.devnet.chainId}:${controller.address}`]]);
+    const payer = privateKeyToAccount(generatePrivateKey());
+
+    const first = await shop.pay(payer);
+    expect(first.paid.status).toBe(200);
+    const review = await submitServiceReview(
+      { receipt: first.receipt, ratingValue: 2, reviewBody: "Slow answer", attester: payer.address, sign: (td) => payer.signTypedData(td) },
+      { baseUrl: stack.baseUrl },
+    );
+    expect(review.success).toBe(true);
+    expect(review.data.subject).toBe(shop.subjectDid.toLowerCase());
+
+    const reply = await respondToReview({ reviewUid: review.uid!, responseBody: "Fixed, thank you", account: controller }, chainOptions());
+    const strangerReply = await respondToReview({ reviewUid: review.uid!, responseBody: "Buy from us instead", account: stranger }, chainOptions());
+
+    const firstCheck = await verifyReview(review.uid!, chainOptions());
+    expect(firstCheck.review).toMatchObject({ attester: payer.address, subject: shop.subjectDid.toLowerCase(), ratingValue: 2, reviewBody: "Slow answer" });
+    expect(firstCheck.counts).toBe(true);
+    expect(firstCheck.proofs).toHaveLength(1);
+    expect(firstCheck.proofs[0]).toMatchObject({
+      proofType: "x402-receipt",
+      valid: true,
+      reasons: [],
+      signatureValid: true,
+      resourceMatchesSubject: true,
+      payer: { address: payer.address, relation: "attester" },
+      signerTrust: { tier: 1, basis: "endpoint-evidence" },
+    });
+    expect(firstCheck.responses.map((r) => [r.uid, r.kept])).toEqual([[reply.uid, true], [strangerReply.uid, false]]);
+    expect(firstCheck.responses[0]!.reason).toContain("authorized controller");
+    expect(firstCheck.responses[0]!.responseBody).toBe("Fixed, thank you");
+    expect(firstCheck.responses[1]!.reason).toContain("neither the service nor an authorized controller");
+
+    // The same attester reviews again after a second purchase: the newer review replaces the first.
+    const second = await shop.pay(payer);
+    const again = await submitServiceReview(
+      { receipt: second.receipt, ratingValue: 5, reviewBody: "Much better now", attester: payer.address, sign: (td) => payer.signTypedData(td) },
+      { baseUrl: stack.baseUrl },
+    );
+    const superseded = await verifyReview(review.uid!, chainOptions());
+    expect(superseded).toMatchObject({ counts: false, supersededBy: again.uid });
+    const current = await verifyReview(again.uid!, chainOptions());
+    expect(current).toMatchObject({ counts: true, responses: [] });
+    expect(current.review.ratingValue).toBe(5);
+  });
+
+  test("an offer can back a review; a receipt paid by someone else cannot be used by the reviewer", async () => {
+    const payer = privateKeyToAccount(generatePrivateKey());
+    const other = privateKeyToAccount(generatePrivateKey());
+    const { unpaid, receipt } = await shop.pay(payer);
+    const [offer] = await extractOffers(unpaid);
+    const viaOffer = await submitServiceReview(
+      { offer, ratingValue: 3, attester: other.address, sign: (td) => other.signTypedData(td) },
+      { baseUrl: stack.baseUrl },
+    );
+    const checked = await verifyReview(viaOffer.uid!, chainOptions());
+    expect(checked.proofs[0]).toMatchObject({ proofType: "x402-offer", valid: true, resourceMatchesSubject: true, signerTrust: { tier: 1 } });
+    expect(checked.proofs[0]!.payer).toBeUndefined();
+
+    let signed = false;
+    const sign = (td: Parameters<typeof other.signTypedData>[0]) => {
+      signed = true;
+      return other.signTypedData(td);
+    };
+    expect(await codeOf(submitServiceReview({ receipt, ratingValue: 4, attester: other.address, sign }, { baseUrl: stack.baseUrl })))
+      .toBe("INVALID_INPUT: attester must be the receipt's payer (or set linkedPayer)");
+    expect(signed).toBe(false);
+  });
+
+  test("a receipt paid by a wallet the reviewer linked to itself counts; an unlinked one is reported", async () => {
+    const reviewer = privateKeyToAccount(generatePrivateKey());
+    const wallet = privateKeyToAccount(generatePrivateKey());
+    const reviewerDid = `did:pkh:eip155:${stack.devnet.chainId}:${reviewer.address.toLowerCase()}`;
+    const now = BigInt(Math.floor(Date.now() / 1000));
+    // The paying wallet proves it lets the reviewer speak for it (pop-eip712, purpose shared-control).
+    const message = {
+      signer: wallet.address,
+      authorizedEntity: reviewerDid,
+      signingPurpose: "shared-control",
+      creationTimestamp: now - 10n,
+      expirationTimestamp: now + 3600n,
+      randomValue: `0x${"22".repeat(32)}` as Hex,
+      statement: "This wallet belongs to the reviewer",
+    };
+    const domain = { ...OMA_TRUST_PROOF_DOMAIN, chainId: 1 };
+    const signature = await wallet.signTypedData({ domain, types: OMA_TRUST_PROOF_TYPES, primaryType: "OmaTrustProof", message });
+    const proof = JSON.stringify({
+      proofType: "pop-eip712",
+      proofPurpose: "shared-control",
+      proofObject: { domain, message: { ...message, creationTimestamp: Number(message.creationTimestamp), expirationTimestamp: Number(message.expirationTimestamp) }, signature },
+    });
+    await attestDelegated({
+      schemaName: "linked-identifier",
+      data: { subject: reviewerDid, linkedId: `did:pkh:eip155:1:${wallet.address}`, proofs: [proof], issuedAt: now, effectiveAt: now - 60n, expiresAt: 0n },
+      attester: reviewer.address,
+      sign: (td) => reviewer.signTypedData(td),
+    }, { baseUrl: stack.baseUrl });
+
+    const { receipt } = await shop.pay(wallet);
+    const linked = await submitServiceReview(
+      { receipt, ratingValue: 4, attester: reviewer.address, sign: (td) => reviewer.signTypedData(td), linkedPayer: true },
+      { baseUrl: stack.baseUrl },
+    );
+    expect((await verifyReview(linked.uid!, chainOptions())).proofs[0]).toMatchObject({ valid: true, payer: { relation: "linked" } });
+
+    const unlinked = privateKeyToAccount(generatePrivateKey());
+    const other = await shop.pay(privateKeyToAccount(generatePrivateKey()));
+    const orphan = await submitServiceReview(
+      { receipt: other.receipt, ratingValue: 1, attester: unlinked.address, sign: (td) => unlinked.signTypedData(td), linkedPayer: true },
+      { baseUrl: stack.baseUrl },
+    );
+    expect((await verifyReview(orphan.uid!, chainOptions())).proofs[0]).toMatchObject({
+      valid: false,
+      payer: { relation: "unrelated" },
+      reasons: ["the payer is neither the reviewer nor linked to it"],
+    });
+  });
+
+  test("bad input is refused with the field named before anything is signed or sent", async () => {
+    const payer = privateKeyToAccount(generatePrivateKey());
+    const { receipt } = await shop.pay(payer);
+    let signed = false;
+    const sign = (td: Parameters<typeof payer.signTypedData>[0]) => {
+      signed = true;
+      return payer.signTypedData(td);
+    };
+    const base = { receipt, attester: payer.address, sign };
+    const cases: [Parameters<typeof submitServiceReview>[0], string][] = [
+      [{ ...base, ratingValue: 6 }, "INVALID_INPUT: ratingValue must be an integer from 1 to 5"],
+      [{ ...base, ratingValue: 4, reviewBody: "x".repeat(501) }, "INVALID_INPUT: reviewBody must be text of at most 500 characters"],
+      [{ ...base, ratingValue: 4, screenshotUrls: Array(11).fill("https://img.test/a.png") }, "INVALID_INPUT: screenshotUrls must hold at most 10 URLs"],
+      [{ ...base, ratingValue: 4, screenshotUrls: ["file:///etc/passwd"] }, "INVALID_INPUT: screenshotUrls must be http(s) URLs"],
+      [{ ...base, receipt: undefined, ratingValue: 4 }, "INVALID_INPUT: receipt or offer is required (exactly one)"],
+      [{ ...base, receipt: { format: "eip712", payload: {} } as never, ratingValue: 4 }, "INVALID_INPUT: receipt: Unsupported receipt version"],
+    ];
+    for (const [input, expected] of cases) {
+      expect(await codeOf(submitServiceReview(input, { baseUrl: stack.baseUrl }))).toBe(expected);
+    }
+    expect(signed).toBe(false);
+
+    const controller = privateKeyToAccount(stack.devnet.keys.users[2] as Hex);
+    const client = createPublicClient({ transport: http(stack.devnet.rpcUrl) });
+    const nonce = await client.getTransactionCount({ address: controller.address });
+    const uid = `0x${"ab".repeat(32)}`;
+    expect(await codeOf(respondToReview({ reviewUid: uid, responseBody: " ", account: controller }, chainOptions())))
+      .toBe("INVALID_INPUT: responseBody must be 1 to 500 characters");
+    expect(await codeOf(respondToReview({ reviewUid: "0x1234", responseBody: "hi", account: controller }, chainOptions())))
+      .toBe("INVALID_INPUT: reviewUid must be the review's attestation uid (32 bytes of hex)");
+    expect(await codeOf(respondToReview({ reviewUid: uid, responseBody: "hi", account: controller }, chainOptions())))
+      .toBe("INVALID_INPUT: reviewUid is not a user review on this chain");
+    expect(await client.getTransactionCount({ address: controller.address })).toBe(nonce);
+    expect(await codeOf(verifyReview(uid, chainOptions()))).toBe("INVALID_INPUT: uid is not a user review on this chain");
+  });
+});
