@@ -43,3 +43,17 @@ export const EAS_ABI = parseAbi([
 
 /** topic0 of `Attested(address,address,bytes32,bytes32)`. */
 export const ATTESTED_TOPIC = "0x8bf46bf4cfd674fa735a3d63ec1c9ad4153f033c290341f3a588b75685141b35";
+
+/** An EAS `Attestation` struct as viem decodes it. */
+export type EasAttestation = {
+  uid: `0x${string}`;
+  schema: `0x${string}`;
+  time: bigint;
+  expirationTime: bigint;
+  revocationTime: bigint;
+  refUID: `0x${string}`;
+  recipient: `0x${string}`;
+  attester: `0x${string}`;
+  revocable: boolean;
+  data: `0x${string}`;
+};

@@ -9,7 +9,7 @@ import type {
   SchemaRecord,
 } from "../ports/attestation_index.ts";
 import type { HexString } from "../ports/eas.ts";
-import { ATTESTED_TOPIC, EAS_ABI } from "./eas_abi.ts";
+import { ATTESTED_TOPIC, EAS_ABI, type EasAttestation } from "./eas_abi.ts";
 
 const SCHEMA_REGISTRY_ABI = parseAbi([
   "struct SchemaRecord { bytes32 uid; address resolver; bool revocable; string schema; }",
@@ -271,18 +271,7 @@ export function createViemAttestationIndex(options: ViemAttestationIndexOptions)
 }
 
 type RawLog = { topics: string[]; data: string; blockNumber?: string | null; removed?: boolean };
-type RawAttestation = {
-  uid: Hex;
-  schema: Hex;
-  time: bigint;
-  expirationTime: bigint;
-  revocationTime: bigint;
-  refUID: Hex;
-  recipient: Hex;
-  attester: Hex;
-  revocable: boolean;
-  data: Hex;
-};
+type RawAttestation = EasAttestation;
 
 /** Return data of one getAttestation inside aggregate3 besides its `data`: offsets, lengths, ten fields. */
 const RESULT_OVERHEAD = 512;

@@ -8,6 +8,7 @@ import type { TrustAnchors, TrustedIssuer } from "../ports/trust_anchors.ts";
 import { isSameControllerId, parseDidPkh } from "./did.ts";
 
 const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const DID_ETHR = /^did:ethr:(?:[^:]+:)?(0x[0-9a-fA-F]{40})$/;
 
 /** The issuer entry approving `address` for `schemaName` at `atMs` (milliseconds since the epoch), if any. */
@@ -17,13 +18,16 @@ export function findApprovedIssuer(
   schemaName: string,
   atMs: number,
 ): TrustedIssuer | undefined {
-  if (!Number.isFinite(atMs)) return undefined;
-  for (const registry of anchors.registries) {
-    if (registry.type !== "approved-issuers") continue;
-    for (const issuer of registry.issuers) {
+  if (!Number.isFinite(atMs) || typeof address !== "string") return undefined;
+  // Client helpers pass anchors fetched from a server: every level is checked before use.
+  const registries: unknown = anchors?.registries;
+  for (const registry of Array.isArray(registries) ? registries : []) {
+    if (!isRecord(registry) || registry.type !== "approved-issuers" || !Array.isArray(registry.issuers)) continue;
+    for (const issuer of registry.issuers as unknown[]) {
+      if (!isRecord(issuer) || typeof issuer.address !== "string" || !Array.isArray(issuer.schemas)) continue;
       if (!issuer.schemas.includes(schemaName)) continue;
       if (!sameIssuer(issuer.address, address)) continue;
-      if (isActiveAt(issuer, atMs)) return issuer;
+      if (isActiveAt(issuer as TrustedIssuer, atMs)) return issuer as TrustedIssuer;
     }
   }
   return undefined;

@@ -11,7 +11,7 @@
  * Bad input is refused with the field named before anything is signed or sent.
  */
 import { createPublicClient, createWalletClient, defineChain, type Hex, http, type LocalAccount, parseEventLogs, type PublicClient } from "viem";
-import { EAS_ABI } from "../../adapters/eas_abi.ts";
+import { EAS_ABI, type EasAttestation } from "../../adapters/eas_abi.ts";
 import { didToAddress, isSameControllerId, normalizeDid } from "../../domain/did.ts";
 import { parseProofWrappers, readUint, verifyProofWrapper } from "../../domain/proofs.ts";
 import { buildReviewData, buildReviewResponseData, type ReviewData, type ReviewHead, sameService, supersedingReview } from "../../domain/reviews.ts";
@@ -114,18 +114,7 @@ export async function submitServiceReview(
 // ---------------------------------------------------------------------------------------------------------------
 // The service's reply
 
-type Attestation = {
-  uid: Hex;
-  schema: Hex;
-  time: bigint;
-  expirationTime: bigint;
-  revocationTime: bigint;
-  refUID: Hex;
-  recipient: Hex;
-  attester: Hex;
-  revocable: boolean;
-  data: Hex;
-};
+type Attestation = EasAttestation;
 
 /** The chain's EAS contract and schema UIDs, from the service's trust anchors. */
 async function chainContext(options: ReviewChainOptions) {

@@ -3,8 +3,8 @@
  *
  * Like the reference SDK, these helpers throw an {@link AtsClientError}; they are for callers of the service.
  */
-import { isSameControllerId, parseDidPkh } from "../../domain/did.ts";
-import type { ChainAnchors, TrustAnchors, TrustedIssuer } from "../../ports/trust_anchors.ts";
+import { findApprovedIssuer } from "../../domain/approved_issuers.ts";
+import type { ChainAnchors, TrustAnchors } from "../../ports/trust_anchors.ts";
 import { AtsClientError } from "./errors.ts";
 
 /** Where {@link fetchTrustAnchors} looks when no URL is given: a local service. */
@@ -142,53 +142,5 @@ export function extractAllowlists(anchors: TrustAnchors): Allowlists {
 /** Tells whether an address or DID is an approved issuer of a schema at a time (default now). */
 export function isApprovedIssuer(anchors: TrustAnchors, address: string, schemaName: string, atTime: Date = new Date()): boolean {
   const at = atTime instanceof Date ? atTime.getTime() : Number.NaN;
-  if (Number.isNaN(at) || typeof address !== "string") return false;
-  const registries: unknown = anchors?.registries;
-  for (const registry of Array.isArray(registries) ? registries : []) {
-    if (!isRecord(registry) || registry.type !== "approved-issuers" || !Array.isArray(registry.issuers)) continue;
-    for (const issuer of registry.issuers as unknown[]) {
-      if (!isRecord(issuer) || typeof issuer.address !== "string") continue;
-      if (!sameIssuer(issuer.address, address)) continue;
-      if (!Array.isArray(issuer.schemas) || !issuer.schemas.includes(schemaName)) continue;
-      if (isActiveAt(issuer as TrustedIssuer, at)) return true;
-    }
-  }
-  return false;
-}
-
-// Approved from `validFrom` (when given) until `revokedAt` (when given); `revoked` without a date never counts.
-function isActiveAt(issuer: TrustedIssuer, at: number): boolean {
-  const status: unknown = issuer.status;
-  if (status !== undefined && status !== "active" && status !== "revoked") return false;
-  if (issuer.validFrom !== undefined) {
-    const from = Date.parse(issuer.validFrom);
-    if (Number.isNaN(from) || at < from) return false;
-  }
-  if (issuer.revokedAt !== undefined) {
-    const revoked = Date.parse(issuer.revokedAt);
-    // A revocation date keeps the issuer's earlier attestations valid.
-    return !Number.isNaN(revoked) && at < revoked;
-  }
-  return status !== "revoked";
-}
-
-const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
-const DID_ETHR = /^did:ethr:(?:[^:]+:)?(0x[0-9a-fA-F]{40})$/;
-
-function sameIssuer(listed: string, given: string): boolean {
-  const a = evmAddressOf(listed);
-  const b = evmAddressOf(given);
-  if (a !== undefined || b !== undefined) return a === b;
-  return isSameControllerId(listed, given);
-}
-
-/** The lowercase EVM address an issuer id names; the anchors are trusted, so the checksum is not enforced. */
-function evmAddressOf(id: string): string | undefined {
-  const value = id.trim();
-  if (EVM_ADDRESS.test(value)) return value.toLowerCase();
-  const ethr = DID_ETHR.exec(value)?.[1];
-  if (ethr !== undefined) return ethr.toLowerCase();
-  const pkh = value.startsWith("did:pkh:") ? parseDidPkh(value) : undefined;
-  if (pkh?.ok && pkh.value.namespace === "eip155" && EVM_ADDRESS.test(pkh.value.address)) return pkh.value.address;
-  return undefined;
+  return findApprovedIssuer(anchors, address, schemaName, at) !== undefined;
 }
