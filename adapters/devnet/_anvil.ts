@@ -1,7 +1,9 @@
-import { existsSync, renameSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
+import { tmpdir } from "node:os";
+import { basename, dirname, join } from "node:path";
 import type { Subprocess } from "bun";
+import { EMBEDDED_ANVIL, type EmbeddedFile } from "./_embedded_anvil.ts";
 
 /** How to run one Anvil process. */
 export type AnvilOptions = {
@@ -12,6 +14,8 @@ export type AnvilOptions = {
   stateInterval?: number | undefined;
   log: (line: string) => void;
   startTimeoutMs?: number | undefined;
+  /** Where a compiled executable extracts its embedded Anvil; unused from source. Default: the OS temp dir. */
+  binaryDir?: string | undefined;
 };
 
 /** A running Anvil on loopback. */
@@ -42,6 +46,53 @@ export function anvilBinary(): string {
   const binary = join(dirname(manifest), "bin", process.platform === "win32" ? "anvil.exe" : "anvil");
   if (!existsSync(binary)) throw new Error(`Anvil binary missing at ${binary}`);
   return binary;
+}
+
+/** The Anvil to run: the executable's embedded one extracted into `binaryDir`, else the npm package's. */
+export async function resolveAnvilBinary(binaryDir: string | undefined): Promise<string> {
+  if (EMBEDDED_ANVIL === undefined) return anvilBinary();
+  return await extractEmbeddedFile(EMBEDDED_ANVIL, binaryDir ?? tmpdir(), "anvil");
+}
+
+/**
+ * Copies an embedded file to `dir/<name>-<sha256 prefix>` with mode 0755 and returns its path. A copy whose size
+ * and hash match is reused; anything else there is replaced through a temporary file and a rename, so a crash or
+ * a concurrent start never leaves half a binary under the final name. Older extracted versions are removed.
+ */
+export async function extractEmbeddedFile(file: EmbeddedFile, dir: string, name: string): Promise<string> {
+  const target = join(dir, `${name}-${file.sha256.slice(0, 16)}`);
+  if (await isIntact(target, file)) {
+    if ((statSync(target).mode & 0o111) === 0) chmodSync(target, 0o755);
+    return target;
+  }
+  mkdirSync(dir, { recursive: true });
+  const temporary = `${target}.${process.pid}.tmp`;
+  try {
+    await Bun.write(temporary, Bun.file(file.path));
+    chmodSync(temporary, 0o755);
+    if (!(await isIntact(temporary, file))) throw new Error(`Extracted ${name} does not match its embedded hash`);
+    renameSync(temporary, target);
+  } catch (error) {
+    rmSync(temporary, { force: true });
+    throw error;
+  }
+  for (const entry of readdirSync(dir)) {
+    if (entry.startsWith(`${name}-`) && entry !== basename(target) && !entry.endsWith(".tmp")) {
+      rmSync(join(dir, entry), { force: true });
+    }
+  }
+  return target;
+}
+
+async function isIntact(path: string, file: EmbeddedFile): Promise<boolean> {
+  try {
+    if (statSync(path).size !== file.size) return false;
+  } catch {
+    return false;
+  }
+  const hasher = new Bun.CryptoHasher("sha256");
+  hasher.update(await Bun.file(path).arrayBuffer());
+  return hasher.digest("hex") === file.sha256;
 }
 
 // Anvils still running when the parent process exits. One shared handler, so many devnets in one
@@ -91,7 +142,7 @@ async function spawnAnvil(options: AnvilOptions): Promise<Anvil> {
   if (options.stateFile !== undefined) {
     args.push("--state", options.stateFile, "--state-interval", String(options.stateInterval ?? 1));
   }
-  const proc = Bun.spawn([anvilBinary(), ...args], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([await resolveAnvilBinary(options.binaryDir), ...args], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   trackUntilExit(proc);
 
   const recent: string[] = [];

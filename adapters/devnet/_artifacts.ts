@@ -1,7 +1,9 @@
 import { existsSync, readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import type { Abi, Hex } from "viem";
+// Imported rather than read from node_modules at run time, so a compiled executable carries them.
+import npmEas from "@ethereum-attestation-service/eas-contracts/artifacts/contracts/EAS.sol/EAS.json" with { type: "json" };
+import npmSchemaRegistry from "@ethereum-attestation-service/eas-contracts/artifacts/contracts/SchemaRegistry.sol/SchemaRegistry.json" with { type: "json" };
 
 /** The ABI and creation bytecode of one contract. */
 export type ContractArtifact = { abi: Abi; bytecode: Hex };
@@ -16,17 +18,17 @@ const REPO_ROOT = join(import.meta.dir, "..", "..");
 
 /** Loads SchemaRegistry and EAS from the npm package or from `forge build` output at the repo root. */
 export function loadEasArtifacts(source: ArtifactSource): EasArtifacts {
-  const dir = source === "npm" ? npmArtifactsDir() : forgeArtifactsDir();
+  if (source === "npm") {
+    return {
+      schemaRegistry: toArtifact(npmSchemaRegistry, "SchemaRegistry.json (eas-contracts)"),
+      eas: toArtifact(npmEas, "EAS.json (eas-contracts)"),
+    };
+  }
+  const dir = forgeArtifactsDir();
   return {
     schemaRegistry: readArtifact(join(dir, "SchemaRegistry.sol", "SchemaRegistry.json")),
     eas: readArtifact(join(dir, "EAS.sol", "EAS.json")),
   };
-}
-
-function npmArtifactsDir(): string {
-  const require = createRequire(import.meta.url);
-  const manifest = require.resolve("@ethereum-attestation-service/eas-contracts/package.json");
-  return join(dirname(manifest), "artifacts", "contracts");
 }
 
 function forgeArtifactsDir(): string {
@@ -38,7 +40,11 @@ function forgeArtifactsDir(): string {
 }
 
 function readArtifact(path: string): ContractArtifact {
-  const json = JSON.parse(readFileSync(path, "utf8")) as { abi?: unknown; bytecode?: unknown };
+  return toArtifact(JSON.parse(readFileSync(path, "utf8")), path);
+}
+
+function toArtifact(parsed: unknown, path: string): ContractArtifact {
+  const json = parsed as { abi?: unknown; bytecode?: unknown };
   // hardhat writes `bytecode: "0x.."`, forge writes `bytecode: { object: "0x.." }`.
   const raw = typeof json.bytecode === "string" ? json.bytecode : (json.bytecode as { object?: unknown } | undefined)?.object;
   if (!Array.isArray(json.abi) || typeof raw !== "string" || raw.replace(/^0x/, "").length === 0) {

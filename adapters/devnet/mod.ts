@@ -13,10 +13,14 @@ import {
   parseEther,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { startAnvil } from "./_anvil.ts";
+import { type Anvil, type AnvilOptions, anvilBinary, startAnvil } from "./_anvil.ts";
 import { loadEasArtifacts } from "./_artifacts.ts";
 import { ensureDeployment } from "./_deploy.ts";
 import { type DeploymentRecord, devnetTrustAnchors, readDeploymentRecord, writeJsonFile, writeTrustAnchorsIfChanged } from "./_files.ts";
+
+export type { Anvil, AnvilOptions };
+/** The npm package's Anvil binary for this platform (what `bun run build` embeds). */
+export { anvilBinary };
 
 /** How to start the devnet. */
 export type DevnetOptions = {
@@ -36,6 +40,8 @@ export type DevnetOptions = {
   witnessPrivateKey?: Hex | undefined;
   /** Seconds between blocks once deployed; default: a block per transaction. */
   blockTime?: number | undefined;
+  /** Starts the Anvil to deploy into (e.g. in a container); default: a local Anvil process. */
+  startAnvil?: ((options: AnvilOptions) => Promise<Anvil>) | undefined;
   log?: ((line: string) => void) | undefined;
 };
 
@@ -94,12 +100,13 @@ export async function startDevnet(options: DevnetOptions): Promise<Devnet> {
   const recordPath = join(options.dataDir, "devnet.json");
   const trustAnchorsPath = join(options.dataDir, "trust-anchors.json");
 
-  const anvil = await startAnvil({
+  const anvil = await (options.startAnvil ?? startAnvil)({
     chainId,
     port: options.port,
     stateFile: persist ? join(options.dataDir, "anvil-state.json") : undefined,
     stateInterval: 1,
     log,
+    binaryDir: join(options.dataDir, "bin"),
   });
 
   try {

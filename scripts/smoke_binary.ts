@@ -1,0 +1,190 @@
+// Smoke test of the compiled executable, as an operator runs it: copied alone into an empty directory (no
+// node_modules, a decoy .env and bunfig.toml it must ignore), started on a free port with a fresh DATA_DIR, one
+// delegated attestation through the client helper, SIGTERM, exit code 0; then a second start that reuses the
+// extracted Anvil and the deployment. Usage: bun scripts/smoke_binary.ts dist/ats
+import { chmodSync, copyFileSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { privateKeyToAccount } from "viem/accounts";
+import { ANVIL_DEV_KEYS } from "../adapters/devnet/mod.ts";
+import { attestDelegated, fetchNonce } from "../http/client/delegated_attest.ts";
+
+const START_TIMEOUT_MS = 90_000;
+const READY_TIMEOUT_MS = 30_000;
+const STOP_TIMEOUT_MS = 20_000;
+
+type Running = { proc: Bun.Subprocess<"ignore", "pipe", "pipe">; url: string; output: () => string };
+
+let current: Bun.Subprocess | undefined;
+let failed = false;
+
+function step(message: string): void {
+  console.log(`smoke: ${message}`);
+}
+
+async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no result within ${ms / 1000} s`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Starts the binary with only the environment given (nothing inherited but PATH) and waits for its address. */
+async function start(binary: string, cwd: string, env: Record<string, string>): Promise<Running> {
+  const proc = Bun.spawn([binary], {
+    cwd,
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  current = proc;
+  let stdout = "";
+  let stderr = "";
+  const output = () => `--- stdout ---\n${stdout}\n--- stderr (last 4000 chars) ---\n${stderr.slice(-4000)}`;
+  void pump(proc.stderr, (text) => {
+    stderr += text;
+  });
+  const listening = new Promise<string>((resolve, reject) => {
+    // Both pipes are drained for the binary's whole life, so it never blocks on a full pipe.
+    void pump(proc.stdout, (text) => {
+      stdout += text;
+      const match = /ats listening on (\S+)/.exec(stdout);
+      if (match) resolve(match[1]!);
+    }).then(async () => reject(new Error(`the binary exited with code ${await proc.exited} before listening`)));
+  });
+  try {
+    const url = await withTimeout(listening, START_TIMEOUT_MS, "waiting for 'ats listening on'");
+    return { proc, url, output };
+  } catch (error) {
+    proc.kill("SIGKILL");
+    throw new Error(`${error instanceof Error ? error.message : String(error)}\n${output()}`);
+  }
+}
+
+async function pump(stream: ReadableStream<Uint8Array>, onText: (text: string) => void): Promise<void> {
+  const decoder = new TextDecoder();
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      onText(decoder.decode(value, { stream: true }));
+    }
+  } catch {
+    // the pipe closes when the binary ends
+  }
+}
+
+async function waitReady(running: Running): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  let last = "no answer";
+  while (Date.now() < deadline) {
+    if (running.proc.exitCode !== null) break;
+    try {
+      const response = await fetch(`${running.url}/readyz`, { signal: AbortSignal.timeout(5_000) });
+      last = `${response.status} ${await response.text()}`;
+      if (response.status === 200) return;
+    } catch (error) {
+      last = error instanceof Error ? error.message : String(error);
+    }
+    await Bun.sleep(200);
+  }
+  throw new Error(`/readyz did not answer 200 (last: ${last})\n${running.output()}`);
+}
+
+async function stop(running: Running): Promise<void> {
+  running.proc.kill("SIGTERM");
+  const code = await withTimeout(running.proc.exited, STOP_TIMEOUT_MS, "waiting for exit after SIGTERM").catch((error) => {
+    running.proc.kill("SIGKILL");
+    throw new Error(`${error.message}\n${running.output()}`);
+  });
+  if (code !== 0) throw new Error(`exit code ${code} after SIGTERM, expected 0\n${running.output()}`);
+}
+
+function anvilCopies(dataDir: string): { name: string; ino: number; mode: number }[] {
+  const dir = join(dataDir, "devnet", "bin");
+  return readdirSync(dir).map((name) => {
+    const stat = statSync(join(dir, name));
+    return { name, ino: stat.ino, mode: stat.mode & 0o777 };
+  });
+}
+
+function assert(condition: boolean, message: string): void {
+  if (!condition) throw new Error(message);
+}
+
+async function main(): Promise<void> {
+  const built = process.argv[2];
+  if (built === undefined) throw new Error("usage: bun scripts/smoke_binary.ts <path to the compiled binary>");
+  const work = mkdtempSync(join(tmpdir(), "ats-smoke-"));
+  try {
+    const binary = join(work, "ats");
+    copyFileSync(resolve(built), binary);
+    chmodSync(binary, 0o755);
+    // Decoys: the binary must take its configuration from the environment only.
+    writeFileSync(join(work, ".env"), "NEXT_PUBLIC_ACTIVE_CHAIN=not-a-chain\nPORT=not-a-port\n");
+    writeFileSync(join(work, "bunfig.toml"), 'preload = ["./missing-preload.ts"]\n');
+    const dataDir = join(work, "data");
+    const env = { PORT: "0", HOST: "127.0.0.1", DATA_DIR: dataDir, LOG_LEVEL: "warn" };
+
+    step(`starting ${binary} (size ${(statSync(binary).size / 1024 / 1024).toFixed(1)} MiB) in an empty directory`);
+    const first = await start(binary, work, env);
+    step(`listening on ${first.url}; waiting for /readyz`);
+    await waitReady(first);
+
+    const user = privateKeyToAccount(ANVIL_DEV_KEYS[3]!);
+    const result = await attestDelegated(
+      {
+        schemaName: "user-review",
+        data: { subject: "did:web:smoke.example", version: "1", ratingValue: 5, reviewBody: "binary smoke test", screenshotUrls: [], proofs: [] },
+        attester: user.address,
+        sign: (typedData) => user.signTypedData(typedData),
+      },
+      { baseUrl: first.url },
+    );
+    assert(result.success === true && /^0x[0-9a-f]{64}$/i.test(result.txHash), `unexpected attest result ${JSON.stringify(result)}`);
+    assert(result.uid !== null && /^0x[0-9a-f]{64}$/i.test(result.uid), `attestation has no UID: ${JSON.stringify(result)}`);
+    const nonce = await fetchNonce(user.address, { baseUrl: first.url });
+    assert(nonce.nonce === "1", `attester nonce is ${nonce.nonce} after one attestation, expected 1`);
+    step(`delegated attestation ${result.uid} in block ${result.blockNumber}`);
+    const extracted = anvilCopies(dataDir);
+    assert(extracted.length === 1 && extracted[0]!.mode === 0o755, `expected one extracted anvil with mode 0755: ${JSON.stringify(extracted)}`);
+    await stop(first);
+    step("stopped with exit code 0 after SIGTERM");
+
+    const second = await start(binary, work, env);
+    await waitReady(second);
+    const again = await fetchNonce(user.address, { baseUrl: second.url });
+    assert(again.easAddress === nonce.easAddress && again.nonce === "1", `second start lost the chain: ${JSON.stringify(again)}`);
+    const reused = anvilCopies(dataDir);
+    assert(JSON.stringify(reused) === JSON.stringify(extracted), `second start did not reuse the extracted anvil: ${JSON.stringify(reused)}`);
+    await stop(second);
+    step("second start reused the extracted anvil and the deployment; stopped with exit code 0");
+  } finally {
+    if (current !== undefined && current.exitCode === null && current.signalCode === null) current.kill("SIGKILL");
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => {
+    current?.kill("SIGKILL");
+    console.error(`smoke: interrupted by ${signal}`);
+    process.exit(1);
+  });
+}
+
+try {
+  await main();
+  step("ok");
+} catch (error) {
+  failed = true;
+  console.error(`smoke: FAILED: ${error instanceof Error ? error.message : String(error)}`);
+}
+process.exit(failed ? 1 : 0);
