@@ -5,6 +5,7 @@ import { type Devnet, type DevnetOptions, startDevnet } from "../adapters/devnet
 import { silentLogger } from "../adapters/json_logger.ts";
 import { readConfig } from "../config.ts";
 import { type Service, startService } from "../main.ts";
+import { containerAnvil, DEFAULT_ANVIL_IMAGE, probeContainerRuntime } from "./support/anvil_container.ts";
 
 /** Counts JSON-RPC traffic: HTTP round trips and methods, in order. */
 export type RpcCounter = {
@@ -58,6 +59,29 @@ export function e2eArtifacts(): "forge" | "npm" {
   return existsSync(join(import.meta.dir, "..", "out", "EAS.sol", "EAS.json")) ? "forge" : "npm";
 }
 
+/** Where e2e runs Anvil: a local process (default) or a container (`ANVIL_RUNTIME=container`). */
+export type AnvilRuntime = "process" | "container";
+
+/** Reads `ANVIL_RUNTIME` (`process` or `container`; unset: `process`). */
+export function anvilRuntime(env: Record<string, string | undefined> = process.env): AnvilRuntime {
+  const value = env.ANVIL_RUNTIME?.trim() || "process";
+  if (value !== "process" && value !== "container") throw new Error(`ANVIL_RUNTIME must be process or container, not ${value}`);
+  return value;
+}
+
+/** The container image for `ANVIL_RUNTIME=container`: `ANVIL_IMAGE`, default the foundry image. */
+export function anvilImage(env: Record<string, string | undefined> = process.env): string {
+  return env.ANVIL_IMAGE?.trim() || DEFAULT_ANVIL_IMAGE;
+}
+
+/** How startStack starts Anvil: undefined for the local process, else a container starter (the runtime must answer). */
+async function anvilStarter(): Promise<DevnetOptions["startAnvil"]> {
+  if (anvilRuntime() === "process") return undefined;
+  const runtime = await probeContainerRuntime();
+  if (!runtime.available) throw new Error(`ANVIL_RUNTIME=container but no container runtime answers: ${runtime.reason}`);
+  return containerAnvil(anvilImage());
+}
+
 /** Starts a fresh chain with EAS deployed and the service against it. */
 export async function startStack(
   options: {
@@ -69,8 +93,15 @@ export async function startStack(
     didJsonCa?: string;
   } = {},
 ): Promise<Stack> {
+  const startAnvil = await anvilStarter();
   const dir = mkdtempSync(join(tmpdir(), "ats-e2e-"));
-  const devnet = await startDevnet({ dataDir: join(dir, "devnet"), persist: false, artifacts: e2eArtifacts(), ...options.devnet });
+  const devnet = await startDevnet({
+    dataDir: join(dir, "devnet"),
+    persist: false,
+    artifacts: e2eArtifacts(),
+    startAnvil,
+    ...options.devnet,
+  });
   const rpc = countingFetch();
   const rpcFetch = options.wrapRpcFetch ? options.wrapRpcFetch(rpc.fetch) : rpc.fetch;
   const env = (extra: Record<string, string> = {}) => ({
