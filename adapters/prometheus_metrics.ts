@@ -5,7 +5,10 @@ const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 type Histogram = { buckets: number[]; sum: number; count: number };
 
-const escape = (value: string) => value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
+// Label values almost never need escaping; the test keeps the three replaces off every request's path.
+const NEEDS_ESCAPE = /[\\"\n]/;
+const escape = (value: string) =>
+  NEEDS_ESCAPE.test(value) ? value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n") : value;
 const labelText = (labels: MetricLabels) => {
   const keys = Object.keys(labels).sort();
   return keys.length === 0 ? "" : `{${keys.map((k) => `${k}="${escape(labels[k]!)}"`).join(",")}}`;

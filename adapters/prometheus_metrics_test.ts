@@ -26,6 +26,15 @@ describe("createPrometheusMetrics()", () => {
     expect(await m.render()).toContain('ats_metrics_gauge_failures_total{gauge="broken"}');
   });
 
+  test("escapes backslashes, quotes and newlines in label values and leaves others as they are", async () => {
+    const m = createPrometheusMetrics();
+    m.increment("x_total", { route: 'a\\b"c\nd' });
+    m.increment("x_total", { route: "/v1/nonce" });
+    const text = await m.render();
+    expect(text).toContain('x_total{route="a\\\\b\\"c\\nd"} 1');
+    expect(text).toContain('x_total{route="/v1/nonce"} 1');
+  });
+
   test("meteredRpcFetch counts methods and failures without keeping URLs", async () => {
     const m = createPrometheusMetrics();
     const ok = meteredRpcFetch((() => Promise.resolve(new Response("{}"))) as unknown as typeof fetch, m);

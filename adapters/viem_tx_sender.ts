@@ -155,7 +155,9 @@ export function createTxSender(options: {
 
 async function awaitReceipt(client: PublicClient, txHash: Hex, timeoutMs: number, log: Log): Promise<SendOutcome> {
   const started = Date.now();
-  let delay = 25;
+  // A devnet mines on receipt of the transaction, so the receipt is usually there at once or a few ms later;
+  // a chain with real blocks costs a handful of extra polls before the delay reaches its 1 s cap.
+  let delay = 5;
   for (;;) {
     try {
       const receipt = await client.request({ method: "eth_getTransactionReceipt", params: [txHash] });

@@ -86,9 +86,14 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
       return fail("NO_DELEGATE_KEY", "Server misconfigured: no delegate key available");
     }
 
-    const nonceRead = await deps.eas.getAttesterNonce(request.attester);
+    const pendingNonce = deps.eas.getAttesterNonce(request.attester);
+    // Recovery is CPU work: done for the nonce the client says it signed while the chain answers, and used only
+    // if the chain's nonce is that one. The verdict still waits for the on-chain nonce (decisions §6 order).
+    const clientSigner =
+      request.clientNonce === undefined ? undefined : recoverSigner(deps.eas, request, signature.value, request.clientNonce);
+    const nonceRead = await pendingNonce;
     if (!nonceRead.ok) return fail("RPC_ERROR", "Failed to read the attester nonce from the chain");
-    const verified = await verifyAgainstNonce(deps.eas, request, signature.value, nonceRead.nonce);
+    const verified = await verifyAgainstNonce(deps.eas, request, signature.value, nonceRead.nonce, clientSigner);
     if (!verified.ok) return verified;
 
     const claim = await deps.replay.claim({
@@ -143,23 +148,33 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
   };
 }
 
-/** Recovers the signer of the typed data rebuilt with the on-chain nonce and compares it with the attester. */
+/** Recovers the signer of the typed data rebuilt with `nonce`; undefined when the signature does not recover. */
+async function recoverSigner(
+  eas: EasReader,
+  request: DelegatedRequest,
+  signature: NormalizedSignature,
+  nonce: bigint,
+): Promise<string | undefined> {
+  try {
+    return await recoverTypedDataAddress({ ...buildAttestTypedData(eas, toMessage(request, nonce)), signature: signature.hex });
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Compares the signer of the typed data rebuilt with the on-chain nonce with the attester. `clientSigner` is the
+ * signer already recovered for the client's nonce, if any.
+ */
 async function verifyAgainstNonce(
   eas: EasReader,
   request: DelegatedRequest,
   signature: NormalizedSignature,
   nonce: bigint,
+  clientSigner: Promise<string | undefined> | undefined,
 ): Promise<Result<true, "INVALID_SIGNATURE" | "ATTESTER_MISMATCH">> {
-  const recover = async (n: bigint) => {
-    try {
-      return await recoverTypedDataAddress({
-        ...buildAttestTypedData(eas, toMessage(request, n)),
-        signature: signature.hex,
-      });
-    } catch {
-      return undefined;
-    }
-  };
+  const recover = (n: bigint) =>
+    clientSigner !== undefined && n === request.clientNonce ? clientSigner : recoverSigner(eas, request, signature, n);
   const signer = await recover(nonce);
   if (signer === undefined) return fail("INVALID_SIGNATURE", "Invalid signature format");
   if (sameAddress(signer, request.attester)) return ok(true);
