@@ -1,8 +1,9 @@
 /**
  * Delegated-attest benchmark on the embedded devnet: for N sequential and N concurrent requests,
- * JSON-RPC calls and round trips per request, server time not spent waiting on RPC (p50/p99), and
- * end-to-end p50/p95. Absolute times on a noisy 2-core machine mean little, so every latency is also
- * printed as a ratio to a baseline measured in the same run: one raw `eth_call` to the same Anvil.
+ * JSON-RPC calls and round trips per request, server time not spent waiting on RPC (p50/p99; sequential only,
+ * as overlapping requests share their RPC waits), process CPU per request (both), and end-to-end p50/p95.
+ * Absolute times on a noisy 2-core machine mean little, so every latency is also printed as a ratio to a
+ * baseline measured in the same run: one raw `eth_call` to the same Anvil.
  *
  *   bun run bench/delegated_attest.ts [N]
  */
@@ -82,15 +83,26 @@ const payloads = await Promise.all(Array.from({ length: N * 2 + 5 }, () => body(
 for (const p of payloads.splice(0, 5)) await post(p); // warm-up
 const base = await baseline(50);
 
+// CPU time of this process (the service, plus the client's side of each HTTP exchange; Anvil runs in its own
+// process) per request, in ms: the server overhead that still means something when requests overlap.
+const cpuMsPerRequest = (since: NodeJS.CpuUsage) => {
+  const used = process.cpuUsage(since);
+  return (used.user + used.system) / 1000 / N;
+};
+
 stack.rpc.reset();
 const seq: { total: number; rpc: number }[] = [];
+let cpu = process.cpuUsage();
 for (const p of payloads.splice(0, N)) seq.push(await post(p));
+const seqCpu = cpuMsPerRequest(cpu);
 const seqCalls = stack.rpc.methods().length / N;
 const seqTrips = stack.rpc.roundTrips() / N;
 
 stack.rpc.reset();
 const t0 = performance.now();
+cpu = process.cpuUsage();
 const conc = await Promise.all(payloads.splice(0, N).map((p) => post(p)));
+const concCpu = cpuMsPerRequest(cpu);
 const concWall = performance.now() - t0;
 const concCalls = stack.rpc.methods().length / N;
 
@@ -101,8 +113,10 @@ console.log(`sequential, N=${N}`);
 console.log(`  JSON-RPC calls per request: ${seqCalls.toFixed(2)}, HTTP round trips per request: ${seqTrips.toFixed(2)}`);
 console.log(`  server time not waiting on RPC: p50 ${fmt(pct(overhead, 50))}, p99 ${fmt(pct(overhead, 99))}`);
 console.log(`  end to end: p50 ${fmt(pct(seq.map((r) => r.total), 50))}, p95 ${fmt(pct(seq.map((r) => r.total), 95))}`);
+console.log(`  process CPU per request (service + client HTTP): ${fmt(seqCpu)}`);
 console.log(`concurrent, N=${N} at once`);
 console.log(`  JSON-RPC calls per request: ${concCalls.toFixed(2)}`);
+console.log(`  process CPU per request (service + client HTTP): ${fmt(concCpu)}`);
 console.log(`  end to end: p50 ${fmt(pct(conc.map((r) => r.total), 50))}, p95 ${fmt(pct(conc.map((r) => r.total), 95))}`);
 console.log(`  wall time for all: ${concWall.toFixed(0)} ms, ${(N / (concWall / 1000)).toFixed(0)} attestations/s`);
 await stack.stop();

@@ -70,9 +70,6 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
     }
     const schema = deps.subsidized.get(request.schema);
     if (schema === undefined) return fail("SCHEMA_NOT_SUBSIDIZED", "Schema not eligible for gas subsidy");
-    if (schema.revocable !== undefined && schema.revocable !== request.revocable) {
-      return fail("INVALID_INPUT", `revocable must be ${schema.revocable} for schema ${schema.name}`);
-    }
     const now = BigInt(Math.floor(deps.clock.nowMs() / 1000));
     if (request.deadline <= now) return fail("SIGNATURE_EXPIRED", "Signature expired");
     if (request.deadline > now + maxAhead) {
@@ -80,6 +77,11 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
     }
     const signature = normalizeSignature(request.signature);
     if (!signature.ok) return signature;
+    // Not a step of decisions §6: EAS would revert with Irrevocable in simulation; refusing it here spares the
+    // RPC calls. Placed after the §6 checks that precede the replay lookup, so their precedence is unchanged.
+    if (schema.revocable !== undefined && schema.revocable !== request.revocable) {
+      return fail("INVALID_INPUT", `revocable must be ${schema.revocable} for schema ${schema.name}`);
+    }
     if (await deps.replay.has(signature.value.hex)) return fail("DUPLICATE", "Duplicate submission");
     const delegate = deps.delegate;
     if (delegate === undefined) {

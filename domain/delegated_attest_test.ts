@@ -99,6 +99,50 @@ describe("createDelegatedAttest()", () => {
     expect(env.delegate.simulations).toBe(0);
   });
 
+  test("a request failing several checks gets the first one in decisions §6 order, with no RPC before the nonce", async () => {
+    const env = setup();
+    const expiredAt = BigInt(Math.floor(env.clock.nowMs() / 1000) - 1);
+    const cases: Array<[string, Record<string, any>, Partial<DelegatedAttestDeps>, string]> = [];
+    const unsubsidisedExpired = await signedBody(env, { schema: OTHER_SCHEMA, deadline: expiredAt, revocable: true });
+    cases.push(["mainnet before allowlist", { ...unsubsidisedExpired, signature: "0x12" }, { mainnet: true }, "MAINNET_NOT_SUPPORTED"]);
+    cases.push(["allowlist before deadline", { ...unsubsidisedExpired, signature: "0x12" }, {}, "SCHEMA_NOT_SUBSIDIZED"]);
+    const expiredWrongRevocable = await signedBody(env, { deadline: expiredAt, revocable: true });
+    cases.push(["deadline before signature shape", { ...expiredWrongRevocable, signature: "0x12" }, {}, "SIGNATURE_EXPIRED"]);
+    const wrongRevocable = await signedBody(env, { revocable: true });
+    cases.push(["signature shape before revocability", { ...wrongRevocable, signature: "0x12" }, {}, "INVALID_SIGNATURE"]);
+    cases.push(["revocability before the delegate key", wrongRevocable, { delegate: undefined }, "INVALID_INPUT"]);
+    cases.push(["delegate key before the nonce read", await signedBody(env), { delegate: undefined, eas: fakeEasReader({ failing: true }) }, "NO_DELEGATE_KEY"]);
+    const someoneElse = { ...(await signedBody(env)), attester: "0x1111111111111111111111111111111111111111" };
+    cases.push(["nonce read before recovery", someoneElse, { eas: fakeEasReader({ failing: true }) }, "RPC_ERROR"]);
+    for (const [name, body, overrides, code] of cases) {
+      const run = setup(overrides);
+      const result = await run.attest(body);
+      expect({ name, code: result.ok ? "ok" : result.code }).toEqual({ name, code });
+      expect({ name, sent: run.delegate.sent.length }).toEqual({ name, sent: 0 });
+      if (code !== "RPC_ERROR") expect({ name, reads: run.eas.calls }).toEqual({ name, reads: 0 });
+    }
+  });
+
+  test("the server rebuilds the typed data: the client's domain, types and primary type are ignored", async () => {
+    const env = setup();
+    const body = await signedBody(env);
+    body.prepared.typedData.domain = { name: "Evil", version: "9", chainId: 1, verifyingContract: "0x2222222222222222222222222222222222222222" };
+    body.prepared.typedData.types = { Attest: [{ name: "attester", type: "address" }] };
+    body.prepared.typedData.primaryType = "Other";
+    expect(await env.attest(body)).toMatchObject({ ok: true });
+    expect(env.delegate.sent).toHaveLength(1);
+  });
+
+  test("a signature over another EAS domain does not verify, whatever the client claims", async () => {
+    const env = setup();
+    const otherEas = fakeEasReader({ easAddress: "0x3333333333333333333333333333333333333333" });
+    const body = await signedBody({ clock: env.clock, eas: otherEas });
+    body.prepared.typedData.domain.verifyingContract = env.eas.easAddress;
+    body.prepared.delegatedRequest.easContractAddress = env.eas.easAddress;
+    expect(await env.attest(body)).toMatchObject({ ok: false, code: "ATTESTER_MISMATCH" });
+    expect(env.delegate.sent).toHaveLength(0);
+  });
+
   test("mainnet is refused before the signature is looked at", async () => {
     const env = setup({ mainnet: true });
     const body = await signedBody(env);
