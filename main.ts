@@ -211,6 +211,8 @@ export async function startService(config: Config, options: StartServiceOptions 
         ]);
         return { labels: { wallet: w.wallet }, value: pending - latest };
       })));
+    metrics.gauge("ats_sponsored_writes_unsettled", "Sponsored writes reserved against a quota but not yet committed or released, all instances", async () =>
+      [{ value: (await ledger.unsettled(Number.MAX_SAFE_INTEGER)).length }]);
     const publicOrigin = new URL(config.publicBaseUrl).origin;
     const app = createApp({
       session: {
@@ -293,11 +295,11 @@ export async function startService(config: Config, options: StartServiceOptions 
 /** Types and help texts of the service's metrics. */
 function describeMetrics(metrics: PrometheusMetrics) {
   metrics.describe("ats_http_requests_total", "counter", "HTTP requests by route, method and status");
-  metrics.describe("ats_http_request_duration_seconds", "histogram", "HTTP request latency by route");
+  metrics.describe("ats_http_request_duration_seconds", "histogram", "HTTP request latency by route and status");
   metrics.describe("ats_rpc_calls_total", "counter", "JSON-RPC calls by method");
-  metrics.describe("ats_rpc_failures_total", "counter", "JSON-RPC round trips that failed (network, timeout, HTTP status)");
+  metrics.describe("ats_rpc_failures_total", "counter", "JSON-RPC failures: round trips (network, timeout, http_<status>) and error answers (rpc_error by code and method)");
   metrics.describe("ats_rpc_round_trip_seconds", "histogram", "JSON-RPC HTTP round-trip time");
-  metrics.describe("ats_sponsored_writes_total", "counter", "Controller witness requests by outcome (committed or the error code)");
+  metrics.describe("ats_sponsored_writes_total", "counter", "Controller witness requests (sponsored-write quota use) by outcome: committed or the error code, e.g. sponsored_write_limit_exceeded");
 }
 
 /** PostgreSQL when `DATABASE_URL` is set (several instances), else the SQLite file. */

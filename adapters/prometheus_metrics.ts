@@ -100,30 +100,69 @@ export function createPrometheusMetrics() {
 /** The registry with its rendering. */
 export type PrometheusMetrics = ReturnType<typeof createPrometheusMetrics>;
 
+/** A JSON-RPC error code as a label value: an integer in the spec's range, else `other`. */
+const codeLabel = (code: unknown) =>
+  typeof code === "number" && Number.isInteger(code) && Math.abs(code) <= 32_768 ? String(code) : "other";
+
+/**
+ * Counts the JSON-RPC error objects of a 200 answer (single or batch) as failures with reason
+ * `rpc_error`, the error code and the method of the call (matched by id). Reads a clone, so the
+ * caller's body is untouched; messages and data are never kept.
+ */
+async function countRpcErrors(response: Response, methods: ReadonlyMap<unknown, string>, metrics: Metrics) {
+  let text: string;
+  try {
+    text = await response.clone().text();
+  } catch {
+    return;
+  }
+  // Results are hex and plain fields; without this key there is nothing to parse twice.
+  if (!text.includes('"error"')) return;
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return;
+  }
+  for (const answer of Array.isArray(body) ? body : [body]) {
+    if (typeof answer !== "object" || answer === null || !("error" in answer) || answer.error == null) continue;
+    const error = answer.error as { code?: unknown };
+    const method = methods.get((answer as { id?: unknown }).id) ?? (methods.size === 1 ? [...methods.values()][0]! : "unknown");
+    metrics.increment("ats_rpc_failures_total", { reason: "rpc_error", code: codeLabel(error?.code), method });
+  }
+}
+
 /**
  * Wraps `fetch` for JSON-RPC: counts calls by method, HTTP round trips, failures (network error,
- * timeout or non-2xx) and round-trip time. Never records URLs or bodies.
+ * timeout, non-2xx, and JSON-RPC error objects inside a 2xx answer) and round-trip time. Never
+ * records URLs, bodies or error messages.
  */
 export function meteredRpcFetch(inner: typeof fetch, metrics: Metrics): typeof fetch {
   return (async (input: RequestInfo | URL, init?: RequestInit) => {
+    // Request id -> method, to label the errors of a batch answer.
+    const methods = new Map<unknown, string>();
     try {
       const body = JSON.parse(String(init?.body ?? "null"));
       for (const call of Array.isArray(body) ? body : [body]) {
-        if (typeof call?.method === "string") metrics.increment("ats_rpc_calls_total", { method: call.method });
+        if (typeof call?.method !== "string") continue;
+        metrics.increment("ats_rpc_calls_total", { method: call.method });
+        methods.set(call.id, call.method);
       }
     } catch {
       // not JSON-RPC
     }
     const started = performance.now();
+    let response: Response;
     try {
-      const response = await inner(input, init);
-      if (!response.ok) metrics.increment("ats_rpc_failures_total", { reason: `http_${response.status}` });
-      return response;
+      response = await inner(input, init);
     } catch (error) {
       metrics.increment("ats_rpc_failures_total", { reason: error instanceof Error && error.name === "TimeoutError" ? "timeout" : "network" });
       throw error;
     } finally {
       metrics.observe("ats_rpc_round_trip_seconds", (performance.now() - started) / 1000);
     }
+    if (!response.ok) metrics.increment("ats_rpc_failures_total", { reason: `http_${response.status}` });
+    else if (methods.size > 0) await countRpcErrors(response, methods, metrics);
+    return response;
   }) as typeof fetch;
 }

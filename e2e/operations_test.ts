@@ -11,13 +11,17 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
 import { createJsonLogger } from "../adapters/json_logger.ts";
 import { readConfig } from "../config.ts";
+import { isAtsClientError } from "../http/client/errors.ts";
+import { requestControllerWitness, signInWithWallet } from "../http/client/session.ts";
 import { requestLogContext } from "../http/instrument.ts";
 import { type Service, startService } from "../main.ts";
 import { e2eArtifacts } from "./harness.ts";
+import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { signedReviewBody } from "./support/review_signer.ts";
 
 let dir: string;
 let devnet: Devnet;
+let dns: DnsServer | undefined;
 const lines: string[] = [];
 const started: Service[] = [];
 
@@ -28,6 +32,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const s of started) await s.stop();
   await devnet?.stop();
+  await dns?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -72,20 +77,52 @@ describe("operations", () => {
     expect(other.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
   });
 
-  test("/metrics reports requests by route and status, RPC calls, wallet balances and pending transactions", async () => {
+  test("/metrics reports requests and latency by route and status, RPC calls and failures, wallet balances and pending transactions", async () => {
     const service = await start();
     expect((await attest(service.url, await signedReview())).status).toBe(200);
+    // EAS reverts NotFound in simulation: the node answers HTTP 200 with a JSON-RPC error object.
+    const reverted = await attest(service.url, await signedReviewBody(devnet, generatePrivateKey(), { refUID: `0x${"12".repeat(32)}` }));
+    expect(reverted.status).toBe(400);
     await fetch(`${service.url}/no/such/path/${"x".repeat(20)}`);
     const res = await fetch(`${service.url}/metrics`);
     expect(res.headers.get("content-type")).toContain("text/plain; version=0.0.4");
     const text = await res.text();
     expect(text).toContain('ats_http_requests_total{method="POST",route="/v1/delegated-attest",status="200"} 1');
+    expect(text).toContain('ats_http_requests_total{method="POST",route="/v1/delegated-attest",status="400"} 1');
     expect(text).toContain('ats_http_requests_total{method="GET",route="unmatched",status="404"} 1');
-    expect(text).toMatch(/ats_http_request_duration_seconds_count\{route="\/v1\/delegated-attest"\} 1/);
+    expect(text).toContain('ats_http_request_duration_seconds_count{route="/v1/delegated-attest",status="200"} 1');
+    expect(text).toContain('ats_http_request_duration_seconds_count{route="/v1/delegated-attest",status="400"} 1');
+    expect(text).toMatch(/ats_http_request_duration_seconds_bucket\{route="unmatched",status="404",le="\+Inf"\} 1/);
     expect(text).toMatch(/ats_rpc_calls_total\{method="eth_sendRawTransaction"\} 1/);
+    expect(text).toMatch(/ats_rpc_failures_total\{code="3",method="eth_estimateGas",reason="rpc_error"\} 1/);
+    expect(text).not.toContain("NotFound");
     expect(text).toMatch(/ats_wallet_balance_wei\{wallet="delegate"\} [1-9][0-9]*/);
     expect(text).toMatch(/ats_wallet_pending_transactions\{wallet="witness"\} 0/);
     expect(text).not.toContain(devnet.rpcUrl);
+  });
+
+  test("/metrics shows sponsored-write quota use: witnesses by outcome and reservations not yet settled", async () => {
+    dns = await startDnsServer();
+    const controller = privateKeyToAccount(generatePrivateKey());
+    dns.setTxt("_controllers.quota.test", [[`v=1;controller=did:pkh:eip155:${devnet.chainId}:${controller.address}`]]);
+    const origin = "https://app.test";
+    const service = await start({ DNS_SERVERS: dns.address, SIWE_DOMAINS: "app.test", CORS_ORIGINS: origin, FREE_PLAN_ANNUAL_WRITES: "1" });
+    const wallet = privateKeyToAccount(generatePrivateKey());
+    const options = { baseUrl: service.url, origin };
+    const session = await signInWithWallet({
+      walletDid: `did:pkh:eip155:${devnet.chainId}:${wallet.address}`,
+      domain: "app.test",
+      uri: `${origin}/login`,
+      sign: (message) => wallet.signMessage({ message }),
+    }, options);
+    const witness = { subjectDid: "did:web:quota.test", controllerDid: `did:pkh:eip155:${devnet.chainId}:${controller.address}` };
+    expect(await requestControllerWitness(witness, session, options)).toMatchObject({ success: true, method: "dns-txt" });
+    const refused = await requestControllerWitness(witness, session, options).then(() => "ok", (e) => (isAtsClientError(e) ? e.code : String(e)));
+    expect(refused).toBe("SPONSORED_WRITE_LIMIT_EXCEEDED");
+    const text = await (await fetch(`${service.url}/metrics`)).text();
+    expect(text).toContain('ats_sponsored_writes_total{outcome="committed"} 1');
+    expect(text).toContain('ats_sponsored_writes_total{outcome="sponsored_write_limit_exceeded"} 1');
+    expect(text).toContain("# TYPE ats_sponsored_writes_unsettled gauge\nats_sponsored_writes_unsettled 0");
   });
 
   test("/readyz fails while the delegate wallet is below MIN_DELEGATE_BALANCE_WEI", async () => {

@@ -2,6 +2,33 @@ import type { Elysia } from "elysia";
 import { currentRequestContext, requestIdFrom, withRequestContext } from "../adapters/request_context.ts";
 import type { Logger } from "../ports/logger.ts";
 import type { Metrics } from "../ports/metrics.ts";
+import { isPrivatePath, PUBLIC_CORS_HEADERS } from "./app.ts";
+import { elapsedSince, errorBody, json } from "./errors.ts";
+
+/** The EAS routes, whose bodies carry `elapsed` on errors too (reference behaviour). */
+const ELAPSED_PATHS = new Set(["/v1/nonce", "/api/eas/nonce", "/v1/delegated-attest", "/api/eas/delegated-attest"]);
+
+/**
+ * The answer when the app itself throws: 500 `INTERNAL_ERROR` with no error text, CORS `*` on the
+ * public paths (decisions §1: every response, errors included) and `elapsed` on the EAS routes. The
+ * session paths get no CORS header here: their allowlist lives in the app.
+ */
+function fallbackResponse(path: string, started: number): Response {
+  const body = errorBody("INTERNAL_ERROR", "Internal error");
+  return json(
+    ELAPSED_PATHS.has(path) ? { ...body, elapsed: elapsedSince(started) } : body,
+    500,
+    isPrivatePath(path) ? {} : { ...PUBLIC_CORS_HEADERS },
+  );
+}
+
+/** The path of an absolute request URL, without building a URL object on the hot path. */
+function pathOf(url: string): string {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  if (start === -1) return "/";
+  const query = url.indexOf("?", start);
+  return query === -1 ? url.slice(start) : url.slice(start, query);
+}
 
 /**
  * Serves the app with a request id (the caller's `X-Request-Id` when plain, else a fresh one; echoed
@@ -20,21 +47,19 @@ export function instrumentedHandler(app: Elysia, deps: { metrics: Metrics; log: 
     const requestId = requestIdFrom(request.headers.get("x-request-id"));
     return withRequestContext({ requestId }, async () => {
       const started = performance.now();
+      const path = pathOf(request.url);
       let response: Response;
       try {
         response = await app.handle(request);
       } catch (error) {
         deps.log.error("request_failed", { error: error instanceof Error ? error.message : String(error) });
-        response = Response.json({ error: "Internal error", code: "INTERNAL_ERROR" }, { status: 500 });
+        response = fallbackResponse(path, started);
       }
-      const url = request.url;
-      const start = url.indexOf("/", url.indexOf("//") + 2);
-      const query = url.indexOf("?", start);
-      const route = routeOf(start === -1 ? "/" : query === -1 ? url.slice(start) : url.slice(start, query));
+      const route = routeOf(path);
       const seconds = (performance.now() - started) / 1000;
-      const labels = { route, method: request.method, status: String(response.status) };
-      deps.metrics.increment("ats_http_requests_total", labels);
-      deps.metrics.observe("ats_http_request_duration_seconds", seconds, { route });
+      const status = String(response.status);
+      deps.metrics.increment("ats_http_requests_total", { route, method: request.method, status });
+      deps.metrics.observe("ats_http_request_duration_seconds", seconds, { route, status });
       deps.log.debug("request", { method: request.method, route, status: response.status, ms: Math.round(seconds * 1000) });
       response.headers.set("x-request-id", requestId);
       return response;

@@ -3,14 +3,28 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # PostgreSQL storage tests need Debian's server binaries; install them when we can (CI runs as root).
-if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+# The tests look for /usr/lib/postgresql/<version>/bin/initdb (e2e/support/postgres.ts) and skip without it,
+# so CI (CI=true) checks for that same file and fails rather than let them skip.
+have_postgres() { ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; }
+in_ci() { [ "${CI:-}" = true ] || [ "${CI:-}" = 1 ]; }
+if ! have_postgres; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing postgresql for the storage tests" >&2
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null) ||
-      echo "could not install postgresql; its tests will be skipped" >&2
-  else
-    echo "postgresql is not installed; its tests will be skipped" >&2
+      echo "could not install postgresql" >&2
   fi
+fi
+if ! have_postgres; then
+  if in_ci; then
+    echo "CI=true but PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb; apt-get install postgresql as root)." >&2
+    echo "The PostgreSQL storage and multi-instance tests must run in CI; failing instead of skipping them." >&2
+    exit 1
+  fi
+  echo "postgresql is not installed; its tests will be skipped (CI=true makes this an error)" >&2
+elif [ "$(id -u)" = 0 ] && ! command -v runuser >/dev/null 2>&1; then
+  # As root the test server runs as the postgres user through runuser; without it every PostgreSQL test fails.
+  echo "postgresql is installed but runuser (util-linux) is missing; the PostgreSQL tests cannot start a server" >&2
+  if in_ci; then exit 1; fi
 fi
 bash scripts/forge_build.sh
 exec node_modules/.bin/bun test "$@"
