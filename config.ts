@@ -33,6 +33,11 @@ export type Config = {
   readonly witnessUserPerMinute: number;
   /** Witness requests per minute for one subject domain, across all users (also the burst). */
   readonly witnessDomainPerMinute: number;
+  /**
+   * Controller discoveries per minute for one registrable domain (also the burst), shared by both
+   * confirm views, artifact trust and the witness; each costs the domain 4 DNS queries and a fetch.
+   */
+  readonly discoveryDomainPerMinute: number;
   readonly logLevel: "debug" | "info" | "warn" | "error" | "silent";
 };
 
@@ -150,6 +155,7 @@ export function readConfig(env: Env): Config {
     minDelegateBalanceWei: BigInt(minBalance),
     witnessUserPerMinute: int("WITNESS_USER_RATE_PER_MINUTE", 20, 1),
     witnessDomainPerMinute: int("WITNESS_DOMAIN_RATE_PER_MINUTE", 6, 1),
+    discoveryDomainPerMinute: int("DISCOVERY_DOMAIN_RATE_PER_MINUTE", 30, 1),
     logLevel: logLevel as Config["logLevel"],
   };
 }

@@ -28,4 +28,16 @@ describe("readConfig()", () => {
     expect(config.delegatePrivateKey).toBe(`0x${key}`);
     expect(config.witnessPrivateKey).toBe(`0x${key}`);
   });
+
+  test("private networks are refused unless ALLOW_PRIVATE_NETWORK says otherwise", () => {
+    expect(readConfig({}).allowPrivateNetwork).toBe(false);
+    expect(readConfig({ ALLOW_PRIVATE_NETWORK: "true" }).allowPrivateNetwork).toBe(true);
+  });
+
+  test("DISCOVERY_DOMAIN_RATE_PER_MINUTE defaults to 30 and must be at least 1", () => {
+    expect(readConfig({}).discoveryDomainPerMinute).toBe(30);
+    expect(readConfig({ DISCOVERY_DOMAIN_RATE_PER_MINUTE: "5" }).discoveryDomainPerMinute).toBe(5);
+    expect(() => readConfig({ DISCOVERY_DOMAIN_RATE_PER_MINUTE: "0" })).toThrow(/DISCOVERY_DOMAIN_RATE_PER_MINUTE/);
+    expect(() => readConfig({ DISCOVERY_DOMAIN_RATE_PER_MINUTE: "lots" })).toThrow(/DISCOVERY_DOMAIN_RATE_PER_MINUTE/);
+  });
 });

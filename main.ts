@@ -119,6 +119,11 @@ export async function startService(config: Config, options: StartServiceOptions 
         ca: options.didJsonCa,
       }),
       serviceDnsLabel: config.serviceDnsLabel,
+      // One budget per registrable domain for every caller, so nobody can hammer a domain through us.
+      domainRate: createRateLimiter(systemClock, {
+        capacity: config.discoveryDomainPerMinute,
+        perMinute: config.discoveryDomainPerMinute,
+      }),
     });
     const controllerConfirm = createControllerConfirm({
       discover,

@@ -39,19 +39,39 @@ export function createViemWitnessWriter(options: {
   };
 }
 
-/** Reads receipts of transactions the service signed, for reconciliation. */
+/**
+ * Reads what the chain says about transactions the service signed, for reconciliation: the receipt;
+ * without one, whether the node still holds the transaction and whether its sender's mined nonce has
+ * passed it (then it can never be mined). The nonce is read before the last receipt check, so a
+ * transaction mined in between is reported mined, not replaced.
+ */
 export function createViemTxStatusReader(options: { client: PublicClient; easAddress: HexString; log?: Log | undefined }): TxStatusReader {
   const log = options.log ?? (() => {});
+  const { client } = options;
+  const receiptStatus = async (txHash: HexString): Promise<TxStatus | undefined> => {
+    const receipt = await client.request({ method: "eth_getTransactionReceipt", params: [txHash] });
+    if (!receipt) return undefined;
+    const blockNumber = BigInt(receipt.blockNumber);
+    if (receipt.status !== "0x1") return { status: "reverted", blockNumber };
+    return { status: "success", blockNumber, uid: attestedUid(receipt.logs, options.easAddress) };
+  };
   return {
     async status(txHash): Promise<TxStatus> {
+      let op = "getTransactionReceipt";
       try {
-        const receipt = await options.client.request({ method: "eth_getTransactionReceipt", params: [txHash] });
-        if (!receipt) return { status: "not-found" };
-        const blockNumber = BigInt(receipt.blockNumber);
-        if (receipt.status !== "0x1") return { status: "reverted", blockNumber };
-        return { status: "success", blockNumber, uid: attestedUid(receipt.logs, options.easAddress) };
+        const mined = await receiptStatus(txHash);
+        if (mined !== undefined) return mined;
+        op = "getTransactionByHash";
+        const tx = await client.request({ method: "eth_getTransactionByHash", params: [txHash] });
+        if (!tx) return { status: "not-found" };
+        op = "getTransactionCount";
+        const count = await client.request({ method: "eth_getTransactionCount", params: [tx.from, "latest"] });
+        if (BigInt(count) <= BigInt(tx.nonce)) return { status: "pending" };
+        op = "getTransactionReceipt";
+        // The nonce is spent: by this transaction (mined since the first read) or by another one.
+        return (await receiptStatus(txHash)) ?? { status: "replaced" };
       } catch (error) {
-        log("rpc_error", { op: "getTransactionReceipt", error: describe(error) });
+        log("rpc_error", { op, error: describe(error) });
         return { status: "rpc-error" };
       }
     },

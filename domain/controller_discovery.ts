@@ -9,7 +9,8 @@ import {
   normalizeDid,
 } from "./did.ts";
 import { type IdentityRecord, resolveIdentity } from "./identity.ts";
-import { fail, ok, type Result } from "./result.ts";
+import { type RateLimiter, registrableDomain } from "./rate_limit.ts";
+import { type Fail, fail, ok, type Result } from "./result.ts";
 
 /** Where a controller key was seen. */
 export type KeySource = "dns-txt" | "did-json" | "account-wallet";
@@ -35,8 +36,26 @@ export type DiscoveryRecord = {
   warnings: string[];
 };
 
-/** Discovers the controller keys a did:web subject publishes (DNS TXT, did.json). */
-export type DiscoverControllers = (subjectDid: string) => Promise<Result<DiscoveryRecord, "INVALID_INPUT" | "INVALID_DID">>;
+/** Options of one discovery. */
+export type DiscoverOptions = {
+  /**
+   * When the subject's domain has spent its lookup budget: refuse with `RATE_LIMITED` (the witness,
+   * which answers 429) instead of answering with `unavailable` evidence (the read-only views).
+   */
+  readonly refuseWhenRateLimited?: boolean | undefined;
+};
+
+/** Discovery refused because the subject's domain has spent its lookup budget; only with `refuseWhenRateLimited`. */
+export type DiscoveryRateLimited = Fail<"RATE_LIMITED"> & { readonly retryAfterSeconds: number };
+
+/** The answer of discovery without `refuseWhenRateLimited`. */
+export type DiscoveryResult = Result<DiscoveryRecord, "INVALID_INPUT" | "INVALID_DID">;
+
+/**
+ * Discovers the controller keys a did:web subject publishes (DNS TXT, did.json). `RATE_LIMITED` is
+ * only ever returned to a caller that passed `refuseWhenRateLimited`.
+ */
+export type DiscoverControllers = (subjectDid: string, options?: DiscoverOptions) => Promise<DiscoveryResult | DiscoveryRateLimited>;
 
 /** What discovery needs. */
 export type DiscoveryDeps = {
@@ -44,10 +63,21 @@ export type DiscoveryDeps = {
   readonly didDocuments: DidDocumentFetcher;
   /** The compatibility TXT label: `_<label>.<domain>` (default `omatrust`). */
   readonly serviceDnsLabel: string;
+  /**
+   * Lookups per registrable domain ({@link registrableDomain}), shared by every caller of this
+   * discovery (both confirm views, artifact trust, the witness): one token per discovery, which costs
+   * the domain two TXT queries, an A and an AAAA query and an HTTPS fetch. Absent: unlimited.
+   */
+  readonly domainRate?: RateLimiter | undefined;
 };
 
 export const UNSUPPORTED_SUBJECT_WARNING =
   "Offchain controller discovery is currently supported only for did:web subjects.";
+
+/** The `error` of evidence not looked up because the subject's domain has spent its lookup budget. */
+export function rateLimitedLookupError(domain: string): string {
+  return `Lookups for ${domain} are rate limited`;
+}
 
 /**
  * Canonical form of a published controller value: a signing-key DID (did:pkh, did:ethr, did:key,
@@ -92,17 +122,17 @@ export function parseControllerTxtRecord(record: string): string[] {
 /**
  * Reads the controller keys of a DID document: `blockchainAccountId` (CAIP-10, kept with its own
  * chain id) as did:pkh, `publicKeyJwk` as did:jwk (public members, sorted keys). A document that is
- * not an object, names another DID as `id`, or has a non-array `verificationMethod` is invalid.
+ * not an object, has no `id` or names another DID as `id` (the `id` must be the subject DID), or has
+ * a non-array `verificationMethod` is invalid.
  */
 export function controllerKeysFromDidDocument(document: unknown, subjectDid: string): Result<string[], "INVALID_INPUT"> {
   if (typeof document !== "object" || document === null || Array.isArray(document)) {
     return fail("INVALID_INPUT", "DID document is not a JSON object");
   }
   const doc = document as Record<string, unknown>;
-  if (doc.id !== undefined) {
-    const id = typeof doc.id === "string" ? normalizeDid(doc.id) : undefined;
-    if (!id?.ok || id.value !== subjectDid) return fail("INVALID_INPUT", "DID document id does not match the subject");
-  }
+  if (doc.id === undefined) return fail("INVALID_INPUT", "DID document has no id");
+  const id = typeof doc.id === "string" ? normalizeDid(doc.id) : undefined;
+  if (!id?.ok || id.value !== subjectDid) return fail("INVALID_INPUT", "DID document id does not match the subject");
   const methods = doc.verificationMethod ?? [];
   if (!Array.isArray(methods)) return fail("INVALID_INPUT", "DID document verificationMethod is not an array");
   const keys: string[] = [];
@@ -195,16 +225,22 @@ export function createKeySet() {
 
 /**
  * Builds controller discovery: both TXT names and did.json are looked up at once; a non-did:web
- * subject makes no lookup at all and gets `unsupported` evidence and a warning.
+ * subject makes no lookup at all and gets `unsupported` evidence and a warning. When the subject's
+ * registrable domain has spent its budget (`domainRate`), the domain is not contacted: every source
+ * is `unavailable` (we could not look) with a warning, or, with `refuseWhenRateLimited`, `RATE_LIMITED`.
+ * `subject.input` is the subject as supplied; `canonical` and `label` come from the normalized DID.
  */
 export function createDiscoverControllers(deps: DiscoveryDeps): DiscoverControllers {
-  return async function discoverControllers(subjectDid) {
+  return async function discoverControllers(
+    subjectDid: string,
+    options: DiscoverOptions = {},
+  ): Promise<DiscoveryResult | DiscoveryRateLimited> {
     if (typeof subjectDid !== "string" || subjectDid.trim() === "") {
       return fail("INVALID_INPUT", "subjectDid is required");
     }
     const normalized = normalizeDid(subjectDid);
     if (!normalized.ok) return fail("INVALID_DID", "Invalid subjectDid", normalized.message);
-    const subject = resolveIdentity(normalized.value);
+    const subject: IdentityRecord = { ...resolveIdentity(normalized.value), input: subjectDid };
     const location = didWebLocation(normalized.value);
     if (location === undefined) {
       const isWeb = normalized.value.startsWith("did:web:");
@@ -226,6 +262,24 @@ export function createDiscoverControllers(deps: DiscoveryDeps): DiscoverControll
     const didJsonUrl = path.length === 0
       ? `https://${authority}/.well-known/did.json`
       : `https://${authority}/${path.join("/")}/did.json`;
+    const budget = registrableDomain(host);
+    const turn = deps.domainRate?.take(budget) ?? { allowed: true };
+    if (!turn.allowed) {
+      const error = rateLimitedLookupError(budget);
+      if (options.refuseWhenRateLimited) {
+        return { ...fail("RATE_LIMITED" as const, `${error}; try again later`), retryAfterSeconds: turn.retryAfterSeconds };
+      }
+      return ok({
+        subject,
+        domain: host,
+        controllerKeys: [],
+        evidence: [
+          ...txtNames.map((name): EvidenceItem => ({ kind: "dns-txt", status: "unavailable", location: name, keys: [], error })),
+          { kind: "did-json", status: "unavailable", location: didJsonUrl, keys: [], error },
+        ],
+        warnings: [`${error}; retry in ${turn.retryAfterSeconds} s`],
+      });
+    }
     const [txt1, txt2, document] = await Promise.all([
       deps.dns.resolveTxt(txtNames[0]!),
       deps.dns.resolveTxt(txtNames[1]!),
@@ -295,7 +349,7 @@ export function createControllerConfirm(deps: ControllerConfirmDeps) {
   return async function controllerConfirm(
     subjectDid: string | undefined,
     walletDid: string | undefined,
-  ): Promise<Result<ControllerConfirmRecord, "INVALID_INPUT" | "INVALID_DID">> {
+  ): Promise<Result<ControllerConfirmRecord, "INVALID_INPUT" | "INVALID_DID"> | DiscoveryRateLimited> {
     if (walletDid !== undefined && walletDid.trim() === "") return fail("INVALID_INPUT", "walletDid must not be empty");
     const discovered = await deps.discover(subjectDid ?? "");
     if (!discovered.ok) return discovered;

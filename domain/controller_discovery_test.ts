@@ -1,12 +1,14 @@
 import { describe, expect, test } from "bun:test";
 import { fakeClock, fakeDidDocumentFetcher, fakeDnsResolver } from "../ports/fakes.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
+import { createRateLimiter } from "./rate_limit.ts";
 import {
   canonicalControllerKey,
   controllerKeysFromDidDocument,
   createControllerConfirm,
   createDiscoverControllers,
   parseControllerTxtRecord,
+  rateLimitedLookupError,
   UNSUPPORTED_SUBJECT_WARNING,
 } from "./controller_discovery.ts";
 
@@ -50,6 +52,11 @@ describe("controllerKeysFromDidDocument()", () => {
     expect(controllerKeysFromDidDocument({ id: "did:web:evil.com" }, "did:web:example.com").ok).toBe(false);
     expect(controllerKeysFromDidDocument([], "did:web:example.com").ok).toBe(false);
   });
+
+  test("a document without an id is invalid: the id must be the subject DID", () => {
+    const doc = { verificationMethod: [{ blockchainAccountId: `eip155:1:${A}` }] };
+    expect(controllerKeysFromDidDocument(doc, "did:web:example.com")).toEqual({ ok: false, code: "INVALID_INPUT", message: "DID document has no id" });
+  });
 });
 
 describe("createDiscoverControllers()", () => {
@@ -69,7 +76,7 @@ describe("createDiscoverControllers()", () => {
     const result = await discover("www.Example.com");
     expect(result.ok).toBe(true);
     if (!result.ok) return;
-    expect(result.value.subject).toMatchObject({ input: "did:web:example.com", canonical: "did:web:example.com", type: "did-web" });
+    expect(result.value.subject).toMatchObject({ input: "www.Example.com", canonical: "did:web:example.com", type: "did-web" });
     expect(result.value.domain).toBe("example.com");
     expect(result.value.controllerKeys).toEqual([
       { id: `did:pkh:eip155:66238:${A}`, canonicalId: `did:pkh:eip155:66238:${A}`, label: "0x1111...1111", sources: ["dns-txt", "did-json"], basic: true },
@@ -88,6 +95,74 @@ describe("createDiscoverControllers()", () => {
     const result = await createDiscoverControllers({ dns, didDocuments: docs, serviceDnsLabel: "omatrust" })("did:web:a.com");
     expect(result.ok && result.value.evidence.map((e) => e.status)).toEqual(["unavailable", "not-found", "unavailable"]);
     expect(result.ok && result.value.evidence[2]?.error).toBe("HTTP 500");
+  });
+
+  test("a did.json without an id is unavailable and its keys are not taken", async () => {
+    const docs = fakeDidDocumentFetcher({
+      "a.com": { status: "ok", url: "https://a.com/.well-known/did.json", document: { verificationMethod: [{ blockchainAccountId: `eip155:1:${A}` }] } },
+    });
+    const result = await createDiscoverControllers({ dns: fakeDnsResolver(), didDocuments: docs, serviceDnsLabel: "omatrust" })("did:web:a.com");
+    expect(result.ok && result.value.evidence[2]).toEqual({
+      kind: "did-json",
+      status: "unavailable",
+      location: "https://a.com/.well-known/did.json",
+      keys: [],
+      error: "DID document has no id",
+    });
+    expect(result.ok && result.value.controllerKeys).toEqual([]);
+  });
+
+  test("subject.input is the subject as supplied; canonical and label come from the normalized DID", async () => {
+    const discover = createDiscoverControllers({ dns: fakeDnsResolver(), didDocuments: fakeDidDocumentFetcher(), serviceDnsLabel: "omatrust" });
+    const result = await discover("Example.com");
+    expect(result.ok && result.value.subject).toEqual({
+      input: "Example.com",
+      canonical: "did:web:example.com",
+      label: "example.com",
+      type: "did-web",
+      source: "did-web",
+    });
+  });
+
+  test("a domain's lookup budget is shared across its subdomains; past it the domain is not contacted", async () => {
+    const clock = fakeClock(0);
+    const dns = fakeDnsResolver();
+    const docs = fakeDidDocumentFetcher();
+    const discover = createDiscoverControllers({
+      dns,
+      didDocuments: docs,
+      serviceDnsLabel: "omatrust",
+      domainRate: createRateLimiter(clock, { capacity: 3, perMinute: 3 }),
+    });
+    for (const sub of ["a", "b", "c"]) expect((await discover(`${sub}.victim.co.uk`)).ok).toBe(true);
+    const lookups = dns.lookups.length;
+    const fetches = docs.fetches.length;
+    const limited = await discover("did:web:d.victim.co.uk");
+    expect(dns.lookups.length).toBe(lookups);
+    expect(docs.fetches.length).toBe(fetches);
+    const error = rateLimitedLookupError("victim.co.uk");
+    expect(error).toBe("Lookups for victim.co.uk are rate limited");
+    expect(limited.ok && limited.value).toMatchObject({
+      domain: "d.victim.co.uk",
+      controllerKeys: [],
+      evidence: [
+        { kind: "dns-txt", status: "unavailable", location: "_controllers.d.victim.co.uk", keys: [], error },
+        { kind: "dns-txt", status: "unavailable", location: "_omatrust.d.victim.co.uk", keys: [], error },
+        { kind: "did-json", status: "unavailable", location: "https://d.victim.co.uk/.well-known/did.json", keys: [], error },
+      ],
+      warnings: [`${error}; retry in 20 s`],
+    });
+    // A caller that must answer 429 (the witness) gets a refusal instead.
+    expect(await discover("did:web:victim.co.uk", { refuseWhenRateLimited: true })).toMatchObject({
+      ok: false,
+      code: "RATE_LIMITED",
+      retryAfterSeconds: 20,
+    });
+    // Another domain has its own budget, and the budget refills.
+    expect((await discover("did:web:other.co.uk")).ok && dns.lookups.length).toBe(lookups + 2);
+    clock.set(20_000);
+    const later = await discover("did:web:e.victim.co.uk");
+    expect(later.ok && later.value.evidence.map((e) => e.status)).toEqual(["not-found", "not-found", "not-found"]);
   });
 
   test("a non-did:web subject makes no lookup and is unsupported with a warning", async () => {

@@ -16,10 +16,10 @@ import type { HexString } from "../ports/eas.ts";
 import type { Random } from "../ports/random.ts";
 import type { TxStatusReader, WitnessWriter } from "../ports/witness.ts";
 import type { DiscoverControllers, EvidenceItem } from "./controller_discovery.ts";
-import { canonicalControllerKey } from "./controller_discovery.ts";
-import { didToAddress, getDomainFromDidWeb, isSameControllerId, normalizeDid } from "./did.ts";
+import { canonicalControllerKey, didWebLocation } from "./controller_discovery.ts";
+import { didToAddress, isSameControllerId, normalizeDid } from "./did.ts";
 import { type PlanPolicy, planAllowsSchema, quotaYear } from "./plans.ts";
-import type { RateLimiter } from "./rate_limit.ts";
+import { type RateLimiter, registrableDomain } from "./rate_limit.ts";
 import { fail, type Fail, ok, type Ok, type Result } from "./result.ts";
 import { encodeSchemaData } from "./schema_data.ts";
 import { findSchemaByName } from "./schemas.ts";
@@ -54,8 +54,25 @@ export type WitnessWritten = {
 /** A written witness or why not. */
 export type WitnessResult = Ok<WitnessWritten> | WitnessFailure;
 
-/** The outcome of a witness request; `deprecated` when the legacy body was used. */
-export type WitnessOutcome = { readonly result: WitnessResult; readonly deprecated: boolean };
+/**
+ * When the legacy request body (`subject`, `controller`, `attestationUid`, `easContract`, `schemaUid`,
+ * `method`) was deprecated: 2026-05-08T00:00:00Z, the backend release ("Upgrade to alpha.11") whose
+ * witness takes `{subjectDid, controllerDid}` (reference §6.4, §6.6).
+ */
+export const LEGACY_WITNESS_BODY_DEPRECATED_AT = Date.UTC(2026, 4, 8) / 1000;
+
+/** The `Deprecation` header value (RFC 9745: `@` and Unix seconds) answering a legacy body. */
+export const LEGACY_WITNESS_DEPRECATION_HEADER = `@${LEGACY_WITNESS_BODY_DEPRECATED_AT}`;
+
+/**
+ * The outcome of a witness request; `deprecated` when the legacy body was used, and then
+ * `deprecation`, the value of the `Deprecation` response header ({@link LEGACY_WITNESS_DEPRECATION_HEADER}).
+ */
+export type WitnessOutcome = {
+  readonly result: WitnessResult;
+  readonly deprecated: boolean;
+  readonly deprecation: string | undefined;
+};
 
 /** What the witness needs. */
 export type ControllerWitnessDeps = {
@@ -185,14 +202,19 @@ export function createControllerWitness(deps: ControllerWitnessDeps) {
     reservationId: string,
     onBroadcast: () => void,
   ): Promise<WitnessResult> {
-    // The per-domain limit comes before any lookup: we must not be a way to hammer someone's DNS or web server.
-    const domain = getDomainFromDidWeb(subject);
-    const domainTurn = deps.domainRate.take(domain.ok ? domain.value.split("%3a")[0]! : subject);
+    // The per-domain limit comes before any lookup: we must not be a way to hammer someone's DNS or web
+    // server. It is keyed on the registrable domain, so subdomains of one victim share it; discovery's
+    // own budget for the domain (shared with the read-only views) is checked, too, and also answers 429.
+    const host = didWebLocation(subject)?.host;
+    const domainTurn = deps.domainRate.take(host === undefined ? subject : registrableDomain(host));
     if (!domainTurn.allowed) {
       return rateLimited(domainTurn.retryAfterSeconds, "Too many witness requests for this domain; try again later");
     }
-    const discovery = await deps.discover(subject);
-    if (!discovery.ok) return fail("INVALID_DID", "Invalid subjectDid");
+    const discovery = await deps.discover(subject, { refuseWhenRateLimited: true });
+    if (!discovery.ok) {
+      if (discovery.code === "RATE_LIMITED") return rateLimited(discovery.retryAfterSeconds, discovery.message);
+      return fail("INVALID_DID", "Invalid subjectDid");
+    }
     const key = discovery.value.controllerKeys.find((k) => k.basic && isSameControllerId(k.canonicalId, controller));
     const method = key?.sources.find((s): s is "dns-txt" | "did-json" => s === "dns-txt" || s === "did-json");
     if (key === undefined || method === undefined) {
@@ -250,7 +272,8 @@ export function createControllerWitness(deps: ControllerWitnessDeps) {
   return async function controllerWitness(body: unknown, session: Result<Account, "UNAUTHENTICATED">): Promise<WitnessOutcome> {
     const parsed = parseWitnessBody(body);
     const result = await run(session, parsed);
-    return { result, deprecated: parsed.ok && parsed.value.deprecated };
+    const deprecated = parsed.ok && parsed.value.deprecated;
+    return { result, deprecated, deprecation: deprecated ? LEGACY_WITNESS_DEPRECATION_HEADER : undefined };
   };
 }
 
@@ -262,10 +285,21 @@ export type ReconcileReport = { committed: number; released: number; pending: nu
 
 /**
  * Settles sponsored writes a crash or a lost receipt left open, from what was stored before
- * broadcast: a mined transaction commits the write (with its uid), a reverted one releases it. A
- * reservation that never got a transaction, or whose transaction the node does not know, is released
- * only once older than `staleAfterMs`, so requests still in flight (here or in another instance on
- * the same database) are left alone.
+ * broadcast (the transaction hash). A write is given back only when its transaction cannot be mined:
+ *
+ * - mined: committed with its uid, whatever its age; reverted: released;
+ * - `replaced` (no receipt, and the wallet's mined nonce has moved past the transaction's nonce, so
+ *   another transaction took its place): released, whatever its age;
+ * - `pending` (the node still holds it, its nonce still free): kept reserved, whatever its age,
+ *   since it may be mined at any time and must then be charged;
+ * - `not-found` (the node has never seen the hash, or dropped it) and reservations that never got a
+ *   hash: released once older than `staleAfterMs`, so requests still in flight (here or in another
+ *   instance on the same database) are left alone;
+ * - an RPC failure: left for the next round.
+ *
+ * Only the hash is stored with a write, not its nonce, so a transaction the node has forgotten
+ * cannot be checked against the wallet's nonce. Releasing it once stale is the remaining (small)
+ * risk: a peer rebroadcasting it later with its nonce still free would write an uncharged witness.
  */
 export function createWitnessReconciler(deps: {
   ledger: SponsoredWriteLedger;
@@ -277,23 +311,36 @@ export function createWitnessReconciler(deps: {
     const now = deps.clock.nowMs();
     const report: ReconcileReport = { committed: 0, released: 0, pending: 0 };
     const open: WriteRecord[] = await deps.ledger.unsettled(now + 1);
+    const release = async (write: WriteRecord) => {
+      await deps.ledger.release(write.id, now);
+      report.released++;
+    };
     for (const write of open) {
       const stale = now - write.createdAtMs >= deps.staleAfterMs;
       if (write.txHash === null) {
-        if (stale) {
-          await deps.ledger.release(write.id, now);
-          report.released++;
-        } else report.pending++;
+        if (stale) await release(write);
+        else report.pending++;
         continue;
       }
       const status = await deps.txStatus.status(write.txHash as HexString);
-      if (status.status === "success") {
-        await deps.ledger.commit(write.id, { txHash: write.txHash, uid: status.uid, blockNumber: status.blockNumber }, now);
-        report.committed++;
-      } else if (status.status === "reverted" || (status.status === "not-found" && stale)) {
-        await deps.ledger.release(write.id, now);
-        report.released++;
-      } else report.pending++;
+      switch (status.status) {
+        case "success":
+          await deps.ledger.commit(write.id, { txHash: write.txHash, uid: status.uid, blockNumber: status.blockNumber }, now);
+          report.committed++;
+          break;
+        case "reverted":
+        case "replaced":
+          await release(write);
+          break;
+        case "not-found":
+          if (stale) await release(write);
+          else report.pending++;
+          break;
+        case "pending":
+        case "rpc-error":
+          report.pending++;
+          break;
+      }
     }
     return report;
   };

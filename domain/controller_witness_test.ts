@@ -12,7 +12,12 @@ import {
 import type { HexString } from "../ports/eas.ts";
 import type { TxStatus } from "../ports/witness.ts";
 import { createDiscoverControllers } from "./controller_discovery.ts";
-import { createControllerWitness, createWitnessReconciler, parseWitnessBody } from "./controller_witness.ts";
+import {
+  createControllerWitness,
+  createWitnessReconciler,
+  LEGACY_WITNESS_DEPRECATION_HEADER,
+  parseWitnessBody,
+} from "./controller_witness.ts";
 import { didToAddress } from "./did.ts";
 import { createRateLimiter } from "./rate_limit.ts";
 import { fail, ok } from "./result.ts";
@@ -31,6 +36,7 @@ function setup(options: {
   noWriter?: boolean;
   userPerMinute?: number;
   domainPerMinute?: number;
+  discoveryPerMinute?: number;
 } = {}) {
   const clock = fakeClock(Date.UTC(2026, 10, 23));
   const dns = fakeDnsResolver({ "_controllers.svc.example": { status: "found", records: [`v=1;controller=${CONTROLLER}`] } });
@@ -38,7 +44,12 @@ function setup(options: {
   const ledger = fakeWriteLedger();
   const writer = fakeWitnessWriter();
   const witness = createControllerWitness({
-    discover: createDiscoverControllers({ dns, didDocuments, serviceDnsLabel: "omatrust" }),
+    discover: createDiscoverControllers({
+      dns,
+      didDocuments,
+      serviceDnsLabel: "omatrust",
+      domainRate: createRateLimiter(clock, { capacity: options.discoveryPerMinute ?? 100, perMinute: options.discoveryPerMinute ?? 100 }),
+    }),
     ledger,
     writer: options.noWriter ? undefined : writer,
     witnessSchemaUid: "witnessSchemaUid" in options ? options.witnessSchemaUid : SCHEMA,
@@ -91,6 +102,7 @@ describe("createControllerWitness()", () => {
     if (!outcome.result.ok) return;
     expect(outcome.result.value).toMatchObject({ success: true, method: "dns-txt", observedAt: Date.UTC(2026, 10, 23) / 1000 });
     expect(outcome.deprecated).toBe(false);
+    expect(outcome.deprecation).toBeUndefined();
     const [call] = s.writer.sent;
     expect(call!.schema).toBe(SCHEMA);
     expect(call!.data).toMatchObject({ recipient: didToAddress(SUBJECT).ok && (didToAddress(SUBJECT) as { value: string }).value, revocable: false, expirationTime: 0n, value: 0n });
@@ -217,6 +229,42 @@ describe("createControllerWitness()", () => {
   });
 });
 
+describe("createControllerWitness() rate limits", () => {
+  test("the per-domain limit is keyed on the registrable domain: subdomains of one victim share it", async () => {
+    const s = setup({ domainPerMinute: 2 });
+    const victim = (sub: string) => ({ ...body, subjectDid: `did:web:${sub}.victim.example` });
+    const codes = [];
+    for (const sub of ["a", "b", "c"]) codes.push(codeOf(await s.witness(victim(sub), signedIn)));
+    expect(codes).toEqual(["EVIDENCE_NOT_FOUND", "EVIDENCE_NOT_FOUND", "RATE_LIMITED"]);
+    // Two requests looked up two TXT names each; the third nothing.
+    expect(s.dns.lookups.filter((l) => l.endsWith("victim.example"))).toHaveLength(4);
+    expect(await s.ledger.usage(account.id, 2026)).toEqual({ used: 0, reserved: 0 });
+  });
+
+  test("a domain whose discovery budget the read-only views spent is 429 for the witness, before any lookup", async () => {
+    const s = setup({ discoveryPerMinute: 1 });
+    const other: Account = { ...account, id: "acct-2" };
+    expect(codeOf(await s.witness(body, signedIn))).toBe("ok");
+    const lookups = s.dns.lookups.length;
+    const limited = await s.witness(body, ok(other));
+    expect(codeOf(limited)).toBe("RATE_LIMITED");
+    expect(!limited.result.ok && limited.result.message).toBe("Lookups for svc.example are rate limited; try again later");
+    expect(!limited.result.ok && limited.result.retryAfterSeconds).toBe(60);
+    expect(s.dns.lookups.length).toBe(lookups);
+    expect(await s.ledger.usage(other.id, 2026)).toEqual({ used: 0, reserved: 0 });
+  });
+});
+
+describe("legacy body deprecation", () => {
+  test("a legacy body is answered with an RFC 9745 Deprecation value: @ and the Unix seconds of 2026-05-08", async () => {
+    expect(LEGACY_WITNESS_DEPRECATION_HEADER).toBe("@1778198400");
+    const s = setup();
+    const outcome = await s.witness({ subject: SUBJECT, controller: CONTROLLER, method: "dns-txt" }, signedIn);
+    expect(codeOf(outcome)).toBe("ok");
+    expect([outcome.deprecated, outcome.deprecation]).toEqual([true, "@1778198400"]);
+  });
+});
+
 describe("createWitnessReconciler()", () => {
   test("commits mined writes, releases reverted and stale ones, leaves fresh ones", async () => {
     const clock = fakeClock(1_000_000);
@@ -256,5 +304,38 @@ describe("createWitnessReconciler()", () => {
       "stale-reserved": "released",
     });
     expect((await ledger.find("mined"))?.uid).toBe(`0x${"9".repeat(64)}`);
+  });
+
+  test("a transaction still pending after the stale age keeps its write reserved, and is charged once mined", async () => {
+    const clock = fakeClock(0);
+    const ledger = fakeWriteLedger();
+    let chain: TxStatus = { status: "pending" };
+    await ledger.reserve({ id: "slow", accountId: "a", year: 2026, fingerprint: "slow", createdAtMs: 0 }, 100);
+    await ledger.markBroadcast("slow", "0xslow", 0);
+    const reconcile = createWitnessReconciler({ ledger, txStatus: { status: () => Promise.resolve(chain) }, clock, staleAfterMs: 600_000 });
+    clock.set(3_600_000);
+    expect(await reconcile()).toEqual({ committed: 0, released: 0, pending: 1 });
+    expect(await ledger.usage("a", 2026)).toEqual({ used: 0, reserved: 1 });
+    chain = { status: "success", blockNumber: 77n, uid: `0x${"7".repeat(64)}` };
+    expect(await reconcile()).toEqual({ committed: 1, released: 0, pending: 0 });
+    expect(await ledger.find("slow")).toMatchObject({ state: "committed", blockNumber: 77n, uid: `0x${"7".repeat(64)}` });
+  });
+
+  test("a transaction whose nonce the wallet has moved past is released at once; a fresh unknown one is kept", async () => {
+    const clock = fakeClock(1_000_000);
+    const ledger = fakeWriteLedger();
+    const statuses: Record<string, TxStatus> = { "0xreplaced": { status: "replaced" }, "0xunknown": { status: "not-found" } };
+    for (const id of ["replaced", "unknown"]) {
+      await ledger.reserve({ id, accountId: "a", year: 2026, fingerprint: id, createdAtMs: 999_000 }, 100);
+      await ledger.markBroadcast(id, `0x${id}`, 999_000);
+    }
+    const reconcile = createWitnessReconciler({
+      ledger,
+      txStatus: { status: (hash) => Promise.resolve(statuses[hash]!) },
+      clock,
+      staleAfterMs: 600_000,
+    });
+    expect(await reconcile()).toEqual({ committed: 0, released: 1, pending: 1 });
+    expect([(await ledger.find("replaced"))?.state, (await ledger.find("unknown"))?.state]).toEqual(["released", "broadcast"]);
   });
 });

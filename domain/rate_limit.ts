@@ -61,3 +61,35 @@ export function createRateLimiter(clock: Clock, options: RateLimiterOptions): Ra
     },
   };
 }
+
+/** Second-level labels under a two-letter country code that act as public suffixes (`co.uk`, `com.au`, `ne.jp`). */
+const SHORT_SUFFIX_LABELS = new Set([
+  "ac", "co", "com", "edu", "gen", "go", "gob", "gov", "gv", "ltd", "me", "mil", "ne", "net", "nhs", "nic", "nom",
+  "or", "org", "plc", "sch",
+]);
+
+/**
+ * The registrable domain of a host name, the key of per-domain rate limits, so that
+ * `a.victim.com` and `b.victim.com` draw on one budget. A deliberate approximation of the Public
+ * Suffix List, without shipping the list:
+ *
+ * - the host is lowercased and one trailing `.` removed; a port is not part of a host;
+ * - an IP literal (IPv4 dotted quad, or anything with `:`) is its own key;
+ * - otherwise the last two labels (`www.shop.example.com` → `example.com`),
+ * - or the last three when the last label is a two-letter country code and the one before it is a
+ *   short public-suffix-like label from {@link SHORT_SUFFIX_LABELS} (`a.example.co.uk` →
+ *   `example.co.uk`, `x.example.com.au` → `example.com.au`).
+ *
+ * Hosting platforms with many tenants under one name (`*.github.io`) share a budget; that errs on
+ * the side of protecting the platform.
+ */
+export function registrableDomain(host: string): string {
+  const name = host.toLowerCase().replace(/\.$/, "");
+  if (name.includes(":") || /^[0-9]+(\.[0-9]+){3}$/.test(name)) return name;
+  const labels = name.split(".");
+  if (labels.length <= 2) return name;
+  const last = labels[labels.length - 1]!;
+  const second = labels[labels.length - 2]!;
+  const take = /^[a-z]{2}$/.test(last) && SHORT_SUFFIX_LABELS.has(second) ? 3 : 2;
+  return labels.slice(-take).join(".");
+}

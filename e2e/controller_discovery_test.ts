@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { privateKeyToAccount } from "viem/accounts";
+import type { Service } from "../main.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { type HttpsServer, startHttpsServer } from "./support/https_server.ts";
 import { getTestCa, issueLeaf } from "./support/test_ca.ts";
@@ -10,23 +12,36 @@ const JWK = { kty: "EC", crv: "P-256", x: "f83OJ3D7xI1Yp1V2iFIYA7n5OYXc4K1Uo7jY1
 const DID_JWK =
   "did:jwk:eyJjcnYiOiJQLTI1NiIsImt0eSI6IkVDIiwieCI6ImY4M09KM0Q3eEkxWXAxVjJpRklZQTduNU9ZWGM0SzFVbzdqWTE0RktNQzQiLCJ5IjoieF9GRXpSdTltMzZITE5fdHVlNjU5TE5wWFc2cEN5U3Rpa1lqS0lXSTVhMCJ9";
 
+const HOSTS = ["svc.test", "down.test", "other.test", "huge.test", "wrongid.test", "noid.test", "slow.test", "redirect.test", "badjson.test"];
+/** The did.json fetch's total budget (decisions §8) and the resolver's per-attempt timeout times its two attempts. */
+const DID_JSON_TIMEOUT_MS = 5_000;
+const DNS_LOOKUP_TIMEOUT_MS = 2 * 1_500;
+
 let dns: DnsServer;
 let https: HttpsServer;
+/** Started with the default configuration: ALLOW_PRIVATE_NETWORK is not set. */
 let stack: Stack;
-let blocked: Stack;
+/** The same service with ALLOW_PRIVATE_NETWORK=true, so the loopback test servers can be reached. */
+let open: Service;
+let base: string;
 let did: string;
 
 beforeAll(async () => {
   dns = await startDnsServer();
   const ca = await getTestCa();
-  const leaf = await issueLeaf(["svc.test", "down.test", "other.test", "huge.test", "wrongid.test", "redirect.test", "badjson.test"]);
+  const leaf = await issueLeaf(HOSTS);
   https = await startHttpsServer({
     ...leaf,
-    routes: (request) => {
+    routes: async (request) => {
       const host = (request.headers.get("host") ?? "").split(":")[0];
       if (host === "down.test") return new Response("boom", { status: 500 });
       if (host === "huge.test") return new Response(JSON.stringify({ id: "x", pad: "a".repeat(70_000) }));
       if (host === "wrongid.test") return Response.json({ id: "did:web:evil.test", verificationMethod: [{ blockchainAccountId: `eip155:1:${A}` }] });
+      if (host === "noid.test") return Response.json({ verificationMethod: [{ blockchainAccountId: `eip155:1:${A}` }] });
+      if (host === "slow.test") {
+        await Bun.sleep(DID_JSON_TIMEOUT_MS + 2_000);
+        return Response.json({ id: `did:web:slow.test%3A${https.port}`, verificationMethod: [{ blockchainAccountId: `eip155:1:${A}` }] });
+      }
       if (host === "redirect.test") return new Response(null, { status: 302, headers: { location: "https://10.0.0.1/.well-known/did.json" } });
       if (host === "badjson.test") return new Response("{not json");
       if (host !== "svc.test") return new Response("nope", { status: 404 });
@@ -40,14 +55,13 @@ beforeAll(async () => {
     },
   });
   did = `did:web:svc.test%3A${https.port}`;
-  for (const name of ["svc.test", "down.test", "other.test", "huge.test", "wrongid.test", "redirect.test", "badjson.test"]) {
-    dns.setA(name, ["127.0.0.1"]);
-  }
+  for (const name of HOSTS) dns.setA(name, ["127.0.0.1"]);
   dns.setTxt("_controllers.svc.test", [["v=1;controller=did:pkh:eip155:66238:", A]]);
   dns.setServfail("_omatrust.svc.test");
-  const env = { DNS_SERVERS: dns.address };
-  stack = await startStack({ env: { ...env, ALLOW_PRIVATE_NETWORK: "true" }, didJsonCa: ca.cert });
-  blocked = await stack.restartService({ ...env, ALLOW_PRIVATE_NETWORK: "false" }).then(async (service) => ({ ...stack, service, baseUrl: service.url }));
+  // Nothing but the resolver: ALLOW_PRIVATE_NETWORK keeps its default.
+  stack = await startStack({ env: { DNS_SERVERS: dns.address }, didJsonCa: ca.cert });
+  open = await stack.restartService({ ALLOW_PRIVATE_NETWORK: "true" });
+  base = open.url;
 });
 afterAll(async () => {
   await stack?.stop();
@@ -62,7 +76,7 @@ async function get(base: string, path: string) {
 
 describe("controller discovery against real DNS and HTTPS servers", () => {
   test("endpoint confirm merges DNS TXT (split strings) and did.json keys with their sources", async () => {
-    const res = await get(stack.baseUrl, `/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(did)}`);
+    const res = await get(base, `/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(did)}`);
     expect(res.status).toBe(200);
     expect(res.body.domain).toBe("svc.test");
     expect(res.body.subject).toMatchObject({ canonical: `did:web:svc.test%3a${https.port}`, type: "did-web" });
@@ -79,19 +93,19 @@ describe("controller discovery against real DNS and HTTPS servers", () => {
   });
 
   test("controller confirm adds the wallet and the approved-issuer block", async () => {
-    const res = await get(stack.baseUrl, `/api/public/controller-confirm?subjectDid=${encodeURIComponent(did)}&walletDid=did:pkh:eip155:66238:${A}`);
+    const res = await get(base, `/api/public/controller-confirm?subjectDid=${encodeURIComponent(did)}&walletDid=did:pkh:eip155:66238:${A}`);
     expect(res.status).toBe(200);
     expect(res.body.evidence[0]).toEqual({ kind: "account-wallet", status: "found", location: "request.walletDid", keys: [`did:pkh:eip155:66238:${A}`] });
     expect(res.body.controllerKeys.find((k: any) => k.canonicalId === `did:pkh:eip155:66238:${A}`).sources).toEqual(["dns-txt", "account-wallet"]);
     expect(res.body.approvedIssuer).toMatchObject({ status: "not-approved", checkedIdentifiers: [`did:pkh:eip155:66238:${A}`] });
-    const none = await get(stack.baseUrl, `/v1/controller-confirm?subjectDid=${encodeURIComponent(did)}`);
+    const none = await get(base, `/v1/controller-confirm?subjectDid=${encodeURIComponent(did)}`);
     expect(none.body.approvedIssuer).toEqual({ status: "not-configured", checkedIdentifiers: [], registryUrl: null });
   });
 
   test("NXDOMAIN and 404 are not-found, a 500 is unavailable", async () => {
-    const missing = await get(stack.baseUrl, `/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(`did:web:other.test%3A${https.port}`)}`);
+    const missing = await get(base, `/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(`did:web:other.test%3A${https.port}`)}`);
     expect(missing.body.evidence.map((e: any) => e.status)).toEqual(["not-found", "not-found", "not-found"]);
-    const down = await get(stack.baseUrl, `/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(`did:web:down.test%3A${https.port}`)}`);
+    const down = await get(base, `/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(`did:web:down.test%3A${https.port}`)}`);
     expect(down.body.evidence[2]).toMatchObject({ status: "unavailable", error: "HTTP 500" });
     expect(JSON.stringify(down.body)).not.toContain("boom");
   });
@@ -100,40 +114,124 @@ describe("controller discovery against real DNS and HTTPS servers", () => {
     const cases: [string, string][] = [
       ["huge.test", "DID document exceeds 64 KiB"],
       ["wrongid.test", "DID document id does not match the subject"],
+      ["noid.test", "DID document has no id"],
       ["redirect.test", "Redirects are not followed"],
       ["badjson.test", "DID document is not valid JSON"],
     ];
     for (const [host, error] of cases) {
       const subject = encodeURIComponent(`did:web:${host}%3A${https.port}`);
-      const res = await get(stack.baseUrl, `/v1/controller-endpoint-confirm?subjectDid=${subject}`);
+      const res = await get(base, `/v1/controller-endpoint-confirm?subjectDid=${subject}`);
       expect(res.body.evidence[2]).toMatchObject({ kind: "did-json", status: "unavailable", keys: [], error });
       expect(res.body.controllerKeys).toEqual([]);
     }
   });
 
-  test("a DNS timeout is unavailable and does not hold up the other sources beyond the timeout", async () => {
+  test("DNS timeouts are unavailable and the sources are looked up in parallel, within the timeout bound", async () => {
     dns.setTimeout("_controllers.other.test");
-    const subject = encodeURIComponent(`did:web:other.test%3A${https.port}`);
-    const res = await get(stack.baseUrl, `/v1/controller-endpoint-confirm?subjectDid=${subject}`);
-    expect(res.body.evidence.map((e: any) => e.status)).toEqual(["unavailable", "not-found", "not-found"]);
-    dns.clear("_controllers.other.test");
+    dns.setTimeout("_omatrust.other.test");
+    try {
+      const subject = encodeURIComponent(`did:web:other.test%3A${https.port}`);
+      const started = performance.now();
+      const res = await get(base, `/v1/controller-endpoint-confirm?subjectDid=${subject}`);
+      const elapsed = performance.now() - started;
+      expect(res.body.evidence.map((e: any) => [e.status, e.error])).toEqual([
+        ["unavailable", "DNS lookup timed out"],
+        ["unavailable", "DNS lookup timed out"],
+        ["not-found", undefined],
+      ]);
+      // Each timed-out name costs two attempts; looked up one after the other they would take twice that.
+      expect(elapsed).toBeLessThan(2 * DNS_LOOKUP_TIMEOUT_MS);
+    } finally {
+      dns.clear("_controllers.other.test");
+      dns.clear("_omatrust.other.test");
+    }
+  }, 20_000);
+
+  test("a slow did.json is cut off at the fetch timeout; the DNS evidence still comes back", async () => {
+    dns.setTxt("_controllers.slow.test", [[`v=1;controller=did:pkh:eip155:1:${B}`]]);
+    const subject = encodeURIComponent(`did:web:slow.test%3A${https.port}`);
+    const started = performance.now();
+    const res = await get(base, `/v1/controller-endpoint-confirm?subjectDid=${subject}`);
+    const elapsed = performance.now() - started;
+    expect(res.body.evidence.map((e: any) => [e.kind, e.status])).toEqual([["dns-txt", "found"], ["dns-txt", "not-found"], ["did-json", "unavailable"]]);
+    expect(res.body.evidence[2].error).toBe("DID document fetch timed out");
+    expect(res.body.controllerKeys.map((k: any) => k.canonicalId)).toEqual([`did:pkh:eip155:1:${B}`]);
+    expect(elapsed).toBeLessThan(DID_JSON_TIMEOUT_MS + DNS_LOOKUP_TIMEOUT_MS);
+  }, 20_000);
+
+  test("a truncated UDP answer is retried over TCP", async () => {
+    const before = dns.queries.length;
+    dns.setTruncateUdp(true);
+    try {
+      const res = await get(base, `/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(did)}`);
+      expect(res.body.evidence[0]).toMatchObject({ kind: "dns-txt", status: "found", keys: [`did:pkh:eip155:66238:${A}`] });
+      expect(res.body.evidence[2]).toMatchObject({ kind: "did-json", status: "found" });
+    } finally {
+      dns.setTruncateUdp(false);
+    }
+    const txt = dns.queries.slice(before).filter((q) => q.name === "_controllers.svc.test").map((q) => q.transport);
+    expect(txt).toEqual(["udp", "tcp"]);
   });
 
-  test("by default a host on a private address is refused and never contacted", async () => {
+  test("the devnet witness wallet is an approved issuer in controller confirm", async () => {
+    const witness = privateKeyToAccount(stack.devnet.keys.witness).address;
+    const walletDid = `did:pkh:eip155:${stack.devnet.chainId}:${witness}`;
+    const res = await get(base, `/v1/controller-confirm?subjectDid=${encodeURIComponent(did)}&walletDid=${walletDid}`);
+    expect(res.status).toBe(200);
+    expect(res.body.approvedIssuer).toMatchObject({ status: "approved", checkedIdentifiers: [walletDid, walletDid.toLowerCase()] });
+    expect(res.body.approvedIssuer.registryUrl).toMatch(/\/v1\/trust-anchors$/);
+  });
+
+  test("a service started without ALLOW_PRIVATE_NETWORK refuses the loopback did.json host and never contacts it", async () => {
     const before = https.requests.length;
-    const res = await get(blocked.baseUrl, `/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(did)}`);
-    expect(res.body.evidence[2]).toMatchObject({ kind: "did-json", status: "unavailable" });
+    const res = await get(stack.baseUrl, `/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(did)}`);
+    expect(res.body.evidence[2]).toMatchObject({ kind: "did-json", status: "unavailable", error: "Host resolves to a non-public address" });
+    // DNS evidence is still read; only the private address is refused.
+    expect(res.body.evidence[0]).toMatchObject({ kind: "dns-txt", status: "found" });
     expect(https.requests.length).toBe(before);
   });
 
   test("bare domains are normalized; bad input is 400", async () => {
-    const bare = await get(stack.baseUrl, "/v1/controller-endpoint-confirm?subjectDid=WWW.Other.Test");
-    expect(bare.body.subject.canonical).toBe("did:web:other.test");
-    expect((await get(stack.baseUrl, "/v1/controller-endpoint-confirm")).body.code).toBe("INVALID_INPUT");
-    const bad = await get(stack.baseUrl, "/v1/controller-endpoint-confirm?subjectDid=did:");
+    const bare = await get(base, "/v1/controller-endpoint-confirm?subjectDid=Example.com");
+    expect(bare.body.subject).toMatchObject({ input: "Example.com", canonical: "did:web:example.com", label: "example.com" });
+    const www = await get(base, "/v1/controller-endpoint-confirm?subjectDid=WWW.Other.Test");
+    expect(www.body.subject).toMatchObject({ input: "WWW.Other.Test", canonical: "did:web:other.test" });
+    expect((await get(base, "/v1/controller-endpoint-confirm")).body.code).toBe("INVALID_INPUT");
+    const bad = await get(base, "/v1/controller-endpoint-confirm?subjectDid=did:");
     expect([bad.status, bad.body.code]).toEqual([400, "INVALID_DID"]);
-    const pkh = await get(stack.baseUrl, `/v1/controller-endpoint-confirm?subjectDid=did:pkh:eip155:1:${A}`);
+    const pkh = await get(base, `/v1/controller-endpoint-confirm?subjectDid=did:pkh:eip155:1:${A}`);
     expect(pkh.body.evidence.every((e: any) => e.status === "unsupported")).toBe(true);
     expect(pkh.body.warnings).toHaveLength(1);
+  });
+
+  test("lookups for one registrable domain are rate limited across subdomains and both confirm views", async () => {
+    const limited = await stack.restartService({ ALLOW_PRIVATE_NETWORK: "true", DISCOVERY_DOMAIN_RATE_PER_MINUTE: "3" });
+    const queriesFor = () => dns.queries.filter((q) => q.name.endsWith("flood.test")).length;
+    const paths = [
+      "/v1/controller-endpoint-confirm?subjectDid=a.flood.test",
+      "/api/public/controller-confirm?subjectDid=did:web:b.flood.test",
+      "/v1/controller-endpoint-confirm?subjectDid=did:web:c.flood.test",
+    ];
+    for (const path of paths) {
+      const before = queriesFor();
+      const res = await get(limited.url, path);
+      expect(res.body.warnings).toEqual([]);
+      // Two TXT names, and A and AAAA for the did.json host.
+      expect(queriesFor() - before).toBe(4);
+    }
+    const before = queriesFor();
+    const res = await get(limited.url, "/v1/controller-confirm?subjectDid=did:web:d.flood.test");
+    expect(res.status).toBe(200);
+    expect(queriesFor()).toBe(before);
+    const error = "Lookups for flood.test are rate limited";
+    expect(res.body.evidence).toEqual([
+      { kind: "dns-txt", status: "unavailable", location: "_controllers.d.flood.test", keys: [], error },
+      { kind: "dns-txt", status: "unavailable", location: "_omatrust.d.flood.test", keys: [], error },
+      { kind: "did-json", status: "unavailable", location: "https://d.flood.test/.well-known/did.json", keys: [], error },
+    ]);
+    expect(res.body.warnings).toHaveLength(1);
+    expect(res.body.warnings[0]).toMatch(/^Lookups for flood\.test are rate limited; retry in [0-9]+ s$/);
+    // Another domain is not affected.
+    expect((await get(limited.url, "/v1/controller-endpoint-confirm?subjectDid=did:web:calm.test")).body.warnings).toEqual([]);
   });
 });

@@ -1,13 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createPublicClient, type Hex, http } from "viem";
+import { createPublicClient, createTestClient, createWalletClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { EAS_ABI } from "../adapters/eas_abi.ts";
 import { openSqlite } from "../adapters/sqlite_database.ts";
 import { createSqliteAccountStore, createSqliteWriteLedger } from "../adapters/sqlite_accounts.ts";
 import { createViemEas } from "../adapters/viem_eas.ts";
-import { createViemWitnessWriter } from "../adapters/viem_witness.ts";
+import { createViemTxStatusReader, createViemWitnessWriter } from "../adapters/viem_witness.ts";
+import { LEGACY_WITNESS_DEPRECATION_HEADER } from "../domain/controller_witness.ts";
 import { didToAddress } from "../domain/did.ts";
 import { decodeSchemaData, encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
@@ -41,6 +42,7 @@ const env = (dnsAddress: string) => ({
   FREE_PLAN_ANNUAL_WRITES: "3",
   WITNESS_USER_RATE_PER_MINUTE: "100",
   WITNESS_DOMAIN_RATE_PER_MINUTE: "100",
+  DISCOVERY_DOMAIN_RATE_PER_MINUTE: "100",
 });
 
 beforeAll(async () => {
@@ -215,7 +217,9 @@ describe("controller witness on the devnet", () => {
       chainId: stack.devnet.chainId,
     }, { cookie: session.cookie });
     expect(res.status).toBe(200);
-    expect(res.headers.get("deprecation")).toBe("true");
+    // RFC 9745: `@` and the Unix seconds of the deprecation date.
+    expect(res.headers.get("deprecation")).toBe(LEGACY_WITNESS_DEPRECATION_HEADER);
+    expect(res.headers.get("deprecation")).toMatch(/^@[0-9]+$/);
     expect(res.body).toMatchObject({ success: true, method: "dns-txt" });
   });
 
@@ -296,13 +300,13 @@ describe("controller witness on the devnet", () => {
     expect((await fetchSession(session, opts(broke))).quota).toMatchObject({ used: 0, reserved: 0 });
   });
 
-  test("per-domain rate limit: a flood for one victim domain is cut off before any lookup", async () => {
+  test("per-domain rate limit: a flood for subdomains of one victim domain is cut off before any lookup", async () => {
     const limited = await stack.restartService({ ...env(dns.address), WITNESS_DOMAIN_RATE_PER_MINUTE: "2" });
     const sessions = await Promise.all([signIn(limited), signIn(limited), signIn(limited)]);
-    const body = { subjectDid: "did:web:victim.test", controllerDid: `did:pkh:eip155:1:${dnsKey.address}` };
     const before = dns.queries.filter((q) => q.name.endsWith("victim.test")).length;
     const results: string[] = [];
-    for (const session of sessions) {
+    for (const [i, session] of sessions.entries()) {
+      const body = { subjectDid: `did:web:host${i}.victim.test`, controllerDid: `did:pkh:eip155:1:${dnsKey.address}` };
       const res = await post("/v1/controller-witness", body, { cookie: session.cookie }, limited.url);
       results.push(`${res.status} ${res.body.code}${res.headers.get("retry-after") ? " retry-after" : ""}`);
     }
@@ -310,6 +314,40 @@ describe("controller witness on the devnet", () => {
     const lookups = dns.queries.filter((q) => q.name.endsWith("victim.test")).length - before;
     // Two requests looked up two TXT names and the did.json host (A and AAAA) each; the third nothing.
     expect(lookups).toBe(8);
+  });
+
+  test("a domain whose lookup budget the public confirm views spent is 429 for the witness, before any lookup, nothing charged", async () => {
+    const limited = await stack.restartService({ ...env(dns.address), DISCOVERY_DOMAIN_RATE_PER_MINUTE: "2" });
+    for (const sub of ["a", "b"]) {
+      const res = await fetch(`${limited.url}/v1/controller-endpoint-confirm?subjectDid=${sub}.spent.test`);
+      expect((await res.json() as { warnings: string[] }).warnings).toEqual([]);
+    }
+    const session = await signIn(limited);
+    const before = dns.queries.filter((q) => q.name.endsWith("spent.test")).length;
+    const res = await post("/v1/controller-witness", { subjectDid: "did:web:spent.test", controllerDid: DID_JWK }, { cookie: session.cookie }, limited.url);
+    expect([res.status, res.body.code, res.body.error]).toEqual([429, "RATE_LIMITED", "Lookups for spent.test are rate limited; try again later"]);
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(dns.queries.filter((q) => q.name.endsWith("spent.test")).length).toBe(before);
+    expect((await fetchSession(session, opts(limited))).quota).toMatchObject({ used: 0, reserved: 0 });
+  });
+
+  test("the reconciler's status reader tells a pending transaction from a mined and an unknown one", async () => {
+    const testClient = createTestClient({ mode: "anvil", transport: http(stack.devnet.rpcUrl) });
+    const sender = privateKeyToAccount(generatePrivateKey());
+    await testClient.setBalance({ address: sender.address, value: 10n ** 18n });
+    const reader = createViemTxStatusReader({ client: client() as never, easAddress: stack.service.easAddress });
+    const wallet = createWalletClient({ account: sender, transport: http(stack.devnet.rpcUrl) });
+    await testClient.setAutomine(false);
+    let txHash: Hex;
+    try {
+      txHash = await wallet.sendTransaction({ chain: null, to: sender.address, value: 0n, gas: 21_000n });
+      expect(await reader.status(txHash)).toEqual({ status: "pending" });
+      await testClient.mine({ blocks: 1 });
+    } finally {
+      await testClient.setAutomine(true);
+    }
+    expect(await reader.status(txHash)).toMatchObject({ status: "success", uid: null });
+    expect(await reader.status(`0x${"ab".repeat(32)}`)).toEqual({ status: "not-found" });
   });
 
   test("a crash between broadcast and bookkeeping: the restart settles the write from the stored hash, charged once, not re-sent", async () => {

@@ -14,7 +14,11 @@ export interface WitnessWriter {
 export type TxStatus =
   | { readonly status: "success"; readonly blockNumber: bigint; readonly uid: HexString | null }
   | { readonly status: "reverted"; readonly blockNumber: bigint }
-  /** No receipt: pending, dropped, or never broadcast. */
+  /** No receipt, but the node holds the transaction and its nonce is still free: it may yet be mined. */
+  | { readonly status: "pending" }
+  /** No receipt, and the sender's mined nonce has moved past the transaction's nonce: it can never be mined. */
+  | { readonly status: "replaced" }
+  /** The node knows nothing of the hash: never broadcast, or dropped from its pool. */
   | { readonly status: "not-found" }
   | { readonly status: "rpc-error" };
 

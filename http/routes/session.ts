@@ -131,8 +131,8 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
     const auth = await deps.sessions.authenticate(tokenOf(request));
     const session = auth.ok ? { ok: true as const, value: auth.value.account } : auth;
     try {
-      const { result, deprecated } = await deps.witness(parsed.value, session);
-      const headers: Record<string, string> = deprecated ? { deprecation: "true" } : {};
+      const { result, deprecation } = await deps.witness(parsed.value, session);
+      const headers: Record<string, string> = deprecation === undefined ? {} : { deprecation };
       deps.metrics?.increment("ats_sponsored_writes_total", { outcome: result.ok ? "committed" : result.code.toLowerCase() });
       if (result.ok) {
         deps.log.info("controller_witness", { uid: result.value.uid, txHash: result.value.txHash, method: result.value.method });

@@ -1,0 +1,37 @@
+import { describe, expect, test } from "bun:test";
+import { fakeClock } from "../ports/fakes.ts";
+import { createRateLimiter, registrableDomain } from "./rate_limit.ts";
+
+describe("registrableDomain()", () => {
+  test("keeps the last two labels, lowercased, without a trailing dot", () => {
+    expect(registrableDomain("a.b.Victim.com.")).toBe("victim.com");
+    expect(registrableDomain("victim.com")).toBe("victim.com");
+    expect(registrableDomain("localhost")).toBe("localhost");
+  });
+
+  test("keeps three labels under a short public-suffix-like label of a country code", () => {
+    expect(registrableDomain("www.shop.example.co.uk")).toBe("example.co.uk");
+    expect(registrableDomain("x.example.com.au")).toBe("example.com.au");
+    expect(registrableDomain("a.example.ne.jp")).toBe("example.ne.jp");
+    // Not a country code, or not a suffix-like label: two labels.
+    expect(registrableDomain("a.example.co.com")).toBe("co.com");
+    expect(registrableDomain("a.example.io")).toBe("example.io");
+  });
+
+  test("an IP literal is its own key", () => {
+    expect(registrableDomain("192.168.1.20")).toBe("192.168.1.20");
+    expect(registrableDomain("::1")).toBe("::1");
+  });
+});
+
+describe("createRateLimiter()", () => {
+  test("allows the burst, refuses with a retry time, refills over the minute", () => {
+    const clock = fakeClock(0);
+    const limiter = createRateLimiter(clock, { capacity: 2, perMinute: 2 });
+    expect([limiter.take("k"), limiter.take("k")]).toEqual([{ allowed: true }, { allowed: true }]);
+    expect(limiter.take("k")).toEqual({ allowed: false, retryAfterSeconds: 30 });
+    expect(limiter.take("other")).toEqual({ allowed: true });
+    clock.set(30_000);
+    expect(limiter.take("k")).toEqual({ allowed: true });
+  });
+});
