@@ -38,6 +38,12 @@ export type Config = {
    * confirm views, artifact trust and the witness; each costs the domain 4 DNS queries and a fetch.
    */
   readonly discoveryDomainPerMinute: number;
+  /**
+   * `DISCOVERY_CACHE_SECONDS` (default 60, 0 turns it off, at most 3600): how long the read-only views
+   * (both confirm endpoints, artifact trust's live check) reuse a complete discovery answer for one subject.
+   * An answer with an unavailable source is kept a sixth as long; the witness never uses the cache.
+   */
+  readonly discoveryCacheSeconds: number;
   readonly logLevel: "debug" | "info" | "warn" | "error" | "silent";
 };
 
@@ -156,6 +162,7 @@ export function readConfig(env: Env): Config {
     witnessUserPerMinute: int("WITNESS_USER_RATE_PER_MINUTE", 20, 1),
     witnessDomainPerMinute: int("WITNESS_DOMAIN_RATE_PER_MINUTE", 6, 1),
     discoveryDomainPerMinute: int("DISCOVERY_DOMAIN_RATE_PER_MINUTE", 30, 1),
+    discoveryCacheSeconds: int("DISCOVERY_CACHE_SECONDS", 60, 0, 3_600),
     logLevel: logLevel as Config["logLevel"],
   };
 }

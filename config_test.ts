@@ -40,4 +40,11 @@ describe("readConfig()", () => {
     expect(() => readConfig({ DISCOVERY_DOMAIN_RATE_PER_MINUTE: "0" })).toThrow(/DISCOVERY_DOMAIN_RATE_PER_MINUTE/);
     expect(() => readConfig({ DISCOVERY_DOMAIN_RATE_PER_MINUTE: "lots" })).toThrow(/DISCOVERY_DOMAIN_RATE_PER_MINUTE/);
   });
+
+  test("DISCOVERY_CACHE_SECONDS defaults to 60; 0 turns the cache off; more than an hour is refused", () => {
+    expect(readConfig({}).discoveryCacheSeconds).toBe(60);
+    expect(readConfig({ DISCOVERY_CACHE_SECONDS: "0" }).discoveryCacheSeconds).toBe(0);
+    expect(() => readConfig({ DISCOVERY_CACHE_SECONDS: "3601" })).toThrow(/DISCOVERY_CACHE_SECONDS/);
+    expect(() => readConfig({ DISCOVERY_CACHE_SECONDS: "-1" })).toThrow(/DISCOVERY_CACHE_SECONDS/);
+  });
 });

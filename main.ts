@@ -19,7 +19,7 @@ import { createControllerWitness, createWitnessReconciler } from "./domain/contr
 import type { PlanPolicy } from "./domain/plans.ts";
 import { createRateLimiter } from "./domain/rate_limit.ts";
 import { createSessions } from "./domain/sessions.ts";
-import { createControllerConfirm, createDiscoverControllers } from "./domain/controller_discovery.ts";
+import { createCachedDiscovery, createControllerConfirm, createDiscoverControllers } from "./domain/controller_discovery.ts";
 import { type Config, ConfigError, readConfig } from "./config.ts";
 import { EAS_DOMAIN_VERSION } from "./domain/attest_typed_data.ts";
 import { createDelegatedAttest } from "./domain/delegated_attest.ts";
@@ -125,8 +125,14 @@ export async function startService(config: Config, options: StartServiceOptions 
         perMinute: config.discoveryDomainPerMinute,
       }),
     });
+    // The read-only views and artifact trust share answers for DISCOVERY_CACHE_SECONDS; the witness always
+    // looks afresh.
+    const viewDiscover = config.discoveryCacheSeconds === 0 ? discover : createCachedDiscovery(discover, { clock: systemClock }, {
+      freshMs: config.discoveryCacheSeconds * 1_000,
+      failureMs: Math.ceil(config.discoveryCacheSeconds * 1_000 / 6),
+    });
     const controllerConfirm = createControllerConfirm({
-      discover,
+      discover: viewDiscover,
       trustAnchors,
       clock: systemClock,
       registryUrl: `${config.publicBaseUrl.replace(/\/$/, "")}/v1/trust-anchors`,
@@ -144,7 +150,7 @@ export async function startService(config: Config, options: StartServiceOptions 
       trustAnchors,
       clock: systemClock,
       jws: createWebCryptoJwsVerifier(),
-      discover,
+      discover: viewDiscover,
     });
     await accounts.prune(systemClock.nowMs());
     const plans: PlanPolicy = {
@@ -231,7 +237,7 @@ export async function startService(config: Config, options: StartServiceOptions 
       },
       metricsText: () => metrics.render(),
       privateOrigins: [...new Set([publicOrigin, ...config.corsOrigins])],
-      controller: { discover, confirm: controllerConfirm },
+      controller: { discover: viewDiscover, confirm: controllerConfirm },
       artifactTrust,
       readNonce: createReadNonce(eas.reader),
       delegatedAttest: createDelegatedAttest({

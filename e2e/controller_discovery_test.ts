@@ -12,7 +12,7 @@ const JWK = { kty: "EC", crv: "P-256", x: "f83OJ3D7xI1Yp1V2iFIYA7n5OYXc4K1Uo7jY1
 const DID_JWK =
   "did:jwk:eyJjcnYiOiJQLTI1NiIsImt0eSI6IkVDIiwieCI6ImY4M09KM0Q3eEkxWXAxVjJpRklZQTduNU9ZWGM0SzFVbzdqWTE0RktNQzQiLCJ5IjoieF9GRXpSdTltMzZITE5fdHVlNjU5TE5wWFc2cEN5U3Rpa1lqS0lXSTVhMCJ9";
 
-const HOSTS = ["svc.test", "down.test", "other.test", "huge.test", "wrongid.test", "noid.test", "slow.test", "redirect.test", "badjson.test"];
+const HOSTS = ["svc.test", "down.test", "other.test", "huge.test", "wrongid.test", "noid.test", "slow.test", "redirect.test", "badjson.test", "timeout.test", "tcp.test"];
 /** The did.json fetch's total budget (decisions §8) and the resolver's per-attempt timeout times its two attempts. */
 const DID_JSON_TIMEOUT_MS = 5_000;
 const DNS_LOOKUP_TIMEOUT_MS = 2 * 1_500;
@@ -127,10 +127,10 @@ describe("controller discovery against real DNS and HTTPS servers", () => {
   });
 
   test("DNS timeouts are unavailable and the sources are looked up in parallel, within the timeout bound", async () => {
-    dns.setTimeout("_controllers.other.test");
-    dns.setTimeout("_omatrust.other.test");
+    dns.setTimeout("_controllers.timeout.test");
+    dns.setTimeout("_omatrust.timeout.test");
     try {
-      const subject = encodeURIComponent(`did:web:other.test%3A${https.port}`);
+      const subject = encodeURIComponent(`did:web:timeout.test%3A${https.port}`);
       const started = performance.now();
       const res = await get(base, `/v1/controller-endpoint-confirm?subjectDid=${subject}`);
       const elapsed = performance.now() - started;
@@ -142,8 +142,8 @@ describe("controller discovery against real DNS and HTTPS servers", () => {
       // Each timed-out name costs two attempts; looked up one after the other they would take twice that.
       expect(elapsed).toBeLessThan(2 * DNS_LOOKUP_TIMEOUT_MS);
     } finally {
-      dns.clear("_controllers.other.test");
-      dns.clear("_omatrust.other.test");
+      dns.clear("_controllers.timeout.test");
+      dns.clear("_omatrust.timeout.test");
     }
   }, 20_000);
 
@@ -160,17 +160,34 @@ describe("controller discovery against real DNS and HTTPS servers", () => {
   }, 20_000);
 
   test("a truncated UDP answer is retried over TCP", async () => {
+    dns.setTxt("_controllers.tcp.test", [[`v=1;controller=did:pkh:eip155:1:${B}`]]);
     const before = dns.queries.length;
     dns.setTruncateUdp(true);
     try {
-      const res = await get(base, `/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(did)}`);
-      expect(res.body.evidence[0]).toMatchObject({ kind: "dns-txt", status: "found", keys: [`did:pkh:eip155:66238:${A}`] });
-      expect(res.body.evidence[2]).toMatchObject({ kind: "did-json", status: "found" });
+      const res = await get(base, `/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(`did:web:tcp.test%3A${https.port}`)}`);
+      expect(res.body.evidence[0]).toMatchObject({ kind: "dns-txt", status: "found", keys: [`did:pkh:eip155:1:${B}`] });
+      expect(res.body.evidence[2]).toMatchObject({ kind: "did-json", status: "not-found" });
     } finally {
       dns.setTruncateUdp(false);
     }
-    const txt = dns.queries.slice(before).filter((q) => q.name === "_controllers.svc.test").map((q) => q.transport);
+    const txt = dns.queries.slice(before).filter((q) => q.name === "_controllers.tcp.test").map((q) => q.transport);
     expect(txt).toEqual(["udp", "tcp"]);
+  });
+
+  test("the read-only views reuse a subject's answer for DISCOVERY_CACHE_SECONDS; the spelling does not matter", async () => {
+    const subject = `did:web:svc.test%3A${https.port}`;
+    const first = await get(base, `/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(subject)}`);
+    const before = { dns: dns.queries.length, https: https.requests.length };
+    const again = await get(base, `/api/public/controller-confirm?subjectDid=${encodeURIComponent(subject.toUpperCase().replace("DID:WEB:", "did:web:"))}`);
+    expect(again.body.evidence.filter((e: any) => e.kind !== "account-wallet")).toEqual(first.body.evidence);
+    expect(again.body.subject.input).toBe(subject.toUpperCase().replace("DID:WEB:", "did:web:"));
+    expect({ dns: dns.queries.length, https: https.requests.length }).toEqual(before);
+    // With the cache off every request looks afresh.
+    const uncached = await stack.restartService({ ALLOW_PRIVATE_NETWORK: "true", DISCOVERY_CACHE_SECONDS: "0" });
+    await get(uncached.url, `/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(subject)}`);
+    const between = dns.queries.length;
+    await get(uncached.url, `/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(subject)}`);
+    expect(dns.queries.length).toBeGreaterThan(between);
   });
 
   test("the devnet witness wallet is an approved issuer in controller confirm", async () => {
@@ -231,6 +248,11 @@ describe("controller discovery against real DNS and HTTPS servers", () => {
     ]);
     expect(res.body.warnings).toHaveLength(1);
     expect(res.body.warnings[0]).toMatch(/^Lookups for flood\.test are rate limited; retry in [0-9]+ s$/);
+    // A subject seen within the minute is answered from the cache, without spending the budget.
+    const seen = await get(limited.url, "/v1/controller-confirm?subjectDid=did:web:a.flood.test");
+    expect(seen.body.warnings).toEqual([]);
+    expect(seen.body.evidence.every((e: any) => e.error !== error)).toBe(true);
+    expect(queriesFor()).toBe(before);
     // Another domain is not affected.
     expect((await get(limited.url, "/v1/controller-endpoint-confirm?subjectDid=did:web:calm.test")).body.warnings).toEqual([]);
   });
