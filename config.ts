@@ -17,6 +17,12 @@ export type Config = {
   readonly witnessPrivateKey: `0x${string}` | undefined;
   readonly subsidizedSchemas: readonly string[];
   readonly startBlock: bigint | undefined;
+  /**
+   * `ARTIFACT_TRUST_RPC_TIMEOUT_MS` (default 8000, from 100 to 60000): how long artifact trust waits for
+   * one JSON-RPC HTTP request before counting it as timed out. A timed-out request is retried twice, so a
+   * hanging node answers 502 NETWORK_ERROR after about three times this per lookup level.
+   */
+  readonly artifactTrustRpcTimeoutMs: number;
   readonly dnsServers: readonly string[];
   readonly allowPrivateNetwork: boolean;
   readonly serviceDnsLabel: string;
@@ -148,6 +154,7 @@ export function readConfig(env: Env): Config {
     witnessPrivateKey: key("WITNESS_PRIVATE_KEY") ?? delegatePrivateKey,
     subsidizedSchemas: list("SUBSIDIZED_SCHEMAS", ["user-review", "linked-identifier"]),
     startBlock: startBlockRaw === undefined ? undefined : BigInt(startBlockRaw),
+    artifactTrustRpcTimeoutMs: int("ARTIFACT_TRUST_RPC_TIMEOUT_MS", 8_000, 100, 60_000),
     dnsServers: list("DNS_SERVERS", ["1.1.1.1", "8.8.8.8"]),
     allowPrivateNetwork: bool("ALLOW_PRIVATE_NETWORK", false),
     serviceDnsLabel: get("SERVICE_DNS_LABEL") ?? "omatrust",

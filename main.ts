@@ -144,6 +144,7 @@ export async function startService(config: Config, options: StartServiceOptions 
         easAddress,
         // Logs before the EAS deployment cannot hold attestations.
         startBlock: config.startBlock ?? devnet?.deployBlock ?? 0n,
+        timeoutMs: config.artifactTrustRpcTimeoutMs,
         fetchFn: rpcFetch,
         log: (event, fields) => log.warn(event, fields),
       }),

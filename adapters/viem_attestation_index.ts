@@ -1,4 +1,16 @@
-import { createPublicClient, type Hex, http, HttpRequestError, parseAbi, type PublicClient, TimeoutError } from "viem";
+import {
+  concat,
+  createPublicClient,
+  decodeFunctionResult,
+  encodeFunctionData,
+  type Hex,
+  http,
+  HttpRequestError,
+  pad,
+  parseAbi,
+  type PublicClient,
+  TimeoutError,
+} from "viem";
 import type {
   AttestationIndex,
   AttestedLog,
@@ -27,7 +39,7 @@ export type ViemAttestationIndexOptions = {
   readonly startBlock: bigint;
   /** Replaces `fetch` for JSON-RPC, e.g. to count round trips in tests. */
   readonly fetchFn?: typeof fetch | undefined;
-  /** Per HTTP request; default 8 s. */
+  /** Per HTTP request (config `ARTIFACT_TRUST_RPC_TIMEOUT_MS`); default 8 s. */
   readonly timeoutMs?: number | undefined;
   /** Further attempts after a transient failure (timeout, 5xx, 429, connection error); default 2. */
   readonly retries?: number | undefined;
@@ -37,8 +49,14 @@ export type ViemAttestationIndexOptions = {
   readonly maxBlockRange?: bigint | undefined;
   /** Log ranges in flight at once; default 4. */
   readonly logConcurrency?: number | undefined;
-  /** At most this many attestation reads per multicall `eth_call`; default: as many as fit the return-size budget. */
+  /** At most this many attestation reads per `eth_call`; default: as many as fit the budget of the read's kind. */
   readonly multicallSize?: number | undefined;
+  /**
+   * Read attestations through the batch reader installed by an `eth_call` state override (default
+   * true); false: deployless Multicall3 only. A node that refuses state overrides is detected and
+   * read deployless from then on either way.
+   */
+  readonly stateOverride?: boolean | undefined;
   readonly log?: ((event: string, fields: Record<string, unknown>) => void) | undefined;
 };
 
@@ -48,13 +66,19 @@ type Outcome<T> = { ok: true; value: T } | { ok: false; kind: "range" | "timeout
  * The attestation index on a viem HTTP client. Every `eth_call` carries the pinned `blockNumber`.
  *
  * Round trips: the transport batches JSON-RPC (`batch`), so the reads one step issues together
- * travel in one HTTP request. Attestations and schema records are read through Multicall3's
- * `aggregate3` run *deployless* (its bytecode executed inside `eth_call`, viem `deployless: true`):
- * the devnet has no Multicall3 deployed and deployless needs none, so N reads cost a few JSON-RPC
- * calls instead of N. JSON-RPC batching alone would save round trips, but providers still bill and
- * rate-limit every call inside a batch. The price of deployless: its return data is capped at the
- * contract size limit (24,576 bytes), so batches are sized from the attestation size seen last time,
- * and a batch that still overflows is halved (down to a plain `eth_call` for one huge attestation).
+ * travel in one HTTP request. JSON-RPC batching alone would save round trips, but providers still bill
+ * and rate-limit every call inside a batch, so N reads must also be few `eth_call`s:
+ * - Attestations: one `eth_call` to a small batch reader ({@link BATCH_READER_CODE}) whose code the
+ *   call installs by state override (geth, Anvil, Erigon, Nethermind, Besu and the big providers
+ *   accept it), up to ~128 KB of return data (~8M gas) per call: 50 candidates are one call.
+ * - Fallback and schema records: Multicall3's `aggregate3` run *deployless* (its creation code
+ *   executed inside `eth_call`, viem `deployless: true`), which needs no contract on chain (the devnet
+ *   has no Multicall3) and no override, but returns its data as the code of the contract it "deploys",
+ *   so nodes cap it at the contract size limit (EIP-170, 24,576 bytes; Anvil answers
+ *   `CreateContractSizeLimit`): about ten attestations per call. That cap is why deployless alone
+ *   cannot read 50 attestations in one or two calls.
+ * Batches are sized from the attestation size seen last time; one that still overflows (size cap,
+ * gas) is halved, down to a plain `eth_call` for one huge attestation.
  *
  * Logs: one `eth_getLogs` per block range, topic1 = the OR-list of recipients, topic3 = the OR-list
  * of schema UIDs. A range the provider refuses ("block range too large", "query returned more
@@ -72,6 +96,8 @@ export function createViemAttestationIndex(options: ViemAttestationIndexOptions)
   const multicallSize = Math.max(1, options.multicallSize ?? Number.MAX_SAFE_INTEGER);
   /** Learned size of one attestation in aggregate3 return data, to size the next batches. */
   let bytesPerAttestation = TYPICAL_RESULT_BYTES;
+  /** Whether attestations are read through the state-overridden batch reader (else deployless). */
+  let overrides = options.stateOverride ?? true;
   const client = createPublicClient({
     transport: http(options.rpcUrl, {
       batch: { wait: 0, batchSize: 100 },
@@ -207,12 +233,16 @@ export function createViemAttestationIndex(options: ViemAttestationIndexOptions)
     return { ok: true, value: done.flatMap((d) => d.logs) };
   }
 
-  /** Reads attestations with one deployless multicall, halving the batch when its return data is too large. */
-  async function readChunk(uids: readonly HexString[], block: bigint): Promise<RawAttestation[]> {
+  /**
+   * Reads attestations with one batch-reader call (`viaOverride`) or one deployless multicall,
+   * halving the batch when its return data or gas is too large for one call.
+   */
+  async function readChunk(uids: readonly HexString[], block: bigint, viaOverride: boolean): Promise<RawAttestation[]> {
     if (uids.length === 1) {
       return [await client.readContract({ address: eas, abi: EAS_ABI, functionName: "getAttestation", args: [uids[0]!], blockNumber: block })];
     }
     try {
+      if (viaOverride) return await readThroughBatchReader(uids, block);
       return await client.multicall({
         contracts: uids.map((uid) => ({ address: eas, abi: EAS_ABI, functionName: "getAttestation", args: [uid] }) as const),
         allowFailure: false,
@@ -221,22 +251,56 @@ export function createViemAttestationIndex(options: ViemAttestationIndexOptions)
         blockNumber: block,
       });
     } catch (error) {
-      if (!isReturnSizeLimit(error)) throw error;
+      if (!isReturnSizeLimit(error) && !(viaOverride && isOutOfGas(error))) throw error;
       const half = Math.ceil(uids.length / 2);
-      const parts = await Promise.all([readChunk(uids.slice(0, half), block), readChunk(uids.slice(half), block)]);
+      const parts = await Promise.all([readChunk(uids.slice(0, half), block, viaOverride), readChunk(uids.slice(half), block, viaOverride)]);
       return parts.flat();
     }
   }
 
+  async function readThroughBatchReader(uids: readonly HexString[], block: bigint): Promise<RawAttestation[]> {
+    const { data } = await client.call({
+      to: BATCH_READER_ADDRESS,
+      data: concat([pad(eas), pad(GET_ATTESTATION_SELECTOR, { dir: "right" }), ...uids]),
+      blockNumber: block,
+      stateOverride: [{ address: BATCH_READER_ADDRESS, code: BATCH_READER_CODE }],
+    });
+    // A node that ignores the override runs our call against an empty account: success, no data.
+    if (data === undefined || data === "0x") throw new OverrideIgnoredError();
+    return splitBatchOutput(data, uids.length).map((result) =>
+      decodeFunctionResult({ abi: EAS_ABI, functionName: "getAttestation", data: result })
+    );
+  }
+
+  /** Every uid, in batches sized for the read's kind, all in flight at once (one HTTP round trip). */
+  async function readAll(uids: readonly HexString[], block: bigint): Promise<RawAttestation[]> {
+    const viaOverride = overrides;
+    const run = (through: boolean) =>
+      Promise.all(chunks(uids, batchSize(through)).map((chunk) => readChunk(chunk, block, through))).then((parts) => parts.flat());
+    try {
+      return await run(viaOverride);
+    } catch (error) {
+      // The node refused or ignored the state override: if a deployless read works, this node is read
+      // deployless from now on. Anything else is left to the retries.
+      if (!viaOverride || !isOverrideRefusal(error)) throw error;
+      const read = await run(false);
+      if (overrides) log("state_override_unsupported", { error: (nodeText(error) || String(error)).slice(0, 300) });
+      overrides = false;
+      return read;
+    }
+  }
+
+  function batchSize(viaOverride: boolean): number {
+    const budget = viaOverride ? OVERRIDE_RETURN_BUDGET : RETURN_BUDGET;
+    return Math.max(1, Math.min(multicallSize, Math.floor(budget / bytesPerAttestation)));
+  }
+
   async function attestations(uids: readonly HexString[], block: bigint): Promise<IndexRead<IndexedAttestation[]>> {
     if (uids.length === 0) return { ok: true, value: [] };
-    const size = Math.max(1, Math.min(multicallSize, Math.floor(RETURN_BUDGET / bytesPerAttestation)));
     // A uid from a log up to `block` that reads back empty at `block` means a lagging node behind a
     // load balancer: retried, then a failure, never an empty answer.
     for (let n = 0; ; n++) {
-      const outcome = await attempt("getAttestation", () =>
-        Promise.all(chunks(uids, size).map((chunk) => readChunk(chunk, block))).then((parts) => parts.flat())
-      );
+      const outcome = await attempt("getAttestation", () => readAll(uids, block));
       if (!outcome.ok) return failed(outcome);
       const read = outcome.value;
       const returned = read.reduce((sum, a) => sum + RESULT_OVERHEAD + Math.ceil((a.data.length - 2) / 64) * 32, 0);
@@ -280,16 +344,113 @@ const RESULT_OVERHEAD = 512;
  * "deploys", so nodes cap it at the contract size limit (24,576 bytes, EIP-170); this leaves room.
  */
 const RETURN_BUDGET = 22_000;
+/**
+ * Return data one batch-reader call may carry. Not capped by the node as such; the limit is gas: each
+ * 32 bytes read is a cold SLOAD (2,100 gas), so 128 KB is about 8.4M gas, well inside the usual
+ * `eth_call` gas caps (Anvil: the 30M block gas limit; geth: 50M).
+ */
+const OVERRIDE_RETURN_BUDGET = 128_000;
 /** A policy-schema attestation (a certification with twenty fields is about 1.7 KB) with room to spare. */
 const TYPICAL_RESULT_BYTES = 2_048;
 
+/**
+ * Where the batch reader's code is installed for the duration of one `eth_call` (an address nothing
+ * is deployed at; overriding code that did exist would only affect our own call).
+ */
+const BATCH_READER_ADDRESS = "0x00000000000000000000000000000000a77e5ead" as const;
+const GET_ATTESTATION_SELECTOR = encodeFunctionData({ abi: EAS_ABI, functionName: "getAttestation", args: [ZERO_UID as Hex] }).slice(0, 10) as Hex;
+
+/**
+ * The batch reader: EVM runtime code, hand-assembled, 78 bytes. Calldata: word 0 the target contract,
+ * word 1 a 4-byte selector (left-aligned), then one 32-byte argument per call. For each argument it
+ * STATICCALLs `selector ‖ argument` on the target with all gas left and appends `length ‖ returndata`
+ * (length as a 32-byte word) to its output, from memory 0x40 on; a failed call reverts the whole read.
+ *
+ * ```
+ * 00 PUSH1 40                                  out = 0x40 (output end)
+ * 02 PUSH1 40                                  i = 0x40 (calldata offset of the next argument)
+ * 04 JUMPDEST                                  loop:
+ * 05 CALLDATASIZE DUP2 LT ISZERO PUSH1 45 JUMPI  if !(i < calldatasize) goto end
+ * 0c PUSH1 20 CALLDATALOAD PUSH1 00 MSTORE      mem[0..32] = selector word
+ * 12 PUSH1 20 DUP2 PUSH1 04 CALLDATACOPY        mem[4..36] = calldata[i..i+32]
+ * 18 PUSH1 00 PUSH1 00 PUSH1 24 PUSH1 00        retSize, retOffset, argsSize 36, argsOffset 0
+ * 20 PUSH1 00 CALLDATALOAD GAS STATICCALL       ok = staticcall(gas, target, 0, 36, 0, 0)
+ * 25 PUSH1 2c JUMPI PUSH1 00 DUP1 REVERT        if !ok revert(0, 0)
+ * 2c JUMPDEST                                  cont:
+ * 2d RETURNDATASIZE DUP3 MSTORE                 mem[out] = len
+ * 30 RETURNDATASIZE PUSH1 00 DUP4 PUSH1 20 ADD RETURNDATACOPY   mem[out+32..] = returndata
+ * 38 SWAP1 RETURNDATASIZE PUSH1 20 ADD ADD SWAP1                out += 32 + len
+ * 3f PUSH1 20 ADD PUSH1 04 JUMP                 i += 32; goto loop
+ * 45 JUMPDEST POP PUSH1 40 SWAP1 SUB PUSH1 40 RETURN            end: return mem[0x40..out]
+ * ```
+ */
+export const BATCH_READER_CODE: Hex =
+  "0x604060405b3681101560455760203560005260208160043760006000602460006000355afa602c57600080fd5b3d82523d6000836020013e903d60200101906020016004565b50604090036040f3";
+
 /** Whether a deployless call failed because its return data exceeded the contract size limit. */
 function isReturnSizeLimit(error: unknown): boolean {
+  return /contract ?size ?limit|max(imum)? code size|code size (limit|exceeded)|contract code size/i.test(describe(error));
+}
+
+/** Splits the batch reader's output into the `count` return data it holds; throws on anything else. */
+export function splitBatchOutput(output: Hex, count: number): Hex[] {
+  const out: Hex[] = [];
+  let at = 2;
+  while (at < output.length) {
+    const length = Number.parseInt(output.slice(at, at + 64), 16);
+    if (!Number.isSafeInteger(length) || at + 64 + length * 2 > output.length) throw new Error("Malformed batch reader output");
+    out.push(`0x${output.slice(at + 64, at + 64 + length * 2)}`);
+    at += 64 + length * 2;
+  }
+  if (out.length !== count) throw new Error("Malformed batch reader output");
+  return out;
+}
+
+/** Whether a call ran out of gas; inside the batch reader a starved STATICCALL shows as a bare revert. */
+function isOutOfGas(error: unknown): boolean {
+  return /out ?of ?gas|gas required exceeds|revert/i.test(nodeText(error));
+}
+
+/** The batch reader's call came back empty: the node ignored the state override. */
+class OverrideIgnoredError extends Error {
+  constructor() {
+    super("The node ignored the eth_call state override");
+  }
+}
+
+/**
+ * Whether the node refused the state-override parameter (invalid params, unknown method or field,
+ * "too many arguments") or ignored it, rather than the request failing on the way or for a reason
+ * a retry may cure.
+ */
+function isOverrideRefusal(error: unknown): boolean {
+  const codes: unknown[] = [];
+  for (let e = error, depth = 0; depth < 8 && e instanceof Error; depth++, e = e.cause) {
+    if (e instanceof OverrideIgnoredError) return true;
+    if (e instanceof HttpRequestError || e instanceof TimeoutError) return false;
+    codes.push((e as { code?: unknown }).code);
+  }
+  if (codes.some((code) => code === -32600 || code === -32601 || code === -32602)) return true;
+  return /override|argument|invalid param|unknown field|not supported|unsupported/i.test(nodeText(error));
+}
+
+/** What the node itself said (viem's `details`), without viem's own text (which names the call's arguments). */
+function nodeText(error: unknown): string {
+  const texts: string[] = [];
+  for (let e = error, depth = 0; depth < 8 && e instanceof Error; depth++, e = e.cause) {
+    const details = (e as { details?: unknown }).details;
+    if (typeof details === "string") texts.push(details);
+  }
+  return texts.join(" | ");
+}
+
+/** The messages and details of an error and its causes, for matching and logs. */
+function describe(error: unknown): string {
   let text = "";
   for (let e = error, depth = 0; depth < 8 && e instanceof Error; depth++, e = e.cause) {
     text += ` ${e.message} ${String((e as { details?: unknown }).details ?? "")}`;
   }
-  return /contract ?size ?limit|max(imum)? code size|code size (limit|exceeded)|contract code size/i.test(text);
+  return text;
 }
 
 const toHex = (n: bigint) => `0x${n.toString(16)}` as Hex;

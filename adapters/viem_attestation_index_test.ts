@@ -10,7 +10,15 @@ import { easWriter } from "../e2e/support/eas_writer.ts";
 import { type RpcProxy, startRpcProxy } from "../e2e/support/rpc_proxy.ts";
 import type { HexString } from "../ports/eas.ts";
 import { type Devnet, startDevnet } from "./devnet/mod.ts";
-import { classify, createViemAttestationIndex, splitRange, suggestedWidth, type ViemAttestationIndexOptions } from "./viem_attestation_index.ts";
+import { EAS_ABI } from "./eas_abi.ts";
+import {
+  classify,
+  createViemAttestationIndex,
+  splitBatchOutput,
+  splitRange,
+  suggestedWidth,
+  type ViemAttestationIndexOptions,
+} from "./viem_attestation_index.ts";
 
 let devnet: Devnet;
 let dir: string;
@@ -112,6 +120,18 @@ describe("viem attestation index on Anvil", () => {
     expect(rpc.methods()).toEqual(["eth_getLogs", "eth_getLogs"]);
   });
 
+  test("a query without fromBlock starts at the configured start block (the first eth_getLogs asks from it)", async () => {
+    const start = seeded[2]!.block;
+    const { index } = makeIndex({ viaProxy: true, startBlock: start });
+    proxy.calls.length = 0;
+    const logs = await index.attestedUids({ recipients: [R1, R2], schemaUids: [devnet.schemaUids["user-review"]!], toBlock: headAfterSeed });
+    const first = proxy.calls.find((c) => c.method === "eth_getLogs")!;
+    expect((first.params[0] as { fromBlock: string }).fromBlock).toBe(`0x${start.toString(16)}`);
+    expect(logs.ok ? logs.value.map((l): string => l.uid) : false).toEqual(
+      seeded.filter((s) => s.block >= start && s.schema === "user-review").map((s) => s.uid.toLowerCase()),
+    );
+  });
+
   test("logs stop at the pinned block", async () => {
     const { index } = makeIndex();
     const third = seeded[2]!.block;
@@ -128,6 +148,90 @@ describe("viem attestation index on Anvil", () => {
     expect(rpc.trips()).toEqual([["eth_call"]]);
   });
 
+  test("sixty attestations are one eth_call through the state-overridden batch reader, field for field what EAS returns", async () => {
+    const R4 = "0x00000000000000000000000000000000000000a4" as Hex;
+    const key = devnet.keys.users[2]!;
+    const uids: Hex[] = [];
+    for (let i = 0; i < 6; i++) {
+      const batch = Array.from({ length: 10 }, (_, j) => ({ recipient: R4, data: review(`did:web:r${i}-${j}.example`), revocable: false }));
+      uids.push(...await writer.multiAttest(key, devnet.schemaUids["user-review"]!, batch));
+    }
+    const head = await writer.client.getBlockNumber({ cacheTime: 0 });
+    const { index, rpc } = makeIndex({ viaProxy: true });
+    proxy.calls.length = 0;
+    const read = await index.attestations(uids, head);
+    expect(rpc.methods()).toEqual(["eth_call"]);
+    // The call carries the block and installs the reader's code by state override.
+    expect(proxy.calls[0]!.params[1]).toBe(`0x${head.toString(16)}`);
+    expect(Object.values(proxy.calls[0]!.params[2] as Record<string, { code: string }>)[0]!.code).toMatch(/^0x60/);
+    const direct = await Promise.all(
+      uids.map((uid) => writer.client.readContract({ address: devnet.easAddress, abi: EAS_ABI, functionName: "getAttestation", args: [uid], blockNumber: head })),
+    );
+    expect(read).toEqual({
+      ok: true,
+      value: direct.map((a) => ({
+        uid: a.uid.toLowerCase() as Hex,
+        schema: a.schema.toLowerCase() as Hex,
+        time: a.time,
+        expirationTime: a.expirationTime,
+        revocationTime: a.revocationTime,
+        refUID: a.refUID,
+        recipient: a.recipient,
+        attester: a.attester,
+        revocable: a.revocable,
+        data: a.data,
+      })),
+    });
+  });
+
+  test("a node that refuses state overrides is read deployless, from then on without trying again", async () => {
+    proxy.calls.length = 0;
+    proxy.onCall = (call) =>
+      call.method === "eth_call" && call.params.length > 2 ? { code: -32602, message: "too many arguments, want at most 2" } : undefined;
+    const events: string[] = [];
+    const { index } = makeIndex({ viaProxy: true, log: (event) => events.push(event) });
+    const uids = seeded.map((s) => s.uid);
+    const first = await index.attestations(uids, headAfterSeed);
+    expect(first.ok ? first.value.map((a): string => a.uid) : false).toEqual(uids.map((u) => u.toLowerCase()));
+    expect(events).toEqual(["state_override_unsupported"]);
+    proxy.calls.length = 0;
+    expect(await index.attestations(uids, headAfterSeed)).toEqual(first);
+    expect(proxy.calls.map((c) => [c.method, c.params.length])).toEqual([["eth_call", 2]]);
+    proxy.onCall = undefined;
+  });
+
+  test("a node that ignores state overrides (the call answers empty) is read deployless too", async () => {
+    proxy.calls.length = 0;
+    proxy.onHttp = (calls) =>
+      calls.every((c) => c.method === "eth_call" && c.params.length > 2)
+        ? Response.json(calls.map((c) => ({ jsonrpc: "2.0", id: c.id, result: "0x" })))
+        : undefined;
+    const events: string[] = [];
+    const { index } = makeIndex({ viaProxy: true, log: (event) => events.push(event) });
+    const uids = seeded.map((s) => s.uid);
+    const read = await index.attestations(uids, headAfterSeed);
+    proxy.onHttp = undefined;
+    expect(read.ok ? read.value.map((a): string => a.uid) : false).toEqual(uids.map((u) => u.toLowerCase()));
+    expect(events).toEqual(["state_override_unsupported"]);
+  });
+
+  test("a batch the node runs out of gas on is halved, not given up, and overrides stay in use", async () => {
+    proxy.calls.length = 0;
+    // More than two uids in one batch-reader call (4 words of calldata) runs out of gas.
+    const uidsIn = (call: { params: unknown[] }) => ((call.params[0] as { data: string }).data.length - 2) / 64 - 2;
+    proxy.onCall = (call) =>
+      call.method === "eth_call" && call.params.length > 2 && uidsIn(call) > 2 ? { code: -32000, message: "out of gas" } : undefined;
+    const events: string[] = [];
+    const { index } = makeIndex({ viaProxy: true, log: (event) => events.push(event) });
+    const uids = seeded.map((s) => s.uid);
+    const read = await index.attestations(uids, headAfterSeed);
+    proxy.onCall = undefined;
+    expect(read.ok ? read.value.map((a): string => a.uid) : false).toEqual(uids.map((u) => u.toLowerCase()));
+    expect(events).toEqual([]);
+    // No deployless call (those have no `to`): the batch reader for the halves, a plain call for single uids.
+    expect(proxy.calls.filter((c) => c.method === "eth_call").every((c) => typeof (c.params[0] as { to?: unknown }).to === "string")).toBe(true);
+  });
+
   test("many uids split over several multicalls still travel in one HTTP request, each call pinned", async () => {
     const { index, rpc } = makeIndex({ viaProxy: true, multicallSize: 2 });
     proxy.calls.length = 0;
@@ -137,14 +241,18 @@ describe("viem attestation index on Anvil", () => {
     for (const call of proxy.calls) expect(call.params[1]).toBe(`0x${headAfterSeed.toString(16)}`);
   });
 
-  test("a batch whose return data would exceed the deployless size cap is split, down to one plain eth_call for a huge attestation", async () => {
+  test("deployless: a batch whose return data would exceed the size cap is split, down to one plain eth_call for a huge attestation", async () => {
     const R3 = "0x00000000000000000000000000000000000000a3" as Hex;
     const key = devnet.keys.users[1]!;
     const schema = devnet.schemaUids["user-review"]!;
     const small = await writer.multiAttest(key, schema, Array.from({ length: 30 }, () => ({ recipient: R3, data: review("did:web:small"), revocable: false })));
     const huge = await writer.attest(key, schema, { recipient: R3, data: review(`did:web:${"x".repeat(25_000)}`), revocable: false });
     const head = await writer.client.getBlockNumber({ cacheTime: 0 });
-    const { index, rpc } = makeIndex();
+    // The batch reader has no size cap: the same 31 are one call.
+    const overridden = makeIndex();
+    expect((await overridden.index.attestations([...small, huge.uid], head)).ok).toBe(true);
+    expect(overridden.rpc.methods()).toEqual(["eth_call"]);
+    const { index, rpc } = makeIndex({ stateOverride: false });
     const uids = [...small, huge.uid];
     const read = await index.attestations(uids, head);
     expect(read.ok ? read.value.map((a): string => a.uid) : false).toEqual(uids.map((u) => u.toLowerCase()));
@@ -262,6 +370,17 @@ describe("viem attestation index faults (proxy in front of Anvil)", () => {
       retryDelayMs: 1,
     });
     expect(await dead.latestBlock()).toEqual({ ok: false, reason: "rpc-error" });
+  });
+});
+
+describe("batch reader output", () => {
+  test("splitBatchOutput() reads length-prefixed return data and refuses anything else", () => {
+    const word = (n: number) => n.toString(16).padStart(64, "0");
+    const output = `0x${word(32)}${"ab".repeat(32)}${word(0)}${word(64)}${"cd".repeat(64)}` as Hex;
+    expect(splitBatchOutput(output, 3)).toEqual([`0x${"ab".repeat(32)}`, "0x", `0x${"cd".repeat(64)}`]);
+    expect(() => splitBatchOutput(output, 2)).toThrow();
+    expect(() => splitBatchOutput(`0x${word(64)}${"ab".repeat(32)}` as Hex, 1)).toThrow();
+    expect(splitBatchOutput("0x", 0)).toEqual([]);
   });
 });
 

@@ -18,9 +18,12 @@
  * - a key binding of `A` for `P` written by an approved witness issuer, or by a controller of `P`
  *   witnessed (as above) before the binding; the window opens at the binding;
  * - for a did:web `P` with neither: live endpoint evidence publishing `A` (no lower bound).
- * The newest accepted key binding of `A` closes the window at its revocation or expiry (claims made
- * before stay valid), and a binding whose purposes exclude `assertionMethod` refuses `A`. A claim is
- * inside the window when both its payload `issuedAt` and its chain `time` are.
+ * The newest accepted key binding of `A` closes the window at its revocation or expiry (registry
+ * `expirationTime` or payload `expiresAt`; claims made before stay valid), and a binding whose
+ * purposes exclude `assertionMethod` refuses `A`. A claim is inside the window when both its payload
+ * `issuedAt` and its chain `time` are.
+ *
+ * A linked identifier also needs proofs from both sides of the link: see {@link linkedIdentifier}.
  *
  * Any failed lookup the answer depends on is NETWORK_ERROR: never a partial or empty result.
  */
@@ -33,7 +36,7 @@ import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import { findApprovedIssuer } from "./approved_issuers.ts";
 import type { ControllerKey, DiscoverControllers } from "./controller_discovery.ts";
 import { didToAddress, isSameControllerId, normalizeDid, parseArtifactDid } from "./did.ts";
-import { parseProofWrappers, readUint, verifyProofWrapper } from "./proofs.ts";
+import { isEvidencePointer, parseProofWrappers, readUint, verifyProofWrapper } from "./proofs.ts";
 import { type Fail, fail, ok, type Result } from "./result.ts";
 import { parseSchemaFields, type SchemaField } from "./schema_data.ts";
 import { decodeAbiParameters, parseAbiParameters } from "viem/utils";
@@ -361,7 +364,6 @@ export function createArtifactTrust(deps: ArtifactTrustDeps): ArtifactTrust {
       const party = byAddress.get(a.recipient.toLowerCase());
       const schema = schemaStrings.get(a.schema.toLowerCase());
       if (party === undefined || schema === undefined) continue;
-      if (a.expirationTime !== 0n && a.expirationTime <= nowSeconds) continue;
       const decoded = decodePayload(schema, a.data);
       if (!decoded.ok) continue;
       const data = decoded.value;
@@ -370,9 +372,12 @@ export function createArtifactTrust(deps: ArtifactTrustDeps): ArtifactTrust {
       const evidence = out.get(party)!;
       if (a.schema.toLowerCase() === witnessUid) {
         if (a.revocationTime !== 0n || typeof data.controller !== "string") continue;
+        if (a.expirationTime !== 0n && a.expirationTime <= nowSeconds) continue;
         if (findApprovedIssuer(trustAnchors, a.attester, "controller-witness", Number(a.time) * 1000) === undefined) continue;
         evidence.witnesses.push({ controller: data.controller, time: a.time });
       } else if (a.schema.toLowerCase() === policy.keyBindingUid) {
+        // Registry expiry, like revocation, only ends the binding's window (keyBindingOf): claims made
+        // while it was in force keep their authorization.
         const binding = keyBindingOf(a, data, nowSeconds);
         if (binding !== undefined) evidence.bindings.push(binding);
       }
@@ -509,10 +514,17 @@ function responsibilityClaim(s: Screened, chainId: number): PendingClaim | Exclu
 }
 
 /**
- * Linked-identifier rules: a linkedId DID and a valid proof of possession (pop-eip712 or pop-jws,
- * purpose `shared-control`) that names the artifact DID as the authorized entity (`aud`) and is
- * signed by the linkedId itself or by the attester, whose control of linkedId is checked next.
- * The artifact side needs no signature: a did:artifact is content-addressed and has no key.
+ * Linked-identifier rules: a linkedId DID and proofs from both sides of the link (reference §5.3, SDK
+ * `verifyLinkedIdentifierProofs`), two distinct entries of `proofs`, purpose `shared-control`:
+ * - the linkedId side: a valid pop-eip712 or pop-jws that names the artifact DID as the authorized
+ *   entity (`aud`) and whose signer is the same controller as linkedId. The attester's signature does
+ *   not do here: the attestation already is the attester's word, and the proof must show that the
+ *   holder of linkedId itself agreed to be linked to this artifact.
+ * - the artifact side: a did:artifact is content-addressed and has no key, so nobody can sign for it.
+ *   As in the reference, an `evidence-pointer` counts without being fetched; so does a valid
+ *   pop-eip712 or pop-jws naming the artifact signed by the attester, whose control of linkedId
+ *   (controller authorization and window) is checked next in any case.
+ * One proof never stands for both sides, even when the attester is linkedId itself.
  */
 async function linkedIdentifier(
   s: Screened,
@@ -528,12 +540,12 @@ async function linkedIdentifier(
   const controller = pkhOf(chainId, s.attestation.attester);
   const context = { nowSeconds, purpose: "shared-control", chainId, jws };
   const proofs = await Promise.all(wrappers.map((w) => verifyProofWrapper(w, context)));
-  const proven = proofs.some((proof) =>
-    proof !== undefined &&
-    proof.audiences.includes(artifactDid) &&
-    proof.signers.some((signer) => isSameControllerId(signer, party) || isSameControllerId(signer, controller))
-  );
-  if (!proven) return "invalid-proofs";
+  const namesArtifact = proofs.map((proof) => proof !== undefined && proof.audiences.includes(artifactDid));
+  const signedBy = (i: number, did: string) => namesArtifact[i]! && proofs[i]!.signers.some((signer) => isSameControllerId(signer, did));
+  const linkedSide = wrappers.flatMap((_, i) => (signedBy(i, party) ? [i] : []));
+  const artifactSide = wrappers.flatMap((w, i) => (isEvidencePointer(w, context) || signedBy(i, controller) ? [i] : []));
+  const bothSides = linkedSide.some((i) => artifactSide.some((j) => j !== i));
+  if (!bothSides) return "invalid-proofs";
   const issuedAt = readUint(s.data.issuedAt);
   if (issuedAt === undefined) return "invalid-payload";
   return { ...s, party, controller, issuedAt: issuedAt === 0n ? s.attestation.time : issuedAt, basis: LINKED_BASIS };

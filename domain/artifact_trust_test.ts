@@ -4,7 +4,7 @@ import type { IndexedAttestation } from "../ports/attestation_index.ts";
 import type { HexString } from "../ports/eas.ts";
 import { fakeAttestationIndex, fakeClock, fakeDidDocumentFetcher, fakeDnsResolver, fakeJwsVerifier } from "../ports/fakes.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
-import { type ArtifactTrustRecord, createArtifactTrust, type ExclusionReason } from "./artifact_trust.ts";
+import { type ArtifactTrustRecord, createArtifactTrust, type ExclusionReason, type VerificationBasis } from "./artifact_trust.ts";
 import { createDiscoverControllers } from "./controller_discovery.ts";
 import { artifactDidFromDigest, base64UrlEncode, didToAddress, jwkToDidJwk } from "./did.ts";
 import { OMA_TRUST_PROOF_DOMAIN, OMA_TRUST_PROOF_TYPES } from "./proofs.ts";
@@ -154,6 +154,7 @@ const binding = (subject: string, keyId: string, attester: HexString, extra: Par
     recipient: (didToAddress(subject) as { value: HexString }).value,
     time: extra.time ?? NOW - 500n,
     revocationTime: extra.revocationTime,
+    expirationTime: extra.expirationTime,
     data: {
       subject,
       keyId,
@@ -423,6 +424,18 @@ describe("createArtifactTrust() responsibility claims", () => {
     expect(env.excluded).toEqual([[after.uid, "outside-authorization-window"]]);
   });
 
+  test("a key binding's registry expiry ends the window like a revocation: claims made before it keep their authorization", async () => {
+    const env = setup({ discover: false });
+    env.index.add(witness(PUBLISHER, pkh(CONTROLLER), NOW - 1000n));
+    env.index.add(binding(PUBLISHER, pkh(NEW_KEY), CONTROLLER, { time: NOW - 900n, expirationTime: NOW - 300n }));
+    const before = attestation({ schema: "responsibility-claim", attester: NEW_KEY, data: claim(PUBLISHER, { issuedAt: NOW - 400n }), time: NOW - 400n });
+    const after = attestation({ schema: "responsibility-claim", attester: NEW_KEY, data: claim(PUBLISHER, { issuedAt: NOW - 200n }), time: NOW - 200n });
+    env.index.add(before);
+    env.index.add(after);
+    expect(uidsOf((await env.record()).responsibilityClaims)).toEqual([before.uid]);
+    expect(env.excluded).toEqual([[after.uid, "outside-authorization-window"]]);
+  });
+
   test("a key binding whose purposes exclude assertionMethod refuses the key", async () => {
     const env = setup({ discover: false });
     env.index.add(witness(PUBLISHER, pkh(CONTROLLER)));
@@ -477,10 +490,15 @@ describe("createArtifactTrust() responsibility claims", () => {
 describe("createArtifactTrust() linked identifiers", () => {
   const linkedKey = privateKeyToAccount("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
   const linkedDid = `did:pkh:eip155:1:${linkedKey.address.toLowerCase()}`;
+  /** A controller of linkedId (witnessed in the tests that need it) who attests the link. */
+  const attesterKey = privateKeyToAccount("0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a");
 
-  async function eip712Proof(overrides: { authorizedEntity?: string; signingPurpose?: string; expirationTimestamp?: bigint } = {}) {
+  async function eip712Proof(
+    overrides: { authorizedEntity?: string; signingPurpose?: string; expirationTimestamp?: bigint; account?: typeof linkedKey } = {},
+  ) {
+    const account = overrides.account ?? linkedKey;
     const message = {
-      signer: linkedKey.address,
+      signer: account.address,
       authorizedEntity: overrides.authorizedEntity ?? ARTIFACT,
       signingPurpose: overrides.signingPurpose ?? "shared-control",
       creationTimestamp: NOW - 10n,
@@ -488,7 +506,7 @@ describe("createArtifactTrust() linked identifiers", () => {
       randomValue: `0x${"11".repeat(32)}` as HexString,
       statement: "I link this artifact",
     };
-    const signature = await linkedKey.signTypedData({
+    const signature = await account.signTypedData({
       domain: { ...OMA_TRUST_PROOF_DOMAIN, chainId: 1 },
       types: OMA_TRUST_PROOF_TYPES,
       primaryType: "OmaTrustProof",
@@ -501,20 +519,91 @@ describe("createArtifactTrust() linked identifiers", () => {
       proofObject: { domain: { ...OMA_TRUST_PROOF_DOMAIN, chainId: 1 }, message: wire, signature },
     });
   }
+  const pointer = (extra: Record<string, unknown> = {}) =>
+    JSON.stringify({ proofType: "evidence-pointer", proofPurpose: "shared-control", proofObject: { url: "https://publisher.example/links.json" }, ...extra });
   const linked = (proofs: string[], linkedId = linkedDid) => ({ subject: ARTIFACT, linkedId, proofs, ...times });
+  const BASIS: VerificationBasis[] = ["proof", "controller-authorization", "authorization-window"];
 
-  test("a pop-eip712 from the linked wallet naming the artifact, attested by that wallet, qualifies", async () => {
+  test("a pop-eip712 from linkedId naming the artifact plus an evidence pointer for the artifact side qualifies", async () => {
     const env = setup({ discover: false });
-    const a = attestation({ schema: "linked-identifier", attester: linkedKey.address, data: linked([await eip712Proof()]) });
+    const a = attestation({ schema: "linked-identifier", attester: linkedKey.address, data: linked([await eip712Proof(), pointer()]) });
     env.index.add(a);
     const record = await env.record();
     expect(uidsOf(record.otherAttestations)).toEqual([a.uid]);
-    expect(record.otherAttestations[0]!.verification.basis).toEqual(["proof", "controller-authorization", "authorization-window"]);
+    expect(record.otherAttestations[0]!.verification.basis).toEqual(BASIS);
     // Proofs stay strings in the output.
     expect(typeof (record.otherAttestations[0]!.attestation.data.proofs as unknown[])[0]).toBe("string");
   });
 
-  test("no proofs, garbage, another audience, another purpose, an expired or a forged proof are excluded", async () => {
+  test("one side is not enough: linkedId's proof alone (even attested by linkedId) or an evidence pointer alone is excluded", async () => {
+    const env = setup({ discover: false });
+    const linkedOnly = attestation({ schema: "linked-identifier", attester: linkedKey.address, data: linked([await eip712Proof()]) });
+    const artifactOnly = attestation({ schema: "linked-identifier", attester: linkedKey.address, data: linked([pointer(), pointer()]) });
+    env.index.add(linkedOnly);
+    env.index.add(artifactOnly);
+    expect((await env.record()).otherAttestations).toEqual([]);
+    expect(env.excluded).toEqual([[linkedOnly.uid, "invalid-proofs"], [artifactOnly.uid, "invalid-proofs"]]);
+  });
+
+  test("the attester's signature does not stand for linkedId, even when the attester controls linkedId", async () => {
+    const env = setup({ discover: false });
+    env.index.add(witness(linkedDid, pkh(attesterKey.address)));
+    const a = attestation({
+      schema: "linked-identifier",
+      attester: attesterKey.address,
+      data: linked([await eip712Proof({ account: attesterKey }), pointer()]),
+    });
+    env.index.add(a);
+    expect((await env.record()).otherAttestations).toEqual([]);
+    expect(env.excluded).toEqual([[a.uid, "invalid-proofs"]]);
+  });
+
+  test("the artifact side may be the attester's own proof naming the artifact; one naming another artifact does not count", async () => {
+    const env = setup({ discover: false });
+    env.index.add(witness(linkedDid, pkh(attesterKey.address)));
+    const good = attestation({
+      schema: "linked-identifier",
+      attester: attesterKey.address,
+      data: linked([await eip712Proof(), await eip712Proof({ account: attesterKey })]),
+    });
+    const other = attestation({
+      schema: "linked-identifier",
+      attester: attesterKey.address,
+      data: linked([await eip712Proof(), await eip712Proof({ account: attesterKey, authorizedEntity: OTHER_ARTIFACT })]),
+    });
+    env.index.add(good);
+    env.index.add(other);
+    const record = await env.record();
+    expect(uidsOf(record.otherAttestations)).toEqual([good.uid]);
+    expect(record.otherAttestations[0]!.verification.basis).toEqual(BASIS);
+    expect(env.excluded).toEqual([[other.uid, "invalid-proofs"]]);
+  });
+
+  test("an evidence pointer needs the shared-control purpose, a URL and an expiry not yet passed", async () => {
+    const env = setup({ discover: false });
+    const linkedProof = await eip712Proof();
+    const variants = [
+      pointer({ proofPurpose: "commercial-tx" }),
+      pointer({ proofObject: {} }),
+      pointer({ proofObject: { url: "not a url" } }),
+      pointer({ expiresAt: Number(NOW) }),
+      pointer({ proofType: "dns-txt" }),
+    ];
+    for (const p of variants) {
+      env.index.add(attestation({ schema: "linked-identifier", attester: linkedKey.address, data: linked([linkedProof, p]) }));
+    }
+    // A URL given as a JSON string and a future expiry are fine.
+    const fine = attestation({
+      schema: "linked-identifier",
+      attester: linkedKey.address,
+      data: linked([linkedProof, pointer({ proofObject: JSON.stringify({ url: "ipfs://bafy" }), expiresAt: Number(NOW + 60n) })]),
+    });
+    env.index.add(fine);
+    expect(uidsOf((await env.record()).otherAttestations)).toEqual([fine.uid]);
+    expect(env.excluded.map(([, r]) => r)).toEqual(Array(variants.length).fill("invalid-proofs"));
+  });
+
+  test("no proofs, garbage, another audience, another purpose, an expired or a forged linkedId proof are excluded", async () => {
     const env = setup({ discover: false });
     const good = await eip712Proof();
     const forged = good.replace(/"statement":"I link this artifact"/, '"statement":"Something else"');
@@ -527,15 +616,15 @@ describe("createArtifactTrust() linked identifiers", () => {
       [forged],
     ];
     for (const proofs of variants) {
-      env.index.add(attestation({ schema: "linked-identifier", attester: linkedKey.address, data: linked(proofs) }));
+      env.index.add(attestation({ schema: "linked-identifier", attester: linkedKey.address, data: linked([...proofs, pointer()]) }));
     }
     expect((await env.record()).otherAttestations).toEqual([]);
     expect(env.excluded.map(([, r]) => r)).toEqual(Array(variants.length).fill("invalid-proofs"));
   });
 
-  test("a valid proof still needs the attester to control linkedId", async () => {
+  test("valid proofs from both sides still need the attester to control linkedId", async () => {
     const env = setup({ discover: false });
-    const a = attestation({ schema: "linked-identifier", attester: STRANGER, data: linked([await eip712Proof()]) });
+    const a = attestation({ schema: "linked-identifier", attester: STRANGER, data: linked([await eip712Proof(), pointer()]) });
     env.index.add(a);
     expect((await env.record()).otherAttestations).toEqual([]);
     expect(env.excluded).toEqual([[a.uid, "not-authorized"]]);
@@ -550,7 +639,7 @@ describe("createArtifactTrust() linked identifiers", () => {
     for (const valid of [true, false]) {
       const env = setup({ discover: false, jwsValid: valid });
       env.index.add(witness(keyDid, pkh(CONTROLLER)));
-      env.index.add(attestation({ schema: "linked-identifier", attester: CONTROLLER, data: linked([proof], keyDid) }));
+      env.index.add(attestation({ schema: "linked-identifier", attester: CONTROLLER, data: linked([proof, pointer()], keyDid) }));
       expect((await env.record()).otherAttestations).toHaveLength(valid ? 1 : 0);
       expect(env.jws.checks).toHaveLength(1);
       expect(env.jws.checks[0]).toMatchObject({ alg: "ES256", jwk: { kty: "EC", crv: "P-256" } });

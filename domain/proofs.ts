@@ -1,7 +1,7 @@
 /**
  * Proof wrappers of linked-identifier and key-binding payloads (reference §3.2): JSON strings in
  * `string[] proofs`, each `{proofType, proofObject, proofPurpose?, version?, issuedAt?, expiresAt?}`.
- * Only the two proof-of-possession types are verified here; everything else is not a proof of a signer.
+ * Only the two proof-of-possession types prove a signer; an `evidence-pointer` is recognised by shape only.
  */
 import type { Hex } from "viem";
 import { isHex, publicKeyToAddress, recoverTypedDataAddress } from "viem/utils";
@@ -77,14 +77,30 @@ export async function verifyProofWrapper(
   wrapper: Record<string, unknown>,
   context: ProofContext,
 ): Promise<VerifiedProof | undefined> {
-  if (wrapper.proofPurpose !== undefined && wrapper.proofPurpose !== context.purpose) return undefined;
-  if (wrapper.expiresAt !== undefined) {
-    const expiresAt = readUint(wrapper.expiresAt);
-    if (expiresAt === undefined || (expiresAt !== 0n && expiresAt <= context.nowSeconds)) return undefined;
-  }
+  if (!wrapperCurrent(wrapper, context)) return undefined;
   if (wrapper.proofType === "pop-eip712") return await verifyPopEip712(wrapper.proofObject, context);
   if (wrapper.proofType === "pop-jws") return await verifyPopJws(wrapper.proofObject, context);
   return undefined;
+}
+
+/**
+ * Whether a wrapper is a well-formed, current `evidence-pointer` (`proofObject` `{url}` with an absolute
+ * URL) for the purpose. Nothing is fetched, so it proves no signer: it only points at evidence.
+ */
+export function isEvidencePointer(wrapper: Record<string, unknown>, context: Pick<ProofContext, "nowSeconds" | "purpose">): boolean {
+  if (wrapper.proofType !== "evidence-pointer" || !wrapperCurrent(wrapper, context)) return false;
+  const url = objectOf(wrapper.proofObject)?.url;
+  return typeof url === "string" && URL.canParse(url);
+}
+
+/** The wrapper's own purpose (when given) is the one asked for, and its own expiry (when given) has not passed. */
+function wrapperCurrent(wrapper: Record<string, unknown>, context: Pick<ProofContext, "nowSeconds" | "purpose">): boolean {
+  if (wrapper.proofPurpose !== undefined && wrapper.proofPurpose !== context.purpose) return false;
+  if (wrapper.expiresAt !== undefined) {
+    const expiresAt = readUint(wrapper.expiresAt);
+    if (expiresAt === undefined || (expiresAt !== 0n && expiresAt <= context.nowSeconds)) return false;
+  }
+  return true;
 }
 
 function objectOf(value: unknown): Record<string, unknown> | undefined {

@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Hex, sha256, stringToBytes } from "viem";
+import { type Hex, keccak256, sha256, stringToBytes } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { artifactDidFromDigest, didToAddress } from "../domain/did.ts";
+import { ConfigError, readConfig } from "../config.ts";
+import { artifactDidFromDigest, base64UrlEncode, didToAddress, jwkToDidJwk } from "../domain/did.ts";
+import { OMA_TRUST_PROOF_DOMAIN, OMA_TRUST_PROOF_TYPES } from "../domain/proofs.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { checkArtifactTrust, COULD_NOT_LOAD } from "../http/client/artifact_trust.ts";
@@ -36,6 +38,15 @@ const pkh = (key: Hex) => `did:pkh:eip155:31337:${privateKeyToAccount(key).addre
 let auditor: Hex, certifier: Hex, retired: Hex, controller: Hex, rogueWitness: Hex, rogueController: Hex, liveController: Hex;
 let roguePublisher: string;
 let livePublisher: string;
+// More roles, funded in beforeAll: a wallet linked to the artifact, a key bound to the publisher, an
+// assessor approved only from tomorrow on.
+const keyOf = (role: string) => keccak256(stringToBytes(`ats e2e artifact trust ${role}`));
+const linkedWallet = keyOf("linked wallet");
+const boundKey = keyOf("bound key");
+const lateAuditor = keyOf("late auditor");
+/** A P-256 key that speaks for itself as a did:jwk linked identifier (pop-jws). */
+let jwsKey: CryptoKeyPair;
+let jwsDid: string;
 /** uid -> what it is, for readable assertions. */
 const seeded = new Map<string, string>();
 
@@ -108,6 +119,45 @@ const claim = (subject: string, party: string, issuedAt: bigint) =>
   });
 const witness = (subject: string, controllerDid: string, observedAt: bigint) =>
   encode("controller-witness", { subject, controller: controllerDid, method: "dns-txt", observedAt });
+const linkedIdentifier = (subject: string, linkedId: string, proofs: string[], issuedAt = 0n) =>
+  encode("linked-identifier", { subject, linkedId, proofs, issuedAt, effectiveAt: 0n, expiresAt: 0n });
+const wallSeconds = () => BigInt(Math.floor(Date.now() / 1000));
+
+/** A pop-eip712 proof wrapper: `key` authorizes `audience` for shared control. */
+async function eip712Proof(key: Hex, audience: string): Promise<string> {
+  const account = privateKeyToAccount(key);
+  const now = wallSeconds();
+  const domain = { ...OMA_TRUST_PROOF_DOMAIN, chainId: 31337 };
+  const message = {
+    signer: account.address,
+    authorizedEntity: audience,
+    signingPurpose: "shared-control",
+    creationTimestamp: now - 5n,
+    expirationTimestamp: now + 3600n,
+    randomValue: keccak256(stringToBytes(`${key} ${audience}`)),
+    statement: "This identifier and the artifact belong together",
+  };
+  const signature = await account.signTypedData({ domain, types: OMA_TRUST_PROOF_TYPES, primaryType: "OmaTrustProof", message });
+  const wire = { ...message, creationTimestamp: Number(message.creationTimestamp), expirationTimestamp: Number(message.expirationTimestamp) };
+  return JSON.stringify({ proofType: "pop-eip712", proofPurpose: "shared-control", proofObject: { domain, message: wire, signature } });
+}
+
+/** A pop-jws proof wrapper (ES256, compact JWS) from {@link jwsKey} for `audience`. */
+async function jwsProof(audience: string): Promise<string> {
+  const jwk = await crypto.subtle.exportKey("jwk", jwsKey.publicKey);
+  const part = (value: unknown) => base64UrlEncode(new TextEncoder().encode(JSON.stringify(value)));
+  const now = Number(wallSeconds());
+  const signingInput = `${part({ alg: "ES256", jwk: { kty: jwk.kty, crv: jwk.crv, x: jwk.x, y: jwk.y } })}.${
+    part({ oma3_proof_purpose: "shared-control", iss: jwsDid, aud: audience, iat: now - 5, exp: now + 3600 })
+  }`;
+  const signature = await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, jwsKey.privateKey, new TextEncoder().encode(signingInput));
+  return JSON.stringify({ proofType: "pop-jws", proofPurpose: "shared-control", proofObject: `${signingInput}.${base64UrlEncode(new Uint8Array(signature))}` });
+}
+const evidencePointer = JSON.stringify({
+  proofType: "evidence-pointer",
+  proofPurpose: "shared-control",
+  proofObject: { url: "https://publisher.test/.well-known/artifacts.json" },
+});
 
 async function lookup(did: string, base = service.url, path = "/v1/artifact-trust") {
   const res = await fetch(`${base}${path}?artifactDid=${encodeURIComponent(did)}`);
@@ -127,6 +177,11 @@ beforeAll(async () => {
   roguePublisher = `did:web:other.test%3A${https.port}`;
   livePublisher = `did:web:live.test%3A${https.port}`;
   dns.setTxt("_controllers.live.test", [[`v=1;controller=${pkh(liveController)}`]]);
+  for (const key of [linkedWallet, boundKey, lateAuditor]) {
+    await writer.client.request({ method: "anvil_setBalance", params: [privateKeyToAccount(key).address, "0x3635c9adc5dea00000"] } as never);
+  }
+  jwsKey = await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign", "verify"]) as CryptoKeyPair;
+  jwsDid = (jwkToDidJwk(await crypto.subtle.exportKey("jwk", jwsKey.publicKey) as Record<string, unknown>, { publicOnly: true }) as { value: string }).value;
 
   // Our own anchors: the devnet's (witness approved for controller-witness) plus assessors.
   const anchors = JSON.parse(readFileSync(stack.devnet.trustAnchorsPath, "utf8")) as TrustAnchors;
@@ -151,6 +206,8 @@ beforeAll(async () => {
         issuer(certifier, "Cert Lab", ["certification"]),
         // Revoked as of the deployment, so before anything it attests here.
         issuer(retired, "Retired Audits", ["security-assessment"], { status: "revoked", revokedAt: validFrom }),
+        // Approved only from tomorrow on, so after anything it attests here.
+        issuer(lateAuditor, "Late Audits", ["security-assessment"], { validFrom: new Date(Date.now() + 86_400_000).toISOString() }),
       ],
     }],
   }));
@@ -160,10 +217,35 @@ beforeAll(async () => {
   let now = await chainNow();
   const expiringAt = now + 3n;
   await attest("expired-by-registry", auditor, "security-assessment", assessment(ARTIFACT, { issuedAt: now }), { expirationTime: expiringAt });
+  const beforeWitness = now - 1000n;
   await attest("witness", stack.devnet.keys.witness, "controller-witness", witness(PUBLISHER, pkh(controller), now), { recipient: addressOf(PUBLISHER) });
   await attest("rogue-witness", rogueWitness, "controller-witness", witness(roguePublisher, pkh(rogueController), now), { recipient: addressOf(roguePublisher) });
+  await attest("jwk-witness", stack.devnet.keys.witness, "controller-witness", witness(jwsDid, pkh(controller), now), { recipient: addressOf(jwsDid) });
+  // The approved witness issuer binds a new key to the publisher.
+  await attest("key-binding", stack.devnet.keys.witness, "key-binding", encode("key-binding", {
+    subject: PUBLISHER,
+    keyId: pkh(boundKey),
+    publicKeyJwk: "",
+    keyPurpose: ["assertionMethod"],
+    proofs: [],
+    issuedAt: now,
+    effectiveAt: 0n,
+    expiresAt: 0n,
+  }), { recipient: addressOf(PUBLISHER) });
   now = await chainNow();
   await attest("claim", controller, "responsibility-claim", claim(ARTIFACT, PUBLISHER, now));
+  await attest("claim-key-binding", boundKey, "responsibility-claim", claim(ARTIFACT, PUBLISHER, now));
+  await attest("claim-before-witness", controller, "responsibility-claim", claim(ARTIFACT, PUBLISHER, beforeWitness));
+  await attest("claim-empty-type", controller, "responsibility-claim", encode("responsibility-claim", {
+    responsibleParty: PUBLISHER,
+    subject: ARTIFACT,
+    subjectLabel: "example-plugin",
+    responsibilityType: [],
+    proofs: [],
+    issuedAt: now,
+    effectiveAt: 0n,
+    expiresAt: 0n,
+  }));
   await attest("claim-rogue-witness", rogueController, "responsibility-claim", claim(ARTIFACT, roguePublisher, now));
   await attest("claim-live-dns", liveController, "responsibility-claim", claim(ARTIFACT, livePublisher, now));
   const revoked = await attest("claim-revoked", controller, "responsibility-claim", claim(ARTIFACT, PUBLISHER, now));
@@ -171,6 +253,7 @@ beforeAll(async () => {
   await attest("assessment", auditor, "security-assessment", assessment(ARTIFACT, { issuedAt: now }));
   await attest("assessment-unapproved", liveController, "security-assessment", assessment(ARTIFACT, { issuedAt: now }));
   await attest("assessment-retired-issuer", retired, "security-assessment", assessment(ARTIFACT, { issuedAt: now }));
+  await attest("assessment-before-valid-from", lateAuditor, "security-assessment", assessment(ARTIFACT, { issuedAt: now }));
   await attest("assessment-payload-expired", auditor, "security-assessment", assessment(ARTIFACT, { issuedAt: now - 100n, expiresAt: now - 10n }));
   await attest("assessment-not-yet-effective", auditor, "security-assessment", assessment(ARTIFACT, { issuedAt: now, effectiveAt: now + 3600n }));
   await attest("assessment-wrong-subject", auditor, "security-assessment", assessment(OTHER_ARTIFACT, { issuedAt: now }));
@@ -184,6 +267,12 @@ beforeAll(async () => {
     effectiveAt: 0n,
     expiresAt: 0n,
   }));
+  // Linked identifiers: both sides proven (pop-eip712 or pop-jws from linkedId; an evidence pointer or the
+  // attester's own proof for the keyless artifact), and one with linkedId's side only.
+  const linkedDid = pkh(linkedWallet);
+  await attest("linked-eip712", linkedWallet, "linked-identifier", linkedIdentifier(ARTIFACT, linkedDid, [await eip712Proof(linkedWallet, ARTIFACT), evidencePointer]));
+  await attest("linked-jws", controller, "linked-identifier", linkedIdentifier(ARTIFACT, jwsDid, [await jwsProof(ARTIFACT), await eip712Proof(controller, ARTIFACT)], now));
+  await attest("linked-one-side", linkedWallet, "linked-identifier", linkedIdentifier(ARTIFACT, linkedDid, [await eip712Proof(linkedWallet, ARTIFACT)]));
   await attest("user-review", liveController, "user-review", encode("user-review", {
     subject: ARTIFACT,
     version: "1",
@@ -212,17 +301,28 @@ describe("artifact trust on a real chain", () => {
     expect(body.artifactDid).toBe(ARTIFACT);
     expect(body.chain).toEqual({ chainId: 31337, caip2: "eip155:31337", easContract: stack.devnet.easAddress });
     expect(body.trustAnchorsVersion).toBe(1);
-    expect(labels(body.responsibilityClaims).sort()).toEqual(["claim", "claim-live-dns"]);
+    expect(labels(body.responsibilityClaims).sort()).toEqual(["claim", "claim-key-binding", "claim-live-dns"]);
     expect(labels(body.securityAssessments)).toEqual(["assessment"]);
     expect(labels(body.certifications)).toEqual(["certification"]);
-    expect(body.otherAttestations).toEqual([]);
-    // 14 candidates: the user review and the witnesses are never queried.
-    expect(body.summary).toEqual({ totalQueried: 14, totalVerified: 4, totalExcluded: 10, complete: true });
+    expect(labels(body.otherAttestations).sort()).toEqual(["linked-eip712", "linked-jws"]);
+    // 21 candidates: the user review, the witnesses and the key binding are never queried. Excluded: expired by
+    // the registry, revoked, a stranger's witness, before the first witness, an empty responsibilityType, an
+    // unapproved, a revoked and a not-yet-approved issuer, payload-expired, not yet effective, wrong subject,
+    // undecodable, and two linked identifiers without both sides' proofs.
+    expect(body.summary).toEqual({ totalQueried: 21, totalVerified: 7, totalExcluded: 14, complete: true });
 
     for (const item of body.responsibilityClaims) {
       expect(item.verification).toEqual({ valid: true, basis: ["controller-authorization", "authorization-window"] });
       expect(item.attestation).not.toHaveProperty("attesterLabel");
     }
+    for (const item of body.otherAttestations) {
+      expect(item.verification).toEqual({ valid: true, basis: ["proof", "controller-authorization", "authorization-window"] });
+      expect(item.attestation).toMatchObject({ schemaName: "linked-identifier", data: { subject: ARTIFACT } });
+      expect(item.attestation).not.toHaveProperty("attesterLabel");
+    }
+    const linkedJws = body.otherAttestations.find((i: any) => seeded.get(i.attestation.uid) === "linked-jws");
+    expect(linkedJws.attestation.data.linkedId).toBe(jwsDid);
+    expect(linkedJws.attestation.data.proofs).toHaveLength(2);
     const assessmentItem = body.securityAssessments[0];
     expect(assessmentItem.verification).toEqual({ valid: true, basis: ["approved-issuer"] });
     expect(assessmentItem.attestation).toMatchObject({
@@ -279,7 +379,7 @@ describe("artifact trust on a real chain", () => {
     expect(stack.rpc.roundTrips()).toBe(0);
   });
 
-  test("the request path makes one eth_getLogs per level and one multicall per level, whatever the schemas", async () => {
+  test("the request path makes one eth_getLogs and one eth_call per level, whatever the schemas, for dozens of candidates", async () => {
     await lookup(EMPTY_ARTIFACT);
     stack.rpc.reset();
     await lookup(EMPTY_ARTIFACT);
@@ -287,10 +387,10 @@ describe("artifact trust on a real chain", () => {
 
     stack.rpc.reset();
     await lookup(ARTIFACT);
-    // 14 candidates over four schemas (one round trip of multicalls), then the witnesses of three parties.
+    // 21 candidates over four schemas in one batched eth_call, then the witnesses and key bindings of the five
+    // parties (three publishers, a wallet, a did:jwk) in one log query and one eth_call: five calls in all.
     const levels = [["eth_blockNumber"], ["eth_getLogs"], ["eth_call"], ["eth_getLogs"], ["eth_call"]];
-    expect(stack.rpc.trips().map((t) => [...new Set(t)])).toEqual(levels);
-    expect(stack.rpc.methods().filter((m) => m === "eth_getLogs")).toHaveLength(2);
+    expect(stack.rpc.trips()).toEqual(levels);
 
     // 52 candidates over the same four schemas: the same calls.
     const now = await chainNow();
@@ -304,10 +404,8 @@ describe("artifact trust on a real chain", () => {
     stack.rpc.reset();
     const res = await lookup(BULK_ARTIFACT);
     expect(res.body.summary).toEqual({ totalQueried: 52, totalVerified: 39, totalExcluded: 13, complete: true });
-    // Still one log query per level; the 52 reads share one round trip in a few multicalls.
-    const trips = stack.rpc.trips();
-    expect(trips.map((t) => [...new Set(t)])).toEqual(levels);
-    expect(stack.rpc.methods().length).toBeLessThanOrEqual(12);
+    // Exactly the same five calls: the 52 attestations are one eth_call (they were six before the batch reader).
+    expect(stack.rpc.trips()).toEqual(levels);
   });
 
   test("the consumer helper: an approved assessment or the publisher's claim suppresses the warning; nothing does not", async () => {
@@ -315,9 +413,14 @@ describe("artifact trust on a real chain", () => {
     const pinnedChain = { chainId: 31337, caip2: "eip155:31337", easContract: stack.devnet.easAddress };
     const verdict = await checkArtifactTrust(ARTIFACT, { url, publisherDid: "did:web:Publisher.test", pinnedChain });
     expect(verdict.warn).toBe(false);
-    expect(verdict.qualifyingClaims.responsibilityClaims).toHaveLength(1);
+    expect(labels(verdict.qualifyingClaims.responsibilityClaims as any).sort()).toEqual(["claim", "claim-key-binding"]);
     expect(verdict.qualifyingClaims.securityAssessments).toHaveLength(1);
     expect(verdict.unqualifiedResponsibilityClaims).toBe(1);
+    expect(labels(verdict.informational.linkedIdentifiers as any).sort()).toEqual(["linked-eip712", "linked-jws"]);
+    // No declared publisher: every returned claim qualifies.
+    const undeclared = await checkArtifactTrust(ARTIFACT, { url, pinnedChain });
+    expect(undeclared).toMatchObject({ warn: false, unqualifiedResponsibilityClaims: 0 });
+    expect(undeclared.qualifyingClaims.responsibilityClaims).toHaveLength(3);
     expect((await checkArtifactTrust(EMPTY_ARTIFACT, { url, pinnedChain })).warn).toBe(true);
   });
 });
@@ -354,6 +457,51 @@ describe("artifact trust through a faulty RPC", () => {
       expect([res.status, res.body.code]).toEqual([502, "NETWORK_ERROR"]);
     }
     reset();
+  });
+
+  test("START_BLOCK is where the first eth_getLogs starts", async () => {
+    expect(stack.devnet.deployBlock).toBeGreaterThan(0n);
+    const start = stack.devnet.deployBlock + 1n;
+    const scoped = await stack.restartService({ TRUST_ANCHORS_PATH: anchorsPath, RPC_URL: proxy.url, START_BLOCK: String(start) });
+    proxy.calls.length = 0;
+    const res = await lookup(ARTIFACT, scoped.url);
+    expect(res.status).toBe(200);
+    const first = proxy.calls.find((c) => c.method === "eth_getLogs")!;
+    expect((first.params[0] as { fromBlock: string }).fromBlock).toBe(`0x${start.toString(16)}`);
+    // Without START_BLOCK (and with RPC_URL set) the scan starts at block 0.
+    proxy.calls.length = 0;
+    await lookup(EMPTY_ARTIFACT, faulty.url);
+    expect((proxy.calls.find((c) => c.method === "eth_getLogs")!.params[0] as { fromBlock: string }).fromBlock).toBe("0x0");
+  });
+
+  test("an RPC that hangs is 502 NETWORK_ERROR without upstream text, after ARTIFACT_TRUST_RPC_TIMEOUT_MS and the retries", async () => {
+    const impatient = await stack.restartService({ TRUST_ANCHORS_PATH: anchorsPath, RPC_URL: proxy.url, ARTIFACT_TRUST_RPC_TIMEOUT_MS: "250" });
+    const held: (() => void)[] = [];
+    proxy.onHttp = () => new Promise<Response>((resolve) => held.push(() => resolve(new Response("too late", { status: 503 }))));
+    try {
+      const started = performance.now();
+      const res = await lookup(ARTIFACT, impatient.url);
+      const elapsed = performance.now() - started;
+      expect(res).toEqual({ status: 502, body: { code: "NETWORK_ERROR", error: "Artifact trust chain query is temporarily unavailable" } });
+      expect(JSON.stringify(res.body)).not.toMatch(/127\.0\.0\.1|timed? ?out|took too long/i);
+      // Three attempts of 250 ms with 150 + 300 ms between them; the default 8 s would take over 24 s.
+      expect(elapsed).toBeGreaterThan(700);
+      expect(elapsed).toBeLessThan(4_000);
+      // Every attempt reached the node and was abandoned: nothing was answered from elsewhere.
+      expect(held.length).toBe(3);
+    } finally {
+      reset();
+      for (const release of held) release();
+    }
+  });
+
+  test("ARTIFACT_TRUST_RPC_TIMEOUT_MS defaults to 8000 and must be a whole number of milliseconds from 100 to 60000", () => {
+    expect(readConfig({}).artifactTrustRpcTimeoutMs).toBe(8_000);
+    expect(readConfig({ ARTIFACT_TRUST_RPC_TIMEOUT_MS: "1500" }).artifactTrustRpcTimeoutMs).toBe(1_500);
+    for (const bad of ["soon", "50", "600000", "1.5"]) {
+      expect(() => readConfig({ ARTIFACT_TRUST_RPC_TIMEOUT_MS: bad })).toThrow(ConfigError);
+      expect(() => readConfig({ ARTIFACT_TRUST_RPC_TIMEOUT_MS: bad })).toThrow(/ARTIFACT_TRUST_RPC_TIMEOUT_MS/);
+    }
   });
 
   test("a lookup that fails half way (the witnesses' logs) is 502, though the candidates were read", async () => {

@@ -1,8 +1,12 @@
 /**
  * The plugin-loader policy over artifact trust (interface "Consumer policy", reference §5.5): warn
- * unless the service returned a responsibility claim by the declared publisher or a security
- * assessment from an approved issuer; warn too when the lookup fails. Linked identifiers and
- * certifications are shown for information and never suppress the warning.
+ * unless the service returned a responsibility claim or a security assessment from an approved
+ * issuer; warn too when the lookup fails. Which claims count depends on the plugin:
+ * - no `publisherDid` declared: any returned responsibility claim (the contract's rule: the service
+ *   only returns claims whose attester is an authorized controller of their `responsibleParty`);
+ * - a `publisherDid` declared: only a claim whose `responsibleParty`, normalized, is that DID (the
+ *   reference's stricter rule); claims naming anybody else are counted as unqualified.
+ * Linked identifiers and certifications are shown for information and never suppress the warning.
  *
  * Unlike the other client helpers this one never throws: a loader needs a verdict either way.
  */
@@ -22,7 +26,10 @@ export type PinnedChain = {
 
 /** Options of {@link evaluateArtifactTrust}. */
 export type ArtifactTrustPolicyOptions = {
-  /** The plugin's declared publisher DID; responsibility claims by anybody else do not count. */
+  /**
+   * The plugin's declared publisher DID. Declared: only responsibility claims naming it (normalized)
+   * suppress the warning. Not declared (absent or blank): any returned responsibility claim does.
+   */
   readonly publisherDid?: string | undefined;
   readonly pinnedChain?: PinnedChain | undefined;
 };
@@ -47,7 +54,7 @@ export type ArtifactTrustVerdict = {
     readonly responsibilityClaims: readonly ArtifactTrustItem[];
     readonly securityAssessments: readonly ArtifactTrustItem[];
   };
-  /** Verified responsibility claims naming somebody other than the declared publisher (not shown in detail). */
+  /** Verified responsibility claims naming somebody other than the declared publisher (not shown in detail); 0 with none declared. */
   readonly unqualifiedResponsibilityClaims: number;
   /** Shown for information only. */
   readonly informational: {
@@ -63,7 +70,7 @@ export type ArtifactTrustVerdict = {
 /** The reason given when the lookup failed. */
 export const COULD_NOT_LOAD = "Artifact trust could not be loaded";
 /** The reason given when nothing qualifies. */
-export const NO_QUALIFYING_EVIDENCE = "No verified responsibility claim by the publisher or security assessment from an approved issuer";
+export const NO_QUALIFYING_EVIDENCE = "No verified responsibility claim (by the publisher, when one is declared) or security assessment from an approved issuer";
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 const GROUPS = ["responsibilityClaims", "securityAssessments", "certifications", "otherAttestations"] as const;
@@ -96,14 +103,17 @@ export function evaluateArtifactTrust(record: unknown, options: ArtifactTrustPol
     return failed("CHAIN_MISMATCH", undefined, "Artifact trust answered for another chain");
   }
   const trust = record as ArtifactTrustRecord;
-  const publisher = options.publisherDid === undefined ? undefined : normalizeDid(options.publisherDid);
-  const byPublisher = (item: ArtifactTrustItem) => {
+  const declared = options.publisherDid?.trim() ? options.publisherDid : undefined;
+  const publisher = declared === undefined ? undefined : normalizeDid(declared);
+  const qualifies = (item: ArtifactTrustItem) => {
+    if (publisher === undefined) return true;
     const party = item?.attestation?.data?.responsibleParty;
-    if (publisher === undefined || !publisher.ok || typeof party !== "string") return false;
+    // A declared publisher that is not a DID matches nobody: the stricter rule, never the looser one.
+    if (!publisher.ok || typeof party !== "string") return false;
     const normalized = normalizeDid(party);
     return normalized.ok && normalized.value === publisher.value;
   };
-  const responsibilityClaims = trust.responsibilityClaims.filter(byPublisher);
+  const responsibilityClaims = trust.responsibilityClaims.filter(qualifies);
   const securityAssessments = trust.securityAssessments.filter((item) =>
     Array.isArray(item?.verification?.basis) && item.verification.basis.includes("approved-issuer")
   );

@@ -64,10 +64,24 @@ describe("evaluateArtifactTrust()", () => {
     expect(verdict.unqualifiedResponsibilityClaims).toBe(1);
   });
 
-  test("a claim by anybody else, or with no declared publisher, does not", () => {
+  test("with a declared publisher, a claim by anybody else does not; a declared publisher that is no DID matches nobody", () => {
     const r = record({ responsibilityClaims: [claimBy("did:web:other.example")] });
-    expect(evaluateArtifactTrust(r, { publisherDid: "did:web:publisher.example" })).toMatchObject({ warn: true, reasons: [NO_QUALIFYING_EVIDENCE] });
-    expect(evaluateArtifactTrust(r).warn).toBe(true);
+    expect(evaluateArtifactTrust(r, { publisherDid: "did:web:publisher.example" })).toMatchObject({
+      warn: true,
+      reasons: [NO_QUALIFYING_EVIDENCE],
+      unqualifiedResponsibilityClaims: 1,
+    });
+    expect(evaluateArtifactTrust(r, { publisherDid: "did:" }).warn).toBe(true);
+  });
+
+  test("with no declared publisher (absent or blank), any returned responsibility claim suppresses the warning", () => {
+    const r = record({ responsibilityClaims: [claimBy("did:web:other.example"), claimBy("did:pkh:eip155:1:0x0000000000000000000000000000000000000003")] });
+    for (const options of [{}, { publisherDid: undefined }, { publisherDid: "  " }]) {
+      const verdict = evaluateArtifactTrust(r, options);
+      expect(verdict).toMatchObject({ warn: false, reasons: [], unqualifiedResponsibilityClaims: 0 });
+      expect(verdict.qualifyingClaims.responsibilityClaims).toHaveLength(2);
+    }
+    expect(evaluateArtifactTrust(record()).warn).toBe(true);
   });
 
   test("a security assessment with basis approved-issuer suppresses it; certifications and linked identifiers never do", () => {
