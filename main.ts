@@ -267,7 +267,9 @@ export async function startService(config: Config, options: StartServiceOptions 
     const server = Bun.serve({
       hostname: config.host,
       port: config.port,
-      maxRequestBodySize: 1024 * 1024,
+      // Above the app's own limit (http/routes/request.ts MAX_BODY_BYTES, 8 MiB), so that an oversized body
+      // gets the app's 413 PAYLOAD_TOO_LARGE with CORS and the error body rather than Bun's bare 413.
+      maxRequestBodySize: 16 * 1024 * 1024,
       fetch: instrumentedHandler(app as never, { metrics, log }),
     });
     const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`;

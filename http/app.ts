@@ -1,8 +1,8 @@
 import { Elysia } from "elysia";
 import type { Logger } from "../ports/logger.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
-import { errorBody, json } from "./errors.ts";
-import { easRoutes, type EasRoutesDeps } from "./routes/eas.ts";
+import { elapsedSince, errorBody, json, statusOf } from "./errors.ts";
+import { EAS_PATHS, easRoutes, type EasRoutesDeps } from "./routes/eas.ts";
 import { healthRoutes, type ReadinessReport } from "./routes/health.ts";
 import { controllerRoutes, type ControllerRoutesDeps } from "./routes/controller.ts";
 import { artifactTrustRoutes } from "./routes/artifact_trust.ts";
@@ -12,6 +12,7 @@ import { identityRoutes } from "./routes/identity.ts";
 import { trustAnchorRoutes } from "./routes/trust_anchors.ts";
 import { buildOpenApi, renderApiPage } from "./openapi.ts";
 import { ROUTE_DOCS } from "./route_docs.ts";
+import { MAX_BODY_BYTES, TOO_LARGE_MESSAGE } from "./routes/request.ts";
 
 /** Everything the HTTP layer is given by the composition root. */
 export type AppDeps = Omit<EasRoutesDeps, "log"> & {
@@ -64,15 +65,50 @@ export function isPrivatePath(path: string): boolean {
   return path.startsWith("/api/private/") || path.startsWith("/v1/session/") || path === "/v1/controller-witness";
 }
 
+const EAS = new Set(EAS_PATHS);
+
 /**
  * Builds the Elysia app: the route plugins plus the conventions every public route shares
- * (CORS `*`, OPTIONS 204, 405 with `Allow`, 404 `NOT_FOUND`, one error body, no upstream text).
+ * (CORS `*`, OPTIONS 204, 405 with `Allow` for any method a known path does not serve, HEAD included,
+ * 404 `NOT_FOUND`, 413 `PAYLOAD_TOO_LARGE`, one error body, `elapsed` on the EAS paths, no upstream text).
  */
 export function createApp(deps: AppDeps) {
   const app = new Elysia();
-  const allowed = (path: string): string[] =>
-    app.routes.filter((r) => r.path === path).map((r) => r.method.toUpperCase());
+  // The methods each path serves, read once the routes are all registered (at the first request).
+  let served: Map<string, ReadonlySet<string>> | undefined;
+  const methodsOf = (path: string): ReadonlySet<string> | undefined => {
+    if (served === undefined) {
+      served = new Map();
+      for (const route of app.routes) {
+        const methods = served.get(route.path) ?? new Set<string>();
+        (methods as Set<string>).add(route.method.toUpperCase());
+        served.set(route.path, methods);
+      }
+    }
+    return served.get(path);
+  };
+  const allowHeader = (methods: ReadonlySet<string>) => [...methods, "OPTIONS"].join(", ");
   const origins = new Set(deps.privateOrigins ?? []);
+  // When each nonce and delegated-attest request started, for the `elapsed` of the answers the app gives itself.
+  const started = new WeakMap<Request, number>();
+
+  /** An error answer of the app itself: the one error body, plus `elapsed` on the EAS paths (decisions §2). */
+  const failure = (request: Request, path: string, code: string, message: string, headers: Record<string, string>) => {
+    const body = errorBody(code, message);
+    const status = statusOf(code);
+    if (!EAS.has(path)) return json(body, status, headers);
+    return json({ ...body, elapsed: elapsedSince(started.get(request) ?? performance.now()) }, status, headers);
+  };
+
+  /** 405 with `Allow` for a method the path does not serve; 413 for a declared body over the limit. */
+  const refuse = (request: Request, method: string, path: string, methods: ReadonlySet<string>, cors: Record<string, string>) => {
+    if (!methods.has(method)) {
+      return failure(request, path, "METHOD_NOT_ALLOWED", "Method not allowed", { ...cors, allow: allowHeader(methods) });
+    }
+    if (method !== "GET" && Number(request.headers.get("content-length") ?? 0) > MAX_BODY_BYTES) {
+      return failure(request, path, "PAYLOAD_TOO_LARGE", TOO_LARGE_MESSAGE, cors);
+    }
+  };
 
   /**
    * Session routes: CORS for allowlisted origins only, with credentials. CSRF guard on every POST:
@@ -84,10 +120,13 @@ export function createApp(deps: AppDeps) {
     const trusted = origin !== null && origins.has(origin);
     const cors = trusted ? privateCorsHeaders(origin) : {};
     Object.assign(set.headers, cors);
-    const methods = allowed(path);
-    if (methods.length === 0) return;
-    if (request.method === "OPTIONS") return new Response(null, { status: 204, headers: cors });
-    if (request.method !== "POST" || !methods.includes("POST")) return;
+    const methods = methodsOf(path);
+    if (methods === undefined) return;
+    const method = request.method;
+    if (method === "OPTIONS") return new Response(null, { status: 204, headers: cors });
+    const refused = refuse(request, method, path, methods, cors);
+    if (refused) return refused;
+    if (method !== "POST") return;
     if (origin !== null && !trusted) {
       return json(errorBody("ORIGIN_NOT_ALLOWED", "Origin not allowed"), 403);
     }
@@ -100,30 +139,33 @@ export function createApp(deps: AppDeps) {
     .onRequest(({ request, set }) => {
       const path = pathOf(request.url);
       if (isPrivatePath(path)) return guardPrivate(request, path, set);
+      if (EAS.has(path)) started.set(request, performance.now());
       Object.assign(set.headers, PUBLIC_CORS_HEADERS);
-      if (request.method === "OPTIONS" && allowed(path).length > 0) {
-        return new Response(null, { status: 204, headers: PUBLIC_CORS_HEADERS });
-      }
+      const methods = methodsOf(path);
+      if (methods === undefined) return;
+      const method = request.method;
+      if (method === "GET" && methods.has("GET")) return;
+      if (method === "OPTIONS") return new Response(null, { status: 204, headers: PUBLIC_CORS_HEADERS });
+      return refuse(request, method, path, methods, PUBLIC_CORS_HEADERS);
     })
     .onError(({ code, error, request }) => {
-      const path = new URL(request.url).pathname;
+      const path = pathOf(request.url);
       const cors = isPrivatePath(path) ? {} : PUBLIC_CORS_HEADERS;
       if (code === "NOT_FOUND") {
-        const methods = allowed(path);
-        if (methods.length > 0) {
-          const allow = [...new Set([...methods, "OPTIONS"])].join(", ");
-          return json(errorBody("METHOD_NOT_ALLOWED", "Method not allowed"), 405, { ...cors, allow });
+        const methods = methodsOf(path);
+        if (methods !== undefined) {
+          return failure(request, path, "METHOD_NOT_ALLOWED", "Method not allowed", { ...cors, allow: allowHeader(methods) });
         }
-        return json(errorBody("NOT_FOUND", "Not found"), 404, cors);
+        return failure(request, path, "NOT_FOUND", "Not found", cors);
       }
-      if (code === "PARSE") return json(errorBody("INVALID_JSON", "Invalid JSON body"), 400, cors);
-      if (code === "VALIDATION") return json(errorBody("INVALID_INPUT", "Invalid request"), 400, cors);
+      if (code === "PARSE") return failure(request, path, "INVALID_JSON", "Invalid JSON body", cors);
+      if (code === "VALIDATION") return failure(request, path, "INVALID_INPUT", "Invalid request", cors);
       deps.log.error("unhandled_error", {
         path,
         code: String(code),
         error: error instanceof Error ? error.message : String(error),
       });
-      return json(errorBody("INTERNAL_ERROR", "Internal error"), 500, cors);
+      return failure(request, path, "INTERNAL_ERROR", "Internal error", cors);
     })
     .use(healthRoutes(deps.ready))
     .use(easRoutes(deps))

@@ -1,12 +1,20 @@
 import { describe, expect, test } from "bun:test";
+import type { TSchema } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
 import { privateKeyToAccount } from "viem/accounts";
 import { silentLogger } from "../adapters/json_logger.ts";
 import { buildAttestTypedData, ZERO_UID } from "../domain/attest_typed_data.ts";
-import { createDelegatedAttest } from "../domain/delegated_attest.ts";
-import { createReadNonce } from "../domain/nonce.ts";
+import { createDelegatedAttest, type DelegatedAttest } from "../domain/delegated_attest.ts";
+import { createReadNonce, type ReadNonce } from "../domain/nonce.ts";
+import { fail } from "../domain/result.ts";
+import type { Submission } from "../ports/eas.ts";
 import { fakeClock, fakeDelegate, fakeEasReader, fakeReplayStore, fakeWriteLedger } from "../ports/fakes.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import { createApp } from "./app.ts";
+import { type RequestModels, REQUEST_MODELS } from "./models.ts";
+import { buildOpenApi } from "./openapi.ts";
+import { ROUTE_DOCS } from "./route_docs.ts";
+import { MAX_BODY_BYTES } from "./routes/request.ts";
 
 const SCHEMA = "0x7ab3911527e5e47eaab9f5a2c571060026532dde8cb4398185553053963b2a47";
 const anchors: TrustAnchors = {
@@ -18,16 +26,26 @@ const anchors: TrustAnchors = {
 };
 const account = privateKeyToAccount("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
 
-function setup(options: { mainnet?: boolean; rpcDown?: boolean } = {}) {
+type SetupOptions = {
+  mainnet?: boolean;
+  rpcDown?: boolean;
+  /** No delegate key configured. */
+  noDelegate?: boolean;
+  submission?: Submission;
+  readNonce?: ReadNonce;
+  delegatedAttest?: DelegatedAttest;
+};
+
+function setup(options: SetupOptions = {}) {
   const clock = fakeClock(Date.now());
   const eas = fakeEasReader({ failing: options.rpcDown });
-  const delegate = fakeDelegate();
+  const delegate = fakeDelegate(options.submission ? { submission: options.submission } : {});
   const app = createApp({
-    readNonce: createReadNonce(eas),
-    delegatedAttest: createDelegatedAttest({
+    readNonce: options.readNonce ?? createReadNonce(eas),
+    delegatedAttest: options.delegatedAttest ?? createDelegatedAttest({
       clock,
       eas,
-      delegate,
+      delegate: options.noDelegate ? undefined : delegate,
       replay: fakeReplayStore(),
       mainnet: options.mainnet ?? false,
       subsidized: new Map([[SCHEMA, { name: "user-review", revocable: false }]]),
@@ -39,17 +57,18 @@ function setup(options: { mainnet?: boolean; rpcDown?: boolean } = {}) {
     log: silentLogger,
     ready: () => Promise.resolve({ ready: true, checks: { rpc: true } }),
   });
-  const call = async (method: string, path: string, body?: unknown) => {
-    const init: RequestInit = { method };
+  const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const init: RequestInit = { method, headers };
     if (body !== undefined) {
-      init.body = typeof body === "string" ? body : JSON.stringify(body);
-      init.headers = { "content-type": "application/json" };
+      init.body = typeof body === "string" || body instanceof ReadableStream ? body : JSON.stringify(body);
+      init.headers = { "content-type": "application/json", ...headers };
+      if (body instanceof ReadableStream) (init as { duplex?: string }).duplex = "half";
     }
     const response = await app.handle(new Request(`http://localhost${path}`, init));
     const text = await response.text();
-    return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined };
+    return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined, text };
   };
-  return { call, eas, delegate, clock };
+  return { app, call, eas, delegate, clock };
 }
 
 async function signedBody(eas: { chainId: number; easAddress: `0x${string}` }) {
@@ -205,5 +224,347 @@ describe("openapi.json", () => {
     const page = await app.handle(new Request("http://localhost/docs"));
     expect(page.headers.get("content-type")).toContain("text/html");
     expect(await page.text()).toContain("/v1/delegated-attest");
+  });
+});
+
+const ELAPSED = /^\d+ms$/;
+const IDENTITY_PATHS = ["/v1/identity-resolve", "/v1/identity/resolve", "/api/public/identity-resolve"];
+const NONCE_PATHS = ["/api/eas/nonce", "/v1/nonce"];
+const DELEGATED_PATHS = ["/api/eas/delegated-attest", "/v1/delegated-attest"];
+
+describe("delegated-attest failures through the app", () => {
+  test("no delegate key is 500 NO_DELEGATE_KEY with elapsed", async () => {
+    const env = setup({ noDelegate: true });
+    for (const path of DELEGATED_PATHS) {
+      const res = await env.call("POST", path, await signedBody(env.eas));
+      expect([res.status, res.body.code]).toEqual([500, "NO_DELEGATE_KEY"]);
+      expect(res.body.elapsed).toMatch(ELAPSED);
+      expect(res.headers.get("access-control-allow-origin")).toBe("*");
+    }
+  });
+
+  test("a transaction that reverted after broadcast is 500 SUBMISSION_FAILED with elapsed", async () => {
+    const env = setup({ submission: { ok: false, reason: "reverted", txHash: `0x${"cd".repeat(32)}`, blockNumber: 7n } });
+    const res = await env.call("POST", "/v1/delegated-attest", await signedBody(env.eas));
+    expect([res.status, res.body.code]).toEqual([500, "SUBMISSION_FAILED"]);
+    expect(Object.keys(res.body).sort()).toEqual(["code", "elapsed", "error"]);
+    expect(res.body.elapsed).toMatch(ELAPSED);
+  });
+
+  test("a use case that throws is 500 INTERNAL_ERROR with elapsed, CORS and no text of its own", async () => {
+    const boom = () => Promise.reject(new Error("secret http://rpc.internal/key"));
+    const env = setup({ readNonce: boom, delegatedAttest: boom });
+    const answers = [
+      ...NONCE_PATHS.map((path) => env.call("GET", `${path}?attester=${account.address}`)),
+      ...DELEGATED_PATHS.map(async (path) => env.call("POST", path, await signedBody(env.eas))),
+    ];
+    for (const res of await Promise.all(answers)) {
+      expect(res.status).toBe(500);
+      expect(res.body).toEqual({ error: "Internal error", code: "INTERNAL_ERROR", elapsed: expect.stringMatching(ELAPSED) });
+      expect(res.headers.get("access-control-allow-origin")).toBe("*");
+    }
+  });
+});
+
+describe("public conventions of identity-resolve, nonce and delegated-attest", () => {
+  const cases = [
+    ...IDENTITY_PATHS.map((path) => ({ path, method: "POST", elapsed: false })),
+    ...NONCE_PATHS.map((path) => ({ path, method: "GET", elapsed: true })),
+    ...DELEGATED_PATHS.map((path) => ({ path, method: "POST", elapsed: true })),
+  ];
+
+  test("answers carry CORS *, OPTIONS is 204 with CORS, and every other method is 405 with Allow and the error body", async () => {
+    const env = setup();
+    for (const { path, method, elapsed } of cases) {
+      const served = method === "GET" ? await env.call("GET", `${path}?attester=${account.address}`) : await env.call("POST", path, { identifiers: [] });
+      expect({ path, status: served.status < 500, cors: served.headers.get("access-control-allow-origin") }).toEqual({ path, status: true, cors: "*" });
+      const options = await env.call("OPTIONS", path);
+      expect({ path, status: options.status, cors: options.headers.get("access-control-allow-origin"), text: options.text })
+        .toEqual({ path, status: 204, cors: "*", text: "" });
+      expect(options.headers.get("access-control-allow-methods")).toContain(method);
+      for (const wrong of ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"].filter((m) => m !== method)) {
+        const res = await env.call(wrong, path);
+        expect({ path, wrong, status: res.status, allow: res.headers.get("allow"), cors: res.headers.get("access-control-allow-origin") })
+          .toEqual({ path, wrong, status: 405, allow: `${method}, OPTIONS`, cors: "*" });
+        if (wrong === "HEAD") continue;
+        const expected = { error: "Method not allowed", code: "METHOD_NOT_ALLOWED", ...(elapsed ? { elapsed: expect.stringMatching(ELAPSED) } : {}) };
+        expect(res.body).toEqual(expected);
+      }
+    }
+  });
+
+  test("HEAD is 405 with Allow on every GET path, the trust anchors' three included", async () => {
+    const env = setup();
+    const paths = ["/v1/trust-anchors", "/v1/trust-policy", "/api/public/trust-anchors", ...NONCE_PATHS, "/healthz", "/readyz", "/openapi.json", "/docs"];
+    for (const path of paths) {
+      const res = await env.call("HEAD", path);
+      expect({ path, status: res.status, allow: res.headers.get("allow"), cors: res.headers.get("access-control-allow-origin") })
+        .toEqual({ path, status: 405, allow: "GET, OPTIONS", cors: "*" });
+    }
+    expect((await env.call("GET", "/v1/trust-anchors")).status).toBe(200);
+  });
+});
+
+describe("request body size", () => {
+  const SIZE = 10 * 1024;
+
+  test(`100 identifiers of 10 KiB that JSON writes as six-byte escapes are served (the limit is ${MAX_BODY_BYTES} bytes)`, async () => {
+    const env = setup();
+    // Control characters JSON.stringify writes as \u00XX (not \b, \t, \n, \f, \r, which take two bytes).
+    const sixByte = [1, 2, 3, 4, 5, 6, 7, 11, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31];
+    const control = JSON.stringify({ identifiers: Array.from({ length: 100 }, (_, i) => String.fromCharCode(sixByte[i % sixByte.length]!).repeat(SIZE)) });
+    const emoji = `{"identifiers":[${Array.from({ length: 100 }, () => `"${"\\ud83d\\ude00".repeat(SIZE / 2)}"`).join(",")}]}`;
+    for (const body of [control, emoji]) {
+      expect(body.length).toBeGreaterThan(6 * SIZE * 100);
+      expect(body.length).toBeLessThanOrEqual(MAX_BODY_BYTES);
+      const res = await env.call("POST", "/v1/identity-resolve", body);
+      expect(res.status).toBe(200);
+      expect(res.body.identities).toHaveLength(100);
+      expect(res.body.identities[0].input).toHaveLength(SIZE);
+    }
+  });
+
+  test("a declared body over the limit is 413 PAYLOAD_TOO_LARGE with CORS and the error body (and elapsed on delegated-attest)", async () => {
+    const env = setup();
+    const body = `{"identifiers":["${"a".repeat(MAX_BODY_BYTES)}"]}`;
+    for (const path of [...IDENTITY_PATHS, ...DELEGATED_PATHS]) {
+      const res = await env.call("POST", path, body);
+      expect({ path, status: res.status, code: res.body.code, cors: res.headers.get("access-control-allow-origin") })
+        .toEqual({ path, status: 413, code: "PAYLOAD_TOO_LARGE", cors: "*" });
+      expect(Object.keys(res.body).sort()).toEqual(DELEGATED_PATHS.includes(path) ? ["code", "elapsed", "error"] : ["code", "error"]);
+    }
+  });
+
+  test("a declared Content-Length over the limit is refused before a byte of the body is read", async () => {
+    const env = setup();
+    for (const path of ["/v1/identity-resolve", "/v1/delegated-attest", "/v1/nonce"]) {
+      let pulled = false;
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          pulled = true;
+          controller.enqueue(new TextEncoder().encode("{}"));
+          controller.close();
+        },
+      }, { highWaterMark: 0 });
+      const method = path === "/v1/nonce" ? "PUT" : "POST";
+      const res = await env.call(method, path, body, { "content-length": String(MAX_BODY_BYTES + 1) });
+      const expected = method === "PUT" ? [405, "METHOD_NOT_ALLOWED"] : [413, "PAYLOAD_TOO_LARGE"];
+      expect([path, res.status, res.body.code, res.headers.get("access-control-allow-origin"), pulled]).toEqual([path, ...expected, "*", false]);
+    }
+  });
+
+  test("a chunked body (no Content-Length) over the limit is cut off and answered 413 too", async () => {
+    const env = setup();
+    const stream = () => {
+      let left = MAX_BODY_BYTES + 1;
+      return new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (left <= 0) return controller.close();
+          const n = Math.min(left, 1 << 20);
+          left -= n;
+          controller.enqueue(new Uint8Array(n).fill(0x20));
+        },
+      });
+    };
+    for (const path of ["/v1/identity-resolve", "/v1/delegated-attest"]) {
+      const res = await env.call("POST", path, stream());
+      expect([res.status, res.body.code, res.headers.get("access-control-allow-origin")]).toEqual([413, "PAYLOAD_TOO_LARGE", "*"]);
+    }
+    expect(env.eas.calls).toBe(0);
+  });
+
+  test("served by Bun with main's maxRequestBodySize (16 MiB), a 9 MiB body gets the app's 413, not Bun's bare one", async () => {
+    const env = setup();
+    const server = Bun.serve({ hostname: "127.0.0.1", port: 0, maxRequestBodySize: 16 * 1024 * 1024, fetch: (request) => env.app.handle(request) });
+    try {
+      const res = await fetch(`http://127.0.0.1:${server.port}/v1/identity-resolve`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "a".repeat(9 * 1024 * 1024),
+      });
+      expect(res.status).toBe(413);
+      expect(res.headers.get("access-control-allow-origin")).toBe("*");
+      expect(await res.json()).toEqual({ error: `Request body larger than ${MAX_BODY_BYTES} bytes`, code: "PAYLOAD_TOO_LARGE" });
+    } finally {
+      server.stop(true);
+    }
+  });
+});
+
+/** Every use case of the app as a spy that records its input and refuses with a code of its own. */
+function spyApp() {
+  const calls: Record<string, unknown[]> = {};
+  const spy = (name: string, answer: unknown) => (...input: unknown[]) => {
+    (calls[name] ??= []).push(input);
+    return Promise.resolve(answer);
+  };
+  const app = createApp({
+    privateOrigins: ["https://app.example.com"],
+    readNonce: spy("nonce", fail("RPC_ERROR", "spy")) as ReadNonce,
+    delegatedAttest: spy("delegatedAttest", fail("SCHEMA_NOT_SUBSIDIZED", "spy")) as DelegatedAttest,
+    chainName: "x",
+    chainId: 1,
+    easAddress: "0x0000000000000000000000000000000000000000",
+    trustAnchors: anchors,
+    log: silentLogger,
+    ready: () => Promise.resolve({ ready: true, checks: {} }),
+    controller: { discover: spy("controllerEndpointConfirm", fail("INVALID_DID", "spy")) as never, confirm: spy("controllerConfirm", fail("INVALID_DID", "spy")) as never },
+    artifactTrust: spy("artifactTrust", fail("NETWORK_ERROR", "spy")) as never,
+    session: {
+      sessions: {
+        challenge: spy("walletChallenge", fail("CLIENT_NOT_ALLOWED", "spy")),
+        verify: spy("walletVerify", fail("INVALID_CHALLENGE", "spy")),
+        authenticate: () => Promise.resolve(fail("UNAUTHENTICATED", "spy")),
+        logout: () => Promise.resolve(),
+      } as never,
+      witness: spy("controllerWitness", { result: fail("UNAUTHENTICATED", "spy"), deprecated: false }) as never,
+      ledger: fakeWriteLedger(),
+      plans: { free: { annualWrites: 1, schemas: [] }, paid: { annualWrites: 1, schemas: [] } },
+      clock: fakeClock(),
+      secureCookies: false,
+    },
+  });
+  return { app, calls };
+}
+
+const A = "0x173a347faed486bb69081ef673c6e52c03f57f3e";
+const B32 = `0x${"ab".repeat(32)}`;
+const CONTROLLER = `did:pkh:eip155:1:${A}`;
+/** Per operation: requests its route lets through to the use case (legacy and alternate forms included), and requests it refuses. */
+const SAMPLES: Record<keyof typeof REQUEST_MODELS, { accepted: unknown[]; refused: unknown[] }> = {
+  nonce: { accepted: [{ attester: A }], refused: [{}, { attester: "" }, { attester: "0x123" }, { attester: [A, A] }] },
+  delegatedAttest: {
+    accepted: [
+      { attester: A, signature: "0xdeadbeef", prepared: { delegatedRequest: { schema: B32, deadline: "1800000000" } } },
+      { attester: A, signature: "0xdeadbeef", prepared: { delegatedRequest: { schemaUid: B32, deadline: 1_800_000_000 } } },
+      { attester: A, signature: "0xdeadbeef", prepared: { delegatedRequest: {}, typedData: { message: { schema: B32, deadline: "1", recipient: A, value: "0" } } } },
+    ],
+    refused: [
+      {},
+      { attester: A, signature: "0xdeadbeef", prepared: { delegatedRequest: { deadline: "1" } } },
+      { attester: A, signature: "0xdeadbeef", prepared: { delegatedRequest: { schema: B32, deadline: "1", value: "1" } } },
+      { attester: A, signature: "", prepared: { delegatedRequest: { schema: B32, deadline: "1" } } },
+    ],
+  },
+  identityResolve: {
+    accepted: [{ identifiers: [] }, { identifiers: ["did:web:example.com", ""] }],
+    refused: [{}, { identifiers: "a.com" }, { identifiers: [1] }, { identifiers: Array(101).fill("a.com") }],
+  },
+  controllerEndpointConfirm: { accepted: [{ subjectDid: "example.com" }, { subjectDid: "did:web:a.com", walletDid: "" }], refused: [{}, { subjectDid: " " }, { subjectDid: ["a.com", "b.com"] }] },
+  controllerConfirm: {
+    accepted: [{ subjectDid: "example.com" }, { subjectDid: "example.com", walletDid: CONTROLLER }],
+    refused: [{}, { subjectDid: "example.com", walletDid: "" }, { subjectDid: "example.com", walletDid: [CONTROLLER, CONTROLLER] }],
+  },
+  artifactTrust: { accepted: [{ artifactDid: "did:artifact:bafy" }], refused: [{}, { artifactDid: "" }, { artifactDid: ["did:artifact:a", "did:artifact:b"] }] },
+  walletChallenge: {
+    accepted: [
+      { walletDid: CONTROLLER, domain: "app.example.com", uri: "https://app.example.com/" },
+      { address: A, chainId: 1, domain: "app.example.com", uri: "https://app.example.com/" },
+    ],
+    refused: [
+      { walletDid: CONTROLLER, uri: "https://app.example.com/" },
+      { address: A, domain: "app.example.com", uri: "https://app.example.com/" },
+      { walletDid: CONTROLLER, domain: "app.example.com", uri: " https://app.example.com/" },
+    ],
+  },
+  walletVerify: { accepted: [{ challengeId: "c", siweMessage: "m", signature: "0x12" }], refused: [{ challengeId: "c", siweMessage: "m" }, []] },
+  controllerWitness: {
+    accepted: [
+      { subjectDid: "did:web:example.com", controllerDid: CONTROLLER, chainId: 31337 },
+      { subject: "did:web:example.com", controller: CONTROLLER, attestationUid: B32, easContract: A, schemaUid: B32, method: "dns" },
+    ],
+    refused: [{ subjectDid: "did:web:example.com" }, { subjectDid: "did:web:example.com", controllerDid: CONTROLLER, chainId: "31337" }, { subjectDid: 5, controllerDid: CONTROLLER }],
+  },
+};
+
+function sampleRequest(method: string, path: string, models: RequestModels, sample: unknown): Request {
+  if (models.query) {
+    const params = new URLSearchParams();
+    for (const [name, value] of Object.entries(sample as Record<string, string | string[]>)) {
+      for (const one of Array.isArray(value) ? value : [value]) params.append(name, one);
+    }
+    return new Request(`http://localhost${path}?${params}`, { method: method.toUpperCase() });
+  }
+  return new Request(`http://localhost${path}`, {
+    method: method.toUpperCase(),
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(sample),
+  });
+}
+
+describe("session paths", () => {
+  test("a wrong method, HEAD included, is 405 with Allow; an oversized body is 413; both with the allowlisted origin's CORS", async () => {
+    const { app } = spyApp();
+    const origin = "https://app.example.com";
+    const call = (method: string, path: string, headers: Record<string, string> = {}, body?: string) =>
+      app.handle(new Request(`http://localhost${path}`, { method, headers: { origin, ...headers }, body }));
+    for (const [method, path, allow] of [["HEAD", "/v1/session/me", "GET, OPTIONS"], ["GET", "/v1/controller-witness", "POST, OPTIONS"], ["PUT", "/api/private/session/logout", "POST, OPTIONS"]] as const) {
+      const res = await call(method, path);
+      expect([path, res.status, res.headers.get("allow"), res.headers.get("access-control-allow-origin")]).toEqual([path, 405, allow, origin]);
+    }
+    const big = await call("POST", "/v1/controller-witness", { "content-type": "application/json" }, "x".repeat(MAX_BODY_BYTES + 1));
+    expect([big.status, ((await big.json()) as { code: string }).code, big.headers.get("access-control-allow-origin")]).toEqual([413, "PAYLOAD_TOO_LARGE", origin]);
+    expect((await call("OPTIONS", "/v1/session/me")).status).toBe(204);
+  });
+});
+
+describe("request models", () => {
+  test("every route openapi.json gives a request model validates with that very model, from the one table", async () => {
+    const { app, calls } = spyApp();
+    const served = (await (await app.handle(new Request("http://localhost/openapi.json"))).json()) as {
+      paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: unknown }> }; parameters?: { name: string; required: boolean; schema: unknown }[] }>>;
+    };
+    // The same generator over the same table, in process: its schemas are objects, comparable by identity.
+    const built = buildOpenApi(ROUTE_DOCS, { title: "t", version: "1", serverUrl: "http://localhost" }) as unknown as typeof served;
+    const asJson = (schema: unknown) => JSON.parse(JSON.stringify(schema));
+    const checked: string[] = [];
+    for (const [path, operations] of Object.entries(built.paths)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        const publishedBody = operation.requestBody?.content["application/json"]!.schema;
+        const publishedQuery = operation.parameters;
+        if (publishedBody === undefined && publishedQuery === undefined) continue;
+        const route = app.routes.find((r) => r.path === path && r.method.toLowerCase() === method);
+        const models = (route?.hooks as { detail?: Record<string, unknown> } | undefined)?.detail?.["x-request-models"] as RequestModels | undefined;
+        expect({ path, method, validated: models !== undefined }).toEqual({ path, method, validated: true });
+        const key = (Object.keys(REQUEST_MODELS) as (keyof typeof REQUEST_MODELS)[]).find((k) => REQUEST_MODELS[k] === models)!;
+        expect({ path, key: key !== undefined }).toEqual({ path, key: true });
+        const servedOperation = served.paths[path]![method]!;
+        let model: TSchema;
+        if (publishedBody !== undefined) {
+          model = models!.body!;
+          expect(publishedBody).toBe(model);
+          expect(servedOperation.requestBody!.content["application/json"]!.schema).toEqual(asJson(model));
+        } else {
+          model = models!.query!;
+          const properties = (model as unknown as { properties: Record<string, unknown>; required?: string[] }).properties;
+          expect(publishedQuery!.map((p) => p.name)).toEqual(Object.keys(properties));
+          for (const parameter of publishedQuery!) {
+            expect(parameter.schema).toBe(properties[parameter.name]);
+            expect(parameter.required).toBe(((model as unknown as { required?: string[] }).required ?? []).includes(parameter.name));
+          }
+          expect(servedOperation.parameters).toEqual(asJson(publishedQuery));
+        }
+        // identity-resolve has no use case to spy on: a 200 is the route's own answer to a request it let through.
+        const reached = (before: number, res: Response) =>
+          key === "identityResolve" ? res.status === 200 : (calls[key]?.length ?? 0) === before + 1;
+        for (const sample of SAMPLES[key].accepted) {
+          const before = calls[key]?.length ?? 0;
+          const res = await app.handle(sampleRequest(method, path, models!, sample));
+          expect({ path, sample, reached: reached(before, res), status: res.status })
+            .toEqual({ path, sample, reached: true, status: res.status });
+          expect({ path, sample, valid: Value.Check(model, sample) }).toEqual({ path, sample, valid: true });
+        }
+        for (const sample of SAMPLES[key].refused) {
+          const before = calls[key]?.length ?? 0;
+          const res = await app.handle(sampleRequest(method, path, models!, sample));
+          const body = (await res.json()) as { code: string };
+          expect({ path, sample, status: res.status, code: body.code, reached: reached(before, res), valid: Value.Check(model, sample) })
+            .toEqual({ path, sample, status: 400, code: key === "artifactTrust" ? "INVALID_DID" : "INVALID_INPUT", reached: false, valid: false });
+        }
+        checked.push(`${method} ${path}`);
+      }
+    }
+    expect(checked.length).toBe(19);
+    expect(new Set([...Object.keys(calls), "identityResolve"])).toEqual(new Set(Object.keys(REQUEST_MODELS)));
   });
 });

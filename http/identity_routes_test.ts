@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { identityRoutes } from "./routes/identity.ts";
+import { createRecordCache, DEFAULT_CACHE_LIMITS, identityRoutes } from "./routes/identity.ts";
 import { ROUTE_DOCS } from "./route_docs.ts";
 import { buildOpenApi } from "./openapi.ts";
 
@@ -70,5 +70,56 @@ describe("openapi", () => {
     }
     const post = doc.paths["/v1/identity-resolve"]!.post as { requestBody: { content: Record<string, { schema: { properties: object } }> } };
     expect(Object.keys(post.requestBody.content["application/json"]!.schema.properties)).toEqual(["identifiers"]);
+  });
+});
+
+describe("identity-resolve record cache", () => {
+  const post = (app: ReturnType<typeof identityRoutes>, identifiers: string[]) =>
+    app.handle(new Request("http://localhost/v1/identity-resolve", { method: "POST", body: JSON.stringify({ identifiers }) }));
+
+  test("is bounded by bytes, dropping the oldest records first", () => {
+    const cache = createRecordCache({ maxBytes: 100_000, maxKeyLength: 512 });
+    for (let i = 0; i < 5_000; i++) cache.set(`did:web:host${i}.example.com`, "r".repeat(200 + (i % 300)));
+    expect(cache.bytes()).toBeLessThanOrEqual(100_000);
+    expect(cache.bytes()).toBeGreaterThan(90_000);
+    expect(cache.get("did:web:host0.example.com")).toBeUndefined();
+    expect(cache.get("did:web:host4999.example.com")).toBe("r".repeat(200 + (4999 % 300)));
+  });
+
+  test("by default holds at most 16 MiB and no identifier over 512 characters", () => {
+    expect(DEFAULT_CACHE_LIMITS).toEqual({ maxBytes: 16 * 1024 * 1024, maxKeyLength: 512 });
+    const cache = createRecordCache();
+    cache.set("x".repeat(513), "{}");
+    expect(cache.size()).toBe(0);
+    const record = "r".repeat(1_500);
+    for (let i = 0; i < 20_000; i++) cache.set(`${i}:${"k".repeat(500)}`.slice(0, 512), record);
+    expect(cache.bytes()).toBeLessThanOrEqual(16 * 1024 * 1024);
+    expect(cache.size()).toBeLessThan(20_000);
+  });
+
+  test("long identifiers are resolved every time and never kept; short ones are kept", async () => {
+    const cache = createRecordCache({ maxBytes: 1 << 20, maxKeyLength: 512 });
+    const app = identityRoutes({ cache });
+    const long = Array.from({ length: 100 }, (_, i) => `did:web:${i}.${"a".repeat(10 * 1024)}`);
+    const res = await post(app, long);
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { identities: unknown[] }).identities).toHaveLength(100);
+    expect([cache.size(), cache.bytes()]).toEqual([0, 0]);
+    await post(app, ["did:web:example.com"]);
+    expect(cache.get("did:web:example.com")).toContain("example.com");
+  });
+
+  test("10,000 distinct 10 KB identifiers do not grow the process", async () => {
+    const app = identityRoutes();
+    const heap = () => {
+      Bun.gc(true);
+      return process.memoryUsage().heapUsed;
+    };
+    const before = heap();
+    for (let batch = 0; batch < 100; batch++) {
+      const identifiers = Array.from({ length: 100 }, (_, i) => `did:web:${batch}-${i}.${"b".repeat(10 * 1024)}`);
+      expect((await post(app, identifiers)).status).toBe(200);
+    }
+    expect(heap() - before).toBeLessThan(64 * 1024 * 1024);
   });
 });

@@ -14,7 +14,14 @@ export const EasErrorModel = t.Object({
 const Address = t.String({ pattern: "^0x[0-9a-fA-F]{40}$", description: "EVM address, 0x-prefixed, 20 bytes" });
 const Bytes32 = t.String({ pattern: "^0x[0-9a-fA-F]{64}$" });
 const Uint = t.String({ pattern: "^[0-9]+$", description: "base-10 integer" });
+const SAFE_MAX = Number.MAX_SAFE_INTEGER;
 
+/** A request string of the sign-in and witness bodies: present means 1 to 2,048 characters. */
+const Text = (description?: string) => t.String({ minLength: 1, maxLength: 2_048, ...(description ? { description } : {}) });
+/** A query value with at least one non-blank character. */
+const NonBlank = (description: string) => t.String({ pattern: "\\S", description });
+
+/** nonce: the attester whose EAS nonce is read (a mixed-case address must also pass its checksum). */
 export const NonceQuery = t.Object({ attester: Address });
 export const NonceRecordModel = t.Object({
   nonce: Uint,
@@ -24,34 +31,83 @@ export const NonceRecordModel = t.Object({
   elapsed: t.String(),
 });
 
-const AttestMessageModel = t.Object({
-  attester: Address,
-  schema: Bytes32,
-  recipient: Address,
-  expirationTime: Uint,
-  revocable: t.Boolean(),
-  refUID: Bytes32,
-  data: t.String({ pattern: "^0x([0-9a-fA-F]{2})*$" }),
-  value: t.Literal("0"),
-  nonce: Uint,
-  deadline: Uint,
-});
+// The delegated-attest body as the domain parser (`parseDelegatedRequest`) reads it: the schema UID from
+// `delegatedRequest.schema`, its alias `schemaUid` or the signed message; the deadline from `delegatedRequest`
+// or the message; each attestation field from `typedData.message` when the message is an object holding it
+// (not null), else from `delegatedRequest`, else the EAS default. The model states exactly those rules, so it
+// accepts every body the parser accepts, and the parser stays the authority for what the values mean.
+const Uint64 = t.Union([
+  t.String({ pattern: "^0*[0-9]{1,20}$", maxLength: 78, description: "base-10 uint64" }),
+  t.Integer({ minimum: 0, maximum: SAFE_MAX }),
+]);
+const ZeroValue = t.Union([t.String({ pattern: "^0{1,78}$" }), t.Literal(0)], { description: "Always 0" });
+const HexBytes = t.String({ pattern: "^0x([0-9a-fA-F]{2})*$" });
+const NotNull = t.Not(t.Null());
+
+/** One attestation field: from the signed message when it holds it, else from `delegatedRequest` (or the default). */
+function messageOrRequest(name: string, value: TSchema) {
+  return t.Union([
+    t.Object({ typedData: t.Object({ message: t.Object({ [name]: value }) }) }),
+    t.Object({
+      typedData: t.Optional(t.Object({ message: t.Optional(t.Not(t.Object({ [name]: NotNull }))) })),
+      delegatedRequest: t.Object({ [name]: t.Optional(t.Union([value, t.Null()])) }),
+    }),
+  ], { description: `${name}: typedData.message.${name}, else delegatedRequest.${name}, else the EAS default` });
+}
+
+const DelegatedRequestModel = t.Object({
+  schema: t.Optional(t.Unknown({ description: "Schema UID, bytes32 (alias: schemaUid)" })),
+  schemaUid: t.Optional(t.Unknown({ description: "Legacy alias of schema", deprecated: true })),
+  deadline: t.Optional(t.Unknown({ description: "uint64 Unix seconds, base-10 string (else typedData.message.deadline)" })),
+  attester: t.Optional(t.Unknown({ description: "Ignored: the top-level attester counts" })),
+  easContractAddress: t.Optional(t.Unknown({ description: "Ignored: the service's EAS contract is used" })),
+  chainId: t.Optional(t.Unknown({ description: "Ignored: the service's chain is used" })),
+  recipient: t.Optional(t.Unknown({ description: "Address; default the zero address" })),
+  expirationTime: t.Optional(t.Unknown({ description: "uint64, base-10 string; default 0" })),
+  revocable: t.Optional(t.Unknown({ description: "Boolean; default true; must match the schema" })),
+  refUID: t.Optional(t.Unknown({ description: "bytes32; default all zero" })),
+  data: t.Optional(t.Unknown({ description: "ABI-encoded attestation data, 0x-prefixed hex; default 0x" })),
+  value: t.Optional(t.Unknown({ description: "Always 0" })),
+  nonce: t.Optional(t.Unknown({ description: "The nonce signed; the server reads its own and uses this one only to report a moved nonce" })),
+}, { description: "schema and deadline, and the attestation fields the signed message does not hold" });
+
+const TypedDataModel = t.Object({
+  domain: t.Optional(t.Unknown({ description: "EIP-712 domain signed (name EAS, version 1.4.0, chainId, verifyingContract); the server rebuilds it" })),
+  types: t.Optional(t.Unknown()),
+  primaryType: t.Optional(t.Unknown({ description: "Attest" })),
+  message: t.Optional(t.Unknown({ description: "The Attest message signed; when an object, its fields take precedence over delegatedRequest" })),
+}, { description: "Exactly what was signed" });
 
 export const DelegatedAttestBody = t.Object({
   attester: Address,
-  signature: t.String({ pattern: "^0x[0-9a-fA-F]{130}$", description: "65-byte EIP-712 signature" }),
-  prepared: t.Object({
-    delegatedRequest: t.Intersect([
-      AttestMessageModel,
-      t.Object({ easContractAddress: Address, chainId: t.Integer() }),
-    ]),
-    typedData: t.Object({
-      domain: t.Object({ name: t.Literal("EAS"), version: t.Literal("1.4.0"), chainId: t.Integer(), verifyingContract: Address }),
-      types: t.Record(t.String(), t.Array(t.Object({ name: t.String(), type: t.String() }))),
-      primaryType: t.Optional(t.Literal("Attest")),
-      message: AttestMessageModel,
-    }),
+  signature: t.String({
+    minLength: 1,
+    description: "65-byte EIP-712 signature, 0x-prefixed hex; its format is checked after the schema allowlist and deadline (INVALID_SIGNATURE)",
   }),
+  prepared: t.Intersect([
+    t.Object({ delegatedRequest: DelegatedRequestModel, typedData: t.Optional(TypedDataModel) }),
+    t.Union([
+      t.Object({ delegatedRequest: t.Object({ schema: Bytes32 }) }),
+      t.Object({ delegatedRequest: t.Object({ schema: t.Optional(t.Null()), schemaUid: Bytes32 }) }),
+      t.Object({
+        delegatedRequest: t.Object({ schema: t.Optional(t.Null()), schemaUid: t.Optional(t.Null()) }),
+        typedData: t.Object({ message: t.Object({ schema: Bytes32 }) }),
+      }),
+    ], { description: "schema: delegatedRequest.schema, else delegatedRequest.schemaUid, else typedData.message.schema" }),
+    t.Union([
+      t.Object({ delegatedRequest: t.Object({ deadline: Uint64 }) }),
+      t.Object({
+        delegatedRequest: t.Object({ deadline: t.Optional(t.Null()) }),
+        typedData: t.Object({ message: t.Object({ deadline: Uint64 }) }),
+      }),
+    ], { description: "deadline: delegatedRequest.deadline, else typedData.message.deadline" }),
+    messageOrRequest("recipient", Address),
+    messageOrRequest("expirationTime", Uint64),
+    messageOrRequest("revocable", t.Boolean()),
+    messageOrRequest("refUID", Bytes32),
+    messageOrRequest("data", HexBytes),
+    messageOrRequest("value", ZeroValue),
+  ]),
 });
 
 export const DelegatedAttestSuccessModel = t.Object({
@@ -91,9 +147,13 @@ const ControllerKeyModel = t.Object({
   sources: t.Array(t.String()),
   basic: t.Boolean({ description: "true when an endpoint source (DNS TXT or did.json) publishes the key" }),
 });
+const SubjectDid = NonBlank("Service DID; bare domains become did:web");
+/** controller-endpoint-confirm: the subject only. */
+export const ControllerEndpointConfirmQuery = t.Object({ subjectDid: SubjectDid });
+/** controller-confirm: the subject and, optionally, the connected wallet. */
 export const ControllerConfirmQuery = t.Object({
-  subjectDid: t.String({ description: "Service DID; bare domains become did:web" }),
-  walletDid: t.Optional(t.String({ description: "controller-confirm only: the connected wallet DID" })),
+  subjectDid: SubjectDid,
+  walletDid: t.Optional(NonBlank("The connected wallet DID, usually did:pkh:eip155:<chainId>:<address>")),
 });
 export const ControllerEndpointConfirmModel = t.Object({
   subject: IdentityRecordModel,
@@ -121,7 +181,7 @@ export const ReadyModel = t.Object({
 
 /** artifact-trust: only `artifactDid` is read. */
 export const ArtifactTrustQuery = t.Object({
-  artifactDid: t.String({ description: "Canonical did:artifact (CIDv1, raw codec, sha2-256, base32-lower)" }),
+  artifactDid: t.String({ minLength: 1, description: "Canonical did:artifact (CIDv1, raw codec, sha2-256, base32-lower), given once" }),
 });
 
 const ArtifactTrustItemModel = t.Object({
@@ -172,16 +232,35 @@ export const ArtifactTrustRecordModel = t.Object({
 
 export { TrustAnchorsModel };
 
-/** One documented operation: the paths it is served on and its models. */
 const AccountModel = t.Object({ id: t.String(), address: Address, plan: t.Union([t.Literal("free"), t.Literal("paid")]) });
 
-export const ChallengeBody = t.Object({
-  walletDid: t.Optional(t.String({ description: "did:pkh:eip155:<chainId>:<address> of the signing wallet" })),
-  address: t.Optional(t.String({ description: "Instead of walletDid: the wallet address (with chainId)" })),
-  chainId: t.Optional(t.Integer({ minimum: 1 })),
-  domain: t.String({ description: "SIWE domain (host[:port]) shown by the wallet; must be in SIWE_DOMAINS" }),
-  uri: t.String({ description: "Absolute http(s) URI of the page asking for sign-in" }),
-});
+const ChainId = t.Integer({ minimum: 1, maximum: SAFE_MAX });
+export const ChallengeBody = t.Intersect([
+  t.Object({
+    chainId: t.Optional(ChainId),
+    domain: t.String({
+      minLength: 1,
+      maxLength: 2_048,
+      pattern: "^[^\\s/?#@]+$",
+      description: "SIWE domain (host[:port]) shown by the wallet; must be in SIWE_DOMAINS",
+    }),
+    // The SIWE message's URI rule (no whitespace anywhere); the use case also wants it absolute and http(s).
+    uri: t.String({
+      minLength: 1,
+      maxLength: 2_048,
+      pattern: "^[A-Za-z][A-Za-z0-9+.-]*:\\S+$",
+      description: "Absolute http(s) URI of the page asking for sign-in",
+    }),
+  }),
+  t.Union([
+    t.Object({ walletDid: Text("did:pkh:eip155:<chainId>:<address> of the signing wallet (address is then ignored)") }),
+    t.Object({
+      walletDid: t.Optional(t.Never()),
+      address: t.String({ pattern: "^0x[0-9a-fA-F]{40}$", description: "Instead of walletDid: the wallet address" }),
+      chainId: ChainId,
+    }),
+  ], { description: "walletDid (or address with chainId) is required" }),
+]);
 export const ChallengeModel = t.Object({
   challengeId: t.String(),
   siweMessage: t.String({ description: "The exact EIP-4361 text to sign with personal_sign" }),
@@ -189,10 +268,10 @@ export const ChallengeModel = t.Object({
   expiresAt: t.String({ format: "date-time" }),
 });
 export const VerifyBody = t.Object({
-  challengeId: t.String(),
-  siweMessage: t.String({ description: "The challenge's text, unchanged" }),
-  signature: t.String({ description: "65-byte personal_sign signature, 0x-prefixed hex" }),
-  walletDid: t.Optional(t.String()),
+  challengeId: Text(),
+  siweMessage: Text("The challenge's text, unchanged"),
+  signature: Text("65-byte personal_sign signature, 0x-prefixed hex"),
+  walletDid: t.Optional(t.String({ description: "When given, must be the challenge's wallet" })),
 });
 export const SignedInModel = t.Object({
   account: AccountModel,
@@ -212,17 +291,25 @@ export const SessionMeModel = t.Object({
   }),
 });
 export const SuccessModel = t.Object({ success: t.Literal(true) });
-export const ControllerWitnessBody = t.Object({
-  subjectDid: t.Optional(t.String({ description: "did:web subject (legacy: subject)" })),
-  controllerDid: t.Optional(t.String({ description: "did:pkh:eip155:<chainId>:<address> or did:jwk (legacy: controller)" })),
-  chainId: t.Optional(t.Integer({ minimum: 1, description: "Must be the active chain when given" })),
-  subject: t.Optional(t.String({ deprecated: true })),
-  controller: t.Optional(t.String({ deprecated: true })),
-  attestationUid: t.Optional(t.String({ deprecated: true })),
-  easContract: t.Optional(t.String({ deprecated: true })),
-  schemaUid: t.Optional(t.String({ deprecated: true })),
-  method: t.Optional(t.String({ deprecated: true })),
-});
+const Legacy = () => t.String({ minLength: 1, maxLength: 2_048, deprecated: true });
+/** The current body or the legacy one (decisions §8); the legacy extras are checked for type and ignored. */
+export const ControllerWitnessBody = t.Intersect([
+  t.Object({
+    subjectDid: t.Optional(Text("did:web subject (legacy: subject)")),
+    controllerDid: t.Optional(Text("did:pkh:eip155:<chainId>:<address> or did:jwk (legacy: controller)")),
+    chainId: t.Optional(t.Integer({ minimum: 1, maximum: SAFE_MAX, description: "Must be the active chain when given" })),
+    subject: t.Optional(Legacy()),
+    controller: t.Optional(Legacy()),
+    attestationUid: t.Optional(Legacy()),
+    easContract: t.Optional(Legacy()),
+    schemaUid: t.Optional(Legacy()),
+    method: t.Optional(Legacy()),
+  }),
+  t.Union([t.Object({ subjectDid: t.String() }), t.Object({ subject: t.String() })], { description: "subjectDid (or subject) is required" }),
+  t.Union([t.Object({ controllerDid: t.String() }), t.Object({ controller: t.String() })], {
+    description: "controllerDid (or controller) is required",
+  }),
+]);
 export const ControllerWitnessModel = t.Object({
   success: t.Literal(true),
   uid: t.Union([Bytes32, t.Null()]),
@@ -232,11 +319,30 @@ export const ControllerWitnessModel = t.Object({
   method: t.Union([t.Literal("dns-txt"), t.Literal("did-json")]),
 });
 
+/** The request models of one operation: a query object or a JSON body. */
+export type RequestModels = { readonly query?: TSchema | undefined; readonly body?: TSchema | undefined };
+
+/**
+ * The request model of every operation that takes input: the routes compile their checks from these
+ * objects and `/openapi.json` publishes the same objects, so what is documented is what is validated.
+ */
+export const REQUEST_MODELS = {
+  nonce: { query: NonceQuery },
+  delegatedAttest: { body: DelegatedAttestBody },
+  identityResolve: { body: IdentityResolveBody },
+  controllerEndpointConfirm: { query: ControllerEndpointConfirmQuery },
+  controllerConfirm: { query: ControllerConfirmQuery },
+  artifactTrust: { query: ArtifactTrustQuery },
+  walletChallenge: { body: ChallengeBody },
+  walletVerify: { body: VerifyBody },
+  controllerWitness: { body: ControllerWitnessBody },
+} as const satisfies Record<string, RequestModels>;
+
+/** One documented operation: the paths it is served on and its models. */
 export type RouteDoc = {
   readonly method: "get" | "post";
   readonly paths: readonly string[];
   readonly summary: string;
-  readonly query?: TSchema | undefined;
-  readonly body?: TSchema | undefined;
+  readonly request?: RequestModels | undefined;
   readonly responses: Readonly<Record<number, { description: string; schema?: TSchema | undefined }>>;
 };

@@ -15,18 +15,19 @@ export function buildOpenApi(docs: readonly RouteDoc[], info: { title: string; v
           ]),
         ),
       };
-      if (doc.query) {
-        const props = (doc.query as { properties?: Record<string, unknown>; required?: string[] }).properties ?? {};
-        const required = new Set((doc.query as { required?: string[] }).required ?? []);
-        operation.parameters = Object.entries(props).map(([name, schema]) => ({
+      const query = doc.request?.query as { properties?: Record<string, unknown>; required?: string[] } | undefined;
+      if (query) {
+        // The query model's own property schemas, by reference: what the route validates is what is published.
+        const required = new Set(query.required ?? []);
+        operation.parameters = Object.entries(query.properties ?? {}).map(([name, schema]) => ({
           name,
           in: "query",
           required: required.has(name),
           schema,
         }));
       }
-      if (doc.body) {
-        operation.requestBody = { required: true, content: { "application/json": { schema: doc.body } } };
+      if (doc.request?.body) {
+        operation.requestBody = { required: true, content: { "application/json": { schema: doc.request.body } } };
       }
       (paths[path] ??= {})[doc.method] = operation;
     }

@@ -1,7 +1,9 @@
 import { Elysia } from "elysia";
-import type { ArtifactTrust } from "../../domain/artifact_trust.ts";
+import { type ArtifactTrust, INVALID_ARTIFACT_DID_MESSAGE } from "../../domain/artifact_trust.ts";
 import type { Logger } from "../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
+import { REQUEST_MODELS } from "../models.ts";
+import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
 
 /** What the artifact-trust routes need. */
 export type ArtifactTrustRoutesDeps = {
@@ -9,17 +11,25 @@ export type ArtifactTrustRoutesDeps = {
   readonly log: Logger;
 };
 
+const artifactQuery = compileRequestCheck(REQUEST_MODELS.artifactTrust.query, {
+  explain: (query) =>
+    Array.isArray((query as { artifactDid?: unknown }).artifactDid) ? "artifactDid must be given once" : "artifactDid is required",
+});
+
 /**
  * `GET /v1/artifact-trust` and `GET /api/public/artifact-trust`: only `artifactDid` is read; there is
  * no caller-chosen chain, RPC, schema list, block range or bypass flag, so other parameters are ignored.
+ * A missing, empty or repeated (ambiguous) artifactDid is no DID at all: 400 INVALID_DID, as the contract
+ * says for a missing one.
  */
 export function artifactTrustRoutes(deps: ArtifactTrustRoutesDeps) {
   const handler = async ({ request }: { request: Request }) => {
-    // A repeated artifactDid is ambiguous, so it is no DID at all.
-    const values = new URL(request.url).searchParams.getAll("artifactDid");
-    const artifactDid = values.length === 1 ? values[0] : undefined;
+    const query = queryOf(request.url);
+    if (!artifactQuery.check(query)) {
+      return json(errorBody("INVALID_DID", INVALID_ARTIFACT_DID_MESSAGE, artifactQuery.explain(query)), 400);
+    }
     try {
-      const result = await deps.artifactTrust(artifactDid);
+      const result = await deps.artifactTrust(query.artifactDid);
       if (result.ok) return json(result.value);
       if (statusOf(result.code) >= 500) deps.log.warn("artifact_trust_failed", { code: result.code, reason: result.message });
       return json(errorBody(result.code, result.message, result.details), statusOf(result.code));
@@ -28,7 +38,8 @@ export function artifactTrustRoutes(deps: ArtifactTrustRoutesDeps) {
       return json(errorBody("INTERNAL_ERROR", "Internal error", "Artifact trust lookup failed"), 500);
     }
   };
+  const detail = { detail: requestDetail(REQUEST_MODELS.artifactTrust) };
   return new Elysia({ name: "artifact-trust-routes" })
-    .get("/v1/artifact-trust", handler)
-    .get("/api/public/artifact-trust", handler);
+    .get("/v1/artifact-trust", handler, detail)
+    .get("/api/public/artifact-trust", handler, detail);
 }

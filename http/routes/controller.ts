@@ -1,12 +1,27 @@
 import { Elysia } from "elysia";
 import type { createControllerConfirm, DiscoverControllers } from "../../domain/controller_discovery.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
+import { REQUEST_MODELS } from "../models.ts";
+import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
 
 /** What the confirm routes need. */
 export type ControllerRoutesDeps = {
   readonly discover: DiscoverControllers;
   readonly confirm: ReturnType<typeof createControllerConfirm>;
 };
+
+/** The domain's wording: `subjectDid is required`, `walletDid must not be empty`. */
+function explainQuery(query: unknown): string | undefined {
+  const { subjectDid, walletDid } = query as { subjectDid?: unknown; walletDid?: unknown };
+  if (typeof subjectDid !== "string" || subjectDid.trim() === "") {
+    return Array.isArray(subjectDid) ? "subjectDid must be given once" : "subjectDid is required";
+  }
+  if (walletDid !== undefined) return Array.isArray(walletDid) ? "walletDid must be given once" : "walletDid must not be empty";
+  return undefined;
+}
+
+const endpointQuery = compileRequestCheck(REQUEST_MODELS.controllerEndpointConfirm.query, { explain: explainQuery });
+const confirmQuery = compileRequestCheck(REQUEST_MODELS.controllerConfirm.query, { explain: explainQuery });
 
 /**
  * controller-endpoint-confirm (endpoint evidence only) and controller-confirm (plus the wallet and
@@ -15,21 +30,26 @@ export type ControllerRoutesDeps = {
 export function controllerRoutes(deps: ControllerRoutesDeps) {
   const failure = (result: { code: string; message: string; details?: string | undefined }) =>
     json(errorBody(result.code, result.message, result.details), statusOf(result.code));
+  const invalid = (message: string) => json(errorBody("INVALID_INPUT", message), 400);
 
-  const endpointConfirm = async ({ query }: { query: Record<string, string | undefined> }) => {
-    if (!query.subjectDid) return json(errorBody("INVALID_INPUT", "subjectDid is required"), 400);
+  const endpointConfirm = async ({ request }: { request: Request }) => {
+    const query = queryOf(request.url);
+    if (!endpointQuery.check(query)) return invalid(endpointQuery.explain(query));
     const result = await deps.discover(query.subjectDid);
     return result.ok ? json(result.value) : failure(result);
   };
-  const confirm = async ({ query }: { query: Record<string, string | undefined> }) => {
-    if (!query.subjectDid) return json(errorBody("INVALID_INPUT", "subjectDid is required"), 400);
+  const confirm = async ({ request }: { request: Request }) => {
+    const query = queryOf(request.url);
+    if (!confirmQuery.check(query)) return invalid(confirmQuery.explain(query));
     const result = await deps.confirm(query.subjectDid, query.walletDid);
     return result.ok ? json(result.value) : failure(result);
   };
 
+  const endpointDetail = { detail: requestDetail(REQUEST_MODELS.controllerEndpointConfirm) };
+  const confirmDetail = { detail: requestDetail(REQUEST_MODELS.controllerConfirm) };
   return new Elysia({ name: "controller-routes" })
-    .get("/v1/controller-endpoint-confirm", endpointConfirm)
-    .get("/api/public/controller-endpoint-confirm", endpointConfirm)
-    .get("/v1/controller-confirm", confirm)
-    .get("/api/public/controller-confirm", confirm);
+    .get("/v1/controller-endpoint-confirm", endpointConfirm, endpointDetail)
+    .get("/api/public/controller-endpoint-confirm", endpointConfirm, endpointDetail)
+    .get("/v1/controller-confirm", confirm, confirmDetail)
+    .get("/api/public/controller-confirm", confirm, confirmDetail);
 }

@@ -1,8 +1,11 @@
 import { Elysia } from "elysia";
 import type { DelegatedAttest } from "../../domain/delegated_attest.ts";
+import { parseDelegatedRequest } from "../../domain/delegated_request.ts";
 import type { ReadNonce } from "../../domain/nonce.ts";
 import type { Logger } from "../../ports/logger.ts";
 import { elapsedSince, errorBody, json, statusOf } from "../errors.ts";
+import { REQUEST_MODELS } from "../models.ts";
+import { compileRequestCheck, parseJsonBody, queryOf, readBodyText, requestDetail } from "./request.ts";
 
 /** What the EAS routes need. */
 export type EasRoutesDeps = {
@@ -14,56 +17,85 @@ export type EasRoutesDeps = {
   readonly log: Logger;
 };
 
+/** The paths of the nonce route. */
+export const NONCE_PATHS = ["/api/eas/nonce", "/v1/nonce"] as const;
+/** The paths of the delegated-attest route. */
+export const DELEGATED_ATTEST_PATHS = ["/api/eas/delegated-attest", "/v1/delegated-attest"] as const;
+/** Paths whose every answer, errors included, carries `elapsed` (decisions §2). */
+export const EAS_PATHS: readonly string[] = [...NONCE_PATHS, ...DELEGATED_ATTEST_PATHS];
+
+const nonceQuery = compileRequestCheck(REQUEST_MODELS.nonce.query, {
+  // The wording of the reference (reference_behaviour §7).
+  explain: (query) => {
+    const attester = (query as { attester?: unknown }).attester;
+    return attester === undefined || attester === "" ? "Missing required parameter: attester" : "Invalid attester address format";
+  },
+});
+const delegatedBody = compileRequestCheck(REQUEST_MODELS.delegatedAttest.body, {
+  // The model refuses only what the domain parser refuses, so the parser words the refusal.
+  explain: (body) => {
+    const parsed = parseDelegatedRequest(body);
+    return parsed.ok ? undefined : parsed.message;
+  },
+});
+
 /** The nonce and delegated-attest routes, under their backend and gateway paths. */
 export function easRoutes(deps: EasRoutesDeps) {
-  const nonce = async ({ query }: { query: Record<string, string | undefined> }) => {
+  const failure = (started: number, code: string, message: string, details?: string) =>
+    json({ ...errorBody(code, message, details), elapsed: elapsedSince(started) }, statusOf(code));
+  const internalError = (started: number, route: string, error: unknown) => {
+    deps.log.error(`${route}_error`, { error: error instanceof Error ? error.message : String(error) });
+    return failure(started, "INTERNAL_ERROR", "Internal error");
+  };
+
+  const nonce = async ({ request }: { request: Request }) => {
     const started = performance.now();
-    const result = await deps.readNonce(query.attester);
-    if (!result.ok) {
-      return json({ ...errorBody(result.code, result.message), elapsed: elapsedSince(started) }, statusOf(result.code));
+    try {
+      const query = queryOf(request.url);
+      if (!nonceQuery.check(query)) return failure(started, "INVALID_INPUT", nonceQuery.explain(query));
+      const result = await deps.readNonce(query.attester);
+      if (!result.ok) return failure(started, result.code, result.message);
+      return json({
+        nonce: result.value.toString(),
+        chain: deps.chainName,
+        chainId: deps.chainId,
+        easAddress: deps.easAddress,
+        elapsed: elapsedSince(started),
+      });
+    } catch (error) {
+      return internalError(started, "nonce", error);
     }
-    return json({
-      nonce: result.value.toString(),
-      chain: deps.chainName,
-      chainId: deps.chainId,
-      easAddress: deps.easAddress,
-      elapsed: elapsedSince(started),
-    });
   };
 
   const delegatedAttest = async ({ body }: { body: unknown }) => {
     const started = performance.now();
-    let parsed: unknown;
     try {
-      parsed = JSON.parse(typeof body === "string" ? body : "");
-    } catch {
-      return json(
-        { ...errorBody("INVALID_JSON", "Invalid JSON body"), elapsed: elapsedSince(started) },
-        400,
-      );
+      const parsed = parseJsonBody(body);
+      if (!parsed.ok) return failure(started, parsed.code, parsed.message);
+      if (!delegatedBody.check(parsed.value)) return failure(started, "INVALID_INPUT", delegatedBody.explain(parsed.value));
+      const result = await deps.delegatedAttest(parsed.value);
+      if (!result.ok) {
+        if (statusOf(result.code) >= 500) deps.log.warn("delegated_attest_failed", { code: result.code });
+        return failure(started, result.code, result.message, result.details);
+      }
+      deps.log.info("delegated_attest", { txHash: result.value.txHash, uid: result.value.uid });
+      return json({
+        success: true,
+        txHash: result.value.txHash,
+        uid: result.value.uid,
+        blockNumber: Number(result.value.blockNumber),
+        chain: deps.chainName,
+        elapsed: elapsedSince(started),
+      });
+    } catch (error) {
+      return internalError(started, "delegated_attest", error);
     }
-    const result = await deps.delegatedAttest(parsed);
-    if (!result.ok) {
-      if (statusOf(result.code) >= 500) deps.log.warn("delegated_attest_failed", { code: result.code });
-      return json(
-        { ...errorBody(result.code, result.message, result.details), elapsed: elapsedSince(started) },
-        statusOf(result.code),
-      );
-    }
-    deps.log.info("delegated_attest", { txHash: result.value.txHash, uid: result.value.uid });
-    return json({
-      success: true,
-      txHash: result.value.txHash,
-      uid: result.value.uid,
-      blockNumber: Number(result.value.blockNumber),
-      chain: deps.chainName,
-      elapsed: elapsedSince(started),
-    });
   };
 
-  return new Elysia({ name: "eas-routes" })
-    .get("/api/eas/nonce", nonce)
-    .get("/v1/nonce", nonce)
-    .post("/api/eas/delegated-attest", delegatedAttest, { parse: "text" })
-    .post("/v1/delegated-attest", delegatedAttest, { parse: "text" });
+  const app = new Elysia({ name: "eas-routes" });
+  for (const path of NONCE_PATHS) app.get(path, nonce, { detail: requestDetail(REQUEST_MODELS.nonce) });
+  for (const path of DELEGATED_ATTEST_PATHS) {
+    app.post(path, delegatedAttest, { parse: readBodyText, detail: requestDetail(REQUEST_MODELS.delegatedAttest) });
+  }
+  return app;
 }

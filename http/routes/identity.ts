@@ -1,47 +1,92 @@
-import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { Elysia } from "elysia";
 import { resolveIdentity } from "../../domain/identity.ts";
-import { errorBody, json } from "../errors.ts";
-import { IdentityResolveBody } from "../models.ts";
+import { errorBody, json, statusOf } from "../errors.ts";
+import { REQUEST_MODELS } from "../models.ts";
+import { compileRequestCheck, parseJsonBody, readBodyText, requestDetail } from "./request.ts";
 
 const PATHS = ["/v1/identity-resolve", "/v1/identity/resolve", "/api/public/identity-resolve"] as const;
-const checkBody = TypeCompiler.Compile(IdentityResolveBody);
-const CACHE_LIMIT = 20_000;
+const MAX_IDENTIFIERS = 100;
+const identifiersBody = compileRequestCheck(REQUEST_MODELS.identityResolve.body, {
+  explain: (body) => {
+    const identifiers = (body as { identifiers?: unknown } | null)?.identifiers;
+    return Array.isArray(identifiers) && identifiers.length > MAX_IDENTIFIERS
+      ? `identifiers must contain at most ${MAX_IDENTIFIERS} entries`
+      : "identifiers must be an array of strings";
+  },
+});
+
+/** Limits of the identity-resolve record cache. */
+export type RecordCacheLimits = {
+  /** Total size of the kept keys and records, counted as UTF-16 (two bytes a unit) plus a per-entry overhead. */
+  readonly maxBytes: number;
+  /** Longer identifiers are resolved every time: they are rare, and would crowd out the common ones. */
+  readonly maxKeyLength: number;
+};
+
+/** 16 MiB of keys and records; identifiers up to 512 characters. */
+export const DEFAULT_CACHE_LIMITS: RecordCacheLimits = { maxBytes: 16 * 1024 * 1024, maxKeyLength: 512 };
+
+/** What one cached entry is charged besides its strings: the Map slot and the two string headers. */
+const ENTRY_OVERHEAD = 96;
+
+/** A cache of serialized identity records bounded by bytes, oldest dropped first. */
+export type RecordCache = {
+  readonly get: (identifier: string) => string | undefined;
+  readonly set: (identifier: string, record: string) => void;
+  /** The bytes charged for what is kept now. */
+  readonly bytes: () => number;
+  readonly size: () => number;
+};
+
+/** Builds the record cache of identity-resolve. */
+export function createRecordCache(limits: RecordCacheLimits = DEFAULT_CACHE_LIMITS): RecordCache {
+  const entries = new Map<string, string>();
+  let bytes = 0;
+  const cost = (key: string, value: string) => 2 * (key.length + value.length) + ENTRY_OVERHEAD;
+  return {
+    get: (identifier) => entries.get(identifier),
+    set(identifier, record) {
+      if (identifier.length > limits.maxKeyLength || entries.has(identifier)) return;
+      const charge = cost(identifier, record);
+      if (charge > limits.maxBytes) return;
+      while (bytes + charge > limits.maxBytes) {
+        const [oldestKey, oldestValue] = entries.entries().next().value!;
+        entries.delete(oldestKey);
+        bytes -= cost(oldestKey, oldestValue);
+      }
+      entries.set(identifier, record);
+      bytes += charge;
+    },
+    bytes: () => bytes,
+    size: () => entries.size,
+  };
+}
 
 /**
  * identity-resolve under its three paths: display labels only, never used for authorization.
  * Resolution is a pure function of the string, so each identifier's serialized record is kept in a
- * bounded cache (oldest dropped first): clients ask for the same identifiers again and again.
+ * cache bounded by bytes: clients ask for the same identifiers again and again.
  */
-export function identityRoutes() {
-  const cache = new Map<string, string>();
+export function identityRoutes(options: { cache?: RecordCache | undefined } = {}) {
+  const cache = options.cache ?? createRecordCache();
   const recordJson = (identifier: string): string => {
     let cached = cache.get(identifier);
     if (cached === undefined) {
       cached = JSON.stringify(resolveIdentity(identifier));
-      if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value!);
       cache.set(identifier, cached);
     }
     return cached;
   };
   const handler = ({ body }: { body: unknown }) => {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(typeof body === "string" ? body : "");
-    } catch {
-      return json(errorBody("INVALID_JSON", "Invalid JSON body"), 400);
+    const parsed = parseJsonBody(body);
+    if (!parsed.ok) return json(errorBody(parsed.code, parsed.message), statusOf(parsed.code));
+    if (!identifiersBody.check(parsed.value)) {
+      return json(errorBody("INVALID_INPUT", identifiersBody.explain(parsed.value)), 400);
     }
-    if (!checkBody.Check(parsed)) {
-      const identifiers = (parsed as { identifiers?: unknown } | null)?.identifiers;
-      const message = Array.isArray(identifiers) && identifiers.length > 100
-        ? "identifiers must contain at most 100 entries"
-        : "identifiers must be an array of strings";
-      return json(errorBody("INVALID_INPUT", message), 400);
-    }
-    const out = `{"identities":[${parsed.identifiers.map(recordJson).join(",")}]}`;
+    const out = `{"identities":[${parsed.value.identifiers.map(recordJson).join(",")}]}`;
     return new Response(out, { headers: { "content-type": "application/json; charset=utf-8" } });
   };
   const app = new Elysia({ name: "identity-routes" });
-  for (const path of PATHS) app.post(path, handler, { parse: "text" });
+  for (const path of PATHS) app.post(path, handler, { parse: readBodyText, detail: requestDetail(REQUEST_MODELS.identityResolve) });
   return app;
 }

@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import type { ControllerWitness } from "../../domain/controller_witness.ts";
+import { type ControllerWitness, parseWitnessBody } from "../../domain/controller_witness.ts";
 import { type PlanPolicy, quotaYear } from "../../domain/plans.ts";
 import type { Sessions } from "../../domain/sessions.ts";
 import type { SponsoredWriteLedger } from "../../ports/accounts.ts";
@@ -7,6 +7,8 @@ import type { Clock } from "../../ports/clock.ts";
 import type { Logger } from "../../ports/logger.ts";
 import type { Metrics } from "../../ports/metrics.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
+import { REQUEST_MODELS } from "../models.ts";
+import { compileRequestCheck, parseJsonBody, readBodyText, requestDetail } from "./request.ts";
 
 /** The session cookie's name. */
 export const SESSION_COOKIE = "ats_session";
@@ -43,13 +45,15 @@ export function readCookie(header: string | null, name: string): string | undefi
   return undefined;
 }
 
-function parseJson(body: unknown): { ok: true; value: unknown } | { ok: false } {
-  try {
-    return { ok: true, value: JSON.parse(typeof body === "string" ? body : "") };
-  } catch {
-    return { ok: false };
-  }
-}
+const challengeBody = compileRequestCheck(REQUEST_MODELS.walletChallenge.body);
+const verifyBody = compileRequestCheck(REQUEST_MODELS.walletVerify.body);
+const witnessBody = compileRequestCheck(REQUEST_MODELS.controllerWitness.body, {
+  // The model refuses only what the domain's body reader refuses, so the reader words the refusal.
+  explain: (body) => {
+    const parsed = parseWitnessBody(body);
+    return parsed.ok ? undefined : parsed.message;
+  },
+});
 
 /**
  * Sign-in with Ethereum (challenge, verify, me, logout) and the controller witness, under the
@@ -69,7 +73,15 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
   const tokenOf = (request: Request) => readCookie(request.headers.get("cookie"), SESSION_COOKIE);
   const failure = (result: { code: string; message: string; details?: string | undefined }, headers: Record<string, string> = {}) =>
     json(errorBody(result.code, result.message, result.details), SESSION_STATUS[result.code] ?? statusOf(result.code), headers);
-  const invalidJson = () => json(errorBody("INVALID_JSON", "Invalid JSON body"), 400);
+  /** The JSON body checked against the operation's model, or the 4xx answer (decisions §2). */
+  const readBody = (body: unknown, check: typeof challengeBody | typeof verifyBody | typeof witnessBody) => {
+    const parsed = parseJsonBody(body);
+    if (!parsed.ok) return { ok: false as const, response: json(errorBody(parsed.code, parsed.message), statusOf(parsed.code)) };
+    if (!check.check(parsed.value)) {
+      return { ok: false as const, response: json(errorBody("INVALID_INPUT", check.explain(parsed.value)), 400), invalid: true };
+    }
+    return { ok: true as const, value: parsed.value };
+  };
 
   const quotaOf = async (accountId: string, plan: keyof PlanPolicy) => {
     const year = quotaYear(deps.clock.nowMs());
@@ -86,15 +98,15 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
   };
 
   const challenge = async ({ body }: { body: unknown }) => {
-    const parsed = parseJson(body);
-    if (!parsed.ok) return invalidJson();
+    const parsed = readBody(body, challengeBody);
+    if (!parsed.ok) return parsed.response;
     const result = await deps.sessions.challenge(parsed.value);
     return result.ok ? json(result.value) : failure(result);
   };
 
   const verify = async ({ body }: { body: unknown }) => {
-    const parsed = parseJson(body);
-    if (!parsed.ok) return invalidJson();
+    const parsed = readBody(body, verifyBody);
+    if (!parsed.ok) return parsed.response;
     const result = await deps.sessions.verify(parsed.value);
     if (!result.ok) return failure(result);
     const { token, expiresAtMs, account, created } = result.value;
@@ -126,8 +138,12 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
   };
 
   const witness = async ({ body, request }: { body: unknown; request: Request }) => {
-    const parsed = parseJson(body);
-    if (!parsed.ok) return invalidJson();
+    const parsed = readBody(body, witnessBody);
+    if (!parsed.ok) {
+      // Counted as the use case counts a refused body.
+      if (parsed.invalid) deps.metrics?.increment("ats_sponsored_writes_total", { outcome: "invalid_input" });
+      return parsed.response;
+    }
     const auth = await deps.sessions.authenticate(tokenOf(request));
     const session = auth.ok ? { ok: true as const, value: auth.value.account } : auth;
     try {
@@ -150,12 +166,13 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
   const app = new Elysia({ name: "session-routes" });
   for (const prefix of ["/v1/session", "/api/private/session"]) {
     app
-      .post(`${prefix}/wallet/challenge`, challenge, { parse: "text" })
-      .post(`${prefix}/wallet/verify`, verify, { parse: "text" })
+      .post(`${prefix}/wallet/challenge`, challenge, { parse: readBodyText, detail: requestDetail(REQUEST_MODELS.walletChallenge) })
+      .post(`${prefix}/wallet/verify`, verify, { parse: readBodyText, detail: requestDetail(REQUEST_MODELS.walletVerify) })
       .get(`${prefix}/me`, me)
-      .post(`${prefix}/logout`, logout, { parse: "text" });
+      .post(`${prefix}/logout`, logout, { parse: readBodyText });
   }
+  const witnessDetail = requestDetail(REQUEST_MODELS.controllerWitness);
   return app
-    .post("/v1/controller-witness", witness, { parse: "text" })
-    .post("/api/private/controller-witness", witness, { parse: "text" });
+    .post("/v1/controller-witness", witness, { parse: readBodyText, detail: witnessDetail })
+    .post("/api/private/controller-witness", witness, { parse: readBodyText, detail: witnessDetail });
 }

@@ -1,0 +1,150 @@
+/**
+ * What every route plugin does with its input before a use case sees it: read the body within the size
+ * limit, parse it, and check it (or the query) against the operation's model of `REQUEST_MODELS`, the
+ * same objects `/openapi.json` publishes.
+ */
+import type { Static, TSchema } from "@sinclair/typebox";
+import { TypeCompiler } from "@sinclair/typebox/compiler";
+import type { ValueError } from "@sinclair/typebox/errors";
+import type { DocumentDecoration } from "elysia";
+import type { RequestModels } from "../models.ts";
+
+/**
+ * Largest request body, in bytes. The biggest valid request is identity-resolve with 100 identifiers of
+ * 10 KiB (10,240 UTF-16 units each) made only of characters JSON writes as six-byte escapes (control
+ * characters, or emoji sent as `\ud83d\ude00` pairs): about 6.15 MB. 8 MiB leaves room for whitespace.
+ */
+export const MAX_BODY_BYTES = 8 * 1024 * 1024;
+
+/** The body a route sees when the request's body was longer than {@link MAX_BODY_BYTES}. */
+export const BODY_TOO_LARGE: unique symbol = Symbol("body too large");
+
+const decoder = new TextDecoder();
+
+/**
+ * Elysia body parser of every route with a body: UTF-8 text, or {@link BODY_TOO_LARGE}. The app refuses a
+ * declared Content-Length over the limit before routing; the bytes are counted here too, so a chunked
+ * body (no Content-Length) is cut off at the limit instead of being buffered whole.
+ */
+export async function readBodyText({ request }: { request: Request }): Promise<string | typeof BODY_TOO_LARGE> {
+  if (request.body === null) return "";
+  const declared = request.headers.get("content-length");
+  if (declared !== null && Number(declared) <= MAX_BODY_BYTES) {
+    // Over HTTP the body is exactly the declared length; the check after reading is for a Request built in
+    // process with a Content-Length that is not its body's. UTF-8 takes at most 3 bytes per UTF-16 unit.
+    const text = await request.text();
+    return text.length * 3 > MAX_BODY_BYTES && Buffer.byteLength(text) > MAX_BODY_BYTES ? BODY_TOO_LARGE : text;
+  }
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_BODY_BYTES) {
+      await reader.cancel().catch(() => {});
+      return BODY_TOO_LARGE;
+    }
+    chunks.push(value);
+  }
+  const all = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    all.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return decoder.decode(all);
+}
+
+/** A parsed JSON body, or why there is none. */
+export type JsonBody =
+  | { readonly ok: true; readonly value: unknown }
+  | { readonly ok: false; readonly code: "INVALID_JSON" | "PAYLOAD_TOO_LARGE"; readonly message: string };
+
+/** The message of a 413 `PAYLOAD_TOO_LARGE`. */
+export const TOO_LARGE_MESSAGE = `Request body larger than ${MAX_BODY_BYTES} bytes`;
+
+/** Parses the text {@link readBodyText} gave; a body that does not parse is `INVALID_JSON` (decisions §2). */
+export function parseJsonBody(body: unknown): JsonBody {
+  if (body === BODY_TOO_LARGE) return { ok: false, code: "PAYLOAD_TOO_LARGE", message: TOO_LARGE_MESSAGE };
+  try {
+    return { ok: true, value: JSON.parse(typeof body === "string" ? body : "") };
+  } catch {
+    return { ok: false, code: "INVALID_JSON", message: "Invalid JSON body" };
+  }
+}
+
+/**
+ * The query string as the object a query model checks: a name given once is a string, a repeated name an
+ * array of strings (which no model takes for a string: a repeated parameter is ambiguous, so it is refused).
+ */
+export function queryOf(url: string): Record<string, string | string[]> {
+  const query: Record<string, string | string[]> = Object.create(null);
+  const start = url.indexOf("?");
+  if (start === -1) return query;
+  const hash = url.indexOf("#", start);
+  for (const [name, value] of new URLSearchParams(url.slice(start + 1, hash === -1 ? undefined : hash))) {
+    const seen = query[name];
+    query[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
+  }
+  return query;
+}
+
+/** A compiled check of one request model. */
+export type RequestCheck<T extends TSchema> = {
+  /** The model, the very object `/openapi.json` publishes. */
+  readonly model: T;
+  readonly check: (value: unknown) => value is Static<T>;
+  /** Why a value fails the check, naming the field (decisions §2): `controllerDid is required`. */
+  readonly explain: (value: unknown) => string;
+};
+
+/**
+ * Compiles the check of a request model. `explain` may give the domain's own wording of a refusal (it must
+ * refuse whatever the model refuses); when it has none, the message names the first failing field.
+ */
+export function compileRequestCheck<T extends TSchema>(
+  model: T,
+  options: { explain?: ((value: unknown) => string | undefined) | undefined } = {},
+): RequestCheck<T> {
+  const compiled = TypeCompiler.Compile(model);
+  const describe = (value: unknown): string => {
+    const first = compiled.Errors(value).First();
+    if (first === undefined) return "Invalid request";
+    // A union whose alternatives fail on different fields says what it wants in its description.
+    const alternatives = first.errors.map((variant) => variant.First()).filter((e): e is ValueError => e !== undefined).map(deepest);
+    const description = (first.schema as { description?: unknown }).description;
+    if (new Set(alternatives.map((e) => e.path)).size > 1 && typeof description === "string") return description;
+    const error = deepest(first);
+    if (error.path === "") return typeof value === "object" && value !== null && !Array.isArray(value) ? "Invalid request" : "Body must be a JSON object";
+    const field = error.path.slice(1).split("/").map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~")).join(".");
+    if (error.value === undefined) return `${field} is required`;
+    return `${field} is invalid: ${error.message.charAt(0).toLowerCase()}${error.message.slice(1)}`;
+  };
+  return {
+    model,
+    check: (value): value is Static<T> => compiled.Check(value),
+    explain: (value) => options.explain?.(value) ?? describe(value),
+  };
+}
+
+/** The most specific error under a union's error: the one deepest in the value, the first of equals. */
+function deepest(error: ValueError): ValueError {
+  let best = error;
+  for (const variant of error.errors) {
+    const first = variant.First();
+    if (first === undefined) continue;
+    const candidate = deepest(first);
+    if (candidate.path.length > best.path.length) best = candidate;
+  }
+  return best;
+}
+
+/** Route metadata naming the request models a route validates with, readable from `app.routes[i].hooks.detail`. */
+export type RequestDetail = DocumentDecoration & { readonly "x-request-models": RequestModels };
+
+/** The `detail` of a route validated with `models`. */
+export function requestDetail(models: RequestModels): RequestDetail {
+  return { "x-request-models": models };
+}
