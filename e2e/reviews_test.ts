@@ -4,10 +4,11 @@
  * DNS TXT), a reply from an unrelated wallet, a second review by the same attester, all read back and
  * judged through `verifyReview`.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setSystemTime, test } from "bun:test";
 import { createPublicClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { OMA_TRUST_PROOF_DOMAIN, OMA_TRUST_PROOF_TYPES } from "../domain/proofs.ts";
+import { readOfferPayload } from "../domain/x402_payloads.ts";
 import { attestDelegated } from "../http/client/delegated_attest.ts";
 import { isAtsClientError } from "../http/client/errors.ts";
 import { respondToReview, submitServiceReview, verifyReview } from "../http/client/reviews.ts";
@@ -110,6 +111,16 @@ describe("reviews with receipt proofs, and the service's replies", () => {
     const checked = await verifyReview(viaOffer.uid!, chainOptions());
     expect(checked.proofs[0]).toMatchObject({ proofType: "x402-offer", valid: true, resourceMatchesSubject: true, signerTrust: { tier: 1 } });
     expect(checked.proofs[0]!.payer).toBeUndefined();
+    // Read again once the offer's validUntil has passed: it is judged as of the review, so it still counts.
+    const terms = readOfferPayload(offer);
+    if (!terms.ok) throw new Error(terms.message);
+    setSystemTime(new Date((terms.value.validUntil + 600) * 1000));
+    try {
+      const later = await verifyReview(viaOffer.uid!, chainOptions());
+      expect(later.proofs[0]).toMatchObject({ proofType: "x402-offer", valid: true, signatureValid: true, reasons: [] });
+    } finally {
+      setSystemTime();
+    }
 
     let signed = false;
     const sign = (td: Parameters<typeof other.signTypedData>[0]) => {

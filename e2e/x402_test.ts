@@ -3,7 +3,8 @@
  * facilitator in process) published as `https://svc.test:<port>` through a real DNS server and a test
  * CA, a paying client (the official x402Client), and the service on Anvil with EAS:
  * 402 with offers → pay → 200 with receipt → verify (did.json over HTTPS) → trust tier (the service's
- * controller discovery; a controller witness on chain) → review proof → delegated attest → read back.
+ * controller discovery; a controller witness on chain; a key binding by a witnessed controller) → review
+ * proof → delegated attest → read back.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
@@ -61,6 +62,15 @@ describe("x402 receipt → user review on the devnet", () => {
     const didDocuments = paidService.didDocuments;
     const url = `${paidService.url}?ref=e2e`;
 
+    /** Pays for one more request and returns its receipt. */
+    const payOnce = async () => {
+      const c = new x402HTTPClient(new x402Client().register(NETWORK, testSchemeClient(payer)).setSpendControls(false));
+      const r402 = await fetch(url);
+      const required = c.getPaymentRequiredResponse((n) => r402.headers.get(n), await r402.json());
+      const r200 = await fetch(url, { headers: c.encodePaymentSignatureHeader(await c.createPaymentPayload(required)) });
+      return extractReceipt(r200) as SignedReceipt;
+    };
+
     // 402: one signed offer, verified against the did.json the public front serves over HTTPS.
     const unpaid = await fetch(url);
     expect(unpaid.status).toBe(402);
@@ -116,6 +126,60 @@ describe("x402 receipt → user review on the devnet", () => {
       { baseUrl: stack.baseUrl, chain },
     );
     expect(witnessed).toMatchObject({ tier: 2, level: "high", basis: "controller-witness" });
+
+    // Tier 3: a key binding (assertionMethod) of the signing key. It "requires a prior controller witness":
+    // one written by the approved witness wallet itself has none behind it, so the key stays tier 2 ...
+    const writer = easWriter({ rpcUrl: stack.devnet.rpcUrl, easAddress: stack.service.easAddress });
+    const bindingSchema = findSchemaByName("key-binding")!;
+    const bindingSchemaUid = stack.devnet.schemaUids["key-binding"] as Hex;
+    const keyBinding = (issuedAt: bigint) => {
+      const encoded = encodeSchemaData(bindingSchema.schema, {
+        subject: subjectDid,
+        keyId: verified.value.signer.controllerDid,
+        publicKeyJwk: JSON.stringify(paidService.issuer.publicJwk),
+        keyPurpose: ["assertionMethod"],
+        proofs: [JSON.stringify({ proofType: "evidence-pointer", proofPurpose: "shared-control", proofObject: { url: `${publicBase}/.well-known/did.json` } })],
+        issuedAt,
+        effectiveAt: issuedAt,
+        expiresAt: 0n,
+      });
+      if (!encoded.ok) throw new Error(encoded.message);
+      return { recipient: recipient.value, data: encoded.value, revocable: bindingSchema.revocable };
+    };
+    const nowSeconds = () => BigInt(Math.floor(Date.now() / 1000));
+    /** A receipt signed once `written` is on chain (Anvil's block time may run a second or two ahead). */
+    const receiptAfter = async (written: { blockNumber: bigint }) => {
+      const time = (await writer.client.getBlock({ blockNumber: written.blockNumber })).timestamp;
+      while (nowSeconds() < time) await Bun.sleep(100);
+      const checked = await verifyReceipt(await payOnce(), { didDocuments });
+      if (!checked.ok) throw new Error(`receipt: ${checked.message}`);
+      return checked.value;
+    };
+    const trustOf = (r: { payload: { resourceUrl: string; issuedAt: number }; signer: typeof verified.value.signer }) =>
+      checkSignerTrust({ resourceUrl: r.payload.resourceUrl, signer: r.signer, at: r.payload.issuedAt }, { baseUrl: stack.baseUrl, chain });
+    const byWitnessWallet = await writer.attest(stack.devnet.keys.witness, bindingSchemaUid, keyBinding(nowSeconds()));
+    const unbacked = await trustOf(await receiptAfter(byWitnessWallet));
+    expect(unbacked).toMatchObject({ tier: 2, basis: "controller-witness" });
+    expect(unbacked.keyBindings.map((b) => b.uid)).toEqual([byWitnessWallet.uid]);
+
+    // ... while the service's controller wallet, witnessed for the subject first, binding the key makes it tier 3.
+    const controller = privateKeyToAccount(stack.devnet.keys.users[2] as Hex);
+    const controllerWitness = encodeSchemaData(witnessSchema.schema, {
+      subject: subjectDid,
+      controller: `did:pkh:eip155:${stack.service.chainId}:${controller.address}`,
+      method: "dns-txt",
+      observedAt: nowSeconds(),
+    });
+    if (!controllerWitness.ok) throw new Error(controllerWitness.message);
+    await writer.attest(stack.devnet.keys.witness, stack.devnet.schemaUids["controller-witness"] as Hex, {
+      recipient: recipient.value,
+      data: controllerWitness.value,
+      revocable: witnessSchema.revocable,
+    });
+    const byController = await writer.attest(stack.devnet.keys.users[2] as Hex, bindingSchemaUid, keyBinding(nowSeconds()));
+    const tier3 = await trustOf(await receiptAfter(byController));
+    expect(tier3).toMatchObject({ tier: 3, level: "highest", basis: "key-binding", evidenceUid: byController.uid });
+    expect(tier3.keyBindings.map((b) => b.attester)).toEqual([privateKeyToAccount(stack.devnet.keys.witness).address, controller.address]);
 
     // The review: the payer attests through the service's delegated-attest endpoint (gas paid by the delegate).
     const result = await attestReceiptReview(

@@ -9,6 +9,10 @@
  * settled with the facilitator directly and answered with `X-PAYMENT-RESPONSE`, its receipt signed by
  * the same issuer over the same canonical URL. v2 clients read the header first, so both coexist.
  *
+ * CORS (§2.5) on everything the adapter answers for a protected route, and on did.json: `Access-Control-
+ * Allow-Origin` (default `*`), `PAYMENT-REQUIRED`/`PAYMENT-RESPONSE`/`X-PAYMENT-RESPONSE` exposed, and a
+ * preflight that allows the `PAYMENT-SIGNATURE` and `X-PAYMENT` request headers. Free routes are the app's.
+ *
  * Receipts only for a 2xx answer: any other status cancels the verified payment and nothing settles.
  * Failures answer a fixed body: facilitator trouble 502 `FACILITATOR_ERROR`, anything else 500
  * `SERVER_ERROR`; upstream text never reaches the client.
@@ -43,10 +47,17 @@ export type X402FetchOptions = {
   readonly didDocument?: DidDocument | undefined;
   /** x402 v1 (`X-PAYMENT`): the facilitator to verify and settle with, and the receipt signer. Omit to serve v2 only. */
   readonly v1?: { readonly facilitator: FacilitatorClient; readonly signing: OfferReceiptSigning } | undefined;
+  /**
+   * CORS for protected routes and did.json: the origins allowed (default `*`); `false` leaves
+   * `Access-Control-Allow-Origin` and preflights to the app (the payment headers are still exposed).
+   */
+  readonly cors?: false | { readonly origin?: string | readonly string[] | undefined; readonly maxAgeSeconds?: number | undefined } | undefined;
   readonly log?: Logger | undefined;
 };
 
-const EXPOSED = "PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE";
+const EXPOSED = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "X-PAYMENT-RESPONSE"];
+/** Request headers a paying browser client sends: v2, v1, and the JSON body of a paid POST. */
+const PAYMENT_REQUEST_HEADERS = ["PAYMENT-SIGNATURE", "X-PAYMENT", "Content-Type"];
 const JSON_HEADERS = { "content-type": "application/json" };
 
 /** Wraps an Elysia app (anything with `handle`) with x402 payments and offer/receipt signing. */
@@ -75,16 +86,33 @@ export function createX402Fetch(options: X402FetchOptions): (request: Request) =
     return initialized;
   };
 
+  const cors = options.cors === false ? undefined : { origin: options.cors?.origin ?? "*", maxAgeSeconds: options.cors?.maxAgeSeconds ?? 600 };
+
   return async function x402Fetch(request) {
     const url = new URL(request.url);
     if (options.didDocument !== undefined && url.pathname === DID_DOCUMENT_PATH && (request.method === "GET" || request.method === "HEAD")) {
-      return didDocumentResponse(options.didDocument);
+      return withCors(didDocumentResponse(options.didDocument), request, cors);
     }
     const adapter = requestAdapter(request, url);
+    const preflightMethod = request.method === "OPTIONS" ? request.headers.get("access-control-request-method") : null;
+    if (preflightMethod !== null && cors !== undefined) {
+      const protectedRoute = httpServer.requiresPayment({ adapter, path: url.pathname, method: preflightMethod.toUpperCase() });
+      return protectedRoute ? preflight(request, preflightMethod, cors) : await handle(request);
+    }
     const v2Header = adapter.getHeader("payment-signature");
     const v1Header = options.v1 === undefined ? undefined : adapter.getHeader("x-payment");
     const context: HTTPRequestContext = { adapter, path: url.pathname, method: request.method, paymentHeader: v2Header ?? v1Header };
     if (!httpServer.requiresPayment(context)) return await handle(request);
+    return withCors(await pay(request, url, context, v1Header, v2Header), request, cors);
+  };
+
+  async function pay(
+    request: Request,
+    url: URL,
+    context: HTTPRequestContext,
+    v1Header: string | undefined,
+    v2Header: string | undefined,
+  ): Promise<Response> {
     try {
       await initialize();
     } catch (error) {
@@ -102,7 +130,7 @@ export function createX402Fetch(options: X402FetchOptions): (request: Request) =
         ? failure(502, "Payment facilitator error", "FACILITATOR_ERROR")
         : failure(500, "Internal server error", "SERVER_ERROR");
     }
-  };
+  }
 
   async function payV2(request: Request, context: HTTPRequestContext): Promise<Response> {
     const result = await httpServer.processHTTPRequest(context);
@@ -138,7 +166,6 @@ export function createX402Fetch(options: X402FetchOptions): (request: Request) =
     headers.delete("settlement-overrides");
     for (const [key, value] of Object.entries(settled.headers)) headers.set(key, value);
     headers.set("cache-control", withPrivateCacheControl(response.headers.get("cache-control")));
-    headers.set("access-control-expose-headers", EXPOSED);
     return new Response(body, { status: response.status, statusText: response.statusText, headers });
   }
 
@@ -157,8 +184,12 @@ export function createX402Fetch(options: X402FetchOptions): (request: Request) =
     if (paymentRequired === undefined) return render(unpaid.response);
     const payload = decodeV1Payment(header);
     if (payload === undefined) return v1PaymentRequired(paymentRequired, "invalid_payment");
+    // Several accepts may share scheme and network: the payment's own terms say which one it pays.
+    const terms = v1PaymentTerms(payload);
+    const same = (a: string, b: string | undefined) => b === undefined || a.toLowerCase() === b.toLowerCase();
     const match = paymentRequired.accepts.find((a) =>
-      a.scheme === payload.scheme && toCaip2Network(a.network) === toCaip2Network(payload.network)
+      a.scheme === payload.scheme && toCaip2Network(a.network) === toCaip2Network(payload.network) &&
+      same(a.payTo, terms.payTo) && (terms.amount === undefined || a.amount === terms.amount) && same(a.asset, terms.asset)
     );
     if (match === undefined) return v1PaymentRequired(paymentRequired, "No matching payment requirements");
     const requirements = toV1Requirements(match, paymentRequired);
@@ -189,7 +220,6 @@ export function createX402Fetch(options: X402FetchOptions): (request: Request) =
     const headers = new Headers(response.headers);
     headers.set("x-payment-response", encodePaymentResponseHeader(out));
     headers.set("cache-control", withPrivateCacheControl(response.headers.get("cache-control")));
-    headers.set("access-control-expose-headers", EXPOSED);
     return new Response(body, { status: response.status, statusText: response.statusText, headers });
   }
 }
@@ -220,7 +250,6 @@ function requestAdapter(request: Request, url: URL): HTTPAdapter {
 
 function render(instructions: HTTPResponseInstructions): Response {
   const headers = new Headers(instructions.headers);
-  headers.set("access-control-expose-headers", EXPOSED);
   const body = instructions.isHtml || typeof instructions.body === "string"
     ? String(instructions.body ?? "")
     : JSON.stringify(instructions.body ?? {});
@@ -290,7 +319,7 @@ function v1Body(paymentRequired: PaymentRequired, error: string | undefined) {
 function v1PaymentRequired(paymentRequired: PaymentRequired, error: string): Response {
   return new Response(JSON.stringify(v1Body(paymentRequired, error)), {
     status: 402,
-    headers: { ...JSON_HEADERS, "cache-control": "no-store", "access-control-expose-headers": EXPOSED },
+    headers: { ...JSON_HEADERS, "cache-control": "no-store" },
   });
 }
 
@@ -313,6 +342,66 @@ function decodeV1Payment(header: string): V1Payment | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The terms a v1 payment commits to, where its scheme carries them: an EIP-3009 style `authorization`
+ * (`to`, `value`, and `asset` when the scheme names it). A payload without them matches on scheme and
+ * network alone.
+ */
+function v1PaymentTerms(payment: V1Payment): { payTo?: string | undefined; amount?: string | undefined; asset?: string | undefined } {
+  const authorization = payment.payload.authorization;
+  if (typeof authorization !== "object" || authorization === null) return {};
+  const field = (name: string) => {
+    const value = (authorization as Record<string, unknown>)[name];
+    return typeof value === "string" ? value : typeof value === "number" || typeof value === "bigint" ? String(value) : undefined;
+  };
+  return { payTo: field("to"), amount: field("value"), asset: field("asset") };
+}
+
+type Cors = { readonly origin: string | readonly string[]; readonly maxAgeSeconds: number };
+
+/** The Allow-Origin value for this request, or undefined when its origin is not allowed. */
+function allowedOrigin(request: Request, cors: Cors): string | undefined {
+  if (cors.origin === "*") return "*";
+  const origin = request.headers.get("origin");
+  if (origin === null) return undefined;
+  return (typeof cors.origin === "string" ? [cors.origin] : cors.origin).includes(origin) ? origin : undefined;
+}
+
+/** Adds a header's values to a comma-separated list header, each once (case-insensitively). */
+function mergeList(headers: Headers, name: string, values: readonly string[]): void {
+  const current = (headers.get(name) ?? "").split(",").map((v) => v.trim()).filter((v) => v !== "");
+  const seen = new Set(current.map((v) => v.toLowerCase()));
+  headers.set(name, [...current, ...values.filter((v) => !seen.has(v.toLowerCase()))].join(", "));
+}
+
+/**
+ * CORS on a response the adapter answers: payment headers exposed (merged with the app's), and
+ * Allow-Origin unless CORS is off or the app already chose one.
+ */
+function withCors(response: Response, request: Request, cors: Cors | undefined): Response {
+  const headers = new Headers(response.headers);
+  mergeList(headers, "access-control-expose-headers", EXPOSED);
+  if (cors !== undefined && !headers.has("access-control-allow-origin")) {
+    const origin = allowedOrigin(request, cors);
+    if (origin !== undefined) headers.set("access-control-allow-origin", origin);
+    if (cors.origin !== "*") mergeList(headers, "vary", ["Origin"]);
+  }
+  return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+}
+
+/** A preflight for a protected route: the payment request headers allowed besides those asked for. */
+function preflight(request: Request, method: string, cors: Cors): Response {
+  const headers = new Headers({ "access-control-max-age": String(cors.maxAgeSeconds) });
+  const origin = allowedOrigin(request, cors);
+  if (cors.origin !== "*") headers.set("vary", "Origin");
+  if (origin === undefined) return new Response(null, { status: 204, headers });
+  headers.set("access-control-allow-origin", origin);
+  headers.set("access-control-allow-methods", method.toUpperCase());
+  const asked = (request.headers.get("access-control-request-headers") ?? "").split(",").map((h) => h.trim()).filter((h) => /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(h));
+  mergeList(headers, "access-control-allow-headers", [...PAYMENT_REQUEST_HEADERS, ...asked]);
+  return new Response(null, { status: 204, headers });
 }
 
 /** Facilitator reasons are protocol codes (`insufficient_funds`); anything else is replaced, never echoed. */

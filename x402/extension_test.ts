@@ -9,14 +9,16 @@ import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/
 import { type FacilitatorClient, type RouteConfig, x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server";
 import type { PaymentRequired } from "@x402/core/types";
 import { verifyReceiptSignatureJWS } from "@x402/extensions/offer-receipt";
+import { secp256k1 } from "@noble/curves/secp256k1";
 import { Elysia } from "elysia";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createWebCryptoJwsVerifier } from "../adapters/webcrypto_jws_verifier.ts";
+import { base64UrlEncode } from "../domain/did.ts";
 import { OFFER_INFO_SCHEMA, readOfferPayload, readReceiptPayload, type SignedReceipt } from "../domain/x402_payloads.ts";
 import { verifySignedOffer, verifySignedReceipt } from "../domain/x402_verify.ts";
 import type { Logger } from "../ports/logger.ts";
 import { buildDidDocument } from "./did_document.ts";
-import { withX402 } from "./elysia_adapter.ts";
+import { withX402, type X402FetchOptions } from "./elysia_adapter.ts";
 import { createOfferReceiptExtension, declareOfferReceiptExtension, type OfferReceiptSigning } from "./extension.ts";
 import { createEip712Issuer, createJwsIssuerFromJwk, didWebKid, generateSigningJwk, type OfferReceiptIssuer } from "./signers.ts";
 import { createTestFacilitator, type TestFacilitator, testSchemeClient, testSchemeServer, testV1PaymentHeader } from "./testing.ts";
@@ -24,6 +26,7 @@ import { createTestFacilitator, type TestFacilitator, testSchemeClient, testSche
 const NETWORK = "eip155:84532";
 const PAY_TO = "0x209693Bc6afc0C5328bA36FaF03C514EF312287C";
 const PAY_TO_2 = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+const PAYER_OTHER = "0x00000000000000000000000000000000000000AA";
 const NOW = Math.floor(Date.now() / 1000);
 const payer = privateKeyToAccount(generatePrivateKey());
 const jws = createWebCryptoJwsVerifier();
@@ -45,6 +48,7 @@ type Setup = {
   route?: Partial<RouteConfig>;
   publicBaseUrl?: (port: number) => string;
   facilitator?: FacilitatorClient;
+  cors?: X402FetchOptions["cors"];
 };
 
 /** A resource server: Elysia app, official core resource server, our extension and adapter, on 127.0.0.1. */
@@ -79,7 +83,7 @@ async function start(setup: Setup = {}): Promise<Server> {
   const didDocument = issuer.format === "jws" && setup.publicBaseUrl !== undefined
     ? buildDidDocument({ did: issuer.kid.split("#")[0]!, issuers: [issuer] })
     : undefined;
-  handler = withX402(app, { httpServer, didDocument, v1: { facilitator, signing }, log });
+  handler = withX402(app, { httpServer, didDocument, v1: { facilitator, signing }, log, cors: setup.cors });
   const s = { url: `http://127.0.0.1:${port}`, port, facilitator, logs, stop: () => void server.stop(true) };
   servers.push(s);
   return s;
@@ -145,6 +149,35 @@ describe("offers on a 402", () => {
     const offers = offersOf(paymentRequiredOf(await fetch(`${s.url}/paid`))) as { acceptIndex: number }[];
     expect(offers.map((o) => o.acceptIndex)).toEqual([1]);
     expect(s.logs.some((l) => l.event === "x402.offer.refused")).toBe(true);
+  });
+
+  test("an ES256K signing key is a wallet too: an accept paying its address (any case) gets no offer", async () => {
+    const key = generatePrivateKey();
+    const own = privateKeyToAccount(key).address;
+    const d = base64UrlEncode(Uint8Array.from(Buffer.from(key.slice(2), "hex")));
+    const point = secp256k1.getPublicKey(Uint8Array.from(Buffer.from(key.slice(2), "hex")), false);
+    const privateJwk = { kty: "EC", crv: "secp256k1", x: base64UrlEncode(point.slice(1, 33)), y: base64UrlEncode(point.slice(33)), d };
+    const issuer = await createJwsIssuerFromJwk({ kid: "did:web:api.example.com#key-1", alg: "ES256K", privateJwk });
+    expect(issuer.address).toBe(own);
+    const s = await start({
+      issuer: () => issuer,
+      route: {
+        accepts: [
+          { scheme: "exact", network: NETWORK, payTo: own.toLowerCase(), price: "$0.001" },
+          { scheme: "exact", network: NETWORK, payTo: PAY_TO, price: "$0.001" },
+        ],
+      },
+    });
+    const offers = offersOf(paymentRequiredOf(await fetch(`${s.url}/paid`))) as { acceptIndex: number }[];
+    expect(offers.map((o) => o.acceptIndex)).toEqual([1]);
+    expect(s.logs.find((l) => l.event === "x402.offer.refused")?.fields).toEqual({ acceptIndex: 0, reason: "signing key is the payTo wallet" });
+  });
+
+  test("an ES256K private JWK whose x/y are not the key of its d is refused", async () => {
+    const privateJwk = { ...(await generateSigningJwk("ES256K")), d: (await generateSigningJwk("ES256K")).d };
+    await expect(createJwsIssuerFromJwk({ kid: "did:web:api.example.com#key-1", alg: "ES256K", privateJwk })).rejects.toThrow(
+      "An ES256K key's x and y must be the public key of its d",
+    );
   });
 });
 
@@ -294,6 +327,87 @@ describe("x402 v1", () => {
   });
 });
 
+describe("x402 v1: several accepts on one network", () => {
+  test("a payment for accepts[1] is matched on its payTo and amount, not refused against accepts[0]", async () => {
+    const s = await start();
+    const body = await (await fetch(`${s.url}/paid`)).json() as { accepts: Parameters<typeof testV1PaymentHeader>[1][] };
+    expect(body.accepts.map((a) => [a.network, a.payTo])).toEqual([["base-sepolia", PAY_TO], ["base-sepolia", PAY_TO_2]]);
+    const paid = await fetch(`${s.url}/paid`, { headers: { "x-payment": await testV1PaymentHeader(payer, body.accepts[1]!) } });
+    expect(paid.status).toBe(200);
+    const settlement = JSON.parse(atob(paid.headers.get("x-payment-response")!));
+    expect(settlement).toMatchObject({ success: true, network: "base-sepolia", payer: payer.address });
+    expect(settlement.extensions["offer-receipt"].info.receipt).toBeDefined();
+    expect(s.facilitator.calls).toEqual({ verify: 1, settle: 1 });
+  });
+
+  test("a payment whose terms match no accept is refused before the facilitator is asked", async () => {
+    const s = await start();
+    const body = await (await fetch(`${s.url}/paid`)).json() as { accepts: Parameters<typeof testV1PaymentHeader>[1][] };
+    for (const terms of [{ maxAmountRequired: "1" }, { payTo: PAYER_OTHER }, { asset: PAYER_OTHER }]) {
+      const header = await testV1PaymentHeader(payer, { ...body.accepts[1]!, ...terms });
+      const refused = await fetch(`${s.url}/paid`, { headers: { "x-payment": header } });
+      expect(refused.status).toBe(402);
+      expect(((await refused.json()) as { error: string }).error).toBe("No matching payment requirements");
+    }
+    expect(s.facilitator.calls).toEqual({ verify: 0, settle: 0 });
+  });
+});
+
+describe("CORS (spec §2.5)", () => {
+  const ORIGIN = "https://app.example";
+
+  test("a preflight for a protected route allows PAYMENT-SIGNATURE and X-PAYMENT for the origin", async () => {
+    const s = await start();
+    const response = await fetch(`${s.url}/paid`, {
+      method: "OPTIONS",
+      headers: { origin: ORIGIN, "access-control-request-method": "GET", "access-control-request-headers": "payment-signature, x-custom" },
+    });
+    expect(response.status).toBe(204);
+    expect(response.headers.get("access-control-allow-origin")).toBe("*");
+    expect(response.headers.get("access-control-allow-methods")).toBe("GET");
+    const allowed = response.headers.get("access-control-allow-headers")!.toLowerCase().split(/,\s*/);
+    expect(allowed).toEqual(expect.arrayContaining(["payment-signature", "x-payment", "x-custom"]));
+  });
+
+  test("the 402, the paid 2xx and the adapter's error answers carry Allow-Origin and expose the payment headers", async () => {
+    const s = await start();
+    const { unpaid, paid } = await pay(`${s.url}/paid`, { headers: { origin: ORIGIN } });
+    for (const response of [unpaid, paid]) {
+      expect(response.headers.get("access-control-allow-origin")).toBe("*");
+      expect(response.headers.get("access-control-expose-headers")).toBe("PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE");
+    }
+    expect(paid.headers.get("payment-response")).not.toBeNull();
+    const failing = await start({ facilitator: { ...createTestFacilitator({ networks: [] }), getSupported: () => Promise.reject(new Error("down")) } });
+    const down = await fetch(`${failing.url}/paid`, { headers: { origin: ORIGIN } });
+    expect(down.status).toBe(502);
+    expect(down.headers.get("access-control-allow-origin")).toBe("*");
+  });
+
+  test("an origin list echoes an allowed origin with Vary and refuses others (preflight included)", async () => {
+    const s = await start({ cors: { origin: [ORIGIN] } });
+    const allowed = await fetch(`${s.url}/paid`, { headers: { origin: ORIGIN } });
+    expect(allowed.headers.get("access-control-allow-origin")).toBe(ORIGIN);
+    expect(allowed.headers.get("vary")).toContain("Origin");
+    const other = await fetch(`${s.url}/paid`, { headers: { origin: "https://evil.example" } });
+    expect(other.headers.get("access-control-allow-origin")).toBeNull();
+    const preflight = await fetch(`${s.url}/paid`, { method: "OPTIONS", headers: { origin: "https://evil.example", "access-control-request-method": "GET" } });
+    expect(preflight.headers.get("access-control-allow-origin")).toBeNull();
+    expect(preflight.headers.get("access-control-allow-headers")).toBeNull();
+  });
+
+  test("free routes and their preflights are left to the app; cors: false leaves Allow-Origin to the app", async () => {
+    const s = await start();
+    const free = await fetch(`${s.url}/free`, { headers: { origin: ORIGIN } });
+    expect(free.headers.get("access-control-allow-origin")).toBeNull();
+    const freePreflight = await fetch(`${s.url}/free`, { method: "OPTIONS", headers: { origin: ORIGIN, "access-control-request-method": "GET" } });
+    expect(freePreflight.headers.get("access-control-allow-headers")).toBeNull();
+    const off = await start({ cors: false });
+    const response = await fetch(`${off.url}/paid`, { headers: { origin: ORIGIN } });
+    expect(response.headers.get("access-control-allow-origin")).toBeNull();
+    expect(response.headers.get("access-control-expose-headers")).toContain("PAYMENT-REQUIRED");
+  });
+});
+
 describe("the DID document route", () => {
   test("serves application/did+json with a JsonWebKey2020 (with alg) in assertionMethod, and the official resolver verifies our receipt through it", async () => {
     const s = await start({
@@ -302,6 +416,8 @@ describe("the DID document route", () => {
     });
     const response = await fetch(`${s.url}/.well-known/did.json`);
     expect(response.headers.get("content-type")).toBe("application/did+json");
+    // Browser verifiers on other origins resolve the kid too.
+    expect(response.headers.get("access-control-allow-origin")).toBe("*");
     const doc = await response.json() as Record<string, any>;
     const did = `did:web:localhost%3A${s.port}`;
     expect(doc.id).toBe(did);

@@ -17,6 +17,7 @@ export {
   createJwsIssuer,
   createJwsIssuerFromJwk,
   didWebKid,
+  evmAddressOfJwk,
   generateSigningJwk,
   type OfferReceiptIssuer,
   type PrivateJwk,
@@ -25,6 +26,8 @@ export {
 export { buildDidDocument, DID_DOCUMENT_PATH, type DidDocument, didDocumentResponse, didDocumentRoutes } from "./did_document.ts";
 export { createX402Fetch, withX402, type X402FetchOptions } from "./elysia_adapter.ts";
 export { issuerFromEnv, type X402SigningEnv } from "./signing_config.ts";
+/** did:key kids for JWS issuers (self-resolving, like did:jwk): `jwkToDidKey(issuer.publicJwk)`. */
+export { didKeyToJwk, jwkToDidKey } from "../domain/x402_verify.ts";
 export {
   OFFER_RECEIPT,
   type OfferPayload,

@@ -6,8 +6,8 @@
  */
 import { secp256k1 } from "@noble/curves/secp256k1";
 import type { Address, Hex } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
-import { sha256 } from "viem/utils";
+import { privateKeyToAccount, publicKeyToAddress } from "viem/accounts";
+import { bytesToHex, sha256 } from "viem/utils";
 import { base64UrlDecode, base64UrlEncode } from "../domain/did.ts";
 import {
   jwsSigningInput,
@@ -83,6 +83,18 @@ export function createEip712Issuer(options: Eip712IssuerOptions): OfferReceiptIs
 /** Produces the raw JWS signature (r‖s for ECDSA, 64 bytes for Ed25519) over the signing input. */
 export type JwsSignFn = (signingInput: Uint8Array) => Promise<Uint8Array>;
 
+/**
+ * The EVM address of a secp256k1 public JWK (keccak of the uncompressed point), so an ES256K key that is
+ * also a wallet is caught before it signs offers paying itself; undefined for other keys.
+ */
+export function evmAddressOfJwk(jwk: { kty: string; crv: string; x: string; y?: string | undefined }): Address | undefined {
+  if (jwk.kty !== "EC" || jwk.crv !== "secp256k1" || jwk.y === undefined) return undefined;
+  const x = base64UrlDecode(jwk.x);
+  const y = base64UrlDecode(jwk.y);
+  if (x?.length !== 32 || y?.length !== 32) return undefined;
+  return publicKeyToAddress(bytesToHex(Uint8Array.from([0x04, ...x, ...y])));
+}
+
 /** A jws issuer over any signing function (a KMS, an HSM). */
 export function createJwsIssuer(options: {
   readonly kid: string;
@@ -98,6 +110,8 @@ export function createJwsIssuer(options: {
   return {
     format: "jws",
     kid: options.kid,
+    // An ES256K key is an EVM key too: its address lets signOffers refuse a payTo that is the signing key.
+    address: options.publicJwk === undefined ? undefined : evmAddressOfJwk(options.publicJwk),
     publicJwk: options.publicJwk,
     async signOffer(payload) {
       return { format: "jws", signature: await signJws(payload) };
@@ -137,6 +151,11 @@ async function rawSigner(alg: X402JwsAlgorithm, jwk: PrivateJwk): Promise<JwsSig
   if (alg === "ES256K") {
     const d = base64UrlDecode(jwk.d);
     if (d?.length !== 32) throw new Error("An ES256K key needs a 32-byte d");
+    // The published x/y name the signer (and its EVM address for the payTo check): they must be d's key.
+    const point = secp256k1.getPublicKey(d, false);
+    if (jwk.x !== base64UrlEncode(point.slice(1, 33)) || jwk.y !== base64UrlEncode(point.slice(33, 65))) {
+      throw new Error("An ES256K key's x and y must be the public key of its d");
+    }
     // Deterministic (RFC 6979) and low-S, as noble signs by default.
     return (input) => Promise.resolve(secp256k1.sign(sha256(input, "bytes"), d).toCompactRawBytes());
   }

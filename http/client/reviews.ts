@@ -24,7 +24,7 @@ import { attestDelegated, type AtsClientOptions, type DelegatedAttestResult, typ
 import { AtsClientError } from "./errors.ts";
 import { DEFAULT_BASE_URL } from "./http.ts";
 import { fetchTrustAnchors, type FetchLike, getChainAnchors, getSchemaAnchor } from "./trust_anchors.ts";
-import { checkControllerTrust, type KeyTrust, verifyOffer, verifyReceipt, type X402VerifyClientOptions } from "./x402.ts";
+import { checkControllerTrust, type KeyTrust, type SignerTrustOptions, verifyOffer, verifyReceipt, type X402VerifyClientOptions } from "./x402.ts";
 
 const ZERO_UID = `0x${"0".repeat(64)}` as Hex;
 
@@ -267,11 +267,12 @@ export type ReviewVerification = {
 };
 
 /**
- * Reads a review and checks it: proofs (signature; resource URL mapped to the review's did:web; the
- * payer equal to the attester or linked to it by a verified linked-identifier; the signing key's trust
- * tier for the service), whether a newer review by the same attester about the same service replaced
- * it, and its replies: kept when the responder is an authorized controller of the service (endpoint
- * evidence, controller witness or key binding at the reply's time), dropped otherwise, with the reason.
+ * Reads a review and checks it: proofs, as of the review's time (signature, an offer valid when the
+ * review was attested; resource URL mapped to the review's did:web; the payer equal to the attester or
+ * linked to it by a verified linked-identifier; the signing key's trust tier for the service), whether
+ * a newer review by the same attester about the same service replaced it, and its replies: kept when
+ * the responder is an authorized controller of the service (endpoint evidence, controller witness or
+ * key binding at the reply's time), dropped otherwise, with the reason.
  * A failed chain read throws `NETWORK_ERROR`; it never passes for "nothing found".
  */
 export async function verifyReview(uid: string, options: ReviewChainOptions): Promise<ReviewVerification> {
@@ -316,7 +317,13 @@ export async function verifyReview(uid: string, options: ReviewChainOptions): Pr
   const newer = supersedingReview(self, heads);
 
   const proofs = await Promise.all(
-    parseProofWrappers(data.proofs).map((wrapper) => checkProof(wrapper, review, { ...options, trustOptions, chain })),
+    parseProofWrappers(data.proofs).map((wrapper) =>
+      checkReviewProof(wrapper, review, {
+        x402: options.x402,
+        trust: trustOptions,
+        payerRelation: (payer, attester) => payerRelation(payer, attester, { ...options, chain }),
+      })
+    ),
   );
 
   // Replies: user-review-response attestations to the reviewer's did:pkh whose refUID is this review.
@@ -354,13 +361,25 @@ export async function verifyReview(uid: string, options: ReviewChainOptions): Pr
   return { review, counts: newer === undefined, ...(newer ? { supersededBy: newer.uid } : {}), proofs, responses };
 }
 
-async function checkProof(
+/** What checking one proof of a review needs. */
+export type ReviewProofOptions = {
+  /** How offers and receipts are verified (did.json fetching); their clock is the review's, never now. */
+  readonly x402?: X402VerifyClientOptions | undefined;
+  /** Where the signing key's trust evidence comes from. */
+  readonly trust?: SignerTrustOptions | undefined;
+  /** How a receipt's payer relates to the reviewer; default: the reviewer itself, else unrelated. */
+  readonly payerRelation?: ((payer: string, attester: string) => Promise<PayerRelation>) | undefined;
+};
+
+/**
+ * Checks one proof wrapper of a review as of the review, not as of now: an `x402-offer` must have been
+ * valid when the review was attested (its `validUntil` not before the review's chain time) and a receipt
+ * must not postdate the review; neither expires afterwards, since a review outlives the offer it rests on.
+ */
+export async function checkReviewProof(
   wrapper: Record<string, unknown>,
-  review: { attester: string; subject: string },
-  context: ReviewChainOptions & {
-    trustOptions: Parameters<typeof checkControllerTrust>[1];
-    chain: Awaited<ReturnType<typeof chainContext>>;
-  },
+  review: { readonly attester: string; readonly subject: string; readonly time: bigint },
+  options: ReviewProofOptions = {},
 ): Promise<ReviewProofCheck> {
   const proofType = typeof wrapper.proofType === "string" ? wrapper.proofType : "unknown";
   const reasons: string[] = [];
@@ -368,22 +387,31 @@ async function checkProof(
     return { proofType, valid: false, reasons: [`${proofType} proofs are not checked by this helper`], signatureValid: false };
   }
   if (wrapper.proofPurpose !== "commercial-tx") reasons.push("proofPurpose is not commercial-tx");
-  // A receipt is evidence of a purchase whenever it was made: no age limit here.
-  const x402 = { ...context.x402, maxAgeSeconds: undefined };
-  const verified = proofType === "x402-receipt" ? await verifyReceipt(wrapper.proofObject, x402) : await verifyOffer(wrapper.proofObject, { ...x402, nowSeconds: undefined });
-  if (!verified.ok) return { proofType, valid: false, reasons: [...reasons, `signature: ${verified.message}`], signatureValid: false };
+  // Judged at the review's time; a receipt is evidence of a purchase whenever it was made: no age limit.
+  const reviewedAt = Number(review.time);
+  const x402 = { ...options.x402, nowSeconds: reviewedAt, maxAgeSeconds: undefined };
+  const verified = proofType === "x402-receipt" ? await verifyReceipt(wrapper.proofObject, x402) : await verifyOffer(wrapper.proofObject, x402);
+  if (!verified.ok) {
+    // EXPIRED is only reported for a good signature (the signature is checked first).
+    const signatureValid = verified.code === "EXPIRED";
+    const reason = signatureValid ? "the offer had expired when the review was attested" : `signature: ${verified.message}`;
+    return { proofType, valid: false, reasons: [...reasons, reason], signatureValid };
+  }
   const payload = verified.value.payload;
   const service = resourceUrlToDidWeb(payload.resourceUrl);
   const resourceMatchesSubject = service.ok && sameService(service.value, review.subject);
   if (!resourceMatchesSubject) reasons.push("the resource URL is not the reviewed service");
   let payer: ReviewProofCheck["payer"];
   if ("payer" in payload) {
-    const relation = await payerRelation(payload.payer, review.attester, context);
+    const relation = options.payerRelation !== undefined
+      ? await options.payerRelation(payload.payer, review.attester)
+      : payload.payer.toLowerCase() === review.attester.toLowerCase() ? "attester" : "unrelated";
     payer = { address: payload.payer, relation };
     if (relation === "unrelated") reasons.push("the payer is neither the reviewer nor linked to it");
   }
-  const at = "issuedAt" in payload ? payload.issuedAt : Math.floor(Date.now() / 1000);
-  const signerTrust = await checkControllerTrust({ subjectDid: review.subject, signer: verified.value.signer, at }, context.trustOptions);
+  // A receipt speaks for its issue time; an offer for the review's (it was valid then).
+  const at = "issuedAt" in payload ? payload.issuedAt : reviewedAt;
+  const signerTrust = await checkControllerTrust({ subjectDid: review.subject, signer: verified.value.signer, at }, options.trust);
   if (signerTrust.tier === 0) reasons.push("the signing key is not bound to the reviewed service");
   return { proofType, valid: reasons.length === 0, reasons, signatureValid: true, resourceMatchesSubject, payer, signerTrust };
 }

@@ -2,7 +2,7 @@
  * Client helpers for x402 offers and receipts (x402_offer_receipt.md §4): pull them out of responses,
  * verify their signatures, decide how far the signing key is authorized for the resource's did:web
  * (tier 1 endpoint evidence through the service's controller discovery, tier 2 a controller witness by
- * an approved issuer, tier 3 a key binding), and turn a receipt into a user-review proof and review.
+ * an approved issuer, tier 3 a key binding by a controller witnessed before it), and turn a receipt into a user-review proof and review.
  *
  * Verification returns results (never throws); the review helpers throw {@link AtsClientError}.
  */
@@ -365,7 +365,6 @@ async function loadChainEvidence(
         effectiveAt: uintOf(data.effectiveAt),
         expiresAt: uintOf(data.expiresAt),
         revocationTime: a.revocationTime,
-        approvedIssuer,
       });
     }
   }

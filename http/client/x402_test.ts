@@ -131,16 +131,18 @@ describe("trust tiers", () => {
     revoked: false,
     ...over,
   });
+  // The service's controller wallet writes the bindings; it was witnessed for the subject before.
+  const controller = "0x00000000000000000000000000000000000000cc";
+  const controllerWitness = witness({ controller: `did:pkh:eip155:31337:${controller}`, time: BigInt(NOW - 60) });
   const binding = (over: Record<string, unknown> = {}) => ({
     uid: "0xb1",
     keyId: `${controllerOtherChain}#key-1`,
     keyPurpose: ["assertionMethod"],
-    attester: "0x00000000000000000000000000000000000000aa",
+    attester: controller,
     time: BigInt(NOW - 50),
     effectiveAt: 0n,
     expiresAt: 0n,
     revocationTime: 0n,
-    approvedIssuer: true,
     ...over,
   });
   const tier = (evidence: Parameters<typeof evaluateKeyTrust>[0]["evidence"], s: VerifiedSigner = signer) =>
@@ -164,20 +166,30 @@ describe("trust tiers", () => {
     expect(tier({ witnesses: [witness({ revoked: true })], endpointKeys: [signer.controllerDid] }).tier).toBe(1);
   });
 
-  test("a key binding is tier 3 when an approved issuer wrote it or a witnessed controller did", () => {
-    expect(tier({ keyBindings: [binding()] })).toEqual({ tier: 3, level: "highest", basis: "key-binding", evidenceUid: "0xb1" });
-    const controller = "0x00000000000000000000000000000000000000cc";
-    const byController = binding({ attester: controller, approvedIssuer: false });
-    expect(tier({ keyBindings: [byController] }).tier).toBe(0);
-    expect(tier({ keyBindings: [byController], witnesses: [witness({ controller: `did:pkh:eip155:31337:${controller}`, time: BigInt(NOW - 60) })], chainId: 31337 }).tier).toBe(3);
+  test("a key binding is tier 3 when the controller that wrote it was witnessed for the subject before", () => {
+    expect(tier({ keyBindings: [binding()], witnesses: [controllerWitness], chainId: 31337 }))
+      .toEqual({ tier: 3, level: "highest", basis: "key-binding", evidenceUid: "0xb1" });
+    // No witness of its writer, a witness after the binding, or one by an unapproved witness wallet: no tier 3.
+    expect(tier({ keyBindings: [binding()], chainId: 31337 }).tier).toBe(0);
+    expect(tier({ keyBindings: [binding()], witnesses: [{ ...controllerWitness, time: BigInt(NOW - 40) }], chainId: 31337 }).tier).toBe(0);
+    expect(tier({ keyBindings: [binding()], witnesses: [{ ...controllerWitness, approvedIssuer: false }], chainId: 31337 }).tier).toBe(0);
+  });
+
+  test("an approved witness issuer writing the binding itself is not the witness a key binding requires", () => {
+    // The approved-issuer role is scoped to controller-witness attestations; a binding it writes has no witness behind it.
+    const witnessWallet = "0x00000000000000000000000000000000000000aa";
+    expect(tier({ keyBindings: [binding({ attester: witnessWallet })], chainId: 31337 }).tier).toBe(0);
+    // With the signing key itself witnessed, that is tier 2 (the witness), not tier 3.
+    expect(tier({ keyBindings: [binding({ attester: witnessWallet })], witnesses: [witness()], chainId: 31337 })).toMatchObject({ tier: 2 });
   });
 
   test("an expired, revoked or non-assertion key binding is not tier 3", () => {
-    expect(tier({ keyBindings: [binding({ expiresAt: BigInt(NOW - 1) })] }).tier).toBe(0);
-    expect(tier({ keyBindings: [binding({ revocationTime: BigInt(NOW - 1) })] }).tier).toBe(0);
-    expect(tier({ keyBindings: [binding({ keyPurpose: ["authentication"] })] }).tier).toBe(0);
+    const evidence = (over: Record<string, unknown>) => ({ keyBindings: [binding(over)], witnesses: [controllerWitness], chainId: 31337 });
+    expect(tier(evidence({ expiresAt: BigInt(NOW - 1) })).tier).toBe(0);
+    expect(tier(evidence({ revocationTime: BigInt(NOW - 1) })).tier).toBe(0);
+    expect(tier(evidence({ keyPurpose: ["authentication"] })).tier).toBe(0);
     // Revoked after the receipt was issued: the receipt was made while the key was bound.
-    expect(tier({ keyBindings: [binding({ revocationTime: BigInt(NOW + 100) })] }).tier).toBe(3);
+    expect(tier(evidence({ revocationTime: BigInt(NOW + 100) })).tier).toBe(3);
   });
 
   test("checkSignerTrust maps the resource URL to its did:web and asks the endpoint evidence for it", async () => {
