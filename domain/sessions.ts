@@ -9,7 +9,7 @@ import type { Clock } from "../ports/clock.ts";
 import type { Random } from "../ports/random.ts";
 import { base64UrlEncode, normalizeDid, parseDidPkh } from "./did.ts";
 import { fail, ok, type Result } from "./result.ts";
-import { buildSiweMessage, SIWE_STATEMENT, verifySiweSignature } from "./siwe.ts";
+import { buildSiweMessage, SIWE_STATEMENT, validateSiweMessage, verifySiweSignature } from "./siwe.ts";
 
 /** How sign-in behaves; from configuration. */
 export type SessionPolicy = {
@@ -112,17 +112,24 @@ export function createSessions(deps: SessionDeps) {
     const now = clock.nowMs();
     const expiresAtMs = now + policy.challengeTtlMinutes * 60_000;
     const nonce = randomHex(12);
-    const message = buildSiweMessage({
+    const fields = {
       domain,
       address: getAddress(wallet.value.address),
       statement: SIWE_STATEMENT,
       uri: input.uri,
-      version: "1",
+      version: "1" as const,
       chainId: wallet.value.chainId,
       nonce,
       issuedAt: new Date(now).toISOString(),
       expirationTime: new Date(expiresAtMs).toISOString(),
-    });
+    };
+    // EIP-4361 is stricter than the URL parser (no spaces, no bare non-ASCII, a host-only authority): what
+    // cannot be written into the message is the caller's input error, never a thrown 500.
+    const checked = validateSiweMessage(fields);
+    if (!checked.ok) {
+      return fail("INVALID_INPUT", checked.message === "Invalid SIWE domain" ? "domain must be a host[:port]" : "uri must be an absolute URL");
+    }
+    const message = buildSiweMessage(checked.value);
     const id = randomHex(16);
     await accounts.saveChallenge({
       id,

@@ -61,6 +61,10 @@ describe("createSessions().challenge()", () => {
       [{ ...challengeBody, walletDid: undefined }, "INVALID_INPUT"],
       [{ ...challengeBody, uri: "not a url" }, "INVALID_INPUT"],
       [{ ...challengeBody, uri: "javascript:alert(1)" }, "INVALID_INPUT"],
+      // The URL parser accepts these; an EIP-4361 message cannot carry them.
+      [{ ...challengeBody, uri: "https://example.com/a b" }, "INVALID_INPUT"],
+      [{ ...challengeBody, uri: " https://example.com/" }, "INVALID_INPUT"],
+      [{ ...challengeBody, uri: "https://example.com/\nNonce: 0" }, "INVALID_INPUT"],
       [{ ...challengeBody, domain: "a/b" }, "INVALID_INPUT"],
       [{ ...challengeBody, chainId: "31337" }, "INVALID_INPUT"],
       [[], "INVALID_INPUT"],
