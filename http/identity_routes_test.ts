@@ -79,19 +79,20 @@ describe("identity-resolve record cache", () => {
 
   test("is bounded by bytes, dropping the oldest records first", () => {
     const cache = createRecordCache({ maxBytes: 100_000, maxKeyLength: 512 });
-    for (let i = 0; i < 5_000; i++) cache.set(`did:web:host${i}.example.com`, "r".repeat(200 + (i % 300)));
+    const bytes = (text: string) => new TextEncoder().encode(text);
+    for (let i = 0; i < 5_000; i++) cache.set(`did:web:host${i}.example.com`, bytes("r".repeat(200 + (i % 300))));
     expect(cache.bytes()).toBeLessThanOrEqual(100_000);
     expect(cache.bytes()).toBeGreaterThan(90_000);
     expect(cache.get("did:web:host0.example.com")).toBeUndefined();
-    expect(cache.get("did:web:host4999.example.com")).toBe("r".repeat(200 + (4999 % 300)));
+    expect(cache.get("did:web:host4999.example.com")).toEqual(bytes("r".repeat(200 + (4999 % 300))));
   });
 
   test("by default holds at most 16 MiB and no identifier over 512 characters", () => {
     expect(DEFAULT_CACHE_LIMITS).toEqual({ maxBytes: 16 * 1024 * 1024, maxKeyLength: 512 });
     const cache = createRecordCache();
-    cache.set("x".repeat(513), "{}");
+    cache.set("x".repeat(513), new Uint8Array(2));
     expect(cache.size()).toBe(0);
-    const record = "r".repeat(1_500);
+    const record = new Uint8Array(3_000);
     for (let i = 0; i < 20_000; i++) cache.set(`${i}:${"k".repeat(500)}`.slice(0, 512), record);
     expect(cache.bytes()).toBeLessThanOrEqual(16 * 1024 * 1024);
     expect(cache.size()).toBeLessThan(20_000);
@@ -106,7 +107,7 @@ describe("identity-resolve record cache", () => {
     expect(((await res.json()) as { identities: unknown[] }).identities).toHaveLength(100);
     expect([cache.size(), cache.bytes()]).toEqual([0, 0]);
     await post(app, ["did:web:example.com"]);
-    expect(cache.get("did:web:example.com")).toContain("example.com");
+    expect(new TextDecoder().decode(cache.get("did:web:example.com"))).toContain("example.com");
   });
 
   test("10,000 distinct 10 KB identifiers do not grow the process", async () => {
