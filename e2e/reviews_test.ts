@@ -9,7 +9,8 @@ import { createPublicClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { OMA_TRUST_PROOF_DOMAIN, OMA_TRUST_PROOF_TYPES } from "../domain/proofs.ts";
 import { readOfferPayload } from "../domain/x402_payloads.ts";
-import { attestDelegated } from "../http/client/delegated_attest.ts";
+import { attestDelegated, fetchNonce, prepareDelegatedAttestation, signableTypedData, submitDelegatedAttestation } from "../http/client/delegated_attest.ts";
+import { findSchemaByName } from "../domain/schemas.ts";
 import { isAtsClientError } from "../http/client/errors.ts";
 import { respondToReview, submitServiceReview, verifyReview } from "../http/client/reviews.ts";
 import { clearTrustAnchorsCache } from "../http/client/trust_anchors.ts";
@@ -95,8 +96,33 @@ describe("reviews with receipt proofs, and the service's replies", () => {
     const superseded = await verifyReview(review.uid!, chainOptions());
     expect(superseded).toMatchObject({ counts: false, supersededBy: again.uid });
     const current = await verifyReview(again.uid!, chainOptions());
-    expect(current).toMatchObject({ counts: true, responses: [] });
+    expect(current).toMatchObject({ counts: true, recipientMatchesSubject: true, responses: [] });
     expect(current.review.ratingValue).toBe(5);
+
+    // A third review by the same attester sent to another recipient (a hand-built request: the client helpers
+    // always derive it from the subject) would escape the newest-review rule; it never counts and leaves the
+    // properly addressed one counting.
+    const { nonce, chainId, easAddress } = await fetchNonce(payer.address, { baseUrl: stack.baseUrl });
+    const anchors = await (await fetch(`${stack.baseUrl}/v1/trust-anchors`)).json() as Record<string, any>;
+    const prepared = prepareDelegatedAttestation({
+      schema: { uid: anchors.chains[`eip155:${chainId}`].schemas["user-review"], schema: findSchemaByName("user-review")!.schema, revocable: findSchemaByName("user-review")!.revocable },
+      data: again.data,
+      attester: payer.address,
+      nonce,
+      chainId,
+      easAddress,
+    });
+    const elsewhere = "0x000000000000000000000000000000000000dEaD";
+    (prepared.typedData.message as Record<string, unknown>).recipient = elsewhere;
+    (prepared.delegatedRequest as Record<string, unknown>).recipient = elsewhere;
+    const misaddressed = await submitDelegatedAttestation(
+      { prepared, signature: await payer.signTypedData(signableTypedData(prepared)), attester: payer.address },
+      { baseUrl: stack.baseUrl },
+    );
+    const stray = await verifyReview(misaddressed.uid!, chainOptions());
+    expect(stray).toMatchObject({ counts: false, recipientMatchesSubject: false });
+    expect(stray.supersededBy).toBeUndefined();
+    expect(await verifyReview(again.uid!, chainOptions())).toMatchObject({ counts: true, recipientMatchesSubject: true });
   });
 
   test("an offer can back a review; a receipt paid by someone else cannot be used by the reviewer", async () => {

@@ -258,9 +258,18 @@ export type ReviewVerification = {
     readonly screenshotUrls: string[];
     readonly time: bigint;
   };
-  /** False when a newer review by the same attester about the same service replaced it. */
+  /**
+   * False when a newer review by the same attester about the same service replaced it, or when the review
+   * was not addressed to its subject (`recipientMatchesSubject` false).
+   */
   readonly counts: boolean;
   readonly supersededBy?: string | undefined;
+  /**
+   * Whether the attestation's recipient is the DID address of the review's subject (SPEC identity §5.3.4).
+   * A review sent to another recipient is outside the subject's review set: it could otherwise escape the
+   * newest-review-counts rule (one attester, many recipients), so it never counts.
+   */
+  readonly recipientMatchesSubject: boolean;
   readonly proofs: ReviewProofCheck[];
   /** Replies found for the review (by the reviewer's did:pkh on this chain), oldest first. */
   readonly responses: ReviewResponseCheck[];
@@ -304,8 +313,14 @@ export async function verifyReview(uid: string, options: ReviewChainOptions): Pr
     chain: { rpc: chain.client, chainId: options.chainId, trustAnchors: chain.anchors, fromBlock: options.fromBlock },
   };
 
-  // Only the newest review of this attester about this service counts.
-  const siblings = await chain.find({ recipient: attestation.recipient, schema: reviewSchema, attester: attestation.attester });
+  // A review counts only when addressed to its subject's DID address, and then only the newest review of this
+  // attester about this service, among those addressed the same way, counts.
+  const subjectAddress = subject.ok ? didToAddress(subject.value) : undefined;
+  const recipientMatchesSubject = subjectAddress !== undefined && subjectAddress.ok &&
+    subjectAddress.value.toLowerCase() === attestation.recipient.toLowerCase();
+  const siblings = recipientMatchesSubject
+    ? await chain.find({ recipient: attestation.recipient, schema: reviewSchema, attester: attestation.attester })
+    : [];
   const heads: ReviewHead[] = siblings.flatMap((s) => {
     const d = decode("user-review", s.data);
     return d.ok && typeof d.value.subject === "string"
@@ -358,7 +373,14 @@ export async function verifyReview(uid: string, options: ReviewChainOptions): Pr
     );
   }
 
-  return { review, counts: newer === undefined, ...(newer ? { supersededBy: newer.uid } : {}), proofs, responses };
+  return {
+    review,
+    counts: recipientMatchesSubject && newer === undefined,
+    ...(newer ? { supersededBy: newer.uid } : {}),
+    recipientMatchesSubject,
+    proofs,
+    responses,
+  };
 }
 
 /** What checking one proof of a review needs. */
