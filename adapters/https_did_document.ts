@@ -59,6 +59,9 @@ export function createHttpsDidDocumentFetcher(options: HttpsDidDocumentFetcherOp
         : { status: "unavailable", url: target.url, reason, httpStatus };
 
     const lookup = await options.resolver.resolveAddresses(target.hostname);
+    // A host that does not exist, or has no address, publishes no document: not-found, as NXDOMAIN is for the
+    // TXT names. Only a failed lookup (SERVFAIL, timeout, network) leaves the answer unknown.
+    if (lookup.status === "nxdomain" || lookup.status === "nodata") return { status: "not-found", url: target.url };
     if (lookup.status !== "found") return unavailable("dns-failure");
     const addresses = lookup.addresses.map(classifyAddress);
     // Every answer is checked, not only the one used: a mixed answer is a sign of an attack.

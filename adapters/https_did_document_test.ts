@@ -244,8 +244,12 @@ describe("createHttpsDidDocumentFetcher()", () => {
     expect(wrongCert.requests).toEqual([]);
   });
 
-  test("an unknown name is a dns-failure", async () => {
-    expect(await fetcher().fetchDidDocument("nowhere.test")).toMatchObject({ status: "unavailable", reason: "dns-failure" });
+  test("a name that does not exist or has no address is not-found; a failed lookup is a dns-failure", async () => {
+    expect(await fetcher().fetchDidDocument("nowhere.test")).toEqual({ status: "not-found", url: "https://nowhere.test/.well-known/did.json" });
+    dns.setTxt("txtonly.test", [["v=1"]]);
+    expect(await fetcher().fetchDidDocument("txtonly.test")).toMatchObject({ status: "not-found" });
+    dns.setServfail("broken.test");
+    expect(await fetcher().fetchDidDocument("broken.test")).toMatchObject({ status: "unavailable", reason: "dns-failure" });
   });
 
   test("IP literals, userinfo, bad labels, ports and paths are invalid-host with no lookup", async () => {

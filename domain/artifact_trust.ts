@@ -127,6 +127,8 @@ export type ArtifactTrustDeps = {
 export const INVALID_ARTIFACT_DID_MESSAGE = "artifactDid must be a valid did:artifact DID";
 const NO_ANCHORS = "The active chain does not have usable artifact trust anchors";
 const NO_SCHEMA_SUPPORT = "The active chain does not support artifact trust lookup";
+/** Live controller discoveries one artifact-trust request runs at the same time. */
+export const LIVE_DISCOVERY_CONCURRENCY = 8;
 const SCHEMA_LOOKUP_FAILED = "Artifact trust schema lookup is temporarily unavailable";
 const CHAIN_QUERY_FAILED = "Artifact trust chain query is temporarily unavailable";
 const AUTHORIZATION_LOOKUP_FAILED = "Required controller authorization lookup failed";
@@ -420,7 +422,17 @@ export function createArtifactTrust(deps: ArtifactTrustDeps): ArtifactTrust {
     const out = new Map<string, LiveEvidence>();
     if (deps.discover === undefined || parties.length === 0) return out;
     const discover = deps.discover;
-    const results = await Promise.all(parties.map((party) => discover(party)));
+    // At most LIVE_DISCOVERY_CONCURRENCY at once: claims naming many domains cannot fan one request out into
+    // hundreds of simultaneous outbound lookups.
+    const results: Awaited<ReturnType<DiscoverControllers>>[] = new Array(parties.length);
+    let next = 0;
+    const worker = async () => {
+      while (next < parties.length) {
+        const i = next++;
+        results[i] = await discover(parties[i]!);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(LIVE_DISCOVERY_CONCURRENCY, parties.length) }, worker));
     parties.forEach((party, i) => {
       const result = results[i]!;
       // A party that is not a usable did:web cannot be confirmed live: not authorized, not a failure.

@@ -4,7 +4,7 @@ import type { IndexedAttestation } from "../ports/attestation_index.ts";
 import type { HexString } from "../ports/eas.ts";
 import { fakeAttestationIndex, fakeClock, fakeDidDocumentFetcher, fakeDnsResolver, fakeJwsVerifier } from "../ports/fakes.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
-import { type ArtifactTrustRecord, createArtifactTrust, type ExclusionReason, type VerificationBasis } from "./artifact_trust.ts";
+import { type ArtifactTrustRecord, createArtifactTrust, type ExclusionReason, LIVE_DISCOVERY_CONCURRENCY, type VerificationBasis } from "./artifact_trust.ts";
 import { createDiscoverControllers } from "./controller_discovery.ts";
 import { artifactDidFromDigest, base64UrlEncode, didToAddress, jwkToDidJwk } from "./did.ts";
 import { OMA_TRUST_PROOF_DOMAIN, OMA_TRUST_PROOF_TYPES } from "./proofs.ts";
@@ -457,6 +457,37 @@ describe("createArtifactTrust() responsibility claims", () => {
     expect(env.excluded).toEqual([[other.uid, "not-authorized"]]);
     // One discovery per party, not per claim.
     expect(env.dns.lookups.filter((l) => l === "TXT _controllers.publisher.example")).toHaveLength(1);
+  });
+
+  test("claims naming many domains are looked up live at most LIVE_DISCOVERY_CONCURRENCY at a time, each once", async () => {
+    const index = fakeAttestationIndex({ chainId: CHAIN_ID });
+    for (const name of SCHEMA_NAMES) index.register(uidOf(name), findSchemaByName(name)!.schema);
+    const parties = Array.from({ length: 20 }, (_, i) => `did:web:party${i}.example`);
+    for (const party of parties) index.add(attestation({ schema: "responsibility-claim", attester: STRANGER, data: claim(party) }));
+    const discover = createDiscoverControllers({ dns: fakeDnsResolver(), didDocuments: fakeDidDocumentFetcher(), serviceDnsLabel: "omatrust" });
+    let running = 0;
+    let most = 0;
+    const asked: string[] = [];
+    const trust = createArtifactTrust({
+      index,
+      trustAnchors: anchors(),
+      clock: fakeClock(Number(NOW) * 1000),
+      jws: fakeJwsVerifier(() => true),
+      discover: async (subject, options) => {
+        asked.push(String(subject));
+        most = Math.max(most, ++running);
+        await Bun.sleep(1);
+        try {
+          return await discover(subject, options);
+        } finally {
+          running--;
+        }
+      },
+    });
+    const result = await trust(ARTIFACT);
+    expect(result).toMatchObject({ ok: true, value: { summary: { totalQueried: 20, totalVerified: 0, totalExcluded: 20 } } });
+    expect(asked.sort()).toEqual([...parties].sort());
+    expect(most).toBe(LIVE_DISCOVERY_CONCURRENCY);
   });
 
   test("live evidence is not consulted when a witness decides", async () => {

@@ -194,7 +194,7 @@ const didJsonError = (fetch: DidDocumentFetch): string | undefined => {
     case "tls-error":
       return "TLS verification failed";
     case "dns-failure":
-      return "Host name did not resolve";
+      return "Host name lookup failed";
     case "invalid-host":
       return "Invalid host";
     default:

@@ -105,6 +105,9 @@ describe("controller discovery against real DNS and HTTPS servers", () => {
   test("NXDOMAIN and 404 are not-found, a 500 is unavailable", async () => {
     const missing = await get(base, `/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(`did:web:other.test%3A${https.port}`)}`);
     expect(missing.body.evidence.map((e: any) => e.status)).toEqual(["not-found", "not-found", "not-found"]);
+    // A host with no DNS records at all (NXDOMAIN for its TXT names and for its address) has nothing published.
+    const ghost = await get(base, `/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent("did:web:ghost.test")}`);
+    expect(ghost.body.evidence.map((e: any) => [e.status, e.error])).toEqual([["not-found", undefined], ["not-found", undefined], ["not-found", undefined]]);
     const down = await get(base, `/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(`did:web:down.test%3A${https.port}`)}`);
     expect(down.body.evidence[2]).toMatchObject({ status: "unavailable", error: "HTTP 500" });
     expect(JSON.stringify(down.body)).not.toContain("boom");
