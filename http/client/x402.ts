@@ -4,7 +4,8 @@
  * (tier 1 endpoint evidence through the service's controller discovery, tier 2 a controller witness by
  * an approved issuer, tier 3 a key binding by a controller witnessed before it), and turn a receipt into a user-review proof and review.
  *
- * Verification returns results (never throws); the review helpers throw {@link AtsClientError}.
+ * Offer and receipt verification returns results (never throws); the trust checks and the review helpers throw
+ * {@link AtsClientError}, `NETWORK_ERROR` when evidence cannot be read.
  */
 import { createPublicClient, type Hex, http, parseAbi, parseAbiItem, type PublicClient } from "viem";
 import { createWebCryptoJwsVerifier } from "../../adapters/webcrypto_jws_verifier.ts";
@@ -231,7 +232,9 @@ const DEFAULT_BASE_URL = "http://127.0.0.1:8080";
 
 /**
  * Decides the trust tier of a verified signer for the service of a resource URL at time `at` (a
- * receipt's `issuedAt`). Evidence that cannot be read only lowers the tier; it never raises it.
+ * receipt's `issuedAt`). Evidence that cannot be read (the service's confirm endpoint unreachable or
+ * answering 5xx, a failed chain read) throws {@link AtsClientError} `NETWORK_ERROR`: a failed lookup
+ * never passes for "no evidence", which would silently lower the tier.
  */
 export async function checkSignerTrust(
   input: { readonly resourceUrl: string; readonly signer: VerifiedSigner; readonly at: number },
@@ -270,14 +273,18 @@ async function loadEndpointKeys(subjectDid: string, options: SignerTrustOptions)
   if (options.endpointKeys === false) return undefined;
   if (options.endpointKeys !== undefined) return await options.endpointKeys(subjectDid);
   const url = `${options.baseUrl ?? DEFAULT_BASE_URL}/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(subjectDid)}`;
+  let response: Response;
+  let body: { controllerKeys?: { canonicalId?: unknown }[] } | undefined;
   try {
-    const response = await (options.fetch ?? fetch)(url);
-    if (!response.ok) return undefined;
-    const body = await response.json() as { controllerKeys?: { canonicalId?: unknown }[] };
-    return (body.controllerKeys ?? []).map((k) => k.canonicalId).filter((k): k is string => typeof k === "string");
+    response = await (options.fetch ?? fetch)(url);
+    body = response.ok ? await response.json() as typeof body : undefined;
   } catch {
-    return undefined;
+    throw new AtsClientError("NETWORK_ERROR", "Controller endpoint evidence could not be read");
   }
+  // A 4xx is the service's answer about this subject (e.g. not a did:web it can check): no endpoint evidence.
+  if (response.status >= 500) throw new AtsClientError("NETWORK_ERROR", `Controller endpoint evidence could not be read (HTTP ${response.status})`);
+  if (body === undefined) return undefined;
+  return (body.controllerKeys ?? []).map((k) => k.canonicalId).filter((k): k is string => typeof k === "string");
 }
 
 const ATTESTED = parseAbiItem(
@@ -329,7 +336,7 @@ async function loadChainEvidence(
       uids.map((uid) => client.readContract({ address: eas, abi: GET_ATTESTATION, functionName: "getAttestation", args: [uid] })),
     );
   } catch {
-    return empty;
+    throw new AtsClientError("NETWORK_ERROR", "Controller witnesses and key bindings could not be read from the chain");
   }
   const witnesses: WitnessEvidence[] = [];
   const keyBindings: KeyBindingEvidence[] = [];

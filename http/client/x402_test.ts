@@ -203,6 +203,37 @@ describe("trust tiers", () => {
   });
 });
 
+describe("checkSignerTrust when evidence cannot be read", () => {
+  const key = privateKeyToAccount(generatePrivateKey());
+  const signer: VerifiedSigner = { format: "eip712", controllerDid: `did:pkh:eip155:1:${key.address.toLowerCase()}`, address: key.address };
+  const input = { resourceUrl: "https://api.example.com/premium", signer, at: NOW };
+  const answering = (response: () => Promise<Response>) => ({ baseUrl: "http://ats.test", fetch: response as never });
+
+  test("an unreachable service or a 5xx from it is NETWORK_ERROR, never tier 0", async () => {
+    for (const fetchFn of [() => Promise.reject(new TypeError("connect ECONNREFUSED")), () => Promise.resolve(new Response("{}", { status: 503 }))]) {
+      const error = await checkSignerTrust(input, answering(fetchFn)).then(() => undefined, (e: unknown) => e);
+      expect(error).toBeInstanceOf(AtsClientError);
+      expect((error as AtsClientError).code).toBe("NETWORK_ERROR");
+      expect((error as AtsClientError).message).not.toContain("ECONNREFUSED");
+    }
+  });
+
+  test("a 4xx is the service's answer: no endpoint evidence, tier 0", async () => {
+    const result = await checkSignerTrust(input, answering(() => Promise.resolve(Response.json({ error: "x", code: "INVALID_DID" }, { status: 400 }))));
+    expect(result).toMatchObject({ tier: 0, endpointKeys: undefined });
+  });
+
+  test("a failed chain read is NETWORK_ERROR", async () => {
+    const anchors = { version: 1, updatedAt: "", chains: { "eip155:31337": { easContract: "0x0000000000000000000000000000000000000001", schemas: { "controller-witness": `0x${"11".repeat(32)}` } } } };
+    const options = {
+      endpointKeys: () => Promise.resolve([]),
+      chain: { rpc: "http://127.0.0.1:9/", chainId: 31337, trustAnchors: anchors as never },
+    };
+    const error = await checkSignerTrust(input, options).then(() => undefined, (e: unknown) => e);
+    expect((error as AtsClientError).code).toBe("NETWORK_ERROR");
+  });
+});
+
 describe("the review proof", () => {
   test("the receipt is wrapped verbatim as x402-receipt / commercial-tx, JSON-stringified in proofs, for the receipt's did:web", async () => {
     const receipt = await createEip712Issuer({ privateKey: generatePrivateKey() }).signReceipt(RECEIPT);
