@@ -165,6 +165,29 @@ describe("structured logs", () => {
     expect(outside.requestId).toBeUndefined();
   });
 
+  test("upstream error text loses URL paths, queries and passwords, and long hex runs", () => {
+    const lines: string[] = [];
+    const log = createJsonLogger("debug", { out: (l) => lines.push(l) });
+    const calldata = `0x3c042715${"00".repeat(32)}${"ab".repeat(65)}`;
+    log.error("send_failed", {
+      error: `HTTP request failed.\n\nURL: https://eth.example.io/v3/0123456789abcdef?apikey=s3cret\nRequest body: {"method":"eth_call","params":[{"data":"${calldata}"}]}`,
+      reason: "connect to postgres://ats:hunter2@db.internal:5432/ats refused",
+      txHash: `0x${"1".repeat(64)}`,
+      note: "listening on http://127.0.0.1:8080",
+    });
+    const line = JSON.parse(lines[0]!);
+    expect(lines[0]).not.toContain("0123456789abcdef");
+    expect(lines[0]).not.toContain("s3cret");
+    expect(lines[0]).not.toContain("hunter2");
+    expect(lines[0]).not.toContain("ab".repeat(65));
+    expect(line.error).toContain("URL: https://eth.example.io/…");
+    expect(line.error).toContain("0x3c042715…(101 bytes)");
+    expect(line.reason).toBe("connect to postgres://db.internal:5432/… refused");
+    // A transaction hash (one 32-byte word) and an origin without a path stay whole.
+    expect(line.txHash).toBe(`0x${"1".repeat(64)}`);
+    expect(line.note).toBe("listening on http://127.0.0.1:8080");
+  });
+
   test("a caller's plain X-Request-Id is kept; anything else gets a fresh id", () => {
     expect(requestIdFrom("abc-123")).toBe("abc-123");
     expect(requestIdFrom("bad id\n")).toMatch(/^[0-9a-f-]{36}$/);
