@@ -282,7 +282,7 @@ export async function startService(config: Config, options: StartServiceOptions 
       embeddedDevnet: devnet !== undefined,
       rpc: devnet?.rpcUrl,
     });
-    let stopped = false;
+    let stopping: Promise<void> | undefined;
     return {
       url,
       port: server.port ?? config.port,
@@ -291,13 +291,16 @@ export async function startService(config: Config, options: StartServiceOptions 
       easAddress,
       trustAnchors,
       devnet,
-      async stop() {
-        if (stopped) return;
-        stopped = true;
-        clearInterval(settleTimer);
-        await server.stop(false);
-        await storage.close();
-        await devnet?.stop();
+      // Every caller (a second SIGTERM included) waits for the one shutdown, so nothing exits while
+      // submissions are still in flight.
+      stop() {
+        stopping ??= (async () => {
+          clearInterval(settleTimer);
+          await server.stop(false);
+          await storage.close();
+          await devnet?.stop();
+        })();
+        return stopping;
       },
     };
   } catch (error) {

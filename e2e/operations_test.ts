@@ -150,6 +150,8 @@ describe("operations", () => {
     const pending = attest(service.url, await signedReview());
     await sending;
     const stopped = service.stop();
+    // A second signal waits for the same shutdown instead of returning at once (and exiting mid-submission).
+    expect(service.stop()).toBe(stopped);
     const res = await pending;
     await stopped;
     expect(res.status).toBe(200);
