@@ -212,7 +212,7 @@ export function createX402Fetch(options: X402FetchOptions): (request: Request) =
       const resourceUrl = resolveResourceUrl({ requestUrl: url.href, publicBaseUrl: v1.signing.publicBaseUrl, override: route.resource });
       const receipt = resourceUrl === undefined ? undefined : await signReceipt(
         v1.signing,
-        { resourceUrl, payer: settled.payer, network: settled.network, transaction: settled.transaction },
+        { resourceUrl, payer: settled.payer, network: settled.network, transaction: settled.transaction, payTo: requirements.payTo },
         declaration,
       );
       if (receipt !== undefined) out.extensions = { [OFFER_RECEIPT]: receiptExtension(receipt) };

@@ -112,13 +112,21 @@ export async function signOffers(
   return signed.filter((o) => o !== undefined);
 }
 
-/** Signs the receipt of a settled payment; undefined when it cannot be (no payer, signer failure). */
+/**
+ * Signs the receipt of a settled payment; undefined when it cannot be (no payer, signer failure) or must not
+ * be: a payment to the signing key's own address (the key is never the payTo wallet, as for offers).
+ */
 export async function signReceipt(
   signing: OfferReceiptSigning,
-  input: { resourceUrl: string; payer: string | undefined; network: string; transaction?: string | undefined },
+  input: { resourceUrl: string; payer: string | undefined; network: string; transaction?: string | undefined; payTo?: string | undefined },
   declaration: OfferReceiptDeclaration,
 ): Promise<SignedReceipt | undefined> {
   if (input.payer === undefined || input.payer === "") return undefined;
+  const own = signing.issuer.address?.toLowerCase();
+  if (own !== undefined && input.payTo?.toLowerCase() === own) {
+    signing.log?.warn("x402.receipt.refused", { reason: "signing key is the payTo wallet" });
+    return undefined;
+  }
   try {
     const payload = buildReceiptPayload({
       resourceUrl: input.resourceUrl,
@@ -196,7 +204,13 @@ export function createOfferReceiptExtension(signing: OfferReceiptSigning): Resou
       if (resourceUrl === undefined) return undefined;
       const receipt = await signReceipt(
         signing,
-        { resourceUrl, payer: context.result.payer, network: context.result.network, transaction: context.result.transaction },
+        {
+          resourceUrl,
+          payer: context.result.payer,
+          network: context.result.network,
+          transaction: context.result.transaction,
+          payTo: context.requirements.payTo,
+        },
         config,
       );
       return receipt === undefined ? undefined : receiptExtension(receipt);

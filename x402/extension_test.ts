@@ -151,6 +151,19 @@ describe("offers on a 402", () => {
     expect(s.logs.some((l) => l.event === "x402.offer.refused")).toBe(true);
   });
 
+  test("a payment to the signing key's own address gets no receipt either", async () => {
+    const key = generatePrivateKey();
+    const own = privateKeyToAccount(key).address;
+    const s = await start({
+      issuer: () => createEip712Issuer({ privateKey: key }),
+      route: { accepts: [{ scheme: "exact", network: NETWORK, payTo: own, price: "$0.001" }] },
+    });
+    const { paid, receipt } = await pay(`${s.url}/paid`);
+    expect(paid.status).toBe(200);
+    expect(receipt).toBeUndefined();
+    expect(s.logs.find((l) => l.event === "x402.receipt.refused")?.fields).toEqual({ reason: "signing key is the payTo wallet" });
+  });
+
   test("an ES256K signing key is a wallet too: an accept paying its address (any case) gets no offer", async () => {
     const key = generatePrivateKey();
     const own = privateKeyToAccount(key).address;
