@@ -469,12 +469,12 @@ export function createCachedDiscovery(
     const result = await pending;
     if (!result.ok) return result;
     const record = result.value;
-    const refused = record.evidence.some((e) => e.error !== undefined && e.error === rateLimitedLookupError(registrableDomain(record.domain ?? "")));
-    if (refused) {
+    const refusal = rateLimitedLookupError(registrableDomain(record.domain ?? ""));
+    if (record.evidence.some((e) => e.error === refusal)) {
       const previous = answers.get(key);
       if (previous === undefined || now - previous.atMs >= staleMs) return ok(asSupplied(record, subjectDid));
       const ageSeconds = Math.round((now - previous.atMs) / 1000);
-      const warning = `${rateLimitedLookupError(registrableDomain(record.domain ?? ""))}: this evidence was observed ${ageSeconds} s ago`;
+      const warning = `${refusal}: this evidence was observed ${ageSeconds} s ago`;
       return ok(asSupplied(previous.record, subjectDid, [...previous.record.warnings, warning]));
     }
     answers.delete(key);

@@ -363,7 +363,8 @@ export function artifactDidFromDigest(digest: Hex): string {
 const describe = (n: number | undefined) => (n === undefined ? "nothing" : String(n));
 const describeHex = (n: number | undefined) => (n === undefined ? "nothing" : hexByte(n));
 
-function varintReader(bytes: Uint8Array) {
+/** Reads unsigned LEB128 varints (multiformats) from `bytes` one after the other. */
+export function varintReader(bytes: Uint8Array) {
   let offset = 0;
   return {
     offset: () => offset,

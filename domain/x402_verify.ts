@@ -11,7 +11,7 @@ import { isHex, recoverTypedDataAddress } from "viem/utils";
 import type { DidDocumentFetcher } from "../ports/discovery.ts";
 import type { JwsVerifier } from "../ports/jws_verifier.ts";
 import { didWebLocation } from "./controller_discovery.ts";
-import { base64UrlDecode, base64UrlEncode, didJwkToJwk, isSameControllerId, jwkToDidJwk, normalizeDid, validatePublicJwk } from "./did.ts";
+import { base64UrlDecode, base64UrlEncode, didJwkToJwk, isSameControllerId, jwkToDidJwk, normalizeDid, validatePublicJwk, varintReader } from "./did.ts";
 import { fail, ok, type Result } from "./result.ts";
 import {
   decodeCompactJws,
@@ -301,16 +301,6 @@ export function base58btcEncode(bytes: Uint8Array): string {
   return out;
 }
 
-/** Reads an unsigned varint of at most three bytes (enough for every key codec). */
-function readVarint(bytes: Uint8Array): { value: number; length: number } | undefined {
-  let value = 0;
-  for (let i = 0; i < Math.min(bytes.length, 3); i++) {
-    value |= (bytes[i]! & 0x7f) << (7 * i);
-    if ((bytes[i]! & 0x80) === 0) return { value, length: i + 1 };
-  }
-  return undefined;
-}
-
 function modPow(base: bigint, exponent: bigint, modulus: bigint): bigint {
   let result = 1n;
   let b = base % modulus;
@@ -357,14 +347,17 @@ export function didKeyToJwk(did: string): Result<Record<string, string>, "UNRESO
     return fail("UNRESOLVABLE_KEY", "did:key must be base58btc multibase (z...)");
   }
   const bytes = base58btcDecode(identifier.slice(1));
-  const codec = bytes === undefined ? undefined : readVarint(bytes);
-  if (bytes === undefined || codec === undefined) return fail("UNRESOLVABLE_KEY", "did:key is not valid base58btc multicodec");
-  const key = bytes.subarray(codec.length);
-  if (codec.value === MULTICODEC.ed25519) {
+  const reader = bytes === undefined ? undefined : varintReader(bytes);
+  const codec = reader?.next();
+  if (bytes === undefined || reader === undefined || codec === undefined) {
+    return fail("UNRESOLVABLE_KEY", "did:key is not valid base58btc multicodec");
+  }
+  const key = bytes.subarray(reader.offset());
+  if (codec === MULTICODEC.ed25519) {
     if (key.length !== 32) return fail("UNRESOLVABLE_KEY", "did:key Ed25519 key must be 32 bytes");
     return ok({ kty: "OKP", crv: "Ed25519", x: base64UrlEncode(key) });
   }
-  const crv = codec.value === MULTICODEC.secp256k1 ? "secp256k1" : codec.value === MULTICODEC.p256 ? "P-256" : undefined;
+  const crv = codec === MULTICODEC.secp256k1 ? "secp256k1" : codec === MULTICODEC.p256 ? "P-256" : undefined;
   if (crv === undefined) return fail("UNRESOLVABLE_KEY", "did:key key type is not Ed25519, secp256k1 or P-256");
   const point = sec1Point(key, crv);
   if (point === undefined) return fail("UNRESOLVABLE_KEY", `did:key ${crv} key is not a point on the curve`);

@@ -53,7 +53,7 @@ export const PUBLIC_CORS_HEADERS: Readonly<Record<string, string>> = {
 };
 
 /** The path of an absolute request URL, without building a URL object on the hot path. */
-function pathOf(url: string): string {
+export function pathOf(url: string): string {
   const start = url.indexOf("/", url.indexOf("//") + 2);
   if (start === -1) return "/";
   const query = url.indexOf("?", start);
@@ -65,7 +65,8 @@ export function isPrivatePath(path: string): boolean {
   return path.startsWith("/api/private/") || path.startsWith("/v1/session/") || path === "/v1/controller-witness";
 }
 
-const EAS = new Set(EAS_PATHS);
+/** Paths whose every answer, errors included, carries `elapsed` (decisions §2). */
+export const ELAPSED_PATHS: ReadonlySet<string> = new Set(EAS_PATHS);
 
 /**
  * Builds the Elysia app: the route plugins plus the conventions every public route shares
@@ -96,7 +97,7 @@ export function createApp(deps: AppDeps) {
   const failure = (request: Request, path: string, code: string, message: string, headers: Record<string, string>) => {
     const body = errorBody(code, message);
     const status = statusOf(code);
-    if (!EAS.has(path)) return json(body, status, headers);
+    if (!ELAPSED_PATHS.has(path)) return json(body, status, headers);
     return json({ ...body, elapsed: elapsedSince(started.get(request) ?? performance.now()) }, status, headers);
   };
 
@@ -139,7 +140,7 @@ export function createApp(deps: AppDeps) {
     .onRequest(({ request, set }) => {
       const path = pathOf(request.url);
       if (isPrivatePath(path)) return guardPrivate(request, path, set);
-      if (EAS.has(path)) started.set(request, performance.now());
+      if (ELAPSED_PATHS.has(path)) started.set(request, performance.now());
       Object.assign(set.headers, PUBLIC_CORS_HEADERS);
       const methods = methodsOf(path);
       if (methods === undefined) return;

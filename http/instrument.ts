@@ -2,11 +2,8 @@ import type { Elysia } from "elysia";
 import { currentRequestContext, requestIdFrom, withRequestContext } from "../adapters/request_context.ts";
 import type { Logger } from "../ports/logger.ts";
 import type { Metrics } from "../ports/metrics.ts";
-import { isPrivatePath, PUBLIC_CORS_HEADERS } from "./app.ts";
+import { ELAPSED_PATHS, isPrivatePath, pathOf, PUBLIC_CORS_HEADERS } from "./app.ts";
 import { elapsedSince, errorBody, json } from "./errors.ts";
-
-/** The EAS routes, whose bodies carry `elapsed` on errors too (reference behaviour). */
-const ELAPSED_PATHS = new Set(["/v1/nonce", "/api/eas/nonce", "/v1/delegated-attest", "/api/eas/delegated-attest"]);
 
 /**
  * The answer when the app itself throws: 500 `INTERNAL_ERROR` with no error text, CORS `*` on the
@@ -20,14 +17,6 @@ function fallbackResponse(path: string, started: number): Response {
     500,
     isPrivatePath(path) ? {} : { ...PUBLIC_CORS_HEADERS },
   );
-}
-
-/** The path of an absolute request URL, without building a URL object on the hot path. */
-function pathOf(url: string): string {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
-  if (start === -1) return "/";
-  const query = url.indexOf("?", start);
-  return query === -1 ? url.slice(start) : url.slice(start, query);
 }
 
 /**
