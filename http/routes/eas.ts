@@ -5,7 +5,7 @@ import type { ReadNonce } from "../../domain/nonce.ts";
 import type { Logger } from "../../ports/logger.ts";
 import { elapsedSince, errorBody, json, statusOf } from "../errors.ts";
 import { REQUEST_MODELS } from "../models.ts";
-import { compileRequestCheck, parseJsonBody, queryOf, readBodyText, requestDetail } from "./request.ts";
+import { compileRequestCheck, queryOf, readBodyText, requestDetail } from "./request.ts";
 
 /** What the EAS routes need. */
 export type EasRoutesDeps = {
@@ -70,9 +70,8 @@ export function easRoutes(deps: EasRoutesDeps) {
   const delegatedAttest = async ({ body }: { body: unknown }) => {
     const started = performance.now();
     try {
-      const parsed = parseJsonBody(body);
+      const parsed = delegatedBody.readJson(body);
       if (!parsed.ok) return failure(started, parsed.code, parsed.message);
-      if (!delegatedBody.check(parsed.value)) return failure(started, "INVALID_INPUT", delegatedBody.explain(parsed.value));
       const result = await deps.delegatedAttest(parsed.value);
       if (!result.ok) {
         if (statusOf(result.code) >= 500) deps.log.warn("delegated_attest_failed", { code: result.code });

@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import { resolveIdentity } from "../../domain/identity.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
 import { REQUEST_MODELS } from "../models.ts";
-import { compileRequestCheck, parseJsonBody, readBodyText, requestDetail } from "./request.ts";
+import { compileRequestCheck, readBodyText, requestDetail } from "./request.ts";
 
 const PATHS = ["/v1/identity-resolve", "/v1/identity/resolve", "/api/public/identity-resolve"] as const;
 const MAX_IDENTIFIERS = 100;
@@ -100,11 +100,8 @@ export function identityRoutes(options: { cache?: RecordCache | undefined } = {}
     return cached;
   };
   const handler = ({ body }: { body: unknown }) => {
-    const parsed = parseJsonBody(body);
+    const parsed = identifiersBody.readJson(body);
     if (!parsed.ok) return json(errorBody(parsed.code, parsed.message), statusOf(parsed.code));
-    if (!identifiersBody.check(parsed.value)) {
-      return json(errorBody("INVALID_INPUT", identifiersBody.explain(parsed.value)), 400);
-    }
     return new Response(identitiesBody(parsed.value.identifiers.map(recordJson)), { headers: { "content-type": "application/json; charset=utf-8" } });
   };
   const app = new Elysia({ name: "identity-routes" });

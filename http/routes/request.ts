@@ -98,6 +98,13 @@ export type RequestCheck<T extends TSchema> = {
   readonly check: (value: unknown) => value is Static<T>;
   /** Why a value fails the check, naming the field (decisions §2): `controllerDid is required`. */
   readonly explain: (value: unknown) => string;
+  /**
+   * The body {@link readBodyText} gave, parsed and checked: the value, or the refusal (`PAYLOAD_TOO_LARGE`,
+   * `INVALID_JSON`, or `INVALID_INPUT` with {@link explain}'s message).
+   */
+  readonly readJson: (body: unknown) =>
+    | { readonly ok: true; readonly value: Static<T> }
+    | { readonly ok: false; readonly code: "INVALID_JSON" | "PAYLOAD_TOO_LARGE" | "INVALID_INPUT"; readonly message: string };
 };
 
 /**
@@ -122,10 +129,17 @@ export function compileRequestCheck<T extends TSchema>(
     if (error.value === undefined) return `${field} is required`;
     return `${field} is invalid: ${error.message.charAt(0).toLowerCase()}${error.message.slice(1)}`;
   };
+  const explain = (value: unknown) => options.explain?.(value) ?? describe(value);
   return {
     model,
     check: (value): value is Static<T> => compiled.Check(value),
-    explain: (value) => options.explain?.(value) ?? describe(value),
+    explain,
+    readJson(body) {
+      const parsed = parseJsonBody(body);
+      if (!parsed.ok) return parsed;
+      if (!compiled.Check(parsed.value)) return { ok: false, code: "INVALID_INPUT", message: explain(parsed.value) };
+      return { ok: true, value: parsed.value };
+    },
   };
 }
 

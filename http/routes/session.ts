@@ -8,7 +8,7 @@ import type { Logger } from "../../ports/logger.ts";
 import type { Metrics } from "../../ports/metrics.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
 import { REQUEST_MODELS } from "../models.ts";
-import { compileRequestCheck, parseJsonBody, readBodyText, requestDetail } from "./request.ts";
+import { compileRequestCheck, readBodyText, requestDetail } from "./request.ts";
 
 /** The session cookie's name. */
 export const SESSION_COOKIE = "ats_session";
@@ -75,12 +75,10 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
     json(errorBody(result.code, result.message, result.details), SESSION_STATUS[result.code] ?? statusOf(result.code), headers);
   /** The JSON body checked against the operation's model, or the 4xx answer (decisions §2). */
   const readBody = (body: unknown, check: typeof challengeBody | typeof verifyBody | typeof witnessBody) => {
-    const parsed = parseJsonBody(body);
-    if (!parsed.ok) return { ok: false as const, response: json(errorBody(parsed.code, parsed.message), statusOf(parsed.code)) };
-    if (!check.check(parsed.value)) {
-      return { ok: false as const, response: json(errorBody("INVALID_INPUT", check.explain(parsed.value)), 400), invalid: true };
-    }
-    return { ok: true as const, value: parsed.value };
+    const parsed = check.readJson(body);
+    if (parsed.ok) return parsed;
+    const response = json(errorBody(parsed.code, parsed.message), statusOf(parsed.code));
+    return { ok: false as const, response, invalid: parsed.code === "INVALID_INPUT" };
   };
 
   const quotaOf = async (accountId: string, plan: keyof PlanPolicy) => {
