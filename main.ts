@@ -15,7 +15,8 @@ import { createWebCryptoJwsVerifier } from "./adapters/webcrypto_jws_verifier.ts
 import { createArtifactTrust } from "./domain/artifact_trust.ts";
 import { cryptoRandom } from "./adapters/crypto_random.ts";
 import { createViemTxStatusReader, createViemWitnessWriter } from "./adapters/viem_witness.ts";
-import { createControllerWitness, createWitnessReconciler } from "./domain/controller_witness.ts";
+import { createControllerWitness } from "./domain/controller_witness.ts";
+import { createSubmissionReconciler, replayBook, witnessBook } from "./domain/submission_reconciler.ts";
 import type { PlanPolicy } from "./domain/plans.ts";
 import { createRateLimiter } from "./domain/rate_limit.ts";
 import { createSessions } from "./domain/sessions.ts";
@@ -100,7 +101,6 @@ export async function startService(config: Config, options: StartServiceOptions 
 
     const storage = await openStorage(config);
     const { replay, accounts, ledger } = storage;
-    await replay.prune(BigInt(Math.floor(systemClock.nowMs() / 1000)));
     const eas = createViemEas({
       rpcUrl,
       chainId,
@@ -159,23 +159,31 @@ export async function startService(config: Config, options: StartServiceOptions 
       paid: { annualWrites: config.paidPlanAnnualWrites, schemas: config.paidPlanSchemas },
     };
     const witnessSchemaUid = chain.value.schemas["controller-witness"] as `0x${string}` | undefined;
-    const reconcile = createWitnessReconciler({
-      ledger,
-      txStatus: createViemTxStatusReader({ client: eas.client, easAddress, log: (event, fields) => log.warn(event, fields) }),
+    if (witnessKey !== undefined) eas.senderFor(witnessKey);
+    const reconcile = createSubmissionReconciler({
+      books: [replayBook(replay), witnessBook(ledger, systemClock)],
+      txStatus: createViemTxStatusReader({
+        client: eas.client,
+        easAddress,
+        log: (event, fields) => log.warn(event, fields),
+        senderOf: eas.senderOf,
+      }),
       clock: systemClock,
-      staleAfterMs: WITNESS_STALE_MS,
+      graceMs: RECONCILE_GRACE_MS,
+      lostAfterMs: HASH_ONLY_LOST_AFTER_MS,
     });
-    const settle = async () => {
+    const settle = async (graceMs?: number) => {
       try {
-        const report = await reconcile();
-        if (report.committed + report.released > 0) log.info("sponsored_writes_reconciled", report);
+            const report = await reconcile({ graceMs });
+        if (report.mined + report.reverted + report.released + report.rebroadcast > 0) log.info("submissions_reconciled", report);
       } catch (error) {
         log.warn("reconcile_failed", { error: error instanceof Error ? error.message : String(error) });
       }
     };
-    // Writes a crash left between broadcast and bookkeeping are settled before the first request.
-    await settle();
-    const settleTimer = setInterval(settle, 60_000);
+    // Submissions a crash left open are settled before the first request. A SQLite file has no other
+    // instance, so every open row is from before this start; on PostgreSQL other instances may be mid-flight.
+    await settle(storage.kind === "sqlite" ? 0 : undefined);
+    const settleTimer = setInterval(() => void settle(), 60_000);
     settleTimer.unref?.();
     const sessions = createSessions({
       accounts,
@@ -223,6 +231,8 @@ export async function startService(config: Config, options: StartServiceOptions 
         ]);
         return { labels: { wallet: w.wallet }, value: pending - latest };
       })));
+    metrics.gauge("ats_delegated_submissions_open", "Delegated attestations checked, signed or sent but not yet mined or released, all instances", async () =>
+      [{ value: (await replay.open(Number.MAX_SAFE_INTEGER)).length }]);
     metrics.gauge("ats_sponsored_writes_unsettled", "Sponsored writes reserved against a quota but not yet committed or released, all instances", async () =>
       [{ value: (await ledger.unsettled(Number.MAX_SAFE_INTEGER)).length }]);
     const publicOrigin = new URL(config.publicBaseUrl).origin;
@@ -329,8 +339,14 @@ export async function openStorage(config: Config): Promise<Storage> {
   }
 }
 
-/** A sponsored write with no settled transaction after this long is given back by the reconciler. */
-const WITNESS_STALE_MS = 10 * 60_000;
+/**
+ * Open submissions younger than this belong to requests still in flight (a receipt is awaited for at most
+ * two minutes) and are left to them by the periodic reconciler.
+ */
+const RECONCILE_GRACE_MS = 5 * 60_000;
+
+/** A write stored before its transaction's bytes were (hash only) and unknown to the node is given back after this. */
+const HASH_ONLY_LOST_AFTER_MS = 10 * 60_000;
 
 /** Cookies go without `Secure` only when the service is reached on loopback (development). */
 function isLoopbackHost(hostname: string): boolean {

@@ -9,8 +9,10 @@ import type {
   WriteRecord,
   WriteState,
 } from "../ports/accounts.ts";
+import type { HexString } from "../ports/eas.ts";
 import type { ClaimOutcome, ReplayStore } from "../ports/replay_store.ts";
 import type { Storage, WalletNonces } from "../ports/storage.ts";
+import { type ReplayRow, toReplayRecord } from "./sqlite_replay_store.ts";
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS replay (
@@ -25,9 +27,19 @@ const MIGRATIONS: readonly string[] = [
      block_number TEXT,
      created_at_ms BIGINT NOT NULL
    )`,
+  // Submissions before decisions §15 had states claimed/broadcast/done/failed.
+  `UPDATE replay SET state = CASE state WHEN 'claimed' THEN 'checked' WHEN 'broadcast' THEN 'sent'
+     WHEN 'done' THEN 'mined' WHEN 'failed' THEN 'reverted' ELSE state END
+     WHERE state IN ('claimed', 'broadcast', 'done', 'failed')`,
+  `DROP INDEX IF EXISTS replay_live_nonce`,
   // One live submission per attester nonce, as in SQLite.
-  `CREATE UNIQUE INDEX IF NOT EXISTS replay_live_nonce ON replay (chain_id, attester, nonce)
-     WHERE state IN ('claimed', 'broadcast', 'done')`,
+  `CREATE UNIQUE INDEX IF NOT EXISTS replay_live_nonce_v2 ON replay (chain_id, attester, nonce)
+     WHERE state IN ('checked', 'signed', 'sent', 'mined')`,
+  `CREATE INDEX IF NOT EXISTS replay_open ON replay (state, created_at_ms)`,
+  // The stored transaction of a submission (decisions §15).
+  `ALTER TABLE replay ADD COLUMN IF NOT EXISTS raw_tx TEXT`,
+  `ALTER TABLE replay ADD COLUMN IF NOT EXISTS wallet TEXT`,
+  `ALTER TABLE replay ADD COLUMN IF NOT EXISTS tx_nonce BIGINT`,
   `CREATE INDEX IF NOT EXISTS replay_deadline ON replay (deadline)`,
   `CREATE TABLE IF NOT EXISTS accounts (
      id TEXT PRIMARY KEY,
@@ -69,6 +81,9 @@ const MIGRATIONS: readonly string[] = [
    )`,
   `CREATE INDEX IF NOT EXISTS sponsored_writes_usage ON sponsored_writes (account_id, year, state)`,
   `CREATE INDEX IF NOT EXISTS sponsored_writes_state ON sponsored_writes (state, created_at_ms)`,
+  `ALTER TABLE sponsored_writes ADD COLUMN IF NOT EXISTS raw_tx TEXT`,
+  `ALTER TABLE sponsored_writes ADD COLUMN IF NOT EXISTS wallet TEXT`,
+  `ALTER TABLE sponsored_writes ADD COLUMN IF NOT EXISTS tx_nonce BIGINT`,
   // The next transaction nonce of each service wallet, shared by every instance (see wallet nonces below).
   `CREATE TABLE IF NOT EXISTS wallet_nonces (
      chain_id BIGINT NOT NULL,
@@ -118,6 +133,12 @@ const toWrite = (row: Row): WriteRecord => ({
   year: num(row.year),
   fingerprint: String(row.fingerprint),
   state: row.state as WriteState,
+  tx: row.raw_tx == null || row.tx_hash == null || row.wallet == null || row.tx_nonce == null ? null : {
+    txHash: String(row.tx_hash) as HexString,
+    raw: String(row.raw_tx) as HexString,
+    wallet: String(row.wallet) as HexString,
+    nonce: num(row.tx_nonce),
+  },
   txHash: (row.tx_hash as string | null) ?? null,
   uid: (row.uid as string | null) ?? null,
   blockNumber: row.block_number === null || row.block_number === undefined ? null : BigInt(String(row.block_number)),
@@ -136,35 +157,48 @@ export async function openPostgresStorage(url: string, options: { max?: number }
     for (const statement of MIGRATIONS) await tx.unsafe(statement);
   });
 
+  const findReplay = async (key: string) => {
+    const rows: ReplayRow[] = await sql`SELECT * FROM replay WHERE key = ${key}`;
+    return rows[0] === undefined ? undefined : toReplayRecord(rows[0]);
+  };
   const replay: ReplayStore = {
-    async has(key) {
-      const rows = await sql`SELECT 1 FROM replay WHERE key = ${key}`;
-      return rows.length > 0;
-    },
+    find: findReplay,
     async claim(claim): Promise<ClaimOutcome> {
       // ON CONFLICT without a target covers the key and the live-nonce index alike.
       const inserted = await sql`
         INSERT INTO replay (key, chain_id, attester, nonce, deadline, state, created_at_ms)
         VALUES (${claim.key}, ${claim.chainId}, ${claim.attester.toLowerCase()}, ${claim.nonce.toString()},
-                ${Number(claim.deadline)}, 'claimed', ${claim.createdAtMs})
+                ${Number(claim.deadline)}, 'checked', ${claim.createdAtMs})
         ON CONFLICT DO NOTHING RETURNING key`;
       if (inserted.length === 1) return "claimed";
-      return (await replay.has(claim.key)) ? "duplicate-signature" : "nonce-in-flight";
+      return (await findReplay(claim.key)) !== undefined ? "duplicate-signature" : "nonce-in-flight";
     },
-    async markBroadcast(key, txHash) {
-      await sql`UPDATE replay SET state = 'broadcast', tx_hash = ${txHash} WHERE key = ${key}`;
+    async markSigned(key, tx) {
+      const rows = await sql`UPDATE replay SET state = 'signed', tx_hash = ${tx.txHash}, raw_tx = ${tx.raw},
+                                    wallet = ${tx.wallet.toLowerCase()}, tx_nonce = ${tx.nonce}
+                              WHERE key = ${key} AND state = 'checked' RETURNING key`;
+      return rows.length === 1;
+    },
+    async markSent(key) {
+      await sql`UPDATE replay SET state = 'sent' WHERE key = ${key} AND state IN ('checked', 'signed')`;
     },
     async finish(key, final) {
-      const uid = final.state === "done" ? final.uid : null;
-      const block = final.state === "done" ? final.blockNumber.toString() : null;
-      await sql`UPDATE replay SET state = ${final.state}, tx_hash = ${final.txHash}, uid = ${uid}, block_number = ${block}
-                WHERE key = ${key}`;
+      const uid = final.state === "mined" ? final.uid : null;
+      await sql`UPDATE replay SET state = ${final.state}, tx_hash = ${final.txHash}, uid = ${uid},
+                       block_number = ${final.blockNumber.toString()}
+                 WHERE key = ${key} AND state IN ('checked', 'signed', 'sent')`;
     },
     async release(key) {
-      await sql`DELETE FROM replay WHERE key = ${key} AND state = 'claimed'`;
+      await sql`DELETE FROM replay WHERE key = ${key} AND state IN ('checked', 'signed', 'sent')`;
+    },
+    async open(createdBeforeMs) {
+      const rows: ReplayRow[] = await sql`SELECT * FROM replay WHERE state IN ('checked', 'signed', 'sent')
+                                           AND created_at_ms < ${createdBeforeMs} ORDER BY created_at_ms, tx_nonce`;
+      return rows.map(toReplayRecord);
     },
     async prune(nowSeconds) {
-      const rows = await sql`DELETE FROM replay WHERE deadline < ${Number(nowSeconds)} RETURNING key`;
+      const rows = await sql`DELETE FROM replay WHERE deadline < ${Number(nowSeconds)} AND state IN ('mined', 'reverted')
+                             RETURNING key`;
       return rows.length;
     },
   };
@@ -235,7 +269,7 @@ export async function openPostgresStorage(url: string, options: { max?: number }
   const usage = async (db: SQL, accountId: string, year: number) => {
     const [row]: Row[] = await db`
       SELECT COUNT(*) FILTER (WHERE state = 'committed') AS used,
-             COUNT(*) FILTER (WHERE state IN ('reserved', 'broadcast')) AS reserved
+             COUNT(*) FILTER (WHERE state IN ('reserved', 'signed', 'broadcast')) AS reserved
         FROM sponsored_writes WHERE account_id = ${accountId} AND year = ${year}`;
     return { used: num(row!.used), reserved: num(row!.reserved) };
   };
@@ -253,22 +287,28 @@ export async function openPostgresStorage(url: string, options: { max?: number }
         return true;
       });
     },
-    async markBroadcast(id, txHash, nowMs) {
-      await sql`UPDATE sponsored_writes SET state = 'broadcast', tx_hash = ${txHash}, updated_at_ms = ${nowMs}
-                WHERE id = ${id} AND state = 'reserved'`;
+    async markSigned(id, tx, nowMs) {
+      const rows = await sql`UPDATE sponsored_writes SET state = 'signed', tx_hash = ${tx.txHash}, raw_tx = ${tx.raw},
+                                    wallet = ${tx.wallet.toLowerCase()}, tx_nonce = ${tx.nonce}, updated_at_ms = ${nowMs}
+                              WHERE id = ${id} AND state = 'reserved' RETURNING id`;
+      return rows.length === 1;
+    },
+    async markSent(id, nowMs) {
+      await sql`UPDATE sponsored_writes SET state = 'broadcast', updated_at_ms = ${nowMs}
+                WHERE id = ${id} AND state IN ('reserved', 'signed')`;
     },
     async commit(id, outcome, nowMs) {
       await sql`UPDATE sponsored_writes SET state = 'committed', tx_hash = ${outcome.txHash}, uid = ${outcome.uid},
                        block_number = ${outcome.blockNumber.toString()}, updated_at_ms = ${nowMs}
-                 WHERE id = ${id} AND state IN ('reserved', 'broadcast')`;
+                 WHERE id = ${id} AND state IN ('reserved', 'signed', 'broadcast')`;
     },
     async release(id, nowMs) {
       await sql`UPDATE sponsored_writes SET state = 'released', updated_at_ms = ${nowMs}
-                WHERE id = ${id} AND state IN ('reserved', 'broadcast')`;
+                WHERE id = ${id} AND state IN ('reserved', 'signed', 'broadcast')`;
     },
     async unsettled(createdBeforeMs) {
-      const rows: Row[] = await sql`SELECT * FROM sponsored_writes WHERE state IN ('reserved', 'broadcast')
-                                     AND created_at_ms < ${createdBeforeMs} ORDER BY created_at_ms`;
+      const rows: Row[] = await sql`SELECT * FROM sponsored_writes WHERE state IN ('reserved', 'signed', 'broadcast')
+                                     AND created_at_ms < ${createdBeforeMs} ORDER BY created_at_ms, tx_nonce`;
       return rows.map(toWrite);
     },
     async find(id) {

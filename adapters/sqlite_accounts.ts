@@ -9,6 +9,7 @@ import type {
   WriteRecord,
   WriteState,
 } from "../ports/accounts.ts";
+import type { HexString } from "../ports/eas.ts";
 
 type AccountRow = { id: string; address: string; plan: string; created_at_ms: number };
 type ChallengeRow = {
@@ -37,6 +38,9 @@ type WriteRow = {
   tx_hash: string | null;
   uid: string | null;
   block_number: string | null;
+  raw_tx: string | null;
+  wallet: string | null;
+  tx_nonce: number | null;
   created_at_ms: number;
   updated_at_ms: number;
 };
@@ -73,6 +77,9 @@ const toWrite = (row: WriteRow): WriteRecord => ({
   year: row.year,
   fingerprint: row.fingerprint,
   state: row.state as WriteState,
+  tx: row.raw_tx === null || row.tx_hash === null || row.wallet === null || row.tx_nonce === null
+    ? null
+    : { txHash: row.tx_hash as HexString, raw: row.raw_tx as HexString, wallet: row.wallet as HexString, nonce: Number(row.tx_nonce) },
   txHash: row.tx_hash,
   uid: row.uid,
   blockNumber: row.block_number === null ? null : BigInt(row.block_number),
@@ -175,26 +182,32 @@ export function createSqliteAccountStore(db: Database): AccountStore {
 export function createSqliteWriteLedger(db: Database): SponsoredWriteLedger {
   const count = db.query<{ used: number; reserved: number }, [string, number]>(
     `SELECT COALESCE(SUM(state = 'committed'), 0) AS used,
-            COALESCE(SUM(state IN ('reserved', 'broadcast')), 0) AS reserved
+            COALESCE(SUM(state IN ('reserved', 'signed', 'broadcast')), 0) AS reserved
        FROM sponsored_writes WHERE account_id = ? AND year = ?`,
   );
   const insert = db.query(
     `INSERT INTO sponsored_writes (id, account_id, year, fingerprint, state, created_at_ms, updated_at_ms)
      VALUES ($id, $accountId, $year, $fingerprint, 'reserved', $createdAtMs, $createdAtMs)`,
   );
-  const broadcast = db.query(
-    "UPDATE sponsored_writes SET state = 'broadcast', tx_hash = ?, updated_at_ms = ? WHERE id = ? AND state = 'reserved'",
+  const signed = db.query(
+    `UPDATE sponsored_writes SET state = 'signed', tx_hash = $txHash, raw_tx = $raw, wallet = $wallet, tx_nonce = $nonce,
+            updated_at_ms = $nowMs
+      WHERE id = $id AND state = 'reserved'`,
+  );
+  const sent = db.query(
+    "UPDATE sponsored_writes SET state = 'broadcast', updated_at_ms = ? WHERE id = ? AND state IN ('reserved', 'signed')",
   );
   const commit = db.query(
     `UPDATE sponsored_writes SET state = 'committed', tx_hash = $txHash, uid = $uid, block_number = $blockNumber,
             updated_at_ms = $nowMs
-      WHERE id = $id AND state IN ('reserved', 'broadcast')`,
+      WHERE id = $id AND state IN ('reserved', 'signed', 'broadcast')`,
   );
   const release = db.query(
-    "UPDATE sponsored_writes SET state = 'released', updated_at_ms = ? WHERE id = ? AND state IN ('reserved', 'broadcast')",
+    "UPDATE sponsored_writes SET state = 'released', updated_at_ms = ? WHERE id = ? AND state IN ('reserved', 'signed', 'broadcast')",
   );
   const unsettled = db.query<WriteRow, [number]>(
-    "SELECT * FROM sponsored_writes WHERE state IN ('reserved', 'broadcast') AND created_at_ms < ? ORDER BY created_at_ms",
+    `SELECT * FROM sponsored_writes WHERE state IN ('reserved', 'signed', 'broadcast') AND created_at_ms < ?
+      ORDER BY created_at_ms, tx_nonce`,
   );
   const find = db.query<WriteRow, [string]>("SELECT * FROM sponsored_writes WHERE id = ?");
 
@@ -217,8 +230,12 @@ export function createSqliteWriteLedger(db: Database): SponsoredWriteLedger {
       return Promise.resolve({ used: row.used, reserved: row.reserved });
     },
     reserve: (reservation, limit) => Promise.resolve(reserve.immediate(reservation, limit)),
-    markBroadcast(id, txHash, nowMs) {
-      broadcast.run(txHash, nowMs, id);
+    markSigned(id, tx, nowMs) {
+      const changed = signed.run({ id, txHash: tx.txHash, raw: tx.raw, wallet: tx.wallet.toLowerCase(), nonce: tx.nonce, nowMs });
+      return Promise.resolve(changed.changes === 1);
+    },
+    markSent(id, nowMs) {
+      sent.run(nowMs, id);
       return Promise.resolve();
     },
     commit(id, outcome, nowMs) {

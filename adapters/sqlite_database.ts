@@ -15,10 +15,16 @@ const MIGRATIONS: readonly string[] = [
      block_number TEXT,
      created_at_ms INTEGER NOT NULL
    )`,
+  // Submissions before decisions §15 had states claimed/broadcast/done/failed.
+  `UPDATE replay SET state = CASE state WHEN 'claimed' THEN 'checked' WHEN 'broadcast' THEN 'sent'
+     WHEN 'done' THEN 'mined' WHEN 'failed' THEN 'reverted' ELSE state END
+     WHERE state IN ('claimed', 'broadcast', 'done', 'failed')`,
+  `DROP INDEX IF EXISTS replay_live_nonce`,
   // One live submission per attester nonce: a second signature over the same nonce cannot be sent
   // while the first is in flight or after it was mined. A reverted one frees the nonce.
-  `CREATE UNIQUE INDEX IF NOT EXISTS replay_live_nonce ON replay (chain_id, attester, nonce)
-     WHERE state IN ('claimed', 'broadcast', 'done')`,
+  `CREATE UNIQUE INDEX IF NOT EXISTS replay_live_nonce_v2 ON replay (chain_id, attester, nonce)
+     WHERE state IN ('checked', 'signed', 'sent', 'mined')`,
+  `CREATE INDEX IF NOT EXISTS replay_open ON replay (state, created_at_ms)`,
   `CREATE INDEX IF NOT EXISTS replay_deadline ON replay (deadline)`,
   `CREATE TABLE IF NOT EXISTS accounts (
      id TEXT PRIMARY KEY,
@@ -64,6 +70,27 @@ const MIGRATIONS: readonly string[] = [
   `CREATE INDEX IF NOT EXISTS sponsored_writes_state ON sponsored_writes (state, created_at_ms)`,
 ];
 
+/**
+ * Columns added after a table was first created: the stored transaction of a submission (decisions §15).
+ * SQLite has no `ADD COLUMN IF NOT EXISTS`, so each is added when `PRAGMA table_info` lacks it.
+ */
+const ADDED_COLUMNS: readonly (readonly [table: string, column: string, type: string])[] = [
+  ["replay", "raw_tx", "TEXT"],
+  ["replay", "wallet", "TEXT"],
+  ["replay", "tx_nonce", "INTEGER"],
+  ["sponsored_writes", "raw_tx", "TEXT"],
+  ["sponsored_writes", "wallet", "TEXT"],
+  ["sponsored_writes", "tx_nonce", "INTEGER"],
+];
+
+/** Adds each of `columns` its table lacks; run inside the migration transaction. */
+export function addMissingColumns(db: Database, columns: readonly (readonly [string, string, string])[]): void {
+  for (const [table, column, type] of columns) {
+    const present = db.query<{ name: string }, []>(`PRAGMA table_info(${table})`).all().some((c) => c.name === column);
+    if (!present) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
+  }
+}
+
 /** Opens (creating if needed) the service's SQLite file with WAL and the schema applied. */
 export function openSqlite(path: string): Database {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
@@ -71,8 +98,11 @@ export function openSqlite(path: string): Database {
   db.exec("PRAGMA journal_mode = WAL");
   db.exec("PRAGMA busy_timeout = 5000");
   db.exec("PRAGMA synchronous = NORMAL");
+  // Immediate: processes opening one file together migrate one after the other (a column check and its
+  // ALTER must not interleave with another process's).
   db.transaction(() => {
     for (const statement of MIGRATIONS) db.exec(statement);
-  })();
+    addMissingColumns(db, ADDED_COLUMNS);
+  }).immediate();
   return db;
 }

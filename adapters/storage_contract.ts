@@ -14,6 +14,14 @@ const claim = (key: string, nonce = 0n, attester = "0xAbC") => ({
   createdAtMs: 1,
 });
 
+/** A stored transaction for the tests: only its shape matters here. */
+const signedTx = (txHash: string, nonce: number) => ({
+  txHash: txHash as `0x${string}`,
+  raw: `0x02f8${nonce}` as `0x${string}`,
+  wallet: "0x00000000000000000000000000000000000000aa" as `0x${string}`,
+  nonce,
+});
+
 let counter = 0;
 /** Keys unique across the suite, so one database can serve every test. */
 const fresh = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${++counter}`;
@@ -29,34 +37,68 @@ export function storageContract(name: string, open: () => Promise<Storage>, opti
       expect(await replay.claim(claim(a, 0n, attester))).toBe("duplicate-signature");
       expect(await replay.claim(claim(b, 0n, attester))).toBe("nonce-in-flight");
       expect(await replay.claim(claim(c, 1n, attester))).toBe("claimed");
-      expect(await replay.has(a)).toBe(true);
-      expect(await replay.has(fresh("0xnever"))).toBe(false);
+      expect(await replay.find(a)).toMatchObject({ key: a, state: "checked", nonce: 0n, tx: null, txHash: null });
+      expect(await replay.find(fresh("0xnever"))).toBeUndefined();
     });
 
-    test("replay: release forgets only an unbroadcast claim; a failed submission frees the nonce but keeps the key", async () => {
+    test("replay: checked → signed (the transaction stored) → sent → mined; a released record frees key and nonce", async () => {
       const { replay } = await open();
       const attester = fresh("0xatt");
       const [a, b] = [fresh("0xa"), fresh("0xb")];
       await replay.claim(claim(a, 0n, attester));
       await replay.release(a);
-      expect(await replay.has(a)).toBe(false);
+      expect(await replay.find(a)).toBeUndefined();
       expect(await replay.claim(claim(a, 0n, attester))).toBe("claimed");
-      await replay.markBroadcast(a, "0xhash");
+      expect(await replay.markSigned(a, signedTx("0xhash", 4))).toBe(true);
+      expect(await replay.find(a)).toMatchObject({ state: "signed", txHash: "0xhash", tx: signedTx("0xhash", 4) });
+      await replay.markSent(a);
+      expect((await replay.find(a))?.state).toBe("sent");
+      expect(await replay.markSigned(a, signedTx("0xother", 5))).toBe(false);
+      // Released because its nonce was taken, or it was provably never broadcast: the same signature works again.
       await replay.release(a);
-      expect(await replay.has(a)).toBe(true);
-      await replay.finish(a, { state: "failed", txHash: "0xhash" });
+      expect(await replay.find(a)).toBeUndefined();
+      expect(await replay.claim(claim(a, 0n, attester))).toBe("claimed");
+      await replay.finish(a, { state: "mined", txHash: "0xh2", uid: "0xu", blockNumber: 5n });
+      await replay.release(a);
+      expect(await replay.find(a)).toMatchObject({ state: "mined", uid: "0xu", blockNumber: 5n, txHash: "0xh2" });
       expect(await replay.claim(claim(a, 0n, attester))).toBe("duplicate-signature");
-      expect(await replay.claim(claim(b, 0n, attester))).toBe("claimed");
-      await replay.finish(b, { state: "done", txHash: "0xh2", uid: "0xu", blockNumber: 5n });
-      expect(await replay.claim(claim(fresh("0xc"), 0n, attester))).toBe("nonce-in-flight");
+      expect(await replay.claim(claim(b, 0n, attester))).toBe("nonce-in-flight");
     });
 
-    test("replay: prune drops records whose deadline passed", async () => {
+    test("replay: a reverted submission frees the nonce but keeps the key", async () => {
       const { replay } = await open();
-      const key = fresh("0xold");
+      const attester = fresh("0xatt");
+      const [a, b] = [fresh("0xa"), fresh("0xb")];
+      await replay.claim(claim(a, 0n, attester));
+      await replay.finish(a, { state: "reverted", txHash: "0xhash", blockNumber: 3n });
+      expect(await replay.claim(claim(a, 0n, attester))).toBe("duplicate-signature");
+      expect(await replay.claim(claim(b, 0n, attester))).toBe("claimed");
+    });
+
+    test("replay: open lists checked, signed and sent records created before a time", async () => {
+      const { replay } = await open();
+      const attester = fresh("0xatt");
+      const [a, b, c, d] = [fresh("0xa"), fresh("0xb"), fresh("0xc"), fresh("0xd")];
+      await replay.claim({ ...claim(a, 0n, attester), createdAtMs: 10 });
+      await replay.claim({ ...claim(b, 1n, attester), createdAtMs: 11 });
+      await replay.markSigned(b, signedTx(`0x${b}`, 7));
+      await replay.claim({ ...claim(c, 2n, attester), createdAtMs: 12 });
+      await replay.finish(c, { state: "mined", txHash: "0xc", uid: null, blockNumber: 1n });
+      await replay.claim({ ...claim(d, 3n, attester), createdAtMs: 50 });
+      const open_ = (await replay.open(20)).filter((r) => r.attester === attester.toLowerCase());
+      expect(open_.map((r) => [r.key, r.state])).toEqual([[a, "checked"], [b, "signed"]]);
+      expect(open_[1]!.tx).toEqual(signedTx(`0x${b}`, 7));
+    });
+
+    test("replay: prune drops settled records whose deadline passed; open ones wait for the reconciler", async () => {
+      const { replay } = await open();
+      const [key, open_] = [fresh("0xold"), fresh("0xopen")];
       await replay.claim({ ...claim(key, 0n, fresh("0xatt")), deadline: 100n });
+      await replay.finish(key, { state: "mined", txHash: "0x1", uid: null, blockNumber: 1n });
+      await replay.claim({ ...claim(open_, 0n, fresh("0xatt")), deadline: 100n });
       expect(await replay.prune(101n)).toBeGreaterThanOrEqual(1);
-      expect(await replay.has(key)).toBe(false);
+      expect(await replay.find(key)).toBeUndefined();
+      expect((await replay.find(open_))?.state).toBe("checked");
     });
 
     test("replay: concurrent claims of one key: exactly one wins", async () => {
@@ -132,7 +174,10 @@ export function storageContract(name: string, open: () => Promise<Storage>, opti
       expect(await ledger.reserve(r(w2), 2)).toBe(true);
       expect(await ledger.reserve(r(w3), 2)).toBe(false);
       expect(await ledger.reserve(r(y1, 2027), 2)).toBe(true);
-      await ledger.markBroadcast(w1, "0xt1", 2);
+      expect(await ledger.markSigned(w1, signedTx("0xt1", 3), 2)).toBe(true);
+      expect(await ledger.find(w1)).toMatchObject({ state: "signed", txHash: "0xt1", tx: signedTx("0xt1", 3) });
+      expect(await ledger.markSigned(w1, signedTx("0xt9", 4), 2)).toBe(false);
+      await ledger.markSent(w1, 2);
       expect(await ledger.find(w1)).toMatchObject({ state: "broadcast", txHash: "0xt1" });
       expect(await ledger.usage(account.id, 2026)).toEqual({ used: 0, reserved: 2 });
       await ledger.commit(w1, { txHash: "0xt1", uid: "0xu1", blockNumber: 7n }, 3);

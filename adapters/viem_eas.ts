@@ -38,6 +38,8 @@ export type ViemEasOptions = {
   readonly log?: ((event: string, fields: Record<string, unknown>) => void) | undefined;
   /** Shared nonce bookkeeping for the service's wallets when several instances share them. */
   readonly walletNonces?: WalletNonces | undefined;
+  /** Runs after each of the service's transactions is mined, before its caller is answered. */
+  readonly onMined?: (() => Promise<void>) | undefined;
 };
 
 /** The EAS adapters built on one viem client. */
@@ -49,6 +51,8 @@ export type ViemEas = {
   readonly ping: () => Promise<boolean>;
   /** The transaction sender of a wallet, shared by everything that sends from it. */
   readonly senderFor: (privateKey: HexString) => TxSender;
+  /** The sender already built for a wallet address (any case), if any. */
+  readonly senderOf: (wallet: string) => TxSender | undefined;
 };
 
 /**
@@ -73,7 +77,7 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
   /** One sender per wallet, so the delegate and the witness share nonces when they are one key. */
   const senderFor = (key: HexString): TxSender => {
     const account = privateKeyToAccount(key);
-    let sender = senders.get(account.address);
+    let sender = senders.get(account.address.toLowerCase());
     if (sender === undefined) {
       sender = createTxSender({
         client,
@@ -82,11 +86,13 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
         receiptTimeoutMs: options.receiptTimeoutMs,
         log,
         nonces: options.walletNonces,
+        onMined: options.onMined,
       });
-      senders.set(account.address, sender);
+      senders.set(account.address.toLowerCase(), sender);
     }
     return sender;
   };
+  const senderOf = (wallet: string) => senders.get(wallet.toLowerCase());
   const delegateSender = options.delegatePrivateKey ? senderFor(options.delegatePrivateKey) : undefined;
 
   const reader: EasReader = {
@@ -119,7 +125,7 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
     }
   };
 
-  if (delegateSender === undefined) return { reader, delegate: undefined, client, ping, senderFor };
+  if (delegateSender === undefined) return { reader, delegate: undefined, client, ping, senderFor, senderOf };
 
   const encode = (call: DelegatedAttestCall) =>
     encodeFunctionData({
@@ -136,6 +142,7 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
 
   const delegate: DelegateSubmitter = {
     address: delegateSender.address,
+    checkFunds: () => delegateSender.checkFunds(TYPICAL_ATTEST_GAS),
     async simulate(call): Promise<Simulation> {
       try {
         const gas = await client.estimateGas({ account: delegateSender.address, to: easAddress, data: encode(call) });
@@ -151,13 +158,20 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
         data: encode(call),
         gas: submitOptions.gas,
         onSigned: submitOptions.onSigned,
+        onSent: submitOptions.onSent,
       });
       if (!outcome.ok) return outcome;
       return { ok: true, txHash: outcome.txHash, blockNumber: outcome.blockNumber, uid: attestedUid(outcome.logs, easAddress) };
     },
   };
-  return { reader, delegate, client, ping, senderFor };
+  return { reader, delegate, client, ping, senderFor, senderOf };
 }
+
+/**
+ * Gas of a typical attestation (a delegated user review with a few hundred bytes of data costs about
+ * 200,000): a wallet that cannot pay this at the current maximum fee is refused before anything is recorded.
+ */
+export const TYPICAL_ATTEST_GAS = 300_000n;
 
 /** Maps a failed gas estimate to a simulation outcome (revert name, no funds, RPC failure). */
 export function classifySimulationError(

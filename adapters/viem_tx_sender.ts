@@ -1,6 +1,7 @@
-import { BaseError, type Hex, keccak256, type PublicClient, TimeoutError } from "viem";
+import { BaseError, type Hex, keccak256, type PublicClient, RpcRequestError } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
-import type { HexString } from "../ports/eas.ts";
+import type { FundsCheck, HexString, SignedTx } from "../ports/eas.ts";
+import type { Rebroadcast } from "../ports/submissions.ts";
 import type { WalletNonces } from "../ports/storage.ts";
 import { ATTESTED_TOPIC } from "./eas_abi.ts";
 
@@ -19,14 +20,20 @@ export type SendRequest = {
   readonly to: HexString;
   readonly data: HexString;
   readonly gas: bigint;
-  /** Called with the hash after signing and before broadcast, so the caller can store it first. */
-  readonly onSigned?: ((txHash: HexString) => Promise<void>) | undefined;
+  /** Called with the signed transaction before it is sent, so the caller can store it first. */
+  readonly onSigned?: ((tx: SignedTx) => Promise<void>) | undefined;
+  /** Called once the transaction may have reached the node: accepted, or its fate could not be learnt. */
+  readonly onSent?: ((txHash: HexString) => Promise<void>) | undefined;
 };
 
 /** Sends transactions from one wallet; nonces are assigned in one place per wallet. */
 export type TxSender = {
   readonly address: HexString;
   readonly send: (request: SendRequest) => Promise<SendOutcome>;
+  /** Sends stored bytes again (same nonce, same hash); the next send re-reads the wallet's pending nonce. */
+  readonly rebroadcast: (tx: SignedTx) => Promise<Rebroadcast>;
+  /** Whether the balance covers `gas` at the current maximum fee. */
+  readonly checkFunds: (gas: bigint) => Promise<FundsCheck>;
   /** Refreshes the fee cache if stale; call in the same tick as another read to share its batch. */
   readonly warmFees: () => Promise<unknown>;
 };
@@ -35,10 +42,25 @@ const FEE_TTL_MS = 2_000;
 
 type Log = (event: string, fields: Record<string, unknown>) => void;
 
+/** What one `eth_sendRawTransaction` did: the node took it, the node answered with a refusal, or no answer came. */
+type RawSend = "accepted" | "refused" | "lost";
+
+/** What a failed send turned out to be, once the node was asked about the hash. */
+type Settled = "accepted" | "not-broadcast" | "unknown";
+
+type Attempt = { readonly tx: SignedTx; readonly settled: Settled } | { readonly tx: undefined; readonly settled: "not-broadcast" };
+const nothingSent: Attempt = { tx: undefined, settled: "not-broadcast" };
+
 /**
  * Builds a sender for one wallet: a lock around nonce assignment, signing and broadcast (so
  * concurrent sends never share or skip a nonce), receipts awaited outside the lock, and fee data
- * cached for two seconds. After a failed broadcast the next send re-reads the pending count.
+ * cached for two seconds.
+ *
+ * A failed send is never taken at its word (decisions §15): the node is asked about the hash. Held or
+ * mined → accepted, and the receipt is awaited as usual. Absent after the node refused it → provably not
+ * broadcast. Absent after the answer was lost (timeout, reset, 5xx) → the same bytes are sent once more,
+ * and that answer decides. The node unreachable → unknown; the caller keeps the submission open for the
+ * reconciler. After anything but a plain success the next send re-reads the wallet's pending nonce.
  */
 export function createTxSender(options: {
   client: PublicClient;
@@ -48,8 +70,11 @@ export function createTxSender(options: {
   log?: Log | undefined;
   /** Shared nonce bookkeeping when several instances send from this wallet (PostgreSQL storage). */
   nonces?: WalletNonces | undefined;
+  /** Runs after a receipt arrived and before the caller hears of it (the devnet saves its state here). */
+  onMined?: (() => Promise<void>) | undefined;
 }): TxSender {
   const { client, account } = options;
+  const wallet = account.address.toLowerCase() as HexString;
   const log = options.log ?? (() => {});
   let fees: { at: number; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | undefined;
   let feeRequest: Promise<NonNullable<typeof fees>> | undefined;
@@ -72,9 +97,62 @@ export function createTxSender(options: {
     return run;
   };
 
+  const sendRaw = async (raw: Hex, nonce: number): Promise<RawSend> => {
+    try {
+      await client.request({ method: "eth_sendRawTransaction", params: [raw] });
+      return "accepted";
+    } catch (error) {
+      log("rpc_error", { op: "sendRawTransaction", nonce, error: describe(error) });
+      if (!(error instanceof BaseError) || !error.walk((e) => e instanceof RpcRequestError)) return "lost";
+      // A node that already holds the bytes says so as an error; it has them all the same.
+      return /already known|known transaction|already imported/i.test(error.details ?? "") ? "accepted" : "refused";
+    }
+  };
+  /** Whether the node holds or has mined the hash; undefined when it cannot be asked. */
+  const nodeHolds = async (txHash: Hex): Promise<boolean | undefined> => {
+    try {
+      return (await client.request({ method: "eth_getTransactionByHash", params: [txHash] })) !== null;
+    } catch (error) {
+      log("rpc_error", { op: "getTransactionByHash", error: describe(error) });
+      return undefined;
+    }
+  };
+  const settleFailedSend = async (tx: SignedTx, first: RawSend): Promise<Settled> => {
+    const held = await nodeHolds(tx.txHash);
+    if (held === true) return "accepted";
+    if (held === undefined) return "unknown";
+    if (first === "refused") return "not-broadcast";
+    const again = await sendRaw(tx.raw, tx.nonce);
+    if (again === "accepted") return "accepted";
+    return again === "refused" ? "not-broadcast" : "unknown";
+  };
+  const pendingCount = async (): Promise<number | undefined> => {
+    try {
+      return await client.getTransactionCount({ address: account.address, blockTag: "pending" });
+    } catch (error) {
+      log("rpc_error", { op: "getTransactionCount", error: describe(error) });
+      return undefined;
+    }
+  };
+
   return {
     address: account.address,
     warmFees: () => refreshFees().catch(() => undefined),
+    async checkFunds(gas) {
+      try {
+        const [balance, fee] = await Promise.all([client.getBalance({ address: account.address }), refreshFees()]);
+        return balance >= gas * fee.maxFeePerGas ? "ok" : "low";
+      } catch (error) {
+        log("rpc_error", { op: "getBalance", error: describe(error) });
+        return "rpc-error";
+      }
+    },
+    rebroadcast: (tx) =>
+      exclusive(async () => {
+        const sent = await sendRaw(tx.raw, tx.nonce);
+        nextNonce = undefined;
+        return sent === "lost" ? "rpc-error" : sent;
+      }),
     async send(request) {
       let fee: NonNullable<typeof fees>;
       try {
@@ -83,8 +161,8 @@ export function createTxSender(options: {
         log("rpc_error", { op: "fees", error: describe(error) });
         return { ok: false, reason: "not-broadcast" };
       }
-      const signAndSend = async (nonce: number): Promise<{ txHash: Hex } | SendOutcome> => {
-        const serialized = await account.signTransaction({
+      const signAndSend = async (nonce: number): Promise<Attempt> => {
+        const raw = await account.signTransaction({
           chainId: options.chainId,
           type: "eip1559",
           to: request.to,
@@ -95,40 +173,30 @@ export function createTxSender(options: {
           maxPriorityFeePerGas: fee.maxPriorityFeePerGas,
           value: 0n,
         });
-        const txHash = keccak256(serialized);
-        await request.onSigned?.(txHash);
+        const tx: SignedTx = { txHash: keccak256(raw), raw, wallet, nonce };
         try {
-          await client.request({ method: "eth_sendRawTransaction", params: [serialized] });
-          return { txHash };
+          await request.onSigned?.(tx);
         } catch (error) {
-          log("rpc_error", { op: "sendRawTransaction", nonce, error: describe(error) });
-          if (error instanceof BaseError && error.walk((e) => e instanceof TimeoutError)) {
-            return { ok: false, reason: "unknown-outcome", txHash };
-          }
-          return { ok: false, reason: "not-broadcast" };
+          // Not stored, so not sent: a transaction nobody could settle must never leave.
+          log("store_error", { op: "onSigned", error: error instanceof Error ? error.message : String(error) });
+          return nothingSent;
         }
-      };
-      const pendingCount = async (): Promise<number | undefined> => {
-        try {
-          return await client.getTransactionCount({ address: account.address, blockTag: "pending" });
-        } catch (error) {
-          log("rpc_error", { op: "getTransactionCount", error: describe(error) });
-          return undefined;
-        }
+        const first = await sendRaw(raw, nonce);
+        return { tx, settled: first === "accepted" ? "accepted" : await settleFailedSend(tx, first) };
       };
 
-      const sent = await exclusive(async (): Promise<{ txHash: Hex } | SendOutcome> => {
+      const attempt = await exclusive(async (): Promise<Attempt> => {
         const shared = options.nonces;
         if (shared !== undefined) {
           // Several instances: the next nonce is the larger of what they recorded and what the node has.
-          let outcome: { txHash: Hex } | SendOutcome = { ok: false, reason: "not-broadcast" };
+          let outcome: Attempt = nothingSent;
           try {
             return await shared.withLock(options.chainId, account.address, async (storedNext) => {
               const pending = await pendingCount();
               if (pending === undefined) return { used: undefined, value: outcome };
               const nonce = Math.max(storedNext, pending);
               outcome = await signAndSend(nonce);
-              return { used: "txHash" in outcome && !("ok" in outcome) ? nonce : undefined, value: outcome };
+              return { used: outcome.settled === "accepted" ? nonce : undefined, value: outcome };
             });
           } catch (error) {
             // The database failed; if the transaction left, its outcome still stands (the node counts it).
@@ -138,17 +206,21 @@ export function createTxSender(options: {
         }
         if (nextNonce === undefined) {
           const pending = await pendingCount();
-          if (pending === undefined) return { ok: false, reason: "not-broadcast" };
+          if (pending === undefined) return nothingSent;
           nextNonce = pending;
         }
         const nonce = nextNonce;
         const outcome = await signAndSend(nonce);
-        // After a failed broadcast the node may or may not hold this nonce: re-read the pending count next time.
-        nextNonce = "ok" in outcome ? undefined : nonce + 1;
+        // Unless the node plainly took it, it may or may not hold this nonce: re-read the pending count next time.
+        nextNonce = outcome.settled === "accepted" ? nonce + 1 : undefined;
         return outcome;
       });
-      if ("ok" in sent) return sent;
-      return await awaitReceipt(client, sent.txHash, options.receiptTimeoutMs ?? 120_000, log);
+      if (attempt.tx === undefined || attempt.settled === "not-broadcast") return { ok: false, reason: "not-broadcast" };
+      await request.onSent?.(attempt.tx.txHash);
+      if (attempt.settled === "unknown") return { ok: false, reason: "unknown-outcome", txHash: attempt.tx.txHash };
+      const outcome = await awaitReceipt(client, attempt.tx.txHash, options.receiptTimeoutMs ?? 120_000, log);
+      if (outcome.ok || outcome.reason === "reverted") await options.onMined?.();
+      return outcome;
     },
   };
 }

@@ -1,8 +1,9 @@
-import { encodeFunctionData, type PublicClient } from "viem";
-import type { HexString, Simulation, Submission } from "../ports/eas.ts";
+import { BaseError, encodeFunctionData, type PublicClient, RpcRequestError } from "viem";
+import type { HexString, SignedTx, Simulation, Submission } from "../ports/eas.ts";
+import type { Rebroadcast } from "../ports/submissions.ts";
 import type { TxStatus, TxStatusReader, WitnessAttestCall, WitnessWriter } from "../ports/witness.ts";
 import { EAS_ABI } from "./eas_abi.ts";
-import { classifySimulationError } from "./viem_eas.ts";
+import { classifySimulationError, TYPICAL_ATTEST_GAS } from "./viem_eas.ts";
 import { attestedUid, describe, type TxSender } from "./viem_tx_sender.ts";
 
 type Log = (event: string, fields: Record<string, unknown>) => void;
@@ -23,6 +24,7 @@ export function createViemWitnessWriter(options: {
     encodeFunctionData({ abi: EAS_ABI, functionName: "attest", args: [{ schema: call.schema, data: call.data }] });
   return {
     address: sender.address,
+    checkFunds: () => sender.checkFunds(TYPICAL_ATTEST_GAS),
     async simulate(call): Promise<Simulation> {
       try {
         const gas = await client.estimateGas({ account: sender.address, to: easAddress, data: encode(call) });
@@ -32,7 +34,13 @@ export function createViemWitnessWriter(options: {
       }
     },
     async submit(call, submitOptions): Promise<Submission> {
-      const outcome = await sender.send({ to: easAddress, data: encode(call), gas: submitOptions.gas, onSigned: submitOptions.onSigned });
+      const outcome = await sender.send({
+        to: easAddress,
+        data: encode(call),
+        gas: submitOptions.gas,
+        onSigned: submitOptions.onSigned,
+        onSent: submitOptions.onSent,
+      });
       if (!outcome.ok) return outcome;
       return { ok: true, txHash: outcome.txHash, blockNumber: outcome.blockNumber, uid: attestedUid(outcome.logs, easAddress) };
     },
@@ -43,9 +51,17 @@ export function createViemWitnessWriter(options: {
  * Reads what the chain says about transactions the service signed, for reconciliation: the receipt;
  * without one, whether the node still holds the transaction and whether its sender's mined nonce has
  * passed it (then it can never be mined). The nonce is read before the last receipt check, so a
- * transaction mined in between is reported mined, not replaced.
+ * transaction mined in between is reported mined, not replaced. With the stored transaction, a hash the
+ * node does not know is checked against the wallet's nonce too: "not-found" then means its nonce is still
+ * free, and `rebroadcast` sends the stored bytes again through the wallet's sender.
  */
-export function createViemTxStatusReader(options: { client: PublicClient; easAddress: HexString; log?: Log | undefined }): TxStatusReader {
+export function createViemTxStatusReader(options: {
+  client: PublicClient;
+  easAddress: HexString;
+  log?: Log | undefined;
+  /** The sender of a wallet the service holds, so a rebroadcast keeps its nonce bookkeeping right. */
+  senderOf?: ((wallet: string) => TxSender | undefined) | undefined;
+}): TxStatusReader {
   const log = options.log ?? (() => {});
   const { client } = options;
   const receiptStatus = async (txHash: HexString): Promise<TxStatus | undefined> => {
@@ -55,24 +71,38 @@ export function createViemTxStatusReader(options: { client: PublicClient; easAdd
     if (receipt.status !== "0x1") return { status: "reverted", blockNumber };
     return { status: "success", blockNumber, uid: attestedUid(receipt.logs, options.easAddress) };
   };
+  const minedCount = async (wallet: string) =>
+    BigInt(await client.request({ method: "eth_getTransactionCount", params: [wallet as HexString, "latest"] }));
   return {
-    async status(txHash): Promise<TxStatus> {
+    async status(txHash, known): Promise<TxStatus> {
       let op = "getTransactionReceipt";
       try {
         const mined = await receiptStatus(txHash);
         if (mined !== undefined) return mined;
         op = "getTransactionByHash";
         const tx = await client.request({ method: "eth_getTransactionByHash", params: [txHash] });
-        if (!tx) return { status: "not-found" };
+        const wallet = tx?.from ?? known?.wallet;
+        const nonce = tx ? BigInt(tx.nonce) : known === undefined ? undefined : BigInt(known.nonce);
+        if (wallet === undefined || nonce === undefined) return { status: "not-found" };
         op = "getTransactionCount";
-        const count = await client.request({ method: "eth_getTransactionCount", params: [tx.from, "latest"] });
-        if (BigInt(count) <= BigInt(tx.nonce)) return { status: "pending" };
+        if ((await minedCount(wallet)) <= nonce) return tx ? { status: "pending" } : { status: "not-found" };
         op = "getTransactionReceipt";
         // The nonce is spent: by this transaction (mined since the first read) or by another one.
         return (await receiptStatus(txHash)) ?? { status: "replaced" };
       } catch (error) {
         log("rpc_error", { op, error: describe(error) });
         return { status: "rpc-error" };
+      }
+    },
+    async rebroadcast(tx: SignedTx): Promise<Rebroadcast> {
+      const sender = options.senderOf?.(tx.wallet);
+      if (sender !== undefined) return await sender.rebroadcast(tx);
+      try {
+        await client.request({ method: "eth_sendRawTransaction", params: [tx.raw] });
+        return "accepted";
+      } catch (error) {
+        log("rpc_error", { op: "sendRawTransaction", error: describe(error) });
+        return error instanceof BaseError && error.walk((e) => e instanceof RpcRequestError) ? "refused" : "rpc-error";
       }
     },
   };

@@ -3,18 +3,19 @@
  * the service's witness wallet writes a non-revocable `controller-witness` attestation, charged to
  * the signed-in user's sponsored-write quota.
  *
- * Check order (decisions §8): body → session (401) → per-user rate → chain → quota (403) → schema
- * deployed (500) → plan eligibility (403) → DIDs (400) → reserve one write atomically (403 when a
- * parallel request took the last one) → per-domain rate (429, before any outbound lookup) → evidence
- * (422) → witness wallet (500) → simulate → submit → commit. Every failure before broadcast gives the
- * write back; a broadcast whose outcome is unknown stays reserved until {@link createWitnessReconciler}
- * settles it from the stored transaction hash.
+ * Check order (decisions §8, §15): body → session (401) → per-user rate → chain → quota, read without
+ * reserving (403) → schema deployed (500) → plan eligibility (403) → DIDs (400) → per-domain rate (429,
+ * before any outbound lookup) → evidence (422) → witness wallet (500) → its balance (503) → reserve one
+ * write atomically (403 when a parallel request took the last one) → simulate → sign (the transaction is
+ * stored) → send → commit. Requests that fail a check never hold a reservation, so they cannot make others
+ * fail. A write whose transaction was never signed or provably never sent is given back; one that may have
+ * reached the chain stays reserved until the reconciler ({@link createSubmissionReconciler}) settles it.
  */
-import type { Account, SponsoredWriteLedger, WriteRecord } from "../ports/accounts.ts";
+import type { Account, SponsoredWriteLedger } from "../ports/accounts.ts";
 import type { Clock } from "../ports/clock.ts";
 import type { HexString } from "../ports/eas.ts";
 import type { Random } from "../ports/random.ts";
-import type { TxStatusReader, WitnessWriter } from "../ports/witness.ts";
+import type { WitnessWriter } from "../ports/witness.ts";
 import type { DiscoverControllers, EvidenceItem } from "./controller_discovery.ts";
 import { canonicalControllerKey, didWebLocation } from "./controller_discovery.ts";
 import { didToAddress, isSameControllerId, normalizeDid } from "./did.ts";
@@ -26,6 +27,8 @@ import { findSchemaByName } from "./schemas.ts";
 
 /** Error codes of the witness endpoint. */
 export type WitnessCode =
+  | "SUBMISSION_FAILED"
+  | "OUTCOME_UNKNOWN"
   | "INVALID_INPUT"
   | "INVALID_DID"
   | "UNSUPPORTED_CHAIN"
@@ -38,8 +41,11 @@ export type WitnessCode =
   | "SCHEMA_NOT_DEPLOYED"
   | "SERVER_ERROR";
 
-/** A failure; `retryAfterSeconds` is set on RATE_LIMITED. */
-export type WitnessFailure = Fail<WitnessCode> & { readonly retryAfterSeconds?: number };
+/**
+ * A failure; `retryAfterSeconds` is set on RATE_LIMITED, `unavailable` on a SUBMISSION_FAILED that the
+ * service's own state causes (its wallet cannot pay), answered 503.
+ */
+export type WitnessFailure = Fail<WitnessCode> & { readonly retryAfterSeconds?: number; readonly unavailable?: true };
 
 /** The answer of a written witness. */
 export type WitnessWritten = {
@@ -133,6 +139,10 @@ export function createControllerWitness(deps: ControllerWitnessDeps) {
     ...fail("RATE_LIMITED" as const, message),
     retryAfterSeconds,
   });
+  const cannotWrite = (funds: "low" | "rpc-error"): WitnessFailure =>
+    funds === "low"
+      ? { ...fail("SUBMISSION_FAILED" as const, "The witness wallet cannot pay for gas right now; nothing was charged"), unavailable: true }
+      : fail("SERVER_ERROR", "Witness submission failed: the chain did not answer");
 
   async function run(session: Result<Account, "UNAUTHENTICATED">, parsed: Result<ParsedBody, "INVALID_INPUT">): Promise<WitnessResult> {
     if (!parsed.ok) return parsed;
@@ -170,38 +180,27 @@ export function createControllerWitness(deps: ControllerWitnessDeps) {
     const recipient = didToAddress(subject.value);
     if (!recipient.ok) return fail("INVALID_DID", "Invalid subjectDid");
 
-    // The reservation is the quota check that counts: one insert under an exclusive lock.
-    const reservationId = randomId();
-    const reserved = await ledger.reserve({
-      id: reservationId,
+    return await confirmAndWrite({
       accountId: account.id,
       year,
-      fingerprint: `${account.id}|${subject.value}|${controller}`,
-      createdAtMs: nowMs,
-    }, terms.annualWrites);
-    if (!reserved) return limitExceeded;
-
-    let broadcast = false;
-    try {
-      const written = await confirmAndWrite(subject.value, controller, recipient.value as HexString, schemaUid, reservationId, () => {
-        broadcast = true;
-      });
-      return written;
-    } finally {
-      // Anything that did not reach the chain gives the write back. A broadcast is settled by
-      // confirmAndWrite (commit, or release on revert) or, when its outcome is unknown, by the reconciler.
-      if (!broadcast) await ledger.release(reservationId, clock.nowMs());
-    }
+      limit: terms.annualWrites,
+      subject: subject.value,
+      controller,
+      recipient: recipient.value as HexString,
+      schemaUid,
+    });
   }
 
-  async function confirmAndWrite(
-    subject: string,
-    controller: string,
-    recipient: HexString,
-    schemaUid: HexString,
-    reservationId: string,
-    onBroadcast: () => void,
-  ): Promise<WitnessResult> {
+  async function confirmAndWrite(request: {
+    accountId: string;
+    year: number;
+    limit: number;
+    subject: string;
+    controller: string;
+    recipient: HexString;
+    schemaUid: HexString;
+  }): Promise<WitnessResult> {
+    const { subject, controller, recipient, schemaUid } = request;
     // The per-domain limit comes before any lookup: we must not be a way to hammer someone's DNS or web
     // server. It is keyed on the registrable domain, so subdomains of one victim share it; discovery's
     // own budget for the domain (shared with the read-only views) is checked, too, and also answers 429.
@@ -227,46 +226,80 @@ export function createControllerWitness(deps: ControllerWitnessDeps) {
     }
     const writer = deps.writer;
     if (writer === undefined) return fail("SERVER_ERROR", "Server wallet not configured");
+    const funds = await writer.checkFunds();
+    if (funds !== "ok") return cannotWrite(funds);
 
     const observedAt = Math.floor(clock.nowMs() / 1000);
     const data = encodeSchemaData(WITNESS.schema, { subject, controller, method, observedAt: BigInt(observedAt) });
     if (!data.ok) return fail("INVALID_DID", "Subject or controller cannot be encoded");
-    const call = {
-      schema: schemaUid,
-      data: { recipient, expirationTime: 0n, revocable: false, refUID: ZERO_UID, data: data.value, value: 0n },
-    };
-    const simulation = await writer.simulate(call);
-    if (!simulation.ok) {
-      if (simulation.reason === "reverted" && simulation.errorName === "InvalidSchema") {
-        return fail("SCHEMA_NOT_DEPLOYED", "Controller witness schema not deployed on this chain");
+
+    // Only now, with the evidence found, is a write reserved: one insert under an exclusive lock, so
+    // parallel requests with one write left give exactly one success, and requests that were going to
+    // fail never make others fail (decisions §15).
+    const reservationId = randomId();
+    const reserved = await ledger.reserve({
+      id: reservationId,
+      accountId: request.accountId,
+      year: request.year,
+      fingerprint: `${request.accountId}|${subject}|${controller}`,
+      createdAtMs: clock.nowMs(),
+    }, request.limit);
+    if (!reserved) return fail("SPONSORED_WRITE_LIMIT_EXCEEDED", "Sponsored write limit exceeded");
+
+    let signed = false;
+    try {
+      const call = {
+        schema: schemaUid,
+        data: { recipient, expirationTime: 0n, revocable: false, refUID: ZERO_UID, data: data.value, value: 0n },
+      };
+      const simulation = await writer.simulate(call);
+      if (!simulation.ok) {
+        if (simulation.reason === "reverted" && simulation.errorName === "InvalidSchema") {
+          return fail("SCHEMA_NOT_DEPLOYED", "Controller witness schema not deployed on this chain");
+        }
+        if (simulation.reason === "insufficient-funds") return cannotWrite("low");
+        return fail("SERVER_ERROR", "Witness submission failed: the chain refused the write");
       }
-      const why = simulation.reason === "insufficient-funds" ? "the witness wallet cannot pay gas" : "the chain refused the write";
-      return fail("SERVER_ERROR", `Witness submission failed: ${why}`);
-    }
-    const submission = await writer.submit(call, {
-      gas: simulation.gas,
-      onSigned: async (txHash) => {
-        await ledger.markBroadcast(reservationId, txHash, clock.nowMs());
-        onBroadcast();
-      },
-    });
-    if (submission.ok) {
-      await ledger.commit(reservationId, submission, clock.nowMs());
-      return ok({
-        success: true as const,
-        uid: submission.uid,
-        txHash: submission.txHash,
-        blockNumber: Number(submission.blockNumber),
-        observedAt,
-        method,
+      const submission = await writer.submit(call, {
+        gas: simulation.gas,
+        onSigned: async (tx) => {
+          if (!(await ledger.markSigned(reservationId, tx, clock.nowMs()))) {
+            throw new Error("The reservation was released before sending");
+          }
+          signed = true;
+        },
+        onSent: () => ledger.markSent(reservationId, clock.nowMs()),
       });
+      if (submission.ok) {
+        await ledger.commit(reservationId, submission, clock.nowMs());
+        return ok({
+          success: true as const,
+          uid: submission.uid,
+          txHash: submission.txHash,
+          blockNumber: Number(submission.blockNumber),
+          observedAt,
+          method,
+        });
+      }
+      if (submission.reason === "not-broadcast") {
+        await ledger.release(reservationId, clock.nowMs());
+        return fail("SUBMISSION_FAILED", "The chain refused the witness transaction; nothing was written or charged");
+      }
+      if (submission.reason === "reverted") {
+        await ledger.release(reservationId, clock.nowMs());
+        return fail("SERVER_ERROR", "Witness submission failed", submission.txHash);
+      }
+      // It may have reached the chain: the write stays reserved until the reconciler reads the receipt.
+      return fail(
+        "OUTCOME_UNKNOWN",
+        "The witness transaction was sent but its outcome is not known yet; it will be settled",
+        submission.txHash,
+      );
+    } finally {
+      // Anything that was not signed gives the write back; a signed transaction is settled above or, if
+      // this request ends early, by the reconciler from the stored bytes.
+      if (!signed) await ledger.release(reservationId, clock.nowMs());
     }
-    if (submission.reason === "reverted" || submission.reason === "not-broadcast") {
-      await ledger.release(reservationId, clock.nowMs());
-      return fail("SERVER_ERROR", "Witness submission failed");
-    }
-    // Broadcast, outcome unknown: the write stays reserved until the reconciler reads the receipt.
-    return fail("SERVER_ERROR", "Witness submission outcome unknown; it will be settled", submission.txHash);
   }
 
   return async function controllerWitness(body: unknown, session: Result<Account, "UNAUTHENTICATED">): Promise<WitnessOutcome> {
@@ -279,69 +312,3 @@ export function createControllerWitness(deps: ControllerWitnessDeps) {
 
 /** The witness use case. */
 export type ControllerWitness = ReturnType<typeof createControllerWitness>;
-
-/** What settling unsettled writes did. */
-export type ReconcileReport = { committed: number; released: number; pending: number };
-
-/**
- * Settles sponsored writes a crash or a lost receipt left open, from what was stored before
- * broadcast (the transaction hash). A write is given back only when its transaction cannot be mined:
- *
- * - mined: committed with its uid, whatever its age; reverted: released;
- * - `replaced` (no receipt, and the wallet's mined nonce has moved past the transaction's nonce, so
- *   another transaction took its place): released, whatever its age;
- * - `pending` (the node still holds it, its nonce still free): kept reserved, whatever its age,
- *   since it may be mined at any time and must then be charged;
- * - `not-found` (the node has never seen the hash, or dropped it) and reservations that never got a
- *   hash: released once older than `staleAfterMs`, so requests still in flight (here or in another
- *   instance on the same database) are left alone;
- * - an RPC failure: left for the next round.
- *
- * Only the hash is stored with a write, not its nonce, so a transaction the node has forgotten
- * cannot be checked against the wallet's nonce. Releasing it once stale is the remaining (small)
- * risk: a peer rebroadcasting it later with its nonce still free would write an uncharged witness.
- */
-export function createWitnessReconciler(deps: {
-  ledger: SponsoredWriteLedger;
-  txStatus: TxStatusReader;
-  clock: Clock;
-  staleAfterMs: number;
-}) {
-  return async function reconcile(): Promise<ReconcileReport> {
-    const now = deps.clock.nowMs();
-    const report: ReconcileReport = { committed: 0, released: 0, pending: 0 };
-    const open: WriteRecord[] = await deps.ledger.unsettled(now + 1);
-    const release = async (write: WriteRecord) => {
-      await deps.ledger.release(write.id, now);
-      report.released++;
-    };
-    for (const write of open) {
-      const stale = now - write.createdAtMs >= deps.staleAfterMs;
-      if (write.txHash === null) {
-        if (stale) await release(write);
-        else report.pending++;
-        continue;
-      }
-      const status = await deps.txStatus.status(write.txHash as HexString);
-      switch (status.status) {
-        case "success":
-          await deps.ledger.commit(write.id, { txHash: write.txHash, uid: status.uid, blockNumber: status.blockNumber }, now);
-          report.committed++;
-          break;
-        case "reverted":
-        case "replaced":
-          await release(write);
-          break;
-        case "not-found":
-          if (stale) await release(write);
-          else report.pending++;
-          break;
-        case "pending":
-        case "rpc-error":
-          report.pending++;
-          break;
-      }
-    }
-    return report;
-  };
-}

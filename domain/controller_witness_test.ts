@@ -10,11 +10,10 @@ import {
   fakeWriteLedger,
 } from "../ports/fakes.ts";
 import type { HexString } from "../ports/eas.ts";
-import type { TxStatus } from "../ports/witness.ts";
 import { createDiscoverControllers } from "./controller_discovery.ts";
 import {
   createControllerWitness,
-  createWitnessReconciler,
+  type ControllerWitnessDeps,
   LEGACY_WITNESS_DEPRECATION_HEADER,
   parseWitnessBody,
 } from "./controller_witness.ts";
@@ -43,7 +42,7 @@ function setup(options: {
   const didDocuments = fakeDidDocumentFetcher();
   const ledger = fakeWriteLedger();
   const writer = fakeWitnessWriter();
-  const witness = createControllerWitness({
+  const deps: ControllerWitnessDeps = {
     discover: createDiscoverControllers({
       dns,
       didDocuments,
@@ -62,8 +61,8 @@ function setup(options: {
     random: fakeRandom(),
     userRate: createRateLimiter(clock, { capacity: options.userPerMinute ?? 100, perMinute: options.userPerMinute ?? 100 }),
     domainRate: createRateLimiter(clock, { capacity: options.domainPerMinute ?? 100, perMinute: options.domainPerMinute ?? 100 }),
-  });
-  return { clock, dns, didDocuments, ledger, writer, witness };
+  };
+  return { clock, dns, didDocuments, ledger, writer, deps, witness: createControllerWitness(deps) };
 }
 
 const body = { subjectDid: SUBJECT, controllerDid: `did:pkh:eip155:31337:${KEY}` };
@@ -179,7 +178,7 @@ describe("createControllerWitness()", () => {
     expect(await s.ledger.usage(account.id, 2026)).toEqual({ used: 1, reserved: 0 });
   });
 
-  test("a failed submission gives the write back; an unknown outcome keeps it reserved", async () => {
+  test("a failed submission gives the write back; an unknown outcome keeps it reserved (decisions §15)", async () => {
     const reverted = setup();
     reverted.writer.submission = { ok: false, reason: "reverted", txHash: `0x${"e".repeat(64)}`, blockNumber: 5n };
     expect(codeOf(await reverted.witness(body, signedIn))).toBe("SERVER_ERROR");
@@ -187,20 +186,52 @@ describe("createControllerWitness()", () => {
 
     const unsent = setup();
     unsent.writer.submission = { ok: false, reason: "not-broadcast" };
-    expect(codeOf(await unsent.witness(body, signedIn))).toBe("SERVER_ERROR");
+    expect(codeOf(await unsent.witness(body, signedIn))).toBe("SUBMISSION_FAILED");
     expect(await unsent.ledger.usage(account.id, 2026)).toEqual({ used: 0, reserved: 0 });
 
     const refused = setup();
     refused.writer.simulation = { ok: false, reason: "insufficient-funds" };
-    expect(codeOf(await refused.witness(body, signedIn))).toBe("SERVER_ERROR");
+    const cannotPay = (await refused.witness(body, signedIn)).result;
+    expect(cannotPay).toMatchObject({ ok: false, code: "SUBMISSION_FAILED", unavailable: true });
     expect(refused.writer.sent).toHaveLength(0);
     expect(await refused.ledger.usage(account.id, 2026)).toEqual({ used: 0, reserved: 0 });
 
     const lost = setup();
     lost.writer.submission = { ok: false, reason: "unknown-outcome", txHash: `0x${"f".repeat(64)}` };
-    expect(codeOf(await lost.witness(body, signedIn))).toBe("SERVER_ERROR");
+    const unknown = (await lost.witness(body, signedIn)).result;
+    expect(unknown).toMatchObject({ ok: false, code: "OUTCOME_UNKNOWN", details: `0x${"f".repeat(64)}` });
     const [write] = lost.ledger.writes.values();
     expect(write).toMatchObject({ state: "broadcast", txHash: `0x${"c".repeat(63)}1` });
+    expect(write?.tx?.raw).toBe(`0x02${"c".repeat(63)}1`);
+  });
+
+  test("an unfunded witness wallet is refused before anything is reserved", async () => {
+    const s = setup();
+    s.writer.funds = "low";
+    expect((await s.witness(body, signedIn)).result).toMatchObject({ ok: false, code: "SUBMISSION_FAILED", unavailable: true });
+    expect(s.ledger.writes.size).toBe(0);
+    expect(s.writer.simulated).toHaveLength(0);
+  });
+
+  test("requests without evidence never hold a reservation, so they cannot make others hit the limit", async () => {
+    const s = setup({ annualWrites: 1 });
+    let reservedDuringLookups = 0;
+    const discover = s.deps.discover;
+    const withoutEvidence = { ...body, controllerDid: "did:pkh:eip155:1:0x000000000000000000000000000000000000dead" };
+    const witness = createControllerWitness({
+      ...s.deps,
+      discover: async (subject, options) => {
+        reservedDuringLookups = Math.max(reservedDuringLookups, (await s.ledger.usage(account.id, 2026)).reserved);
+        return await discover(subject, options);
+      },
+    });
+    const outcomes = await Promise.all([
+      ...Array.from({ length: 14 }, () => witness(withoutEvidence, signedIn)),
+      witness(body, signedIn),
+    ]);
+    expect(outcomes.map(codeOf).sort()).toEqual([...Array(14).fill("EVIDENCE_NOT_FOUND"), "ok"].sort());
+    expect(reservedDuringLookups).toBe(0);
+    expect(await s.ledger.usage(account.id, 2026)).toEqual({ used: 1, reserved: 0 });
   });
 
   test("the transaction hash is stored before broadcast", async () => {
@@ -211,6 +242,8 @@ describe("createControllerWitness()", () => {
     };
     await s.witness(body, signedIn);
     expect(seen).toEqual([["broadcast", `0x${"c".repeat(63)}1`]]);
+    const [write] = s.ledger.writes.values();
+    expect(write).toMatchObject({ state: "committed", tx: { nonce: 0, txHash: `0x${"c".repeat(63)}1` } });
   });
 
   test("per-user and per-domain rate limits answer RATE_LIMITED with Retry-After, and the domain limit precedes any lookup", async () => {
@@ -262,80 +295,5 @@ describe("legacy body deprecation", () => {
     const outcome = await s.witness({ subject: SUBJECT, controller: CONTROLLER, method: "dns-txt" }, signedIn);
     expect(codeOf(outcome)).toBe("ok");
     expect([outcome.deprecated, outcome.deprecation]).toEqual([true, "@1778198400"]);
-  });
-});
-
-describe("createWitnessReconciler()", () => {
-  test("commits mined writes, releases reverted and stale ones, leaves fresh ones", async () => {
-    const clock = fakeClock(1_000_000);
-    const ledger = fakeWriteLedger();
-    const statuses: Record<string, TxStatus> = {
-      "0xmined": { status: "success", blockNumber: 9n, uid: `0x${"9".repeat(64)}` },
-      "0xreverted": { status: "reverted", blockNumber: 9n },
-      "0xunknown": { status: "not-found" },
-      "0xdown": { status: "rpc-error" },
-    };
-    const add = async (id: string, createdAtMs: number, txHash?: string) => {
-      await ledger.reserve({ id, accountId: "a", year: 2026, fingerprint: id, createdAtMs }, 100);
-      if (txHash) await ledger.markBroadcast(id, txHash, createdAtMs);
-    };
-    await add("mined", 999_000, "0xmined");
-    await add("reverted", 999_000, "0xreverted");
-    await add("fresh-unknown", 999_000, "0xunknown");
-    await add("stale-unknown", 0, "0xunknown");
-    await add("rpc-down", 0, "0xdown");
-    await add("fresh-reserved", 999_000);
-    await add("stale-reserved", 0);
-    const reconcile = createWitnessReconciler({
-      ledger,
-      txStatus: { status: (hash) => Promise.resolve(statuses[hash]!) },
-      clock,
-      staleAfterMs: 600_000,
-    });
-    expect(await reconcile()).toEqual({ committed: 1, released: 3, pending: 3 });
-    const state = Object.fromEntries([...ledger.writes.values()].map((w) => [w.id, w.state]));
-    expect(state).toEqual({
-      mined: "committed",
-      reverted: "released",
-      "fresh-unknown": "broadcast",
-      "stale-unknown": "released",
-      "rpc-down": "broadcast",
-      "fresh-reserved": "reserved",
-      "stale-reserved": "released",
-    });
-    expect((await ledger.find("mined"))?.uid).toBe(`0x${"9".repeat(64)}`);
-  });
-
-  test("a transaction still pending after the stale age keeps its write reserved, and is charged once mined", async () => {
-    const clock = fakeClock(0);
-    const ledger = fakeWriteLedger();
-    let chain: TxStatus = { status: "pending" };
-    await ledger.reserve({ id: "slow", accountId: "a", year: 2026, fingerprint: "slow", createdAtMs: 0 }, 100);
-    await ledger.markBroadcast("slow", "0xslow", 0);
-    const reconcile = createWitnessReconciler({ ledger, txStatus: { status: () => Promise.resolve(chain) }, clock, staleAfterMs: 600_000 });
-    clock.set(3_600_000);
-    expect(await reconcile()).toEqual({ committed: 0, released: 0, pending: 1 });
-    expect(await ledger.usage("a", 2026)).toEqual({ used: 0, reserved: 1 });
-    chain = { status: "success", blockNumber: 77n, uid: `0x${"7".repeat(64)}` };
-    expect(await reconcile()).toEqual({ committed: 1, released: 0, pending: 0 });
-    expect(await ledger.find("slow")).toMatchObject({ state: "committed", blockNumber: 77n, uid: `0x${"7".repeat(64)}` });
-  });
-
-  test("a transaction whose nonce the wallet has moved past is released at once; a fresh unknown one is kept", async () => {
-    const clock = fakeClock(1_000_000);
-    const ledger = fakeWriteLedger();
-    const statuses: Record<string, TxStatus> = { "0xreplaced": { status: "replaced" }, "0xunknown": { status: "not-found" } };
-    for (const id of ["replaced", "unknown"]) {
-      await ledger.reserve({ id, accountId: "a", year: 2026, fingerprint: id, createdAtMs: 999_000 }, 100);
-      await ledger.markBroadcast(id, `0x${id}`, 999_000);
-    }
-    const reconcile = createWitnessReconciler({
-      ledger,
-      txStatus: { status: (hash) => Promise.resolve(statuses[hash]!) },
-      clock,
-      staleAfterMs: 600_000,
-    });
-    expect(await reconcile()).toEqual({ committed: 0, released: 1, pending: 1 });
-    expect([(await ledger.find("replaced"))?.state, (await ledger.find("unknown"))?.state]).toEqual(["released", "broadcast"]);
   });
 });

@@ -1,10 +1,10 @@
 import { recoverTypedDataAddress } from "viem/utils";
 import type { Clock } from "../ports/clock.ts";
 import type { DelegatedAttestCall, DelegateSubmitter, EasReader, HexString } from "../ports/eas.ts";
-import type { ReplayStore } from "../ports/replay_store.ts";
+import type { ReplayRecord, ReplayStore } from "../ports/replay_store.ts";
 import { type AttestMessage, buildAttestTypedData } from "./attest_typed_data.ts";
 import { type DelegatedRequest, parseDelegatedRequest } from "./delegated_request.ts";
-import { fail, ok, type Result } from "./result.ts";
+import { type Fail, fail, type Ok, ok, type Result } from "./result.ts";
 import { normalizeSignature, type NormalizedSignature } from "./signature.ts";
 
 /** Codes a delegated attestation can fail with; the HTTP layer maps each to a status. */
@@ -18,7 +18,8 @@ export type DelegatedAttestCode =
   | "NO_DELEGATE_KEY"
   | "RPC_ERROR"
   | "ATTESTER_MISMATCH"
-  | "SUBMISSION_FAILED";
+  | "SUBMISSION_FAILED"
+  | "OUTCOME_UNKNOWN";
 
 /** `details` of an ATTESTER_MISMATCH whose signature is valid for an older nonce: re-sign and resubmit. */
 export const NONCE_MOVED = "NONCE_MOVED";
@@ -47,8 +48,14 @@ export type DelegatedAttestDeps = {
   readonly maxDeadlineAheadSeconds?: number | undefined;
 };
 
+/**
+ * A failure; `unavailable` marks a SUBMISSION_FAILED the service itself cannot serve now (its wallet cannot
+ * pay), which HTTP answers with 503 rather than 500.
+ */
+export type DelegatedAttestFailure = Fail<DelegatedAttestCode> & { readonly unavailable?: true };
+
 /** Verifies and submits one delegated attestation. */
-export type DelegatedAttest = (body: unknown) => Promise<Result<DelegatedAttestSuccess, DelegatedAttestCode>>;
+export type DelegatedAttest = (body: unknown) => Promise<Ok<DelegatedAttestSuccess> | DelegatedAttestFailure>;
 
 const DEFAULT_MAX_DEADLINE_AHEAD = 86_400;
 
@@ -82,31 +89,41 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
     if (schema.revocable !== undefined && schema.revocable !== request.revocable) {
       return fail("INVALID_INPUT", `revocable must be ${schema.revocable} for schema ${schema.name}`);
     }
-    if (await deps.replay.has(signature.value.hex)) return fail("DUPLICATE", "Duplicate submission");
+    const known = await deps.replay.find(signature.value.hex);
+    if (known !== undefined) return duplicate(known);
     const delegate = deps.delegate;
     if (delegate === undefined) {
       return fail("NO_DELEGATE_KEY", "Server misconfigured: no delegate key available");
     }
 
+    // Read in the same tick as the nonce, so both ride in one JSON-RPC batch.
+    const funds = delegate.checkFunds();
     const pendingNonce = deps.eas.getAttesterNonce(request.attester);
     // Recovery is CPU work: done for the nonce the client says it signed while the chain answers, and used only
     // if the chain's nonce is that one. The verdict still waits for the on-chain nonce (decisions §6 order).
     const clientSigner =
       request.clientNonce === undefined ? undefined : recoverSigner(deps.eas, request, signature.value, request.clientNonce);
-    const nonceRead = await pendingNonce;
+    const [nonceRead, fundsCheck] = await Promise.all([pendingNonce, funds]);
     if (!nonceRead.ok) return fail("RPC_ERROR", "Failed to read the attester nonce from the chain");
     const verified = await verifyAgainstNonce(deps.eas, request, signature.value, nonceRead.nonce, clientSigner);
     if (!verified.ok) return verified;
+    // Decisions §15: a wallet that cannot pay is refused before anything is recorded, so nothing is locked.
+    if (fundsCheck === "rpc-error") return fail("RPC_ERROR", "Failed to read the delegate wallet's balance from the chain");
+    if (fundsCheck === "low") return cannotPay();
 
+    const key = signature.value.hex;
     const claim = await deps.replay.claim({
-      key: signature.value.hex,
+      key,
       chainId: deps.eas.chainId,
       attester: request.attester.toLowerCase(),
       nonce: nonceRead.nonce,
       deadline: request.deadline,
       createdAtMs: deps.clock.nowMs(),
     });
-    if (claim === "duplicate-signature") return fail("DUPLICATE", "Duplicate submission");
+    if (claim === "duplicate-signature") {
+      const winner = await deps.replay.find(key);
+      return winner === undefined ? fail("DUPLICATE", "Duplicate submission") : duplicate(winner);
+    }
     if (claim === "nonce-in-flight") {
       return fail("DUPLICATE", "Another submission for this attester and nonce is already in flight");
     }
@@ -114,24 +131,26 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
     const call = toCall(request, signature.value);
     const simulation = await delegate.simulate(call);
     if (!simulation.ok) {
-      await deps.replay.release(signature.value.hex);
+      await deps.replay.release(key);
       if (simulation.reason === "reverted") {
         if (simulation.errorName === "DeadlineExpired") return fail("SIGNATURE_EXPIRED", "Signature expired");
         return fail("INVALID_INPUT", `EAS rejected the attestation: ${simulation.errorName}`);
       }
-      if (simulation.reason === "insufficient-funds") {
-        return fail("SUBMISSION_FAILED", "The delegate wallet cannot pay for gas");
-      }
+      if (simulation.reason === "insufficient-funds") return cannotPay();
       return fail("RPC_ERROR", "The chain did not answer the simulation");
     }
 
     const submission = await delegate.submit(call, {
       gas: simulation.gas,
-      onSigned: (txHash) => deps.replay.markBroadcast(signature.value.hex, txHash),
+      onSigned: async (tx) => {
+        // A record the reconciler already released must not be sent under: nobody could settle it.
+        if (!(await deps.replay.markSigned(key, tx))) throw new Error("The submission record was released before sending");
+      },
+      onSent: () => deps.replay.markSent(key),
     });
     if (submission.ok) {
-      await deps.replay.finish(signature.value.hex, {
-        state: "done",
+      await deps.replay.finish(key, {
+        state: "mined",
         txHash: submission.txHash,
         uid: submission.uid,
         blockNumber: submission.blockNumber,
@@ -139,15 +158,32 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
       return ok({ txHash: submission.txHash, uid: submission.uid, blockNumber: submission.blockNumber });
     }
     if (submission.reason === "not-broadcast") {
-      await deps.replay.release(signature.value.hex);
-      return fail("RPC_ERROR", "The transaction could not be sent");
+      // The node refused it and does not hold it: nothing can land, so the signature is given back.
+      await deps.replay.release(key);
+      return fail("SUBMISSION_FAILED", "The chain refused the transaction; nothing was sent, and the same signature may be submitted again");
     }
     if (submission.reason === "reverted") {
-      await deps.replay.finish(signature.value.hex, { state: "failed", txHash: submission.txHash });
-      return fail("SUBMISSION_FAILED", "The attestation transaction reverted");
+      await deps.replay.finish(key, { state: "reverted", txHash: submission.txHash, blockNumber: submission.blockNumber });
+      return fail("SUBMISSION_FAILED", "The attestation transaction reverted", submission.txHash);
     }
-    return fail("SUBMISSION_FAILED", `The transaction ${submission.txHash} was sent but its receipt is not known yet`);
+    return fail(
+      "OUTCOME_UNKNOWN",
+      "The transaction was sent but its outcome is not known yet; it will be settled, and the same signature then answers with it",
+      submission.txHash,
+    );
   };
+}
+
+/** The truthful answer to a signature already on record (decisions §15): its uid, its hash, or in progress. */
+function duplicate(record: ReplayRecord): DelegatedAttestFailure {
+  if (record.state === "mined") return fail("DUPLICATE", "Duplicate submission: already attested", record.uid ?? record.txHash ?? undefined);
+  if (record.state === "reverted") return fail("DUPLICATE", "Duplicate submission: its transaction reverted", record.txHash ?? undefined);
+  if (record.txHash !== null) return fail("DUPLICATE", "Duplicate submission: its transaction is on its way", record.txHash);
+  return fail("DUPLICATE", "Duplicate submission: it is being processed");
+}
+
+function cannotPay(): DelegatedAttestFailure {
+  return { ...fail("SUBMISSION_FAILED", "The delegate wallet cannot pay for gas right now; nothing was recorded"), unavailable: true };
 }
 
 /** Recovers the signer of the typed data rebuilt with `nonce`; undefined when the signature does not recover. */

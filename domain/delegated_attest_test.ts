@@ -193,6 +193,57 @@ describe("createDelegatedAttest()", () => {
     expect((await env.attest(body)).ok).toBe(true);
   });
 
+  test("a retry tells the truth: 409 with the uid once mined, with the hash while sent (decisions §15)", async () => {
+    const env = setup();
+    const body = await signedBody(env);
+    const first = await env.attest(body);
+    expect(first.ok).toBe(true);
+    const again = await env.attest(body);
+    expect(again).toMatchObject({ ok: false, code: "DUPLICATE", details: first.ok ? first.value.uid : "" });
+
+    const lost = setup();
+    lost.delegate.submission = { ok: false, reason: "unknown-outcome", txHash: `0x${"1".padStart(64, "a")}` };
+    const lostBody = await signedBody(lost);
+    expect(await lost.attest(lostBody)).toMatchObject({ ok: false, code: "OUTCOME_UNKNOWN", details: `0x${"1".padStart(64, "a")}` });
+    const [row] = lost.replay.rows.values();
+    expect(row).toMatchObject({ state: "sent", txHash: `0x${"1".padStart(64, "a")}`, tx: { nonce: 0 } });
+    expect(await lost.attest(lostBody)).toMatchObject({ ok: false, code: "DUPLICATE", details: `0x${"1".padStart(64, "a")}` });
+  });
+
+  test("a send the chain refused is released: SUBMISSION_FAILED, and the same signature works again", async () => {
+    const env = setup();
+    env.delegate.submission = { ok: false, reason: "not-broadcast" };
+    const body = await signedBody(env);
+    expect(await env.attest(body)).toMatchObject({ ok: false, code: "SUBMISSION_FAILED" });
+    expect(env.replay.rows.size).toBe(0);
+    env.delegate.submission = undefined;
+    expect((await env.attest(body)).ok).toBe(true);
+  });
+
+  test("a delegate wallet that cannot pay is refused before anything is recorded, with no simulation", async () => {
+    const env = setup();
+    env.delegate.funds = "low";
+    const body = await signedBody(env);
+    expect(await env.attest(body)).toMatchObject({ ok: false, code: "SUBMISSION_FAILED", unavailable: true });
+    expect([env.replay.rows.size, env.delegate.simulations]).toEqual([0, 0]);
+    env.delegate.funds = "ok";
+    expect((await env.attest(body)).ok).toBe(true);
+  });
+
+  test("the transaction is stored before it is sent, and not sent when its record was released meanwhile", async () => {
+    const env = setup();
+    const body = await signedBody(env);
+    const markSigned = env.replay.markSigned;
+    let stateAtSigning: string | undefined;
+    env.replay.markSigned = async (key, tx) => {
+      stateAtSigning = env.replay.rows.get(key)?.state;
+      await env.replay.release(key);
+      return await markSigned(key, tx);
+    };
+    expect(await env.attest(body)).toMatchObject({ ok: false, code: "SUBMISSION_FAILED" });
+    expect([stateAtSigning, env.delegate.sent.length, env.replay.rows.size]).toEqual(["checked", 0, 0]);
+  });
+
   test("an EAS revert in simulation is INVALID_INPUT naming it and spends nothing", async () => {
     const env = setup();
     env.delegate.simulation = { ok: false, reason: "reverted", errorName: "InvalidSchema" };

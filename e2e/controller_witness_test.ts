@@ -368,7 +368,11 @@ describe("controller witness on the devnet", () => {
     const simulation = await writer.simulate(call);
     if (!simulation.ok) throw new Error("simulation failed");
     // The service stores the hash, broadcasts, and dies before it writes down the outcome.
-    const sent = await writer.submit(call, { gas: simulation.gas, onSigned: (txHash) => ledger.markBroadcast("crash-1", txHash, Date.now()) });
+    const sent = await writer.submit(call, {
+      gas: simulation.gas,
+      onSigned: async (tx) => void (await ledger.markSigned("crash-1", tx, Date.now())),
+      onSent: () => ledger.markSent("crash-1", Date.now()),
+    });
     expect(sent.ok).toBe(true);
     expect(await ledger.find("crash-1")).toMatchObject({ state: "broadcast" });
     db.close();

@@ -91,6 +91,8 @@ export async function startStack(
     wrapRpcFetch?: (inner: typeof fetch) => typeof fetch;
     /** Extra trusted root for did.json fetches (the test CA). */
     didJsonCa?: string;
+    /** The RPC URL the service is given, from the devnet's (e.g. a fault proxy in front of it). */
+    rpcUrlFor?: (devnetRpcUrl: string) => string;
   } = {},
 ): Promise<Stack> {
   const startAnvil = await anvilStarter();
@@ -106,7 +108,7 @@ export async function startStack(
   const rpcFetch = options.wrapRpcFetch ? options.wrapRpcFetch(rpc.fetch) : rpc.fetch;
   const env = (extra: Record<string, string> = {}) => ({
     PORT: "0",
-    RPC_URL: devnet.rpcUrl,
+    RPC_URL: options.rpcUrlFor?.(devnet.rpcUrl) ?? devnet.rpcUrl,
     TRUST_ANCHORS_PATH: devnet.trustAnchorsPath,
     DELEGATE_PRIVATE_KEY: devnet.keys.delegate,
     WITNESS_PRIVATE_KEY: devnet.keys.witness,

@@ -247,7 +247,8 @@ describe("delegated-attest failures through the app", () => {
     const env = setup({ submission: { ok: false, reason: "reverted", txHash: `0x${"cd".repeat(32)}`, blockNumber: 7n } });
     const res = await env.call("POST", "/v1/delegated-attest", await signedBody(env.eas));
     expect([res.status, res.body.code]).toEqual([500, "SUBMISSION_FAILED"]);
-    expect(Object.keys(res.body).sort()).toEqual(["code", "elapsed", "error"]);
+    expect(Object.keys(res.body).sort()).toEqual(["code", "details", "elapsed", "error"]);
+    expect(res.body.details).toBe(`0x${"cd".repeat(32)}`);
     expect(res.body.elapsed).toMatch(ELAPSED);
   });
 

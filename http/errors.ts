@@ -33,6 +33,8 @@ const STATUS: Readonly<Record<string, number>> = {
   INTERNAL_ERROR: 500,
   MAINNET_NOT_SUPPORTED: 501,
   NETWORK_ERROR: 502,
+  // The transaction may have reached the chain; `details` carries its hash (decisions §15).
+  OUTCOME_UNKNOWN: 503,
 };
 
 /** The HTTP status of an error code; unknown codes are bugs, so 500. */

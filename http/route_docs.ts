@@ -46,10 +46,11 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
       400: easErr("INVALID_JSON, INVALID_INPUT, SIGNATURE_EXPIRED, INVALID_SIGNATURE, ATTESTER_MISMATCH"),
       403: easErr("SCHEMA_NOT_SUBSIDIZED"),
       405: easErr("METHOD_NOT_ALLOWED (Allow header)"),
-      409: easErr("DUPLICATE"),
+      409: easErr("DUPLICATE: details is the uid once mined, the transaction hash while it is on its way"),
       413: easErr("PAYLOAD_TOO_LARGE: body over 8 MiB"),
-      500: easErr("NO_DELEGATE_KEY, RPC_ERROR, SUBMISSION_FAILED, INTERNAL_ERROR"),
+      500: easErr("NO_DELEGATE_KEY, RPC_ERROR, SUBMISSION_FAILED (refused by the chain: retry with the same signature; or reverted), INTERNAL_ERROR"),
       501: easErr("MAINNET_NOT_SUPPORTED"),
+      503: easErr("OUTCOME_UNKNOWN (details: the transaction hash; settled later), SUBMISSION_FAILED (the delegate wallet cannot pay; nothing recorded)"),
     },
   },
   {
@@ -155,7 +156,8 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
       415: err("UNSUPPORTED_MEDIA_TYPE"),
       422: err("EVIDENCE_NOT_FOUND: the message lists each source checked and its status"),
       429: err("RATE_LIMITED (per user or per subject domain; Retry-After header)"),
-      500: err("SCHEMA_NOT_DEPLOYED, SERVER_ERROR (no witness wallet, or the submission failed)"),
+      500: err("SCHEMA_NOT_DEPLOYED, SERVER_ERROR (no witness wallet, or the transaction reverted), SUBMISSION_FAILED (refused by the chain; not charged)"),
+      503: err("OUTCOME_UNKNOWN (details: the transaction hash; the write stays reserved until settled), SUBMISSION_FAILED (the witness wallet cannot pay; nothing reserved)"),
     },
   },
   {

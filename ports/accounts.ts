@@ -1,3 +1,5 @@
+import type { SignedTx } from "./eas.ts";
+
 /** A plan name; limits and eligible schemas of each come from configuration. */
 export type Plan = "free" | "paid";
 
@@ -55,8 +57,12 @@ export interface AccountStore {
   readonly prune: (nowMs: number) => Promise<number>;
 }
 
-/** Where a sponsored write stands. `reserved` and `broadcast` count against the quota like `committed`. */
-export type WriteState = "reserved" | "broadcast" | "committed" | "released";
+/**
+ * Where a sponsored write stands: `reserved` (the submission is checked), `signed` (its transaction is
+ * stored), `broadcast` (sent: it may have reached the node), then `committed` (mined) or `released`. The
+ * open states count against the quota like `committed`.
+ */
+export type WriteState = "reserved" | "signed" | "broadcast" | "committed" | "released";
 
 /** A reservation of one sponsored write, taken before anything is signed. */
 export type WriteReservation = {
@@ -72,6 +78,8 @@ export type WriteReservation = {
 /** A stored reservation with its progress. */
 export type WriteRecord = WriteReservation & {
   readonly state: WriteState;
+  /** The signed transaction, stored before it was sent. */
+  readonly tx: SignedTx | null;
   readonly txHash: string | null;
   readonly uid: string | null;
   readonly blockNumber: bigint | null;
@@ -86,8 +94,10 @@ export interface SponsoredWriteLedger {
   readonly usage: (accountId: string, year: number) => Promise<WriteUsage>;
   /** Atomically reserves one write unless `used + reserved` already reaches `limit`; false when none is left. */
   readonly reserve: (reservation: WriteReservation, limit: number) => Promise<boolean>;
-  /** Stores the signed transaction's hash before it is broadcast. */
-  readonly markBroadcast: (id: string, txHash: string, nowMs: number) => Promise<void>;
+  /** Stores the signed transaction before it is sent; false when the write is no longer `reserved` (released). */
+  readonly markSigned: (id: string, tx: SignedTx, nowMs: number) => Promise<boolean>;
+  /** Records that the transaction may have reached the node. */
+  readonly markSent: (id: string, nowMs: number) => Promise<void>;
   readonly commit: (
     id: string,
     outcome: { readonly txHash: string; readonly uid: string | null; readonly blockNumber: bigint },
@@ -95,7 +105,7 @@ export interface SponsoredWriteLedger {
   ) => Promise<void>;
   /** Gives the write back; a committed write is never released. */
   readonly release: (id: string, nowMs: number) => Promise<void>;
-  /** Reservations still `reserved` or `broadcast` that were created before `createdBeforeMs`. */
+  /** Reservations still `reserved`, `signed` or `broadcast` that were created before `createdBeforeMs`. */
   readonly unsettled: (createdBeforeMs: number) => Promise<WriteRecord[]>;
   readonly find: (id: string) => Promise<WriteRecord | undefined>;
 }

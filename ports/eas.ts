@@ -46,23 +46,45 @@ export type Submission =
     /** The uid of the first `Attested` log, `null` when the receipt has none. */
     readonly uid: HexString | null;
   }
-  /** Nothing reached the chain; the same request may be retried. */
+  /**
+   * Provably never broadcast: the node refused the transaction and does not hold it (asked by hash after
+   * the failed send), or nothing was signed. The same request may be retried.
+   */
   | { readonly ok: false; readonly reason: "not-broadcast" }
   /** Mined, and reverted. */
   | { readonly ok: false; readonly reason: "reverted"; readonly txHash: HexString; readonly blockNumber: bigint }
-  /** Broadcast, but the receipt could not be read in time. */
+  /** It may have reached the chain (the node could not be asked, or the receipt did not come in time). */
   | { readonly ok: false; readonly reason: "unknown-outcome"; readonly txHash: HexString };
+
+/**
+ * A transaction the service signed, stored before it is sent: its hash to look it up, its raw bytes to
+ * send it again unchanged (same nonce, same hash), and the wallet nonce it spends.
+ */
+export type SignedTx = {
+  readonly txHash: HexString;
+  readonly raw: HexString;
+  /** The sending wallet, lowercase. */
+  readonly wallet: HexString;
+  readonly nonce: number;
+};
 
 /** Options of {@link DelegateSubmitter.submit}. */
 export type SubmitOptions = {
   readonly gas: bigint;
-  /** Called with the transaction hash after signing and before broadcast, so it can be stored first. */
-  readonly onSigned: (txHash: HexString) => Promise<void>;
+  /** Called with the signed transaction before it is sent, so it is stored first; if it throws, nothing is sent. */
+  readonly onSigned: (tx: SignedTx) => Promise<void>;
+  /** Called once the transaction may have reached the node (accepted, or the node's answer was lost). */
+  readonly onSent: (txHash: HexString) => Promise<void>;
 };
+
+/** Whether a wallet can pay for one more transaction, read before anything is recorded. */
+export type FundsCheck = "ok" | "low" | "rpc-error";
 
 /** The service's delegate wallet: simulates and submits `attestByDelegation`, paying gas. */
 export interface DelegateSubmitter {
   readonly address: HexString;
+  /** Compares the wallet's balance with the cost of a typical transaction at current fees. */
+  readonly checkFunds: () => Promise<FundsCheck>;
   readonly simulate: (call: DelegatedAttestCall) => Promise<Simulation>;
   readonly submit: (call: DelegatedAttestCall, options: SubmitOptions) => Promise<Submission>;
 }

@@ -1,7 +1,16 @@
 import type * as Accounts from "./accounts.ts";
 import type { Clock } from "./clock.ts";
-import type { DelegatedAttestCall, DelegateSubmitter, EasReader, HexString, Simulation, Submission } from "./eas.ts";
-import type { ClaimOutcome, ReplayClaim, ReplayFinal, ReplayStore } from "./replay_store.ts";
+import type {
+  DelegatedAttestCall,
+  DelegateSubmitter,
+  EasReader,
+  FundsCheck,
+  HexString,
+  Simulation,
+  Submission,
+  SubmitOptions,
+} from "./eas.ts";
+import type { ClaimOutcome, ReplayClaim, ReplayFinal, ReplayRecord, ReplayStore } from "./replay_store.ts";
 
 /** A clock that stands still until told otherwise. */
 export function fakeClock(startMs = 1_800_000_000_000): Clock & { set: (ms: number) => void } {
@@ -27,27 +36,41 @@ export function fakeEasReader(options: { chainId?: number; easAddress?: HexStrin
   return reader satisfies EasReader;
 }
 
+/** A signed transaction of a fake wallet: hash and bytes made from a counter. */
+function fakeSignedTx(wallet: HexString, counter: number, fill: string): import("./eas.ts").SignedTx {
+  const txHash = `0x${counter.toString(16).padStart(64, fill)}` as HexString;
+  return { txHash, raw: `0x02${txHash.slice(2)}` as HexString, wallet: wallet.toLowerCase() as HexString, nonce: counter - 1 };
+}
+
 /** A delegate wallet that records what it was asked to send. */
-export function fakeDelegate(options: { simulation?: Simulation; submission?: Submission } = {}) {
+export function fakeDelegate(options: { simulation?: Simulation; submission?: Submission; funds?: FundsCheck } = {}) {
   const sent: DelegatedAttestCall[] = [];
   let counter = 0;
   const delegate = {
     address: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" as HexString,
     sent,
     simulations: 0,
+    funds: options.funds ?? ("ok" as FundsCheck),
     simulation: options.simulation ?? { ok: true as const, gas: 200_000n },
     submission: options.submission,
+    checkFunds: () => Promise.resolve(delegate.funds),
     simulate(_call: DelegatedAttestCall) {
       delegate.simulations++;
       return Promise.resolve(delegate.simulation);
     },
-    async submit(call: DelegatedAttestCall, opts: { onSigned: (h: HexString) => Promise<void> }) {
+    async submit(call: DelegatedAttestCall, opts: SubmitOptions): Promise<Submission> {
       counter++;
-      const txHash = `0x${counter.toString(16).padStart(64, "a")}` as HexString;
-      await opts.onSigned(txHash);
+      const tx = fakeSignedTx(delegate.address, counter, "a");
+      try {
+        await opts.onSigned(tx);
+      } catch {
+        return { ok: false, reason: "not-broadcast" };
+      }
+      if (delegate.submission?.ok === false && delegate.submission.reason === "not-broadcast") return delegate.submission;
+      await opts.onSent(tx.txHash);
       sent.push(call);
       if (delegate.submission) return delegate.submission;
-      return { ok: true as const, txHash, blockNumber: BigInt(counter), uid: `0x${counter.toString(16).padStart(64, "b")}` as HexString };
+      return { ok: true, txHash: tx.txHash, blockNumber: BigInt(counter), uid: `0x${counter.toString(16).padStart(64, "b")}` as HexString };
     },
   };
   return delegate satisfies DelegateSubmitter;
@@ -55,38 +78,49 @@ export function fakeDelegate(options: { simulation?: Simulation; submission?: Su
 
 /** An in-memory replay store with the same rules as the SQLite one. */
 export function fakeReplayStore() {
-  const rows = new Map<string, ReplayClaim & { state: string; txHash?: string }>();
+  const rows = new Map<string, ReplayRecord>();
+  const live = (state: string) => state === "checked" || state === "signed" || state === "sent";
+  const update = (key: string, states: readonly string[], change: Partial<ReplayRecord>) => {
+    const row = rows.get(key);
+    if (row === undefined || !states.includes(row.state)) return false;
+    rows.set(key, { ...row, ...change });
+    return true;
+  };
   const store = {
     rows,
-    has: (key: string) => Promise.resolve(rows.has(key)),
+    find: (key: string) => Promise.resolve(rows.get(key)),
     claim(claim: ReplayClaim): Promise<ClaimOutcome> {
       if (rows.has(claim.key)) return Promise.resolve("duplicate-signature");
       for (const row of rows.values()) {
         if (
           row.chainId === claim.chainId && row.attester === claim.attester && row.nonce === claim.nonce &&
-          row.state !== "failed"
+          row.state !== "reverted"
         ) return Promise.resolve("nonce-in-flight");
       }
-      rows.set(claim.key, { ...claim, state: "claimed" });
+      rows.set(claim.key, { ...claim, state: "checked", tx: null, txHash: null, uid: null, blockNumber: null });
       return Promise.resolve("claimed");
     },
-    markBroadcast(key: string, txHash: string) {
-      const row = rows.get(key);
-      if (row) rows.set(key, { ...row, state: "broadcast", txHash });
-      return Promise.resolve();
-    },
+    markSigned: (key: string, tx: import("./eas.ts").SignedTx) =>
+      Promise.resolve(update(key, ["checked"], { state: "signed", tx, txHash: tx.txHash })),
+    markSent: (key: string) => Promise.resolve(void update(key, ["checked", "signed"], { state: "sent" })),
     finish(key: string, final: ReplayFinal) {
-      const row = rows.get(key);
-      if (row) rows.set(key, { ...row, state: final.state, txHash: final.txHash });
+      update(key, ["checked", "signed", "sent"], {
+        state: final.state,
+        txHash: final.txHash,
+        uid: final.state === "mined" ? final.uid : null,
+        blockNumber: final.blockNumber,
+      });
       return Promise.resolve();
     },
     release(key: string) {
-      rows.delete(key);
+      if (live(rows.get(key)?.state ?? "")) rows.delete(key);
       return Promise.resolve();
     },
+    open: (createdBeforeMs: number) =>
+      Promise.resolve([...rows.values()].filter((r) => live(r.state) && r.createdAtMs < createdBeforeMs)),
     prune(nowSeconds: bigint) {
       let n = 0;
-      for (const [k, row] of rows) if (row.deadline < nowSeconds) rows.delete(k), n++;
+      for (const [k, row] of rows) if (row.deadline < nowSeconds && !live(row.state)) rows.delete(k), n++;
       return Promise.resolve(n);
     },
   };
@@ -284,19 +318,22 @@ export function fakeAccountStore() {
   return store satisfies import("./accounts.ts").AccountStore;
 }
 
+const OPEN_WRITE: readonly Accounts.WriteState[] = ["reserved", "signed", "broadcast"];
+
 /** A sponsored-write ledger in memory; records every transition. */
 export function fakeWriteLedger() {
   const writes = new Map<string, Accounts.WriteRecord>();
   const update = (id: string, states: readonly Accounts.WriteState[], change: Partial<Accounts.WriteRecord>) => {
     const found = writes.get(id);
-    if (found !== undefined && states.includes(found.state)) writes.set(id, { ...found, ...change });
-    return Promise.resolve();
+    if (found === undefined || !states.includes(found.state)) return Promise.resolve(false);
+    writes.set(id, { ...found, ...change });
+    return Promise.resolve(true);
   };
   const usage = (accountId: string, year: number) => {
     const rows = [...writes.values()].filter((w) => w.accountId === accountId && w.year === year);
     return {
       used: rows.filter((w) => w.state === "committed").length,
-      reserved: rows.filter((w) => w.state === "reserved" || w.state === "broadcast").length,
+      reserved: rows.filter((w) => OPEN_WRITE.includes(w.state)).length,
     };
   };
   const ledger = {
@@ -308,6 +345,7 @@ export function fakeWriteLedger() {
       writes.set(reservation.id, {
         ...reservation,
         state: "reserved",
+        tx: null,
         txHash: null,
         uid: null,
         blockNumber: null,
@@ -315,45 +353,51 @@ export function fakeWriteLedger() {
       });
       return Promise.resolve(true);
     },
-    markBroadcast: (id: string, txHash: string, nowMs: number) =>
-      update(id, ["reserved"], { state: "broadcast", txHash, updatedAtMs: nowMs }),
+    markSigned: (id: string, tx: import("./eas.ts").SignedTx, nowMs: number) =>
+      update(id, ["reserved"], { state: "signed", tx, txHash: tx.txHash, updatedAtMs: nowMs }).then((changed) => changed),
+    markSent: (id: string, nowMs: number) => update(id, ["reserved", "signed"], { state: "broadcast", updatedAtMs: nowMs }).then(() => {}),
     commit: (id: string, outcome: { txHash: string; uid: string | null; blockNumber: bigint }, nowMs: number) =>
-      update(id, ["reserved", "broadcast"], { state: "committed", ...outcome, updatedAtMs: nowMs }),
-    release: (id: string, nowMs: number) => update(id, ["reserved", "broadcast"], { state: "released", updatedAtMs: nowMs }),
+      update(id, OPEN_WRITE, { state: "committed", ...outcome, updatedAtMs: nowMs }).then(() => {}),
+    release: (id: string, nowMs: number) => update(id, OPEN_WRITE, { state: "released", updatedAtMs: nowMs }).then(() => {}),
     unsettled: (createdBeforeMs: number) =>
-      Promise.resolve(
-        [...writes.values()].filter((w) => (w.state === "reserved" || w.state === "broadcast") && w.createdAtMs < createdBeforeMs),
-      ),
+      Promise.resolve([...writes.values()].filter((w) => OPEN_WRITE.includes(w.state) && w.createdAtMs < createdBeforeMs)),
     find: (id: string) => Promise.resolve(writes.get(id)),
   };
   return ledger satisfies import("./accounts.ts").SponsoredWriteLedger;
 }
 
 /** A witness wallet that records its calls; its answers are settable. */
-export function fakeWitnessWriter(options: { simulation?: Simulation; submission?: Submission } = {}) {
+export function fakeWitnessWriter(options: { simulation?: Simulation; submission?: Submission; funds?: FundsCheck } = {}) {
   type Call = import("./witness.ts").WitnessAttestCall;
   let counter = 0;
   const writer = {
     address: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC" as HexString,
     simulated: [] as Call[],
     sent: [] as Call[],
+    funds: options.funds ?? ("ok" as FundsCheck),
     simulation: options.simulation ?? { ok: true as const, gas: 150_000n } as Simulation,
     submission: options.submission,
     /** Runs between signing and the answer, e.g. to look at the ledger mid-flight. */
     duringSend: async (_txHash: HexString) => {},
+    checkFunds: () => Promise.resolve(writer.funds),
     simulate(call: Call) {
       writer.simulated.push(call);
       return Promise.resolve(writer.simulation);
     },
-    async submit(call: Call, opts: { onSigned: (h: HexString) => Promise<void> }): Promise<Submission> {
+    async submit(call: Call, opts: SubmitOptions): Promise<Submission> {
       counter++;
-      const txHash = `0x${counter.toString(16).padStart(64, "c")}` as HexString;
+      const tx = fakeSignedTx(writer.address, counter, "c");
+      try {
+        await opts.onSigned(tx);
+      } catch {
+        return { ok: false, reason: "not-broadcast" };
+      }
       if (writer.submission?.ok === false && writer.submission.reason === "not-broadcast") return writer.submission;
-      await opts.onSigned(txHash);
+      await opts.onSent(tx.txHash);
       writer.sent.push(call);
-      await writer.duringSend(txHash);
+      await writer.duringSend(tx.txHash);
       if (writer.submission) return writer.submission;
-      return { ok: true, txHash, blockNumber: BigInt(100 + counter), uid: `0x${counter.toString(16).padStart(64, "d")}` as HexString };
+      return { ok: true, txHash: tx.txHash, blockNumber: BigInt(100 + counter), uid: `0x${counter.toString(16).padStart(64, "d")}` as HexString };
     },
   };
   return writer satisfies import("./witness.ts").WitnessWriter;

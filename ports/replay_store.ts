@@ -1,4 +1,6 @@
-/** A signature accepted for submission, recorded before anything is broadcast. */
+import type { SignedTx } from "./eas.ts";
+
+/** A signature accepted for submission, recorded before anything is signed or sent. */
 export type ReplayClaim = {
   /** The normalized signature (r, low-s, v 27/28) as lowercase hex. */
   readonly key: string;
@@ -13,23 +15,44 @@ export type ReplayClaim = {
 /** Why a claim was refused. */
 export type ClaimOutcome = "claimed" | "duplicate-signature" | "nonce-in-flight";
 
-/** The final state of a claim. */
+/**
+ * Where a submission stands (decisions §15): `checked` (signature verified, nothing signed yet) →
+ * `signed` (the transaction is stored, maybe not sent) → `sent` (it may have reached the node) →
+ * `mined` | `reverted`. A released submission has no record: its signature can be used again.
+ */
+export type ReplayState = "checked" | "signed" | "sent" | "mined" | "reverted";
+
+/** A stored submission. */
+export type ReplayRecord = ReplayClaim & {
+  readonly state: ReplayState;
+  readonly tx: SignedTx | null;
+  readonly txHash: string | null;
+  readonly uid: string | null;
+  readonly blockNumber: bigint | null;
+};
+
+/** The final state of a submission. */
 export type ReplayFinal =
-  | { readonly state: "done"; readonly txHash: string; readonly uid: string | null; readonly blockNumber: bigint }
-  | { readonly state: "failed"; readonly txHash: string };
+  | { readonly state: "mined"; readonly txHash: string; readonly uid: string | null; readonly blockNumber: bigint }
+  | { readonly state: "reverted"; readonly txHash: string; readonly blockNumber: bigint };
 
 /**
- * Durable replay protection for delegated signatures. A key is looked up before any RPC, claimed
- * atomically once the signature verified, and released only when nothing was broadcast.
+ * Durable replay protection and submission record for delegated signatures. A key is looked up before
+ * any RPC, claimed atomically once the signature verified, moved through its states before each step
+ * happens, and released only when its transaction provably never reached the chain.
  */
 export interface ReplayStore {
-  readonly has: (key: string) => Promise<boolean>;
+  readonly find: (key: string) => Promise<ReplayRecord | undefined>;
   /** Atomically records the claim; refuses a known key, or a second live claim for the same (chain, attester, nonce). */
   readonly claim: (claim: ReplayClaim) => Promise<ClaimOutcome>;
-  readonly markBroadcast: (key: string, txHash: string) => Promise<void>;
+  /** Stores the signed transaction before it is sent; false when the record is no longer `checked` (released). */
+  readonly markSigned: (key: string, tx: SignedTx) => Promise<boolean>;
+  readonly markSent: (key: string) => Promise<void>;
   readonly finish: (key: string, final: ReplayFinal) => Promise<void>;
-  /** Forgets a claim whose transaction never left the service. */
+  /** Forgets a submission whose transaction provably never reached the chain; a mined or reverted one stays. */
   readonly release: (key: string) => Promise<void>;
-  /** Drops records whose deadline passed before `nowSeconds`. */
+  /** Submissions still checked, signed or sent that were created before `createdBeforeMs`, oldest first. */
+  readonly open: (createdBeforeMs: number) => Promise<ReplayRecord[]>;
+  /** Drops settled records whose deadline passed before `nowSeconds` (open ones wait for the reconciler). */
   readonly prune: (nowSeconds: bigint) => Promise<number>;
 }

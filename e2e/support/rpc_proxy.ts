@@ -17,6 +17,13 @@ export type RpcProxy = {
   onHttp: ((calls: readonly RpcCall[]) => Response | undefined | Promise<Response | undefined>) | undefined;
   /** Fails one call with a JSON-RPC error instead of forwarding it; return undefined to forward. */
   onCall: ((call: RpcCall) => { code: number; message: string } | undefined) | undefined;
+  /**
+   * Runs after the calls were forwarded and answered: return a response to send instead of the node's
+   * answers (e.g. a 502: the node acted, its answer is lost), or undefined to pass them on.
+   */
+  onAnswered: ((calls: readonly RpcCall[]) => Response | undefined | Promise<Response | undefined>) | undefined;
+  /** Where calls are forwarded; settable, so a proxy can be started before its node. */
+  upstream: string;
   readonly stop: () => Promise<void>;
 };
 
@@ -27,6 +34,8 @@ export function startRpcProxy(upstream: string): RpcProxy {
     calls: [],
     onHttp: undefined,
     onCall: undefined,
+    onAnswered: undefined,
+    upstream,
     stop: async () => await server.stop(true),
   };
   const server: Server<undefined> = Bun.serve({
@@ -47,7 +56,7 @@ export function startRpcProxy(upstream: string): RpcProxy {
         else forward.push(call);
       });
       if (forward.length > 0) {
-        const upstreamResponse = await fetch(upstream, {
+        const upstreamResponse = await fetch(proxy.upstream, {
           method: "POST",
           headers: { "content-type": "application/json" },
           body: JSON.stringify(batch ? forward : forward[0]),
@@ -59,6 +68,8 @@ export function startRpcProxy(upstream: string): RpcProxy {
         });
       }
       const out = calls.map((_, i) => answers.get(i));
+      const replaced = forward.length > 0 ? await proxy.onAnswered?.(calls) : undefined;
+      if (replaced !== undefined) return replaced;
       return Response.json(batch ? out : out[0]);
     },
   });

@@ -41,8 +41,8 @@ const delegatedBody = compileRequestCheck(REQUEST_MODELS.delegatedAttest.body, {
 
 /** The nonce and delegated-attest routes, under their backend and gateway paths. */
 export function easRoutes(deps: EasRoutesDeps) {
-  const failure = (started: number, code: string, message: string, details?: string) =>
-    json({ ...errorBody(code, message, details), elapsed: elapsedSince(started) }, statusOf(code));
+  const failure = (started: number, code: string, message: string, details?: string, status = statusOf(code)) =>
+    json({ ...errorBody(code, message, details), elapsed: elapsedSince(started) }, status);
   const internalError = (started: number, route: string, error: unknown) => {
     deps.log.error(`${route}_error`, { error: error instanceof Error ? error.message : String(error) });
     return failure(started, "INTERNAL_ERROR", "Internal error");
@@ -75,7 +75,8 @@ export function easRoutes(deps: EasRoutesDeps) {
       const result = await deps.delegatedAttest(parsed.value);
       if (!result.ok) {
         if (statusOf(result.code) >= 500) deps.log.warn("delegated_attest_failed", { code: result.code });
-        return failure(started, result.code, result.message, result.details);
+        // A wallet that cannot pay is the service's own state, not a failed submission: 503 (decisions §15).
+        return failure(started, result.code, result.message, result.details, result.unavailable ? 503 : statusOf(result.code));
       }
       deps.log.info("delegated_attest", { txHash: result.value.txHash, uid: result.value.uid });
       return json({

@@ -71,8 +71,16 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
       ...(maxAge === undefined ? [] : [`Max-Age=${maxAge}`]),
     ].join("; ");
   const tokenOf = (request: Request) => readCookie(request.headers.get("cookie"), SESSION_COOKIE);
-  const failure = (result: { code: string; message: string; details?: string | undefined }, headers: Record<string, string> = {}) =>
-    json(errorBody(result.code, result.message, result.details), SESSION_STATUS[result.code] ?? statusOf(result.code), headers);
+  // `unavailable`: the service's own wallet cannot pay, 503 rather than 500 (decisions §15).
+  const failure = (
+    result: { code: string; message: string; details?: string | undefined; unavailable?: true },
+    headers: Record<string, string> = {},
+  ) =>
+    json(
+      errorBody(result.code, result.message, result.details),
+      result.unavailable ? 503 : SESSION_STATUS[result.code] ?? statusOf(result.code),
+      headers,
+    );
   /** The JSON body checked against the operation's model, or the 4xx answer (decisions §2). */
   const readBody = (body: unknown, check: typeof challengeBody | typeof verifyBody | typeof witnessBody) => {
     const parsed = check.readJson(body);

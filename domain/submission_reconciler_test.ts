@@ -1,0 +1,144 @@
+import { describe, expect, test } from "bun:test";
+import type { HexString, SignedTx } from "../ports/eas.ts";
+import { fakeClock, fakeReplayStore, fakeWriteLedger } from "../ports/fakes.ts";
+import type { Rebroadcast, TxStatus } from "../ports/submissions.ts";
+import { createSubmissionReconciler, replayBook, witnessBook } from "./submission_reconciler.ts";
+
+const tx = (name: string, nonce: number): SignedTx => ({
+  txHash: `0x${name}` as HexString,
+  raw: `0x02${name}` as HexString,
+  wallet: "0x00000000000000000000000000000000000000aa",
+  nonce,
+});
+
+/** A chain answering from a table, recording rebroadcasts. */
+function fakeChain(statuses: Record<string, TxStatus>, rebroadcastAnswer: Rebroadcast = "accepted") {
+  const chain = {
+    statuses,
+    rebroadcasts: [] as string[],
+    rebroadcastAnswer,
+    status: (hash: HexString) => Promise.resolve(chain.statuses[hash] ?? { status: "not-found" as const }),
+    rebroadcast(signed: SignedTx) {
+      chain.rebroadcasts.push(signed.txHash);
+      return Promise.resolve(chain.rebroadcastAnswer);
+    },
+  };
+  return chain;
+}
+
+const claim = (key: string, nonce: bigint, createdAtMs: number) => ({
+  key,
+  chainId: 1,
+  attester: "0xatt",
+  nonce,
+  deadline: 2_000_000_000n,
+  createdAtMs,
+});
+
+describe("createSubmissionReconciler()", () => {
+  test("settles delegated submissions: mined recorded, replaced and checked released, lost rebroadcast, pending kept", async () => {
+    const clock = fakeClock(1_000_000);
+    const replay = fakeReplayStore();
+    const rows: [string, number, string | undefined][] = [
+      ["mined", 0, "sent"],
+      ["reverted", 1, "sent"],
+      ["replaced", 2, "sent"],
+      ["lost", 3, "signed"],
+      ["pending", 4, "sent"],
+      ["down", 5, "sent"],
+      ["checked", 6, undefined],
+    ];
+    for (const [key, nonce, state] of rows) {
+      await replay.claim(claim(key, BigInt(nonce), 0));
+      if (state !== undefined) await replay.markSigned(key, tx(key, nonce));
+      if (state === "sent") await replay.markSent(key);
+    }
+    const chain = fakeChain({
+      "0xmined": { status: "success", blockNumber: 9n, uid: `0x${"9".repeat(64)}` },
+      "0xreverted": { status: "reverted", blockNumber: 9n },
+      "0xreplaced": { status: "replaced" },
+      "0xpending": { status: "pending" },
+      "0xdown": { status: "rpc-error" },
+    });
+    const reconcile = createSubmissionReconciler({ books: [replayBook(replay)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
+    expect(await reconcile()).toEqual({ mined: 1, reverted: 1, released: 2, rebroadcast: 1, open: 3 });
+    expect(Object.fromEntries([...replay.rows.values()].map((r) => [r.key, r.state]))).toEqual({
+      mined: "mined",
+      reverted: "reverted",
+      lost: "signed",
+      pending: "sent",
+      down: "sent",
+    });
+    expect((await replay.find("mined"))?.uid).toBe(`0x${"9".repeat(64)}`);
+    expect(chain.rebroadcasts).toEqual(["0xlost"]);
+  });
+
+  test("a lost transaction the node refuses again is released; rows younger than the grace are left to their request", async () => {
+    const clock = fakeClock(1_000_000);
+    const replay = fakeReplayStore();
+    await replay.claim(claim("old", 0n, 0));
+    await replay.markSigned("old", tx("old", 0));
+    await replay.claim(claim("young", 1n, 990_000));
+    await replay.claim(claim("young-signed", 2n, 990_000));
+    await replay.markSigned("young-signed", tx("young-signed", 2));
+    const chain = fakeChain({}, "refused");
+    const reconcile = createSubmissionReconciler({ books: [replayBook(replay)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
+    expect(await reconcile()).toMatchObject({ released: 1, rebroadcast: 0 });
+    expect([...replay.rows.keys()].sort()).toEqual(["young", "young-signed"]);
+    // At start-up on a database of its own, nothing is in flight: everything open is settled.
+    expect(await reconcile({ graceMs: 0 })).toMatchObject({ released: 2 });
+    expect(replay.rows.size).toBe(0);
+  });
+
+  test("witness writes: mined is charged, reverted and replaced given back, pending kept reserved whatever its age", async () => {
+    const clock = fakeClock(10_000_000);
+    const ledger = fakeWriteLedger();
+    const add = async (id: string, nonce: number | undefined, sent = true) => {
+      await ledger.reserve({ id, accountId: "a", year: 2026, fingerprint: id, createdAtMs: 0 }, 100);
+      if (nonce !== undefined) await ledger.markSigned(id, tx(id, nonce), 0);
+      if (nonce !== undefined && sent) await ledger.markSent(id, 0);
+    };
+    await add("mined", 0);
+    await add("reverted", 1);
+    await add("replaced", 2);
+    await add("pending", 3);
+    await add("crashed-before-signing", undefined);
+    await add("crashed-before-sending", 4, false);
+    const chain = fakeChain({
+      "0xmined": { status: "success", blockNumber: 77n, uid: `0x${"7".repeat(64)}` },
+      "0xreverted": { status: "reverted", blockNumber: 9n },
+      "0xreplaced": { status: "replaced" },
+      "0xpending": { status: "pending" },
+    });
+    const reconcile = createSubmissionReconciler({ books: [witnessBook(ledger, clock)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
+    expect(await reconcile()).toEqual({ mined: 1, reverted: 1, released: 2, rebroadcast: 1, open: 2 });
+    expect(Object.fromEntries([...ledger.writes.values()].map((w) => [w.id, w.state]))).toEqual({
+      mined: "committed",
+      reverted: "released",
+      replaced: "released",
+      pending: "broadcast",
+      "crashed-before-signing": "released",
+      "crashed-before-sending": "signed",
+    });
+    expect(await ledger.usage("a", 2026)).toEqual({ used: 1, reserved: 2 });
+    expect(chain.rebroadcasts).toEqual(["0xcrashed-before-sending"]);
+    chain.statuses["0xcrashed-before-sending"] = { status: "success", blockNumber: 78n, uid: null };
+    chain.statuses["0xpending"] = { status: "success", blockNumber: 78n, uid: null };
+    expect(await reconcile()).toMatchObject({ mined: 2, open: 0 });
+    expect(await ledger.usage("a", 2026)).toEqual({ used: 3, reserved: 0 });
+  });
+
+  test("a write stored with its hash only (before transactions were stored) is released once stale, never rebroadcast", async () => {
+    const clock = fakeClock(1_000_000);
+    const ledger = fakeWriteLedger();
+    for (const [id, createdAtMs] of [["stale", 0], ["recent", 900_000]] as const) {
+      await ledger.reserve({ id, accountId: "a", year: 2026, fingerprint: id, createdAtMs }, 100);
+      ledger.writes.set(id, { ...ledger.writes.get(id)!, state: "broadcast", txHash: `0x${id}` });
+    }
+    const chain = fakeChain({});
+    const reconcile = createSubmissionReconciler({ books: [witnessBook(ledger, clock)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
+    expect(await reconcile()).toMatchObject({ released: 1, rebroadcast: 0, open: 1 });
+    expect([(await ledger.find("stale"))?.state, (await ledger.find("recent"))?.state]).toEqual(["released", "broadcast"]);
+    expect(chain.rebroadcasts).toEqual([]);
+  });
+});

@@ -1,0 +1,369 @@
+/**
+ * Submission outcomes under provider faults (issue 15, decisions §15): a JSON-RPC proxy in front of a real
+ * Anvil forwards then drops answers, refuses, or goes away, per method; each case is checked against the
+ * chain (attestations per attester, the delegate's nonce), the replay record and the witness quota.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { createPublicClient, createTestClient, type Hex, http } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { EAS_ABI } from "../adapters/eas_abi.ts";
+import { openSqlite } from "../adapters/sqlite_database.ts";
+import { createSqliteReplayStore } from "../adapters/sqlite_replay_store.ts";
+import { normalizeSignature } from "../domain/signature.ts";
+import { findSchemaByName } from "../domain/schemas.ts";
+import { prepareDelegatedAttestation, signableTypedData } from "../http/client/delegated_attest.ts";
+import { fetchSession, requestControllerWitness, signInWithWallet } from "../http/client/session.ts";
+import { isAtsClientError } from "../http/client/errors.ts";
+import type { Service } from "../main.ts";
+import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
+import { type RpcCall, type RpcProxy, startRpcProxy } from "./support/rpc_proxy.ts";
+import { startStack, type Stack } from "./harness.ts";
+
+const APP = "https://app.test";
+let proxy: RpcProxy;
+let dns: DnsServer;
+let stack: Stack;
+const controllerKey = privateKeyToAccount(generatePrivateKey());
+const env = (dnsAddress: string) => ({
+  DNS_SERVERS: dnsAddress,
+  ALLOW_PRIVATE_NETWORK: "true",
+  SIWE_DOMAINS: "app.test",
+  CORS_ORIGINS: APP,
+  FREE_PLAN_ANNUAL_WRITES: "5",
+  WITNESS_USER_RATE_PER_MINUTE: "100",
+  WITNESS_DOMAIN_RATE_PER_MINUTE: "100",
+  DISCOVERY_DOMAIN_RATE_PER_MINUTE: "100",
+});
+
+beforeAll(async () => {
+  proxy = startRpcProxy("");
+  dns = await startDnsServer();
+  dns.setTxt("_controllers.faults.test", [[`v=1;controller=did:pkh:eip155:31337:${controllerKey.address}`]]);
+  stack = await startStack({
+    env: env(dns.address),
+    rpcUrlFor: (devnetUrl) => {
+      proxy.upstream = devnetUrl;
+      return proxy.url;
+    },
+  });
+});
+afterAll(async () => {
+  await stack?.stop();
+  await proxy?.stop();
+  await dns?.stop();
+});
+beforeEach(() => healProxy());
+
+function healProxy() {
+  proxy.onHttp = undefined;
+  proxy.onCall = undefined;
+  proxy.onAnswered = undefined;
+}
+
+const sends = (calls: readonly RpcCall[]) => calls.some((c) => c.method === "eth_sendRawTransaction");
+const lostAnswer = () => new Response("bad gateway", { status: 502 });
+
+/** From the first send on, the node is out of reach: the send itself is forwarded when `forwardSend`. */
+function goAwayAtSend(forwardSend: boolean) {
+  let gone = false;
+  proxy.onHttp = (calls) => {
+    if (gone) return lostAnswer();
+    if (sends(calls) && !forwardSend) {
+      gone = true;
+      return lostAnswer();
+    }
+    return undefined;
+  };
+  proxy.onAnswered = (calls) => {
+    if (!sends(calls)) return undefined;
+    gone = true;
+    return lostAnswer();
+  };
+}
+
+const chain = () => createPublicClient({ transport: http(stack.devnet.rpcUrl), pollingInterval: 50 });
+const testClient = () => createTestClient({ mode: "anvil", transport: http(stack.devnet.rpcUrl) });
+
+async function signedReview(key: Hex) {
+  const account = privateKeyToAccount(key);
+  const nonce = await chain().readContract({ address: stack.service.easAddress, abi: EAS_ABI, functionName: "getNonce", args: [account.address] });
+  const def = findSchemaByName("user-review")!;
+  const prepared = prepareDelegatedAttestation({
+    schema: { uid: stack.devnet.schemaUids["user-review"] as Hex, schema: def.schema, revocable: def.revocable },
+    data: { subject: "did:web:example.com", version: "1.0.0", ratingValue: 4, reviewBody: "ok", screenshotUrls: [], proofs: [] },
+    attester: account.address,
+    nonce,
+    chainId: stack.service.chainId,
+    easAddress: stack.service.easAddress,
+  });
+  const signature = await account.signTypedData(signableTypedData(prepared));
+  return { body: { prepared, signature, attester: account.address }, attester: account.address, signature };
+}
+
+async function attest(body: unknown, base = stack.baseUrl) {
+  const response = await fetch(`${base}/v1/delegated-attest`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, body: await response.json() as Record<string, any> };
+}
+
+/** Attestations on chain by an attester, read from the node directly. */
+async function attestationsBy(attester: Hex): Promise<number> {
+  const logs = await chain().getContractEvents({
+    address: stack.service.easAddress,
+    abi: EAS_ABI,
+    eventName: "Attested",
+    args: { attester },
+    fromBlock: 0n,
+  });
+  return logs.length;
+}
+
+/** The replay record of a signature, read from the service's SQLite file. */
+async function replayRow(signature: Hex) {
+  const db = openSqlite(join(stack.dir, "ats.sqlite"));
+  try {
+    const key = normalizeSignature(signature);
+    if (!key.ok) throw new Error("bad signature");
+    return await createSqliteReplayStore(db).find(key.value.hex);
+  } finally {
+    db.close();
+  }
+}
+
+const delegateNonce = () => chain().getTransactionCount({ address: privateKeyToAccount(stack.devnet.keys.delegate).address });
+
+describe("delegated attestation under provider faults", () => {
+  test("the node takes the transaction but its answer is lost: 200 with the uid, one attestation, a retry is 409 with the uid", async () => {
+    const { body, attester, signature } = await signedReview(generatePrivateKey());
+    proxy.onAnswered = (calls) => (sends(calls) ? lostAnswer() : undefined);
+    const first = await attest(body);
+    expect(first.status).toBe(200);
+    expect(first.body.uid).toMatch(/^0x[0-9a-f]{64}$/);
+    healProxy();
+    const again = await attest(body);
+    expect([again.status, again.body.code, again.body.details]).toEqual([409, "DUPLICATE", first.body.uid]);
+    expect(await attestationsBy(attester)).toBe(1);
+    expect(await replayRow(signature)).toMatchObject({ state: "mined", uid: first.body.uid });
+  });
+
+  test("the node refuses the send: 500 SUBMISSION_FAILED, the signature is released and works once the node accepts", async () => {
+    const { body, attester, signature } = await signedReview(generatePrivateKey());
+    const nonceBefore = await delegateNonce();
+    proxy.onCall = (call) => (call.method === "eth_sendRawTransaction" ? { code: -32000, message: "txpool is full" } : undefined);
+    const refused = await attest(body);
+    expect([refused.status, refused.body.code]).toEqual([500, "SUBMISSION_FAILED"]);
+    expect(JSON.stringify(refused.body)).not.toContain("txpool");
+    expect(await replayRow(signature)).toBeUndefined();
+    expect(await delegateNonce()).toBe(nonceBefore);
+    healProxy();
+    const retried = await attest(body);
+    expect(retried.status).toBe(200);
+    expect(await attestationsBy(attester)).toBe(1);
+  });
+
+  test("an unfunded delegate wallet: 503 SUBMISSION_FAILED with nothing recorded, and the same signature works after a refill", async () => {
+    const { body, attester, signature } = await signedReview(generatePrivateKey());
+    const delegate = privateKeyToAccount(stack.devnet.keys.delegate).address;
+    const balance = await chain().getBalance({ address: delegate });
+    await testClient().setBalance({ address: delegate, value: 0n });
+    try {
+      const refused = await attest(body);
+      expect([refused.status, refused.body.code]).toEqual([503, "SUBMISSION_FAILED"]);
+      expect(await replayRow(signature)).toBeUndefined();
+    } finally {
+      await testClient().setBalance({ address: delegate, value: balance });
+    }
+    expect((await attest(body)).status).toBe(200);
+    expect(await attestationsBy(attester)).toBe(1);
+  });
+
+  test("the node is unreachable from the send on: 503 OUTCOME_UNKNOWN with the hash, 409 with the hash, then settled by the reconciler", async () => {
+    const { body, attester, signature } = await signedReview(generatePrivateKey());
+    goAwayAtSend(false);
+    const unknown = await attest(body);
+    expect([unknown.status, unknown.body.code]).toEqual([503, "OUTCOME_UNKNOWN"]);
+    const txHash = unknown.body.details as string;
+    expect(txHash).toMatch(/^0x[0-9a-f]{64}$/);
+    const row = await replayRow(signature);
+    expect(row).toMatchObject({ state: "sent", txHash });
+    expect(row?.tx?.raw).toMatch(/^0x02/);
+    const retry = await attest(body);
+    expect([retry.status, retry.body.code, retry.body.details]).toEqual([409, "DUPLICATE", txHash]);
+    expect(await attestationsBy(attester)).toBe(0);
+
+    // The node is back; the transaction never reached it: the reconciler sends the stored bytes, same hash.
+    healProxy();
+    const restarted = await stack.restartService(env(dns.address));
+    expect(await replayRow(signature)).toMatchObject({ state: "mined", txHash });
+    const settled = await attest(body, restarted.url);
+    expect([settled.status, settled.body.code]).toEqual([409, "DUPLICATE"]);
+    expect(settled.body.details).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(await attestationsBy(attester)).toBe(1);
+    const receipt = await chain().getTransactionReceipt({ hash: txHash as Hex });
+    expect(receipt.status).toBe("success");
+    await restarted.stop();
+  });
+
+  test("the node takes the transaction, then goes away: 503 OUTCOME_UNKNOWN, and the restart finds it mined without sending again", async () => {
+    const { body, attester, signature } = await signedReview(generatePrivateKey());
+    goAwayAtSend(true);
+    const unknown = await attest(body);
+    expect([unknown.status, unknown.body.code]).toEqual([503, "OUTCOME_UNKNOWN"]);
+    expect(await attestationsBy(attester)).toBe(1);
+    healProxy();
+    const sendsBefore = proxy.calls.filter((c) => c.method === "eth_sendRawTransaction").length;
+    const restarted = await stack.restartService(env(dns.address));
+    expect(await replayRow(signature)).toMatchObject({ state: "mined", txHash: unknown.body.details });
+    expect(proxy.calls.filter((c) => c.method === "eth_sendRawTransaction").length).toBe(sendsBefore);
+    const again = await attest(body, restarted.url);
+    expect([again.status, again.body.code]).toEqual([409, "DUPLICATE"]);
+    expect(await attestationsBy(attester)).toBe(1);
+    await restarted.stop();
+  });
+});
+
+describe("controller witness under provider faults", () => {
+  const subjectDid = "did:web:faults.test";
+  const controllerDid = `did:pkh:eip155:31337:${controllerKey.address}`;
+  const opts = (service?: Service) => ({ baseUrl: service?.url ?? stack.baseUrl, origin: APP });
+  const signIn = async () => {
+    const wallet = privateKeyToAccount(generatePrivateKey());
+    return await signInWithWallet({
+      walletDid: `did:pkh:eip155:${stack.devnet.chainId}:${wallet.address}`,
+      domain: "app.test",
+      uri: `${APP}/login`,
+      sign: (message) => wallet.signMessage({ message }),
+    }, opts());
+  };
+  const outcome = async (promise: Promise<unknown>) => {
+    try {
+      return { status: 200, value: await promise as Record<string, any> };
+    } catch (error) {
+      if (isAtsClientError(error)) return { status: error.status, code: error.code, details: error.details };
+      throw error;
+    }
+  };
+  const witnessesFor = async () =>
+    (await chain().getContractEvents({
+      address: stack.service.easAddress,
+      abi: EAS_ABI,
+      eventName: "Attested",
+      args: { schemaUID: stack.devnet.schemaUids["controller-witness"] as Hex },
+      fromBlock: 0n,
+    })).length;
+
+  test("the answer to the send is lost: the witness is written, answered 200 and charged once", async () => {
+    const session = await signIn();
+    const before = await witnessesFor();
+    proxy.onAnswered = (calls) => (sends(calls) ? lostAnswer() : undefined);
+    const written = await outcome(requestControllerWitness({ subjectDid, controllerDid }, session, opts()));
+    healProxy();
+    expect(written.status).toBe(200);
+    expect(await witnessesFor()).toBe(before + 1);
+    expect((await fetchSession(session, opts())).quota).toMatchObject({ used: 1, reserved: 0 });
+  });
+
+  test("the node refuses the send: 500 SUBMISSION_FAILED, nothing written, nothing charged", async () => {
+    const session = await signIn();
+    const before = await witnessesFor();
+    proxy.onCall = (call) => (call.method === "eth_sendRawTransaction" ? { code: -32000, message: "nonce too high" } : undefined);
+    const refused = await outcome(requestControllerWitness({ subjectDid, controllerDid }, session, opts()));
+    healProxy();
+    expect([refused.status, refused.code]).toEqual([500, "SUBMISSION_FAILED"]);
+    expect(await witnessesFor()).toBe(before);
+    expect((await fetchSession(session, opts())).quota).toMatchObject({ used: 0, reserved: 0 });
+    expect((await outcome(requestControllerWitness({ subjectDid, controllerDid }, session, opts()))).status).toBe(200);
+  });
+
+  test("the node goes away after taking the send: 503 OUTCOME_UNKNOWN, the write stays reserved, and the restart charges it", async () => {
+    const session = await signIn();
+    const before = await witnessesFor();
+    goAwayAtSend(true);
+    const unknown = await outcome(requestControllerWitness({ subjectDid, controllerDid }, session, opts()));
+    healProxy();
+    expect([unknown.status, unknown.code]).toEqual([503, "OUTCOME_UNKNOWN"]);
+    expect(await witnessesFor()).toBe(before + 1);
+    expect((await fetchSession(session, opts())).quota).toMatchObject({ used: 0, reserved: 1 });
+    const restarted = await stack.restartService(env(dns.address));
+    expect((await fetchSession(session, opts(restarted))).quota).toMatchObject({ used: 1, reserved: 0 });
+    await restarted.stop();
+  });
+
+  test("fifteen concurrent requests with no evidence never make a request with evidence hit the limit", async () => {
+    const session = await signIn();
+    const missing = `did:pkh:eip155:31337:${privateKeyToAccount(generatePrivateKey()).address}`;
+    const results = await Promise.all([
+      ...Array.from({ length: 15 }, () => outcome(requestControllerWitness({ subjectDid, controllerDid: missing }, session, opts()))),
+      outcome(requestControllerWitness({ subjectDid, controllerDid }, session, opts())),
+    ]);
+    expect(results.map((r) => r.status).sort()).toEqual([...Array(15).fill(422), 200].sort());
+    expect((await fetchSession(session, opts())).quota).toMatchObject({ used: 1, reserved: 0 });
+  });
+});
+
+describe("a transaction the node dropped", () => {
+  test("is found lost by the reconciler and sent again from its stored bytes; the transaction queued behind it mines too", async () => {
+    const { createViemEas } = await import("../adapters/viem_eas.ts");
+    const { createViemTxStatusReader } = await import("../adapters/viem_witness.ts");
+    const { createSubmissionReconciler, replayBook } = await import("../domain/submission_reconciler.ts");
+    const { systemClock } = await import("../adapters/system_clock.ts");
+    const key = generatePrivateKey();
+    const wallet = privateKeyToAccount(key).address;
+    await testClient().setBalance({ address: wallet, value: 10n ** 18n });
+    const eas = createViemEas({
+      rpcUrl: stack.devnet.rpcUrl,
+      chainId: stack.devnet.chainId,
+      easAddress: stack.service.easAddress,
+      receiptTimeoutMs: 300,
+    });
+    const sender = eas.senderFor(key);
+    const db = openSqlite(join(stack.dir, "dropped.sqlite"));
+    const replay = createSqliteReplayStore(db);
+    const submit = async (name: string, nonce: bigint) => {
+      await replay.claim({ key: name, chainId: stack.devnet.chainId, attester: wallet, nonce, deadline: 4_000_000_000n, createdAtMs: 0 });
+      return await sender.send({
+        to: wallet,
+        data: "0x",
+        gas: 21_000n,
+        onSigned: async (tx) => void (await replay.markSigned(name, tx)),
+        onSent: () => replay.markSent(name),
+      });
+    };
+    await testClient().setAutomine(false);
+    let first: Hex;
+    let second: Hex;
+    try {
+      const a = await submit("first", 0n);
+      if (a.ok || a.reason !== "unknown-outcome") throw new Error("expected an unknown outcome with automine off");
+      first = a.txHash;
+      await testClient().dropTransaction({ hash: first });
+      await testClient().setAutomine(true);
+      // Sent after the drop: its nonce leaves a gap, so the node queues it behind the lost one.
+      const b = await submit("second", 1n);
+      if (b.ok || b.reason !== "unknown-outcome") throw new Error("expected the second to wait behind the gap");
+      second = b.txHash;
+    } finally {
+      await testClient().setAutomine(true);
+    }
+    expect(await chain().getTransactionCount({ address: wallet })).toBe(0);
+    const reconcile = createSubmissionReconciler({
+      books: [replayBook(replay)],
+      txStatus: createViemTxStatusReader({ client: eas.client, easAddress: stack.service.easAddress, senderOf: eas.senderOf }),
+      clock: systemClock,
+      graceMs: 0,
+      lostAfterMs: 600_000,
+    });
+    const report = await reconcile();
+    expect(report.rebroadcast).toBe(1);
+    expect((await chain().getTransactionReceipt({ hash: first })).status).toBe("success");
+    expect((await chain().waitForTransactionReceipt({ hash: second, pollingInterval: 20, timeout: 5_000 })).status).toBe("success");
+    await reconcile();
+    expect([(await replay.find("first"))?.state, (await replay.find("second"))?.state]).toEqual(["mined", "mined"]);
+    expect(await chain().getTransactionCount({ address: wallet })).toBe(2);
+    db.close();
+  });
+});

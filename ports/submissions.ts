@@ -1,0 +1,55 @@
+import type { HexString, SignedTx } from "./eas.ts";
+
+export type { SignedTx };
+
+/** What the chain says about a transaction the service signed. */
+export type TxStatus =
+  | { readonly status: "success"; readonly blockNumber: bigint; readonly uid: HexString | null }
+  | { readonly status: "reverted"; readonly blockNumber: bigint }
+  /** No receipt, but the node holds the transaction and its nonce is still free: it may yet be mined. */
+  | { readonly status: "pending" }
+  /** No receipt, and the sender's mined nonce has moved past the transaction's nonce: it can never be mined. */
+  | { readonly status: "replaced" }
+  /**
+   * The node knows nothing of the hash: never broadcast, or dropped from its pool. When the stored
+   * transaction is known, this also means its nonce is still free, so sending its bytes again is safe.
+   */
+  | { readonly status: "not-found" }
+  | { readonly status: "rpc-error" };
+
+/** What sending stored bytes again did. */
+export type Rebroadcast = "accepted" | "refused" | "rpc-error";
+
+/** Reads and re-sends transactions the service signed earlier; used to settle submissions. */
+export interface TxStatusReader {
+  /** The status of a hash; with the stored transaction, "not-found" is told apart from "replaced" by its nonce. */
+  readonly status: (txHash: HexString, known?: SignedTx | undefined) => Promise<TxStatus>;
+  /** Sends the stored bytes again through the wallet's sender. */
+  readonly rebroadcast?: ((tx: SignedTx) => Promise<Rebroadcast>) | undefined;
+}
+
+/** Where a submission stands while it is not settled. */
+export type OpenState = "checked" | "signed" | "sent";
+
+/** A submission that is neither mined nor released. */
+export type OpenSubmission = {
+  readonly id: string;
+  readonly state: OpenState;
+  /** The stored transaction once signed; rows written before it was stored only have `txHash`. */
+  readonly tx: SignedTx | null;
+  readonly txHash: string | null;
+  readonly createdAtMs: number;
+};
+
+/**
+ * One durable record of submissions (delegated attestations, witnesses) seen by the reconciler: the rows
+ * still open, and the three ways to settle one.
+ */
+export interface SubmissionBook {
+  readonly name: string;
+  readonly open: (createdBeforeMs: number) => Promise<OpenSubmission[]>;
+  readonly mined: (id: string, outcome: { readonly txHash: string; readonly uid: string | null; readonly blockNumber: bigint }) => Promise<void>;
+  readonly reverted: (id: string, txHash: string, blockNumber: bigint) => Promise<void>;
+  /** Gives the submission back: the same signature (or quota) can be used again. */
+  readonly release: (id: string) => Promise<void>;
+}
