@@ -243,7 +243,7 @@ describe("controller witness under provider faults", () => {
     try {
       return { status: 200, value: await promise as Record<string, any> };
     } catch (error) {
-      if (isAtsClientError(error)) return { status: error.status, code: error.code, details: error.details };
+      if (isAtsClientError(error)) return { status: error.status, code: error.code, details: (error.body as { details?: string } | undefined)?.details };
       throw error;
     }
   };
