@@ -283,7 +283,7 @@ describe("controller witness on the devnet", () => {
     expect((await fetchSession(session, opts(strict))).account.plan).toBe("paid");
   });
 
-  test("SCHEMA_NOT_DEPLOYED when the anchors lack the witness schema; SERVER_ERROR with an unfunded witness wallet, write given back", async () => {
+  test("SCHEMA_NOT_DEPLOYED when the anchors lack the witness schema; 503 SUBMISSION_FAILED with an unfunded witness wallet, nothing reserved", async () => {
     const anchors = JSON.parse(readFileSync(stack.devnet.trustAnchorsPath, "utf8"));
     delete anchors.chains[`eip155:${stack.devnet.chainId}`].schemas["controller-witness"];
     const noSchemaPath = join(stack.dir, "anchors-no-witness.json");
@@ -295,7 +295,7 @@ describe("controller witness on the devnet", () => {
 
     const broke = await stack.restartService({ ...env(dns.address), WITNESS_PRIVATE_KEY: generatePrivateKey() });
     const res = await post("/v1/controller-witness", body, { cookie: session.cookie }, broke.url);
-    expect([res.status, res.body.code]).toEqual([500, "SERVER_ERROR"]);
+    expect([res.status, res.body.code]).toEqual([503, "SUBMISSION_FAILED"]);
     expect(JSON.stringify(res.body)).not.toContain("http://");
     expect((await fetchSession(session, opts(broke))).quota).toMatchObject({ used: 0, reserved: 0 });
   });

@@ -5,6 +5,8 @@ import { join } from "node:path";
 export type ServiceProcess = {
   readonly url: string;
   readonly proc: ReturnType<typeof Bun.spawn>;
+  /** What the process printed on stdout up to its listening line (the devnet's RPC URL among it). */
+  readonly banner: string;
   /** SIGTERM, then waits for the exit code. */
   readonly stop: () => Promise<number>;
 };
@@ -24,13 +26,15 @@ export async function startServiceProcess(env: Record<string, string>, timeoutMs
     if (done) break;
     text += new TextDecoder().decode(value);
     const match = /ats listening on (\S+)/.exec(text);
-    if (match) {
+    // The banner is one write; with an embedded devnet it ends with the devnet's RPC URL.
+    if (match && (!/SchemaRegistry/.test(text) || /devnet RPC \S+\n/.test(text))) {
       reader.releaseLock();
       // Keep draining stderr so a chatty logger never blocks the child on a full pipe.
       void new Response(proc.stderr).arrayBuffer().catch(() => undefined);
       return {
         url: match[1]!,
         proc,
+        banner: text,
         async stop() {
           proc.kill("SIGTERM");
           return await proc.exited;
