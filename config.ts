@@ -51,6 +51,22 @@ export type Config = {
    */
   readonly discoveryCacheSeconds: number;
   readonly logLevel: "debug" | "info" | "warn" | "error" | "silent";
+  /**
+   * The attestation index (decisions §11). `INDEX_CONFIRMATIONS` (default 12; 0 on the embedded devnet): blocks
+   * behind the head the index leaves to live reads. `INDEX_POLL_MS` (default 2000): how often the follower looks
+   * for new blocks. `INDEX_STALL_SECONDS` (default 120): `/readyz` fails once following has failed this long.
+   * `INDEX_LEASE_SECONDS` (default 15): how long a follower's lease lasts; another instance takes over within it.
+   * `INDEX_STEP_BLOCKS` (default 10000): the widest range one follower step ingests in one transaction.
+   * `INDEX_FOLLOW` (default true): false runs no follower in this instance (it still reads the shared index).
+   */
+  readonly index: {
+    readonly confirmations: number | undefined;
+    readonly pollMs: number;
+    readonly stallSeconds: number;
+    readonly leaseSeconds: number;
+    readonly stepBlocks: number;
+    readonly follow: boolean;
+  };
 };
 
 /** A configuration value that stops the server at start; the message names the variable. */
@@ -171,5 +187,13 @@ export function readConfig(env: Env): Config {
     discoveryDomainPerMinute: int("DISCOVERY_DOMAIN_RATE_PER_MINUTE", 30, 1),
     discoveryCacheSeconds: int("DISCOVERY_CACHE_SECONDS", 60, 0, 3_600),
     logLevel: logLevel as Config["logLevel"],
+    index: {
+      confirmations: get("INDEX_CONFIRMATIONS") === undefined ? undefined : int("INDEX_CONFIRMATIONS", 12, 0, 10_000),
+      pollMs: int("INDEX_POLL_MS", 2_000, 50, 600_000),
+      stallSeconds: int("INDEX_STALL_SECONDS", 120, 1),
+      leaseSeconds: int("INDEX_LEASE_SECONDS", 15, 1, 3_600),
+      stepBlocks: int("INDEX_STEP_BLOCKS", 10_000, 1, 10_000_000),
+      follow: bool("INDEX_FOLLOW", true),
+    },
   };
 }

@@ -27,6 +27,7 @@ import { createDelegatedAttest } from "./domain/delegated_attest.ts";
 import { createReadNonce } from "./domain/nonce.ts";
 import { activeChainAnchors, caip2, subsidizedSchemaMap, validateTrustAnchors } from "./domain/trust_anchors.ts";
 import { createApp } from "./http/app.ts";
+import { wireIndex } from "./wire_index.ts";
 import { instrumentedHandler, requestLogContext } from "./http/instrument.ts";
 import { createPrometheusMetrics, meteredRpcFetch, type PrometheusMetrics } from "./adapters/prometheus_metrics.ts";
 import type { Logger } from "./ports/logger.ts";
@@ -137,17 +138,37 @@ export async function startService(config: Config, options: StartServiceOptions 
       clock: systemClock,
       registryUrl: `${config.publicBaseUrl.replace(/\/$/, "")}/v1/trust-anchors`,
     });
+    // Logs before the EAS deployment cannot hold attestations.
+    const startBlock = config.startBlock ?? devnet?.deployBlock ?? 0n;
+    const chainReads = createViemAttestationIndex({
+      rpcUrl,
+      chainId,
+      easAddress,
+      startBlock,
+      timeoutMs: config.artifactTrustRpcTimeoutMs,
+      fetchFn: rpcFetch,
+      log: (event, fields) => log.warn(event, fields),
+    });
+    const index = wireIndex({
+      store: await storage.indexStore({ chainId, easAddress }),
+      chain: chainReads,
+      live: chainReads,
+      settings: {
+        startBlock,
+        // The devnet mines on demand and never reorganizes by itself: nothing to wait for.
+        confirmations: config.index.confirmations ?? (devnet === undefined ? 12 : 0),
+        pollMs: config.index.pollMs,
+        stallSeconds: config.index.stallSeconds,
+        leaseSeconds: config.index.leaseSeconds,
+        stepBlocks: BigInt(config.index.stepBlocks),
+        follow: config.index.follow,
+      },
+      clock: systemClock,
+      log,
+      metrics,
+    });
     const artifactTrust = createArtifactTrust({
-      index: createViemAttestationIndex({
-        rpcUrl,
-        chainId,
-        easAddress,
-        // Logs before the EAS deployment cannot hold attestations.
-        startBlock: config.startBlock ?? devnet?.deployBlock ?? 0n,
-        timeoutMs: config.artifactTrustRpcTimeoutMs,
-        fetchFn: rpcFetch,
-        log: (event, fields) => log.warn(event, fields),
-      }),
+      index: index.reads,
       trustAnchors,
       clock: systemClock,
       jws: createWebCryptoJwsVerifier(),
@@ -268,9 +289,17 @@ export async function startService(config: Config, options: StartServiceOptions 
       ready: async () => {
         const [database, rpc, balance] = await Promise.all([storage.ping(), eas.ping(), delegateBalance()]);
         const delegateFunded = balance === undefined ? undefined : balance >= config.minDelegateBalanceWei;
+        const { follower: _, ...indexStatus } = index.status();
         return {
-          ready: database && rpc && delegateFunded !== false,
-          checks: { database, trustAnchors: true, rpc, ...(delegateFunded === undefined ? {} : { delegateBalance: delegateFunded }) },
+          ready: database && rpc && delegateFunded !== false && index.healthy(),
+          checks: {
+            database,
+            trustAnchors: true,
+            rpc,
+            ...(delegateFunded === undefined ? {} : { delegateBalance: delegateFunded }),
+            index: index.healthy(),
+          },
+          index: indexStatus,
         };
       },
     });
@@ -307,6 +336,7 @@ export async function startService(config: Config, options: StartServiceOptions 
         stopping ??= (async () => {
           clearInterval(settleTimer);
           await server.stop(false);
+          await index.stop();
           await storage.close();
           await devnet?.stop();
         })();

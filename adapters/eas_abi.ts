@@ -44,6 +44,9 @@ export const EAS_ABI = parseAbi([
 /** topic0 of `Attested(address,address,bytes32,bytes32)`. */
 export const ATTESTED_TOPIC = "0x8bf46bf4cfd674fa735a3d63ec1c9ad4153f033c290341f3a588b75685141b35";
 
+/** topic0 of `Revoked(address,address,bytes32,bytes32)`: the same indexed layout as `Attested`. */
+export const REVOKED_TOPIC = "0xf930a6e2523c9cc298691873087a740550b8fc85a0680830414c148ed927f615";
+
 /** An EAS `Attestation` struct as viem decodes it. */
 export type EasAttestation = {
   uid: `0x${string}`;

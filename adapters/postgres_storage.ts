@@ -13,6 +13,7 @@ import type { HexString } from "../ports/eas.ts";
 import type { ClaimOutcome, ReplayStore } from "../ports/replay_store.ts";
 import type { Storage, WalletNonces } from "../ports/storage.ts";
 import { type ReplayRow, toReplayRecord } from "./sqlite_replay_store.ts";
+import { createPostgresIndexStore } from "./postgres_index_store.ts";
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS replay (
@@ -339,6 +340,7 @@ export async function openPostgresStorage(url: string, options: { max?: number }
     accounts,
     ledger,
     walletNonces,
+    indexStore: (scope) => createPostgresIndexStore(sql, scope),
     async ping() {
       try {
         await sql`SELECT 1`;

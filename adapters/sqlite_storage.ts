@@ -1,6 +1,7 @@
 import type { Storage } from "../ports/storage.ts";
 import { createSqliteAccountStore, createSqliteWriteLedger } from "./sqlite_accounts.ts";
 import { openSqlite } from "./sqlite_database.ts";
+import { createSqliteIndexStore } from "./sqlite_index_store.ts";
 import { createSqliteReplayStore } from "./sqlite_replay_store.ts";
 
 /** The service's storage in one SQLite file (WAL); the default for a single machine. */
@@ -19,6 +20,7 @@ export function openSqliteStorage(path: string): Storage {
         return Promise.resolve(false);
       }
     },
+    indexStore: (scope) => Promise.resolve(createSqliteIndexStore(db, scope)),
     close() {
       db.close();
       return Promise.resolve();

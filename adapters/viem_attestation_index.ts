@@ -15,13 +15,15 @@ import type {
   AttestationIndex,
   AttestedLog,
   AttestedQuery,
+  ChainHistory,
+  EasEvent,
   IndexedAttestation,
   IndexFailureReason,
   IndexRead,
   SchemaRecord,
 } from "../ports/attestation_index.ts";
 import type { HexString } from "../ports/eas.ts";
-import { ATTESTED_TOPIC, EAS_ABI, type EasAttestation } from "./eas_abi.ts";
+import { ATTESTED_TOPIC, EAS_ABI, type EasAttestation, REVOKED_TOPIC } from "./eas_abi.ts";
 
 const SCHEMA_REGISTRY_ABI = parseAbi([
   "struct SchemaRecord { bytes32 uid; address resolver; bool revocable; string schema; }",
@@ -88,7 +90,7 @@ type Outcome<T> = { ok: true; value: T } | { ok: false; kind: "range" | "timeout
  * Retries: transient failures are retried a bounded number of times with exponential backoff;
  * viem's own retries are off so range refusals are not retried blindly. Library errors stop here.
  */
-export function createViemAttestationIndex(options: ViemAttestationIndexOptions): AttestationIndex {
+export function createViemAttestationIndex(options: ViemAttestationIndexOptions): AttestationIndex & ChainHistory {
   const log = options.log ?? (() => {});
   const retries = options.retries ?? 2;
   const retryDelayMs = options.retryDelayMs ?? 150;
@@ -173,47 +175,51 @@ export function createViemAttestationIndex(options: ViemAttestationIndexOptions)
     };
   }
 
-  async function getLogs(query: AttestedQuery, from: bigint, to: bigint): Promise<Outcome<AttestedLog[]>> {
-    const topics = [
-      ATTESTED_TOPIC,
-      query.recipients.map((r) => `0x${r.slice(2).toLowerCase().padStart(64, "0")}`),
-      null,
-      query.schemaUids.map((s) => s.toLowerCase()),
-    ];
+  /** One `eth_getLogs` of the EAS contract with `topics`, parsed into EAS events (Attested and Revoked share a layout). */
+  async function getLogs(topics: readonly unknown[], from: bigint, to: bigint): Promise<Outcome<EasEvent[]>> {
     const outcome = await attempt("eth_getLogs", () =>
       client.request({
         method: "eth_getLogs",
         params: [{ address: eas, topics: topics as never, fromBlock: toHex(from), toBlock: toHex(to) }],
       }), true);
     if (!outcome.ok) return outcome;
-    const logs: AttestedLog[] = [];
+    const events: EasEvent[] = [];
     for (const raw of outcome.value as RawLog[]) {
       if (raw.removed) continue;
-      const [, recipient, attester, schema] = raw.topics;
-      if (recipient === undefined || attester === undefined || schema === undefined || !/^0x[0-9a-fA-F]{64}$/.test(raw.data)) {
-        return { ok: false, kind: "fatal", text: "Malformed Attested log" };
+      const [topic0, recipient, attester, schema] = raw.topics;
+      const kind = topic0 === ATTESTED_TOPIC ? "attested" : topic0 === REVOKED_TOPIC ? "revoked" : undefined;
+      if (
+        kind === undefined || recipient === undefined || attester === undefined || schema === undefined ||
+        !/^0x[0-9a-fA-F]{64}$/.test(raw.data)
+      ) {
+        return { ok: false, kind: "fatal", text: "Malformed EAS log" };
       }
-      logs.push({
+      events.push({
+        kind,
         uid: raw.data.toLowerCase() as HexString,
         recipient: `0x${recipient.slice(-40).toLowerCase()}` as HexString,
         attester: `0x${attester.slice(-40).toLowerCase()}` as HexString,
         schemaUid: schema.toLowerCase() as HexString,
         blockNumber: BigInt(raw.blockNumber ?? "0x0"),
+        logIndex: Number(raw.logIndex ?? "0x0"),
       });
     }
-    return { ok: true, value: logs };
+    return { ok: true, value: events };
   }
 
-  async function attestedUids(query: AttestedQuery): Promise<IndexRead<AttestedLog[]>> {
-    const from = query.fromBlock ?? options.startBlock;
-    if (query.recipients.length === 0 || query.schemaUids.length === 0 || from > query.toBlock) return { ok: true, value: [] };
-    const pending = splitRange(from, query.toBlock, span);
-    const done: { from: bigint; logs: AttestedLog[] }[] = [];
+  /**
+   * Every log matching `topics` in `[from, to]`, in chain order: ranges in flight `concurrency` at a time; a
+   * range the provider refuses is split and the narrower width remembered.
+   */
+  async function scanLogs(topics: readonly unknown[], from: bigint, to: bigint): Promise<IndexRead<EasEvent[]>> {
+    if (from > to) return { ok: true, value: [] };
+    const pending = splitRange(from, to, span);
+    const done: { from: bigint; events: EasEvent[] }[] = [];
     let failure: { ok: false; reason: IndexFailureReason } | undefined;
     const inFlight = new Set<Promise<void>>();
     const runRange = async ([a, b]: [bigint, bigint]) => {
-      const outcome = await getLogs(query, a, b);
-      if (outcome.ok) done.push({ from: a, logs: outcome.value });
+      const outcome = await getLogs(topics, a, b);
+      if (outcome.ok) done.push({ from: a, events: outcome.value });
       else if (outcome.kind === "range" && b > a) {
         const width = suggestedWidth(outcome.text, a, b) ?? (b - a + 1n) / 2n;
         span = span === null || width < span ? width : span;
@@ -230,7 +236,49 @@ export function createViemAttestationIndex(options: ViemAttestationIndexOptions)
     }
     if (failure !== undefined) return failure;
     done.sort((x, y) => (x.from < y.from ? -1 : 1));
-    return { ok: true, value: done.flatMap((d) => d.logs) };
+    return { ok: true, value: done.flatMap((d) => d.events) };
+  }
+
+  async function attestedUids(query: AttestedQuery): Promise<IndexRead<AttestedLog[]>> {
+    const from = query.fromBlock ?? options.startBlock;
+    if (query.recipients.length === 0 || query.schemaUids.length === 0 || from > query.toBlock) return { ok: true, value: [] };
+    const topics = [
+      ATTESTED_TOPIC,
+      query.recipients.map((r) => `0x${r.slice(2).toLowerCase().padStart(64, "0")}`),
+      null,
+      query.schemaUids.map((s) => s.toLowerCase()),
+    ];
+    const scanned = await scanLogs(topics, from, query.toBlock);
+    if (!scanned.ok) return scanned;
+    return {
+      ok: true,
+      value: scanned.value.map((e) => ({
+        uid: e.uid,
+        recipient: e.recipient,
+        attester: e.attester,
+        schemaUid: e.schemaUid,
+        blockNumber: e.blockNumber,
+        logIndex: e.logIndex,
+      })),
+    };
+  }
+
+  async function blockHash(blockNumber: bigint): Promise<IndexRead<HexString | null>> {
+    const outcome = await attempt("eth_getBlockByNumber", () =>
+      client.request({ method: "eth_getBlockByNumber", params: [toHex(blockNumber), false] })
+    );
+    if (!outcome.ok) return failed(outcome);
+    const block = outcome.value as { hash?: string | null } | null;
+    return { ok: true, value: block?.hash ? (block.hash.toLowerCase() as HexString) : null };
+  }
+
+  async function events(from: bigint, to: bigint): Promise<IndexRead<{ events: EasEvent[]; toHash: HexString }>> {
+    // Issued together, so the hash rides in the first range's batch.
+    const [scanned, hash] = await Promise.all([scanLogs([[ATTESTED_TOPIC, REVOKED_TOPIC]], from, to), blockHash(to)]);
+    if (!scanned.ok) return scanned;
+    if (!hash.ok) return hash;
+    if (hash.value === null) return { ok: false, reason: "inconsistent" };
+    return { ok: true, value: { events: scanned.value, toHash: hash.value } };
   }
 
   /**
@@ -331,10 +379,20 @@ export function createViemAttestationIndex(options: ViemAttestationIndexOptions)
     }
   }
 
-  return { chainId: options.chainId, easAddress: eas, latestBlock, schemaRecords, attestedUids, attestations };
+  return {
+    chainId: options.chainId,
+    easAddress: eas,
+    latestBlock,
+    schemaRecords,
+    attestedUids,
+    attestations,
+    head: latestBlock,
+    blockHash,
+    events,
+  };
 }
 
-type RawLog = { topics: string[]; data: string; blockNumber?: string | null; removed?: boolean };
+type RawLog = { topics: string[]; data: string; blockNumber?: string | null; logIndex?: string | null; removed?: boolean };
 type RawAttestation = EasAttestation;
 
 /** Return data of one getAttestation inside aggregate3 besides its `data`: offsets, lengths, ten fields. */

@@ -114,6 +114,9 @@ export async function startStack(
     WITNESS_PRIVATE_KEY: devnet.keys.witness,
     DATABASE_PATH: join(dir, "ats.sqlite"),
     DATA_DIR: dir,
+    // The index follower polls in the background; tests that count RPC calls must not see it. The index's
+    // own tests turn it on.
+    INDEX_FOLLOW: "false",
     ...options.env,
     ...extra,
   });

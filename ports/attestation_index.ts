@@ -56,6 +56,8 @@ export type AttestedLog = {
   readonly attester: HexString;
   readonly schemaUid: HexString;
   readonly blockNumber: bigint;
+  /** The log's position in its block, where the source knows it (for paging). */
+  readonly logIndex?: number | undefined;
 };
 
 /** Reads EAS state pinned to one block: the head, schema strings, `Attested` logs and attestations. */
@@ -73,4 +75,66 @@ export interface AttestationIndex {
    * that block is a failure (`inconsistent`): callers only ask for uids they saw in logs up to `block`.
    */
   readonly attestations: (uids: readonly HexString[], block: bigint) => Promise<IndexRead<IndexedAttestation[]>>;
+}
+
+/** An EAS event the index keeps: an `Attested` or a `Revoked` log, all schemas. */
+export type EasEvent = {
+  readonly kind: "attested" | "revoked";
+  readonly uid: HexString;
+  readonly recipient: HexString;
+  readonly attester: HexString;
+  readonly schemaUid: HexString;
+  readonly blockNumber: bigint;
+  readonly logIndex: number;
+};
+
+/** Where the index stands: every event up to and including this block is stored. */
+export type IndexCheckpoint = { readonly blockNumber: bigint; readonly blockHash: HexString };
+
+/** The chain reads the index follower makes. */
+export interface ChainHistory {
+  readonly head: () => Promise<IndexRead<bigint>>;
+  /** The hash of a block, or null when the chain has no such block (any more). */
+  readonly blockHash: (blockNumber: bigint) => Promise<IndexRead<HexString | null>>;
+  /**
+   * Every `Attested` and `Revoked` log of the EAS contract in `[from, to]`, in chain order, and the hash
+   * of block `to`; ranges the provider refuses are split.
+   */
+  readonly events: (from: bigint, to: bigint) => Promise<IndexRead<{ events: EasEvent[]; toHash: HexString }>>;
+}
+
+/** An `Attested` log with its position in the chain, for paging newest first. */
+export type PagedLog = AttestedLog & { readonly logIndex: number };
+
+/** A page position: strictly before this (block, log index). */
+export type PageCursor = { readonly blockNumber: bigint; readonly logIndex: number };
+
+/**
+ * The persistent index of one EAS contract on one chain (storage port): its events and the checkpoint,
+ * always written together, so a crash never leaves a gap or a duplicate.
+ */
+export interface IndexStore {
+  readonly checkpoint: () => Promise<IndexCheckpoint | undefined>;
+  /** Earlier checkpoints, newest first (for finding where a reorg forked). */
+  readonly history: (limit: number) => Promise<IndexCheckpoint[]>;
+  /**
+   * Stores the events of the blocks after `expected` (undefined: none stored yet) up to `next`, and moves
+   * the checkpoint to `next`, in one transaction; false, with nothing written, when the checkpoint is no
+   * longer `expected` (another follower moved it).
+   */
+  readonly append: (expected: bigint | undefined, events: readonly EasEvent[], next: IndexCheckpoint) => Promise<boolean>;
+  /** Forgets everything after `to` (undefined: everything) and makes `to` the checkpoint, in one transaction. */
+  readonly rewind: (to: IndexCheckpoint | undefined) => Promise<void>;
+  /** Stored `Attested` logs matching the query, in chain order. */
+  readonly attested: (query: AttestedQuery & { readonly fromBlock: bigint }) => Promise<AttestedLog[]>;
+  /** Stored `Attested` logs of one recipient and schema up to `toBlock`, newest first, strictly before `before`. */
+  readonly page: (query: {
+    readonly recipient: HexString;
+    readonly schemaUid: HexString;
+    readonly toBlock: bigint;
+    readonly before?: PageCursor | undefined;
+    readonly limit: number;
+  }) => Promise<PagedLog[]>;
+  /** Holds or takes the follower lease for `holder` until `nowMs + leaseMs`; false while another holds it. */
+  readonly lease: (holder: string, nowMs: number, leaseMs: number) => Promise<boolean>;
 }

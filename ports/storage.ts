@@ -1,4 +1,5 @@
 import type { AccountStore, SponsoredWriteLedger } from "./accounts.ts";
+import type { IndexStore } from "./attestation_index.ts";
 import type { ReplayStore } from "./replay_store.ts";
 
 /**
@@ -13,6 +14,8 @@ export interface Storage {
   readonly ledger: SponsoredWriteLedger;
   /** Shared nonce bookkeeping of the service's wallets; only where several instances share the database. */
   readonly walletNonces?: WalletNonces | undefined;
+  /** The attestation index of one EAS contract, kept in this database (its tables are made on first use). */
+  readonly indexStore: (scope: { chainId: number; easAddress: string }) => Promise<IndexStore>;
   /** True when the database answers. */
   readonly ping: () => Promise<boolean>;
   readonly close: () => Promise<void>;
