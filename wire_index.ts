@@ -117,7 +117,8 @@ export function wireIndex(deps: {
         target = latest.value - BigInt(settings.confirmations);
       }
       if (!behind() || (indexed !== undefined && indexed !== before)) lastHealthyMs = clock.nowMs();
-      return settings.pollMs;
+      // Ready to take over as soon as the holder's lease runs out.
+      return Math.min(settings.pollMs, settings.leaseSeconds * 1000);
     }
     const s = await step();
     if (!s.ok) {
@@ -180,6 +181,8 @@ export function wireIndex(deps: {
       stopped = true;
       if (timer !== undefined) clearTimeout(timer);
       await running;
+      // Hand the lease back (an expiry in the past), so another instance follows at once.
+      if (leader) await store.lease(holder, clock.nowMs(), -1).catch(() => false);
     },
   };
 }
