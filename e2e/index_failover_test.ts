@@ -1,0 +1,103 @@
+/**
+ * The attestation index shared by two instances on PostgreSQL (issue 16): one follows (it holds the lease),
+ * both answer from the shared tables; `kill -9` of the follower and the other takes over within
+ * INDEX_LEASE_SECONDS.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SQL } from "bun";
+import { createTestClient, http } from "viem";
+import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
+import { e2eArtifacts } from "./harness.ts";
+import { postgresUnavailableReason, startPostgres, type TestPostgres } from "./support/postgres.ts";
+import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
+
+const skip = postgresUnavailableReason();
+if (skip !== undefined) console.warn(`[index_failover_test] ${skip}`);
+
+let dir: string;
+let devnet: Devnet;
+let pg: TestPostgres;
+let instances: ServiceProcess[] = [];
+const LEASE_SECONDS = 2;
+
+beforeAll(async () => {
+  if (skip !== undefined) return;
+  dir = mkdtempSync(join(tmpdir(), "ats-index-pg-"));
+  [devnet, pg] = await Promise.all([startDevnet({ dataDir: join(dir, "devnet"), persist: false, artifacts: e2eArtifacts() }), startPostgres()]);
+  const env = {
+    PORT: "0",
+    RPC_URL: devnet.rpcUrl,
+    TRUST_ANCHORS_PATH: devnet.trustAnchorsPath,
+    DELEGATE_PRIVATE_KEY: devnet.keys.delegate,
+    DATABASE_URL: pg.url,
+    DATA_DIR: dir,
+    INDEX_CONFIRMATIONS: "0",
+    INDEX_POLL_MS: "200",
+    INDEX_LEASE_SECONDS: String(LEASE_SECONDS),
+    LOG_LEVEL: "error",
+  };
+  instances = await Promise.all([startServiceProcess(env), startServiceProcess(env)]);
+}, 60_000);
+afterAll(async () => {
+  for (const instance of instances) {
+    if (instance.proc.exitCode === null && instance.proc.signalCode === null) await instance.stop();
+  }
+  await devnet?.stop();
+  await pg?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+async function indexedBlock(instance: ServiceProcess): Promise<number> {
+  const body = await (await fetch(`${instance.url}/readyz`)).json() as { index?: { indexedBlock: number | null } };
+  return body.index?.indexedBlock ?? -1;
+}
+
+async function leaseHolderPid(): Promise<number | undefined> {
+  const sql = new SQL({ url: pg.url, max: 1 });
+  try {
+    const rows = await sql`SELECT holder FROM index_lease` as { holder: string }[];
+    expect(rows.length).toBeLessThanOrEqual(1);
+    return rows[0] === undefined ? undefined : Number(rows[0].holder.split(":")[1]);
+  } finally {
+    await sql.close();
+  }
+}
+
+async function waitUntil(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return true;
+    await Bun.sleep(100);
+  }
+  return false;
+}
+
+describe.skipIf(skip !== undefined)("the attestation index on PostgreSQL with two instances", () => {
+  test("one follower; both read the shared index; kill -9 of the follower and the other takes over within the lease", async () => {
+    const anvil = createTestClient({ mode: "anvil", transport: http(devnet.rpcUrl) });
+    await anvil.mine({ blocks: 20 });
+    const head = Number(await (await fetch(devnet.rpcUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] }),
+    }).then((r) => r.json()) as { result: string }).result);
+    expect(await waitUntil(async () => (await indexedBlock(instances[0]!)) >= head && (await indexedBlock(instances[1]!)) >= head, 15_000))
+      .toBe(true);
+    const holder = await leaseHolderPid();
+    const follower = instances.find((i) => i.proc.pid === holder);
+    const other = instances.find((i) => i.proc.pid !== holder)!;
+    expect(follower).toBeDefined();
+
+    follower!.proc.kill("SIGKILL");
+    await follower!.proc.exited;
+    await anvil.mine({ blocks: 10 });
+    const started = Date.now();
+    expect(await waitUntil(async () => (await indexedBlock(other)) >= head + 10, (LEASE_SECONDS + 5) * 1000)).toBe(true);
+    expect(Date.now() - started).toBeLessThan((LEASE_SECONDS + 5) * 1000);
+    expect(await leaseHolderPid()).toBe(other.proc.pid);
+    expect((await fetch(`${other.url}/readyz`)).status).toBe(200);
+  }, 60_000);
+});
