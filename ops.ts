@@ -1,20 +1,29 @@
 /**
- * Operator command: `bun run ops accounts list` and `bun run ops accounts set-plan <id|address> <free|paid>`.
+ * Operator command: `bun run ops accounts list`, `bun run ops accounts set-plan <id|address> <free|paid>`,
+ * `bun run ops index status` and `bun run ops index rebuild [--from BLOCK]`.
  * Reads the database from the same environment as the service (DATABASE_URL, else DATABASE_PATH or DATA_DIR).
  * Prints JSON, one account per line for `list`.
  */
 import { systemClock } from "./adapters/system_clock.ts";
 import { openStorage } from "./main.ts";
-import { ConfigError, readConfig } from "./config.ts";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { createPublicClient, http } from "viem";
+import { type Config, ConfigError, readConfig } from "./config.ts";
+import type { Storage } from "./ports/storage.ts";
+import type { TrustAnchors } from "./ports/trust_anchors.ts";
 import { isPlan, PLANS, quotaYear } from "./domain/plans.ts";
 
 const USAGE = `usage: bun run ops accounts list
-       bun run ops accounts set-plan <account id | wallet address> <${PLANS.join("|")}>`;
+       bun run ops accounts set-plan <account id | wallet address> <${PLANS.join("|")}>
+       bun run ops index status
+       bun run ops index rebuild [--from BLOCK]`;
 
 /** Runs one operator command; returns the exit code. */
 export async function runOps(args: readonly string[], env: Readonly<Record<string, string | undefined>>, out: (line: string) => void): Promise<number> {
   const [group, command, ...rest] = args;
-  if (group !== "accounts" || (command !== "list" && command !== "set-plan")) {
+  const known = group === "accounts" ? command === "list" || command === "set-plan" : group === "index" && (command === "status" || command === "rebuild");
+  if (!known) {
     out(USAGE);
     return 2;
   }
@@ -30,6 +39,7 @@ export async function runOps(args: readonly string[], env: Readonly<Record<strin
   }
   const storage = await openStorage(config);
   try {
+    if (group === "index") return await indexCommand(command!, rest, config, storage, out);
     const { accounts, ledger } = storage;
     const year = quotaYear(systemClock.nowMs());
     const limitOf = (plan: "free" | "paid") => plan === "free" ? config.freePlanAnnualWrites : config.paidPlanAnnualWrites;
@@ -64,6 +74,75 @@ export async function runOps(args: readonly string[], env: Readonly<Record<strin
   } finally {
     await storage.close();
   }
+}
+
+/** The EAS contract the index follows: the trust anchors' chain (the one RPC_URL answers for, when it answers). */
+async function indexScope(config: Config): Promise<{ chainId: number; easAddress: string } | string> {
+  const path = config.trustAnchorsPath ?? join(config.dataDir, "devnet", "trust-anchors.json");
+  let anchors: TrustAnchors;
+  try {
+    anchors = JSON.parse(readFileSync(path, "utf8")) as TrustAnchors;
+  } catch {
+    return `cannot read the trust anchors at ${path}`;
+  }
+  const chains = Object.entries(anchors.chains ?? {});
+  let chainId: number | undefined = chains.length === 1 ? Number(chains[0]![0].split(":")[1]) : undefined;
+  if (config.rpcUrl !== undefined) {
+    try {
+      chainId = await createPublicClient({ transport: http(config.rpcUrl, { retryCount: 1 }) }).getChainId();
+    } catch {
+      // Not reachable: the anchors' only chain, if there is one.
+    }
+  }
+  const chain = chainId === undefined ? undefined : anchors.chains[`eip155:${chainId}`];
+  if (chainId === undefined || chain === undefined) return "cannot tell which chain's index to use (set RPC_URL)";
+  return { chainId, easAddress: chain.easContract };
+}
+
+/** `index status` prints the checkpoint (and the head and lag when RPC_URL answers); `index rebuild` rewinds it. */
+async function indexCommand(command: string, rest: readonly string[], config: Config, storage: Storage, out: (line: string) => void): Promise<number> {
+  const scope = await indexScope(config);
+  if (typeof scope === "string") {
+    out(`ats ops: ${scope}`);
+    return 1;
+  }
+  const store = await storage.indexStore(scope);
+  const checkpoint = await store.checkpoint();
+  if (command === "status") {
+    let head: bigint | undefined;
+    if (config.rpcUrl !== undefined) {
+      try {
+        head = await createPublicClient({ transport: http(config.rpcUrl, { retryCount: 1 }) }).getBlockNumber();
+      } catch {
+        // Reported as unknown.
+      }
+    }
+    out(JSON.stringify({
+      chainId: scope.chainId,
+      easContract: scope.easAddress,
+      indexedBlock: checkpoint === undefined ? null : Number(checkpoint.blockNumber),
+      blockHash: checkpoint?.blockHash ?? null,
+      head: head === undefined ? null : Number(head),
+      lagBlocks: head === undefined ? null : Number(head - (checkpoint?.blockNumber ?? (config.startBlock ?? 0n) - 1n)),
+    }));
+    return 0;
+  }
+  let from: bigint | undefined;
+  if (rest.length > 0) {
+    if (rest[0] !== "--from" || rest.length !== 2 || !/^[0-9]+$/.test(rest[1]!)) {
+      out(USAGE);
+      return 2;
+    }
+    from = BigInt(rest[1]!);
+  }
+  // Back to the newest stored checkpoint before `from` (no chain read needed); none: the whole index.
+  const to = from === undefined ? undefined : (await store.history(Number.MAX_SAFE_INTEGER)).find((c) => c.blockNumber < from!);
+  await store.rewind(to);
+  out(JSON.stringify({
+    rebuildFrom: to === undefined ? "start" : Number(to.blockNumber + 1n),
+    previousIndexedBlock: checkpoint === undefined ? null : Number(checkpoint.blockNumber),
+  }));
+  return 0;
 }
 
 if (import.meta.main) {

@@ -134,7 +134,8 @@ export function wireIndex(deps: {
     if (s.rewoundTo !== undefined) log.warn("index_reorg", { rewoundTo: Number(s.rewoundTo), head: Number(s.head) });
     progress(s);
     const more = s.rewoundTo !== undefined || (s.indexedBlock ?? -1n) < s.target;
-    return more ? 0 : settings.pollMs;
+    // The lease is renewed every round, so a round comes at least twice per lease.
+    return more ? 0 : Math.min(settings.pollMs, (settings.leaseSeconds * 1000) / 2);
   }
 
   const loop = () => {
