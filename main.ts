@@ -110,6 +110,9 @@ export async function startService(config: Config, options: StartServiceOptions 
       fetchFn: rpcFetch,
       log: (event, fields) => log.warn(event, fields),
       walletNonces: storage.walletNonces,
+      // The devnet's state file is written after each mined transaction and before the client hears of it,
+      // so nothing answered 200 is lost if the service and its Anvil are killed (decisions §15).
+      onMined: devnet?.checkpoint,
     });
     const dns = createDnsPacketResolver({ servers: [...config.dnsServers] });
     const discover = createDiscoverControllers({

@@ -4,14 +4,24 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import type { Subprocess } from "bun";
 import { EMBEDDED_ANVIL, type EmbeddedFile } from "./_embedded_anvil.ts";
+import { anvilMarker, clearLeftoverAnvil, newLockToken, ownerFields, releaseAnvilLock, writeAnvilLock } from "./_lock.ts";
+import { dumpAnvilState } from "./_state.ts";
+import { startWatchdog } from "./_watchdog.ts";
 
 /** How to run one Anvil process. */
 export type AnvilOptions = {
   chainId: number;
   port?: number | undefined;
-  /** Loaded at start and dumped on exit and every `stateInterval` seconds; absent: an ephemeral chain. */
+  /**
+   * Loaded at start (`--load-state`) when it exists; absent: an ephemeral chain. Anvil never writes it: the
+   * caller saves it (see `_state.ts`), atomically, so an orphaned or killed Anvil cannot leave it torn or stale.
+   */
   stateFile?: string | undefined;
-  stateInterval?: number | undefined;
+  /**
+   * Names the running Anvil (see `_lock.ts`). A start first stops an Anvil of ours that a killed run left behind
+   * (saving its state to `stateFile` first), and refuses if the run that owns it is still alive.
+   */
+  lockFile?: string | undefined;
   log: (line: string) => void;
   startTimeoutMs?: number | undefined;
   /** Where a compiled executable extracts its embedded Anvil; unused from source. Default: the OS temp dir. */
@@ -21,7 +31,7 @@ export type AnvilOptions = {
 /** A running Anvil on loopback. */
 export type Anvil = {
   rpcUrl: string;
-  /** Ends Anvil and waits for it; with a state file, Anvil dumps its state first. */
+  /** Ends Anvil and waits for it. It saves nothing: save the state before. */
   stop(): Promise<void>;
 };
 
@@ -96,8 +106,8 @@ async function isIntact(path: string, file: EmbeddedFile): Promise<boolean> {
 }
 
 // Anvils still running when the parent process exits. One shared handler, so many devnets in one
-// test run do not pile up 'exit' listeners. SIGTERM (not SIGKILL) so a persisted Anvil still dumps
-// its state after we are gone.
+// test run do not pile up 'exit' listeners. (A process killed outright runs no handler: the watchdog
+// and the lock file cover that.)
 const live = new Set<Subprocess>();
 let exitHookInstalled = false;
 function trackUntilExit(proc: Subprocess): void {
@@ -117,6 +127,13 @@ function trackUntilExit(proc: Subprocess): void {
 
 /** Starts Anvil on 127.0.0.1 and resolves once it answers `eth_chainId`; moves an unreadable state file aside once. */
 export async function startAnvil(options: AnvilOptions): Promise<Anvil> {
+  if (options.lockFile !== undefined) {
+    const stateFile = options.stateFile;
+    await clearLeftoverAnvil(options.lockFile, {
+      log: options.log,
+      salvage: stateFile === undefined ? undefined : (rpcUrl) => dumpAnvilState(rpcUrl, stateFile, { timeoutMs: 5_000 }),
+    });
+  }
   try {
     return await spawnAnvil(options);
   } catch (error) {
@@ -139,11 +156,25 @@ class AnvilExitedError extends Error {
 
 async function spawnAnvil(options: AnvilOptions): Promise<Anvil> {
   const args = ["--host", "127.0.0.1", "--port", String(options.port ?? 0), "--chain-id", String(options.chainId)];
-  if (options.stateFile !== undefined) {
-    args.push("--state", options.stateFile, "--state-interval", String(options.stateInterval ?? 1));
-  }
-  const proc = Bun.spawn([await resolveAnvilBinary(options.binaryDir), ...args], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  // Load only: `--state`/`--dump-state` would have Anvil rewrite the file in place, on exit and, with
+  // `--state-interval`, for as long as it lives, even after the service that owns the file is gone.
+  if (options.stateFile !== undefined && existsSync(options.stateFile)) args.push("--load-state", options.stateFile);
+  const lockFile = options.lockFile;
+  const token = newLockToken();
+  const proc = Bun.spawn([await resolveAnvilBinary(options.binaryDir), ...args], {
+    // The marker in argv[0] is how a later start recognises this process as our Anvil (and `ps` shows whose it is).
+    argv0: lockFile === undefined ? undefined : anvilMarker(lockFile, token),
+    // A session of its own: a terminal's Ctrl-C reaches the service only, which saves the state and then ends Anvil.
+    detached: true,
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   trackUntilExit(proc);
+  const watchdog = startWatchdog(proc.pid, options.log);
+  const lock = { version: 1 as const, pid: proc.pid, token, ...ownerFields(), watchdogPid: watchdog?.pid ?? null, startedAt: new Date().toISOString() };
+  // Written before Anvil listens, so even a crash during start-up leaves it findable.
+  if (lockFile !== undefined) writeAnvilLock(lockFile, { ...lock, port: null });
 
   const recent: string[] = [];
   let onListening: ((port: number) => void) | undefined;
@@ -163,13 +194,16 @@ async function spawnAnvil(options: AnvilOptions): Promise<Anvil> {
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
+      await watchdog?.dismiss();
       if (proc.exitCode === null && proc.signalCode === null) {
+        // Anvil writes nothing on the way out any more; SIGTERM only to let a persisted chain end politely.
         proc.kill(options.stateFile !== undefined ? "SIGTERM" : "SIGKILL");
         const timer = setTimeout(() => proc.kill("SIGKILL"), 10_000);
         await proc.exited;
         clearTimeout(timer);
       }
       live.delete(proc);
+      if (lockFile !== undefined) releaseAnvilLock(lockFile, token);
     })();
     return stopping;
   };
@@ -184,6 +218,7 @@ async function spawnAnvil(options: AnvilOptions): Promise<Anvil> {
     const port = await withTimeout(Promise.race([listening, exited]), timeoutMs, "Anvil did not start listening");
     const rpcUrl = `http://127.0.0.1:${port}`;
     await withTimeout(Promise.race([waitForRpc(rpcUrl, options.chainId), exited]), timeoutMs, "Anvil did not answer eth_chainId");
+    if (lockFile !== undefined) writeAnvilLock(lockFile, { ...lock, port });
     return { rpcUrl, stop };
   } catch (error) {
     await stop();

@@ -6,6 +6,8 @@ import { type Address, type Hex, createPublicClient, createTestClient, createWal
 import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
 import { KNOWN_SCHEMAS, computeSchemaUid } from "../../domain/schemas.ts";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
+import { startAnvil } from "./_anvil.ts";
+import { createStateCheckpointer } from "./_state.ts";
 import { ANVIL_DEV_KEYS, type Devnet, startDevnet } from "./mod.ts";
 
 const REGISTRY_ABI = parseAbi([
@@ -155,7 +157,7 @@ test("startDevnet() reuses a persisted deployment and keeps state written just b
   let firstBlock: bigint;
   try {
     const test = createTestClient({ mode: "anvil", transport: http(first.rpcUrl) });
-    // Stopped well within the 1 s state interval: only the dump on exit can save this.
+    // Stopped well within the 2 s checkpoint interval: only the save in stop() can keep this.
     await test.setBalance({ address: probe, value: 123_456_789n });
     await test.mine({ blocks: 3 });
     firstBlock = await clientFor(first).getBlockNumber();
@@ -210,4 +212,95 @@ test("startDevnet() sets an unreadable state file aside and starts a new chain",
   } finally {
     await devnet.stop();
   }
+});
+
+describe("createStateCheckpointer()", () => {
+  /** A fetch that counts `anvil_dumpState` calls and holds each answer until the test releases it. */
+  function heldDumps() {
+    const held: (() => void)[] = [];
+    let dumps = 0;
+    const fetchFn = (async (input: string | URL | Request, init?: RequestInit) => {
+      const response = await fetch(input, init);
+      if ((JSON.parse(String(init?.body)) as { method: string }).method !== "anvil_dumpState") return response;
+      dumps++;
+      await new Promise<void>((resolve) => held.push(resolve));
+      return response;
+    }) as unknown as typeof fetch;
+    return {
+      fetchFn,
+      dumps: () => dumps,
+      /** Waits for dump number `n` to be held, then lets it through. */
+      async release(n: number) {
+        while (held.length < n) await Bun.sleep(5);
+        held[n - 1]!();
+      },
+      async waitForDumps(n: number) {
+        while (dumps < n) await Bun.sleep(5);
+      },
+    };
+  }
+
+  function tracked(promise: Promise<void>) {
+    const state = { done: false, promise };
+    promise.then(() => {
+      state.done = true;
+    });
+    return state;
+  }
+
+  test("coalesces concurrent calls: one save runs, one more covers every call that came meanwhile", async () => {
+    const anvil = await startAnvil({ chainId: 31337, log: () => {} });
+    try {
+      const stateFile = join(tempDir(), "anvil-state.json");
+      const savedHead = () => Number(JSON.parse(readFileSync(stateFile, "utf8")).block.number);
+      const test = createTestClient({ mode: "anvil", transport: http(anvil.rpcUrl) });
+      const held = heldDumps();
+      const { checkpoint } = createStateCheckpointer({ rpcUrl: anvil.rpcUrl, stateFile, log: () => {}, fetchFn: held.fetchFn });
+
+      const first = tracked(checkpoint()); // dump 1 holds the chain at block 0
+      await held.waitForDumps(1);
+      await test.mine({ blocks: 1 });
+      const second = tracked(checkpoint());
+      const third = tracked(checkpoint());
+      await held.release(1);
+      await first.promise;
+      expect(savedHead()).toBe(0);
+      // Dump 1 began before they called: they wait for dump 2, which sees block 1.
+      await held.waitForDumps(2);
+      expect(second.done || third.done).toBe(false);
+      await test.mine({ blocks: 1 });
+      const fourth = tracked(checkpoint());
+      await held.release(2);
+      await Promise.all([second.promise, third.promise]);
+      expect(savedHead()).toBe(1);
+      expect(fourth.done).toBe(false);
+      await held.release(3);
+      await fourth.promise;
+      expect(savedHead()).toBe(2);
+      expect(held.dumps()).toBe(3);
+
+      // Ten at once from idle: the first runs, the nine others share one more.
+      const many = Array.from({ length: 10 }, () => checkpoint());
+      await held.release(4);
+      await held.release(5);
+      await Promise.all(many);
+      expect(held.dumps()).toBe(5);
+      expect(existsSync(`${stateFile}.tmp`)).toBe(false);
+    } finally {
+      await anvil.stop();
+    }
+  });
+
+  test("a save that fails rejects its callers and the next one starts afresh", async () => {
+    const anvil = await startAnvil({ chainId: 31337, log: () => {} });
+    const stateFile = join(tempDir(), "anvil-state.json");
+    const { checkpoint } = createStateCheckpointer({ rpcUrl: anvil.rpcUrl, stateFile, log: () => {} });
+    await checkpoint();
+    const before = readFileSync(stateFile, "utf8");
+    await anvil.stop();
+    await expect(checkpoint()).rejects.toThrow();
+    await expect(checkpoint()).rejects.toThrow();
+    // The last good state is left as it was.
+    expect(readFileSync(stateFile, "utf8")).toBe(before);
+  });
 });

@@ -17,6 +17,7 @@ import { type Anvil, type AnvilOptions, anvilBinary, startAnvil } from "./_anvil
 import { loadEasArtifacts } from "./_artifacts.ts";
 import { ensureDeployment } from "./_deploy.ts";
 import { type DeploymentRecord, devnetTrustAnchors, readDeploymentRecord, writeJsonFile, writeTrustAnchorsIfChanged } from "./_files.ts";
+import { type StateCheckpointer, createStateCheckpointer } from "./_state.ts";
 
 export type { Anvil, AnvilOptions };
 /** The npm package's Anvil binary for this platform (what `bun run build` embeds). */
@@ -26,8 +27,14 @@ export { anvilBinary };
 export type DevnetOptions = {
   /** Directory for the Anvil state, `devnet.json` and `trust-anchors.json`; created if missing. */
   dataDir: string;
-  /** Default true: the chain is kept in `dataDir/anvil-state.json` across restarts; false: an ephemeral chain. */
+  /**
+   * Default true: the chain is kept in `dataDir/anvil-state.json` across restarts (saved by `checkpoint()`, every
+   * `checkpointIntervalMs` when a block was added, and on `stop()`); `dataDir/anvil.lock` names the running Anvil.
+   * False: an ephemeral chain.
+   */
   persist?: boolean | undefined;
+  /** Persisted devnets: milliseconds between checks for new blocks to save; default 2000, 0 turns it off. */
+  checkpointIntervalMs?: number | undefined;
   /** Default 31337. */
   chainId?: number | undefined;
   /** Default: a free loopback port. */
@@ -59,7 +66,14 @@ export type Devnet = {
   trustAnchorsPath: string;
   /** Private keys; `users` are further funded Anvil dev accounts (#3..#9) for tests. */
   keys: { deployer: Hex; delegate: Hex; witness: Hex; users: Hex[] };
-  /** Stops Anvil, letting it dump its state when persisted. */
+  /**
+   * Persisted devnets only: saves the chain as it is now to the state file, atomically, and resolves once that
+   * save (one that began after the call) is on disk. Concurrent calls share saves. Call it after a mined
+   * transaction and before telling anyone about it: whatever it covered survives a `kill -9` of the service and
+   * of Anvil.
+   */
+  checkpoint?: (() => Promise<void>) | undefined;
+  /** Saves the state (when persisted), then stops Anvil. */
   stop(): Promise<void>;
 };
 
@@ -99,15 +113,35 @@ export async function startDevnet(options: DevnetOptions): Promise<Devnet> {
   mkdirSync(options.dataDir, { recursive: true });
   const recordPath = join(options.dataDir, "devnet.json");
   const trustAnchorsPath = join(options.dataDir, "trust-anchors.json");
+  const stateFile = persist ? join(options.dataDir, "anvil-state.json") : undefined;
 
   const anvil = await (options.startAnvil ?? startAnvil)({
     chainId,
     port: options.port,
-    stateFile: persist ? join(options.dataDir, "anvil-state.json") : undefined,
-    stateInterval: 1,
+    stateFile,
+    lockFile: persist ? join(options.dataDir, "anvil.lock") : undefined,
     log,
     binaryDir: join(options.dataDir, "bin"),
   });
+  const checkpointer: StateCheckpointer | undefined = stateFile === undefined ? undefined : createStateCheckpointer({
+    rpcUrl: anvil.rpcUrl,
+    stateFile,
+    intervalMs: options.checkpointIntervalMs ?? 2_000,
+    log,
+  });
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      checkpointer?.close();
+      try {
+        await checkpointer?.checkpoint();
+      } catch (error) {
+        log(`could not save the devnet state before stopping: ${error instanceof Error ? error.message : String(error)}`);
+      }
+      await anvil.stop();
+    })();
+    return stopping;
+  };
 
   try {
     const chain = defineChain({
@@ -139,6 +173,9 @@ export async function startDevnet(options: DevnetOptions): Promise<Devnet> {
     await Promise.all(funded.map((address, i) =>
       balances[i]! < TOP_UP_BELOW ? testClient.setBalance({ address, value: FUNDED_BALANCE }) : undefined
     ));
+
+    // Durable before the deployment record names it (funding included: setBalance mines no block).
+    await checkpointer?.checkpoint();
 
     // The witness is trusted from the deployment block on. Block time, in whole seconds like EAS's `time`: a
     // wall-clock instant with milliseconds would postdate attestations made within the same second.
@@ -185,9 +222,11 @@ export async function startDevnet(options: DevnetOptions): Promise<Devnet> {
       schemaUids: deployment.schemaUids,
       trustAnchorsPath,
       keys: { deployer, delegate, witness, users: ANVIL_DEV_KEYS.slice(3) },
-      stop: anvil.stop,
+      checkpoint: checkpointer?.checkpoint,
+      stop,
     };
   } catch (error) {
+    checkpointer?.close();
     await anvil.stop();
     throw error;
   }

@@ -1,0 +1,174 @@
+import { open, rename } from "node:fs/promises";
+import { dirname } from "node:path";
+import { promisify } from "node:util";
+import { gunzip } from "node:zlib";
+
+const gunzipAsync = promisify(gunzip);
+
+const DUMP_TIMEOUT_MS = 30_000;
+
+/** How to keep a devnet's state file. */
+export type StateCheckpointerOptions = {
+  rpcUrl: string;
+  /** The file `anvil --load-state` reads at the next start. */
+  stateFile: string;
+  /** Milliseconds between checks for a new head block (saved only when it changed); 0 or absent: no periodic save. */
+  intervalMs?: number | undefined;
+  log: (line: string) => void;
+  /** Default: the global fetch; tests wrap it to count or hold dumps. */
+  fetchFn?: typeof fetch | undefined;
+};
+
+/** Saves Anvil's state on request and periodically. */
+export type StateCheckpointer = {
+  /**
+   * Writes the chain's state as it is now (or later) to the state file. Calls made while a save runs share one
+   * further save, so each caller's promise resolves after a save that began after its call.
+   */
+  checkpoint(): Promise<void>;
+  /** Ends the periodic save; `checkpoint()` still works. */
+  close(): void;
+};
+
+/**
+ * Creates the state checkpointer of one Anvil. The service, not Anvil, owns the state file: Anvil's own dump
+ * (`--state`, `--dump-state`) rewrites the file in place and would do so for as long as an orphaned Anvil lives.
+ */
+export function createStateCheckpointer(options: StateCheckpointerOptions): StateCheckpointer {
+  const fetchFn = options.fetchFn ?? fetch;
+  let running: Promise<void> | undefined;
+  let queued: Promise<void> | undefined;
+  let savedHead: string | undefined;
+
+  const save = async (): Promise<void> => {
+    // Read before the dump: the dump then holds at least this head, so a later tick never skips a block.
+    const head = await latestBlockHash(options.rpcUrl, fetchFn);
+    await dumpAnvilState(options.rpcUrl, options.stateFile, { fetchFn });
+    savedHead = head;
+  };
+
+  const run = (): Promise<void> => {
+    const current = save();
+    running = current;
+    current.then(ignore, ignore).then(() => {
+      if (running === current) running = undefined;
+    });
+    return current;
+  };
+
+  const checkpoint = (): Promise<void> => {
+    // A queued save has not begun yet, so it covers this caller too.
+    if (queued !== undefined) return queued;
+    if (running === undefined) return run();
+    const next = running.then(ignore, ignore).then(() => {
+      queued = undefined;
+      return run();
+    });
+    queued = next;
+    return next;
+  };
+
+  let timer: ReturnType<typeof setInterval> | undefined;
+  let closed = false;
+  if (options.intervalMs !== undefined && options.intervalMs > 0) {
+    let ticking = false;
+    timer = setInterval(() => {
+      if (ticking || running !== undefined) return;
+      ticking = true;
+      void (async () => {
+        try {
+          if ((await latestBlockHash(options.rpcUrl, fetchFn)) !== savedHead && !closed) await checkpoint();
+        } catch (error) {
+          if (!closed) options.log(`periodic state checkpoint failed: ${error instanceof Error ? error.message : String(error)}`);
+        } finally {
+          ticking = false;
+        }
+      })();
+    }, options.intervalMs);
+    timer.unref?.();
+  }
+
+  return {
+    checkpoint,
+    close: () => {
+      closed = true;
+      clearInterval(timer);
+    },
+  };
+}
+
+/** Options of `dumpAnvilState`. */
+export type DumpAnvilStateOptions = {
+  fetchFn?: typeof fetch | undefined;
+  timeoutMs?: number | undefined;
+};
+
+/**
+ * Asks Anvil for its state (`anvil_dumpState`: hex of gzipped JSON) and writes the JSON that `--load-state` reads
+ * to `stateFile` atomically: `<file>.tmp`, fsync, rename, fsync of the directory. A crash at any point leaves
+ * either the previous file or the new one, never a mix.
+ */
+export async function dumpAnvilState(rpcUrl: string, stateFile: string, options: DumpAnvilStateOptions = {}): Promise<void> {
+  const hex = await anvilRpc(rpcUrl, "anvil_dumpState", [], options.fetchFn ?? fetch, options.timeoutMs ?? DUMP_TIMEOUT_MS);
+  if (typeof hex !== "string" || !/^0x[0-9a-fA-F]*$/.test(hex)) throw new Error("anvil_dumpState did not answer hex");
+  const json = await gunzipAsync(Buffer.from(hex.slice(2), "hex"));
+  if (!looksLikeJsonObject(json)) throw new Error("anvil_dumpState did not answer a gzipped JSON object");
+  await writeFileAtomically(stateFile, json);
+}
+
+/** Replaces `path` with `data` through `<path>.tmp`, syncing the data before the rename and the directory after. */
+export async function writeFileAtomically(path: string, data: Uint8Array): Promise<void> {
+  const temporary = `${path}.tmp`;
+  const handle = await open(temporary, "w", 0o644);
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await rename(temporary, path);
+  try {
+    const directory = await open(dirname(path), "r");
+    try {
+      await directory.sync();
+    } finally {
+      await directory.close();
+    }
+  } catch {
+    // Not every file system syncs a directory; the rename itself is still atomic.
+  }
+}
+
+function looksLikeJsonObject(bytes: Uint8Array): boolean {
+  let end = bytes.length - 1;
+  while (end >= 0 && (bytes[end] === 0x0a || bytes[end] === 0x0d || bytes[end] === 0x20 || bytes[end] === 0x09)) end--;
+  return bytes[0] === 0x7b && end > 0 && bytes[end] === 0x7d;
+}
+
+async function latestBlockHash(rpcUrl: string, fetchFn: typeof fetch): Promise<string> {
+  const block = await anvilRpc(rpcUrl, "eth_getBlockByNumber", ["latest", false], fetchFn, 5_000) as { hash?: unknown } | null;
+  if (block === null || typeof block.hash !== "string") throw new Error("eth_getBlockByNumber did not answer a block");
+  return block.hash;
+}
+
+/** One JSON-RPC call to Anvil; an error answer or a timeout throws. */
+export async function anvilRpc(
+  rpcUrl: string,
+  method: string,
+  params: unknown[],
+  fetchFn: typeof fetch,
+  timeoutMs: number,
+): Promise<unknown> {
+  const response = await fetchFn(rpcUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  if (!response.ok) throw new Error(`${method} answered HTTP ${response.status}`);
+  const json = (await response.json()) as { result?: unknown; error?: { message?: unknown } };
+  if (json.error !== undefined) throw new Error(`${method} failed: ${String(json.error.message)}`);
+  return json.result;
+}
+
+function ignore(): void {}
