@@ -248,4 +248,17 @@ describe("the attestation index on a long chain behind a 20-block provider windo
     await waitFor(() => readyz(again), (r) => r.body.index?.catchingUp === false && r.body.index.lagBlocks === 0);
     expect(versions((await trust(again)).body)).toEqual(["early", "late", "tail"]);
   }, 120_000);
+
+  test("a node whose chain id is not the trust anchors' stops the start-up with a clear message", async () => {
+    const anchors = JSON.parse(readFileSync(anchorsPath, "utf8")) as TrustAnchors;
+    const wrong = join(stack.dir, "other-chain-anchors.json");
+    writeFileSync(wrong, JSON.stringify({ ...anchors, chains: { "eip155:1": anchors.chains[`eip155:${stack.devnet.chainId}`] } }));
+    let message = "";
+    try {
+      running.push(await stack.restartService({ TRUST_ANCHORS_PATH: wrong, INDEX_FOLLOW: "true" }));
+    } catch (error) {
+      message = error instanceof Error ? error.message : String(error);
+    }
+    expect(message).toBe(`Chain eip155:${stack.devnet.chainId} is not in the trust anchors (TRUST_ANCHORS_PATH)`);
+  });
 });
