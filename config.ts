@@ -28,6 +28,11 @@ export type Config = {
   readonly serviceDnsLabel: string;
   readonly sessionTtlHours: number;
   readonly siweDomains: readonly string[];
+  /**
+   * `SIWE_CHALLENGE_RATE_PER_MINUTE` (default 10, from 1 to 10000): sign-in challenges one client address,
+   * and one wallet, may be given per minute, counted in the database (decisions §15).
+   */
+  readonly siweChallengePerMinute: number;
   readonly corsOrigins: readonly string[];
   readonly freePlanAnnualWrites: number;
   readonly paidPlanAnnualWrites: number;
@@ -176,6 +181,7 @@ export function readConfig(env: Env): Config {
     serviceDnsLabel: get("SERVICE_DNS_LABEL") ?? "omatrust",
     sessionTtlHours: int("SESSION_TTL_HOURS", 24 * 7, 1),
     siweDomains: list("SIWE_DOMAINS", [`${host}:${port}`, `localhost:${port}`]),
+    siweChallengePerMinute: int("SIWE_CHALLENGE_RATE_PER_MINUTE", 10, 1, 10_000),
     corsOrigins: list("CORS_ORIGINS", []),
     freePlanAnnualWrites: int("FREE_PLAN_ANNUAL_WRITES", 10),
     paidPlanAnnualWrites: int("PAID_PLAN_ANNUAL_WRITES", 1000),

@@ -41,6 +41,14 @@ describe("readConfig()", () => {
     expect(() => readConfig({ DISCOVERY_DOMAIN_RATE_PER_MINUTE: "lots" })).toThrow(/DISCOVERY_DOMAIN_RATE_PER_MINUTE/);
   });
 
+  test("SIWE_CHALLENGE_RATE_PER_MINUTE defaults to 10 and must be a whole number from 1 to 10000", () => {
+    expect(readConfig({}).siweChallengePerMinute).toBe(10);
+    expect(readConfig({ SIWE_CHALLENGE_RATE_PER_MINUTE: "120" }).siweChallengePerMinute).toBe(120);
+    for (const bad of ["0", "10001", "ten", "1.5", "-3"]) {
+      expect(() => readConfig({ SIWE_CHALLENGE_RATE_PER_MINUTE: bad })).toThrow(/SIWE_CHALLENGE_RATE_PER_MINUTE/);
+    }
+  });
+
   test("DISCOVERY_CACHE_SECONDS defaults to 60; 0 turns the cache off; more than an hour is refused", () => {
     expect(readConfig({}).discoveryCacheSeconds).toBe(60);
     expect(readConfig({ DISCOVERY_CACHE_SECONDS: "0" }).discoveryCacheSeconds).toBe(0);

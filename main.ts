@@ -28,7 +28,7 @@ import { createReadNonce } from "./domain/nonce.ts";
 import { activeChainAnchors, caip2, subsidizedSchemaMap, validateTrustAnchors } from "./domain/trust_anchors.ts";
 import { createApp } from "./http/app.ts";
 import { wireIndex } from "./wire_index.ts";
-import { instrumentedHandler, requestLogContext } from "./http/instrument.ts";
+import { instrumentedHandler, requestClientAddress, requestLogContext } from "./http/instrument.ts";
 import { createPrometheusMetrics, meteredRpcFetch, type PrometheusMetrics } from "./adapters/prometheus_metrics.ts";
 import type { Logger } from "./ports/logger.ts";
 import type { Storage } from "./ports/storage.ts";
@@ -54,6 +54,8 @@ export type StartServiceOptions = {
   readonly rpcFetch?: typeof fetch | undefined;
   /** An extra trusted root for did.json fetches (tests; operators use NODE_EXTRA_CA_CERTS). */
   readonly didJsonCa?: string | undefined;
+  /** How often expired challenges and sessions are pruned (default every minute; tests shorten it). */
+  readonly pruneIntervalMs?: number | undefined;
 };
 
 /** A start-up problem the operator must fix; printed without a stack. */
@@ -178,6 +180,12 @@ export async function startService(config: Config, options: StartServiceOptions 
       discover: viewDiscover,
     });
     await accounts.prune(systemClock.nowMs());
+    // Expired challenges and sessions go every minute as well, not only at start (decisions §15).
+    const pruneTimer = setInterval(() => {
+      accounts.prune(systemClock.nowMs()).catch((error) =>
+        log.warn("prune_failed", { error: error instanceof Error ? error.message : String(error) }));
+    }, options.pruneIntervalMs ?? 60_000);
+    pruneTimer.unref?.();
     const plans: PlanPolicy = {
       free: { annualWrites: config.freePlanAnnualWrites, schemas: config.freePlanSchemas },
       paid: { annualWrites: config.paidPlanAnnualWrites, schemas: config.paidPlanSchemas },
@@ -213,7 +221,12 @@ export async function startService(config: Config, options: StartServiceOptions 
       accounts,
       clock: systemClock,
       random: cryptoRandom,
-      policy: { sessionTtlHours: config.sessionTtlHours, challengeTtlMinutes: 10, siweDomains: config.siweDomains },
+      policy: {
+        sessionTtlHours: config.sessionTtlHours,
+        challengeTtlMinutes: 10,
+        siweDomains: config.siweDomains,
+        challengeRatePerMinute: config.siweChallengePerMinute,
+      },
     });
     const witness = createControllerWitness({
       discover,
@@ -269,6 +282,7 @@ export async function startService(config: Config, options: StartServiceOptions 
         clock: systemClock,
         secureCookies: !isLoopbackHost(new URL(config.publicBaseUrl).hostname),
         metrics,
+        clientAddress: requestClientAddress,
       },
       metricsText: () => metrics.render(),
       privateOrigins: [...new Set([publicOrigin, ...config.corsOrigins])],
@@ -338,6 +352,7 @@ export async function startService(config: Config, options: StartServiceOptions 
       stop() {
         stopping ??= (async () => {
           clearInterval(settleTimer);
+          clearInterval(pruneTimer);
           await server.stop(false);
           await index.stop();
           await storage.close();

@@ -3,6 +3,7 @@ import type {
   Account,
   AccountStore,
   Challenge,
+  ChallengeCreation,
   Plan,
   Session,
   SponsoredWriteLedger,
@@ -60,6 +61,10 @@ const MIGRATIONS: readonly string[] = [
      used_at_ms BIGINT
    )`,
   `CREATE INDEX IF NOT EXISTS challenges_expiry ON challenges (expires_at_ms)`,
+  // Who asked for a sign-in challenge: creations are rate-limited per client and per wallet (decisions §15).
+  `ALTER TABLE challenges ADD COLUMN IF NOT EXISTS client_key TEXT`,
+  `CREATE INDEX IF NOT EXISTS challenges_client ON challenges (client_key, created_at_ms)`,
+  `CREATE INDEX IF NOT EXISTS challenges_wallet ON challenges (address, created_at_ms)`,
   `CREATE TABLE IF NOT EXISTS sessions (
      token_hash TEXT PRIMARY KEY,
      account_id TEXT NOT NULL REFERENCES accounts (id),
@@ -96,6 +101,13 @@ const MIGRATIONS: readonly string[] = [
 
 /** Advisory lock key that serializes migrations of instances starting together. */
 const MIGRATION_LOCK = 7_240_001;
+
+/**
+ * Advisory lock spaces (two-key form) of sign-in challenge creation: one lock per client, then one per
+ * wallet. Every creation takes them in that order, so two creations never wait on each other in a cycle.
+ */
+const CHALLENGE_CLIENT_LOCK = 7_240_003;
+const CHALLENGE_WALLET_LOCK = 7_240_004;
 
 const num = (value: unknown): number => Number(value);
 const numOrNull = (value: unknown): number | null => (value === null || value === undefined ? null : Number(value));
@@ -211,10 +223,38 @@ export async function openPostgresStorage(url: string, options: { max?: number }
   };
 
   const accounts: AccountStore = {
-    async saveChallenge(c) {
-      await sql`INSERT INTO challenges (id, address, chain_id, nonce, message, created_at_ms, expires_at_ms, used_at_ms)
-                VALUES (${c.id}, ${c.address.toLowerCase()}, ${c.chainId}, ${c.nonce}, ${c.message}, ${c.createdAtMs},
-                        ${c.expiresAtMs}, NULL)`;
+    async createChallenge(c, limits) {
+      const now = c.createdAtMs;
+      const since = now - limits.windowMs;
+      const address = c.address.toLowerCase();
+      return await sql.begin(async (tx): Promise<ChallengeCreation> => {
+        // Counted under the locks, so no instance inserts between another's count and insert.
+        await tx`SELECT pg_advisory_xact_lock(${CHALLENGE_CLIENT_LOCK}, hashtext(${limits.client}))`;
+        await tx`SELECT pg_advisory_xact_lock(${CHALLENGE_WALLET_LOCK}, hashtext(${address}))`;
+        // The `limit`-th newest creation inside the window: while it exists the limit is reached.
+        const [byClient]: Row[] = await tx`
+          SELECT created_at_ms FROM challenges WHERE client_key = ${limits.client} AND created_at_ms > ${since}
+           ORDER BY created_at_ms DESC LIMIT 1 OFFSET ${limits.perClient - 1}`;
+        if (byClient !== undefined) {
+          return { ok: false, limit: "client", retryAfterMs: num(byClient.created_at_ms) + limits.windowMs - now };
+        }
+        const [byWallet]: Row[] = await tx`
+          SELECT created_at_ms FROM challenges WHERE address = ${address} AND created_at_ms > ${since}
+           ORDER BY created_at_ms DESC LIMIT 1 OFFSET ${limits.perWallet - 1}`;
+        if (byWallet !== undefined) {
+          return { ok: false, limit: "wallet", retryAfterMs: num(byWallet.created_at_ms) + limits.windowMs - now };
+        }
+        const evicted = await tx`
+          UPDATE challenges SET used_at_ms = ${now}
+           WHERE address = ${address} AND used_at_ms IS NULL AND expires_at_ms > ${now}
+             AND id NOT IN (SELECT id FROM challenges WHERE address = ${address} AND used_at_ms IS NULL AND expires_at_ms > ${now}
+                             ORDER BY created_at_ms DESC, id DESC LIMIT ${Math.max(0, limits.livePerWallet - 1)})
+          RETURNING id`;
+        await tx`INSERT INTO challenges (id, address, chain_id, nonce, message, created_at_ms, expires_at_ms, used_at_ms, client_key)
+                 VALUES (${c.id}, ${address}, ${c.chainId}, ${c.nonce}, ${c.message}, ${c.createdAtMs}, ${c.expiresAtMs}, NULL,
+                         ${limits.client})`;
+        return { ok: true, evicted: evicted.length };
+      });
     },
     async findChallenge(id) {
       const rows: Row[] = await sql`SELECT * FROM challenges WHERE id = ${id}`;

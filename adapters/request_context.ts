@@ -1,7 +1,14 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 
-/** What every log line written while serving a request carries. */
-export type RequestContext = { readonly requestId: string };
+/** What every log line written while serving a request carries, and who sent the request. */
+export type RequestContext = {
+  readonly requestId: string;
+  /**
+   * The peer address of the connection (not `X-Forwarded-For`, which any client can write); absent when
+   * the request did not come through a socket (`app.handle` in tests). Not logged.
+   */
+  readonly clientAddress?: string | undefined;
+};
 
 const storage = new AsyncLocalStorage<RequestContext>();
 

@@ -3,6 +3,7 @@ import type {
   Account,
   AccountStore,
   Challenge,
+  ChallengeCreation,
   Plan,
   Session,
   SponsoredWriteLedger,
@@ -90,8 +91,22 @@ const toWrite = (row: WriteRow): WriteRecord => ({
 /** Accounts, challenges and sessions in the service's SQLite file. */
 export function createSqliteAccountStore(db: Database): AccountStore {
   const insertChallenge = db.query(
-    `INSERT INTO challenges (id, address, chain_id, nonce, message, created_at_ms, expires_at_ms, used_at_ms)
-     VALUES ($id, $address, $chainId, $nonce, $message, $createdAtMs, $expiresAtMs, NULL)`,
+    `INSERT INTO challenges (id, address, chain_id, nonce, message, created_at_ms, expires_at_ms, used_at_ms, client_key)
+     VALUES ($id, $address, $chainId, $nonce, $message, $createdAtMs, $expiresAtMs, NULL, $client)`,
+  );
+  // The `limit`-th newest creation inside the window: while it exists the limit is reached, and the
+  // window has room again once it leaves.
+  const nthNewestOfClient = db.query<{ created_at_ms: number }, [string, number, number]>(
+    "SELECT created_at_ms FROM challenges WHERE client_key = ? AND created_at_ms > ? ORDER BY created_at_ms DESC LIMIT 1 OFFSET ?",
+  );
+  const nthNewestOfWallet = db.query<{ created_at_ms: number }, [string, number, number]>(
+    "SELECT created_at_ms FROM challenges WHERE address = ? AND created_at_ms > ? ORDER BY created_at_ms DESC LIMIT 1 OFFSET ?",
+  );
+  const evictChallenges = db.query(
+    `UPDATE challenges SET used_at_ms = $now
+      WHERE address = $address AND used_at_ms IS NULL AND expires_at_ms > $now
+        AND id NOT IN (SELECT id FROM challenges WHERE address = $address AND used_at_ms IS NULL AND expires_at_ms > $now
+                        ORDER BY created_at_ms DESC, id DESC LIMIT $keep)`,
   );
   const findChallenge = db.query<ChallengeRow, [string]>("SELECT * FROM challenges WHERE id = ?");
   const consumeChallenge = db.query("UPDATE challenges SET used_at_ms = ? WHERE id = ? AND used_at_ms IS NULL");
@@ -118,17 +133,30 @@ export function createSqliteAccountStore(db: Database): AccountStore {
   };
 
   return {
-    saveChallenge(challenge) {
-      insertChallenge.run({
-        id: challenge.id,
-        address: challenge.address.toLowerCase(),
-        chainId: challenge.chainId,
-        nonce: challenge.nonce,
-        message: challenge.message,
-        createdAtMs: challenge.createdAtMs,
-        expiresAtMs: challenge.expiresAtMs,
-      });
-      return Promise.resolve();
+    createChallenge(challenge, limits) {
+      const now = challenge.createdAtMs;
+      const since = now - limits.windowMs;
+      const address = challenge.address.toLowerCase();
+      // BEGIN IMMEDIATE: another process on the same file waits for the whole count-and-insert.
+      const outcome = db.transaction((): ChallengeCreation => {
+        const byClient = nthNewestOfClient.get(limits.client, since, limits.perClient - 1);
+        if (byClient !== null) return { ok: false, limit: "client", retryAfterMs: byClient.created_at_ms + limits.windowMs - now };
+        const byWallet = nthNewestOfWallet.get(address, since, limits.perWallet - 1);
+        if (byWallet !== null) return { ok: false, limit: "wallet", retryAfterMs: byWallet.created_at_ms + limits.windowMs - now };
+        const evicted = evictChallenges.run({ now, address, keep: Math.max(0, limits.livePerWallet - 1) }).changes;
+        insertChallenge.run({
+          id: challenge.id,
+          address,
+          chainId: challenge.chainId,
+          nonce: challenge.nonce,
+          message: challenge.message,
+          createdAtMs: challenge.createdAtMs,
+          expiresAtMs: challenge.expiresAtMs,
+          client: limits.client,
+        });
+        return { ok: true, evicted };
+      }).immediate();
+      return Promise.resolve(outcome);
     },
     findChallenge(id) {
       const row = findChallenge.get(id);

@@ -81,6 +81,15 @@ const ADDED_COLUMNS: readonly (readonly [table: string, column: string, type: st
   ["sponsored_writes", "raw_tx", "TEXT"],
   ["sponsored_writes", "wallet", "TEXT"],
   ["sponsored_writes", "tx_nonce", "INTEGER"],
+  // Who asked for a sign-in challenge: its creation rate is limited per client address (decisions §15).
+  ["challenges", "client_key", "TEXT"],
+];
+
+/** Statements that need the added columns. */
+const AFTER_ADDED_COLUMNS: readonly string[] = [
+  // Sign-in challenge rates: creations in the last minute per client and per wallet.
+  `CREATE INDEX IF NOT EXISTS challenges_client ON challenges (client_key, created_at_ms)`,
+  `CREATE INDEX IF NOT EXISTS challenges_wallet ON challenges (address, created_at_ms)`,
 ];
 
 /** Adds each of `columns` its table lacks; run inside the migration transaction. */
@@ -103,6 +112,7 @@ export function openSqlite(path: string): Database {
   db.transaction(() => {
     for (const statement of MIGRATIONS) db.exec(statement);
     addMissingColumns(db, ADDED_COLUMNS);
+    for (const statement of AFTER_ADDED_COLUMNS) db.exec(statement);
   }).immediate();
   return db;
 }

@@ -4,11 +4,12 @@
  * its SHA-256 is stored, and the stored hash is compared in constant time.
  */
 import { getAddress, sha256, stringToBytes } from "viem/utils";
-import type { Account, AccountStore, Session } from "../ports/accounts.ts";
+import type { Account, AccountStore, ChallengeLimits, Session } from "../ports/accounts.ts";
 import type { Clock } from "../ports/clock.ts";
 import type { Random } from "../ports/random.ts";
 import { base64UrlEncode, normalizeDid, parseDidPkh } from "./did.ts";
-import { fail, ok, type Result } from "./result.ts";
+import { classifyAddress } from "./ip_policy.ts";
+import { type Fail, fail, type Ok, ok, type Result } from "./result.ts";
 import { buildSiweMessage, SIWE_STATEMENT, validateSiweMessage, verifySiweSignature } from "./siwe.ts";
 
 /** How sign-in behaves; from configuration. */
@@ -18,7 +19,27 @@ export type SessionPolicy = {
   readonly challengeTtlMinutes: number;
   /** SIWE domains (host[:port]) a challenge may name; empty allows any. */
   readonly siweDomains: readonly string[];
+  /**
+   * Challenges one client address, and one wallet, may be given per minute (`SIWE_CHALLENGE_RATE_PER_MINUTE`,
+   * decisions §15); absent: no rate (tests of other rules; the service always sets it).
+   */
+  readonly challengeRatePerMinute?: number | undefined;
 };
+
+/**
+ * How many unanswered challenges one wallet may hold. A new challenge past it evicts the wallet's oldest
+ * live one (marks it used) instead of being refused: a real user who lost a tab or reloaded the sign-in page
+ * must still get a challenge, and a refusal would let anyone who knows a wallet's address keep it from
+ * signing in for a whole challenge lifetime (10 minutes) with five requests (the per-wallet rate can be
+ * spent by others too, but only for the minute it counts). Eviction does not free rate: an evicted row is
+ * kept, counting against its client's and its wallet's creation rates, until it expires and is pruned, so
+ * churn stays bounded by `challengeRatePerMinute` per wallet and per client, and each holds at most about
+ * `challengeRatePerMinute × (challengeTtlMinutes + 1)` rows (the prune runs every minute).
+ */
+export const LIVE_CHALLENGES_PER_WALLET = 5;
+
+/** The window of the challenge creation rates; shorter than a challenge's life, so pruning cannot shrink it. */
+const CHALLENGE_RATE_WINDOW_MS = 60_000;
 
 /** What sign-in needs. */
 export type SessionDeps = {
@@ -30,6 +51,17 @@ export type SessionDeps = {
 
 /** The challenge a wallet must sign. */
 export type ChallengeResponse = { challengeId: string; siweMessage: string; nonce: string; expiresAt: string };
+
+/** Who asks for a challenge, as the transport knows it. */
+export type ChallengeCaller = {
+  /** The peer address of the connection; undefined when the transport does not know it. */
+  readonly clientAddress?: string | undefined;
+};
+
+/** Why no challenge was issued; `retryAfterSeconds` is set on `RATE_LIMITED`. */
+export type ChallengeFailure = Fail<"INVALID_INPUT" | "INVALID_DID" | "CLIENT_NOT_ALLOWED" | "RATE_LIMITED"> & {
+  readonly retryAfterSeconds?: number | undefined;
+};
 
 /** A new session: the token goes into the cookie and nowhere else. */
 export type SignedIn = { token: string; expiresAtMs: number; account: Account; created: boolean };
@@ -54,6 +86,37 @@ export function constantTimeEqual(a: string, b: string): boolean {
   let diff = a.length ^ b.length;
   for (let i = 0; i < Math.max(a.length, b.length); i++) diff |= (a.charCodeAt(i) | 0) ^ (b.charCodeAt(i) | 0);
   return diff === 0;
+}
+
+/**
+ * The key a client's challenge rate is counted under: an IPv4 address (IPv4-mapped IPv6 included) as
+ * itself, an IPv6 address by its /64 (one subscriber usually holds a whole /64, so per-address counting
+ * would not bound it), anything else `unknown`.
+ */
+export function clientKeyOf(address: string | undefined): string {
+  const parsed = address === undefined ? undefined : classifyAddress(address);
+  if (parsed === undefined) return "unknown";
+  if (parsed.kind === "ipv4") return parsed.address;
+  const groups = ipv6Groups(parsed.address);
+  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
+    return [groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join(".");
+  }
+  return `${groups.slice(0, 4).map((g) => g.toString(16)).join(":")}::/64`;
+}
+
+/** The eight 16-bit groups of a canonical IPv6 address (as `classifyAddress` writes it). */
+function ipv6Groups(address: string): number[] {
+  const part = (text: string) =>
+    text === "" ? [] : text.split(":").flatMap((g) => {
+      if (!g.includes(".")) return [parseInt(g, 16)];
+      const [a, b, c, d] = g.split(".").map(Number) as [number, number, number, number];
+      return [(a << 8) | b, (c << 8) | d];
+    });
+  const gap = address.indexOf("::");
+  if (gap === -1) return part(address);
+  const head = part(address.slice(0, gap));
+  const tail = part(address.slice(gap + 2));
+  return [...head, ...Array<number>(8 - head.length - tail.length).fill(0), ...tail];
 }
 
 /** Reads the wallet of a challenge request: a did:pkh (eip155) or an address with `chainId`. */
@@ -88,10 +151,14 @@ export function createSessions(deps: SessionDeps) {
   const { accounts, clock, random, policy } = deps;
   const randomHex = (bytes: number) => hex(random.bytes(bytes));
 
-  /** Issues a challenge: `{walletDid | address+chainId, domain, uri}`. */
-  async function challenge(
-    body: unknown,
-  ): Promise<Result<ChallengeResponse, "INVALID_INPUT" | "INVALID_DID" | "CLIENT_NOT_ALLOWED">> {
+  const rate = policy.challengeRatePerMinute ?? Number.MAX_SAFE_INTEGER;
+
+  /**
+   * Issues a challenge: `{walletDid | address+chainId, domain, uri}`. Refused with `RATE_LIMITED` when the
+   * caller's address or the wallet had `challengeRatePerMinute` challenges in the last minute; nothing is
+   * stored then.
+   */
+  async function challenge(body: unknown, caller: ChallengeCaller = {}): Promise<Ok<ChallengeResponse> | ChallengeFailure> {
     if (typeof body !== "object" || body === null || Array.isArray(body)) return fail("INVALID_INPUT", "Body must be a JSON object");
     const input = body as Record<string, unknown>;
     const wallet = walletOf(input);
@@ -131,7 +198,14 @@ export function createSessions(deps: SessionDeps) {
     }
     const message = buildSiweMessage(checked.value);
     const id = randomHex(16);
-    await accounts.saveChallenge({
+    const limits: ChallengeLimits = {
+      client: clientKeyOf(caller.clientAddress),
+      perClient: rate,
+      perWallet: rate,
+      windowMs: CHALLENGE_RATE_WINDOW_MS,
+      livePerWallet: LIVE_CHALLENGES_PER_WALLET,
+    };
+    const created = await accounts.createChallenge({
       id,
       address: wallet.value.address.toLowerCase(),
       chainId: wallet.value.chainId,
@@ -140,7 +214,13 @@ export function createSessions(deps: SessionDeps) {
       createdAtMs: now,
       expiresAtMs,
       usedAtMs: null,
-    });
+    }, limits);
+    if (!created.ok) {
+      const message = created.limit === "client"
+        ? "Too many sign-in challenges from this address; try again later"
+        : "Too many sign-in challenges for this wallet; try again later";
+      return { ...fail("RATE_LIMITED" as const, message), retryAfterSeconds: Math.max(1, Math.ceil(created.retryAfterMs / 1000)) };
+    }
     return ok({ challengeId: id, siweMessage: message, nonce, expiresAt: new Date(expiresAtMs).toISOString() });
   }
 

@@ -1,21 +1,21 @@
 import { describe, expect, test } from "bun:test";
 import { privateKeyToAccount } from "viem/accounts";
 import { fakeAccountStore, fakeClock, fakeRandom } from "../ports/fakes.ts";
-import { constantTimeEqual, createSessions, hashSessionToken } from "./sessions.ts";
+import { clientKeyOf, constantTimeEqual, createSessions, hashSessionToken, LIVE_CHALLENGES_PER_WALLET } from "./sessions.ts";
 import { parseSiweMessage } from "./siwe.ts";
 
 const wallet = privateKeyToAccount("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
 const other = privateKeyToAccount("0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a");
 const walletDid = `did:pkh:eip155:31337:${wallet.address}`;
 
-function setup(siweDomains: string[] = ["app.example:443", "127.0.0.1:8080"]) {
+function setup(siweDomains: string[] = ["app.example:443", "127.0.0.1:8080"], challengeRatePerMinute?: number) {
   const clock = fakeClock(1_800_000_000_000);
   const accounts = fakeAccountStore();
   const sessions = createSessions({
     accounts,
     clock,
     random: fakeRandom(),
-    policy: { sessionTtlHours: 2, challengeTtlMinutes: 10, siweDomains },
+    policy: { sessionTtlHours: 2, challengeTtlMinutes: 10, siweDomains, challengeRatePerMinute },
   });
   return { clock, accounts, sessions };
 }
@@ -80,6 +80,82 @@ describe("createSessions().challenge()", () => {
   test("an empty allowlist allows any domain", async () => {
     const s = setup([]);
     expect((await s.sessions.challenge({ ...challengeBody, domain: "anything.example" })).ok).toBe(true);
+  });
+});
+
+describe("createSessions().challenge() limits (decisions §15)", () => {
+  const didOf = (i: number) => `did:pkh:eip155:31337:0x${(i + 1).toString(16).padStart(40, "0")}`;
+  const codeOf = (result: { ok: boolean; code?: string }) => (result.ok ? "ok" : result.code);
+
+  test("the eleventh challenge from one address in a minute is RATE_LIMITED with a retry time, whatever the wallets, and stores nothing", async () => {
+    const s = setup(undefined, 10);
+    const from = { clientAddress: "203.0.113.7" };
+    for (let i = 0; i < 10; i++) {
+      s.clock.set(1_800_000_000_000 + i * 1_000);
+      expect(codeOf(await s.sessions.challenge({ ...challengeBody, walletDid: didOf(i) }, from))).toBe("ok");
+    }
+    const refused = await s.sessions.challenge({ ...challengeBody, walletDid: didOf(10) }, from);
+    expect(refused).toEqual({
+      ok: false,
+      code: "RATE_LIMITED",
+      message: "Too many sign-in challenges from this address; try again later",
+      // The first of the ten leaves the minute 51 s from now.
+      retryAfterSeconds: 51,
+    });
+    expect(s.accounts.challenges.size).toBe(10);
+    // Another address is not affected; the same one is welcome again once the minute has moved on.
+    expect(codeOf(await s.sessions.challenge({ ...challengeBody, walletDid: didOf(11) }, { clientAddress: "203.0.113.8" }))).toBe("ok");
+    s.clock.set(1_800_000_060_000);
+    expect(codeOf(await s.sessions.challenge({ ...challengeBody, walletDid: didOf(12) }, from))).toBe("ok");
+  });
+
+  test("one wallet gets at most the rate per minute, whichever addresses ask", async () => {
+    const s = setup(undefined, 3);
+    const codes = [];
+    for (let i = 0; i < 4; i++) codes.push(codeOf(await s.sessions.challenge(challengeBody, { clientAddress: `198.51.100.${i}` })));
+    expect(codes).toEqual(["ok", "ok", "ok", "RATE_LIMITED"]);
+    const refused = await s.sessions.challenge(challengeBody, { clientAddress: "198.51.100.9" });
+    expect(!refused.ok && [refused.message, refused.retryAfterSeconds]).toEqual(["Too many sign-in challenges for this wallet; try again later", 60]);
+  });
+
+  test("requests without a known address share one budget", async () => {
+    const s = setup(undefined, 2);
+    const codes = [];
+    for (let i = 0; i < 3; i++) codes.push(codeOf(await s.sessions.challenge({ ...challengeBody, walletDid: didOf(i) })));
+    expect(codes).toEqual(["ok", "ok", "RATE_LIMITED"]);
+    expect(s.accounts.challengeClients.get([...s.accounts.challenges.keys()][0]!)).toBe("unknown");
+  });
+
+  test("a wallet holds at most five live challenges: a sixth uses up the oldest, the newest still sign in", async () => {
+    const s = setup(undefined, 10);
+    const issued = [];
+    for (let i = 0; i <= LIVE_CHALLENGES_PER_WALLET; i++) {
+      s.clock.set(1_800_000_000_000 + i);
+      const challenge = await s.sessions.challenge(challengeBody, { clientAddress: "192.0.2.1" });
+      if (!challenge.ok) throw new Error(challenge.message);
+      issued.push(challenge.value);
+    }
+    const live = [...s.accounts.challenges.values()].filter((c) => c.usedAtMs === null);
+    expect(live).toHaveLength(LIVE_CHALLENGES_PER_WALLET);
+    const oldest = issued[0]!;
+    const stale = await s.sessions.verify({ ...oldest, signature: await wallet.signMessage({ message: oldest.siweMessage }) });
+    expect(codeOf(stale)).toBe("INVALID_CHALLENGE");
+    const newest = issued.at(-1)!;
+    const fresh = await s.sessions.verify({ ...newest, signature: await wallet.signMessage({ message: newest.siweMessage }) });
+    expect(codeOf(fresh)).toBe("ok");
+  });
+
+  test("clientKeyOf() counts IPv4 by address, IPv6 by its /64, and anything unknown under one key", () => {
+    expect(clientKeyOf("203.0.113.7")).toBe("203.0.113.7");
+    expect(clientKeyOf("::ffff:203.0.113.7")).toBe("203.0.113.7");
+    expect(clientKeyOf("::ffff:cb00:7107")).toBe("203.0.113.7");
+    expect(clientKeyOf("2001:db8:1:2:aaaa::1")).toBe("2001:db8:1:2::/64");
+    expect(clientKeyOf("2001:0db8:0001:0002:ffff:ffff:ffff:ffff")).toBe("2001:db8:1:2::/64");
+    expect(clientKeyOf("2001:db8::1")).toBe("2001:db8:0:0::/64");
+    expect(clientKeyOf("::1")).toBe("0:0:0:0::/64");
+    expect(clientKeyOf("fe80::1%eth0")).toBe("fe80:0:0:0::/64");
+    expect(clientKeyOf(undefined)).toBe("unknown");
+    expect(clientKeyOf("not an address")).toBe("unknown");
   });
 });
 

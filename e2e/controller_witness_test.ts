@@ -43,6 +43,8 @@ const env = (dnsAddress: string) => ({
   WITNESS_USER_RATE_PER_MINUTE: "100",
   WITNESS_DOMAIN_RATE_PER_MINUTE: "100",
   DISCOVERY_DOMAIN_RATE_PER_MINUTE: "100",
+  // Many sign-ins from 127.0.0.1 in one minute.
+  SIWE_CHALLENGE_RATE_PER_MINUTE: "1000",
 });
 
 beforeAll(async () => {

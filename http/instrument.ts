@@ -19,6 +19,9 @@ function fallbackResponse(path: string, started: number): Response {
   );
 }
 
+/** What `Bun.serve` passes as its second argument that the handler uses: the peer address of a request. */
+export type PeerAddresses = { readonly requestIP: (request: Request) => { readonly address: string } | null };
+
 /**
  * Serves the app with a request id (the caller's `X-Request-Id` when plain, else a fresh one; echoed
  * in the response and carried by every log line of the request), one access-log line at `debug` (at
@@ -32,9 +35,10 @@ export function instrumentedHandler(app: Elysia, deps: { metrics: Metrics; log: 
     routes ??= new Set(app.routes.map((r) => r.path));
     return routes.has(path) ? path : "unmatched";
   };
-  return (request: Request): Promise<Response> => {
+  return (request: Request, server?: PeerAddresses): Promise<Response> => {
     const requestId = requestIdFrom(request.headers.get("x-request-id"));
-    return withRequestContext({ requestId }, async () => {
+    const clientAddress = server?.requestIP(request)?.address;
+    return withRequestContext({ requestId, clientAddress }, async () => {
       const started = performance.now();
       const path = pathOf(request.url);
       let response: Response;
@@ -58,5 +62,11 @@ export function instrumentedHandler(app: Elysia, deps: { metrics: Metrics; log: 
 
 /** The fields every log line of the current request carries. */
 export function requestLogContext(): Record<string, unknown> | undefined {
-  return currentRequestContext();
+  const context = currentRequestContext();
+  return context === undefined ? undefined : { requestId: context.requestId };
+}
+
+/** The peer address of the request being served, when it came through {@link instrumentedHandler}'s server. */
+export function requestClientAddress(): string | undefined {
+  return currentRequestContext()?.clientAddress;
 }

@@ -36,9 +36,40 @@ export type Session = {
   readonly revokedAtMs: number | null;
 };
 
+/**
+ * The bounds a new challenge must fit (decisions §15). Every count is of rows in the store, so instances
+ * sharing one database share the bounds.
+ */
+export type ChallengeLimits = {
+  /** Who asks: the client's address key, `unknown` when the address is not known. */
+  readonly client: string;
+  /** Challenges one client may create within `windowMs`. */
+  readonly perClient: number;
+  /** Challenges one wallet may be given within `windowMs`, whoever asks. */
+  readonly perWallet: number;
+  readonly windowMs: number;
+  /**
+   * Live (unexpired, unused) challenges one wallet may hold; the oldest beyond it are marked used (evicted)
+   * rather than the new one refused.
+   */
+  readonly livePerWallet: number;
+};
+
+/**
+ * What became of a new challenge: stored (with how many older live ones of its wallet it evicted), or
+ * refused by the client's or the wallet's creation rate, with when the next one would fit.
+ */
+export type ChallengeCreation =
+  | { readonly ok: true; readonly evicted: number }
+  | { readonly ok: false; readonly limit: "client" | "wallet"; readonly retryAfterMs: number };
+
 /** Accounts, sign-in challenges and sessions. */
 export interface AccountStore {
-  readonly saveChallenge: (challenge: Challenge) => Promise<void>;
+  /**
+   * Stores a challenge if its client and its wallet are under their creation rates, all in one atomic step
+   * (counts, eviction and insert), so parallel requests cannot overshoot a limit.
+   */
+  readonly createChallenge: (challenge: Challenge, limits: ChallengeLimits) => Promise<ChallengeCreation>;
   readonly findChallenge: (id: string) => Promise<Challenge | undefined>;
   /** Marks an unused challenge used; false when it was already used or is unknown (a concurrent verify won). */
   readonly consumeChallenge: (id: string, nowMs: number) => Promise<boolean>;

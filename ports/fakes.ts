@@ -263,13 +263,33 @@ export function fakeAccountStore() {
   const sessions = new Map<string, Accounts.Session>();
   const byIdOrAddress = (key: string) =>
     accounts.get(key) ?? [...accounts.values()].find((a) => a.address === key.toLowerCase());
+  /** The client key each challenge was created for. */
+  const challengeClients = new Map<string, string>();
+  /** The `limit`-th newest creation inside the window, as the stores find it. */
+  const nthNewest = (mine: (id: string, c: Accounts.Challenge) => boolean, since: number, limit: number) =>
+    [...challenges].filter(([id, c]) => mine(id, c) && c.createdAtMs > since).map(([, c]) => c.createdAtMs)
+      .sort((a, b) => b - a)[limit - 1];
   const store = {
     challenges,
+    challengeClients,
     accounts,
     sessions,
-    saveChallenge(challenge: Accounts.Challenge) {
-      challenges.set(challenge.id, { ...challenge, address: challenge.address.toLowerCase() });
-      return Promise.resolve();
+    createChallenge(challenge: Accounts.Challenge, limits: Accounts.ChallengeLimits): Promise<Accounts.ChallengeCreation> {
+      const now = challenge.createdAtMs;
+      const address = challenge.address.toLowerCase();
+      const since = now - limits.windowMs;
+      const byClient = nthNewest((id) => challengeClients.get(id) === limits.client, since, limits.perClient);
+      if (byClient !== undefined) return Promise.resolve({ ok: false, limit: "client", retryAfterMs: byClient + limits.windowMs - now });
+      const byWallet = nthNewest((_, c) => c.address === address, since, limits.perWallet);
+      if (byWallet !== undefined) return Promise.resolve({ ok: false, limit: "wallet", retryAfterMs: byWallet + limits.windowMs - now });
+      const live = [...challenges.values()]
+        .filter((c) => c.address === address && c.usedAtMs === null && c.expiresAtMs > now)
+        .sort((a, b) => b.createdAtMs - a.createdAtMs || (b.id < a.id ? -1 : 1));
+      const evict = live.slice(Math.max(0, limits.livePerWallet - 1));
+      for (const c of evict) challenges.set(c.id, { ...c, usedAtMs: now });
+      challenges.set(challenge.id, { ...challenge, address });
+      challengeClients.set(challenge.id, limits.client);
+      return Promise.resolve({ ok: true, evicted: evict.length });
     },
     findChallenge: (id: string) => Promise.resolve(challenges.get(id)),
     consumeChallenge(id: string, nowMs: number) {
@@ -310,7 +330,12 @@ export function fakeAccountStore() {
     },
     prune(nowMs: number) {
       let removed = 0;
-      for (const [id, c] of challenges) if (c.expiresAtMs < nowMs && challenges.delete(id)) removed++;
+      for (const [id, c] of challenges) {
+        if (c.expiresAtMs >= nowMs) continue;
+        challenges.delete(id);
+        challengeClients.delete(id);
+        removed++;
+      }
       for (const [hash, s] of sessions) if (s.expiresAtMs < nowMs && sessions.delete(hash)) removed++;
       return Promise.resolve(removed);
     },

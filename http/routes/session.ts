@@ -25,6 +25,11 @@ export type SessionRoutesDeps = {
   readonly secureCookies: boolean;
   /** Counts sponsored writes by outcome (`ats_sponsored_writes_total`). */
   readonly metrics?: Metrics | undefined;
+  /**
+   * The peer address a request came from, for the sign-in challenge rate per client (decisions §15);
+   * absent or undefined: the one key `unknown`.
+   */
+  readonly clientAddress?: ((request: Request) => string | undefined) | undefined;
 };
 
 /** Sign-in errors whose status differs from the shared table (a bad wallet signature is 401 here). */
@@ -103,11 +108,12 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
     };
   };
 
-  const challenge = async ({ body }: { body: unknown }) => {
+  const challenge = async ({ body, request }: { body: unknown; request: Request }) => {
     const parsed = readBody(body, challengeBody);
     if (!parsed.ok) return parsed.response;
-    const result = await deps.sessions.challenge(parsed.value);
-    return result.ok ? json(result.value) : failure(result);
+    const result = await deps.sessions.challenge(parsed.value, { clientAddress: deps.clientAddress?.(request) });
+    if (result.ok) return json(result.value);
+    return failure(result, result.retryAfterSeconds === undefined ? {} : { "retry-after": String(result.retryAfterSeconds) });
   };
 
   const verify = async ({ body }: { body: unknown }) => {
