@@ -1,37 +1,7 @@
 import type { SQL } from "bun";
 import type { AttestedLog, IndexCheckpoint, IndexStore, PagedLog } from "../ports/attestation_index.ts";
 import type { HexString } from "../ports/eas.ts";
-import { CHECKPOINT_HISTORY } from "./sqlite_index_store.ts";
-
-const SCHEMA: readonly string[] = [
-  `CREATE TABLE IF NOT EXISTS index_attestations (
-     chain_id BIGINT NOT NULL,
-     eas TEXT NOT NULL,
-     uid TEXT NOT NULL,
-     recipient TEXT NOT NULL,
-     attester TEXT NOT NULL,
-     schema_uid TEXT NOT NULL,
-     block_number BIGINT NOT NULL,
-     log_index INTEGER NOT NULL,
-     revoked_block BIGINT,
-     PRIMARY KEY (chain_id, eas, uid)
-   )`,
-  `CREATE INDEX IF NOT EXISTS index_attestations_recipient
-     ON index_attestations (chain_id, eas, recipient, schema_uid, block_number, log_index)`,
-  `CREATE INDEX IF NOT EXISTS index_attestations_block ON index_attestations (chain_id, eas, block_number)`,
-  `CREATE TABLE IF NOT EXISTS index_checkpoints (
-     chain_id BIGINT NOT NULL,
-     eas TEXT NOT NULL,
-     block_number BIGINT NOT NULL,
-     block_hash TEXT NOT NULL,
-     PRIMARY KEY (chain_id, eas, block_number)
-   )`,
-  `CREATE TABLE IF NOT EXISTS index_lease (
-     name TEXT PRIMARY KEY,
-     holder TEXT NOT NULL,
-     expires_at_ms BIGINT NOT NULL
-   )`,
-];
+import { CHECKPOINT_HISTORY, indexTables } from "./sqlite_index_store.ts";
 
 /** Serializes the index's migrations and its writers across instances. */
 const INDEX_LOCK = 7_240_002;
@@ -57,7 +27,7 @@ const toPaged = (row: Row): PagedLog => ({ ...toLog(row), logIndex: Number(row.l
 export async function createPostgresIndexStore(sql: SQL, scope: { chainId: number; easAddress: string }): Promise<IndexStore> {
   await sql.begin(async (tx) => {
     await tx`SELECT pg_advisory_xact_lock(${INDEX_LOCK})`;
-    for (const statement of SCHEMA) await tx.unsafe(statement);
+    for (const statement of indexTables("BIGINT")) await tx.unsafe(statement);
   });
   const chainId = scope.chainId;
   const eas = scope.easAddress.toLowerCase();

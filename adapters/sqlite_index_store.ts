@@ -2,36 +2,38 @@ import type { Database } from "bun:sqlite";
 import type { AttestedLog, EasEvent, IndexCheckpoint, IndexStore, PagedLog } from "../ports/attestation_index.ts";
 import type { HexString } from "../ports/eas.ts";
 
-/** The index's tables; the same columns in PostgreSQL (postgres_index_store.ts). */
-const SCHEMA: readonly string[] = [
-  `CREATE TABLE IF NOT EXISTS index_attestations (
-     chain_id INTEGER NOT NULL,
-     eas TEXT NOT NULL,
-     uid TEXT NOT NULL,
-     recipient TEXT NOT NULL,
-     attester TEXT NOT NULL,
-     schema_uid TEXT NOT NULL,
-     block_number INTEGER NOT NULL,
-     log_index INTEGER NOT NULL,
-     revoked_block INTEGER,
-     PRIMARY KEY (chain_id, eas, uid)
-   )`,
-  `CREATE INDEX IF NOT EXISTS index_attestations_recipient
-     ON index_attestations (chain_id, eas, recipient, schema_uid, block_number, log_index)`,
-  `CREATE INDEX IF NOT EXISTS index_attestations_block ON index_attestations (chain_id, eas, block_number)`,
-  `CREATE TABLE IF NOT EXISTS index_checkpoints (
-     chain_id INTEGER NOT NULL,
-     eas TEXT NOT NULL,
-     block_number INTEGER NOT NULL,
-     block_hash TEXT NOT NULL,
-     PRIMARY KEY (chain_id, eas, block_number)
-   )`,
-  `CREATE TABLE IF NOT EXISTS index_lease (
-     name TEXT PRIMARY KEY,
-     holder TEXT NOT NULL,
-     expires_at_ms INTEGER NOT NULL
-   )`,
-];
+/** The index's tables, in SQLite (`INTEGER`) or PostgreSQL (`BIGINT`) words for block numbers and chain ids. */
+export function indexTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
+  return [
+    `CREATE TABLE IF NOT EXISTS index_attestations (
+       chain_id ${bigint} NOT NULL,
+       eas TEXT NOT NULL,
+       uid TEXT NOT NULL,
+       recipient TEXT NOT NULL,
+       attester TEXT NOT NULL,
+       schema_uid TEXT NOT NULL,
+       block_number ${bigint} NOT NULL,
+       log_index INTEGER NOT NULL,
+       revoked_block ${bigint},
+       PRIMARY KEY (chain_id, eas, uid)
+     )`,
+    `CREATE INDEX IF NOT EXISTS index_attestations_recipient
+       ON index_attestations (chain_id, eas, recipient, schema_uid, block_number, log_index)`,
+    `CREATE INDEX IF NOT EXISTS index_attestations_block ON index_attestations (chain_id, eas, block_number)`,
+    `CREATE TABLE IF NOT EXISTS index_checkpoints (
+       chain_id ${bigint} NOT NULL,
+       eas TEXT NOT NULL,
+       block_number ${bigint} NOT NULL,
+       block_hash TEXT NOT NULL,
+       PRIMARY KEY (chain_id, eas, block_number)
+     )`,
+    `CREATE TABLE IF NOT EXISTS index_lease (
+       name TEXT PRIMARY KEY,
+       holder TEXT NOT NULL,
+       expires_at_ms ${bigint} NOT NULL
+     )`,
+  ];
+}
 
 /** How many earlier checkpoints are kept to find where a reorg forked. */
 export const CHECKPOINT_HISTORY = 256;
@@ -55,7 +57,7 @@ const marks = (n: number) => Array.from({ length: n }, () => "?").join(", ");
 /** The attestation index of one EAS contract in the service's SQLite file. */
 export function createSqliteIndexStore(db: Database, scope: { chainId: number; easAddress: string }): IndexStore {
   db.transaction(() => {
-    for (const statement of SCHEMA) db.exec(statement);
+    for (const statement of indexTables("INTEGER")) db.exec(statement);
   }).immediate();
   const chainId = scope.chainId;
   const eas = scope.easAddress.toLowerCase();

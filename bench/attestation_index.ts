@@ -10,18 +10,16 @@
  *
  *   bun run bench/attestation_index.ts [requests per case, default 30]
  */
-import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createTestClient, type Hex, http, sha256, stringToBytes } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import { artifactDidFromDigest, didToAddress } from "../domain/did.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { startStack } from "../e2e/harness.ts";
+import { writeAnchorsWithIssuers } from "../e2e/support/devnet_fixtures.ts";
 import { easWriter } from "../e2e/support/eas_writer.ts";
 import { type RpcCall, startRpcProxy } from "../e2e/support/rpc_proxy.ts";
 import type { Service } from "../main.ts";
-import type { TrustAnchors } from "../ports/trust_anchors.ts";
 
 const REQUESTS = Number(process.argv[2] ?? 30);
 const WINDOW = 20n;
@@ -54,16 +52,9 @@ const assessment = (version: string) =>
     payloadSpecDigest: "", issuedAt: 1n, effectiveAt: 0n, expiresAt: 0n,
   }) as { value: Hex }).value;
 
-const anchors = JSON.parse(readFileSync(devnet.trustAnchorsPath, "utf8")) as TrustAnchors;
-const validFrom = anchors.registries[0]!.issuers[0]!.validFrom;
-const anchorsPath = join(stack.dir, "bench-index-anchors.json");
-writeFileSync(anchorsPath, JSON.stringify({
-  ...anchors,
-  registries: [{
-    type: "approved-issuers",
-    issuers: [...anchors.registries[0]!.issuers, { address: privateKeyToAccount(auditor).address, label: "Bench", schemas: [schema.name], status: "active", validFrom }],
-  }],
-}));
+const anchorsPath = writeAnchorsWithIssuers(devnet.trustAnchorsPath, join(stack.dir, "bench-index-anchors.json"), [
+  { key: auditor, label: "Bench", schemas: [schema.name] },
+]);
 
 let databases = 0;
 async function service(follow: boolean): Promise<Service> {

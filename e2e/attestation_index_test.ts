@@ -8,7 +8,6 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createTestClient, type Hex, http, sha256, stringToBytes } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import { openSqlite } from "../adapters/sqlite_database.ts";
 import { createSqliteIndexStore } from "../adapters/sqlite_index_store.ts";
 import { artifactDidFromDigest, didToAddress } from "../domain/did.ts";
@@ -16,6 +15,7 @@ import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import type { Service } from "../main.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
+import { writeAnchorsWithIssuers } from "./support/devnet_fixtures.ts";
 import { easWriter } from "./support/eas_writer.ts";
 import { type RpcCall, type RpcProxy, startRpcProxy } from "./support/rpc_proxy.ts";
 import { startStack, type Stack } from "./harness.ts";
@@ -51,19 +51,9 @@ beforeAll(async () => {
   });
   writer = easWriter({ rpcUrl: stack.devnet.rpcUrl, easAddress: stack.devnet.easAddress });
   auditor = stack.devnet.keys.users[0] as Hex;
-  const anchors = JSON.parse(readFileSync(stack.devnet.trustAnchorsPath, "utf8")) as TrustAnchors;
-  const validFrom = anchors.registries[0]!.issuers[0]!.validFrom!;
-  anchorsPath = join(stack.dir, "index-anchors.json");
-  writeFileSync(anchorsPath, JSON.stringify({
-    ...anchors,
-    registries: [{
-      type: "approved-issuers",
-      issuers: [
-        ...anchors.registries[0]!.issuers,
-        { address: privateKeyToAccount(auditor).address, label: "Index Audits", schemas: ["security-assessment"], status: "active", validFrom },
-      ],
-    }],
-  }));
+  anchorsPath = writeAnchorsWithIssuers(stack.devnet.trustAnchorsPath, join(stack.dir, "index-anchors.json"), [
+    { key: auditor, label: "Index Audits", schemas: ["security-assessment"] },
+  ]);
   // A long history: an assessment near the start, 100 provider windows of empty blocks, another at the end.
   await assess("early");
   for (let mined = 0; mined < LONG; mined += 250) await testClient().mine({ blocks: 250 });

@@ -12,6 +12,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { EAS_ABI } from "../adapters/eas_abi.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { prepareDelegatedAttestation, signableTypedData } from "../http/client/delegated_attest.ts";
+import { rpcAnswers } from "./support/devnet_fixtures.ts";
 import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "ats-crash-"));
@@ -68,20 +69,6 @@ async function attestationsByAttester(rpcUrl: string, easAddress: Hex): Promise<
   return counts;
 }
 
-const answers = async (rpcUrl: string) => {
-  try {
-    const response = await fetch(rpcUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
-      signal: AbortSignal.timeout(1_000),
-    });
-    return response.ok;
-  } catch {
-    return false;
-  }
-};
-
 describe("kill -9 during concurrent submissions", () => {
   test("restart and resubmit: one attestation per attester, no burnt signature, the left-over Anvil stopped, state kept", async () => {
     const first = await start();
@@ -95,7 +82,7 @@ describe("kill -9 during concurrent submissions", () => {
 
     const second = await start();
     // The killed service's Anvil does not live on beside the new one.
-    if (second.rpcUrl !== first.rpcUrl) expect(await answers(first.rpcUrl)).toBe(false);
+    if (second.rpcUrl !== first.rpcUrl) expect(await rpcAnswers(first.rpcUrl)).toBe(false);
 
     const after = await Promise.all(reviews.map(async (r) => {
       const res = await attest(second.url, r.body);

@@ -8,6 +8,7 @@ import { type Hex, createPublicClient, createTestClient, createWalletClient, def
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { AnvilLock } from "../adapters/devnet/_lock.ts";
 import { ANVIL_DEV_KEYS, type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
+import { rpcAnswers } from "./support/devnet_fixtures.ts";
 
 const CHILD = join(import.meta.dir, "support", "devnet_child.ts");
 const forgeBuilt = existsSync(join(import.meta.dir, "..", "out", "EAS.sol", "EAS.json"));
@@ -124,19 +125,6 @@ async function waitUntil(condition: () => boolean, ms: number): Promise<boolean>
   return condition();
 }
 
-async function answers(rpcUrl: string): Promise<boolean> {
-  try {
-    const response = await fetch(rpcUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
-      signal: AbortSignal.timeout(2_000),
-    });
-    return response.ok;
-  } catch {
-    return false;
-  }
-}
 
 function clients(rpcUrl: string) {
   const chain = defineChain({
@@ -194,11 +182,11 @@ test("a new start stops the Anvil a killed service left behind, keeping its chai
   killNow(child.proc.pid);
   await child.proc.exited;
   expect(running(child.lock.pid)).toBe(true);
-  expect(await answers(child.rpcUrl)).toBe(true);
+  expect(await rpcAnswers(child.rpcUrl)).toBe(true);
 
   const devnet = await restart(dataDir);
   expect(running(child.lock.pid)).toBe(false);
-  expect(devnet.rpcUrl === child.rpcUrl || !(await answers(child.rpcUrl))).toBe(true);
+  expect(devnet.rpcUrl === child.rpcUrl || !(await rpcAnswers(child.rpcUrl))).toBe(true);
   const lock = readLock(dataDir)!;
   expect(lock.pid).not.toBe(child.lock.pid);
   expect(lock.ownerPid).toBe(process.pid);
@@ -266,7 +254,7 @@ test.skipIf(process.platform === "win32")("Anvil ends soon after its service is 
   killNow(child.proc.pid);
   await child.proc.exited;
   expect(await waitUntil(() => !running(child.lock.pid), 5_000)).toBe(true);
-  expect(await answers(child.rpcUrl)).toBe(false);
+  expect(await rpcAnswers(child.rpcUrl)).toBe(false);
   expect(await waitUntil(() => !running(child.lock.watchdogPid!), 5_000)).toBe(true);
   // The stale lock names a dead process: the next start just goes ahead.
   const devnet = await restart(dataDir);
@@ -278,7 +266,7 @@ test("a start on a data directory whose service is alive fails and leaves that d
   const dataDir = tempDir();
   const child = await startChild(dataDir);
   await expect(startDevnet({ dataDir, artifacts })).rejects.toThrow(`is in use by process ${child.proc.pid}`);
-  expect(await answers(child.rpcUrl)).toBe(true);
+  expect(await rpcAnswers(child.rpcUrl)).toBe(true);
   expect(readLock(dataDir)?.pid).toBe(child.lock.pid);
   // Within one process, too.
   const devnet = await restart(tempDir());
