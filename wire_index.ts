@@ -120,11 +120,19 @@ export function wireIndex(deps: {
       // Ready to take over as soon as the holder's lease runs out.
       return Math.min(settings.pollMs, settings.leaseSeconds * 1000);
     }
+    const s = await followOnce();
+    if (s === undefined) return Math.min(MAX_BACKOFF_MS, 500 * 2 ** Math.min(failures - 1, 6));
+    // The lease is renewed every round, so a round comes at least twice per lease.
+    return moreToDo(s) ? 0 : Math.min(settings.pollMs, (settings.leaseSeconds * 1000) / 2);
+  }
+
+  /** One follower step with its bookkeeping (status, logs, metrics); undefined when it failed. */
+  async function followOnce(): Promise<Extract<FollowStep, { ok: true }> | undefined> {
     const s = await step();
     if (!s.ok) {
       failures++;
       log.warn("index_follow_failed", { reason: s.reason, attempt: failures });
-      return Math.min(MAX_BACKOFF_MS, 500 * 2 ** Math.min(failures - 1, 6));
+      return undefined;
     }
     failures = 0;
     lastHealthyMs = clock.nowMs();
@@ -133,10 +141,9 @@ export function wireIndex(deps: {
     target = s.target;
     if (s.rewoundTo !== undefined) log.warn("index_reorg", { rewoundTo: Number(s.rewoundTo), head: Number(s.head) });
     progress(s);
-    const more = s.rewoundTo !== undefined || (s.indexedBlock ?? -1n) < s.target;
-    // The lease is renewed every round, so a round comes at least twice per lease.
-    return more ? 0 : Math.min(settings.pollMs, (settings.leaseSeconds * 1000) / 2);
+    return s;
   }
+  const moreToDo = (s: Extract<FollowStep, { ok: true }>) => s.rewoundTo !== undefined || (s.indexedBlock ?? -1n) < s.target;
 
   const loop = () => {
     if (stopped) return;
@@ -170,12 +177,9 @@ export function wireIndex(deps: {
     healthy: () => clock.nowMs() - lastHealthyMs <= settings.stallSeconds * 1000,
     async catchUp() {
       for (;;) {
-        const s = await step();
-        if (!s.ok) return false;
-        indexed = s.indexedBlock;
-        head = s.head;
-        target = s.target;
-        if (s.rewoundTo === undefined && (s.indexedBlock ?? -1n) >= s.target) return true;
+        const s = await followOnce();
+        if (s === undefined) return false;
+        if (!moreToDo(s)) return true;
       }
     },
     async stop() {
