@@ -43,7 +43,7 @@ export function instrumentedHandler(app: Elysia, deps: { metrics: Metrics; log: 
       const path = pathOf(request.url);
       let response: Response;
       try {
-        response = await app.handle(request);
+        response = await app.handle(routable(request));
       } catch (error) {
         deps.log.error("request_failed", { error: error instanceof Error ? error.message : String(error) });
         response = fallbackResponse(path, started);
@@ -58,6 +58,20 @@ export function instrumentedHandler(app: Elysia, deps: { metrics: Metrics; log: 
       return response;
     });
   };
+}
+
+/**
+ * The request with a URL Elysia reads the same path from as the app's own guards ({@link pathOf}). Elysia takes
+ * the path from the first `/` at or after character 11, which assumes `http://` and a host of at least four
+ * characters: with `Host: a` (or an absolute-form target naming a short host) it would route `/v1/x` as `/x`
+ * while the guards saw `/v1/x`, so a guarded path could reach an unguarded route. Such a request is re-addressed
+ * to `http://localhost` with the same path, query, method, headers and body.
+ */
+export function routable(request: Request): Request {
+  const url = request.url;
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  if (start >= 11) return request;
+  return new Request(`http://localhost${start === -1 ? "/" : url.slice(start)}`, request);
 }
 
 /** The fields every log line of the current request carries. */
