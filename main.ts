@@ -326,6 +326,9 @@ export async function startService(config: Config, options: StartServiceOptions 
       // Above the app's own limit (http/routes/request.ts MAX_BODY_BYTES, 8 MiB), so that an oversized body
       // gets the app's 413 PAYLOAD_TOO_LARGE with CORS and the error body rather than Bun's bare 413.
       maxRequestBodySize: 16 * 1024 * 1024,
+      // Bun's default (10 s) cut connections whose answer was still coming (a hanging RPC behind artifact trust,
+      // a receipt awaited for up to two minutes): every route answers well within this (SERVER_IDLE_TIMEOUT_SECONDS).
+      idleTimeout: SERVER_IDLE_TIMEOUT_SECONDS,
       fetch: instrumentedHandler(app as never, { metrics, log }),
     });
     const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`;
@@ -376,6 +379,14 @@ function describeMetrics(metrics: PrometheusMetrics) {
   metrics.describe("ats_rpc_round_trip_seconds", "histogram", "JSON-RPC HTTP round-trip time");
   metrics.describe("ats_sponsored_writes_total", "counter", "Controller witness requests (sponsored-write quota use) by outcome: committed or the error code, e.g. sponsored_write_limit_exceeded");
 }
+
+/**
+ * How long the server keeps a connection whose answer has not come yet: Bun's maximum. The longest routes with the
+ * default settings stay below it: a delegated attestation waits at most 120 s for its receipt after at most four
+ * RPC exchanges of 10 s with one retry each (about 200 s in all); artifact trust makes at most seven dependent
+ * lookups of 3 × ARTIFACT_TRUST_RPC_TIMEOUT_MS (8 s) plus backoff, about 170 s; a discovery is bounded by 5 s.
+ */
+export const SERVER_IDLE_TIMEOUT_SECONDS = 255;
 
 /** PostgreSQL when `DATABASE_URL` is set (several instances), else the SQLite file. */
 export async function openStorage(config: Config): Promise<Storage> {
