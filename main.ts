@@ -28,6 +28,7 @@ import { createReadNonce } from "./domain/nonce.ts";
 import { activeChainAnchors, caip2, subsidizedSchemaMap, validateTrustAnchors } from "./domain/trust_anchors.ts";
 import { createApp } from "./http/app.ts";
 import { wireIndex } from "./wire_index.ts";
+import { createListAttestations } from "./domain/list_attestations.ts";
 import { instrumentedHandler, requestClientAddress, requestLogContext } from "./http/instrument.ts";
 import { createPrometheusMetrics, meteredRpcFetch, type PrometheusMetrics } from "./adapters/prometheus_metrics.ts";
 import type { Logger } from "./ports/logger.ts";
@@ -154,8 +155,9 @@ export async function startService(config: Config, options: StartServiceOptions 
       fetchFn: rpcFetch,
       log: (event, fields) => log.warn(event, fields),
     });
+    const indexStore = await storage.indexStore({ chainId, easAddress });
     const index = wireIndex({
-      store: await storage.indexStore({ chainId, easAddress }),
+      store: indexStore,
       chain: chainReads,
       live: chainReads,
       settings: {
@@ -171,6 +173,12 @@ export async function startService(config: Config, options: StartServiceOptions 
       clock: systemClock,
       log,
       metrics,
+    });
+    const attestationList = createListAttestations({
+      reads: chainReads,
+      store: indexStore,
+      schemaUids: chain.value.schemas,
+      startBlock,
     });
     const artifactTrust = createArtifactTrust({
       index: index.reads,
@@ -288,6 +296,7 @@ export async function startService(config: Config, options: StartServiceOptions 
       privateOrigins: [...new Set([publicOrigin, ...config.corsOrigins])],
       controller: { discover: viewDiscover, confirm: controllerConfirm },
       artifactTrust,
+      attestationList,
       readNonce: createReadNonce(eas.reader),
       delegatedAttest: createDelegatedAttest({
         clock: systemClock,

@@ -4,11 +4,10 @@ import type {
   AttestedLog,
   ChainHistory,
   EasEvent,
-  IndexCheckpoint,
   IndexRead,
-  IndexStore,
 } from "../ports/attestation_index.ts";
 import type { HexString } from "../ports/eas.ts";
+import { fakeIndexStore } from "../ports/fakes.ts";
 import { createIndexedAttestations, createIndexFollower } from "./attestation_index.ts";
 
 const hex = (n: number | bigint, fill = "0") => `0x${n.toString(16).padStart(64, fill)}` as HexString;
@@ -57,39 +56,10 @@ function fakeChain(length: number, attestedIn: number[]) {
   return chain satisfies ChainHistory;
 }
 
-/** The index store in memory: the follower's side of the port. */
-function memoryStore() {
-  let rows: AttestedLog[] = [];
-  let checkpoints: IndexCheckpoint[] = [];
-  const store: IndexStore & { rows: () => AttestedLog[] } = {
-    rows: () => rows,
-    checkpoint: () => Promise.resolve(checkpoints.at(-1)),
-    history: (limit) => Promise.resolve(checkpoints.slice().reverse().slice(0, limit)),
-    append(expected, events, next) {
-      if (checkpoints.at(-1)?.blockNumber !== expected) return Promise.resolve(false);
-      rows.push(...events.filter((e) => e.kind === "attested"));
-      checkpoints.push(next);
-      return Promise.resolve(true);
-    },
-    rewind(to) {
-      const limit = to?.blockNumber ?? -1n;
-      rows = rows.filter((r) => r.blockNumber <= limit);
-      checkpoints = checkpoints.filter((c) => c.blockNumber < limit);
-      if (to !== undefined) checkpoints.push(to);
-      return Promise.resolve();
-    },
-    attested: (q) =>
-      Promise.resolve(rows.filter((r) => r.blockNumber >= q.fromBlock && r.blockNumber <= q.toBlock && q.recipients.includes(r.recipient))),
-    page: () => Promise.resolve([]),
-    lease: () => Promise.resolve(true),
-  };
-  return store;
-}
-
 describe("createIndexFollower()", () => {
   test("ingests range by range up to head - confirmations, checkpoint with each range, then waits", async () => {
     const chain = fakeChain(100, [5, 50, 95]);
-    const store = memoryStore();
+    const store = fakeIndexStore();
     const step = createIndexFollower({ chain, store, startBlock: 3n, confirmations: 10, stepBlocks: 40n });
     expect(await step()).toMatchObject({ ok: true, ingested: { from: 3n, to: 42n, events: 1 }, indexedBlock: 42n, target: 89n });
     expect(await step()).toMatchObject({ ingested: { from: 43n, to: 82n, events: 1 } });
@@ -103,7 +73,7 @@ describe("createIndexFollower()", () => {
 
   test("a failed read writes nothing and the next step fetches the same range: nothing skipped", async () => {
     const chain = fakeChain(30, [10]);
-    const store = memoryStore();
+    const store = fakeIndexStore();
     const step = createIndexFollower({ chain, store, startBlock: 0n, confirmations: 0, stepBlocks: 100n });
     chain.failEvents = 2;
     expect(await step()).toEqual({ ok: false, reason: "timeout" });
@@ -115,7 +85,7 @@ describe("createIndexFollower()", () => {
 
   test("a reorg: the checkpoint's hash no longer matches, so the index goes back to the newest canonical checkpoint and re-ingests", async () => {
     const chain = fakeChain(60, [15, 45]);
-    const store = memoryStore();
+    const store = fakeIndexStore();
     const step = createIndexFollower({ chain, store, startBlock: 0n, confirmations: 0, stepBlocks: 20n });
     while ((await step()).ok && (await store.checkpoint())!.blockNumber < 59n);
     expect(store.rows().map((r) => r.uid)).toEqual([hex(15, "a"), hex(45, "a")]);
@@ -129,7 +99,7 @@ describe("createIndexFollower()", () => {
 
   test("a reorg deeper than every stored checkpoint rebuilds from the start", async () => {
     const chain = fakeChain(30, [5]);
-    const store = memoryStore();
+    const store = fakeIndexStore();
     const step = createIndexFollower({ chain, store, startBlock: 0n, confirmations: 0, stepBlocks: 100n });
     await step();
     chain.fork = { from: 0, tag: "c" };
@@ -156,7 +126,7 @@ describe("createIndexedAttestations()", () => {
     }) satisfies AttestationIndex;
 
   test("reads the store up to the checkpoint and the chain only after it", async () => {
-    const store = memoryStore();
+    const store = fakeIndexStore();
     await store.append(undefined, [{ ...log(20), kind: "attested", logIndex: 0 }], { blockNumber: 90n, blockHash: hex(90) });
     const calls: unknown[] = [];
     const reads = createIndexedAttestations({ live: live(calls), store, startBlock: 0n });
@@ -171,7 +141,7 @@ describe("createIndexedAttestations()", () => {
 
   test("with nothing indexed yet (or a start before the index), the chain is scanned as before", async () => {
     const calls: unknown[] = [];
-    const reads = createIndexedAttestations({ live: live(calls), store: memoryStore(), startBlock: 5n });
+    const reads = createIndexedAttestations({ live: live(calls), store: fakeIndexStore(), startBlock: 5n });
     await reads.attestedUids({ recipients: [RECIPIENT], schemaUids: [SCHEMA], toBlock: 100n });
     expect(calls).toEqual([[5n, 100n]]);
   });

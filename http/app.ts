@@ -6,6 +6,8 @@ import { EAS_PATHS, easRoutes, type EasRoutesDeps } from "./routes/eas.ts";
 import { healthRoutes, type ReadinessReport } from "./routes/health.ts";
 import { controllerRoutes, type ControllerRoutesDeps } from "./routes/controller.ts";
 import { artifactTrustRoutes } from "./routes/artifact_trust.ts";
+import { attestationListRoutes } from "./routes/attestation_list.ts";
+import type { ListAttestations } from "../domain/list_attestations.ts";
 import { sessionRoutes, type SessionRoutesDeps } from "./routes/session.ts";
 import type { ArtifactTrust } from "../domain/artifact_trust.ts";
 import { identityRoutes } from "./routes/identity.ts";
@@ -24,6 +26,8 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly controller?: ControllerRoutesDeps | undefined;
   /** Artifact trust lookup; absent in tests that do not exercise it. */
   readonly artifactTrust?: ArtifactTrust | undefined;
+  /** The attestation list (decisions §11); absent in tests that do not exercise it. */
+  readonly attestationList?: ListAttestations | undefined;
   /** Sign-in and the controller witness; absent in tests that do not exercise them. */
   readonly session?: Omit<SessionRoutesDeps, "log"> | undefined;
   /** Origins allowed to call the session routes with credentials (CORS_ORIGINS plus the public origin). */
@@ -174,6 +178,7 @@ export function createApp(deps: AppDeps) {
     .use(identityRoutes())
     .use(deps.controller ? controllerRoutes(deps.controller) : new Elysia())
     .use(deps.artifactTrust ? artifactTrustRoutes({ artifactTrust: deps.artifactTrust, log: deps.log }) : new Elysia())
+    .use(deps.attestationList ? attestationListRoutes({ list: deps.attestationList, log: deps.log }) : new Elysia())
     .use(deps.session ? sessionRoutes({ ...deps.session, log: deps.log }) : new Elysia())
     .use(docRoutes(deps.publicBaseUrl ?? "http://127.0.0.1:8080"))
     .use(deps.metricsText ? metricsRoute(deps.metricsText) : new Elysia());

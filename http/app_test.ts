@@ -411,6 +411,7 @@ function spyApp() {
     ready: () => Promise.resolve({ ready: true, checks: {} }),
     controller: { discover: spy("controllerEndpointConfirm", fail("INVALID_DID", "spy")) as never, confirm: spy("controllerConfirm", fail("INVALID_DID", "spy")) as never },
     artifactTrust: spy("artifactTrust", fail("NETWORK_ERROR", "spy")) as never,
+    attestationList: spy("attestationList", fail("NETWORK_ERROR", "spy")) as never,
     session: {
       sessions: {
         challenge: spy("walletChallenge", fail("CLIENT_NOT_ALLOWED", "spy")),
@@ -457,6 +458,10 @@ const SAMPLES: Record<keyof typeof REQUEST_MODELS, { accepted: unknown[]; refuse
     refused: [{}, { subjectDid: "example.com", walletDid: "" }, { subjectDid: "example.com", walletDid: [CONTROLLER, CONTROLLER] }],
   },
   artifactTrust: { accepted: [{ artifactDid: "did:artifact:bafy" }], refused: [{}, { artifactDid: "" }, { artifactDid: ["did:artifact:a", "did:artifact:b"] }] },
+  attestationList: {
+    accepted: [{ subject: "did:web:example.com", schema: "user-review" }, { subject: "example.com", schema: "x", limit: "5", cursor: "abc" }],
+    refused: [{}, { subject: "did:web:a.com" }, { subject: "did:web:a.com", schema: "user-review", limit: "1000" }, { subject: ["a", "b"], schema: "user-review" }],
+  },
   walletChallenge: {
     accepted: [
       { walletDid: CONTROLLER, domain: "app.example.com", uri: "https://app.example.com/" },
@@ -565,7 +570,7 @@ describe("request models", () => {
         checked.push(`${method} ${path}`);
       }
     }
-    expect(checked.length).toBe(19);
+    expect(checked.length).toBe(21);
     expect(new Set([...Object.keys(calls), "identityResolve"])).toEqual(new Set(Object.keys(REQUEST_MODELS)));
   });
 });

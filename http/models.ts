@@ -177,6 +177,12 @@ export const HealthModel = t.Object({ status: t.Literal("ok") });
 export const ReadyModel = t.Object({
   status: t.Union([t.Literal("ready"), t.Literal("not-ready")]),
   checks: t.Record(t.String(), t.Boolean()),
+  index: t.Optional(t.Object({
+    indexedBlock: t.Union([t.Integer(), t.Null()], { description: "The attestation index's checkpoint" }),
+    head: t.Union([t.Integer(), t.Null()]),
+    lagBlocks: t.Union([t.Integer(), t.Null()], { description: "head - indexedBlock" }),
+    catchingUp: t.Boolean({ description: "More than 64 blocks short of head - INDEX_CONFIRMATIONS (still 200)" }),
+  })),
 });
 
 /** artifact-trust: only `artifactDid` is read. */
@@ -211,6 +217,35 @@ const ArtifactTrustItemModel = t.Object({
       t.Literal("authorization-window"),
     ])),
   }),
+});
+
+/** The query of the attestation list (decisions §11). */
+export const AttestationListQuery = t.Object({
+  subject: t.String({ minLength: 1, maxLength: 2_048, description: "The subject DID (normalized as everywhere)" }),
+  schema: t.String({ minLength: 1, maxLength: 100, description: "A schema name of the trust anchors, e.g. user-review" }),
+  limit: t.Optional(t.String({ pattern: "^[0-9]{1,3}$", description: "Items per page, 1 to 100 (default 25)" })),
+  cursor: t.Optional(t.String({ minLength: 1, maxLength: 200, description: "The nextCursor of the previous page" })),
+});
+
+/** A page of the attestation list. */
+export const AttestationPageModel = t.Object({
+  subject: t.String({ description: "The subject as normalized" }),
+  schema: t.String(),
+  items: t.Array(t.Object({
+    attestation: t.Object({
+      uid: Bytes32,
+      schema: Bytes32,
+      schemaName: t.String(),
+      attester: Address,
+      recipient: Address,
+      time: Uint,
+      expirationTime: Uint,
+      revocationTime: Uint,
+      data: t.Record(t.String(), t.Unknown(), { description: "Decoded payload; big integers as base-10 strings" }),
+    }),
+    revoked: t.Boolean(),
+  }), { description: "Newest first; a page may hold fewer than limit items (attestations whose decoded subject is another DID are left out)" }),
+  nextCursor: t.Union([t.String(), t.Null()], { description: "Give it back as cursor for the next page; null on the last one" }),
 });
 
 /** The artifact trust record (interface "Artifact trust record"). */
@@ -333,6 +368,7 @@ export const REQUEST_MODELS = {
   controllerEndpointConfirm: { query: ControllerEndpointConfirmQuery },
   controllerConfirm: { query: ControllerConfirmQuery },
   artifactTrust: { query: ArtifactTrustQuery },
+  attestationList: { query: AttestationListQuery },
   walletChallenge: { body: ChallengeBody },
   walletVerify: { body: VerifyBody },
   controllerWitness: { body: ControllerWitnessBody },

@@ -1,5 +1,6 @@
 import {
   ArtifactTrustRecordModel,
+  AttestationPageModel,
   ChallengeModel,
   ControllerConfirmModel,
   ControllerEndpointConfirmModel,
@@ -101,6 +102,18 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
       400: err("INVALID_DID (missing, malformed or not a did:artifact), UNSUPPORTED_CHAIN"),
       500: err("INTERNAL_ERROR"),
       502: err("NETWORK_ERROR: the chain, the schema registry or a required verification lookup failed"),
+    },
+  },
+  {
+    method: "get",
+    paths: ["/v1/attestations", "/api/public/attestations"],
+    summary: "The attestations about a subject in one schema, newest first, paged: recipient = the subject's DID address and decoded subject = the DID; read from the attestation index",
+    request: REQUEST_MODELS.attestationList,
+    responses: {
+      200: { description: "A page; follow nextCursor until it is null", schema: AttestationPageModel },
+      400: err("INVALID_DID (subject), INVALID_INPUT (schema not in the trust anchors, limit not 1-100, cursor not ours, a repeated parameter)"),
+      405: err("METHOD_NOT_ALLOWED"),
+      502: err("NETWORK_ERROR: the chain did not answer"),
     },
   },
   {

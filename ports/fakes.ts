@@ -441,3 +441,54 @@ export function fakeRandom() {
     },
   } satisfies import("./random.ts").Random;
 }
+
+/** The attestation index's store in memory, with the rules of the SQLite one. */
+export function fakeIndexStore() {
+  type Row = import("./attestation_index.ts").PagedLog & { revokedBlock: bigint | null };
+  type Checkpoint = import("./attestation_index.ts").IndexCheckpoint;
+  let rows: Row[] = [];
+  let checkpoints: Checkpoint[] = [];
+  const byPosition = (a: Row, b: Row) => (a.blockNumber !== b.blockNumber ? (a.blockNumber < b.blockNumber ? -1 : 1) : a.logIndex - b.logIndex);
+  const store = {
+    rows: () => rows,
+    checkpoint: () => Promise.resolve(checkpoints.at(-1)),
+    history: (limit: number) => Promise.resolve(checkpoints.slice().reverse().slice(0, limit)),
+    append(expected: bigint | undefined, events: readonly import("./attestation_index.ts").EasEvent[], next: Checkpoint) {
+      if (checkpoints.at(-1)?.blockNumber !== expected) return Promise.resolve(false);
+      for (const e of events) {
+        if (e.kind === "attested") {
+          if (!rows.some((r) => r.uid === e.uid)) rows.push({ ...e, revokedBlock: null });
+        } else {
+          rows = rows.map((r) => (r.uid === e.uid ? { ...r, revokedBlock: e.blockNumber } : r));
+        }
+      }
+      rows.sort(byPosition);
+      checkpoints.push(next);
+      return Promise.resolve(true);
+    },
+    rewind(to: Checkpoint | undefined) {
+      const limit = to?.blockNumber ?? -1n;
+      rows = rows.filter((r) => r.blockNumber <= limit).map((r) => (r.revokedBlock !== null && r.revokedBlock > limit ? { ...r, revokedBlock: null } : r));
+      checkpoints = checkpoints.filter((c) => c.blockNumber < limit);
+      if (to !== undefined) checkpoints.push(to);
+      return Promise.resolve();
+    },
+    attested(q: import("./attestation_index.ts").AttestedQuery & { fromBlock: bigint }) {
+      const recipients = q.recipients.map((r) => r.toLowerCase());
+      const schemas = q.schemaUids.map((s) => s.toLowerCase());
+      return Promise.resolve(rows.filter((r) =>
+        r.blockNumber >= q.fromBlock && r.blockNumber <= q.toBlock && recipients.includes(r.recipient) && schemas.includes(r.schemaUid)
+      ));
+    },
+    page(q: { recipient: HexString; schemaUid: HexString; toBlock: bigint; before?: import("./attestation_index.ts").PageCursor | undefined; limit: number }) {
+      const before = q.before;
+      return Promise.resolve(rows
+        .filter((r) => r.recipient === q.recipient.toLowerCase() && r.schemaUid === q.schemaUid.toLowerCase() && r.blockNumber <= q.toBlock)
+        .filter((r) => before === undefined || r.blockNumber < before.blockNumber || (r.blockNumber === before.blockNumber && r.logIndex < before.logIndex))
+        .reverse()
+        .slice(0, q.limit));
+    },
+    lease: () => Promise.resolve(true),
+  };
+  return store satisfies import("./attestation_index.ts").IndexStore;
+}
