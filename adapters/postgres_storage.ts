@@ -90,6 +90,10 @@ const MIGRATIONS: readonly string[] = [
   `ALTER TABLE sponsored_writes ADD COLUMN IF NOT EXISTS raw_tx TEXT`,
   `ALTER TABLE sponsored_writes ADD COLUMN IF NOT EXISTS wallet TEXT`,
   `ALTER TABLE sponsored_writes ADD COLUMN IF NOT EXISTS tx_nonce BIGINT`,
+  // Accounts and sessions as the accounts API shows them (decisions §12).
+  `ALTER TABLE accounts ADD COLUMN IF NOT EXISTS display_name TEXT`,
+  `ALTER TABLE sessions ADD COLUMN IF NOT EXISTS wallet_provider_id TEXT`,
+  `ALTER TABLE sessions ADD COLUMN IF NOT EXISTS execution_mode TEXT`,
   // The next transaction nonce of each service wallet, shared by every instance (see wallet nonces below).
   `CREATE TABLE IF NOT EXISTS wallet_nonces (
      chain_id BIGINT NOT NULL,
@@ -119,6 +123,7 @@ const toAccount = (row: Row): Account => ({
   address: String(row.address),
   plan: row.plan as Plan,
   createdAtMs: num(row.created_at_ms),
+  displayName: (row.display_name as string | null | undefined) ?? null,
 });
 
 const toChallenge = (row: Row): Challenge => ({
@@ -138,6 +143,8 @@ const toSession = (row: Row): Session => ({
   createdAtMs: num(row.created_at_ms),
   expiresAtMs: num(row.expires_at_ms),
   revokedAtMs: numOrNull(row.revoked_at_ms),
+  walletProviderId: (row.wallet_provider_id as string | null | undefined) ?? null,
+  executionMode: ((row.execution_mode as string | null | undefined) ?? null) as Session["executionMode"],
 });
 
 const toWrite = (row: Row): WriteRecord => ({
@@ -276,6 +283,11 @@ export async function openPostgresStorage(url: string, options: { max?: number }
       const rows: Row[] = await sql`SELECT * FROM accounts ORDER BY created_at_ms, id`;
       return rows.map(toAccount);
     },
+    async setDisplayName(id, displayName, nowMs) {
+      const rows: Row[] = await sql`UPDATE accounts SET display_name = ${displayName}, updated_at_ms = ${nowMs}
+                                     WHERE id = ${id} RETURNING *`;
+      return rows[0] === undefined ? undefined : toAccount(rows[0]);
+    },
     async setPlan(idOrAddress, plan, nowMs) {
       const found = await findAccount(idOrAddress);
       if (found === undefined) return undefined;
@@ -283,13 +295,14 @@ export async function openPostgresStorage(url: string, options: { max?: number }
       return { ...found, plan };
     },
     async saveSession(s) {
-      await sql`INSERT INTO sessions (token_hash, account_id, created_at_ms, expires_at_ms, revoked_at_ms)
-                VALUES (${s.tokenHash}, ${s.accountId}, ${s.createdAtMs}, ${s.expiresAtMs}, NULL)`;
+      await sql`INSERT INTO sessions (token_hash, account_id, created_at_ms, expires_at_ms, revoked_at_ms, wallet_provider_id, execution_mode)
+                VALUES (${s.tokenHash}, ${s.accountId}, ${s.createdAtMs}, ${s.expiresAtMs}, NULL,
+                        ${s.walletProviderId ?? null}, ${s.executionMode ?? null})`;
     },
     async findSession(tokenHash) {
       const rows: Row[] = await sql`
         SELECT s.token_hash, s.account_id, s.created_at_ms AS s_created, s.expires_at_ms, s.revoked_at_ms,
-               a.id, a.address, a.plan, a.created_at_ms
+               s.wallet_provider_id, s.execution_mode, a.id, a.address, a.plan, a.created_at_ms, a.display_name
           FROM sessions s JOIN accounts a ON a.id = s.account_id WHERE s.token_hash = ${tokenHash}`;
       const row = rows[0];
       if (row === undefined) return undefined;

@@ -12,7 +12,7 @@ import type {
 } from "../ports/accounts.ts";
 import type { HexString } from "../ports/eas.ts";
 
-type AccountRow = { id: string; address: string; plan: string; created_at_ms: number };
+type AccountRow = { id: string; address: string; plan: string; created_at_ms: number; display_name: string | null };
 type ChallengeRow = {
   id: string;
   address: string;
@@ -29,6 +29,8 @@ type SessionRow = {
   created_at_ms: number;
   expires_at_ms: number;
   revoked_at_ms: number | null;
+  wallet_provider_id: string | null;
+  execution_mode: string | null;
 };
 type WriteRow = {
   id: string;
@@ -51,6 +53,7 @@ const toAccount = (row: AccountRow): Account => ({
   address: row.address,
   plan: row.plan as Plan,
   createdAtMs: row.created_at_ms,
+  displayName: row.display_name,
 });
 
 const toChallenge = (row: ChallengeRow): Challenge => ({
@@ -70,6 +73,8 @@ const toSession = (row: SessionRow): Session => ({
   createdAtMs: row.created_at_ms,
   expiresAtMs: row.expires_at_ms,
   revokedAtMs: row.revoked_at_ms,
+  walletProviderId: row.wallet_provider_id,
+  executionMode: row.execution_mode as Session["executionMode"],
 });
 
 const toWrite = (row: WriteRow): WriteRecord => ({
@@ -118,9 +123,10 @@ export function createSqliteAccountStore(db: Database): AccountStore {
   const accountByAddress = db.query<AccountRow, [string]>("SELECT * FROM accounts WHERE address = ?");
   const listAccounts = db.query<AccountRow, []>("SELECT * FROM accounts ORDER BY created_at_ms, id");
   const setPlan = db.query("UPDATE accounts SET plan = ?, updated_at_ms = ? WHERE id = ?");
+  const setDisplayName = db.query("UPDATE accounts SET display_name = ?, updated_at_ms = ? WHERE id = ?");
   const insertSession = db.query(
-    `INSERT INTO sessions (token_hash, account_id, created_at_ms, expires_at_ms, revoked_at_ms)
-     VALUES ($tokenHash, $accountId, $createdAtMs, $expiresAtMs, NULL)`,
+    `INSERT INTO sessions (token_hash, account_id, created_at_ms, expires_at_ms, revoked_at_ms, wallet_provider_id, execution_mode)
+     VALUES ($tokenHash, $accountId, $createdAtMs, $expiresAtMs, NULL, $walletProviderId, $executionMode)`,
   );
   const findSession = db.query<SessionRow, [string]>("SELECT * FROM sessions WHERE token_hash = ?");
   const revokeSession = db.query("UPDATE sessions SET revoked_at_ms = ? WHERE token_hash = ? AND revoked_at_ms IS NULL");
@@ -170,6 +176,11 @@ export function createSqliteAccountStore(db: Database): AccountStore {
     },
     findAccount: (idOrAddress) => Promise.resolve(account(idOrAddress)),
     listAccounts: () => Promise.resolve(listAccounts.all().map(toAccount)),
+    setDisplayName(id, displayName, nowMs) {
+      if (setDisplayName.run(displayName, nowMs, id).changes === 0) return Promise.resolve(undefined);
+      const row = accountById.get(id);
+      return Promise.resolve(row === null ? undefined : toAccount(row));
+    },
     setPlan(idOrAddress, plan, nowMs) {
       const found = account(idOrAddress);
       if (found === undefined) return Promise.resolve(undefined);
@@ -182,6 +193,8 @@ export function createSqliteAccountStore(db: Database): AccountStore {
         accountId: session.accountId,
         createdAtMs: session.createdAtMs,
         expiresAtMs: session.expiresAtMs,
+        walletProviderId: session.walletProviderId ?? null,
+        executionMode: session.executionMode ?? null,
       });
       return Promise.resolve();
     },

@@ -81,6 +81,10 @@ const ADDED_COLUMNS: readonly (readonly [table: string, column: string, type: st
   ["sponsored_writes", "raw_tx", "TEXT"],
   ["sponsored_writes", "wallet", "TEXT"],
   ["sponsored_writes", "tx_nonce", "INTEGER"],
+  // Accounts and sessions as the accounts API shows them (decisions §12).
+  ["accounts", "display_name", "TEXT"],
+  ["sessions", "wallet_provider_id", "TEXT"],
+  ["sessions", "execution_mode", "TEXT"],
   // Who asked for a sign-in challenge: its creation rate is limited per client address (decisions §15).
   ["challenges", "client_key", "TEXT"],
 ];

@@ -283,7 +283,7 @@ export function storageContract(name: string, open: () => Promise<Storage>, opti
       await accounts.saveSession({ tokenHash: h1, accountId: account.id, createdAtMs: 10, expiresAtMs: 100, revokedAtMs: null });
       await accounts.saveSession({ tokenHash: h2, accountId: account.id, createdAtMs: 10, expiresAtMs: 9_000_000_000_000, revokedAtMs: null });
       expect(await accounts.findSession(h1)).toEqual({
-        session: { tokenHash: h1, accountId: account.id, createdAtMs: 10, expiresAtMs: 100, revokedAtMs: null },
+        session: { tokenHash: h1, accountId: account.id, createdAtMs: 10, expiresAtMs: 100, revokedAtMs: null, walletProviderId: null, executionMode: null },
         account,
       });
       await accounts.revokeSession(h1, 60);
@@ -292,6 +292,19 @@ export function storageContract(name: string, open: () => Promise<Storage>, opti
       expect(await accounts.prune(200)).toBeGreaterThanOrEqual(1);
       expect(await accounts.findSession(h1)).toBeUndefined();
       expect(await accounts.findSession(h2)).toBeDefined();
+    });
+
+    test("accounts: a display name is set and cleared; a session keeps the wallet provider and execution mode", async () => {
+      const { accounts } = await open();
+      const account = await accounts.findOrCreateAccount(fresh("0xd"), fresh("acct"), 10);
+      expect(account.displayName).toBeNull();
+      expect(await accounts.setDisplayName(account.id, "Alice", 20)).toMatchObject({ id: account.id, displayName: "Alice" });
+      expect((await accounts.findAccount(account.id))?.displayName).toBe("Alice");
+      expect(await accounts.setDisplayName(account.id, null, 30)).toMatchObject({ displayName: null });
+      expect(await accounts.setDisplayName(fresh("nobody"), "x", 30)).toBeUndefined();
+      const hash = fresh("h");
+      await accounts.saveSession({ tokenHash: hash, accountId: account.id, createdAtMs: 10, expiresAtMs: 9_000_000_000_000, revokedAtMs: null, walletProviderId: "metamask", executionMode: "native" });
+      expect((await accounts.findSession(hash))?.session).toMatchObject({ walletProviderId: "metamask", executionMode: "native" });
     });
 
     test("quota: reserves up to the limit; reserved and broadcast count, released do not; committed is final", async () => {

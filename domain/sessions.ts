@@ -64,7 +64,7 @@ export type ChallengeFailure = Fail<"INVALID_INPUT" | "INVALID_DID" | "CLIENT_NO
 };
 
 /** A new session: the token goes into the cookie and nowhere else. */
-export type SignedIn = { token: string; expiresAtMs: number; account: Account; created: boolean };
+export type SignedIn = { token: string; expiresAtMs: number; account: Account; created: boolean; session: Session };
 
 /** An authenticated request's account and session. */
 export type Authenticated = { account: Account; session: Session };
@@ -232,12 +232,21 @@ export function createSessions(deps: SessionDeps) {
    */
   async function verify(
     body: unknown,
-  ): Promise<Result<SignedIn, "INVALID_INPUT" | "INVALID_CHALLENGE" | "CHALLENGE_EXPIRED" | "INVALID_SIGNATURE">> {
+    options: { readonly register?: boolean } = {},
+  ): Promise<Result<SignedIn, "INVALID_INPUT" | "INVALID_CHALLENGE" | "CHALLENGE_EXPIRED" | "INVALID_SIGNATURE" | "ACCOUNT_ALREADY_EXISTS">> {
     if (typeof body !== "object" || body === null || Array.isArray(body)) return fail("INVALID_INPUT", "Body must be a JSON object");
     const input = body as Record<string, unknown>;
     if (!str(input.challengeId)) return fail("INVALID_INPUT", "challengeId is required");
     if (!str(input.siweMessage)) return fail("INVALID_INPUT", "siweMessage is required");
     if (!str(input.signature)) return fail("INVALID_INPUT", "signature is required");
+    const walletProviderId = input.walletProviderId;
+    if (walletProviderId !== undefined && (typeof walletProviderId !== "string" || !/^[A-Za-z0-9._:-]{1,100}$/.test(walletProviderId))) {
+      return fail("INVALID_INPUT", "walletProviderId must be 1 to 100 letters, digits or . _ : -");
+    }
+    const executionMode = input.executionMode;
+    if (executionMode !== undefined && executionMode !== "subscription" && executionMode !== "native") {
+      return fail("INVALID_INPUT", "executionMode must be subscription or native");
+    }
     const found = await accounts.findChallenge(input.challengeId);
     if (found === undefined || found.usedAtMs !== null) return fail("INVALID_CHALLENGE", "Unknown or already used challenge");
     const now = clock.nowMs();
@@ -252,13 +261,26 @@ export function createSessions(deps: SessionDeps) {
     if (!(await verifySiweSignature(found.message, input.signature, found.address))) {
       return fail("INVALID_SIGNATURE", "Signature does not match the challenge's wallet");
     }
+    // Registering a wallet that has an account is refused before the challenge is used up: the client can verify instead.
+    if (options.register && (await accounts.findAccount(found.address)) !== undefined) {
+      return fail("ACCOUNT_ALREADY_EXISTS", "This wallet already has an account: sign in with verify");
+    }
     if (!(await accounts.consumeChallenge(found.id, now))) return fail("INVALID_CHALLENGE", "Unknown or already used challenge");
     const existing = await accounts.findAccount(found.address);
     const account = existing ?? await accounts.findOrCreateAccount(found.address, randomHex(16), now);
     const token = base64UrlEncode(random.bytes(TOKEN_BYTES));
     const expiresAtMs = now + policy.sessionTtlHours * 3_600_000;
-    await accounts.saveSession({ tokenHash: hashSessionToken(token), accountId: account.id, createdAtMs: now, expiresAtMs, revokedAtMs: null });
-    return ok({ token, expiresAtMs, account, created: existing === undefined });
+    const session: Session = {
+      tokenHash: hashSessionToken(token),
+      accountId: account.id,
+      createdAtMs: now,
+      expiresAtMs,
+      revokedAtMs: null,
+      walletProviderId: (walletProviderId as string | undefined) ?? null,
+      executionMode: (executionMode as Session["executionMode"]) ?? null,
+    };
+    await accounts.saveSession(session);
+    return ok({ token, expiresAtMs, account, created: existing === undefined, session });
   }
 
   /** The account behind a session cookie, or why there is none. */

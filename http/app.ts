@@ -7,6 +7,7 @@ import { healthRoutes, type ReadinessReport } from "./routes/health.ts";
 import { controllerRoutes, type ControllerRoutesDeps } from "./routes/controller.ts";
 import { artifactTrustRoutes } from "./routes/artifact_trust.ts";
 import { attestationListRoutes } from "./routes/attestation_list.ts";
+import { type AccountRoutesDeps, accountRoutes } from "./routes/accounts.ts";
 import type { ListAttestations } from "../domain/list_attestations.ts";
 import { sessionRoutes, type SessionRoutesDeps } from "./routes/session.ts";
 import type { ArtifactTrust } from "../domain/artifact_trust.ts";
@@ -30,6 +31,8 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly attestationList?: ListAttestations | undefined;
   /** Sign-in and the controller witness; absent in tests that do not exercise them. */
   readonly session?: Omit<SessionRoutesDeps, "log"> | undefined;
+  /** The accounts API (decisions §12); absent in tests that do not exercise it. */
+  readonly accounts?: AccountRoutesDeps | undefined;
   /** Origins allowed to call the session routes with credentials (CORS_ORIGINS plus the public origin). */
   readonly privateOrigins?: readonly string[] | undefined;
   /** The Prometheus exposition text of `GET /metrics`; absent: no such route. */
@@ -41,7 +44,7 @@ function privateCorsHeaders(origin: string): Record<string, string> {
   return {
     "access-control-allow-origin": origin,
     "access-control-allow-credentials": "true",
-    "access-control-allow-methods": "GET, POST, OPTIONS",
+    "access-control-allow-methods": "GET, POST, PATCH, DELETE, OPTIONS",
     "access-control-allow-headers": "Content-Type",
     "access-control-max-age": "600",
     vary: "Origin",
@@ -131,7 +134,8 @@ export function createApp(deps: AppDeps) {
     if (method === "OPTIONS") return new Response(null, { status: 204, headers: cors });
     const refused = refuse(request, method, path, methods, cors);
     if (refused) return refused;
-    if (method !== "POST") return;
+    // Every method that changes state (not only POST) needs an allowlisted origin and a JSON body.
+    if (method === "GET" || method === "HEAD") return;
     if (origin !== null && !trusted) {
       return json(errorBody("ORIGIN_NOT_ALLOWED", "Origin not allowed"), 403);
     }
@@ -180,6 +184,7 @@ export function createApp(deps: AppDeps) {
     .use(deps.artifactTrust ? artifactTrustRoutes({ artifactTrust: deps.artifactTrust, log: deps.log }) : new Elysia())
     .use(deps.attestationList ? attestationListRoutes({ list: deps.attestationList, log: deps.log }) : new Elysia())
     .use(deps.session ? sessionRoutes({ ...deps.session, log: deps.log }) : new Elysia())
+    .use(deps.accounts ? accountRoutes(deps.accounts) : new Elysia())
     .use(docRoutes(deps.publicBaseUrl ?? "http://127.0.0.1:8080"))
     .use(deps.metricsText ? metricsRoute(deps.metricsText) : new Elysia());
 }

@@ -412,6 +412,14 @@ function spyApp() {
     controller: { discover: spy("controllerEndpointConfirm", fail("INVALID_DID", "spy")) as never, confirm: spy("controllerConfirm", fail("INVALID_DID", "spy")) as never },
     artifactTrust: spy("artifactTrust", fail("NETWORK_ERROR", "spy")) as never,
     attestationList: spy("attestationList", fail("NETWORK_ERROR", "spy")) as never,
+    accounts: {
+      sessions: { authenticate: () => Promise.resolve({ ok: true, value: { account: { id: "a", address: A, plan: "free", createdAtMs: 0 } } }) } as never,
+      accounts: { setDisplayName: spy("accountPatch", undefined) } as never,
+      ledger: fakeWriteLedger(),
+      plans: { free: { annualWrites: 1, schemas: [] }, paid: { annualWrites: 1, schemas: [] } },
+      clock: fakeClock(),
+      chainId: 1,
+    },
     session: {
       sessions: {
         challenge: spy("walletChallenge", fail("CLIENT_NOT_ALLOWED", "spy")),
@@ -474,6 +482,7 @@ const SAMPLES: Record<keyof typeof REQUEST_MODELS, { accepted: unknown[]; refuse
     ],
   },
   walletVerify: { accepted: [{ challengeId: "c", siweMessage: "m", signature: "0x12" }], refused: [{ challengeId: "c", siweMessage: "m" }, []] },
+  accountPatch: { accepted: [{ displayName: "Alice" }, { displayName: null }], refused: [{}, { displayName: 5 }, { displayName: "x".repeat(101) }] },
   controllerWitness: {
     accepted: [
       { subjectDid: "did:web:example.com", controllerDid: CONTROLLER, chainId: 31337 },
@@ -570,7 +579,7 @@ describe("request models", () => {
         checked.push(`${method} ${path}`);
       }
     }
-    expect(checked.length).toBe(21);
+    expect(checked.length).toBe(24);
     expect(new Set([...Object.keys(calls), "identityResolve"])).toEqual(new Set(Object.keys(REQUEST_MODELS)));
   });
 });

@@ -267,7 +267,38 @@ export const ArtifactTrustRecordModel = t.Object({
 
 export { TrustAnchorsModel };
 
-const AccountModel = t.Object({ id: t.String(), address: Address, plan: t.Union([t.Literal("free"), t.Literal("paid")]) });
+const AccountModel = t.Object({
+  id: t.String(),
+  displayName: t.Union([t.String({ maxLength: 100 }), t.Null()]),
+  address: Address,
+  plan: t.Union([t.Literal("free"), t.Literal("paid")]),
+});
+const SubscriptionModel = t.Object({
+  plan: t.Union([t.Literal("free"), t.Literal("paid")]),
+  status: t.Literal("active"),
+  annualSponsoredWriteLimit: t.Integer(),
+  sponsoredWritesUsedCurrentYear: t.Integer(),
+  annualPremiumReadLimit: t.Union([t.Integer(), t.Null()], { description: "Null until premium reads are metered" }),
+  premiumReadsUsedCurrentYear: t.Union([t.Integer(), t.Null()]),
+  entitlementPeriodStart: t.String({ format: "date-time" }),
+  entitlementPeriodEnd: t.String({ format: "date-time" }),
+});
+/** `GET /api/private/subscriptions/current`. */
+export const SubscriptionCurrentModel = t.Object({ subscription: SubscriptionModel });
+/** `GET /api/private/accounts/me` (decisions §12). */
+export const AccountMeModel = t.Object({
+  account: t.Object({ id: t.String(), displayName: t.Union([t.String(), t.Null()]) }),
+  subscription: SubscriptionModel,
+  primarySubject: t.Union([
+    t.Object({ id: t.String(), canonicalDid: t.String(), subjectDidHash: t.String(), displayName: t.Union([t.String(), t.Null()]) }),
+    t.Null(),
+  ]),
+  wallets: t.Array(t.Object({ did: t.String(), address: Address })),
+});
+/** `PATCH /api/private/accounts/me`. */
+export const AccountPatchBody = t.Object({
+  displayName: t.Union([t.String({ maxLength: 100 }), t.Null()], { description: "Up to 100 characters; null or empty clears it" }),
+});
 
 const ChainId = t.Integer({ minimum: 1, maximum: SAFE_MAX });
 export const ChallengeBody = t.Intersect([
@@ -307,15 +338,31 @@ export const VerifyBody = t.Object({
   siweMessage: Text("The challenge's text, unchanged"),
   signature: Text("65-byte personal_sign signature, 0x-prefixed hex"),
   walletDid: t.Optional(t.String({ description: "When given, must be the challenge's wallet" })),
+  walletProviderId: t.Optional(t.String({ pattern: "^[A-Za-z0-9._:-]{1,100}$", description: "The wallet provider the client used (e.g. metamask)" })),
+  executionMode: t.Optional(t.Union([t.Literal("subscription"), t.Literal("native")], { description: "Who pays gas: the plan, or the user" })),
 });
+const WalletModel = t.Object({
+  did: t.String({ description: "The wallet's did:pkh on the active chain" }),
+  walletProviderId: t.Union([t.String(), t.Null()]),
+  executionMode: t.Union([t.Literal("subscription"), t.Literal("native"), t.Null()]),
+  isManagedWallet: t.Boolean(),
+});
+const SessionInfoModel = t.Object({ id: t.String({ description: "Public id of the session (never the token)" }), expiresAt: t.String({ format: "date-time" }) });
 export const SignedInModel = t.Object({
   account: AccountModel,
-  session: t.Object({ expiresAt: t.String({ format: "date-time" }) }),
+  client: t.Object({ clientId: t.String() }),
+  session: SessionInfoModel,
+  wallet: WalletModel,
   created: t.Boolean({ description: "true on the first sign-in, which created the account" }),
 });
 export const SessionMeModel = t.Object({
   account: AccountModel,
-  session: t.Object({ expiresAt: t.String({ format: "date-time" }) }),
+  session: SessionInfoModel,
+  wallet: t.Union([WalletModel, t.Null()]),
+  credential: t.Union([t.Object({ id: t.String(), kind: t.String(), identifier: t.String() }), t.Null()]),
+  subscription: t.Object({ plan: t.String(), status: t.String() }),
+  client: t.Union([t.Object({ clientId: t.String(), authMode: t.String() }), t.Null()]),
+  primarySubject: t.Union([t.Object({ canonicalDid: t.String(), subjectDidHash: Bytes32 }), t.Null()]),
   quota: t.Object({
     year: t.Integer({ description: "UTC calendar year the writes count against" }),
     limit: t.Integer(),
@@ -371,12 +418,13 @@ export const REQUEST_MODELS = {
   attestationList: { query: AttestationListQuery },
   walletChallenge: { body: ChallengeBody },
   walletVerify: { body: VerifyBody },
+  accountPatch: { body: AccountPatchBody },
   controllerWitness: { body: ControllerWitnessBody },
 } as const satisfies Record<string, RequestModels>;
 
 /** One documented operation: the paths it is served on and its models. */
 export type RouteDoc = {
-  readonly method: "get" | "post";
+  readonly method: "get" | "post" | "patch";
   readonly paths: readonly string[];
   readonly summary: string;
   readonly request?: RequestModels | undefined;

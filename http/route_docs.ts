@@ -1,4 +1,5 @@
 import {
+  AccountMeModel,
   ArtifactTrustRecordModel,
   AttestationPageModel,
   ChallengeModel,
@@ -16,6 +17,7 @@ import {
   type RouteDoc,
   SessionMeModel,
   SignedInModel,
+  SubscriptionCurrentModel,
   SuccessModel,
   TrustAnchorsModel,
 } from "./models.ts";
@@ -143,7 +145,44 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
       413: err("PAYLOAD_TOO_LARGE"),
       415: err("UNSUPPORTED_MEDIA_TYPE"),
     },
+  },  {
+    method: "post",
+    paths: ["/v1/session/wallet/register", "/api/private/session/wallet/register"],
+    summary: "As verify, for a wallet without an account: creates the account and signs in (decisions §12)",
+    request: REQUEST_MODELS.walletVerify,
+    responses: {
+      200: { description: "Signed in; the session cookie is set", schema: SignedInModel },
+      400: err("INVALID_JSON, INVALID_INPUT, INVALID_CHALLENGE, CHALLENGE_EXPIRED"),
+      401: err("INVALID_SIGNATURE"),
+      409: err("ACCOUNT_ALREADY_EXISTS: the wallet has an account (the challenge is not used up: call verify)"),
+    },
   },
+  {
+    method: "get",
+    paths: ["/api/private/accounts/me"],
+    summary: "The signed-in account: display name, subscription with limits and this year's usage, primary subject, wallets",
+    responses: { 200: { description: "Account", schema: AccountMeModel }, 401: err("UNAUTHENTICATED") },
+  },
+  {
+    method: "patch",
+    paths: ["/api/private/accounts/me"],
+    summary: "Sets or clears the account's display name",
+    request: REQUEST_MODELS.accountPatch,
+    responses: {
+      200: { description: "{account: {id, displayName}}" },
+      400: err("INVALID_JSON, INVALID_INPUT (displayName)"),
+      401: err("UNAUTHENTICATED"),
+      403: err("ORIGIN_NOT_ALLOWED"),
+      415: err("UNSUPPORTED_MEDIA_TYPE"),
+    },
+  },
+  {
+    method: "get",
+    paths: ["/api/private/subscriptions/current"],
+    summary: "The signed-in account's subscription (the same object as in accounts/me)",
+    responses: { 200: { description: "Subscription", schema: SubscriptionCurrentModel }, 401: err("UNAUTHENTICATED") },
+  },
+
   {
     method: "get",
     paths: ["/v1/session/me", "/api/private/session/me"],

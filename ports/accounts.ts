@@ -10,6 +10,8 @@ export type Account = {
   readonly address: string;
   readonly plan: Plan;
   readonly createdAtMs: number;
+  /** Set by the account's owner (up to 100 characters); null or absent: none. */
+  readonly displayName?: string | null | undefined;
 };
 
 /** A sign-in challenge: the exact EIP-4361 message the wallet must sign, single-use and expiring. */
@@ -34,6 +36,10 @@ export type Session = {
   readonly createdAtMs: number;
   readonly expiresAtMs: number;
   readonly revokedAtMs: number | null;
+  /** What the client said signed in (the wallet provider's id, e.g. `metamask`), if anything (decisions §12). */
+  readonly walletProviderId?: string | null | undefined;
+  /** `subscription` (writes sponsored by the plan) or `native` (the user pays gas), as the client said. */
+  readonly executionMode?: "subscription" | "native" | null | undefined;
 };
 
 /**
@@ -78,6 +84,8 @@ export interface AccountStore {
   /** An account by id or by wallet address (any case). */
   readonly findAccount: (idOrAddress: string) => Promise<Account | undefined>;
   readonly listAccounts: () => Promise<Account[]>;
+  /** Sets or clears the display name of an account; the updated account, or undefined when unknown. */
+  readonly setDisplayName: (id: string, displayName: string | null, nowMs: number) => Promise<Account | undefined>;
   /** Sets the plan of an account by id or address; the updated account, or undefined when unknown. */
   readonly setPlan: (idOrAddress: string, plan: Plan, nowMs: number) => Promise<Account | undefined>;
   readonly saveSession: (session: Session) => Promise<void>;

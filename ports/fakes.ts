@@ -307,6 +307,13 @@ export function fakeAccountStore() {
     },
     findAccount: (idOrAddress: string) => Promise.resolve(byIdOrAddress(idOrAddress)),
     listAccounts: () => Promise.resolve([...accounts.values()]),
+    setDisplayName(id: string, displayName: string | null) {
+      const found = accounts.get(id);
+      if (found === undefined) return Promise.resolve(undefined);
+      const updated = { ...found, displayName };
+      accounts.set(id, updated);
+      return Promise.resolve(updated);
+    },
     setPlan(idOrAddress: string, plan: Accounts.Plan) {
       const found = byIdOrAddress(idOrAddress);
       if (found === undefined) return Promise.resolve(undefined);

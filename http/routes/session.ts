@@ -2,13 +2,14 @@ import { Elysia } from "elysia";
 import { type ControllerWitness, parseWitnessBody } from "../../domain/controller_witness.ts";
 import { type PlanPolicy, quotaYear } from "../../domain/plans.ts";
 import type { Sessions } from "../../domain/sessions.ts";
-import type { SponsoredWriteLedger } from "../../ports/accounts.ts";
+import type { Account, Session, SponsoredWriteLedger } from "../../ports/accounts.ts";
 import type { Clock } from "../../ports/clock.ts";
 import type { Logger } from "../../ports/logger.ts";
 import type { Metrics } from "../../ports/metrics.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
 import { REQUEST_MODELS } from "../models.ts";
 import { compileRequestCheck, readBodyText, requestDetail } from "./request.ts";
+import { bootstrapSubject, DEFAULT_CLIENT_ID, sessionId, walletDid } from "../../domain/account_views.ts";
 
 /** The session cookie's name. */
 export const SESSION_COOKIE = "ats_session";
@@ -30,6 +31,8 @@ export type SessionRoutesDeps = {
    * absent or undefined: the one key `unknown`.
    */
   readonly clientAddress?: ((request: Request) => string | undefined) | undefined;
+  /** The active chain: the wallet DIDs the answers show are did:pkh on it. */
+  readonly chainId?: number | undefined;
 };
 
 /** Sign-in errors whose status differs from the shared table (a bad wallet signature is 401 here). */
@@ -39,6 +42,11 @@ const SESSION_STATUS: Readonly<Record<string, number>> = {
   CHALLENGE_EXPIRED: 400,
   CLIENT_NOT_ALLOWED: 403,
 };
+
+/** The session token a request carries in its cookie. */
+export function tokenOf(request: Request): string | undefined {
+  return readCookie(request.headers.get("cookie"), SESSION_COOKIE);
+}
 
 /** Reads one cookie from a Cookie header. */
 export function readCookie(header: string | null, name: string): string | undefined {
@@ -75,7 +83,7 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
       `Expires=${expires}`,
       ...(maxAge === undefined ? [] : [`Max-Age=${maxAge}`]),
     ].join("; ");
-  const tokenOf = (request: Request) => readCookie(request.headers.get("cookie"), SESSION_COOKIE);
+
   // `unavailable`: the service's own wallet cannot pay, 503 rather than 500 (decisions §15).
   const failure = (
     result: { code: string; message: string; details?: string | undefined; unavailable?: true },
@@ -116,29 +124,60 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
     return failure(result, result.retryAfterSeconds === undefined ? {} : { "retry-after": String(result.retryAfterSeconds) });
   };
 
-  const verify = async ({ body }: { body: unknown }) => {
+  const chainId = deps.chainId ?? 31337;
+  /** The wallet a session signed in with, as the reference client reads it (decisions §12). */
+  const walletView = (account: Account, session: Session) => ({
+    did: walletDid(account, chainId),
+    walletProviderId: session.walletProviderId ?? null,
+    executionMode: session.executionMode ?? null,
+    isManagedWallet: false,
+  });
+  const accountView = (account: Account) => ({
+    id: account.id,
+    displayName: account.displayName ?? null,
+    address: account.address,
+    plan: account.plan,
+  });
+
+  /** verify and register: the same exchange; register refuses a wallet that already has an account (409). */
+  const signIn = (register: boolean) => async ({ body }: { body: unknown }) => {
     const parsed = readBody(body, verifyBody);
     if (!parsed.ok) return parsed.response;
-    const result = await deps.sessions.verify(parsed.value);
+    const result = await deps.sessions.verify(parsed.value, { register });
     if (!result.ok) return failure(result);
-    const { token, expiresAtMs, account, created } = result.value;
+    const { token, expiresAtMs, account, created, session } = result.value;
     const expiresAt = new Date(expiresAtMs).toISOString();
     deps.log.info("signed_in", { accountId: account.id, created });
     return json(
-      { account: { id: account.id, address: account.address, plan: account.plan }, session: { expiresAt }, created },
+      {
+        account: accountView(account),
+        client: { clientId: DEFAULT_CLIENT_ID },
+        session: { id: sessionId(session), expiresAt },
+        wallet: walletView(account, session),
+        created,
+      },
       200,
       { "set-cookie": `${SESSION_COOKIE}=${token}; ${cookieAttributes(new Date(expiresAtMs).toUTCString())}` },
     );
   };
+  const verify = signIn(false);
+  const register = signIn(true);
 
   const me = async ({ request }: { request: Request }) => {
     const auth = await deps.sessions.authenticate(tokenOf(request));
     if (!auth.ok) return failure(auth);
     const { account, session } = auth.value;
+    const wallet = walletView(account, session);
+    const primary = bootstrapSubject(account, chainId);
     return json({
-      account: { id: account.id, address: account.address, plan: account.plan },
-      session: { expiresAt: new Date(session.expiresAtMs).toISOString() },
+      account: accountView(account),
+      session: { id: sessionId(session), expiresAt: new Date(session.expiresAtMs).toISOString() },
       quota: await quotaOf(account.id, account.plan),
+      wallet,
+      credential: { id: `wallet:${account.address}`, kind: "wallet", identifier: wallet.did },
+      subscription: { plan: account.plan, status: "active" },
+      client: { clientId: DEFAULT_CLIENT_ID, authMode: "session" },
+      primarySubject: { canonicalDid: primary.canonicalDid, subjectDidHash: primary.subjectDidHash },
     });
   };
 
@@ -180,6 +219,7 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
     app
       .post(`${prefix}/wallet/challenge`, challenge, { parse: readBodyText, detail: requestDetail(REQUEST_MODELS.walletChallenge) })
       .post(`${prefix}/wallet/verify`, verify, { parse: readBodyText, detail: requestDetail(REQUEST_MODELS.walletVerify) })
+      .post(`${prefix}/wallet/register`, register, { parse: readBodyText, detail: requestDetail(REQUEST_MODELS.walletVerify) })
       .get(`${prefix}/me`, me)
       .post(`${prefix}/logout`, logout, { parse: readBodyText });
   }

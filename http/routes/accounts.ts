@@ -1,0 +1,71 @@
+import { Elysia } from "elysia";
+import { bootstrapSubject, readDisplayName, subscriptionView, walletDid } from "../../domain/account_views.ts";
+import { type PlanPolicy, quotaYear } from "../../domain/plans.ts";
+import type { Sessions } from "../../domain/sessions.ts";
+import type { Account, AccountStore, SponsoredWriteLedger } from "../../ports/accounts.ts";
+import type { Clock } from "../../ports/clock.ts";
+import { errorBody, json, statusOf } from "../errors.ts";
+import { REQUEST_MODELS } from "../models.ts";
+import { compileRequestCheck, readBodyText, requestDetail } from "./request.ts";
+import { tokenOf } from "./session.ts";
+
+/** What the account routes need. */
+export type AccountRoutesDeps = {
+  readonly sessions: Sessions;
+  readonly accounts: AccountStore;
+  readonly ledger: SponsoredWriteLedger;
+  readonly plans: PlanPolicy;
+  readonly clock: Clock;
+  readonly chainId: number;
+};
+
+const patchBody = compileRequestCheck(REQUEST_MODELS.accountPatch.body, {
+  explain: (body) => {
+    const read = readDisplayName(body);
+    return read.ok ? undefined : read.message;
+  },
+});
+
+/**
+ * `GET|PATCH /api/private/accounts/me` and `GET /api/private/subscriptions/current` (decisions §12), for the
+ * signed-in account (401 without a session). The primary subject is the wallet's own did:pkh until subjects
+ * are managed (issue 17); the subscription's premium-read fields are null until premium reads are metered.
+ */
+export function accountRoutes(deps: AccountRoutesDeps) {
+  const signedIn = async (request: Request) => await deps.sessions.authenticate(tokenOf(request));
+  const unauthenticated = (message: string) => json(errorBody("UNAUTHENTICATED", message), statusOf("UNAUTHENTICATED"));
+  const subscription = async (account: Account) => {
+    const now = deps.clock.nowMs();
+    return subscriptionView(account, deps.plans, await deps.ledger.usage(account.id, quotaYear(now)), now);
+  };
+  const me = async (account: Account) => ({
+    account: { id: account.id, displayName: account.displayName ?? null },
+    subscription: await subscription(account),
+    primarySubject: bootstrapSubject(account, deps.chainId),
+    wallets: [{ did: walletDid(account, deps.chainId), address: account.address }],
+  });
+
+  return new Elysia({ name: "account-routes" })
+    .get("/api/private/accounts/me", async ({ request }) => {
+      const auth = await signedIn(request);
+      if (!auth.ok) return unauthenticated(auth.message);
+      return json(await me(auth.value.account));
+    })
+    .patch("/api/private/accounts/me", async ({ request, body }) => {
+      // The body first, as on every route: a malformed request is 400 whoever sends it.
+      const parsed = patchBody.readJson(body);
+      if (!parsed.ok) return json(errorBody(parsed.code, parsed.message), statusOf(parsed.code));
+      const name = readDisplayName(parsed.value);
+      if (!name.ok) return json(errorBody("INVALID_INPUT", name.message), 400);
+      const auth = await signedIn(request);
+      if (!auth.ok) return unauthenticated(auth.message);
+      const updated = await deps.accounts.setDisplayName(auth.value.account.id, name.value, deps.clock.nowMs());
+      if (updated === undefined) return unauthenticated("Account not found");
+      return json({ account: { id: updated.id, displayName: updated.displayName ?? null } });
+    }, { parse: readBodyText, detail: requestDetail(REQUEST_MODELS.accountPatch) })
+    .get("/api/private/subscriptions/current", async ({ request }) => {
+      const auth = await signedIn(request);
+      if (!auth.ok) return unauthenticated(auth.message);
+      return json({ subscription: await subscription(auth.value.account) });
+    });
+}
