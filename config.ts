@@ -64,6 +64,19 @@ export type Config = {
    * `INDEX_STEP_BLOCKS` (default 10000): the widest range one follower step ingests in one transaction.
    * `INDEX_FOLLOW` (default true): false runs no follower in this instance (it still reads the shared index).
    */
+  /**
+   * The public relay (decisions §12): `PUBLIC_RELAY` (`on`/`off`, default on), `PUBLIC_RELAY_IP_RATE_PER_MINUTE`
+   * (default 30), `PUBLIC_RELAY_ATTESTER_RATE_PER_HOUR` (default 20), `PUBLIC_RELAY_GAS_BUDGET_PER_HOUR` (gas units,
+   * default 50,000,000). `TRUST_PROXY` (default 0): how many proxies in front of the service append to
+   * `X-Forwarded-For`; 0 uses the peer address.
+   */
+  readonly publicRelay: {
+    readonly enabled: boolean;
+    readonly ipPerMinute: number;
+    readonly attesterPerHour: number;
+    readonly gasPerHour: bigint;
+  };
+  readonly trustProxy: number;
   readonly index: {
     readonly confirmations: number | undefined;
     readonly pollMs: number;
@@ -104,6 +117,13 @@ export function readConfig(env: Env): Config {
     if (["true", "1", "yes"].includes(raw)) return true;
     if (["false", "0", "no"].includes(raw)) return false;
     throw new ConfigError(name, `expected true or false, got "${raw}"`);
+  };
+  const onOff = (name: string, fallback: boolean) => {
+    const raw = get(name)?.toLowerCase();
+    if (raw === undefined) return fallback;
+    if (["on", "true", "1", "yes"].includes(raw)) return true;
+    if (["off", "false", "0", "no"].includes(raw)) return false;
+    throw new ConfigError(name, `expected on or off, got "${raw}"`);
   };
   const list = (name: string, fallback: readonly string[]) => {
     const raw = get(name);
@@ -193,6 +213,13 @@ export function readConfig(env: Env): Config {
     discoveryDomainPerMinute: int("DISCOVERY_DOMAIN_RATE_PER_MINUTE", 30, 1),
     discoveryCacheSeconds: int("DISCOVERY_CACHE_SECONDS", 60, 0, 3_600),
     logLevel: logLevel as Config["logLevel"],
+    publicRelay: {
+      enabled: onOff("PUBLIC_RELAY", true),
+      ipPerMinute: int("PUBLIC_RELAY_IP_RATE_PER_MINUTE", 30, 1, 1_000_000),
+      attesterPerHour: int("PUBLIC_RELAY_ATTESTER_RATE_PER_HOUR", 20, 1, 1_000_000),
+      gasPerHour: BigInt(int("PUBLIC_RELAY_GAS_BUDGET_PER_HOUR", 50_000_000, 1)),
+    },
+    trustProxy: int("TRUST_PROXY", 0, 0, 16),
     index: {
       confirmations: get("INDEX_CONFIRMATIONS") === undefined ? undefined : int("INDEX_CONFIRMATIONS", 12, 0, 10_000),
       pollMs: int("INDEX_POLL_MS", 2_000, 50, 600_000),

@@ -49,6 +49,23 @@ describe("readConfig()", () => {
     }
   });
 
+  test("the public relay's settings and TRUST_PROXY have their defaults and refuse bad values, naming the variable", () => {
+    expect(readConfig({}).publicRelay).toEqual({ enabled: true, ipPerMinute: 30, attesterPerHour: 20, gasPerHour: 50_000_000n });
+    expect(readConfig({}).trustProxy).toBe(0);
+    expect(readConfig({ PUBLIC_RELAY: "off", TRUST_PROXY: "2" })).toMatchObject({ publicRelay: { enabled: false }, trustProxy: 2 });
+    for (const [name, bad] of [["PUBLIC_RELAY", "maybe"], ["PUBLIC_RELAY_IP_RATE_PER_MINUTE", "0"], ["PUBLIC_RELAY_ATTESTER_RATE_PER_HOUR", "x"], ["PUBLIC_RELAY_GAS_BUDGET_PER_HOUR", "-1"], ["TRUST_PROXY", "17"]] as const) {
+      expect(() => readConfig({ [name]: bad })).toThrow(new RegExp(name));
+    }
+  });
+
+  test("the index settings: defaults, and INDEX_CONFIRMATIONS left to the chain kind when unset", () => {
+    expect(readConfig({}).index).toEqual({ confirmations: undefined, pollMs: 2_000, stallSeconds: 120, leaseSeconds: 15, stepBlocks: 10_000, follow: true });
+    expect(readConfig({ INDEX_CONFIRMATIONS: "0", INDEX_FOLLOW: "false" }).index).toMatchObject({ confirmations: 0, follow: false });
+    for (const [name, bad] of [["INDEX_POLL_MS", "10"], ["INDEX_LEASE_SECONDS", "0"], ["INDEX_STEP_BLOCKS", "x"], ["INDEX_FOLLOW", "sometimes"]] as const) {
+      expect(() => readConfig({ [name]: bad })).toThrow(new RegExp(name));
+    }
+  });
+
   test("DISCOVERY_CACHE_SECONDS defaults to 60; 0 turns the cache off; more than an hour is refused", () => {
     expect(readConfig({}).discoveryCacheSeconds).toBe(60);
     expect(readConfig({ DISCOVERY_CACHE_SECONDS: "0" }).discoveryCacheSeconds).toBe(0);

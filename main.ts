@@ -28,6 +28,8 @@ import { createReadNonce } from "./domain/nonce.ts";
 import { activeChainAnchors, caip2, subsidizedSchemaMap, validateTrustAnchors } from "./domain/trust_anchors.ts";
 import { createApp } from "./http/app.ts";
 import { wireIndex } from "./wire_index.ts";
+import { createRelayGuard, GAS_WINDOW_MS } from "./domain/relay_guard.ts";
+import { TYPICAL_ATTEST_GAS } from "./adapters/viem_eas.ts";
 import { createListAttestations } from "./domain/list_attestations.ts";
 import { instrumentedHandler, requestClientAddress, requestLogContext } from "./http/instrument.ts";
 import { createPrometheusMetrics, meteredRpcFetch, type PrometheusMetrics } from "./adapters/prometheus_metrics.ts";
@@ -276,6 +278,13 @@ export async function startService(config: Config, options: StartServiceOptions 
         ]);
         return { labels: { wallet: w.wallet }, value: pending - latest };
       })));
+    const gasWindow = () => systemClock.nowMs() - (systemClock.nowMs() % GAS_WINDOW_MS);
+    metrics.gauge("ats_public_relay_gas_used", "Gas the public relay charged this hour, all instances", async () =>
+      [{ value: await storage.gasBudget.used(gasWindow()) }]);
+    metrics.gauge("ats_public_relay_gas_budget_left", "Gas left in the public relay's budget this hour, all instances", async () => {
+      const left = config.publicRelay.gasPerHour - await storage.gasBudget.used(gasWindow());
+      return [{ value: left > 0n ? left : 0n }];
+    });
     metrics.gauge("ats_delegated_submissions_open", "Delegated attestations checked, signed or sent but not yet mined or released, all instances", async () =>
       [{ value: (await replay.open(Number.MAX_SAFE_INTEGER)).length }]);
     metrics.gauge("ats_sponsored_writes_unsettled", "Sponsored writes reserved against a quota but not yet committed or released, all instances", async () =>
@@ -307,7 +316,21 @@ export async function startService(config: Config, options: StartServiceOptions 
         replay,
         mainnet: config.activeChain === "mainnet",
         subsidized: subsidized.value,
+        guard: createRelayGuard({
+          enabled: config.publicRelay.enabled,
+          clientRate: createRateLimiter(systemClock, { capacity: config.publicRelay.ipPerMinute, perMinute: config.publicRelay.ipPerMinute }),
+          attesterRate: createRateLimiter(systemClock, {
+            capacity: config.publicRelay.attesterPerHour,
+            perMinute: config.publicRelay.attesterPerHour / 60,
+          }),
+          gasBudget: storage.gasBudget,
+          gasPerHour: config.publicRelay.gasPerHour,
+          typicalGas: TYPICAL_ATTEST_GAS,
+          clock: systemClock,
+          onRefusal: (reason) => metrics.increment("ats_public_relay_refusals_total", { reason }),
+        }),
       }),
+      clientAddress: requestClientAddress,
       chainName: chain.value.name,
       chainId,
       easAddress,
@@ -340,7 +363,7 @@ export async function startService(config: Config, options: StartServiceOptions 
       // Bun's default (10 s) cut connections whose answer was still coming (a hanging RPC behind artifact trust,
       // a receipt awaited for up to two minutes): every route answers well within this (SERVER_IDLE_TIMEOUT_SECONDS).
       idleTimeout: SERVER_IDLE_TIMEOUT_SECONDS,
-      fetch: instrumentedHandler(app as never, { metrics, log }),
+      fetch: instrumentedHandler(app as never, { metrics, log, trustProxy: config.trustProxy }),
     });
     const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`;
     log.info("listening", {
@@ -388,6 +411,7 @@ function describeMetrics(metrics: PrometheusMetrics) {
   metrics.describe("ats_rpc_calls_total", "counter", "JSON-RPC calls by method");
   metrics.describe("ats_rpc_failures_total", "counter", "JSON-RPC failures: round trips (network, timeout, http_<status>) and error answers (rpc_error by code and method)");
   metrics.describe("ats_rpc_round_trip_seconds", "histogram", "JSON-RPC HTTP round-trip time");
+  metrics.describe("ats_public_relay_refusals_total", "counter", "Public delegated-attest requests the relay guard refused, by reason: client, attester, budget, disabled");
   metrics.describe("ats_sponsored_writes_total", "counter", "Controller witness requests (sponsored-write quota use) by outcome: committed or the error code, e.g. sponsored_write_limit_exceeded");
 }
 

@@ -15,6 +15,7 @@ import type { ClaimOutcome, ReplayStore } from "../ports/replay_store.ts";
 import type { Storage, WalletNonces } from "../ports/storage.ts";
 import { type ReplayRow, toReplayRecord } from "./sqlite_replay_store.ts";
 import { createPostgresIndexStore } from "./postgres_index_store.ts";
+import { createPostgresGasBudget, RELAY_GAS_TABLE } from "./postgres_gas_budget.ts";
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS replay (
@@ -92,6 +93,7 @@ const MIGRATIONS: readonly string[] = [
   `ALTER TABLE sponsored_writes ADD COLUMN IF NOT EXISTS tx_nonce BIGINT`,
   // Accounts and sessions as the accounts API shows them (decisions §12).
   `ALTER TABLE accounts ADD COLUMN IF NOT EXISTS display_name TEXT`,
+  RELAY_GAS_TABLE,
   `ALTER TABLE sessions ADD COLUMN IF NOT EXISTS wallet_provider_id TEXT`,
   `ALTER TABLE sessions ADD COLUMN IF NOT EXISTS execution_mode TEXT`,
   // The next transaction nonce of each service wallet, shared by every instance (see wallet nonces below).
@@ -394,6 +396,7 @@ export async function openPostgresStorage(url: string, options: { max?: number }
     ledger,
     walletNonces,
     indexStore: (scope) => createPostgresIndexStore(sql, scope),
+    gasBudget: createPostgresGasBudget(sql),
     async ping() {
       try {
         await sql`SELECT 1`;

@@ -2,6 +2,7 @@ import type { Storage } from "../ports/storage.ts";
 import { createSqliteAccountStore, createSqliteWriteLedger } from "./sqlite_accounts.ts";
 import { openSqlite } from "./sqlite_database.ts";
 import { createSqliteIndexStore } from "./sqlite_index_store.ts";
+import { createSqliteGasBudget } from "./sqlite_gas_budget.ts";
 import { createSqliteReplayStore } from "./sqlite_replay_store.ts";
 
 /** The service's storage in one SQLite file (WAL); the default for a single machine. */
@@ -21,6 +22,7 @@ export function openSqliteStorage(path: string): Storage {
       }
     },
     indexStore: (scope) => Promise.resolve(createSqliteIndexStore(db, scope)),
+    gasBudget: createSqliteGasBudget(db),
     close() {
       db.close();
       return Promise.resolve();

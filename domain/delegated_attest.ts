@@ -5,6 +5,7 @@ import type { ReplayRecord, ReplayStore } from "../ports/replay_store.ts";
 import { type AttestMessage, buildAttestTypedData } from "./attest_typed_data.ts";
 import { type DelegatedRequest, parseDelegatedRequest } from "./delegated_request.ts";
 import { type Fail, fail, type Ok, ok, type Result } from "./result.ts";
+import type { RelayGuard } from "./relay_guard.ts";
 import { normalizeSignature, type NormalizedSignature } from "./signature.ts";
 
 /** Codes a delegated attestation can fail with; the HTTP layer maps each to a status. */
@@ -19,7 +20,9 @@ export type DelegatedAttestCode =
   | "RPC_ERROR"
   | "ATTESTER_MISMATCH"
   | "SUBMISSION_FAILED"
-  | "OUTCOME_UNKNOWN";
+  | "OUTCOME_UNKNOWN"
+  | "RATE_LIMITED"
+  | "PUBLIC_RELAY_DISABLED";
 
 /** `details` of an ATTESTER_MISMATCH whose signature is valid for an older nonce: re-sign and resubmit. */
 export const NONCE_MOVED = "NONCE_MOVED";
@@ -46,16 +49,21 @@ export type DelegatedAttestDeps = {
   readonly subsidized: ReadonlyMap<string, SubsidizedSchema>;
   /** Furthest a deadline may lie ahead, in seconds; bounds how long replay records are kept. */
   readonly maxDeadlineAheadSeconds?: number | undefined;
+  /** The public relay's guard (rates and gas budget); absent: no limits (the private relay has its quota). */
+  readonly guard?: RelayGuard | undefined;
 };
 
 /**
  * A failure; `unavailable` marks a SUBMISSION_FAILED the service itself cannot serve now (its wallet cannot
  * pay), which HTTP answers with 503 rather than 500.
  */
-export type DelegatedAttestFailure = Fail<DelegatedAttestCode> & { readonly unavailable?: true };
+export type DelegatedAttestFailure = Fail<DelegatedAttestCode> & { readonly unavailable?: true; readonly retryAfterSeconds?: number };
+
+/** Who sent the request: the client's address key (per-address limits of the public relay). */
+export type DelegatedAttestCaller = { readonly clientKey?: string | undefined };
 
 /** Verifies and submits one delegated attestation. */
-export type DelegatedAttest = (body: unknown) => Promise<Ok<DelegatedAttestSuccess> | DelegatedAttestFailure>;
+export type DelegatedAttest = (body: unknown, caller?: DelegatedAttestCaller) => Promise<Ok<DelegatedAttestSuccess> | DelegatedAttestFailure>;
 
 const DEFAULT_MAX_DEADLINE_AHEAD = 86_400;
 
@@ -67,10 +75,12 @@ const DEFAULT_MAX_DEADLINE_AHEAD = 86_400;
 export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttest {
   const maxAhead = BigInt(deps.maxDeadlineAheadSeconds ?? DEFAULT_MAX_DEADLINE_AHEAD);
 
-  return async function delegatedAttest(body) {
+  return async function delegatedAttest(body, caller = {}) {
     const parsed = parseDelegatedRequest(body);
     if (!parsed.ok) return parsed;
     const request = parsed.value;
+    const closed = deps.guard?.open();
+    if (closed !== undefined) return closed;
 
     if (deps.mainnet) {
       return fail("MAINNET_NOT_SUPPORTED", "Mainnet delegated attestations are not available");
@@ -89,6 +99,18 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
     if (schema.revocable !== undefined && schema.revocable !== request.revocable) {
       return fail("INVALID_INPUT", `revocable must be ${schema.revocable} for schema ${schema.name}`);
     }
+    // Recovery is CPU work: done for the nonce the client says it signed, used by the guard now (no RPC) and by
+    // the verdict once the chain's nonce is known (decisions §6 order).
+    const clientSigner =
+      request.clientNonce === undefined ? undefined : recoverSigner(deps.eas, request, signature.value, request.clientNonce);
+    if (deps.guard !== undefined) {
+      // The attester's bucket is charged only for signatures that are the attester's (for the nonce the client
+      // names): someone else's garbage cannot spend a real attester's hourly allowance.
+      const signer = clientSigner === undefined ? request.attester : await clientSigner;
+      const attesterKey = signer !== undefined && sameAddress(signer, request.attester) ? request.attester : `unverified:${signer ?? "none"}`;
+      const refused = await deps.guard.admit({ clientKey: caller.clientKey ?? "unknown", attester: attesterKey });
+      if (refused !== undefined) return refused;
+    }
     const known = await deps.replay.find(signature.value.hex);
     if (known !== undefined) return duplicate(known);
     const delegate = deps.delegate;
@@ -99,10 +121,6 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
     // Read in the same tick as the nonce, so both ride in one JSON-RPC batch.
     const funds = delegate.checkFunds();
     const pendingNonce = deps.eas.getAttesterNonce(request.attester);
-    // Recovery is CPU work: done for the nonce the client says it signed while the chain answers, and used only
-    // if the chain's nonce is that one. The verdict still waits for the on-chain nonce (decisions §6 order).
-    const clientSigner =
-      request.clientNonce === undefined ? undefined : recoverSigner(deps.eas, request, signature.value, request.clientNonce);
     const [nonceRead, fundsCheck] = await Promise.all([pendingNonce, funds]);
     if (!nonceRead.ok) return fail("RPC_ERROR", "Failed to read the attester nonce from the chain");
     const verified = await verifyAgainstNonce(deps.eas, request, signature.value, nonceRead.nonce, clientSigner);
@@ -138,6 +156,11 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
       }
       if (simulation.reason === "insufficient-funds") return cannotPay();
       return fail("RPC_ERROR", "The chain did not answer the simulation");
+    }
+    const overBudget = await deps.guard?.charge(simulation.gas);
+    if (overBudget !== undefined) {
+      await deps.replay.release(key);
+      return overBudget;
     }
 
     const submission = await delegate.submit(call, {

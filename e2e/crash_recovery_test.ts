@@ -12,6 +12,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { EAS_ABI } from "../adapters/eas_abi.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { prepareDelegatedAttestation, signableTypedData } from "../http/client/delegated_attest.ts";
+import { TEST_RELAY_LIMITS } from "./harness.ts";
 import { rpcAnswers } from "./support/devnet_fixtures.ts";
 import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
 
@@ -24,7 +25,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const env = { DATA_DIR: dir, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "error" };
+const env = { DATA_DIR: dir, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "error", ...TEST_RELAY_LIMITS };
 
 async function start(): Promise<ServiceProcess & { rpcUrl: string }> {
   const service = await startServiceProcess(env, 60_000);
@@ -89,7 +90,8 @@ describe("kill -9 during concurrent submissions", () => {
       return { status: res.status, body: await res.json() as { code?: string; details?: string; uid?: string } };
     }));
     for (const answer of after) {
-      expect(answer.status === 200 || (answer.status === 409 && answer.body.code === "DUPLICATE" && /^0x[0-9a-f]{64}$/.test(answer.body.details ?? ""))).toBe(true);
+      const settled = answer.status === 200 || (answer.status === 409 && answer.body.code === "DUPLICATE" && /^0x[0-9a-f]{64}$/.test(answer.body.details ?? ""));
+      expect({ settled, answer }).toMatchObject({ settled: true });
     }
     const counts = await attestationsByAttester(second.rpcUrl, reviews[0]!.easAddress);
     for (const r of reviews) expect([r.attester, counts.get(r.attester.toLowerCase()) ?? 0]).toEqual([r.attester, 1]);

@@ -54,6 +54,13 @@ export type Stack = {
   readonly stop: () => Promise<void>;
 };
 
+/** Public relay limits far above what any test sends (e2e/public_relay_guard_test.ts sets its own). */
+export const TEST_RELAY_LIMITS = {
+  PUBLIC_RELAY_IP_RATE_PER_MINUTE: "1000000",
+  PUBLIC_RELAY_ATTESTER_RATE_PER_HOUR: "1000000",
+  PUBLIC_RELAY_GAS_BUDGET_PER_HOUR: "1000000000000",
+} as const;
+
 /** Which compiled contracts e2e deploys: forge's build when present (CI builds it first), else npm's. */
 export function e2eArtifacts(): "forge" | "npm" {
   return existsSync(join(import.meta.dir, "..", "out", "EAS.sol", "EAS.json")) ? "forge" : "npm";
@@ -117,6 +124,8 @@ export async function startStack(
     // The index follower polls in the background; tests that count RPC calls must not see it. The index's
     // own tests turn it on.
     INDEX_FOLLOW: "false",
+    // Every request comes from 127.0.0.1 and many attesters are reused: the public relay's guard has its own test.
+    ...TEST_RELAY_LIMITS,
     ...options.env,
     ...extra,
   });

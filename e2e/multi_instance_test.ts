@@ -13,7 +13,7 @@ import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
 import { EAS_ABI } from "../adapters/eas_abi.ts";
 import { isAtsClientError } from "../http/client/errors.ts";
 import { requestControllerWitness, signInWithWallet } from "../http/client/session.ts";
-import { e2eArtifacts } from "./harness.ts";
+import { e2eArtifacts, TEST_RELAY_LIMITS } from "./harness.ts";
 import { signedReviewBody } from "./support/review_signer.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { postgresUnavailableReason, startPostgres, type TestPostgres } from "./support/postgres.ts";
@@ -52,6 +52,7 @@ beforeAll(async () => {
     WITNESS_USER_RATE_PER_MINUTE: "100",
     WITNESS_DOMAIN_RATE_PER_MINUTE: "100",
     LOG_LEVEL: "error",
+    ...TEST_RELAY_LIMITS,
   };
   // Both start at once: the schema migration is serialized by an advisory lock.
   instances = await Promise.all([startServiceProcess(env), startServiceProcess(env)]);

@@ -4,6 +4,7 @@ import type { Logger } from "../ports/logger.ts";
 import type { Metrics } from "../ports/metrics.ts";
 import { ELAPSED_PATHS, isPrivatePath, pathOf, PUBLIC_CORS_HEADERS } from "./app.ts";
 import { elapsedSince, errorBody, json } from "./errors.ts";
+import { classifyAddress } from "../domain/ip_policy.ts";
 
 /**
  * The answer when the app itself throws: 500 `INTERNAL_ERROR` with no error text, CORS `*` on the
@@ -29,7 +30,7 @@ export type PeerAddresses = { readonly requestIP: (request: Request) => { readon
  * count and latency by route and status. Unknown paths are labelled `unmatched` so a scan cannot
  * blow up the series count.
  */
-export function instrumentedHandler(app: Elysia, deps: { metrics: Metrics; log: Logger }) {
+export function instrumentedHandler(app: Elysia, deps: { metrics: Metrics; log: Logger; trustProxy?: number | undefined }) {
   let routes: Set<string> | undefined;
   const routeOf = (path: string) => {
     routes ??= new Set(app.routes.map((r) => r.path));
@@ -37,7 +38,7 @@ export function instrumentedHandler(app: Elysia, deps: { metrics: Metrics; log: 
   };
   return (request: Request, server?: PeerAddresses): Promise<Response> => {
     const requestId = requestIdFrom(request.headers.get("x-request-id"));
-    const clientAddress = server?.requestIP(request)?.address;
+    const clientAddress = clientAddressOf(request, server?.requestIP(request)?.address, deps.trustProxy ?? 0);
     return withRequestContext({ requestId, clientAddress }, async () => {
       const started = performance.now();
       const path = pathOf(request.url);
@@ -72,6 +73,21 @@ export function routable(request: Request): Request {
   const start = url.indexOf("/", url.indexOf("//") + 2);
   if (start >= 11) return request;
   return new Request(`http://localhost${start === -1 ? "/" : url.slice(start)}`, request);
+}
+
+/**
+ * The client's address: the peer's, or behind `trustProxy` proxies (`TRUST_PROXY`), the address that many hops
+ * from the right of `X-Forwarded-For` (each proxy appends the address it received from). A header shorter than
+ * that, or an entry that is not an IP address, falls back to the peer: a client cannot choose its own key.
+ */
+export function clientAddressOf(request: Request, peer: string | undefined, trustProxy: number): string | undefined {
+  if (trustProxy <= 0) return peer;
+  const header = request.headers.get("x-forwarded-for");
+  if (header === null || header.length > 4_096) return peer;
+  const hops = header.split(",").map((h) => h.trim());
+  const candidate = hops[hops.length - trustProxy];
+  if (candidate === undefined || classifyAddress(candidate) === undefined) return peer;
+  return candidate;
 }
 
 /** The fields every log line of the current request carries. */

@@ -47,7 +47,8 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     responses: {
       200: { description: "Mined attestation", schema: DelegatedAttestSuccessModel },
       400: easErr("INVALID_JSON, INVALID_INPUT, SIGNATURE_EXPIRED, INVALID_SIGNATURE, ATTESTER_MISMATCH"),
-      403: easErr("SCHEMA_NOT_SUBSIDIZED"),
+      403: easErr("SCHEMA_NOT_SUBSIDIZED, PUBLIC_RELAY_DISABLED (PUBLIC_RELAY=off)"),
+      429: easErr("RATE_LIMITED (per client address, per attester or the hourly gas budget; Retry-After header)"),
       405: easErr("METHOD_NOT_ALLOWED (Allow header)"),
       409: easErr("DUPLICATE: details is the uid once mined, the transaction hash while it is on its way"),
       413: easErr("PAYLOAD_TOO_LARGE: body over 8 MiB"),

@@ -1,5 +1,6 @@
 import type { AccountStore, SponsoredWriteLedger } from "./accounts.ts";
 import type { IndexStore } from "./attestation_index.ts";
+import type { GasBudget } from "./gas_budget.ts";
 import type { ReplayStore } from "./replay_store.ts";
 
 /**
@@ -14,6 +15,8 @@ export interface Storage {
   readonly ledger: SponsoredWriteLedger;
   /** Shared nonce bookkeeping of the service's wallets; only where several instances share the database. */
   readonly walletNonces?: WalletNonces | undefined;
+  /** The public relay's gas budget (decisions §12), shared by the instances on one database. */
+  readonly gasBudget: GasBudget;
   /** The attestation index of one EAS contract, kept in this database (its tables are made on first use). */
   readonly indexStore: (scope: { chainId: number; easAddress: string }) => Promise<IndexStore>;
   /** True when the database answers. */

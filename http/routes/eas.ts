@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import type { DelegatedAttest } from "../../domain/delegated_attest.ts";
 import { parseDelegatedRequest } from "../../domain/delegated_request.ts";
 import type { ReadNonce } from "../../domain/nonce.ts";
+import { clientKeyOf } from "../../domain/sessions.ts";
 import type { Logger } from "../../ports/logger.ts";
 import { elapsedSince, errorBody, json, statusOf } from "../errors.ts";
 import { REQUEST_MODELS } from "../models.ts";
@@ -15,6 +16,8 @@ export type EasRoutesDeps = {
   readonly chainId: number;
   readonly easAddress: string;
   readonly log: Logger;
+  /** The client address of a request (the public relay's per-address limit). */
+  readonly clientAddress?: ((request: Request) => string | undefined) | undefined;
 };
 
 /** The paths of the nonce route. */
@@ -67,16 +70,18 @@ export function easRoutes(deps: EasRoutesDeps) {
     }
   };
 
-  const delegatedAttest = async ({ body }: { body: unknown }) => {
+  const delegatedAttest = async ({ body, request }: { body: unknown; request: Request }) => {
     const started = performance.now();
     try {
       const parsed = delegatedBody.readJson(body);
       if (!parsed.ok) return failure(started, parsed.code, parsed.message);
-      const result = await deps.delegatedAttest(parsed.value);
+      const result = await deps.delegatedAttest(parsed.value, { clientKey: clientKeyOf(deps.clientAddress?.(request)) });
       if (!result.ok) {
         if (statusOf(result.code) >= 500) deps.log.warn("delegated_attest_failed", { code: result.code });
         // A wallet that cannot pay is the service's own state, not a failed submission: 503 (decisions §15).
-        return failure(started, result.code, result.message, result.details, result.unavailable ? 503 : statusOf(result.code));
+        const answer = failure(started, result.code, result.message, result.details, result.unavailable ? 503 : statusOf(result.code));
+        if (result.retryAfterSeconds !== undefined) answer.headers.set("retry-after", String(result.retryAfterSeconds));
+        return answer;
       }
       deps.log.info("delegated_attest", { txHash: result.value.txHash, uid: result.value.uid });
       return json({

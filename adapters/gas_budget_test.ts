@@ -1,0 +1,55 @@
+/** The public relay's gas budget on SQLite and PostgreSQL: the same rules, exact under concurrency. */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { GasBudget } from "../ports/gas_budget.ts";
+import { postgresUnavailableReason, startPostgres, type TestPostgres } from "../e2e/support/postgres.ts";
+import { openPostgresStorage } from "./postgres_storage.ts";
+import { openSqliteStorage } from "./sqlite_storage.ts";
+import type { Storage } from "../ports/storage.ts";
+
+const skip = postgresUnavailableReason();
+let pg: TestPostgres | undefined;
+const opened: Storage[] = [];
+beforeAll(async () => {
+  if (skip === undefined) pg = await startPostgres();
+}, 60_000);
+afterAll(async () => {
+  for (const storage of opened) await storage.close();
+  await pg?.stop();
+});
+
+let window = 1_000;
+function contract(name: string, open: () => Promise<GasBudget>) {
+  test(`${name}: charges add up within the limit; one that would pass it adds nothing; windows are apart`, async () => {
+    const budget = await open();
+    const start = ++window * 3_600_000;
+    expect(await budget.used(start)).toBe(0n);
+    expect(await budget.charge(start, 600_000n, 1_000_000n)).toBe(true);
+    expect(await budget.charge(start, 500_000n, 1_000_000n)).toBe(false);
+    expect(await budget.charge(start, 400_000n, 1_000_000n)).toBe(true);
+    expect(await budget.used(start)).toBe(1_000_000n);
+    expect(await budget.used(start + 3_600_000)).toBe(0n);
+  });
+
+  test(`${name}: forty parallel charges of 100,000 gas into a budget of 1,000,000: exactly ten succeed`, async () => {
+    const budget = await open();
+    const start = ++window * 3_600_000;
+    const results = await Promise.all(Array.from({ length: 40 }, () => budget.charge(start, 100_000n, 1_000_000n)));
+    expect(results.filter(Boolean)).toHaveLength(10);
+    expect(await budget.used(start)).toBe(1_000_000n);
+  });
+}
+
+describe("gas budget", () => {
+  contract("sqlite", () => {
+    const storage = openSqliteStorage(":memory:");
+    opened.push(storage);
+    return Promise.resolve(storage.gasBudget);
+  });
+  describe.skipIf(skip !== undefined)("postgres", () => {
+    contract("postgres", async () => {
+      const storage = await openPostgresStorage(pg!.url);
+      opened.push(storage);
+      return storage.gasBudget;
+    });
+  });
+});

@@ -1,0 +1,91 @@
+/**
+ * The guard on the public relay (issue 17, item 6): per-attester and per-client-address limits and an hourly
+ * gas budget, each answered 429 with Retry-After before any transaction; PUBLIC_RELAY=off; TRUST_PROXY.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { createPublicClient, http } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import type { Service } from "../main.ts";
+import { signedReviewBody } from "./support/review_signer.ts";
+import { startStack, type Stack } from "./harness.ts";
+
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startStack();
+});
+afterAll(async () => await stack?.stop());
+
+const target = () => ({ chainId: stack.devnet.chainId, easAddress: stack.service.easAddress, schemaUids: stack.devnet.schemaUids });
+const delegateNonce = () =>
+  createPublicClient({ transport: http(stack.devnet.rpcUrl) }).getTransactionCount({ address: privateKeyToAccount(stack.devnet.keys.delegate).address });
+
+async function attest(service: Service, body: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(`${service.url}/v1/delegated-attest`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, retryAfter: res.headers.get("retry-after"), body: await res.json() as Record<string, any> };
+}
+
+let databases = 0;
+const guarded = (env: Record<string, string>) =>
+  stack.restartService({ DATABASE_PATH: join(stack.dir, `guard-${++databases}.sqlite`), ...env });
+
+describe("the public relay guard", () => {
+  test("an attester past its hourly allowance is 429 with Retry-After, and no transaction is sent", async () => {
+    const service = await guarded({ PUBLIC_RELAY_ATTESTER_RATE_PER_HOUR: "2" });
+    const key = generatePrivateKey();
+    for (const nonce of [0n, 1n]) expect((await attest(service, await signedReviewBody(target(), key, { nonce }))).status).toBe(200);
+    const before = await delegateNonce();
+    const third = await attest(service, await signedReviewBody(target(), key, { nonce: 2n }));
+    expect([third.status, third.body.code]).toEqual([429, "RATE_LIMITED"]);
+    expect(Number(third.retryAfter)).toBeGreaterThan(0);
+    expect(third.body.elapsed).toMatch(/ms$/);
+    expect(await delegateNonce()).toBe(before);
+    // Someone else's garbage naming an attester does not spend that attester's allowance.
+    const fresh = generatePrivateKey();
+    for (let i = 0; i < 3; i++) {
+      const forged = await signedReviewBody(target(), generatePrivateKey());
+      const res = await attest(service, { ...forged, attester: privateKeyToAccount(fresh).address });
+      expect(res.status).toBe(400);
+    }
+    expect((await attest(service, await signedReviewBody(target(), fresh))).status).toBe(200);
+  });
+
+  test("a client address past its rate is 429 (behind TRUST_PROXY=1, X-Forwarded-For names the client); another is served", async () => {
+    const service = await guarded({ PUBLIC_RELAY_IP_RATE_PER_MINUTE: "2", TRUST_PROXY: "1" });
+    const from = (ip: string) => ({ "x-forwarded-for": `198.51.100.7, ${ip}` });
+    for (let i = 0; i < 2; i++) expect((await attest(service, await signedReviewBody(target(), generatePrivateKey()), from("203.0.113.9"))).status).toBe(200);
+    const before = await delegateNonce();
+    const third = await attest(service, await signedReviewBody(target(), generatePrivateKey()), from("203.0.113.9"));
+    expect([third.status, third.body.code, Number(third.retryAfter) > 0]).toEqual([429, "RATE_LIMITED", true]);
+    expect(await delegateNonce()).toBe(before);
+    expect((await attest(service, await signedReviewBody(target(), generatePrivateKey()), from("203.0.113.10"))).status).toBe(200);
+  });
+
+  test("the hourly gas budget: once spent, 429 until the next hour, before any RPC", async () => {
+    // Room for one review (its simulated gas, charged) but then no room for a typical one (300,000 gas).
+    const probe = await guarded({});
+    expect((await attest(probe, await signedReviewBody(target(), generatePrivateKey()))).status).toBe(200);
+    const charged = Number(/ats_public_relay_gas_used (\d+)/.exec(await (await fetch(`${probe.url}/metrics`)).text())![1]);
+    const service = await guarded({ PUBLIC_RELAY_GAS_BUDGET_PER_HOUR: String(charged + 200_000) });
+    expect((await attest(service, await signedReviewBody(target(), generatePrivateKey()))).status).toBe(200);
+    const before = await delegateNonce();
+    const second = await attest(service, await signedReviewBody(target(), generatePrivateKey()));
+    expect([second.status, second.body.code]).toEqual([429, "RATE_LIMITED"]);
+    expect(Number(second.retryAfter)).toBeGreaterThan(0);
+    expect(Number(second.retryAfter)).toBeLessThanOrEqual(3_600);
+    expect(await delegateNonce()).toBe(before);
+    const metrics = await (await fetch(`${service.url}/metrics`)).text();
+    expect(metrics).toMatch(/ats_public_relay_refusals_total\{reason="budget"\} 1/);
+    expect(metrics).toMatch(/ats_public_relay_gas_used \d{6}/);
+  });
+
+  test("PUBLIC_RELAY=off closes the route with 403 PUBLIC_RELAY_DISABLED", async () => {
+    const service = await guarded({ PUBLIC_RELAY: "off" });
+    const res = await attest(service, await signedReviewBody(target(), generatePrivateKey()));
+    expect([res.status, res.body.code]).toEqual([403, "PUBLIC_RELAY_DISABLED"]);
+  });
+});
