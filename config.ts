@@ -77,6 +77,11 @@ export type Config = {
     readonly gasPerHour: bigint;
   };
   readonly trustProxy: number;
+  /**
+   * Premium reads (decisions §12): `FREE_PLAN_ANNUAL_PREMIUM_READS` (default 100), `PAID_PLAN_ANNUAL_PREMIUM_READS`
+   * (default 100000), `PREMIUM_RPC_MAX_LOG_RANGE` (blocks, default 50000).
+   */
+  readonly premiumReads: { readonly free: number; readonly paid: number; readonly maxLogRange: number };
   readonly index: {
     readonly confirmations: number | undefined;
     readonly pollMs: number;
@@ -220,6 +225,11 @@ export function readConfig(env: Env): Config {
       gasPerHour: BigInt(int("PUBLIC_RELAY_GAS_BUDGET_PER_HOUR", 50_000_000, 1)),
     },
     trustProxy: int("TRUST_PROXY", 0, 0, 16),
+    premiumReads: {
+      free: int("FREE_PLAN_ANNUAL_PREMIUM_READS", 100),
+      paid: int("PAID_PLAN_ANNUAL_PREMIUM_READS", 100_000),
+      maxLogRange: int("PREMIUM_RPC_MAX_LOG_RANGE", 50_000, 1),
+    },
     index: {
       confirmations: get("INDEX_CONFIRMATIONS") === undefined ? undefined : int("INDEX_CONFIRMATIONS", 12, 0, 10_000),
       pollMs: int("INDEX_POLL_MS", 2_000, 50, 600_000),

@@ -29,6 +29,8 @@ import { activeChainAnchors, caip2, subsidizedSchemaMap, validateTrustAnchors } 
 import { createApp } from "./http/app.ts";
 import { wireIndex } from "./wire_index.ts";
 import { createRelayGuard, GAS_WINDOW_MS } from "./domain/relay_guard.ts";
+import { createPremiumRpc } from "./domain/premium_rpc.ts";
+import { createFetchRawRpc } from "./adapters/fetch_raw_rpc.ts";
 import { TYPICAL_ATTEST_GAS } from "./adapters/viem_eas.ts";
 import { createListAttestations } from "./domain/list_attestations.ts";
 import { instrumentedHandler, requestClientAddress, requestLogContext } from "./http/instrument.ts";
@@ -302,7 +304,25 @@ export async function startService(config: Config, options: StartServiceOptions 
         clientAddress: requestClientAddress,
         chainId,
       },
-      accounts: { sessions, accounts, ledger, plans, clock: systemClock, chainId },
+      accounts: {
+        sessions,
+        accounts,
+        ledger,
+        plans,
+        clock: systemClock,
+        chainId,
+        premiumReads: { ledger: storage.premiumReads, limits: { free: config.premiumReads.free, paid: config.premiumReads.paid } },
+      },
+      premiumRpc: {
+        sessions,
+        premiumRpc: createPremiumRpc({
+          ledger: storage.premiumReads,
+          rpc: createFetchRawRpc({ rpcUrl, fetchFn: rpcFetch }),
+          clock: systemClock,
+          limits: { free: config.premiumReads.free, paid: config.premiumReads.paid },
+          maxLogRange: BigInt(config.premiumReads.maxLogRange),
+        }),
+      },
       metricsText: () => metrics.render(),
       privateOrigins: [...new Set([publicOrigin, ...config.corsOrigins])],
       controller: { discover: viewDiscover, confirm: controllerConfirm },

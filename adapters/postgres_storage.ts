@@ -16,6 +16,7 @@ import type { Storage, WalletNonces } from "../ports/storage.ts";
 import { type ReplayRow, toReplayRecord } from "./sqlite_replay_store.ts";
 import { createPostgresIndexStore } from "./postgres_index_store.ts";
 import { createPostgresGasBudget, RELAY_GAS_TABLE } from "./postgres_gas_budget.ts";
+import { createPostgresPremiumReads, PREMIUM_READS_TABLE } from "./postgres_premium_reads.ts";
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS replay (
@@ -94,6 +95,7 @@ const MIGRATIONS: readonly string[] = [
   // Accounts and sessions as the accounts API shows them (decisions §12).
   `ALTER TABLE accounts ADD COLUMN IF NOT EXISTS display_name TEXT`,
   RELAY_GAS_TABLE,
+  PREMIUM_READS_TABLE,
   `ALTER TABLE sessions ADD COLUMN IF NOT EXISTS wallet_provider_id TEXT`,
   `ALTER TABLE sessions ADD COLUMN IF NOT EXISTS execution_mode TEXT`,
   // The next transaction nonce of each service wallet, shared by every instance (see wallet nonces below).
@@ -397,6 +399,7 @@ export async function openPostgresStorage(url: string, options: { max?: number }
     walletNonces,
     indexStore: (scope) => createPostgresIndexStore(sql, scope),
     gasBudget: createPostgresGasBudget(sql),
+    premiumReads: createPostgresPremiumReads(sql),
     async ping() {
       try {
         await sql`SELECT 1`;

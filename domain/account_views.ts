@@ -19,7 +19,7 @@ export type SubscriptionView = {
   readonly status: "active";
   readonly annualSponsoredWriteLimit: number;
   readonly sponsoredWritesUsedCurrentYear: number;
-  /** Null until premium reads are metered (issue 17, item 7). */
+  /** Filled by the routes from the premium-read ledger; null where it is not wired. */
   readonly annualPremiumReadLimit: number | null;
   readonly premiumReadsUsedCurrentYear: number | null;
   readonly entitlementPeriodStart: string;

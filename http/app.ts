@@ -8,6 +8,7 @@ import { controllerRoutes, type ControllerRoutesDeps } from "./routes/controller
 import { artifactTrustRoutes } from "./routes/artifact_trust.ts";
 import { attestationListRoutes } from "./routes/attestation_list.ts";
 import { type AccountRoutesDeps, accountRoutes } from "./routes/accounts.ts";
+import { type PremiumRpcRoutesDeps, premiumRpcRoutes } from "./routes/premium_rpc.ts";
 import type { ListAttestations } from "../domain/list_attestations.ts";
 import { sessionRoutes, type SessionRoutesDeps } from "./routes/session.ts";
 import type { ArtifactTrust } from "../domain/artifact_trust.ts";
@@ -33,6 +34,8 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly session?: Omit<SessionRoutesDeps, "log"> | undefined;
   /** The accounts API (decisions §12); absent in tests that do not exercise it. */
   readonly accounts?: AccountRoutesDeps | undefined;
+  /** Premium reads (decisions §12); absent in tests that do not exercise them. */
+  readonly premiumRpc?: Omit<PremiumRpcRoutesDeps, "log"> | undefined;
   /** Origins allowed to call the session routes with credentials (CORS_ORIGINS plus the public origin). */
   readonly privateOrigins?: readonly string[] | undefined;
   /** The Prometheus exposition text of `GET /metrics`; absent: no such route. */
@@ -185,6 +188,7 @@ export function createApp(deps: AppDeps) {
     .use(deps.attestationList ? attestationListRoutes({ list: deps.attestationList, log: deps.log }) : new Elysia())
     .use(deps.session ? sessionRoutes({ ...deps.session, log: deps.log }) : new Elysia())
     .use(deps.accounts ? accountRoutes(deps.accounts) : new Elysia())
+    .use(deps.premiumRpc ? premiumRpcRoutes({ ...deps.premiumRpc, log: deps.log }) : new Elysia())
     .use(docRoutes(deps.publicBaseUrl ?? "http://127.0.0.1:8080"))
     .use(deps.metricsText ? metricsRoute(deps.metricsText) : new Elysia());
 }

@@ -189,7 +189,20 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     paths: ["/v1/session/me", "/api/private/session/me"],
     summary: "The signed-in account, its session and its sponsored-write quota",
     responses: { 200: { description: "Session", schema: SessionMeModel }, 401: err("UNAUTHENTICATED") },
+  },  {
+    method: "post",
+    paths: ["/api/private/rpc-premium"],
+    summary: "Read-only JSON-RPC (one call or a batch of up to 100) forwarded to the chain for the signed-in account; each forwarded call is one premium read. Other methods and eth_getLogs ranges over PREMIUM_RPC_MAX_LOG_RANGE are JSON-RPC error objects, never forwarded",
+    responses: {
+      200: { description: "The JSON-RPC response object, or an array in the batch's order" },
+      400: err("INVALID_JSON, INVALID_INPUT (not a request or batch, empty, over 100 calls)"),
+      401: err("UNAUTHENTICATED"),
+      403: err("PREMIUM_READ_LIMIT_EXCEEDED (nothing forwarded), ORIGIN_NOT_ALLOWED"),
+      415: err("UNSUPPORTED_MEDIA_TYPE"),
+      502: err("NETWORK_ERROR: the node could not be reached (the reads are given back)"),
+    },
   },
+
   {
     method: "post",
     paths: ["/v1/session/logout", "/api/private/session/logout"],

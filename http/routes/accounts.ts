@@ -4,6 +4,7 @@ import { type PlanPolicy, quotaYear } from "../../domain/plans.ts";
 import type { Sessions } from "../../domain/sessions.ts";
 import type { Account, AccountStore, SponsoredWriteLedger } from "../../ports/accounts.ts";
 import type { Clock } from "../../ports/clock.ts";
+import type { PremiumReadLedger } from "../../ports/premium_reads.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
 import { REQUEST_MODELS } from "../models.ts";
 import { compileRequestCheck, readBodyText, requestDetail } from "./request.ts";
@@ -17,6 +18,8 @@ export type AccountRoutesDeps = {
   readonly plans: PlanPolicy;
   readonly clock: Clock;
   readonly chainId: number;
+  /** Premium reads and their limits per plan; absent: the subscription shows them as null. */
+  readonly premiumReads?: { readonly ledger: PremiumReadLedger; readonly limits: Readonly<Record<Account["plan"], number>> } | undefined;
 };
 
 const patchBody = compileRequestCheck(REQUEST_MODELS.accountPatch.body, {
@@ -36,7 +39,14 @@ export function accountRoutes(deps: AccountRoutesDeps) {
   const unauthenticated = (message: string) => json(errorBody("UNAUTHENTICATED", message), statusOf("UNAUTHENTICATED"));
   const subscription = async (account: Account) => {
     const now = deps.clock.nowMs();
-    return subscriptionView(account, deps.plans, await deps.ledger.usage(account.id, quotaYear(now)), now);
+    const view = subscriptionView(account, deps.plans, await deps.ledger.usage(account.id, quotaYear(now)), now);
+    const premium = deps.premiumReads;
+    if (premium === undefined) return view;
+    return {
+      ...view,
+      annualPremiumReadLimit: premium.limits[account.plan],
+      premiumReadsUsedCurrentYear: await premium.ledger.used(account.id, quotaYear(now)),
+    };
   };
   const me = async (account: Account) => ({
     account: { id: account.id, displayName: account.displayName ?? null },

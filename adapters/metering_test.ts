@@ -1,6 +1,7 @@
-/** The public relay's gas budget on SQLite and PostgreSQL: the same rules, exact under concurrency. */
+/** The public relay's gas budget and the premium-read ledger on SQLite and PostgreSQL: the same rules, exact under concurrency. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { GasBudget } from "../ports/gas_budget.ts";
+import type { PremiumReadLedger } from "../ports/premium_reads.ts";
 import { postgresUnavailableReason, startPostgres, type TestPostgres } from "../e2e/support/postgres.ts";
 import { openPostgresStorage } from "./postgres_storage.ts";
 import { openSqliteStorage } from "./sqlite_storage.ts";
@@ -50,6 +51,45 @@ describe("gas budget", () => {
       const storage = await openPostgresStorage(pg!.url);
       opened.push(storage);
       return storage.gasBudget;
+    });
+  });
+});
+
+let accountCounter = 0;
+function premiumContract(name: string, open: () => Promise<PremiumReadLedger>) {
+  test(`${name}: premium reads reserve up to the limit, per account and year; released reads come back`, async () => {
+    const reads = await open();
+    const account = `premium-${Date.now()}-${++accountCounter}`;
+    expect(await reads.reserve(account, 2026, 3, 5)).toBe(true);
+    expect(await reads.reserve(account, 2026, 3, 5)).toBe(false);
+    expect(await reads.reserve(account, 2026, 2, 5)).toBe(true);
+    expect(await reads.used(account, 2026)).toBe(5);
+    expect(await reads.used(account, 2027)).toBe(0);
+    await reads.release(account, 2026, 2);
+    expect(await reads.used(account, 2026)).toBe(3);
+    expect(await reads.reserve(account, 2026, 6, 5)).toBe(false);
+  });
+
+  test(`${name}: thirty parallel reservations of one read with ten left: exactly ten succeed`, async () => {
+    const reads = await open();
+    const account = `premium-race-${Date.now()}-${++accountCounter}`;
+    const results = await Promise.all(Array.from({ length: 30 }, () => reads.reserve(account, 2026, 1, 10)));
+    expect(results.filter(Boolean)).toHaveLength(10);
+    expect(await reads.used(account, 2026)).toBe(10);
+  });
+}
+
+describe("premium reads", () => {
+  premiumContract("sqlite", () => {
+    const storage = openSqliteStorage(":memory:");
+    opened.push(storage);
+    return Promise.resolve(storage.premiumReads);
+  });
+  describe.skipIf(skip !== undefined)("postgres", () => {
+    premiumContract("postgres", async () => {
+      const storage = await openPostgresStorage(pg!.url);
+      opened.push(storage);
+      return storage.premiumReads;
     });
   });
 });

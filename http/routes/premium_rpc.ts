@@ -1,0 +1,33 @@
+import { Elysia } from "elysia";
+import type { PremiumRpc } from "../../domain/premium_rpc.ts";
+import type { Sessions } from "../../domain/sessions.ts";
+import type { Logger } from "../../ports/logger.ts";
+import { errorBody, json, statusOf } from "../errors.ts";
+import { parseJsonBody, readBodyText } from "./request.ts";
+import { tokenOf } from "./session.ts";
+
+/** What the premium route needs. */
+export type PremiumRpcRoutesDeps = { readonly sessions: Sessions; readonly premiumRpc: PremiumRpc; readonly log: Logger };
+
+/**
+ * `POST /api/private/rpc-premium` (decisions §12): read-only JSON-RPC for the signed-in account, each forwarded
+ * call counted as one premium read. Errors of the request as a whole use the service's error body; refusals of
+ * single calls are JSON-RPC error objects in the answer.
+ */
+export function premiumRpcRoutes(deps: PremiumRpcRoutesDeps) {
+  return new Elysia({ name: "premium-rpc-routes" }).post("/api/private/rpc-premium", async ({ body, request }) => {
+    const parsed = parseJsonBody(body);
+    if (!parsed.ok) return json(errorBody(parsed.code, parsed.message), statusOf(parsed.code));
+    const auth = await deps.sessions.authenticate(tokenOf(request));
+    if (!auth.ok) return json(errorBody("UNAUTHENTICATED", auth.message), 401);
+    try {
+      const result = await deps.premiumRpc(parsed.value, auth.value.account);
+      if (result.ok) return json(result.value);
+      if (statusOf(result.code) >= 500) deps.log.warn("premium_rpc_failed", { code: result.code });
+      return json(errorBody(result.code, result.message), statusOf(result.code));
+    } catch (error) {
+      deps.log.error("premium_rpc_error", { error: error instanceof Error ? error.message : String(error) });
+      return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
+    }
+  }, { parse: readBodyText });
+}
