@@ -30,6 +30,8 @@ import { createApp } from "./http/app.ts";
 import { wireIndex } from "./wire_index.ts";
 import { createRelayGuard, GAS_WINDOW_MS } from "./domain/relay_guard.ts";
 import { createPremiumRpc } from "./domain/premium_rpc.ts";
+import { createSubjectOwnership } from "./domain/subject_ownership.ts";
+import { createViemOwnershipChain } from "./adapters/viem_ownership_chain.ts";
 import { createFetchRawRpc } from "./adapters/fetch_raw_rpc.ts";
 import { TYPICAL_ATTEST_GAS } from "./adapters/viem_eas.ts";
 import { createListAttestations } from "./domain/list_attestations.ts";
@@ -313,6 +315,10 @@ export async function startService(config: Config, options: StartServiceOptions 
         chainId,
         premiumReads: { ledger: storage.premiumReads, limits: { free: config.premiumReads.free, paid: config.premiumReads.paid } },
       },
+      subjectOwnership: createSubjectOwnership({
+        discover: viewDiscover,
+        chain: createViemOwnershipChain({ client: eas.client, chainId, log: (event, fields) => log.warn(event, fields) }),
+      }),
       premiumRpc: {
         sessions,
         premiumRpc: createPremiumRpc({

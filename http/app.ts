@@ -9,6 +9,8 @@ import { artifactTrustRoutes } from "./routes/artifact_trust.ts";
 import { attestationListRoutes } from "./routes/attestation_list.ts";
 import { type AccountRoutesDeps, accountRoutes } from "./routes/accounts.ts";
 import { type PremiumRpcRoutesDeps, premiumRpcRoutes } from "./routes/premium_rpc.ts";
+import { subjectOwnershipRoutes } from "./routes/subject_ownership.ts";
+import type { VerifySubjectOwnership } from "../domain/subject_ownership.ts";
 import type { ListAttestations } from "../domain/list_attestations.ts";
 import { sessionRoutes, type SessionRoutesDeps } from "./routes/session.ts";
 import type { ArtifactTrust } from "../domain/artifact_trust.ts";
@@ -34,6 +36,8 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly session?: Omit<SessionRoutesDeps, "log"> | undefined;
   /** The accounts API (decisions §12); absent in tests that do not exercise it. */
   readonly accounts?: AccountRoutesDeps | undefined;
+  /** Subject-ownership proofs (decisions §12); absent in tests that do not exercise them. */
+  readonly subjectOwnership?: VerifySubjectOwnership | undefined;
   /** Premium reads (decisions §12); absent in tests that do not exercise them. */
   readonly premiumRpc?: Omit<PremiumRpcRoutesDeps, "log"> | undefined;
   /** Origins allowed to call the session routes with credentials (CORS_ORIGINS plus the public origin). */
@@ -189,6 +193,7 @@ export function createApp(deps: AppDeps) {
     .use(deps.session ? sessionRoutes({ ...deps.session, log: deps.log }) : new Elysia())
     .use(deps.accounts ? accountRoutes(deps.accounts) : new Elysia())
     .use(deps.premiumRpc ? premiumRpcRoutes({ ...deps.premiumRpc, log: deps.log }) : new Elysia())
+    .use(deps.subjectOwnership ? subjectOwnershipRoutes({ verify: deps.subjectOwnership, log: deps.log }) : new Elysia())
     .use(docRoutes(deps.publicBaseUrl ?? "http://127.0.0.1:8080"))
     .use(deps.metricsText ? metricsRoute(deps.metricsText) : new Elysia());
 }

@@ -412,6 +412,7 @@ function spyApp() {
     controller: { discover: spy("controllerEndpointConfirm", fail("INVALID_DID", "spy")) as never, confirm: spy("controllerConfirm", fail("INVALID_DID", "spy")) as never },
     artifactTrust: spy("artifactTrust", fail("NETWORK_ERROR", "spy")) as never,
     attestationList: spy("attestationList", fail("NETWORK_ERROR", "spy")) as never,
+    subjectOwnership: spy("subjectOwnership", fail("NETWORK_ERROR", "spy")) as never,
     accounts: {
       sessions: { authenticate: () => Promise.resolve({ ok: true, value: { account: { id: "a", address: A, plan: "free", createdAtMs: 0 } } }) } as never,
       accounts: { setDisplayName: spy("accountPatch", undefined) } as never,
@@ -482,6 +483,10 @@ const SAMPLES: Record<keyof typeof REQUEST_MODELS, { accepted: unknown[]; refuse
     ],
   },
   walletVerify: { accepted: [{ challengeId: "c", siweMessage: "m", signature: "0x12" }], refused: [{ challengeId: "c", siweMessage: "m" }, []] },
+  subjectOwnership: {
+    accepted: [{ subjectDid: "did:web:a.com", connectedWalletDid: CONTROLLER }, { subjectDid: "x", connectedWalletDid: "y", txHash: B32 }],
+    refused: [{ subjectDid: "did:web:a.com" }, { subjectDid: "did:web:a.com", connectedWalletDid: CONTROLLER, txHash: "0x12" }],
+  },
   accountPatch: { accepted: [{ displayName: "Alice" }, { displayName: null }], refused: [{}, { displayName: 5 }, { displayName: "x".repeat(101) }] },
   controllerWitness: {
     accepted: [
@@ -579,7 +584,7 @@ describe("request models", () => {
         checked.push(`${method} ${path}`);
       }
     }
-    expect(checked.length).toBe(24);
+    expect(checked.length).toBe(25);
     expect(new Set([...Object.keys(calls), "identityResolve"])).toEqual(new Set(Object.keys(REQUEST_MODELS)));
   });
 });

@@ -295,6 +295,23 @@ export const AccountMeModel = t.Object({
   ]),
   wallets: t.Array(t.Object({ did: t.String(), address: Address })),
 });
+/** `POST /api/verify/subject-ownership` (decisions §12). */
+export const SubjectOwnershipBody = t.Object({
+  subjectDid: t.String({ minLength: 1, maxLength: 2_048, description: "did:web, or the did:pkh of the wallet or of a contract" }),
+  connectedWalletDid: t.String({ minLength: 1, maxLength: 256, description: "The wallet's eip155 did:pkh" }),
+  txHash: t.Optional(t.String({ pattern: "^0x[0-9a-fA-F]{64}$", description: "The contract's creation, or an ownership transfer to the wallet" })),
+});
+export const SubjectOwnershipModel = t.Object({
+  ok: t.Boolean(),
+  status: t.Union([t.Literal("verified"), t.Literal("failed")]),
+  subjectDid: t.String(),
+  connectedWalletDid: t.String(),
+  method: t.Optional(t.Union(["dns", "did-document", "wallet", "contract", "minting-wallet", "transfer"].map((m) => t.Literal(m)))),
+  error: t.Optional(t.String()),
+  details: t.Optional(t.String({ description: "What would make the proof pass" })),
+  controllingWalletDid: t.Optional(t.String()),
+});
+
 /** `PATCH /api/private/accounts/me`. */
 export const AccountPatchBody = t.Object({
   displayName: t.Union([t.String({ maxLength: 100 }), t.Null()], { description: "Up to 100 characters; null or empty clears it" }),
@@ -419,6 +436,7 @@ export const REQUEST_MODELS = {
   walletChallenge: { body: ChallengeBody },
   walletVerify: { body: VerifyBody },
   accountPatch: { body: AccountPatchBody },
+  subjectOwnership: { body: SubjectOwnershipBody },
   controllerWitness: { body: ControllerWitnessBody },
 } as const satisfies Record<string, RequestModels>;
 

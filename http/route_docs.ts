@@ -17,6 +17,7 @@ import {
   type RouteDoc,
   SessionMeModel,
   SignedInModel,
+  SubjectOwnershipModel,
   SubscriptionCurrentModel,
   SuccessModel,
   TrustAnchorsModel,
@@ -208,7 +209,18 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     paths: ["/v1/session/logout", "/api/private/session/logout"],
     summary: "Revokes the session and clears the cookie",
     responses: { 200: { description: "Signed out", schema: SuccessModel }, 403: err("ORIGIN_NOT_ALLOWED"), 415: err("UNSUPPORTED_MEDIA_TYPE") },
+  },  {
+    method: "post",
+    paths: ["/api/verify/subject-ownership"],
+    summary: "Proves that a wallet owns a subject: did:web by DNS TXT or did.json, the wallet's own did:pkh, a contract whose owner() is the wallet, created by it (txHash) or transferred to it (txHash). No session needed",
+    request: REQUEST_MODELS.subjectOwnership,
+    responses: {
+      200: { description: "verified, or failed with error and details saying why", schema: SubjectOwnershipModel },
+      400: err("INVALID_JSON, INVALID_INPUT (field named), INVALID_DID"),
+      502: err("NETWORK_ERROR: a lookup could not be made (never reported as failed)"),
+    },
   },
+
   {
     method: "post",
     paths: ["/v1/controller-witness", "/api/private/controller-witness"],

@@ -1,0 +1,107 @@
+/**
+ * `POST /api/verify/subject-ownership` on the devnet with real DNS (issue 17, item 3): a did:web proven by DNS TXT,
+ * the wallet's own did:pkh, a contract by owner(), by its creation transaction and by an ownership transfer;
+ * failures say why; a lookup that cannot be made is 502.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createPublicClient, createWalletClient, type Hex, http } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
+import { ownedContract } from "./support/owned_contract.ts";
+import { type RpcProxy, startRpcProxy } from "./support/rpc_proxy.ts";
+import { startStack, type Stack } from "./harness.ts";
+
+let stack: Stack;
+let dns: DnsServer;
+let proxy: RpcProxy;
+const creatorKey = generatePrivateKey();
+const creator = privateKeyToAccount(creatorKey);
+const buyer = privateKeyToAccount(generatePrivateKey());
+const pkh = (address: string) => `did:pkh:eip155:31337:${address.toLowerCase()}`;
+let contract: Hex;
+let creationTx: Hex;
+let transferTx: Hex;
+
+beforeAll(async () => {
+  dns = await startDnsServer();
+  dns.setTxt("_controllers.owned.test", [[`v=1;controller=${pkh(creator.address)}`]]);
+  proxy = startRpcProxy("");
+  stack = await startStack({
+    env: { DNS_SERVERS: dns.address, ALLOW_PRIVATE_NETWORK: "true" },
+    rpcUrlFor: (url) => {
+      proxy.upstream = url;
+      return proxy.url;
+    },
+  });
+  const client = createPublicClient({ transport: http(stack.devnet.rpcUrl), pollingInterval: 20 });
+  await client.request({ method: "anvil_setBalance", params: [creator.address, "0x56bc75e2d63100000"] } as never);
+  const wallet = createWalletClient({ account: creator, transport: http(stack.devnet.rpcUrl) });
+  const { abi, bytecode } = await ownedContract();
+  creationTx = await wallet.deployContract({ abi, bytecode, chain: null });
+  contract = (await client.waitForTransactionReceipt({ hash: creationTx })).contractAddress!;
+  // A second contract, created by the creator and then transferred to the buyer.
+  const second = await wallet.deployContract({ abi, bytecode, chain: null });
+  const secondAddress = (await client.waitForTransactionReceipt({ hash: second })).contractAddress!;
+  transferTx = await wallet.writeContract({ address: secondAddress, abi: abi as never, functionName: "transferOwnership" as never, args: [buyer.address] as never, chain: null });
+  await client.waitForTransactionReceipt({ hash: transferTx });
+  transferred = secondAddress;
+}, 60_000);
+let transferred: Hex;
+afterAll(async () => {
+  await stack?.stop();
+  await proxy?.stop();
+  await dns?.stop();
+});
+
+async function verify(body: Record<string, unknown>) {
+  const res = await fetch(`${stack.baseUrl}/api/verify/subject-ownership`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() as Record<string, any> };
+}
+
+describe("subject ownership", () => {
+  test("a did:web by DNS TXT; another wallet fails with what to publish", async () => {
+    const ok = await verify({ subjectDid: "did:web:owned.test", connectedWalletDid: pkh(creator.address) });
+    expect(ok.body).toMatchObject({ ok: true, status: "verified", method: "dns", subjectDid: "did:web:owned.test", controllingWalletDid: pkh(creator.address) });
+    const other = await verify({ subjectDid: "owned.test", connectedWalletDid: pkh(buyer.address) });
+    expect(other.body).toMatchObject({ ok: false, status: "failed" });
+    expect(other.body.details).toContain(`_controllers.owned.test`);
+    expect(other.body.details).toContain(pkh(buyer.address));
+  });
+
+  test("the wallet's own did:pkh, on any eip155 chain", async () => {
+    const res = await verify({ subjectDid: `did:pkh:eip155:1:${buyer.address}`, connectedWalletDid: pkh(buyer.address) });
+    expect(res.body).toMatchObject({ ok: true, method: "wallet" });
+  });
+
+  test("a contract: by owner(), by its creation transaction, by an ownership transfer; the wrong wallet fails", async () => {
+    expect((await verify({ subjectDid: pkh(contract), connectedWalletDid: pkh(creator.address) })).body).toMatchObject({ ok: true, method: "contract" });
+    expect((await verify({ subjectDid: pkh(transferred), connectedWalletDid: pkh(creator.address), txHash: creationTx })).body)
+      .toMatchObject({ ok: false, status: "failed" });
+    expect((await verify({ subjectDid: pkh(contract), connectedWalletDid: pkh(creator.address), txHash: creationTx })).body)
+      .toMatchObject({ ok: true, method: "minting-wallet" });
+    expect((await verify({ subjectDid: pkh(transferred), connectedWalletDid: pkh(buyer.address), txHash: transferTx })).body)
+      .toMatchObject({ ok: true, method: "transfer" });
+    const stranger = await verify({ subjectDid: pkh(contract), connectedWalletDid: pkh(buyer.address) });
+    expect(stranger.body).toMatchObject({ ok: false, status: "failed", method: "contract" });
+    expect(stranger.body.error).toContain("owner()");
+    const eoa = await verify({ subjectDid: pkh(privateKeyToAccount(generatePrivateKey()).address), connectedWalletDid: pkh(buyer.address) });
+    expect(eoa.body).toMatchObject({ ok: false, status: "failed" });
+  });
+
+  test("bad input is 400; a chain that cannot be reached is 502 NETWORK_ERROR, never failed", async () => {
+    expect((await verify({ subjectDid: "did:web:owned.test" })).status).toBe(400);
+    expect((await verify({ subjectDid: "did:web:owned.test", connectedWalletDid: "did:web:nope.test" })).body.code).toBe("INVALID_DID");
+    proxy.onHttp = () => new Response("down", { status: 502 });
+    try {
+      const down = await verify({ subjectDid: pkh(contract), connectedWalletDid: pkh(buyer.address) });
+      expect([down.status, down.body.code]).toEqual([502, "NETWORK_ERROR"]);
+      expect(JSON.stringify(down.body)).not.toContain("127.0.0.1");
+    } finally {
+      proxy.onHttp = undefined;
+    }
+  });
+});
