@@ -19,7 +19,9 @@ let compiled: { abi: unknown[]; bytecode: Hex } | undefined;
 /** The ABI and creation bytecode of `Owned` (compiled once per process). */
 export async function ownedContract(): Promise<{ abi: unknown[]; bytecode: Hex }> {
   if (compiled !== undefined) return compiled;
-  const solc = (await import("solc")).default as { compile: (input: string) => string };
+  // solc ships no types; only its compile function is used.
+  const moduleName = "solc";
+  const solc = ((await import(moduleName)) as { default: { compile: (input: string) => string } }).default;
   const output = JSON.parse(solc.compile(JSON.stringify({
     language: "Solidity",
     sources: { "Owned.sol": { content: SOURCE } },
