@@ -31,6 +31,7 @@ import { wireIndex } from "./wire_index.ts";
 import { createRelayGuard, GAS_WINDOW_MS } from "./domain/relay_guard.ts";
 import { createPremiumRpc } from "./domain/premium_rpc.ts";
 import { createSubjectOwnership } from "./domain/subject_ownership.ts";
+import { createSubjects } from "./domain/subjects.ts";
 import { createViemOwnershipChain } from "./adapters/viem_ownership_chain.ts";
 import { createFetchRawRpc } from "./adapters/fetch_raw_rpc.ts";
 import { TYPICAL_ATTEST_GAS } from "./adapters/viem_eas.ts";
@@ -293,6 +294,11 @@ export async function startService(config: Config, options: StartServiceOptions 
       [{ value: (await replay.open(Number.MAX_SAFE_INTEGER)).length }]);
     metrics.gauge("ats_sponsored_writes_unsettled", "Sponsored writes reserved against a quota but not yet committed or released, all instances", async () =>
       [{ value: (await ledger.unsettled(Number.MAX_SAFE_INTEGER)).length }]);
+    const subjectOwnership = createSubjectOwnership({
+      discover: viewDiscover,
+      chain: createViemOwnershipChain({ client: eas.client, chainId, log: (event, fields) => log.warn(event, fields) }),
+    });
+    const subjects = createSubjects({ store: storage.subjects, ownership: subjectOwnership, clock: systemClock, random: cryptoRandom, chainId });
     const publicOrigin = new URL(config.publicBaseUrl).origin;
     const app = createApp({
       session: {
@@ -305,8 +311,11 @@ export async function startService(config: Config, options: StartServiceOptions 
         metrics,
         clientAddress: requestClientAddress,
         chainId,
+        primarySubject: (account) => subjects.primary(account),
       },
+      subjects: { sessions, subjects },
       accounts: {
+        primarySubject: (account) => subjects.primary(account),
         sessions,
         accounts,
         ledger,
@@ -315,10 +324,7 @@ export async function startService(config: Config, options: StartServiceOptions 
         chainId,
         premiumReads: { ledger: storage.premiumReads, limits: { free: config.premiumReads.free, paid: config.premiumReads.paid } },
       },
-      subjectOwnership: createSubjectOwnership({
-        discover: viewDiscover,
-        chain: createViemOwnershipChain({ client: eas.client, chainId, log: (event, fields) => log.warn(event, fields) }),
-      }),
+      subjectOwnership,
       premiumRpc: {
         sessions,
         premiumRpc: createPremiumRpc({

@@ -17,6 +17,8 @@ import { type ReplayRow, toReplayRecord } from "./sqlite_replay_store.ts";
 import { createPostgresIndexStore } from "./postgres_index_store.ts";
 import { createPostgresGasBudget, RELAY_GAS_TABLE } from "./postgres_gas_budget.ts";
 import { createPostgresPremiumReads, PREMIUM_READS_TABLE } from "./postgres_premium_reads.ts";
+import { createPostgresSubjects } from "./postgres_subjects.ts";
+import { subjectTables } from "./sqlite_subjects.ts";
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS replay (
@@ -96,6 +98,7 @@ const MIGRATIONS: readonly string[] = [
   `ALTER TABLE accounts ADD COLUMN IF NOT EXISTS display_name TEXT`,
   RELAY_GAS_TABLE,
   PREMIUM_READS_TABLE,
+  ...subjectTables("BIGINT"),
   `ALTER TABLE sessions ADD COLUMN IF NOT EXISTS wallet_provider_id TEXT`,
   `ALTER TABLE sessions ADD COLUMN IF NOT EXISTS execution_mode TEXT`,
   // The next transaction nonce of each service wallet, shared by every instance (see wallet nonces below).
@@ -400,6 +403,7 @@ export async function openPostgresStorage(url: string, options: { max?: number }
     indexStore: (scope) => createPostgresIndexStore(sql, scope),
     gasBudget: createPostgresGasBudget(sql),
     premiumReads: createPostgresPremiumReads(sql),
+    subjects: createPostgresSubjects(sql),
     async ping() {
       try {
         await sql`SELECT 1`;

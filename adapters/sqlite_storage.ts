@@ -4,6 +4,7 @@ import { openSqlite } from "./sqlite_database.ts";
 import { createSqliteIndexStore } from "./sqlite_index_store.ts";
 import { createSqliteGasBudget } from "./sqlite_gas_budget.ts";
 import { createSqlitePremiumReads } from "./sqlite_premium_reads.ts";
+import { createSqliteSubjects } from "./sqlite_subjects.ts";
 import { createSqliteReplayStore } from "./sqlite_replay_store.ts";
 
 /** The service's storage in one SQLite file (WAL); the default for a single machine. */
@@ -25,6 +26,7 @@ export function openSqliteStorage(path: string): Storage {
     indexStore: (scope) => Promise.resolve(createSqliteIndexStore(db, scope)),
     gasBudget: createSqliteGasBudget(db),
     premiumReads: createSqlitePremiumReads(db),
+    subjects: createSqliteSubjects(db),
     close() {
       db.close();
       return Promise.resolve();

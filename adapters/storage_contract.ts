@@ -307,6 +307,32 @@ export function storageContract(name: string, open: () => Promise<Storage>, opti
       expect((await accounts.findSession(hash))?.session).toMatchObject({ walletProviderId: "metamask", executionMode: "native" });
     });
 
+    test("subjects: one bootstrap under concurrency, replaced by the first added; unique per account; one default; removal passes the default on", async () => {
+      const { subjects } = await open();
+      const accountId = fresh("acct");
+      const subject = (id: string, did: string, bootstrap = false, createdAtMs = 1) => ({
+        id, accountId, canonicalDid: did, subjectDidHash: "0x", displayName: null, isDefault: false, bootstrap,
+        ownershipMethod: "wallet", ownershipWalletDid: "did:pkh:eip155:1:0xa", verifiedAtMs: createdAtMs, createdAtMs,
+      });
+      await Promise.all(Array.from({ length: 5 }, (_, i) => subjects.ensureBootstrap(subject(fresh("boot"), "did:pkh:eip155:1:0xa", true))));
+      expect((await subjects.list(accountId)).map((x) => [x.canonicalDid, x.isDefault, x.bootstrap])).toEqual([["did:pkh:eip155:1:0xa", true, true]]);
+      const [a, b2, c] = [fresh("s"), fresh("s"), fresh("s")];
+      expect(await subjects.add(subject(a, "did:web:a.test", false, 2))).toBe("added");
+      expect((await subjects.list(accountId)).map((x) => [x.id, x.isDefault])).toEqual([[a, true]]);
+      expect(await subjects.add(subject(fresh("s"), "did:web:a.test", false, 3))).toBe("exists");
+      expect(await subjects.add(subject(b2, "did:web:b.test", false, 4))).toBe("added");
+      expect(await subjects.add(subject(c, "did:web:c.test", false, 5))).toBe("added");
+      expect(await subjects.update(accountId, c, { isDefault: true, displayName: "C" })).toMatchObject({ id: c, isDefault: true, displayName: "C" });
+      expect((await subjects.list(accountId)).filter((x) => x.isDefault).map((x) => x.id)).toEqual([c]);
+      expect(await subjects.update(fresh("other"), c, { displayName: "x" })).toBeUndefined();
+      expect(await subjects.remove(fresh("other"), c)).toBe(false);
+      expect(await subjects.remove(accountId, c)).toBe(true);
+      expect((await subjects.list(accountId)).map((x) => [x.id, x.isDefault])).toEqual([[a, true], [b2, false]]);
+      // Another account may hold the same DID.
+      const other = fresh("acct");
+      expect(await subjects.add({ ...subject(fresh("s"), "did:web:a.test"), accountId: other })).toBe("added");
+    });
+
     test("quota: reserves up to the limit; reserved and broadcast count, released do not; committed is final", async () => {
       const { accounts, ledger } = await open();
       const account = await accounts.findOrCreateAccount(fresh("0xq"), fresh("acct"), 0);

@@ -10,6 +10,7 @@ import { attestationListRoutes } from "./routes/attestation_list.ts";
 import { type AccountRoutesDeps, accountRoutes } from "./routes/accounts.ts";
 import { type PremiumRpcRoutesDeps, premiumRpcRoutes } from "./routes/premium_rpc.ts";
 import { subjectOwnershipRoutes } from "./routes/subject_ownership.ts";
+import { type SubjectRoutesDeps, subjectRoutes } from "./routes/subjects.ts";
 import type { VerifySubjectOwnership } from "../domain/subject_ownership.ts";
 import type { ListAttestations } from "../domain/list_attestations.ts";
 import { sessionRoutes, type SessionRoutesDeps } from "./routes/session.ts";
@@ -38,6 +39,8 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly accounts?: AccountRoutesDeps | undefined;
   /** Subject-ownership proofs (decisions §12); absent in tests that do not exercise them. */
   readonly subjectOwnership?: VerifySubjectOwnership | undefined;
+  /** Subjects (decisions §12); absent in tests that do not exercise them. */
+  readonly subjects?: Omit<SubjectRoutesDeps, "log"> | undefined;
   /** Premium reads (decisions §12); absent in tests that do not exercise them. */
   readonly premiumRpc?: Omit<PremiumRpcRoutesDeps, "log"> | undefined;
   /** Origins allowed to call the session routes with credentials (CORS_ORIGINS plus the public origin). */
@@ -100,7 +103,16 @@ export function createApp(deps: AppDeps) {
         served.set(route.path, methods);
       }
     }
-    return served.get(path);
+    const exact = served.get(path);
+    if (exact !== undefined) return exact;
+    // A route with parameters (`/api/private/subjects/:id`) serves every path of its shape.
+    const parts = path.split("/");
+    for (const [pattern, methods] of served) {
+      if (!pattern.includes(":")) continue;
+      const shape = pattern.split("/");
+      if (shape.length === parts.length && shape.every((p, i) => p.startsWith(":") ? parts[i] !== "" : p === parts[i])) return methods;
+    }
+    return undefined;
   };
   const allowHeader = (methods: ReadonlySet<string>) => [...methods, "OPTIONS"].join(", ");
   const origins = new Set(deps.privateOrigins ?? []);
@@ -146,7 +158,8 @@ export function createApp(deps: AppDeps) {
     if (origin !== null && !trusted) {
       return json(errorBody("ORIGIN_NOT_ALLOWED", "Origin not allowed"), 403);
     }
-    if (!/^application\/json\s*(;|$)/i.test(request.headers.get("content-type") ?? "")) {
+    // A DELETE carries no body: its allowlisted origin is the guard (a cross-site DELETE is always preflighted).
+    if (method !== "DELETE" && !/^application\/json\s*(;|$)/i.test(request.headers.get("content-type") ?? "")) {
       return json(errorBody("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json"), 415, cors);
     }
   };
@@ -194,6 +207,7 @@ export function createApp(deps: AppDeps) {
     .use(deps.accounts ? accountRoutes(deps.accounts) : new Elysia())
     .use(deps.premiumRpc ? premiumRpcRoutes({ ...deps.premiumRpc, log: deps.log }) : new Elysia())
     .use(deps.subjectOwnership ? subjectOwnershipRoutes({ verify: deps.subjectOwnership, log: deps.log }) : new Elysia())
+    .use(deps.subjects ? subjectRoutes({ ...deps.subjects, log: deps.log }) : new Elysia())
     .use(docRoutes(deps.publicBaseUrl ?? "http://127.0.0.1:8080"))
     .use(deps.metricsText ? metricsRoute(deps.metricsText) : new Elysia());
 }

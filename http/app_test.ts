@@ -413,6 +413,7 @@ function spyApp() {
     artifactTrust: spy("artifactTrust", fail("NETWORK_ERROR", "spy")) as never,
     attestationList: spy("attestationList", fail("NETWORK_ERROR", "spy")) as never,
     subjectOwnership: spy("subjectOwnership", fail("NETWORK_ERROR", "spy")) as never,
+    subjects: { sessions: { authenticate: () => Promise.resolve(fail("UNAUTHENTICATED", "spy")) } as never, subjects: {} as never },
     accounts: {
       sessions: { authenticate: () => Promise.resolve({ ok: true, value: { account: { id: "a", address: A, plan: "free", createdAtMs: 0 } } }) } as never,
       accounts: { setDisplayName: spy("accountPatch", undefined) } as never,

@@ -442,7 +442,7 @@ export const REQUEST_MODELS = {
 
 /** One documented operation: the paths it is served on and its models. */
 export type RouteDoc = {
-  readonly method: "get" | "post" | "patch";
+  readonly method: "get" | "post" | "patch" | "delete";
   readonly paths: readonly string[];
   readonly summary: string;
   readonly request?: RequestModels | undefined;

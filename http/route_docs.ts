@@ -238,7 +238,44 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
       500: err("SCHEMA_NOT_DEPLOYED, SERVER_ERROR (no witness wallet, or the transaction reverted), SUBMISSION_FAILED (refused by the chain; not charged)"),
       503: err("OUTCOME_UNKNOWN (details: the transaction hash; the write stays reserved until settled), SUBMISSION_FAILED (the witness wallet cannot pay; nothing reserved)"),
     },
+  },  {
+    method: "get",
+    paths: ["/api/private/subjects"],
+    summary: "The signed-in account's subjects, default first (every account starts with its wallet's did:pkh)",
+    responses: { 200: { description: "{subjects: [Subject]}" }, 401: err("UNAUTHENTICATED") },
   },
+  {
+    method: "post",
+    paths: ["/api/private/subjects"],
+    summary: "Adds {did (or subjectDid), displayName?, txHash?} once the signed-in wallet is proven to own it (as /api/verify/subject-ownership); the first replaces the bootstrap subject and becomes default",
+    responses: {
+      201: { description: "{subject}" },
+      400: err("INVALID_JSON, INVALID_INPUT, INVALID_DID"),
+      401: err("UNAUTHENTICATED"),
+      403: err("SUBJECT_OWNERSHIP_VERIFICATION_FAILED (details: what to publish), ORIGIN_NOT_ALLOWED"),
+      409: err("SUBJECT_ALREADY_EXISTS: the account holds this DID already"),
+      502: err("NETWORK_ERROR: the ownership lookup could not be made"),
+    },
+  },
+  {
+    method: "get",
+    paths: ["/api/private/subjects/{id}"],
+    summary: "One subject of the signed-in account",
+    responses: { 200: { description: "{subject}" }, 401: err("UNAUTHENTICATED"), 404: err("SUBJECT_NOT_FOUND (unknown, or another account's)") },
+  },
+  {
+    method: "patch",
+    paths: ["/api/private/subjects/{id}"],
+    summary: "Renames ({displayName}) or makes default ({isDefault: true}) a subject",
+    responses: { 200: { description: "{subject}" }, 400: err("INVALID_INPUT"), 401: err("UNAUTHENTICATED"), 404: err("SUBJECT_NOT_FOUND") },
+  },
+  {
+    method: "delete",
+    paths: ["/api/private/subjects/{id}"],
+    summary: "Removes a subject; the oldest remaining one becomes default when the default went",
+    responses: { 200: { description: "{success: true, id}" }, 401: err("UNAUTHENTICATED"), 404: err("SUBJECT_NOT_FOUND") },
+  },
+
   {
     method: "get",
     paths: ["/metrics"],

@@ -499,3 +499,21 @@ export function fakeIndexStore() {
   };
   return store satisfies import("./attestation_index.ts").IndexStore;
 }
+
+/** The public relay's gas budget in memory, with the stores' rule: a charge that would pass the limit adds nothing. */
+export function fakeGasBudget() {
+  const windows = new Map<number, bigint>();
+  const budget = {
+    windows,
+    charges: 0,
+    used: (windowStartMs: number) => Promise.resolve(windows.get(windowStartMs) ?? 0n),
+    charge(windowStartMs: number, gas: bigint, limit: bigint) {
+      budget.charges++;
+      const next = (windows.get(windowStartMs) ?? 0n) + gas;
+      if (next > limit) return Promise.resolve(false);
+      windows.set(windowStartMs, next);
+      return Promise.resolve(true);
+    },
+  };
+  return budget satisfies import("./gas_budget.ts").GasBudget;
+}

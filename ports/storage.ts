@@ -2,6 +2,7 @@ import type { AccountStore, SponsoredWriteLedger } from "./accounts.ts";
 import type { IndexStore } from "./attestation_index.ts";
 import type { GasBudget } from "./gas_budget.ts";
 import type { PremiumReadLedger } from "./premium_reads.ts";
+import type { SubjectStore } from "./subjects.ts";
 import type { ReplayStore } from "./replay_store.ts";
 
 /**
@@ -20,6 +21,8 @@ export interface Storage {
   readonly gasBudget: GasBudget;
   /** Premium reads per account and year (decisions §12). */
   readonly premiumReads: PremiumReadLedger;
+  /** The subjects accounts hold (decisions §12). */
+  readonly subjects: SubjectStore;
   /** The attestation index of one EAS contract, kept in this database (its tables are made on first use). */
   readonly indexStore: (scope: { chainId: number; easAddress: string }) => Promise<IndexStore>;
   /** True when the database answers. */

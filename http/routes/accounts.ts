@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import { bootstrapSubject, readDisplayName, subscriptionView, walletDid } from "../../domain/account_views.ts";
+import { bootstrapSubject, type PrimarySubjectView, readDisplayName, subscriptionView, walletDid } from "../../domain/account_views.ts";
 import { type PlanPolicy, quotaYear } from "../../domain/plans.ts";
 import type { Sessions } from "../../domain/sessions.ts";
 import type { Account, AccountStore, SponsoredWriteLedger } from "../../ports/accounts.ts";
@@ -18,6 +18,8 @@ export type AccountRoutesDeps = {
   readonly plans: PlanPolicy;
   readonly clock: Clock;
   readonly chainId: number;
+  /** The account's default subject; absent: the wallet's own did:pkh. */
+  readonly primarySubject?: ((account: Account) => Promise<PrimarySubjectView>) | undefined;
   /** Premium reads and their limits per plan; absent: the subscription shows them as null. */
   readonly premiumReads?: { readonly ledger: PremiumReadLedger; readonly limits: Readonly<Record<Account["plan"], number>> } | undefined;
 };
@@ -51,7 +53,7 @@ export function accountRoutes(deps: AccountRoutesDeps) {
   const me = async (account: Account) => ({
     account: { id: account.id, displayName: account.displayName ?? null },
     subscription: await subscription(account),
-    primarySubject: bootstrapSubject(account, deps.chainId),
+    primarySubject: deps.primarySubject ? await deps.primarySubject(account) : bootstrapSubject(account, deps.chainId),
     wallets: [{ did: walletDid(account, deps.chainId), address: account.address }],
   });
 

@@ -31,6 +31,8 @@ export type SessionRoutesDeps = {
    * absent or undefined: the one key `unknown`.
    */
   readonly clientAddress?: ((request: Request) => string | undefined) | undefined;
+  /** The account's default subject; absent: the wallet's own did:pkh. */
+  readonly primarySubject?: ((account: Account) => Promise<{ canonicalDid: string; subjectDidHash: string }>) | undefined;
   /** The active chain: the wallet DIDs the answers show are did:pkh on it. */
   readonly chainId?: number | undefined;
 };
@@ -168,7 +170,7 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
     if (!auth.ok) return failure(auth);
     const { account, session } = auth.value;
     const wallet = walletView(account, session);
-    const primary = bootstrapSubject(account, chainId);
+    const primary = deps.primarySubject ? await deps.primarySubject(account) : bootstrapSubject(account, chainId);
     return json({
       account: accountView(account),
       session: { id: sessionId(session), expiresAt: new Date(session.expiresAtMs).toISOString() },

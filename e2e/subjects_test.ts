@@ -1,0 +1,111 @@
+/**
+ * Subjects of an account on the real service (issue 17, item 2): the bootstrap subject, adding a did:web proven by
+ * DNS, no duplicates in one account, no squatting across accounts, another account's subject not found, rename,
+ * default, delete; session/me and accounts/me follow the default.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { type Hex, keccak256, stringToBytes } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
+import { startStack, type Stack } from "./harness.ts";
+
+const APP = "https://app.test";
+let stack: Stack;
+let dns: DnsServer;
+const alice = generatePrivateKey();
+const bob = generatePrivateKey();
+const pkh = (key: Hex) => `did:pkh:eip155:31337:${privateKeyToAccount(key).address.toLowerCase()}`;
+
+beforeAll(async () => {
+  dns = await startDnsServer();
+  dns.setTxt("_controllers.shop.test", [[`v=1;controller=${pkh(alice)};controller=${pkh(bob)}`]]);
+  dns.setTxt("_controllers.bobs.test", [[`v=1;controller=${pkh(bob)}`]]);
+  stack = await startStack({
+    env: { SIWE_DOMAINS: "app.test", CORS_ORIGINS: APP, SIWE_CHALLENGE_RATE_PER_MINUTE: "1000", DNS_SERVERS: dns.address, ALLOW_PRIVATE_NETWORK: "true" },
+  });
+});
+afterAll(async () => {
+  await stack?.stop();
+  await dns?.stop();
+});
+
+async function call(method: string, path: string, cookie: string, body?: unknown) {
+  const res = await fetch(`${stack.baseUrl}${path}`, {
+    method,
+    headers: { origin: APP, cookie, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() as Record<string, any> };
+}
+
+async function signIn(key: Hex): Promise<string> {
+  const wallet = privateKeyToAccount(key);
+  const challenge = await (await fetch(`${stack.baseUrl}/v1/session/wallet/challenge`, {
+    method: "POST",
+    headers: { "content-type": "application/json", origin: APP },
+    body: JSON.stringify({ walletDid: `did:pkh:eip155:31337:${wallet.address}`, domain: "app.test", uri: `${APP}/login` }),
+  })).json() as { challengeId: string; siweMessage: string };
+  const res = await fetch(`${stack.baseUrl}/v1/session/wallet/verify`, {
+    method: "POST",
+    headers: { "content-type": "application/json", origin: APP },
+    body: JSON.stringify({ ...challenge, signature: await wallet.signMessage({ message: challenge.siweMessage }) }),
+  });
+  return res.headers.get("set-cookie")!.split(";")[0]!;
+}
+
+describe("subjects", () => {
+  test("bootstrap, add by DNS proof (replacing the bootstrap), duplicates, no squatting, not found across accounts, rename, default, delete", async () => {
+    const a = await signIn(alice);
+    const b = await signIn(bob);
+    const start = await call("GET", "/api/private/subjects", a);
+    expect(start.body.subjects).toHaveLength(1);
+    expect(start.body.subjects[0]).toMatchObject({ canonicalDid: pkh(alice), isDefault: true, ownership: { method: "wallet", walletDid: pkh(alice) } });
+
+    const added = await call("POST", "/api/private/subjects", a, { did: "shop.test", displayName: "Shop" });
+    expect(added.status).toBe(201);
+    expect(added.body.subject).toMatchObject({
+      canonicalDid: "did:web:shop.test",
+      subjectDidHash: keccak256(stringToBytes("did:web:shop.test")),
+      displayName: "Shop",
+      isDefault: true,
+      ownership: { method: "dns", walletDid: pkh(alice) },
+    });
+    const listed = await call("GET", "/api/private/subjects", a);
+    expect(listed.body.subjects.map((s: { canonicalDid: string }) => s.canonicalDid)).toEqual(["did:web:shop.test"]);
+    expect((await call("GET", "/v1/session/me", a)).body.primarySubject).toEqual({ canonicalDid: "did:web:shop.test", subjectDidHash: keccak256(stringToBytes("did:web:shop.test")) });
+    expect((await call("GET", "/api/private/accounts/me", a)).body.primarySubject).toMatchObject({ id: added.body.subject.id, displayName: "Shop" });
+
+    const twice = await call("POST", "/api/private/subjects", a, { subjectDid: "did:web:www.shop.test" });
+    expect([twice.status, twice.body.code]).toEqual([409, "SUBJECT_ALREADY_EXISTS"]);
+    const bobsToo = await call("POST", "/api/private/subjects", b, { did: "did:web:shop.test" });
+    expect(bobsToo.status).toBe(201);
+    const notHis = await call("GET", `/api/private/subjects/${added.body.subject.id}`, b);
+    expect([notHis.status, notHis.body.code]).toEqual([404, "SUBJECT_NOT_FOUND"]);
+    expect((await call("DELETE", `/api/private/subjects/${added.body.subject.id}`, b)).status).toBe(404);
+
+    const refused = await call("POST", "/api/private/subjects", a, { did: "did:web:bobs.test" });
+    expect([refused.status, refused.body.code]).toEqual([403, "SUBJECT_OWNERSHIP_VERIFICATION_FAILED"]);
+    expect(refused.body.details).toContain("_controllers.bobs.test");
+
+    const wallet = await call("POST", "/api/private/subjects", a, { did: pkh(alice) });
+    expect(wallet.body.subject).toMatchObject({ isDefault: false, ownership: { method: "wallet" } });
+    const renamed = await call("PATCH", `/api/private/subjects/${wallet.body.subject.id}`, a, { displayName: "Wallet", isDefault: true });
+    expect(renamed.body.subject).toMatchObject({ displayName: "Wallet", isDefault: true });
+    const order = (await call("GET", "/api/private/subjects", a)).body.subjects.map((s: { canonicalDid: string; isDefault: boolean }) => [s.canonicalDid, s.isDefault]);
+    expect(order).toEqual([[pkh(alice), true], ["did:web:shop.test", false]]);
+    expect((await call("DELETE", `/api/private/subjects/${wallet.body.subject.id}`, a)).body).toEqual({ success: true, id: wallet.body.subject.id });
+    expect((await call("GET", "/api/private/subjects", a)).body.subjects).toEqual([expect.objectContaining({ canonicalDid: "did:web:shop.test", isDefault: true })]);
+  });
+
+  test("bad input 400; without a session 401; a cross-origin DELETE is refused", async () => {
+    const a = await signIn(generatePrivateKey());
+    expect((await call("POST", "/api/private/subjects", a, {})).body.code).toBe("INVALID_INPUT");
+    expect((await call("POST", "/api/private/subjects", a, { did: "did:" })).body.code).toBe("INVALID_DID");
+    const id = (await call("GET", "/api/private/subjects", a)).body.subjects[0].id;
+    expect((await call("PATCH", `/api/private/subjects/${id}`, a, { isDefault: false })).body.code).toBe("INVALID_INPUT");
+    expect((await call("GET", "/api/private/subjects", "ats_session=nope")).status).toBe(401);
+    const cross = await fetch(`${stack.baseUrl}/api/private/subjects/${id}`, { method: "DELETE", headers: { origin: "https://evil.test", cookie: a } });
+    expect(cross.status).toBe(403);
+    expect((await call("GET", "/api/private/subjects", a)).body.subjects).toHaveLength(1);
+  });
+});
