@@ -86,7 +86,12 @@ describe("accounts API", () => {
         entitlementPeriodStart: `${year}-01-01T00:00:00.000Z`,
         entitlementPeriodEnd: `${year + 1}-01-01T00:00:00.000Z`,
       },
-      primarySubject: { id: `wallet:${address}`, canonicalDid: walletDid, subjectDidHash: keccak256(stringToBytes(walletDid)), displayName: null },
+      primarySubject: {
+        id: expect.stringMatching(/^sub_[0-9a-f]{24}$/),
+        canonicalDid: walletDid,
+        subjectDidHash: keccak256(stringToBytes(walletDid)),
+        displayName: null,
+      },
       wallets: [{ did: walletDid, address }],
     });
     const current = await call("GET", "/api/private/subscriptions/current", undefined, { cookie });

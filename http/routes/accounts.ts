@@ -24,6 +24,9 @@ export type AccountRoutesDeps = {
   readonly premiumReads?: { readonly ledger: PremiumReadLedger; readonly limits: Readonly<Record<Account["plan"], number>> } | undefined;
 };
 
+/** The primary subject's fields of decisions §12. */
+const pick = (s: PrimarySubjectView) => ({ id: s.id, canonicalDid: s.canonicalDid, subjectDidHash: s.subjectDidHash, displayName: s.displayName });
+
 const patchBody = compileRequestCheck(REQUEST_MODELS.accountPatch.body, {
   explain: (body) => {
     const read = readDisplayName(body);
@@ -53,7 +56,7 @@ export function accountRoutes(deps: AccountRoutesDeps) {
   const me = async (account: Account) => ({
     account: { id: account.id, displayName: account.displayName ?? null },
     subscription: await subscription(account),
-    primarySubject: deps.primarySubject ? await deps.primarySubject(account) : bootstrapSubject(account, deps.chainId),
+    primarySubject: pick(deps.primarySubject ? await deps.primarySubject(account) : bootstrapSubject(account, deps.chainId)),
     wallets: [{ did: walletDid(account, deps.chainId), address: account.address }],
   });
 
