@@ -18,7 +18,7 @@ import { findSchemaByName } from "../domain/schemas.ts";
 import { startStack } from "../e2e/harness.ts";
 import { writeAnchorsWithIssuers } from "../e2e/support/devnet_fixtures.ts";
 import { easWriter } from "../e2e/support/eas_writer.ts";
-import { type RpcCall, startRpcProxy } from "../e2e/support/rpc_proxy.ts";
+import { type RpcCall, inFrontOf, startRpcProxy } from "../e2e/support/rpc_proxy.ts";
 import type { Service } from "../main.ts";
 
 const REQUESTS = Number(process.argv[2] ?? 30);
@@ -34,10 +34,7 @@ const width = (call: RpcCall) => {
 proxy.onCall = (call) =>
   call.method === "eth_getLogs" && width(call) > WINDOW ? { code: -32005, message: "query exceeds max block range 20" } : undefined;
 const stack = await startStack({
-  rpcUrlFor: (url) => {
-    proxy.upstream = url;
-    return proxy.url;
-  },
+  rpcUrlFor: inFrontOf(proxy),
 });
 const { devnet } = stack;
 const anvil = createTestClient({ mode: "anvil", transport: http(devnet.rpcUrl, { timeout: 120_000 }) });

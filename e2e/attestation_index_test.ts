@@ -17,7 +17,7 @@ import type { Service } from "../main.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import { writeAnchorsWithIssuers } from "./support/devnet_fixtures.ts";
 import { easWriter } from "./support/eas_writer.ts";
-import { type RpcCall, type RpcProxy, startRpcProxy } from "./support/rpc_proxy.ts";
+import { type RpcCall, type RpcProxy, inFrontOf, startRpcProxy } from "./support/rpc_proxy.ts";
 import { startStack, type Stack } from "./harness.ts";
 
 // Anvil mines a few hundred empty blocks a second, so the provider's window is small and the chain 100 of them long.
@@ -44,10 +44,7 @@ beforeAll(async () => {
   proxy.onCall = (call) =>
     call.method === "eth_getLogs" && width(call) > WINDOW ? { code: -32005, message: "query exceeds max block range 20" } : undefined;
   stack = await startStack({
-    rpcUrlFor: (url) => {
-      proxy.upstream = url;
-      return proxy.url;
-    },
+    rpcUrlFor: inFrontOf(proxy),
   });
   writer = easWriter({ rpcUrl: stack.devnet.rpcUrl, easAddress: stack.devnet.easAddress });
   auditor = stack.devnet.keys.users[0] as Hex;

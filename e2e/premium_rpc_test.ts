@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createPublicClient, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { signInWithWallet, type WalletSession } from "../http/client/session.ts";
-import { type RpcProxy, startRpcProxy } from "./support/rpc_proxy.ts";
+import { type RpcProxy, inFrontOf, startRpcProxy } from "./support/rpc_proxy.ts";
 import { startStack, type Stack } from "./harness.ts";
 
 const APP = "https://app.test";
@@ -16,10 +16,7 @@ beforeAll(async () => {
   proxy = startRpcProxy("");
   stack = await startStack({
     env: { SIWE_DOMAINS: "app.test", CORS_ORIGINS: APP, FREE_PLAN_ANNUAL_PREMIUM_READS: "5", PREMIUM_RPC_MAX_LOG_RANGE: "100" },
-    rpcUrlFor: (url) => {
-      proxy.upstream = url;
-      return proxy.url;
-    },
+    rpcUrlFor: inFrontOf(proxy),
   });
 });
 afterAll(async () => {

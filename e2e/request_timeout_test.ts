@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { sha256, stringToBytes } from "viem";
 import { artifactDidFromDigest } from "../domain/did.ts";
 import { SERVER_IDLE_TIMEOUT_SECONDS } from "../main.ts";
-import { type RpcProxy, startRpcProxy } from "./support/rpc_proxy.ts";
+import { type RpcProxy, inFrontOf, startRpcProxy } from "./support/rpc_proxy.ts";
 import { startStack, type Stack } from "./harness.ts";
 
 let proxy: RpcProxy;
@@ -16,10 +16,7 @@ beforeAll(async () => {
   proxy = startRpcProxy("");
   stack = await startStack({
     env: { ARTIFACT_TRUST_RPC_TIMEOUT_MS: "4000" },
-    rpcUrlFor: (url) => {
-      proxy.upstream = url;
-      return proxy.url;
-    },
+    rpcUrlFor: inFrontOf(proxy),
   });
 });
 afterAll(async () => {

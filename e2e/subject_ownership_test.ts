@@ -8,7 +8,7 @@ import { createPublicClient, createWalletClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { ownedContract } from "./support/owned_contract.ts";
-import { type RpcProxy, startRpcProxy } from "./support/rpc_proxy.ts";
+import { type RpcProxy, inFrontOf, startRpcProxy } from "./support/rpc_proxy.ts";
 import { startStack, type Stack } from "./harness.ts";
 
 let stack: Stack;
@@ -28,10 +28,7 @@ beforeAll(async () => {
   proxy = startRpcProxy("");
   stack = await startStack({
     env: { DNS_SERVERS: dns.address, ALLOW_PRIVATE_NETWORK: "true" },
-    rpcUrlFor: (url) => {
-      proxy.upstream = url;
-      return proxy.url;
-    },
+    rpcUrlFor: inFrontOf(proxy),
   });
   const client = createPublicClient({ transport: http(stack.devnet.rpcUrl), pollingInterval: 20 });
   await client.request({ method: "anvil_setBalance", params: [creator.address, "0x56bc75e2d63100000"] } as never);

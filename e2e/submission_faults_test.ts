@@ -17,7 +17,7 @@ import { fetchSession, requestControllerWitness, signInWithWallet } from "../htt
 import { isAtsClientError } from "../http/client/errors.ts";
 import type { Service } from "../main.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
-import { type RpcCall, type RpcProxy, startRpcProxy } from "./support/rpc_proxy.ts";
+import { type RpcCall, type RpcProxy, inFrontOf, startRpcProxy } from "./support/rpc_proxy.ts";
 import { startStack, type Stack } from "./harness.ts";
 
 const APP = "https://app.test";
@@ -42,10 +42,7 @@ beforeAll(async () => {
   dns.setTxt("_controllers.faults.test", [[`v=1;controller=did:pkh:eip155:31337:${controllerKey.address}`]]);
   stack = await startStack({
     env: env(dns.address),
-    rpcUrlFor: (devnetUrl) => {
-      proxy.upstream = devnetUrl;
-      return proxy.url;
-    },
+    rpcUrlFor: inFrontOf(proxy),
   });
 });
 afterAll(async () => {

@@ -75,3 +75,11 @@ export function startRpcProxy(upstream: string): RpcProxy {
   });
   return Object.assign(proxy, { url: `http://127.0.0.1:${server.port}` });
 }
+
+/** For `startStack({ rpcUrlFor })`: points the proxy at the devnet and gives the service the proxy's URL. */
+export function inFrontOf(proxy: RpcProxy): (devnetRpcUrl: string) => string {
+  return (devnetRpcUrl) => {
+    proxy.upstream = devnetRpcUrl;
+    return proxy.url;
+  };
+}
