@@ -103,6 +103,10 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
     // the verdict once the chain's nonce is known (decisions §6 order).
     const clientSigner =
       request.clientNonce === undefined ? undefined : recoverSigner(deps.eas, request, signature.value, request.clientNonce);
+    const known = await deps.replay.find(signature.value.hex);
+    if (known !== undefined) return duplicate(known);
+    // The guard comes after the replay lookup (storage, no RPC): a signature already on record answers with its
+    // outcome whatever the limits, since resubmitting it is how a client learns what became of an OUTCOME_UNKNOWN.
     if (deps.guard !== undefined) {
       // The attester's bucket is charged only for signatures that are the attester's (for the nonce the client
       // names): someone else's garbage cannot spend a real attester's hourly allowance.
@@ -111,8 +115,6 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
       const refused = await deps.guard.admit({ clientKey: caller.clientKey ?? "unknown", attester: attesterKey });
       if (refused !== undefined) return refused;
     }
-    const known = await deps.replay.find(signature.value.hex);
-    if (known !== undefined) return duplicate(known);
     const delegate = deps.delegate;
     if (delegate === undefined) {
       return fail("NO_DELEGATE_KEY", "Server misconfigured: no delegate key available");
@@ -157,6 +159,8 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
       if (simulation.reason === "insufficient-funds") return cannotPay();
       return fail("RPC_ERROR", "The chain did not answer the simulation");
     }
+    // The budget is charged with the simulated gas (the transaction's gas limit, so never less than it spends),
+    // atomically and before signing; it is not refunded afterwards, whatever the outcome.
     const overBudget = await deps.guard?.charge(simulation.gas);
     if (overBudget !== undefined) {
       await deps.replay.release(key);

@@ -1,8 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { privateKeyToAccount } from "viem/accounts";
-import { fakeClock, fakeDelegate, fakeEasReader, fakeReplayStore } from "../ports/fakes.ts";
+import { fakeClock, fakeDelegate, fakeEasReader, fakeGasBudget, fakeReplayStore } from "../ports/fakes.ts";
 import { buildAttestTypedData, ZERO_UID } from "./attest_typed_data.ts";
 import { createDelegatedAttest, type DelegatedAttestDeps, NONCE_MOVED } from "./delegated_attest.ts";
+import { createRateLimiter } from "./rate_limit.ts";
+import { createRelayGuard } from "./relay_guard.ts";
 
 const SCHEMA = "0x7ab3911527e5e47eaab9f5a2c571060026532dde8cb4398185553053963b2a47";
 const OTHER_SCHEMA = "0x2b0d1100f7943c0c2ea29e35c1286bd860fa752124e035cafb503bb83f234805";
@@ -28,10 +30,11 @@ function setup(overrides: Partial<DelegatedAttestDeps> = {}) {
 
 async function signedBody(
   env: { clock: { nowMs: () => number }; eas: { chainId: number; easAddress: `0x${string}` } },
-  over: { nonce?: bigint; deadline?: bigint; schema?: `0x${string}`; revocable?: boolean; data?: `0x${string}` } = {},
+  over: { nonce?: bigint; deadline?: bigint; schema?: `0x${string}`; revocable?: boolean; data?: `0x${string}`; signer?: typeof account } = {},
 ) {
+  const signer = over.signer ?? account;
   const message = {
-    attester: account.address,
+    attester: signer.address,
     schema: over.schema ?? SCHEMA,
     recipient: "0x173a347faed486bb69081ef673c6e52c03f57f3e" as `0x${string}`,
     expirationTime: 0n,
@@ -43,12 +46,12 @@ async function signedBody(
     deadline: over.deadline ?? BigInt(Math.floor(env.clock.nowMs() / 1000) + 600),
   } as const;
   const typedData = buildAttestTypedData(env.eas, message);
-  const signature = await account.signTypedData(typedData);
+  const signature = await signer.signTypedData(typedData);
   const strings = Object.fromEntries(
     Object.entries(message).map(([k, v]) => [k, typeof v === "bigint" ? v.toString() : v]),
   );
   return {
-    attester: account.address,
+    attester: signer.address,
     signature,
     prepared: {
       delegatedRequest: { ...strings, easContractAddress: env.eas.easAddress, chainId: env.eas.chainId },
@@ -272,5 +275,123 @@ describe("createDelegatedAttest()", () => {
     expect(results.filter((r) => r.ok)).toHaveLength(1);
     expect(results.find((r) => !r.ok)).toMatchObject({ ok: false, code: "DUPLICATE" });
     expect(env.delegate.sent).toHaveLength(1);
+  });
+});
+
+describe("createDelegatedAttest() behind the public relay guard (decisions §12)", () => {
+  const other = privateKeyToAccount("0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a");
+  const stranger = privateKeyToAccount("0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6");
+
+  function guarded(options: { enabled?: boolean; ip?: number; attesterPerHour?: number; gasPerHour?: bigint; overrides?: Partial<DelegatedAttestDeps> } = {}) {
+    const clock = fakeClock();
+    const budget = fakeGasBudget();
+    const refusals: string[] = [];
+    const ip = options.ip ?? 100;
+    const perHour = options.attesterPerHour ?? 100;
+    const guard = createRelayGuard({
+      enabled: options.enabled ?? true,
+      clientRate: createRateLimiter(clock, { capacity: ip, perMinute: ip }),
+      attesterRate: createRateLimiter(clock, { capacity: perHour, perMinute: perHour / 60 }),
+      gasBudget: budget,
+      gasPerHour: options.gasPerHour ?? 1_000_000_000n,
+      typicalGas: 300_000n,
+      clock,
+      onRefusal: (reason) => refusals.push(reason),
+    });
+    return { ...setup({ clock, guard, ...options.overrides }), clock, budget, refusals };
+  }
+  /** What reached the chain or the replay store: a refusal of the guard must change none of it. */
+  const footprint = (env: ReturnType<typeof guarded>) => ({
+    reads: env.eas.calls,
+    simulations: env.delegate.simulations,
+    sent: env.delegate.sent.length,
+    records: env.replay.rows.size,
+    charges: env.budget.charges,
+  });
+
+  test("past the per-address rate: 429 RATE_LIMITED with retryAfterSeconds, before any RPC, nothing recorded; another address is served", async () => {
+    const env = guarded({ ip: 2 });
+    expect((await env.attest(await signedBody(env), { clientKey: "192.0.2.1" })).ok).toBe(true);
+    expect((await env.attest(await signedBody(env, { signer: other }), { clientKey: "192.0.2.1" })).ok).toBe(true);
+    const before = footprint(env);
+    const refused = await env.attest(await signedBody(env, { signer: stranger }), { clientKey: "192.0.2.1" });
+    expect(refused).toMatchObject({ ok: false, code: "RATE_LIMITED", retryAfterSeconds: 30 });
+    expect(footprint(env)).toEqual(before);
+    expect(env.refusals).toEqual(["client"]);
+    expect((await env.attest(await signedBody(env, { signer: stranger }), { clientKey: "192.0.2.2" })).ok).toBe(true);
+  });
+
+  test("past the per-attester rate: 429 from any address until the next token; a signature by someone else spends none of it", async () => {
+    const env = guarded({ attesterPerHour: 1 });
+    const forged = { ...(await signedBody(env, { signer: stranger })), attester: account.address };
+    expect(await env.attest(forged, { clientKey: "a" })).toMatchObject({ ok: false, code: "ATTESTER_MISMATCH" });
+    expect((await env.attest(await signedBody(env), { clientKey: "b" })).ok).toBe(true);
+    env.eas.nonces.set(account.address.toLowerCase(), 1n);
+    const before = footprint(env);
+    const refused = await env.attest(await signedBody(env, { nonce: 1n }), { clientKey: "c" });
+    expect(refused).toMatchObject({ ok: false, code: "RATE_LIMITED" });
+    const retryAfter = refused.ok ? 0 : refused.retryAfterSeconds ?? 0;
+    expect(retryAfter >= 3_599 && retryAfter <= 3_601).toBe(true);
+    expect(footprint(env)).toEqual(before);
+    expect(env.refusals).toEqual(["attester"]);
+    env.clock.set(env.clock.nowMs() + retryAfter * 1000);
+    expect((await env.attest(await signedBody(env, { nonce: 1n }), { clientKey: "c" })).ok).toBe(true);
+  });
+
+  test("no room in this hour's gas budget for a typical attestation: 429 until the next hour, before any RPC", async () => {
+    const env = guarded({ gasPerHour: 450_000n });
+    env.clock.set(env.clock.nowMs() + 1_000_000); // 1,000 s into the hour
+    expect((await env.attest(await signedBody(env), { clientKey: "a" })).ok).toBe(true);
+    expect([...env.budget.windows.values()]).toEqual([200_000n]); // the simulated gas
+    const before = footprint(env);
+    const refused = await env.attest(await signedBody(env, { signer: other }), { clientKey: "b" });
+    expect(refused).toMatchObject({ ok: false, code: "RATE_LIMITED", retryAfterSeconds: 2_600 });
+    expect(footprint(env)).toEqual(before);
+    expect(env.refusals).toEqual(["budget"]);
+    env.clock.set(env.clock.nowMs() + 2_600_000);
+    expect((await env.attest(await signedBody(env, { signer: other }), { clientKey: "b" })).ok).toBe(true);
+  });
+
+  test("simulated gas that does not fit the budget: 429, nothing sent, the signature released for a later try", async () => {
+    const env = guarded({ gasPerHour: 350_000n });
+    env.delegate.simulation = { ok: true, gas: 400_000n };
+    const body = await signedBody(env);
+    expect(await env.attest(body, { clientKey: "a" })).toMatchObject({ ok: false, code: "RATE_LIMITED", retryAfterSeconds: 3_600 });
+    expect([env.delegate.simulations, env.delegate.sent.length, env.replay.rows.size, env.budget.windows.size]).toEqual([1, 0, 0, 0]);
+    env.delegate.simulation = { ok: true, gas: 300_000n };
+    expect((await env.attest(body, { clientKey: "a" })).ok).toBe(true);
+    expect([...env.budget.windows.values()]).toEqual([300_000n]);
+  });
+
+  test("PUBLIC_RELAY=off: 403 PUBLIC_RELAY_DISABLED right after the body parses, before every other check and any RPC", async () => {
+    const env = guarded({ enabled: false, overrides: { mainnet: true, delegate: undefined } });
+    const body = await signedBody(env);
+    expect(await env.attest({ attester: body.attester })).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+    expect(await env.attest({ ...body, signature: "0x12" })).toMatchObject({ ok: false, code: "PUBLIC_RELAY_DISABLED" });
+    expect(footprint(env)).toEqual({ reads: 0, simulations: 0, sent: 0, records: 0, charges: 0 });
+    expect(env.refusals).toEqual(["disabled"]);
+  });
+
+  test("the guard follows the body checks and the replay lookup: refused bodies spend no token, a known signature answers past the limits", async () => {
+    const env = guarded({ ip: 1, attesterPerHour: 1 });
+    const past = BigInt(Math.floor(env.clock.nowMs() / 1000) - 1);
+    expect(await env.attest(await signedBody(env, { deadline: past }), { clientKey: "a" })).toMatchObject({ code: "SIGNATURE_EXPIRED" });
+    expect(await env.attest(await signedBody(env, { schema: OTHER_SCHEMA }), { clientKey: "a" })).toMatchObject({ code: "SCHEMA_NOT_SUBSIDIZED" });
+    expect(await env.attest({ ...(await signedBody(env)), signature: "0x12" }, { clientKey: "a" })).toMatchObject({ code: "INVALID_SIGNATURE" });
+    const body = await signedBody(env);
+    const first = await env.attest(body, { clientKey: "a" });
+    expect(first.ok).toBe(true);
+    // Both buckets are empty now; resubmitting the same signature still tells its outcome.
+    expect(await env.attest(body, { clientKey: "a" })).toMatchObject({ ok: false, code: "DUPLICATE", details: first.ok ? first.value.uid! : "" });
+    expect(env.refusals).toEqual([]);
+    env.eas.nonces.set(account.address.toLowerCase(), 1n);
+    expect(await env.attest(await signedBody(env, { nonce: 1n }), { clientKey: "a" })).toMatchObject({ code: "RATE_LIMITED" });
+  });
+
+  test("a refusal of the guard comes before NO_DELEGATE_KEY and the nonce read", async () => {
+    const env = guarded({ ip: 1, overrides: { delegate: undefined, eas: fakeEasReader({ failing: true }) } });
+    expect(await env.attest(await signedBody(env), { clientKey: "a" })).toMatchObject({ code: "NO_DELEGATE_KEY" });
+    expect(await env.attest(await signedBody(env, { signer: other }), { clientKey: "a" })).toMatchObject({ code: "RATE_LIMITED" });
+    expect(env.eas.calls).toBe(0);
   });
 });

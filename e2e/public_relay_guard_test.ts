@@ -8,6 +8,7 @@ import { createPublicClient, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { Service } from "../main.ts";
 import { signedReviewBody } from "./support/review_signer.ts";
+import { postgresUnavailableReason, startPostgres, type TestPostgres } from "./support/postgres.ts";
 import { startStack, type Stack } from "./harness.ts";
 
 let stack: Stack;
@@ -37,13 +38,18 @@ describe("the public relay guard", () => {
   test("an attester past its hourly allowance is 429 with Retry-After, and no transaction is sent", async () => {
     const service = await guarded({ PUBLIC_RELAY_ATTESTER_RATE_PER_HOUR: "2" });
     const key = generatePrivateKey();
-    for (const nonce of [0n, 1n]) expect((await attest(service, await signedReviewBody(target(), key, { nonce }))).status).toBe(200);
+    const first = await signedReviewBody(target(), key, { nonce: 0n });
+    expect((await attest(service, first)).status).toBe(200);
+    expect((await attest(service, await signedReviewBody(target(), key, { nonce: 1n }))).status).toBe(200);
     const before = await delegateNonce();
     const third = await attest(service, await signedReviewBody(target(), key, { nonce: 2n }));
     expect([third.status, third.body.code]).toEqual([429, "RATE_LIMITED"]);
     expect(Number(third.retryAfter)).toBeGreaterThan(0);
     expect(third.body.elapsed).toMatch(/ms$/);
     expect(await delegateNonce()).toBe(before);
+    // A signature already on record still answers with its outcome past the limit (how a client settles a doubt).
+    const again = await attest(service, first);
+    expect([again.status, again.body.code]).toEqual([409, "DUPLICATE"]);
     // Someone else's garbage naming an attester does not spend that attester's allowance.
     const fresh = generatePrivateKey();
     for (let i = 0; i < 3; i++) {
@@ -81,6 +87,31 @@ describe("the public relay guard", () => {
     const metrics = await (await fetch(`${service.url}/metrics`)).text();
     expect(metrics).toMatch(/ats_public_relay_refusals_total\{reason="budget"\} 1/);
     expect(metrics).toMatch(/ats_public_relay_gas_used \d{6}/);
+  });
+
+  describe.skipIf(postgresUnavailableReason() !== undefined)("on PostgreSQL", () => {
+    let pg: TestPostgres | undefined;
+    beforeAll(async () => {
+      pg = await startPostgres();
+    }, 60_000);
+    afterAll(async () => await pg?.stop());
+    const gasUsed = async (service: Service) =>
+      Number(/ats_public_relay_gas_used (\d+)/.exec(await (await fetch(`${service.url}/metrics`)).text())![1]);
+
+    test("two instances share the hourly gas budget: what one spent, the other cannot spend", async () => {
+      const probe = await guarded({});
+      expect((await attest(probe, await signedReviewBody(target(), generatePrivateKey()))).status).toBe(200);
+      // Room for one review, then none for a typical attestation, as in the SQLite case above.
+      const env = { DATABASE_URL: pg!.url, PUBLIC_RELAY_GAS_BUDGET_PER_HOUR: String(await gasUsed(probe) + 200_000) };
+      const one = await stack.restartService(env);
+      const two = await stack.restartService(env);
+      expect((await attest(one, await signedReviewBody(target(), generatePrivateKey()))).status).toBe(200);
+      expect(await gasUsed(two)).toBe(await gasUsed(one));
+      const before = await delegateNonce();
+      const refused = await attest(two, await signedReviewBody(target(), generatePrivateKey()));
+      expect([refused.status, refused.body.code, Number(refused.retryAfter) > 0]).toEqual([429, "RATE_LIMITED", true]);
+      expect(await delegateNonce()).toBe(before);
+    });
   });
 
   test("PUBLIC_RELAY=off closes the route with 403 PUBLIC_RELAY_DISABLED", async () => {

@@ -78,15 +78,19 @@ export function routable(request: Request): Request {
 /**
  * The client's address: the peer's, or behind `trustProxy` proxies (`TRUST_PROXY`), the address that many hops
  * from the right of `X-Forwarded-For` (each proxy appends the address it received from). A header shorter than
- * that, or an entry that is not an IP address, falls back to the peer: a client cannot choose its own key.
+ * that, or an entry that is not an IP address, falls back to the peer: a client cannot choose its own key (skipping
+ * a bad entry instead would move the count left, into what the client wrote). A port some balancers add
+ * (`192.0.2.1:5678`, `[2001:db8::1]:443`) is dropped.
  */
 export function clientAddressOf(request: Request, peer: string | undefined, trustProxy: number): string | undefined {
   if (trustProxy <= 0) return peer;
   const header = request.headers.get("x-forwarded-for");
   if (header === null || header.length > 4_096) return peer;
   const hops = header.split(",").map((h) => h.trim());
-  const candidate = hops[hops.length - trustProxy];
-  if (candidate === undefined || classifyAddress(candidate) === undefined) return peer;
+  const entry = hops[hops.length - trustProxy];
+  if (entry === undefined) return peer;
+  const candidate = /^\[[^\]]+\]:\d{1,5}$|^\d{1,3}(\.\d{1,3}){3}:\d{1,5}$/.test(entry) ? entry.slice(0, entry.lastIndexOf(":")) : entry;
+  if (classifyAddress(candidate) === undefined) return peer;
   return candidate;
 }
 
