@@ -208,7 +208,7 @@ export async function startService(config: Config, options: StartServiceOptions 
     const witnessSchemaUid = chain.value.schemas["controller-witness"] as `0x${string}` | undefined;
     if (witnessKey !== undefined) eas.senderFor(witnessKey);
     const reconcile = createSubmissionReconciler({
-      books: [replayBook(replay), witnessBook(ledger, systemClock)],
+      books: [replayBook(replay, eas.reader), witnessBook(ledger, systemClock)],
       txStatus: createViemTxStatusReader({
         client: eas.client,
         easAddress,

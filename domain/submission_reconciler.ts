@@ -18,7 +18,7 @@
  * database no other instance uses, the grace is 0 and every open row is settled before the first request.
  */
 import type { Clock } from "../ports/clock.ts";
-import type { HexString } from "../ports/eas.ts";
+import type { EasReader, HexString } from "../ports/eas.ts";
 import type { SponsoredWriteLedger } from "../ports/accounts.ts";
 import type { ReplayStore } from "../ports/replay_store.ts";
 import type { OpenSubmission, SubmissionBook, TxStatusReader } from "../ports/submissions.ts";
@@ -70,8 +70,21 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
         await book.reverted(row.id, row.txHash, status.blockNumber);
         report.reverted++;
         return;
-      case "replaced":
+      case "replaced": {
+        // A node restored from a snapshot (or one that pruned history) may no longer find a mined transaction:
+        // when what it spends is spent, it landed; releasing it would let the signature look unused.
+        const spent = await book.spent?.(row.id);
+        if (spent === undefined && book.spent !== undefined) {
+          report.open++;
+          return;
+        }
+        if (spent === true) {
+          await book.mined(row.id, { txHash: row.txHash, uid: null, blockNumber: 0n });
+          report.mined++;
+          return;
+        }
         return await release();
+      }
       case "not-found": {
         const rebroadcast = deps.txStatus.rebroadcast;
         if (row.tx === null || rebroadcast === undefined) {
@@ -100,9 +113,19 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
   }
 }
 
-/** The delegated attestations' replay records as a book: released rows are forgotten (the signature works again). */
-export function replayBook(replay: ReplayStore): SubmissionBook {
+/**
+ * The delegated attestations' replay records as a book: released rows are forgotten (the signature works again).
+ * With the EAS reader, a row whose transaction is gone while the attester's EAS nonce moved past the signature's is
+ * recorded as mined (uid and block unknown) instead: the signature can never be used again.
+ */
+export function replayBook(replay: ReplayStore, eas?: EasReader): SubmissionBook {
   return {
+    spent: eas === undefined ? undefined : async (key) => {
+      const record = await replay.find(key);
+      if (record === undefined) return undefined;
+      const nonce = await eas.getAttesterNonce(record.attester as HexString);
+      return nonce.ok ? nonce.nonce > record.nonce : undefined;
+    },
     name: "delegated_attestations",
     open: async (createdBeforeMs) =>
       (await replay.open(createdBeforeMs)).map((r) => ({

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { HexString, SignedTx } from "../ports/eas.ts";
-import { fakeClock, fakeReplayStore, fakeWriteLedger } from "../ports/fakes.ts";
+import { fakeClock, fakeEasReader, fakeReplayStore, fakeWriteLedger } from "../ports/fakes.ts";
 import type { Rebroadcast, TxStatus } from "../ports/submissions.ts";
 import { createSubmissionReconciler, replayBook, witnessBook } from "./submission_reconciler.ts";
 
@@ -140,5 +140,28 @@ describe("createSubmissionReconciler()", () => {
     expect(await reconcile()).toMatchObject({ released: 1, rebroadcast: 0, open: 1 });
     expect([(await ledger.find("stale"))?.state, (await ledger.find("recent"))?.state]).toEqual(["released", "broadcast"]);
     expect(chain.rebroadcasts).toEqual([]);
+  });
+
+  test("a delegated transaction the node no longer finds, its wallet nonce spent: mined when the attester's EAS nonce moved past the signature's", async () => {
+    const clock = fakeClock(1_000_000);
+    const replay = fakeReplayStore();
+    for (const [key, nonce] of [["landed", 0n], ["never", 1n]] as const) {
+      await replay.claim({ ...claim(key, nonce, 0), attester: key });
+      await replay.markSigned(key, tx(key, Number(nonce)));
+      await replay.markSent(key);
+    }
+    const eas = fakeEasReader();
+    eas.nonces.set("landed", 1n);
+    eas.nonces.set("never", 1n);
+    const chain = fakeChain({ "0xlanded": { status: "replaced" }, "0xnever": { status: "replaced" } });
+    const reconcile = createSubmissionReconciler({ books: [replayBook(replay, eas)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    expect(await reconcile()).toMatchObject({ mined: 1, released: 1 });
+    expect(await replay.find("landed")).toMatchObject({ state: "mined", txHash: "0xlanded", uid: null });
+    expect(await replay.find("never")).toBeUndefined();
+    eas.failing = true;
+    await replay.claim({ ...claim("unknown", 0n, 0), attester: "unknown" });
+    await replay.markSigned("unknown", tx("unknown", 2));
+    chain.statuses["0xunknown"] = { status: "replaced" };
+    expect(await reconcile()).toMatchObject({ open: 1, released: 0 });
   });
 });

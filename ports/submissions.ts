@@ -52,4 +52,10 @@ export interface SubmissionBook {
   readonly reverted: (id: string, txHash: string, blockNumber: bigint) => Promise<void>;
   /** Gives the submission back: the same signature (or quota) can be used again. */
   readonly release: (id: string) => Promise<void>;
+  /**
+   * Whether what the submission would spend is spent already although its transaction cannot be found (for a
+   * delegated attestation: the attester's EAS nonce moved past the signature's); undefined when it cannot be told.
+   * Such a submission is recorded as mined, never released.
+   */
+  readonly spent?: ((id: string) => Promise<boolean | undefined>) | undefined;
 }
