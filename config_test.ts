@@ -49,6 +49,19 @@ describe("readConfig()", () => {
     }
   });
 
+  test("premium reads: 100 and 100,000 a year, log ranges of 50,000 blocks; bad values name the variable", () => {
+    expect(readConfig({}).premiumReads).toEqual({ free: 100, paid: 100_000, maxLogRange: 50_000 });
+    expect(readConfig({ FREE_PLAN_ANNUAL_PREMIUM_READS: "5", PAID_PLAN_ANNUAL_PREMIUM_READS: "0", PREMIUM_RPC_MAX_LOG_RANGE: "1" }).premiumReads)
+      .toEqual({ free: 5, paid: 0, maxLogRange: 1 });
+    for (const [name, bad] of [
+      ["FREE_PLAN_ANNUAL_PREMIUM_READS", "-1"], ["FREE_PLAN_ANNUAL_PREMIUM_READS", "many"], ["PAID_PLAN_ANNUAL_PREMIUM_READS", "1e5"],
+      ["PAID_PLAN_ANNUAL_PREMIUM_READS", "2.5"], ["PREMIUM_RPC_MAX_LOG_RANGE", "0"], ["PREMIUM_RPC_MAX_LOG_RANGE", "0x10"],
+      ["PREMIUM_RPC_MAX_LOG_RANGE", "99999999999999999999"],
+    ] as const) {
+      expect(() => readConfig({ [name]: bad })).toThrow(new RegExp(name));
+    }
+  });
+
   test("the public relay's settings and TRUST_PROXY have their defaults and refuse bad values, naming the variable", () => {
     expect(readConfig({}).publicRelay).toEqual({ enabled: true, ipPerMinute: 30, attesterPerHour: 20, gasPerHour: 50_000_000n });
     expect(readConfig({}).trustProxy).toBe(0);

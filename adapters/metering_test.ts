@@ -68,6 +68,23 @@ function premiumContract(name: string, open: () => Promise<PremiumReadLedger>) {
     await reads.release(account, 2026, 2);
     expect(await reads.used(account, 2026)).toBe(3);
     expect(await reads.reserve(account, 2026, 6, 5)).toBe(false);
+    // A read that fits exactly is taken; a reservation larger than the whole limit never is.
+    expect(await reads.reserve(account, 2026, 2, 5)).toBe(true);
+    expect(await reads.reserve(`${account}-fresh`, 2026, 6, 5)).toBe(false);
+    expect(await reads.used(`${account}-fresh`, 2026)).toBe(0);
+  });
+
+  test(`${name}: a release never goes below zero and never creates a row`, async () => {
+    const reads = await open();
+    const account = `premium-release-${Date.now()}-${++accountCounter}`;
+    await reads.release(account, 2026, 4);
+    expect(await reads.used(account, 2026)).toBe(0);
+    // Had the release left -4 behind, nine reads would now fit under a limit of five.
+    expect(await reads.reserve(account, 2026, 9, 5)).toBe(false);
+    expect(await reads.reserve(account, 2026, 2, 5)).toBe(true);
+    await reads.release(account, 2026, 7);
+    expect(await reads.used(account, 2026)).toBe(0);
+    expect(await reads.reserve(account, 2026, 5, 5)).toBe(true);
   });
 
   test(`${name}: thirty parallel reservations of one read with ten left: exactly ten succeed`, async () => {
@@ -76,6 +93,14 @@ function premiumContract(name: string, open: () => Promise<PremiumReadLedger>) {
     const results = await Promise.all(Array.from({ length: 30 }, () => reads.reserve(account, 2026, 1, 10)));
     expect(results.filter(Boolean)).toHaveLength(10);
     expect(await reads.used(account, 2026)).toBe(10);
+  });
+
+  test(`${name}: parallel batches of three with ten left: exactly three succeed, none half-taken`, async () => {
+    const reads = await open();
+    const account = `premium-batch-${Date.now()}-${++accountCounter}`;
+    const results = await Promise.all(Array.from({ length: 12 }, () => reads.reserve(account, 2026, 3, 10)));
+    expect(results.filter(Boolean)).toHaveLength(3);
+    expect(await reads.used(account, 2026)).toBe(9);
   });
 }
 

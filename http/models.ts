@@ -1,4 +1,5 @@
 import { type TSchema, Type as t } from "@sinclair/typebox";
+import { MAX_BATCH, PREMIUM_METHODS } from "../domain/premium_rpc.ts";
 import { TrustAnchorsModel } from "../domain/trust_anchors.ts";
 
 /** The one error body. */
@@ -417,6 +418,28 @@ export const ControllerWitnessModel = t.Object({
   observedAt: t.Integer({ description: "Unix seconds of the observation" }),
   method: t.Union([t.Literal("dns-txt"), t.Literal("did-json")]),
 });
+
+/** One JSON-RPC 2.0 request of the premium proxy (decisions §12). */
+export const JsonRpcRequestModel = t.Object({
+  jsonrpc: t.Literal("2.0"),
+  id: t.Optional(t.Union([t.String(), t.Number(), t.Null()], { description: "Echoed in the answer (absent: null)" })),
+  method: t.String({ minLength: 1, description: `Forwarded: ${[...PREMIUM_METHODS].join(", ")}; any other is answered with a JSON-RPC error -32601` }),
+  params: t.Optional(t.Array(t.Unknown())),
+});
+/** The body of `POST /api/private/rpc-premium`: one request, or a batch whose calls are each answered on their own. */
+export const PremiumRpcBody = t.Union([
+  JsonRpcRequestModel,
+  t.Array(t.Unknown(), { minItems: 1, maxItems: MAX_BATCH, description: "A batch: a malformed call in it is answered with a JSON-RPC error -32600" }),
+], { description: `A JSON-RPC 2.0 request object, or a batch (array) of 1 to ${MAX_BATCH}` });
+/** One JSON-RPC 2.0 response: the node's result or error, or the proxy's refusal (-32600, -32601, -32602, -32603). */
+export const JsonRpcResponseModel = t.Object({
+  jsonrpc: t.Literal("2.0"),
+  id: t.Union([t.String(), t.Number(), t.Null()]),
+  result: t.Optional(t.Unknown()),
+  error: t.Optional(t.Object({ code: t.Integer(), message: t.String(), data: t.Optional(t.Unknown()) })),
+});
+/** The answer of `POST /api/private/rpc-premium`: one response, or an array in the batch's order. */
+export const PremiumRpcResponseModel = t.Union([JsonRpcResponseModel, t.Array(JsonRpcResponseModel)]);
 
 /** The request models of one operation: a query object or a JSON body. */
 export type RequestModels = { readonly query?: TSchema | undefined; readonly body?: TSchema | undefined };

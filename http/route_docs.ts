@@ -12,6 +12,7 @@ import {
   HealthModel,
   IdentityResolveResponse,
   NonceRecordModel,
+  PremiumRpcResponseModel,
   ReadyModel,
   REQUEST_MODELS,
   type RouteDoc,
@@ -190,13 +191,14 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     paths: ["/v1/session/me", "/api/private/session/me"],
     summary: "The signed-in account, its session and its sponsored-write quota",
     responses: { 200: { description: "Session", schema: SessionMeModel }, 401: err("UNAUTHENTICATED") },
-  },  {
+  },
+  {
     method: "post",
     paths: ["/api/private/rpc-premium"],
-    summary: "Read-only JSON-RPC (one call or a batch of up to 100) forwarded to the chain for the signed-in account; each forwarded call is one premium read. Other methods and eth_getLogs ranges over PREMIUM_RPC_MAX_LOG_RANGE are JSON-RPC error objects, never forwarded",
+    summary: "Read-only JSON-RPC (one call or a batch of up to 100) forwarded to the chain for the signed-in account; each forwarded call is one premium read. Other methods (-32601), eth_getLogs ranges over PREMIUM_RPC_MAX_LOG_RANGE (-32602) and malformed calls of a batch (-32600) are JSON-RPC error objects, never forwarded nor counted",
     responses: {
-      200: { description: "The JSON-RPC response object, or an array in the batch's order" },
-      400: err("INVALID_JSON, INVALID_INPUT (not a request or batch, empty, over 100 calls)"),
+      200: { description: "The JSON-RPC response object, or an array in the batch's order", schema: PremiumRpcResponseModel },
+      400: err("INVALID_JSON, INVALID_INPUT (not a JSON-RPC request object or batch, naming the field; an empty batch; over 100 calls)"),
       401: err("UNAUTHENTICATED"),
       403: err("PREMIUM_READ_LIMIT_EXCEEDED (nothing forwarded), ORIGIN_NOT_ALLOWED"),
       415: err("UNSUPPORTED_MEDIA_TYPE"),

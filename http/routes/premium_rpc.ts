@@ -1,22 +1,33 @@
 import { Elysia } from "elysia";
-import type { PremiumRpc } from "../../domain/premium_rpc.ts";
+import { MAX_BATCH, type PremiumRpc, requestShapeFault } from "../../domain/premium_rpc.ts";
 import type { Sessions } from "../../domain/sessions.ts";
 import type { Logger } from "../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
-import { parseJsonBody, readBodyText } from "./request.ts";
+import { PremiumRpcBody } from "../models.ts";
+import { compileRequestCheck, readBodyText } from "./request.ts";
 import { tokenOf } from "./session.ts";
 
 /** What the premium route needs. */
 export type PremiumRpcRoutesDeps = { readonly sessions: Sessions; readonly premiumRpc: PremiumRpc; readonly log: Logger };
 
+/** The body's check, in the domain's words: the field of a single request, or what is wrong with the batch. */
+const premiumBody = compileRequestCheck(PremiumRpcBody, {
+  explain(value) {
+    if (Array.isArray(value)) return value.length === 0 ? "An empty batch" : `A batch holds at most ${MAX_BATCH} calls`;
+    if (typeof value !== "object" || value === null) return "Body must be a JSON-RPC request object or a batch (array)";
+    return requestShapeFault(value)?.message;
+  },
+});
+
 /**
  * `POST /api/private/rpc-premium` (decisions §12): read-only JSON-RPC for the signed-in account, each forwarded
- * call counted as one premium read. Errors of the request as a whole use the service's error body; refusals of
- * single calls are JSON-RPC error objects in the answer.
+ * call counted as one premium read. Order: body (400) → session (401) → the proxy (403 limit, 502 node).
+ * Errors of the request as a whole use the service's error body; refusals of single calls are JSON-RPC error
+ * objects in the answer.
  */
 export function premiumRpcRoutes(deps: PremiumRpcRoutesDeps) {
   return new Elysia({ name: "premium-rpc-routes" }).post("/api/private/rpc-premium", async ({ body, request }) => {
-    const parsed = parseJsonBody(body);
+    const parsed = premiumBody.readJson(body);
     if (!parsed.ok) return json(errorBody(parsed.code, parsed.message), statusOf(parsed.code));
     const auth = await deps.sessions.authenticate(tokenOf(request));
     if (!auth.ok) return json(errorBody("UNAUTHENTICATED", auth.message), 401);
