@@ -78,6 +78,11 @@ export type Config = {
   };
   readonly trustProxy: number;
   /**
+   * The private relay (decisions §12): `SUBJECT_SCOPED_SCHEMAS` (schema names only a subject's owner may write;
+   * default key-binding, linked-identifier, user-review-response) and `MAX_GAS_PER_TX` (default 1000000).
+   */
+  readonly privateRelay: { readonly subjectScoped: readonly string[]; readonly maxGasPerTx: number };
+  /**
    * Premium reads (decisions §12): `FREE_PLAN_ANNUAL_PREMIUM_READS` (default 100), `PAID_PLAN_ANNUAL_PREMIUM_READS`
    * (default 100000), `PREMIUM_RPC_MAX_LOG_RANGE` (blocks, default 50000).
    */
@@ -225,6 +230,10 @@ export function readConfig(env: Env): Config {
       gasPerHour: BigInt(int("PUBLIC_RELAY_GAS_BUDGET_PER_HOUR", 50_000_000, 1)),
     },
     trustProxy: int("TRUST_PROXY", 0, 0, 16),
+    privateRelay: {
+      subjectScoped: list("SUBJECT_SCOPED_SCHEMAS", ["key-binding", "linked-identifier", "user-review-response"]),
+      maxGasPerTx: int("MAX_GAS_PER_TX", 1_000_000, 21_000),
+    },
     premiumReads: {
       free: int("FREE_PLAN_ANNUAL_PREMIUM_READS", 100),
       paid: int("PAID_PLAN_ANNUAL_PREMIUM_READS", 100_000),

@@ -32,6 +32,7 @@ import { createRelayGuard, GAS_WINDOW_MS } from "./domain/relay_guard.ts";
 import { createPremiumRpc } from "./domain/premium_rpc.ts";
 import { createSubjectOwnership } from "./domain/subject_ownership.ts";
 import { createSubjects } from "./domain/subjects.ts";
+import { createPrivateRelay } from "./domain/private_relay.ts";
 import { createViemOwnershipChain } from "./adapters/viem_ownership_chain.ts";
 import { createFetchRawRpc } from "./adapters/fetch_raw_rpc.ts";
 import { TYPICAL_ATTEST_GAS } from "./adapters/viem_eas.ts";
@@ -109,6 +110,9 @@ export async function startService(config: Config, options: StartServiceOptions 
     }
     const subsidized = subsidizedSchemaMap(chain.value, config.subsidizedSchemas);
     if (!subsidized.ok) throw new StartupError(`SUBSIDIZED_SCHEMAS: ${subsidized.message}`);
+    // The private relay takes every anchored schema; the plan decides which an account may write.
+    const relaySchemas = subsidizedSchemaMap(chain.value, Object.keys(chain.value.schemas));
+    if (!relaySchemas.ok) throw new StartupError(`TRUST_ANCHORS_PATH: ${relaySchemas.message}`);
 
     const storage = await openStorage(config);
     const { replay, accounts, ledger } = storage;
@@ -314,6 +318,32 @@ export async function startService(config: Config, options: StartServiceOptions 
         primarySubject: (account) => subjects.primary(account),
       },
       subjects: { sessions, subjects },
+      privateRelay: {
+        sessions,
+        readNonce: createReadNonce(eas.reader),
+        chainName: chain.value.name,
+        chainId,
+        easAddress,
+        relay: createPrivateRelay({
+          attest: createDelegatedAttest({
+            clock: systemClock,
+            eas: eas.reader,
+            delegate: eas.delegate,
+            replay,
+            mainnet: config.activeChain === "mainnet",
+            subsidized: relaySchemas.value,
+            maxGasPerTx: BigInt(config.privateRelay.maxGasPerTx),
+          }),
+          ledger,
+          plans,
+          subjects: storage.subjects,
+          clock: systemClock,
+          random: cryptoRandom,
+          schemaNames: new Map([...relaySchemas.value].map(([uid, s]) => [uid, s.name])),
+          subjectScoped: new Set(config.privateRelay.subjectScoped),
+          chainId,
+        }),
+      },
       accounts: {
         primarySubject: (account) => subjects.primary(account),
         sessions,

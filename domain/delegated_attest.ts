@@ -1,6 +1,6 @@
 import { recoverTypedDataAddress } from "viem/utils";
 import type { Clock } from "../ports/clock.ts";
-import type { DelegatedAttestCall, DelegateSubmitter, EasReader, HexString } from "../ports/eas.ts";
+import type { DelegatedAttestCall, DelegateSubmitter, EasReader, HexString, SignedTx } from "../ports/eas.ts";
 import type { ReplayRecord, ReplayStore } from "../ports/replay_store.ts";
 import { type AttestMessage, buildAttestTypedData } from "./attest_typed_data.ts";
 import { type DelegatedRequest, parseDelegatedRequest } from "./delegated_request.ts";
@@ -22,7 +22,10 @@ export type DelegatedAttestCode =
   | "SUBMISSION_FAILED"
   | "OUTCOME_UNKNOWN"
   | "RATE_LIMITED"
-  | "PUBLIC_RELAY_DISABLED";
+  | "PUBLIC_RELAY_DISABLED"
+  | "SCHEMA_NOT_ELIGIBLE"
+  | "SUBJECT_OWNERSHIP_REQUIRED"
+  | "SPONSORED_WRITE_LIMIT_EXCEEDED";
 
 /** `details` of an ATTESTER_MISMATCH whose signature is valid for an older nonce: re-sign and resubmit. */
 export const NONCE_MOVED = "NONCE_MOVED";
@@ -51,16 +54,39 @@ export type DelegatedAttestDeps = {
   readonly maxDeadlineAheadSeconds?: number | undefined;
   /** The public relay's guard (rates and gas budget); absent: no limits (the private relay has its quota). */
   readonly guard?: RelayGuard | undefined;
+  /** Refuses (400 INVALID_INPUT, no gas spent) a submission whose simulation needs more gas (`MAX_GAS_PER_TX`). */
+  readonly maxGasPerTx?: bigint | undefined;
 };
 
 /**
  * A failure; `unavailable` marks a SUBMISSION_FAILED the service itself cannot serve now (its wallet cannot
  * pay), which HTTP answers with 503 rather than 500.
  */
-export type DelegatedAttestFailure = Fail<DelegatedAttestCode> & { readonly unavailable?: true; readonly retryAfterSeconds?: number };
+export type DelegatedAttestFailure = Fail<DelegatedAttestCode> & {
+  readonly unavailable?: true;
+  readonly retryAfterSeconds?: number;
+  /** A status of the caller's own (the private relay's 403 for an attester that is not the account's wallet). */
+  readonly status?: number;
+};
 
 /** Who sent the request: the client's address key (per-address limits of the public relay). */
-export type DelegatedAttestCaller = { readonly clientKey?: string | undefined };
+export type DelegatedAttestCaller = {
+  readonly clientKey?: string | undefined;
+  /**
+   * Runs once the signature verified, before it is recorded (the private relay checks the account's rights and
+   * reserves a sponsored write here); a failure stops the request with nothing recorded. Its `release` runs when
+   * nothing was broadcast; `onSigned`/`onSent` follow the transaction, `onMined` its receipt.
+   */
+  readonly admit?: ((request: DelegatedRequest) => Promise<DelegatedAttestFailure | CallerTicket>) | undefined;
+};
+
+/** What an admitted caller wants to hear of the submission. */
+export type CallerTicket = {
+  readonly release: () => Promise<void>;
+  readonly onSigned: (tx: SignedTx) => Promise<void>;
+  readonly onSent: () => Promise<void>;
+  readonly onMined: (outcome: DelegatedAttestSuccess) => Promise<void>;
+};
 
 /** Verifies and submits one delegated attestation. */
 export type DelegatedAttest = (body: unknown, caller?: DelegatedAttestCaller) => Promise<Ok<DelegatedAttestSuccess> | DelegatedAttestFailure>;
@@ -132,6 +158,9 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
     if (fundsCheck === "low") return cannotPay();
 
     const key = signature.value.hex;
+    const admitted = caller.admit === undefined ? undefined : await caller.admit(request);
+    if (admitted !== undefined && "ok" in admitted) return admitted;
+    const ticket = admitted as CallerTicket | undefined;
     const claim = await deps.replay.claim({
       key,
       chainId: deps.eas.chainId,
@@ -141,15 +170,28 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
       createdAtMs: deps.clock.nowMs(),
     });
     if (claim === "duplicate-signature") {
+      await ticket?.release();
       const winner = await deps.replay.find(key);
       return winner === undefined ? fail("DUPLICATE", "Duplicate submission") : duplicate(winner);
     }
     if (claim === "nonce-in-flight") {
+      await ticket?.release();
       return fail("DUPLICATE", "Another submission for this attester and nonce is already in flight");
     }
+    // Whatever ends this request before broadcast gives the caller's reservation back.
+    const normalized = signature.value;
+    const submitter = delegate;
+    let signed = false;
+    try {
+      return await submitClaimed();
+    } finally {
+      if (!signed) await ticket?.release();
+    }
 
-    const call = toCall(request, signature.value);
-    const simulation = await delegate.simulate(call);
+    async function submitClaimed(): Promise<Ok<DelegatedAttestSuccess> | DelegatedAttestFailure> {
+
+    const call = toCall(request, normalized);
+    const simulation = await submitter.simulate(call);
     if (!simulation.ok) {
       await deps.replay.release(key);
       if (simulation.reason === "reverted") {
@@ -161,19 +203,28 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
     }
     // The budget is charged with the simulated gas (the transaction's gas limit, so never less than it spends),
     // atomically and before signing; it is not refunded afterwards, whatever the outcome.
+    if (deps.maxGasPerTx !== undefined && simulation.gas > deps.maxGasPerTx) {
+      await deps.replay.release(key);
+      return fail("INVALID_INPUT", `The attestation needs ${simulation.gas} gas, more than the ${deps.maxGasPerTx} allowed per transaction`);
+    }
     const overBudget = await deps.guard?.charge(simulation.gas);
     if (overBudget !== undefined) {
       await deps.replay.release(key);
       return overBudget;
     }
 
-    const submission = await delegate.submit(call, {
+    const submission = await submitter.submit(call, {
       gas: simulation.gas,
       onSigned: async (tx) => {
         // A record the reconciler already released must not be sent under: nobody could settle it.
         if (!(await deps.replay.markSigned(key, tx))) throw new Error("The submission record was released before sending");
+        await ticket?.onSigned(tx);
+        signed = true;
       },
-      onSent: () => deps.replay.markSent(key),
+      onSent: async () => {
+        await deps.replay.markSent(key);
+        await ticket?.onSent();
+      },
     });
     if (submission.ok) {
       await deps.replay.finish(key, {
@@ -182,15 +233,19 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
         uid: submission.uid,
         blockNumber: submission.blockNumber,
       });
-      return ok({ txHash: submission.txHash, uid: submission.uid, blockNumber: submission.blockNumber });
+      const value = { txHash: submission.txHash, uid: submission.uid, blockNumber: submission.blockNumber };
+      await ticket?.onMined(value);
+      return ok(value);
     }
     if (submission.reason === "not-broadcast") {
       // The node refused it and does not hold it: nothing can land, so the signature is given back.
       await deps.replay.release(key);
+      await ticket?.release();
       return fail("SUBMISSION_FAILED", "The chain refused the transaction; nothing was sent, and the same signature may be submitted again");
     }
     if (submission.reason === "reverted") {
       await deps.replay.finish(key, { state: "reverted", txHash: submission.txHash, blockNumber: submission.blockNumber });
+      await ticket?.release();
       return fail("SUBMISSION_FAILED", "The attestation transaction reverted", submission.txHash);
     }
     return fail(
@@ -198,6 +253,7 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
       "The transaction was sent but its outcome is not known yet; it will be settled, and the same signature then answers with it",
       submission.txHash,
     );
+    }
   };
 }
 

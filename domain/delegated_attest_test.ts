@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { privateKeyToAccount } from "viem/accounts";
 import { fakeClock, fakeDelegate, fakeEasReader, fakeGasBudget, fakeReplayStore } from "../ports/fakes.ts";
 import { buildAttestTypedData, ZERO_UID } from "./attest_typed_data.ts";
+import { fail } from "./result.ts";
 import { createDelegatedAttest, type DelegatedAttestDeps, NONCE_MOVED } from "./delegated_attest.ts";
 import { createRateLimiter } from "./rate_limit.ts";
 import { createRelayGuard } from "./relay_guard.ts";
@@ -245,6 +246,37 @@ describe("createDelegatedAttest()", () => {
     };
     expect(await env.attest(body)).toMatchObject({ ok: false, code: "SUBMISSION_FAILED" });
     expect([stateAtSigning, env.delegate.sent.length, env.replay.rows.size]).toEqual(["checked", 0, 0]);
+  });
+
+  test("MAX_GAS_PER_TX: a simulation needing more is INVALID_INPUT before any gas, and the signature stays usable", async () => {
+    const env = setup({ maxGasPerTx: 100_000n });
+    env.delegate.simulation = { ok: true, gas: 200_000n };
+    const body = await signedBody(env);
+    const result = await env.attest(body);
+    expect(result).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+    expect([env.delegate.sent.length, env.replay.rows.size]).toEqual([0, 0]);
+  });
+
+  test("a caller's admission runs after the signature verified: a refusal records nothing; its ticket follows the submission or is released", async () => {
+    const env = setup();
+    const events: string[] = [];
+    const ticket = {
+      release: () => Promise.resolve(void events.push("release")),
+      onSigned: () => Promise.resolve(void events.push("signed")),
+      onSent: () => Promise.resolve(void events.push("sent")),
+      onMined: () => Promise.resolve(void events.push("mined")),
+    };
+    const body = await signedBody(env);
+    expect(await env.attest(body, { admit: () => Promise.resolve({ ...fail("SCHEMA_NOT_ELIGIBLE", "no"), status: 403 }) }))
+      .toMatchObject({ ok: false, code: "SCHEMA_NOT_ELIGIBLE", status: 403 });
+    expect(env.replay.rows.size).toBe(0);
+    env.delegate.simulation = { ok: false, reason: "reverted", errorName: "InvalidSchema" };
+    await env.attest(body, { admit: () => Promise.resolve(ticket) });
+    expect(events).toEqual(["release"]);
+    env.delegate.simulation = { ok: true, gas: 1n };
+    events.length = 0;
+    expect((await env.attest(body, { admit: () => Promise.resolve(ticket) })).ok).toBe(true);
+    expect(events).toEqual(["signed", "sent", "mined"]);
   });
 
   test("an EAS revert in simulation is INVALID_INPUT naming it and spends nothing", async () => {

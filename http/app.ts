@@ -11,6 +11,7 @@ import { type AccountRoutesDeps, accountRoutes } from "./routes/accounts.ts";
 import { type PremiumRpcRoutesDeps, premiumRpcRoutes } from "./routes/premium_rpc.ts";
 import { subjectOwnershipRoutes } from "./routes/subject_ownership.ts";
 import { type SubjectRoutesDeps, subjectRoutes } from "./routes/subjects.ts";
+import { type PrivateRelayRoutesDeps, privateRelayRoutes } from "./routes/private_relay.ts";
 import type { VerifySubjectOwnership } from "../domain/subject_ownership.ts";
 import type { ListAttestations } from "../domain/list_attestations.ts";
 import { sessionRoutes, type SessionRoutesDeps } from "./routes/session.ts";
@@ -39,6 +40,8 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly accounts?: AccountRoutesDeps | undefined;
   /** Subject-ownership proofs (decisions §12); absent in tests that do not exercise them. */
   readonly subjectOwnership?: VerifySubjectOwnership | undefined;
+  /** The private relay (decisions §12); absent in tests that do not exercise it. */
+  readonly privateRelay?: Omit<PrivateRelayRoutesDeps, "log"> | undefined;
   /** Subjects (decisions §12); absent in tests that do not exercise them. */
   readonly subjects?: Omit<SubjectRoutesDeps, "log"> | undefined;
   /** Premium reads (decisions §12); absent in tests that do not exercise them. */
@@ -208,6 +211,7 @@ export function createApp(deps: AppDeps) {
     .use(deps.premiumRpc ? premiumRpcRoutes({ ...deps.premiumRpc, log: deps.log }) : new Elysia())
     .use(deps.subjectOwnership ? subjectOwnershipRoutes({ verify: deps.subjectOwnership, log: deps.log }) : new Elysia())
     .use(deps.subjects ? subjectRoutes({ ...deps.subjects, log: deps.log }) : new Elysia())
+    .use(deps.privateRelay ? privateRelayRoutes({ ...deps.privateRelay, log: deps.log }) : new Elysia())
     .use(docRoutes(deps.publicBaseUrl ?? "http://127.0.0.1:8080"))
     .use(deps.metricsText ? metricsRoute(deps.metricsText) : new Elysia());
 }

@@ -242,6 +242,26 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     },
   },  {
     method: "get",
+    paths: ["/api/private/relay/eas/nonce"],
+    summary: "The attester's EAS nonce, for the signed-in account (private relay)",
+    responses: { 200: { description: "{nonce, chainId, chain, easAddress}" }, 400: err("INVALID_INPUT"), 401: err("UNAUTHENTICATED"), 500: err("RPC_ERROR") },
+  },
+  {
+    method: "post",
+    paths: ["/api/private/relay/eas/delegated-attest"],
+    summary: "Delegated attestation paid from the account's sponsored writes: body as the public route plus optional subjectDid; subject-scoped schemas only for the subject's owner",
+    responses: {
+      200: { description: "{success, txHash, uid, blockNumber, chain}" },
+      400: err("INVALID_JSON, INVALID_INPUT (also a subjectDid that differs from the signed data, or more gas than MAX_GAS_PER_TX), SIGNATURE_EXPIRED, INVALID_SIGNATURE, ATTESTER_MISMATCH (signature)"),
+      401: err("UNAUTHENTICATED"),
+      403: err("ATTESTER_MISMATCH (not the account's wallet), SCHEMA_NOT_ELIGIBLE, SUBJECT_OWNERSHIP_REQUIRED, SPONSORED_WRITE_LIMIT_EXCEEDED, ORIGIN_NOT_ALLOWED"),
+      409: err("DUPLICATE"),
+      500: err("RPC_ERROR, SUBMISSION_FAILED"),
+      503: err("OUTCOME_UNKNOWN, SUBMISSION_FAILED (the delegate wallet cannot pay)"),
+    },
+  },
+  {
+    method: "get",
     paths: ["/api/private/subjects"],
     summary: "The signed-in account's subjects, default first (every account starts with its wallet's did:pkh)",
     responses: { 200: { description: "{subjects: [Subject]}" }, 401: err("UNAUTHENTICATED") },

@@ -1,0 +1,103 @@
+/**
+ * The private relay (decisions §12): delegated attestation for a signed-in account, paid from its plan's
+ * sponsored writes. The checks of decisions §6 run as on the public route; once the signature verified, and
+ * before anything is recorded or spent, the relay checks, in this order: the attester is the account's wallet
+ * (403 ATTESTER_MISMATCH), the plan may write the schema (403 SCHEMA_NOT_ELIGIBLE), for a subject-scoped schema
+ * the subject inside the signed data (its decoded `subject`, whose DID address must be the recipient) agrees
+ * with a given `subjectDid` (400 INVALID_INPUT) and is the wallet's own or one of the account's proven subjects
+ * (403 SUBJECT_OWNERSHIP_REQUIRED), and one sponsored write is reserved atomically from the witness's ledger
+ * (403 SPONSORED_WRITE_LIMIT_EXCEEDED). The write follows the transaction (signed, sent, committed with the
+ * receipt) and is given back when nothing was broadcast; the reconciler settles it like a witness.
+ */
+import type { Account, SponsoredWriteLedger } from "../ports/accounts.ts";
+import type { Clock } from "../ports/clock.ts";
+import type { Random } from "../ports/random.ts";
+import type { SubjectStore } from "../ports/subjects.ts";
+import { walletDid } from "./account_views.ts";
+import type { CallerTicket, DelegatedAttest, DelegatedAttestFailure } from "./delegated_attest.ts";
+import type { DelegatedRequest } from "./delegated_request.ts";
+import { didToAddress, normalizeDid } from "./did.ts";
+import { type PlanPolicy, planAllowsSchema, quotaYear } from "./plans.ts";
+import { fail } from "./result.ts";
+import { decodeSchemaData } from "./schema_data.ts";
+import { findSchemaByName } from "./schemas.ts";
+
+/** The schemas only a subject's owner may write through the relay (`SUBJECT_SCOPED_SCHEMAS`). */
+export const DEFAULT_SUBJECT_SCOPED_SCHEMAS = ["key-binding", "linked-identifier", "user-review-response"] as const;
+
+/** What the relay needs. */
+export type PrivateRelayDeps = {
+  /** Delegated attestation over every anchored schema (the plan decides which), without the public guard. */
+  readonly attest: DelegatedAttest;
+  readonly ledger: SponsoredWriteLedger;
+  readonly plans: PlanPolicy;
+  readonly subjects: SubjectStore;
+  readonly clock: Clock;
+  readonly random: Random;
+  /** The anchored schema UIDs (lowercase) to their names. */
+  readonly schemaNames: ReadonlyMap<string, string>;
+  readonly subjectScoped: ReadonlySet<string>;
+  readonly chainId: number;
+};
+
+/** A failure with the relay's own status (403 for an attester that is not the account's wallet). */
+const refused = (code: string, message: string, status?: number): DelegatedAttestFailure =>
+  ({ ...fail(code as never, message), ...(status === undefined ? {} : { status }) }) as DelegatedAttestFailure;
+
+/** Builds the relay: `(body, account)` → the delegated attestation's result. */
+export function createPrivateRelay(deps: PrivateRelayDeps) {
+  const newId = () => Array.from(deps.random.bytes(16), (b) => b.toString(16).padStart(2, "0")).join("");
+
+  async function admit(account: Account, request: DelegatedRequest, subjectDid: unknown): Promise<DelegatedAttestFailure | CallerTicket> {
+    if (request.attester.toLowerCase() !== account.address.toLowerCase()) {
+      return refused("ATTESTER_MISMATCH", "The attester is not the signed-in account's wallet", 403);
+    }
+    const name = deps.schemaNames.get(request.schema.toLowerCase());
+    const terms = deps.plans[account.plan];
+    if (name === undefined || !planAllowsSchema(terms, name, request.schema)) {
+      return refused("SCHEMA_NOT_ELIGIBLE", "The schema is not eligible for your plan");
+    }
+    if (deps.subjectScoped.has(name)) {
+      const definition = findSchemaByName(name);
+      const data = definition === undefined ? undefined : decodeSchemaData(definition.schema, request.data);
+      const subject = data?.ok && typeof data.value.subject === "string" ? normalizeDid(data.value.subject) : undefined;
+      if (subject === undefined || !subject.ok) return refused("INVALID_INPUT", "The signed data names no subject DID");
+      const address = didToAddress(subject.value);
+      if (!address.ok || address.value.toLowerCase() !== request.recipient.toLowerCase()) {
+        return refused("INVALID_INPUT", "recipient must be the DID address of the signed data's subject");
+      }
+      if (subjectDid !== undefined) {
+        const given = typeof subjectDid === "string" ? normalizeDid(subjectDid) : undefined;
+        if (given === undefined || !given.ok || given.value !== subject.value) {
+          return refused("INVALID_INPUT", "subjectDid differs from the subject inside the signed data");
+        }
+      }
+      const own = subject.value === walletDid(account, deps.chainId) ||
+        (await deps.subjects.list(account.id)).some((s) => s.canonicalDid === subject.value);
+      if (!own) return refused("SUBJECT_OWNERSHIP_REQUIRED", `Only an owner of ${subject.value} may write ${name}: add it as a subject first`);
+    }
+    const id = newId();
+    const now = deps.clock.nowMs();
+    const reserved = await deps.ledger.reserve(
+      { id, accountId: account.id, year: quotaYear(now), fingerprint: `${account.id}|relay|${name}|${request.recipient.toLowerCase()}`, createdAtMs: now },
+      terms.annualWrites,
+    );
+    if (!reserved) return refused("SPONSORED_WRITE_LIMIT_EXCEEDED", "Sponsored write limit exceeded");
+    return {
+      release: () => deps.ledger.release(id, deps.clock.nowMs()),
+      onSigned: async (tx) => {
+        if (!(await deps.ledger.markSigned(id, tx, deps.clock.nowMs()))) throw new Error("The reservation was released before sending");
+      },
+      onSent: () => deps.ledger.markSent(id, deps.clock.nowMs()),
+      onMined: (outcome) => deps.ledger.commit(id, outcome, deps.clock.nowMs()),
+    };
+  }
+
+  return function privateRelay(body: unknown, account: Account) {
+    const subjectDid = typeof body === "object" && body !== null ? (body as { subjectDid?: unknown }).subjectDid : undefined;
+    return deps.attest(body, { admit: (request) => admit(account, request, subjectDid) });
+  };
+}
+
+/** The private relay use case. */
+export type PrivateRelay = ReturnType<typeof createPrivateRelay>;

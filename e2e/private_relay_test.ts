@@ -1,0 +1,125 @@
+/**
+ * The private relay (issue 17, item 4) on the devnet with real DNS: an owner writes a subject-scoped attestation
+ * about a proven subject, paid from the plan; a non-owner is refused before any gas; the subject inside the
+ * signed data decides; the attester must be the account's wallet; one write left and parallel requests.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createPublicClient, type Hex, http } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { EAS_ABI } from "../adapters/eas_abi.ts";
+import { findSchemaByName } from "../domain/schemas.ts";
+import { prepareDelegatedAttestation, signableTypedData } from "../http/client/delegated_attest.ts";
+import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
+import { startStack, type Stack } from "./harness.ts";
+
+const APP = "https://app.test";
+const LINKED = findSchemaByName("linked-identifier")!;
+let stack: Stack;
+let dns: DnsServer;
+const alice = generatePrivateKey();
+const pkh = (key: Hex) => `did:pkh:eip155:31337:${privateKeyToAccount(key).address.toLowerCase()}`;
+
+beforeAll(async () => {
+  dns = await startDnsServer();
+  dns.setTxt("_controllers.relay.test", [[`v=1;controller=${pkh(alice)}`]]);
+  stack = await startStack({
+    env: {
+      SIWE_DOMAINS: "app.test",
+      CORS_ORIGINS: APP,
+      SIWE_CHALLENGE_RATE_PER_MINUTE: "1000",
+      DNS_SERVERS: dns.address,
+      ALLOW_PRIVATE_NETWORK: "true",
+      FREE_PLAN_SCHEMAS: "*",
+      FREE_PLAN_ANNUAL_WRITES: "3",
+    },
+  });
+});
+afterAll(async () => {
+  await stack?.stop();
+  await dns?.stop();
+});
+
+const chain = () => createPublicClient({ transport: http(stack.devnet.rpcUrl) });
+const delegateNonce = () => chain().getTransactionCount({ address: privateKeyToAccount(stack.devnet.keys.delegate).address });
+
+async function call(method: string, path: string, cookie: string, body?: unknown) {
+  const res = await fetch(`${stack.baseUrl}${path}`, {
+    method,
+    headers: { origin: APP, cookie, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() as Record<string, any> };
+}
+
+async function signIn(key: Hex): Promise<string> {
+  const wallet = privateKeyToAccount(key);
+  const challenge = await (await fetch(`${stack.baseUrl}/v1/session/wallet/challenge`, {
+    method: "POST",
+    headers: { "content-type": "application/json", origin: APP },
+    body: JSON.stringify({ walletDid: `did:pkh:eip155:31337:${wallet.address}`, domain: "app.test", uri: `${APP}/login` }),
+  })).json() as { challengeId: string; siweMessage: string };
+  const res = await fetch(`${stack.baseUrl}/v1/session/wallet/verify`, {
+    method: "POST",
+    headers: { "content-type": "application/json", origin: APP },
+    body: JSON.stringify({ ...challenge, signature: await wallet.signMessage({ message: challenge.siweMessage }) }),
+  });
+  return res.headers.get("set-cookie")!.split(";")[0]!;
+}
+
+/** A linked-identifier about `subject`, signed by `key` at its current EAS nonce. */
+async function linked(key: Hex, subject: string, linkedId = "did:web:elsewhere.test") {
+  const account = privateKeyToAccount(key);
+  const nonce = await chain().readContract({ address: stack.service.easAddress, abi: EAS_ABI, functionName: "getNonce", args: [account.address] });
+  const prepared = prepareDelegatedAttestation({
+    schema: { uid: stack.devnet.schemaUids["linked-identifier"] as Hex, schema: LINKED.schema, revocable: LINKED.revocable },
+    data: { subject, linkedId, proofs: [], issuedAt: 1, effectiveAt: 0, expiresAt: 0 },
+    attester: account.address,
+    nonce,
+    chainId: stack.service.chainId,
+    easAddress: stack.service.easAddress,
+  });
+  return { prepared, signature: await account.signTypedData(signableTypedData(prepared)), attester: account.address };
+}
+
+describe("private relay", () => {
+  test("the owner of a proven subject writes through it, charged to the plan; a non-owner and a contradicting subjectDid are refused before any gas", async () => {
+    const a = await signIn(alice);
+    expect((await call("POST", "/api/private/subjects", a, { did: "relay.test" })).status).toBe(201);
+    const nonce = await call("GET", `/api/private/relay/eas/nonce?attester=${privateKeyToAccount(alice).address}`, a);
+    expect(nonce.body).toMatchObject({ nonce: "0", chainId: stack.devnet.chainId, easAddress: stack.service.easAddress });
+
+    const written = await call("POST", "/api/private/relay/eas/delegated-attest", a, { ...await linked(alice, "did:web:relay.test"), subjectDid: "relay.test" });
+    expect(written.status).toBe(200);
+    expect(written.body).toMatchObject({ success: true, chain: "ATS Devnet" });
+    expect(written.body.uid).toMatch(/^0x[0-9a-f]{64}$/);
+    expect((await call("GET", "/api/private/accounts/me", a)).body.subscription.sponsoredWritesUsedCurrentYear).toBe(1);
+
+    const bob = generatePrivateKey();
+    const b = await signIn(bob);
+    const before = await delegateNonce();
+    const notOwner = await call("POST", "/api/private/relay/eas/delegated-attest", b, await linked(bob, "did:web:relay.test"));
+    expect([notOwner.status, notOwner.body.code]).toEqual([403, "SUBJECT_OWNERSHIP_REQUIRED"]);
+    const contradicting = await call("POST", "/api/private/relay/eas/delegated-attest", a, { ...await linked(alice, "did:web:relay.test"), subjectDid: "did:web:other.test" });
+    expect([contradicting.status, contradicting.body.code]).toEqual([400, "INVALID_INPUT"]);
+    const notHisWallet = await call("POST", "/api/private/relay/eas/delegated-attest", b, await linked(alice, "did:web:relay.test"));
+    expect([notHisWallet.status, notHisWallet.body.code]).toEqual([403, "ATTESTER_MISMATCH"]);
+    // The wallet's own did:pkh is always its own.
+    expect((await call("POST", "/api/private/relay/eas/delegated-attest", b, await linked(bob, pkh(bob)))).status).toBe(200);
+    expect(await delegateNonce()).toBe(before + 1);
+    expect((await call("GET", "/api/private/accounts/me", b)).body.subscription.sponsoredWritesUsedCurrentYear).toBe(1);
+  });
+
+  test("one write left and four parallel requests: exactly one succeeds; without a session 401", async () => {
+    const carol = generatePrivateKey();
+    const c = await signIn(carol);
+    for (let i = 0; i < 2; i++) expect((await call("POST", "/api/private/relay/eas/delegated-attest", c, await linked(carol, pkh(carol), `did:web:l${i}.test`))).status).toBe(200);
+    const bodies = await Promise.all([0, 1, 2, 3].map((i) => linked(carol, pkh(carol), `did:web:race${i}.test`)));
+    const results = await Promise.all(bodies.map((body) => call("POST", "/api/private/relay/eas/delegated-attest", c, body)));
+    expect(results.filter((r) => r.status === 200)).toHaveLength(1);
+    for (const r of results.filter((r) => r.status !== 200)) expect(["SPONSORED_WRITE_LIMIT_EXCEEDED", "DUPLICATE"]).toContain(r.body.code);
+    const usage = (await call("GET", "/api/private/accounts/me", c)).body.subscription;
+    expect(usage.sponsoredWritesUsedCurrentYear).toBe(3);
+    const none = await call("POST", "/api/private/relay/eas/delegated-attest", "ats_session=nope", bodies[0]);
+    expect([none.status, none.body.code]).toEqual([401, "UNAUTHENTICATED"]);
+  });
+});

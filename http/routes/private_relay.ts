@@ -1,0 +1,63 @@
+import { Elysia } from "elysia";
+import type { ReadNonce } from "../../domain/nonce.ts";
+import type { PrivateRelay } from "../../domain/private_relay.ts";
+import type { Sessions } from "../../domain/sessions.ts";
+import type { Logger } from "../../ports/logger.ts";
+import { errorBody, json, statusOf } from "../errors.ts";
+import { parseJsonBody, queryOf, readBodyText } from "./request.ts";
+import { tokenOf } from "./session.ts";
+
+/** What the private relay's routes need. */
+export type PrivateRelayRoutesDeps = {
+  readonly sessions: Sessions;
+  readonly relay: PrivateRelay;
+  readonly readNonce: ReadNonce;
+  readonly chainName: string;
+  readonly chainId: number;
+  readonly easAddress: string;
+  readonly log: Logger;
+};
+
+/** `GET /api/private/relay/eas/nonce` and `POST /api/private/relay/eas/delegated-attest` (decisions §12), session required. */
+export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
+  const failure = (result: { code: string; message: string; details?: string | undefined; status?: number; unavailable?: true; retryAfterSeconds?: number }) => {
+    const answer = json(errorBody(result.code, result.message, result.details), result.status ?? (result.unavailable ? 503 : statusOf(result.code)));
+    if (result.retryAfterSeconds !== undefined) answer.headers.set("retry-after", String(result.retryAfterSeconds));
+    return answer;
+  };
+  const guarded = <T>(name: string, run: () => Promise<T>) =>
+    run().catch((error: unknown) => {
+      deps.log.error(`${name}_error`, { error: error instanceof Error ? error.message : String(error) });
+      return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
+    });
+  return new Elysia({ name: "private-relay-routes" })
+    .get("/api/private/relay/eas/nonce", ({ request }) =>
+      guarded("relay_nonce", async () => {
+        const auth = await deps.sessions.authenticate(tokenOf(request));
+        if (!auth.ok) return failure(auth);
+        const attester = queryOf(request.url).attester;
+        const nonce = await deps.readNonce(attester);
+        if (!nonce.ok) return failure(nonce);
+        return json({ nonce: nonce.value.toString(), chainId: deps.chainId, chain: deps.chainName, easAddress: deps.easAddress });
+      }))
+    .post("/api/private/relay/eas/delegated-attest", ({ request, body }) =>
+      guarded("relay_delegated_attest", async () => {
+        const parsed = parseJsonBody(body);
+        if (!parsed.ok) return failure(parsed);
+        const auth = await deps.sessions.authenticate(tokenOf(request));
+        if (!auth.ok) return failure(auth);
+        const result = await deps.relay(parsed.value, auth.value.account);
+        if (!result.ok) {
+          if (statusOf(result.code) >= 500) deps.log.warn("relay_delegated_attest_failed", { code: result.code });
+          return failure(result);
+        }
+        deps.log.info("relay_delegated_attest", { accountId: auth.value.account.id, txHash: result.value.txHash, uid: result.value.uid });
+        return json({
+          success: true,
+          txHash: result.value.txHash,
+          uid: result.value.uid,
+          blockNumber: Number(result.value.blockNumber),
+          chain: deps.chainName,
+        });
+      }), { parse: readBodyText });
+}
