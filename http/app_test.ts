@@ -413,6 +413,10 @@ function spyApp() {
     artifactTrust: spy("artifactTrust", fail("NETWORK_ERROR", "spy")) as never,
     attestationList: spy("attestationList", fail("NETWORK_ERROR", "spy")) as never,
     subjectOwnership: spy("subjectOwnership", fail("NETWORK_ERROR", "spy")) as never,
+    premiumRpc: {
+      sessions: { authenticate: () => Promise.resolve({ ok: true, value: { account: { id: "a", address: A, plan: "free", createdAtMs: 0 } } }) } as never,
+      premiumRpc: spy("premiumRpc", fail("NETWORK_ERROR", "spy")) as never,
+    },
     subjects: { sessions: { authenticate: () => Promise.resolve(fail("UNAUTHENTICATED", "spy")) } as never, subjects: {} as never },
     accounts: {
       sessions: { authenticate: () => Promise.resolve({ ok: true, value: { account: { id: "a", address: A, plan: "free", createdAtMs: 0 } } }) } as never,
@@ -487,6 +491,10 @@ const SAMPLES: Record<keyof typeof REQUEST_MODELS, { accepted: unknown[]; refuse
   subjectOwnership: {
     accepted: [{ subjectDid: "did:web:a.com", connectedWalletDid: CONTROLLER }, { subjectDid: "x", connectedWalletDid: "y", txHash: B32 }],
     refused: [{ subjectDid: "did:web:a.com" }, { subjectDid: "did:web:a.com", connectedWalletDid: CONTROLLER, txHash: "0x12" }],
+  },
+  premiumRpc: {
+    accepted: [{ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }, [{ jsonrpc: "2.0", id: 1, method: "eth_blockNumber" }, { nonsense: true }]],
+    refused: [{ jsonrpc: "1.0", id: 1, method: "eth_chainId" }, [], { jsonrpc: "2.0", id: 1 }],
   },
   accountPatch: { accepted: [{ displayName: "Alice" }, { displayName: null }], refused: [{}, { displayName: 5 }, { displayName: "x".repeat(101) }] },
   controllerWitness: {
@@ -585,7 +593,7 @@ describe("request models", () => {
         checked.push(`${method} ${path}`);
       }
     }
-    expect(checked.length).toBe(25);
+    expect(checked.length).toBe(26);
     expect(new Set([...Object.keys(calls), "identityResolve"])).toEqual(new Set(Object.keys(REQUEST_MODELS)));
   });
 });

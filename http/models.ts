@@ -460,6 +460,7 @@ export const REQUEST_MODELS = {
   walletVerify: { body: VerifyBody },
   accountPatch: { body: AccountPatchBody },
   subjectOwnership: { body: SubjectOwnershipBody },
+  premiumRpc: { body: PremiumRpcBody },
   controllerWitness: { body: ControllerWitnessBody },
 } as const satisfies Record<string, RequestModels>;
 

@@ -195,6 +195,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "post",
     paths: ["/api/private/rpc-premium"],
+    request: REQUEST_MODELS.premiumRpc,
     summary: "Read-only JSON-RPC (one call or a batch of up to 100) forwarded to the chain for the signed-in account; each forwarded call is one premium read. Other methods (-32601), eth_getLogs ranges over PREMIUM_RPC_MAX_LOG_RANGE (-32602) and malformed calls of a batch (-32600) are JSON-RPC error objects, never forwarded nor counted",
     responses: {
       200: { description: "The JSON-RPC response object, or an array in the batch's order", schema: PremiumRpcResponseModel },

@@ -3,15 +3,15 @@ import { MAX_BATCH, type PremiumRpc, requestShapeFault } from "../../domain/prem
 import type { Sessions } from "../../domain/sessions.ts";
 import type { Logger } from "../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
-import { PremiumRpcBody } from "../models.ts";
-import { compileRequestCheck, readBodyText } from "./request.ts";
+import { REQUEST_MODELS } from "../models.ts";
+import { compileRequestCheck, requestDetail, readBodyText } from "./request.ts";
 import { tokenOf } from "./session.ts";
 
 /** What the premium route needs. */
 export type PremiumRpcRoutesDeps = { readonly sessions: Sessions; readonly premiumRpc: PremiumRpc; readonly log: Logger };
 
 /** The body's check, in the domain's words: the field of a single request, or what is wrong with the batch. */
-const premiumBody = compileRequestCheck(PremiumRpcBody, {
+const premiumBody = compileRequestCheck(REQUEST_MODELS.premiumRpc.body, {
   explain(value) {
     if (Array.isArray(value)) return value.length === 0 ? "An empty batch" : `A batch holds at most ${MAX_BATCH} calls`;
     if (typeof value !== "object" || value === null) return "Body must be a JSON-RPC request object or a batch (array)";
@@ -40,5 +40,5 @@ export function premiumRpcRoutes(deps: PremiumRpcRoutesDeps) {
       deps.log.error("premium_rpc_error", { error: error instanceof Error ? error.message : String(error) });
       return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
     }
-  }, { parse: readBodyText });
+  }, { parse: readBodyText, detail: requestDetail(REQUEST_MODELS.premiumRpc) });
 }
