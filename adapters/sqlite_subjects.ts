@@ -19,6 +19,8 @@ export function subjectTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
        UNIQUE (account_id, canonical_did)
      )`,
     `CREATE INDEX IF NOT EXISTS subjects_account ON subjects (account_id, created_at_ms)`,
+    // The transactions keep one default per account; the database refuses a second one should a bug try.
+    `CREATE UNIQUE INDEX IF NOT EXISTS subjects_one_default ON subjects (account_id) WHERE ${bigint === "BIGINT" ? "is_default" : "is_default = 1"}`,
   ];
 }
 

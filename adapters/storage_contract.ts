@@ -333,6 +333,26 @@ export function storageContract(name: string, open: () => Promise<Storage>, opti
       expect(await subjects.add({ ...subject(fresh("s"), "did:web:a.test"), accountId: other })).toBe("added");
     });
 
+    test("subjects under concurrency: parallel first adds leave one default and no bootstrap; one DID added once; parallel make-default leaves one default", async () => {
+      const { subjects } = await open();
+      const accountId = fresh("acct");
+      const subject = (did: string, bootstrap = false) => ({
+        id: fresh("s"), accountId, canonicalDid: did, subjectDidHash: "0x", displayName: null, isDefault: false, bootstrap,
+        ownershipMethod: "dns", ownershipWalletDid: "did:pkh:eip155:1:0xa", verifiedAtMs: 1, createdAtMs: 1,
+      });
+      await subjects.ensureBootstrap(subject("did:pkh:eip155:1:0xa", true));
+      const added = await Promise.all(["a", "b", "c", "a", "a"].map((d) => subjects.add(subject(`did:web:${d}.test`))));
+      expect(added.filter((r) => r === "added")).toHaveLength(3);
+      const listed = await subjects.list(accountId);
+      expect(listed.map((x) => x.canonicalDid).sort()).toEqual(["did:web:a.test", "did:web:b.test", "did:web:c.test"]);
+      expect(listed.filter((x) => x.isDefault)).toHaveLength(1);
+      expect(listed[0]!.isDefault).toBe(true);
+      await Promise.all(listed.map((x) => subjects.update(accountId, x.id, { isDefault: true })));
+      expect((await subjects.list(accountId)).filter((x) => x.isDefault)).toHaveLength(1);
+      await Promise.all(listed.map((x) => subjects.remove(accountId, x.id)));
+      expect(await subjects.list(accountId)).toEqual([]);
+    });
+
     test("quota: reserves up to the limit; reserved and broadcast count, released do not; committed is final", async () => {
       const { accounts, ledger } = await open();
       const account = await accounts.findOrCreateAccount(fresh("0xq"), fresh("acct"), 0);

@@ -49,3 +49,90 @@ describe("createSubjectOwnership()", () => {
     expect(await setup()({ subjectDid: pkh(CONTRACT), connectedWalletDid: pkh(WALLET), txHash: "0x1" })).toMatchObject({ ok: false, code: "INVALID_INPUT" });
   });
 });
+
+/** A discovery answer for did:web:shop.test with the given controller keys and evidence statuses. */
+function discovered(keys: { canonicalId: string; sources: ("dns-txt" | "did-json")[] }[], statuses: { dns?: "found" | "not-found" | "unavailable"; did?: "found" | "not-found" | "unavailable" } = {}) {
+  return {
+    ok: true as const,
+    value: {
+      subject: {} as never,
+      domain: "shop.test",
+      controllerKeys: keys.map((k) => ({ id: k.canonicalId, canonicalId: k.canonicalId, label: "", sources: k.sources, basic: true })),
+      evidence: [
+        { kind: "dns-txt" as const, status: statuses.dns ?? "not-found", location: "_controllers.shop.test", keys: [] },
+        { kind: "did-json" as const, status: statuses.did ?? "not-found", location: "https://shop.test/.well-known/did.json", keys: [] },
+      ],
+      warnings: [],
+    },
+  };
+}
+
+describe("createSubjectOwnership() for did:web", () => {
+  const web = (discovery: Awaited<ReturnType<DiscoverControllers>>, wallet = pkh(WALLET)) =>
+    setup({ discovery })({ subjectDid: "www.Shop.test", connectedWalletDid: wallet });
+
+  test("the wallet in DNS TXT is dns, in did.json only is did-document; any eip155 chain of the wallet counts", async () => {
+    expect(await web(discovered([{ canonicalId: pkh(WALLET), sources: ["dns-txt", "did-json"] }], { dns: "found", did: "found" }))).toEqual({
+      ok: true,
+      value: { ok: true, status: "verified", subjectDid: "did:web:shop.test", connectedWalletDid: pkh(WALLET), method: "dns", controllingWalletDid: pkh(WALLET) },
+    });
+    expect(await web(discovered([{ canonicalId: pkh(WALLET, 1), sources: ["did-json"] }], { did: "found" }))).toMatchObject({ value: { ok: true, method: "did-document" } });
+  });
+
+  test("another wallet fails with the TXT record to publish", async () => {
+    const answer = await web(discovered([{ canonicalId: pkh(OTHER), sources: ["dns-txt"] }], { dns: "found" }));
+    expect(answer).toMatchObject({ ok: true, value: { ok: false, status: "failed", error: "The wallet is not a controller of the subject" } });
+    expect(answer.ok && answer.value.details).toContain(`_controllers.shop.test reading "v=1;controller=${pkh(WALLET)}"`);
+    expect(answer.ok && answer.value.details).toContain("https://shop.test/.well-known/did.json");
+  });
+
+  test("an unavailable source without the wallet is NETWORK_ERROR, never failed; the wallet found beside one is verified", async () => {
+    expect(await web(discovered([], { dns: "unavailable" }))).toMatchObject({ ok: false, code: "NETWORK_ERROR" });
+    expect(await web(discovered([], { did: "unavailable" }))).toMatchObject({ ok: false, code: "NETWORK_ERROR" });
+    expect(await web(discovered([{ canonicalId: pkh(WALLET), sources: ["dns-txt"] }], { dns: "found", did: "unavailable" }))).toMatchObject({ value: { ok: true, method: "dns" } });
+  });
+
+  test("a domain over its lookup budget is NETWORK_ERROR; a did:web discovery refuses is INVALID_DID", async () => {
+    expect(await web({ ok: false, code: "RATE_LIMITED", message: "x", retryAfterSeconds: 5 })).toMatchObject({ ok: false, code: "NETWORK_ERROR" });
+    expect(await web({ ok: false, code: "INVALID_DID", message: "x" })).toMatchObject({ ok: false, code: "INVALID_DID" });
+  });
+});
+
+describe("createSubjectOwnership() for did:pkh, the remaining failures", () => {
+  test("a non-eip155 did:pkh or another method fails saying what can be proven", async () => {
+    expect(await setup()({ subjectDid: "did:pkh:solana:abc:xyz", connectedWalletDid: pkh(WALLET) })).toMatchObject({ value: { ok: false, error: "Only did:web and eip155 did:pkh subjects can be proven" } });
+    expect(await setup()({ subjectDid: "did:key:z6Mk", connectedWalletDid: pkh(WALLET) })).toMatchObject({ value: { ok: false, status: "failed" } });
+  });
+
+  test("a contract without owner() fails; an unknown transaction fails; a transaction about something else falls back to owner()", async () => {
+    expect(await setup({ owner: null })({ subjectDid: pkh(CONTRACT), connectedWalletDid: pkh(WALLET) })).toMatchObject({ value: { ok: false, method: "contract", error: "The wallet is not the contract's owner()" } });
+    expect(await setup({ tx: null })({ subjectDid: pkh(CONTRACT), connectedWalletDid: pkh(WALLET), txHash: TX })).toMatchObject({ value: { ok: false, error: "No such transaction on this chain" } });
+    const unrelated = { from: WALLET, contractAddress: OTHER, logs: [] };
+    expect(await setup({ tx: unrelated })({ subjectDid: pkh(CONTRACT), connectedWalletDid: pkh(WALLET), txHash: TX })).toMatchObject({ value: { ok: true, method: "contract" } });
+    expect(await setup({ owner: OTHER, tx: unrelated })({ subjectDid: pkh(CONTRACT), connectedWalletDid: pkh(WALLET), txHash: TX })).toMatchObject({ value: { ok: false, method: "contract" } });
+  });
+
+  test("a transfer to another wallet, or an OwnershipTransferred from another contract, does not count", async () => {
+    const to = (owner: HexString, from: HexString = CONTRACT) => ({
+      from: OTHER,
+      contractAddress: null,
+      logs: [{ address: from, topics: [OWNERSHIP_TRANSFERRED_TOPIC, `0x${"0".repeat(24)}${WALLET.slice(2)}`, `0x${"0".repeat(24)}${owner.slice(2)}`] as HexString[] }],
+    });
+    expect(await setup({ owner: OTHER, tx: to(OTHER) })({ subjectDid: pkh(CONTRACT), connectedWalletDid: pkh(WALLET), txHash: TX })).toMatchObject({ value: { ok: false, method: "contract" } });
+    expect(await setup({ owner: OTHER, tx: to(WALLET, OTHER) })({ subjectDid: pkh(CONTRACT), connectedWalletDid: pkh(WALLET), txHash: TX })).toMatchObject({ value: { ok: false, method: "contract" } });
+  });
+
+  test("the chain failing at owner() or at the transaction is NETWORK_ERROR", async () => {
+    const chain = (failAt: "owner" | "transaction"): OwnershipChain => ({
+      chainId: 31337,
+      hasCode: () => Promise.resolve({ ok: true, value: true }),
+      owner: () => Promise.resolve(failAt === "owner" ? { ok: false, reason: "rpc-error" } : { ok: true, value: OTHER }),
+      transaction: () => Promise.resolve({ ok: false, reason: "rpc-error" }),
+    });
+    const discover: DiscoverControllers = () => Promise.reject(new Error("not used"));
+    for (const failAt of ["owner", "transaction"] as const) {
+      expect(await createSubjectOwnership({ discover, chain: chain(failAt) })({ subjectDid: pkh(CONTRACT), connectedWalletDid: pkh(WALLET), txHash: TX }))
+        .toMatchObject({ ok: false, code: "NETWORK_ERROR", message: "The chain did not answer" });
+    }
+  });
+});

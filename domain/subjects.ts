@@ -99,7 +99,8 @@ export function createSubjects(deps: {
       if (!did.ok) return fail("INVALID_DID", "did is not a DID");
       const name = readName(body.displayName);
       if (!name.ok) return name;
-      const txHash = typeof body.txHash === "string" ? body.txHash : undefined;
+      if (body.txHash !== undefined && typeof body.txHash !== "string") return fail("INVALID_INPUT", "txHash must be 32 bytes of hex");
+      const txHash = body.txHash as string | undefined;
       const proof = await deps.ownership({ subjectDid: did.value, connectedWalletDid: walletDid(account, deps.chainId), txHash });
       if (!proof.ok) return proof;
       if (!proof.value.ok || proof.value.method === undefined) {

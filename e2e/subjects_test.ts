@@ -1,17 +1,21 @@
 /**
  * Subjects of an account on the real service (issue 17, item 2): the bootstrap subject, adding a did:web proven by
  * DNS, no duplicates in one account, no squatting across accounts, another account's subject not found, rename,
- * default, delete; session/me and accounts/me follow the default.
+ * default, delete; session/me and accounts/me follow the default; contract subjects added by owner(), by their creation
+ * transaction and by an ownership transfer, and 502 when the chain cannot be reached.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type Hex, keccak256, stringToBytes } from "viem";
+import { createPublicClient, createWalletClient, type Hex, http, keccak256, stringToBytes } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
+import { ownedContract } from "./support/owned_contract.ts";
+import { inFrontOf, type RpcProxy, startRpcProxy } from "./support/rpc_proxy.ts";
 import { startStack, type Stack } from "./harness.ts";
 
 const APP = "https://app.test";
 let stack: Stack;
 let dns: DnsServer;
+let proxy: RpcProxy;
 const alice = generatePrivateKey();
 const bob = generatePrivateKey();
 const pkh = (key: Hex) => `did:pkh:eip155:31337:${privateKeyToAccount(key).address.toLowerCase()}`;
@@ -20,13 +24,16 @@ beforeAll(async () => {
   dns = await startDnsServer();
   dns.setTxt("_controllers.shop.test", [[`v=1;controller=${pkh(alice)};controller=${pkh(bob)}`]]);
   dns.setTxt("_controllers.bobs.test", [[`v=1;controller=${pkh(bob)}`]]);
+  proxy = startRpcProxy("");
   stack = await startStack({
     env: { SIWE_DOMAINS: "app.test", CORS_ORIGINS: APP, SIWE_CHALLENGE_RATE_PER_MINUTE: "1000", DNS_SERVERS: dns.address, ALLOW_PRIVATE_NETWORK: "true" },
+    rpcUrlFor: inFrontOf(proxy),
   });
 });
 afterAll(async () => {
   await stack?.stop();
   await dns?.stop();
+  await proxy?.stop();
 });
 
 async function call(method: string, path: string, cookie: string, body?: unknown) {
@@ -108,4 +115,58 @@ describe("subjects", () => {
     expect(cross.status).toBe(403);
     expect((await call("GET", "/api/private/subjects", a)).body.subjects).toHaveLength(1);
   });
+});
+
+describe("contract subjects", () => {
+  test("added by owner(), by the creation transaction and by an ownership transfer; a stranger is refused saying why; the chain down is 502", async () => {
+    const creatorKey = generatePrivateKey();
+    const creator = privateKeyToAccount(creatorKey);
+    const buyerKey = generatePrivateKey();
+    const client = createPublicClient({ transport: http(stack.devnet.rpcUrl), pollingInterval: 20 });
+    await client.request({ method: "anvil_setBalance", params: [creator.address, "0x56bc75e2d63100000"] } as never);
+    const wallet = createWalletClient({ account: creator, transport: http(stack.devnet.rpcUrl) });
+    const { abi, bytecode } = await ownedContract();
+    const deploy = async () => {
+      const hash = await wallet.deployContract({ abi, bytecode, chain: null });
+      return { hash, address: (await client.waitForTransactionReceipt({ hash })).contractAddress! };
+    };
+    const owned = await deploy();
+    const minted = await deploy();
+    const sold = await deploy();
+    const toBuyer = async (contract: Hex) => {
+      const hash = await wallet.writeContract({ address: contract, abi: abi as never, functionName: "transferOwnership" as never, args: [privateKeyToAccount(buyerKey).address] as never, chain: null });
+      await client.waitForTransactionReceipt({ hash });
+      return hash;
+    };
+    // `minted` moves on to the buyer: only its creation transaction still ties it to the creator.
+    await toBuyer(minted.address);
+    const transferHash = await toBuyer(sold.address);
+    const c = await signIn(creatorKey);
+    const b = await signIn(buyerKey);
+    const did = (address: string) => `did:pkh:eip155:31337:${address.toLowerCase()}`;
+
+    const byOwner = await call("POST", "/api/private/subjects", c, { did: did(owned.address) });
+    expect([byOwner.status, byOwner.body.subject?.ownership.method, byOwner.body.subject?.isDefault]).toEqual([201, "contract", true]);
+    const notOwner = await call("POST", "/api/private/subjects", c, { did: did(minted.address) });
+    expect([notOwner.status, notOwner.body.code]).toEqual([403, "SUBJECT_OWNERSHIP_VERIFICATION_FAILED"]);
+    expect(notOwner.body.error).toContain("owner()");
+    expect(notOwner.body.details).toContain("txHash");
+    const byCreation = await call("POST", "/api/private/subjects", c, { did: did(minted.address), txHash: minted.hash });
+    expect([byCreation.status, byCreation.body.subject?.ownership.method]).toEqual([201, "minting-wallet"]);
+    const byTransfer = await call("POST", "/api/private/subjects", b, { subjectDid: did(sold.address), txHash: transferHash });
+    expect([byTransfer.status, byTransfer.body.subject?.ownership.method]).toEqual([201, "transfer"]);
+    const stranger = await call("POST", "/api/private/subjects", b, { did: did(owned.address) });
+    expect([stranger.status, stranger.body.code]).toEqual([403, "SUBJECT_OWNERSHIP_VERIFICATION_FAILED"]);
+    expect((await call("POST", "/api/private/subjects", c, { did: did(owned.address), txHash: "0x12" })).body.code).toBe("INVALID_INPUT");
+
+    proxy.onHttp = () => new Response("down", { status: 502 });
+    try {
+      const down = await call("POST", "/api/private/subjects", b, { did: did(owned.address) });
+      expect([down.status, down.body.code]).toEqual([502, "NETWORK_ERROR"]);
+      expect(JSON.stringify(down.body)).not.toContain("127.0.0.1");
+    } finally {
+      proxy.onHttp = undefined;
+    }
+    expect((await call("GET", "/api/private/subjects", b)).body.subjects.map((s: { canonicalDid: string }) => s.canonicalDid)).toEqual([did(sold.address)]);
+  }, 60_000);
 });
