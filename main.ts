@@ -423,7 +423,8 @@ export async function startService(config: Config, options: StartServiceOptions 
       // gets the app's 413 PAYLOAD_TOO_LARGE with CORS and the error body rather than Bun's bare 413.
       maxRequestBodySize: 16 * 1024 * 1024,
       // Bun's default (10 s) cut connections whose answer was still coming (a hanging RPC behind artifact trust,
-      // a receipt awaited for up to two minutes): every route answers well within this (SERVER_IDLE_TIMEOUT_SECONDS).
+      // a receipt awaited for up to two minutes): every route answers before this, at the latest at the handler's
+      // ROUTE_DEADLINE_MS (http/instrument.ts), 10 s earlier.
       idleTimeout: SERVER_IDLE_TIMEOUT_SECONDS,
       fetch: instrumentedHandler(app as never, { metrics, log, trustProxy: config.trustProxy }),
     });
@@ -478,10 +479,11 @@ function describeMetrics(metrics: PrometheusMetrics) {
 }
 
 /**
- * How long the server keeps a connection whose answer has not come yet: Bun's maximum. The longest routes with the
- * default settings stay below it: a delegated attestation waits at most 120 s for its receipt after at most four
- * RPC exchanges of 10 s with one retry each (about 200 s in all); artifact trust makes at most seven dependent
- * lookups of 3 × ARTIFACT_TRUST_RPC_TIMEOUT_MS (8 s) plus backoff, about 170 s; a discovery is bounded by 5 s.
+ * How long the server keeps a connection whose answer has not come yet: Bun's maximum. The bounded lookups of the
+ * default settings stay well below it: artifact trust makes at most seven dependent lookups of
+ * 3 × ARTIFACT_TRUST_RPC_TIMEOUT_MS (8 s) plus backoff, about 170 s; a nonce read one RPC exchange of 10 s with one
+ * retry; a discovery about 6 s. What can take longer (a submission: up to eight such exchanges and a receipt awaited
+ * for 120 s; a scan over a slow node) is answered at ROUTE_DEADLINE_MS (http/instrument.ts, 245 s).
  */
 export const SERVER_IDLE_TIMEOUT_SECONDS = 255;
 

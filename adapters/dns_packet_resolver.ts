@@ -265,7 +265,7 @@ function exchangeTcp(server: DnsServerAddress, name: string, type: RecordType, t
   return new Promise((resolve) => {
     const socket = connect({ host: server.host, port: server.port });
     let done = false;
-    let buffered: Buffer = Buffer.alloc(0);
+    const frames = createDnsFrameReader();
     const finish = (result: Exchange) => {
       if (done) return;
       done = true;
@@ -278,14 +278,43 @@ function exchangeTcp(server: DnsServerAddress, name: string, type: RecordType, t
     socket.on("close", () => finish({ kind: "network-error" }));
     socket.on("connect", () => socket.write(framed));
     socket.on("data", (chunk) => {
-      buffered = Buffer.concat([buffered, typeof chunk === "string" ? Buffer.from(chunk) : chunk]);
-      while (buffered.length >= 2) {
-        const length = buffered.readUInt16BE(0);
-        if (buffered.length < 2 + length) return;
-        const packet = decodeAnswer(buffered.subarray(2, 2 + length), id, name, type);
-        buffered = buffered.subarray(2 + length);
+      for (const frame of frames.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk)) {
+        const packet = decodeAnswer(frame, id, name, type);
         if (packet !== undefined) return finish({ kind: "answer", packet });
       }
     });
   });
+}
+
+/**
+ * Splits a DNS-over-TCP byte stream into messages (RFC 1035 §4.2.2: each after a two-byte length). Linear in the
+ * bytes received: chunks are only joined once a whole message has arrived (joining on every chunk was quadratic in
+ * the number of chunks, and a 64 KiB answer can come a byte at a time).
+ */
+export function createDnsFrameReader(): { readonly push: (chunk: Buffer) => Buffer[] } {
+  let chunks: Buffer[] = [];
+  let buffered = 0;
+  /** All received bytes as one buffer (joined once). */
+  const joined = (): Buffer => {
+    if (chunks.length > 1) chunks = [Buffer.concat(chunks, buffered)];
+    return chunks[0]!;
+  };
+  return {
+    push(chunk) {
+      chunks.push(chunk);
+      buffered += chunk.length;
+      const frames: Buffer[] = [];
+      while (buffered >= 2) {
+        const head = chunks[0]!.length >= 2 ? chunks[0]! : joined();
+        const end = 2 + head.readUInt16BE(0);
+        if (buffered < end) break;
+        const all = joined();
+        frames.push(all.subarray(2, end));
+        const rest = all.subarray(end);
+        chunks = rest.length > 0 ? [rest] : [];
+        buffered = rest.length;
+      }
+      return frames;
+    },
+  };
 }

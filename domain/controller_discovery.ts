@@ -3,6 +3,7 @@ import type { Clock } from "../ports/clock.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import {
   buildDidPkhFromCaip10,
+  controllerIdentity,
   extractAddressFromDid,
   isSameControllerId,
   jwkToDidJwk,
@@ -98,12 +99,17 @@ export function canonicalControllerKey(value: string): string | undefined {
 }
 
 /**
- * The longest controller value read (a did:jwk of a large key is about 300 characters); longer text is not a
- * key, and is refused before any parsing.
+ * The longest controller value read (a did:jwk of a P-256 key is about 150 characters, of an RSA-4096 key about
+ * 950); longer text is not a key, and is refused before any parsing.
+ *
+ * The other bounds on remote text: a TXT record (its character-strings joined) is at most what one DNS message
+ * carries (64 KiB over TCP), a did.json at most 64 KiB (adapters/https_did_document.ts). Every parser of them is
+ * linear in its input: quotes trimmed by index, the record split once, keys deduplicated by
+ * {@link controllerIdentity} in a `Set` (comparing every pair of did:jwk keys took 2 s for 192 RSA keys).
  */
 export const MAX_CONTROLLER_VALUE = 2_048;
 
-/** The most controller keys taken from one TXT record or one DID document; the rest are ignored. */
+/** The most controller keys taken from one TXT name (all its records) or one DID document; the rest are ignored. */
 export const MAX_CONTROLLERS_PER_SOURCE = 64;
 
 /**
@@ -158,10 +164,16 @@ export function controllerKeysFromDidDocument(document: unknown, subjectDid: str
   const methods = doc.verificationMethod ?? [];
   if (!Array.isArray(methods)) return fail("INVALID_INPUT", "DID document verificationMethod is not an array");
   const keys: string[] = [];
+  const seen = new Set<string>();
   const add = (key: string | undefined) => {
-    if (key !== undefined && keys.length < MAX_CONTROLLERS_PER_SOURCE && !keys.some((k) => isSameControllerId(k, key))) keys.push(key);
+    if (key === undefined) return;
+    const identity = controllerIdentity(key) ?? key;
+    if (seen.has(identity)) return;
+    seen.add(identity);
+    keys.push(key);
   };
   for (const method of methods) {
+    if (keys.length >= MAX_CONTROLLERS_PER_SOURCE) break;
     if (typeof method !== "object" || method === null) continue;
     const m = method as Record<string, unknown>;
     if (typeof m.blockchainAccountId === "string") add(canonicalControllerKey(m.blockchainAccountId));
@@ -227,12 +239,16 @@ const didJsonError = (fetch: DidDocumentFetch): string | undefined => {
 /** A builder of controller keys that merges by controller id and keeps their sources in order. */
 export function createKeySet() {
   const keys: ControllerKey[] = [];
+  // By controllerIdentity (a key that is no valid DID only matches itself): one lookup per key, not a scan.
+  const byIdentity = new Map<string, ControllerKey>();
   return {
     add(key: string, source: KeySource) {
-      let entry = keys.find((k) => k.canonicalId === key) ?? keys.find((k) => isSameControllerId(k.canonicalId, key));
+      const identity = controllerIdentity(key) ?? `invalid:${key}`;
+      let entry = byIdentity.get(identity);
       if (entry === undefined) {
         entry = { id: key, canonicalId: key, label: resolveIdentity(key).label, sources: [], basic: false };
         keys.push(entry);
+        byIdentity.set(identity, entry);
       }
       if (!entry.sources.includes(source)) entry.sources.push(source);
       if (source !== "account-wallet") entry.basic = true;
@@ -310,7 +326,7 @@ export function createDiscoverControllers(deps: DiscoveryDeps): DiscoverControll
     const keySet = createKeySet();
     const evidence: EvidenceItem[] = [];
     for (const [name, lookup] of [[txtNames[0]!, txt1], [txtNames[1]!, txt2]] as const) {
-      const keys = lookup.status === "found" ? unique(lookup.records.flatMap(parseControllerTxtRecord)) : [];
+      const keys = lookup.status === "found" ? txtControllerKeys(lookup.records) : [];
       for (const key of keys) keySet.add(key, "dns-txt");
       const error = txtError(lookup);
       evidence.push({
@@ -343,6 +359,18 @@ function didJsonEvidence(
 }
 
 const unique = (values: string[]) => [...new Set(values)];
+
+/** The distinct controller keys of one TXT name's records, at most {@link MAX_CONTROLLERS_PER_SOURCE}. */
+function txtControllerKeys(records: readonly string[]): string[] {
+  const keys = new Set<string>();
+  for (const record of records) {
+    for (const key of parseControllerTxtRecord(record)) {
+      if (keys.size >= MAX_CONTROLLERS_PER_SOURCE) return [...keys];
+      keys.add(key);
+    }
+  }
+  return [...keys];
+}
 
 /** The approved-issuer block of controller confirm. */
 export type ApprovedIssuerBlock = {

@@ -8,6 +8,7 @@ import {
   buildDidPkh,
   buildDidPkhFromCaip10,
   computeDidHash,
+  controllerIdentity,
   didAddressFromHash,
   didJwkToJwk,
   didPkhToCaip10,
@@ -346,6 +347,68 @@ describe("isSameControllerId()", () => {
     expect(isSameControllerId("did:", "did:")).toBe(false);
     expect(isSameControllerId(`did:pkh:eip155:1:${ADDR}`, `did:ethr:${ADDR}`)).toBe(false);
     expect(isSameControllerId(TEST_DID_JWK, "did:web:example.com")).toBe(false);
+  });
+});
+
+describe("controllerIdentity()", () => {
+  /** The pairwise rule isSameControllerId had before identities (decisions §3), written out as the reference. */
+  const pairwise = (a: string, b: string): boolean => {
+    const left = normalizeDid(a);
+    const right = normalizeDid(b);
+    if (!left.ok || !right.ok) return false;
+    if (left.value === right.value) return true;
+    const pkhLeft = parseDidPkh(left.value);
+    const pkhRight = parseDidPkh(right.value);
+    if (pkhLeft.ok && pkhRight.ok) {
+      return pkhLeft.value.namespace === "eip155" && pkhRight.value.namespace === "eip155" && pkhLeft.value.address === pkhRight.value.address;
+    }
+    const jwkLeft = didJwkToJwk(left.value);
+    const jwkRight = didJwkToJwk(right.value);
+    return jwkLeft.ok && jwkRight.ok && publicJwkEquals(jwkLeft.value, jwkRight.value);
+  };
+
+  test("two ids have one identity exactly when the pairwise rule calls them one controller", () => {
+    const ids = [
+      `did:pkh:eip155:1:${ADDR}`,
+      `did:pkh:eip155:66238:${ADDR.toUpperCase().replace("0X", "0x")}`,
+      "did:pkh:eip155:1:0x2222222222222222222222222222222222222222",
+      `did:pkh:bip122:1:${ADDR}`,
+      "did:pkh:solana:a:abc",
+      "did:pkh:solana:b:abc",
+      "did:pkh:SOLANA:a:ABC",
+      `did:ethr:${ADDR}`,
+      `did:ethr:0x1:${ADDR}`,
+      "did:key:z6MkTest",
+      "did:key:z6MkTest#z6MkTest",
+      "did:key:z6mktest",
+      "did:web:Example.com",
+      "www.example.com",
+      "eip155-address:" + ADDR,
+      TEST_DID_JWK,
+      TEST_DID_JWK.toLowerCase(),
+      value(jwkToDidJwk({ ...TEST_JWK, kid: "key-1", use: "sig", alg: "ES256" })),
+      value(jwkToDidJwk({ ...TEST_JWK, x: TEST_JWK.y })),
+      value(jwkToDidJwk({ ...TEST_JWK, x5t: "thumb" })),
+      value(jwkToDidJwk({ ...TEST_JWK, extra: { b: 1, a: [2, { d: 3, c: 4 }] } })),
+      value(jwkToDidJwk({ extra: { a: [2, { c: 4, d: 3 }], b: 1 }, ...TEST_JWK, kid: "other" })),
+      "did:",
+      "",
+      "not a did at all",
+    ];
+    for (const a of ids) {
+      for (const b of ids) {
+        const identityA = controllerIdentity(a);
+        const same = identityA !== undefined && identityA === controllerIdentity(b);
+        expect({ a, b, same }).toEqual({ a, b, same: pairwise(a, b) });
+        expect({ a, b, same: isSameControllerId(a, b) }).toEqual({ a, b, same: pairwise(a, b) });
+      }
+    }
+  });
+
+  test("is undefined for what is not a DID", () => {
+    expect(controllerIdentity("did:")).toBeUndefined();
+    expect(controllerIdentity("   ")).toBeUndefined();
+    expect(controllerIdentity("did:jwk:not-a-key")).toBeUndefined();
   });
 });
 

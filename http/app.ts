@@ -94,7 +94,9 @@ export const ELAPSED_PATHS: ReadonlySet<string> = new Set(EAS_PATHS);
  * 404 `NOT_FOUND`, 413 `PAYLOAD_TOO_LARGE`, one error body, `elapsed` on the EAS paths, no upstream text).
  */
 export function createApp(deps: AppDeps) {
-  const app = new Elysia();
+  // One path, one route: without strictPath Elysia also routes `/v1/controller-witness/` to the witness while
+  // every guard here reads the path as written, so a trailing slash skipped the CSRF and origin checks (issue 15).
+  const app = new Elysia({ strictPath: true });
   // The methods each path serves, read once the routes are all registered (at the first request).
   let served: Map<string, ReadonlySet<string>> | undefined;
   const methodsOf = (path: string): ReadonlySet<string> | undefined => {

@@ -3,7 +3,8 @@ import { currentRequestContext, requestIdFrom, withRequestContext } from "../ada
 import type { Logger } from "../ports/logger.ts";
 import type { Metrics } from "../ports/metrics.ts";
 import { ELAPSED_PATHS, isPrivatePath, pathOf, PUBLIC_CORS_HEADERS } from "./app.ts";
-import { elapsedSince, errorBody, json } from "./errors.ts";
+import { elapsedSince, errorBody, json, statusOf } from "./errors.ts";
+import { DELEGATED_ATTEST_PATHS, NONCE_PATHS } from "./routes/eas.ts";
 import { classifyAddress } from "../domain/ip_policy.ts";
 
 /**
@@ -20,6 +21,47 @@ function fallbackResponse(path: string, started: number): Response {
   );
 }
 
+/**
+ * How long a request may go unanswered before the server answers for its route (issue 15): below the server's
+ * idle timeout (main.ts SERVER_IDLE_TIMEOUT_SECONDS, 255 s, Bun's maximum), which otherwise cuts the connection
+ * with no answer at all, and above every lookup whose worst case is bounded with the default settings (artifact
+ * trust about 170 s, a nonce read 20 s, discovery 6 s; README, "Timeouts"). Only a submission can wait longer
+ * (its receipt alone for two minutes, after up to eight RPC exchanges of 20 s), and a node answering slowly but
+ * in time stretches any scan: those get the deadline's answer.
+ */
+export const ROUTE_DEADLINE_MS = 245_000;
+
+/** Routes that broadcast a transaction: past the deadline their outcome is not known yet. */
+const SUBMISSION_PATHS: ReadonlySet<string> = new Set([
+  ...DELEGATED_ATTEST_PATHS,
+  "/api/private/relay/eas/delegated-attest",
+  "/v1/controller-witness",
+  "/api/private/controller-witness",
+]);
+
+/** Routes whose only dependency is the chain (decisions §2: 500 `RPC_ERROR` when it does not answer). */
+const CHAIN_READ_PATHS: ReadonlySet<string> = new Set([...NONCE_PATHS, "/api/private/relay/eas/nonce"]);
+
+/**
+ * The answer for a route still working at the deadline, in the route's own terms: a submission 503
+ * `OUTCOME_UNKNOWN` (the same request again says what became of it: 409 with the transaction, or accepted anew once
+ * released), a nonce read 500 `RPC_ERROR`, any other lookup 502 `NETWORK_ERROR` (decisions §7). CORS and `elapsed`
+ * as {@link fallbackResponse}.
+ */
+export function deadlineResponse(path: string, started: number): Response {
+  const [code, message] = SUBMISSION_PATHS.has(path)
+    ? ["OUTCOME_UNKNOWN", "The submission did not complete in time; its outcome is not known yet"]
+    : CHAIN_READ_PATHS.has(path)
+    ? ["RPC_ERROR", "The chain did not answer in time"]
+    : ["NETWORK_ERROR", "A dependency did not answer in time"];
+  const body = errorBody(code, message);
+  return json(
+    ELAPSED_PATHS.has(path) ? { ...body, elapsed: elapsedSince(started) } : body,
+    statusOf(code),
+    isPrivatePath(path) ? {} : { ...PUBLIC_CORS_HEADERS },
+  );
+}
+
 /** What `Bun.serve` passes as its second argument that the handler uses: the peer address of a request. */
 export type PeerAddresses = { readonly requestIP: (request: Request) => { readonly address: string } | null };
 
@@ -28,9 +70,14 @@ export type PeerAddresses = { readonly requestIP: (request: Request) => { readon
  * in the response and carried by every log line of the request), one access-log line at `debug` (at
  * `info` it cost a quarter of the throughput of the cheap routes in bench/load.ts), and request
  * count and latency by route and status. Unknown paths are labelled `unmatched` so a scan cannot
- * blow up the series count.
+ * blow up the series count. A request the app has not answered after `deadlineMs` (default
+ * {@link ROUTE_DEADLINE_MS}) is answered with {@link deadlineResponse}; its work goes on unobserved.
  */
-export function instrumentedHandler(app: Elysia, deps: { metrics: Metrics; log: Logger; trustProxy?: number | undefined }) {
+export function instrumentedHandler(
+  app: Elysia,
+  deps: { metrics: Metrics; log: Logger; trustProxy?: number | undefined; deadlineMs?: number | undefined },
+) {
+  const deadlineMs = deps.deadlineMs ?? ROUTE_DEADLINE_MS;
   let routes: Set<string> | undefined;
   const routeOf = (path: string) => {
     routes ??= new Set(app.routes.map((r) => r.path));
@@ -43,11 +90,23 @@ export function instrumentedHandler(app: Elysia, deps: { metrics: Metrics; log: 
       const started = performance.now();
       const path = pathOf(request.url);
       let response: Response;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const expired = new Promise<undefined>((resolve) => {
+        timer = setTimeout(() => resolve(undefined), deadlineMs);
+      });
       try {
-        response = await app.handle(routable(request));
+        const answered = await Promise.race([app.handle(routable(request)), expired]);
+        if (answered === undefined) {
+          deps.log.warn("request_deadline", { method: request.method, path, ms: deadlineMs });
+          response = deadlineResponse(path, started);
+        } else {
+          response = answered;
+        }
       } catch (error) {
         deps.log.error("request_failed", { error: error instanceof Error ? error.message : String(error) });
         response = fallbackResponse(path, started);
+      } finally {
+        clearTimeout(timer);
       }
       const route = routeOf(path);
       const seconds = (performance.now() - started) / 1000;
@@ -63,15 +122,16 @@ export function instrumentedHandler(app: Elysia, deps: { metrics: Metrics; log: 
 
 /**
  * The request with a URL Elysia reads the same path from as the app's own guards ({@link pathOf}). Elysia takes
- * the path from the first `/` at or after character 11, which assumes `http://` and a host of at least four
- * characters: with `Host: a` (or an absolute-form target naming a short host) it would route `/v1/x` as `/x`
- * while the guards saw `/v1/x`, so a guarded path could reach an unguarded route. Such a request is re-addressed
- * to `http://localhost` with the same path, query, method, headers and body.
+ * the path from the first `/` at or after character 11 (node_modules/elysia/dist/adapter/web-standard/index.mjs:
+ * `u.indexOf('/', 11)`), which assumes `http://` and a host of at least four characters: with `Host: a` (or an
+ * absolute-form target naming a short host) it would route `/v1/x` as `/x` while the guards saw `/v1/x`, so a
+ * guarded path could reach an unguarded route. Whenever the two readings differ, the request is re-addressed to
+ * `http://localhost` with the same path, query, method, headers and body (streamed, not read).
  */
 export function routable(request: Request): Request {
   const url = request.url;
   const start = url.indexOf("/", url.indexOf("//") + 2);
-  if (start >= 11) return request;
+  if (start !== -1 && start === url.indexOf("/", 11)) return request;
   return new Request(`http://localhost${start === -1 ? "/" : url.slice(start)}`, request);
 }
 

@@ -1,9 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import type { Elysia } from "elysia";
+import { Elysia } from "elysia";
 import { silentLogger } from "../adapters/json_logger.ts";
 import { createPrometheusMetrics } from "../adapters/prometheus_metrics.ts";
 import { clientKeyOf } from "../domain/sessions.ts";
-import { clientAddressOf, instrumentedHandler, requestClientAddress } from "./instrument.ts";
+import { pathOf } from "./app.ts";
+import { clientAddressOf, instrumentedHandler, requestClientAddress, routable } from "./instrument.ts";
 
 const forwarded = (header?: string) =>
   new Request("http://ats.test/v1/delegated-attest", { headers: header === undefined ? {} : { "x-forwarded-for": header } });
@@ -60,5 +61,90 @@ describe("instrumentedHandler() and TRUST_PROXY", () => {
     await instrumentedHandler(app, { metrics: createPrometheusMetrics(), log: silentLogger })(forwarded("203.0.113.9"), peer);
     await instrumentedHandler(app, { metrics: createPrometheusMetrics(), log: silentLogger, trustProxy: 1 })(forwarded("203.0.113.9"), peer);
     expect(addresses).toEqual(["10.0.0.2", "203.0.113.9"]);
+  });
+});
+
+describe("routable()", () => {
+  test("Elysia routes the path the guards read (pathOf), whatever the host and scheme", async () => {
+    const app = new Elysia({ strictPath: true })
+      .get("/v1/trust-anchors", () => "/v1/trust-anchors")
+      .get("/trust-anchors", () => "/trust-anchors")
+      .get("/", () => "/");
+    for (const url of [
+      "http://a/v1/trust-anchors",
+      "http://ab/v1/trust-anchors?x=1",
+      "http://abc/v1/trust-anchors",
+      "http://abcd/v1/trust-anchors",
+      "https://a/v1/trust-anchors",
+      "https://abc/v1/trust-anchors",
+      "http://a:1/v1/trust-anchors",
+      "http://[::1]/v1/trust-anchors",
+      "http://a/trust-anchors",
+      "http://a/",
+      "http://service.example.com/v1/trust-anchors?a=/b",
+    ]) {
+      const request = new Request(url);
+      const routed = routable(request);
+      const answer = await app.handle(routed);
+      expect({ url, routed: answer.status === 200 ? await answer.text() : answer.status }).toEqual({ url, routed: pathOf(url) });
+      expect(pathOf(routed.url)).toBe(pathOf(url));
+    }
+  });
+
+  test("a re-addressed request keeps its method, headers, query and streamed body", async () => {
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode('{"a":'));
+        controller.enqueue(new TextEncoder().encode("1}"));
+        controller.close();
+      },
+    });
+    const request = new Request("http://a/v1/x?q=1", { method: "POST", headers: { "content-type": "application/json", "x-test": "yes" }, body, duplex: "half" } as RequestInit);
+    const routed = routable(request);
+    expect(routed.url).toBe("http://localhost/v1/x?q=1");
+    expect(routed.method).toBe("POST");
+    expect(routed.headers.get("x-test")).toBe("yes");
+    expect(await routed.text()).toBe('{"a":1}');
+    const plain = new Request("http://127.0.0.1:8080/v1/x");
+    expect(routable(plain)).toBe(plain);
+  });
+});
+
+describe("instrumentedHandler() deadline", () => {
+  const hanging = { routes: [], handle: () => new Promise<Response>(() => {}) } as unknown as Elysia;
+  const handler = (app: Elysia) => instrumentedHandler(app, { metrics: createPrometheusMetrics(), log: silentLogger, deadlineMs: 50 });
+  const answer = async (app: Elysia, method: string, path: string) => {
+    const response = await handler(app)(new Request(`http://ats.test${path}`, { method }));
+    return { status: response.status, headers: response.headers, body: await response.json() as Record<string, unknown> };
+  };
+
+  test("a route still working at the deadline gets its own error body, CORS and elapsed", async () => {
+    const cases: [string, string, number, string][] = [
+      ["GET", "/v1/artifact-trust", 502, "NETWORK_ERROR"],
+      ["GET", "/v1/controller-confirm", 502, "NETWORK_ERROR"],
+      ["GET", "/readyz", 502, "NETWORK_ERROR"],
+      ["GET", "/v1/nonce", 500, "RPC_ERROR"],
+      ["GET", "/api/eas/nonce", 500, "RPC_ERROR"],
+      ["GET", "/api/private/relay/eas/nonce", 500, "RPC_ERROR"],
+      ["POST", "/v1/delegated-attest", 503, "OUTCOME_UNKNOWN"],
+      ["POST", "/api/private/relay/eas/delegated-attest", 503, "OUTCOME_UNKNOWN"],
+      ["POST", "/v1/controller-witness", 503, "OUTCOME_UNKNOWN"],
+      ["POST", "/api/private/subjects", 502, "NETWORK_ERROR"],
+    ];
+    for (const [method, path, status, code] of cases) {
+      const res = await answer(hanging, method, path);
+      expect({ path, status: res.status, code: res.body.code }).toEqual({ path, status, code });
+      expect(typeof res.body.error).toBe("string");
+      expect(res.headers.get("x-request-id")).toBeTruthy();
+      expect(res.headers.get("access-control-allow-origin")).toBe(path.startsWith("/api/private/") || path === "/v1/controller-witness" ? null : "*");
+      expect(res.body.elapsed === undefined).toBe(!["/v1/nonce", "/api/eas/nonce", "/v1/delegated-attest"].includes(path));
+    }
+  });
+
+  test("an answer before the deadline is passed through", async () => {
+    const quick = { routes: [], handle: () => Promise.resolve(new Response("ok", { status: 201 })) } as unknown as Elysia;
+    const response = await handler(quick)(new Request("http://ats.test/v1/artifact-trust"));
+    expect(response.status).toBe(201);
+    expect(await response.text()).toBe("ok");
   });
 });

@@ -313,6 +313,25 @@ export const SubjectOwnershipModel = t.Object({
   controllingWalletDid: t.Optional(t.String()),
 });
 
+/** A subject of the signed-in account (decisions §12). */
+export const SubjectModel = t.Object({
+  id: t.String(),
+  canonicalDid: t.String(),
+  subjectDidHash: t.String({ description: "keccak256 of the UTF-8 canonical DID" }),
+  displayName: t.Union([t.String(), t.Null()]),
+  isDefault: t.Boolean(),
+  ownership: t.Object({
+    method: t.String({ description: "How it was proven: dns, did-document, wallet, contract, minting-wallet, transfer" }),
+    walletDid: t.String(),
+    verifiedAt: t.String({ description: "ISO 8601" }),
+  }),
+  createdAt: t.String({ description: "ISO 8601" }),
+});
+/** `GET /api/private/subjects`. */
+export const SubjectListModel = t.Object({ subjects: t.Array(SubjectModel, { description: "Default first, then oldest first" }) });
+/** `GET|POST|PATCH /api/private/subjects…`. */
+export const SubjectAnswerModel = t.Object({ subject: SubjectModel });
+
 /** `PATCH /api/private/accounts/me`. */
 export const AccountPatchBody = t.Object({
   displayName: t.Union([t.String({ maxLength: 100 }), t.Null()], { description: "Up to 100 characters; null or empty clears it" }),
