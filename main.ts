@@ -246,6 +246,9 @@ export async function startService(config: Config, options: StartServiceOptions 
         siweDomains: config.siweDomains,
         challengeRatePerMinute: config.siweChallengePerMinute,
       },
+      contractWallets: eas.reader.checkContractSignature === undefined
+        ? undefined
+        : { chainId: eas.reader.chainId, check: eas.reader.checkContractSignature },
     });
     const witness = createControllerWitness({
       discover,

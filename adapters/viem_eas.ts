@@ -8,9 +8,15 @@ import {
   InsufficientFundsError,
   keccak256,
   type PublicClient,
+  encodeDeployData,
+  erc6492SignatureValidatorAbi,
+  erc6492SignatureValidatorByteCode,
+  serializeErc6492Signature,
 } from "viem";
+import { getCode } from "viem/actions";
 import { privateKeyToAccount } from "viem/accounts";
 import type {
+  ContractSignatureCheck,
   DelegatedAttestCall,
   DelegateSubmitter,
   EasReader,
@@ -19,6 +25,7 @@ import type {
   Simulation,
   Submission,
   SubmitOptions,
+  WalletDeploymentOutcome,
 } from "../ports/eas.ts";
 import type { WalletNonces } from "../ports/storage.ts";
 import { EAS_ABI } from "./eas_abi.ts";
@@ -102,19 +109,19 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
       // Issued in the same tick as the nonce read, so the fee refresh rides in the same batch.
       const feeWarmup = delegateSender?.warmFees();
       try {
-        const nonce = await client.readContract({
-          address: easAddress,
-          abi: EAS_ABI,
-          functionName: "getNonce",
-          args: [attester],
-        });
+        // The attester's code rides in the same batch: a contract wallet is checked by ERC-1271 like EAS does.
+        const [nonce, code] = await Promise.all([
+          client.readContract({ address: easAddress, abi: EAS_ABI, functionName: "getNonce", args: [attester] }),
+          getCode(client, { address: attester }),
+        ]);
         await feeWarmup;
-        return { ok: true, nonce };
+        return { ok: true, nonce, isContract: code !== undefined && code !== "0x" };
       } catch (error) {
         log("rpc_error", { op: "getNonce", error: describe(error) });
         return { ok: false, reason: "rpc-error" };
       }
     },
+    checkContractSignature: (input) => checkContractSignature(client, input, log),
   };
 
   const ping = async () => {
@@ -163,8 +170,54 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
       if (!outcome.ok) return outcome;
       return { ok: true, txHash: outcome.txHash, blockNumber: outcome.blockNumber, uid: attestedUid(outcome.logs, easAddress) };
     },
+    async deployWallet(attester, deployment, charge): Promise<WalletDeploymentOutcome> {
+      try {
+        if (await hasCode(client, attester)) return "deployed";
+        const estimate = await client.estimateGas({ account: delegateSender.address, to: deployment.factory, data: deployment.factoryCalldata });
+        const gas = (estimate * 12n) / 10n;
+        if (!(await charge(gas))) return "refused";
+        const outcome = await delegateSender.send({ to: deployment.factory, data: deployment.factoryCalldata, gas });
+        if (!outcome.ok && outcome.reason === "unknown-outcome") return "rpc-error";
+        // Whatever the factory's own outcome, what counts is code at the attester's address now.
+        return (await hasCode(client, attester)) ? "deployed" : "failed";
+      } catch (error) {
+        const simulation = classifySimulationError(error, log);
+        return !simulation.ok && simulation.reason === "reverted" ? "failed" : "rpc-error";
+      }
+    },
   };
   return { reader, delegate, client, ping, senderFor, senderOf };
+}
+
+async function hasCode(client: PublicClient, address: HexString): Promise<boolean> {
+  const code = await getCode(client, { address });
+  return code !== undefined && code !== "0x";
+}
+
+/**
+ * Asks the chain whether a wallet contract accepts a signature, through the ERC-6492 validator run as a
+ * deployless read-only call (viem ships its bytecode): it calls `isValidSignature` and compares the ERC-1271
+ * magic value, as EAS's SignatureChecker does, and for a counterfactual wallet runs the factory first, inside the
+ * call. A revert or a false answer is "invalid"; a transport failure is "rpc-error", never "invalid" (viem's own
+ * verifyHash turns both into false).
+ */
+async function checkContractSignature(
+  client: PublicClient,
+  input: Parameters<NonNullable<EasReader["checkContractSignature"]>>[0],
+  log: (event: string, fields: Record<string, unknown>) => void,
+): Promise<ContractSignatureCheck> {
+  const signature = input.deployment === undefined
+    ? input.signature
+    : serializeErc6492Signature({ address: input.deployment.factory, data: input.deployment.factoryCalldata, signature: input.signature });
+  try {
+    const { data } = await client.call({
+      data: encodeDeployData({ abi: erc6492SignatureValidatorAbi, args: [input.signer, input.digest, signature], bytecode: erc6492SignatureValidatorByteCode }),
+    });
+    return data !== undefined && data !== "0x" && BigInt(data) === 1n ? "valid" : "invalid";
+  } catch (error) {
+    const outcome = classifySimulationError(error, log);
+    return !outcome.ok && outcome.reason === "reverted" ? "invalid" : "rpc-error";
+  }
 }
 
 /**

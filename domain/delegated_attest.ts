@@ -1,12 +1,12 @@
-import { recoverTypedDataAddress } from "viem/utils";
+import { hashTypedData, recoverTypedDataAddress } from "viem/utils";
 import type { Clock } from "../ports/clock.ts";
-import type { DelegatedAttestCall, DelegateSubmitter, EasReader, HexString, SignedTx } from "../ports/eas.ts";
+import type { DelegatedAttestCall, DelegateSubmitter, EasReader, HexString, SignedTx, WalletDeployment } from "../ports/eas.ts";
 import type { ReplayRecord, ReplayStore } from "../ports/replay_store.ts";
 import { type AttestMessage, buildAttestTypedData } from "./attest_typed_data.ts";
 import { type DelegatedRequest, parseDelegatedRequest } from "./delegated_request.ts";
 import { type Fail, fail, type Ok, ok, type Result } from "./result.ts";
 import type { RelayGuard } from "./relay_guard.ts";
-import { normalizeSignature, type NormalizedSignature } from "./signature.ts";
+import { type NormalizedSignature, parseAttestSignature } from "./signature.ts";
 
 /** Codes a delegated attestation can fail with; the HTTP layer maps each to a status. */
 export type DelegatedAttestCode =
@@ -118,8 +118,10 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
     if (request.deadline > now + maxAhead) {
       return fail("INVALID_INPUT", `deadline must be at most ${maxAhead} seconds ahead`);
     }
-    const signature = normalizeSignature(request.signature);
-    if (!signature.ok) return signature;
+    const parsedSignature = parseAttestSignature(request.signature);
+    if (!parsedSignature.ok) return parsedSignature;
+    // The replay key and what EAS is given are the 65 normalized bytes, whatever wrapping they came in.
+    const signature = ok(parsedSignature.value.normalized);
     // Not a step of decisions §6: EAS would revert with Irrevocable in simulation; refusing it here spares the
     // RPC calls. Placed after the §6 checks that precede the replay lookup, so their precedence is unchanged.
     if (schema.revocable !== undefined && schema.revocable !== request.revocable) {
@@ -151,7 +153,7 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
     const pendingNonce = deps.eas.getAttesterNonce(request.attester);
     const [nonceRead, fundsCheck] = await Promise.all([pendingNonce, funds]);
     if (!nonceRead.ok) return fail("RPC_ERROR", "Failed to read the attester nonce from the chain");
-    const verified = await verifyAgainstNonce(deps.eas, request, signature.value, nonceRead.nonce, clientSigner);
+    const verified = await verifyAgainstNonce(deps.eas, request, signature.value, nonceRead, clientSigner, parsedSignature.value.deployment);
     if (!verified.ok) return verified;
     // Decisions §15: a wallet that cannot pay is refused before anything is recorded, so nothing is locked.
     if (fundsCheck === "rpc-error") return fail("RPC_ERROR", "Failed to read the delegate wallet's balance from the chain");
@@ -190,6 +192,14 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
 
     async function submitClaimed(): Promise<Ok<DelegatedAttestSuccess> | DelegatedAttestFailure> {
 
+    const deployment = verified.ok ? verified.value.deploy : undefined;
+    if (deployment !== undefined) {
+      const refused = await deployCounterfactual(deployment);
+      if (refused !== undefined) {
+        await deps.replay.release(key);
+        return refused;
+      }
+    }
     const call = toCall(request, normalized);
     const simulation = await submitter.simulate(call);
     if (!simulation.ok) {
@@ -254,6 +264,30 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
       submission.txHash,
     );
     }
+
+    /**
+     * Deploys a counterfactual wallet (ERC-6492) so that EAS finds its code. Runs under the replay claim, after the
+     * signature was proven valid by a read-only call that simulated the same deployment; its gas is capped and
+     * charged to the public relay's budget like the attestation's.
+     */
+    async function deployCounterfactual(target: WalletDeployment): Promise<DelegatedAttestFailure | undefined> {
+      if (submitter.deployWallet === undefined) {
+        return fail("INVALID_SIGNATURE", "This deployment cannot deploy counterfactual wallets; deploy the wallet first");
+      }
+      let refusal: DelegatedAttestFailure | undefined;
+      const outcome = await submitter.deployWallet(request.attester, target, async (gas) => {
+        if (deps.maxGasPerTx !== undefined && gas > deps.maxGasPerTx) {
+          refusal = fail("INVALID_INPUT", `Deploying the wallet needs ${gas} gas, more than the ${deps.maxGasPerTx} allowed per transaction`);
+          return false;
+        }
+        refusal = await deps.guard?.charge(gas);
+        return refusal === undefined;
+      });
+      if (outcome === "deployed") return undefined;
+      if (outcome === "refused") return refusal ?? fail("INVALID_INPUT", "The wallet's deployment was refused");
+      if (outcome === "rpc-error") return fail("RPC_ERROR", "The chain did not answer while deploying the wallet");
+      return fail("SUBMISSION_FAILED", "The wallet's factory call did not deploy the attester; nothing was attested");
+    }
   };
 }
 
@@ -285,20 +319,37 @@ async function recoverSigner(
 
 /**
  * Compares the signer of the typed data rebuilt with the on-chain nonce with the attester. `clientSigner` is the
- * signer already recovered for the client's nonce, if any.
+ * signer already recovered for the client's nonce, if any. An attester that is a contract (or an ERC-6492
+ * signature of one not deployed yet) is asked on chain, as EAS will ask it: `isValidSignature` of the digest with
+ * the same 65 bytes EAS receives. The answer says whether the wallet must be deployed first.
  */
 async function verifyAgainstNonce(
   eas: EasReader,
   request: DelegatedRequest,
   signature: NormalizedSignature,
-  nonce: bigint,
+  nonceRead: { readonly nonce: bigint; readonly isContract?: boolean | undefined },
   clientSigner: Promise<string | undefined> | undefined,
-): Promise<Result<true, "INVALID_SIGNATURE" | "ATTESTER_MISMATCH">> {
+  deployment: WalletDeployment | undefined,
+): Promise<Result<{ readonly deploy?: WalletDeployment | undefined }, "INVALID_SIGNATURE" | "ATTESTER_MISMATCH" | "RPC_ERROR">> {
+  const nonce = nonceRead.nonce;
   const recover = (n: bigint) =>
     clientSigner !== undefined && n === request.clientNonce ? clientSigner : recoverSigner(eas, request, signature, n);
   const signer = await recover(nonce);
+  if (signer !== undefined && sameAddress(signer, request.attester)) return ok({});
+  const counterfactual = nonceRead.isContract !== true && deployment !== undefined;
+  if ((nonceRead.isContract === true || counterfactual) && eas.checkContractSignature !== undefined) {
+    const digest = hashTypedData(buildAttestTypedData(eas, toMessage(request, nonce)));
+    const check = await eas.checkContractSignature({
+      signer: request.attester,
+      digest,
+      signature: signature.hex,
+      deployment: counterfactual ? deployment : undefined,
+    });
+    if (check === "rpc-error") return fail("RPC_ERROR", "Failed to ask the attester's wallet contract about the signature");
+    if (check === "valid") return ok(counterfactual ? { deploy: deployment } : {});
+    return fail("ATTESTER_MISMATCH", "Invalid signature: the attester's wallet contract does not accept it (ERC-1271)");
+  }
   if (signer === undefined) return fail("INVALID_SIGNATURE", "Invalid signature format");
-  if (sameAddress(signer, request.attester)) return ok(true);
   if (request.clientNonce !== undefined && request.clientNonce !== nonce) {
     const earlier = await recover(request.clientNonce);
     if (earlier !== undefined && sameAddress(earlier, request.attester)) {

@@ -3,9 +3,10 @@
  * A session token is 32 random bytes (base64url) given to the browser as an HttpOnly cookie; only
  * its SHA-256 is stored, and the stored hash is compared in constant time.
  */
-import { getAddress, sha256, stringToBytes } from "viem/utils";
+import { getAddress, hashMessage, sha256, stringToBytes } from "viem/utils";
 import type { Account, AccountStore, ChallengeLimits, Session } from "../ports/accounts.ts";
 import type { Clock } from "../ports/clock.ts";
+import type { HexString } from "../ports/eas.ts";
 import type { Random } from "../ports/random.ts";
 import { base64UrlEncode, normalizeDid, parseDidPkh } from "./did.ts";
 import { classifyAddress } from "./ip_policy.ts";
@@ -47,6 +48,17 @@ export type SessionDeps = {
   readonly clock: Clock;
   readonly random: Random;
   readonly policy: SessionPolicy;
+  /**
+   * Smart-contract wallets of the service's chain: a signature that is not the wallet key's own is asked of the
+   * wallet contract (ERC-1271), or of the contract its ERC-6492 factory call would deploy. Absent: EOAs only.
+   */
+  readonly contractWallets?: ContractWalletSignatures | undefined;
+};
+
+/** Checks a contract wallet's signature of a digest on one chain (see EasReader.checkContractSignature). */
+export type ContractWalletSignatures = {
+  readonly chainId: number;
+  readonly check: (input: { readonly signer: HexString; readonly digest: HexString; readonly signature: HexString }) => Promise<"valid" | "invalid" | "rpc-error">;
 };
 
 /** The challenge a wallet must sign. */
@@ -73,6 +85,8 @@ const MAX_FIELD = 2_048;
 const TOKEN_BYTES = 32;
 const TOKEN = /^[A-Za-z0-9_-]{43}$/;
 
+/** A sign-in signature's longest text: a contract wallet's ERC-6492 form carries its factory call (8 KiB of bytes). */
+const MAX_SIGNATURE = 16_386;
 const str = (value: unknown): value is string => typeof value === "string" && value.length > 0 && value.length <= MAX_FIELD;
 const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 
@@ -233,12 +247,15 @@ export function createSessions(deps: SessionDeps) {
   async function verify(
     body: unknown,
     options: { readonly register?: boolean } = {},
-  ): Promise<Result<SignedIn, "INVALID_INPUT" | "INVALID_CHALLENGE" | "CHALLENGE_EXPIRED" | "INVALID_SIGNATURE" | "ACCOUNT_ALREADY_EXISTS">> {
+  ): Promise<Result<SignedIn, "INVALID_INPUT" | "INVALID_CHALLENGE" | "CHALLENGE_EXPIRED" | "INVALID_SIGNATURE" | "ACCOUNT_ALREADY_EXISTS" | "NETWORK_ERROR">> {
     if (typeof body !== "object" || body === null || Array.isArray(body)) return fail("INVALID_INPUT", "Body must be a JSON object");
     const input = body as Record<string, unknown>;
     if (!str(input.challengeId)) return fail("INVALID_INPUT", "challengeId is required");
     if (!str(input.siweMessage)) return fail("INVALID_INPUT", "siweMessage is required");
-    if (!str(input.signature)) return fail("INVALID_INPUT", "signature is required");
+    const signatureText = input.signature;
+    if (typeof signatureText !== "string" || signatureText.length === 0 || signatureText.length > MAX_SIGNATURE) {
+      return fail("INVALID_INPUT", "signature is required (0x-prefixed hex, at most 8192 bytes)");
+    }
     const walletProviderId = input.walletProviderId;
     if (walletProviderId !== undefined && (typeof walletProviderId !== "string" || !/^[A-Za-z0-9._:-]{1,100}$/.test(walletProviderId))) {
       return fail("INVALID_INPUT", "walletProviderId must be 1 to 100 letters, digits or . _ : -");
@@ -258,9 +275,9 @@ export function createSessions(deps: SessionDeps) {
         return fail("INVALID_CHALLENGE", "walletDid does not match the challenge");
       }
     }
-    if (!(await verifySiweSignature(found.message, input.signature, found.address))) {
-      return fail("INVALID_SIGNATURE", "Signature does not match the challenge's wallet");
-    }
+    const signed = await checkSignature(found.message, signatureText, found.address, found.chainId);
+    if (signed === "rpc-error") return fail("NETWORK_ERROR", "Could not ask the wallet contract about the signature; try again");
+    if (signed === "invalid") return fail("INVALID_SIGNATURE", "Signature does not match the challenge's wallet");
     // Registering a wallet that has an account is refused before the challenge is used up: the client can verify instead.
     if (options.register && (await accounts.findAccount(found.address)) !== undefined) {
       return fail("ACCOUNT_ALREADY_EXISTS", "This wallet already has an account: sign in with verify");
@@ -281,6 +298,18 @@ export function createSessions(deps: SessionDeps) {
     };
     await accounts.saveSession(session);
     return ok({ token, expiresAtMs, account, created: existing === undefined, session });
+  }
+
+  /**
+   * An EOA's personal_sign is checked locally; anything else, for a wallet on the service's chain, is asked of the
+   * wallet contract over the EIP-191 digest (deployed: ERC-1271; counterfactual: ERC-6492), as EAS would.
+   */
+  async function checkSignature(message: string, signature: string, address: string, chainId: number): Promise<"valid" | "invalid" | "rpc-error"> {
+    if (await verifySiweSignature(message, signature, address)) return "valid";
+    const wallets = deps.contractWallets;
+    if (wallets === undefined || chainId !== wallets.chainId) return "invalid";
+    if (!/^0x(?:[0-9a-fA-F]{2}){1,8192}$/.test(signature)) return "invalid";
+    return await wallets.check({ signer: address as HexString, digest: hashMessage(message), signature: signature as HexString });
   }
 
   /** The account behind a session cookie, or why there is none. */

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { privateKeyToAccount } from "viem/accounts";
+import { recoverAddress } from "viem/utils";
 import { fakeAccountStore, fakeClock, fakeRandom } from "../ports/fakes.ts";
 import { clientKeyOf, constantTimeEqual, createSessions, hashSessionToken, LIVE_CHALLENGES_PER_WALLET } from "./sessions.ts";
 import { parseSiweMessage } from "./siwe.ts";
@@ -246,5 +247,51 @@ describe("createSessions().authenticate() and logout()", () => {
     expect(constantTimeEqual("abc", "abd")).toBe(false);
     expect(constantTimeEqual("abc", "abcd")).toBe(false);
     expect(constantTimeEqual("", "")).toBe(true);
+  });
+});
+
+describe("createSessions() with smart-contract wallets", () => {
+  /** A wallet contract at `wallet.address`'s place is simulated by a checker that accepts `other`'s signatures of the digest. */
+  function contractSetup(answer?: "rpc-error") {
+    const clock = fakeClock(1_800_000_000_000);
+    const accounts = fakeAccountStore();
+    const asked: string[] = [];
+    const sessions = createSessions({
+      accounts,
+      clock,
+      random: fakeRandom(),
+      policy: { sessionTtlHours: 2, challengeTtlMinutes: 10, siweDomains: [] },
+      contractWallets: {
+        chainId: 31337,
+        async check({ signer, digest, signature }) {
+          asked.push(signer);
+          if (answer !== undefined) return answer;
+          return (await recoverAddress({ hash: digest, signature })) === other.address ? "valid" : "invalid";
+        },
+      },
+    });
+    return { clock, accounts, sessions, asked };
+  }
+
+  test("a signature the wallet contract accepts (ERC-1271) signs the wallet in; an EOA signature is not asked of the chain", async () => {
+    const s = contractSetup();
+    const viaContract = await signIn(s, other);
+    expect(viaContract.result.ok).toBe(true);
+    expect(s.asked).toEqual([wallet.address.toLowerCase()]);
+    const viaKey = await signIn(s, wallet);
+    expect(viaKey.result.ok).toBe(true);
+    expect(s.asked).toHaveLength(1);
+  });
+
+  test("a signature the contract refuses is INVALID_SIGNATURE; a chain that cannot be asked is NETWORK_ERROR with the challenge still usable", async () => {
+    const refused = contractSetup();
+    const stranger = privateKeyToAccount("0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6");
+    expect((await signIn(refused, stranger)).result).toMatchObject({ ok: false, code: "INVALID_SIGNATURE" });
+
+    const down = contractSetup("rpc-error");
+    const attempt = await signIn(down, other);
+    expect(attempt.result).toMatchObject({ ok: false, code: "NETWORK_ERROR" });
+    const retry = await down.sessions.verify({ ...attempt.challenge, signature: await wallet.signMessage({ message: attempt.challenge.siweMessage }) });
+    expect(retry.ok).toBe(true);
   });
 });

@@ -83,7 +83,8 @@ export const DelegatedAttestBody = t.Object({
   attester: Address,
   signature: t.String({
     minLength: 1,
-    description: "65-byte EIP-712 signature, 0x-prefixed hex; its format is checked after the schema allowlist and deadline (INVALID_SIGNATURE)",
+    description:
+      "65-byte EIP-712 signature, 0x-prefixed hex (a key's, or a smart-contract wallet's that its ERC-1271 isValidSignature accepts), or the ERC-6492 form of 65 such bytes for a wallet not deployed yet (the relay deploys it first); its format is checked after the schema allowlist and deadline (INVALID_SIGNATURE)",
   }),
   prepared: t.Intersect([
     t.Object({ delegatedRequest: DelegatedRequestModel, typedData: t.Optional(TypedDataModel) }),
@@ -373,7 +374,11 @@ export const ChallengeModel = t.Object({
 export const VerifyBody = t.Object({
   challengeId: Text(),
   siweMessage: Text("The challenge's text, unchanged"),
-  signature: Text("65-byte personal_sign signature, 0x-prefixed hex"),
+  signature: t.String({
+    minLength: 1,
+    maxLength: 16_386,
+    description: "personal_sign signature, 0x-prefixed hex: 65 bytes for a key; for a smart-contract wallet on the active chain, what its ERC-1271 isValidSignature accepts, or its ERC-6492 form when the wallet is not deployed yet",
+  }),
   walletDid: t.Optional(t.String({ description: "When given, must be the challenge's wallet" })),
   walletProviderId: t.Optional(t.String({ pattern: "^[A-Za-z0-9._:-]{1,100}$", description: "The wallet provider the client used (e.g. metamask)" })),
   executionMode: t.Optional(t.Union([t.Literal("subscription"), t.Literal("native")], { description: "Who pays gas: the plan, or the user" })),

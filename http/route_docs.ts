@@ -145,12 +145,14 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     responses: {
       200: { description: "Signed in; Set-Cookie: ats_session", schema: SignedInModel },
       400: err("INVALID_JSON, INVALID_INPUT, INVALID_CHALLENGE (unknown, used, message changed), CHALLENGE_EXPIRED"),
-      401: err("INVALID_SIGNATURE: not signed by the challenge's wallet"),
+      401: err("INVALID_SIGNATURE: not signed by the challenge's wallet (its key, or its contract by ERC-1271/ERC-6492 on the active chain)"),
       403: err("ORIGIN_NOT_ALLOWED"),
       413: err("PAYLOAD_TOO_LARGE"),
       415: err("UNSUPPORTED_MEDIA_TYPE"),
+      502: err("NETWORK_ERROR: a smart-contract wallet's signature could not be checked on chain (nothing used up)"),
     },
-  },  {
+  },
+  {
     method: "post",
     paths: ["/v1/session/wallet/register", "/api/private/session/wallet/register"],
     summary: "As verify, for a wallet without an account: creates the account and signs in (decisions §12)",
@@ -160,6 +162,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
       400: err("INVALID_JSON, INVALID_INPUT, INVALID_CHALLENGE, CHALLENGE_EXPIRED"),
       401: err("INVALID_SIGNATURE"),
       409: err("ACCOUNT_ALREADY_EXISTS: the wallet has an account (the challenge is not used up: call verify)"),
+      502: err("NETWORK_ERROR: a smart-contract wallet's signature could not be checked on chain"),
     },
   },
   {

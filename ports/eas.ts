@@ -21,13 +21,37 @@ export type DelegatedAttestCall = {
 };
 
 /** The attester's EAS nonce, or why it could not be read. */
-export type NonceRead = { readonly ok: true; readonly nonce: bigint } | { readonly ok: false; readonly reason: "rpc-error" };
+export type NonceRead =
+  | {
+    readonly ok: true;
+    readonly nonce: bigint;
+    /** The attester has code (a smart-contract wallet), read in the same batch as the nonce; absent means no. */
+    readonly isContract?: boolean | undefined;
+  }
+  | { readonly ok: false; readonly reason: "rpc-error" };
+
+/** The factory call that deploys a counterfactual wallet, from an ERC-6492 signature. */
+export type WalletDeployment = { readonly factory: HexString; readonly factoryCalldata: HexString };
+
+/** Whether a contract wallet accepts a signature (ERC-1271), or the chain could not be asked. */
+export type ContractSignatureCheck = "valid" | "invalid" | "rpc-error";
 
 /** Reads EAS state the delegated-attest flow needs. */
 export interface EasReader {
   readonly chainId: number;
   readonly easAddress: HexString;
   readonly getAttesterNonce: (attester: HexString) => Promise<NonceRead>;
+  /**
+   * Asks the chain whether `signer` accepts `signature` for `digest` the way EAS does (`isValidSignature`,
+   * ERC-1271); with `deployment`, as it would once its factory ran (ERC-6492, a read-only call: nothing is
+   * deployed). Absent: only EOA signatures are accepted.
+   */
+  readonly checkContractSignature?: (input: {
+    readonly signer: HexString;
+    readonly digest: HexString;
+    readonly signature: HexString;
+    readonly deployment?: WalletDeployment | undefined;
+  }) => Promise<ContractSignatureCheck>;
 }
 
 /** What a dry run of the transaction said. */
@@ -87,4 +111,17 @@ export interface DelegateSubmitter {
   readonly checkFunds: () => Promise<FundsCheck>;
   readonly simulate: (call: DelegatedAttestCall) => Promise<Simulation>;
   readonly submit: (call: DelegatedAttestCall, options: SubmitOptions) => Promise<Submission>;
+  /**
+   * Deploys a counterfactual wallet through its ERC-6492 factory call before its first attestation (EAS checks
+   * a contract attester's signature with the code at its address). `charge` runs with the estimated gas before
+   * anything is sent; a refusal there sends nothing. "deployed" once the attester has code.
+   */
+  readonly deployWallet?: (
+    attester: HexString,
+    deployment: WalletDeployment,
+    charge: (gas: bigint) => Promise<boolean>,
+  ) => Promise<WalletDeploymentOutcome>;
 }
+
+/** What deploying a counterfactual wallet came to. */
+export type WalletDeploymentOutcome = "deployed" | "refused" | "failed" | "rpc-error";

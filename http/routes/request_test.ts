@@ -175,7 +175,7 @@ describe("the sign-in models and the sign-in use cases", () => {
 
   test("verify: what the model refuses the use case refuses with a 400 before looking anything up", async () => {
     const model = REQUEST_MODELS.walletVerify.body;
-    for (const body of [{}, { challengeId: "c", siweMessage: "m" }, { challengeId: "", siweMessage: "m", signature: "s" }, { challengeId: 1, siweMessage: "m", signature: "s" }, { challengeId: "c", siweMessage: "m", signature: "x".repeat(2_049) }]) {
+    for (const body of [{}, { challengeId: "c", siweMessage: "m" }, { challengeId: "", siweMessage: "m", signature: "s" }, { challengeId: 1, siweMessage: "m", signature: "s" }, { challengeId: "c", siweMessage: "m", signature: "x".repeat(16_387) }, { challengeId: "c", siweMessage: "m".repeat(2_049), signature: "s" }]) {
       expect(Value.Check(model, body)).toBe(false);
       expect(await sessions.verify(body)).toMatchObject({ ok: false, code: "INVALID_INPUT" });
     }
