@@ -1,9 +1,11 @@
 /**
  * Several instances behind a load balancer: two service processes, one Anvil, one PostgreSQL, one
  * delegate wallet. Concurrent delegated attestations at both all succeed with distinct nonces; one
- * signature sent to both is accepted once; a user's quota is exact across both.
+ * signature sent to both is accepted once; a user's quota is exact across both, for witnesses and for the
+ * private relay; the public relay's hourly gas budget is one budget for both.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { SQL } from "bun";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -27,6 +29,7 @@ let devnet: Devnet;
 let pg: TestPostgres;
 let dns: DnsServer;
 let instances: ServiceProcess[] = [];
+let env: Record<string, string>;
 const controller = privateKeyToAccount(generatePrivateKey());
 
 beforeAll(async () => {
@@ -38,7 +41,7 @@ beforeAll(async () => {
     startDnsServer(),
   ]);
   dns.setTxt("_controllers.shared.test", [[`v=1;controller=did:pkh:eip155:1:${controller.address}`]]);
-  const env = {
+  env = {
     PORT: "0",
     RPC_URL: devnet.rpcUrl,
     TRUST_ANCHORS_PATH: devnet.trustAnchorsPath,
@@ -49,6 +52,7 @@ beforeAll(async () => {
     DNS_SERVERS: dns.address,
     SIWE_DOMAINS: "app.test",
     FREE_PLAN_ANNUAL_WRITES: "3",
+    FREE_PLAN_SCHEMAS: "*",
     WITNESS_USER_RATE_PER_MINUTE: "100",
     WITNESS_DOMAIN_RATE_PER_MINUTE: "100",
     LOG_LEVEL: "error",
@@ -123,5 +127,80 @@ describe.skipIf(skip !== undefined)(`two instances on one PostgreSQL and one del
     }));
     expect(outcomes.filter((o) => o === "ok")).toHaveLength(3);
     expect(outcomes.filter((o) => o === "SPONSORED_WRITE_LIMIT_EXCEEDED")).toHaveLength(5);
+  });
+});
+
+/** Signs `key`'s wallet in at `base` and returns the session cookie (sessions live in PostgreSQL: valid at every instance). */
+async function signIn(base: string, key: Hex): Promise<string> {
+  const wallet = privateKeyToAccount(key);
+  const challenge = await (await fetch(`${base}/v1/session/wallet/challenge`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ walletDid: `did:pkh:eip155:${devnet.chainId}:${wallet.address}`, domain: "app.test", uri: "https://app.test/" }),
+  })).json() as { challengeId: string; siweMessage: string };
+  const res = await fetch(`${base}/v1/session/wallet/verify`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ ...challenge, signature: await wallet.signMessage({ message: challenge.siweMessage }) }),
+  });
+  expect(res.status).toBe(200);
+  return res.headers.get("set-cookie")!.split(";")[0]!;
+}
+
+describe.skipIf(skip !== undefined)(`quota and budget shared by two instances${skip ? ` (skipped: ${skip})` : ""}`, () => {
+  test("the private relay's quota is exact across instances: with one write left, four parallel writes at both give one", async () => {
+    const key = generatePrivateKey();
+    const cookie = await signIn(instances[0]!.url, key);
+    const relay = async (base: string, nonce: bigint, i: number) => {
+      const body = await signedReviewBody(devnet, key, {
+        nonce,
+        data: { subject: `did:web:shop${i}.test`, version: "1", ratingValue: 4, reviewBody: "fine", screenshotUrls: [], proofs: [] },
+      });
+      const res = await fetch(`${base}/api/private/relay/eas/delegated-attest`, {
+        method: "POST",
+        headers: { "content-type": "application/json", cookie },
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, body: await res.json() as Record<string, unknown> };
+    };
+    expect((await relay(instances[0]!.url, 0n, 0)).status).toBe(200);
+    expect((await relay(instances[1]!.url, 1n, 1)).status).toBe(200);
+    const race = await Promise.all([2, 3, 4, 5].map((i) => relay(instances[i % 2]!.url, 2n, i)));
+    expect(race.filter((r) => r.status === 200)).toHaveLength(1);
+    for (const r of race.filter((r) => r.status !== 200)) expect(["SPONSORED_WRITE_LIMIT_EXCEEDED", "DUPLICATE"]).toContain(r.body.code as string);
+    const used = await Promise.all(instances.map(async (instance) => {
+      const me = await fetch(`${instance.url}/api/private/accounts/me`, { headers: { cookie } });
+      return ((await me.json()) as { subscription: { sponsoredWritesUsedCurrentYear: number } }).subscription.sponsoredWritesUsedCurrentYear;
+    }));
+    expect(used).toEqual([3, 3]);
+    const over = await relay(instances[1]!.url, 3n, 6);
+    expect([over.status, over.body.code]).toEqual([403, "SPONSORED_WRITE_LIMIT_EXCEEDED"]);
+  });
+
+  test("the public relay's gas budget is one budget: alternating writes stop at what one budget holds, at both instances", async () => {
+    // A database of their own, so the hour's budget starts empty. A review is charged its gas limit (about 590,000 on
+    // the devnet), so 2,000,000 gas hold three: one budget serves three of the six requests, two separate budgets
+    // would serve all six.
+    const admin = new SQL(pg.url);
+    await admin.unsafe("CREATE DATABASE budget_test");
+    await admin.close();
+    const pair = await Promise.all([0, 1].map(() => startServiceProcess({
+      ...env,
+      DATABASE_URL: pg.url.replace(/\/postgres$/, "/budget_test"),
+      DATA_DIR: join(dir, "budget"),
+      PUBLIC_RELAY_GAS_BUDGET_PER_HOUR: "2000000",
+    })));
+    try {
+      const results = [];
+      for (let i = 0; i < 6; i++) results.push(await post(pair[i % 2]!.url, await signedReview(generatePrivateKey())));
+      const written = results.filter((r) => r.status === 200).length;
+      expect(written).toBeGreaterThanOrEqual(2);
+      expect(written).toBeLessThanOrEqual(3);
+      expect(results.slice(written).map((r) => [r.status, r.body.code])).toEqual(Array(6 - written).fill([429, "RATE_LIMITED"]));
+      const metrics = await Promise.all(pair.map(async (p) => await (await fetch(`${p.url}/metrics`)).text()));
+      for (const text of metrics) expect(text).toMatch(/ats_public_relay_refusals_total\{reason="budget"\} [1-9]/);
+    } finally {
+      for (const instance of pair) expect(await instance.stop()).toBe(0);
+    }
   });
 });
