@@ -127,11 +127,15 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
   };
 
   const chainId = deps.chainId ?? 31337;
-  /** The wallet a session signed in with, as the reference client reads it (decisions §12). */
+  /**
+   * The wallet a session signed in with, as the reference client reads it (decisions §12). Its `executionMode` is
+   * never null there: a sign-in that named none is `subscription`, which is what it gets (the plan pays gas through
+   * the relays; a `native` wallet pays its own).
+   */
   const walletView = (account: Account, session: Session) => ({
     did: walletDid(account, chainId),
     walletProviderId: session.walletProviderId ?? null,
-    executionMode: session.executionMode ?? null,
+    executionMode: session.executionMode ?? "subscription",
     isManagedWallet: false,
   });
   const accountView = (account: Account) => ({
