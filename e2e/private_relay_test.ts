@@ -14,6 +14,7 @@ import { startStack, type Stack } from "./harness.ts";
 
 const APP = "https://app.test";
 const LINKED = findSchemaByName("linked-identifier")!;
+const KEY_BINDING = findSchemaByName("key-binding")!;
 let stack: Stack;
 let dns: DnsServer;
 const alice = generatePrivateKey();
@@ -81,6 +82,22 @@ async function linked(key: Hex, subject: string, linkedId = "did:web:elsewhere.t
   return { prepared, signature: await account.signTypedData(signableTypedData(prepared)), attester: account.address };
 }
 
+/** A key-binding of a JWK to `subject`, signed by `key` at its current EAS nonce. */
+async function keyBinding(key: Hex, subject: string) {
+  const account = privateKeyToAccount(key);
+  const nonce = await chain().readContract({ address: stack.service.easAddress, abi: EAS_ABI, functionName: "getNonce", args: [account.address] });
+  const jwk = JSON.stringify({ kty: "OKP", crv: "Ed25519", x: "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo" });
+  const prepared = prepareDelegatedAttestation({
+    schema: { uid: stack.devnet.schemaUids["key-binding"] as Hex, schema: KEY_BINDING.schema, revocable: KEY_BINDING.revocable },
+    data: { subject, keyId: `${subject}#key-1`, publicKeyJwk: jwk, keyPurpose: ["assertionMethod"], proofs: [], issuedAt: 1, effectiveAt: 0, expiresAt: 0 },
+    attester: account.address,
+    nonce,
+    chainId: stack.service.chainId,
+    easAddress: stack.service.easAddress,
+  });
+  return { prepared, signature: await account.signTypedData(signableTypedData(prepared)), attester: account.address };
+}
+
 describe("private relay", () => {
   test("the owner of a proven subject writes through it, charged to the plan; a non-owner and a contradicting subjectDid are refused before any gas", async () => {
     const a = await signIn(alice);
@@ -93,12 +110,20 @@ describe("private relay", () => {
     expect(written.body).toMatchObject({ success: true, chain: "ATS Devnet" });
     expect(written.body.uid).toMatch(/^0x[0-9a-f]{64}$/);
     expect((await call("GET", "/api/private/accounts/me", a)).body.subscription.sponsoredWritesUsedCurrentYear).toBe(1);
+    // A key-binding for the proven did:web, on chain under the key-binding schema with the subject's address as recipient.
+    const bound = await call("POST", "/api/private/relay/eas/delegated-attest", a, { ...await keyBinding(alice, "did:web:relay.test"), subjectDid: "did:web:relay.test" });
+    expect(bound.status).toBe(200);
+    const onChain = await chain().readContract({ address: stack.service.easAddress, abi: EAS_ABI, functionName: "getAttestation", args: [bound.body.uid] });
+    expect([onChain.schema, onChain.attester]).toEqual([stack.devnet.schemaUids["key-binding"] as Hex, privateKeyToAccount(alice).address]);
+    expect((await call("GET", "/api/private/accounts/me", a)).body.subscription.sponsoredWritesUsedCurrentYear).toBe(2);
 
     const bob = generatePrivateKey();
     const b = await signIn(bob);
     const before = await delegateNonce();
     const notOwner = await call("POST", "/api/private/relay/eas/delegated-attest", b, await linked(bob, "did:web:relay.test"));
     expect([notOwner.status, notOwner.body.code]).toEqual([403, "SUBJECT_OWNERSHIP_REQUIRED"]);
+    const notOwnerKey = await call("POST", "/api/private/relay/eas/delegated-attest", b, await keyBinding(bob, "did:web:relay.test"));
+    expect([notOwnerKey.status, notOwnerKey.body.code]).toEqual([403, "SUBJECT_OWNERSHIP_REQUIRED"]);
     const contradicting = await call("POST", "/api/private/relay/eas/delegated-attest", a, { ...await linked(alice, "did:web:relay.test"), subjectDid: "did:web:other.test" });
     expect([contradicting.status, contradicting.body.code]).toEqual([400, "INVALID_INPUT"]);
     const notHisWallet = await call("POST", "/api/private/relay/eas/delegated-attest", b, await linked(alice, "did:web:relay.test"));
