@@ -83,6 +83,12 @@ export type Config = {
    */
   readonly privateRelay: { readonly subjectScoped: readonly string[]; readonly maxGasPerTx: number };
   /**
+   * Fee bumps (performance_reliability §b row 24): a submission's transaction still pending `FEE_BUMP_AFTER_SECONDS`
+   * (default 120; 0 turns bumps off) after it or its last replacement was signed is replaced by the reconciler with
+   * fees raised at least 12.5%, at most `FEE_BUMP_MAX` (default 5) times.
+   */
+  readonly feeBump: { readonly afterSeconds: number; readonly max: number };
+  /**
    * Premium reads (decisions §12): `FREE_PLAN_ANNUAL_PREMIUM_READS` (default 100), `PAID_PLAN_ANNUAL_PREMIUM_READS`
    * (default 100000), `PREMIUM_RPC_MAX_LOG_RANGE` (blocks, default 50000).
    */
@@ -234,6 +240,7 @@ export function readConfig(env: Env): Config {
       subjectScoped: list("SUBJECT_SCOPED_SCHEMAS", ["key-binding", "linked-identifier", "user-review-response"]),
       maxGasPerTx: int("MAX_GAS_PER_TX", 1_000_000, 21_000),
     },
+    feeBump: { afterSeconds: int("FEE_BUMP_AFTER_SECONDS", 120, 0, 86_400), max: int("FEE_BUMP_MAX", 5, 0, 50) },
     premiumReads: {
       free: int("FREE_PLAN_ANNUAL_PREMIUM_READS", 100),
       paid: int("PAID_PLAN_ANNUAL_PREMIUM_READS", 100_000),

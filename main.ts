@@ -222,6 +222,9 @@ export async function startService(config: Config, options: StartServiceOptions 
       clock: systemClock,
       graceMs: RECONCILE_GRACE_MS,
       lostAfterMs: HASH_ONLY_LOST_AFTER_MS,
+      replacements: storage.txReplacements,
+      bumpAfterMs: config.feeBump.afterSeconds === 0 ? undefined : config.feeBump.afterSeconds * 1000,
+      maxBumps: config.feeBump.max,
     });
     const settle = async (graceMs?: number) => {
       try {

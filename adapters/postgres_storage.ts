@@ -16,6 +16,7 @@ import type { Storage, WalletNonces } from "../ports/storage.ts";
 import { type ReplayRow, toReplayRecord } from "./sqlite_replay_store.ts";
 import { createPostgresIndexStore } from "./postgres_index_store.ts";
 import { createPostgresGasBudget, RELAY_GAS_TABLE } from "./postgres_gas_budget.ts";
+import { createPostgresTxReplacements, TX_REPLACEMENTS_TABLE } from "./postgres_tx_replacements.ts";
 import { createPostgresPremiumReads, PREMIUM_READS_TABLE } from "./postgres_premium_reads.ts";
 import { createPostgresSubjects } from "./postgres_subjects.ts";
 import { subjectTables } from "./sqlite_subjects.ts";
@@ -97,6 +98,7 @@ const MIGRATIONS: readonly string[] = [
   // Accounts and sessions as the accounts API shows them (decisions §12).
   `ALTER TABLE accounts ADD COLUMN IF NOT EXISTS display_name TEXT`,
   RELAY_GAS_TABLE,
+  TX_REPLACEMENTS_TABLE,
   PREMIUM_READS_TABLE,
   ...subjectTables("BIGINT"),
   `ALTER TABLE sessions ADD COLUMN IF NOT EXISTS wallet_provider_id TEXT`,
@@ -402,6 +404,7 @@ export async function openPostgresStorage(url: string, options: { max?: number }
     walletNonces,
     indexStore: (scope) => createPostgresIndexStore(sql, scope),
     gasBudget: createPostgresGasBudget(sql),
+    txReplacements: createPostgresTxReplacements(sql),
     premiumReads: createPostgresPremiumReads(sql),
     subjects: createPostgresSubjects(sql),
     async ping() {

@@ -3,6 +3,7 @@ import { createSqliteAccountStore, createSqliteWriteLedger } from "./sqlite_acco
 import { openSqlite } from "./sqlite_database.ts";
 import { createSqliteIndexStore } from "./sqlite_index_store.ts";
 import { createSqliteGasBudget } from "./sqlite_gas_budget.ts";
+import { createSqliteTxReplacements } from "./sqlite_tx_replacements.ts";
 import { createSqlitePremiumReads } from "./sqlite_premium_reads.ts";
 import { createSqliteSubjects } from "./sqlite_subjects.ts";
 import { createSqliteReplayStore } from "./sqlite_replay_store.ts";
@@ -25,6 +26,7 @@ export function openSqliteStorage(path: string): Storage {
     },
     indexStore: (scope) => Promise.resolve(createSqliteIndexStore(db, scope)),
     gasBudget: createSqliteGasBudget(db),
+    txReplacements: createSqliteTxReplacements(db),
     premiumReads: createSqlitePremiumReads(db),
     subjects: createSqliteSubjects(db),
     close() {

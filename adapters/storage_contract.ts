@@ -127,6 +127,24 @@ export function storageContract(name: string, open: () => Promise<Storage>, opti
       expect((await replay.find(open_))?.state).toBe("checked");
     });
 
+    test("fee-bump replacements: kept per book and submission, oldest first, one row per hash, pruned by age", async () => {
+      const storage = await open();
+      const k1 = fresh("0xbump");
+      const tx = (n: number) => ({ txHash: `0x${n.toString(16).padStart(64, "0")}` as const, raw: `0x02${n}` as const, wallet: "0x00000000000000000000000000000000000000aa" as const, nonce: 7 });
+      await storage.txReplacements.add("delegated_attestations", k1, { tx: tx(1), createdAtMs: 1_000 });
+      await storage.txReplacements.add("delegated_attestations", k1, { tx: tx(2), createdAtMs: 2_000 });
+      await storage.txReplacements.add("delegated_attestations", k1, { tx: tx(1), createdAtMs: 3_000 });
+      await storage.txReplacements.add("sponsored_writes", k1, { tx: tx(3), createdAtMs: 1_500 });
+      expect(await storage.txReplacements.list("delegated_attestations", k1)).toEqual([
+        { tx: tx(1), createdAtMs: 1_000 },
+        { tx: tx(2), createdAtMs: 2_000 },
+      ]);
+      expect((await storage.txReplacements.list("sponsored_writes", k1)).map((r) => r.tx.txHash)).toEqual([tx(3).txHash]);
+      expect(await storage.txReplacements.list("delegated_attestations", "other")).toEqual([]);
+      expect(await storage.txReplacements.prune(1_600)).toBe(2);
+      expect((await storage.txReplacements.list("delegated_attestations", k1)).map((r) => r.createdAtMs)).toEqual([2_000]);
+    });
+
     test("replay: concurrent claims of one key: exactly one wins", async () => {
       const { replay } = await open();
       const key = fresh("0xrace");

@@ -1,4 +1,4 @@
-import { BaseError, type Hex, keccak256, type PublicClient, RpcRequestError } from "viem";
+import { BaseError, type Hex, keccak256, parseTransaction, type PublicClient, RpcRequestError } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
 import type { FundsCheck, HexString, SignedTx } from "../ports/eas.ts";
 import type { Rebroadcast } from "../ports/submissions.ts";
@@ -36,6 +36,12 @@ export type TxSender = {
   readonly checkFunds: (gas: bigint) => Promise<FundsCheck>;
   /** Refreshes the fee cache if stale; call in the same tick as another read to share its batch. */
   readonly warmFees: () => Promise<unknown>;
+  /**
+   * Signs (does not send) a replacement of a stuck transaction of this wallet: the same nonce, recipient, data and gas,
+   * with both fees raised by 12.5% at least (nodes want 10%) and never below the current market's. Undefined when the
+   * bytes are not this wallet's EIP-1559 transaction or the fees cannot be read.
+   */
+  readonly replacement: (tx: SignedTx) => Promise<SignedTx | undefined>;
 };
 
 const FEE_TTL_MS = 2_000;
@@ -146,6 +152,39 @@ export function createTxSender(options: {
         log("rpc_error", { op: "getBalance", error: describe(error) });
         return "rpc-error";
       }
+    },
+    async replacement(tx) {
+      if (tx.wallet.toLowerCase() !== wallet) return undefined;
+      let parsed: ReturnType<typeof parseTransaction>;
+      try {
+        parsed = parseTransaction(tx.raw);
+      } catch {
+        return undefined;
+      }
+      if (parsed.type !== "eip1559" || parsed.nonce !== tx.nonce || parsed.to == null) return undefined;
+      let fee: NonNullable<typeof fees>;
+      try {
+        fee = await refreshFees();
+      } catch (error) {
+        log("rpc_error", { op: "fees", error: describe(error) });
+        return undefined;
+      }
+      const raised = (old: bigint | undefined) => ((old ?? 0n) * 9n + 7n) / 8n;
+      const larger = (a: bigint, b: bigint) => (a > b ? a : b);
+      const maxPriorityFeePerGas = larger(raised(parsed.maxPriorityFeePerGas), fee.maxPriorityFeePerGas);
+      const maxFeePerGas = larger(larger(raised(parsed.maxFeePerGas), fee.maxFeePerGas), maxPriorityFeePerGas);
+      const raw = await account.signTransaction({
+        chainId: options.chainId,
+        type: "eip1559",
+        to: parsed.to,
+        data: parsed.data,
+        gas: parsed.gas,
+        nonce: tx.nonce,
+        maxFeePerGas,
+        maxPriorityFeePerGas,
+        value: parsed.value ?? 0n,
+      });
+      return { txHash: keccak256(raw), raw, wallet, nonce: tx.nonce };
     },
     rebroadcast: (tx) =>
       exclusive(async () => {

@@ -94,6 +94,7 @@ export function createViemTxStatusReader(options: {
         return { status: "rpc-error" };
       }
     },
+    replacement: async (tx: SignedTx) => await options.senderOf?.(tx.wallet)?.replacement(tx),
     async rebroadcast(tx: SignedTx): Promise<Rebroadcast> {
       const sender = options.senderOf?.(tx.wallet);
       if (sender !== undefined) return await sender.rebroadcast(tx);

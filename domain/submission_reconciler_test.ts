@@ -61,7 +61,7 @@ describe("createSubmissionReconciler()", () => {
       "0xdown": { status: "rpc-error" },
     });
     const reconcile = createSubmissionReconciler({ books: [replayBook(replay)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
-    expect(await reconcile()).toEqual({ mined: 1, reverted: 1, released: 2, rebroadcast: 1, open: 3 });
+    expect(await reconcile()).toEqual({ mined: 1, reverted: 1, released: 2, rebroadcast: 1, bumped: 0, open: 3 });
     expect(Object.fromEntries([...replay.rows.values()].map((r) => [r.key, r.state]))).toEqual({
       mined: "mined",
       reverted: "reverted",
@@ -111,7 +111,7 @@ describe("createSubmissionReconciler()", () => {
       "0xpending": { status: "pending" },
     });
     const reconcile = createSubmissionReconciler({ books: [witnessBook(ledger, clock)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
-    expect(await reconcile()).toEqual({ mined: 1, reverted: 1, released: 2, rebroadcast: 1, open: 2 });
+    expect(await reconcile()).toEqual({ mined: 1, reverted: 1, released: 2, rebroadcast: 1, bumped: 0, open: 2 });
     expect(Object.fromEntries([...ledger.writes.values()].map((w) => [w.id, w.state]))).toEqual({
       mined: "committed",
       reverted: "released",
@@ -137,7 +137,7 @@ describe("createSubmissionReconciler()", () => {
     }
     const chain = fakeChain({});
     const reconcile = createSubmissionReconciler({ books: [witnessBook(ledger, clock)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
-    expect(await reconcile()).toMatchObject({ released: 1, rebroadcast: 0, open: 1 });
+    expect(await reconcile()).toMatchObject({ released: 1, rebroadcast: 0, bumped: 0, open: 1 });
     expect([(await ledger.find("stale"))?.state, (await ledger.find("recent"))?.state]).toEqual(["released", "broadcast"]);
     expect(chain.rebroadcasts).toEqual([]);
   });
@@ -163,5 +163,138 @@ describe("createSubmissionReconciler()", () => {
     await replay.markSigned("unknown", tx("unknown", 2));
     chain.statuses["0xunknown"] = { status: "replaced" };
     expect(await reconcile()).toMatchObject({ open: 1, released: 0 });
+  });
+});
+
+/** An in-memory replacement store with the adapters' rules. */
+function fakeReplacements() {
+  const rows: { book: string; id: string; tx: SignedTx; createdAtMs: number }[] = [];
+  return {
+    rows,
+    add(book: string, id: string, r: { tx: SignedTx; createdAtMs: number }) {
+      if (!rows.some((row) => row.book === book && row.id === id && row.tx.txHash === r.tx.txHash)) rows.push({ book, id, ...r });
+      return Promise.resolve();
+    },
+    list: (book: string, id: string) =>
+      Promise.resolve(rows.filter((r) => r.book === book && r.id === id).map(({ tx, createdAtMs }) => ({ tx, createdAtMs }))),
+    prune: () => Promise.resolve(0),
+  };
+}
+
+describe("createSubmissionReconciler() fee bumps", () => {
+  async function pendingSubmission(createdAtMs = 0) {
+    const replay = fakeReplayStore();
+    await replay.claim(claim("stuck", 0n, createdAtMs));
+    await replay.markSigned("stuck", tx("stuck", 0));
+    await replay.markSent("stuck");
+    return replay;
+  }
+  /** A chain where the stuck transaction stays pending; replacements are named bump1, bump2, ... */
+  function bumpingChain(statuses: Record<string, TxStatus>) {
+    const chain = fakeChain({ "0xstuck": { status: "pending" }, ...statuses });
+    const signed: string[] = [];
+    return {
+      chain,
+      signed,
+      reader: {
+        status: chain.status,
+        rebroadcast: chain.rebroadcast,
+        replacement(of: SignedTx) {
+          signed.push(of.txHash);
+          return Promise.resolve(tx(`bump${signed.length}`, of.nonce));
+        },
+      },
+    };
+  }
+
+  test("a transaction pending past the threshold is replaced (stored, then sent); not before; at most maxBumps times", async () => {
+    const clock = fakeClock(60_000);
+    const replay = await pendingSubmission();
+    const replacements = fakeReplacements();
+    const { chain, signed, reader } = bumpingChain({ "0xbump1": { status: "pending" }, "0xbump2": { status: "pending" } });
+    const reconcile = createSubmissionReconciler({
+      books: [replayBook(replay)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000, maxBumps: 2,
+    });
+    expect(await reconcile()).toMatchObject({ bumped: 0, open: 1 });
+    clock.set(120_000);
+    expect(await reconcile()).toMatchObject({ bumped: 1, open: 1 });
+    expect(replacements.rows.map((r) => r.tx.txHash)).toEqual(["0xbump1"]);
+    expect(chain.rebroadcasts).toEqual(["0xbump1"]);
+    // The next bump waits for the threshold again, counted from the last replacement, and replaces the newest.
+    clock.set(200_000);
+    expect(await reconcile()).toMatchObject({ bumped: 0 });
+    clock.set(240_000);
+    expect(await reconcile()).toMatchObject({ bumped: 1 });
+    expect(signed).toEqual(["0xstuck", "0xbump1"]);
+    clock.set(1_000_000);
+    expect(await reconcile()).toMatchObject({ bumped: 0, open: 1 });
+    expect((await replay.find("stuck"))?.state).toBe("sent");
+  });
+
+  test("whichever transaction of the submission is mined settles it: the replacement, or the original after all", async () => {
+    for (const [mined, expected] of [["0xbump1", "0xbump1"], ["0xstuck", "0xstuck"]] as const) {
+      const clock = fakeClock(1_000_000);
+      const replay = await pendingSubmission();
+      const replacements = fakeReplacements();
+      await replacements.add("delegated_attestations", "stuck", { tx: tx("bump1", 0), createdAtMs: 500_000 });
+      const { reader } = bumpingChain({
+        "0xstuck": mined === "0xstuck" ? { status: "success", blockNumber: 5n, uid: null } : { status: "replaced" },
+        "0xbump1": mined === "0xbump1" ? { status: "success", blockNumber: 5n, uid: null } : { status: "replaced" },
+      });
+      const reconcile = createSubmissionReconciler({
+        books: [replayBook(replay)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000,
+      });
+      expect(await reconcile()).toMatchObject({ mined: 1, released: 0 });
+      expect(await replay.find("stuck")).toMatchObject({ state: "mined", txHash: expected });
+    }
+  });
+
+  test("a replacement the node refuses while the original is still in its pool keeps the submission open, never released", async () => {
+    const clock = fakeClock(1_000_000);
+    const replay = await pendingSubmission();
+    const replacements = fakeReplacements();
+    await replacements.add("delegated_attestations", "stuck", { tx: tx("bump1", 0), createdAtMs: 900_000 });
+    const { chain, reader } = bumpingChain({});
+    chain.rebroadcastAnswer = "refused";
+    const reconcile = createSubmissionReconciler({
+      books: [replayBook(replay)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000,
+    });
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    expect((await replay.find("stuck"))?.state).toBe("sent");
+    // Once neither is anywhere (dropped from the pool, the nonce free), it is released as before.
+    chain.statuses["0xstuck"] = { status: "not-found" };
+    expect(await reconcile()).toMatchObject({ released: 1 });
+  });
+
+  test("a witness whose original transaction was mined after a bump is charged, not given back", async () => {
+    const clock = fakeClock(1_000_000);
+    const ledger = fakeWriteLedger();
+    await ledger.reserve({ id: "w1", accountId: "a", year: 2027, fingerprint: "f", createdAtMs: 0 }, 10);
+    await ledger.markSigned("w1", tx("w1", 3), 0);
+    await ledger.markSent("w1", 0);
+    const replacements = fakeReplacements();
+    await replacements.add("sponsored_writes", "w1", { tx: tx("w1bump", 3), createdAtMs: 500_000 });
+    const { reader } = bumpingChain({ "0xw1": { status: "success", blockNumber: 7n, uid: null }, "0xw1bump": { status: "replaced" } });
+    const reconcile = createSubmissionReconciler({
+      books: [witnessBook(ledger, clock)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000,
+    });
+    expect(await reconcile()).toMatchObject({ mined: 1, released: 0 });
+    expect((await ledger.find("w1"))?.state).toBe("committed");
+  });
+});
+
+describe("createSubmissionReconciler() order", () => {
+  test("lost transactions are resent lowest wallet nonce first, whatever order their submissions were created in", async () => {
+    const clock = fakeClock(1_000_000);
+    const replay = fakeReplayStore();
+    for (const [key, nonce, createdAtMs] of [["c", 7, 10], ["a", 5, 30], ["b", 6, 20]] as const) {
+      await replay.claim({ ...claim(key, BigInt(nonce), createdAtMs), attester: `0x${key}` });
+      await replay.markSigned(key, tx(key, nonce));
+      await replay.markSent(key);
+    }
+    const chain = fakeChain({});
+    const reconcile = createSubmissionReconciler({ books: [replayBook(replay)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    await reconcile();
+    expect(chain.rebroadcasts).toEqual(["0xa", "0xb", "0xc"]);
   });
 });

@@ -4,6 +4,7 @@ import type { GasBudget } from "./gas_budget.ts";
 import type { PremiumReadLedger } from "./premium_reads.ts";
 import type { SubjectStore } from "./subjects.ts";
 import type { ReplayStore } from "./replay_store.ts";
+import type { TxReplacementStore } from "./tx_replacements.ts";
 
 /**
  * Everything the service keeps: replay records, accounts, challenges, sessions and the
@@ -23,6 +24,8 @@ export interface Storage {
   readonly premiumReads: PremiumReadLedger;
   /** The subjects accounts hold (decisions §12). */
   readonly subjects: SubjectStore;
+  /** Fee-bump replacements of open submissions' transactions. */
+  readonly txReplacements: TxReplacementStore;
   /** The attestation index of one EAS contract, kept in this database (its tables are made on first use). */
   readonly indexStore: (scope: { chainId: number; easAddress: string }) => Promise<IndexStore>;
   /** True when the database answers. */

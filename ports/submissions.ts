@@ -26,6 +26,11 @@ export interface TxStatusReader {
   readonly status: (txHash: HexString, known?: SignedTx | undefined) => Promise<TxStatus>;
   /** Sends the stored bytes again through the wallet's sender. */
   readonly rebroadcast?: ((tx: SignedTx) => Promise<Rebroadcast>) | undefined;
+  /**
+   * Signs, without sending, a replacement of a stuck transaction (same nonce, fees raised at least 12.5% and to the
+   * market's); undefined when the service does not hold the wallet or the fees cannot be read.
+   */
+  readonly replacement?: ((tx: SignedTx) => Promise<SignedTx | undefined>) | undefined;
 }
 
 /** Where a submission stands while it is not settled. */

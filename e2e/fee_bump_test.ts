@@ -1,0 +1,113 @@
+/**
+ * A transaction stuck under a fee spike (performance_reliability §b row 24) on a real Anvil: a delegated
+ * attestation is sent, the base fee jumps past its fee cap before it is mined, and the service dies waiting. At the
+ * next start the reconciler finds it pending, signs a replacement with the same nonce and higher fees, stores it,
+ * sends it, and settles the submission with the replacement's receipt: one attestation, one receipt, and the same
+ * signature then answers 409 with the uid.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createPublicClient, type Hex, http } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
+import { EAS_ABI } from "../adapters/eas_abi.ts";
+import { e2eArtifacts, TEST_RELAY_LIMITS } from "./harness.ts";
+import { signedReviewBody } from "./support/review_signer.ts";
+import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
+
+let dir: string;
+let devnet: Devnet;
+const running: ServiceProcess[] = [];
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "ats-feebump-"));
+  devnet = await startDevnet({ dataDir: join(dir, "devnet"), persist: false, artifacts: e2eArtifacts() });
+});
+afterAll(async () => {
+  for (const service of running) if (service.proc.exitCode === null && service.proc.signalCode === null) await service.stop();
+  await devnet?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+async function rpc(method: string, params: unknown[] = []): Promise<any> {
+  const res = await fetch(devnet.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+  const body = await res.json() as { result?: unknown; error?: { message: string } };
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result;
+}
+
+async function start() {
+  const service = await startServiceProcess({
+    PORT: "0",
+    RPC_URL: devnet.rpcUrl,
+    TRUST_ANCHORS_PATH: devnet.trustAnchorsPath,
+    DELEGATE_PRIVATE_KEY: devnet.keys.delegate,
+    WITNESS_PRIVATE_KEY: devnet.keys.witness,
+    DATA_DIR: join(dir, "service"),
+    LOG_LEVEL: "error",
+    FEE_BUMP_AFTER_SECONDS: "1",
+    ...TEST_RELAY_LIMITS,
+  });
+  running.push(service);
+  return service;
+}
+
+describe("a transaction stuck under a fee spike", () => {
+  test("is replaced with higher fees at the same nonce; the replacement's receipt settles the submission, once", async () => {
+    const chain = createPublicClient({ transport: http(devnet.rpcUrl) });
+    const delegate = privateKeyToAccount(devnet.keys.delegate).address;
+    const attesterKey = generatePrivateKey();
+    const body = JSON.stringify(await signedReviewBody(devnet, attesterKey));
+    const first = await start();
+
+    await rpc("evm_setAutomine", [false]);
+    const minedBefore = await chain.getTransactionCount({ address: delegate });
+    const answer = fetch(`${first.url}/v1/delegated-attest`, { method: "POST", headers: { "content-type": "application/json" }, body }).catch(() => undefined);
+    let pending: Hex | undefined;
+    for (let i = 0; i < 200 && pending === undefined; i++) {
+      const block = await rpc("eth_getBlockByNumber", ["pending", true]) as { transactions: { hash: Hex; from: string }[] };
+      pending = block.transactions.find((t) => t.from.toLowerCase() === delegate.toLowerCase())?.hash;
+      if (pending === undefined) await Bun.sleep(25);
+    }
+    expect(pending).toBeDefined();
+    const original = await chain.getTransaction({ hash: pending! });
+    first.proc.kill("SIGKILL");
+    await first.proc.exited;
+    await answer;
+    // The spike: the next block's base fee is ten times the transaction's cap, so no block will take it.
+    await rpc("anvil_setNextBlockBaseFeePerGas", [`0x${(original.maxFeePerGas! * 10n).toString(16)}`]);
+    await Bun.sleep(1_100);
+
+    // The next start's reconciler finds it pending past FEE_BUMP_AFTER_SECONDS and sends a replacement.
+    const second = await start();
+    const pool = await rpc("eth_getBlockByNumber", ["pending", true]) as { transactions: { hash: Hex; from: string; nonce: Hex }[] };
+    const ours = pool.transactions.filter((t) => t.from.toLowerCase() === delegate.toLowerCase());
+    expect(ours).toHaveLength(1);
+    expect(ours[0]!.hash).not.toBe(pending);
+    await rpc("evm_mine");
+    await rpc("evm_setAutomine", [true]);
+    expect(await chain.getTransactionCount({ address: delegate })).toBe(minedBefore + 1);
+    expect(await chain.getTransactionReceipt({ hash: pending! }).catch(() => null)).toBeNull();
+    const replacementReceipt = await chain.getTransactionReceipt({ hash: ours[0]!.hash });
+    expect(replacementReceipt.status).toBe("success");
+    expect(await second.stop()).toBe(0);
+
+    // The next reconciliation (here: the next start's) records the replacement's receipt for the signature.
+    const third = await start();
+    const again = await fetch(`${third.url}/v1/delegated-attest`, { method: "POST", headers: { "content-type": "application/json" }, body });
+    const duplicate = await again.json() as { code: string; details: Hex };
+    expect([again.status, duplicate.code]).toEqual([409, "DUPLICATE"]);
+    expect(duplicate.details).toMatch(/^0x[0-9a-f]{64}$/);
+    const attestation = await chain.readContract({ address: devnet.easAddress as Hex, abi: EAS_ABI, functionName: "getAttestation", args: [duplicate.details] });
+    expect(attestation.attester).toBe(privateKeyToAccount(attesterKey).address);
+    const logs = await chain.getContractEvents({ address: devnet.easAddress as Hex, abi: EAS_ABI, eventName: "Attested", fromBlock: 0n, args: { attester: privateKeyToAccount(attesterKey).address } });
+    expect(logs).toHaveLength(1);
+    const replacement = await chain.getTransaction({ hash: logs[0]!.transactionHash! });
+    expect(replacement.nonce).toBe(original.nonce);
+    expect(replacement.hash).not.toBe(original.hash);
+    expect(replacement.maxFeePerGas! * 8n >= original.maxFeePerGas! * 9n).toBe(true);
+    expect(replacement.maxPriorityFeePerGas! * 8n >= original.maxPriorityFeePerGas! * 9n).toBe(true);
+  });
+});
