@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join, sep } from "node:path";
 
 // The dependency rule of the house style: domain/ is pure, ports/ is a leaf.
 const ROOT = import.meta.dir;
@@ -34,6 +34,37 @@ describe("architecture", () => {
       for (const banned of ["Date.now(", "fetch(", "crypto.getRandomValues", "Math.random(", "Bun."]) {
         expect({ file, banned, found: text.includes(banned) }).toEqual({ file, banned, found: false });
       }
+    }
+  });
+
+  test("client/mod.ts and the console's script reach no adapter, Node module or Bun API (they run in browsers)", () => {
+    // Every file the browser entries reach, followed through relative imports (re-exports included).
+    const seen = new Set<string>();
+    const external = new Set<string>();
+    const walk = (file: string) => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      const text = readFileSync(join(ROOT, file), "utf8");
+      for (const spec of imports(file)) {
+        if (spec.startsWith(".")) walk(join(dirname(file), spec));
+        else external.add(spec);
+      }
+      for (const banned of ["Bun.", "process.", "require("]) {
+        expect({ file, banned, found: text.includes(banned) }).toEqual({ file, banned, found: false });
+      }
+    };
+    walk("client/mod.ts");
+    walk("console/app.ts");
+    expect(seen.has(join("http", "client", "session.ts"))).toBe(true);
+    for (const file of seen) {
+      const ok = !file.startsWith(`adapters${sep}`) && !file.startsWith(`x402${sep}`) && !file.startsWith(`console${sep}assets`) &&
+        !file.endsWith("main.ts") && !file.endsWith("config.ts");
+      expect({ file, ok }).toEqual({ file, ok: true });
+    }
+    // Libraries that run in browsers only: viem (pure parts) and TypeBox.
+    for (const spec of external) {
+      const ok = spec === "viem" || spec.startsWith("viem/") || spec.startsWith("@sinclair/typebox");
+      expect({ spec, ok }).toEqual({ spec, ok: true });
     }
   });
 

@@ -42,6 +42,7 @@ import { createPrometheusMetrics, meteredRpcFetch, type PrometheusMetrics } from
 import type { Logger } from "./ports/logger.ts";
 import type { Storage } from "./ports/storage.ts";
 import type { TrustAnchors } from "./ports/trust_anchors.ts";
+import { loadConsoleBundle } from "./console/assets.ts";
 
 /** A running service. */
 export type Service = {
@@ -372,6 +373,7 @@ export async function startService(config: Config, options: StartServiceOptions 
         }),
       },
       metricsText: () => metrics.render(),
+      console: { bundle: loadConsoleBundle, settings: { chainId, chainName: chain.value.name, serviceDnsLabel: config.serviceDnsLabel } },
       privateOrigins: [...new Set([publicOrigin, ...config.corsOrigins])],
       controller: { discover: viewDiscover, confirm: controllerConfirm },
       artifactTrust,

@@ -19,6 +19,7 @@ import {
   createDiscoverControllers,
   createKeySet,
   didWebLocation,
+  explainControllerTxtRecord,
   MAX_CONTROLLER_VALUE,
   parseControllerTxtRecord,
 } from "./controller_discovery.ts";
@@ -120,6 +121,9 @@ describe("parsers of remote text are linear at their largest input", () => {
     await expectLinear("txt distinct did:jwk keys", parseControllerTxtRecord, pkhs, jwks);
     const quoted = fill(SIZE, ";", () => `controller=${'"'.repeat(MAX_CONTROLLER_VALUE - 11)}`);
     await expectLinear("txt values of quotes at the cap", parseControllerTxtRecord, pkhs, quoted);
+    // What the console shows of a record (notes for ignored values) is bounded the same way.
+    await expectLinear("explained did:jwk keys", explainControllerTxtRecord, pkhs, jwks);
+    await expectLinear("explained junk values", explainControllerTxtRecord, pkhs, fill(SIZE, ";", (i) => `controller=junk${i}`));
   });
 
   test("did.json: a quoted blockchainAccountId and as many verification methods as fit 64 KiB", async () => {

@@ -23,6 +23,10 @@ export type EvidenceItem = {
   location: string;
   keys: string[];
   error?: string;
+  /** DNS TXT only, when the name answered with TXT records: each record as published (strings joined). */
+  records?: string[];
+  /** Why a looked-up source gave no key, or which published values were ignored and why (for people). */
+  notes?: string[];
 };
 
 /** A controller key with the sources that published it; `basic` when an endpoint source did. */
@@ -335,6 +339,7 @@ export function createDiscoverControllers(deps: DiscoveryDeps): DiscoverControll
         location: name,
         keys,
         ...(error === undefined ? {} : { error }),
+        ...txtDetail(lookup),
       });
     }
     evidence.push(didJsonEvidence(document, didJsonUrl, normalized.value, keySet));
@@ -348,17 +353,96 @@ function didJsonEvidence(
   subjectDid: string,
   keySet: ReturnType<typeof createKeySet>,
 ): EvidenceItem {
-  if (document.status === "not-found") return { kind: "did-json", status: "not-found", location, keys: [] };
+  if (document.status === "not-found") {
+    return { kind: "did-json", status: "not-found", location, keys: [], notes: ["No DID document there (HTTP 404, or the host has no address)"] };
+  }
   if (document.status === "unavailable") {
     return { kind: "did-json", status: "unavailable", location, keys: [], error: didJsonError(document)! };
   }
   const keys = controllerKeysFromDidDocument(document.document, subjectDid);
   if (!keys.ok) return { kind: "did-json", status: "unavailable", location, keys: [], error: keys.message };
   for (const key of keys.value) keySet.add(key, "did-json");
-  return { kind: "did-json", status: keys.value.length > 0 ? "found" : "not-found", location, keys: keys.value };
+  if (keys.value.length === 0) {
+    return { kind: "did-json", status: "not-found", location, keys: [], notes: ["The DID document names no blockchainAccountId or publicKeyJwk"] };
+  }
+  return { kind: "did-json", status: "found", location, keys: keys.value };
 }
 
 const unique = (values: string[]) => [...new Set(values)];
+
+/** The most TXT records, and characters of each, an answer repeats back in `records`. */
+export const MAX_SHOWN_TXT_RECORDS = 16;
+const MAX_SHOWN_TXT_LENGTH = 1_024;
+const shorten = (text: string) => text.length > MAX_SHOWN_TXT_LENGTH ? `${text.slice(0, MAX_SHOWN_TXT_LENGTH)}…` : text;
+
+/** `records` and `notes` of a TXT lookup that answered (nothing for a failed one: its `error` says why). */
+function txtDetail(lookup: TxtLookup): Pick<EvidenceItem, "records" | "notes"> {
+  if (lookup.status === "nxdomain") return { notes: ["No such name (NXDOMAIN): nothing is published here"] };
+  if (lookup.status === "nodata") return { notes: ["The name exists but has no TXT record"] };
+  if (lookup.status !== "found") return {};
+  const shown = lookup.records.slice(0, MAX_SHOWN_TXT_RECORDS);
+  const notes: string[] = [];
+  // One budget of parsed values for the whole name, as the parser has (adversarial_input_test).
+  let budget = MAX_CONTROLLERS_PER_SOURCE;
+  for (const record of shown) {
+    const explained = explainControllerTxtRecord(record, { maxValues: budget });
+    budget -= explained.valuesRead;
+    for (const note of explained.notes) if (!notes.includes(note)) notes.push(note);
+  }
+  if (lookup.records.length > shown.length) notes.push(`${lookup.records.length - shown.length} more records not shown`);
+  return { records: shown.map(shorten), ...(notes.length === 0 ? {} : { notes }) };
+}
+
+/**
+ * What one TXT record (strings joined) says as a controller record, for people: the keys it names (as
+ * {@link parseControllerTxtRecord} reads them) and a sentence for each thing that is ignored (another version, a
+ * value that is no signing-key DID, no `controller=` at all). One pass; at most {@link MAX_CONTROLLERS_PER_SOURCE}
+ * values are parsed, like the parser itself.
+ */
+export function explainControllerTxtRecord(
+  record: string,
+  options: { maxValues?: number | undefined } = {},
+): { keys: string[]; notes: string[]; valuesRead: number } {
+  const maxValues = options.maxValues ?? MAX_CONTROLLERS_PER_SOURCE;
+  const keys: string[] = [];
+  const notes: string[] = [];
+  let version: string | undefined;
+  let controllers = 0;
+  for (const entry of record.split(/[;\s]+/)) {
+    const eq = entry.indexOf("=");
+    if (eq <= 0) continue;
+    const key = entry.slice(0, eq).trim().toLowerCase();
+    const value = entry.slice(eq + 1).trim();
+    if (key === "v" && value !== "") version = value;
+    if (key !== "controller") continue;
+    controllers++;
+    if (controllers > maxValues) continue;
+    const canonical = value === "" ? undefined : canonicalControllerKey(value);
+    if (canonical !== undefined) {
+      if (!keys.includes(canonical)) keys.push(canonical);
+    } else if (notes.length < 8) {
+      notes.push(value === "" ? "A controller= entry is empty" : `"${value.slice(0, 80)}" is not a did:pkh, did:ethr, did:key, did:jwk or CAIP-10 account id`);
+    }
+  }
+  const valuesRead = Math.min(controllers, maxValues);
+  if (controllers > maxValues) notes.push(`Only the first ${MAX_CONTROLLERS_PER_SOURCE} controller= values of a name are read`);
+  if (version !== undefined && version !== "1") {
+    return { keys: [], notes: [`The record says v=${version.slice(0, 16)}; only v=1 is read, so it is ignored`, ...notes], valuesRead };
+  }
+  if (controllers === 0) notes.push(`A record without controller= is not a controller record: "${record.slice(0, 80)}"`);
+  return { keys, notes, valuesRead };
+}
+
+/** The TXT record that names `controllerDid` as a controller of a did:web subject or bare domain, or why there is none. */
+export function controllerTxtRecordFor(subject: string, controllerDid: string): Result<{ name: string; value: string }, "INVALID_DID"> {
+  const normalized = normalizeDid(subject);
+  if (!normalized.ok) return fail("INVALID_DID", "Invalid subject", normalized.message);
+  const location = didWebLocation(normalized.value);
+  if (location === undefined) return fail("INVALID_DID", "The subject must be a domain or a did:web");
+  const key = canonicalControllerKey(controllerDid);
+  if (key === undefined) return fail("INVALID_DID", "The controller must be a did:pkh, did:ethr, did:key, did:jwk or CAIP-10 account id");
+  return ok({ name: `_controllers.${location.host}`, value: `v=1;controller=${key}` });
+}
 
 /** The distinct controller keys of one TXT name's records, at most {@link MAX_CONTROLLERS_PER_SOURCE}. */
 function txtControllerKeys(records: readonly string[]): string[] {

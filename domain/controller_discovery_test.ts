@@ -8,6 +8,8 @@ import {
   createCachedDiscovery,
   createControllerConfirm,
   createDiscoverControllers,
+  controllerTxtRecordFor,
+  explainControllerTxtRecord,
   parseControllerTxtRecord,
   rateLimitedLookupError,
   UNSUPPORTED_SUBJECT_WARNING,
@@ -306,5 +308,46 @@ describe("createControllerConfirm()", () => {
     });
     const r = await revoked("did:web:x.com", A);
     expect(r.ok && r.value.approvedIssuer.status).toBe("not-approved");
+  });
+});
+
+describe("what a person sees of a TXT answer", () => {
+  test("explainControllerTxtRecord() names the keys read and why other values are ignored", () => {
+    expect(explainControllerTxtRecord(`v=1;controller=did:pkh:eip155:1:${A};controller=did:web:x.com`)).toEqual({
+      keys: [`did:pkh:eip155:1:${A}`],
+      notes: ['"did:web:x.com" is not a did:pkh, did:ethr, did:key, did:jwk or CAIP-10 account id'],
+      valuesRead: 2,
+    });
+    expect(explainControllerTxtRecord(`v=2;controller=did:pkh:eip155:1:${A}`).notes[0]).toBe("The record says v=2; only v=1 is read, so it is ignored");
+    expect(explainControllerTxtRecord("google-site-verification=abc").notes).toEqual([
+      'A record without controller= is not a controller record: "google-site-verification=abc"',
+    ]);
+  });
+
+  test("discovery repeats the TXT records and says why a name gave no key", async () => {
+    const dns = fakeDnsResolver({
+      "_controllers.a.com": { status: "found", records: [`v=1;controller=did:pkh:eip155:1:${A}`, "v=1;controller=0xnope"] },
+      "_omatrust.a.com": { status: "nodata" },
+    });
+    const result = await createDiscoverControllers({ dns, didDocuments: fakeDidDocumentFetcher(), serviceDnsLabel: "omatrust" })("a.com");
+    expect(result.ok && result.value.evidence[0]).toEqual({
+      kind: "dns-txt",
+      status: "found",
+      location: "_controllers.a.com",
+      keys: [`did:pkh:eip155:1:${A}`],
+      records: [`v=1;controller=did:pkh:eip155:1:${A}`, "v=1;controller=0xnope"],
+      notes: ['"0xnope" is not a did:pkh, did:ethr, did:key, did:jwk or CAIP-10 account id'],
+    });
+    expect(result.ok && result.value.evidence[1]).toMatchObject({ status: "not-found", notes: ["The name exists but has no TXT record"] });
+    expect(result.ok && result.value.evidence[1]?.records).toBeUndefined();
+  });
+
+  test("controllerTxtRecordFor() gives the exact record to publish, or why there is none", () => {
+    expect(controllerTxtRecordFor("www.Shop.example", `eip155:31337:${A}`)).toEqual({
+      ok: true,
+      value: { name: "_controllers.shop.example", value: `v=1;controller=did:pkh:eip155:31337:${A}` },
+    });
+    expect(controllerTxtRecordFor("did:pkh:eip155:1:" + A, `did:pkh:eip155:1:${A}`)).toMatchObject({ ok: false, code: "INVALID_DID" });
+    expect(controllerTxtRecordFor("shop.example", "did:web:x.com")).toMatchObject({ ok: false, code: "INVALID_DID" });
   });
 });

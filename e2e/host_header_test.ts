@@ -115,7 +115,8 @@ describe("a cross-site POST with the session cookie reaches no guarded route, wh
         if (host === "") {
           // Bun reads `http:///xx/v1/x` as host `xx`, path `/v1/x`: routing and guards agree on that path too.
           const read = path.slice(path.indexOf("/", 1));
-          expect([path, answer.status]).toEqual([path, guarded.includes(read) ? 403 : 404]);
+          // `//controller-witness` is then read as a host with the path `/`: the console page, which has no POST (405).
+          expect([path, answer.status]).toEqual([path, guarded.includes(read) ? 403 : read.startsWith("//") ? 405 : 404]);
           continue;
         }
         expect([path, answer.status]).toEqual([path, 404]);

@@ -12,6 +12,7 @@ import { type PremiumRpcRoutesDeps, premiumRpcRoutes } from "./routes/premium_rp
 import { subjectOwnershipRoutes } from "./routes/subject_ownership.ts";
 import { type SubjectRoutesDeps, subjectRoutes } from "./routes/subjects.ts";
 import { type PrivateRelayRoutesDeps, privateRelayRoutes } from "./routes/private_relay.ts";
+import { consoleRoutes, type ConsoleRoutesDeps } from "./routes/console.ts";
 import type { VerifySubjectOwnership } from "../domain/subject_ownership.ts";
 import type { ListAttestations } from "../domain/list_attestations.ts";
 import { sessionRoutes, type SessionRoutesDeps } from "./routes/session.ts";
@@ -48,6 +49,8 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly premiumRpc?: Omit<PremiumRpcRoutesDeps, "log"> | undefined;
   /** Origins allowed to call the session routes with credentials (CORS_ORIGINS plus the public origin). */
   readonly privateOrigins?: readonly string[] | undefined;
+  /** The console page and its assets (decisions §14); absent: no `/`. */
+  readonly console?: Omit<ConsoleRoutesDeps, "log"> | undefined;
   /** The Prometheus exposition text of `GET /metrics`; absent: no such route. */
   readonly metricsText?: (() => Promise<string>) | undefined;
 };
@@ -215,7 +218,8 @@ export function createApp(deps: AppDeps) {
     .use(deps.subjects ? subjectRoutes({ ...deps.subjects, log: deps.log }) : new Elysia())
     .use(deps.privateRelay ? privateRelayRoutes({ ...deps.privateRelay, log: deps.log }) : new Elysia())
     .use(docRoutes(deps.publicBaseUrl ?? "http://127.0.0.1:8080"))
-    .use(deps.metricsText ? metricsRoute(deps.metricsText) : new Elysia());
+    .use(deps.metricsText ? metricsRoute(deps.metricsText) : new Elysia())
+    .use(deps.console ? consoleRoutes({ ...deps.console, log: deps.log }) : new Elysia());
 }
 
 /** `GET /metrics` in the Prometheus text format. */

@@ -141,6 +141,8 @@ const EvidenceItemModel = t.Object({
   location: t.String(),
   keys: t.Array(t.String()),
   error: t.Optional(t.String()),
+  records: t.Optional(t.Array(t.String(), { description: "DNS TXT: the records the name answered with, as published (strings joined; at most 16)" })),
+  notes: t.Optional(t.Array(t.String(), { description: "Why a looked-up source gave no key, or which published values were ignored and why" })),
 });
 const ControllerKeyModel = t.Object({
   id: t.String(),

@@ -322,4 +322,16 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     summary: "Database open, anchors loaded, RPC answering",
     responses: { 200: { description: "Ready", schema: ReadyModel }, 503: { description: "Not ready", schema: ReadyModel } },
   },
+  {
+    method: "get",
+    paths: ["/"],
+    summary: "The console (decisions §14): a web page to check a domain's controller records and an artifact's trust, list a subject's attestations, sign in with a wallet, manage subjects, request a witness and write a review; strict Content-Security-Policy",
+    responses: { 200: { description: "text/html" }, 500: err("INTERNAL_ERROR (the page's bundle could not be built)") },
+  },
+  {
+    method: "get",
+    paths: ["/console/app.js", "/console/app.css"],
+    summary: "The console's script (one ES module, built from console/app.ts) and stylesheet, embedded in the executable",
+    responses: { 200: { description: "text/javascript or text/css" }, 500: err("INTERNAL_ERROR (the bundle could not be built)") },
+  },
 ];

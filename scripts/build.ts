@@ -1,11 +1,13 @@
 // `bun run build`: one executable (`dist/ats`) that runs the whole service, the embedded devnet included, with no
 // node_modules beside it. The Anvil binary of this platform is embedded as a file and extracted at first start;
-// the EAS artifacts are bundled as JSON imports. The executable reads its configuration only from the environment.
+// the EAS artifacts are bundled as JSON imports; the console's script and stylesheet are bundled first and embedded as
+// strings. The executable reads its configuration only from the environment.
 // ATS_BUILD_OUTFILE overrides the output path.
 import { mkdirSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import type { BunPlugin } from "bun";
 import { anvilBinary } from "../adapters/devnet/mod.ts";
+import { buildConsoleBundle, type ConsoleBundle } from "../console/assets.ts";
 
 const root = join(import.meta.dir, "..");
 const outfile = process.env.ATS_BUILD_OUTFILE?.trim() || join(root, "dist", "ats");
@@ -33,8 +35,24 @@ function embedAnvil(binary: string): BunPlugin {
   };
 }
 
+let consoleEmbedded = false;
+
+/** Replaces the from-source stub `console/_embedded_assets.ts` with the console's bundle, built just before. */
+function embedConsole(bundle: ConsoleBundle): BunPlugin {
+  return {
+    name: "embed-console",
+    setup(build) {
+      build.onLoad({ filter: /[\\/]console[\\/]_embedded_assets\.ts$/ }, () => {
+        consoleEmbedded = true;
+        return { loader: "ts", contents: `export const EMBEDDED_CONSOLE = ${JSON.stringify(bundle)};` };
+      });
+    },
+  };
+}
+
 const started = performance.now();
 const binary = anvilBinary();
+const consoleBundle = await buildConsoleBundle();
 mkdirSync(join(outfile, ".."), { recursive: true });
 const result = await Bun.build({
   entrypoints: [join(root, "main.ts")],
@@ -42,7 +60,7 @@ const result = await Bun.build({
   // Names kept: a stack trace from the field should still be readable.
   minify: { whitespace: true, syntax: true, identifiers: false },
   sourcemap: "none",
-  plugins: [embedAnvil(binary)],
+  plugins: [embedAnvil(binary), embedConsole(consoleBundle)],
   compile: {
     outfile,
     // Configuration comes only from the environment, never from a .env, bunfig.toml, tsconfig.json or
@@ -61,6 +79,10 @@ if (!result.success) {
 if (!embedded) {
   // Without it the executable would look for Anvil in a node_modules that is not there.
   console.error("build failed: adapters/devnet/_embedded_anvil.ts was not bundled, so Anvil is not embedded");
+  process.exit(1);
+}
+if (!consoleEmbedded) {
+  console.error("build failed: console/_embedded_assets.ts was not bundled, so the console page is not embedded");
   process.exit(1);
 }
 const seconds = ((performance.now() - started) / 1000).toFixed(1);

@@ -1,7 +1,7 @@
 // Smoke test of the compiled executable, as an operator runs it: copied alone into an empty directory (no
 // node_modules, a decoy .env and bunfig.toml it must ignore), started on a free port with a fresh DATA_DIR, one
-// delegated attestation through the client helper, SIGTERM, exit code 0; then a second start that reuses the
-// extracted Anvil and the deployment. Usage: bun scripts/smoke_binary.ts dist/ats
+// delegated attestation through the client helper, the console page and its script (embedded, with the policy),
+// SIGTERM, exit code 0; then a second start that reuses the extracted Anvil and the deployment. Usage: bun scripts/smoke_binary.ts dist/ats
 import { chmodSync, copyFileSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -119,6 +119,22 @@ function assert(condition: boolean, message: string): void {
   if (!condition) throw new Error(message);
 }
 
+/** `/` and the script it names come from the executable itself (there is no source tree beside it), with the policy. */
+async function checkConsole(url: string): Promise<void> {
+  const page = await fetch(`${url}/`, { signal: AbortSignal.timeout(10_000) });
+  const html = await page.text();
+  const csp = page.headers.get("content-security-policy") ?? "";
+  assert(page.status === 200 && (page.headers.get("content-type") ?? "").startsWith("text/html"), `GET / answered ${page.status} ${page.headers.get("content-type")}`);
+  assert(csp.includes("default-src 'none'") && csp.includes("script-src 'self'") && !csp.includes("unsafe"), `GET / has no strict policy: ${csp}`);
+  const script = /<script type="module" src="(\/console\/app\.js\?v=[0-9a-f]+)"><\/script>/.exec(html)?.[1];
+  assert(script !== undefined, "GET / names no /console/app.js script");
+  const js = await fetch(`${url}${script}`, { signal: AbortSignal.timeout(10_000) });
+  const code = await js.text();
+  assert(js.status === 200 && (js.headers.get("content-type") ?? "").startsWith("text/javascript") && code.includes("eip6963:announceProvider"),
+    `GET ${script} answered ${js.status} with ${code.length} characters`);
+  assert((js.headers.get("content-security-policy") ?? "") === csp, "the script is served without the policy");
+}
+
 async function main(): Promise<void> {
   const built = process.argv[2];
   if (built === undefined) throw new Error("usage: bun scripts/smoke_binary.ts <path to the compiled binary>");
@@ -153,6 +169,8 @@ async function main(): Promise<void> {
     const nonce = await fetchNonce(user.address, { baseUrl: first.url });
     assert(nonce.nonce === "1", `attester nonce is ${nonce.nonce} after one attestation, expected 1`);
     step(`delegated attestation ${result.uid} in block ${result.blockNumber}`);
+    await checkConsole(first.url);
+    step("the console page and its script are served, embedded, under the Content-Security-Policy");
     const extracted = anvilCopies(dataDir);
     assert(extracted.length === 1 && extracted[0]!.mode === 0o755, `expected one extracted anvil with mode 0755: ${JSON.stringify(extracted)}`);
     await stop(first);

@@ -26,5 +26,21 @@ elif [ "$(id -u)" = 0 ] && ! command -v runuser >/dev/null 2>&1; then
   echo "postgresql is installed but runuser (util-linux) is missing; the PostgreSQL tests cannot start a server" >&2
   if in_ci; then exit 1; fi
 fi
+# The console's browser tests (e2e/console_browser_test.ts) drive Debian's chromium through playwright-core; the same
+# rule: installed when we can, required in CI, skipped (with a message) elsewhere.
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing chromium for the console's browser tests" >&2
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) ||
+      echo "could not install chromium" >&2
+  fi
+fi
+if ! command -v chromium >/dev/null 2>&1; then
+  if in_ci; then
+    echo "CI=true but chromium is not installed (apt-get install chromium as root); the console's browser tests must run in CI." >&2
+    exit 1
+  fi
+  echo "chromium is not installed; the console's browser tests will be skipped (CI=true makes this an error)" >&2
+fi
 bash scripts/forge_build.sh
 exec node_modules/.bin/bun test "$@"

@@ -7,7 +7,7 @@ export const DEFAULT_BASE_URL = "http://127.0.0.1:8080";
 export type JsonRequest = {
   readonly baseUrl?: string | undefined;
   readonly fetch?: typeof fetch | undefined;
-  readonly method: "GET" | "POST";
+  readonly method: "GET" | "POST" | "PATCH" | "DELETE";
   /** JSON-encoded (big integers as base-10 strings) with `Content-Type: application/json`. */
   readonly body?: unknown;
   readonly headers?: Readonly<Record<string, string>> | undefined;

@@ -1,0 +1,288 @@
+/**
+ * The service's read and account routes as plain functions, for the console and for programs: controller
+ * discovery, artifact trust, the attestation list, sign-in without a cookie jar, the account, subjects and
+ * ownership proofs, the controller witness and the private relay. In a page served by the service pass
+ * `baseUrl: ""` (same origin: the browser sends the session cookie and `Origin` itself); elsewhere pass
+ * `cookie` and `origin`. A non-2xx answer throws an {@link AtsClientError} with the service's `code`.
+ */
+import type { ArtifactTrustRecord } from "../domain/artifact_trust.ts";
+import type { ControllerConfirmRecord, DiscoveryRecord } from "../domain/controller_discovery.ts";
+import { buildReviewData } from "../domain/reviews.ts";
+import { findSchemaByName } from "../domain/schemas.ts";
+import type { HexString } from "../ports/eas.ts";
+import {
+  type DelegatedAttestResult,
+  type NonceRecord,
+  prepareDelegatedAttestation,
+  signableTypedData,
+  type TypedDataSigner,
+} from "../http/client/delegated_attest.ts";
+import { AtsClientError } from "../http/client/errors.ts";
+import { DEFAULT_BASE_URL, requestJson } from "../http/client/http.ts";
+import { fetchTrustAnchors, getSchemaAnchor } from "../http/client/trust_anchors.ts";
+
+/** Where the service is and, outside a browser, the session to use. */
+export type ServiceOptions = {
+  /** Default `http://127.0.0.1:8080`; `""` in a page served by the service. */
+  readonly baseUrl?: string | undefined;
+  readonly fetch?: typeof fetch | undefined;
+  /** `ats_session=…` (outside a browser, from {@link signInWithEthereum}). */
+  readonly cookie?: string | undefined;
+  /** Sent as `Origin` (a browser sets it itself): state-changing private requests need an allowed one. */
+  readonly origin?: string | undefined;
+};
+
+async function call<T>(method: "GET" | "POST" | "PATCH" | "DELETE", path: string, body: unknown, options: ServiceOptions): Promise<T> {
+  const headers: Record<string, string> = {};
+  if (options.cookie !== undefined) headers.cookie = options.cookie;
+  if (options.origin !== undefined) headers.origin = options.origin;
+  const answer = await requestJson<T>(path, {
+    baseUrl: options.baseUrl ?? DEFAULT_BASE_URL,
+    fetch: options.fetch,
+    method,
+    body,
+    headers,
+    credentials: "include",
+  });
+  return answer.body;
+}
+
+const query = (params: Record<string, string | number | undefined>) =>
+  Object.entries(params)
+    .filter(([, value]) => value !== undefined && value !== "")
+    .map(([key, value]) => `${key}=${encodeURIComponent(String(value))}`)
+    .join("&");
+
+// ---------------------------------------------------------------------------------------------------------------
+// Public reads
+
+/**
+ * The controller evidence of a domain or did:web: each TXT name and did.json with its status, records and notes,
+ * and the keys found. With `walletDid`, controller-confirm: the wallet and the approved-issuer block too.
+ */
+export function discoverControllers(subjectDid: string, options: ServiceOptions & { walletDid?: string | undefined } = {}) {
+  return options.walletDid === undefined || options.walletDid === ""
+    ? call<DiscoveryRecord>("GET", `/v1/controller-endpoint-confirm?${query({ subjectDid })}`, undefined, options)
+    : call<ControllerConfirmRecord>("GET", `/v1/controller-confirm?${query({ subjectDid, walletDid: options.walletDid })}`, undefined, options);
+}
+
+/** The artifact trust record of a did:artifact (throws with the service's code; see `checkArtifactTrust` for the policy). */
+export function fetchArtifactTrust(artifactDid: string, options: ServiceOptions = {}): Promise<ArtifactTrustRecord> {
+  return call<ArtifactTrustRecord>("GET", `/v1/artifact-trust?${query({ artifactDid })}`, undefined, options);
+}
+
+/** One item of the attestation list. */
+export type ListedAttestation = {
+  attestation: {
+    uid: string;
+    schema: string;
+    schemaName: string;
+    attester: string;
+    recipient: string;
+    time: string;
+    expirationTime: string;
+    revocationTime: string;
+    data: Record<string, unknown>;
+  };
+  revoked: boolean;
+};
+
+/** A page of a subject's attestations in one schema, newest first. */
+export function listAttestations(
+  input: { subject: string; schema: string; limit?: number | undefined; cursor?: string | undefined },
+  options: ServiceOptions = {},
+) {
+  return call<{ subject: string; schema: string; items: ListedAttestation[]; nextCursor: string | null }>(
+    "GET",
+    `/v1/attestations?${query({ subject: input.subject, schema: input.schema, limit: input.limit, cursor: input.cursor })}`,
+    undefined,
+    options,
+  );
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Sign-in and the account
+
+/** What sign-in answers. */
+export type SignedIn = {
+  account: { id: string; displayName: string | null; address: string; plan: string };
+  session: { id: string; expiresAt: string };
+  /** Outside a browser: the cookie to send on later calls; in a browser the cookie is HttpOnly and this is undefined. */
+  cookie?: string | undefined;
+};
+
+/**
+ * Signs in with Ethereum: a challenge for `walletDid` naming `domain` and `uri` (the page), the wallet's
+ * `personal_sign` of the exact message, and the session. Works in a browser (the cookie is set there) and
+ * outside one (the cookie is returned).
+ */
+export async function signInWithEthereum(
+  input: { walletDid: string; domain: string; uri: string; signMessage: (message: string) => Promise<string> },
+  options: ServiceOptions = {},
+): Promise<SignedIn> {
+  const challenge = await call<{ challengeId: string; siweMessage: string }>(
+    "POST",
+    "/v1/session/wallet/challenge",
+    { walletDid: input.walletDid, domain: input.domain, uri: input.uri },
+    options,
+  );
+  const signature = await input.signMessage(challenge.siweMessage);
+  const headers: Record<string, string> = {};
+  if (options.origin !== undefined) headers.origin = options.origin;
+  const { body, response } = await requestJson<Omit<SignedIn, "cookie">>("/v1/session/wallet/verify", {
+    baseUrl: options.baseUrl ?? DEFAULT_BASE_URL,
+    fetch: options.fetch,
+    method: "POST",
+    body: { challengeId: challenge.challengeId, siweMessage: challenge.siweMessage, signature },
+    headers,
+    credentials: "include",
+  });
+  const cookie = response.headers.get("set-cookie")?.split(";")[0];
+  return { ...body, cookie: cookie !== undefined && cookie.includes("=") ? cookie : undefined };
+}
+
+/** Ends the session. */
+export async function signOutSession(options: ServiceOptions = {}): Promise<void> {
+  await call("POST", "/v1/session/logout", {}, options);
+}
+
+/** `GET /api/private/accounts/me`: the account, its plan and this year's usage. */
+export type AccountOverview = {
+  account: { id: string; displayName: string | null };
+  subscription: {
+    plan: string;
+    status: string;
+    annualSponsoredWriteLimit: number;
+    sponsoredWritesUsedCurrentYear: number;
+    annualPremiumReadLimit: number;
+    premiumReadsUsedCurrentYear: number;
+    entitlementPeriodStart: string;
+    entitlementPeriodEnd: string;
+  };
+  primarySubject: { id: string; canonicalDid: string; subjectDidHash: string; displayName: string | null } | null;
+  wallets: { did: string; address: string }[];
+};
+
+/** The signed-in account with its plan and usage (401 `UNAUTHENTICATED` without a session). */
+export function fetchAccount(options: ServiceOptions = {}): Promise<AccountOverview> {
+  return call<AccountOverview>("GET", "/api/private/accounts/me", undefined, options);
+}
+
+/** A subject of the account. */
+export type Subject = {
+  id: string;
+  canonicalDid: string;
+  subjectDidHash: string;
+  displayName: string | null;
+  isDefault: boolean;
+  ownership: { method: string; walletDid: string; verifiedAt: string };
+  createdAt: string;
+};
+
+/** The account's subjects, default first. */
+export async function listSubjects(options: ServiceOptions = {}): Promise<Subject[]> {
+  return (await call<{ subjects: Subject[] }>("GET", "/api/private/subjects", undefined, options)).subjects;
+}
+
+/** Adds a subject once the signed-in wallet is proven to own it (403 `SUBJECT_OWNERSHIP_VERIFICATION_FAILED` otherwise). */
+export async function addSubject(
+  input: { did: string; displayName?: string | undefined; txHash?: string | undefined },
+  options: ServiceOptions = {},
+): Promise<Subject> {
+  return (await call<{ subject: Subject }>("POST", "/api/private/subjects", input, options)).subject;
+}
+
+/** Removes a subject of the account. */
+export async function removeSubject(id: string, options: ServiceOptions = {}): Promise<void> {
+  await call("DELETE", `/api/private/subjects/${encodeURIComponent(id)}`, undefined, options);
+}
+
+/** The answer of an ownership proof. */
+export type OwnershipProof = {
+  ok: boolean;
+  status: "verified" | "failed";
+  subjectDid: string;
+  connectedWalletDid: string;
+  method?: string;
+  error?: string;
+  details?: string;
+  controllingWalletDid?: string;
+};
+
+/** Checks whether a wallet owns a subject (no session needed); a lookup that could not be made throws `NETWORK_ERROR`. */
+export function verifySubjectOwnership(
+  input: { subjectDid: string; connectedWalletDid: string; txHash?: string | undefined },
+  options: ServiceOptions = {},
+): Promise<OwnershipProof> {
+  return call<OwnershipProof>("POST", "/api/verify/subject-ownership", input, options);
+}
+
+/** The answer of a written controller witness. */
+export type WitnessResult = { success: true; uid: string | null; txHash: string; blockNumber: number; observedAt: number; method: string };
+
+/** Asks the service to witness that `controllerDid` controls the did:web `subjectDid` (one sponsored write). */
+export function requestWitness(input: { subjectDid: string; controllerDid: string }, options: ServiceOptions = {}): Promise<WitnessResult> {
+  return call<WitnessResult>("POST", "/v1/controller-witness", input, options);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The private relay
+
+/** The attester's EAS nonce through the private relay. */
+export function fetchRelayNonce(attester: string, options: ServiceOptions = {}): Promise<Omit<NonceRecord, "elapsed">> {
+  return call("GET", `/api/private/relay/eas/nonce?${query({ attester })}`, undefined, options);
+}
+
+/** What {@link writeThroughRelay} needs. */
+export type RelayWriteInput = {
+  /** A schema name of the trust anchors (`user-review`, `linked-identifier`, …). */
+  readonly schemaName: string;
+  readonly data: Readonly<Record<string, unknown>>;
+  readonly attester: HexString;
+  readonly sign: TypedDataSigner;
+  readonly subjectDid?: string | undefined;
+  /** Told each step, for a progress line. */
+  readonly onProgress?: ((step: "nonce" | "sign" | "submit") => void) | undefined;
+};
+
+/** Prepares, signs (through the wallet) and submits a delegated attestation paid from the account's plan. */
+export async function writeThroughRelay(input: RelayWriteInput, options: ServiceOptions = {}): Promise<Omit<DelegatedAttestResult, "elapsed">> {
+  const definition = findSchemaByName(input.schemaName);
+  if (definition === undefined) throw new AtsClientError("INVALID_INPUT", `Unknown schema ${input.schemaName}`);
+  input.onProgress?.("nonce");
+  const nonce = await fetchRelayNonce(input.attester, options);
+  const anchors = await fetchTrustAnchors({ url: `${options.baseUrl ?? DEFAULT_BASE_URL}/v1/trust-anchors`, fetch: options.fetch });
+  const prepared = prepareDelegatedAttestation({
+    schema: { uid: getSchemaAnchor(anchors, nonce.chainId, input.schemaName) as HexString, schema: definition.schema, revocable: definition.revocable },
+    data: input.data,
+    attester: input.attester,
+    nonce: nonce.nonce,
+    chainId: nonce.chainId,
+    easAddress: nonce.easAddress,
+  });
+  input.onProgress?.("sign");
+  const signature = await input.sign(signableTypedData(prepared));
+  input.onProgress?.("submit");
+  return await call(
+    "POST",
+    "/api/private/relay/eas/delegated-attest",
+    { prepared, signature, attester: input.attester, ...(input.subjectDid === undefined ? {} : { subjectDid: input.subjectDid }) },
+    options,
+  );
+}
+
+/** A user review of a service (its did:web), written through the private relay. */
+export async function writeReview(
+  input: Omit<RelayWriteInput, "schemaName" | "data" | "subjectDid"> & {
+    readonly subject: string;
+    readonly ratingValue: number;
+    readonly reviewBody?: string | undefined;
+    readonly version?: string | undefined;
+  },
+  options: ServiceOptions = {},
+) {
+  const data = buildReviewData({ subject: input.subject, ratingValue: input.ratingValue, reviewBody: input.reviewBody, version: input.version ?? "1.0.0" });
+  if (!data.ok) throw new AtsClientError(data.code, data.message);
+  const result = await writeThroughRelay({ ...input, schemaName: "user-review", data: data.value }, options);
+  return { ...result, data: data.value };
+}

@@ -1,0 +1,540 @@
+/**
+ * The console's script, bundled for browsers at build time (console/assets.ts). It uses only the browser-ready
+ * client helpers (client/mod.ts). Everything that came from the network is put on the page as text
+ * (`textContent` through {@link h}), never as HTML.
+ */
+import {
+  addSubject,
+  type AnnouncedWallet,
+  type ArtifactTrustVerdict,
+  artifactDidOfBytes,
+  AtsClientError,
+  controllerTxtRecordFor,
+  discoverControllers,
+  evaluateArtifactTrust,
+  fetchAccount,
+  fetchArtifactTrust,
+  fetchTrustAnchors,
+  listAttestations,
+  listSubjects,
+  removeSubject,
+  requestWalletAddress,
+  requestWitness,
+  type ServiceOptions,
+  signInWithEthereum,
+  signOutSession,
+  verifySubjectOwnership,
+  walletSigner,
+  type WalletSigner,
+  watchWallets,
+  writeReview,
+} from "../client/mod.ts";
+import type { ArtifactTrustItem } from "../domain/artifact_trust.ts";
+import type { DiscoveryRecord, EvidenceItem } from "../domain/controller_discovery.ts";
+
+// ---------------------------------------------------------------------------------------------------------------
+// Small DOM helpers: text only
+
+type Child = Node | string | number | null | undefined | false;
+
+/** Builds an element; strings become text nodes, never markup. */
+function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attributes: Record<string, string | undefined> = {},
+  ...children: (Child | Child[])[]
+): HTMLElementTagNameMap[K] {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) if (value !== undefined) element.setAttribute(name, value);
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    element.append(typeof child === "string" || typeof child === "number" ? document.createTextNode(String(child)) : child);
+  }
+  return element;
+}
+
+function byId<T extends HTMLElement = HTMLElement>(id: string): T {
+  const element = document.getElementById(id);
+  if (element === null) throw new Error(`Missing #${id}`);
+  return element as T;
+}
+
+const meta = (name: string) => document.querySelector<HTMLMetaElement>(`meta[name="${name}"]`)?.content ?? "";
+const CHAIN_ID = Number(meta("ats-chain-id"));
+const api: ServiceOptions = { baseUrl: "" };
+
+type StatusKind = "progress" | "ok" | "error" | "";
+
+function setStatus(id: string, kind: StatusKind, text: string): void {
+  const element = byId(id);
+  element.className = `status ${kind}`;
+  element.textContent = text;
+}
+
+/** A sentence for any failure: the service's code and message (and details), or the wallet's. */
+function describeError(error: unknown): string {
+  if (error instanceof AtsClientError) {
+    const details = (error.body as { details?: unknown } | undefined)?.details;
+    return `${error.code}: ${error.message}${typeof details === "string" && details !== "" ? ` (${details})` : ""}`;
+  }
+  return `UNEXPECTED: ${error instanceof Error ? error.message : String(error)}`;
+}
+
+/** Runs a form's work with its submit button disabled and the status line kept up to date. */
+async function busy(form: HTMLFormElement | null, statusId: string, progress: string, work: () => Promise<string | void>): Promise<void> {
+  const buttons = form ? Array.from(form.querySelectorAll("button")) : [];
+  for (const button of buttons) button.disabled = true;
+  setStatus(statusId, "progress", progress);
+  try {
+    const done = await work();
+    setStatus(statusId, done ? "ok" : "", done ?? "");
+  } catch (error) {
+    setStatus(statusId, "error", describeError(error));
+  } finally {
+    for (const button of buttons) button.disabled = false;
+  }
+}
+
+function copyButton(text: string, what: string): HTMLButtonElement {
+  const button = h("button", { type: "button", class: "secondary", "aria-label": `Copy ${what}` }, "Copy");
+  button.addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      button.textContent = "Copied";
+    } catch {
+      button.textContent = "Select and copy by hand";
+    }
+    setTimeout(() => (button.textContent = "Copy"), 2000);
+  });
+  return button;
+}
+
+const seconds = (value: unknown) => {
+  const n = Number(value);
+  return Number.isFinite(n) && n > 0 ? new Date(n * 1000).toISOString().replace(".000Z", "Z") : "—";
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Tabs
+
+const VIEWS = ["domain", "artifact", "attestations", "account"] as const;
+
+function showView(): void {
+  const wanted = location.hash.slice(1);
+  const view = (VIEWS as readonly string[]).includes(wanted) ? wanted : "domain";
+  for (const section of Array.from(document.querySelectorAll<HTMLElement>("[data-view]"))) section.hidden = section.dataset.view !== view;
+  for (const link of Array.from(document.querySelectorAll<HTMLAnchorElement>("nav a[data-tab]"))) {
+    if (link.dataset.tab === view) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Check a domain
+
+const STATUS_TEXT: Record<EvidenceItem["status"], string> = {
+  found: "Found",
+  "not-found": "Nothing found",
+  unavailable: "Lookup failed",
+  unsupported: "Not looked up",
+};
+
+function walletDidOf(input: string): string | undefined {
+  const value = input.trim();
+  if (value === "") return undefined;
+  if (/^0x[0-9a-fA-F]{40}$/.test(value)) return `did:pkh:eip155:${CHAIN_ID}:${value.toLowerCase()}`;
+  return value;
+}
+
+function evidenceCard(item: EvidenceItem): HTMLElement {
+  const title = item.kind === "dns-txt" ? "DNS TXT" : item.kind === "did-json" ? "did.json" : "Your wallet";
+  return h("article", { class: "card evidence", "data-kind": item.kind, "data-status": item.status },
+    h("h4", {}, `${title}: `, h("code", {}, item.location), h("span", { class: `badge ${item.status}` }, STATUS_TEXT[item.status])),
+    item.error ? h("p", {}, `Why: ${item.error}`) : null,
+    item.records && item.records.length > 0
+      ? [h("p", {}, "TXT records at this name:"), h("ul", { class: "records" }, item.records.map((r) => h("li", {}, h("code", {}, r))))]
+      : null,
+    item.notes && item.notes.length > 0 ? h("ul", { class: "notes" }, item.notes.map((n) => h("li", {}, n))) : null,
+    item.keys.length > 0 ? [h("p", {}, "Controllers read here:"), h("ul", {}, item.keys.map((k) => h("li", {}, h("code", {}, k))))] : null,
+  );
+}
+
+function missingSentences(record: DiscoveryRecord): string[] {
+  const out: string[] = [];
+  for (const item of record.evidence) {
+    if (item.status === "unavailable") out.push(`${item.location} could not be checked (${item.error ?? "lookup failed"}); this is a failure, not an empty answer.`);
+    else if (item.status === "not-found") out.push(`${item.location} publishes no controller.`);
+  }
+  if (record.controllerKeys.length === 0 && !record.evidence.some((e) => e.status === "unavailable")) {
+    out.push("No source names a controller: publish a TXT record (below) or a did.json.");
+  }
+  return out;
+}
+
+function renderDomain(record: DiscoveryRecord, walletInput: string): HTMLElement[] {
+  const out: HTMLElement[] = [
+    h("dl", {}, h("dt", {}, "Subject"), h("dd", {}, h("code", { id: "domain-subject" }, record.subject.canonical)),
+      h("dt", {}, "Domain"), h("dd", {}, record.domain ?? "—")),
+  ];
+  for (const warning of record.warnings) out.push(h("p", { class: "box warn" }, warning));
+  out.push(h("h3", {}, "What was queried"));
+  out.push(h("div", { id: "domain-evidence" }, record.evidence.map(evidenceCard)));
+  out.push(h("h3", {}, `Controllers found (${record.controllerKeys.length})`));
+  out.push(record.controllerKeys.length === 0
+    ? h("p", { id: "domain-controllers" }, "None.")
+    : h("ul", { id: "domain-controllers" }, record.controllerKeys.map((k) =>
+      h("li", {}, h("code", {}, k.id), ` — ${k.label}, from ${k.sources.join(" and ")}`))));
+  const missing = missingSentences(record);
+  if (missing.length > 0) {
+    out.push(h("h3", {}, "What is missing"));
+    out.push(h("ul", { id: "domain-missing" }, missing.map((m) => h("li", {}, m))));
+  }
+  const walletDid = walletDidOf(walletInput);
+  if (walletDid !== undefined && record.domain !== null) {
+    out.push(h("h3", {}, "Publish your wallet"));
+    const txt = controllerTxtRecordFor(record.subject.canonical, walletDid);
+    if (!txt.ok) {
+      out.push(h("p", { class: "box bad" }, `${txt.code}: ${txt.message}`));
+    } else {
+      const address = /0x[0-9a-f]{40}$/.exec(txt.value.value)?.[0];
+      const published = address !== undefined && record.controllerKeys.some((k) => k.id.toLowerCase().endsWith(address));
+      out.push(h("div", { class: "card record", id: "domain-publish" },
+        published
+          ? h("p", { class: "box good" }, "This wallet is already published as a controller.")
+          : h("p", {}, "Add this TXT record at your DNS provider (it may take a while to be seen):"),
+        h("p", {}, "Name"),
+        h("div", { class: "buttons" }, h("code", { id: "publish-name" }, txt.value.name), copyButton(txt.value.name, "record name")),
+        h("p", {}, "Value"),
+        h("div", { class: "buttons" }, h("code", { id: "publish-value" }, txt.value.value), copyButton(txt.value.value, "record value")),
+      ));
+    }
+  }
+  return out;
+}
+
+function setUpDomain(): void {
+  const form = byId<HTMLFormElement>("domain-form");
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const subject = byId<HTMLInputElement>("domain-input").value.trim();
+    const wallet = byId<HTMLInputElement>("domain-wallet").value;
+    const result = byId("domain-result");
+    result.replaceChildren();
+    void busy(form, "domain-status", `Looking up ${subject}…`, async () => {
+      try {
+        const record = await discoverControllers(subject, api);
+        result.replaceChildren(...renderDomain(record, wallet));
+        const failed = record.evidence.filter((item) => item.status === "unavailable").length;
+        if (failed > 0) return `Checked ${subject}: ${failed} lookup${failed === 1 ? "" : "s"} failed, see below`;
+      } catch (error) {
+        result.replaceChildren(h("p", { class: "box bad", id: "domain-error" }, `The lookup failed, so nothing can be said about this domain. ${describeError(error)}`));
+        throw error;
+      }
+      return `Checked ${subject}`;
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Check an artifact
+
+const GROUPS = [
+  ["responsibilityClaims", "Responsibility claims"],
+  ["securityAssessments", "Security assessments"],
+  ["certifications", "Certifications"],
+  ["otherAttestations", "Linked identifiers and other attestations"],
+] as const;
+const SHOWN_FIELDS = ["responsibleParty", "subjectLabel", "responsibilityType", "organization", "version", "certificationLevel", "outcome", "linkedId"];
+
+function itemCard(item: ArtifactTrustItem): HTMLElement {
+  const a = item.attestation;
+  const rows: (HTMLElement | string)[] = [];
+  const row = (name: string, value: string) => rows.push(h("dt", {}, name), h("dd", {}, value));
+  row("Attester", a.attesterLabel ? `${a.attesterLabel} (${a.attester})` : a.attester);
+  for (const field of SHOWN_FIELDS) {
+    const value = a.data[field];
+    if (value === undefined || value === "" || (Array.isArray(value) && value.length === 0)) continue;
+    row(field, Array.isArray(value) ? value.join(", ") : String(value));
+  }
+  row("Attested", seconds(a.time));
+  row("Verified by", item.verification.basis.join(", "));
+  row("UID", a.uid);
+  return h("article", { class: "card item", "data-schema": a.schemaName }, h("h4", {}, a.schemaName), h("dl", {}, rows));
+}
+
+function renderVerdict(verdict: ArtifactTrustVerdict): HTMLElement {
+  const qualifying = verdict.qualifyingClaims.responsibilityClaims.length + verdict.qualifyingClaims.securityAssessments.length;
+  return h("div", { class: `box ${verdict.warn ? "warn" : "good"}`, id: "artifact-verdict", "data-warn": String(verdict.warn) },
+    h("strong", {}, verdict.warn ? "A plugin loader would warn." : "A plugin loader would not warn."),
+    verdict.warn
+      ? h("ul", {}, verdict.reasons.map((r) => h("li", {}, r)), verdict.failure ? h("li", {}, `Code: ${verdict.failure.code}`) : null)
+      : h("p", {}, `${qualifying} qualifying record${qualifying === 1 ? "" : "s"}: ${verdict.qualifyingClaims.responsibilityClaims.length} responsibility claim(s), ${verdict.qualifyingClaims.securityAssessments.length} security assessment(s) from approved issuers.`),
+    verdict.unqualifiedResponsibilityClaims > 0
+      ? h("p", {}, `${verdict.unqualifiedResponsibilityClaims} verified responsibility claim(s) name someone other than the declared publisher and do not count.`)
+      : null,
+  );
+}
+
+async function artifactFromFile(file: File): Promise<void> {
+  setStatus("artifact-status", "progress", `Hashing ${file.name} in this browser…`);
+  const did = await artifactDidOfBytes(await file.arrayBuffer());
+  byId<HTMLInputElement>("artifact-input").value = did;
+  setStatus("artifact-status", "ok", `${file.name} (${file.size} bytes) is ${did}`);
+}
+
+function setUpArtifact(): void {
+  const form = byId<HTMLFormElement>("artifact-form");
+  const fileInput = byId<HTMLInputElement>("artifact-file");
+  fileInput.addEventListener("change", () => {
+    const file = fileInput.files?.[0];
+    if (file) void artifactFromFile(file).catch((error) => setStatus("artifact-status", "error", describeError(error)));
+  });
+  const drop = byId("artifact-drop");
+  drop.addEventListener("dragover", (event) => {
+    event.preventDefault();
+    drop.classList.add("over");
+  });
+  drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+  drop.addEventListener("drop", (event) => {
+    event.preventDefault();
+    drop.classList.remove("over");
+    const file = event.dataTransfer?.files[0];
+    if (file) void artifactFromFile(file).catch((error) => setStatus("artifact-status", "error", describeError(error)));
+  });
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const did = byId<HTMLInputElement>("artifact-input").value.trim();
+    const publisherDid = byId<HTMLInputElement>("artifact-publisher").value.trim() || undefined;
+    const result = byId("artifact-result");
+    result.replaceChildren();
+    if (did === "") {
+      setStatus("artifact-status", "error", "Give a did:artifact or choose a file");
+      return;
+    }
+    void busy(form, "artifact-status", "Looking up the artifact's evidence…", async () => {
+      let record;
+      try {
+        record = await fetchArtifactTrust(did, api);
+      } catch (error) {
+        const code = error instanceof AtsClientError ? error.code : "NETWORK_ERROR";
+        const verdict = evaluateArtifactTrust(undefined);
+        result.replaceChildren(
+          renderVerdict({ ...verdict, failure: { code } }),
+          h("p", { class: "box bad", id: "artifact-error" }, `The lookup failed: ${describeError(error)}`),
+        );
+        throw error;
+      }
+      const verdict = evaluateArtifactTrust(record, { publisherDid });
+      result.replaceChildren(
+        renderVerdict(verdict),
+        h("dl", { id: "artifact-summary" },
+          h("dt", {}, "Artifact"), h("dd", {}, h("code", {}, record.artifactDid)),
+          h("dt", {}, "Candidates read"), h("dd", {}, String(record.summary.totalQueried)),
+          h("dt", {}, "Verified"), h("dd", {}, String(record.summary.totalVerified)),
+          h("dt", {}, "Excluded"), h("dd", {}, `${record.summary.totalExcluded} (revoked, expired, unapproved issuer, unauthorized or malformed)`)),
+        ...GROUPS.map(([key, title]) =>
+          h("section", { class: "group", "data-group": key, "aria-label": title },
+            h("h3", {}, `${title} (${record[key].length})`),
+            record[key].length === 0 ? h("p", {}, "None.") : record[key].map(itemCard))
+        ),
+      );
+      return `Checked ${did}`;
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// A subject's attestations
+
+function setUpAttestations(): void {
+  const form = byId<HTMLFormElement>("attestations-form");
+  const select = byId<HTMLSelectElement>("attestations-schema");
+  void fetchTrustAnchors({ url: "/v1/trust-anchors" }).then((anchors) => {
+    const chain = anchors.chains[`eip155:${CHAIN_ID}`] as { schemas?: Record<string, unknown> } | undefined;
+    const names = Object.keys(chain?.schemas ?? {}).sort();
+    if (names.length > 0) select.replaceChildren(...names.map((n) => h("option", { value: n }, n)));
+    select.value = names.includes("user-review") ? "user-review" : names[0] ?? "";
+  }).catch(() => undefined);
+  let cursor: string | null = null;
+  const load = (more: boolean) => {
+    const subject = byId<HTMLInputElement>("attestations-subject").value.trim();
+    const result = byId("attestations-result");
+    if (!more) result.replaceChildren();
+    void busy(form, "attestations-status", "Reading attestations…", async () => {
+      const page = await listAttestations({ subject, schema: select.value, limit: 25, cursor: more ? cursor ?? undefined : undefined }, api);
+      cursor = page.nextCursor;
+      result.querySelector("#attestations-more")?.remove();
+      if (!more && page.items.length === 0) result.append(h("p", {}, `No ${page.schema} attestations about ${page.subject}.`));
+      for (const item of page.items) {
+        const a = item.attestation;
+        result.append(h("article", { class: "card item" },
+          h("h4", {}, `${a.schemaName}${item.revoked ? " (revoked)" : ""}`),
+          h("dl", {},
+            h("dt", {}, "Attester"), h("dd", {}, a.attester),
+            h("dt", {}, "Attested"), h("dd", {}, seconds(a.time)),
+            Object.entries(a.data).flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, typeof v === "string" ? v : JSON.stringify(v))]),
+            h("dt", {}, "UID"), h("dd", {}, a.uid))));
+      }
+      if (cursor !== null) {
+        const button = h("button", { type: "button", id: "attestations-more", class: "secondary" }, "Show more");
+        button.addEventListener("click", () => load(true));
+        result.append(button);
+      }
+      return `${page.items.length} shown`;
+    });
+  };
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    load(false);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Account: sign in, usage, subjects, witness, review
+
+let signer: WalletSigner | undefined;
+const walletDid = () => (signer ? `did:pkh:eip155:${CHAIN_ID}:${signer.address.toLowerCase()}` : "");
+
+function renderWallets(wallets: readonly AnnouncedWallet[]): void {
+  const list = byId("wallet-list");
+  if (wallets.length === 0) {
+    list.replaceChildren(h("p", { class: "help", id: "no-wallet" }, "No wallet found in this browser. Install a browser wallet and reload."));
+    return;
+  }
+  list.replaceChildren(...wallets.map((wallet) => {
+    const button = h("button", { type: "button", "data-wallet": wallet.info.rdns || wallet.info.uuid }, `Sign in with ${wallet.info.name}`);
+    button.addEventListener("click", () => void signIn(wallet));
+    return button;
+  }));
+}
+
+async function signIn(wallet: AnnouncedWallet): Promise<void> {
+  await busy(null, "account-status", `Asking ${wallet.info.name} for an account…`, async () => {
+    const address = await requestWalletAddress(wallet.provider);
+    const next = walletSigner(wallet.provider, address);
+    setStatus("account-status", "progress", "Sign the sign-in message in your wallet…");
+    await signInWithEthereum({
+      walletDid: `did:pkh:eip155:${CHAIN_ID}:${address}`,
+      domain: location.host,
+      uri: `${location.origin}/`,
+      signMessage: next.signMessage,
+    }, api);
+    signer = next;
+    const domainWallet = byId<HTMLInputElement>("domain-wallet");
+    if (domainWallet.value === "") domainWallet.value = address;
+    await refreshAccount();
+    return `Signed in as ${address}`;
+  });
+}
+
+async function refreshAccount(): Promise<void> {
+  const [overview, subjects] = await Promise.all([fetchAccount(api), listSubjects(api)]);
+  const s = overview.subscription;
+  byId("account-summary").replaceChildren(h("dl", { id: "account-usage" },
+    h("dt", {}, "Wallet"), h("dd", {}, h("code", {}, signer?.address ?? overview.wallets[0]?.address ?? "—")),
+    h("dt", {}, "Plan"), h("dd", { id: "account-plan" }, `${s.plan} (${s.status})`),
+    h("dt", {}, "Sponsored writes"), h("dd", { id: "account-writes" }, `${s.sponsoredWritesUsedCurrentYear} of ${s.annualSponsoredWriteLimit} used this year`),
+    h("dt", {}, "Premium reads"), h("dd", {}, `${s.premiumReadsUsedCurrentYear} of ${s.annualPremiumReadLimit} used this year`),
+    h("dt", {}, "Period ends"), h("dd", {}, s.entitlementPeriodEnd),
+    h("dt", {}, "Default subject"), h("dd", {}, overview.primarySubject?.canonicalDid ?? "—"),
+  ));
+  byId("subject-list").replaceChildren(h("ul", { id: "subjects" }, subjects.map((subject) => {
+    const remove = h("button", { type: "button", class: "secondary", "aria-label": `Remove ${subject.canonicalDid}` }, "Remove");
+    remove.addEventListener("click", () =>
+      void busy(null, "subject-status", `Removing ${subject.canonicalDid}…`, async () => {
+        await removeSubject(subject.id, api);
+        await refreshAccount();
+        return `Removed ${subject.canonicalDid}`;
+      }));
+    return h("li", { "data-did": subject.canonicalDid },
+      h("code", {}, subject.canonicalDid),
+      subject.displayName ? ` “${subject.displayName}”` : "",
+      ` — proven by ${subject.ownership.method}${subject.isDefault ? ", default" : ""} `,
+      remove);
+  })));
+  byId("account-panel").hidden = false;
+}
+
+function needSigner(): WalletSigner {
+  if (signer === undefined) throw new AtsClientError("UNAUTHENTICATED", "Sign in with a wallet first");
+  return signer;
+}
+
+function setUpAccount(): void {
+  renderWallets([]);
+  watchWallets(window, renderWallets);
+  // A session from an earlier visit: show it; signing again needs the wallet.
+  void refreshAccount().then(
+    () => setStatus("account-status", "", "Signed in from an earlier visit; sign in again with your wallet to sign."),
+    () => undefined,
+  );
+  byId("sign-out").addEventListener("click", () =>
+    void busy(null, "account-status", "Signing out…", async () => {
+      await signOutSession(api);
+      signer = undefined;
+      byId("account-panel").hidden = true;
+      return "Signed out";
+    }));
+
+  const subjectForm = byId<HTMLFormElement>("subject-form");
+  const subjectDid = () => byId<HTMLInputElement>("subject-did").value.trim();
+  byId("subject-verify").addEventListener("click", () =>
+    void busy(subjectForm, "subject-status", "Checking ownership…", async () => {
+      const proof = await verifySubjectOwnership({ subjectDid: subjectDid(), connectedWalletDid: walletDid() || needSigner().address }, api);
+      if (proof.ok) return `Verified: your wallet owns ${proof.subjectDid} (method ${proof.method})`;
+      throw new AtsClientError("OWNERSHIP_NOT_PROVEN", proof.error ?? "Not proven", { body: { details: proof.details } });
+    }));
+  subjectForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    void busy(subjectForm, "subject-status", "Proving ownership and adding the subject…", async () => {
+      const displayName = byId<HTMLInputElement>("subject-name").value.trim() || undefined;
+      const subject = await addSubject({ did: subjectDid(), displayName }, api);
+      await refreshAccount();
+      return `Added ${subject.canonicalDid} (proven by ${subject.ownership.method})`;
+    });
+  });
+
+  const witnessForm = byId<HTMLFormElement>("witness-form");
+  witnessForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    void busy(witnessForm, "witness-status", "Checking the domain's records and writing the witness…", async () => {
+      needSigner();
+      const result = await requestWitness({ subjectDid: byId<HTMLInputElement>("witness-subject").value.trim(), controllerDid: walletDid() }, api);
+      await refreshAccount();
+      return `Witness written (${result.method}): uid ${result.uid}, transaction ${result.txHash}, block ${result.blockNumber}`;
+    });
+  });
+
+  const reviewForm = byId<HTMLFormElement>("review-form");
+  reviewForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    void busy(reviewForm, "review-status", "Preparing the review…", async () => {
+      const wallet = needSigner();
+      const steps = { nonce: "Reading your EAS nonce…", sign: "Sign the review in your wallet…", submit: "Sending through the relay…" };
+      const result = await writeReview({
+        subject: byId<HTMLInputElement>("review-subject").value.trim(),
+        ratingValue: Number(byId<HTMLSelectElement>("review-rating").value),
+        reviewBody: byId<HTMLTextAreaElement>("review-body").value,
+        attester: wallet.address,
+        sign: (typedData) => wallet.signTypedData(typedData),
+        onProgress: (step) => setStatus("review-status", "progress", steps[step]),
+      }, api);
+      await refreshAccount();
+      return `Review written: uid ${result.uid}, transaction ${result.txHash}, block ${result.blockNumber}`;
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+function start(): void {
+  window.addEventListener("hashchange", showView);
+  showView();
+  setUpDomain();
+  setUpArtifact();
+  setUpAttestations();
+  setUpAccount();
+  document.documentElement.dataset.ready = "true";
+}
+
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+else start();

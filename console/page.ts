@@ -1,0 +1,163 @@
+/**
+ * The console's HTML: static markup, the service's settings in `<meta>` tags (read by the script; nothing
+ * inline runs, so the Content-Security-Policy needs no `unsafe-inline`), one stylesheet and one module script.
+ */
+
+/** What the page is told about the service it is served by. */
+export type ConsolePageSettings = {
+  readonly chainId: number;
+  readonly chainName: string;
+  /** `SERVICE_DNS_LABEL`: the `_<label>.<domain>` TXT name. */
+  readonly serviceDnsLabel: string;
+};
+
+/** The policy every console answer carries: same-origin scripts, styles and requests only; nothing inline, no frames. */
+export const CONSOLE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "connect-src 'self'",
+  "img-src 'self'",
+  "form-action 'self'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+const escape = (text: string) =>
+  text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
+
+/** Renders the page; `assetVersion` is added to the asset URLs so a new build is never served from a stale cache. */
+export function renderConsolePage(settings: ConsolePageSettings, assetVersion: string): string {
+  const v = escape(assetVersion);
+  const label = escape(settings.serviceDnsLabel);
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>ATS console</title>
+<meta name="ats-chain-id" content="${settings.chainId}">
+<meta name="ats-chain-name" content="${escape(settings.chainName)}">
+<meta name="ats-dns-label" content="${label}">
+<link rel="stylesheet" href="/console/app.css?v=${v}">
+<script type="module" src="/console/app.js?v=${v}"></script>
+</head>
+<body>
+<a class="skip" href="#main">Skip to content</a>
+<header>
+  <h1>Attestation Trust Services</h1>
+  <p class="chain">Chain: ${escape(settings.chainName)} (id ${settings.chainId})</p>
+  <nav aria-label="Console sections">
+    <a href="#domain" data-tab="domain">Check a domain</a>
+    <a href="#artifact" data-tab="artifact">Check an artifact</a>
+    <a href="#attestations" data-tab="attestations">Attestations</a>
+    <a href="#account" data-tab="account">Account</a>
+  </nav>
+</header>
+<main id="main" tabindex="-1">
+<noscript><p class="error">The console needs JavaScript.</p></noscript>
+
+<section id="domain" data-view="domain" aria-labelledby="domain-title">
+  <h2 id="domain-title">Check a domain</h2>
+  <p>Looks up what a domain publishes about its controllers: the DNS TXT records at <code>_controllers.&lt;domain&gt;</code>
+  and <code>_${label}.&lt;domain&gt;</code>, and <code>https://&lt;domain&gt;/.well-known/did.json</code>.</p>
+  <form id="domain-form" class="form">
+    <label for="domain-input">Domain or did:web</label>
+    <input id="domain-input" name="domain" required autocomplete="off" autocapitalize="off" spellcheck="false" placeholder="shop.example">
+    <label for="domain-wallet">Wallet address to publish (optional)</label>
+    <input id="domain-wallet" name="wallet" autocomplete="off" autocapitalize="off" spellcheck="false" placeholder="0x… or did:pkh:…" aria-describedby="domain-wallet-help">
+    <p id="domain-wallet-help" class="help">Give a wallet to see the exact TXT record that names it as a controller.</p>
+    <button type="submit">Check domain</button>
+  </form>
+  <p id="domain-status" class="status" role="status" aria-live="polite"></p>
+  <div id="domain-result" class="result"></div>
+</section>
+
+<section id="artifact" data-view="artifact" aria-labelledby="artifact-title" hidden>
+  <h2 id="artifact-title">Check an artifact</h2>
+  <p>Shows the verified evidence about an artifact and whether a plugin loader would warn about it.</p>
+  <form id="artifact-form" class="form">
+    <label for="artifact-input">did:artifact</label>
+    <input id="artifact-input" name="artifactDid" autocomplete="off" autocapitalize="off" spellcheck="false" placeholder="did:artifact:bafkrei…">
+    <label for="artifact-file">Or a file, hashed in this browser (never uploaded)</label>
+    <input id="artifact-file" name="file" type="file">
+    <div id="artifact-drop" class="drop" aria-hidden="true">Or drop a file here</div>
+    <label for="artifact-publisher">Declared publisher DID (optional)</label>
+    <input id="artifact-publisher" name="publisher" autocomplete="off" autocapitalize="off" spellcheck="false" placeholder="did:web:publisher.example" aria-describedby="artifact-publisher-help">
+    <p id="artifact-publisher-help" class="help">With a publisher, only responsibility claims naming it count for the loader.</p>
+    <button type="submit">Check artifact</button>
+  </form>
+  <p id="artifact-status" class="status" role="status" aria-live="polite"></p>
+  <div id="artifact-result" class="result"></div>
+</section>
+
+<section id="attestations" data-view="attestations" aria-labelledby="attestations-title" hidden>
+  <h2 id="attestations-title">A subject's attestations</h2>
+  <form id="attestations-form" class="form">
+    <label for="attestations-subject">Subject DID or domain</label>
+    <input id="attestations-subject" name="subject" required autocomplete="off" autocapitalize="off" spellcheck="false" placeholder="did:web:shop.example">
+    <label for="attestations-schema">Schema</label>
+    <select id="attestations-schema" name="schema"><option value="user-review">user-review</option></select>
+    <button type="submit">List attestations</button>
+  </form>
+  <p id="attestations-status" class="status" role="status" aria-live="polite"></p>
+  <div id="attestations-result" class="result"></div>
+</section>
+
+<section id="account" data-view="account" aria-labelledby="account-title" hidden>
+  <h2 id="account-title">Account</h2>
+  <div id="wallets">
+    <h3>Sign in with a wallet</h3>
+    <p class="help">Wallets installed in this browser announce themselves here (EIP-6963). Signing in signs a message; it costs nothing.</p>
+    <div id="wallet-list" class="buttons"></div>
+  </div>
+  <p id="account-status" class="status" role="status" aria-live="polite"></p>
+  <div id="account-panel" hidden>
+    <div id="account-summary" class="card"></div>
+    <button type="button" id="sign-out">Sign out</button>
+
+    <h3>Subjects</h3>
+    <div id="subject-list"></div>
+    <form id="subject-form" class="form">
+      <label for="subject-did">Subject (domain, did:web or did:pkh)</label>
+      <input id="subject-did" name="did" required autocomplete="off" autocapitalize="off" spellcheck="false" placeholder="shop.example">
+      <label for="subject-name">Display name (optional)</label>
+      <input id="subject-name" name="displayName" maxlength="100" autocomplete="off">
+      <div class="buttons">
+        <button type="button" id="subject-verify">Check ownership</button>
+        <button type="submit">Add subject</button>
+      </div>
+    </form>
+    <p id="subject-status" class="status" role="status" aria-live="polite"></p>
+
+    <h3>Controller witness</h3>
+    <p class="help">When the domain publishes your wallet (DNS TXT or did.json), the service writes a controller-witness attestation. Uses one sponsored write.</p>
+    <form id="witness-form" class="form">
+      <label for="witness-subject">Domain or did:web</label>
+      <input id="witness-subject" name="subjectDid" required autocomplete="off" autocapitalize="off" spellcheck="false" placeholder="shop.example">
+      <button type="submit">Request witness</button>
+    </form>
+    <p id="witness-status" class="status" role="status" aria-live="polite"></p>
+
+    <h3>Write a review</h3>
+    <p class="help">A user-review attestation signed by your wallet and sent through the service's relay (one sponsored write; no gas from you).</p>
+    <form id="review-form" class="form">
+      <label for="review-subject">Service (domain or did:web)</label>
+      <input id="review-subject" name="subject" required autocomplete="off" autocapitalize="off" spellcheck="false" placeholder="shop.example">
+      <label for="review-rating">Rating</label>
+      <select id="review-rating" name="rating">
+        <option value="5">5 – excellent</option><option value="4">4 – good</option><option value="3">3 – fair</option>
+        <option value="2">2 – poor</option><option value="1">1 – bad</option>
+      </select>
+      <label for="review-body">Review (up to 500 characters)</label>
+      <textarea id="review-body" name="reviewBody" maxlength="500" rows="4"></textarea>
+      <button type="submit">Sign and send review</button>
+    </form>
+    <p id="review-status" class="status" role="status" aria-live="polite"></p>
+  </div>
+</section>
+</main>
+</body>
+</html>
+`;
+}
