@@ -93,6 +93,26 @@ export type Config = {
    * (default 100000), `PREMIUM_RPC_MAX_LOG_RANGE` (blocks, default 50000).
    */
   readonly premiumReads: { readonly free: number; readonly paid: number; readonly maxLogRange: number };
+  /**
+   * Paying with x402 (decisions §13). Prices are atomic units of the token; an unset price is not offered. On the
+   * embedded devnet everything defaults to the devnet's test token and facilitator, with prices of 10000 (witness),
+   * 5000 (relay) and 1000000 (a year of the paid plan); against a real chain a price needs `X402_FACILITATOR_URL`,
+   * `X402_ASSET` and `X402_PAY_TO`. `X402_NETWORK` defaults to `eip155:<chain id>`; `X402_ASSET_NAME` and
+   * `X402_ASSET_VERSION` are the token's EIP-712 domain (default `USD Coin`, `2`); `X402_SIGNING_KEY` signs offers
+   * and receipts (eip712; default the witness key, never the payTo wallet).
+   */
+  readonly x402: {
+    readonly facilitatorUrl: string | undefined;
+    readonly asset: `0x${string}` | undefined;
+    readonly assetName: string | undefined;
+    readonly assetVersion: string | undefined;
+    readonly network: string | undefined;
+    readonly payTo: `0x${string}` | undefined;
+    readonly witnessPrice: string | undefined;
+    readonly relayPrice: string | undefined;
+    readonly paidPlanPrice: string | undefined;
+    readonly signingKey: `0x${string}` | undefined;
+  };
   readonly index: {
     readonly confirmations: number | undefined;
     readonly pollMs: number;
@@ -190,6 +210,7 @@ export function readConfig(env: Env): Config {
   if (!["debug", "info", "warn", "error", "silent"].includes(logLevel)) {
     throw new ConfigError("LOG_LEVEL", "expected debug, info, warn, error or silent");
   }
+  const x402 = readX402(get, key, rpcUrl === undefined);
   const publicBaseUrl = get("PUBLIC_BASE_URL") ?? `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
   try {
     new URL(publicBaseUrl);
@@ -246,6 +267,7 @@ export function readConfig(env: Env): Config {
       paid: int("PAID_PLAN_ANNUAL_PREMIUM_READS", 100_000),
       maxLogRange: int("PREMIUM_RPC_MAX_LOG_RANGE", 50_000, 1),
     },
+    x402,
     index: {
       confirmations: get("INDEX_CONFIRMATIONS") === undefined ? undefined : int("INDEX_CONFIRMATIONS", 12, 0, 10_000),
       pollMs: int("INDEX_POLL_MS", 2_000, 50, 600_000),
@@ -255,4 +277,56 @@ export function readConfig(env: Env): Config {
       follow: bool("INDEX_FOLLOW", true),
     },
   };
+}
+
+/** The devnet's prices, in units of its six-decimal test token: 0.01 a witness, 0.005 a relay write, 1 a plan year. */
+export const DEVNET_X402_PRICES = { witness: "10000", relay: "5000", paidPlan: "1000000" } as const;
+
+/** Reads the x402 settings (decisions §13); `devnet`: no RPC_URL, so the embedded devnet fills what is unset. */
+function readX402(
+  get: (name: string) => string | undefined,
+  key: (name: string) => `0x${string}` | undefined,
+  devnet: boolean,
+): Config["x402"] {
+  const address = (name: string) => {
+    const raw = get(name);
+    if (raw === undefined) return undefined;
+    if (!/^0x[0-9a-fA-F]{40}$/.test(raw)) throw new ConfigError(name, "expected a 20-byte hex address");
+    return raw as `0x${string}`;
+  };
+  const price = (name: string, fallback: string) => {
+    const raw = get(name);
+    if (raw === undefined) return devnet ? fallback : undefined;
+    if (!/^[0-9]{1,30}$/.test(raw) || BigInt(raw) === 0n) {
+      throw new ConfigError(name, "expected a positive whole number of the token's smallest unit");
+    }
+    return raw;
+  };
+  const facilitatorUrl = get("X402_FACILITATOR_URL");
+  if (facilitatorUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(facilitatorUrl)) {
+    throw new ConfigError("X402_FACILITATOR_URL", "expected an http(s) URL");
+  }
+  const network = get("X402_NETWORK");
+  if (network !== undefined && !/^eip155:[1-9][0-9]{0,18}$/.test(network)) {
+    throw new ConfigError("X402_NETWORK", "expected a CAIP-2 EVM network such as eip155:8453");
+  }
+  const settings = {
+    facilitatorUrl,
+    asset: address("X402_ASSET"),
+    assetName: get("X402_ASSET_NAME"),
+    assetVersion: get("X402_ASSET_VERSION"),
+    network,
+    payTo: address("X402_PAY_TO"),
+    witnessPrice: price("X402_WITNESS_PRICE", DEVNET_X402_PRICES.witness),
+    relayPrice: price("X402_RELAY_PRICE", DEVNET_X402_PRICES.relay),
+    paidPlanPrice: price("X402_PAID_PLAN_PRICE", DEVNET_X402_PRICES.paidPlan),
+    signingKey: key("X402_SIGNING_KEY"),
+  };
+  const offered = settings.witnessPrice ?? settings.relayPrice ?? settings.paidPlanPrice;
+  if (!devnet && offered !== undefined) {
+    for (const [name, value] of [["X402_FACILITATOR_URL", facilitatorUrl], ["X402_ASSET", settings.asset], ["X402_PAY_TO", settings.payTo]] as const) {
+      if (value === undefined) throw new ConfigError(name, "required when an x402 price is set");
+    }
+  }
+  return settings;
 }

@@ -85,4 +85,25 @@ describe("readConfig()", () => {
     expect(() => readConfig({ DISCOVERY_CACHE_SECONDS: "3601" })).toThrow(/DISCOVERY_CACHE_SECONDS/);
     expect(() => readConfig({ DISCOVERY_CACHE_SECONDS: "-1" })).toThrow(/DISCOVERY_CACHE_SECONDS/);
   });
+
+  test("x402: the devnet offers its default prices; a real chain offers nothing until a price is set, and then needs the facilitator, asset and payTo", () => {
+    expect(readConfig({}).x402).toMatchObject({ witnessPrice: "10000", relayPrice: "5000", paidPlanPrice: "1000000", facilitatorUrl: undefined });
+    const chain = { RPC_URL: "http://127.0.0.1:8545", TRUST_ANCHORS_PATH: "/tmp/anchors.json" };
+    expect(readConfig(chain).x402).toMatchObject({ witnessPrice: undefined, relayPrice: undefined, paidPlanPrice: undefined });
+    expect(() => readConfig({ ...chain, X402_WITNESS_PRICE: "10000" })).toThrow(/X402_FACILITATOR_URL/);
+    const full = {
+      ...chain,
+      X402_WITNESS_PRICE: "10000",
+      X402_FACILITATOR_URL: "https://facilitator.example",
+      X402_ASSET: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+      X402_PAY_TO: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C",
+      X402_NETWORK: "eip155:8453",
+    };
+    expect(readConfig(full).x402).toMatchObject({ witnessPrice: "10000", relayPrice: undefined, network: "eip155:8453", asset: full.X402_ASSET });
+    expect(() => readConfig({ ...full, X402_PAY_TO: "alice" })).toThrow(/X402_PAY_TO/);
+    expect(() => readConfig({ ...full, X402_RELAY_PRICE: "0" })).toThrow(/X402_RELAY_PRICE/);
+    expect(() => readConfig({ ...full, X402_PAID_PLAN_PRICE: "1.5" })).toThrow(/X402_PAID_PLAN_PRICE/);
+    expect(() => readConfig({ ...full, X402_NETWORK: "base" })).toThrow(/X402_NETWORK/);
+    expect(() => readConfig({ ...full, X402_FACILITATOR_URL: "ftp://x" })).toThrow(/X402_FACILITATOR_URL/);
+  });
 });

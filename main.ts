@@ -28,6 +28,8 @@ import { createReadNonce } from "./domain/nonce.ts";
 import { activeChainAnchors, caip2, subsidizedSchemaMap, validateTrustAnchors } from "./domain/trust_anchors.ts";
 import { createApp } from "./http/app.ts";
 import { wireIndex } from "./wire_index.ts";
+import { wireX402, type X402Terms } from "./wire_x402.ts";
+import { withPaidPlans } from "./domain/x402_payments.ts";
 import { createRelayGuard, GAS_WINDOW_MS } from "./domain/relay_guard.ts";
 import { createPremiumRpc } from "./domain/premium_rpc.ts";
 import { createSubjectOwnership } from "./domain/subject_ownership.ts";
@@ -53,6 +55,8 @@ export type Service = {
   readonly easAddress: Address;
   readonly trustAnchors: TrustAnchors;
   readonly devnet: Devnet | undefined;
+  /** What x402 payments the service takes (decisions §13); undefined: none. */
+  readonly x402: X402Terms | undefined;
   /** Stops accepting requests, lets in-flight ones finish, closes the database and the devnet. */
   readonly stop: () => Promise<void>;
 };
@@ -240,7 +244,7 @@ export async function startService(config: Config, options: StartServiceOptions 
     await settle(storage.kind === "sqlite" ? 0 : undefined);
     const settleTimer = setInterval(() => void settle(), 60_000);
     settleTimer.unref?.();
-    const sessions = createSessions({
+    const sessions = withPaidPlans(createSessions({
       accounts,
       clock: systemClock,
       random: cryptoRandom,
@@ -253,6 +257,15 @@ export async function startService(config: Config, options: StartServiceOptions 
       contractWallets: eas.reader.checkContractSignature === undefined
         ? undefined
         : { chainId: eas.reader.chainId, check: eas.reader.checkContractSignature },
+    }), { payments: storage.payments, clock: systemClock });
+    const x402 = await wireX402(config, {
+      devnet,
+      chainId,
+      witnessKey,
+      payments: storage.payments,
+      clock: systemClock,
+      metrics,
+      log,
     });
     const witness = createControllerWitness({
       discover,
@@ -323,6 +336,7 @@ export async function startService(config: Config, options: StartServiceOptions 
         clientAddress: requestClientAddress,
         chainId,
         primarySubject: (account) => subjects.primary(account),
+        payments: x402?.gate,
       },
       subjects: { sessions, subjects },
       privateRelay: {
@@ -331,6 +345,7 @@ export async function startService(config: Config, options: StartServiceOptions 
         chainName: chain.value.name,
         chainId,
         easAddress,
+        payments: x402?.gate,
         relay: createPrivateRelay({
           attest: createDelegatedAttest({
             clock: systemClock,
@@ -349,6 +364,7 @@ export async function startService(config: Config, options: StartServiceOptions 
           schemaNames: new Map([...relaySchemas.value].map(([uid, s]) => [uid, s.name])),
           subjectScoped: new Set(config.privateRelay.subjectScoped),
           chainId,
+          verifyOwnership: subjectOwnership,
         }),
       },
       accounts: {
@@ -360,6 +376,15 @@ export async function startService(config: Config, options: StartServiceOptions 
         clock: systemClock,
         chainId,
         premiumReads: { ledger: storage.premiumReads, limits: { free: config.premiumReads.free, paid: config.premiumReads.paid } },
+        paidPeriod: (accountId, nowMs) => storage.payments.paidPeriod(accountId, nowMs),
+      },
+      subscriptions: x402 === undefined ? undefined : {
+        sessions,
+        gate: x402.gate,
+        payments: storage.payments,
+        ledger,
+        plans,
+        clock: systemClock,
       },
       subjectOwnership,
       premiumRpc: {
@@ -455,6 +480,7 @@ export async function startService(config: Config, options: StartServiceOptions 
       easAddress,
       trustAnchors,
       devnet,
+      x402: x402?.terms,
       // Every caller (a second SIGTERM included) waits for the one shutdown, so nothing exits while
       // submissions are still in flight.
       stop() {
@@ -463,6 +489,7 @@ export async function startService(config: Config, options: StartServiceOptions 
           clearInterval(pruneTimer);
           await server.stop(false);
           await index.stop();
+          await x402?.stop();
           await storage.close();
           await devnet?.stop();
         })();
@@ -483,6 +510,8 @@ function describeMetrics(metrics: PrometheusMetrics) {
   metrics.describe("ats_rpc_failures_total", "counter", "JSON-RPC failures: round trips (network, timeout, http_<status>) and error answers (rpc_error by code and method)");
   metrics.describe("ats_rpc_round_trip_seconds", "histogram", "JSON-RPC HTTP round-trip time");
   metrics.describe("ats_public_relay_refusals_total", "counter", "Public delegated-attest requests the relay guard refused, by reason: client, attester, budget, disabled");
+  metrics.describe("ats_x402_payments_total", "counter", "x402 payments by purpose (witness, relay, plan) and outcome: settled, settle_failed, work_failed, work_unknown, replayed");
+  metrics.describe("ats_x402_settlement_failures_total", "counter", "x402 payments whose settlement failed after the work succeeded (see ops payments list), by purpose");
   metrics.describe("ats_sponsored_writes_total", "counter", "Controller witness requests (sponsored-write quota use) by outcome: committed or the error code, e.g. sponsored_write_limit_exceeded");
 }
 
@@ -549,6 +578,15 @@ if (import.meta.main) {
   ];
   if (service.devnet) {
     lines.push(`SchemaRegistry ${service.devnet.schemaRegistryAddress}`, `devnet RPC ${service.devnet.rpcUrl}`);
+  }
+  if (service.x402) {
+    const { x402 } = service;
+    const price = (value: string | null) => value ?? "not offered";
+    lines.push(
+      `x402 token ${x402.asset} on ${x402.network}${service.devnet ? ` (${service.devnet.x402.name}, ${service.devnet.x402.decimals} decimals, minted to the Anvil dev accounts)` : ""}`,
+      `x402 payTo ${x402.payTo}, facilitator ${x402.facilitatorUrl}`,
+      `x402 prices (token units): witness ${price(x402.prices.witness)}, relay ${price(x402.prices.relay)}, paid plan year ${price(x402.prices.paidPlan)}`,
+    );
   }
   console.log(lines.join("\n"));
   const shutdown = async () => {

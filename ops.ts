@@ -1,6 +1,6 @@
 /**
  * Operator command: `bun run ops accounts list`, `bun run ops accounts set-plan <id|address> <free|paid>`,
- * `bun run ops index status` and `bun run ops index rebuild [--from BLOCK]`.
+ * `bun run ops index status`, `bun run ops index rebuild [--from BLOCK]` and `bun run ops payments list [--state STATE]`.
  * Reads the database from the same environment as the service (DATABASE_URL, else DATABASE_PATH or DATA_DIR).
  * Prints JSON, one account per line for `list`.
  */
@@ -17,12 +17,15 @@ import { isPlan, PLANS, quotaYear } from "./domain/plans.ts";
 const USAGE = `usage: bun run ops accounts list
        bun run ops accounts set-plan <account id | wallet address> <${PLANS.join("|")}>
        bun run ops index status
-       bun run ops index rebuild [--from BLOCK]`;
+       bun run ops index rebuild [--from BLOCK]
+       bun run ops payments list [--state reserved|worked|settled|settle_failed|work_unknown]`;
 
 /** Runs one operator command; returns the exit code. */
 export async function runOps(args: readonly string[], env: Readonly<Record<string, string | undefined>>, out: (line: string) => void): Promise<number> {
   const [group, command, ...rest] = args;
-  const known = group === "accounts" ? command === "list" || command === "set-plan" : group === "index" && (command === "status" || command === "rebuild");
+  const known = group === "accounts"
+    ? command === "list" || command === "set-plan"
+    : group === "payments" ? command === "list" : group === "index" && (command === "status" || command === "rebuild");
   if (!known) {
     out(USAGE);
     return 2;
@@ -40,6 +43,7 @@ export async function runOps(args: readonly string[], env: Readonly<Record<strin
   const storage = await openStorage(config);
   try {
     if (group === "index") return await indexCommand(command!, rest, config, storage, out);
+    if (group === "payments") return await paymentsCommand(rest, storage, out);
     const { accounts, ledger } = storage;
     const year = quotaYear(systemClock.nowMs());
     const limitOf = (plan: "free" | "paid") => plan === "free" ? config.freePlanAnnualWrites : config.paidPlanAnnualWrites;
@@ -74,6 +78,46 @@ export async function runOps(args: readonly string[], env: Readonly<Record<strin
   } finally {
     await storage.close();
   }
+}
+
+const PAYMENT_STATES = ["reserved", "worked", "settled", "settle_failed", "work_unknown"] as const;
+
+/**
+ * `payments list`: every x402 payment the service took (decisions §13), newest first, one JSON line each; a
+ * `settle_failed` payment's work stands unpaid (`failureReason` says why), a `work_unknown` one was not settled.
+ */
+async function paymentsCommand(rest: readonly string[], storage: Storage, out: (line: string) => void): Promise<number> {
+  let state: (typeof PAYMENT_STATES)[number] | undefined;
+  if (rest.length > 0) {
+    const wanted = rest[1] as (typeof PAYMENT_STATES)[number];
+    if (rest[0] !== "--state" || rest.length !== 2 || !PAYMENT_STATES.includes(wanted)) {
+      out(USAGE);
+      return 2;
+    }
+    state = wanted;
+  }
+  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+  for (const p of await storage.payments.list({ state })) {
+    out(JSON.stringify({
+      key: p.key,
+      purpose: p.purpose,
+      state: p.state,
+      payer: p.payer,
+      payTo: p.payTo,
+      amount: p.amount,
+      asset: p.asset,
+      network: p.network,
+      accountId: p.accountId,
+      workRef: p.workRef,
+      settlementTx: p.settlementTx,
+      failureReason: p.failureReason,
+      periodStart: iso(p.periodStartMs),
+      periodEnd: iso(p.periodEndMs),
+      createdAt: iso(p.createdAtMs),
+      updatedAt: iso(p.updatedAtMs),
+    }));
+  }
+  return 0;
 }
 
 /** The EAS contract the index follows: the trust anchors' chain (the one RPC_URL answers for, when it answers). */

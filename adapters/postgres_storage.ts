@@ -20,6 +20,8 @@ import { createPostgresTxReplacements, TX_REPLACEMENTS_TABLE } from "./postgres_
 import { createPostgresPremiumReads, PREMIUM_READS_TABLE } from "./postgres_premium_reads.ts";
 import { createPostgresSubjects } from "./postgres_subjects.ts";
 import { subjectTables } from "./sqlite_subjects.ts";
+import { paymentTables } from "./sqlite_payments.ts";
+import { createPostgresPayments } from "./postgres_payments.ts";
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS replay (
@@ -101,6 +103,8 @@ const MIGRATIONS: readonly string[] = [
   TX_REPLACEMENTS_TABLE,
   PREMIUM_READS_TABLE,
   ...subjectTables("BIGINT"),
+  // x402 payments and the paid-plan periods they bought (decisions §13).
+  ...paymentTables("BIGINT"),
   `ALTER TABLE sessions ADD COLUMN IF NOT EXISTS wallet_provider_id TEXT`,
   `ALTER TABLE sessions ADD COLUMN IF NOT EXISTS execution_mode TEXT`,
   // The next transaction nonce of each service wallet, shared by every instance (see wallet nonces below).
@@ -407,6 +411,7 @@ export async function openPostgresStorage(url: string, options: { max?: number }
     txReplacements: createPostgresTxReplacements(sql),
     premiumReads: createPostgresPremiumReads(sql),
     subjects: createPostgresSubjects(sql),
+    payments: createPostgresPayments(sql),
     async ping() {
       try {
         await sql`SELECT 1`;

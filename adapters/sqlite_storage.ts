@@ -7,6 +7,7 @@ import { createSqliteTxReplacements } from "./sqlite_tx_replacements.ts";
 import { createSqlitePremiumReads } from "./sqlite_premium_reads.ts";
 import { createSqliteSubjects } from "./sqlite_subjects.ts";
 import { createSqliteReplayStore } from "./sqlite_replay_store.ts";
+import { createSqlitePayments } from "./sqlite_payments.ts";
 
 /** The service's storage in one SQLite file (WAL); the default for a single machine. */
 export function openSqliteStorage(path: string): Storage {
@@ -29,6 +30,7 @@ export function openSqliteStorage(path: string): Storage {
     txReplacements: createSqliteTxReplacements(db),
     premiumReads: createSqlitePremiumReads(db),
     subjects: createSqliteSubjects(db),
+    payments: createSqlitePayments(db),
     close() {
       db.close();
       return Promise.resolve();

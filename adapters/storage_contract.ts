@@ -406,5 +406,53 @@ export function storageContract(name: string, open: () => Promise<Storage>, opti
       expect(results.filter(Boolean)).toHaveLength(10);
       expect(await ledger.usage(account.id, 2026)).toEqual({ used: 0, reserved: 10 });
     });
+
+    test("payments: a replay key is reserved once, even in parallel; a released reservation can be taken again; worked and settled stay spent", async () => {
+      const { payments } = await open();
+      const key = fresh("eip155:31337:0xtoken:0xnonce");
+      const reservation = (k: string) => ({
+        key: k, purpose: "witness" as const, network: "eip155:31337", asset: "0xToken", payer: "0xPayer", payTo: "0xPayTo",
+        amount: "10000", accountId: null, createdAtMs: T0,
+      });
+      const raced = await Promise.all(Array.from({ length: 8 }, () => payments.reserve(reservation(key))));
+      expect(raced.filter(Boolean)).toHaveLength(1);
+      expect(await payments.find(key)).toMatchObject({ state: "reserved", asset: "0xtoken", payer: "0xpayer", payTo: "0xpayto", amount: "10000" });
+      await payments.release(key);
+      expect(await payments.find(key)).toBeUndefined();
+      expect(await payments.reserve(reservation(key))).toBe(true);
+      await payments.worked(key, "0xtx", T0 + 1);
+      await payments.release(key);
+      expect(await payments.reserve(reservation(key))).toBe(false);
+      await payments.settled(key, "0xsettle", T0 + 2);
+      expect(await payments.find(key)).toMatchObject({ state: "settled", workRef: "0xtx", settlementTx: "0xsettle", updatedAtMs: T0 + 2 });
+      const failed = fresh("eip155:31337:0xtoken:0xfailed");
+      await payments.reserve(reservation(failed));
+      await payments.worked(failed, "0xtx2", T0 + 3);
+      await payments.settleFailed(failed, "transaction_failed", T0 + 4);
+      expect(await payments.find(failed)).toMatchObject({ state: "settle_failed", workRef: "0xtx2", failureReason: "transaction_failed" });
+      expect((await payments.list({ state: "settle_failed" })).map((p) => p.key)).toContain(failed);
+      expect((await payments.list()).map((p) => p.key)).toEqual(expect.arrayContaining([key, failed]));
+    });
+
+    test("payments: plan periods follow one another; a period whose settlement failed no longer counts", async () => {
+      const { payments } = await open();
+      const account = fresh("acct");
+      const year = 365 * 86_400_000;
+      const buy = async (nowMs: number) => {
+        const key = fresh("eip155:1:0xt:0xplan");
+        await payments.reserve({ key, purpose: "plan", network: "eip155:1", asset: "0xt", payer: "0xp", payTo: "0xq", amount: "1", accountId: account, createdAtMs: nowMs });
+        return { key, period: await payments.grantPeriod(key, account, year, nowMs) };
+      };
+      expect(await payments.paidPeriod(account, T0)).toBeUndefined();
+      const first = await buy(T0);
+      expect(first.period).toEqual({ startMs: T0, endMs: T0 + year });
+      const second = await buy(T0 + 1000);
+      expect(second.period).toEqual({ startMs: T0 + year, endMs: T0 + 2 * year });
+      expect(await payments.paidPeriod(account, T0 + 5)).toEqual({ startMs: T0, endMs: T0 + 2 * year });
+      await payments.settleFailed(second.key, "transaction_failed", T0 + 2000);
+      expect(await payments.paidPeriod(account, T0 + 5)).toEqual({ startMs: T0, endMs: T0 + year });
+      expect(await payments.paidPeriod(account, T0 + year)).toBeUndefined();
+      expect(await payments.find(first.key)).toMatchObject({ state: "worked", accountId: account, periodStartMs: T0, periodEndMs: T0 + year });
+    });
   });
 }

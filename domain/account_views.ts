@@ -6,6 +6,7 @@
 import type { Account, Session, WriteUsage } from "../ports/accounts.ts";
 import { buildDidPkh, computeDidHash } from "./did.ts";
 import type { PlanPolicy } from "./plans.ts";
+import type { PaidPeriod } from "../ports/payments.ts";
 
 /** The client every session is issued to: this service's own web sign-in (there is no client registry yet). */
 export const DEFAULT_CLIENT_ID = "ats-web";
@@ -45,9 +46,20 @@ export function bootstrapSubject(account: Account, chainId: number): PrimarySubj
   return { id: `wallet:${account.address.toLowerCase()}`, canonicalDid: did, subjectDidHash: hash.ok ? hash.value : "", displayName: null };
 }
 
-/** The subscription of an account in the UTC year of `nowMs` (the period sponsored writes are counted in). */
-export function subscriptionView(account: Account, plans: PlanPolicy, usage: WriteUsage, nowMs: number): SubscriptionView {
+/**
+ * The subscription of an account in the UTC year of `nowMs` (the period sponsored writes are counted in); with
+ * `paid`, a paid period bought with x402 that covers `nowMs` (decisions §13), the plan is `paid` and the entitlement
+ * period is that period.
+ */
+export function subscriptionView(account: Account, plans: PlanPolicy, usage: WriteUsage, nowMs: number, paid?: PaidPeriod | undefined): SubscriptionView {
   const year = new Date(nowMs).getUTCFullYear();
+  if (paid !== undefined && paid.startMs <= nowMs && nowMs < paid.endMs) {
+    return {
+      ...subscriptionView({ ...account, plan: "paid" }, plans, usage, nowMs),
+      entitlementPeriodStart: new Date(paid.startMs).toISOString(),
+      entitlementPeriodEnd: new Date(paid.endMs).toISOString(),
+    };
+  }
   return {
     plan: account.plan,
     status: "active",

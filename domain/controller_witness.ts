@@ -23,6 +23,7 @@ import { type PlanPolicy, planAllowsSchema, quotaYear } from "./plans.ts";
 import { type RateLimiter, registrableDomain } from "./rate_limit.ts";
 import { fail, type Fail, ok, type Ok, type Result } from "./result.ts";
 import { encodeSchemaData } from "./schema_data.ts";
+import { payerLedgerId } from "./x402_payments.ts";
 import { findSchemaByName } from "./schemas.ts";
 
 /** Error codes of the witness endpoint. */
@@ -97,6 +98,8 @@ export type ControllerWitnessDeps = {
 };
 
 const WITNESS = findSchemaByName("controller-witness")!;
+/** A paid witness is one write bought outright: any schema, no annual limit. */
+const PAID_CALL_TERMS = { annualWrites: Number.MAX_SAFE_INTEGER, schemas: ["*"] } as const;
 const ZERO_UID = `0x${"0".repeat(64)}` as HexString;
 const MAX_FIELD = 2_048;
 const LEGACY_FIELDS = ["subject", "controller", "attestationUid", "easContract", "schemaUid", "method"] as const;
@@ -144,10 +147,15 @@ export function createControllerWitness(deps: ControllerWitnessDeps) {
       ? { ...fail("SUBMISSION_FAILED" as const, "The witness wallet cannot pay for gas right now; nothing was charged"), unavailable: true }
       : fail("SERVER_ERROR", "Witness submission failed: the chain did not answer");
 
-  async function run(session: Result<Account, "UNAUTHENTICATED">, parsed: Result<ParsedBody, "INVALID_INPUT">): Promise<WitnessResult> {
+  async function run(
+    session: Result<Account, "UNAUTHENTICATED">,
+    parsed: Result<ParsedBody, "INVALID_INPUT">,
+    paidBy: string | undefined,
+  ): Promise<WitnessResult> {
     if (!parsed.ok) return parsed;
-    if (!session.ok) return session;
-    const account = session.value;
+    // A paying agent (decisions §13) bought this one write: no plan, no quota, but the same rates and checks.
+    if (paidBy === undefined && !session.ok) return session;
+    const account = paidBy === undefined ? (session as Ok<Account>).value : { id: payerLedgerId(paidBy), plan: "paid" as const };
     const userTurn = deps.userRate.take(account.id);
     if (!userTurn.allowed) return rateLimited(userTurn.retryAfterSeconds, "Too many witness requests; try again later");
     const { subjectDid, controllerDid, chainId } = parsed.value;
@@ -155,7 +163,7 @@ export function createControllerWitness(deps: ControllerWitnessDeps) {
       return fail("UNSUPPORTED_CHAIN", `This service writes witnesses on eip155:${deps.chainId} only`);
     }
 
-    const terms = deps.plans[account.plan];
+    const terms = paidBy === undefined ? deps.plans[account.plan] : PAID_CALL_TERMS;
     const nowMs = clock.nowMs();
     const year = quotaYear(nowMs);
     const usage = await ledger.usage(account.id, year);
@@ -302,9 +310,14 @@ export function createControllerWitness(deps: ControllerWitnessDeps) {
     }
   }
 
-  return async function controllerWitness(body: unknown, session: Result<Account, "UNAUTHENTICATED">): Promise<WitnessOutcome> {
+  /** `options.paidBy`: the payer of an x402 payment (decisions §13), instead of the session's account. */
+  return async function controllerWitness(
+    body: unknown,
+    session: Result<Account, "UNAUTHENTICATED">,
+    options: { readonly paidBy?: string | undefined } = {},
+  ): Promise<WitnessOutcome> {
     const parsed = parseWitnessBody(body);
-    const result = await run(session, parsed);
+    const result = await run(session, parsed, options.paidBy);
     const deprecated = parsed.ok && parsed.value.deprecated;
     return { result, deprecated, deprecation: deprecated ? LEGACY_WITNESS_DEPRECATION_HEADER : undefined };
   };

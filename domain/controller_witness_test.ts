@@ -297,3 +297,22 @@ describe("legacy body deprecation", () => {
     expect([outcome.deprecated, outcome.deprecation]).toEqual([true, "@1778198400"]);
   });
 });
+
+describe("controllerWitness() paid with x402 (decisions §13)", () => {
+  test("a paying agent without a session gets the witness; it is counted under the payer, never against a plan's quota", async () => {
+    const { witness, ledger } = setup({ annualWrites: 0, schemas: [] });
+    const unauthenticated = fail("UNAUTHENTICATED" as const, "Unauthenticated");
+    expect(codeOf(await witness(body, unauthenticated))).toBe("UNAUTHENTICATED");
+    const paid = await witness(body, unauthenticated, { paidBy: "0xPAYER" });
+    expect(codeOf(paid)).toBe("ok");
+    expect((await ledger.usage("x402:0xpayer", 2026)).used).toBe(1);
+    expect((await ledger.usage(account.id, 2026)).used).toBe(0);
+  });
+
+  test("a paid witness runs the same evidence checks: no evidence, no write", async () => {
+    const { witness, writer } = setup();
+    const outcome = await witness({ ...body, controllerDid: "did:pkh:eip155:1:0x0000000000000000000000000000000000000001" }, signedIn, { paidBy: "0xpayer" });
+    expect(codeOf(outcome)).toBe("EVIDENCE_NOT_FOUND");
+    expect(writer.sent).toHaveLength(0);
+  });
+});

@@ -21,6 +21,8 @@ import { type PlanPolicy, planAllowsSchema, quotaYear } from "./plans.ts";
 import { fail } from "./result.ts";
 import { decodeSchemaData } from "./schema_data.ts";
 import { findSchemaByName } from "./schemas.ts";
+import type { VerifySubjectOwnership } from "./subject_ownership.ts";
+import { type PayingAgent, payerLedgerId } from "./x402_payments.ts";
 
 /** The schemas only a subject's owner may write through the relay (`SUBJECT_SCOPED_SCHEMAS`). */
 export const DEFAULT_SUBJECT_SCOPED_SCHEMAS = ["key-binding", "linked-identifier", "user-review-response"] as const;
@@ -38,7 +40,22 @@ export type PrivateRelayDeps = {
   readonly schemaNames: ReadonlyMap<string, string>;
   readonly subjectScoped: ReadonlySet<string>;
   readonly chainId: number;
+  /**
+   * Proves a paying agent's ownership of a subject by the existing rules (decisions §12): a paid call has no
+   * account whose proven subjects could be read. Absent: a paying agent may only write about its own wallet.
+   */
+  readonly verifyOwnership?: VerifySubjectOwnership | undefined;
 };
+
+/**
+ * How the relay's account checks apply to a paying agent (decisions §13): the payer is the identity. The attester
+ * must be the payer's wallet (403 ATTESTER_MISMATCH); the schema must be one the paid plan may write (403
+ * SCHEMA_NOT_ELIGIBLE); a subject-scoped subject must be the payer's own did:pkh or be proven owned by the payer's
+ * wallet now, by the ownership rules of `POST /api/verify/subject-ownership` (403 SUBJECT_OWNERSHIP_REQUIRED, 502
+ * NETWORK_ERROR when that cannot be looked up). The write is counted in the sponsored-write ledger under the payer
+ * (for the reconciler) with no limit: it does not consume any account's plan quota.
+ */
+const PAID_WRITE_LIMIT = Number.MAX_SAFE_INTEGER;
 
 /** A failure with the relay's own status (403 for an attester that is not the account's wallet). */
 const refused = (code: string, message: string, status?: number): DelegatedAttestFailure =>
@@ -48,12 +65,16 @@ const refused = (code: string, message: string, status?: number): DelegatedAttes
 export function createPrivateRelay(deps: PrivateRelayDeps) {
   const newId = () => Array.from(deps.random.bytes(16), (b) => b.toString(16).padStart(2, "0")).join("");
 
-  async function admit(account: Account, request: DelegatedRequest, subjectDid: unknown): Promise<DelegatedAttestFailure | CallerTicket> {
+  async function admit(caller: Account | PayingAgent, request: DelegatedRequest, subjectDid: unknown): Promise<DelegatedAttestFailure | CallerTicket> {
+    const payer = "kind" in caller ? caller : undefined;
+    const account = payer === undefined ? caller as Account : { id: payerLedgerId(payer.address), address: payer.address.toLowerCase(), plan: "paid" as const };
     if (request.attester.toLowerCase() !== account.address.toLowerCase()) {
-      return refused("ATTESTER_MISMATCH", "The attester is not the signed-in account's wallet", 403);
+      return payer === undefined
+        ? refused("ATTESTER_MISMATCH", "The attester is not the signed-in account's wallet", 403)
+        : refused("ATTESTER_MISMATCH", "The attester is not the paying wallet", 403);
     }
     const name = deps.schemaNames.get(request.schema.toLowerCase());
-    const terms = deps.plans[account.plan];
+    const terms = payer === undefined ? deps.plans[account.plan] : { ...deps.plans.paid, annualWrites: PAID_WRITE_LIMIT };
     if (name === undefined || !planAllowsSchema(terms, name, request.schema)) {
       return refused("SCHEMA_NOT_ELIGIBLE", "The schema is not eligible for your plan");
     }
@@ -72,8 +93,14 @@ export function createPrivateRelay(deps: PrivateRelayDeps) {
           return refused("INVALID_INPUT", "subjectDid differs from the subject inside the signed data");
         }
       }
-      const own = subject.value === walletDid(account, deps.chainId) ||
-        (await deps.subjects.list(account.id)).some((s) => s.canonicalDid === subject.value);
+      const wallet = walletDid(account, deps.chainId);
+      let own = subject.value === wallet;
+      if (!own && payer === undefined) own = (await deps.subjects.list(account.id)).some((s) => s.canonicalDid === subject.value);
+      if (!own && payer !== undefined && deps.verifyOwnership !== undefined) {
+        const proof = await deps.verifyOwnership({ subjectDid: subject.value, connectedWalletDid: wallet });
+        if (!proof.ok && proof.code === "NETWORK_ERROR") return refused("NETWORK_ERROR", "The subject's ownership could not be looked up");
+        own = proof.ok && proof.value.ok;
+      }
       if (!own) return refused("SUBJECT_OWNERSHIP_REQUIRED", `Only an owner of ${subject.value} may write ${name}: add it as a subject first`);
     }
     const id = newId();
@@ -93,7 +120,8 @@ export function createPrivateRelay(deps: PrivateRelayDeps) {
     };
   }
 
-  return function privateRelay(body: unknown, account: Account) {
+  /** `caller`: the signed-in account, or a paying agent (decisions §13). */
+  return function privateRelay(body: unknown, account: Account | PayingAgent) {
     const subjectDid = typeof body === "object" && body !== null ? (body as { subjectDid?: unknown }).subjectDid : undefined;
     return deps.attest(body, { admit: (request) => admit(account, request, subjectDid) });
   };

@@ -12,6 +12,7 @@ import { type PremiumRpcRoutesDeps, premiumRpcRoutes } from "./routes/premium_rp
 import { subjectOwnershipRoutes } from "./routes/subject_ownership.ts";
 import { type SubjectRoutesDeps, subjectRoutes } from "./routes/subjects.ts";
 import { type PrivateRelayRoutesDeps, privateRelayRoutes } from "./routes/private_relay.ts";
+import { type SubscriptionRoutesDeps, subscriptionRoutes } from "./routes/subscriptions.ts";
 import { consoleRoutes, type ConsoleRoutesDeps } from "./routes/console.ts";
 import type { VerifySubjectOwnership } from "../domain/subject_ownership.ts";
 import type { ListAttestations } from "../domain/list_attestations.ts";
@@ -43,6 +44,8 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly subjectOwnership?: VerifySubjectOwnership | undefined;
   /** The private relay (decisions §12); absent in tests that do not exercise it. */
   readonly privateRelay?: Omit<PrivateRelayRoutesDeps, "log"> | undefined;
+  /** Buying the paid plan with x402 (decisions §13); absent: no such route. */
+  readonly subscriptions?: Omit<SubscriptionRoutesDeps, "log"> | undefined;
   /** Subjects (decisions §12); absent in tests that do not exercise them. */
   readonly subjects?: Omit<SubjectRoutesDeps, "log"> | undefined;
   /** Premium reads (decisions §12); absent in tests that do not exercise them. */
@@ -61,7 +64,9 @@ function privateCorsHeaders(origin: string): Record<string, string> {
     "access-control-allow-origin": origin,
     "access-control-allow-credentials": "true",
     "access-control-allow-methods": "GET, POST, PATCH, DELETE, OPTIONS",
-    "access-control-allow-headers": "Content-Type",
+    // x402 (decisions §13): a browser client may pay, and must read the terms and the settlement.
+    "access-control-allow-headers": "Content-Type, PAYMENT-SIGNATURE",
+    "access-control-expose-headers": "PAYMENT-REQUIRED, PAYMENT-RESPONSE",
     "access-control-max-age": "600",
     vary: "Origin",
   };
@@ -217,6 +222,7 @@ export function createApp(deps: AppDeps) {
     .use(deps.subjectOwnership ? subjectOwnershipRoutes({ verify: deps.subjectOwnership, log: deps.log }) : new Elysia())
     .use(deps.subjects ? subjectRoutes({ ...deps.subjects, log: deps.log }) : new Elysia())
     .use(deps.privateRelay ? privateRelayRoutes({ ...deps.privateRelay, log: deps.log }) : new Elysia())
+    .use(deps.subscriptions ? subscriptionRoutes({ ...deps.subscriptions, log: deps.log }) : new Elysia())
     .use(docRoutes(deps.publicBaseUrl ?? "http://127.0.0.1:8080"))
     .use(deps.metricsText ? metricsRoute(deps.metricsText) : new Elysia())
     .use(deps.console ? consoleRoutes({ ...deps.console, log: deps.log }) : new Elysia());

@@ -29,6 +29,10 @@ import {
 const err = (description: string) => ({ description, schema: ErrorModel });
 const easErr = (description: string) => ({ description, schema: EasErrorModel });
 
+/** The 402 answers of the x402-paid routes (decisions §13); each carries a PAYMENT-REQUIRED header (x402 v2). */
+const X402_REFUSALS =
+  "PAYMENT_REQUIRED: no session and no PAYMENT-SIGNATURE; the PAYMENT-REQUIRED header (base64 JSON, x402 v2) carries the exact-scheme terms (asset, network, payTo, amount) and a signed offer (extensions.offer-receipt); PAYMENT_INVALID (details: the protocol reason, e.g. an underpaid, expired or badly signed authorization) with fresh terms";
+
 /** Every public operation with its models; `/openapi.json` is generated from this list. */
 export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
@@ -185,6 +189,21 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     },
   },
   {
+    method: "post",
+    paths: ["/api/private/subscriptions/x402"],
+    summary: "Buys one year of the paid plan for the signed-in account with x402 (X402_PAID_PLAN_PRICE): without PAYMENT-SIGNATURE 402 with the terms; with it the year is added after the account's paid time and the payment settled. Body: {} (or empty)",
+    responses: {
+      200: { description: "{subscription, purchased: {periodStart, periodEnd}}; PAYMENT-RESPONSE header with the settlement and a signed receipt" },
+      401: err("UNAUTHENTICATED"),
+      402: err(`${X402_REFUSALS}; PAYMENT_FAILED (details: the reason): settlement failed, the plan was not extended`),
+      403: err("ORIGIN_NOT_ALLOWED"),
+      404: err("NOT_FOUND: the paid plan is not for sale (no X402_PAID_PLAN_PRICE)"),
+      409: err("PAYMENT_ALREADY_USED"),
+      415: err("UNSUPPORTED_MEDIA_TYPE"),
+      502: err("FACILITATOR_UNAVAILABLE"),
+    },
+  },
+  {
     method: "get",
     paths: ["/api/private/subscriptions/current"],
     summary: "The signed-in account's subscription (the same object as in accounts/me)",
@@ -232,17 +251,20 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "post",
     paths: ["/v1/controller-witness", "/api/private/controller-witness"],
-    summary: "Session required: when DNS TXT or did.json of the did:web subject publishes the controller, the service writes a controller-witness attestation (one sponsored write)",
+    summary: "Session or x402 payment: when DNS TXT or did.json of the did:web subject publishes the controller, the service writes a controller-witness attestation (one sponsored write, or one paid with x402 by an agent without a session: X402_WITNESS_PRICE; send PAYMENT-SIGNATURE, the answer carries PAYMENT-RESPONSE with a signed receipt)",
     request: REQUEST_MODELS.controllerWitness,
     responses: {
       200: { description: "Witness written (legacy body: with a Deprecation header)", schema: ControllerWitnessModel },
       400: err("INVALID_JSON, INVALID_INPUT, INVALID_DID, UNSUPPORTED_SUBJECT_TYPE, UNSUPPORTED_CHAIN"),
-      401: err("UNAUTHENTICATED: no, expired or revoked session"),
+      401: err("UNAUTHENTICATED: no, expired or revoked session (when no x402 price is set)"),
+      402: err(X402_REFUSALS),
       403: err("SPONSORED_WRITE_LIMIT_EXCEEDED, SCHEMA_NOT_ELIGIBLE, ORIGIN_NOT_ALLOWED"),
+      409: err("PAYMENT_ALREADY_USED: the x402 authorization was spent (or is in flight); nothing done"),
       413: err("PAYLOAD_TOO_LARGE"),
       415: err("UNSUPPORTED_MEDIA_TYPE"),
       422: err("EVIDENCE_NOT_FOUND: the message lists each source checked and its status"),
       429: err("RATE_LIMITED (per user or per subject domain; Retry-After header)"),
+      502: err("FACILITATOR_UNAVAILABLE: the x402 facilitator could not verify the payment; nothing written or charged"),
       500: err("SCHEMA_NOT_DEPLOYED, SERVER_ERROR (no witness wallet, or the transaction reverted), SUBMISSION_FAILED (refused by the chain; not charged)"),
       503: err("OUTCOME_UNKNOWN (details: the transaction hash; the write stays reserved until settled), SUBMISSION_FAILED (the witness wallet cannot pay; nothing reserved)"),
     },
@@ -255,14 +277,16 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "post",
     paths: ["/api/private/relay/eas/delegated-attest"],
-    summary: "Delegated attestation paid from the account's sponsored writes: body as the public route plus optional subjectDid; subject-scoped schemas only for the subject's owner",
+    summary: "Delegated attestation paid from the account's sponsored writes, or with x402 by an agent without a session (X402_RELAY_PRICE; the attester must be the payer, a subject-scoped subject the payer's own did:pkh or proven owned by its wallet): body as the public route plus optional subjectDid; subject-scoped schemas only for the subject's owner",
     responses: {
-      200: { description: "{success, txHash, uid, blockNumber, chain}" },
+      200: { description: "{success, txHash, uid, blockNumber, chain}; paid: PAYMENT-RESPONSE header with the settlement and a signed receipt (success false and no receipt when settlement failed after the write)" },
       400: err("INVALID_JSON, INVALID_INPUT (also a subjectDid that differs from the signed data, or more gas than MAX_GAS_PER_TX), SIGNATURE_EXPIRED, INVALID_SIGNATURE, ATTESTER_MISMATCH (signature)"),
-      401: err("UNAUTHENTICATED"),
-      403: err("ATTESTER_MISMATCH (not the account's wallet), SCHEMA_NOT_ELIGIBLE, SUBJECT_OWNERSHIP_REQUIRED, SPONSORED_WRITE_LIMIT_EXCEEDED, ORIGIN_NOT_ALLOWED"),
-      409: err("DUPLICATE"),
+      401: err("UNAUTHENTICATED (when no x402 price is set)"),
+      402: err(X402_REFUSALS),
+      403: err("ATTESTER_MISMATCH (not the account's wallet, or not the payer), SCHEMA_NOT_ELIGIBLE, SUBJECT_OWNERSHIP_REQUIRED, SPONSORED_WRITE_LIMIT_EXCEEDED, ORIGIN_NOT_ALLOWED"),
+      409: err("DUPLICATE, PAYMENT_ALREADY_USED"),
       500: err("RPC_ERROR, SUBMISSION_FAILED"),
+      502: err("FACILITATOR_UNAVAILABLE (nothing written or charged), NETWORK_ERROR (a paying agent's subject ownership could not be looked up)"),
       503: err("OUTCOME_UNKNOWN, SUBMISSION_FAILED (the delegate wallet cannot pay)"),
     },
   },

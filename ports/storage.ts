@@ -4,6 +4,7 @@ import type { GasBudget } from "./gas_budget.ts";
 import type { PremiumReadLedger } from "./premium_reads.ts";
 import type { SubjectStore } from "./subjects.ts";
 import type { ReplayStore } from "./replay_store.ts";
+import type { PaymentLedger } from "./payments.ts";
 import type { TxReplacementStore } from "./tx_replacements.ts";
 
 /**
@@ -24,6 +25,8 @@ export interface Storage {
   readonly premiumReads: PremiumReadLedger;
   /** The subjects accounts hold (decisions §12). */
   readonly subjects: SubjectStore;
+  /** x402 payments taken (replay keys, outcomes) and the paid-plan periods they bought (decisions §13). */
+  readonly payments: PaymentLedger;
   /** Fee-bump replacements of open submissions' transactions. */
   readonly txReplacements: TxReplacementStore;
   /** The attestation index of one EAS contract, kept in this database (its tables are made on first use). */

@@ -13,6 +13,8 @@ export type DeploymentRecord = {
   /** ISO time of the first deployment on this chain; the witness is trusted from then on. */
   deployedAt: string;
   schemaUids: Record<string, Hex>;
+  /** The x402 test token (decisions §13); absent in records written before it was deployed. */
+  x402Token?: Address | undefined;
 };
 
 /** Reads `devnet.json`; a missing or unreadable file means there is nothing to reuse. */

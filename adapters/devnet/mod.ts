@@ -18,10 +18,13 @@ import { loadEasArtifacts } from "./_artifacts.ts";
 import { ensureDeployment } from "./_deploy.ts";
 import { type DeploymentRecord, devnetTrustAnchors, readDeploymentRecord, writeJsonFile, writeTrustAnchorsIfChanged } from "./_files.ts";
 import { type StateCheckpointer, createStateCheckpointer } from "./_state.ts";
+import { ensureTestUsd, TEST_USD } from "./_token.ts";
 
 export type { Anvil, AnvilOptions };
 /** The npm package's Anvil binary for this platform (what `bun run build` embeds). */
 export { anvilBinary };
+export { type Facilitator, type FacilitatorOptions, startFacilitator } from "./facilitator.ts";
+export { TEST_USD, TEST_USD_MINT } from "./_token.ts";
 
 /** How to start the devnet. */
 export type DevnetOptions = {
@@ -64,8 +67,16 @@ export type Devnet = {
   schemaUids: Record<string, Hex>;
   /** `dataDir/trust-anchors.json`. */
   trustAnchorsPath: string;
-  /** Private keys; `users` are further funded Anvil dev accounts (#3..#9) for tests. */
-  keys: { deployer: Hex; delegate: Hex; witness: Hex; users: Hex[] };
+  /**
+   * Private keys; `users` are further funded Anvil dev accounts (#3..#9) for tests; `facilitator` (#2) settles x402
+   * payments.
+   */
+  keys: { deployer: Hex; delegate: Hex; witness: Hex; facilitator: Hex; users: Hex[] };
+  /**
+   * The x402 test token (decisions §13): EIP-3009, six decimals, one million minted to each Anvil dev account at
+   * deployment; `payTo` is the devnet's default payee (Anvil dev account #0).
+   */
+  x402: { token: Address; name: string; version: string; decimals: number; payTo: Address };
   /**
    * Persisted devnets only: saves the chain as it is now to the state file, atomically, and resolves once that
    * save (one that began after the call) is on disk. Concurrent calls share saves. Call it after a mined
@@ -167,6 +178,12 @@ export async function startDevnet(options: DevnetOptions): Promise<Devnet> {
     const deployment = await ensureDeployment({ publicClient, walletClient }, artifacts, { previous, log });
     if (!deployment.changed) log(`reusing EAS at ${deployment.easAddress}`);
 
+    const token = await ensureTestUsd(
+      { publicClient, walletClient },
+      ANVIL_DEV_KEYS.map((key) => privateKeyToAccount(key).address),
+      { previous: record && record.chainId === chainId ? record.x402Token : undefined, log },
+    );
+
     // The delegate and witness may be keys Anvil never funded.
     const funded = [...new Set([deployer, delegate, witness].map((key) => privateKeyToAccount(key).address))];
     const balances = await Promise.all(funded.map((address) => publicClient.getBalance({ address })));
@@ -190,6 +207,7 @@ export async function startDevnet(options: DevnetOptions): Promise<Devnet> {
       deployBlock: deployment.deployBlock.toString(),
       deployedAt,
       schemaUids: deployment.schemaUids,
+      x402Token: token,
     };
     writeJsonFile(recordPath, nextRecord);
     const announced = Object.fromEntries(Object.entries(deployment.schemaUids).filter(([name]) => !UNANNOUNCED_SCHEMAS.has(name)));
@@ -221,7 +239,8 @@ export async function startDevnet(options: DevnetOptions): Promise<Devnet> {
       deployBlock: deployment.deployBlock,
       schemaUids: deployment.schemaUids,
       trustAnchorsPath,
-      keys: { deployer, delegate, witness, users: ANVIL_DEV_KEYS.slice(3) },
+      keys: { deployer, delegate, witness, facilitator: ANVIL_DEV_KEYS[2]!, users: ANVIL_DEV_KEYS.slice(3) },
+      x402: { token, name: TEST_USD.name, version: TEST_USD.version, decimals: TEST_USD.decimals, payTo: privateKeyToAccount(deployer).address },
       checkpoint: checkpointer?.checkpoint,
       stop,
     };

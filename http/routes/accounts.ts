@@ -5,6 +5,7 @@ import type { Sessions } from "../../domain/sessions.ts";
 import type { Account, AccountStore, SponsoredWriteLedger } from "../../ports/accounts.ts";
 import type { Clock } from "../../ports/clock.ts";
 import type { PremiumReadLedger } from "../../ports/premium_reads.ts";
+import type { PaidPeriod } from "../../ports/payments.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
 import { REQUEST_MODELS } from "../models.ts";
 import { compileRequestCheck, readBodyText, requestDetail } from "./request.ts";
@@ -20,6 +21,8 @@ export type AccountRoutesDeps = {
   readonly chainId: number;
   /** The account's default subject; absent: the wallet's own did:pkh. */
   readonly primarySubject?: ((account: Account) => Promise<PrimarySubjectView>) | undefined;
+  /** The paid period an account bought with x402 (decisions §13); absent: none. */
+  readonly paidPeriod?: ((accountId: string, nowMs: number) => Promise<PaidPeriod | undefined>) | undefined;
   /** Premium reads and their limits per plan; absent: the subscription shows them as null. */
   readonly premiumReads?: { readonly ledger: PremiumReadLedger; readonly limits: Readonly<Record<Account["plan"], number>> } | undefined;
 };
@@ -44,7 +47,8 @@ export function accountRoutes(deps: AccountRoutesDeps) {
   const unauthenticated = (message: string) => json(errorBody("UNAUTHENTICATED", message), statusOf("UNAUTHENTICATED"));
   const subscription = async (account: Account) => {
     const now = deps.clock.nowMs();
-    const view = subscriptionView(account, deps.plans, await deps.ledger.usage(account.id, quotaYear(now)), now);
+    const paid = await deps.paidPeriod?.(account.id, now);
+    const view = subscriptionView(account, deps.plans, await deps.ledger.usage(account.id, quotaYear(now)), now, paid);
     const premium = deps.premiumReads;
     if (premium === undefined) return view;
     return {

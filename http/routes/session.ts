@@ -7,6 +7,7 @@ import type { Clock } from "../../ports/clock.ts";
 import type { Logger } from "../../ports/logger.ts";
 import type { Metrics } from "../../ports/metrics.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
+import type { PaymentGate } from "../x402_gate.ts";
 import { REQUEST_MODELS } from "../models.ts";
 import { compileRequestCheck, readBodyText, requestDetail } from "./request.ts";
 import { bootstrapSubject, DEFAULT_CLIENT_ID, sessionId, walletDid } from "../../domain/account_views.ts";
@@ -24,6 +25,8 @@ export type SessionRoutesDeps = {
   readonly log: Logger;
   /** `Secure` on the cookie; off only when the service is served from loopback. */
   readonly secureCookies: boolean;
+  /** x402 payments instead of a session (decisions §13); absent: none taken. */
+  readonly payments?: PaymentGate | undefined;
   /** Counts sponsored writes by outcome (`ats_sponsored_writes_total`). */
   readonly metrics?: Metrics | undefined;
   /**
@@ -203,8 +206,22 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
     }
     const auth = await deps.sessions.authenticate(tokenOf(request));
     const session = auth.ok ? { ok: true as const, value: auth.value.account } : auth;
+    // No session: an agent may pay for this one witness with x402 instead (decisions §13).
+    const gate = deps.payments;
+    if (!auth.ok && gate?.offers("witness")) {
+      return await gate.handle(request, "witness", async ({ payer }) => {
+        const response = await witnessAnswer(parsed.value, session, payer);
+        const body = response.status === 200 ? await response.clone().json() as { txHash?: string } : undefined;
+        const code = response.status === 200 ? undefined : (await response.clone().json() as { code?: string }).code;
+        return { response, ref: body?.txHash, unknown: code === "OUTCOME_UNKNOWN" };
+      });
+    }
+    return await witnessAnswer(parsed.value, session, undefined);
+  };
+
+  const witnessAnswer = async (body: unknown, session: Parameters<ControllerWitness>[1], paidBy: string | undefined) => {
     try {
-      const { result, deprecation } = await deps.witness(parsed.value, session);
+      const { result, deprecation } = await deps.witness(body, session, { paidBy });
       const headers: Record<string, string> = deprecation === undefined ? {} : { deprecation };
       deps.metrics?.increment("ats_sponsored_writes_total", { outcome: result.ok ? "committed" : result.code.toLowerCase() });
       if (result.ok) {

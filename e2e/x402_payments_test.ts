@@ -1,0 +1,364 @@
+/**
+ * Agents pay with x402 (issue 18, decisions §13) on the devnet: the devnet's EIP-3009 token, a facilitator built on
+ * the official packages (behind a fault switch), and the official client (`@x402/core` client with the `@x402/evm`
+ * exact scheme and a viem account) as the paying agent. Token balances are read on chain after every case.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
+import { x402Client, x402HTTPClient } from "@x402/core/client";
+import type { PaymentRequired } from "@x402/core/types";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { createPublicClient, createWalletClient, type Hex, http, parseSignature } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { type Facilitator, startFacilitator, TEST_USD } from "../adapters/devnet/mod.ts";
+import { EAS_ABI } from "../adapters/eas_abi.ts";
+import { findSchemaByName } from "../domain/schemas.ts";
+import { prepareDelegatedAttestation, signableTypedData } from "../http/client/delegated_attest.ts";
+import type { Service } from "../main.ts";
+import { runOps } from "../ops.ts";
+import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
+import { startStack, type Stack } from "./harness.ts";
+
+const APP = "https://app.test";
+const LINKED = findSchemaByName("linked-identifier")!;
+const PRICES = { witness: 10_000n, relay: 5_000n, plan: 1_000_000n };
+const controllerKey = privateKeyToAccount(generatePrivateKey());
+
+let dns: DnsServer;
+let stack: Stack;
+let service: Service;
+let facilitator: Facilitator;
+/** The facilitator as the service reaches it: `down` answers 503, `cancelBeforeSettle` has the payer cancel first. */
+let proxy: ReturnType<typeof Bun.serve>;
+let mode: "up" | "down" | "cancelBeforeSettle" = "up";
+let payers: Hex[];
+
+const chain = () => createPublicClient({ transport: http(stack.devnet.rpcUrl), pollingInterval: 50 });
+const token = () => stack.devnet.x402.token;
+const balance = (address: Hex) => chain().readContract({ address: token(), abi: TEST_USD.abi, functionName: "balanceOf", args: [address] }) as Promise<bigint>;
+const payTo = () => stack.devnet.x402.payTo;
+const witnessNonce = () => chain().getTransactionCount({ address: privateKeyToAccount(stack.devnet.keys.witness).address });
+const delegateNonce = () => chain().getTransactionCount({ address: privateKeyToAccount(stack.devnet.keys.delegate).address });
+
+/** Cancels an EIP-3009 authorization with the payer's key, on chain (what a payer racing the settlement could do). */
+async function cancelAuthorization(payerKey: Hex, nonce: Hex) {
+  const account = privateKeyToAccount(payerKey);
+  const signature = await account.signTypedData({
+    domain: { name: TEST_USD.name, version: TEST_USD.version, chainId: stack.devnet.chainId, verifyingContract: token() },
+    types: { CancelAuthorization: [{ name: "authorizer", type: "address" }, { name: "nonce", type: "bytes32" }] },
+    primaryType: "CancelAuthorization",
+    message: { authorizer: account.address, nonce },
+  });
+  const { v, r, s } = parseSignature(signature);
+  const wallet = createWalletClient({ account, transport: http(stack.devnet.rpcUrl) });
+  const hash = await wallet.writeContract({ address: token(), abi: TEST_USD.abi, functionName: "cancelAuthorization", args: [account.address, nonce, Number(v), r, s], chain: null });
+  await chain().waitForTransactionReceipt({ hash });
+}
+
+beforeAll(async () => {
+  dns = await startDnsServer();
+  dns.setTxt("_controllers.paid.test", [[`v=1;controller=did:pkh:eip155:31337:${controllerKey.address}`]]);
+  stack = await startStack({
+    env: {
+      DNS_SERVERS: dns.address,
+      ALLOW_PRIVATE_NETWORK: "true",
+      SIWE_DOMAINS: "app.test",
+      CORS_ORIGINS: APP,
+      SIWE_CHALLENGE_RATE_PER_MINUTE: "1000",
+      WITNESS_USER_RATE_PER_MINUTE: "1000",
+      WITNESS_DOMAIN_RATE_PER_MINUTE: "1000",
+      DISCOVERY_DOMAIN_RATE_PER_MINUTE: "1000",
+      FREE_PLAN_ANNUAL_WRITES: "1",
+    },
+  });
+  payers = stack.devnet.keys.users;
+  dns.setTxt("_controllers.relay.test", [[`v=1;controller=did:pkh:eip155:31337:${privateKeyToAccount(payers[1]!).address}`]]);
+  facilitator = startFacilitator({ rpcUrl: stack.devnet.rpcUrl, chainId: stack.devnet.chainId, privateKey: stack.devnet.keys.facilitator });
+  proxy = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(request) {
+      if (mode === "down") return new Response("upstream down", { status: 503 });
+      const path = new URL(request.url).pathname;
+      const body = request.method === "POST" ? await request.text() : undefined;
+      if (mode === "cancelBeforeSettle" && path === "/settle") {
+        const { paymentPayload } = JSON.parse(body!) as { paymentPayload: { payload: { authorization: { from: string; nonce: Hex } } } };
+        const from = paymentPayload.payload.authorization.from.toLowerCase();
+        const key = payers.find((k) => privateKeyToAccount(k).address.toLowerCase() === from)!;
+        await cancelAuthorization(key, paymentPayload.payload.authorization.nonce);
+      }
+      return await fetch(`${facilitator.url}${path}`, { method: request.method, headers: { "content-type": "application/json" }, body });
+    },
+  });
+  // The service takes payments on a second process-in-process start against the same chain and database: the
+  // token's address is only known once the devnet is up.
+  service = await stack.restartService({
+    X402_FACILITATOR_URL: `http://127.0.0.1:${proxy.port}`,
+    X402_ASSET: token(),
+    X402_ASSET_NAME: stack.devnet.x402.name,
+    X402_ASSET_VERSION: stack.devnet.x402.version,
+    X402_PAY_TO: payTo(),
+    X402_WITNESS_PRICE: String(PRICES.witness),
+    X402_RELAY_PRICE: String(PRICES.relay),
+    X402_PAID_PLAN_PRICE: String(PRICES.plan),
+  });
+});
+afterAll(async () => {
+  proxy?.stop(true);
+  await facilitator?.stop();
+  await stack?.stop();
+  await dns?.stop();
+});
+
+/** The official client with the exact EVM scheme, paying as `key`. */
+const agent = (key: Hex) =>
+  new x402HTTPClient(
+    registerExactEvmScheme(new x402Client(), { signer: privateKeyToAccount(key) })
+      // The devnet token is not one of the client's default assets: allow it, capped at a plan year.
+      .setSpendControls({ allowedAssets: [{ network: "eip155:31337", asset: token(), maxAmountPerPayment: String(PRICES.plan) }] }),
+  );
+
+async function post(path: string, body: unknown, headers: Record<string, string> = {}) {
+  return await fetch(`${service.url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
+}
+
+/** The unpaid answer, then the payment header the agent builds for it (`tamper` changes the terms it signs). */
+async function paymentFor(key: Hex, path: string, body: unknown, options: { headers?: Record<string, string>; tamper?: (p: PaymentRequired) => PaymentRequired } = {}) {
+  const unpaid = await post(path, body, options.headers);
+  expect(unpaid.status).toBe(402);
+  const client = agent(key);
+  let required = client.getPaymentRequiredResponse((name) => unpaid.headers.get(name), await unpaid.clone().json());
+  if (options.tamper) required = options.tamper(required);
+  const payload = await client.createPaymentPayload(required);
+  return { unpaid, client, header: client.encodePaymentSignatureHeader(payload), payload };
+}
+
+const witnessBody = { subjectDid: "did:web:paid.test", controllerDid: `did:pkh:eip155:31337:${controllerKey.address}` };
+
+async function opsPayments(state?: string): Promise<Record<string, unknown>[]> {
+  const lines: string[] = [];
+  const code = await runOps(["payments", "list", ...(state ? ["--state", state] : [])], { DATABASE_PATH: join(stack.dir, "ats.sqlite"), DATA_DIR: stack.dir }, (l) => lines.push(l));
+  expect(code).toBe(0);
+  return lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+describe("paying with x402", () => {
+  test("witness paid per call: 402 with the terms and a signed offer, then the witness, the transfer and a signed receipt", async () => {
+    const payer = privateKeyToAccount(payers[0]!).address;
+    const [before, payeeBefore] = [await balance(payer), await balance(payTo())];
+    const { unpaid, header } = await paymentFor(payers[0]!, "/v1/controller-witness", witnessBody);
+    expect(await unpaid.json()).toEqual({ error: "Payment required: pay with x402 or sign in", code: "PAYMENT_REQUIRED" });
+    const required = decodePaymentRequiredHeader(unpaid.headers.get("payment-required")!);
+    expect(required.x402Version).toBe(2);
+    expect(required.accepts).toEqual([expect.objectContaining({
+      scheme: "exact", network: "eip155:31337", amount: "10000", asset: token(), payTo: payTo(),
+      extra: { name: TEST_USD.name, version: TEST_USD.version },
+    })]);
+    const offers = (required.extensions?.["offer-receipt"] as { info: { offers: { payload: Record<string, unknown>; format: string }[] } }).info.offers;
+    expect(offers).toHaveLength(1);
+    expect(offers[0]).toMatchObject({ format: "eip712", payload: { amount: "10000", payTo: payTo(), scheme: "exact" } });
+
+    const paid = await post("/v1/controller-witness", witnessBody, header);
+    expect(paid.status).toBe(200);
+    const written = await paid.json() as { uid: Hex; txHash: Hex };
+    expect(written.uid).toMatch(/^0x[0-9a-f]{64}$/);
+    const attestation = await chain().readContract({ address: service.easAddress, abi: EAS_ABI, functionName: "getAttestation", args: [written.uid] });
+    expect(attestation.attester).toBe(privateKeyToAccount(stack.devnet.keys.witness).address);
+    const settlement = decodePaymentResponseHeader(paid.headers.get("payment-response")!);
+    expect(settlement).toMatchObject({ success: true, network: "eip155:31337" });
+    expect(settlement.payer?.toLowerCase()).toBe(payer.toLowerCase());
+    const receipt = (settlement.extensions?.["offer-receipt"] as { info: { receipt: { payload: Record<string, unknown> } } }).info.receipt;
+    expect(receipt.payload).toMatchObject({ transaction: settlement.transaction });
+    expect(await balance(payer)).toBe(before - PRICES.witness);
+    expect(await balance(payTo())).toBe(payeeBefore + PRICES.witness);
+    const rows = await opsPayments("settled");
+    expect(rows.find((r) => r.workRef === written.txHash)).toMatchObject({ purpose: "witness", payer: payer.toLowerCase(), amount: "10000", settlementTx: settlement.transaction });
+
+    // The same payment again: refused, no second write, no second transfer.
+    const witnessTxs = await witnessNonce();
+    const replayed = await post("/v1/controller-witness", witnessBody, header);
+    expect([replayed.status, (await replayed.json() as { code: string }).code]).toEqual([409, "PAYMENT_ALREADY_USED"]);
+    expect(await witnessNonce()).toBe(witnessTxs);
+    expect(await balance(payer)).toBe(before - PRICES.witness);
+  });
+
+  test("concurrent replays of one payment write once and transfer once", async () => {
+    const payer = privateKeyToAccount(payers[2]!).address;
+    const before = await balance(payer);
+    const witnessTxs = await witnessNonce();
+    const { header } = await paymentFor(payers[2]!, "/v1/controller-witness", witnessBody);
+    const answers = await Promise.all([0, 1, 2, 3].map(() => post("/v1/controller-witness", witnessBody, header)));
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 409, 409, 409]);
+    expect(await witnessNonce()).toBe(witnessTxs + 1);
+    expect(await balance(payer)).toBe(before - PRICES.witness);
+  });
+
+  test("relay write paid per call: the payer is the attester; a proven subject is written; another attester is refused and nothing is charged", async () => {
+    const key = payers[1]!;
+    const account = privateKeyToAccount(key);
+    const nonce = await chain().readContract({ address: service.easAddress, abi: EAS_ABI, functionName: "getNonce", args: [account.address] });
+    const sign = async (signer: Hex, subject: string, n: bigint) => {
+      const who = privateKeyToAccount(signer);
+      const prepared = prepareDelegatedAttestation({
+        schema: { uid: stack.devnet.schemaUids["linked-identifier"] as Hex, schema: LINKED.schema, revocable: LINKED.revocable },
+        data: { subject, linkedId: "did:web:elsewhere.test", proofs: [], issuedAt: 1, effectiveAt: 0, expiresAt: 0 },
+        attester: who.address,
+        nonce: n,
+        chainId: service.chainId,
+        easAddress: service.easAddress,
+      });
+      return { prepared, signature: await who.signTypedData(signableTypedData(prepared)), attester: who.address };
+    };
+    const [before, payeeBefore] = [await balance(account.address), await balance(payTo())];
+    const body = { ...await sign(key, "did:web:relay.test", nonce), subjectDid: "relay.test" };
+    const { header } = await paymentFor(key, "/api/private/relay/eas/delegated-attest", body);
+    const paid = await post("/api/private/relay/eas/delegated-attest", body, header);
+    expect(paid.status).toBe(200);
+    expect(await paid.json()).toMatchObject({ success: true, chain: "ATS Devnet" });
+    expect(decodePaymentResponseHeader(paid.headers.get("payment-response")!).success).toBe(true);
+    expect(await balance(account.address)).toBe(before - PRICES.relay);
+    expect(await balance(payTo())).toBe(payeeBefore + PRICES.relay);
+
+    // A write whose attester is not the payer fails its check: nothing written, nothing settled.
+    const other = privateKeyToAccount(payers[3]!);
+    const otherNonce = await chain().readContract({ address: service.easAddress, abi: EAS_ABI, functionName: "getNonce", args: [other.address] });
+    const foreign = await sign(payers[3]!, `did:pkh:eip155:31337:${other.address.toLowerCase()}`, otherNonce);
+    const txs = await delegateNonce();
+    const { header: header2 } = await paymentFor(key, "/api/private/relay/eas/delegated-attest", foreign);
+    const refused = await post("/api/private/relay/eas/delegated-attest", foreign, header2);
+    expect([refused.status, (await refused.json() as { code: string }).code]).toEqual([403, "ATTESTER_MISMATCH"]);
+    expect(refused.headers.get("payment-response")).toBeNull();
+    expect(await delegateNonce()).toBe(txs);
+    expect(await balance(account.address)).toBe(before - PRICES.relay);
+  });
+
+  test("an underpaid authorization and an expired one are refused with 402 and the reason; nothing is written or transferred", async () => {
+    const key = payers[4]!;
+    const payer = privateKeyToAccount(key).address;
+    const before = await balance(payer);
+    const witnessTxs = await witnessNonce();
+    const { header } = await paymentFor(key, "/v1/controller-witness", witnessBody, {
+      tamper: (p) => ({ ...p, accepts: p.accepts.map((a) => ({ ...a, amount: "1" })) }),
+    });
+    const underpaid = await post("/v1/controller-witness", witnessBody, header);
+    expect(underpaid.status).toBe(402);
+    const body = await underpaid.json() as { code: string; details: string };
+    expect(body.code).toBe("PAYMENT_INVALID");
+    expect(body.details).toMatch(/^[a-z0-9_]+$/);
+    expect(decodePaymentRequiredHeader(underpaid.headers.get("payment-required")!).accepts[0]!.amount).toBe("10000");
+
+    // Expired: an authorization whose validBefore has passed, signed as EIP-3009 says.
+    const { payload, client } = await paymentFor(key, "/v1/controller-witness", witnessBody);
+    const authorization: Record<string, string> = { ...(payload.payload as { authorization: Record<string, string> }).authorization, validAfter: "0", validBefore: String(Math.floor(Date.now() / 1000) - 60) };
+    const signature = await privateKeyToAccount(key).signTypedData({
+      domain: { name: TEST_USD.name, version: TEST_USD.version, chainId: stack.devnet.chainId, verifyingContract: token() },
+      types: {
+        TransferWithAuthorization: [
+          { name: "from", type: "address" }, { name: "to", type: "address" }, { name: "value", type: "uint256" },
+          { name: "validAfter", type: "uint256" }, { name: "validBefore", type: "uint256" }, { name: "nonce", type: "bytes32" },
+        ],
+      },
+      primaryType: "TransferWithAuthorization",
+      message: { ...authorization, value: BigInt(authorization.value!), validAfter: 0n, validBefore: BigInt(authorization.validBefore!) } as never,
+    });
+    const expired = await post("/v1/controller-witness", witnessBody, client.encodePaymentSignatureHeader({ ...payload, payload: { authorization, signature } }));
+    expect(expired.status).toBe(402);
+    expect(await expired.json()).toMatchObject({ code: "PAYMENT_INVALID", details: expect.stringMatching(/valid_before|expired/) });
+    expect(await witnessNonce()).toBe(witnessTxs);
+    expect(await balance(payer)).toBe(before);
+  });
+
+  test("facilitator down: 502 and nothing written or transferred", async () => {
+    const key = payers[5]!;
+    const payer = privateKeyToAccount(key).address;
+    const before = await balance(payer);
+    const witnessTxs = await witnessNonce();
+    const { header } = await paymentFor(key, "/v1/controller-witness", witnessBody);
+    mode = "down";
+    try {
+      const answer = await post("/v1/controller-witness", witnessBody, header);
+      expect(answer.status).toBe(502);
+      expect(await answer.json()).toEqual({ error: "The payment facilitator is unavailable; nothing was charged", code: "FACILITATOR_UNAVAILABLE" });
+    } finally {
+      mode = "up";
+    }
+    expect(await witnessNonce()).toBe(witnessTxs);
+    expect(await balance(payer)).toBe(before);
+    // The authorization was never used: once the facilitator is back it pays for the witness.
+    const retried = await post("/v1/controller-witness", witnessBody, header);
+    expect(retried.status).toBe(200);
+    expect(await balance(payer)).toBe(before - PRICES.witness);
+  });
+
+  test("settlement failure after the write: the write stands, no receipt, recorded for the operator and counted", async () => {
+    const key = payers[6]!;
+    const payer = privateKeyToAccount(key).address;
+    const [before, payeeBefore] = [await balance(payer), await balance(payTo())];
+    const { header } = await paymentFor(key, "/v1/controller-witness", witnessBody);
+    mode = "cancelBeforeSettle";
+    let answer: Response;
+    try {
+      answer = await post("/v1/controller-witness", witnessBody, header);
+    } finally {
+      mode = "up";
+    }
+    expect(answer.status).toBe(200);
+    const written = await answer.json() as { uid: Hex; txHash: Hex };
+    const attestation = await chain().readContract({ address: service.easAddress, abi: EAS_ABI, functionName: "getAttestation", args: [written.uid] });
+    expect(attestation.uid).toBe(written.uid);
+    const settlement = decodePaymentResponseHeader(answer.headers.get("payment-response")!);
+    expect(settlement.success).toBe(false);
+    expect(settlement.errorReason).toMatch(/^[a-z0-9_]+$/);
+    expect(settlement.extensions).toBeUndefined();
+    expect(await balance(payer)).toBe(before);
+    expect(await balance(payTo())).toBe(payeeBefore);
+    const failed = await opsPayments("settle_failed");
+    expect(failed.find((r) => r.workRef === written.txHash)).toMatchObject({ purpose: "witness", payer: payer.toLowerCase(), failureReason: settlement.errorReason });
+    const metrics = await (await fetch(`${service.url}/metrics`)).text();
+    expect(metrics).toMatch(/ats_x402_settlement_failures_total\{purpose="witness"\} 1/);
+  });
+
+  test("a signed-in account buys a year of the paid plan; accounts/me shows the plan and its period", async () => {
+    const key = payers[0]!;
+    const wallet = privateKeyToAccount(key);
+    const challenge = await (await fetch(`${service.url}/v1/session/wallet/challenge`, {
+      method: "POST",
+      headers: { "content-type": "application/json", origin: APP },
+      body: JSON.stringify({ walletDid: `did:pkh:eip155:31337:${wallet.address}`, domain: "app.test", uri: `${APP}/login` }),
+    })).json() as { challengeId: string; siweMessage: string };
+    const verified = await fetch(`${service.url}/v1/session/wallet/verify`, {
+      method: "POST",
+      headers: { "content-type": "application/json", origin: APP },
+      body: JSON.stringify({ ...challenge, signature: await wallet.signMessage({ message: challenge.siweMessage }) }),
+    });
+    const cookie = verified.headers.get("set-cookie")!.split(";")[0]!;
+    const me = async () => (await (await fetch(`${service.url}/api/private/accounts/me`, { headers: { cookie } })).json() as { subscription: Record<string, unknown> }).subscription;
+    expect(await me()).toMatchObject({ plan: "free", annualSponsoredWriteLimit: 1 });
+    const before = await balance(wallet.address);
+
+    const { header } = await paymentFor(key, "/api/private/subscriptions/x402", {}, { headers: { cookie } });
+    const bought = await post("/api/private/subscriptions/x402", {}, { cookie, ...header });
+    expect(bought.status).toBe(200);
+    const answer = await bought.json() as { subscription: Record<string, string>; purchased: { periodStart: string; periodEnd: string } };
+    expect(answer.subscription).toMatchObject({ plan: "paid", status: "active", annualSponsoredWriteLimit: 1000 });
+    const year = Date.parse(answer.purchased.periodEnd) - Date.parse(answer.purchased.periodStart);
+    expect(year).toBe(365 * 86_400_000);
+    expect(Math.abs(Date.parse(answer.purchased.periodStart) - Date.now())).toBeLessThan(60_000);
+    expect(decodePaymentResponseHeader(bought.headers.get("payment-response")!).success).toBe(true);
+    expect(await balance(wallet.address)).toBe(before - PRICES.plan);
+    expect(await me()).toMatchObject({
+      plan: "paid",
+      annualSponsoredWriteLimit: 1000,
+      entitlementPeriodStart: answer.purchased.periodStart,
+      entitlementPeriodEnd: answer.purchased.periodEnd,
+    });
+    // Without a session the purchase is refused before any payment.
+    const anonymous = await post("/api/private/subscriptions/x402", {});
+    expect([anonymous.status, (await anonymous.json() as { code: string }).code]).toEqual([401, "UNAUTHENTICATED"]);
+  });
+});

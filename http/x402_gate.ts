@@ -1,0 +1,318 @@
+/**
+ * Paying with x402 instead of a session (decisions §13), for the routes that take it: the controller witness,
+ * the private relay's delegated attestation and the paid-plan purchase. Built on the official `@x402/core` HTTP
+ * resource server with the `exact` EVM scheme of `@x402/evm` and our own offer-receipt extension:
+ *
+ * - no `PAYMENT-SIGNATURE`: 402 with `PAYMENT-REQUIRED` as core produces it (accepts + our signed offer) and the
+ *   body `{error, code: "PAYMENT_REQUIRED"}`;
+ * - a payment: verified with the facilitator (refused: 402 `PAYMENT_INVALID`, `details` the protocol reason, and a
+ *   fresh `PAYMENT-REQUIRED`), then the paid call of domain/x402_payments.ts: replay key reserved (taken: 409
+ *   `PAYMENT_ALREADY_USED`), the work, settlement only after it succeeded, `PAYMENT-RESPONSE` with the signed
+ *   receipt. A settlement that fails after the work: the work's answer stands, `PAYMENT-RESPONSE` says
+ *   `success: false` with the reason, no receipt (a plan purchase is not granted: 402 `PAYMENT_FAILED`);
+ * - the facilitator unreachable (or answering nonsense) before the work: 502 `FACILITATOR_UNAVAILABLE`, nothing done.
+ *
+ * Facilitator and library texts never reach a client: reasons are protocol codes or `invalid_payment`.
+ */
+import { decodePaymentRequiredHeader, decodePaymentSignatureHeader, encodePaymentResponseHeader } from "@x402/core/http";
+import {
+  type FacilitatorClient,
+  FacilitatorResponseError,
+  type HTTPAdapter,
+  type HTTPRequestContext,
+  type HTTPResponseInstructions,
+  type RouteConfig,
+  x402HTTPResourceServer,
+  x402ResourceServer,
+} from "@x402/core/server";
+import type { Network, PaymentPayload, SettleResponse, SupportedResponse, VerifyResponse } from "@x402/core/types";
+import { ExactEvmScheme } from "@x402/evm/exact/server";
+import { type PaidCall, paymentReplayKey, readExactAuthorization } from "../domain/x402_payments.ts";
+import type { Logger } from "../ports/logger.ts";
+import type { PaymentPurpose } from "../ports/payments.ts";
+import { createOfferReceiptExtension, declareOfferReceiptExtension, type OfferReceiptSigning } from "../x402/extension.ts";
+import { errorBody, json } from "./errors.ts";
+
+/** The paths each purpose is sold on. */
+export const PAID_PATHS: Readonly<Record<PaymentPurpose, readonly string[]>> = {
+  witness: ["/v1/controller-witness", "/api/private/controller-witness"],
+  relay: ["/api/private/relay/eas/delegated-attest"],
+  plan: ["/api/private/subscriptions/x402"],
+};
+
+const DESCRIPTIONS: Readonly<Record<PaymentPurpose, string>> = {
+  witness: "One controller-witness attestation",
+  relay: "One delegated attestation through the private relay",
+  plan: "One year of the paid plan",
+};
+
+/** Options of {@link createPaymentGate}. */
+export type PaymentGateOptions = {
+  readonly facilitator: FacilitatorClient;
+  /** CAIP-2, e.g. `eip155:8453`. */
+  readonly network: string;
+  /** The EIP-3009 token and its EIP-712 domain. */
+  readonly asset: string;
+  readonly assetName: string;
+  readonly assetVersion: string;
+  readonly payTo: string;
+  /** Atomic units per purpose; an absent price is not offered. */
+  readonly prices: Readonly<Partial<Record<PaymentPurpose, string>>>;
+  /** Signs the offers and receipts. */
+  readonly signing: OfferReceiptSigning;
+  readonly paidCall: PaidCall;
+  /** Whether a replay key is known (spent or in flight): such a payment is refused before the facilitator is asked. */
+  readonly known: (key: string) => Promise<boolean>;
+  readonly log: Logger;
+  /** How long an authorization must stay valid (the client sets validBefore from it); default 300 s. */
+  readonly maxTimeoutSeconds?: number | undefined;
+};
+
+/** What the paid work answered: its response, what it wrote, and whether its outcome is unknown. */
+export type GateWork = {
+  readonly response: Response;
+  /** What the work produced (a transaction hash, a period end), recorded with the payment. */
+  readonly ref?: string | undefined;
+  /** The work may have happened (OUTCOME_UNKNOWN): the payment is neither released nor settled. */
+  readonly unknown?: boolean | undefined;
+};
+
+/** The payment a paid call runs under. */
+export type PaidRequest = { readonly payer: string; readonly key: string };
+
+/** Takes x402 payments on the paid routes. */
+export type PaymentGate = {
+  /** Whether a purpose is for sale (its price is set). */
+  readonly offers: (purpose: PaymentPurpose) => boolean;
+  /** Answers 402, or verifies the request's payment, runs `work` and settles. */
+  readonly handle: (
+    request: Request,
+    purpose: PaymentPurpose,
+    work: (paid: PaidRequest) => Promise<GateWork>,
+    options?: { readonly accountId?: string | undefined },
+  ) => Promise<Response>;
+};
+
+/** Facilitator reasons are protocol codes (`insufficient_funds`); anything else is replaced, never echoed. */
+export function reasonCode(reason: string | undefined): string {
+  return reason !== undefined && /^[a-z0-9_]{1,80}$/.test(reason) ? reason : "invalid_payment";
+}
+
+/**
+ * The facilitator as core sees it: a network failure or a malformed answer becomes a `FacilitatorResponseError`
+ * (which core passes on instead of turning its text into a 402), a refusal answered with an error status becomes
+ * the refusal it carries.
+ */
+function guardedFacilitator(inner: FacilitatorClient): FacilitatorClient {
+  const unavailable = () => new FacilitatorResponseError("Facilitator unavailable");
+  return {
+    async verify(payload, requirements): Promise<VerifyResponse> {
+      try {
+        return await inner.verify(payload, requirements);
+      } catch (error) {
+        const refusal = error as { invalidReason?: unknown };
+        if (typeof refusal?.invalidReason === "string") return { isValid: false, invalidReason: refusal.invalidReason };
+        throw unavailable();
+      }
+    },
+    async settle(payload, requirements): Promise<SettleResponse> {
+      try {
+        return await inner.settle(payload, requirements);
+      } catch (error) {
+        const refusal = error as { errorReason?: unknown };
+        if (typeof refusal?.errorReason === "string") {
+          return { success: false, errorReason: refusal.errorReason, transaction: "", network: requirements.network };
+        }
+        throw unavailable();
+      }
+    },
+    async getSupported(): Promise<SupportedResponse> {
+      try {
+        return await inner.getSupported();
+      } catch {
+        throw unavailable();
+      }
+    },
+  };
+}
+
+/** A Request as core's HTTPAdapter; always an API client (never the HTML paywall). */
+function adapterOf(request: Request, url: URL): HTTPAdapter {
+  return {
+    getHeader: (name) => request.headers.get(name) ?? undefined,
+    getMethod: () => request.method,
+    getPath: () => url.pathname,
+    getUrl: () => url.href,
+    getAcceptHeader: () => "application/json",
+    getUserAgent: () => request.headers.get("user-agent") ?? "",
+  };
+}
+
+const headerOf = (instructions: HTTPResponseInstructions, name: string) =>
+  Object.entries(instructions.headers).find(([k]) => k.toLowerCase() === name)?.[1];
+
+/** Builds the gate; the facilitator is first asked what it supports at the first paid request (and again after a failure). */
+export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
+  const { log } = options;
+  const network = options.network as Network;
+  const resourceServer = new x402ResourceServer(guardedFacilitator(options.facilitator))
+    .register(network, new ExactEvmScheme())
+    .registerExtension(createOfferReceiptExtension(options.signing));
+  const routes: Record<string, RouteConfig> = {};
+  for (const [purpose, paths] of Object.entries(PAID_PATHS) as [PaymentPurpose, readonly string[]][]) {
+    const amount = options.prices[purpose];
+    if (amount === undefined) continue;
+    for (const path of paths) {
+      routes[`POST ${path}`] = {
+        accepts: {
+          scheme: "exact",
+          network,
+          payTo: options.payTo,
+          price: { amount, asset: options.asset, extra: { name: options.assetName, version: options.assetVersion } },
+          maxTimeoutSeconds: options.maxTimeoutSeconds ?? 300,
+        },
+        description: DESCRIPTIONS[purpose],
+        mimeType: "application/json",
+        extensions: declareOfferReceiptExtension({ includeTxHash: true }),
+      };
+    }
+  }
+  const httpServer = new x402HTTPResourceServer(resourceServer, routes);
+  let initialized: Promise<void> | undefined;
+  const initialize = () => {
+    initialized ??= httpServer.initialize().catch((error: unknown) => {
+      initialized = undefined;
+      throw error;
+    });
+    return initialized;
+  };
+
+  const replayed = () => json(errorBody("PAYMENT_ALREADY_USED", "This payment authorization was already used"), 409);
+  const unavailable = () => json(errorBody("FACILITATOR_UNAVAILABLE", "The payment facilitator is unavailable; nothing was charged"), 502);
+  /** A 402 from core's instructions: its headers (PAYMENT-REQUIRED), our error body. */
+  const paymentRequired = (instructions: HTTPResponseInstructions, code: string, message: string, details?: string) => {
+    const headers: Record<string, string> = { "cache-control": "no-store" };
+    for (const [k, v] of Object.entries(instructions.headers)) if (k.toLowerCase() !== "content-type") headers[k.toUpperCase() === "PAYMENT-REQUIRED" ? "payment-required" : k] = v;
+    return json(errorBody(code, message, details), instructions.status === 412 ? 402 : instructions.status, headers);
+  };
+  /** The protocol reason of a refusal, from the PAYMENT-REQUIRED it came with. */
+  const reasonOf = (instructions: HTTPResponseInstructions) => {
+    const header = headerOf(instructions, "payment-required");
+    if (header === undefined) return "invalid_payment";
+    try {
+      return reasonCode(decodePaymentRequiredHeader(header).error);
+    } catch {
+      return "invalid_payment";
+    }
+  };
+
+  return {
+    offers: (purpose) => options.prices[purpose] !== undefined,
+    async handle(request, purpose, work, extra = {}) {
+      const url = new URL(request.url);
+      const header = request.headers.get("payment-signature") ?? undefined;
+      const context: HTTPRequestContext = { adapter: adapterOf(request, url), path: url.pathname, method: "POST", paymentHeader: header };
+      let payload: PaymentPayload | undefined;
+      if (header !== undefined) {
+        try {
+          payload = decodePaymentSignatureHeader(header);
+        } catch {
+          payload = undefined;
+        }
+      }
+      const authorization = payload === undefined ? undefined : readExactAuthorization(payload.payload);
+      try {
+        await initialize();
+        if (header !== undefined && authorization === undefined) {
+          // Not an EIP-3009 `exact` payment: the terms again, with the reason.
+          const unpaid = await httpServer.processHTTPRequest({ ...context, adapter: { ...context.adapter, getHeader: () => undefined }, paymentHeader: undefined });
+          if (unpaid.type !== "payment-error") return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
+          return paymentRequired(unpaid.response, "PAYMENT_INVALID", "The payment is not an EIP-3009 authorization of the exact scheme", "invalid_payload");
+        }
+        if (payload !== undefined && authorization !== undefined) {
+          const accepted = payload.accepted as { network?: unknown; asset?: unknown } | undefined;
+          if (typeof accepted?.network === "string" && typeof accepted.asset === "string" &&
+            await options.known(paymentReplayKey({ network: accepted.network, asset: accepted.asset, nonce: authorization.nonce }))) {
+            return replayed();
+          }
+        }
+        const processed = await httpServer.processHTTPRequest(context);
+        if (processed.type === "no-payment-required") return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
+        if (processed.type === "payment-error") {
+          if (header === undefined) return paymentRequired(processed.response, "PAYMENT_REQUIRED", "Payment required: pay with x402 or sign in");
+          const reason = reasonOf(processed.response);
+          log.info("x402_payment_refused", { purpose, reason });
+          return paymentRequired(processed.response, "PAYMENT_INVALID", "The payment was refused", reason);
+        }
+        const { paymentPayload, paymentRequirements, declaredExtensions, cancellationDispatcher } = processed;
+        const payer = authorization!.from.toLowerCase();
+        const key = paymentReplayKey({ network: paymentRequirements.network, asset: paymentRequirements.asset, nonce: authorization!.nonce });
+        let answer: GateWork | undefined;
+        let settledHeaders: Record<string, string> = {};
+        const outcome = await options.paidCall(
+          {
+            key,
+            purpose,
+            network: paymentRequirements.network,
+            asset: paymentRequirements.asset,
+            payer,
+            payTo: paymentRequirements.payTo,
+            amount: paymentRequirements.amount,
+            accountId: extra.accountId ?? null,
+          },
+          async () => {
+            answer = await work({ payer, key });
+            const ok = answer.response.status >= 200 && answer.response.status < 300;
+            return ok
+              ? { done: true, value: answer, ref: answer.ref ?? "" }
+              : { done: false, value: answer, unknown: answer.unknown, ref: answer.ref };
+          },
+          async () => {
+            const body = Buffer.from(await answer!.response.clone().arrayBuffer());
+            const responseHeaders: Record<string, string> = {};
+            answer!.response.headers.forEach((value, name) => {
+              responseHeaders[name] = value;
+            });
+            const settled = await httpServer.processSettlement(paymentPayload, paymentRequirements, declaredExtensions, {
+              request: context,
+              responseBody: body,
+              responseHeaders,
+            });
+            if (!settled.success) return { ok: false, reason: reasonCode(settled.errorReason) };
+            settledHeaders = settled.headers;
+            return { ok: true, transaction: settled.transaction };
+          },
+        );
+        if (outcome.kind === "replayed") {
+          await cancellationDispatcher.cancel({ reason: "handler_failed", responseStatus: 409 }).catch(() => undefined);
+          return replayed();
+        }
+        if (outcome.kind === "not-done") {
+          await cancellationDispatcher.cancel({ reason: "handler_failed", responseStatus: outcome.value.response.status }).catch(() => undefined);
+          return outcome.value.response;
+        }
+        const response = outcome.value.response;
+        const headers = new Headers(response.headers);
+        headers.set("cache-control", "private, no-store");
+        if (outcome.kind === "settled") {
+          for (const [name, value] of Object.entries(settledHeaders)) headers.set(name, value);
+          log.info("x402_payment_settled", { purpose, transaction: outcome.transaction });
+          return new Response(response.body, { status: response.status, headers });
+        }
+        log.warn("x402_settlement_failed", { purpose, reason: outcome.reason });
+        const failed = encodePaymentResponseHeader({ success: false, errorReason: outcome.reason, transaction: "", network: paymentRequirements.network as Network, payer });
+        if (purpose === "plan") {
+          return json(errorBody("PAYMENT_FAILED", "The payment could not be settled; the plan was not extended", outcome.reason), 402, { "payment-response": failed });
+        }
+        headers.set("payment-response", failed);
+        return new Response(response.body, { status: response.status, headers });
+      } catch (error) {
+        if (error instanceof FacilitatorResponseError || (error as Error)?.name === "RouteConfigurationError") {
+          log.warn("x402_facilitator_unavailable", { purpose });
+          return unavailable();
+        }
+        throw error;
+      }
+    },
+  };
+}
