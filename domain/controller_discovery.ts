@@ -133,7 +133,7 @@ function trimQuotes(text: string): string {
  * `v=1;controller=<did>;controller=<did>`. Every `controller=` counts; a record whose `v` is present
  * and not `1` yields nothing.
  */
-export function parseControllerTxtRecord(record: string): string[] {
+export function parseControllerTxtRecord(record: string, canonicalOf: (value: string) => string | undefined = canonicalControllerKey): string[] {
   const keys: string[] = [];
   let version: string | undefined;
   for (const entry of record.split(/[;\s]+/)) {
@@ -144,7 +144,7 @@ export function parseControllerTxtRecord(record: string): string[] {
     if (value === "") continue;
     if (key === "v") version = value;
     else if (key === "controller" && keys.length < MAX_CONTROLLERS_PER_SOURCE) {
-      const canonical = canonicalControllerKey(value);
+      const canonical = canonicalOf(value);
       if (canonical !== undefined && !keys.includes(canonical)) keys.push(canonical);
     }
   }
@@ -330,7 +330,10 @@ export function createDiscoverControllers(deps: DiscoveryDeps): DiscoverControll
     const keySet = createKeySet();
     const evidence: EvidenceItem[] = [];
     for (const [name, lookup] of [[txtNames[0]!, txt1], [txtNames[1]!, txt2]] as const) {
-      const keys = lookup.status === "found" ? txtControllerKeys(lookup.records) : [];
+      // The keys and the notes for people read the same values: each is made canonical once (did:jwk parsing is the
+      // costly part of the largest answers).
+      const canonicalOf = memoized(canonicalControllerKey);
+      const keys = lookup.status === "found" ? txtControllerKeys(lookup.records, canonicalOf) : [];
       for (const key of keys) keySet.add(key, "dns-txt");
       const error = txtError(lookup);
       evidence.push({
@@ -339,7 +342,7 @@ export function createDiscoverControllers(deps: DiscoveryDeps): DiscoverControll
         location: name,
         keys,
         ...(error === undefined ? {} : { error }),
-        ...txtDetail(lookup),
+        ...txtDetail(lookup, canonicalOf),
       });
     }
     evidence.push(didJsonEvidence(document, didJsonUrl, normalized.value, keySet));
@@ -376,7 +379,7 @@ const MAX_SHOWN_TXT_LENGTH = 1_024;
 const shorten = (text: string) => text.length > MAX_SHOWN_TXT_LENGTH ? `${text.slice(0, MAX_SHOWN_TXT_LENGTH)}…` : text;
 
 /** `records` and `notes` of a TXT lookup that answered (nothing for a failed one: its `error` says why). */
-function txtDetail(lookup: TxtLookup): Pick<EvidenceItem, "records" | "notes"> {
+function txtDetail(lookup: TxtLookup, canonicalOf: (value: string) => string | undefined): Pick<EvidenceItem, "records" | "notes"> {
   if (lookup.status === "nxdomain") return { notes: ["No such name (NXDOMAIN): nothing is published here"] };
   if (lookup.status === "nodata") return { notes: ["The name exists but has no TXT record"] };
   if (lookup.status !== "found") return {};
@@ -385,7 +388,7 @@ function txtDetail(lookup: TxtLookup): Pick<EvidenceItem, "records" | "notes"> {
   // One budget of parsed values for the whole name, as the parser has (adversarial_input_test).
   let budget = MAX_CONTROLLERS_PER_SOURCE;
   for (const record of shown) {
-    const explained = explainControllerTxtRecord(record, { maxValues: budget });
+    const explained = explainControllerTxtRecord(record, { maxValues: budget, canonicalOf });
     budget -= explained.valuesRead;
     for (const note of explained.notes) if (!notes.includes(note)) notes.push(note);
   }
@@ -401,9 +404,10 @@ function txtDetail(lookup: TxtLookup): Pick<EvidenceItem, "records" | "notes"> {
  */
 export function explainControllerTxtRecord(
   record: string,
-  options: { maxValues?: number | undefined } = {},
+  options: { maxValues?: number | undefined; canonicalOf?: ((value: string) => string | undefined) | undefined } = {},
 ): { keys: string[]; notes: string[]; valuesRead: number } {
   const maxValues = options.maxValues ?? MAX_CONTROLLERS_PER_SOURCE;
+  const canonicalOf = options.canonicalOf ?? canonicalControllerKey;
   const keys: string[] = [];
   const notes: string[] = [];
   let version: string | undefined;
@@ -417,7 +421,7 @@ export function explainControllerTxtRecord(
     if (key !== "controller") continue;
     controllers++;
     if (controllers > maxValues) continue;
-    const canonical = value === "" ? undefined : canonicalControllerKey(value);
+    const canonical = value === "" ? undefined : canonicalOf(value);
     if (canonical !== undefined) {
       if (!keys.includes(canonical)) keys.push(canonical);
     } else if (notes.length < 8) {
@@ -444,11 +448,22 @@ export function controllerTxtRecordFor(subject: string, controllerDid: string): 
   return ok({ name: `_controllers.${location.host}`, value: `v=1;controller=${key}` });
 }
 
+/** `fn` with its answers remembered (for one request's values only: the map goes with it). */
+function memoized<T>(fn: (value: string) => T): (value: string) => T {
+  const seen = new Map<string, T>();
+  return (value) => {
+    if (seen.has(value)) return seen.get(value) as T;
+    const answer = fn(value);
+    seen.set(value, answer);
+    return answer;
+  };
+}
+
 /** The distinct controller keys of one TXT name's records, at most {@link MAX_CONTROLLERS_PER_SOURCE}. */
-function txtControllerKeys(records: readonly string[]): string[] {
+function txtControllerKeys(records: readonly string[], canonicalOf: (value: string) => string | undefined): string[] {
   const keys = new Set<string>();
   for (const record of records) {
-    for (const key of parseControllerTxtRecord(record)) {
+    for (const key of parseControllerTxtRecord(record, canonicalOf)) {
       if (keys.size >= MAX_CONTROLLERS_PER_SOURCE) return [...keys];
       keys.add(key);
     }
