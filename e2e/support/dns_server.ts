@@ -122,22 +122,24 @@ export async function startDnsServer(): Promise<DnsServer> {
     return answers;
   }
 
-  const udp: UdpSocket = createSocket("udp4");
-  udp.on("message", (message, rinfo) => {
-    let query: DecodedPacket;
-    try {
-      query = dnsPacket.decode(message);
-    } catch {
-      return;
-    }
-    const reply = answer(query, "udp");
-    if (reply !== undefined) udp.send(reply, rinfo.port, rinfo.address);
-  });
-  await new Promise<void>((resolve, reject) => {
-    udp.once("error", reject);
-    udp.bind(0, "127.0.0.1", () => resolve());
-  });
-  const port = udp.address().port;
+  const bindUdp = async (): Promise<UdpSocket> => {
+    const socket: UdpSocket = createSocket("udp4");
+    socket.on("message", (message, rinfo) => {
+      let query: DecodedPacket;
+      try {
+        query = dnsPacket.decode(message);
+      } catch {
+        return;
+      }
+      const reply = answer(query, "udp");
+      if (reply !== undefined) socket.send(reply, rinfo.port, rinfo.address);
+    });
+    await new Promise<void>((resolve, reject) => {
+      socket.once("error", reject);
+      socket.bind(0, "127.0.0.1", () => resolve());
+    });
+    return socket;
+  };
 
   const sockets = new Set<Socket>();
   const tcp: Server = createServer((socket) => {
@@ -167,10 +169,26 @@ export async function startDnsServer(): Promise<DnsServer> {
       }
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    tcp.once("error", reject);
-    tcp.listen(port, "127.0.0.1", () => resolve());
-  });
+  // UDP picks a free port; TCP must then take the same number, which another socket may hold: try again then.
+  let udp: UdpSocket | undefined;
+  let port = 0;
+  for (let attempt = 0; udp === undefined; attempt++) {
+    const candidate = await bindUdp();
+    port = candidate.address().port;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        tcp.once("error", reject);
+        tcp.listen(port, "127.0.0.1", () => {
+          tcp.off("error", reject);
+          resolve();
+        });
+      });
+      udp = candidate;
+    } catch (error) {
+      candidate.close();
+      if (attempt >= 20 || (error as { code?: string }).code !== "EADDRINUSE") throw error;
+    }
+  }
 
   const addressSet = (ips: readonly string[], options?: AddressRecordOptions): AddressSet => ({
     ips: [...ips],
