@@ -231,17 +231,22 @@ export async function startService(config: Config, options: StartServiceOptions 
       bumpAfterMs: config.feeBump.afterSeconds === 0 ? undefined : config.feeBump.afterSeconds * 1000,
       maxBumps: config.feeBump.max,
     });
-    const settle = async (graceMs?: number) => {
+    const settle = async (graceMs?: number): Promise<number> => {
       try {
-            const report = await reconcile({ graceMs });
-        if (report.mined + report.reverted + report.released + report.rebroadcast > 0) log.info("submissions_reconciled", report);
+        const report = await reconcile({ graceMs });
+        if (report.mined + report.reverted + report.released + report.rebroadcast + report.bumped > 0) log.info("submissions_reconciled", report);
+        return report.open;
       } catch (error) {
         log.warn("reconcile_failed", { error: error instanceof Error ? error.message : String(error) });
+        return -1;
       }
     };
     // Submissions a crash left open are settled before the first request. A SQLite file has no other
     // instance, so every open row is from before this start; on PostgreSQL other instances may be mid-flight.
-    await settle(storage.kind === "sqlite" ? 0 : undefined);
+    // A row left open by a passing failure (the node restarting, an answer lost) gets a few more rounds first;
+    // one truly pending on chain stays for the periodic rounds.
+    const startupGrace = storage.kind === "sqlite" ? 0 : undefined;
+    for (let round = 0; round < 4 && (await settle(startupGrace)) !== 0; round++) await Bun.sleep(250);
     const settleTimer = setInterval(() => void settle(), 60_000);
     settleTimer.unref?.();
     const sessions = withPaidPlans(createSessions({

@@ -94,7 +94,11 @@ describe("kill -9 during concurrent submissions", () => {
       expect({ settled, answer }).toMatchObject({ settled: true });
     }
     const counts = await attestationsByAttester(second.rpcUrl, reviews[0]!.easAddress);
-    for (const r of reviews) expect([r.attester, counts.get(r.attester.toLowerCase()) ?? 0]).toEqual([r.attester, 1]);
+    // Each attester's answers before and after the restart ride along, so a failure says what the service told it.
+    reviews.forEach((r, i) => {
+      const seen = { attester: r.attester, before: before[i], after: after[i] };
+      expect({ ...seen, attestations: counts.get(r.attester.toLowerCase()) ?? 0 }).toEqual({ ...seen, attestations: 1 });
+    });
     for (const attester of answered200) expect(counts.get(attester)).toBe(1);
 
     // A clean restart keeps every attestation that was answered.
