@@ -240,6 +240,21 @@ const didJsonError = (fetch: DidDocumentFetch): string | undefined => {
   }
 };
 
+/**
+ * A key's identity and display label, remembered for the last {@link KEY_FACTS_KEPT} keys: a did:jwk is parsed for
+ * both, and the same keys come back in every source, in controller confirm and in the next request for the domain.
+ */
+const keyFacts = new Map<string, { identity: string; label: string }>();
+const KEY_FACTS_KEPT = 1_024;
+function factsOf(key: string): { identity: string; label: string } {
+  const known = keyFacts.get(key);
+  if (known !== undefined) return known;
+  const facts = { identity: controllerIdentity(key) ?? `invalid:${key}`, label: resolveIdentity(key).label };
+  if (keyFacts.size >= KEY_FACTS_KEPT) keyFacts.clear();
+  keyFacts.set(key, facts);
+  return facts;
+}
+
 /** A builder of controller keys that merges by controller id and keeps their sources in order. */
 export function createKeySet() {
   const keys: ControllerKey[] = [];
@@ -247,10 +262,10 @@ export function createKeySet() {
   const byIdentity = new Map<string, ControllerKey>();
   return {
     add(key: string, source: KeySource) {
-      const identity = controllerIdentity(key) ?? `invalid:${key}`;
+      const { identity, label } = factsOf(key);
       let entry = byIdentity.get(identity);
       if (entry === undefined) {
-        entry = { id: key, canonicalId: key, label: resolveIdentity(key).label, sources: [], basic: false };
+        entry = { id: key, canonicalId: key, label, sources: [], basic: false };
         keys.push(entry);
         byIdentity.set(identity, entry);
       }
