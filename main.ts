@@ -593,11 +593,12 @@ if (import.meta.main) {
       `x402 prices (token units): witness ${price(x402.prices.witness)}, relay ${price(x402.prices.relay)}, paid plan year ${price(x402.prices.paidPlan)}`,
     );
   }
-  console.log(lines.join("\n"));
+  // The handlers come first: whoever waits for the banner may stop the service right after reading it.
   const shutdown = async () => {
     await service.stop();
     process.exit(0);
   };
   process.on("SIGINT", shutdown);
   process.on("SIGTERM", shutdown);
+  console.log(lines.join("\n"));
 }
