@@ -131,7 +131,7 @@ export async function startAnvil(options: AnvilOptions): Promise<Anvil> {
     const stateFile = options.stateFile;
     await clearLeftoverAnvil(options.lockFile, {
       log: options.log,
-      salvage: stateFile === undefined ? undefined : (rpcUrl) => dumpAnvilState(rpcUrl, stateFile, { timeoutMs: 5_000 }),
+      salvage: stateFile === undefined ? undefined : (rpcUrl) => dumpAnvilState(rpcUrl, stateFile, { timeoutMs: 5_000, neverOlder: true }),
     });
   }
   try {

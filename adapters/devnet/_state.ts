@@ -1,4 +1,4 @@
-import { open, rename } from "node:fs/promises";
+import { open, readFile, rename } from "node:fs/promises";
 import { dirname } from "node:path";
 import { promisify } from "node:util";
 import { gunzip } from "node:zlib";
@@ -101,6 +101,11 @@ export function createStateCheckpointer(options: StateCheckpointerOptions): Stat
 export type DumpAnvilStateOptions = {
   fetchFn?: typeof fetch | undefined;
   timeoutMs?: number | undefined;
+  /**
+   * Refuse (throw) instead of writing a dump whose best block is below the file's: a salvage of a left-over Anvil
+   * must never replace a newer checkpoint with an older chain (an Anvil answering while it shuts down, say).
+   */
+  neverOlder?: boolean | undefined;
 };
 
 /**
@@ -113,7 +118,32 @@ export async function dumpAnvilState(rpcUrl: string, stateFile: string, options:
   if (typeof hex !== "string" || !/^0x[0-9a-fA-F]*$/.test(hex)) throw new Error("anvil_dumpState did not answer hex");
   const json = await gunzipAsync(Buffer.from(hex.slice(2), "hex"));
   if (!looksLikeJsonObject(json)) throw new Error("anvil_dumpState did not answer a gzipped JSON object");
+  if (options.neverOlder) {
+    const saved = await bestBlockOfFile(stateFile);
+    const dumped = bestBlock(new TextDecoder().decode(json));
+    if (saved !== undefined && (dumped === undefined || dumped < saved)) {
+      throw new Error(`the dump ends at block ${dumped ?? "?"}, before the saved state's ${saved}; the saved state is kept`);
+    }
+  }
   await writeFileAtomically(stateFile, json);
+}
+
+/** The best block number of a dump's JSON (`best_block_number`), undefined when it has none. */
+function bestBlock(text: string): bigint | undefined {
+  try {
+    const value = (JSON.parse(text) as { best_block_number?: unknown }).best_block_number;
+    return typeof value === "number" || (typeof value === "string" && /^(0x[0-9a-fA-F]+|[0-9]+)$/.test(value)) ? BigInt(value) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function bestBlockOfFile(path: string): Promise<bigint | undefined> {
+  try {
+    return bestBlock(await readFile(path, "utf8"));
+  } catch {
+    return undefined;
+  }
 }
 
 /** Replaces `path` with `data` through `<path>.tmp`, syncing the data before the rename and the directory after. */
