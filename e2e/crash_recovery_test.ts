@@ -25,7 +25,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const env = { DATA_DIR: dir, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "error", ...TEST_RELAY_LIMITS };
+// Info-level logs: a failure shows what the restart said (see `stderrTail`).
+const env = { DATA_DIR: dir, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", ...TEST_RELAY_LIMITS };
 
 async function start(): Promise<ServiceProcess & { rpcUrl: string }> {
   const service = await startServiceProcess(env, 60_000);
@@ -95,10 +96,22 @@ describe("kill -9 during concurrent submissions", () => {
     }
     const counts = await attestationsByAttester(second.rpcUrl, reviews[0]!.easAddress);
     // Each attester's answers before and after the restart ride along, so a failure says what the service told it.
-    reviews.forEach((r, i) => {
-      const seen = { attester: r.attester, before: before[i], after: after[i] };
-      expect({ ...seen, attestations: counts.get(r.attester.toLowerCase()) ?? 0 }).toEqual({ ...seen, attestations: 1 });
-    });
+    const chain = createPublicClient({ transport: http(second.rpcUrl) });
+    for (const [i, r] of reviews.entries()) {
+      const attestations = counts.get(r.attester.toLowerCase()) ?? 0;
+      const details = after[i]!.body.details as Hex | undefined;
+      // On a failure, what the chain holds under the answer's details (a uid, or a transaction hash).
+      const held = attestations === 1 || details === undefined ? undefined : {
+        attestation: await chain.readContract({ address: r.easAddress, abi: EAS_ABI, functionName: "getAttestation", args: [details] }).then((a) => a.attester, () => "error"),
+        receipt: await chain.getTransactionReceipt({ hash: details }).then((x) => x.status, () => "none"),
+        attesterNonce: await chain.readContract({ address: r.easAddress, abi: EAS_ABI, functionName: "getNonce", args: [r.attester as Hex] }).then(String, () => "error"),
+        head: String(await chain.getBlockNumber()),
+        // What the second start said about the chain it found (a left-over Anvil saved, a state file set aside, ...).
+        restart: second.stderrTail().split("\n").filter((line) => /anvil|state|chain|deploy|reconcil/i.test(line)).slice(-20),
+      };
+      const seen = { attester: r.attester, before: before[i], after: after[i], held };
+      expect({ ...seen, attestations }).toEqual({ ...seen, attestations: 1 });
+    }
     for (const attester of answered200) expect(counts.get(attester)).toBe(1);
 
     // A clean restart keeps every attestation that was answered.

@@ -9,6 +9,8 @@ export type ServiceProcess = {
   readonly banner: string;
   /** SIGTERM, then waits for the exit code. */
   readonly stop: () => Promise<number>;
+  /** The last 64 KiB the process wrote on stderr (its log), for a failing test to show. */
+  readonly stderrTail: () => string;
 };
 
 /** Starts `main.ts` with `env` added to this process's environment; resolves once it prints where it listens. */
@@ -29,8 +31,17 @@ export async function startServiceProcess(env: Record<string, string>, timeoutMs
     // The banner is one write; with an embedded devnet it ends with the devnet's RPC URL.
     if (match && (!/SchemaRegistry/.test(text) || /devnet RPC \S+\n/.test(text))) {
       reader.releaseLock();
-      // Keep draining stderr so a chatty logger never blocks the child on a full pipe.
-      void new Response(proc.stderr).arrayBuffer().catch(() => undefined);
+      // Keep draining stderr so a chatty logger never blocks the child on a full pipe; keep its tail.
+      let tail = "";
+      void (async () => {
+        const decoder = new TextDecoder();
+        const errors = (proc.stderr as ReadableStream<Uint8Array>).getReader();
+        for (;;) {
+          const { value, done } = await errors.read();
+          if (done) return;
+          tail = (tail + decoder.decode(value, { stream: true })).slice(-65_536);
+        }
+      })().catch(() => undefined);
       return {
         url: match[1]!,
         proc,
@@ -39,6 +50,7 @@ export async function startServiceProcess(env: Record<string, string>, timeoutMs
           proc.kill("SIGTERM");
           return await proc.exited;
         },
+        stderrTail: () => tail,
       };
     }
   }
