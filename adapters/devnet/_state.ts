@@ -41,10 +41,23 @@ export function createStateCheckpointer(options: StateCheckpointerOptions): Stat
   let savedHead: string | undefined;
 
   const save = async (): Promise<void> => {
-    // Read before the dump: the dump then holds at least this head, so a later tick never skips a block.
-    const head = await latestBlockHash(options.rpcUrl, fetchFn);
-    await dumpAnvilState(options.rpcUrl, options.stateFile, { fetchFn });
-    savedHead = head;
+    // Anvil reads its accounts and its blocks for a dump one after the other, so a block mined meanwhile can leave
+    // a dump whose state holds a transaction its blocks lack (restored, the attestation is there but its receipt
+    // and log are not). A dump is written only when no block came between the head read before it and after it.
+    // Under a steady stream of blocks the last dump is written all the same after a few tries: a checkpoint must
+    // cover the blocks mined before it was asked for (the caller records a submission as mined after it).
+    for (let attempt = 1; ; attempt++) {
+      const head = await latestBlockHash(options.rpcUrl, fetchFn);
+      const json = await readAnvilDump(options.rpcUrl, { fetchFn });
+      const quiet = (await latestBlockHash(options.rpcUrl, fetchFn)) === head;
+      if (quiet || attempt === CONSISTENT_DUMP_ATTEMPTS) {
+        if (!quiet) options.log(`state checkpoint: blocks kept coming during ${attempt} dumps; the last one is saved`);
+        await writeFileAtomically(options.stateFile, json);
+        savedHead = head;
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 2 * attempt));
+    }
   };
 
   const run = (): Promise<void> => {
@@ -114,10 +127,7 @@ export type DumpAnvilStateOptions = {
  * either the previous file or the new one, never a mix.
  */
 export async function dumpAnvilState(rpcUrl: string, stateFile: string, options: DumpAnvilStateOptions = {}): Promise<void> {
-  const hex = await anvilRpc(rpcUrl, "anvil_dumpState", [], options.fetchFn ?? fetch, options.timeoutMs ?? DUMP_TIMEOUT_MS);
-  if (typeof hex !== "string" || !/^0x[0-9a-fA-F]*$/.test(hex)) throw new Error("anvil_dumpState did not answer hex");
-  const json = await gunzipAsync(Buffer.from(hex.slice(2), "hex"));
-  if (!looksLikeJsonObject(json)) throw new Error("anvil_dumpState did not answer a gzipped JSON object");
+  const json = await readAnvilDump(rpcUrl, options);
   if (options.neverOlder) {
     const saved = await bestBlockOfFile(stateFile);
     const dumped = bestBlock(new TextDecoder().decode(json));
@@ -126,6 +136,15 @@ export async function dumpAnvilState(rpcUrl: string, stateFile: string, options:
     }
   }
   await writeFileAtomically(stateFile, json);
+}
+
+/** Anvil's state as the JSON `--load-state` reads (`anvil_dumpState` answers it gzipped, in hex). */
+async function readAnvilDump(rpcUrl: string, options: DumpAnvilStateOptions): Promise<Uint8Array> {
+  const hex = await anvilRpc(rpcUrl, "anvil_dumpState", [], options.fetchFn ?? fetch, options.timeoutMs ?? DUMP_TIMEOUT_MS);
+  if (typeof hex !== "string" || !/^0x[0-9a-fA-F]*$/.test(hex)) throw new Error("anvil_dumpState did not answer hex");
+  const json = await gunzipAsync(Buffer.from(hex.slice(2), "hex"));
+  if (!looksLikeJsonObject(json)) throw new Error("anvil_dumpState did not answer a gzipped JSON object");
+  return json;
 }
 
 /** The best block number of a dump's JSON (`best_block_number`), undefined when it has none. */
@@ -202,3 +221,6 @@ export async function anvilRpc(
 }
 
 function ignore(): void {}
+
+/** Dumps tried before a checkpoint gives up for this time (each retry follows a block mined during the dump). */
+const CONSISTENT_DUMP_ATTEMPTS = 20;
