@@ -336,6 +336,21 @@ export const SubjectListModel = t.Object({ subjects: t.Array(SubjectModel, { des
 export const SubjectAnswerModel = t.Object({ subject: SubjectModel });
 
 /** `PATCH /api/private/accounts/me`. */
+const SubjectDisplayName = t.Union([t.String({ maxLength: 100 }), t.Null()], { description: "Up to 100 characters (trimmed; empty or null: none)" });
+const SubjectFields = {
+  displayName: t.Optional(SubjectDisplayName),
+  txHash: t.Optional(t.String({ pattern: "^0x[0-9a-fA-F]{64}$", description: "For a contract subject: its creation transaction, or an ownership transfer to the wallet" })),
+};
+const SubjectDidField = t.String({ minLength: 1, maxLength: 2_048, description: "The subject: did:web (or a bare domain), or the did:pkh of the wallet or of a contract" });
+export const SubjectCreateBody = t.Union([
+  t.Object({ did: SubjectDidField, subjectDid: t.Optional(t.String({ maxLength: 2_048 })), ...SubjectFields }),
+  t.Object({ subjectDid: SubjectDidField, ...SubjectFields }),
+], { description: "did (or its alias subjectDid) is required; displayName and txHash are optional" });
+export const SubjectPatchBody = t.Object({
+  displayName: t.Optional(SubjectDisplayName),
+  isDefault: t.Optional(t.Literal(true, { description: "Makes this subject the default (only true)" })),
+}, { minProperties: 1, description: "Give displayName or isDefault" });
+
 export const AccountPatchBody = t.Object({
   displayName: t.Union([t.String({ maxLength: 100 }), t.Null()], { description: "Up to 100 characters; null or empty clears it" }),
 });
@@ -485,6 +500,8 @@ export const REQUEST_MODELS = {
   walletChallenge: { body: ChallengeBody },
   walletVerify: { body: VerifyBody },
   accountPatch: { body: AccountPatchBody },
+  subjectCreate: { body: SubjectCreateBody },
+  subjectPatch: { body: SubjectPatchBody },
   subjectOwnership: { body: SubjectOwnershipBody },
   premiumRpc: { body: PremiumRpcBody },
   controllerWitness: { body: ControllerWitnessBody },

@@ -300,6 +300,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     method: "post",
     paths: ["/api/private/subjects"],
     summary: "Adds {did (or subjectDid), displayName?, txHash?} once the signed-in wallet is proven to own it (as /api/verify/subject-ownership); the first replaces the bootstrap subject and becomes default",
+    request: REQUEST_MODELS.subjectCreate,
     responses: {
       201: { description: "{subject}", schema: SubjectAnswerModel },
       400: err("INVALID_JSON, INVALID_INPUT, INVALID_DID"),
@@ -319,6 +320,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     method: "patch",
     paths: ["/api/private/subjects/{id}"],
     summary: "Renames ({displayName}) or makes default ({isDefault: true}) a subject",
+    request: REQUEST_MODELS.subjectPatch,
     responses: { 200: { description: "{subject}", schema: SubjectAnswerModel }, 400: err("INVALID_JSON, INVALID_INPUT"), 401: err("UNAUTHENTICATED"), 404: err("SUBJECT_NOT_FOUND") },
   },
   {

@@ -3,7 +3,8 @@ import type { Sessions } from "../../domain/sessions.ts";
 import type { Subjects } from "../../domain/subjects.ts";
 import type { Logger } from "../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
-import { parseJsonBody, readBodyText } from "./request.ts";
+import { REQUEST_MODELS } from "../models.ts";
+import { compileRequestCheck, readBodyText, requestDetail } from "./request.ts";
 import { tokenOf } from "./session.ts";
 
 /** What the subject routes need. */
@@ -14,14 +15,10 @@ export function subjectRoutes(deps: SubjectRoutesDeps) {
   const failure = (result: { code: string; message: string; details?: string | undefined }) =>
     json(errorBody(result.code, result.message, result.details), statusOf(result.code));
   const account = async (request: Request) => await deps.sessions.authenticate(tokenOf(request));
-  const objectBody = (body: unknown) => {
-    const parsed = parseJsonBody(body);
-    if (!parsed.ok) return parsed;
-    if (typeof parsed.value !== "object" || parsed.value === null || Array.isArray(parsed.value)) {
-      return { ok: false as const, code: "INVALID_INPUT", message: "Body must be a JSON object" };
-    }
-    return { ok: true as const, value: parsed.value as Record<string, unknown> };
-  };
+  // The published models, checked before the session (a malformed request is 400 whoever sends it); the use case
+  // then applies its own rules (trimming, control characters) to what the model lets through.
+  const createBody = compileRequestCheck(REQUEST_MODELS.subjectCreate.body);
+  const patchBody = compileRequestCheck(REQUEST_MODELS.subjectPatch.body);
   const guarded = <T>(run: () => Promise<T>) =>
     run().catch((error: unknown) => {
       deps.log.error("subjects_error", { error: error instanceof Error ? error.message : String(error) });
@@ -37,13 +34,13 @@ export function subjectRoutes(deps: SubjectRoutesDeps) {
       }))
     .post("/api/private/subjects", ({ request, body }) =>
       guarded(async () => {
-        const parsed = objectBody(body);
+        const parsed = createBody.readJson(body);
         if (!parsed.ok) return failure(parsed);
         const auth = await account(request);
         if (!auth.ok) return failure(auth);
-        const added = await deps.subjects.add(auth.value.account, parsed.value);
+        const added = await deps.subjects.add(auth.value.account, parsed.value as Record<string, unknown>);
         return added.ok ? json({ subject: added.value }, 201) : failure(added);
-      }), { parse: readBodyText })
+      }), { parse: readBodyText, detail: requestDetail(REQUEST_MODELS.subjectCreate) })
     .get("/api/private/subjects/:id", ({ request, params }) =>
       guarded(async () => {
         const auth = await account(request);
@@ -53,13 +50,13 @@ export function subjectRoutes(deps: SubjectRoutesDeps) {
       }))
     .patch("/api/private/subjects/:id", ({ request, params, body }) =>
       guarded(async () => {
-        const parsed = objectBody(body);
+        const parsed = patchBody.readJson(body);
         if (!parsed.ok) return failure(parsed);
         const auth = await account(request);
         if (!auth.ok) return failure(auth);
-        const updated = await deps.subjects.update(auth.value.account, params.id, parsed.value);
+        const updated = await deps.subjects.update(auth.value.account, params.id, parsed.value as Record<string, unknown>);
         return updated.ok ? json({ subject: updated.value }) : failure(updated);
-      }), { parse: readBodyText })
+      }), { parse: readBodyText, detail: requestDetail(REQUEST_MODELS.subjectPatch) })
     .delete("/api/private/subjects/:id", ({ request, params }) =>
       guarded(async () => {
         const auth = await account(request);
