@@ -105,14 +105,15 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
   const reader: EasReader = {
     chainId: options.chainId,
     easAddress,
-    async getAttesterNonce(attester): Promise<NonceRead> {
+    async getAttesterNonce(attester, nonceOptions = {}): Promise<NonceRead> {
       // Issued in the same tick as the nonce read, so the fee refresh rides in the same batch.
       const feeWarmup = delegateSender?.warmFees();
       try {
-        // The attester's code rides in the same batch: a contract wallet is checked by ERC-1271 like EAS does.
+        // The attester's code, when asked for, rides in the same batch: a contract wallet is checked by ERC-1271 like
+        // EAS does. The nonce route and the reconciler only need the nonce.
         const [nonce, code] = await Promise.all([
           client.readContract({ address: easAddress, abi: EAS_ABI, functionName: "getNonce", args: [attester] }),
-          getCode(client, { address: attester }),
+          nonceOptions.withCode ? getCode(client, { address: attester }) : undefined,
         ]);
         await feeWarmup;
         return { ok: true, nonce, isContract: code !== undefined && code !== "0x" };

@@ -27,9 +27,9 @@ function setup(options: { deployed: boolean; checkFails?: boolean; deployOutcome
   const deployments: bigint[] = [];
   const reader = {
     ...eas,
-    async getAttesterNonce(attester: HexString) {
+    async getAttesterNonce(attester: HexString, options?: { withCode?: boolean }) {
       const read = await eas.getAttesterNonce(attester);
-      return read.ok ? { ...read, isContract: deployed && attester.toLowerCase() === WALLET } : read;
+      return read.ok && options?.withCode ? { ...read, isContract: deployed && attester.toLowerCase() === WALLET } : read;
     },
     async checkContractSignature(input: { signer: HexString; digest: HexString; signature: HexString; deployment?: WalletDeployment | undefined }): Promise<ContractSignatureCheck> {
       checks.push({ deployment: input.deployment });

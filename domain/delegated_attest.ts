@@ -150,7 +150,7 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
 
     // Read in the same tick as the nonce, so both ride in one JSON-RPC batch.
     const funds = delegate.checkFunds();
-    const pendingNonce = deps.eas.getAttesterNonce(request.attester);
+    const pendingNonce = deps.eas.getAttesterNonce(request.attester, { withCode: true });
     const [nonceRead, fundsCheck] = await Promise.all([pendingNonce, funds]);
     if (!nonceRead.ok) return fail("RPC_ERROR", "Failed to read the attester nonce from the chain");
     const verified = await verifyAgainstNonce(deps.eas, request, signature.value, nonceRead, clientSigner, parsedSignature.value.deployment);

@@ -25,7 +25,7 @@ export type NonceRead =
   | {
     readonly ok: true;
     readonly nonce: bigint;
-    /** The attester has code (a smart-contract wallet), read in the same batch as the nonce; absent means no. */
+    /** With `withCode`: the attester has code (a smart-contract wallet), read in the same batch; absent means no. */
     readonly isContract?: boolean | undefined;
   }
   | { readonly ok: false; readonly reason: "rpc-error" };
@@ -40,7 +40,8 @@ export type ContractSignatureCheck = "valid" | "invalid" | "rpc-error";
 export interface EasReader {
   readonly chainId: number;
   readonly easAddress: HexString;
-  readonly getAttesterNonce: (attester: HexString) => Promise<NonceRead>;
+  /** The attester's EAS nonce; `withCode` also asks whether the attester is a contract (one more call, same batch). */
+  readonly getAttesterNonce: (attester: HexString, options?: { readonly withCode?: boolean }) => Promise<NonceRead>;
   /**
    * Asks the chain whether `signer` accepts `signature` for `digest` the way EAS does (`isValidSignature`,
    * ERC-1271); with `deployment`, as it would once its factory ran (ERC-6492, a read-only call: nothing is
