@@ -13,6 +13,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { artifactDidFromDigest, didToAddress } from "../domain/did.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
+import { rpcBusyClock } from "./_rpc_busy.ts";
 import { startStack } from "../e2e/harness.ts";
 import { easWriter } from "../e2e/support/eas_writer.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
@@ -21,21 +22,8 @@ const REQUESTS = Number(process.argv[2] ?? 20);
 const SIZES = [0, 50, 500];
 const PER_TX = 8;
 
-// Time during which at least one RPC request of the service is in flight, to split server time from chain time.
-let rpcBusyMs = 0;
-let rpcInFlight = 0;
-let rpcBusySince = 0;
-const stack = await startStack({
-  wrapRpcFetch: (inner) =>
-    (async (input: RequestInfo | URL, init?: RequestInit) => {
-      if (rpcInFlight++ === 0) rpcBusySince = performance.now();
-      try {
-        return await inner(input, init);
-      } finally {
-        if (--rpcInFlight === 0) rpcBusyMs += performance.now() - rpcBusySince;
-      }
-    }) as typeof fetch,
-});
+const rpcBusy = rpcBusyClock();
+const stack = await startStack({ wrapRpcFetch: rpcBusy.wrap });
 const { devnet } = stack;
 const [auditor, certifier, controller] = devnet.keys.users as [Hex, Hex, Hex];
 const writer = easWriter({ rpcUrl: devnet.rpcUrl, easAddress: devnet.easAddress });
@@ -124,7 +112,7 @@ try {
     for (let i = 0; i < 2; i++) await (await fetch(url)).arrayBuffer();
     const times: number[] = [];
     stack.rpc.reset();
-    rpcBusyMs = 0;
+    rpcBusy.reset();
     let verified = 0;
     for (let i = 0; i < REQUESTS; i++) {
       const t = performance.now();
@@ -145,7 +133,7 @@ try {
         pct(times, 50).toFixed(1).padStart(6),
         pct(times, 95).toFixed(1).padStart(6),
         (pct(times, 50) / baseline).toFixed(1).padStart(12),
-        (rpcBusyMs / REQUESTS).toFixed(1).padStart(15),
+        (rpcBusy.ms() / REQUESTS).toFixed(1).padStart(15),
         (methods.length / REQUESTS).toFixed(1).padStart(18),
         (stack.rpc.roundTrips() / REQUESTS).toFixed(1).padStart(20),
         byMethod.join(", "),

@@ -14,13 +14,12 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { prepareDelegatedAttestation, signableTypedData } from "../http/client/delegated_attest.ts";
 import { startStack } from "../e2e/harness.ts";
+import { rpcBusyClock } from "./_rpc_busy.ts";
 
 const N = Number(process.argv[2] ?? 60);
 const APP = "https://bench.test";
 
-let rpcBusyMs = 0;
-let inFlight = 0;
-let since = 0;
+const rpcBusy = rpcBusyClock();
 const stack = await startStack({
   env: {
     SIWE_DOMAINS: "bench.test",
@@ -29,15 +28,7 @@ const stack = await startStack({
     FREE_PLAN_ANNUAL_WRITES: String(10 * N + 100),
     PUBLIC_RELAY_ATTESTER_RATE_PER_HOUR: String(10 * N + 100),
   },
-  wrapRpcFetch: (inner) =>
-    (async (input: RequestInfo | URL, init?: RequestInit) => {
-      if (inFlight++ === 0) since = performance.now();
-      try {
-        return await inner(input, init);
-      } finally {
-        if (--inFlight === 0) rpcBusyMs += performance.now() - since;
-      }
-    }) as typeof fetch,
+  wrapRpcFetch: rpcBusy.wrap,
 });
 
 const def = findSchemaByName("user-review")!;
@@ -72,7 +63,7 @@ async function signIn(key: Hex): Promise<string> {
 }
 
 async function post(path: string, payload: string, cookie?: string) {
-  const rpcBefore = rpcBusyMs;
+  const rpcBefore = rpcBusy.ms();
   const t = performance.now();
   const response = await fetch(`${stack.baseUrl}${path}`, {
     method: "POST",
@@ -82,7 +73,7 @@ async function post(path: string, payload: string, cookie?: string) {
   await response.arrayBuffer();
   if (response.status !== 200) throw new Error(`${path}: status ${response.status}`);
   const total = performance.now() - t;
-  return { total, notRpc: total - (rpcBusyMs - rpcBefore) };
+  return { total, notRpc: total - (rpcBusy.ms() - rpcBefore) };
 }
 
 const privateKey = generatePrivateKey();

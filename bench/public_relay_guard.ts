@@ -19,23 +19,12 @@ import { createRelayGuard } from "../domain/relay_guard.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { prepareDelegatedAttestation, signableTypedData } from "../http/client/delegated_attest.ts";
 import { startStack } from "../e2e/harness.ts";
+import { rpcBusyClock } from "./_rpc_busy.ts";
 
 const N = Number(process.argv[2] ?? 100);
 
-let rpcBusyMs = 0;
-let inFlight = 0;
-let since = 0;
-const stack = await startStack({
-  wrapRpcFetch: (inner) =>
-    (async (input: RequestInfo | URL, init?: RequestInit) => {
-      if (inFlight++ === 0) since = performance.now();
-      try {
-        return await inner(input, init);
-      } finally {
-        if (--inFlight === 0) rpcBusyMs += performance.now() - since;
-      }
-    }) as typeof fetch,
-});
+const rpcBusy = rpcBusyClock();
+const stack = await startStack({ wrapRpcFetch: rpcBusy.wrap });
 
 const def = findSchemaByName("user-review")!;
 async function body(): Promise<{ payload: string; attester: string }> {
@@ -72,13 +61,13 @@ async function guardOnce(i: number, attester: string): Promise<number> {
 }
 
 async function post(payload: string) {
-  const rpcBefore = rpcBusyMs;
+  const rpcBefore = rpcBusy.ms();
   const t = performance.now();
   const response = await fetch(`${stack.baseUrl}/v1/delegated-attest`, { method: "POST", headers: { "content-type": "application/json" }, body: payload });
   await response.arrayBuffer();
   if (response.status !== 200) throw new Error(`status ${response.status}`);
   const total = performance.now() - t;
-  return { total, notRpc: total - (rpcBusyMs - rpcBefore) };
+  return { total, notRpc: total - (rpcBusy.ms() - rpcBefore) };
 }
 
 const bodies = await Promise.all(Array.from({ length: N + 5 }, () => body()));
