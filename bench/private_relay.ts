@@ -15,6 +15,7 @@ import { findSchemaByName } from "../domain/schemas.ts";
 import { prepareDelegatedAttestation, signableTypedData } from "../http/client/delegated_attest.ts";
 import { startStack } from "../e2e/harness.ts";
 import { rpcBusyClock } from "./_rpc_busy.ts";
+import { signInCookie } from "../e2e/support/sign_in.ts";
 
 const N = Number(process.argv[2] ?? 60);
 const APP = "https://bench.test";
@@ -46,21 +47,6 @@ async function review(key: Hex, nonce: bigint, i: number): Promise<string> {
   return JSON.stringify({ prepared, signature: await account.signTypedData(signableTypedData(prepared)), attester: account.address });
 }
 
-async function signIn(key: Hex): Promise<string> {
-  const wallet = privateKeyToAccount(key);
-  const headers = { "content-type": "application/json", origin: APP };
-  const challenge = await (await fetch(`${stack.baseUrl}/v1/session/wallet/challenge`, {
-    method: "POST",
-    headers,
-    body: JSON.stringify({ walletDid: `did:pkh:eip155:31337:${wallet.address}`, domain: "bench.test", uri: `${APP}/login` }),
-  })).json() as { challengeId: string; siweMessage: string };
-  const res = await fetch(`${stack.baseUrl}/v1/session/wallet/verify`, {
-    method: "POST",
-    headers,
-    body: JSON.stringify({ ...challenge, signature: await wallet.signMessage({ message: challenge.siweMessage }) }),
-  });
-  return res.headers.get("set-cookie")!.split(";")[0]!;
-}
 
 async function post(path: string, payload: string, cookie?: string) {
   const rpcBefore = rpcBusy.ms();
@@ -78,7 +64,7 @@ async function post(path: string, payload: string, cookie?: string) {
 
 const privateKey = generatePrivateKey();
 const publicKey = generatePrivateKey();
-const cookie = await signIn(privateKey);
+const cookie = await signInCookie(stack.baseUrl, privateKey, { origin: APP });
 const WARM = 5;
 const privateBodies = await Promise.all(Array.from({ length: N + WARM }, (_, i) => review(privateKey, BigInt(i), i)));
 const publicBodies = await Promise.all(Array.from({ length: N + WARM }, (_, i) => review(publicKey, BigInt(i), i)));

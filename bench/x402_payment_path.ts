@@ -16,6 +16,7 @@ import { startFacilitator } from "../adapters/devnet/mod.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { prepareDelegatedAttestation, signableTypedData } from "../http/client/delegated_attest.ts";
 import { startStack } from "../e2e/harness.ts";
+import { signInCookie } from "../e2e/support/sign_in.ts";
 
 const N = Number(process.argv[2] ?? 20);
 const APP = "https://app.test";
@@ -47,17 +48,7 @@ async function review(key: Hex, nonce: bigint): Promise<string> {
 
 // The signed-in account.
 const member = generatePrivateKey();
-const wallet = privateKeyToAccount(member);
-const challenge = await (await fetch(`${service.url}/v1/session/wallet/challenge`, {
-  method: "POST",
-  headers: { "content-type": "application/json", origin: APP },
-  body: JSON.stringify({ walletDid: `did:pkh:eip155:31337:${wallet.address}`, domain: "app.test", uri: `${APP}/login` }),
-})).json() as { challengeId: string; siweMessage: string };
-const cookie = (await fetch(`${service.url}/v1/session/wallet/verify`, {
-  method: "POST",
-  headers: { "content-type": "application/json", origin: APP },
-  body: JSON.stringify({ ...challenge, signature: await wallet.signMessage({ message: challenge.siweMessage }) }),
-})).headers.get("set-cookie")!.split(";")[0]!;
+const cookie = await signInCookie(service.url, member, { origin: APP });
 
 // The paying agent: an Anvil dev account holding the devnet token.
 const payerKey = stack.devnet.keys.users[0]!;

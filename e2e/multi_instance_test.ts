@@ -20,6 +20,7 @@ import { signedReviewBody } from "./support/review_signer.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { postgresUnavailableReason, startPostgres, type TestPostgres } from "./support/postgres.ts";
 import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
+import { signInCookie } from "./support/sign_in.ts";
 
 const skip = postgresUnavailableReason();
 if (skip !== undefined) console.warn(`[multi_instance_test] ${skip}`);
@@ -130,27 +131,12 @@ describe.skipIf(skip !== undefined)(`two instances on one PostgreSQL and one del
   });
 });
 
-/** Signs `key`'s wallet in at `base` and returns the session cookie (sessions live in PostgreSQL: valid at every instance). */
-async function signIn(base: string, key: Hex): Promise<string> {
-  const wallet = privateKeyToAccount(key);
-  const challenge = await (await fetch(`${base}/v1/session/wallet/challenge`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ walletDid: `did:pkh:eip155:${devnet.chainId}:${wallet.address}`, domain: "app.test", uri: "https://app.test/" }),
-  })).json() as { challengeId: string; siweMessage: string };
-  const res = await fetch(`${base}/v1/session/wallet/verify`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ ...challenge, signature: await wallet.signMessage({ message: challenge.siweMessage }) }),
-  });
-  expect(res.status).toBe(200);
-  return res.headers.get("set-cookie")!.split(";")[0]!;
-}
 
 describe.skipIf(skip !== undefined)(`quota and budget shared by two instances${skip ? ` (skipped: ${skip})` : ""}`, () => {
   test("the private relay's quota is exact across instances: with one write left, four parallel writes at both give one", async () => {
     const key = generatePrivateKey();
-    const cookie = await signIn(instances[0]!.url, key);
+    // Sessions live in PostgreSQL: a cookie from one instance is valid at every instance.
+    const cookie = await signInCookie(instances[0]!.url, key);
     const relay = async (base: string, nonce: bigint, i: number) => {
       const body = await signedReviewBody(devnet, key, {
         nonce,

@@ -11,6 +11,7 @@ import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { ownedContract } from "./support/owned_contract.ts";
 import { inFrontOf, type RpcProxy, startRpcProxy } from "./support/rpc_proxy.ts";
 import { startStack, type Stack } from "./harness.ts";
+import { signInCookie } from "./support/sign_in.ts";
 
 const APP = "https://app.test";
 let stack: Stack;
@@ -45,20 +46,7 @@ async function call(method: string, path: string, cookie: string, body?: unknown
   return { status: res.status, body: await res.json() as Record<string, any> };
 }
 
-async function signIn(key: Hex): Promise<string> {
-  const wallet = privateKeyToAccount(key);
-  const challenge = await (await fetch(`${stack.baseUrl}/v1/session/wallet/challenge`, {
-    method: "POST",
-    headers: { "content-type": "application/json", origin: APP },
-    body: JSON.stringify({ walletDid: `did:pkh:eip155:31337:${wallet.address}`, domain: "app.test", uri: `${APP}/login` }),
-  })).json() as { challengeId: string; siweMessage: string };
-  const res = await fetch(`${stack.baseUrl}/v1/session/wallet/verify`, {
-    method: "POST",
-    headers: { "content-type": "application/json", origin: APP },
-    body: JSON.stringify({ ...challenge, signature: await wallet.signMessage({ message: challenge.siweMessage }) }),
-  });
-  return res.headers.get("set-cookie")!.split(";")[0]!;
-}
+const signIn = (key: Hex) => signInCookie(stack.baseUrl, key, { origin: APP });
 
 describe("subjects", () => {
   test("bootstrap, add by DNS proof (replacing the bootstrap), duplicates, no squatting, not found across accounts, rename, default, delete", async () => {

@@ -19,6 +19,7 @@ import type { Service } from "../main.ts";
 import { runOps } from "../ops.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { startStack, type Stack } from "./harness.ts";
+import { signInCookie } from "./support/sign_in.ts";
 
 const APP = "https://app.test";
 const LINKED = findSchemaByName("linked-identifier")!;
@@ -326,17 +327,7 @@ describe("paying with x402", () => {
   test("a signed-in account buys a year of the paid plan; accounts/me shows the plan and its period", async () => {
     const key = payers[0]!;
     const wallet = privateKeyToAccount(key);
-    const challenge = await (await fetch(`${service.url}/v1/session/wallet/challenge`, {
-      method: "POST",
-      headers: { "content-type": "application/json", origin: APP },
-      body: JSON.stringify({ walletDid: `did:pkh:eip155:31337:${wallet.address}`, domain: "app.test", uri: `${APP}/login` }),
-    })).json() as { challengeId: string; siweMessage: string };
-    const verified = await fetch(`${service.url}/v1/session/wallet/verify`, {
-      method: "POST",
-      headers: { "content-type": "application/json", origin: APP },
-      body: JSON.stringify({ ...challenge, signature: await wallet.signMessage({ message: challenge.siweMessage }) }),
-    });
-    const cookie = verified.headers.get("set-cookie")!.split(";")[0]!;
+    const cookie = await signInCookie(service.url, key, { origin: APP });
     const me = async () => (await (await fetch(`${service.url}/api/private/accounts/me`, { headers: { cookie } })).json() as { subscription: Record<string, unknown> }).subscription;
     expect(await me()).toMatchObject({ plan: "free", annualSponsoredWriteLimit: 1 });
     const before = await balance(wallet.address);
