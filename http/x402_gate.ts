@@ -30,6 +30,7 @@ import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { type PaidCall, paymentReplayKey, readExactAuthorization } from "../domain/x402_payments.ts";
 import type { Logger } from "../ports/logger.ts";
 import type { PaymentPurpose } from "../ports/payments.ts";
+import { initializeOnce } from "../x402/elysia_adapter.ts";
 import { createOfferReceiptExtension, declareOfferReceiptExtension, type OfferReceiptSigning } from "../x402/extension.ts";
 import { errorBody, json } from "./errors.ts";
 
@@ -178,14 +179,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     }
   }
   const httpServer = new x402HTTPResourceServer(resourceServer, routes);
-  let initialized: Promise<void> | undefined;
-  const initialize = () => {
-    initialized ??= httpServer.initialize().catch((error: unknown) => {
-      initialized = undefined;
-      throw error;
-    });
-    return initialized;
-  };
+  const initialize = initializeOnce(httpServer);
 
   const replayed = () => json(errorBody("PAYMENT_ALREADY_USED", "This payment authorization was already used"), 409);
   const unavailable = () => json(errorBody("FACILITATOR_UNAVAILABLE", "The payment facilitator is unavailable; nothing was charged"), 502);

@@ -68,6 +68,21 @@ export function withX402(
   return createX402Fetch({ ...options, handle: (request) => app.handle(request) });
 }
 
+/**
+ * The server's `initialize()` (it asks the facilitator what it supports) run once and shared; a failure is not kept,
+ * so the next request asks again once the facilitator is back.
+ */
+export function initializeOnce(httpServer: { initialize: () => Promise<void> }): () => Promise<void> {
+  let initialized: Promise<void> | undefined;
+  return () => {
+    initialized ??= httpServer.initialize().catch((error: unknown) => {
+      initialized = undefined;
+      throw error;
+    });
+    return initialized;
+  };
+}
+
 /** Builds the fetch handler: free routes pass through, protected routes pay first. */
 export function createX402Fetch(options: X402FetchOptions): (request: Request) => Promise<Response> {
   const { httpServer, handle, log } = options;
@@ -77,14 +92,7 @@ export function createX402Fetch(options: X402FetchOptions): (request: Request) =
     routeOf.set(context.adapter, routeConfig);
     return Promise.resolve();
   });
-  let initialized: Promise<void> | undefined;
-  const initialize = () => {
-    initialized ??= httpServer.initialize().catch((error: unknown) => {
-      initialized = undefined;
-      throw error;
-    });
-    return initialized;
-  };
+  const initialize = initializeOnce(httpServer);
 
   const cors = options.cors === false ? undefined : { origin: options.cors?.origin ?? "*", maxAgeSeconds: options.cors?.maxAgeSeconds ?? 600 };
 
