@@ -29,11 +29,14 @@ export async function ensureTestUsd(
   const hash = await walletClient.deployContract({ abi: TEST_USD.abi, bytecode: TEST_USD.bytecode, account: walletClient.account!, chain: walletClient.chain });
   const receipt = await publicClient.waitForTransactionReceipt({ hash });
   const address = getAddress(receipt.contractAddress!);
-  // One after another: the deployer's nonces come from the node, which only counts mined transactions here.
-  for (const to of holders) {
-    const mint = await walletClient.writeContract({ address, abi: TEST_USD.abi, functionName: "mint", args: [to, TEST_USD_MINT], account: walletClient.account!, chain: walletClient.chain });
-    await publicClient.waitForTransactionReceipt({ hash: mint });
+  // All sent at once with nonces counted here (the node's count would race), then their receipts awaited together.
+  const account = walletClient.account!;
+  const first = await publicClient.getTransactionCount({ address: account.address, blockTag: "pending" });
+  const mints: Hex[] = [];
+  for (const [i, to] of holders.entries()) {
+    mints.push(await walletClient.writeContract({ address, abi: TEST_USD.abi, functionName: "mint", args: [to, TEST_USD_MINT], account, chain: walletClient.chain, nonce: first + i }));
   }
+  await Promise.all(mints.map((hash) => publicClient.waitForTransactionReceipt({ hash })));
   options.log(`deployed the x402 test token at ${address}`);
   return address;
 }
