@@ -62,7 +62,7 @@ const meta = (name: string) => document.querySelector<HTMLMetaElement>(`meta[nam
 const CHAIN_ID = Number(meta("ats-chain-id"));
 const api: ServiceOptions = { baseUrl: "" };
 
-type StatusKind = "progress" | "ok" | "error" | "";
+type StatusKind = "progress" | "ok" | "warn" | "error" | "";
 
 function setStatus(id: string, kind: StatusKind, text: string): void {
   const element = byId(id);
@@ -79,14 +79,18 @@ function describeError(error: unknown): string {
   return `UNEXPECTED: ${error instanceof Error ? error.message : String(error)}`;
 }
 
+/** A finished step that still needs the reader's attention (a lookup failed), shown as a warning, not a success. */
+type Warning = { readonly warn: string };
+
 /** Runs a form's work with its submit button disabled and the status line kept up to date. */
-async function busy(form: HTMLFormElement | null, statusId: string, progress: string, work: () => Promise<string | void>): Promise<void> {
+async function busy(form: HTMLFormElement | null, statusId: string, progress: string, work: () => Promise<string | Warning | void>): Promise<void> {
   const buttons = form ? Array.from(form.querySelectorAll("button")) : [];
   for (const button of buttons) button.disabled = true;
   setStatus(statusId, "progress", progress);
   try {
     const done = await work();
-    setStatus(statusId, done ? "ok" : "", done ?? "");
+    if (typeof done === "object") setStatus(statusId, "warn", done.warn);
+    else setStatus(statusId, done ? "ok" : "", done ?? "");
   } catch (error) {
     setStatus(statusId, "error", describeError(error));
   } finally {
@@ -224,7 +228,7 @@ function setUpDomain(): void {
         const record = await discoverControllers(subject, api);
         result.replaceChildren(...renderDomain(record, wallet));
         const failed = record.evidence.filter((item) => item.status === "unavailable").length;
-        if (failed > 0) return `Checked ${subject}: ${failed} lookup${failed === 1 ? "" : "s"} failed, see below`;
+        if (failed > 0) return { warn: `Checked ${subject}: ${failed} lookup${failed === 1 ? "" : "s"} failed, see below` };
       } catch (error) {
         result.replaceChildren(h("p", { class: "box bad", id: "domain-error" }, `The lookup failed, so nothing can be said about this domain. ${describeError(error)}`));
         throw error;

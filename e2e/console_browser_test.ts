@@ -218,7 +218,7 @@ async function screenshots(page: Page, name: string): Promise<void> {
 }
 
 const text = (page: Page, selector: string) => page.locator(selector).innerText();
-const statusOf = async (page: Page, id: string, kinds = /\b(ok|error)\b/) => {
+const statusOf = async (page: Page, id: string, kinds = /\b(ok|warn|error)\b/) => {
   await page.waitForFunction(([sel, re]) => new RegExp(re).test(document.getElementById(sel)!.className), [id, kinds.source] as const, { timeout: 30_000 });
   return await text(page, `#${id}`);
 };
@@ -291,6 +291,7 @@ describeBrowser("the console in a browser", () => {
     await page.fill("#domain-wallet", "");
     await page.click("#domain-form button[type=submit]");
     expect(await statusOf(page, "domain-status")).toBe("Checked broken.test: 1 lookup failed, see below");
+    expect(await page.getAttribute("#domain-status", "class")).toBe("status warn");
     const broken = page.locator('#domain-evidence article[data-kind="dns-txt"]').first();
     expect(await broken.getAttribute("data-status")).toBe("unavailable");
     expect(await broken.innerText()).toContain("Lookup failed");
