@@ -34,7 +34,7 @@ import { createRelayGuard, GAS_WINDOW_MS } from "./domain/relay_guard.ts";
 import { createPremiumRpc } from "./domain/premium_rpc.ts";
 import { createSubjectOwnership } from "./domain/subject_ownership.ts";
 import { createSubjects } from "./domain/subjects.ts";
-import { createPrivateRelay } from "./domain/private_relay.ts";
+import { createPrivateRelay, REFERENCED_AUTHORITY } from "./domain/private_relay.ts";
 import { createViemOwnershipChain } from "./adapters/viem_ownership_chain.ts";
 import { createFetchRawRpc } from "./adapters/fetch_raw_rpc.ts";
 import { TYPICAL_ATTEST_GAS } from "./adapters/viem_eas.ts";
@@ -115,6 +115,11 @@ export async function startService(config: Config, options: StartServiceOptions 
     }
     const subsidized = subsidizedSchemaMap(chain.value, config.subsidizedSchemas);
     if (!subsidized.ok) throw new StartupError(`SUBSIDIZED_SCHEMAS: ${subsidized.message}`);
+    // A response's authority is the owner of the review it answers; the public relay has no identity to check it against.
+    const unsubsidizable = config.subsidizedSchemas.filter((name) => REFERENCED_AUTHORITY.has(name));
+    if (unsubsidizable.length > 0) {
+      throw new StartupError(`SUBSIDIZED_SCHEMAS: ${unsubsidizable.join(", ")} may only be written through the private relay, which checks the responder owns the subject of the attestation refUID names`);
+    }
     // The private relay takes every anchored schema; the plan decides which an account may write.
     const relaySchemas = subsidizedSchemaMap(chain.value, Object.keys(chain.value.schemas));
     if (!relaySchemas.ok) throw new StartupError(`TRUST_ANCHORS_PATH: ${relaySchemas.message}`);
@@ -369,6 +374,7 @@ export async function startService(config: Config, options: StartServiceOptions 
           schemaNames: new Map([...relaySchemas.value].map(([uid, s]) => [uid, s.name])),
           subjectScoped: new Set(config.privateRelay.subjectScoped),
           chainId,
+          readAttestation: eas.reader.getAttestation,
           verifyOwnership: subjectOwnership,
         }),
       },

@@ -16,6 +16,7 @@ import {
 import { getCode } from "viem/actions";
 import { privateKeyToAccount } from "viem/accounts";
 import type {
+  AttestationRead,
   ContractSignatureCheck,
   DelegatedAttestCall,
   DelegateSubmitter,
@@ -51,7 +52,7 @@ export type ViemEasOptions = {
 
 /** The EAS adapters built on one viem client. */
 export type ViemEas = {
-  readonly reader: EasReader;
+  readonly reader: EasReader & { readonly getAttestation: NonNullable<EasReader["getAttestation"]> };
   readonly delegate: DelegateSubmitter | undefined;
   readonly client: PublicClient;
   /** True when the RPC answers with the configured chain id. */
@@ -102,7 +103,7 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
   const senderOf = (wallet: string) => senders.get(wallet.toLowerCase());
   const delegateSender = options.delegatePrivateKey ? senderFor(options.delegatePrivateKey) : undefined;
 
-  const reader: EasReader = {
+  const reader: ViemEas["reader"] = {
     chainId: options.chainId,
     easAddress,
     async getAttesterNonce(attester, nonceOptions = {}): Promise<NonceRead> {
@@ -123,6 +124,20 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
       }
     },
     checkContractSignature: (input) => checkContractSignature(client, input, log),
+    async getAttestation(uid): Promise<AttestationRead> {
+      try {
+        const a = await client.readContract({ address: easAddress, abi: EAS_ABI, functionName: "getAttestation", args: [uid] });
+        // EAS answers an unknown uid with an empty struct (uid zero), not a revert.
+        if (/^0x0{64}$/.test(a.uid)) return { ok: true, attestation: null };
+        return {
+          ok: true,
+          attestation: { uid: a.uid, schema: a.schema, attester: a.attester, recipient: a.recipient, revocationTime: a.revocationTime, data: a.data },
+        };
+      } catch (error) {
+        log("rpc_error", { op: "getAttestation", error: describe(error) });
+        return { ok: false, reason: "rpc-error" };
+      }
+    },
   };
 
   const ping = async () => {

@@ -36,6 +36,22 @@ export type WalletDeployment = { readonly factory: HexString; readonly factoryCa
 /** Whether a contract wallet accepts a signature (ERC-1271), or the chain could not be asked. */
 export type ContractSignatureCheck = "valid" | "invalid" | "rpc-error";
 
+/** An attestation EAS holds, as much of it as a write that refers to it (by `refUID`) needs. */
+export type StoredAttestation = {
+  readonly uid: HexString;
+  readonly schema: HexString;
+  readonly attester: HexString;
+  readonly recipient: HexString;
+  /** Unix seconds; 0 = not revoked. */
+  readonly revocationTime: bigint;
+  readonly data: HexString;
+};
+
+/** An attestation read by uid: `null` when EAS holds none under it; a failure when the chain could not be asked. */
+export type AttestationRead =
+  | { readonly ok: true; readonly attestation: StoredAttestation | null }
+  | { readonly ok: false; readonly reason: "rpc-error" };
+
 /** Reads EAS state the delegated-attest flow needs. */
 export interface EasReader {
   readonly chainId: number;
@@ -53,6 +69,8 @@ export interface EasReader {
     readonly signature: HexString;
     readonly deployment?: WalletDeployment | undefined;
   }) => Promise<ContractSignatureCheck>;
+  /** The attestation under `uid` at the head (EAS `getAttestation`: one call); the private relay's refUID rule reads it. */
+  readonly getAttestation?: (uid: HexString) => Promise<AttestationRead>;
 }
 
 /** What a dry run of the transaction said. */
