@@ -507,11 +507,22 @@ export const REQUEST_MODELS = {
   controllerWitness: { body: ControllerWitnessBody },
 } as const satisfies Record<string, RequestModels>;
 
-/** One documented operation: the paths it is served on and its models. */
+/**
+ * Who may call an operation, published as its OpenAPI `security` (http/openapi.ts): `public` needs nothing;
+ * `session` the sign-in cookie; `session-or-x402` the cookie, or instead an x402 payment where a price is
+ * configured; `session-and-x402` both (buying the plan); `session-optional` acts on the cookie when one is sent.
+ */
+export type RouteAuth = "public" | "session" | "session-or-x402" | "session-and-x402" | "session-optional";
+
+/** One documented operation: the paths it is served on, who may call it and its models. */
 export type RouteDoc = {
   readonly method: "get" | "post" | "patch" | "delete";
   readonly paths: readonly string[];
+  /** Required, so that a new route cannot be published without saying who may call it. */
+  readonly auth: RouteAuth;
   readonly summary: string;
+  /** A description of each `{name}` of the paths; every such parameter is declared, described or not. */
+  readonly pathParameters?: Readonly<Record<string, string>> | undefined;
   readonly request?: RequestModels | undefined;
   readonly responses: Readonly<Record<number, { description: string; schema?: TSchema | undefined }>>;
 };

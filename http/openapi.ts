@@ -1,13 +1,78 @@
-import type { RouteDoc } from "./models.ts";
+import type { RouteAuth, RouteDoc } from "./models.ts";
+import { SESSION_COOKIE } from "./routes/session.ts";
+
+/**
+ * The ways a caller proves who it is or pays, by name. The bearer tokens of registered software (OAuth 2,
+ * decisions §19) join here as `bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" }`, and
+ * `REQUIREMENTS` below then lists `{ bearer: [scope] }` beside `session` on the routes that accept them.
+ */
+export const SECURITY_SCHEMES = {
+  session: {
+    type: "apiKey",
+    in: "cookie",
+    name: SESSION_COOKIE,
+    description:
+      "The HttpOnly session cookie that POST /v1/session/wallet/verify (or register) sets. From a browser, a request that changes state also needs an allowlisted Origin and a JSON body",
+  },
+  x402: {
+    type: "apiKey",
+    in: "header",
+    name: "PAYMENT-SIGNATURE",
+    description:
+      "An x402 v2 payment (base64 JSON) for the terms of the 402 answer's PAYMENT-REQUIRED header; taken only where a price is configured (X402_WITNESS_PRICE, X402_RELAY_PRICE, X402_PAID_PLAN_PRICE). The answer carries PAYMENT-RESPONSE",
+  },
+} as const;
+
+type SecurityRequirement = Readonly<Partial<Record<keyof typeof SECURITY_SCHEMES, readonly string[]>>>;
+
+/** The OpenAPI `security` of each kind of route: alternatives, each naming the schemes it needs together. */
+const REQUIREMENTS: Readonly<Record<RouteAuth, readonly SecurityRequirement[]>> = {
+  public: [],
+  session: [{ session: [] }],
+  "session-or-x402": [{ session: [] }, { x402: [] }],
+  "session-and-x402": [{ session: [], x402: [] }],
+  // `{}`: the operation answers without the cookie too.
+  "session-optional": [{}, { session: [] }],
+};
+
+const HTTP_METHODS: ReadonlySet<string> = new Set(["get", "put", "post", "delete", "options", "head", "patch", "trace"]);
+
+const capitalized = (word: string) => word.charAt(0).toUpperCase() + word.slice(1);
+
+/**
+ * A readable operationId, one per method and path: segments joined by `_`, each segment's `-` and `.` written
+ * as camelCase and a `{name}` as `byName`, so `/v1/identity-resolve` and `/v1/identity/resolve` stay apart.
+ */
+export function operationIdOf(method: string, path: string): string {
+  const segments = path.split("/").filter((s) => s !== "").map((segment) => {
+    const parameter = /^\{(\w+)\}$/.exec(segment);
+    if (parameter) return `by${capitalized(parameter[1]!)}`;
+    const [first = "", ...rest] = segment.split(/[^A-Za-z0-9]+/).filter((w) => w !== "");
+    return first + rest.map(capitalized).join("");
+  });
+  return `${method}_${segments.length === 0 ? "root" : segments.join("_")}`;
+}
+
+/** The `{name}`s of a path template, in order. */
+function pathParameterNames(path: string): string[] {
+  return [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+}
 
 /** Builds an OpenAPI 3.1 document from the route docs; TypeBox models are JSON Schema as they are. */
 export function buildOpenApi(docs: readonly RouteDoc[], info: { title: string; version: string; serverUrl: string }) {
   const paths: Record<string, Record<string, unknown>> = {};
+  const operationIds = new Map<string, string>();
   for (const doc of docs) {
     for (const path of doc.paths) {
+      const operationId = operationIdOf(doc.method, path);
+      const taken = operationIds.get(operationId);
+      // A programming error in the table (the same method and path twice, or two paths that read alike): loud.
+      if (taken !== undefined) throw new Error(`operationId ${operationId} of ${doc.method} ${path} is also ${taken}'s`);
+      operationIds.set(operationId, `${doc.method} ${path}`);
       const operation: Record<string, unknown> = {
         summary: doc.summary,
-        operationId: `${doc.method}${path.replace(/[^A-Za-z0-9]+/g, "_")}`,
+        operationId,
+        security: REQUIREMENTS[doc.auth],
         responses: Object.fromEntries(
           Object.entries(doc.responses).map(([status, r]) => [
             status,
@@ -29,7 +94,16 @@ export function buildOpenApi(docs: readonly RouteDoc[], info: { title: string; v
       if (doc.request?.body) {
         operation.requestBody = { required: true, content: { "application/json": { schema: doc.request.body } } };
       }
-      (paths[path] ??= {})[doc.method] = operation;
+      const item = (paths[path] ??= {});
+      const names = pathParameterNames(path);
+      // Declared once on the path item, which its every method shares; an operation's own `parameters` stay its query model's.
+      if (names.length > 0 && item.parameters === undefined) {
+        item.parameters = names.map((name) => {
+          const description = doc.pathParameters?.[name];
+          return { name, in: "path", required: true, ...(description ? { description } : {}), schema: { type: "string", minLength: 1 } };
+        });
+      }
+      item[doc.method] = operation;
     }
   }
   return {
@@ -37,6 +111,7 @@ export function buildOpenApi(docs: readonly RouteDoc[], info: { title: string; v
     info: { title: info.title, version: info.version },
     servers: [{ url: info.serverUrl }],
     paths,
+    components: { securitySchemes: SECURITY_SCHEMES },
   };
 }
 
@@ -48,6 +123,7 @@ export function renderApiPage(doc: ReturnType<typeof buildOpenApi>): string {
   const rows: string[] = [];
   for (const [path, ops] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(ops)) {
+      if (!HTTP_METHODS.has(method)) continue; // the path's own `parameters`
       const o = op as { summary: string; responses: Record<string, unknown>; requestBody?: unknown; parameters?: { name: string }[] };
       const params = o.parameters?.map((p) => p.name).join(", ") ?? "";
       rows.push(

@@ -33,11 +33,15 @@ const easErr = (description: string) => ({ description, schema: EasErrorModel })
 const X402_REFUSALS =
   "PAYMENT_REQUIRED: no session and no PAYMENT-SIGNATURE; the PAYMENT-REQUIRED header (base64 JSON, x402 v2) carries the exact-scheme terms (asset, network, payTo, amount) and a signed offer (extensions.offer-receipt); PAYMENT_INVALID (details: the protocol reason, e.g. an underpaid, expired or badly signed authorization) with fresh terms";
 
+/** The `{id}` of the subject routes. */
+const SUBJECT_ID = { id: "The subject's id, as GET /api/private/subjects lists it" };
+
 /** Every public operation with its models; `/openapi.json` is generated from this list. */
 export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "get",
     paths: ["/api/eas/nonce", "/v1/nonce"],
+    auth: "public",
     summary: "The attester's current EAS nonce",
     request: REQUEST_MODELS.nonce,
     responses: {
@@ -50,6 +54,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "post",
     paths: ["/api/eas/delegated-attest", "/v1/delegated-attest"],
+    auth: "public",
     summary: "Verify an EIP-712 Attest signature and submit it through attestByDelegation, paying gas",
     request: REQUEST_MODELS.delegatedAttest,
     responses: {
@@ -68,12 +73,14 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "get",
     paths: ["/v1/trust-anchors", "/v1/trust-policy", "/api/public/trust-anchors"],
+    auth: "public",
     summary: "Registry addresses, schema UIDs and approved issuers",
     responses: { 200: { description: "Trust anchors record", schema: TrustAnchorsModel }, 405: err("METHOD_NOT_ALLOWED") },
   },
   {
     method: "post",
     paths: ["/v1/identity-resolve", "/v1/identity/resolve", "/api/public/identity-resolve"],
+    auth: "public",
     summary: "Canonical identifiers and display labels (display only, not for authorization)",
     request: REQUEST_MODELS.identityResolve,
     responses: {
@@ -86,6 +93,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "get",
     paths: ["/v1/controller-endpoint-confirm", "/api/public/controller-endpoint-confirm"],
+    auth: "public",
     summary: "Controller keys a did:web publishes through DNS TXT and did.json (current, mutable evidence)",
     request: REQUEST_MODELS.controllerEndpointConfirm,
     responses: {
@@ -96,6 +104,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "get",
     paths: ["/v1/controller-confirm", "/api/public/controller-confirm"],
+    auth: "public",
     summary: "Endpoint evidence plus the connected wallet and the approved-issuer registry",
     request: REQUEST_MODELS.controllerConfirm,
     responses: {
@@ -106,6 +115,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "get",
     paths: ["/v1/artifact-trust", "/api/public/artifact-trust"],
+    auth: "public",
     summary: "Every verified claim about a did:artifact: responsibility claims, security assessments, certifications, linked identifiers",
     request: REQUEST_MODELS.artifactTrust,
     responses: {
@@ -118,6 +128,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "get",
     paths: ["/v1/attestations", "/api/public/attestations"],
+    auth: "public",
     summary: "The attestations about a subject in one schema, newest first, paged: recipient = the subject's DID address and decoded subject = the DID; read from the attestation index",
     request: REQUEST_MODELS.attestationList,
     responses: {
@@ -130,6 +141,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "post",
     paths: ["/v1/session/wallet/challenge", "/api/private/session/wallet/challenge"],
+    auth: "public",
     summary: "Sign-in with Ethereum: a single-use EIP-4361 challenge for the wallet (expires in 10 minutes)",
     request: REQUEST_MODELS.walletChallenge,
     responses: {
@@ -144,6 +156,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "post",
     paths: ["/v1/session/wallet/verify", "/api/private/session/wallet/verify"],
+    auth: "public",
     summary: "Exchanges the signed challenge for an HttpOnly session cookie; the first sign-in creates the account (free plan)",
     request: REQUEST_MODELS.walletVerify,
     responses: {
@@ -159,6 +172,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "post",
     paths: ["/v1/session/wallet/register", "/api/private/session/wallet/register"],
+    auth: "public",
     summary: "As verify, for a wallet without an account: creates the account and signs in (decisions §12)",
     request: REQUEST_MODELS.walletVerify,
     responses: {
@@ -172,12 +186,14 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "get",
     paths: ["/api/private/accounts/me"],
+    auth: "session",
     summary: "The signed-in account: display name, subscription with limits and this year's usage, primary subject, wallets",
     responses: { 200: { description: "Account", schema: AccountMeModel }, 401: err("UNAUTHENTICATED") },
   },
   {
     method: "patch",
     paths: ["/api/private/accounts/me"],
+    auth: "session",
     summary: "Sets or clears the account's display name",
     request: REQUEST_MODELS.accountPatch,
     responses: {
@@ -191,6 +207,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "post",
     paths: ["/api/private/subscriptions/x402"],
+    auth: "session-and-x402",
     summary: "Buys one year of the paid plan for the signed-in account with x402 (X402_PAID_PLAN_PRICE): without PAYMENT-SIGNATURE 402 with the terms; with it the year is added after the account's paid time and the payment settled. Body: {} (or empty)",
     responses: {
       200: { description: "{subscription, purchased: {periodStart, periodEnd}}; PAYMENT-RESPONSE header with the settlement and a signed receipt" },
@@ -206,6 +223,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "get",
     paths: ["/api/private/subscriptions/current"],
+    auth: "session",
     summary: "The signed-in account's subscription (the same object as in accounts/me)",
     responses: { 200: { description: "Subscription", schema: SubscriptionCurrentModel }, 401: err("UNAUTHENTICATED") },
   },
@@ -213,12 +231,14 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "get",
     paths: ["/v1/session/me", "/api/private/session/me"],
+    auth: "session",
     summary: "The signed-in account, its session and its sponsored-write quota",
     responses: { 200: { description: "Session", schema: SessionMeModel }, 401: err("UNAUTHENTICATED") },
   },
   {
     method: "post",
     paths: ["/api/private/rpc-premium"],
+    auth: "session",
     request: REQUEST_MODELS.premiumRpc,
     summary: "Read-only JSON-RPC (one call or a batch of up to 100) forwarded to the chain for the signed-in account; each forwarded call is one premium read. Other methods (-32601), eth_getLogs ranges over PREMIUM_RPC_MAX_LOG_RANGE (-32602) and malformed calls of a batch (-32600) are JSON-RPC error objects, never forwarded nor counted",
     responses: {
@@ -234,11 +254,13 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "post",
     paths: ["/v1/session/logout", "/api/private/session/logout"],
+    auth: "session-optional",
     summary: "Revokes the session and clears the cookie",
     responses: { 200: { description: "Signed out", schema: SuccessModel }, 403: err("ORIGIN_NOT_ALLOWED"), 415: err("UNSUPPORTED_MEDIA_TYPE") },
   },  {
     method: "post",
     paths: ["/api/verify/subject-ownership"],
+    auth: "public",
     summary: "Proves that a wallet owns a subject: did:web by DNS TXT or did.json, the wallet's own did:pkh, a contract whose owner() is the wallet, created by it (txHash) or transferred to it (txHash). No session needed",
     request: REQUEST_MODELS.subjectOwnership,
     responses: {
@@ -251,6 +273,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "post",
     paths: ["/v1/controller-witness", "/api/private/controller-witness"],
+    auth: "session-or-x402",
     summary: "Session or x402 payment: when DNS TXT or did.json of the did:web subject publishes the controller, the service writes a controller-witness attestation (one sponsored write, or one paid with x402 by an agent without a session: X402_WITNESS_PRICE; send PAYMENT-SIGNATURE, the answer carries PAYMENT-RESPONSE with a signed receipt)",
     request: REQUEST_MODELS.controllerWitness,
     responses: {
@@ -271,12 +294,14 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   },  {
     method: "get",
     paths: ["/api/private/relay/eas/nonce"],
+    auth: "session",
     summary: "The attester's EAS nonce, for the signed-in account (private relay)",
     responses: { 200: { description: "{nonce, chainId, chain, easAddress}" }, 400: err("INVALID_INPUT"), 401: err("UNAUTHENTICATED"), 500: err("RPC_ERROR") },
   },
   {
     method: "post",
     paths: ["/api/private/relay/eas/delegated-attest"],
+    auth: "session-or-x402",
     summary: "Delegated attestation paid from the account's sponsored writes, or with x402 by an agent without a session (X402_RELAY_PRICE; the attester must be the payer, a subject-scoped subject the payer's own did:pkh or proven owned by its wallet): body as the public route plus optional subjectDid; subject-scoped schemas only for the subject's owner",
     responses: {
       200: { description: "{success, txHash, uid, blockNumber, chain}; paid: PAYMENT-RESPONSE header with the settlement and a signed receipt (success false and no receipt when settlement failed after the write)" },
@@ -293,12 +318,14 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "get",
     paths: ["/api/private/subjects"],
+    auth: "session",
     summary: "The signed-in account's subjects, default first (every account starts with its wallet's did:pkh)",
     responses: { 200: { description: "{subjects: [Subject]}", schema: SubjectListModel }, 401: err("UNAUTHENTICATED") },
   },
   {
     method: "post",
     paths: ["/api/private/subjects"],
+    auth: "session",
     summary: "Adds {did (or subjectDid), displayName?, txHash?} once the signed-in wallet is proven to own it (as /api/verify/subject-ownership); the first replaces the bootstrap subject and becomes default",
     request: REQUEST_MODELS.subjectCreate,
     responses: {
@@ -313,12 +340,16 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "get",
     paths: ["/api/private/subjects/{id}"],
+    auth: "session",
+    pathParameters: SUBJECT_ID,
     summary: "One subject of the signed-in account",
     responses: { 200: { description: "{subject}", schema: SubjectAnswerModel }, 401: err("UNAUTHENTICATED"), 404: err("SUBJECT_NOT_FOUND (unknown, or another account's)") },
   },
   {
     method: "patch",
     paths: ["/api/private/subjects/{id}"],
+    auth: "session",
+    pathParameters: SUBJECT_ID,
     summary: "Renames ({displayName}) or makes default ({isDefault: true}) a subject",
     request: REQUEST_MODELS.subjectPatch,
     responses: { 200: { description: "{subject}", schema: SubjectAnswerModel }, 400: err("INVALID_JSON, INVALID_INPUT"), 401: err("UNAUTHENTICATED"), 404: err("SUBJECT_NOT_FOUND") },
@@ -326,6 +357,8 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "delete",
     paths: ["/api/private/subjects/{id}"],
+    auth: "session",
+    pathParameters: SUBJECT_ID,
     summary: "Removes a subject; the oldest remaining one becomes default when the default went (with none left, the wallet's did:pkh comes back on the next read)",
     responses: { 200: { description: "{success: true, id}" }, 401: err("UNAUTHENTICATED"), 404: err("SUBJECT_NOT_FOUND") },
   },
@@ -333,30 +366,35 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "get",
     paths: ["/metrics"],
+    auth: "public",
     summary: "Prometheus metrics: requests and latency by route and status, RPC calls and failures, wallet balances and pending transactions, sponsored writes",
     responses: { 200: { description: "text/plain; version=0.0.4" } },
   },
   {
     method: "get",
     paths: ["/healthz"],
+    auth: "public",
     summary: "The process is alive",
     responses: { 200: { description: "Alive", schema: HealthModel } },
   },
   {
     method: "get",
     paths: ["/readyz"],
+    auth: "public",
     summary: "Database open, anchors loaded, RPC answering",
     responses: { 200: { description: "Ready", schema: ReadyModel }, 503: { description: "Not ready", schema: ReadyModel } },
   },
   {
     method: "get",
     paths: ["/"],
+    auth: "public",
     summary: "The console (decisions §14): a web page to check a domain's controller records and an artifact's trust, list a subject's attestations, sign in with a wallet, manage subjects, request a witness and write a review; strict Content-Security-Policy",
     responses: { 200: { description: "text/html" }, 500: err("INTERNAL_ERROR (the page's bundle could not be built)") },
   },
   {
     method: "get",
     paths: ["/console/app.js", "/console/app.css"],
+    auth: "public",
     summary: "The console's script (one ES module, built from console/app.ts) and stylesheet, embedded in the executable",
     responses: { 200: { description: "text/javascript or text/css" }, 500: err("INTERNAL_ERROR (the bundle could not be built)") },
   },
