@@ -7,7 +7,7 @@ import { EAS_ABI } from "../adapters/eas_abi.ts";
 import { attestDelegated } from "../http/client/delegated_attest.ts";
 import { clearTrustAnchorsCache } from "../http/client/trust_anchors.ts";
 import { anvilImage, anvilRuntime, startStack, type Stack } from "./harness.ts";
-import { probeContainerRuntime } from "./support/anvil_container.ts";
+import { containerAnvil, probeContainerRuntime } from "./support/anvil_container.ts";
 
 async function skipReason(): Promise<string | undefined> {
   if (anvilRuntime() !== "container") return "ANVIL_RUNTIME is not container";
@@ -55,4 +55,20 @@ describe.skipIf(skip !== undefined)(skip === undefined ? `e2e with Anvil in a co
     expect(attestation.attester).toBe(user.address);
     expect(attestation.schema).toBe(stack.devnet.schemaUids["user-review"]!);
   });
+});
+
+// After the block above, so that the stack's container is gone: the container this test stops is the only one, and
+// Podman removes its bridge (and the bridge's gateway address) with it.
+describe.skipIf(skip !== undefined)(skip === undefined ? "a stopped Anvil container" : `a stopped Anvil container: skipped (${skip})`, () => {
+  test("refuses connections at once, as a stopped local Anvil does (the chain-down tests rely on it)", async () => {
+    const anvil = await containerAnvil(anvilImage())({ chainId: 31337, log: () => {} });
+    await anvil.stop();
+    const error = await fetch(anvil.rpcUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
+      signal: AbortSignal.timeout(3_000),
+    }).then(() => undefined, (e: unknown) => e as { code?: string; name?: string });
+    expect(error?.code ?? error?.name).toBe("ECONNREFUSED");
+  }, 60_000);
 });

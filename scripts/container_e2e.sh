@@ -74,5 +74,10 @@ done
 
 echo "container e2e: Anvil from $image through $socket" >&2
 [ "$#" -gt 0 ] || set -- e2e/
-DOCKER_HOST="unix://$socket" TESTCONTAINERS_RYUK_DISABLED=true ANVIL_RUNTIME=container ANVIL_IMAGE="$image" \
+# Published ports are reached on loopback. Inside a container (/.dockerenv) testcontainers would use the podman
+# network's gateway instead (10.88.0.1), an address Podman removes with the bridge when its last container stops:
+# a stopped Anvil's URL then routes out of the machine and connections hang until the network gives up (7 s here)
+# where a stopped local Anvil refuses at once, and the chain-down tests time out. On loopback it refuses at once.
+DOCKER_HOST="unix://$socket" TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1 TESTCONTAINERS_RYUK_DISABLED=true \
+  ANVIL_RUNTIME=container ANVIL_IMAGE="$image" \
   timeout --kill-after=10 900 node_modules/.bin/bun test "$@"

@@ -55,8 +55,10 @@ export function containerAnvil(image: string): (options: AnvilOptions) => Promis
       .withStartupTimeout(options.startTimeoutMs ?? 120_000)
       .start();
     let stopping: Promise<void> | undefined;
+    // No grace period (testcontainers' default, stated so it stays): Anvil keeps nothing to save, and the chain-down
+    // tests stop it inside a test's time limit.
     const stop = (): Promise<void> => {
-      stopping ??= container.stop().then(() => undefined);
+      stopping ??= container.stop({ timeout: 0 }).then(() => undefined);
       return stopping;
     };
     const rpcUrl = `http://${container.getHost()}:${container.getMappedPort(ANVIL_PORT)}`;
