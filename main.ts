@@ -276,6 +276,7 @@ export async function startService(config: Config, options: StartServiceOptions 
       clock: systemClock,
       metrics,
       log,
+      chainClient: eas.client,
     });
     const witness = createControllerWitness({
       discover,
@@ -521,7 +522,7 @@ function describeMetrics(metrics: PrometheusMetrics) {
   metrics.describe("ats_rpc_failures_total", "counter", "JSON-RPC failures: round trips (network, timeout, http_<status>) and error answers (rpc_error by code and method)");
   metrics.describe("ats_rpc_round_trip_seconds", "histogram", "JSON-RPC HTTP round-trip time");
   metrics.describe("ats_public_relay_refusals_total", "counter", "Public delegated-attest requests the relay guard refused, by reason: client, attester, budget, disabled");
-  metrics.describe("ats_x402_payments_total", "counter", "x402 payments by purpose (witness, relay, plan) and outcome: settled, settle_failed, work_failed, work_unknown, replayed");
+  metrics.describe("ats_x402_payments_total", "counter", "x402 payments by purpose (witness, relay, plan) and outcome: settled, settle_failed, work_failed, work_unknown, replayed, in_progress");
   metrics.describe("ats_x402_settlement_failures_total", "counter", "x402 payments whose settlement failed after the work succeeded (see ops payments list), by purpose");
   metrics.describe("ats_sponsored_writes_total", "counter", "Controller witness requests (sponsored-write quota use) by outcome: committed or the error code, e.g. sponsored_write_limit_exceeded");
 }

@@ -3,7 +3,7 @@
  * `X402_FACILITATOR_URL` names one), the offer/receipt signer and the payment gate of the paid routes.
  */
 import { HTTPFacilitatorClient } from "@x402/core/server";
-import type { Hex } from "viem";
+import type { Hex, PublicClient } from "viem";
 import type { Config } from "./config.ts";
 import { type Devnet, type Facilitator, startFacilitator } from "./adapters/devnet/mod.ts";
 import { createPaidCall } from "./domain/x402_payments.ts";
@@ -13,6 +13,7 @@ import type { Logger } from "./ports/logger.ts";
 import type { Metrics } from "./ports/metrics.ts";
 import type { PaymentLedger } from "./ports/payments.ts";
 import { createEip712Issuer } from "./x402/signers.ts";
+import { createViemPayerBalances } from "./adapters/viem_payer_balances.ts";
 
 /** What the service announces about its x402 terms (printed by `npm start`). */
 export type X402Terms = {
@@ -37,6 +38,8 @@ export async function wireX402(
     readonly clock: Clock;
     readonly metrics: Metrics;
     readonly log: Logger;
+    /** The service's chain client: payers' balances are read with it when payments settle on its chain (issue 23). */
+    readonly chainClient?: PublicClient | undefined;
   },
 ): Promise<WiredX402 | undefined> {
   const { devnet, log } = shared;
@@ -67,7 +70,16 @@ export async function wireX402(
     payTo,
     prices,
     signing: { issuer: createEip712Issuer({ privateKey: signingKey, chainId: shared.chainId }), publicBaseUrl: config.publicBaseUrl },
-    paidCall: createPaidCall({ payments: shared.payments, clock: shared.clock, metrics: shared.metrics }),
+    paidCall: createPaidCall({
+      payments: shared.payments,
+      clock: shared.clock,
+      metrics: shared.metrics,
+      // Always held against balances: without a client (or on another network) the balance is unknown, and each
+      // payer then has one open payment at a time.
+      balances: shared.chainClient === undefined
+        ? { balanceOf: () => Promise.resolve(undefined) }
+        : createViemPayerBalances({ client: shared.chainClient, network: `eip155:${shared.chainId}` }),
+    }),
     known: async (key) => (await shared.payments.find(key)) !== undefined,
     log,
   });

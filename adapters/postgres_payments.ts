@@ -1,9 +1,11 @@
 import type { SQL } from "bun";
-import type { PaidPeriod, PaymentLedger, PaymentState } from "../ports/payments.ts";
-import { contiguousPeriod, toPaymentRecord } from "./sqlite_payments.ts";
+import type { PaidPeriod, PaymentLedger, PaymentReservation, PaymentState } from "../ports/payments.ts";
+import { contiguousPeriod, storedValidBefore, toPaymentRecord, withinBalance } from "./sqlite_payments.ts";
 
 /** Advisory lock space (two-key form) of paid-plan periods: one lock per account while a period is granted. */
 const PLAN_PERIOD_LOCK = 7_240_018;
+/** Advisory lock space of payers: one lock per payer, token and network while a payment is held against its balance. */
+const PAYER_BALANCE_LOCK = 7_240_023;
 
 /** Payments in PostgreSQL, shared by every instance: the replay key is the primary key (tables made by the migrations). */
 export function createPostgresPayments(sql: SQL): PaymentLedger {
@@ -17,14 +19,27 @@ export function createPostgresPayments(sql: SQL): PaymentLedger {
       settlement_tx = COALESCE(${fields.tx ?? null}, settlement_tx), failure_reason = COALESCE(${fields.reason ?? null}, failure_reason),
       updated_at_ms = ${nowMs} WHERE key = ${key}`;
   };
+  const insert = async (q: SQL, r: PaymentReservation): Promise<boolean> => {
+    const rows = await q`INSERT INTO x402_payments (key, purpose, network, asset, payer, pay_to, amount, account_id, state, created_at_ms, updated_at_ms, valid_before)
+      VALUES (${r.key}, ${r.purpose}, ${r.network}, ${r.asset.toLowerCase()}, ${r.payer.toLowerCase()}, ${r.payTo.toLowerCase()}, ${r.amount},
+              ${r.accountId}, 'reserved', ${r.createdAtMs}, ${r.createdAtMs}, ${storedValidBefore(r.validBefore)})
+      ON CONFLICT (key) DO NOTHING RETURNING key`;
+    return rows.length === 1;
+  };
   return {
-    async reserve(r) {
-      const rows = await sql`INSERT INTO x402_payments (key, purpose, network, asset, payer, pay_to, amount, account_id, state, created_at_ms, updated_at_ms)
-        VALUES (${r.key}, ${r.purpose}, ${r.network}, ${r.asset.toLowerCase()}, ${r.payer.toLowerCase()}, ${r.payTo.toLowerCase()}, ${r.amount},
-                ${r.accountId}, 'reserved', ${r.createdAtMs}, ${r.createdAtMs})
-        ON CONFLICT (key) DO NOTHING RETURNING key`;
-      return rows.length === 1;
-    },
+    reserve: (r) => insert(sql, r),
+    // The payer's lock orders every instance's reservations for it: the open payments read and the insert are one step.
+    reserveWithin: (r, ceiling) =>
+      sql.begin(async (tx) => {
+        const [payer, asset] = [r.payer.toLowerCase(), r.asset.toLowerCase()];
+        await tx`SELECT pg_advisory_xact_lock(${PAYER_BALANCE_LOCK}, hashtext(${`${r.network}:${asset}:${payer}`}))`;
+        if ((await tx`SELECT key FROM x402_payments WHERE key = ${r.key}`).length > 0) return "known" as const;
+        const open = await tx`SELECT amount FROM x402_payments WHERE payer = ${payer} AND asset = ${asset} AND network = ${r.network} AND (
+          (state IN ('reserved', 'worked') AND valid_before IS NOT NULL AND valid_before > ${Math.floor(r.createdAtMs / 1000)})
+          OR (state = 'settled' AND updated_at_ms >= ${ceiling.readAtMs}))` as { amount: string }[];
+        if (!withinBalance(open.map((o) => o.amount), r.amount, ceiling.balance)) return "over_balance" as const;
+        return (await insert(tx as unknown as SQL, r)) ? "reserved" as const : "known" as const;
+      }),
     async release(key) {
       await sql`DELETE FROM x402_payments WHERE key = ${key} AND state = 'reserved'`;
     },

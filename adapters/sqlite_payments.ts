@@ -1,5 +1,15 @@
 import type { Database } from "bun:sqlite";
-import type { PaidPeriod, PaymentLedger, PaymentPurpose, PaymentRecord, PaymentState } from "../ports/payments.ts";
+import type {
+  BalanceCeiling,
+  BalancedReservation,
+  PaidPeriod,
+  PaymentLedger,
+  PaymentPurpose,
+  PaymentRecord,
+  PaymentReservation,
+  PaymentState,
+} from "../ports/payments.ts";
+import { addMissingColumns } from "./sqlite_database.ts";
 
 /** The payments table (decisions §13), in SQLite (`INTEGER`) or PostgreSQL (`BIGINT`) words for times. */
 export function paymentTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
@@ -24,7 +34,33 @@ export function paymentTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
      )`,
     `CREATE INDEX IF NOT EXISTS x402_payments_account ON x402_payments (account_id, period_end_ms)`,
     `CREATE INDEX IF NOT EXISTS x402_payments_state ON x402_payments (state, created_at_ms)`,
+    // Added with the balance check (issue 23): SQLite adds it in createSqlitePayments (it has no ADD COLUMN IF NOT EXISTS).
+    ...(bigint === "BIGINT" ? [`ALTER TABLE x402_payments ADD COLUMN IF NOT EXISTS valid_before BIGINT`] : []),
+    // A payer's open payments are read per payer, token and network at every paid request.
+    `CREATE INDEX IF NOT EXISTS x402_payments_payer ON x402_payments (payer, asset, network, state)`,
   ];
+}
+
+/** The column added after the table was first created (SQLite). */
+const PAYMENT_ADDED_COLUMNS = [["x402_payments", "valid_before", "INTEGER"]] as const;
+
+/**
+ * The amounts that hold a payer's balance (decisions §13, issue 23; PostgreSQL has the same words): `reserved` and
+ * `worked` payments whose authorization can still be settled at ?4 (unix seconds), and the payments settled at or
+ * after the balance read started at ?5 (the read may not show their transfer yet). Payments without `valid_before`
+ * predate the check and are not counted.
+ */
+const OPEN_AMOUNTS_WHERE = `payer = ?1 AND asset = ?2 AND network = ?3 AND (
+  (state IN ('reserved', 'worked') AND valid_before IS NOT NULL AND valid_before > ?4) OR (state = 'settled' AND updated_at_ms >= ?5))`;
+
+/** Whether `amounts` plus `amount` stay within `balance` (atomic units, as decimal strings). */
+export function withinBalance(amounts: readonly unknown[], amount: string, balance: bigint): boolean {
+  return amounts.reduce<bigint>((sum, a) => sum + BigInt(String(a)), BigInt(amount)) <= balance;
+}
+
+/** `validBefore` as stored: whole seconds capped at 2^53 - 1 (EIP-3009 allows any uint256). */
+export function storedValidBefore(validBefore: number | undefined): number | null {
+  return validBefore === undefined ? null : Math.min(Math.floor(validBefore), Number.MAX_SAFE_INTEGER);
 }
 
 /** A stored row as the port's record (SQLite and PostgreSQL). */
@@ -48,6 +84,7 @@ export function toPaymentRecord(row: Record<string, unknown>): PaymentRecord {
     periodEndMs: num(row.period_end_ms),
     createdAtMs: Number(row.created_at_ms),
     updatedAtMs: Number(row.updated_at_ms),
+    validBefore: num(row.valid_before),
   };
 }
 
@@ -66,11 +103,23 @@ export function contiguousPeriod(periods: readonly PaidPeriod[], nowMs: number):
 export function createSqlitePayments(db: Database): PaymentLedger {
   db.transaction(() => {
     for (const statement of paymentTables("INTEGER")) db.exec(statement);
+    addMissingColumns(db, PAYMENT_ADDED_COLUMNS);
   }).immediate();
   const insert = db.query(
-    `INSERT INTO x402_payments (key, purpose, network, asset, payer, pay_to, amount, account_id, state, created_at_ms, updated_at_ms)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'reserved', ?9, ?9) ON CONFLICT (key) DO NOTHING`,
+    `INSERT INTO x402_payments (key, purpose, network, asset, payer, pay_to, amount, account_id, state, created_at_ms, updated_at_ms, valid_before)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'reserved', ?9, ?9, ?10) ON CONFLICT (key) DO NOTHING`,
   );
+  const insertReservation = (r: PaymentReservation) =>
+    insert.run(r.key, r.purpose, r.network, r.asset.toLowerCase(), r.payer.toLowerCase(), r.payTo.toLowerCase(), r.amount, r.accountId, r.createdAtMs, storedValidBefore(r.validBefore));
+  const openAmounts = db.query<{ amount: string }, [string, string, string, number, number]>(`SELECT amount FROM x402_payments WHERE ${OPEN_AMOUNTS_WHERE}`);
+  const exists = db.query<{ key: string }, [string]>("SELECT key FROM x402_payments WHERE key = ?");
+  // Under BEGIN IMMEDIATE: the open payments read and the insert are one step for every process on the file.
+  const reserveWithin = db.transaction((r: PaymentReservation, ceiling: BalanceCeiling): BalancedReservation => {
+    if (exists.get(r.key) !== null) return "known";
+    const open = openAmounts.all(r.payer.toLowerCase(), r.asset.toLowerCase(), r.network, Math.floor(r.createdAtMs / 1000), ceiling.readAtMs);
+    if (!withinBalance(open.map((o) => o.amount), r.amount, ceiling.balance)) return "over_balance";
+    return insertReservation(r).changes === 1 ? "reserved" : "known";
+  });
   const setState = db.query(
     `UPDATE x402_payments SET state = ?2, work_ref = COALESCE(?3, work_ref), settlement_tx = COALESCE(?4, settlement_tx),
        failure_reason = COALESCE(?5, failure_reason), updated_at_ms = ?6 WHERE key = ?1`,
@@ -97,9 +146,9 @@ export function createSqlitePayments(db: Database): PaymentLedger {
   };
   return {
     reserve(r) {
-      const result = insert.run(r.key, r.purpose, r.network, r.asset.toLowerCase(), r.payer.toLowerCase(), r.payTo.toLowerCase(), r.amount, r.accountId, r.createdAtMs);
-      return Promise.resolve(result.changes === 1);
+      return Promise.resolve(insertReservation(r).changes === 1);
     },
+    reserveWithin: (r, ceiling) => Promise.resolve(reserveWithin.immediate(r, ceiling)),
     release(key) {
       db.query("DELETE FROM x402_payments WHERE key = ? AND state = 'reserved'").run(key);
       return Promise.resolve();

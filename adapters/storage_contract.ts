@@ -454,5 +454,42 @@ export function storageContract(name: string, open: () => Promise<Storage>, opti
       expect(await payments.paidPeriod(account, T0 + year)).toBeUndefined();
       expect(await payments.find(first.key)).toMatchObject({ state: "worked", accountId: account, periodStartMs: T0, periodEndMs: T0 + year });
     });
+
+    test("payments held against the payer's balance: forty parallel reservations with a balance for five give exactly five", async () => {
+      const { payments } = await open();
+      const payer = fresh("0xPayer");
+      const held = (key: string, createdAtMs = T0) => ({
+        key, purpose: "witness" as const, network: "eip155:31337", asset: "0xToken", payer, payTo: "0xq", amount: "10000", accountId: null,
+        createdAtMs, validBefore: T0 / 1000 + 300,
+      });
+      const ceiling = { balance: 50_000n, readAtMs: T0 };
+      const keys = Array.from({ length: 40 }, () => fresh("eip155:31337:0xtoken:0xheld"));
+      const results = await Promise.all(keys.map((key) => payments.reserveWithin(held(key), ceiling)));
+      expect(results.filter((r) => r === "reserved")).toHaveLength(5);
+      expect(results.filter((r) => r === "over_balance")).toHaveLength(35);
+      const taken = keys.filter((_, i) => results[i] === "reserved");
+      expect(await payments.find(taken[0]!)).toMatchObject({ state: "reserved", payer: payer.toLowerCase(), validBefore: T0 / 1000 + 300 });
+      expect(await payments.find(keys[results.indexOf("over_balance")]!)).toBeUndefined();
+      expect(await payments.reserveWithin(held(taken[0]!), ceiling)).toBe("known");
+      // Another token, another network or another payer is not held by these.
+      expect(await payments.reserveWithin({ ...held(fresh("k")), asset: "0xOther" }, ceiling)).toBe("reserved");
+      expect(await payments.reserveWithin({ ...held(fresh("k")), network: "eip155:1" }, ceiling)).toBe("reserved");
+      expect(await payments.reserveWithin({ ...held(fresh("k")), payer: fresh("0xsomeone") }, ceiling)).toBe("reserved");
+
+      // Released, failed and unknown payments free what they held; a settled one holds only for a read that may predate it.
+      const next = fresh("eip155:31337:0xtoken:0xnext");
+      await payments.release(taken[0]!);
+      await payments.worked(taken[1]!, "0xw", T0 + 1);
+      await payments.settleFailed(taken[1]!, "transaction_failed", T0 + 2);
+      await payments.workUnknown(taken[2]!, "0xu", T0 + 3);
+      await payments.worked(taken[3]!, "0xw", T0 + 4);
+      await payments.settled(taken[3]!, "0xs", T0 + 5);
+      // Open: taken[4] (10000) and taken[3], settled at T0 + 5 (10000), when the read started at T0 + 5.
+      expect(await payments.reserveWithin(held(next, T0 + 6), { balance: 20_000n, readAtMs: T0 + 5 })).toBe("over_balance");
+      expect(await payments.reserveWithin(held(next, T0 + 6), { balance: 20_000n, readAtMs: T0 + 6 })).toBe("reserved");
+      // An authorization past its validBefore can no longer be settled: it holds nothing.
+      const later = T0 + 301_000;
+      expect(await payments.reserveWithin({ ...held(fresh("k"), later), validBefore: later / 1000 + 300 }, { balance: 10_000n, readAtMs: later })).toBe("reserved");
+    });
   });
 }

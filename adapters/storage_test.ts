@@ -42,6 +42,17 @@ describe.skipIf(pgSkip !== undefined)("postgres across instances", () => {
     expect(outcomes.sort()).toEqual(["claimed", "duplicate-signature"]);
   });
 
+  test("two instances racing payments of one payer hold them against its balance exactly (issue 23)", async () => {
+    const held = (i: number) => ({
+      key: `eip155:31337:0xtoken:0xcross-held-${i}`, purpose: "witness" as const, network: "eip155:31337", asset: "0xtoken", payer: "0xcrosspayer",
+      payTo: "0xq", amount: "10000", accountId: null, createdAtMs: 1_000, validBefore: 1_000,
+    });
+    const results = await Promise.all(Array.from({ length: 30 }, (_, i) =>
+      (i % 2 === 0 ? postgres! : second!).payments.reserveWithin(held(i), { balance: 30_000n, readAtMs: 1_000 })));
+    expect(results.filter((r) => r === "reserved")).toHaveLength(3);
+    expect(results.filter((r) => r === "over_balance")).toHaveLength(27);
+  });
+
   test("migrations are idempotent: opening again keeps the data", async () => {
     const again = await openPostgresStorage(pg!.url);
     expect(await again.replay.find("0xcross1")).toBeDefined();

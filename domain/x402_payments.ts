@@ -6,10 +6,16 @@
  * failed check or a failed write settles nothing and gives the key back (the authorization was never used); a
  * write whose outcome is unknown keeps it and settles nothing. A settlement that fails after the work leaves the
  * work standing and is recorded for the operator (`ops payments list`) and counted.
+ *
+ * A payer's unsettled payments never exceed what it can pay (issue 23): each payment is verified alone, so before the
+ * work it is held against the payer's token balance read from the chain, atomically with the payer's other open
+ * payments. One that would take the open sum over the balance does no work and is not recorded (its authorization
+ * stays usable): parallel requests get at most what the balance pays for. When the balance cannot be read, the
+ * ceiling is the payment itself: one open payment at a time per payer.
  */
 import type { Clock } from "../ports/clock.ts";
 import type { Metrics } from "../ports/metrics.ts";
-import type { PaidPeriod, PaymentLedger, PaymentPurpose, PaymentReservation } from "../ports/payments.ts";
+import type { PaidPeriod, PayerBalances, PaymentLedger, PaymentPurpose, PaymentReservation } from "../ports/payments.ts";
 import type { Account } from "../ports/accounts.ts";
 
 /** The fields of an EIP-3009 `exact` payment the service reads (the facilitator checked the signature over them). */
@@ -58,6 +64,8 @@ export type Settlement = { readonly ok: true; readonly transaction: string } | {
 export type PaidCallOutcome<T> =
   /** The key was spent or is in flight: nothing was done. */
   | { readonly kind: "replayed" }
+  /** The payer's open payments already hold its balance: nothing was done, nothing recorded (retry once they settle). */
+  | { readonly kind: "in-progress" }
   /** The work failed (or its outcome is unknown): nothing was settled. */
   | { readonly kind: "not-done"; readonly value: T }
   | { readonly kind: "settled"; readonly value: T; readonly transaction: string }
@@ -69,18 +77,34 @@ export type PaidCallDeps = {
   readonly payments: PaymentLedger;
   readonly clock: Clock;
   readonly metrics?: Metrics | undefined;
+  /** Reads the payer's balance; without it payments are not held against balances (one payer's calls run freely). */
+  readonly balances?: PayerBalances | undefined;
 };
 
 /** Builds the paid call: `(reservation, work, settle)` → outcome, in the order of decisions §13. */
 export function createPaidCall(deps: PaidCallDeps) {
   const count = (purpose: PaymentPurpose, outcome: string) => deps.metrics?.increment("ats_x402_payments_total", { purpose, outcome });
+  /** Records the payment, held against the payer's balance when balances are read. */
+  const reserve = async (reservation: Omit<PaymentReservation, "createdAtMs">): Promise<"reserved" | "known" | "over_balance"> => {
+    const { balances } = deps;
+    if (balances === undefined) return (await deps.payments.reserve({ ...reservation, createdAtMs: deps.clock.nowMs() })) ? "reserved" : "known";
+    const readAtMs = deps.clock.nowMs();
+    const balance = await balances.balanceOf(reservation).catch(() => undefined);
+    const ceiling = { balance: balance ?? BigInt(reservation.amount), readAtMs };
+    return await deps.payments.reserveWithin({ ...reservation, createdAtMs: deps.clock.nowMs() }, ceiling);
+  };
   return async function paidCall<T>(
     reservation: Omit<PaymentReservation, "createdAtMs">,
     work: () => Promise<PaidWork<T>>,
     settle: () => Promise<Settlement>,
   ): Promise<PaidCallOutcome<T>> {
     const { key, purpose } = reservation;
-    if (!(await deps.payments.reserve({ ...reservation, createdAtMs: deps.clock.nowMs() }))) {
+    const taken = await reserve(reservation);
+    if (taken === "over_balance") {
+      count(purpose, "in_progress");
+      return { kind: "in-progress" };
+    }
+    if (taken === "known") {
       count(purpose, "replayed");
       return { kind: "replayed" };
     }

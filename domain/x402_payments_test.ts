@@ -17,21 +17,32 @@ function fakePayments(): PaymentLedger & { rows: Map<string, PaymentRecord> } {
     if (row) rows.set(key, { ...row, ...patch });
     return Promise.resolve();
   };
+  const insert = (r: PaymentReservation) =>
+    rows.set(r.key, { ...r, state: "reserved", workRef: null, settlementTx: null, failureReason: null, periodStartMs: null, periodEndMs: null, updatedAtMs: r.createdAtMs, validBefore: r.validBefore ?? null });
   return {
     rows,
     reserve(r: PaymentReservation) {
       if (rows.has(r.key)) return Promise.resolve(false);
-      rows.set(r.key, { ...r, state: "reserved", workRef: null, settlementTx: null, failureReason: null, periodStartMs: null, periodEndMs: null, updatedAtMs: r.createdAtMs });
+      insert(r);
       return Promise.resolve(true);
+    },
+    reserveWithin(r, ceiling) {
+      if (rows.has(r.key)) return Promise.resolve("known" as const);
+      const open = [...rows.values()].filter((p) => p.payer === r.payer && p.asset === r.asset && p.network === r.network &&
+        (((p.state === "reserved" || p.state === "worked") && p.validBefore !== null && p.validBefore > r.createdAtMs / 1000) ||
+          (p.state === "settled" && p.updatedAtMs >= ceiling.readAtMs)));
+      if (open.reduce((sum, p) => sum + BigInt(p.amount), BigInt(r.amount)) > ceiling.balance) return Promise.resolve("over_balance" as const);
+      insert(r);
+      return Promise.resolve("reserved" as const);
     },
     release(key) {
       if (rows.get(key)?.state === "reserved") rows.delete(key);
       return Promise.resolve();
     },
-    worked: (key, workRef) => set(key, { state: "worked", workRef }),
-    workUnknown: (key, workRef) => set(key, { state: "work_unknown", workRef }),
-    settled: (key, settlementTx) => set(key, { state: "settled", settlementTx }),
-    settleFailed: (key, failureReason) => set(key, { state: "settle_failed", failureReason }),
+    worked: (key, workRef, updatedAtMs) => set(key, { state: "worked", workRef, updatedAtMs }),
+    workUnknown: (key, workRef, updatedAtMs) => set(key, { state: "work_unknown", workRef, updatedAtMs }),
+    settled: (key, settlementTx, updatedAtMs) => set(key, { state: "settled", settlementTx, updatedAtMs }),
+    settleFailed: (key, failureReason, updatedAtMs) => set(key, { state: "settle_failed", failureReason, updatedAtMs }),
     async grantPeriod(key, accountId, durationMs, nowMs) {
       const period = { startMs: nowMs, endMs: nowMs + durationMs };
       await set(key, { state: "worked", accountId, periodStartMs: period.startMs, periodEndMs: period.endMs });
@@ -116,6 +127,77 @@ describe("createPaidCall()", () => {
     expect(thrown).toEqual({ kind: "unsettled", value: "w2", reason: "facilitator_unavailable" });
     expect(payments.rows.get("k2")).toMatchObject({ state: "settle_failed", workRef: "0x2", failureReason: "facilitator_unavailable" });
     expect(counted.filter((c) => c.startsWith("ats_x402_settlement_failures_total"))).toHaveLength(2);
+  });
+});
+
+describe("createPaidCall() held against the payer's balance (issue 23)", () => {
+  const held = (key: string, payer = "0xp") => ({ ...reservation(key), payer, validBefore: 100 });
+  let now = 1_000;
+  const clock = { nowMs: () => now, nowSeconds: () => Math.floor(now / 1000) };
+  /** Parallel paid calls whose work waits until every call has reserved or been refused. */
+  async function parallel(paid: ReturnType<typeof createPaidCall>, keys: readonly string[], payer = "0xp") {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => release = resolve);
+    let works = 0;
+    const calls = keys.map((key) => paid(held(key, payer), async () => {
+      works++;
+      await gate;
+      return { done: true as const, value: key, ref: `0x${key}` };
+    }, async () => ({ ok: true as const, transaction: `0xs${key}` })));
+    await Promise.resolve();
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    release();
+    return { outcomes: await Promise.all(calls), works: () => works };
+  }
+
+  test("a payer whose balance pays one price gets one of five parallel calls; the others do nothing and record nothing", async () => {
+    const payments = fakePayments();
+    counted.length = 0;
+    const paid = createPaidCall({ payments, clock, metrics, balances: { balanceOf: () => Promise.resolve(10n) } });
+    const { outcomes, works } = await parallel(paid, ["a", "b", "c", "d", "e"]);
+    expect(outcomes.map((o) => o.kind).sort()).toEqual(["in-progress", "in-progress", "in-progress", "in-progress", "settled"]);
+    expect(works()).toBe(1);
+    expect(payments.rows.size).toBe(1);
+    expect(counted.filter((c) => c.includes('"outcome":"in_progress"'))).toHaveLength(4);
+  });
+
+  test("a balance that pays for five gets five; another payer is not held by the first one's payments", async () => {
+    const payments = fakePayments();
+    const paid = createPaidCall({ payments, clock, balances: { balanceOf: ({ payer }) => Promise.resolve(payer === "0xp" ? 50n : 10n) } });
+    const [first, second] = await Promise.all([parallel(paid, ["a", "b", "c", "d", "e"]), parallel(paid, ["f"], "0xother")]);
+    expect(first.outcomes.map((o) => o.kind)).toEqual(["settled", "settled", "settled", "settled", "settled"]);
+    expect(second.outcomes.map((o) => o.kind)).toEqual(["settled"]);
+  });
+
+  test("a settled or failed payment frees what it held; a refused one can be retried with the same authorization", async () => {
+    const payments = fakePayments();
+    let balance = 10n;
+    now = 1_000;
+    const paid = createPaidCall({ payments, clock, balances: { balanceOf: () => Promise.resolve(balance) } });
+    const work = async () => ({ done: true as const, value: "w", ref: "0x1" });
+    await payments.reserveWithin({ ...held("open"), createdAtMs: 0 }, { balance: 10n, readAtMs: 0 });
+    expect(await paid(held("k1"), work, async () => ({ ok: true, transaction: "t" }))).toEqual({ kind: "in-progress" });
+    expect(payments.rows.has("k1")).toBe(false);
+    await payments.release("open");
+    expect(await paid(held("k1"), async () => ({ done: false, value: "failed" }), async () => ({ ok: true, transaction: "t" }))).toEqual({ kind: "not-done", value: "failed" });
+    expect((await paid(held("k1"), work, async () => ({ ok: false, reason: "transaction_failed" }))).kind).toBe("unsettled");
+    expect((await paid(held("k2"), work, async () => ({ ok: true, transaction: "t" }))).kind).toBe("settled");
+    // Settled at 1000 ms: a balance read from then on may not show the transfer yet, so it still holds; a read
+    // that started after it does.
+    expect(await paid(held("k3"), work, async () => ({ ok: true, transaction: "t" }))).toEqual({ kind: "in-progress" });
+    now = 1_001;
+    expect((await paid(held("k3"), work, async () => ({ ok: true, transaction: "t" }))).kind).toBe("settled");
+  });
+
+  test("an unreadable balance allows one open payment at a time; an expired authorization no longer holds it", async () => {
+    const payments = fakePayments();
+    now = 1_000;
+    const paid = createPaidCall({ payments, clock, balances: { balanceOf: () => Promise.reject(new Error("rpc down")) } });
+    const { outcomes } = await parallel(paid, ["a", "b"]);
+    expect(outcomes.map((o) => o.kind).sort()).toEqual(["in-progress", "settled"]);
+    now = 2_000;
+    await payments.reserveWithin({ ...held("stale"), validBefore: 1, createdAtMs: 0 }, { balance: 10n, readAtMs: 0 });
+    expect((await paid(held("c"), async () => ({ done: true, value: "w", ref: "0x" }), async () => ({ ok: true, transaction: "t" }))).kind).toBe("settled");
   });
 });
 

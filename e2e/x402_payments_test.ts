@@ -33,6 +33,8 @@ let facilitator: Facilitator;
 /** The facilitator as the service reaches it: `down` answers 503, `cancelBeforeSettle` has the payer cancel first. */
 let proxy: ReturnType<typeof Bun.serve>;
 let mode: "up" | "down" | "cancelBeforeSettle" = "up";
+/** When set, `/verify` calls are held until `size` of them arrived, then all pass together (parallel payments, counted). */
+let verifyBarrier: { size: number; waiting: (() => void)[] } | undefined;
 let payers: Hex[];
 
 const chain = () => createPublicClient({ transport: http(stack.devnet.rpcUrl), pollingInterval: 50 });
@@ -83,6 +85,13 @@ beforeAll(async () => {
       if (mode === "down") return new Response("upstream down", { status: 503 });
       const path = new URL(request.url).pathname;
       const body = request.method === "POST" ? await request.text() : undefined;
+      const barrier = verifyBarrier;
+      if (barrier !== undefined && path === "/verify") {
+        await new Promise<void>((resolve) => {
+          barrier.waiting.push(resolve);
+          if (barrier.waiting.length >= barrier.size) for (const release of barrier.waiting) release();
+        });
+      }
       if (mode === "cancelBeforeSettle" && path === "/settle") {
         const { paymentPayload } = JSON.parse(body!) as { paymentPayload: { payload: { authorization: { from: string; nonce: Hex } } } };
         const from = paymentPayload.payload.authorization.from.toLowerCase();
@@ -351,5 +360,92 @@ describe("paying with x402", () => {
     // Without a session the purchase is refused before any payment.
     const anonymous = await post("/api/private/subscriptions/x402", {});
     expect([anonymous.status, (await anonymous.json() as { code: string }).code]).toEqual([401, "UNAUTHENTICATED"]);
+  });
+});
+
+describe("a payer's unsettled payments never exceed its balance (issue 23)", () => {
+  /** A fresh payer holding exactly `amount` of the token (sent by a dev account that pays nothing here, not by the payee). */
+  async function fundedPayer(amount: bigint): Promise<{ key: Hex; address: Hex }> {
+    const key = generatePrivateKey();
+    const address = privateKeyToAccount(key).address;
+    await fund(address, amount);
+    expect(await balance(address)).toBe(amount);
+    return { key, address };
+  }
+  async function fund(address: Hex, amount: bigint) {
+    const wallet = createWalletClient({ account: privateKeyToAccount(payers[3]!), transport: http(stack.devnet.rpcUrl) });
+    const hash = await wallet.writeContract({ address: token(), abi: TEST_USD.abi, functionName: "transfer", args: [address, amount], chain: null });
+    await chain().waitForTransactionReceipt({ hash });
+  }
+  /** Five subjects the controller key controls, each with its own witness body. */
+  function subjects(prefix: string) {
+    return [1, 2, 3, 4, 5].map((i) => {
+      dns.setTxt(`_controllers.${prefix}${i}.test`, [[`v=1;controller=did:pkh:eip155:31337:${controllerKey.address}`]]);
+      return { subjectDid: `did:web:${prefix}${i}.test`, controllerDid: witnessBody.controllerDid };
+    });
+  }
+  /** One signed payment per body, then all five sent at once; the facilitator verifies them all before any goes on. */
+  async function payInParallel(key: Hex, bodies: readonly (typeof witnessBody)[]) {
+    const headers: Record<string, string>[] = [];
+    for (const body of bodies) headers.push((await paymentFor(key, "/v1/controller-witness", body)).header);
+    verifyBarrier = { size: bodies.length, waiting: [] };
+    try {
+      const answers = await Promise.all(bodies.map((body, i) => post("/v1/controller-witness", body, headers[i])));
+      return await Promise.all(answers.map(async (a, i) => ({ status: a.status, body: await a.json() as Record<string, unknown>, header: headers[i]!, body_: bodies[i]!, response: a })));
+    } finally {
+      verifyBarrier = undefined;
+    }
+  }
+  const rowsOf = async (payer: Hex) => (await opsPayments()).filter((r) => r.payer === payer.toLowerCase());
+
+  test("a payer holding one witness price sends five paid witness requests in parallel: one is written and settled, four are refused before any work", async () => {
+    const { key, address } = await fundedPayer(PRICES.witness);
+    const payeeBefore = await balance(payTo());
+    const witnessTxs = await witnessNonce();
+    const answers = await payInParallel(key, subjects("one"));
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 409, 409, 409, 409]);
+    const refused = answers.filter((a) => a.status === 409);
+    for (const a of refused) {
+      expect(a.body).toEqual({
+        error: "The payer's unsettled payments already hold its token balance; nothing was done or charged, retry once they settle",
+        code: "PAYMENT_IN_PROGRESS",
+      });
+      expect(a.response.headers.get("payment-response")).toBeNull();
+    }
+    const written = answers.find((a) => a.status === 200)!;
+    expect(decodePaymentResponseHeader(written.response.headers.get("payment-response")!).success).toBe(true);
+    // On chain: one witness transaction, one transfer of one price.
+    expect(await witnessNonce()).toBe(witnessTxs + 1);
+    const attestation = await chain().readContract({ address: service.easAddress, abi: EAS_ABI, functionName: "getAttestation", args: [written.body.uid as Hex] });
+    expect(attestation.uid).toBe(written.body.uid as Hex);
+    expect(await balance(address)).toBe(0n);
+    expect(await balance(payTo())).toBe(payeeBefore + PRICES.witness);
+    // Recorded: the one settled payment; the refused ones left nothing behind and nothing failed.
+    const rows = await rowsOf(address);
+    expect(rows.map((r) => r.state)).toEqual(["settled"]);
+    expect(rows[0]).toMatchObject({ workRef: written.body.txHash, amount: String(PRICES.witness) });
+    const metrics = await (await fetch(`${service.url}/metrics`)).text();
+    expect(metrics).toMatch(/ats_x402_payments_total\{outcome="in_progress",purpose="witness"\} 4/);
+
+    // A refused authorization was not used: once the payer holds another price, it pays for its witness.
+    await fund(address, PRICES.witness);
+    const retried = await post("/v1/controller-witness", refused[0]!.body_, refused[0]!.header);
+    expect(retried.status).toBe(200);
+    expect(await witnessNonce()).toBe(witnessTxs + 2);
+    expect(await balance(address)).toBe(0n);
+    expect(await balance(payTo())).toBe(payeeBefore + 2n * PRICES.witness);
+  });
+
+  test("a payer holding five witness prices gets all five parallel requests written and settled", async () => {
+    const { key, address } = await fundedPayer(5n * PRICES.witness);
+    const payeeBefore = await balance(payTo());
+    const witnessTxs = await witnessNonce();
+    const answers = await payInParallel(key, subjects("five"));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
+    for (const a of answers) expect(decodePaymentResponseHeader(a.response.headers.get("payment-response")!).success).toBe(true);
+    expect(await witnessNonce()).toBe(witnessTxs + 5);
+    expect(await balance(address)).toBe(0n);
+    expect(await balance(payTo())).toBe(payeeBefore + 5n * PRICES.witness);
+    expect((await rowsOf(address)).map((r) => r.state)).toEqual(["settled", "settled", "settled", "settled", "settled"]);
   });
 });

@@ -7,7 +7,8 @@
  *   body `{error, code: "PAYMENT_REQUIRED"}`;
  * - a payment: verified with the facilitator (refused: 402 `PAYMENT_INVALID`, `details` the protocol reason, and a
  *   fresh `PAYMENT-REQUIRED`), then the paid call of domain/x402_payments.ts: replay key reserved (taken: 409
- *   `PAYMENT_ALREADY_USED`), the work, settlement only after it succeeded, `PAYMENT-RESPONSE` with the signed
+ *   `PAYMENT_ALREADY_USED`; held against the payer's balance with its other unsettled payments, over it: 409
+ *   `PAYMENT_IN_PROGRESS`, the authorization not used), the work, settlement only after it succeeded, `PAYMENT-RESPONSE` with the signed
  *   receipt. A settlement that fails after the work: the work's answer stands, `PAYMENT-RESPONSE` says
  *   `success: false` with the reason, no receipt (a plan purchase is not granted: 402 `PAYMENT_FAILED`);
  * - the facilitator unreachable (or answering nonsense) before the work: 502 `FACILITATOR_UNAVAILABLE`, nothing done.
@@ -182,6 +183,8 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const initialize = initializeOnce(httpServer);
 
   const replayed = () => json(errorBody("PAYMENT_ALREADY_USED", "This payment authorization was already used"), 409);
+  const inProgress = () =>
+    json(errorBody("PAYMENT_IN_PROGRESS", "The payer's unsettled payments already hold its token balance; nothing was done or charged, retry once they settle"), 409);
   const unavailable = () => json(errorBody("FACILITATOR_UNAVAILABLE", "The payment facilitator is unavailable; nothing was charged"), 502);
   /** A 402 from core's instructions: its headers (PAYMENT-REQUIRED), our error body. */
   const paymentRequired = (instructions: HTTPResponseInstructions, code: string, message: string, details?: string) => {
@@ -253,6 +256,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
             payTo: paymentRequirements.payTo,
             amount: paymentRequirements.amount,
             accountId: extra.accountId ?? null,
+            validBefore: Number(authorization!.validBefore),
           },
           async () => {
             answer = await work({ payer, key });
@@ -280,6 +284,11 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
         if (outcome.kind === "replayed") {
           await cancellationDispatcher.cancel({ reason: "handler_failed", responseStatus: 409 }).catch(() => undefined);
           return replayed();
+        }
+        if (outcome.kind === "in-progress") {
+          await cancellationDispatcher.cancel({ reason: "handler_failed", responseStatus: 409 }).catch(() => undefined);
+          log.info("x402_payment_in_progress", { purpose });
+          return inProgress();
         }
         if (outcome.kind === "not-done") {
           await cancellationDispatcher.cancel({ reason: "handler_failed", responseStatus: outcome.value.response.status }).catch(() => undefined);

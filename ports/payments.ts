@@ -26,10 +26,15 @@ export type PaymentReservation = {
   /** The signed-in account it was made for (plan purchases), else null. */
   readonly accountId: string | null;
   readonly createdAtMs: number;
+  /**
+   * The authorization's `validBefore` (unix seconds, capped at 2^53 - 1): after it the payment can no longer be
+   * settled, so an open one stops holding the payer's balance. Absent on payments reserved without a balance check.
+   */
+  readonly validBefore?: number | undefined;
 };
 
 /** A stored payment. */
-export type PaymentRecord = PaymentReservation & {
+export type PaymentRecord = Omit<PaymentReservation, "validBefore"> & {
   readonly state: PaymentState;
   /** What the work produced: a transaction hash (witness, relay) or the plan period's end. */
   readonly workRef: string | null;
@@ -41,7 +46,29 @@ export type PaymentRecord = PaymentReservation & {
   readonly periodStartMs: number | null;
   readonly periodEndMs: number | null;
   readonly updatedAtMs: number;
+  /** The authorization's `validBefore` (unix seconds) when it was reserved against the payer's balance. */
+  readonly validBefore: number | null;
 };
+
+/** The payer's balance the open payments are held against, and when it was read (decisions §13). */
+export type BalanceCeiling = {
+  /** Atomic units of the token; open payments plus the new one must not exceed it. */
+  readonly balance: bigint;
+  /**
+   * When the balance read started: a payment settled at or after it may be missing from the balance read, so it is
+   * still counted as open; one settled before it is already taken off the balance.
+   */
+  readonly readAtMs: number;
+};
+
+/** What a reservation against the payer's balance gave: taken, a known key, or more than the payer can pay. */
+export type BalancedReservation = "reserved" | "known" | "over_balance";
+
+/** A payer's token balance on the network its payments settle on. */
+export interface PayerBalances {
+  /** Atomic units; undefined when it cannot be read (another network, the node down). */
+  readonly balanceOf: (input: { readonly network: string; readonly asset: string; readonly payer: string }) => Promise<bigint | undefined>;
+}
 
 /** A paid-plan period. */
 export type PaidPeriod = { readonly startMs: number; readonly endMs: number };
@@ -53,6 +80,12 @@ export type PaidPeriod = { readonly startMs: number; readonly endMs: number };
 export interface PaymentLedger {
   /** Records a verified payment; false when its key is known (a replay, or one still in flight). */
   readonly reserve: (reservation: PaymentReservation) => Promise<boolean>;
+  /**
+   * Records a verified payment only while the payer's open payments of the same token and network (`reserved` or
+   * `worked` with an authorization not expired at `createdAtMs`, and those settled at or after `readAtMs`) plus
+   * this one stay within `ceiling.balance`; atomic per payer across every instance sharing the database.
+   */
+  readonly reserveWithin: (reservation: PaymentReservation, ceiling: BalanceCeiling) => Promise<BalancedReservation>;
   /** Forgets a `reserved` payment whose work failed (nothing was written, nothing settled); other states stay. */
   readonly release: (key: string) => Promise<void>;
   readonly worked: (key: string, workRef: string, nowMs: number) => Promise<void>;
