@@ -1,0 +1,115 @@
+import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { silentLogger } from "./adapters/json_logger.ts";
+import { readConfig } from "./config.ts";
+import { createReadNonce } from "./domain/nonce.ts";
+import { createApp } from "./http/app.ts";
+import { fakeEasReader } from "./ports/fakes.ts";
+
+// The reference pages in docs/ must keep up with the code (decisions §16): every route the service publishes in
+// /openapi.json is in docs/endpoints.md, and every environment variable config.ts reads is in docs/configuration.md.
+
+const ROOT = import.meta.dir;
+const read = (path: string) => readFileSync(join(ROOT, path), "utf8");
+const HTTP_METHODS = new Set(["get", "put", "post", "delete", "options", "head", "patch", "trace"]);
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/** The routes of `/openapi.json` as `METHOD /path` (`{id}` as published), from an app built with fakes. */
+async function publishedRoutes(): Promise<string[]> {
+  const eas = fakeEasReader();
+  const app = createApp({
+    readNonce: createReadNonce(eas),
+    delegatedAttest: () => Promise.reject(new Error("unused")),
+    chainName: "ATS Devnet",
+    chainId: eas.chainId,
+    easAddress: eas.easAddress,
+    trustAnchors: { version: 1, updatedAt: "2026-01-01T00:00:00Z", widgetOrigins: [], chains: {}, registries: [] },
+    log: silentLogger,
+    ready: () => Promise.resolve({ ready: true, checks: {} }),
+  });
+  const response = await app.handle(new Request("http://localhost/openapi.json"));
+  const doc = (await response.json()) as { paths: Record<string, Record<string, unknown>> };
+  // A path item may hold `parameters` or `summary` beside its operations; only HTTP methods are routes.
+  return Object.entries(doc.paths).flatMap(([path, item]) =>
+    Object.keys(item).filter((key) => HTTP_METHODS.has(key)).map((method) => `${method.toUpperCase()} ${path}`));
+}
+
+/**
+ * Whether `text` names the route as `METHOD /path`: the method as a word, one space, the exact path, and after it
+ * nothing that would make it a longer path (`GET /api/private/subjects` is not `GET /api/private/subjects/{id}`,
+ * `GET /` is not `GET /v1/nonce`); a query (`?…`), a backtick, punctuation or the end of the line may follow.
+ */
+function namesRoute(text: string, route: string): boolean {
+  const [method, path] = route.split(" ") as [string, string];
+  const pattern = new RegExp(
+    `(?<![A-Za-z])${method} ${escapeRegExp(path)}(?![A-Za-z0-9_\\-/{}]|\\.[A-Za-z0-9])`,
+    "m",
+  );
+  return pattern.test(text);
+}
+
+/**
+ * Every environment variable `config.ts` reads, found two ways so that neither a new helper nor a computed name
+ * slips through: (1) its source, any call whose first argument is a literal NAME (`get("X")`, `int("X", …)`,
+ * `list("X", …)`, `new ConfigError("X", …)`) or an `env["X"]` / `env.X` access; (2) what `readConfig` actually asks
+ * of an environment that records every name it is asked for, for the embedded devnet and for an existing chain.
+ */
+function configVariables(): { fromSource: Set<string>; fromReads: Set<string> } {
+  const source = read("config.ts");
+  const fromSource = new Set<string>();
+  const name = "([A-Z][A-Z0-9_]*)";
+  for (const pattern of [
+    new RegExp(`\\b[A-Za-z_$][\\w$]*\\(\\s*["'\`]${name}["'\`]`, "g"),
+    new RegExp(`\\benv\\[\\s*["'\`]${name}["'\`]\\s*\\]`, "g"),
+    new RegExp(`\\benv\\??\\.${name}\\b`, "g"),
+  ]) {
+    for (const match of source.matchAll(pattern)) fromSource.add(match[1]!);
+  }
+  const fromReads = new Set<string>();
+  for (const given of [{}, { RPC_URL: "http://127.0.0.1:8545", TRUST_ANCHORS_PATH: "anchors.json" }] as Record<string, string>[]) {
+    const recording = new Proxy(given, {
+      get(target, key) {
+        if (typeof key === "string") fromReads.add(key);
+        return target[key as string];
+      },
+    });
+    try {
+      readConfig(recording);
+    } catch {
+      // A variable that refuses these settings still counts as read; the names asked so far are kept.
+    }
+  }
+  return { fromSource, fromReads };
+}
+
+describe("docs/", () => {
+  test("every route of /openapi.json appears in docs/endpoints.md as METHOD /path", async () => {
+    const routes = await publishedRoutes();
+    expect(routes.length).toBeGreaterThan(40);
+    const page = read("docs/endpoints.md");
+    const missing = routes.filter((route) => !namesRoute(page, route));
+    expect(missing).toEqual([]);
+  });
+
+  test("the route table of docs/endpoints.md names only routes the service publishes", async () => {
+    const routes = new Set([...await publishedRoutes(), "GET /openapi.json", "GET /docs"]);
+    const page = read("docs/endpoints.md");
+    const table = page.slice(page.indexOf("## All routes"), page.indexOf("\n## ", page.indexOf("## All routes") + 1));
+    const named = [...table.matchAll(/`(GET|POST|PUT|PATCH|DELETE) (\/[^`\s?]*)`/g)].map((m) => `${m[1]} ${m[2]}`);
+    expect(named.length).toBeGreaterThan(40);
+    expect(named.filter((route) => !routes.has(route))).toEqual([]);
+  });
+
+  test("every environment variable config.ts reads appears in docs/configuration.md as `NAME`", () => {
+    const { fromSource, fromReads } = configVariables();
+    // The extraction itself: both ways find variables config.ts has always read.
+    for (const known of ["PORT", "DATABASE_URL", "X402_PAY_TO", "INDEX_FOLLOW"]) {
+      expect(fromSource.has(known)).toBe(true);
+      expect(fromReads.has(known)).toBe(true);
+    }
+    const page = read("docs/configuration.md");
+    const missing = [...new Set([...fromSource, ...fromReads])].sort().filter((name) => !page.includes(`\`${name}\``));
+    expect(missing).toEqual([]);
+  });
+});
