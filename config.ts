@@ -94,6 +94,13 @@ export type Config = {
    */
   readonly premiumReads: { readonly free: number; readonly paid: number; readonly maxLogRange: number };
   /**
+   * The premium proxy's bounds (issue 23): `PREMIUM_RPC_MAX_CALL_GAS` (an eth_call's gas cap, also its gas when it
+   * names none; default 30000000), `PREMIUM_RPC_TIMEOUT_MS` (one round trip to the node; default 10000),
+   * `PREMIUM_RPC_MAX_IN_FLIGHT_PER_ACCOUNT` (default 4) and `PREMIUM_RPC_MAX_IN_FLIGHT` (default 16): requests
+   * waiting on the node at once, past which 429 `RATE_LIMITED`.
+   */
+  readonly premiumRpc: { readonly maxCallGas: number; readonly timeoutMs: number; readonly maxInFlightPerAccount: number; readonly maxInFlight: number };
+  /**
    * Paying with x402 (decisions §13). Prices are atomic units of the token; an unset price is not offered. On the
    * embedded devnet everything defaults to the devnet's test token and facilitator, with prices of 10000 (witness),
    * 5000 (relay) and 1000000 (a year of the paid plan); against a real chain a price needs `X402_FACILITATOR_URL`,
@@ -266,6 +273,12 @@ export function readConfig(env: Env): Config {
       free: int("FREE_PLAN_ANNUAL_PREMIUM_READS", 100),
       paid: int("PAID_PLAN_ANNUAL_PREMIUM_READS", 100_000),
       maxLogRange: int("PREMIUM_RPC_MAX_LOG_RANGE", 50_000, 1),
+    },
+    premiumRpc: {
+      maxCallGas: int("PREMIUM_RPC_MAX_CALL_GAS", 30_000_000, 21_000, 1_000_000_000),
+      timeoutMs: int("PREMIUM_RPC_TIMEOUT_MS", 10_000, 100, 120_000),
+      maxInFlightPerAccount: int("PREMIUM_RPC_MAX_IN_FLIGHT_PER_ACCOUNT", 4, 1, 1_000),
+      maxInFlight: int("PREMIUM_RPC_MAX_IN_FLIGHT", 16, 1, 10_000),
     },
     x402,
     index: {

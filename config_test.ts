@@ -62,6 +62,19 @@ describe("readConfig()", () => {
     }
   });
 
+  test("the premium proxy's bounds (issue 23): gas cap, timeout, requests in flight; bad values name the variable", () => {
+    expect(readConfig({}).premiumRpc).toEqual({ maxCallGas: 30_000_000, timeoutMs: 10_000, maxInFlightPerAccount: 4, maxInFlight: 16 });
+    expect(readConfig({
+      PREMIUM_RPC_MAX_CALL_GAS: "100000", PREMIUM_RPC_TIMEOUT_MS: "500", PREMIUM_RPC_MAX_IN_FLIGHT_PER_ACCOUNT: "1", PREMIUM_RPC_MAX_IN_FLIGHT: "2",
+    }).premiumRpc).toEqual({ maxCallGas: 100_000, timeoutMs: 500, maxInFlightPerAccount: 1, maxInFlight: 2 });
+    for (const [name, bad] of [
+      ["PREMIUM_RPC_MAX_CALL_GAS", "20999"], ["PREMIUM_RPC_MAX_CALL_GAS", "0xffffffffffff"], ["PREMIUM_RPC_MAX_CALL_GAS", "1000000001"],
+      ["PREMIUM_RPC_TIMEOUT_MS", "0"], ["PREMIUM_RPC_TIMEOUT_MS", "1s"], ["PREMIUM_RPC_MAX_IN_FLIGHT_PER_ACCOUNT", "0"], ["PREMIUM_RPC_MAX_IN_FLIGHT", "-1"],
+    ] as const) {
+      expect(() => readConfig({ [name]: bad })).toThrow(new RegExp(name));
+    }
+  });
+
   test("the public relay's settings and TRUST_PROXY have their defaults and refuse bad values, naming the variable", () => {
     expect(readConfig({}).publicRelay).toEqual({ enabled: true, ipPerMinute: 30, attesterPerHour: 20, gasPerHour: 50_000_000n });
     expect(readConfig({}).trustProxy).toBe(0);

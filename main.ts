@@ -335,6 +335,9 @@ export async function startService(config: Config, options: StartServiceOptions 
     });
     const subjects = createSubjects({ store: storage.subjects, ownership: subjectOwnership, clock: systemClock, random: cryptoRandom, chainId });
     const publicOrigin = new URL(config.publicBaseUrl).origin;
+    // Aborted first thing at shutdown: a premium read still waiting on a slow node ends then (a read spent, 502),
+    // so stopping never waits on it (issue 23).
+    const premiumStop = new AbortController();
     const app = createApp({
       session: {
         sessions,
@@ -403,10 +406,13 @@ export async function startService(config: Config, options: StartServiceOptions 
         sessions,
         premiumRpc: createPremiumRpc({
           ledger: storage.premiumReads,
-          rpc: createFetchRawRpc({ rpcUrl, fetchFn: rpcFetch }),
+          rpc: createFetchRawRpc({ rpcUrl, fetchFn: rpcFetch, timeoutMs: config.premiumRpc.timeoutMs, signal: premiumStop.signal }),
           clock: systemClock,
           limits: { free: config.premiumReads.free, paid: config.premiumReads.paid },
           maxLogRange: BigInt(config.premiumReads.maxLogRange),
+          maxCallGas: BigInt(config.premiumRpc.maxCallGas),
+          maxInFlightPerAccount: config.premiumRpc.maxInFlightPerAccount,
+          maxInFlight: config.premiumRpc.maxInFlight,
         }),
       },
       metricsText: () => metrics.render(),
@@ -499,6 +505,7 @@ export async function startService(config: Config, options: StartServiceOptions 
         stopping ??= (async () => {
           clearInterval(settleTimer);
           clearInterval(pruneTimer);
+          premiumStop.abort();
           await server.stop(false);
           await index.stop();
           await x402?.stop();

@@ -236,3 +236,125 @@ describe("createPremiumRpc()", () => {
     expect(used()).toBe(1);
   });
 });
+
+describe("createPremiumRpc(): what a read may make the node do (issue 23)", () => {
+  const LOOP = "0x00000000000000000000000000000000000010a7";
+
+  test("an eth_call's params are rebuilt: known call fields only, gas capped or set, a state or block override refused by name", async () => {
+    const ledger = fakePremiumReadLedger();
+    const rpc = fakeRawRpc();
+    const premium = createPremiumRpc({ ledger, rpc, clock: fakeClock(JUNE_2026), limits: { free: 100, paid: 100 }, maxLogRange: 50n, maxCallGas: 1_000_000n });
+    const result = await premium([
+      call("huge", "eth_call", [{ to: LOOP, gas: "0xffffffffffff", data: "0x" }, "latest"]),
+      call("small", "eth_call", [{ from: LOOP, to: LOOP, gas: "0x5208", value: "0x0", input: "0xabcd", maxFeePerGas: "0x1", maxPriorityFeePerGas: "0x1" }, { blockNumber: "0x1" }]),
+      call("none", "eth_call", [{ to: LOOP, data: undefined }, { blockHash: `0x${"ab".repeat(32)}`, requireCanonical: true }]),
+      call("override", "eth_call", [{ to: LOOP, gas: "0xffffffffffff" }, "latest", { [LOOP]: { code: "0x5b600056" } }]),
+      call("empty-override", "eth_call", [{ to: LOOP }, "latest", {}]),
+      call("block-override", "eth_call", [{ to: LOOP }, "latest", {}, { number: "0x1" }]),
+      call("authorization", "eth_call", [{ to: LOOP, authorizationList: [] }]),
+      call("access-list", "eth_call", [{ to: LOOP, accessList: [] }]),
+      call("bad-gas", "eth_call", [{ to: LOOP, gas: 30_000_000 }]),
+      call("bad-block", "eth_call", [{ to: LOOP }, { blockNumber: "0x1", extra: true }]),
+      call("not-object", "eth_call", ["0x00"]),
+    ], account);
+    const answers = result.ok ? result.value as { id: string; error?: { code: number; message: string } }[] : [];
+    expect(answers.map((a) => [a.id, a.error?.code])).toEqual([
+      ["huge", undefined], ["small", undefined], ["none", undefined],
+      ["override", -32602], ["empty-override", -32602], ["block-override", -32602], ["authorization", -32602], ["access-list", -32602],
+      ["bad-gas", -32602], ["bad-block", -32602], ["not-object", -32602],
+    ]);
+    expect(answers[3]!.error!.message).toBe("eth_call state overrides (a third param) are not served");
+    expect(answers[6]!.error!.message).toContain('"authorizationList" is not served');
+    // What reached the node: the known fields, the gas at most the cap and the cap when none was named.
+    expect(rpc.batches.map((b) => b.map((c) => c.params))).toEqual([[
+      [{ to: LOOP, gas: "0xf4240", data: "0x" }, "latest"],
+      [{ from: LOOP, to: LOOP, gas: "0x5208", value: "0x0", input: "0xabcd", maxFeePerGas: "0x1", maxPriorityFeePerGas: "0x1" }, { blockNumber: "0x1" }],
+      [{ to: LOOP, gas: "0xf4240" }, { blockHash: `0x${"ab".repeat(32)}`, requireCanonical: true }],
+    ]]);
+    expect(ledger.rows.get(`${account.id}|2026`)).toBe(3);
+  });
+
+  test("every read method is refused extra or malformed params, never forwarded nor counted", async () => {
+    const { premium, rpc, used } = setup({ limit: 100 });
+    const address = LOOP;
+    const hash = `0x${"cd".repeat(32)}`;
+    const refused = [
+      call(1, "eth_chainId", ["x"]),
+      call(2, "eth_blockNumber", [1]),
+      call(3, "eth_getBalance", [address, "latest", {}]),
+      call(4, "eth_getBalance", ["0x12", "latest"]),
+      call(5, "eth_getCode", [address, "tomorrow"]),
+      call(6, "eth_getStorageAt", [address, "0x0", "latest", {}]),
+      call(7, "eth_getStorageAt", [address, 0, "latest"]),
+      call(8, "eth_getTransactionReceipt", [hash, true]),
+      call(9, "eth_getTransactionByHash", ["0x12"]),
+      call(10, "eth_getBlockByNumber", ["latest", true, {}]),
+      call(11, "eth_getBlockByNumber", ["latest", "yes"]),
+      call(12, "eth_getBlockByNumber", [{ blockNumber: "0x1" }, false]),
+      getLogs(13, { fromBlock: "0x1", toBlock: "0x2", extra: 1 }),
+      call(14, "eth_getLogs", [{ fromBlock: "0x1", toBlock: "0x2" }, {}]),
+      getLogs(15, { fromBlock: "0x1", toBlock: "0x2", address: ["0x12"] }),
+      getLogs(16, { fromBlock: "0x1", toBlock: "0x2", topics: [null, null, null, null, null] }),
+    ];
+    const result = await premium(refused, account);
+    expect(result.ok && (result.value as { id: number; error: { code: number } }[]).map((a) => [a.id, a.error?.code] as unknown[])).toEqual(refused.map((c) => [c.id, -32602]));
+    expect(rpc.batches).toEqual([]);
+    expect(used()).toBe(0);
+    const allowed = [
+      call(1, "eth_getBalance", [address, { blockHash: hash }]),
+      call(2, "eth_getStorageAt", [address, `0x${"0".repeat(64)}`, "0x10"]),
+      call(3, "eth_getTransactionReceipt", [hash]),
+      call(4, "eth_getBlockByNumber", ["finalized", true]),
+      getLogs(5, { fromBlock: "0x1", toBlock: "0x2", address: [address], topics: [hash, null, [hash, null]] }),
+    ];
+    const ok = await premium(allowed, account);
+    expect(ok.ok && (ok.value as { error?: unknown }[]).every((a) => a.error === undefined)).toBe(true);
+    expect(rpc.batches.flat().map((c) => c.params)).toEqual(allowed.map((c) => c.params));
+  });
+
+  test("a call handed to the node is a read spent, whether its answer timed out or was lost; one never sent is given back", async () => {
+    const { premium, rpc, used } = setup({ limit: 10 });
+    rpc.lost = { timedOut: true };
+    expect(await premium([call(1, "eth_call", [{ to: LOOP }]), call(2, "eth_chainId")], account))
+      .toEqual({ ok: false, code: "NETWORK_ERROR", message: "The chain did not answer in time" });
+    expect(used()).toBe(2);
+    rpc.lost = { timedOut: false };
+    expect(await premium(call(3, "eth_call", [{ to: LOOP }]), account)).toMatchObject({ ok: false, code: "NETWORK_ERROR" });
+    expect(used()).toBe(3);
+    rpc.lost = undefined;
+    rpc.down = true;
+    expect(await premium(call(4, "eth_call", [{ to: LOOP }]), account)).toMatchObject({ ok: false, code: "NETWORK_ERROR" });
+    expect(used()).toBe(3);
+  });
+
+  test("requests waiting on the node are bounded per account and overall: past either 429 RATE_LIMITED, nothing reserved or sent", async () => {
+    const ledger = fakePremiumReadLedger();
+    const rpc = fakeRawRpc();
+    const premium = createPremiumRpc({
+      ledger, rpc, clock: fakeClock(JUNE_2026), limits: { free: 100, paid: 100 }, maxLogRange: 50n, maxInFlightPerAccount: 2, maxInFlight: 3,
+    });
+    const other: Account = { ...account, id: "other" };
+    const third: Account = { ...account, id: "third" };
+    let open!: () => void;
+    rpc.gate = new Promise<void>((resolve) => (open = resolve));
+    const waiting = [premium(call(1, "eth_chainId"), account), premium(call(2, "eth_chainId"), account)];
+    const limited = { ok: false, code: "RATE_LIMITED", retryAfterSeconds: 1 };
+    expect(await premium(call(3, "eth_chainId"), account)).toMatchObject(limited);
+    waiting.push(premium(call(4, "eth_chainId"), other));
+    expect(await premium(call(5, "eth_chainId"), third)).toMatchObject(limited);
+    // A request with nothing for the node needs no slot; nor is the head read of a log range taken without one.
+    expect(await premium(call(6, "eth_sendRawTransaction", ["0x02"]), third)).toMatchObject({ ok: true, value: { error: { code: -32601 } } });
+    expect(await premium(getLogs(7, { fromBlock: "0x1" }), third)).toMatchObject(limited);
+    expect(rpc.batches).toEqual([]);
+    expect([ledger.rows.get(`${account.id}|2026`), ledger.rows.get("other|2026"), ledger.rows.get("third|2026")]).toEqual([2, 1, undefined]);
+    open();
+    expect((await Promise.all(waiting)).map((r) => r.ok)).toEqual([true, true, true]);
+    // Slots are given back however a request ends: a lost answer too.
+    rpc.gate = undefined;
+    rpc.lost = { timedOut: true };
+    for (let i = 0; i < 3; i++) expect(await premium(call(i, "eth_chainId"), account)).toMatchObject({ code: "NETWORK_ERROR" });
+    rpc.lost = undefined;
+    expect((await Promise.all([premium(call(1, "eth_chainId"), account), premium(call(2, "eth_chainId"), account), premium(call(3, "eth_chainId"), third)])).map((r) => r.ok))
+      .toEqual([true, true, true]);
+  });
+});

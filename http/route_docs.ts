@@ -240,14 +240,15 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     paths: ["/api/private/rpc-premium"],
     auth: "session",
     request: REQUEST_MODELS.premiumRpc,
-    summary: "Read-only JSON-RPC (one call or a batch of up to 100) forwarded to the chain for the signed-in account; each forwarded call is one premium read. Other methods (-32601), eth_getLogs ranges over PREMIUM_RPC_MAX_LOG_RANGE (-32602) and malformed calls of a batch (-32600) are JSON-RPC error objects, never forwarded nor counted",
+    summary: "Read-only JSON-RPC (one call or a batch of up to 100) forwarded to the chain for the signed-in account; each forwarded call is one premium read. Other methods (-32601), eth_getLogs ranges over PREMIUM_RPC_MAX_LOG_RANGE, extra params (an eth_call state or block override), unknown call or filter fields and malformed params (-32602), and malformed calls of a batch (-32600) are JSON-RPC error objects, never forwarded nor counted. Params are rebuilt, not passed through; an eth_call's gas is capped at PREMIUM_RPC_MAX_CALL_GAS and set to it when absent",
     responses: {
       200: { description: "The JSON-RPC response object, or an array in the batch's order", schema: PremiumRpcResponseModel },
       400: err("INVALID_JSON, INVALID_INPUT (not a JSON-RPC request object or batch, naming the field; an empty batch; over 100 calls)"),
       401: err("UNAUTHENTICATED"),
       403: err("PREMIUM_READ_LIMIT_EXCEEDED (nothing forwarded), ORIGIN_NOT_ALLOWED"),
       415: err("UNSUPPORTED_MEDIA_TYPE"),
-      502: err("NETWORK_ERROR: the node could not be reached (the reads are given back)"),
+      429: err("RATE_LIMITED: the account (PREMIUM_RPC_MAX_IN_FLIGHT_PER_ACCOUNT) or the service (PREMIUM_RPC_MAX_IN_FLIGHT) has as many requests waiting on the node as allowed; Retry-After header"),
+      502: err("NETWORK_ERROR: the node could not be reached (the reads are given back), or did not answer within PREMIUM_RPC_TIMEOUT_MS or its answer was lost (the calls were handed to it: the reads are spent)"),
     },
   },
 

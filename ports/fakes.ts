@@ -549,13 +549,27 @@ export function fakeRawRpc(options: { head?: bigint; answer?: (call: import("./p
     head: options.head ?? 100n,
     down: false,
     batches: [] as import("./premium_reads.ts").RpcCall[][],
-    forward(calls: readonly import("./premium_reads.ts").RpcCall[]) {
+    /** Set: the next sends are handed over and their answers lost (a timeout when `timedOut`). */
+    lost: undefined as { timedOut: boolean } | undefined,
+    /** Set: sends wait on this before answering (a slow node). */
+    gate: undefined as Promise<void> | undefined,
+    forward(calls: readonly import("./premium_reads.ts").RpcCall[]): Promise<readonly import("./premium_reads.ts").RpcAnswer[] | undefined> {
       rpc.batches.push([...calls]);
       if (rpc.down) return Promise.resolve(undefined);
       return Promise.resolve(calls.map((c) => ({
         id: c.id,
         ...(c.method === "eth_blockNumber" ? { result: `0x${rpc.head.toString(16)}` } : options.answer?.(c) ?? { result: `${c.method}-ok` }),
       })));
+    },
+    /** `forward` (so a test's replacement of it applies), with `down` as not sent and `lost` as lost. */
+    async send(calls: readonly import("./premium_reads.ts").RpcCall[]): Promise<import("./premium_reads.ts").RpcSendOutcome> {
+      await rpc.gate;
+      if (rpc.lost !== undefined) {
+        rpc.batches.push([...calls]);
+        return { kind: "lost", timedOut: rpc.lost.timedOut };
+      }
+      const answers = await rpc.forward(calls);
+      return answers === undefined ? { kind: "not_sent" } : { kind: "answered", answers };
     },
   };
   return rpc satisfies import("./premium_reads.ts").RawRpc;

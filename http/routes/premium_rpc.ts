@@ -21,7 +21,8 @@ const premiumBody = compileRequestCheck(REQUEST_MODELS.premiumRpc.body, {
 
 /**
  * `POST /api/private/rpc-premium` (decisions §12): read-only JSON-RPC for the signed-in account, each forwarded
- * call counted as one premium read. Order: body (400) → session (401) → the proxy (403 limit, 502 node).
+ * call counted as one premium read. Order: body (400) → session (401) → the proxy (429 too many waiting on the
+ * node, with Retry-After; 403 limit; 502 node unreachable, timed out or its answer lost).
  * Errors of the request as a whole use the service's error body; refusals of single calls are JSON-RPC error
  * objects in the answer.
  */
@@ -34,8 +35,9 @@ export function premiumRpcRoutes(deps: PremiumRpcRoutesDeps) {
     try {
       const result = await deps.premiumRpc(parsed.value, auth.value.account);
       if (result.ok) return json(result.value);
-      if (statusOf(result.code) >= 500) deps.log.warn("premium_rpc_failed", { code: result.code });
-      return json(errorBody(result.code, result.message), statusOf(result.code));
+      if (statusOf(result.code) >= 500) deps.log.warn("premium_rpc_failed", { code: result.code, reason: result.message });
+      const headers: Record<string, string> = result.retryAfterSeconds === undefined ? {} : { "retry-after": String(result.retryAfterSeconds) };
+      return json(errorBody(result.code, result.message), statusOf(result.code), headers);
     } catch (error) {
       deps.log.error("premium_rpc_error", { error: error instanceof Error ? error.message : String(error) });
       return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
