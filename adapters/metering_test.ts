@@ -55,6 +55,28 @@ describe("gas budget", () => {
   });
 });
 
+describe("the private relay's gas budget (issue 23)", () => {
+  contract("sqlite", () => {
+    const storage = openSqliteStorage(":memory:");
+    opened.push(storage);
+    return Promise.resolve(storage.privateGasBudget);
+  });
+  test("sqlite: the private budget and the public one are apart", async () => {
+    const storage = openSqliteStorage(":memory:");
+    opened.push(storage);
+    expect(await storage.privateGasBudget.charge(0, 700_000n, 1_000_000n)).toBe(true);
+    expect(await storage.gasBudget.used(0)).toBe(0n);
+    expect(await storage.gasBudget.charge(0, 700_000n, 1_000_000n)).toBe(true);
+  });
+  describe.skipIf(skip !== undefined)("postgres", () => {
+    contract("postgres", async () => {
+      const storage = await openPostgresStorage(pg!.url);
+      opened.push(storage);
+      return storage.privateGasBudget;
+    });
+  });
+});
+
 let accountCounter = 0;
 function premiumContract(name: string, open: () => Promise<PremiumReadLedger>) {
   test(`${name}: premium reads reserve up to the limit, per account and year; released reads come back`, async () => {

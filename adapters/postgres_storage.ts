@@ -15,7 +15,8 @@ import type { ClaimOutcome, ReplayStore } from "../ports/replay_store.ts";
 import type { Storage, WalletNonces } from "../ports/storage.ts";
 import { type ReplayRow, toReplayRecord } from "./sqlite_replay_store.ts";
 import { createPostgresIndexStore } from "./postgres_index_store.ts";
-import { createPostgresGasBudget, RELAY_GAS_TABLE } from "./postgres_gas_budget.ts";
+import { FACTORY_CALLS_TABLE, createPostgresFactoryCalls } from "./postgres_factory_calls.ts";
+import { createPostgresGasBudget, PRIVATE_RELAY_GAS_TABLE, RELAY_GAS_TABLE } from "./postgres_gas_budget.ts";
 import { createPostgresTxReplacements, TX_REPLACEMENTS_TABLE } from "./postgres_tx_replacements.ts";
 import { createPostgresPremiumReads, PREMIUM_READS_TABLE } from "./postgres_premium_reads.ts";
 import { createPostgresSubjects } from "./postgres_subjects.ts";
@@ -100,6 +101,9 @@ const MIGRATIONS: readonly string[] = [
   // Accounts and sessions as the accounts API shows them (decisions §12).
   `ALTER TABLE accounts ADD COLUMN IF NOT EXISTS display_name TEXT`,
   RELAY_GAS_TABLE,
+  // The private relay's gas budget and the ERC-6492 factory calls sent (issue 23).
+  PRIVATE_RELAY_GAS_TABLE,
+  FACTORY_CALLS_TABLE,
   TX_REPLACEMENTS_TABLE,
   PREMIUM_READS_TABLE,
   ...subjectTables("BIGINT"),
@@ -408,6 +412,8 @@ export async function openPostgresStorage(url: string, options: { max?: number }
     walletNonces,
     indexStore: (scope) => createPostgresIndexStore(sql, scope),
     gasBudget: createPostgresGasBudget(sql),
+    privateGasBudget: createPostgresGasBudget(sql, "private_relay_gas"),
+    factoryCalls: createPostgresFactoryCalls(sql),
     txReplacements: createPostgresTxReplacements(sql),
     premiumReads: createPostgresPremiumReads(sql),
     subjects: createPostgresSubjects(sql),

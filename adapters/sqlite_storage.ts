@@ -2,6 +2,7 @@ import type { Storage } from "../ports/storage.ts";
 import { createSqliteAccountStore, createSqliteWriteLedger } from "./sqlite_accounts.ts";
 import { openSqlite } from "./sqlite_database.ts";
 import { createSqliteIndexStore } from "./sqlite_index_store.ts";
+import { createSqliteFactoryCalls } from "./sqlite_factory_calls.ts";
 import { createSqliteGasBudget } from "./sqlite_gas_budget.ts";
 import { createSqliteTxReplacements } from "./sqlite_tx_replacements.ts";
 import { createSqlitePremiumReads } from "./sqlite_premium_reads.ts";
@@ -27,6 +28,8 @@ export function openSqliteStorage(path: string): Storage {
     },
     indexStore: (scope) => Promise.resolve(createSqliteIndexStore(db, scope)),
     gasBudget: createSqliteGasBudget(db),
+    privateGasBudget: createSqliteGasBudget(db, "private_relay_gas"),
+    factoryCalls: createSqliteFactoryCalls(db),
     txReplacements: createSqliteTxReplacements(db),
     premiumReads: createSqlitePremiumReads(db),
     subjects: createSqliteSubjects(db),

@@ -1,5 +1,6 @@
 import type { AccountStore, SponsoredWriteLedger } from "./accounts.ts";
 import type { IndexStore } from "./attestation_index.ts";
+import type { FactoryCallStore } from "./factory_calls.ts";
 import type { GasBudget } from "./gas_budget.ts";
 import type { PremiumReadLedger } from "./premium_reads.ts";
 import type { SubjectStore } from "./subjects.ts";
@@ -21,6 +22,10 @@ export interface Storage {
   readonly walletNonces?: WalletNonces | undefined;
   /** The public relay's gas budget (decisions §12), shared by the instances on one database. */
   readonly gasBudget: GasBudget;
+  /** The private relay's hourly gas budget (issue 23), shared likewise. */
+  readonly privateGasBudget: GasBudget;
+  /** The ERC-6492 factory calls the service sent, one per wallet (issue 23). */
+  readonly factoryCalls: FactoryCallStore;
   /** Premium reads per account and year (decisions §12). */
   readonly premiumReads: PremiumReadLedger;
   /** The subjects accounts hold (decisions §12). */
