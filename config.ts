@@ -80,8 +80,10 @@ export type Config = {
   /**
    * The private relay (decisions §12): `SUBJECT_SCOPED_SCHEMAS` (schema names only a subject's owner may write;
    * default key-binding, linked-identifier, user-review-response) and `MAX_GAS_PER_TX` (default 1000000).
+   * `PRIVATE_RELAY_GAS_BUDGET_PER_HOUR` (gas units, default 50,000,000; issue 23): the gas the private relay may
+   * charge per UTC hour, all accounts and instances together; past it 429 `RATE_LIMITED` before any RPC.
    */
-  readonly privateRelay: { readonly subjectScoped: readonly string[]; readonly maxGasPerTx: number };
+  readonly privateRelay: { readonly subjectScoped: readonly string[]; readonly maxGasPerTx: number; readonly gasPerHour: bigint };
   /**
    * Fee bumps (performance_reliability §b row 24): a submission's transaction still pending `FEE_BUMP_AFTER_SECONDS`
    * (default 120; 0 turns bumps off) after it or its last replacement was signed is replaced by the reconciler with
@@ -267,6 +269,7 @@ export function readConfig(env: Env): Config {
     privateRelay: {
       subjectScoped: list("SUBJECT_SCOPED_SCHEMAS", ["key-binding", "linked-identifier", "user-review-response"]),
       maxGasPerTx: int("MAX_GAS_PER_TX", 1_000_000, 21_000),
+      gasPerHour: BigInt(int("PRIVATE_RELAY_GAS_BUDGET_PER_HOUR", 50_000_000, 1)),
     },
     feeBump: { afterSeconds: int("FEE_BUMP_AFTER_SECONDS", 120, 0, 86_400), max: int("FEE_BUMP_MAX", 5, 0, 50) },
     premiumReads: {

@@ -75,6 +75,12 @@ describe("readConfig()", () => {
     }
   });
 
+  test("the private relay's hourly gas budget (issue 23): 50,000,000 by default; a bad value names the variable", () => {
+    expect(readConfig({}).privateRelay.gasPerHour).toBe(50_000_000n);
+    expect(readConfig({ PRIVATE_RELAY_GAS_BUDGET_PER_HOUR: "2000000" }).privateRelay.gasPerHour).toBe(2_000_000n);
+    for (const bad of ["0", "-1", "lots"]) expect(() => readConfig({ PRIVATE_RELAY_GAS_BUDGET_PER_HOUR: bad })).toThrow(/PRIVATE_RELAY_GAS_BUDGET_PER_HOUR/);
+  });
+
   test("the public relay's settings and TRUST_PROXY have their defaults and refuse bad values, naming the variable", () => {
     expect(readConfig({}).publicRelay).toEqual({ enabled: true, ipPerMinute: 30, attesterPerHour: 20, gasPerHour: 50_000_000n });
     expect(readConfig({}).trustProxy).toBe(0);

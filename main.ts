@@ -325,6 +325,8 @@ export async function startService(config: Config, options: StartServiceOptions 
       const left = config.publicRelay.gasPerHour - await storage.gasBudget.used(gasWindow());
       return [{ value: left > 0n ? left : 0n }];
     });
+    metrics.gauge("ats_private_relay_gas_used", "Gas the private relay charged this hour, all instances", async () =>
+      [{ value: await storage.privateGasBudget.used(gasWindow()) }]);
     metrics.gauge("ats_delegated_submissions_open", "Delegated attestations checked, signed or sent but not yet mined or released, all instances", async () =>
       [{ value: (await replay.open(Number.MAX_SAFE_INTEGER)).length }]);
     metrics.gauge("ats_sponsored_writes_unsettled", "Sponsored writes reserved against a quota but not yet committed or released, all instances", async () =>
@@ -369,6 +371,17 @@ export async function startService(config: Config, options: StartServiceOptions 
             mainnet: config.activeChain === "mainnet",
             subsidized: relaySchemas.value,
             maxGasPerTx: BigInt(config.privateRelay.maxGasPerTx),
+            factoryCalls: storage.factoryCalls,
+            // Issue 23: the private relay's hourly gas budget, checked before any RPC and charged like the public one's.
+            guard: createRelayGuard({
+              enabled: true,
+              relay: "private",
+              gasBudget: storage.privateGasBudget,
+              gasPerHour: config.privateRelay.gasPerHour,
+              typicalGas: TYPICAL_ATTEST_GAS,
+              clock: systemClock,
+              onRefusal: (reason) => metrics.increment("ats_private_relay_refusals_total", { reason }),
+            }),
           }),
           ledger,
           plans,
@@ -429,6 +442,7 @@ export async function startService(config: Config, options: StartServiceOptions 
         replay,
         mainnet: config.activeChain === "mainnet",
         subsidized: subsidized.value,
+        factoryCalls: storage.factoryCalls,
         guard: createRelayGuard({
           enabled: config.publicRelay.enabled,
           clientRate: createRateLimiter(systemClock, { capacity: config.publicRelay.ipPerMinute, perMinute: config.publicRelay.ipPerMinute }),
@@ -529,6 +543,7 @@ function describeMetrics(metrics: PrometheusMetrics) {
   metrics.describe("ats_rpc_failures_total", "counter", "JSON-RPC failures: round trips (network, timeout, http_<status>) and error answers (rpc_error by code and method)");
   metrics.describe("ats_rpc_round_trip_seconds", "histogram", "JSON-RPC HTTP round-trip time");
   metrics.describe("ats_public_relay_refusals_total", "counter", "Public delegated-attest requests the relay guard refused, by reason: client, attester, budget, disabled");
+  metrics.describe("ats_private_relay_refusals_total", "counter", "Private-relay delegated attestations refused by its hourly gas budget (reason budget)");
   metrics.describe("ats_x402_payments_total", "counter", "x402 payments by purpose (witness, relay, plan) and outcome: settled, settle_failed, work_failed, work_unknown, replayed, in_progress");
   metrics.describe("ats_x402_settlement_failures_total", "counter", "x402 payments whose settlement failed after the work succeeded (see ops payments list), by purpose");
   metrics.describe("ats_sponsored_writes_total", "counter", "Controller witness requests (sponsored-write quota use) by outcome: committed or the error code, e.g. sponsored_write_limit_exceeded");

@@ -195,7 +195,10 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
         const outcome = await delegateSender.send({ to: deployment.factory, data: deployment.factoryCalldata, gas });
         if (!outcome.ok && outcome.reason === "unknown-outcome") return "rpc-error";
         // Whatever the factory's own outcome, what counts is code at the attester's address now.
-        return (await hasCode(client, attester)) ? "deployed" : "failed";
+        if (await hasCode(client, attester)) return "deployed";
+        if (!outcome.ok && outcome.reason === "not-broadcast") return "failed";
+        // Mined (or reverted) and no code: the gas is spent (issue 23), the caller records it.
+        return { burned: true, txHash: outcome.txHash, blockNumber: outcome.blockNumber, gasUsed: outcome.gasUsed ?? null };
       } catch (error) {
         const simulation = classifySimulationError(error, log);
         return !simulation.ok && simulation.reason === "reverted" ? "failed" : "rpc-error";

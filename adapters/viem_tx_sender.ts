@@ -7,9 +7,9 @@ import { ATTESTED_TOPIC } from "./eas_abi.ts";
 
 /** The outcome of sending one transaction and waiting for its receipt. */
 export type SendOutcome =
-  | { readonly ok: true; readonly txHash: HexString; readonly blockNumber: bigint; readonly logs: readonly ReceiptLog[] }
+  | { readonly ok: true; readonly txHash: HexString; readonly blockNumber: bigint; readonly logs: readonly ReceiptLog[]; readonly gasUsed?: bigint }
   | { readonly ok: false; readonly reason: "not-broadcast" }
-  | { readonly ok: false; readonly reason: "reverted"; readonly txHash: HexString; readonly blockNumber: bigint }
+  | { readonly ok: false; readonly reason: "reverted"; readonly txHash: HexString; readonly blockNumber: bigint; readonly gasUsed?: bigint }
   | { readonly ok: false; readonly reason: "unknown-outcome"; readonly txHash: HexString };
 
 /** A log of a receipt, as the node returned it. */
@@ -274,8 +274,9 @@ async function awaitReceipt(client: PublicClient, txHash: Hex, timeoutMs: number
       const receipt = await client.request({ method: "eth_getTransactionReceipt", params: [txHash] });
       if (receipt) {
         const blockNumber = BigInt(receipt.blockNumber);
-        if (receipt.status !== "0x1") return { ok: false, reason: "reverted", txHash, blockNumber };
-        return { ok: true, txHash, blockNumber, logs: receipt.logs };
+        const gasUsed = BigInt(receipt.gasUsed);
+        if (receipt.status !== "0x1") return { ok: false, reason: "reverted", txHash, blockNumber, gasUsed };
+        return { ok: true, txHash, blockNumber, logs: receipt.logs, gasUsed };
       }
     } catch (error) {
       log("rpc_error", { op: "getTransactionReceipt", error: describe(error) });

@@ -2,10 +2,11 @@ import { describe, expect, test } from "bun:test";
 import { encodeAbiParameters, serializeErc6492Signature } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { recoverAddress } from "viem/utils";
-import type { ContractSignatureCheck, HexString, WalletDeployment, WalletDeploymentOutcome } from "../ports/eas.ts";
-import { fakeClock, fakeDelegate, fakeEasReader, fakeReplayStore } from "../ports/fakes.ts";
+import type { ContractSignatureCheck, HexString, Submission, WalletDeployment, WalletDeploymentOutcome } from "../ports/eas.ts";
+import { fakeClock, fakeDelegate, fakeEasReader, fakeFactoryCalls, fakeGasBudget, fakeReplayStore } from "../ports/fakes.ts";
+import { createRelayGuard, type RelayGuard } from "./relay_guard.ts";
 import { buildAttestTypedData, ZERO_UID } from "./attest_typed_data.ts";
-import { createDelegatedAttest } from "./delegated_attest.ts";
+import { type CallerTicket, createDelegatedAttest } from "./delegated_attest.ts";
 import { parseAttestSignature } from "./signature.ts";
 
 const SCHEMA = "0x7ab3911527e5e47eaab9f5a2c571060026532dde8cb4398185553053963b2a47";
@@ -19,7 +20,14 @@ const DEPLOY_CALL = "0xabcdef01" as HexString;
  * A chain with one smart-contract wallet owned by `owner`, deployed or not: `isValidSignature` accepts the
  * owner's ECDSA signature of the digest; the factory deploys it. Counts what the use case asked of it.
  */
-function setup(options: { deployed: boolean; checkFails?: boolean; deployOutcome?: WalletDeploymentOutcome }) {
+function setup(options: {
+  deployed: boolean;
+  checkFails?: boolean;
+  deployOutcome?: WalletDeploymentOutcome;
+  factoryCalls?: ReturnType<typeof fakeFactoryCalls>;
+  guard?: RelayGuard;
+  submission?: Submission;
+}) {
   const clock = fakeClock();
   const eas = fakeEasReader();
   let deployed = options.deployed;
@@ -41,7 +49,7 @@ function setup(options: { deployed: boolean; checkFails?: boolean; deployOutcome
     },
   };
   const delegate = {
-    ...fakeDelegate(),
+    ...fakeDelegate({ submission: options.submission }),
     async deployWallet(attester: HexString, deployment: WalletDeployment, charge: (gas: bigint) => Promise<boolean>): Promise<WalletDeploymentOutcome> {
       if (deployed) return "deployed";
       if (!(await charge(150_000n))) return "refused";
@@ -59,6 +67,8 @@ function setup(options: { deployed: boolean; checkFails?: boolean; deployOutcome
     replay,
     mainnet: false,
     subsidized: new Map([[SCHEMA, { name: "user-review", revocable: false }]]),
+    factoryCalls: options.factoryCalls,
+    guard: options.guard,
   });
   return { clock, eas, delegate, replay, attest, checks, deployments, isDeployed: () => deployed };
 }
@@ -175,5 +185,79 @@ describe("createDelegatedAttest() with smart-contract wallets", () => {
     expect(await env.attest(body)).toMatchObject({ ok: false, code: "SUBMISSION_FAILED" });
     expect(env.delegate.sent).toHaveLength(0);
     expect(env.replay.rows.size).toBe(0);
+  });
+});
+
+describe("a factory call that burns gas without deploying the wallet (issue 23, finding 2)", () => {
+  const BURN = { burned: true, txHash: `0x${"b".repeat(64)}`, blockNumber: 12n, gasUsed: 140_000n } as const;
+  /** A caller that records what became of its reservation, as the private relay's sponsored write does. */
+  const ticketLog = () => {
+    const events: string[] = [];
+    const ticket: CallerTicket = {
+      release: () => Promise.resolve(void events.push("release")),
+      onSigned: () => Promise.resolve(void events.push("signed")),
+      onSent: () => Promise.resolve(void events.push("sent")),
+      onMined: () => Promise.resolve(void events.push("mined")),
+      onBurned: (burn) => Promise.resolve(void events.push(`burned ${burn.txHash.slice(0, 4)} ${burn.blockNumber}`)),
+    };
+    return { events, caller: { admit: () => Promise.resolve(ticket) } };
+  };
+
+  test("is recorded for the wallet, charged to the guard's budget and kept by the caller; the wallet's ERC-6492 signatures are then refused before any RPC", async () => {
+    const factoryCalls = fakeFactoryCalls();
+    const budget = fakeGasBudget();
+    const clock = fakeClock();
+    const guard = createRelayGuard({ enabled: true, relay: "private", gasBudget: budget, gasPerHour: 10_000_000n, typicalGas: 300_000n, clock });
+    const env = setup({ deployed: false, deployOutcome: BURN, factoryCalls, guard });
+    const { events, caller } = ticketLog();
+    const body = await walletBody(env, owner, wrap6492);
+
+    const first = await env.attest(body, caller);
+    expect(first).toMatchObject({ ok: false, code: "SUBMISSION_FAILED", details: BURN.txHash });
+    expect(events).toEqual([`burned 0xbb 12`]);
+    expect([...budget.windows.values()]).toEqual([150_000n]);
+    expect(await factoryCalls.find(env.eas.chainId, WALLET)).toMatchObject({ state: "failed", txHash: BURN.txHash, gasUsed: 140_000n });
+    expect(env.replay.rows.size).toBe(0);
+
+    const checksBefore = env.checks.length;
+    const again = await env.attest(body, caller);
+    expect(again).toMatchObject({ ok: false, code: "INVALID_SIGNATURE" });
+    expect(env.deployments).toEqual([150_000n]);
+    expect(env.checks.length).toBe(checksBefore);
+    expect(events).toEqual([`burned 0xbb 12`]);
+  });
+
+  test("a wallet whose factory call is already on record (its outcome unknown) gets no second call, and nothing is charged", async () => {
+    const factoryCalls = fakeFactoryCalls();
+    const budget = fakeGasBudget();
+    const guard = createRelayGuard({ enabled: true, gasBudget: budget, gasPerHour: 10_000_000n, typicalGas: 300_000n, clock: fakeClock() });
+    const env = setup({ deployed: false, factoryCalls, guard });
+    await factoryCalls.begin({ chainId: env.eas.chainId, wallet: WALLET, factory: FACTORY, calldataHash: "0x", createdAtMs: 0 });
+    const { events, caller } = ticketLog();
+    expect(await env.attest(await walletBody(env, owner, wrap6492), caller)).toMatchObject({ ok: false, code: "INVALID_SIGNATURE" });
+    expect(env.deployments).toEqual([]);
+    expect(budget.windows.size).toBe(0);
+    expect(events).toEqual(["release"]);
+  });
+
+  test("a deployment the budget refuses sends nothing and leaves no record; one that deploys leaves none either", async () => {
+    const factoryCalls = fakeFactoryCalls();
+    const refusing = createRelayGuard({ enabled: true, gasBudget: fakeGasBudget(), gasPerHour: 100_000n, typicalGas: 0n, clock: fakeClock() });
+    const refused = setup({ deployed: false, factoryCalls, guard: refusing });
+    expect(await refused.attest(await walletBody(refused, owner, wrap6492))).toMatchObject({ ok: false, code: "RATE_LIMITED" });
+    expect(refused.deployments).toEqual([]);
+    expect(factoryCalls.rows.size).toBe(0);
+
+    const env = setup({ deployed: false, factoryCalls });
+    expect((await env.attest(await walletBody(env, owner, wrap6492))).ok).toBe(true);
+    expect(env.isDeployed()).toBe(true);
+    expect(factoryCalls.rows.size).toBe(0);
+  });
+
+  test("an attestation that reverted burned gas: a caller with onBurned keeps it charged instead of releasing it", async () => {
+    const env = setup({ deployed: true, submission: { ok: false, reason: "reverted", txHash: `0x${"c".repeat(64)}`, blockNumber: 7n } });
+    const { events, caller } = ticketLog();
+    expect(await env.attest(await walletBody(env), caller)).toMatchObject({ ok: false, code: "SUBMISSION_FAILED" });
+    expect(events).toEqual(["signed", "sent", "burned 0xcc 7"]);
   });
 });

@@ -1,6 +1,7 @@
-import { hashTypedData, recoverTypedDataAddress } from "viem/utils";
+import { hashTypedData, keccak256, recoverTypedDataAddress } from "viem/utils";
 import type { Clock } from "../ports/clock.ts";
 import type { DelegatedAttestCall, DelegateSubmitter, EasReader, HexString, SignedTx, WalletDeployment } from "../ports/eas.ts";
+import type { FactoryCallStore } from "../ports/factory_calls.ts";
 import type { ReplayRecord, ReplayStore } from "../ports/replay_store.ts";
 import { type AttestMessage, buildAttestTypedData } from "./attest_typed_data.ts";
 import { type DelegatedRequest, parseDelegatedRequest } from "./delegated_request.ts";
@@ -52,8 +53,16 @@ export type DelegatedAttestDeps = {
   readonly subsidized: ReadonlyMap<string, SubsidizedSchema>;
   /** Furthest a deadline may lie ahead, in seconds; bounds how long replay records are kept. */
   readonly maxDeadlineAheadSeconds?: number | undefined;
-  /** The public relay's guard (rates and gas budget); absent: no limits (the private relay has its quota). */
+  /**
+   * The relay's guard: the public relay's rates and gas budget, the private relay's gas budget (issue 23); absent:
+   * no limits.
+   */
   readonly guard?: RelayGuard | undefined;
+  /**
+   * The ERC-6492 factory calls sent, one per wallet (issue 23): a wallet whose factory call was mined without
+   * deploying it is refused before any RPC, and no second factory call is sent for a wallet. Absent: not recorded.
+   */
+  readonly factoryCalls?: FactoryCallStore | undefined;
   /** Refuses (400 INVALID_INPUT, no gas spent) a submission whose simulation needs more gas (`MAX_GAS_PER_TX`). */
   readonly maxGasPerTx?: bigint | undefined;
 };
@@ -86,6 +95,12 @@ export type CallerTicket = {
   readonly onSigned: (tx: SignedTx) => Promise<void>;
   readonly onSent: () => Promise<void>;
   readonly onMined: (outcome: DelegatedAttestSuccess) => Promise<void>;
+  /**
+   * A transaction of this request burned gas without the attestation landing (a factory call that did not deploy
+   * the wallet, or an attestation that reverted): the caller keeps what it reserved charged (issue 23). Absent: the
+   * reservation is released as when nothing was sent.
+   */
+  readonly onBurned?: ((burn: { readonly txHash: HexString; readonly blockNumber: bigint }) => Promise<void>) | undefined;
 };
 
 /** Verifies and submits one delegated attestation. */
@@ -133,6 +148,12 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
       request.clientNonce === undefined ? undefined : recoverSigner(deps.eas, request, signature.value, request.clientNonce);
     const known = await deps.replay.find(signature.value.hex);
     if (known !== undefined) return duplicate(known);
+    // Issue 23: a wallet whose ERC-6492 factory call the service already sent, mined, without deploying it, is not
+    // deployed again (that call may burn gas whenever it is sent). Storage only: refused before any RPC or gas.
+    if (parsedSignature.value.deployment !== undefined && deps.factoryCalls !== undefined) {
+      const sent = await deps.factoryCalls.find(deps.eas.chainId, request.attester);
+      if (sent?.state === "failed") return factoryCallFailedBefore();
+    }
     // The guard comes after the replay lookup (storage, no RPC): a signature already on record answers with its
     // outcome whatever the limits, since resubmitting it is how a client learns what became of an OUTCOME_UNKNOWN.
     if (deps.guard !== undefined) {
@@ -180,7 +201,7 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
       await ticket?.release();
       return fail("DUPLICATE", "Another submission for this attester and nonce is already in flight");
     }
-    // Whatever ends this request before broadcast gives the caller's reservation back.
+    // Whatever ends this request before broadcast gives the caller's reservation back; gas burned keeps it (issue 23).
     const normalized = signature.value;
     const submitter = delegate;
     let signed = false;
@@ -196,6 +217,7 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
     if (deployment !== undefined) {
       const refused = await deployCounterfactual(deployment);
       if (refused !== undefined) {
+        // The signature is given back (§15: nothing was attested); the wallet's record refuses it from now on.
         await deps.replay.release(key);
         return refused;
       }
@@ -255,7 +277,9 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
     }
     if (submission.reason === "reverted") {
       await deps.replay.finish(key, { state: "reverted", txHash: submission.txHash, blockNumber: submission.blockNumber });
-      await ticket?.release();
+      // Its gas was burned: a caller that can keep its reservation charged does (issue 23), others give it back.
+      if (ticket?.onBurned !== undefined) await ticket.onBurned({ txHash: submission.txHash, blockNumber: submission.blockNumber });
+      else await ticket?.release();
       return fail("SUBMISSION_FAILED", "The attestation transaction reverted", submission.txHash);
     }
     return fail(
@@ -268,21 +292,61 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
     /**
      * Deploys a counterfactual wallet (ERC-6492) so that EAS finds its code. Runs under the replay claim, after the
      * signature was proven valid by a read-only call that simulated the same deployment; its gas is capped and
-     * charged to the public relay's budget like the attestation's.
+     * charged to the relay's budget like the attestation's, and not given back whatever the outcome.
+     *
+     * Issue 23: that read-only call proves little, a factory may deploy only when given more gas than the real send
+     * gets and burn it otherwise. So the wallet is recorded (`factoryCalls`) before its factory call is sent, at most
+     * once per wallet; a call mined without leaving code keeps the record (the wallet's ERC-6492 signatures are refused
+     * before any RPC from then on) and the caller's reservation (`onBurned`: the private relay's sponsored write).
      */
     async function deployCounterfactual(target: WalletDeployment): Promise<DelegatedAttestFailure | undefined> {
       if (submitter.deployWallet === undefined) {
         return fail("INVALID_SIGNATURE", "This deployment cannot deploy counterfactual wallets; deploy the wallet first");
       }
+      const chainId = deps.eas.chainId;
       let refusal: DelegatedAttestFailure | undefined;
+      let recorded = false;
       const outcome = await submitter.deployWallet(request.attester, target, async (gas) => {
         if (deps.maxGasPerTx !== undefined && gas > deps.maxGasPerTx) {
           refusal = fail("INVALID_INPUT", `Deploying the wallet needs ${gas} gas, more than the ${deps.maxGasPerTx} allowed per transaction`);
           return false;
         }
+        if (deps.factoryCalls !== undefined) {
+          recorded = await deps.factoryCalls.begin({
+            chainId,
+            wallet: request.attester,
+            factory: target.factory,
+            calldataHash: keccak256(target.factoryCalldata),
+            createdAtMs: deps.clock.nowMs(),
+          });
+          // Another request sent this wallet's factory call already (its outcome unknown, or it failed meanwhile).
+          if (!recorded) {
+            refusal = factoryCallFailedBefore();
+            return false;
+          }
+        }
         refusal = await deps.guard?.charge(gas);
+        if (refusal !== undefined && recorded) {
+          await deps.factoryCalls?.forget(chainId, request.attester);
+          recorded = false;
+        }
         return refusal === undefined;
       });
+      if (typeof outcome === "object") {
+        await deps.factoryCalls?.failed(chainId, request.attester, { txHash: outcome.txHash, gasUsed: outcome.gasUsed }, deps.clock.nowMs());
+        if (ticket?.onBurned !== undefined) {
+          await ticket.onBurned({ txHash: outcome.txHash, blockNumber: outcome.blockNumber });
+          // Kept charged: the `finally` above must not give it back.
+          signed = true;
+        }
+        return fail(
+          "SUBMISSION_FAILED",
+          "The wallet's factory call was mined but did not deploy the attester; its gas was charged, nothing was attested, and this wallet's ERC-6492 signatures are refused from now on: deploy the wallet and send the plain signature",
+          outcome.txHash,
+        );
+      }
+      // Deployed, or nothing was sent: the wallet's record goes. An unknown outcome keeps it (the call may still land).
+      if (recorded && outcome !== "rpc-error") await deps.factoryCalls?.forget(chainId, request.attester);
       if (outcome === "deployed") return undefined;
       if (outcome === "refused") return refusal ?? fail("INVALID_INPUT", "The wallet's deployment was refused");
       if (outcome === "rpc-error") return fail("RPC_ERROR", "The chain did not answer while deploying the wallet");
@@ -297,6 +361,14 @@ function duplicate(record: ReplayRecord): DelegatedAttestFailure {
   if (record.state === "reverted") return fail("DUPLICATE", "Duplicate submission: its transaction reverted", record.txHash ?? undefined);
   if (record.txHash !== null) return fail("DUPLICATE", "Duplicate submission: its transaction is on its way", record.txHash);
   return fail("DUPLICATE", "Duplicate submission: it is being processed");
+}
+
+/** A wallet whose factory call the service already sent (issue 23): refused before any gas. */
+function factoryCallFailedBefore(): DelegatedAttestFailure {
+  return fail(
+    "INVALID_SIGNATURE",
+    "The service already sent this wallet's ERC-6492 factory call and it did not deploy the wallet; its ERC-6492 signatures are not accepted: deploy the wallet and send the plain signature",
+  );
 }
 
 function cannotPay(): DelegatedAttestFailure {

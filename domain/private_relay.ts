@@ -189,6 +189,9 @@ export function createPrivateRelay(deps: PrivateRelayDeps) {
       },
       onSent: () => deps.ledger.markSent(id, deps.clock.nowMs()),
       onMined: (outcome) => deps.ledger.commit(id, outcome, deps.clock.nowMs()),
+      // Gas burned without the attestation landing (a factory call that deployed nothing, a revert) is not given
+      // back (issue 23): the write is committed with no uid, so a wallet cannot make the relay burn gas for free.
+      onBurned: (burn) => deps.ledger.commit(id, { ...burn, uid: null }, deps.clock.nowMs()),
     };
   }
 

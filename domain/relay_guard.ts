@@ -2,6 +2,8 @@
  * The guard on the public relay (decisions §12): per-client-address and per-attester token buckets and an
  * hourly gas budget, all checked before any RPC, so that a script with fresh keys cannot empty the delegate
  * wallet. The budget is charged with the simulated gas once the simulation passed, before anything is sent.
+ * The private relay has a guard of its own with the gas budget alone (`PRIVATE_RELAY_GAS_BUDGET_PER_HOUR`, issue
+ * 23): its sponsored writes bound what an account writes, not the gas a write may burn without landing.
  */
 import type { Clock } from "../ports/clock.ts";
 import type { GasBudget } from "../ports/gas_budget.ts";
@@ -18,10 +20,13 @@ export const GAS_WINDOW_MS = 3_600_000;
 export type RelayGuardDeps = {
   /** `PUBLIC_RELAY=off` closes the public route. */
   readonly enabled: boolean;
-  readonly clientRate: RateLimiter;
-  readonly attesterRate: RateLimiter;
+  /** Absent: no per-client or per-attester rate (the private relay's guard is its gas budget alone, issue 23). */
+  readonly clientRate?: RateLimiter | undefined;
+  readonly attesterRate?: RateLimiter | undefined;
   readonly gasBudget: GasBudget;
-  /** Gas units per hour (`PUBLIC_RELAY_GAS_BUDGET_PER_HOUR`). */
+  /** Which relay the refusals name: "public" (default) or "private". */
+  readonly relay?: "public" | "private" | undefined;
+  /** Gas units per hour (`PUBLIC_RELAY_GAS_BUDGET_PER_HOUR`, `PRIVATE_RELAY_GAS_BUDGET_PER_HOUR`). */
   readonly gasPerHour: bigint;
   /** The gas a request must find room for before any RPC (a typical attestation). */
   readonly typicalGas: bigint;
@@ -52,7 +57,7 @@ export function createRelayGuard(deps: RelayGuardDeps): RelayGuard {
     return { ...fail("RATE_LIMITED" as const, message), retryAfterSeconds };
   };
   const overBudget = (retryAfterSeconds: number) =>
-    limited("budget", retryAfterSeconds, "The public relay's gas budget for this hour is spent; try again later");
+    limited("budget", retryAfterSeconds, `The ${deps.relay ?? "public"} relay's gas budget for this hour is spent; try again later`);
   return {
     open() {
       if (deps.enabled) return undefined;
@@ -60,10 +65,14 @@ export function createRelayGuard(deps: RelayGuardDeps): RelayGuard {
       return fail("PUBLIC_RELAY_DISABLED", "The public relay is closed on this service; use the private relay");
     },
     async admit(caller) {
-      const client = deps.clientRate.take(caller.clientKey);
-      if (!client.allowed) return limited("client", client.retryAfterSeconds, "Too many delegated attestations from this address; try again later");
-      const attester = deps.attesterRate.take(caller.attester.toLowerCase());
-      if (!attester.allowed) return limited("attester", attester.retryAfterSeconds, "Too many delegated attestations for this attester; try again later");
+      const client = deps.clientRate?.take(caller.clientKey);
+      if (client !== undefined && !client.allowed) {
+        return limited("client", client.retryAfterSeconds, "Too many delegated attestations from this address; try again later");
+      }
+      const attester = deps.attesterRate?.take(caller.attester.toLowerCase());
+      if (attester !== undefined && !attester.allowed) {
+        return limited("attester", attester.retryAfterSeconds, "Too many delegated attestations for this attester; try again later");
+      }
       const { start, retryAfterSeconds } = window();
       if ((await deps.gasBudget.used(start)) + deps.typicalGas > deps.gasPerHour) return overBudget(retryAfterSeconds);
       return undefined;

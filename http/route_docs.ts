@@ -311,6 +311,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
       402: err(X402_REFUSALS),
       403: err("ATTESTER_MISMATCH (not the account's wallet, or not the payer), SCHEMA_NOT_ELIGIBLE, SUBJECT_OWNERSHIP_REQUIRED (for a user-review-response: the owner of the reviewed subject), SPONSORED_WRITE_LIMIT_EXCEEDED, ORIGIN_NOT_ALLOWED"),
       409: err("DUPLICATE, PAYMENT_ALREADY_USED"),
+      429: err("RATE_LIMITED: the private relay's hourly gas budget (PRIVATE_RELAY_GAS_BUDGET_PER_HOUR) is spent; Retry-After header"),
       500: err("RPC_ERROR, SUBMISSION_FAILED"),
       502: err("FACILITATOR_UNAVAILABLE (nothing written or charged), NETWORK_ERROR (a paying agent's subject ownership, or the attestation a user-review-response's refUID names, could not be looked up)"),
       503: err("OUTCOME_UNKNOWN, SUBMISSION_FAILED (the delegate wallet cannot pay)"),

@@ -142,5 +142,18 @@ export interface DelegateSubmitter {
   ) => Promise<WalletDeploymentOutcome>;
 }
 
-/** What deploying a counterfactual wallet came to. */
-export type WalletDeploymentOutcome = "deployed" | "refused" | "failed" | "rpc-error";
+/**
+ * What deploying a counterfactual wallet came to: "failed" when nothing was sent (the factory call reverts in
+ * estimation, or the node refused the transaction), {@link FactoryCallBurned} when it was sent and mined and the
+ * attester still has no code.
+ */
+export type WalletDeploymentOutcome = "deployed" | "refused" | "failed" | "rpc-error" | FactoryCallBurned;
+
+/** The factory call was mined (or reverted) without deploying the wallet: its gas is spent. */
+export type FactoryCallBurned = {
+  readonly burned: true;
+  readonly txHash: HexString;
+  readonly blockNumber: bigint;
+  /** From the receipt; null when the node did not say. */
+  readonly gasUsed: bigint | null;
+};

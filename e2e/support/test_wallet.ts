@@ -70,7 +70,33 @@ export async function deployWalletFactory(deployer: Wallet, client: PublicClient
   const { factory } = testWalletArtifacts();
   const hash = await deployer.deployContract({ abi: factory.abi, bytecode: factory.bytecode.object, chain: deployer.chain });
   const receipt = await client.waitForTransactionReceipt({ hash });
-  const address = receipt.contractAddress as Hex;
+  return factoryAt(receipt.contractAddress as Hex, deployer, client);
+}
+
+/**
+ * Deploys `e2e/contracts/GasDrainFactory.sol` (issue 23): the same `deploy(owner, salt)` and `predict` as the
+ * TestWallet factory, but it deploys the wallet only when given more than `deployAbove` gas and burns the gas it
+ * was given otherwise; it reverts below `requireAbove`, so a gas estimate comes out about that large.
+ */
+export async function deployGasDrainFactory(
+  deployer: Wallet,
+  client: PublicClient,
+  limits: { readonly deployAbove: bigint; readonly requireAbove: bigint },
+): Promise<WalletFactory> {
+  testWalletArtifacts();
+  const drain = JSON.parse(readFileSync(join(ROOT, "out-e2e/GasDrainFactory.sol/GasDrainFactory.json"), "utf8")) as Artifact;
+  const hash = await deployer.deployContract({
+    abi: drain.abi,
+    bytecode: drain.bytecode.object,
+    args: [limits.deployAbove, limits.requireAbove],
+    chain: deployer.chain,
+  });
+  const receipt = await client.waitForTransactionReceipt({ hash });
+  return factoryAt(receipt.contractAddress as Hex, deployer, client);
+}
+
+/** The helpers of a factory with TestWalletFactory's `deploy(owner, salt)` and `predict(owner, salt)` at `address`. */
+function factoryAt(address: Hex, deployer: Wallet, client: PublicClient): WalletFactory {
   const deployCalldata = (owner: Hex, salt: number) =>
     encodeFunctionData({ abi: FACTORY_ABI, functionName: "deploy", args: [owner, pad(`0x${salt.toString(16)}`, { size: 32 })] });
   const predict = (owner: Hex, salt: number) =>
