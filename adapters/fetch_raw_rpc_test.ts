@@ -70,3 +70,42 @@ describe("createFetchRawRpc()", () => {
     expect(await createFetchRawRpc({ rpcUrl: closedUrl }).forward(calls)).toBeUndefined();
   });
 });
+
+describe("createFetchRawRpc().send(): whether the node may have run the calls (issue 23)", () => {
+  test("never reached, or refused with a status before running: not_sent; a gateway timeout or an unreadable 200: lost", async () => {
+    const cases: [string, () => Response | Promise<Response>, unknown][] = [
+      ["HTTP 502", () => new Response("upstream secret text", { status: 502 }), { kind: "not_sent" }],
+      ["HTTP 429", () => new Response("slow down", { status: 429 }), { kind: "not_sent" }],
+      ["HTTP 504", () => new Response("gateway timeout", { status: 504 }), { kind: "lost", timedOut: true }],
+      ["not JSON", () => new Response("<html>gateway</html>"), { kind: "lost", timedOut: false }],
+      ["one error object for the whole batch", () => Response.json({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "no" } }), { kind: "lost", timedOut: false }],
+    ];
+    for (const [name, respond, outcome] of cases) {
+      answer = respond;
+      expect({ name, outcome: await createFetchRawRpc({ rpcUrl: url }).send(calls) }).toEqual({ name, outcome });
+    }
+    const closed = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });
+    const closedUrl = `http://127.0.0.1:${closed.port}`;
+    await closed.stop(true);
+    expect(await createFetchRawRpc({ rpcUrl: closedUrl }).send(calls)).toEqual({ kind: "not_sent" });
+  });
+
+  test("a node that does not answer in time: lost (timed out); the service stopping: lost, and nothing sent once stopped", async () => {
+    received.length = 0;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    answer = async () => {
+      await held;
+      return Response.json([]);
+    };
+    expect(await createFetchRawRpc({ rpcUrl: url, timeoutMs: 100 }).send(calls)).toEqual({ kind: "lost", timedOut: true });
+    const stop = new AbortController();
+    const pending = createFetchRawRpc({ rpcUrl: url, signal: stop.signal }).send(calls);
+    while (received.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    stop.abort();
+    expect(await pending).toEqual({ kind: "lost", timedOut: false });
+    expect(await createFetchRawRpc({ rpcUrl: url, signal: stop.signal }).send(calls)).toEqual({ kind: "not_sent" });
+    expect(received).toHaveLength(2);
+    release();
+  });
+});
