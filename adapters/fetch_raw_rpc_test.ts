@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import type { RpcCall } from "../ports/premium_reads.ts";
+import type { RpcCall, RpcSendOutcome } from "../ports/premium_reads.ts";
 import { createFetchRawRpc } from "./fetch_raw_rpc.ts";
 
 /** How the fake node answers the next request. */
@@ -73,7 +73,7 @@ describe("createFetchRawRpc()", () => {
 
 describe("createFetchRawRpc().send(): whether the node may have run the calls (issue 23)", () => {
   test("never reached, or refused with a status before running: not_sent; a gateway timeout or an unreadable 200: lost", async () => {
-    const cases: [string, () => Response | Promise<Response>, unknown][] = [
+    const cases: [string, () => Response | Promise<Response>, RpcSendOutcome][] = [
       ["HTTP 502", () => new Response("upstream secret text", { status: 502 }), { kind: "not_sent" }],
       ["HTTP 429", () => new Response("slow down", { status: 429 }), { kind: "not_sent" }],
       ["HTTP 504", () => new Response("gateway timeout", { status: 504 }), { kind: "lost", timedOut: true }],
