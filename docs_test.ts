@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { silentLogger } from "./adapters/json_logger.ts";
-import { readConfig } from "./config.ts";
-import { createReadNonce } from "./domain/nonce.ts";
+import { silentLogger } from "./adapters/observability/json_logger.ts";
+import { readConfig } from "./app/config.ts";
+import { createReadNonce } from "./domain/delegation/nonce.ts";
 import { createApp } from "./http/app.ts";
 import { fakeEasReader } from "./ports/fakes.ts";
 
@@ -56,7 +56,7 @@ function namesRoute(text: string, route: string): boolean {
  * of an environment that records every name it is asked for, for the embedded devnet and for an existing chain.
  */
 function configVariables(): { fromSource: Set<string>; fromReads: Set<string> } {
-  const source = read("config.ts");
+  const source = read("app/config.ts");
   const fromSource = new Set<string>();
   const name = "([A-Z][A-Z0-9_]*)";
   for (const pattern of [

@@ -12,11 +12,11 @@
  */
 import { createPublicClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { EAS_ABI } from "../adapters/eas_abi.ts";
+import { EAS_ABI } from "../domain/eas_abi.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
-import { prepareDelegatedAttestation, signableTypedData } from "../http/client/delegated_attest.ts";
+import { prepareDelegatedAttestation, signableTypedData } from "../client/delegated_attest.ts";
 import { startStack } from "../e2e/harness.ts";
-import { currentRequestContext } from "../adapters/request_context.ts";
+import { currentRequestContext } from "../http/request_context.ts";
 
 const N = Number(process.argv[2] ?? 100);
 

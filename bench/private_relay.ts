@@ -12,7 +12,7 @@
 import type { Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { findSchemaByName } from "../domain/schemas.ts";
-import { prepareDelegatedAttestation, signableTypedData } from "../http/client/delegated_attest.ts";
+import { prepareDelegatedAttestation, signableTypedData } from "../client/delegated_attest.ts";
 import { startStack } from "../e2e/harness.ts";
 import { rpcBusyClock } from "./_rpc_busy.ts";
 import { signInCookie } from "../e2e/support/sign_in.ts";

@@ -11,13 +11,13 @@
 import { join } from "node:path";
 import type { Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { openSqliteStorage } from "../adapters/sqlite_storage.ts";
-import { systemClock } from "../adapters/system_clock.ts";
-import { TYPICAL_ATTEST_GAS } from "../adapters/viem_eas.ts";
+import { openSqliteStorage } from "../adapters/sqlite/sqlite_storage.ts";
+import { systemClock } from "../adapters/system/system_clock.ts";
+import { TYPICAL_ATTEST_GAS } from "../adapters/chain/viem_eas.ts";
 import { createRateLimiter } from "../domain/rate_limit.ts";
-import { createRelayGuard } from "../domain/relay_guard.ts";
+import { createRelayGuard } from "../domain/delegation/relay_guard.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
-import { prepareDelegatedAttestation, signableTypedData } from "../http/client/delegated_attest.ts";
+import { prepareDelegatedAttestation, signableTypedData } from "../client/delegated_attest.ts";
 import { startStack } from "../e2e/harness.ts";
 import { rpcBusyClock } from "./_rpc_busy.ts";
 

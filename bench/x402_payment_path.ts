@@ -14,7 +14,7 @@ import { createPublicClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startFacilitator } from "../adapters/devnet/mod.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
-import { prepareDelegatedAttestation, signableTypedData } from "../http/client/delegated_attest.ts";
+import { prepareDelegatedAttestation, signableTypedData } from "../client/delegated_attest.ts";
 import { startStack } from "../e2e/harness.ts";
 import { signInCookie } from "../e2e/support/sign_in.ts";
 

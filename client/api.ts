@@ -5,9 +5,9 @@
  * `baseUrl: ""` (same origin: the browser sends the session cookie and `Origin` itself); elsewhere pass
  * `cookie` and `origin`. A non-2xx answer throws an {@link AtsClientError} with the service's `code`.
  */
-import type { ArtifactTrustRecord } from "../domain/artifact_trust.ts";
-import type { ControllerConfirmRecord, DiscoveryRecord } from "../domain/controller_discovery.ts";
-import { buildReviewData } from "../domain/reviews.ts";
+import type { ArtifactTrustRecord } from "../domain/artifact_trust/artifact_trust.ts";
+import type { ControllerConfirmRecord, DiscoveryRecord } from "../domain/discovery/controller_discovery.ts";
+import { buildReviewData } from "../domain/reviews/reviews.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import type { HexString } from "../ports/eas.ts";
 import {
@@ -16,10 +16,10 @@ import {
   prepareDelegatedAttestation,
   signableTypedData,
   type TypedDataSigner,
-} from "../http/client/delegated_attest.ts";
-import { AtsClientError } from "../http/client/errors.ts";
-import { DEFAULT_BASE_URL, requestJson } from "../http/client/http.ts";
-import { fetchTrustAnchors, getSchemaAnchor } from "../http/client/trust_anchors.ts";
+} from "./delegated_attest.ts";
+import { AtsClientError } from "./errors.ts";
+import { DEFAULT_BASE_URL, requestJson } from "./http.ts";
+import { fetchTrustAnchors, getSchemaAnchor } from "./trust_anchors.ts";
 
 /** Where the service is and, outside a browser, the session to use. */
 export type ServiceOptions = {

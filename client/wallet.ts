@@ -4,7 +4,7 @@
  * object with a `request` method works, so a Bun program can pass its own provider.
  */
 import { getAddress, stringToHex } from "viem/utils";
-import { AtsClientError } from "../http/client/errors.ts";
+import { AtsClientError } from "./errors.ts";
 
 /** The one method an EIP-1193 provider exposes. */
 export type Eip1193Provider = {

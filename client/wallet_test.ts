@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { recoverMessageAddress, recoverTypedDataAddress } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { buildAttestTypedData } from "../domain/attest_typed_data.ts";
-import { isAtsClientError } from "../http/client/errors.ts";
+import { buildAttestTypedData } from "../domain/delegation/attest_typed_data.ts";
+import { isAtsClientError } from "./errors.ts";
 import { type AnnouncedWallet, type Eip1193Provider, requestWalletAddress, typedDataJson, walletSigner, watchWallets } from "./wallet.ts";
 
 const account = privateKeyToAccount(generatePrivateKey());

@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createTestClient, type Hex, http, sha256, stringToBytes } from "viem";
-import { openSqlite } from "../adapters/sqlite_database.ts";
-import { createSqliteIndexStore } from "../adapters/sqlite_index_store.ts";
+import { openSqlite } from "../adapters/sqlite/sqlite_database.ts";
+import { createSqliteIndexStore } from "../adapters/sqlite/sqlite_index_store.ts";
 import { artifactDidFromDigest, didToAddress } from "../domain/did.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
@@ -212,7 +212,7 @@ describe("the attestation index on a long chain behind a 20-block provider windo
   }, 120_000);
 
   test("ops: index status reports the checkpoint and the lag; index rebuild --from rewinds, and the follower re-ingests", async () => {
-    const { runOps } = await import("../ops.ts");
+    const { runOps } = await import("../app/ops.ts");
     const env = { RPC_URL: stack.devnet.rpcUrl, TRUST_ANCHORS_PATH: anchorsPath, DATABASE_PATH: join(stack.dir, "long.sqlite"), DATA_DIR: stack.dir };
     const lines: string[] = [];
     expect(await runOps(["index", "status"], env, (l) => lines.push(l))).toBe(0);

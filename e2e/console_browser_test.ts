@@ -15,7 +15,7 @@ import { type Browser, chromium, type Page } from "playwright-core";
 import { createPublicClient, type Hex, http, sha256 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { ANVIL_DEV_KEYS } from "../adapters/devnet/mod.ts";
-import { EAS_ABI } from "../adapters/eas_abi.ts";
+import { EAS_ABI } from "../domain/eas_abi.ts";
 import { artifactDidFromDigest, didToAddress } from "../domain/did.ts";
 import { decodeSchemaData, encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";

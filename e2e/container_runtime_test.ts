@@ -3,9 +3,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createPublicClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { EAS_ABI } from "../adapters/eas_abi.ts";
-import { attestDelegated } from "../http/client/delegated_attest.ts";
-import { clearTrustAnchorsCache } from "../http/client/trust_anchors.ts";
+import { EAS_ABI } from "../domain/eas_abi.ts";
+import { attestDelegated } from "../client/delegated_attest.ts";
+import { clearTrustAnchorsCache } from "../client/trust_anchors.ts";
 import { anvilImage, anvilRuntime, startStack, type Stack } from "./harness.ts";
 import { containerAnvil, probeContainerRuntime } from "./support/anvil_container.ts";
 

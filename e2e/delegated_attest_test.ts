@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createPublicClient, createWalletClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { EAS_ABI } from "../adapters/eas_abi.ts";
+import { EAS_ABI } from "../domain/eas_abi.ts";
 import { decodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { didToAddress } from "../domain/did.ts";
@@ -10,9 +10,9 @@ import {
   prepareDelegatedAttestation,
   signableTypedData,
   submitDelegatedAttestation,
-} from "../http/client/delegated_attest.ts";
-import { clearTrustAnchorsCache } from "../http/client/trust_anchors.ts";
-import { AtsClientError } from "../http/client/errors.ts";
+} from "../client/delegated_attest.ts";
+import { clearTrustAnchorsCache } from "../client/trust_anchors.ts";
+import { AtsClientError } from "../client/errors.ts";
 import { startStack, type Stack } from "./harness.ts";
 
 let stack: Stack;

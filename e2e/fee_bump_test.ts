@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { createPublicClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
-import { EAS_ABI } from "../adapters/eas_abi.ts";
+import { EAS_ABI } from "../domain/eas_abi.ts";
 import { e2eArtifacts, TEST_RELAY_LIMITS } from "./harness.ts";
 import { signedReviewBody } from "./support/review_signer.ts";
 import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";

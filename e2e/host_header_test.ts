@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect } from "node:net";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { fetchSession, requestControllerWitness, signInWithWallet, type WalletSession } from "../http/client/session.ts";
+import { fetchSession, requestControllerWitness, signInWithWallet, type WalletSession } from "../client/session.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { startStack, type Stack } from "./harness.ts";
 

@@ -12,10 +12,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createPublicClient, createWalletClient, type Hex, http, parseEther } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { EAS_ABI } from "../adapters/eas_abi.ts";
+import { EAS_ABI } from "../domain/eas_abi.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
-import { prepareDelegatedAttestation, signableTypedData } from "../http/client/delegated_attest.ts";
-import { signInWithWallet, type WalletSession } from "../http/client/session.ts";
+import { prepareDelegatedAttestation, signableTypedData } from "../client/delegated_attest.ts";
+import { signInWithWallet, type WalletSession } from "../client/session.ts";
 import { type RpcProxy, startRpcProxy } from "./support/rpc_proxy.ts";
 import { startStack, type Stack } from "./harness.ts";
 

@@ -6,9 +6,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createPublicClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { EAS_ABI } from "../adapters/eas_abi.ts";
+import { EAS_ABI } from "../domain/eas_abi.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
-import { prepareDelegatedAttestation, signableTypedData } from "../http/client/delegated_attest.ts";
+import { prepareDelegatedAttestation, signableTypedData } from "../client/delegated_attest.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { startStack, type Stack } from "./harness.ts";
 import { signInCookie } from "./support/sign_in.ts";

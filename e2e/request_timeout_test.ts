@@ -12,9 +12,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Elysia } from "elysia";
 import { sha256, stringToBytes } from "viem";
-import { silentLogger } from "../adapters/json_logger.ts";
-import { createPrometheusMetrics } from "../adapters/prometheus_metrics.ts";
-import { readConfig } from "../config.ts";
+import { silentLogger } from "../adapters/observability/json_logger.ts";
+import { createPrometheusMetrics } from "../adapters/observability/prometheus_metrics.ts";
+import { readConfig } from "../app/config.ts";
 import { artifactDidFromDigest } from "../domain/did.ts";
 import { instrumentedHandler, ROUTE_DEADLINE_MS } from "../http/instrument.ts";
 import { SERVER_IDLE_TIMEOUT_SECONDS } from "../main.ts";
@@ -25,11 +25,11 @@ describe("budgets of the default settings", () => {
   test("bounded lookups end below the route deadline, the deadline below the server's idle timeout", () => {
     const config = readConfig({});
     const deadline = ROUTE_DEADLINE_MS / 1000;
-    // adapters/viem_eas.ts: 10 s per request and one retry, viem's first retry after 150 ms.
+    // adapters/chain/viem_eas.ts: 10 s per request and one retry, viem's first retry after 150 ms.
     const rpcExchange = 2 * 10 + 0.15;
     // Seven dependent chain lookups, each three attempts of ARTIFACT_TRUST_RPC_TIMEOUT_MS with 150 + 300 ms of backoff.
     const artifactTrust = 7 * ((3 * config.artifactTrustRpcTimeoutMs) / 1000 + 0.45);
-    // adapters/dns_packet_resolver.ts: two attempts of 1.5 s over UDP and 1.5 s over TCP; did.json 5 s in all.
+    // adapters/dns/dns_packet_resolver.ts: two attempts of 1.5 s over UDP and 1.5 s over TCP; did.json 5 s in all.
     const discovery = Math.max(2 * (1.5 + 1.5), 5);
     expect(SERVER_IDLE_TIMEOUT_SECONDS).toBe(255);
     // Time left to write the answer before the idle timeout (whose checks run every few seconds).

@@ -8,12 +8,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createPublicClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { EAS_ABI } from "../adapters/eas_abi.ts";
+import { EAS_ABI } from "../domain/eas_abi.ts";
 import { didToAddress } from "../domain/did.ts";
-import { buildReviewData, buildReviewResponseData } from "../domain/reviews.ts";
+import { buildReviewData, buildReviewResponseData } from "../domain/reviews/reviews.ts";
 import { decodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
-import { prepareDelegatedAttestation, signableTypedData } from "../http/client/delegated_attest.ts";
+import { prepareDelegatedAttestation, signableTypedData } from "../client/delegated_attest.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { startStack, type Stack } from "./harness.ts";
 import { signInCookie } from "./support/sign_in.ts";

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { findSchemaByName } from "../domain/schemas.ts";
-import { prepareDelegatedAttestation, signableTypedData } from "../http/client/delegated_attest.ts";
+import { prepareDelegatedAttestation, signableTypedData } from "../client/delegated_attest.ts";
 import { startStack, type Stack } from "./harness.ts";
 
 let stack: Stack;

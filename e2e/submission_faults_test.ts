@@ -7,14 +7,14 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:tes
 import { join } from "node:path";
 import { createPublicClient, createTestClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { EAS_ABI } from "../adapters/eas_abi.ts";
-import { openSqlite } from "../adapters/sqlite_database.ts";
-import { createSqliteReplayStore } from "../adapters/sqlite_replay_store.ts";
-import { normalizeSignature } from "../domain/signature.ts";
+import { EAS_ABI } from "../domain/eas_abi.ts";
+import { openSqlite } from "../adapters/sqlite/sqlite_database.ts";
+import { createSqliteReplayStore } from "../adapters/sqlite/sqlite_replay_store.ts";
+import { normalizeSignature } from "../domain/delegation/signature.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
-import { prepareDelegatedAttestation, signableTypedData } from "../http/client/delegated_attest.ts";
-import { fetchSession, requestControllerWitness, signInWithWallet } from "../http/client/session.ts";
-import { isAtsClientError } from "../http/client/errors.ts";
+import { prepareDelegatedAttestation, signableTypedData } from "../client/delegated_attest.ts";
+import { fetchSession, requestControllerWitness, signInWithWallet } from "../client/session.ts";
+import { isAtsClientError } from "../client/errors.ts";
 import type { Service } from "../main.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { type RpcCall, type RpcProxy, inFrontOf, startRpcProxy } from "./support/rpc_proxy.ts";
@@ -304,10 +304,10 @@ describe("controller witness under provider faults", () => {
 
 describe("a transaction the node dropped", () => {
   test("is found lost by the reconciler and sent again from its stored bytes; the transaction queued behind it mines too", async () => {
-    const { createViemEas } = await import("../adapters/viem_eas.ts");
-    const { createViemTxStatusReader } = await import("../adapters/viem_witness.ts");
-    const { createSubmissionReconciler, replayBook } = await import("../domain/submission_reconciler.ts");
-    const { systemClock } = await import("../adapters/system_clock.ts");
+    const { createViemEas } = await import("../adapters/chain/viem_eas.ts");
+    const { createViemTxStatusReader } = await import("../adapters/chain/viem_witness.ts");
+    const { createSubmissionReconciler, replayBook } = await import("../domain/delegation/submission_reconciler.ts");
+    const { systemClock } = await import("../adapters/system/system_clock.ts");
     const key = generatePrivateKey();
     const wallet = privateKeyToAccount(key).address;
     await testClient().setBalance({ address: wallet, value: 10n ** 18n });

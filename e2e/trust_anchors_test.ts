@@ -3,8 +3,8 @@ import { readFileSync } from "node:fs";
 import { createPublicClient, createWalletClient, encodeAbiParameters, type Hex, http, parseAbi, parseAbiParameters } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { didToAddress } from "../domain/did.ts";
-import { clearTrustAnchorsCache, extractAllowlists, fetchTrustAnchors, getChainAnchors } from "../http/client/trust_anchors.ts";
-import { findApprovedAttestations } from "../http/client/verifier.ts";
+import { clearTrustAnchorsCache, extractAllowlists, fetchTrustAnchors, getChainAnchors } from "../client/trust_anchors.ts";
+import { findApprovedAttestations } from "../client/verifier.ts";
 import { startStack, type Stack } from "./harness.ts";
 
 let stack: Stack;

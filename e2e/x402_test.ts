@@ -10,12 +10,12 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import { createPublicClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { EAS_ABI } from "../adapters/eas_abi.ts";
+import { EAS_ABI } from "../domain/eas_abi.ts";
 import { didToAddress, normalizeDid } from "../domain/did.ts";
 import { decodeSchemaData, encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
-import type { SignedReceipt } from "../domain/x402_payloads.ts";
-import { clearTrustAnchorsCache } from "../http/client/trust_anchors.ts";
+import type { SignedReceipt } from "../domain/payments/x402_payloads.ts";
+import { clearTrustAnchorsCache } from "../client/trust_anchors.ts";
 import {
   attestReceiptReview,
   checkSignerTrust,
@@ -25,7 +25,7 @@ import {
   receiptMatchesOffer,
   verifyOffer,
   verifyReceipt,
-} from "../http/client/x402.ts";
+} from "../client/x402.ts";
 import { testSchemeClient } from "../x402/testing.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { PAID_NETWORK, type PaidService, startPaidService } from "./support/paid_service.ts";

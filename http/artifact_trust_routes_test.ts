@@ -1,10 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { Value } from "@sinclair/typebox/value";
-import { silentLogger } from "../adapters/json_logger.ts";
-import { type ArtifactTrust, createArtifactTrust } from "../domain/artifact_trust.ts";
-import { createDelegatedAttest } from "../domain/delegated_attest.ts";
+import { silentLogger } from "../adapters/observability/json_logger.ts";
+import { type ArtifactTrust, createArtifactTrust } from "../domain/artifact_trust/artifact_trust.ts";
+import { createDelegatedAttest } from "../domain/delegation/delegated_attest.ts";
 import { artifactDidFromDigest, didToAddress } from "../domain/did.ts";
-import { createReadNonce } from "../domain/nonce.ts";
+import { createReadNonce } from "../domain/delegation/nonce.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { computeSchemaUid, findSchemaByName } from "../domain/schemas.ts";
 import type { HexString } from "../ports/eas.ts";

@@ -6,7 +6,7 @@
  * - no `PAYMENT-SIGNATURE`: 402 with `PAYMENT-REQUIRED` as core produces it (accepts + our signed offer) and the
  *   body `{error, code: "PAYMENT_REQUIRED"}`;
  * - a payment: verified with the facilitator (refused: 402 `PAYMENT_INVALID`, `details` the protocol reason, and a
- *   fresh `PAYMENT-REQUIRED`), then the paid call of domain/x402_payments.ts: replay key reserved (taken: 409
+ *   fresh `PAYMENT-REQUIRED`), then the paid call of domain/payments/x402_payments.ts: replay key reserved (taken: 409
  *   `PAYMENT_ALREADY_USED`; held against the payer's balance with its other unsettled payments, over it: 409
  *   `PAYMENT_IN_PROGRESS`, the authorization not used), the work, settlement only after it succeeded, `PAYMENT-RESPONSE` with the signed
  *   receipt. A settlement that fails after the work: the work's answer stands, `PAYMENT-RESPONSE` says
@@ -28,7 +28,7 @@ import {
 } from "@x402/core/server";
 import type { Network, PaymentPayload, SettleResponse, SupportedResponse, VerifyResponse } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
-import { type PaidCall, paymentReplayKey, readExactAuthorization } from "../domain/x402_payments.ts";
+import { type PaidCall, paymentReplayKey, readExactAuthorization } from "../domain/payments/x402_payments.ts";
 import type { Logger } from "../ports/logger.ts";
 import type { PaymentPurpose } from "../ports/payments.ts";
 import { initializeOnce } from "../x402/elysia_adapter.ts";

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { privateKeyToAccount } from "viem/accounts";
 import { ANVIL_DEV_KEYS } from "../adapters/devnet/mod.ts";
-import { attestDelegated, fetchNonce } from "../http/client/delegated_attest.ts";
+import { attestDelegated, fetchNonce } from "../client/delegated_attest.ts";
 
 const START_TIMEOUT_MS = 90_000;
 const READY_TIMEOUT_MS = 30_000;

@@ -6,10 +6,10 @@ import { describe, expect, test } from "bun:test";
 import { secp256k1 } from "@noble/curves/secp256k1";
 import { createJWSOfferReceiptIssuer, type JWSSigner } from "@x402/extensions/offer-receipt";
 import { sha256 } from "viem/utils";
-import { createWebCryptoJwsVerifier } from "../adapters/webcrypto_jws_verifier.ts";
+import { createWebCryptoJwsVerifier } from "../client/jws_verifier.ts";
 import { base64UrlDecode, base64UrlEncode, jwkToDidJwk } from "../domain/did.ts";
-import type { X402JwsAlgorithm } from "../domain/x402_payloads.ts";
-import { base58btcEncode, didKeyToJwk, evaluateKeyTrust, jwkToDidKey, verifySignedOffer, verifySignedReceipt } from "../domain/x402_verify.ts";
+import type { X402JwsAlgorithm } from "../domain/payments/x402_payloads.ts";
+import { base58btcEncode, didKeyToJwk, evaluateKeyTrust, jwkToDidKey, verifySignedOffer, verifySignedReceipt } from "../domain/payments/x402_verify.ts";
 import { createJwsIssuerFromJwk, generateSigningJwk, type PrivateJwk } from "./signers.ts";
 import vectors from "./testdata/x402_vectors.json" with { type: "json" };
 

@@ -11,9 +11,9 @@ import { decodeSignedOffers, verifyReceiptMatchesOffer } from "@x402/extensions/
 import { paymentMiddleware } from "@x402/hono";
 import { Hono } from "hono";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { createWebCryptoJwsVerifier } from "../adapters/webcrypto_jws_verifier.ts";
-import type { SignedOffer, SignedReceipt } from "../domain/x402_payloads.ts";
-import { verifySignedOffer, verifySignedReceipt } from "../domain/x402_verify.ts";
+import { createWebCryptoJwsVerifier } from "../client/jws_verifier.ts";
+import type { SignedOffer, SignedReceipt } from "../domain/payments/x402_payloads.ts";
+import { verifySignedOffer, verifySignedReceipt } from "../domain/payments/x402_verify.ts";
 import { createOfferReceiptExtension, declareOfferReceiptExtension } from "./extension.ts";
 import { createJwsIssuerFromJwk, generateSigningJwk, type OfferReceiptIssuer } from "./signers.ts";
 import { createTestFacilitator, testSchemeClient, testSchemeServer } from "./testing.ts";

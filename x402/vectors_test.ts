@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { domainSeparator, keccak256, stringToBytes } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { hashStruct } from "viem/utils";
-import { createWebCryptoJwsVerifier } from "../adapters/webcrypto_jws_verifier.ts";
+import { createWebCryptoJwsVerifier } from "../client/jws_verifier.ts";
 import { base64UrlEncode, didToAddress } from "../domain/did.ts";
 import {
   canonicalJson,
@@ -15,8 +15,8 @@ import {
   RECEIPT_TYPES,
   type ReceiptPayload,
   resourceUrlToDidWeb,
-} from "../domain/x402_payloads.ts";
-import { verifySignedOffer, verifySignedReceipt } from "../domain/x402_verify.ts";
+} from "../domain/payments/x402_payloads.ts";
+import { verifySignedOffer, verifySignedReceipt } from "../domain/payments/x402_verify.ts";
 import type { DidDocumentFetcher } from "../ports/discovery.ts";
 import { createEip712Issuer, createJwsIssuerFromJwk, type PrivateJwk } from "./signers.ts";
 import vectors from "./testdata/x402_vectors.json" with { type: "json" };

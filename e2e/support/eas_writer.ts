@@ -4,7 +4,7 @@
  */
 import { createPublicClient, createWalletClient, decodeEventLog, type Hex, http, parseAbi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { EAS_ABI } from "../../adapters/eas_abi.ts";
+import { EAS_ABI } from "../../domain/eas_abi.ts";
 
 const WRITE_ABI = parseAbi([
   "struct AttestationRequestData { address recipient; uint64 expirationTime; bool revocable; bytes32 refUID; bytes data; uint256 value; }",

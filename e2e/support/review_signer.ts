@@ -2,7 +2,7 @@
 import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { findSchemaByName } from "../../domain/schemas.ts";
-import { prepareDelegatedAttestation, signableTypedData } from "../../http/client/delegated_attest.ts";
+import { prepareDelegatedAttestation, signableTypedData } from "../../client/delegated_attest.ts";
 
 /** Where the review goes: the chain, its EAS and the user-review schema UID. */
 export type ReviewTarget = { readonly chainId: number; readonly easAddress: string; readonly schemaUids: Readonly<Record<string, string>> };

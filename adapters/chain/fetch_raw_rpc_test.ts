@@ -1,0 +1,111 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import type { RpcCall, RpcSendOutcome } from "../../ports/premium_reads.ts";
+import { createFetchRawRpc } from "./fetch_raw_rpc.ts";
+
+/** How the fake node answers the next request. */
+let answer: (body: unknown) => Response | Promise<Response> = () => new Response("");
+const received: unknown[] = [];
+const node = Bun.serve({
+  hostname: "127.0.0.1",
+  port: 0,
+  async fetch(request) {
+    const body: unknown = await request.json();
+    received.push(body);
+    return await answer(body);
+  },
+});
+afterAll(() => node.stop(true));
+const url = `http://127.0.0.1:${node.port}`;
+const calls: RpcCall[] = [
+  { jsonrpc: "2.0", id: 0, method: "eth_chainId", params: [] },
+  { jsonrpc: "2.0", id: 1, method: "eth_call", params: [{ to: "0x0000000000000000000000000000000000000001" }, "latest"] },
+];
+
+describe("createFetchRawRpc()", () => {
+  test("sends the calls as one batch as they are and returns the node's answers, errors included", async () => {
+    received.length = 0;
+    answer = () => Response.json([{ jsonrpc: "2.0", id: 1, error: { code: 3, message: "execution reverted", data: "0x" } }, { jsonrpc: "2.0", id: 0, result: "0x7a69" }]);
+    const answers = await createFetchRawRpc({ rpcUrl: url }).forward(calls);
+    expect(received).toEqual([calls]);
+    expect(answers).toEqual([
+      { jsonrpc: "2.0", id: 1, error: { code: 3, message: "execution reverted", data: "0x" } },
+      { jsonrpc: "2.0", id: 0, result: "0x7a69" },
+    ] as never);
+  });
+
+  test("uses the fetch it is given (the metered one)", async () => {
+    const seen: string[] = [];
+    const fetchFn = ((input: string, init?: RequestInit) => {
+      seen.push(String(init?.body));
+      return fetch(input, init);
+    }) as typeof fetch;
+    answer = () => Response.json([{ jsonrpc: "2.0", id: 0, result: "0x1" }, { jsonrpc: "2.0", id: 1, result: "0x" }]);
+    expect(await createFetchRawRpc({ rpcUrl: url, fetchFn }).forward(calls)).toHaveLength(2);
+    expect(seen).toEqual([JSON.stringify(calls)]);
+  });
+
+  test("a failed round trip is undefined, never the node's text", async () => {
+    const cases: [string, () => Response | Promise<Response>][] = [
+      ["HTTP 502", () => new Response("upstream secret text", { status: 502 })],
+      ["HTTP 429", () => Response.json({ jsonrpc: "2.0", id: null, error: { code: -32005, message: "rate limited" } }, { status: 429 })],
+      ["not JSON", () => new Response("<html>gateway</html>")],
+      ["one error object for the whole batch", () => Response.json({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "batch too large" } })],
+      ["an array of non-answers", () => Response.json([1, 2])],
+      ["answers without result or error", () => Response.json([{ jsonrpc: "2.0", id: 0 }, { jsonrpc: "2.0", id: 1 }])],
+    ];
+    for (const [name, respond] of cases) {
+      answer = respond;
+      expect({ name, answers: await createFetchRawRpc({ rpcUrl: url }).forward(calls) }).toEqual({ name, answers: undefined });
+    }
+  });
+
+  test("a node that does not answer in time, or cannot be reached, is undefined", async () => {
+    answer = () => new Promise((resolve) => setTimeout(() => resolve(Response.json([])), 2_000));
+    const started = performance.now();
+    expect(await createFetchRawRpc({ rpcUrl: url, timeoutMs: 100 }).forward(calls)).toBeUndefined();
+    expect(performance.now() - started).toBeLessThan(1_500);
+    const closed = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });
+    const closedUrl = `http://127.0.0.1:${closed.port}`;
+    await closed.stop(true);
+    expect(await createFetchRawRpc({ rpcUrl: closedUrl }).forward(calls)).toBeUndefined();
+  });
+});
+
+describe("createFetchRawRpc().send(): whether the node may have run the calls (issue 23)", () => {
+  test("never reached, or refused with a status before running: not_sent; a gateway timeout or an unreadable 200: lost", async () => {
+    const cases: [string, () => Response | Promise<Response>, RpcSendOutcome][] = [
+      ["HTTP 502", () => new Response("upstream secret text", { status: 502 }), { kind: "not_sent" }],
+      ["HTTP 429", () => new Response("slow down", { status: 429 }), { kind: "not_sent" }],
+      ["HTTP 504", () => new Response("gateway timeout", { status: 504 }), { kind: "lost", timedOut: true }],
+      ["not JSON", () => new Response("<html>gateway</html>"), { kind: "lost", timedOut: false }],
+      ["one error object for the whole batch", () => Response.json({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "no" } }), { kind: "lost", timedOut: false }],
+    ];
+    for (const [name, respond, outcome] of cases) {
+      answer = respond;
+      expect({ name, outcome: await createFetchRawRpc({ rpcUrl: url }).send(calls) }).toEqual({ name, outcome });
+    }
+    const closed = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });
+    const closedUrl = `http://127.0.0.1:${closed.port}`;
+    await closed.stop(true);
+    expect(await createFetchRawRpc({ rpcUrl: closedUrl }).send(calls)).toEqual({ kind: "not_sent" });
+  });
+
+  test("a node that does not answer in time: lost (timed out); the service stopping: lost, and nothing sent once stopped", async () => {
+    received.length = 0;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    answer = async () => {
+      await held;
+      return Response.json([]);
+    };
+    expect(await createFetchRawRpc({ rpcUrl: url, timeoutMs: 100 }).send(calls)).toEqual({ kind: "lost", timedOut: true });
+    const stop = new AbortController();
+    const pending = createFetchRawRpc({ rpcUrl: url, signal: stop.signal }).send(calls);
+    while (received.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    stop.abort();
+    expect(await pending).toEqual({ kind: "lost", timedOut: false });
+    expect(await createFetchRawRpc({ rpcUrl: url, signal: stop.signal }).send(calls)).toEqual({ kind: "not_sent" });
+    expect(received).toHaveLength(2);
+    release();
+  });
+});

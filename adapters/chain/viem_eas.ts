@@ -1,0 +1,296 @@
+import {
+  BaseError,
+  ContractFunctionRevertedError,
+  createPublicClient,
+  encodeFunctionData,
+  type Hex,
+  http,
+  InsufficientFundsError,
+  keccak256,
+  type PublicClient,
+  encodeDeployData,
+  erc6492SignatureValidatorAbi,
+  erc6492SignatureValidatorByteCode,
+  serializeErc6492Signature,
+} from "viem";
+import { getCode } from "viem/actions";
+import { privateKeyToAccount } from "viem/accounts";
+import type {
+  AttestationRead,
+  ContractSignatureCheck,
+  DelegatedAttestCall,
+  DelegateSubmitter,
+  EasReader,
+  HexString,
+  NonceRead,
+  Simulation,
+  Submission,
+  SubmitOptions,
+  WalletDeploymentOutcome,
+} from "../../ports/eas.ts";
+import type { WalletNonces } from "../../ports/storage.ts";
+import { EAS_ABI } from "../../domain/eas_abi.ts";
+import { attestedUid, createTxSender, describe, type TxSender } from "./viem_tx_sender.ts";
+
+/** Options of {@link createViemEas}. */
+export type ViemEasOptions = {
+  readonly rpcUrl: string;
+  readonly chainId: number;
+  readonly easAddress: HexString;
+  readonly delegatePrivateKey?: HexString | undefined;
+  /** Replaces `fetch` for JSON-RPC, e.g. to count round trips in tests. */
+  readonly fetchFn?: typeof fetch | undefined;
+  readonly rpcTimeoutMs?: number | undefined;
+  /** How long to wait for a receipt before answering "unknown outcome". */
+  readonly receiptTimeoutMs?: number | undefined;
+  readonly log?: ((event: string, fields: Record<string, unknown>) => void) | undefined;
+  /** Shared nonce bookkeeping for the service's wallets when several instances share them. */
+  readonly walletNonces?: WalletNonces | undefined;
+  /** Runs after each of the service's transactions is mined, before its caller is answered. */
+  readonly onMined?: (() => Promise<void>) | undefined;
+};
+
+/** The EAS adapters built on one viem client. */
+export type ViemEas = {
+  readonly reader: EasReader & { readonly getAttestation: NonNullable<EasReader["getAttestation"]> };
+  readonly delegate: DelegateSubmitter | undefined;
+  readonly client: PublicClient;
+  /** True when the RPC answers with the configured chain id. */
+  readonly ping: () => Promise<boolean>;
+  /** The transaction sender of a wallet, shared by everything that sends from it. */
+  readonly senderFor: (privateKey: HexString) => TxSender;
+  /** The sender already built for a wallet address (any case), if any. */
+  readonly senderOf: (wallet: string) => TxSender | undefined;
+};
+
+/**
+ * Builds the EAS reader and the delegate wallet on a viem HTTP client with JSON-RPC batching, so
+ * that the reads a request makes in one tick share one round trip. The delegate's transaction
+ * nonces are assigned in one place (a lock around sign-and-send), receipts are awaited outside it.
+ */
+export function createViemEas(options: ViemEasOptions): ViemEas {
+  const log = options.log ?? (() => {});
+  const client = createPublicClient({
+    transport: http(options.rpcUrl, {
+      batch: { wait: 0 },
+      fetchFn: options.fetchFn,
+      retryCount: 1,
+      timeout: options.rpcTimeoutMs ?? 10_000,
+    }),
+    pollingInterval: 50,
+  }) as PublicClient;
+  const easAddress = options.easAddress;
+
+  const senders = new Map<string, TxSender>();
+  /** One sender per wallet, so the delegate and the witness share nonces when they are one key. */
+  const senderFor = (key: HexString): TxSender => {
+    const account = privateKeyToAccount(key);
+    let sender = senders.get(account.address.toLowerCase());
+    if (sender === undefined) {
+      sender = createTxSender({
+        client,
+        account,
+        chainId: options.chainId,
+        receiptTimeoutMs: options.receiptTimeoutMs,
+        log,
+        nonces: options.walletNonces,
+        onMined: options.onMined,
+      });
+      senders.set(account.address.toLowerCase(), sender);
+    }
+    return sender;
+  };
+  const senderOf = (wallet: string) => senders.get(wallet.toLowerCase());
+  const delegateSender = options.delegatePrivateKey ? senderFor(options.delegatePrivateKey) : undefined;
+
+  const reader: ViemEas["reader"] = {
+    chainId: options.chainId,
+    easAddress,
+    async getAttesterNonce(attester, nonceOptions = {}): Promise<NonceRead> {
+      // Issued in the same tick as the nonce read, so the fee refresh rides in the same batch.
+      const feeWarmup = delegateSender?.warmFees();
+      try {
+        // The attester's code, when asked for, rides in the same batch: a contract wallet is checked by ERC-1271 like
+        // EAS does. The nonce route and the reconciler only need the nonce.
+        const [nonce, code] = await Promise.all([
+          client.readContract({ address: easAddress, abi: EAS_ABI, functionName: "getNonce", args: [attester] }),
+          nonceOptions.withCode ? getCode(client, { address: attester }) : undefined,
+        ]);
+        await feeWarmup;
+        return { ok: true, nonce, isContract: code !== undefined && code !== "0x" };
+      } catch (error) {
+        log("rpc_error", { op: "getNonce", error: describe(error) });
+        return { ok: false, reason: "rpc-error" };
+      }
+    },
+    checkContractSignature: (input) => checkContractSignature(client, input, log),
+    async getAttestation(uid): Promise<AttestationRead> {
+      try {
+        const a = await client.readContract({ address: easAddress, abi: EAS_ABI, functionName: "getAttestation", args: [uid] });
+        // EAS answers an unknown uid with an empty struct (uid zero), not a revert.
+        if (/^0x0{64}$/.test(a.uid)) return { ok: true, attestation: null };
+        return {
+          ok: true,
+          attestation: { uid: a.uid, schema: a.schema, attester: a.attester, recipient: a.recipient, revocationTime: a.revocationTime, data: a.data },
+        };
+      } catch (error) {
+        log("rpc_error", { op: "getAttestation", error: describe(error) });
+        return { ok: false, reason: "rpc-error" };
+      }
+    },
+  };
+
+  const ping = async () => {
+    try {
+      return (await client.getChainId()) === options.chainId;
+    } catch {
+      return false;
+    }
+  };
+
+  if (delegateSender === undefined) return { reader, delegate: undefined, client, ping, senderFor, senderOf };
+
+  const encode = (call: DelegatedAttestCall) =>
+    encodeFunctionData({
+      abi: EAS_ABI,
+      functionName: "attestByDelegation",
+      args: [{
+        schema: call.schema,
+        data: call.data,
+        signature: call.signature,
+        attester: call.attester,
+        deadline: call.deadline,
+      }],
+    });
+
+  const delegate: DelegateSubmitter = {
+    address: delegateSender.address,
+    checkFunds: () => delegateSender.checkFunds(TYPICAL_ATTEST_GAS),
+    async simulate(call): Promise<Simulation> {
+      try {
+        const gas = await client.estimateGas({ account: delegateSender.address, to: easAddress, data: encode(call) });
+        // Headroom for state that changes between the estimate and inclusion.
+        return { ok: true, gas: (gas * 12n) / 10n };
+      } catch (error) {
+        return classifySimulationError(error, log);
+      }
+    },
+    async submit(call, submitOptions: SubmitOptions): Promise<Submission> {
+      const outcome = await delegateSender.send({
+        to: easAddress,
+        data: encode(call),
+        gas: submitOptions.gas,
+        onSigned: submitOptions.onSigned,
+        onSent: submitOptions.onSent,
+      });
+      if (!outcome.ok) return outcome;
+      return { ok: true, txHash: outcome.txHash, blockNumber: outcome.blockNumber, uid: attestedUid(outcome.logs, easAddress) };
+    },
+    async deployWallet(attester, deployment, charge): Promise<WalletDeploymentOutcome> {
+      try {
+        if (await hasCode(client, attester)) return "deployed";
+        const estimate = await client.estimateGas({ account: delegateSender.address, to: deployment.factory, data: deployment.factoryCalldata });
+        const gas = (estimate * 12n) / 10n;
+        if (!(await charge(gas))) return "refused";
+        const outcome = await delegateSender.send({ to: deployment.factory, data: deployment.factoryCalldata, gas });
+        if (!outcome.ok && outcome.reason === "unknown-outcome") return "rpc-error";
+        // Whatever the factory's own outcome, what counts is code at the attester's address now.
+        if (await hasCode(client, attester)) return "deployed";
+        if (!outcome.ok && outcome.reason === "not-broadcast") return "failed";
+        // Mined (or reverted) and no code: the gas is spent (issue 23), the caller records it.
+        return { burned: true, txHash: outcome.txHash, blockNumber: outcome.blockNumber, gasUsed: outcome.gasUsed ?? null };
+      } catch (error) {
+        const simulation = classifySimulationError(error, log);
+        return !simulation.ok && simulation.reason === "reverted" ? "failed" : "rpc-error";
+      }
+    },
+  };
+  return { reader, delegate, client, ping, senderFor, senderOf };
+}
+
+async function hasCode(client: PublicClient, address: HexString): Promise<boolean> {
+  const code = await getCode(client, { address });
+  return code !== undefined && code !== "0x";
+}
+
+/**
+ * Asks the chain whether a wallet contract accepts a signature, through the ERC-6492 validator run as a
+ * deployless read-only call (viem ships its bytecode): it calls `isValidSignature` and compares the ERC-1271
+ * magic value, as EAS's SignatureChecker does, and for a counterfactual wallet runs the factory first, inside the
+ * call. A revert or a false answer is "invalid"; a transport failure is "rpc-error", never "invalid" (viem's own
+ * verifyHash turns both into false).
+ */
+async function checkContractSignature(
+  client: PublicClient,
+  input: Parameters<NonNullable<EasReader["checkContractSignature"]>>[0],
+  log: (event: string, fields: Record<string, unknown>) => void,
+): Promise<ContractSignatureCheck> {
+  const signature = input.deployment === undefined
+    ? input.signature
+    : serializeErc6492Signature({ address: input.deployment.factory, data: input.deployment.factoryCalldata, signature: input.signature });
+  try {
+    const { data } = await client.call({
+      data: encodeDeployData({ abi: erc6492SignatureValidatorAbi, args: [input.signer, input.digest, signature], bytecode: erc6492SignatureValidatorByteCode }),
+    });
+    return data !== undefined && data !== "0x" && BigInt(data) === 1n ? "valid" : "invalid";
+  } catch (error) {
+    const outcome = classifySimulationError(error, log);
+    return !outcome.ok && outcome.reason === "reverted" ? "invalid" : "rpc-error";
+  }
+}
+
+/**
+ * Gas of a typical attestation (a delegated user review with a few hundred bytes of data costs about
+ * 200,000): a wallet that cannot pay this at the current maximum fee is refused before anything is recorded.
+ */
+export const TYPICAL_ATTEST_GAS = 300_000n;
+
+/** Maps a failed gas estimate to a simulation outcome (revert name, no funds, RPC failure). */
+export function classifySimulationError(
+  error: unknown,
+  log: (event: string, fields: Record<string, unknown>) => void,
+): Simulation {
+  if (error instanceof BaseError) {
+    if (error.walk((e) => e instanceof InsufficientFundsError)) return { ok: false, reason: "insufficient-funds" };
+    const revertData = findRevertData(error);
+    if (revertData !== undefined) {
+      const name = decodeEasError(revertData);
+      return { ok: false, reason: "reverted", errorName: name };
+    }
+    const reverted = error.walk((e) => e instanceof ContractFunctionRevertedError);
+    if (reverted instanceof ContractFunctionRevertedError) {
+      return { ok: false, reason: "reverted", errorName: reverted.data?.errorName ?? "reverted" };
+    }
+    if (/execution reverted|revert/i.test(error.details ?? "")) {
+      return { ok: false, reason: "reverted", errorName: "reverted" };
+    }
+  }
+  log("rpc_error", { op: "estimateGas", error: describe(error) });
+  return { ok: false, reason: "rpc-error" };
+}
+
+function findRevertData(error: BaseError): Hex | undefined {
+  let found: Hex | undefined;
+  error.walk((e) => {
+    const data = (e as { data?: unknown }).data;
+    if (typeof data === "string" && /^0x[0-9a-fA-F]{8}/.test(data)) found = data as Hex;
+    else if (typeof data === "object" && data !== null && typeof (data as { data?: unknown }).data === "string") {
+      found = (data as { data: Hex }).data;
+    }
+    return false;
+  });
+  return found;
+}
+
+const EAS_ERROR_SELECTORS = new Map<string, string>();
+
+function decodeEasError(data: Hex): string {
+  if (EAS_ERROR_SELECTORS.size === 0) {
+    for (const item of EAS_ABI) {
+      if (item.type === "error") {
+        EAS_ERROR_SELECTORS.set(keccak256(new TextEncoder().encode(`${item.name}()`)).slice(0, 10), item.name);
+      }
+    }
+  }
+  return EAS_ERROR_SELECTORS.get(data.slice(0, 10).toLowerCase()) ?? "reverted";
+}

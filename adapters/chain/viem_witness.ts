@@ -1,0 +1,110 @@
+import { BaseError, encodeFunctionData, type PublicClient, RpcRequestError } from "viem";
+import type { HexString, SignedTx, Simulation, Submission } from "../../ports/eas.ts";
+import type { Rebroadcast } from "../../ports/submissions.ts";
+import type { TxStatus, TxStatusReader, WitnessAttestCall, WitnessWriter } from "../../ports/witness.ts";
+import { EAS_ABI } from "../../domain/eas_abi.ts";
+import { classifySimulationError, TYPICAL_ATTEST_GAS } from "./viem_eas.ts";
+import { attestedUid, describe, type TxSender } from "./viem_tx_sender.ts";
+
+type Log = (event: string, fields: Record<string, unknown>) => void;
+
+/**
+ * The witness wallet: plain EAS `attest` from the service's own key, through the wallet's shared
+ * transaction sender (so it never races the delegate for nonces when both are one key).
+ */
+export function createViemWitnessWriter(options: {
+  client: PublicClient;
+  sender: TxSender;
+  easAddress: HexString;
+  log?: Log | undefined;
+}): WitnessWriter {
+  const { client, sender, easAddress } = options;
+  const log = options.log ?? (() => {});
+  const encode = (call: WitnessAttestCall) =>
+    encodeFunctionData({ abi: EAS_ABI, functionName: "attest", args: [{ schema: call.schema, data: call.data }] });
+  return {
+    address: sender.address,
+    checkFunds: () => sender.checkFunds(TYPICAL_ATTEST_GAS),
+    async simulate(call): Promise<Simulation> {
+      try {
+        const gas = await client.estimateGas({ account: sender.address, to: easAddress, data: encode(call) });
+        return { ok: true, gas: (gas * 12n) / 10n };
+      } catch (error) {
+        return classifySimulationError(error, log);
+      }
+    },
+    async submit(call, submitOptions): Promise<Submission> {
+      const outcome = await sender.send({
+        to: easAddress,
+        data: encode(call),
+        gas: submitOptions.gas,
+        onSigned: submitOptions.onSigned,
+        onSent: submitOptions.onSent,
+      });
+      if (!outcome.ok) return outcome;
+      return { ok: true, txHash: outcome.txHash, blockNumber: outcome.blockNumber, uid: attestedUid(outcome.logs, easAddress) };
+    },
+  };
+}
+
+/**
+ * Reads what the chain says about transactions the service signed, for reconciliation: the receipt;
+ * without one, whether the node still holds the transaction and whether its sender's mined nonce has
+ * passed it (then it can never be mined). The nonce is read before the last receipt check, so a
+ * transaction mined in between is reported mined, not replaced. With the stored transaction, a hash the
+ * node does not know is checked against the wallet's nonce too: "not-found" then means its nonce is still
+ * free, and `rebroadcast` sends the stored bytes again through the wallet's sender.
+ */
+export function createViemTxStatusReader(options: {
+  client: PublicClient;
+  easAddress: HexString;
+  log?: Log | undefined;
+  /** The sender of a wallet the service holds, so a rebroadcast keeps its nonce bookkeeping right. */
+  senderOf?: ((wallet: string) => TxSender | undefined) | undefined;
+}): TxStatusReader {
+  const log = options.log ?? (() => {});
+  const { client } = options;
+  const receiptStatus = async (txHash: HexString): Promise<TxStatus | undefined> => {
+    const receipt = await client.request({ method: "eth_getTransactionReceipt", params: [txHash] });
+    if (!receipt) return undefined;
+    const blockNumber = BigInt(receipt.blockNumber);
+    if (receipt.status !== "0x1") return { status: "reverted", blockNumber };
+    return { status: "success", blockNumber, uid: attestedUid(receipt.logs, options.easAddress) };
+  };
+  const minedCount = async (wallet: string) =>
+    BigInt(await client.request({ method: "eth_getTransactionCount", params: [wallet as HexString, "latest"] }));
+  return {
+    async status(txHash, known): Promise<TxStatus> {
+      let op = "getTransactionReceipt";
+      try {
+        const mined = await receiptStatus(txHash);
+        if (mined !== undefined) return mined;
+        op = "getTransactionByHash";
+        const tx = await client.request({ method: "eth_getTransactionByHash", params: [txHash] });
+        const wallet = tx?.from ?? known?.wallet;
+        const nonce = tx ? BigInt(tx.nonce) : known === undefined ? undefined : BigInt(known.nonce);
+        if (wallet === undefined || nonce === undefined) return { status: "not-found" };
+        op = "getTransactionCount";
+        if ((await minedCount(wallet)) <= nonce) return tx ? { status: "pending" } : { status: "not-found" };
+        op = "getTransactionReceipt";
+        // The nonce is spent: by this transaction (mined since the first read) or by another one.
+        return (await receiptStatus(txHash)) ?? { status: "replaced" };
+      } catch (error) {
+        log("rpc_error", { op, error: describe(error) });
+        return { status: "rpc-error" };
+      }
+    },
+    replacement: async (tx: SignedTx) => await options.senderOf?.(tx.wallet)?.replacement(tx),
+    async rebroadcast(tx: SignedTx): Promise<Rebroadcast> {
+      const sender = options.senderOf?.(tx.wallet);
+      if (sender !== undefined) return await sender.rebroadcast(tx);
+      try {
+        await client.request({ method: "eth_sendRawTransaction", params: [tx.raw] });
+        return "accepted";
+      } catch (error) {
+        log("rpc_error", { op: "sendRawTransaction", error: describe(error) });
+        return error instanceof BaseError && error.walk((e) => e instanceof RpcRequestError) ? "refused" : "rpc-error";
+      }
+    },
+  };
+}

@@ -1,0 +1,277 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, spyOn, test } from "bun:test";
+import { type DnsServer, startDnsServer } from "../../e2e/support/dns_server.ts";
+import { type HttpsServer, startHttpsServer } from "../../e2e/support/https_server.ts";
+import { getTestCa, issueLeaf } from "../../e2e/support/test_ca.ts";
+import type { DnsResolver } from "../../ports/discovery.ts";
+import { createDnsPacketResolver } from "../dns/dns_packet_resolver.ts";
+import { createHttpsDidDocumentFetcher, type HttpsDidDocumentFetcherOptions } from "./https_did_document.ts";
+
+const NAMES = [
+  "ok.test", "missing.test", "error.test", "redirect.test", "huge.test", "huge-declared.test", "slow.test",
+  "badjson.test", "private.test", "mapped.test", "rebind.test", "fallback.test", "bom.test",
+];
+const DOCUMENT = { id: "did:web:ok.test", verificationMethod: [] };
+const MIB = 1024 * 1024;
+
+let dns: DnsServer;
+let ca: string;
+let server: HttpsServer;
+let evil: HttpsServer;
+let v6: HttpsServer;
+let wrongCert: HttpsServer;
+let resolver: DnsResolver;
+
+/** A body that never ends: one space every 100 ms, stopping when the reader cancels. */
+function drip(): ReadableStream<Uint8Array> {
+  return new ReadableStream({
+    async pull(controller) {
+      await Bun.sleep(100);
+      controller.enqueue(new TextEncoder().encode(" "));
+    },
+  });
+}
+
+/** 10 MiB in 64 KiB chunks without a Content-Length, produced only as fast as it is read. */
+function tenMebibytes(): ReadableStream<Uint8Array> {
+  let sent = 0;
+  return new ReadableStream({
+    pull(controller) {
+      if (sent >= 10 * MIB) return controller.close();
+      controller.enqueue(new Uint8Array(64 * 1024).fill(0x20));
+      sent += 64 * 1024;
+    },
+  });
+}
+
+function routes(request: Request): Response {
+  const host = (request.headers.get("host") ?? "").replace(/:\d+$/, "");
+  const path = new URL(request.url).pathname;
+  if (path === "/users/alice/did.json" && host === "ok.test") return Response.json({ id: "did:web:ok.test:users:alice" });
+  if (path !== "/.well-known/did.json") return new Response("no such path", { status: 404 });
+  switch (host) {
+    case "ok.test":
+    case "rebind.test":
+    case "fallback.test":
+      return Response.json(DOCUMENT);
+    case "bom.test":
+      return new Response(`\uFEFF${JSON.stringify(DOCUMENT)}`, { headers: { "content-type": "application/json" } });
+    case "error.test":
+      return new Response("internal secret: db password hunter2", { status: 500 });
+    case "redirect.test":
+      return new Response(null, { status: 302, headers: { location: `https://127.0.0.1:${server.port}/.well-known/did.json` } });
+    case "huge.test":
+      return new Response(tenMebibytes());
+    case "huge-declared.test":
+      return new Response(new Uint8Array(10 * MIB).fill(0x20));
+    case "slow.test":
+      return new Response(drip());
+    case "badjson.test":
+      return new Response("{ \"id\": \"did:web:badjson.test\", <html>secret</html>");
+    default:
+      return new Response("missing", { status: 404 });
+  }
+}
+
+beforeAll(async () => {
+  dns = await startDnsServer();
+  ca = (await getTestCa()).cert;
+  const [leaf, otherLeaf] = await Promise.all([issueLeaf(NAMES), issueLeaf(["other.test"])]);
+  server = await startHttpsServer({ ...leaf, routes });
+  // Same port, other loopback addresses: where a rebound or IPv6 connection would land.
+  evil = await startHttpsServer({ ...leaf, hostname: "127.0.0.2", port: server.port, routes: () => Response.json({ id: "did:web:evil" }) });
+  v6 = await startHttpsServer({ ...leaf, hostname: "::1", port: server.port, routes });
+  wrongCert = await startHttpsServer({ ...otherLeaf, routes });
+  for (const name of NAMES) dns.setA(name, ["127.0.0.1"]);
+  dns.setA("wrongcert.test", ["127.0.0.1"]);
+  resolver = createDnsPacketResolver({ servers: [dns.address], timeoutMs: 300 });
+});
+
+afterAll(async () => {
+  await Promise.all([server.stop(), evil.stop(), v6.stop(), wrongCert.stop(), dns.stop()]);
+});
+
+beforeEach(() => {
+  for (const s of [server, evil, v6, wrongCert]) s.requests.length = 0;
+  dns.queries.length = 0;
+});
+
+const fetcher = (options: Partial<HttpsDidDocumentFetcherOptions> = {}) =>
+  createHttpsDidDocumentFetcher({
+    resolver,
+    allowPrivateNetwork: true,
+    ca,
+    timeoutMs: 2000,
+    portOverride: server.port,
+    ...options,
+  });
+
+describe("createHttpsDidDocumentFetcher()", () => {
+  test("fetches /.well-known/did.json from the checked address with the real Host and TLS name", async () => {
+    expect(await fetcher().fetchDidDocument("ok.test")).toEqual({
+      status: "ok",
+      document: DOCUMENT,
+      url: "https://ok.test/.well-known/did.json",
+    });
+    expect(server.requests).toEqual([{ host: "ok.test", path: "/.well-known/did.json" }]);
+  });
+
+  test("maps did:web path segments to /<segments>/did.json and keeps an explicit port", async () => {
+    expect(await fetcher().fetchDidDocument("OK.test", ["users", "alice"])).toEqual({
+      status: "ok",
+      document: { id: "did:web:ok.test:users:alice" },
+      url: "https://ok.test/users/alice/did.json",
+    });
+    const withPort = await fetcher({ portOverride: undefined }).fetchDidDocument(`ok.test%3A${server.port}`);
+    expect(withPort).toMatchObject({ status: "ok", url: `https://ok.test:${server.port}/.well-known/did.json` });
+    expect(server.requests[1]).toEqual({ host: `ok.test:${server.port}`, path: "/.well-known/did.json" });
+  });
+
+  test("accepts a UTF-8 byte order mark", async () => {
+    expect(await fetcher().fetchDidDocument("bom.test")).toMatchObject({ status: "ok", document: DOCUMENT });
+  });
+
+  test("404 is not-found and 500 is http-status, without any upstream body text", async () => {
+    expect(await fetcher().fetchDidDocument("missing.test")).toEqual({
+      status: "not-found",
+      url: "https://missing.test/.well-known/did.json",
+    });
+    const failed = await fetcher().fetchDidDocument("error.test");
+    expect(failed).toEqual({
+      status: "unavailable",
+      url: "https://error.test/.well-known/did.json",
+      reason: "http-status",
+      httpStatus: 500,
+    });
+    expect(JSON.stringify(failed)).not.toContain("hunter2");
+  });
+
+  test("a redirect, here to a loopback address, is refused without following it", async () => {
+    expect(await fetcher().fetchDidDocument("redirect.test")).toMatchObject({ status: "unavailable", reason: "redirect" });
+    expect(server.requests).toEqual([{ host: "redirect.test", path: "/.well-known/did.json" }]);
+  });
+
+  test("a 10 MiB body is aborted at the byte cap, streamed or declared", async () => {
+    const started = performance.now();
+    expect(await fetcher().fetchDidDocument("huge.test")).toMatchObject({ status: "unavailable", reason: "too-large" });
+    expect(await fetcher().fetchDidDocument("huge-declared.test")).toMatchObject({ status: "unavailable", reason: "too-large" });
+    expect(await fetcher({ maxBytes: 10 }).fetchDidDocument("ok.test")).toMatchObject({ reason: "too-large" });
+    expect(performance.now() - started).toBeLessThan(1500);
+  });
+
+  test("a slow-drip body hits the total deadline", async () => {
+    const started = performance.now();
+    expect(await fetcher({ timeoutMs: 300 }).fetchDidDocument("slow.test")).toEqual({
+      status: "unavailable",
+      url: "https://slow.test/.well-known/did.json",
+      reason: "timeout",
+    });
+    const elapsed = performance.now() - started;
+    expect(elapsed).toBeGreaterThanOrEqual(290);
+    expect(elapsed).toBeLessThan(1000);
+  });
+
+  test("the deadline covers DNS too", async () => {
+    dns.setTimeout("silent-dns.test");
+    const slowResolver = createDnsPacketResolver({ servers: [dns.address], timeoutMs: 2000 });
+    expect(await fetcher({ resolver: slowResolver, timeoutMs: 200 }).fetchDidDocument("silent-dns.test")).toMatchObject({
+      reason: "timeout",
+    });
+  });
+
+  test("a body that is not JSON is invalid-json and is not echoed", async () => {
+    const result = await fetcher().fetchDidDocument("badjson.test");
+    expect(result).toEqual({ status: "unavailable", url: "https://badjson.test/.well-known/did.json", reason: "invalid-json" });
+  });
+
+  test("a name resolving to loopback is blocked by default and no connection is made", async () => {
+    const strict = fetcher({ allowPrivateNetwork: false });
+    expect(await strict.fetchDidDocument("private.test")).toMatchObject({ status: "unavailable", reason: "blocked-address" });
+    dns.setA("mapped.test", []);
+    dns.setAAAA("mapped.test", ["::ffff:127.0.0.1"]);
+    expect(await strict.fetchDidDocument("mapped.test")).toMatchObject({ reason: "blocked-address" });
+    expect(server.requests).toEqual([]);
+    expect(v6.requests).toEqual([]);
+    expect(dns.queries.filter((q) => q.name === "private.test").map((q) => q.type).sort()).toEqual(["A", "AAAA"]);
+  });
+
+  test("one private address among public ones blocks the fetch before any connection", async () => {
+    const mixed: DnsResolver = {
+      resolveTxt: () => Promise.resolve({ status: "nodata" }),
+      resolveAddresses: () => Promise.resolve({ status: "found", addresses: ["8.8.8.8", "10.0.0.1"] }),
+    };
+    const fetchSpy = spyOn(globalThis, "fetch").mockImplementation((() => {
+      throw new Error("fetch must not be called");
+    }) as unknown as typeof fetch);
+    try {
+      expect(await fetcher({ resolver: mixed, allowPrivateNetwork: false }).fetchDidDocument("mixed.test")).toMatchObject({
+        reason: "blocked-address",
+      });
+      expect(fetchSpy).not.toHaveBeenCalled();
+    } finally {
+      fetchSpy.mockRestore();
+    }
+  });
+
+  test("DNS rebinding: the connection goes to the address that was checked, never to a second answer", async () => {
+    // Answers alternate 127.0.0.1 / 127.0.0.2; `evil` listens on 127.0.0.2 on the same port.
+    dns.setA("rebind.test", ["127.0.0.1", "127.0.0.2"], { rotate: true });
+    const first = await fetcher().fetchDidDocument("rebind.test");
+    expect(first).toMatchObject({ status: "ok", document: DOCUMENT });
+    expect(server.requests).toEqual([{ host: "rebind.test", path: "/.well-known/did.json" }]);
+    expect(evil.requests).toEqual([]);
+    // Exactly one lookup: nothing resolved the name again between the check and the connection.
+    expect(dns.queries.filter((q) => q.name === "rebind.test" && q.type === "A")).toHaveLength(1);
+
+    // The second answer is reachable, so the first fetch really could have been rebound had it looked again.
+    const second = await fetcher().fetchDidDocument("rebind.test");
+    expect(second).toMatchObject({ status: "ok", document: { id: "did:web:evil" } });
+    expect(evil.requests).toEqual([{ host: "rebind.test", path: "/.well-known/did.json" }]);
+  });
+
+  test("falls back once to the other address family when the first connection fails", async () => {
+    dns.setA("fallback.test", ["127.0.0.3"]);
+    dns.setAAAA("fallback.test", ["::1"]);
+    expect(await fetcher().fetchDidDocument("fallback.test")).toMatchObject({ status: "ok", document: DOCUMENT });
+    expect(v6.requests).toEqual([{ host: "fallback.test", path: "/.well-known/did.json" }]);
+  });
+
+  test("a certificate for another name is a tls-error", async () => {
+    expect(await fetcher().fetchDidDocument(`wrongcert.test:${wrongCert.port}`)).toMatchObject({
+      status: "unavailable",
+      reason: "tls-error",
+    });
+    expect(await fetcher({ ca: undefined }).fetchDidDocument("ok.test")).toMatchObject({ reason: "tls-error" });
+    expect(wrongCert.requests).toEqual([]);
+  });
+
+  test("a name that does not exist or has no address is not-found; a failed lookup is a dns-failure", async () => {
+    expect(await fetcher().fetchDidDocument("nowhere.test")).toEqual({ status: "not-found", url: "https://nowhere.test/.well-known/did.json" });
+    dns.setTxt("txtonly.test", [["v=1"]]);
+    expect(await fetcher().fetchDidDocument("txtonly.test")).toMatchObject({ status: "not-found" });
+    dns.setServfail("broken.test");
+    expect(await fetcher().fetchDidDocument("broken.test")).toMatchObject({ status: "unavailable", reason: "dns-failure" });
+  });
+
+  test("IP literals, userinfo, bad labels, ports and paths are invalid-host with no lookup", async () => {
+    const hosts = [
+      "127.0.0.1", "2130706433", "0x7f.1", "0177.0.0.1", "[::1]", "::1", "::ffff:127.0.0.1", "user@ok.test",
+      "user:pw@ok.test", "ok..test", ".ok.test", "", "ok.test:0", "ok.test:99999", "ok.test:", "ok.test:1:2",
+      "ok.test/evil", "ok.test?x", "ok.test#x", "ok.test%2F", "foo.123", "-bad.test", "ok test", "ök.test", "ok_test.test",
+      `${"a".repeat(64)}.test`,
+    ];
+    for (const host of hosts) {
+      expect({ host, result: await fetcher().fetchDidDocument(host) }).toMatchObject({
+        host,
+        result: { status: "unavailable", reason: "invalid-host" },
+      });
+    }
+    for (const path of [[".."], ["%2e%2E"], ["a", ""], ["a/b"], ["a%2Fb"], ["a?b"]]) {
+      expect({ path, result: await fetcher().fetchDidDocument("ok.test", path) }).toMatchObject({
+        path,
+        result: { reason: "invalid-host" },
+      });
+    }
+    expect(dns.queries).toEqual([]);
+    expect(server.requests).toEqual([]);
+  });
+});

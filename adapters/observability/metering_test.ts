@@ -1,0 +1,142 @@
+/** The public relay's gas budget and the premium-read ledger on SQLite and PostgreSQL: the same rules, exact under concurrency. */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { GasBudget } from "../../ports/gas_budget.ts";
+import type { PremiumReadLedger } from "../../ports/premium_reads.ts";
+import { postgresUnavailableReason, startPostgres, type TestPostgres } from "../../e2e/support/postgres.ts";
+import { openPostgresStorage } from "../postgres/postgres_storage.ts";
+import { openSqliteStorage } from "../sqlite/sqlite_storage.ts";
+import type { Storage } from "../../ports/storage.ts";
+
+const skip = postgresUnavailableReason();
+let pg: TestPostgres | undefined;
+const opened: Storage[] = [];
+beforeAll(async () => {
+  if (skip === undefined) pg = await startPostgres();
+}, 60_000);
+afterAll(async () => {
+  for (const storage of opened) await storage.close();
+  await pg?.stop();
+});
+
+let window = 1_000;
+function contract(name: string, open: () => Promise<GasBudget>) {
+  test(`${name}: charges add up within the limit; one that would pass it adds nothing; windows are apart`, async () => {
+    const budget = await open();
+    const start = ++window * 3_600_000;
+    expect(await budget.used(start)).toBe(0n);
+    expect(await budget.charge(start, 600_000n, 1_000_000n)).toBe(true);
+    expect(await budget.charge(start, 500_000n, 1_000_000n)).toBe(false);
+    expect(await budget.charge(start, 400_000n, 1_000_000n)).toBe(true);
+    expect(await budget.used(start)).toBe(1_000_000n);
+    expect(await budget.used(start + 3_600_000)).toBe(0n);
+  });
+
+  test(`${name}: forty parallel charges of 100,000 gas into a budget of 1,000,000: exactly ten succeed`, async () => {
+    const budget = await open();
+    const start = ++window * 3_600_000;
+    const results = await Promise.all(Array.from({ length: 40 }, () => budget.charge(start, 100_000n, 1_000_000n)));
+    expect(results.filter(Boolean)).toHaveLength(10);
+    expect(await budget.used(start)).toBe(1_000_000n);
+  });
+}
+
+describe("gas budget", () => {
+  contract("sqlite", () => {
+    const storage = openSqliteStorage(":memory:");
+    opened.push(storage);
+    return Promise.resolve(storage.gasBudget);
+  });
+  describe.skipIf(skip !== undefined)("postgres", () => {
+    contract("postgres", async () => {
+      const storage = await openPostgresStorage(pg!.url);
+      opened.push(storage);
+      return storage.gasBudget;
+    });
+  });
+});
+
+describe("the private relay's gas budget (issue 23)", () => {
+  contract("sqlite", () => {
+    const storage = openSqliteStorage(":memory:");
+    opened.push(storage);
+    return Promise.resolve(storage.privateGasBudget);
+  });
+  test("sqlite: the private budget and the public one are apart", async () => {
+    const storage = openSqliteStorage(":memory:");
+    opened.push(storage);
+    expect(await storage.privateGasBudget.charge(0, 700_000n, 1_000_000n)).toBe(true);
+    expect(await storage.gasBudget.used(0)).toBe(0n);
+    expect(await storage.gasBudget.charge(0, 700_000n, 1_000_000n)).toBe(true);
+  });
+  describe.skipIf(skip !== undefined)("postgres", () => {
+    contract("postgres", async () => {
+      const storage = await openPostgresStorage(pg!.url);
+      opened.push(storage);
+      return storage.privateGasBudget;
+    });
+  });
+});
+
+let accountCounter = 0;
+function premiumContract(name: string, open: () => Promise<PremiumReadLedger>) {
+  test(`${name}: premium reads reserve up to the limit, per account and year; released reads come back`, async () => {
+    const reads = await open();
+    const account = `premium-${Date.now()}-${++accountCounter}`;
+    expect(await reads.reserve(account, 2026, 3, 5)).toBe(true);
+    expect(await reads.reserve(account, 2026, 3, 5)).toBe(false);
+    expect(await reads.reserve(account, 2026, 2, 5)).toBe(true);
+    expect(await reads.used(account, 2026)).toBe(5);
+    expect(await reads.used(account, 2027)).toBe(0);
+    await reads.release(account, 2026, 2);
+    expect(await reads.used(account, 2026)).toBe(3);
+    expect(await reads.reserve(account, 2026, 6, 5)).toBe(false);
+    // A read that fits exactly is taken; a reservation larger than the whole limit never is.
+    expect(await reads.reserve(account, 2026, 2, 5)).toBe(true);
+    expect(await reads.reserve(`${account}-fresh`, 2026, 6, 5)).toBe(false);
+    expect(await reads.used(`${account}-fresh`, 2026)).toBe(0);
+  });
+
+  test(`${name}: a release never goes below zero and never creates a row`, async () => {
+    const reads = await open();
+    const account = `premium-release-${Date.now()}-${++accountCounter}`;
+    await reads.release(account, 2026, 4);
+    expect(await reads.used(account, 2026)).toBe(0);
+    // Had the release left -4 behind, nine reads would now fit under a limit of five.
+    expect(await reads.reserve(account, 2026, 9, 5)).toBe(false);
+    expect(await reads.reserve(account, 2026, 2, 5)).toBe(true);
+    await reads.release(account, 2026, 7);
+    expect(await reads.used(account, 2026)).toBe(0);
+    expect(await reads.reserve(account, 2026, 5, 5)).toBe(true);
+  });
+
+  test(`${name}: thirty parallel reservations of one read with ten left: exactly ten succeed`, async () => {
+    const reads = await open();
+    const account = `premium-race-${Date.now()}-${++accountCounter}`;
+    const results = await Promise.all(Array.from({ length: 30 }, () => reads.reserve(account, 2026, 1, 10)));
+    expect(results.filter(Boolean)).toHaveLength(10);
+    expect(await reads.used(account, 2026)).toBe(10);
+  });
+
+  test(`${name}: parallel batches of three with ten left: exactly three succeed, none half-taken`, async () => {
+    const reads = await open();
+    const account = `premium-batch-${Date.now()}-${++accountCounter}`;
+    const results = await Promise.all(Array.from({ length: 12 }, () => reads.reserve(account, 2026, 3, 10)));
+    expect(results.filter(Boolean)).toHaveLength(3);
+    expect(await reads.used(account, 2026)).toBe(9);
+  });
+}
+
+describe("premium reads", () => {
+  premiumContract("sqlite", () => {
+    const storage = openSqliteStorage(":memory:");
+    opened.push(storage);
+    return Promise.resolve(storage.premiumReads);
+  });
+  describe.skipIf(skip !== undefined)("postgres", () => {
+    premiumContract("postgres", async () => {
+      const storage = await openPostgresStorage(pg!.url);
+      opened.push(storage);
+      return storage.premiumReads;
+    });
+  });
+});

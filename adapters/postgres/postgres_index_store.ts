@@ -1,0 +1,124 @@
+import type { SQL } from "bun";
+import type { AttestedLog, IndexCheckpoint, IndexStore, PagedLog } from "../../ports/attestation_index.ts";
+import type { HexString } from "../../ports/eas.ts";
+import { CHECKPOINT_HISTORY, indexTables } from "../sqlite/sqlite_index_store.ts";
+
+/** Serializes the index's migrations and its writers across instances. */
+const INDEX_LOCK = 7_240_002;
+
+type Row = Record<string, unknown>;
+
+const toLog = (row: Row): AttestedLog => ({
+  uid: String(row.uid) as HexString,
+  recipient: String(row.recipient) as HexString,
+  attester: String(row.attester) as HexString,
+  schemaUid: String(row.schema_uid) as HexString,
+  blockNumber: BigInt(String(row.block_number)),
+  logIndex: Number(row.log_index),
+});
+
+const toPaged = (row: Row): PagedLog => ({ ...toLog(row), logIndex: Number(row.log_index) });
+
+/**
+ * The attestation index in PostgreSQL, shared by every instance: one follower at a time holds the lease
+ * row; the others read. Appends and rewinds take a transaction-scoped advisory lock and check the
+ * checkpoint inside it, so even two followers (a lease that ran out mid-step) cannot interleave.
+ */
+export async function createPostgresIndexStore(sql: SQL, scope: { chainId: number; easAddress: string }): Promise<IndexStore> {
+  await sql.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(${INDEX_LOCK})`;
+    for (const statement of indexTables("BIGINT")) await tx.unsafe(statement);
+  });
+  const chainId = scope.chainId;
+  const eas = scope.easAddress.toLowerCase();
+  const leaseName = `${chainId}:${eas}`;
+
+  const current = async (db: SQL): Promise<IndexCheckpoint | undefined> => {
+    const [row]: Row[] = await db`SELECT block_number, block_hash FROM index_checkpoints WHERE chain_id = ${chainId} AND eas = ${eas}
+                                   ORDER BY block_number DESC LIMIT 1`;
+    return row === undefined ? undefined : { blockNumber: BigInt(String(row.block_number)), blockHash: String(row.block_hash) as HexString };
+  };
+  const setCheckpoint = async (db: SQL, next: IndexCheckpoint) => {
+    await db`INSERT INTO index_checkpoints (chain_id, eas, block_number, block_hash)
+             VALUES (${chainId}, ${eas}, ${next.blockNumber.toString()}, ${next.blockHash})
+             ON CONFLICT (chain_id, eas, block_number) DO UPDATE SET block_hash = EXCLUDED.block_hash`;
+  };
+
+  return {
+    checkpoint: () => current(sql),
+    async history(limit) {
+      const rows: Row[] = await sql`SELECT block_number, block_hash FROM index_checkpoints WHERE chain_id = ${chainId} AND eas = ${eas}
+                                     ORDER BY block_number DESC LIMIT ${limit}`;
+      return rows.map((r) => ({ blockNumber: BigInt(String(r.block_number)), blockHash: String(r.block_hash) as HexString }));
+    },
+    append: (expected, events, next) =>
+      sql.begin(async (tx) => {
+        await tx`SELECT pg_advisory_xact_lock(${INDEX_LOCK}, ${chainId})`;
+        if ((await current(tx))?.blockNumber !== expected) return false;
+        const attested = events.filter((e) => e.kind === "attested");
+        for (let i = 0; i < attested.length; i += 500) {
+          const rows = attested.slice(i, i + 500).map((e) => ({
+            chain_id: chainId,
+            eas,
+            uid: e.uid,
+            recipient: e.recipient,
+            attester: e.attester,
+            schema_uid: e.schemaUid,
+            block_number: e.blockNumber.toString(),
+            log_index: e.logIndex,
+          }));
+          await tx`INSERT INTO index_attestations ${tx(rows)} ON CONFLICT DO NOTHING`;
+        }
+        for (const e of events) {
+          if (e.kind !== "revoked") continue;
+          await tx`UPDATE index_attestations SET revoked_block = ${e.blockNumber.toString()}
+                   WHERE chain_id = ${chainId} AND eas = ${eas} AND uid = ${e.uid}`;
+        }
+        await setCheckpoint(tx, next);
+        await tx`DELETE FROM index_checkpoints WHERE chain_id = ${chainId} AND eas = ${eas} AND block_number < (
+                   SELECT MIN(block_number) FROM (SELECT block_number FROM index_checkpoints WHERE chain_id = ${chainId}
+                                                  AND eas = ${eas} ORDER BY block_number DESC LIMIT ${CHECKPOINT_HISTORY}) AS kept)`;
+        return true;
+      }),
+    rewind: (to) =>
+      sql.begin(async (tx) => {
+        await tx`SELECT pg_advisory_xact_lock(${INDEX_LOCK}, ${chainId})`;
+        const block = to === undefined ? "-1" : to.blockNumber.toString();
+        await tx`DELETE FROM index_attestations WHERE chain_id = ${chainId} AND eas = ${eas} AND block_number > ${block}`;
+        await tx`UPDATE index_attestations SET revoked_block = NULL WHERE chain_id = ${chainId} AND eas = ${eas} AND revoked_block > ${block}`;
+        await tx`DELETE FROM index_checkpoints WHERE chain_id = ${chainId} AND eas = ${eas} AND block_number > ${block}`;
+        if (to !== undefined) await setCheckpoint(tx, to);
+      }),
+    async attested(query) {
+      if (query.recipients.length === 0 || query.schemaUids.length === 0) return [];
+      const rows: Row[] = await sql`
+        SELECT * FROM index_attestations WHERE chain_id = ${chainId} AND eas = ${eas}
+           AND recipient = ANY(${sql.array(query.recipients.map((r) => r.toLowerCase()), "TEXT")})
+           AND schema_uid = ANY(${sql.array(query.schemaUids.map((s) => s.toLowerCase()), "TEXT")})
+           AND block_number BETWEEN ${query.fromBlock.toString()} AND ${query.toBlock.toString()}
+         ORDER BY block_number, log_index`;
+      return rows.map(toLog);
+    },
+    async page(query) {
+      const before = query.before;
+      const beforeBlock = before === undefined ? null : before.blockNumber.toString();
+      const beforeIndex = before === undefined ? null : before.logIndex;
+      const rows: Row[] = await sql`
+        SELECT * FROM index_attestations WHERE chain_id = ${chainId} AND eas = ${eas}
+           AND recipient = ${query.recipient.toLowerCase()} AND schema_uid = ${query.schemaUid.toLowerCase()}
+           AND block_number <= ${query.toBlock.toString()}
+           AND (${beforeBlock}::BIGINT IS NULL OR block_number < ${beforeBlock}::BIGINT
+                OR (block_number = ${beforeBlock}::BIGINT AND log_index < ${beforeIndex}::INTEGER))
+         ORDER BY block_number DESC, log_index DESC LIMIT ${query.limit}`;
+      return rows.map(toPaged);
+    },
+    async lease(holder, nowMs, leaseMs) {
+      const rows: Row[] = await sql`
+        INSERT INTO index_lease (name, holder, expires_at_ms) VALUES (${leaseName}, ${holder}, ${nowMs + leaseMs})
+        ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at_ms = EXCLUDED.expires_at_ms
+          WHERE index_lease.holder = EXCLUDED.holder OR index_lease.expires_at_ms < ${nowMs}
+        RETURNING holder`;
+      return rows.length === 1 && rows[0]!.holder === holder;
+    },
+  };
+}

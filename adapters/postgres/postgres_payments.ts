@@ -1,0 +1,73 @@
+import type { SQL } from "bun";
+import type { PaidPeriod, PaymentLedger, PaymentReservation, PaymentState } from "../../ports/payments.ts";
+import { contiguousPeriod, storedValidBefore, toPaymentRecord, withinBalance } from "../sqlite/sqlite_payments.ts";
+
+/** Advisory lock space (two-key form) of paid-plan periods: one lock per account while a period is granted. */
+const PLAN_PERIOD_LOCK = 7_240_018;
+/** Advisory lock space of payers: one lock per payer, token and network while a payment is held against its balance. */
+const PAYER_BALANCE_LOCK = 7_240_023;
+
+/** Payments in PostgreSQL, shared by every instance: the replay key is the primary key (tables made by the migrations). */
+export function createPostgresPayments(sql: SQL): PaymentLedger {
+  const periodsOf = async (q: SQL, accountId: string): Promise<PaidPeriod[]> => {
+    const rows = await q`SELECT period_start_ms, period_end_ms FROM x402_payments
+      WHERE account_id = ${accountId} AND purpose = 'plan' AND state IN ('worked', 'settled') AND period_end_ms IS NOT NULL` as Record<string, unknown>[];
+    return rows.map((r) => ({ startMs: Number(r.period_start_ms), endMs: Number(r.period_end_ms) }));
+  };
+  const update = async (key: string, state: PaymentState, fields: { ref?: string | null; tx?: string; reason?: string }, nowMs: number) => {
+    await sql`UPDATE x402_payments SET state = ${state}, work_ref = COALESCE(${fields.ref ?? null}, work_ref),
+      settlement_tx = COALESCE(${fields.tx ?? null}, settlement_tx), failure_reason = COALESCE(${fields.reason ?? null}, failure_reason),
+      updated_at_ms = ${nowMs} WHERE key = ${key}`;
+  };
+  const insert = async (q: SQL, r: PaymentReservation): Promise<boolean> => {
+    const rows = await q`INSERT INTO x402_payments (key, purpose, network, asset, payer, pay_to, amount, account_id, state, created_at_ms, updated_at_ms, valid_before)
+      VALUES (${r.key}, ${r.purpose}, ${r.network}, ${r.asset.toLowerCase()}, ${r.payer.toLowerCase()}, ${r.payTo.toLowerCase()}, ${r.amount},
+              ${r.accountId}, 'reserved', ${r.createdAtMs}, ${r.createdAtMs}, ${storedValidBefore(r.validBefore)})
+      ON CONFLICT (key) DO NOTHING RETURNING key`;
+    return rows.length === 1;
+  };
+  return {
+    reserve: (r) => insert(sql, r),
+    // The payer's lock orders every instance's reservations for it: the open payments read and the insert are one step.
+    reserveWithin: (r, ceiling) =>
+      sql.begin(async (tx) => {
+        const [payer, asset] = [r.payer.toLowerCase(), r.asset.toLowerCase()];
+        await tx`SELECT pg_advisory_xact_lock(${PAYER_BALANCE_LOCK}, hashtext(${`${r.network}:${asset}:${payer}`}))`;
+        if ((await tx`SELECT key FROM x402_payments WHERE key = ${r.key}`).length > 0) return "known" as const;
+        const open = await tx`SELECT amount FROM x402_payments WHERE payer = ${payer} AND asset = ${asset} AND network = ${r.network} AND (
+          (state IN ('reserved', 'worked') AND valid_before IS NOT NULL AND valid_before > ${Math.floor(r.createdAtMs / 1000)})
+          OR (state = 'settled' AND updated_at_ms >= ${ceiling.readAtMs}))` as { amount: string }[];
+        if (!withinBalance(open.map((o) => o.amount), r.amount, ceiling.balance)) return "over_balance" as const;
+        return (await insert(tx as unknown as SQL, r)) ? "reserved" as const : "known" as const;
+      }),
+    async release(key) {
+      await sql`DELETE FROM x402_payments WHERE key = ${key} AND state = 'reserved'`;
+    },
+    worked: (key, ref, nowMs) => update(key, "worked", { ref }, nowMs),
+    workUnknown: (key, ref, nowMs) => update(key, "work_unknown", { ref }, nowMs),
+    settled: (key, tx, nowMs) => update(key, "settled", { tx }, nowMs),
+    settleFailed: (key, reason, nowMs) => update(key, "settle_failed", { reason }, nowMs),
+    grantPeriod: (key, accountId, durationMs, nowMs) =>
+      sql.begin(async (tx) => {
+        await tx`SELECT pg_advisory_xact_lock(${PLAN_PERIOD_LOCK}, hashtext(${accountId}))`;
+        const latest = (await periodsOf(tx as unknown as SQL, accountId)).reduce((end, p) => Math.max(end, p.endMs), 0);
+        const startMs = Math.max(nowMs, latest);
+        const period = { startMs, endMs: startMs + durationMs };
+        await tx`UPDATE x402_payments SET state = 'worked', account_id = ${accountId}, period_start_ms = ${period.startMs},
+          period_end_ms = ${period.endMs}, work_ref = ${new Date(period.endMs).toISOString()}, updated_at_ms = ${nowMs}
+          WHERE key = ${key} AND state = 'reserved'`;
+        return period;
+      }),
+    paidPeriod: async (accountId, nowMs) => contiguousPeriod(await periodsOf(sql, accountId), nowMs),
+    async find(key) {
+      const rows = await sql`SELECT * FROM x402_payments WHERE key = ${key}` as Record<string, unknown>[];
+      return rows[0] === undefined ? undefined : toPaymentRecord(rows[0]);
+    },
+    async list(options = {}) {
+      const rows = (options.state === undefined
+        ? await sql`SELECT * FROM x402_payments ORDER BY created_at_ms DESC, key`
+        : await sql`SELECT * FROM x402_payments WHERE state = ${options.state} ORDER BY created_at_ms DESC, key`) as Record<string, unknown>[];
+      return rows.map(toPaymentRecord);
+    },
+  };
+}

@@ -1,0 +1,296 @@
+import type { Database } from "bun:sqlite";
+import type {
+  Account,
+  AccountStore,
+  Challenge,
+  ChallengeCreation,
+  Plan,
+  Session,
+  SponsoredWriteLedger,
+  WriteRecord,
+  WriteState,
+} from "../../ports/accounts.ts";
+import type { HexString } from "../../ports/eas.ts";
+
+type AccountRow = { id: string; address: string; plan: string; created_at_ms: number; display_name: string | null };
+type ChallengeRow = {
+  id: string;
+  address: string;
+  chain_id: number;
+  nonce: string;
+  message: string;
+  created_at_ms: number;
+  expires_at_ms: number;
+  used_at_ms: number | null;
+};
+type SessionRow = {
+  token_hash: string;
+  account_id: string;
+  created_at_ms: number;
+  expires_at_ms: number;
+  revoked_at_ms: number | null;
+  wallet_provider_id: string | null;
+  execution_mode: string | null;
+};
+type WriteRow = {
+  id: string;
+  account_id: string;
+  year: number;
+  fingerprint: string;
+  state: string;
+  tx_hash: string | null;
+  uid: string | null;
+  block_number: string | null;
+  raw_tx: string | null;
+  wallet: string | null;
+  tx_nonce: number | null;
+  created_at_ms: number;
+  updated_at_ms: number;
+};
+
+const toAccount = (row: AccountRow): Account => ({
+  id: row.id,
+  address: row.address,
+  plan: row.plan as Plan,
+  createdAtMs: row.created_at_ms,
+  displayName: row.display_name,
+});
+
+const toChallenge = (row: ChallengeRow): Challenge => ({
+  id: row.id,
+  address: row.address,
+  chainId: row.chain_id,
+  nonce: row.nonce,
+  message: row.message,
+  createdAtMs: row.created_at_ms,
+  expiresAtMs: row.expires_at_ms,
+  usedAtMs: row.used_at_ms,
+});
+
+const toSession = (row: SessionRow): Session => ({
+  tokenHash: row.token_hash,
+  accountId: row.account_id,
+  createdAtMs: row.created_at_ms,
+  expiresAtMs: row.expires_at_ms,
+  revokedAtMs: row.revoked_at_ms,
+  walletProviderId: row.wallet_provider_id,
+  executionMode: row.execution_mode as Session["executionMode"],
+});
+
+const toWrite = (row: WriteRow): WriteRecord => ({
+  id: row.id,
+  accountId: row.account_id,
+  year: row.year,
+  fingerprint: row.fingerprint,
+  state: row.state as WriteState,
+  tx: row.raw_tx === null || row.tx_hash === null || row.wallet === null || row.tx_nonce === null
+    ? null
+    : { txHash: row.tx_hash as HexString, raw: row.raw_tx as HexString, wallet: row.wallet as HexString, nonce: Number(row.tx_nonce) },
+  txHash: row.tx_hash,
+  uid: row.uid,
+  blockNumber: row.block_number === null ? null : BigInt(row.block_number),
+  createdAtMs: row.created_at_ms,
+  updatedAtMs: row.updated_at_ms,
+});
+
+/** Accounts, challenges and sessions in the service's SQLite file. */
+export function createSqliteAccountStore(db: Database): AccountStore {
+  const insertChallenge = db.query(
+    `INSERT INTO challenges (id, address, chain_id, nonce, message, created_at_ms, expires_at_ms, used_at_ms, client_key)
+     VALUES ($id, $address, $chainId, $nonce, $message, $createdAtMs, $expiresAtMs, NULL, $client)`,
+  );
+  // The `limit`-th newest creation inside the window: while it exists the limit is reached, and the
+  // window has room again once it leaves.
+  const nthNewestOfClient = db.query<{ created_at_ms: number }, [string, number, number]>(
+    "SELECT created_at_ms FROM challenges WHERE client_key = ? AND created_at_ms > ? ORDER BY created_at_ms DESC LIMIT 1 OFFSET ?",
+  );
+  const nthNewestOfWallet = db.query<{ created_at_ms: number }, [string, number, number]>(
+    "SELECT created_at_ms FROM challenges WHERE address = ? AND created_at_ms > ? ORDER BY created_at_ms DESC LIMIT 1 OFFSET ?",
+  );
+  const evictChallenges = db.query(
+    `UPDATE challenges SET used_at_ms = $now
+      WHERE address = $address AND used_at_ms IS NULL AND expires_at_ms > $now
+        AND id NOT IN (SELECT id FROM challenges WHERE address = $address AND used_at_ms IS NULL AND expires_at_ms > $now
+                        ORDER BY created_at_ms DESC, id DESC LIMIT $keep)`,
+  );
+  const findChallenge = db.query<ChallengeRow, [string]>("SELECT * FROM challenges WHERE id = ?");
+  const consumeChallenge = db.query("UPDATE challenges SET used_at_ms = ? WHERE id = ? AND used_at_ms IS NULL");
+  const insertAccount = db.query(
+    `INSERT INTO accounts (id, address, plan, created_at_ms, updated_at_ms) VALUES (?, ?, 'free', ?, ?)
+     ON CONFLICT (address) DO NOTHING`,
+  );
+  const accountById = db.query<AccountRow, [string]>("SELECT * FROM accounts WHERE id = ?");
+  const accountByAddress = db.query<AccountRow, [string]>("SELECT * FROM accounts WHERE address = ?");
+  const listAccounts = db.query<AccountRow, []>("SELECT * FROM accounts ORDER BY created_at_ms, id");
+  const setPlan = db.query("UPDATE accounts SET plan = ?, updated_at_ms = ? WHERE id = ?");
+  const setDisplayName = db.query("UPDATE accounts SET display_name = ?, updated_at_ms = ? WHERE id = ?");
+  const insertSession = db.query(
+    `INSERT INTO sessions (token_hash, account_id, created_at_ms, expires_at_ms, revoked_at_ms, wallet_provider_id, execution_mode)
+     VALUES ($tokenHash, $accountId, $createdAtMs, $expiresAtMs, NULL, $walletProviderId, $executionMode)`,
+  );
+  const findSession = db.query<SessionRow, [string]>("SELECT * FROM sessions WHERE token_hash = ?");
+  const revokeSession = db.query("UPDATE sessions SET revoked_at_ms = ? WHERE token_hash = ? AND revoked_at_ms IS NULL");
+  const pruneChallenges = db.query("DELETE FROM challenges WHERE expires_at_ms < ?");
+  const pruneSessions = db.query("DELETE FROM sessions WHERE expires_at_ms < ?");
+
+  const account = (idOrAddress: string): Account | undefined => {
+    const row = accountById.get(idOrAddress) ?? accountByAddress.get(idOrAddress.toLowerCase());
+    return row === null ? undefined : toAccount(row);
+  };
+
+  return {
+    createChallenge(challenge, limits) {
+      const now = challenge.createdAtMs;
+      const since = now - limits.windowMs;
+      const address = challenge.address.toLowerCase();
+      // BEGIN IMMEDIATE: another process on the same file waits for the whole count-and-insert.
+      const outcome = db.transaction((): ChallengeCreation => {
+        const byClient = nthNewestOfClient.get(limits.client, since, limits.perClient - 1);
+        if (byClient !== null) return { ok: false, limit: "client", retryAfterMs: byClient.created_at_ms + limits.windowMs - now };
+        const byWallet = nthNewestOfWallet.get(address, since, limits.perWallet - 1);
+        if (byWallet !== null) return { ok: false, limit: "wallet", retryAfterMs: byWallet.created_at_ms + limits.windowMs - now };
+        const evicted = evictChallenges.run({ now, address, keep: Math.max(0, limits.livePerWallet - 1) }).changes;
+        insertChallenge.run({
+          id: challenge.id,
+          address,
+          chainId: challenge.chainId,
+          nonce: challenge.nonce,
+          message: challenge.message,
+          createdAtMs: challenge.createdAtMs,
+          expiresAtMs: challenge.expiresAtMs,
+          client: limits.client,
+        });
+        return { ok: true, evicted };
+      }).immediate();
+      return Promise.resolve(outcome);
+    },
+    findChallenge(id) {
+      const row = findChallenge.get(id);
+      return Promise.resolve(row === null ? undefined : toChallenge(row));
+    },
+    consumeChallenge: (id, nowMs) => Promise.resolve(consumeChallenge.run(nowMs, id).changes === 1),
+    findOrCreateAccount(address, newId, nowMs) {
+      const lower = address.toLowerCase();
+      insertAccount.run(newId, lower, nowMs, nowMs);
+      return Promise.resolve(toAccount(accountByAddress.get(lower)!));
+    },
+    findAccount: (idOrAddress) => Promise.resolve(account(idOrAddress)),
+    listAccounts: () => Promise.resolve(listAccounts.all().map(toAccount)),
+    setDisplayName(id, displayName, nowMs) {
+      if (setDisplayName.run(displayName, nowMs, id).changes === 0) return Promise.resolve(undefined);
+      const row = accountById.get(id);
+      return Promise.resolve(row === null ? undefined : toAccount(row));
+    },
+    setPlan(idOrAddress, plan, nowMs) {
+      const found = account(idOrAddress);
+      if (found === undefined) return Promise.resolve(undefined);
+      setPlan.run(plan, nowMs, found.id);
+      return Promise.resolve({ ...found, plan });
+    },
+    saveSession(session: Session) {
+      insertSession.run({
+        tokenHash: session.tokenHash,
+        accountId: session.accountId,
+        createdAtMs: session.createdAtMs,
+        expiresAtMs: session.expiresAtMs,
+        walletProviderId: session.walletProviderId ?? null,
+        executionMode: session.executionMode ?? null,
+      });
+      return Promise.resolve();
+    },
+    findSession(tokenHash) {
+      const row = findSession.get(tokenHash);
+      if (row === null) return Promise.resolve(undefined);
+      const owner = accountById.get(row.account_id);
+      return Promise.resolve(owner === null ? undefined : { session: toSession(row), account: toAccount(owner) });
+    },
+    revokeSession(tokenHash, nowMs) {
+      revokeSession.run(nowMs, tokenHash);
+      return Promise.resolve();
+    },
+    prune(nowMs) {
+      const removed = db.transaction(() => pruneChallenges.run(nowMs).changes + pruneSessions.run(nowMs).changes)();
+      return Promise.resolve(removed);
+    },
+  };
+}
+
+/**
+ * The sponsored-write quota in SQLite. A reservation counts and inserts in one `BEGIN IMMEDIATE`
+ * transaction, so parallel requests (in this process or another on the same file) cannot both take
+ * the last write.
+ */
+export function createSqliteWriteLedger(db: Database): SponsoredWriteLedger {
+  const count = db.query<{ used: number; reserved: number }, [string, number]>(
+    `SELECT COALESCE(SUM(state = 'committed'), 0) AS used,
+            COALESCE(SUM(state IN ('reserved', 'signed', 'broadcast')), 0) AS reserved
+       FROM sponsored_writes WHERE account_id = ? AND year = ?`,
+  );
+  const insert = db.query(
+    `INSERT INTO sponsored_writes (id, account_id, year, fingerprint, state, created_at_ms, updated_at_ms)
+     VALUES ($id, $accountId, $year, $fingerprint, 'reserved', $createdAtMs, $createdAtMs)`,
+  );
+  const signed = db.query(
+    `UPDATE sponsored_writes SET state = 'signed', tx_hash = $txHash, raw_tx = $raw, wallet = $wallet, tx_nonce = $nonce,
+            updated_at_ms = $nowMs
+      WHERE id = $id AND state = 'reserved'`,
+  );
+  const sent = db.query(
+    "UPDATE sponsored_writes SET state = 'broadcast', updated_at_ms = ? WHERE id = ? AND state IN ('reserved', 'signed')",
+  );
+  const commit = db.query(
+    `UPDATE sponsored_writes SET state = 'committed', tx_hash = $txHash, uid = $uid, block_number = $blockNumber,
+            updated_at_ms = $nowMs
+      WHERE id = $id AND state IN ('reserved', 'signed', 'broadcast')`,
+  );
+  const release = db.query(
+    "UPDATE sponsored_writes SET state = 'released', updated_at_ms = ? WHERE id = ? AND state IN ('reserved', 'signed', 'broadcast')",
+  );
+  const unsettled = db.query<WriteRow, [number]>(
+    `SELECT * FROM sponsored_writes WHERE state IN ('reserved', 'signed', 'broadcast') AND created_at_ms < ?
+      ORDER BY created_at_ms, tx_nonce`,
+  );
+  const find = db.query<WriteRow, [string]>("SELECT * FROM sponsored_writes WHERE id = ?");
+
+  const reserve = db.transaction((reservation: Parameters<SponsoredWriteLedger["reserve"]>[0], limit: number) => {
+    const usage = count.get(reservation.accountId, reservation.year)!;
+    if (usage.used + usage.reserved >= limit) return false;
+    insert.run({
+      id: reservation.id,
+      accountId: reservation.accountId,
+      year: reservation.year,
+      fingerprint: reservation.fingerprint,
+      createdAtMs: reservation.createdAtMs,
+    });
+    return true;
+  });
+
+  return {
+    usage(accountId, year) {
+      const row = count.get(accountId, year)!;
+      return Promise.resolve({ used: row.used, reserved: row.reserved });
+    },
+    reserve: (reservation, limit) => Promise.resolve(reserve.immediate(reservation, limit)),
+    markSigned(id, tx, nowMs) {
+      const changed = signed.run({ id, txHash: tx.txHash, raw: tx.raw, wallet: tx.wallet.toLowerCase(), nonce: tx.nonce, nowMs });
+      return Promise.resolve(changed.changes === 1);
+    },
+    markSent(id, nowMs) {
+      sent.run(nowMs, id);
+      return Promise.resolve();
+    },
+    commit(id, outcome, nowMs) {
+      commit.run({ id, txHash: outcome.txHash, uid: outcome.uid, blockNumber: outcome.blockNumber.toString(), nowMs });
+      return Promise.resolve();
+    },
+    release(id, nowMs) {
+      release.run(nowMs, id);
+      return Promise.resolve();
+    },
+    unsettled: (createdBeforeMs) => Promise.resolve(unsettled.all(createdBeforeMs).map(toWrite)),
+    find(id) {
+      const row = find.get(id);
+      return Promise.resolve(row === null ? undefined : toWrite(row));
+    },
+  };
+}

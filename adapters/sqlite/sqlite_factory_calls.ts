@@ -1,0 +1,71 @@
+import type { Database } from "bun:sqlite";
+import type { FactoryCallRecord, FactoryCallStore } from "../../ports/factory_calls.ts";
+
+type Row = {
+  chain_id: number | bigint;
+  wallet: string;
+  factory: string;
+  calldata_hash: string;
+  state: string;
+  tx_hash: string | null;
+  gas_used: string | null;
+  created_at_ms: number | bigint;
+  updated_at_ms: number | bigint;
+};
+
+/** The ERC-6492 factory calls the service sent, in the SQLite file: one row per chain and wallet. */
+export function createSqliteFactoryCalls(db: Database): FactoryCallStore {
+  db.exec(`CREATE TABLE IF NOT EXISTS factory_calls (
+    chain_id INTEGER NOT NULL, wallet TEXT NOT NULL, factory TEXT NOT NULL, calldata_hash TEXT NOT NULL,
+    state TEXT NOT NULL, tx_hash TEXT, gas_used TEXT, created_at_ms INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (chain_id, wallet))`);
+  const insert = db.query(
+    `INSERT INTO factory_calls (chain_id, wallet, factory, calldata_hash, state, created_at_ms, updated_at_ms)
+     VALUES (?, ?, ?, ?, 'sent', ?, ?) ON CONFLICT DO NOTHING`,
+  );
+  const markFailed = db.query(
+    "UPDATE factory_calls SET state = 'failed', tx_hash = ?, gas_used = ?, updated_at_ms = ? WHERE chain_id = ? AND wallet = ?",
+  );
+  const remove = db.query("DELETE FROM factory_calls WHERE chain_id = ? AND wallet = ?");
+  const find = db.query<Row, [number, string]>("SELECT * FROM factory_calls WHERE chain_id = ? AND wallet = ?");
+  return {
+    begin(attempt) {
+      const inserted = insert.run(
+        attempt.chainId,
+        attempt.wallet.toLowerCase(),
+        attempt.factory.toLowerCase(),
+        attempt.calldataHash.toLowerCase(),
+        attempt.createdAtMs,
+        attempt.createdAtMs,
+      );
+      return Promise.resolve(inserted.changes === 1);
+    },
+    failed(chainId, wallet, burn, nowMs) {
+      markFailed.run(burn.txHash, burn.gasUsed === null ? null : burn.gasUsed.toString(), nowMs, chainId, wallet.toLowerCase());
+      return Promise.resolve();
+    },
+    forget(chainId, wallet) {
+      remove.run(chainId, wallet.toLowerCase());
+      return Promise.resolve();
+    },
+    find(chainId, wallet) {
+      const row = find.get(chainId, wallet.toLowerCase());
+      return Promise.resolve(row === null ? undefined : toFactoryCall(row));
+    },
+  };
+}
+
+/** A stored row as the port's record (SQLite and PostgreSQL share the columns). */
+export function toFactoryCall(row: Row | Record<string, unknown>): FactoryCallRecord {
+  return {
+    chainId: Number(row.chain_id),
+    wallet: String(row.wallet),
+    factory: String(row.factory),
+    calldataHash: String(row.calldata_hash),
+    state: row.state === "failed" ? "failed" : "sent",
+    txHash: row.tx_hash === null || row.tx_hash === undefined ? null : String(row.tx_hash),
+    gasUsed: row.gas_used === null || row.gas_used === undefined ? null : BigInt(String(row.gas_used)),
+    createdAtMs: Number(row.created_at_ms),
+    updatedAtMs: Number(row.updated_at_ms),
+  };
+}

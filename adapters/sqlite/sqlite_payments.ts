@@ -1,0 +1,173 @@
+import type { Database } from "bun:sqlite";
+import type {
+  BalanceCeiling,
+  BalancedReservation,
+  PaidPeriod,
+  PaymentLedger,
+  PaymentPurpose,
+  PaymentRecord,
+  PaymentReservation,
+  PaymentState,
+} from "../../ports/payments.ts";
+import { addMissingColumns } from "./sqlite_database.ts";
+
+/** The payments table (decisions §13), in SQLite (`INTEGER`) or PostgreSQL (`BIGINT`) words for times. */
+export function paymentTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
+  return [
+    `CREATE TABLE IF NOT EXISTS x402_payments (
+       key TEXT PRIMARY KEY,
+       purpose TEXT NOT NULL,
+       network TEXT NOT NULL,
+       asset TEXT NOT NULL,
+       payer TEXT NOT NULL,
+       pay_to TEXT NOT NULL,
+       amount TEXT NOT NULL,
+       account_id TEXT,
+       state TEXT NOT NULL,
+       work_ref TEXT,
+       settlement_tx TEXT,
+       failure_reason TEXT,
+       period_start_ms ${bigint},
+       period_end_ms ${bigint},
+       created_at_ms ${bigint} NOT NULL,
+       updated_at_ms ${bigint} NOT NULL
+     )`,
+    `CREATE INDEX IF NOT EXISTS x402_payments_account ON x402_payments (account_id, period_end_ms)`,
+    `CREATE INDEX IF NOT EXISTS x402_payments_state ON x402_payments (state, created_at_ms)`,
+    // Added with the balance check (issue 23): SQLite adds it in createSqlitePayments (it has no ADD COLUMN IF NOT EXISTS).
+    ...(bigint === "BIGINT" ? [`ALTER TABLE x402_payments ADD COLUMN IF NOT EXISTS valid_before BIGINT`] : []),
+    // A payer's open payments are read per payer, token and network at every paid request.
+    `CREATE INDEX IF NOT EXISTS x402_payments_payer ON x402_payments (payer, asset, network, state)`,
+  ];
+}
+
+/** The column added after the table was first created (SQLite). */
+const PAYMENT_ADDED_COLUMNS = [["x402_payments", "valid_before", "INTEGER"]] as const;
+
+/**
+ * The amounts that hold a payer's balance (decisions §13, issue 23; PostgreSQL has the same words): `reserved` and
+ * `worked` payments whose authorization can still be settled at ?4 (unix seconds), and the payments settled at or
+ * after the balance read started at ?5 (the read may not show their transfer yet). Payments without `valid_before`
+ * predate the check and are not counted.
+ */
+const OPEN_AMOUNTS_WHERE = `payer = ?1 AND asset = ?2 AND network = ?3 AND (
+  (state IN ('reserved', 'worked') AND valid_before IS NOT NULL AND valid_before > ?4) OR (state = 'settled' AND updated_at_ms >= ?5))`;
+
+/** Whether `amounts` plus `amount` stay within `balance` (atomic units, as decimal strings). */
+export function withinBalance(amounts: readonly unknown[], amount: string, balance: bigint): boolean {
+  return amounts.reduce<bigint>((sum, a) => sum + BigInt(String(a)), BigInt(amount)) <= balance;
+}
+
+/** `validBefore` as stored: whole seconds capped at 2^53 - 1 (EIP-3009 allows any uint256). */
+export function storedValidBefore(validBefore: number | undefined): number | null {
+  return validBefore === undefined ? null : Math.min(Math.floor(validBefore), Number.MAX_SAFE_INTEGER);
+}
+
+/** A stored row as the port's record (SQLite and PostgreSQL). */
+export function toPaymentRecord(row: Record<string, unknown>): PaymentRecord {
+  const num = (value: unknown) => (value === null || value === undefined ? null : Number(value));
+  const str = (value: unknown) => (value === null || value === undefined ? null : String(value));
+  return {
+    key: String(row.key),
+    purpose: String(row.purpose) as PaymentPurpose,
+    network: String(row.network),
+    asset: String(row.asset),
+    payer: String(row.payer),
+    payTo: String(row.pay_to),
+    amount: String(row.amount),
+    accountId: str(row.account_id),
+    state: String(row.state) as PaymentState,
+    workRef: str(row.work_ref),
+    settlementTx: str(row.settlement_tx),
+    failureReason: str(row.failure_reason),
+    periodStartMs: num(row.period_start_ms),
+    periodEndMs: num(row.period_end_ms),
+    createdAtMs: Number(row.created_at_ms),
+    updatedAtMs: Number(row.updated_at_ms),
+    validBefore: num(row.valid_before),
+  };
+}
+
+/** The paid time around `nowMs` from an account's counted periods: the run of touching periods that covers it. */
+export function contiguousPeriod(periods: readonly PaidPeriod[], nowMs: number): PaidPeriod | undefined {
+  const runs: PaidPeriod[] = [];
+  for (const p of [...periods].sort((a, b) => a.startMs - b.startMs)) {
+    const last = runs[runs.length - 1];
+    if (last !== undefined && p.startMs <= last.endMs) runs[runs.length - 1] = { startMs: last.startMs, endMs: Math.max(last.endMs, p.endMs) };
+    else runs.push(p);
+  }
+  return runs.find((r) => r.startMs <= nowMs && nowMs < r.endMs);
+}
+
+/** Payments in the SQLite file; the replay key is the primary key, a period is granted under `BEGIN IMMEDIATE`. */
+export function createSqlitePayments(db: Database): PaymentLedger {
+  db.transaction(() => {
+    for (const statement of paymentTables("INTEGER")) db.exec(statement);
+    addMissingColumns(db, PAYMENT_ADDED_COLUMNS);
+  }).immediate();
+  const insert = db.query(
+    `INSERT INTO x402_payments (key, purpose, network, asset, payer, pay_to, amount, account_id, state, created_at_ms, updated_at_ms, valid_before)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'reserved', ?9, ?9, ?10) ON CONFLICT (key) DO NOTHING`,
+  );
+  const insertReservation = (r: PaymentReservation) =>
+    insert.run(r.key, r.purpose, r.network, r.asset.toLowerCase(), r.payer.toLowerCase(), r.payTo.toLowerCase(), r.amount, r.accountId, r.createdAtMs, storedValidBefore(r.validBefore));
+  const openAmounts = db.query<{ amount: string }, [string, string, string, number, number]>(`SELECT amount FROM x402_payments WHERE ${OPEN_AMOUNTS_WHERE}`);
+  const exists = db.query<{ key: string }, [string]>("SELECT key FROM x402_payments WHERE key = ?");
+  // Under BEGIN IMMEDIATE: the open payments read and the insert are one step for every process on the file.
+  const reserveWithin = db.transaction((r: PaymentReservation, ceiling: BalanceCeiling): BalancedReservation => {
+    if (exists.get(r.key) !== null) return "known";
+    const open = openAmounts.all(r.payer.toLowerCase(), r.asset.toLowerCase(), r.network, Math.floor(r.createdAtMs / 1000), ceiling.readAtMs);
+    if (!withinBalance(open.map((o) => o.amount), r.amount, ceiling.balance)) return "over_balance";
+    return insertReservation(r).changes === 1 ? "reserved" : "known";
+  });
+  const setState = db.query(
+    `UPDATE x402_payments SET state = ?2, work_ref = COALESCE(?3, work_ref), settlement_tx = COALESCE(?4, settlement_tx),
+       failure_reason = COALESCE(?5, failure_reason), updated_at_ms = ?6 WHERE key = ?1`,
+  );
+  const counted = db.query<{ period_start_ms: number; period_end_ms: number }, [string]>(
+    `SELECT period_start_ms, period_end_ms FROM x402_payments
+     WHERE account_id = ? AND purpose = 'plan' AND state IN ('worked', 'settled') AND period_end_ms IS NOT NULL`,
+  );
+  const periodsOf = (accountId: string): PaidPeriod[] =>
+    counted.all(accountId).map((r) => ({ startMs: Number(r.period_start_ms), endMs: Number(r.period_end_ms) }));
+  const grant = db.transaction((key: string, accountId: string, durationMs: number, nowMs: number): PaidPeriod => {
+    const latest = periodsOf(accountId).reduce((end, p) => Math.max(end, p.endMs), 0);
+    const startMs = Math.max(nowMs, latest);
+    const period = { startMs, endMs: startMs + durationMs };
+    db.query(
+      `UPDATE x402_payments SET state = 'worked', account_id = ?2, period_start_ms = ?3, period_end_ms = ?4, work_ref = ?5, updated_at_ms = ?6
+       WHERE key = ?1 AND state = 'reserved'`,
+    ).run(key, accountId, period.startMs, period.endMs, new Date(period.endMs).toISOString(), nowMs);
+    return period;
+  });
+  const update = (key: string, state: PaymentState, fields: { ref?: string | null; tx?: string; reason?: string }, nowMs: number) => {
+    setState.run(key, state, fields.ref ?? null, fields.tx ?? null, fields.reason ?? null, nowMs);
+    return Promise.resolve();
+  };
+  return {
+    reserve(r) {
+      return Promise.resolve(insertReservation(r).changes === 1);
+    },
+    reserveWithin: (r, ceiling) => Promise.resolve(reserveWithin.immediate(r, ceiling)),
+    release(key) {
+      db.query("DELETE FROM x402_payments WHERE key = ? AND state = 'reserved'").run(key);
+      return Promise.resolve();
+    },
+    worked: (key, ref, nowMs) => update(key, "worked", { ref }, nowMs),
+    workUnknown: (key, ref, nowMs) => update(key, "work_unknown", { ref }, nowMs),
+    settled: (key, tx, nowMs) => update(key, "settled", { tx }, nowMs),
+    settleFailed: (key, reason, nowMs) => update(key, "settle_failed", { reason }, nowMs),
+    grantPeriod: (key, accountId, durationMs, nowMs) => Promise.resolve(grant.immediate(key, accountId, durationMs, nowMs)),
+    paidPeriod: (accountId, nowMs) => Promise.resolve(contiguousPeriod(periodsOf(accountId), nowMs)),
+    find(key) {
+      const row = db.query<Record<string, unknown>, [string]>("SELECT * FROM x402_payments WHERE key = ?").get(key);
+      return Promise.resolve(row === null ? undefined : toPaymentRecord(row));
+    },
+    list(options = {}) {
+      const rows = options.state === undefined
+        ? db.query<Record<string, unknown>, []>("SELECT * FROM x402_payments ORDER BY created_at_ms DESC, key").all()
+        : db.query<Record<string, unknown>, [string]>("SELECT * FROM x402_payments WHERE state = ? ORDER BY created_at_ms DESC, key").all(options.state);
+      return Promise.resolve(rows.map(toPaymentRecord));
+    },
+  };
+}

@@ -1,0 +1,119 @@
+import type { Database } from "bun:sqlite";
+import type { HexString } from "../../ports/eas.ts";
+import type { ClaimOutcome, ReplayClaim, ReplayFinal, ReplayRecord, ReplayState, ReplayStore } from "../../ports/replay_store.ts";
+
+/** A replay row as stored (SQLite and PostgreSQL use the same columns). */
+export type ReplayRow = {
+  key: string;
+  chain_id: number | string;
+  attester: string;
+  nonce: string;
+  deadline: number | string;
+  state: string;
+  tx_hash: string | null;
+  uid: string | null;
+  block_number: string | null;
+  raw_tx: string | null;
+  wallet: string | null;
+  tx_nonce: number | string | null;
+  created_at_ms: number | string;
+};
+
+/** Translates a stored row into the port's record. */
+export function toReplayRecord(row: ReplayRow): ReplayRecord {
+  return {
+    key: row.key,
+    chainId: Number(row.chain_id),
+    attester: row.attester,
+    nonce: BigInt(row.nonce),
+    deadline: BigInt(row.deadline),
+    createdAtMs: Number(row.created_at_ms),
+    state: row.state as ReplayState,
+    tx: row.raw_tx === null || row.tx_hash === null || row.wallet === null || row.tx_nonce === null ? null : {
+      txHash: row.tx_hash as HexString,
+      raw: row.raw_tx as HexString,
+      wallet: row.wallet as HexString,
+      nonce: Number(row.tx_nonce),
+    },
+    txHash: row.tx_hash,
+    uid: row.uid,
+    blockNumber: row.block_number === null ? null : BigInt(row.block_number),
+  };
+}
+
+/** A durable replay store in the service's SQLite file; survives restarts. */
+export function createSqliteReplayStore(db: Database): ReplayStore {
+  const find = db.query<ReplayRow, [string]>("SELECT * FROM replay WHERE key = ?");
+  const insert = db.query(
+    `INSERT INTO replay (key, chain_id, attester, nonce, deadline, state, created_at_ms)
+     VALUES ($key, $chainId, $attester, $nonce, $deadline, 'checked', $createdAtMs)`,
+  );
+  const signed = db.query(
+    `UPDATE replay SET state = 'signed', tx_hash = $txHash, raw_tx = $raw, wallet = $wallet, tx_nonce = $nonce
+      WHERE key = $key AND state = 'checked'`,
+  );
+  const sent = db.query("UPDATE replay SET state = 'sent' WHERE key = ? AND state IN ('checked', 'signed')");
+  const finish = db.query(
+    `UPDATE replay SET state = $state, tx_hash = $txHash, uid = $uid, block_number = $blockNumber
+      WHERE key = $key AND state IN ('checked', 'signed', 'sent')`,
+  );
+  const release = db.query("DELETE FROM replay WHERE key = ? AND state IN ('checked', 'signed', 'sent')");
+  const open = db.query<ReplayRow, [number]>(
+    "SELECT * FROM replay WHERE state IN ('checked', 'signed', 'sent') AND created_at_ms < ? ORDER BY created_at_ms, tx_nonce",
+  );
+  const prune = db.query("DELETE FROM replay WHERE deadline < ? AND state IN ('mined', 'reverted')");
+
+  return {
+    find(key) {
+      const row = find.get(key);
+      return Promise.resolve(row === null ? undefined : toReplayRecord(row));
+    },
+    claim(claim: ReplayClaim): Promise<ClaimOutcome> {
+      try {
+        insert.run({
+          key: claim.key,
+          chainId: claim.chainId,
+          attester: claim.attester.toLowerCase(),
+          nonce: claim.nonce.toString(),
+          deadline: Number(claim.deadline),
+          createdAtMs: claim.createdAtMs,
+        });
+        return Promise.resolve("claimed");
+      } catch (error) {
+        if (!isConstraintError(error)) throw error;
+        return Promise.resolve(find.get(claim.key) !== null ? "duplicate-signature" : "nonce-in-flight");
+      }
+    },
+    markSigned(key, tx) {
+      const changed = signed.run({ key, txHash: tx.txHash, raw: tx.raw, wallet: tx.wallet.toLowerCase(), nonce: tx.nonce });
+      return Promise.resolve(changed.changes === 1);
+    },
+    markSent(key) {
+      sent.run(key);
+      return Promise.resolve();
+    },
+    finish(key, final: ReplayFinal) {
+      finish.run({
+        key,
+        state: final.state,
+        txHash: final.txHash,
+        uid: final.state === "mined" ? final.uid : null,
+        blockNumber: final.blockNumber.toString(),
+      });
+      return Promise.resolve();
+    },
+    release(key) {
+      release.run(key);
+      return Promise.resolve();
+    },
+    open: (createdBeforeMs) => Promise.resolve(open.all(createdBeforeMs).map(toReplayRecord)),
+    prune(nowSeconds) {
+      return Promise.resolve(prune.run(Number(nowSeconds)).changes);
+    },
+  };
+}
+
+function isConstraintError(error: unknown): boolean {
+  return typeof error === "object" && error !== null && "code" in error &&
+    String((error as { code: unknown }).code).startsWith("SQLITE_CONSTRAINT");
+}

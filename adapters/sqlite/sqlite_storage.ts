@@ -1,0 +1,42 @@
+import type { Storage } from "../../ports/storage.ts";
+import { createSqliteAccountStore, createSqliteWriteLedger } from "./sqlite_accounts.ts";
+import { openSqlite } from "./sqlite_database.ts";
+import { createSqliteIndexStore } from "./sqlite_index_store.ts";
+import { createSqliteFactoryCalls } from "./sqlite_factory_calls.ts";
+import { createSqliteGasBudget } from "./sqlite_gas_budget.ts";
+import { createSqliteTxReplacements } from "./sqlite_tx_replacements.ts";
+import { createSqlitePremiumReads } from "./sqlite_premium_reads.ts";
+import { createSqliteSubjects } from "./sqlite_subjects.ts";
+import { createSqliteReplayStore } from "./sqlite_replay_store.ts";
+import { createSqlitePayments } from "./sqlite_payments.ts";
+
+/** The service's storage in one SQLite file (WAL); the default for a single machine. */
+export function openSqliteStorage(path: string): Storage {
+  const db = openSqlite(path);
+  return {
+    kind: "sqlite",
+    replay: createSqliteReplayStore(db),
+    accounts: createSqliteAccountStore(db),
+    ledger: createSqliteWriteLedger(db),
+    ping() {
+      try {
+        db.query("SELECT 1").get();
+        return Promise.resolve(true);
+      } catch {
+        return Promise.resolve(false);
+      }
+    },
+    indexStore: (scope) => Promise.resolve(createSqliteIndexStore(db, scope)),
+    gasBudget: createSqliteGasBudget(db),
+    privateGasBudget: createSqliteGasBudget(db, "private_relay_gas"),
+    factoryCalls: createSqliteFactoryCalls(db),
+    txReplacements: createSqliteTxReplacements(db),
+    premiumReads: createSqlitePremiumReads(db),
+    subjects: createSqliteSubjects(db),
+    payments: createSqlitePayments(db),
+    close() {
+      db.close();
+      return Promise.resolve();
+    },
+  };
+}

@@ -1,0 +1,194 @@
+/**
+ * Operator command: `bun run ops accounts list`, `bun run ops accounts set-plan <id|address> <free|paid>`,
+ * `bun run ops index status`, `bun run ops index rebuild [--from BLOCK]` and `bun run ops payments list [--state STATE]`.
+ * Reads the database from the same environment as the service (DATABASE_URL, else DATABASE_PATH or DATA_DIR).
+ * Prints JSON, one account per line for `list`.
+ */
+import { systemClock } from "../adapters/system/system_clock.ts";
+import { openStorage } from "../main.ts";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { createPublicClient, http } from "viem";
+import { type Config, ConfigError, readConfig } from "./config.ts";
+import type { Storage } from "../ports/storage.ts";
+import type { TrustAnchors } from "../ports/trust_anchors.ts";
+import { isPlan, PLANS, quotaYear } from "../domain/accounts/plans.ts";
+
+const USAGE = `usage: bun run ops accounts list
+       bun run ops accounts set-plan <account id | wallet address> <${PLANS.join("|")}>
+       bun run ops index status
+       bun run ops index rebuild [--from BLOCK]
+       bun run ops payments list [--state reserved|worked|settled|settle_failed|work_unknown]`;
+
+/** Runs one operator command; returns the exit code. */
+export async function runOps(args: readonly string[], env: Readonly<Record<string, string | undefined>>, out: (line: string) => void): Promise<number> {
+  const [group, command, ...rest] = args;
+  const known = group === "accounts"
+    ? command === "list" || command === "set-plan"
+    : group === "payments" ? command === "list" : group === "index" && (command === "status" || command === "rebuild");
+  if (!known) {
+    out(USAGE);
+    return 2;
+  }
+  let config;
+  try {
+    config = readConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      out(`ats ops: ${error.message}`);
+      return 2;
+    }
+    throw error;
+  }
+  const storage = await openStorage(config);
+  try {
+    if (group === "index") return await indexCommand(command!, rest, config, storage, out);
+    if (group === "payments") return await paymentsCommand(rest, storage, out);
+    const { accounts, ledger } = storage;
+    const year = quotaYear(systemClock.nowMs());
+    const limitOf = (plan: "free" | "paid") => plan === "free" ? config.freePlanAnnualWrites : config.paidPlanAnnualWrites;
+    if (command === "list") {
+      for (const account of await accounts.listAccounts()) {
+        const usage = await ledger.usage(account.id, year);
+        out(JSON.stringify({
+          id: account.id,
+          address: account.address,
+          plan: account.plan,
+          createdAt: new Date(account.createdAtMs).toISOString(),
+          year,
+          writesUsed: usage.used,
+          writesReserved: usage.reserved,
+          writeLimit: limitOf(account.plan),
+        }));
+      }
+      return 0;
+    }
+    const [who, plan] = rest;
+    if (who === undefined || plan === undefined || !isPlan(plan)) {
+      out(USAGE);
+      return 2;
+    }
+    const updated = await accounts.setPlan(who, plan, systemClock.nowMs());
+    if (updated === undefined) {
+      out(`ats ops: no account ${who}`);
+      return 1;
+    }
+    out(JSON.stringify({ id: updated.id, address: updated.address, plan: updated.plan, writeLimit: limitOf(updated.plan) }));
+    return 0;
+  } finally {
+    await storage.close();
+  }
+}
+
+const PAYMENT_STATES = ["reserved", "worked", "settled", "settle_failed", "work_unknown"] as const;
+
+/**
+ * `payments list`: every x402 payment the service took (decisions §13), newest first, one JSON line each; a
+ * `settle_failed` payment's work stands unpaid (`failureReason` says why), a `work_unknown` one was not settled.
+ */
+async function paymentsCommand(rest: readonly string[], storage: Storage, out: (line: string) => void): Promise<number> {
+  let state: (typeof PAYMENT_STATES)[number] | undefined;
+  if (rest.length > 0) {
+    const wanted = rest[1] as (typeof PAYMENT_STATES)[number];
+    if (rest[0] !== "--state" || rest.length !== 2 || !PAYMENT_STATES.includes(wanted)) {
+      out(USAGE);
+      return 2;
+    }
+    state = wanted;
+  }
+  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+  for (const p of await storage.payments.list({ state })) {
+    out(JSON.stringify({
+      key: p.key,
+      purpose: p.purpose,
+      state: p.state,
+      payer: p.payer,
+      payTo: p.payTo,
+      amount: p.amount,
+      asset: p.asset,
+      network: p.network,
+      accountId: p.accountId,
+      workRef: p.workRef,
+      settlementTx: p.settlementTx,
+      failureReason: p.failureReason,
+      periodStart: iso(p.periodStartMs),
+      periodEnd: iso(p.periodEndMs),
+      createdAt: iso(p.createdAtMs),
+      updatedAt: iso(p.updatedAtMs),
+    }));
+  }
+  return 0;
+}
+
+/** The EAS contract the index follows: the trust anchors' chain (the one RPC_URL answers for, when it answers). */
+async function indexScope(config: Config): Promise<{ chainId: number; easAddress: string } | string> {
+  const path = config.trustAnchorsPath ?? join(config.dataDir, "devnet", "trust-anchors.json");
+  let anchors: TrustAnchors;
+  try {
+    anchors = JSON.parse(readFileSync(path, "utf8")) as TrustAnchors;
+  } catch {
+    return `cannot read the trust anchors at ${path}`;
+  }
+  const chains = Object.entries(anchors.chains ?? {});
+  let chainId: number | undefined = chains.length === 1 ? Number(chains[0]![0].split(":")[1]) : undefined;
+  if (config.rpcUrl !== undefined) {
+    try {
+      chainId = await createPublicClient({ transport: http(config.rpcUrl, { retryCount: 1 }) }).getChainId();
+    } catch {
+      // Not reachable: the anchors' only chain, if there is one.
+    }
+  }
+  const chain = chainId === undefined ? undefined : anchors.chains[`eip155:${chainId}`];
+  if (chainId === undefined || chain === undefined) return "cannot tell which chain's index to use (set RPC_URL)";
+  return { chainId, easAddress: chain.easContract };
+}
+
+/** `index status` prints the checkpoint (and the head and lag when RPC_URL answers); `index rebuild` rewinds it. */
+async function indexCommand(command: string, rest: readonly string[], config: Config, storage: Storage, out: (line: string) => void): Promise<number> {
+  const scope = await indexScope(config);
+  if (typeof scope === "string") {
+    out(`ats ops: ${scope}`);
+    return 1;
+  }
+  const store = await storage.indexStore(scope);
+  const checkpoint = await store.checkpoint();
+  if (command === "status") {
+    let head: bigint | undefined;
+    if (config.rpcUrl !== undefined) {
+      try {
+        head = await createPublicClient({ transport: http(config.rpcUrl, { retryCount: 1 }) }).getBlockNumber();
+      } catch {
+        // Reported as unknown.
+      }
+    }
+    out(JSON.stringify({
+      chainId: scope.chainId,
+      easContract: scope.easAddress,
+      indexedBlock: checkpoint === undefined ? null : Number(checkpoint.blockNumber),
+      blockHash: checkpoint?.blockHash ?? null,
+      head: head === undefined ? null : Number(head),
+      lagBlocks: head === undefined ? null : Number(head - (checkpoint?.blockNumber ?? (config.startBlock ?? 0n) - 1n)),
+    }));
+    return 0;
+  }
+  let from: bigint | undefined;
+  if (rest.length > 0) {
+    if (rest[0] !== "--from" || rest.length !== 2 || !/^[0-9]+$/.test(rest[1]!)) {
+      out(USAGE);
+      return 2;
+    }
+    from = BigInt(rest[1]!);
+  }
+  // Back to the newest stored checkpoint before `from` (no chain read needed); none: the whole index.
+  const to = from === undefined ? undefined : (await store.history(Number.MAX_SAFE_INTEGER)).find((c) => c.blockNumber < from!);
+  await store.rewind(to);
+  out(JSON.stringify({
+    rebuildFrom: to === undefined ? "start" : Number(to.blockNumber + 1n),
+    previousIndexedBlock: checkpoint === undefined ? null : Number(checkpoint.blockNumber),
+  }));
+  return 0;
+}
+
+if (import.meta.main) {
+  process.exit(await runOps(process.argv.slice(2), process.env, (line) => console.log(line)));
+}

@@ -1,0 +1,157 @@
+/**
+ * The plugin-loader policy over artifact trust (interface "Consumer policy", reference §5.5): warn
+ * unless the service returned a responsibility claim or a security assessment from an approved
+ * issuer; warn too when the lookup fails. Which claims count depends on the plugin:
+ * - no `publisherDid` declared: any returned responsibility claim (the contract's rule: the service
+ *   only returns claims whose attester is an authorized controller of their `responsibleParty`);
+ * - a `publisherDid` declared: only a claim whose `responsibleParty`, normalized, is that DID (the
+ *   reference's stricter rule); claims naming anybody else are counted as unqualified.
+ * Linked identifiers and certifications are shown for information and never suppress the warning.
+ *
+ * Unlike the other client helpers this one never throws: a loader needs a verdict either way.
+ */
+import type { ArtifactTrustItem, ArtifactTrustRecord } from "../domain/artifact_trust/artifact_trust.ts";
+import { normalizeDid } from "../domain/did.ts";
+import type { FetchLike } from "./trust_anchors.ts";
+
+/** Where {@link checkArtifactTrust} asks when no URL is given: a local service. */
+export const DEFAULT_ARTIFACT_TRUST_URL = "http://127.0.0.1:8080/v1/artifact-trust";
+
+/** The chain a loader expects answers for; a record for another chain is refused. */
+export type PinnedChain = {
+  readonly chainId: number;
+  readonly caip2?: string | undefined;
+  readonly easContract?: string | undefined;
+};
+
+/** Options of {@link evaluateArtifactTrust}. */
+export type ArtifactTrustPolicyOptions = {
+  /**
+   * The plugin's declared publisher DID. Declared: only responsibility claims naming it (normalized)
+   * suppress the warning. Not declared (absent or blank): any returned responsibility claim does.
+   */
+  readonly publisherDid?: string | undefined;
+  readonly pinnedChain?: PinnedChain | undefined;
+};
+
+/** Options of {@link checkArtifactTrust}. */
+export type CheckArtifactTrustOptions = ArtifactTrustPolicyOptions & {
+  /** The artifact-trust endpoint (default the local service). */
+  readonly url?: string | undefined;
+  readonly fetch?: FetchLike | undefined;
+  /** Default 10 s. */
+  readonly timeoutMs?: number | undefined;
+};
+
+/** What the loader shows. */
+export type ArtifactTrustVerdict = {
+  /** True unless a qualifying responsibility claim or security assessment was returned. */
+  readonly warn: boolean;
+  /** Why it warns; empty when it does not. */
+  readonly reasons: readonly string[];
+  /** The records that suppress the warning. */
+  readonly qualifyingClaims: {
+    readonly responsibilityClaims: readonly ArtifactTrustItem[];
+    readonly securityAssessments: readonly ArtifactTrustItem[];
+  };
+  /** Verified responsibility claims naming somebody other than the declared publisher (not shown in detail); 0 with none declared. */
+  readonly unqualifiedResponsibilityClaims: number;
+  /** Shown for information only. */
+  readonly informational: {
+    readonly linkedIdentifiers: readonly ArtifactTrustItem[];
+    readonly certifications: readonly ArtifactTrustItem[];
+  };
+  /** The record, when one was loaded and accepted. */
+  readonly record?: ArtifactTrustRecord | undefined;
+  /** Why the record could not be used: the service's code, or NETWORK_ERROR / INVALID_RESPONSE / CHAIN_MISMATCH. */
+  readonly failure?: { readonly code: string; readonly status?: number | undefined } | undefined;
+};
+
+/** The reason given when the lookup failed. */
+export const COULD_NOT_LOAD = "Artifact trust could not be loaded";
+/** The reason given when nothing qualifies. */
+export const NO_QUALIFYING_EVIDENCE = "No verified responsibility claim (by the publisher, when one is declared) or security assessment from an approved issuer";
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const GROUPS = ["responsibilityClaims", "securityAssessments", "certifications", "otherAttestations"] as const;
+
+function failed(code: string, status?: number, reason = COULD_NOT_LOAD): ArtifactTrustVerdict {
+  return {
+    warn: true,
+    reasons: [reason],
+    qualifyingClaims: { responsibilityClaims: [], securityAssessments: [] },
+    unqualifiedResponsibilityClaims: 0,
+    informational: { linkedIdentifiers: [], certifications: [] },
+    failure: status === undefined ? { code } : { code, status },
+  };
+}
+
+/** Applies the loader policy to an artifact trust record. */
+export function evaluateArtifactTrust(record: unknown, options: ArtifactTrustPolicyOptions = {}): ArtifactTrustVerdict {
+  if (!isRecord(record) || !GROUPS.every((g) => Array.isArray(record[g])) || !isRecord(record.chain)) {
+    return failed("INVALID_RESPONSE");
+  }
+  const pinned = options.pinnedChain;
+  const chain = record.chain;
+  if (
+    pinned !== undefined && (
+      chain.chainId !== pinned.chainId ||
+      (pinned.caip2 !== undefined && chain.caip2 !== pinned.caip2) ||
+      (pinned.easContract !== undefined && String(chain.easContract).toLowerCase() !== pinned.easContract.toLowerCase())
+    )
+  ) {
+    return failed("CHAIN_MISMATCH", undefined, "Artifact trust answered for another chain");
+  }
+  const trust = record as ArtifactTrustRecord;
+  const declared = options.publisherDid?.trim() ? options.publisherDid : undefined;
+  const publisher = declared === undefined ? undefined : normalizeDid(declared);
+  const qualifies = (item: ArtifactTrustItem) => {
+    if (publisher === undefined) return true;
+    const party = item?.attestation?.data?.responsibleParty;
+    // A declared publisher that is not a DID matches nobody: the stricter rule, never the looser one.
+    if (!publisher.ok || typeof party !== "string") return false;
+    const normalized = normalizeDid(party);
+    return normalized.ok && normalized.value === publisher.value;
+  };
+  const responsibilityClaims = trust.responsibilityClaims.filter(qualifies);
+  const securityAssessments = trust.securityAssessments.filter((item) =>
+    Array.isArray(item?.verification?.basis) && item.verification.basis.includes("approved-issuer")
+  );
+  const warn = responsibilityClaims.length === 0 && securityAssessments.length === 0;
+  return {
+    warn,
+    reasons: warn ? [NO_QUALIFYING_EVIDENCE] : [],
+    qualifyingClaims: { responsibilityClaims, securityAssessments },
+    unqualifiedResponsibilityClaims: trust.responsibilityClaims.length - responsibilityClaims.length,
+    informational: {
+      linkedIdentifiers: trust.otherAttestations.filter((item) => typeof item?.attestation?.data?.linkedId === "string"),
+      certifications: trust.certifications,
+    },
+    record: trust,
+  };
+}
+
+/** Looks the artifact up once and applies the loader policy; any failure is a warning, never a throw. */
+export async function checkArtifactTrust(
+  artifactDid: string,
+  options: CheckArtifactTrustOptions = {},
+): Promise<ArtifactTrustVerdict> {
+  const url = `${options.url ?? DEFAULT_ARTIFACT_TRUST_URL}?artifactDid=${encodeURIComponent(artifactDid)}`;
+  let response: Response;
+  let body: unknown;
+  try {
+    response = await (options.fetch ?? fetch)(url, {
+      method: "GET",
+      headers: { accept: "application/json" },
+      signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
+    });
+    body = await response.json();
+  } catch {
+    return failed("NETWORK_ERROR");
+  }
+  if (response.status !== 200) {
+    const code = isRecord(body) && typeof body.code === "string" ? body.code : "NETWORK_ERROR";
+    return failed(code, response.status);
+  }
+  return evaluateArtifactTrust(body, options);
+}

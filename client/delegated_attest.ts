@@ -1,0 +1,205 @@
+import type { HexString } from "../ports/eas.ts";
+import { type AttestMessage, buildAttestTypedData, ZERO_UID } from "../domain/delegation/attest_typed_data.ts";
+import { NONCE_MOVED } from "../domain/delegation/delegated_attest.ts";
+import { deriveRecipient, encodeSchemaData } from "../domain/schema_data.ts";
+import { findSchemaByName } from "../domain/schemas.ts";
+import { AtsClientError } from "./errors.ts";
+import { DEFAULT_BASE_URL, requestJson } from "./http.ts";
+import { fetchTrustAnchors, getChainAnchors, getSchemaAnchor } from "./trust_anchors.ts";
+
+/** Where the service is and how to reach it. */
+export type AtsClientOptions = {
+  /** Default `http://127.0.0.1:8080`. */
+  readonly baseUrl?: string | undefined;
+  readonly fetch?: typeof fetch | undefined;
+};
+
+/** A schema as the client needs it to prepare a delegated attestation. */
+export type SchemaInfo = { readonly uid: HexString; readonly schema: string; readonly revocable: boolean };
+
+/** The `prepared` object of the delegated-attest body; big integers are base-10 strings. */
+export type PreparedDelegatedAttestation = {
+  readonly delegatedRequest: Record<string, string | number | boolean> & { readonly schema: HexString };
+  readonly typedData: {
+    readonly domain: { name: string; version: string; chainId: number; verifyingContract: HexString };
+    readonly types: ReturnType<typeof buildAttestTypedData>["types"];
+    readonly primaryType: "Attest";
+    readonly message: Record<string, string | boolean>;
+  };
+};
+
+/** Options of {@link prepareDelegatedAttestation}. */
+export type PrepareDelegatedAttestationOptions = {
+  readonly schema: SchemaInfo;
+  readonly data: Readonly<Record<string, unknown>>;
+  readonly attester: HexString;
+  readonly nonce: bigint | string;
+  readonly chainId: number;
+  readonly easAddress: HexString;
+  readonly expirationTime?: bigint | undefined;
+  readonly refUID?: HexString | undefined;
+  /** Unix seconds; default ten minutes after `nowSeconds`. */
+  readonly deadline?: bigint | undefined;
+  readonly nowSeconds?: number | undefined;
+};
+
+
+const DEADLINE_AHEAD_SECONDS = 600n;
+
+/** Builds the `prepared` object: data ABI-encoded from the schema string, recipient derived, deadline ten minutes ahead. */
+export function prepareDelegatedAttestation(options: PrepareDelegatedAttestationOptions): PreparedDelegatedAttestation {
+  const encoded = encodeSchemaData(options.schema.schema, options.data);
+  if (!encoded.ok) throw new AtsClientError("INVALID_INPUT", encoded.message);
+  const recipient = deriveRecipient(options.data);
+  if (!recipient.ok) throw new AtsClientError("INVALID_INPUT", `subject: ${recipient.message}`);
+  const now = BigInt(options.nowSeconds ?? Math.floor(Date.now() / 1000));
+  const expirationTime = options.expirationTime ?? expiresAtOf(options.data);
+  const message: AttestMessage = {
+    attester: options.attester,
+    schema: options.schema.uid,
+    recipient: recipient.value,
+    expirationTime,
+    revocable: options.schema.revocable,
+    refUID: options.refUID ?? ZERO_UID,
+    data: encoded.value,
+    value: 0n,
+    nonce: BigInt(options.nonce),
+    deadline: options.deadline ?? now + DEADLINE_AHEAD_SECONDS,
+  };
+  const typedData = buildAttestTypedData(options, message);
+  const strings = stringifyMessage(message);
+  return {
+    delegatedRequest: { ...strings, easContractAddress: options.easAddress, chainId: options.chainId } as never,
+    typedData: { ...typedData, message: strings },
+  };
+}
+
+/** The typed data of a prepared attestation with big integers restored, ready for `signTypedData`. */
+export function signableTypedData(prepared: PreparedDelegatedAttestation) {
+  const m = prepared.typedData.message;
+  return buildAttestTypedData(
+    { chainId: prepared.typedData.domain.chainId, easAddress: prepared.typedData.domain.verifyingContract },
+    {
+      attester: m.attester as HexString,
+      schema: m.schema as HexString,
+      recipient: m.recipient as HexString,
+      expirationTime: BigInt(m.expirationTime as string),
+      revocable: m.revocable as boolean,
+      refUID: m.refUID as HexString,
+      data: m.data as HexString,
+      value: BigInt(m.value as string),
+      nonce: BigInt(m.nonce as string),
+      deadline: BigInt(m.deadline as string),
+    },
+  );
+}
+
+/** The nonce record of the service. */
+export type NonceRecord = { nonce: string; chain: string; chainId: number; easAddress: HexString; elapsed: string };
+
+/** Reads the attester's current EAS nonce from the service. */
+export async function fetchNonce(attester: string, options: AtsClientOptions = {}): Promise<NonceRecord> {
+  return await request<NonceRecord>(`/v1/nonce?attester=${encodeURIComponent(attester)}`, undefined, options);
+}
+
+/** The delegated-attest success record. */
+export type DelegatedAttestResult = {
+  success: true;
+  txHash: HexString;
+  uid: HexString | null;
+  blockNumber: number;
+  chain: string;
+  elapsed: string;
+};
+
+/** Submits a signed prepared attestation; a non-2xx answer throws {@link AtsClientError} with the server's code. */
+export async function submitDelegatedAttestation(
+  body: { prepared: PreparedDelegatedAttestation; signature: string; attester: string },
+  options: AtsClientOptions = {},
+): Promise<DelegatedAttestResult> {
+  return await request<DelegatedAttestResult>("/v1/delegated-attest", body, options);
+}
+
+/** Signs EIP-712 typed data, e.g. a viem account's `signTypedData`. */
+export type TypedDataSigner = (typedData: ReturnType<typeof signableTypedData>) => Promise<string>;
+
+/** Options of {@link attestDelegated}. */
+export type AttestDelegatedOptions = {
+  /** A schema name from the trust anchors (`user-review`, `linked-identifier`, ...). */
+  readonly schemaName: string;
+  readonly data: Readonly<Record<string, unknown>>;
+  readonly attester: HexString;
+  readonly sign: TypedDataSigner;
+  readonly refUID?: HexString | undefined;
+  readonly expirationTime?: bigint | undefined;
+};
+
+/**
+ * Prepares, signs and submits a delegated attestation in one call. When the server says the nonce
+ * moved between signing and submission, it fetches the new nonce, rebuilds, re-signs and resubmits once.
+ */
+export async function attestDelegated(
+  input: AttestDelegatedOptions,
+  options: AtsClientOptions = {},
+): Promise<DelegatedAttestResult> {
+  const baseUrl = options.baseUrl ?? DEFAULT_BASE_URL;
+  const anchors = await fetchTrustAnchors({ url: `${baseUrl}/v1/trust-anchors`, fetch: options.fetch });
+  const attempt = async () => {
+    const nonce = await fetchNonce(input.attester, options);
+    const chain = getChainAnchors(anchors, nonce.chainId);
+    const uid = getSchemaAnchor(anchors, nonce.chainId, input.schemaName) as HexString;
+    if (chain.easContract.toLowerCase() !== nonce.easAddress.toLowerCase()) {
+      throw new AtsClientError("UNSUPPORTED_CHAIN", "The service's EAS address differs from its trust anchors");
+    }
+    const prepared = prepareDelegatedAttestation({
+      schema: schemaInfo(input.schemaName, uid),
+      data: input.data,
+      attester: input.attester,
+      nonce: nonce.nonce,
+      chainId: nonce.chainId,
+      easAddress: nonce.easAddress,
+      refUID: input.refUID,
+      expirationTime: input.expirationTime,
+    });
+    const signature = await input.sign(signableTypedData(prepared));
+    return await submitDelegatedAttestation({ prepared, signature, attester: input.attester }, options);
+  };
+  try {
+    return await attempt();
+  } catch (error) {
+    const moved = error instanceof AtsClientError && error.code === "ATTESTER_MISMATCH" &&
+      (error.body as { details?: unknown } | undefined)?.details === NONCE_MOVED;
+    if (!moved) throw error;
+    return await attempt();
+  }
+}
+
+function schemaInfo(name: string, uid: HexString): SchemaInfo {
+  const known = findSchemaByName(name);
+  if (known === undefined) throw new AtsClientError("INVALID_INPUT", `Unknown schema ${name}`);
+  return { uid, schema: known.schema, revocable: known.revocable };
+}
+
+function expiresAtOf(data: Readonly<Record<string, unknown>>): bigint {
+  const raw = data.expiresAt;
+  if (typeof raw === "bigint") return raw;
+  if (typeof raw === "number" && Number.isSafeInteger(raw) && raw >= 0) return BigInt(raw);
+  if (typeof raw === "string" && /^[0-9]+$/.test(raw)) return BigInt(raw);
+  return 0n;
+}
+
+function stringifyMessage(message: AttestMessage): Record<string, string | boolean> {
+  const out: Record<string, string | boolean> = {};
+  for (const [k, v] of Object.entries(message)) out[k] = typeof v === "bigint" ? v.toString() : v;
+  return out;
+}
+
+async function request<T>(path: string, body: unknown, options: AtsClientOptions): Promise<T> {
+  const { body: parsed } = await requestJson<T>(path, {
+    baseUrl: options.baseUrl,
+    fetch: options.fetch,
+    method: body === undefined ? "GET" : "POST",
+    body,
+  });
+  return parsed;
+}

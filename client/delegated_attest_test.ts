@@ -1,0 +1,104 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { decodeAbiParameters, keccak256, parseAbiParameters, recoverTypedDataAddress, toHex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { buildAttestTypedData } from "../domain/delegation/attest_typed_data.ts";
+import { findSchemaByName } from "../domain/schemas.ts";
+import { AtsClientError } from "./errors.ts";
+import { prepareDelegatedAttestation, signableTypedData, submitDelegatedAttestation } from "./delegated_attest.ts";
+
+const review = findSchemaByName("user-review")!;
+const SCHEMA = { uid: "0x7ab3911527e5e47eaab9f5a2c571060026532dde8cb4398185553053963b2a47", schema: review.schema, revocable: false } as const;
+const EAS = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512" as const;
+const account = privateKeyToAccount("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
+const reviewData = { subject: "did:web:Example.com", version: "1", ratingValue: 4, reviewBody: "ok", screenshotUrls: ["https://x.example/a.png"], proofs: [] };
+
+function prepare(over: Partial<Parameters<typeof prepareDelegatedAttestation>[0]> = {}) {
+  return prepareDelegatedAttestation({
+    schema: SCHEMA,
+    data: reviewData,
+    attester: account.address,
+    nonce: 7n,
+    chainId: 31337,
+    easAddress: EAS,
+    nowSeconds: 1_800_000_000,
+    ...over,
+  });
+}
+
+describe("prepareDelegatedAttestation()", () => {
+  test("ABI-encodes the data from the schema string", () => {
+    const prepared = prepare();
+    const decoded = decodeAbiParameters(parseAbiParameters(review.schema), prepared.typedData.message.data as `0x${string}`);
+    expect(decoded).toEqual(["did:web:Example.com", "1", 4n, "ok", ["https://x.example/a.png"], []]);
+    expect(prepared.delegatedRequest.data).toBe(prepared.typedData.message.data);
+  });
+
+  test("derives the recipient from the normalized subject DID, then subjectDidHash, then recipient, else zero", () => {
+    const didAddress = (did: string) => `0x${keccak256(toHex(did)).slice(-40)}`;
+    expect(prepare().typedData.message.recipient).toBe(didAddress("did:web:example.com"));
+    const hash = keccak256(toHex("anything"));
+    const linkedSchema = { ...SCHEMA, schema: "string subjectDidHash, string note" };
+    expect(prepare({ schema: linkedSchema, data: { subjectDidHash: hash, note: "" } }).typedData.message.recipient).toBe(`0x${hash.slice(-40)}`);
+    const plain = { ...SCHEMA, schema: "string note" };
+    expect(prepare({ schema: plain, data: { note: "", recipient: account.address } }).typedData.message.recipient).toBe(account.address);
+    expect(prepare({ schema: plain, data: { note: "" } }).typedData.message.recipient).toBe(`0x${"0".repeat(40)}`);
+  });
+
+  test("sets the deadline ten minutes ahead and carries every big integer as a base-10 string", () => {
+    const prepared = prepare();
+    expect(prepared.typedData.message).toMatchObject({ deadline: "1800000600", nonce: "7", value: "0", expirationTime: "0" });
+    expect(prepared.delegatedRequest).toMatchObject({ deadline: "1800000600", nonce: "7", schema: SCHEMA.uid, chainId: 31337, easContractAddress: EAS });
+    const before = Math.floor(Date.now() / 1000);
+    const deadline = Number(prepare({ nowSeconds: undefined }).typedData.message.deadline);
+    expect(deadline - before).toBeGreaterThanOrEqual(600);
+    expect(deadline - before).toBeLessThanOrEqual(602);
+    expect(JSON.parse(JSON.stringify(prepared))).toEqual(prepared);
+  });
+
+  test("what the client signs is what the server rebuilds", async () => {
+    const prepared = prepare();
+    const signature = await account.signTypedData(signableTypedData(prepared));
+    const m = prepared.typedData.message;
+    const rebuilt = buildAttestTypedData({ chainId: 31337, easAddress: EAS }, {
+      attester: account.address,
+      schema: SCHEMA.uid,
+      recipient: m.recipient as `0x${string}`,
+      expirationTime: 0n,
+      revocable: false,
+      refUID: m.refUID as `0x${string}`,
+      data: m.data as `0x${string}`,
+      value: 0n,
+      nonce: 7n,
+      deadline: 1_800_000_600n,
+    });
+    expect(await recoverTypedDataAddress({ ...rebuilt, signature: signature as `0x${string}` })).toBe(account.address);
+  });
+
+  test("data that does not fit the schema, or a subject that is not a valid DID, throws INVALID_INPUT", () => {
+    expect(() => prepare({ data: { ...reviewData, ratingValue: "four" } })).toThrow(AtsClientError);
+    try {
+      prepare({ data: { ...reviewData, subject: "did:jwk:not-base64" } });
+      throw new Error("no error");
+    } catch (error) {
+      expect(error).toBeInstanceOf(AtsClientError);
+      expect((error as AtsClientError).code).toBe("INVALID_INPUT");
+    }
+  });
+});
+
+describe("submitDelegatedAttestation()", () => {
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: () => Response.json({ error: "Schema not eligible for gas subsidy", code: "SCHEMA_NOT_SUBSIDIZED", elapsed: "0ms" }, { status: 403 }),
+  });
+  afterAll(() => server.stop(true));
+
+  test("a refusal throws AtsClientError with the server's code, status and body", async () => {
+    const prepared = prepare();
+    const error = await submitDelegatedAttestation({ prepared, signature: "0x", attester: account.address }, { baseUrl: `http://127.0.0.1:${server.port}` })
+      .then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(AtsClientError);
+    expect(error).toMatchObject({ code: "SCHEMA_NOT_SUBSIDIZED", status: 403 });
+  });
+});

@@ -1,0 +1,258 @@
+import { describe, expect, test } from "bun:test";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { OFFER_RECEIPT, type OfferPayload, type ReceiptPayload, type SignedReceipt } from "../domain/payments/x402_payloads.ts";
+import { evaluateKeyTrust, type VerifiedSigner, type WitnessEvidence } from "../domain/payments/x402_verify.ts";
+import type { DidDocumentFetcher } from "../ports/discovery.ts";
+import { offersExtension, receiptExtension } from "../x402/extension.ts";
+import { createEip712Issuer, createJwsIssuerFromJwk, generateSigningJwk } from "../x402/signers.ts";
+import { AtsClientError } from "./errors.ts";
+import {
+  buildReceiptReview,
+  checkSignerTrust,
+  extractOffers,
+  extractReceipt,
+  findAcceptForOffer,
+  receiptMatchesOffer,
+  verifyOffer,
+  verifyReceipt,
+} from "./x402.ts";
+
+const NOW = 1_800_000_000;
+const URL_ = "https://api.example.com/premium";
+const payer = privateKeyToAccount(generatePrivateKey());
+const OFFER: OfferPayload = {
+  version: 1,
+  resourceUrl: URL_,
+  scheme: "exact",
+  network: "eip155:84532",
+  asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+  payTo: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C",
+  amount: "1000",
+  validUntil: NOW + 300,
+};
+const RECEIPT: ReceiptPayload = { version: 1, network: "eip155:84532", resourceUrl: URL_, payer: payer.address, issuedAt: NOW };
+const b64 = (value: unknown) => btoa(JSON.stringify(value));
+
+function didHost(document: unknown): DidDocumentFetcher {
+  return { fetchDidDocument: () => Promise.resolve({ status: "ok", url: "https://api.example.com/.well-known/did.json", document }) };
+}
+
+async function jwsIssuer() {
+  return await createJwsIssuerFromJwk({ kid: "did:web:api.example.com#key-1", alg: "EdDSA", privateJwk: await generateSigningJwk("EdDSA") });
+}
+
+describe("extraction", () => {
+  test("offers come from the v2 PAYMENT-REQUIRED header, else from a v1 body", async () => {
+    const offer = await createEip712Issuer({ privateKey: generatePrivateKey() }).signOffer(OFFER);
+    const pr = { x402Version: 2, accepts: [], resource: { url: URL_ }, extensions: { [OFFER_RECEIPT]: offersExtension([offer]) } };
+    expect(await extractOffers(new Response("{}", { status: 402, headers: { "payment-required": b64(pr) } }))).toEqual([offer]);
+    expect(await extractOffers(new Response(JSON.stringify({ ...pr, x402Version: 1 }), { status: 402 }))).toEqual([offer]);
+    expect(await extractOffers(new Response("not json", { status: 402 }))).toEqual([]);
+  });
+
+  test("the receipt comes from PAYMENT-RESPONSE, else X-PAYMENT-RESPONSE, verbatim; junk gives undefined", async () => {
+    const receipt = await createEip712Issuer({ privateKey: generatePrivateKey() }).signReceipt(RECEIPT);
+    const settlement = { success: true, transaction: "", network: "eip155:84532", extensions: { [OFFER_RECEIPT]: receiptExtension(receipt) } };
+    expect(extractReceipt(new Headers({ "payment-response": b64(settlement) }))).toEqual(receipt);
+    expect(extractReceipt(new Response(null, { headers: { "x-payment-response": b64(settlement) } }))).toEqual(receipt);
+    expect(extractReceipt(new Headers({ "payment-response": "%%%" }))).toBeUndefined();
+    expect(extractReceipt(new Headers())).toBeUndefined();
+  });
+
+  test("an offer is matched to its accept entry by its terms, not by a wrong acceptIndex", async () => {
+    const offer = { ...(await createEip712Issuer({ privateKey: generatePrivateKey() }).signOffer(OFFER)), acceptIndex: 0 };
+    const other = { scheme: "exact", network: "eip155:84532", asset: OFFER.asset, payTo: OFFER.payTo, amount: "5" };
+    const mine = { scheme: "exact", network: "base-sepolia", asset: OFFER.asset, payTo: OFFER.payTo, maxAmountRequired: "1000" };
+    expect(findAcceptForOffer(offer, [other, mine])).toBe(mine);
+  });
+});
+
+describe("verification", () => {
+  test("a receipt matches its offer on URL, network and payer", () => {
+    expect(receiptMatchesOffer(RECEIPT, OFFER, [payer.address.toLowerCase()])).toBe(true);
+    expect(receiptMatchesOffer({ ...RECEIPT, resourceUrl: `${URL_}?x=1` }, OFFER, [payer.address])).toBe(false);
+  });
+
+  test("a tampered eip712 payload recovers some other signer, never the issuer", async () => {
+    const issuer = createEip712Issuer({ privateKey: generatePrivateKey() });
+    const receipt = await issuer.signReceipt(RECEIPT) as Extract<SignedReceipt, { format: "eip712" }>;
+    const tampered = { ...receipt, payload: { ...receipt.payload, payer: "0x0000000000000000000000000000000000000001" } };
+    const result = await verifyReceipt(tampered, { nowSeconds: NOW });
+    expect(result.ok && result.value.signer.address).not.toBe(issuer.address!);
+  });
+
+  test("an expired offer, a receipt from the future and a too-old receipt are refused", async () => {
+    const issuer = createEip712Issuer({ privateKey: generatePrivateKey() });
+    const offer = await issuer.signOffer({ ...OFFER, validUntil: NOW - 1 });
+    expect(await verifyOffer(offer, { nowSeconds: NOW })).toMatchObject({ ok: false, code: "EXPIRED" });
+    const future = await issuer.signReceipt({ ...RECEIPT, issuedAt: NOW + 3600 });
+    expect(await verifyReceipt(future, { nowSeconds: NOW })).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+    const old = await issuer.signReceipt({ ...RECEIPT, issuedAt: NOW - 7200 });
+    expect(await verifyReceipt(old, { nowSeconds: NOW, maxAgeSeconds: 3600 })).toMatchObject({ ok: false, code: "EXPIRED" });
+  });
+
+  test("a did:web key must be named in assertionMethod of a document whose id is the DID", async () => {
+    const issuer = await jwsIssuer();
+    const receipt = await issuer.signReceipt(RECEIPT);
+    const did = "did:web:api.example.com";
+    const method = { id: `${did}#key-1`, type: "JsonWebKey2020", controller: did, publicKeyJwk: issuer.publicJwk };
+    const good = { id: did, verificationMethod: [method], assertionMethod: [`${did}#key-1`] };
+    expect((await verifyReceipt(receipt, { nowSeconds: NOW, didDocuments: didHost(good) })).ok).toBe(true);
+    expect((await verifyReceipt(receipt, { nowSeconds: NOW, didDocuments: didHost({ ...good, assertionMethod: ["#relative-other"] }) })))
+      .toMatchObject({ ok: false, code: "UNRESOLVABLE_KEY" });
+    expect((await verifyReceipt(receipt, { nowSeconds: NOW, didDocuments: didHost({ ...good, id: "did:web:evil.example" }) })))
+      .toMatchObject({ ok: false, code: "UNRESOLVABLE_KEY" });
+    // A relative `#key-1` in assertionMethod names the same method.
+    expect((await verifyReceipt(receipt, { nowSeconds: NOW, didDocuments: didHost({ ...good, assertionMethod: ["#key-1"] }) })).ok).toBe(true);
+  });
+
+  test("alg none and HMAC are refused, whatever the key", async () => {
+    const issuer = await jwsIssuer();
+    const receipt = await issuer.signReceipt(RECEIPT) as { format: "jws"; signature: string };
+    const [, payload, sig] = receipt.signature.split(".");
+    for (const alg of ["none", "HS256"]) {
+      const header = btoa(JSON.stringify({ alg, kid: issuer.kid })).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
+      const forged = { format: "jws", signature: `${header}.${payload}.${sig}` };
+      expect(await verifyReceipt(forged, { nowSeconds: NOW })).toMatchObject({ ok: false, code: "INVALID_SIGNATURE" });
+    }
+  });
+});
+
+describe("trust tiers", () => {
+  const subjectDid = "did:web:api.example.com";
+  const key = privateKeyToAccount(generatePrivateKey());
+  const signer: VerifiedSigner = { format: "eip712", controllerDid: `did:pkh:eip155:1:${key.address.toLowerCase()}`, address: key.address };
+  const controllerOtherChain = `did:pkh:eip155:66238:${key.address}`;
+  const witness = (over: Partial<WitnessEvidence> = {}): WitnessEvidence => ({
+    controller: controllerOtherChain,
+    observedAt: BigInt(NOW - 100),
+    time: BigInt(NOW - 90),
+    approvedIssuer: true,
+    revoked: false,
+    ...over,
+  });
+  // The service's controller wallet writes the bindings; it was witnessed for the subject before.
+  const controller = "0x00000000000000000000000000000000000000cc";
+  const controllerWitness = witness({ controller: `did:pkh:eip155:31337:${controller}`, time: BigInt(NOW - 60) });
+  const binding = (over: Record<string, unknown> = {}) => ({
+    uid: "0xb1",
+    keyId: `${controllerOtherChain}#key-1`,
+    keyPurpose: ["assertionMethod"],
+    attester: controller,
+    time: BigInt(NOW - 50),
+    effectiveAt: 0n,
+    expiresAt: 0n,
+    revocationTime: 0n,
+    ...over,
+  });
+  const tier = (evidence: Parameters<typeof evaluateKeyTrust>[0]["evidence"], s: VerifiedSigner = signer) =>
+    evaluateKeyTrust({ subjectDid, signer: s, at: NOW, evidence });
+
+  test("no evidence is tier 0; endpoint evidence (any eip155 chain) is tier 1", () => {
+    expect(tier({})).toEqual({ tier: 0, level: "low", basis: "none" });
+    expect(tier({ endpointKeys: [controllerOtherChain] })).toEqual({ tier: 1, level: "moderate", basis: "endpoint-evidence" });
+  });
+
+  test("a jws key published in the resource's own did.json is tier 1", () => {
+    const jwsSigner: VerifiedSigner = { format: "jws", controllerDid: "did:jwk:eyJ4IjoiMSJ9", keyDocumentDid: subjectDid };
+    expect(tier({}, jwsSigner).basis).toBe("did-json-kid");
+    expect(tier({}, { ...jwsSigner, keyDocumentDid: "did:web:other.example" }).tier).toBe(0);
+  });
+
+  test("an approved witness observed before issuedAt is tier 2; after it, or unapproved, or revoked, it does not count", () => {
+    expect(tier({ witnesses: [witness()] })).toEqual({ tier: 2, level: "high", basis: "controller-witness" });
+    expect(tier({ witnesses: [witness({ observedAt: BigInt(NOW + 10) })] }).tier).toBe(0);
+    expect(tier({ witnesses: [witness({ approvedIssuer: false })] }).tier).toBe(0);
+    expect(tier({ witnesses: [witness({ revoked: true })], endpointKeys: [signer.controllerDid] }).tier).toBe(1);
+  });
+
+  test("a key binding is tier 3 when the controller that wrote it was witnessed for the subject before", () => {
+    expect(tier({ keyBindings: [binding()], witnesses: [controllerWitness], chainId: 31337 }))
+      .toEqual({ tier: 3, level: "highest", basis: "key-binding", evidenceUid: "0xb1" });
+    // No witness of its writer, a witness after the binding, or one by an unapproved witness wallet: no tier 3.
+    expect(tier({ keyBindings: [binding()], chainId: 31337 }).tier).toBe(0);
+    expect(tier({ keyBindings: [binding()], witnesses: [{ ...controllerWitness, time: BigInt(NOW - 40) }], chainId: 31337 }).tier).toBe(0);
+    expect(tier({ keyBindings: [binding()], witnesses: [{ ...controllerWitness, approvedIssuer: false }], chainId: 31337 }).tier).toBe(0);
+  });
+
+  test("an approved witness issuer writing the binding itself is not the witness a key binding requires", () => {
+    // The approved-issuer role is scoped to controller-witness attestations; a binding it writes has no witness behind it.
+    const witnessWallet = "0x00000000000000000000000000000000000000aa";
+    expect(tier({ keyBindings: [binding({ attester: witnessWallet })], chainId: 31337 }).tier).toBe(0);
+    // With the signing key itself witnessed, that is tier 2 (the witness), not tier 3.
+    expect(tier({ keyBindings: [binding({ attester: witnessWallet })], witnesses: [witness()], chainId: 31337 })).toMatchObject({ tier: 2 });
+  });
+
+  test("an expired, revoked or non-assertion key binding is not tier 3", () => {
+    const evidence = (over: Record<string, unknown>) => ({ keyBindings: [binding(over)], witnesses: [controllerWitness], chainId: 31337 });
+    expect(tier(evidence({ expiresAt: BigInt(NOW - 1) })).tier).toBe(0);
+    expect(tier(evidence({ revocationTime: BigInt(NOW - 1) })).tier).toBe(0);
+    expect(tier(evidence({ keyPurpose: ["authentication"] })).tier).toBe(0);
+    // Revoked after the receipt was issued: the receipt was made while the key was bound.
+    expect(tier(evidence({ revocationTime: BigInt(NOW + 100) })).tier).toBe(3);
+  });
+
+  test("checkSignerTrust maps the resource URL to its did:web and asks the endpoint evidence for it", async () => {
+    const asked: string[] = [];
+    const result = await checkSignerTrust(
+      { resourceUrl: "https://WWW.api.example.com/premium?x=1", signer, at: NOW },
+      { endpointKeys: (did) => (asked.push(did), Promise.resolve([controllerOtherChain])) },
+    );
+    expect(asked).toEqual(["did:web:api.example.com"]);
+    expect(result).toMatchObject({ tier: 1, subjectDid: "did:web:api.example.com" });
+  });
+});
+
+describe("checkSignerTrust when evidence cannot be read", () => {
+  const key = privateKeyToAccount(generatePrivateKey());
+  const signer: VerifiedSigner = { format: "eip712", controllerDid: `did:pkh:eip155:1:${key.address.toLowerCase()}`, address: key.address };
+  const input = { resourceUrl: "https://api.example.com/premium", signer, at: NOW };
+  const answering = (response: () => Promise<Response>) => ({ baseUrl: "http://ats.test", fetch: response as never });
+
+  test("an unreachable service or a 5xx from it is NETWORK_ERROR, never tier 0", async () => {
+    for (const fetchFn of [() => Promise.reject(new TypeError("connect ECONNREFUSED")), () => Promise.resolve(new Response("{}", { status: 503 }))]) {
+      const error = await checkSignerTrust(input, answering(fetchFn)).then(() => undefined, (e: unknown) => e);
+      expect(error).toBeInstanceOf(AtsClientError);
+      expect((error as AtsClientError).code).toBe("NETWORK_ERROR");
+      expect((error as AtsClientError).message).not.toContain("ECONNREFUSED");
+    }
+  });
+
+  test("a 4xx is the service's answer: no endpoint evidence, tier 0", async () => {
+    const result = await checkSignerTrust(input, answering(() => Promise.resolve(Response.json({ error: "x", code: "INVALID_DID" }, { status: 400 }))));
+    expect(result).toMatchObject({ tier: 0, endpointKeys: undefined });
+  });
+
+  test("a failed chain read is NETWORK_ERROR", async () => {
+    const anchors = { version: 1, updatedAt: "", chains: { "eip155:31337": { easContract: "0x0000000000000000000000000000000000000001", schemas: { "controller-witness": `0x${"11".repeat(32)}` } } } };
+    const options = {
+      endpointKeys: () => Promise.resolve([]),
+      chain: { rpc: "http://127.0.0.1:9/", chainId: 31337, trustAnchors: anchors as never },
+    };
+    const error = await checkSignerTrust(input, options).then(() => undefined, (e: unknown) => e);
+    expect((error as AtsClientError).code).toBe("NETWORK_ERROR");
+  });
+});
+
+describe("the review proof", () => {
+  test("the receipt is wrapped verbatim as x402-receipt / commercial-tx, JSON-stringified in proofs, for the receipt's did:web", async () => {
+    const receipt = await createEip712Issuer({ privateKey: generatePrivateKey() }).signReceipt(RECEIPT);
+    const data = buildReceiptReview(receipt, { ratingValue: 5, reviewBody: "Fast", reviewer: payer.address });
+    expect(data).toEqual({
+      subject: "did:web:api.example.com",
+      version: "1.0.0",
+      ratingValue: 5,
+      reviewBody: "Fast",
+      screenshotUrls: [],
+      proofs: [JSON.stringify({ proofType: "x402-receipt", proofPurpose: "commercial-tx", proofObject: receipt })],
+    });
+    expect(JSON.parse(data.proofs[0]!).proofObject).toEqual(receipt);
+  });
+
+  test("a reviewer other than the payer, or a rating outside 1..5, is refused", async () => {
+    const receipt = await createEip712Issuer({ privateKey: generatePrivateKey() }).signReceipt(RECEIPT);
+    expect(() => buildReceiptReview(receipt, { ratingValue: 5, reviewer: "0x0000000000000000000000000000000000000001" }))
+      .toThrow(AtsClientError);
+    expect(() => buildReceiptReview(receipt, { ratingValue: 6 })).toThrow("ratingValue must be an integer from 1 to 5");
+  });
+});

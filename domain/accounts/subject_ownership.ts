@@ -1,0 +1,126 @@
+/**
+ * Proof that a wallet owns a subject (decisions §12, `POST /api/verify/subject-ownership`). Methods, in the
+ * order tried:
+ *
+ * - did:web: the wallet is a controller of the domain by the existing discovery (DNS TXT → `dns`, did.json →
+ *   `did-document`), with its SSRF rules, per-domain budget and cache;
+ * - did:pkh of the wallet itself (any eip155 chain) → `wallet`;
+ * - did:pkh of a contract on the active chain: its `owner()` is the wallet → `contract`; else, with `txHash`:
+ *   the transaction created the contract and was sent by the wallet → `minting-wallet`, or it carries an
+ *   `OwnershipTransferred` from the contract to the wallet, which is still `owner()` → `transfer`.
+ *
+ * A proof that fails says why (`error`, and in `details` what would make it pass); a lookup that could not be
+ * made is NETWORK_ERROR (502), never "failed".
+ */
+import type { HexString } from "../../ports/eas.ts";
+import type { OwnershipChain } from "../../ports/ownership_chain.ts";
+import type { DiscoverControllers } from "../discovery/controller_discovery.ts";
+import { isSameControllerId, normalizeDid, parseDidPkh } from "../did.ts";
+import { fail, ok, type Result } from "../result.ts";
+
+/** topic0 of `OwnershipTransferred(address,address)` (OpenZeppelin Ownable). */
+export const OWNERSHIP_TRANSFERRED_TOPIC = "0x8be0079c531659141344cd1fd0a4f28419497f9722a3daafe3b4186f6b6457e0";
+
+/** How a subject was proven. */
+export type OwnershipMethod = "dns" | "did-document" | "wallet" | "contract" | "minting-wallet" | "transfer";
+
+/** The answer of the ownership check (the reference's shape). */
+export type OwnershipAnswer = {
+  readonly ok: boolean;
+  readonly status: "verified" | "failed";
+  readonly subjectDid: string;
+  readonly connectedWalletDid: string;
+  readonly method?: OwnershipMethod;
+  readonly error?: string;
+  readonly details?: string;
+  readonly controllingWalletDid?: string;
+};
+
+/** The request: the subject, the wallet, and optionally the transaction that shows the ownership. */
+export type OwnershipRequest = { readonly subjectDid: string; readonly connectedWalletDid: string; readonly txHash?: string | undefined };
+
+export type VerifySubjectOwnership = (request: OwnershipRequest) => Promise<Result<OwnershipAnswer, "INVALID_INPUT" | "INVALID_DID" | "NETWORK_ERROR">>;
+
+/** Builds the ownership check. */
+export function createSubjectOwnership(deps: { readonly discover: DiscoverControllers; readonly chain: OwnershipChain }): VerifySubjectOwnership {
+  return async function verifySubjectOwnership(request) {
+    const subject = normalizeDid(request.subjectDid);
+    if (!subject.ok) return fail("INVALID_DID", "subjectDid is not a DID");
+    const walletDid = normalizeDid(request.connectedWalletDid);
+    const wallet = walletDid.ok ? parseDidPkh(walletDid.value) : undefined;
+    if (!walletDid.ok || !wallet?.ok || wallet.value.namespace !== "eip155") {
+      return fail("INVALID_DID", "connectedWalletDid must be an eip155 did:pkh");
+    }
+    if (request.txHash !== undefined && !/^0x[0-9a-fA-F]{64}$/.test(request.txHash)) return fail("INVALID_INPUT", "txHash must be 32 bytes of hex");
+    const base = { subjectDid: subject.value, connectedWalletDid: walletDid.value };
+    const verified = (method: OwnershipMethod): OwnershipAnswer => ({ ok: true, status: "verified", ...base, method, controllingWalletDid: walletDid.value });
+    const failed = (error: string, details?: string, method?: OwnershipMethod): OwnershipAnswer => ({
+      ok: false,
+      status: "failed",
+      ...base,
+      ...(method === undefined ? {} : { method }),
+      error,
+      ...(details === undefined ? {} : { details }),
+    });
+    const walletAddress = wallet.value.address.toLowerCase();
+
+    if (subject.value.startsWith("did:web:")) {
+      const discovery = await deps.discover(subject.value);
+      if (!discovery.ok) {
+        return discovery.code === "RATE_LIMITED"
+          ? fail("NETWORK_ERROR", "The subject's endpoints could not be looked up now")
+          : fail("INVALID_DID", "subjectDid is not a did:web this service can look up");
+      }
+      const key = discovery.value.controllerKeys.find((k) => isSameControllerId(k.canonicalId, walletDid.value));
+      if (key !== undefined) return ok(verified(key.sources.includes("dns-txt") ? "dns" : "did-document"));
+      if (discovery.value.evidence.some((e) => e.status === "unavailable")) {
+        return fail("NETWORK_ERROR", "A source of the subject's controllers could not be read now");
+      }
+      const domain = subject.value.slice("did:web:".length).split(/[:/]/)[0]!.replace(/%3a.*$/i, "");
+      return ok(failed(
+        "The wallet is not a controller of the subject",
+        `Publish a TXT record at _controllers.${domain} reading "v=1;controller=${walletDid.value}", or list the wallet as a blockchainAccountId in https://${domain}/.well-known/did.json`,
+      ));
+    }
+
+    const pkh = parseDidPkh(subject.value);
+    if (!pkh.ok || pkh.value.namespace !== "eip155") {
+      return ok(failed("Only did:web and eip155 did:pkh subjects can be proven", "Use a did:web of a domain you control or the did:pkh of your wallet or contract"));
+    }
+    const subjectAddress = pkh.value.address.toLowerCase() as HexString;
+    if (subjectAddress === walletAddress) return ok(verified("wallet"));
+    if (Number(pkh.value.chainId) !== deps.chain.chainId) {
+      return ok(failed("The subject is on another chain", `Contract subjects are proven on eip155:${deps.chain.chainId} only`));
+    }
+    const code = await deps.chain.hasCode(subjectAddress);
+    if (!code.ok) return fail("NETWORK_ERROR", "The chain did not answer");
+    if (!code.value) return ok(failed("The subject is neither the wallet nor a contract", "Sign in with the subject's own wallet"));
+    const owner = await deps.chain.owner(subjectAddress);
+    if (!owner.ok) return fail("NETWORK_ERROR", "The chain did not answer");
+    const isOwner = owner.value?.toLowerCase() === walletAddress;
+    if (request.txHash !== undefined) {
+      const tx = await deps.chain.transaction(request.txHash.toLowerCase() as HexString);
+      if (!tx.ok) return fail("NETWORK_ERROR", "The chain did not answer");
+      if (tx.value === null) return ok(failed("No such transaction on this chain", "Give the hash of a mined transaction"));
+      if (tx.value.contractAddress?.toLowerCase() === subjectAddress) {
+        return ok(tx.value.from.toLowerCase() === walletAddress
+          ? verified("minting-wallet")
+          : failed("The contract was created by another wallet", undefined, "minting-wallet"));
+      }
+      const transferred = tx.value.logs.some((log) =>
+        log.address.toLowerCase() === subjectAddress && log.topics[0]?.toLowerCase() === OWNERSHIP_TRANSFERRED_TOPIC &&
+        `0x${(log.topics[2] ?? "").slice(-40).toLowerCase()}` === walletAddress
+      );
+      if (transferred) {
+        // Ownership may have moved on since: the wallet must still be the owner.
+        return ok(isOwner ? verified("transfer") : failed("The ownership was transferred to the wallet but has moved on since", "The wallet must still be owner()", "transfer"));
+      }
+    }
+    if (isOwner) return ok(verified("contract"));
+    return ok(failed(
+      "The wallet is not the contract's owner()",
+      "Make the wallet the owner(), or give the txHash of the contract's creation by the wallet",
+      "contract",
+    ));
+  };
+}

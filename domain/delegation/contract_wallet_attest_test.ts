@@ -1,0 +1,263 @@
+import { describe, expect, test } from "bun:test";
+import { encodeAbiParameters, serializeErc6492Signature } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { recoverAddress } from "viem/utils";
+import type { ContractSignatureCheck, HexString, Submission, WalletDeployment, WalletDeploymentOutcome } from "../../ports/eas.ts";
+import { fakeClock, fakeDelegate, fakeEasReader, fakeFactoryCalls, fakeGasBudget, fakeReplayStore } from "../../ports/fakes.ts";
+import { createRelayGuard, type RelayGuard } from "./relay_guard.ts";
+import { buildAttestTypedData, ZERO_UID } from "./attest_typed_data.ts";
+import { type CallerTicket, createDelegatedAttest } from "./delegated_attest.ts";
+import { parseAttestSignature } from "./signature.ts";
+
+const SCHEMA = "0x7ab3911527e5e47eaab9f5a2c571060026532dde8cb4398185553053963b2a47";
+const owner = privateKeyToAccount("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
+const stranger = privateKeyToAccount("0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a");
+const WALLET = "0x00000000000000000000000000000000000a11e7" as HexString;
+const FACTORY = "0x000000000000000000000000000000000000fac7" as HexString;
+const DEPLOY_CALL = "0xabcdef01" as HexString;
+
+/**
+ * A chain with one smart-contract wallet owned by `owner`, deployed or not: `isValidSignature` accepts the
+ * owner's ECDSA signature of the digest; the factory deploys it. Counts what the use case asked of it.
+ */
+function setup(options: {
+  deployed: boolean;
+  checkFails?: boolean;
+  deployOutcome?: WalletDeploymentOutcome;
+  factoryCalls?: ReturnType<typeof fakeFactoryCalls>;
+  guard?: RelayGuard;
+  submission?: Submission;
+}) {
+  const clock = fakeClock();
+  const eas = fakeEasReader();
+  let deployed = options.deployed;
+  const checks: { deployment?: WalletDeployment | undefined }[] = [];
+  const deployments: bigint[] = [];
+  const reader = {
+    ...eas,
+    async getAttesterNonce(attester: HexString, options?: { withCode?: boolean }) {
+      const read = await eas.getAttesterNonce(attester);
+      return read.ok && options?.withCode ? { ...read, isContract: deployed && attester.toLowerCase() === WALLET } : read;
+    },
+    async checkContractSignature(input: { signer: HexString; digest: HexString; signature: HexString; deployment?: WalletDeployment | undefined }): Promise<ContractSignatureCheck> {
+      checks.push({ deployment: input.deployment });
+      if (options.checkFails) return "rpc-error";
+      if (input.signer.toLowerCase() !== WALLET) return "invalid";
+      if (!deployed && input.deployment?.factory !== FACTORY) return "invalid";
+      const signer = await recoverAddress({ hash: input.digest, signature: input.signature });
+      return signer === owner.address ? "valid" : "invalid";
+    },
+  };
+  const delegate = {
+    ...fakeDelegate({ submission: options.submission }),
+    async deployWallet(attester: HexString, deployment: WalletDeployment, charge: (gas: bigint) => Promise<boolean>): Promise<WalletDeploymentOutcome> {
+      if (deployed) return "deployed";
+      if (!(await charge(150_000n))) return "refused";
+      deployments.push(150_000n);
+      if (options.deployOutcome !== undefined) return options.deployOutcome;
+      deployed = attester.toLowerCase() === WALLET && deployment.factory === FACTORY;
+      return deployed ? "deployed" : "failed";
+    },
+  };
+  const replay = fakeReplayStore();
+  const attest = createDelegatedAttest({
+    clock,
+    eas: reader,
+    delegate,
+    replay,
+    mainnet: false,
+    subsidized: new Map([[SCHEMA, { name: "user-review", revocable: false }]]),
+    factoryCalls: options.factoryCalls,
+    guard: options.guard,
+  });
+  return { clock, eas, delegate, replay, attest, checks, deployments, isDeployed: () => deployed };
+}
+
+/** A request with `WALLET` as the attester, signed by `signer` (the wallet's owner, unless a test says otherwise). */
+async function walletBody(env: ReturnType<typeof setup>, signer = owner, wrap = (signature: HexString) => signature) {
+  const message = {
+    attester: WALLET,
+    schema: SCHEMA,
+    recipient: "0x173a347faed486bb69081ef673c6e52c03f57f3e" as HexString,
+    expirationTime: 0n,
+    revocable: false,
+    refUID: ZERO_UID,
+    data: "0x1234" as HexString,
+    value: 0n,
+    nonce: 0n,
+    deadline: BigInt(Math.floor(env.clock.nowMs() / 1000) + 600),
+  } as const;
+  const typedData = buildAttestTypedData(env.eas, message);
+  const signature = await signer.signTypedData(typedData);
+  const strings = Object.fromEntries(Object.entries(message).map(([k, v]) => [k, typeof v === "bigint" ? v.toString() : v]));
+  return {
+    attester: WALLET,
+    signature: wrap(signature),
+    prepared: { delegatedRequest: { ...strings, easContractAddress: env.eas.easAddress, chainId: env.eas.chainId } },
+  };
+}
+
+const wrap6492 = (signature: HexString) => serializeErc6492Signature({ address: FACTORY, data: DEPLOY_CALL, signature });
+
+describe("parseAttestSignature()", () => {
+  test("65 bytes are normalized as before; an ERC-6492 wrapping yields the same inner key and its factory call", async () => {
+    const signature = await owner.signMessage({ message: "x" });
+    const plain = parseAttestSignature(signature);
+    const wrapped = parseAttestSignature(wrap6492(signature));
+    expect(plain.ok && wrapped.ok).toBe(true);
+    if (!plain.ok || !wrapped.ok) return;
+    expect(wrapped.value.normalized.hex).toBe(plain.value.normalized.hex);
+    expect(wrapped.value.deployment).toEqual({ factory: FACTORY, factoryCalldata: DEPLOY_CALL });
+    expect(plain.value.deployment).toBeUndefined();
+  });
+
+  test("a wrapping whose inner signature is not 65 bytes, or that is not abi-encoded, is INVALID_SIGNATURE", () => {
+    const suffix = "6492".repeat(16);
+    const long = serializeErc6492Signature({ address: FACTORY, data: DEPLOY_CALL, signature: `0x${"11".repeat(66)}` });
+    expect(parseAttestSignature(long)).toMatchObject({ ok: false, code: "INVALID_SIGNATURE" });
+    expect(parseAttestSignature(`0x${"00".repeat(100)}${suffix}`)).toMatchObject({ ok: false, code: "INVALID_SIGNATURE" });
+    const badOffset = encodeAbiParameters([{ type: "address" }, { type: "bytes" }, { type: "bytes" }], [FACTORY, DEPLOY_CALL, `0x${"22".repeat(65)}`])
+      .replace(/^(0x.{64}).{64}/, `$1${"f".repeat(64)}`);
+    expect(parseAttestSignature(`${badOffset}${suffix}`)).toMatchObject({ ok: false, code: "INVALID_SIGNATURE" });
+  });
+});
+
+describe("createDelegatedAttest() with smart-contract wallets", () => {
+  test("a deployed wallet's ERC-1271 signature is asked of the wallet and submitted as 65 bytes", async () => {
+    const env = setup({ deployed: true });
+    const result = await env.attest(await walletBody(env));
+    expect(result.ok).toBe(true);
+    expect(env.checks).toEqual([{ deployment: undefined }]);
+    expect(env.delegate.sent[0]?.attester).toBe(WALLET);
+    expect(env.deployments).toEqual([]);
+  });
+
+  test("the wallet refusing the signature is ATTESTER_MISMATCH with nothing recorded", async () => {
+    const env = setup({ deployed: true });
+    expect(await env.attest(await walletBody(env, stranger))).toMatchObject({ ok: false, code: "ATTESTER_MISMATCH" });
+    expect(env.replay.rows.size).toBe(0);
+    expect(env.delegate.simulations).toBe(0);
+  });
+
+  test("the wallet that cannot be asked is RPC_ERROR, never a mismatch, with nothing recorded", async () => {
+    const env = setup({ deployed: true, checkFails: true });
+    expect(await env.attest(await walletBody(env))).toMatchObject({ ok: false, code: "RPC_ERROR" });
+    expect(env.replay.rows.size).toBe(0);
+  });
+
+  test("a plain signature of an address with no code is only an EOA's: the chain is not asked", async () => {
+    const env = setup({ deployed: false });
+    expect(await env.attest(await walletBody(env))).toMatchObject({ ok: false, code: "ATTESTER_MISMATCH" });
+    expect(env.checks).toEqual([]);
+  });
+
+  test("an ERC-6492 signature of a counterfactual wallet is checked with its deployment, then the wallet is deployed and the attestation sent", async () => {
+    const env = setup({ deployed: false });
+    const result = await env.attest(await walletBody(env, owner, wrap6492));
+    expect(result.ok).toBe(true);
+    expect(env.checks).toEqual([{ deployment: { factory: FACTORY, factoryCalldata: DEPLOY_CALL } }]);
+    expect(env.deployments).toEqual([150_000n]);
+    expect(env.isDeployed()).toBe(true);
+    expect(env.delegate.sent).toHaveLength(1);
+  });
+
+  test("the same signature wrapped or not is one replay key: a second submission is DUPLICATE", async () => {
+    const env = setup({ deployed: false });
+    const body = await walletBody(env, owner, wrap6492);
+    expect((await env.attest(body)).ok).toBe(true);
+    // ECDSA signing is deterministic: the same request unwrapped is the same 65 bytes.
+    const plain = await walletBody(env);
+    expect(body.signature.includes(plain.signature.slice(2))).toBe(true);
+    expect(await env.attest(plain)).toMatchObject({ ok: false, code: "DUPLICATE" });
+    expect(env.delegate.sent).toHaveLength(1);
+  });
+
+  test("an ERC-6492 signature by someone else deploys nothing", async () => {
+    const env = setup({ deployed: false });
+    expect(await env.attest(await walletBody(env, stranger, wrap6492))).toMatchObject({ ok: false, code: "ATTESTER_MISMATCH" });
+    expect(env.deployments).toEqual([]);
+    expect(env.replay.rows.size).toBe(0);
+  });
+
+  test("a factory call that does not deploy the attester: SUBMISSION_FAILED, nothing attested, the signature released", async () => {
+    const env = setup({ deployed: false, deployOutcome: "failed" });
+    const body = await walletBody(env, owner, wrap6492);
+    expect(await env.attest(body)).toMatchObject({ ok: false, code: "SUBMISSION_FAILED" });
+    expect(env.delegate.sent).toHaveLength(0);
+    expect(env.replay.rows.size).toBe(0);
+  });
+});
+
+describe("a factory call that burns gas without deploying the wallet (issue 23, finding 2)", () => {
+  const BURN = { burned: true, txHash: `0x${"b".repeat(64)}`, blockNumber: 12n, gasUsed: 140_000n } as const;
+  /** A caller that records what became of its reservation, as the private relay's sponsored write does. */
+  const ticketLog = () => {
+    const events: string[] = [];
+    const ticket: CallerTicket = {
+      release: () => Promise.resolve(void events.push("release")),
+      onSigned: () => Promise.resolve(void events.push("signed")),
+      onSent: () => Promise.resolve(void events.push("sent")),
+      onMined: () => Promise.resolve(void events.push("mined")),
+      onBurned: (burn) => Promise.resolve(void events.push(`burned ${burn.txHash.slice(0, 4)} ${burn.blockNumber}`)),
+    };
+    return { events, caller: { admit: () => Promise.resolve(ticket) } };
+  };
+
+  test("is recorded for the wallet, charged to the guard's budget and kept by the caller; the wallet's ERC-6492 signatures are then refused before any RPC", async () => {
+    const factoryCalls = fakeFactoryCalls();
+    const budget = fakeGasBudget();
+    const clock = fakeClock();
+    const guard = createRelayGuard({ enabled: true, relay: "private", gasBudget: budget, gasPerHour: 10_000_000n, typicalGas: 300_000n, clock });
+    const env = setup({ deployed: false, deployOutcome: BURN, factoryCalls, guard });
+    const { events, caller } = ticketLog();
+    const body = await walletBody(env, owner, wrap6492);
+
+    const first = await env.attest(body, caller);
+    expect(first).toMatchObject({ ok: false, code: "SUBMISSION_FAILED", details: BURN.txHash });
+    expect(events).toEqual([`burned 0xbb 12`]);
+    expect([...budget.windows.values()]).toEqual([150_000n]);
+    expect(await factoryCalls.find(env.eas.chainId, WALLET)).toMatchObject({ state: "failed", txHash: BURN.txHash, gasUsed: 140_000n });
+    expect(env.replay.rows.size).toBe(0);
+
+    const checksBefore = env.checks.length;
+    const again = await env.attest(body, caller);
+    expect(again).toMatchObject({ ok: false, code: "INVALID_SIGNATURE" });
+    expect(env.deployments).toEqual([150_000n]);
+    expect(env.checks.length).toBe(checksBefore);
+    expect(events).toEqual([`burned 0xbb 12`]);
+  });
+
+  test("a wallet whose factory call is already on record (its outcome unknown) gets no second call, and nothing is charged", async () => {
+    const factoryCalls = fakeFactoryCalls();
+    const budget = fakeGasBudget();
+    const guard = createRelayGuard({ enabled: true, gasBudget: budget, gasPerHour: 10_000_000n, typicalGas: 300_000n, clock: fakeClock() });
+    const env = setup({ deployed: false, factoryCalls, guard });
+    await factoryCalls.begin({ chainId: env.eas.chainId, wallet: WALLET, factory: FACTORY, calldataHash: "0x", createdAtMs: 0 });
+    const { events, caller } = ticketLog();
+    expect(await env.attest(await walletBody(env, owner, wrap6492), caller)).toMatchObject({ ok: false, code: "INVALID_SIGNATURE" });
+    expect(env.deployments).toEqual([]);
+    expect(budget.windows.size).toBe(0);
+    expect(events).toEqual(["release"]);
+  });
+
+  test("a deployment the budget refuses sends nothing and leaves no record; one that deploys leaves none either", async () => {
+    const factoryCalls = fakeFactoryCalls();
+    const refusing = createRelayGuard({ enabled: true, gasBudget: fakeGasBudget(), gasPerHour: 100_000n, typicalGas: 0n, clock: fakeClock() });
+    const refused = setup({ deployed: false, factoryCalls, guard: refusing });
+    expect(await refused.attest(await walletBody(refused, owner, wrap6492))).toMatchObject({ ok: false, code: "RATE_LIMITED" });
+    expect(refused.deployments).toEqual([]);
+    expect(factoryCalls.rows.size).toBe(0);
+
+    const env = setup({ deployed: false, factoryCalls });
+    expect((await env.attest(await walletBody(env, owner, wrap6492))).ok).toBe(true);
+    expect(env.isDeployed()).toBe(true);
+    expect(factoryCalls.rows.size).toBe(0);
+  });
+
+  test("an attestation that reverted burned gas: a caller with onBurned keeps it charged instead of releasing it", async () => {
+    const env = setup({ deployed: true, submission: { ok: false, reason: "reverted", txHash: `0x${"c".repeat(64)}`, blockNumber: 7n } });
+    const { events, caller } = ticketLog();
+    expect(await env.attest(await walletBody(env), caller)).toMatchObject({ ok: false, code: "SUBMISSION_FAILED" });
+    expect(events).toEqual(["signed", "sent", "burned 0xcc 7"]);
+  });
+});

@@ -1,0 +1,470 @@
+import { hashTypedData, keccak256, recoverTypedDataAddress } from "viem/utils";
+import type { Clock } from "../../ports/clock.ts";
+import type { DelegatedAttestCall, DelegateSubmitter, EasReader, HexString, SignedTx, WalletDeployment } from "../../ports/eas.ts";
+import type { FactoryCallStore } from "../../ports/factory_calls.ts";
+import type { ReplayRecord, ReplayStore } from "../../ports/replay_store.ts";
+import { type AttestMessage, buildAttestTypedData } from "./attest_typed_data.ts";
+import { type DelegatedRequest, parseDelegatedRequest } from "./delegated_request.ts";
+import { type Fail, fail, type Ok, ok, type Result } from "../result.ts";
+import type { RelayGuard } from "./relay_guard.ts";
+import { type NormalizedSignature, parseAttestSignature } from "./signature.ts";
+
+/** Codes a delegated attestation can fail with; the HTTP layer maps each to a status. */
+export type DelegatedAttestCode =
+  | "INVALID_INPUT"
+  | "MAINNET_NOT_SUPPORTED"
+  | "SCHEMA_NOT_SUBSIDIZED"
+  | "SIGNATURE_EXPIRED"
+  | "INVALID_SIGNATURE"
+  | "DUPLICATE"
+  | "NO_DELEGATE_KEY"
+  | "RPC_ERROR"
+  | "ATTESTER_MISMATCH"
+  | "SUBMISSION_FAILED"
+  | "OUTCOME_UNKNOWN"
+  | "RATE_LIMITED"
+  | "PUBLIC_RELAY_DISABLED"
+  | "SCHEMA_NOT_ELIGIBLE"
+  | "SUBJECT_OWNERSHIP_REQUIRED"
+  | "SPONSORED_WRITE_LIMIT_EXCEEDED";
+
+/** `details` of an ATTESTER_MISMATCH whose signature is valid for an older nonce: re-sign and resubmit. */
+export const NONCE_MOVED = "NONCE_MOVED";
+
+/** A subsidised schema: its name, and its revocability when the service knows it. */
+export type SubsidizedSchema = { readonly name: string; readonly revocable?: boolean | undefined };
+
+/** What a mined delegated attestation returns. */
+export type DelegatedAttestSuccess = {
+  readonly txHash: HexString;
+  readonly uid: HexString | null;
+  readonly blockNumber: bigint;
+};
+
+/** Everything the delegated-attest use case needs. */
+export type DelegatedAttestDeps = {
+  readonly clock: Clock;
+  readonly eas: EasReader;
+  readonly delegate?: DelegateSubmitter | undefined;
+  readonly replay: ReplayStore;
+  /** `NEXT_PUBLIC_ACTIVE_CHAIN` is a mainnet setting. */
+  readonly mainnet: boolean;
+  /** Subsidised schema UIDs, lowercase, to their schema. */
+  readonly subsidized: ReadonlyMap<string, SubsidizedSchema>;
+  /** Furthest a deadline may lie ahead, in seconds; bounds how long replay records are kept. */
+  readonly maxDeadlineAheadSeconds?: number | undefined;
+  /**
+   * The relay's guard: the public relay's rates and gas budget, the private relay's gas budget (issue 23); absent:
+   * no limits.
+   */
+  readonly guard?: RelayGuard | undefined;
+  /**
+   * The ERC-6492 factory calls sent, one per wallet (issue 23): a wallet whose factory call was mined without
+   * deploying it is refused before any RPC, and no second factory call is sent for a wallet. Absent: not recorded.
+   */
+  readonly factoryCalls?: FactoryCallStore | undefined;
+  /** Refuses (400 INVALID_INPUT, no gas spent) a submission whose simulation needs more gas (`MAX_GAS_PER_TX`). */
+  readonly maxGasPerTx?: bigint | undefined;
+};
+
+/**
+ * A failure; `unavailable` marks a SUBMISSION_FAILED the service itself cannot serve now (its wallet cannot
+ * pay), which HTTP answers with 503 rather than 500.
+ */
+export type DelegatedAttestFailure = Fail<DelegatedAttestCode> & {
+  readonly unavailable?: true;
+  readonly retryAfterSeconds?: number;
+  /** A status of the caller's own (the private relay's 403 for an attester that is not the account's wallet). */
+  readonly status?: number;
+};
+
+/** Who sent the request: the client's address key (per-address limits of the public relay). */
+export type DelegatedAttestCaller = {
+  readonly clientKey?: string | undefined;
+  /**
+   * Runs once the signature verified, before it is recorded (the private relay checks the account's rights and
+   * reserves a sponsored write here); a failure stops the request with nothing recorded. Its `release` runs when
+   * nothing was broadcast; `onSigned`/`onSent` follow the transaction, `onMined` its receipt.
+   */
+  readonly admit?: ((request: DelegatedRequest) => Promise<DelegatedAttestFailure | CallerTicket>) | undefined;
+};
+
+/** What an admitted caller wants to hear of the submission. */
+export type CallerTicket = {
+  readonly release: () => Promise<void>;
+  readonly onSigned: (tx: SignedTx) => Promise<void>;
+  readonly onSent: () => Promise<void>;
+  readonly onMined: (outcome: DelegatedAttestSuccess) => Promise<void>;
+  /**
+   * A transaction of this request burned gas without the attestation landing (a factory call that did not deploy
+   * the wallet, or an attestation that reverted): the caller keeps what it reserved charged (issue 23). Absent: the
+   * reservation is released as when nothing was sent.
+   */
+  readonly onBurned?: ((burn: { readonly txHash: HexString; readonly blockNumber: bigint }) => Promise<void>) | undefined;
+};
+
+/** Verifies and submits one delegated attestation. */
+export type DelegatedAttest = (body: unknown, caller?: DelegatedAttestCaller) => Promise<Ok<DelegatedAttestSuccess> | DelegatedAttestFailure>;
+
+const DEFAULT_MAX_DEADLINE_AHEAD = 86_400;
+
+/**
+ * Builds the delegated-attest use case. Checks run in the order of decisions §6, so everything
+ * that needs no chain is rejected before the first RPC call, and nothing is broadcast before the
+ * signature's replay record is stored.
+ */
+export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttest {
+  const maxAhead = BigInt(deps.maxDeadlineAheadSeconds ?? DEFAULT_MAX_DEADLINE_AHEAD);
+
+  return async function delegatedAttest(body, caller = {}) {
+    const parsed = parseDelegatedRequest(body);
+    if (!parsed.ok) return parsed;
+    const request = parsed.value;
+    const closed = deps.guard?.open();
+    if (closed !== undefined) return closed;
+
+    if (deps.mainnet) {
+      return fail("MAINNET_NOT_SUPPORTED", "Mainnet delegated attestations are not available");
+    }
+    const schema = deps.subsidized.get(request.schema);
+    if (schema === undefined) return fail("SCHEMA_NOT_SUBSIDIZED", "Schema not eligible for gas subsidy");
+    const now = BigInt(Math.floor(deps.clock.nowMs() / 1000));
+    if (request.deadline <= now) return fail("SIGNATURE_EXPIRED", "Signature expired");
+    if (request.deadline > now + maxAhead) {
+      return fail("INVALID_INPUT", `deadline must be at most ${maxAhead} seconds ahead`);
+    }
+    const parsedSignature = parseAttestSignature(request.signature);
+    if (!parsedSignature.ok) return parsedSignature;
+    // The replay key and what EAS is given are the 65 normalized bytes, whatever wrapping they came in.
+    const signature = ok(parsedSignature.value.normalized);
+    // Not a step of decisions §6: EAS would revert with Irrevocable in simulation; refusing it here spares the
+    // RPC calls. Placed after the §6 checks that precede the replay lookup, so their precedence is unchanged.
+    if (schema.revocable !== undefined && schema.revocable !== request.revocable) {
+      return fail("INVALID_INPUT", `revocable must be ${schema.revocable} for schema ${schema.name}`);
+    }
+    // Recovery is CPU work: done for the nonce the client says it signed, used by the guard now (no RPC) and by
+    // the verdict once the chain's nonce is known (decisions §6 order).
+    const clientSigner =
+      request.clientNonce === undefined ? undefined : recoverSigner(deps.eas, request, signature.value, request.clientNonce);
+    const known = await deps.replay.find(signature.value.hex);
+    if (known !== undefined) return duplicate(known);
+    // Issue 23: a wallet whose ERC-6492 factory call the service already sent, mined, without deploying it, is not
+    // deployed again (that call may burn gas whenever it is sent). Storage only: refused before any RPC or gas.
+    if (parsedSignature.value.deployment !== undefined && deps.factoryCalls !== undefined) {
+      const sent = await deps.factoryCalls.find(deps.eas.chainId, request.attester);
+      if (sent?.state === "failed") return factoryCallFailedBefore();
+    }
+    // The guard comes after the replay lookup (storage, no RPC): a signature already on record answers with its
+    // outcome whatever the limits, since resubmitting it is how a client learns what became of an OUTCOME_UNKNOWN.
+    if (deps.guard !== undefined) {
+      // The attester's bucket is charged only for signatures that are the attester's (for the nonce the client
+      // names): someone else's garbage cannot spend a real attester's hourly allowance.
+      const signer = clientSigner === undefined ? request.attester : await clientSigner;
+      const attesterKey = signer !== undefined && sameAddress(signer, request.attester) ? request.attester : `unverified:${signer ?? "none"}`;
+      const refused = await deps.guard.admit({ clientKey: caller.clientKey ?? "unknown", attester: attesterKey });
+      if (refused !== undefined) return refused;
+    }
+    const delegate = deps.delegate;
+    if (delegate === undefined) {
+      return fail("NO_DELEGATE_KEY", "Server misconfigured: no delegate key available");
+    }
+
+    // Read in the same tick as the nonce, so both ride in one JSON-RPC batch.
+    const funds = delegate.checkFunds();
+    const pendingNonce = deps.eas.getAttesterNonce(request.attester, { withCode: true });
+    const [nonceRead, fundsCheck] = await Promise.all([pendingNonce, funds]);
+    if (!nonceRead.ok) return fail("RPC_ERROR", "Failed to read the attester nonce from the chain");
+    const verified = await verifyAgainstNonce(deps.eas, request, signature.value, nonceRead, clientSigner, parsedSignature.value.deployment);
+    if (!verified.ok) return verified;
+    // Decisions §15: a wallet that cannot pay is refused before anything is recorded, so nothing is locked.
+    if (fundsCheck === "rpc-error") return fail("RPC_ERROR", "Failed to read the delegate wallet's balance from the chain");
+    if (fundsCheck === "low") return cannotPay();
+
+    const key = signature.value.hex;
+    const admitted = caller.admit === undefined ? undefined : await caller.admit(request);
+    if (admitted !== undefined && "ok" in admitted) return admitted;
+    const ticket = admitted as CallerTicket | undefined;
+    const claim = await deps.replay.claim({
+      key,
+      chainId: deps.eas.chainId,
+      attester: request.attester.toLowerCase(),
+      nonce: nonceRead.nonce,
+      deadline: request.deadline,
+      createdAtMs: deps.clock.nowMs(),
+    });
+    if (claim === "duplicate-signature") {
+      await ticket?.release();
+      const winner = await deps.replay.find(key);
+      return winner === undefined ? fail("DUPLICATE", "Duplicate submission") : duplicate(winner);
+    }
+    if (claim === "nonce-in-flight") {
+      await ticket?.release();
+      return fail("DUPLICATE", "Another submission for this attester and nonce is already in flight");
+    }
+    // Whatever ends this request before broadcast gives the caller's reservation back; gas burned keeps it (issue 23).
+    const normalized = signature.value;
+    const submitter = delegate;
+    let signed = false;
+    try {
+      return await submitClaimed();
+    } finally {
+      if (!signed) await ticket?.release();
+    }
+
+    async function submitClaimed(): Promise<Ok<DelegatedAttestSuccess> | DelegatedAttestFailure> {
+
+    const deployment = verified.ok ? verified.value.deploy : undefined;
+    if (deployment !== undefined) {
+      const refused = await deployCounterfactual(deployment);
+      if (refused !== undefined) {
+        // The signature is given back (§15: nothing was attested); the wallet's record refuses it from now on.
+        await deps.replay.release(key);
+        return refused;
+      }
+    }
+    const call = toCall(request, normalized);
+    const simulation = await submitter.simulate(call);
+    if (!simulation.ok) {
+      await deps.replay.release(key);
+      if (simulation.reason === "reverted") {
+        if (simulation.errorName === "DeadlineExpired") return fail("SIGNATURE_EXPIRED", "Signature expired");
+        return fail("INVALID_INPUT", `EAS rejected the attestation: ${simulation.errorName}`);
+      }
+      if (simulation.reason === "insufficient-funds") return cannotPay();
+      return fail("RPC_ERROR", "The chain did not answer the simulation");
+    }
+    // The budget is charged with the simulated gas (the transaction's gas limit, so never less than it spends),
+    // atomically and before signing; it is not refunded afterwards, whatever the outcome.
+    if (deps.maxGasPerTx !== undefined && simulation.gas > deps.maxGasPerTx) {
+      await deps.replay.release(key);
+      return fail("INVALID_INPUT", `The attestation needs ${simulation.gas} gas, more than the ${deps.maxGasPerTx} allowed per transaction`);
+    }
+    const overBudget = await deps.guard?.charge(simulation.gas);
+    if (overBudget !== undefined) {
+      await deps.replay.release(key);
+      return overBudget;
+    }
+
+    const submission = await submitter.submit(call, {
+      gas: simulation.gas,
+      onSigned: async (tx) => {
+        // A record the reconciler already released must not be sent under: nobody could settle it.
+        if (!(await deps.replay.markSigned(key, tx))) throw new Error("The submission record was released before sending");
+        await ticket?.onSigned(tx);
+        signed = true;
+      },
+      onSent: async () => {
+        await deps.replay.markSent(key);
+        await ticket?.onSent();
+      },
+    });
+    if (submission.ok) {
+      await deps.replay.finish(key, {
+        state: "mined",
+        txHash: submission.txHash,
+        uid: submission.uid,
+        blockNumber: submission.blockNumber,
+      });
+      const value = { txHash: submission.txHash, uid: submission.uid, blockNumber: submission.blockNumber };
+      await ticket?.onMined(value);
+      return ok(value);
+    }
+    if (submission.reason === "not-broadcast") {
+      // The node refused it and does not hold it: nothing can land, so the signature is given back.
+      await deps.replay.release(key);
+      await ticket?.release();
+      return fail("SUBMISSION_FAILED", "The chain refused the transaction; nothing was sent, and the same signature may be submitted again");
+    }
+    if (submission.reason === "reverted") {
+      await deps.replay.finish(key, { state: "reverted", txHash: submission.txHash, blockNumber: submission.blockNumber });
+      // Its gas was burned: a caller that can keep its reservation charged does (issue 23), others give it back.
+      if (ticket?.onBurned !== undefined) await ticket.onBurned({ txHash: submission.txHash, blockNumber: submission.blockNumber });
+      else await ticket?.release();
+      return fail("SUBMISSION_FAILED", "The attestation transaction reverted", submission.txHash);
+    }
+    return fail(
+      "OUTCOME_UNKNOWN",
+      "The transaction was sent but its outcome is not known yet; it will be settled, and the same signature then answers with it",
+      submission.txHash,
+    );
+    }
+
+    /**
+     * Deploys a counterfactual wallet (ERC-6492) so that EAS finds its code. Runs under the replay claim, after the
+     * signature was proven valid by a read-only call that simulated the same deployment; its gas is capped and
+     * charged to the relay's budget like the attestation's, and not given back whatever the outcome.
+     *
+     * Issue 23: that read-only call proves little, a factory may deploy only when given more gas than the real send
+     * gets and burn it otherwise. So the wallet is recorded (`factoryCalls`) before its factory call is sent, at most
+     * once per wallet; a call mined without leaving code keeps the record (the wallet's ERC-6492 signatures are refused
+     * before any RPC from then on) and the caller's reservation (`onBurned`: the private relay's sponsored write).
+     */
+    async function deployCounterfactual(target: WalletDeployment): Promise<DelegatedAttestFailure | undefined> {
+      if (submitter.deployWallet === undefined) {
+        return fail("INVALID_SIGNATURE", "This deployment cannot deploy counterfactual wallets; deploy the wallet first");
+      }
+      const chainId = deps.eas.chainId;
+      let refusal: DelegatedAttestFailure | undefined;
+      let recorded = false;
+      const outcome = await submitter.deployWallet(request.attester, target, async (gas) => {
+        if (deps.maxGasPerTx !== undefined && gas > deps.maxGasPerTx) {
+          refusal = fail("INVALID_INPUT", `Deploying the wallet needs ${gas} gas, more than the ${deps.maxGasPerTx} allowed per transaction`);
+          return false;
+        }
+        if (deps.factoryCalls !== undefined) {
+          recorded = await deps.factoryCalls.begin({
+            chainId,
+            wallet: request.attester,
+            factory: target.factory,
+            calldataHash: keccak256(target.factoryCalldata),
+            createdAtMs: deps.clock.nowMs(),
+          });
+          // Another request sent this wallet's factory call already (its outcome unknown, or it failed meanwhile).
+          if (!recorded) {
+            refusal = factoryCallFailedBefore();
+            return false;
+          }
+        }
+        refusal = await deps.guard?.charge(gas);
+        if (refusal !== undefined && recorded) {
+          await deps.factoryCalls?.forget(chainId, request.attester);
+          recorded = false;
+        }
+        return refusal === undefined;
+      });
+      if (typeof outcome === "object") {
+        await deps.factoryCalls?.failed(chainId, request.attester, { txHash: outcome.txHash, gasUsed: outcome.gasUsed }, deps.clock.nowMs());
+        if (ticket?.onBurned !== undefined) {
+          await ticket.onBurned({ txHash: outcome.txHash, blockNumber: outcome.blockNumber });
+          // Kept charged: the `finally` above must not give it back.
+          signed = true;
+        }
+        return fail(
+          "SUBMISSION_FAILED",
+          "The wallet's factory call was mined but did not deploy the attester; its gas was charged, nothing was attested, and this wallet's ERC-6492 signatures are refused from now on: deploy the wallet and send the plain signature",
+          outcome.txHash,
+        );
+      }
+      // Deployed, or nothing was sent: the wallet's record goes. An unknown outcome keeps it (the call may still land).
+      if (recorded && outcome !== "rpc-error") await deps.factoryCalls?.forget(chainId, request.attester);
+      if (outcome === "deployed") return undefined;
+      if (outcome === "refused") return refusal ?? fail("INVALID_INPUT", "The wallet's deployment was refused");
+      if (outcome === "rpc-error") return fail("RPC_ERROR", "The chain did not answer while deploying the wallet");
+      return fail("SUBMISSION_FAILED", "The wallet's factory call did not deploy the attester; nothing was attested");
+    }
+  };
+}
+
+/** The truthful answer to a signature already on record (decisions §15): its uid, its hash, or in progress. */
+function duplicate(record: ReplayRecord): DelegatedAttestFailure {
+  if (record.state === "mined") return fail("DUPLICATE", "Duplicate submission: already attested", record.uid ?? record.txHash ?? undefined);
+  if (record.state === "reverted") return fail("DUPLICATE", "Duplicate submission: its transaction reverted", record.txHash ?? undefined);
+  if (record.txHash !== null) return fail("DUPLICATE", "Duplicate submission: its transaction is on its way", record.txHash);
+  return fail("DUPLICATE", "Duplicate submission: it is being processed");
+}
+
+/** A wallet whose factory call the service already sent (issue 23): refused before any gas. */
+function factoryCallFailedBefore(): DelegatedAttestFailure {
+  return fail(
+    "INVALID_SIGNATURE",
+    "The service already sent this wallet's ERC-6492 factory call and it did not deploy the wallet; its ERC-6492 signatures are not accepted: deploy the wallet and send the plain signature",
+  );
+}
+
+function cannotPay(): DelegatedAttestFailure {
+  return { ...fail("SUBMISSION_FAILED", "The delegate wallet cannot pay for gas right now; nothing was recorded"), unavailable: true };
+}
+
+/** Recovers the signer of the typed data rebuilt with `nonce`; undefined when the signature does not recover. */
+async function recoverSigner(
+  eas: EasReader,
+  request: DelegatedRequest,
+  signature: NormalizedSignature,
+  nonce: bigint,
+): Promise<string | undefined> {
+  try {
+    return await recoverTypedDataAddress({ ...buildAttestTypedData(eas, toMessage(request, nonce)), signature: signature.hex });
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Compares the signer of the typed data rebuilt with the on-chain nonce with the attester. `clientSigner` is the
+ * signer already recovered for the client's nonce, if any. An attester that is a contract (or an ERC-6492
+ * signature of one not deployed yet) is asked on chain, as EAS will ask it: `isValidSignature` of the digest with
+ * the same 65 bytes EAS receives. The answer says whether the wallet must be deployed first.
+ */
+async function verifyAgainstNonce(
+  eas: EasReader,
+  request: DelegatedRequest,
+  signature: NormalizedSignature,
+  nonceRead: { readonly nonce: bigint; readonly isContract?: boolean | undefined },
+  clientSigner: Promise<string | undefined> | undefined,
+  deployment: WalletDeployment | undefined,
+): Promise<Result<{ readonly deploy?: WalletDeployment | undefined }, "INVALID_SIGNATURE" | "ATTESTER_MISMATCH" | "RPC_ERROR">> {
+  const nonce = nonceRead.nonce;
+  const recover = (n: bigint) =>
+    clientSigner !== undefined && n === request.clientNonce ? clientSigner : recoverSigner(eas, request, signature, n);
+  const signer = await recover(nonce);
+  if (signer !== undefined && sameAddress(signer, request.attester)) return ok({});
+  const counterfactual = nonceRead.isContract !== true && deployment !== undefined;
+  if ((nonceRead.isContract === true || counterfactual) && eas.checkContractSignature !== undefined) {
+    const digest = hashTypedData(buildAttestTypedData(eas, toMessage(request, nonce)));
+    const check = await eas.checkContractSignature({
+      signer: request.attester,
+      digest,
+      signature: signature.hex,
+      deployment: counterfactual ? deployment : undefined,
+    });
+    if (check === "rpc-error") return fail("RPC_ERROR", "Failed to ask the attester's wallet contract about the signature");
+    if (check === "valid") return ok(counterfactual ? { deploy: deployment } : {});
+    return fail("ATTESTER_MISMATCH", "Invalid signature: the attester's wallet contract does not accept it (ERC-1271)");
+  }
+  if (signer === undefined) return fail("INVALID_SIGNATURE", "Invalid signature format");
+  if (request.clientNonce !== undefined && request.clientNonce !== nonce) {
+    const earlier = await recover(request.clientNonce);
+    if (earlier !== undefined && sameAddress(earlier, request.attester)) {
+      return fail(
+        "ATTESTER_MISMATCH",
+        `Signed for nonce ${request.clientNonce} but the attester's nonce is now ${nonce}: fetch the nonce, re-sign and resubmit`,
+        NONCE_MOVED,
+      );
+    }
+  }
+  return fail("ATTESTER_MISMATCH", "Invalid signature: attester mismatch");
+}
+
+function toMessage(request: DelegatedRequest, nonce: bigint): AttestMessage {
+  return {
+    attester: request.attester,
+    schema: request.schema,
+    recipient: request.recipient,
+    expirationTime: request.expirationTime,
+    revocable: request.revocable,
+    refUID: request.refUID,
+    data: request.data,
+    value: request.value,
+    nonce,
+    deadline: request.deadline,
+  };
+}
+
+function toCall(request: DelegatedRequest, signature: NormalizedSignature): DelegatedAttestCall {
+  return {
+    schema: request.schema,
+    attester: request.attester,
+    deadline: request.deadline,
+    data: {
+      recipient: request.recipient,
+      expirationTime: request.expirationTime,
+      revocable: request.revocable,
+      refUID: request.refUID,
+      data: request.data,
+      value: request.value,
+    },
+    signature: { v: signature.v, r: signature.r, s: signature.s },
+  };
+}
+
+const sameAddress = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();

@@ -1,0 +1,429 @@
+import { describe, expect, test } from "bun:test";
+import { privateKeyToAccount } from "viem/accounts";
+import { fakeClock, fakeDelegate, fakeEasReader, fakeGasBudget, fakeReplayStore } from "../../ports/fakes.ts";
+import { buildAttestTypedData, ZERO_UID } from "./attest_typed_data.ts";
+import { fail } from "../result.ts";
+import { createDelegatedAttest, type DelegatedAttestDeps, NONCE_MOVED } from "./delegated_attest.ts";
+import { createRateLimiter } from "../rate_limit.ts";
+import { createRelayGuard } from "./relay_guard.ts";
+
+const SCHEMA = "0x7ab3911527e5e47eaab9f5a2c571060026532dde8cb4398185553053963b2a47";
+const OTHER_SCHEMA = "0x2b0d1100f7943c0c2ea29e35c1286bd860fa752124e035cafb503bb83f234805";
+const account = privateKeyToAccount("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
+const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+
+function setup(overrides: Partial<DelegatedAttestDeps> = {}) {
+  const clock = fakeClock();
+  const eas = fakeEasReader();
+  const delegate = fakeDelegate();
+  const replay = fakeReplayStore();
+  const deps: DelegatedAttestDeps = {
+    clock,
+    eas,
+    delegate,
+    replay,
+    mainnet: false,
+    subsidized: new Map([[SCHEMA, { name: "user-review", revocable: false }]]),
+    ...overrides,
+  };
+  return { clock, eas, delegate, replay, attest: createDelegatedAttest(deps) };
+}
+
+async function signedBody(
+  env: { clock: { nowMs: () => number }; eas: { chainId: number; easAddress: `0x${string}` } },
+  over: { nonce?: bigint; deadline?: bigint; schema?: `0x${string}`; revocable?: boolean; data?: `0x${string}`; signer?: typeof account } = {},
+) {
+  const signer = over.signer ?? account;
+  const message = {
+    attester: signer.address,
+    schema: over.schema ?? SCHEMA,
+    recipient: "0x173a347faed486bb69081ef673c6e52c03f57f3e" as `0x${string}`,
+    expirationTime: 0n,
+    revocable: over.revocable ?? false,
+    refUID: ZERO_UID,
+    data: over.data ?? "0x1234",
+    value: 0n,
+    nonce: over.nonce ?? 0n,
+    deadline: over.deadline ?? BigInt(Math.floor(env.clock.nowMs() / 1000) + 600),
+  } as const;
+  const typedData = buildAttestTypedData(env.eas, message);
+  const signature = await signer.signTypedData(typedData);
+  const strings = Object.fromEntries(
+    Object.entries(message).map(([k, v]) => [k, typeof v === "bigint" ? v.toString() : v]),
+  );
+  return {
+    attester: signer.address,
+    signature,
+    prepared: {
+      delegatedRequest: { ...strings, easContractAddress: env.eas.easAddress, chainId: env.eas.chainId },
+      typedData: { domain: typedData.domain, types: typedData.types, message: strings },
+    },
+  } as { attester: string; signature: string; prepared: Record<string, any> };
+}
+
+describe("createDelegatedAttest()", () => {
+  test("submits a valid signature once and returns the uid", async () => {
+    const env = setup();
+    const result = await env.attest(await signedBody(env));
+    expect(result).toMatchObject({ ok: true });
+    expect(env.delegate.sent).toHaveLength(1);
+    expect(env.delegate.sent[0]?.signature.v === 27 || env.delegate.sent[0]?.signature.v === 28).toBe(true);
+  });
+
+  test("rejects missing fields, mainnet, unsubsidised and expired requests without RPC", async () => {
+    const env = setup();
+    const body = await signedBody(env);
+    const missing = await env.attest({ attester: body.attester });
+    expect(missing).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+    expect(!missing.ok && missing.message).toContain("prepared, signature");
+
+    const mainnet = setup({ mainnet: true });
+    expect(await mainnet.attest(body)).toMatchObject({ ok: false, code: "MAINNET_NOT_SUPPORTED" });
+
+    expect(await env.attest(await signedBody(env, { schema: OTHER_SCHEMA }))).toMatchObject({
+      ok: false,
+      code: "SCHEMA_NOT_SUBSIDIZED",
+    });
+    expect(await env.attest(await signedBody(env, { deadline: 0n }))).toMatchObject({
+      ok: false,
+      code: "SIGNATURE_EXPIRED",
+    });
+    const past = BigInt(Math.floor(env.clock.nowMs() / 1000));
+    expect(await env.attest(await signedBody(env, { deadline: past }))).toMatchObject({
+      ok: false,
+      code: "SIGNATURE_EXPIRED",
+    });
+    expect(await env.attest({ ...body, signature: "0x1234" })).toMatchObject({ ok: false, code: "INVALID_SIGNATURE" });
+    expect(await env.attest(await signedBody(env, { revocable: true }))).toMatchObject({
+      ok: false,
+      code: "INVALID_INPUT",
+    });
+    expect(env.eas.calls).toBe(0);
+    expect(mainnet.eas.calls).toBe(0);
+    expect(env.delegate.simulations).toBe(0);
+  });
+
+  test("a request failing several checks gets the first one in decisions §6 order, with no RPC before the nonce", async () => {
+    const env = setup();
+    const expiredAt = BigInt(Math.floor(env.clock.nowMs() / 1000) - 1);
+    const cases: Array<[string, Record<string, any>, Partial<DelegatedAttestDeps>, string]> = [];
+    const unsubsidisedExpired = await signedBody(env, { schema: OTHER_SCHEMA, deadline: expiredAt, revocable: true });
+    cases.push(["mainnet before allowlist", { ...unsubsidisedExpired, signature: "0x12" }, { mainnet: true }, "MAINNET_NOT_SUPPORTED"]);
+    cases.push(["allowlist before deadline", { ...unsubsidisedExpired, signature: "0x12" }, {}, "SCHEMA_NOT_SUBSIDIZED"]);
+    const expiredWrongRevocable = await signedBody(env, { deadline: expiredAt, revocable: true });
+    cases.push(["deadline before signature shape", { ...expiredWrongRevocable, signature: "0x12" }, {}, "SIGNATURE_EXPIRED"]);
+    const wrongRevocable = await signedBody(env, { revocable: true });
+    cases.push(["signature shape before revocability", { ...wrongRevocable, signature: "0x12" }, {}, "INVALID_SIGNATURE"]);
+    cases.push(["revocability before the delegate key", wrongRevocable, { delegate: undefined }, "INVALID_INPUT"]);
+    cases.push(["delegate key before the nonce read", await signedBody(env), { delegate: undefined, eas: fakeEasReader({ failing: true }) }, "NO_DELEGATE_KEY"]);
+    const someoneElse = { ...(await signedBody(env)), attester: "0x1111111111111111111111111111111111111111" };
+    cases.push(["nonce read before recovery", someoneElse, { eas: fakeEasReader({ failing: true }) }, "RPC_ERROR"]);
+    for (const [name, body, overrides, code] of cases) {
+      const run = setup(overrides);
+      const result = await run.attest(body);
+      expect({ name, code: result.ok ? "ok" : result.code }).toEqual({ name, code });
+      expect({ name, sent: run.delegate.sent.length }).toEqual({ name, sent: 0 });
+      if (code !== "RPC_ERROR") expect({ name, reads: run.eas.calls }).toEqual({ name, reads: 0 });
+    }
+  });
+
+  test("the server rebuilds the typed data: the client's domain, types and primary type are ignored", async () => {
+    const env = setup();
+    const body = await signedBody(env);
+    body.prepared.typedData.domain = { name: "Evil", version: "9", chainId: 1, verifyingContract: "0x2222222222222222222222222222222222222222" };
+    body.prepared.typedData.types = { Attest: [{ name: "attester", type: "address" }] };
+    body.prepared.typedData.primaryType = "Other";
+    expect(await env.attest(body)).toMatchObject({ ok: true });
+    expect(env.delegate.sent).toHaveLength(1);
+  });
+
+  test("a signature over another EAS domain does not verify, whatever the client claims", async () => {
+    const env = setup();
+    const otherEas = fakeEasReader({ easAddress: "0x3333333333333333333333333333333333333333" });
+    const body = await signedBody({ clock: env.clock, eas: otherEas });
+    body.prepared.typedData.domain.verifyingContract = env.eas.easAddress;
+    body.prepared.delegatedRequest.easContractAddress = env.eas.easAddress;
+    expect(await env.attest(body)).toMatchObject({ ok: false, code: "ATTESTER_MISMATCH" });
+    expect(env.delegate.sent).toHaveLength(0);
+  });
+
+  test("mainnet is refused before the signature is looked at", async () => {
+    const env = setup({ mainnet: true });
+    const body = await signedBody(env);
+    expect(await env.attest({ ...body, signature: "garbage" })).toMatchObject({ code: "MAINNET_NOT_SUPPORTED" });
+  });
+
+  test("a replay is DUPLICATE with no RPC, whatever the encoding of the signature", async () => {
+    const env = setup();
+    const body = await signedBody(env);
+    expect((await env.attest(body)).ok).toBe(true);
+    const calls = env.eas.calls;
+    const sig = body.signature;
+    const r = sig.slice(2, 66);
+    const s = BigInt(`0x${sig.slice(66, 130)}`);
+    const v = Number.parseInt(sig.slice(130), 16);
+    const highS = `0x${r}${(N - s).toString(16).padStart(64, "0")}${(v === 27 ? 28 : 27).toString(16)}`;
+    const zeroOne = `0x${r}${sig.slice(66, 130)}${(v - 27).toString(16).padStart(2, "0")}`;
+    for (const variant of [sig, sig.toUpperCase().replace("0X", "0x"), highS, zeroOne]) {
+      expect(await env.attest({ ...body, signature: variant })).toMatchObject({ ok: false, code: "DUPLICATE" });
+    }
+    expect(env.eas.calls).toBe(calls);
+    expect(env.delegate.sent).toHaveLength(1);
+  });
+
+  test("a signature for an old nonce is ATTESTER_MISMATCH with NONCE_MOVED", async () => {
+    const env = setup();
+    env.eas.nonces.set(account.address.toLowerCase(), 1n);
+    const result = await env.attest(await signedBody(env, { nonce: 0n }));
+    expect(result).toMatchObject({ ok: false, code: "ATTESTER_MISMATCH", details: NONCE_MOVED });
+    expect(env.replay.rows.size).toBe(0);
+  });
+
+  test("a signature by someone else is ATTESTER_MISMATCH and burns nothing", async () => {
+    const env = setup();
+    const body = await signedBody(env);
+    const result = await env.attest({ ...body, attester: "0x1111111111111111111111111111111111111111" });
+    expect(result).toMatchObject({ ok: false, code: "ATTESTER_MISMATCH" });
+    expect(env.replay.rows.size).toBe(0);
+    expect((await env.attest(body)).ok).toBe(true);
+  });
+
+  test("a failure before broadcast releases the signature for a retry", async () => {
+    const env = setup();
+    env.delegate.simulation = { ok: false, reason: "rpc-error" };
+    const body = await signedBody(env);
+    expect(await env.attest(body)).toMatchObject({ ok: false, code: "RPC_ERROR" });
+    env.delegate.simulation = { ok: true, gas: 1n };
+    expect((await env.attest(body)).ok).toBe(true);
+  });
+
+  test("a retry tells the truth: 409 with the uid once mined, with the hash while sent (decisions §15)", async () => {
+    const env = setup();
+    const body = await signedBody(env);
+    const first = await env.attest(body);
+    expect(first.ok).toBe(true);
+    const again = await env.attest(body);
+    expect(again).toMatchObject({ ok: false, code: "DUPLICATE", details: first.ok ? first.value.uid : "" });
+
+    const lost = setup();
+    lost.delegate.submission = { ok: false, reason: "unknown-outcome", txHash: `0x${"1".padStart(64, "a")}` };
+    const lostBody = await signedBody(lost);
+    expect(await lost.attest(lostBody)).toMatchObject({ ok: false, code: "OUTCOME_UNKNOWN", details: `0x${"1".padStart(64, "a")}` });
+    const [row] = lost.replay.rows.values();
+    expect(row).toMatchObject({ state: "sent", txHash: `0x${"1".padStart(64, "a")}`, tx: { nonce: 0 } });
+    expect(await lost.attest(lostBody)).toMatchObject({ ok: false, code: "DUPLICATE", details: `0x${"1".padStart(64, "a")}` });
+  });
+
+  test("a send the chain refused is released: SUBMISSION_FAILED, and the same signature works again", async () => {
+    const env = setup();
+    env.delegate.submission = { ok: false, reason: "not-broadcast" };
+    const body = await signedBody(env);
+    expect(await env.attest(body)).toMatchObject({ ok: false, code: "SUBMISSION_FAILED" });
+    expect(env.replay.rows.size).toBe(0);
+    env.delegate.submission = undefined;
+    expect((await env.attest(body)).ok).toBe(true);
+  });
+
+  test("a delegate wallet that cannot pay is refused before anything is recorded, with no simulation", async () => {
+    const env = setup();
+    env.delegate.funds = "low";
+    const body = await signedBody(env);
+    expect(await env.attest(body)).toMatchObject({ ok: false, code: "SUBMISSION_FAILED", unavailable: true });
+    expect([env.replay.rows.size, env.delegate.simulations]).toEqual([0, 0]);
+    env.delegate.funds = "ok";
+    expect((await env.attest(body)).ok).toBe(true);
+  });
+
+  test("the transaction is stored before it is sent, and not sent when its record was released meanwhile", async () => {
+    const env = setup();
+    const body = await signedBody(env);
+    const markSigned = env.replay.markSigned;
+    let stateAtSigning: string | undefined;
+    env.replay.markSigned = async (key, tx) => {
+      stateAtSigning = env.replay.rows.get(key)?.state;
+      await env.replay.release(key);
+      return await markSigned(key, tx);
+    };
+    expect(await env.attest(body)).toMatchObject({ ok: false, code: "SUBMISSION_FAILED" });
+    expect([stateAtSigning, env.delegate.sent.length, env.replay.rows.size]).toEqual(["checked", 0, 0]);
+  });
+
+  test("MAX_GAS_PER_TX: a simulation needing more is INVALID_INPUT before any gas, and the signature stays usable", async () => {
+    const env = setup({ maxGasPerTx: 100_000n });
+    env.delegate.simulation = { ok: true, gas: 200_000n };
+    const body = await signedBody(env);
+    const result = await env.attest(body);
+    expect(result).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+    expect([env.delegate.sent.length, env.replay.rows.size]).toEqual([0, 0]);
+  });
+
+  test("a caller's admission runs after the signature verified: a refusal records nothing; its ticket follows the submission or is released", async () => {
+    const env = setup();
+    const events: string[] = [];
+    const ticket = {
+      release: () => Promise.resolve(void events.push("release")),
+      onSigned: () => Promise.resolve(void events.push("signed")),
+      onSent: () => Promise.resolve(void events.push("sent")),
+      onMined: () => Promise.resolve(void events.push("mined")),
+    };
+    const body = await signedBody(env);
+    expect(await env.attest(body, { admit: () => Promise.resolve({ ...fail("SCHEMA_NOT_ELIGIBLE", "no"), status: 403 }) }))
+      .toMatchObject({ ok: false, code: "SCHEMA_NOT_ELIGIBLE", status: 403 });
+    expect(env.replay.rows.size).toBe(0);
+    env.delegate.simulation = { ok: false, reason: "reverted", errorName: "InvalidSchema" };
+    await env.attest(body, { admit: () => Promise.resolve(ticket) });
+    expect(events).toEqual(["release"]);
+    env.delegate.simulation = { ok: true, gas: 1n };
+    events.length = 0;
+    expect((await env.attest(body, { admit: () => Promise.resolve(ticket) })).ok).toBe(true);
+    expect(events).toEqual(["signed", "sent", "mined"]);
+  });
+
+  test("an EAS revert in simulation is INVALID_INPUT naming it and spends nothing", async () => {
+    const env = setup();
+    env.delegate.simulation = { ok: false, reason: "reverted", errorName: "InvalidSchema" };
+    const result = await env.attest(await signedBody(env));
+    expect(result).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+    expect(!result.ok && result.message).toContain("InvalidSchema");
+    expect(env.delegate.sent).toHaveLength(0);
+  });
+
+  test("RPC down while reading the nonce is RPC_ERROR", async () => {
+    const env = setup({ eas: fakeEasReader({ failing: true }) });
+    expect(await env.attest(await signedBody(env))).toMatchObject({ ok: false, code: "RPC_ERROR" });
+  });
+
+  test("no delegate key is NO_DELEGATE_KEY before any RPC", async () => {
+    const env = setup({ delegate: undefined });
+    expect(await env.attest(await signedBody(env))).toMatchObject({ ok: false, code: "NO_DELEGATE_KEY" });
+    expect(env.eas.calls).toBe(0);
+  });
+
+  test("two signatures for one attester nonce at once: one succeeds, one is refused", async () => {
+    const env = setup();
+    const a = await signedBody(env, { data: "0x01" });
+    const b = await signedBody(env, { data: "0x02" });
+    const results = await Promise.all([env.attest(a), env.attest(b)]);
+    expect(results.filter((r) => r.ok)).toHaveLength(1);
+    expect(results.find((r) => !r.ok)).toMatchObject({ ok: false, code: "DUPLICATE" });
+    expect(env.delegate.sent).toHaveLength(1);
+  });
+});
+
+describe("createDelegatedAttest() behind the public relay guard (decisions §12)", () => {
+  const other = privateKeyToAccount("0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a");
+  const stranger = privateKeyToAccount("0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6");
+
+  function guarded(options: { enabled?: boolean; ip?: number; attesterPerHour?: number; gasPerHour?: bigint; overrides?: Partial<DelegatedAttestDeps> } = {}) {
+    const clock = fakeClock();
+    const budget = fakeGasBudget();
+    const refusals: string[] = [];
+    const ip = options.ip ?? 100;
+    const perHour = options.attesterPerHour ?? 100;
+    const guard = createRelayGuard({
+      enabled: options.enabled ?? true,
+      clientRate: createRateLimiter(clock, { capacity: ip, perMinute: ip }),
+      attesterRate: createRateLimiter(clock, { capacity: perHour, perMinute: perHour / 60 }),
+      gasBudget: budget,
+      gasPerHour: options.gasPerHour ?? 1_000_000_000n,
+      typicalGas: 300_000n,
+      clock,
+      onRefusal: (reason) => refusals.push(reason),
+    });
+    return { ...setup({ clock, guard, ...options.overrides }), clock, budget, refusals };
+  }
+  /** What reached the chain or the replay store: a refusal of the guard must change none of it. */
+  const footprint = (env: ReturnType<typeof guarded>) => ({
+    reads: env.eas.calls,
+    simulations: env.delegate.simulations,
+    sent: env.delegate.sent.length,
+    records: env.replay.rows.size,
+    charges: env.budget.charges,
+  });
+
+  test("past the per-address rate: 429 RATE_LIMITED with retryAfterSeconds, before any RPC, nothing recorded; another address is served", async () => {
+    const env = guarded({ ip: 2 });
+    expect((await env.attest(await signedBody(env), { clientKey: "192.0.2.1" })).ok).toBe(true);
+    expect((await env.attest(await signedBody(env, { signer: other }), { clientKey: "192.0.2.1" })).ok).toBe(true);
+    const before = footprint(env);
+    const refused = await env.attest(await signedBody(env, { signer: stranger }), { clientKey: "192.0.2.1" });
+    expect(refused).toMatchObject({ ok: false, code: "RATE_LIMITED", retryAfterSeconds: 30 });
+    expect(footprint(env)).toEqual(before);
+    expect(env.refusals).toEqual(["client"]);
+    expect((await env.attest(await signedBody(env, { signer: stranger }), { clientKey: "192.0.2.2" })).ok).toBe(true);
+  });
+
+  test("past the per-attester rate: 429 from any address until the next token; a signature by someone else spends none of it", async () => {
+    const env = guarded({ attesterPerHour: 1 });
+    const forged = { ...(await signedBody(env, { signer: stranger })), attester: account.address };
+    expect(await env.attest(forged, { clientKey: "a" })).toMatchObject({ ok: false, code: "ATTESTER_MISMATCH" });
+    expect((await env.attest(await signedBody(env), { clientKey: "b" })).ok).toBe(true);
+    env.eas.nonces.set(account.address.toLowerCase(), 1n);
+    const before = footprint(env);
+    const refused = await env.attest(await signedBody(env, { nonce: 1n }), { clientKey: "c" });
+    expect(refused).toMatchObject({ ok: false, code: "RATE_LIMITED" });
+    const retryAfter = refused.ok ? 0 : refused.retryAfterSeconds ?? 0;
+    expect(retryAfter >= 3_599 && retryAfter <= 3_601).toBe(true);
+    expect(footprint(env)).toEqual(before);
+    expect(env.refusals).toEqual(["attester"]);
+    env.clock.set(env.clock.nowMs() + retryAfter * 1000);
+    expect((await env.attest(await signedBody(env, { nonce: 1n }), { clientKey: "c" })).ok).toBe(true);
+  });
+
+  test("no room in this hour's gas budget for a typical attestation: 429 until the next hour, before any RPC", async () => {
+    const env = guarded({ gasPerHour: 450_000n });
+    env.clock.set(env.clock.nowMs() + 1_000_000); // 1,000 s into the hour
+    expect((await env.attest(await signedBody(env), { clientKey: "a" })).ok).toBe(true);
+    expect([...env.budget.windows.values()]).toEqual([200_000n]); // the simulated gas
+    const before = footprint(env);
+    const refused = await env.attest(await signedBody(env, { signer: other }), { clientKey: "b" });
+    expect(refused).toMatchObject({ ok: false, code: "RATE_LIMITED", retryAfterSeconds: 2_600 });
+    expect(footprint(env)).toEqual(before);
+    expect(env.refusals).toEqual(["budget"]);
+    env.clock.set(env.clock.nowMs() + 2_600_000);
+    expect((await env.attest(await signedBody(env, { signer: other }), { clientKey: "b" })).ok).toBe(true);
+  });
+
+  test("simulated gas that does not fit the budget: 429, nothing sent, the signature released for a later try", async () => {
+    const env = guarded({ gasPerHour: 350_000n });
+    env.delegate.simulation = { ok: true, gas: 400_000n };
+    const body = await signedBody(env);
+    expect(await env.attest(body, { clientKey: "a" })).toMatchObject({ ok: false, code: "RATE_LIMITED", retryAfterSeconds: 3_600 });
+    expect([env.delegate.simulations, env.delegate.sent.length, env.replay.rows.size, env.budget.windows.size]).toEqual([1, 0, 0, 0]);
+    env.delegate.simulation = { ok: true, gas: 300_000n };
+    expect((await env.attest(body, { clientKey: "a" })).ok).toBe(true);
+    expect([...env.budget.windows.values()]).toEqual([300_000n]);
+  });
+
+  test("PUBLIC_RELAY=off: 403 PUBLIC_RELAY_DISABLED right after the body parses, before every other check and any RPC", async () => {
+    const env = guarded({ enabled: false, overrides: { mainnet: true, delegate: undefined } });
+    const body = await signedBody(env);
+    expect(await env.attest({ attester: body.attester })).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+    expect(await env.attest({ ...body, signature: "0x12" })).toMatchObject({ ok: false, code: "PUBLIC_RELAY_DISABLED" });
+    expect(footprint(env)).toEqual({ reads: 0, simulations: 0, sent: 0, records: 0, charges: 0 });
+    expect(env.refusals).toEqual(["disabled"]);
+  });
+
+  test("the guard follows the body checks and the replay lookup: refused bodies spend no token, a known signature answers past the limits", async () => {
+    const env = guarded({ ip: 1, attesterPerHour: 1 });
+    const past = BigInt(Math.floor(env.clock.nowMs() / 1000) - 1);
+    expect(await env.attest(await signedBody(env, { deadline: past }), { clientKey: "a" })).toMatchObject({ code: "SIGNATURE_EXPIRED" });
+    expect(await env.attest(await signedBody(env, { schema: OTHER_SCHEMA }), { clientKey: "a" })).toMatchObject({ code: "SCHEMA_NOT_SUBSIDIZED" });
+    expect(await env.attest({ ...(await signedBody(env)), signature: "0x12" }, { clientKey: "a" })).toMatchObject({ code: "INVALID_SIGNATURE" });
+    const body = await signedBody(env);
+    const first = await env.attest(body, { clientKey: "a" });
+    expect(first.ok).toBe(true);
+    // Both buckets are empty now; resubmitting the same signature still tells its outcome.
+    expect(await env.attest(body, { clientKey: "a" })).toMatchObject({ ok: false, code: "DUPLICATE", details: first.ok ? first.value.uid! : "" });
+    expect(env.refusals).toEqual([]);
+    env.eas.nonces.set(account.address.toLowerCase(), 1n);
+    expect(await env.attest(await signedBody(env, { nonce: 1n }), { clientKey: "a" })).toMatchObject({ code: "RATE_LIMITED" });
+  });
+
+  test("a refusal of the guard comes before NO_DELEGATE_KEY and the nonce read", async () => {
+    const env = guarded({ ip: 1, overrides: { delegate: undefined, eas: fakeEasReader({ failing: true }) } });
+    expect(await env.attest(await signedBody(env), { clientKey: "a" })).toMatchObject({ code: "NO_DELEGATE_KEY" });
+    expect(await env.attest(await signedBody(env, { signer: other }), { clientKey: "a" })).toMatchObject({ code: "RATE_LIMITED" });
+    expect(env.eas.calls).toBe(0);
+  });
+});

@@ -1,0 +1,237 @@
+/**
+ * Settles submissions (delegated attestations and witnesses) that a crash, a lost answer or a slow
+ * receipt left open, from what was stored before each step (decisions §15):
+ *
+ * - `checked` (nothing was signed): released once older than `graceMs`;
+ * - signed or sent, looked up by hash (with the stored nonce): mined → recorded with its uid (a witness
+ *   is charged); reverted → recorded as such (a witness is given back); its nonce taken by another
+ *   transaction → released; still held by the node → left for the next round;
+ * - unknown to the node while its nonce is still free → the stored bytes are sent again (same nonce,
+ *   same hash, so the intent lands at most once); the node refusing them → released, since nothing can
+ *   land. A delegated transaction resent after its deadline reverts on chain and is then settled as
+ *   reverted: that keeps the wallet's nonces without a gap, for the gas of one reverted call.
+ * - rows written before the transaction's bytes were stored (hash only): released once older than
+ *   `lostAfterMs` when the node does not know the hash, as before;
+ * - an RPC failure: left for the next round;
+ * - still pending (held by the node, nonce free) after `bumpAfterMs` since it (or its last replacement) was
+ *   signed: a replacement with the same nonce and fees raised at least 12.5% (and to the market's) is signed,
+ *   stored, then sent (performance_reliability §b row 24), at most `maxBumps` times. Every transaction of a
+ *   submission counts: whichever is mined settles it, and one still held by the node keeps it open.
+ *
+ * Rows younger than `graceMs` belong to requests still in flight and are left alone; at start-up on a
+ * database no other instance uses, the grace is 0 and every open row is settled before the first request.
+ */
+import type { Clock } from "../../ports/clock.ts";
+import type { EasReader, HexString } from "../../ports/eas.ts";
+import type { SponsoredWriteLedger } from "../../ports/accounts.ts";
+import type { ReplayStore } from "../../ports/replay_store.ts";
+import type { OpenSubmission, SignedTx, SubmissionBook, TxStatusReader } from "../../ports/submissions.ts";
+import type { TxReplacement, TxReplacementStore } from "../../ports/tx_replacements.ts";
+
+/** What one reconciliation round did. */
+export type ReconcileReport = { mined: number; reverted: number; released: number; rebroadcast: number; bumped: number; open: number };
+
+/** What the reconciler needs. */
+export type SubmissionReconcilerDeps = {
+  readonly books: readonly SubmissionBook[];
+  readonly txStatus: TxStatusReader;
+  readonly clock: Clock;
+  /** Rows younger than this are in flight and left alone. */
+  readonly graceMs: number;
+  /** Hash-only rows (no stored bytes) unknown to the node are released once older than this. */
+  readonly lostAfterMs: number;
+  /** Fee bumps: where replacements are kept, and how long a transaction may stay pending before one. Absent: none. */
+  readonly replacements?: TxReplacementStore | undefined;
+  readonly bumpAfterMs?: number | undefined;
+  /** At most this many replacements per submission (default 5: fees up to 1.8× the first's, or the market's). */
+  readonly maxBumps?: number | undefined;
+};
+
+/** Replacements are forgotten a week after they were signed; every submission is settled long before. */
+const REPLACEMENTS_KEPT_MS = 7 * 86_400_000;
+
+/** One reconciliation round; `graceMs` overrides the default (0 at start-up on a private database). */
+export type Reconcile = (options?: { graceMs?: number }) => Promise<ReconcileReport>;
+
+/** Builds the reconciler over every book of open submissions. */
+export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reconcile {
+  return async function reconcile(options = {}) {
+    const now = deps.clock.nowMs();
+    const graceMs = options.graceMs ?? deps.graceMs;
+    const report: ReconcileReport = { mined: 0, reverted: 0, released: 0, rebroadcast: 0, bumped: 0, open: 0 };
+    // Lowest wallet nonce first, across books: a transaction resent ahead of a lower one of the same wallet would
+    // wait in the node's pool behind the gap (and be left open this round) while the lower one is settled.
+    const rows = (await Promise.all(deps.books.map(async (book) => (await book.open(now - graceMs + 1)).map((row) => ({ book, row }))))).flat();
+    rows.sort((a, b) => (a.row.tx?.nonce ?? Number.MAX_SAFE_INTEGER) - (b.row.tx?.nonce ?? Number.MAX_SAFE_INTEGER));
+    for (const { book, row } of rows) await settle(book, row, now, report);
+    await deps.replacements?.prune(now - REPLACEMENTS_KEPT_MS);
+    return report;
+  };
+
+  /**
+   * What the submission's earlier transactions (those a replacement superseded) say: one mined settles the
+   * submission; one the node still holds keeps it open.
+   */
+  async function earlier(book: SubmissionBook, row: OpenSubmission, txs: readonly SignedTx[], report: ReconcileReport) {
+    for (const tx of txs) {
+      const status = await deps.txStatus.status(tx.txHash, tx);
+      if (status.status === "success") {
+        await book.mined(row.id, { txHash: tx.txHash, uid: status.uid, blockNumber: status.blockNumber });
+        report.mined++;
+        return "settled" as const;
+      }
+      if (status.status === "reverted") {
+        await book.reverted(row.id, tx.txHash, status.blockNumber);
+        report.reverted++;
+        return "settled" as const;
+      }
+      if (status.status === "pending" || status.status === "rpc-error") {
+        report.open++;
+        return "open" as const;
+      }
+    }
+    return "none" as const;
+  }
+
+  /** Signs, stores, then sends a fee bump of `latest` when it has been pending long enough; true when one was sent. */
+  async function bump(book: SubmissionBook, row: OpenSubmission, latest: SignedTx, replacements: readonly TxReplacement[], now: number, report: ReconcileReport) {
+    const store = deps.replacements;
+    const sign = deps.txStatus.replacement;
+    if (store === undefined || sign === undefined || deps.bumpAfterMs === undefined) return false;
+    const since = replacements.at(-1)?.createdAtMs ?? row.createdAtMs;
+    if (now - since < deps.bumpAfterMs || replacements.length >= (deps.maxBumps ?? 5)) return false;
+    const next = await sign(latest);
+    if (next === undefined) return false;
+    // Stored before it is sent, like every transaction of ours: whichever of them lands is known for this submission's.
+    await store.add(book.name, row.id, { tx: next, createdAtMs: now });
+    report.bumped++;
+    if ((await deps.txStatus.rebroadcast?.(next)) === "accepted") {
+      // A node that mines on arrival has the receipt already: settle it in this round.
+      const after = await deps.txStatus.status(next.txHash, next);
+      if (after.status === "success" || after.status === "reverted") {
+        await settle(book, row, now, report);
+        return true;
+      }
+    }
+    report.open++;
+    return true;
+  }
+
+  async function settle(book: SubmissionBook, row: OpenSubmission, now: number, report: ReconcileReport) {
+    const release = async () => {
+      await book.release(row.id);
+      report.released++;
+    };
+    if (row.txHash === null) return await release();
+    const replacements = row.tx === null || deps.replacements === undefined ? [] : await deps.replacements.list(book.name, row.id);
+    // The newest replacement is the transaction the node should hold; the ones before it may still be the one mined.
+    const latest = replacements.at(-1)?.tx ?? row.tx;
+    const latestHash = latest?.txHash ?? row.txHash;
+    const superseded = row.tx === null ? [] : [row.tx, ...replacements.slice(0, -1).map((r) => r.tx)].slice(0, replacements.length);
+    const status = await deps.txStatus.status(latestHash as HexString, latest ?? undefined);
+    switch (status.status) {
+      case "success":
+        await book.mined(row.id, { txHash: latestHash, uid: status.uid, blockNumber: status.blockNumber });
+        report.mined++;
+        return;
+      case "reverted":
+        await book.reverted(row.id, latestHash, status.blockNumber);
+        report.reverted++;
+        return;
+      case "replaced": {
+        if ((await earlier(book, row, superseded, report)) !== "none") return;
+        // A node restored from a snapshot (or one that pruned history) may no longer find a mined transaction:
+        // when what it spends is spent, it landed; releasing it would let the signature look unused.
+        const spent = await book.spent?.(row.id);
+        if (spent === undefined && book.spent !== undefined) {
+          report.open++;
+          return;
+        }
+        if (spent === true) {
+          await book.mined(row.id, { txHash: latestHash, uid: null, blockNumber: 0n });
+          report.mined++;
+          return;
+        }
+        return await release();
+      }
+      case "not-found": {
+        const rebroadcast = deps.txStatus.rebroadcast;
+        if (latest === null || rebroadcast === undefined) {
+          if (now - row.createdAtMs >= deps.lostAfterMs) return await release();
+          report.open++;
+          return;
+        }
+        const sent = await rebroadcast(latest);
+        if (sent === "refused") {
+          // A replacement the node refused may leave an earlier transaction of ours in its pool, or mined.
+          if ((await earlier(book, row, superseded, report)) !== "none") return;
+          return await release();
+        }
+        if (sent === "rpc-error") {
+          report.open++;
+          return;
+        }
+        report.rebroadcast++;
+        // A node that mines on arrival (a devnet) has the receipt already: settle it in this round.
+        const after = await deps.txStatus.status(latestHash as HexString, latest);
+        if (after.status === "success" || after.status === "reverted") return await settle(book, row, now, report);
+        report.open++;
+        return;
+      }
+      case "pending":
+        if (latest !== null && (await bump(book, row, latest, replacements, now, report))) return;
+        report.open++;
+        return;
+      case "rpc-error":
+        report.open++;
+        return;
+    }
+  }
+}
+
+/**
+ * The delegated attestations' replay records as a book: released rows are forgotten (the signature works again).
+ * With the EAS reader, a row whose transaction is gone while the attester's EAS nonce moved past the signature's is
+ * recorded as mined (uid and block unknown) instead: the signature can never be used again.
+ */
+export function replayBook(replay: ReplayStore, eas?: EasReader): SubmissionBook {
+  return {
+    spent: eas === undefined ? undefined : async (key) => {
+      const record = await replay.find(key);
+      if (record === undefined) return undefined;
+      const nonce = await eas.getAttesterNonce(record.attester as HexString);
+      return nonce.ok ? nonce.nonce > record.nonce : undefined;
+    },
+    name: "delegated_attestations",
+    open: async (createdBeforeMs) =>
+      (await replay.open(createdBeforeMs)).map((r) => ({
+        id: r.key,
+        state: r.state as OpenSubmission["state"],
+        tx: r.tx,
+        txHash: r.txHash,
+        createdAtMs: r.createdAtMs,
+      })),
+    mined: (key, outcome) => replay.finish(key, { state: "mined", ...outcome }),
+    reverted: (key, txHash, blockNumber) => replay.finish(key, { state: "reverted", txHash, blockNumber }),
+    release: (key) => replay.release(key),
+  };
+}
+
+/** The witnesses' sponsored writes as a book: mined is charged, reverted and released are given back. */
+export function witnessBook(ledger: SponsoredWriteLedger, clock: Clock): SubmissionBook {
+  const STATES = { reserved: "checked", signed: "signed", broadcast: "sent" } as const;
+  return {
+    name: "sponsored_writes",
+    open: async (createdBeforeMs) =>
+      (await ledger.unsettled(createdBeforeMs)).map((w) => ({
+        id: w.id,
+        state: STATES[w.state as keyof typeof STATES] ?? "sent",
+        tx: w.tx,
+        txHash: w.txHash,
+        createdAtMs: w.createdAtMs,
+      })),
+    mined: (id, outcome) => ledger.commit(id, outcome, clock.nowMs()),
+    reverted: (id) => ledger.release(id, clock.nowMs()),
+    release: (id) => ledger.release(id, clock.nowMs()),
+  };
+}

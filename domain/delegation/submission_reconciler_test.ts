@@ -1,0 +1,300 @@
+import { describe, expect, test } from "bun:test";
+import type { HexString, SignedTx } from "../../ports/eas.ts";
+import { fakeClock, fakeEasReader, fakeReplayStore, fakeWriteLedger } from "../../ports/fakes.ts";
+import type { Rebroadcast, TxStatus } from "../../ports/submissions.ts";
+import { createSubmissionReconciler, replayBook, witnessBook } from "./submission_reconciler.ts";
+
+const tx = (name: string, nonce: number): SignedTx => ({
+  txHash: `0x${name}` as HexString,
+  raw: `0x02${name}` as HexString,
+  wallet: "0x00000000000000000000000000000000000000aa",
+  nonce,
+});
+
+/** A chain answering from a table, recording rebroadcasts. */
+function fakeChain(statuses: Record<string, TxStatus>, rebroadcastAnswer: Rebroadcast = "accepted") {
+  const chain = {
+    statuses,
+    rebroadcasts: [] as string[],
+    rebroadcastAnswer,
+    status: (hash: HexString) => Promise.resolve(chain.statuses[hash] ?? { status: "not-found" as const }),
+    rebroadcast(signed: SignedTx) {
+      chain.rebroadcasts.push(signed.txHash);
+      return Promise.resolve(chain.rebroadcastAnswer);
+    },
+  };
+  return chain;
+}
+
+const claim = (key: string, nonce: bigint, createdAtMs: number) => ({
+  key,
+  chainId: 1,
+  attester: "0xatt",
+  nonce,
+  deadline: 2_000_000_000n,
+  createdAtMs,
+});
+
+describe("createSubmissionReconciler()", () => {
+  test("settles delegated submissions: mined recorded, replaced and checked released, lost rebroadcast, pending kept", async () => {
+    const clock = fakeClock(1_000_000);
+    const replay = fakeReplayStore();
+    const rows: [string, number, string | undefined][] = [
+      ["mined", 0, "sent"],
+      ["reverted", 1, "sent"],
+      ["replaced", 2, "sent"],
+      ["lost", 3, "signed"],
+      ["pending", 4, "sent"],
+      ["down", 5, "sent"],
+      ["checked", 6, undefined],
+    ];
+    for (const [key, nonce, state] of rows) {
+      await replay.claim(claim(key, BigInt(nonce), 0));
+      if (state !== undefined) await replay.markSigned(key, tx(key, nonce));
+      if (state === "sent") await replay.markSent(key);
+    }
+    const chain = fakeChain({
+      "0xmined": { status: "success", blockNumber: 9n, uid: `0x${"9".repeat(64)}` },
+      "0xreverted": { status: "reverted", blockNumber: 9n },
+      "0xreplaced": { status: "replaced" },
+      "0xpending": { status: "pending" },
+      "0xdown": { status: "rpc-error" },
+    });
+    const reconcile = createSubmissionReconciler({ books: [replayBook(replay)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
+    expect(await reconcile()).toEqual({ mined: 1, reverted: 1, released: 2, rebroadcast: 1, bumped: 0, open: 3 });
+    expect(Object.fromEntries([...replay.rows.values()].map((r) => [r.key, r.state]))).toEqual({
+      mined: "mined",
+      reverted: "reverted",
+      lost: "signed",
+      pending: "sent",
+      down: "sent",
+    });
+    expect((await replay.find("mined"))?.uid).toBe(`0x${"9".repeat(64)}`);
+    expect(chain.rebroadcasts).toEqual(["0xlost"]);
+  });
+
+  test("a lost transaction the node refuses again is released; rows younger than the grace are left to their request", async () => {
+    const clock = fakeClock(1_000_000);
+    const replay = fakeReplayStore();
+    await replay.claim(claim("old", 0n, 0));
+    await replay.markSigned("old", tx("old", 0));
+    await replay.claim(claim("young", 1n, 990_000));
+    await replay.claim(claim("young-signed", 2n, 990_000));
+    await replay.markSigned("young-signed", tx("young-signed", 2));
+    const chain = fakeChain({}, "refused");
+    const reconcile = createSubmissionReconciler({ books: [replayBook(replay)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
+    expect(await reconcile()).toMatchObject({ released: 1, rebroadcast: 0 });
+    expect([...replay.rows.keys()].sort()).toEqual(["young", "young-signed"]);
+    // At start-up on a database of its own, nothing is in flight: everything open is settled.
+    expect(await reconcile({ graceMs: 0 })).toMatchObject({ released: 2 });
+    expect(replay.rows.size).toBe(0);
+  });
+
+  test("witness writes: mined is charged, reverted and replaced given back, pending kept reserved whatever its age", async () => {
+    const clock = fakeClock(10_000_000);
+    const ledger = fakeWriteLedger();
+    const add = async (id: string, nonce: number | undefined, sent = true) => {
+      await ledger.reserve({ id, accountId: "a", year: 2026, fingerprint: id, createdAtMs: 0 }, 100);
+      if (nonce !== undefined) await ledger.markSigned(id, tx(id, nonce), 0);
+      if (nonce !== undefined && sent) await ledger.markSent(id, 0);
+    };
+    await add("mined", 0);
+    await add("reverted", 1);
+    await add("replaced", 2);
+    await add("pending", 3);
+    await add("crashed-before-signing", undefined);
+    await add("crashed-before-sending", 4, false);
+    const chain = fakeChain({
+      "0xmined": { status: "success", blockNumber: 77n, uid: `0x${"7".repeat(64)}` },
+      "0xreverted": { status: "reverted", blockNumber: 9n },
+      "0xreplaced": { status: "replaced" },
+      "0xpending": { status: "pending" },
+    });
+    const reconcile = createSubmissionReconciler({ books: [witnessBook(ledger, clock)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
+    expect(await reconcile()).toEqual({ mined: 1, reverted: 1, released: 2, rebroadcast: 1, bumped: 0, open: 2 });
+    expect(Object.fromEntries([...ledger.writes.values()].map((w) => [w.id, w.state]))).toEqual({
+      mined: "committed",
+      reverted: "released",
+      replaced: "released",
+      pending: "broadcast",
+      "crashed-before-signing": "released",
+      "crashed-before-sending": "signed",
+    });
+    expect(await ledger.usage("a", 2026)).toEqual({ used: 1, reserved: 2 });
+    expect(chain.rebroadcasts).toEqual(["0xcrashed-before-sending"]);
+    chain.statuses["0xcrashed-before-sending"] = { status: "success", blockNumber: 78n, uid: null };
+    chain.statuses["0xpending"] = { status: "success", blockNumber: 78n, uid: null };
+    expect(await reconcile()).toMatchObject({ mined: 2, open: 0 });
+    expect(await ledger.usage("a", 2026)).toEqual({ used: 3, reserved: 0 });
+  });
+
+  test("a write stored with its hash only (before transactions were stored) is released once stale, never rebroadcast", async () => {
+    const clock = fakeClock(1_000_000);
+    const ledger = fakeWriteLedger();
+    for (const [id, createdAtMs] of [["stale", 0], ["recent", 900_000]] as const) {
+      await ledger.reserve({ id, accountId: "a", year: 2026, fingerprint: id, createdAtMs }, 100);
+      ledger.writes.set(id, { ...ledger.writes.get(id)!, state: "broadcast", txHash: `0x${id}` });
+    }
+    const chain = fakeChain({});
+    const reconcile = createSubmissionReconciler({ books: [witnessBook(ledger, clock)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
+    expect(await reconcile()).toMatchObject({ released: 1, rebroadcast: 0, bumped: 0, open: 1 });
+    expect([(await ledger.find("stale"))?.state, (await ledger.find("recent"))?.state]).toEqual(["released", "broadcast"]);
+    expect(chain.rebroadcasts).toEqual([]);
+  });
+
+  test("a delegated transaction the node no longer finds, its wallet nonce spent: mined when the attester's EAS nonce moved past the signature's", async () => {
+    const clock = fakeClock(1_000_000);
+    const replay = fakeReplayStore();
+    for (const [key, nonce] of [["landed", 0n], ["never", 1n]] as const) {
+      await replay.claim({ ...claim(key, nonce, 0), attester: key });
+      await replay.markSigned(key, tx(key, Number(nonce)));
+      await replay.markSent(key);
+    }
+    const eas = fakeEasReader();
+    eas.nonces.set("landed", 1n);
+    eas.nonces.set("never", 1n);
+    const chain = fakeChain({ "0xlanded": { status: "replaced" }, "0xnever": { status: "replaced" } });
+    const reconcile = createSubmissionReconciler({ books: [replayBook(replay, eas)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    expect(await reconcile()).toMatchObject({ mined: 1, released: 1 });
+    expect(await replay.find("landed")).toMatchObject({ state: "mined", txHash: "0xlanded", uid: null });
+    expect(await replay.find("never")).toBeUndefined();
+    eas.failing = true;
+    await replay.claim({ ...claim("unknown", 0n, 0), attester: "unknown" });
+    await replay.markSigned("unknown", tx("unknown", 2));
+    chain.statuses["0xunknown"] = { status: "replaced" };
+    expect(await reconcile()).toMatchObject({ open: 1, released: 0 });
+  });
+});
+
+/** An in-memory replacement store with the adapters' rules. */
+function fakeReplacements() {
+  const rows: { book: string; id: string; tx: SignedTx; createdAtMs: number }[] = [];
+  return {
+    rows,
+    add(book: string, id: string, r: { tx: SignedTx; createdAtMs: number }) {
+      if (!rows.some((row) => row.book === book && row.id === id && row.tx.txHash === r.tx.txHash)) rows.push({ book, id, ...r });
+      return Promise.resolve();
+    },
+    list: (book: string, id: string) =>
+      Promise.resolve(rows.filter((r) => r.book === book && r.id === id).map(({ tx, createdAtMs }) => ({ tx, createdAtMs }))),
+    prune: () => Promise.resolve(0),
+  };
+}
+
+describe("createSubmissionReconciler() fee bumps", () => {
+  async function pendingSubmission(createdAtMs = 0) {
+    const replay = fakeReplayStore();
+    await replay.claim(claim("stuck", 0n, createdAtMs));
+    await replay.markSigned("stuck", tx("stuck", 0));
+    await replay.markSent("stuck");
+    return replay;
+  }
+  /** A chain where the stuck transaction stays pending; replacements are named bump1, bump2, ... */
+  function bumpingChain(statuses: Record<string, TxStatus>) {
+    const chain = fakeChain({ "0xstuck": { status: "pending" }, ...statuses });
+    const signed: string[] = [];
+    return {
+      chain,
+      signed,
+      reader: {
+        status: chain.status,
+        rebroadcast: chain.rebroadcast,
+        replacement(of: SignedTx) {
+          signed.push(of.txHash);
+          return Promise.resolve(tx(`bump${signed.length}`, of.nonce));
+        },
+      },
+    };
+  }
+
+  test("a transaction pending past the threshold is replaced (stored, then sent); not before; at most maxBumps times", async () => {
+    const clock = fakeClock(60_000);
+    const replay = await pendingSubmission();
+    const replacements = fakeReplacements();
+    const { chain, signed, reader } = bumpingChain({ "0xbump1": { status: "pending" }, "0xbump2": { status: "pending" } });
+    const reconcile = createSubmissionReconciler({
+      books: [replayBook(replay)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000, maxBumps: 2,
+    });
+    expect(await reconcile()).toMatchObject({ bumped: 0, open: 1 });
+    clock.set(120_000);
+    expect(await reconcile()).toMatchObject({ bumped: 1, open: 1 });
+    expect(replacements.rows.map((r) => r.tx.txHash)).toEqual(["0xbump1"]);
+    expect(chain.rebroadcasts).toEqual(["0xbump1"]);
+    // The next bump waits for the threshold again, counted from the last replacement, and replaces the newest.
+    clock.set(200_000);
+    expect(await reconcile()).toMatchObject({ bumped: 0 });
+    clock.set(240_000);
+    expect(await reconcile()).toMatchObject({ bumped: 1 });
+    expect(signed).toEqual(["0xstuck", "0xbump1"]);
+    clock.set(1_000_000);
+    expect(await reconcile()).toMatchObject({ bumped: 0, open: 1 });
+    expect((await replay.find("stuck"))?.state).toBe("sent");
+  });
+
+  test("whichever transaction of the submission is mined settles it: the replacement, or the original after all", async () => {
+    for (const [mined, expected] of [["0xbump1", "0xbump1"], ["0xstuck", "0xstuck"]] as const) {
+      const clock = fakeClock(1_000_000);
+      const replay = await pendingSubmission();
+      const replacements = fakeReplacements();
+      await replacements.add("delegated_attestations", "stuck", { tx: tx("bump1", 0), createdAtMs: 500_000 });
+      const { reader } = bumpingChain({
+        "0xstuck": mined === "0xstuck" ? { status: "success", blockNumber: 5n, uid: null } : { status: "replaced" },
+        "0xbump1": mined === "0xbump1" ? { status: "success", blockNumber: 5n, uid: null } : { status: "replaced" },
+      });
+      const reconcile = createSubmissionReconciler({
+        books: [replayBook(replay)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000,
+      });
+      expect(await reconcile()).toMatchObject({ mined: 1, released: 0 });
+      expect(await replay.find("stuck")).toMatchObject({ state: "mined", txHash: expected });
+    }
+  });
+
+  test("a replacement the node refuses while the original is still in its pool keeps the submission open, never released", async () => {
+    const clock = fakeClock(1_000_000);
+    const replay = await pendingSubmission();
+    const replacements = fakeReplacements();
+    await replacements.add("delegated_attestations", "stuck", { tx: tx("bump1", 0), createdAtMs: 900_000 });
+    const { chain, reader } = bumpingChain({});
+    chain.rebroadcastAnswer = "refused";
+    const reconcile = createSubmissionReconciler({
+      books: [replayBook(replay)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000,
+    });
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    expect((await replay.find("stuck"))?.state).toBe("sent");
+    // Once neither is anywhere (dropped from the pool, the nonce free), it is released as before.
+    chain.statuses["0xstuck"] = { status: "not-found" };
+    expect(await reconcile()).toMatchObject({ released: 1 });
+  });
+
+  test("a witness whose original transaction was mined after a bump is charged, not given back", async () => {
+    const clock = fakeClock(1_000_000);
+    const ledger = fakeWriteLedger();
+    await ledger.reserve({ id: "w1", accountId: "a", year: 2027, fingerprint: "f", createdAtMs: 0 }, 10);
+    await ledger.markSigned("w1", tx("w1", 3), 0);
+    await ledger.markSent("w1", 0);
+    const replacements = fakeReplacements();
+    await replacements.add("sponsored_writes", "w1", { tx: tx("w1bump", 3), createdAtMs: 500_000 });
+    const { reader } = bumpingChain({ "0xw1": { status: "success", blockNumber: 7n, uid: null }, "0xw1bump": { status: "replaced" } });
+    const reconcile = createSubmissionReconciler({
+      books: [witnessBook(ledger, clock)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000,
+    });
+    expect(await reconcile()).toMatchObject({ mined: 1, released: 0 });
+    expect((await ledger.find("w1"))?.state).toBe("committed");
+  });
+});
+
+describe("createSubmissionReconciler() order", () => {
+  test("lost transactions are resent lowest wallet nonce first, whatever order their submissions were created in", async () => {
+    const clock = fakeClock(1_000_000);
+    const replay = fakeReplayStore();
+    for (const [key, nonce, createdAtMs] of [["c", 7, 10], ["a", 5, 30], ["b", 6, 20]] as const) {
+      await replay.claim({ ...claim(key, BigInt(nonce), createdAtMs), attester: `0x${key}` });
+      await replay.markSigned(key, tx(key, nonce));
+      await replay.markSent(key);
+    }
+    const chain = fakeChain({});
+    const reconcile = createSubmissionReconciler({ books: [replayBook(replay)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    await reconcile();
+    expect(chain.rebroadcasts).toEqual(["0xa", "0xb", "0xc"]);
+  });
+});

@@ -1,0 +1,66 @@
+/**
+ * The approved-issuer registry of the trust anchors, asked "was this attester approved for this
+ * schema at that time?". Same rule as the client helper `isApprovedIssuer`: approved from
+ * `validFrom` (when given) until `revokedAt` (when given); a `revokedAt` keeps the issuer's earlier
+ * attestations valid; `status: "revoked"` without a date never counts; an unknown status never counts.
+ */
+import type { TrustAnchors, TrustedIssuer } from "../../ports/trust_anchors.ts";
+import { isSameControllerId, parseDidPkh } from "../did.ts";
+
+const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const DID_ETHR = /^did:ethr:(?:[^:]+:)?(0x[0-9a-fA-F]{40})$/;
+
+/** The issuer entry approving `address` for `schemaName` at `atMs` (milliseconds since the epoch), if any. */
+export function findApprovedIssuer(
+  anchors: TrustAnchors,
+  address: string,
+  schemaName: string,
+  atMs: number,
+): TrustedIssuer | undefined {
+  if (!Number.isFinite(atMs) || typeof address !== "string") return undefined;
+  // Client helpers pass anchors fetched from a server: every level is checked before use.
+  const registries: unknown = anchors?.registries;
+  for (const registry of Array.isArray(registries) ? registries : []) {
+    if (!isRecord(registry) || registry.type !== "approved-issuers" || !Array.isArray(registry.issuers)) continue;
+    for (const issuer of registry.issuers as unknown[]) {
+      if (!isRecord(issuer) || typeof issuer.address !== "string" || !Array.isArray(issuer.schemas)) continue;
+      if (!issuer.schemas.includes(schemaName)) continue;
+      if (!sameIssuer(issuer.address, address)) continue;
+      if (isActiveAt(issuer as TrustedIssuer, atMs)) return issuer as TrustedIssuer;
+    }
+  }
+  return undefined;
+}
+
+function isActiveAt(issuer: TrustedIssuer, atMs: number): boolean {
+  const status: unknown = issuer.status;
+  if (status !== undefined && status !== "active" && status !== "revoked") return false;
+  if (issuer.validFrom !== undefined) {
+    const from = Date.parse(issuer.validFrom);
+    if (Number.isNaN(from) || atMs < from) return false;
+  }
+  if (issuer.revokedAt !== undefined) {
+    const revoked = Date.parse(issuer.revokedAt);
+    return !Number.isNaN(revoked) && atMs < revoked;
+  }
+  return status !== "revoked";
+}
+
+function sameIssuer(listed: string, given: string): boolean {
+  const a = evmAddressOf(listed);
+  const b = evmAddressOf(given);
+  if (a !== undefined || b !== undefined) return a === b;
+  return isSameControllerId(listed, given);
+}
+
+/** The lowercase EVM address an issuer id names (address, eip155 did:pkh, did:ethr). */
+function evmAddressOf(id: string): string | undefined {
+  const value = id.trim();
+  if (EVM_ADDRESS.test(value)) return value.toLowerCase();
+  const ethr = DID_ETHR.exec(value)?.[1];
+  if (ethr !== undefined) return ethr.toLowerCase();
+  const pkh = value.startsWith("did:pkh:") ? parseDidPkh(value) : undefined;
+  if (pkh?.ok && pkh.value.namespace === "eip155" && EVM_ADDRESS.test(pkh.value.address)) return pkh.value.address;
+  return undefined;
+}

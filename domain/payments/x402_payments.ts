@@ -1,0 +1,190 @@
+/**
+ * Paying with x402 instead of a session (decisions §13): the order of a paid call, whatever it buys. The payment
+ * was verified by the facilitator; its replay key (the EIP-3009 authorization nonce of the token on the network)
+ * is reserved durably before any work, so a payment is spent once across instances and concurrent replays do at
+ * most one write; the work runs with the same checks as a signed-in call; only work that succeeded is settled. A
+ * failed check or a failed write settles nothing and gives the key back (the authorization was never used); a
+ * write whose outcome is unknown keeps it and settles nothing. A settlement that fails after the work leaves the
+ * work standing and is recorded for the operator (`ops payments list`) and counted.
+ *
+ * A payer's unsettled payments never exceed what it can pay (issue 23): each payment is verified alone, so before the
+ * work it is held against the payer's token balance read from the chain, atomically with the payer's other open
+ * payments. One that would take the open sum over the balance does no work and is not recorded (its authorization
+ * stays usable): parallel requests get at most what the balance pays for. When the balance cannot be read, the
+ * ceiling is the payment itself: one open payment at a time per payer.
+ */
+import type { Clock } from "../../ports/clock.ts";
+import type { Metrics } from "../../ports/metrics.ts";
+import type { PaidPeriod, PayerBalances, PaymentLedger, PaymentPurpose, PaymentReservation } from "../../ports/payments.ts";
+import type { Account } from "../../ports/accounts.ts";
+
+/** The fields of an EIP-3009 `exact` payment the service reads (the facilitator checked the signature over them). */
+export type ExactAuthorization = {
+  readonly from: string;
+  readonly to: string;
+  readonly value: string;
+  readonly validAfter: string;
+  readonly validBefore: string;
+  readonly nonce: string;
+};
+
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const NONCE = /^0x[0-9a-fA-F]{64}$/;
+const UINT = /^[0-9]{1,78}$/;
+
+/** The authorization of an `exact` EIP-3009 payload, or undefined when the payload is not one. */
+export function readExactAuthorization(payload: unknown): ExactAuthorization | undefined {
+  if (typeof payload !== "object" || payload === null) return undefined;
+  const a = (payload as { authorization?: unknown }).authorization;
+  if (typeof a !== "object" || a === null) return undefined;
+  const { from, to, value, validAfter, validBefore, nonce } = a as Record<string, unknown>;
+  const text = (v: unknown) => (typeof v === "number" || typeof v === "bigint" ? String(v) : v);
+  const fields = { from, to, value: text(value), validAfter: text(validAfter), validBefore: text(validBefore), nonce };
+  if (typeof fields.from !== "string" || !ADDRESS.test(fields.from)) return undefined;
+  if (typeof fields.to !== "string" || !ADDRESS.test(fields.to)) return undefined;
+  if (typeof fields.nonce !== "string" || !NONCE.test(fields.nonce)) return undefined;
+  for (const n of [fields.value, fields.validAfter, fields.validBefore]) if (typeof n !== "string" || !UINT.test(n)) return undefined;
+  return fields as ExactAuthorization;
+}
+
+/** The replay key of an authorization: `<network>:<token>:<nonce>`, lowercase (EIP-3009 nonces are per token). */
+export function paymentReplayKey(input: { readonly network: string; readonly asset: string; readonly nonce: string }): string {
+  return `${input.network}:${input.asset}:${input.nonce}`.toLowerCase();
+}
+
+/** What the paid work did: done (with what it produced), or not, and whether that is certain. */
+export type PaidWork<T> =
+  | { readonly done: true; readonly value: T; readonly ref: string }
+  | { readonly done: false; readonly value: T; readonly unknown?: boolean | undefined; readonly ref?: string | undefined };
+
+/** What the facilitator said to the settlement; `reason` is a protocol code, never upstream text. */
+export type Settlement = { readonly ok: true; readonly transaction: string } | { readonly ok: false; readonly reason: string };
+
+/** The outcome of a paid call. */
+export type PaidCallOutcome<T> =
+  /** The key was spent or is in flight: nothing was done. */
+  | { readonly kind: "replayed" }
+  /** The payer's open payments already hold its balance: nothing was done, nothing recorded (retry once they settle). */
+  | { readonly kind: "in-progress" }
+  /** The work failed (or its outcome is unknown): nothing was settled. */
+  | { readonly kind: "not-done"; readonly value: T }
+  | { readonly kind: "settled"; readonly value: T; readonly transaction: string }
+  /** The work stands; the payment did not settle (recorded for the operator). */
+  | { readonly kind: "unsettled"; readonly value: T; readonly reason: string };
+
+/** What a paid call needs. */
+export type PaidCallDeps = {
+  readonly payments: PaymentLedger;
+  readonly clock: Clock;
+  readonly metrics?: Metrics | undefined;
+  /** Reads the payer's balance; without it payments are not held against balances (one payer's calls run freely). */
+  readonly balances?: PayerBalances | undefined;
+};
+
+/** Builds the paid call: `(reservation, work, settle)` → outcome, in the order of decisions §13. */
+export function createPaidCall(deps: PaidCallDeps) {
+  const count = (purpose: PaymentPurpose, outcome: string) => deps.metrics?.increment("ats_x402_payments_total", { purpose, outcome });
+  /** Records the payment, held against the payer's balance when balances are read. */
+  const reserve = async (reservation: Omit<PaymentReservation, "createdAtMs">): Promise<"reserved" | "known" | "over_balance"> => {
+    const { balances } = deps;
+    if (balances === undefined) return (await deps.payments.reserve({ ...reservation, createdAtMs: deps.clock.nowMs() })) ? "reserved" : "known";
+    const readAtMs = deps.clock.nowMs();
+    const balance = await balances.balanceOf(reservation).catch(() => undefined);
+    const ceiling = { balance: balance ?? BigInt(reservation.amount), readAtMs };
+    return await deps.payments.reserveWithin({ ...reservation, createdAtMs: deps.clock.nowMs() }, ceiling);
+  };
+  return async function paidCall<T>(
+    reservation: Omit<PaymentReservation, "createdAtMs">,
+    work: () => Promise<PaidWork<T>>,
+    settle: () => Promise<Settlement>,
+  ): Promise<PaidCallOutcome<T>> {
+    const { key, purpose } = reservation;
+    const taken = await reserve(reservation);
+    if (taken === "over_balance") {
+      count(purpose, "in_progress");
+      return { kind: "in-progress" };
+    }
+    if (taken === "known") {
+      count(purpose, "replayed");
+      return { kind: "replayed" };
+    }
+    let done: PaidWork<T>;
+    try {
+      done = await work();
+    } catch (error) {
+      await deps.payments.release(key);
+      throw error;
+    }
+    if (!done.done) {
+      if (done.unknown === true) {
+        await deps.payments.workUnknown(key, done.ref ?? null, deps.clock.nowMs());
+        count(purpose, "work_unknown");
+      } else {
+        await deps.payments.release(key);
+        count(purpose, "work_failed");
+      }
+      return { kind: "not-done", value: done.value };
+    }
+    await deps.payments.worked(key, done.ref, deps.clock.nowMs());
+    let settlement: Settlement;
+    try {
+      settlement = await settle();
+    } catch {
+      settlement = { ok: false, reason: "facilitator_unavailable" };
+    }
+    if (!settlement.ok) {
+      await deps.payments.settleFailed(key, settlement.reason, deps.clock.nowMs());
+      count(purpose, "settle_failed");
+      deps.metrics?.increment("ats_x402_settlement_failures_total", { purpose });
+      return { kind: "unsettled", value: done.value, reason: settlement.reason };
+    }
+    await deps.payments.settled(key, settlement.transaction, deps.clock.nowMs());
+    count(purpose, "settled");
+    return { kind: "settled", value: done.value, transaction: settlement.transaction };
+  };
+}
+
+/** The paid call use case. */
+export type PaidCall = ReturnType<typeof createPaidCall>;
+
+/** One year of the paid plan, as `POST /api/private/subscriptions/x402` sells it. */
+export const PAID_PLAN_YEAR_MS = 365 * 86_400_000;
+
+/**
+ * The account as its plan stands now: `paid` while a bought period covers `nowMs` (or an operator set it), else as
+ * stored. A lapsed period falls back to the stored plan, never to nothing (decisions §12).
+ */
+export function withPaidPeriod(account: Account, period: PaidPeriod | undefined, nowMs: number): Account {
+  if (period === undefined || nowMs < period.startMs || nowMs >= period.endMs || account.plan === "paid") return account;
+  return { ...account, plan: "paid" };
+}
+
+/** A paying agent without a session: its wallet address, from the verified authorization. */
+export type PayingAgent = { readonly kind: "x402"; readonly address: string };
+
+/** The quota key of paid writes: they are counted in the sponsored-write ledger (for the reconciler), never against a plan. */
+export function payerLedgerId(payer: string): string {
+  return `x402:${payer.toLowerCase()}`;
+}
+
+/** Anything that authenticates a session to an account (the sign-in use cases). */
+type Authenticating = {
+  readonly authenticate: (token: string | undefined) => Promise<
+    { readonly ok: true; readonly value: { readonly account: Account } } | { readonly ok: false; readonly code: "UNAUTHENTICATED"; readonly message: string }
+  >;
+};
+
+/** Sessions whose accounts carry the plan they have now: `paid` while an x402-bought period covers the clock. */
+export function withPaidPlans<S extends Authenticating>(sessions: S, deps: { readonly payments: PaymentLedger; readonly clock: Clock }): S {
+  return {
+    ...sessions,
+    async authenticate(token: string | undefined) {
+      const auth = await sessions.authenticate(token);
+      if (!auth.ok || auth.value.account.plan === "paid") return auth;
+      const nowMs = deps.clock.nowMs();
+      const period = await deps.payments.paidPeriod(auth.value.account.id, nowMs);
+      if (period === undefined) return auth;
+      return { ...auth, value: { ...auth.value, account: withPaidPeriod(auth.value.account, period, nowMs) } };
+    },
+  };
+}

@@ -1,0 +1,242 @@
+import { describe, expect, test } from "bun:test";
+import type { Account } from "../../ports/accounts.ts";
+import type { PaidPeriod, PaymentLedger, PaymentRecord, PaymentReservation } from "../../ports/payments.ts";
+import {
+  createPaidCall,
+  paymentReplayKey,
+  readExactAuthorization,
+  withPaidPeriod,
+  withPaidPlans,
+} from "./x402_payments.ts";
+
+/** A hand-written ledger: records in a map, periods granted after the account's last one. */
+function fakePayments(): PaymentLedger & { rows: Map<string, PaymentRecord> } {
+  const rows = new Map<string, PaymentRecord>();
+  const set = (key: string, patch: Partial<PaymentRecord>) => {
+    const row = rows.get(key);
+    if (row) rows.set(key, { ...row, ...patch });
+    return Promise.resolve();
+  };
+  const insert = (r: PaymentReservation) =>
+    rows.set(r.key, { ...r, state: "reserved", workRef: null, settlementTx: null, failureReason: null, periodStartMs: null, periodEndMs: null, updatedAtMs: r.createdAtMs, validBefore: r.validBefore ?? null });
+  return {
+    rows,
+    reserve(r: PaymentReservation) {
+      if (rows.has(r.key)) return Promise.resolve(false);
+      insert(r);
+      return Promise.resolve(true);
+    },
+    reserveWithin(r, ceiling) {
+      if (rows.has(r.key)) return Promise.resolve("known" as const);
+      const open = [...rows.values()].filter((p) => p.payer === r.payer && p.asset === r.asset && p.network === r.network &&
+        (((p.state === "reserved" || p.state === "worked") && p.validBefore !== null && p.validBefore > r.createdAtMs / 1000) ||
+          (p.state === "settled" && p.updatedAtMs >= ceiling.readAtMs)));
+      if (open.reduce((sum, p) => sum + BigInt(p.amount), BigInt(r.amount)) > ceiling.balance) return Promise.resolve("over_balance" as const);
+      insert(r);
+      return Promise.resolve("reserved" as const);
+    },
+    release(key) {
+      if (rows.get(key)?.state === "reserved") rows.delete(key);
+      return Promise.resolve();
+    },
+    worked: (key, workRef, updatedAtMs) => set(key, { state: "worked", workRef, updatedAtMs }),
+    workUnknown: (key, workRef, updatedAtMs) => set(key, { state: "work_unknown", workRef, updatedAtMs }),
+    settled: (key, settlementTx, updatedAtMs) => set(key, { state: "settled", settlementTx, updatedAtMs }),
+    settleFailed: (key, failureReason, updatedAtMs) => set(key, { state: "settle_failed", failureReason, updatedAtMs }),
+    async grantPeriod(key, accountId, durationMs, nowMs) {
+      const period = { startMs: nowMs, endMs: nowMs + durationMs };
+      await set(key, { state: "worked", accountId, periodStartMs: period.startMs, periodEndMs: period.endMs });
+      return period;
+    },
+    paidPeriod(accountId, nowMs) {
+      const row = [...rows.values()].find((r) => r.accountId === accountId && (r.state === "worked" || r.state === "settled") &&
+        r.periodStartMs !== null && r.periodStartMs <= nowMs && nowMs < r.periodEndMs!);
+      return Promise.resolve(row === undefined ? undefined : { startMs: row.periodStartMs!, endMs: row.periodEndMs! } as PaidPeriod);
+    },
+    find: (key) => Promise.resolve(rows.get(key)),
+    list: () => Promise.resolve([...rows.values()]),
+  };
+}
+
+const clock = { nowMs: () => 1_000, nowSeconds: () => 1 };
+const counted: string[] = [];
+const metrics = { increment: (name: string, labels?: Record<string, string>) => void counted.push(`${name}:${JSON.stringify(labels)}`), observe: () => {} };
+const reservation = (key = "eip155:1:0xt:0x01") => ({
+  key, purpose: "witness" as const, network: "eip155:1", asset: "0xt", payer: "0xp", payTo: "0xq", amount: "10", accountId: null,
+});
+
+describe("createPaidCall()", () => {
+  test("reserves the key, does the work, settles after it, and records the settlement", async () => {
+    const payments = fakePayments();
+    const order: string[] = [];
+    const paid = createPaidCall({ payments, clock, metrics });
+    const outcome = await paid(reservation(), async () => {
+      order.push(`work:${payments.rows.get("eip155:1:0xt:0x01")?.state}`);
+      return { done: true, value: "written", ref: "0xtx" };
+    }, async () => {
+      order.push(`settle:${payments.rows.get("eip155:1:0xt:0x01")?.state}`);
+      return { ok: true, transaction: "0xsettle" };
+    });
+    expect(outcome).toEqual({ kind: "settled", value: "written", transaction: "0xsettle" });
+    expect(order).toEqual(["work:reserved", "settle:worked"]);
+    expect(payments.rows.get("eip155:1:0xt:0x01")).toMatchObject({ state: "settled", workRef: "0xtx", settlementTx: "0xsettle", createdAtMs: 1_000 });
+  });
+
+  test("a spent key does no work and settles nothing", async () => {
+    const payments = fakePayments();
+    const paid = createPaidCall({ payments, clock });
+    await payments.reserve({ ...reservation(), createdAtMs: 0 });
+    let calls = 0;
+    const outcome = await paid(reservation(), () => Promise.resolve({ done: true as const, value: ++calls, ref: "" }), () => Promise.resolve({ ok: true as const, transaction: "x" }));
+    expect(outcome).toEqual({ kind: "replayed" });
+    expect(calls).toBe(0);
+  });
+
+  test("concurrent calls with one key do the work once", async () => {
+    const payments = fakePayments();
+    const paid = createPaidCall({ payments, clock });
+    let works = 0;
+    const outcomes = await Promise.all([0, 1, 2].map(() =>
+      paid(reservation(), async () => ({ done: true as const, value: ++works, ref: "" }), async () => ({ ok: true as const, transaction: "t" }))
+    ));
+    expect(outcomes.map((o) => o.kind).sort()).toEqual(["replayed", "replayed", "settled"]);
+    expect(works).toBe(1);
+  });
+
+  test("failed work settles nothing and gives the key back; an unknown outcome keeps it", async () => {
+    const payments = fakePayments();
+    const paid = createPaidCall({ payments, clock, metrics });
+    let settles = 0;
+    const settle = async () => ({ ok: true as const, transaction: String(++settles) });
+    expect(await paid(reservation("k1"), async () => ({ done: false, value: 403 }), settle)).toEqual({ kind: "not-done", value: 403 });
+    expect(payments.rows.has("k1")).toBe(false);
+    expect(await paid(reservation("k2"), async () => ({ done: false, value: 503, unknown: true, ref: "0xsent" }), settle)).toEqual({ kind: "not-done", value: 503 });
+    expect(payments.rows.get("k2")).toMatchObject({ state: "work_unknown", workRef: "0xsent" });
+    await expect(paid(reservation("k3"), () => Promise.reject(new Error("bug")), settle)).rejects.toThrow("bug");
+    expect(payments.rows.has("k3")).toBe(false);
+    expect(settles).toBe(0);
+  });
+
+  test("a settlement that fails or throws after the work leaves the work standing, recorded and counted", async () => {
+    const payments = fakePayments();
+    counted.length = 0;
+    const paid = createPaidCall({ payments, clock, metrics });
+    const refused = await paid(reservation("k1"), async () => ({ done: true, value: "w1", ref: "0x1" }), async () => ({ ok: false, reason: "transaction_failed" }));
+    expect(refused).toEqual({ kind: "unsettled", value: "w1", reason: "transaction_failed" });
+    const thrown = await paid(reservation("k2"), async () => ({ done: true, value: "w2", ref: "0x2" }), () => Promise.reject(new Error("ECONNREFUSED http://secret")));
+    expect(thrown).toEqual({ kind: "unsettled", value: "w2", reason: "facilitator_unavailable" });
+    expect(payments.rows.get("k2")).toMatchObject({ state: "settle_failed", workRef: "0x2", failureReason: "facilitator_unavailable" });
+    expect(counted.filter((c) => c.startsWith("ats_x402_settlement_failures_total"))).toHaveLength(2);
+  });
+});
+
+describe("createPaidCall() held against the payer's balance (issue 23)", () => {
+  const held = (key: string, payer = "0xp") => ({ ...reservation(key), payer, validBefore: 100 });
+  let now = 1_000;
+  const clock = { nowMs: () => now, nowSeconds: () => Math.floor(now / 1000) };
+  /** Parallel paid calls whose work waits until every call has reserved or been refused. */
+  async function parallel(paid: ReturnType<typeof createPaidCall>, keys: readonly string[], payer = "0xp") {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => release = resolve);
+    let works = 0;
+    const calls = keys.map((key) => paid(held(key, payer), async () => {
+      works++;
+      await gate;
+      return { done: true as const, value: key, ref: `0x${key}` };
+    }, async () => ({ ok: true as const, transaction: `0xs${key}` })));
+    await Promise.resolve();
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    release();
+    return { outcomes: await Promise.all(calls), works: () => works };
+  }
+
+  test("a payer whose balance pays one price gets one of five parallel calls; the others do nothing and record nothing", async () => {
+    const payments = fakePayments();
+    counted.length = 0;
+    const paid = createPaidCall({ payments, clock, metrics, balances: { balanceOf: () => Promise.resolve(10n) } });
+    const { outcomes, works } = await parallel(paid, ["a", "b", "c", "d", "e"]);
+    expect(outcomes.map((o) => o.kind).sort()).toEqual(["in-progress", "in-progress", "in-progress", "in-progress", "settled"]);
+    expect(works()).toBe(1);
+    expect(payments.rows.size).toBe(1);
+    expect(counted.filter((c) => c.includes('"outcome":"in_progress"'))).toHaveLength(4);
+  });
+
+  test("a balance that pays for five gets five; another payer is not held by the first one's payments", async () => {
+    const payments = fakePayments();
+    const paid = createPaidCall({ payments, clock, balances: { balanceOf: ({ payer }) => Promise.resolve(payer === "0xp" ? 50n : 10n) } });
+    const [first, second] = await Promise.all([parallel(paid, ["a", "b", "c", "d", "e"]), parallel(paid, ["f"], "0xother")]);
+    expect(first.outcomes.map((o) => o.kind)).toEqual(["settled", "settled", "settled", "settled", "settled"]);
+    expect(second.outcomes.map((o) => o.kind)).toEqual(["settled"]);
+  });
+
+  test("a settled or failed payment frees what it held; a refused one can be retried with the same authorization", async () => {
+    const payments = fakePayments();
+    let balance = 10n;
+    now = 1_000;
+    const paid = createPaidCall({ payments, clock, balances: { balanceOf: () => Promise.resolve(balance) } });
+    const work = async () => ({ done: true as const, value: "w", ref: "0x1" });
+    await payments.reserveWithin({ ...held("open"), createdAtMs: 0 }, { balance: 10n, readAtMs: 0 });
+    expect(await paid(held("k1"), work, async () => ({ ok: true, transaction: "t" }))).toEqual({ kind: "in-progress" });
+    expect(payments.rows.has("k1")).toBe(false);
+    await payments.release("open");
+    expect(await paid(held("k1"), async () => ({ done: false, value: "failed" }), async () => ({ ok: true, transaction: "t" }))).toEqual({ kind: "not-done", value: "failed" });
+    expect((await paid(held("k1"), work, async () => ({ ok: false, reason: "transaction_failed" }))).kind).toBe("unsettled");
+    expect((await paid(held("k2"), work, async () => ({ ok: true, transaction: "t" }))).kind).toBe("settled");
+    // Settled at 1000 ms: a balance read from then on may not show the transfer yet, so it still holds; a read
+    // that started after it does.
+    expect(await paid(held("k3"), work, async () => ({ ok: true, transaction: "t" }))).toEqual({ kind: "in-progress" });
+    now = 1_001;
+    expect((await paid(held("k3"), work, async () => ({ ok: true, transaction: "t" }))).kind).toBe("settled");
+  });
+
+  test("an unreadable balance allows one open payment at a time; an expired authorization no longer holds it", async () => {
+    const payments = fakePayments();
+    now = 1_000;
+    const paid = createPaidCall({ payments, clock, balances: { balanceOf: () => Promise.reject(new Error("rpc down")) } });
+    const { outcomes } = await parallel(paid, ["a", "b"]);
+    expect(outcomes.map((o) => o.kind).sort()).toEqual(["in-progress", "settled"]);
+    now = 2_000;
+    await payments.reserveWithin({ ...held("stale"), validBefore: 1, createdAtMs: 0 }, { balance: 10n, readAtMs: 0 });
+    expect((await paid(held("c"), async () => ({ done: true, value: "w", ref: "0x" }), async () => ({ ok: true, transaction: "t" }))).kind).toBe("settled");
+  });
+});
+
+describe("readExactAuthorization() and paymentReplayKey()", () => {
+  const authorization = {
+    from: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC", to: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8", value: "10000",
+    validAfter: "0", validBefore: 1_900_000_000, nonce: `0x${"Ab".repeat(32)}`,
+  };
+  test("reads an EIP-3009 authorization and refuses anything else", () => {
+    expect(readExactAuthorization({ authorization, signature: "0x" })).toMatchObject({ value: "10000", validBefore: "1900000000" });
+    expect(readExactAuthorization({ authorization: { ...authorization, nonce: "0x01" } })).toBeUndefined();
+    expect(readExactAuthorization({ authorization: { ...authorization, value: "-1" } })).toBeUndefined();
+    expect(readExactAuthorization({ permit2Authorization: {} })).toBeUndefined();
+    expect(readExactAuthorization(null)).toBeUndefined();
+  });
+  test("the replay key is the network, the token and the nonce, lowercase", () => {
+    expect(paymentReplayKey({ network: "eip155:8453", asset: "0xAbC", nonce: authorization.nonce })).toBe(`eip155:8453:0xabc:0x${"ab".repeat(32)}`);
+  });
+});
+
+describe("paid plans", () => {
+  const account: Account = { id: "a1", address: "0xa", plan: "free", createdAtMs: 0 };
+  test("withPaidPeriod() makes the plan paid only while the period covers now", () => {
+    const period = { startMs: 100, endMs: 200 };
+    expect(withPaidPeriod(account, period, 150).plan).toBe("paid");
+    expect(withPaidPeriod(account, period, 200).plan).toBe("free");
+    expect(withPaidPeriod(account, undefined, 150).plan).toBe("free");
+  });
+  test("withPaidPlans() gives authenticated accounts the plan they bought", async () => {
+    const payments = fakePayments();
+    await payments.reserve({ ...reservation("p"), purpose: "plan", accountId: "a1", createdAtMs: 0 });
+    const sessions = {
+      authenticate: (token: string | undefined) =>
+        Promise.resolve(token === "t" ? { ok: true as const, value: { account } } : { ok: false as const, code: "UNAUTHENTICATED" as const, message: "no" }),
+    };
+    const wrapped = withPaidPlans(sessions, { payments, clock });
+    expect(await wrapped.authenticate("t")).toMatchObject({ ok: true, value: { account: { plan: "free" } } });
+    await payments.grantPeriod("p", "a1", 10_000, 500);
+    expect(await wrapped.authenticate("t")).toMatchObject({ ok: true, value: { account: { plan: "paid" } } });
+    expect((await wrapped.authenticate(undefined)).ok).toBe(false);
+  });
+});

@@ -1,0 +1,90 @@
+import { Elysia } from "elysia";
+import { bootstrapSubject, type PrimarySubjectView, readDisplayName, subscriptionView, walletDid } from "../../../domain/accounts/account_views.ts";
+import { type PlanPolicy, quotaYear } from "../../../domain/accounts/plans.ts";
+import type { Sessions } from "../../../domain/sessions/sessions.ts";
+import type { Account, AccountStore, SponsoredWriteLedger } from "../../../ports/accounts.ts";
+import type { Clock } from "../../../ports/clock.ts";
+import type { PremiumReadLedger } from "../../../ports/premium_reads.ts";
+import type { PaidPeriod } from "../../../ports/payments.ts";
+import { errorBody, json, statusOf } from "../../errors.ts";
+import { REQUEST_MODELS } from "../../models.ts";
+import { compileRequestCheck, readBodyText, requestDetail } from "../request.ts";
+import { tokenOf } from "../session.ts";
+
+/** What the account routes need. */
+export type AccountRoutesDeps = {
+  readonly sessions: Sessions;
+  readonly accounts: AccountStore;
+  readonly ledger: SponsoredWriteLedger;
+  readonly plans: PlanPolicy;
+  readonly clock: Clock;
+  readonly chainId: number;
+  /** The account's default subject; absent: the wallet's own did:pkh. */
+  readonly primarySubject?: ((account: Account) => Promise<PrimarySubjectView>) | undefined;
+  /** The paid period an account bought with x402 (decisions §13); absent: none. */
+  readonly paidPeriod?: ((accountId: string, nowMs: number) => Promise<PaidPeriod | undefined>) | undefined;
+  /** Premium reads and their limits per plan; absent: the subscription shows them as null. */
+  readonly premiumReads?: { readonly ledger: PremiumReadLedger; readonly limits: Readonly<Record<Account["plan"], number>> } | undefined;
+};
+
+/** The primary subject's fields of decisions §12. */
+const pick = (s: PrimarySubjectView) => ({ id: s.id, canonicalDid: s.canonicalDid, subjectDidHash: s.subjectDidHash, displayName: s.displayName });
+
+const patchBody = compileRequestCheck(REQUEST_MODELS.accountPatch.body, {
+  explain: (body) => {
+    const read = readDisplayName(body);
+    return read.ok ? undefined : read.message;
+  },
+});
+
+/**
+ * `GET|PATCH /api/private/accounts/me` and `GET /api/private/subscriptions/current` (decisions §12), for the
+ * signed-in account (401 without a session). The primary subject is the wallet's own did:pkh until subjects
+ * are managed (issue 17); the subscription's premium-read fields are null until premium reads are metered.
+ */
+export function accountRoutes(deps: AccountRoutesDeps) {
+  const signedIn = async (request: Request) => await deps.sessions.authenticate(tokenOf(request));
+  const unauthenticated = (message: string) => json(errorBody("UNAUTHENTICATED", message), statusOf("UNAUTHENTICATED"));
+  const subscription = async (account: Account) => {
+    const now = deps.clock.nowMs();
+    const paid = await deps.paidPeriod?.(account.id, now);
+    const view = subscriptionView(account, deps.plans, await deps.ledger.usage(account.id, quotaYear(now)), now, paid);
+    const premium = deps.premiumReads;
+    if (premium === undefined) return view;
+    return {
+      ...view,
+      annualPremiumReadLimit: premium.limits[account.plan],
+      premiumReadsUsedCurrentYear: await premium.ledger.used(account.id, quotaYear(now)),
+    };
+  };
+  const me = async (account: Account) => ({
+    account: { id: account.id, displayName: account.displayName ?? null },
+    subscription: await subscription(account),
+    primarySubject: pick(deps.primarySubject ? await deps.primarySubject(account) : bootstrapSubject(account, deps.chainId)),
+    wallets: [{ did: walletDid(account, deps.chainId), address: account.address }],
+  });
+
+  return new Elysia({ name: "account-routes" })
+    .get("/api/private/accounts/me", async ({ request }) => {
+      const auth = await signedIn(request);
+      if (!auth.ok) return unauthenticated(auth.message);
+      return json(await me(auth.value.account));
+    })
+    .patch("/api/private/accounts/me", async ({ request, body }) => {
+      // The body first, as on every route: a malformed request is 400 whoever sends it.
+      const parsed = patchBody.readJson(body);
+      if (!parsed.ok) return json(errorBody(parsed.code, parsed.message), statusOf(parsed.code));
+      const name = readDisplayName(parsed.value);
+      if (!name.ok) return json(errorBody("INVALID_INPUT", name.message), 400);
+      const auth = await signedIn(request);
+      if (!auth.ok) return unauthenticated(auth.message);
+      const updated = await deps.accounts.setDisplayName(auth.value.account.id, name.value, deps.clock.nowMs());
+      if (updated === undefined) return unauthenticated("Account not found");
+      return json({ account: { id: updated.id, displayName: updated.displayName ?? null } });
+    }, { parse: readBodyText, detail: requestDetail(REQUEST_MODELS.accountPatch) })
+    .get("/api/private/subscriptions/current", async ({ request }) => {
+      const auth = await signedIn(request);
+      if (!auth.ok) return unauthenticated(auth.message);
+      return json({ subscription: await subscription(auth.value.account) });
+    });
+}

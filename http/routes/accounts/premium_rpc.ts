@@ -1,0 +1,46 @@
+import { Elysia } from "elysia";
+import { MAX_BATCH, type PremiumRpc, requestShapeFault } from "../../../domain/accounts/premium_rpc.ts";
+import type { Sessions } from "../../../domain/sessions/sessions.ts";
+import type { Logger } from "../../../ports/logger.ts";
+import { errorBody, json, statusOf } from "../../errors.ts";
+import { REQUEST_MODELS } from "../../models.ts";
+import { compileRequestCheck, requestDetail, readBodyText } from "../request.ts";
+import { tokenOf } from "../session.ts";
+
+/** What the premium route needs. */
+export type PremiumRpcRoutesDeps = { readonly sessions: Sessions; readonly premiumRpc: PremiumRpc; readonly log: Logger };
+
+/** The body's check, in the domain's words: the field of a single request, or what is wrong with the batch. */
+const premiumBody = compileRequestCheck(REQUEST_MODELS.premiumRpc.body, {
+  explain(value) {
+    if (Array.isArray(value)) return value.length === 0 ? "An empty batch" : `A batch holds at most ${MAX_BATCH} calls`;
+    if (typeof value !== "object" || value === null) return "Body must be a JSON-RPC request object or a batch (array)";
+    return requestShapeFault(value)?.message;
+  },
+});
+
+/**
+ * `POST /api/private/rpc-premium` (decisions §12): read-only JSON-RPC for the signed-in account, each forwarded
+ * call counted as one premium read. Order: body (400) → session (401) → the proxy (429 too many waiting on the
+ * node, with Retry-After; 403 limit; 502 node unreachable, timed out or its answer lost).
+ * Errors of the request as a whole use the service's error body; refusals of single calls are JSON-RPC error
+ * objects in the answer.
+ */
+export function premiumRpcRoutes(deps: PremiumRpcRoutesDeps) {
+  return new Elysia({ name: "premium-rpc-routes" }).post("/api/private/rpc-premium", async ({ body, request }) => {
+    const parsed = premiumBody.readJson(body);
+    if (!parsed.ok) return json(errorBody(parsed.code, parsed.message), statusOf(parsed.code));
+    const auth = await deps.sessions.authenticate(tokenOf(request));
+    if (!auth.ok) return json(errorBody("UNAUTHENTICATED", auth.message), 401);
+    try {
+      const result = await deps.premiumRpc(parsed.value, auth.value.account);
+      if (result.ok) return json(result.value);
+      if (statusOf(result.code) >= 500) deps.log.warn("premium_rpc_failed", { code: result.code, reason: result.message });
+      const headers: Record<string, string> = result.retryAfterSeconds === undefined ? {} : { "retry-after": String(result.retryAfterSeconds) };
+      return json(errorBody(result.code, result.message), statusOf(result.code), headers);
+    } catch (error) {
+      deps.log.error("premium_rpc_error", { error: error instanceof Error ? error.message : String(error) });
+      return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
+    }
+  }, { parse: readBodyText, detail: requestDetail(REQUEST_MODELS.premiumRpc) });
+}

@@ -1,0 +1,59 @@
+import { Elysia } from "elysia";
+import { subscriptionView } from "../../../domain/accounts/account_views.ts";
+import { type PlanPolicy, quotaYear } from "../../../domain/accounts/plans.ts";
+import type { Sessions } from "../../../domain/sessions/sessions.ts";
+import { PAID_PLAN_YEAR_MS } from "../../../domain/payments/x402_payments.ts";
+import type { SponsoredWriteLedger } from "../../../ports/accounts.ts";
+import type { Clock } from "../../../ports/clock.ts";
+import type { Logger } from "../../../ports/logger.ts";
+import type { PaymentLedger } from "../../../ports/payments.ts";
+import { errorBody, json, statusOf } from "../../errors.ts";
+import type { PaymentGate } from "../../x402_gate.ts";
+import { parseJsonBody, readBodyText } from "../request.ts";
+import { tokenOf } from "../session.ts";
+
+/** What the plan purchase needs. */
+export type SubscriptionRoutesDeps = {
+  readonly sessions: Sessions;
+  readonly gate: PaymentGate;
+  readonly payments: PaymentLedger;
+  readonly ledger: SponsoredWriteLedger;
+  readonly plans: PlanPolicy;
+  readonly clock: Clock;
+  readonly log: Logger;
+};
+
+/**
+ * `POST /api/private/subscriptions/x402` (decisions §13): the signed-in account buys one year of the paid plan with
+ * x402 (`X402_PAID_PLAN_PRICE`). The year follows the account's paid time (from now when none is left); the answer
+ * is `{subscription}` as `subscriptions/current` shows it. 401 without a session, 404 when the plan is not for sale.
+ */
+export function subscriptionRoutes(deps: SubscriptionRoutesDeps) {
+  return new Elysia({ name: "subscription-routes" })
+    .post("/api/private/subscriptions/x402", async ({ request, body }) => {
+      // The purchase takes no fields: an empty body is as good as `{}`.
+      const parsed = typeof body === "string" && body.trim() === "" ? { ok: true as const } : parseJsonBody(body);
+      if (!parsed.ok) return json(errorBody(parsed.code, parsed.message), statusOf(parsed.code));
+      if (!deps.gate.offers("plan")) return json(errorBody("NOT_FOUND", "The paid plan is not for sale with x402 here"), 404);
+      const auth = await deps.sessions.authenticate(tokenOf(request));
+      if (!auth.ok) return json(errorBody("UNAUTHENTICATED", auth.message), statusOf("UNAUTHENTICATED"));
+      const account = auth.value.account;
+      try {
+        return await deps.gate.handle(request, "plan", async ({ key }) => {
+          const nowMs = deps.clock.nowMs();
+          const period = await deps.payments.grantPeriod(key, account.id, PAID_PLAN_YEAR_MS, nowMs);
+          const paid = await deps.payments.paidPeriod(account.id, nowMs);
+          const usage = await deps.ledger.usage(account.id, quotaYear(nowMs));
+          const subscription = subscriptionView(account, deps.plans, usage, nowMs, paid ?? period);
+          deps.log.info("x402_plan_purchased", { accountId: account.id, periodEnd: subscription.entitlementPeriodEnd });
+          return {
+            response: json({ subscription, purchased: { periodStart: new Date(period.startMs).toISOString(), periodEnd: new Date(period.endMs).toISOString() } }),
+            ref: new Date(period.endMs).toISOString(),
+          };
+        }, { accountId: account.id });
+      } catch (error) {
+        deps.log.error("x402_plan_error", { error: error instanceof Error ? error.message : String(error) });
+        return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
+      }
+    }, { parse: readBodyText });
+}

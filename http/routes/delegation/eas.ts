@@ -1,0 +1,106 @@
+import { Elysia } from "elysia";
+import type { DelegatedAttest } from "../../../domain/delegation/delegated_attest.ts";
+import { parseDelegatedRequest } from "../../../domain/delegation/delegated_request.ts";
+import type { ReadNonce } from "../../../domain/delegation/nonce.ts";
+import { clientKeyOf } from "../../../domain/sessions/sessions.ts";
+import type { Logger } from "../../../ports/logger.ts";
+import { elapsedSince, errorBody, json, statusOf } from "../../errors.ts";
+import { REQUEST_MODELS } from "../../models.ts";
+import { compileRequestCheck, queryOf, readBodyText, requestDetail } from "../request.ts";
+
+/** What the EAS routes need. */
+export type EasRoutesDeps = {
+  readonly readNonce: ReadNonce;
+  readonly delegatedAttest: DelegatedAttest;
+  readonly chainName: string;
+  readonly chainId: number;
+  readonly easAddress: string;
+  readonly log: Logger;
+  /** The client address of a request (the public relay's per-address limit). */
+  readonly clientAddress?: ((request: Request) => string | undefined) | undefined;
+};
+
+/** The paths of the nonce route. */
+export const NONCE_PATHS = ["/api/eas/nonce", "/v1/nonce"] as const;
+/** The paths of the delegated-attest route. */
+export const DELEGATED_ATTEST_PATHS = ["/api/eas/delegated-attest", "/v1/delegated-attest"] as const;
+/** Paths whose every answer, errors included, carries `elapsed` (decisions §2). */
+export const EAS_PATHS: readonly string[] = [...NONCE_PATHS, ...DELEGATED_ATTEST_PATHS];
+
+const nonceQuery = compileRequestCheck(REQUEST_MODELS.nonce.query, {
+  // The wording of the reference (reference_behaviour §7).
+  explain: (query) => {
+    const attester = (query as { attester?: unknown }).attester;
+    return attester === undefined || attester === "" ? "Missing required parameter: attester" : "Invalid attester address format";
+  },
+});
+const delegatedBody = compileRequestCheck(REQUEST_MODELS.delegatedAttest.body, {
+  // The model refuses only what the domain parser refuses, so the parser words the refusal.
+  explain: (body) => {
+    const parsed = parseDelegatedRequest(body);
+    return parsed.ok ? undefined : parsed.message;
+  },
+});
+
+/** The nonce and delegated-attest routes, under their backend and gateway paths. */
+export function easRoutes(deps: EasRoutesDeps) {
+  const failure = (started: number, code: string, message: string, details?: string, status = statusOf(code)) =>
+    json({ ...errorBody(code, message, details), elapsed: elapsedSince(started) }, status);
+  const internalError = (started: number, route: string, error: unknown) => {
+    deps.log.error(`${route}_error`, { error: error instanceof Error ? error.message : String(error) });
+    return failure(started, "INTERNAL_ERROR", "Internal error");
+  };
+
+  const nonce = async ({ request }: { request: Request }) => {
+    const started = performance.now();
+    try {
+      const query = queryOf(request.url);
+      if (!nonceQuery.check(query)) return failure(started, "INVALID_INPUT", nonceQuery.explain(query));
+      const result = await deps.readNonce(query.attester);
+      if (!result.ok) return failure(started, result.code, result.message);
+      return json({
+        nonce: result.value.toString(),
+        chain: deps.chainName,
+        chainId: deps.chainId,
+        easAddress: deps.easAddress,
+        elapsed: elapsedSince(started),
+      });
+    } catch (error) {
+      return internalError(started, "nonce", error);
+    }
+  };
+
+  const delegatedAttest = async ({ body, request }: { body: unknown; request: Request }) => {
+    const started = performance.now();
+    try {
+      const parsed = delegatedBody.readJson(body);
+      if (!parsed.ok) return failure(started, parsed.code, parsed.message);
+      const result = await deps.delegatedAttest(parsed.value, { clientKey: clientKeyOf(deps.clientAddress?.(request)) });
+      if (!result.ok) {
+        if (statusOf(result.code) >= 500) deps.log.warn("delegated_attest_failed", { code: result.code });
+        // A wallet that cannot pay is the service's own state, not a failed submission: 503 (decisions §15).
+        const answer = failure(started, result.code, result.message, result.details, result.unavailable ? 503 : statusOf(result.code));
+        if (result.retryAfterSeconds !== undefined) answer.headers.set("retry-after", String(result.retryAfterSeconds));
+        return answer;
+      }
+      deps.log.info("delegated_attest", { txHash: result.value.txHash, uid: result.value.uid });
+      return json({
+        success: true,
+        txHash: result.value.txHash,
+        uid: result.value.uid,
+        blockNumber: Number(result.value.blockNumber),
+        chain: deps.chainName,
+        elapsed: elapsedSince(started),
+      });
+    } catch (error) {
+      return internalError(started, "delegated_attest", error);
+    }
+  };
+
+  const app = new Elysia({ name: "eas-routes" });
+  for (const path of NONCE_PATHS) app.get(path, nonce, { detail: requestDetail(REQUEST_MODELS.nonce) });
+  for (const path of DELEGATED_ATTEST_PATHS) {
+    app.post(path, delegatedAttest, { parse: readBodyText, detail: requestDetail(REQUEST_MODELS.delegatedAttest) });
+  }
+  return app;
+}
