@@ -1,29 +1,51 @@
 import { describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
-import { dirname, join, sep } from "node:path";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, normalize, sep } from "node:path";
 
-// The dependency rule of the house style: domain/ is pure, ports/ is a leaf.
+// The dependency rules of the house style (decisions §16): domain/ is pure, ports/ is a leaf, a capability folder is
+// reached only through its mod.ts, client/ and http/ reach no adapter, and the composition root reads top to bottom.
 const ROOT = import.meta.dir;
 
-function sources(dir: string): string[] {
+/** Every .ts file below `dir`, tests and the fakes included when asked. */
+function sources(dir: string, options: { tests?: boolean } = {}): string[] {
   return readdirSync(join(ROOT, dir), { recursive: true, encoding: "utf8" })
-    .filter((f) => f.endsWith(".ts") && !f.endsWith("_test.ts") && f !== "fakes.ts")
+    .filter((f) => f.endsWith(".ts") && (options.tests || (!f.endsWith("_test.ts") && f !== "fakes.ts")))
     .map((f) => join(dir, f));
 }
 
 function imports(file: string): string[] {
   const text = readFileSync(join(ROOT, file), "utf8");
-  return [...text.matchAll(/^\s*(?:import|export)\s[^;]*?from\s+"([^"]+)"/gms)].map((m) => m[1]!);
+  return [...text.matchAll(/^\s*(?:import|export)\s[^;]*?from\s+"([^"]+)"/gms), ...text.matchAll(/\bimport\(\s*"([^"]+)"\s*\)/g)]
+    .map((m) => m[1]!);
 }
+
+/** The project file a relative import names (undefined for a package). */
+function target(file: string, spec: string): string | undefined {
+  return spec.startsWith(".") ? normalize(join(dirname(file), spec)) : undefined;
+}
+
+const under = (file: string, folder: string) => file.startsWith(`${folder}${sep}`);
+const subfolders = (dir: string) =>
+  readdirSync(join(ROOT, dir)).filter((d) => statSync(join(ROOT, dir, d)).isDirectory() && existsSync(join(ROOT, dir, d, "mod.ts")))
+    .map((d) => join(dir, d));
+
+/** The capability folders: each is reached from outside only through its mod.ts. */
+const CAPABILITY_FOLDERS = [...subfolders("domain"), ...subfolders("adapters"), ...subfolders(join("http", "routes"))];
+
+/** Every source file of ours, tests included, that may import a capability. */
+const ALL = ["domain", "ports", "adapters", "http", "client", "console", "app", "x402", "e2e", "bench", "scripts"]
+  .flatMap((d) => sources(d, { tests: true }))
+  .concat(["main.ts", "architecture_test.ts"]);
 
 describe("architecture", () => {
   test("domain/ imports only domain/, ports/, viem/utils, viem types and TypeBox", () => {
     for (const file of sources("domain")) {
+      const text = readFileSync(join(ROOT, file), "utf8");
       for (const spec of imports(file)) {
-        const to = spec.startsWith(".") ? join(dirname(file), spec) : undefined;
-        const allowed = (to !== undefined && (to.startsWith(`domain${sep}`) || to.startsWith(`ports${sep}`))) || spec === "viem/utils" ||
-          spec.startsWith("@sinclair/typebox") ||
-          (spec === "viem" && /import type [^;]* from "viem"/.test(readFileSync(join(ROOT, file), "utf8")));
+        const to = target(file, spec);
+        const allowed = to !== undefined
+          ? under(to, "domain") || under(to, "ports")
+          : spec === "viem/utils" || spec.startsWith("@sinclair/typebox") || (spec === "viem" && /import type [^;]* from "viem"/.test(text));
         expect({ file, spec, allowed }).toEqual({ file, spec, allowed: true });
       }
     }
@@ -34,6 +56,38 @@ describe("architecture", () => {
       const text = readFileSync(join(ROOT, file), "utf8");
       for (const banned of ["Date.now(", "fetch(", "crypto.getRandomValues", "Math.random(", "Bun."]) {
         expect({ file, banned, found: text.includes(banned) }).toEqual({ file, banned, found: false });
+      }
+    }
+  });
+
+  test("ports/ imports nothing of ours", () => {
+    for (const file of sources("ports")) {
+      for (const spec of imports(file)) {
+        expect({ file, spec, ok: spec.startsWith("./") }).toEqual({ file, spec, ok: true });
+      }
+    }
+  });
+
+  test("code outside a capability folder reaches it only through its mod.ts", () => {
+    expect(CAPABILITY_FOLDERS.length).toBeGreaterThanOrEqual(10);
+    for (const file of ALL) {
+      for (const spec of imports(file)) {
+        const to = target(file, spec);
+        if (to === undefined) continue;
+        const folder = CAPABILITY_FOLDERS.find((f) => dirname(to) === f);
+        if (folder === undefined || dirname(file) === folder) continue;
+        expect({ file, spec, ok: to === join(folder, "mod.ts") }).toEqual({ file, spec, ok: true });
+      }
+    }
+  });
+
+  test("client/, http/, console/ and the domain reach no adapter", () => {
+    for (const dir of ["client", "http", "console", "domain", "ports"]) {
+      for (const file of sources(dir)) {
+        for (const spec of imports(file)) {
+          const to = target(file, spec);
+          expect({ file, spec, ok: to === undefined || !under(to, "adapters") }).toEqual({ file, spec, ok: true });
+        }
       }
     }
   });
@@ -54,26 +108,18 @@ describe("architecture", () => {
         expect({ file, banned, found: text.includes(banned) }).toEqual({ file, banned, found: false });
       }
     };
-    walk("client/mod.ts");
-    walk("console/app.ts");
+    walk(join("client", "mod.ts"));
+    walk(join("console", "app.ts"));
     expect(seen.has(join("client", "session.ts"))).toBe(true);
     for (const file of seen) {
-      const ok = !file.startsWith(`adapters${sep}`) && !file.startsWith(`x402${sep}`) && !file.startsWith(`console${sep}assets`) &&
-        !file.endsWith("main.ts") && !file.startsWith(`app${sep}`);
+      const ok = !under(file, "adapters") && !under(file, "x402") && !under(file, "app") && !file.startsWith(join("console", "assets")) &&
+        file !== "main.ts";
       expect({ file, ok }).toEqual({ file, ok: true });
     }
     // Libraries that run in browsers only: viem (pure parts) and TypeBox.
     for (const spec of external) {
       const ok = spec === "viem" || spec.startsWith("viem/") || spec.startsWith("@sinclair/typebox");
       expect({ spec, ok }).toEqual({ spec, ok: true });
-    }
-  });
-
-  test("ports/ imports nothing of ours", () => {
-    for (const file of sources("ports")) {
-      for (const spec of imports(file)) {
-        expect({ file, spec, ok: spec.startsWith("./") }).toEqual({ file, spec, ok: true });
-      }
     }
   });
 });

@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { silentLogger } from "./adapters/observability/json_logger.ts";
+import { silentLogger } from "./adapters/observability/mod.ts";
 import { readConfig } from "./app/config.ts";
-import { createReadNonce } from "./domain/delegation/nonce.ts";
+import { createReadNonce } from "./domain/delegation/mod.ts";
 import { createApp } from "./http/app.ts";
 import { fakeEasReader } from "./ports/fakes.ts";
 

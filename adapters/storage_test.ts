@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { openPostgresStorage } from "./postgres/postgres_storage.ts";
-import { openSqliteStorage } from "./sqlite/sqlite_storage.ts";
+import { openPostgresStorage } from "./postgres/mod.ts";
+import { openSqliteStorage } from "./sqlite/mod.ts";
 import { storageContract } from "./storage_contract.ts";
 import type { Storage } from "../ports/storage.ts";
 import { postgresUnavailableReason, startPostgres, type TestPostgres } from "../e2e/support/postgres.ts";

@@ -3,11 +3,11 @@
  * lease), its backoff, progress lines, metrics and readiness, and the reads requests go through.
  */
 import { hostname } from "node:os";
-import { createIndexedAttestations, createIndexFollower, type FollowStep } from "../domain/index/attestation_index.ts";
+import { createIndexedAttestations, createIndexFollower, type FollowStep } from "../domain/index/mod.ts";
 import type { AttestationIndex, ChainHistory, IndexStore } from "../ports/attestation_index.ts";
 import type { Clock } from "../ports/clock.ts";
 import type { Logger } from "../ports/logger.ts";
-import type { PrometheusMetrics } from "../adapters/observability/prometheus_metrics.ts";
+import type { PrometheusMetrics } from "../adapters/observability/mod.ts";
 
 /** The index as `/readyz` reports it. */
 export type IndexStatus = {

@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
-import { openSqlite } from "../adapters/sqlite/sqlite_database.ts";
-import { createSqliteIndexStore } from "../adapters/sqlite/sqlite_index_store.ts";
+import { openSqlite } from "../adapters/sqlite/mod.ts";
+import { createSqliteIndexStore } from "../adapters/sqlite/mod.ts";
 import type { AttestationIndex, ChainHistory, EasEvent } from "../ports/attestation_index.ts";
 import type { HexString } from "../ports/eas.ts";
 import { fakeClock } from "../ports/fakes.ts";

@@ -4,7 +4,7 @@
  * Reads the database from the same environment as the service (DATABASE_URL, else DATABASE_PATH or DATA_DIR).
  * Prints JSON, one account per line for `list`.
  */
-import { systemClock } from "../adapters/system/system_clock.ts";
+import { systemClock } from "../adapters/system/mod.ts";
 import { openStorage } from "../main.ts";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -12,7 +12,7 @@ import { createPublicClient, http } from "viem";
 import { type Config, ConfigError, readConfig } from "./config.ts";
 import type { Storage } from "../ports/storage.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
-import { isPlan, PLANS, quotaYear } from "../domain/accounts/plans.ts";
+import { isPlan, PLANS, quotaYear } from "../domain/accounts/mod.ts";
 
 const USAGE = `usage: bun run ops accounts list
        bun run ops accounts set-plan <account id | wallet address> <${PLANS.join("|")}>

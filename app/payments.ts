@@ -6,14 +6,14 @@ import { HTTPFacilitatorClient } from "@x402/core/server";
 import type { Hex, PublicClient } from "viem";
 import type { Config } from "./config.ts";
 import { type Devnet, type Facilitator, startFacilitator } from "../adapters/devnet/mod.ts";
-import { createPaidCall } from "../domain/payments/x402_payments.ts";
+import { createPaidCall } from "../domain/payments/mod.ts";
 import { createPaymentGate, type PaymentGate } from "../http/x402_gate.ts";
 import type { Clock } from "../ports/clock.ts";
 import type { Logger } from "../ports/logger.ts";
 import type { Metrics } from "../ports/metrics.ts";
 import type { PaymentLedger } from "../ports/payments.ts";
 import { createEip712Issuer } from "../x402/signers.ts";
-import { createViemPayerBalances } from "../adapters/chain/viem_payer_balances.ts";
+import { createViemPayerBalances } from "../adapters/chain/mod.ts";
 
 /** What the service announces about its x402 terms (printed by `npm start`). */
 export type X402Terms = {

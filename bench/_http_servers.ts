@@ -1,9 +1,9 @@
 // Child process of bench/identity_resolve.ts: the app (with in-memory fakes, no chain) and a raw
 // Bun.serve returning the same bytes, on two loopback ports. Prints {"app":port,"raw":port}.
-import { silentLogger } from "../adapters/observability/json_logger.ts";
-import { resolveIdentities } from "../domain/identity/identity.ts";
-import { createDelegatedAttest } from "../domain/delegation/delegated_attest.ts";
-import { createReadNonce } from "../domain/delegation/nonce.ts";
+import { silentLogger } from "../adapters/observability/mod.ts";
+import { resolveIdentities } from "../domain/identity/mod.ts";
+import { createDelegatedAttest } from "../domain/delegation/mod.ts";
+import { createReadNonce } from "../domain/delegation/mod.ts";
 import { createApp } from "../http/app.ts";
 import { stringify } from "../http/errors.ts";
 import { fakeClock, fakeDelegate, fakeEasReader, fakeReplayStore } from "../ports/fakes.ts";

@@ -11,11 +11,11 @@
 import { join } from "node:path";
 import type { Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { openSqliteStorage } from "../adapters/sqlite/sqlite_storage.ts";
-import { systemClock } from "../adapters/system/system_clock.ts";
-import { TYPICAL_ATTEST_GAS } from "../adapters/chain/viem_eas.ts";
+import { openSqliteStorage } from "../adapters/sqlite/mod.ts";
+import { systemClock } from "../adapters/system/mod.ts";
+import { TYPICAL_ATTEST_GAS } from "../adapters/chain/mod.ts";
 import { createRateLimiter } from "../domain/rate_limit.ts";
-import { createRelayGuard } from "../domain/delegation/relay_guard.ts";
+import { createRelayGuard } from "../domain/delegation/mod.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { prepareDelegatedAttestation, signableTypedData } from "../client/delegated_attest.ts";
 import { startStack } from "../e2e/harness.ts";

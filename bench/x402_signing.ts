@@ -14,7 +14,7 @@ import { x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server";
 import { Elysia } from "elysia";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { sha256 } from "viem/utils";
-import { canonicalJson, type OfferPayload } from "../domain/payments/x402_payloads.ts";
+import { canonicalJson, type OfferPayload } from "../domain/payments/mod.ts";
 import { withX402 } from "../x402/elysia_adapter.ts";
 import { createOfferReceiptExtension, declareOfferReceiptExtension } from "../x402/extension.ts";
 import { createEip712Issuer, createJwsIssuerFromJwk, generateSigningJwk, type OfferReceiptIssuer } from "../x402/signers.ts";

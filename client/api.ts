@@ -5,9 +5,9 @@
  * `baseUrl: ""` (same origin: the browser sends the session cookie and `Origin` itself); elsewhere pass
  * `cookie` and `origin`. A non-2xx answer throws an {@link AtsClientError} with the service's `code`.
  */
-import type { ArtifactTrustRecord } from "../domain/artifact_trust/artifact_trust.ts";
-import type { ControllerConfirmRecord, DiscoveryRecord } from "../domain/discovery/controller_discovery.ts";
-import { buildReviewData } from "../domain/reviews/reviews.ts";
+import type { ArtifactTrustRecord } from "../domain/artifact_trust/mod.ts";
+import type { ControllerConfirmRecord, DiscoveryRecord } from "../domain/discovery/mod.ts";
+import { buildReviewData } from "../domain/reviews/mod.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import type { HexString } from "../ports/eas.ts";
 import {

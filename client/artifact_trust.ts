@@ -10,7 +10,7 @@
  *
  * Unlike the other client helpers this one never throws: a loader needs a verdict either way.
  */
-import type { ArtifactTrustItem, ArtifactTrustRecord } from "../domain/artifact_trust/artifact_trust.ts";
+import type { ArtifactTrustItem, ArtifactTrustRecord } from "../domain/artifact_trust/mod.ts";
 import { normalizeDid } from "../domain/did.ts";
 import type { FetchLike } from "./trust_anchors.ts";
 

@@ -1,6 +1,6 @@
 import type { HexString } from "../ports/eas.ts";
-import { type AttestMessage, buildAttestTypedData, ZERO_UID } from "../domain/delegation/attest_typed_data.ts";
-import { NONCE_MOVED } from "../domain/delegation/delegated_attest.ts";
+import { type AttestMessage, buildAttestTypedData, ZERO_UID } from "../domain/delegation/mod.ts";
+import { NONCE_MOVED } from "../domain/delegation/mod.ts";
 import { deriveRecipient, encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { AtsClientError } from "./errors.ts";

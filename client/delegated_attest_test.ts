@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { decodeAbiParameters, keccak256, parseAbiParameters, recoverTypedDataAddress, toHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { buildAttestTypedData } from "../domain/delegation/attest_typed_data.ts";
+import { buildAttestTypedData } from "../domain/delegation/mod.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { AtsClientError } from "./errors.ts";
 import { prepareDelegatedAttestation, signableTypedData, submitDelegatedAttestation } from "./delegated_attest.ts";

@@ -13,11 +13,11 @@
 import { createPublicClient, createWalletClient, defineChain, type Hex, http, type LocalAccount, parseEventLogs, type PublicClient } from "viem";
 import { EAS_ABI, type EasAttestation } from "../domain/eas_abi.ts";
 import { didToAddress, isSameControllerId, normalizeDid } from "../domain/did.ts";
-import { parseProofWrappers, readUint, verifyProofWrapper } from "../domain/artifact_trust/proofs.ts";
-import { buildReviewData, buildReviewResponseData, type ReviewData, type ReviewHead, sameService, supersedingReview } from "../domain/reviews/reviews.ts";
+import { parseProofWrappers, readUint, verifyProofWrapper } from "../domain/artifact_trust/mod.ts";
+import { buildReviewData, buildReviewResponseData, type ReviewData, type ReviewHead, sameService, supersedingReview } from "../domain/reviews/mod.ts";
 import { decodeSchemaData, encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
-import { readOfferPayload, readReceiptPayload, resourceUrlToDidWeb, type SignedOffer, type SignedReceipt } from "../domain/payments/x402_payloads.ts";
+import { readOfferPayload, readReceiptPayload, resourceUrlToDidWeb, type SignedOffer, type SignedReceipt } from "../domain/payments/mod.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import { createWebCryptoJwsVerifier } from "./jws_verifier.ts";
 import { attestDelegated, type AtsClientOptions, type DelegatedAttestResult, type TypedDataSigner } from "./delegated_attest.ts";

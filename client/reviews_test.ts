@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import type { OfferPayload, ReceiptPayload } from "../domain/payments/x402_payloads.ts";
+import type { OfferPayload, ReceiptPayload } from "../domain/payments/mod.ts";
 import { createEip712Issuer } from "../x402/signers.ts";
 import { checkReviewProof } from "./reviews.ts";
 

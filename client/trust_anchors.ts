@@ -3,7 +3,7 @@
  *
  * Like the reference SDK, these helpers throw an {@link AtsClientError}; they are for callers of the service.
  */
-import { findApprovedIssuer } from "../domain/identity/approved_issuers.ts";
+import { findApprovedIssuer } from "../domain/identity/mod.ts";
 import type { ChainAnchors, TrustAnchors } from "../ports/trust_anchors.ts";
 import { AtsClientError } from "./errors.ts";
 

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { recoverMessageAddress, recoverTypedDataAddress } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { buildAttestTypedData } from "../domain/delegation/attest_typed_data.ts";
+import { buildAttestTypedData } from "../domain/delegation/mod.ts";
 import { isAtsClientError } from "./errors.ts";
 import { type AnnouncedWallet, type Eip1193Provider, requestWalletAddress, typedDataJson, walletSigner, watchWallets } from "./wallet.ts";
 

@@ -28,7 +28,7 @@ import {
   type UserReviewData,
   type UserReviewFromReceiptOptions,
   type X402ReceiptProof,
-} from "../domain/payments/x402_payloads.ts";
+} from "../domain/payments/mod.ts";
 import {
   evaluateKeyTrust,
   type KeyBindingEvidence,
@@ -40,7 +40,7 @@ import {
   verifySignedReceipt,
   type WitnessEvidence,
   type X402VerifyError,
-} from "../domain/payments/x402_verify.ts";
+} from "../domain/payments/mod.ts";
 import type { DidDocumentFetch, DidDocumentFetcher } from "../ports/discovery.ts";
 import type { JwsVerifier } from "../ports/jws_verifier.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { OFFER_RECEIPT, type OfferPayload, type ReceiptPayload, type SignedReceipt } from "../domain/payments/x402_payloads.ts";
-import { evaluateKeyTrust, type VerifiedSigner, type WitnessEvidence } from "../domain/payments/x402_verify.ts";
+import { OFFER_RECEIPT, type OfferPayload, type ReceiptPayload, type SignedReceipt } from "../domain/payments/mod.ts";
+import { evaluateKeyTrust, type VerifiedSigner, type WitnessEvidence } from "../domain/payments/mod.ts";
 import type { DidDocumentFetcher } from "../ports/discovery.ts";
 import { offersExtension, receiptExtension } from "../x402/extension.ts";
 import { createEip712Issuer, createJwsIssuerFromJwk, generateSigningJwk } from "../x402/signers.ts";

@@ -29,8 +29,8 @@ import {
   watchWallets,
   writeReview,
 } from "../client/mod.ts";
-import type { ArtifactTrustItem } from "../domain/artifact_trust/artifact_trust.ts";
-import type { DiscoveryRecord, EvidenceItem } from "../domain/discovery/controller_discovery.ts";
+import type { ArtifactTrustItem } from "../domain/artifact_trust/mod.ts";
+import type { DiscoveryRecord, EvidenceItem } from "../domain/discovery/mod.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Small DOM helpers: text only

@@ -5,7 +5,7 @@ import { type Hex, keccak256, sha256, stringToBytes } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { ConfigError, readConfig } from "../app/config.ts";
 import { artifactDidFromDigest, base64UrlEncode, didToAddress, jwkToDidJwk } from "../domain/did.ts";
-import { OMA_TRUST_PROOF_DOMAIN, OMA_TRUST_PROOF_TYPES } from "../domain/artifact_trust/proofs.ts";
+import { OMA_TRUST_PROOF_DOMAIN, OMA_TRUST_PROOF_TYPES } from "../domain/artifact_trust/mod.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { checkArtifactTrust, COULD_NOT_LOAD } from "../client/artifact_trust.ts";

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Hex, createPublicClient, createTestClient, createWalletClient, defineChain, http, parseEther } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import type { AnvilLock } from "../adapters/devnet/_lock.ts";
+import type { AnvilLock } from "../adapters/devnet/mod.ts";
 import { ANVIL_DEV_KEYS, type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
 import { rpcAnswers } from "./support/devnet_fixtures.ts";
 

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Devnet, type DevnetOptions, startDevnet } from "../adapters/devnet/mod.ts";
-import { silentLogger } from "../adapters/observability/json_logger.ts";
+import { silentLogger } from "../adapters/observability/mod.ts";
 import { readConfig } from "../app/config.ts";
 import { type Service, startService } from "../main.ts";
 import { containerAnvil, DEFAULT_ANVIL_IMAGE, probeContainerRuntime } from "./support/anvil_container.ts";

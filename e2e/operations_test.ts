@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { createPublicClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
-import { createJsonLogger } from "../adapters/observability/json_logger.ts";
+import { createJsonLogger } from "../adapters/observability/mod.ts";
 import { readConfig } from "../app/config.ts";
 import { isAtsClientError } from "../client/errors.ts";
 import { requestControllerWitness, signInWithWallet } from "../client/session.ts";

@@ -12,8 +12,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Elysia } from "elysia";
 import { sha256, stringToBytes } from "viem";
-import { silentLogger } from "../adapters/observability/json_logger.ts";
-import { createPrometheusMetrics } from "../adapters/observability/prometheus_metrics.ts";
+import { silentLogger } from "../adapters/observability/mod.ts";
+import { createPrometheusMetrics } from "../adapters/observability/mod.ts";
 import { readConfig } from "../app/config.ts";
 import { artifactDidFromDigest } from "../domain/did.ts";
 import { instrumentedHandler, ROUTE_DEADLINE_MS } from "../http/instrument.ts";

@@ -10,7 +10,7 @@ import { createPublicClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { EAS_ABI } from "../domain/eas_abi.ts";
 import { didToAddress } from "../domain/did.ts";
-import { buildReviewData, buildReviewResponseData } from "../domain/reviews/reviews.ts";
+import { buildReviewData, buildReviewResponseData } from "../domain/reviews/mod.ts";
 import { decodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { prepareDelegatedAttestation, signableTypedData } from "../client/delegated_attest.ts";

@@ -7,8 +7,8 @@
 import { afterAll, beforeAll, describe, expect, setSystemTime, test } from "bun:test";
 import { createPublicClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { OMA_TRUST_PROOF_DOMAIN, OMA_TRUST_PROOF_TYPES } from "../domain/artifact_trust/proofs.ts";
-import { readOfferPayload } from "../domain/payments/x402_payloads.ts";
+import { OMA_TRUST_PROOF_DOMAIN, OMA_TRUST_PROOF_TYPES } from "../domain/artifact_trust/mod.ts";
+import { readOfferPayload } from "../domain/payments/mod.ts";
 import { attestDelegated, fetchNonce, prepareDelegatedAttestation, signableTypedData, submitDelegatedAttestation } from "../client/delegated_attest.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { isAtsClientError } from "../client/errors.ts";

@@ -8,7 +8,7 @@ import { Database } from "bun:sqlite";
 import { request } from "node:http";
 import { join } from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { silentLogger } from "../adapters/observability/json_logger.ts";
+import { silentLogger } from "../adapters/observability/mod.ts";
 import { readConfig } from "../app/config.ts";
 import { type Service, startService } from "../main.ts";
 import { startStack, type Stack } from "./harness.ts";

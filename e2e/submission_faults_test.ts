@@ -8,9 +8,9 @@ import { join } from "node:path";
 import { createPublicClient, createTestClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { EAS_ABI } from "../domain/eas_abi.ts";
-import { openSqlite } from "../adapters/sqlite/sqlite_database.ts";
-import { createSqliteReplayStore } from "../adapters/sqlite/sqlite_replay_store.ts";
-import { normalizeSignature } from "../domain/delegation/signature.ts";
+import { openSqlite } from "../adapters/sqlite/mod.ts";
+import { createSqliteReplayStore } from "../adapters/sqlite/mod.ts";
+import { normalizeSignature } from "../domain/delegation/mod.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { prepareDelegatedAttestation, signableTypedData } from "../client/delegated_attest.ts";
 import { fetchSession, requestControllerWitness, signInWithWallet } from "../client/session.ts";
@@ -304,10 +304,10 @@ describe("controller witness under provider faults", () => {
 
 describe("a transaction the node dropped", () => {
   test("is found lost by the reconciler and sent again from its stored bytes; the transaction queued behind it mines too", async () => {
-    const { createViemEas } = await import("../adapters/chain/viem_eas.ts");
-    const { createViemTxStatusReader } = await import("../adapters/chain/viem_witness.ts");
-    const { createSubmissionReconciler, replayBook } = await import("../domain/delegation/submission_reconciler.ts");
-    const { systemClock } = await import("../adapters/system/system_clock.ts");
+    const { createViemEas } = await import("../adapters/chain/mod.ts");
+    const { createViemTxStatusReader } = await import("../adapters/chain/mod.ts");
+    const { createSubmissionReconciler, replayBook } = await import("../domain/delegation/mod.ts");
+    const { systemClock } = await import("../adapters/system/mod.ts");
     const key = generatePrivateKey();
     const wallet = privateKeyToAccount(key).address;
     await testClient().setBalance({ address: wallet, value: 10n ** 18n });

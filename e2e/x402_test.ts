@@ -14,7 +14,7 @@ import { EAS_ABI } from "../domain/eas_abi.ts";
 import { didToAddress, normalizeDid } from "../domain/did.ts";
 import { decodeSchemaData, encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
-import type { SignedReceipt } from "../domain/payments/x402_payloads.ts";
+import type { SignedReceipt } from "../domain/payments/mod.ts";
 import { clearTrustAnchorsCache } from "../client/trust_anchors.ts";
 import {
   attestReceiptReview,

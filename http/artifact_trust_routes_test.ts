@@ -1,10 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { Value } from "@sinclair/typebox/value";
-import { silentLogger } from "../adapters/observability/json_logger.ts";
-import { type ArtifactTrust, createArtifactTrust } from "../domain/artifact_trust/artifact_trust.ts";
-import { createDelegatedAttest } from "../domain/delegation/delegated_attest.ts";
+import { silentLogger } from "../adapters/observability/mod.ts";
+import { type ArtifactTrust, createArtifactTrust } from "../domain/artifact_trust/mod.ts";
+import { createDelegatedAttest } from "../domain/delegation/mod.ts";
 import { artifactDidFromDigest, didToAddress } from "../domain/did.ts";
-import { createReadNonce } from "../domain/delegation/nonce.ts";
+import { createReadNonce } from "../domain/delegation/mod.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { computeSchemaUid, findSchemaByName } from "../domain/schemas.ts";
 import type { HexString } from "../ports/eas.ts";

@@ -4,8 +4,8 @@ import type { Logger } from "../ports/logger.ts";
 import type { Metrics } from "../ports/metrics.ts";
 import { ELAPSED_PATHS, isPrivatePath, pathOf, PUBLIC_CORS_HEADERS } from "./app.ts";
 import { elapsedSince, errorBody, json, statusOf } from "./errors.ts";
-import { DELEGATED_ATTEST_PATHS, NONCE_PATHS } from "./routes/delegation/eas.ts";
-import { classifyAddress } from "../domain/discovery/ip_policy.ts";
+import { DELEGATED_ATTEST_PATHS, NONCE_PATHS } from "./routes/delegation/mod.ts";
+import { classifyAddress } from "../domain/discovery/mod.ts";
 
 /**
  * The answer when the app itself throws: 500 `INTERNAL_ERROR` with no error text, CORS `*` on the

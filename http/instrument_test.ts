@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { Elysia } from "elysia";
-import { silentLogger } from "../adapters/observability/json_logger.ts";
-import { createPrometheusMetrics } from "../adapters/observability/prometheus_metrics.ts";
-import { clientKeyOf } from "../domain/sessions/sessions.ts";
+import { silentLogger } from "../adapters/observability/mod.ts";
+import { createPrometheusMetrics } from "../adapters/observability/mod.ts";
+import { clientKeyOf } from "../domain/sessions/mod.ts";
 import { pathOf } from "./app.ts";
 import { clientAddressOf, instrumentedHandler, requestClientAddress, routable } from "./instrument.ts";
 

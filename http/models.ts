@@ -1,6 +1,6 @@
 import { type TSchema, Type as t } from "@sinclair/typebox";
-import { MAX_BATCH, PREMIUM_METHODS } from "../domain/accounts/premium_rpc.ts";
-import { TrustAnchorsModel } from "../domain/identity/trust_anchors.ts";
+import { MAX_BATCH, PREMIUM_METHODS } from "../domain/accounts/mod.ts";
+import { TrustAnchorsModel } from "../domain/identity/mod.ts";
 
 /** The one error body. */
 export const ErrorModel = t.Object({ error: t.String(), code: t.String(), details: t.Optional(t.String()) });

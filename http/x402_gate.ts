@@ -28,7 +28,7 @@ import {
 } from "@x402/core/server";
 import type { Network, PaymentPayload, SettleResponse, SupportedResponse, VerifyResponse } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
-import { type PaidCall, paymentReplayKey, readExactAuthorization } from "../domain/payments/x402_payments.ts";
+import { type PaidCall, paymentReplayKey, readExactAuthorization } from "../domain/payments/mod.ts";
 import type { Logger } from "../ports/logger.ts";
 import type { PaymentPurpose } from "../ports/payments.ts";
 import { initializeOnce } from "../x402/elysia_adapter.ts";

@@ -18,8 +18,8 @@ import {
 import { privateKeyToAccount } from "viem/accounts";
 import { createWebCryptoJwsVerifier } from "../client/jws_verifier.ts";
 import { base64UrlEncode, didJwkToJwk } from "../domain/did.ts";
-import type { OfferPayload, ReceiptPayload } from "../domain/payments/x402_payloads.ts";
-import { didKeyToJwk, jwkToDidKey, verifySignedOffer, verifySignedReceipt } from "../domain/payments/x402_verify.ts";
+import type { OfferPayload, ReceiptPayload } from "../domain/payments/mod.ts";
+import { didKeyToJwk, jwkToDidKey, verifySignedOffer, verifySignedReceipt } from "../domain/payments/mod.ts";
 import { createEip712Issuer, createJwsIssuerFromJwk, generateSigningJwk } from "./signers.ts";
 
 const KEY = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";

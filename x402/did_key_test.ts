@@ -8,8 +8,8 @@ import { createJWSOfferReceiptIssuer, type JWSSigner } from "@x402/extensions/of
 import { sha256 } from "viem/utils";
 import { createWebCryptoJwsVerifier } from "../client/jws_verifier.ts";
 import { base64UrlDecode, base64UrlEncode, jwkToDidJwk } from "../domain/did.ts";
-import type { X402JwsAlgorithm } from "../domain/payments/x402_payloads.ts";
-import { base58btcEncode, didKeyToJwk, evaluateKeyTrust, jwkToDidKey, verifySignedOffer, verifySignedReceipt } from "../domain/payments/x402_verify.ts";
+import type { X402JwsAlgorithm } from "../domain/payments/mod.ts";
+import { base58btcEncode, didKeyToJwk, evaluateKeyTrust, jwkToDidKey, verifySignedOffer, verifySignedReceipt } from "../domain/payments/mod.ts";
 import { createJwsIssuerFromJwk, generateSigningJwk, type PrivateJwk } from "./signers.ts";
 import vectors from "./testdata/x402_vectors.json" with { type: "json" };
 

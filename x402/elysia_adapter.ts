@@ -32,7 +32,7 @@ import {
   type x402HTTPResourceServer,
 } from "@x402/core/server";
 import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from "@x402/core/types";
-import { OFFER_RECEIPT, readDeclaration, toCaip2Network, toV1Network } from "../domain/payments/x402_payloads.ts";
+import { OFFER_RECEIPT, readDeclaration, toCaip2Network, toV1Network } from "../domain/payments/mod.ts";
 import type { Logger } from "../ports/logger.ts";
 import { type DidDocument, DID_DOCUMENT_PATH, didDocumentResponse } from "./did_document.ts";
 import { type OfferReceiptSigning, receiptExtension, resolveResourceUrl, signReceipt } from "./extension.ts";

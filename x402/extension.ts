@@ -26,7 +26,7 @@ import {
   RECEIPT_INFO_SCHEMA,
   type SignedOffer,
   type SignedReceipt,
-} from "../domain/payments/x402_payloads.ts";
+} from "../domain/payments/mod.ts";
 import type { Logger } from "../ports/logger.ts";
 import type { OfferReceiptIssuer } from "./signers.ts";
 

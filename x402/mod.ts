@@ -27,7 +27,7 @@ export { buildDidDocument, DID_DOCUMENT_PATH, type DidDocument, didDocumentRespo
 export { createX402Fetch, withX402, type X402FetchOptions } from "./elysia_adapter.ts";
 export { issuerFromEnv, type X402SigningEnv } from "./signing_config.ts";
 /** did:key kids for JWS issuers (self-resolving, like did:jwk): `jwkToDidKey(issuer.publicJwk)`. */
-export { didKeyToJwk, jwkToDidKey } from "../domain/payments/x402_verify.ts";
+export { didKeyToJwk, jwkToDidKey } from "../domain/payments/mod.ts";
 export {
   OFFER_RECEIPT,
   type OfferPayload,
@@ -36,4 +36,4 @@ export {
   resourceUrlToDidWeb,
   type SignedOffer,
   type SignedReceipt,
-} from "../domain/payments/x402_payloads.ts";
+} from "../domain/payments/mod.ts";

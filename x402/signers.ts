@@ -20,7 +20,7 @@ import {
   type SignedOffer,
   type SignedReceipt,
   type X402JwsAlgorithm,
-} from "../domain/payments/x402_payloads.ts";
+} from "../domain/payments/mod.ts";
 
 /** A public JWK as published in did.json, with `alg` (Bun's and browsers' jose need it). */
 export type PublicJwk = { kty: string; crv: string; x: string; y?: string | undefined; alg: X402JwsAlgorithm };

@@ -8,7 +8,7 @@
  * - `X402_PUBLIC_BASE_URL`: the public origin; jws kids are `did:web:<its host>#key-1`;
  * - `X402_KID_CHAIN_ID`: eip712 only, the chain id in the did:pkh kid (default 1).
  */
-import type { X402JwsAlgorithm } from "../domain/payments/x402_payloads.ts";
+import type { X402JwsAlgorithm } from "../domain/payments/mod.ts";
 import { createEip712Issuer, createJwsIssuerFromJwk, didWebKid, type OfferReceiptIssuer, type PrivateJwk } from "./signers.ts";
 
 /** The variables read. */

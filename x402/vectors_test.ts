@@ -15,8 +15,8 @@ import {
   RECEIPT_TYPES,
   type ReceiptPayload,
   resourceUrlToDidWeb,
-} from "../domain/payments/x402_payloads.ts";
-import { verifySignedOffer, verifySignedReceipt } from "../domain/payments/x402_verify.ts";
+} from "../domain/payments/mod.ts";
+import { verifySignedOffer, verifySignedReceipt } from "../domain/payments/mod.ts";
 import type { DidDocumentFetcher } from "../ports/discovery.ts";
 import { createEip712Issuer, createJwsIssuerFromJwk, type PrivateJwk } from "./signers.ts";
 import vectors from "./testdata/x402_vectors.json" with { type: "json" };

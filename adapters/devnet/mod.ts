@@ -25,6 +25,7 @@ export type { Anvil, AnvilOptions };
 export { anvilBinary };
 export { type Facilitator, type FacilitatorOptions, startFacilitator } from "./facilitator.ts";
 export { TEST_USD, TEST_USD_MINT } from "./_token.ts";
+export type { AnvilLock } from "./_lock.ts";
 
 /** How to start the devnet. */
 export type DevnetOptions = {

@@ -10,7 +10,7 @@ import { createSocket } from "node:dgram";
 import { connect } from "node:net";
 import * as dnsPacket from "dns-packet";
 import type { DecodedPacket, OptAnswer, RecordType } from "dns-packet";
-import { classifyAddress } from "../../domain/discovery/ip_policy.ts";
+import { classifyAddress } from "../../domain/discovery/mod.ts";
 import type { AddressLookup, DnsResolver, TxtLookup } from "../../ports/discovery.ts";
 
 /** Options of {@link createDnsPacketResolver}. */

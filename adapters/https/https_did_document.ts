@@ -12,7 +12,7 @@
  */
 import { readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
-import { classifyAddress, isIpLiteral, isPublicAddress } from "../../domain/discovery/ip_policy.ts";
+import { classifyAddress, isIpLiteral, isPublicAddress } from "../../domain/discovery/mod.ts";
 import type { DidDocumentFetch, DidDocumentFetcher, DnsResolver } from "../../ports/discovery.ts";
 
 /** Options of {@link createHttpsDidDocumentFetcher}. */

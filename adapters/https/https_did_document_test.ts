@@ -3,7 +3,7 @@ import { type DnsServer, startDnsServer } from "../../e2e/support/dns_server.ts"
 import { type HttpsServer, startHttpsServer } from "../../e2e/support/https_server.ts";
 import { getTestCa, issueLeaf } from "../../e2e/support/test_ca.ts";
 import type { DnsResolver } from "../../ports/discovery.ts";
-import { createDnsPacketResolver } from "../dns/dns_packet_resolver.ts";
+import { createDnsPacketResolver } from "../dns/mod.ts";
 import { createHttpsDidDocumentFetcher, type HttpsDidDocumentFetcherOptions } from "./https_did_document.ts";
 
 const NAMES = [

@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { GasBudget } from "../../ports/gas_budget.ts";
 import type { PremiumReadLedger } from "../../ports/premium_reads.ts";
 import { postgresUnavailableReason, startPostgres, type TestPostgres } from "../../e2e/support/postgres.ts";
-import { openPostgresStorage } from "../postgres/postgres_storage.ts";
-import { openSqliteStorage } from "../sqlite/sqlite_storage.ts";
+import { openPostgresStorage } from "../postgres/mod.ts";
+import { openSqliteStorage } from "../sqlite/mod.ts";
 import type { Storage } from "../../ports/storage.ts";
 
 const skip = postgresUnavailableReason();

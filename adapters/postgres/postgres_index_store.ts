@@ -1,7 +1,7 @@
 import type { SQL } from "bun";
 import type { AttestedLog, IndexCheckpoint, IndexStore, PagedLog } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
-import { CHECKPOINT_HISTORY, indexTables } from "../sqlite/sqlite_index_store.ts";
+import { CHECKPOINT_HISTORY, indexTables } from "../sqlite/mod.ts";
 
 /** Serializes the index's migrations and its writers across instances. */
 const INDEX_LOCK = 7_240_002;

@@ -13,15 +13,15 @@ import type {
 import type { HexString } from "../../ports/eas.ts";
 import type { ClaimOutcome, ReplayStore } from "../../ports/replay_store.ts";
 import type { Storage, WalletNonces } from "../../ports/storage.ts";
-import { type ReplayRow, toReplayRecord } from "../sqlite/sqlite_replay_store.ts";
+import { type ReplayRow, toReplayRecord } from "../sqlite/mod.ts";
 import { createPostgresIndexStore } from "./postgres_index_store.ts";
 import { FACTORY_CALLS_TABLE, createPostgresFactoryCalls } from "./postgres_factory_calls.ts";
 import { createPostgresGasBudget, PRIVATE_RELAY_GAS_TABLE, RELAY_GAS_TABLE } from "./postgres_gas_budget.ts";
 import { createPostgresTxReplacements, TX_REPLACEMENTS_TABLE } from "./postgres_tx_replacements.ts";
 import { createPostgresPremiumReads, PREMIUM_READS_TABLE } from "./postgres_premium_reads.ts";
 import { createPostgresSubjects } from "./postgres_subjects.ts";
-import { subjectTables } from "../sqlite/sqlite_subjects.ts";
-import { paymentTables } from "../sqlite/sqlite_payments.ts";
+import { subjectTables } from "../sqlite/mod.ts";
+import { paymentTables } from "../sqlite/mod.ts";
 import { createPostgresPayments } from "./postgres_payments.ts";
 
 const MIGRATIONS: readonly string[] = [

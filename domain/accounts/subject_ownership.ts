@@ -14,7 +14,7 @@
  */
 import type { HexString } from "../../ports/eas.ts";
 import type { OwnershipChain } from "../../ports/ownership_chain.ts";
-import type { DiscoverControllers } from "../discovery/controller_discovery.ts";
+import type { DiscoverControllers } from "../discovery/mod.ts";
 import { isSameControllerId, normalizeDid, parseDidPkh } from "../did.ts";
 import { fail, ok, type Result } from "../result.ts";
 

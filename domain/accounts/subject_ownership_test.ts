@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { HexString } from "../../ports/eas.ts";
 import type { OwnershipChain, OwnershipTransaction } from "../../ports/ownership_chain.ts";
-import type { DiscoverControllers } from "../discovery/controller_discovery.ts";
+import type { DiscoverControllers } from "../discovery/mod.ts";
 import { createSubjectOwnership, OWNERSHIP_TRANSFERRED_TOPIC } from "./subject_ownership.ts";
 
 const WALLET = "0x00000000000000000000000000000000000000aa" as HexString;

@@ -33,14 +33,14 @@ import type { Clock } from "../../ports/clock.ts";
 import type { HexString } from "../../ports/eas.ts";
 import type { JwsVerifier } from "../../ports/jws_verifier.ts";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
-import { findApprovedIssuer } from "../identity/approved_issuers.ts";
-import type { ControllerKey, DiscoverControllers } from "../discovery/controller_discovery.ts";
+import { findApprovedIssuer } from "../identity/mod.ts";
+import type { ControllerKey, DiscoverControllers } from "../discovery/mod.ts";
 import { didToAddress, isSameControllerId, normalizeDid, parseArtifactDid } from "../did.ts";
 import { isEvidencePointer, parseProofWrappers, readUint, verifyProofWrapper } from "./proofs.ts";
 import { type Fail, fail, ok, type Result } from "../result.ts";
 import { parseSchemaFields, type SchemaField } from "../schema_data.ts";
 import { decodeAbiParameters, parseAbiParameters } from "viem/utils";
-import { caip2 } from "../identity/trust_anchors.ts";
+import { caip2 } from "../identity/mod.ts";
 
 /** The four schemas artifact trust reads, by trust-anchor name. */
 export const ARTIFACT_POLICY_SCHEMAS = [

@@ -5,7 +5,7 @@ import type { HexString } from "../../ports/eas.ts";
 import { fakeAttestationIndex, fakeClock, fakeDidDocumentFetcher, fakeDnsResolver, fakeJwsVerifier } from "../../ports/fakes.ts";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
 import { type ArtifactTrustRecord, createArtifactTrust, type ExclusionReason, LIVE_DISCOVERY_CONCURRENCY, type VerificationBasis } from "./artifact_trust.ts";
-import { createDiscoverControllers } from "../discovery/controller_discovery.ts";
+import { createDiscoverControllers } from "../discovery/mod.ts";
 import { artifactDidFromDigest, base64UrlEncode, didToAddress, jwkToDidJwk } from "../did.ts";
 import { OMA_TRUST_PROOF_DOMAIN, OMA_TRUST_PROOF_TYPES } from "./proofs.ts";
 import { encodeSchemaData } from "../schema_data.ts";

@@ -16,16 +16,16 @@ import type { Clock } from "../../ports/clock.ts";
 import type { AttestationRead, HexString } from "../../ports/eas.ts";
 import type { Random } from "../../ports/random.ts";
 import type { SubjectStore } from "../../ports/subjects.ts";
-import { walletDid } from "../accounts/account_views.ts";
+import { walletDid } from "../accounts/mod.ts";
 import type { CallerTicket, DelegatedAttest, DelegatedAttestFailure } from "./delegated_attest.ts";
 import type { DelegatedRequest } from "./delegated_request.ts";
 import { didToAddress, normalizeDid } from "../did.ts";
-import { type PlanPolicy, planAllowsSchema, quotaYear } from "../accounts/plans.ts";
+import { type PlanPolicy, planAllowsSchema, quotaYear } from "../accounts/mod.ts";
 import { fail } from "../result.ts";
 import { decodeSchemaData } from "../schema_data.ts";
 import { findSchemaByName } from "../schemas.ts";
-import type { VerifySubjectOwnership } from "../accounts/subject_ownership.ts";
-import { type PayingAgent, payerLedgerId } from "../payments/x402_payments.ts";
+import type { VerifySubjectOwnership } from "../accounts/mod.ts";
+import { type PayingAgent, payerLedgerId } from "../payments/mod.ts";
 
 /** The schemas only a subject's owner may write through the relay (`SUBJECT_SCOPED_SCHEMAS`). */
 export const DEFAULT_SUBJECT_SCOPED_SCHEMAS = ["key-binding", "linked-identifier", "user-review-response"] as const;

@@ -8,7 +8,7 @@ import { createPrivateRelay } from "./private_relay.ts";
 import { ok } from "../result.ts";
 import { encodeSchemaData } from "../schema_data.ts";
 import { findSchemaByName } from "../schemas.ts";
-import type { VerifySubjectOwnership } from "../accounts/subject_ownership.ts";
+import type { VerifySubjectOwnership } from "../accounts/mod.ts";
 
 const LINKED = findSchemaByName("linked-identifier")!;
 const LINKED_UID = `0x${"11".repeat(32)}` as HexString;

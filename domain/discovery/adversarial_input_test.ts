@@ -24,11 +24,11 @@ import {
   parseControllerTxtRecord,
 } from "./controller_discovery.ts";
 import { base64UrlEncode, buildDidPkhFromCaip10, isSameControllerId, jwkToDidJwk, normalizeDid, parseArtifactDid } from "../did.ts";
-import { resolveIdentity } from "../identity/identity.ts";
-import { parseProofWrappers } from "../artifact_trust/proofs.ts";
-import { parseSiweMessage } from "../sessions/siwe.ts";
-import { decodeCompactJws, readReceiptPayload, resourceUrlToDidWeb } from "../payments/x402_payloads.ts";
-import { didKeyToJwk } from "../payments/x402_verify.ts";
+import { resolveIdentity } from "../identity/mod.ts";
+import { parseProofWrappers } from "../artifact_trust/mod.ts";
+import { parseSiweMessage } from "../sessions/mod.ts";
+import { decodeCompactJws, readReceiptPayload, resourceUrlToDidWeb } from "../payments/mod.ts";
+import { didKeyToJwk } from "../payments/mod.ts";
 
 /** Size of the largest remote text: a TXT answer fits a 64 KiB DNS message; did.json is capped at 64 KiB. */
 const SIZE = 60_000;

@@ -9,7 +9,7 @@ import {
   jwkToDidJwk,
   normalizeDid,
 } from "../did.ts";
-import { type IdentityRecord, resolveIdentity } from "../identity/identity.ts";
+import { type IdentityRecord, resolveIdentity } from "../identity/mod.ts";
 import { type RateLimiter, registrableDomain } from "../rate_limit.ts";
 import { type Fail, fail, ok, type Result } from "../result.ts";
 

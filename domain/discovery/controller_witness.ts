@@ -19,11 +19,11 @@ import type { WitnessWriter } from "../../ports/witness.ts";
 import type { DiscoverControllers, EvidenceItem } from "./controller_discovery.ts";
 import { canonicalControllerKey, didWebLocation } from "./controller_discovery.ts";
 import { didToAddress, isSameControllerId, normalizeDid } from "../did.ts";
-import { type PlanPolicy, planAllowsSchema, quotaYear } from "../accounts/plans.ts";
+import { type PlanPolicy, planAllowsSchema, quotaYear } from "../accounts/mod.ts";
 import { type RateLimiter, registrableDomain } from "../rate_limit.ts";
 import { fail, type Fail, ok, type Ok, type Result } from "../result.ts";
 import { encodeSchemaData } from "../schema_data.ts";
-import { payerLedgerId } from "../payments/x402_payments.ts";
+import { payerLedgerId } from "../payments/mod.ts";
 import { findSchemaByName } from "../schemas.ts";
 
 /** Error codes of the witness endpoint. */

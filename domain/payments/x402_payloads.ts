@@ -5,7 +5,7 @@
  * `@x402/extensions` 2.27; x402_vectors.json pins it. Pure: time comes in as arguments.
  */
 import type { Hex } from "viem";
-import { buildReviewData, type ReviewData } from "../reviews/reviews.ts";
+import { buildReviewData, type ReviewData } from "../reviews/mod.ts";
 import { hashTypedData } from "viem/utils";
 import { base64UrlDecode, base64UrlEncode, normalizeDomain } from "../did.ts";
 import { fail, ok, type Result } from "../result.ts";

@@ -9,7 +9,7 @@ import type { Clock } from "../../ports/clock.ts";
 import type { HexString } from "../../ports/eas.ts";
 import type { Random } from "../../ports/random.ts";
 import { base64UrlEncode, normalizeDid, parseDidPkh } from "../did.ts";
-import { classifyAddress } from "../discovery/ip_policy.ts";
+import { classifyAddress } from "../discovery/mod.ts";
 import { type Fail, fail, type Ok, ok, type Result } from "../result.ts";
 import { buildSiweMessage, SIWE_STATEMENT, validateSiweMessage, verifySiweSignature } from "./siwe.ts";
 

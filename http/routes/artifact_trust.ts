@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import { type ArtifactTrust, INVALID_ARTIFACT_DID_MESSAGE } from "../../domain/artifact_trust/artifact_trust.ts";
+import { type ArtifactTrust, INVALID_ARTIFACT_DID_MESSAGE } from "../../domain/artifact_trust/mod.ts";
 import type { Logger } from "../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
 import { REQUEST_MODELS } from "../models.ts";

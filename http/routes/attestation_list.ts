@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import type { ListAttestations } from "../../domain/index/list_attestations.ts";
+import type { ListAttestations } from "../../domain/index/mod.ts";
 import type { Logger } from "../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
 import { REQUEST_MODELS } from "../models.ts";

@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import type { createControllerConfirm, DiscoverControllers } from "../../domain/discovery/controller_discovery.ts";
+import type { createControllerConfirm, DiscoverControllers } from "../../domain/discovery/mod.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
 import { REQUEST_MODELS } from "../models.ts";
 import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";

@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import { resolveIdentity } from "../../domain/identity/identity.ts";
+import { resolveIdentity } from "../../domain/identity/mod.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
 import { REQUEST_MODELS } from "../models.ts";
 import { compileRequestCheck, readBodyText, requestDetail } from "./request.ts";

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { Value } from "@sinclair/typebox/value";
-import { parseWitnessBody } from "../../domain/discovery/controller_witness.ts";
-import { parseDelegatedRequest } from "../../domain/delegation/delegated_request.ts";
-import { createSessions } from "../../domain/sessions/sessions.ts";
+import { parseWitnessBody } from "../../domain/discovery/mod.ts";
+import { parseDelegatedRequest } from "../../domain/delegation/mod.ts";
+import { createSessions } from "../../domain/sessions/mod.ts";
 import { fakeAccountStore, fakeClock, fakeRandom } from "../../ports/fakes.ts";
 import { REQUEST_MODELS } from "../models.ts";
 import { BODY_TOO_LARGE, compileRequestCheck, MAX_BODY_BYTES, parseJsonBody, queryOf, readBodyText } from "./request.ts";

@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
-import { type ControllerWitness, parseWitnessBody } from "../../domain/discovery/controller_witness.ts";
-import { type PlanPolicy, quotaYear } from "../../domain/accounts/plans.ts";
-import type { Sessions } from "../../domain/sessions/sessions.ts";
+import { type ControllerWitness, parseWitnessBody } from "../../domain/discovery/mod.ts";
+import { type PlanPolicy, quotaYear } from "../../domain/accounts/mod.ts";
+import type { Sessions } from "../../domain/sessions/mod.ts";
 import type { Account, Session, SponsoredWriteLedger } from "../../ports/accounts.ts";
 import type { Clock } from "../../ports/clock.ts";
 import type { Logger } from "../../ports/logger.ts";
@@ -10,7 +10,7 @@ import { errorBody, json, statusOf } from "../errors.ts";
 import type { PaymentGate } from "../x402_gate.ts";
 import { REQUEST_MODELS } from "../models.ts";
 import { compileRequestCheck, readBodyText, requestDetail } from "./request.ts";
-import { bootstrapSubject, DEFAULT_CLIENT_ID, sessionId, walletDid } from "../../domain/accounts/account_views.ts";
+import { bootstrapSubject, DEFAULT_CLIENT_ID, sessionId, walletDid } from "../../domain/accounts/mod.ts";
 
 /** The session cookie's name. */
 export const SESSION_COOKIE = "ats_session";

@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
-import { bootstrapSubject, type PrimarySubjectView, readDisplayName, subscriptionView, walletDid } from "../../../domain/accounts/account_views.ts";
-import { type PlanPolicy, quotaYear } from "../../../domain/accounts/plans.ts";
-import type { Sessions } from "../../../domain/sessions/sessions.ts";
+import { bootstrapSubject, type PrimarySubjectView, readDisplayName, subscriptionView, walletDid } from "../../../domain/accounts/mod.ts";
+import { type PlanPolicy, quotaYear } from "../../../domain/accounts/mod.ts";
+import type { Sessions } from "../../../domain/sessions/mod.ts";
 import type { Account, AccountStore, SponsoredWriteLedger } from "../../../ports/accounts.ts";
 import type { Clock } from "../../../ports/clock.ts";
 import type { PremiumReadLedger } from "../../../ports/premium_reads.ts";

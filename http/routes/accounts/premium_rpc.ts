@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
-import { MAX_BATCH, type PremiumRpc, requestShapeFault } from "../../../domain/accounts/premium_rpc.ts";
-import type { Sessions } from "../../../domain/sessions/sessions.ts";
+import { MAX_BATCH, type PremiumRpc, requestShapeFault } from "../../../domain/accounts/mod.ts";
+import type { Sessions } from "../../../domain/sessions/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
 import { REQUEST_MODELS } from "../../models.ts";

@@ -1,9 +1,9 @@
 /** `POST /api/private/rpc-premium` through the whole app: body checks, session, the private guard, status codes, CORS. */
 import { describe, expect, test } from "bun:test";
 import { Value } from "@sinclair/typebox/value";
-import { silentLogger } from "../../../adapters/observability/json_logger.ts";
-import { createPremiumRpc, requestShapeFault } from "../../../domain/accounts/premium_rpc.ts";
-import { createReadNonce } from "../../../domain/delegation/nonce.ts";
+import { silentLogger } from "../../../adapters/observability/mod.ts";
+import { createPremiumRpc, requestShapeFault } from "../../../domain/accounts/mod.ts";
+import { createReadNonce } from "../../../domain/delegation/mod.ts";
 import { fail } from "../../../domain/result.ts";
 import type { Account } from "../../../ports/accounts.ts";
 import { fakeClock, fakeEasReader, fakePremiumReadLedger, fakeRawRpc } from "../../../ports/fakes.ts";

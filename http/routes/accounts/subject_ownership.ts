@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import type { VerifySubjectOwnership } from "../../../domain/accounts/subject_ownership.ts";
+import type { VerifySubjectOwnership } from "../../../domain/accounts/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
 import { REQUEST_MODELS } from "../../models.ts";

@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
-import type { Sessions } from "../../../domain/sessions/sessions.ts";
-import type { Subjects } from "../../../domain/accounts/subjects.ts";
+import type { Sessions } from "../../../domain/sessions/mod.ts";
+import type { Subjects } from "../../../domain/accounts/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
 import { REQUEST_MODELS } from "../../models.ts";

@@ -1,8 +1,8 @@
 import { Elysia } from "elysia";
-import { subscriptionView } from "../../../domain/accounts/account_views.ts";
-import { type PlanPolicy, quotaYear } from "../../../domain/accounts/plans.ts";
-import type { Sessions } from "../../../domain/sessions/sessions.ts";
-import { PAID_PLAN_YEAR_MS } from "../../../domain/payments/x402_payments.ts";
+import { subscriptionView } from "../../../domain/accounts/mod.ts";
+import { type PlanPolicy, quotaYear } from "../../../domain/accounts/mod.ts";
+import type { Sessions } from "../../../domain/sessions/mod.ts";
+import { PAID_PLAN_YEAR_MS } from "../../../domain/payments/mod.ts";
 import type { SponsoredWriteLedger } from "../../../ports/accounts.ts";
 import type { Clock } from "../../../ports/clock.ts";
 import type { Logger } from "../../../ports/logger.ts";

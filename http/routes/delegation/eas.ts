@@ -1,8 +1,8 @@
 import { Elysia } from "elysia";
-import type { DelegatedAttest } from "../../../domain/delegation/delegated_attest.ts";
-import { parseDelegatedRequest } from "../../../domain/delegation/delegated_request.ts";
-import type { ReadNonce } from "../../../domain/delegation/nonce.ts";
-import { clientKeyOf } from "../../../domain/sessions/sessions.ts";
+import type { DelegatedAttest } from "../../../domain/delegation/mod.ts";
+import { parseDelegatedRequest } from "../../../domain/delegation/mod.ts";
+import type { ReadNonce } from "../../../domain/delegation/mod.ts";
+import { clientKeyOf } from "../../../domain/sessions/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import { elapsedSince, errorBody, json, statusOf } from "../../errors.ts";
 import { REQUEST_MODELS } from "../../models.ts";

@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
-import type { ReadNonce } from "../../../domain/delegation/nonce.ts";
-import type { PrivateRelay } from "../../../domain/delegation/private_relay.ts";
-import type { Sessions } from "../../../domain/sessions/sessions.ts";
+import type { ReadNonce } from "../../../domain/delegation/mod.ts";
+import type { PrivateRelay } from "../../../domain/delegation/mod.ts";
+import type { Sessions } from "../../../domain/sessions/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
 import { parseJsonBody, queryOf, readBodyText } from "../request.ts";

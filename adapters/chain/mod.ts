@@ -1,0 +1,10 @@
+/**
+ * The chain through viem and plain JSON-RPC: EAS reads and writes, transactions, the witness writer, ownership reads,
+ * the attestation index's log reads.
+ */
+export { createFetchRawRpc } from "./fetch_raw_rpc.ts";
+export { createViemAttestationIndex } from "./viem_attestation_index.ts";
+export * from "./viem_eas.ts";
+export { createViemOwnershipChain } from "./viem_ownership_chain.ts";
+export { createViemPayerBalances } from "./viem_payer_balances.ts";
+export * from "./viem_witness.ts";

@@ -1,0 +1,2 @@
+/** did.json fetched over HTTPS from an address that passed the network policy. */
+export { createHttpsDidDocumentFetcher } from "./https_did_document.ts";

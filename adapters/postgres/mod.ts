@@ -1,0 +1,2 @@
+/** Storage in PostgreSQL (Bun.SQL), for several instances sharing one database. */
+export { openPostgresStorage } from "./postgres_storage.ts";

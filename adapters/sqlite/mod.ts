@@ -1,0 +1,17 @@
+/** Storage in one SQLite file (bun:sqlite): the default for a single instance. */
+export { createSqliteAccountStore, createSqliteWriteLedger } from "./sqlite_accounts.ts";
+export { openSqlite } from "./sqlite_database.ts";
+export { toFactoryCall } from "./sqlite_factory_calls.ts";
+export { type GasBudgetTable } from "./sqlite_gas_budget.ts";
+export { CHECKPOINT_HISTORY, createSqliteIndexStore, indexTables } from "./sqlite_index_store.ts";
+export {
+  contiguousPeriod,
+  paymentTables,
+  storedValidBefore,
+  toPaymentRecord,
+  withinBalance,
+} from "./sqlite_payments.ts";
+export { createSqliteReplayStore, type ReplayRow, toReplayRecord } from "./sqlite_replay_store.ts";
+export { openSqliteStorage } from "./sqlite_storage.ts";
+export { subjectTables, toSubject } from "./sqlite_subjects.ts";
+export { toReplacement } from "./sqlite_tx_replacements.ts";

@@ -1,0 +1,18 @@
+/**
+ * Delegated attestation: the signed Attest message rebuilt and checked, the public relay's guard, the private relay's
+ * rules, and the submission outcomes (decisions §6, §12, §15).
+ */
+export {
+  type AttestMessage,
+  buildAttestTypedData,
+  EAS_DOMAIN_VERSION,
+  ZERO_ADDRESS,
+  ZERO_UID,
+} from "./attest_typed_data.ts";
+export { createDelegatedAttest, type DelegatedAttest, NONCE_MOVED } from "./delegated_attest.ts";
+export { parseDelegatedRequest } from "./delegated_request.ts";
+export { createReadNonce, type ReadNonce } from "./nonce.ts";
+export { createPrivateRelay, type PrivateRelay, REFERENCED_AUTHORITY } from "./private_relay.ts";
+export { createRelayGuard, GAS_WINDOW_MS } from "./relay_guard.ts";
+export { normalizeSignature } from "./signature.ts";
+export * from "./submission_reconciler.ts";

@@ -1,0 +1,13 @@
+/**
+ * Trust anchors and identity resolve: the published registry, approved issuers, and identifiers made canonical
+ * (decisions §4, §5).
+ */
+export { findApprovedIssuer } from "./approved_issuers.ts";
+export { type IdentityRecord, resolveIdentities, resolveIdentity } from "./identity.ts";
+export {
+  activeChainAnchors,
+  caip2,
+  subsidizedSchemaMap,
+  TrustAnchorsModel,
+  validateTrustAnchors,
+} from "./trust_anchors.ts";

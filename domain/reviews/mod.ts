@@ -1,0 +1,10 @@
+/** User reviews and review responses: their payloads and limits, as the reference's schemas define them. */
+export {
+  buildReviewData,
+  buildReviewResponseData,
+  REVIEW_LIMITS,
+  type ReviewData,
+  type ReviewHead,
+  sameService,
+  supersedingReview,
+} from "./reviews.ts";
