@@ -1,14 +1,11 @@
+/**
+ * The request context of the request being served, kept across its awaits: set by the server's edge
+ * (instrument.ts), read by the logger's context and by the client-address function the routes are given.
+ */
 import { AsyncLocalStorage } from "node:async_hooks";
+import type { RequestContext } from "../ports/request_context.ts";
 
-/** What every log line written while serving a request carries, and who sent the request. */
-export type RequestContext = {
-  readonly requestId: string;
-  /**
-   * The peer address of the connection (not `X-Forwarded-For`, which any client can write); absent when
-   * the request did not come through a socket (`app.handle` in tests). Not logged.
-   */
-  readonly clientAddress?: string | undefined;
-};
+export type { RequestContext };
 
 const storage = new AsyncLocalStorage<RequestContext>();
 

@@ -11,6 +11,7 @@ import type { PaymentGate } from "../x402_gate.ts";
 import { REQUEST_MODELS } from "../models.ts";
 import { compileRequestCheck, readBodyText, requestDetail } from "./request.ts";
 import { bootstrapSubject, DEFAULT_CLIENT_ID, sessionId, walletDid } from "../../domain/accounts/mod.ts";
+import type { ClientAddressOf } from "../../ports/request_context.ts";
 
 /** The session cookie's name. */
 export const SESSION_COOKIE = "ats_session";
@@ -33,7 +34,7 @@ export type SessionRoutesDeps = {
    * The peer address a request came from, for the sign-in challenge rate per client (decisions §15);
    * absent or undefined: the one key `unknown`.
    */
-  readonly clientAddress?: ((request: Request) => string | undefined) | undefined;
+  readonly clientAddress?: ClientAddressOf | undefined;
   /** The account's default subject; absent: the wallet's own did:pkh. */
   readonly primarySubject?: ((account: Account) => Promise<{ canonicalDid: string; subjectDidHash: string }>) | undefined;
   /** The active chain: the wallet DIDs the answers show are did:pkh on it. */

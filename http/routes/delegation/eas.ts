@@ -7,6 +7,7 @@ import type { Logger } from "../../../ports/logger.ts";
 import { elapsedSince, errorBody, json, statusOf } from "../../errors.ts";
 import { REQUEST_MODELS } from "../../models.ts";
 import { compileRequestCheck, queryOf, readBodyText, requestDetail } from "../request.ts";
+import type { ClientAddressOf } from "../../../ports/request_context.ts";
 
 /** What the EAS routes need. */
 export type EasRoutesDeps = {
@@ -17,7 +18,7 @@ export type EasRoutesDeps = {
   readonly easAddress: string;
   readonly log: Logger;
   /** The client address of a request (the public relay's per-address limit). */
-  readonly clientAddress?: ((request: Request) => string | undefined) | undefined;
+  readonly clientAddress?: ClientAddressOf | undefined;
 };
 
 /** The paths of the nonce route. */
