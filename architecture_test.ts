@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, normalize, sep } from "node:path";
+import ts from "typescript";
 
 // The dependency rules of the house style (decisions §16): domain/ is pure, ports/ is a leaf, a capability folder is
 // reached only through its mod.ts, client/ and http/ reach no adapter, and the composition root reads top to bottom.
@@ -121,5 +122,28 @@ describe("architecture", () => {
       const ok = spec === "viem" || spec.startsWith("viem/") || spec.startsWith("@sinclair/typebox");
       expect({ spec, ok }).toEqual({ spec, ok: true });
     }
+  });
+
+  test("the composition root reads top to bottom: main.ts only starts the process, no function of app/ over 120 lines", () => {
+    const longest: { file: string; name: string; lines: number }[] = [];
+    for (const file of [...sources("app"), "main.ts"]) {
+      const text = readFileSync(join(ROOT, file), "utf8");
+      const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+      const visit = (node: ts.Node) => {
+        if (ts.isFunctionLike(node) && "body" in node && node.body !== undefined) {
+          const start = source.getLineAndCharacterOfPosition(node.getStart()).line;
+          const end = source.getLineAndCharacterOfPosition(node.getEnd()).line;
+          const name = (node as ts.FunctionDeclaration).name?.getText() ?? `(line ${start + 1})`;
+          if (end - start + 1 > 120) longest.push({ file, name, lines: end - start + 1 });
+        }
+        ts.forEachChild(node, visit);
+      };
+      visit(source);
+    }
+    expect(longest).toEqual([]);
+    // main.ts starts the process and nothing else: no wiring of its own.
+    const main = readFileSync(join(ROOT, "main.ts"), "utf8");
+    expect(imports("main.ts").every((spec) => spec.startsWith("./app/"))).toBe(true);
+    expect(main.split("\n").length).toBeLessThan(80);
   });
 });

@@ -144,45 +144,7 @@ type Env = Readonly<Record<string, string | undefined>>;
 
 /** Reads and validates the configuration from an environment map. */
 export function readConfig(env: Env): Config {
-  const get = (name: string) => {
-    const value = env[name]?.trim();
-    return value === undefined || value === "" ? undefined : value;
-  };
-  const int = (name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) => {
-    const raw = get(name);
-    if (raw === undefined) return fallback;
-    if (!/^[0-9]+$/.test(raw)) throw new ConfigError(name, `expected a whole number, got "${raw}"`);
-    const n = Number(raw);
-    if (n < min || n > max) throw new ConfigError(name, `expected a number from ${min} to ${max}`);
-    return n;
-  };
-  const bool = (name: string, fallback: boolean) => {
-    const raw = get(name)?.toLowerCase();
-    if (raw === undefined) return fallback;
-    if (["true", "1", "yes"].includes(raw)) return true;
-    if (["false", "0", "no"].includes(raw)) return false;
-    throw new ConfigError(name, `expected true or false, got "${raw}"`);
-  };
-  const onOff = (name: string, fallback: boolean) => {
-    const raw = get(name)?.toLowerCase();
-    if (raw === undefined) return fallback;
-    if (["on", "true", "1", "yes"].includes(raw)) return true;
-    if (["off", "false", "0", "no"].includes(raw)) return false;
-    throw new ConfigError(name, `expected on or off, got "${raw}"`);
-  };
-  const list = (name: string, fallback: readonly string[]) => {
-    const raw = get(name);
-    if (raw === undefined) return fallback;
-    return raw.split(",").map((s) => s.trim()).filter((s) => s !== "");
-  };
-  const key = (name: string) => {
-    const raw = get(name);
-    if (raw === undefined) return undefined;
-    const hex = raw.startsWith("0x") ? raw.slice(2) : raw;
-    if (!/^[0-9a-fA-F]{64}$/.test(hex)) throw new ConfigError(name, "expected 32 bytes of hex (64 characters)");
-    return `0x${hex.toLowerCase()}` as `0x${string}`;
-  };
-
+  const { get, int, bool, list, key } = envReaders(env);
   const port = int("PORT", 8080, 0, 65_535);
   const host = get("HOST") ?? "127.0.0.1";
   const dataDir = get("DATA_DIR") ?? ".ats";
@@ -259,6 +221,59 @@ export function readConfig(env: Env): Config {
     discoveryDomainPerMinute: int("DISCOVERY_DOMAIN_RATE_PER_MINUTE", 30, 1),
     discoveryCacheSeconds: int("DISCOVERY_CACHE_SECONDS", 60, 0, 3_600),
     logLevel: logLevel as Config["logLevel"],
+    ...readRelaysAndReads(env),
+    x402,
+    index: readIndex(env),
+  };
+}
+
+/** The typed readers of an environment map: each names the variable in its error. */
+function envReaders(env: Env) {
+  const get = (name: string) => {
+    const value = env[name]?.trim();
+    return value === undefined || value === "" ? undefined : value;
+  };
+  const int = (name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) => {
+    const raw = get(name);
+    if (raw === undefined) return fallback;
+    if (!/^[0-9]+$/.test(raw)) throw new ConfigError(name, `expected a whole number, got "${raw}"`);
+    const n = Number(raw);
+    if (n < min || n > max) throw new ConfigError(name, `expected a number from ${min} to ${max}`);
+    return n;
+  };
+  const bool = (name: string, fallback: boolean) => {
+    const raw = get(name)?.toLowerCase();
+    if (raw === undefined) return fallback;
+    if (["true", "1", "yes"].includes(raw)) return true;
+    if (["false", "0", "no"].includes(raw)) return false;
+    throw new ConfigError(name, `expected true or false, got "${raw}"`);
+  };
+  const onOff = (name: string, fallback: boolean) => {
+    const raw = get(name)?.toLowerCase();
+    if (raw === undefined) return fallback;
+    if (["on", "true", "1", "yes"].includes(raw)) return true;
+    if (["off", "false", "0", "no"].includes(raw)) return false;
+    throw new ConfigError(name, `expected on or off, got "${raw}"`);
+  };
+  const list = (name: string, fallback: readonly string[]) => {
+    const raw = get(name);
+    if (raw === undefined) return fallback;
+    return raw.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  };
+  const key = (name: string) => {
+    const raw = get(name);
+    if (raw === undefined) return undefined;
+    const hex = raw.startsWith("0x") ? raw.slice(2) : raw;
+    if (!/^[0-9a-fA-F]{64}$/.test(hex)) throw new ConfigError(name, "expected 32 bytes of hex (64 characters)");
+    return `0x${hex.toLowerCase()}` as `0x${string}`;
+  };
+  return { get, int, bool, onOff, list, key };
+}
+
+/** The relays' guards and budgets, the submissions' fee bumps and the premium reads (decisions §12, §15, issue 23). */
+function readRelaysAndReads(env: Env): Pick<Config, "publicRelay" | "trustProxy" | "privateRelay" | "feeBump" | "premiumReads" | "premiumRpc"> {
+  const { int, onOff, list } = envReaders(env);
+  return {
     publicRelay: {
       enabled: onOff("PUBLIC_RELAY", true),
       ipPerMinute: int("PUBLIC_RELAY_IP_RATE_PER_MINUTE", 30, 1, 1_000_000),
@@ -283,15 +298,19 @@ export function readConfig(env: Env): Config {
       maxInFlightPerAccount: int("PREMIUM_RPC_MAX_IN_FLIGHT_PER_ACCOUNT", 4, 1, 1_000),
       maxInFlight: int("PREMIUM_RPC_MAX_IN_FLIGHT", 16, 1, 10_000),
     },
-    x402,
-    index: {
-      confirmations: get("INDEX_CONFIRMATIONS") === undefined ? undefined : int("INDEX_CONFIRMATIONS", 12, 0, 10_000),
-      pollMs: int("INDEX_POLL_MS", 2_000, 50, 600_000),
-      stallSeconds: int("INDEX_STALL_SECONDS", 120, 1),
-      leaseSeconds: int("INDEX_LEASE_SECONDS", 15, 1, 3_600),
-      stepBlocks: int("INDEX_STEP_BLOCKS", 10_000, 1, 10_000_000),
-      follow: bool("INDEX_FOLLOW", true),
-    },
+  };
+}
+
+/** The attestation index's follower (decisions §11). */
+function readIndex(env: Env): Config["index"] {
+  const { get, int, bool } = envReaders(env);
+  return {
+    confirmations: get("INDEX_CONFIRMATIONS") === undefined ? undefined : int("INDEX_CONFIRMATIONS", 12, 0, 10_000),
+    pollMs: int("INDEX_POLL_MS", 2_000, 50, 600_000),
+    stallSeconds: int("INDEX_STALL_SECONDS", 120, 1),
+    leaseSeconds: int("INDEX_LEASE_SECONDS", 15, 1, 3_600),
+    stepBlocks: int("INDEX_STEP_BLOCKS", 10_000, 1, 10_000_000),
+    follow: bool("INDEX_FOLLOW", true),
   };
 }
 

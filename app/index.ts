@@ -3,6 +3,14 @@
  * lease), its backoff, progress lines, metrics and readiness, and the reads requests go through.
  */
 import { hostname } from "node:os";
+import { createViemAttestationIndex } from "../adapters/chain/mod.ts";
+import { systemClock } from "../adapters/system/mod.ts";
+import { createArtifactTrust } from "../domain/artifact_trust/mod.ts";
+import { createListAttestations } from "../domain/index/mod.ts";
+import { createWebCryptoJwsVerifier } from "../client/jws_verifier.ts";
+import type { Config } from "./config.ts";
+import type { WiredDiscovery } from "./discovery.ts";
+import type { Foundation } from "./foundation.ts";
 import { createIndexedAttestations, createIndexFollower, type FollowStep } from "../domain/index/mod.ts";
 import type { AttestationIndex, ChainHistory, IndexStore } from "../ports/attestation_index.ts";
 import type { Clock } from "../ports/clock.ts";
@@ -76,34 +84,10 @@ export function wireIndex(deps: {
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let running: Promise<void> | undefined;
-  let backfill: { startedMs: number; fromBlock: bigint; lastLogMs: number } | undefined;
 
   const behind = () => (indexed === undefined || target === undefined ? true : target - indexed > CATCHING_UP_BLOCKS);
 
-  const progress = (s: Extract<FollowStep, { ok: true }>) => {
-    const now = clock.nowMs();
-    if (s.ingested === undefined || s.indexedBlock === undefined) return;
-    deps.metrics?.increment("ats_index_logs_total", {}, s.ingested.events);
-    if (s.indexedBlock >= s.target) {
-      if (backfill !== undefined) log.info("index_caught_up", { indexedBlock: Number(s.indexedBlock), seconds: Math.round((now - backfill.startedMs) / 1000) });
-      backfill = undefined;
-      return;
-    }
-    backfill ??= { startedMs: now, fromBlock: s.ingested.from, lastLogMs: now };
-    if (now - backfill.lastLogMs < PROGRESS_EVERY_MS) return;
-    backfill.lastLogMs = now;
-    const done = Number(s.indexedBlock - backfill.fromBlock + 1n);
-    const total = Number(s.target - backfill.fromBlock + 1n);
-    const rate = done / Math.max(1, (now - backfill.startedMs) / 1000);
-    log.info("index_backfill", {
-      indexedBlock: Number(s.indexedBlock),
-      target: Number(s.target),
-      blocksDone: done,
-      percent: Math.floor((done / Math.max(1, total)) * 1000) / 10,
-      blocksPerSecond: Math.round(rate),
-      etaSeconds: Math.round((total - done) / Math.max(rate, 1e-9)),
-    });
-  };
+  const progress = createBackfillProgress({ clock, log, metrics: deps.metrics });
 
   /** One round: follow while leading and behind; otherwise watch the store another instance writes. */
   async function round(): Promise<number> {
@@ -190,4 +174,82 @@ export function wireIndex(deps: {
       if (leader) await store.lease(holder, clock.nowMs(), -1).catch(() => false);
     },
   };
+}
+
+/**
+ * Reports the follower's progress: logs ingested (metric), a line every few seconds while a backfill runs (blocks
+ * done, rate, time left) and one when it caught up.
+ */
+function createBackfillProgress(deps: { clock: Clock; log: Logger; metrics?: PrometheusMetrics | undefined }) {
+  const { clock, log } = deps;
+  let backfill: { startedMs: number; fromBlock: bigint; lastLogMs: number } | undefined;
+  return (s: Extract<FollowStep, { ok: true }>) => {
+    const now = clock.nowMs();
+    if (s.ingested === undefined || s.indexedBlock === undefined) return;
+    deps.metrics?.increment("ats_index_logs_total", {}, s.ingested.events);
+    if (s.indexedBlock >= s.target) {
+      if (backfill !== undefined) log.info("index_caught_up", { indexedBlock: Number(s.indexedBlock), seconds: Math.round((now - backfill.startedMs) / 1000) });
+      backfill = undefined;
+      return;
+    }
+    backfill ??= { startedMs: now, fromBlock: s.ingested.from, lastLogMs: now };
+    if (now - backfill.lastLogMs < PROGRESS_EVERY_MS) return;
+    backfill.lastLogMs = now;
+    const done = Number(s.indexedBlock - backfill.fromBlock + 1n);
+    const total = Number(s.target - backfill.fromBlock + 1n);
+    const rate = done / Math.max(1, (now - backfill.startedMs) / 1000);
+    log.info("index_backfill", {
+      indexedBlock: Number(s.indexedBlock),
+      target: Number(s.target),
+      blocksDone: done,
+      percent: Math.floor((done / Math.max(1, total)) * 1000) / 10,
+      blocksPerSecond: Math.round(rate),
+      etaSeconds: Math.round((total - done) / Math.max(rate, 1e-9)),
+    });
+  };
+}
+
+/** Builds the chain reads, the index over the storage's tables, and the attestation list read from them. */
+export async function wireAttestationIndex(config: Config, f: Foundation): Promise<{ index: IndexRunner; attestationList: ReturnType<typeof createListAttestations> }> {
+  const chainReads = createViemAttestationIndex({
+    rpcUrl: f.rpcUrl,
+    chainId: f.chainId,
+    easAddress: f.easAddress,
+    startBlock: f.startBlock,
+    timeoutMs: config.artifactTrustRpcTimeoutMs,
+    fetchFn: f.rpcFetch,
+    log: (event, fields) => f.log.warn(event, fields),
+  });
+  const store = await f.storage.indexStore({ chainId: f.chainId, easAddress: f.easAddress });
+  const index = wireIndex({
+    store,
+    chain: chainReads,
+    live: chainReads,
+    settings: {
+      startBlock: f.startBlock,
+      // The devnet mines on demand and never reorganizes by itself: nothing to wait for.
+      confirmations: config.index.confirmations ?? (f.devnet === undefined ? 12 : 0),
+      pollMs: config.index.pollMs,
+      stallSeconds: config.index.stallSeconds,
+      leaseSeconds: config.index.leaseSeconds,
+      stepBlocks: BigInt(config.index.stepBlocks),
+      follow: config.index.follow,
+    },
+    clock: systemClock,
+    log: f.log,
+    metrics: f.metrics,
+  });
+  const attestationList = createListAttestations({ reads: chainReads, store, schemaUids: f.chain.schemas, startBlock: f.startBlock });
+  return { index, attestationList };
+}
+
+/** Builds artifact trust over the index's reads, the trust anchors and the cached discovery (decisions §7). */
+export function wireArtifactTrust(f: Foundation, index: IndexRunner, discovery: WiredDiscovery): ReturnType<typeof createArtifactTrust> {
+  return createArtifactTrust({
+    index: index.reads,
+    trustAnchors: f.trustAnchors,
+    clock: systemClock,
+    jws: createWebCryptoJwsVerifier(),
+    discover: discovery.viewDiscover,
+  });
 }

@@ -5,7 +5,7 @@
  * Prints JSON, one account per line for `list`.
  */
 import { systemClock } from "../adapters/system/mod.ts";
-import { openStorage } from "../main.ts";
+import { openStorage } from "./foundation.ts";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createPublicClient, http } from "viem";

@@ -19,7 +19,7 @@ import { startStack } from "../e2e/harness.ts";
 import { writeAnchorsWithIssuers } from "../e2e/support/devnet_fixtures.ts";
 import { easWriter } from "../e2e/support/eas_writer.ts";
 import { type RpcCall, inFrontOf, startRpcProxy } from "../e2e/support/rpc_proxy.ts";
-import type { Service } from "../main.ts";
+import type { Service } from "../app/service.ts";
 
 const REQUESTS = Number(process.argv[2] ?? 30);
 const WINDOW = 20n;

@@ -9,7 +9,7 @@ import { OMA_TRUST_PROOF_DOMAIN, OMA_TRUST_PROOF_TYPES } from "../domain/artifac
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { checkArtifactTrust, COULD_NOT_LOAD } from "../client/artifact_trust.ts";
-import type { Service } from "../main.ts";
+import type { Service } from "../app/service.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { easWriter } from "./support/eas_writer.ts";

@@ -13,7 +13,7 @@ import { createSqliteIndexStore } from "../adapters/sqlite/mod.ts";
 import { artifactDidFromDigest, didToAddress } from "../domain/did.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
-import type { Service } from "../main.ts";
+import type { Service } from "../app/service.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import { writeAnchorsWithIssuers } from "./support/devnet_fixtures.ts";
 import { easWriter } from "./support/eas_writer.ts";

@@ -19,7 +19,7 @@ import { EAS_ABI } from "../domain/eas_abi.ts";
 import { artifactDidFromDigest, didToAddress } from "../domain/did.ts";
 import { decodeSchemaData, encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
-import type { Service } from "../main.ts";
+import type { Service } from "../app/service.ts";
 import { writeAnchorsWithIssuers } from "./support/devnet_fixtures.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { easWriter } from "./support/eas_writer.ts";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { privateKeyToAccount } from "viem/accounts";
-import type { Service } from "../main.ts";
+import type { Service } from "../app/service.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { type HttpsServer, startHttpsServer } from "./support/https_server.ts";
 import { getTestCa, issueLeaf } from "./support/test_ca.ts";

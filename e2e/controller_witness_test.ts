@@ -15,7 +15,7 @@ import { findSchemaByName } from "../domain/schemas.ts";
 import { fetchSession, requestControllerWitness, signInWithWallet, signOut, type WalletSession } from "../client/session.ts";
 import { isAtsClientError } from "../client/errors.ts";
 import { runOps } from "../app/ops.ts";
-import type { Service } from "../main.ts";
+import type { Service } from "../app/service.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { type HttpsServer, startHttpsServer } from "./support/https_server.ts";
 import { getTestCa, issueLeaf } from "./support/test_ca.ts";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { type Devnet, type DevnetOptions, startDevnet } from "../adapters/devnet/mod.ts";
 import { silentLogger } from "../adapters/observability/mod.ts";
 import { readConfig } from "../app/config.ts";
-import { type Service, startService } from "../main.ts";
+import { type Service, startService } from "../app/service.ts";
 import { containerAnvil, DEFAULT_ANVIL_IMAGE, probeContainerRuntime } from "./support/anvil_container.ts";
 
 /** Counts JSON-RPC traffic: HTTP round trips and methods, in order. */

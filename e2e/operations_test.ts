@@ -14,7 +14,7 @@ import { readConfig } from "../app/config.ts";
 import { isAtsClientError } from "../client/errors.ts";
 import { requestControllerWitness, signInWithWallet } from "../client/session.ts";
 import { requestLogContext } from "../http/instrument.ts";
-import { type Service, startService } from "../main.ts";
+import { type Service, startService } from "../app/service.ts";
 import { e2eArtifacts } from "./harness.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { signedReviewBody } from "./support/review_signer.ts";

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { createPublicClient, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import type { Service } from "../main.ts";
+import type { Service } from "../app/service.ts";
 import { signedReviewBody } from "./support/review_signer.ts";
 import { postgresUnavailableReason, startPostgres, type TestPostgres } from "./support/postgres.ts";
 import { startStack, type Stack } from "./harness.ts";

@@ -17,7 +17,7 @@ import { createPrometheusMetrics } from "../adapters/observability/mod.ts";
 import { readConfig } from "../app/config.ts";
 import { artifactDidFromDigest } from "../domain/did.ts";
 import { instrumentedHandler, ROUTE_DEADLINE_MS } from "../http/instrument.ts";
-import { SERVER_IDLE_TIMEOUT_SECONDS } from "../main.ts";
+import { SERVER_IDLE_TIMEOUT_SECONDS } from "../app/service.ts";
 import { type RpcProxy, inFrontOf, startRpcProxy } from "./support/rpc_proxy.ts";
 import { startStack, type Stack } from "./harness.ts";
 

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { silentLogger } from "../adapters/observability/mod.ts";
 import { readConfig } from "../app/config.ts";
-import { type Service, startService } from "../main.ts";
+import { type Service, startService } from "../app/service.ts";
 import { startStack, type Stack } from "./harness.ts";
 
 const APP = "https://app.test";

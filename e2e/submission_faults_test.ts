@@ -15,7 +15,7 @@ import { findSchemaByName } from "../domain/schemas.ts";
 import { prepareDelegatedAttestation, signableTypedData } from "../client/delegated_attest.ts";
 import { fetchSession, requestControllerWitness, signInWithWallet } from "../client/session.ts";
 import { isAtsClientError } from "../client/errors.ts";
-import type { Service } from "../main.ts";
+import type { Service } from "../app/service.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { type RpcCall, type RpcProxy, inFrontOf, startRpcProxy } from "./support/rpc_proxy.ts";
 import { startStack, type Stack } from "./harness.ts";

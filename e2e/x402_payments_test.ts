@@ -15,7 +15,7 @@ import { type Facilitator, startFacilitator, TEST_USD } from "../adapters/devnet
 import { EAS_ABI } from "../domain/eas_abi.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { prepareDelegatedAttestation, signableTypedData } from "../client/delegated_attest.ts";
-import type { Service } from "../main.ts";
+import type { Service } from "../app/service.ts";
 import { runOps } from "../app/ops.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { startStack, type Stack } from "./harness.ts";

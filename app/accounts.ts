@@ -1,0 +1,83 @@
+/** Wiring of sign-in, accounts, plans, subjects with their ownership proofs, and premium reads (decisions §8, §12). */
+import { createFetchRawRpc, createViemOwnershipChain } from "../adapters/chain/mod.ts";
+import { cryptoRandom, systemClock } from "../adapters/system/mod.ts";
+import { createPremiumRpc, createSubjectOwnership, createSubjects, type PlanPolicy } from "../domain/accounts/mod.ts";
+import { withPaidPlans } from "../domain/payments/mod.ts";
+import { createSessions } from "../domain/sessions/mod.ts";
+import type { Config } from "./config.ts";
+import type { WiredDiscovery } from "./discovery.ts";
+import type { Foundation } from "./foundation.ts";
+
+/** What the account routes and the relays need. */
+export type WiredAccounts = {
+  readonly plans: PlanPolicy;
+  readonly sessions: ReturnType<typeof createSessions>;
+  readonly subjects: ReturnType<typeof createSubjects>;
+  readonly subjectOwnership: ReturnType<typeof createSubjectOwnership>;
+  readonly premiumRpc: ReturnType<typeof createPremiumRpc>;
+  /** Ends the premium reads still waiting on the node (a read spent, 502): stopping never waits on a slow node. */
+  readonly abortPremiumReads: () => void;
+  /** Stops the pruning of expired challenges and sessions. */
+  readonly stop: () => void;
+};
+
+/** Prunes what expired, then builds sessions (paid plans from x402 purchases), subjects and premium reads. */
+export async function wireAccounts(
+  config: Config,
+  f: Foundation,
+  discovery: WiredDiscovery,
+  options: { pruneIntervalMs?: number | undefined },
+): Promise<WiredAccounts> {
+  const { storage, eas, log } = f;
+  await storage.accounts.prune(systemClock.nowMs());
+  // Expired challenges and sessions go every minute as well, not only at start (decisions §15).
+  const pruneTimer = setInterval(() => {
+    storage.accounts.prune(systemClock.nowMs()).catch((error) =>
+      log.warn("prune_failed", { error: error instanceof Error ? error.message : String(error) }));
+  }, options.pruneIntervalMs ?? 60_000);
+  pruneTimer.unref?.();
+  const plans: PlanPolicy = {
+    free: { annualWrites: config.freePlanAnnualWrites, schemas: config.freePlanSchemas },
+    paid: { annualWrites: config.paidPlanAnnualWrites, schemas: config.paidPlanSchemas },
+  };
+  const sessions = withPaidPlans(createSessions({
+    accounts: storage.accounts,
+    clock: systemClock,
+    random: cryptoRandom,
+    policy: {
+      sessionTtlHours: config.sessionTtlHours,
+      challengeTtlMinutes: 10,
+      siweDomains: config.siweDomains,
+      challengeRatePerMinute: config.siweChallengePerMinute,
+    },
+    contractWallets: eas.reader.checkContractSignature === undefined
+      ? undefined
+      : { chainId: eas.reader.chainId, check: eas.reader.checkContractSignature },
+  }), { payments: storage.payments, clock: systemClock });
+  const subjectOwnership = createSubjectOwnership({
+    discover: discovery.viewDiscover,
+    chain: createViemOwnershipChain({ client: eas.client, chainId: f.chainId, log: (event, fields) => log.warn(event, fields) }),
+  });
+  const subjects = createSubjects({ store: storage.subjects, ownership: subjectOwnership, clock: systemClock, random: cryptoRandom, chainId: f.chainId });
+  // Aborted first thing at shutdown (issue 23).
+  const premiumStop = new AbortController();
+  const premiumRpc = createPremiumRpc({
+    ledger: storage.premiumReads,
+    rpc: createFetchRawRpc({ rpcUrl: f.rpcUrl, fetchFn: f.rpcFetch, timeoutMs: config.premiumRpc.timeoutMs, signal: premiumStop.signal }),
+    clock: systemClock,
+    limits: { free: config.premiumReads.free, paid: config.premiumReads.paid },
+    maxLogRange: BigInt(config.premiumReads.maxLogRange),
+    maxCallGas: BigInt(config.premiumRpc.maxCallGas),
+    maxInFlightPerAccount: config.premiumRpc.maxInFlightPerAccount,
+    maxInFlight: config.premiumRpc.maxInFlight,
+  });
+  return {
+    plans,
+    sessions,
+    subjects,
+    subjectOwnership,
+    premiumRpc,
+    abortPremiumReads: () => premiumStop.abort(),
+    stop: () => clearInterval(pruneTimer),
+  };
+}

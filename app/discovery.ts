@@ -1,0 +1,78 @@
+/** Wiring of controller discovery, its cached views and the controller witness (decisions §8). */
+import { createViemWitnessWriter } from "../adapters/chain/mod.ts";
+import { createDnsPacketResolver } from "../adapters/dns/mod.ts";
+import { createHttpsDidDocumentFetcher } from "../adapters/https/mod.ts";
+import { cryptoRandom, systemClock } from "../adapters/system/mod.ts";
+import type { PlanPolicy } from "../domain/accounts/mod.ts";
+import {
+  createCachedDiscovery,
+  createControllerConfirm,
+  createControllerWitness,
+  createDiscoverControllers,
+  type DiscoverControllers,
+} from "../domain/discovery/mod.ts";
+import { createRateLimiter } from "../domain/rate_limit.ts";
+import type { Config } from "./config.ts";
+import type { Foundation } from "./foundation.ts";
+
+/** What discovery gives the routes and the other capabilities. */
+export type WiredDiscovery = {
+  /** A fresh look every time: the witness's. */
+  readonly discover: DiscoverControllers;
+  /** Answers shared for `DISCOVERY_CACHE_SECONDS`: the read-only views, artifact trust and ownership checks. */
+  readonly viewDiscover: DiscoverControllers;
+  readonly confirm: ReturnType<typeof createControllerConfirm>;
+};
+
+/** Builds discovery over real DNS and HTTPS, with one rate budget per registrable domain. */
+export function wireDiscovery(config: Config, { trustAnchors }: Foundation, options: { didJsonCa?: string | undefined }): WiredDiscovery {
+  const dns = createDnsPacketResolver({ servers: [...config.dnsServers] });
+  const discover = createDiscoverControllers({
+    dns,
+    didDocuments: createHttpsDidDocumentFetcher({
+      resolver: dns,
+      allowPrivateNetwork: config.allowPrivateNetwork,
+      ca: options.didJsonCa,
+    }),
+    serviceDnsLabel: config.serviceDnsLabel,
+    // One budget per registrable domain for every caller, so nobody can hammer a domain through us.
+    domainRate: createRateLimiter(systemClock, {
+      capacity: config.discoveryDomainPerMinute,
+      perMinute: config.discoveryDomainPerMinute,
+    }),
+  });
+  // The read-only views and artifact trust share answers for DISCOVERY_CACHE_SECONDS; the witness always
+  // looks afresh.
+  const viewDiscover = config.discoveryCacheSeconds === 0 ? discover : createCachedDiscovery(discover, { clock: systemClock }, {
+    freshMs: config.discoveryCacheSeconds * 1_000,
+    failureMs: Math.ceil(config.discoveryCacheSeconds * 1_000 / 6),
+  });
+  const confirm = createControllerConfirm({
+    discover: viewDiscover,
+    trustAnchors,
+    clock: systemClock,
+    registryUrl: `${config.publicBaseUrl.replace(/\/$/, "")}/v1/trust-anchors`,
+  });
+  return { discover, viewDiscover, confirm };
+}
+
+/** Builds the controller witness: a fresh discovery, the sponsored-write ledger, the witness wallet's writer. */
+export function wireWitness(config: Config, f: Foundation, discovery: WiredDiscovery, plans: PlanPolicy): ReturnType<typeof createControllerWitness> {
+  return createControllerWitness({
+    discover: discovery.discover,
+    ledger: f.storage.ledger,
+    writer: f.witnessKey === undefined ? undefined : createViemWitnessWriter({
+      client: f.eas.client,
+      sender: f.eas.senderFor(f.witnessKey),
+      easAddress: f.easAddress,
+      log: (event, fields) => f.log.warn(event, fields),
+    }),
+    witnessSchemaUid: f.chain.schemas["controller-witness"] as `0x${string}` | undefined,
+    chainId: f.chainId,
+    plans,
+    clock: systemClock,
+    random: cryptoRandom,
+    userRate: createRateLimiter(systemClock, { capacity: config.witnessUserPerMinute, perMinute: config.witnessUserPerMinute }),
+    domainRate: createRateLimiter(systemClock, { capacity: config.witnessDomainPerMinute, perMinute: config.witnessDomainPerMinute }),
+  });
+}

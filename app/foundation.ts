@@ -1,0 +1,172 @@
+/**
+ * The shared adapters every capability's wiring takes: logs and metrics, the chain (the embedded devnet unless
+ * `RPC_URL` names one), the trust anchors checked against that chain, the storage, and the EAS client.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { type Address, createPublicClient, type Hex, http } from "viem";
+import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
+import { createViemEas, type ViemEas } from "../adapters/chain/mod.ts";
+import { createJsonLogger, createPrometheusMetrics, meteredRpcFetch, type PrometheusMetrics } from "../adapters/observability/mod.ts";
+import { openPostgresStorage } from "../adapters/postgres/mod.ts";
+import { openSqliteStorage } from "../adapters/sqlite/mod.ts";
+import { EAS_DOMAIN_VERSION, REFERENCED_AUTHORITY } from "../domain/delegation/mod.ts";
+import { EAS_ABI } from "../domain/eas_abi.ts";
+import { activeChainAnchors, caip2, subsidizedSchemaMap, validateTrustAnchors } from "../domain/identity/mod.ts";
+import { requestLogContext } from "../http/instrument.ts";
+import type { Logger } from "../ports/logger.ts";
+import type { Storage } from "../ports/storage.ts";
+import type { ChainAnchors, TrustAnchors } from "../ports/trust_anchors.ts";
+import type { Config } from "./config.ts";
+import { describeMetrics } from "./metrics.ts";
+
+/** Schema UIDs (lowercase) a relay writes, with their names. */
+export type SchemaMap = ReadonlyMap<string, { readonly name: string; readonly revocable?: boolean | undefined }>;
+
+/** A start-up problem the operator must fix; printed without a stack. */
+export class StartupError extends Error {}
+
+/** Options of the service that tests set. */
+export type StartServiceOptions = {
+  readonly log?: Logger | undefined;
+  /** Replaces `fetch` for JSON-RPC (round-trip counting in tests). */
+  readonly rpcFetch?: typeof fetch | undefined;
+  /** An extra trusted root for did.json fetches (tests; operators use NODE_EXTRA_CA_CERTS). */
+  readonly didJsonCa?: string | undefined;
+  /** How often expired challenges and sessions are pruned (default every minute; tests shorten it). */
+  readonly pruneIntervalMs?: number | undefined;
+};
+
+/** What every capability's wiring shares. */
+export type Foundation = {
+  readonly log: Logger;
+  readonly metrics: PrometheusMetrics;
+  /** `fetch` for JSON-RPC, metered. */
+  readonly rpcFetch: typeof fetch;
+  readonly devnet: Devnet | undefined;
+  readonly rpcUrl: string;
+  readonly chainId: number;
+  /** The active chain's anchors: its name, EAS address and schemas. */
+  readonly chain: ChainAnchors;
+  readonly easAddress: Address;
+  readonly trustAnchors: TrustAnchors;
+  /** The schemas the public relay subsidizes (`SUBSIDIZED_SCHEMAS`). */
+  readonly subsidized: SchemaMap;
+  /** Every anchored schema: the private relay takes them all and the plan decides which an account may write. */
+  readonly relaySchemas: SchemaMap;
+  /** The first block that can hold attestations (logs before the EAS deployment cannot). */
+  readonly startBlock: bigint;
+  readonly witnessKey: Hex | undefined;
+  readonly storage: Storage;
+  readonly eas: ViemEas;
+};
+
+/** Opens the shared adapters; on a failure, whatever was started is stopped again. */
+export async function openFoundation(config: Config, options: StartServiceOptions): Promise<Foundation> {
+  const log = options.log ?? createJsonLogger(config.logLevel, { context: requestLogContext });
+  const metrics = createPrometheusMetrics();
+  describeMetrics(metrics);
+  const rpcFetch = meteredRpcFetch(options.rpcFetch ?? fetch, metrics);
+  const devnet: Devnet | undefined = config.rpcUrl !== undefined ? undefined : await startDevnet({
+    dataDir: join(config.dataDir, "devnet"),
+    persist: true,
+    delegatePrivateKey: config.delegatePrivateKey,
+    witnessPrivateKey: config.witnessPrivateKey,
+    log: (line: string) => log.debug("devnet", { line }),
+  });
+  try {
+    const rpcUrl: string = config.rpcUrl ?? devnet!.rpcUrl;
+    const trustAnchors = loadTrustAnchors(config.trustAnchorsPath ?? devnet!.trustAnchorsPath);
+    const { chainId, chain } = await checkChain(rpcUrl, trustAnchors);
+    const subsidized = subsidizedSchemaMap(chain, config.subsidizedSchemas);
+    if (!subsidized.ok) throw new StartupError(`SUBSIDIZED_SCHEMAS: ${subsidized.message}`);
+    // A response's authority is the owner of the review it answers; the public relay has no identity to check it against.
+    const unsubsidizable = config.subsidizedSchemas.filter((name) => REFERENCED_AUTHORITY.has(name));
+    if (unsubsidizable.length > 0) {
+      throw new StartupError(`SUBSIDIZED_SCHEMAS: ${unsubsidizable.join(", ")} may only be written through the private relay, which checks the responder owns the subject of the attestation refUID names`);
+    }
+    const relaySchemas = subsidizedSchemaMap(chain, Object.keys(chain.schemas));
+    if (!relaySchemas.ok) throw new StartupError(`TRUST_ANCHORS_PATH: ${relaySchemas.message}`);
+    const storage = await openStorage(config);
+    const eas = createViemEas({
+      rpcUrl,
+      chainId,
+      easAddress: chain.easContract as Address,
+      delegatePrivateKey: config.delegatePrivateKey ?? devnet?.keys.delegate,
+      fetchFn: rpcFetch,
+      log: (event, fields) => log.warn(event, fields),
+      walletNonces: storage.walletNonces,
+      // The devnet's state file is written after each mined transaction and before the client hears of it,
+      // so nothing answered 200 is lost if the service and its Anvil are killed (decisions §15).
+      onMined: devnet?.checkpoint,
+    });
+    const witnessKey = config.witnessPrivateKey ?? devnet?.keys.witness;
+    if (witnessKey !== undefined) eas.senderFor(witnessKey);
+    return {
+      log,
+      metrics,
+      rpcFetch,
+      devnet,
+      rpcUrl,
+      chainId,
+      chain,
+      easAddress: chain.easContract as Address,
+      trustAnchors,
+      subsidized: subsidized.value,
+      relaySchemas: relaySchemas.value,
+      startBlock: config.startBlock ?? devnet?.deployBlock ?? 0n,
+      witnessKey,
+      storage,
+      eas,
+    };
+  } catch (error) {
+    await devnet?.stop();
+    throw error;
+  }
+}
+
+/** The chain's id, its anchors, and an EAS of the version delegated signatures are made for at the anchored address. */
+async function checkChain(rpcUrl: string, trustAnchors: TrustAnchors): Promise<{ chainId: number; chain: ChainAnchors }> {
+  const probe = createPublicClient({ transport: http(rpcUrl, { retryCount: 2, timeout: 10_000 }) });
+  let chainId: number;
+  try {
+    chainId = await probe.getChainId();
+  } catch {
+    throw new StartupError("RPC_URL does not answer eth_chainId");
+  }
+  const chain = activeChainAnchors(trustAnchors, chainId);
+  if (!chain.ok) throw new StartupError(`${chain.message} (TRUST_ANCHORS_PATH)`);
+  const easAddress = chain.value.easContract as Address;
+  let version: string;
+  try {
+    version = await probe.readContract({ address: easAddress, abi: EAS_ABI, functionName: "version" });
+  } catch {
+    throw new StartupError(`No EAS contract answers at ${easAddress} on ${caip2(chainId)}`);
+  }
+  if (version !== EAS_DOMAIN_VERSION) {
+    throw new StartupError(`EAS at ${easAddress} is version ${version}; delegated signatures need ${EAS_DOMAIN_VERSION}`);
+  }
+  return { chainId, chain: chain.value };
+}
+
+/** PostgreSQL when `DATABASE_URL` is set (several instances), else the SQLite file. */
+export async function openStorage(config: Config): Promise<Storage> {
+  if (config.databaseUrl === undefined) return openSqliteStorage(config.databasePath);
+  try {
+    return await openPostgresStorage(config.databaseUrl);
+  } catch {
+    throw new StartupError("DATABASE_URL: cannot connect to PostgreSQL or apply the schema");
+  }
+}
+
+function loadTrustAnchors(path: string): TrustAnchors {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, "utf8"));
+  } catch {
+    throw new StartupError(`TRUST_ANCHORS_PATH: cannot read JSON from ${path}`);
+  }
+  const anchors = validateTrustAnchors(raw);
+  if (!anchors.ok) throw new StartupError(`TRUST_ANCHORS_PATH: ${anchors.message}`);
+  return anchors.value;
+}

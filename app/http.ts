@@ -1,0 +1,133 @@
+/** Wiring of the HTTP side: the Elysia app given every capability's use cases, served by Bun. */
+import type { Server } from "bun";
+import { loadConsoleBundle } from "../console/assets.ts";
+import { createApp } from "../http/app.ts";
+import { instrumentedHandler, requestClientAddress } from "../http/instrument.ts";
+import { systemClock } from "../adapters/system/mod.ts";
+import type { WiredAccounts } from "./accounts.ts";
+import type { Config } from "./config.ts";
+import type { WiredDelegation } from "./delegation.ts";
+import type { WiredDiscovery, wireWitness } from "./discovery.ts";
+import type { Foundation } from "./foundation.ts";
+import type { IndexRunner } from "./index.ts";
+import type { WiredX402 } from "./payments.ts";
+
+/** Every capability, wired: what the routes are given. */
+export type Capabilities = {
+  readonly discovery: WiredDiscovery;
+  readonly witness: ReturnType<typeof wireWitness>;
+  readonly index: IndexRunner;
+  readonly attestationList: Parameters<typeof createApp>[0]["attestationList"];
+  readonly artifactTrust: Parameters<typeof createApp>[0]["artifactTrust"];
+  readonly accounts: WiredAccounts;
+  readonly delegation: WiredDelegation;
+  readonly x402: WiredX402 | undefined;
+};
+
+/**
+ * How long the server keeps a connection whose answer has not come yet: Bun's maximum. The bounded lookups of the
+ * default settings stay well below it: artifact trust makes at most seven dependent lookups of
+ * 3 × ARTIFACT_TRUST_RPC_TIMEOUT_MS (8 s) plus backoff, about 170 s; a nonce read one RPC exchange of 10 s with one
+ * retry; a discovery about 6 s. What can take longer (a submission: up to eight such exchanges and a receipt awaited
+ * for 120 s; a scan over a slow node) is answered at ROUTE_DEADLINE_MS (http/instrument.ts, 245 s).
+ */
+export const SERVER_IDLE_TIMEOUT_SECONDS = 255;
+
+/** Builds the app from the capabilities and starts serving it on `HOST`:`PORT`. */
+export function serveHttp(config: Config, f: Foundation, c: Capabilities): Server<unknown> {
+  const { storage, eas, chainId, chain, easAddress } = f;
+  const { sessions, subjects, subjectOwnership, plans } = c.accounts;
+  const ledger = storage.ledger;
+  const primarySubject = (account: Parameters<typeof subjects.primary>[0]) => subjects.primary(account);
+  const app = createApp({
+    session: {
+      sessions,
+      witness: c.witness,
+      ledger,
+      plans,
+      clock: systemClock,
+      secureCookies: !isLoopbackHost(new URL(config.publicBaseUrl).hostname),
+      metrics: f.metrics,
+      clientAddress: requestClientAddress,
+      chainId,
+      primarySubject,
+      payments: c.x402?.gate,
+    },
+    subjects: { sessions, subjects },
+    privateRelay: {
+      sessions,
+      readNonce: c.delegation.readNonce,
+      chainName: chain.name,
+      chainId,
+      easAddress,
+      payments: c.x402?.gate,
+      relay: c.delegation.privateRelay,
+    },
+    accounts: {
+      primarySubject,
+      sessions,
+      accounts: storage.accounts,
+      ledger,
+      plans,
+      clock: systemClock,
+      chainId,
+      premiumReads: { ledger: storage.premiumReads, limits: { free: config.premiumReads.free, paid: config.premiumReads.paid } },
+      paidPeriod: (accountId, nowMs) => storage.payments.paidPeriod(accountId, nowMs),
+    },
+    subscriptions: c.x402 === undefined ? undefined : { sessions, gate: c.x402.gate, payments: storage.payments, ledger, plans, clock: systemClock },
+    subjectOwnership,
+    premiumRpc: { sessions, premiumRpc: c.accounts.premiumRpc },
+    metricsText: () => f.metrics.render(),
+    console: { bundle: loadConsoleBundle, settings: { chainId, chainName: chain.name, serviceDnsLabel: config.serviceDnsLabel } },
+    privateOrigins: [...new Set([new URL(config.publicBaseUrl).origin, ...config.corsOrigins])],
+    controller: { discover: c.discovery.viewDiscover, confirm: c.discovery.confirm },
+    artifactTrust: c.artifactTrust,
+    attestationList: c.attestationList,
+    readNonce: c.delegation.readNonce,
+    delegatedAttest: c.delegation.delegatedAttest,
+    clientAddress: requestClientAddress,
+    chainName: chain.name,
+    chainId,
+    easAddress,
+    trustAnchors: f.trustAnchors,
+    log: f.log,
+    publicBaseUrl: config.publicBaseUrl,
+    ready: async () => {
+      const [database, rpc, balance] = await Promise.all([storage.ping(), eas.ping(), delegateBalance(f)]);
+      const delegateFunded = balance === undefined ? undefined : balance >= config.minDelegateBalanceWei;
+      const { follower: _, ...indexStatus } = c.index.status();
+      return {
+        ready: database && rpc && delegateFunded !== false && c.index.healthy(),
+        checks: { database, trustAnchors: true, rpc, ...(delegateFunded === undefined ? {} : { delegateBalance: delegateFunded }), index: c.index.healthy() },
+        index: indexStatus,
+      };
+    },
+  });
+  return Bun.serve({
+    hostname: config.host,
+    port: config.port,
+    // Above the app's own limit (http/routes/request.ts MAX_BODY_BYTES, 8 MiB), so that an oversized body
+    // gets the app's 413 PAYLOAD_TOO_LARGE with CORS and the error body rather than Bun's bare 413.
+    maxRequestBodySize: 16 * 1024 * 1024,
+    // Bun's default (10 s) cut connections whose answer was still coming (a hanging RPC behind artifact trust,
+    // a receipt awaited for up to two minutes): every route answers before this, at the latest at the handler's
+    // ROUTE_DEADLINE_MS (http/instrument.ts), 10 s earlier.
+    idleTimeout: SERVER_IDLE_TIMEOUT_SECONDS,
+    fetch: instrumentedHandler(app as never, { metrics: f.metrics, log: f.log, trustProxy: config.trustProxy }),
+  });
+}
+
+/** The delegate's balance, undefined without a delegate, -1n when the chain does not answer. */
+async function delegateBalance({ eas }: Foundation): Promise<bigint | undefined> {
+  if (!eas.delegate) return undefined;
+  try {
+    return await eas.client.getBalance({ address: eas.delegate.address });
+  } catch {
+    return -1n;
+  }
+}
+
+/** Cookies go without `Secure` only when the service is reached on loopback (development). */
+function isLoopbackHost(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "127.0.0.1" || hostname === "[::1]" || hostname === "::1";
+}

@@ -1,0 +1,102 @@
+/**
+ * The composition root, top to bottom: the shared adapters, then each capability's wiring (one function each in
+ * this folder), then HTTP. Reads nothing from the environment itself: `main.ts` reads the config and starts it.
+ */
+import type { Address } from "viem";
+import type { Devnet } from "../adapters/devnet/mod.ts";
+import { systemClock } from "../adapters/system/mod.ts";
+import type { TrustAnchors } from "../ports/trust_anchors.ts";
+import { wireAccounts } from "./accounts.ts";
+import type { Config } from "./config.ts";
+import { wireDelegation } from "./delegation.ts";
+import { wireDiscovery, wireWitness } from "./discovery.ts";
+import { openFoundation, type StartServiceOptions } from "./foundation.ts";
+import { serveHttp } from "./http.ts";
+import { wireArtifactTrust, wireAttestationIndex } from "./index.ts";
+import { wireGauges } from "./metrics.ts";
+import { wireX402, type X402Terms } from "./payments.ts";
+import { wireSubmissions } from "./submissions.ts";
+
+export { openStorage, StartupError, type StartServiceOptions } from "./foundation.ts";
+export { SERVER_IDLE_TIMEOUT_SECONDS } from "./http.ts";
+
+/** A running service. */
+export type Service = {
+  readonly url: string;
+  readonly port: number;
+  readonly chainId: number;
+  readonly chainName: string;
+  readonly easAddress: Address;
+  readonly trustAnchors: TrustAnchors;
+  readonly devnet: Devnet | undefined;
+  /** What x402 payments the service takes (decisions §13); undefined: none. */
+  readonly x402: X402Terms | undefined;
+  /** Stops accepting requests, lets in-flight ones finish, closes the database and the devnet. */
+  readonly stop: () => Promise<void>;
+};
+
+/** Builds adapters, use cases and HTTP from the config, and starts serving. */
+export async function startService(config: Config, options: StartServiceOptions = {}): Promise<Service> {
+  const f = await openFoundation(config, options);
+  const { devnet, log, chain, chainId, easAddress } = f;
+  try {
+    const discovery = wireDiscovery(config, f, options);
+    const { index, attestationList } = await wireAttestationIndex(config, f);
+    const artifactTrust = wireArtifactTrust(f, index, discovery);
+    const accounts = await wireAccounts(config, f, discovery, options);
+    const submissions = await wireSubmissions(config, f);
+    const x402 = await wireX402(config, {
+      devnet,
+      chainId,
+      witnessKey: f.witnessKey,
+      payments: f.storage.payments,
+      clock: systemClock,
+      metrics: f.metrics,
+      log,
+      chainClient: f.eas.client,
+    });
+    const witness = wireWitness(config, f, discovery, accounts.plans);
+    const delegation = wireDelegation(config, f, accounts);
+    wireGauges(config, f);
+    const server = serveHttp(config, f, { discovery, witness, index, attestationList, artifactTrust, accounts, delegation, x402 });
+    const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`;
+    log.info("listening", {
+      url,
+      chain: chain.name,
+      chainId,
+      easAddress,
+      schemaRegistry: devnet?.schemaRegistryAddress,
+      embeddedDevnet: devnet !== undefined,
+      rpc: devnet?.rpcUrl,
+    });
+    let stopping: Promise<void> | undefined;
+    return {
+      url,
+      port: server.port ?? config.port,
+      chainId,
+      chainName: chain.name,
+      easAddress,
+      trustAnchors: f.trustAnchors,
+      devnet,
+      x402: x402?.terms,
+      // Every caller (a second SIGTERM included) waits for the one shutdown, so nothing exits while
+      // submissions are still in flight.
+      stop() {
+        stopping ??= (async () => {
+          submissions.stop();
+          accounts.stop();
+          accounts.abortPremiumReads();
+          await server.stop(false);
+          await index.stop();
+          await x402?.stop();
+          await f.storage.close();
+          await devnet?.stop();
+        })();
+        return stopping;
+      },
+    };
+  } catch (error) {
+    await devnet?.stop();
+    throw error;
+  }
+}

@@ -1,0 +1,54 @@
+/** Wiring of the submission reconciler (decisions §15): open submissions settled at start and every minute. */
+import { createViemTxStatusReader } from "../adapters/chain/mod.ts";
+import { systemClock } from "../adapters/system/mod.ts";
+import { createSubmissionReconciler, replayBook, witnessBook } from "../domain/delegation/mod.ts";
+import type { Config } from "./config.ts";
+import type { Foundation } from "./foundation.ts";
+
+/**
+ * Open submissions younger than this belong to requests still in flight (a receipt is awaited for at most
+ * two minutes) and are left to them by the periodic reconciler.
+ */
+const RECONCILE_GRACE_MS = 5 * 60_000;
+
+/** A write stored before its transaction's bytes were (hash only) and unknown to the node is given back after this. */
+const HASH_ONLY_LOST_AFTER_MS = 10 * 60_000;
+
+/**
+ * Settles what a crash left open before the first request, then starts the periodic rounds; returns what stops them.
+ * A SQLite file has no other instance, so every open row is from before this start; on PostgreSQL other instances
+ * may be mid-flight. A row left open by a passing failure (the node restarting, an answer lost) gets a few more
+ * rounds first; one truly pending on chain stays for the periodic rounds.
+ */
+export async function wireSubmissions(config: Config, { storage, eas, easAddress, log }: Foundation): Promise<{ stop: () => void }> {
+  const reconcile = createSubmissionReconciler({
+    books: [replayBook(storage.replay, eas.reader), witnessBook(storage.ledger, systemClock)],
+    txStatus: createViemTxStatusReader({
+      client: eas.client,
+      easAddress,
+      log: (event, fields) => log.warn(event, fields),
+      senderOf: eas.senderOf,
+    }),
+    clock: systemClock,
+    graceMs: RECONCILE_GRACE_MS,
+    lostAfterMs: HASH_ONLY_LOST_AFTER_MS,
+    replacements: storage.txReplacements,
+    bumpAfterMs: config.feeBump.afterSeconds === 0 ? undefined : config.feeBump.afterSeconds * 1000,
+    maxBumps: config.feeBump.max,
+  });
+  const settle = async (graceMs?: number): Promise<number> => {
+    try {
+      const report = await reconcile({ graceMs });
+      if (report.mined + report.reverted + report.released + report.rebroadcast + report.bumped > 0) log.info("submissions_reconciled", report);
+      return report.open;
+    } catch (error) {
+      log.warn("reconcile_failed", { error: error instanceof Error ? error.message : String(error) });
+      return -1;
+    }
+  };
+  const startupGrace = storage.kind === "sqlite" ? 0 : undefined;
+  for (let round = 0; round < 4 && (await settle(startupGrace)) !== 0; round++) await Bun.sleep(250);
+  const timer = setInterval(() => void settle(), 60_000);
+  timer.unref?.();
+  return { stop: () => clearInterval(timer) };
+}
