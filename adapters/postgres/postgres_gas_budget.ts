@@ -10,42 +10,25 @@ export const PRIVATE_RELAY_GAS_TABLE =
 
 /**
  * A relay's gas budget in PostgreSQL, shared by every instance: one conditional upsert per charge. The public
- * relay's is in `relay_gas`, the private relay's in `private_relay_gas` (the same queries on the other table).
+ * relay's is in `relay_gas`, the private relay's in `private_relay_gas`. The table name is one of those two
+ * literals (never input), so it is spliced into the text; the values are parameters.
  */
 export function createPostgresGasBudget(sql: SQL, table: GasBudgetTable = "relay_gas"): GasBudget {
-  if (table === "private_relay_gas") return privateBudget(sql);
+  const usedQuery = `SELECT gas_used::TEXT AS gas_used FROM ${table} WHERE window_start_ms = $1`;
+  // The row's lock serializes concurrent charges of one window; the WHERE keeps the sum within the limit.
+  const chargeQuery = `
+    INSERT INTO ${table} (window_start_ms, gas_used) VALUES ($1, $2::NUMERIC)
+    ON CONFLICT (window_start_ms) DO UPDATE SET gas_used = ${table}.gas_used + EXCLUDED.gas_used
+      WHERE ${table}.gas_used + EXCLUDED.gas_used <= $3::NUMERIC
+    RETURNING window_start_ms`;
   return {
     async used(windowStartMs) {
-      const rows = await sql`SELECT gas_used::TEXT AS gas_used FROM relay_gas WHERE window_start_ms = ${windowStartMs}` as { gas_used: string }[];
+      const rows = await sql.unsafe(usedQuery, [windowStartMs]) as { gas_used: string }[];
       return BigInt(rows[0]?.gas_used ?? "0");
     },
     async charge(windowStartMs, gas, limit) {
       if (gas > limit) return false;
-      // The row's lock serializes concurrent charges of one window; the WHERE keeps the sum within the limit.
-      const rows = await sql`
-        INSERT INTO relay_gas (window_start_ms, gas_used) VALUES (${windowStartMs}, ${gas.toString()}::NUMERIC)
-        ON CONFLICT (window_start_ms) DO UPDATE SET gas_used = relay_gas.gas_used + EXCLUDED.gas_used
-          WHERE relay_gas.gas_used + EXCLUDED.gas_used <= ${limit.toString()}::NUMERIC
-        RETURNING window_start_ms`;
-      return rows.length === 1;
-    },
-  };
-}
-
-/** The private relay's budget: the queries above on `private_relay_gas` (tagged templates take no table name). */
-function privateBudget(sql: SQL): GasBudget {
-  return {
-    async used(windowStartMs) {
-      const rows = await sql`SELECT gas_used::TEXT AS gas_used FROM private_relay_gas WHERE window_start_ms = ${windowStartMs}` as { gas_used: string }[];
-      return BigInt(rows[0]?.gas_used ?? "0");
-    },
-    async charge(windowStartMs, gas, limit) {
-      if (gas > limit) return false;
-      const rows = await sql`
-        INSERT INTO private_relay_gas (window_start_ms, gas_used) VALUES (${windowStartMs}, ${gas.toString()}::NUMERIC)
-        ON CONFLICT (window_start_ms) DO UPDATE SET gas_used = private_relay_gas.gas_used + EXCLUDED.gas_used
-          WHERE private_relay_gas.gas_used + EXCLUDED.gas_used <= ${limit.toString()}::NUMERIC
-        RETURNING window_start_ms`;
+      const rows = await sql.unsafe(chargeQuery, [windowStartMs, gas.toString(), limit.toString()]) as unknown[];
       return rows.length === 1;
     },
   };
