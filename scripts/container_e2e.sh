@@ -80,4 +80,4 @@ echo "container e2e: Anvil from $image through $socket" >&2
 # where a stopped local Anvil refuses at once, and the chain-down tests time out. On loopback it refuses at once.
 DOCKER_HOST="unix://$socket" TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1 TESTCONTAINERS_RYUK_DISABLED=true \
   ANVIL_RUNTIME=container ANVIL_IMAGE="$image" \
-  timeout --kill-after=10 900 node_modules/.bin/bun test "$@"
+  timeout --kill-after=10 900 node_modules/.bin/bun test --timeout 60000 "$@"

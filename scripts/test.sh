@@ -43,4 +43,4 @@ if ! command -v chromium >/dev/null 2>&1; then
   echo "chromium is not installed; the console's browser tests will be skipped (CI=true makes this an error)" >&2
 fi
 bash scripts/forge_build.sh
-exec node_modules/.bin/bun test "$@"
+exec node_modules/.bin/bun test --timeout 60000 "$@"
