@@ -4,6 +4,7 @@ import type { FactoryCallStore } from "./factory_calls.ts";
 import type { GasBudget } from "./gas_budget.ts";
 import type { PremiumReadLedger } from "./premium_reads.ts";
 import type { SubjectStore } from "./subjects.ts";
+import type { SigningKeyStore } from "./signing_keys.ts";
 import type { ReplayStore } from "./replay_store.ts";
 import type { PaymentLedger } from "./payments.ts";
 import type { TxReplacementStore } from "./tx_replacements.ts";
@@ -30,6 +31,8 @@ export interface Storage {
   readonly premiumReads: PremiumReadLedger;
   /** The subjects accounts hold (decisions §12). */
   readonly subjects: SubjectStore;
+  /** The signing keys accounts registered (decisions §17). */
+  readonly signingKeys: SigningKeyStore;
   /** x402 payments taken (replay keys, outcomes) and the paid-plan periods they bought (decisions §13). */
   readonly payments: PaymentLedger;
   /** Fee-bump replacements of open submissions' transactions. */

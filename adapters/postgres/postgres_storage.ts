@@ -20,6 +20,8 @@ import { createPostgresGasBudget, PRIVATE_RELAY_GAS_TABLE, RELAY_GAS_TABLE } fro
 import { createPostgresTxReplacements, TX_REPLACEMENTS_TABLE } from "./postgres_tx_replacements.ts";
 import { createPostgresPremiumReads, PREMIUM_READS_TABLE } from "./postgres_premium_reads.ts";
 import { createPostgresSubjects } from "./postgres_subjects.ts";
+import { createPostgresSigningKeys } from "./postgres_signing_keys.ts";
+import { signingKeyTables } from "../sqlite/mod.ts";
 import { subjectTables } from "../sqlite/mod.ts";
 import { paymentTables } from "../sqlite/mod.ts";
 import { createPostgresPayments } from "./postgres_payments.ts";
@@ -107,6 +109,8 @@ const MIGRATIONS: readonly string[] = [
   TX_REPLACEMENTS_TABLE,
   PREMIUM_READS_TABLE,
   ...subjectTables("BIGINT"),
+  // Signing keys accounts registered (decisions §17).
+  ...signingKeyTables("BIGINT"),
   // x402 payments and the paid-plan periods they bought (decisions §13).
   ...paymentTables("BIGINT"),
   `ALTER TABLE sessions ADD COLUMN IF NOT EXISTS wallet_provider_id TEXT`,
@@ -417,6 +421,7 @@ export async function openPostgresStorage(url: string, options: { max?: number }
     txReplacements: createPostgresTxReplacements(sql),
     premiumReads: createPostgresPremiumReads(sql),
     subjects: createPostgresSubjects(sql),
+    signingKeys: createPostgresSigningKeys(sql),
     payments: createPostgresPayments(sql),
     async ping() {
       try {

@@ -14,4 +14,5 @@ export {
 export { createSqliteReplayStore, type ReplayRow, toReplayRecord } from "./sqlite_replay_store.ts";
 export { openSqliteStorage } from "./sqlite_storage.ts";
 export { subjectTables, toSubject } from "./sqlite_subjects.ts";
+export { createSqliteSigningKeys, signingKeyTables, type SigningKeyRow, toSigningKey } from "./sqlite_signing_keys.ts";
 export { toReplacement } from "./sqlite_tx_replacements.ts";

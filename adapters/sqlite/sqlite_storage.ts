@@ -7,6 +7,7 @@ import { createSqliteGasBudget } from "./sqlite_gas_budget.ts";
 import { createSqliteTxReplacements } from "./sqlite_tx_replacements.ts";
 import { createSqlitePremiumReads } from "./sqlite_premium_reads.ts";
 import { createSqliteSubjects } from "./sqlite_subjects.ts";
+import { createSqliteSigningKeys } from "./sqlite_signing_keys.ts";
 import { createSqliteReplayStore } from "./sqlite_replay_store.ts";
 import { createSqlitePayments } from "./sqlite_payments.ts";
 
@@ -33,6 +34,7 @@ export function openSqliteStorage(path: string): Storage {
     txReplacements: createSqliteTxReplacements(db),
     premiumReads: createSqlitePremiumReads(db),
     subjects: createSqliteSubjects(db),
+    signingKeys: createSqliteSigningKeys(db),
     payments: createSqlitePayments(db),
     close() {
       db.close();

@@ -1,0 +1,136 @@
+/**
+ * The status and trust level of a signing key for a subject (decisions §17), from the evidence already read: pure,
+ * so the same rules answer the public key status, the account's key list and a receipt verifier's "was this key
+ * authorised at `issuedAt`".
+ *
+ * Everything on chain is judged as it stood at `at` (Unix seconds): an attestation counts from its chain `time`,
+ * a revocation or an expiry from the moment it took effect, so a revocation mined after `at` does not revoke at
+ * `at`. The endpoint evidence (DNS TXT, did.json) can only be read today, and counts as today's.
+ *
+ * - A controller witness counts when an approved `controller-witness` issuer wrote it (the caller keeps only those).
+ * - A key binding counts when its attester controlled the subject when it was written: the attester is the
+ *   subject itself (a did:pkh subject), or a counting witness written no later than the binding names the
+ *   attester's did:pkh, or the subject's endpoint evidence names it now. Anyone else's binding is ignored.
+ * - Status: `registered` without a counting binding written by `at`, or when the chosen binding is not yet
+ *   effective at `at`; otherwise `revoked`, `expired` (payload `expiresAt` or the EAS `expirationTime`) or `active`.
+ *   With several bindings, an active one wins, else the newest.
+ * - Trust level: `advanced` = a witness of the key and an active binding; `intermediate` = a witness of the key;
+ *   `basic` = the endpoint evidence names the key now; `none` otherwise.
+ */
+import { isSameControllerId } from "../did.ts";
+
+/** A key's status for one subject. */
+export type KeyStatusValue = "registered" | "active" | "revoked" | "expired";
+
+/** How strongly a key is tied to a subject. */
+export type TrustLevel = "none" | "basic" | "intermediate" | "advanced";
+
+/** A controller witness of the subject, from an approved issuer (times in Unix seconds; 0 = none). */
+export type WitnessEvidence = {
+  readonly uid: string;
+  readonly attester: string;
+  readonly controller: string;
+  readonly observedAt: bigint;
+  /** The attestation's chain time. */
+  readonly time: bigint;
+  readonly revocationTime: bigint;
+  readonly expirationTime: bigint;
+};
+
+/** A key binding of the subject, as written (times in Unix seconds; 0 = none). */
+export type BindingEvidence = {
+  readonly uid: string;
+  readonly attester: string;
+  readonly keyId: string;
+  readonly keyPurpose: readonly string[];
+  readonly effectiveAt: bigint;
+  /** The payload's `expiresAt`. */
+  readonly expiresAt: bigint;
+  readonly time: bigint;
+  readonly revocationTime: bigint;
+  /** The EAS `expirationTime`. */
+  readonly expirationTime: bigint;
+};
+
+/** What the rules need. */
+export type KeyTrustInput = {
+  readonly subjectDid: string;
+  readonly keyDid: string;
+  readonly at: bigint;
+  readonly chainId: number;
+  readonly witnesses: readonly WitnessEvidence[];
+  readonly bindings: readonly BindingEvidence[];
+  /** The controller ids the subject's endpoints publish now. */
+  readonly endpointKeys: readonly string[];
+};
+
+/** The verdict, with the records behind it. */
+export type KeyTrust = {
+  readonly status: KeyStatusValue;
+  readonly trustLevel: TrustLevel;
+  readonly endpointFound: boolean;
+  readonly controllerWitness: WitnessEvidence | null;
+  readonly keyBinding: BindingEvidence | null;
+};
+
+type BindingState = "active" | "revoked" | "expired" | "pending";
+
+/** The end of a binding's authority: the earlier of its payload `expiresAt` and its EAS `expirationTime`; 0 for none. */
+export function bindingEnd(b: Pick<BindingEvidence, "expiresAt" | "expirationTime">): bigint {
+  const ends = [b.expiresAt, b.expirationTime].filter((t) => t !== 0n);
+  return ends.length === 0 ? 0n : ends.reduce((x, y) => (x < y ? x : y));
+}
+
+/** A binding's state at `at`. */
+function stateAt(b: BindingEvidence, at: bigint): BindingState {
+  if (b.revocationTime !== 0n && b.revocationTime <= at) return "revoked";
+  const end = bindingEnd(b);
+  if (end !== 0n && end <= at) return "expired";
+  if (b.effectiveAt !== 0n && b.effectiveAt > at) return "pending";
+  return "active";
+}
+
+/** Whether a witness stood at `at`: written by then, neither revoked nor expired by then. */
+function witnessStood(w: WitnessEvidence, at: bigint): boolean {
+  if (w.time > at) return false;
+  if (w.revocationTime !== 0n && w.revocationTime <= at) return false;
+  return w.expirationTime === 0n || w.expirationTime > at;
+}
+
+const newestFirst = (a: { time: bigint; uid: string }, b: { time: bigint; uid: string }) =>
+  a.time === b.time ? (a.uid < b.uid ? 1 : -1) : a.time < b.time ? 1 : -1;
+
+/** The status and trust level of `keyDid` for `subjectDid` at `at` (see the file's comment for the rules). */
+export function evaluateKeyTrust(input: KeyTrustInput): KeyTrust {
+  const { at, keyDid, subjectDid } = input;
+  const witnesses = input.witnesses.filter((w) => witnessStood(w, at));
+  const keyWitness = witnesses.filter((w) => isSameControllerId(w.controller, keyDid)).sort((a, b) => -newestFirst(a, b))[0] ?? null;
+  const endpointFound = input.endpointKeys.some((k) => isSameControllerId(k, keyDid));
+
+  const controlled = (attester: string, writtenAt: bigint) => {
+    const pkh = `did:pkh:eip155:${input.chainId}:${attester.toLowerCase()}`;
+    return isSameControllerId(subjectDid, pkh) ||
+      witnesses.some((w) => w.time <= writtenAt && isSameControllerId(w.controller, pkh)) ||
+      input.endpointKeys.some((k) => isSameControllerId(k, pkh));
+  };
+  const bindings = input.bindings
+    .filter((b) => b.time <= at && isSameControllerId(b.keyId, keyDid) && controlled(b.attester, b.time))
+    .sort(newestFirst);
+  const chosen = bindings.find((b) => stateAt(b, at) === "active") ?? bindings[0] ?? null;
+  const state = chosen === null ? undefined : stateAt(chosen, at);
+  const status: KeyStatusValue = state === undefined || state === "pending" ? "registered" : state;
+  const trustLevel: TrustLevel = keyWitness !== null
+    ? (status === "active" ? "advanced" : "intermediate")
+    : endpointFound
+    ? "basic"
+    : "none";
+  return { status, trustLevel, endpointFound, controllerWitness: keyWitness, keyBinding: chosen };
+}
+
+/** What raises a key's trust one level, for people (the console's "next step"). */
+export function nextStep(trust: Pick<KeyTrust, "status" | "trustLevel">): "publish-txt" | "request-witness" | "write-key-binding" | null {
+  if (trust.trustLevel === "none") return "publish-txt";
+  if (trust.trustLevel === "basic") return "request-witness";
+  if (trust.trustLevel === "intermediate") return "write-key-binding";
+  return null;
+}

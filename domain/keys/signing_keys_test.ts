@@ -1,0 +1,115 @@
+import { describe, expect, test } from "bun:test";
+import type { Account } from "../../ports/accounts.ts";
+import { fakeClock, fakeRandom, fakeSigningKeyStore } from "../../ports/fakes.ts";
+import { fail, ok } from "../result.ts";
+import type { KeyTrustMany } from "./key_status.ts";
+import { createSigningKeys } from "./signing_keys.ts";
+
+const account: Account = { id: "acct-1", address: "0xaa", plan: "free", createdAtMs: 1 };
+const KEY = "did:pkh:eip155:1:0xAbC0000000000000000000000000000000000001";
+
+function setUp(trust: KeyTrustMany = (subjects, keys) =>
+  Promise.resolve(ok(new Map(subjects.map((s) => [s, new Map(keys.map((k) => [k, { status: "registered" as const, trustLevel: "none" as const }]))])))), max?: number) {
+  const store = fakeSigningKeyStore();
+  const clock = fakeClock(1_800_000_000_000);
+  const asked: string[][] = [];
+  const keys = createSigningKeys({
+    store,
+    clock,
+    random: fakeRandom(),
+    subjectsOf: () => Promise.resolve(["did:web:shop.test", "did:pkh:eip155:1:0xaa"]),
+    trust: (subjects, keyDids) => {
+      asked.push([...keyDids]);
+      return trust(subjects, keyDids);
+    },
+    maxPerAccount: max,
+  });
+  return { store, clock, keys, asked };
+}
+
+describe("createSigningKeys()", () => {
+  test("upsert creates, then updates keeping id, creation time and key type; the key is stored canonical", async () => {
+    const s = setUp();
+    const created = await s.keys.upsert(account, { keyDid: ` ${KEY} `, keyType: "service-signing", displayName: " Receipt signer ", tags: ["x402"], notes: "KMS" });
+    expect(created.ok).toBe(true);
+    if (!created.ok) return;
+    expect(created.value).toMatchObject({
+      accountId: "acct-1",
+      keyDid: KEY.toLowerCase(),
+      keyType: "service-signing",
+      displayName: "Receipt signer",
+      tags: ["x402"],
+      notes: "KMS",
+      created: true,
+      createdAt: "2027-01-15T08:00:00.000Z",
+    });
+    expect(created.value.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(Object.keys(created.value)).toEqual(["id", "accountId", "keyDid", "keyType", "displayName", "tags", "notes", "created", "createdAt", "updatedAt"]);
+    s.clock.set(1_800_000_060_000);
+    const updated = await s.keys.upsert(account, { keyDid: KEY, keyType: "attestation", displayName: "Renamed" });
+    expect(updated.ok && updated.value).toMatchObject({
+      id: created.value.id,
+      keyType: "service-signing",
+      displayName: "Renamed",
+      tags: [],
+      notes: null,
+      created: false,
+      createdAt: created.value.createdAt,
+      updatedAt: "2027-01-15T08:01:00.000Z",
+    });
+  });
+
+  test("every bad field is INVALID_INPUT naming it", async () => {
+    const s = setUp();
+    const good = { keyDid: KEY, keyType: "service-signing", displayName: "Signer" };
+    const refusal = async (body: unknown) => {
+      const r = await s.keys.upsert(account, body);
+      return r.ok ? "ok" : `${r.code}: ${r.message}`;
+    };
+    expect(await refusal([])).toBe("INVALID_INPUT: Body must be a JSON object");
+    expect(await refusal({ ...good, keyDid: undefined })).toBe("INVALID_INPUT: keyDid is required");
+    expect(await refusal({ ...good, keyDid: "did:web:shop.test" })).toBe("INVALID_INPUT: keyDid must be a did:pkh, did:key, did:jwk or did:ethr");
+    expect(await refusal({ ...good, keyDid: "did:pkh:eip155:1" })).toStartWith("INVALID_INPUT: keyDid");
+    expect(await refusal({ ...good, keyDid: "did:jwk:not-base64!" })).toStartWith("INVALID_INPUT: keyDid");
+    expect(await refusal({ ...good, keyType: "signing" })).toBe("INVALID_INPUT: keyType must be 'attestation' or 'service-signing'");
+    expect(await refusal({ ...good, displayName: "   " })).toBe("INVALID_INPUT: displayName is required (non-empty)");
+    expect(await refusal({ ...good, displayName: "x".repeat(201) })).toBe("INVALID_INPUT: displayName must be at most 200 characters");
+    expect(await refusal({ ...good, displayName: "x".repeat(200) })).toBe("ok");
+    expect(await refusal({ ...good, tags: "x402" })).toBe("INVALID_INPUT: tags must be an array of strings");
+    expect(await refusal({ ...good, tags: Array(11).fill("t") })).toBe("INVALID_INPUT: tags: at most 10 tags are allowed");
+    expect(await refusal({ ...good, tags: ["x402", " "] })).toBe("INVALID_INPUT: tags[1] must be a non-empty string");
+    expect(await refusal({ ...good, tags: ["x".repeat(51)] })).toBe("INVALID_INPUT: tags[0] must be at most 50 characters");
+    expect(await refusal({ ...good, notes: 5 })).toBe("INVALID_INPUT: notes must be a string or null");
+    expect(await refusal({ ...good, notes: "n".repeat(1001) })).toBe("INVALID_INPUT: notes must be at most 1000 characters");
+    expect(s.store.rows).toHaveLength(1);
+  });
+
+  test("past the account's limit a new key is SIGNING_KEY_LIMIT_EXCEEDED; a known one still updates", async () => {
+    const s = setUp(undefined, 2);
+    for (const n of [1, 2]) expect((await s.keys.upsert(account, { keyDid: `did:key:z${n}`, keyType: "service-signing", displayName: "k" })).ok).toBe(true);
+    const third = await s.keys.upsert(account, { keyDid: "did:key:z3", keyType: "service-signing", displayName: "k" });
+    expect(third.ok ? "ok" : third.code).toBe("SIGNING_KEY_LIMIT_EXCEEDED");
+    expect((await s.keys.upsert(account, { keyDid: "did:key:z1", keyType: "service-signing", displayName: "again" })).ok).toBe(true);
+  });
+
+  test("list: newest first, filtered, each key with its verdict per subject; a failed lookup gives null, not a guess", async () => {
+    const s = setUp();
+    await s.keys.upsert(account, { keyDid: "did:key:z1", keyType: "service-signing", displayName: "one", tags: ["x402"] });
+    s.clock.set(1_800_000_001_000);
+    await s.keys.upsert(account, { keyDid: "did:key:z2", keyType: "attestation", displayName: "two", tags: ["mcp"] });
+    const all = await s.keys.list(account);
+    expect(all.map((k) => k.keyDid)).toEqual(["did:key:z2", "did:key:z1"]);
+    expect(all[0]!.subjects).toEqual([
+      { subjectDid: "did:web:shop.test", status: "registered", trustLevel: "none" },
+      { subjectDid: "did:pkh:eip155:1:0xaa", status: "registered", trustLevel: "none" },
+    ]);
+    expect((await s.keys.list(account, { keyType: "service-signing" })).map((k) => k.keyDid)).toEqual(["did:key:z1"]);
+    expect((await s.keys.list(account, { tag: "mcp" })).map((k) => k.keyDid)).toEqual(["did:key:z2"]);
+    expect(await s.keys.list(account, { tag: "none" })).toEqual([]);
+    expect(s.asked).toEqual([["did:key:z2", "did:key:z1"], ["did:key:z1"], ["did:key:z2"]]);
+
+    const down = setUp(() => Promise.resolve(fail("NETWORK_ERROR", "The chain could not be read")));
+    await down.keys.upsert(account, { keyDid: "did:key:z1", keyType: "service-signing", displayName: "one" });
+    expect((await down.keys.list(account))[0]).toMatchObject({ subjects: null, subjectsError: { code: "NETWORK_ERROR", error: "The chain could not be read" } });
+  });
+});
