@@ -137,7 +137,8 @@ describe("offers and receipts with a did:key kid", () => {
     const receipt = await issuer.signReceipt({ version: 1, network: "eip155:84532", resourceUrl: RESOURCE, payer: PAYER, issuedAt: NOW });
     expect((await verifySignedReceipt(receipt, { jws }, { nowSeconds: NOW })).ok).toBe(true);
     const other = (jwkToDidKey(publicOf(await generateSigningJwk("ES256K"))) as { value: string }).value;
-    const impostor = await createJwsIssuerFromJwk({ kid: other, alg: "ES256K", privateJwk });
+    // Without the `jwk` header the kid's key is the only key: the signature does not verify under it.
+    const impostor = await createJwsIssuerFromJwk({ kid: other, alg: "ES256K", privateJwk, embedJwk: false });
     const forged = await impostor.signReceipt({ version: 1, network: "eip155:84532", resourceUrl: RESOURCE, payer: PAYER, issuedAt: NOW });
     expect(await verifySignedReceipt(forged, { jws }, { nowSeconds: NOW })).toMatchObject({ ok: false, code: "INVALID_SIGNATURE" });
   });

@@ -32,10 +32,10 @@ import {
   type x402HTTPResourceServer,
 } from "@x402/core/server";
 import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from "@x402/core/types";
-import { OFFER_RECEIPT, readDeclaration, toCaip2Network, toV1Network } from "../domain/payments/mod.ts";
+import { OFFER_RECEIPT, readDeclaration, type SignedOffer, toCaip2Network, toV1Network } from "../domain/payments/mod.ts";
 import type { Logger } from "../ports/logger.ts";
 import { type DidDocument, DID_DOCUMENT_PATH, didDocumentResponse } from "./did_document.ts";
-import { type OfferReceiptSigning, receiptExtension, resolveResourceUrl, signReceipt } from "./extension.ts";
+import { type OfferReceiptSigning, receiptExtension, resolveResourceUrl, settledOffer, signReceipt } from "./extension.ts";
 
 /** Options of {@link createX402Fetch}. */
 export type X402FetchOptions = {
@@ -218,12 +218,19 @@ export function createX402Fetch(options: X402FetchOptions): (request: Request) =
     const out = v1SettleResponse(settled);
     if (route?.extensions?.[OFFER_RECEIPT] !== undefined) {
       const resourceUrl = resolveResourceUrl({ requestUrl: url.href, publicBaseUrl: v1.signing.publicBaseUrl, override: route.resource });
+      // A v1 payment echoes nothing: the offer settled is the one this request's 402 signed for the matched terms.
+      const offer = resourceUrl === undefined ? undefined : await settledOffer(v1.signing, {
+        echoed: [],
+        signed: extractSignedOffers(paymentRequired),
+        accepted: match,
+        resourceUrl,
+      });
       const receipt = resourceUrl === undefined ? undefined : await signReceipt(
         v1.signing,
-        { resourceUrl, payer: settled.payer, network: settled.network, transaction: settled.transaction, payTo: requirements.payTo },
+        { resourceUrl, payer: settled.payer, network: settled.network, transaction: settled.transaction, payTo: requirements.payTo, offer },
         declaration,
       );
-      if (receipt !== undefined) out.extensions = { [OFFER_RECEIPT]: receiptExtension(receipt) };
+      if (receipt !== undefined) out.extensions = { [OFFER_RECEIPT]: receiptExtension(receipt, offer) };
     }
     const headers = new Headers(response.headers);
     headers.set("x-payment-response", encodePaymentResponseHeader(out));
@@ -422,3 +429,9 @@ function failure(status: number, error: string, code: string): Response {
 }
 
 const errorName = (error: unknown) => (error instanceof Error ? error.name : typeof error);
+
+/** The signed offers of a PaymentRequired this server built. */
+function extractSignedOffers(paymentRequired: { extensions?: Record<string, unknown> | undefined }): SignedOffer[] {
+  const entry = paymentRequired.extensions?.[OFFER_RECEIPT] as { info?: { offers?: unknown } } | undefined;
+  return Array.isArray(entry?.info?.offers) ? entry.info.offers as SignedOffer[] : [];
+}

@@ -10,7 +10,11 @@
  * - we always return a fresh `{info, schema}` for the 402, so the declaration never leaks into it,
  *   even when no offer could be signed; a receipt that cannot be signed is simply left out;
  * - the signed URL is one canonical public URL: the route's explicit `resource`, else the configured
- *   public base URL plus the request path, else the request URL without its query.
+ *   public base URL plus the request path, else the request URL without its query;
+ * - a JWS receipt names the offer it settles (decisions §18, x402 issue 3006): `offerHash` is the SHA-256 of
+ *   that offer's compact JWS. The offer is the one the client echoed back in its payment (what it saw), when
+ *   that is ours and states the accepted terms; else the one this request's 402 signed for those terms. The
+ *   settlement entry carries that offer beside the receipt (`info.offer`), so the client holds both.
  */
 import type { HTTPRequestContext } from "@x402/core/server";
 import type { PaymentRequiredContext, ResourceServerExtension, SettleResultContext } from "@x402/core/types";
@@ -22,13 +26,17 @@ import {
   OFFER_INFO_SCHEMA,
   OFFER_RECEIPT,
   type OfferReceiptDeclaration,
+  offerHashOf,
   readDeclaration,
+  readOfferPayload,
   RECEIPT_INFO_SCHEMA,
   type SignedOffer,
   type SignedReceipt,
+  toCaip2Network,
 } from "../domain/payments/mod.ts";
 import type { Logger } from "../ports/logger.ts";
-import type { OfferReceiptIssuer } from "./signers.ts";
+import { base64UrlDecode } from "../domain/did.ts";
+import { type OfferReceiptIssuer, verifyWithPublicJwk } from "./signers.ts";
 
 /** The route-level declare call: spread the result into `RouteConfig.extensions`. */
 export function declareOfferReceiptExtension(
@@ -58,8 +66,8 @@ export type OfferReceiptSigning = {
 
 /** The `extensions["offer-receipt"]` of a 402. */
 export type OffersExtension = { info: { offers: SignedOffer[] }; schema: typeof OFFER_INFO_SCHEMA };
-/** The `extensions["offer-receipt"]` of a settlement response. */
-export type ReceiptExtension = { info: { receipt: SignedReceipt }; schema: typeof RECEIPT_INFO_SCHEMA };
+/** The `extensions["offer-receipt"]` of a settlement response; `offer` is the one a JWS receipt's offerHash names. */
+export type ReceiptExtension = { info: { receipt: SignedReceipt; offer?: SignedOffer | undefined }; schema: typeof RECEIPT_INFO_SCHEMA };
 
 const systemNow = () => Math.floor(Date.now() / 1000);
 
@@ -118,7 +126,15 @@ export async function signOffers(
  */
 export async function signReceipt(
   signing: OfferReceiptSigning,
-  input: { resourceUrl: string; payer: string | undefined; network: string; transaction?: string | undefined; payTo?: string | undefined },
+  input: {
+    resourceUrl: string;
+    payer: string | undefined;
+    network: string;
+    transaction?: string | undefined;
+    payTo?: string | undefined;
+    /** The offer settled: a JWS receipt carries its offerHash (an EIP-712 receipt has no field for it). */
+    offer?: SignedOffer | undefined;
+  },
   declaration: OfferReceiptDeclaration,
 ): Promise<SignedReceipt | undefined> {
   if (input.payer === undefined || input.payer === "") return undefined;
@@ -135,6 +151,7 @@ export async function signReceipt(
       transaction: input.transaction,
       includeTxHash: declaration.includeTxHash === true,
       nowSeconds: (signing.nowSeconds ?? systemNow)(),
+      offerHash: signing.issuer.format === "jws" && input.offer !== undefined ? offerHashOf(input.offer) : undefined,
     });
     return await signing.issuer.signReceipt(payload);
   } catch (error) {
@@ -148,15 +165,83 @@ export function offersExtension(offers: SignedOffer[]): OffersExtension {
   return { info: { offers }, schema: OFFER_INFO_SCHEMA };
 }
 
-/** The settlement-response entry for a receipt. */
-export function receiptExtension(receipt: SignedReceipt): ReceiptExtension {
-  return { info: { receipt }, schema: RECEIPT_INFO_SCHEMA };
+/** The settlement-response entry for a receipt, with the offer its offerHash names when there is one. */
+export function receiptExtension(receipt: SignedReceipt, offer?: SignedOffer | undefined): ReceiptExtension {
+  return { info: offer === undefined ? { receipt } : { receipt, offer }, schema: RECEIPT_INFO_SCHEMA };
 }
+
+/** The offers a client echoed back in its payment's `extensions` (v2 clients keep the `info` they were sent). */
+export function echoedOffers(paymentPayload: unknown): unknown[] {
+  const extensions = (paymentPayload as { extensions?: Record<string, unknown> } | undefined)?.extensions;
+  const entry = extensions?.[OFFER_RECEIPT] as { info?: { offers?: unknown } } | undefined;
+  const offers = entry?.info?.offers;
+  return Array.isArray(offers) ? offers.slice(0, MAX_ECHOED_OFFERS) : [];
+}
+
+/** A payment echoing more offers than this is not looked through further (each one costs a signature check). */
+const MAX_ECHOED_OFFERS = 16;
+
+/**
+ * The offer a receipt settles (JWS issuers only; undefined otherwise): among the offers the client echoed,
+ * the first one that is ours (our kid, our signature) and states the accepted terms for this resource; else
+ * the offer signed for those terms in this request's own 402.
+ */
+export async function settledOffer(
+  signing: OfferReceiptSigning,
+  input: { echoed: readonly unknown[]; signed: readonly SignedOffer[]; accepted: AcceptTerms; resourceUrl: string },
+): Promise<SignedOffer | undefined> {
+  const issuer = signing.issuer;
+  if (issuer.format !== "jws") return undefined;
+  const states = (offer: unknown) => {
+    const payload = readOfferPayload(offer);
+    if (!payload.ok) return false;
+    const p = payload.value;
+    const a = input.accepted;
+    return p.resourceUrl === input.resourceUrl && p.scheme === a.scheme && p.network === toCaip2Network(a.network) &&
+      p.asset.toLowerCase() === a.asset.toLowerCase() && p.payTo.toLowerCase() === a.payTo.toLowerCase() && p.amount === a.amount;
+  };
+  for (const offer of input.echoed) {
+    if (!isJwsOffer(offer) || offer.signature.length > MAX_OFFER_JWS_LENGTH || !states(offer)) continue;
+    if (await isOwnJws(issuer, offer.signature)) return { format: "jws", acceptIndex: offer.acceptIndex, signature: offer.signature };
+  }
+  return input.signed.find((offer) => offer.format === "jws" && states(offer));
+}
+
+const isJwsOffer = (offer: unknown): offer is { format: "jws"; signature: string; acceptIndex?: number | undefined } =>
+  typeof offer === "object" && offer !== null && (offer as { format?: unknown }).format === "jws" &&
+  typeof (offer as { signature?: unknown }).signature === "string" &&
+  ((offer as { acceptIndex?: unknown }).acceptIndex === undefined || Number.isSafeInteger((offer as { acceptIndex?: unknown }).acceptIndex));
+
+/** Whether a compact JWS was signed by this issuer: its kid, and a signature its public key verifies. */
+async function isOwnJws(issuer: OfferReceiptIssuer, jws: string): Promise<boolean> {
+  if (issuer.publicJwk === undefined) return false;
+  const parts = jws.split(".");
+  if (parts.length !== 3) return false;
+  const headerBytes = base64UrlDecode(parts[0]!);
+  const signature = base64UrlDecode(parts[2]!);
+  if (headerBytes === undefined || signature === undefined) return false;
+  let header: { kid?: unknown; alg?: unknown };
+  try {
+    header = JSON.parse(new TextDecoder().decode(headerBytes)) as typeof header;
+  } catch {
+    return false;
+  }
+  if (header.kid !== issuer.kid || header.alg !== issuer.publicJwk.alg) return false;
+  return await verifyWithPublicJwk(issuer.publicJwk, new TextEncoder().encode(`${parts[0]}.${parts[1]}`), signature);
+}
+
+/** Our offers are well under 2 KiB; a longer echoed string is not ours and is not decoded. */
+const MAX_OFFER_JWS_LENGTH = 4096;
 
 // Library errors never reach logs verbatim: they may carry key material or RPC URLs.
 const errorName = (error: unknown) => (error instanceof Error ? error.name : typeof error);
 
-type RequestState = { readonly declaration: OfferReceiptDeclaration; readonly resourceUrl: string | undefined };
+type RequestState = {
+  readonly declaration: OfferReceiptDeclaration;
+  readonly resourceUrl: string | undefined;
+  /** The offers this request's 402 signed. */
+  readonly offers: readonly SignedOffer[];
+};
 
 const requestOf = (transportContext: unknown): HTTPRequestContext | undefined =>
   (transportContext as { request?: HTTPRequestContext } | undefined)?.request;
@@ -192,7 +277,7 @@ export function createOfferReceiptExtension(signing: OfferReceiptSigning): Resou
       });
       const offers = resourceUrl === undefined ? [] : await signOffers(signing, resourceUrl, context.requirements, config);
       const out = offersExtension(offers);
-      states.set(out, { declaration: config, resourceUrl });
+      states.set(out, { declaration: config, resourceUrl, offers });
       return out;
     },
     async enrichSettlementResponse(declaration: unknown, context: SettleResultContext) {
@@ -202,6 +287,12 @@ export function createOfferReceiptExtension(signing: OfferReceiptSigning): Resou
       const resourceUrl = prior?.resourceUrl ??
         resolveResourceUrl({ requestUrl: urlOf(requestOf(context.transportContext)), publicBaseUrl: signing.publicBaseUrl });
       if (resourceUrl === undefined) return undefined;
+      const offer = await settledOffer(signing, {
+        echoed: echoedOffers(context.paymentPayload),
+        signed: prior?.offers ?? [],
+        accepted: context.requirements,
+        resourceUrl,
+      });
       const receipt = await signReceipt(
         signing,
         {
@@ -210,10 +301,11 @@ export function createOfferReceiptExtension(signing: OfferReceiptSigning): Resou
           network: context.result.network,
           transaction: context.result.transaction,
           payTo: context.requirements.payTo,
+          offer,
         },
         config,
       );
-      return receipt === undefined ? undefined : receiptExtension(receipt);
+      return receipt === undefined ? undefined : receiptExtension(receipt, offer);
     },
   };
 }

@@ -93,11 +93,12 @@ const paymentRequiredOf = (response: Response) => decodePaymentRequiredHeader(re
 const offersOf = (pr: PaymentRequired) => (pr.extensions?.["offer-receipt"] as { info: { offers: unknown[] } }).info.offers;
 
 /** The official client pays: 402 → payload (echoing the extensions) → paid request. */
-async function pay(url: string, init: RequestInit = {}) {
+async function pay(url: string, init: RequestInit = {}, tamper?: (paymentRequired: PaymentRequired) => void) {
   const client = new x402Client().register(NETWORK, testSchemeClient(payer)).setSpendControls(false);
   const http = new x402HTTPClient(client);
   const unpaid = await fetch(url, init);
   const paymentRequired = http.getPaymentRequiredResponse((n) => unpaid.headers.get(n), await unpaid.json());
+  tamper?.(paymentRequired);
   const payload = await http.createPaymentPayload(paymentRequired);
   const paid = await fetch(url, { ...init, headers: { ...(init.headers as Record<string, string> | undefined), ...http.encodePaymentSignatureHeader(payload) } });
   const settlement = paid.headers.get("payment-response") ? decodePaymentResponseHeader(paid.headers.get("payment-response")!) : undefined;
@@ -440,5 +441,75 @@ describe("the DID document route", () => {
     const { receipt } = await pay(`${s.url}/paid`);
     const payload = await verifyReceiptSignatureJWS(receipt as { format: "jws"; signature: string });
     expect(payload.resourceUrl).toBe(`http://localhost:${s.port}/paid`);
+  });
+});
+
+describe("receipts bound to their offer (decisions §18)", () => {
+  const jwsIssuer = (alg: "ES256" | "EdDSA" = "ES256") => async (port: number) =>
+    createJwsIssuerFromJwk({ kid: didWebKid(`http://localhost:${port}`), alg, privateJwk: await generateSigningJwk(alg) });
+  const settledOfferOf = (settlement: unknown) =>
+    ((settlement as { extensions: Record<string, { info: { offer?: { format: string; signature: string } } }> }).extensions["offer-receipt"]!.info.offer);
+  const sha256Hex = (text: string) => `0x${new Bun.CryptoHasher("sha256").update(text).digest("hex")}` as const;
+  const headerOf = (compact: string) => JSON.parse(atob(compact.split(".")[0]!.replace(/-/g, "+").replace(/_/g, "/"))) as Record<string, unknown>;
+
+  test("v2 JWS: the receipt's offerHash is the SHA-256 of the offer the client saw and echoed; info.offer is that offer verbatim; both headers carry jwk beside kid", async () => {
+    const s = await start({ issuer: jwsIssuer(), publicBaseUrl: (port) => `http://localhost:${port}` });
+    const { paymentRequired, settlement, receipt } = await pay(`${s.url}/paid`);
+    const seen = offersOf(paymentRequired) as { format: "jws"; signature: string; acceptIndex: number }[];
+    const payload = readReceiptPayload(receipt);
+    if (!payload.ok) throw new Error(payload.message);
+    // The official client pays accepts[0]: the offer for it, exactly as the 402 carried it.
+    expect(payload.value.offerHash).toBe(sha256Hex(seen[0]!.signature));
+    expect(settledOfferOf(settlement)).toEqual(seen[0]!);
+    const did = `did:web:localhost%3A${s.port}`;
+    for (const compact of [seen[0]!.signature, (receipt as { signature: string }).signature]) {
+      const header = headerOf(compact);
+      expect(Object.keys(header)).toEqual(["alg", "kid", "jwk"]);
+      expect(header).toMatchObject({ alg: "ES256", kid: `${did}#key-1`, jwk: { kty: "EC", crv: "P-256" } });
+      expect((header.jwk as Record<string, unknown>).d).toBeUndefined();
+    }
+    // The same key as the did.json the kid resolves to.
+    const doc = await (await fetch(`${s.url}/.well-known/did.json`)).json() as { verificationMethod: { publicKeyJwk: Record<string, unknown> }[] };
+    expect(headerOf(seen[0]!.signature).jwk).toEqual(doc.verificationMethod[0]!.publicKeyJwk);
+  });
+
+  test("an echoed offer that is not ours (our kid and terms, another key's signature) is not bound: the receipt names the offer this request signed", async () => {
+    const s = await start({ issuer: jwsIssuer("EdDSA"), publicBaseUrl: (port) => `http://localhost:${port}` });
+    const impostor = await createJwsIssuerFromJwk({ kid: didWebKid(`http://localhost:${s.port}`), alg: "EdDSA", privateJwk: await generateSigningJwk("EdDSA") });
+    const terms = readOfferPayload(offersOf(paymentRequiredOf(await fetch(`${s.url}/paid`)))[0]);
+    if (!terms.ok) throw new Error(terms.message);
+    const forged = (await impostor.signOffer(terms.value)).signature;
+    const { paid, settlement, receipt } = await pay(`${s.url}/paid`, {}, (pr) => {
+      const offers = offersOf(pr) as { format: "jws"; signature: string; acceptIndex: number }[];
+      offers[0] = { ...offers[0]!, signature: forged };
+    });
+    expect(paid.status).toBe(200);
+    const bound = settledOfferOf(settlement)!;
+    expect(bound.signature).not.toBe(forged);
+    const payload = readReceiptPayload(receipt);
+    expect(payload.ok && payload.value.offerHash).toBe(sha256Hex(bound.signature));
+    expect(headerOf(bound.signature).jwk).not.toEqual(headerOf(forged).jwk);
+  });
+
+  test("eip712 receipts keep the upstream struct: no offerHash and no info.offer", async () => {
+    const s = await start();
+    const { settlement, receipt } = await pay(`${s.url}/paid`);
+    expect((receipt as { payload: Record<string, unknown> }).payload.offerHash).toBeUndefined();
+    expect(Object.keys((receipt as { payload: Record<string, unknown> }).payload)).toEqual(["version", "network", "resourceUrl", "payer", "issuedAt", "transaction"]);
+    expect(settledOfferOf(settlement)).toBeUndefined();
+  });
+
+  test("v1 JWS: X-PAYMENT echoes nothing, so the receipt names the offer this request's 402 signed for the paid terms, and carries it", async () => {
+    const s = await start({ issuer: jwsIssuer("EdDSA"), publicBaseUrl: (port) => `http://localhost:${port}` });
+    const body = await (await fetch(`${s.url}/paid`)).json() as { accepts: Parameters<typeof testV1PaymentHeader>[1][] };
+    const header = await testV1PaymentHeader(payer, body.accepts[1]!);
+    const paid = await fetch(`${s.url}/paid`, { headers: { "x-payment": header } });
+    expect(paid.status).toBe(200);
+    const settlement = JSON.parse(atob(paid.headers.get("x-payment-response")!));
+    const offer = settledOfferOf(settlement)!;
+    const terms = readOfferPayload(offer);
+    expect(terms.ok && [terms.value.payTo, terms.value.amount]).toEqual([PAY_TO_2, "2000"]);
+    const payload = readReceiptPayload(settlement.extensions["offer-receipt"].info.receipt);
+    expect(payload.ok && payload.value.offerHash).toBe(sha256Hex(offer.signature));
   });
 });

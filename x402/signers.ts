@@ -95,15 +95,21 @@ export function evmAddressOfJwk(jwk: { kty: string; crv: string; x: string; y?: 
   return publicKeyToAddress(bytesToHex(Uint8Array.from([0x04, ...x, ...y])));
 }
 
-/** A jws issuer over any signing function (a KMS, an HSM). */
+/**
+ * A jws issuer over any signing function (a KMS, an HSM). With a public JWK its protected headers carry it as
+ * `jwk` beside `kid` (decisions §18; `embedJwk: false` writes the upstream `{alg, kid}` only).
+ */
 export function createJwsIssuer(options: {
   readonly kid: string;
   readonly alg: X402JwsAlgorithm;
   readonly sign: JwsSignFn;
   readonly publicJwk?: PublicJwk | undefined;
+  /** Put the public JWK in the protected header; default true when there is one. */
+  readonly embedJwk?: boolean | undefined;
 }): OfferReceiptIssuer {
+  const headerJwk = options.embedJwk === false ? undefined : options.publicJwk;
   const signJws = async (payload: object) => {
-    const input = jwsSigningInput(options.alg, options.kid, payload);
+    const input = jwsSigningInput(options.alg, options.kid, payload, headerJwk);
     const signature = await options.sign(new TextEncoder().encode(input));
     return `${input}.${base64UrlEncode(signature)}`;
   };
@@ -136,6 +142,8 @@ export async function createJwsIssuerFromJwk(options: {
   readonly kid: string;
   readonly alg: X402JwsAlgorithm;
   readonly privateJwk: PrivateJwk;
+  /** Put the public JWK in the protected header; default true. */
+  readonly embedJwk?: boolean | undefined;
 }): Promise<OfferReceiptIssuer> {
   const { alg, privateJwk } = options;
   const curve = CURVES[alg];
@@ -144,7 +152,7 @@ export async function createJwsIssuerFromJwk(options: {
   }
   const publicJwk: PublicJwk = { kty: privateJwk.kty, crv: privateJwk.crv, x: privateJwk.x, alg };
   if (privateJwk.y !== undefined) publicJwk.y = privateJwk.y;
-  return createJwsIssuer({ kid: options.kid, alg, publicJwk, sign: await rawSigner(alg, privateJwk) });
+  return createJwsIssuer({ kid: options.kid, alg, publicJwk, sign: await rawSigner(alg, privateJwk), embedJwk: options.embedJwk });
 }
 
 async function rawSigner(alg: X402JwsAlgorithm, jwk: PrivateJwk): Promise<JwsSignFn> {
@@ -163,6 +171,25 @@ async function rawSigner(alg: X402JwsAlgorithm, jwk: PrivateJwk): Promise<JwsSig
   const key = await crypto.subtle.importKey("jwk", { ...jwk, ext: false } as JsonWebKey, algorithm, false, ["sign"]);
   const params = alg === "ES256" ? { name: "ECDSA", hash: "SHA-256" } : { name: "Ed25519" };
   return async (input) => new Uint8Array(await crypto.subtle.sign(params, key, new Uint8Array(input)));
+}
+
+/** Verifies a raw JWS signature over its signing input with a public JWK (ES256, EdDSA: WebCrypto; ES256K: noble). */
+export async function verifyWithPublicJwk(jwk: PublicJwk, signingInput: Uint8Array, signature: Uint8Array): Promise<boolean> {
+  try {
+    if (jwk.alg === "ES256K") {
+      const x = base64UrlDecode(jwk.x);
+      const y = jwk.y === undefined ? undefined : base64UrlDecode(jwk.y);
+      if (x?.length !== 32 || y?.length !== 32 || signature.length !== 64) return false;
+      return secp256k1.verify(signature, sha256(signingInput, "bytes"), Uint8Array.from([0x04, ...x, ...y]), { lowS: false });
+    }
+    const algorithm = jwk.alg === "ES256" ? { name: "ECDSA", namedCurve: "P-256" } : { name: "Ed25519" };
+    const { alg: _alg, ...members } = jwk;
+    const key = await crypto.subtle.importKey("jwk", members as JsonWebKey, algorithm, false, ["verify"]);
+    const params = jwk.alg === "ES256" ? { name: "ECDSA", hash: "SHA-256" } : { name: "Ed25519" };
+    return await crypto.subtle.verify(params, key, new Uint8Array(signature), new Uint8Array(signingInput));
+  } catch {
+    return false;
+  }
 }
 
 /** Generates a fresh private JWK for an algorithm (development, tests, benches). */

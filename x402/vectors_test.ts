@@ -132,19 +132,20 @@ describe("x402_vectors.json: JCS and JWS", () => {
     expect(canonicalJson({ ...RECEIPT, transaction: undefined })).toBe(vectors.jcs.receipt);
   });
 
+  // The upstream vectors have the header {alg, kid}; our issuers write it without `jwk` when told to (decisions §18).
   test("EdDSA and ES256K issuers reproduce the deterministic vector JWS byte for byte", async () => {
     const kid = "did:web:api.example.com#key-1";
-    const ed = await createJwsIssuerFromJwk({ kid, alg: "EdDSA", privateJwk: ED25519 });
+    const ed = await createJwsIssuerFromJwk({ kid, alg: "EdDSA", privateJwk: ED25519, embedJwk: false });
     expect((await ed.signOffer(OFFER)).signature).toBe(vectors.jws_EdDSA.offerJws);
     expect((await ed.signReceipt(RECEIPT)).signature).toBe(vectors.jws_EdDSA.receiptJws);
-    const k1 = await createJwsIssuerFromJwk({ kid, alg: "ES256K", privateJwk: SECP256K1 });
+    const k1 = await createJwsIssuerFromJwk({ kid, alg: "ES256K", privateJwk: SECP256K1, embedJwk: false });
     expect((await k1.signOffer(OFFER)).signature).toBe(vectors.jws_ES256K.offerJws);
     expect((await k1.signReceipt(RECEIPT)).signature).toBe(vectors.jws_ES256K.receiptJws);
   });
 
   test("ES256 (randomized in WebCrypto) shares the vector's header and payload and verifies", async () => {
     const kid = "did:web:api.example.com#key-1";
-    const issuer = await createJwsIssuerFromJwk({ kid, alg: "ES256", privateJwk: P256 });
+    const issuer = await createJwsIssuerFromJwk({ kid, alg: "ES256", privateJwk: P256, embedJwk: false });
     const ours = (await issuer.signReceipt(RECEIPT)).signature;
     const [h, p] = vectors.jws_ES256.receiptJws.split(".");
     expect(ours.startsWith(`${h}.${p}.`)).toBe(true);

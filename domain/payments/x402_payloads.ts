@@ -6,7 +6,7 @@
  */
 import type { Hex } from "viem";
 import { buildReviewData, type ReviewData } from "../reviews/mod.ts";
-import { hashTypedData } from "viem/utils";
+import { hashTypedData, sha256 } from "viem/utils";
 import { base64UrlDecode, base64UrlEncode, normalizeDomain } from "../did.ts";
 import { fail, ok, type Result } from "../result.ts";
 
@@ -32,7 +32,10 @@ export type OfferPayload = {
   validUntil: number;
 };
 
-/** The signed statement that a payer paid for a resource. `transaction` only when the route includes it. */
+/**
+ * The signed statement that a payer paid for a resource. `transaction` only when the route includes it;
+ * `offerHash` (JWS receipts only, decisions §18) names the offer it settles: {@link offerHashOf} of that offer.
+ */
 export type ReceiptPayload = {
   version: number;
   network: string;
@@ -40,6 +43,7 @@ export type ReceiptPayload = {
   payer: string;
   issuedAt: number;
   transaction?: string | undefined;
+  offerHash?: Hex | undefined;
 };
 
 /** An offer as sent: eip712 carries its payload, jws carries it inside the compact JWS. */
@@ -147,6 +151,12 @@ export const RECEIPT_INFO_SCHEMA = {
       },
       required: ["format", "signature"],
     },
+    // The offer a JWS receipt's offerHash names, as it was sent (decisions §18): the client keeps both.
+    offer: {
+      type: "object",
+      properties: { format: { type: "string" }, acceptIndex: { type: "integer" }, signature: { type: "string" } },
+      required: ["format", "signature"],
+    },
   },
   required: ["receipt"],
 } as const;
@@ -224,10 +234,36 @@ const utf8 = new TextEncoder();
 /** The JWS algorithms offers and receipts may use. */
 export type X402JwsAlgorithm = "ES256" | "ES256K" | "EdDSA";
 
-/** `b64u(header).b64u(JCS(payload))`: the protected header is exactly `{alg, kid}` in that order. */
-export function jwsSigningInput(alg: X402JwsAlgorithm, kid: string, payload: object): string {
-  const header = base64UrlEncode(utf8.encode(JSON.stringify({ alg, kid })));
+/** A public JWK as carried in a JWS header (`jwk`) and published in did.json. */
+export type HeaderJwk = { kty: string; crv: string; x: string; y?: string | undefined; alg?: string | undefined };
+
+/**
+ * `b64u(header).b64u(JCS(payload))`. The protected header is `{alg, kid}` in that order, as the official
+ * issuers write it, then `jwk` when given (decisions §18, x402 issue 2696): the public key `kid` resolves to,
+ * so a verifier can check the signature before it fetches anything; a verifier still resolves `kid` and
+ * refuses a `jwk` that is not that key.
+ */
+export function jwsSigningInput(alg: X402JwsAlgorithm, kid: string, payload: object, jwk?: HeaderJwk | undefined): string {
+  const protectedHeader: Record<string, unknown> = { alg, kid };
+  if (jwk !== undefined) protectedHeader.jwk = publicJwkMembers(jwk);
+  const header = base64UrlEncode(utf8.encode(JSON.stringify(protectedHeader)));
   return `${header}.${base64UrlEncode(utf8.encode(canonicalJson(payload)))}`;
+}
+
+/** The public members of a JWK in RFC 7638 order (`crv`, `kty`, `x`, `y`), then `alg`: never `d`. */
+function publicJwkMembers(jwk: HeaderJwk): HeaderJwk {
+  const out: HeaderJwk = { crv: jwk.crv, kty: jwk.kty, x: jwk.x };
+  if (jwk.y !== undefined) out.y = jwk.y;
+  if (jwk.alg !== undefined) out.alg = jwk.alg;
+  return out;
+}
+
+/**
+ * The `offerHash` of a receipt (decisions §18, x402 issue 3006): SHA-256 of the offer's compact JWS string
+ * exactly as sent, `0x`-prefixed lowercase hex. Only JWS offers have one.
+ */
+export function offerHashOf(offer: SignedOffer): Hex | undefined {
+  return offer.format === "jws" && typeof offer.signature === "string" ? sha256(utf8.encode(offer.signature), "hex") : undefined;
 }
 
 /** The parts of a compact JWS, decoded; undefined unless it is well formed. */
@@ -304,7 +340,7 @@ export function buildOfferPayload(
   };
 }
 
-/** The receipt payload; the transaction only when the route includes it and there is one. */
+/** The receipt payload; the transaction only when the route includes it and there is one; the offer's hash when given. */
 export function buildReceiptPayload(input: {
   resourceUrl: string;
   payer: string;
@@ -312,6 +348,7 @@ export function buildReceiptPayload(input: {
   transaction?: string | undefined;
   includeTxHash: boolean;
   nowSeconds: number;
+  offerHash?: Hex | undefined;
 }): ReceiptPayload {
   const payload: ReceiptPayload = {
     version: OFFER_RECEIPT_VERSION,
@@ -321,6 +358,7 @@ export function buildReceiptPayload(input: {
     issuedAt: input.nowSeconds,
   };
   if (input.includeTxHash && input.transaction) payload.transaction = input.transaction;
+  if (input.offerHash !== undefined) payload.offerHash = input.offerHash;
   return payload;
 }
 
@@ -445,15 +483,21 @@ export function readReceiptPayload(receipt: unknown): Result<ReceiptPayload, "IN
   if (!isRecord(receipt)) return fail("INVALID_INPUT", "Receipt is not an object");
   const payload = receipt.format === "eip712" ? receipt.payload : receipt.format === "jws" ? decodeCompactJws(receipt.signature)?.payload : undefined;
   if (!isRecord(payload)) return fail("INVALID_INPUT", "Receipt has no readable payload");
-  const { version, network, resourceUrl, payer, issuedAt, transaction } = payload;
+  const { version, network, resourceUrl, payer, issuedAt, transaction, offerHash } = payload;
   if (version !== OFFER_RECEIPT_VERSION) return fail("INVALID_INPUT", "Unsupported receipt version");
   if (typeof network !== "string" || typeof resourceUrl !== "string" || typeof payer !== "string") {
     return fail("INVALID_INPUT", "Receipt payload is missing network, resourceUrl or payer");
   }
   if (!isNonNegativeInteger(issuedAt)) return fail("INVALID_INPUT", "Receipt issuedAt is not a timestamp");
   if (transaction !== undefined && typeof transaction !== "string") return fail("INVALID_INPUT", "Receipt transaction is not a string");
+  // Only a JWS receipt signs its offerHash: the EIP-712 struct has no such field, so one beside it proves nothing.
+  const signedHash = receipt.format === "jws" ? offerHash : undefined;
+  if (signedHash !== undefined && (typeof signedHash !== "string" || !OFFER_HASH.test(signedHash))) {
+    return fail("INVALID_INPUT", "Receipt offerHash is not 32 bytes of hex");
+  }
   const out: ReceiptPayload = { version, network, resourceUrl, payer, issuedAt };
   if (transaction !== undefined) out.transaction = transaction;
+  if (signedHash !== undefined) out.offerHash = signedHash.toLowerCase() as Hex;
   return ok(out);
 }
 
@@ -481,6 +525,31 @@ export function readOfferPayload(offer: unknown): Result<OfferPayload, "INVALID_
 }
 
 const isNonNegativeInteger = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+const OFFER_HASH = /^0x[0-9a-fA-F]{64}$/;
+
+/** Seconds a receipt may be issued after its offer's `validUntil`: settlement follows the handler, clocks drift. */
+export const RECEIPT_AFTER_OFFER_SLACK_SECONDS = 300;
+
+/**
+ * Where a receipt contradicts the offer it claims to settle (decisions §18), one sentence a contradiction,
+ * empty when none: a receipt with `offerHash` must name this offer's compact JWS; the resource URL and the
+ * network must be the offer's; it cannot be issued well after the offer expired. An EIP-712 receipt has no
+ * `offerHash` (the upstream struct has no field for it): only its terms are compared.
+ */
+export function receiptOfferContradictions(receipt: ReceiptPayload, offer: SignedOffer, offerPayload: OfferPayload): string[] {
+  const reasons: string[] = [];
+  if (receipt.offerHash !== undefined) {
+    const hash = offerHashOf(offer);
+    if (hash === undefined) reasons.push("the receipt's offerHash names a JWS offer, and this offer is not one");
+    else if (hash !== receipt.offerHash.toLowerCase()) reasons.push("the receipt is bound to another offer (offerHash differs)");
+  }
+  if (receipt.resourceUrl !== offerPayload.resourceUrl) reasons.push("the receipt's resourceUrl is not the offer's");
+  if (receipt.network !== offerPayload.network) reasons.push("the receipt's network is not the offer's");
+  if (offerPayload.validUntil !== 0 && receipt.issuedAt > offerPayload.validUntil + RECEIPT_AFTER_OFFER_SLACK_SECONDS) {
+    reasons.push("the receipt was issued after the offer expired");
+  }
+  return reasons;
+}
 
 /** Options of {@link buildUserReviewFromReceipt}. */
 export type UserReviewFromReceiptOptions = {
