@@ -130,6 +130,12 @@ export type Config = {
     readonly stepBlocks: number;
     readonly follow: boolean;
   };
+  /**
+   * Signing keys and key status (decisions §17): `SIGNING_KEYS_PER_ACCOUNT` (keys one account may register, default
+   * 100), `KEY_STATUS_RATE_PER_MINUTE` (public key-status lookups per client address, default 60) and
+   * `KEY_STATUS_MAX_IN_FLIGHT` (lookups the service runs at once, default 16); past either, 429 `RATE_LIMITED`.
+   */
+  readonly keys: { readonly maxPerAccount: number; readonly statusPerMinute: number; readonly statusMaxInFlight: number };
 };
 
 /** A configuration value that stops the server at start; the message names the variable. */
@@ -224,6 +230,7 @@ export function readConfig(env: Env): Config {
     ...readRelaysAndReads(env),
     x402,
     index: readIndex(env),
+    keys: readKeys(env),
   };
 }
 
@@ -311,6 +318,16 @@ function readIndex(env: Env): Config["index"] {
     leaseSeconds: int("INDEX_LEASE_SECONDS", 15, 1, 3_600),
     stepBlocks: int("INDEX_STEP_BLOCKS", 10_000, 1, 10_000_000),
     follow: bool("INDEX_FOLLOW", true),
+  };
+}
+
+/** Signing keys and key status (decisions §17). */
+function readKeys(env: Env): Config["keys"] {
+  const { int } = envReaders(env);
+  return {
+    maxPerAccount: int("SIGNING_KEYS_PER_ACCOUNT", 100, 1, 100_000),
+    statusPerMinute: int("KEY_STATUS_RATE_PER_MINUTE", 60, 1, 1_000_000),
+    statusMaxInFlight: int("KEY_STATUS_MAX_IN_FLIGHT", 16, 1, 10_000),
   };
 }
 

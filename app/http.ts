@@ -11,6 +11,8 @@ import type { WiredDiscovery, wireWitness } from "./discovery.ts";
 import type { Foundation } from "./foundation.ts";
 import type { IndexRunner } from "./index.ts";
 import type { WiredX402 } from "./payments.ts";
+import type { WiredKeys } from "./keys.ts";
+import { sessionCaller } from "../http/routes/keys/mod.ts";
 
 /** Every capability, wired: what the routes are given. */
 export type Capabilities = {
@@ -22,6 +24,7 @@ export type Capabilities = {
   readonly accounts: WiredAccounts;
   readonly delegation: WiredDelegation;
   readonly x402: WiredX402 | undefined;
+  readonly keys: WiredKeys;
 };
 
 /**
@@ -76,6 +79,8 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
     },
     subscriptions: c.x402 === undefined ? undefined : { sessions, gate: c.x402.gate, payments: storage.payments, ledger, plans, clock: systemClock },
     subjectOwnership,
+    signingKeys: { keys: c.keys.signingKeys, caller: sessionCaller(sessions) },
+    keyStatus: { keyStatus: c.keys.keyStatus, clientRate: c.keys.clientRate, maxInFlight: c.keys.maxInFlight, clientAddress: requestClientAddress },
     premiumRpc: { sessions, premiumRpc: c.accounts.premiumRpc },
     metricsText: () => f.metrics.render(),
     console: { bundle: loadConsoleBundle, settings: { chainId, chainName: chain.name, serviceDnsLabel: config.serviceDnsLabel } },

@@ -15,6 +15,7 @@ import { serveHttp } from "./http.ts";
 import { wireArtifactTrust, wireAttestationIndex } from "./index.ts";
 import { wireGauges } from "./metrics.ts";
 import { wireX402, type X402Terms } from "./payments.ts";
+import { wireKeys } from "./keys.ts";
 import { wireSubmissions } from "./submissions.ts";
 
 export { openStorage, StartupError, type StartServiceOptions } from "./foundation.ts";
@@ -57,8 +58,9 @@ export async function startService(config: Config, options: StartServiceOptions 
     });
     const witness = wireWitness(config, f, discovery, accounts.plans);
     const delegation = wireDelegation(config, f, accounts);
+    const keys = wireKeys(config, f, index, discovery, accounts);
     wireGauges(config, f);
-    const server = serveHttp(config, f, { discovery, witness, index, attestationList, artifactTrust, accounts, delegation, x402 });
+    const server = serveHttp(config, f, { discovery, witness, index, attestationList, artifactTrust, accounts, delegation, x402, keys });
     const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`;
     log.info("listening", {
       url,

@@ -1,5 +1,6 @@
 /**
- * Reviews of services, with x402 receipts or offers as proofs, and the services' replies:
+ * Reviews of services, with x402 receipts (bound to their offer or alone), offers or transactions as proofs,
+ * and the services' replies:
  *
  * - `submitServiceReview`: the reviewer's one call (build from a receipt or offer, check, sign, submit
  *   through delegated-attest; gas paid by the service's delegate).
@@ -14,17 +15,46 @@ import { createPublicClient, createWalletClient, defineChain, type Hex, http, ty
 import { EAS_ABI, type EasAttestation } from "../domain/eas_abi.ts";
 import { didToAddress, isSameControllerId, normalizeDid } from "../domain/did.ts";
 import { parseProofWrappers, readUint, verifyProofWrapper } from "../domain/artifact_trust/mod.ts";
-import { buildReviewData, buildReviewResponseData, type ReviewData, type ReviewHead, sameService, supersedingReview } from "../domain/reviews/mod.ts";
+import {
+  buildReviewData,
+  buildReviewResponseData,
+  type ChainTransaction,
+  didPkhAddress,
+  isTxProofType,
+  readTxProofObject,
+  type ReviewData,
+  type ReviewHead,
+  sameService,
+  supersedingReview,
+  txProofReasons,
+  type TxProofType,
+} from "../domain/reviews/mod.ts";
 import { decodeSchemaData, encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
-import { readOfferPayload, readReceiptPayload, resourceUrlToDidWeb, type SignedOffer, type SignedReceipt } from "../domain/payments/mod.ts";
+import {
+  readOfferPayload,
+  readReceiptPayload,
+  type ReceiptPayload,
+  receiptOfferContradictions,
+  resourceUrlToDidWeb,
+  type SignedOffer,
+  type SignedReceipt,
+} from "../domain/payments/mod.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import { createWebCryptoJwsVerifier } from "./jws_verifier.ts";
 import { attestDelegated, type AtsClientOptions, type DelegatedAttestResult, type TypedDataSigner } from "./delegated_attest.ts";
 import { AtsClientError } from "./errors.ts";
 import { DEFAULT_BASE_URL } from "./http.ts";
 import { fetchTrustAnchors, type FetchLike, getChainAnchors, getSchemaAnchor } from "./trust_anchors.ts";
-import { checkControllerTrust, type KeyTrust, type SignerTrustOptions, verifyOffer, verifyReceipt, type X402VerifyClientOptions } from "./x402.ts";
+import {
+  checkControllerTrust,
+  type KeyTrust,
+  readEndpointControllerIds,
+  type SignerTrustOptions,
+  verifyOffer,
+  verifyReceipt,
+  type X402VerifyClientOptions,
+} from "./x402.ts";
 
 const ZERO_UID = `0x${"0".repeat(64)}` as Hex;
 
@@ -45,12 +75,28 @@ export type ReviewChainOptions = {
 // ---------------------------------------------------------------------------------------------------------------
 // The reviewer
 
-/** What the reviewer says, and the receipt or offer that backs it. */
+/** A transaction that backs a review: the reviewer (or a wallet it linked) interacted with the subject. */
+export type ReviewTransaction = {
+  /** `eip155:<id>` or the chain id. */
+  readonly chainId: string | number;
+  readonly txHash: Hex;
+  /** Default `tx-interaction`. */
+  readonly proofType?: TxProofType | undefined;
+};
+
+/** What the reviewer says, and the receipt, offer or transaction that backs it. */
 export type ServiceReviewInput = {
   /** A receipt the reviewer's payment earned (the attester must be its payer). */
   readonly receipt?: SignedReceipt | undefined;
-  /** Or an offer the service made, when there is no receipt. */
+  /**
+   * An offer the service made: alone when there is no receipt, or beside the receipt as the offer it settles
+   * (the proof then carries both, and verifiers check the receipt is bound to it, decisions §18).
+   */
   readonly offer?: SignedOffer | undefined;
+  /** Or a transaction; the subject must then be named. */
+  readonly transaction?: ReviewTransaction | undefined;
+  /** The reviewed subject (a did:web, or a contract's did:pkh); required with a transaction, else derived. */
+  readonly subject?: string | undefined;
   readonly ratingValue: number;
   readonly reviewBody?: string | undefined;
   readonly screenshotUrls?: readonly string[] | undefined;
@@ -72,8 +118,9 @@ export type ServiceReviewInput = {
 export function buildServiceReview(
   input: Omit<ServiceReviewInput, "attester" | "sign"> & { readonly attester?: string | undefined },
 ): ReviewData {
-  if ((input.receipt === undefined) === (input.offer === undefined)) {
-    throw new AtsClientError("INVALID_INPUT", "receipt or offer is required (exactly one)");
+  if (input.transaction !== undefined) return buildTransactionReview(input);
+  if (input.receipt === undefined && input.offer === undefined) {
+    throw new AtsClientError("INVALID_INPUT", "receipt, offer or transaction is required");
   }
   const payload = input.receipt !== undefined ? readReceiptPayload(input.receipt) : readOfferPayload(input.offer);
   if (!payload.ok) throw new AtsClientError("INVALID_INPUT", `${input.receipt !== undefined ? "receipt" : "offer"}: ${payload.message}`);
@@ -95,7 +142,37 @@ export function buildServiceReview(
       proofType: input.receipt !== undefined ? "x402-receipt" : "x402-offer",
       proofPurpose: "commercial-tx",
       proofObject: input.receipt ?? input.offer,
+      // The offer the receipt settles travels beside it, verbatim (the reference's Proof allows more members).
+      ...(input.receipt !== undefined && input.offer !== undefined ? { offer: input.offer } : {}),
     }],
+  });
+  if (!built.ok) throw new AtsClientError(built.code, built.message);
+  if (input.receipt !== undefined && input.offer !== undefined) {
+    const receipt = payload.value as ReceiptPayload;
+    const terms = readOfferPayload(input.offer);
+    if (!terms.ok) throw new AtsClientError("INVALID_INPUT", `offer: ${terms.message}`);
+    const contradictions = receiptOfferContradictions(receipt, input.offer, terms.value);
+    if (contradictions.length > 0) throw new AtsClientError("INVALID_INPUT", `offer: ${contradictions.join("; ")}`);
+  }
+  return built.value;
+}
+
+function buildTransactionReview(input: Omit<ServiceReviewInput, "attester" | "sign">): ReviewData {
+  if (input.receipt !== undefined || input.offer !== undefined) {
+    throw new AtsClientError("INVALID_INPUT", "transaction cannot be combined with a receipt or offer");
+  }
+  if (input.subject === undefined) throw new AtsClientError("INVALID_INPUT", "subject is required with a transaction");
+  const tx = input.transaction!;
+  const proofObject = { chainId: typeof tx.chainId === "number" ? `eip155:${tx.chainId}` : tx.chainId, txHash: tx.txHash };
+  const read = readTxProofObject(proofObject);
+  if (!read.ok) throw new AtsClientError("INVALID_INPUT", `transaction: ${read.message.replace(/^proofObject\./, "")}`);
+  const built = buildReviewData({
+    subject: input.subject,
+    ratingValue: input.ratingValue,
+    reviewBody: input.reviewBody,
+    screenshotUrls: input.screenshotUrls,
+    version: input.version ?? "1.0.0",
+    proofs: [{ proofType: tx.proofType ?? "tx-interaction", proofPurpose: "commercial-tx", proofObject }],
   });
   if (!built.ok) throw new AtsClientError(built.code, built.message);
   return built.value;
@@ -233,6 +310,16 @@ export type ReviewProofCheck = {
   readonly payer?: { readonly address: string; readonly relation: PayerRelation } | undefined;
   /** How far the signing key is bound to the reviewed service (tier 0: not at all). */
   readonly signerTrust?: KeyTrust | undefined;
+  /** A receipt carried with the offer it settles: whether it is bound to it (decisions §18). */
+  readonly offerBinding?: { readonly bound: boolean; readonly offerHash?: string | undefined } | undefined;
+  /** A transaction proof: the transaction as the chain holds it (undefined when it is not there). */
+  readonly transaction?: {
+    readonly chainId: number;
+    readonly txHash: string;
+    readonly from?: string | undefined;
+    readonly to?: string | undefined;
+    readonly senderRelation?: PayerRelation | undefined;
+  } | undefined;
 };
 
 /** A reply to a review, kept or dropped. */
@@ -331,13 +418,18 @@ export async function verifyReview(uid: string, options: ReviewChainOptions): Pr
     { uid: review.uid, attester: review.attester, subject: review.subject, time: review.time, position: 0n };
   const newer = supersedingReview(self, heads);
 
+  let txProofs = 0;
   const proofs = await Promise.all(
     parseProofWrappers(data.proofs).map((wrapper) =>
-      checkReviewProof(wrapper, review, {
-        x402: options.x402,
-        trust: trustOptions,
-        payerRelation: (payer, attester) => payerRelation(payer, attester, { ...options, chain }),
-      })
+      // Each transaction proof costs three RPC reads: a review's first few are checked, the rest reported.
+      isTxProofType(wrapper.proofType) && ++txProofs > MAX_TX_PROOFS_CHECKED
+        ? Promise.resolve(uncheckedTxProof(String(wrapper.proofType)))
+        : checkReviewProof(wrapper, review, {
+          x402: options.x402,
+          trust: trustOptions,
+          payerRelation: (payer, attester) => payerRelation(payer, attester, { ...options, chain }),
+          transactions: { chainId: options.chainId, read: (hash) => readChainTransaction(chain.client, hash) },
+        })
     ),
   );
 
@@ -360,6 +452,12 @@ export async function verifyReview(uid: string, options: ReviewChainOptions): Pr
     }
     if (reply.revocationTime !== 0n) {
       responses.push({ ...base, kept: false, reason: "the reply was revoked" });
+      continue;
+    }
+    if (!subjectDid.startsWith("did:web:")) {
+      // A contract (did:pkh) has no endpoint evidence or witnesses naming controllers: only it can be its own voice.
+      const own = didPkhAddress(subjectDid)?.toLowerCase() === reply.attester.toLowerCase();
+      responses.push({ ...base, kept: own, reason: own ? `the responder is ${subjectDid} itself` : `the responder is not ${subjectDid}` });
       continue;
     }
     const trust = await checkControllerTrust(
@@ -389,9 +487,39 @@ export type ReviewProofOptions = {
   readonly x402?: X402VerifyClientOptions | undefined;
   /** Where the signing key's trust evidence comes from. */
   readonly trust?: SignerTrustOptions | undefined;
-  /** How a receipt's payer relates to the reviewer; default: the reviewer itself, else unrelated. */
+  /** How a receipt's payer (or a transaction's sender) relates to the reviewer; default: the reviewer itself, else unrelated. */
   readonly payerRelation?: ((payer: string, attester: string) => Promise<PayerRelation>) | undefined;
+  /**
+   * Reads transactions of one chain (transaction proofs): undefined for a transaction that is not there; throws
+   * `NETWORK_ERROR` when the chain cannot be read. A proof naming another chain is reported, not checked.
+   */
+  readonly transactions?: { readonly chainId: number; readonly read: (txHash: Hex) => Promise<ChainTransaction | undefined> } | undefined;
+  /** The EVM addresses a did:web subject's endpoint evidence names; default read through `trust` (the service's confirm endpoint). */
+  readonly subjectAddresses?: ((subjectDid: string) => Promise<readonly string[]>) | undefined;
 };
+
+/** Transaction proofs of one review checked on the chain; more are reported unchecked. */
+export const MAX_TX_PROOFS_CHECKED = 10;
+
+const uncheckedTxProof = (proofType: string): ReviewProofCheck => ({
+  proofType,
+  valid: false,
+  reasons: [`more than ${MAX_TX_PROOFS_CHECKED} transaction proofs in one review: this one was not checked`],
+  signatureValid: false,
+});
+
+/** A transaction with its receipt and block time; undefined when the chain does not have it (or not mined). */
+export async function readChainTransaction(client: PublicClient, hash: Hex): Promise<ChainTransaction | undefined> {
+  try {
+    const [tx, receipt] = await Promise.all([client.getTransaction({ hash }), client.getTransactionReceipt({ hash })]);
+    const block = await client.getBlock({ blockNumber: receipt.blockNumber });
+    return { from: tx.from, to: tx.to ?? undefined, success: receipt.status === "success", blockTime: block.timestamp };
+  } catch (cause) {
+    const name = (cause as { name?: unknown }).name;
+    if (name === "TransactionNotFoundError" || name === "TransactionReceiptNotFoundError") return undefined;
+    throw new AtsClientError("NETWORK_ERROR", "Could not read the transaction from the chain", { cause });
+  }
+}
 
 /**
  * Checks one proof wrapper of a review as of the review, not as of now: an `x402-offer` must have been
@@ -405,6 +533,7 @@ export async function checkReviewProof(
 ): Promise<ReviewProofCheck> {
   const proofType = typeof wrapper.proofType === "string" ? wrapper.proofType : "unknown";
   const reasons: string[] = [];
+  if (isTxProofType(proofType)) return await checkTxProof(wrapper, review, options);
   if (proofType !== "x402-receipt" && proofType !== "x402-offer") {
     return { proofType, valid: false, reasons: [`${proofType} proofs are not checked by this helper`], signatureValid: false };
   }
@@ -431,11 +560,90 @@ export async function checkReviewProof(
     payer = { address: payload.payer, relation };
     if (relation === "unrelated") reasons.push("the payer is neither the reviewer nor linked to it");
   }
-  // A receipt speaks for its issue time; an offer for the review's (it was valid then).
+  let offerBinding: ReviewProofCheck["offerBinding"];
+  if (proofType === "x402-receipt" && wrapper.offer !== undefined) {
+    const receipt = payload as ReceiptPayload;
+    const before = reasons.length;
+    // The offer's signature is what counts here; it may well have expired since the payment it priced.
+    const offer = await verifyOffer(wrapper.offer, { ...options.x402, nowSeconds: 0 });
+    if (!offer.ok) {
+      reasons.push(`the offer it settles: ${offer.message}`);
+    } else {
+      reasons.push(...receiptOfferContradictions(receipt, wrapper.offer as SignedOffer, offer.value.payload));
+      if (!isSameControllerId(offer.value.signer.controllerDid, verified.value.signer.controllerDid)) {
+        reasons.push("the offer and the receipt are signed by different keys");
+      }
+    }
+    offerBinding = { bound: reasons.length === before, ...(receipt.offerHash === undefined ? {} : { offerHash: receipt.offerHash }) };
+  }
+  // A receipt speaks for its issue time; an offer for the review's (it was valid then). Only a did:web has a trust tier.
   const at = "issuedAt" in payload ? payload.issuedAt : reviewedAt;
-  const signerTrust = await checkControllerTrust({ subjectDid: review.subject, signer: verified.value.signer, at }, options.trust);
-  if (signerTrust.tier === 0) reasons.push("the signing key is not bound to the reviewed service");
-  return { proofType, valid: reasons.length === 0, reasons, signatureValid: true, resourceMatchesSubject, payer, signerTrust };
+  const signerTrust = review.subject.startsWith("did:web:")
+    ? await checkControllerTrust({ subjectDid: review.subject, signer: verified.value.signer, at }, options.trust)
+    : undefined;
+  if (signerTrust === undefined || signerTrust.tier === 0) reasons.push("the signing key is not bound to the reviewed service");
+  return {
+    proofType,
+    valid: reasons.length === 0,
+    reasons,
+    signatureValid: true,
+    resourceMatchesSubject,
+    payer,
+    signerTrust,
+    ...(offerBinding === undefined ? {} : { offerBinding }),
+  };
+}
+
+/**
+ * A `tx-interaction` or `tx-encoded-value` proof, checked on the chain it names (decisions §18): the
+ * transaction exists and succeeded no later than the review, its sender is the reviewer or a wallet it linked,
+ * and it went to the subject's contract (a did:pkh subject) or to an address the subject's endpoint evidence
+ * names (a did:web subject). `tx-encoded-value`'s encoded amount is a shared-control challenge; for a review
+ * (`commercial-tx`) the transaction itself is the evidence.
+ */
+async function checkTxProof(
+  wrapper: Record<string, unknown>,
+  review: { readonly attester: string; readonly subject: string; readonly time: bigint },
+  options: ReviewProofOptions,
+): Promise<ReviewProofCheck> {
+  const proofType = String(wrapper.proofType);
+  const reasons: string[] = [];
+  if (wrapper.proofPurpose !== "commercial-tx") reasons.push("proofPurpose is not commercial-tx");
+  const proof = readTxProofObject(wrapper.proofObject);
+  if (!proof.ok) return { proofType, valid: false, reasons: [...reasons, proof.message], signatureValid: false };
+  const { chainId, txHash } = proof.value;
+  if (options.transactions === undefined || options.transactions.chainId !== chainId) {
+    return { proofType, valid: false, reasons: [...reasons, `eip155:${chainId} is not the chain this verifier reads`], signatureValid: false, transaction: { chainId, txHash } };
+  }
+  const transaction = await options.transactions.read(txHash);
+  const senderRelation = transaction === undefined
+    ? "unrelated"
+    : options.payerRelation !== undefined
+    ? await options.payerRelation(transaction.from, review.attester)
+    : transaction.from.toLowerCase() === review.attester.toLowerCase() ? "attester" : "unrelated";
+  const targets = transaction === undefined ? [] : await subjectTargets(review.subject, options);
+  reasons.push(...txProofReasons({ proof: proof.value, transaction, senderRelation, targets, reviewTime: review.time }));
+  return {
+    proofType,
+    valid: reasons.length === 0,
+    reasons,
+    // The chain's own signature: the transaction is there and was sent by its `from`.
+    signatureValid: transaction !== undefined,
+    transaction: { chainId, txHash, from: transaction?.from, to: transaction?.to, senderRelation: transaction === undefined ? undefined : senderRelation },
+  };
+}
+
+/** Where a transaction to the subject may go: a did:pkh's own address, a did:web's endpoint-published EVM controllers. */
+async function subjectTargets(subject: string, options: ReviewProofOptions): Promise<readonly string[]> {
+  const own = didPkhAddress(subject);
+  if (own !== undefined) return [own];
+  if (!subject.startsWith("did:web:")) return [];
+  if (options.subjectAddresses !== undefined) return await options.subjectAddresses(subject);
+  const ids = await readEndpointControllerIds(subject, options.trust ?? {});
+  return (ids ?? []).flatMap((id) => {
+    const address = didPkhAddress(id);
+    return address === undefined ? [] : [address];
+  });
 }
 
 /**

@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import type { OfferPayload, ReceiptPayload } from "../domain/payments/mod.ts";
-import { createEip712Issuer } from "../x402/signers.ts";
+import { base64UrlEncode, jwkToDidJwk } from "../domain/did.ts";
+import { offerHashOf, type OfferPayload, type ReceiptPayload } from "../domain/payments/mod.ts";
+import { createEip712Issuer, createJwsIssuerFromJwk, generateSigningJwk } from "../x402/signers.ts";
 import { checkReviewProof } from "./reviews.ts";
 
 // Long past: the real clock is far beyond every validUntil here, as it is for any review read later.
@@ -63,5 +64,126 @@ describe("checkReviewProof() judges a proof as of the review", () => {
       signatureValid: false,
       reasons: ["signature: Receipt issuedAt lies in the future"],
     });
+  });
+});
+
+describe("checkReviewProof() with a receipt carried beside the offer it settles (decisions §18)", () => {
+  // A JWS issuer with a self-resolving did:jwk kid (no did.json needed), published by the service as its controller.
+  const jwsSetup = async () => {
+    const privateJwk = await generateSigningJwk("EdDSA");
+    const publicJwk = { kty: privateJwk.kty, crv: privateJwk.crv, x: privateJwk.x };
+    const kid = `did:jwk:${base64UrlEncode(new TextEncoder().encode(JSON.stringify(publicJwk)))}#0`;
+    const jwsIssuer = await createJwsIssuerFromJwk({ kid, alg: "EdDSA", privateJwk });
+    const controller = (jwkToDidJwk(publicJwk, { publicOnly: true }) as { value: string }).value;
+    return { jwsIssuer, jwsTrust: { endpointKeys: () => Promise.resolve([controller]) } };
+  };
+  const withOffer = (receipt: unknown, offer: unknown) => ({ ...wrap("x402-receipt", receipt), offer });
+
+  test("a JWS receipt whose offerHash names the carried offer is bound to it", async () => {
+    const { jwsIssuer, jwsTrust } = await jwsSetup();
+    const offer = await jwsIssuer.signOffer(OFFER);
+    const receipt = await jwsIssuer.signReceipt({ ...RECEIPT, offerHash: offerHashOf(offer) });
+    const checked = await checkReviewProof(withOffer(receipt, offer), review(T + 60), { trust: jwsTrust });
+    expect(checked).toMatchObject({ valid: true, reasons: [], offerBinding: { bound: true, offerHash: offerHashOf(offer) } });
+  });
+
+  test("a receipt bound to another offer is refused with the reason; a receipt alone still works", async () => {
+    const { jwsIssuer, jwsTrust } = await jwsSetup();
+    const offer = await jwsIssuer.signOffer(OFFER);
+    const other = await jwsIssuer.signOffer({ ...OFFER, amount: "2000" });
+    const receipt = await jwsIssuer.signReceipt({ ...RECEIPT, offerHash: offerHashOf(other) });
+    expect(await checkReviewProof(withOffer(receipt, offer), review(T + 60), { trust: jwsTrust })).toMatchObject({
+      valid: false,
+      signatureValid: true,
+      reasons: ["the receipt is bound to another offer (offerHash differs)"],
+      offerBinding: { bound: false },
+    });
+    const alone = await checkReviewProof(wrap("x402-receipt", receipt), review(T + 60), { trust: jwsTrust });
+    expect(alone).toMatchObject({ valid: true, reasons: [] });
+    expect(alone.offerBinding).toBeUndefined();
+  });
+
+  test("terms that contradict the offer, an offer from another key, a forged offer: each refused with its reason", async () => {
+    const { jwsIssuer, jwsTrust } = await jwsSetup();
+    const offer = await jwsIssuer.signOffer(OFFER);
+    const hash = offerHashOf(offer);
+    const elsewhere = await jwsIssuer.signReceipt({ ...RECEIPT, network: "eip155:8453", offerHash: hash });
+    expect((await checkReviewProof(withOffer(elsewhere, offer), review(T + 60), { trust: jwsTrust })).reasons)
+      .toEqual(["the receipt's network is not the offer's"]);
+    const eip712Offer = await issuer.signOffer(OFFER);
+    const plain = await issuer.signReceipt(RECEIPT);
+    expect((await checkReviewProof(withOffer(plain, eip712Offer), review(T + 60), { trust })).reasons).toEqual([]);
+    const strangersOffer = await jwsSetup().then((s) => s.jwsIssuer.signOffer(OFFER));
+    const bound = await jwsIssuer.signReceipt({ ...RECEIPT, offerHash: offerHashOf(strangersOffer) });
+    expect((await checkReviewProof(withOffer(bound, strangersOffer), review(T + 60), { trust: jwsTrust })).reasons)
+      .toEqual(["the offer and the receipt are signed by different keys"]);
+    const forged = { format: "jws", signature: `${(offer as { signature: string }).signature.slice(0, -4)}AAAA` };
+    expect((await checkReviewProof(withOffer(plain, forged), review(T + 60), { trust })).reasons[0]).toMatch(/^the offer it settles: /);
+  });
+});
+
+describe("checkReviewProof() with transaction proofs (decisions §18)", () => {
+  const SERVICE = "0x2222222222222222222222222222222222222222";
+  const OTHER = "0x3333333333333333333333333333333333333333";
+  const HASH = `0x${"cd".repeat(32)}` as const;
+  const txWrap = (proofType: string, chainId: unknown = "eip155:31337") => wrap(proofType, { chainId, txHash: HASH });
+  const chainWith = (tx: { from: string; to: string | undefined; success?: boolean; blockTime?: bigint } | undefined) => {
+    const reads: string[] = [];
+    return {
+      reads,
+      transactions: {
+        chainId: 31337,
+        read: (hash: `0x${string}`) => {
+          reads.push(hash);
+          return Promise.resolve(tx === undefined ? undefined : { success: true, blockTime: BigInt(T), ...tx } as never);
+        },
+      },
+    };
+  };
+  const subjectAddresses = () => Promise.resolve([SERVICE]);
+
+  test("tx-interaction and tx-encoded-value from the reviewer to an endpoint-named address count", async () => {
+    for (const proofType of ["tx-interaction", "tx-encoded-value"]) {
+      const { transactions, reads } = chainWith({ from: reviewer.address, to: SERVICE });
+      const checked = await checkReviewProof(txWrap(proofType), review(T + 60), { transactions, subjectAddresses });
+      expect(checked).toMatchObject({ proofType, valid: true, reasons: [], transaction: { chainId: 31337, txHash: HASH, from: reviewer.address, to: SERVICE, senderRelation: "attester" } });
+      expect(reads).toEqual([HASH]);
+    }
+  });
+
+  test("a transaction from someone else, or to another contract, is refused with its reason; a linked sender counts", async () => {
+    const fromStranger = chainWith({ from: OTHER, to: SERVICE });
+    expect((await checkReviewProof(txWrap("tx-interaction"), review(T + 60), { transactions: fromStranger.transactions, subjectAddresses })).reasons)
+      .toEqual(["the transaction was sent by someone other than the reviewer or a wallet it linked"]);
+    const linked = await checkReviewProof(txWrap("tx-interaction"), review(T + 60), {
+      transactions: fromStranger.transactions,
+      subjectAddresses,
+      payerRelation: (payer) => Promise.resolve(payer === OTHER ? "linked" : "unrelated"),
+    });
+    expect(linked).toMatchObject({ valid: true, transaction: { senderRelation: "linked" } });
+    const elsewhere = chainWith({ from: reviewer.address, to: OTHER });
+    expect((await checkReviewProof(txWrap("tx-interaction"), review(T + 60), { transactions: elsewhere.transactions, subjectAddresses })).reasons)
+      .toEqual(["the transaction went to an address that is neither the subject's contract nor named by its endpoint evidence"]);
+  });
+
+  test("a contract subject (did:pkh): the transaction must go to that contract", async () => {
+    const subject = `did:pkh:eip155:31337:${SERVICE}`;
+    const toContract = chainWith({ from: reviewer.address, to: SERVICE });
+    expect(await checkReviewProof(txWrap("tx-interaction"), { ...review(T + 60), subject }, { transactions: toContract.transactions }))
+      .toMatchObject({ valid: true });
+    const toOther = chainWith({ from: reviewer.address, to: OTHER });
+    expect((await checkReviewProof(txWrap("tx-interaction"), { ...review(T + 60), subject }, { transactions: toOther.transactions })).valid).toBe(false);
+  });
+
+  test("a missing transaction, another chain, a bad proof object: reported without a read where none is needed", async () => {
+    const missing = chainWith(undefined);
+    expect((await checkReviewProof(txWrap("tx-interaction"), review(T + 60), { transactions: missing.transactions, subjectAddresses })).reasons)
+      .toEqual([`the transaction ${HASH} is not on eip155:31337`]);
+    const other = chainWith({ from: reviewer.address, to: SERVICE });
+    expect((await checkReviewProof(txWrap("tx-interaction", "eip155:1"), review(T + 60), { transactions: other.transactions, subjectAddresses })).reasons)
+      .toEqual(["eip155:1 is not the chain this verifier reads"]);
+    expect((await checkReviewProof(wrap("tx-interaction", { chainId: 31337 }), review(T + 60), { transactions: other.transactions })).reasons)
+      .toEqual(["proofObject.txHash must be 32 bytes of hex"]);
+    expect(other.reads).toEqual([]);
   });
 });

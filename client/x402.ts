@@ -17,10 +17,12 @@ import {
   buildReceiptProof,
   buildUserReviewFromReceipt,
   OFFER_RECEIPT,
+  offerHashOf,
   type OfferPayload,
   readOfferPayload,
   readReceiptPayload,
   type ReceiptPayload,
+  receiptOfferContradictions,
   resourceUrlToDidWeb,
   type SignedOffer,
   type SignedReceipt,
@@ -114,6 +116,33 @@ export function extractReceipt(response: Response | Headers): SignedReceipt | un
   const entry = isRecord(settlement?.extensions) ? settlement.extensions[OFFER_RECEIPT] : undefined;
   const receipt = isRecord(entry) && isRecord(entry.info) ? entry.info.receipt : undefined;
   return isRecord(receipt) && (receipt.format === "eip712" || receipt.format === "jws") ? receipt as SignedReceipt : undefined;
+}
+
+/**
+ * The offer a paid answer's receipt settles, as the server sent it beside the receipt (`info.offer`, decisions
+ * §18): the one a JWS receipt's `offerHash` names. Undefined when the server sent none (EIP-712 receipts).
+ */
+export function extractReceiptOffer(response: Response | Headers): SignedOffer | undefined {
+  const settlement = readSettlementResponse(response);
+  const entry = isRecord(settlement?.extensions) ? settlement.extensions[OFFER_RECEIPT] : undefined;
+  const offer = isRecord(entry) && isRecord(entry.info) ? entry.info.offer : undefined;
+  return isRecord(offer) && (offer.format === "eip712" || offer.format === "jws") ? offer as SignedOffer : undefined;
+}
+
+/** Among offers, the one a receipt's `offerHash` names; undefined when it names none of them (or has no hash). */
+export function findOfferOfReceipt(receipt: ReceiptPayload, offers: readonly SignedOffer[]): SignedOffer | undefined {
+  if (receipt.offerHash === undefined) return undefined;
+  return offers.find((offer) => offerHashOf(offer) === receipt.offerHash);
+}
+
+/**
+ * Where a receipt contradicts the offer it claims to settle, one reason a contradiction (empty: it settles
+ * that offer): the offerHash of a JWS receipt, resource URL, network, issued well after the offer expired.
+ */
+export function receiptContradictsOffer(receipt: ReceiptPayload, offer: SignedOffer): string[] {
+  const terms = readOfferPayload(offer);
+  if (!terms.ok) return [`the offer: ${terms.message}`];
+  return receiptOfferContradictions(receipt, offer, terms.value);
 }
 
 /** The `accepts[]` entry an offer signs, matched on its terms (the `acceptIndex` is only a hint). */
@@ -267,6 +296,14 @@ export async function checkControllerTrust(
     evidence: { endpointKeys, witnesses: chain.witnesses, keyBindings: chain.keyBindings, chainId: options.chain?.chainId },
   });
   return { ...decision, subjectDid, endpointKeys, witnesses: chain.witnesses, keyBindings: chain.keyBindings };
+}
+
+/**
+ * The controller ids a did:web subject's endpoints (DNS TXT, did.json) publish now, as the trust options read
+ * them; undefined when not looked up. Throws `NETWORK_ERROR` when the evidence cannot be read.
+ */
+export async function readEndpointControllerIds(subjectDid: string, options: SignerTrustOptions = {}): Promise<readonly string[] | undefined> {
+  return await loadEndpointKeys(subjectDid, options);
 }
 
 async function loadEndpointKeys(subjectDid: string, options: SignerTrustOptions): Promise<readonly string[] | undefined> {

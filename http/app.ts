@@ -14,6 +14,7 @@ import { type SubjectRoutesDeps, subjectRoutes } from "./routes/accounts/mod.ts"
 import { type PrivateRelayRoutesDeps, privateRelayRoutes } from "./routes/delegation/mod.ts";
 import { type SubscriptionRoutesDeps, subscriptionRoutes } from "./routes/accounts/mod.ts";
 import { consoleRoutes, type ConsoleRoutesDeps } from "./routes/console.ts";
+import { keyStatusRoutes, type KeyStatusRoutesDeps, signingKeyRoutes, type SigningKeyRoutesDeps } from "./routes/keys/mod.ts";
 import type { VerifySubjectOwnership } from "../domain/accounts/mod.ts";
 import type { ListAttestations } from "../domain/index/mod.ts";
 import { sessionRoutes, type SessionRoutesDeps } from "./routes/session.ts";
@@ -56,6 +57,10 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly console?: Omit<ConsoleRoutesDeps, "log"> | undefined;
   /** The Prometheus exposition text of `GET /metrics`; absent: no such route. */
   readonly metricsText?: (() => Promise<string>) | undefined;
+  /** Signing keys (decisions §17); absent in tests that do not exercise them. */
+  readonly signingKeys?: Omit<SigningKeyRoutesDeps, "log"> | undefined;
+  /** The public key status (decisions §17); absent in tests that do not exercise it. */
+  readonly keyStatus?: Omit<KeyStatusRoutesDeps, "log"> | undefined;
 };
 
 /** CORS headers of the session routes for an allowed origin: that origin, with credentials. */
@@ -223,6 +228,8 @@ export function createApp(deps: AppDeps) {
     .use(deps.subjects ? subjectRoutes({ ...deps.subjects, log: deps.log }) : new Elysia())
     .use(deps.privateRelay ? privateRelayRoutes({ ...deps.privateRelay, log: deps.log }) : new Elysia())
     .use(deps.subscriptions ? subscriptionRoutes({ ...deps.subscriptions, log: deps.log }) : new Elysia())
+    .use(deps.signingKeys ? signingKeyRoutes({ ...deps.signingKeys, log: deps.log }) : new Elysia())
+    .use(deps.keyStatus ? keyStatusRoutes({ ...deps.keyStatus, log: deps.log }) : new Elysia())
     .use(docRoutes(deps.publicBaseUrl ?? "http://127.0.0.1:8080"))
     .use(deps.metricsText ? metricsRoute(deps.metricsText) : new Elysia())
     .use(deps.console ? consoleRoutes({ ...deps.console, log: deps.log }) : new Elysia());

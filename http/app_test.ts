@@ -417,6 +417,11 @@ function spyApp() {
       sessions: { authenticate: () => Promise.resolve({ ok: true, value: { account: { id: "a", address: A, plan: "free", createdAtMs: 0 } } }) } as never,
       premiumRpc: spy("premiumRpc", fail("NETWORK_ERROR", "spy")) as never,
     },
+    signingKeys: {
+      caller: () => Promise.resolve({ ok: true, value: { id: "a", address: A, plan: "free", createdAtMs: 0 } }),
+      keys: { upsert: spy("signingKeyUpsert", fail("SIGNING_KEY_LIMIT_EXCEEDED", "spy")), list: spy("signingKeyList", []) } as never,
+    },
+    keyStatus: { keyStatus: spy("keyStatus", fail("NETWORK_ERROR", "spy")) as never, clientRate: { take: () => ({ allowed: true }) }, maxInFlight: 100 },
     subjects: {
       sessions: { authenticate: () => Promise.resolve({ ok: true, value: { account: { id: "a", address: A, plan: "free", createdAtMs: 0 } } }) } as never,
       subjects: { add: spy("subjectCreate", fail("SUBJECT_NOT_FOUND", "spy")), update: spy("subjectPatch", fail("SUBJECT_NOT_FOUND", "spy")) } as never,
@@ -515,6 +520,18 @@ const SAMPLES: Record<keyof typeof REQUEST_MODELS, { accepted: unknown[]; refuse
     ],
     refused: [{ subjectDid: "did:web:example.com" }, { subjectDid: "did:web:example.com", controllerDid: CONTROLLER, chainId: "31337" }, { subjectDid: 5, controllerDid: CONTROLLER }],
   },
+  signingKeyUpsert: {
+    accepted: [
+      { keyDid: CONTROLLER, keyType: "service-signing", displayName: "Signer" },
+      { keyDid: "did:key:z6Mk", keyType: "attestation", displayName: "Signer", tags: ["x402", "mcp"], notes: null },
+    ],
+    refused: [{}, { keyDid: CONTROLLER, keyType: "service-signing" }, { keyDid: 5, keyType: "service-signing", displayName: "x" }, { keyDid: CONTROLLER, keyType: "attestation", displayName: "x", tags: "x402" }],
+  },
+  signingKeyList: { accepted: [{}, { keyType: "service-signing", tag: "x402" }], refused: [{ tag: ["a", "b"] }, { keyType: "x".repeat(51) }] },
+  keyStatus: {
+    accepted: [{ subjectDid: "did:web:a.com", keyDid: CONTROLLER }, { subjectDid: "did:web:a.com", keyDid: CONTROLLER, at: "1800000000" }],
+    refused: [{}, { subjectDid: "did:web:a.com" }, { subjectDid: "did:web:a.com", keyDid: CONTROLLER, at: "soon" }, { subjectDid: ["a", "b"], keyDid: CONTROLLER }],
+  },
 };
 
 function sampleRequest(method: string, path: string, models: RequestModels, sample: unknown): Request {
@@ -606,7 +623,8 @@ describe("request models", () => {
         checked.push(`${method} ${path}`);
       }
     }
-    expect(checked.length).toBe(28);
+    // 28 before the signing keys and the key status (issue 24: four more operation paths).
+    expect(checked.length).toBe(32);
     expect(new Set([...Object.keys(calls), "identityResolve"])).toEqual(new Set(Object.keys(REQUEST_MODELS)));
   });
 });

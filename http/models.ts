@@ -482,6 +482,29 @@ export const JsonRpcResponseModel = t.Object({
 /** The answer of `POST /api/private/rpc-premium`: one response, or an array in the batch's order. */
 export const PremiumRpcResponseModel = t.Union([JsonRpcResponseModel, t.Array(JsonRpcResponseModel)]);
 
+// Signing keys and key status (decisions §17).
+/** Body of `POST /api/private/signing-keys`. */
+export const SigningKeyBody = t.Object({
+  keyDid: t.String({ minLength: 1, maxLength: 2_048, description: "did:pkh (5 parts), did:key, did:jwk or did:ethr; stored canonical" }),
+  keyType: t.String({ description: "attestation or service-signing (kept from the first registration on an update)" }),
+  displayName: t.String({ description: "1 to 200 characters after trimming" }),
+  tags: t.Optional(t.Array(t.String(), { description: "At most 10 tags, each a non-blank string of at most 50 characters (e.g. x402, mcp, software-release, generic-signing, other); default []" })),
+  notes: t.Optional(t.Union([t.String(), t.Null()], { description: "At most 1,000 characters" })),
+});
+
+/** `GET /api/private/signing-keys`. */
+export const SigningKeyListQuery = t.Object({
+  keyType: t.Optional(t.String({ maxLength: 50, description: "Only keys of this type" })),
+  tag: t.Optional(t.String({ maxLength: 50, description: "Only keys holding this tag" })),
+});
+
+/** `GET /v1/key-status`. */
+export const KeyStatusQuery = t.Object({
+  subjectDid: t.String({ minLength: 1, maxLength: 2_048, description: "The subject (did:web of a service, did:pkh, …)" }),
+  keyDid: t.String({ minLength: 1, maxLength: 2_048, description: "The key: did:pkh, did:key, did:jwk or did:ethr" }),
+  at: t.Optional(t.String({ pattern: "^[0-9]{1,12}$", description: "Unix seconds, not in the future; default now. The chain's records are judged as they stood then" })),
+});
+
 /** The request models of one operation: a query object or a JSON body. */
 export type RequestModels = { readonly query?: TSchema | undefined; readonly body?: TSchema | undefined };
 
@@ -505,6 +528,9 @@ export const REQUEST_MODELS = {
   subjectOwnership: { body: SubjectOwnershipBody },
   premiumRpc: { body: PremiumRpcBody },
   controllerWitness: { body: ControllerWitnessBody },
+  signingKeyUpsert: { body: SigningKeyBody },
+  signingKeyList: { query: SigningKeyListQuery },
+  keyStatus: { query: KeyStatusQuery },
 } as const satisfies Record<string, RequestModels>;
 
 /**

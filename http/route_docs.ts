@@ -25,6 +25,7 @@ import {
   SuccessModel,
   TrustAnchorsModel,
 } from "./models.ts";
+import { KeyStatusModel, SigningKeyListModel, SigningKeyUpsertModel } from "./routes/keys/mod.ts";
 
 const err = (description: string) => ({ description, schema: ErrorModel });
 const easErr = (description: string) => ({ description, schema: EasErrorModel });
@@ -363,6 +364,45 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     pathParameters: SUBJECT_ID,
     summary: "Removes a subject; the oldest remaining one becomes default when the default went (with none left, the wallet's did:pkh comes back on the next read)",
     responses: { 200: { description: "{success: true, id}" }, 401: err("UNAUTHENTICATED"), 404: err("SUBJECT_NOT_FOUND") },
+  },
+  {
+    method: "post",
+    paths: ["/api/private/signing-keys"],
+    auth: "session",
+    request: REQUEST_MODELS.signingKeyUpsert,
+    summary: "Registers a signing key of the signed-in account, or updates it (display name, tags, notes) when the account holds it already; id, createdAt and keyType are kept. Another account may register the same key. Metadata only: the service never holds a private key (decisions §17)",
+    responses: {
+      200: { description: "The key; created: true for a new one, false for an update", schema: SigningKeyUpsertModel },
+      400: err("INVALID_JSON, INVALID_INPUT naming the field (keyDid, keyType, displayName, tags, notes)"),
+      401: err("UNAUTHENTICATED"),
+      403: err("SIGNING_KEY_LIMIT_EXCEEDED (SIGNING_KEYS_PER_ACCOUNT keys already; an update still works), ORIGIN_NOT_ALLOWED"),
+      415: err("UNSUPPORTED_MEDIA_TYPE"),
+    },
+  },
+  {
+    method: "get",
+    paths: ["/api/private/signing-keys"],
+    auth: "session",
+    request: REQUEST_MODELS.signingKeyList,
+    summary: "The signed-in account's signing keys, newest first, each with its status (registered, active, revoked, expired) and trust level (none, basic, intermediate, advanced) for every subject of the account, computed now from the attestation index and the subjects' endpoint evidence",
+    responses: {
+      200: { description: "{keys: [...]}; a key's subjects is null (with subjectsError) when the chain or an endpoint could not be read", schema: SigningKeyListModel },
+      400: err("INVALID_INPUT (a repeated or oversized parameter)"),
+      401: err("UNAUTHENTICATED"),
+    },
+  },
+  {
+    method: "get",
+    paths: ["/v1/key-status", "/api/public/key-status"],
+    auth: "public",
+    request: REQUEST_MODELS.keyStatus,
+    summary: "Is keyDid authorised for subjectDid, how strongly, and was it at `at`: the status and trust level with the evidence behind them (today's endpoint evidence; the controller witness of an approved issuer and the key binding written by a controller of the subject, as they stood at `at`). At most 5 JSON-RPC calls per lookup whatever the chain's age (the attestation index)",
+    responses: {
+      200: { description: "Key status", schema: KeyStatusModel },
+      400: err("INVALID_INPUT (a missing, repeated or malformed parameter; at in the future), INVALID_DID (subjectDid not a DID; keyDid not a did:pkh, did:key, did:jwk or did:ethr), UNSUPPORTED_CHAIN"),
+      429: err("RATE_LIMITED: KEY_STATUS_RATE_PER_MINUTE per client address or KEY_STATUS_MAX_IN_FLIGHT lookups at once; Retry-After header"),
+      502: err("NETWORK_ERROR: the chain or the subject's endpoints could not be read; never a guess"),
+    },
   },
 
   {

@@ -8,3 +8,14 @@ export {
   sameService,
   supersedingReview,
 } from "./reviews.ts";
+export {
+  type ChainTransaction,
+  didPkhAddress,
+  isTxProofType,
+  readTxProofObject,
+  type SenderRelation,
+  TX_PROOF_TYPES,
+  type TxProofObject,
+  txProofReasons,
+  type TxProofType,
+} from "./tx_proofs.ts";

@@ -4,6 +4,7 @@
  */
 import { normalizeDid } from "../did.ts";
 import { fail, ok, type Result } from "../result.ts";
+import { isTxProofType, readTxProofObject } from "./tx_proofs.ts";
 
 /** Limits of the user-review and user-review-response payloads (the reference's JSON schemas). */
 export const REVIEW_LIMITS = { reviewBody: 500, screenshotUrls: 10, urlLength: 2_048, responseBody: 500 } as const;
@@ -13,7 +14,7 @@ export const REVIEW_PROOF_TYPES = ["x402-receipt", "x402-offer", "tx-interaction
 
 /** What a reviewer writes. */
 export type ReviewDraft = {
-  /** The reviewed service: a did:web (or a bare domain, normalized to one). */
+  /** The reviewed service: a did:web (or a bare domain, normalized to one), or a contract's did:pkh. */
   readonly subject: string;
   /** 1 to 5. */
   readonly ratingValue: number;
@@ -48,7 +49,10 @@ const httpUrl = (value: string) => {
 export function buildReviewData(draft: ReviewDraft): Result<ReviewData, "INVALID_INPUT" | "INVALID_DID"> {
   if (typeof draft.subject !== "string") return fail("INVALID_INPUT", "subject is required");
   const subject = normalizeDid(draft.subject);
-  if (!subject.ok || !subject.value.startsWith("did:web:")) return fail("INVALID_DID", "subject must be the service's did:web");
+  // A did:pkh subject is a contract, reviewed with a transaction proof (decisions §18).
+  if (!subject.ok || !(subject.value.startsWith("did:web:") || subject.value.startsWith("did:pkh:"))) {
+    return fail("INVALID_DID", "subject must be the service's did:web or its contract's did:pkh");
+  }
   if (!Number.isInteger(draft.ratingValue) || draft.ratingValue < 1 || draft.ratingValue > 5) {
     return fail("INVALID_INPUT", "ratingValue must be an integer from 1 to 5");
   }
@@ -76,6 +80,10 @@ export function buildReviewData(draft: ReviewDraft): Result<ReviewData, "INVALID
     }
     if (proof.proofPurpose !== "commercial-tx") return fail("INVALID_INPUT", "proofs: proofPurpose must be commercial-tx");
     if (proof.proofObject === undefined || proof.proofObject === null) return fail("INVALID_INPUT", "proofs: proofObject is required");
+    if (isTxProofType(proof.proofType)) {
+      const tx = readTxProofObject(proof.proofObject);
+      if (!tx.ok) return fail("INVALID_INPUT", `proofs: ${tx.message}`);
+    }
     proofs.push(JSON.stringify(proof));
   }
   return ok({ subject: subject.value, version, ratingValue: draft.ratingValue, reviewBody, screenshotUrls, proofs });

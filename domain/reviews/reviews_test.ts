@@ -20,7 +20,7 @@ describe("buildReviewData()", () => {
   test("refuses bad input with the field named", () => {
     const base = { subject: "did:web:shop.example", ratingValue: 5 };
     const cases: [Parameters<typeof buildReviewData>[0], string][] = [
-      [{ ...base, subject: "did:pkh:eip155:1:0x0000000000000000000000000000000000000001" }, "subject must be the service's did:web"],
+      [{ ...base, subject: "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK" }, "subject must be the service's did:web or its contract's did:pkh"],
       [{ ...base, ratingValue: 0 }, "ratingValue must be an integer from 1 to 5"],
       [{ ...base, ratingValue: 4.5 }, "ratingValue must be an integer from 1 to 5"],
       [{ ...base, reviewBody: "x".repeat(501) }, "reviewBody must be text of at most 500 characters"],

@@ -1,0 +1,39 @@
+/** Wiring of signing keys and key status (decisions §17): the account's key records and the trust computed for them. */
+import { cryptoRandom, systemClock } from "../adapters/system/mod.ts";
+import { createKeyTrust, createSigningKeys, type KeyStatus, type SigningKeys } from "../domain/keys/mod.ts";
+import { createRateLimiter, type RateLimiter } from "../domain/rate_limit.ts";
+import type { WiredAccounts } from "./accounts.ts";
+import type { Config } from "./config.ts";
+import type { WiredDiscovery } from "./discovery.ts";
+import type { Foundation } from "./foundation.ts";
+import type { IndexRunner } from "./index.ts";
+
+/** What the key routes, and other capabilities asking "was this key authorised at that time", need. */
+export type WiredKeys = {
+  readonly signingKeys: SigningKeys;
+  /** The key-status use case (`createKeyStatus`): `(subjectDid, keyDid, at?)`. */
+  readonly keyStatus: KeyStatus;
+  /** Public lookups per client address. */
+  readonly clientRate: RateLimiter;
+  readonly maxInFlight: number;
+};
+
+/** Builds key status over the index's reads, the trust anchors and the cached discovery, and the account's key records. */
+export function wireKeys(config: Config, f: Foundation, index: IndexRunner, discovery: WiredDiscovery, accounts: WiredAccounts): WiredKeys {
+  const trust = createKeyTrust({ index: index.reads, trustAnchors: f.trustAnchors, clock: systemClock, discover: discovery.viewDiscover });
+  const signingKeys = createSigningKeys({
+    store: f.storage.signingKeys,
+    clock: systemClock,
+    random: cryptoRandom,
+    subjectsOf: async (account) => (await accounts.subjects.list(account)).map((s) => s.canonicalDid),
+    trust: trust.many,
+    maxPerAccount: config.keys.maxPerAccount,
+  });
+  const perMinute = config.keys.statusPerMinute;
+  return {
+    signingKeys,
+    keyStatus: trust.status,
+    clientRate: createRateLimiter(systemClock, { capacity: perMinute, perMinute }),
+    maxInFlight: config.keys.statusMaxInFlight,
+  };
+}

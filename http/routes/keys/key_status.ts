@@ -1,0 +1,63 @@
+import { Elysia } from "elysia";
+import type { KeyStatus } from "../../../domain/keys/mod.ts";
+import type { RateLimiter } from "../../../domain/rate_limit.ts";
+import type { Logger } from "../../../ports/logger.ts";
+import type { ClientAddressOf } from "../../../ports/request_context.ts";
+import { errorBody, json, statusOf } from "../../errors.ts";
+import { REQUEST_MODELS } from "../../models.ts";
+import { compileRequestCheck, queryOf, requestDetail } from "../request.ts";
+
+/** What the key-status routes need. */
+export type KeyStatusRoutesDeps = {
+  readonly keyStatus: KeyStatus;
+  /** Lookups per client address (`KEY_STATUS_RATE_PER_MINUTE`). */
+  readonly clientRate: RateLimiter;
+  /** Lookups the service runs at once (`KEY_STATUS_MAX_IN_FLIGHT`). */
+  readonly maxInFlight: number;
+  readonly clientAddress?: ClientAddressOf | undefined;
+  readonly log: Logger;
+};
+
+const statusQuery = compileRequestCheck(REQUEST_MODELS.keyStatus.query, {
+  explain: (query) => {
+    const q = query as Record<string, unknown>;
+    for (const name of ["subjectDid", "keyDid", "at"]) if (Array.isArray(q[name])) return `${name} must be given once`;
+    for (const name of ["subjectDid", "keyDid"]) if (typeof q[name] !== "string" || q[name] === "") return `${name} is required`;
+    if (q.at !== undefined && !/^[0-9]{1,12}$/.test(String(q.at))) return "at must be Unix seconds (a whole number)";
+    return undefined;
+  },
+});
+
+/**
+ * `GET /v1/key-status` and `GET /api/public/key-status` (decisions §17): public, no session. Bounded before any
+ * lookup: per client address, and in total in flight (429 `RATE_LIMITED` with `Retry-After`), so a flood of
+ * lookups cannot turn into a flood of JSON-RPC calls and DNS/HTTPS fetches.
+ */
+export function keyStatusRoutes(deps: KeyStatusRoutesDeps) {
+  let inFlight = 0;
+  const limited = (retryAfterSeconds: number) =>
+    json(errorBody("RATE_LIMITED", "Too many key-status lookups; try again later"), 429, { "retry-after": String(retryAfterSeconds) });
+  const handler = async ({ request }: { request: Request }) => {
+    const query = queryOf(request.url);
+    if (!statusQuery.check(query)) return json(errorBody("INVALID_INPUT", statusQuery.explain(query)), 400);
+    const turn = deps.clientRate.take(deps.clientAddress?.(request) ?? "unknown");
+    if (!turn.allowed) return limited(turn.retryAfterSeconds);
+    if (inFlight >= deps.maxInFlight) return limited(1);
+    inFlight++;
+    try {
+      const result = await deps.keyStatus(query.subjectDid, query.keyDid, query.at);
+      if (result.ok) return json(result.value);
+      if (statusOf(result.code) >= 500) deps.log.warn("key_status_failed", { code: result.code });
+      return json(errorBody(result.code, result.message), statusOf(result.code));
+    } catch (error) {
+      deps.log.error("key_status_error", { error: error instanceof Error ? error.message : String(error) });
+      return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
+    } finally {
+      inFlight--;
+    }
+  };
+  const detail = { detail: requestDetail(REQUEST_MODELS.keyStatus) };
+  return new Elysia({ name: "key-status-routes" })
+    .get("/v1/key-status", handler, detail)
+    .get("/api/public/key-status", handler, detail);
+}
