@@ -11,7 +11,7 @@
  *
  * Bad input is refused with the field named before anything is signed or sent.
  */
-import { createPublicClient, createWalletClient, defineChain, type Hex, http, type LocalAccount, parseEventLogs, type PublicClient } from "viem";
+import { createPublicClient, createWalletClient, defineChain, getAddress, type Hex, http, type LocalAccount, parseEventLogs, type PublicClient } from "viem";
 import { EAS_ABI, type EasAttestation } from "../domain/eas_abi.ts";
 import { didToAddress, isSameControllerId, normalizeDid } from "../domain/did.ts";
 import { parseProofWrappers, readUint, verifyProofWrapper } from "../domain/artifact_trust/mod.ts";
@@ -513,7 +513,7 @@ export async function readChainTransaction(client: PublicClient, hash: Hex): Pro
   try {
     const [tx, receipt] = await Promise.all([client.getTransaction({ hash }), client.getTransactionReceipt({ hash })]);
     const block = await client.getBlock({ blockNumber: receipt.blockNumber });
-    return { from: tx.from, to: tx.to ?? undefined, success: receipt.status === "success", blockTime: block.timestamp };
+    return { from: getAddress(tx.from), to: tx.to ? getAddress(tx.to) : undefined, success: receipt.status === "success", blockTime: block.timestamp };
   } catch (cause) {
     const name = (cause as { name?: unknown }).name;
     if (name === "TransactionNotFoundError" || name === "TransactionReceiptNotFoundError") return undefined;

@@ -14,7 +14,13 @@ import { findSchemaByName } from "../domain/schemas.ts";
 import { isAtsClientError } from "../client/errors.ts";
 import { respondToReview, submitServiceReview, verifyReview } from "../client/reviews.ts";
 import { clearTrustAnchorsCache } from "../client/trust_anchors.ts";
-import { extractOffers } from "../client/x402.ts";
+import { extractOffers, extractReceiptOffer } from "../client/x402.ts";
+import { compactVerify, decodeProtectedHeader, EmbeddedJWK, importJWK } from "jose";
+import { createWalletClient, defineChain, encodeFunctionData } from "viem";
+import { buildReviewData } from "../domain/reviews/mod.ts";
+import { offerHashOf } from "../domain/payments/mod.ts";
+import { createJwsIssuerFromJwk, generateSigningJwk } from "../x402/signers.ts";
+import { ownedContract } from "./support/owned_contract.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { type PaidService, startPaidService } from "./support/paid_service.ts";
 import { getTestCa } from "./support/test_ca.ts";
@@ -221,7 +227,8 @@ describe("reviews with receipt proofs, and the service's replies", () => {
       [{ ...base, ratingValue: 4, reviewBody: "x".repeat(501) }, "INVALID_INPUT: reviewBody must be text of at most 500 characters"],
       [{ ...base, ratingValue: 4, screenshotUrls: Array(11).fill("https://img.test/a.png") }, "INVALID_INPUT: screenshotUrls must hold at most 10 URLs"],
       [{ ...base, ratingValue: 4, screenshotUrls: ["file:///etc/passwd"] }, "INVALID_INPUT: screenshotUrls must be http(s) URLs"],
-      [{ ...base, receipt: undefined, ratingValue: 4 }, "INVALID_INPUT: receipt or offer is required (exactly one)"],
+      // Decisions §18 adds transactions as proofs: the message names all three.
+      [{ ...base, receipt: undefined, ratingValue: 4 }, "INVALID_INPUT: receipt, offer or transaction is required"],
       [{ ...base, receipt: { format: "eip712", payload: {} } as never, ratingValue: 4 }, "INVALID_INPUT: receipt: Unsupported receipt version"],
     ];
     for (const [input, expected] of cases) {
@@ -241,5 +248,125 @@ describe("reviews with receipt proofs, and the service's replies", () => {
       .toBe("INVALID_INPUT: reviewUid is not a user review on this chain");
     expect(await client.getTransactionCount({ address: controller.address })).toBe(nonce);
     expect(await codeOf(verifyReview(uid, chainOptions()))).toBe("INVALID_INPUT: uid is not a user review on this chain");
+  });
+});
+
+describe("receipts that prove more, and transaction proofs (issue 25, decisions §18)", () => {
+  /** Submits review data as built (no client-side checks), as another tool could. */
+  const submitRaw = async (data: Parameters<typeof buildReviewData>[0], attester: ReturnType<typeof privateKeyToAccount>) => {
+    const built = buildReviewData(data);
+    if (!built.ok) throw new Error(built.message);
+    return await attestDelegated({ schemaName: "user-review", data: built.value, attester: attester.address, sign: (td) => attester.signTypedData(td) }, { baseUrl: stack.baseUrl });
+  };
+  const wallet = (key: Hex) => {
+    const account = privateKeyToAccount(key);
+    const chain = defineChain({ id: stack.devnet.chainId, name: "devnet", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [stack.devnet.rpcUrl] } } });
+    return { account, client: createWalletClient({ account, chain, transport: http(stack.devnet.rpcUrl) }) };
+  };
+  const mined = async (hash: Hex) => {
+    const receipt = await createPublicClient({ transport: http(stack.devnet.rpcUrl) }).waitForTransactionReceipt({ hash, pollingInterval: 50 });
+    expect(receipt.status).toBe("success");
+    return receipt;
+  };
+
+  test("the paid receipt carries jwk beside kid (jose verifies it, the jwk is the did.json key) and names its offer; the review with both is bound", async () => {
+    const payer = privateKeyToAccount(generatePrivateKey());
+    dns.setTxt("_controllers.svc.test", [[`v=1;controller=did:pkh:eip155:${stack.devnet.chainId}:${privateKeyToAccount(stack.devnet.keys.users[2] as Hex).address}`]]);
+    const { unpaid, paid, receipt } = await shop.pay(payer);
+    const offer = extractReceiptOffer(paid)!;
+    // The offer the receipt settles is the one the 402 showed (the official client echoed it back).
+    expect((await extractOffers(unpaid))[0]).toEqual(offer);
+    const compact = (receipt as { signature: string }).signature;
+    const header = decodeProtectedHeader(compact);
+    expect(header.kid).toBe(`${shop.subjectDid}#key-1`);
+    const doc = await (await fetch(`${shop.url.replace("/premium", "")}/.well-known/did.json`)).json() as { verificationMethod: { publicKeyJwk: Record<string, string> }[] };
+    expect(header.jwk).toEqual(doc.verificationMethod[0]!.publicKeyJwk);
+    const viaJwk = await compactVerify(compact, EmbeddedJWK);
+    await compactVerify(compact, await importJWK(doc.verificationMethod[0]!.publicKeyJwk, "ES256"));
+    const payload = JSON.parse(new TextDecoder().decode(viaJwk.payload)) as Record<string, unknown>;
+    expect(payload).toMatchObject({ payer: payer.address, offerHash: offerHashOf(offer) });
+
+    const review = await submitServiceReview(
+      { receipt, offer, ratingValue: 4, attester: payer.address, sign: (td) => payer.signTypedData(td) },
+      { baseUrl: stack.baseUrl },
+    );
+    const checked = await verifyReview(review.uid!, chainOptions());
+    expect(checked.proofs[0]).toMatchObject({ proofType: "x402-receipt", valid: true, reasons: [], offerBinding: { bound: true, offerHash: offerHashOf(offer) } });
+  });
+
+  test("a receipt bound to another offer, and a forged jwk, are each refused with the reason", async () => {
+    const payer = privateKeyToAccount(generatePrivateKey());
+    const first = await shop.pay(payer);
+    const second = await shop.pay(payer);
+    // The client helper refuses to build it; a review written by another tool is judged on the chain.
+    let signed = false;
+    expect(await codeOf(submitServiceReview(
+      { receipt: second.receipt, offer: extractReceiptOffer(first.paid)!, ratingValue: 5, attester: payer.address, sign: (td) => { signed = true; return payer.signTypedData(td); } },
+      { baseUrl: stack.baseUrl },
+    ))).toBe("INVALID_INPUT: offer: the receipt is bound to another offer (offerHash differs)");
+    expect(signed).toBe(false);
+    const mismatched = await submitRaw({
+      subject: shop.subjectDid,
+      ratingValue: 5,
+      proofs: [{ proofType: "x402-receipt", proofPurpose: "commercial-tx", proofObject: second.receipt, offer: extractReceiptOffer(first.paid) }],
+    }, payer);
+    expect((await verifyReview(mismatched.uid!, chainOptions())).proofs[0]).toMatchObject({
+      valid: false,
+      signatureValid: true,
+      reasons: ["the receipt is bound to another offer (offerHash differs)"],
+      offerBinding: { bound: false },
+    });
+
+    // An attacker key carried as jwk under the shop's kid: the signature is good under the jwk, not under the kid's key.
+    const attacker = await createJwsIssuerFromJwk({ kid: shop.issuer.kid, alg: "ES256", privateJwk: await generateSigningJwk("ES256") });
+    const payload = JSON.parse(new TextDecoder().decode((await compactVerify((first.receipt as { signature: string }).signature, EmbeddedJWK)).payload));
+    const forged = await attacker.signReceipt(payload);
+    expect((await compactVerify((forged as { signature: string }).signature, EmbeddedJWK)).protectedHeader.kid).toBe(shop.issuer.kid);
+    const withForged = await submitRaw({ subject: shop.subjectDid, ratingValue: 1, proofs: [{ proofType: "x402-receipt", proofPurpose: "commercial-tx", proofObject: forged }] }, payer);
+    expect((await verifyReview(withForged.uid!, chainOptions())).proofs[0]).toMatchObject({
+      valid: false,
+      signatureValid: false,
+      reasons: ["signature: Embedded jwk and kid name different keys"],
+    });
+  });
+
+  test("tx-interaction: the reviewer's transaction to an address the service's DNS names counts; one from someone else, or to another contract, is refused with its reason", async () => {
+    const service = privateKeyToAccount(stack.devnet.keys.users[2] as Hex);
+    dns.setTxt("_controllers.svc.test", [[`v=1;controller=did:pkh:eip155:${stack.devnet.chainId}:${service.address}`]]);
+    const reviewer = wallet(stack.devnet.keys.users[4] as Hex);
+    const stranger = wallet(stack.devnet.keys.users[5] as Hex);
+    const toService = await reviewer.client.sendTransaction({ to: service.address, value: 1n });
+    const fromStranger = await stranger.client.sendTransaction({ to: service.address, value: 1n });
+    const { abi, bytecode } = await ownedContract();
+    const deployed = await mined(await reviewer.client.deployContract({ abi, bytecode }));
+    const contract = deployed.contractAddress!;
+    const toContract = await reviewer.client.sendTransaction({ to: contract, data: encodeFunctionData({ abi: abi as never, functionName: "owner" }) });
+    await Promise.all([toService, fromStranger, toContract].map(mined));
+
+    const review = (txHash: Hex, subject = shop.subjectDid) =>
+      submitServiceReview(
+        { transaction: { chainId: stack.devnet.chainId, txHash }, subject, ratingValue: 4, attester: reviewer.account.address, sign: (td) => reviewer.account.signTypedData(td) },
+        { baseUrl: stack.baseUrl },
+      );
+    const good = await verifyReview((await review(toService)).uid!, chainOptions());
+    expect(good.proofs[0]).toMatchObject({
+      proofType: "tx-interaction",
+      valid: true,
+      reasons: [],
+      transaction: { chainId: stack.devnet.chainId, txHash: toService, from: reviewer.account.address, to: service.address, senderRelation: "attester" },
+    });
+    const notTheirs = await verifyReview((await review(fromStranger)).uid!, chainOptions());
+    expect(notTheirs.proofs[0]).toMatchObject({ valid: false, reasons: ["the transaction was sent by someone other than the reviewer or a wallet it linked"] });
+    const elsewhere = await verifyReview((await review(toContract)).uid!, chainOptions());
+    expect(elsewhere.proofs[0]).toMatchObject({
+      valid: false,
+      reasons: ["the transaction went to an address that is neither the subject's contract nor named by its endpoint evidence"],
+    });
+    // The same transaction backs a review of the contract itself (did:pkh subject).
+    const ofContract = await verifyReview((await review(toContract, `did:pkh:eip155:${stack.devnet.chainId}:${contract}`)).uid!, chainOptions());
+    expect(ofContract).toMatchObject({ counts: true, proofs: [{ proofType: "tx-interaction", valid: true }] });
+    const missing = `0x${"0f".repeat(32)}` as Hex;
+    expect((await verifyReview((await review(missing)).uid!, chainOptions())).proofs[0]!.reasons)
+      .toEqual([`the transaction ${missing} is not on eip155:${stack.devnet.chainId}`]);
   });
 });
