@@ -16,7 +16,7 @@ import { respondToReview, submitServiceReview, verifyReview } from "../client/re
 import { clearTrustAnchorsCache } from "../client/trust_anchors.ts";
 import { extractOffers, extractReceiptOffer } from "../client/x402.ts";
 import { compactVerify, decodeProtectedHeader, EmbeddedJWK, importJWK } from "jose";
-import { createWalletClient, defineChain, encodeFunctionData } from "viem";
+import { createWalletClient, defineChain, encodeFunctionData, parseAbi } from "viem";
 import { buildReviewData } from "../domain/reviews/mod.ts";
 import { offerHashOf } from "../domain/payments/mod.ts";
 import { createJwsIssuerFromJwk, generateSigningJwk } from "../x402/signers.ts";
@@ -340,7 +340,7 @@ describe("receipts that prove more, and transaction proofs (issue 25, decisions 
     const { abi, bytecode } = await ownedContract();
     const deployed = await mined(await reviewer.client.deployContract({ abi, bytecode }));
     const contract = deployed.contractAddress!;
-    const toContract = await reviewer.client.sendTransaction({ to: contract, data: encodeFunctionData({ abi: abi as never, functionName: "owner" }) });
+    const toContract = await reviewer.client.sendTransaction({ to: contract, data: encodeFunctionData({ abi: parseAbi(["function owner() view returns (address)"]), functionName: "owner" }) });
     await Promise.all([toService, fromStranger, toContract].map(mined));
 
     const review = (txHash: Hex, subject = shop.subjectDid) =>
