@@ -14,6 +14,7 @@ export * from "./artifact_trust.ts";
 export * from "./api.ts";
 export * from "./artifact.ts";
 export * from "./wallet.ts";
+export * from "./keys.ts";
 export { controllerTxtRecordFor } from "../domain/discovery/mod.ts";
 export { normalizeDid, parseArtifactDid } from "../domain/did.ts";
 export { buildReviewData, REVIEW_LIMITS } from "../domain/reviews/mod.ts";
