@@ -52,6 +52,7 @@ export function renderConsolePage(settings: ConsolePageSettings, assetVersion: s
     <a href="#artifact" data-tab="artifact">Check an artifact</a>
     <a href="#attestations" data-tab="attestations">Attestations</a>
     <a href="#account" data-tab="account">Account</a>
+    <a href="#keys" data-tab="keys">Keys</a>
   </nav>
 </header>
 <main id="main" tabindex="-1">
@@ -154,6 +155,46 @@ export function renderConsolePage(settings: ConsolePageSettings, assetVersion: s
       <button type="submit">Sign and send review</button>
     </form>
     <p id="review-status" class="status" role="status" aria-live="polite"></p>
+  </div>
+</section>
+
+<section id="keys" data-view="keys" aria-labelledby="keys-title" hidden>
+  <h2 id="keys-title">Keys</h2>
+  <p>Keys a service signs with outside the chain (x402 offers and receipts, MCP responses, releases), and how strongly
+  each is tied to the service: <strong>basic</strong> (its DNS TXT or did.json names the key), <strong>intermediate</strong>
+  (a controller witness), <strong>advanced</strong> (a witness and a key binding).</p>
+  <h3>Check a key</h3>
+  <p class="help">Anyone's key, no sign-in needed. With a time, the chain's records are judged as they stood then (a receipt's issuedAt); the DNS and did.json evidence is always today's.</p>
+  <form id="key-check-form" class="form">
+    <label for="key-check-subject">Service (domain or DID)</label>
+    <input id="key-check-subject" name="subjectDid" required autocomplete="off" autocapitalize="off" spellcheck="false" placeholder="shop.example">
+    <label for="key-check-key">Key DID</label>
+    <input id="key-check-key" name="keyDid" required autocomplete="off" autocapitalize="off" spellcheck="false" placeholder="did:pkh:… or did:jwk:…">
+    <label for="key-check-at">At, UTC (optional)</label>
+    <input id="key-check-at" name="at" type="datetime-local" step="1">
+    <button type="submit">Check key</button>
+  </form>
+  <p id="key-check-status" class="status" role="status" aria-live="polite"></p>
+  <div id="key-check-result" class="result"></div>
+
+  <h3>Your signing keys</h3>
+  <p id="keys-signed-out" class="help">Sign in (Account) to register your service's signing keys and see their trust for each of your subjects.</p>
+  <div id="keys-panel" hidden>
+    <div id="key-list"></div>
+    <form id="key-form" class="form">
+      <label for="key-did">Key DID</label>
+      <input id="key-did" name="keyDid" required autocomplete="off" autocapitalize="off" spellcheck="false" placeholder="did:pkh:eip155:…, did:jwk:…, did:key:…">
+      <label for="key-name">Display name</label>
+      <input id="key-name" name="displayName" required maxlength="200" autocomplete="off" placeholder="x402 receipt signer">
+      <label for="key-type">Type</label>
+      <select id="key-type" name="keyType"><option value="service-signing">service-signing</option><option value="attestation">attestation</option></select>
+      <label for="key-tags">Tags (comma separated, optional)</label>
+      <input id="key-tags" name="tags" autocomplete="off" placeholder="x402, mcp">
+      <label for="key-notes">Notes (optional)</label>
+      <textarea id="key-notes" name="notes" maxlength="1000" rows="2"></textarea>
+      <button type="submit">Register key</button>
+    </form>
+    <p id="key-status" class="status" role="status" aria-live="polite"></p>
   </div>
 </section>
 </main>

@@ -240,7 +240,8 @@ describeBrowser("the console in a browser", () => {
         return el.id || el.getAttribute("href") || el.tagName;
       }));
     }
-    expect(focused).toEqual(["#main", "#domain", "#artifact", "#attestations", "#account", "domain-input", "domain-wallet", "BUTTON"]);
+    // The Keys tab (issue 24) comes after Account.
+    expect(focused).toEqual(["#main", "#domain", "#artifact", "#attestations", "#account", "#keys", "domain-input", "domain-wallet"]);
     expect(problems).toEqual([]);
     await page.context().close();
   });
