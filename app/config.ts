@@ -108,7 +108,10 @@ export type Config = {
    * 5000 (relay) and 1000000 (a year of the paid plan); against a real chain a price needs `X402_FACILITATOR_URL`,
    * `X402_ASSET` and `X402_PAY_TO`. `X402_NETWORK` defaults to `eip155:<chain id>`; `X402_ASSET_NAME` and
    * `X402_ASSET_VERSION` are the token's EIP-712 domain (default `USD Coin`, `2`); `X402_SIGNING_KEY` signs offers
-   * and receipts (eip712; default the witness key, never the payTo wallet).
+   * and receipts (eip712; default the witness key, never the payTo wallet). `X402_SIGNING_FORMAT` (decisions §18):
+   * `eip712` (default) or `jws` (ES256, the private JWK in `X402_JWS_KEY`; on the devnet generated once and kept in
+   * `DATA_DIR`; the identity is the did:web of `PUBLIC_BASE_URL`'s host, key `#key-1`, published at
+   * `/.well-known/did.json`).
    */
   readonly x402: {
     readonly facilitatorUrl: string | undefined;
@@ -121,6 +124,9 @@ export type Config = {
     readonly relayPrice: string | undefined;
     readonly paidPlanPrice: string | undefined;
     readonly signingKey: `0x${string}` | undefined;
+    readonly signingFormat: "eip712" | "jws";
+    /** The ES256 private JWK (JSON) of `jws` signing; undefined: the devnet's own, kept in `DATA_DIR`. */
+    readonly jwsKey: string | undefined;
   };
   readonly index: {
     readonly confirmations: number | undefined;
@@ -334,6 +340,26 @@ function readKeys(env: Env): Config["keys"] {
 /** The devnet's prices, in units of its six-decimal test token: 0.01 a witness, 0.005 a relay write, 1 a plan year. */
 export const DEVNET_X402_PRICES = { witness: "10000", relay: "5000", paidPlan: "1000000" } as const;
 
+/** How the service signs its own offers and receipts (decisions §18): `X402_SIGNING_FORMAT`, `X402_JWS_KEY`. */
+function readX402Jws(get: (name: string) => string | undefined, devnet: boolean): Pick<Config["x402"], "signingFormat" | "jwsKey"> {
+  const format = get("X402_SIGNING_FORMAT") ?? "eip712";
+  if (format !== "eip712" && format !== "jws") throw new ConfigError("X402_SIGNING_FORMAT", "expected eip712 or jws");
+  const jwsKey = get("X402_JWS_KEY");
+  if (jwsKey !== undefined) {
+    let jwk: Record<string, unknown> | undefined;
+    try {
+      jwk = JSON.parse(jwsKey) as Record<string, unknown>;
+    } catch {
+      jwk = undefined;
+    }
+    if (jwk?.kty !== "EC" || jwk.crv !== "P-256" || typeof jwk.d !== "string" || typeof jwk.x !== "string" || typeof jwk.y !== "string") {
+      throw new ConfigError("X402_JWS_KEY", "expected a private P-256 JWK (JSON with kty EC, crv P-256, x, y, d)");
+    }
+  }
+  if (format === "jws" && jwsKey === undefined && !devnet) throw new ConfigError("X402_JWS_KEY", "required when X402_SIGNING_FORMAT is jws");
+  return { signingFormat: format, jwsKey };
+}
+
 /** Reads the x402 settings (decisions §13); `devnet`: no RPC_URL, so the embedded devnet fills what is unset. */
 function readX402(
   get: (name: string) => string | undefined,
@@ -373,6 +399,7 @@ function readX402(
     relayPrice: price("X402_RELAY_PRICE", DEVNET_X402_PRICES.relay),
     paidPlanPrice: price("X402_PAID_PLAN_PRICE", DEVNET_X402_PRICES.paidPlan),
     signingKey: key("X402_SIGNING_KEY"),
+    ...readX402Jws(get, devnet),
   };
   const offered = settings.witnessPrice ?? settings.relayPrice ?? settings.paidPlanPrice;
   if (!devnet && offered !== undefined) {

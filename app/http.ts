@@ -78,6 +78,7 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
       paidPeriod: (accountId, nowMs) => storage.payments.paidPeriod(accountId, nowMs),
     },
     subscriptions: c.x402 === undefined ? undefined : { sessions, gate: c.x402.gate, payments: storage.payments, ledger, plans, clock: systemClock },
+    didDocument: c.x402?.didDocument,
     subjectOwnership,
     signingKeys: { keys: c.keys.signingKeys, caller: sessionCaller(sessions) },
     keyStatus: { keyStatus: c.keys.keyStatus, clientRate: c.keys.clientRate, maxInFlight: c.keys.maxInFlight, clientAddress: requestClientAddress },

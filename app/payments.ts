@@ -1,7 +1,10 @@
 /**
  * Wiring of x402 payments (decisions §13): the facilitator (the devnet's own, started here, unless
- * `X402_FACILITATOR_URL` names one), the offer/receipt signer and the payment gate of the paid routes.
+ * `X402_FACILITATOR_URL` names one), the offer/receipt signer (eip712, or jws with the service's did:web, its
+ * DID document served at `/.well-known/did.json`: decisions §18) and the payment gate of the paid routes.
  */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { HTTPFacilitatorClient } from "@x402/core/server";
 import type { Hex, PublicClient } from "viem";
 import type { Config } from "./config.ts";
@@ -12,7 +15,8 @@ import type { Clock } from "../ports/clock.ts";
 import type { Logger } from "../ports/logger.ts";
 import type { Metrics } from "../ports/metrics.ts";
 import type { PaymentLedger } from "../ports/payments.ts";
-import { createEip712Issuer } from "../x402/signers.ts";
+import { buildDidDocument, type DidDocument } from "../x402/did_document.ts";
+import { createEip712Issuer, createJwsIssuerFromJwk, didWebKid, generateSigningJwk, type OfferReceiptIssuer, type PrivateJwk } from "../x402/signers.ts";
 import { createViemPayerBalances } from "../adapters/chain/mod.ts";
 
 /** What the service announces about its x402 terms (printed by `npm start`). */
@@ -24,8 +28,42 @@ export type X402Terms = {
   readonly prices: { readonly witness: string | null; readonly relay: string | null; readonly paidPlan: string | null };
 };
 
-/** The wired payments: the gate, the terms, and what to stop. */
-export type WiredX402 = { readonly gate: PaymentGate; readonly terms: X402Terms; readonly stop: () => Promise<void> };
+/** The wired payments: the gate, the terms, the DID document naming the signing key, and what to stop. */
+export type WiredX402 = {
+  readonly gate: PaymentGate;
+  readonly terms: X402Terms;
+  /** The service's did:web document (`/.well-known/did.json`) publishing the offer/receipt signing key. */
+  readonly didDocument: DidDocument;
+  readonly stop: () => Promise<void>;
+};
+
+/** The file a devnet keeps its generated ES256 offer/receipt key in. */
+export const DEVNET_JWS_KEY_FILE = "x402_jws_key.json";
+
+/**
+ * The offer/receipt issuer the config names: eip712 with `X402_SIGNING_KEY` (or the witness key), or jws (ES256)
+ * with `X402_JWS_KEY`, else on the devnet a key generated once and kept in `DATA_DIR`; undefined when no key.
+ */
+export async function x402Issuer(config: Config, options: { readonly chainId: number; readonly witnessKey: Hex | undefined; readonly devnet: boolean }): Promise<OfferReceiptIssuer | undefined> {
+  const x = config.x402;
+  if (x.signingFormat === "eip712") {
+    const key = x.signingKey ?? options.witnessKey;
+    return key === undefined ? undefined : createEip712Issuer({ privateKey: key, chainId: options.chainId });
+  }
+  let jwk: PrivateJwk | undefined = x.jwsKey === undefined ? undefined : JSON.parse(x.jwsKey) as PrivateJwk;
+  if (jwk === undefined && options.devnet) {
+    const file = join(config.dataDir, DEVNET_JWS_KEY_FILE);
+    if (existsSync(file)) {
+      jwk = JSON.parse(readFileSync(file, "utf8")) as PrivateJwk;
+    } else {
+      jwk = await generateSigningJwk("ES256");
+      mkdirSync(config.dataDir, { recursive: true });
+      writeFileSync(file, JSON.stringify(jwk), { mode: 0o600 });
+    }
+  }
+  if (jwk === undefined) return undefined;
+  return await createJwsIssuerFromJwk({ kid: didWebKid(config.publicBaseUrl), alg: "ES256", privateJwk: jwk });
+}
 
 /** Builds the gate from the config; undefined when nothing is for sale (or no key can sign offers). */
 export async function wireX402(
@@ -48,9 +86,9 @@ export async function wireX402(
   if (prices.witness === undefined && prices.relay === undefined && prices.plan === undefined) return undefined;
   const asset = x.asset ?? devnet?.x402.token;
   const payTo = x.payTo ?? devnet?.x402.payTo;
-  const signingKey = x.signingKey ?? shared.witnessKey;
-  if (asset === undefined || payTo === undefined || signingKey === undefined) {
-    log.warn("x402_not_offered", { reason: signingKey === undefined ? "no key signs offers (X402_SIGNING_KEY or WITNESS_PRIVATE_KEY)" : "no asset or payTo" });
+  const issuer = await x402Issuer(config, { chainId: shared.chainId, witnessKey: shared.witnessKey, devnet: devnet !== undefined });
+  if (asset === undefined || payTo === undefined || issuer === undefined) {
+    log.warn("x402_not_offered", { reason: issuer === undefined ? "no key signs offers (X402_SIGNING_KEY or WITNESS_PRIVATE_KEY; X402_JWS_KEY for jws)" : "no asset or payTo" });
     return undefined;
   }
   let facilitator: Facilitator | undefined;
@@ -69,7 +107,7 @@ export async function wireX402(
     assetVersion: x.assetVersion ?? devnet?.x402.version ?? "2",
     payTo,
     prices,
-    signing: { issuer: createEip712Issuer({ privateKey: signingKey, chainId: shared.chainId }), publicBaseUrl: config.publicBaseUrl },
+    signing: { issuer, publicBaseUrl: config.publicBaseUrl },
     paidCall: createPaidCall({
       payments: shared.payments,
       clock: shared.clock,
@@ -83,8 +121,10 @@ export async function wireX402(
     known: async (key) => (await shared.payments.find(key)) !== undefined,
     log,
   });
+  const did = didWebKid(config.publicBaseUrl).split("#")[0]!;
   return {
     gate,
+    didDocument: buildDidDocument({ did, issuers: [issuer], chainId: shared.chainId }),
     terms: {
       network,
       asset,

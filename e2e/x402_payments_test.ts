@@ -449,3 +449,65 @@ describe("a payer's unsettled payments never exceed its balance (issue 23)", () 
     expect((await rowsOf(address)).map((r) => r.state)).toEqual(["settled", "settled", "settled", "settled", "settled"]);
   });
 });
+
+describe("the service signs JWS offers and receipts (issue 25, decisions §18)", () => {
+  test("X402_SIGNING_FORMAT=jws: the official client pays; offer and receipt carry kid and jwk (the did.json key, jose verifies both ways); the receipt names the offer the client saw", async () => {
+    const { generateSigningJwk } = await import("../x402/signers.ts");
+    const { compactVerify, decodeProtectedHeader, EmbeddedJWK, importJWK } = await import("jose");
+    const { offerHashOf, verifySignedReceipt } = await import("../domain/payments/mod.ts");
+    const { createWebCryptoJwsVerifier } = await import("../client/jws_verifier.ts");
+    const jwsService = await stack.restartService({
+      X402_FACILITATOR_URL: `http://127.0.0.1:${proxy.port}`,
+      X402_ASSET: token(),
+      X402_ASSET_NAME: stack.devnet.x402.name,
+      X402_ASSET_VERSION: stack.devnet.x402.version,
+      X402_PAY_TO: payTo(),
+      X402_WITNESS_PRICE: String(PRICES.witness),
+      X402_SIGNING_FORMAT: "jws",
+      X402_JWS_KEY: JSON.stringify(await generateSigningJwk("ES256")),
+      PUBLIC_BASE_URL: "https://paid.example",
+    });
+    const doc = await (await fetch(`${jwsService.url}/.well-known/did.json`)).json() as {
+      id: string;
+      verificationMethod: { id: string; publicKeyJwk: Record<string, string> }[];
+      assertionMethod: string[];
+    };
+    expect(doc.id).toBe("did:web:paid.example");
+    expect(doc.assertionMethod).toEqual(["did:web:paid.example#key-1"]);
+    const publishedKey = doc.verificationMethod[0]!.publicKeyJwk;
+    expect(publishedKey).toMatchObject({ kty: "EC", crv: "P-256", alg: "ES256" });
+    expect(publishedKey.d).toBeUndefined();
+
+    const unpaid = await fetch(`${jwsService.url}/v1/paid/controller-witness`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(witnessBody) });
+    expect(unpaid.status).toBe(402);
+    const client = agent(payers[2]!);
+    const required = client.getPaymentRequiredResponse((name) => unpaid.headers.get(name), await unpaid.clone().json());
+    const [seen] = (required.extensions?.["offer-receipt"] as { info: { offers: { format: "jws"; signature: string }[] } }).info.offers;
+    expect(seen!.format).toBe("jws");
+    expect(decodeProtectedHeader(seen!.signature)).toEqual({ alg: "ES256", kid: "did:web:paid.example#key-1", jwk: publishedKey });
+    const paid = await fetch(`${jwsService.url}/v1/paid/controller-witness`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...client.encodePaymentSignatureHeader(await client.createPaymentPayload(required)) },
+      body: JSON.stringify(witnessBody),
+    });
+    expect(paid.status).toBe(200);
+    const settlement = decodePaymentResponseHeader(paid.headers.get("payment-response")!);
+    const info = (settlement.extensions?.["offer-receipt"] as { info: { receipt: { format: string; signature: string }; offer: unknown } }).info;
+    expect(info.offer).toEqual(seen);
+    const viaJwk = await compactVerify(info.receipt.signature, EmbeddedJWK);
+    const viaDidJson = await compactVerify(info.receipt.signature, await importJWK(publishedKey, "ES256"));
+    expect(viaJwk.protectedHeader).toEqual({ alg: "ES256", kid: "did:web:paid.example#key-1", jwk: publishedKey });
+    const payload = JSON.parse(new TextDecoder().decode(viaDidJson.payload)) as Record<string, unknown>;
+    expect(payload).toMatchObject({
+      version: 1,
+      network: "eip155:31337",
+      resourceUrl: "https://paid.example/v1/paid/controller-witness",
+      payer: privateKeyToAccount(payers[2]!).address,
+      offerHash: offerHashOf(seen!),
+    });
+    // Our verifier resolves the kid (here: the service's did.json over loopback) and accepts the jwk beside it.
+    const didDocuments = { fetchDidDocument: async () => ({ status: "ok" as const, url: `${jwsService.url}/.well-known/did.json`, document: doc as unknown }) };
+    const verified = await verifySignedReceipt(info.receipt, { jws: createWebCryptoJwsVerifier(), didDocuments }, { nowSeconds: Math.floor(Date.now() / 1000) });
+    expect(verified.ok && verified.value.signer.keyDocumentDid).toBe("did:web:paid.example");
+  });
+});

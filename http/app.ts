@@ -15,6 +15,7 @@ import { type PrivateRelayRoutesDeps, privateRelayRoutes } from "./routes/delega
 import { type SubscriptionRoutesDeps, subscriptionRoutes } from "./routes/accounts/mod.ts";
 import { consoleRoutes, type ConsoleRoutesDeps } from "./routes/console.ts";
 import { keyStatusRoutes, type KeyStatusRoutesDeps, signingKeyRoutes, type SigningKeyRoutesDeps } from "./routes/keys/mod.ts";
+import { type DidDocument, didDocumentRoutes } from "../x402/did_document.ts";
 import type { VerifySubjectOwnership } from "../domain/accounts/mod.ts";
 import type { ListAttestations } from "../domain/index/mod.ts";
 import { sessionRoutes, type SessionRoutesDeps } from "./routes/session.ts";
@@ -47,6 +48,8 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly privateRelay?: Omit<PrivateRelayRoutesDeps, "log"> | undefined;
   /** Buying the paid plan with x402 (decisions §13); absent: no such route. */
   readonly subscriptions?: Omit<SubscriptionRoutesDeps, "log"> | undefined;
+  /** The service's did:web document naming its offer/receipt signing key (decisions §18); absent: no such route. */
+  readonly didDocument?: DidDocument | undefined;
   /** Subjects (decisions §12); absent in tests that do not exercise them. */
   readonly subjects?: Omit<SubjectRoutesDeps, "log"> | undefined;
   /** Premium reads (decisions §12); absent in tests that do not exercise them. */
@@ -228,6 +231,8 @@ export function createApp(deps: AppDeps) {
     .use(deps.subjects ? subjectRoutes({ ...deps.subjects, log: deps.log }) : new Elysia())
     .use(deps.privateRelay ? privateRelayRoutes({ ...deps.privateRelay, log: deps.log }) : new Elysia())
     .use(deps.subscriptions ? subscriptionRoutes({ ...deps.subscriptions, log: deps.log }) : new Elysia())
+    // Typed as a plain plugin: one more route type in this chain is past what tsc represents.
+    .use((deps.didDocument ? didDocumentRoutes(deps.didDocument) : new Elysia()) as Elysia)
     .use(deps.signingKeys ? signingKeyRoutes({ ...deps.signingKeys, log: deps.log }) : new Elysia())
     .use(deps.keyStatus ? keyStatusRoutes({ ...deps.keyStatus, log: deps.log }) : new Elysia())
     .use(docRoutes(deps.publicBaseUrl ?? "http://127.0.0.1:8080"))

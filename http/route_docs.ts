@@ -414,6 +414,13 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   },
   {
     method: "get",
+    paths: ["/.well-known/did.json"],
+    auth: "public",
+    summary: "The service's DID document (decisions §18), application/did+json: the did:web of PUBLIC_BASE_URL's host with the key that signs its x402 offers and receipts: a JsonWebKey2020 #key-1 (with alg) when X402_SIGNING_FORMAT=jws (the key JWS headers carry as jwk beside kid), an EcdsaSecp256k1RecoveryMethod2020 (blockchainAccountId) for eip712; served only when x402 is offered",
+    responses: { 200: { description: "application/did+json" }, 404: err("NOT_FOUND: x402 is not offered") },
+  },
+  {
+    method: "get",
     paths: ["/healthz"],
     auth: "public",
     summary: "The process is alive",
