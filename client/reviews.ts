@@ -70,6 +70,11 @@ export type ReviewChainOptions = {
   readonly fetch?: FetchLike | undefined;
   /** How offers and receipts are verified (did.json fetching, clock). */
   readonly x402?: X402VerifyClientOptions | undefined;
+  /**
+   * Judge an offer's or receipt's signing key by the service's key status at the receipt's `issuedAt` (the offer:
+   * the review's time), decisions §18; default true. False: read witnesses and bindings from the chain here.
+   */
+  readonly keyStatus?: boolean | undefined;
 };
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -426,7 +431,7 @@ export async function verifyReview(uid: string, options: ReviewChainOptions): Pr
         ? Promise.resolve(uncheckedTxProof(String(wrapper.proofType)))
         : checkReviewProof(wrapper, review, {
           x402: options.x402,
-          trust: trustOptions,
+          trust: { ...trustOptions, keyStatus: options.keyStatus !== false },
           payerRelation: (payer, attester) => payerRelation(payer, attester, { ...options, chain }),
           transactions: { chainId: options.chainId, read: (hash) => readChainTransaction(chain.client, hash) },
         })

@@ -48,6 +48,7 @@ import type { JwsVerifier } from "../ports/jws_verifier.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import { type AttestDelegatedOptions, attestDelegated, type AtsClientOptions, type DelegatedAttestResult } from "./delegated_attest.ts";
 import { AtsClientError } from "./errors.ts";
+import { fetchKeyStatus, type KeyStatusRecord } from "./keys.ts";
 import { fetchTrustAnchors, type FetchLike, getSchemaAnchor, isApprovedIssuer } from "./trust_anchors.ts";
 
 export type {
@@ -239,6 +240,11 @@ export type SignerTrustOptions = {
   /** Endpoint evidence from elsewhere: the controller ids the subject publishes; `false` skips tier 1 lookups. */
   readonly endpointKeys?: ((subjectDid: string) => Promise<readonly string[] | undefined>) | false | undefined;
   /** Chain evidence (tiers 2 and 3); without it only tier 1 is looked at. */
+  /**
+   * Ask the service's key status (`GET /v1/key-status` at `at`, decisions §17 and §18) instead of reading the chain
+   * here: the key's status and trust level as the on-chain records stood at `at` (endpoint evidence is today's).
+   */
+  readonly keyStatus?: boolean | undefined;
   readonly chain?: {
     readonly rpc: string | PublicClient;
     readonly chainId: number;
@@ -255,6 +261,8 @@ export type SignerTrust = KeyTrust & {
   readonly endpointKeys: readonly string[] | undefined;
   readonly witnesses: readonly WitnessEvidence[];
   readonly keyBindings: readonly KeyBindingEvidence[];
+  /** The service's key-status record the decision rests on (with `keyStatus: true`). */
+  readonly keyStatus?: KeyStatusRecord | undefined;
 };
 
 const DEFAULT_BASE_URL = "http://127.0.0.1:8080";
@@ -285,6 +293,7 @@ export async function checkControllerTrust(
   const normalized = normalizeDid(input.subjectDid);
   if (!normalized.ok || !normalized.value.startsWith("did:web:")) throw new AtsClientError("INVALID_DID", "subjectDid must be a did:web");
   const subjectDid = normalized.value;
+  if (options.keyStatus === true) return await keyStatusTrust(subjectDid, input.signer, input.at, options);
   const [endpointKeys, chain] = await Promise.all([
     loadEndpointKeys(subjectDid, options),
     options.chain === undefined ? Promise.resolve({ witnesses: [], keyBindings: [] }) : loadChainEvidence(subjectDid, options),
@@ -304,6 +313,70 @@ export async function checkControllerTrust(
  */
 export async function readEndpointControllerIds(subjectDid: string, options: SignerTrustOptions = {}): Promise<readonly string[] | undefined> {
   return await loadEndpointKeys(subjectDid, options);
+}
+
+/**
+ * The trust decision from the service's key status of the signer's controller id at `at` (clamped to now: a receipt
+ * may be issued a little ahead of our clock). A revoked or expired key binding at `at` is tier 0 whatever else
+ * names the key. Throws the service's code (`NETWORK_ERROR` when it cannot tell): never a guess.
+ */
+async function keyStatusTrust(subjectDid: string, signer: VerifiedSigner, at: number, options: SignerTrustOptions): Promise<SignerTrust> {
+  const record = await fetchKeyStatus(
+    { subjectDid, keyDid: signer.controllerDid, at: Math.min(at, Math.floor(Date.now() / 1000)) },
+    { baseUrl: options.baseUrl ?? DEFAULT_BASE_URL, fetch: options.fetch as typeof fetch | undefined },
+  );
+  const ended = record.status === "revoked" || record.status === "expired";
+  const level = ended ? "none" : record.trustLevel;
+  const decision: KeyTrust = level === "advanced"
+    ? { tier: 3, level: "highest", basis: "key-binding", ...(record.keyBinding ? { evidenceUid: record.keyBinding.uid } : {}) }
+    : level === "intermediate"
+    ? { tier: 2, level: "high", basis: "controller-witness", ...(record.controllerWitness ? { evidenceUid: record.controllerWitness.uid } : {}) }
+    : level === "basic"
+    ? { tier: 1, level: "moderate", basis: "endpoint-evidence" }
+    : { tier: 0, level: "low", basis: "none" };
+  return {
+    ...decision,
+    subjectDid,
+    endpointKeys: record.endpointEvidence.found ? [signer.controllerDid] : [],
+    witnesses: [],
+    keyBindings: [],
+    keyStatus: record,
+  };
+}
+
+/** A receipt verified, and whether its signing key was authorised for the receipt's service at its `issuedAt`. */
+export type ReceiptAuthorization = {
+  readonly receipt: VerifiedReceipt;
+  /** The receipt's service, normalized. */
+  readonly subjectDid: string;
+  /** The key status at `issuedAt` (decisions §18), and the trust it gives. */
+  readonly trust: SignerTrust;
+  /** Trust at least `minimumTrust` (default `basic`) and the key not revoked or expired at `issuedAt`. */
+  readonly authorized: boolean;
+};
+
+const TRUST_RANK = { none: 0, basic: 1, intermediate: 2, advanced: 3 } as const;
+
+/**
+ * Verifies a receipt and asks the service whether its signing key was authorised for the receipt's service at the
+ * receipt's `issuedAt`, not only today (decisions §18: key status "as of"). A receipt that does not verify is the
+ * failure value; a key status that cannot be read throws {@link AtsClientError} (`NETWORK_ERROR`).
+ */
+export async function verifyReceiptAuthorization(
+  receipt: unknown,
+  options: X402VerifyClientOptions & { readonly baseUrl?: string | undefined; readonly minimumTrust?: keyof typeof TRUST_RANK | undefined } = {},
+): Promise<Result<ReceiptAuthorization, X402VerifyError>> {
+  const verified = await verifyReceipt(receipt, options);
+  if (!verified.ok) return verified;
+  const subject = resourceUrlToDidWeb(verified.value.payload.resourceUrl);
+  if (!subject.ok) return { ok: false, code: "INVALID_INPUT", message: subject.message };
+  const trust = await checkControllerTrust(
+    { subjectDid: subject.value, signer: verified.value.signer, at: verified.value.payload.issuedAt },
+    { baseUrl: options.baseUrl, fetch: options.fetch, keyStatus: true },
+  );
+  const level = trust.tier === 0 ? "none" : trust.keyStatus!.trustLevel;
+  const authorized = TRUST_RANK[level] >= TRUST_RANK[options.minimumTrust ?? "basic"] && trust.tier > 0;
+  return { ok: true, value: { receipt: verified.value, subjectDid: trust.subjectDid, trust, authorized } };
 }
 
 async function loadEndpointKeys(subjectDid: string, options: SignerTrustOptions): Promise<readonly string[] | undefined> {

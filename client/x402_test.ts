@@ -15,6 +15,7 @@ import {
   receiptMatchesOffer,
   verifyOffer,
   verifyReceipt,
+  verifyReceiptAuthorization,
 } from "./x402.ts";
 
 const NOW = 1_800_000_000;
@@ -254,5 +255,81 @@ describe("the review proof", () => {
     expect(() => buildReceiptReview(receipt, { ratingValue: 5, reviewer: "0x0000000000000000000000000000000000000001" }))
       .toThrow(AtsClientError);
     expect(() => buildReceiptReview(receipt, { ratingValue: 6 })).toThrow("ratingValue must be an integer from 1 to 5");
+  });
+});
+
+describe("verifyReceiptAuthorization(): key status as of issuedAt (decisions §18)", () => {
+  const past = Math.floor(Date.now() / 1000) - 86_400;
+  const record = (over: Record<string, unknown>) => ({
+    subjectDid: "did:web:api.example.com",
+    keyDid: "",
+    at: past,
+    status: "registered",
+    trustLevel: "basic",
+    endpointEvidence: { found: true, sources: ["dns-txt"], checkedAt: past },
+    controllerWitness: null,
+    keyBinding: null,
+    ...over,
+  });
+  /** A key-status service that records what it was asked and answers `answer`. */
+  const service = (answer: Record<string, unknown> | number) => {
+    const asked: URL[] = [];
+    const fetchFn = (input: string | URL | Request) => {
+      const url = new URL(String(input instanceof Request ? input.url : input));
+      asked.push(url);
+      return Promise.resolve(typeof answer === "number"
+        ? new Response(JSON.stringify({ error: "Chain unavailable", code: "NETWORK_ERROR" }), { status: answer, headers: { "content-type": "application/json" } })
+        : new Response(JSON.stringify({ ...answer, keyDid: url.searchParams.get("keyDid") }), { headers: { "content-type": "application/json" } }));
+    };
+    return { asked, fetch: fetchFn as typeof fetch };
+  };
+
+  test("asks GET /v1/key-status for the receipt's service and the signer's controller id at the receipt's issuedAt", async () => {
+    const issuer = createEip712Issuer({ privateKey: generatePrivateKey() });
+    const receipt = await issuer.signReceipt({ ...RECEIPT, issuedAt: past });
+    const s = service(record({ status: "active", trustLevel: "advanced", keyBinding: { uid: "0xb1", attester: "0x1", keyPurpose: [], effectiveAt: 0, expiresAt: 0, revocationTime: 0 } }));
+    const result = await verifyReceiptAuthorization(receipt, { baseUrl: "http://ats.test", fetch: s.fetch, nowSeconds: past + 10 });
+    if (!result.ok) throw new Error(result.message);
+    expect(s.asked).toHaveLength(1);
+    expect(s.asked[0]!.pathname).toBe("/v1/key-status");
+    expect(Object.fromEntries(s.asked[0]!.searchParams)).toEqual({
+      subjectDid: "did:web:api.example.com",
+      keyDid: `did:pkh:eip155:1:${issuer.address!.toLowerCase()}`,
+      at: String(past),
+    });
+    expect(result.value).toMatchObject({ authorized: true, subjectDid: "did:web:api.example.com", trust: { tier: 3, basis: "key-binding", evidenceUid: "0xb1" } });
+  });
+
+  test("a key revoked or expired at issuedAt is not authorised, whatever names it today; none is not; a minimum is honoured", async () => {
+    const issuer = await jwsIssuer();
+    const didDocuments = didHost({
+      id: "did:web:api.example.com",
+      verificationMethod: [{ id: "did:web:api.example.com#key-1", type: "JsonWebKey2020", publicKeyJwk: issuer.publicJwk }],
+      assertionMethod: ["did:web:api.example.com#key-1"],
+    });
+    const receipt = await issuer.signReceipt({ ...RECEIPT, issuedAt: past });
+    const options = { baseUrl: "http://ats.test", didDocuments, nowSeconds: past + 10 };
+    for (const [answer, authorized, tier] of [
+      [record({ status: "revoked", trustLevel: "basic" }), false, 0],
+      [record({ status: "expired", trustLevel: "basic" }), false, 0],
+      [record({ trustLevel: "none", endpointEvidence: { found: false, sources: [], checkedAt: past } }), false, 0],
+      [record({ trustLevel: "intermediate", controllerWitness: { uid: "0xw1", attester: "0x2", observedAt: past - 5 } }), true, 2],
+    ] as const) {
+      const result = await verifyReceiptAuthorization(receipt, { ...options, fetch: service(answer).fetch });
+      expect(result.ok && [result.value.authorized, result.value.trust.tier]).toEqual([authorized, tier]);
+    }
+    const basic = await verifyReceiptAuthorization(receipt, { ...options, fetch: service(record({})).fetch, minimumTrust: "intermediate" });
+    expect(basic.ok && basic.value.authorized).toBe(false);
+  });
+
+  test("a key status the service cannot give is NETWORK_ERROR, never a guess; a bad receipt is refused before any lookup", async () => {
+    const receipt = await createEip712Issuer({ privateKey: generatePrivateKey() }).signReceipt({ ...RECEIPT, issuedAt: past });
+    const down = service(502);
+    await expect(verifyReceiptAuthorization(receipt, { baseUrl: "http://ats.test", fetch: down.fetch, nowSeconds: past })).rejects.toMatchObject({ code: "NETWORK_ERROR" });
+    const untouched = service(record({}));
+    const forged = { ...receipt, signature: "0x1234" };
+    const refused = await verifyReceiptAuthorization(forged, { baseUrl: "http://ats.test", fetch: untouched.fetch, nowSeconds: past });
+    expect(refused.ok).toBe(false);
+    expect(untouched.asked).toHaveLength(0);
   });
 });

@@ -14,7 +14,7 @@ import { findSchemaByName } from "../domain/schemas.ts";
 import { isAtsClientError } from "../client/errors.ts";
 import { respondToReview, submitServiceReview, verifyReview } from "../client/reviews.ts";
 import { clearTrustAnchorsCache } from "../client/trust_anchors.ts";
-import { extractOffers, extractReceiptOffer } from "../client/x402.ts";
+import { extractOffers, extractReceiptOffer, verifyReceiptAuthorization } from "../client/x402.ts";
 import { compactVerify, decodeProtectedHeader, EmbeddedJWK, importJWK } from "jose";
 import { createWalletClient, defineChain, encodeFunctionData, parseAbi } from "viem";
 import { buildReviewData } from "../domain/reviews/mod.ts";
@@ -286,6 +286,11 @@ describe("receipts that prove more, and transaction proofs (issue 25, decisions 
     const payload = JSON.parse(new TextDecoder().decode(viaJwk.payload)) as Record<string, unknown>;
     expect(payload).toMatchObject({ payer: payer.address, offerHash: offerHashOf(offer) });
 
+    // Was the signing key authorised for the shop at the receipt's issuedAt? The service's key status answers (§18).
+    const authorization = await verifyReceiptAuthorization(receipt, { baseUrl: stack.baseUrl, didDocuments: shop.didDocuments });
+    if (!authorization.ok) throw new Error(authorization.message);
+    expect(authorization.value).toMatchObject({ authorized: true, subjectDid: shop.subjectDid.toLowerCase(), trust: { tier: 1, keyStatus: { at: payload.issuedAt, trustLevel: "basic" } } });
+
     const review = await submitServiceReview(
       { receipt, offer, ratingValue: 4, attester: payer.address, sign: (td) => payer.signTypedData(td) },
       { baseUrl: stack.baseUrl },
@@ -365,6 +370,15 @@ describe("receipts that prove more, and transaction proofs (issue 25, decisions 
     // The same transaction backs a review of the contract itself (did:pkh subject).
     const ofContract = await verifyReview((await review(toContract, `did:pkh:eip155:${stack.devnet.chainId}:${contract}`)).uid!, chainOptions());
     expect(ofContract).toMatchObject({ counts: true, proofs: [{ proofType: "tx-interaction", valid: true }] });
+    // A review stuffed with transaction proofs: ten are read, the rest reported unchecked.
+    const stuffed = await submitRaw({
+      subject: shop.subjectDid,
+      ratingValue: 5,
+      proofs: Array.from({ length: 11 }, () => ({ proofType: "tx-interaction", proofPurpose: "commercial-tx", proofObject: { chainId: `eip155:${stack.devnet.chainId}`, txHash: toService } })),
+    }, reviewer.account);
+    const stuffedCheck = await verifyReview(stuffed.uid!, chainOptions());
+    expect(stuffedCheck.proofs.map((p) => p.valid)).toEqual([...Array(10).fill(true), false]);
+    expect(stuffedCheck.proofs[10]!.reasons).toEqual(["more than 10 transaction proofs in one review: this one was not checked"]);
     const missing = `0x${"0f".repeat(32)}` as Hex;
     expect((await verifyReview((await review(missing)).uid!, chainOptions())).proofs[0]!.reasons)
       .toEqual([`the transaction ${missing} is not on eip155:${stack.devnet.chainId}`]);
