@@ -2,11 +2,13 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { openPostgresStorage } from "./postgres/mod.ts";
 import { openSqliteStorage } from "./sqlite/mod.ts";
 import { storageContract } from "./storage_contract.ts";
+import { oauthStorageContract } from "./oauth_storage_contract.ts";
 import type { Storage } from "../ports/storage.ts";
 import { postgresUnavailableReason, startPostgres, type TestPostgres } from "../e2e/support/postgres.ts";
 
 const sqlite = openSqliteStorage(":memory:");
 storageContract("sqlite", () => Promise.resolve(sqlite));
+oauthStorageContract("sqlite", () => Promise.resolve(sqlite));
 
 const pgSkip = postgresUnavailableReason();
 if (pgSkip !== undefined) console.warn(`[storage_test] ${pgSkip}`);
@@ -26,6 +28,7 @@ afterAll(async () => {
   await sqlite.close();
 });
 storageContract("postgres", () => Promise.resolve(postgres!), { skip: pgSkip });
+oauthStorageContract("postgres", () => Promise.resolve(postgres!), { skip: pgSkip });
 
 describe.skipIf(pgSkip !== undefined)("postgres across instances", () => {
   test("two pools (two instances) racing for the last writes of one account share the limit exactly", async () => {

@@ -128,6 +128,19 @@ export type Config = {
     /** The ES256 private JWK (JSON) of `jws` signing; undefined: the devnet's own, kept in `DATA_DIR`. */
     readonly jwsKey: string | undefined;
   };
+  /**
+   * OAuth 2 for registered software (decisions §19): `OAUTH` (`on`/`off`, default on); `OAUTH_REGISTER_RATE_PER_HOUR`
+   * (default 10): open registrations one client address may make per hour; `OAUTH_REGISTRATIONS_PER_HOUR` (default
+   * 1000): open registrations of everyone together per hour; `OAUTH_REFRESH_TOKEN_TTL_DAYS` (default 30);
+   * `OAUTH_KEY_ROTATION_DAYS` (default 30): the token-signing key is replaced when it is this old.
+   */
+  readonly oauth: {
+    readonly enabled: boolean;
+    readonly registerPerClientPerHour: number;
+    readonly registrationsPerHour: number;
+    readonly refreshTokenTtlDays: number;
+    readonly keyRotationDays: number;
+  };
   readonly index: {
     readonly confirmations: number | undefined;
     readonly pollMs: number;
@@ -235,6 +248,7 @@ export function readConfig(env: Env): Config {
     logLevel: logLevel as Config["logLevel"],
     ...readRelaysAndReads(env),
     x402,
+    oauth: readOAuth(env),
     index: readIndex(env),
     keys: readKeys(env),
   };
@@ -334,6 +348,18 @@ function readKeys(env: Env): Config["keys"] {
     maxPerAccount: int("SIGNING_KEYS_PER_ACCOUNT", 100, 1, 100_000),
     statusPerMinute: int("KEY_STATUS_RATE_PER_MINUTE", 60, 1, 1_000_000),
     statusMaxInFlight: int("KEY_STATUS_MAX_IN_FLIGHT", 16, 1, 10_000),
+  };
+}
+
+/** OAuth 2 for registered software (decisions §19). */
+function readOAuth(env: Env): Config["oauth"] {
+  const { int, onOff } = envReaders(env);
+  return {
+    enabled: onOff("OAUTH", true),
+    registerPerClientPerHour: int("OAUTH_REGISTER_RATE_PER_HOUR", 10, 1, 100_000),
+    registrationsPerHour: int("OAUTH_REGISTRATIONS_PER_HOUR", 1_000, 1, 1_000_000),
+    refreshTokenTtlDays: int("OAUTH_REFRESH_TOKEN_TTL_DAYS", 30, 1, 365),
+    keyRotationDays: int("OAUTH_KEY_ROTATION_DAYS", 30, 1, 365),
   };
 }
 

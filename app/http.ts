@@ -12,7 +12,8 @@ import type { Foundation } from "./foundation.ts";
 import type { IndexRunner } from "./index.ts";
 import type { WiredX402 } from "./payments.ts";
 import type { WiredKeys } from "./keys.ts";
-import { sessionCaller } from "../http/routes/keys/mod.ts";
+import { credentialCaller } from "../http/routes/keys/mod.ts";
+import type { WiredOAuth } from "./oauth.ts";
 
 /** Every capability, wired: what the routes are given. */
 export type Capabilities = {
@@ -25,6 +26,8 @@ export type Capabilities = {
   readonly delegation: WiredDelegation;
   readonly x402: WiredX402 | undefined;
   readonly keys: WiredKeys;
+  /** OAuth 2 (decisions §19); undefined with `OAUTH=off`. */
+  readonly oauth?: WiredOAuth | undefined;
 };
 
 /**
@@ -42,6 +45,7 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
   const { sessions, subjects, subjectOwnership, plans } = c.accounts;
   const ledger = storage.ledger;
   const primarySubject = (account: Parameters<typeof subjects.primary>[0]) => subjects.primary(account);
+  const bearer = c.oauth?.bearer;
   const app = createApp({
     session: {
       sessions,
@@ -55,8 +59,9 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
       chainId,
       primarySubject,
       payments: c.x402?.gate,
+      bearer,
     },
-    subjects: { sessions, subjects },
+    subjects: { sessions, subjects, bearer },
     privateRelay: {
       sessions,
       readNonce: c.delegation.readNonce,
@@ -65,6 +70,7 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
       easAddress,
       payments: c.x402?.gate,
       relay: c.delegation.privateRelay,
+      bearer,
     },
     accounts: {
       primarySubject,
@@ -76,13 +82,24 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
       chainId,
       premiumReads: { ledger: storage.premiumReads, limits: { free: config.premiumReads.free, paid: config.premiumReads.paid } },
       paidPeriod: (accountId, nowMs) => storage.payments.paidPeriod(accountId, nowMs),
+      bearer,
     },
     subscriptions: c.x402 === undefined ? undefined : { sessions, gate: c.x402.gate, payments: storage.payments, ledger, plans, clock: systemClock },
     didDocument: c.x402?.didDocument,
     subjectOwnership,
-    signingKeys: { keys: c.keys.signingKeys, caller: sessionCaller(sessions) },
+    signingKeys: { keys: c.keys.signingKeys, caller: credentialCaller(sessions, bearer) },
     keyStatus: { keyStatus: c.keys.keyStatus, clientRate: c.keys.clientRate, maxInFlight: c.keys.maxInFlight, clientAddress: requestClientAddress },
-    premiumRpc: { sessions, premiumRpc: c.accounts.premiumRpc },
+    premiumRpc: { sessions, premiumRpc: c.accounts.premiumRpc, bearer },
+    oauth: c.oauth === undefined ? undefined : {
+      oauth: c.oauth.oauth,
+      keys: c.oauth.keys,
+      sessions,
+      issuer: c.oauth.issuer,
+      chainId,
+      assetVersion: async () => (await loadConsoleBundle()).version,
+      clientAddress: requestClientAddress,
+    },
+    apiClients: c.oauth === undefined ? undefined : { oauth: c.oauth.oauth, sessions },
     metricsText: () => f.metrics.render(),
     console: { bundle: loadConsoleBundle, settings: { chainId, chainName: chain.name, serviceDnsLabel: config.serviceDnsLabel } },
     privateOrigins: [...new Set([new URL(config.publicBaseUrl).origin, ...config.corsOrigins])],

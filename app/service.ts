@@ -16,6 +16,7 @@ import { wireArtifactTrust, wireAttestationIndex } from "./index.ts";
 import { wireGauges } from "./metrics.ts";
 import { wireX402, type X402Terms } from "./payments.ts";
 import { wireKeys } from "./keys.ts";
+import { wireOAuth } from "./oauth.ts";
 import { wireSubmissions } from "./submissions.ts";
 
 export { openStorage, StartupError, type StartServiceOptions } from "./foundation.ts";
@@ -59,8 +60,9 @@ export async function startService(config: Config, options: StartServiceOptions 
     const witness = wireWitness(config, f, discovery, accounts.plans);
     const delegation = wireDelegation(config, f, accounts);
     const keys = wireKeys(config, f, index, discovery, accounts);
+    const oauth = await wireOAuth(config, f);
     wireGauges(config, f);
-    const server = serveHttp(config, f, { discovery, witness, index, attestationList, artifactTrust, accounts, delegation, x402, keys });
+    const server = serveHttp(config, f, { discovery, witness, index, attestationList, artifactTrust, accounts, delegation, x402, oauth, keys });
     const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`;
     log.info("listening", {
       url,
@@ -87,6 +89,7 @@ export async function startService(config: Config, options: StartServiceOptions 
         stopping ??= (async () => {
           submissions.stop();
           accounts.stop();
+          oauth?.stop();
           accounts.abortPremiumReads();
           await server.stop(false);
           await index.stop();

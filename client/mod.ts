@@ -12,6 +12,7 @@ export * from "./delegated_attest.ts";
 export * from "./trust_anchors.ts";
 export * from "./artifact_trust.ts";
 export * from "./api.ts";
+export * from "./api_clients.ts";
 export * from "./artifact.ts";
 export * from "./wallet.ts";
 export * from "./keys.ts";

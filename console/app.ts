@@ -10,6 +10,8 @@ import {
   artifactDidOfBytes,
   AtsClientError,
   controllerTxtRecordFor,
+  createApiClient,
+  deleteApiClient,
   discoverControllers,
   evaluateArtifactTrust,
   fetchAccount,
@@ -23,6 +25,7 @@ import {
   normalizeDid,
   registerSigningKey,
   writeThroughRelay,
+  listApiClients,
   listAttestations,
   listSubjects,
   removeSubject,
@@ -463,8 +466,62 @@ async function refreshAccount(): Promise<void> {
       ` — proven by ${subject.ownership.method}${subject.isDefault ? ", default" : ""} `,
       remove);
   })));
+  await refreshApiClients();
   byId("account-panel").hidden = false;
   await refreshKeys();
+}
+
+/** The account's API clients, each with a delete button (its tokens stop working at once). */
+async function refreshApiClients(): Promise<void> {
+  let clients: Awaited<ReturnType<typeof listApiClients>>;
+  try {
+    clients = await listApiClients(api);
+  } catch (error) {
+    // A service with OAUTH=off has no API clients: the rest of the account still shows.
+    byId("api-client-list").replaceChildren(h("p", { class: "help", id: "api-clients-none" }, `API clients are not available: ${describeError(error)}`));
+    return;
+  }
+  byId("api-client-list").replaceChildren(clients.length === 0
+    ? h("p", { class: "help", id: "api-clients-none" }, "No API clients yet.")
+    : h("ul", { id: "api-clients" }, clients.map((client) => {
+      const remove = h("button", { type: "button", class: "secondary", "aria-label": `Delete ${client.client_name ?? client.client_id}` }, "Delete");
+      remove.addEventListener("click", () =>
+        void busy(null, "api-client-status", `Deleting ${client.client_name ?? client.client_id}…`, async () => {
+          await deleteApiClient(client.client_id, api);
+          byId("api-client-secret").hidden = true;
+          await refreshApiClients();
+          return `Deleted ${client.client_name ?? client.client_id}; its tokens no longer work`;
+        }));
+      return h("li", { "data-client-id": client.client_id },
+        h("strong", {}, client.client_name ?? "(unnamed)"), " ", h("code", {}, client.client_id), ` — ${client.scope} `, remove);
+    })));
+}
+
+/** The consent page of /oauth/authorize (decisions §19): wallet sign-in when no session is present, then the page again. */
+function setUpConsent(): void {
+  const list = document.getElementById("wallet-list");
+  if (list === null) return;
+  const render = (wallets: readonly AnnouncedWallet[]) => {
+    if (wallets.length === 0) {
+      list.replaceChildren(h("p", { class: "help", id: "no-wallet" }, "No wallet found in this browser. Install a browser wallet and reload."));
+      return;
+    }
+    list.replaceChildren(...wallets.map((wallet) => {
+      const button = h("button", { type: "button", "data-wallet": wallet.info.rdns || wallet.info.uuid }, `Sign in with ${wallet.info.name}`);
+      button.addEventListener("click", () =>
+        void busy(null, "account-status", `Asking ${wallet.info.name} for an account…`, async () => {
+          const address = await requestWalletAddress(wallet.provider);
+          const next = walletSigner(wallet.provider, address);
+          setStatus("account-status", "progress", "Sign the sign-in message in your wallet…");
+          await signInWithEthereum({ walletDid: `did:pkh:eip155:${CHAIN_ID}:${address}`, domain: location.host, uri: `${location.origin}/`, signMessage: next.signMessage }, api);
+          location.reload();
+          return `Signed in as ${address}`;
+        }));
+      return button;
+    }));
+  };
+  render([]);
+  watchWallets(window, render);
 }
 
 function needSigner(): WalletSigner {
@@ -505,6 +562,27 @@ function setUpAccount(): void {
       const subject = await addSubject({ did: subjectDid(), displayName }, api);
       await refreshAccount();
       return `Added ${subject.canonicalDid} (proven by ${subject.ownership.method})`;
+    });
+  });
+
+  const clientForm = byId<HTMLFormElement>("api-client-form");
+  clientForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    void busy(clientForm, "api-client-status", "Creating the API client…", async () => {
+      const scope = Array.from(clientForm.querySelectorAll<HTMLInputElement>("input[name=scope]:checked"), (box) => box.value).join(" ");
+      const created = await createApiClient({ client_name: byId<HTMLInputElement>("api-client-name").value.trim(), scope }, api);
+      const secret = byId("api-client-secret");
+      secret.replaceChildren(
+        h("p", {}, "Copy the secret now: it is shown only this once."),
+        h("dl", {},
+          h("dt", {}, "client_id"), h("dd", {}, h("code", { id: "api-client-new-id" }, created.client_id)),
+          h("dt", {}, "client_secret"), h("dd", {}, h("code", { id: "api-client-new-secret" }, created.client_secret), " ", copyButton(created.client_secret, "secret")),
+          h("dt", {}, "Token endpoint"), h("dd", {}, h("code", {}, `${location.origin}/oauth/token`)),
+        ),
+      );
+      secret.hidden = false;
+      await refreshApiClients();
+      return `Created ${created.client_name ?? created.client_id} (${created.scope})`;
     });
   });
 
@@ -687,6 +765,11 @@ function setUpKeys(): void {
 // ---------------------------------------------------------------------------------------------------------------
 
 function start(): void {
+  if (document.body.dataset.page === "oauth-consent") {
+    setUpConsent();
+    document.documentElement.dataset.ready = "true";
+    return;
+  }
   window.addEventListener("hashchange", showView);
   showView();
   setUpDomain();

@@ -3,6 +3,8 @@
  * inline runs, so the Content-Security-Policy needs no `unsafe-inline`), one stylesheet and one module script.
  */
 
+import { SCOPES } from "../domain/oauth/mod.ts";
+
 /** What the page is told about the service it is served by. */
 export type ConsolePageSettings = {
   readonly chainId: number;
@@ -22,6 +24,9 @@ export const CONSOLE_CSP = [
   "base-uri 'none'",
   "frame-ancestors 'none'",
 ].join("; ");
+
+/** The scopes an API client may be given (decisions §19), as the form offers them. */
+const SCOPE_CHOICES = Object.entries(SCOPES);
 
 const escape = (text: string) =>
   text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
@@ -130,6 +135,21 @@ export function renderConsolePage(settings: ConsolePageSettings, assetVersion: s
       </div>
     </form>
     <p id="subject-status" class="status" role="status" aria-live="polite"></p>
+
+    <h3>API clients</h3>
+    <p class="help">Credentials for your own software (a backend, a CI job): OAuth 2 client credentials that act for this account within the scopes you pick, counted against your plan. The secret is shown once.</p>
+    <div id="api-client-list"></div>
+    <form id="api-client-form" class="form">
+      <label for="api-client-name">Name</label>
+      <input id="api-client-name" name="client_name" required maxlength="200" autocomplete="off" placeholder="Release pipeline">
+      <fieldset id="api-client-scopes">
+        <legend>Scopes</legend>
+        ${SCOPE_CHOICES.map(([name, text]) => `<label class="check"><input type="checkbox" name="scope" value="${name}" checked> <code>${name}</code> ${escape(text)}</label>`).join("\n        ")}
+      </fieldset>
+      <button type="submit">Create API client</button>
+    </form>
+    <p id="api-client-status" class="status" role="status" aria-live="polite"></p>
+    <div id="api-client-secret" class="card" hidden></div>
 
     <h3>Controller witness</h3>
     <p class="help">When the domain publishes your wallet (DNS TXT or did.json), the service writes a controller-witness attestation. Uses one sponsored write.</p>

@@ -137,10 +137,15 @@ async function post(path: string, body: unknown, headers: Record<string, string>
   });
 }
 
-/** The unpaid answer, then the payment header the agent builds for it (`tamper` changes the terms it signs). */
+/**
+ * The unpaid answer, then the payment header the agent builds for it (`tamper` changes the terms it signs). Decisions
+ * §13 amended: the contract's paths answer an unpaid request without credentials 401 with the terms in
+ * PAYMENT-REQUIRED; the paid aliases (`/v1/paid/…`) and the plan purchase answer 402.
+ */
 async function paymentFor(key: Hex, path: string, body: unknown, options: { headers?: Record<string, string>; tamper?: (p: PaymentRequired) => PaymentRequired } = {}) {
   const unpaid = await post(path, body, options.headers);
-  expect(unpaid.status).toBe(402);
+  expect(unpaid.status).toBe(path.startsWith("/v1/paid/") || path === "/api/private/subscriptions/x402" ? 402 : 401);
+  expect(unpaid.headers.get("payment-required")).toBeString();
   const client = agent(key);
   let required = client.getPaymentRequiredResponse((name) => unpaid.headers.get(name), await unpaid.clone().json());
   if (options.tamper) required = options.tamper(required);
@@ -158,10 +163,28 @@ async function opsPayments(state?: string): Promise<Record<string, unknown>[]> {
 }
 
 describe("paying with x402", () => {
-  test("witness paid per call: 402 with the terms and a signed offer, then the witness, the transfer and a signed receipt", async () => {
+  test("an unpaid request on the contract's path is 401 naming both ways in: the bearer challenge and the same terms a 402 carries", async () => {
+    const unpaid = await post("/v1/controller-witness", witnessBody);
+    expect(unpaid.status).toBe(401);
+    expect(await unpaid.json()).toEqual({ error: "Unauthenticated", code: "UNAUTHENTICATED" });
+    expect(unpaid.headers.get("www-authenticate")).toMatch(/^Bearer resource_metadata="http[^"]+\/\.well-known\/oauth-protected-resource"$/);
+    const terms = decodePaymentRequiredHeader(unpaid.headers.get("payment-required")!);
+    const alias = await post("/v1/paid/controller-witness", witnessBody);
+    expect(alias.status).toBe(402);
+    // One Cache-Control (it was repeated: `no-store, no-store`).
+    expect(alias.headers.get("cache-control")).toBe("no-store");
+    const aliasTerms = decodePaymentRequiredHeader(alias.headers.get("payment-required")!);
+    expect(terms.accepts).toEqual(aliasTerms.accepts);
+    expect(terms.resource?.url).toMatch(/\/v1\/controller-witness$/);
+    const relay = await post("/api/private/relay/eas/delegated-attest", {});
+    expect([relay.status, relay.headers.get("payment-required") !== null]).toEqual([401, true]);
+    expect((await post("/v1/paid/delegated-attest", {})).status).toBe(402);
+  });
+
+  test("witness paid per call on the paid alias: 402 with the terms and a signed offer, then the witness, the transfer and a signed receipt", async () => {
     const payer = privateKeyToAccount(payers[0]!).address;
     const [before, payeeBefore] = [await balance(payer), await balance(payTo())];
-    const { unpaid, header } = await paymentFor(payers[0]!, "/v1/controller-witness", witnessBody);
+    const { unpaid, header } = await paymentFor(payers[0]!, "/v1/paid/controller-witness", witnessBody);
     expect(await unpaid.json()).toEqual({ error: "Payment required: pay with x402 or sign in", code: "PAYMENT_REQUIRED" });
     const required = decodePaymentRequiredHeader(unpaid.headers.get("payment-required")!);
     expect(required.x402Version).toBe(2);
@@ -173,7 +196,7 @@ describe("paying with x402", () => {
     expect(offers).toHaveLength(1);
     expect(offers[0]).toMatchObject({ format: "eip712", payload: { amount: "10000", payTo: payTo(), scheme: "exact" } });
 
-    const paid = await post("/v1/controller-witness", witnessBody, header);
+    const paid = await post("/v1/paid/controller-witness", witnessBody, header);
     expect(paid.status).toBe(200);
     const written = await paid.json() as { uid: Hex; txHash: Hex };
     expect(written.uid).toMatch(/^0x[0-9a-f]{64}$/);
@@ -191,7 +214,7 @@ describe("paying with x402", () => {
 
     // The same payment again: refused, no second write, no second transfer.
     const witnessTxs = await witnessNonce();
-    const replayed = await post("/v1/controller-witness", witnessBody, header);
+    const replayed = await post("/v1/paid/controller-witness", witnessBody, header);
     expect([replayed.status, (await replayed.json() as { code: string }).code]).toEqual([409, "PAYMENT_ALREADY_USED"]);
     expect(await witnessNonce()).toBe(witnessTxs);
     expect(await balance(payer)).toBe(before - PRICES.witness);

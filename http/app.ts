@@ -16,6 +16,7 @@ import { type SubscriptionRoutesDeps, subscriptionRoutes } from "./routes/accoun
 import { consoleRoutes, type ConsoleRoutesDeps } from "./routes/console.ts";
 import { keyStatusRoutes, type KeyStatusRoutesDeps, signingKeyRoutes, type SigningKeyRoutesDeps } from "./routes/keys/mod.ts";
 import { type DidDocument, didDocumentRoutes } from "../x402/did_document.ts";
+import { apiClientRoutes, type ApiClientRoutesDeps, oauthRoutes, type OAuthRoutesDeps } from "./routes/oauth/mod.ts";
 import type { VerifySubjectOwnership } from "../domain/accounts/mod.ts";
 import type { ListAttestations } from "../domain/index/mod.ts";
 import { sessionRoutes, type SessionRoutesDeps } from "./routes/session.ts";
@@ -64,6 +65,10 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly signingKeys?: Omit<SigningKeyRoutesDeps, "log"> | undefined;
   /** The public key status (decisions §17); absent in tests that do not exercise it. */
   readonly keyStatus?: Omit<KeyStatusRoutesDeps, "log"> | undefined;
+  /** OAuth 2 for registered software (decisions §19); absent (`OAUTH=off`, tests): no such routes. */
+  readonly oauth?: Omit<OAuthRoutesDeps, "log"> | undefined;
+  /** The account's API clients (decisions §19); absent with `oauth`. */
+  readonly apiClients?: Omit<ApiClientRoutesDeps, "log"> | undefined;
 };
 
 /** CORS headers of the session routes for an allowed origin: that origin, with credentials. */
@@ -72,12 +77,35 @@ function privateCorsHeaders(origin: string): Record<string, string> {
     "access-control-allow-origin": origin,
     "access-control-allow-credentials": "true",
     "access-control-allow-methods": "GET, POST, PATCH, DELETE, OPTIONS",
-    // x402 (decisions §13): a browser client may pay, and must read the terms and the settlement.
-    "access-control-allow-headers": "Content-Type, PAYMENT-SIGNATURE",
-    "access-control-expose-headers": "PAYMENT-REQUIRED, PAYMENT-RESPONSE",
+    // x402 (decisions §13): a browser client may pay, and must read the terms and the settlement; OAuth (§19):
+    // a browser client may send its access token and must read the challenge.
+    "access-control-allow-headers": "Content-Type, PAYMENT-SIGNATURE, Authorization",
+    "access-control-expose-headers": "PAYMENT-REQUIRED, PAYMENT-RESPONSE, WWW-Authenticate",
     "access-control-max-age": "600",
     vary: "Origin",
   };
+}
+
+/**
+ * CORS of a private route called with a bearer token and no cookie (decisions §19): any origin, never with
+ * credentials, so a page of any site can use a token it holds but never the person's session.
+ */
+const BEARER_CORS_HEADERS: Readonly<Record<string, string>> = {
+  "access-control-allow-origin": "*",
+  "access-control-allow-methods": "GET, POST, PATCH, DELETE, OPTIONS",
+  "access-control-allow-headers": "Content-Type, Authorization",
+  "access-control-expose-headers": "WWW-Authenticate",
+  "access-control-max-age": "600",
+};
+
+/** Whether a request is bearer-only: an `Authorization: Bearer` header and no cookie at all. */
+function bearerOnlyRequest(request: Request): boolean {
+  return /^bearer\b/i.test(request.headers.get("authorization") ?? "") && !request.headers.has("cookie");
+}
+
+/** Whether a preflight asks to send `Authorization` (a bearer client) from an origin not on the allowlist. */
+function bearerPreflight(request: Request): boolean {
+  return request.method === "OPTIONS" && /(^|,)\s*authorization\s*(,|$)/i.test(request.headers.get("access-control-request-headers") ?? "");
 }
 
 /** CORS headers of every public route (decisions §1). */
@@ -98,7 +126,7 @@ export function pathOf(url: string): string {
 
 /** Session and private routes use an origin allowlist with credentials instead of `*` (decisions §1). */
 export function isPrivatePath(path: string): boolean {
-  return path.startsWith("/api/private/") || path.startsWith("/v1/session/") || path === "/v1/controller-witness";
+  return path.startsWith("/api/private/") || path.startsWith("/v1/session/") || path === "/v1/controller-witness" || path.startsWith("/v1/paid/");
 }
 
 /** Paths whose every answer, errors included, carries `elapsed` (decisions §2). */
@@ -166,6 +194,15 @@ export function createApp(deps: AppDeps) {
   const guardPrivate = (request: Request, path: string, set: { headers: Record<string, string | number> }) => {
     const origin = request.headers.get("origin");
     const trusted = origin !== null && origins.has(origin);
+    // A bearer request carries no cookie, so it cannot be forged across sites: no origin or body-type guard,
+    // and CORS for any origin without credentials (decisions §19).
+    if (!trusted && (bearerOnlyRequest(request) || bearerPreflight(request))) {
+      Object.assign(set.headers, BEARER_CORS_HEADERS);
+      const methods = methodsOf(path);
+      if (methods === undefined) return;
+      if (request.method === "OPTIONS") return new Response(null, { status: 204, headers: BEARER_CORS_HEADERS });
+      return refuse(request, request.method, path, methods, BEARER_CORS_HEADERS);
+    }
     const cors = trusted ? privateCorsHeaders(origin) : {};
     Object.assign(set.headers, cors);
     const methods = methodsOf(path);
@@ -235,6 +272,8 @@ export function createApp(deps: AppDeps) {
     .use((deps.didDocument ? didDocumentRoutes(deps.didDocument) : new Elysia()) as Elysia)
     .use(deps.signingKeys ? signingKeyRoutes({ ...deps.signingKeys, log: deps.log }) : new Elysia())
     .use(deps.keyStatus ? keyStatusRoutes({ ...deps.keyStatus, log: deps.log }) : new Elysia())
+    .use(deps.oauth ? oauthRoutes({ ...deps.oauth, log: deps.log }) : new Elysia())
+    .use(deps.apiClients ? apiClientRoutes({ ...deps.apiClients, log: deps.log }) : new Elysia())
     .use(docRoutes(deps.publicBaseUrl ?? "http://127.0.0.1:8080"))
     .use(deps.metricsText ? metricsRoute(deps.metricsText) : new Elysia())
     .use(deps.console ? consoleRoutes({ ...deps.console, log: deps.log }) : new Elysia());

@@ -536,9 +536,10 @@ export const REQUEST_MODELS = {
 /**
  * Who may call an operation, published as its OpenAPI `security` (http/openapi.ts): `public` needs nothing;
  * `session` the sign-in cookie; `session-or-x402` the cookie, or instead an x402 payment where a price is
- * configured; `session-and-x402` both (buying the plan); `session-optional` acts on the cookie when one is sent.
+ * configured; `session-and-x402` both (buying the plan); `session-optional` acts on the cookie when one is sent;
+ * `x402` a payment only (the paid aliases). A route with a `scope` also takes an OAuth access token that carries it.
  */
-export type RouteAuth = "public" | "session" | "session-or-x402" | "session-and-x402" | "session-optional";
+export type RouteAuth = "public" | "session" | "session-or-x402" | "session-and-x402" | "session-optional" | "x402";
 
 /** One documented operation: the paths it is served on, who may call it and its models. */
 export type RouteDoc = {
@@ -546,6 +547,8 @@ export type RouteDoc = {
   readonly paths: readonly string[];
   /** Required, so that a new route cannot be published without saying who may call it. */
   readonly auth: RouteAuth;
+  /** The OAuth scope a bearer token needs here (decisions §19); absent: no bearer access. */
+  readonly scope?: "witness:write" | "relay:write" | "rpc:read" | "account:read" | "subjects:write" | "keys:write" | undefined;
   readonly summary: string;
   /** A description of each `{name}` of the paths; every such parameter is declared, described or not. */
   readonly pathParameters?: Readonly<Record<string, string>> | undefined;

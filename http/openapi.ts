@@ -3,8 +3,7 @@ import { SESSION_COOKIE } from "./routes/session.ts";
 
 /**
  * The ways a caller proves who it is or pays, by name. The bearer tokens of registered software (OAuth 2,
- * decisions §19) join here as `bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" }`, and
- * `REQUIREMENTS` below then lists `{ bearer: [scope] }` beside `session` on the routes that accept them.
+ * decisions §19) are listed as `{ bearer: [scope] }` beside `session` on the routes that take them (RouteDoc.scope).
  */
 export const SECURITY_SCHEMES = {
   session: {
@@ -19,7 +18,14 @@ export const SECURITY_SCHEMES = {
     in: "header",
     name: "PAYMENT-SIGNATURE",
     description:
-      "An x402 v2 payment (base64 JSON) for the terms of the 402 answer's PAYMENT-REQUIRED header; taken only where a price is configured (X402_WITNESS_PRICE, X402_RELAY_PRICE, X402_PAID_PLAN_PRICE). The answer carries PAYMENT-RESPONSE",
+      "An x402 v2 payment (base64 JSON) for the terms of the PAYMENT-REQUIRED header (of the 401 without credentials, or the paid aliases' 402); taken only where a price is configured (X402_WITNESS_PRICE, X402_RELAY_PRICE, X402_PAID_PLAN_PRICE). The answer carries PAYMENT-RESPONSE",
+  },
+  bearer: {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "JWT",
+    description:
+      "An OAuth 2 access token of the service (RFC 9068, ES256; /.well-known/oauth-authorization-server): acts as its account within its scopes. Without one the 401 names the protected-resource metadata in WWW-Authenticate; a missing scope is 403 insufficient_scope",
   },
 } as const;
 
@@ -33,6 +39,7 @@ const REQUIREMENTS: Readonly<Record<RouteAuth, readonly SecurityRequirement[]>> 
   "session-and-x402": [{ session: [], x402: [] }],
   // `{}`: the operation answers without the cookie too.
   "session-optional": [{}, { session: [] }],
+  x402: [{ x402: [] }],
 };
 
 const HTTP_METHODS: ReadonlySet<string> = new Set(["get", "put", "post", "delete", "options", "head", "patch", "trace"]);
@@ -72,7 +79,7 @@ export function buildOpenApi(docs: readonly RouteDoc[], info: { title: string; v
       const operation: Record<string, unknown> = {
         summary: doc.summary,
         operationId,
-        security: REQUIREMENTS[doc.auth],
+        security: doc.scope === undefined ? REQUIREMENTS[doc.auth] : [...REQUIREMENTS[doc.auth], { bearer: [doc.scope] }],
         responses: Object.fromEntries(
           Object.entries(doc.responses).map(([status, r]) => [
             status,

@@ -122,23 +122,27 @@ export type Missing = paths["/v1/no-such-path"];
     expect(diagnostics).toEqual([]);
   });
 
-  test("declares the session cookie and the x402 header, and every operation's security names only those", async () => {
+  test("declares the session cookie, the x402 header and OAuth bearer tokens, and every operation's security names only those", async () => {
     const doc = await served();
     expect(doc.components.securitySchemes).toEqual({
       session: expect.objectContaining({ type: "apiKey", in: "cookie", name: "ats_session" }),
       x402: expect.objectContaining({ type: "apiKey", in: "header", name: "PAYMENT-SIGNATURE" }),
+      bearer: expect.objectContaining({ type: "http", scheme: "bearer", bearerFormat: "JWT" }),
     });
     const security = Object.fromEntries(operations(doc).map(({ path, method, op }) => [`${method} ${path}`, op.security]));
     for (const [operation, requirements] of Object.entries(security)) {
       expect({ operation, declared: Array.isArray(requirements) }).toEqual({ operation, declared: true });
-      for (const scheme of requirements!.flatMap(Object.keys)) expect(["session", "x402"]).toContain(scheme);
+      for (const scheme of requirements!.flatMap(Object.keys)) expect(["session", "x402", "bearer"]).toContain(scheme);
     }
     expect(security["post /v1/delegated-attest"]).toEqual([]);
     expect(security["post /v1/session/wallet/verify"]).toEqual([]);
-    expect(security["get /api/private/accounts/me"]).toEqual([{ session: [] }]);
-    expect(security["delete /api/private/subjects/{id}"]).toEqual([{ session: [] }]);
-    expect(security["post /v1/controller-witness"]).toEqual([{ session: [] }, { x402: [] }]);
-    expect(security["post /api/private/relay/eas/delegated-attest"]).toEqual([{ session: [] }, { x402: [] }]);
+    // Decisions §19: the routes that take bearer tokens name the scope they need beside the session.
+    expect(security["get /api/private/accounts/me"]).toEqual([{ session: [] }, { bearer: ["account:read"] }]);
+    expect(security["delete /api/private/subjects/{id}"]).toEqual([{ session: [] }, { bearer: ["subjects:write"] }]);
+    expect(security["post /v1/controller-witness"]).toEqual([{ session: [] }, { x402: [] }, { bearer: ["witness:write"] }]);
+    expect(security["post /api/private/relay/eas/delegated-attest"]).toEqual([{ session: [] }, { x402: [] }, { bearer: ["relay:write"] }]);
+    expect(security["post /v1/paid/controller-witness"]).toEqual([{ x402: [] }]);
+    expect(security["post /oauth/token"]).toEqual([]);
     expect(security["post /api/private/subscriptions/x402"]).toEqual([{ session: [], x402: [] }]);
     expect(security["post /v1/session/logout"]).toEqual([{}, { session: [] }]);
   });

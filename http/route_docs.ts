@@ -34,6 +34,14 @@ const easErr = (description: string) => ({ description, schema: EasErrorModel })
 const X402_REFUSALS =
   "PAYMENT_REQUIRED: no session and no PAYMENT-SIGNATURE; the PAYMENT-REQUIRED header (base64 JSON, x402 v2) carries the exact-scheme terms (asset, network, payTo, amount) and a signed offer (extensions.offer-receipt); PAYMENT_INVALID (details: the protocol reason, e.g. an underpaid, expired or badly signed authorization) with fresh terms";
 
+/** The 401 of a route that takes a session, a bearer token or an x402 payment (decisions §13 amended, §19). */
+const UNAUTHENTICATED_OFFERED =
+  "UNAUTHENTICATED: no session, bearer token or payment; WWW-Authenticate names the protected-resource metadata (an invalid, expired or revoked token: error=\"invalid_token\"), and where an x402 price is set the PAYMENT-REQUIRED header carries the terms and signed offer a 402 would";
+
+/** The 402 of a request that sent a payment the service refused (the unpaid request is 401; the paid aliases answer 402). */
+const X402_PAID_REFUSALS =
+  "PAYMENT_INVALID (details: the protocol reason, e.g. an underpaid, expired or badly signed authorization) with fresh terms in PAYMENT-REQUIRED";
+
 /** The `{id}` of the subject routes. */
 const SUBJECT_ID = { id: "The subject's id, as GET /api/private/subjects lists it" };
 
@@ -188,6 +196,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     method: "get",
     paths: ["/api/private/accounts/me"],
     auth: "session",
+    scope: "account:read",
     summary: "The signed-in account: display name, subscription with limits and this year's usage, primary subject, wallets",
     responses: { 200: { description: "Account", schema: AccountMeModel }, 401: err("UNAUTHENTICATED") },
   },
@@ -225,6 +234,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     method: "get",
     paths: ["/api/private/subscriptions/current"],
     auth: "session",
+    scope: "account:read",
     summary: "The signed-in account's subscription (the same object as in accounts/me)",
     responses: { 200: { description: "Subscription", schema: SubscriptionCurrentModel }, 401: err("UNAUTHENTICATED") },
   },
@@ -233,6 +243,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     method: "get",
     paths: ["/v1/session/me", "/api/private/session/me"],
     auth: "session",
+    scope: "account:read",
     summary: "The signed-in account, its session and its sponsored-write quota",
     responses: { 200: { description: "Session", schema: SessionMeModel }, 401: err("UNAUTHENTICATED") },
   },
@@ -240,6 +251,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     method: "post",
     paths: ["/api/private/rpc-premium"],
     auth: "session",
+    scope: "rpc:read",
     request: REQUEST_MODELS.premiumRpc,
     summary: "Read-only JSON-RPC (one call or a batch of up to 100) forwarded to the chain for the signed-in account; each forwarded call is one premium read. Other methods (-32601), eth_getLogs ranges over PREMIUM_RPC_MAX_LOG_RANGE, extra params (an eth_call state or block override), unknown call or filter fields and malformed params (-32602), and malformed calls of a batch (-32600) are JSON-RPC error objects, never forwarded nor counted. Params are rebuilt, not passed through; an eth_call's gas is capped at PREMIUM_RPC_MAX_CALL_GAS and set to it when absent",
     responses: {
@@ -276,13 +288,14 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     method: "post",
     paths: ["/v1/controller-witness", "/api/private/controller-witness"],
     auth: "session-or-x402",
+    scope: "witness:write",
     summary: "Session or x402 payment: when DNS TXT or did.json of the did:web subject publishes the controller, the service writes a controller-witness attestation (one sponsored write, or one paid with x402 by an agent without a session: X402_WITNESS_PRICE; send PAYMENT-SIGNATURE, the answer carries PAYMENT-RESPONSE with a signed receipt)",
     request: REQUEST_MODELS.controllerWitness,
     responses: {
       200: { description: "Witness written (legacy body: with a Deprecation header)", schema: ControllerWitnessModel },
       400: err("INVALID_JSON, INVALID_INPUT, INVALID_DID, UNSUPPORTED_SUBJECT_TYPE, UNSUPPORTED_CHAIN"),
-      401: err("UNAUTHENTICATED: no, expired or revoked session (when no x402 price is set)"),
-      402: err(X402_REFUSALS),
+      401: err(UNAUTHENTICATED_OFFERED),
+      402: err(X402_PAID_REFUSALS),
       403: err("SPONSORED_WRITE_LIMIT_EXCEEDED, SCHEMA_NOT_ELIGIBLE, ORIGIN_NOT_ALLOWED"),
       409: err("PAYMENT_ALREADY_USED: the x402 authorization was spent (or is in flight); nothing done"),
       413: err("PAYLOAD_TOO_LARGE"),
@@ -297,6 +310,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     method: "get",
     paths: ["/api/private/relay/eas/nonce"],
     auth: "session",
+    scope: "relay:write",
     summary: "The attester's EAS nonce, for the signed-in account (private relay)",
     responses: { 200: { description: "{nonce, chainId, chain, easAddress}" }, 400: err("INVALID_INPUT"), 401: err("UNAUTHENTICATED"), 500: err("RPC_ERROR") },
   },
@@ -304,12 +318,13 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     method: "post",
     paths: ["/api/private/relay/eas/delegated-attest"],
     auth: "session-or-x402",
+    scope: "relay:write",
     summary: "Delegated attestation paid from the account's sponsored writes, or with x402 by an agent without a session (X402_RELAY_PRICE; the attester must be the payer, a subject-scoped subject the payer's own did:pkh or proven owned by its wallet): body as the public route plus optional subjectDid; subject-scoped schemas only for the subject's owner",
     responses: {
       200: { description: "{success, txHash, uid, blockNumber, chain}; paid: PAYMENT-RESPONSE header with the settlement and a signed receipt (success false and no receipt when settlement failed after the write)" },
       400: err("INVALID_JSON, INVALID_INPUT (also a subjectDid that differs from the signed data, or for a user-review-response from the subject of the review refUID names; a refUID naming no attestation, another schema than user-review or a revoked one; or more gas than MAX_GAS_PER_TX), SIGNATURE_EXPIRED, INVALID_SIGNATURE, ATTESTER_MISMATCH (signature)"),
-      401: err("UNAUTHENTICATED (when no x402 price is set)"),
-      402: err(X402_REFUSALS),
+      401: err(UNAUTHENTICATED_OFFERED),
+      402: err(X402_PAID_REFUSALS),
       403: err("ATTESTER_MISMATCH (not the account's wallet, or not the payer), SCHEMA_NOT_ELIGIBLE, SUBJECT_OWNERSHIP_REQUIRED (for a user-review-response: the owner of the reviewed subject), SPONSORED_WRITE_LIMIT_EXCEEDED, ORIGIN_NOT_ALLOWED"),
       409: err("DUPLICATE, PAYMENT_ALREADY_USED"),
       429: err("RATE_LIMITED: the private relay's hourly gas budget (PRIVATE_RELAY_GAS_BUDGET_PER_HOUR) is spent; Retry-After header"),
@@ -322,6 +337,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     method: "get",
     paths: ["/api/private/subjects"],
     auth: "session",
+    scope: "account:read",
     summary: "The signed-in account's subjects, default first (every account starts with its wallet's did:pkh)",
     responses: { 200: { description: "{subjects: [Subject]}", schema: SubjectListModel }, 401: err("UNAUTHENTICATED") },
   },
@@ -329,6 +345,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     method: "post",
     paths: ["/api/private/subjects"],
     auth: "session",
+    scope: "subjects:write",
     summary: "Adds {did (or subjectDid), displayName?, txHash?} once the signed-in wallet is proven to own it (as /api/verify/subject-ownership); the first replaces the bootstrap subject and becomes default",
     request: REQUEST_MODELS.subjectCreate,
     responses: {
@@ -344,6 +361,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     method: "get",
     paths: ["/api/private/subjects/{id}"],
     auth: "session",
+    scope: "account:read",
     pathParameters: SUBJECT_ID,
     summary: "One subject of the signed-in account",
     responses: { 200: { description: "{subject}", schema: SubjectAnswerModel }, 401: err("UNAUTHENTICATED"), 404: err("SUBJECT_NOT_FOUND (unknown, or another account's)") },
@@ -352,6 +370,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     method: "patch",
     paths: ["/api/private/subjects/{id}"],
     auth: "session",
+    scope: "subjects:write",
     pathParameters: SUBJECT_ID,
     summary: "Renames ({displayName}) or makes default ({isDefault: true}) a subject",
     request: REQUEST_MODELS.subjectPatch,
@@ -361,6 +380,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     method: "delete",
     paths: ["/api/private/subjects/{id}"],
     auth: "session",
+    scope: "subjects:write",
     pathParameters: SUBJECT_ID,
     summary: "Removes a subject; the oldest remaining one becomes default when the default went (with none left, the wallet's did:pkh comes back on the next read)",
     responses: { 200: { description: "{success: true, id}" }, 401: err("UNAUTHENTICATED"), 404: err("SUBJECT_NOT_FOUND") },
@@ -369,6 +389,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     method: "post",
     paths: ["/api/private/signing-keys"],
     auth: "session",
+    scope: "keys:write",
     request: REQUEST_MODELS.signingKeyUpsert,
     summary: "Registers a signing key of the signed-in account, or updates it (display name, tags, notes) when the account holds it already; id, createdAt and keyType are kept. Another account may register the same key. Metadata only: the service never holds a private key (decisions §17)",
     responses: {
@@ -383,6 +404,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     method: "get",
     paths: ["/api/private/signing-keys"],
     auth: "session",
+    scope: "account:read",
     request: REQUEST_MODELS.signingKeyList,
     summary: "The signed-in account's signing keys, newest first, each with its status (registered, active, revoked, expired) and trust level (none, basic, intermediate, advanced) for every subject of the account, computed now from the attestation index and the subjects' endpoint evidence",
     responses: {
@@ -405,6 +427,129 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     },
   },
 
+  {
+    method: "post",
+    paths: ["/v1/paid/controller-witness"],
+    auth: "x402",
+    summary: "The controller witness for x402 clients that pay only on a 402 (decisions §13 amended), body as POST /v1/controller-witness: no session or token is read; without PAYMENT-SIGNATURE 402 PAYMENT_REQUIRED with the terms and a signed offer in PAYMENT-REQUIRED, with it the witness as on /v1/controller-witness",
+    responses: {
+      200: { description: "Witness written; PAYMENT-RESPONSE with the settlement and a signed receipt", schema: ControllerWitnessModel },
+      400: err("INVALID_JSON, INVALID_INPUT, INVALID_DID, UNSUPPORTED_SUBJECT_TYPE"),
+      402: err(X402_REFUSALS),
+      404: err("NOT_FOUND: no X402_WITNESS_PRICE is set"),
+      409: err("PAYMENT_ALREADY_USED, PAYMENT_IN_PROGRESS"),
+      422: err("EVIDENCE_NOT_FOUND"),
+      502: err("FACILITATOR_UNAVAILABLE: nothing written or charged"),
+    },
+  },
+  {
+    method: "post",
+    paths: ["/v1/paid/delegated-attest"],
+    auth: "x402",
+    summary: "The private relay for x402 clients that pay only on a 402 (decisions §13 amended): the private relay's rules with the payer as identity (the attester must be the payer); 402 until paid",
+    responses: {
+      200: { description: "{success, txHash, uid, blockNumber, chain}; PAYMENT-RESPONSE with the settlement and a signed receipt" },
+      400: err("INVALID_JSON, INVALID_INPUT, SIGNATURE_EXPIRED, INVALID_SIGNATURE"),
+      402: err(X402_REFUSALS),
+      403: err("ATTESTER_MISMATCH (not the payer), SCHEMA_NOT_ELIGIBLE, SUBJECT_OWNERSHIP_REQUIRED"),
+      404: err("NOT_FOUND: no X402_RELAY_PRICE is set"),
+      409: err("DUPLICATE, PAYMENT_ALREADY_USED, PAYMENT_IN_PROGRESS"),
+      502: err("FACILITATOR_UNAVAILABLE"),
+    },
+  },
+  {
+    method: "get",
+    paths: ["/.well-known/oauth-authorization-server"],
+    auth: "public",
+    summary: "OAuth 2 authorization server metadata (RFC 8414): endpoints, scopes, grant types, PKCE S256, client authentication methods",
+    responses: { 200: { description: "The metadata; issuer is PUBLIC_BASE_URL without a trailing slash" } },
+  },
+  {
+    method: "get",
+    paths: ["/.well-known/oauth-protected-resource"],
+    auth: "public",
+    summary: "OAuth 2 protected resource metadata (RFC 9728): the resource (the service), its authorization server, scopes and bearer method",
+    responses: { 200: { description: "The metadata" } },
+  },
+  {
+    method: "get",
+    paths: ["/oauth/jwks.json"],
+    auth: "public",
+    summary: "The public keys access tokens are signed with (ES256); a replaced key stays two hours after its successor was made",
+    responses: { 200: { description: "{keys: [JWK]} (application/jwk-set+json)" } },
+  },
+  {
+    method: "post",
+    paths: ["/oauth/register"],
+    auth: "public",
+    summary: "Open dynamic client registration (RFC 7591): a public client of the authorization code flow with PKCE S256 (token_endpoint_auth_method none), grant_types authorization_code and refresh_token; rate-limited per client address (OAUTH_REGISTER_RATE_PER_HOUR) and for everyone (OAUTH_REGISTRATIONS_PER_HOUR). JSON body: redirect_uris (1 to 10, HTTPS, loopback HTTP or a private-use scheme), client_name, scope, grant_types, response_types",
+    responses: {
+      201: { description: "client_id, client_id_issued_at and the metadata registered" },
+      400: { description: "{error: invalid_client_metadata | invalid_redirect_uri, error_description}" },
+      429: { description: "{error: rate_limited, error_description}; Retry-After header" },
+    },
+  },
+  {
+    method: "get",
+    paths: ["/oauth/authorize"],
+    auth: "public",
+    summary: "Authorization endpoint (RFC 6749 §4.1, PKCE S256 required, RFC 8707 resource, RFC 9207 iss): the consent page (HTML), with wallet sign-in first when no session is present; an unknown client or a redirect_uri that is not exactly a registered one is shown, never redirected to; other errors redirect back with error and state",
+    responses: { 200: { description: "The consent page (or the sign-in step)" }, 303: { description: "Back to the client with error, state and iss" }, 400: { description: "The error page: unknown client, redirect_uri not registered" } },
+  },
+  {
+    method: "post",
+    paths: ["/oauth/authorize"],
+    auth: "session",
+    summary: "The consent form posted back (application/x-www-form-urlencoded): the request's fields, csrf_token and decision=approve|deny; approve redirects with a single-use code (60 s), deny with error=access_denied",
+    responses: { 303: { description: "Back to the client: code (or error), state, iss" }, 200: { description: "The page again (no session, or the form's CSRF token does not match)" }, 403: { description: "The form came from another origin" } },
+  },
+  {
+    method: "post",
+    paths: ["/oauth/token"],
+    auth: "public",
+    summary: "Token endpoint (application/x-www-form-urlencoded): grant_type authorization_code (code_verifier, redirect_uri), refresh_token (rotated; a reused one revokes its family) or client_credentials (client_secret_basic or client_secret_post; scope a subset of the client's). Access tokens: JWT (RFC 9068, ES256), 3,600 s, audience the service or the RFC 8707 resource ({base} or {base}/mcp)",
+    responses: {
+      200: { description: "{access_token, token_type: Bearer, expires_in, scope, refresh_token?}; Cache-Control no-store" },
+      400: { description: "{error: invalid_request | invalid_grant | unauthorized_client | unsupported_grant_type | invalid_scope | invalid_target, error_description}" },
+      401: { description: "{error: invalid_client}; WWW-Authenticate Basic when Basic was sent" },
+    },
+  },
+  {
+    method: "post",
+    paths: ["/oauth/revoke"],
+    auth: "public",
+    summary: "Token revocation (RFC 7009, application/x-www-form-urlencoded: token, token_type_hint): a refresh token ends its grant and every token of it; an access token is refused from then on; an unknown token changes nothing",
+    responses: { 200: { description: "Revoked (or nothing to revoke)" }, 400: { description: "{error: invalid_request}" }, 401: { description: "{error: invalid_client}" } },
+  },
+  {
+    method: "get",
+    paths: ["/api/private/oauth/clients"],
+    auth: "session",
+    summary: "The signed-in account's API clients (client credentials), oldest first, without secrets",
+    responses: { 200: { description: "{clients: [client metadata]}" }, 401: err("UNAUTHENTICATED") },
+  },
+  {
+    method: "post",
+    paths: ["/api/private/oauth/clients"],
+    auth: "session",
+    summary: "Creates an API client for the signed-in account's own software: RFC 7591 metadata (client_name, scope, grant_types [client_credentials], token_endpoint_auth_method client_secret_basic|client_secret_post); answers the metadata with client_id and client_secret (shown this once, stored hashed); at most 20 per account",
+    responses: {
+      201: { description: "The client with client_id, client_secret, client_secret_expires_at 0" },
+      400: err("INVALID_JSON, invalid_client_metadata"),
+      401: err("UNAUTHENTICATED"),
+      403: err("ORIGIN_NOT_ALLOWED"),
+      409: err("too_many_clients"),
+      415: err("UNSUPPORTED_MEDIA_TYPE"),
+    },
+  },
+  {
+    method: "delete",
+    paths: ["/api/private/oauth/clients/{client_id}"],
+    auth: "session",
+    pathParameters: { client_id: "The client's id, as GET /api/private/oauth/clients lists it" },
+    summary: "Deletes an API client of the signed-in account: its tokens are refused at once",
+    responses: { 200: { description: "{success: true, client_id}" }, 401: err("UNAUTHENTICATED"), 404: err("CLIENT_NOT_FOUND") },
+  },
   {
     method: "get",
     paths: ["/metrics"],

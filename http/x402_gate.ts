@@ -37,10 +37,17 @@ import { errorBody, json } from "./errors.ts";
 
 /** The paths each purpose is sold on. */
 export const PAID_PATHS: Readonly<Record<PaymentPurpose, readonly string[]>> = {
-  witness: ["/v1/controller-witness", "/api/private/controller-witness"],
-  relay: ["/api/private/relay/eas/delegated-attest"],
+  witness: ["/v1/controller-witness", "/api/private/controller-witness", "/v1/paid/controller-witness"],
+  relay: ["/api/private/relay/eas/delegated-attest", "/v1/paid/delegated-attest"],
   plan: ["/api/private/subscriptions/x402"],
 };
+
+/**
+ * The paid aliases (decisions §13 amended): x402 only, an unpaid request is 402 there, for x402 clients that pay
+ * only on a 402. The contract's own paths answer an unpaid request without credentials with 401 and the same
+ * terms in `PAYMENT-REQUIRED`.
+ */
+export const PAID_ALIASES = { witness: "/v1/paid/controller-witness", relay: "/v1/paid/delegated-attest" } as const;
 
 const DESCRIPTIONS: Readonly<Record<PaymentPurpose, string>> = {
   witness: "One controller-witness attestation",
@@ -93,6 +100,12 @@ export type PaymentGate = {
     work: (paid: PaidRequest) => Promise<GateWork>,
     options?: { readonly accountId?: string | undefined },
   ) => Promise<Response>;
+  /**
+   * The `PAYMENT-REQUIRED` header a 402 of this request would carry (the terms and the signed offer), for the 401
+   * of a contract path that is answered to a request without credentials (decisions §13 amended); empty when the
+   * purpose is not for sale or the terms cannot be built now (the facilitator unreachable): the 401 stands alone.
+   */
+  readonly terms: (request: Request, purpose: PaymentPurpose) => Promise<Record<string, string>>;
 };
 
 /** Facilitator reasons are protocol codes (`insufficient_funds`); anything else is replaced, never echoed. */
@@ -188,8 +201,10 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const unavailable = () => json(errorBody("FACILITATOR_UNAVAILABLE", "The payment facilitator is unavailable; nothing was charged"), 502);
   /** A 402 from core's instructions: its headers (PAYMENT-REQUIRED), our error body. */
   const paymentRequired = (instructions: HTTPResponseInstructions, code: string, message: string, details?: string) => {
+    // Names lowercased before they are merged: core sends `Cache-Control` too, and two spellings of one name were
+    // both sent (`no-store, no-store`).
     const headers: Record<string, string> = { "cache-control": "no-store" };
-    for (const [k, v] of Object.entries(instructions.headers)) if (k.toLowerCase() !== "content-type") headers[k.toUpperCase() === "PAYMENT-REQUIRED" ? "payment-required" : k] = v;
+    for (const [k, v] of Object.entries(instructions.headers)) if (k.toLowerCase() !== "content-type") headers[k.toLowerCase()] = v;
     return json(errorBody(code, message, details), instructions.status === 412 ? 402 : instructions.status, headers);
   };
   /** The protocol reason of a refusal, from the PAYMENT-REQUIRED it came with. */
@@ -205,6 +220,22 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
 
   return {
     offers: (purpose) => options.prices[purpose] !== undefined,
+    async terms(request, purpose) {
+      if (options.prices[purpose] === undefined) return {};
+      const url = new URL(request.url);
+      const adapter = { ...adapterOf(request, url), getHeader: () => undefined };
+      try {
+        await initialize();
+        const unpaid = await httpServer.processHTTPRequest({ adapter, path: url.pathname, method: "POST", paymentHeader: undefined });
+        const header = unpaid.type === "payment-error" ? headerOf(unpaid.response, "payment-required") : undefined;
+        const terms: Record<string, string> = {};
+        if (header !== undefined) terms["payment-required"] = header;
+        return terms;
+      } catch (error) {
+        log.warn("x402_terms_unavailable", { purpose, error: error instanceof Error ? error.name : "unknown" });
+        return {};
+      }
+    },
     async handle(request, purpose, work, extra = {}) {
       const url = new URL(request.url);
       const header = request.headers.get("payment-signature") ?? undefined;

@@ -2,6 +2,7 @@ import type { AccountStore, SponsoredWriteLedger } from "./accounts.ts";
 import type { IndexStore } from "./attestation_index.ts";
 import type { FactoryCallStore } from "./factory_calls.ts";
 import type { GasBudget } from "./gas_budget.ts";
+import type { OAuthStore } from "./oauth.ts";
 import type { PremiumReadLedger } from "./premium_reads.ts";
 import type { SubjectStore } from "./subjects.ts";
 import type { SigningKeyStore } from "./signing_keys.ts";
@@ -33,6 +34,8 @@ export interface Storage {
   readonly subjects: SubjectStore;
   /** The signing keys accounts registered (decisions §17). */
   readonly signingKeys: SigningKeyStore;
+  /** OAuth clients, codes, grants, tokens and token-signing keys (decisions §19). */
+  readonly oauth: OAuthStore;
   /** x402 payments taken (replay keys, outcomes) and the paid-plan periods they bought (decisions §13). */
   readonly payments: PaymentLedger;
   /** Fee-bump replacements of open submissions' transactions. */

@@ -25,6 +25,8 @@ import { signingKeyTables } from "../sqlite/mod.ts";
 import { subjectTables } from "../sqlite/mod.ts";
 import { paymentTables } from "../sqlite/mod.ts";
 import { createPostgresPayments } from "./postgres_payments.ts";
+import { createPostgresOAuth } from "./postgres_oauth.ts";
+import { oauthTables } from "../sqlite/mod.ts";
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS replay (
@@ -113,6 +115,8 @@ const MIGRATIONS: readonly string[] = [
   ...signingKeyTables("BIGINT"),
   // x402 payments and the paid-plan periods they bought (decisions §13).
   ...paymentTables("BIGINT"),
+  // OAuth for registered software (decisions §19).
+  ...oauthTables("BIGINT"),
   `ALTER TABLE sessions ADD COLUMN IF NOT EXISTS wallet_provider_id TEXT`,
   `ALTER TABLE sessions ADD COLUMN IF NOT EXISTS execution_mode TEXT`,
   // The next transaction nonce of each service wallet, shared by every instance (see wallet nonces below).
@@ -423,6 +427,7 @@ export async function openPostgresStorage(url: string, options: { max?: number }
     subjects: createPostgresSubjects(sql),
     signingKeys: createPostgresSigningKeys(sql),
     payments: createPostgresPayments(sql),
+    oauth: createPostgresOAuth(sql),
     async ping() {
       try {
         await sql`SELECT 1`;

@@ -11,6 +11,16 @@ export {
   toPaymentRecord,
   withinBalance,
 } from "./sqlite_payments.ts";
+export {
+  clientValues,
+  createSqliteOAuth,
+  type OAuthClientRow,
+  oauthTables,
+  toGrant,
+  toOAuthClient,
+  toOAuthSigningKey,
+  toStoredCode,
+} from "./sqlite_oauth.ts";
 export { createSqliteReplayStore, type ReplayRow, toReplayRecord } from "./sqlite_replay_store.ts";
 export { openSqliteStorage } from "./sqlite_storage.ts";
 export { subjectTables, toSubject } from "./sqlite_subjects.ts";

@@ -4,6 +4,7 @@ import { openSqlite } from "./sqlite_database.ts";
 import { createSqliteIndexStore } from "./sqlite_index_store.ts";
 import { createSqliteFactoryCalls } from "./sqlite_factory_calls.ts";
 import { createSqliteGasBudget } from "./sqlite_gas_budget.ts";
+import { createSqliteOAuth } from "./sqlite_oauth.ts";
 import { createSqliteTxReplacements } from "./sqlite_tx_replacements.ts";
 import { createSqlitePremiumReads } from "./sqlite_premium_reads.ts";
 import { createSqliteSubjects } from "./sqlite_subjects.ts";
@@ -36,6 +37,7 @@ export function openSqliteStorage(path: string): Storage {
     subjects: createSqliteSubjects(db),
     signingKeys: createSqliteSigningKeys(db),
     payments: createSqlitePayments(db),
+    oauth: createSqliteOAuth(db),
     close() {
       db.close();
       return Promise.resolve();

@@ -12,6 +12,8 @@ import { REQUEST_MODELS } from "../models.ts";
 import { compileRequestCheck, readBodyText, requestDetail } from "./request.ts";
 import { bootstrapSubject, DEFAULT_CLIENT_ID, sessionId, walletDid } from "../../domain/accounts/mod.ts";
 import type { ClientAddressOf } from "../../ports/request_context.ts";
+import { authenticateRequest, type BearerAccess, type Caller } from "../credentials.ts";
+import { PAID_ALIASES } from "../x402_gate.ts";
 
 /** The session cookie's name. */
 export const SESSION_COOKIE = "ats_session";
@@ -39,6 +41,8 @@ export type SessionRoutesDeps = {
   readonly primarySubject?: ((account: Account) => Promise<{ canonicalDid: string; subjectDidHash: string }>) | undefined;
   /** The active chain: the wallet DIDs the answers show are did:pkh on it. */
   readonly chainId?: number | undefined;
+  /** OAuth access tokens (decisions §19); absent: sessions (and x402) only. */
+  readonly bearer?: BearerAccess | undefined;
 };
 
 /** Sign-in errors whose status differs from the shared table (a bad wallet signature is 401 here). */
@@ -174,19 +178,28 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
   const register = signIn(true);
 
   const me = async ({ request }: { request: Request }) => {
-    const auth = await deps.sessions.authenticate(tokenOf(request));
-    if (!auth.ok) return failure(auth);
-    const { account, session } = auth.value;
+    const auth = await authenticateRequest(request, deps, "account:read");
+    if (!auth.ok) return auth.response();
+    const caller = auth.caller;
+    const { account } = caller;
+    // A token has no session row: its own id and expiry stand in, and the client is the token's (decisions §19).
+    const session: Session = caller.via === "session" ? caller.session : {
+      tokenHash: "",
+      accountId: account.id,
+      createdAtMs: caller.claims.iat * 1000,
+      expiresAtMs: caller.claims.exp * 1000,
+      revokedAtMs: null,
+    };
     const wallet = walletView(account, session);
     const primary = deps.primarySubject ? await deps.primarySubject(account) : bootstrapSubject(account, chainId);
     return json({
       account: accountView(account),
-      session: { id: sessionId(session), expiresAt: new Date(session.expiresAtMs).toISOString() },
+      session: { id: caller.via === "session" ? sessionId(session) : `oauth:${caller.claims.jti}`, expiresAt: new Date(session.expiresAtMs).toISOString() },
       quota: await quotaOf(account.id, account.plan),
       wallet,
       credential: { id: `wallet:${account.address}`, kind: "wallet", identifier: wallet.did },
       subscription: { plan: account.plan, status: "active" },
-      client: { clientId: DEFAULT_CLIENT_ID, authMode: "session" },
+      client: caller.via === "session" ? { clientId: DEFAULT_CLIENT_ID, authMode: "session" } : { clientId: caller.clientId, authMode: "oauth" },
       primarySubject: { canonicalDid: primary.canonicalDid, subjectDidHash: primary.subjectDidHash },
     });
   };
@@ -205,19 +218,39 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
       if (parsed.invalid) deps.metrics?.increment("ats_sponsored_writes_total", { outcome: "invalid_input" });
       return parsed.response;
     }
-    const auth = await deps.sessions.authenticate(tokenOf(request));
-    const session = auth.ok ? { ok: true as const, value: auth.value.account } : auth;
-    // No session: an agent may pay for this one witness with x402 instead (decisions §13).
+    const auth = await authenticateRequest(request, deps, "witness:write");
+    if (auth.ok) return await witnessAnswer(parsed.value, { ok: true, value: auth.caller.account }, undefined);
+    // No credential: an agent may pay for this one witness with x402 instead (decisions §13); without a payment
+    // the contract's 401, naming both ways in (decisions §13 amended).
     const gate = deps.payments;
-    if (!auth.ok && gate?.offers("witness")) {
-      return await gate.handle(request, "witness", async ({ payer }) => {
-        const response = await witnessAnswer(parsed.value, session, payer);
-        const body = response.status === 200 ? await response.clone().json() as { txHash?: string } : undefined;
-        const code = response.status === 200 ? undefined : (await response.clone().json() as { code?: string }).code;
-        return { response, ref: body?.txHash, unknown: code === "OUTCOME_UNKNOWN" };
-      });
+    if (auth.carried) {
+      deps.metrics?.increment("ats_sponsored_writes_total", { outcome: "refused_token" });
+      return auth.response();
     }
-    return await witnessAnswer(parsed.value, session, undefined);
+    if (gate?.offers("witness") && request.headers.has("payment-signature")) return await paidWitness(request, parsed.value);
+    // The use case answers (its checks before the session's first, decisions §8), and its 401 names the ways in.
+    const answer = await witnessAnswer(parsed.value, { ok: false, code: "UNAUTHENTICATED", message: auth.message }, undefined);
+    if (answer.status !== 401) return answer;
+    const terms = gate?.offers("witness") ? await gate.terms(request, "witness") : {};
+    for (const [name, value] of Object.entries({ ...auth.challenge, ...terms })) answer.headers.set(name, value);
+    return answer;
+  };
+
+  /** One witness paid with x402, the payer standing in for an account (decisions §13). */
+  const paidWitness = (request: Request, body: unknown) =>
+    deps.payments!.handle(request, "witness", async ({ payer }) => {
+      const response = await witnessAnswer(body, { ok: false, code: "UNAUTHENTICATED", message: "Unauthenticated" }, payer);
+      const answer = response.status === 200 ? await response.clone().json() as { txHash?: string } : undefined;
+      const code = response.status === 200 ? undefined : (await response.clone().json() as { code?: string }).code;
+      return { response, ref: answer?.txHash, unknown: code === "OUTCOME_UNKNOWN" };
+    });
+
+  /** `POST /v1/paid/controller-witness`: x402 only, 402 until paid (decisions §13 amended). */
+  const paidAlias = async ({ body, request }: { body: unknown; request: Request }) => {
+    const parsed = readBody(body, witnessBody);
+    if (!parsed.ok) return parsed.response;
+    if (!deps.payments?.offers("witness")) return json(errorBody("NOT_FOUND", "Paying with x402 is not offered here"), 404);
+    return await paidWitness(request, parsed.value);
   };
 
   const witnessAnswer = async (body: unknown, session: Parameters<ControllerWitness>[1], paidBy: string | undefined) => {
@@ -250,5 +283,6 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
   const witnessDetail = requestDetail(REQUEST_MODELS.controllerWitness);
   return app
     .post("/v1/controller-witness", witness, { parse: readBodyText, detail: witnessDetail })
-    .post("/api/private/controller-witness", witness, { parse: readBodyText, detail: witnessDetail });
+    .post("/api/private/controller-witness", witness, { parse: readBodyText, detail: witnessDetail })
+    .post(PAID_ALIASES.witness, paidAlias, { parse: readBodyText });
 }

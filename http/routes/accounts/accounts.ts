@@ -10,6 +10,7 @@ import { errorBody, json, statusOf } from "../../errors.ts";
 import { REQUEST_MODELS } from "../../models.ts";
 import { compileRequestCheck, readBodyText, requestDetail } from "../request.ts";
 import { tokenOf } from "../session.ts";
+import { authenticateRequest, type BearerAccess } from "../../credentials.ts";
 
 /** What the account routes need. */
 export type AccountRoutesDeps = {
@@ -25,6 +26,8 @@ export type AccountRoutesDeps = {
   readonly paidPeriod?: ((accountId: string, nowMs: number) => Promise<PaidPeriod | undefined>) | undefined;
   /** Premium reads and their limits per plan; absent: the subscription shows them as null. */
   readonly premiumReads?: { readonly ledger: PremiumReadLedger; readonly limits: Readonly<Record<Account["plan"], number>> } | undefined;
+  /** OAuth access tokens with `account:read` for the reads (decisions §19); absent: sessions only. */
+  readonly bearer?: BearerAccess | undefined;
 };
 
 /** The primary subject's fields of decisions §12. */
@@ -66,9 +69,9 @@ export function accountRoutes(deps: AccountRoutesDeps) {
 
   return new Elysia({ name: "account-routes" })
     .get("/api/private/accounts/me", async ({ request }) => {
-      const auth = await signedIn(request);
-      if (!auth.ok) return unauthenticated(auth.message);
-      return json(await me(auth.value.account));
+      const auth = await authenticateRequest(request, deps, "account:read");
+      if (!auth.ok) return auth.response();
+      return json(await me(auth.caller.account));
     })
     .patch("/api/private/accounts/me", async ({ request, body }) => {
       // The body first, as on every route: a malformed request is 400 whoever sends it.
@@ -83,8 +86,8 @@ export function accountRoutes(deps: AccountRoutesDeps) {
       return json({ account: { id: updated.id, displayName: updated.displayName ?? null } });
     }, { parse: readBodyText, detail: requestDetail(REQUEST_MODELS.accountPatch) })
     .get("/api/private/subscriptions/current", async ({ request }) => {
-      const auth = await signedIn(request);
-      if (!auth.ok) return unauthenticated(auth.message);
-      return json({ subscription: await subscription(auth.value.account) });
+      const auth = await authenticateRequest(request, deps, "account:read");
+      if (!auth.ok) return auth.response();
+      return json({ subscription: await subscription(auth.caller.account) });
     });
 }

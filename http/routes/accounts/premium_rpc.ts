@@ -5,10 +5,10 @@ import type { Logger } from "../../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
 import { REQUEST_MODELS } from "../../models.ts";
 import { compileRequestCheck, requestDetail, readBodyText } from "../request.ts";
-import { tokenOf } from "../session.ts";
+import { authenticateRequest, type BearerAccess } from "../../credentials.ts";
 
-/** What the premium route needs. */
-export type PremiumRpcRoutesDeps = { readonly sessions: Sessions; readonly premiumRpc: PremiumRpc; readonly log: Logger };
+/** What the premium route needs; `bearer`: OAuth access tokens with `rpc:read` (decisions §19). */
+export type PremiumRpcRoutesDeps = { readonly sessions: Sessions; readonly premiumRpc: PremiumRpc; readonly log: Logger; readonly bearer?: BearerAccess | undefined };
 
 /** The body's check, in the domain's words: the field of a single request, or what is wrong with the batch. */
 const premiumBody = compileRequestCheck(REQUEST_MODELS.premiumRpc.body, {
@@ -30,10 +30,10 @@ export function premiumRpcRoutes(deps: PremiumRpcRoutesDeps) {
   return new Elysia({ name: "premium-rpc-routes" }).post("/api/private/rpc-premium", async ({ body, request }) => {
     const parsed = premiumBody.readJson(body);
     if (!parsed.ok) return json(errorBody(parsed.code, parsed.message), statusOf(parsed.code));
-    const auth = await deps.sessions.authenticate(tokenOf(request));
-    if (!auth.ok) return json(errorBody("UNAUTHENTICATED", auth.message), 401);
+    const auth = await authenticateRequest(request, deps, "rpc:read");
+    if (!auth.ok) return auth.response();
     try {
-      const result = await deps.premiumRpc(parsed.value, auth.value.account);
+      const result = await deps.premiumRpc(parsed.value, auth.caller.account);
       if (result.ok) return json(result.value);
       if (statusOf(result.code) >= 500) deps.log.warn("premium_rpc_failed", { code: result.code, reason: result.message });
       const headers: Record<string, string> = result.retryAfterSeconds === undefined ? {} : { "retry-after": String(result.retryAfterSeconds) };

@@ -5,8 +5,8 @@ import type { Sessions } from "../../../domain/sessions/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
 import { parseJsonBody, queryOf, readBodyText } from "../request.ts";
-import { tokenOf } from "../session.ts";
-import type { PaymentGate } from "../../x402_gate.ts";
+import { authenticateRequest, type BearerAccess } from "../../credentials.ts";
+import { PAID_ALIASES, type PaymentGate } from "../../x402_gate.ts";
 
 /** What the private relay's routes need. */
 export type PrivateRelayRoutesDeps = {
@@ -19,6 +19,8 @@ export type PrivateRelayRoutesDeps = {
   readonly log: Logger;
   /** x402 payments instead of a session (decisions §13); absent: none taken. */
   readonly payments?: PaymentGate | undefined;
+  /** OAuth access tokens with `relay:write` (decisions §19); absent: sessions (and x402) only. */
+  readonly bearer?: BearerAccess | undefined;
 };
 
 /** `GET /api/private/relay/eas/nonce` and `POST /api/private/relay/eas/delegated-attest` (decisions §12), session required. */
@@ -36,8 +38,8 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
   const routes = new Elysia({ name: "private-relay-routes" })
     .get("/api/private/relay/eas/nonce", ({ request }) =>
       guarded("relay_nonce", async () => {
-        const auth = await deps.sessions.authenticate(tokenOf(request));
-        if (!auth.ok) return failure(auth);
+        const auth = await authenticateRequest(request, deps, "relay:write");
+        if (!auth.ok) return auth.response();
         const attester = queryOf(request.url).attester;
         const nonce = await deps.readNonce(attester);
         if (!nonce.ok) return failure(nonce);
@@ -47,21 +49,35 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
       guarded("relay_delegated_attest", async () => {
         const parsed = parseJsonBody(body);
         if (!parsed.ok) return failure(parsed);
-        const auth = await deps.sessions.authenticate(tokenOf(request));
+        const auth = await authenticateRequest(request, deps, "relay:write");
+        if (auth.ok) return await attest(parsed.value, auth.caller.account);
         const gate = deps.payments;
-        if (!auth.ok && gate?.offers("relay")) {
-          // No session: an agent pays for this write with x402, the payer being the attester (decisions §13).
-          return await gate.handle(request, "relay", async ({ payer }) => {
-            const response = await attest(parsed.value, { kind: "x402", address: payer });
-            const answer = await response.clone().json() as { txHash?: string; code?: string };
-            return { response, ref: answer.txHash, unknown: answer.code === "OUTCOME_UNKNOWN" };
-          });
+        if (!auth.carried && gate?.offers("relay")) {
+          // No credential: an agent pays for this write with x402, the payer being the attester (decisions §13);
+          // without a payment the 401 names both ways in (decisions §13 amended).
+          if (request.headers.has("payment-signature")) return await paidAttest(request, parsed.value);
+          return auth.response(await gate.terms(request, "relay"));
         }
-        if (!auth.ok) return failure(auth);
-        return await attest(parsed.value, auth.value.account);
+        return auth.response();
+      }), { parse: readBodyText })
+    .post(PAID_ALIASES.relay, ({ request, body }) =>
+      guarded("paid_delegated_attest", async () => {
+        // x402 only, the private relay's rules with the payer as identity: 402 until paid (decisions §13 amended).
+        const parsed = parseJsonBody(body);
+        if (!parsed.ok) return failure(parsed);
+        if (!deps.payments?.offers("relay")) return json(errorBody("NOT_FOUND", "Paying with x402 is not offered here"), 404);
+        return await paidAttest(request, parsed.value);
       }), { parse: readBodyText });
 
   return routes;
+
+  function paidAttest(request: Request, body: unknown): Promise<Response> {
+    return deps.payments!.handle(request, "relay", async ({ payer }) => {
+      const response = await attest(body, { kind: "x402", address: payer });
+      const answer = await response.clone().json() as { txHash?: string; code?: string };
+      return { response, ref: answer.txHash, unknown: answer.code === "OUTCOME_UNKNOWN" };
+    });
+  }
 
   async function attest(body: unknown, caller: Parameters<PrivateRelay>[1]): Promise<Response> {
     const result = await deps.relay(body, caller);

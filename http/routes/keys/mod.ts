@@ -1,5 +1,5 @@
 /** Routes of signing keys (private) and key status (public), decisions §17. */
-export { type KeysCaller, type KeysScope, sessionCaller } from "./_account.ts";
+export { credentialCaller, type KeysCaller, type KeysScope, sessionCaller } from "./_account.ts";
 export { keyStatusRoutes, type KeyStatusRoutesDeps } from "./key_status.ts";
 export { KeyStatusModel, SigningKeyListModel, SigningKeyUpsertModel } from "./models.ts";
 export { signingKeyRoutes, type SigningKeyRoutesDeps } from "./signing_keys.ts";

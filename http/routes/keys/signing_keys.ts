@@ -43,7 +43,7 @@ export function signingKeyRoutes(deps: SigningKeyRoutesDeps) {
         const parsed = upsertBody.readJson(body);
         if (!parsed.ok) return failure(parsed);
         const caller = await deps.caller(request, "keys:write");
-        if (!caller.ok) return failure(caller);
+        if (!caller.ok) return "response" in caller ? caller.response : failure(caller);
         const written = await deps.keys.upsert(caller.value, parsed.value);
         // 200 for a create as for an update, as the reference answers; `created` tells them apart.
         if (written.ok) return json(written.value);
@@ -54,7 +54,7 @@ export function signingKeyRoutes(deps: SigningKeyRoutesDeps) {
         const query = queryOf(request.url);
         if (!listQuery.check(query)) return json(errorBody("INVALID_INPUT", listQuery.explain(query)), 400);
         const caller = await deps.caller(request, "account:read");
-        if (!caller.ok) return failure(caller);
+        if (!caller.ok) return "response" in caller ? caller.response : failure(caller);
         const keys = await deps.keys.list(caller.value, query);
         for (const key of keys) {
           if (key.subjectsError !== undefined) {

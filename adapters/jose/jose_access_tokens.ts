@@ -1,0 +1,148 @@
+/**
+ * The service's access tokens with `jose` (decisions §19): JWTs of RFC 9068 (`typ: at+jwt`), ES256, keys kept in the
+ * database so that every instance signs and verifies with the same ones, published as a JWKS. Rotation adds a new
+ * newest key; an old key stays published (and verifying) until two hours after its successor was made, well past the
+ * one-hour life of anything it signed, so rotating logs nobody out.
+ */
+import { calculateJwkThumbprint, errors, exportJWK, generateKeyPair, importJWK, type JWK, jwtVerify, SignJWT } from "jose";
+import type { Clock } from "../../ports/clock.ts";
+import type { AccessTokenClaims, AccessTokenKeys, OAuthStore, StoredSigningKey } from "../../ports/oauth.ts";
+
+/** How long a replaced key stays published: its last tokens (one hour) plus the instances' key caches. */
+export const RETIRED_KEY_GRACE_MS = 2 * 3_600_000;
+/** How often the keys are read from the database again (other instances may have rotated). */
+const RELOAD_MS = 60_000;
+/** An unknown `kid` makes a reload at most this often (a forged kid cannot make every request query the store). */
+const UNKNOWN_KID_RELOAD_MS = 5_000;
+
+/** Options of {@link createJoseAccessTokenKeys}. */
+export type JoseAccessTokenKeysOptions = {
+  readonly store: Pick<OAuthStore, "signingKeys" | "addSigningKey" | "dropSigningKeys">;
+  readonly clock: Clock;
+  /** A key older than this is replaced by `maintain` (`OAUTH_KEY_ROTATION_DAYS`). */
+  readonly rotateAfterMs: number;
+};
+
+/** The access-token keys plus the upkeep the wiring runs at start and on a timer. */
+export type JoseAccessTokenKeys = AccessTokenKeys & {
+  /** Makes the first key, replaces the newest when it is due, drops keys past their grace. */
+  readonly maintain: () => Promise<void>;
+};
+
+type Loaded = { readonly stored: StoredSigningKey; readonly publicJwk: JWK; readonly sign?: CryptoKey | undefined; readonly verify: CryptoKey };
+
+/** Builds the keys; nothing is read until the first use. */
+export function createJoseAccessTokenKeys(options: JoseAccessTokenKeysOptions): JoseAccessTokenKeys {
+  const { store, clock } = options;
+  let keys: Loaded[] = [];
+  let loadedAtMs = -Infinity;
+  let unknownReloadAtMs = -Infinity;
+  let loading: Promise<void> | undefined;
+
+  const load = () => {
+    loading ??= (async () => {
+      try {
+        const stored = await store.signingKeys();
+        keys = await Promise.all(stored.map(async (s) => {
+          const known = keys.find((k) => k.stored.kid === s.kid);
+          if (known) return known;
+          const publicJwk = JSON.parse(s.publicJwk) as JWK;
+          return { stored: s, publicJwk, verify: await importJWK(publicJwk, "ES256") as CryptoKey };
+        }));
+        loadedAtMs = clock.nowMs();
+      } finally {
+        loading = undefined;
+      }
+    })();
+    return loading;
+  };
+  const current = async () => {
+    if (clock.nowMs() - loadedAtMs >= RELOAD_MS) await load();
+    return keys;
+  };
+
+  async function addKey(): Promise<string> {
+    const pair = await generateKeyPair("ES256", { extractable: true });
+    const publicJwk = await exportJWK(pair.publicKey);
+    const kid = await calculateJwkThumbprint(publicJwk);
+    const privateJwk = await exportJWK(pair.privateKey);
+    await store.addSigningKey({
+      kid,
+      privateJwk: JSON.stringify({ ...privateJwk, kid, alg: "ES256" }),
+      publicJwk: JSON.stringify({ ...publicJwk, kid, alg: "ES256", use: "sig" }),
+      createdAtMs: clock.nowMs(),
+    });
+    await load();
+    return kid;
+  }
+
+  return {
+    async sign(claims: AccessTokenClaims) {
+      let newest = (await current())[0];
+      if (newest === undefined) {
+        await addKey();
+        newest = keys[0]!;
+      }
+      if (newest.sign === undefined) {
+        const signKey = await importJWK(JSON.parse(newest.stored.privateJwk) as JWK, "ES256") as CryptoKey;
+        newest = { ...newest, sign: signKey };
+        keys = keys.map((k) => (k.stored.kid === newest!.stored.kid ? newest! : k));
+      }
+      const { iat, exp, ...rest } = claims;
+      return await new SignJWT({ ...rest })
+        .setProtectedHeader({ alg: "ES256", typ: "at+jwt", kid: newest.stored.kid })
+        .setIssuedAt(iat)
+        .setExpirationTime(exp)
+        .sign(newest.sign!);
+    },
+
+    async verify(token, expected) {
+      try {
+        const { payload } = await jwtVerify(token, async (header) => {
+          let found = (await current()).find((k) => k.stored.kid === header.kid);
+          if (found === undefined && clock.nowMs() - unknownReloadAtMs >= UNKNOWN_KID_RELOAD_MS) {
+            unknownReloadAtMs = clock.nowMs();
+            await load();
+            found = keys.find((k) => k.stored.kid === header.kid);
+          }
+          if (found === undefined) throw new errors.JWKSNoMatchingKey();
+          return found.verify;
+        }, {
+          issuer: expected.issuer,
+          audience: expected.audience,
+          typ: "at+jwt",
+          algorithms: ["ES256"],
+          currentDate: new Date(clock.nowMs()),
+          requiredClaims: ["sub", "client_id", "scope", "jti", "iat", "exp"],
+        });
+        const { sub, aud, client_id, scope, jti, iat, exp, gid } = payload as Record<string, unknown>;
+        if (typeof sub !== "string" || typeof client_id !== "string" || typeof scope !== "string" || typeof jti !== "string" ||
+          typeof iat !== "number" || typeof exp !== "number" || (gid !== undefined && typeof gid !== "string")) {
+          return { ok: false, reason: "invalid" };
+        }
+        return {
+          ok: true,
+          claims: { iss: expected.issuer, sub, aud: Array.isArray(aud) ? expected.audience : String(aud), client_id, scope, jti, iat, exp, gid: gid as string | undefined },
+        };
+      } catch (error) {
+        return { ok: false, reason: error instanceof errors.JWTExpired ? "expired" : "invalid" };
+      }
+    },
+
+    async jwks() {
+      return { keys: (await current()).map((k) => ({ ...k.publicJwk })) };
+    },
+
+    rotate: addKey,
+
+    async maintain() {
+      await load();
+      const newest = keys[0];
+      const now = clock.nowMs();
+      if (newest === undefined || now - newest.stored.createdAtMs >= options.rotateAfterMs) await addKey();
+      // Every key older than the newest key made at least the grace ago has a successor that old: it may go.
+      const settled = keys.find((k) => k.stored.createdAtMs <= now - RETIRED_KEY_GRACE_MS);
+      if (settled !== undefined && (await store.dropSigningKeys(settled.stored.createdAtMs)) > 0) await load();
+    },
+  };
+}

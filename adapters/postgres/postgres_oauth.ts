@@ -1,0 +1,144 @@
+import type { SQL } from "bun";
+import type { OAuthStore } from "../../ports/oauth.ts";
+import { clientValues, type OAuthClientRow, toGrant, toOAuthClient, toOAuthSigningKey, toStoredCode } from "../sqlite/mod.ts";
+
+/** Serializes open registrations across instances, so the per-address and total rates hold exactly. */
+const REGISTER_LOCK = 7_240_010;
+/** Serializes the API-client creations of one account (with the account as second key). */
+const CLIENTS_LOCK = 7_240_011;
+
+type Row = Record<string, unknown>;
+
+/** OAuth in PostgreSQL, shared by every instance; each multi-row change in one transaction. */
+export function createPostgresOAuth(sql: SQL): OAuthStore {
+  const insertClient = (db: SQL, values: ReturnType<typeof clientValues>) =>
+    db`INSERT INTO oauth_clients (client_id, account_id, secret_hash, name, redirect_uris, grant_types, scope, auth_method, registered_by, created_at_ms)
+       VALUES (${values[0]}, ${values[1]}, ${values[2]}, ${values[3]}, ${values[4]}, ${values[5]}, ${values[6]}, ${values[7]}, ${values[8]}, ${values[9]})`;
+  const revokeGrant = (db: SQL, grantId: string, now: number) => db`UPDATE oauth_grants SET revoked_at_ms = ${now} WHERE id = ${grantId} AND revoked_at_ms IS NULL`;
+  return {
+    registerClient: (client, limits, now) =>
+      sql.begin(async (tx) => {
+        await tx`SELECT pg_advisory_xact_lock(${REGISTER_LOCK})`;
+        const since = now - limits.windowMs;
+        const [byClient] = await tx`SELECT COUNT(*) AS n, MIN(created_at_ms) AS oldest FROM oauth_clients WHERE registered_by = ${limits.client} AND created_at_ms > ${since}` as Row[];
+        if (Number(byClient!.n) >= limits.perClient) return { ok: false as const, limit: "client" as const, retryAfterMs: Number(byClient!.oldest) + limits.windowMs - now };
+        const [all] = await tx`SELECT COUNT(*) AS n, MIN(created_at_ms) AS oldest FROM oauth_clients WHERE account_id IS NULL AND created_at_ms > ${since}` as Row[];
+        if (Number(all!.n) >= limits.total) return { ok: false as const, limit: "total" as const, retryAfterMs: Number(all!.oldest) + limits.windowMs - now };
+        await insertClient(tx, clientValues(client, limits.client));
+        return { ok: true as const };
+      }),
+    createClient: (client, max) =>
+      sql.begin(async (tx) => {
+        await tx`SELECT pg_advisory_xact_lock(${CLIENTS_LOCK}, hashtext(${client.accountId}))`;
+        const [held] = await tx`SELECT COUNT(*) AS n FROM oauth_clients WHERE account_id = ${client.accountId}` as Row[];
+        if (Number(held!.n) >= max) return false;
+        await insertClient(tx, clientValues(client, client.accountId));
+        return true;
+      }),
+    async findClient(clientId) {
+      const [row] = await sql`SELECT * FROM oauth_clients WHERE client_id = ${clientId}` as OAuthClientRow[];
+      return row === undefined ? undefined : toOAuthClient(row);
+    },
+    async listClients(accountId) {
+      return (await sql`SELECT * FROM oauth_clients WHERE account_id = ${accountId} ORDER BY created_at_ms, client_id` as OAuthClientRow[]).map(toOAuthClient);
+    },
+    deleteClient: (accountId, clientId) =>
+      sql.begin(async (tx) => {
+        const deleted = await tx`DELETE FROM oauth_clients WHERE client_id = ${clientId} AND account_id = ${accountId} RETURNING client_id` as Row[];
+        if (deleted.length === 0) return false;
+        await tx`DELETE FROM oauth_refresh_tokens WHERE grant_id IN (SELECT id FROM oauth_grants WHERE client_id = ${clientId})`;
+        await tx`DELETE FROM oauth_grants WHERE client_id = ${clientId}`;
+        await tx`DELETE FROM oauth_codes WHERE client_id = ${clientId}`;
+        return true;
+      }),
+    async saveCode(code) {
+      await sql`INSERT INTO oauth_codes (code_hash, client_id, account_id, redirect_uri, scope, code_challenge, resource, created_at_ms, expires_at_ms)
+        VALUES (${code.codeHash}, ${code.clientId}, ${code.accountId}, ${code.redirectUri}, ${code.scope}, ${code.codeChallenge}, ${code.resource}, ${code.createdAtMs}, ${code.expiresAtMs})`;
+    },
+    async findCode(codeHash) {
+      const [row] = await sql`SELECT * FROM oauth_codes WHERE code_hash = ${codeHash}` as Row[];
+      return row === undefined ? undefined : toStoredCode(row);
+    },
+    exchangeCode: (codeHash, grant, refresh, now) =>
+      sql.begin(async (tx) => {
+        const used = await tx`UPDATE oauth_codes SET used_at_ms = ${now}, grant_id = ${grant.id} WHERE code_hash = ${codeHash} AND used_at_ms IS NULL RETURNING code_hash` as Row[];
+        if (used.length === 0) return false;
+        await tx`INSERT INTO oauth_grants (id, client_id, account_id, scope, resource, created_at_ms, revoked_at_ms)
+          VALUES (${grant.id}, ${grant.clientId}, ${grant.accountId}, ${grant.scope}, ${grant.resource}, ${grant.createdAtMs}, NULL)`;
+        if (refresh !== null) {
+          await tx`INSERT INTO oauth_refresh_tokens (token_hash, grant_id, created_at_ms, expires_at_ms, used_at_ms)
+            VALUES (${refresh.tokenHash}, ${refresh.grantId}, ${refresh.createdAtMs}, ${refresh.expiresAtMs}, NULL)`;
+        }
+        await tx`UPDATE oauth_clients SET granted_at_ms = ${now} WHERE client_id = ${grant.clientId} AND granted_at_ms IS NULL`;
+        return true;
+      }),
+    rotateRefreshToken: (tokenHash, next, now) =>
+      sql.begin(async (tx) => {
+        const [token] = await tx`SELECT grant_id, expires_at_ms, used_at_ms FROM oauth_refresh_tokens WHERE token_hash = ${tokenHash} FOR UPDATE` as Row[];
+        if (token === undefined) return { kind: "invalid" as const };
+        const grantId = String(token.grant_id);
+        if (token.used_at_ms !== null) {
+          await revokeGrant(tx, grantId, now);
+          return { kind: "reused" as const, grantId };
+        }
+        const [grant] = await tx`SELECT g.* FROM oauth_grants g JOIN oauth_clients c ON c.client_id = g.client_id WHERE g.id = ${grantId}` as Row[];
+        if (grant === undefined || grant.revoked_at_ms !== null || now >= Number(token.expires_at_ms)) return { kind: "invalid" as const };
+        await tx`UPDATE oauth_refresh_tokens SET used_at_ms = ${now} WHERE token_hash = ${tokenHash}`;
+        await tx`INSERT INTO oauth_refresh_tokens (token_hash, grant_id, created_at_ms, expires_at_ms, used_at_ms)
+          VALUES (${next.tokenHash}, ${next.grantId}, ${next.createdAtMs}, ${next.expiresAtMs}, NULL)`;
+        return { kind: "rotated" as const, grant: toGrant(grant) };
+      }),
+    async findRefreshToken(tokenHash) {
+      const [token] = await sql`SELECT * FROM oauth_refresh_tokens WHERE token_hash = ${tokenHash}` as Row[];
+      if (token === undefined) return undefined;
+      const [grant] = await sql`SELECT * FROM oauth_grants WHERE id = ${String(token.grant_id)}` as Row[];
+      if (grant === undefined) return undefined;
+      return {
+        token: {
+          tokenHash,
+          grantId: String(token.grant_id),
+          createdAtMs: Number(token.created_at_ms),
+          expiresAtMs: Number(token.expires_at_ms),
+          usedAtMs: token.used_at_ms === null ? null : Number(token.used_at_ms),
+        },
+        grant: toGrant(grant),
+      };
+    },
+    async revokeGrant(grantId, now) {
+      await revokeGrant(sql, grantId, now);
+    },
+    async revokeAccessToken(jti, clientId, expiresAtMs) {
+      await sql`INSERT INTO oauth_revoked_tokens (jti, client_id, expires_at_ms) VALUES (${jti}, ${clientId}, ${expiresAtMs}) ON CONFLICT (jti) DO NOTHING`;
+    },
+    async accessTokenActive({ jti, clientId, grantId }) {
+      const [row] = await sql`SELECT (SELECT COUNT(*) FROM oauth_clients WHERE client_id = ${clientId}) AS c,
+        (SELECT COUNT(*) FROM oauth_revoked_tokens WHERE jti = ${jti}) AS r,
+        (SELECT COUNT(*) FROM oauth_grants WHERE id = ${grantId ?? ""} AND revoked_at_ms IS NULL) AS g` as Row[];
+      return Number(row!.c) === 1 && Number(row!.r) === 0 && (grantId === null || Number(row!.g) === 1);
+    },
+    async signingKeys() {
+      return (await sql`SELECT * FROM oauth_signing_keys ORDER BY created_at_ms DESC, kid DESC` as Row[]).map(toOAuthSigningKey);
+    },
+    async addSigningKey(key) {
+      await sql`INSERT INTO oauth_signing_keys (kid, private_jwk, public_jwk, created_at_ms) VALUES (${key.kid}, ${key.privateJwk}, ${key.publicJwk}, ${key.createdAtMs})`;
+    },
+    async dropSigningKeys(createdBefore) {
+      const rows = await sql`DELETE FROM oauth_signing_keys WHERE created_at_ms < ${createdBefore} AND kid <> (
+        SELECT kid FROM oauth_signing_keys ORDER BY created_at_ms DESC, kid DESC LIMIT 1) RETURNING kid` as Row[];
+      return rows.length;
+    },
+    prune: (now, unusedBefore) =>
+      sql.begin(async (tx) => {
+        let n = 0;
+        const count = async (query: Promise<unknown>) => void (n += (await query as Row[]).length);
+        await count(tx`DELETE FROM oauth_codes WHERE expires_at_ms < ${now} RETURNING 1`);
+        await count(tx`DELETE FROM oauth_revoked_tokens WHERE expires_at_ms < ${now} RETURNING 1`);
+        await count(tx`DELETE FROM oauth_refresh_tokens WHERE expires_at_ms < ${now} RETURNING 1`);
+        await count(tx`DELETE FROM oauth_grants WHERE revoked_at_ms IS NOT NULL OR (created_at_ms < ${now - 3_600_000} AND NOT EXISTS (
+          SELECT 1 FROM oauth_refresh_tokens t WHERE t.grant_id = oauth_grants.id AND t.used_at_ms IS NULL AND t.expires_at_ms >= ${now})) RETURNING 1`);
+        await count(tx`DELETE FROM oauth_refresh_tokens WHERE grant_id NOT IN (SELECT id FROM oauth_grants) RETURNING 1`);
+        await count(tx`DELETE FROM oauth_clients WHERE account_id IS NULL AND granted_at_ms IS NULL AND created_at_ms < ${unusedBefore} RETURNING 1`);
+        return n;
+      }),
+  };
+}

@@ -1,0 +1,275 @@
+import type { Database } from "bun:sqlite";
+import type { ClientAuthMethod, Grant, OAuthClient, OAuthStore, StoredCode, StoredSigningKey } from "../../ports/oauth.ts";
+
+/** The OAuth tables (decisions §19), in SQLite (`INTEGER`) or PostgreSQL (`BIGINT`) words for times. */
+export function oauthTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
+  return [
+    `CREATE TABLE IF NOT EXISTS oauth_clients (
+       client_id TEXT PRIMARY KEY,
+       account_id TEXT,
+       secret_hash TEXT,
+       name TEXT,
+       redirect_uris TEXT NOT NULL,
+       grant_types TEXT NOT NULL,
+       scope TEXT NOT NULL,
+       auth_method TEXT NOT NULL,
+       registered_by TEXT,
+       created_at_ms ${bigint} NOT NULL,
+       granted_at_ms ${bigint}
+     )`,
+    `CREATE INDEX IF NOT EXISTS oauth_clients_account ON oauth_clients (account_id, created_at_ms)`,
+    `CREATE INDEX IF NOT EXISTS oauth_clients_registered ON oauth_clients (registered_by, created_at_ms)`,
+    `CREATE INDEX IF NOT EXISTS oauth_clients_open ON oauth_clients (created_at_ms) WHERE account_id IS NULL`,
+    `CREATE TABLE IF NOT EXISTS oauth_codes (
+       code_hash TEXT PRIMARY KEY,
+       client_id TEXT NOT NULL,
+       account_id TEXT NOT NULL,
+       redirect_uri TEXT NOT NULL,
+       scope TEXT NOT NULL,
+       code_challenge TEXT NOT NULL,
+       resource TEXT,
+       created_at_ms ${bigint} NOT NULL,
+       expires_at_ms ${bigint} NOT NULL,
+       used_at_ms ${bigint},
+       grant_id TEXT
+     )`,
+    `CREATE INDEX IF NOT EXISTS oauth_codes_expiry ON oauth_codes (expires_at_ms)`,
+    `CREATE INDEX IF NOT EXISTS oauth_codes_client ON oauth_codes (client_id)`,
+    `CREATE TABLE IF NOT EXISTS oauth_grants (
+       id TEXT PRIMARY KEY,
+       client_id TEXT NOT NULL,
+       account_id TEXT NOT NULL,
+       scope TEXT NOT NULL,
+       resource TEXT,
+       created_at_ms ${bigint} NOT NULL,
+       revoked_at_ms ${bigint}
+     )`,
+    `CREATE INDEX IF NOT EXISTS oauth_grants_client ON oauth_grants (client_id)`,
+    `CREATE TABLE IF NOT EXISTS oauth_refresh_tokens (
+       token_hash TEXT PRIMARY KEY,
+       grant_id TEXT NOT NULL,
+       created_at_ms ${bigint} NOT NULL,
+       expires_at_ms ${bigint} NOT NULL,
+       used_at_ms ${bigint}
+     )`,
+    `CREATE INDEX IF NOT EXISTS oauth_refresh_tokens_grant ON oauth_refresh_tokens (grant_id)`,
+    `CREATE INDEX IF NOT EXISTS oauth_refresh_tokens_expiry ON oauth_refresh_tokens (expires_at_ms)`,
+    `CREATE TABLE IF NOT EXISTS oauth_revoked_tokens (
+       jti TEXT PRIMARY KEY,
+       client_id TEXT NOT NULL,
+       expires_at_ms ${bigint} NOT NULL
+     )`,
+    `CREATE TABLE IF NOT EXISTS oauth_signing_keys (
+       kid TEXT PRIMARY KEY,
+       private_jwk TEXT NOT NULL,
+       public_jwk TEXT NOT NULL,
+       created_at_ms ${bigint} NOT NULL
+     )`,
+  ];
+}
+
+/** A row of oauth_clients. */
+export type OAuthClientRow = {
+  client_id: string;
+  account_id: string | null;
+  secret_hash: string | null;
+  name: string | null;
+  redirect_uris: string;
+  grant_types: string;
+  scope: string;
+  auth_method: string;
+  created_at_ms: number | string;
+};
+
+/** A client from its row. */
+export function toOAuthClient(row: OAuthClientRow): OAuthClient {
+  return {
+    clientId: row.client_id,
+    accountId: row.account_id,
+    secretHash: row.secret_hash,
+    name: row.name,
+    redirectUris: JSON.parse(row.redirect_uris) as string[],
+    grantTypes: row.grant_types === "" ? [] : row.grant_types.split(" "),
+    scope: row.scope,
+    authMethod: row.auth_method as ClientAuthMethod,
+    createdAtMs: Number(row.created_at_ms),
+  };
+}
+
+/** The column values of a client, in the insert's order. */
+export function clientValues(c: OAuthClient, registeredBy: string | null) {
+  return [c.clientId, c.accountId, c.secretHash, c.name, JSON.stringify(c.redirectUris), c.grantTypes.join(" "), c.scope, c.authMethod, registeredBy, c.createdAtMs] as const;
+}
+
+type Num = number | string | bigint;
+const numOrNull = (v: Num | null | undefined) => (v === null || v === undefined ? null : Number(v));
+
+/** A code from its row. */
+export function toStoredCode(row: Record<string, unknown>): StoredCode {
+  return {
+    codeHash: String(row.code_hash),
+    clientId: String(row.client_id),
+    accountId: String(row.account_id),
+    redirectUri: String(row.redirect_uri),
+    scope: String(row.scope),
+    codeChallenge: String(row.code_challenge),
+    resource: (row.resource as string | null) ?? null,
+    createdAtMs: Number(row.created_at_ms),
+    expiresAtMs: Number(row.expires_at_ms),
+    usedAtMs: numOrNull(row.used_at_ms as Num | null),
+    grantId: (row.grant_id as string | null) ?? null,
+  };
+}
+
+/** A grant from its row (columns prefixed `g_` where joined). */
+export function toGrant(row: Record<string, unknown>): Grant {
+  return {
+    id: String(row.id),
+    clientId: String(row.client_id),
+    accountId: String(row.account_id),
+    scope: String(row.scope),
+    resource: (row.resource as string | null) ?? null,
+    createdAtMs: Number(row.created_at_ms),
+    revokedAtMs: numOrNull(row.revoked_at_ms as Num | null),
+  };
+}
+
+/** A signing key from its row. */
+export function toOAuthSigningKey(row: Record<string, unknown>): StoredSigningKey {
+  return { kid: String(row.kid), privateJwk: String(row.private_jwk), publicJwk: String(row.public_jwk), createdAtMs: Number(row.created_at_ms) };
+}
+
+/** OAuth in the SQLite file; every multi-row change in one `BEGIN IMMEDIATE` transaction. */
+export function createSqliteOAuth(db: Database): OAuthStore {
+  for (const statement of oauthTables("INTEGER")) db.exec(statement);
+  const insertClient = db.query(`INSERT INTO oauth_clients (client_id, account_id, secret_hash, name, redirect_uris, grant_types, scope, auth_method, registered_by, created_at_ms)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+  const findClient = db.query<OAuthClientRow, [string]>("SELECT * FROM oauth_clients WHERE client_id = ?");
+  const grantOf = db.query<Record<string, unknown>, [string]>("SELECT * FROM oauth_grants WHERE id = ?");
+  const revokeGrant = db.query("UPDATE oauth_grants SET revoked_at_ms = ?2 WHERE id = ?1 AND revoked_at_ms IS NULL");
+
+  const register = db.transaction((client: OAuthClient, limits: Parameters<OAuthStore["registerClient"]>[1], now: number) => {
+    const since = now - limits.windowMs;
+    const byClient = db.query<{ n: number; oldest: number | null }, [string, number]>(
+      "SELECT COUNT(*) AS n, MIN(created_at_ms) AS oldest FROM oauth_clients WHERE registered_by = ? AND created_at_ms > ?").get(limits.client, since)!;
+    if (byClient.n >= limits.perClient) return { ok: false as const, limit: "client" as const, retryAfterMs: Number(byClient.oldest) + limits.windowMs - now };
+    const all = db.query<{ n: number; oldest: number | null }, [number]>(
+      "SELECT COUNT(*) AS n, MIN(created_at_ms) AS oldest FROM oauth_clients WHERE account_id IS NULL AND created_at_ms > ?").get(since)!;
+    if (all.n >= limits.total) return { ok: false as const, limit: "total" as const, retryAfterMs: Number(all.oldest) + limits.windowMs - now };
+    insertClient.run(...clientValues(client, limits.client));
+    return { ok: true as const };
+  });
+  const create = db.transaction((client: OAuthClient, max: number) => {
+    const held = db.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM oauth_clients WHERE account_id = ?").get(client.accountId!)!;
+    if (held.n >= max) return false;
+    insertClient.run(...clientValues(client, client.accountId));
+    return true;
+  });
+  const remove = db.transaction((accountId: string, clientId: string) => {
+    const found = db.query("DELETE FROM oauth_clients WHERE client_id = ? AND account_id = ?").run(clientId, accountId);
+    if (found.changes === 0) return false;
+    db.query("DELETE FROM oauth_refresh_tokens WHERE grant_id IN (SELECT id FROM oauth_grants WHERE client_id = ?)").run(clientId);
+    db.query("DELETE FROM oauth_grants WHERE client_id = ?").run(clientId);
+    db.query("DELETE FROM oauth_codes WHERE client_id = ?").run(clientId);
+    return true;
+  });
+  const exchange = db.transaction((codeHash: string, grant: Grant, refresh: Parameters<OAuthStore["exchangeCode"]>[2], now: number) => {
+    const used = db.query("UPDATE oauth_codes SET used_at_ms = ?, grant_id = ? WHERE code_hash = ? AND used_at_ms IS NULL").run(now, grant.id, codeHash);
+    if (used.changes === 0) return false;
+    db.query("INSERT INTO oauth_grants (id, client_id, account_id, scope, resource, created_at_ms, revoked_at_ms) VALUES (?, ?, ?, ?, ?, ?, NULL)")
+      .run(grant.id, grant.clientId, grant.accountId, grant.scope, grant.resource, grant.createdAtMs);
+    if (refresh !== null) {
+      db.query("INSERT INTO oauth_refresh_tokens (token_hash, grant_id, created_at_ms, expires_at_ms, used_at_ms) VALUES (?, ?, ?, ?, NULL)")
+        .run(refresh.tokenHash, refresh.grantId, refresh.createdAtMs, refresh.expiresAtMs);
+    }
+    db.query("UPDATE oauth_clients SET granted_at_ms = ? WHERE client_id = ? AND granted_at_ms IS NULL").run(now, grant.clientId);
+    return true;
+  });
+  const rotate = db.transaction((tokenHash: string, next: Parameters<OAuthStore["rotateRefreshToken"]>[1], now: number) => {
+    const token = db.query<{ grant_id: string; expires_at_ms: number; used_at_ms: number | null }, [string]>(
+      "SELECT grant_id, expires_at_ms, used_at_ms FROM oauth_refresh_tokens WHERE token_hash = ?").get(tokenHash);
+    if (token === null) return { kind: "invalid" as const };
+    if (token.used_at_ms !== null) {
+      revokeGrant.run(token.grant_id, now);
+      return { kind: "reused" as const, grantId: token.grant_id };
+    }
+    const row = grantOf.get(token.grant_id);
+    if (row === null || row.revoked_at_ms !== null || now >= token.expires_at_ms || findClient.get(String(row.client_id)) === null) return { kind: "invalid" as const };
+    db.query("UPDATE oauth_refresh_tokens SET used_at_ms = ? WHERE token_hash = ?").run(now, tokenHash);
+    db.query("INSERT INTO oauth_refresh_tokens (token_hash, grant_id, created_at_ms, expires_at_ms, used_at_ms) VALUES (?, ?, ?, ?, NULL)")
+      .run(next.tokenHash, next.grantId, next.createdAtMs, next.expiresAtMs);
+    return { kind: "rotated" as const, grant: toGrant(row) };
+  });
+  const active = db.query<{ c: number; r: number; g: number }, [string, string, string]>(
+    `SELECT (SELECT COUNT(*) FROM oauth_clients WHERE client_id = ?1) AS c,
+            (SELECT COUNT(*) FROM oauth_revoked_tokens WHERE jti = ?2) AS r,
+            (SELECT COUNT(*) FROM oauth_grants WHERE id = ?3 AND revoked_at_ms IS NULL) AS g`);
+  const prune = db.transaction((now: number, unusedBefore: number) => {
+    let n = 0;
+    n += db.query("DELETE FROM oauth_codes WHERE expires_at_ms < ?").run(now).changes;
+    n += db.query("DELETE FROM oauth_revoked_tokens WHERE expires_at_ms < ?").run(now).changes;
+    n += db.query("DELETE FROM oauth_refresh_tokens WHERE expires_at_ms < ?").run(now).changes;
+    // A grant goes once it is revoked or has no live refresh token and its last access token (1 h) has expired.
+    n += db.query(`DELETE FROM oauth_grants WHERE revoked_at_ms IS NOT NULL OR (created_at_ms < ?1 AND NOT EXISTS (
+      SELECT 1 FROM oauth_refresh_tokens t WHERE t.grant_id = oauth_grants.id AND t.used_at_ms IS NULL AND t.expires_at_ms >= ?2))`).run(now - 3_600_000, now).changes;
+    n += db.query("DELETE FROM oauth_refresh_tokens WHERE grant_id NOT IN (SELECT id FROM oauth_grants)").run().changes;
+    n += db.query("DELETE FROM oauth_clients WHERE account_id IS NULL AND granted_at_ms IS NULL AND created_at_ms < ?").run(unusedBefore).changes;
+    return n;
+  });
+  return {
+    registerClient: (client, limits, now) => Promise.resolve(register.immediate(client, limits, now)),
+    createClient: (client, max) => Promise.resolve(create.immediate(client, max)),
+    findClient(clientId) {
+      const row = findClient.get(clientId);
+      return Promise.resolve(row === null ? undefined : toOAuthClient(row));
+    },
+    listClients: (accountId) =>
+      Promise.resolve(db.query<OAuthClientRow, [string]>("SELECT * FROM oauth_clients WHERE account_id = ? ORDER BY created_at_ms, client_id").all(accountId).map(toOAuthClient)),
+    deleteClient: (accountId, clientId) => Promise.resolve(remove.immediate(accountId, clientId)),
+    saveCode(code) {
+      db.query(`INSERT INTO oauth_codes (code_hash, client_id, account_id, redirect_uri, scope, code_challenge, resource, created_at_ms, expires_at_ms)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(code.codeHash, code.clientId, code.accountId, code.redirectUri, code.scope, code.codeChallenge, code.resource, code.createdAtMs, code.expiresAtMs);
+      return Promise.resolve();
+    },
+    findCode(codeHash) {
+      const row = db.query<Record<string, unknown>, [string]>("SELECT * FROM oauth_codes WHERE code_hash = ?").get(codeHash);
+      return Promise.resolve(row === null ? undefined : toStoredCode(row));
+    },
+    exchangeCode: (codeHash, grant, refresh, now) => Promise.resolve(exchange.immediate(codeHash, grant, refresh, now)),
+    rotateRefreshToken: (tokenHash, next, now) => Promise.resolve(rotate.immediate(tokenHash, next, now)),
+    findRefreshToken(tokenHash) {
+      const token = db.query<Record<string, unknown>, [string]>("SELECT * FROM oauth_refresh_tokens WHERE token_hash = ?").get(tokenHash);
+      if (token === null) return Promise.resolve(undefined);
+      const grant = grantOf.get(String(token.grant_id));
+      if (grant === null) return Promise.resolve(undefined);
+      return Promise.resolve({
+        token: { tokenHash, grantId: String(token.grant_id), createdAtMs: Number(token.created_at_ms), expiresAtMs: Number(token.expires_at_ms), usedAtMs: numOrNull(token.used_at_ms as number | null) },
+        grant: toGrant(grant),
+      });
+    },
+    revokeGrant(grantId, now) {
+      revokeGrant.run(grantId, now);
+      return Promise.resolve();
+    },
+    revokeAccessToken(jti, clientId, expiresAtMs) {
+      db.query("INSERT INTO oauth_revoked_tokens (jti, client_id, expires_at_ms) VALUES (?, ?, ?) ON CONFLICT (jti) DO NOTHING").run(jti, clientId, expiresAtMs);
+      return Promise.resolve();
+    },
+    accessTokenActive({ jti, clientId, grantId }) {
+      const row = active.get(clientId, jti, grantId ?? "")!;
+      return Promise.resolve(row.c === 1 && row.r === 0 && (grantId === null || row.g === 1));
+    },
+    signingKeys: () =>
+      Promise.resolve(db.query<Record<string, unknown>, []>("SELECT * FROM oauth_signing_keys ORDER BY created_at_ms DESC, kid DESC").all().map(toOAuthSigningKey)),
+    addSigningKey(key) {
+      db.query("INSERT INTO oauth_signing_keys (kid, private_jwk, public_jwk, created_at_ms) VALUES (?, ?, ?, ?)").run(key.kid, key.privateJwk, key.publicJwk, key.createdAtMs);
+      return Promise.resolve();
+    },
+    dropSigningKeys(createdBefore) {
+      const dropped = db.query(`DELETE FROM oauth_signing_keys WHERE created_at_ms < ? AND kid <> (
+        SELECT kid FROM oauth_signing_keys ORDER BY created_at_ms DESC, kid DESC LIMIT 1)`).run(createdBefore);
+      return Promise.resolve(dropped.changes);
+    },
+    prune: (now, unusedBefore) => Promise.resolve(prune.immediate(now, unusedBefore)),
+  };
+}

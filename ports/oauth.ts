@@ -1,0 +1,169 @@
+/**
+ * What OAuth 2 for registered software keeps (decisions §19): clients, authorization codes, grants with their
+ * refresh tokens, revoked access tokens and the service's token-signing keys. Secrets, codes and refresh tokens are
+ * stored only as SHA-256 hashes (lowercase hex). One store per database, shared by the instances on it.
+ */
+
+/** How a client authenticates at the token endpoint (RFC 7591 `token_endpoint_auth_method`). */
+export type ClientAuthMethod = "none" | "client_secret_basic" | "client_secret_post";
+
+/** A registered client: a public one registered by anyone (RFC 7591) or an account's API client ("API key"). */
+export type OAuthClient = {
+  readonly clientId: string;
+  /** The account that owns an API client; null for a client registered through `POST /oauth/register`. */
+  readonly accountId: string | null;
+  /** SHA-256 of the client secret; null for a public client. */
+  readonly secretHash: string | null;
+  readonly name: string | null;
+  readonly redirectUris: readonly string[];
+  readonly grantTypes: readonly string[];
+  /** The scopes the client may ask for, space-separated. */
+  readonly scope: string;
+  readonly authMethod: ClientAuthMethod;
+  readonly createdAtMs: number;
+};
+
+/** An authorization code, single use; stored by its hash. */
+export type AuthorizationCode = {
+  readonly codeHash: string;
+  readonly clientId: string;
+  readonly accountId: string;
+  readonly redirectUri: string;
+  readonly scope: string;
+  /** BASE64URL(SHA-256(code_verifier)) (PKCE S256). */
+  readonly codeChallenge: string;
+  /** The RFC 8707 resource the code was asked for; null: the service itself. */
+  readonly resource: string | null;
+  readonly createdAtMs: number;
+  readonly expiresAtMs: number;
+};
+
+/** A stored code: `usedAtMs` and `grantId` are set by its one exchange. */
+export type StoredCode = AuthorizationCode & { readonly usedAtMs: number | null; readonly grantId: string | null };
+
+/** What a person authorised one client to do: the family of every refresh token issued from one code. */
+export type Grant = {
+  readonly id: string;
+  readonly clientId: string;
+  readonly accountId: string;
+  readonly scope: string;
+  readonly resource: string | null;
+  readonly createdAtMs: number;
+  /** The grant's refresh tokens and access tokens are dead once set. */
+  readonly revokedAtMs: number | null;
+};
+
+/** A refresh token, single use: using it issues the next one of its grant (rotation). */
+export type RefreshToken = {
+  readonly tokenHash: string;
+  readonly grantId: string;
+  readonly createdAtMs: number;
+  readonly expiresAtMs: number;
+  /** Set once it was exchanged; a second use is reuse (RFC 6819 §5.2.2.3): its grant is revoked. */
+  readonly usedAtMs: number | null;
+};
+
+/** What one exchange of a refresh token did. */
+export type RefreshRotation =
+  | { readonly kind: "rotated"; readonly grant: Grant }
+  /** The token was used before: its grant (and so every token of it) is revoked now. */
+  | { readonly kind: "reused"; readonly grantId: string }
+  /** Unknown, expired, or its grant or client is gone or revoked. */
+  | { readonly kind: "invalid" };
+
+/** The outcome of a registration under the registration rates. */
+export type RegistrationOutcome =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly limit: "client" | "total"; readonly retryAfterMs: number };
+
+/** Bounds of open registration (decisions §19): per client address, and for everyone together. */
+export type RegistrationLimits = {
+  /** The caller's address key (an IPv4 address, an IPv6 /64, or `unknown`). */
+  readonly client: string;
+  readonly perClient: number;
+  readonly total: number;
+  readonly windowMs: number;
+};
+
+/** A token-signing key of the service: the private JWK stays in the store. */
+export type StoredSigningKey = {
+  readonly kid: string;
+  /** The private JWK, as JSON text. */
+  readonly privateJwk: string;
+  /** The public JWK, as JSON text (what the JWKS publishes). */
+  readonly publicJwk: string;
+  readonly createdAtMs: number;
+};
+
+/** Clients, codes, grants, refresh tokens, revoked access tokens and signing keys. */
+export interface OAuthStore {
+  /** Stores an openly registered client if its caller and everyone together are under the rates, atomically. */
+  readonly registerClient: (client: OAuthClient, limits: RegistrationLimits, nowMs: number) => Promise<RegistrationOutcome>;
+  /** Stores an account's API client unless the account already holds `maxPerAccount`; false then. */
+  readonly createClient: (client: OAuthClient, maxPerAccount: number) => Promise<boolean>;
+  readonly findClient: (clientId: string) => Promise<OAuthClient | undefined>;
+  /** The API clients of an account, oldest first. */
+  readonly listClients: (accountId: string) => Promise<OAuthClient[]>;
+  /** Deletes an account's client with its codes, grants and refresh tokens; false when it has no such client. */
+  readonly deleteClient: (accountId: string, clientId: string) => Promise<boolean>;
+  readonly saveCode: (code: AuthorizationCode) => Promise<void>;
+  /** A code by its hash, with whether it was exchanged already (and for which grant). */
+  readonly findCode: (codeHash: string) => Promise<StoredCode | undefined>;
+  /**
+   * Uses a code up, atomically with storing the grant it creates and the grant's first refresh token (if any):
+   * false when another exchange used it first (nothing is stored then).
+   */
+  readonly exchangeCode: (codeHash: string, grant: Grant, refresh: RefreshToken | null, nowMs: number) => Promise<boolean>;
+  /** Exchanges a refresh token for `next`, atomically; see {@link RefreshRotation}. */
+  readonly rotateRefreshToken: (tokenHash: string, next: RefreshToken, nowMs: number) => Promise<RefreshRotation>;
+  /** The grant a refresh token belongs to (for revocation), whatever its state. */
+  readonly findRefreshToken: (tokenHash: string) => Promise<{ readonly token: RefreshToken; readonly grant: Grant } | undefined>;
+  readonly revokeGrant: (grantId: string, nowMs: number) => Promise<void>;
+  /** Marks an access token revoked until it expires anyway. */
+  readonly revokeAccessToken: (jti: string, clientId: string, expiresAtMs: number) => Promise<void>;
+  /**
+   * Whether an access token may still be used: its client exists, its grant (when it has one) is not revoked and
+   * it was not revoked itself. One query.
+   */
+  readonly accessTokenActive: (token: { readonly jti: string; readonly clientId: string; readonly grantId: string | null }) => Promise<boolean>;
+  /** The signing keys, newest first. */
+  readonly signingKeys: () => Promise<StoredSigningKey[]>;
+  readonly addSigningKey: (key: StoredSigningKey) => Promise<void>;
+  /** Drops signing keys created before `createdBeforeMs` except the newest one. */
+  readonly dropSigningKeys: (createdBeforeMs: number) => Promise<number>;
+  /**
+   * Drops what expired before `nowMs` (codes, refresh tokens, revoked-token marks, grants with no live refresh
+   * token) and openly registered clients created before `unusedBeforeMs` that never got a grant.
+   */
+  readonly prune: (nowMs: number, unusedBeforeMs: number) => Promise<number>;
+}
+
+/** The claims of an access token (RFC 9068) that the service reads back. */
+export type AccessTokenClaims = {
+  readonly iss: string;
+  readonly sub: string;
+  readonly aud: string;
+  readonly client_id: string;
+  readonly scope: string;
+  readonly jti: string;
+  readonly iat: number;
+  readonly exp: number;
+  /** The grant (refresh-token family) of an authorization-code token; absent for client credentials. */
+  readonly gid?: string | undefined;
+};
+
+/** Why a token did not verify. */
+export type TokenRefusal = "invalid" | "expired";
+
+/** Signs and verifies the service's access tokens (JWT, ES256) and publishes the keys (JWKS). */
+export interface AccessTokenKeys {
+  /** Signs claims with the newest key (`typ: at+jwt`). */
+  readonly sign: (claims: AccessTokenClaims) => Promise<string>;
+  /** Checks signature, `typ`, issuer, audience and expiry; the claims, or why not. */
+  readonly verify: (token: string, expected: { readonly issuer: string; readonly audience: string }) =>
+    Promise<{ readonly ok: true; readonly claims: AccessTokenClaims } | { readonly ok: false; readonly reason: TokenRefusal }>;
+  /** The public keys every instance may sign with or has signed with recently. */
+  readonly jwks: () => Promise<{ readonly keys: readonly Record<string, unknown>[] }>;
+  /** Makes a new signing key the newest; earlier keys keep verifying until they are dropped. Returns its kid. */
+  readonly rotate: () => Promise<string>;
+}
