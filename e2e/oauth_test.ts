@@ -145,6 +145,8 @@ describe("OAuth 2 with oauth4webapi", () => {
     });
     const resource = await o.processResourceDiscoveryResponse(new URL(base), await o.resourceDiscoveryRequest(new URL(base), insecure));
     expect(resource).toMatchObject({ resource: base, authorization_servers: [base], bearer_methods_supported: ["header"] });
+    const mcp = new URL(`${base}/mcp`);
+    expect(await o.processResourceDiscoveryResponse(mcp, await o.resourceDiscoveryRequest(mcp, insecure))).toMatchObject({ resource: `${base}/mcp`, authorization_servers: [base] });
     const jwks = await (await fetch(as.jwks_uri!)).json() as { keys: Record<string, string>[] };
     expect(jwks.keys[0]).toMatchObject({ kty: "EC", crv: "P-256", alg: "ES256", use: "sig" });
     expect(jwks.keys[0]!.d).toBeUndefined();

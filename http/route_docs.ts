@@ -473,6 +473,13 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   },
   {
     method: "get",
+    paths: ["/.well-known/oauth-protected-resource/mcp"],
+    auth: "public",
+    summary: "The protected resource metadata of the MCP endpoint (RFC 9728 §3.1 for the resource {base}/mcp; decisions §20): tokens for it are asked with resource={base}/mcp",
+    responses: { 200: { description: "The metadata, resource {base}/mcp" } },
+  },
+  {
+    method: "get",
     paths: ["/oauth/jwks.json"],
     auth: "public",
     summary: "The public keys access tokens are signed with (ES256); a replaced key stays two hours after its successor was made",

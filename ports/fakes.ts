@@ -681,3 +681,127 @@ export function fakeSigningKeyStore() {
   };
   return store satisfies import("./signing_keys.ts").SigningKeyStore;
 }
+
+/** An OAuth store in memory (decisions §19); `writes` counts every change, so a test can show nothing was written. */
+export function fakeOAuthStore() {
+  const clients = new Map<string, import("./oauth.ts").OAuthClient & { registeredBy: string | null; grantedAtMs: number | null }>();
+  const codes = new Map<string, import("./oauth.ts").StoredCode>();
+  const grants = new Map<string, import("./oauth.ts").Grant>();
+  const refresh = new Map<string, import("./oauth.ts").RefreshToken>();
+  const revoked = new Set<string>();
+  const keys: import("./oauth.ts").StoredSigningKey[] = [];
+  const store = {
+    writes: 0,
+    clients,
+    grants,
+    registerClient(client, limits, nowMs) {
+      const since = nowMs - limits.windowMs;
+      const mine = [...clients.values()].filter((c) => c.registeredBy === limits.client && c.createdAtMs > since);
+      if (mine.length >= limits.perClient) return Promise.resolve({ ok: false as const, limit: "client" as const, retryAfterMs: Math.min(...mine.map((c) => c.createdAtMs)) + limits.windowMs - nowMs });
+      const all = [...clients.values()].filter((c) => c.accountId === null && c.createdAtMs > since);
+      if (all.length >= limits.total) return Promise.resolve({ ok: false as const, limit: "total" as const, retryAfterMs: Math.min(...all.map((c) => c.createdAtMs)) + limits.windowMs - nowMs });
+      store.writes++;
+      clients.set(client.clientId, { ...client, registeredBy: limits.client, grantedAtMs: null });
+      return Promise.resolve({ ok: true as const });
+    },
+    createClient(client, max) {
+      if ([...clients.values()].filter((c) => c.accountId === client.accountId).length >= max) return Promise.resolve(false);
+      store.writes++;
+      clients.set(client.clientId, { ...client, registeredBy: client.accountId, grantedAtMs: null });
+      return Promise.resolve(true);
+    },
+    findClient: (id) => Promise.resolve(clients.get(id)),
+    listClients: (accountId) => Promise.resolve([...clients.values()].filter((c) => c.accountId === accountId)),
+    deleteClient(accountId, clientId) {
+      if (clients.get(clientId)?.accountId !== accountId) return Promise.resolve(false);
+      store.writes++;
+      clients.delete(clientId);
+      for (const [id, g] of grants) if (g.clientId === clientId) grants.delete(id);
+      return Promise.resolve(true);
+    },
+    saveCode(code) {
+      store.writes++;
+      codes.set(code.codeHash, { ...code, usedAtMs: null, grantId: null });
+      return Promise.resolve();
+    },
+    findCode: (hash) => Promise.resolve(codes.get(hash)),
+    exchangeCode(hash, grant, token, nowMs) {
+      const code = codes.get(hash);
+      if (code === undefined || code.usedAtMs !== null) return Promise.resolve(false);
+      store.writes++;
+      codes.set(hash, { ...code, usedAtMs: nowMs, grantId: grant.id });
+      grants.set(grant.id, grant);
+      if (token !== null) refresh.set(token.tokenHash, token);
+      return Promise.resolve(true);
+    },
+    rotateRefreshToken(hash, next, nowMs) {
+      const token = refresh.get(hash);
+      if (token === undefined) return Promise.resolve({ kind: "invalid" as const });
+      store.writes++;
+      if (token.usedAtMs !== null) {
+        const g = grants.get(token.grantId);
+        if (g !== undefined && g.revokedAtMs === null) grants.set(g.id, { ...g, revokedAtMs: nowMs });
+        return Promise.resolve({ kind: "reused" as const, grantId: token.grantId });
+      }
+      const grant = grants.get(token.grantId);
+      if (grant === undefined || grant.revokedAtMs !== null || nowMs >= token.expiresAtMs || !clients.has(grant.clientId)) return Promise.resolve({ kind: "invalid" as const });
+      refresh.set(hash, { ...token, usedAtMs: nowMs });
+      refresh.set(next.tokenHash, next);
+      return Promise.resolve({ kind: "rotated" as const, grant });
+    },
+    findRefreshToken(hash) {
+      const token = refresh.get(hash);
+      const grant = token === undefined ? undefined : grants.get(token.grantId);
+      return Promise.resolve(token === undefined || grant === undefined ? undefined : { token, grant });
+    },
+    revokeGrant(id, nowMs) {
+      const g = grants.get(id);
+      if (g !== undefined && g.revokedAtMs === null) {
+        store.writes++;
+        grants.set(id, { ...g, revokedAtMs: nowMs });
+      }
+      return Promise.resolve();
+    },
+    revokeAccessToken(jti) {
+      store.writes++;
+      revoked.add(jti);
+      return Promise.resolve();
+    },
+    accessTokenActive: ({ jti, clientId, grantId }) =>
+      Promise.resolve(clients.has(clientId) && !revoked.has(jti) && (grantId === null || grants.get(grantId)?.revokedAtMs === null)),
+    signingKeys: () => Promise.resolve([...keys].sort((a, b) => b.createdAtMs - a.createdAtMs)),
+    addSigningKey(key) {
+      keys.push(key);
+      return Promise.resolve();
+    },
+    dropSigningKeys: () => Promise.resolve(0),
+    prune: () => Promise.resolve(0),
+  } satisfies import("./oauth.ts").OAuthStore & { writes: number; clients: unknown; grants: unknown };
+  return store;
+}
+
+/**
+ * Access-token keys without cryptography: a token is `fake.<base64url JSON claims>`, verified by reading it back
+ * against the expected issuer and audience and the clock (a forged token is anything else).
+ */
+export function fakeAccessTokenKeys(clock: Clock) {
+  const signed = new Set<string>();
+  const keys = {
+    signed,
+    sign(claims: import("./oauth.ts").AccessTokenClaims) {
+      const token = `fake.${btoa(JSON.stringify(claims)).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_")}`;
+      signed.add(token);
+      return Promise.resolve(token);
+    },
+    verify(token: string, expected: { issuer: string; audience: string }) {
+      if (!signed.has(token)) return Promise.resolve({ ok: false as const, reason: "invalid" as const });
+      const claims = JSON.parse(atob(token.slice(5).replace(/-/g, "+").replace(/_/g, "/"))) as import("./oauth.ts").AccessTokenClaims;
+      if (claims.iss !== expected.issuer || claims.aud !== expected.audience) return Promise.resolve({ ok: false as const, reason: "invalid" as const });
+      if (clock.nowMs() >= claims.exp * 1000) return Promise.resolve({ ok: false as const, reason: "expired" as const });
+      return Promise.resolve({ ok: true as const, claims });
+    },
+    jwks: () => Promise.resolve({ keys: [] }),
+    rotate: () => Promise.resolve("fake-kid"),
+  };
+  return keys satisfies import("./oauth.ts").AccessTokenKeys;
+}

@@ -67,6 +67,8 @@ export function oauthRoutes(deps: OAuthRoutesDeps) {
   const { oauth, issuer } = deps;
   const asMetadata = JSON.stringify(authorizationServerMetadata(issuer));
   const prMetadata = JSON.stringify(protectedResourceMetadata(issuer));
+  // The MCP endpoint's own metadata (decisions §20), where RFC 9728 §3.1 puts it for the resource `{base}/mcp`.
+  const mcpMetadata = JSON.stringify(protectedResourceMetadata(issuer, `${issuer}/mcp`));
   const guarded = (name: string, run: () => Promise<Response>) =>
     run().catch((error: unknown) => {
       deps.log.error(`oauth_${name}_error`, { error: error instanceof Error ? error.message : String(error) });
@@ -106,6 +108,7 @@ export function oauthRoutes(deps: OAuthRoutesDeps) {
   return new Elysia({ name: "oauth-routes" })
     .get("/.well-known/oauth-authorization-server", () => new Response(asMetadata, { headers: METADATA_HEADERS }))
     .get("/.well-known/oauth-protected-resource", () => new Response(prMetadata, { headers: METADATA_HEADERS }))
+    .get("/.well-known/oauth-protected-resource/mcp", () => new Response(mcpMetadata, { headers: METADATA_HEADERS }))
     .get("/oauth/jwks.json", () =>
       guarded("jwks", async () => new Response(JSON.stringify(await deps.keys.jwks()), { headers: { ...METADATA_HEADERS, "content-type": "application/jwk-set+json" } })))
     .post("/oauth/register", ({ request, body }) =>

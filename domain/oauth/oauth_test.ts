@@ -1,0 +1,175 @@
+import { describe, expect, test } from "bun:test";
+import { fakeAccessTokenKeys, fakeAccountStore, fakeClock, fakeOAuthStore, fakeRandom } from "../../ports/fakes.ts";
+import { acceptableRedirectUri, createOAuth, readApiClientMetadata, readPublicClientMetadata, s256Challenge } from "./mod.ts";
+
+const ISSUER = "https://ats.example";
+const REDIRECT = "https://app.example/cb";
+const VERIFIER = "v".repeat(43);
+
+async function setup() {
+  const clock = fakeClock();
+  const store = fakeOAuthStore();
+  const accounts = fakeAccountStore();
+  const account = await accounts.findOrCreateAccount("0x00000000000000000000000000000000000000aa", "acct-1", clock.nowMs());
+  const keys = fakeAccessTokenKeys(clock);
+  const oauth = createOAuth({
+    store,
+    keys,
+    accounts,
+    clock,
+    random: fakeRandom(),
+    issuer: ISSUER,
+    policy: { registrationsPerClientPerHour: 3, registrationsPerHour: 100, refreshTokenTtlSeconds: 86_400 },
+  });
+  const registered = await oauth.registration.register({ client_name: "Bot", redirect_uris: [REDIRECT] }, "10.0.0.1");
+  if (!registered.ok) throw new Error("registration failed");
+  const clientId = registered.value.client_id;
+  /** A checked request approved by the account: the code. */
+  const code = async (params: Record<string, string> = {}) => {
+    const checked = await oauth.authorization.check({
+      response_type: "code", client_id: clientId, redirect_uri: REDIRECT, code_challenge: s256Challenge(VERIFIER), code_challenge_method: "S256", state: "st", ...params,
+    });
+    if (!checked.ok) throw new Error(`check failed: ${JSON.stringify(checked)}`);
+    return new URL(await oauth.authorization.approve(checked.value, account)).searchParams.get("code")!;
+  };
+  const exchange = (c: string, extra: Record<string, string> = {}) =>
+    oauth.tokens.token({ grant_type: "authorization_code", client_id: clientId, code: c, redirect_uri: REDIRECT, code_verifier: VERIFIER, ...extra }, {});
+  return { clock, store, keys, oauth, account, clientId, code, exchange };
+}
+
+describe("client metadata", () => {
+  test("acceptableRedirectUri() takes HTTPS, loopback HTTP and private-use schemes; refuses fragments, plain HTTP elsewhere and script schemes", () => {
+    for (const ok of ["https://app.example/cb", "http://127.0.0.1:9000/cb", "http://localhost/cb", "com.example.app:/cb"]) expect({ ok, accepted: acceptableRedirectUri(ok) }).toEqual({ ok, accepted: true });
+    for (const bad of ["https://app.example/cb#x", "http://app.example/cb", "javascript:alert(1)", "data:text/html,x", "/relative", "https://a b.example/", `https://app.example/${"a".repeat(2_000)}`]) {
+      expect({ bad, accepted: acceptableRedirectUri(bad) }).toEqual({ bad, accepted: false });
+    }
+  });
+
+  test("readPublicClientMetadata() registers a public client (auth method none whatever was asked) and bounds every list", () => {
+    const read = readPublicClientMetadata({ redirect_uris: [REDIRECT], token_endpoint_auth_method: "client_secret_basic", scope: "account:read" });
+    expect(read).toEqual({ ok: true, value: { name: null, redirectUris: [REDIRECT], grantTypes: ["authorization_code", "refresh_token"], scope: "account:read", authMethod: "none" } });
+    expect(readPublicClientMetadata({ redirect_uris: Array.from({ length: 11 }, (_, i) => `${REDIRECT}${i}`) })).toMatchObject({ ok: false, code: "invalid_redirect_uri" });
+    expect(readPublicClientMetadata({ redirect_uris: [REDIRECT], grant_types: ["client_credentials"] })).toMatchObject({ ok: false, code: "invalid_client_metadata" });
+    expect(readPublicClientMetadata({ redirect_uris: [REDIRECT], scope: "admin" })).toMatchObject({ ok: false, code: "invalid_client_metadata" });
+    expect(readPublicClientMetadata({ redirect_uris: [REDIRECT], client_name: "x".repeat(201) })).toMatchObject({ ok: false, code: "invalid_client_metadata" });
+    expect(readApiClientMetadata({ client_name: "CI", redirect_uris: [REDIRECT] })).toMatchObject({ ok: false, code: "invalid_client_metadata" });
+    expect(readApiClientMetadata({ client_name: "CI" })).toMatchObject({ ok: true, value: { grantTypes: ["client_credentials"], authMethod: "client_secret_basic" } });
+  });
+});
+
+describe("registration", () => {
+  test("register() is refused past the rate of one client address, with when to retry, and stores nothing then", async () => {
+    const { oauth, store } = await setup();
+    expect((await oauth.registration.register({ redirect_uris: [REDIRECT] }, "10.0.0.1")).ok).toBe(true);
+    expect((await oauth.registration.register({ redirect_uris: [REDIRECT] }, "10.0.0.1")).ok).toBe(true);
+    const writes = store.writes;
+    const refused = await oauth.registration.register({ redirect_uris: [REDIRECT] }, "10.0.0.1");
+    expect(refused).toMatchObject({ ok: false, code: "rate_limited", retryAfterSeconds: 3_600 });
+    expect(store.writes).toBe(writes);
+    expect((await oauth.registration.register({ redirect_uris: [REDIRECT] }, "10.0.0.2")).ok).toBe(true);
+  });
+});
+
+describe("authorization", () => {
+  test("check() shows what cannot go back to the client and redirects the rest with the state and the issuer", async () => {
+    const { oauth, clientId } = await setup();
+    const base = { response_type: "code", client_id: clientId, redirect_uri: REDIRECT, code_challenge: s256Challenge(VERIFIER), code_challenge_method: "S256", state: "st" };
+    expect(await oauth.authorization.check({ ...base, client_id: "nobody" })).toMatchObject({ kind: "show", error: "invalid_client" });
+    expect(await oauth.authorization.check({ ...base, redirect_uri: `${REDIRECT}/` })).toMatchObject({ kind: "show", error: "invalid_request" });
+    const back = async (params: Record<string, string>) => {
+      const checked = await oauth.authorization.check(params);
+      return checked.ok || checked.kind !== "redirect" ? undefined : new URL(checked.location).searchParams;
+    };
+    const plain = await back({ ...base, code_challenge_method: "plain" });
+    expect([plain?.get("error"), plain?.get("state"), plain?.get("iss")]).toEqual(["invalid_request", "st", ISSUER]);
+    expect((await back({ ...base, code_challenge: "" }))?.get("error")).toBe("invalid_request");
+    expect((await back({ ...base, response_type: "token" }))?.get("error")).toBe("unsupported_response_type");
+    expect((await back({ ...base, scope: "admin" }))?.get("error")).toBe("invalid_scope");
+    expect((await back({ ...base, resource: "https://other.example" }))?.get("error")).toBe("invalid_target");
+    expect(await oauth.authorization.check({ ...base, resource: `${ISSUER}/mcp` })).toMatchObject({ ok: true });
+  });
+});
+
+describe("tokens", () => {
+  test("authorization code: a wrong verifier or redirect URI is invalid_grant and uses nothing up; the right one gets tokens once; a second use revokes them", async () => {
+    const { oauth, code, exchange, store, account } = await setup();
+    const c = await code();
+    const writes = store.writes;
+    expect(await exchange(c, { code_verifier: "w".repeat(43) })).toMatchObject({ ok: false, code: "invalid_grant" });
+    expect(await exchange(c, { redirect_uri: `${REDIRECT}x` })).toMatchObject({ ok: false, code: "invalid_grant" });
+    expect(store.writes).toBe(writes);
+    const tokens = await exchange(c);
+    expect(tokens).toMatchObject({ ok: true, value: { token_type: "Bearer", expires_in: 3_600, scope: "witness:write relay:write rpc:read account:read subjects:write keys:write" } });
+    if (!tokens.ok) return;
+    expect(await oauth.authenticateBearer(tokens.value.access_token, { scope: "witness:write" })).toMatchObject({ ok: true, value: { account: { id: account.id } } });
+    expect(await exchange(c)).toMatchObject({ ok: false, code: "invalid_grant" });
+    expect(await oauth.authenticateBearer(tokens.value.access_token, { scope: "witness:write" })).toMatchObject({ ok: false, code: "invalid_token" });
+  });
+
+  test("a code expires after 60 s", async () => {
+    const { code, exchange, clock } = await setup();
+    const c = await code();
+    clock.set(clock.nowMs() + 60_000);
+    expect(await exchange(c)).toMatchObject({ ok: false, code: "invalid_grant" });
+  });
+
+  test("refresh: rotated each use, narrowed on request; the old one again revokes the family", async () => {
+    const { oauth, code, exchange, clientId } = await setup();
+    const first = await exchange(await code({ scope: "account:read rpc:read" }));
+    if (!first.ok) throw new Error("no tokens");
+    const refresh = (token: string, scope?: string) =>
+      oauth.tokens.token({ grant_type: "refresh_token", client_id: clientId, refresh_token: token, ...(scope ? { scope } : {}) }, {});
+    const second = await refresh(first.value.refresh_token!, "account:read");
+    expect(second).toMatchObject({ ok: true, value: { scope: "account:read" } });
+    if (!second.ok) return;
+    expect(await refresh(second.value.refresh_token!, "witness:write")).toMatchObject({ ok: false, code: "invalid_scope" });
+    expect(await refresh(first.value.refresh_token!)).toMatchObject({ ok: false, code: "invalid_grant" });
+    expect(await refresh(second.value.refresh_token!)).toMatchObject({ ok: false, code: "invalid_grant" });
+    expect(await oauth.authenticateBearer(second.value.access_token, { scope: "account:read" })).toMatchObject({ ok: false, code: "invalid_token" });
+  });
+
+  test("client credentials: the secret is checked, the scope is a subset of the client's, a public client may not use it", async () => {
+    const { oauth, account, clientId } = await setup();
+    const created = await oauth.registration.createApiClient(account, { client_name: "CI", scope: "account:read rpc:read" });
+    if (!created.ok) throw new Error("no client");
+    const basic = { basic: { clientId: created.value.client_id, secret: created.value.client_secret } };
+    expect(await oauth.tokens.token({ grant_type: "client_credentials", scope: "rpc:read" }, basic)).toMatchObject({ ok: true, value: { scope: "rpc:read" } });
+    expect(await oauth.tokens.token({ grant_type: "client_credentials", scope: "witness:write" }, basic)).toMatchObject({ ok: false, code: "invalid_scope" });
+    expect(await oauth.tokens.token({ grant_type: "client_credentials" }, { basic: { ...basic.basic, secret: "wrong" } })).toMatchObject({ ok: false, code: "invalid_client" });
+    expect(await oauth.tokens.token({ grant_type: "client_credentials", client_secret: "x" }, basic)).toMatchObject({ ok: false, code: "invalid_request" });
+    expect(await oauth.tokens.token({ grant_type: "client_credentials", client_id: clientId }, {})).toMatchObject({ ok: false, code: "unauthorized_client" });
+    expect(await oauth.tokens.token({ grant_type: "password" }, basic)).toMatchObject({ ok: false, code: "unsupported_grant_type" });
+    // Deleting the client ends its tokens.
+    const token = await oauth.tokens.token({ grant_type: "client_credentials" }, basic);
+    if (!token.ok) return;
+    expect((await oauth.registration.deleteApiClient(account, created.value.client_id)).ok).toBe(true);
+    expect(await oauth.authenticateBearer(token.value.access_token, { scope: "account:read" })).toMatchObject({ ok: false, code: "invalid_token" });
+  });
+});
+
+describe("bearer", () => {
+  test("authenticateBearer() refuses an expired token, one for another audience, one without the scope, and a revoked one", async () => {
+    const { oauth, code, exchange, clock, clientId } = await setup();
+    const tokens = await exchange(await code({ scope: "account:read" }));
+    if (!tokens.ok) throw new Error("no tokens");
+    const access = tokens.value.access_token;
+    expect(await oauth.authenticateBearer(access, { scope: "witness:write" })).toMatchObject({ ok: false, code: "insufficient_scope" });
+    expect(await oauth.authenticateBearer(access, { scope: "account:read", audience: `${ISSUER}/mcp` })).toMatchObject({ ok: false, code: "invalid_token" });
+    expect(await oauth.authenticateBearer(`${access}x`, { scope: "account:read" })).toMatchObject({ ok: false, code: "invalid_token" });
+    await oauth.tokens.revoke({ token: access, token_type_hint: "access_token", client_id: clientId }, {});
+    expect(await oauth.authenticateBearer(access, { scope: "account:read" })).toMatchObject({ ok: false, code: "invalid_token", message: "The access token was revoked" });
+    const fresh = await exchange(await code({ scope: "account:read" }));
+    if (!fresh.ok) return;
+    clock.set(clock.nowMs() + 3_600_000);
+    expect(await oauth.authenticateBearer(fresh.value.access_token, { scope: "account:read" })).toMatchObject({ ok: false, code: "invalid_token", message: "The access token expired" });
+  });
+
+  test("a token for the MCP endpoint works there (resource {base}/mcp) and nowhere else", async () => {
+    const { oauth, code, clientId } = await setup();
+    const c = await code({ resource: `${ISSUER}/mcp`, scope: "account:read" });
+    const tokens = await oauth.tokens.token({ grant_type: "authorization_code", client_id: clientId, code: c, redirect_uri: REDIRECT, code_verifier: VERIFIER, resource: `${ISSUER}/mcp` }, {});
+    if (!tokens.ok) throw new Error("no tokens");
+    expect(await oauth.authenticateBearer(tokens.value.access_token, { scope: "account:read", audience: `${ISSUER}/mcp` })).toMatchObject({ ok: true });
+    expect(await oauth.authenticateBearer(tokens.value.access_token, { scope: "account:read" })).toMatchObject({ ok: false, code: "invalid_token" });
+  });
+});
