@@ -56,11 +56,18 @@ export function startRpcProxy(upstream: string): RpcProxy {
         else forward.push(call);
       });
       if (forward.length > 0) {
-        const upstreamResponse = await fetch(proxy.upstream, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify(batch ? forward : forward[0]),
-        });
+        let upstreamResponse: Response;
+        try {
+          upstreamResponse = await fetch(proxy.upstream, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify(batch ? forward : forward[0]),
+          });
+        } catch {
+          // The chain went away (a test stopped it, maybe mid-request): answer as a gateway would, instead of
+          // throwing inside the proxy, which the test runner would blame on whichever test is running.
+          return new Response("upstream unavailable", { status: 502 });
+        }
         const parsed: unknown = await upstreamResponse.json();
         const results = (Array.isArray(parsed) ? parsed : [parsed]) as { id: unknown }[];
         calls.forEach((call, i) => {
