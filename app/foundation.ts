@@ -94,6 +94,9 @@ export async function openFoundation(config: Config, options: StartServiceOption
       easAddress: chain.easContract as Address,
       delegatePrivateKey: config.delegatePrivateKey ?? devnet?.keys.delegate,
       fetchFn: rpcFetch,
+      // The delegated-attestation path meters its own calls (issue 28): no second parse of every request and response.
+      rpcMetrics: metrics,
+      unmeteredFetchFn: options.rpcFetch ?? fetch,
       log: (event, fields) => log.warn(event, fields),
       walletNonces: storage.walletNonces,
       // The devnet's state file is written after each mined transaction and before the client hears of it,

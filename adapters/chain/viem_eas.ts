@@ -28,9 +28,11 @@ import type {
   SubmitOptions,
   WalletDeploymentOutcome,
 } from "../../ports/eas.ts";
+import type { Metrics } from "../../ports/metrics.ts";
 import type { WalletNonces } from "../../ports/storage.ts";
 import { EAS_ABI } from "../../domain/eas_abi.ts";
 import { attestedUid, createTxSender, describe, type TxSender } from "./viem_tx_sender.ts";
+import { createJsonRpc, type JsonRpc, NodeRpcError, quantity } from "./json_rpc.ts";
 
 /** Options of {@link createViemEas}. */
 export type ViemEasOptions = {
@@ -40,6 +42,12 @@ export type ViemEasOptions = {
   readonly delegatePrivateKey?: HexString | undefined;
   /** Replaces `fetch` for JSON-RPC, e.g. to count round trips in tests. */
   readonly fetchFn?: typeof fetch | undefined;
+  /**
+   * The hot path's lean JSON-RPC client counts its own calls here (issue 28) and sends with `unmeteredFetchFn`
+   * (default the global fetch) instead of `fetchFn`, which the service meters by parsing each request again.
+   */
+  readonly rpcMetrics?: Metrics | undefined;
+  readonly unmeteredFetchFn?: typeof fetch | undefined;
   readonly rpcTimeoutMs?: number | undefined;
   /** How long to wait for a receipt before answering "unknown outcome". */
   readonly receiptTimeoutMs?: number | undefined;
@@ -67,6 +75,9 @@ export type ViemEas = {
  * Builds the EAS reader and the delegate wallet on a viem HTTP client with JSON-RPC batching, so
  * that the reads a request makes in one tick share one round trip. The delegate's transaction
  * nonces are assigned in one place (a lock around sign-and-send), receipts are awaited outside it.
+ * The calls of every delegated attestation (the nonce and code read, the simulation, the wallet's fee, balance,
+ * nonce, send and receipt reads) go through the lean client of json_rpc.ts instead (issue 28); the rare ones (a
+ * contract wallet's signature check, a counterfactual deployment, attestation reads) stay on viem.
  */
 export function createViemEas(options: ViemEasOptions): ViemEas {
   const log = options.log ?? (() => {});
@@ -80,6 +91,13 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
     pollingInterval: 50,
   }) as PublicClient;
   const easAddress = options.easAddress;
+  const rpc = createJsonRpc({
+    url: options.rpcUrl,
+    fetchFn: options.rpcMetrics === undefined ? options.fetchFn : options.unmeteredFetchFn,
+    metrics: options.rpcMetrics,
+    timeoutMs: options.rpcTimeoutMs ?? 10_000,
+    retryCount: 1,
+  });
 
   const senders = new Map<string, TxSender>();
   /** One sender per wallet, so the delegate and the witness share nonces when they are one key. */
@@ -88,8 +106,9 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
     let sender = senders.get(account.address.toLowerCase());
     if (sender === undefined) {
       sender = createTxSender({
-        client,
+        rpc,
         account,
+        privateKey: key,
         chainId: options.chainId,
         receiptTimeoutMs: options.receiptTimeoutMs,
         log,
@@ -113,11 +132,11 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
         // The attester's code, when asked for, rides in the same batch: a contract wallet is checked by ERC-1271 like
         // EAS does. The nonce route and the reconciler only need the nonce.
         const [nonce, code] = await Promise.all([
-          client.readContract({ address: easAddress, abi: EAS_ABI, functionName: "getNonce", args: [attester] }),
-          nonceOptions.withCode ? getCode(client, { address: attester }) : undefined,
+          readNonce(rpc, easAddress, attester),
+          nonceOptions.withCode ? rpc.request<string>("eth_getCode", [attester, "latest"]) : undefined,
         ]);
         await feeWarmup;
-        return { ok: true, nonce, isContract: code !== undefined && code !== "0x" };
+        return { ok: true, nonce, isContract: typeof code === "string" && code !== "0x" };
       } catch (error) {
         log("rpc_error", { op: "getNonce", error: describe(error) });
         return { ok: false, reason: "rpc-error" };
@@ -150,7 +169,14 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
 
   if (delegateSender === undefined) return { reader, delegate: undefined, client, ping, senderFor, senderOf };
 
-  const encode = (call: DelegatedAttestCall) =>
+  // The simulation and the submission of one request encode the same call: once.
+  const encoded = new WeakMap<DelegatedAttestCall, Hex>();
+  const encode = (call: DelegatedAttestCall) => {
+    let data = encoded.get(call);
+    if (data === undefined) encoded.set(call, data = encodeAttestByDelegation(call));
+    return data;
+  };
+  const encodeAttestByDelegation = (call: DelegatedAttestCall) =>
     encodeFunctionData({
       abi: EAS_ABI,
       functionName: "attestByDelegation",
@@ -168,11 +194,11 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
     checkFunds: () => delegateSender.checkFunds(TYPICAL_ATTEST_GAS),
     async simulate(call): Promise<Simulation> {
       try {
-        const gas = await client.estimateGas({ account: delegateSender.address, to: easAddress, data: encode(call) });
+        const gas = quantity(await rpc.request("eth_estimateGas", [{ from: delegateSender.address, to: easAddress, data: encode(call) }]));
         // Headroom for state that changes between the estimate and inclusion.
         return { ok: true, gas: (gas * 12n) / 10n };
       } catch (error) {
-        return classifySimulationError(error, log);
+        return classifyNodeSimulationError(error, log);
       }
     },
     async submit(call, submitOptions: SubmitOptions): Promise<Submission> {
@@ -237,6 +263,40 @@ async function checkContractSignature(
     const outcome = classifySimulationError(error, log);
     return !outcome.ok && outcome.reason === "reverted" ? "invalid" : "rpc-error";
   }
+}
+
+/** `getNonce(address)`'s selector. */
+const GET_NONCE_SELECTOR = encodeFunctionData({ abi: EAS_ABI, functionName: "getNonce", args: [`0x${"0".repeat(40)}`] }).slice(0, 10);
+
+/** EAS's nonce of `attester`: one `eth_call` of `getNonce(address)`, encoded and decoded by hand (one uint256). */
+async function readNonce(rpc: JsonRpc, easAddress: HexString, attester: HexString): Promise<bigint> {
+  if (!/^0x[0-9a-fA-F]{40}$/.test(attester)) throw new Error("not an address");
+  const data = `${GET_NONCE_SELECTOR}${attester.slice(2).toLowerCase().padStart(64, "0")}`;
+  const result = await rpc.request("eth_call", [{ to: easAddress, data }, "latest"]);
+  // Anything but one 32-byte word (no contract there answers 0x) is not EAS's answer.
+  if (typeof result !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(result)) throw new Error("getNonce did not answer one uint256");
+  return BigInt(result);
+}
+
+/** viem's reading of a node message saying the sender cannot pay (InsufficientFundsError.nodeMessage). */
+const INSUFFICIENT_FUNDS = /insufficient funds|exceeds transaction sender account balance/i;
+
+/**
+ * {@link classifySimulationError} for the lean client's errors: the node's answer names a revert (its data decoded
+ * with EAS's errors) or missing funds; a failed exchange is an RPC error.
+ */
+export function classifyNodeSimulationError(error: unknown, log: (event: string, fields: Record<string, unknown>) => void): Simulation {
+  if (error instanceof NodeRpcError) {
+    if (INSUFFICIENT_FUNDS.test(error.message)) return { ok: false, reason: "insufficient-funds" };
+    const data = error.data;
+    const revertData = typeof data === "string" ? data : typeof data === "object" && data !== null ? (data as { data?: unknown }).data : undefined;
+    if (typeof revertData === "string" && /^0x[0-9a-fA-F]{8}/.test(revertData)) {
+      return { ok: false, reason: "reverted", errorName: decodeEasError(revertData as Hex) };
+    }
+    if (/execution reverted|revert/i.test(error.message)) return { ok: false, reason: "reverted", errorName: "reverted" };
+  }
+  log("rpc_error", { op: "estimateGas", error: describe(error) });
+  return { ok: false, reason: "rpc-error" };
 }
 
 /**

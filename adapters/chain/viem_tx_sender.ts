@@ -1,9 +1,11 @@
-import { BaseError, type Hex, keccak256, parseTransaction, type PublicClient, RpcRequestError } from "viem";
+import { BaseError, type Hex, parseTransaction } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
 import type { FundsCheck, HexString, SignedTx } from "../../ports/eas.ts";
 import type { Rebroadcast } from "../../ports/submissions.ts";
 import type { WalletNonces } from "../../ports/storage.ts";
 import { ATTESTED_TOPIC } from "../../domain/eas_abi.ts";
+import { type JsonRpc, NodeRpcError, quantity } from "./json_rpc.ts";
+import { privateKeyBytes, signEip1559 } from "./eip1559.ts";
 
 /** The outcome of sending one transaction and waiting for its receipt. */
 export type SendOutcome =
@@ -67,10 +69,15 @@ const nothingSent: Attempt = { tx: undefined, settled: "not-broadcast" };
  * broadcast. Absent after the answer was lost (timeout, reset, 5xx) → the same bytes are sent once more,
  * and that answer decides. The node unreachable → unknown; the caller keeps the submission open for the
  * reconciler. After anything but a plain success the next send re-reads the wallet's pending nonce.
+ *
+ * Its JSON-RPC goes through the lean client of json_rpc.ts (issue 28): the fee, balance and nonce reads ride in the
+ * batch of whatever else the request reads in the same turn.
  */
 export function createTxSender(options: {
-  client: PublicClient;
+  rpc: JsonRpc;
   account: PrivateKeyAccount;
+  /** The account's key: transactions are signed by eip1559.ts (viem's bytes, without its hex round trips). */
+  privateKey: HexString;
   chainId: number;
   receiptTimeoutMs?: number | undefined;
   log?: Log | undefined;
@@ -79,14 +86,15 @@ export function createTxSender(options: {
   /** Runs after a receipt arrived and before the caller hears of it (the devnet saves its state here). */
   onMined?: (() => Promise<void>) | undefined;
 }): TxSender {
-  const { client, account } = options;
+  const { rpc, account } = options;
+  const key = privateKeyBytes(options.privateKey);
   const wallet = account.address.toLowerCase() as HexString;
   const log = options.log ?? (() => {});
   let fees: { at: number; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | undefined;
   let feeRequest: Promise<NonNullable<typeof fees>> | undefined;
   const refreshFees = (): Promise<NonNullable<typeof fees>> => {
     if (fees !== undefined && Date.now() - fees.at < FEE_TTL_MS) return Promise.resolve(fees);
-    feeRequest ??= Promise.all([client.getGasPrice(), client.estimateMaxPriorityFeePerGas()])
+    feeRequest ??= Promise.all([rpc.request("eth_gasPrice", []).then(quantity), maxPriorityFee(rpc)])
       .then(([gasPrice, priority]) => {
         fees = { at: Date.now(), maxFeePerGas: gasPrice * 2n + priority, maxPriorityFeePerGas: priority };
         return fees;
@@ -105,19 +113,20 @@ export function createTxSender(options: {
 
   const sendRaw = async (raw: Hex, nonce: number): Promise<RawSend> => {
     try {
-      await client.request({ method: "eth_sendRawTransaction", params: [raw] });
+      await rpc.request("eth_sendRawTransaction", [raw]);
       return "accepted";
     } catch (error) {
       log("rpc_error", { op: "sendRawTransaction", nonce, error: describe(error) });
-      if (!(error instanceof BaseError) || !error.walk((e) => e instanceof RpcRequestError)) return "lost";
+      // Only the node's own answer is a refusal; a failed exchange may have delivered the bytes.
+      if (!(error instanceof NodeRpcError)) return "lost";
       // A node that already holds the bytes says so as an error; it has them all the same.
-      return /already known|known transaction|already imported/i.test(error.details ?? "") ? "accepted" : "refused";
+      return /already known|known transaction|already imported/i.test(error.message) ? "accepted" : "refused";
     }
   };
   /** Whether the node holds or has mined the hash; undefined when it cannot be asked. */
   const nodeHolds = async (txHash: Hex): Promise<boolean | undefined> => {
     try {
-      return (await client.request({ method: "eth_getTransactionByHash", params: [txHash] })) !== null;
+      return (await rpc.request("eth_getTransactionByHash", [txHash])) !== null;
     } catch (error) {
       log("rpc_error", { op: "getTransactionByHash", error: describe(error) });
       return undefined;
@@ -134,7 +143,7 @@ export function createTxSender(options: {
   };
   const pendingCount = async (): Promise<number | undefined> => {
     try {
-      return await client.getTransactionCount({ address: account.address, blockTag: "pending" });
+      return Number(quantity(await rpc.request("eth_getTransactionCount", [account.address, "pending"])));
     } catch (error) {
       log("rpc_error", { op: "getTransactionCount", error: describe(error) });
       return undefined;
@@ -146,7 +155,7 @@ export function createTxSender(options: {
     warmFees: () => refreshFees().catch(() => undefined),
     async checkFunds(gas) {
       try {
-        const [balance, fee] = await Promise.all([client.getBalance({ address: account.address }), refreshFees()]);
+        const [balance, fee] = await Promise.all([rpc.request("eth_getBalance", [account.address, "latest"]).then(quantity), refreshFees()]);
         return balance >= gas * fee.maxFeePerGas ? "ok" : "low";
       } catch (error) {
         log("rpc_error", { op: "getBalance", error: describe(error) });
@@ -173,18 +182,17 @@ export function createTxSender(options: {
       const larger = (a: bigint, b: bigint) => (a > b ? a : b);
       const maxPriorityFeePerGas = larger(raised(parsed.maxPriorityFeePerGas), fee.maxPriorityFeePerGas);
       const maxFeePerGas = larger(larger(raised(parsed.maxFeePerGas), fee.maxFeePerGas), maxPriorityFeePerGas);
-      const raw = await account.signTransaction({
+      const signed = signEip1559({
         chainId: options.chainId,
-        type: "eip1559",
         to: parsed.to,
-        data: parsed.data,
-        gas: parsed.gas,
+        data: parsed.data ?? "0x",
+        gas: parsed.gas ?? 0n,
         nonce: tx.nonce,
         maxFeePerGas,
         maxPriorityFeePerGas,
         value: parsed.value ?? 0n,
-      });
-      return { txHash: keccak256(raw), raw, wallet, nonce: tx.nonce };
+      }, key);
+      return { txHash: signed.txHash, raw: signed.raw, wallet, nonce: tx.nonce };
     },
     rebroadcast: (tx) =>
       exclusive(async () => {
@@ -201,9 +209,8 @@ export function createTxSender(options: {
         return { ok: false, reason: "not-broadcast" };
       }
       const signAndSend = async (nonce: number): Promise<Attempt> => {
-        const raw = await account.signTransaction({
+        const { raw, txHash } = signEip1559({
           chainId: options.chainId,
-          type: "eip1559",
           to: request.to,
           data: request.data,
           gas: request.gas,
@@ -211,8 +218,8 @@ export function createTxSender(options: {
           maxFeePerGas: fee.maxFeePerGas,
           maxPriorityFeePerGas: fee.maxPriorityFeePerGas,
           value: 0n,
-        });
-        const tx: SignedTx = { txHash: keccak256(raw), raw, wallet, nonce };
+        }, key);
+        const tx: SignedTx = { txHash, raw, wallet, nonce };
         try {
           await request.onSigned?.(tx);
         } catch (error) {
@@ -257,33 +264,61 @@ export function createTxSender(options: {
       if (attempt.tx === undefined || attempt.settled === "not-broadcast") return { ok: false, reason: "not-broadcast" };
       await request.onSent?.(attempt.tx.txHash);
       if (attempt.settled === "unknown") return { ok: false, reason: "unknown-outcome", txHash: attempt.tx.txHash };
-      const outcome = await awaitReceipt(client, attempt.tx.txHash, options.receiptTimeoutMs ?? 120_000, log);
+      const outcome = await awaitReceipt(rpc, attempt.tx.txHash, options.receiptTimeoutMs ?? 120_000, log);
       if (outcome.ok || outcome.reason === "reverted") await options.onMined?.();
       return outcome;
     },
   };
 }
 
-async function awaitReceipt(client: PublicClient, txHash: Hex, timeoutMs: number, log: Log): Promise<SendOutcome> {
+/** A receipt as the node returns it (the fields read here). */
+type RawReceipt = { readonly blockNumber: string; readonly gasUsed: string; readonly status: string; readonly logs: readonly ReceiptLog[] };
+
+/** One receipt read; null when the node has none yet or could not be asked (logged). */
+async function readReceipt(rpc: JsonRpc, txHash: Hex, log: Log): Promise<RawReceipt | null> {
+  try {
+    return await rpc.request<RawReceipt | null>("eth_getTransactionReceipt", [txHash]);
+  } catch (error) {
+    log("rpc_error", { op: "getTransactionReceipt", error: describe(error) });
+    return null;
+  }
+}
+
+async function awaitReceipt(rpc: JsonRpc, txHash: Hex, timeoutMs: number, log: Log): Promise<SendOutcome> {
   const started = Date.now();
-  // A devnet mines on receipt of the transaction, so the receipt is usually there at once or a few ms later;
-  // a chain with real blocks costs a handful of extra polls before the delay reaches its 1 s cap.
+  // A devnet mines right after it takes the transaction, so the receipt is usually there at once or a few ms later
+  // (Anvil mines in the background: a receipt read in the send's own batch found nothing); a chain with real blocks
+  // costs a handful of extra polls before the delay reaches its 1 s cap.
   let delay = 5;
   for (;;) {
-    try {
-      const receipt = await client.request({ method: "eth_getTransactionReceipt", params: [txHash] });
-      if (receipt) {
-        const blockNumber = BigInt(receipt.blockNumber);
-        const gasUsed = BigInt(receipt.gasUsed);
-        if (receipt.status !== "0x1") return { ok: false, reason: "reverted", txHash, blockNumber, gasUsed };
-        return { ok: true, txHash, blockNumber, logs: receipt.logs, gasUsed };
-      }
-    } catch (error) {
-      log("rpc_error", { op: "getTransactionReceipt", error: describe(error) });
+    const receipt = await readReceipt(rpc, txHash, log);
+    if (receipt) {
+      const blockNumber = BigInt(receipt.blockNumber);
+      const gasUsed = BigInt(receipt.gasUsed);
+      if (receipt.status !== "0x1") return { ok: false, reason: "reverted", txHash, blockNumber, gasUsed };
+      return { ok: true, txHash, blockNumber, logs: receipt.logs, gasUsed };
     }
     if (Date.now() - started > timeoutMs) return { ok: false, reason: "unknown-outcome", txHash };
     await Bun.sleep(delay);
     delay = Math.min(delay * 2, 1_000);
+  }
+}
+
+/**
+ * The priority fee as viem estimates it: `eth_maxPriorityFeePerGas`, or for a node without it the gas price less
+ * the latest block's base fee (never below 0).
+ */
+async function maxPriorityFee(rpc: JsonRpc): Promise<bigint> {
+  try {
+    return quantity(await rpc.request("eth_maxPriorityFeePerGas", []));
+  } catch {
+    const [block, gasPrice] = await Promise.all([
+      rpc.request<{ baseFeePerGas?: string } | null>("eth_getBlockByNumber", ["latest", false]),
+      rpc.request("eth_gasPrice", []).then(quantity),
+    ]);
+    if (block?.baseFeePerGas === undefined) throw new Error("The chain has no EIP-1559 base fee");
+    const fee = gasPrice - quantity(block.baseFeePerGas);
+    return fee < 0n ? 0n : fee;
   }
 }
 
@@ -296,5 +331,6 @@ export function attestedUid(logs: readonly ReceiptLog[], easAddress: string): He
 /** A short, URL-free description of an error for logs. */
 export function describe(error: unknown): string {
   if (error instanceof BaseError) return error.shortMessage;
+  if (error instanceof NodeRpcError) return `${error.message} (code ${error.code})`;
   return error instanceof Error ? error.message : String(error);
 }
