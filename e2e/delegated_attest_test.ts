@@ -166,6 +166,23 @@ describe("delegated attestation on a real chain", () => {
     expect(sendTrip).toBeLessThanOrEqual(3);
   });
 
+  test("a warm request reads and simulates in one round trip, then sends (issue 28)", async () => {
+    const body = await signedReview(generatePrivateKey());
+    await post(await signedReview(generatePrivateKey())); // warm the fee cache and delegate nonce
+    stack.rpc.reset();
+    expect((await post(body)).status).toBe(200);
+    const trips = stack.rpc.trips().map((methods) => [...methods].sort());
+    // Fees are cached for two seconds: a refresh may ride in the first trip.
+    const fees = ["eth_gasPrice", "eth_maxPriorityFeePerGas"];
+    expect(trips.slice(0, 2).map((methods) => methods.filter((m) => !fees.includes(m)))).toEqual([
+      ["eth_call", "eth_estimateGas", "eth_getBalance", "eth_getCode"],
+      ["eth_sendRawTransaction"],
+    ]);
+    // Then the receipt is polled until Anvil has mined it.
+    expect(trips.length).toBeGreaterThan(2);
+    expect(trips.slice(2).every((methods) => methods.length === 1 && methods[0] === "eth_getTransactionReceipt")).toBe(true);
+  });
+
   test("an EAS revert found in simulation is 400 naming it, spends no gas, and the signature can be retried", async () => {
     const body = await signedReview(generatePrivateKey(), { refUID: `0x${"12".repeat(32)}` });
     const txs = await delegateTxCount();

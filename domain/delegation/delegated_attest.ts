@@ -1,9 +1,9 @@
-import { hashTypedData, keccak256, recoverTypedDataAddress } from "viem/utils";
+import { keccak256, recoverAddress } from "viem/utils";
 import type { Clock } from "../../ports/clock.ts";
 import type { DelegatedAttestCall, DelegateSubmitter, EasReader, HexString, SignedTx, WalletDeployment } from "../../ports/eas.ts";
 import type { FactoryCallStore } from "../../ports/factory_calls.ts";
 import type { ReplayRecord, ReplayStore } from "../../ports/replay_store.ts";
-import { type AttestMessage, buildAttestTypedData } from "./attest_typed_data.ts";
+import { type AttestMessage, attestDigest } from "./attest_typed_data.ts";
 import { type DelegatedRequest, parseDelegatedRequest } from "./delegated_request.ts";
 import { type Fail, fail, type Ok, ok, type Result } from "../result.ts";
 import type { RelayGuard } from "./relay_guard.ts";
@@ -115,6 +115,8 @@ const DEFAULT_MAX_DEADLINE_AHEAD = 86_400;
  */
 export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttest {
   const maxAhead = BigInt(deps.maxDeadlineAheadSeconds ?? DEFAULT_MAX_DEADLINE_AHEAD);
+  // Whether the delegate wallet could pay at its last check: a wallet that could not is not simulated for ahead.
+  let walletCouldPay = false;
 
   return async function delegatedAttest(body, caller = {}) {
     const parsed = parseDelegatedRequest(body);
@@ -169,10 +171,20 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
       return fail("NO_DELEGATE_KEY", "Server misconfigured: no delegate key available");
     }
 
-    // Read in the same tick as the nonce, so both ride in one JSON-RPC batch.
+    // Issue 28: a signature already proven to be the attester's for the nonce the client names (an EOA's, no ERC-6492
+    // wrapping) is simulated ahead, in the same JSON-RPC batch as the nonce read: it is a read, its answer is used
+    // only once the chain's nonce is that nonce, the wallet can pay and the replay record is claimed (decisions §6
+    // order of outcomes unchanged), and it saves a round trip. Anything else is simulated after the claim as before.
+    const call = toCall(request, signature.value);
+    const provenSigner = clientSigner === undefined ? undefined : await clientSigner;
+    const simulateAhead = walletCouldPay && parsedSignature.value.deployment === undefined &&
+      provenSigner !== undefined && sameAddress(provenSigner, request.attester);
+    // Read in the same tick as the nonce, so all ride in one JSON-RPC batch.
     const funds = delegate.checkFunds();
     const pendingNonce = deps.eas.getAttesterNonce(request.attester, { withCode: true });
+    const simulatedAhead = simulateAhead ? delegate.simulate(call) : undefined;
     const [nonceRead, fundsCheck] = await Promise.all([pendingNonce, funds]);
+    if (fundsCheck !== "rpc-error") walletCouldPay = fundsCheck === "ok";
     if (!nonceRead.ok) return fail("RPC_ERROR", "Failed to read the attester nonce from the chain");
     const verified = await verifyAgainstNonce(deps.eas, request, signature.value, nonceRead, clientSigner, parsedSignature.value.deployment);
     if (!verified.ok) return verified;
@@ -202,7 +214,6 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
       return fail("DUPLICATE", "Another submission for this attester and nonce is already in flight");
     }
     // Whatever ends this request before broadcast gives the caller's reservation back; gas burned keeps it (issue 23).
-    const normalized = signature.value;
     const submitter = delegate;
     let signed = false;
     try {
@@ -222,8 +233,8 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
         return refused;
       }
     }
-    const call = toCall(request, normalized);
-    const simulation = await submitter.simulate(call);
+    // Ahead only when no wallet was deployed since: a deployment changes what the simulation would find.
+    const simulation = await (deployment === undefined && simulatedAhead !== undefined ? simulatedAhead : submitter.simulate(call));
     if (!simulation.ok) {
       await deps.replay.release(key);
       if (simulation.reason === "reverted") {
@@ -375,7 +386,10 @@ function cannotPay(): DelegatedAttestFailure {
   return { ...fail("SUBMISSION_FAILED", "The delegate wallet cannot pay for gas right now; nothing was recorded"), unavailable: true };
 }
 
-/** Recovers the signer of the typed data rebuilt with `nonce`; undefined when the signature does not recover. */
+/**
+ * Recovers the signer of the Attest message rebuilt with `nonce`; undefined when the signature does not recover. The
+ * digest is {@link attestDigest}'s (the typed data is not rebuilt and re-validated by viem on every request).
+ */
 async function recoverSigner(
   eas: EasReader,
   request: DelegatedRequest,
@@ -383,7 +397,7 @@ async function recoverSigner(
   nonce: bigint,
 ): Promise<string | undefined> {
   try {
-    return await recoverTypedDataAddress({ ...buildAttestTypedData(eas, toMessage(request, nonce)), signature: signature.hex });
+    return await recoverAddress({ hash: attestDigest(eas, toMessage(request, nonce)), signature: signature.hex });
   } catch {
     return undefined;
   }
@@ -410,7 +424,7 @@ async function verifyAgainstNonce(
   if (signer !== undefined && sameAddress(signer, request.attester)) return ok({});
   const counterfactual = nonceRead.isContract !== true && deployment !== undefined;
   if ((nonceRead.isContract === true || counterfactual) && eas.checkContractSignature !== undefined) {
-    const digest = hashTypedData(buildAttestTypedData(eas, toMessage(request, nonce)));
+    const digest = attestDigest(eas, toMessage(request, nonce));
     const check = await eas.checkContractSignature({
       signer: request.attester,
       digest,

@@ -427,3 +427,66 @@ describe("createDelegatedAttest() behind the public relay guard (decisions §12)
     expect(env.eas.calls).toBe(0);
   });
 });
+
+describe("createDelegatedAttest(): the simulation ahead (issue 28)", () => {
+  const other = privateKeyToAccount("0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a");
+
+  /** The order in which the nonce read, the simulation and the replay claim start. */
+  function traced() {
+    const env = setup();
+    const events: string[] = [];
+    const read = env.eas.getAttesterNonce;
+    env.eas.getAttesterNonce = (attester: `0x${string}`) => (events.push("nonce"), read(attester));
+    const simulate = env.delegate.simulate;
+    env.delegate.simulate = (call) => (events.push("simulate"), simulate(call));
+    const claim = env.replay.claim;
+    env.replay.claim = (c) => (events.push("claim"), claim(c));
+    return { ...env, events };
+  }
+
+  test("once the wallet could pay, a signature proven for the client's nonce is simulated with the nonce read, once", async () => {
+    const env = traced();
+    expect((await env.attest(await signedBody(env, { signer: other }))).ok).toBe(true);
+    // The first request knows nothing of the wallet yet: simulated after the claim, as decisions §6 lists it.
+    expect(env.events).toEqual(["nonce", "claim", "simulate"]);
+    env.events.length = 0;
+    expect((await env.attest(await signedBody(env))).ok).toBe(true);
+    expect(env.events).toEqual(["nonce", "simulate", "claim"]);
+    expect(env.delegate.simulations).toBe(2);
+  });
+
+  test("its answer counts only after the nonce, the funds and the claim: a moved nonce is NONCE_MOVED with nothing recorded", async () => {
+    const env = traced();
+    expect((await env.attest(await signedBody(env, { signer: other }))).ok).toBe(true);
+    env.eas.nonces.set(account.address.toLowerCase(), 1n);
+    expect(await env.attest(await signedBody(env, { nonce: 0n }))).toMatchObject({ ok: false, code: "ATTESTER_MISMATCH", details: NONCE_MOVED });
+    expect([...env.replay.rows.values()].filter((r) => r.attester === account.address.toLowerCase())).toEqual([]);
+    env.delegate.funds = "low";
+    expect(await env.attest(await signedBody(env, { nonce: 1n }))).toMatchObject({ ok: false, code: "SUBMISSION_FAILED", unavailable: true });
+    // A wallet that could not pay is not simulated for ahead any more.
+    env.delegate.funds = "ok";
+    env.events.length = 0;
+    expect((await env.attest(await signedBody(env, { nonce: 1n }))).ok).toBe(true);
+    expect(env.events).toEqual(["nonce", "claim", "simulate"]);
+  });
+
+  test("a revert found ahead is INVALID_INPUT after the claim, and the signature is released for a retry", async () => {
+    const env = traced();
+    expect((await env.attest(await signedBody(env, { signer: other }))).ok).toBe(true);
+    env.delegate.simulation = { ok: false, reason: "reverted", errorName: "InvalidSchema" };
+    const body = await signedBody(env);
+    expect(await env.attest(body)).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+    expect(env.events.slice(-3)).toEqual(["nonce", "simulate", "claim"]);
+    expect(env.delegate.sent).toHaveLength(1);
+    env.delegate.simulation = { ok: true, gas: 1n };
+    expect((await env.attest(body)).ok).toBe(true);
+  });
+
+  test("a signature that is not the attester's for the client's nonce is never simulated", async () => {
+    const env = traced();
+    expect((await env.attest(await signedBody(env, { signer: other }))).ok).toBe(true);
+    const body = await signedBody(env);
+    expect(await env.attest({ ...body, attester: "0x1111111111111111111111111111111111111111" })).toMatchObject({ code: "ATTESTER_MISMATCH" });
+    expect(env.delegate.simulations).toBe(1);
+  });
+});
