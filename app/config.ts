@@ -155,6 +155,13 @@ export type Config = {
    * `KEY_STATUS_MAX_IN_FLIGHT` (lookups the service runs at once, default 16); past either, 429 `RATE_LIMITED`.
    */
   readonly keys: { readonly maxPerAccount: number; readonly statusPerMinute: number; readonly statusMaxInFlight: number };
+  /**
+   * The MCP endpoint `/mcp` (decisions §20): `MCP` (`on`/`off`, default on); `MCP_MAX_SESSIONS` (sessions kept at
+   * once, default 1000; a new one past it closes the least recently used); `MCP_SESSION_IDLE_SECONDS` (a session
+   * unused this long is closed, default 900); `MCP_MAX_IN_FLIGHT` (tool calls running at once, default 32; past it
+   * a call is the tool error `RATE_LIMITED`).
+   */
+  readonly mcp: { readonly enabled: boolean; readonly maxSessions: number; readonly sessionIdleSeconds: number; readonly maxInFlight: number };
 };
 
 /** A configuration value that stops the server at start; the message names the variable. */
@@ -251,6 +258,7 @@ export function readConfig(env: Env): Config {
     oauth: readOAuth(env),
     index: readIndex(env),
     keys: readKeys(env),
+    mcp: readMcp(env),
   };
 }
 
@@ -348,6 +356,17 @@ function readKeys(env: Env): Config["keys"] {
     maxPerAccount: int("SIGNING_KEYS_PER_ACCOUNT", 100, 1, 100_000),
     statusPerMinute: int("KEY_STATUS_RATE_PER_MINUTE", 60, 1, 1_000_000),
     statusMaxInFlight: int("KEY_STATUS_MAX_IN_FLIGHT", 16, 1, 10_000),
+  };
+}
+
+/** The MCP endpoint (decisions §20). */
+function readMcp(env: Env): Config["mcp"] {
+  const { int, onOff } = envReaders(env);
+  return {
+    enabled: onOff("MCP", true),
+    maxSessions: int("MCP_MAX_SESSIONS", 1_000, 1, 1_000_000),
+    sessionIdleSeconds: int("MCP_SESSION_IDLE_SECONDS", 900, 1, 86_400),
+    maxInFlight: int("MCP_MAX_IN_FLIGHT", 32, 1, 10_000),
   };
 }
 

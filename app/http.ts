@@ -14,6 +14,7 @@ import type { WiredX402 } from "./payments.ts";
 import type { WiredKeys } from "./keys.ts";
 import { credentialCaller } from "../http/routes/keys/mod.ts";
 import type { WiredOAuth } from "./oauth.ts";
+import type { WiredMcp } from "./mcp.ts";
 
 /** Every capability, wired: what the routes are given. */
 export type Capabilities = {
@@ -28,6 +29,8 @@ export type Capabilities = {
   readonly keys: WiredKeys;
   /** OAuth 2 (decisions §19); undefined with `OAUTH=off`. */
   readonly oauth?: WiredOAuth | undefined;
+  /** The MCP endpoint (decisions §20); undefined with `MCP=off`. */
+  readonly mcp?: WiredMcp | undefined;
 };
 
 /**
@@ -100,6 +103,7 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
       clientAddress: requestClientAddress,
     },
     apiClients: c.oauth === undefined ? undefined : { oauth: c.oauth.oauth, sessions },
+    mcp: c.mcp?.endpoint,
     metricsText: () => f.metrics.render(),
     console: { bundle: loadConsoleBundle, settings: { chainId, chainName: chain.name, serviceDnsLabel: config.serviceDnsLabel } },
     privateOrigins: [...new Set([new URL(config.publicBaseUrl).origin, ...config.corsOrigins])],

@@ -16,6 +16,7 @@ import { wireArtifactTrust, wireAttestationIndex } from "./index.ts";
 import { wireGauges } from "./metrics.ts";
 import { wireX402, type X402Terms } from "./payments.ts";
 import { wireKeys } from "./keys.ts";
+import { wireMcp } from "./mcp.ts";
 import { wireOAuth } from "./oauth.ts";
 import { wireSubmissions } from "./submissions.ts";
 
@@ -61,8 +62,9 @@ export async function startService(config: Config, options: StartServiceOptions 
     const delegation = wireDelegation(config, f, accounts);
     const keys = wireKeys(config, f, index, discovery, accounts);
     const oauth = await wireOAuth(config, f);
+    const mcp = wireMcp(config, f, { discovery, witness, artifactTrust, attestationList, accounts, keys, oauth });
     wireGauges(config, f);
-    const server = serveHttp(config, f, { discovery, witness, index, attestationList, artifactTrust, accounts, delegation, x402, oauth, keys });
+    const server = serveHttp(config, f, { discovery, witness, index, attestationList, artifactTrust, accounts, delegation, x402, oauth, keys, mcp });
     const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`;
     log.info("listening", {
       url,
@@ -90,6 +92,7 @@ export async function startService(config: Config, options: StartServiceOptions 
           submissions.stop();
           accounts.stop();
           oauth?.stop();
+          mcp?.stop();
           accounts.abortPremiumReads();
           await server.stop(false);
           await index.stop();

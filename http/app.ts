@@ -17,6 +17,7 @@ import { consoleRoutes, type ConsoleRoutesDeps } from "./routes/console.ts";
 import { keyStatusRoutes, type KeyStatusRoutesDeps, signingKeyRoutes, type SigningKeyRoutesDeps } from "./routes/keys/mod.ts";
 import { type DidDocument, didDocumentRoutes } from "../x402/did_document.ts";
 import { apiClientRoutes, type ApiClientRoutesDeps, oauthRoutes, type OAuthRoutesDeps } from "./routes/oauth/mod.ts";
+import { MCP_CORS_HEADERS, MCP_PATH, type McpEndpoint, mcpRoutes } from "./routes/mcp/mod.ts";
 import type { VerifySubjectOwnership } from "../domain/accounts/mod.ts";
 import type { ListAttestations } from "../domain/index/mod.ts";
 import { sessionRoutes, type SessionRoutesDeps } from "./routes/session.ts";
@@ -69,6 +70,8 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly oauth?: Omit<OAuthRoutesDeps, "log"> | undefined;
   /** The account's API clients (decisions §19); absent with `oauth`. */
   readonly apiClients?: Omit<ApiClientRoutesDeps, "log"> | undefined;
+  /** The MCP endpoint (decisions §20); absent (`MCP=off`, tests): no `/mcp`. */
+  readonly mcp?: McpEndpoint | undefined;
 };
 
 /** CORS headers of the session routes for an allowed origin: that origin, with credentials. */
@@ -227,13 +230,15 @@ export function createApp(deps: AppDeps) {
       const path = pathOf(request.url);
       if (isPrivatePath(path)) return guardPrivate(request, path, set);
       if (ELAPSED_PATHS.has(path)) started.set(request, performance.now());
-      Object.assign(set.headers, PUBLIC_CORS_HEADERS);
+      // `/mcp` takes the headers of an MCP client (session id, protocol version, bearer token), never a cookie.
+      const cors = path === MCP_PATH ? MCP_CORS_HEADERS : PUBLIC_CORS_HEADERS;
+      Object.assign(set.headers, cors);
       const methods = methodsOf(path);
       if (methods === undefined) return;
       const method = request.method;
       if (method === "GET" && methods.has("GET")) return;
-      if (method === "OPTIONS") return new Response(null, { status: 204, headers: PUBLIC_CORS_HEADERS });
-      return refuse(request, method, path, methods, PUBLIC_CORS_HEADERS);
+      if (method === "OPTIONS") return new Response(null, { status: 204, headers: cors });
+      return refuse(request, method, path, methods, cors);
     })
     .onError(({ code, error, request }) => {
       const path = pathOf(request.url);
@@ -274,6 +279,7 @@ export function createApp(deps: AppDeps) {
     .use(deps.keyStatus ? keyStatusRoutes({ ...deps.keyStatus, log: deps.log }) : new Elysia())
     .use(deps.oauth ? oauthRoutes({ ...deps.oauth, log: deps.log }) : new Elysia())
     .use(deps.apiClients ? apiClientRoutes({ ...deps.apiClients, log: deps.log }) : new Elysia())
+    .use((deps.mcp ? mcpRoutes(deps.mcp) : new Elysia()) as Elysia)
     .use(docRoutes(deps.publicBaseUrl ?? "http://127.0.0.1:8080"))
     .use(deps.metricsText ? metricsRoute(deps.metricsText) : new Elysia())
     .use(deps.console ? consoleRoutes({ ...deps.console, log: deps.log }) : new Elysia());

@@ -572,6 +572,27 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     responses: { 200: { description: "application/did+json" }, 404: err("NOT_FOUND: x402 is not offered") },
   },
   {
+    method: "post",
+    paths: ["/mcp"],
+    auth: "public",
+    summary: "The Model Context Protocol endpoint (decisions §20, Streamable HTTP, answers in JSON): initialize, tools/list and tools/call of check_artifact_trust, check_domain_controllers, resolve_identities, get_trust_anchors, list_attestations, key_status (public) and request_controller_witness, get_account_usage (an OAuth access token for the resource {base}/mcp with witness:write or account:read). A tool answers its route's JSON as structured content plus a summary; a failure is a tool error carrying the route's {error, code}",
+    responses: {
+      200: { description: "The JSON-RPC response; an initialize answer carries the session in Mcp-Session-Id" },
+      202: { description: "Notifications only: accepted" },
+      400: { description: "JSON-RPC error: unparseable JSON, no Mcp-Session-Id outside initialize" },
+      401: err("UNAUTHENTICATED: a tools/call of an account tool without a valid token; WWW-Authenticate names the metadata of {base}/mcp (/.well-known/oauth-protected-resource/mcp) and the scopes to ask"),
+      403: err("insufficient_scope: the token lacks the tool's scope"),
+      404: { description: "JSON-RPC error -32001: the session is unknown, closed, idle past MCP_SESSION_IDLE_SECONDS or pushed out past MCP_MAX_SESSIONS; start a new one" },
+    },
+  },
+  {
+    method: "delete",
+    paths: ["/mcp"],
+    auth: "public",
+    summary: "Ends the MCP session named by Mcp-Session-Id",
+    responses: { 200: { description: "Ended" }, 404: { description: "JSON-RPC error -32001: no such session" } },
+  },
+  {
     method: "get",
     paths: ["/healthz"],
     auth: "public",

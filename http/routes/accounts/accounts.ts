@@ -41,14 +41,11 @@ const patchBody = compileRequestCheck(REQUEST_MODELS.accountPatch.body, {
 });
 
 /**
- * `GET|PATCH /api/private/accounts/me` and `GET /api/private/subscriptions/current` (decisions §12), for the
- * signed-in account (401 without a session). The primary subject is the wallet's own did:pkh until subjects
- * are managed (issue 17); the subscription's premium-read fields are null until premium reads are metered.
+ * The `subscription` of `GET /api/private/subscriptions/current` for an account: its plan, this year's sponsored
+ * writes and premium reads against their limits. Also the MCP tool `get_account_usage` (decisions §20).
  */
-export function accountRoutes(deps: AccountRoutesDeps) {
-  const signedIn = async (request: Request) => await deps.sessions.authenticate(tokenOf(request));
-  const unauthenticated = (message: string) => json(errorBody("UNAUTHENTICATED", message), statusOf("UNAUTHENTICATED"));
-  const subscription = async (account: Account) => {
+export function subscriptionReader(deps: Pick<AccountRoutesDeps, "clock" | "paidPeriod" | "plans" | "ledger" | "premiumReads">) {
+  return async function subscription(account: Account) {
     const now = deps.clock.nowMs();
     const paid = await deps.paidPeriod?.(account.id, now);
     const view = subscriptionView(account, deps.plans, await deps.ledger.usage(account.id, quotaYear(now)), now, paid);
@@ -60,6 +57,17 @@ export function accountRoutes(deps: AccountRoutesDeps) {
       premiumReadsUsedCurrentYear: await premium.ledger.used(account.id, quotaYear(now)),
     };
   };
+}
+
+/**
+ * `GET|PATCH /api/private/accounts/me` and `GET /api/private/subscriptions/current` (decisions §12), for the
+ * signed-in account (401 without a session). The primary subject is the wallet's own did:pkh until subjects
+ * are managed (issue 17); the subscription's premium-read fields are null until premium reads are metered.
+ */
+export function accountRoutes(deps: AccountRoutesDeps) {
+  const signedIn = async (request: Request) => await deps.sessions.authenticate(tokenOf(request));
+  const unauthenticated = (message: string) => json(errorBody("UNAUTHENTICATED", message), statusOf("UNAUTHENTICATED"));
+  const subscription = subscriptionReader(deps);
   const me = async (account: Account) => ({
     account: { id: account.id, displayName: account.displayName ?? null },
     subscription: await subscription(account),

@@ -1,0 +1,74 @@
+/** Wiring of the MCP endpoint (decisions §20): the tools over the routes' use cases, the session bounds, upkeep. */
+import { systemClock } from "../adapters/system/mod.ts";
+import type { ArtifactTrust } from "../domain/artifact_trust/mod.ts";
+import type { ListAttestations } from "../domain/index/mod.ts";
+import { subscriptionReader } from "../http/routes/accounts/mod.ts";
+import { requestClientAddress } from "../http/instrument.ts";
+import { createMcpEndpoint, type McpEndpoint } from "../http/routes/mcp/mod.ts";
+import type { WiredAccounts } from "./accounts.ts";
+import type { Config } from "./config.ts";
+import type { WiredDiscovery, wireWitness } from "./discovery.ts";
+import type { Foundation } from "./foundation.ts";
+import type { WiredKeys } from "./keys.ts";
+import type { WiredOAuth } from "./oauth.ts";
+
+/** The endpoint and its upkeep. */
+export type WiredMcp = { readonly endpoint: McpEndpoint; readonly stop: () => void };
+
+/** The capabilities whose use cases the tools call. */
+export type McpCapabilities = {
+  readonly discovery: WiredDiscovery;
+  readonly witness: ReturnType<typeof wireWitness>;
+  readonly artifactTrust: ArtifactTrust;
+  readonly attestationList: ListAttestations;
+  readonly accounts: WiredAccounts;
+  readonly keys: WiredKeys;
+  readonly oauth: WiredOAuth | undefined;
+};
+
+/** Builds the endpoint unless `MCP=off`; idle sessions are swept every minute (or every idle period, if shorter). */
+export function wireMcp(config: Config, f: Foundation, c: McpCapabilities): WiredMcp | undefined {
+  if (!config.mcp.enabled) return undefined;
+  const { storage, metrics, log } = f;
+  const subscription = subscriptionReader({
+    clock: systemClock,
+    plans: c.accounts.plans,
+    ledger: storage.ledger,
+    paidPeriod: (accountId, nowMs) => storage.payments.paidPeriod(accountId, nowMs),
+    premiumReads: { ledger: storage.premiumReads, limits: { free: config.premiumReads.free, paid: config.premiumReads.paid } },
+  });
+  const endpoint = createMcpEndpoint({
+    tools: {
+      artifactTrust: c.artifactTrust,
+      confirm: c.discovery.confirm,
+      trustAnchors: f.trustAnchors,
+      attestationList: c.attestationList,
+      keyStatus: c.keys.keyStatus,
+      keyStatusRate: c.keys.clientRate,
+      witness: c.witness,
+      subscription: async (account) => await subscription(account) as unknown as Record<string, unknown>,
+      metrics,
+      log,
+    },
+    maxSessions: config.mcp.maxSessions,
+    sessionIdleSeconds: config.mcp.sessionIdleSeconds,
+    maxInFlight: config.mcp.maxInFlight,
+    bearer: c.oauth?.bearer,
+    clock: systemClock,
+    clientAddress: requestClientAddress,
+    metrics,
+    log,
+  });
+  metrics.describe("ats_mcp_tool_calls_total", "counter", "MCP tool calls by tool and outcome: ok or the error code in lower case");
+  metrics.describe("ats_mcp_sessions_closed_total", "counter", "MCP sessions closed by reason: idle (past MCP_SESSION_IDLE_SECONDS), full (the least recently used, past MCP_MAX_SESSIONS), closed (by the client), stopped");
+  metrics.gauge("ats_mcp_sessions", "MCP sessions open in this process (at most MCP_MAX_SESSIONS)", () => Promise.resolve([{ value: endpoint.sessions() }]));
+  const timer = setInterval(() => endpoint.sweep(), Math.min(60_000, config.mcp.sessionIdleSeconds * 1000));
+  timer.unref?.();
+  return {
+    endpoint,
+    stop() {
+      clearInterval(timer);
+      endpoint.close();
+    },
+  };
+}

@@ -1,0 +1,234 @@
+/**
+ * The MCP tools (decisions §20). Each calls the use case its HTTP route calls, checks its input as the route does
+ * (the same codes: `INVALID_DID`, `INVALID_INPUT`), and answers the route's JSON or its `{error, code}`; the caller
+ * adds the one-paragraph summary. Input schemas are TypeBox, i.e. JSON Schema, published as they are in
+ * `tools/list`.
+ */
+import { type Static, type TSchema, Type as t } from "@sinclair/typebox";
+import { type ArtifactTrust, INVALID_ARTIFACT_DID_MESSAGE } from "../../../domain/artifact_trust/mod.ts";
+import type { ControllerWitness, createControllerConfirm } from "../../../domain/discovery/mod.ts";
+import { resolveIdentity } from "../../../domain/identity/mod.ts";
+import type { ListAttestations } from "../../../domain/index/mod.ts";
+import type { KeyStatus } from "../../../domain/keys/mod.ts";
+import type { Scope } from "../../../domain/oauth/mod.ts";
+import type { RateLimiter } from "../../../domain/rate_limit.ts";
+import type { Account } from "../../../ports/accounts.ts";
+import type { Logger } from "../../../ports/logger.ts";
+import type { Metrics } from "../../../ports/metrics.ts";
+import type { TrustAnchors } from "../../../ports/trust_anchors.ts";
+import { stringify } from "../../errors.ts";
+import { compileRequestCheck } from "../request.ts";
+
+/** A tool's answer: the route's JSON, or the route's error. */
+export type ToolOutcome =
+  | { readonly ok: true; readonly value: Record<string, unknown> }
+  | { readonly ok: false; readonly code: string; readonly message: string; readonly details?: string | undefined };
+
+/** Who calls a tool: the client's address, and the token's account on the tools that need one. */
+export type ToolCaller = { readonly clientAddress?: string | undefined; readonly account?: Account | undefined };
+
+/** What the tools need: the use cases of their routes. */
+export type McpToolDeps = {
+  readonly artifactTrust: ArtifactTrust;
+  readonly confirm: ReturnType<typeof createControllerConfirm>;
+  readonly trustAnchors: TrustAnchors;
+  readonly attestationList: ListAttestations;
+  readonly keyStatus: KeyStatus;
+  /** The key-status route's lookups per client address: a tool call takes from the same bucket. */
+  readonly keyStatusRate: RateLimiter;
+  readonly witness: ControllerWitness;
+  /** The `subscription` of `GET /api/private/subscriptions/current` for an account. */
+  readonly subscription: (account: Account) => Promise<Record<string, unknown>>;
+  readonly metrics?: Metrics | undefined;
+  readonly log: Logger;
+};
+
+/** One tool: its published definition, the scope it needs (none: public), and what it runs. */
+export type ToolDefinition = {
+  readonly name: string;
+  readonly title: string;
+  readonly description: string;
+  readonly inputSchema: TSchema;
+  readonly readOnly: boolean;
+  readonly scope?: Scope | undefined;
+  readonly run: (args: unknown, caller: ToolCaller) => Promise<ToolOutcome>;
+};
+
+const Did = (description: string) => t.String({ minLength: 1, maxLength: 2_048, description });
+
+const ArtifactInput = t.Object({
+  artifactDid: t.String({ minLength: 1, description: "The artifact: a canonical did:artifact (CIDv1, raw codec, sha2-256, base32-lower)" }),
+}, { additionalProperties: false });
+const ControllersInput = t.Object({
+  subjectDid: Did("The service: a did:web (a bare domain becomes did:web) or another subject DID"),
+  walletDid: t.Optional(Did("A wallet to check against the controllers, e.g. did:pkh:eip155:<chainId>:<address>")),
+}, { additionalProperties: false });
+const IdentitiesInput = t.Object({
+  identifiers: t.Array(t.String({ maxLength: 10_240 }), { minItems: 1, maxItems: 100, description: "DIDs, CAIP-10 accounts, addresses or domains; at most 100" }),
+}, { additionalProperties: false });
+const NoInput = t.Object({}, { additionalProperties: false });
+const ListInput = t.Object({
+  subject: Did("The subject DID whose attestations to list"),
+  schema: t.String({ minLength: 1, maxLength: 100, description: "A schema name of the trust anchors, e.g. user-review or controller-witness" }),
+  limit: t.Optional(t.Integer({ minimum: 1, maximum: 100, description: "Items per page (default 25)" })),
+  cursor: t.Optional(t.String({ minLength: 1, maxLength: 200, description: "The nextCursor of the previous page" })),
+}, { additionalProperties: false });
+const KeyStatusInput = t.Object({
+  subjectDid: Did("The subject the key would act for: the did:web of a service, a did:pkh, …"),
+  keyDid: Did("The key: did:pkh, did:key, did:jwk or did:ethr"),
+  at: t.Optional(t.Integer({ minimum: 0, maximum: 999_999_999_999, description: "Unix seconds, not in the future (default now): judge the chain's records as they stood then, e.g. a receipt's issuedAt" })),
+}, { additionalProperties: false });
+const WitnessInput = t.Object({
+  subjectDid: Did("The did:web subject whose DNS TXT or did.json names the controller"),
+  controllerDid: Did("The controller: did:pkh:eip155:<chainId>:<address> or did:jwk"),
+  chainId: t.Optional(t.Integer({ minimum: 1, description: "Must be the active chain when given" })),
+}, { additionalProperties: false });
+
+/** Checks `args` against `schema`; a refusal carries `code` and the first problem's wording. */
+function checked<T extends TSchema>(schema: T, code: string, explain?: (value: unknown) => string | undefined) {
+  const check = compileRequestCheck(schema, explain === undefined ? {} : { explain });
+  return (args: unknown): { ok: true; value: Static<T> } | { ok: false; code: string; message: string } => {
+    const value = args ?? {};
+    return check.check(value) ? { ok: true, value: value as Static<T> } : { ok: false, code, message: check.explain(value) };
+  };
+}
+
+/** The route's failure as a tool's. */
+const failed = (result: { code: string; message: string; details?: string | undefined }): ToolOutcome =>
+  ({ ok: false, code: result.code, message: result.message, details: result.details });
+
+/** A use case's success as a JSON object (bigints written as the routes write them). */
+const answered = (value: unknown): ToolOutcome => ({ ok: true, value: JSON.parse(stringify(value)) as Record<string, unknown> });
+
+/** The tools, in the order `tools/list` shows them; `withAccountTools` false leaves out the two that need a token. */
+export function createTools(deps: McpToolDeps, options: { readonly withAccountTools: boolean }): readonly ToolDefinition[] {
+  const artifactArgs = checked(ArtifactInput, "INVALID_DID", () => "artifactDid is required (one did:artifact string)");
+  const controllerArgs = checked(ControllersInput, "INVALID_INPUT");
+  const identityArgs = checked(IdentitiesInput, "INVALID_INPUT");
+  const noArgs = checked(NoInput, "INVALID_INPUT");
+  const listArgs = checked(ListInput, "INVALID_INPUT");
+  const keyArgs = checked(KeyStatusInput, "INVALID_INPUT");
+  const witnessArgs = checked(WitnessInput, "INVALID_INPUT");
+
+  const tools: ToolDefinition[] = [
+    {
+      name: "check_artifact_trust",
+      title: "Check an artifact's trust",
+      description: "Before loading a plugin, model, package or other file identified by its did:artifact (a content hash), ask which verified attestations on the chain speak for it: responsibility claims (who stands behind it), security assessments, certifications and others, each checked against the trust anchors (schema, recipient, not revoked, not expired). Same answer as GET /v1/artifact-trust.",
+      inputSchema: ArtifactInput,
+      readOnly: true,
+      async run(args) {
+        const input = artifactArgs(args);
+        if (!input.ok) return { ok: false, code: "INVALID_DID", message: INVALID_ARTIFACT_DID_MESSAGE, details: input.message };
+        const result = await deps.artifactTrust(input.value.artifactDid);
+        return result.ok ? answered(result.value) : failed(result);
+      },
+    },
+    {
+      name: "check_domain_controllers",
+      title: "Check who controls a service",
+      description: "Before paying or trusting a service, read which keys its domain names as controllers today: DNS TXT (_controllers.<domain>) and /.well-known/did.json, with the evidence of each source, whether the issuer registry approves it, and, when walletDid is given, whether that wallet is one of them. Current, mutable evidence, read fresh (shared for a short cache time). Same answer as GET /v1/controller-confirm.",
+      inputSchema: ControllersInput,
+      readOnly: true,
+      async run(args) {
+        const input = controllerArgs(args);
+        if (!input.ok) return input;
+        const result = await deps.confirm(input.value.subjectDid, input.value.walletDid);
+        return result.ok ? answered(result.value) : failed(result);
+      },
+    },
+    {
+      name: "resolve_identities",
+      title: "Resolve identifiers to display labels",
+      description: "Turn up to 100 identifiers (DIDs, CAIP-10 accounts, EVM addresses, domains) into their canonical form, type and a short display label. Labels are for showing to people only, never for deciding trust. Same answer as POST /v1/identity-resolve.",
+      inputSchema: IdentitiesInput,
+      readOnly: true,
+      run(args) {
+        const input = identityArgs(args);
+        if (!input.ok) return Promise.resolve(input);
+        return Promise.resolve(answered({ identities: input.value.identifiers.map(resolveIdentity) }));
+      },
+    },
+    {
+      name: "get_trust_anchors",
+      title: "Read the trust anchors",
+      description: "Read the trust anchors this service judges by: for each chain, the EAS contract and the schema UIDs by name, the approved issuers' registries and the widget origins. Same answer as GET /v1/trust-anchors.",
+      inputSchema: NoInput,
+      readOnly: true,
+      run(args) {
+        const input = noArgs(args);
+        return Promise.resolve(input.ok ? answered(deps.trustAnchors) : input);
+      },
+    },
+    {
+      name: "list_attestations",
+      title: "List a subject's attestations",
+      description: "List the attestations of one schema (by its trust-anchor name, e.g. user-review, controller-witness, key-binding) about one subject DID, newest first, a page at a time (pass nextCursor back as cursor), with whether each is revoked or expired. Same answer as GET /v1/attestations.",
+      inputSchema: ListInput,
+      readOnly: true,
+      async run(args) {
+        const input = listArgs(args);
+        if (!input.ok) return input;
+        const { subject, schema, limit, cursor } = input.value;
+        const result = await deps.attestationList({ subject, schema, ...(limit === undefined ? {} : { limit: String(limit) }), ...(cursor === undefined ? {} : { cursor }) });
+        return result.ok ? answered(result.value) : failed(result);
+      },
+    },
+    {
+      name: "key_status",
+      title: "Check a signing key's status for a subject",
+      description: "Ask whether a key (did:pkh, did:key, did:jwk, did:ethr) was authorised to act for a subject at a time (default now; pass a receipt's issuedAt): its status (registered, active, revoked, expired) and trust level (none, basic: the domain names it; intermediate: a controller witness; advanced: a witness and an active key binding), with the evidence. Same answer as GET /v1/key-status; shares its rate per client.",
+      inputSchema: KeyStatusInput,
+      readOnly: true,
+      async run(args, caller) {
+        const input = keyArgs(args);
+        if (!input.ok) return input;
+        const turn = deps.keyStatusRate.take(caller.clientAddress ?? "unknown");
+        if (!turn.allowed) return { ok: false, code: "RATE_LIMITED", message: `Too many key-status lookups; try again in ${turn.retryAfterSeconds} s` };
+        const result = await deps.keyStatus(input.value.subjectDid, input.value.keyDid, input.value.at);
+        return result.ok ? answered(result.value) : failed(result);
+      },
+    },
+  ];
+  if (!options.withAccountTools) return tools;
+  tools.push(
+    {
+      name: "request_controller_witness",
+      title: "Write a controller witness",
+      description: "Have the service observe that a domain names a controller (DNS TXT or did.json, read now) and record that observation on the chain as a controller-witness attestation signed by the service. Needs an OAuth access token with the scope witness:write for this endpoint (resource {base}/mcp); counts against the account's annual sponsored writes. Same answer as POST /v1/controller-witness.",
+      inputSchema: WitnessInput,
+      readOnly: false,
+      scope: "witness:write",
+      async run(args, caller) {
+        const input = witnessArgs(args);
+        if (!input.ok) {
+          deps.metrics?.increment("ats_sponsored_writes_total", { outcome: "invalid_input" });
+          return input;
+        }
+        if (caller.account === undefined) return { ok: false, code: "UNAUTHENTICATED", message: "A bearer token is required" };
+        const { result } = await deps.witness(input.value, { ok: true, value: caller.account });
+        deps.metrics?.increment("ats_sponsored_writes_total", { outcome: result.ok ? "committed" : result.code.toLowerCase() });
+        if (result.ok) {
+          deps.log.info("controller_witness", { uid: result.value.uid, txHash: result.value.txHash, method: result.value.method, via: "mcp" });
+          return answered(result.value);
+        }
+        return failed(result);
+      },
+    },
+    {
+      name: "get_account_usage",
+      title: "Read the account's plan and usage",
+      description: "Read the plan of the account the access token acts for and what it used this year: sponsored writes (witnesses, private-relay attestations) against the plan's annual limit, premium reads, and the entitlement period. Needs an OAuth access token with the scope account:read for this endpoint. Same answer as GET /api/private/subscriptions/current.",
+      inputSchema: NoInput,
+      readOnly: true,
+      scope: "account:read",
+      async run(args, caller) {
+        const input = noArgs(args);
+        if (!input.ok) return input;
+        if (caller.account === undefined) return { ok: false, code: "UNAUTHENTICATED", message: "A bearer token is required" };
+        return answered({ subscription: await deps.subscription(caller.account) });
+      },
+    },
+  );
+  return tools;
+}

@@ -1,0 +1,240 @@
+/**
+ * `/mcp`: the service as a Model Context Protocol server over Streamable HTTP (decisions §20), in the same process
+ * and port as every other route. The protocol is the official SDK's: one `Server` and one
+ * `WebStandardStreamableHTTPServerTransport` per session, answering JSON (no SSE streams: the server sends nothing
+ * unasked, so `GET /mcp` is 405 as the transport's specification allows). What is ours: the tools (`_tools.ts`), the
+ * bounded session table (`_sessions.ts`), the bound on tool calls in progress, and the authorisation gate in front of
+ * the two tools that act for an account: a `tools/call` of one of them without a valid bearer token for the resource
+ * `{base}/mcp` is answered 401 with `WWW-Authenticate: Bearer resource_metadata=…` (403 `insufficient_scope` for a
+ * token without the scope) before the session sees it, which is where the MCP authorization flow starts; the session
+ * stays as it was and the client sends the same call again with its token.
+ */
+import { Elysia } from "elysia";
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
+import { CallToolRequestSchema, type CallToolResult, ErrorCode, isInitializeRequest, ListToolsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { bearerChallenge, type Scope } from "../../../domain/oauth/mod.ts";
+import type { Clock } from "../../../ports/clock.ts";
+import type { Logger } from "../../../ports/logger.ts";
+import type { Metrics } from "../../../ports/metrics.ts";
+import type { ClientAddressOf } from "../../../ports/request_context.ts";
+import { type BearerAccess, bearerTokenOf, carriesBearer } from "../../credentials.ts";
+import { errorBody, json } from "../../errors.ts";
+import { BODY_TOO_LARGE, readBodyText, TOO_LARGE_MESSAGE } from "../request.ts";
+import { createSessionTable, type SessionEnd } from "./_sessions.ts";
+import { summarize, summarizeError } from "./_summaries.ts";
+import { createTools, type McpToolDeps, type ToolCaller, type ToolOutcome } from "./_tools.ts";
+
+/** The endpoint's path. */
+export const MCP_PATH = "/mcp";
+
+/** The scopes the MCP tools may need, asked together so that one consent covers both account tools. */
+export const MCP_SCOPES: readonly Scope[] = ["witness:write", "account:read"];
+
+/**
+ * CORS of `/mcp`: any origin, never with credentials (no cookie is read here), and the headers a browser MCP client
+ * sends and must read (the session id, the protocol version, the bearer token and its challenge).
+ */
+export const MCP_CORS_HEADERS: Readonly<Record<string, string>> = {
+  "access-control-allow-origin": "*",
+  "access-control-allow-methods": "POST, DELETE, OPTIONS",
+  "access-control-allow-headers": "Content-Type, Accept, Authorization, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID",
+  "access-control-expose-headers": "Mcp-Session-Id, WWW-Authenticate",
+  "access-control-max-age": "600",
+};
+
+/** What the endpoint needs. */
+export type McpEndpointDeps = {
+  readonly tools: McpToolDeps;
+  /** Sessions kept at once (`MCP_MAX_SESSIONS`); past it the least recently used goes. */
+  readonly maxSessions: number;
+  /** A session unused this long is closed (`MCP_SESSION_IDLE_SECONDS`). */
+  readonly sessionIdleSeconds: number;
+  /** Tool calls running at once, all sessions together (`MCP_MAX_IN_FLIGHT`); past it a call is a `RATE_LIMITED` tool error. */
+  readonly maxInFlight: number;
+  /** OAuth access tokens (decisions §19); absent (`OAUTH=off`): the account tools are not offered. */
+  readonly bearer?: BearerAccess | undefined;
+  readonly clock: Clock;
+  readonly clientAddress?: ClientAddressOf | undefined;
+  readonly metrics?: Metrics | undefined;
+  readonly log: Logger;
+};
+
+/** The MCP endpoint: its request handler and its sessions. */
+export type McpEndpoint = {
+  /** Answers a POST or DELETE of `/mcp`; `body` is what {@link readBodyText} read. */
+  readonly handle: (request: Request, body: unknown) => Promise<Response>;
+  /** Sessions open now. */
+  readonly sessions: () => number;
+  /** Closes the sessions idle past their deadline; returns how many. */
+  readonly sweep: () => number;
+  /** Closes every session (the service stops). */
+  readonly close: () => void;
+};
+
+type Session = { readonly server: Server; readonly transport: WebStandardStreamableHTTPServerTransport };
+
+/** A JSON-RPC error answer of the transport layer, worded and shaped as the SDK's transport words its own. */
+function rpcError(status: number, code: number, message: string): Response {
+  return json({ jsonrpc: "2.0", error: { code, message }, id: null }, status);
+}
+
+/** A tool's error: the route's `{error, code}` as structured content, and a sentence. */
+function toolError(outcome: Extract<ToolOutcome, { ok: false }>): CallToolResult {
+  const body = errorBody(outcome.code, outcome.message, outcome.details);
+  return { isError: true, content: [{ type: "text", text: summarizeError(outcome.code, outcome.message, outcome.details) }], structuredContent: body };
+}
+
+/** Builds the endpoint. */
+export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
+  const resource = deps.bearer === undefined ? undefined : `${deps.bearer.resource}${MCP_PATH}`;
+  const tools = createTools(deps.tools, { withAccountTools: deps.bearer !== undefined });
+  const byName = new Map(tools.map((tool) => [tool.name, tool]));
+  const published = tools.map((tool) => ({
+    name: tool.name,
+    title: tool.title,
+    description: tool.description,
+    // TypeBox schemas are JSON Schema; the round trip drops TypeBox's symbol keys.
+    inputSchema: JSON.parse(JSON.stringify(tool.inputSchema)) as { type: "object" },
+    annotations: { title: tool.title, readOnlyHint: tool.readOnly, destructiveHint: false, idempotentHint: tool.readOnly, openWorldHint: true },
+  }));
+  let inFlight = 0;
+  const ended = (reason: SessionEnd) => deps.metrics?.increment("ats_mcp_sessions_closed_total", { reason });
+  const table = createSessionTable<Session>({
+    maxSessions: deps.maxSessions,
+    idleMs: deps.sessionIdleSeconds * 1000,
+    clock: deps.clock,
+    close: (session) => void session.server.close().catch(() => {}),
+    onEnd: ended,
+  });
+
+  const callTool = async (name: string, args: unknown, caller: ToolCaller): Promise<CallToolResult> => {
+    const tool = byName.get(name);
+    if (tool === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    let outcome: ToolOutcome;
+    if (inFlight >= deps.maxInFlight) {
+      outcome = { ok: false, code: "RATE_LIMITED", message: "Too many tool calls in progress; try again later" };
+    } else {
+      inFlight++;
+      try {
+        outcome = await tool.run(args, caller);
+      } catch (error) {
+        deps.log.error("mcp_tool_error", { tool: name, error: error instanceof Error ? error.message : String(error) });
+        outcome = { ok: false, code: "INTERNAL_ERROR", message: "Internal error" };
+      } finally {
+        inFlight--;
+      }
+    }
+    deps.metrics?.increment("ats_mcp_tool_calls_total", { tool: name, outcome: outcome.ok ? "ok" : outcome.code.toLowerCase() });
+    if (!outcome.ok) return toolError(outcome);
+    // The summary for a model to read, then the JSON as text for clients that do not read structured content.
+    return {
+      content: [{ type: "text", text: summarize(name, outcome.value) }, { type: "text", text: JSON.stringify(outcome.value) }],
+      structuredContent: outcome.value,
+    };
+  };
+
+  const newServer = () => {
+    const server = new Server(
+      { name: "ats", title: "Attestation Trust Services", version: "1.0.0" },
+      {
+        capabilities: { tools: { listChanged: false } },
+        instructions: "Trust checks on the Ethereum Attestation Service: artifacts (check_artifact_trust), who controls a service's domain (check_domain_controllers), signing keys (key_status), attestations about a subject (list_attestations), display labels (resolve_identities) and the trust anchors. Every answer is the JSON of the service's HTTP route plus a summary. request_controller_witness and get_account_usage act for an account and need an OAuth access token for this endpoint.",
+      },
+    );
+    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: published }));
+    server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
+      callTool(request.params.name, request.params.arguments ?? {}, (extra.authInfo?.extra?.caller ?? {}) as ToolCaller));
+    return server;
+  };
+
+  /** A new session for an initialize request: kept in the table once the transport has given it an id. */
+  const open = async (request: Request, message: unknown, authInfo: AuthInfo) => {
+    const server = newServer();
+    const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: () => crypto.randomUUID(),
+      enableJsonResponse: true,
+      onsessioninitialized: (id) => table.add(id, { server, transport }),
+    });
+    // Closed by its client (DELETE) or by the table: either way out of the table.
+    server.onclose = () => {
+      if (transport.sessionId !== undefined) table.remove(transport.sessionId);
+    };
+    await server.connect(transport);
+    const response = await transport.handleRequest(request, { parsedBody: message, authInfo });
+    if (transport.sessionId === undefined) await server.close();
+    return response;
+  };
+
+  /** The caller of a request, or the 401/403 that starts the MCP authorization flow for a tool that needs a token. */
+  const authorize = async (request: Request, messages: readonly unknown[]): Promise<{ ok: true; caller: ToolCaller; scopes: Scope[] } | { ok: false; response: Response }> => {
+    const caller: ToolCaller = { clientAddress: deps.clientAddress?.(request) };
+    const needed = new Set<Scope>();
+    for (const m of messages) {
+      const call = m as { method?: unknown; params?: { name?: unknown } } | null;
+      if (call?.method !== "tools/call" || typeof call.params?.name !== "string") continue;
+      const scope = byName.get(call.params.name)?.scope;
+      if (scope !== undefined) needed.add(scope);
+    }
+    if (needed.size === 0 || deps.bearer === undefined || resource === undefined) return { ok: true, caller, scopes: [] };
+    const wanted = MCP_SCOPES.join(" ");
+    const refuse = (status: 401 | 403, code: string, message: string, error?: "invalid_token" | "insufficient_scope") => {
+      const challenge = error === undefined ? `${bearerChallenge(resource)}, scope="${wanted}"` : bearerChallenge(resource, { code: error, scope: wanted });
+      return { ok: false as const, response: json(errorBody(code, message), status, { "www-authenticate": challenge }) };
+    };
+    const token = bearerTokenOf(request);
+    if (token === undefined) {
+      return carriesBearer(request)
+        ? refuse(401, "UNAUTHENTICATED", "The access token is malformed", "invalid_token")
+        : refuse(401, "UNAUTHENTICATED", "This tool needs an OAuth access token for this endpoint");
+    }
+    let account: ToolCaller["account"];
+    for (const scope of needed) {
+      const checked = await deps.bearer.authenticate(token, { scope, audience: resource });
+      if (!checked.ok) {
+        return checked.code === "insufficient_scope"
+          ? refuse(403, "insufficient_scope", checked.message, "insufficient_scope")
+          : refuse(401, "UNAUTHENTICATED", checked.message, "invalid_token");
+      }
+      account = checked.value.account;
+    }
+    return { ok: true, caller: { ...caller, account }, scopes: [...needed] };
+  };
+
+  const handle = async (request: Request, body: unknown): Promise<Response> => {
+    const sessionId = request.headers.get("mcp-session-id");
+    if (request.method === "DELETE") {
+      const session = sessionId === null ? undefined : table.get(sessionId);
+      if (session === undefined) return rpcError(404, -32001, "Session not found");
+      return await session.transport.handleRequest(request);
+    }
+    if (body === BODY_TOO_LARGE) return rpcError(413, -32000, TOO_LARGE_MESSAGE);
+    let message: unknown;
+    try {
+      message = JSON.parse(typeof body === "string" ? body : "");
+    } catch {
+      return rpcError(400, -32700, "Parse error: Invalid JSON");
+    }
+    const messages = Array.isArray(message) ? message : [message];
+    const gate = await authorize(request, messages);
+    if (!gate.ok) return gate.response;
+    const authInfo: AuthInfo = { token: "", clientId: "", scopes: gate.scopes, extra: { caller: gate.caller } };
+    if (sessionId === null) {
+      if (!messages.some((m) => isInitializeRequest(m))) return rpcError(400, -32000, "Bad Request: Mcp-Session-Id header is required");
+      return await open(request, message, authInfo);
+    }
+    const session = table.get(sessionId);
+    if (session === undefined) return rpcError(404, -32001, "Session not found");
+    return await session.transport.handleRequest(request, { parsedBody: message, authInfo });
+  };
+
+  return { handle, sessions: table.size, sweep: table.sweep, close: table.closeAll };
+}
+
+/** The `/mcp` routes: POST (JSON-RPC messages) and DELETE (end a session); GET is 405 (no server-sent stream). */
+export function mcpRoutes(endpoint: McpEndpoint) {
+  return new Elysia({ name: "mcp-routes" })
+    .post(MCP_PATH, ({ request, body }) => endpoint.handle(request, body), { parse: readBodyText })
+    .delete(MCP_PATH, ({ request }) => endpoint.handle(request, undefined));
+}

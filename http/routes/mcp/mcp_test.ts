@@ -1,0 +1,215 @@
+import { describe, expect, test } from "bun:test";
+import { Elysia } from "elysia";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { silentLogger } from "../../../adapters/observability/mod.ts";
+import { createReadNonce } from "../../../domain/delegation/mod.ts";
+import type { BearerAuth } from "../../../domain/oauth/mod.ts";
+import { createRateLimiter } from "../../../domain/rate_limit.ts";
+import { fail, ok } from "../../../domain/result.ts";
+import type { Account } from "../../../ports/accounts.ts";
+import { fakeClock, fakeEasReader } from "../../../ports/fakes.ts";
+import { createApp } from "../../app.ts";
+import { createSessionTable } from "./_sessions.ts";
+import type { McpToolDeps } from "./_tools.ts";
+import { createMcpEndpoint, type McpEndpointDeps, mcpRoutes } from "./mcp.ts";
+
+const BASE = "http://localhost";
+const ACCOUNT: Account = { id: "acc-1", address: "0x00000000000000000000000000000000000000a1", plan: "free", createdAtMs: 0 };
+type Answer = { isError?: boolean; structuredContent?: Record<string, unknown>; content: { text?: string }[] };
+
+describe("createSessionTable()", () => {
+  test("holds at most maxSessions: a new one closes the least recently used, and a use counts as recent", () => {
+    const clock = fakeClock();
+    const closed: string[] = [];
+    const ends: string[] = [];
+    const table = createSessionTable<string>({ maxSessions: 3, idleMs: 60_000, clock, close: (s) => closed.push(s), onEnd: (r) => ends.push(r) });
+    for (const id of ["a", "b", "c"]) table.add(id, id);
+    expect(table.get("a")).toBe("a");
+    table.add("d", "d");
+    expect(closed).toEqual(["b"]);
+    table.add("e", "e");
+    expect(closed).toEqual(["b", "c"]);
+    expect([table.size(), table.get("b"), table.get("a")]).toEqual([3, undefined, "a"]);
+    table.remove("a");
+    expect([table.size(), closed, ends]).toEqual([2, ["b", "c"], ["full", "full", "closed"]]);
+  });
+
+  test("a session unused for idleMs is closed: when asked for, when swept, and before a new one is added", () => {
+    const clock = fakeClock(0);
+    const closed: string[] = [];
+    const table = createSessionTable<string>({ maxSessions: 100, idleMs: 60_000, clock, close: (s) => closed.push(s) });
+    table.add("a", "a");
+    table.add("b", "b");
+    clock.set(30_000);
+    table.add("c", "c");
+    expect(table.get("b")).toBe("b");
+    clock.set(60_000);
+    expect(table.get("a")).toBeUndefined();
+    expect(closed).toEqual(["a"]);
+    clock.set(90_000);
+    expect(table.sweep()).toBe(2);
+    expect([table.size(), closed]).toEqual([0, ["a", "c", "b"]]);
+    for (let i = 0; i < 50; i++) table.add(`s${i}`, `s${i}`);
+    clock.set(200_000);
+    table.add("fresh", "fresh");
+    expect(table.size()).toBe(1);
+    table.closeAll();
+    expect(table.size()).toBe(0);
+  });
+});
+
+/** Use cases that answer at once, except artifact trust, which the test releases by hand. */
+function fakeTools(overrides: Partial<McpToolDeps> = {}): McpToolDeps {
+  return {
+    artifactTrust: () => Promise.resolve(fail("NETWORK_ERROR", "The chain did not answer")),
+    confirm: () => Promise.resolve(fail("INVALID_DID", "Invalid subjectDid")) as never,
+    trustAnchors: { version: 1, updatedAt: "2026-01-01T00:00:00Z", widgetOrigins: [], chains: {}, registries: [] },
+    attestationList: () => Promise.resolve(fail("INVALID_INPUT", "schema is unknown")),
+    keyStatus: () => Promise.resolve(fail("NETWORK_ERROR", "down")),
+    keyStatusRate: createRateLimiter(fakeClock(), { capacity: 2, perMinute: 2 }),
+    witness: () => Promise.resolve({ result: fail("UNAUTHENTICATED", "no"), deprecated: false, deprecation: undefined }) as never,
+    subscription: (account) => Promise.resolve({ plan: account.plan, sponsoredWritesUsedCurrentYear: 3 }),
+    log: silentLogger,
+    ...overrides,
+  };
+}
+
+/** The endpoint behind an Elysia app, and a connected SDK client whose requests the app handles in process. */
+async function setUp(deps: Partial<McpEndpointDeps> = {}, token?: string) {
+  const endpoint = createMcpEndpoint({ tools: fakeTools(), maxSessions: 10, sessionIdleSeconds: 60, maxInFlight: 10, clock: fakeClock(), log: silentLogger, ...deps });
+  const app = new Elysia().use(mcpRoutes(endpoint));
+  const fetch = (url: string | URL, init?: RequestInit) => {
+    const headers = new Headers(init?.headers);
+    if (token !== undefined) headers.set("authorization", `Bearer ${token}`);
+    return app.handle(new Request(url, { ...init, headers }));
+  };
+  const client = new Client({ name: "unit", version: "1" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${BASE}/mcp`), { fetch }));
+  const call = async (name: string, args: Record<string, unknown> = {}) => await client.callTool({ name, arguments: args }) as Answer;
+  return { endpoint, app, client, call };
+}
+
+/** A bearer check that knows two tokens: `all` (both MCP scopes) and `read` (account:read only), for {base}/mcp. */
+const bearer: BearerAuth = (token, required) => {
+  if (required.audience !== `${BASE}/mcp`) return Promise.resolve(fail("invalid_token", "The access token is invalid"));
+  if (token === "all" || (token === "read" && required.scope === "account:read")) {
+    return Promise.resolve(ok({ account: ACCOUNT, clientId: "c1", scopes: [required.scope], claims: {} as never }));
+  }
+  if (token === "read") return Promise.resolve(fail("insufficient_scope", `This request needs the scope ${required.scope}`));
+  return Promise.resolve(fail("invalid_token", "The access token is invalid"));
+};
+
+describe("createMcpEndpoint()", () => {
+  test("past MCP_MAX_IN_FLIGHT a tool call is the tool error RATE_LIMITED, and the session answers once calls end", async () => {
+    const waiting: (() => void)[] = [];
+    const artifactTrust = () => new Promise<never>((resolve) => waiting.push(() => resolve(fail("NETWORK_ERROR", "down") as never)));
+    const { call } = await setUp({ tools: fakeTools({ artifactTrust }), maxInFlight: 2 });
+    const running = [call("check_artifact_trust", { artifactDid: "did:artifact:a" }), call("check_artifact_trust", { artifactDid: "did:artifact:b" })];
+    while (waiting.length < 2) await Bun.sleep(1);
+    const refused = await call("check_artifact_trust", { artifactDid: "did:artifact:c" });
+    expect([refused.isError, refused.structuredContent?.code]).toEqual([true, "RATE_LIMITED"]);
+    for (const release of waiting) release();
+    for (const answer of await Promise.all(running)) expect(answer.structuredContent).toEqual({ error: "down", code: "NETWORK_ERROR" });
+    expect((await call("get_trust_anchors")).structuredContent).toMatchObject({ version: 1 });
+  });
+
+  test("key_status takes from the route's bucket of the client's address; a tool that throws is INTERNAL_ERROR, the session goes on", async () => {
+    const keyStatusRate = createRateLimiter(fakeClock(), { capacity: 2, perMinute: 2 });
+    const { call } = await setUp({ tools: fakeTools({ keyStatusRate, attestationList: () => Promise.reject(new Error("boom at https://rpc.secret")) }) });
+    const codes = [];
+    for (let i = 0; i < 3; i++) codes.push((await call("key_status", { subjectDid: "did:web:a.test", keyDid: "did:key:z6Mk" })).structuredContent?.code);
+    expect(codes).toEqual(["NETWORK_ERROR", "NETWORK_ERROR", "RATE_LIMITED"]);
+    const thrown = await call("list_attestations", { subject: "did:web:a.test", schema: "user-review" });
+    expect(thrown.structuredContent).toEqual({ error: "Internal error", code: "INTERNAL_ERROR" });
+    expect(JSON.stringify(thrown)).not.toContain("rpc.secret");
+    expect((await call("resolve_identities", { identifiers: ["did:web:a.test"] })).structuredContent).toMatchObject({ identities: [{ canonical: "did:web:a.test" }] });
+  });
+
+  test("sessions idle past MCP_SESSION_IDLE_SECONDS are swept; their client then gets 404", async () => {
+    const clock = fakeClock(0);
+    const { endpoint, client } = await setUp({ clock, sessionIdleSeconds: 60 });
+    expect(endpoint.sessions()).toBe(1);
+    clock.set(59_000);
+    expect(endpoint.sweep()).toBe(0);
+    await client.listTools();
+    clock.set(118_000);
+    expect(endpoint.sweep()).toBe(0);
+    clock.set(119_000);
+    expect(endpoint.sweep()).toBe(1);
+    expect(endpoint.sessions()).toBe(0);
+    await expect(client.listTools()).rejects.toThrow(/404|Session not found/);
+  });
+
+  test("without OAuth (no bearer) the account tools are not offered", async () => {
+    const { client } = await setUp();
+    expect((await client.listTools()).tools.map((t) => t.name)).not.toContain("request_controller_witness");
+  });
+
+  test("an account tool: 401 without a token, 401 invalid_token with a bad one, 403 without the scope, the account with a good one", async () => {
+    const withBearer = { bearer: { authenticate: bearer, resource: BASE } };
+    const { app } = await setUp(withBearer);
+    const post = (authorization?: string) => app.handle(new Request(`${BASE}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...(authorization ? { authorization } : {}) },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "request_controller_witness", arguments: {} } }),
+    }));
+    const none = await post();
+    expect([none.status, none.headers.get("www-authenticate"), await none.json()]).toEqual([
+      401,
+      `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp", scope="witness:write account:read"`,
+      { error: "This tool needs an OAuth access token for this endpoint", code: "UNAUTHENTICATED" },
+    ]);
+    const bad = await post("Bearer nope");
+    expect([bad.status, bad.headers.get("www-authenticate")]).toEqual([401, `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp", error="invalid_token", scope="witness:write account:read"`]);
+    const narrow = await post("Bearer read");
+    expect([narrow.status, (await narrow.json() as { code: string }).code]).toEqual([403, "insufficient_scope"]);
+    expect(narrow.headers.get("www-authenticate")).toContain('error="insufficient_scope"');
+
+    // With a token: the session's tools act for the token's account; the read tools never needed one.
+    const reader = await setUp(withBearer, "read");
+    expect((await reader.client.listTools()).tools).toHaveLength(8);
+    expect((await reader.call("get_account_usage")).structuredContent).toEqual({ subscription: { plan: "free", sponsoredWritesUsedCurrentYear: 3 } });
+    await expect(reader.call("request_controller_witness", { subjectDid: "did:web:a.test" })).rejects.toThrow(/insufficient_scope/);
+    expect((await reader.call("get_trust_anchors")).isError).toBeUndefined();
+    // The tool checks its input as the route checks its body: the route's INVALID_INPUT, worded the same way.
+    const writer = await setUp(withBearer, "all");
+    const witness = await writer.call("request_controller_witness", { subjectDid: "did:web:a.test" });
+    expect(witness.structuredContent).toMatchObject({ code: "INVALID_INPUT", error: "controllerDid is required" });
+  });
+});
+
+describe("/mcp in the app", () => {
+  test("a browser client's preflight is allowed the MCP headers from any origin, without credentials; GET is 405", async () => {
+    const eas = fakeEasReader();
+    const app = createApp({
+      readNonce: createReadNonce(eas),
+      delegatedAttest: () => Promise.reject(new Error("unused")),
+      chainName: "ATS Devnet",
+      chainId: eas.chainId,
+      easAddress: eas.easAddress,
+      trustAnchors: { version: 1, updatedAt: "2026-01-01T00:00:00Z", widgetOrigins: [], chains: {}, registries: [] },
+      log: silentLogger,
+      ready: () => Promise.resolve({ ready: true, checks: {} }),
+      mcp: createMcpEndpoint({ tools: fakeTools(), maxSessions: 10, sessionIdleSeconds: 60, maxInFlight: 10, clock: fakeClock(), log: silentLogger }),
+    });
+    const preflight = await app.handle(new Request(`${BASE}/mcp`, {
+      method: "OPTIONS",
+      headers: { origin: "https://agent.example", "access-control-request-method": "POST", "access-control-request-headers": "content-type, authorization, mcp-session-id, mcp-protocol-version" },
+    }));
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-origin")).toBe("*");
+    expect(preflight.headers.get("access-control-allow-credentials")).toBeNull();
+    expect(preflight.headers.get("access-control-allow-headers")).toContain("Mcp-Session-Id");
+    const initialized = await app.handle(new Request(`${BASE}/mcp`, {
+      method: "POST",
+      headers: { origin: "https://agent.example", "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "b", version: "1" } } }),
+    }));
+    expect(initialized.status).toBe(200);
+    expect(initialized.headers.get("mcp-session-id")).toBeString();
+    expect(initialized.headers.get("access-control-expose-headers")).toContain("Mcp-Session-Id");
+    const get = await app.handle(new Request(`${BASE}/mcp`, { headers: { accept: "text/event-stream" } }));
+    expect([get.status, get.headers.get("allow")]).toEqual([405, "POST, DELETE, OPTIONS"]);
+  });
+});
