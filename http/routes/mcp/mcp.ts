@@ -73,7 +73,29 @@ export type McpEndpoint = {
   readonly close: () => void;
 };
 
-type Session = { readonly server: Server; readonly transport: WebStandardStreamableHTTPServerTransport };
+/**
+ * A live session. `busy` counts its requests being answered: a session pushed out of the table while it answers
+ * is closed when its last answer is out (closing the transport first would drop that answer, and its client would
+ * wait for the route deadline).
+ */
+type Session = { readonly server: Server; readonly transport: WebStandardStreamableHTTPServerTransport; busy: number; closing: boolean };
+
+/** Answers one request of a session, counting it as busy meanwhile. */
+async function answer(session: Session, request: Request, options?: Parameters<WebStandardStreamableHTTPServerTransport["handleRequest"]>[1]) {
+  session.busy++;
+  try {
+    return await session.transport.handleRequest(request, options);
+  } finally {
+    session.busy--;
+    if (session.closing && session.busy === 0) void session.server.close().catch(() => {});
+  }
+}
+
+/** Closes a session now, or once its requests in progress are answered. */
+function closeSession(session: Session): void {
+  if (session.busy > 0) session.closing = true;
+  else void session.server.close().catch(() => {});
+}
 
 /** A JSON-RPC error answer of the transport layer, worded and shaped as the SDK's transport words its own. */
 function rpcError(status: number, code: number, message: string): Response {
@@ -105,7 +127,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     maxSessions: deps.maxSessions,
     idleMs: deps.sessionIdleSeconds * 1000,
     clock: deps.clock,
-    close: (session) => void session.server.close().catch(() => {}),
+    close: closeSession,
     onEnd: ended,
   });
 
@@ -155,14 +177,15 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => crypto.randomUUID(),
       enableJsonResponse: true,
-      onsessioninitialized: (id) => table.add(id, { server, transport }),
+      onsessioninitialized: (id) => table.add(id, session),
     });
+    const session: Session = { server, transport, busy: 0, closing: false };
     // Closed by its client (DELETE) or by the table: either way out of the table.
     server.onclose = () => {
       if (transport.sessionId !== undefined) table.remove(transport.sessionId);
     };
     await server.connect(transport);
-    const response = await transport.handleRequest(request, { parsedBody: message, authInfo });
+    const response = await answer(session, request, { parsedBody: message, authInfo });
     if (transport.sessionId === undefined) await server.close();
     return response;
   };
@@ -207,7 +230,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     if (request.method === "DELETE") {
       const session = sessionId === null ? undefined : table.get(sessionId);
       if (session === undefined) return rpcError(404, -32001, "Session not found");
-      return await session.transport.handleRequest(request);
+      return await answer(session, request);
     }
     if (body === BODY_TOO_LARGE) return rpcError(413, -32000, TOO_LARGE_MESSAGE);
     let message: unknown;
@@ -226,7 +249,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     }
     const session = table.get(sessionId);
     if (session === undefined) return rpcError(404, -32001, "Session not found");
-    return await session.transport.handleRequest(request, { parsedBody: message, authInfo });
+    return await answer(session, request, { parsedBody: message, authInfo });
   };
 
   return { handle, sessions: table.size, sweep: table.sweep, close: table.closeAll };

@@ -114,6 +114,26 @@ describe("createMcpEndpoint()", () => {
     expect((await call("get_trust_anchors")).structuredContent).toMatchObject({ version: 1 });
   });
 
+  test("a session pushed out while it answers still gives that answer, then is gone", async () => {
+    const waiting: (() => void)[] = [];
+    const artifactTrust = () => new Promise<never>((resolve) => waiting.push(() => resolve(fail("NETWORK_ERROR", "down") as never)));
+    const endpoint = createMcpEndpoint({ tools: fakeTools({ artifactTrust }), maxSessions: 1, sessionIdleSeconds: 60, maxInFlight: 10, clock: fakeClock(), log: silentLogger });
+    const app = new Elysia().use(mcpRoutes(endpoint));
+    const connect = async () => {
+      const client = new Client({ name: "unit", version: "1" });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${BASE}/mcp`), { fetch: (url, init) => app.handle(new Request(url, init)) }));
+      return client;
+    };
+    const first = await connect();
+    const running = first.callTool({ name: "check_artifact_trust", arguments: { artifactDid: "did:artifact:a" } }) as Promise<Answer>;
+    while (waiting.length < 1) await Bun.sleep(1);
+    await connect();
+    expect(endpoint.sessions()).toBe(1);
+    waiting[0]!();
+    expect((await running).structuredContent).toEqual({ error: "down", code: "NETWORK_ERROR" });
+    await expect(first.listTools()).rejects.toThrow(/Session not found/);
+  });
+
   test("key_status takes from the route's bucket of the client's address; a tool that throws is INTERNAL_ERROR, the session goes on", async () => {
     const keyStatusRate = createRateLimiter(fakeClock(), { capacity: 2, perMinute: 2 });
     const { call } = await setUp({ tools: fakeTools({ keyStatusRate, attestationList: () => Promise.reject(new Error("boom at https://rpc.secret")) }) });
