@@ -256,6 +256,39 @@ describe("MCP with the official SDK's client", () => {
     await client.close();
   });
 
+  test("an API client's own token (client_credentials, resource {base}/mcp) works; a token for the service itself is refused at /mcp", async () => {
+    const cookie = await signInCookie(base, alice, { origin: APP });
+    const created = await fetch(`${base}/api/private/oauth/clients`, {
+      method: "POST",
+      headers: { cookie, origin: APP, "content-type": "application/json" },
+      body: JSON.stringify({ client_name: "MCP bot", scope: "account:read", grant_types: ["client_credentials"] }),
+    });
+    expect(created.status).toBe(201);
+    const { client_id, client_secret } = await created.json() as { client_id: string; client_secret: string };
+    const token = async (resource?: string) => {
+      const form = new URLSearchParams({ grant_type: "client_credentials", scope: "account:read", ...(resource === undefined ? {} : { resource }) });
+      const res = await fetch(`${base}/oauth/token`, { method: "POST", headers: { authorization: `Basic ${btoa(`${client_id}:${client_secret}`)}` }, body: form });
+      expect(res.status).toBe(200);
+      return (await res.json() as { access_token: string }).access_token;
+    };
+    const withToken = async (accessToken: string) => {
+      const client = new Client({ name: "ats-e2e-bot", version: "1.0.0" });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${accessToken}` } } }));
+      return client;
+    };
+    const forMcp = await withToken(await token(`${base}/mcp`));
+    expect((await call(forMcp, "get_account_usage")).structuredContent!.subscription).toMatchObject({ sponsoredWritesUsedCurrentYear: 1 });
+    // Its scope is account:read only: the witness tool is 403 insufficient_scope, and nothing is written.
+    const before = await witnessTxs();
+    await expect(forMcp.callTool({ name: "request_controller_witness", arguments: { subjectDid: SUBJECT, controllerDid: pkh(alice) } })).rejects.toThrow(/insufficient_scope/);
+    expect(await witnessTxs()).toBe(before);
+    // A token whose audience is the service, not {base}/mcp: the session opens (public), the account tool is 401.
+    const forService = await withToken(await token());
+    expect((await call(forService, "get_trust_anchors")).isError).toBeUndefined();
+    await expect(forService.callTool({ name: "get_account_usage", arguments: {} })).rejects.toThrow(/"code":"UNAUTHENTICATED"/);
+    await Promise.all([forMcp.close(), forService.close()]);
+  });
+
   test("many sessions opened and abandoned: never more than MCP_MAX_SESSIONS kept, the least recently used go first", async () => {
     const closedBefore = await metric("ats_mcp_sessions_closed_total", '{reason="full"}');
     const opened: string[] = [];
