@@ -159,9 +159,16 @@ export type Config = {
    * The MCP endpoint `/mcp` (decisions §20): `MCP` (`on`/`off`, default on); `MCP_MAX_SESSIONS` (sessions kept at
    * once, default 1000; a new one past it closes the least recently used); `MCP_SESSION_IDLE_SECONDS` (a session
    * unused this long is closed, default 900); `MCP_MAX_IN_FLIGHT` (tool calls running at once, default 32; past it
-   * a call is the tool error `RATE_LIMITED`).
+   * a call is the tool error `RATE_LIMITED`); `MCP_SESSION_RATE_PER_MINUTE` (new sessions per client address,
+   * default 30; past it `initialize` is 429).
    */
-  readonly mcp: { readonly enabled: boolean; readonly maxSessions: number; readonly sessionIdleSeconds: number; readonly maxInFlight: number };
+  readonly mcp: {
+    readonly enabled: boolean;
+    readonly maxSessions: number;
+    readonly sessionIdleSeconds: number;
+    readonly maxInFlight: number;
+    readonly sessionsPerMinute: number;
+  };
 };
 
 /** A configuration value that stops the server at start; the message names the variable. */
@@ -367,6 +374,7 @@ function readMcp(env: Env): Config["mcp"] {
     maxSessions: int("MCP_MAX_SESSIONS", 1_000, 1, 1_000_000),
     sessionIdleSeconds: int("MCP_SESSION_IDLE_SECONDS", 900, 1, 86_400),
     maxInFlight: int("MCP_MAX_IN_FLIGHT", 32, 1, 10_000),
+    sessionsPerMinute: int("MCP_SESSION_RATE_PER_MINUTE", 30, 1, 1_000_000),
   };
 }
 

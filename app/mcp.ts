@@ -1,6 +1,7 @@
 /** Wiring of the MCP endpoint (decisions §20): the tools over the routes' use cases, the session bounds, upkeep. */
 import { systemClock } from "../adapters/system/mod.ts";
 import type { ArtifactTrust } from "../domain/artifact_trust/mod.ts";
+import { createRateLimiter } from "../domain/rate_limit.ts";
 import type { ListAttestations } from "../domain/index/mod.ts";
 import { subscriptionReader } from "../http/routes/accounts/mod.ts";
 import { requestClientAddress } from "../http/instrument.ts";
@@ -53,6 +54,7 @@ export function wireMcp(config: Config, f: Foundation, c: McpCapabilities): Wire
     maxSessions: config.mcp.maxSessions,
     sessionIdleSeconds: config.mcp.sessionIdleSeconds,
     maxInFlight: config.mcp.maxInFlight,
+    sessionRate: createRateLimiter(systemClock, { capacity: config.mcp.sessionsPerMinute, perMinute: config.mcp.sessionsPerMinute }),
     bearer: c.oauth?.bearer,
     clock: systemClock,
     clientAddress: requestClientAddress,

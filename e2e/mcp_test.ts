@@ -102,6 +102,8 @@ beforeAll(async () => {
       WITNESS_DOMAIN_RATE_PER_MINUTE: "100",
       DISCOVERY_DOMAIN_RATE_PER_MINUTE: "1000",
       MCP_MAX_SESSIONS: String(MAX_SESSIONS),
+      // Every session of this test comes from 127.0.0.1; the rate itself has its unit test.
+      MCP_SESSION_RATE_PER_MINUTE: "100000",
     },
   });
   alice = stack.devnet.keys.users[0] as Hex;

@@ -583,6 +583,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
       401: err("UNAUTHENTICATED: a tools/call of an account tool without a valid token; WWW-Authenticate names the metadata of {base}/mcp (/.well-known/oauth-protected-resource/mcp) and the scopes to ask"),
       403: err("insufficient_scope: the token lacks the tool's scope"),
       404: { description: "JSON-RPC error -32001: the session is unknown, closed, idle past MCP_SESSION_IDLE_SECONDS or pushed out past MCP_MAX_SESSIONS; start a new one" },
+      429: err("RATE_LIMITED: more new sessions from this client address than MCP_SESSION_RATE_PER_MINUTE; Retry-After"),
     },
   },
   {

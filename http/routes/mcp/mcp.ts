@@ -15,6 +15,7 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
 import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
 import { CallToolRequestSchema, type CallToolResult, ErrorCode, isInitializeRequest, ListToolsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { bearerChallenge, type Scope } from "../../../domain/oauth/mod.ts";
+import type { RateLimiter } from "../../../domain/rate_limit.ts";
 import type { Clock } from "../../../ports/clock.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import type { Metrics } from "../../../ports/metrics.ts";
@@ -53,6 +54,11 @@ export type McpEndpointDeps = {
   readonly sessionIdleSeconds: number;
   /** Tool calls running at once, all sessions together (`MCP_MAX_IN_FLIGHT`); past it a call is a `RATE_LIMITED` tool error. */
   readonly maxInFlight: number;
+  /**
+   * New sessions per client address (`MCP_SESSION_RATE_PER_MINUTE`); past it `initialize` is 429. So that pushing
+   * everyone else's sessions out of a full table takes many addresses, not one loop. Absent: unlimited.
+   */
+  readonly sessionRate?: RateLimiter | undefined;
   /** OAuth access tokens (decisions §19); absent (`OAUTH=off`): the account tools are not offered. */
   readonly bearer?: BearerAccess | undefined;
   readonly clock: Clock;
@@ -245,6 +251,10 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     const authInfo: AuthInfo = { token: "", clientId: "", scopes: gate.scopes, extra: { caller: gate.caller } };
     if (sessionId === null) {
       if (!messages.some((m) => isInitializeRequest(m))) return rpcError(400, -32000, "Bad Request: Mcp-Session-Id header is required");
+      const turn = deps.sessionRate?.take(gate.caller.clientAddress ?? "unknown") ?? { allowed: true };
+      if (!turn.allowed) {
+        return json(errorBody("RATE_LIMITED", "Too many new MCP sessions from this address; try again later"), 429, { "retry-after": String(turn.retryAfterSeconds) });
+      }
       return await open(request, message, authInfo);
     }
     const session = table.get(sessionId);

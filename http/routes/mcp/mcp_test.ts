@@ -161,6 +161,33 @@ describe("createMcpEndpoint()", () => {
     await expect(client.listTools()).rejects.toThrow(/404|Session not found/);
   });
 
+  test("new sessions past MCP_SESSION_RATE_PER_MINUTE from one address are 429 with Retry-After; other addresses and open sessions go on", async () => {
+    const clock = fakeClock();
+    const endpoint = createMcpEndpoint({
+      tools: fakeTools(),
+      maxSessions: 10,
+      sessionIdleSeconds: 60,
+      maxInFlight: 10,
+      clock,
+      log: silentLogger,
+      sessionRate: createRateLimiter(clock, { capacity: 2, perMinute: 2 }),
+      clientAddress: (request) => request.headers.get("x-test-client") ?? undefined,
+    });
+    const app = new Elysia().use(mcpRoutes(endpoint));
+    const initialize = (client: string) => app.handle(new Request(`${BASE}/mcp`, {
+      method: "POST",
+      headers: { "x-test-client": client, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "b", version: "1" } } }),
+    }));
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await initialize("a")).status);
+    expect(statuses).toEqual([200, 200, 429]);
+    const refused = await initialize("a");
+    expect([refused.headers.get("retry-after"), await refused.json()]).toEqual(["30", { error: "Too many new MCP sessions from this address; try again later", code: "RATE_LIMITED" }]);
+    expect((await initialize("b")).status).toBe(200);
+    expect(endpoint.sessions()).toBe(3);
+  });
+
   test("without OAuth (no bearer) the account tools are not offered", async () => {
     const { client } = await setUp();
     expect((await client.listTools()).tools.map((t) => t.name)).not.toContain("request_controller_witness");
