@@ -1,10 +1,12 @@
-// Child process of bench/identity_resolve.ts: the app (with in-memory fakes, no chain) and a raw
-// Bun.serve returning the same bytes, on two loopback ports. Prints {"app":port,"raw":port}.
-import { silentLogger } from "../adapters/observability/mod.ts";
+// Child process of bench/identity_resolve.ts: the app (with in-memory fakes, no chain) behind the service's own edge
+// (http/instrument.ts: request id, context, deadline, metrics), and a raw Bun.serve that reads and parses the same
+// body and answers precomputed bytes, on two loopback ports. Prints {"app":port,"raw":port}.
+import { createPrometheusMetrics, silentLogger } from "../adapters/observability/mod.ts";
 import { resolveIdentities } from "../domain/identity/mod.ts";
 import { createDelegatedAttest } from "../domain/delegation/mod.ts";
 import { createReadNonce } from "../domain/delegation/mod.ts";
 import { createApp } from "../http/app.ts";
+import { instrumentedHandler } from "../http/instrument.ts";
 import { stringify } from "../http/errors.ts";
 import { fakeClock, fakeDelegate, fakeEasReader, fakeReplayStore } from "../ports/fakes.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
@@ -47,7 +49,11 @@ const app = createApp({
   log: silentLogger,
   ready: () => Promise.resolve({ ready: true, checks: {} }),
 });
-const appServer = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (r) => app.handle(r) });
+const appServer = Bun.serve({
+  hostname: "127.0.0.1",
+  port: 0,
+  fetch: instrumentedHandler(app as never, { metrics: createPrometheusMetrics(), log: silentLogger }),
+});
 
 const anchorsBytes = stringify(anchors);
 const headers = { "content-type": "application/json; charset=utf-8", "access-control-allow-origin": "*" };
@@ -58,8 +64,11 @@ const rawServer = Bun.serve({
   port: 0,
   async fetch(request) {
     if (new URL(request.url).pathname === "/trust-anchors") return new Response(anchorsBytes, { headers });
-    await request.arrayBuffer();
+    // The floor of a route that must read the identifiers: the body read and parsed, nothing else.
+    const body = JSON.parse(await request.text()) as { identifiers?: unknown };
+    if (!Array.isArray(body.identifiers)) return new Response("{}", { status: 400, headers });
     return new Response(identitiesBytes, { headers });
   },
 });
 console.log(JSON.stringify({ app: appServer.port, raw: rawServer.port }));
+process.on("SIGINT", () => process.exit(0));

@@ -27,6 +27,10 @@ const resolveBody = JSON.stringify({ identifiers });
 const child = Bun.spawn([process.execPath, resolve(import.meta.dir, "_http_servers.ts"), resolveBody], {
   stdout: "pipe",
   stderr: "inherit",
+  // ATS_PROFILE_DIR=dir: the servers' process writes a CPU profile there when it stops.
+  env: process.env.ATS_PROFILE_DIR
+    ? { ...process.env, BUN_OPTIONS: `--cpu-prof --cpu-prof-md --cpu-prof-dir=${process.env.ATS_PROFILE_DIR}` }
+    : process.env,
 });
 const reader = child.stdout.getReader();
 const { value } = await reader.read();
@@ -65,5 +69,6 @@ await compare("identity-resolve (100 identifiers)", "/v1/identity-resolve", "/id
   headers: { "content-type": "application/json" },
   body: resolveBody,
 });
-child.kill();
+child.kill("SIGINT");
+await child.exited;
 process.exit(0);

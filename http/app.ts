@@ -259,6 +259,20 @@ export function createApp(deps: AppDeps) {
       });
       return failure(request, path, "INTERNAL_ERROR", "Internal error", cors);
     })
+    // Issue 28: the CORS headers the hooks above put in `set.headers` are moved onto the route's Response. Left there,
+    // Elysia answers every such request with a copy: new Headers, and a new Response reading the old one's body as a
+    // stream. The route's own headers win, as in Elysia's merge.
+    .onAfterHandle({ as: "global" }, ({ responseValue, set }) => {
+      if (!(responseValue instanceof Response) || set.status !== 200 || set.cookie !== undefined) return;
+      const headers = set.headers as Record<string, string | number>;
+      for (const name in headers) {
+        if (name === "set-cookie") return;
+      }
+      for (const name in headers) {
+        if (!responseValue.headers.has(name)) responseValue.headers.set(name, String(headers[name]));
+        delete headers[name];
+      }
+    })
     .use(healthRoutes(deps.ready))
     .use(easRoutes(deps))
     .use(trustAnchorRoutes(deps.trustAnchors))

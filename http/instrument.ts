@@ -78,6 +78,20 @@ export function instrumentedHandler(
   deps: { metrics: Metrics; log: Logger; trustProxy?: number | undefined; deadlineMs?: number | undefined },
 ) {
   const deadlineMs = deps.deadlineMs ?? ROUTE_DEADLINE_MS;
+  // The label objects of each (route, method, status), made once: the registry keeps their text by identity
+  // (issue 28: sorting and joining labels on every request cost more than the rest of the bookkeeping).
+  const labelSets = new Map<string, { readonly count: Record<string, string>; readonly duration: Record<string, string> }>();
+  const labelsOf = (route: string, method: string, status: string) => {
+    const key = `${route} ${method} ${status}`;
+    let labels = labelSets.get(key);
+    if (labels === undefined) {
+      // Bounded: routes are the app's own (or `unmatched`), methods and statuses few.
+      if (labelSets.size >= 4_096) labelSets.clear();
+      labels = { count: { route, method, status }, duration: { route, status } };
+      labelSets.set(key, labels);
+    }
+    return labels;
+  };
   let routes: Set<string> | undefined;
   const routeOf = (path: string) => {
     routes ??= new Set(app.routes.map((r) => r.path));
@@ -85,8 +99,16 @@ export function instrumentedHandler(
   };
   return (request: Request, server?: PeerAddresses): Promise<Response> => {
     const requestId = requestIdFrom(request.headers.get("x-request-id"));
-    const clientAddress = clientAddressOf(request, server?.requestIP(request)?.address, deps.trustProxy ?? 0);
-    return withRequestContext({ requestId, clientAddress }, async () => {
+    // Worked out when a route asks (the relays' per-address limits): most routes never do.
+    let address: { readonly value: string | undefined } | undefined;
+    const context = {
+      requestId,
+      get clientAddress() {
+        address ??= { value: clientAddressOf(request, server?.requestIP(request)?.address, deps.trustProxy ?? 0) };
+        return address.value;
+      },
+    };
+    return withRequestContext(context, async () => {
       const started = performance.now();
       const path = pathOf(request.url);
       let response: Response;
@@ -111,8 +133,9 @@ export function instrumentedHandler(
       const route = routeOf(path);
       const seconds = (performance.now() - started) / 1000;
       const status = String(response.status);
-      deps.metrics.increment("ats_http_requests_total", { route, method: request.method, status });
-      deps.metrics.observe("ats_http_request_duration_seconds", seconds, { route, status });
+      const labels = labelsOf(route, request.method, status);
+      deps.metrics.increment("ats_http_requests_total", labels.count);
+      deps.metrics.observe("ats_http_request_duration_seconds", seconds, labels.duration);
       deps.log.debug("request", { method: request.method, route, status: response.status, ms: Math.round(seconds * 1000) });
       response.headers.set("x-request-id", requestId);
       return response;

@@ -9,9 +9,20 @@ type Histogram = { buckets: number[]; sum: number; count: number };
 const NEEDS_ESCAPE = /[\\"\n]/;
 const escape = (value: string) =>
   NEEDS_ESCAPE.test(value) ? value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n") : value;
-const labelText = (labels: MetricLabels) => {
+const labelTextOf = (labels: MetricLabels) => {
   const keys = Object.keys(labels).sort();
   return keys.length === 0 ? "" : `{${keys.map((k) => `${k}="${escape(labels[k]!)}"`).join(",")}}`;
+};
+// The text of a labels object a caller passes again and again (the HTTP edge makes one per route, method and
+// status), kept by identity; the caller must not change such an object afterwards (issue 28).
+const labelTexts = new WeakMap<MetricLabels, string>();
+const labelText = (labels: MetricLabels) => {
+  let text = labelTexts.get(labels);
+  if (text === undefined) {
+    text = labelTextOf(labels);
+    labelTexts.set(labels, text);
+  }
+  return text;
 };
 
 /** A gauge read when `/metrics` is scraped (e.g. a wallet balance from the chain). */
