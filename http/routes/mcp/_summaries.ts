@@ -4,7 +4,7 @@
  */
 type Json = Record<string, any>;
 
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+const plural = (n: number, word: string, many = `${word}s`) => `${n} ${n === 1 ? word : many}`;
 const list = (items: readonly string[], max = 5) =>
   items.length === 0 ? "none" : items.length <= max ? items.join(", ") : `${items.slice(0, max).join(", ")} and ${items.length - max} more`;
 
@@ -15,11 +15,12 @@ const SUMMARIES: Readonly<Record<string, (v: Json) => string>> = {
     return `Artifact ${v.artifactDid} on chain ${v.chain?.caip2}: ${plural(count("responsibilityClaims"), "verified responsibility claim")}, ` +
       `${plural(count("securityAssessments"), "security assessment")}, ${plural(count("certifications"), "certification")} and ` +
       `${plural(count("otherAttestations"), "other attestation")}; ${s.totalVerified ?? 0} of ${s.totalQueried ?? 0} attestations found were verified, ` +
-      `${s.totalExcluded ?? 0} excluded (revoked, expired, wrong subject or schema). No verified claim means nobody on this chain vouches for the artifact.`;
+      `${s.totalExcluded ?? 0} excluded (revoked, expired, wrong subject or schema).` +
+      (count("responsibilityClaims") === 0 ? " No verified responsibility claim: nobody on this chain stands behind the artifact." : "");
   },
   check_domain_controllers(v) {
     const keys = ((v.controllerKeys ?? []) as Json[]).map((k) => `${k.canonicalId} (${(k.sources as string[]).join(" and ")})`);
-    const found = ((v.evidence ?? []) as Json[]).map((e) => `${e.kind} ${e.status}`);
+    const found = ((v.evidence ?? []) as Json[]).map((e) => `${e.kind} ${e.location} ${e.status}`);
     const issuer = v.approvedIssuer?.status === undefined ? "" : ` The issuer registry check is ${v.approvedIssuer.status}.`;
     const warnings = (v.warnings as string[] | undefined)?.length ? ` Warnings: ${list(v.warnings)}.` : "";
     return `${v.subject?.canonical ?? "The subject"}${v.domain ? ` (domain ${v.domain})` : ""} names ${plural(keys.length, "controller key")}: ${list(keys)}. ` +
@@ -34,7 +35,7 @@ const SUMMARIES: Readonly<Record<string, (v: Json) => string>> = {
     const chains = Object.entries((v.chains ?? {}) as Record<string, Json>);
     const described = chains.map(([id, c]) => `${id} (${c.name}, EAS ${c.easContract}, ${plural(Object.keys(c.schemas ?? {}).length, "schema")})`);
     return `Trust anchors version ${v.version}, updated ${v.updatedAt}: ${plural(chains.length, "chain")}, ${list(described)}; ` +
-      `${plural((v.registries ?? []).length, "issuer registry")}, ${plural((v.widgetOrigins ?? []).length, "widget origin")}.`;
+      `${plural((v.registries ?? []).length, "issuer registry", "issuer registries")}, ${plural((v.widgetOrigins ?? []).length, "widget origin")}.`;
   },
   list_attestations(v) {
     const items = (v.items ?? []) as Json[];

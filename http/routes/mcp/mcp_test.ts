@@ -11,6 +11,7 @@ import type { Account } from "../../../ports/accounts.ts";
 import { fakeClock, fakeEasReader } from "../../../ports/fakes.ts";
 import { createApp } from "../../app.ts";
 import { createSessionTable } from "./_sessions.ts";
+import { summarize, summarizeError } from "./_summaries.ts";
 import type { McpToolDeps } from "./_tools.ts";
 import { createMcpEndpoint, type McpEndpointDeps, mcpRoutes } from "./mcp.ts";
 
@@ -56,6 +57,24 @@ describe("createSessionTable()", () => {
     expect(table.size()).toBe(1);
     table.closeAll();
     expect(table.size()).toBe(0);
+  });
+});
+
+describe("summarize()", () => {
+  test("one paragraph of the answer's counts and verdicts, worded for what was found", () => {
+    const artifact = (claims: number) => summarize("check_artifact_trust", {
+      artifactDid: "did:artifact:b", chain: { caip2: "eip155:1" }, responsibilityClaims: Array(claims).fill({}), securityAssessments: [], certifications: [], otherAttestations: [],
+      summary: { totalQueried: 3, totalVerified: claims, totalExcluded: 3 - claims },
+    });
+    expect(artifact(0)).toContain("0 verified responsibility claims");
+    expect(artifact(0)).toContain("nobody on this chain stands behind the artifact");
+    expect(artifact(1)).toContain("1 verified responsibility claim,");
+    expect(artifact(1)).not.toContain("nobody");
+    const anchors = summarize("get_trust_anchors", { version: 2, updatedAt: "t", chains: { "eip155:1": { name: "Mainnet", easContract: "0xE", schemas: { a: "0x1" } } }, registries: [{}, {}], widgetOrigins: [] });
+    expect(anchors).toBe("Trust anchors version 2, updated t: 1 chain, eip155:1 (Mainnet, EAS 0xE, 1 schema); 2 issuer registries, 0 widget origins.");
+    expect(summarize("list_attestations", { subject: "did:web:a", schema: "user-review", items: [], nextCursor: "c2" })).toContain("call again with cursor c2");
+    for (const text of [artifact(0), anchors]) expect(text).not.toContain("\n");
+    expect(summarizeError("INVALID_DID", "Invalid subjectDid", "not a DID")).toBe("INVALID_DID: Invalid subjectDid (not a DID). Correct the input and call again.");
   });
 });
 
