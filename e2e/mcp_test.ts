@@ -134,6 +134,8 @@ describe("MCP with the official SDK's client", () => {
     for (const tool of tools) {
       expect(tool.description!.length).toBeGreaterThan(80);
       expect(tool.inputSchema.type).toBe("object");
+      // The route's response model or its error body: the SDK's client checks every structured answer against it.
+      expect(tool.outputSchema).toMatchObject({ type: "object", anyOf: [expect.any(Object), { required: ["error", "code"] }] });
       expect(tool.annotations?.readOnlyHint).toBe(tool.name !== "request_controller_witness");
     }
     expect(tools.find((t) => t.name === "key_status")!.inputSchema).toMatchObject({

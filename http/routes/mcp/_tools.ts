@@ -17,6 +17,16 @@ import type { Logger } from "../../../ports/logger.ts";
 import type { Metrics } from "../../../ports/metrics.ts";
 import type { TrustAnchors } from "../../../ports/trust_anchors.ts";
 import { stringify } from "../../errors.ts";
+import {
+  ArtifactTrustRecordModel,
+  AttestationPageModel,
+  ControllerConfirmModel,
+  ControllerWitnessModel,
+  IdentityResolveResponse,
+  SubscriptionCurrentModel,
+  TrustAnchorsModel,
+} from "../../models.ts";
+import { KeyStatusModel } from "../keys/mod.ts";
 import { compileRequestCheck } from "../request.ts";
 
 /** A tool's answer: the route's JSON, or the route's error. */
@@ -49,6 +59,8 @@ export type ToolDefinition = {
   readonly title: string;
   readonly description: string;
   readonly inputSchema: TSchema;
+  /** The route's response model (the one `/openapi.json` publishes): clients check the structured content against it. */
+  readonly outputSchema: TSchema;
   readonly readOnly: boolean;
   readonly scope?: Scope | undefined;
   readonly run: (args: unknown, caller: ToolCaller) => Promise<ToolOutcome>;
@@ -116,6 +128,7 @@ export function createTools(deps: McpToolDeps, options: { readonly withAccountTo
       title: "Check an artifact's trust",
       description: "Before loading a plugin, model, package or other file identified by its did:artifact (a content hash), ask which verified attestations on the chain speak for it: responsibility claims (who stands behind it), security assessments, certifications and others, each checked against the trust anchors (schema, recipient, not revoked, not expired). Same answer as GET /v1/artifact-trust.",
       inputSchema: ArtifactInput,
+      outputSchema: ArtifactTrustRecordModel,
       readOnly: true,
       async run(args) {
         const input = artifactArgs(args);
@@ -129,6 +142,7 @@ export function createTools(deps: McpToolDeps, options: { readonly withAccountTo
       title: "Check who controls a service",
       description: "Before paying or trusting a service, read which keys its domain names as controllers today: DNS TXT (_controllers.<domain>) and /.well-known/did.json, with the evidence of each source, whether the issuer registry approves it, and, when walletDid is given, whether that wallet is one of them. Current, mutable evidence, read fresh (shared for a short cache time). Same answer as GET /v1/controller-confirm.",
       inputSchema: ControllersInput,
+      outputSchema: ControllerConfirmModel,
       readOnly: true,
       async run(args) {
         const input = controllerArgs(args);
@@ -142,6 +156,7 @@ export function createTools(deps: McpToolDeps, options: { readonly withAccountTo
       title: "Resolve identifiers to display labels",
       description: "Turn up to 100 identifiers (DIDs, CAIP-10 accounts, EVM addresses, domains) into their canonical form, type and a short display label. Labels are for showing to people only, never for deciding trust. Same answer as POST /v1/identity-resolve.",
       inputSchema: IdentitiesInput,
+      outputSchema: IdentityResolveResponse,
       readOnly: true,
       run(args) {
         const input = identityArgs(args);
@@ -154,6 +169,7 @@ export function createTools(deps: McpToolDeps, options: { readonly withAccountTo
       title: "Read the trust anchors",
       description: "Read the trust anchors this service judges by: for each chain, the EAS contract and the schema UIDs by name, the approved issuers' registries and the widget origins. Same answer as GET /v1/trust-anchors.",
       inputSchema: NoInput,
+      outputSchema: TrustAnchorsModel,
       readOnly: true,
       run(args) {
         const input = noArgs(args);
@@ -165,6 +181,7 @@ export function createTools(deps: McpToolDeps, options: { readonly withAccountTo
       title: "List a subject's attestations",
       description: "List the attestations of one schema (by its trust-anchor name, e.g. user-review, controller-witness, key-binding) about one subject DID, newest first, a page at a time (pass nextCursor back as cursor), with whether each is revoked or expired. Same answer as GET /v1/attestations.",
       inputSchema: ListInput,
+      outputSchema: AttestationPageModel,
       readOnly: true,
       async run(args) {
         const input = listArgs(args);
@@ -179,6 +196,7 @@ export function createTools(deps: McpToolDeps, options: { readonly withAccountTo
       title: "Check a signing key's status for a subject",
       description: "Ask whether a key (did:pkh, did:key, did:jwk, did:ethr) was authorised to act for a subject at a time (default now; pass a receipt's issuedAt): its status (registered, active, revoked, expired) and trust level (none, basic: the domain names it; intermediate: a controller witness; advanced: a witness and an active key binding), with the evidence. Same answer as GET /v1/key-status; shares its rate per client.",
       inputSchema: KeyStatusInput,
+      outputSchema: KeyStatusModel,
       readOnly: true,
       async run(args, caller) {
         const input = keyArgs(args);
@@ -197,6 +215,7 @@ export function createTools(deps: McpToolDeps, options: { readonly withAccountTo
       title: "Write a controller witness",
       description: "Have the service observe that a domain names a controller (DNS TXT or did.json, read now) and record that observation on the chain as a controller-witness attestation signed by the service. Needs an OAuth access token with the scope witness:write for this endpoint (resource {base}/mcp); counts against the account's annual sponsored writes. Same answer as POST /v1/controller-witness.",
       inputSchema: WitnessInput,
+      outputSchema: ControllerWitnessModel,
       readOnly: false,
       scope: "witness:write",
       async run(args, caller) {
@@ -220,6 +239,7 @@ export function createTools(deps: McpToolDeps, options: { readonly withAccountTo
       title: "Read the account's plan and usage",
       description: "Read the plan of the account the access token acts for and what it used this year: sponsored writes (witnesses, private-relay attestations) against the plan's annual limit, premium reads, and the entitlement period. Needs an OAuth access token with the scope account:read for this endpoint. Same answer as GET /api/private/subscriptions/current.",
       inputSchema: NoInput,
+      outputSchema: SubscriptionCurrentModel,
       readOnly: true,
       scope: "account:read",
       async run(args, caller) {

@@ -9,6 +9,7 @@
  * token without the scope) before the session sees it, which is where the MCP authorization flow starts; the session
  * stays as it was and the client sends the same call again with its token.
  */
+import type { TSchema } from "@sinclair/typebox";
 import { Elysia } from "elysia";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
@@ -22,6 +23,7 @@ import type { Metrics } from "../../../ports/metrics.ts";
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
 import { type BearerAccess, bearerTokenOf, carriesBearer } from "../../credentials.ts";
 import { errorBody, json } from "../../errors.ts";
+import { ErrorModel } from "../../models.ts";
 import { BODY_TOO_LARGE, readBodyText, TOO_LARGE_MESSAGE } from "../request.ts";
 import { createSessionTable, type SessionEnd } from "./_sessions.ts";
 import { summarize, summarizeError } from "./_summaries.ts";
@@ -103,6 +105,15 @@ function closeSession(session: Session): void {
   else void session.server.close().catch(() => {});
 }
 
+/**
+ * A tool's output schema: its route's answer or the route's error body (a tool error carries it too, and the SDK's
+ * client checks any structured content it gets), as MCP wants it at the root (`type: "object"`), without TypeBox's
+ * symbols.
+ */
+function outputSchemaOf(answer: TSchema): { type: "object" } {
+  return JSON.parse(JSON.stringify({ type: "object", anyOf: [answer, ErrorModel] })) as { type: "object" };
+}
+
 /** A JSON-RPC error answer of the transport layer, worded and shaped as the SDK's transport words its own. */
 function rpcError(status: number, code: number, message: string): Response {
   return json({ jsonrpc: "2.0", error: { code, message }, id: null }, status);
@@ -125,6 +136,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     description: tool.description,
     // TypeBox schemas are JSON Schema; the round trip drops TypeBox's symbol keys.
     inputSchema: JSON.parse(JSON.stringify(tool.inputSchema)) as { type: "object" },
+    outputSchema: outputSchemaOf(tool.outputSchema),
     annotations: { title: tool.title, readOnlyHint: tool.readOnly, destructiveHint: false, idempotentHint: tool.readOnly, openWorldHint: true },
   }));
   let inFlight = 0;

@@ -17,6 +17,16 @@ import { createMcpEndpoint, type McpEndpointDeps, mcpRoutes } from "./mcp.ts";
 
 const BASE = "http://localhost";
 const ACCOUNT: Account = { id: "acc-1", address: "0x00000000000000000000000000000000000000a1", plan: "free", createdAtMs: 0 };
+const SUBSCRIPTION = {
+  plan: "free",
+  status: "active",
+  annualSponsoredWriteLimit: 10,
+  sponsoredWritesUsedCurrentYear: 3,
+  annualPremiumReadLimit: null,
+  premiumReadsUsedCurrentYear: null,
+  entitlementPeriodStart: "2026-01-01T00:00:00.000Z",
+  entitlementPeriodEnd: "2027-01-01T00:00:00.000Z",
+};
 type Answer = { isError?: boolean; structuredContent?: Record<string, unknown>; content: { text?: string }[] };
 
 describe("createSessionTable()", () => {
@@ -88,7 +98,7 @@ function fakeTools(overrides: Partial<McpToolDeps> = {}): McpToolDeps {
     keyStatus: () => Promise.resolve(fail("NETWORK_ERROR", "down")),
     keyStatusRate: createRateLimiter(fakeClock(), { capacity: 2, perMinute: 2 }),
     witness: () => Promise.resolve({ result: fail("UNAUTHENTICATED", "no"), deprecated: false, deprecation: undefined }) as never,
-    subscription: (account) => Promise.resolve({ plan: account.plan, sponsoredWritesUsedCurrentYear: 3 }),
+    subscription: (account) => Promise.resolve({ ...SUBSCRIPTION, plan: account.plan }),
     log: silentLogger,
     ...overrides,
   };
@@ -235,7 +245,7 @@ describe("createMcpEndpoint()", () => {
     // With a token: the session's tools act for the token's account; the read tools never needed one.
     const reader = await setUp(withBearer, "read");
     expect((await reader.client.listTools()).tools).toHaveLength(8);
-    expect((await reader.call("get_account_usage")).structuredContent).toEqual({ subscription: { plan: "free", sponsoredWritesUsedCurrentYear: 3 } });
+    expect((await reader.call("get_account_usage")).structuredContent).toEqual({ subscription: SUBSCRIPTION });
     await expect(reader.call("request_controller_witness", { subjectDid: "did:web:a.test" })).rejects.toThrow(/insufficient_scope/);
     expect((await reader.call("get_trust_anchors")).isError).toBeUndefined();
     // The tool checks its input as the route checks its body: the route's INVALID_INPUT, worded the same way.
