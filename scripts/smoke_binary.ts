@@ -7,6 +7,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { privateKeyToAccount } from "viem/accounts";
 import { ANVIL_DEV_KEYS } from "../adapters/devnet/mod.ts";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { attestDelegated, fetchNonce } from "../client/delegated_attest.ts";
 
 const START_TIMEOUT_MS = 90_000;
@@ -168,6 +170,14 @@ async function main(): Promise<void> {
     assert(result.uid !== null && /^0x[0-9a-f]{64}$/i.test(result.uid), `attestation has no UID: ${JSON.stringify(result)}`);
     const nonce = await fetchNonce(user.address, { baseUrl: first.url });
     assert(nonce.nonce === "1", `attester nonce is ${nonce.nonce} after one attestation, expected 1`);
+    step("the MCP endpoint (the SDK bundled into the binary) with the official client");
+    const mcp = new Client({ name: "smoke", version: "1.0.0" });
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${first.url}/mcp`)));
+    const { tools } = await mcp.listTools();
+    assert(tools.length === 8, `MCP lists ${tools.length} tools, expected 8`);
+    const anchors = await mcp.callTool({ name: "get_trust_anchors", arguments: {} }) as { isError?: boolean; structuredContent?: { version?: unknown } };
+    assert(anchors.isError !== true && typeof anchors.structuredContent?.version === "number", `get_trust_anchors answered ${JSON.stringify(anchors)}`);
+    await mcp.close();
     step(`delegated attestation ${result.uid} in block ${result.blockNumber}`);
     await checkConsole(first.url);
     step("the console page and its script are served, embedded, under the Content-Security-Policy");
