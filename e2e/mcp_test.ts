@@ -260,7 +260,7 @@ describe("MCP with the official SDK's client", () => {
     await client.close();
   });
 
-  test("an API client's own token (client_credentials, resource {base}/mcp) works; a token for the service itself is refused at /mcp", async () => {
+  test("an API client's own token (client_credentials, resource {base}/mcp) works; a token for the service itself is 401 at /mcp, initialize included", async () => {
     const cookie = await signInCookie(base, alice, { origin: APP });
     const created = await fetch(`${base}/api/private/oauth/clients`, {
       method: "POST",
@@ -286,11 +286,15 @@ describe("MCP with the official SDK's client", () => {
     const before = await witnessTxs();
     await expect(forMcp.callTool({ name: "request_controller_witness", arguments: { subjectDid: SUBJECT, controllerDid: pkh(alice) } })).rejects.toThrow(/insufficient_scope/);
     expect(await witnessTxs()).toBe(before);
-    // A token whose audience is the service, not {base}/mcp: the session opens (public), the account tool is 401.
-    const forService = await withToken(await token());
-    expect((await call(forService, "get_trust_anchors")).isError).toBeUndefined();
-    await expect(forService.callTool({ name: "get_account_usage", arguments: {} })).rejects.toThrow(/"code":"UNAUTHENTICATED"/);
-    await Promise.all([forMcp.close(), forService.close()]);
+    // A token whose audience is the service, not {base}/mcp, is invalid here: 401 invalid_token from initialize on.
+    await expect(withToken(await token())).rejects.toThrow(/"code":"UNAUTHENTICATED"/);
+    const bare = await fetch(`${base}/mcp`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${await token()}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "get_account_usage", arguments: {} } }),
+    });
+    expect([bare.status, bare.headers.get("www-authenticate")]).toEqual([401, `Bearer resource_metadata="${base}/.well-known/oauth-protected-resource/mcp", error="invalid_token", scope="witness:write account:read"`]);
+    await forMcp.close();
   });
 
   test("many sessions opened and abandoned: never more than MCP_MAX_SESSIONS kept, the least recently used go first", async () => {

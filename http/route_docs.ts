@@ -580,7 +580,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
       200: { description: "The JSON-RPC response; an initialize answer carries the session in Mcp-Session-Id" },
       202: { description: "Notifications only: accepted" },
       400: { description: "JSON-RPC error: unparseable JSON, no Mcp-Session-Id outside initialize" },
-      401: err("UNAUTHENTICATED: a tools/call of an account tool without a valid token; WWW-Authenticate names the metadata of {base}/mcp (/.well-known/oauth-protected-resource/mcp) and the scopes to ask"),
+      401: err("UNAUTHENTICATED: a tools/call of an account tool without a valid token, or any request carrying an invalid, expired or foreign token (error=\"invalid_token\"); WWW-Authenticate names the metadata of {base}/mcp (/.well-known/oauth-protected-resource/mcp) and the scopes to ask"),
       403: err("insufficient_scope: the token lacks the tool's scope"),
       404: { description: "JSON-RPC error -32001: the session is unknown, closed, idle past MCP_SESSION_IDLE_SECONDS or pushed out past MCP_MAX_SESSIONS; start a new one" },
       429: err("RATE_LIMITED: more new sessions from this client address than MCP_SESSION_RATE_PER_MINUTE; Retry-After"),

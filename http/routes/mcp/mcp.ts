@@ -218,13 +218,23 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
       const scope = byName.get(call.params.name)?.scope;
       if (scope !== undefined) needed.add(scope);
     }
-    if (needed.size === 0 || deps.bearer === undefined || resource === undefined) return { ok: true, caller, scopes: [] };
+    if (deps.bearer === undefined || resource === undefined) return { ok: true, caller, scopes: [] };
     const wanted = MCP_SCOPES.join(" ");
     const refuse = (status: 401 | 403, code: string, message: string, error?: "invalid_token" | "insufficient_scope") => {
       const challenge = error === undefined ? `${bearerChallenge(resource)}, scope="${wanted}"` : bearerChallenge(resource, { code: error, scope: wanted });
       return { ok: false as const, response: json(errorBody(code, message), status, { "www-authenticate": challenge }) };
     };
     const token = bearerTokenOf(request);
+    if (needed.size === 0) {
+      // No tool here needs a token, but one that is sent is checked (MCP authorization: an invalid or expired token
+      // is 401, initialize included), so a client learns at once that it must refresh or authorise again. Its scopes
+      // do not matter here: a token refused only for its scope is valid.
+      if (!carriesBearer(request)) return { ok: true, caller, scopes: [] };
+      if (token === undefined) return refuse(401, "UNAUTHENTICATED", "The access token is malformed", "invalid_token");
+      const checked = await deps.bearer.authenticate(token, { scope: "account:read", audience: resource });
+      if (!checked.ok && checked.code === "invalid_token") return refuse(401, "UNAUTHENTICATED", checked.message, "invalid_token");
+      return { ok: true, caller, scopes: [] };
+    }
     if (token === undefined) {
       return carriesBearer(request)
         ? refuse(401, "UNAUTHENTICATED", "The access token is malformed", "invalid_token")

@@ -238,6 +238,15 @@ describe("createMcpEndpoint()", () => {
     ]);
     const bad = await post("Bearer nope");
     expect([bad.status, bad.headers.get("www-authenticate")]).toEqual([401, `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp", error="invalid_token", scope="witness:write account:read"`]);
+    // A token sent where none is needed is still checked (MCP authorization: invalid or expired is 401), initialize too.
+    const initialize = (authorization: string) => app.handle(new Request(`${BASE}/mcp`, {
+      method: "POST",
+      headers: { authorization, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "b", version: "1" } } }),
+    }));
+    const expired = await initialize("Bearer nope");
+    expect([expired.status, expired.headers.get("www-authenticate")]).toEqual([401, `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp", error="invalid_token", scope="witness:write account:read"`]);
+    expect((await initialize("Bearer read")).status).toBe(200);
     const narrow = await post("Bearer read");
     expect([narrow.status, (await narrow.json() as { code: string }).code]).toEqual([403, "insufficient_scope"]);
     expect(narrow.headers.get("www-authenticate")).toContain('error="insufficient_scope"');
