@@ -175,9 +175,11 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
     // wrapping) is simulated ahead, in the same JSON-RPC batch as the nonce read: it is a read, its answer is used
     // only once the chain's nonce is that nonce, the wallet can pay and the replay record is claimed (decisions §6
     // order of outcomes unchanged), and it saves a round trip. Anything else is simulated after the claim as before.
+    // Not when the caller still has checks of its own to make (the private relay's plan, subject and refUID
+    // authority): a request those refuse must cost the node nothing more than the reads that decided it (issue 23).
     const call = toCall(request, signature.value);
     const provenSigner = clientSigner === undefined ? undefined : await clientSigner;
-    const simulateAhead = walletCouldPay && parsedSignature.value.deployment === undefined &&
+    const simulateAhead = walletCouldPay && parsedSignature.value.deployment === undefined && caller.admit === undefined &&
       provenSigner !== undefined && sameAddress(provenSigner, request.attester);
     // Read in the same tick as the nonce, so all ride in one JSON-RPC batch.
     const funds = delegate.checkFunds();
