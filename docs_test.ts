@@ -1,11 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { silentLogger } from "./adapters/observability/mod.ts";
 import { readConfig } from "./app/config.ts";
-import { createReadNonce } from "./domain/delegation/mod.ts";
+import { minimalAppDeps } from "./http/testing.ts";
 import { createApp } from "./http/app.ts";
-import { fakeEasReader } from "./ports/fakes.ts";
 
 // The reference pages in docs/ must keep up with the code (decisions §16): every route the service publishes in
 // /openapi.json is in docs/endpoints.md, and every environment variable config.ts reads is in docs/configuration.md.
@@ -17,17 +15,7 @@ const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 /** The routes of `/openapi.json` as `METHOD /path` (`{id}` as published), from an app built with fakes. */
 async function publishedRoutes(): Promise<string[]> {
-  const eas = fakeEasReader();
-  const app = createApp({
-    readNonce: createReadNonce(eas),
-    delegatedAttest: () => Promise.reject(new Error("unused")),
-    chainName: "ATS Devnet",
-    chainId: eas.chainId,
-    easAddress: eas.easAddress,
-    trustAnchors: { version: 1, updatedAt: "2026-01-01T00:00:00Z", widgetOrigins: [], chains: {}, registries: [] },
-    log: silentLogger,
-    ready: () => Promise.resolve({ ready: true, checks: {} }),
-  });
+  const app = createApp(minimalAppDeps());
   const response = await app.handle(new Request("http://localhost/openapi.json"));
   const doc = (await response.json()) as { paths: Record<string, Record<string, unknown>> };
   // A path item may hold `parameters` or `summary` beside its operations; only HTTP methods are routes.

@@ -5,9 +5,7 @@ import { join } from "node:path";
 import { compileErrors, validate } from "@readme/openapi-parser";
 import openapiTS, { astToString } from "openapi-typescript";
 import ts from "typescript";
-import { silentLogger } from "../adapters/observability/mod.ts";
-import { createReadNonce } from "../domain/delegation/mod.ts";
-import { fakeEasReader } from "../ports/fakes.ts";
+import { minimalAppDeps } from "./testing.ts";
 import { createApp } from "./app.ts";
 import { buildOpenApi, operationIdOf } from "./openapi.ts";
 import { ROUTE_DOCS } from "./route_docs.ts";
@@ -22,17 +20,7 @@ type Document = {
 
 /** The document the app serves, built with fakes (no chain). */
 async function served(): Promise<Document> {
-  const eas = fakeEasReader();
-  const app = createApp({
-    readNonce: createReadNonce(eas),
-    delegatedAttest: () => Promise.reject(new Error("unused")),
-    chainName: "ATS Devnet",
-    chainId: eas.chainId,
-    easAddress: eas.easAddress,
-    trustAnchors: { version: 1, updatedAt: "2026-01-01T00:00:00Z", widgetOrigins: [], chains: {}, registries: [] },
-    log: silentLogger,
-    ready: () => Promise.resolve({ ready: true, checks: {} }),
-  });
+  const app = createApp(minimalAppDeps());
   const response = await app.handle(new Request("http://localhost/openapi.json"));
   expect(response.status).toBe(200);
   return (await response.json()) as Document;

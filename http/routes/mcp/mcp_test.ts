@@ -3,12 +3,12 @@ import { Elysia } from "elysia";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { silentLogger } from "../../../adapters/observability/mod.ts";
-import { createReadNonce } from "../../../domain/delegation/mod.ts";
 import type { BearerAuth } from "../../../domain/oauth/mod.ts";
 import { createRateLimiter } from "../../../domain/rate_limit.ts";
 import { fail, ok } from "../../../domain/result.ts";
 import type { Account } from "../../../ports/accounts.ts";
-import { fakeClock, fakeEasReader } from "../../../ports/fakes.ts";
+import { fakeClock } from "../../../ports/fakes.ts";
+import { minimalAppDeps } from "../../testing.ts";
 import { createApp } from "../../app.ts";
 import { createSessionTable } from "./_sessions.ts";
 import { summarize, summarizeError } from "./_summaries.ts";
@@ -266,16 +266,8 @@ describe("createMcpEndpoint()", () => {
 
 describe("/mcp in the app", () => {
   test("a browser client's preflight is allowed the MCP headers from any origin, without credentials; GET is 405", async () => {
-    const eas = fakeEasReader();
     const app = createApp({
-      readNonce: createReadNonce(eas),
-      delegatedAttest: () => Promise.reject(new Error("unused")),
-      chainName: "ATS Devnet",
-      chainId: eas.chainId,
-      easAddress: eas.easAddress,
-      trustAnchors: { version: 1, updatedAt: "2026-01-01T00:00:00Z", widgetOrigins: [], chains: {}, registries: [] },
-      log: silentLogger,
-      ready: () => Promise.resolve({ ready: true, checks: {} }),
+      ...minimalAppDeps(),
       mcp: createMcpEndpoint({ tools: fakeTools(), maxSessions: 10, sessionIdleSeconds: 60, maxInFlight: 10, clock: fakeClock(), log: silentLogger }),
     });
     const preflight = await app.handle(new Request(`${BASE}/mcp`, {
