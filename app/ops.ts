@@ -1,9 +1,11 @@
 /**
  * Operator command: `bun run ops accounts list`, `bun run ops accounts set-plan <id|address> <free|paid>`,
- * `bun run ops index status`, `bun run ops index rebuild [--from BLOCK]` and `bun run ops payments list [--state STATE]`.
+ * `bun run ops index status`, `bun run ops index rebuild [--from BLOCK]`, `bun run ops payments list [--state STATE]` and
+ * `bun run ops oauth rotate-key`.
  * Reads the database from the same environment as the service (DATABASE_URL, else DATABASE_PATH or DATA_DIR).
  * Prints JSON, one account per line for `list`.
  */
+import { createJoseAccessTokenKeys, RETIRED_KEY_GRACE_MS } from "../adapters/jose/mod.ts";
 import { systemClock } from "../adapters/system/mod.ts";
 import { openStorage } from "./foundation.ts";
 import { readFileSync } from "node:fs";
@@ -18,14 +20,17 @@ const USAGE = `usage: bun run ops accounts list
        bun run ops accounts set-plan <account id | wallet address> <${PLANS.join("|")}>
        bun run ops index status
        bun run ops index rebuild [--from BLOCK]
-       bun run ops payments list [--state reserved|worked|settled|settle_failed|work_unknown]`;
+       bun run ops payments list [--state reserved|worked|settled|settle_failed|work_unknown]
+       bun run ops oauth rotate-key`;
 
 /** Runs one operator command; returns the exit code. */
 export async function runOps(args: readonly string[], env: Readonly<Record<string, string | undefined>>, out: (line: string) => void): Promise<number> {
   const [group, command, ...rest] = args;
   const known = group === "accounts"
     ? command === "list" || command === "set-plan"
-    : group === "payments" ? command === "list" : group === "index" && (command === "status" || command === "rebuild");
+    : group === "payments" ? command === "list"
+    : group === "oauth" ? command === "rotate-key" && rest.length === 0
+    : group === "index" && (command === "status" || command === "rebuild");
   if (!known) {
     out(USAGE);
     return 2;
@@ -44,6 +49,7 @@ export async function runOps(args: readonly string[], env: Readonly<Record<strin
   try {
     if (group === "index") return await indexCommand(command!, rest, config, storage, out);
     if (group === "payments") return await paymentsCommand(rest, storage, out);
+    if (group === "oauth") return await rotateOAuthKey(config, storage, out);
     const { accounts, ledger } = storage;
     const year = quotaYear(systemClock.nowMs());
     const limitOf = (plan: "free" | "paid") => plan === "free" ? config.freePlanAnnualWrites : config.paidPlanAnnualWrites;
@@ -78,6 +84,23 @@ export async function runOps(args: readonly string[], env: Readonly<Record<strin
   } finally {
     await storage.close();
   }
+}
+
+/**
+ * `oauth rotate-key` (decisions §19): a new token-signing key, the newest from now on; every instance signs its next
+ * access token with it. The keys it replaces stay in the JWKS, and verifying, until two hours after this one was made
+ * (past the one-hour life of what they signed), so nobody is logged out; the service's upkeep drops them then.
+ */
+async function rotateOAuthKey(config: Config, storage: Storage, out: (line: string) => void): Promise<number> {
+  const keys = createJoseAccessTokenKeys({ store: storage.oauth, clock: systemClock, rotateAfterMs: config.oauth.keyRotationDays * 86_400_000 });
+  const previous = (await storage.oauth.signingKeys()).map((k) => k.kid);
+  const kid = await keys.rotate();
+  out(JSON.stringify({
+    kid,
+    previousKids: previous,
+    previousKeysPublishedUntil: previous.length === 0 ? null : new Date(systemClock.nowMs() + RETIRED_KEY_GRACE_MS).toISOString(),
+  }));
+  return 0;
 }
 
 const PAYMENT_STATES = ["reserved", "worked", "settled", "settle_failed", "work_unknown"] as const;

@@ -12,6 +12,7 @@ import { importJWK, SignJWT } from "jose";
 import * as o from "oauth4webapi";
 import { createPublicClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { runOps } from "../app/ops.ts";
 import { EAS_ABI } from "../domain/eas_abi.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { startStack, type Stack } from "./harness.ts";
@@ -277,6 +278,31 @@ describe("OAuth 2 with oauth4webapi", () => {
     expect((await api("GET", "/api/private/accounts/me", { token: after })).status).toBe(200);
     const kids = ((await (await fetch(as.jwks_uri!)).json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
     for (const kid of oldKids) expect(kids).toContain(kid);
+  });
+});
+
+describe("issue 26 hardening", () => {
+  const kidOf = (token: string) => (JSON.parse(atob(token.split(".")[0]!.replace(/-/g, "+").replace(/_/g, "/"))) as { kid: string }).kid;
+
+  test("npm run ops -- oauth rotate-key: a token signed before still works, the next one carries the new kid, both keys in the JWKS", async () => {
+    const client = await register();
+    const cookie = await signInCookie(base, alice, { origin: APP });
+    const before = await codeFlow(client, cookie, { scope: "account:read" });
+    const lines: string[] = [];
+    expect(await runOps(["oauth", "rotate-key"], { DATABASE_PATH: join(stack.dir, "ats.sqlite") }, (l) => lines.push(l))).toBe(0);
+    const rotated = JSON.parse(lines[0]!) as { kid: string; previousKids: string[]; previousKeysPublishedUntil: string };
+    expect(rotated.previousKids).toContain(kidOf(before.access_token));
+    expect(rotated.kid).not.toBe(kidOf(before.access_token));
+    expect(Date.parse(rotated.previousKeysPublishedUntil)).toBeGreaterThan(Date.now() + 3_600_000);
+    expect(await runOps(["oauth", "rotate-key", "now"], {}, () => {})).toBe(2);
+
+    const refreshed = await o.processRefreshTokenResponse(as, client, await o.refreshTokenGrantRequest(as, client, o.None(), before.refresh_token!, insecure));
+    expect(kidOf(refreshed.access_token)).toBe(rotated.kid);
+    expect((await api("GET", "/api/private/accounts/me", { token: before.access_token })).status).toBe(200);
+    expect((await api("GET", "/api/private/accounts/me", { token: refreshed.access_token })).status).toBe(200);
+    const kids = ((await (await fetch(as.jwks_uri!)).json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
+    expect(kids).toContain(rotated.kid);
+    expect(kids).toContain(kidOf(before.access_token));
   });
 });
 

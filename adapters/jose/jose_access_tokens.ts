@@ -2,7 +2,8 @@
  * The service's access tokens with `jose` (decisions §19): JWTs of RFC 9068 (`typ: at+jwt`), ES256, keys kept in the
  * database so that every instance signs and verifies with the same ones, published as a JWKS. Rotation adds a new
  * newest key; an old key stays published (and verifying) until two hours after its successor was made, well past the
- * one-hour life of anything it signed, so rotating logs nobody out.
+ * one-hour life of anything it signed, so rotating logs nobody out. Every instance signs with the newest key in the
+ * database from its next token on; it verifies a token of a key it has not seen yet by reading the keys again.
  */
 import { calculateJwkThumbprint, errors, exportJWK, generateKeyPair, importJWK, type JWK, jwtVerify, SignJWT } from "jose";
 import type { Clock } from "../../ports/clock.ts";
@@ -78,7 +79,10 @@ export function createJoseAccessTokenKeys(options: JoseAccessTokenKeysOptions): 
 
   return {
     async sign(claims: AccessTokenClaims) {
-      let newest = (await current())[0];
+      // The keys are read again for every token issued (a few rows; issuing is rare beside verifying): a key rotated by
+      // another instance or by the operator (`ops oauth rotate-key`) signs from the next token on, everywhere.
+      await load();
+      let newest = keys[0];
       if (newest === undefined) {
         await addKey();
         newest = keys[0]!;

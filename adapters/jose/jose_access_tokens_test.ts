@@ -62,4 +62,24 @@ describe("jose access-token keys", () => {
     await keys.maintain();
     expect(dropped).toBe(1);
   });
+
+  test("a key rotated elsewhere (another instance, or the operator's ops oauth rotate-key) signs this instance's next token; tokens of the old key still verify", async () => {
+    const clock = fakeClock();
+    const store = fakeOAuthStore();
+    const here = createJoseAccessTokenKeys({ store, clock, rotateAfterMs: 86_400_000 });
+    await here.maintain();
+    const now = Math.floor(clock.nowMs() / 1000);
+    const before = await here.sign(claims(now));
+    const kidOf = (token: string) => (JSON.parse(atob(token.split(".")[0]!.replace(/-/g, "+").replace(/_/g, "/"))) as { kid: string }).kid;
+    const elsewhere = createJoseAccessTokenKeys({ store, clock, rotateAfterMs: 86_400_000 });
+    clock.set(clock.nowMs() + 1_000);
+    const rotated = await elsewhere.rotate();
+    expect(rotated).not.toBe(kidOf(before));
+    const after = await here.sign(claims(now, { jti: "j2" }));
+    expect(kidOf(after)).toBe(rotated);
+    expect(await here.verify(before, { issuer: ISSUER, audience: ISSUER })).toMatchObject({ ok: true });
+    expect(await elsewhere.verify(before, { issuer: ISSUER, audience: ISSUER })).toMatchObject({ ok: true });
+    expect(await elsewhere.verify(after, { issuer: ISSUER, audience: ISSUER })).toMatchObject({ ok: true });
+    expect(((await here.jwks()).keys as { kid: string }[]).map((k) => k.kid).sort()).toEqual([kidOf(before), rotated].sort());
+  });
 });
