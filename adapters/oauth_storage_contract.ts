@@ -10,6 +10,8 @@ import type { Storage } from "../ports/storage.ts";
 let counter = 0;
 const fresh = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${++counter}`;
 const T0 = 1_900_000_000_000;
+/** Code bounds that never refuse (the tests that are not about them). */
+const ROOMY = { perAccount: 1_000_000, perClient: 1_000_000 };
 
 const client = (over: Partial<OAuthClient> = {}): OAuthClient => ({
   clientId: fresh("client"),
@@ -61,7 +63,7 @@ export function oauthStorageContract(name: string, open: () => Promise<Storage>,
       const victim = listed[0]!.clientId;
       await oauth.revokeAccessToken(fresh("jti"), victim, T0 + 3_600_000);
       const g = grant(victim);
-      await oauth.saveCode(code(victim, "code-of-victim-" + victim));
+      await oauth.saveCode(code(victim, "code-of-victim-" + victim), ROOMY);
       expect(await oauth.exchangeCode("code-of-victim-" + victim, g, refresh(g.id, "rt-of-" + victim), T0)).toBe(true);
       expect(await oauth.accessTokenActive({ jti: "any", clientId: victim, grantId: g.id })).toBe(true);
       expect(await oauth.deleteClient("someone-else", victim)).toBe(false);
@@ -77,7 +79,7 @@ export function oauthStorageContract(name: string, open: () => Promise<Storage>,
       const c = client();
       await oauth.registerClient(c, { client: fresh("k"), perClient: 100, total: 1_000_000, windowMs: 1 }, T0);
       const hash = fresh("code");
-      await oauth.saveCode(code(c.clientId, hash));
+      await oauth.saveCode(code(c.clientId, hash), ROOMY);
       expect(await oauth.findCode(hash)).toMatchObject({ clientId: c.clientId, usedAtMs: null, grantId: null });
       const grants = Array.from({ length: 8 }, () => grant(c.clientId));
       const results = await Promise.all(grants.map((g) => oauth.exchangeCode(hash, g, refresh(g.id), T0 + 1)));
@@ -94,7 +96,7 @@ export function oauthStorageContract(name: string, open: () => Promise<Storage>,
       await oauth.registerClient(c, { client: fresh("k"), perClient: 100, total: 1_000_000, windowMs: 1 }, T0);
       const g = grant(c.clientId);
       const hash = fresh("code");
-      await oauth.saveCode(code(c.clientId, hash));
+      await oauth.saveCode(code(c.clientId, hash), ROOMY);
       const first = refresh(g.id);
       await oauth.exchangeCode(hash, g, first, T0);
       // Parallel uses of one token: one rotation; the others are reuse.
@@ -114,7 +116,7 @@ export function oauthStorageContract(name: string, open: () => Promise<Storage>,
       await oauth.registerClient(c, { client: fresh("k"), perClient: 100, total: 1_000_000, windowMs: 1 }, T0);
       const g = grant(c.clientId);
       const hash = fresh("code");
-      await oauth.saveCode(code(c.clientId, hash));
+      await oauth.saveCode(code(c.clientId, hash), ROOMY);
       const first = refresh(g.id);
       await oauth.exchangeCode(hash, g, first, T0);
       const second = refresh(g.id);
@@ -129,6 +131,75 @@ export function oauthStorageContract(name: string, open: () => Promise<Storage>,
       expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: c.clientId, grantId: null })).toBe(true);
       await oauth.revokeGrant(g.id, T0 + 2);
       expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: c.clientId, grantId: g.id })).toBe(false);
+    });
+
+    test("oauth: live codes are bounded per account and per client, also for parallel requests; exchanged and expired codes do not count; nothing stored past a bound", async () => {
+      const { oauth } = await open();
+      const c = client();
+      await oauth.registerClient(c, { client: fresh("k"), perClient: 100, total: 1_000_000, windowMs: 1 }, T0);
+      const account = fresh("acct");
+      const mine = (hash = fresh("code"), at = T0) => ({ ...code(c.clientId, hash), accountId: account, createdAtMs: at, expiresAtMs: at + 60_000 });
+      const hashes = Array.from({ length: 20 }, () => fresh("code"));
+      const outcomes = await Promise.all(hashes.map((h) => oauth.saveCode(mine(h), { perAccount: 4, perClient: 100 })));
+      expect(outcomes.filter((o) => o === "saved")).toHaveLength(4);
+      expect(outcomes.filter((o) => o === "account_limit")).toHaveLength(16);
+      const stored = (await Promise.all(hashes.map((h) => oauth.findCode(h)))).filter((x) => x !== undefined);
+      expect(stored).toHaveLength(4);
+      // One exchanged: room for one more, and only one.
+      const g = grant(c.clientId);
+      expect(await oauth.exchangeCode(stored[0]!.codeHash, g, null, T0 + 1)).toBe(true);
+      const again = await Promise.all(Array.from({ length: 5 }, () => oauth.saveCode(mine(fresh("code"), T0 + 2), { perAccount: 4, perClient: 100 })));
+      expect(again.filter((o) => o === "saved")).toHaveLength(1);
+      // At their expiry the codes no longer count.
+      expect(await oauth.saveCode(mine(fresh("code"), T0 + 60_000), { perAccount: 4, perClient: 100 })).toBe("saved");
+      // The client's bound counts every account's codes.
+      const other = client();
+      await oauth.registerClient(other, { client: fresh("k"), perClient: 100, total: 1_000_000, windowMs: 1 }, T0);
+      const byClient = await Promise.all(Array.from({ length: 12 }, (_, i) =>
+        oauth.saveCode({ ...code(other.clientId, fresh("code")), accountId: `${account}-${i % 4}` }, { perAccount: 100, perClient: 5 })));
+      expect(byClient.filter((o) => o === "saved")).toHaveLength(5);
+      expect(byClient.filter((o) => o === "client_limit")).toHaveLength(7);
+    });
+
+    test("oauth: authorizations are listed per client with their live grants' scopes; revoking ends the pair's grants and pending codes only", async () => {
+      const { oauth } = await open();
+      const account = fresh("acct");
+      const [a, b] = [client({ name: "App A" }), client({ name: null })];
+      for (const c of [a, b]) await oauth.registerClient(c, { client: fresh("k"), perClient: 100, total: 1_000_000, windowMs: 1 }, T0);
+      const grantOf = async (c: OAuthClient, scope: string, at: number, withRefresh: boolean, who = account) => {
+        const g: Grant = { ...grant(c.clientId), accountId: who, scope, createdAtMs: at };
+        const hash = fresh("code");
+        await oauth.saveCode({ ...code(c.clientId, hash), accountId: who }, ROOMY);
+        await oauth.exchangeCode(hash, g, withRefresh ? { ...refresh(g.id), createdAtMs: at, expiresAtMs: at + 86_400_000 } : null, at);
+        return g;
+      };
+      const now = T0 + 10 * 3_600_000;
+      await grantOf(a, "account:read", now - 7_200_000, true);
+      const a2 = await grantOf(a, "witness:write account:read", now - 1_000, false);
+      await grantOf(b, "rpc:read", now - 500, true);
+      const stale = await grantOf(b, "keys:write", now - 7_200_000, false); // no refresh token, its access token expired
+      const strangers = await grantOf(a, "rpc:read", now, true, fresh("other"));
+      const listed = await oauth.listAuthorizations(account, now, 10);
+      expect(listed.map((x) => x.clientId)).toEqual([b.clientId, a.clientId]);
+      expect(listed[0]).toEqual({ clientId: b.clientId, clientName: null, scopes: ["rpc:read"], firstAuthorizedAtMs: now - 500, lastAuthorizedAtMs: now - 500, grants: 1 });
+      expect(listed[1]).toMatchObject({ clientId: a.clientId, clientName: "App A", firstAuthorizedAtMs: now - 7_200_000, lastAuthorizedAtMs: now - 1_000, grants: 2 });
+      expect([...listed[1]!.scopes].sort()).toEqual(["account:read", "witness:write account:read"]);
+      expect(await oauth.listAuthorizations(account, now, 1)).toHaveLength(1);
+
+      const pending = fresh("code");
+      await oauth.saveCode({ ...code(a.clientId, pending), accountId: account, createdAtMs: now, expiresAtMs: now + 60_000 }, ROOMY);
+      expect(await oauth.revokeAuthorizations(account, a.clientId, now)).toBe(3);
+      expect(await oauth.findCode(pending)).toBeUndefined();
+      expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: a.clientId, grantId: a2.id })).toBe(false);
+      expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: a.clientId, grantId: strangers.id })).toBe(true);
+      expect((await oauth.listAuthorizations(account, now, 10)).map((x) => x.clientId)).toEqual([b.clientId]);
+      expect(await oauth.revokeAuthorizations(account, a.clientId, now)).toBe(0);
+      // Another account has nothing of b to revoke; the account's grant past its tokens is not counted, but revoked all the same.
+      expect(await oauth.revokeAuthorizations(fresh("nobody"), b.clientId, now)).toBe(0);
+      expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: b.clientId, grantId: stale.id })).toBe(true);
+      expect(await oauth.revokeAuthorizations(account, b.clientId, now)).toBe(1);
+      expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: b.clientId, grantId: stale.id })).toBe(false);
+      expect(await oauth.listAuthorizations(account, now, 10)).toEqual([]);
     });
 
     test("oauth: signing keys newest first; dropping keeps the newest; pruning removes what expired and unused open clients", async () => {
@@ -150,10 +221,10 @@ export function oauthStorageContract(name: string, open: () => Promise<Storage>,
       await oauth.registerClient(used, { client: fresh("k"), perClient: 100, total: 1_000_000, windowMs: 1 }, 1_000);
       const g = grant(used.clientId);
       const hash = fresh("code");
-      await oauth.saveCode({ ...code(used.clientId, hash), expiresAtMs: 2_000 });
+      await oauth.saveCode({ ...code(used.clientId, hash), expiresAtMs: 2_000 }, ROOMY);
       await oauth.exchangeCode(hash, g, refresh(g.id), 1_500);
       const stale = fresh("code");
-      await oauth.saveCode({ ...code(used.clientId, stale), expiresAtMs: 2_000 });
+      await oauth.saveCode({ ...code(used.clientId, stale), expiresAtMs: 2_000 }, ROOMY);
       expect(await oauth.prune(3_000, 2_000)).toBeGreaterThanOrEqual(3);
       expect(await oauth.findClient(unused.clientId)).toBeUndefined();
       expect(await oauth.findClient(used.clientId)).toBeDefined();

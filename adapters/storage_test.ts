@@ -56,6 +56,20 @@ describe.skipIf(pgSkip !== undefined)("postgres across instances", () => {
     expect(results.filter((r) => r === "over_balance")).toHaveLength(27);
   });
 
+  test("two instances storing authorization codes of one account and one client hold the live-code bounds exactly (issue 26)", async () => {
+    const code = (i: number, accountId: string, clientId: string) => ({
+      codeHash: `cross-code-${accountId}-${i}`, clientId, accountId, redirectUri: "https://app.test/cb", scope: "account:read",
+      codeChallenge: "c".repeat(43), resource: null, createdAtMs: 5_000, expiresAtMs: 65_000,
+    });
+    const perAccount = await Promise.all(Array.from({ length: 30 }, (_, i) =>
+      (i % 2 === 0 ? postgres! : second!).oauth.saveCode(code(i, "cross-acct", "cross-client-a"), { perAccount: 7, perClient: 1_000 })));
+    expect(perAccount.filter((o) => o === "saved")).toHaveLength(7);
+    const perClient = await Promise.all(Array.from({ length: 30 }, (_, i) =>
+      (i % 2 === 0 ? postgres! : second!).oauth.saveCode(code(i, `cross-acct-${i}`, "cross-client-b"), { perAccount: 1_000, perClient: 9 })));
+    expect(perClient.filter((o) => o === "saved")).toHaveLength(9);
+    expect(perClient.filter((o) => o === "client_limit")).toHaveLength(21);
+  });
+
   test("migrations are idempotent: opening again keeps the data", async () => {
     const again = await openPostgresStorage(pg!.url);
     expect(await again.replay.find("0xcross1")).toBeDefined();

@@ -132,7 +132,9 @@ export type Config = {
    * OAuth 2 for registered software (decisions §19): `OAUTH` (`on`/`off`, default on); `OAUTH_REGISTER_RATE_PER_HOUR`
    * (default 10): open registrations one client address may make per hour; `OAUTH_REGISTRATIONS_PER_HOUR` (default
    * 1000): open registrations of everyone together per hour; `OAUTH_REFRESH_TOKEN_TTL_DAYS` (default 30);
-   * `OAUTH_KEY_ROTATION_DAYS` (default 30): the token-signing key is replaced when it is this old.
+   * `OAUTH_KEY_ROTATION_DAYS` (default 30): the token-signing key is replaced when it is this old;
+   * `OAUTH_LIVE_CODES_PER_ACCOUNT` (default 10) and `OAUTH_LIVE_CODES_PER_CLIENT` (default 1000): authorization codes
+   * not yet exchanged nor expired that one account, and one client, may hold.
    */
   readonly oauth: {
     readonly enabled: boolean;
@@ -140,6 +142,8 @@ export type Config = {
     readonly registrationsPerHour: number;
     readonly refreshTokenTtlDays: number;
     readonly keyRotationDays: number;
+    readonly liveCodesPerAccount: number;
+    readonly liveCodesPerClient: number;
   };
   readonly index: {
     readonly confirmations: number | undefined;
@@ -387,6 +391,8 @@ function readOAuth(env: Env): Config["oauth"] {
     registrationsPerHour: int("OAUTH_REGISTRATIONS_PER_HOUR", 1_000, 1, 1_000_000),
     refreshTokenTtlDays: int("OAUTH_REFRESH_TOKEN_TTL_DAYS", 30, 1, 365),
     keyRotationDays: int("OAUTH_KEY_ROTATION_DAYS", 30, 1, 365),
+    liveCodesPerAccount: int("OAUTH_LIVE_CODES_PER_ACCOUNT", 10, 1, 1_000),
+    liveCodesPerClient: int("OAUTH_LIVE_CODES_PER_CLIENT", 1_000, 1, 1_000_000),
   };
 }
 

@@ -37,6 +37,8 @@ export async function wireOAuth(config: Config, f: Foundation, options: { upkeep
       registrationsPerClientPerHour: config.oauth.registerPerClientPerHour,
       registrationsPerHour: config.oauth.registrationsPerHour,
       refreshTokenTtlSeconds: config.oauth.refreshTokenTtlDays * 86_400,
+      liveCodesPerAccount: config.oauth.liveCodesPerAccount,
+      liveCodesPerClient: config.oauth.liveCodesPerClient,
     },
   });
   const upkeep = async () => {

@@ -1,4 +1,4 @@
-/** The account's API clients (decisions §19): create (the secret shown once), list, delete. Browser-ready. */
+/** The account's API clients (decisions §19): create (the secret shown once), list, delete; and the applications it authorised: list, revoke. Browser-ready. */
 import type { ServiceOptions } from "./api.ts";
 import { DEFAULT_BASE_URL, requestJson } from "./http.ts";
 
@@ -35,4 +35,25 @@ export async function listApiClients(options: ServiceOptions = {}): Promise<ApiC
 /** Deletes an API client: its tokens stop working at once. */
 export async function deleteApiClient(clientId: string, options: ServiceOptions = {}): Promise<void> {
   await call("DELETE", `/api/private/oauth/clients/${encodeURIComponent(clientId)}`, undefined, options);
+}
+
+/** An application the signed-in person authorised on the consent page (decisions §19), as the service lists it. */
+export type AuthorizedApplication = {
+  client_id: string;
+  client_name?: string;
+  /** Every scope of its live grants, space-separated. */
+  scope: string;
+  first_authorized_at: string;
+  last_authorized_at: string;
+  grants: number;
+};
+
+/** The applications the signed-in person authorised whose tokens can still be used, most recent first. */
+export async function listAuthorizations(options: ServiceOptions = {}): Promise<AuthorizedApplication[]> {
+  return (await call<{ authorizations: AuthorizedApplication[] }>("GET", "/api/private/oauth/authorizations", undefined, options)).authorizations;
+}
+
+/** Revokes what the person authorised an application to do: its tokens stop working at once. */
+export async function revokeAuthorization(clientId: string, options: ServiceOptions = {}): Promise<void> {
+  await call("DELETE", `/api/private/oauth/authorizations/${encodeURIComponent(clientId)}`, undefined, options);
 }

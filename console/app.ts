@@ -27,8 +27,10 @@ import {
   writeThroughRelay,
   listApiClients,
   listAttestations,
+  listAuthorizations,
   listSubjects,
   removeSubject,
+  revokeAuthorization,
   requestWalletAddress,
   requestWitness,
   type ServiceOptions,
@@ -467,6 +469,7 @@ async function refreshAccount(): Promise<void> {
       remove);
   })));
   await refreshApiClients();
+  await refreshAuthorizations();
   byId("account-panel").hidden = false;
   await refreshKeys();
 }
@@ -494,6 +497,32 @@ async function refreshApiClients(): Promise<void> {
         }));
       return h("li", { "data-client-id": client.client_id },
         h("strong", {}, client.client_name ?? "(unnamed)"), " ", h("code", {}, client.client_id), ` — ${client.scope} `, remove);
+    })));
+}
+
+/** The applications this account authorised on the consent page, each with a revoke button (their tokens stop at once). */
+async function refreshAuthorizations(): Promise<void> {
+  let authorized: Awaited<ReturnType<typeof listAuthorizations>>;
+  try {
+    authorized = await listAuthorizations(api);
+  } catch (error) {
+    byId("authorization-list").replaceChildren(h("p", { class: "help", id: "authorizations-none" }, `Authorised applications are not available: ${describeError(error)}`));
+    return;
+  }
+  byId("authorization-list").replaceChildren(authorized.length === 0
+    ? h("p", { class: "help", id: "authorizations-none" }, "No application holds access to this account.")
+    : h("ul", { id: "authorizations" }, authorized.map((app) => {
+      const name = app.client_name ?? app.client_id;
+      const revoke = h("button", { type: "button", class: "secondary", "aria-label": `Revoke ${name}` }, "Revoke");
+      revoke.addEventListener("click", () =>
+        void busy(null, "authorization-status", `Revoking ${name}…`, async () => {
+          await revokeAuthorization(app.client_id, api);
+          await refreshAuthorizations();
+          return `Revoked ${name}; its tokens no longer work`;
+        }));
+      return h("li", { "data-client-id": app.client_id },
+        h("strong", {}, app.client_name ?? "(unnamed)"), " ", h("code", {}, app.client_id),
+        ` — ${app.scope}; authorised ${app.last_authorized_at.slice(0, 10)} `, revoke);
     })));
 }
 

@@ -151,6 +151,11 @@ export function renderConsolePage(settings: ConsolePageSettings, assetVersion: s
     <p id="api-client-status" class="status" role="status" aria-live="polite"></p>
     <div id="api-client-secret" class="card" hidden></div>
 
+    <h3>Authorised applications</h3>
+    <p class="help">Software you allowed to act for this account on the service's consent page. Revoking ends its tokens at once; it has to ask you again.</p>
+    <div id="authorization-list"></div>
+    <p id="authorization-status" class="status" role="status" aria-live="polite"></p>
+
     <h3>Controller witness</h3>
     <p class="help">When the domain publishes your wallet (DNS TXT or did.json), the service writes a controller-witness attestation. Uses one sponsored write.</p>
     <form id="witness-form" class="form">

@@ -2,7 +2,8 @@
  * OAuth pages in a real headless Chromium (issue 26): the consent page of `/oauth/authorize` served by the service
  * under the console's policy, signing in with an injected EIP-6963 wallet when no session is present, then the
  * consent form, Allow, and the browser back at the client's redirect URI with a code the token endpoint takes; and
- * the console's API clients (create: the secret shown once; delete). Screenshots at 1280 and 360 px go to
+ * the console's API clients (create: the secret shown once; delete) and the applications the person authorised (listed,
+ * revoked). Screenshots at 1280 and 360 px go to
  * e2e/screenshots/. Skipped without Chromium locally, failing in CI, like the console's own browser test.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -187,6 +188,59 @@ describeBrowser("OAuth pages in a browser", () => {
     await page.waitForSelector("#api-clients-none");
     const after = await fetch(`${base}/oauth/token`, { method: "POST", headers: { authorization: basic }, body: new URLSearchParams({ grant_type: "client_credentials" }) });
     expect(after.status).toBe(401);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+
+  test("the console's authorised applications: an application allowed on the consent page is listed with its scopes and revoked, its tokens refused at once", async () => {
+    const redirect = `http://127.0.0.1:${callback.port}/callback`;
+    const registered = await (await fetch(`${base}/oauth/register`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ client_name: "Docs assistant", redirect_uris: [redirect] }),
+    })).json() as { client_id: string };
+    const verifier = "w".repeat(50);
+    const url = new URL(`${base}/oauth/authorize`);
+    for (const [k, v] of Object.entries({
+      response_type: "code", client_id: registered.client_id, redirect_uri: redirect, scope: "rpc:read account:read",
+      state: "s-456", code_challenge: s256Challenge(verifier), code_challenge_method: "S256",
+    })) url.searchParams.set(k, v);
+    const problems: string[] = [];
+    const page = await newPage(problems);
+    await page.goto(url.href);
+    await page.waitForSelector("html[data-ready=true]");
+    await page.waitForSelector("#wallet-list button");
+    await page.click("#wallet-list button");
+    await page.waitForSelector("#consent-form");
+    await Promise.all([page.waitForURL((u) => u.href.startsWith(redirect)), page.click("#consent-approve")]);
+    const code = new URL(page.url()).searchParams.get("code")!;
+    const tokens = await (await fetch(`${base}/oauth/token`, {
+      method: "POST",
+      body: new URLSearchParams({ grant_type: "authorization_code", client_id: registered.client_id, code, redirect_uri: redirect, code_verifier: verifier }),
+    })).json() as { access_token: string; refresh_token: string };
+    const me = () => fetch(`${base}/api/private/accounts/me`, { headers: { authorization: `Bearer ${tokens.access_token}` } });
+    expect((await me()).status).toBe(200);
+
+    await page.goto(`${base}/#account`);
+    await page.waitForSelector("html[data-ready=true]");
+    await page.waitForSelector("#wallet-list button");
+    await page.click("#wallet-list button");
+    await page.waitForSelector("#account-panel:not([hidden])");
+    const row = page.locator(`#authorizations li[data-client-id="${registered.client_id}"]`);
+    await row.waitFor();
+    expect(await row.innerText()).toContain("Docs assistant");
+    expect(await row.innerText()).toContain("rpc:read account:read");
+    await page.locator("#authorization-list").scrollIntoViewIfNeeded();
+    await screenshots(page, "oauth-authorizations");
+    await row.locator("button").click();
+    await row.waitFor({ state: "detached" });
+    expect(await page.locator("#authorization-status").innerText()).toContain("Revoked Docs assistant");
+    expect((await me()).status).toBe(401);
+    const refreshed = await fetch(`${base}/oauth/token`, {
+      method: "POST",
+      body: new URLSearchParams({ grant_type: "refresh_token", client_id: registered.client_id, refresh_token: tokens.refresh_token }),
+    });
+    expect(refreshed.status).toBe(400);
     expect(problems).toEqual([]);
     await page.context().close();
   }, 60_000);

@@ -284,6 +284,71 @@ describe("OAuth 2 with oauth4webapi", () => {
 describe("issue 26 hardening", () => {
   const kidOf = (token: string) => (JSON.parse(atob(token.split(".")[0]!.replace(/-/g, "+").replace(/_/g, "/"))) as { kid: string }).kid;
 
+  test("live codes are bounded per account: 30 approvals in parallel store 10 codes (OAUTH_LIVE_CODES_PER_ACCOUNT), the rest go back with temporarily_unavailable; an exchanged code makes room", async () => {
+    const client = await register();
+    const bob = generatePrivateKey();
+    const cookie = await signInCookie(base, bob, { origin: APP });
+    const verifier = o.generateRandomCodeVerifier();
+    const url = new URL(as.authorization_endpoint!);
+    for (const [k, v] of Object.entries({ client_id: client.client_id, redirect_uri: REDIRECT, response_type: "code", scope: "account:read", state: "st-1", code_challenge: await o.calculatePKCECodeChallenge(verifier), code_challenge_method: "S256" })) url.searchParams.set(k, v);
+    const { action, fields } = consentForm(await (await fetch(url, { headers: { cookie } })).text());
+    const approve = async () => {
+      const posted = await fetch(new URL(action, base), {
+        method: "POST", redirect: "manual",
+        headers: { cookie, origin: base, "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ ...fields, decision: "approve" }),
+      });
+      expect(posted.status).toBe(303);
+      return new URL(posted.headers.get("location")!);
+    };
+    const back = await Promise.all(Array.from({ length: 30 }, approve));
+    const codes = back.filter((l) => l.searchParams.has("code"));
+    const refused = back.filter((l) => l.searchParams.get("error") === "temporarily_unavailable");
+    expect([codes.length, refused.length]).toEqual([10, 20]);
+    expect([refused[0]!.searchParams.get("state"), refused[0]!.searchParams.get("iss"), refused[0]!.searchParams.get("code")]).toEqual(["st-1", base, null]);
+    const account = (await api("GET", "/v1/session/me", { cookie })).body.account.id as string;
+    const db = new Database(join(stack.dir, "ats.sqlite"));
+    const stored = () => (db.query("SELECT COUNT(*) AS n FROM oauth_codes WHERE account_id = ?").get(account) as { n: number }).n;
+    expect(stored()).toBe(10);
+    // The library exchanges one; one more approval fits, the next does not.
+    const params = o.validateAuthResponse(as, client, codes[0]!, "st-1");
+    const tokens = await o.processAuthorizationCodeResponse(as, client, await o.authorizationCodeGrantRequest(as, client, o.None(), params, REDIRECT, verifier, insecure));
+    expect(tokens.scope).toBe("account:read");
+    expect((await approve()).searchParams.has("code")).toBe(true);
+    expect((await approve()).searchParams.get("error")).toBe("temporarily_unavailable");
+    expect(stored()).toBe(11);
+    db.close();
+  });
+
+  test("the applications a person authorised: listed with their scopes, revoked (refresh and access tokens refused at once), session only", async () => {
+    const client = await register();
+    const cookie = await signInCookie(base, alice, { origin: APP });
+    const first = await codeFlow(client, cookie, { scope: "account:read" });
+    const second = await codeFlow(client, cookie, { scope: "witness:write account:read" });
+    const listed = await api("GET", "/api/private/oauth/authorizations", { cookie });
+    expect(listed.status).toBe(200);
+    const mine = (listed.body.authorizations as { client_id: string }[]).find((a) => a.client_id === client.client_id);
+    expect(mine).toMatchObject({ client_id: client.client_id, client_name: "Release bot", scope: "witness:write account:read", grants: 2 });
+    // Not by token (a token cannot manage what tokens exist), and not from another site.
+    expect((await api("GET", "/api/private/oauth/authorizations", { token: first.access_token })).status).toBe(401);
+    const crossSite = await fetch(`${base}/api/private/oauth/authorizations/${client.client_id}`, { method: "DELETE", headers: { cookie, origin: "https://evil.test" } });
+    expect(crossSite.status).toBe(403);
+    expect((await api("GET", "/api/private/accounts/me", { token: first.access_token })).status).toBe(200);
+
+    const revoked = await api("DELETE", `/api/private/oauth/authorizations/${client.client_id}`, { cookie });
+    expect([revoked.status, revoked.body]).toEqual([200, { success: true, client_id: client.client_id }]);
+    for (const token of [first.access_token, second.access_token]) expect((await api("GET", "/api/private/accounts/me", { token })).status).toBe(401);
+    const refresh = await o.refreshTokenGrantRequest(as, client, o.None(), second.refresh_token!, insecure);
+    expect([refresh.status, (await refresh.json() as { error: string }).error]).toEqual([400, "invalid_grant"]);
+    const after = await api("GET", "/api/private/oauth/authorizations", { cookie });
+    expect((after.body.authorizations as { client_id: string }[]).some((a) => a.client_id === client.client_id)).toBe(false);
+    const again = await api("DELETE", `/api/private/oauth/authorizations/${client.client_id}`, { cookie });
+    expect([again.status, again.body.code]).toEqual([404, "AUTHORIZATION_NOT_FOUND"]);
+    // The application may ask again; a new consent works.
+    const renewed = await codeFlow(client, cookie, { scope: "account:read" });
+    expect((await api("GET", "/api/private/accounts/me", { token: renewed.access_token })).status).toBe(200);
+  });
+
   test("npm run ops -- oauth rotate-key: a token signed before still works, the next one carries the new kid, both keys in the JWKS", async () => {
     const client = await register();
     const cookie = await signInCookie(base, alice, { origin: APP });

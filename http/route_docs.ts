@@ -559,6 +559,21 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   },
   {
     method: "get",
+    paths: ["/api/private/oauth/authorizations"],
+    auth: "session",
+    summary: "The applications the signed-in account authorised on the consent page whose tokens can still be used, most recently authorised first (at most 200): client_id, client_name, scope (every scope of its live grants), first_authorized_at, last_authorized_at, grants",
+    responses: { 200: { description: "{authorizations: [{client_id, client_name, scope, first_authorized_at, last_authorized_at, grants}]}" }, 401: err("UNAUTHENTICATED") },
+  },
+  {
+    method: "delete",
+    paths: ["/api/private/oauth/authorizations/{client_id}"],
+    auth: "session",
+    pathParameters: { client_id: "The application's client_id, as GET /api/private/oauth/authorizations lists it" },
+    summary: "Revokes what the signed-in account authorised an application to do: every grant of the pair ends (its refresh and access tokens are refused at once) and its codes not yet exchanged are dropped; the application must ask for consent again",
+    responses: { 200: { description: "{success: true, client_id}" }, 401: err("UNAUTHENTICATED"), 403: err("ORIGIN_NOT_ALLOWED"), 404: err("AUTHORIZATION_NOT_FOUND") },
+  },
+  {
+    method: "get",
     paths: ["/metrics"],
     auth: "public",
     summary: "Prometheus metrics: requests and latency by route and status, RPC calls and failures, wallet balances and pending transactions, sponsored writes",

@@ -694,6 +694,7 @@ export function fakeOAuthStore() {
     writes: 0,
     clients,
     grants,
+    codes,
     registerClient(client, limits, nowMs) {
       const since = nowMs - limits.windowMs;
       const mine = [...clients.values()].filter((c) => c.registeredBy === limits.client && c.createdAtMs > since);
@@ -719,10 +720,13 @@ export function fakeOAuthStore() {
       for (const [id, g] of grants) if (g.clientId === clientId) grants.delete(id);
       return Promise.resolve(true);
     },
-    saveCode(code) {
+    saveCode(code, limits) {
+      const live = [...codes.values()].filter((c) => c.usedAtMs === null && c.expiresAtMs > code.createdAtMs);
+      if (live.filter((c) => c.accountId === code.accountId).length >= limits.perAccount) return Promise.resolve("account_limit" as const);
+      if (live.filter((c) => c.clientId === code.clientId).length >= limits.perClient) return Promise.resolve("client_limit" as const);
       store.writes++;
       codes.set(code.codeHash, { ...code, usedAtMs: null, grantId: null });
-      return Promise.resolve();
+      return Promise.resolve("saved" as const);
     },
     findCode: (hash) => Promise.resolve(codes.get(hash)),
     exchangeCode(hash, grant, token, nowMs) {
@@ -762,6 +766,37 @@ export function fakeOAuthStore() {
       }
       return Promise.resolve();
     },
+    listAuthorizations(accountId, nowMs, max) {
+      const live = [...grants.values()].filter((g) => g.accountId === accountId && g.revokedAtMs === null &&
+        (g.createdAtMs > nowMs - 3_600_000 || [...refresh.values()].some((t) => t.grantId === g.id && t.usedAtMs === null && t.expiresAtMs > nowMs)));
+      const byClient = new Map<string, import("./oauth.ts").Grant[]>();
+      for (const g of live) byClient.set(g.clientId, [...(byClient.get(g.clientId) ?? []), g]);
+      return Promise.resolve([...byClient].map(([clientId, list]) => ({
+        clientId,
+        clientName: clients.get(clientId)?.name ?? null,
+        scopes: [...new Set(list.map((g) => g.scope))],
+        firstAuthorizedAtMs: Math.min(...list.map((g) => g.createdAtMs)),
+        lastAuthorizedAtMs: Math.max(...list.map((g) => g.createdAtMs)),
+        grants: list.length,
+      })).sort((a, b) => b.lastAuthorizedAtMs - a.lastAuthorizedAtMs).slice(0, max));
+    },
+    revokeAuthorizations(accountId, clientId, nowMs) {
+      let n = 0;
+      for (const [hash, c] of codes) {
+        if (c.accountId === accountId && c.clientId === clientId && c.usedAtMs === null && c.expiresAtMs > nowMs) {
+          codes.delete(hash);
+          n++;
+        }
+      }
+      for (const g of grants.values()) {
+        if (g.accountId === accountId && g.clientId === clientId && g.revokedAtMs === null) {
+          grants.set(g.id, { ...g, revokedAtMs: nowMs });
+          n++;
+        }
+      }
+      if (n > 0) store.writes++;
+      return Promise.resolve(n);
+    },
     revokeAccessToken(jti) {
       store.writes++;
       revoked.add(jti);
@@ -776,7 +811,7 @@ export function fakeOAuthStore() {
     },
     dropSigningKeys: () => Promise.resolve(0),
     prune: () => Promise.resolve(0),
-  } satisfies import("./oauth.ts").OAuthStore & { writes: number; clients: unknown; grants: unknown };
+  } satisfies import("./oauth.ts").OAuthStore & { writes: number; clients: unknown; grants: unknown; codes: unknown };
   return store;
 }
 

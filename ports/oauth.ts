@@ -85,6 +85,27 @@ export type RegistrationLimits = {
   readonly windowMs: number;
 };
 
+/**
+ * Bounds on authorization codes that are live (neither exchanged nor expired at the new code's `createdAtMs`):
+ * a new code is stored only while its account and its client each hold fewer.
+ */
+export type CodeLimits = { readonly perAccount: number; readonly perClient: number };
+
+/** What storing a code under {@link CodeLimits} did: stored, or which bound refused it (nothing stored then). */
+export type CodeSaveOutcome = "saved" | "account_limit" | "client_limit";
+
+/** A client an account authorised through the consent page, with its live grants taken together. */
+export type AuthorizedClient = {
+  readonly clientId: string;
+  readonly clientName: string | null;
+  /** The distinct scope strings of its live grants (each space-separated). */
+  readonly scopes: readonly string[];
+  readonly firstAuthorizedAtMs: number;
+  readonly lastAuthorizedAtMs: number;
+  /** How many live grants (one per approved authorization) it holds. */
+  readonly grants: number;
+};
+
 /** A token-signing key of the service: the private JWK stays in the store. */
 export type StoredSigningKey = {
   readonly kid: string;
@@ -106,7 +127,11 @@ export interface OAuthStore {
   readonly listClients: (accountId: string) => Promise<OAuthClient[]>;
   /** Deletes an account's client with its codes, grants and refresh tokens; false when it has no such client. */
   readonly deleteClient: (accountId: string, clientId: string) => Promise<boolean>;
-  readonly saveCode: (code: AuthorizationCode) => Promise<void>;
+  /**
+   * Stores a code unless its account or its client already holds `limits` live codes, atomically (parallel
+   * requests, and on PostgreSQL other instances, cannot pass the bounds together).
+   */
+  readonly saveCode: (code: AuthorizationCode, limits: CodeLimits) => Promise<CodeSaveOutcome>;
   /** A code by its hash, with whether it was exchanged already (and for which grant). */
   readonly findCode: (codeHash: string) => Promise<StoredCode | undefined>;
   /**
@@ -119,6 +144,16 @@ export interface OAuthStore {
   /** The grant a refresh token belongs to (for revocation), whatever its state. */
   readonly findRefreshToken: (tokenHash: string) => Promise<{ readonly token: RefreshToken; readonly grant: Grant } | undefined>;
   readonly revokeGrant: (grantId: string, nowMs: number) => Promise<void>;
+  /**
+   * The clients an account authorised whose grants are live at `nowMs` (not revoked, and a refresh token still
+   * live or an access token possibly still live: created in the last hour), most recently authorised first, at most `max`.
+   */
+  readonly listAuthorizations: (accountId: string, nowMs: number, max: number) => Promise<AuthorizedClient[]>;
+  /**
+   * Ends what an account authorised a client to do, atomically: every grant of the pair is revoked (so their refresh
+   * and access tokens die) and its unexchanged codes are deleted. How many grants and codes were live; 0: nothing.
+   */
+  readonly revokeAuthorizations: (accountId: string, clientId: string, nowMs: number) => Promise<number>;
   /** Marks an access token revoked until it expires anyway. */
   readonly revokeAccessToken: (jti: string, clientId: string, expiresAtMs: number) => Promise<void>;
   /**

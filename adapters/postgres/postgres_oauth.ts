@@ -1,11 +1,17 @@
 import type { SQL } from "bun";
 import type { OAuthStore } from "../../ports/oauth.ts";
-import { clientValues, type OAuthClientRow, toGrant, toOAuthClient, toOAuthSigningKey, toStoredCode } from "../sqlite/mod.ts";
+import { ACCESS_TOKEN_LIFE_MS, clientValues, type OAuthClientRow, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toStoredCode } from "../sqlite/mod.ts";
 
 /** Serializes open registrations across instances, so the per-address and total rates hold exactly. */
 const REGISTER_LOCK = 7_240_010;
 /** Serializes the API-client creations of one account (with the account as second key). */
 const CLIENTS_LOCK = 7_240_011;
+/**
+ * Serialize the code issuance of one account, then of one client (with its hash as second key): the live-code
+ * bounds hold exactly across instances. Always taken in this order, so two issuances never wait on each other in a cycle.
+ */
+const CODES_ACCOUNT_LOCK = 7_240_012;
+const CODES_CLIENT_LOCK = 7_240_013;
 
 type Row = Record<string, unknown>;
 
@@ -51,10 +57,19 @@ export function createPostgresOAuth(sql: SQL): OAuthStore {
         await tx`DELETE FROM oauth_codes WHERE client_id = ${clientId}`;
         return true;
       }),
-    async saveCode(code) {
-      await sql`INSERT INTO oauth_codes (code_hash, client_id, account_id, redirect_uri, scope, code_challenge, resource, created_at_ms, expires_at_ms)
-        VALUES (${code.codeHash}, ${code.clientId}, ${code.accountId}, ${code.redirectUri}, ${code.scope}, ${code.codeChallenge}, ${code.resource}, ${code.createdAtMs}, ${code.expiresAtMs})`;
-    },
+    saveCode: (code, limits) =>
+      sql.begin(async (tx) => {
+        await tx`SELECT pg_advisory_xact_lock(${CODES_ACCOUNT_LOCK}, hashtext(${code.accountId}))`;
+        await tx`SELECT pg_advisory_xact_lock(${CODES_CLIENT_LOCK}, hashtext(${code.clientId}))`;
+        const [live] = await tx`SELECT
+            (SELECT COUNT(*) FROM oauth_codes WHERE account_id = ${code.accountId} AND used_at_ms IS NULL AND expires_at_ms > ${code.createdAtMs}) AS a,
+            (SELECT COUNT(*) FROM oauth_codes WHERE client_id = ${code.clientId} AND used_at_ms IS NULL AND expires_at_ms > ${code.createdAtMs}) AS c` as Row[];
+        if (Number(live!.a) >= limits.perAccount) return "account_limit" as const;
+        if (Number(live!.c) >= limits.perClient) return "client_limit" as const;
+        await tx`INSERT INTO oauth_codes (code_hash, client_id, account_id, redirect_uri, scope, code_challenge, resource, created_at_ms, expires_at_ms)
+          VALUES (${code.codeHash}, ${code.clientId}, ${code.accountId}, ${code.redirectUri}, ${code.scope}, ${code.codeChallenge}, ${code.resource}, ${code.createdAtMs}, ${code.expiresAtMs})`;
+        return "saved" as const;
+      }),
     async findCode(codeHash) {
       const [row] = await sql`SELECT * FROM oauth_codes WHERE code_hash = ${codeHash}` as Row[];
       return row === undefined ? undefined : toStoredCode(row);
@@ -107,6 +122,24 @@ export function createPostgresOAuth(sql: SQL): OAuthStore {
     async revokeGrant(grantId, now) {
       await revokeGrant(sql, grantId, now);
     },
+    async listAuthorizations(accountId, now, max) {
+      const rows = await sql`SELECT g.client_id, c.name, string_agg(DISTINCT g.scope, E'\n') AS scopes, MIN(g.created_at_ms) AS first_ms, MAX(g.created_at_ms) AS last_ms, COUNT(*) AS grants
+          FROM oauth_grants g JOIN oauth_clients c ON c.client_id = g.client_id
+         WHERE g.account_id = ${accountId} AND g.revoked_at_ms IS NULL AND (g.created_at_ms > ${now - ACCESS_TOKEN_LIFE_MS} OR EXISTS (
+           SELECT 1 FROM oauth_refresh_tokens t WHERE t.grant_id = g.id AND t.used_at_ms IS NULL AND t.expires_at_ms > ${now}))
+         GROUP BY g.client_id, c.name ORDER BY last_ms DESC, g.client_id LIMIT ${max}` as Row[];
+      return rows.map(toAuthorizedClient);
+    },
+    revokeAuthorizations: (accountId, clientId, now) =>
+      sql.begin(async (tx) => {
+        // The same lock as code issuance for this account: a code being stored now is either deleted here or refused after.
+        await tx`SELECT pg_advisory_xact_lock(${CODES_ACCOUNT_LOCK}, hashtext(${accountId}))`;
+        const codes = await tx`DELETE FROM oauth_codes WHERE account_id = ${accountId} AND client_id = ${clientId} AND used_at_ms IS NULL AND expires_at_ms > ${now} RETURNING 1` as Row[];
+        const grants = await tx`UPDATE oauth_grants SET revoked_at_ms = ${now} WHERE account_id = ${accountId} AND client_id = ${clientId} AND revoked_at_ms IS NULL AND (created_at_ms > ${now - ACCESS_TOKEN_LIFE_MS} OR EXISTS (
+          SELECT 1 FROM oauth_refresh_tokens t WHERE t.grant_id = oauth_grants.id AND t.used_at_ms IS NULL AND t.expires_at_ms > ${now})) RETURNING 1` as Row[];
+        await tx`UPDATE oauth_grants SET revoked_at_ms = ${now} WHERE account_id = ${accountId} AND client_id = ${clientId} AND revoked_at_ms IS NULL`;
+        return codes.length + grants.length;
+      }),
     async revokeAccessToken(jti, clientId, expiresAtMs) {
       await sql`INSERT INTO oauth_revoked_tokens (jti, client_id, expires_at_ms) VALUES (${jti}, ${clientId}, ${expiresAtMs}) ON CONFLICT (jti) DO NOTHING`;
     },

@@ -12,10 +12,12 @@ export {
   withinBalance,
 } from "./sqlite_payments.ts";
 export {
+  ACCESS_TOKEN_LIFE_MS,
   clientValues,
   createSqliteOAuth,
   type OAuthClientRow,
   oauthTables,
+  toAuthorizedClient,
   toGrant,
   toOAuthClient,
   toOAuthSigningKey,

@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import type { ClientAuthMethod, Grant, OAuthClient, OAuthStore, StoredCode, StoredSigningKey } from "../../ports/oauth.ts";
+import type { AuthorizedClient, ClientAuthMethod, Grant, OAuthClient, OAuthStore, StoredCode, StoredSigningKey } from "../../ports/oauth.ts";
 
 /** The OAuth tables (decisions §19), in SQLite (`INTEGER`) or PostgreSQL (`BIGINT`) words for times. */
 export function oauthTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
@@ -35,6 +35,7 @@ export function oauthTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
      )`,
     `CREATE INDEX IF NOT EXISTS oauth_codes_expiry ON oauth_codes (expires_at_ms)`,
     `CREATE INDEX IF NOT EXISTS oauth_codes_client ON oauth_codes (client_id)`,
+    `CREATE INDEX IF NOT EXISTS oauth_codes_account ON oauth_codes (account_id, client_id)`,
     `CREATE TABLE IF NOT EXISTS oauth_grants (
        id TEXT PRIMARY KEY,
        client_id TEXT NOT NULL,
@@ -45,6 +46,7 @@ export function oauthTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
        revoked_at_ms ${bigint}
      )`,
     `CREATE INDEX IF NOT EXISTS oauth_grants_client ON oauth_grants (client_id)`,
+    `CREATE INDEX IF NOT EXISTS oauth_grants_account ON oauth_grants (account_id, client_id)`,
     `CREATE TABLE IF NOT EXISTS oauth_refresh_tokens (
        token_hash TEXT PRIMARY KEY,
        grant_id TEXT NOT NULL,
@@ -134,6 +136,21 @@ export function toGrant(row: Record<string, unknown>): Grant {
   };
 }
 
+/** How long after its last token an access token may still be live: its lifetime (decisions §19). */
+export const ACCESS_TOKEN_LIFE_MS = 3_600_000;
+
+/** An authorized client from its grouped row (`scopes`: the distinct scope strings joined by a newline). */
+export function toAuthorizedClient(row: Record<string, unknown>): AuthorizedClient {
+  return {
+    clientId: String(row.client_id),
+    clientName: (row.name as string | null) ?? null,
+    scopes: String(row.scopes ?? "").split("\n").filter((s) => s !== ""),
+    firstAuthorizedAtMs: Number(row.first_ms),
+    lastAuthorizedAtMs: Number(row.last_ms),
+    grants: Number(row.grants),
+  };
+}
+
 /** A signing key from its row. */
 export function toOAuthSigningKey(row: Record<string, unknown>): StoredSigningKey {
   return { kid: String(row.kid), privateJwk: String(row.private_jwk), publicJwk: String(row.public_jwk), createdAtMs: Number(row.created_at_ms) };
@@ -185,6 +202,25 @@ export function createSqliteOAuth(db: Database): OAuthStore {
     db.query("UPDATE oauth_clients SET granted_at_ms = ? WHERE client_id = ? AND granted_at_ms IS NULL").run(now, grant.clientId);
     return true;
   });
+  const liveCodes = db.query<{ a: number; c: number }, [string, string, number]>(
+    `SELECT (SELECT COUNT(*) FROM oauth_codes WHERE account_id = ?1 AND used_at_ms IS NULL AND expires_at_ms > ?3) AS a,
+            (SELECT COUNT(*) FROM oauth_codes WHERE client_id = ?2 AND used_at_ms IS NULL AND expires_at_ms > ?3) AS c`);
+  const saveCode = db.transaction((code: Parameters<OAuthStore["saveCode"]>[0], limits: Parameters<OAuthStore["saveCode"]>[1]) => {
+    const live = liveCodes.get(code.accountId, code.clientId, code.createdAtMs)!;
+    if (live.a >= limits.perAccount) return "account_limit" as const;
+    if (live.c >= limits.perClient) return "client_limit" as const;
+    db.query(`INSERT INTO oauth_codes (code_hash, client_id, account_id, redirect_uri, scope, code_challenge, resource, created_at_ms, expires_at_ms)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(code.codeHash, code.clientId, code.accountId, code.redirectUri, code.scope, code.codeChallenge, code.resource, code.createdAtMs, code.expiresAtMs);
+    return "saved" as const;
+  });
+  const revokeAuthorizations = db.transaction((accountId: string, clientId: string, now: number) => {
+    const codes = db.query("DELETE FROM oauth_codes WHERE account_id = ? AND client_id = ? AND used_at_ms IS NULL AND expires_at_ms > ?").run(accountId, clientId, now).changes;
+    const grants = db.query(`UPDATE oauth_grants SET revoked_at_ms = ?3 WHERE account_id = ?1 AND client_id = ?2 AND revoked_at_ms IS NULL AND (created_at_ms > ?4 OR EXISTS (
+      SELECT 1 FROM oauth_refresh_tokens t WHERE t.grant_id = oauth_grants.id AND t.used_at_ms IS NULL AND t.expires_at_ms > ?3))`).run(accountId, clientId, now, now - ACCESS_TOKEN_LIFE_MS).changes;
+    // Grants no longer live (past their tokens) are revoked too, so nothing of the pair can come back.
+    db.query("UPDATE oauth_grants SET revoked_at_ms = ?3 WHERE account_id = ?1 AND client_id = ?2 AND revoked_at_ms IS NULL").run(accountId, clientId, now);
+    return codes + grants;
+  });
   const rotate = db.transaction((tokenHash: string, next: Parameters<OAuthStore["rotateRefreshToken"]>[1], now: number) => {
     const token = db.query<{ grant_id: string; expires_at_ms: number; used_at_ms: number | null }, [string]>(
       "SELECT grant_id, expires_at_ms, used_at_ms FROM oauth_refresh_tokens WHERE token_hash = ?").get(tokenHash);
@@ -226,11 +262,7 @@ export function createSqliteOAuth(db: Database): OAuthStore {
     listClients: (accountId) =>
       Promise.resolve(db.query<OAuthClientRow, [string]>("SELECT * FROM oauth_clients WHERE account_id = ? ORDER BY created_at_ms, client_id").all(accountId).map(toOAuthClient)),
     deleteClient: (accountId, clientId) => Promise.resolve(remove.immediate(accountId, clientId)),
-    saveCode(code) {
-      db.query(`INSERT INTO oauth_codes (code_hash, client_id, account_id, redirect_uri, scope, code_challenge, resource, created_at_ms, expires_at_ms)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(code.codeHash, code.clientId, code.accountId, code.redirectUri, code.scope, code.codeChallenge, code.resource, code.createdAtMs, code.expiresAtMs);
-      return Promise.resolve();
-    },
+    saveCode: (code, limits) => Promise.resolve(saveCode.immediate(code, limits)),
     findCode(codeHash) {
       const row = db.query<Record<string, unknown>, [string]>("SELECT * FROM oauth_codes WHERE code_hash = ?").get(codeHash);
       return Promise.resolve(row === null ? undefined : toStoredCode(row));
@@ -251,6 +283,15 @@ export function createSqliteOAuth(db: Database): OAuthStore {
       revokeGrant.run(grantId, now);
       return Promise.resolve();
     },
+    listAuthorizations: (accountId, now, max) =>
+      Promise.resolve(db.query<Record<string, unknown>, [string, number, number, number]>(
+        `SELECT g.client_id, c.name, group_concat(DISTINCT g.scope) AS scopes_csv, MIN(g.created_at_ms) AS first_ms, MAX(g.created_at_ms) AS last_ms, COUNT(*) AS grants
+           FROM oauth_grants g JOIN oauth_clients c ON c.client_id = g.client_id
+          WHERE g.account_id = ?1 AND g.revoked_at_ms IS NULL AND (g.created_at_ms > ?3 OR EXISTS (
+            SELECT 1 FROM oauth_refresh_tokens t WHERE t.grant_id = g.id AND t.used_at_ms IS NULL AND t.expires_at_ms > ?2))
+          GROUP BY g.client_id, c.name ORDER BY last_ms DESC, g.client_id LIMIT ?4`).all(accountId, now, now - ACCESS_TOKEN_LIFE_MS, max)
+        .map((row) => toAuthorizedClient({ ...row, scopes: String(row.scopes_csv ?? "").split(",").join("\n") }))),
+    revokeAuthorizations: (accountId, clientId, now) => Promise.resolve(revokeAuthorizations.immediate(accountId, clientId, now)),
     revokeAccessToken(jti, clientId, expiresAtMs) {
       db.query("INSERT INTO oauth_revoked_tokens (jti, client_id, expires_at_ms) VALUES (?, ?, ?) ON CONFLICT (jti) DO NOTHING").run(jti, clientId, expiresAtMs);
       return Promise.resolve();

@@ -12,12 +12,18 @@ export type OAuthPolicy = {
   readonly registrationsPerHour: number;
   /** How long a refresh token lives (`OAUTH_REFRESH_TOKEN_TTL_DAYS`), in seconds. */
   readonly refreshTokenTtlSeconds: number;
+  /** Authorization codes neither exchanged nor expired one account may hold (`OAUTH_LIVE_CODES_PER_ACCOUNT`). */
+  readonly liveCodesPerAccount: number;
+  /** Authorization codes neither exchanged nor expired one client may hold (`OAUTH_LIVE_CODES_PER_CLIENT`). */
+  readonly liveCodesPerClient: number;
 };
 
 /** An access token's lifetime (decisions §19). */
 export const ACCESS_TOKEN_TTL_SECONDS = 3_600;
 /** An authorization code's lifetime (RFC 6749 §4.1.2 recommends at most ten minutes). */
 export const CODE_TTL_SECONDS = 60;
+/** Clients `GET /api/private/oauth/authorizations` lists at most (most recently authorised first). */
+export const MAX_LISTED_AUTHORIZATIONS = 200;
 /** API clients one account may hold. */
 export const MAX_API_CLIENTS_PER_ACCOUNT = 20;
 /** An openly registered client that got no grant within a day is pruned. */

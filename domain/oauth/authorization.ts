@@ -94,11 +94,16 @@ export function createAuthorization(deps: OAuthDeps) {
     return fields;
   }
 
-  /** The person approved: a code (stored hashed, single use, 60 s) and where the browser goes with it. */
-  async function approve(request: AuthorizationRequest, account: Account): Promise<string> {
+  /**
+   * The person approved: a code (stored hashed, single use, 60 s) and where the browser goes with it. Past the bounds
+   * on live codes (`liveCodesPerAccount`, `liveCodesPerClient`) nothing is stored and the browser goes back with
+   * `temporarily_unavailable` (RFC 6749 §4.1.2.1: the server cannot handle the request now; a code exchanged or
+   * expired makes room again).
+   */
+  async function approve(request: AuthorizationRequest, account: Account): Promise<Ok<string> | (RedirectError & { readonly limit: "account_limit" | "client_limit" })> {
     const code = randomToken(random, 32);
     const now = clock.nowMs();
-    await store.saveCode({
+    const saved = await store.saveCode({
       codeHash: hashSecret(code),
       clientId: request.client.clientId,
       accountId: account.id,
@@ -108,8 +113,14 @@ export function createAuthorization(deps: OAuthDeps) {
       resource: request.resource ?? null,
       createdAtMs: now,
       expiresAtMs: now + CODE_TTL_SECONDS * 1000,
-    });
-    return redirectTo(request.redirectUri, { code, state: request.state });
+    }, { perAccount: deps.policy.liveCodesPerAccount, perClient: deps.policy.liveCodesPerClient });
+    if (saved !== "saved") {
+      const description = saved === "account_limit"
+        ? "Too many authorizations of this account are waiting to be exchanged; try again in a minute"
+        : "Too many authorizations of this application are waiting to be exchanged; try again in a minute";
+      return { ok: false, kind: "redirect", limit: saved, location: redirectTo(request.redirectUri, { error: "temporarily_unavailable", error_description: description, state: request.state }) };
+    }
+    return ok(redirectTo(request.redirectUri, { code, state: request.state }));
   }
 
   /** The person refused: `access_denied` back to the client (RFC 6749 §4.1.2.1). */

@@ -3,7 +3,7 @@
  * the authorization endpoint with its consent, the token endpoint, revocation and bearer access. Reusable by the
  * MCP server (decisions §20): the protected-resource metadata, the bearer challenge and the bearer check.
  */
-export { ACCESS_TOKEN_TTL_SECONDS, CODE_TTL_SECONDS, MAX_API_CLIENTS_PER_ACCOUNT, type OAuthDeps, type OAuthPolicy, UNUSED_CLIENT_TTL_MS } from "./_deps.ts";
+export { ACCESS_TOKEN_TTL_SECONDS, CODE_TTL_SECONDS, MAX_API_CLIENTS_PER_ACCOUNT, MAX_LISTED_AUTHORIZATIONS, type OAuthDeps, type OAuthPolicy, UNUSED_CLIENT_TTL_MS } from "./_deps.ts";
 export {
   AUTHORIZATION_FIELDS,
   type Authorization,
@@ -15,6 +15,7 @@ export {
   type RedirectError,
   type ShownError,
 } from "./authorization.ts";
+export { type AuthorizationView, type Authorizations, createAuthorizations } from "./authorizations.ts";
 export { type BearerAuth, type BearerCaller, type BearerFailure, createBearerAuth } from "./bearer.ts";
 export { acceptableRedirectUri, type ClientMetadataView, clientMetadataView, readApiClientMetadata, readPublicClientMetadata } from "./client_metadata.ts";
 export { authorizationServerMetadata, bearerChallenge, issuerOf, protectedResourceMetadata, resourceMetadataUrl, tokenResources } from "./metadata.ts";
@@ -25,6 +26,7 @@ export { hashSecret, s256Challenge } from "./_secrets.ts";
 
 import type { OAuthDeps } from "./_deps.ts";
 import { createAuthorization } from "./authorization.ts";
+import { createAuthorizations } from "./authorizations.ts";
 import { createBearerAuth } from "./bearer.ts";
 import { createRegistration } from "./registration.ts";
 import { createTokens } from "./tokens.ts";
@@ -34,6 +36,7 @@ export function createOAuth(deps: OAuthDeps) {
   return {
     registration: createRegistration(deps),
     authorization: createAuthorization(deps),
+    authorizations: createAuthorizations(deps),
     tokens: createTokens(deps),
     authenticateBearer: createBearerAuth(deps),
   };

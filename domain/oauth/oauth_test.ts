@@ -6,7 +6,7 @@ const ISSUER = "https://ats.example";
 const REDIRECT = "https://app.example/cb";
 const VERIFIER = "v".repeat(43);
 
-async function setup() {
+async function setup(limits: { liveCodesPerAccount?: number; liveCodesPerClient?: number } = {}) {
   const clock = fakeClock();
   const store = fakeOAuthStore();
   const accounts = fakeAccountStore();
@@ -19,7 +19,7 @@ async function setup() {
     clock,
     random: fakeRandom(),
     issuer: ISSUER,
-    policy: { registrationsPerClientPerHour: 3, registrationsPerHour: 100, refreshTokenTtlSeconds: 86_400 },
+    policy: { registrationsPerClientPerHour: 3, registrationsPerHour: 100, refreshTokenTtlSeconds: 86_400, liveCodesPerAccount: 100, liveCodesPerClient: 100, ...limits },
   });
   const registered = await oauth.registration.register({ client_name: "Bot", redirect_uris: [REDIRECT] }, "10.0.0.1");
   if (!registered.ok) throw new Error("registration failed");
@@ -30,11 +30,13 @@ async function setup() {
       response_type: "code", client_id: clientId, redirect_uri: REDIRECT, code_challenge: s256Challenge(VERIFIER), code_challenge_method: "S256", state: "st", ...params,
     });
     if (!checked.ok) throw new Error(`check failed: ${JSON.stringify(checked)}`);
-    return new URL(await oauth.authorization.approve(checked.value, account)).searchParams.get("code")!;
+    const approved = await oauth.authorization.approve(checked.value, account);
+    if (!approved.ok) throw new Error(`approve refused: ${approved.location}`);
+    return new URL(approved.value).searchParams.get("code")!;
   };
   const exchange = (c: string, extra: Record<string, string> = {}) =>
     oauth.tokens.token({ grant_type: "authorization_code", client_id: clientId, code: c, redirect_uri: REDIRECT, code_verifier: VERIFIER, ...extra }, {});
-  return { clock, store, keys, oauth, account, clientId, code, exchange };
+  return { clock, store, keys, oauth, account, accounts, clientId, code, exchange };
 }
 
 describe("client metadata", () => {
@@ -87,6 +89,92 @@ describe("authorization", () => {
     expect((await back({ ...base, scope: "admin" }))?.get("error")).toBe("invalid_scope");
     expect((await back({ ...base, resource: "https://other.example" }))?.get("error")).toBe("invalid_target");
     expect(await oauth.authorization.check({ ...base, resource: `${ISSUER}/mcp` })).toMatchObject({ ok: true });
+  });
+});
+
+describe("live codes (issue 26): bounded per account and per client", () => {
+  const request = async (oauth: Awaited<ReturnType<typeof setup>>["oauth"], clientId: string) => {
+    const checked = await oauth.authorization.check({
+      response_type: "code", client_id: clientId, redirect_uri: REDIRECT, code_challenge: s256Challenge(VERIFIER), code_challenge_method: "S256", state: "st",
+    });
+    if (!checked.ok) throw new Error("check failed");
+    return checked.value;
+  };
+
+  test("past the account's bound the browser goes back with temporarily_unavailable, the state and the issuer, and nothing is stored; an exchanged or expired code makes room", async () => {
+    const { oauth, store, account, clientId, exchange, clock } = await setup({ liveCodesPerAccount: 3 });
+    const req = await request(oauth, clientId);
+    const approved = await Promise.all(Array.from({ length: 5 }, () => oauth.authorization.approve(req, account)));
+    expect(approved.filter((a) => a.ok)).toHaveLength(3);
+    const writes = store.writes;
+    const refused = await oauth.authorization.approve(req, account);
+    expect(refused).toMatchObject({ ok: false, kind: "redirect", limit: "account_limit" });
+    if (refused.ok) return;
+    const back = new URL(refused.location);
+    expect([back.origin + back.pathname, back.searchParams.get("error"), back.searchParams.get("state"), back.searchParams.get("iss"), back.searchParams.get("code")])
+      .toEqual([REDIRECT, "temporarily_unavailable", "st", ISSUER, null]);
+    expect(store.writes).toBe(writes);
+    expect(store.codes.size).toBe(3);
+    // One exchanged: room for one more.
+    const first = approved.find((a) => a.ok)!;
+    if (!first.ok) return;
+    expect((await exchange(new URL(first.value).searchParams.get("code")!)).ok).toBe(true);
+    expect((await oauth.authorization.approve(req, account)).ok).toBe(true);
+    expect((await oauth.authorization.approve(req, account)).ok).toBe(false);
+    // Sixty seconds on, every code expired: room again.
+    clock.set(clock.nowMs() + 60_000);
+    expect((await oauth.authorization.approve(req, account)).ok).toBe(true);
+  });
+
+  test("past the client's bound another account is refused too (client_limit)", async () => {
+    const { oauth, account, accounts, clientId, clock } = await setup({ liveCodesPerAccount: 10, liveCodesPerClient: 2 });
+    const req = await request(oauth, clientId);
+    const other = await accounts.findOrCreateAccount("0x00000000000000000000000000000000000000bb", "acct-2", clock.nowMs());
+    expect((await oauth.authorization.approve(req, account)).ok).toBe(true);
+    expect((await oauth.authorization.approve(req, other)).ok).toBe(true);
+    expect(await oauth.authorization.approve(req, other)).toMatchObject({ ok: false, limit: "client_limit" });
+  });
+});
+
+describe("authorizations (issue 26): the applications an account authorised, listed and revoked", () => {
+  test("list() shows each client once with the union of its live grants' scopes; revoke() ends their tokens and pending codes; another account cannot", async () => {
+    const { oauth, account, accounts, clientId, code, exchange, clock } = await setup();
+    expect(await oauth.authorizations.list(account)).toEqual([]);
+    const first = await exchange(await code({ scope: "account:read" }));
+    clock.set(clock.nowMs() + 1_000);
+    const second = await exchange(await code({ scope: "witness:write" }));
+    if (!first.ok || !second.ok) throw new Error("no tokens");
+    const pending = await code({ scope: "rpc:read" });
+    const listed = await oauth.authorizations.list(account);
+    expect(listed).toEqual([{
+      client_id: clientId, client_name: "Bot", scope: "witness:write account:read",
+      first_authorized_at: new Date(clock.nowMs() - 1_000).toISOString(), last_authorized_at: new Date(clock.nowMs()).toISOString(), grants: 2,
+    }]);
+
+    const stranger = await accounts.findOrCreateAccount("0x00000000000000000000000000000000000000cc", "acct-3", clock.nowMs());
+    expect(await oauth.authorizations.revoke(stranger, clientId)).toMatchObject({ ok: false, code: "authorization_not_found" });
+    expect(await oauth.authenticateBearer(first.value.access_token, { scope: "account:read" })).toMatchObject({ ok: true });
+
+    expect(await oauth.authorizations.revoke(account, clientId)).toEqual({ ok: true, value: { client_id: clientId } });
+    expect(await oauth.authenticateBearer(first.value.access_token, { scope: "account:read" })).toMatchObject({ ok: false, code: "invalid_token" });
+    expect(await oauth.authenticateBearer(second.value.access_token, { scope: "witness:write" })).toMatchObject({ ok: false, code: "invalid_token" });
+    const refreshed = await oauth.tokens.token({ grant_type: "refresh_token", client_id: clientId, refresh_token: second.value.refresh_token! }, {});
+    expect(refreshed).toMatchObject({ ok: false, code: "invalid_grant" });
+    // The code approved before the revocation cannot be exchanged after it.
+    expect(await exchange(pending)).toMatchObject({ ok: false, code: "invalid_grant" });
+    expect(await oauth.authorizations.list(account)).toEqual([]);
+    expect(await oauth.authorizations.revoke(account, clientId)).toMatchObject({ ok: false, code: "authorization_not_found" });
+  });
+
+  test("a grant past its tokens (no live refresh token, its last access token expired) is not listed", async () => {
+    const { oauth, account, code, exchange, clock, store } = await setup();
+    const tokens = await exchange(await code({ scope: "account:read" }));
+    if (!tokens.ok) throw new Error("no tokens");
+    expect(await oauth.authorizations.list(account)).toHaveLength(1);
+    // The refresh token lives a day in this setup; past it and the hour of the access token, nothing is live.
+    clock.set(clock.nowMs() + 86_400_000 + 1);
+    expect(await oauth.authorizations.list(account)).toEqual([]);
+    expect(store.grants.size).toBe(1);
   });
 });
 

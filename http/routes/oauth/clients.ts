@@ -15,7 +15,10 @@ import { parseJsonBody, readBodyText } from "../request.ts";
 /** What the API-client routes need. */
 export type ApiClientRoutesDeps = { readonly oauth: OAuth; readonly sessions: Sessions; readonly log: Logger };
 
-/** `GET|POST /api/private/oauth/clients` and `DELETE /api/private/oauth/clients/:client_id`. */
+/**
+ * `GET|POST /api/private/oauth/clients`, `DELETE /api/private/oauth/clients/:client_id`, and the applications the
+ * account authorised by consent: `GET /api/private/oauth/authorizations`, `DELETE /api/private/oauth/authorizations/:client_id`.
+ */
 export function apiClientRoutes(deps: ApiClientRoutesDeps) {
   const { registration } = deps.oauth;
   const signedIn = (request: Request) => authenticateRequest(request, { sessions: deps.sessions }, "account:read");
@@ -51,6 +54,21 @@ export function apiClientRoutes(deps: ApiClientRoutesDeps) {
         const removed = await registration.deleteApiClient(auth.caller.account, params.client_id);
         if (!removed.ok) return json(errorBody("CLIENT_NOT_FOUND", removed.message), 404);
         deps.log.info("api_client_deleted", { accountId: auth.caller.account.id, clientId: params.client_id });
+        return json({ success: true, client_id: params.client_id });
+      }))
+    .get("/api/private/oauth/authorizations", ({ request }) =>
+      guarded(async () => {
+        const auth = await signedIn(request);
+        if (!auth.ok) return auth.response();
+        return json({ authorizations: await deps.oauth.authorizations.list(auth.caller.account) });
+      }))
+    .delete("/api/private/oauth/authorizations/:client_id", ({ request, params }) =>
+      guarded(async () => {
+        const auth = await signedIn(request);
+        if (!auth.ok) return auth.response();
+        const revoked = await deps.oauth.authorizations.revoke(auth.caller.account, params.client_id);
+        if (!revoked.ok) return json(errorBody("AUTHORIZATION_NOT_FOUND", revoked.message), 404);
+        deps.log.info("oauth_authorization_revoked", { accountId: auth.caller.account.id, clientId: params.client_id });
         return json({ success: true, client_id: params.client_id });
       }));
 }

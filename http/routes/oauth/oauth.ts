@@ -156,9 +156,13 @@ export function oauthRoutes(deps: OAuthRoutesDeps) {
           return await showAuthorization(request, params);
         }
         if (form.decision === "approve") {
-          const location = await oauth.authorization.approve(checked.value, auth.value.account);
+          const approved = await oauth.authorization.approve(checked.value, auth.value.account);
+          if (!approved.ok) {
+            deps.log.warn("oauth_codes_limited", { accountId: auth.value.account.id, clientId: checked.value.client.clientId, limit: approved.limit });
+            return Response.redirect(approved.location, 303);
+          }
           deps.log.info("oauth_authorized", { accountId: auth.value.account.id, clientId: checked.value.client.clientId });
-          return Response.redirect(location, 303);
+          return Response.redirect(approved.value, 303);
         }
         return Response.redirect(oauth.authorization.deny(checked.value), 303);
       }), { parse: readBodyText })
