@@ -2,7 +2,8 @@
 import type { PrometheusMetrics } from "../adapters/observability/mod.ts";
 import { GAS_WINDOW_MS } from "../domain/delegation/mod.ts";
 import type { Config } from "./config.ts";
-import type { Foundation } from "./foundation.ts";
+import type { ViemEas } from "../adapters/chain/mod.ts";
+import type { Storage } from "../ports/storage.ts";
 import { systemClock } from "../adapters/system/mod.ts";
 
 /** Types and help texts of the service's metrics. */
@@ -20,7 +21,10 @@ export function describeMetrics(metrics: PrometheusMetrics) {
 }
 
 /** Registers the gauges read at each scrape: the wallets' balances and pending transactions, the relay budget, open work. */
-export function wireGauges(config: Config, { metrics, eas, witnessKey, storage }: Foundation): void {
+export function wireGauges(
+  config: Config,
+  { metrics, eas, witnessKey, storage }: { metrics: PrometheusMetrics; eas: ViemEas; witnessKey: `0x${string}` | undefined; storage: Storage },
+): void {
   const wallets = [
     ...(eas.delegate ? [{ wallet: "delegate", address: eas.delegate.address }] : []),
     ...(witnessKey ? [{ wallet: "witness", address: eas.senderFor(witnessKey).address }] : []),

@@ -1,4 +1,10 @@
 import { parseAbi } from "viem/utils";
+import type { HexString } from "../ports/eas.ts";
+
+/** The zero bytes32, meaning "no referenced attestation". */
+export const ZERO_UID: HexString = `0x${"0".repeat(64)}`;
+/** The zero address. */
+export const ZERO_ADDRESS: HexString = `0x${"0".repeat(40)}`;
 
 /** The part of the EAS 1.4.0 ABI the service calls, with every custom error it can revert with. */
 export const EAS_ABI = parseAbi([

@@ -1,6 +1,6 @@
 import { decodeAbiParameters, encodeAbiParameters, isAddress, parseAbiParameters } from "viem/utils";
 import type { HexString } from "../ports/eas.ts";
-import { ZERO_ADDRESS } from "./delegation/mod.ts";
+import { ZERO_ADDRESS } from "./eas_abi.ts";
 import { computeDidHash, didAddressFromHash, didToAddress } from "./did.ts";
 import { fail, ok, type Result } from "./result.ts";
 

@@ -5,10 +5,7 @@ import type { HexString } from "../../ports/eas.ts";
 export const EAS_DOMAIN_NAME = "EAS";
 export const EAS_DOMAIN_VERSION = "1.4.0";
 
-/** The zero bytes32, meaning "no referenced attestation". */
-export const ZERO_UID: HexString = `0x${"0".repeat(64)}`;
-/** The zero address. */
-export const ZERO_ADDRESS: HexString = `0x${"0".repeat(40)}`;
+export { ZERO_ADDRESS, ZERO_UID } from "../eas_abi.ts";
 
 /** The EIP-712 `Attest` type of EAS, fields in contract order. */
 export const ATTEST_TYPES = {

@@ -8,6 +8,7 @@ import {
   isSameControllerId,
   jwkToDidJwk,
   normalizeDid,
+  didWebLocation,
 } from "../did.ts";
 import { type IdentityRecord, resolveIdentity } from "../identity/mod.ts";
 import { type RateLimiter, registrableDomain } from "../rate_limit.ts";
@@ -187,25 +188,6 @@ export function controllerKeysFromDidDocument(document: unknown, subjectDid: str
     }
   }
   return ok(keys);
-}
-
-/** The host, optional port and path of a normalized did:web (`did:web:example.com%3A8443:user:alice`). */
-export function didWebLocation(did: string): { host: string; port: string | undefined; path: string[] } | undefined {
-  if (!did.startsWith("did:web:")) return undefined;
-  const rest = did.slice("did:web:".length);
-  const [authority = "", ...slashPath] = rest.split("/");
-  const [hostPart = "", ...colonPath] = authority.split(":");
-  let decoded: string;
-  try {
-    decoded = decodeURIComponent(hostPart);
-  } catch {
-    return undefined;
-  }
-  const portMatch = /^(.*):([0-9]{1,5})$/.exec(decoded);
-  const host = portMatch ? portMatch[1]! : decoded;
-  if (host === "" || !/^[a-z0-9.-]+$/.test(host) || host.startsWith(".") || host.includes("..")) return undefined;
-  const path = [...colonPath, ...slashPath].filter((p) => p !== "");
-  return { host, port: portMatch?.[2], path };
 }
 
 const txtError = (lookup: TxtLookup): string | undefined =>

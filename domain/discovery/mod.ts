@@ -9,7 +9,6 @@ export {
   createCachedDiscovery,
   createControllerConfirm,
   createDiscoverControllers,
-  didWebLocation,
   type DiscoverControllers,
   type DiscoveryRecord,
   type EvidenceItem,
