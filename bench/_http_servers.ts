@@ -1,6 +1,7 @@
 // Child process of bench/identity_resolve.ts: the app (with in-memory fakes, no chain) behind the service's own edge
-// (http/instrument.ts: request id, context, deadline, metrics), and a raw Bun.serve that reads and parses the same
-// body and answers precomputed bytes, on two loopback ports. Prints {"app":port,"raw":port}.
+// (http/instrument.ts: request id, context, deadline, metrics), the same app with every request through Elysia, and a
+// raw Bun.serve that reads and parses the same body and answers precomputed bytes, on three loopback ports. Prints
+// {"app":port,"elysia":port,"raw":port}.
 import { createPrometheusMetrics, silentLogger } from "../adapters/observability/mod.ts";
 import { resolveIdentities } from "../domain/identity/mod.ts";
 import { createDelegatedAttest } from "../domain/delegation/mod.ts";
@@ -54,6 +55,14 @@ const appServer = Bun.serve({
   port: 0,
   fetch: instrumentedHandler(app as never, { metrics: createPrometheusMetrics(), log: silentLogger }),
 });
+// The same app with every request through Elysia (the edge answers no route of an app it has no registration of):
+// what the RPC-free routes cost before they were answered at the edge (http/edge_routes.ts), in the same run.
+const throughElysia = { routes: app.routes, handle: (request: Request) => app.handle(request) };
+const elysiaServer = Bun.serve({
+  hostname: "127.0.0.1",
+  port: 0,
+  fetch: instrumentedHandler(throughElysia as never, { metrics: createPrometheusMetrics(), log: silentLogger }),
+});
 
 const anchorsBytes = stringify(anchors);
 const headers = { "content-type": "application/json; charset=utf-8", "access-control-allow-origin": "*" };
@@ -70,5 +79,5 @@ const rawServer = Bun.serve({
     return new Response(identitiesBytes, { headers });
   },
 });
-console.log(JSON.stringify({ app: appServer.port, raw: rawServer.port }));
+console.log(JSON.stringify({ app: appServer.port, elysia: elysiaServer.port, raw: rawServer.port }));
 process.on("SIGINT", () => process.exit(0));

@@ -1,17 +1,19 @@
 /**
  * HTTP efficiency of the RPC-free routes: requests per second for trust-anchors and for
  * identity-resolve with 100-identifier bodies, each as a ratio to a raw `Bun.serve` endpoint that
- * returns the same bytes, measured in the same run. The server runs in a child process (one core's
- * worth of work) and this process drives it with a fixed number of concurrent keep-alive requests;
- * raw and app runs are interleaved and the best of five is compared.
+ * reads and parses the same body and returns the same bytes, measured in the same run; beside it the
+ * same app with every request through Elysia (what these routes cost before the server's edge answered
+ * them, http/edge_routes.ts). The servers run in a child process and this process drives them with a
+ * fixed number of concurrent keep-alive requests; raw, app and Elysia runs are interleaved, and the
+ * median of the rounds' ratios is printed with the best of each.
  *
- *   bun run bench/identity_resolve.ts [seconds-per-run]
+ *   bun run bench/identity_resolve.ts [seconds-per-run] [rounds]
  */
 import { resolve } from "node:path";
 
 const SECONDS = Number(process.argv[2] ?? 2);
 const CONCURRENCY = 64;
-const ROUNDS = 5;
+const ROUNDS = Number(process.argv[3] ?? 5);
 
 const identifiers = Array.from({ length: 100 }, (_, i) =>
   [
@@ -34,7 +36,7 @@ const child = Bun.spawn([process.execPath, resolve(import.meta.dir, "_http_serve
 });
 const reader = child.stdout.getReader();
 const { value } = await reader.read();
-const ports = JSON.parse(new TextDecoder().decode(value)) as { app: number; raw: number };
+const ports = JSON.parse(new TextDecoder().decode(value)) as { app: number; elysia: number; raw: number };
 
 async function load(url: string, init: RequestInit): Promise<number> {
   const deadline = performance.now() + SECONDS * 1000;
@@ -51,15 +53,23 @@ async function load(url: string, init: RequestInit): Promise<number> {
   return count / SECONDS;
 }
 
+/** Rounds of raw, app and app-through-Elysia in turn; the median of the rounds' ratios to raw, and the best. */
 async function compare(name: string, path: string, rawPath: string, init: RequestInit) {
-  let bestApp = 0;
-  let bestRaw = 0;
+  const ratios: { app: number; elysia: number }[] = [];
+  let best = { raw: 0, app: 0, elysia: 0 };
   for (let round = 0; round < ROUNDS; round++) {
-    bestRaw = Math.max(bestRaw, await load(`http://127.0.0.1:${ports.raw}${rawPath}`, init));
-    bestApp = Math.max(bestApp, await load(`http://127.0.0.1:${ports.app}${path}`, init));
+    const raw = await load(`http://127.0.0.1:${ports.raw}${rawPath}`, init);
+    const app = await load(`http://127.0.0.1:${ports.app}${path}`, init);
+    const elysia = await load(`http://127.0.0.1:${ports.elysia}${path}`, init);
+    ratios.push({ app: app / raw, elysia: elysia / raw });
+    best = { raw: Math.max(best.raw, raw), app: Math.max(best.app, app), elysia: Math.max(best.elysia, elysia) };
   }
+  const median = (values: number[]) => values.sort((a, b) => a - b)[values.length >> 1]!;
   console.log(
-    `${name}: app ${bestApp.toFixed(0)} req/s, raw Bun.serve ${bestRaw.toFixed(0)} req/s, ratio ${(bestApp / bestRaw).toFixed(2)}×`,
+    `${name}: ratio to raw Bun.serve, median of ${ROUNDS} rounds: app ${median(ratios.map((r) => r.app)).toFixed(2)}×, ` +
+      `through Elysia (before the edge routes) ${median(ratios.map((r) => r.elysia)).toFixed(2)}×; ` +
+      `best req/s: raw ${best.raw.toFixed(0)}, app ${best.app.toFixed(0)} (${(best.app / best.raw).toFixed(2)}×), ` +
+      `through Elysia ${best.elysia.toFixed(0)} (${(best.elysia / best.raw).toFixed(2)}×)`,
   );
 }
 

@@ -22,8 +22,9 @@ import type { VerifySubjectOwnership } from "../domain/accounts/mod.ts";
 import type { ListAttestations } from "../domain/index/mod.ts";
 import { sessionRoutes, type SessionRoutesDeps } from "./routes/session.ts";
 import type { ArtifactTrust } from "../domain/artifact_trust/mod.ts";
-import { identityRoutes } from "./routes/identity.ts";
-import { trustAnchorRoutes } from "./routes/trust_anchors.ts";
+import { createIdentityResolve, IDENTITY_RESOLVE_PATHS, identityRoutes } from "./routes/identity.ts";
+import { TRUST_ANCHOR_PATHS, trustAnchorRoutes, trustAnchorsAnswer } from "./routes/trust_anchors.ts";
+import { type EdgeAnswer, publicEdgeRoutes, registerEdgeRoutes } from "./edge_routes.ts";
 import { buildOpenApi, renderApiPage } from "./openapi.ts";
 import { ROUTE_DOCS } from "./route_docs.ts";
 import { MAX_BODY_BYTES, TOO_LARGE_MESSAGE } from "./routes/request.ts";
@@ -225,6 +226,15 @@ export function createApp(deps: AppDeps) {
     }
   };
 
+  // Issue 28: trust anchors and identity-resolve are answered at the server's edge ahead of Elysia, behind the same
+  // guards (http/edge_routes.ts), with the very answers their routes here give, CORS headers included.
+  const anchorsAnswer = trustAnchorsAnswer(deps.trustAnchors, PUBLIC_CORS_HEADERS);
+  const resolveAnswer = createIdentityResolve({ headers: PUBLIC_CORS_HEADERS });
+  const edgeAnswers = new Map<string, EdgeAnswer>();
+  for (const path of TRUST_ANCHOR_PATHS) edgeAnswers.set(path, { method: "GET", answer: anchorsAnswer });
+  for (const path of IDENTITY_RESOLVE_PATHS) edgeAnswers.set(path, { method: "POST", answer: resolveAnswer });
+  registerEdgeRoutes(app, (routes) => publicEdgeRoutes(edgeAnswers, PUBLIC_CORS_HEADERS, routes));
+
   return app
     .onRequest(({ request, set }) => {
       const path = pathOf(request.url);
@@ -275,8 +285,8 @@ export function createApp(deps: AppDeps) {
     })
     .use(healthRoutes(deps.ready))
     .use(easRoutes(deps))
-    .use(trustAnchorRoutes(deps.trustAnchors))
-    .use(identityRoutes())
+    .use(trustAnchorRoutes(deps.trustAnchors, anchorsAnswer))
+    .use(identityRoutes({ resolve: resolveAnswer }))
     .use(deps.controller ? controllerRoutes(deps.controller) : new Elysia())
     .use(deps.artifactTrust ? artifactTrustRoutes({ artifactTrust: deps.artifactTrust, log: deps.log }) : new Elysia())
     .use(deps.attestationList ? attestationListRoutes({ list: deps.attestationList, log: deps.log }) : new Elysia())

@@ -1,5 +1,6 @@
 import type { Elysia } from "elysia";
-import { currentRequestContext, requestIdFrom, withRequestContext } from "./request_context.ts";
+import { currentRequestContext, type RequestContext, requestIdFrom, withRequestContext } from "./request_context.ts";
+import { type EdgeRoute, type EdgeRoutes, edgeRoutesOf } from "./edge_routes.ts";
 import type { Logger } from "../ports/logger.ts";
 import type { Metrics } from "../ports/metrics.ts";
 import { ELAPSED_PATHS, isPrivatePath, pathOf, PUBLIC_CORS_HEADERS } from "./app.ts";
@@ -72,6 +73,8 @@ export type PeerAddresses = { readonly requestIP: (request: Request) => { readon
  * count and latency by route and status. Unknown paths are labelled `unmatched` so a scan cannot
  * blow up the series count. A request the app has not answered after `deadlineMs` (default
  * {@link ROUTE_DEADLINE_MS}) is answered with {@link deadlineResponse}; its work goes on unobserved.
+ * The paths of the app's edge routes (http/edge_routes.ts: trust anchors, identity-resolve) are answered here
+ * without Elysia, with the same answers and the same bookkeeping (issue 28).
  */
 export function instrumentedHandler(
   app: Elysia,
@@ -97,50 +100,90 @@ export function instrumentedHandler(
     routes ??= new Set(app.routes.map((r) => r.path));
     return routes.has(path) ? path : "unmatched";
   };
+  /** The bookkeeping of every answer: metrics, the access-log line, the request id header. */
+  const finish = (request: Request, requestId: string, route: string, started: number, response: Response) => {
+    const seconds = (performance.now() - started) / 1000;
+    const status = String(response.status);
+    const labels = labelsOf(route, request.method, status);
+    deps.metrics.increment("ats_http_requests_total", labels.count);
+    deps.metrics.observe("ats_http_request_duration_seconds", seconds, labels.duration);
+    deps.log.debug("request", { method: request.method, route, status: response.status, ms: Math.round(seconds * 1000) });
+    response.headers.set("x-request-id", requestId);
+    return response;
+  };
+  /** The answer, or the deadline's ({@link deadlineResponse}) when it has not come after `deadlineMs`. */
+  const withDeadline = async (request: Request, path: string, started: number, answer: Promise<Response>): Promise<Response> => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const expired = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), deadlineMs);
+    });
+    try {
+      const answered = await Promise.race([answer, expired]);
+      if (answered !== undefined) return answered;
+      deps.log.warn("request_deadline", { method: request.method, path, ms: deadlineMs });
+      return deadlineResponse(path, started);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  /** A request for the app: Elysia routes the path the guards read ({@link routable}). */
+  const serveByApp = async (request: Request, requestId: string): Promise<Response> => {
+    const started = performance.now();
+    const path = pathOf(request.url);
+    let response: Response;
+    try {
+      response = await withDeadline(request, path, started, app.handle(routable(request)));
+    } catch (error) {
+      deps.log.error("request_failed", { error: error instanceof Error ? error.message : String(error) });
+      response = fallbackResponse(path, started);
+    }
+    return finish(request, requestId, routeOf(path), started, response);
+  };
+  /**
+   * A request of a path the edge answers (http/edge_routes.ts): the same bookkeeping, the deadline only while a
+   * body is read (the rest of the answer is synchronous), no Elysia. Its path is an app route, so its own label.
+   */
+  const serveAtEdge = async (request: Request, requestId: string, path: string, edgeRoute: EdgeRoute): Promise<Response> => {
+    const started = performance.now();
+    let response: Response;
+    try {
+      const answer = edgeRoute(request);
+      response = answer instanceof Response ? answer : await withDeadline(request, path, started, answer);
+    } catch (error) {
+      deps.log.error("request_failed", { error: error instanceof Error ? error.message : String(error) });
+      response = fallbackResponse(path, started);
+    }
+    return finish(request, requestId, path, started, response);
+  };
+  // Built at the first request, when the app's routes are all registered.
+  let edge: EdgeRoutes | undefined | null = null;
   return (request: Request, server?: PeerAddresses): Promise<Response> => {
     const requestId = requestIdFrom(request.headers.get("x-request-id"));
-    // Worked out when a route asks (the relays' per-address limits): most routes never do.
-    let address: { readonly value: string | undefined } | undefined;
-    const context = {
-      requestId,
-      get clientAddress() {
-        address ??= { value: clientAddressOf(request, server?.requestIP(request)?.address, deps.trustProxy ?? 0) };
-        return address.value;
-      },
-    };
-    return withRequestContext(context, async () => {
-      const started = performance.now();
+    const context = new ServedRequest(requestId, request, server, deps.trustProxy ?? 0);
+    if (edge === null) edge = edgeRoutesOf(app);
+    if (edge !== undefined) {
       const path = pathOf(request.url);
-      let response: Response;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const expired = new Promise<undefined>((resolve) => {
-        timer = setTimeout(() => resolve(undefined), deadlineMs);
-      });
-      try {
-        const answered = await Promise.race([app.handle(routable(request)), expired]);
-        if (answered === undefined) {
-          deps.log.warn("request_deadline", { method: request.method, path, ms: deadlineMs });
-          response = deadlineResponse(path, started);
-        } else {
-          response = answered;
-        }
-      } catch (error) {
-        deps.log.error("request_failed", { error: error instanceof Error ? error.message : String(error) });
-        response = fallbackResponse(path, started);
-      } finally {
-        clearTimeout(timer);
-      }
-      const route = routeOf(path);
-      const seconds = (performance.now() - started) / 1000;
-      const status = String(response.status);
-      const labels = labelsOf(route, request.method, status);
-      deps.metrics.increment("ats_http_requests_total", labels.count);
-      deps.metrics.observe("ats_http_request_duration_seconds", seconds, labels.duration);
-      deps.log.debug("request", { method: request.method, route, status: response.status, ms: Math.round(seconds * 1000) });
-      response.headers.set("x-request-id", requestId);
-      return response;
-    });
+      const edgeRoute = edge.get(path);
+      if (edgeRoute !== undefined) return withRequestContext(context, serveAtEdge, request, requestId, path, edgeRoute);
+    }
+    return withRequestContext(context, serveByApp, request, requestId);
   };
+}
+
+/** The context of a request served by {@link instrumentedHandler}; the client address worked out when a route asks. */
+class ServedRequest implements RequestContext {
+  #address: { readonly value: string | undefined } | undefined;
+  constructor(
+    readonly requestId: string,
+    private readonly request: Request,
+    private readonly server: PeerAddresses | undefined,
+    private readonly trustProxy: number,
+  ) {}
+  // Most routes never ask (the relays' per-address limits do): it costs a native lookup.
+  get clientAddress(): string | undefined {
+    this.#address ??= { value: clientAddressOf(this.request, this.server?.requestIP(this.request)?.address, this.trustProxy) };
+    return this.#address.value;
+  }
 }
 
 /**
