@@ -26,6 +26,7 @@ import { easWriter } from "./support/eas_writer.ts";
 import { type HttpsServer, startHttpsServer } from "./support/https_server.ts";
 import { getTestCa, issueLeaf } from "./support/test_ca.ts";
 import { startStack, type Stack } from "./harness.ts";
+import { injectWallet } from "./support/browser_wallet.ts";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const HAVE_CHROMIUM = existsSync(CHROMIUM);
@@ -169,21 +170,6 @@ async function answerWallet(method: string, paramsJson: string): Promise<string>
   }
 }
 
-/** The test wallet inside the page: an EIP-1193 provider announced through EIP-6963, answered by {@link answerWallet}. */
-const INJECT_WALLET = `(() => {
-  const provider = {
-    async request({ method, params }) {
-      const answer = JSON.parse(await window.__atsTestWallet(method, JSON.stringify(params ?? [])));
-      if (answer.error) throw Object.assign(new Error(answer.error.message), { code: answer.error.code });
-      return answer.result;
-    },
-  };
-  const info = Object.freeze({ uuid: "5f1c9d3e-0000-4000-8000-000000000001", name: "Test Wallet", icon: "data:,", rdns: "test.ats.wallet" });
-  const announce = () => window.dispatchEvent(new CustomEvent("eip6963:announceProvider", { detail: Object.freeze({ info, provider }) }));
-  window.addEventListener("eip6963:requestProvider", announce);
-  announce();
-})();`;
-
 type Opened = { page: Page; problems: string[] };
 
 async function open(hash: string): Promise<Opened> {
@@ -199,8 +185,7 @@ async function open(hash: string): Promise<Opened> {
   page.on("request", (request) => {
     if (!request.url().startsWith(service.url) && !request.url().startsWith("data:")) problems.push(`foreign request: ${request.url()}`);
   });
-  await page.exposeFunction("__atsTestWallet", answerWallet);
-  await page.addInitScript(INJECT_WALLET);
+  await injectWallet(page, answerWallet);
   await page.goto(`${service.url}/${hash === "" ? "" : `#${hash}`}`);
   await page.waitForSelector("html[data-ready=true]");
   return { page, problems };

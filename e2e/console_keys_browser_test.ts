@@ -15,6 +15,7 @@ import { ANVIL_DEV_KEYS } from "../adapters/devnet/mod.ts";
 import type { Service } from "../app/service.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { startStack, type Stack } from "./harness.ts";
+import { injectWallet, walletAnswers } from "./support/browser_wallet.ts";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const HAVE_CHROMIUM = existsSync(CHROMIUM);
@@ -68,47 +69,6 @@ afterAll(async () => {
   await dns?.stop();
 });
 
-/** Answers the page's EIP-1193 calls in Node with the user's key. */
-async function answerWallet(method: string, paramsJson: string): Promise<string> {
-  const params = JSON.parse(paramsJson) as unknown[];
-  try {
-    switch (method) {
-      case "eth_requestAccounts":
-      case "eth_accounts":
-        return JSON.stringify({ result: [user.address] });
-      case "eth_chainId":
-        return JSON.stringify({ result: "0x7a69" });
-      case "personal_sign":
-        return JSON.stringify({ result: await user.signMessage({ message: { raw: (params as [Hex])[0] } }) });
-      case "eth_signTypedData_v4": {
-        const typed = JSON.parse((params as [string, string])[1]) as { types: Record<string, { name: string; type: string }[]>; domain: Record<string, unknown>; primaryType: string; message: Record<string, unknown> };
-        const { EIP712Domain: _, ...types } = typed.types;
-        const message = { ...typed.message };
-        for (const field of types[typed.primaryType]!) if (/^u?int/.test(field.type)) message[field.name] = BigInt(message[field.name] as string);
-        return JSON.stringify({ result: await user.signTypedData({ domain: typed.domain as never, types, primaryType: typed.primaryType, message }) });
-      }
-      default:
-        return JSON.stringify({ error: { code: 4200, message: `Unsupported method ${method}` } });
-    }
-  } catch (error) {
-    return JSON.stringify({ error: { code: -32603, message: error instanceof Error ? error.message : String(error) } });
-  }
-}
-
-const INJECT_WALLET = `(() => {
-  const provider = {
-    async request({ method, params }) {
-      const answer = JSON.parse(await window.__atsTestWallet(method, JSON.stringify(params ?? [])));
-      if (answer.error) throw Object.assign(new Error(answer.error.message), { code: answer.error.code });
-      return answer.result;
-    },
-  };
-  const info = Object.freeze({ uuid: "5f1c9d3e-0000-4000-8000-000000000024", name: "Test Wallet", icon: "data:,", rdns: "test.ats.wallet" });
-  const announce = () => window.dispatchEvent(new CustomEvent("eip6963:announceProvider", { detail: Object.freeze({ info, provider }) }));
-  window.addEventListener("eip6963:requestProvider", announce);
-  announce();
-})();`;
-
 async function open(hash: string): Promise<{ page: Page; problems: string[] }> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
@@ -120,8 +80,7 @@ async function open(hash: string): Promise<{ page: Page; problems: string[] }> {
   page.on("request", (request) => {
     if (!request.url().startsWith(service.url) && !request.url().startsWith("data:")) problems.push(`foreign request: ${request.url()}`);
   });
-  await page.exposeFunction("__atsTestWallet", answerWallet);
-  await page.addInitScript(INJECT_WALLET);
+  await injectWallet(page, walletAnswers(user));
   await page.goto(`${service.url}/#${hash}`);
   await page.waitForSelector("html[data-ready=true]");
   return { page, problems };

@@ -15,6 +15,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { ANVIL_DEV_KEYS } from "../adapters/devnet/mod.ts";
 import { s256Challenge } from "../domain/oauth/mod.ts";
 import { startStack, type Stack } from "./harness.ts";
+import { injectWallet, walletAnswers } from "./support/browser_wallet.ts";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const HAVE_CHROMIUM = existsSync(CHROMIUM);
@@ -54,27 +55,6 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-/** The test wallet's answers, in Node with the user's key. */
-async function answerWallet(method: string, paramsJson: string): Promise<string> {
-  const params = JSON.parse(paramsJson) as unknown[];
-  if (method === "eth_requestAccounts" || method === "eth_accounts") return JSON.stringify({ result: [user.address] });
-  if (method === "eth_chainId") return JSON.stringify({ result: "0x7a69" });
-  if (method === "personal_sign") return JSON.stringify({ result: await user.signMessage({ message: { raw: (params as [Hex])[0] } }) });
-  return JSON.stringify({ error: { code: 4200, message: `Unsupported method ${method}` } });
-}
-
-const INJECT_WALLET = `(() => {
-  const provider = { async request({ method, params }) {
-    const answer = JSON.parse(await window.__atsTestWallet(method, JSON.stringify(params ?? [])));
-    if (answer.error) throw Object.assign(new Error(answer.error.message), { code: answer.error.code });
-    return answer.result;
-  } };
-  const info = Object.freeze({ uuid: "5f1c9d3e-0000-4000-8000-000000000002", name: "Test Wallet", icon: "data:,", rdns: "test.ats.wallet" });
-  const announce = () => window.dispatchEvent(new CustomEvent("eip6963:announceProvider", { detail: Object.freeze({ info, provider }) }));
-  window.addEventListener("eip6963:requestProvider", announce);
-  announce();
-})();`;
-
 async function newPage(problems: string[]): Promise<Page> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
@@ -82,8 +62,7 @@ async function newPage(problems: string[]): Promise<Page> {
   page.on("console", (message) => {
     if (/Content Security Policy/i.test(message.text())) problems.push(`csp: ${message.text()}`);
   });
-  await page.exposeFunction("__atsTestWallet", answerWallet);
-  await page.addInitScript(INJECT_WALLET);
+  await injectWallet(page, walletAnswers(user));
   return page;
 }
 
