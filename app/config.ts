@@ -57,6 +57,11 @@ export type Config = {
   readonly discoveryCacheSeconds: number;
   readonly logLevel: "debug" | "info" | "warn" | "error" | "silent";
   /**
+   * `SECP256K1_LIBRARY` (issue 28): unset, the native libsecp256k1 when one of the usual names opens and passes its
+   * known-answer check, else @noble/curves; `none`, @noble/curves; a path or name, that library or a startup error.
+   */
+  readonly secp256k1Library: string | undefined;
+  /**
    * The attestation index (decisions §11). `INDEX_CONFIRMATIONS` (default 12; 0 on the embedded devnet): blocks
    * behind the head the index leaves to live reads. `INDEX_POLL_MS` (default 2000): how often the follower looks
    * for new blocks. `INDEX_STALL_SECONDS` (default 120): `/readyz` fails once following has failed this long.
@@ -264,6 +269,7 @@ export function readConfig(env: Env): Config {
     discoveryDomainPerMinute: int("DISCOVERY_DOMAIN_RATE_PER_MINUTE", 30, 1),
     discoveryCacheSeconds: int("DISCOVERY_CACHE_SECONDS", 60, 0, 3_600),
     logLevel: logLevel as Config["logLevel"],
+    secp256k1Library: get("SECP256K1_LIBRARY"),
     ...readRelaysAndReads(env),
     x402,
     oauth: readOAuth(env),

@@ -28,6 +28,7 @@ export function wireDelegation(config: Config, f: Foundation, accounts: WiredAcc
       mainnet: config.activeChain === "mainnet",
       subsidized,
       factoryCalls: storage.factoryCalls,
+      recoverAddress: f.secp256k1.recoverAddress,
       ...extra,
     });
   const guard = createRelayGuard({

@@ -42,5 +42,20 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
   echo "chromium is not installed; the console's browser tests will be skipped (CI=true makes this an error)" >&2
 fi
+# The native secp256k1 (adapters/secp256k1): the service falls back to JavaScript without it, so its tests need it to
+# cover both; installed when we can, required in CI (adapters/secp256k1/secp256k1_test.ts checks it was found).
+have_secp256k1() { ldconfig -p 2>/dev/null | grep -q 'libsecp256k1\.so'; }
+if ! have_secp256k1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "installing libsecp256k1 for the native signer recovery" >&2
+  (apt-get update -qq && { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libsecp256k1-2 >/dev/null 2>&1 ||
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libsecp256k1-1 >/dev/null; }) || echo "could not install libsecp256k1" >&2
+fi
+if ! have_secp256k1; then
+  if in_ci; then
+    echo "CI=true but libsecp256k1 is not installed (apt-get install libsecp256k1-1 or libsecp256k1-2 as root)." >&2
+    exit 1
+  fi
+  echo "libsecp256k1 is not installed; the service and its tests use the JavaScript secp256k1 (CI=true makes this an error)" >&2
+fi
 bash scripts/forge_build.sh
 exec node_modules/.bin/bun test --timeout 60000 "$@"

@@ -3,13 +3,14 @@
  * serializes the transaction to hex twice (unsigned, to hash; signed, to send), converts the ~1 KB of calldata from
  * hex to bytes for every hash, and the caller hashes the hex again for the transaction hash: about 1 ms of CPU per
  * delegated attestation on the benchmark machine. Here the transaction is RLP-encoded once into bytes (the calldata
- * decoded once, natively), hashed with keccak256 on bytes, signed with the same @noble/curves secp256k1 viem uses
- * (RFC 6979 deterministic nonces, low s), and the signed bytes hashed for the transaction hash. The output is
- * byte-for-byte viem's (eip1559_test.ts compares them).
+ * decoded once, natively), hashed with keccak256 on bytes, signed with RFC 6979 deterministic nonces and low s (by
+ * libsecp256k1 when the service found it, else by the @noble/curves viem uses: adapters/secp256k1), and the signed
+ * bytes hashed for the transaction hash. The output is byte-for-byte viem's (eip1559_test.ts compares them).
  */
-import { secp256k1 } from "@noble/curves/secp256k1";
 import { keccak256 } from "viem/utils";
 import type { HexString } from "../../ports/eas.ts";
+import type { Secp256k1 } from "../../ports/secp256k1.ts";
+import { nobleSecp256k1 } from "../secp256k1/mod.ts";
 
 /** The fields of a type-2 transaction the service sends (no access list, no value beyond zero). */
 export type Eip1559Fields = {
@@ -33,7 +34,7 @@ export function privateKeyBytes(privateKey: HexString): Uint8Array {
 }
 
 /** Signs `tx` with `privateKey` (32 bytes): the same raw bytes and hash as viem's `signTransaction` and `keccak256`. */
-export function signEip1559(tx: Eip1559Fields, privateKey: Uint8Array): SignedEip1559 {
+export function signEip1559(tx: Eip1559Fields, privateKey: Uint8Array, sign: Secp256k1["sign"] = nobleSecp256k1.sign): SignedEip1559 {
   const fields: Uint8Array[] = [
     uint(BigInt(tx.chainId)),
     uint(BigInt(tx.nonce)),
@@ -45,7 +46,7 @@ export function signEip1559(tx: Eip1559Fields, privateKey: Uint8Array): SignedEi
     hexBytes(tx.data),
   ];
   const unsigned = typed(rlpList([...fields.map(rlpString), EMPTY_LIST]));
-  const signature = secp256k1.sign(keccak256(unsigned, "bytes"), privateKey, { lowS: true });
+  const signature = sign(keccak256(unsigned, "bytes"), privateKey);
   const signed = typed(
     rlpList([...fields.map(rlpString), EMPTY_LIST, rlpString(uint(BigInt(signature.recovery))), rlpString(uint(signature.r)), rlpString(uint(signature.s))]),
   );

@@ -2,7 +2,10 @@ import { describe, expect, test } from "bun:test";
 import { keccak256, parseTransaction, recoverTransactionAddress } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { HexString } from "../../ports/eas.ts";
+import { nobleSecp256k1, openNativeSecp256k1 } from "../secp256k1/mod.ts";
 import { privateKeyBytes, signEip1559 } from "./eip1559.ts";
+
+const native = openNativeSecp256k1();
 
 describe("signEip1559", () => {
   const cases = [
@@ -13,13 +16,15 @@ describe("signEip1559", () => {
     { chainId: 84532, nonce: 65_536, maxPriorityFeePerGas: 1n, maxFeePerGas: 2n, gas: 1_000_000n, value: 0n, data: `0x${"00".repeat(55)}` },
   ] as const;
 
-  test("gives viem's raw bytes and hash, for nonces, fees and calldata of every length class", async () => {
-    for (let i = 0; i < 3; i++) {
+  test("gives viem's raw bytes and hash, for nonces, fees and calldata of every length class (both signers)", async () => {
+    const signers = [nobleSecp256k1, ...(native === undefined ? [] : [native])];
+    for (let i = 0; i < 3 * signers.length; i++) {
+      const secp = signers[i % signers.length]!;
       const key = generatePrivateKey();
       const account = privateKeyToAccount(key);
       for (const c of cases) {
         const to = privateKeyToAccount(generatePrivateKey()).address.toLowerCase() as HexString;
-        const ours = signEip1559({ ...c, to, data: c.data as HexString }, privateKeyBytes(key));
+        const ours = signEip1559({ ...c, to, data: c.data as HexString }, privateKeyBytes(key), secp.sign);
         const viems = await account.signTransaction({ type: "eip1559", ...c, to, data: c.data as HexString });
         expect(ours.raw).toBe(viems);
         expect(ours.txHash).toBe(keccak256(viems));

@@ -2,6 +2,7 @@ import { BaseError, type Hex, parseTransaction } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
 import type { FundsCheck, HexString, SignedTx } from "../../ports/eas.ts";
 import type { Rebroadcast } from "../../ports/submissions.ts";
+import type { Secp256k1 } from "../../ports/secp256k1.ts";
 import type { WalletNonces } from "../../ports/storage.ts";
 import { ATTESTED_TOPIC } from "../../domain/eas_abi.ts";
 import { type JsonRpc, NodeRpcError, quantity } from "./json_rpc.ts";
@@ -78,6 +79,8 @@ export function createTxSender(options: {
   account: PrivateKeyAccount;
   /** The account's key: transactions are signed by eip1559.ts (viem's bytes, without its hex round trips). */
   privateKey: HexString;
+  /** The secp256k1 signature (adapters/secp256k1: libsecp256k1 when present); @noble/curves when absent. */
+  sign?: Secp256k1["sign"] | undefined;
   chainId: number;
   receiptTimeoutMs?: number | undefined;
   log?: Log | undefined;
@@ -88,6 +91,7 @@ export function createTxSender(options: {
 }): TxSender {
   const { rpc, account } = options;
   const key = privateKeyBytes(options.privateKey);
+  const sign = options.sign;
   const wallet = account.address.toLowerCase() as HexString;
   const log = options.log ?? (() => {});
   let fees: { at: number; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | undefined;
@@ -191,7 +195,7 @@ export function createTxSender(options: {
         maxFeePerGas,
         maxPriorityFeePerGas,
         value: parsed.value ?? 0n,
-      }, key);
+      }, key, sign);
       return { txHash: signed.txHash, raw: signed.raw, wallet, nonce: tx.nonce };
     },
     rebroadcast: (tx) =>
@@ -218,7 +222,7 @@ export function createTxSender(options: {
           maxFeePerGas: fee.maxFeePerGas,
           maxPriorityFeePerGas: fee.maxPriorityFeePerGas,
           value: 0n,
-        }, key);
+        }, key, sign);
         const tx: SignedTx = { txHash, raw, wallet, nonce };
         try {
           await request.onSigned?.(tx);
