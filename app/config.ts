@@ -62,6 +62,12 @@ export type Config = {
    */
   readonly secp256k1Library: string | undefined;
   /**
+   * `RPC_SEND_SYNC` (issue 28): `auto` (default) sends the service's transactions by `eth_sendRawTransactionSync`
+   * (EIP-7966, the receipt in the send's answer) while the node mines on arrival; `off`, always
+   * `eth_sendRawTransaction` and receipt polls.
+   */
+  readonly rpcSendSync: "auto" | "off";
+  /**
    * The attestation index (decisions §11). `INDEX_CONFIRMATIONS` (default 12; 0 on the embedded devnet): blocks
    * behind the head the index leaves to live reads. `INDEX_POLL_MS` (default 2000): how often the follower looks
    * for new blocks. `INDEX_STALL_SECONDS` (default 120): `/readyz` fails once following has failed this long.
@@ -270,6 +276,7 @@ export function readConfig(env: Env): Config {
     discoveryCacheSeconds: int("DISCOVERY_CACHE_SECONDS", 60, 0, 3_600),
     logLevel: logLevel as Config["logLevel"],
     secp256k1Library: get("SECP256K1_LIBRARY"),
+    rpcSendSync: sendSyncMode(get("RPC_SEND_SYNC")),
     ...readRelaysAndReads(env),
     x402,
     oauth: readOAuth(env),
@@ -423,6 +430,13 @@ function readX402Jws(get: (name: string) => string | undefined, devnet: boolean)
   }
   if (format === "jws" && jwsKey === undefined && !devnet) throw new ConfigError("X402_JWS_KEY", "required when X402_SIGNING_FORMAT is jws");
   return { signingFormat: format, jwsKey };
+}
+
+/** `RPC_SEND_SYNC`: `auto` (unset) or `off`. */
+function sendSyncMode(value: string | undefined): Config["rpcSendSync"] {
+  if (value === undefined || value === "auto") return "auto";
+  if (value === "off") return "off";
+  throw new ConfigError("RPC_SEND_SYNC", `expected auto or off, got "${value}"`);
 }
 
 /** Reads the x402 settings (decisions §13); `devnet`: no RPC_URL, so the embedded devnet fills what is unset. */

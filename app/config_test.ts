@@ -22,6 +22,13 @@ describe("readConfig()", () => {
     expect(() => readConfig({ ALLOW_PRIVATE_NETWORK: "maybe" })).toThrow(/ALLOW_PRIVATE_NETWORK/);
   });
 
+  test("RPC_SEND_SYNC is auto unless off; anything else names the variable", () => {
+    expect(readConfig({}).rpcSendSync).toBe("auto");
+    expect(readConfig({ RPC_SEND_SYNC: "auto" }).rpcSendSync).toBe("auto");
+    expect(readConfig({ RPC_SEND_SYNC: "off" }).rpcSendSync).toBe("off");
+    expect(() => readConfig({ RPC_SEND_SYNC: "on" })).toThrow(/RPC_SEND_SYNC/);
+  });
+
   test("the witness key defaults to the delegate key", () => {
     const key = "ab".repeat(32);
     const config = readConfig({ DELEGATE_PRIVATE_KEY: key });

@@ -108,6 +108,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
       log: (event, fields) => log.warn(event, fields),
       walletNonces: storage.walletNonces,
       secp256k1,
+      sendSync: config.rpcSendSync,
       // The devnet's state file is written after each mined transaction and before the client hears of it,
       // so nothing answered 200 is lost if the service and its Anvil are killed (decisions §15).
       onMined: devnet?.checkpoint,

@@ -14,7 +14,7 @@ import { EAS_ABI } from "../domain/eas_abi.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { prepareDelegatedAttestation, signableTypedData } from "../client/delegated_attest.ts";
 import { startStack, type Stack } from "./harness.ts";
-import { inFrontOf, type RpcProxy, startRpcProxy } from "./support/rpc_proxy.ts";
+import { inFrontOf, isSend, type RpcProxy, SEND_METHODS, startRpcProxy } from "./support/rpc_proxy.ts";
 import { signInCookie } from "./support/sign_in.ts";
 import { deployGasDrainFactory, type WalletFactory } from "./support/test_wallet.ts";
 
@@ -51,10 +51,10 @@ afterAll(async () => {
 });
 
 const code = async (address: Hex) => (await chain.getCode({ address })) ?? "0x";
-/** The raw transactions the service sent, as the proxy saw them. */
-const sentRaw = () => proxy.calls.filter((c) => c.method === "eth_sendRawTransaction").map((c) => c.params[0] as Hex);
+/** The raw transactions the service sent (by either send method), as the proxy saw them. */
+const sentRaw = () => proxy.calls.filter((c) => isSend(c.method)).map((c) => c.params[0] as Hex);
 /** Methods that read or spend on the attester's behalf: none may reach the node once the wallet is on record. */
-const SPENDING = new Set(["eth_call", "eth_estimateGas", "eth_getCode", "eth_sendRawTransaction"]);
+const SPENDING = new Set(["eth_call", "eth_estimateGas", "eth_getCode", ...SEND_METHODS]);
 
 async function post(baseUrl: string, path: string, body: unknown, cookie?: string) {
   const res = await fetch(`${baseUrl}${path}`, {

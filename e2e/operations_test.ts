@@ -93,7 +93,9 @@ describe("operations", () => {
     expect(text).toContain('ats_http_request_duration_seconds_count{route="/v1/delegated-attest",status="200"} 1');
     expect(text).toContain('ats_http_request_duration_seconds_count{route="/v1/delegated-attest",status="400"} 1');
     expect(text).toMatch(/ats_http_request_duration_seconds_bucket\{route="unmatched",status="404",le="\+Inf"\} 1/);
-    expect(text).toMatch(/ats_rpc_calls_total\{method="eth_sendRawTransaction"\} 1/);
+    // Anvil mines on arrival: the one send goes by eth_sendRawTransactionSync (RPC_SEND_SYNC=auto), no plain send.
+    expect(text).toMatch(/ats_rpc_calls_total\{method="eth_sendRawTransactionSync"\} 1/);
+    expect(text).not.toContain('ats_rpc_calls_total{method="eth_sendRawTransaction"}');
     expect(text).toMatch(/ats_rpc_failures_total\{code="3",method="eth_estimateGas",reason="rpc_error"\} 1/);
     expect(text).not.toContain("NotFound");
     expect(text).toMatch(/ats_wallet_balance_wei\{wallet="delegate"\} [1-9][0-9]*/);
@@ -140,6 +142,7 @@ describe("operations", () => {
     let signalSend!: () => void;
     const sending = new Promise<void>((resolve) => (signalSend = resolve));
     const slowSend = (async (input: RequestInfo | URL, init?: RequestInit) => {
+      // Either send method (eth_sendRawTransactionSync contains the name).
       if (String(init?.body ?? "").includes("eth_sendRawTransaction")) {
         signalSend();
         await Bun.sleep(400);

@@ -17,7 +17,7 @@ import { fetchSession, requestControllerWitness, signInWithWallet } from "../cli
 import { isAtsClientError } from "../client/errors.ts";
 import type { Service } from "../app/service.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
-import { type RpcCall, type RpcProxy, inFrontOf, startRpcProxy } from "./support/rpc_proxy.ts";
+import { type RpcCall, type RpcProxy, inFrontOf, isSend, startRpcProxy } from "./support/rpc_proxy.ts";
 import { startStack, type Stack } from "./harness.ts";
 
 const APP = "https://app.test";
@@ -58,7 +58,8 @@ function healProxy() {
   proxy.onAnswered = undefined;
 }
 
-const sends = (calls: readonly RpcCall[]) => calls.some((c) => c.method === "eth_sendRawTransaction");
+/** Whether an HTTP request carries a send, by either method (the sync one on this automining Anvil). */
+const sends = (calls: readonly RpcCall[]) => calls.some((c) => isSend(c.method));
 const lostAnswer = () => new Response("bad gateway", { status: 502 });
 
 /** From the first send on, the node is out of reach: the send itself is forwarded when `forwardSend`. */
@@ -150,7 +151,7 @@ describe("delegated attestation under provider faults", () => {
   test("the node refuses the send: 500 SUBMISSION_FAILED, the signature is released and works once the node accepts", async () => {
     const { body, attester, signature } = await signedReview(generatePrivateKey());
     const nonceBefore = await delegateNonce();
-    proxy.onCall = (call) => (call.method === "eth_sendRawTransaction" ? { code: -32000, message: "txpool is full" } : undefined);
+    proxy.onCall = (call) => (isSend(call.method) ? { code: -32000, message: "txpool is full" } : undefined);
     const refused = await attest(body);
     expect([refused.status, refused.body.code]).toEqual([500, "SUBMISSION_FAILED"]);
     expect(JSON.stringify(refused.body)).not.toContain("txpool");
@@ -212,10 +213,10 @@ describe("delegated attestation under provider faults", () => {
     expect([unknown.status, unknown.body.code]).toEqual([503, "OUTCOME_UNKNOWN"]);
     expect(await attestationsBy(attester)).toBe(1);
     healProxy();
-    const sendsBefore = proxy.calls.filter((c) => c.method === "eth_sendRawTransaction").length;
+    const sendsBefore = proxy.calls.filter((c) => isSend(c.method)).length;
     const restarted = await stack.restartService(env(dns.address));
     expect(await replayRow(signature)).toMatchObject({ state: "mined", txHash: unknown.body.details });
-    expect(proxy.calls.filter((c) => c.method === "eth_sendRawTransaction").length).toBe(sendsBefore);
+    expect(proxy.calls.filter((c) => isSend(c.method)).length).toBe(sendsBefore);
     const again = await attest(body, restarted.url);
     expect([again.status, again.body.code]).toEqual([409, "DUPLICATE"]);
     expect(await attestationsBy(attester)).toBe(1);
@@ -267,7 +268,7 @@ describe("controller witness under provider faults", () => {
   test("the node refuses the send: 500 SUBMISSION_FAILED, nothing written, nothing charged", async () => {
     const session = await signIn();
     const before = await witnessesFor();
-    proxy.onCall = (call) => (call.method === "eth_sendRawTransaction" ? { code: -32000, message: "nonce too high" } : undefined);
+    proxy.onCall = (call) => (isSend(call.method) ? { code: -32000, message: "nonce too high" } : undefined);
     const refused = await outcome(requestControllerWitness({ subjectDid, controllerDid }, session, opts()));
     healProxy();
     expect([refused.status, refused.code]).toEqual([500, "SUBMISSION_FAILED"]);

@@ -44,7 +44,19 @@ export class RpcTransportError extends Error {
 
 /** Sends JSON-RPC calls; calls made in the same turn share one HTTP round trip. */
 export type JsonRpc = {
-  readonly request: <T = unknown>(method: string, params: readonly unknown[]) => Promise<T>;
+  readonly request: <T = unknown>(method: string, params: readonly unknown[], options?: CallOptions) => Promise<T>;
+};
+
+/**
+ * Per-call options. A call the node may hold open (`eth_sendRawTransactionSync` on a node that does not mine on
+ * arrival holds it until mined or for its own timeout) goes `alone`, so the calls of the same turn are not held with
+ * it, and with `retries: 0`, so a failure is not sent again blindly (its caller settles it).
+ */
+export type CallOptions = {
+  /** Retries after a retryable failure (default the client's `retryCount`). */
+  readonly retries?: number | undefined;
+  /** Sent in an HTTP request of its own instead of the turn's batch. */
+  readonly alone?: boolean | undefined;
 };
 
 /** Options of {@link createJsonRpc}. */
@@ -161,19 +173,23 @@ export function createJsonRpc(options: JsonRpcOptions): JsonRpc {
     }
   }
 
-  const once = (method: string, params: readonly unknown[]): Promise<unknown> =>
+  const once = (method: string, params: readonly unknown[], alone: boolean): Promise<unknown> =>
     new Promise((resolve, reject) => {
+      const call = { id: nextId++, method, params, resolve, reject };
+      if (alone) return void exchange([call]);
       if (queued.length === 0) setImmediate(flush);
-      queued.push({ id: nextId++, method, params, resolve, reject });
+      queued.push(call);
     });
 
   return {
-    async request<T>(method: string, params: readonly unknown[]): Promise<T> {
+    async request<T>(method: string, params: readonly unknown[], callOptions?: CallOptions): Promise<T> {
+      const retries = callOptions?.retries ?? retryCount;
+      const alone = callOptions?.alone === true;
       for (let attempt = 0; ; attempt++) {
         try {
-          return (await once(method, params)) as T;
+          return (await once(method, params, alone)) as T;
         } catch (error) {
-          if (attempt >= retryCount || !retryable(error)) throw error;
+          if (attempt >= retries || !retryable(error)) throw error;
           await Bun.sleep(retryDelayMs * 2 ** attempt);
         }
       }

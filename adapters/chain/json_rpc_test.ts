@@ -86,6 +86,33 @@ describe("createJsonRpc", () => {
     expect(requests).toHaveLength(1);
   });
 
+  test("a call sent alone has an HTTP request of its own and, with retries: 0, is not tried again after -32603", async () => {
+    requests.length = 0;
+    let held: (() => void) | undefined;
+    answer = async (calls) => {
+      // The node holds a sync send until the test lets it go: the turn's other calls must not wait with it.
+      if (calls.some((c) => c.method === "eth_sendRawTransactionSync")) await new Promise<void>((resolve) => (held = resolve));
+      return Response.json(calls.map((c) => c.method === "eth_sendRawTransactionSync"
+        ? { jsonrpc: "2.0", id: c.id, error: { code: -32603, message: "Transaction confirmation timeout" } }
+        : { jsonrpc: "2.0", id: c.id, result: "0x1" }));
+    };
+    const rpc = createJsonRpc({ url, retryDelayMs: 1 });
+    const sync = rpc.request("eth_sendRawTransactionSync", ["0x02"], { alone: true, retries: 0 }).then(unexpected, (e: unknown) => e as NodeRpcError);
+    const reads = await Promise.all([rpc.request("eth_getBalance", ["x"]), rpc.request("eth_gasPrice", [])]);
+    expect(reads).toEqual(["0x1", "0x1"]);
+    expect(requests.map((r) => r.map((c) => c.method))).toEqual([["eth_sendRawTransactionSync"], ["eth_getBalance", "eth_gasPrice"]]);
+    held!();
+    const timedOut = await sync;
+    expect(timedOut).toBeInstanceOf(NodeRpcError);
+    expect(timedOut.code).toBe(-32603);
+    expect(requests).toHaveLength(2);
+    // The same answer to a call with the client's default retries is tried once more.
+    requests.length = 0;
+    answer = (calls) => Response.json(calls.map((c) => ({ jsonrpc: "2.0", id: c.id, error: { code: -32603, message: "internal error" } })));
+    expect((await rpc.request("eth_call", []).then(unexpected, (e: unknown) => e as NodeRpcError)).code).toBe(-32603);
+    expect(requests).toHaveLength(2);
+  });
+
   test("a node answering after the timeout, or not reachable, is a transport failure: timed out or not", async () => {
     answer = async (calls) => {
       await Bun.sleep(300);

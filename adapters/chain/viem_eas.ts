@@ -32,7 +32,7 @@ import type { Metrics } from "../../ports/metrics.ts";
 import type { Secp256k1 } from "../../ports/secp256k1.ts";
 import type { WalletNonces } from "../../ports/storage.ts";
 import { EAS_ABI } from "../../domain/eas_abi.ts";
-import { attestedUid, createTxSender, describe, type TxSender } from "./viem_tx_sender.ts";
+import { attestedUid, createTxSender, describe, type SendSyncMode, type TxSender } from "./viem_tx_sender.ts";
 import { createJsonRpc, type JsonRpc, NodeRpcError, quantity } from "./json_rpc.ts";
 
 /** Options of {@link createViemEas}. */
@@ -57,6 +57,8 @@ export type ViemEasOptions = {
   readonly walletNonces?: WalletNonces | undefined;
   /** Runs after each of the service's transactions is mined, before its caller is answered. */
   readonly onMined?: (() => Promise<void>) | undefined;
+  /** Whether the wallets send by `eth_sendRawTransactionSync` while the node mines on arrival (default `auto`). */
+  readonly sendSync?: SendSyncMode | undefined;
   /** Signs the service's transactions (adapters/secp256k1); @noble/curves when absent. */
   readonly secp256k1?: Secp256k1 | undefined;
 };
@@ -117,6 +119,7 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
         log,
         nonces: options.walletNonces,
         onMined: options.onMined,
+        sendSync: options.sendSync,
         sign: options.secp256k1?.sign,
       });
       senders.set(account.address.toLowerCase(), sender);

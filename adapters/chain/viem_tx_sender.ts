@@ -49,6 +49,20 @@ export type TxSender = {
 
 const FEE_TTL_MS = 2_000;
 
+/**
+ * Whether sends use EIP-7966 `eth_sendRawTransactionSync` (one exchange for the send and its receipt) while the node
+ * mines on arrival (`auto`), or always `eth_sendRawTransaction` then receipt polls (`off`).
+ */
+export type SendSyncMode = "auto" | "off";
+
+/**
+ * How long a sync send may hold the wallet's lock before the sender stops waiting for its answer: an automining devnet
+ * answers in about 2 ms; 100 ms leaves room for a loaded machine's pauses, and is paid at most once per pause below.
+ */
+export const SEND_SYNC_GRACE_MS = 100;
+/** How long the sync method rests after a node did not mine a send on arrival, before it is tried again. */
+export const SEND_SYNC_PAUSE_MS = 10 * 60_000;
+
 type Log = (event: string, fields: Record<string, unknown>) => void;
 
 /** What one `eth_sendRawTransaction` did: the node took it, the node answered with a refusal, or no answer came. */
@@ -57,7 +71,28 @@ type RawSend = "accepted" | "refused" | "lost";
 /** What a failed send turned out to be, once the node was asked about the hash. */
 type Settled = "accepted" | "not-broadcast" | "unknown";
 
-type Attempt = { readonly tx: SignedTx; readonly settled: Settled } | { readonly tx: undefined; readonly settled: "not-broadcast" };
+/** What one `eth_sendRawTransactionSync` did within the grace, or that no answer came in it. */
+type SyncSend =
+  | { readonly kind: "mined"; readonly receipt: RawReceipt }
+  /** The node did not take the call (no such method, its parameters, or another refusal): the same bytes go plainly. */
+  | { readonly kind: "not-taken"; readonly unsupported: boolean }
+  | { readonly kind: "accepted" | "lost" }
+  /** No answer within the grace: the receipt, if the node sends it later. */
+  | { readonly kind: "waiting"; readonly receipt: Promise<RawReceipt | undefined> };
+
+/** Where a transaction is, by its hash. */
+type TxState = "mined" | "pending" | "absent";
+
+type Attempt =
+  | {
+    readonly tx: SignedTx;
+    readonly settled: Settled;
+    /** The receipt, when the node answered the send with it. */
+    readonly receipt?: RawReceipt | undefined;
+    /** The receipt the sync send may still bring, raced with the polls. */
+    readonly lateReceipt?: Promise<RawReceipt | undefined> | undefined;
+  }
+  | { readonly tx: undefined; readonly settled: "not-broadcast" };
 const nothingSent: Attempt = { tx: undefined, settled: "not-broadcast" };
 
 /**
@@ -73,13 +108,27 @@ const nothingSent: Attempt = { tx: undefined, settled: "not-broadcast" };
  *
  * Its JSON-RPC goes through the lean client of json_rpc.ts (issue 28): the fee, balance and nonce reads ride in the
  * batch of whatever else the request reads in the same turn.
+ *
+ * With `sendSync` `auto` (the default) the bytes go by EIP-7966 `eth_sendRawTransactionSync`, which a node that mines
+ * on arrival (a devnet) answers with the receipt: one exchange instead of a send and receipt polls. It goes in an HTTP
+ * request of its own and is never retried by the client. Each answer keeps the meaning above: the receipt → accepted,
+ * and no polls (a reverted one → reverted); "already known" → accepted; a lost exchange, or the node's -32603 (its
+ * confirmation timeout, or an internal error) → the hash is asked about, as for a lost plain send. Any other error
+ * object means the node did not take the call: the same bytes go at once by `eth_sendRawTransaction`, under the same
+ * lock with the same nonce, and that answer decides as above (a refusal → the hash is asked about). After -32601,
+ * -32600, -32602 or a message naming the method, or when the plain method took what the sync one did not, the sync
+ * method is not used again by this process. No answer within {@link SEND_SYNC_GRACE_MS}: the node is asked about the
+ * hash (absent → the same bytes are sent plainly; as the sync bytes are still on their way, only the hash held after
+ * that is accepted, anything else unknown, never "not broadcast"), the lock is released once that is known,
+ * and the receipt is whichever comes first of the sync answer and the polls; unless the node had already mined it,
+ * the sync method rests for {@link SEND_SYNC_PAUSE_MS} (the node does not mine on arrival) and is then tried again.
  */
 export function createTxSender(options: {
   rpc: JsonRpc;
   account: PrivateKeyAccount;
   /** The account's key: transactions are signed by eip1559.ts (viem's bytes, without its hex round trips). */
   privateKey: HexString;
-  /** The secp256k1 signature (adapters/secp256k1: libsecp256k1 when present); @noble/curves when absent. */
+  /** The secp256k1 signature (adapters/crypto: libsecp256k1 when present); @noble/curves when absent. */
   sign?: Secp256k1["sign"] | undefined;
   chainId: number;
   receiptTimeoutMs?: number | undefined;
@@ -88,6 +137,11 @@ export function createTxSender(options: {
   nonces?: WalletNonces | undefined;
   /** Runs after a receipt arrived and before the caller hears of it (the devnet saves its state here). */
   onMined?: (() => Promise<void>) | undefined;
+  /** Whether sends use `eth_sendRawTransactionSync` while the node mines on arrival (default `auto`). */
+  sendSync?: SendSyncMode | undefined;
+  /** Tests: the grace and the pause of the sync method (defaults {@link SEND_SYNC_GRACE_MS}, {@link SEND_SYNC_PAUSE_MS}). */
+  sendSyncGraceMs?: number | undefined;
+  sendSyncPauseMs?: number | undefined;
 }): TxSender {
   const { rpc, account } = options;
   const key = privateKeyBytes(options.privateKey);
@@ -124,26 +178,117 @@ export function createTxSender(options: {
       // Only the node's own answer is a refusal; a failed exchange may have delivered the bytes.
       if (!(error instanceof NodeRpcError)) return "lost";
       // A node that already holds the bytes says so as an error; it has them all the same.
-      return /already known|known transaction|already imported/i.test(error.message) ? "accepted" : "refused";
+      return ALREADY_KNOWN.test(error.message) ? "accepted" : "refused";
     }
   };
-  /** Whether the node holds or has mined the hash; undefined when it cannot be asked. */
-  const nodeHolds = async (txHash: Hex): Promise<boolean | undefined> => {
+  /** Whether the node has mined, holds, or does not know the hash; undefined when it cannot be asked. */
+  const txState = async (txHash: Hex): Promise<TxState | undefined> => {
     try {
-      return (await rpc.request("eth_getTransactionByHash", [txHash])) !== null;
+      const found = await rpc.request<{ blockNumber?: string | null } | null>("eth_getTransactionByHash", [txHash]);
+      if (found === null) return "absent";
+      return typeof found?.blockNumber === "string" ? "mined" : "pending";
     } catch (error) {
       log("rpc_error", { op: "getTransactionByHash", error: describe(error) });
       return undefined;
     }
   };
   const settleFailedSend = async (tx: SignedTx, first: RawSend): Promise<Settled> => {
-    const held = await nodeHolds(tx.txHash);
-    if (held === true) return "accepted";
-    if (held === undefined) return "unknown";
+    const state = await txState(tx.txHash);
+    if (state === undefined) return "unknown";
+    return state === "absent" ? await settleAbsent(tx, first) : "accepted";
+  };
+  /** The node does not know the hash after `first`: a refusal stands; after a lost answer the same bytes go once more. */
+  const settleAbsent = async (tx: SignedTx, first: RawSend): Promise<Settled> => {
     if (first === "refused") return "not-broadcast";
     const again = await sendRaw(tx.raw, tx.nonce);
     if (again === "accepted") return "accepted";
     return again === "refused" ? "not-broadcast" : "unknown";
+  };
+
+  /**
+   * The node does not know the hash while the sync send is still on its way: the same bytes go plainly. A refusal
+   * proves nothing here (the sync bytes may land after it, or have landed just before: "nonce too low"), so the hash
+   * is asked again: held → accepted, else unknown, for the reconciler.
+   */
+  const settleStillInFlight = async (tx: SignedTx): Promise<Settled> => {
+    if ((await sendRaw(tx.raw, tx.nonce)) === "accepted") return "accepted";
+    const state = await txState(tx.txHash);
+    return state === "mined" || state === "pending" ? "accepted" : "unknown";
+  };
+
+  // The sync method: off for good (configured, or the node does not take it), or resting until `syncRestsUntil`.
+  let syncOff = options.sendSync === "off";
+  let syncRestsUntil = 0;
+  let syncRested = false;
+  const syncGraceMs = options.sendSyncGraceMs ?? SEND_SYNC_GRACE_MS;
+  const syncPauseMs = options.sendSyncPauseMs ?? SEND_SYNC_PAUSE_MS;
+  const turnSyncOff = (why: string) => {
+    if (!syncOff) log("send_sync_off", { why });
+    syncOff = true;
+  };
+  const restSync = () => {
+    // Said once: a chain with real blocks rests it every time it is tried again.
+    if (!syncRested) log("send_sync_paused", { why: "the node did not mine a transaction on arrival", minutes: syncPauseMs / 60_000 });
+    syncRested = true;
+    syncRestsUntil = Date.now() + syncPauseMs;
+  };
+  /** Sends by `eth_sendRawTransactionSync` and waits at most the grace for its answer. */
+  const sendSync = async (tx: SignedTx): Promise<SyncSend> => {
+    let graceOver = false;
+    const answer = rpc.request<unknown>("eth_sendRawTransactionSync", [tx.raw], { alone: true, retries: 0 }).then(
+      (result): SyncSend => (isReceiptOf(result, tx.txHash) ? { kind: "mined", receipt: result } : { kind: "accepted" }),
+      (error: unknown): SyncSend => {
+        // -32603 is the node's confirmation timeout (Anvil, 30 s): it holds the transaction, and no longer mines on arrival.
+        if (error instanceof NodeRpcError && error.code === -32603) restSync();
+        // Past the grace the send was settled without this answer: only a receipt is still of use.
+        if (graceOver) return { kind: "lost" };
+        log("rpc_error", { op: "sendRawTransactionSync", nonce: tx.nonce, error: describe(error) });
+        if (!(error instanceof NodeRpcError) || error.code === -32603) return { kind: "lost" };
+        if (ALREADY_KNOWN.test(error.message)) return { kind: "accepted" };
+        return { kind: "not-taken", unsupported: [-32600, -32601, -32602].includes(error.code) || SYNC_UNSUPPORTED.test(error.message) };
+      },
+    );
+    let graceEnds = () => {};
+    const grace = new Promise<undefined>((resolve) => (graceEnds = () => resolve(undefined)));
+    const timer = setTimeout(graceEnds, syncGraceMs);
+    const first = await Promise.race([answer, grace]);
+    clearTimeout(timer);
+    if (first !== undefined) return first;
+    graceOver = true;
+    return { kind: "waiting", receipt: answer.then((late) => (late.kind === "mined" ? late.receipt : undefined)) };
+  };
+  /** Sends stored, signed bytes and settles what the node did with them (decisions §15). */
+  const deliver = async (tx: SignedTx): Promise<Attempt> => {
+    if (!syncOff && Date.now() >= syncRestsUntil) {
+      const sync = await sendSync(tx);
+      switch (sync.kind) {
+        case "mined":
+          return { tx, settled: "accepted", receipt: sync.receipt };
+        case "accepted":
+          return { tx, settled: "accepted" };
+        case "lost":
+          return { tx, settled: await settleFailedSend(tx, "lost") };
+        case "waiting": {
+          // The lock is not held for the node's block time: where is the transaction now?
+          const state = await txState(tx.txHash);
+          if (state !== "mined") restSync();
+          if (state === undefined) return { tx, settled: "unknown" };
+          const settled = state === "absent" ? await settleStillInFlight(tx) : "accepted";
+          return { tx, settled, lateReceipt: sync.receipt };
+        }
+        case "not-taken": {
+          if (sync.unsupported) turnSyncOff("the node does not take eth_sendRawTransactionSync");
+          const plain = await sendRaw(tx.raw, tx.nonce);
+          if (plain === "accepted") {
+            turnSyncOff("the node took by eth_sendRawTransaction what eth_sendRawTransactionSync did not");
+            return { tx, settled: "accepted" };
+          }
+          return { tx, settled: await settleFailedSend(tx, plain) };
+        }
+      }
+    }
+    const first = await sendRaw(tx.raw, tx.nonce);
+    return { tx, settled: first === "accepted" ? "accepted" : await settleFailedSend(tx, first) };
   };
   const pendingCount = async (): Promise<number | undefined> => {
     try {
@@ -231,8 +376,7 @@ export function createTxSender(options: {
           log("store_error", { op: "onSigned", error: error instanceof Error ? error.message : String(error) });
           return nothingSent;
         }
-        const first = await sendRaw(raw, nonce);
-        return { tx, settled: first === "accepted" ? "accepted" : await settleFailedSend(tx, first) };
+        return await deliver(tx);
       };
 
       const attempt = await exclusive(async (): Promise<Attempt> => {
@@ -268,7 +412,9 @@ export function createTxSender(options: {
       if (attempt.tx === undefined || attempt.settled === "not-broadcast") return { ok: false, reason: "not-broadcast" };
       await request.onSent?.(attempt.tx.txHash);
       if (attempt.settled === "unknown") return { ok: false, reason: "unknown-outcome", txHash: attempt.tx.txHash };
-      const outcome = await awaitReceipt(rpc, attempt.tx.txHash, options.receiptTimeoutMs ?? 120_000, log);
+      const outcome = attempt.receipt !== undefined
+        ? receiptOutcome(attempt.tx.txHash, attempt.receipt)
+        : await awaitReceipt(rpc, attempt.tx.txHash, options.receiptTimeoutMs ?? 120_000, log, attempt.lateReceipt);
       if (outcome.ok || outcome.reason === "reverted") await options.onMined?.();
       return outcome;
     },
@@ -277,6 +423,27 @@ export function createTxSender(options: {
 
 /** A receipt as the node returns it (the fields read here). */
 type RawReceipt = { readonly blockNumber: string; readonly gasUsed: string; readonly status: string; readonly logs: readonly ReceiptLog[] };
+
+/** A node's words for "I hold these bytes already". */
+const ALREADY_KNOWN = /already known|known transaction|already imported/i;
+/** A refusal of the sync call itself rather than of the transaction (providers word it in many ways). */
+const SYNC_UNSUPPORTED = /method|unsupported|not supported|not available|not allowed|whitelist/i;
+
+/** Whether a sync send's answer is the receipt of `txHash` (a node answering anything else took the bytes all the same). */
+function isReceiptOf(value: unknown, txHash: Hex): value is RawReceipt {
+  if (typeof value !== "object" || value === null) return false;
+  const r = value as Record<string, unknown>;
+  return typeof r.transactionHash === "string" && r.transactionHash.toLowerCase() === txHash.toLowerCase() &&
+    typeof r.blockNumber === "string" && typeof r.gasUsed === "string" && typeof r.status === "string" && Array.isArray(r.logs);
+}
+
+/** A receipt as the outcome of its send: reverted unless its status is 1. */
+function receiptOutcome(txHash: HexString, receipt: RawReceipt): SendOutcome {
+  const blockNumber = BigInt(receipt.blockNumber);
+  const gasUsed = BigInt(receipt.gasUsed);
+  if (receipt.status !== "0x1") return { ok: false, reason: "reverted", txHash, blockNumber, gasUsed };
+  return { ok: true, txHash, blockNumber, logs: receipt.logs, gasUsed };
+}
 
 /** One receipt read; null when the node has none yet or could not be asked (logged). */
 async function readReceipt(rpc: JsonRpc, txHash: Hex, log: Log): Promise<RawReceipt | null> {
@@ -288,22 +455,23 @@ async function readReceipt(rpc: JsonRpc, txHash: Hex, log: Log): Promise<RawRece
   }
 }
 
-async function awaitReceipt(rpc: JsonRpc, txHash: Hex, timeoutMs: number, log: Log): Promise<SendOutcome> {
+/** Polls for the receipt; `late`, a sync send's answer still to come, ends the wait early when it brings the receipt. */
+async function awaitReceipt(rpc: JsonRpc, txHash: HexString, timeoutMs: number, log: Log, late?: Promise<RawReceipt | undefined>): Promise<SendOutcome> {
   const started = Date.now();
   // A devnet mines right after it takes the transaction, so the receipt is usually there at once or a few ms later
   // (Anvil mines in the background: a receipt read in the send's own batch found nothing); a chain with real blocks
   // costs a handful of extra polls before the delay reaches its 1 s cap.
   let delay = 5;
+  let sync = late?.then((receipt) => {
+    sync = undefined;
+    return receipt;
+  });
   for (;;) {
     const receipt = await readReceipt(rpc, txHash, log);
-    if (receipt) {
-      const blockNumber = BigInt(receipt.blockNumber);
-      const gasUsed = BigInt(receipt.gasUsed);
-      if (receipt.status !== "0x1") return { ok: false, reason: "reverted", txHash, blockNumber, gasUsed };
-      return { ok: true, txHash, blockNumber, logs: receipt.logs, gasUsed };
-    }
+    if (receipt) return receiptOutcome(txHash, receipt);
     if (Date.now() - started > timeoutMs) return { ok: false, reason: "unknown-outcome", txHash };
-    await Bun.sleep(delay);
+    const answered = sync === undefined ? await Bun.sleep(delay) : await Promise.race([sync, Bun.sleep(delay)]);
+    if (answered !== undefined) return receiptOutcome(txHash, answered);
     delay = Math.min(delay * 2, 1_000);
   }
 }

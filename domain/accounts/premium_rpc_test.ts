@@ -65,7 +65,7 @@ describe("createPremiumRpc()", () => {
     expect(answered.ok && (answered.value as { error?: unknown }[]).filter((a) => a.error !== undefined && (a.error as { code: number }).code !== 3)).toEqual([]);
     expect(used()).toBe(10);
     const refusedMethods = [
-      "eth_sendRawTransaction", "eth_sendTransaction", "eth_sign", "eth_signTransaction", "eth_accounts", "personal_sign",
+      "eth_sendRawTransaction", "eth_sendRawTransactionSync", "eth_sendTransaction", "eth_sign", "eth_signTransaction", "eth_accounts", "personal_sign",
       "anvil_setBalance", "evm_mine", "debug_traceTransaction", "eth_newFilter", "eth_subscribe", "eth_estimateGas",
       "ETH_CHAINID", "eth_chainId ", "__proto__", "constructor",
     ];

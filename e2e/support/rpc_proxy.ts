@@ -5,6 +5,14 @@
  */
 import type { Server } from "bun";
 
+/**
+ * The JSON-RPC methods that send a transaction. The service sends by `eth_sendRawTransactionSync` while the node mines
+ * on arrival and by `eth_sendRawTransaction` otherwise (RPC_SEND_SYNC): a fault meant for "the send" covers both.
+ */
+export const SEND_METHODS: ReadonlySet<string> = new Set(["eth_sendRawTransaction", "eth_sendRawTransactionSync"]);
+/** Whether a JSON-RPC method sends a transaction (either of {@link SEND_METHODS}). */
+export const isSend = (method: string): boolean => SEND_METHODS.has(method);
+
 /** One JSON-RPC call. */
 export type RpcCall = { readonly id: unknown; readonly method: string; readonly params: unknown[] };
 

@@ -1,0 +1,226 @@
+/**
+ * The sender's use of `eth_sendRawTransactionSync` against a hand-written node (the answers no Anvil gives on demand:
+ * "already known", an internal error, an answer that is not the receipt, bytes still on their way). The cases a real
+ * Anvil can show are in e2e/send_sync_test.ts.
+ */
+import { describe, expect, test } from "bun:test";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import type { SignedTx } from "../../ports/eas.ts";
+import { type CallOptions, type JsonRpc, NodeRpcError, RpcTransportError } from "./json_rpc.ts";
+import { createTxSender, type SendSyncMode } from "./viem_tx_sender.ts";
+
+type Call = { readonly method: string; readonly params: readonly unknown[]; readonly options: CallOptions | undefined };
+type Answer = (call: Call) => unknown;
+
+/** A node: `answers` by method (a function of the call, a value, or an Error to throw); the reads a send needs by default. */
+function fakeNode(answers: Record<string, Answer>) {
+  const calls: Call[] = [];
+  const defaults: Record<string, Answer> = {
+    eth_gasPrice: () => "0x3b9aca00",
+    eth_maxPriorityFeePerGas: () => "0x1",
+    eth_getTransactionCount: () => "0x7",
+    eth_getTransactionReceipt: () => null,
+  };
+  const rpc: JsonRpc = {
+    async request<T>(method: string, params: readonly unknown[], options?: CallOptions): Promise<T> {
+      const call = { method, params, options };
+      calls.push(call);
+      const answer = answers[method] ?? defaults[method];
+      if (answer === undefined) throw new Error(`unexpected ${method}`);
+      const value = await answer(call);
+      if (value instanceof Error) throw value;
+      return value as T;
+    },
+  };
+  return { rpc, calls, methods: () => calls.map((c) => c.method) };
+}
+
+function receiptOf(txHash: string, status = "0x1") {
+  return { transactionHash: txHash, blockNumber: "0x10", gasUsed: "0x5208", status, logs: [] };
+}
+
+function sender(rpc: JsonRpc, options: { sendSync?: SendSyncMode; pauseMs?: number; graceMs?: number; receiptTimeoutMs?: number } = {}) {
+  const key = generatePrivateKey();
+  const events: string[] = [];
+  const signed: SignedTx[] = [];
+  const sent: string[] = [];
+  const s = createTxSender({
+    rpc,
+    account: privateKeyToAccount(key),
+    privateKey: key,
+    chainId: 31337,
+    log: (event) => void events.push(event),
+    sendSync: options.sendSync,
+    sendSyncPauseMs: options.pauseMs,
+    sendSyncGraceMs: options.graceMs,
+    receiptTimeoutMs: options.receiptTimeoutMs,
+  });
+  const send = () =>
+    s.send({
+      to: "0x000000000000000000000000000000000000dEaD",
+      data: "0x",
+      gas: 21_000n,
+      onSigned: async (tx) => void signed.push(tx),
+      onSent: async (hash) => void sent.push(hash),
+    });
+  return { send, signed, sent, events };
+}
+
+/** A promise the test settles itself: a node holding a call. */
+function held<T>() {
+  let release!: (value: T) => void;
+  const promise = new Promise<T>((resolve) => (release = resolve));
+  return { promise, release };
+}
+
+describe("createTxSender with eth_sendRawTransactionSync", () => {
+  test("mined: the receipt in the sync answer decides (its status), one call sent alone and never retried by the client, no poll", async () => {
+    const s0 = { signed: [] as SignedTx[] };
+    const node = fakeNode({ eth_sendRawTransactionSync: () => receiptOf(s0.signed[0]!.txHash, "0x0") });
+    const s = sender(node.rpc);
+    s0.signed = s.signed;
+    const outcome = await s.send();
+    expect(outcome).toMatchObject({ ok: false, reason: "reverted", txHash: s.signed[0]!.txHash, blockNumber: 16n, gasUsed: 21_000n });
+    expect(node.methods()).toEqual(["eth_gasPrice", "eth_maxPriorityFeePerGas", "eth_getTransactionCount", "eth_sendRawTransactionSync"]);
+    expect(node.calls.at(-1)!.options).toEqual({ alone: true, retries: 0 });
+    expect(s.sent).toEqual([s.signed[0]!.txHash]);
+  });
+
+  test("\"already known\" is accepted and the receipt polled; an answer that is not this hash's receipt too", async () => {
+    for (const answer of [new NodeRpcError(-32000, "already known", undefined), { transactionHash: "0x1234", blockNumber: "0x1" }, "0xabc"]) {
+      const box = { signed: [] as SignedTx[] };
+      const node = fakeNode({
+        eth_sendRawTransactionSync: () => answer,
+        eth_getTransactionReceipt: () => receiptOf(box.signed[0]!.txHash),
+      });
+      const s = sender(node.rpc);
+      box.signed = s.signed;
+      expect(await s.send()).toMatchObject({ ok: true, txHash: s.signed[0]!.txHash });
+      expect(node.methods().slice(3)).toEqual(["eth_sendRawTransactionSync", "eth_getTransactionReceipt"]);
+    }
+  });
+
+  test("-32603 (a confirmation timeout or an internal error): the hash is asked about; absent → the same bytes plainly; the method rests", async () => {
+    const box = { signed: [] as SignedTx[] };
+    const node = fakeNode({
+      eth_sendRawTransactionSync: () => new NodeRpcError(-32603, "Transaction confirmation timeout", undefined),
+      eth_getTransactionByHash: () => null,
+      eth_sendRawTransaction: () => box.signed.at(-1)!.txHash,
+      eth_getTransactionReceipt: () => receiptOf(box.signed.at(-1)!.txHash),
+    });
+    const s = sender(node.rpc);
+    box.signed = s.signed;
+    expect((await s.send()).ok).toBe(true);
+    const sends = node.calls.filter((c) => c.method.startsWith("eth_send"));
+    expect(sends.map((c) => c.method)).toEqual(["eth_sendRawTransactionSync", "eth_sendRawTransaction"]);
+    expect(sends[1]!.params[0]).toBe(sends[0]!.params[0]);
+    expect(node.methods()).toContain("eth_getTransactionByHash");
+    expect(s.events).toContain("send_sync_paused");
+    node.calls.length = 0;
+    expect((await s.send()).ok).toBe(true);
+    expect(node.methods()).not.toContain("eth_sendRawTransactionSync");
+  });
+
+  test("a lost exchange the node cannot be asked about: unknown outcome, onSent ran, not sent again", async () => {
+    const node = fakeNode({
+      eth_sendRawTransactionSync: () => new RpcTransportError("HTTP 502", 502),
+      eth_getTransactionByHash: () => new RpcTransportError("The node could not be reached"),
+    });
+    const s = sender(node.rpc);
+    const outcome = await s.send();
+    expect(outcome).toEqual({ ok: false, reason: "unknown-outcome", txHash: s.signed[0]!.txHash });
+    expect(s.sent).toEqual([s.signed[0]!.txHash]);
+    expect(node.methods().filter((m) => m.startsWith("eth_send"))).toEqual(["eth_sendRawTransactionSync"]);
+  });
+
+  test("no answer within the grace and the node does not know the hash: a plain refusal is not taken as 'not broadcast' while the sync bytes are on their way", async () => {
+    const hold = held<unknown>();
+    const node = fakeNode({
+      eth_sendRawTransactionSync: () => hold.promise,
+      eth_getTransactionByHash: () => null,
+      eth_sendRawTransaction: () => new NodeRpcError(-32000, "nonce too low", undefined),
+    });
+    const s = sender(node.rpc, { graceMs: 1 });
+    const outcome = await s.send();
+    expect(outcome).toEqual({ ok: false, reason: "unknown-outcome", txHash: s.signed[0]!.txHash });
+    expect(node.methods().slice(3)).toEqual(["eth_sendRawTransactionSync", "eth_getTransactionByHash", "eth_sendRawTransaction", "eth_getTransactionByHash"]);
+    expect(s.sent).toEqual([s.signed[0]!.txHash]);
+    hold.release(new NodeRpcError(-32603, "Transaction confirmation timeout", undefined));
+  });
+
+  test("no answer within the grace, the transaction pending: accepted, the lock let go, the late sync answer ends the polls; after the pause the method is tried again", async () => {
+    const hold = held<unknown>();
+    let syncCalls = 0;
+    const box = { signed: [] as SignedTx[] };
+    const node = fakeNode({
+      eth_sendRawTransactionSync: () => (++syncCalls === 1 ? hold.promise : receiptOf(box.signed.at(-1)!.txHash)),
+      eth_getTransactionByHash: () => ({ blockNumber: null }),
+    });
+    const s = sender(node.rpc, { graceMs: 1, pauseMs: 0 });
+    box.signed = s.signed;
+    const first = s.send();
+    // The receipt is polled (the node has none) until the sync answer brings it.
+    while (!node.methods().includes("eth_getTransactionReceipt")) await Bun.sleep(1);
+    expect(s.sent).toEqual([s.signed[0]!.txHash]);
+    expect(s.events).toEqual(["send_sync_paused"]);
+    // The lock is free while the first sync call is still held; the pause (0 here) over, the next send tries the
+    // sync method again, and is mined before the first has its answer.
+    expect(await s.send()).toMatchObject({ ok: true, txHash: s.signed[1]!.txHash });
+    expect(syncCalls).toBe(2);
+    hold.release(receiptOf(s.signed[0]!.txHash));
+    expect(await first).toMatchObject({ ok: true, txHash: s.signed[0]!.txHash, blockNumber: 16n });
+    expect(s.signed.map((tx) => tx.nonce)).toEqual([7, 8]);
+  });
+
+  test("no answer within the grace but the node had mined it: the method does not rest", async () => {
+    const hold = held<unknown>();
+    const box = { signed: [] as SignedTx[] };
+    const node = fakeNode({
+      eth_sendRawTransactionSync: () => hold.promise,
+      eth_getTransactionByHash: () => ({ blockNumber: "0x10" }),
+      eth_getTransactionReceipt: () => receiptOf(box.signed.at(-1)!.txHash),
+    });
+    const s = sender(node.rpc, { graceMs: 1 });
+    box.signed = s.signed;
+    expect((await s.send()).ok).toBe(true);
+    expect(s.events).toEqual([]);
+    hold.release(receiptOf(s.signed[0]!.txHash));
+  });
+
+  test("-32601, -32600, -32602 or words naming the method: the same bytes plainly at once, and never the sync method again", async () => {
+    for (const refusal of [
+      new NodeRpcError(-32601, "Method not found", undefined),
+      new NodeRpcError(-32600, "Unsupported method: eth_sendRawTransactionSync", undefined),
+      new NodeRpcError(-32602, "invalid params", undefined),
+      new NodeRpcError(-32000, "the method eth_sendRawTransactionSync does not exist/is not available", undefined),
+    ]) {
+      const box = { signed: [] as SignedTx[] };
+      const node = fakeNode({
+        eth_sendRawTransactionSync: () => refusal,
+        eth_sendRawTransaction: () => new NodeRpcError(-32000, "insufficient funds for gas * price + value", undefined),
+        eth_getTransactionByHash: () => null,
+      });
+      const s = sender(node.rpc);
+      box.signed = s.signed;
+      // The plain send is refused too: refused, provably not broadcast.
+      expect(await s.send()).toEqual({ ok: false, reason: "not-broadcast" });
+      expect(node.methods().slice(3)).toEqual(["eth_sendRawTransactionSync", "eth_sendRawTransaction", "eth_getTransactionByHash"]);
+      expect(s.sent).toEqual([]);
+      node.calls.length = 0;
+      await s.send();
+      expect(node.methods()).not.toContain("eth_sendRawTransactionSync");
+    }
+  });
+
+  test("RPC_SEND_SYNC=off: never the sync method", async () => {
+    const box = { signed: [] as SignedTx[] };
+    const node = fakeNode({
+      eth_sendRawTransaction: () => box.signed.at(-1)!.txHash,
+      eth_getTransactionReceipt: () => receiptOf(box.signed.at(-1)!.txHash),
+    });
+    const s = sender(node.rpc, { sendSync: "off" });
+    box.signed = s.signed;
+    expect((await s.send()).ok).toBe(true);
+    expect(node.methods().slice(3)).toEqual(["eth_sendRawTransaction", "eth_getTransactionReceipt"]);
+  });
+});
