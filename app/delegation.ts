@@ -29,6 +29,7 @@ export function wireDelegation(config: Config, f: Foundation, accounts: WiredAcc
       subsidized,
       factoryCalls: storage.factoryCalls,
       recoverAddress: f.secp256k1.recoverAddress,
+      keccak256: f.keccak256.hex,
       ...extra,
     });
   const guard = createRelayGuard({

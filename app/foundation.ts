@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { type Address, createPublicClient, type Hex, http } from "viem";
 import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
 import { createViemEas, type ViemEas } from "../adapters/chain/mod.ts";
-import { loadSecp256k1 } from "../adapters/secp256k1/mod.ts";
+import { loadSecp256k1, openKeccak256 } from "../adapters/crypto/mod.ts";
+import type { Keccak256 } from "../ports/keccak.ts";
 import type { Secp256k1 } from "../ports/secp256k1.ts";
 import { createJsonLogger, createPrometheusMetrics, meteredRpcFetch, type PrometheusMetrics } from "../adapters/observability/mod.ts";
 import { openPostgresStorage } from "../adapters/postgres/mod.ts";
@@ -63,6 +64,8 @@ export type Foundation = {
   readonly eas: ViemEas;
   /** Signer recovery and transaction signatures: libsecp256k1 when the machine has it (issue 28). */
   readonly secp256k1: Secp256k1;
+  /** keccak-256 in WebAssembly (issue 28). */
+  readonly keccak256: Keccak256;
 };
 
 /** Opens the shared adapters; on a failure, whatever was started is stopped again. */
@@ -71,10 +74,11 @@ export async function openFoundation(config: Config, options: StartServiceOption
   const metrics = createPrometheusMetrics();
   describeMetrics(metrics);
   const rpcFetch = meteredRpcFetch(options.rpcFetch ?? fetch, metrics);
-  const secp = loadSecp256k1(config.secp256k1Library);
+  const keccak256 = await openKeccak256();
+  const secp = loadSecp256k1(config.secp256k1Library, keccak256);
   if (!secp.ok) throw new StartupError(secp.error);
   const secp256k1 = secp.value;
-  log.info("secp256k1", { implementation: secp256k1.implementation });
+  log.info("crypto", { secp256k1: secp256k1.implementation, keccak256: keccak256.implementation });
   const devnet: Devnet | undefined = config.rpcUrl !== undefined ? undefined : await startDevnet({
     dataDir: join(config.dataDir, "devnet"),
     persist: true,
@@ -108,6 +112,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
       log: (event, fields) => log.warn(event, fields),
       walletNonces: storage.walletNonces,
       secp256k1,
+      keccak256,
       sendSync: config.rpcSendSync,
       // The devnet's state file is written after each mined transaction and before the client hears of it,
       // so nothing answered 200 is lost if the service and its Anvil are killed (decisions §15).
@@ -132,6 +137,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
       storage,
       eas,
       secp256k1,
+      keccak256,
     };
   } catch (error) {
     await devnet?.stop();

@@ -3,7 +3,7 @@ import type { HexString } from "./eas.ts";
 /**
  * The secp256k1 operations of the delegated-attestation hot path (issue 28): recovering the signer of a digest and
  * signing the service's own transactions. The adapter answers with the native libsecp256k1 when the machine has it
- * and with @noble/curves (the JavaScript viem uses) otherwise; both give the same answers (adapters/secp256k1).
+ * and with @noble/curves (the JavaScript viem uses) otherwise; both give the same answers (adapters/crypto).
  */
 export type Secp256k1 = {
   /** Which implementation answers, for the startup log: `libsecp256k1` or `@noble/curves`. */

@@ -42,8 +42,8 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
   echo "chromium is not installed; the console's browser tests will be skipped (CI=true makes this an error)" >&2
 fi
-# The native secp256k1 (adapters/secp256k1): the service falls back to JavaScript without it, so its tests need it to
-# cover both; installed when we can, required in CI (adapters/secp256k1/secp256k1_test.ts checks it was found).
+# The native secp256k1 (adapters/crypto): the service falls back to JavaScript without it, so its tests need it to
+# cover both; installed when we can, required in CI (adapters/crypto/secp256k1_test.ts checks it was found).
 have_secp256k1() { ldconfig -p 2>/dev/null | grep -q 'libsecp256k1\.so'; }
 if ! have_secp256k1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing libsecp256k1 for the native signer recovery" >&2

@@ -3,14 +3,16 @@
  * serializes the transaction to hex twice (unsigned, to hash; signed, to send), converts the ~1 KB of calldata from
  * hex to bytes for every hash, and the caller hashes the hex again for the transaction hash: about 1 ms of CPU per
  * delegated attestation on the benchmark machine. Here the transaction is RLP-encoded once into bytes (the calldata
- * decoded once, natively), hashed with keccak256 on bytes, signed with RFC 6979 deterministic nonces and low s (by
- * libsecp256k1 when the service found it, else by the @noble/curves viem uses: adapters/secp256k1), and the signed
+ * decoded once, natively), hashed with keccak256 on bytes (in WebAssembly when the service passes adapters/crypto's),
+ * signed with RFC 6979 deterministic nonces and low s (by
+ * libsecp256k1 when the service found it, else by the @noble/curves viem uses: adapters/crypto), and the signed
  * bytes hashed for the transaction hash. The output is byte-for-byte viem's (eip1559_test.ts compares them).
  */
 import { keccak256 } from "viem/utils";
 import type { HexString } from "../../ports/eas.ts";
+import type { Keccak256 } from "../../ports/keccak.ts";
 import type { Secp256k1 } from "../../ports/secp256k1.ts";
-import { nobleSecp256k1 } from "../secp256k1/mod.ts";
+import { nobleSecp256k1 } from "../crypto/mod.ts";
 
 /** The fields of a type-2 transaction the service sends (no access list, no value beyond zero). */
 export type Eip1559Fields = {
@@ -34,7 +36,12 @@ export function privateKeyBytes(privateKey: HexString): Uint8Array {
 }
 
 /** Signs `tx` with `privateKey` (32 bytes): the same raw bytes and hash as viem's `signTransaction` and `keccak256`. */
-export function signEip1559(tx: Eip1559Fields, privateKey: Uint8Array, sign: Secp256k1["sign"] = nobleSecp256k1.sign): SignedEip1559 {
+export function signEip1559(
+  tx: Eip1559Fields,
+  privateKey: Uint8Array,
+  sign: Secp256k1["sign"] = nobleSecp256k1.sign,
+  keccak: Keccak256["bytes"] = viemKeccak,
+): SignedEip1559 {
   const fields: Uint8Array[] = [
     uint(BigInt(tx.chainId)),
     uint(BigInt(tx.nonce)),
@@ -46,14 +53,19 @@ export function signEip1559(tx: Eip1559Fields, privateKey: Uint8Array, sign: Sec
     hexBytes(tx.data),
   ];
   const unsigned = typed(rlpList([...fields.map(rlpString), EMPTY_LIST]));
-  const signature = sign(keccak256(unsigned, "bytes"), privateKey);
+  const signature = sign(keccak(unsigned), privateKey);
   const signed = typed(
     rlpList([...fields.map(rlpString), EMPTY_LIST, rlpString(uint(BigInt(signature.recovery))), rlpString(uint(signature.r)), rlpString(uint(signature.s))]),
   );
-  return { raw: `0x${Buffer.from(signed).toString("hex")}`, txHash: keccak256(signed) };
+  const hash = keccak(signed);
+  return {
+    raw: `0x${Buffer.from(signed.buffer, signed.byteOffset, signed.byteLength).toString("hex")}`,
+    txHash: `0x${Buffer.from(hash.buffer, hash.byteOffset, hash.byteLength).toString("hex")}`,
+  };
 }
 
 const EMPTY_LIST = Uint8Array.of(0xc0);
+const viemKeccak = (data: Uint8Array): Uint8Array => keccak256(data, "bytes");
 
 function hexBytes(hex: string): Uint8Array {
   if (!/^0x([0-9a-fA-F]{2})*$/.test(hex)) throw new Error("not hex bytes");

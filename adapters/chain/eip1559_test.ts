@@ -2,10 +2,11 @@ import { describe, expect, test } from "bun:test";
 import { keccak256, parseTransaction, recoverTransactionAddress } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { HexString } from "../../ports/eas.ts";
-import { nobleSecp256k1, openNativeSecp256k1 } from "../secp256k1/mod.ts";
+import { nobleSecp256k1, openKeccak256, openNativeSecp256k1 } from "../crypto/mod.ts";
 import { privateKeyBytes, signEip1559 } from "./eip1559.ts";
 
 const native = openNativeSecp256k1();
+const wasmKeccak = await openKeccak256();
 
 describe("signEip1559", () => {
   const cases = [
@@ -24,7 +25,8 @@ describe("signEip1559", () => {
       const account = privateKeyToAccount(key);
       for (const c of cases) {
         const to = privateKeyToAccount(generatePrivateKey()).address.toLowerCase() as HexString;
-        const ours = signEip1559({ ...c, to, data: c.data as HexString }, privateKeyBytes(key), secp.sign);
+        // Every other signature hashes with the WebAssembly keccak, as the service does.
+        const ours = signEip1559({ ...c, to, data: c.data as HexString }, privateKeyBytes(key), secp.sign, i % 2 === 0 ? wasmKeccak.bytes : undefined);
         const viems = await account.signTransaction({ type: "eip1559", ...c, to, data: c.data as HexString });
         expect(ours.raw).toBe(viems);
         expect(ours.txHash).toBe(keccak256(viems));

@@ -29,6 +29,7 @@ import type {
   WalletDeploymentOutcome,
 } from "../../ports/eas.ts";
 import type { Metrics } from "../../ports/metrics.ts";
+import type { Keccak256 } from "../../ports/keccak.ts";
 import type { Secp256k1 } from "../../ports/secp256k1.ts";
 import type { WalletNonces } from "../../ports/storage.ts";
 import { EAS_ABI } from "../../domain/eas_abi.ts";
@@ -59,8 +60,10 @@ export type ViemEasOptions = {
   readonly onMined?: (() => Promise<void>) | undefined;
   /** Whether the wallets send by `eth_sendRawTransactionSync` while the node mines on arrival (default `auto`). */
   readonly sendSync?: SendSyncMode | undefined;
-  /** Signs the service's transactions (adapters/secp256k1); @noble/curves when absent. */
+  /** Signs the service's transactions (adapters/crypto); @noble/curves when absent. */
   readonly secp256k1?: Secp256k1 | undefined;
+  /** Hashes the service's transactions (adapters/crypto: WebAssembly); viem's keccak when absent. */
+  readonly keccak256?: Keccak256 | undefined;
 };
 
 /** The EAS adapters built on one viem client. */
@@ -121,6 +124,7 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
         onMined: options.onMined,
         sendSync: options.sendSync,
         sign: options.secp256k1?.sign,
+        keccak: options.keccak256?.bytes,
       });
       senders.set(account.address.toLowerCase(), sender);
     }

@@ -2,6 +2,7 @@ import { BaseError, type Hex, parseTransaction } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
 import type { FundsCheck, HexString, SignedTx } from "../../ports/eas.ts";
 import type { Rebroadcast } from "../../ports/submissions.ts";
+import type { Keccak256 } from "../../ports/keccak.ts";
 import type { Secp256k1 } from "../../ports/secp256k1.ts";
 import type { WalletNonces } from "../../ports/storage.ts";
 import { ATTESTED_TOPIC } from "../../domain/eas_abi.ts";
@@ -130,6 +131,8 @@ export function createTxSender(options: {
   privateKey: HexString;
   /** The secp256k1 signature (adapters/crypto: libsecp256k1 when present); @noble/curves when absent. */
   sign?: Secp256k1["sign"] | undefined;
+  /** keccak-256 of the transaction's bytes (adapters/crypto: WebAssembly); viem's when absent. */
+  keccak?: Keccak256["bytes"] | undefined;
   chainId: number;
   receiptTimeoutMs?: number | undefined;
   log?: Log | undefined;
@@ -146,6 +149,7 @@ export function createTxSender(options: {
   const { rpc, account } = options;
   const key = privateKeyBytes(options.privateKey);
   const sign = options.sign;
+  const keccak = options.keccak;
   const wallet = account.address.toLowerCase() as HexString;
   const log = options.log ?? (() => {});
   let fees: { at: number; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | undefined;
@@ -340,7 +344,7 @@ export function createTxSender(options: {
         maxFeePerGas,
         maxPriorityFeePerGas,
         value: parsed.value ?? 0n,
-      }, key, sign);
+      }, key, sign, keccak);
       return { txHash: signed.txHash, raw: signed.raw, wallet, nonce: tx.nonce };
     },
     rebroadcast: (tx) =>
@@ -367,7 +371,7 @@ export function createTxSender(options: {
           maxFeePerGas: fee.maxFeePerGas,
           maxPriorityFeePerGas: fee.maxPriorityFeePerGas,
           value: 0n,
-        }, key, sign);
+        }, key, sign, keccak);
         const tx: SignedTx = { txHash, raw, wallet, nonce };
         try {
           await request.onSigned?.(tx);

@@ -101,16 +101,17 @@ function domainSeparator(domain: EasDomainInput): string {
  * The EIP-712 digest EAS checks a delegated signature against (issue 28): the same bytes as viem's
  * `hashTypedData(buildAttestTypedData(domain, message))` (a test compares them), computed for this one fixed type
  * without rebuilding and re-validating the typed data on every request: the domain separator is computed once
- * per deployment, the struct hash is three keccak256 (the data, the struct, the digest). The message must be what
+ * per deployment, the struct hash is three keccak256 (the data, the struct, the digest), by `hash` (the service passes
+ * the WebAssembly keccak of adapters/crypto: issue 28; viem's by default). The message must be what
  * `parseDelegatedRequest` gives (addresses, 32-byte values and ranges checked; anything else throws).
  */
-export function attestDigest(domain: EasDomainInput, message: AttestMessage): HexString {
-  const structHash = keccak256(
+export function attestDigest(domain: EasDomainInput, message: AttestMessage, hash: (data: HexString) => HexString = keccak256): HexString {
+  const structHash = hash(
     `0x${ATTEST_TYPE_HASH.slice(2)}${addressWord(message.attester)}${bytes32Word(message.schema)}${addressWord(message.recipient)}${
       uintWord(message.expirationTime, 64)
-    }${word(message.revocable ? "1" : "0")}${bytes32Word(message.refUID)}${keccak256(message.data).slice(2)}${uintWord(message.value, 256)}${
+    }${word(message.revocable ? "1" : "0")}${bytes32Word(message.refUID)}${hash(message.data).slice(2)}${uintWord(message.value, 256)}${
       uintWord(message.nonce, 256)
     }${uintWord(message.deadline, 64)}`,
   );
-  return keccak256(`0x1901${domainSeparator(domain)}${structHash.slice(2)}`);
+  return hash(`0x1901${domainSeparator(domain)}${structHash.slice(2)}`);
 }

@@ -3,6 +3,7 @@ import type { Clock } from "../../ports/clock.ts";
 import type { DelegatedAttestCall, DelegateSubmitter, EasReader, HexString, SignedTx, WalletDeployment } from "../../ports/eas.ts";
 import type { FactoryCallStore } from "../../ports/factory_calls.ts";
 import type { ReplayRecord, ReplayStore } from "../../ports/replay_store.ts";
+import type { Keccak256 } from "../../ports/keccak.ts";
 import type { Secp256k1 } from "../../ports/secp256k1.ts";
 import { type AttestMessage, attestDigest } from "./attest_typed_data.ts";
 import { type DelegatedRequest, parseDelegatedRequest } from "./delegated_request.ts";
@@ -67,10 +68,12 @@ export type DelegatedAttestDeps = {
   /** Refuses (400 INVALID_INPUT, no gas spent) a submission whose simulation needs more gas (`MAX_GAS_PER_TX`). */
   readonly maxGasPerTx?: bigint | undefined;
   /**
-   * Recovers the signer of a digest (issue 28: libsecp256k1 when the service found it, adapters/secp256k1). Absent:
+   * Recovers the signer of a digest (issue 28: libsecp256k1 when the service found it, adapters/crypto). Absent:
    * viem's recovery, which gives the same answers.
    */
   readonly recoverAddress?: Secp256k1["recoverAddress"] | undefined;
+  /** keccak-256 of hex bytes for the Attest digest (issue 28: in WebAssembly, adapters/crypto). Absent: viem's. */
+  readonly keccak256?: Keccak256["hex"] | undefined;
 };
 
 /**
@@ -121,7 +124,7 @@ const DEFAULT_MAX_DEADLINE_AHEAD = 86_400;
  */
 export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttest {
   const maxAhead = BigInt(deps.maxDeadlineAheadSeconds ?? DEFAULT_MAX_DEADLINE_AHEAD);
-  const recover = deps.recoverAddress ?? viemRecoverAddress;
+  const signing: DigestCrypto = { recover: deps.recoverAddress ?? viemRecoverAddress, hash: deps.keccak256 ?? keccak256 };
   // Whether the delegate wallet could pay at its last check: a wallet that could not is not simulated for ahead.
   let walletCouldPay = false;
 
@@ -154,7 +157,7 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
     // Recovery is CPU work: done for the nonce the client says it signed, used by the guard now (no RPC) and by
     // the verdict once the chain's nonce is known (decisions §6 order).
     const clientSigner =
-      request.clientNonce === undefined ? undefined : recoverSigner(recover, deps.eas, request, signature.value, request.clientNonce);
+      request.clientNonce === undefined ? undefined : recoverSigner(signing, deps.eas, request, signature.value, request.clientNonce);
     const known = await deps.replay.find(signature.value.hex);
     if (known !== undefined) return duplicate(known);
     // Issue 23: a wallet whose ERC-6492 factory call the service already sent, mined, without deploying it, is not
@@ -195,7 +198,7 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
     const [nonceRead, fundsCheck] = await Promise.all([pendingNonce, funds]);
     if (fundsCheck !== "rpc-error") walletCouldPay = fundsCheck === "ok";
     if (!nonceRead.ok) return fail("RPC_ERROR", "Failed to read the attester nonce from the chain");
-    const verified = await verifyAgainstNonce(recover, deps.eas, request, signature.value, nonceRead, clientSigner, parsedSignature.value.deployment);
+    const verified = await verifyAgainstNonce(signing, deps.eas, request, signature.value, nonceRead, clientSigner, parsedSignature.value.deployment);
     if (!verified.ok) return verified;
     // Decisions §15: a wallet that cannot pay is refused before anything is recorded, so nothing is locked.
     if (fundsCheck === "rpc-error") return fail("RPC_ERROR", "Failed to read the delegate wallet's balance from the chain");
@@ -400,20 +403,23 @@ function cannotPay(): DelegatedAttestFailure {
  * digest is {@link attestDigest}'s (the typed data is not rebuilt and re-validated by viem on every request).
  */
 async function recoverSigner(
-  recover: RecoverAddress,
+  signing: DigestCrypto,
   eas: EasReader,
   request: DelegatedRequest,
   signature: NormalizedSignature,
   nonce: bigint,
 ): Promise<string | undefined> {
   try {
-    return await recover(attestDigest(eas, toMessage(request, nonce)), signature.hex);
+    return await signing.recover(attestDigest(eas, toMessage(request, nonce), signing.hash), signature.hex);
   } catch {
     return undefined;
   }
 }
 
 type RecoverAddress = (hash: HexString, signature: HexString) => string | undefined | Promise<string | undefined>;
+
+/** How the use case recovers a signer and hashes the Attest digest (the deps' faster ones, or viem's). */
+type DigestCrypto = { readonly recover: RecoverAddress; readonly hash: (data: HexString) => HexString };
 
 /** viem's recovery, when no faster one is given: an unrecoverable signature is undefined, as the port's. */
 const viemRecoverAddress: RecoverAddress = (hash, signature) => recoverAddress({ hash, signature }).catch(() => undefined);
@@ -425,7 +431,7 @@ const viemRecoverAddress: RecoverAddress = (hash, signature) => recoverAddress({
  * the same 65 bytes EAS receives. The answer says whether the wallet must be deployed first.
  */
 async function verifyAgainstNonce(
-  recoverAddress: RecoverAddress,
+  signing: DigestCrypto,
   eas: EasReader,
   request: DelegatedRequest,
   signature: NormalizedSignature,
@@ -435,12 +441,12 @@ async function verifyAgainstNonce(
 ): Promise<Result<{ readonly deploy?: WalletDeployment | undefined }, "INVALID_SIGNATURE" | "ATTESTER_MISMATCH" | "RPC_ERROR">> {
   const nonce = nonceRead.nonce;
   const recover = (n: bigint) =>
-    clientSigner !== undefined && n === request.clientNonce ? clientSigner : recoverSigner(recoverAddress, eas, request, signature, n);
+    clientSigner !== undefined && n === request.clientNonce ? clientSigner : recoverSigner(signing, eas, request, signature, n);
   const signer = await recover(nonce);
   if (signer !== undefined && sameAddress(signer, request.attester)) return ok({});
   const counterfactual = nonceRead.isContract !== true && deployment !== undefined;
   if ((nonceRead.isContract === true || counterfactual) && eas.checkContractSignature !== undefined) {
-    const digest = attestDigest(eas, toMessage(request, nonce));
+    const digest = attestDigest(eas, toMessage(request, nonce), signing.hash);
     const check = await eas.checkContractSignature({
       signer: request.attester,
       digest,

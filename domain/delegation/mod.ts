@@ -3,6 +3,7 @@
  * rules, and the submission outcomes (decisions §6, §12, §15).
  */
 export {
+  attestDigest,
   type AttestMessage,
   buildAttestTypedData,
   EAS_DOMAIN_VERSION,

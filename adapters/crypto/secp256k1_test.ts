@@ -3,9 +3,11 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { keccak256, recoverAddress, type Hex } from "viem";
 import type { Secp256k1 } from "../../ports/secp256k1.ts";
 import { CURVE_ORDER } from "./_signature.ts";
-import { loadSecp256k1, nobleSecp256k1, openNativeSecp256k1 } from "./mod.ts";
+import { loadSecp256k1, nobleSecp256k1, openKeccak256, openNativeSecp256k1 } from "./mod.ts";
 
 const native = openNativeSecp256k1();
+// As the service opens it: addresses hashed with the WebAssembly keccak.
+const nativeWasm = openNativeSecp256k1(undefined, await openKeccak256());
 // CI installs libsecp256k1 (scripts/test.sh), so there the native half must run; elsewhere it may be absent.
 if (process.env.CI === "true") test("libsecp256k1 is installed and passes its known-answer check", () => expect(native?.implementation).toBe("libsecp256k1"));
 
@@ -20,7 +22,11 @@ const cases = await Promise.all(Array.from({ length: 64 }, async (_, i) => {
   return { key, account, hash, signature: await account.sign({ hash }) };
 }));
 
-const implementations: [string, Secp256k1 | undefined][] = [["@noble/curves", nobleSecp256k1], ["libsecp256k1", native]];
+const implementations: [string, Secp256k1 | undefined][] = [
+  ["@noble/curves", nobleSecp256k1],
+  ["libsecp256k1", native],
+  ["libsecp256k1 with the WebAssembly keccak", nativeWasm],
+];
 for (const [name, impl] of implementations) {
   describe.skipIf(impl === undefined)(name, () => {
     const secp = impl!;

@@ -24,7 +24,12 @@ export const nobleSecp256k1: Secp256k1 = {
   },
 };
 
-/** The address of an uncompressed public key (65 bytes, 0x04 first): the last 20 bytes of keccak256 of x‖y. */
-export function addressOf(uncompressed: Uint8Array): HexString {
-  return `0x${keccak256(uncompressed.subarray(1), "hex").slice(26)}`;
+/**
+ * The address of an uncompressed public key (65 bytes, 0x04 first): the last 20 bytes of keccak256 of x‖y, hashed by
+ * `hash` when given (viem's otherwise).
+ */
+export function addressOf(uncompressed: Uint8Array, hash?: (data: Uint8Array) => Uint8Array): HexString {
+  if (hash === undefined) return `0x${keccak256(uncompressed.subarray(1), "hex").slice(26)}`;
+  const digest = hash(uncompressed.subarray(1));
+  return `0x${Buffer.from(digest.buffer, digest.byteOffset + 12, 20).toString("hex")}`;
 }

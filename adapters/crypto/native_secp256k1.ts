@@ -10,6 +10,7 @@
  */
 import { dlopen, FFIType } from "bun:ffi";
 import { secp256k1 as noble } from "@noble/curves/secp256k1";
+import type { Keccak256 } from "../../ports/keccak.ts";
 import type { Secp256k1 } from "../../ports/secp256k1.ts";
 import { checkSigningInput, parseRecoverable } from "./_signature.ts";
 import { addressOf, nobleSecp256k1 } from "./noble_secp256k1.ts";
@@ -34,9 +35,10 @@ const SYMBOLS = {
 
 /**
  * Opens libsecp256k1 from `library` (a path or a name the dynamic loader finds), or the first of
- * {@link LIBRARY_NAMES} that opens; undefined when none does or the one found fails the known-answer check.
+ * {@link LIBRARY_NAMES} that opens; undefined when none does or the one found fails the known-answer check. Addresses
+ * are hashed with `keccak` (viem's when absent).
  */
-export function openNativeSecp256k1(library?: string): Secp256k1 | undefined {
+export function openNativeSecp256k1(library?: string, keccak?: Keccak256): Secp256k1 | undefined {
   for (const name of library === undefined ? LIBRARY_NAMES : [library]) {
     let opened: ReturnType<typeof dlopen<typeof SYMBOLS>>;
     try {
@@ -44,7 +46,7 @@ export function openNativeSecp256k1(library?: string): Secp256k1 | undefined {
     } catch {
       continue;
     }
-    const native = bind(opened.symbols);
+    const native = bind(opened.symbols, keccak?.bytes);
     if (native !== undefined && agreesWithNoble(native)) return native;
     opened.close();
     return undefined;
@@ -54,7 +56,7 @@ export function openNativeSecp256k1(library?: string): Secp256k1 | undefined {
 
 type Symbols = ReturnType<typeof dlopen<typeof SYMBOLS>>["symbols"];
 
-function bind(lib: Symbols): Secp256k1 | undefined {
+function bind(lib: Symbols, keccak: ((data: Uint8Array) => Uint8Array) | undefined): Secp256k1 | undefined {
   const context = lib.secp256k1_context_create(CONTEXT_FLAGS);
   if (context === null) return undefined;
   // Blinding of the signing context against side channels, as the library recommends.
@@ -84,7 +86,7 @@ function bind(lib: Symbols): Secp256k1 | undefined {
       if (lib.secp256k1_ecdsa_recover(context, p.publicKey, p.recoverable, p.hash) !== 1) return undefined;
       serializedLength[0] = 65n;
       if (lib.secp256k1_ec_pubkey_serialize(context, p.serialized, p.serializedLength, p.publicKey, UNCOMPRESSED) !== 1) return undefined;
-      return addressOf(serialized);
+      return addressOf(serialized, keccak);
     },
     sign(hash, privateKey) {
       checkSigningInput(hash, privateKey);
