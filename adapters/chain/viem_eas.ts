@@ -33,6 +33,7 @@ import type { Keccak256 } from "../../ports/keccak.ts";
 import type { Secp256k1 } from "../../ports/secp256k1.ts";
 import type { WalletNonces } from "../../ports/storage.ts";
 import { EAS_ABI } from "../../domain/eas_abi.ts";
+import { encodeAttestByDelegation } from "./attest_calldata.ts";
 import { attestedUid, createTxSender, describe, type SendSyncMode, type TxSender } from "./viem_tx_sender.ts";
 import { createJsonRpc, type JsonRpc, NodeRpcError, quantity } from "./json_rpc.ts";
 
@@ -187,18 +188,6 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
     if (data === undefined) encoded.set(call, data = encodeAttestByDelegation(call));
     return data;
   };
-  const encodeAttestByDelegation = (call: DelegatedAttestCall) =>
-    encodeFunctionData({
-      abi: EAS_ABI,
-      functionName: "attestByDelegation",
-      args: [{
-        schema: call.schema,
-        data: call.data,
-        signature: call.signature,
-        attester: call.attester,
-        deadline: call.deadline,
-      }],
-    });
 
   const delegate: DelegateSubmitter = {
     address: delegateSender.address,

@@ -1,0 +1,57 @@
+import { expect, test } from "bun:test";
+import { encodeFunctionData, toFunctionSelector } from "viem";
+import type { DelegatedAttestCall, HexString } from "../../ports/eas.ts";
+import { EAS_ABI } from "../../domain/eas_abi.ts";
+import { ATTEST_BY_DELEGATION_SELECTOR, encodeAttestByDelegation } from "./attest_calldata.ts";
+
+const hex = (bytes: number) => `0x${Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString("hex")}` as HexString;
+const random = (bits: number) => BigInt(hex(bits / 8));
+const viems = (call: DelegatedAttestCall) => encodeFunctionData({ abi: EAS_ABI, functionName: "attestByDelegation", args: [call as never] });
+
+test("the selector is the function's", () => {
+  expect(ATTEST_BY_DELEGATION_SELECTOR).toBe(toFunctionSelector(EAS_ABI.find((item) => item.type === "function" && item.name === "attestByDelegation")!));
+});
+
+test("gives viem's bytes for data of every length class, extreme values and mixed-case hex", () => {
+  for (const length of [0, 1, 31, 32, 33, 64, 200, 1_000]) {
+    for (const extreme of [false, true]) {
+      const call: DelegatedAttestCall = {
+        schema: hex(32).toUpperCase().replace("0X", "0x") as HexString,
+        attester: hex(20),
+        deadline: extreme ? (1n << 64n) - 1n : random(32),
+        data: {
+          recipient: extreme ? `0x${"0".repeat(40)}` : hex(20),
+          expirationTime: extreme ? (1n << 64n) - 1n : 0n,
+          revocable: !extreme,
+          refUID: hex(32),
+          data: length === 0 ? "0x" : hex(length),
+          value: extreme ? (1n << 256n) - 1n : 0n,
+        },
+        signature: { v: extreme ? 255 : 27, r: hex(32), s: hex(32) },
+      };
+      expect<string>(encodeAttestByDelegation(call)).toBe(viems(call).toLowerCase());
+    }
+  }
+});
+
+test("refuses what does not fit its type (viem refuses the same numbers, and pads hex that is not whole bytes)", () => {
+  const base: DelegatedAttestCall = {
+    schema: hex(32),
+    attester: hex(20),
+    deadline: 1n,
+    data: { recipient: hex(20), expirationTime: 0n, revocable: true, refUID: hex(32), data: "0x", value: 0n },
+    signature: { v: 27, r: hex(32), s: hex(32) },
+  };
+  const bad: DelegatedAttestCall[] = [
+    { ...base, deadline: 1n << 64n },
+    { ...base, deadline: -1n },
+    { ...base, signature: { ...base.signature, v: 256 } },
+    { ...base, schema: hex(31) },
+    { ...base, attester: hex(21) },
+    { ...base, data: { ...base.data, data: "0xabc" as HexString } },
+    { ...base, data: { ...base.data, value: 1n << 256n } },
+    { ...base, data: { ...base.data, refUID: "0xzz" as HexString } },
+  ];
+  for (const call of bad) expect(() => encodeAttestByDelegation(call)).toThrow();
+  for (const call of bad.slice(0, 3)) expect(() => viems(call)).toThrow();
+});
