@@ -116,7 +116,11 @@ export type SubmitOptions = {
   readonly gas: bigint;
   /** Called with the signed transaction before it is sent, so it is stored first; if it throws, nothing is sent. */
   readonly onSigned: (tx: SignedTx) => Promise<void>;
-  /** Called once the transaction may have reached the node (accepted, or the node's answer was lost). */
+  /**
+   * Called once the transaction may have reached the node while its outcome is still open (accepted, or the node's
+   * answer was lost); not when the send was answered with its receipt, whose outcome the caller records next. A record
+   * left "signed" is settled exactly like a "sent" one (decisions §15), so skipping it loses nothing.
+   */
   readonly onSent: (txHash: HexString) => Promise<void>;
 };
 

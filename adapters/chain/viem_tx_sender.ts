@@ -26,7 +26,10 @@ export type SendRequest = {
   readonly gas: bigint;
   /** Called with the signed transaction before it is sent, so the caller can store it first. */
   readonly onSigned?: ((tx: SignedTx) => Promise<void>) | undefined;
-  /** Called once the transaction may have reached the node: accepted, or its fate could not be learnt. */
+  /**
+   * Called once the transaction may have reached the node while its outcome is still open: accepted without its
+   * receipt, or its fate could not be learnt. Not called when the node answered the send with the receipt (issue 28).
+   */
   readonly onSent?: ((txHash: HexString) => Promise<void>) | undefined;
 };
 
@@ -414,7 +417,9 @@ export function createTxSender(options: {
         return outcome;
       });
       if (attempt.tx === undefined || attempt.settled === "not-broadcast") return { ok: false, reason: "not-broadcast" };
-      await request.onSent?.(attempt.tx.txHash);
+      // A send answered with its receipt goes straight to its outcome, which the caller records: a "sent" record
+      // in between would be one more commit that no crash could need (a signed record is settled the same way).
+      if (attempt.receipt === undefined) await request.onSent?.(attempt.tx.txHash);
       if (attempt.settled === "unknown") return { ok: false, reason: "unknown-outcome", txHash: attempt.tx.txHash };
       const outcome = attempt.receipt !== undefined
         ? receiptOutcome(attempt.tx.txHash, attempt.receipt)
