@@ -4,7 +4,8 @@ import { silentLogger } from "../adapters/observability/mod.ts";
 import { createPrometheusMetrics } from "../adapters/observability/mod.ts";
 import { clientKeyOf } from "../domain/sessions/mod.ts";
 import { pathOf } from "./app.ts";
-import { clientAddressOf, instrumentedHandler, requestClientAddress, routable } from "./instrument.ts";
+import { clientAddressOf, createDeadlines, instrumentedHandler, requestClientAddress, routable } from "./instrument.ts";
+import { requestIdFrom } from "./request_context.ts";
 
 const forwarded = (header?: string) =>
   new Request("http://ats.test/v1/delegated-attest", { headers: header === undefined ? {} : { "x-forwarded-for": header } });
@@ -147,4 +148,45 @@ describe("instrumentedHandler() deadline", () => {
     expect(response.status).toBe(201);
     expect(await response.text()).toBe("ok");
   });
+});
+
+describe("createDeadlines()", () => {
+  test("answers in time pass through, late ones get the expiry's answer in arrival order, and the timer stops once none waits", async () => {
+    const deadlines = createDeadlines(30);
+    const order: string[] = [];
+    const never = new Promise<string>(() => {});
+    const quick = deadlines.race(Promise.resolve("answered"), () => "expired");
+    const first = deadlines.race(never, () => (order.push("first"), "expired first"));
+    const second = deadlines.race(never, () => (order.push("second"), "expired second"));
+    expect(await quick).toBe("answered");
+    expect(await first).toBe("expired first");
+    expect(await second).toBe("expired second");
+    expect(order).toEqual(["first", "second"]);
+    expect(deadlines.size()).toBe(0);
+    // An answer that comes after its deadline changes nothing; a failure in time is the caller's to handle.
+    let late!: (value: string) => void;
+    const slow = deadlines.race(new Promise<string>((resolve) => (late = resolve)), () => "expired");
+    expect(await slow).toBe("expired");
+    late("too late");
+    expect(await slow).toBe("expired");
+    await expect(deadlines.race(Promise.reject(new Error("boom")), () => "expired")).rejects.toThrow("boom");
+    expect(deadlines.size()).toBe(0);
+  });
+
+  test("a thousand requests in flight: each answered once, by its own answer or its deadline", async () => {
+    const deadlines = createDeadlines(20);
+    const outcomes = await Promise.all(Array.from({ length: 1_000 }, (_, i) =>
+      deadlines.race(i % 2 === 0 ? Promise.resolve(`answer ${i}`) : new Promise<string>(() => {}), () => `deadline ${i}`)
+    ));
+    outcomes.forEach((outcome, i) => expect(outcome).toBe(i % 2 === 0 ? `answer ${i}` : `deadline ${i}`));
+    expect(deadlines.size()).toBe(0);
+  });
+});
+
+test("fresh request ids are distinct UUIDs (version 8: a random part per process, then a counter)", () => {
+  const ids = Array.from({ length: 1_000 }, () => requestIdFrom(null));
+  expect(new Set(ids).size).toBe(1_000);
+  for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-8[0-9a-f]{3}-[0-9a-f]{12}$/);
+  expect(requestIdFrom("caller-id.1")).toBe("caller-id.1");
+  expect(requestIdFrom("not plain!")).toMatch(/^[0-9a-f]{8}-/);
 });

@@ -24,8 +24,20 @@ export function currentRequestContext(): RequestContext | undefined {
 
 const INCOMING_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
-/** The caller's `X-Request-Id` when it is short and plain, else a fresh random id. */
+/**
+ * The fresh ids' first 64 bits, random per process: `xxxxxxxx-xxxx-8xxx-` (an RFC 9562 version 8 UUID, whose layout is
+ * the maker's). The rest is `8` (the variant) and a counter, so an id costs a string and not a draw from the system's
+ * randomness (issue 28); ids stay unique across processes and restarts through the random part.
+ */
+const ID_PREFIX = (() => {
+  const hex = Buffer.from(crypto.getRandomValues(new Uint8Array(8))).toString("hex");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-8`;
+})();
+let idCounter = 0;
+
+/** The caller's `X-Request-Id` when it is short and plain, else a fresh id in the form of a UUID. */
 export function requestIdFrom(header: string | null): string {
   if (header !== null && INCOMING_ID.test(header)) return header;
-  return crypto.randomUUID();
+  const count = (idCounter++).toString(16).padStart(15, "0");
+  return `${ID_PREFIX}${count.slice(0, 3)}-${count.slice(3)}`;
 }
