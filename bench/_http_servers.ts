@@ -1,7 +1,7 @@
 // Child process of bench/identity_resolve.ts: the app (with in-memory fakes, no chain) behind the service's own edge
 // (http/instrument.ts: request id, context, deadline, metrics), the same app with every request through Elysia, and a
 // raw Bun.serve that reads and parses the same body and answers precomputed bytes, on three loopback ports. Prints
-// {"app":port,"elysia":port,"raw":port}.
+// {"app":port,"elysia":port,"raw":port,"cpu":port} (the last answers this process's CPU time so far, in µs).
 import { createPrometheusMetrics, silentLogger } from "../adapters/observability/mod.ts";
 import { resolveIdentities } from "../domain/identity/mod.ts";
 import { createDelegatedAttest } from "../domain/delegation/mod.ts";
@@ -79,5 +79,14 @@ const rawServer = Bun.serve({
     return new Response(identitiesBytes, { headers });
   },
 });
-console.log(JSON.stringify({ app: appServer.port, elysia: elysiaServer.port, raw: rawServer.port }));
+// This process's CPU time in µs, for the CPU each server spends per request (one server loaded at a time).
+const cpuServer = Bun.serve({
+  hostname: "127.0.0.1",
+  port: 0,
+  fetch: () => {
+    const used = process.cpuUsage();
+    return new Response(String(used.user + used.system));
+  },
+});
+console.log(JSON.stringify({ app: appServer.port, elysia: elysiaServer.port, raw: rawServer.port, cpu: cpuServer.port }));
 process.on("SIGINT", () => process.exit(0));

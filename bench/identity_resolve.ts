@@ -36,9 +36,12 @@ const child = Bun.spawn([process.execPath, resolve(import.meta.dir, "_http_serve
 });
 const reader = child.stdout.getReader();
 const { value } = await reader.read();
-const ports = JSON.parse(new TextDecoder().decode(value)) as { app: number; elysia: number; raw: number };
+const ports = JSON.parse(new TextDecoder().decode(value)) as { app: number; elysia: number; raw: number; cpu: number };
+const serverCpuUs = async () => Number(await (await fetch(`http://127.0.0.1:${ports.cpu}/`)).text());
 
-async function load(url: string, init: RequestInit): Promise<number> {
+/** Requests per second of one load window, and the servers' process CPU per request over it (µs). */
+async function load(url: string, init: RequestInit): Promise<{ perSecond: number; cpuUs: number }> {
+  const cpu0 = await serverCpuUs();
   const deadline = performance.now() + SECONDS * 1000;
   let count = 0;
   const worker = async () => {
@@ -50,26 +53,36 @@ async function load(url: string, init: RequestInit): Promise<number> {
     }
   };
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  return count / SECONDS;
+  return { perSecond: count / SECONDS, cpuUs: (await serverCpuUs() - cpu0) / count };
 }
 
 /** Rounds of raw, app and app-through-Elysia in turn; the median of the rounds' ratios to raw, and the best. */
 async function compare(name: string, path: string, rawPath: string, init: RequestInit) {
   const ratios: { app: number; elysia: number }[] = [];
+  const cpu: { raw: number; app: number; elysia: number }[] = [];
   let best = { raw: 0, app: 0, elysia: 0 };
   for (let round = 0; round < ROUNDS; round++) {
-    const raw = await load(`http://127.0.0.1:${ports.raw}${rawPath}`, init);
-    const app = await load(`http://127.0.0.1:${ports.app}${path}`, init);
-    const elysia = await load(`http://127.0.0.1:${ports.elysia}${path}`, init);
+    const rawRun = await load(`http://127.0.0.1:${ports.raw}${rawPath}`, init);
+    const appRun = await load(`http://127.0.0.1:${ports.app}${path}`, init);
+    const elysiaRun = await load(`http://127.0.0.1:${ports.elysia}${path}`, init);
+    const [raw, app, elysia] = [rawRun.perSecond, appRun.perSecond, elysiaRun.perSecond];
     ratios.push({ app: app / raw, elysia: elysia / raw });
+    cpu.push({ raw: rawRun.cpuUs, app: appRun.cpuUs, elysia: elysiaRun.cpuUs });
     best = { raw: Math.max(best.raw, raw), app: Math.max(best.app, app), elysia: Math.max(best.elysia, elysia) };
   }
   const median = (values: number[]) => values.sort((a, b) => a - b)[values.length >> 1]!;
+  const cpuOf = (key: "raw" | "app" | "elysia") => median(cpu.map((c) => c[key]));
   console.log(
     `${name}: ratio to raw Bun.serve, median of ${ROUNDS} rounds: app ${median(ratios.map((r) => r.app)).toFixed(2)}×, ` +
       `through Elysia (before the edge routes) ${median(ratios.map((r) => r.elysia)).toFixed(2)}×; ` +
       `best req/s: raw ${best.raw.toFixed(0)}, app ${best.app.toFixed(0)} (${(best.app / best.raw).toFixed(2)}×), ` +
       `through Elysia ${best.elysia.toFixed(0)} (${(best.elysia / best.raw).toFixed(2)}×)`,
+  );
+  // The servers' CPU per request is steadier than throughput on a shared machine: the floor's divided by each.
+  console.log(
+    `  server CPU per request, median of rounds: raw ${cpuOf("raw").toFixed(1)} µs, app ${cpuOf("app").toFixed(1)} µs ` +
+      `(${(cpuOf("raw") / cpuOf("app")).toFixed(2)}× the raw floor's efficiency), through Elysia ${cpuOf("elysia").toFixed(1)} µs ` +
+      `(${(cpuOf("raw") / cpuOf("elysia")).toFixed(2)}×)`,
   );
 }
 

@@ -26,6 +26,30 @@ describe("identity-resolve routes", () => {
     }
   });
 
+  test("answers made one after another keep their own bytes, read in any order (the answer buffer is reused)", async () => {
+    const lists = [
+      ["did:web:a.example", "did:handle:github:one"],
+      Array.from({ length: 100 }, (_, i) => `did:web:service${i}.example.com`),
+      [],
+      // Larger than the reused buffer: 100 identifiers of 4,000 characters.
+      Array.from({ length: 100 }, (_, i) => `did:web:${"x".repeat(3_990)}${i}`),
+      ["0x0000000000000000000000000000000000000001"],
+    ];
+    const pending = [];
+    for (const identifiers of lists) {
+      pending.push(
+        await app.handle(
+          new Request("http://localhost/v1/identity-resolve", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ identifiers }) }),
+        ),
+      );
+    }
+    // Read last first: each answer must still be its own request's.
+    for (let i = lists.length - 1; i >= 0; i--) {
+      const body = await pending[i]!.json() as { identities: { input: string }[] };
+      expect(body.identities.map((identity) => identity.input)).toEqual(lists[i]!);
+    }
+  });
+
   test("an empty list gives an empty list", async () => {
     expect(await resolve({ identifiers: [] })).toEqual({ status: 200, body: { identities: [] } });
   });

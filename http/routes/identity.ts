@@ -68,12 +68,18 @@ const OPEN = encoder.encode('{"identities":[');
 const CLOSE = encoder.encode("]}");
 const COMMA = 0x2c;
 
+/** Answers up to this size are assembled in one buffer kept for the next request; larger ones in a buffer of their own. */
+const SCRATCH_BYTES = 256 * 1024;
+
 /**
- * `{"identities":[r1,r2,…]}` assembled from the records' bytes; `size` is their total. Unzeroed memory: every byte
- * is written.
+ * `{"identities":[r1,r2,…]}` assembled from the records' bytes; `size` is their total. The bytes are written into
+ * `scratch` when they fit: a Response copies a typed array's bytes when it is made (http/routes/identity_test.ts
+ * checks that), so the same buffer serves every request and the answer costs no allocation of its own for the
+ * collector to reclaim (issue 28: a fresh 17.7 KB buffer per request measured a fifth of the route's CPU).
  */
-function identitiesBody(records: readonly Uint8Array[], size: number): Uint8Array<ArrayBuffer> {
-  const out = Buffer.allocUnsafe(OPEN.byteLength + size + Math.max(0, records.length - 1) + CLOSE.byteLength);
+function identitiesBody(records: readonly Uint8Array[], size: number, scratch: Uint8Array<ArrayBuffer>): Uint8Array<ArrayBuffer> {
+  const length = OPEN.byteLength + size + Math.max(0, records.length - 1) + CLOSE.byteLength;
+  const out = length <= scratch.byteLength ? scratch.subarray(0, length) : new Uint8Array(length);
   out.set(OPEN, 0);
   let offset = OPEN.byteLength;
   for (let i = 0; i < records.length; i++) {
@@ -103,6 +109,7 @@ export function createIdentityResolve(
   const extra = options.headers ?? {};
   // A Headers object is copied by each Response more cheaply than a plain object is converted.
   const init = { headers: new Headers({ "content-type": "application/json; charset=utf-8", ...extra }) };
+  const scratch = new Uint8Array(SCRATCH_BYTES);
   return (body) => {
     const parsed = identifiersBody.readJson(body);
     if (!parsed.ok) return json(errorBody(parsed.code, parsed.message), statusOf(parsed.code), extra);
@@ -119,7 +126,7 @@ export function createIdentityResolve(
       records[i] = record;
       size += record.byteLength;
     }
-    return new Response(identitiesBody(records, size), init);
+    return new Response(identitiesBody(records, size, scratch), init);
   };
 }
 
