@@ -10,7 +10,11 @@
  * median over rounds of (service CPU per attestation) / (one warm recovery), so a busy machine moves both sides.
  * The service's idle CPU over the same wall time (timers: index follower, reconciler, pruning) is printed apart.
  *
- *   bun run bench/attest_cpu.ts [requests-per-round, default 30] [rounds, default 10]
+ * The service finds libsecp256k1 when the machine has it (adapters/crypto): its own recovery then costs a small
+ * fraction of the floor, which stays viem's recovery, the issue's unit. One native recovery is printed beside it.
+ * `SECP256K1_LIBRARY=none` in ATS_SERVICE_ENV runs the service on @noble/curves instead.
+ *
+ *   bun run bench/attest_cpu.ts [requests-per-round, default 30] [rounds, default 10] [warm-up requests, default 60]
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -23,10 +27,11 @@ import { prepareDelegatedAttestation, signableTypedData } from "../client/delega
 import { findSchemaByName } from "../domain/schemas.ts";
 import { e2eArtifacts, TEST_RELAY_LIMITS } from "../e2e/harness.ts";
 import { startServiceProcess } from "../e2e/support/service_process.ts";
+import { openNativeSecp256k1 } from "../adapters/crypto/mod.ts";
 
 const PER_ROUND = Number(process.argv[2] ?? 30);
 const ROUNDS = Number(process.argv[3] ?? 10);
-const WARMUP = 60;
+const WARMUP = Number(process.argv[4] ?? 60);
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
 const dir = mkdtempSync(join(tmpdir(), "ats-attest-cpu-"));
@@ -214,6 +219,21 @@ for (let round = 0; round < ROUNDS; round++) {
   );
 }
 const count = PER_ROUND * ROUNDS;
+/** One native recovery (libsecp256k1, what the service uses when it finds it), timed like the floor. */
+async function nativeRecoveryMs(): Promise<number | undefined> {
+  const native = openNativeSecp256k1();
+  if (native === undefined) return undefined;
+  const { hashTypedData } = await import("viem");
+  const digests = recoverySamples.map((s) => hashTypedData(s.typedData));
+  const perOp: number[] = [];
+  for (let batch = 0; batch < 5; batch++) {
+    const before = process.cpuUsage();
+    for (let i = 0; i < 20; i++) for (let j = 0; j < digests.length; j++) native.recoverAddress(digests[j]!, recoverySamples[j]!.signature);
+    const used = process.cpuUsage(before);
+    perOp.push((used.user + used.system) / 1000 / (20 * digests.length));
+  }
+  return median(perOp.slice(1));
+}
 const threads1 = threadCpuMs(pid);
 const ticks1 = treeTicksMs(pid);
 const userPerAttest = (ticks1.user - ticks0.user) / count;
@@ -233,6 +253,13 @@ console.log(
   `  cross-check from clock ticks (exited threads included): ${(userPerAttest + systemPerAttest).toFixed(2)} ms per attestation, ` +
     `${userPerAttest.toFixed(2)} in user space and ${systemPerAttest.toFixed(2)} in the kernel`,
 );
+const native = await nativeRecoveryMs();
+if (native !== undefined) {
+  console.log(
+    `  one native recovery (libsecp256k1) ${native.toFixed(3)} ms: the service's CPU is ${(median(perAttest) / native).toFixed(0)}× that ` +
+      `(its own recovery is ${((native / median(perAttest)) * 100).toFixed(1)} % of it)`,
+  );
+}
 const threadLines = [...threads1]
   .map(([name, ms]) => [name, ms - (threads0.get(name) ?? 0)] as const)
   .filter(([, ms]) => ms >= 0.005 * count)
