@@ -6,16 +6,13 @@
  * keeps the meaning of decisions §15, and nothing is sent twice but the same bytes.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
-import { join } from "node:path";
 import { createPublicClient, createTestClient, type Hex, http, keccak256 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createViemEas } from "../adapters/chain/mod.ts";
-import { createSqliteReplayStore, openSqlite } from "../adapters/sqlite/mod.ts";
-import { normalizeSignature } from "../domain/delegation/mod.ts";
 import { EAS_ABI } from "../domain/eas_abi.ts";
 import type { SignedTx } from "../ports/eas.ts";
 import { startStack, type Stack } from "./harness.ts";
-import { signedReviewBody } from "./support/review_signer.ts";
+import { postDelegatedAttest, replayRecordOf, signedReviewBody } from "./support/review_signer.ts";
 import { inFrontOf, isSend, type RpcCall, type RpcProxy, startRpcProxy } from "./support/rpc_proxy.ts";
 
 const SYNC = "eth_sendRawTransactionSync";
@@ -54,30 +51,14 @@ function callsFor(mark: number, hashes: readonly Hex[]): RpcCall[] {
   return proxy.calls.slice(mark).filter((c) => ours.has(hashOf(c)));
 }
 
-async function attest(body: unknown, base = stack.baseUrl) {
-  const response = await fetch(`${base}/v1/delegated-attest`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  return { status: response.status, body: await response.json() as Record<string, any> };
-}
+const attest = (body: unknown, base = stack.baseUrl) => postDelegatedAttest(base, body);
 
 async function review() {
   const key = generatePrivateKey();
   return await signedReviewBody({ chainId: stack.devnet.chainId, easAddress: stack.service.easAddress, schemaUids: stack.devnet.schemaUids }, key);
 }
 
-async function replayRow(signature: Hex) {
-  const db = openSqlite(join(stack.dir, "ats.sqlite"));
-  try {
-    const key = normalizeSignature(signature);
-    if (!key.ok) throw new Error("bad signature");
-    return await createSqliteReplayStore(db).find(key.value.hex);
-  } finally {
-    db.close();
-  }
-}
+const replayRow = (signature: Hex) => replayRecordOf(stack.dir, signature);
 
 /** Waits until `check` holds (polling; no timing is asserted). */
 async function until(check: () => boolean | Promise<boolean>) {

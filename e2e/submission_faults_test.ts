@@ -8,15 +8,14 @@ import { join } from "node:path";
 import { createPublicClient, createTestClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { EAS_ABI } from "../domain/eas_abi.ts";
-import { openSqlite } from "../adapters/sqlite/mod.ts";
-import { createSqliteReplayStore } from "../adapters/sqlite/mod.ts";
-import { normalizeSignature } from "../domain/delegation/mod.ts";
+import { createSqliteReplayStore, openSqlite } from "../adapters/sqlite/mod.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { prepareDelegatedAttestation, signableTypedData } from "../client/delegated_attest.ts";
 import { fetchSession, requestControllerWitness, signInWithWallet } from "../client/session.ts";
 import { isAtsClientError } from "../client/errors.ts";
 import type { Service } from "../app/service.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
+import { postDelegatedAttest, replayRecordOf } from "./support/review_signer.ts";
 import { type RpcCall, type RpcProxy, inFrontOf, isSend, startRpcProxy } from "./support/rpc_proxy.ts";
 import { startStack, type Stack } from "./harness.ts";
 
@@ -99,14 +98,7 @@ async function signedReview(key: Hex) {
   return { body: { prepared, signature, attester: account.address }, attester: account.address, signature };
 }
 
-async function attest(body: unknown, base = stack.baseUrl) {
-  const response = await fetch(`${base}/v1/delegated-attest`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  return { status: response.status, body: await response.json() as Record<string, any> };
-}
+const attest = (body: unknown, base = stack.baseUrl) => postDelegatedAttest(base, body);
 
 /** Attestations on chain by an attester, read from the node directly. */
 async function attestationsBy(attester: Hex): Promise<number> {
@@ -120,17 +112,7 @@ async function attestationsBy(attester: Hex): Promise<number> {
   return logs.length;
 }
 
-/** The replay record of a signature, read from the service's SQLite file. */
-async function replayRow(signature: Hex) {
-  const db = openSqlite(join(stack.dir, "ats.sqlite"));
-  try {
-    const key = normalizeSignature(signature);
-    if (!key.ok) throw new Error("bad signature");
-    return await createSqliteReplayStore(db).find(key.value.hex);
-  } finally {
-    db.close();
-  }
-}
+const replayRow = (signature: Hex) => replayRecordOf(stack.dir, signature);
 
 const delegateNonce = () => chain().getTransactionCount({ address: privateKeyToAccount(stack.devnet.keys.delegate).address });
 

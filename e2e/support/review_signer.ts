@@ -1,6 +1,9 @@
 /** Signed delegated-attest bodies for a user review, as a reviewer's client would send them. */
+import { join } from "node:path";
 import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { createSqliteReplayStore, openSqlite } from "../../adapters/sqlite/mod.ts";
+import { normalizeSignature } from "../../domain/delegation/mod.ts";
 import { findSchemaByName } from "../../domain/schemas.ts";
 import { prepareDelegatedAttestation, signableTypedData } from "../../client/delegated_attest.ts";
 
@@ -25,4 +28,26 @@ export async function signedReviewBody(
     refUID: options.refUID,
   });
   return { prepared, signature: await account.signTypedData(signableTypedData(prepared)), attester: account.address };
+}
+
+/** The replay record of a delegated signature, read from the SQLite file of a service whose data lives in `dir`. */
+export async function replayRecordOf(dir: string, signature: Hex) {
+  const db = openSqlite(join(dir, "ats.sqlite"));
+  try {
+    const key = normalizeSignature(signature);
+    if (!key.ok) throw new Error("bad signature");
+    return await createSqliteReplayStore(db).find(key.value.hex);
+  } finally {
+    db.close();
+  }
+}
+
+/** POSTs `body` to a service's `/v1/delegated-attest`: the status and the JSON answer. */
+export async function postDelegatedAttest(base: string, body: unknown) {
+  const response = await fetch(`${base}/v1/delegated-attest`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, body: await response.json() as Record<string, any> };
 }
