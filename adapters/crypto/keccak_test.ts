@@ -17,6 +17,11 @@ test("the WebAssembly keccak-256 is used, and hashes as viem does across lengths
     // A hasher used again and again keeps no state between calls; a view into a larger buffer hashes only its bytes.
     const big = crypto.getRandomValues(new Uint8Array(5_000));
     expect(impl.bytes(big.subarray(100, 300))).toEqual(impl.bytes(big.slice(100, 300)));
+    // Each digest is its own bytes: a later hash does not change an earlier one (no view into the hasher's memory).
+    const first = impl.bytes(Uint8Array.of(1));
+    const copy = Uint8Array.from(first);
+    impl.bytes(Uint8Array.of(2));
+    expect(first).toEqual(copy);
     expect(impl.hex("0x")).toBe("0xc5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470");
     expect(impl.hex("0xABCD")).toBe(keccak256("0xabcd"));
   }
