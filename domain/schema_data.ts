@@ -1,3 +1,4 @@
+import type { AbiParameter } from "viem";
 import { decodeAbiParameters, encodeAbiParameters, isAddress, parseAbiParameters } from "viem/utils";
 import type { HexString } from "../ports/eas.ts";
 import { ZERO_ADDRESS } from "./eas_abi.ts";
@@ -89,10 +90,28 @@ export function encodeSchemaData(schema: string, data: Readonly<Record<string, u
 export function decodeSchemaData(schema: string, data: HexString): Result<Record<string, unknown>, "INVALID_INPUT"> {
   const fields = parseSchemaFields(schema);
   if (!fields.ok) return fields;
+  let params: readonly AbiParameter[];
   try {
-    const decoded = decodeAbiParameters(parseAbiParameters(schema), data) as readonly unknown[];
+    params = parseAbiParameters(schema) as readonly AbiParameter[];
+  } catch {
+    return fail("INVALID_INPUT", "Data does not decode with the schema");
+  }
+  return decodeSchemaFields(params, fields.value, data);
+}
+
+/**
+ * Decodes attestation data with a schema already parsed (its ABI parameters and fields), by field name; big integers
+ * come back as base-10 strings. For callers that parse each schema once.
+ */
+export function decodeSchemaFields(
+  params: readonly AbiParameter[],
+  fields: readonly SchemaField[],
+  data: HexString,
+): Result<Record<string, unknown>, "INVALID_INPUT"> {
+  try {
+    const decoded = decodeAbiParameters(params, data) as readonly unknown[];
     const out: Record<string, unknown> = {};
-    fields.value.forEach((f, i) => {
+    fields.forEach((f, i) => {
       out[f.name] = stringifyBigints(decoded[i]);
     });
     return ok(out);

@@ -34,7 +34,7 @@ import type { Secp256k1 } from "../../ports/secp256k1.ts";
 import type { WalletNonces } from "../../ports/storage.ts";
 import { EAS_ABI } from "../../domain/eas_abi.ts";
 import { encodeAttestByDelegation } from "./attest_calldata.ts";
-import { attestedUid, createTxSender, describe, type SendSyncMode, type TxSender } from "./viem_tx_sender.ts";
+import { createTxSender, describe, type SendSyncMode, submitAttestation, type TxSender } from "./viem_tx_sender.ts";
 import { createJsonRpc, type JsonRpc, NodeRpcError, quantity } from "./json_rpc.ts";
 
 /** Options of {@link createViemEas}. */
@@ -201,17 +201,7 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
         return classifyNodeSimulationError(error, log);
       }
     },
-    async submit(call, submitOptions: SubmitOptions): Promise<Submission> {
-      const outcome = await delegateSender.send({
-        to: easAddress,
-        data: encode(call),
-        gas: submitOptions.gas,
-        onSigned: submitOptions.onSigned,
-        onSent: submitOptions.onSent,
-      });
-      if (!outcome.ok) return outcome;
-      return { ok: true, txHash: outcome.txHash, blockNumber: outcome.blockNumber, uid: attestedUid(outcome.logs, easAddress) };
-    },
+    submit: (call, submitOptions: SubmitOptions): Promise<Submission> => submitAttestation(delegateSender, easAddress, encode(call), submitOptions),
     async deployWallet(attester, deployment, charge): Promise<WalletDeploymentOutcome> {
       try {
         if (await hasCode(client, attester)) return "deployed";

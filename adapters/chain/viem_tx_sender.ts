@@ -1,6 +1,6 @@
 import { BaseError, type Hex, parseTransaction } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
-import type { FundsCheck, HexString, SignedTx } from "../../ports/eas.ts";
+import type { FundsCheck, HexString, SignedTx, SubmitOptions, Submission } from "../../ports/eas.ts";
 import type { Rebroadcast } from "../../ports/submissions.ts";
 import type { Keccak256 } from "../../ports/keccak.ts";
 import type { Secp256k1 } from "../../ports/secp256k1.ts";
@@ -501,6 +501,13 @@ async function maxPriorityFee(rpc: JsonRpc): Promise<bigint> {
     const fee = gasPrice - quantity(block.baseFeePerGas);
     return fee < 0n ? 0n : fee;
   }
+}
+
+/** Sends an EAS attestation (its calldata `data`) from `sender`, and reads the new uid off the receipt. */
+export async function submitAttestation(sender: TxSender, easAddress: HexString, data: HexString, options: SubmitOptions): Promise<Submission> {
+  const outcome = await sender.send({ to: easAddress, data, gas: options.gas, onSigned: options.onSigned, onSent: options.onSent });
+  if (!outcome.ok) return outcome;
+  return { ok: true, txHash: outcome.txHash, blockNumber: outcome.blockNumber, uid: attestedUid(outcome.logs, easAddress) };
 }
 
 /** The uid of the first EAS `Attested` log of a receipt, or null. */

@@ -4,7 +4,7 @@ import type { Rebroadcast } from "../../ports/submissions.ts";
 import type { TxStatus, TxStatusReader, WitnessAttestCall, WitnessWriter } from "../../ports/witness.ts";
 import { EAS_ABI } from "../../domain/eas_abi.ts";
 import { classifySimulationError, TYPICAL_ATTEST_GAS } from "./viem_eas.ts";
-import { attestedUid, describe, type TxSender } from "./viem_tx_sender.ts";
+import { attestedUid, describe, submitAttestation, type TxSender } from "./viem_tx_sender.ts";
 
 type Log = (event: string, fields: Record<string, unknown>) => void;
 
@@ -33,17 +33,7 @@ export function createViemWitnessWriter(options: {
         return classifySimulationError(error, log);
       }
     },
-    async submit(call, submitOptions): Promise<Submission> {
-      const outcome = await sender.send({
-        to: easAddress,
-        data: encode(call),
-        gas: submitOptions.gas,
-        onSigned: submitOptions.onSigned,
-        onSent: submitOptions.onSent,
-      });
-      if (!outcome.ok) return outcome;
-      return { ok: true, txHash: outcome.txHash, blockNumber: outcome.blockNumber, uid: attestedUid(outcome.logs, easAddress) };
-    },
+    submit: (call, submitOptions): Promise<Submission> => submitAttestation(sender, easAddress, encode(call), submitOptions),
   };
 }
 

@@ -38,8 +38,8 @@ import type { ControllerKey, DiscoverControllers } from "../discovery/mod.ts";
 import { didToAddress, isSameControllerId, normalizeDid, parseArtifactDid } from "../did.ts";
 import { isEvidencePointer, parseProofWrappers, readUint, verifyProofWrapper } from "./proofs.ts";
 import { type Fail, fail, ok, type Result } from "../result.ts";
-import { parseSchemaFields, type SchemaField } from "../schema_data.ts";
-import { decodeAbiParameters, parseAbiParameters } from "viem/utils";
+import { decodeSchemaFields, parseSchemaFields, type SchemaField } from "../schema_data.ts";
+import { parseAbiParameters } from "viem/utils";
 import { caip2 } from "../identity/mod.ts";
 
 /** The four schemas artifact trust reads, by trust-anchor name. */
@@ -599,22 +599,7 @@ function decodePayload(schema: string, data: HexString): Result<Record<string, u
     parsedSchemas.set(schema, parsed);
   }
   if (parsed === null) return fail("INVALID_INPUT", "Unsupported schema");
-  try {
-    const values = decodeAbiParameters(parsed.params, data) as readonly unknown[];
-    const out: Record<string, unknown> = {};
-    parsed.fields.forEach((field, i) => {
-      out[field.name] = stringifyBigints(values[i]);
-    });
-    return ok(out);
-  } catch {
-    return fail("INVALID_INPUT", "Data does not decode with the schema");
-  }
-}
-
-function stringifyBigints(value: unknown): unknown {
-  if (typeof value === "bigint") return value.toString();
-  if (Array.isArray(value)) return value.map(stringifyBigints);
-  return value;
+  return decodeSchemaFields(parsed.params, parsed.fields, data);
 }
 
 function inWindow(authorization: { anchoredFrom: bigint | null; until: bigint | null }, at: bigint): boolean {
