@@ -25,7 +25,7 @@ import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { easWriter } from "./support/eas_writer.ts";
 import { type HttpsServer, startHttpsServer } from "./support/https_server.ts";
 import { getTestCa, issueLeaf } from "./support/test_ca.ts";
-import { startStack, type Stack } from "./harness.ts";
+import { freePort, type Stack, startStack } from "./harness.ts";
 import { injectWallet } from "./support/browser_wallet.ts";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -51,13 +51,6 @@ let userDid: string;
 let webDid: string;
 /** Every EIP-1193 call the test wallet answered, in order. */
 const walletCalls: string[] = [];
-
-function freePort(): number {
-  const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
-  const port = probe.port!;
-  probe.stop(true);
-  return port;
-}
 
 const chain = () => createPublicClient({ transport: http(stack.devnet.rpcUrl) });
 

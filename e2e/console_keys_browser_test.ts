@@ -14,7 +14,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { ANVIL_DEV_KEYS } from "../adapters/devnet/mod.ts";
 import type { Service } from "../app/service.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
-import { startStack, type Stack } from "./harness.ts";
+import { freePort, type Stack, startStack } from "./harness.ts";
 import { injectWallet, walletAnswers } from "./support/browser_wallet.ts";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -34,13 +34,6 @@ const user = privateKeyToAccount(ANVIL_DEV_KEYS[7]! as Hex);
 const userDid = `did:pkh:eip155:31337:${user.address.toLowerCase()}`;
 const KEY = `did:pkh:eip155:31337:${privateKeyToAccount(generatePrivateKey()).address.toLowerCase()}`;
 const SUBJECT = "did:web:keys-console.test";
-
-function freePort(): number {
-  const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
-  const port = probe.port!;
-  probe.stop(true);
-  return port;
-}
 
 beforeAll(async () => {
   if (!HAVE_CHROMIUM) return;

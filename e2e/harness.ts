@@ -55,6 +55,14 @@ export type Stack = {
 };
 
 /** Relay limits far above what any test sends (e2e/public_relay_guard_test.ts and e2e/factory_gas_drain_test.ts set their own). */
+/** A loopback port free right now, so that a setting (PUBLIC_BASE_URL, the issuer) can name it before a server starts. */
+export function freePort(): number {
+  const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
+  const port = probe.port!;
+  probe.stop(true);
+  return port;
+}
+
 export const TEST_RELAY_LIMITS = {
   PUBLIC_RELAY_IP_RATE_PER_MINUTE: "1000000",
   PUBLIC_RELAY_ATTESTER_RATE_PER_HOUR: "1000000",

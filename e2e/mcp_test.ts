@@ -21,7 +21,7 @@ import { findSchemaByName } from "../domain/schemas.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { easWriter } from "./support/eas_writer.ts";
 import { signInCookie } from "./support/sign_in.ts";
-import { startStack, type Stack } from "./harness.ts";
+import { freePort, type Stack, startStack } from "./harness.ts";
 
 const APP = "https://app.test";
 const REDIRECT = "http://127.0.0.1:9/callback";
@@ -36,14 +36,6 @@ let base: string;
 let alice: Hex;
 /** The public client of the read tools, kept open across the tests until the last one. */
 let reader: Client;
-
-/** A port free right now, so that PUBLIC_BASE_URL (the issuer and the MCP resource) can name it before the service starts. */
-function freePort(): number {
-  const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
-  const port = probe.port!;
-  probe.stop(true);
-  return port;
-}
 
 /** A client of the official SDK connected to {base}/mcp. */
 async function connect(authProvider?: OAuthClientProvider): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {

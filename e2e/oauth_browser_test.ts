@@ -14,7 +14,7 @@ import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { ANVIL_DEV_KEYS } from "../adapters/devnet/mod.ts";
 import { s256Challenge } from "../domain/oauth/mod.ts";
-import { startStack, type Stack } from "./harness.ts";
+import { freePort, type Stack, startStack } from "./harness.ts";
 import { injectWallet, walletAnswers } from "./support/browser_wallet.ts";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -29,13 +29,6 @@ let base: string;
 let browser: Browser;
 let callback: ReturnType<typeof Bun.serve>;
 const user = privateKeyToAccount(ANVIL_DEV_KEYS[7]! as Hex);
-
-function freePort(): number {
-  const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
-  const port = probe.port!;
-  probe.stop(true);
-  return port;
-}
 
 beforeAll(async () => {
   if (!HAVE_CHROMIUM) return;

@@ -15,7 +15,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { runOps } from "../app/ops.ts";
 import { EAS_ABI } from "../domain/eas_abi.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
-import { startStack, type Stack } from "./harness.ts";
+import { freePort, type Stack, startStack } from "./harness.ts";
 import { signInCookie } from "./support/sign_in.ts";
 
 const APP = "https://app.test";
@@ -28,14 +28,6 @@ let dns: DnsServer;
 let stack: Stack;
 let base: string;
 let as: o.AuthorizationServer;
-
-/** A port free right now, so that PUBLIC_BASE_URL (the issuer) can name it before the service starts. */
-function freePort(): number {
-  const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
-  const port = probe.port!;
-  probe.stop(true);
-  return port;
-}
 
 beforeAll(async () => {
   dns = await startDnsServer();
