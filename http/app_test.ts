@@ -71,6 +71,12 @@ function setup(options: SetupOptions = {}) {
   return { app, call, eas, delegate, clock };
 }
 
+/**
+ * One deadline for the whole file: a test that sends the same request twice (the DUPLICATE case) must sign the same
+ * message twice, and a deadline read from the clock per body changed when a second passed between the two.
+ */
+const DEADLINE = BigInt(Math.floor(Date.now() / 1000) + 3600);
+
 async function signedBody(eas: { chainId: number; easAddress: `0x${string}` }) {
   const message = {
     attester: account.address,
@@ -82,7 +88,7 @@ async function signedBody(eas: { chainId: number; easAddress: `0x${string}` }) {
     data: "0x1234" as `0x${string}`,
     value: 0n,
     nonce: 0n,
-    deadline: BigInt(Math.floor(Date.now() / 1000) + 600),
+    deadline: DEADLINE,
   };
   const typedData = buildAttestTypedData(eas, message);
   const signature = await account.signTypedData(typedData);
