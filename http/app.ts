@@ -22,7 +22,7 @@ import type { VerifySubjectOwnership } from "../domain/accounts/mod.ts";
 import type { ListAttestations } from "../domain/index/mod.ts";
 import { sessionRoutes, type SessionRoutesDeps } from "./routes/session.ts";
 import type { ArtifactTrust } from "../domain/artifact_trust/mod.ts";
-import { createIdentityResolve, IDENTITY_RESOLVE_PATHS, identityRoutes } from "./routes/identity.ts";
+import { type AnswerCache, createIdentityResolve, IDENTITY_RESOLVE_PATHS, identityRoutes } from "./routes/identity.ts";
 import { TRUST_ANCHOR_PATHS, trustAnchorRoutes, trustAnchorsAnswer } from "./routes/trust_anchors.ts";
 import { type EdgeAnswer, publicEdgeRoutes, registerEdgeRoutes } from "./edge_routes.ts";
 import { buildOpenApi, renderApiPage } from "./openapi.ts";
@@ -73,6 +73,11 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly apiClients?: Omit<ApiClientRoutesDeps, "log"> | undefined;
   /** The MCP endpoint (decisions §20); absent (`MCP=off`, tests): no `/mcp`. */
   readonly mcp?: McpEndpoint | undefined;
+  /**
+   * identity-resolve's cache of whole answers by body (http/routes/identity.ts); absent: one of the default size;
+   * `null`: none, every answer assembled from the records (bench/identity_resolve.ts measures both).
+   */
+  readonly identityAnswers?: AnswerCache | null | undefined;
 };
 
 /** CORS headers of the session routes for an allowed origin: that origin, with credentials. */
@@ -229,7 +234,7 @@ export function createApp(deps: AppDeps) {
   // Issue 28: trust anchors and identity-resolve are answered at the server's edge ahead of Elysia, behind the same
   // guards (http/edge_routes.ts), with the very answers their routes here give, CORS headers included.
   const anchorsAnswer = trustAnchorsAnswer(deps.trustAnchors, PUBLIC_CORS_HEADERS);
-  const resolveAnswer = createIdentityResolve({ headers: PUBLIC_CORS_HEADERS });
+  const resolveAnswer = createIdentityResolve({ headers: PUBLIC_CORS_HEADERS, answers: deps.identityAnswers });
   const edgeAnswers = new Map<string, EdgeAnswer>();
   for (const path of TRUST_ANCHOR_PATHS) edgeAnswers.set(path, { method: "GET", answer: anchorsAnswer });
   for (const path of IDENTITY_RESOLVE_PATHS) edgeAnswers.set(path, { method: "POST", answer: resolveAnswer });

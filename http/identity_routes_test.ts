@@ -1,5 +1,13 @@
 import { describe, expect, test } from "bun:test";
-import { createRecordCache, DEFAULT_CACHE_LIMITS, identityRoutes } from "./routes/identity.ts";
+import {
+  createAnswerCache,
+  createIdentityResolve,
+  createRecordCache,
+  DEFAULT_ANSWER_CACHE_LIMITS,
+  DEFAULT_CACHE_LIMITS,
+  identityRoutes,
+  type RecordCache,
+} from "./routes/identity.ts";
 import { ROUTE_DOCS } from "./route_docs.ts";
 import { buildOpenApi } from "./openapi.ts";
 
@@ -26,7 +34,8 @@ describe("identity-resolve routes", () => {
     }
   });
 
-  test("answers made one after another keep their own bytes, read in any order (the answer buffer is reused)", async () => {
+  test.each([["with", undefined], ["without", null]] as const)("answers made one after another keep their own bytes, read in any order (the answer buffer is reused), %s the answer cache", async (_name, answers) => {
+    const app = identityRoutes({ resolve: createIdentityResolve({ answers }) });
     const lists = [
       ["did:web:a.example", "did:handle:github:one"],
       Array.from({ length: 100 }, (_, i) => `did:web:service${i}.example.com`),
@@ -146,5 +155,68 @@ describe("identity-resolve record cache", () => {
       expect((await post(app, identifiers)).status).toBe(200);
     }
     expect(heap() - before).toBeLessThan(64 * 1024 * 1024);
+  });
+});
+
+describe("identity-resolve answer cache", () => {
+  /** A record cache that counts its lookups: a body answered from the answer cache looks up no record. */
+  const countingCache = () => {
+    const inner = createRecordCache();
+    const counted = { lookups: 0, ...inner, get: (identifier: string) => (counted.lookups++, inner.get(identifier)) };
+    return counted satisfies RecordCache;
+  };
+  const request = (text: string) => new Request("http://localhost/v1/identity-resolve", { method: "POST", headers: { "content-type": "application/json" }, body: text });
+
+  test("the same body again is the same answer, bytes and headers, without parsing it or looking up a record", async () => {
+    const cache = countingCache();
+    const answers = createAnswerCache();
+    const app = identityRoutes({ resolve: createIdentityResolve({ cache, answers, headers: { "access-control-allow-origin": "*" } }) });
+    const text = JSON.stringify({ identifiers: ["did:web:Example.com", "0x0000000000000000000000000000000000000001", "did:handle:github:octocat"] });
+    const first = await app.handle(request(text));
+    expect([first.status, cache.lookups, answers.size()]).toEqual([200, 3, 1]);
+    const firstBytes = await first.text();
+    for (let i = 0; i < 3; i++) {
+      const again = await app.handle(request(text));
+      expect(again.status).toBe(200);
+      expect(again.headers.get("content-type")).toBe("application/json; charset=utf-8");
+      expect(again.headers.get("access-control-allow-origin")).toBe("*");
+      expect(await again.text()).toBe(firstBytes);
+    }
+    expect(cache.lookups).toBe(3);
+    // The same list spaced otherwise is another text: parsed and assembled, the same JSON.
+    const spaced = await app.handle(request(JSON.stringify(JSON.parse(text), null, 2)));
+    expect(cache.lookups).toBe(6);
+    expect(await spaced.json()).toEqual(JSON.parse(firstBytes));
+    expect(answers.size()).toBe(2);
+  });
+
+  test("refusals are never kept: the same bad body is refused each time, after parsing it again", async () => {
+    const answers = createAnswerCache();
+    const app = identityRoutes({ resolve: createIdentityResolve({ answers }) });
+    for (const text of ['{"identifiers":[1]}', "{oops", '{"identifiers":[1]}', "{oops"]) {
+      const res = await app.handle(request(text));
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { code: string }).code).toBe(text === "{oops" ? "INVALID_JSON" : "INVALID_INPUT");
+    }
+    expect(answers.size()).toBe(0);
+  });
+
+  test("is bounded by bytes (bodies and answers), oldest first; a body over 16,384 characters is answered but never kept", async () => {
+    expect(DEFAULT_ANSWER_CACHE_LIMITS).toEqual({ maxBytes: 8 * 1024 * 1024, maxKeyLength: 16 * 1024 });
+    const answers = createAnswerCache({ maxBytes: 200_000, maxKeyLength: 16 * 1024 });
+    const app = identityRoutes({ resolve: createIdentityResolve({ answers }) });
+    const bodyOf = (n: number) => JSON.stringify({ identifiers: Array.from({ length: 20 }, (_, i) => `did:web:host${n}-${i}.example.com`) });
+    for (let n = 0; n < 300; n++) expect((await app.handle(request(bodyOf(n)))).status).toBe(200);
+    expect(answers.bytes()).toBeLessThanOrEqual(200_000);
+    expect(answers.bytes()).toBeGreaterThan(150_000);
+    expect(answers.get(bodyOf(0))).toBeUndefined();
+    expect(await answers.get(bodyOf(299))!.text()).toContain("host299-19.example.com");
+    const long = JSON.stringify({ identifiers: Array.from({ length: 100 }, (_, i) => `did:web:${"l".repeat(200)}${i}.example.com`) });
+    expect(long.length).toBeGreaterThan(16 * 1024);
+    const before = answers.size();
+    const res = await app.handle(request(long));
+    expect(((await res.json()) as { identities: unknown[] }).identities).toHaveLength(100);
+    expect(answers.size()).toBe(before);
+    expect(answers.get(long)).toBeUndefined();
   });
 });
