@@ -1,7 +1,8 @@
 // Child process of bench/identity_resolve.ts: the app (with in-memory fakes, no chain) behind the service's own edge
-// (http/instrument.ts: request id, context, deadline, metrics), the same app with every request through Elysia, and a
-// raw Bun.serve that reads and parses the same body and answers precomputed bytes, on three loopback ports. Prints
-// {"app":port,"elysia":port,"raw":port,"cpu":port} (the last answers this process's CPU time so far, in µs).
+// (http/instrument.ts: request id, context, deadline, metrics), the same app without identity-resolve's answer cache,
+// the same app with every request through Elysia, and a raw Bun.serve that reads and parses the same body and answers
+// precomputed bytes, on four loopback ports. Prints {"app":port,"assembling":port,"elysia":port,"raw":port,"cpu":port}
+// (the last answers this process's CPU time so far, in µs).
 import { createPrometheusMetrics, silentLogger } from "../adapters/observability/mod.ts";
 import { resolveIdentities } from "../domain/identity/mod.ts";
 import { createDelegatedAttest } from "../domain/delegation/mod.ts";
@@ -33,7 +34,7 @@ const anchors: TrustAnchors = {
   }],
 };
 const eas = fakeEasReader();
-const app = createApp({
+const appDeps = {
   readNonce: createReadNonce(eas),
   delegatedAttest: createDelegatedAttest({
     clock: fakeClock(),
@@ -49,7 +50,8 @@ const app = createApp({
   trustAnchors: anchors,
   log: silentLogger,
   ready: () => Promise.resolve({ ready: true, checks: {} }),
-});
+};
+const app = createApp(appDeps);
 const appServer = Bun.serve({
   hostname: "127.0.0.1",
   port: 0,
@@ -62,6 +64,14 @@ const elysiaServer = Bun.serve({
   hostname: "127.0.0.1",
   port: 0,
   fetch: instrumentedHandler(throughElysia as never, { metrics: createPrometheusMetrics(), log: silentLogger }),
+});
+
+// The same app without identity-resolve's cache of whole answers: every answer parsed, checked and assembled from the
+// cached records, what a list not asked for before costs (http/routes/identity.ts).
+const assemblingServer = Bun.serve({
+  hostname: "127.0.0.1",
+  port: 0,
+  fetch: instrumentedHandler(createApp({ ...appDeps, identityAnswers: null }) as never, { metrics: createPrometheusMetrics(), log: silentLogger }),
 });
 
 const anchorsBytes = stringify(anchors);
@@ -88,5 +98,5 @@ const cpuServer = Bun.serve({
     return new Response(String(used.user + used.system));
   },
 });
-console.log(JSON.stringify({ app: appServer.port, elysia: elysiaServer.port, raw: rawServer.port, cpu: cpuServer.port }));
+console.log(JSON.stringify({ app: appServer.port, assembling: assemblingServer.port, elysia: elysiaServer.port, raw: rawServer.port, cpu: cpuServer.port }));
 process.on("SIGINT", () => process.exit(0));

@@ -1,11 +1,13 @@
 /**
  * HTTP efficiency of the RPC-free routes: requests per second for trust-anchors and for
  * identity-resolve with 100-identifier bodies, each as a ratio to a raw `Bun.serve` endpoint that
- * reads and parses the same body and returns the same bytes, measured in the same run; beside it the
- * same app with every request through Elysia (what these routes cost before the server's edge answered
- * them, http/edge_routes.ts). The servers run in a child process and this process drives them with a
- * fixed number of concurrent keep-alive requests; raw, app and Elysia runs are interleaved, and the
- * median of the rounds' ratios is printed with the best of each.
+ * reads and parses the same body and returns the same bytes, measured in the same run; beside it, for
+ * identity-resolve, the same app without its cache of whole answers (each answer parsed, checked and
+ * assembled from the cached records: what a list not asked for before costs), and for both the same app
+ * with every request through Elysia (what these routes cost before the server's edge answered them,
+ * http/edge_routes.ts). The servers run in a child process and this process drives them with a fixed
+ * number of concurrent keep-alive requests; the runs are interleaved, and the median of the rounds'
+ * ratios is printed with the best of each and the servers' CPU per request.
  *
  *   bun run bench/identity_resolve.ts [seconds-per-run] [rounds]
  */
@@ -36,7 +38,7 @@ const child = Bun.spawn([process.execPath, resolve(import.meta.dir, "_http_serve
 });
 const reader = child.stdout.getReader();
 const { value } = await reader.read();
-const ports = JSON.parse(new TextDecoder().decode(value)) as { app: number; elysia: number; raw: number; cpu: number };
+const ports = JSON.parse(new TextDecoder().decode(value)) as { app: number; assembling: number; elysia: number; raw: number; cpu: number };
 const serverCpuUs = async () => Number(await (await fetch(`http://127.0.0.1:${ports.cpu}/`)).text());
 
 /** Requests per second of one load window, and the servers' process CPU per request over it (µs). */
@@ -56,42 +58,42 @@ async function load(url: string, init: RequestInit): Promise<{ perSecond: number
   return { perSecond: count / SECONDS, cpuUs: (await serverCpuUs() - cpu0) / count };
 }
 
-/** Rounds of raw, app and app-through-Elysia in turn; the median of the rounds' ratios to raw, and the best. */
-async function compare(name: string, path: string, rawPath: string, init: RequestInit) {
-  const ratios: { app: number; elysia: number }[] = [];
-  const cpu: { raw: number; app: number; elysia: number }[] = [];
-  let best = { raw: 0, app: 0, elysia: 0 };
+/** The servers compared with the raw floor, and how each is named in the output. */
+const VARIANTS = {
+  app: "app",
+  assembling: "app without the answer cache (every answer assembled)",
+  elysia: "through Elysia (before the edge routes)",
+} as const;
+type Variant = keyof typeof VARIANTS;
+
+/** Rounds of raw and each variant in turn; the median of the rounds' ratios to raw, the best, and the CPU per request. */
+async function compare(name: string, path: string, rawPath: string, init: RequestInit, variants: readonly Variant[]) {
+  const runs: Record<"raw" | Variant, { perSecond: number; cpuUs: number }[]> = { raw: [], app: [], assembling: [], elysia: [] };
   for (let round = 0; round < ROUNDS; round++) {
-    const rawRun = await load(`http://127.0.0.1:${ports.raw}${rawPath}`, init);
-    const appRun = await load(`http://127.0.0.1:${ports.app}${path}`, init);
-    const elysiaRun = await load(`http://127.0.0.1:${ports.elysia}${path}`, init);
-    const [raw, app, elysia] = [rawRun.perSecond, appRun.perSecond, elysiaRun.perSecond];
-    ratios.push({ app: app / raw, elysia: elysia / raw });
-    cpu.push({ raw: rawRun.cpuUs, app: appRun.cpuUs, elysia: elysiaRun.cpuUs });
-    best = { raw: Math.max(best.raw, raw), app: Math.max(best.app, app), elysia: Math.max(best.elysia, elysia) };
+    runs.raw.push(await load(`http://127.0.0.1:${ports.raw}${rawPath}`, init));
+    for (const variant of variants) runs[variant].push(await load(`http://127.0.0.1:${ports[variant]}${path}`, init));
   }
   const median = (values: number[]) => values.sort((a, b) => a - b)[values.length >> 1]!;
-  const cpuOf = (key: "raw" | "app" | "elysia") => median(cpu.map((c) => c[key]));
-  console.log(
-    `${name}: ratio to raw Bun.serve, median of ${ROUNDS} rounds: app ${median(ratios.map((r) => r.app)).toFixed(2)}×, ` +
-      `through Elysia (before the edge routes) ${median(ratios.map((r) => r.elysia)).toFixed(2)}×; ` +
-      `best req/s: raw ${best.raw.toFixed(0)}, app ${best.app.toFixed(0)} (${(best.app / best.raw).toFixed(2)}×), ` +
-      `through Elysia ${best.elysia.toFixed(0)} (${(best.elysia / best.raw).toFixed(2)}×)`,
-  );
-  // The servers' CPU per request is steadier than throughput on a shared machine: the floor's divided by each.
-  console.log(
-    `  server CPU per request, median of rounds: raw ${cpuOf("raw").toFixed(1)} µs, app ${cpuOf("app").toFixed(1)} µs ` +
-      `(${(cpuOf("raw") / cpuOf("app")).toFixed(2)}× the raw floor's efficiency), through Elysia ${cpuOf("elysia").toFixed(1)} µs ` +
-      `(${(cpuOf("raw") / cpuOf("elysia")).toFixed(2)}×)`,
-  );
+  const best = (key: "raw" | Variant) => Math.max(...runs[key].map((run) => run.perSecond));
+  const cpuOf = (key: "raw" | Variant) => median(runs[key].map((run) => run.cpuUs));
+  const ratioOf = (variant: Variant) => median(runs[variant].map((run, round) => run.perSecond / runs.raw[round]!.perSecond));
+  console.log(`${name}: ratio to raw Bun.serve (best ${best("raw").toFixed(0)} req/s, ${cpuOf("raw").toFixed(1)} µs of server CPU a request):`);
+  for (const variant of variants) {
+    // The servers' CPU per request is steadier than throughput on a shared machine: the floor's divided by each.
+    console.log(
+      `  ${VARIANTS[variant]}: ${ratioOf(variant).toFixed(2)}× (median of ${ROUNDS} rounds); best ${best(variant).toFixed(0)} req/s ` +
+        `(${(best(variant) / best("raw")).toFixed(2)}×); server CPU a request ${cpuOf(variant).toFixed(1)} µs ` +
+        `(${(cpuOf("raw") / cpuOf(variant)).toFixed(2)}× the floor's efficiency)`,
+    );
+  }
 }
 
-await compare("trust-anchors", "/v1/trust-anchors", "/trust-anchors", {});
+await compare("trust-anchors", "/v1/trust-anchors", "/trust-anchors", {}, ["app", "elysia"]);
 await compare("identity-resolve (100 identifiers)", "/v1/identity-resolve", "/identity-resolve", {
   method: "POST",
   headers: { "content-type": "application/json" },
   body: resolveBody,
-});
+}, ["app", "assembling", "elysia"]);
 child.kill("SIGINT");
 await child.exited;
 process.exit(0);
