@@ -112,10 +112,13 @@ export function instrumentedHandler(
     return response;
   };
   const deadlines = createDeadlines(deadlineMs);
-  /** The answer, or the deadline's ({@link deadlineResponse}) when it has not come after `deadlineMs`. */
-  const withDeadline = (request: Request, path: string, started: number, answer: Promise<Response>): Promise<Response> =>
+  /**
+   * The answer, or the deadline's ({@link deadlineResponse}) when it has not come after `deadlineMs`. The deadline's
+   * log line names its request itself: the shared timer runs in the context of the request that started it.
+   */
+  const withDeadline = (request: Request, requestId: string, path: string, started: number, answer: Promise<Response>): Promise<Response> =>
     deadlines.race(answer, () => {
-      deps.log.warn("request_deadline", { method: request.method, path, ms: deadlineMs });
+      deps.log.warn("request_deadline", { requestId, method: request.method, path, ms: deadlineMs });
       return deadlineResponse(path, started);
     });
   /** A request for the app: Elysia routes the path the guards read ({@link routable}). */
@@ -124,7 +127,7 @@ export function instrumentedHandler(
     const path = pathOf(request.url);
     let response: Response;
     try {
-      response = await withDeadline(request, path, started, app.handle(routable(request)));
+      response = await withDeadline(request, requestId, path, started, app.handle(routable(request)));
     } catch (error) {
       deps.log.error("request_failed", { error: error instanceof Error ? error.message : String(error) });
       response = fallbackResponse(path, started);
@@ -140,7 +143,7 @@ export function instrumentedHandler(
     let response: Response;
     try {
       const answer = edgeRoute(request);
-      response = answer instanceof Response ? answer : await withDeadline(request, path, started, answer);
+      response = answer instanceof Response ? answer : await withDeadline(request, requestId, path, started, answer);
     } catch (error) {
       deps.log.error("request_failed", { error: error instanceof Error ? error.message : String(error) });
       response = fallbackResponse(path, started);

@@ -1,10 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { Elysia } from "elysia";
-import { silentLogger } from "../adapters/observability/mod.ts";
+import { createJsonLogger, silentLogger } from "../adapters/observability/mod.ts";
 import { createPrometheusMetrics } from "../adapters/observability/mod.ts";
 import { clientKeyOf } from "../domain/sessions/mod.ts";
 import { pathOf } from "./app.ts";
-import { clientAddressOf, createDeadlines, instrumentedHandler, requestClientAddress, routable } from "./instrument.ts";
+import { clientAddressOf, createDeadlines, instrumentedHandler, requestClientAddress, requestLogContext, routable } from "./instrument.ts";
 import { requestIdFrom } from "./request_context.ts";
 
 const forwarded = (header?: string) =>
@@ -140,6 +140,17 @@ describe("instrumentedHandler() deadline", () => {
       expect(res.headers.get("access-control-allow-origin")).toBe(path.startsWith("/api/private/") || path === "/v1/controller-witness" ? null : "*");
       expect(res.body.elapsed === undefined).toBe(!["/v1/nonce", "/api/eas/nonce", "/v1/delegated-attest"].includes(path));
     }
+  });
+
+  test("each request's deadline line names that request, though one timer watches them all", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const log = createJsonLogger("debug", { context: requestLogContext, out: (line) => lines.push(JSON.parse(line)) });
+    const serve = instrumentedHandler(hanging, { metrics: createPrometheusMetrics(), log, deadlineMs: 60 });
+    const first = serve(new Request("http://ats.test/v1/artifact-trust", { headers: { "x-request-id": "first" } }));
+    await Bun.sleep(20);
+    const second = serve(new Request("http://ats.test/v1/artifact-trust", { headers: { "x-request-id": "second" } }));
+    expect((await Promise.all([first, second])).map((res) => res.headers.get("x-request-id"))).toEqual(["first", "second"]);
+    expect(lines.filter((line) => line.event === "request_deadline").map((line) => line.requestId)).toEqual(["first", "second"]);
   });
 
   test("an answer before the deadline is passed through", async () => {
