@@ -44,7 +44,7 @@ describe("budgets of the default settings", () => {
 
 describe("the real server with its idle timeout scaled down to 2 s", () => {
   const hanging = { routes: [], handle: () => new Promise<Response>(() => {}) } as unknown as Elysia;
-  const serve = (fetch: (request: Request) => Promise<Response>) => Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 2, fetch });
+  const serve = (fetch: (request: Request) => Response | Promise<Response>) => Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 2, fetch });
 
   test("without a deadline a route that never answers is cut with no HTTP answer", async () => {
     const server = serve(() => new Promise<Response>(() => {}));

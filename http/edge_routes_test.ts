@@ -9,10 +9,10 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { connect } from "node:net";
-import type { Elysia } from "elysia";
+import { Elysia } from "elysia";
 import { createJsonLogger, createPrometheusMetrics } from "../adapters/observability/mod.ts";
 import { createApp } from "./app.ts";
-import { type EdgeAnswer, edgeRoutesOf, publicEdgeRoutes } from "./edge_routes.ts";
+import { type EdgeAnswer, edgeRoutesOf, publicEdgeRoutes, registerEdgeRoutes } from "./edge_routes.ts";
 import { instrumentedHandler, requestLogContext } from "./instrument.ts";
 import { MAX_BODY_BYTES } from "./routes/request.ts";
 import { minimalAppDeps } from "./testing.ts";
@@ -254,5 +254,31 @@ describe("the edge's deadline", () => {
     }
     expect(answers[0]).toEqual({ status: 502, cors: "*", body: { error: "A dependency did not answer in time", code: "NETWORK_ERROR" } });
     expect(answers[1]).toEqual(answers[0]);
+  });
+});
+
+describe("an edge answer that throws", () => {
+  test("is 500 INTERNAL_ERROR with CORS and the request id, logged once, whether it threw at once or after the body", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const log = createJsonLogger("debug", { context: requestLogContext, out: (line) => lines.push(JSON.parse(line)) });
+    const app = new Elysia().get("/v1/trust-anchors", () => "unused").post("/v1/identity-resolve", () => "unused");
+    const boom = () => {
+      throw new Error("secret http://rpc.internal/key");
+    };
+    const answers = new Map<string, EdgeAnswer>([["/v1/trust-anchors", { method: "GET", answer: boom }], ["/v1/identity-resolve", { method: "POST", answer: boom }]]);
+    registerEdgeRoutes(app, (routes) => publicEdgeRoutes(answers, { "access-control-allow-origin": "*" }, routes));
+    const handler = instrumentedHandler(app as unknown as Elysia, { metrics: createPrometheusMetrics(), log });
+    for (const [method, path, id] of [["GET", "/v1/trust-anchors", "sync-1"], ["POST", "/v1/identity-resolve", "after-body-1"]] as const) {
+      const init: RequestInit = { method, headers: { "x-request-id": id } };
+      if (method === "POST") init.body = '{"identifiers":[]}';
+      const response = await handler(new Request(`http://ats.test${path}`, init));
+      expect(response.status).toBe(500);
+      expect(await response.json()).toEqual({ error: "Internal error", code: "INTERNAL_ERROR" });
+      expect(response.headers.get("access-control-allow-origin")).toBe("*");
+      expect(response.headers.get("x-request-id")).toBe(id);
+      expect(lines.filter((line) => line.event === "request_failed" && line.requestId === id)).toHaveLength(1);
+      expect(lines.filter((line) => line.event === "request" && line.requestId === id && line.status === 500)).toHaveLength(1);
+    }
+    expect(JSON.stringify(lines)).not.toContain("rpc.internal/key");
   });
 });
