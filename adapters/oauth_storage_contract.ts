@@ -12,6 +12,8 @@ const fresh = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${++coun
 const T0 = 1_900_000_000_000;
 /** Code bounds that never refuse (the tests that are not about them). */
 const ROOMY = { perAccount: 1_000_000, perClient: 1_000_000 };
+/** A grant bound per account that never revokes (the tests that are not about it). */
+const ROOMY_GRANTS = 1_000_000;
 
 const client = (over: Partial<OAuthClient> = {}): OAuthClient => ({
   clientId: fresh("client"),
@@ -64,7 +66,7 @@ export function oauthStorageContract(name: string, open: () => Promise<Storage>,
       await oauth.revokeAccessToken(fresh("jti"), victim, T0 + 3_600_000);
       const g = grant(victim);
       await oauth.saveCode(code(victim, "code-of-victim-" + victim), ROOMY);
-      expect(await oauth.exchangeCode("code-of-victim-" + victim, g, refresh(g.id, "rt-of-" + victim), T0)).toBe(true);
+      expect(await oauth.exchangeCode("code-of-victim-" + victim, g, refresh(g.id, "rt-of-" + victim), T0, ROOMY_GRANTS)).toBe(true);
       expect(await oauth.accessTokenActive({ jti: "any", clientId: victim, grantId: g.id })).toBe(true);
       expect(await oauth.deleteClient("someone-else", victim)).toBe(false);
       expect(await oauth.deleteClient(account, victim)).toBe(true);
@@ -82,12 +84,47 @@ export function oauthStorageContract(name: string, open: () => Promise<Storage>,
       await oauth.saveCode(code(c.clientId, hash), ROOMY);
       expect(await oauth.findCode(hash)).toMatchObject({ clientId: c.clientId, usedAtMs: null, grantId: null });
       const grants = Array.from({ length: 8 }, () => grant(c.clientId));
-      const results = await Promise.all(grants.map((g) => oauth.exchangeCode(hash, g, refresh(g.id), T0 + 1)));
+      const results = await Promise.all(grants.map((g) => oauth.exchangeCode(hash, g, refresh(g.id), T0 + 1, ROOMY_GRANTS)));
       expect(results.filter(Boolean)).toHaveLength(1);
       const winner = grants[results.indexOf(true)]!;
       expect(await oauth.findCode(hash)).toMatchObject({ usedAtMs: T0 + 1, grantId: winner.id });
       expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: c.clientId, grantId: winner.id })).toBe(true);
       expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: c.clientId, grantId: grants.find((g) => g !== winner)!.id })).toBe(false);
+    });
+
+    test("oauth: an account keeps at most its bound of unrevoked grants, all clients together: each exchange past it revokes the oldest", async () => {
+      const { oauth } = await open();
+      const account = fresh("acct");
+      const other = fresh("acct");
+      const [a, b] = [client(), client()];
+      for (const c of [a, b]) await oauth.registerClient(c, { client: fresh("k"), perClient: 100, total: 1_000_000, windowMs: 1 }, T0);
+      const exchange = async (c: OAuthClient, who: string, at: number) => {
+        const hash = fresh("code");
+        await oauth.saveCode({ ...code(c.clientId, hash), accountId: who }, ROOMY);
+        const g = { ...grant(c.clientId), accountId: who, createdAtMs: at };
+        const token = refresh(g.id);
+        expect(await oauth.exchangeCode(hash, g, token, at, 3)).toBe(true);
+        return { g, token };
+      };
+      const theirs = await exchange(a, other, T0);
+      const made = [];
+      for (let i = 0; i < 6; i++) made.push(await exchange(i % 2 === 0 ? a : b, account, T0 + 10 * (i + 1)));
+      const live = async ({ g }: { g: Grant }) => await oauth.accessTokenActive({ jti: fresh("jti"), clientId: g.clientId, grantId: g.id });
+      expect(await Promise.all(made.map(live))).toEqual([false, false, false, true, true, true]);
+      expect((await oauth.findRefreshToken(made[0]!.token.tokenHash))?.grant.revokedAtMs).toBe(T0 + 40);
+      expect((await oauth.rotateRefreshToken(made[0]!.token.tokenHash, refresh(made[0]!.g.id), T0 + 100)).kind).toBe("invalid");
+      // Another account's grant is not counted nor touched.
+      expect(await live(theirs)).toBe(true);
+      // Parallel exchanges of one account still leave it at most the bound.
+      const parallel = await Promise.all(Array.from({ length: 6 }, async (_, i) => {
+        const hash = fresh("code");
+        await oauth.saveCode({ ...code(a.clientId, hash), accountId: account }, ROOMY);
+        const g = { ...grant(a.clientId), accountId: account, createdAtMs: T0 + 200 + i };
+        expect(await oauth.exchangeCode(hash, g, refresh(g.id), T0 + 200 + i, 3)).toBe(true);
+        return { g };
+      }));
+      const alive = (await Promise.all([...made, ...parallel].map(live))).filter(Boolean);
+      expect(alive).toHaveLength(3);
     });
 
     test("oauth: a refresh token rotates once; its reuse revokes the grant, so the next token and the grant's access tokens die", async () => {
@@ -98,7 +135,7 @@ export function oauthStorageContract(name: string, open: () => Promise<Storage>,
       const hash = fresh("code");
       await oauth.saveCode(code(c.clientId, hash), ROOMY);
       const first = refresh(g.id);
-      await oauth.exchangeCode(hash, g, first, T0);
+      await oauth.exchangeCode(hash, g, first, T0, ROOMY_GRANTS);
       // Parallel uses of one token: one rotation; the others are reuse.
       const nexts = Array.from({ length: 5 }, () => refresh(g.id));
       const outcomes = await Promise.all(nexts.map((n) => oauth.rotateRefreshToken(first.tokenHash, n, T0 + 5)));
@@ -118,7 +155,7 @@ export function oauthStorageContract(name: string, open: () => Promise<Storage>,
       const hash = fresh("code");
       await oauth.saveCode(code(c.clientId, hash), ROOMY);
       const first = refresh(g.id);
-      await oauth.exchangeCode(hash, g, first, T0);
+      await oauth.exchangeCode(hash, g, first, T0, ROOMY_GRANTS);
       const second = refresh(g.id);
       expect(await oauth.rotateRefreshToken(first.tokenHash, second, T0 + 1)).toMatchObject({ kind: "rotated", grant: { id: g.id, clientId: c.clientId, scope: "account:read", revokedAtMs: null } });
       expect(await oauth.rotateRefreshToken(second.tokenHash, refresh(g.id), second.expiresAtMs)).toEqual({ kind: "invalid" });
@@ -147,7 +184,7 @@ export function oauthStorageContract(name: string, open: () => Promise<Storage>,
       expect(stored).toHaveLength(4);
       // One exchanged: room for one more, and only one.
       const g = grant(c.clientId);
-      expect(await oauth.exchangeCode(stored[0]!.codeHash, g, null, T0 + 1)).toBe(true);
+      expect(await oauth.exchangeCode(stored[0]!.codeHash, g, null, T0 + 1, ROOMY_GRANTS)).toBe(true);
       const again = await Promise.all(Array.from({ length: 5 }, () => oauth.saveCode(mine(fresh("code"), T0 + 2), { perAccount: 4, perClient: 100 })));
       expect(again.filter((o) => o === "saved")).toHaveLength(1);
       // At their expiry the codes no longer count.
@@ -170,7 +207,7 @@ export function oauthStorageContract(name: string, open: () => Promise<Storage>,
         const g: Grant = { ...grant(c.clientId), accountId: who, scope, createdAtMs: at };
         const hash = fresh("code");
         await oauth.saveCode({ ...code(c.clientId, hash), accountId: who }, ROOMY);
-        await oauth.exchangeCode(hash, g, withRefresh ? { ...refresh(g.id), createdAtMs: at, expiresAtMs: at + 86_400_000 } : null, at);
+        await oauth.exchangeCode(hash, g, withRefresh ? { ...refresh(g.id), createdAtMs: at, expiresAtMs: at + 86_400_000 } : null, at, ROOMY_GRANTS);
         return g;
       };
       const now = T0 + 10 * 3_600_000;
@@ -222,7 +259,7 @@ export function oauthStorageContract(name: string, open: () => Promise<Storage>,
       const g = grant(used.clientId);
       const hash = fresh("code");
       await oauth.saveCode({ ...code(used.clientId, hash), expiresAtMs: 2_000 }, ROOMY);
-      await oauth.exchangeCode(hash, g, refresh(g.id), 1_500);
+      await oauth.exchangeCode(hash, g, refresh(g.id), 1_500, ROOMY_GRANTS);
       const stale = fresh("code");
       await oauth.saveCode({ ...code(used.clientId, stale), expiresAtMs: 2_000 }, ROOMY);
       expect(await oauth.prune(3_000, 2_000)).toBeGreaterThanOrEqual(3);

@@ -145,7 +145,8 @@ export type Config = {
    * 1000): open registrations of everyone together per hour; `OAUTH_REFRESH_TOKEN_TTL_DAYS` (default 30);
    * `OAUTH_KEY_ROTATION_DAYS` (default 30): the token-signing key is replaced when it is this old;
    * `OAUTH_LIVE_CODES_PER_ACCOUNT` (default 10) and `OAUTH_LIVE_CODES_PER_CLIENT` (default 1000): authorization codes
-   * not yet exchanged nor expired that one account, and one client, may hold.
+   * not yet exchanged nor expired that one account, and one client, may hold; `OAUTH_GRANTS_PER_ACCOUNT` (default
+   * 100): unrevoked grants one account may hold, the oldest revoked past it.
    */
   readonly oauth: {
     readonly enabled: boolean;
@@ -155,6 +156,7 @@ export type Config = {
     readonly keyRotationDays: number;
     readonly liveCodesPerAccount: number;
     readonly liveCodesPerClient: number;
+    readonly grantsPerAccount: number;
   };
   readonly index: {
     readonly confirmations: number | undefined;
@@ -406,6 +408,7 @@ function readOAuth(env: Env): Config["oauth"] {
     keyRotationDays: int("OAUTH_KEY_ROTATION_DAYS", 30, 1, 365),
     liveCodesPerAccount: int("OAUTH_LIVE_CODES_PER_ACCOUNT", 10, 1, 1_000),
     liveCodesPerClient: int("OAUTH_LIVE_CODES_PER_CLIENT", 1_000, 1, 1_000_000),
+    grantsPerAccount: int("OAUTH_GRANTS_PER_ACCOUNT", 100, 1, 10_000),
   };
 }
 

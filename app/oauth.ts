@@ -39,6 +39,7 @@ export async function wireOAuth(config: Config, f: Foundation, options: { upkeep
       refreshTokenTtlSeconds: config.oauth.refreshTokenTtlDays * 86_400,
       liveCodesPerAccount: config.oauth.liveCodesPerAccount,
       liveCodesPerClient: config.oauth.liveCodesPerClient,
+      grantsPerAccount: config.oauth.grantsPerAccount,
     },
   });
   const upkeep = async () => {

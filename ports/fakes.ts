@@ -729,13 +729,17 @@ export function fakeOAuthStore() {
       return Promise.resolve("saved" as const);
     },
     findCode: (hash) => Promise.resolve(codes.get(hash)),
-    exchangeCode(hash, grant, token, nowMs) {
+    exchangeCode(hash, grant, token, nowMs, maxGrantsPerAccount) {
       const code = codes.get(hash);
       if (code === undefined || code.usedAtMs !== null) return Promise.resolve(false);
       store.writes++;
       codes.set(hash, { ...code, usedAtMs: nowMs, grantId: grant.id });
       grants.set(grant.id, grant);
       if (token !== null) refresh.set(token.tokenHash, token);
+      const others = [...grants.values()]
+        .filter((g) => g.accountId === grant.accountId && g.revokedAtMs === null && g.id !== grant.id)
+        .sort((a, b) => b.createdAtMs - a.createdAtMs || (a.id < b.id ? 1 : -1));
+      for (const g of others.slice(Math.max(0, maxGrantsPerAccount - 1))) grants.set(g.id, { ...g, revokedAtMs: nowMs });
       return Promise.resolve(true);
     },
     rotateRefreshToken(hash, next, nowMs) {

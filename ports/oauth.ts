@@ -136,9 +136,11 @@ export interface OAuthStore {
   readonly findCode: (codeHash: string) => Promise<StoredCode | undefined>;
   /**
    * Uses a code up, atomically with storing the grant it creates and the grant's first refresh token (if any):
-   * false when another exchange used it first (nothing is stored then).
+   * false when another exchange used it first (nothing is stored then). The account then holds at most
+   * `maxGrantsPerAccount` unrevoked grants: past it its oldest others are revoked in the same transaction (their
+   * refresh and access tokens stop working), so an account approving again and again stores a bounded number.
    */
-  readonly exchangeCode: (codeHash: string, grant: Grant, refresh: RefreshToken | null, nowMs: number) => Promise<boolean>;
+  readonly exchangeCode: (codeHash: string, grant: Grant, refresh: RefreshToken | null, nowMs: number, maxGrantsPerAccount: number) => Promise<boolean>;
   /** Exchanges a refresh token for `next`, atomically; see {@link RefreshRotation}. */
   readonly rotateRefreshToken: (tokenHash: string, next: RefreshToken, nowMs: number) => Promise<RefreshRotation>;
   /** The grant a refresh token belongs to (for revocation), whatever its state. */

@@ -74,10 +74,12 @@ export function createPostgresOAuth(sql: SQL): OAuthStore {
       const [row] = await sql`SELECT * FROM oauth_codes WHERE code_hash = ${codeHash}` as Row[];
       return row === undefined ? undefined : toStoredCode(row);
     },
-    exchangeCode: (codeHash, grant, refresh, now) =>
+    exchangeCode: (codeHash, grant, refresh, now, maxGrants) =>
       sql.begin(async (tx) => {
         const used = await tx`UPDATE oauth_codes SET used_at_ms = ${now}, grant_id = ${grant.id} WHERE code_hash = ${codeHash} AND used_at_ms IS NULL RETURNING code_hash` as Row[];
         if (used.length === 0) return false;
+        // One exchange of an account at a time, so two at once cannot both keep the account's newest grants.
+        await tx`SELECT pg_advisory_xact_lock(hashtext(${`oauth-grants:${grant.accountId}`}))`;
         await tx`INSERT INTO oauth_grants (id, client_id, account_id, scope, resource, created_at_ms, revoked_at_ms)
           VALUES (${grant.id}, ${grant.clientId}, ${grant.accountId}, ${grant.scope}, ${grant.resource}, ${grant.createdAtMs}, NULL)`;
         if (refresh !== null) {
@@ -85,6 +87,9 @@ export function createPostgresOAuth(sql: SQL): OAuthStore {
             VALUES (${refresh.tokenHash}, ${refresh.grantId}, ${refresh.createdAtMs}, ${refresh.expiresAtMs}, NULL)`;
         }
         await tx`UPDATE oauth_clients SET granted_at_ms = ${now} WHERE client_id = ${grant.clientId} AND granted_at_ms IS NULL`;
+        await tx`UPDATE oauth_grants SET revoked_at_ms = ${now} WHERE account_id = ${grant.accountId} AND revoked_at_ms IS NULL AND id <> ${grant.id}
+          AND id NOT IN (SELECT id FROM oauth_grants WHERE account_id = ${grant.accountId} AND revoked_at_ms IS NULL AND id <> ${grant.id}
+            ORDER BY created_at_ms DESC, id DESC LIMIT ${maxGrants - 1})`;
         return true;
       }),
     rotateRefreshToken: (tokenHash, next, now) =>

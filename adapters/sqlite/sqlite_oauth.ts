@@ -190,7 +190,10 @@ export function createSqliteOAuth(db: Database): OAuthStore {
     db.query("DELETE FROM oauth_codes WHERE client_id = ?").run(clientId);
     return true;
   });
-  const exchange = db.transaction((codeHash: string, grant: Grant, refresh: Parameters<OAuthStore["exchangeCode"]>[2], now: number) => {
+  // The account's unrevoked grants beyond the new one and its `?4` newest others (the transaction holds the writer).
+  const revokeOldestGrants = db.query(`UPDATE oauth_grants SET revoked_at_ms = ?1 WHERE account_id = ?2 AND revoked_at_ms IS NULL AND id <> ?3
+    AND id NOT IN (SELECT id FROM oauth_grants WHERE account_id = ?2 AND revoked_at_ms IS NULL AND id <> ?3 ORDER BY created_at_ms DESC, id DESC LIMIT ?4)`);
+  const exchange = db.transaction((codeHash: string, grant: Grant, refresh: Parameters<OAuthStore["exchangeCode"]>[2], now: number, maxGrants: number) => {
     const used = db.query("UPDATE oauth_codes SET used_at_ms = ?, grant_id = ? WHERE code_hash = ? AND used_at_ms IS NULL").run(now, grant.id, codeHash);
     if (used.changes === 0) return false;
     db.query("INSERT INTO oauth_grants (id, client_id, account_id, scope, resource, created_at_ms, revoked_at_ms) VALUES (?, ?, ?, ?, ?, ?, NULL)")
@@ -200,6 +203,7 @@ export function createSqliteOAuth(db: Database): OAuthStore {
         .run(refresh.tokenHash, refresh.grantId, refresh.createdAtMs, refresh.expiresAtMs);
     }
     db.query("UPDATE oauth_clients SET granted_at_ms = ? WHERE client_id = ? AND granted_at_ms IS NULL").run(now, grant.clientId);
+    revokeOldestGrants.run(now, grant.accountId, grant.id, maxGrants - 1);
     return true;
   });
   const liveCodes = db.query<{ a: number; c: number }, [string, string, number]>(
@@ -267,7 +271,7 @@ export function createSqliteOAuth(db: Database): OAuthStore {
       const row = db.query<Record<string, unknown>, [string]>("SELECT * FROM oauth_codes WHERE code_hash = ?").get(codeHash);
       return Promise.resolve(row === null ? undefined : toStoredCode(row));
     },
-    exchangeCode: (codeHash, grant, refresh, now) => Promise.resolve(exchange.immediate(codeHash, grant, refresh, now)),
+    exchangeCode: (codeHash, grant, refresh, now, maxGrants) => Promise.resolve(exchange.immediate(codeHash, grant, refresh, now, maxGrants)),
     rotateRefreshToken: (tokenHash, next, now) => Promise.resolve(rotate.immediate(tokenHash, next, now)),
     findRefreshToken(tokenHash) {
       const token = db.query<Record<string, unknown>, [string]>("SELECT * FROM oauth_refresh_tokens WHERE token_hash = ?").get(tokenHash);

@@ -16,6 +16,11 @@ export type OAuthPolicy = {
   readonly liveCodesPerAccount: number;
   /** Authorization codes neither exchanged nor expired one client may hold (`OAUTH_LIVE_CODES_PER_CLIENT`). */
   readonly liveCodesPerClient: number;
+  /**
+   * Unrevoked grants one account may hold, all clients together (`OAUTH_GRANTS_PER_ACCOUNT`): an exchange past it
+   * revokes the account's oldest.
+   */
+  readonly grantsPerAccount: number;
 };
 
 /** An access token's lifetime (decisions §19). */

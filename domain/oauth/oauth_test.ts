@@ -6,7 +6,7 @@ const ISSUER = "https://ats.example";
 const REDIRECT = "https://app.example/cb";
 const VERIFIER = "v".repeat(43);
 
-async function setup(limits: { liveCodesPerAccount?: number; liveCodesPerClient?: number } = {}) {
+async function setup(limits: { liveCodesPerAccount?: number; liveCodesPerClient?: number; grantsPerAccount?: number } = {}) {
   const clock = fakeClock();
   const store = fakeOAuthStore();
   const accounts = fakeAccountStore();
@@ -19,7 +19,7 @@ async function setup(limits: { liveCodesPerAccount?: number; liveCodesPerClient?
     clock,
     random: fakeRandom(),
     issuer: ISSUER,
-    policy: { registrationsPerClientPerHour: 3, registrationsPerHour: 100, refreshTokenTtlSeconds: 86_400, liveCodesPerAccount: 100, liveCodesPerClient: 100, ...limits },
+    policy: { registrationsPerClientPerHour: 3, registrationsPerHour: 100, refreshTokenTtlSeconds: 86_400, liveCodesPerAccount: 100, liveCodesPerClient: 100, grantsPerAccount: 100, ...limits },
   });
   const registered = await oauth.registration.register({ client_name: "Bot", redirect_uris: [REDIRECT] }, "10.0.0.1");
   if (!registered.ok) throw new Error("registration failed");
@@ -89,6 +89,25 @@ describe("authorization", () => {
     expect((await back({ ...base, scope: "admin" }))?.get("error")).toBe("invalid_scope");
     expect((await back({ ...base, resource: "https://other.example" }))?.get("error")).toBe("invalid_target");
     expect(await oauth.authorization.check({ ...base, resource: `${ISSUER}/mcp` })).toMatchObject({ ok: true });
+  });
+});
+
+describe("grants: bounded per account (OAUTH_GRANTS_PER_ACCOUNT)", () => {
+  test("each exchange past the bound revokes the account's oldest grant: its refresh token and access token stop working, the newest work", async () => {
+    const { oauth, code, exchange, clock, clientId } = await setup({ grantsPerAccount: 2 });
+    const tokens = [];
+    for (let i = 0; i < 4; i++) {
+      clock.set(clock.nowMs() + 1_000);
+      const got = await exchange(await code());
+      if (!got.ok) throw new Error("exchange failed");
+      tokens.push(got.value);
+    }
+    const works = async (t: { access_token: string; refresh_token?: string | undefined }) =>
+      (await oauth.authenticateBearer(t.access_token, { scope: "account:read" })).ok;
+    expect(await Promise.all(tokens.map(works))).toEqual([false, false, true, true]);
+    expect(await oauth.tokens.token({ grant_type: "refresh_token", client_id: clientId, refresh_token: tokens[0]!.refresh_token! }, {}))
+      .toMatchObject({ ok: false, code: "invalid_grant" });
+    expect((await oauth.tokens.token({ grant_type: "refresh_token", client_id: clientId, refresh_token: tokens[3]!.refresh_token! }, {})).ok).toBe(true);
   });
 });
 

@@ -101,7 +101,7 @@ export function createTokens(deps: OAuthDeps) {
     if (!audience.ok) return audience;
     const grant: Grant = { id: randomToken(random, 16), clientId: client.clientId, accountId: stored.accountId, scope: stored.scope, resource: stored.resource, createdAtMs: now, revokedAtMs: null };
     const refresh = client.grantTypes.includes("refresh_token") ? newRefreshToken(grant.id) : undefined;
-    if (!(await store.exchangeCode(stored.codeHash, grant, refresh?.row ?? null, now))) return fail("invalid_grant", "The code was used already");
+    if (!(await store.exchangeCode(stored.codeHash, grant, refresh?.row ?? null, now, policy.grantsPerAccount))) return fail("invalid_grant", "The code was used already");
     const access = await accessToken({ accountId: stored.accountId, clientId: client.clientId, scopes: scopesOf(stored.scope), audience: audience.value, grantId: grant.id });
     return ok({ access_token: access.token, token_type: "Bearer", expires_in: ACCESS_TOKEN_TTL_SECONDS, scope: access.scope, ...(refresh ? { refresh_token: refresh.token } : {}) });
   }
