@@ -7,7 +7,7 @@
  */
 import type { ArtifactTrustRecord } from "../domain/artifact_trust/mod.ts";
 import type { ControllerConfirmRecord, DiscoveryRecord } from "../domain/discovery/mod.ts";
-import { buildReviewData } from "../domain/reviews/mod.ts";
+import { buildReviewData, type ReviewTransaction, transactionProof } from "../domain/reviews/mod.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import type { HexString } from "../ports/eas.ts";
 import {
@@ -271,17 +271,31 @@ export async function writeThroughRelay(input: RelayWriteInput, options: Service
   );
 }
 
-/** A user review of a service (its did:web), written through the private relay. */
+/**
+ * A user review of a service (its did:web), written through the private relay; with `transaction`, backed by it as a
+ * `tx-interaction` (or `tx-encoded-value`) proof, which readers check on chain (decisions §18: sent by the reviewer
+ * to an address the service names). A transaction that is not one (`txHash` not 32 bytes of hex, a chain that is
+ * not eip155) is `INVALID_INPUT` before anything is signed.
+ */
 export async function writeReview(
   input: Omit<RelayWriteInput, "schemaName" | "data" | "subjectDid"> & {
     readonly subject: string;
     readonly ratingValue: number;
     readonly reviewBody?: string | undefined;
     readonly version?: string | undefined;
+    readonly transaction?: ReviewTransaction | undefined;
   },
   options: ServiceOptions = {},
 ) {
-  const data = buildReviewData({ subject: input.subject, ratingValue: input.ratingValue, reviewBody: input.reviewBody, version: input.version ?? "1.0.0" });
+  const proof = input.transaction === undefined ? undefined : transactionProof(input.transaction);
+  if (proof !== undefined && !proof.ok) throw new AtsClientError("INVALID_INPUT", `transaction: ${proof.message}`);
+  const data = buildReviewData({
+    subject: input.subject,
+    ratingValue: input.ratingValue,
+    reviewBody: input.reviewBody,
+    version: input.version ?? "1.0.0",
+    proofs: proof === undefined ? [] : [proof.value],
+  });
   if (!data.ok) throw new AtsClientError(data.code, data.message);
   const result = await writeThroughRelay({ ...input, schemaName: "user-review", data: data.value }, options);
   return { ...result, data: data.value };

@@ -24,10 +24,11 @@ import {
   readTxProofObject,
   type ReviewData,
   type ReviewHead,
+  type ReviewTransaction,
   sameService,
   supersedingReview,
+  transactionProof,
   txProofReasons,
-  type TxProofType,
 } from "../domain/reviews/mod.ts";
 import { decodeSchemaData, encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
@@ -81,13 +82,7 @@ export type ReviewChainOptions = {
 // The reviewer
 
 /** A transaction that backs a review: the reviewer (or a wallet it linked) interacted with the subject. */
-export type ReviewTransaction = {
-  /** `eip155:<id>` or the chain id. */
-  readonly chainId: string | number;
-  readonly txHash: Hex;
-  /** Default `tx-interaction`. */
-  readonly proofType?: TxProofType | undefined;
-};
+export type { ReviewTransaction };
 
 /** What the reviewer says, and the receipt, offer or transaction that backs it. */
 export type ServiceReviewInput = {
@@ -167,17 +162,15 @@ function buildTransactionReview(input: Omit<ServiceReviewInput, "attester" | "si
     throw new AtsClientError("INVALID_INPUT", "transaction cannot be combined with a receipt or offer");
   }
   if (input.subject === undefined) throw new AtsClientError("INVALID_INPUT", "subject is required with a transaction");
-  const tx = input.transaction!;
-  const proofObject = { chainId: typeof tx.chainId === "number" ? `eip155:${tx.chainId}` : tx.chainId, txHash: tx.txHash };
-  const read = readTxProofObject(proofObject);
-  if (!read.ok) throw new AtsClientError("INVALID_INPUT", `transaction: ${read.message.replace(/^proofObject\./, "")}`);
+  const proof = transactionProof(input.transaction!);
+  if (!proof.ok) throw new AtsClientError("INVALID_INPUT", `transaction: ${proof.message}`);
   const built = buildReviewData({
     subject: input.subject,
     ratingValue: input.ratingValue,
     reviewBody: input.reviewBody,
     screenshotUrls: input.screenshotUrls,
     version: input.version ?? "1.0.0",
-    proofs: [{ proofType: tx.proofType ?? "tx-interaction", proofPurpose: "commercial-tx", proofObject }],
+    proofs: [proof.value],
   });
   if (!built.ok) throw new AtsClientError(built.code, built.message);
   return built.value;

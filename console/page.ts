@@ -177,6 +177,14 @@ export function renderConsolePage(settings: ConsolePageSettings, assetVersion: s
       </select>
       <label for="review-body">Review (up to 500 characters)</label>
       <textarea id="review-body" name="reviewBody" maxlength="500" rows="4"></textarea>
+      <label for="review-tx">Transaction with the service, as proof (optional)</label>
+      <input id="review-tx" name="txHash" autocomplete="off" autocapitalize="off" spellcheck="false" placeholder="0x… (its hash, on this service's chain)" aria-describedby="review-tx-help">
+      <p id="review-tx-help" class="help">A payment or call your wallet sent to an address the service names in its DNS TXT record or did.json. Readers check it on chain.</p>
+      <label for="review-tx-type">What the transaction proves</label>
+      <select id="review-tx-type" name="txProofType">
+        <option value="tx-interaction">tx-interaction: you used the service</option>
+        <option value="tx-encoded-value">tx-encoded-value: an amount the service asked you to send</option>
+      </select>
       <button type="submit">Sign and send review</button>
     </form>
     <p id="review-status" class="status" role="status" aria-live="polite"></p>

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { type Browser, chromium, type Page } from "playwright-core";
-import { createPublicClient, type Hex, http, sha256 } from "viem";
+import { createPublicClient, createWalletClient, type Hex, http, sha256 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { ANVIL_DEV_KEYS } from "../adapters/devnet/mod.ts";
 import { EAS_ABI } from "../domain/eas_abi.ts";
@@ -27,6 +27,7 @@ import { type HttpsServer, startHttpsServer } from "./support/https_server.ts";
 import { getTestCa, issueLeaf } from "./support/test_ca.ts";
 import { freePort, type Stack, startStack } from "./harness.ts";
 import { injectWallet } from "./support/browser_wallet.ts";
+import { verifyReview } from "../client/reviews.ts";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const HAVE_CHROMIUM = existsSync(CHROMIUM);
@@ -376,19 +377,38 @@ describeBrowser("the console in a browser", () => {
     await page.click("#witness-form button[type=submit]");
     expect(await statusOf(page, "witness-status")).toStartWith("EVIDENCE_NOT_FOUND: ");
 
-    // A review signed with eth_signTypedData_v4 and sent through the private relay, read back from EAS.
+    // A review signed with eth_signTypedData_v4 and sent through the private relay, read back from EAS, backed by a
+    // transaction the wallet sent to an address the service names (its TXT record names this wallet). A hash that is
+    // not one is refused before the wallet is asked to sign.
     await page.fill("#review-subject", "shop.test");
     await page.selectOption("#review-rating", "4");
     await page.fill("#review-body", "Fast and friendly <b>not bold</b>");
+    await page.fill("#review-tx", "0x1234");
+    const signaturesBefore = walletCalls.filter((call) => call === "eth_signTypedData_v4").length;
+    await page.click("#review-form button[type=submit]");
+    expect(await statusOf(page, "review-status")).toBe("INVALID_INPUT: transaction: txHash must be 32 bytes of hex");
+    expect(walletCalls.filter((call) => call === "eth_signTypedData_v4")).toHaveLength(signaturesBefore);
+    const wallet = createWalletClient({ account: user, transport: http(stack.devnet.rpcUrl) });
+    const paid = await wallet.sendTransaction({ to: user.address, value: 1n, chain: null });
+    expect((await chain().waitForTransactionReceipt({ hash: paid })).status).toBe("success");
+    await page.fill("#review-tx", paid.toUpperCase().replace("0X", "0x"));
     await page.click("#review-form button[type=submit]");
     const reviewed = await statusOf(page, "review-status");
-    expect(reviewed).toMatch(/^Review written: uid 0x[0-9a-f]{64}, transaction 0x[0-9a-f]{64}, block \d+$/);
+    expect(reviewed).toMatch(/^Review written \(with tx-interaction proof 0x[0-9a-f]{64}\): uid 0x[0-9a-f]{64}, transaction 0x[0-9a-f]{64}, block \d+$/);
     expect(walletCalls).toContain("eth_signTypedData_v4");
-    const review = await readAttestation(/uid (0x[0-9a-f]{64})/.exec(reviewed)![1] as Hex, "user-review");
+    const reviewUid = /uid (0x[0-9a-f]{64})/.exec(reviewed)![1] as Hex;
+    const review = await readAttestation(reviewUid, "user-review");
     expect(review.attestation.attester).toBe(user.address);
     expect(review.attestation.recipient.toLowerCase()).toBe((didToAddress("did:web:shop.test") as { value: Hex }).value.toLowerCase());
     expect(review.data).toMatchObject({ subject: "did:web:shop.test", reviewBody: "Fast and friendly <b>not bold</b>" });
     expect(Number(review.data?.ratingValue)).toBe(4);
+    expect((review.data?.proofs as string[]).map((proof) => JSON.parse(proof))).toEqual([
+      { proofType: "tx-interaction", proofPurpose: "commercial-tx", proofObject: { chainId: "eip155:31337", txHash: paid.toLowerCase() } },
+    ]);
+    // A reader checking the review finds the transaction on chain, from the reviewer.
+    const verified = await verifyReview(reviewUid, { baseUrl: service.url, rpc: stack.devnet.rpcUrl, chainId: 31337 });
+    expect(verified.proofs).toHaveLength(1);
+    expect(verified.proofs[0]).toMatchObject({ proofType: "tx-interaction", valid: true, reasons: [], transaction: { txHash: paid.toLowerCase() } });
     expect(await text(page, "#account-writes")).toBe("2 of 10 used this year");
     await screenshots(page, "account-signed-in");
 

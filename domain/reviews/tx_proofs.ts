@@ -51,6 +51,26 @@ export function readTxProofObject(proofObject: unknown): Result<TxProofObject, "
   });
 }
 
+/** A transaction a reviewer names to back a review: the chain (`eip155:<id>` or the id) and the hash. */
+export type ReviewTransaction = {
+  readonly chainId: string | number;
+  readonly txHash: string;
+  /** Default `tx-interaction`. */
+  readonly proofType?: TxProofType | undefined;
+};
+
+/**
+ * The review proof naming `tx` (purpose `commercial-tx`, chainId written CAIP-2 as the reference schemas do), or
+ * what is wrong with it, worded by the transaction's own fields (`txHash must be 32 bytes of hex`).
+ */
+export function transactionProof(tx: ReviewTransaction): Result<{ proofType: TxProofType; proofPurpose: "commercial-tx"; proofObject: { chainId: string; txHash: Hex } }, "INVALID_INPUT"> {
+  const proofType = tx.proofType ?? "tx-interaction";
+  if (!isTxProofType(proofType)) return fail("INVALID_INPUT", `proofType must be one of ${TX_PROOF_TYPES.join(", ")}`);
+  const read = readTxProofObject({ chainId: tx.chainId, txHash: tx.txHash });
+  if (!read.ok) return fail("INVALID_INPUT", read.message.replace(/^proofObject\./, ""));
+  return ok({ proofType, proofPurpose: "commercial-tx", proofObject: { chainId: `eip155:${read.value.chainId}`, txHash: read.value.txHash } });
+}
+
 /** The transaction as the chain holds it; undefined when it is not there. */
 export type ChainTransaction = {
   readonly from: Address;

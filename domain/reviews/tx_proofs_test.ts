@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { buildReviewData } from "./reviews.ts";
-import { didPkhAddress, readTxProofObject, txProofReasons } from "./tx_proofs.ts";
+import { didPkhAddress, readTxProofObject, transactionProof, txProofReasons } from "./tx_proofs.ts";
 
 const HASH = `0x${"ab".repeat(32)}` as const;
 const REVIEWER = "0x1111111111111111111111111111111111111111";
@@ -66,5 +66,25 @@ describe("txProofReasons()", () => {
   test("didPkhAddress() reads any EVM chain's did:pkh, with or without a fragment", () => {
     expect(didPkhAddress(`did:pkh:eip155:1:${SERVICE}#controller`)).toBe(SERVICE);
     expect(didPkhAddress("did:web:x.example")).toBeUndefined();
+  });
+});
+
+describe("transactionProof()", () => {
+  const hash = `0x${"Ab".repeat(32)}`;
+  test("a transaction becomes the proof readers check: CAIP-2 chain, lower-case hash, commercial-tx, tx-interaction by default", () => {
+    const expected = { ok: true, value: { proofType: "tx-interaction", proofPurpose: "commercial-tx", proofObject: { chainId: "eip155:31337", txHash: hash.toLowerCase() } } };
+    expect(transactionProof({ chainId: 31337, txHash: hash }) as unknown).toEqual(expected);
+    expect(transactionProof({ chainId: "eip155:31337", txHash: hash }) as unknown).toEqual(expected);
+    expect(transactionProof({ chainId: 1, txHash: hash, proofType: "tx-encoded-value" })).toMatchObject({ ok: true, value: { proofType: "tx-encoded-value", proofObject: { chainId: "eip155:1" } } });
+    // What it builds, the review reads back.
+    const built = transactionProof({ chainId: 31337, txHash: hash });
+    expect((built.ok && readTxProofObject(built.value.proofObject)) as unknown).toEqual({ ok: true, value: { chainId: 31337, txHash: hash.toLowerCase() } });
+  });
+
+  test("refuses, naming the field, what is not a transaction", () => {
+    expect(transactionProof({ chainId: 31337, txHash: "0x1234" })).toEqual({ ok: false, code: "INVALID_INPUT", message: "txHash must be 32 bytes of hex" });
+    expect(transactionProof({ chainId: "solana:mainnet", txHash: hash })).toEqual({ ok: false, code: "INVALID_INPUT", message: "chainId must be an EVM chain (eip155:<id>)" });
+    expect(transactionProof({ chainId: 0, txHash: hash })).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+    expect(transactionProof({ chainId: 1, txHash: hash, proofType: "x402-receipt" as never })).toEqual({ ok: false, code: "INVALID_INPUT", message: "proofType must be one of tx-interaction, tx-encoded-value" });
   });
 });
