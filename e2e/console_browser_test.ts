@@ -26,7 +26,7 @@ import { easWriter } from "./support/eas_writer.ts";
 import { type HttpsServer, startHttpsServer } from "./support/https_server.ts";
 import { getTestCa, issueLeaf } from "./support/test_ca.ts";
 import { freePort, type Stack, startStack } from "./harness.ts";
-import { injectWallet } from "./support/browser_wallet.ts";
+import { injectWallet, walletAnswers } from "./support/browser_wallet.ts";
 import { verifyReview } from "../client/reviews.ts";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -129,41 +129,6 @@ afterAll(async () => {
   await dns?.stop();
 });
 
-/** Answers the page's EIP-1193 calls in Node with the user's key. */
-async function answerWallet(method: string, paramsJson: string): Promise<string> {
-  walletCalls.push(method);
-  const params = JSON.parse(paramsJson) as unknown[];
-  try {
-    switch (method) {
-      case "eth_requestAccounts":
-      case "eth_accounts":
-        return JSON.stringify({ result: [user.address] });
-      case "eth_chainId":
-        return JSON.stringify({ result: "0x7a69" });
-      case "personal_sign": {
-        const [data, address] = params as [Hex, string];
-        if (address.toLowerCase() !== user.address.toLowerCase()) throw new Error("unknown account");
-        return JSON.stringify({ result: await user.signMessage({ message: { raw: data } }) });
-      }
-      case "eth_signTypedData_v4": {
-        const [address, json] = params as [string, string];
-        if (address.toLowerCase() !== user.address.toLowerCase()) throw new Error("unknown account");
-        const typed = JSON.parse(json) as { types: Record<string, { name: string; type: string }[]>; domain: Record<string, unknown>; primaryType: string; message: Record<string, unknown> };
-        const { EIP712Domain, ...types } = typed.types;
-        expect(EIP712Domain!.map((f) => f.name)).toEqual(["name", "version", "chainId", "verifyingContract"]);
-        // JSON carries big integers as strings; the signer wants them as numbers.
-        const message = { ...typed.message };
-        for (const field of types[typed.primaryType]!) if (/^u?int/.test(field.type)) message[field.name] = BigInt(message[field.name] as string);
-        return JSON.stringify({ result: await user.signTypedData({ domain: typed.domain as never, types, primaryType: typed.primaryType, message }) });
-      }
-      default:
-        return JSON.stringify({ error: { code: 4200, message: `Unsupported method ${method}` } });
-    }
-  } catch (error) {
-    return JSON.stringify({ error: { code: -32603, message: error instanceof Error ? error.message : String(error) } });
-  }
-}
-
 type Opened = { page: Page; problems: string[] };
 
 async function open(hash: string): Promise<Opened> {
@@ -179,7 +144,7 @@ async function open(hash: string): Promise<Opened> {
   page.on("request", (request) => {
     if (!request.url().startsWith(service.url) && !request.url().startsWith("data:")) problems.push(`foreign request: ${request.url()}`);
   });
-  await injectWallet(page, answerWallet);
+  await injectWallet(page, walletAnswers(user, { onCall: (method) => walletCalls.push(method) }));
   await page.goto(`${service.url}/${hash === "" ? "" : `#${hash}`}`);
   await page.waitForSelector("html[data-ready=true]");
   return { page, problems };

@@ -20,9 +20,17 @@ export const INJECT_WALLET = `(() => {
   announce();
 })();`;
 
-/** Answers the page's EIP-1193 calls with `user`'s key on the devnet (chain 31337), as JSON-RPC result or error. */
-export function walletAnswers(user: LocalAccount): (method: string, paramsJson: string) => Promise<string> {
+/**
+ * Answers the page's EIP-1193 calls with `user`'s key on the devnet (chain 31337), as JSON-RPC result or error.
+ * `onCall` sees every method asked for, in order. A signature asked of another account, or typed data whose
+ * `EIP712Domain` is not the four fields wallets derive (name, version, chainId, verifyingContract), is an error.
+ */
+export function walletAnswers(user: LocalAccount, options: { onCall?: (method: string) => void } = {}): (method: string, paramsJson: string) => Promise<string> {
+  const mustBeUser = (address: string) => {
+    if (address.toLowerCase() !== user.address.toLowerCase()) throw new Error("unknown account");
+  };
   return async (method, paramsJson) => {
+    options.onCall?.(method);
     const params = JSON.parse(paramsJson) as unknown[];
     try {
       switch (method) {
@@ -31,16 +39,22 @@ export function walletAnswers(user: LocalAccount): (method: string, paramsJson: 
           return JSON.stringify({ result: [user.address] });
         case "eth_chainId":
           return JSON.stringify({ result: "0x7a69" });
-        case "personal_sign":
-          return JSON.stringify({ result: await user.signMessage!({ message: { raw: (params as [Hex])[0] } }) });
+        case "personal_sign": {
+          const [data, address] = params as [Hex, string];
+          mustBeUser(address);
+          return JSON.stringify({ result: await user.signMessage!({ message: { raw: data } }) });
+        }
         case "eth_signTypedData_v4": {
-          const typed = JSON.parse((params as [string, string])[1]) as {
+          const [address, json] = params as [string, string];
+          mustBeUser(address);
+          const typed = JSON.parse(json) as {
             types: Record<string, { name: string; type: string }[]>;
             domain: Record<string, unknown>;
             primaryType: string;
             message: Record<string, unknown>;
           };
-          const { EIP712Domain: _, ...types } = typed.types;
+          const { EIP712Domain, ...types } = typed.types;
+          if (EIP712Domain?.map((f) => f.name).join() !== "name,version,chainId,verifyingContract") throw new Error("unexpected EIP712Domain");
           // JSON carries big integers as strings; the signer wants them as numbers.
           const message = { ...typed.message };
           for (const field of types[typed.primaryType]!) if (/^u?int/.test(field.type)) message[field.name] = BigInt(message[field.name] as string);
