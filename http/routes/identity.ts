@@ -34,6 +34,8 @@ const ENTRY_OVERHEAD = 96;
 export type BoundedCache<V> = {
   readonly get: (key: string) => V | undefined;
   readonly set: (key: string, value: V) => void;
+  /** Whether a value under `key` could be kept at all (its length within `maxKeyLength`). */
+  readonly keeps: (key: string) => boolean;
   /** The bytes charged for what is kept now. */
   readonly bytes: () => number;
   readonly size: () => number;
@@ -52,6 +54,7 @@ function createBoundedCache<V>(limits: RecordCacheLimits, sizeOf: (value: V) => 
   const cost = (key: string, value: V) => 2 * key.length + sizeOf(value) + ENTRY_OVERHEAD;
   return {
     get: (key) => entries.get(key),
+    keeps: (key) => key.length <= limits.maxKeyLength,
     set(key, value) {
       if (key.length > limits.maxKeyLength || entries.has(key)) return;
       const charge = cost(key, value);
@@ -146,7 +149,9 @@ export function createIdentityResolve(
   const init = { headers: new Headers({ "content-type": "application/json; charset=utf-8", ...extra }) };
   const scratch = new Uint8Array(SCRATCH_BYTES);
   return (body) => {
-    if (answers !== undefined && typeof body === "string") {
+    // A body too long to be kept is neither looked up (hashing it) nor copied for the cache.
+    const keep = answers !== undefined && typeof body === "string" && answers.keeps(body);
+    if (keep) {
       const kept = answers.get(body);
       if (kept !== undefined) return new Response(kept, init);
     }
@@ -166,7 +171,7 @@ export function createIdentityResolve(
       size += record.byteLength;
     }
     const answer = identitiesBody(records, size, scratch);
-    if (answers === undefined || typeof body !== "string") return new Response(answer, init);
+    if (!keep) return new Response(answer, init);
     // The Blob takes its own copy of the bytes (the scratch buffer serves the next request), and every Response
     // made of it shares that copy.
     const kept = new Blob([answer]);
