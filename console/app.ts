@@ -633,19 +633,20 @@ function setUpAccount(): void {
       const wallet = needSigner();
       const steps = { nonce: "Reading your EAS nonce…", sign: "Sign the review in your wallet…", submit: "Sending through the relay…" };
       const txHash = byId<HTMLInputElement>("review-tx").value.trim();
+      const proofType = byId<HTMLSelectElement>("review-tx-type").value as "tx-interaction" | "tx-encoded-value";
       const result = await writeReview({
         subject: byId<HTMLInputElement>("review-subject").value.trim(),
         ratingValue: Number(byId<HTMLSelectElement>("review-rating").value),
         reviewBody: byId<HTMLTextAreaElement>("review-body").value,
         transaction: txHash === ""
           ? undefined
-          : { chainId: CHAIN_ID, txHash, proofType: byId<HTMLSelectElement>("review-tx-type").value as "tx-interaction" | "tx-encoded-value" },
+          : { chainId: CHAIN_ID, txHash, proofType },
         attester: wallet.address,
         sign: (typedData) => wallet.signTypedData(typedData),
         onProgress: (step) => setStatus("review-status", "progress", steps[step]),
       }, api);
       await refreshAccount();
-      const proof = txHash === "" ? "" : ` (with ${byId<HTMLSelectElement>("review-tx-type").value} proof ${txHash.toLowerCase()})`;
+      const proof = txHash === "" ? "" : ` (with ${proofType} proof ${txHash.toLowerCase()})`;
       return `Review written${proof}: uid ${result.uid}, transaction ${result.txHash}, block ${result.blockNumber}`;
     });
   });

@@ -142,18 +142,22 @@ export function instrumentedHandler(
    */
   const serveAtEdge = (request: Request, requestId: string, path: string, edgeRoute: EdgeRoute): Response | Promise<Response> => {
     const started = performance.now();
-    const failed = (error: unknown) => {
-      deps.log.error("request_failed", { error: error instanceof Error ? error.message : String(error) });
-      return finish(request, requestId, path, started, fallbackResponse(path, started));
-    };
     let answer: Response | Promise<Response>;
     try {
       answer = edgeRoute(request);
     } catch (error) {
-      return failed(error);
+      return failedAtEdge(request, requestId, path, started, error);
     }
     if (answer instanceof Response) return finish(request, requestId, path, started, answer);
-    return withDeadline(request, requestId, path, started, answer).then((response) => finish(request, requestId, path, started, response), failed);
+    return withDeadline(request, requestId, path, started, answer).then(
+      (response) => finish(request, requestId, path, started, response),
+      (error: unknown) => failedAtEdge(request, requestId, path, started, error),
+    );
+  };
+  /** An edge answer that threw: logged, and the app's 500 in its place. */
+  const failedAtEdge = (request: Request, requestId: string, path: string, started: number, error: unknown): Response => {
+    deps.log.error("request_failed", { error: error instanceof Error ? error.message : String(error) });
+    return finish(request, requestId, path, started, fallbackResponse(path, started));
   };
   // Built at the first request, when the app's routes are all registered.
   let edge: EdgeRoutes | undefined | null = null;
