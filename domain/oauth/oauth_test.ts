@@ -254,6 +254,25 @@ describe("tokens", () => {
   });
 });
 
+describe("revocation (RFC 7009 §2.1): the hint orders the search, it never limits it", () => {
+  test("a refresh token sent with token_type_hint=access_token ends its grant; an access token sent with token_type_hint=refresh_token is refused from then on", async () => {
+    const { oauth, code, exchange, clientId } = await setup();
+    const tokens = await exchange(await code({ scope: "account:read" }));
+    if (!tokens.ok) throw new Error("no tokens");
+    expect(await oauth.tokens.revoke({ token: tokens.value.refresh_token!, token_type_hint: "access_token", client_id: clientId }, {})).toEqual({ ok: true, value: null });
+    expect(await oauth.tokens.token({ grant_type: "refresh_token", client_id: clientId, refresh_token: tokens.value.refresh_token! }, {}))
+      .toMatchObject({ ok: false, code: "invalid_grant" });
+    expect(await oauth.authenticateBearer(tokens.value.access_token, { scope: "account:read" })).toMatchObject({ ok: false, code: "invalid_token" });
+
+    const other = await exchange(await code({ scope: "account:read" }));
+    if (!other.ok) throw new Error("no tokens");
+    expect(await oauth.tokens.revoke({ token: other.value.access_token, token_type_hint: "refresh_token", client_id: clientId }, {})).toEqual({ ok: true, value: null });
+    expect(await oauth.authenticateBearer(other.value.access_token, { scope: "account:read" })).toMatchObject({ ok: false, code: "invalid_token", message: "The access token was revoked" });
+    // Only the access token was revoked: the grant's refresh token still works.
+    expect((await oauth.tokens.token({ grant_type: "refresh_token", client_id: clientId, refresh_token: other.value.refresh_token! }, {})).ok).toBe(true);
+  });
+});
+
 describe("bearer", () => {
   test("authenticateBearer() refuses an expired token, one for another audience, one without the scope, and a revoked one", async () => {
     const { oauth, code, exchange, clock, clientId } = await setup();

@@ -157,7 +157,8 @@ export function createTokens(deps: OAuthDeps) {
   /**
    * `POST /oauth/revoke` (RFC 7009): a refresh token ends its grant (and so the grant's access tokens); an access
    * token is refused from then on. A token that is unknown, expired or another client's is answered as revoked
-   * (§2.2) and changes nothing.
+   * (§2.2) and changes nothing. `token_type_hint` only orders the search (§2.1): a token not found as the hinted
+   * type is looked for as the other, so a refresh token sent with `token_type_hint=access_token` still ends its grant.
    */
   async function revoke(params: Readonly<Record<string, string>>, credentials: ClientCredentials): Promise<Result<null, "invalid_client" | "invalid_request">> {
     if (Object.values(params).some((v) => v.length > MAX_PARAM)) return fail("invalid_request", "A parameter is too long");
@@ -165,21 +166,28 @@ export function createTokens(deps: OAuthDeps) {
     if (!client.ok) return client;
     const presented = params.token;
     if (presented === undefined || presented === "") return fail("invalid_request", "token is required");
+    const clientId = client.value.clientId;
     const now = clock.nowMs();
-    if (params.token_type_hint !== "access_token") {
+    /** Whether `presented` is a refresh token (revoked when it is this client's). */
+    const asRefreshToken = async () => {
       const found = await store.findRefreshToken(hashSecret(presented));
-      if (found !== undefined) {
-        if (found.grant.clientId === client.value.clientId) await store.revokeGrant(found.grant.id, now);
-        return ok(null);
+      if (found === undefined) return false;
+      if (found.grant.clientId === clientId) await store.revokeGrant(found.grant.id, now);
+      return true;
+    };
+    /** Whether `presented` is an access token of this client (then revoked). */
+    const asAccessToken = async () => {
+      for (const audience of tokenResources(issuer)) {
+        const verified = await keys.verify(presented, { issuer, audience });
+        if (verified.ok && verified.claims.client_id === clientId) {
+          await store.revokeAccessToken(verified.claims.jti, clientId, verified.claims.exp * 1000);
+          return true;
+        }
       }
-    }
-    for (const audience of tokenResources(issuer)) {
-      const verified = await keys.verify(presented, { issuer, audience });
-      if (verified.ok && verified.claims.client_id === client.value.clientId) {
-        await store.revokeAccessToken(verified.claims.jti, client.value.clientId, verified.claims.exp * 1000);
-        return ok(null);
-      }
-    }
+      return false;
+    };
+    const search = params.token_type_hint === "access_token" ? [asAccessToken, asRefreshToken] : [asRefreshToken, asAccessToken];
+    for (const attempt of search) if (await attempt()) break;
     return ok(null);
   }
 
