@@ -28,7 +28,7 @@ const client = (over: Partial<OAuthClient> = {}): OAuthClient => ({
   ...over,
 });
 const code = (clientId: string, codeHash = fresh("code")) => ({
-  codeHash, clientId, accountId: "acct", redirectUri: "https://app.test/cb", scope: "account:read", codeChallenge: "c".repeat(43),
+  codeHash, clientId, accountId: "acct", redirectUri: "https://app.test/cb", redirectUriGiven: true, scope: "account:read", codeChallenge: "c".repeat(43),
   resource: null, createdAtMs: T0, expiresAtMs: T0 + 60_000,
 });
 const grant = (clientId: string): Grant => ({ id: fresh("grant"), clientId, accountId: "acct", scope: "account:read", resource: null, createdAtMs: T0, revokedAtMs: null });
@@ -90,6 +90,18 @@ export function oauthStorageContract(name: string, open: () => Promise<Storage>,
       expect(await oauth.findCode(hash)).toMatchObject({ usedAtMs: T0 + 1, grantId: winner.id });
       expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: c.clientId, grantId: winner.id })).toBe(true);
       expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: c.clientId, grantId: grants.find((g) => g !== winner)!.id })).toBe(false);
+    });
+
+    test("oauth: a code keeps whether its authorization request named redirect_uri (issue 33)", async () => {
+      const { oauth } = await open();
+      const c = client();
+      await oauth.registerClient(c, { client: fresh("k"), perClient: 100, total: 1_000_000, windowMs: 1 }, T0);
+      const named = fresh("code");
+      const omitted = fresh("code");
+      await oauth.saveCode(code(c.clientId, named), ROOMY);
+      await oauth.saveCode({ ...code(c.clientId, omitted), redirectUriGiven: false }, ROOMY);
+      expect(await oauth.findCode(named)).toMatchObject({ redirectUri: "https://app.test/cb", redirectUriGiven: true });
+      expect(await oauth.findCode(omitted)).toMatchObject({ redirectUri: "https://app.test/cb", redirectUriGiven: false });
     });
 
     test("oauth: an account keeps at most its bound of unrevoked grants, all clients together: each exchange past it revokes the oldest", async () => {

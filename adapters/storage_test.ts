@@ -58,7 +58,7 @@ describe.skipIf(pgSkip !== undefined)("postgres across instances", () => {
 
   test("two instances storing authorization codes of one account and one client hold the live-code bounds exactly (issue 26)", async () => {
     const code = (i: number, accountId: string, clientId: string) => ({
-      codeHash: `cross-code-${accountId}-${i}`, clientId, accountId, redirectUri: "https://app.test/cb", scope: "account:read",
+      codeHash: `cross-code-${accountId}-${i}`, clientId, accountId, redirectUri: "https://app.test/cb", redirectUriGiven: true, scope: "account:read",
       codeChallenge: "c".repeat(43), resource: null, createdAtMs: 5_000, expiresAtMs: 65_000,
     });
     const perAccount = await Promise.all(Array.from({ length: 30 }, (_, i) =>

@@ -28,7 +28,13 @@ export type AuthorizationCode = {
   readonly codeHash: string;
   readonly clientId: string;
   readonly accountId: string;
+  /** Where the code was sent: the request's `redirect_uri`, or the client's only registered one when it named none. */
   readonly redirectUri: string;
+  /**
+   * Whether the authorization request named `redirect_uri`: then the token request must name the same (RFC 6749
+   * §4.1.3); when it did not, the token request may leave it out.
+   */
+  readonly redirectUriGiven: boolean;
   readonly scope: string;
   /** BASE64URL(SHA-256(code_verifier)) (PKCE S256). */
   readonly codeChallenge: string;

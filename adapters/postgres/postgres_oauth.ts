@@ -66,8 +66,8 @@ export function createPostgresOAuth(sql: SQL): OAuthStore {
             (SELECT COUNT(*) FROM oauth_codes WHERE client_id = ${code.clientId} AND used_at_ms IS NULL AND expires_at_ms > ${code.createdAtMs}) AS c` as Row[];
         if (Number(live!.a) >= limits.perAccount) return "account_limit" as const;
         if (Number(live!.c) >= limits.perClient) return "client_limit" as const;
-        await tx`INSERT INTO oauth_codes (code_hash, client_id, account_id, redirect_uri, scope, code_challenge, resource, created_at_ms, expires_at_ms)
-          VALUES (${code.codeHash}, ${code.clientId}, ${code.accountId}, ${code.redirectUri}, ${code.scope}, ${code.codeChallenge}, ${code.resource}, ${code.createdAtMs}, ${code.expiresAtMs})`;
+        await tx`INSERT INTO oauth_codes (code_hash, client_id, account_id, redirect_uri, redirect_uri_omitted, scope, code_challenge, resource, created_at_ms, expires_at_ms)
+          VALUES (${code.codeHash}, ${code.clientId}, ${code.accountId}, ${code.redirectUri}, ${code.redirectUriGiven ? null : 1}, ${code.scope}, ${code.codeChallenge}, ${code.resource}, ${code.createdAtMs}, ${code.expiresAtMs})`;
         return "saved" as const;
       }),
     async findCode(codeHash) {

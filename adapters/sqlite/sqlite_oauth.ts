@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import type { AuthorizedClient, ClientAuthMethod, Grant, OAuthClient, OAuthStore, StoredCode, StoredSigningKey } from "../../ports/oauth.ts";
+import { addMissingColumns } from "./sqlite_database.ts";
 
 /** The OAuth tables (decisions §19), in SQLite (`INTEGER`) or PostgreSQL (`BIGINT`) words for times. */
 export function oauthTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
@@ -33,6 +34,9 @@ export function oauthTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
        used_at_ms ${bigint},
        grant_id TEXT
      )`,
+    // 1: the authorization request named no redirect_uri (issue 33); NULL: it named one (every code stored before).
+    // SQLite adds it in createSqliteOAuth (it has no ADD COLUMN IF NOT EXISTS).
+    ...(bigint === "BIGINT" ? [`ALTER TABLE oauth_codes ADD COLUMN IF NOT EXISTS redirect_uri_omitted BIGINT`] : []),
     `CREATE INDEX IF NOT EXISTS oauth_codes_expiry ON oauth_codes (expires_at_ms)`,
     `CREATE INDEX IF NOT EXISTS oauth_codes_client ON oauth_codes (client_id)`,
     `CREATE INDEX IF NOT EXISTS oauth_codes_account ON oauth_codes (account_id, client_id)`,
@@ -69,6 +73,9 @@ export function oauthTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
      )`,
   ];
 }
+
+/** The columns added after the tables were first created (SQLite). */
+const OAUTH_ADDED_COLUMNS = [["oauth_codes", "redirect_uri_omitted", "INTEGER"]] as const;
 
 /** A row of oauth_clients. */
 export type OAuthClientRow = {
@@ -113,6 +120,7 @@ export function toStoredCode(row: Record<string, unknown>): StoredCode {
     clientId: String(row.client_id),
     accountId: String(row.account_id),
     redirectUri: String(row.redirect_uri),
+    redirectUriGiven: row.redirect_uri_omitted === null || row.redirect_uri_omitted === undefined || Number(row.redirect_uri_omitted) === 0,
     scope: String(row.scope),
     codeChallenge: String(row.code_challenge),
     resource: (row.resource as string | null) ?? null,
@@ -158,7 +166,10 @@ export function toOAuthSigningKey(row: Record<string, unknown>): StoredSigningKe
 
 /** OAuth in the SQLite file; every multi-row change in one `BEGIN IMMEDIATE` transaction. */
 export function createSqliteOAuth(db: Database): OAuthStore {
-  for (const statement of oauthTables("INTEGER")) db.exec(statement);
+  db.transaction(() => {
+    for (const statement of oauthTables("INTEGER")) db.exec(statement);
+    addMissingColumns(db, OAUTH_ADDED_COLUMNS);
+  }).immediate();
   const insertClient = db.query(`INSERT INTO oauth_clients (client_id, account_id, secret_hash, name, redirect_uris, grant_types, scope, auth_method, registered_by, created_at_ms)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
   const findClient = db.query<OAuthClientRow, [string]>("SELECT * FROM oauth_clients WHERE client_id = ?");
@@ -213,8 +224,8 @@ export function createSqliteOAuth(db: Database): OAuthStore {
     const live = liveCodes.get(code.accountId, code.clientId, code.createdAtMs)!;
     if (live.a >= limits.perAccount) return "account_limit" as const;
     if (live.c >= limits.perClient) return "client_limit" as const;
-    db.query(`INSERT INTO oauth_codes (code_hash, client_id, account_id, redirect_uri, scope, code_challenge, resource, created_at_ms, expires_at_ms)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(code.codeHash, code.clientId, code.accountId, code.redirectUri, code.scope, code.codeChallenge, code.resource, code.createdAtMs, code.expiresAtMs);
+    db.query(`INSERT INTO oauth_codes (code_hash, client_id, account_id, redirect_uri, redirect_uri_omitted, scope, code_challenge, resource, created_at_ms, expires_at_ms)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(code.codeHash, code.clientId, code.accountId, code.redirectUri, code.redirectUriGiven ? null : 1, code.scope, code.codeChallenge, code.resource, code.createdAtMs, code.expiresAtMs);
     return "saved" as const;
   });
   const revokeAuthorizations = db.transaction((accountId: string, clientId: string, now: number) => {

@@ -16,7 +16,10 @@ import { parseScope, type Scope, scopesOf, scopeString } from "./scopes.ts";
 /** A checked authorization request: what the consent page shows and posts back. */
 export type AuthorizationRequest = {
   readonly client: OAuthClient;
+  /** The request's `redirect_uri`, or the client's only registered one when the request named none. */
   readonly redirectUri: string;
+  /** Whether the request named `redirect_uri` (the token request must then name it too: RFC 6749 §4.1.3). */
+  readonly redirectUriGiven: boolean;
   readonly scopes: readonly Scope[];
   readonly state: string | undefined;
   readonly codeChallenge: string;
@@ -76,19 +79,22 @@ export function createAuthorization(deps: OAuthDeps) {
     }
     const resource = params.resource;
     if (resource !== undefined && !tokenResources(issuer).includes(resource)) return back("invalid_target", "Tokens are issued only for this service or its /mcp");
-    return ok({ client, redirectUri, scopes, state, codeChallenge: params.code_challenge, resource });
+    return ok({ client, redirectUri, redirectUriGiven: params.redirect_uri !== undefined, scopes, state, codeChallenge: params.code_challenge, resource });
   }
 
-  /** The hidden fields of the consent form for a checked request. */
+  /**
+   * The hidden fields of the consent form for a checked request: `redirect_uri` only when the request named it, so
+   * the posted form is the same request (and its code exchanged without `redirect_uri`, RFC 6749 §4.1.3).
+   */
   function formFields(request: AuthorizationRequest): Record<string, string> {
     const fields: Record<string, string> = {
       response_type: "code",
       client_id: request.client.clientId,
-      redirect_uri: request.redirectUri,
       scope: scopeString(request.scopes),
       code_challenge: request.codeChallenge,
       code_challenge_method: "S256",
     };
+    if (request.redirectUriGiven) fields.redirect_uri = request.redirectUri;
     if (request.state !== undefined) fields.state = request.state;
     if (request.resource !== undefined) fields.resource = request.resource;
     return fields;
@@ -108,6 +114,7 @@ export function createAuthorization(deps: OAuthDeps) {
       clientId: request.client.clientId,
       accountId: account.id,
       redirectUri: request.redirectUri,
+      redirectUriGiven: request.redirectUriGiven,
       scope: scopeString(request.scopes),
       codeChallenge: request.codeChallenge,
       resource: request.resource ?? null,

@@ -213,6 +213,42 @@ describe("tokens", () => {
     expect(await oauth.authenticateBearer(tokens.value.access_token, { scope: "witness:write" })).toMatchObject({ ok: false, code: "invalid_token" });
   });
 
+  test("redirect_uri at the token endpoint (RFC 6749 §4.1.3, issue 33): optional when the authorization request named none, required when it named one", async () => {
+    const { oauth, clientId, account, exchange, store } = await setup();
+    const { redirect_uri: _named, ...params } = {
+      response_type: "code", client_id: clientId, redirect_uri: REDIRECT, code_challenge: s256Challenge(VERIFIER), code_challenge_method: "S256", state: "st",
+    };
+    // The request names no redirect_uri (the client registered one): the consent form carries none either, and the
+    // form posted back is the same request.
+    const checked = await oauth.authorization.check(params);
+    if (!checked.ok) throw new Error("check failed");
+    expect(checked.value).toMatchObject({ redirectUri: REDIRECT, redirectUriGiven: false });
+    const fields = oauth.authorization.formFields(checked.value);
+    expect(fields.redirect_uri).toBeUndefined();
+    const posted = await oauth.authorization.check(fields);
+    if (!posted.ok) throw new Error("check of the posted form failed");
+    const approved = await oauth.authorization.approve(posted.value, account);
+    if (!approved.ok) throw new Error("approve refused");
+    expect(approved.value.startsWith(`${REDIRECT}?`)).toBe(true);
+    const omitted = new URL(approved.value).searchParams.get("code")!;
+    const writes = store.writes;
+    // Given anyway, it must still be where the code went.
+    expect(await exchange(omitted, { redirect_uri: `${REDIRECT}x` })).toMatchObject({ ok: false, code: "invalid_grant" });
+    expect(store.writes).toBe(writes);
+    const { redirect_uri: _sent, ...withoutRedirect } = { grant_type: "authorization_code", client_id: clientId, code: omitted, redirect_uri: REDIRECT, code_verifier: VERIFIER };
+    expect(await oauth.tokens.token(withoutRedirect, {})).toMatchObject({ ok: true, value: { token_type: "Bearer" } });
+
+    // The request named it: the token request must name the same.
+    const named = await oauth.authorization.check({ ...params, redirect_uri: REDIRECT });
+    if (!named.ok) throw new Error("check failed");
+    expect(oauth.authorization.formFields(named.value).redirect_uri).toBe(REDIRECT);
+    const namedApproved = await oauth.authorization.approve(named.value, account);
+    if (!namedApproved.ok) throw new Error("approve refused");
+    const c = new URL(namedApproved.value).searchParams.get("code")!;
+    expect(await oauth.tokens.token({ ...withoutRedirect, code: c }, {})).toMatchObject({ ok: false, code: "invalid_grant" });
+    expect((await exchange(c)).ok).toBe(true);
+  });
+
   test("a code expires after 60 s", async () => {
     const { code, exchange, clock } = await setup();
     const c = await code();

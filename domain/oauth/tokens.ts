@@ -94,7 +94,11 @@ export function createTokens(deps: OAuthDeps) {
       return fail("invalid_grant", "The code was used already");
     }
     if (now >= stored.expiresAtMs || stored.clientId !== client.clientId) return fail("invalid_grant", "The code is unknown or expired");
-    if (redirectUri !== stored.redirectUri) return fail("invalid_grant", "redirect_uri differs from the authorization request's");
+    // RFC 6749 §4.1.3: required, and identical, when the authorization request named it; else optional, and if given
+    // it must be where the code was sent (the client's one registered redirect URI).
+    if (stored.redirectUriGiven ? redirectUri !== stored.redirectUri : redirectUri !== undefined && redirectUri !== stored.redirectUri) {
+      return fail("invalid_grant", "redirect_uri differs from the authorization request's");
+    }
     if (!sameText(s256Challenge(verifier), stored.codeChallenge)) return fail("invalid_grant", "The code verifier does not match");
     if (params.resource !== undefined && params.resource !== (stored.resource ?? issuer)) return fail("invalid_target", "resource differs from the authorization request's");
     const audience = audienceOf(stored.resource);
