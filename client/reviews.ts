@@ -20,6 +20,7 @@ import {
   buildReviewResponseData,
   type ChainTransaction,
   didPkhAddress,
+  didPkhAddressOn,
   isTxProofType,
   readTxProofObject,
   type ReviewData,
@@ -28,6 +29,7 @@ import {
   sameService,
   supersedingReview,
   transactionProof,
+  txProofChainReason,
   txProofReasons,
 } from "../domain/reviews/mod.ts";
 import { decodeSchemaData, encodeSchemaData } from "../domain/schema_data.ts";
@@ -492,8 +494,11 @@ export type ReviewProofOptions = {
    * `NETWORK_ERROR` when the chain cannot be read. A proof naming another chain is reported, not checked.
    */
   readonly transactions?: { readonly chainId: number; readonly read: (txHash: Hex) => Promise<ChainTransaction | undefined> } | undefined;
-  /** The EVM addresses a did:web subject's endpoint evidence names; default read through `trust` (the service's confirm endpoint). */
-  readonly subjectAddresses?: ((subjectDid: string) => Promise<readonly string[]>) | undefined;
+  /**
+   * The EVM addresses a did:web subject's endpoint evidence names on chain `chainId` (the transaction's); default read
+   * through `trust` (the service's confirm endpoint), keeping the did:pkh of that chain only (decisions §18).
+   */
+  readonly subjectAddresses?: ((subjectDid: string, chainId: number) => Promise<readonly string[]>) | undefined;
 };
 
 /** Transaction proofs of one review checked on the chain; more are reported unchecked. */
@@ -610,6 +615,11 @@ async function checkTxProof(
   const proof = readTxProofObject(wrapper.proofObject);
   if (!proof.ok) return { proofType, valid: false, reasons: [...reasons, proof.message], signatureValid: false };
   const { chainId, txHash } = proof.value;
+  // The chain rule first: a transaction on another chain than the subject's proves nothing, whatever it holds.
+  const wrongChain = txProofChainReason(review.subject, chainId);
+  if (wrongChain !== undefined) {
+    return { proofType, valid: false, reasons: [...reasons, wrongChain], signatureValid: false, transaction: { chainId, txHash } };
+  }
   if (options.transactions === undefined || options.transactions.chainId !== chainId) {
     return { proofType, valid: false, reasons: [...reasons, `eip155:${chainId} is not the chain this verifier reads`], signatureValid: false, transaction: { chainId, txHash } };
   }
@@ -619,7 +629,7 @@ async function checkTxProof(
     : options.payerRelation !== undefined
     ? await options.payerRelation(transaction.from, review.attester)
     : transaction.from.toLowerCase() === review.attester.toLowerCase() ? "attester" : "unrelated";
-  const targets = transaction === undefined ? [] : await subjectTargets(review.subject, options);
+  const targets = transaction === undefined ? [] : await subjectTargets(review.subject, chainId, options);
   reasons.push(...txProofReasons({ proof: proof.value, transaction, senderRelation, targets, reviewTime: review.time }));
   return {
     proofType,
@@ -631,15 +641,18 @@ async function checkTxProof(
   };
 }
 
-/** Where a transaction to the subject may go: a did:pkh's own address, a did:web's endpoint-published EVM controllers. */
-async function subjectTargets(subject: string, options: ReviewProofOptions): Promise<readonly string[]> {
-  const own = didPkhAddress(subject);
+/**
+ * Where a transaction on `chainId` to the subject may go: a did:pkh's own address, a did:web's endpoint-published
+ * EVM controllers of that chain (the same chain rule as the subject's own, `txProofChainReason`).
+ */
+async function subjectTargets(subject: string, chainId: number, options: ReviewProofOptions): Promise<readonly string[]> {
+  const own = didPkhAddressOn(subject, chainId);
   if (own !== undefined) return [own];
   if (!subject.startsWith("did:web:")) return [];
-  if (options.subjectAddresses !== undefined) return await options.subjectAddresses(subject);
+  if (options.subjectAddresses !== undefined) return await options.subjectAddresses(subject, chainId);
   const ids = await readEndpointControllerIds(subject, options.trust ?? {});
   return (ids ?? []).flatMap((id) => {
-    const address = didPkhAddress(id);
+    const address = didPkhAddressOn(id, chainId);
     return address === undefined ? [] : [address];
   });
 }

@@ -175,6 +175,34 @@ describe("checkReviewProof() with transaction proofs (decisions §18)", () => {
     expect((await checkReviewProof(txWrap("tx-interaction"), { ...review(T + 60), subject }, { transactions: toOther.transactions })).valid).toBe(false);
   });
 
+  test("the chain rule (issue 33): a transaction on another chain than a did:pkh subject's is invalid with its reason, unread", async () => {
+    // did:pkh:eip155:1:<C> reviewed with a transaction to C on the verifier's own chain: C there is another account.
+    const toC = chainWith({ from: reviewer.address, to: SERVICE });
+    const mainnetSubject = `did:pkh:eip155:1:${SERVICE}`;
+    expect(await checkReviewProof(txWrap("tx-interaction"), { ...review(T + 60), subject: mainnetSubject }, { transactions: toC.transactions }))
+      .toEqual({
+        proofType: "tx-interaction",
+        valid: false,
+        reasons: [`the transaction is on eip155:31337, not on ${mainnetSubject}'s chain eip155:1`],
+        signatureValid: false,
+        transaction: { chainId: 31337, txHash: HASH },
+      });
+    expect(toC.reads).toEqual([]);
+    // A did:web's endpoint evidence names did:pkh: only those of the transaction's chain are where it may go.
+    const endpointNames = (ids: string[]) => ({ trust: { endpointKeys: () => Promise.resolve(ids) }, transactions: toC.transactions });
+    expect((await checkReviewProof(txWrap("tx-interaction"), review(T + 60), endpointNames([`did:pkh:eip155:1:${SERVICE}`]))).reasons)
+      .toEqual(["the transaction went to an address that is neither the subject's contract nor named by its endpoint evidence"]);
+    expect(await checkReviewProof(txWrap("tx-interaction"), review(T + 60), endpointNames([`did:pkh:eip155:31337:${SERVICE}`])))
+      .toMatchObject({ valid: true, reasons: [] });
+    // A caller's own address source is asked for the transaction's chain.
+    const asked: [string, number][] = [];
+    await checkReviewProof(txWrap("tx-interaction"), review(T + 60), {
+      transactions: toC.transactions,
+      subjectAddresses: (subject, chainId) => (asked.push([subject, chainId]), Promise.resolve([SERVICE])),
+    });
+    expect(asked).toEqual([[SUBJECT, 31337]]);
+  });
+
   test("a missing transaction, another chain, a bad proof object: reported without a read where none is needed", async () => {
     const missing = chainWith(undefined);
     expect((await checkReviewProof(txWrap("tx-interaction"), review(T + 60), { transactions: missing.transactions, subjectAddresses })).reasons)

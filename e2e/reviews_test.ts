@@ -370,6 +370,22 @@ describe("receipts that prove more, and transaction proofs (issue 25, decisions 
     // The same transaction backs a review of the contract itself (did:pkh subject).
     const ofContract = await verifyReview((await review(toContract, `did:pkh:eip155:${stack.devnet.chainId}:${contract}`)).uid!, chainOptions());
     expect(ofContract).toMatchObject({ counts: true, proofs: [{ proofType: "tx-interaction", valid: true }] });
+    // Not a review of that address on another chain (issue 33): the helpers refuse it before anything is signed, and
+    // one written anyway still counts as a review, but its proof is invalid with the chain rule's reason.
+    const onMainnet = `did:pkh:eip155:1:${contract.toLowerCase()}`;
+    const chainReason = `the transaction is on eip155:${stack.devnet.chainId}, not on ${onMainnet}'s chain eip155:1`;
+    expect(await codeOf(review(toContract, onMainnet))).toBe(`INVALID_INPUT: proofs: ${chainReason}`);
+    const proof = { proofType: "tx-interaction", proofPurpose: "commercial-tx", proofObject: { chainId: `eip155:${stack.devnet.chainId}`, txHash: toContract } };
+    const written = await attestDelegated({
+      schemaName: "user-review",
+      data: { subject: onMainnet, version: "1.0.0", ratingValue: 5, reviewBody: "", screenshotUrls: [], proofs: [JSON.stringify(proof)] },
+      attester: reviewer.account.address,
+      sign: (td) => reviewer.account.signTypedData(td),
+    }, { baseUrl: stack.baseUrl });
+    expect(await verifyReview(written.uid!, chainOptions())).toMatchObject({
+      counts: true,
+      proofs: [{ proofType: "tx-interaction", valid: false, reasons: [chainReason], transaction: { chainId: stack.devnet.chainId, txHash: toContract } }],
+    });
     // A review stuffed with transaction proofs: ten are read, the rest reported unchecked.
     const stuffed = await submitRaw({
       subject: shop.subjectDid,

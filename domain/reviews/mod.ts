@@ -11,6 +11,8 @@ export {
 export {
   type ChainTransaction,
   didPkhAddress,
+  didPkhAddressOn,
+  didPkhChainId,
   isTxProofType,
   readTxProofObject,
   type ReviewTransaction,
@@ -18,6 +20,7 @@ export {
   transactionProof,
   TX_PROOF_TYPES,
   type TxProofObject,
+  txProofChainReason,
   txProofReasons,
   type TxProofType,
 } from "./tx_proofs.ts";

@@ -4,7 +4,7 @@
  */
 import { normalizeDid } from "../did.ts";
 import { fail, ok, type Result } from "../result.ts";
-import { isTxProofType, readTxProofObject } from "./tx_proofs.ts";
+import { isTxProofType, readTxProofObject, txProofChainReason } from "./tx_proofs.ts";
 
 /** Limits of the user-review and user-review-response payloads (the reference's JSON schemas). */
 export const REVIEW_LIMITS = { reviewBody: 500, screenshotUrls: 10, urlLength: 2_048, responseBody: 500 } as const;
@@ -83,6 +83,9 @@ export function buildReviewData(draft: ReviewDraft): Result<ReviewData, "INVALID
     if (isTxProofType(proof.proofType)) {
       const tx = readTxProofObject(proof.proofObject);
       if (!tx.ok) return fail("INVALID_INPUT", `proofs: ${tx.message}`);
+      // A did:pkh subject is reached on its own chain only: a transaction elsewhere would never count.
+      const wrongChain = txProofChainReason(subject.value, tx.value.chainId);
+      if (wrongChain !== undefined) return fail("INVALID_INPUT", `proofs: ${wrongChain}`);
     }
     proofs.push(JSON.stringify(proof));
   }

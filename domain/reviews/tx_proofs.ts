@@ -125,3 +125,29 @@ export function didPkhAddress(did: string): Address | undefined {
   const match = /^did:pkh:eip155:[0-9]+:(0x[0-9a-fA-F]{40})$/.exec(did.split("#")[0]!);
   return match === null ? undefined : match[1] as Address;
 }
+
+/** The chain id of a `did:pkh:eip155:<chain>:<address>`, else undefined. */
+export function didPkhChainId(did: string): number | undefined {
+  const match = /^did:pkh:eip155:([0-9]{1,16}):0x[0-9a-fA-F]{40}$/.exec(did.split("#")[0]!);
+  return match === null ? undefined : Number(match[1]);
+}
+
+/**
+ * The chain rule of transaction proofs (decisions §18), the one every writer and reader of a review applies: a
+ * transaction reaches a did:pkh only on that DID's own chain (the same address on another chain is another
+ * account, possibly with no code at all). The reason a transaction on `chainId` cannot reach `did`, or undefined
+ * when it can or when the DID names no chain (a did:web: its endpoint evidence names the did:pkh it is reached at).
+ */
+export function txProofChainReason(did: string, chainId: number): string | undefined {
+  const named = didPkhChainId(did);
+  if (named === undefined || named === chainId) return undefined;
+  return `the transaction is on eip155:${chainId}, not on ${did.split("#")[0]}'s chain eip155:${named}`;
+}
+
+/**
+ * The address a transaction on `chainId` must go to for `did` (an endpoint-named controller, or a did:pkh subject):
+ * the did:pkh's address when {@link txProofChainReason} lets the chain through, else undefined.
+ */
+export function didPkhAddressOn(did: string, chainId: number): Address | undefined {
+  return txProofChainReason(did, chainId) === undefined ? didPkhAddress(did) : undefined;
+}

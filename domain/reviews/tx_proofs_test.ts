@@ -1,6 +1,14 @@
 import { describe, expect, test } from "bun:test";
 import { buildReviewData } from "./reviews.ts";
-import { didPkhAddress, readTxProofObject, transactionProof, txProofReasons } from "./tx_proofs.ts";
+import {
+  didPkhAddress,
+  didPkhAddressOn,
+  didPkhChainId,
+  readTxProofObject,
+  transactionProof,
+  txProofChainReason,
+  txProofReasons,
+} from "./tx_proofs.ts";
 
 const HASH = `0x${"ab".repeat(32)}` as const;
 const REVIEWER = "0x1111111111111111111111111111111111111111";
@@ -66,6 +74,36 @@ describe("txProofReasons()", () => {
   test("didPkhAddress() reads any EVM chain's did:pkh, with or without a fragment", () => {
     expect(didPkhAddress(`did:pkh:eip155:1:${SERVICE}#controller`)).toBe(SERVICE);
     expect(didPkhAddress("did:web:x.example")).toBeUndefined();
+  });
+});
+
+describe("the chain rule: txProofChainReason()", () => {
+  test("a did:pkh is reached on its own chain only; a did:web names no chain", () => {
+    expect(txProofChainReason(`did:pkh:eip155:31337:${SERVICE}`, 31337)).toBeUndefined();
+    expect(txProofChainReason(`did:pkh:eip155:1:${SERVICE}`, 31337)).toBe(`the transaction is on eip155:31337, not on did:pkh:eip155:1:${SERVICE}'s chain eip155:1`);
+    expect(txProofChainReason(`did:pkh:eip155:1:${SERVICE}#controller`, 8453)).toBe(`the transaction is on eip155:8453, not on did:pkh:eip155:1:${SERVICE}'s chain eip155:1`);
+    expect(txProofChainReason("did:web:api.example.com", 1)).toBeUndefined();
+    expect(didPkhChainId(`did:pkh:eip155:8453:${SERVICE}`)).toBe(8453);
+    expect(didPkhChainId("did:web:api.example.com")).toBeUndefined();
+  });
+
+  test("didPkhAddressOn() gives a did:pkh's address on its chain only", () => {
+    expect(didPkhAddressOn(`did:pkh:eip155:31337:${SERVICE}`, 31337)).toBe(SERVICE);
+    expect(didPkhAddressOn(`did:pkh:eip155:1:${SERVICE}`, 31337)).toBeUndefined();
+    expect(didPkhAddressOn("did:web:api.example.com", 31337)).toBeUndefined();
+  });
+
+  test("buildReviewData() refuses a transaction proof on another chain than a did:pkh subject's, before anything is signed", () => {
+    const proofs = [{ proofType: "tx-interaction", proofPurpose: "commercial-tx", proofObject: { chainId: "eip155:31337", txHash: HASH } }];
+    const elsewhere = buildReviewData({ subject: `did:pkh:eip155:1:${SERVICE}`, ratingValue: 4, proofs });
+    expect(elsewhere).toEqual({
+      ok: false,
+      code: "INVALID_INPUT",
+      message: `proofs: the transaction is on eip155:31337, not on did:pkh:eip155:1:${SERVICE.toLowerCase()}'s chain eip155:1`,
+    });
+    expect(buildReviewData({ subject: `did:pkh:eip155:31337:${SERVICE}`, ratingValue: 4, proofs }).ok).toBe(true);
+    // A did:web's chain is that of the addresses its endpoint evidence names, which only a reader can know.
+    expect(buildReviewData({ subject: "did:web:api.example.com", ratingValue: 4, proofs }).ok).toBe(true);
   });
 });
 
