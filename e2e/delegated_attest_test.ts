@@ -16,9 +16,30 @@ import { AtsClientError } from "../client/errors.ts";
 import { startStack, type Stack } from "./harness.ts";
 import { isSend } from "./support/rpc_proxy.ts";
 
+/**
+ * One JSON-RPC round trip of the service held until released (issue 33): once armed, the first that reads the given
+ * attester's nonce and carries no fee refresh (another request may be waiting on that refresh, and holding it would
+ * hold that request too). It is sent when released, without the JSON-RPC client's timeout.
+ */
+type Hold = { readonly attester: string; readonly reached: () => void; readonly released: Promise<void> };
+let hold: Hold | undefined;
+const FEE_METHODS = ['"eth_gasPrice"', '"eth_maxPriorityFeePerGas"'];
+function holding(inner: typeof fetch): typeof fetch {
+  return (async (input: RequestInfo | URL, init?: RequestInit) => {
+    const armed = hold;
+    const body = String(init?.body ?? "");
+    const readsNonce = body.includes('"eth_call"') && body.toLowerCase().includes(armed?.attester ?? "\0");
+    if (armed === undefined || !readsNonce || FEE_METHODS.some((m) => body.includes(m))) return await inner(input, init);
+    hold = undefined;
+    armed.reached();
+    await armed.released;
+    return await inner(input, { ...init, signal: undefined });
+  }) as typeof fetch;
+}
+
 let stack: Stack;
 beforeAll(async () => {
-  stack = await startStack();
+  stack = await startStack({ wrapRpcFetch: holding });
   clearTrustAnchorsCache();
 });
 afterAll(async () => await stack?.stop());
@@ -222,20 +243,66 @@ describe("delegated attestation on a real chain", () => {
     expect(await delegateTxCount()).toBe(before + 1);
   });
 
+  test("the same signed message twice at once, 20 times: always one 200 and one 409 DUPLICATE naming the first, one transaction each (issue 33)", async () => {
+    const before = await delegateTxCount();
+    const outcomes: string[] = [];
+    for (let pair = 0; pair < 20; pair++) {
+      const body = await signedReview(generatePrivateKey());
+      const results = await Promise.all([post(body), post(body)]);
+      const won = results.find((r) => r.status === 200);
+      const lost = results.find((r) => r !== won);
+      outcomes.push(`${results.map((r) => `${r.status} ${r.body.code ?? "ok"}`).sort().join(", ")}`);
+      if (won === undefined || lost === undefined) continue;
+      // The first's uid once mined, its transaction hash while on its way, nothing while it is being checked.
+      expect([undefined, won.body.uid, won.body.txHash]).toContain(lost.body.details);
+    }
+    expect(outcomes).toEqual(Array(20).fill("200 ok, 409 DUPLICATE"));
+    expect(await delegateTxCount()).toBe(before + 20);
+  });
+
+  test("the same signed message twice, the second reading the nonce only once the first was mined: 409 DUPLICATE with the first's uid, not NONCE_MOVED (issue 33)", async () => {
+    // The interleaving is forced: the second request's nonce read is held (after its replay lookup found nothing)
+    // until the first was answered. A round trip that also refreshes the delegate's fees cannot be held (the first
+    // request waits on that refresh), so a fresh refresh comes first, and an attempt whose read carried one anyway is
+    // let through and tried again with a new attester.
+    for (let attempt = 1; ; attempt++) {
+      const body = await signedReview(generatePrivateKey());
+      expect((await post(await signedReview(generatePrivateKey()))).status).toBe(200);
+      let reached!: () => void;
+      const atHold = new Promise<"held">((resolve) => (reached = () => resolve("held")));
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      hold = { attester: body.attester.slice(2).toLowerCase(), reached, released };
+      const second = post(body);
+      // Whichever happens: the read is held, or the request finished because its read was let through.
+      if ((await Promise.race([atHold, second.then(() => "through" as const)])) === "through") {
+        hold = undefined;
+        expect(attempt).toBeLessThan(5);
+        continue;
+      }
+      const first = await post(body);
+      release();
+      expect(first.status).toBe(200);
+      const res = await second;
+      expect([res.status, res.body.code, res.body.details]).toEqual([409, "DUPLICATE", first.body.uid]);
+      return;
+    }
+  });
+
   test("a moved nonce is reported, and the client helper re-signs and resubmits once", async () => {
     const key = stack.devnet.keys.users[0] as Hex;
     const account = privateKeyToAccount(key);
     const wallet = createWalletClient({ account, transport: http(stack.devnet.rpcUrl) });
     const stale = await signedReview(key);
     const nonce = BigInt(stale.prepared.typedData.message.nonce as string);
-    await wallet.writeContract({
+    const moved = await wallet.writeContract({
       chain: null,
       address: stack.service.easAddress,
       abi: EAS_ABI,
       functionName: "increaseNonce",
       args: [nonce + 1n],
     });
-    await Bun.sleep(50);
+    await client().waitForTransactionReceipt({ hash: moved });
     const res = await post(stale);
     expect(res.status).toBe(400);
     expect(res.body).toMatchObject({ code: "ATTESTER_MISMATCH", details: "NONCE_MOVED" });

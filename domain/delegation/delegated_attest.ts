@@ -199,7 +199,17 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
     if (fundsCheck !== "rpc-error") walletCouldPay = fundsCheck === "ok";
     if (!nonceRead.ok) return fail("RPC_ERROR", "Failed to read the attester nonce from the chain");
     const verified = await verifyAgainstNonce(signing, deps.eas, request, signature.value, nonceRead, clientSigner, parsedSignature.value.deployment);
-    if (!verified.ok) return verified;
+    if (!verified.ok) {
+      // Issue 33: the same signature sent twice at once. This request passed the replay lookup before the other was
+      // recorded, and read the nonce after the other was mined, so the signature no longer verifies. A signature on
+      // record was verified when it was recorded: the answer is the first request's (decisions §6: 409 DUPLICATE if
+      // a concurrent request got there first), never a mismatch. Storage only, and only on this refusal.
+      if (verified.code === "ATTESTER_MISMATCH") {
+        const first = await deps.replay.find(signature.value.hex);
+        if (first !== undefined) return duplicate(first);
+      }
+      return verified;
+    }
     // Decisions §15: a wallet that cannot pay is refused before anything is recorded, so nothing is locked.
     if (fundsCheck === "rpc-error") return fail("RPC_ERROR", "Failed to read the delegate wallet's balance from the chain");
     if (fundsCheck === "low") return cannotPay();

@@ -308,6 +308,51 @@ describe("createDelegatedAttest()", () => {
     expect(results.find((r) => !r.ok)).toMatchObject({ ok: false, code: "DUPLICATE" });
     expect(env.delegate.sent).toHaveLength(1);
   });
+
+  // Issue 33: the second request passed the replay lookup before the first was recorded, then read the nonce after the
+  // first was mined. The interleaving is forced: the second's nonce read waits until the first has finished.
+  for (const withNonce of [true, false]) {
+    test(`the same signature twice at once, the second reading the nonce after the first was mined: 409 DUPLICATE with the first's uid (${withNonce ? "NONCE_MOVED" : "no client nonce"})`, async () => {
+      const env = setup();
+      const body = await signedBody(env);
+      if (!withNonce) {
+        delete body.prepared.delegatedRequest.nonce;
+        delete body.prepared.typedData.message.nonce;
+      }
+      const read = env.eas.getAttesterNonce;
+      let reachedNonceRead!: () => void;
+      const reached = new Promise<void>((resolve) => (reachedNonceRead = resolve));
+      let firstMined!: () => void;
+      const mined = new Promise<void>((resolve) => (firstMined = resolve));
+      let reads = 0;
+      env.eas.getAttesterNonce = (async (attester: `0x${string}`) => {
+        if (++reads === 1) {
+          reachedNonceRead();
+          await mined;
+        }
+        return await read(attester);
+      }) as typeof read;
+      const second = env.attest(body);
+      await reached;
+      expect(env.replay.rows.size).toBe(0); // the second is past its replay lookup with nothing on record
+      const first = await env.attest(body);
+      expect(first.ok).toBe(true);
+      env.eas.nonces.set(account.address.toLowerCase(), 1n); // EAS moved the attester's nonce when it was mined
+      firstMined();
+      expect(await second).toMatchObject({ ok: false, code: "DUPLICATE", details: first.ok ? first.value.uid : "" });
+      expect([reads, env.delegate.sent.length, env.replay.rows.size]).toEqual([2, 1, 1]);
+    });
+  }
+
+  test("a moved nonce with no record of the signature stays ATTESTER_MISMATCH NONCE_MOVED, and records nothing", async () => {
+    const env = setup();
+    env.eas.nonces.set(account.address.toLowerCase(), 1n);
+    let finds = 0;
+    const find = env.replay.find;
+    env.replay.find = (key) => (finds++, find(key));
+    expect(await env.attest(await signedBody(env))).toMatchObject({ ok: false, code: "ATTESTER_MISMATCH", details: NONCE_MOVED });
+    expect([finds, env.replay.rows.size]).toEqual([2, 0]);
+  });
 });
 
 describe("createDelegatedAttest() behind the public relay guard (decisions §12)", () => {
