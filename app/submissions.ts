@@ -20,7 +20,7 @@ const HASH_ONLY_LOST_AFTER_MS = 10 * 60_000;
  * may be mid-flight. A row left open by a passing failure (the node restarting, an answer lost) gets a few more
  * rounds first; one truly pending on chain stays for the periodic rounds.
  */
-export async function wireSubmissions(config: Config, { storage, eas, easAddress, log }: Foundation): Promise<{ stop: () => void }> {
+export async function wireSubmissions(config: Config, { storage, eas, easAddress, log, devnet }: Foundation): Promise<{ stop: () => void }> {
   const reconcile = createSubmissionReconciler({
     books: [replayBook(storage.replay, eas.reader), witnessBook(storage.ledger, systemClock)],
     txStatus: createViemTxStatusReader({
@@ -35,6 +35,9 @@ export async function wireSubmissions(config: Config, { storage, eas, easAddress
     replacements: storage.txReplacements,
     bumpAfterMs: config.feeBump.afterSeconds === 0 ? undefined : config.feeBump.afterSeconds * 1000,
     maxBumps: config.feeBump.max,
+    // The embedded devnet's state is saved before an outcome read from it is recorded, as after a send (foundation.ts
+    // onMined): a crash right after a resent transaction is recorded must not leave it charged but missing.
+    saveChain: devnet?.checkpoint,
   });
   const settle = async (graceMs?: number): Promise<number> => {
     try {

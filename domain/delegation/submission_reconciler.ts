@@ -45,6 +45,14 @@ export type SubmissionReconcilerDeps = {
   readonly bumpAfterMs?: number | undefined;
   /** At most this many replacements per submission (default 5: fees up to 1.8× the first's, or the market's). */
   readonly maxBumps?: number | undefined;
+  /**
+   * Makes what the chain holds durable before an outcome read from it is recorded, as a send does before its caller
+   * hears of it (the embedded devnet saves its state: a record must never outlive the chain it was read from, or a
+   * crash right after leaves a write charged that the restarted chain lacks, and the wallet's next nonces behind a
+   * gap). When it throws, nothing is recorded and the round ends there: its rows stay open for the next. Absent: a
+   * real chain, durable by itself.
+   */
+  readonly saveChain?: (() => Promise<void>) | undefined;
 };
 
 /** Replacements are forgotten a week after they were signed; every submission is settled long before. */
@@ -55,6 +63,20 @@ export type Reconcile = (options?: { graceMs?: number }) => Promise<ReconcileRep
 
 /** Builds the reconciler over every book of open submissions. */
 export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reconcile {
+  /**
+   * What the chain holds is recorded through these, each after the chain it was read from is saved. A release needs
+   * no save: it says nothing landed, which a chain restored to an earlier state cannot contradict.
+   */
+  const record = {
+    mined: async (book: SubmissionBook, id: string, outcome: Parameters<SubmissionBook["mined"]>[1]) => {
+      await deps.saveChain?.();
+      await book.mined(id, outcome);
+    },
+    reverted: async (book: SubmissionBook, id: string, txHash: string, blockNumber: bigint) => {
+      await deps.saveChain?.();
+      await book.reverted(id, txHash, blockNumber);
+    },
+  };
   return async function reconcile(options = {}) {
     const now = deps.clock.nowMs();
     const graceMs = options.graceMs ?? deps.graceMs;
@@ -76,12 +98,12 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
     for (const tx of txs) {
       const status = await deps.txStatus.status(tx.txHash, tx);
       if (status.status === "success") {
-        await book.mined(row.id, { txHash: tx.txHash, uid: status.uid, blockNumber: status.blockNumber });
+        await record.mined(book, row.id, { txHash: tx.txHash, uid: status.uid, blockNumber: status.blockNumber });
         report.mined++;
         return "settled" as const;
       }
       if (status.status === "reverted") {
-        await book.reverted(row.id, tx.txHash, status.blockNumber);
+        await record.reverted(book, row.id, tx.txHash, status.blockNumber);
         report.reverted++;
         return "settled" as const;
       }
@@ -131,11 +153,11 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
     const status = await deps.txStatus.status(latestHash as HexString, latest ?? undefined);
     switch (status.status) {
       case "success":
-        await book.mined(row.id, { txHash: latestHash, uid: status.uid, blockNumber: status.blockNumber });
+        await record.mined(book, row.id, { txHash: latestHash, uid: status.uid, blockNumber: status.blockNumber });
         report.mined++;
         return;
       case "reverted":
-        await book.reverted(row.id, latestHash, status.blockNumber);
+        await record.reverted(book, row.id, latestHash, status.blockNumber);
         report.reverted++;
         return;
       case "replaced": {
@@ -148,7 +170,7 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
           return;
         }
         if (spent === true) {
-          await book.mined(row.id, { txHash: latestHash, uid: null, blockNumber: 0n });
+          await record.mined(book, row.id, { txHash: latestHash, uid: null, blockNumber: 0n });
           report.mined++;
           return;
         }

@@ -298,3 +298,55 @@ describe("createSubmissionReconciler() order", () => {
     expect(chain.rebroadcasts).toEqual(["0xa", "0xb", "0xc"]);
   });
 });
+
+describe("createSubmissionReconciler() saves the chain before it records", () => {
+  /** Three charged witnesses: one mined, one reverted, one lost that the resend mines (a devnet mines on arrival). */
+  async function witnesses(saveChain: () => Promise<void>) {
+    const clock = fakeClock(1_000_000);
+    const ledger = fakeWriteLedger();
+    for (const [id, nonce] of [["w-mined", 0], ["w-reverted", 1], ["w-lost", 2]] as const) {
+      await ledger.reserve({ id, accountId: "a", year: 2027, fingerprint: id, createdAtMs: 0 }, 10);
+      await ledger.markSigned(id, tx(id.slice(2), nonce), 0);
+      await ledger.markSent(id, 0);
+    }
+    const chain = fakeChain({
+      "0xmined": { status: "success", blockNumber: 7n, uid: null },
+      "0xreverted": { status: "reverted", blockNumber: 7n },
+    });
+    const resend = chain.rebroadcast;
+    chain.rebroadcast = (signed: SignedTx) => {
+      chain.statuses[signed.txHash] = { status: "success", blockNumber: 8n, uid: null };
+      return resend(signed);
+    };
+    const events: string[] = [];
+    const book = witnessBook(ledger, clock);
+    const watched = {
+      ...book,
+      mined: (id: string, outcome: Parameters<typeof book.mined>[1]) => (events.push(`mined ${id}`), book.mined(id, outcome)),
+      reverted: (id: string, txHash: string, blockNumber: bigint) => (events.push(`reverted ${id}`), book.reverted(id, txHash, blockNumber)),
+    };
+    const reconcile = createSubmissionReconciler({
+      books: [watched], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000,
+      saveChain: async () => {
+        events.push("save");
+        await saveChain();
+      },
+    });
+    return { reconcile, ledger, events, chain };
+  }
+
+  test("each outcome, a resent transaction's included, is recorded only after the chain is saved", async () => {
+    const { reconcile, ledger, events, chain } = await witnesses(() => Promise.resolve());
+    expect(await reconcile()).toMatchObject({ mined: 2, reverted: 1, rebroadcast: 1, open: 0 });
+    expect(chain.rebroadcasts).toEqual(["0xlost"]);
+    expect(events).toEqual(["save", "mined w-mined", "save", "reverted w-reverted", "save", "mined w-lost"]);
+    expect((await ledger.find("w-lost"))?.state).toBe("committed");
+  });
+
+  test("a save that fails records nothing: every write stays open for the next round", async () => {
+    const { reconcile, ledger, events } = await witnesses(() => Promise.reject(new Error("disk full")));
+    await expect(reconcile()).rejects.toThrow("disk full");
+    expect(events).toEqual(["save"]);
+    for (const id of ["w-mined", "w-reverted", "w-lost"]) expect((await ledger.find(id))?.state).toBe("broadcast");
+  });
+});
