@@ -38,6 +38,8 @@ import {
   readOfferPayload,
   readReceiptPayload,
   type ReceiptPayload,
+  receiptOfferBinding,
+  type ReceiptOfferBindingStatus,
   receiptOfferContradictions,
   resourceUrlToDidWeb,
   type SignedOffer,
@@ -310,8 +312,17 @@ export type ReviewProofCheck = {
   readonly payer?: { readonly address: string; readonly relation: PayerRelation } | undefined;
   /** How far the signing key is bound to the reviewed service (tier 0: not at all). */
   readonly signerTrust?: KeyTrust | undefined;
-  /** A receipt carried with the offer it settles: whether it is bound to it (decisions §18). */
-  readonly offerBinding?: { readonly bound: boolean; readonly offerHash?: string | undefined } | undefined;
+  /**
+   * A receipt carried with the offer it settles (decisions §18): `status` `bound` when the receipt's signed
+   * `offerHash` names the offer, `unbound` when something contradicts it (see `reasons`), `unknown` when nothing
+   * does but nothing signed names the offer (an EIP-712 receipt carries no `offerHash`). `bound` is true only
+   * for `status: "bound"`.
+   */
+  readonly offerBinding?: {
+    readonly bound: boolean;
+    readonly status: ReceiptOfferBindingStatus;
+    readonly offerHash?: string | undefined;
+  } | undefined;
   /** A transaction proof: the transaction as the chain holds it (undefined when it is not there). */
   readonly transaction?: {
     readonly chainId: number;
@@ -569,15 +580,19 @@ export async function checkReviewProof(
     const before = reasons.length;
     // The offer's signature is what counts here; it may well have expired since the payment it priced.
     const offer = await verifyOffer(wrapper.offer, { ...options.x402, nowSeconds: 0 });
+    let status: ReceiptOfferBindingStatus = "unbound";
     if (!offer.ok) {
       reasons.push(`the offer it settles: ${offer.message}`);
     } else {
-      reasons.push(...receiptOfferContradictions(receipt, wrapper.offer as SignedOffer, offer.value.payload));
+      const binding = receiptOfferBinding(receipt, wrapper.offer as SignedOffer, offer.value.payload);
+      reasons.push(...binding.reasons);
       if (!isSameControllerId(offer.value.signer.controllerDid, verified.value.signer.controllerDid)) {
         reasons.push("the offer and the receipt are signed by different keys");
       }
+      // An EIP-712 receipt names no offer: matching terms are no binding, so it stays unknown, never bound.
+      status = reasons.length === before ? binding.status : "unbound";
     }
-    offerBinding = { bound: reasons.length === before, ...(receipt.offerHash === undefined ? {} : { offerHash: receipt.offerHash }) };
+    offerBinding = { bound: status === "bound", status, ...(receipt.offerHash === undefined ? {} : { offerHash: receipt.offerHash }) };
   }
   // A receipt speaks for its issue time; an offer for the review's (it was valid then). Only a did:web has a trust tier.
   const at = "issuedAt" in payload ? payload.issuedAt : reviewedAt;

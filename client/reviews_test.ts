@@ -84,7 +84,7 @@ describe("checkReviewProof() with a receipt carried beside the offer it settles 
     const offer = await jwsIssuer.signOffer(OFFER);
     const receipt = await jwsIssuer.signReceipt({ ...RECEIPT, offerHash: offerHashOf(offer) });
     const checked = await checkReviewProof(withOffer(receipt, offer), review(T + 60), { trust: jwsTrust });
-    expect(checked).toMatchObject({ valid: true, reasons: [], offerBinding: { bound: true, offerHash: offerHashOf(offer) } });
+    expect(checked).toMatchObject({ valid: true, reasons: [], offerBinding: { bound: true, status: "bound", offerHash: offerHashOf(offer) } });
   });
 
   test("a receipt bound to another offer is refused with the reason; a receipt alone still works", async () => {
@@ -96,11 +96,27 @@ describe("checkReviewProof() with a receipt carried beside the offer it settles 
       valid: false,
       signatureValid: true,
       reasons: ["the receipt is bound to another offer (offerHash differs)"],
-      offerBinding: { bound: false },
+      offerBinding: { bound: false, status: "unbound" },
     });
     const alone = await checkReviewProof(wrap("x402-receipt", receipt), review(T + 60), { trust: jwsTrust });
     expect(alone).toMatchObject({ valid: true, reasons: [] });
     expect(alone.offerBinding).toBeUndefined();
+  });
+
+  test("an EIP-712 receipt names no offer (issue 33): with any offer of matching terms its binding is unknown, never bound", async () => {
+    // The receipt of one purchase carried beside the offer of another: same resource and network, other terms.
+    const anotherPurchasesOffer = await issuer.signOffer({ ...OFFER, amount: "999999", payTo: reviewer.address });
+    const receipt = await issuer.signReceipt(RECEIPT);
+    const checked = await checkReviewProof(withOffer(receipt, anotherPurchasesOffer), review(T + 60), { trust });
+    expect(checked).toMatchObject({ valid: true, reasons: [] });
+    expect(checked.offerBinding).toEqual({ bound: false, status: "unknown" });
+    // Its own offer fares no better: nothing signed ties the two.
+    const own = await checkReviewProof(withOffer(receipt, await issuer.signOffer(OFFER)), review(T + 60), { trust });
+    expect(own.offerBinding).toEqual({ bound: false, status: "unknown" });
+    // A contradiction still makes it unbound.
+    const elsewhere = await issuer.signReceipt({ ...RECEIPT, network: "eip155:8453" });
+    expect((await checkReviewProof(withOffer(elsewhere, anotherPurchasesOffer), review(T + 60), { trust })).offerBinding)
+      .toEqual({ bound: false, status: "unbound" });
   });
 
   test("terms that contradict the offer, an offer from another key, a forged offer: each refused with its reason", async () => {

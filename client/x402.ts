@@ -24,6 +24,8 @@ import {
   type OfferPayload,
   readOfferPayload,
   readReceiptPayload,
+  receiptOfferBinding,
+  type ReceiptOfferBindingStatus,
   receiptOfferContradictions,
   type ReceiptPayload,
   resourceUrlToDidWeb,
@@ -52,6 +54,7 @@ import { fetchTrustAnchors, type FetchLike, getSchemaAnchor, isApprovedIssuer } 
 export type {
   KeyTrust,
   OfferPayload,
+  ReceiptOfferBindingStatus,
   ReceiptPayload,
   SignedOffer,
   SignedReceipt,
@@ -135,13 +138,25 @@ export function findOfferOfReceipt(receipt: ReceiptPayload, offers: readonly Sig
 }
 
 /**
- * Where a receipt contradicts the offer it claims to settle, one reason a contradiction (empty: it settles
- * that offer): the offerHash of a JWS receipt, resource URL, network, issued well after the offer expired.
+ * Where a receipt contradicts the offer it claims to settle, one reason a contradiction: the offerHash of a JWS
+ * receipt, resource URL, network, issued well after the offer expired. Empty means nothing contradicts it, not that
+ * it settles that offer: only a signed `offerHash` binds a receipt to one ({@link receiptBindingToOffer}).
  */
 export function receiptContradictsOffer(receipt: ReceiptPayload, offer: SignedOffer): string[] {
   const terms = readOfferPayload(offer);
   if (!terms.ok) return [`the offer: ${terms.message}`];
   return receiptOfferContradictions(receipt, offer, terms.value);
+}
+
+/**
+ * Whether a receipt is bound to an offer (decisions §18): `bound` only when its signed `offerHash` names that offer
+ * and nothing contradicts it, `unbound` with the contradictions, and `unknown` for a receipt that names no offer
+ * (EIP-712 receipts never do: the upstream struct has no field for it) whose terms match.
+ */
+export function receiptBindingToOffer(receipt: ReceiptPayload, offer: SignedOffer): { status: ReceiptOfferBindingStatus; reasons: string[] } {
+  const terms = readOfferPayload(offer);
+  if (!terms.ok) return { status: "unbound", reasons: [`the offer: ${terms.message}`] };
+  return receiptOfferBinding(receipt, offer, terms.value);
 }
 
 /** The `accepts[]` entry an offer signs, matched on its terms (the `acceptIndex` is only a hint). */

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { OFFER_RECEIPT, type OfferPayload, type ReceiptPayload, type SignedReceipt } from "../domain/payments/mod.ts";
+import { OFFER_RECEIPT, offerHashOf, type OfferPayload, type ReceiptPayload, readReceiptPayload, type SignedReceipt } from "../domain/payments/mod.ts";
 import { evaluateKeyTrust, type VerifiedSigner, type WitnessEvidence } from "../domain/payments/mod.ts";
 import type { DidDocumentFetcher } from "../ports/discovery.ts";
 import { offersExtension, receiptExtension } from "../x402/extension.ts";
@@ -12,6 +12,8 @@ import {
   extractOffers,
   extractReceipt,
   findAcceptForOffer,
+  receiptBindingToOffer,
+  receiptContradictsOffer,
   receiptMatchesOffer,
   verifyOffer,
   verifyReceipt,
@@ -255,6 +257,30 @@ describe("the review proof", () => {
     expect(() => buildReceiptReview(receipt, { ratingValue: 5, reviewer: "0x0000000000000000000000000000000000000001" }))
       .toThrow(AtsClientError);
     expect(() => buildReceiptReview(receipt, { ratingValue: 6 })).toThrow("ratingValue must be an integer from 1 to 5");
+  });
+});
+
+describe("receiptBindingToOffer() (decisions §18, issue 33)", () => {
+  test("an EIP-712 receipt with another purchase's offer contradicts nothing, and is unknown, never bound", async () => {
+    const issuer = createEip712Issuer({ privateKey: generatePrivateKey() });
+    const receipt = await issuer.signReceipt(RECEIPT);
+    const anotherPurchase = await issuer.signOffer({ ...OFFER, amount: "999999" });
+    const read = await verifyReceipt(receipt, { nowSeconds: NOW });
+    if (!read.ok) throw new Error(read.message);
+    expect(receiptContradictsOffer(read.value.payload, anotherPurchase)).toEqual([]);
+    expect(receiptBindingToOffer(read.value.payload, anotherPurchase)).toEqual({ status: "unknown", reasons: [] });
+    expect(receiptBindingToOffer(read.value.payload, await issuer.signOffer({ ...OFFER, network: "eip155:8453" })))
+      .toEqual({ status: "unbound", reasons: ["the receipt's network is not the offer's"] });
+  });
+
+  test("a JWS receipt is bound only to the offer its offerHash names", async () => {
+    const issuer = await jwsIssuer();
+    const offer = await issuer.signOffer(OFFER);
+    const other = await issuer.signOffer({ ...OFFER, amount: "999999" });
+    const receipt = readReceiptPayload(await issuer.signReceipt({ ...RECEIPT, offerHash: offerHashOf(offer) }));
+    if (!receipt.ok) throw new Error(receipt.message);
+    expect(receiptBindingToOffer(receipt.value, offer)).toEqual({ status: "bound", reasons: [] });
+    expect(receiptBindingToOffer(receipt.value, other)).toEqual({ status: "unbound", reasons: ["the receipt is bound to another offer (offerHash differs)"] });
   });
 });
 

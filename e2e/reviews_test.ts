@@ -296,7 +296,7 @@ describe("receipts that prove more, and transaction proofs (issue 25, decisions 
       { baseUrl: stack.baseUrl },
     );
     const checked = await verifyReview(review.uid!, chainOptions());
-    expect(checked.proofs[0]).toMatchObject({ proofType: "x402-receipt", valid: true, reasons: [], offerBinding: { bound: true, offerHash: offerHashOf(offer) } });
+    expect(checked.proofs[0]).toMatchObject({ proofType: "x402-receipt", valid: true, reasons: [], offerBinding: { bound: true, status: "bound", offerHash: offerHashOf(offer) } });
   });
 
   test("a receipt bound to another offer, and a forged jwk, are each refused with the reason", async () => {
@@ -319,7 +319,7 @@ describe("receipts that prove more, and transaction proofs (issue 25, decisions 
       valid: false,
       signatureValid: true,
       reasons: ["the receipt is bound to another offer (offerHash differs)"],
-      offerBinding: { bound: false },
+      offerBinding: { bound: false, status: "unbound" },
     });
 
     // An attacker key carried as jwk under the shop's kid: the signature is good under the jwk, not under the kid's key.

@@ -15,6 +15,7 @@ import {
   offerHashOf,
   readOfferPayload,
   readReceiptPayload,
+  receiptOfferBinding,
   receiptOfferContradictions,
   type SignedOffer,
   verifySignedOffer,
@@ -159,6 +160,23 @@ describe("receipt_binding_vectors.json: our verifier", () => {
     expect(receiptOfferContradictions(r, eip712, terms.value)).toEqual(["the receipt's offerHash names a JWS offer, and this offer is not one"]);
     const { offerHash: _h, ...withoutHash } = r;
     expect(receiptOfferContradictions(withoutHash, eip712, terms.value)).toEqual([]);
+  });
+
+  test("receiptOfferBinding(): bound only through a signed offerHash; an EIP-712 receipt with any matching offer is unknown (issue 33)", () => {
+    const offer = jwsOffer(v.jws_EdDSA.offerJws);
+    const terms = readOfferPayload(offer);
+    const bound = readReceiptPayload({ format: "jws", signature: v.jws_EdDSA.receiptJws });
+    const other = readReceiptPayload({ format: "jws", signature: v.jws_EdDSA.receiptBoundToOtherOfferJws });
+    const eip712Receipt = readReceiptPayload({ format: "eip712", payload: { ...JSON.parse(upstream.jcs.receipt), transaction: "" }, signature: upstream.eip712.receiptSignature });
+    if (!terms.ok || !bound.ok || !other.ok || !eip712Receipt.ok) throw new Error("unreadable vector");
+    expect(receiptOfferBinding(bound.value, offer, terms.value)).toEqual({ status: "bound", reasons: [] });
+    expect(receiptOfferBinding(other.value, offer, terms.value)).toEqual({ status: "unbound", reasons: ["the receipt is bound to another offer (offerHash differs)"] });
+    // Another purchase's offer with the receipt's resource and network: nothing contradicts it, nothing names it.
+    const anotherPurchase = { ...terms.value, resourceUrl: eip712Receipt.value.resourceUrl, network: eip712Receipt.value.network, amount: "999999", validUntil: 0 };
+    const eip712Offer = { format: "eip712" as const, payload: anotherPurchase, signature: upstream.eip712.offerSignature as `0x${string}` };
+    expect(receiptOfferBinding(eip712Receipt.value, eip712Offer, anotherPurchase)).toEqual({ status: "unknown", reasons: [] });
+    expect(receiptOfferBinding(eip712Receipt.value, offer, { ...anotherPurchase, network: "eip155:999" }))
+      .toEqual({ status: "unbound", reasons: ["the receipt's network is not the offer's"] });
   });
 
   test("an offerHash beside an EIP-712 receipt's payload is not signed, so it is not read", () => {

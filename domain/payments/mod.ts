@@ -27,6 +27,8 @@ export {
   RECEIPT_INFO_SCHEMA,
   RECEIPT_AFTER_OFFER_SLACK_SECONDS,
   RECEIPT_TYPES,
+  receiptOfferBinding,
+  type ReceiptOfferBindingStatus,
   receiptOfferContradictions,
   type ReceiptPayload,
   receiptTypedData,

@@ -551,6 +551,25 @@ export function receiptOfferContradictions(receipt: ReceiptPayload, offer: Signe
   return reasons;
 }
 
+/**
+ * How far a receipt is tied to one offer (decisions §18): `bound` when its signed `offerHash` names the offer and
+ * nothing contradicts it; `unbound` when something does; `unknown` when nothing contradicts it but nothing signed
+ * names the offer either (an EIP-712 receipt, whose upstream struct has no `offerHash`, or a JWS receipt without
+ * one): its terms match, as those of any other purchase of the same resource on the same network would.
+ */
+export type ReceiptOfferBindingStatus = "bound" | "unbound" | "unknown";
+
+/** Whether a receipt settles an offer, as far as its signed fields tell; never `bound` without an `offerHash`. */
+export function receiptOfferBinding(
+  receipt: ReceiptPayload,
+  offer: SignedOffer,
+  offerPayload: OfferPayload,
+): { status: ReceiptOfferBindingStatus; reasons: string[] } {
+  const reasons = receiptOfferContradictions(receipt, offer, offerPayload);
+  if (reasons.length > 0) return { status: "unbound", reasons };
+  return { status: receipt.offerHash === undefined ? "unknown" : "bound", reasons };
+}
+
 /** Options of {@link buildUserReviewFromReceipt}. */
 export type UserReviewFromReceiptOptions = {
   readonly ratingValue: number;
