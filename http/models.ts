@@ -1,6 +1,6 @@
 import { type TSchema, Type as t } from "@sinclair/typebox";
 import { MAX_BATCH, PREMIUM_METHODS } from "../domain/accounts/mod.ts";
-import { TrustAnchorsModel } from "../domain/identity/mod.ts";
+import { IdentifierList, TrustAnchorsModel } from "../domain/identity/mod.ts";
 
 /** The one error body. */
 export const ErrorModel = t.Object({ error: t.String(), code: t.String(), details: t.Optional(t.String()) });
@@ -121,9 +121,9 @@ export const DelegatedAttestSuccessModel = t.Object({
   elapsed: t.String(),
 });
 
-/** identity-resolve: at most 100 strings. */
+/** identity-resolve: at most 100 strings of at most 10,240 characters (the MCP tool resolve_identities checks the same list). */
 export const IdentityResolveBody = t.Object({
-  identifiers: t.Array(t.String(), { maxItems: 100 }),
+  identifiers: IdentifierList,
 });
 
 export const IdentityRecordModel = t.Object({

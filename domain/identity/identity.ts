@@ -1,7 +1,40 @@
 /**
  * Identity resolve: a display record for any identifier a client holds (reference §2.2, decisions §4).
  */
+import { Type as t } from "@sinclair/typebox";
 import { buildDidPkhFromCaip10, extractAddressFromDid, normalizeDid } from "../did.ts";
+
+/** Identifiers one request resolves at most (interface: "at most 100"). */
+export const MAX_IDENTIFIERS = 100;
+
+/**
+ * The longest identifier resolved, in UTF-16 units (the spec is silent; docs/endpoints.md): 10 KiB, about ten times a
+ * did:jwk of an RSA-4096 key (the longest identifier in real use). 100 of them written as six-byte JSON escapes still fit the
+ * request-body bound (http/routes/request.ts).
+ */
+export const MAX_IDENTIFIER_LENGTH = 10_240;
+
+/**
+ * The `identifiers` of a resolve request: the one bound that `POST /v1/identity-resolve` and the MCP tool
+ * `resolve_identities` both check (decisions §20: the same answer), so a list one takes the other takes too.
+ * An empty list is allowed (reference §2.2: it answers `{"identities":[]}`).
+ */
+export const IdentifierList = t.Array(t.String({ maxLength: MAX_IDENTIFIER_LENGTH }), {
+  maxItems: MAX_IDENTIFIERS,
+  description: `DIDs, CAIP-10 accounts, EVM addresses or domains; at most ${MAX_IDENTIFIERS}, each at most ${MAX_IDENTIFIER_LENGTH} characters`,
+});
+
+/**
+ * Why `body.identifiers` is refused, in the words the route and the tool both answer; undefined when the list is
+ * within {@link IdentifierList} (the refusal is then about something else of the body).
+ */
+export function identifierListRefusal(body: unknown): string | undefined {
+  const identifiers = typeof body === "object" && body !== null ? (body as { identifiers?: unknown }).identifiers : undefined;
+  if (!Array.isArray(identifiers) || !identifiers.every((i) => typeof i === "string")) return "identifiers must be an array of strings";
+  if (identifiers.length > MAX_IDENTIFIERS) return `identifiers must contain at most ${MAX_IDENTIFIERS} entries`;
+  if (identifiers.some((i: string) => i.length > MAX_IDENTIFIER_LENGTH)) return `each identifier must be at most ${MAX_IDENTIFIER_LENGTH} characters`;
+  return undefined;
+}
 
 /** The kinds of identifier identity resolve tells apart. */
 export type IdentityType = "did-web" | "did-pkh" | "did-key" | "did-handle" | "did-ethr" | "did-jwk" | "address" | "unknown";

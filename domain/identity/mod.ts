@@ -3,7 +3,15 @@
  * (decisions §4, §5).
  */
 export { findApprovedIssuer } from "./approved_issuers.ts";
-export { type IdentityRecord, resolveIdentities, resolveIdentity } from "./identity.ts";
+export {
+  IdentifierList,
+  identifierListRefusal,
+  type IdentityRecord,
+  MAX_IDENTIFIER_LENGTH,
+  MAX_IDENTIFIERS,
+  resolveIdentities,
+  resolveIdentity,
+} from "./identity.ts";
 export {
   activeChainAnchors,
   caip2,

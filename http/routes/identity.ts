@@ -1,20 +1,13 @@
 import { Elysia } from "elysia";
-import { resolveIdentity } from "../../domain/identity/mod.ts";
+import { identifierListRefusal, resolveIdentity } from "../../domain/identity/mod.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
 import { REQUEST_MODELS } from "../models.ts";
 import { compileRequestCheck, readBodyText, requestDetail } from "./request.ts";
 
 /** The paths of identity-resolve. */
 export const IDENTITY_RESOLVE_PATHS = ["/v1/identity-resolve", "/v1/identity/resolve", "/api/public/identity-resolve"] as const;
-const MAX_IDENTIFIERS = 100;
-const identifiersBody = compileRequestCheck(REQUEST_MODELS.identityResolve.body, {
-  explain: (body) => {
-    const identifiers = (body as { identifiers?: unknown } | null)?.identifiers;
-    return Array.isArray(identifiers) && identifiers.length > MAX_IDENTIFIERS
-      ? `identifiers must contain at most ${MAX_IDENTIFIERS} entries`
-      : "identifiers must be an array of strings";
-  },
-});
+/** The body's check: the list bound the MCP tool resolve_identities checks too (domain/identity), in the same words. */
+const identifiersBody = compileRequestCheck(REQUEST_MODELS.identityResolve.body, { explain: identifierListRefusal });
 
 /** Limits of a cache of identity-resolve (its records, its answers). */
 export type RecordCacheLimits = {

@@ -7,7 +7,7 @@
 import { type Static, type TSchema, Type as t } from "@sinclair/typebox";
 import { type ArtifactTrust, INVALID_ARTIFACT_DID_MESSAGE } from "../../../domain/artifact_trust/mod.ts";
 import type { ControllerWitness, createControllerConfirm } from "../../../domain/discovery/mod.ts";
-import { resolveIdentity } from "../../../domain/identity/mod.ts";
+import { IdentifierList, identifierListRefusal, resolveIdentity } from "../../../domain/identity/mod.ts";
 import type { ListAttestations } from "../../../domain/index/mod.ts";
 import type { KeyStatus } from "../../../domain/keys/mod.ts";
 import type { Scope } from "../../../domain/oauth/mod.ts";
@@ -75,9 +75,8 @@ const ControllersInput = t.Object({
   subjectDid: Did("The service: a did:web (a bare domain becomes did:web) or another subject DID"),
   walletDid: t.Optional(Did("A wallet to check against the controllers, e.g. did:pkh:eip155:<chainId>:<address>")),
 }, { additionalProperties: false });
-const IdentitiesInput = t.Object({
-  identifiers: t.Array(t.String({ maxLength: 10_240 }), { minItems: 1, maxItems: 100, description: "DIDs, CAIP-10 accounts, addresses or domains; at most 100" }),
-}, { additionalProperties: false });
+/** The route's list (domain/identity's IdentifierList): one bound, one answer (decisions §20). */
+const IdentitiesInput = t.Object({ identifiers: IdentifierList }, { additionalProperties: false });
 const NoInput = t.Object({}, { additionalProperties: false });
 const ListInput = t.Object({
   subject: Did("The subject DID whose attestations to list"),
@@ -116,7 +115,7 @@ const answered = (value: unknown): ToolOutcome => ({ ok: true, value: JSON.parse
 export function createTools(deps: McpToolDeps, options: { readonly withAccountTools: boolean }): readonly ToolDefinition[] {
   const artifactArgs = checked(ArtifactInput, "INVALID_DID", () => "artifactDid is required (one did:artifact string)");
   const controllerArgs = checked(ControllersInput, "INVALID_INPUT");
-  const identityArgs = checked(IdentitiesInput, "INVALID_INPUT");
+  const identityArgs = checked(IdentitiesInput, "INVALID_INPUT", identifierListRefusal);
   const noArgs = checked(NoInput, "INVALID_INPUT");
   const listArgs = checked(ListInput, "INVALID_INPUT");
   const keyArgs = checked(KeyStatusInput, "INVALID_INPUT");
