@@ -100,4 +100,19 @@ describe("docs/", () => {
     const missing = [...new Set([...fromSource, ...fromReads])].sort().filter((name) => !page.includes(`\`${name}\``));
     expect(missing).toEqual([]);
   });
+
+  test("docs/x402.md answers an unpaid request as decisions §13 (amended) does: 401 on the contract's paths, 402 on the paid aliases", () => {
+    const page = read("docs/x402.md");
+    // The contract's own paths that take x402; `/v1/paid/…` (the aliases) and the plan purchase answer 402.
+    const contractPath = /\/(?:v1\/controller-witness|api\/private\/controller-witness|api\/private\/relay\/eas\/delegated-attest)(?![A-Za-z0-9_\-/])/;
+    // Prose: a paragraph that names a contract path and a 402 names the 401 too (the 402 is then the aliases').
+    const paragraphs = page.replace(/```[\s\S]*?```/g, "").split(/\n\s*\n/);
+    expect(paragraphs.filter((p) => contractPath.test(p)).length).toBeGreaterThan(0);
+    expect(paragraphs.filter((p) => contractPath.test(p) && /\b402\b/.test(p) && !/\b401\b/.test(p))).toEqual([]);
+    // Examples: code that expects a 402 sends its requests (`${base}/path`, `http://host/path`) to a paid alias.
+    const expecting402 = (page.match(/```[a-z]*\n[\s\S]*?```/g) ?? []).filter((block) => /\b402\b/.test(block));
+    const requested = expecting402.flatMap((block) => [...block.matchAll(/(?:\$\{\w+\}|https?:\/\/[^\s/'"`]+)(\/[^\s'"`?]*)/g)].map((m) => m[1]!));
+    expect(requested.length).toBeGreaterThan(0);
+    expect(requested.filter((path) => contractPath.test(path))).toEqual([]);
+  });
 });
