@@ -363,6 +363,46 @@ describe("issue 26 hardening", () => {
   });
 });
 
+describe("issue 33: the token and revocation endpoints as RFC 6749 and RFC 7009 say", () => {
+  test("a code asked for without redirect_uri (the client registered one) is exchanged without it; a refresh token revoked with token_type_hint=access_token ends its grant", async () => {
+    const client = await register();
+    const cookie = await signInCookie(base, alice, { origin: APP });
+    const verifier = o.generateRandomCodeVerifier();
+    const state = o.generateRandomState();
+    const url = new URL(as.authorization_endpoint!);
+    for (const [k, v] of Object.entries({ client_id: client.client_id, response_type: "code", scope: "account:read", state, code_challenge: await o.calculatePKCECodeChallenge(verifier), code_challenge_method: "S256" })) {
+      url.searchParams.set(k, v);
+    }
+    const { action, fields } = consentForm(await (await fetch(url, { headers: { cookie } })).text());
+    expect(fields.redirect_uri).toBeUndefined();
+    const posted = await fetch(new URL(action, base), {
+      method: "POST",
+      redirect: "manual",
+      headers: { cookie, origin: base, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ ...fields, decision: "approve" }),
+    });
+    expect(posted.status).toBe(303);
+    const location = new URL(posted.headers.get("location")!);
+    expect(`${location.origin}${location.pathname}`).toBe(REDIRECT);
+    const params = o.validateAuthResponse(as, client, location, state);
+    // RFC 6749 §4.1.3: redirect_uri is required only when the authorization request named it.
+    const exchanged = await fetch(as.token_endpoint!, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
+      body: new URLSearchParams({ grant_type: "authorization_code", client_id: client.client_id, code: params.get("code")!, code_verifier: verifier }),
+    });
+    const tokens = await o.processAuthorizationCodeResponse(as, client, exchanged);
+    expect(tokens).toMatchObject({ token_type: "bearer", scope: "account:read" });
+    expect((await api("GET", "/api/private/accounts/me", { token: tokens.access_token })).status).toBe(200);
+
+    // RFC 7009 §2.1: the hint is wrong; the service looks further, and the grant ends.
+    await o.processRevocationResponse(await o.revocationRequest(as, client, o.None(), tokens.refresh_token!, { ...insecure, additionalParameters: { token_type_hint: "access_token" } }));
+    const refreshed = await o.refreshTokenGrantRequest(as, client, o.None(), tokens.refresh_token!, insecure);
+    expect([refreshed.status, (await refreshed.json() as { error: string }).error]).toEqual([400, "invalid_grant"]);
+    expect((await api("GET", "/api/private/accounts/me", { token: tokens.access_token })).status).toBe(401);
+  });
+});
+
 describe("security: each refused, nothing written", () => {
   test("a wrong PKCE verifier, a reused code, a redirect URI one character off", async () => {
     const client = await register();
