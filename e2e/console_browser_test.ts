@@ -353,6 +353,15 @@ describeBrowser("the console in a browser", () => {
     await page.click("#review-form button[type=submit]");
     expect(await statusOf(page, "review-status")).toBe("INVALID_INPUT: transaction: txHash must be 32 bytes of hex");
     expect(walletCalls.filter((call) => call === "eth_signTypedData_v4")).toHaveLength(signaturesBefore);
+    // The form's transaction is on this service's chain: it cannot back a review of an address on another chain
+    // (issue 33, the chain rule), refused unsigned with the reason.
+    const onMainnet = `did:pkh:eip155:1:${user.address.toLowerCase()}`;
+    await page.fill("#review-subject", onMainnet);
+    await page.fill("#review-tx", `0x${"ab".repeat(32)}`);
+    await page.click("#review-form button[type=submit]");
+    expect(await statusOf(page, "review-status")).toBe(`INVALID_INPUT: proofs: the transaction is on eip155:31337, not on ${onMainnet}'s chain eip155:1`);
+    expect(walletCalls.filter((call) => call === "eth_signTypedData_v4")).toHaveLength(signaturesBefore);
+    await page.fill("#review-subject", "shop.test");
     const wallet = createWalletClient({ account: user, transport: http(stack.devnet.rpcUrl) });
     const paid = await wallet.sendTransaction({ to: user.address, value: 1n, chain: null });
     expect((await chain().waitForTransactionReceipt({ hash: paid })).status).toBe("success");
