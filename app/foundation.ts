@@ -38,6 +38,11 @@ export type StartServiceOptions = {
   readonly didJsonCa?: string | undefined;
   /** How often expired challenges and sessions are pruned (default every minute; tests shorten it). */
   readonly pruneIntervalMs?: number | undefined;
+  /**
+   * How long a sync send waits for the node's answer before asking about the hash (default 100 ms): fault tests whose
+   * node always answers set it long, so that the outcome never depends on the machine's speed.
+   */
+  readonly sendSyncGraceMs?: number | undefined;
 };
 
 /** What every capability's wiring shares. */
@@ -114,6 +119,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
       secp256k1,
       keccak256,
       sendSync: config.rpcSendSync,
+      sendSyncGraceMs: options.sendSyncGraceMs,
       // The devnet's state file is written after each mined transaction and before the client hears of it,
       // so nothing answered 200 is lost if the service and its Anvil are killed (decisions §15).
       onMined: devnet?.checkpoint,

@@ -109,6 +109,12 @@ export async function startStack(
     didJsonCa?: string;
     /** The RPC URL the service is given, from the devnet's (e.g. a fault proxy in front of it). */
     rpcUrlFor?: (devnetRpcUrl: string) => string;
+    /**
+     * How long the service's sync sends wait for the node's answer (default 100 ms). A fault test whose node (or proxy)
+     * always answers sets it long: on a loaded machine an answer later than 100 ms takes the sender down another path
+     * (it asks about the hash first), and the test's outcome would depend on the machine's speed.
+     */
+    sendSyncGraceMs?: number;
   } = {},
 ): Promise<Stack> {
   const startAnvil = await anvilStarter();
@@ -140,7 +146,7 @@ export async function startStack(
   });
   let service: Service;
   try {
-    service = await startService(readConfig(env()), { log: silentLogger, rpcFetch, didJsonCa: options.didJsonCa });
+    service = await startService(readConfig(env()), { log: silentLogger, rpcFetch, didJsonCa: options.didJsonCa, sendSyncGraceMs: options.sendSyncGraceMs });
   } catch (error) {
     await devnet.stop();
     throw error;
@@ -153,7 +159,7 @@ export async function startStack(
     rpc,
     dir,
     async restartService(more) {
-      const next = await startService(readConfig(env(more)), { log: silentLogger, rpcFetch, didJsonCa: options.didJsonCa });
+      const next = await startService(readConfig(env(more)), { log: silentLogger, rpcFetch, didJsonCa: options.didJsonCa, sendSyncGraceMs: options.sendSyncGraceMs });
       extra.push(next);
       return next;
     },

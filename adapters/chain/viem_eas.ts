@@ -61,6 +61,12 @@ export type ViemEasOptions = {
   readonly onMined?: (() => Promise<void>) | undefined;
   /** Whether the wallets send by `eth_sendRawTransactionSync` while the node mines on arrival (default `auto`). */
   readonly sendSync?: SendSyncMode | undefined;
+  /**
+   * Tests: how long a sync send may hold a wallet's lock before its answer is given up on (default
+   * `SEND_SYNC_GRACE_MS`, viem_tx_sender.ts). A fault test whose node always answers sets it long, so that the node's
+   * answer, not the machine's speed, decides the outcome.
+   */
+  readonly sendSyncGraceMs?: number | undefined;
   /** Signs the service's transactions (adapters/crypto); @noble/curves when absent. */
   readonly secp256k1?: Secp256k1 | undefined;
   /** Hashes the service's transactions (adapters/crypto: WebAssembly); viem's keccak when absent. */
@@ -124,6 +130,7 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
         nonces: options.walletNonces,
         onMined: options.onMined,
         sendSync: options.sendSync,
+        sendSyncGraceMs: options.sendSyncGraceMs,
         sign: options.secp256k1?.sign,
         keccak: options.keccak256?.bytes,
       });
