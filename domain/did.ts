@@ -466,7 +466,25 @@ function decodeBits(text: string, alphabet: string, width: number, strict: boole
   return out;
 }
 
-/** The host, optional port and path of a normalized did:web (`did:web:example.com%3A8443:user:alice`). */
+/**
+ * The one host rule of every route that looks a did:web up (controller discovery and confirm, subject ownership,
+ * subjects, the witness, key status, x402 did:web keys): the host must be a domain name, never an IP address. As
+ * the WHATWG URL parser decides ("ends in a number"), a host whose last label (after one trailing dot) is decimal
+ * digits or `0x` hex is an IPv4 address in some spelling: `127.0.0.1`, `0`, `1.2.3`, `2130706433`, `0x7f.1`; no
+ * top-level domain is numeric, so no name is lost. IPv6 (`[::1]`, `%5B%3A%3A1%5D`) never passes the host
+ * characters of {@link didWebLocation}. Such a did:web is bad input (400 `INVALID_DID`), not a lookup that failed.
+ */
+export function isDomainNameHost(host: string): boolean {
+  const labels = host.toLowerCase().split(".");
+  if (labels.length > 1 && labels[labels.length - 1] === "") labels.pop();
+  const last = labels[labels.length - 1] ?? "";
+  return last !== "" && !/^[0-9]+$/.test(last) && !/^0x[0-9a-f]*$/.test(last);
+}
+
+/**
+ * The host, optional port and path of a normalized did:web (`did:web:example.com%3A8443:user:alice`); undefined
+ * when it names no domain ({@link isDomainNameHost}).
+ */
 export function didWebLocation(did: string): { host: string; port: string | undefined; path: string[] } | undefined {
   if (!did.startsWith("did:web:")) return undefined;
   const rest = did.slice("did:web:".length);
@@ -480,7 +498,7 @@ export function didWebLocation(did: string): { host: string; port: string | unde
   }
   const portMatch = /^(.*):([0-9]{1,5})$/.exec(decoded);
   const host = portMatch ? portMatch[1]! : decoded;
-  if (host === "" || !/^[a-z0-9.-]+$/.test(host) || host.startsWith(".") || host.includes("..")) return undefined;
+  if (host === "" || !/^[a-z0-9.-]+$/.test(host) || host.startsWith(".") || host.includes("..") || !isDomainNameHost(host)) return undefined;
   const path = [...colonPath, ...slashPath].filter((p) => p !== "");
   return { host, port: portMatch?.[2], path };
 }

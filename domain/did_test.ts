@@ -10,11 +10,13 @@ import {
   computeDidHash,
   controllerIdentity,
   didAddressFromHash,
+  didWebLocation,
   didJwkToJwk,
   didPkhToCaip10,
   didToAddress,
   extractAddressFromDid,
   getDomainFromDidWeb,
+  isDomainNameHost,
   isSameControllerId,
   jwkToDidJwk,
   normalizeDid,
@@ -211,6 +213,19 @@ describe("did:web helpers", () => {
     expect(value(getDomainFromDidWeb("did:web:www.example.com"))).toBe("example.com");
     expect(value(getDomainFromDidWeb("did:web:example.com:user:alice"))).toBe("example.com:user:alice");
     expect(value(getDomainFromDidWeb("did:web:localhost%3A8443"))).toBe("localhost%3a8443");
+  });
+
+  test("didWebLocation(): a host that is an IP address in any spelling (v4 dotted, shorthand, numeric, hex, v6) names no domain (issue 33)", () => {
+    const ips = [
+      "did:web:127.0.0.1", "did:web:0", "did:web:1.2.3", "did:web:2130706433", "did:web:0x7f000001", "did:web:0x7f.1", "did:web:127.0.0.1.",
+      "did:web:010.0.0.1", "did:web:999.1.1.1", "did:web:example.123", "did:web:127.0.0.1%3a8443", "did:web:127.0.0.1:user:alice",
+      "did:web:[::1]", "did:web:%5b%3a%3a1%5d", "did:web:%5b::ffff:127.0.0.1%5d", "did:web:::1",
+    ];
+    for (const did of ips) expect({ did, location: didWebLocation(normalizeDid(did).ok ? value(normalizeDid(did)) : did) }).toEqual({ did, location: undefined });
+    for (const host of ["127.0.0.1", "0", "1.2.3", "2130706433", "0x7f000001", "0X7F.1", "1.2.3.4.", "example.0x"]) expect({ host, name: isDomainNameHost(host) }).toEqual({ host, name: false });
+    for (const host of ["example.com", "1password.com", "123.example", "0x.example", "a.b0", "localhost", "example.com."]) expect({ host, name: isDomainNameHost(host) }).toEqual({ host, name: true });
+    expect(didWebLocation("did:web:example.com%3a8443:user:alice")).toEqual({ host: "example.com", port: "8443", path: ["user", "alice"] });
+    expect(didWebLocation("did:web:1password.com")).toEqual({ host: "1password.com", port: undefined, path: [] });
   });
 
   test("getDomainFromDidWeb() refuses other methods", () => {

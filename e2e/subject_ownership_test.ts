@@ -89,6 +89,33 @@ describe("subject ownership", () => {
     expect(eoa.body).toMatchObject({ ok: false, status: "failed" });
   });
 
+  test("a did:web whose host is an IP address is 400 INVALID_DID on every route that takes a did:web, never 502, and nothing is looked up (issue 33)", async () => {
+    const ips = ["did:web:127.0.0.1", "did:web:0", "did:web:1.2.3", "did:web:2130706433", "did:web:0x7f.1", "did:web:127.0.0.1%3A8443", "did:web:%5B%3A%3A1%5D", "10.0.0.1"];
+    const before = dns.queries.length;
+    const key = `did:pkh:eip155:31337:${buyer.address.toLowerCase()}`;
+    for (const subjectDid of ips) {
+      const q = encodeURIComponent(subjectDid);
+      const answers = {
+        ownership: await verify({ subjectDid, connectedWalletDid: pkh(buyer.address) }),
+        endpointConfirm: await fetch(`${stack.baseUrl}/v1/controller-endpoint-confirm?subjectDid=${q}`),
+        confirm: await fetch(`${stack.baseUrl}/api/public/controller-confirm?subjectDid=${q}&walletDid=${encodeURIComponent(key)}`),
+        keyStatus: await fetch(`${stack.baseUrl}/v1/key-status?subjectDid=${q}&keyDid=${encodeURIComponent(key)}`),
+      };
+      const seen: Record<string, [number, unknown]> = { ownership: [answers.ownership.status, answers.ownership.body.code] };
+      for (const name of ["endpointConfirm", "confirm", "keyStatus"] as const) {
+        const res = answers[name];
+        seen[name] = [res.status, ((await res.json()) as { code?: string }).code];
+      }
+      expect({ subjectDid, seen }).toEqual({
+        subjectDid,
+        seen: { ownership: [400, "INVALID_DID"], endpointConfirm: [400, "INVALID_DID"], confirm: [400, "INVALID_DID"], keyStatus: [400, "INVALID_DID"] },
+      });
+    }
+    expect(dns.queries.slice(before)).toEqual([]);
+    // A name still is looked up.
+    expect((await verify({ subjectDid: "did:web:owned.test", connectedWalletDid: pkh(creator.address) })).body).toMatchObject({ ok: true, method: "dns" });
+  });
+
   test("bad input is 400; a chain that cannot be reached is 502 NETWORK_ERROR, never failed", async () => {
     expect((await verify({ subjectDid: "did:web:owned.test" })).status).toBe(400);
     expect((await verify({ subjectDid: "did:web:owned.test", connectedWalletDid: "did:web:nope.test" })).body.code).toBe("INVALID_DID");

@@ -107,7 +107,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     request: REQUEST_MODELS.controllerEndpointConfirm,
     responses: {
       200: { description: "Endpoint evidence", schema: ControllerEndpointConfirmModel },
-      400: err("INVALID_INPUT (subjectDid missing), INVALID_DID"),
+      400: err("INVALID_INPUT (subjectDid missing), INVALID_DID (also a did:web whose host is an IP address: nothing is looked up)"),
     },
   },
   {
@@ -118,7 +118,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     request: REQUEST_MODELS.controllerConfirm,
     responses: {
       200: { description: "Evidence with approvedIssuer", schema: ControllerConfirmModel },
-      400: err("INVALID_INPUT, INVALID_DID"),
+      400: err("INVALID_INPUT, INVALID_DID (also a did:web whose host is an IP address: nothing is looked up)"),
     },
   },
   {
@@ -279,7 +279,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     request: REQUEST_MODELS.subjectOwnership,
     responses: {
       200: { description: "verified, or failed with error and details saying why", schema: SubjectOwnershipModel },
-      400: err("INVALID_JSON, INVALID_INPUT (field named), INVALID_DID"),
+      400: err("INVALID_JSON, INVALID_INPUT (field named), INVALID_DID (also a did:web whose host is an IP address: nothing is looked up)"),
       502: err("NETWORK_ERROR: a lookup could not be made (never reported as failed)"),
     },
   },

@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import type { HexString } from "../../ports/eas.ts";
 import type { OwnershipChain, OwnershipTransaction } from "../../ports/ownership_chain.ts";
-import type { DiscoverControllers } from "../discovery/mod.ts";
+import { fakeDidDocumentFetcher, fakeDnsResolver } from "../../ports/fakes.ts";
+import { createDiscoverControllers, type DiscoverControllers } from "../discovery/mod.ts";
 import { createSubjectOwnership, OWNERSHIP_TRANSFERRED_TOPIC } from "./subject_ownership.ts";
 
 const WALLET = "0x00000000000000000000000000000000000000aa" as HexString;
@@ -95,6 +96,26 @@ describe("createSubjectOwnership() for did:web", () => {
   test("a domain over its lookup budget is NETWORK_ERROR; a did:web discovery refuses is INVALID_DID", async () => {
     expect(await web({ ok: false, code: "RATE_LIMITED", message: "x", retryAfterSeconds: 5 })).toMatchObject({ ok: false, code: "NETWORK_ERROR" });
     expect(await web({ ok: false, code: "INVALID_DID", message: "x" })).toMatchObject({ ok: false, code: "INVALID_DID" });
+  });
+});
+
+describe("createSubjectOwnership() for a did:web whose host is an IP address (issue 33)", () => {
+  test("is INVALID_DID (400, bad input), never NETWORK_ERROR, with the real discovery and the did.json fetcher's refusal of IP hosts", async () => {
+    const dns = fakeDnsResolver();
+    // As adapters/https does: an IP literal is never fetched, it is an unavailable source ("invalid-host").
+    const didDocuments = fakeDidDocumentFetcher();
+    const fetchDidDocument = didDocuments.fetchDidDocument;
+    didDocuments.fetchDidDocument = (host: string, path: readonly string[] = []) =>
+      /^[0-9.]+(:[0-9]+)?$/.test(host) ? (didDocuments.fetches.push(host), Promise.resolve({ status: "unavailable" as const, reason: "invalid-host" as const, url: `https://${host}/.well-known/did.json` })) : fetchDidDocument(host, path);
+    const verify = createSubjectOwnership({ discover: createDiscoverControllers({ dns, didDocuments, serviceDnsLabel: "omatrust" }), chain: {} as OwnershipChain });
+    for (const subjectDid of ["did:web:127.0.0.1", "did:web:0", "did:web:1.2.3", "did:web:2130706433", "did:web:%5B%3A%3A1%5D", "10.1.2.3"]) {
+      expect({ subjectDid, answer: await verify({ subjectDid, connectedWalletDid: pkh(WALLET) }) })
+        .toEqual({ subjectDid, answer: { ok: false, code: "INVALID_DID", message: "subjectDid is not a did:web this service can look up" } });
+    }
+    expect([...dns.lookups, ...didDocuments.fetches]).toEqual([]);
+    // A domain name still reaches discovery.
+    expect(await verify({ subjectDid: "did:web:shop.test", connectedWalletDid: pkh(WALLET) })).toMatchObject({ ok: true, value: { ok: false, status: "failed" } });
+    expect(dns.lookups).toEqual(["TXT _controllers.shop.test", "TXT _omatrust.shop.test"]);
   });
 });
 

@@ -191,6 +191,18 @@ describe("createDiscoverControllers()", () => {
     expect(await discover("did:")).toMatchObject({ ok: false, code: "INVALID_DID" });
     expect(await discover("did:web:")).toMatchObject({ ok: false, code: "INVALID_DID" });
   });
+
+  test("a did:web whose host is an IP address is INVALID_DID, and nothing is looked up (issue 33)", async () => {
+    const dns = fakeDnsResolver();
+    const docs = fakeDidDocumentFetcher();
+    const discover = createDiscoverControllers({ dns, didDocuments: docs, serviceDnsLabel: "omatrust" });
+    for (const subject of ["did:web:127.0.0.1", "did:web:0", "did:web:1.2.3", "2130706433", "did:web:0x7f.1", "did:web:%5B%3A%3A1%5D", "did:web:10.0.0.1%3A8443"]) {
+      expect({ subject, answer: await discover(subject) }).toEqual({ subject, answer: { ok: false, code: "INVALID_DID", message: "Invalid subjectDid", details: "did:web host is not a domain name" } });
+    }
+    expect(dns.lookups).toEqual([]);
+    expect(docs.fetches).toEqual([]);
+    expect(controllerTxtRecordFor("127.0.0.1", `did:pkh:eip155:1:${A}`)).toMatchObject({ ok: false, code: "INVALID_DID" });
+  });
 });
 
 describe("createCachedDiscovery()", () => {

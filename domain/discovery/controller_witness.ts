@@ -185,6 +185,8 @@ export function createControllerWitness(deps: ControllerWitnessDeps) {
         "Controller witness currently requires a did:web subject for endpoint evidence discovery",
       );
     }
+    // The host rule every did:web route shares: an IP address is bad input, refused before any rate or lookup.
+    if (didWebLocation(subject.value) === undefined) return fail("INVALID_DID", "Invalid subjectDid", "did:web host is not a domain name");
     const recipient = didToAddress(subject.value);
     if (!recipient.ok) return fail("INVALID_DID", "Invalid subjectDid");
 

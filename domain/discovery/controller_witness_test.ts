@@ -121,6 +121,8 @@ describe("createControllerWitness()", () => {
       [setup({ witnessSchemaUid: undefined, schemas: [] }), body, signedIn, "SCHEMA_NOT_DEPLOYED"],
       [setup({ schemas: ["user-review"] }), { ...body, subjectDid: "did:web:" }, signedIn, "SCHEMA_NOT_ELIGIBLE"],
       [setup(), { ...body, subjectDid: "did:web:" }, signedIn, "INVALID_DID"],
+      [setup(), { ...body, subjectDid: "did:web:127.0.0.1" }, signedIn, "INVALID_DID"],
+      [setup(), { ...body, subjectDid: "did:web:1.2.3" }, signedIn, "INVALID_DID"],
       [setup(), { ...body, controllerDid: "did:pkh:broken" }, signedIn, "INVALID_DID"],
       [setup(), { ...body, controllerDid: "svc.example" }, signedIn, "INVALID_DID"],
       [setup(), { ...body, subjectDid: "did:pkh:eip155:1:0x0000000000000000000000000000000000000001" }, signedIn, "UNSUPPORTED_SUBJECT_TYPE"],
@@ -143,6 +145,15 @@ describe("createControllerWitness()", () => {
     const t = setup();
     await t.witness({ ...body, subjectDid: "did:key:z6Mk" }, signedIn);
     expect([...s.dns.lookups, ...t.dns.lookups, ...s.didDocuments.fetches, ...t.didDocuments.fetches]).toEqual([]);
+  });
+
+  test("a did:web whose host is an IP address is INVALID_DID before any lookup and spends no domain turn (issue 33)", async () => {
+    const s = setup({ domainPerMinute: 1 });
+    for (const subjectDid of ["did:web:127.0.0.1", "did:web:0", "did:web:2130706433"]) {
+      expect(codeOf(await s.witness({ ...body, subjectDid }, signedIn))).toBe("INVALID_DID");
+    }
+    expect([...s.dns.lookups, ...s.didDocuments.fetches]).toEqual([]);
+    expect(s.writer.sent).toHaveLength(0);
   });
 
   test("EVIDENCE_NOT_FOUND says which sources were checked and what they said", async () => {
