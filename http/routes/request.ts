@@ -60,14 +60,74 @@ export async function readBodyText({ request }: { request: Request }): Promise<s
 /** A parsed JSON body, or why there is none. */
 export type JsonBody =
   | { readonly ok: true; readonly value: unknown }
-  | { readonly ok: false; readonly code: "INVALID_JSON" | "PAYLOAD_TOO_LARGE"; readonly message: string };
+  | { readonly ok: false; readonly code: "INVALID_JSON" | "PAYLOAD_TOO_LARGE" | "INVALID_INPUT"; readonly message: string };
 
 /** The message of a 413 `PAYLOAD_TOO_LARGE`. */
 export const TOO_LARGE_MESSAGE = `Request body larger than ${MAX_BODY_BYTES} bytes`;
 
-/** Parses the text {@link readBodyText} gave; a body that does not parse is `INVALID_JSON` (decisions §2). */
+/**
+ * The deepest nesting of arrays and objects any JSON body may have (issue 33). The deepest body a route takes is a
+ * premium JSON-RPC batch of `eth_getLogs` filters (batch, call, params, filter, topics, a topic's list: 6 levels);
+ * EIP-712 typed data and MCP messages are shallower.
+ */
+export const MAX_JSON_DEPTH = 32;
+
+/**
+ * The most values any JSON body may hold (issue 33): array elements and object members (keys are not counted), plus
+ * the containers themselves and the body itself. The bodies the routes take are far below it (a premium batch of 100
+ * calls with their filters, identity-resolve's 100 identifiers, an MCP batch of tool calls); at 20,000 the values
+ * parsed from one body cost about a megabyte beside the body's own text.
+ */
+export const MAX_JSON_VALUES = 20_000;
+
+/**
+ * Why no route takes `text` as JSON, read without parsing it: nested deeper than {@link MAX_JSON_DEPTH}, or more
+ * than {@link MAX_JSON_VALUES} values; undefined otherwise (which says nothing of whether it parses). Issue 33:
+ * `JSON.parse` of 8 MiB of `[` builds four million arrays (120 MiB) before any route looks at the result, so every
+ * JSON body is scanned first. One pass over the text outside strings, which are skipped with `indexOf`; it stops at
+ * the first bracket or comma past a bound, and counts a `[` or `{` and a `,` as one value each (exact for non-empty
+ * containers, one too many for an empty one).
+ */
+export function jsonShapeRefusal(text: string): string | undefined {
+  let depth = 0;
+  let values = 1;
+  const length = text.length;
+  for (let i = 0; i < length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // A string: its end is the next quote not escaped, i.e. after an even run of backslashes (the runs before
+      // successive quotes do not overlap, so the whole scan stays linear).
+      let end = i;
+      for (;;) {
+        end = text.indexOf('"', end + 1);
+        if (end === -1) return undefined;
+        let slashes = 0;
+        for (let j = end - 1; text.charCodeAt(j) === 0x5c; j--) slashes++;
+        if ((slashes & 1) === 0) break;
+      }
+      i = end;
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > MAX_JSON_DEPTH) return `Body nested deeper than ${MAX_JSON_DEPTH} levels`;
+      if (++values > MAX_JSON_VALUES) return `Body holds more than ${MAX_JSON_VALUES} values`;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    } else if (c === 0x2c) {
+      if (++values > MAX_JSON_VALUES) return `Body holds more than ${MAX_JSON_VALUES} values`;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Parses the text {@link readBodyText} gave; a body that does not parse is `INVALID_JSON` (decisions §2), one no
+ * route takes ({@link jsonShapeRefusal}) `INVALID_INPUT` before it is parsed.
+ */
 export function parseJsonBody(body: unknown): JsonBody {
   if (body === BODY_TOO_LARGE) return { ok: false, code: "PAYLOAD_TOO_LARGE", message: TOO_LARGE_MESSAGE };
+  if (typeof body === "string") {
+    const refusal = jsonShapeRefusal(body);
+    if (refusal !== undefined) return { ok: false, code: "INVALID_INPUT", message: refusal };
+  }
   try {
     return { ok: true, value: JSON.parse(typeof body === "string" ? body : "") };
   } catch {

@@ -1,11 +1,21 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { Value } from "@sinclair/typebox/value";
 import { parseWitnessBody } from "../../domain/discovery/mod.ts";
 import { parseDelegatedRequest } from "../../domain/delegation/mod.ts";
 import { createSessions } from "../../domain/sessions/mod.ts";
 import { fakeAccountStore, fakeClock, fakeRandom } from "../../ports/fakes.ts";
 import { REQUEST_MODELS } from "../models.ts";
-import { BODY_TOO_LARGE, compileRequestCheck, MAX_BODY_BYTES, parseJsonBody, queryOf, readBodyText } from "./request.ts";
+import {
+  BODY_TOO_LARGE,
+  compileRequestCheck,
+  jsonShapeRefusal,
+  MAX_BODY_BYTES,
+  MAX_JSON_DEPTH,
+  MAX_JSON_VALUES,
+  parseJsonBody,
+  queryOf,
+  readBodyText,
+} from "./request.ts";
 
 const LOWER = "0x173a347faed486bb69081ef673c6e52c03f57f3e";
 const CHECKSUMMED = "0x173a347FAED486BB69081EF673c6E52c03f57F3e";
@@ -224,5 +234,77 @@ describe("request checks", () => {
     expect(await readBodyText({ request: post("a".repeat(MAX_BODY_BYTES + 1)) })).toBe(BODY_TOO_LARGE);
     expect(parseJsonBody(BODY_TOO_LARGE)).toMatchObject({ ok: false, code: "PAYLOAD_TOO_LARGE" });
     expect(parseJsonBody("{x")).toMatchObject({ ok: false, code: "INVALID_JSON" });
+  });
+});
+
+describe("hostile JSON (issue 33)", () => {
+  /** The nesting and the values (the count the scan keeps: one per `[`, `{` and `,`, plus one) of a parsed value. */
+  const shape = (value: unknown): { depth: number; marks: number } => {
+    if (typeof value !== "object" || value === null) return { depth: 0, marks: 0 };
+    const children = Array.isArray(value) ? value : Object.values(value);
+    let depth = 0;
+    let marks = 1 + Math.max(children.length - 1, 0);
+    for (const child of children) {
+      const inner = shape(child);
+      depth = Math.max(depth, inner.depth);
+      marks += inner.marks;
+    }
+    return { depth: depth + 1, marks };
+  };
+  /** Strings that look like structure, escapes before quotes included. */
+  const STRINGS = ["[", "]", "{", "}", ",", '"', '\\', '\\"', '\\\\"[', "a\\", '["x",{"y":[1,2]}]', "\u0022[", ""];
+
+  test("the scan refuses exactly the bodies nested past MAX_JSON_DEPTH or holding more than MAX_JSON_VALUES values", () => {
+    const rnd = random(33);
+    // A spine `depth` deep, with a few shallow siblings and scalars (strings that look like structure) on the way.
+    const build = (depth: number): unknown => {
+      if (depth === 0) return rnd.pick([...STRINGS, 0, 1.5, null, true]);
+      const items = [build(depth - 1)];
+      while (rnd.next() < 0.5) items.splice(Math.floor(rnd.next() * (items.length + 1)), 0, rnd.pick([...STRINGS, 0, [], {}, [STRINGS[0]]]));
+      if (rnd.next() < 0.5) return items;
+      return Object.fromEntries(items.map((item, i) => [rnd.pick(STRINGS) + i, item]));
+    };
+    let refused = 0;
+    let accepted = 0;
+    for (let i = 0; i < 400; i++) {
+      const value = build(Math.floor(rnd.next() * 40));
+      const text = JSON.stringify(value, null, rnd.pick([0, 1, "\t"]));
+      const { depth, marks } = shape(value);
+      const fits = depth <= MAX_JSON_DEPTH && marks + 1 <= MAX_JSON_VALUES;
+      expect(jsonShapeRefusal(text) === undefined).toBe(fits);
+      if (fits) accepted++;
+      else refused++;
+    }
+    // Both sides were reached.
+    expect(Math.min(accepted, refused)).toBeGreaterThan(20);
+    // At the bounds: 32 levels pass and 33 do not; an array of 19,999 numbers (20,000 values with itself) passes.
+    expect(jsonShapeRefusal(`${"[".repeat(MAX_JSON_DEPTH)}${"]".repeat(MAX_JSON_DEPTH)}`)).toBeUndefined();
+    expect(jsonShapeRefusal(`${"[".repeat(MAX_JSON_DEPTH + 1)}${"]".repeat(MAX_JSON_DEPTH + 1)}`)).toBe(`Body nested deeper than ${MAX_JSON_DEPTH} levels`);
+    expect(jsonShapeRefusal(JSON.stringify(Array(MAX_JSON_VALUES - 1).fill(0)))).toBeUndefined();
+    expect(jsonShapeRefusal(JSON.stringify(Array(MAX_JSON_VALUES).fill(0)))).toBe(`Body holds more than ${MAX_JSON_VALUES} values`);
+    // Structure inside strings never counts, however long: 6 MB of brackets, commas and escaped quotes in one string.
+    expect(jsonShapeRefusal(JSON.stringify({ identifiers: ['[,{"\\'.repeat(1_000_000)] }))).toBeUndefined();
+  });
+
+  test("the 8 MB bodies of the attack are refused INVALID_INPUT by every route's parser, and never parsed", () => {
+    const parse = spyOn(JSON, "parse");
+    try {
+      const nested = `${"[".repeat(4_000_000)}${"]".repeat(4_000_000)}`;
+      const wide = `[${"0,".repeat(4_000_000)}0]`;
+      const members = `{${'"a":{},'.repeat(1_000_000)}"b":1}`;
+      const check = compileRequestCheck(REQUEST_MODELS.identityResolve.body);
+      for (const body of [nested, wide, members]) {
+        expect(parseJsonBody(body)).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+        expect(check.readJson(body)).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+      }
+      expect(parseJsonBody(nested)).toEqual({ ok: false, code: "INVALID_INPUT", message: `Body nested deeper than ${MAX_JSON_DEPTH} levels` });
+      expect(parseJsonBody(wide)).toEqual({ ok: false, code: "INVALID_INPUT", message: `Body holds more than ${MAX_JSON_VALUES} values` });
+      expect(parse).toHaveBeenCalledTimes(0);
+      // A body within the bounds is parsed as before.
+      expect(check.readJson(JSON.stringify({ identifiers: ["did:web:a.test"] }))).toMatchObject({ ok: true });
+      expect(parse).toHaveBeenCalledTimes(1);
+    } finally {
+      parse.mockRestore();
+    }
   });
 });

@@ -24,7 +24,7 @@ import type { ClientAddressOf } from "../../../ports/request_context.ts";
 import { type BearerAccess, bearerTokenOf, carriesBearer } from "../../credentials.ts";
 import { errorBody, json } from "../../errors.ts";
 import { ErrorModel } from "../../models.ts";
-import { BODY_TOO_LARGE, readBodyText, TOO_LARGE_MESSAGE } from "../request.ts";
+import { BODY_TOO_LARGE, jsonShapeRefusal, readBodyText, TOO_LARGE_MESSAGE } from "../request.ts";
 import { createSessionTable, type SessionEnd } from "./_sessions.ts";
 import { summarize, summarizeError } from "./_summaries.ts";
 import { createTools, type McpToolDeps, type ToolCaller, type ToolOutcome } from "./_tools.ts";
@@ -73,6 +73,8 @@ export type McpEndpointDeps = {
 export type McpEndpoint = {
   /** Answers a POST or DELETE of `/mcp`; `body` is what {@link readBodyText} read. */
   readonly handle: (request: Request, body: unknown) => Promise<Response>;
+  /** The body parser of `POST /mcp`: the body's text, unread for a session that is not here. */
+  readonly readBody: (context: { request: Request }) => unknown;
   /** Sessions open now. */
   readonly sessions: () => number;
   /** Closes the sessions idle past their deadline; returns how many. */
@@ -87,6 +89,9 @@ export type McpEndpoint = {
  * wait for the route deadline).
  */
 type Session = { readonly server: Server; readonly transport: WebStandardStreamableHTTPServerTransport; busy: number; closing: boolean };
+
+/** The body a POST of a session that is not here gets instead of its own, which is never read (issue 33). */
+const UNKNOWN_SESSION: unique symbol = Symbol("unknown MCP session");
 
 /** Answers one request of a session, counting it as busy meanwhile. */
 async function answer(session: Session, request: Request, options?: Parameters<WebStandardStreamableHTTPServerTransport["handleRequest"]>[1]) {
@@ -262,10 +267,17 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
       if (session === undefined) return rpcError(404, -32001, "Session not found");
       return await answer(session, request);
     }
+    // Issue 33: a session that is not here is answered before its body is parsed (or read: see mcpRoutes), and the
+    // body's shape is checked before it is parsed.
+    const known = sessionId === null ? undefined : table.get(sessionId);
+    if (body === UNKNOWN_SESSION || (sessionId !== null && known === undefined)) return rpcError(404, -32001, "Session not found");
     if (body === BODY_TOO_LARGE) return rpcError(413, -32000, TOO_LARGE_MESSAGE);
+    const text = typeof body === "string" ? body : "";
+    const refusal = jsonShapeRefusal(text);
+    if (refusal !== undefined) return rpcError(400, -32600, `Invalid Request: ${refusal}`);
     let message: unknown;
     try {
-      message = JSON.parse(typeof body === "string" ? body : "");
+      message = JSON.parse(text);
     } catch {
       return rpcError(400, -32700, "Parse error: Invalid JSON");
     }
@@ -286,12 +298,22 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     return await answer(session, request, { parsedBody: message, authInfo });
   };
 
-  return { handle, sessions: table.size, sweep: table.sweep, close: table.closeAll };
+  /**
+   * The body of a POST as {@link readBodyText} reads it, except for a session that is not here (unknown, ended, idle or
+   * pushed out), whose body is not read at all: its answer is 404 whatever it says (issue 33).
+   */
+  const readBody = (context: { request: Request }): Promise<unknown> | typeof UNKNOWN_SESSION => {
+    const sessionId = context.request.headers.get("mcp-session-id");
+    if (sessionId !== null && table.get(sessionId) === undefined) return UNKNOWN_SESSION;
+    return readBodyText(context);
+  };
+
+  return { handle, readBody, sessions: table.size, sweep: table.sweep, close: table.closeAll };
 }
 
 /** The `/mcp` routes: POST (JSON-RPC messages) and DELETE (end a session); GET is 405 (no server-sent stream). */
 export function mcpRoutes(endpoint: McpEndpoint) {
   return new Elysia({ name: "mcp-routes" })
-    .post(MCP_PATH, ({ request, body }) => endpoint.handle(request, body), { parse: readBodyText })
+    .post(MCP_PATH, ({ request, body }) => endpoint.handle(request, body), { parse: endpoint.readBody })
     .delete(MCP_PATH, ({ request }) => endpoint.handle(request, undefined));
 }

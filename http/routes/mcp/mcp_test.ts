@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { Elysia } from "elysia";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -261,6 +261,63 @@ describe("createMcpEndpoint()", () => {
     const writer = await setUp(withBearer, "all");
     const witness = await writer.call("request_controller_witness", { subjectDid: "did:web:a.test" });
     expect(witness.structuredContent).toMatchObject({ code: "INVALID_INPUT", error: "controllerDid is required" });
+  });
+});
+
+describe("hostile requests (issue 33)", () => {
+  const INITIALIZE = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "b", version: "1" } } };
+  const list = (id: number) => ({ jsonrpc: "2.0", id, method: "tools/list" });
+  /** An app with the endpoint, and a POST of `body` (JSON unless a string or a stream) for a session. */
+  const withEndpoint = (deps: Partial<McpEndpointDeps> = {}) => {
+    const endpoint = createMcpEndpoint({ tools: fakeTools(), maxSessions: 10, sessionIdleSeconds: 60, maxInFlight: 10, clock: fakeClock(), log: silentLogger, ...deps });
+    const app = new Elysia().use(mcpRoutes(endpoint));
+    const post = (body: unknown, session?: string) => app.handle(new Request(`${BASE}/mcp`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        ...(session === undefined ? {} : { "mcp-session-id": session, "mcp-protocol-version": "2025-06-18" }),
+      },
+      body: typeof body === "string" || body instanceof ReadableStream ? body : JSON.stringify(body),
+      duplex: "half",
+    } as RequestInit));
+    const open = async () => {
+      const response = await post(INITIALIZE);
+      expect(response.status).toBe(200);
+      return response.headers.get("mcp-session-id")!;
+    };
+    return { endpoint, post, open };
+  };
+
+  test("a POST of a session that is not here is 404 before a byte of its body is read; a live session's hostile body is refused unparsed", async () => {
+    const { post, open } = withEndpoint();
+    // The attack: 8 MB of `[` then `]` for a session that does not exist. The body is a stream counting what is read.
+    let pulls = 0;
+    const stream = () => new ReadableStream<Uint8Array>({
+      pull(controller) {
+        pulls++;
+        controller.enqueue(new TextEncoder().encode("[".repeat(1 << 16)));
+      },
+    }, { highWaterMark: 0 });
+    const unknown = await post(stream(), "no-such-session");
+    expect([unknown.status, await unknown.json(), pulls]).toEqual([404, { jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null }, 0]);
+    const session = await open();
+    const parse = spyOn(JSON, "parse");
+    try {
+      const nested = `${"[".repeat(4_000_000)}${"]".repeat(4_000_000)}`;
+      const wide = JSON.stringify(Array(100_000).fill(list(1)));
+      for (const [body, reason] of [[nested, "Body nested deeper than 32 levels"], [wide, "Body holds more than 20000 values"]] as const) {
+        for (const id of [session, undefined]) {
+          const refused = await post(body, id);
+          expect([refused.status, await refused.json()]).toEqual([400, { jsonrpc: "2.0", error: { code: -32600, message: `Invalid Request: ${reason}` }, id: null }]);
+        }
+      }
+      expect(parse.mock.calls.filter(([text]) => text === nested || text === wide)).toHaveLength(0);
+    } finally {
+      parse.mockRestore();
+    }
+    // The session is untouched.
+    expect((await post(list(2), session)).status).toBe(200);
   });
 });
 

@@ -20,7 +20,7 @@ import { clientKeyOf, type Sessions } from "../../../domain/sessions/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import type { AccessTokenKeys } from "../../../ports/oauth.ts";
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
-import { readBodyText } from "../request.ts";
+import { jsonShapeRefusal, readBodyText } from "../request.ts";
 import { MAX_OAUTH_BODY, noStore, oauthError, readBasic, readForm } from "./_forms.ts";
 
 /** What the OAuth routes need. */
@@ -114,6 +114,8 @@ export function oauthRoutes(deps: OAuthRoutesDeps) {
     .post("/oauth/register", ({ request, body }) =>
       guarded("register", async () => {
         if (body === undefined || typeof body !== "string" || body.length > MAX_OAUTH_BODY) return oauthError("invalid_client_metadata", "The body must be a JSON object of client metadata (at most 64 KiB)");
+        // A body no client metadata looks like (issue 33: nested or long past any) is refused before it is parsed.
+        if (jsonShapeRefusal(body) !== undefined) return oauthError("invalid_client_metadata", "The body must be a JSON object of client metadata");
         let metadata: unknown;
         try {
           metadata = JSON.parse(body);
