@@ -452,6 +452,21 @@ function spyApp() {
       plans: { free: { annualWrites: 1, schemas: [] }, paid: { annualWrites: 1, schemas: [] } },
       clock: fakeClock(),
       secureCookies: false,
+      // The witness is for sale, and every payment passes: the paid alias reaches the use case once its body is valid.
+      payments: {
+        offers: () => true,
+        handle: async (_request: Request, _purpose: string, work: (paid: { payer: string; key: string }) => Promise<{ response: Response }>) =>
+          (await work({ payer: A, key: "k" })).response,
+        terms: () => Promise.resolve({}),
+      } as never,
+    },
+    privateRelay: {
+      sessions: { authenticate: () => Promise.resolve({ ok: true, value: { account: { id: "a", address: A, plan: "free", createdAtMs: 0 } } }) } as never,
+      relay: spy("privateRelay", fail("SCHEMA_NOT_ELIGIBLE", "spy")) as never,
+      readNonce: spy("nonce", fail("RPC_ERROR", "spy")) as ReadNonce,
+      chainName: "x",
+      chainId: 1,
+      easAddress: "0x0000000000000000000000000000000000000000",
     },
   });
   return { app, calls };
@@ -580,12 +595,16 @@ describe("request models", () => {
     // The same generator over the same table, in process: its schemas are objects, comparable by identity.
     const built = buildOpenApi(ROUTE_DOCS, { title: "t", version: "1", serverUrl: "http://localhost" }) as unknown as typeof served;
     const asJson = (schema: unknown) => JSON.parse(JSON.stringify(schema));
+    // The operations whose route validates with a model; the others' bodies and queries are checked in their own code
+    // (RouteDoc.body and .query), and published as read (http/openapi_test.ts walks them).
+    const modelled = new Set(ROUTE_DOCS.filter((d) => d.request !== undefined).flatMap((d) => d.paths.map((p) => `${d.method} ${p}`)));
     const checked: string[] = [];
     for (const [path, operations] of Object.entries(built.paths)) {
       for (const [method, operation] of Object.entries(operations)) {
-        const publishedBody = operation.requestBody?.content["application/json"]!.schema;
+        const publishedBody = operation.requestBody?.content["application/json"]?.schema;
         const publishedQuery = operation.parameters;
         if (publishedBody === undefined && publishedQuery === undefined) continue;
+        if (!modelled.has(`${method} ${path}`)) continue;
         // OpenAPI writes a path parameter as {id}, Elysia as :id; a request names one (any id: the spy answers).
         const route = app.routes.find((r) => r.path === path.replace(/\{(\w+)\}/g, ":$1") && r.method.toLowerCase() === method);
         const concrete = path.replace(/\{\w+\}/g, "s1");
@@ -629,8 +648,9 @@ describe("request models", () => {
         checked.push(`${method} ${path}`);
       }
     }
-    // 28 before the signing keys and the key status (issue 24: four more operation paths).
-    expect(checked.length).toBe(32);
+    // 28 before the signing keys and the key status (issue 24: four more operation paths); 34 with the private relay's
+    // nonce and the paid witness alias (issue 33).
+    expect(checked.length).toBe(34);
     expect(new Set([...Object.keys(calls), "identityResolve"])).toEqual(new Set(Object.keys(REQUEST_MODELS)));
   });
 });

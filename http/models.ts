@@ -1,6 +1,7 @@
 import { type TSchema, Type as t } from "@sinclair/typebox";
 import { MAX_BATCH, PREMIUM_METHODS } from "../domain/accounts/mod.ts";
 import { IdentifierList, TrustAnchorsModel } from "../domain/identity/mod.ts";
+import { ALL_SCOPES } from "../domain/oauth/mod.ts";
 
 /** The one error body. */
 export const ErrorModel = t.Object({ error: t.String(), code: t.String(), details: t.Optional(t.String()) });
@@ -505,6 +506,123 @@ export const KeyStatusQuery = t.Object({
   at: t.Optional(t.String({ pattern: "^[0-9]{1,12}$", description: "Unix seconds, not in the future; default now. The chain's records are judged as they stood then" })),
 });
 
+// Bodies the routes read but check in their own code (the domain's parsers, the OAuth form reader, the MCP
+// endpoint) rather than with a compiled request model: published as they are read (RouteDoc.body), so a generated
+// client can call these routes. Each states what the code behind it accepts; that code stays the authority.
+
+/** The private relay and its paid alias: the public relay's body plus, optionally, the subject the write is for. */
+export const PrivateRelayBody = t.Intersect([
+  DelegatedAttestBody,
+  t.Object({
+    subjectDid: t.Optional(t.String({
+      description: "The subject the attestation is about; when given it must be the subject inside the signed data (for a user-review-response, the subject of the review refUID names)",
+    })),
+  }),
+]);
+
+/** A space-separated OAuth scope (RFC 6749 §3.3) as `parseScope` reads it: known scopes only. */
+const OAuthScope = t.Union([
+  t.String({ maxLength: 1_000, description: `Space-separated, each of ${ALL_SCOPES.join(", ")}; absent, null or empty: all of them` }),
+  t.Null(),
+]);
+/** A client name (RFC 7591 §2) as the service reads it: 1 to 200 characters, no control characters. */
+const ClientName = t.Union([t.String({ minLength: 1, maxLength: 200, pattern: "^[^\\u0000-\\u001f\\u007f]*\\S[^\\u0000-\\u001f\\u007f]*$" }), t.Null()]);
+
+/** `POST /oauth/register` (RFC 7591): a public client of the authorization code flow with PKCE; other members are ignored. */
+export const OAuthRegisterBody = t.Object({
+  redirect_uris: t.Array(t.String({ minLength: 1, maxLength: 2_000 }), {
+    minItems: 1,
+    maxItems: 10,
+    description: "Absolute, without a fragment: HTTPS, HTTP on a loopback host (localhost, 127.0.0.1, [::1]) or a private-use scheme (com.example.app:/cb)",
+  }),
+  client_name: t.Optional(ClientName),
+  scope: t.Optional(OAuthScope),
+  grant_types: t.Optional(t.Array(t.Union([t.Literal("authorization_code"), t.Literal("refresh_token")]), {
+    minItems: 1,
+    maxItems: 2,
+    description: "Must include authorization_code; default both",
+  })),
+  response_types: t.Optional(t.Array(t.Literal("code"), { minItems: 1, maxItems: 1, description: "Only [\"code\"]" })),
+  token_endpoint_auth_method: t.Optional(t.String({ description: "Ignored: the client is registered with none (the answer says so)" })),
+}, { description: "RFC 7591 client metadata" });
+
+/** `POST /api/private/oauth/clients`: an API client of the account (client credentials). */
+export const ApiClientBody = t.Object({
+  client_name: t.Optional(ClientName),
+  scope: t.Optional(OAuthScope),
+  grant_types: t.Optional(t.Array(t.Literal("client_credentials"), { minItems: 1, maxItems: 1, description: "Only [\"client_credentials\"] (the default)" })),
+  token_endpoint_auth_method: t.Optional(t.Union([t.Literal("client_secret_basic"), t.Literal("client_secret_post")], { description: "Default client_secret_basic" })),
+  redirect_uris: t.Optional(t.Array(t.String(), { maxItems: 0, description: "An API client takes none (absent or empty)" })),
+}, { description: "RFC 7591 client metadata" });
+
+/** One parameter of an OAuth form body (RFC 6749 §3.1): given once; empty is as omitted; at most 4,096 characters. */
+const FormParam = (description: string) => t.String({ maxLength: 4_096, description });
+const ClientAuthParams = {
+  client_id: t.Optional(FormParam("The client (client_secret_post, or a public client); with Basic, absent or the same")),
+  client_secret: t.Optional(FormParam("client_secret_post; never together with Authorization: Basic")),
+};
+
+/** `POST /oauth/token` (application/x-www-form-urlencoded, at most 64 KiB). */
+export const OAuthTokenForm = t.Object({
+  grant_type: t.Union([t.Literal("authorization_code"), t.Literal("refresh_token"), t.Literal("client_credentials")]),
+  code: t.Optional(FormParam("authorization_code: the code")),
+  code_verifier: t.Optional(FormParam("authorization_code: the PKCE verifier (43 to 128 characters of [A-Za-z0-9-._~])")),
+  redirect_uri: t.Optional(FormParam("authorization_code: required, and the same, when the authorization request named it")),
+  refresh_token: t.Optional(FormParam("refresh_token: the refresh token (rotated)")),
+  scope: t.Optional(FormParam("refresh_token, client_credentials: a subset of the grant's or the client's scopes")),
+  resource: t.Optional(FormParam("RFC 8707: {base} or {base}/mcp")),
+  ...ClientAuthParams,
+}, { description: "Each parameter once" });
+
+/** `POST /oauth/revoke` (RFC 7009; application/x-www-form-urlencoded, at most 64 KiB). */
+export const OAuthRevokeForm = t.Object({
+  token: FormParam("The refresh or access token"),
+  token_type_hint: t.Optional(t.Union([t.Literal("refresh_token"), t.Literal("access_token")], { description: "Orders the search only" })),
+  ...ClientAuthParams,
+}, { description: "Each parameter once" });
+
+/** The fields of an authorization request (RFC 6749 §4.1.1, PKCE S256, RFC 8707 resource), as `check` reads them. */
+const AuthorizationRequestFields = {
+  response_type: t.Literal("code"),
+  client_id: t.String({ minLength: 1, maxLength: 200, description: "A client registered with POST /oauth/register" }),
+  redirect_uri: t.Optional(t.String({ description: "Exactly one the client registered; may be left out when it registered only one" })),
+  scope: t.Optional(t.String({ description: "Space-separated, within the client's; default the client's" })),
+  state: t.Optional(t.String({ description: "Given back with the code or the error" })),
+  code_challenge: t.String({ pattern: "^[A-Za-z0-9_-]{43}$", description: "PKCE S256 challenge (43 base64url characters)" }),
+  code_challenge_method: t.Literal("S256"),
+  resource: t.Optional(t.String({ description: "RFC 8707: {base} or {base}/mcp" })),
+};
+/**
+ * `GET /oauth/authorize`: the authorization request; each parameter once, empty as omitted. Without a usable
+ * client_id or redirect_uri the error page (400); any other fault goes back to the client (303).
+ */
+export const OAuthAuthorizeQuery = t.Object(AuthorizationRequestFields);
+/** `POST /oauth/authorize`: the consent form the page posts back (application/x-www-form-urlencoded, at most 64 KiB). */
+export const OAuthConsentForm = t.Object({
+  ...AuthorizationRequestFields,
+  csrf_token: t.String({ description: "The page's token for this session and client" }),
+  decision: t.Union([t.Literal("approve"), t.Literal("deny")]),
+}, { description: "The authorization request's fields as the page holds them, csrf_token and decision; each parameter once" });
+
+/** One JSON-RPC 2.0 message of the MCP endpoint (a request, a notification or a response to the server). */
+const McpMessage = t.Object({
+  jsonrpc: t.Literal("2.0"),
+  id: t.Optional(t.Union([t.String(), t.Integer()])),
+  method: t.Optional(t.String({ description: "initialize, notifications/initialized, tools/list, tools/call, ping, …" })),
+  params: t.Optional(t.Record(t.String(), t.Unknown())),
+  result: t.Optional(t.Unknown()),
+  error: t.Optional(t.Unknown()),
+});
+/** `POST /mcp`: one JSON-RPC 2.0 message or an array of them (Streamable HTTP). */
+export const McpBody = t.Union([McpMessage, t.Array(McpMessage, { minItems: 1 })], {
+  description: "A JSON-RPC 2.0 message, or an array of them; outside initialize the Mcp-Session-Id header names the session",
+});
+
+/** `POST /api/private/subscriptions/x402`: the purchase takes no fields. */
+export const PlanPurchaseBody = t.Object({}, { description: "No fields: send {} or an empty body (any JSON is read and ignored)" });
+/** The logouts: the body is not read for anything; the private routes' guard wants Content-Type: application/json. */
+export const IgnoredBody = t.Object({}, { description: "Ignored: send {} or an empty body, as application/json" });
+
 /** The request models of one operation: a query object or a JSON body. */
 export type RequestModels = { readonly query?: TSchema | undefined; readonly body?: TSchema | undefined };
 
@@ -553,5 +671,17 @@ export type RouteDoc = {
   /** A description of each `{name}` of the paths; every such parameter is declared, described or not. */
   readonly pathParameters?: Readonly<Record<string, string>> | undefined;
   readonly request?: RequestModels | undefined;
-  readonly responses: Readonly<Record<number, { description: string; schema?: TSchema | undefined }>>;
+  /**
+   * A body the route reads but checks in its own code rather than with a model of `request` (see the models above
+   * `REQUEST_MODELS`); `required: false` when it may be left out; `mediaType` default application/json.
+   */
+  readonly body?: {
+    readonly schema: TSchema;
+    readonly mediaType?: "application/json" | "application/x-www-form-urlencoded" | undefined;
+    readonly required?: boolean | undefined;
+  } | undefined;
+  /** A query the route reads in its own code rather than with a model of `request` (GET /oauth/authorize). */
+  readonly query?: TSchema | undefined;
+  /** Each status the route can answer; `mediaType`: an answer that is not JSON (the OAuth pages are text/html). */
+  readonly responses: Readonly<Record<number, { description: string; schema?: TSchema | undefined; mediaType?: "text/html" | undefined }>>;
 };

@@ -83,11 +83,13 @@ export function buildOpenApi(docs: readonly RouteDoc[], info: { title: string; v
         responses: Object.fromEntries(
           Object.entries(doc.responses).map(([status, r]) => [
             status,
-            r.schema ? { description: r.description, content: { "application/json": { schema: r.schema } } } : { description: r.description },
+            r.mediaType !== undefined
+              ? { description: r.description, content: { [r.mediaType]: { schema: { type: "string" } } } }
+              : r.schema ? { description: r.description, content: { "application/json": { schema: r.schema } } } : { description: r.description },
           ]),
         ),
       };
-      const query = doc.request?.query as { properties?: Record<string, unknown>; required?: string[] } | undefined;
+      const query = (doc.request?.query ?? doc.query) as { properties?: Record<string, unknown>; required?: string[] } | undefined;
       if (query) {
         // The query model's own property schemas, by reference: what the route validates is what is published.
         const required = new Set(query.required ?? []);
@@ -100,6 +102,9 @@ export function buildOpenApi(docs: readonly RouteDoc[], info: { title: string; v
       }
       if (doc.request?.body) {
         operation.requestBody = { required: true, content: { "application/json": { schema: doc.request.body } } };
+      } else if (doc.body) {
+        // A body the route checks in its own code (the domain's parser, the OAuth form reader, the MCP endpoint).
+        operation.requestBody = { required: doc.body.required ?? true, content: { [doc.body.mediaType ?? "application/json"]: { schema: doc.body.schema } } };
       }
       const item = (paths[path] ??= {});
       const names = pathParameterNames(path);
@@ -131,11 +136,12 @@ export function renderApiPage(doc: ReturnType<typeof buildOpenApi>): string {
   for (const [path, ops] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(ops)) {
       if (!HTTP_METHODS.has(method)) continue; // the path's own `parameters`
-      const o = op as { summary: string; responses: Record<string, unknown>; requestBody?: unknown; parameters?: { name: string }[] };
+      const o = op as { summary: string; responses: Record<string, unknown>; requestBody?: { content: Record<string, unknown> }; parameters?: { name: string }[] };
       const params = o.parameters?.map((p) => p.name).join(", ") ?? "";
+      const body = o.requestBody === undefined ? "" : "application/json" in o.requestBody.content ? " JSON body" : " form body";
       rows.push(
         `<tr><td><code>${method.toUpperCase()}</code></td><td><code>${escape(path)}</code></td><td>${escape(o.summary)}</td>` +
-          `<td>${escape(params)}${o.requestBody ? " JSON body" : ""}</td><td>${Object.keys(o.responses).join(", ")}</td></tr>`,
+          `<td>${escape(params)}${body}</td><td>${Object.keys(o.responses).join(", ")}</td></tr>`,
       );
     }
   }

@@ -5,6 +5,15 @@ import { join } from "node:path";
 import { compileErrors, validate } from "@readme/openapi-parser";
 import openapiTS, { astToString } from "openapi-typescript";
 import ts from "typescript";
+import type { TSchema } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
+import { silentLogger } from "../adapters/observability/mod.ts";
+import { createReadNonce, parseDelegatedRequest } from "../domain/delegation/mod.ts";
+import { createOAuth, readApiClientMetadata, readPublicClientMetadata } from "../domain/oauth/mod.ts";
+import { fakeAccessTokenKeys, fakeAccountStore, fakeClock, fakeEasReader, fakeOAuthStore, fakeRandom, fakeWriteLedger } from "../ports/fakes.ts";
+import { ApiClientBody, OAuthRegisterBody, PrivateRelayBody, type RequestModels } from "./models.ts";
+import { createMcpEndpoint } from "./routes/mcp/mod.ts";
+import { MAX_BODY_BYTES } from "./routes/request.ts";
 import { minimalAppDeps } from "./testing.ts";
 import { createApp } from "./app.ts";
 import { buildOpenApi, operationIdOf } from "./openapi.ts";
@@ -145,5 +154,225 @@ export type Missing = paths["/v1/no-such-path"];
     expect(new Set(ids).size).toBe(ids.length);
     const twice = [ROUTE_DOCS[0]!, { ...ROUTE_DOCS[0]!, paths: [ROUTE_DOCS[0]!.paths[0]!] }];
     expect(() => buildOpenApi(twice, info)).toThrow(/operationId get_api_eas_nonce/);
+  });
+});
+
+// Issue 33 item 10: the document publishes, for every route the app serves, the body it reads, its parameters and
+// the statuses it answers; found by walking the app's own routes with requests, not from the table that builds it.
+
+type PublishedOperation = {
+  requestBody?: { required?: boolean; content: Record<string, unknown> };
+  parameters?: { name: string; in: string; required: boolean }[];
+  responses: Record<string, { content?: Record<string, unknown> }>;
+};
+type Published = { paths: Record<string, Record<string, PublishedOperation> & { parameters?: { name: string; in: string }[] }> };
+
+const ORIGIN = "https://app.example.com";
+const SIGNED_IN = "ats_session=signed-in";
+
+/**
+ * An app serving every route: each capability wired to fakes, or to a stub that records that it was reached and
+ * fails (its 500 is the stub's, so a 5xx is not held against the document). One account is signed in by
+ * {@link SIGNED_IN}; every other request has no session.
+ */
+function everyRouteApp() {
+  const reached: string[] = [];
+  const fn = (name: string) => (..._args: unknown[]) => {
+    reached.push(name);
+    return Promise.reject(new Error(`stub ${name}`));
+  };
+  const stub = (name: string) =>
+    new Proxy({}, { get: (_target, prop) => (typeof prop === "symbol" || prop === "then" ? undefined : fn(`${name}.${prop}`)) });
+  const clock = fakeClock();
+  const account = { id: "acc-1", address: "0x00000000000000000000000000000000000000a1", plan: "free", createdAtMs: 0 } as const;
+  const session = { tokenHash: "h", accountId: account.id, createdAtMs: 0, expiresAtMs: clock.nowMs() + 60_000, revokedAtMs: null };
+  const sessions = {
+    authenticate: (token: string | undefined) =>
+      Promise.resolve(token === "signed-in" ? { ok: true, value: { account, session } } : { ok: false, code: "UNAUTHENTICATED", message: "No session" }),
+    logout: () => Promise.resolve(),
+    challenge: fn("sessions.challenge"),
+    verify: fn("sessions.verify"),
+    register: fn("sessions.register"),
+  } as never;
+  const plans = { free: { annualWrites: 1, schemas: [] }, paid: { annualWrites: 1, schemas: [] } };
+  const ledger = fakeWriteLedger();
+  const oauth = createOAuth({
+    store: fakeOAuthStore(),
+    keys: fakeAccessTokenKeys(clock),
+    accounts: fakeAccountStore(),
+    clock,
+    random: fakeRandom(),
+    issuer: "http://localhost",
+    policy: { registrationsPerClientPerHour: 3, registrationsPerHour: 100, refreshTokenTtlSeconds: 86_400, liveCodesPerAccount: 10, liveCodesPerClient: 10, grantsPerAccount: 10 },
+  });
+  const eas = fakeEasReader();
+  const app = createApp({
+    ...minimalAppDeps(),
+    privateOrigins: [ORIGIN],
+    publicBaseUrl: "http://localhost",
+    controller: { discover: fn("discover"), confirm: fn("confirm") } as never,
+    artifactTrust: fn("artifactTrust") as never,
+    attestationList: fn("attestationList") as never,
+    subjectOwnership: fn("subjectOwnership") as never,
+    session: { sessions, witness: fn("witness") as never, ledger, plans, clock, secureCookies: false },
+    accounts: { sessions, accounts: stub("accounts") as never, ledger, plans, clock, chainId: eas.chainId },
+    premiumRpc: { sessions, premiumRpc: fn("premiumRpc") as never },
+    subjects: { sessions, subjects: stub("subjects") as never },
+    privateRelay: { sessions, relay: fn("relay") as never, readNonce: createReadNonce(eas), chainName: "x", chainId: eas.chainId, easAddress: eas.easAddress },
+    subscriptions: { sessions, gate: { offers: () => false, handle: fn("gate.handle"), terms: fn("gate.terms") } as never, payments: stub("payments") as never, ledger, plans, clock },
+    didDocument: { "@context": ["https://www.w3.org/ns/did/v1"], id: "did:web:localhost", verificationMethod: [], assertionMethod: [] },
+    signingKeys: { caller: () => Promise.resolve({ ok: false, code: "UNAUTHENTICATED", message: "No session" }) as never, keys: stub("keys") as never },
+    keyStatus: { keyStatus: fn("keyStatus") as never, clientRate: { take: () => ({ allowed: true }) } as never, maxInFlight: 1 },
+    oauth: { oauth, keys: fakeAccessTokenKeys(clock), sessions, issuer: "http://localhost", chainId: eas.chainId, assetVersion: () => Promise.resolve("v1") },
+    apiClients: { oauth, sessions },
+    mcp: createMcpEndpoint({ tools: stub("tools") as never, maxSessions: 2, sessionIdleSeconds: 60, maxInFlight: 2, clock, log: silentLogger }),
+    metricsText: () => Promise.resolve(""),
+    console: { bundle: () => Promise.resolve({ js: "", css: "", version: "v1" }) as never, settings: { chainId: eas.chainId, chainName: "x", serviceDnsLabel: "ats" } },
+  });
+  return { app, reached };
+}
+
+/** A request body that counts how often the route pulled it: read or not, whatever the route then does with it. */
+function countedBody(text: string) {
+  let reads = 0;
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      reads++;
+      controller.enqueue(new TextEncoder().encode(text));
+      controller.close();
+    },
+  }, { highWaterMark: 0 }); // nothing pulled until someone reads
+  return { body, reads: () => reads };
+}
+
+const MCP_INITIALIZE = JSON.stringify({
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "probe", version: "1" } },
+});
+
+/** The requests every operation is sent: the shared refusals (no credentials, a bad body, a foreign origin, …). */
+function probes(method: string): { name: string; init: RequestInit }[] {
+  if (method === "GET") {
+    return [
+      { name: "no credentials, no query", init: {} },
+      { name: "signed in, no query", init: { headers: { cookie: SIGNED_IN } } },
+      { name: "an invalid bearer token", init: { headers: { authorization: "Bearer not-a-token" } } },
+    ];
+  }
+  const json = { "content-type": "application/json" };
+  return [
+    { name: "{} without credentials", init: { headers: json, body: "{}" } },
+    { name: "malformed JSON", init: { headers: json, body: "{" } },
+    { name: "text/plain", init: { headers: { "content-type": "text/plain" }, body: "{}" } },
+    { name: "a form with a repeated parameter", init: { headers: { "content-type": "application/x-www-form-urlencoded" }, body: "a=1&a=2" } },
+    { name: "a foreign origin", init: { headers: { ...json, origin: "https://elsewhere.example" }, body: "{}" } },
+    { name: "an allowlisted origin without a session", init: { headers: { ...json, origin: ORIGIN }, body: "{}" } },
+    { name: "a declared body over the limit", init: { headers: { ...json, "content-length": String(MAX_BODY_BYTES + 1) }, body: "{}" } },
+    { name: "an invalid bearer token", init: { headers: { ...json, authorization: "Bearer not-a-token" }, body: "{}" } },
+    // Well-formed for /mcp (its transport's own refusals), a body of the wrong shape for every other route.
+    { name: "an MCP initialize without Accept", init: { headers: json, body: MCP_INITIALIZE } },
+    { name: "an MCP initialize as text/plain", init: { headers: { "content-type": "text/plain", accept: "application/json, text/event-stream" }, body: MCP_INITIALIZE } },
+  ];
+}
+
+describe("/openapi.json against the routes the app serves", () => {
+  test("every route publishes the body it reads, its path and query parameters, and every status the shared refusals give", async () => {
+    const { app, reached } = everyRouteApp();
+    const doc = (await (await app.handle(new Request("http://localhost/openapi.json"))).json()) as Published;
+    const routes = app.routes.filter((r) => r.method !== "OPTIONS" && !["/openapi.json", "/docs"].includes(r.path));
+    const missing: string[] = [];
+    let walked = 0;
+    for (const route of routes) {
+      const method = route.method.toUpperCase();
+      const path = route.path.replace(/:(\w+)/g, "{$1}");
+      const name = `${method} ${path}`;
+      const item = doc.paths[path];
+      const operation = item?.[method.toLowerCase()];
+      if (item === undefined || operation === undefined) {
+        missing.push(`${name}: not published`);
+        continue;
+      }
+      walked++;
+      const concrete = `http://localhost${route.path.replace(/:\w+/g, "x1")}`;
+
+      // The body: published exactly when the route reads one.
+      if (method !== "GET") {
+        const counted = countedBody("{}");
+        await app.handle(new Request(concrete, { method, headers: { "content-type": "application/json" }, body: counted.body, duplex: "half" } as RequestInit));
+        const reads = counted.reads() > 0;
+        if (reads && operation.requestBody === undefined) missing.push(`${name}: reads a body, publishes none`);
+        if (!reads && operation.requestBody !== undefined) missing.push(`${name}: publishes a body it never reads`);
+      }
+
+      // Path parameters, on the path item; the query model the route validates with, property by property.
+      const pathNames = [...route.path.matchAll(/:(\w+)/g)].map((m) => m[1]);
+      const published = (item.parameters ?? []).filter((p) => p.in === "path").map((p) => p.name);
+      if (JSON.stringify(published) !== JSON.stringify(pathNames)) missing.push(`${name}: path parameters ${published} for ${pathNames}`);
+      const query = ((route.hooks as { detail?: Record<string, unknown> }).detail?.["x-request-models"] as RequestModels | undefined)?.query as
+        | { properties: Record<string, unknown>; required?: string[] }
+        | undefined;
+      const params = new Map((operation.parameters ?? []).filter((p) => p.in === "query").map((p) => [p.name, p.required]));
+      for (const [param] of Object.entries(query?.properties ?? {})) {
+        const required = (query!.required ?? []).includes(param);
+        if (params.get(param) !== required) missing.push(`${name}: query parameter ${param} (required: ${required}) published as ${params.get(param)}`);
+      }
+
+      // Every status the shared refusals give is published (a 5xx is a stub's), and an HTML answer as text/html.
+      for (const probe of probes(method)) {
+        const res = await app.handle(new Request(concrete, { method, ...probe.init }));
+        const status = String(res.status);
+        const type = (res.headers.get("content-type") ?? "").split(";")[0]!.trim();
+        await res.arrayBuffer();
+        if (res.status >= 500) continue;
+        const response = operation.responses[status];
+        if (response === undefined) missing.push(`${name}: answers ${status} to ${probe.name}, publishes ${Object.keys(operation.responses)}`);
+        else if (type === "text/html" && response.content?.["text/html"] === undefined) missing.push(`${name}: answers ${status} as text/html, published without it`);
+        // A request without a query that the route refuses as bad input: its query is required, so published.
+        if (method === "GET" && res.status === 400 && ![...params.values()].includes(true)) {
+          missing.push(`${name}: refuses ${probe.name} with 400, publishes no required query parameter`);
+        }
+      }
+    }
+    expect(missing).toEqual([]);
+    expect(walked).toBe(routes.length);
+    expect(walked).toBeGreaterThan(60);
+    // Bad input reaches no use case: all that was reached is the reads of the signed-in GETs.
+    expect(reached.filter((r) => !/\.(get|list)$/.test(r))).toEqual([]);
+  });
+});
+
+describe("bodies published for routes that check them in their own code", () => {
+  const A = "0x00000000000000000000000000000000000000a1";
+  const B32 = `0x${"ab".repeat(32)}`;
+  /** Each sample with the code's verdict: whatever that code takes, the published model takes too. */
+  const agree = (model: TSchema, read: (body: unknown) => { ok: boolean }, samples: unknown[]) =>
+    samples.map((sample) => ({ sample, code: read(sample).ok, model: Value.Check(model, sample) })).filter((r) => r.code && !r.model);
+
+  test("RFC 7591 metadata: what registration and API-client creation accept, the models accept; what the models refuse, they refuse", () => {
+    const register = [
+      { redirect_uris: ["https://app.example/cb"] },
+      { redirect_uris: ["http://127.0.0.1:4000/cb", "com.example.app:/cb"], client_name: "Bot", scope: "account:read witness:write", grant_types: ["authorization_code"], response_types: ["code"], token_endpoint_auth_method: "client_secret_basic", logo_uri: "x" },
+      { redirect_uris: ["https://app.example/cb"], client_name: null, scope: "" },
+    ];
+    const refusedRegister = [{}, { redirect_uris: [] }, { redirect_uris: ["https://a.example/cb"], grant_types: ["client_credentials"] }, { redirect_uris: ["https://a.example/cb"], client_name: " " }, { redirect_uris: ["https://a.example/cb"], response_types: ["token"] }];
+    expect(agree(OAuthRegisterBody, readPublicClientMetadata, [...register, ...refusedRegister])).toEqual([]);
+    expect(register.map((b) => readPublicClientMetadata(b).ok)).toEqual([true, true, true]);
+    expect(refusedRegister.map((b) => [Value.Check(OAuthRegisterBody, b), readPublicClientMetadata(b).ok])).toEqual(refusedRegister.map(() => [false, false]));
+
+    const clients = [{}, { client_name: "CI", scope: "keys:write", grant_types: ["client_credentials"], token_endpoint_auth_method: "client_secret_post", redirect_uris: [] }];
+    const refusedClients = [{ grant_types: ["authorization_code"] }, { token_endpoint_auth_method: "none" }, { redirect_uris: ["https://a.example/cb"] }, { client_name: "" }];
+    expect(agree(ApiClientBody, readApiClientMetadata, [...clients, ...refusedClients])).toEqual([]);
+    expect(clients.map((b) => readApiClientMetadata(b).ok)).toEqual([true, true]);
+    expect(refusedClients.map((b) => [Value.Check(ApiClientBody, b), readApiClientMetadata(b).ok])).toEqual(refusedClients.map(() => [false, false]));
+  });
+
+  test("the private relay's body: the public relay's, and subjectDid a string when given", () => {
+    const body = { attester: A, signature: "0xdeadbeef", prepared: { delegatedRequest: { schema: B32, deadline: "1800000000" } } };
+    const samples = [body, { ...body, subjectDid: "did:web:shop.example" }, { ...body, prepared: { delegatedRequest: {}, typedData: { message: { schema: B32, deadline: "1" } } } }];
+    expect(agree(PrivateRelayBody, parseDelegatedRequest, samples)).toEqual([]);
+    expect(samples.map((b) => parseDelegatedRequest(b).ok)).toEqual([true, true, true]);
+    expect([{ ...body, subjectDid: 5 }, { ...body, attester: "0x12" }, { signature: "0x1", prepared: body.prepared }].map((b) => Value.Check(PrivateRelayBody, b))).toEqual([false, false, false]);
   });
 });

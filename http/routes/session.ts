@@ -284,5 +284,5 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
   return app
     .post("/v1/controller-witness", witness, { parse: readBodyText, detail: witnessDetail })
     .post("/api/private/controller-witness", witness, { parse: readBodyText, detail: witnessDetail })
-    .post(PAID_ALIASES.witness, paidAlias, { parse: readBodyText });
+    .post(PAID_ALIASES.witness, paidAlias, { parse: readBodyText, detail: witnessDetail });
 }

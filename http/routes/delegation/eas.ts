@@ -28,7 +28,8 @@ export const DELEGATED_ATTEST_PATHS = ["/api/eas/delegated-attest", "/v1/delegat
 /** Paths whose every answer, errors included, carries `elapsed` (decisions §2). */
 export const EAS_PATHS: readonly string[] = [...NONCE_PATHS, ...DELEGATED_ATTEST_PATHS];
 
-const nonceQuery = compileRequestCheck(REQUEST_MODELS.nonce.query, {
+/** The nonce query's check, with the reference's wording; the private relay's nonce route checks with it too. */
+export const nonceQuery = compileRequestCheck(REQUEST_MODELS.nonce.query, {
   // The wording of the reference (reference_behaviour §7).
   explain: (query) => {
     const attester = (query as { attester?: unknown }).attester;

@@ -4,7 +4,9 @@ import type { PrivateRelay } from "../../../domain/delegation/mod.ts";
 import type { Sessions } from "../../../domain/sessions/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
-import { parseJsonBody, queryOf, readBodyText } from "../request.ts";
+import { REQUEST_MODELS } from "../../models.ts";
+import { parseJsonBody, queryOf, readBodyText, requestDetail } from "../request.ts";
+import { nonceQuery } from "./eas.ts";
 import { authenticateRequest, type BearerAccess } from "../../credentials.ts";
 import { PAID_ALIASES, type PaymentGate } from "../../x402_gate.ts";
 
@@ -40,11 +42,13 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
       guarded("relay_nonce", async () => {
         const auth = await authenticateRequest(request, deps, "relay:write");
         if (!auth.ok) return auth.response();
-        const attester = queryOf(request.url).attester;
-        const nonce = await deps.readNonce(attester);
+        // The published query model (`attester`, once), checked as the public nonce route checks it.
+        const query = queryOf(request.url);
+        if (!nonceQuery.check(query)) return failure({ code: "INVALID_INPUT", message: nonceQuery.explain(query) });
+        const nonce = await deps.readNonce(query.attester);
         if (!nonce.ok) return failure(nonce);
         return json({ nonce: nonce.value.toString(), chainId: deps.chainId, chain: deps.chainName, easAddress: deps.easAddress });
-      }))
+      }), { detail: requestDetail(REQUEST_MODELS.nonce) })
     .post("/api/private/relay/eas/delegated-attest", ({ request, body }) =>
       guarded("relay_delegated_attest", async () => {
         const parsed = parseJsonBody(body);
