@@ -177,7 +177,8 @@ export type Config = {
    * once, default 1000; a new one past it closes the least recently used); `MCP_SESSION_IDLE_SECONDS` (a session
    * unused this long is closed, default 900); `MCP_MAX_IN_FLIGHT` (tool calls running at once, default 32; past it
    * a call is the tool error `RATE_LIMITED`); `MCP_SESSION_RATE_PER_MINUTE` (new sessions per client address,
-   * default 30; past it `initialize` is 429).
+   * default 30; past it `initialize` is 429); `MCP_SESSION_MESSAGES_PER_MINUTE` (JSON-RPC messages one session may
+   * send per minute, every method counted, default 120, at least the largest batch; past it the POST is 429).
    */
   readonly mcp: {
     readonly enabled: boolean;
@@ -185,6 +186,7 @@ export type Config = {
     readonly sessionIdleSeconds: number;
     readonly maxInFlight: number;
     readonly sessionsPerMinute: number;
+    readonly sessionMessagesPerMinute: number;
   };
 };
 
@@ -394,6 +396,8 @@ function readMcp(env: Env): Config["mcp"] {
     sessionIdleSeconds: int("MCP_SESSION_IDLE_SECONDS", 900, 1, 86_400),
     maxInFlight: int("MCP_MAX_IN_FLIGHT", 32, 1, 10_000),
     sessionsPerMinute: int("MCP_SESSION_RATE_PER_MINUTE", 30, 1, 1_000_000),
+    // At least one whole batch (http/routes/mcp: MCP_MAX_BATCH, 10), so that a batch can ever be answered.
+    sessionMessagesPerMinute: int("MCP_SESSION_MESSAGES_PER_MINUTE", 120, 10, 1_000_000),
   };
 }
 

@@ -55,6 +55,7 @@ export function wireMcp(config: Config, f: Foundation, c: McpCapabilities): Wire
     sessionIdleSeconds: config.mcp.sessionIdleSeconds,
     maxInFlight: config.mcp.maxInFlight,
     sessionRate: createRateLimiter(systemClock, { capacity: config.mcp.sessionsPerMinute, perMinute: config.mcp.sessionsPerMinute }),
+    sessionMessagesPerMinute: config.mcp.sessionMessagesPerMinute,
     bearer: c.oauth?.bearer,
     clock: systemClock,
     clientAddress: requestClientAddress,

@@ -32,6 +32,13 @@ import { createTools, type McpToolDeps, type ToolCaller, type ToolOutcome } from
 /** The endpoint's path. */
 export const MCP_PATH = "/mcp";
 
+/**
+ * The most JSON-RPC messages one POST may carry (issue 33). The SDK's transport takes batches of up to 100, and one
+ * batch of 100 `tools/list` (4.8 KB) was answered with 2.46 MB after up to 221 ms of work; the protocol's current
+ * version has no batches at all, and the SDK's clients send one message per POST.
+ */
+export const MCP_MAX_BATCH = 10;
+
 /** The scopes the MCP tools may need, asked together so that one consent covers both account tools. */
 export const MCP_SCOPES: readonly Scope[] = ["witness:write", "account:read"];
 
@@ -61,6 +68,11 @@ export type McpEndpointDeps = {
    * everyone else's sessions out of a full table takes many addresses, not one loop. Absent: unlimited.
    */
   readonly sessionRate?: RateLimiter | undefined;
+  /**
+   * JSON-RPC messages one session may send per minute, every method counted, each message of a batch one
+   * (`MCP_SESSION_MESSAGES_PER_MINUTE`; also the largest burst); past it the POST is 429. Absent: unlimited.
+   */
+  readonly sessionMessagesPerMinute?: number | undefined;
   /** OAuth access tokens (decisions §19); absent (`OAUTH=off`): the account tools are not offered. */
   readonly bearer?: BearerAccess | undefined;
   readonly clock: Clock;
@@ -88,7 +100,15 @@ export type McpEndpoint = {
  * is closed when its last answer is out (closing the transport first would drop that answer, and its client would
  * wait for the route deadline).
  */
-type Session = { readonly server: Server; readonly transport: WebStandardStreamableHTTPServerTransport; busy: number; closing: boolean };
+type Session = {
+  readonly server: Server;
+  readonly transport: WebStandardStreamableHTTPServerTransport;
+  busy: number;
+  closing: boolean;
+  /** The session's budget of messages ({@link McpEndpointDeps.sessionMessagesPerMinute}): tokens left, as of `atMs`. */
+  tokens: number;
+  atMs: number;
+};
 
 /** The body a POST of a session that is not here gets instead of its own, which is never read (issue 33). */
 const UNKNOWN_SESSION: unique symbol = Symbol("unknown MCP session");
@@ -145,6 +165,20 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     annotations: { title: tool.title, readOnlyHint: tool.readOnly, destructiveHint: false, idempotentHint: tool.readOnly, openWorldHint: true },
   }));
   let inFlight = 0;
+  const messageBudget = deps.sessionMessagesPerMinute ?? Number.POSITIVE_INFINITY;
+  /** Takes `count` messages from a session's budget, or says when they will be there (a batch is taken whole or not at all). */
+  const takeMessages = (session: Session, count: number): { allowed: true } | { allowed: false; retryAfterSeconds: number } => {
+    if (deps.sessionMessagesPerMinute === undefined) return { allowed: true };
+    const perMs = deps.sessionMessagesPerMinute / 60_000;
+    const now = deps.clock.nowMs();
+    session.tokens = Math.min(messageBudget, session.tokens + Math.max(0, now - session.atMs) * perMs);
+    session.atMs = now;
+    if (session.tokens >= count) {
+      session.tokens -= count;
+      return { allowed: true };
+    }
+    return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((count - session.tokens) / perMs / 1000)) };
+  };
   const ended = (reason: SessionEnd) => deps.metrics?.increment("ats_mcp_sessions_closed_total", { reason });
   const table = createSessionTable<Session>({
     maxSessions: deps.maxSessions,
@@ -204,7 +238,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
       enableJsonResponse: true,
       onsessioninitialized: (id) => table.add(id, session),
     });
-    const session: Session = { server, transport, busy: 0, closing: false };
+    const session: Session = { server, transport, busy: 0, closing: false, tokens: messageBudget, atMs: deps.clock.nowMs() };
     // Closed by its client (DELETE) or by the table: either way out of the table.
     server.onclose = () => {
       if (transport.sessionId !== undefined) table.remove(transport.sessionId);
@@ -267,8 +301,8 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
       if (session === undefined) return rpcError(404, -32001, "Session not found");
       return await answer(session, request);
     }
-    // Issue 33: a session that is not here is answered before its body is parsed (or read: see mcpRoutes), and the
-    // body's shape is checked before it is parsed.
+    // Issue 33: a session that is not here is answered before its body is parsed (or read: see mcpRoutes), the
+    // body's shape checked before it is parsed, and a batch and a session's messages bounded before any is answered.
     const known = sessionId === null ? undefined : table.get(sessionId);
     if (body === UNKNOWN_SESSION || (sessionId !== null && known === undefined)) return rpcError(404, -32001, "Session not found");
     if (body === BODY_TOO_LARGE) return rpcError(413, -32000, TOO_LARGE_MESSAGE);
@@ -282,6 +316,13 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
       return rpcError(400, -32700, "Parse error: Invalid JSON");
     }
     const messages = Array.isArray(message) ? message : [message];
+    if (messages.length > MCP_MAX_BATCH) return rpcError(400, -32600, `Invalid Request: a batch holds at most ${MCP_MAX_BATCH} messages`);
+    if (known !== undefined) {
+      const turn = takeMessages(known, Math.max(1, messages.length));
+      if (!turn.allowed) {
+        return json(errorBody("RATE_LIMITED", "Too many MCP messages in this session; try again later"), 429, { "retry-after": String(turn.retryAfterSeconds) });
+      }
+    }
     const gate = await authorize(request, messages);
     if (!gate.ok) return gate.response;
     const authInfo: AuthInfo = { token: "", clientId: "", scopes: gate.scopes, extra: { caller: gate.caller } };

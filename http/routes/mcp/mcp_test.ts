@@ -13,7 +13,7 @@ import { createApp } from "../../app.ts";
 import { createSessionTable } from "./_sessions.ts";
 import { summarize, summarizeError } from "./_summaries.ts";
 import type { McpToolDeps } from "./_tools.ts";
-import { createMcpEndpoint, type McpEndpointDeps, mcpRoutes } from "./mcp.ts";
+import { createMcpEndpoint, MCP_MAX_BATCH, type McpEndpointDeps, mcpRoutes } from "./mcp.ts";
 
 const BASE = "http://localhost";
 const ACCOUNT: Account = { id: "acc-1", address: "0x00000000000000000000000000000000000000a1", plan: "free", createdAtMs: 0 };
@@ -318,6 +318,33 @@ describe("hostile requests (issue 33)", () => {
     }
     // The session is untouched.
     expect((await post(list(2), session)).status).toBe(200);
+  });
+
+  test("a batch holds at most MCP_MAX_BATCH messages; a session sends at most MCP_SESSION_MESSAGES_PER_MINUTE, every method counted", async () => {
+    const clock = fakeClock(0);
+    const { post, open } = withEndpoint({ clock, sessionMessagesPerMinute: 12 });
+    const first = await open();
+    const batch = (n: number) => Array.from({ length: n }, (_, i) => list(i + 1));
+    const tooMany = await post(batch(MCP_MAX_BATCH + 1), first);
+    expect([tooMany.status, await tooMany.json()]).toEqual([400, { jsonrpc: "2.0", error: { code: -32600, message: `Invalid Request: a batch holds at most ${MCP_MAX_BATCH} messages` }, id: null }]);
+    const full = await post(batch(MCP_MAX_BATCH), first);
+    expect([full.status, (await full.json() as unknown[]).length]).toEqual([200, MCP_MAX_BATCH]);
+    // 2 of the 12 left: a batch of 3 is refused whole, with the time one more message takes to come back (5 s).
+    const limited = await post(batch(3), first);
+    expect([limited.status, limited.headers.get("retry-after"), await limited.json()]).toEqual([
+      429,
+      "5",
+      { error: "Too many MCP messages in this session; try again later", code: "RATE_LIMITED" },
+    ]);
+    // Another session has its own budget; this one's comes back with time.
+    const second = await open();
+    expect((await post(batch(MCP_MAX_BATCH), second)).status).toBe(200);
+    expect((await post(list(1), first)).status).toBe(200);
+    expect((await post(list(1), first)).status).toBe(200);
+    expect((await post(list(1), first)).status).toBe(429);
+    clock.set(5_000);
+    expect((await post(list(1), first)).status).toBe(200);
+    expect((await post(list(1), first)).status).toBe(429);
   });
 });
 
