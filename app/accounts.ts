@@ -58,7 +58,16 @@ export async function wireAccounts(
     discover: discovery.viewDiscover,
     chain: createViemOwnershipChain({ client: eas.client, chainId: f.chainId, log: (event, fields) => log.warn(event, fields) }),
   });
-  const subjects = createSubjects({ store: storage.subjects, ownership: subjectOwnership, clock: systemClock, random: cryptoRandom, chainId: f.chainId });
+  const subjects = createSubjects({
+    store: storage.subjects,
+    ownership: subjectOwnership,
+    clock: systemClock,
+    random: cryptoRandom,
+    chainId: f.chainId,
+    maxPerAccount: config.subjectsPerAccount,
+    // The chains a did:pkh subject may name (issue 33): the trust anchors' chains, the active chain and the x402 network.
+    knownChains: [...Object.keys(f.trustAnchors.chains), `eip155:${f.chainId}`, ...(config.x402.network === undefined ? [] : [config.x402.network])],
+  });
   // Aborted first thing at shutdown (issue 23).
   const premiumStop = new AbortController();
   const premiumRpc = createPremiumRpc({

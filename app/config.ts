@@ -33,6 +33,13 @@ export type Config = {
    * and one wallet, may be given per minute, counted in the database (decisions §15).
    */
   readonly siweChallengePerMinute: number;
+  /**
+   * `SUBJECTS_PER_ACCOUNT` (default 20, from 1 to 1000; issue 33): subjects one account may hold besides its
+   * bootstrap subject; past it 403 `SUBJECT_LIMIT_EXCEEDED`. Every listed signing key is judged for every subject,
+   * so `SIGNING_KEYS_PER_ACCOUNT` × `SUBJECTS_PER_ACCOUNT` (the verdicts of one `GET /api/private/signing-keys`
+   * answer) must be at most {@link MAX_KEY_VERDICTS_PER_LIST}.
+   */
+  readonly subjectsPerAccount: number;
   readonly corsOrigins: readonly string[];
   readonly freePlanAnnualWrites: number;
   readonly paidPlanAnnualWrites: number;
@@ -200,6 +207,9 @@ export class ConfigError extends Error {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
+/** The most key verdicts (keys × subjects) one `GET /api/private/signing-keys` answer may hold: about 2.5 MB of JSON. */
+export const MAX_KEY_VERDICTS_PER_LIST = 20_000;
+
 /** Reads and validates the configuration from an environment map. */
 export function readConfig(env: Env): Config {
   const { get, int, bool, list, key } = envReaders(env);
@@ -240,6 +250,14 @@ export function readConfig(env: Env): Config {
     throw new ConfigError("LOG_LEVEL", "expected debug, info, warn, error or silent");
   }
   const x402 = readX402(get, key, rpcUrl === undefined);
+  const keys = readKeys(env);
+  const subjectsPerAccount = int("SUBJECTS_PER_ACCOUNT", 20, 1, 1_000);
+  if (keys.maxPerAccount * subjectsPerAccount > MAX_KEY_VERDICTS_PER_LIST) {
+    throw new ConfigError(
+      "SUBJECTS_PER_ACCOUNT",
+      `SIGNING_KEYS_PER_ACCOUNT × SUBJECTS_PER_ACCOUNT (the key verdicts of one signing-key list) must be at most ${MAX_KEY_VERDICTS_PER_LIST}`,
+    );
+  }
   const publicBaseUrl = get("PUBLIC_BASE_URL") ?? `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
   try {
     new URL(publicBaseUrl);
@@ -268,6 +286,7 @@ export function readConfig(env: Env): Config {
     sessionTtlHours: int("SESSION_TTL_HOURS", 24 * 7, 1),
     siweDomains: list("SIWE_DOMAINS", [`${host}:${port}`, `localhost:${port}`]),
     siweChallengePerMinute: int("SIWE_CHALLENGE_RATE_PER_MINUTE", 10, 1, 10_000),
+    subjectsPerAccount,
     corsOrigins: list("CORS_ORIGINS", []),
     freePlanAnnualWrites: int("FREE_PLAN_ANNUAL_WRITES", 10),
     paidPlanAnnualWrites: int("PAID_PLAN_ANNUAL_WRITES", 1000),
@@ -285,7 +304,7 @@ export function readConfig(env: Env): Config {
     x402,
     oauth: readOAuth(env),
     index: readIndex(env),
-    keys: readKeys(env),
+    keys,
     mcp: readMcp(env),
   };
 }

@@ -132,4 +132,13 @@ describe("readConfig()", () => {
     expect(() => readConfig({ ...full, X402_NETWORK: "base" })).toThrow(/X402_NETWORK/);
     expect(() => readConfig({ ...full, X402_FACILITATOR_URL: "ftp://x" })).toThrow(/X402_FACILITATOR_URL/);
   });
+
+  test("SUBJECTS_PER_ACCOUNT (issue 33): default 20, 1 to 1000; keys × subjects (the verdicts of one signing-key list) at most 20,000", () => {
+    expect(readConfig({}).subjectsPerAccount).toBe(20);
+    expect(readConfig({ SUBJECTS_PER_ACCOUNT: "5" }).subjectsPerAccount).toBe(5);
+    for (const bad of ["0", "1001", "many", "-1"]) expect(() => readConfig({ SUBJECTS_PER_ACCOUNT: bad })).toThrow(/SUBJECTS_PER_ACCOUNT/);
+    expect(readConfig({ SUBJECTS_PER_ACCOUNT: "200", SIGNING_KEYS_PER_ACCOUNT: "100" }).subjectsPerAccount).toBe(200);
+    expect(() => readConfig({ SUBJECTS_PER_ACCOUNT: "201", SIGNING_KEYS_PER_ACCOUNT: "100" })).toThrow(/SIGNING_KEYS_PER_ACCOUNT × SUBJECTS_PER_ACCOUNT/);
+    expect(() => readConfig({ SIGNING_KEYS_PER_ACCOUNT: "100000" })).toThrow(/at most 20000/);
+  });
 });

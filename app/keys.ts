@@ -28,6 +28,7 @@ export function wireKeys(config: Config, f: Foundation, index: IndexRunner, disc
     subjectsOf: async (account) => (await accounts.subjects.list(account)).map((s) => s.canonicalDid),
     trust: trust.many,
     maxPerAccount: config.keys.maxPerAccount,
+    maxSubjects: config.subjectsPerAccount,
   });
   const perMinute = config.keys.statusPerMinute;
   return {

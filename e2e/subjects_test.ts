@@ -27,7 +27,7 @@ beforeAll(async () => {
   dns.setTxt("_controllers.bobs.test", [[`v=1;controller=${pkh(bob)}`]]);
   proxy = startRpcProxy("");
   stack = await startStack({
-    env: { SIWE_DOMAINS: "app.test", CORS_ORIGINS: APP, SIWE_CHALLENGE_RATE_PER_MINUTE: "1000", DNS_SERVERS: dns.address, ALLOW_PRIVATE_NETWORK: "true" },
+    env: { SIWE_DOMAINS: "app.test", CORS_ORIGINS: APP, SIWE_CHALLENGE_RATE_PER_MINUTE: "1000", DNS_SERVERS: dns.address, ALLOW_PRIVATE_NETWORK: "true", SUBJECTS_PER_ACCOUNT: "3" },
     rpcUrlFor: inFrontOf(proxy),
   });
 });
@@ -103,6 +103,46 @@ describe("subjects", () => {
     expect(cross.status).toBe(403);
     expect((await call("GET", "/api/private/subjects", a)).body.subjects).toHaveLength(1);
   });
+});
+
+describe("subjects are bounded (issue 33)", () => {
+  test("the wallet's own did:pkh on made-up chains is 400 UNSUPPORTED_CHAIN and stores nothing; past SUBJECTS_PER_ACCOUNT (3) 403 SUBJECT_LIMIT_EXCEEDED, exactly 3 of 10 parallel adds stored; the key list judges at most 3 subjects per key", async () => {
+    const key = generatePrivateKey();
+    const address = privateKeyToAccount(key).address.toLowerCase();
+    for (let i = 0; i < 10; i++) dns.setTxt(`_controllers.bound${i}.test`, [[`v=1;controller=${pkh(key)}`]]);
+    const c = await signIn(key);
+    const chains = Array.from({ length: 200 }, (_, n) => n + 1).filter((n) => n !== 31337);
+    const made = await Promise.all(chains.map((n) => call("POST", "/api/private/subjects", c, { did: `did:pkh:eip155:${n}:${address}` })));
+    expect(new Set(made.map((r) => `${r.status} ${r.body.code}`))).toEqual(new Set(["400 UNSUPPORTED_CHAIN"]));
+    expect((await call("POST", "/api/private/subjects", c, { did: `did:pkh:eip155:031337:${address}` })).body.code).toBe("UNSUPPORTED_CHAIN");
+    expect((await call("GET", "/api/private/subjects", c)).body.subjects.map((s: { canonicalDid: string }) => s.canonicalDid)).toEqual([pkh(key)]);
+
+    const ip = await call("POST", "/api/private/subjects", c, { did: "did:web:127.0.0.1" });
+    expect([ip.status, ip.body.code]).toEqual([400, "INVALID_DID"]);
+
+    const parallel = await Promise.all(Array.from({ length: 10 }, (_, i) => call("POST", "/api/private/subjects", c, { did: `bound${i}.test` })));
+    expect(parallel.filter((r) => r.status === 201)).toHaveLength(3);
+    const refused = parallel.filter((r) => r.status !== 201);
+    expect(new Set(refused.map((r) => `${r.status} ${r.body.code}`))).toEqual(new Set(["403 SUBJECT_LIMIT_EXCEEDED"]));
+    expect(refused[0]!.body).toEqual({ error: "An account holds at most 3 subjects; delete one first", code: "SUBJECT_LIMIT_EXCEEDED" });
+    const held = (await call("GET", "/api/private/subjects", c)).body.subjects as { id: string; canonicalDid: string }[];
+    expect(held).toHaveLength(3);
+
+    for (const n of [1, 2]) {
+      const k = await call("POST", "/api/private/signing-keys", c, { keyDid: `did:key:z6MkBound${n}`, keyType: "service-signing", displayName: `k${n}` });
+      expect(k.status).toBe(200);
+    }
+    const listed = await fetch(`${stack.baseUrl}/api/private/signing-keys`, { headers: { origin: APP, cookie: c } });
+    const keys = ((await listed.json()) as { keys: { subjects: { subjectDid: string }[] | null }[] }).keys;
+    expect(keys).toHaveLength(2);
+    expect(keys.map((k) => k.subjects?.map((v) => v.subjectDid))).toEqual([0, 1].map(() => held.map((s) => s.canonicalDid)));
+
+    // Deleting one makes room for one.
+    expect((await call("DELETE", `/api/private/subjects/${held[0]!.id}`, c)).status).toBe(200);
+    const spare = parallel.findIndex((r) => r.status !== 201);
+    expect((await call("POST", "/api/private/subjects", c, { did: `bound${spare}.test` })).status).toBe(201);
+    expect((await call("POST", "/api/private/subjects", c, { did: pkh(key) })).body.code).toBe("SUBJECT_LIMIT_EXCEEDED");
+  }, 60_000);
 });
 
 describe("contract subjects", () => {

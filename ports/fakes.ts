@@ -588,14 +588,15 @@ export function fakeSubjectStore() {
       if (of(subject.accountId).length === 0) rows.push({ ...subject, isDefault: true }), store.writes++;
       return Promise.resolve();
     },
-    add(subject: import("./subjects.ts").Subject) {
+    add(subject: import("./subjects.ts").Subject, maxPerAccount: number) {
       const current = of(subject.accountId);
       if (current.some((s) => s.canonicalDid === subject.canonicalDid)) return Promise.resolve("exists" as const);
+      if (current.filter((s) => !s.bootstrap).length >= maxPerAccount) return Promise.resolve("limit" as const);
       const onlyBootstrap = current.length > 0 && current.every((s) => s.bootstrap);
       if (onlyBootstrap) rows = rows.filter((s) => s.accountId !== subject.accountId);
       rows.push({ ...subject, isDefault: onlyBootstrap || current.length === 0 });
       store.writes++;
-      return Promise.resolve("added" as const);
+      return Promise.resolve("added" as const) as Promise<"added" | "exists" | "limit">;
     },
     update(accountId: string, id: string, change: { readonly displayName?: string | null; readonly isDefault?: true }) {
       const found = rows.find((s) => s.accountId === accountId && s.id === id);

@@ -22,10 +22,12 @@ export interface SubjectStore {
   /** Inserts the bootstrap subject unless the account has any subject. */
   readonly ensureBootstrap: (subject: Subject) => Promise<void>;
   /**
-   * Adds a subject: `exists` when the account holds that DID already. The first subject an account adds
-   * replaces its bootstrap subject and becomes the default; later ones are not default.
+   * Adds a subject: `exists` when the account holds that DID already; `limit` when it already holds
+   * `maxPerAccount` subjects besides the bootstrap one (counted in the insert's transaction, so parallel adds never
+   * pass it). The first subject an account adds replaces its bootstrap subject and becomes the default; later ones
+   * are not default.
    */
-  readonly add: (subject: Subject) => Promise<"added" | "exists">;
+  readonly add: (subject: Subject, maxPerAccount: number) => Promise<"added" | "exists" | "limit">;
   /** Renames, or makes default (the previous default stops being one); undefined for another account's or an unknown id. */
   readonly update: (accountId: string, id: string, change: { readonly displayName?: string | null; readonly isDefault?: true }) => Promise<Subject | undefined>;
   /** Removes a subject; the oldest remaining one becomes default when the default went. False when unknown. */

@@ -29,10 +29,11 @@ export function createPostgresSubjects(sql: SQL): SubjectStore {
       locked(s.accountId, async (tx) => {
         if ((await list(tx, s.accountId)).length === 0) await insert(tx, s, true);
       }),
-    add: (s) =>
-      locked(s.accountId, async (tx): Promise<"added" | "exists"> => {
+    add: (s, max) =>
+      locked(s.accountId, async (tx): Promise<"added" | "exists" | "limit"> => {
         const current = await list(tx, s.accountId);
         if (current.some((r) => r.canonical_did === s.canonicalDid)) return "exists";
+        if (current.filter((r) => !r.bootstrap).length >= max) return "limit";
         const onlyBootstrap = current.length > 0 && current.every((r) => Boolean(r.bootstrap));
         if (onlyBootstrap) await tx`DELETE FROM subjects WHERE account_id = ${s.accountId} AND bootstrap`;
         await insert(tx, s, onlyBootstrap || current.length === 0);

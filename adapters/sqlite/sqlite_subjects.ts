@@ -83,9 +83,10 @@ export function createSqliteSubjects(db: Database): SubjectStore {
   const ensure = db.transaction((s: Subject) => {
     if (list.all(s.accountId).length === 0) insert.run(values(s, true));
   });
-  const add = db.transaction((s: Subject): "added" | "exists" => {
+  const add = db.transaction((s: Subject, max: number): "added" | "exists" | "limit" => {
     const current = list.all(s.accountId);
     if (current.some((r) => r.canonical_did === s.canonicalDid)) return "exists";
+    if (current.filter((r) => !r.bootstrap).length >= max) return "limit";
     const onlyBootstrap = current.length > 0 && current.every((r) => Boolean(r.bootstrap));
     if (onlyBootstrap) db.query("DELETE FROM subjects WHERE account_id = ? AND bootstrap = 1").run(s.accountId);
     insert.run(values(s, onlyBootstrap || current.length === 0));
@@ -113,7 +114,7 @@ export function createSqliteSubjects(db: Database): SubjectStore {
   return {
     list: (accountId) => Promise.resolve(list.all(accountId).map(toSubject)),
     ensureBootstrap: (s) => Promise.resolve(ensure.immediate(s)),
-    add: (s) => Promise.resolve(add.immediate(s)),
+    add: (s, max) => Promise.resolve(add.immediate(s, max)),
     update: (accountId, id, change) => Promise.resolve(update.immediate(accountId, id, change)),
     remove: (accountId, id) => Promise.resolve(remove.immediate(accountId, id)),
   };

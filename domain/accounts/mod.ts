@@ -14,4 +14,4 @@ export {
 export { isPlan, planAllowsSchema, type PlanPolicy, PLANS, quotaYear } from "./plans.ts";
 export { createPremiumRpc, MAX_BATCH, PREMIUM_METHODS, type PremiumRpc, requestShapeFault } from "./premium_rpc.ts";
 export { createSubjectOwnership, type VerifySubjectOwnership } from "./subject_ownership.ts";
-export { createSubjects, type Subjects } from "./subjects.ts";
+export { createSubjects, DEFAULT_MAX_SUBJECTS_PER_ACCOUNT, type Subjects } from "./subjects.ts";

@@ -3,13 +3,19 @@
  * wallet's did:pkh as its default (bootstrap) subject; the first subject it adds, once the signed-in wallet is
  * proven to own it, replaces the bootstrap one and becomes the default. The same DID twice in one account is
  * refused; two accounts may both hold a DID (no squatting). Another account's subject is not found.
+ *
+ * Beyond the reference (issue 33): an account holds at most `maxPerAccount` subjects besides the bootstrap one
+ * (`SUBJECT_LIMIT_EXCEEDED`, checked before the ownership lookup and again in the insert's transaction), and a did:pkh
+ * subject must name a chain the service knows (`knownChains`: the trust anchors' chains and the chains it is
+ * configured for; else `UNSUPPORTED_CHAIN`), so that nobody fills an account with the wallet's own address on
+ * thousands of made-up chains, each costing key-trust work in every signing-key list.
  */
 import type { Account } from "../../ports/accounts.ts";
 import type { Clock } from "../../ports/clock.ts";
 import type { Random } from "../../ports/random.ts";
 import type { Subject, SubjectStore } from "../../ports/subjects.ts";
 import { MAX_DISPLAY_NAME, walletDid } from "./account_views.ts";
-import { computeDidHash, normalizeDid } from "../did.ts";
+import { computeDidHash, normalizeDid, parseDidPkh } from "../did.ts";
 import { fail, ok, type Result } from "../result.ts";
 import type { VerifySubjectOwnership } from "./subject_ownership.ts";
 
@@ -30,7 +36,12 @@ export type SubjectCode =
   | "NETWORK_ERROR"
   | "SUBJECT_OWNERSHIP_VERIFICATION_FAILED"
   | "SUBJECT_ALREADY_EXISTS"
+  | "SUBJECT_LIMIT_EXCEEDED"
+  | "UNSUPPORTED_CHAIN"
   | "SUBJECT_NOT_FOUND";
+
+/** Subjects one account may hold besides its bootstrap subject, by default (`SUBJECTS_PER_ACCOUNT`). */
+export const DEFAULT_MAX_SUBJECTS_PER_ACCOUNT = 20;
 
 /** Builds the subject use cases for signed-in accounts. */
 export function createSubjects(deps: {
@@ -39,7 +50,14 @@ export function createSubjects(deps: {
   readonly clock: Clock;
   readonly random: Random;
   readonly chainId: number;
+  /** Subjects an account may hold besides the bootstrap one; default {@link DEFAULT_MAX_SUBJECTS_PER_ACCOUNT}. */
+  readonly maxPerAccount?: number | undefined;
+  /** CAIP-2 ids (`eip155:1`) a did:pkh subject may name; default the active chain only. */
+  readonly knownChains?: readonly string[] | undefined;
 }) {
+  const max = deps.maxPerAccount ?? DEFAULT_MAX_SUBJECTS_PER_ACCOUNT;
+  const knownChains = new Set([...(deps.knownChains ?? []), `eip155:${deps.chainId}`]);
+  const limitExceeded = () => fail("SUBJECT_LIMIT_EXCEEDED" as const, `An account holds at most ${max} subjects; delete one first`);
   const newId = () => `sub_${Array.from(deps.random.bytes(12), (b) => b.toString(16).padStart(2, "0")).join("")}`;
   const view = (s: Subject): SubjectView => ({
     id: s.id,
@@ -97,10 +115,21 @@ export function createSubjects(deps: {
       if (typeof raw !== "string" || raw.trim() === "") return fail("INVALID_INPUT", "did is required");
       const did = normalizeDid(raw);
       if (!did.ok) return fail("INVALID_DID", "did is not a DID");
+      if (did.value.startsWith("did:pkh:")) {
+        const pkh = parseDidPkh(did.value);
+        // The chain id exactly as CAIP-2 writes it (`eip155:1`, never `eip155:01`): one chain, one spelling.
+        if (!pkh.ok || !knownChains.has(`${pkh.value.namespace}:${pkh.value.chainId}`)) {
+          return fail("UNSUPPORTED_CHAIN", `A did:pkh subject must be on a chain this service knows: ${[...knownChains].sort().join(", ")}`);
+        }
+      }
       const name = readName(body.displayName);
       if (!name.ok) return name;
       if (body.txHash !== undefined && typeof body.txHash !== "string") return fail("INVALID_INPUT", "txHash must be 32 bytes of hex");
       const txHash = body.txHash as string | undefined;
+      // A subject held already, or a full account, costs no lookup; the insert's transaction checks both again.
+      const held = await deps.store.list(account.id);
+      if (held.some((s) => s.canonicalDid === did.value)) return fail("SUBJECT_ALREADY_EXISTS", "The account already holds this subject");
+      if (held.filter((s) => !s.bootstrap).length >= max) return limitExceeded();
       const proof = await deps.ownership({ subjectDid: did.value, connectedWalletDid: walletDid(account, deps.chainId), txHash });
       if (!proof.ok) return proof;
       if (!proof.value.ok || proof.value.method === undefined) {
@@ -112,7 +141,9 @@ export function createSubjects(deps: {
       }
       await ensure(account);
       const subject = subjectOf(account, did.value, proof.value.method, false, name.value);
-      if ((await deps.store.add(subject)) === "exists") return fail("SUBJECT_ALREADY_EXISTS", "The account already holds this subject");
+      const added = await deps.store.add(subject, max);
+      if (added === "exists") return fail("SUBJECT_ALREADY_EXISTS", "The account already holds this subject");
+      if (added === "limit") return limitExceeded();
       const stored = (await deps.store.list(account.id)).find((s) => s.id === subject.id)!;
       return ok(view(stored));
     },

@@ -24,11 +24,11 @@ function fakeOwnership() {
   return { verify, seen };
 }
 
-function setup() {
+function setup(options: { maxPerAccount?: number; knownChains?: string[] } = {}) {
   const store = fakeSubjectStore();
   const clock = fakeClock(1_800_000_000_000);
   const ownership = fakeOwnership();
-  const subjects = createSubjects({ store, ownership: ownership.verify, clock, random: fakeRandom(), chainId: 31337 });
+  const subjects = createSubjects({ store, ownership: ownership.verify, clock, random: fakeRandom(), chainId: 31337, ...options });
   return { store, clock, ownership, subjects };
 }
 
@@ -131,4 +131,62 @@ test("createSubjects() add() refuses a txHash that is not a string before any lo
   const { subjects, ownership } = setup();
   expect(await subjects.add(ALICE, { did: "a.ok", txHash: 5 })).toMatchObject({ ok: false, code: "INVALID_INPUT", message: "txHash must be 32 bytes of hex" });
   expect(ownership.seen).toEqual([]);
+});
+
+describe("createSubjects() bounds (issue 33)", () => {
+  test("an account holds at most maxPerAccount subjects besides the bootstrap one: past it SUBJECT_LIMIT_EXCEEDED with no ownership lookup; deleting one makes room", async () => {
+    const { subjects, ownership, store } = setup({ maxPerAccount: 3 });
+    await subjects.list(ALICE);
+    for (const d of ["a", "b", "c"]) expect(await subjects.add(ALICE, { did: `${d}.ok` })).toMatchObject({ ok: true });
+    const lookups = ownership.seen.length;
+    const writes = store.writes;
+    expect(await subjects.add(ALICE, { did: "d.ok" })).toEqual({ ok: false, code: "SUBJECT_LIMIT_EXCEEDED", message: "An account holds at most 3 subjects; delete one first" });
+    expect(await subjects.add(ALICE, { did: ALICE_DID })).toMatchObject({ ok: false, code: "SUBJECT_LIMIT_EXCEEDED" });
+    // A subject held already is still 409, and costs no lookup either.
+    expect(await subjects.add(ALICE, { did: "b.ok" })).toMatchObject({ ok: false, code: "SUBJECT_ALREADY_EXISTS" });
+    expect([ownership.seen.length, store.writes]).toEqual([lookups, writes]);
+    expect(await subjects.list(ALICE)).toHaveLength(3);
+    // Another account is not affected.
+    expect(await subjects.add(BOB, { did: "d.ok" })).toMatchObject({ ok: true });
+    const first = (await subjects.list(ALICE))[0]!;
+    await subjects.remove(ALICE, first.id);
+    expect(await subjects.add(ALICE, { did: "d.ok" })).toMatchObject({ ok: true });
+    expect(await subjects.add(ALICE, { did: "e.ok" })).toMatchObject({ ok: false, code: "SUBJECT_LIMIT_EXCEEDED" });
+  });
+
+  test("parallel adds past the bound: the insert's transaction refuses the rest (the check before the lookup cannot see them)", async () => {
+    const { subjects } = setup({ maxPerAccount: 2 });
+    const outcomes = await Promise.all(["a", "b", "c", "d", "e"].map((d) => subjects.add(ALICE, { did: `${d}.ok` })));
+    expect(outcomes.filter((r) => r.ok)).toHaveLength(2);
+    expect(outcomes.filter((r) => !r.ok).map((r) => !r.ok && r.code)).toEqual(["SUBJECT_LIMIT_EXCEEDED", "SUBJECT_LIMIT_EXCEEDED", "SUBJECT_LIMIT_EXCEEDED"]);
+    expect(await subjects.list(ALICE)).toHaveLength(2);
+  });
+
+  test("the default bound is 20", async () => {
+    const { subjects } = setup();
+    for (let i = 0; i < 20; i++) expect((await subjects.add(ALICE, { did: `s${i}.ok` })).ok).toBe(true);
+    expect(await subjects.add(ALICE, { did: "s20.ok" })).toMatchObject({ ok: false, code: "SUBJECT_LIMIT_EXCEEDED" });
+  });
+
+  test("a did:pkh subject must name a chain the service knows (the active chain and knownChains), spelled as CAIP-2 does; else UNSUPPORTED_CHAIN before any lookup", async () => {
+    const { subjects, ownership, store } = setup({ knownChains: ["eip155:66238", "eip155:1"] });
+    const own = (chain: string) => `did:pkh:eip155:${chain}:${ALICE.address}`;
+    for (const chain of ["2", "0", "01", "031337", "999999999999"]) {
+      expect({ chain, answer: await subjects.add(ALICE, { did: own(chain) }) }).toMatchObject({ chain, answer: { ok: false, code: "UNSUPPORTED_CHAIN" } });
+    }
+    expect(await subjects.add(ALICE, { did: "did:pkh:solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp:abc" })).toMatchObject({ ok: false, code: "UNSUPPORTED_CHAIN" });
+    expect([ownership.seen, store.writes]).toEqual([[], 0]);
+    for (const chain of ["1", "66238"]) expect(await subjects.add(ALICE, { did: own(chain) })).toMatchObject({ ok: true, value: { canonicalDid: own(chain).toLowerCase() } });
+    // The active chain is always known (the bootstrap subject was replaced by the first subject added).
+    expect(await subjects.add(ALICE, { did: own("31337") })).toMatchObject({ ok: true, value: { ownership: { method: "wallet" } } });
+  });
+
+  test("the attack of issue 33: the wallet's own did:pkh on 2,000 made-up chains stores nothing", async () => {
+    const { subjects, ownership, store } = setup();
+    await subjects.list(ALICE);
+    const writes = store.writes;
+    const outcomes = await Promise.all(Array.from({ length: 2_000 }, (_, n) => subjects.add(ALICE, { did: `did:pkh:eip155:${n + 40_000}:${ALICE.address}` })));
+    expect(new Set(outcomes.map((r) => (r.ok ? "ok" : r.code)))).toEqual(new Set(["UNSUPPORTED_CHAIN"]));
+    expect([ownership.seen.length, store.writes, (await subjects.list(ALICE)).length]).toEqual([0, writes, 1]);
+  });
 });

@@ -9,12 +9,15 @@
  * `keyType` `attestation` or `service-signing`; `displayName` trimmed, 1–200 characters; at most 10 tags, each a
  * non-blank string of at most 50; `notes` at most 1,000 characters or null. Every refusal names the field.
  * Beyond it: an account holds at most `maxPerAccount` keys (`SIGNING_KEY_LIMIT_EXCEEDED`), so nobody fills the
- * database or makes the list's trust computation unbounded.
+ * database or makes the list's trust computation unbounded; and a list judges every key for at most `maxSubjects`
+ * subjects (the account's first: default, then oldest), so one answer holds at most `maxPerAccount` × `maxSubjects`
+ * verdicts (issue 33), whatever an account stored before the subject bound existed.
  */
 import type { Account } from "../../ports/accounts.ts";
 import type { Clock } from "../../ports/clock.ts";
 import type { Random } from "../../ports/random.ts";
 import type { SigningKeyRecord, SigningKeyStore, SigningKeyType } from "../../ports/signing_keys.ts";
+import { DEFAULT_MAX_SUBJECTS_PER_ACCOUNT } from "../accounts/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
 import type { KeyStatusValue, TrustLevel } from "./key_rules.ts";
 import { type KeyTrustMany, readKeyDid } from "./key_status.ts";
@@ -65,6 +68,8 @@ export type SigningKeysDeps = {
   /** The verdicts of keys for subjects, now. */
   readonly trust: KeyTrustMany;
   readonly maxPerAccount?: number | undefined;
+  /** Subjects each listed key is judged for, the account's first (`SUBJECTS_PER_ACCOUNT`); default its default. */
+  readonly maxSubjects?: number | undefined;
 };
 
 type Input = { keyDid: string; keyType: SigningKeyType; displayName: string; tags: string[]; notes: string | null };
@@ -141,7 +146,7 @@ export function createSigningKeys(deps: SigningKeysDeps) {
         tag: filter.tag === undefined || filter.tag === "" ? undefined : filter.tag,
       });
       if (records.length === 0) return [];
-      const subjects = await deps.subjectsOf(account);
+      const subjects = (await deps.subjectsOf(account)).slice(0, deps.maxSubjects ?? DEFAULT_MAX_SUBJECTS_PER_ACCOUNT);
       const verdicts = await deps.trust(subjects, [...new Set(records.map((r) => r.keyDid))]);
       return records.map((r) => {
         const view = signingKeyView(r);

@@ -9,7 +9,8 @@ const account: Account = { id: "acct-1", address: "0xaa", plan: "free", createdA
 const KEY = "did:pkh:eip155:1:0xAbC0000000000000000000000000000000000001";
 
 function setUp(trust: KeyTrustMany = (subjects, keys) =>
-  Promise.resolve(ok(new Map(subjects.map((s) => [s, new Map(keys.map((k) => [k, { status: "registered" as const, trustLevel: "none" as const }]))])))), max?: number) {
+  Promise.resolve(ok(new Map(subjects.map((s) => [s, new Map(keys.map((k) => [k, { status: "registered" as const, trustLevel: "none" as const }]))])))), max?: number,
+  subjects: readonly string[] = ["did:web:shop.test", "did:pkh:eip155:1:0xaa"], maxSubjects?: number) {
   const store = fakeSigningKeyStore();
   const clock = fakeClock(1_800_000_000_000);
   const asked: string[][] = [];
@@ -17,14 +18,17 @@ function setUp(trust: KeyTrustMany = (subjects, keys) =>
     store,
     clock,
     random: fakeRandom(),
-    subjectsOf: () => Promise.resolve(["did:web:shop.test", "did:pkh:eip155:1:0xaa"]),
-    trust: (subjects, keyDids) => {
+    subjectsOf: () => Promise.resolve(subjects),
+    trust: (judged, keyDids) => {
       asked.push([...keyDids]);
-      return trust(subjects, keyDids);
+      judgedSubjects.push(judged.length);
+      return trust(judged, keyDids);
     },
     maxPerAccount: max,
+    maxSubjects,
   });
-  return { store, clock, keys, asked };
+  const judgedSubjects: number[] = [];
+  return { store, clock, keys, asked, judgedSubjects };
 }
 
 describe("createSigningKeys()", () => {
@@ -111,5 +115,19 @@ describe("createSigningKeys()", () => {
     const down = setUp(() => Promise.resolve(fail("NETWORK_ERROR", "The chain could not be read")));
     await down.keys.upsert(account, { keyDid: "did:key:z1", keyType: "service-signing", displayName: "one" });
     expect((await down.keys.list(account))[0]).toMatchObject({ subjects: null, subjectsError: { code: "NETWORK_ERROR", error: "The chain could not be read" } });
+  });
+
+  test("list: one answer holds at most keys × maxSubjects verdicts, the account's first subjects judged, whatever it stored (issue 33)", async () => {
+    const many = Array.from({ length: 2_000 }, (_, n) => `did:pkh:eip155:${n + 1}:0xaa`);
+    const s = setUp(undefined, 3, many, 5);
+    for (const n of [1, 2, 3]) await s.keys.upsert(account, { keyDid: `did:key:z${n}`, keyType: "service-signing", displayName: "k" });
+    const listed = await s.keys.list(account);
+    expect(listed.map((k) => k.subjects!.map((v) => v.subjectDid))).toEqual(Array.from({ length: 3 }, () => many.slice(0, 5)));
+    expect(listed.flatMap((k) => k.subjects!)).toHaveLength(15);
+    expect(s.judgedSubjects).toEqual([5]);
+    // Without a bound given, the default (SUBJECTS_PER_ACCOUNT's default, 20) applies.
+    const byDefault = setUp(undefined, undefined, many);
+    await byDefault.keys.upsert(account, { keyDid: "did:key:z1", keyType: "service-signing", displayName: "k" });
+    expect((await byDefault.keys.list(account))[0]!.subjects).toHaveLength(20);
   });
 });
