@@ -15,7 +15,6 @@ const DID_JWK =
 const HOSTS = ["svc.test", "down.test", "other.test", "huge.test", "wrongid.test", "noid.test", "slow.test", "redirect.test", "badjson.test", "timeout.test", "tcp.test"];
 /** The did.json fetch's total budget (decisions §8) and the resolver's per-attempt timeout times its two attempts. */
 const DID_JSON_TIMEOUT_MS = 5_000;
-const DNS_LOOKUP_TIMEOUT_MS = 2 * 1_500;
 
 let dns: DnsServer;
 let https: HttpsServer;
@@ -129,21 +128,24 @@ describe("controller discovery against real DNS and HTTPS servers", () => {
     }
   });
 
-  test("DNS timeouts are unavailable and the sources are looked up in parallel, within the timeout bound", async () => {
+  test("DNS timeouts are unavailable and the sources are looked up in parallel", async () => {
     dns.setTimeout("_controllers.timeout.test");
     dns.setTimeout("_omatrust.timeout.test");
     try {
       const subject = encodeURIComponent(`did:web:timeout.test%3A${https.port}`);
-      const started = performance.now();
+      const before = dns.queries.length;
       const res = await get(base, `/v1/controller-endpoint-confirm?subjectDid=${subject}`);
-      const elapsed = performance.now() - started;
       expect(res.body.evidence.map((e: any) => [e.status, e.error])).toEqual([
         ["unavailable", "DNS lookup timed out"],
         ["unavailable", "DNS lookup timed out"],
         ["not-found", undefined],
       ]);
-      // Each timed-out name costs two attempts; looked up one after the other they would take twice that.
-      expect(elapsed).toBeLessThan(2 * DNS_LOOKUP_TIMEOUT_MS);
+      // Each timed-out name costs two attempts. In parallel, both names are asked before either is asked again; one
+      // after the other, a name's retry would come before the other name's first query. Order, not a clock, shows it.
+      const timedOut = new Set(["_controllers.timeout.test", "_omatrust.timeout.test"]);
+      const asked = dns.queries.slice(before).map((q) => q.name).filter((name) => timedOut.has(name));
+      expect(asked).toHaveLength(4);
+      expect(new Set(asked.slice(0, 2)).size).toBe(2);
     } finally {
       dns.clear("_controllers.timeout.test");
       dns.clear("_omatrust.timeout.test");
@@ -153,13 +155,11 @@ describe("controller discovery against real DNS and HTTPS servers", () => {
   test("a slow did.json is cut off at the fetch timeout; the DNS evidence still comes back", async () => {
     dns.setTxt("_controllers.slow.test", [[`v=1;controller=did:pkh:eip155:1:${B}`]]);
     const subject = encodeURIComponent(`did:web:slow.test%3A${https.port}`);
-    const started = performance.now();
     const res = await get(base, `/v1/controller-endpoint-confirm?subjectDid=${subject}`);
-    const elapsed = performance.now() - started;
+    // The server answers 2 s after the fetch's 5 s: "timed out" (not a document) is the cut-off, whatever the clock says.
     expect(res.body.evidence.map((e: any) => [e.kind, e.status])).toEqual([["dns-txt", "found"], ["dns-txt", "not-found"], ["did-json", "unavailable"]]);
     expect(res.body.evidence[2].error).toBe("DID document fetch timed out");
     expect(res.body.controllerKeys.map((k: any) => k.canonicalId)).toEqual([`did:pkh:eip155:1:${B}`]);
-    expect(elapsed).toBeLessThan(DID_JSON_TIMEOUT_MS + DNS_LOOKUP_TIMEOUT_MS);
   }, 20_000);
 
   test("a truncated UDP answer is retried over TCP", async () => {

@@ -66,7 +66,9 @@ describe("a transaction stuck under a fee spike", () => {
     const minedBefore = await chain.getTransactionCount({ address: delegate });
     const answer = fetch(`${first.url}/v1/delegated-attest`, { method: "POST", headers: { "content-type": "application/json" }, body }).catch(() => undefined);
     let pending: Hex | undefined;
-    for (let i = 0; i < 200 && pending === undefined; i++) {
+    // Until the service's transaction is in the pool, however long a loaded machine takes (the test's limit stops a
+    // broken run).
+    while (pending === undefined) {
       const block = await rpc("eth_getBlockByNumber", ["pending", true]) as { transactions: { hash: Hex; from: string }[] };
       pending = block.transactions.find((t) => t.from.toLowerCase() === delegate.toLowerCase())?.hash;
       if (pending === undefined) await Bun.sleep(25);

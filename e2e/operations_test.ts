@@ -36,7 +36,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function start(env: Record<string, string> = {}, rpcFetch?: typeof fetch) {
+async function start(env: Record<string, string> = {}, rpcFetch?: typeof fetch, sendSyncGraceMs?: number) {
   const service = await startService(
     readConfig({
       PORT: "0",
@@ -48,7 +48,7 @@ async function start(env: Record<string, string> = {}, rpcFetch?: typeof fetch) 
       DATA_DIR: dir,
       ...env,
     }),
-    { log: createJsonLogger("debug", { context: requestLogContext, out: (l) => lines.push(l) }), rpcFetch },
+    { log: createJsonLogger("debug", { context: requestLogContext, out: (l) => lines.push(l) }), rpcFetch, sendSyncGraceMs },
   );
   started.push(service);
   return service;
@@ -141,20 +141,25 @@ describe("operations", () => {
   test("stop() lets an in-flight submission finish and answer, then refuses new connections", async () => {
     let signalSend!: () => void;
     const sending = new Promise<void>((resolve) => (signalSend = resolve));
+    // The send is held until stop() was called: it is in flight during the shutdown however fast the machine is.
+    let releaseSend!: () => void;
+    const sendReleased = new Promise<void>((resolve) => (releaseSend = resolve));
     const slowSend = (async (input: RequestInfo | URL, init?: RequestInit) => {
       // Either send method (eth_sendRawTransactionSync contains the name).
       if (String(init?.body ?? "").includes("eth_sendRawTransaction")) {
         signalSend();
-        await Bun.sleep(400);
+        await sendReleased;
       }
       return await fetch(input, init);
     }) as typeof fetch;
-    const service = await start({}, slowSend);
+    // The held send's answer decides, however long the hold: no 100 ms grace after which the sender asks about the hash.
+    const service = await start({}, slowSend, 120_000);
     const pending = attest(service.url, await signedReview());
     await sending;
     const stopped = service.stop();
     // A second signal waits for the same shutdown instead of returning at once (and exiting mid-submission).
     expect(service.stop()).toBe(stopped);
+    releaseSend();
     const res = await pending;
     await stopped;
     expect(res.status).toBe(200);

@@ -165,9 +165,9 @@ describe("createHttpsDidDocumentFetcher()", () => {
       url: "https://slow.test/.well-known/did.json",
       reason: "timeout",
     });
-    const elapsed = performance.now() - started;
-    expect(elapsed).toBeGreaterThanOrEqual(290);
-    expect(elapsed).toBeLessThan(1000);
+    // The drip never ends: only the deadline can end the fetch. It ran its whole time (a lower bound, which a slow
+    // machine cannot break).
+    expect(performance.now() - started).toBeGreaterThanOrEqual(290);
   });
 
   test("the deadline covers DNS too", async () => {
