@@ -268,7 +268,8 @@ describe("hostile JSON (issue 33)", () => {
     let accepted = 0;
     for (let i = 0; i < 400; i++) {
       const value = build(Math.floor(rnd.next() * 40));
-      const text = JSON.stringify(value, null, rnd.pick([0, 1, "\t"]));
+      // Indented by 10 too: runs of whitespace past 64 characters, which the scan skips with one search.
+      const text = JSON.stringify(value, null, rnd.pick([0, 1, "\t", 10]));
       const { depth, marks } = shape(value);
       const fits = depth <= MAX_JSON_DEPTH && marks + 1 <= MAX_JSON_VALUES;
       expect(jsonShapeRefusal(text) === undefined).toBe(fits);
@@ -284,6 +285,15 @@ describe("hostile JSON (issue 33)", () => {
     expect(jsonShapeRefusal(JSON.stringify(Array(MAX_JSON_VALUES).fill(0)))).toBe(`Body holds more than ${MAX_JSON_VALUES} values`);
     // Structure inside strings never counts, however long: 6 MB of brackets, commas and escaped quotes in one string.
     expect(jsonShapeRefusal(JSON.stringify({ identifiers: ['[,{"\\'.repeat(1_000_000)] }))).toBeUndefined();
+    // Long runs of anything else are skipped whole, structure after them still counted.
+    expect(jsonShapeRefusal(`[${" ".repeat(8_000_000)}1${"2".repeat(100)} , [${" ".repeat(100)}[]]]`)).toBeUndefined();
+    expect(jsonShapeRefusal(`${" ".repeat(1_000)}${"[".repeat(MAX_JSON_DEPTH + 1)}`)).toBe(`Body nested deeper than ${MAX_JSON_DEPTH} levels`);
+    // More strings than two per value allowed: more values than allowed (or no JSON).
+    expect(jsonShapeRefusal('"" '.repeat(2 * MAX_JSON_VALUES))).toBeUndefined();
+    expect(jsonShapeRefusal('"" '.repeat(2 * MAX_JSON_VALUES + 1))).toBe(`Body holds more than ${MAX_JSON_VALUES} values`);
+    // More closed than opened is no JSON: the scan stops there and JSON.parse refuses it, having built nothing past it.
+    expect(jsonShapeRefusal(`[]]${"[".repeat(100)}`)).toBeUndefined();
+    expect(parseJsonBody(`[]]${"[".repeat(100)}`)).toMatchObject({ ok: false, code: "INVALID_JSON" });
   });
 
   test("the 8 MB bodies of the attack are refused INVALID_INPUT by every route's parser, and never parsed", () => {
