@@ -9,7 +9,6 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:tes
 import { createPublicClient, createTestClient, type Hex, http, keccak256 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createViemEas } from "../adapters/chain/mod.ts";
-import { SEND_SYNC_GRACE_MS } from "../adapters/chain/viem_tx_sender.ts";
 import { EAS_ABI } from "../domain/eas_abi.ts";
 import type { SignedTx } from "../ports/eas.ts";
 import { startStack, type Stack } from "./harness.ts";
@@ -81,7 +80,7 @@ async function until(check: () => boolean | Promise<boolean>) {
  * A wallet of its own with a sender of its own (what the sender learns about the node stays with it), through the
  * proxy; `signed` lists its transactions in the order they were stored, `events` what it logged.
  */
-async function ownSender({ grace = ANSWER_AWAITED_MS }: { grace?: number } = {}) {
+async function ownSender({ productionGrace = false }: { productionGrace?: boolean } = {}) {
   const key = generatePrivateKey();
   const wallet = privateKeyToAccount(key).address;
   await testClient().setBalance({ address: wallet, value: 10n ** 18n });
@@ -91,7 +90,7 @@ async function ownSender({ grace = ANSWER_AWAITED_MS }: { grace?: number } = {})
     chainId: stack.devnet.chainId,
     easAddress: stack.service.easAddress,
     log: (event) => void events.push(event),
-    sendSyncGraceMs: grace,
+    sendSyncGraceMs: productionGrace ? undefined : ANSWER_AWAITED_MS,
   });
   const sender = eas.senderFor(key);
   const signed: SignedTx[] = [];
@@ -192,7 +191,7 @@ describe("eth_sendRawTransactionSync on a node that mines on arrival", () => {
 describe("a node that does not mine on arrival", () => {
   test("the first sync send lets go of the wallet's lock after the grace; the second is not held behind it for a block; both land", async () => {
     // The production grace: the node holds the sync call until its block, which only the test mines.
-    const own = await ownSender({ grace: SEND_SYNC_GRACE_MS });
+    const own = await ownSender({ productionGrace: true });
     const start = await nonceOf(own.wallet);
     const blockBefore = await chain().getBlockNumber();
     let syncAnswers = 0;
