@@ -64,6 +64,20 @@ export type Config = {
   readonly discoveryCacheSeconds: number;
   readonly logLevel: "debug" | "info" | "warn" | "error" | "silent";
   /**
+   * `BODY_TIMEOUT_MS` (default 10000, from 100 to 60000; issue 33): how long a request's body may take to arrive,
+   * from the headers to its last byte. Past it the request is 408 `REQUEST_TIMEOUT` and its connection closed, far
+   * below the route deadline (245 s) and the idle timeout (255 s), which a client dripping a byte now and then keeps
+   * from expiring.
+   */
+  readonly bodyTimeoutMs: number;
+  /**
+   * `SHUTDOWN_GRACE_MS` (default 20000, from 0 to 120000; issue 33): on SIGTERM or SIGINT the service stops taking
+   * requests and cuts the bodies still arriving (503 `SHUTTING_DOWN`), lets the requests under way finish for at
+   * most this long, then answers those still running with their deadline answer and closes every connection, before
+   * it closes the database and the devnet. Below the 30 s an orchestrator commonly waits before it kills.
+   */
+  readonly shutdownGraceMs: number;
+  /**
    * `SECP256K1_LIBRARY` (issue 28): unset, the native libsecp256k1 when one of the usual names opens and passes its
    * known-answer check, else @noble/curves; `none`, @noble/curves; a path or name, that library or a startup error.
    */
@@ -298,6 +312,8 @@ export function readConfig(env: Env): Config {
     discoveryDomainPerMinute: int("DISCOVERY_DOMAIN_RATE_PER_MINUTE", 30, 1),
     discoveryCacheSeconds: int("DISCOVERY_CACHE_SECONDS", 60, 0, 3_600),
     logLevel: logLevel as Config["logLevel"],
+    bodyTimeoutMs: int("BODY_TIMEOUT_MS", 10_000, 100, 60_000),
+    shutdownGraceMs: int("SHUTDOWN_GRACE_MS", 20_000, 0, 120_000),
     secp256k1Library: get("SECP256K1_LIBRARY"),
     rpcSendSync: sendSyncMode(get("RPC_SEND_SYNC")),
     ...readRelaysAndReads(env),

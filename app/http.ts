@@ -1,8 +1,7 @@
 /** Wiring of the HTTP side: the Elysia app given every capability's use cases, served by Bun. */
-import type { Server } from "bun";
 import { loadConsoleBundle } from "../console/assets.ts";
 import { createApp } from "../http/app.ts";
-import { instrumentedHandler, requestClientAddress } from "../http/instrument.ts";
+import { drainServer, instrumentedHandler, requestClientAddress } from "../http/instrument.ts";
 import { systemClock } from "../adapters/system/mod.ts";
 import type { WiredAccounts } from "./accounts.ts";
 import type { Config } from "./config.ts";
@@ -42,8 +41,20 @@ export type Capabilities = {
  */
 export const SERVER_IDLE_TIMEOUT_SECONDS = 255;
 
+/** The HTTP server, serving. */
+export type ServedHttp = {
+  /** The port it listens on. */
+  readonly port: number;
+  /**
+   * Stops taking requests and cuts the bodies still arriving, lets the requests under way finish for up to
+   * `SHUTDOWN_GRACE_MS`, then answers the rest with their deadline answer and closes every connection
+   * (http/instrument.ts drainServer). Resolves once no connection is left.
+   */
+  readonly drain: () => Promise<void>;
+};
+
 /** Builds the app from the capabilities and starts serving it on `HOST`:`PORT`. */
-export function serveHttp(config: Config, f: Foundation, c: Capabilities): Server<unknown> {
+export function serveHttp(config: Config, f: Foundation, c: Capabilities): ServedHttp {
   const { storage, eas, chainId, chain, easAddress } = f;
   const { sessions, subjects, subjectOwnership, plans } = c.accounts;
   const ledger = storage.ledger;
@@ -130,7 +141,8 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
       };
     },
   });
-  return Bun.serve({
+  const handler = instrumentedHandler(app as never, { metrics: f.metrics, log: f.log, trustProxy: config.trustProxy, bodyTimeoutMs: config.bodyTimeoutMs });
+  const server = Bun.serve({
     hostname: config.host,
     port: config.port,
     // Above the app's own limit (http/routes/request.ts MAX_BODY_BYTES, 8 MiB), so that an oversized body
@@ -138,10 +150,12 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
     maxRequestBodySize: 16 * 1024 * 1024,
     // Bun's default (10 s) cut connections whose answer was still coming (a hanging RPC behind artifact trust,
     // a receipt awaited for up to two minutes): every route answers before this, at the latest at the handler's
-    // ROUTE_DEADLINE_MS (http/instrument.ts), 10 s earlier.
+    // ROUTE_DEADLINE_MS (http/instrument.ts), 10 s earlier. A body's arrival is bounded apart, by BODY_TIMEOUT_MS:
+    // the idle timeout restarts with every byte a client drips.
     idleTimeout: SERVER_IDLE_TIMEOUT_SECONDS,
-    fetch: instrumentedHandler(app as never, { metrics: f.metrics, log: f.log, trustProxy: config.trustProxy }),
+    fetch: handler,
   });
+  return { port: server.port ?? config.port, drain: () => drainServer(server, handler, config.shutdownGraceMs) };
 }
 
 /** The delegate's balance, undefined without a delegate, -1n when the chain does not answer. */

@@ -34,7 +34,10 @@ export type Service = {
   readonly devnet: Devnet | undefined;
   /** What x402 payments the service takes (decisions §13); undefined: none. */
   readonly x402: X402Terms | undefined;
-  /** Stops accepting requests, lets in-flight ones finish, closes the database and the devnet. */
+  /**
+   * Stops accepting requests, lets in-flight ones finish within `SHUTDOWN_GRACE_MS` (the rest answered and cut),
+   * closes the database and the devnet.
+   */
   readonly stop: () => Promise<void>;
 };
 
@@ -64,8 +67,8 @@ export async function startService(config: Config, options: StartServiceOptions 
     const oauth = await wireOAuth(config, f);
     const mcp = wireMcp(config, f, { discovery, witness, artifactTrust, attestationList, accounts, keys, oauth });
     wireGauges(config, f);
-    const server = serveHttp(config, f, { discovery, witness, index, attestationList, artifactTrust, accounts, delegation, x402, oauth, keys, mcp });
-    const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${server.port}`;
+    const http = serveHttp(config, f, { discovery, witness, index, attestationList, artifactTrust, accounts, delegation, x402, oauth, keys, mcp });
+    const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${http.port}`;
     log.info("listening", {
       url,
       chain: chain.name,
@@ -78,15 +81,16 @@ export async function startService(config: Config, options: StartServiceOptions 
     let stopping: Promise<void> | undefined;
     return {
       url,
-      port: server.port ?? config.port,
+      port: http.port,
       chainId,
       chainName: chain.name,
       easAddress,
       trustAnchors: f.trustAnchors,
       devnet,
       x402: x402?.terms,
-      // Every caller (a second SIGTERM included) waits for the one shutdown, so nothing exits while
-      // submissions are still in flight.
+      // Every caller (a second SIGTERM included) waits for the one shutdown. Requests under way get SHUTDOWN_GRACE_MS
+      // to finish (what is cut then was recorded before each step: the next start settles it); storage and the
+      // devnet close only after the last connection.
       stop() {
         stopping ??= (async () => {
           submissions.stop();
@@ -94,7 +98,7 @@ export async function startService(config: Config, options: StartServiceOptions 
           oauth?.stop();
           mcp?.stop();
           accounts.abortPremiumReads();
-          await server.stop(false);
+          await http.drain();
           await index.stop();
           await x402?.stop();
           await f.storage.close();

@@ -241,18 +241,20 @@ describe("the routes answered at the edge", () => {
 });
 
 describe("the edge's deadline", () => {
-  test("a body still coming at the deadline gets the app's deadline answer", async () => {
+  test("a body still coming at the body's deadline gets the app's answer: 408 REQUEST_TIMEOUT, the connection closed", async () => {
     const answers = [];
     for (const withEdgeRoutes of [true, false]) {
       const app = createApp({ ...minimalAppDeps(), trustAnchors: anchors });
       const served = withEdgeRoutes ? app : { routes: app.routes, handle: (request: Request) => app.handle(request) };
-      const handler = instrumentedHandler(served as unknown as Elysia, { metrics: createPrometheusMetrics(), log: minimalAppDeps().log, deadlineMs: 100 });
+      const handler = instrumentedHandler(served as unknown as Elysia, { metrics: createPrometheusMetrics(), log: minimalAppDeps().log, bodyTimeoutMs: 100 });
       // A body that starts and never ends.
       const body = new ReadableStream<Uint8Array>({ start: (controller) => controller.enqueue(new TextEncoder().encode('{"identifiers":[')) });
-      const response = await handler(new Request("http://ats.test/v1/identity-resolve", { method: "POST", body, duplex: "half" } as RequestInit));
-      answers.push({ status: response.status, cors: response.headers.get("access-control-allow-origin"), body: await response.json() });
+      const init = { method: "POST", body, duplex: "half", headers: { "transfer-encoding": "chunked" } };
+      const response = await handler(new Request("http://ats.test/v1/identity-resolve", init as RequestInit));
+      const headers = response.headers;
+      answers.push({ status: response.status, cors: headers.get("access-control-allow-origin"), connection: headers.get("connection"), body: await response.json() });
     }
-    expect(answers[0]).toEqual({ status: 502, cors: "*", body: { error: "A dependency did not answer in time", code: "NETWORK_ERROR" } });
+    expect(answers[0]).toEqual({ status: 408, cors: "*", connection: "close", body: { error: "The request body did not arrive in time", code: "REQUEST_TIMEOUT" } });
     expect(answers[1]).toEqual(answers[0]);
   });
 });

@@ -30,6 +30,8 @@ const STATUS: Readonly<Record<string, number>> = {
   SUBJECT_NOT_FOUND: 404,
   SUBJECT_OWNERSHIP_VERIFICATION_FAILED: 403,
   SUBJECT_OWNERSHIP_REQUIRED: 403,
+  // The body did not arrive within BODY_TIMEOUT_MS (http/instrument.ts); the connection is closed.
+  REQUEST_TIMEOUT: 408,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   EVIDENCE_NOT_FOUND: 422,
@@ -44,6 +46,8 @@ const STATUS: Readonly<Record<string, number>> = {
   NETWORK_ERROR: 502,
   // The transaction may have reached the chain; `details` carries its hash (decisions §15).
   OUTCOME_UNKNOWN: 503,
+  // The instance is draining (SIGTERM): the request was not started; another instance, or this one restarted, takes it.
+  SHUTTING_DOWN: 503,
 };
 
 /** The HTTP status of an error code; unknown codes are bugs, so 500. */

@@ -6,6 +6,7 @@ import type { Metrics } from "../ports/metrics.ts";
 import { ELAPSED_PATHS, isPrivatePath, pathOf, PUBLIC_CORS_HEADERS } from "./app.ts";
 import { elapsedSince, errorBody, json, statusOf } from "./errors.ts";
 import { DELEGATED_ATTEST_PATHS, NONCE_PATHS } from "./routes/delegation/mod.ts";
+import { MAX_BODY_BYTES } from "./routes/request.ts";
 import { classifyAddress } from "../domain/discovery/mod.ts";
 
 /**
@@ -31,6 +32,13 @@ function fallbackResponse(path: string, started: number): Response {
  * in time stretches any scan: those get the deadline's answer.
  */
 export const ROUTE_DEADLINE_MS = 245_000;
+
+/**
+ * How long a request's body may take to arrive, from its headers to its last byte (issue 33: one client dripping a
+ * byte every 2 s kept a draining instance alive for four minutes, as the idle timeout restarts with every byte). Far
+ * below {@link ROUTE_DEADLINE_MS}: the largest valid body (8 MiB) arrives in it at about 7 Mbit/s. `BODY_TIMEOUT_MS`.
+ */
+export const BODY_TIMEOUT_MS = 10_000;
 
 /** Routes that broadcast a transaction: past the deadline their outcome is not known yet. */
 const SUBMISSION_PATHS: ReadonlySet<string> = new Set([
@@ -63,6 +71,37 @@ export function deadlineResponse(path: string, started: number): Response {
   );
 }
 
+/**
+ * The answer to a request whose body was still arriving when {@link BODY_TIMEOUT_MS} passed (408 `REQUEST_TIMEOUT`)
+ * or the service began to drain (503 `SHUTTING_DOWN`, as every request that comes while it drains), or whose body
+ * could not be read (400 `INVALID_JSON`, the routes' own answer to that). CORS and `elapsed` as
+ * {@link fallbackResponse}; `Connection: close`, since the rest of the body is never read (Bun reads a body nobody
+ * reads to its end before it closes the connection or serves the next request on it).
+ */
+export function unreadBodyResponse(path: string, started: number, code: "REQUEST_TIMEOUT" | "SHUTTING_DOWN" | "INVALID_JSON"): Response {
+  const message = code === "REQUEST_TIMEOUT"
+    ? "The request body did not arrive in time"
+    : code === "SHUTTING_DOWN"
+    ? "The service is shutting down; send the request again"
+    : "Request body could not be read";
+  const body = errorBody(code, message);
+  const headers: Record<string, string> = isPrivatePath(path) ? { connection: "close" } : { ...PUBLIC_CORS_HEADERS, connection: "close" };
+  if (code === "SHUTTING_DOWN") headers["retry-after"] = "1";
+  return json(ELAPSED_PATHS.has(path) ? { ...body, elapsed: elapsedSince(started) } : body, statusOf(code), headers);
+}
+
+/** The request handler of `Bun.serve`, and how the server drains (see {@link drainServer}). */
+export type InstrumentedHandler = {
+  (request: Request, server?: PeerAddresses): Response | Promise<Response>;
+  /**
+   * Starts draining: every request that comes from now on, and every one whose body is still arriving, is answered
+   * 503 `SHUTTING_DOWN` with `Connection: close`; the requests under way go on.
+   */
+  readonly drain: () => void;
+  /** Answers every request still under way now with its route's deadline answer ({@link deadlineResponse}). */
+  readonly cut: () => void;
+};
+
 /** What `Bun.serve` passes as its second argument that the handler uses: the peer address of a request. */
 export type PeerAddresses = { readonly requestIP: (request: Request) => { readonly address: string } | null };
 
@@ -78,9 +117,19 @@ export type PeerAddresses = { readonly requestIP: (request: Request) => { readon
  */
 export function instrumentedHandler(
   app: Elysia,
-  deps: { metrics: Metrics; log: Logger; trustProxy?: number | undefined; deadlineMs?: number | undefined },
-) {
+  deps: {
+    metrics: Metrics;
+    log: Logger;
+    trustProxy?: number | undefined;
+    deadlineMs?: number | undefined;
+    /** Default {@link BODY_TIMEOUT_MS}; never longer than the deadline. */
+    bodyTimeoutMs?: number | undefined;
+  },
+): InstrumentedHandler {
   const deadlineMs = deps.deadlineMs ?? ROUTE_DEADLINE_MS;
+  const bodyTimeoutMs = Math.min(deps.bodyTimeoutMs ?? BODY_TIMEOUT_MS, deadlineMs);
+  let draining = false;
+  let cutting = false;
   // The label objects of each (route, method, status), made once: the registry keeps their text by identity
   // (issue 28: sorting and joining labels on every request cost more than the rest of the bookkeeping).
   const labelSets = new Map<string, { readonly count: Record<string, string>; readonly duration: Record<string, string> }>();
@@ -109,25 +158,38 @@ export function instrumentedHandler(
     deps.metrics.observe("ats_http_request_duration_seconds", seconds, labels.duration);
     deps.log.debug("request", { method: request.method, route, status: response.status, ms: Math.round(seconds * 1000) });
     response.headers.set("x-request-id", requestId);
+    // A body refused as too large is not read to its end (arrivedBody): the connection is closed rather than drained.
+    if (response.status === 413) response.headers.set("connection", "close");
     return response;
   };
   const deadlines = createDeadlines(deadlineMs);
+  /** The bodies still arriving, each until {@link BODY_TIMEOUT_MS}; all cut at once when the service drains. */
+  const bodies = createDeadlines(bodyTimeoutMs);
+  const unread = (path: string, started: number) => unreadBodyResponse(path, started, draining ? "SHUTTING_DOWN" : "REQUEST_TIMEOUT");
   /**
    * The answer, or the deadline's ({@link deadlineResponse}) when it has not come after `deadlineMs`. The deadline's
    * log line names its request itself: the shared timer runs in the context of the request that started it.
    */
   const withDeadline = (request: Request, requestId: string, path: string, started: number, answer: Promise<Response>): Promise<Response> =>
     deadlines.race(answer, () => {
-      deps.log.warn("request_deadline", { requestId, method: request.method, path, ms: deadlineMs });
+      deps.log.warn(cutting ? "request_cut_at_shutdown" : "request_deadline", { requestId, method: request.method, path, ms: deadlineMs });
       return deadlineResponse(path, started);
     });
-  /** A request for the app: Elysia routes the path the guards read ({@link routable}). */
+  /**
+   * A request for the app: its body read first, within {@link BODY_TIMEOUT_MS} ({@link arrivedBody}), then Elysia
+   * routes the path the guards read ({@link routable}).
+   */
   const serveByApp = async (request: Request, requestId: string): Promise<Response> => {
     const started = performance.now();
     const path = pathOf(request.url);
     let response: Response;
     try {
-      response = await withDeadline(request, requestId, path, started, app.handle(routable(request)));
+      const routed = hasBody(request) ? await bodies.race<Request | typeof UNREAD | typeof UNREADABLE>(arrivedBody(request), () => UNREAD) : routable(request);
+      if (routed === UNREAD) response = unread(path, started);
+      else if (routed === UNREADABLE) response = unreadBodyResponse(path, started, "INVALID_JSON");
+      else {
+        response = await withDeadline(request, requestId, path, started, app.handle(routed));
+      }
     } catch (error) {
       deps.log.error("request_failed", { error: error instanceof Error ? error.message : String(error) });
       response = fallbackResponse(path, started);
@@ -135,8 +197,8 @@ export function instrumentedHandler(
     return finish(request, requestId, routeOf(path), started, response);
   };
   /**
-   * A request of a path the edge answers (http/edge_routes.ts): the same bookkeeping, the deadline only while a
-   * body is read (the rest of the answer is synchronous), no Elysia. Its path is an app route, so its own label. A
+   * A request of a path the edge answers (http/edge_routes.ts): the same bookkeeping, the body's deadline
+   * ({@link BODY_TIMEOUT_MS}) only while a body is read (the rest of the answer is synchronous), no Elysia. Its path is an app route, so its own label. A
    * synchronous answer is given back as it is, not behind a promise of it (issue 28: a promise and its reaction per
    * request, on the cheapest routes).
    */
@@ -149,7 +211,7 @@ export function instrumentedHandler(
       return failedAtEdge(request, requestId, path, started, error);
     }
     if (answer instanceof Response) return finish(request, requestId, path, started, answer);
-    return withDeadline(request, requestId, path, started, answer).then(
+    return bodies.race(answer, () => unread(path, started)).then(
       (response) => finish(request, requestId, path, started, response),
       (error: unknown) => failedAtEdge(request, requestId, path, started, error),
     );
@@ -161,8 +223,12 @@ export function instrumentedHandler(
   };
   // Built at the first request, when the app's routes are all registered.
   let edge: EdgeRoutes | undefined | null = null;
-  return (request: Request, server?: PeerAddresses): Response | Promise<Response> => {
+  const handler = (request: Request, server?: PeerAddresses): Response | Promise<Response> => {
     const requestId = requestIdFrom(request.headers.get("x-request-id"));
+    if (draining) {
+      const path = pathOf(request.url);
+      return finish(request, requestId, routeOf(path), performance.now(), unreadBodyResponse(path, performance.now(), "SHUTTING_DOWN"));
+    }
     const context = new ServedRequest(requestId, request, server, deps.trustProxy ?? 0);
     if (edge === null) edge = edgeRoutesOf(app);
     if (edge !== undefined) {
@@ -172,6 +238,105 @@ export function instrumentedHandler(
     }
     return withRequestContext(context, serveByApp, request, requestId);
   };
+  return Object.assign(handler, {
+    drain: () => {
+      draining = true;
+      bodies.expireAll();
+    },
+    cut: () => {
+      cutting = true;
+      deadlines.expireAll();
+    },
+  });
+}
+
+/** {@link arrivedBody}'s answer when the body's deadline passed first. */
+const UNREAD: unique symbol = Symbol("body not arrived");
+/** {@link arrivedBody}'s answer when the body could not be read (the client went away). */
+const UNREADABLE: unique symbol = Symbol("body unreadable");
+
+/** Whether a request comes with a body (as its headers say: a request from the server always has them). */
+function hasBody(request: Request): boolean {
+  const length = request.headers.get("content-length");
+  if (length !== null) return length !== "0";
+  return request.headers.get("transfer-encoding") !== null;
+}
+
+/**
+ * The request with its body read whole, to hand to the app ({@link routable}'s URL): the body then costs the app no
+ * waiting, so a body that never ends is bounded by the race this runs in, not by the route's deadline. A declared
+ * length over {@link MAX_BODY_BYTES} is not read (the app refuses it by its length, and the connection is closed); a
+ * body without one is read to one byte past the limit, which the app refuses as too large.
+ */
+async function arrivedBody(request: Request): Promise<Request | typeof UNREADABLE> {
+  const declared = request.headers.get("content-length");
+  if (declared !== null && Number(declared) > MAX_BODY_BYTES) return routable(request);
+  let bytes: BodyInit;
+  try {
+    bytes = declared !== null ? await request.arrayBuffer() : await readAtMost(request, MAX_BODY_BYTES + 1);
+  } catch {
+    return UNREADABLE;
+  }
+  const method = request.method;
+  const body = method === "GET" || method === "HEAD" ? undefined : bytes;
+  return new Request(routableUrl(request.url) ?? request.url, { method, headers: request.headers, body, signal: request.signal });
+}
+
+/** Up to `limit` bytes of a body without a declared length (the rest, if any, is left unread). */
+async function readAtMost(request: Request, limit: number): Promise<Uint8Array<ArrayBuffer>> {
+  if (request.body === null) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  while (size < limit) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    size += value.byteLength;
+  }
+  if (size >= limit) await reader.cancel().catch(() => {});
+  const all = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    all.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return all;
+}
+
+/**
+ * Drains a server on shutdown (issue 33): stops taking requests and cuts the bodies still arriving at once
+ * ({@link InstrumentedHandler.drain}), lets the requests under way finish for up to `graceMs`, then answers those
+ * still running with their deadline answer ({@link InstrumentedHandler.cut}) and closes every connection, at most
+ * {@link CUT_FLUSH_MS} later. A submission cut there is answered 503 `OUTCOME_UNKNOWN`; it was recorded before each
+ * of its steps, so the next start's reconciler settles it (decisions §15). Resolves once every connection is closed.
+ */
+export async function drainServer(
+  server: { stop(closeActiveConnections?: boolean): Promise<void> },
+  handler: InstrumentedHandler,
+  graceMs: number,
+): Promise<void> {
+  handler.drain();
+  // Stops listening and closes idle connections; resolves once the last connection is closed.
+  const stopped = server.stop(false);
+  if (await settlesWithin(stopped, graceMs)) return;
+  handler.cut();
+  if (await settlesWithin(stopped, CUT_FLUSH_MS)) return;
+  await server.stop(true);
+}
+
+/** How long the answers given at the grace's end have to be written before the connections are closed regardless. */
+export const CUT_FLUSH_MS = 1_000;
+
+/** Whether `promise` settles within `ms` (its timer cleared either way). */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const elapsed = new Promise<false>((resolve) => (timer = setTimeout(resolve, ms, false)));
+  try {
+    return await Promise.race([promise.then(() => true, () => true), elapsed]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**
@@ -226,6 +391,13 @@ export function createDeadlines(deadlineMs: number) {
         answer.then((value) => settle(() => resolve(value)), (error: unknown) => settle(() => reject(error)));
       });
     },
+    /** Expires every answer awaited now, whatever its time left (a server shutting down). */
+    expireAll: () => {
+      for (const entry of [...waiting]) {
+        waiting.delete(entry);
+        entry.expire();
+      }
+    },
     /** How many answers are awaited now (tests). */
     size: () => waiting.size,
   };
@@ -256,10 +428,15 @@ class ServedRequest implements RequestContext {
  * `http://localhost` with the same path, query, method, headers and body (streamed, not read).
  */
 export function routable(request: Request): Request {
-  const url = request.url;
+  const url = routableUrl(request.url);
+  return url === undefined ? request : new Request(url, request);
+}
+
+/** The URL {@link routable} re-addresses a request to; undefined when Elysia reads `url`'s path as the guards do. */
+function routableUrl(url: string): string | undefined {
   const start = url.indexOf("/", url.indexOf("//") + 2);
-  if (start !== -1 && start === url.indexOf("/", 11)) return request;
-  return new Request(`http://localhost${start === -1 ? "/" : url.slice(start)}`, request);
+  if (start !== -1 && start === url.indexOf("/", 11)) return undefined;
+  return `http://localhost${start === -1 ? "/" : url.slice(start)}`;
 }
 
 /**

@@ -1,0 +1,142 @@
+/**
+ * Slow clients and shutdown (issue 33 item 13), on the real server over loopback: a body dripping a byte at a time
+ * is cut at BODY_TIMEOUT_MS (the idle timeout restarts with every byte, so it never expired), and a draining server
+ * cuts the bodies still arriving at once, lets the requests under way finish within the grace, answers the rest
+ * with their deadline answer and closes every connection. The bodies here never end, so no outcome depends on speed.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { connect, type Socket } from "node:net";
+import { Elysia } from "elysia";
+import { createPrometheusMetrics, silentLogger } from "../adapters/observability/mod.ts";
+import { createApp } from "./app.ts";
+import { drainServer, type InstrumentedHandler, instrumentedHandler } from "./instrument.ts";
+import { minimalAppDeps } from "./testing.ts";
+
+const servers: { stop(force?: boolean): Promise<void> }[] = [];
+const sockets: Socket[] = [];
+afterEach(async () => {
+  for (const socket of sockets.splice(0)) socket.destroy();
+  for (const server of servers.splice(0)) await server.stop(true);
+});
+
+/** Serves `handler` on loopback the way app/http.ts does (Bun's longest idle timeout); `seen` counts the requests it got, by path. */
+function serve(handler: InstrumentedHandler) {
+  const seen = new Map<string, number>();
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    idleTimeout: 255,
+    fetch: (request, server) => {
+      const path = new URL(request.url).pathname;
+      seen.set(path, (seen.get(path) ?? 0) + 1);
+      return handler(request, server);
+    },
+  });
+  servers.push(server);
+  return { server, seen, url: `http://127.0.0.1:${server.port}` };
+}
+
+/**
+ * A client that sends the headers of a POST announcing 100,000 bytes, then a byte every 20 ms for as long as the
+ * connection is open. `closed` resolves with everything the server wrote once the server closes it.
+ */
+function drip(port: number, path: string) {
+  const socket = connect(port, "127.0.0.1");
+  sockets.push(socket);
+  let received = "";
+  let dripped = 0;
+  let timer: ReturnType<typeof setInterval> | undefined;
+  socket.on("data", (chunk) => (received += chunk.toString()));
+  socket.on("error", () => {});
+  const closed = new Promise<string>((resolve) => socket.on("close", () => {
+    clearInterval(timer);
+    resolve(received);
+  }));
+  socket.write(`POST ${path} HTTP/1.1\r\nHost: ats.test\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{`);
+  timer = setInterval(() => {
+    if (socket.writable) socket.write(" ", () => dripped++);
+  }, 20);
+  return { closed, dripped: () => dripped };
+}
+
+/** The status line's code and the JSON body of one raw HTTP answer. */
+function parsed(raw: string) {
+  const [head, body] = raw.split("\r\n\r\n", 2) as [string, string | undefined];
+  return { status: Number(head.split(" ")[1]), connection: /\r\nconnection: close/i.test(head), body: JSON.parse(body ?? "null") as unknown };
+}
+
+/** Resolves once `seen` counts `count` requests of `path`. */
+async function until(seen: Map<string, number>, path: string, count: number) {
+  while ((seen.get(path) ?? 0) < count) await Bun.sleep(5);
+}
+
+describe("BODY_TIMEOUT_MS", () => {
+  test("a body dripping a byte at a time is 408 REQUEST_TIMEOUT and its connection closed, at the edge and in the app; the server goes on", async () => {
+    const handler = instrumentedHandler(createApp(minimalAppDeps()) as never, { metrics: createPrometheusMetrics(), log: silentLogger, bodyTimeoutMs: 300 });
+    const { server, url } = serve(handler);
+    const slow = ["/v1/identity-resolve", "/v1/delegated-attest", "/api/private/relay/eas/delegated-attest"].map((path) => drip(server.port!, path));
+    const answers = await Promise.all(slow.map((client) => client.closed));
+    for (const answer of answers) {
+      expect(parsed(answer)).toMatchObject({ status: 408, connection: true, body: { error: "The request body did not arrive in time", code: "REQUEST_TIMEOUT" } });
+    }
+    // Bytes kept coming until the server cut the connection: it was the body's deadline, not the client's silence.
+    for (const client of slow) expect(client.dripped()).toBeGreaterThan(0);
+    const after = await fetch(`${url}/v1/identity-resolve`, { method: "POST", body: JSON.stringify({ identifiers: ["example.com"] }) });
+    expect(after.status).toBe(200);
+  });
+});
+
+describe("drainServer()", () => {
+  test("cuts the bodies still arriving, lets a request under way finish, answers one still running at the grace's end, closes every connection", async () => {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let finished = 0;
+    const app = new Elysia()
+      .post("/v1/finishing", async () => {
+        await released;
+        finished++;
+        return { done: true };
+      })
+      // A submission whose receipt never comes: at the grace's end it is answered as at its deadline.
+      .post("/v1/delegated-attest", () => new Promise<Response>(() => {}));
+    const handler = instrumentedHandler(app as never, { metrics: createPrometheusMetrics(), log: silentLogger, bodyTimeoutMs: 60_000 });
+    const { server, seen, url } = serve(handler);
+    const slow = [drip(server.port!, "/v1/slow"), drip(server.port!, "/v1/slow")];
+    const finishing = fetch(`${url}/v1/finishing`, { method: "POST", body: "{}" });
+    const stuck = fetch(`${url}/v1/delegated-attest`, { method: "POST", body: "{}" });
+    await until(seen, "/v1/slow", 2);
+    await until(seen, "/v1/finishing", 1);
+    await until(seen, "/v1/delegated-attest", 1);
+
+    const drained = drainServer(server, handler, 2_000);
+    // The bodies still arriving are cut at once; the request under way is still waiting.
+    for (const answer of await Promise.all(slow.map((client) => client.closed))) {
+      expect(parsed(answer)).toMatchObject({ status: 503, connection: true, body: { code: "SHUTTING_DOWN" } });
+    }
+    expect(finished).toBe(0);
+    release();
+    const done = await finishing;
+    expect({ status: done.status, body: await done.json() }).toEqual({ status: 200, body: { done: true } });
+    const cut = await stuck;
+    expect({ status: cut.status, code: ((await cut.json()) as { code: string }).code }).toEqual({ status: 503, code: "OUTCOME_UNKNOWN" });
+    await drained;
+    // Nothing listens any more.
+    expect(await fetch(`${url}/v1/finishing`, { method: "POST", body: "{}" }).then((r) => r.status, () => "refused")).toBe("refused");
+    expect(finished).toBe(1);
+  });
+
+  test("a request that comes while the server drains is 503 SHUTTING_DOWN with Connection: close, not started", async () => {
+    let started = 0;
+    const app = new Elysia().post("/v1/finishing", () => {
+      started++;
+      return { done: true };
+    });
+    const handler = instrumentedHandler(app as never, { metrics: createPrometheusMetrics(), log: silentLogger });
+    handler.drain();
+    const answer = await handler(new Request("http://ats.test/v1/finishing", { method: "POST", body: "{}", headers: { "content-length": "2" } }));
+    expect(answer.status).toBe(503);
+    expect(answer.headers.get("connection")).toBe("close");
+    expect(await answer.json()).toEqual({ error: "The service is shutting down; send the request again", code: "SHUTTING_DOWN" });
+    expect(started).toBe(0);
+  });
+});
