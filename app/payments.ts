@@ -94,7 +94,8 @@ export async function wireX402(
   let facilitator: Facilitator | undefined;
   let facilitatorUrl = x.facilitatorUrl;
   if (facilitatorUrl === undefined && devnet !== undefined) {
-    facilitator = startFacilitator({ rpcUrl: devnet.rpcUrl, chainId: shared.chainId, privateKey: devnet.keys.facilitator });
+    // The devnet's state is saved before a settlement is answered, as before a send of the service's own is.
+    facilitator = startFacilitator({ rpcUrl: devnet.rpcUrl, chainId: shared.chainId, privateKey: devnet.keys.facilitator, onSettled: devnet.checkpoint });
     facilitatorUrl = facilitator.url;
   }
   if (facilitatorUrl === undefined) return undefined;

@@ -31,6 +31,12 @@ export type FacilitatorOptions = {
   readonly hostname?: string | undefined;
   /** Default: any free port. */
   readonly port?: number | undefined;
+  /**
+   * Runs after a settlement's transaction is mined and before the service hears of it (the devnet saves its state
+   * here, as after the service's own sends): a payment the service records as settled must survive a `kill -9` of
+   * it and its Anvil. When it throws, the settlement is answered as the facilitator's error.
+   */
+  readonly onSettled?: (() => Promise<void>) | undefined;
 };
 
 /** Starts the facilitator on loopback. */
@@ -83,6 +89,7 @@ export function startFacilitator(options: FacilitatorOptions): Facilitator {
           return Response.json({ isValid: verified.isValid, invalidReason: verified.invalidReason, payer: verified.payer });
         }
         const settled = await serially(() => facilitator.settle(body.paymentPayload!, body.paymentRequirements!));
+        if (settled.success) await options.onSettled?.();
         // The scheme's errorMessage may carry node text: only the protocol fields go out.
         return Response.json({
           success: settled.success,
