@@ -98,8 +98,8 @@ export async function startService(config: Config, options: StartServiceOptions 
           oauth?.stop();
           mcp?.stop();
           accounts.abortPremiumReads();
-          await http.drain();
-          await index.stop();
+          // The index follower serves no request (reads go to its store and the chain): its round ends beside the drain.
+          await Promise.all([http.drain(), index.stop()]);
           await x402?.stop();
           await f.storage.close();
           await devnet?.stop();
