@@ -155,7 +155,7 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
     idleTimeout: SERVER_IDLE_TIMEOUT_SECONDS,
     fetch: handler,
   });
-  return { port: server.port ?? config.port, drain: () => drainServer(server, handler, config.shutdownGraceMs) };
+  return { port: server.port ?? config.port, drain: () => drainServer(server, handler, { graceMs: config.shutdownGraceMs }) };
 }
 
 /** The delegate's balance, undefined without a delegate, -1n when the chain does not answer. */

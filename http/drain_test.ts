@@ -108,7 +108,7 @@ describe("drainServer()", () => {
     await until(seen, "/v1/finishing", 1);
     await until(seen, "/v1/delegated-attest", 1);
 
-    const drained = drainServer(server, handler, 2_000);
+    const drained = drainServer(server, handler, { graceMs: 2_000 });
     // The bodies still arriving are cut at once; the request under way is still waiting.
     for (const answer of await Promise.all(slow.map((client) => client.closed))) {
       expect(parsed(answer)).toMatchObject({ status: 503, connection: true, body: { code: "SHUTTING_DOWN" } });

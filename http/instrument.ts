@@ -78,7 +78,7 @@ export function deadlineResponse(path: string, started: number): Response {
  * {@link fallbackResponse}; `Connection: close`, since the rest of the body is never read (Bun reads a body nobody
  * reads to its end before it closes the connection or serves the next request on it).
  */
-export function unreadBodyResponse(path: string, started: number, code: "REQUEST_TIMEOUT" | "SHUTTING_DOWN" | "INVALID_JSON"): Response {
+function unreadBodyResponse(path: string, started: number, code: "REQUEST_TIMEOUT" | "SHUTTING_DOWN" | "INVALID_JSON"): Response {
   const message = code === "REQUEST_TIMEOUT"
     ? "The request body did not arrive in time"
     : code === "SHUTTING_DOWN"
@@ -306,20 +306,20 @@ async function readAtMost(request: Request, limit: number): Promise<Uint8Array<A
 
 /**
  * Drains a server on shutdown (issue 33): stops taking requests and cuts the bodies still arriving at once
- * ({@link InstrumentedHandler.drain}), lets the requests under way finish for up to `graceMs`, then answers those
- * still running with their deadline answer ({@link InstrumentedHandler.cut}) and closes every connection, at most
- * {@link CUT_FLUSH_MS} later. A submission cut there is answered 503 `OUTCOME_UNKNOWN`; it was recorded before each
+ * ({@link InstrumentedHandler.drain}), lets the requests under way finish for up to `options.graceMs`, then answers
+ * those still running with their deadline answer ({@link InstrumentedHandler.cut}) and closes every connection, at
+ * most {@link CUT_FLUSH_MS} later. A submission cut there is answered 503 `OUTCOME_UNKNOWN`; it was recorded before each
  * of its steps, so the next start's reconciler settles it (decisions §15). Resolves once every connection is closed.
  */
 export async function drainServer(
   server: { stop(closeActiveConnections?: boolean): Promise<void> },
   handler: InstrumentedHandler,
-  graceMs: number,
+  options: { readonly graceMs: number },
 ): Promise<void> {
   handler.drain();
   // Stops listening and closes idle connections; resolves once the last connection is closed.
   const stopped = server.stop(false);
-  if (await settlesWithin(stopped, graceMs)) return;
+  if (await settlesWithin(stopped, options.graceMs)) return;
   handler.cut();
   if (await settlesWithin(stopped, CUT_FLUSH_MS)) return;
   await server.stop(true);
