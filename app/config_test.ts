@@ -22,6 +22,15 @@ describe("readConfig()", () => {
     expect(() => readConfig({ ALLOW_PRIVATE_NETWORK: "maybe" })).toThrow(/ALLOW_PRIVATE_NETWORK/);
   });
 
+  test("BODY_TIMEOUT_MS and SHUTDOWN_GRACE_MS: 10 s and 20 s by default (the grace under the common 30 s), bounded", () => {
+    const config = readConfig({});
+    expect({ body: config.bodyTimeoutMs, grace: config.shutdownGraceMs }).toEqual({ body: 10_000, grace: 20_000 });
+    expect(readConfig({ BODY_TIMEOUT_MS: "300", SHUTDOWN_GRACE_MS: "0" })).toMatchObject({ bodyTimeoutMs: 300, shutdownGraceMs: 0 });
+    expect(() => readConfig({ BODY_TIMEOUT_MS: "60001" })).toThrow(/BODY_TIMEOUT_MS/);
+    expect(() => readConfig({ BODY_TIMEOUT_MS: "99" })).toThrow(/BODY_TIMEOUT_MS/);
+    expect(() => readConfig({ SHUTDOWN_GRACE_MS: "120001" })).toThrow(/SHUTDOWN_GRACE_MS/);
+  });
+
   test("RPC_SEND_SYNC is auto unless off; anything else names the variable", () => {
     expect(readConfig({}).rpcSendSync).toBe("auto");
     expect(readConfig({ RPC_SEND_SYNC: "auto" }).rpcSendSync).toBe("auto");

@@ -4,7 +4,9 @@
  * 247 s after SIGTERM. Here the service (`bun main.ts` on its embedded devnet, as an operator runs it) gets SIGTERM
  * while 30 such clients drip, at the edge and in the app, with a body deadline far longer than the test: it exits 0,
  * every slow client is answered 503 `SHUTTING_DOWN` and its connection closed, and a restart finds the chain and the
- * database as they were (an attestation written before the stop is a duplicate of itself). The bodies never end, so nothing here depends on speed.
+ * database as they were (an attestation written before the stop is a duplicate of itself) and bounds its bodies by
+ * `BODY_TIMEOUT_MS` (408 `REQUEST_TIMEOUT`, the service going on). The bodies never end, so nothing here depends on
+ * speed.
  */
 import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -75,11 +77,18 @@ test("SIGTERM with 30 clients dripping their bodies: exit 0, each answered 503 S
   });
   expect(statuses).toEqual(Array.from({ length: 30 }, () => ({ status: "503", closes: true, code: "SHUTTING_DOWN" })));
 
-  // The clean stop saved the devnet and closed the database: a restart serves the same chain.
-  const again = await startServiceProcess(env, 60_000);
+  // The clean stop saved the devnet and closed the database: a restart serves the same chain. Its bodies must arrive
+  // within 300 ms (BODY_TIMEOUT_MS): a dripping client is 408 and cut while the service goes on.
+  const again = await startServiceProcess({ ...env, BODY_TIMEOUT_MS: "300" }, 60_000);
   running.push(again);
   expect(await (await fetch(`${again.url}/v1/trust-anchors`)).text()).toBe(before);
   // The attestation answered before the stop is still known: the same signature is 409 with its uid.
   expect(await postDelegatedAttest(again.url, review)).toMatchObject({ status: 409, body: { code: "DUPLICATE", details: written.body.uid } });
+  const timedOut = await Promise.all(paths.map((path) => drip(again.url, path).closed));
+  for (const raw of timedOut) {
+    expect(raw).toStartWith("HTTP/1.1 408 ");
+    expect(raw).toContain('"code":"REQUEST_TIMEOUT"');
+  }
+  expect((await fetch(`${again.url}/healthz`)).status).toBe(200);
   expect(await again.stop()).toBe(0);
 }, 120_000);
