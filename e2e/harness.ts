@@ -70,6 +70,21 @@ export const TEST_RELAY_LIMITS = {
   PRIVATE_RELAY_GAS_BUDGET_PER_HOUR: "1000000000000",
 } as const;
 
+/**
+ * The relays' gas budgets are per UTC hour (domain/delegation/relay_guard.ts): a test that spends a budget and then
+ * expects a refusal must run within one hour, or a new hour's budget serves the request it expects refused. When less
+ * than `neededMs` is left of the current hour, this waits until the next one began: a wait for the clock to reach a
+ * point, not a race against work. A test calling it allows for the wait in its time limit ({@link BUDGET_HOUR_TEST_MS}).
+ */
+export async function withinOneBudgetHour(neededMs = BUDGET_HOUR_NEEDED_MS): Promise<void> {
+  const left = 3_600_000 - (Date.now() % 3_600_000);
+  if (left < neededMs) await Bun.sleep(left + 100);
+}
+/** What a budget test may take once it began, at most. */
+export const BUDGET_HOUR_NEEDED_MS = 60_000;
+/** The time limit of a test that calls {@link withinOneBudgetHour}: the wait, then the test's own minute. */
+export const BUDGET_HOUR_TEST_MS = 2 * BUDGET_HOUR_NEEDED_MS + 10_000;
+
 /** Which compiled contracts e2e deploys: forge's build when present (CI builds it first), else npm's. */
 export function e2eArtifacts(): "forge" | "npm" {
   return existsSync(join(import.meta.dir, "..", "out", "EAS.sol", "EAS.json")) ? "forge" : "npm";

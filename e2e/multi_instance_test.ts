@@ -15,7 +15,7 @@ import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
 import { EAS_ABI } from "../domain/eas_abi.ts";
 import { isAtsClientError } from "../client/errors.ts";
 import { requestControllerWitness, signInWithWallet } from "../client/session.ts";
-import { e2eArtifacts, TEST_RELAY_LIMITS } from "./harness.ts";
+import { BUDGET_HOUR_TEST_MS, e2eArtifacts, TEST_RELAY_LIMITS, withinOneBudgetHour } from "./harness.ts";
 import { signedReviewBody } from "./support/review_signer.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { postgresUnavailableReason, startPostgres, type TestPostgres } from "./support/postgres.ts";
@@ -172,6 +172,7 @@ describe.skipIf(skip !== undefined)(`quota and budget shared by two instances${s
     // A database of their own, so the hour's budget starts empty. A review is charged its gas limit (about 590,000 on
     // the devnet), so 2,000,000 gas hold three: one budget serves three of the six requests, two separate budgets
     // would serve all six.
+    await withinOneBudgetHour();
     const admin = new SQL(pg.url);
     await admin.unsafe("CREATE DATABASE budget_test");
     await admin.close();
@@ -193,5 +194,5 @@ describe.skipIf(skip !== undefined)(`quota and budget shared by two instances${s
     } finally {
       for (const instance of pair) expect(await instance.stop()).toBe(0);
     }
-  });
+  }, BUDGET_HOUR_TEST_MS);
 });

@@ -9,7 +9,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { Service } from "../app/service.ts";
 import { signedReviewBody } from "./support/review_signer.ts";
 import { postgresUnavailableReason, startPostgres, type TestPostgres } from "./support/postgres.ts";
-import { startStack, type Stack } from "./harness.ts";
+import { BUDGET_HOUR_TEST_MS, startStack, type Stack, withinOneBudgetHour } from "./harness.ts";
 
 let stack: Stack;
 beforeAll(async () => {
@@ -72,6 +72,7 @@ describe("the public relay guard", () => {
   });
 
   test("the hourly gas budget: once spent, 429 until the next hour, before any RPC", async () => {
+    await withinOneBudgetHour();
     // Room for one review (its simulated gas, charged) but then no room for a typical one (300,000 gas).
     const probe = await guarded({});
     expect((await attest(probe, await signedReviewBody(target(), generatePrivateKey()))).status).toBe(200);
@@ -87,7 +88,7 @@ describe("the public relay guard", () => {
     const metrics = await (await fetch(`${service.url}/metrics`)).text();
     expect(metrics).toMatch(/ats_public_relay_refusals_total\{reason="budget"\} 1/);
     expect(metrics).toMatch(/ats_public_relay_gas_used \d{6}/);
-  });
+  }, BUDGET_HOUR_TEST_MS);
 
   describe.skipIf(postgresUnavailableReason() !== undefined)("on PostgreSQL", () => {
     let pg: TestPostgres | undefined;
@@ -99,6 +100,7 @@ describe("the public relay guard", () => {
       Number(/ats_public_relay_gas_used (\d+)/.exec(await (await fetch(`${service.url}/metrics`)).text())![1]);
 
     test("two instances share the hourly gas budget: what one spent, the other cannot spend", async () => {
+      await withinOneBudgetHour();
       const probe = await guarded({});
       expect((await attest(probe, await signedReviewBody(target(), generatePrivateKey()))).status).toBe(200);
       // Room for one review, then none for a typical attestation, as in the SQLite case above.
@@ -111,7 +113,7 @@ describe("the public relay guard", () => {
       const refused = await attest(two, await signedReviewBody(target(), generatePrivateKey()));
       expect([refused.status, refused.body.code, Number(refused.retryAfter) > 0]).toEqual([429, "RATE_LIMITED", true]);
       expect(await delegateNonce()).toBe(before);
-    });
+    }, BUDGET_HOUR_TEST_MS);
   });
 
   test("PUBLIC_RELAY=off closes the route with 403 PUBLIC_RELAY_DISABLED", async () => {
