@@ -32,13 +32,11 @@ function drip(): ReadableStream<Uint8Array> {
 }
 
 /** 10 MiB in 64 KiB chunks without a Content-Length, produced only as fast as it is read. */
-function tenMebibytes(): ReadableStream<Uint8Array> {
-  let sent = 0;
+/** A body that never ends: only the fetcher's byte cap can end a read of it. */
+function endless(): ReadableStream<Uint8Array> {
   return new ReadableStream({
     pull(controller) {
-      if (sent >= 10 * MIB) return controller.close();
       controller.enqueue(new Uint8Array(64 * 1024).fill(0x20));
-      sent += 64 * 1024;
     },
   });
 }
@@ -60,7 +58,7 @@ function routes(request: Request): Response {
     case "redirect.test":
       return new Response(null, { status: 302, headers: { location: `https://127.0.0.1:${server.port}/.well-known/did.json` } });
     case "huge.test":
-      return new Response(tenMebibytes());
+      return new Response(endless());
     case "huge-declared.test":
       return new Response(new Uint8Array(10 * MIB).fill(0x20));
     case "slow.test":
@@ -150,12 +148,12 @@ describe("createHttpsDidDocumentFetcher()", () => {
     expect(server.requests).toEqual([{ host: "redirect.test", path: "/.well-known/did.json" }]);
   });
 
-  test("a 10 MiB body is aborted at the byte cap, streamed or declared", async () => {
-    const started = performance.now();
+  test("a body past the byte cap is aborted there, streamed without end or declared at 10 MiB", async () => {
+    // The streamed body never ends, so a fetcher that read past the cap would never answer: the answer itself proves
+    // the read stopped (no clock involved).
     expect(await fetcher().fetchDidDocument("huge.test")).toMatchObject({ status: "unavailable", reason: "too-large" });
     expect(await fetcher().fetchDidDocument("huge-declared.test")).toMatchObject({ status: "unavailable", reason: "too-large" });
     expect(await fetcher({ maxBytes: 10 }).fetchDidDocument("ok.test")).toMatchObject({ reason: "too-large" });
-    expect(performance.now() - started).toBeLessThan(1500);
   });
 
   test("a slow-drip body hits the total deadline", async () => {
