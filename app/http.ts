@@ -2,6 +2,7 @@
 import { loadConsoleBundle } from "../console/assets.ts";
 import { createApp } from "../http/app.ts";
 import { drainServer, instrumentedHandler, requestClientAddress } from "../http/instrument.ts";
+import { httpCacheSettings } from "../http/http_cache.ts";
 import { systemClock } from "../adapters/system/mod.ts";
 import type { WiredAccounts } from "./accounts.ts";
 import type { Config } from "./config.ts";
@@ -130,6 +131,8 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
     trustAnchors: f.trustAnchors,
     log: f.log,
     publicBaseUrl: config.publicBaseUrl,
+    // Decisions §21: an answer from the index is current for one poll, live evidence for as long as the service reuses it.
+    httpCache: httpCacheSettings({ indexPollMs: config.index.pollMs, discoveryCacheSeconds: config.discoveryCacheSeconds }),
     ready: async () => {
       const [database, rpc, balance] = await Promise.all([storage.ping(), eas.ping(), delegateBalance(f)]);
       const delegateFunded = balance === undefined ? undefined : balance >= config.minDelegateBalanceWei;

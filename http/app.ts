@@ -24,7 +24,15 @@ import { sessionRoutes, type SessionRoutesDeps } from "./routes/session.ts";
 import type { ArtifactTrust } from "../domain/artifact_trust/mod.ts";
 import { type AnswerCache, createIdentityResolve, IDENTITY_RESOLVE_PATHS, identityRoutes } from "./routes/identity.ts";
 import { TRUST_ANCHOR_PATHS, trustAnchorRoutes, trustAnchorsAnswer } from "./routes/trust_anchors.ts";
-import { type EdgeAnswer, publicEdgeRoutes, registerEdgeRoutes } from "./edge_routes.ts";
+import { type EdgeAnswer, type EdgeRoutes, publicEdgeRoutes, registerEdgeRoutes } from "./edge_routes.ts";
+import {
+  applyCachePolicy,
+  CACHE,
+  type CachePolicyEntry,
+  createPolicyLookup,
+  DEFAULT_HTTP_CACHE_SETTINGS,
+  type HttpCacheSettings,
+} from "./http_cache.ts";
 import { buildOpenApi, renderApiPage } from "./openapi.ts";
 import { ROUTE_DOCS } from "./route_docs.ts";
 import { MAX_BODY_BYTES, TOO_LARGE_MESSAGE } from "./routes/request.ts";
@@ -78,6 +86,8 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
    * `null`: none, every answer assembled from the records (bench/identity_resolve.ts measures both).
    */
   readonly identityAnswers?: AnswerCache | null | undefined;
+  /** The ages of cacheable answers (`INDEX_POLL_MS`, `DISCOVERY_CACHE_SECONDS`); absent: the configuration's defaults. */
+  readonly httpCache?: HttpCacheSettings | undefined;
 };
 
 /** CORS headers of the session routes for an allowed origin: that origin, with credentials. */
@@ -238,9 +248,15 @@ export function createApp(deps: AppDeps) {
   const edgeAnswers = new Map<string, EdgeAnswer>();
   for (const path of TRUST_ANCHOR_PATHS) edgeAnswers.set(path, { method: "GET", answer: anchorsAnswer });
   for (const path of IDENTITY_RESOLVE_PATHS) edgeAnswers.set(path, { method: "POST", answer: resolveAnswer });
-  registerEdgeRoutes(app, (routes) => publicEdgeRoutes(edgeAnswers, PUBLIC_CORS_HEADERS, routes));
+  // Decisions §21: every answer, the edge's and Elysia's, gets its route's cache policy (http/http_cache.ts), declared
+  // with the route in http/route_docs.ts.
+  const cacheSettings = deps.httpCache ?? DEFAULT_HTTP_CACHE_SETTINGS;
+  const policyOf = createPolicyLookup([...ROUTE_DOCS, ...DOC_ROUTES_CACHE], isPrivatePath);
+  const cached = (request: Request, response: Response) =>
+    applyCachePolicy(request, response, policyOf(request.method, pathOf(request.url)), cacheSettings);
+  registerEdgeRoutes(app, (routes) => cachedEdgeRoutes(publicEdgeRoutes(edgeAnswers, PUBLIC_CORS_HEADERS, routes), cached));
 
-  return app
+  const routed = app
     .onRequest(({ request, set }) => {
       const path = pathOf(request.url);
       if (isPrivatePath(path)) return guardPrivate(request, path, set);
@@ -312,7 +328,28 @@ export function createApp(deps: AppDeps) {
     .use(docRoutes(deps.publicBaseUrl ?? "http://127.0.0.1:8080"))
     .use(deps.metricsText ? metricsRoute(deps.metricsText) : new Elysia())
     .use(deps.console ? consoleRoutes({ ...deps.console, log: deps.log }) : new Elysia());
+  // The app's one way in for every request Elysia answers (tests, and the server through http/instrument.ts): the
+  // answer leaves with its cache policy applied, whichever hook or route gave it (a 405 of `onRequest`, a 404 of
+  // `onError`, a route's own answer).
+  const handle = routed.handle;
+  routed.handle = async (request: Request) => await cached(request, await handle(request));
+  return routed;
 }
+
+/** The edge's answers with the cache policy applied, as the app's ({@link createApp}). */
+function cachedEdgeRoutes(edge: EdgeRoutes, cached: (request: Request, response: Response) => Response | Promise<Response>): EdgeRoutes {
+  const wrapped = new Map<string, (request: Request) => Response | Promise<Response>>();
+  for (const [path, route] of edge) {
+    wrapped.set(path, (request) => {
+      const answer = route(request);
+      return answer instanceof Response ? cached(request, answer) : answer.then((response) => cached(request, response));
+    });
+  }
+  return wrapped;
+}
+
+/** The cache policy of the two routes not in the route docs (they publish them): the description changes on a release. */
+const DOC_ROUTES_CACHE: readonly CachePolicyEntry[] = [{ method: "get", paths: ["/openapi.json", "/docs"], cache: CACHE.static }];
 
 /** `GET /metrics` in the Prometheus text format. */
 function metricsRoute(text: () => Promise<string>) {

@@ -9,6 +9,9 @@ import { DELEGATED_ATTEST_PATHS, NONCE_PATHS } from "./routes/delegation/mod.ts"
 import { MAX_BODY_BYTES } from "./routes/request.ts";
 import { classifyAddress } from "../domain/discovery/mod.ts";
 
+/** The edge's own answers are 5xx: never kept by a cache (decisions §21). */
+const NOT_KEPT: Readonly<Record<string, string>> = { "cache-control": "no-store" };
+
 /**
  * The answer when the app itself throws: 500 `INTERNAL_ERROR` with no error text, CORS `*` on the
  * public paths (decisions §1: every response, errors included) and `elapsed` on the EAS routes. The
@@ -19,7 +22,7 @@ function fallbackResponse(path: string, started: number): Response {
   return json(
     ELAPSED_PATHS.has(path) ? { ...body, elapsed: elapsedSince(started) } : body,
     500,
-    isPrivatePath(path) ? {} : { ...PUBLIC_CORS_HEADERS },
+    isPrivatePath(path) ? NOT_KEPT : { ...PUBLIC_CORS_HEADERS, ...NOT_KEPT },
   );
 }
 
@@ -67,7 +70,7 @@ export function deadlineResponse(path: string, started: number): Response {
   return json(
     ELAPSED_PATHS.has(path) ? { ...body, elapsed: elapsedSince(started) } : body,
     statusOf(code),
-    isPrivatePath(path) ? {} : { ...PUBLIC_CORS_HEADERS },
+    isPrivatePath(path) ? NOT_KEPT : { ...PUBLIC_CORS_HEADERS, ...NOT_KEPT },
   );
 }
 

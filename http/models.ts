@@ -2,6 +2,7 @@ import { type TSchema, Type as t } from "@sinclair/typebox";
 import { MAX_BATCH, PREMIUM_METHODS } from "../domain/accounts/mod.ts";
 import { IdentifierList, TrustAnchorsModel } from "../domain/identity/mod.ts";
 import { ALL_SCOPES } from "../domain/oauth/mod.ts";
+import type { CachePolicy } from "./http_cache.ts";
 
 /** The one error body. */
 export const ErrorModel = t.Object({ error: t.String(), code: t.String(), details: t.Optional(t.String()) });
@@ -665,6 +666,11 @@ export type RouteDoc = {
   readonly paths: readonly string[];
   /** Required, so that a new route cannot be published without saying who may call it. */
   readonly auth: RouteAuth;
+  /**
+   * How its answers may be kept (decisions §21; http/http_cache.ts applies it to every answer). Required, so that a
+   * new route cannot be published without saying so either.
+   */
+  readonly cache: CachePolicy;
   /** The OAuth scope a bearer token needs here (decisions §19); absent: no bearer access. */
   readonly scope?: "witness:write" | "relay:write" | "rpc:read" | "account:read" | "subjects:write" | "keys:write" | undefined;
   readonly summary: string;

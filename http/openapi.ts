@@ -1,3 +1,4 @@
+import { type CachePolicy, describeCacheControl, ERROR_SECONDS, isRevalidated } from "./http_cache.ts";
 import type { RouteAuth, RouteDoc } from "./models.ts";
 import { SESSION_COOKIE } from "./routes/session.ts";
 
@@ -65,6 +66,55 @@ function pathParameterNames(path: string): string[] {
   return [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
 }
 
+/** The conditional request of a revalidated read (decisions §21). */
+const IF_NONE_MATCH = {
+  name: "If-None-Match",
+  in: "header",
+  required: false,
+  description: "ETags of answers the client holds (weak comparison: W/ is ignored); when one is the current answer's, 304 with no body",
+  schema: { type: "string" },
+} as const;
+
+const STRING = { type: "string" } as const;
+
+/** The `Cache-Control` an answer of `status` carries under `policy` (http/http_cache.ts), in words. */
+function cacheControlOf(policy: CachePolicy, method: string, status: number): string {
+  if (policy.kind === "private" || policy.kind === "no-store") return describeCacheControl(policy);
+  if (method !== "get") return "no-store";
+  if (status === 200 || status === 304) return describeCacheControl(policy);
+  if (policy.kind === "public" && (status === 400 || status === 404)) return `public, max-age=<s> (the 200's, at most ${ERROR_SECONDS})`;
+  return "no-store";
+}
+
+/**
+ * The documented answers of an operation, each with the `Cache-Control` it carries; a revalidated read's 200 with its
+ * `ETag`, and its 304 (decisions §21).
+ */
+function responsesOf(doc: RouteDoc): Record<string, unknown> {
+  const revalidated = doc.method === "get" && isRevalidated(doc.cache);
+  const statuses = Object.entries(doc.responses).map(([status, r]) => [Number(status), r] as const);
+  const responses: Record<string, unknown> = {};
+  for (const [status, r] of statuses) {
+    const headers: Record<string, unknown> = { "Cache-Control": { description: cacheControlOf(doc.cache, doc.method, status), schema: STRING } };
+    if (revalidated && status === 200) headers.ETag = { description: "A strong entity tag of the answer's bytes (SHA-256, base64url)", schema: STRING };
+    responses[status] = r.mediaType !== undefined
+      ? { description: r.description, headers, content: { [r.mediaType]: { schema: { type: "string" } } } }
+      : r.schema
+      ? { description: r.description, headers, content: { "application/json": { schema: r.schema } } }
+      : { description: r.description, headers };
+  }
+  if (revalidated) {
+    responses[304] = {
+      description: "Not Modified: If-None-Match names the current answer's ETag; no body, the same ETag and Cache-Control",
+      headers: {
+        "Cache-Control": { description: cacheControlOf(doc.cache, doc.method, 304), schema: STRING },
+        ETag: { description: "The current answer's entity tag", schema: STRING },
+      },
+    };
+  }
+  return responses;
+}
+
 /** Builds an OpenAPI 3.1 document from the route docs; TypeBox models are JSON Schema as they are. */
 export function buildOpenApi(docs: readonly RouteDoc[], info: { title: string; version: string; serverUrl: string }) {
   const paths: Record<string, Record<string, unknown>> = {};
@@ -80,25 +130,22 @@ export function buildOpenApi(docs: readonly RouteDoc[], info: { title: string; v
         summary: doc.summary,
         operationId,
         security: doc.scope === undefined ? REQUIREMENTS[doc.auth] : [...REQUIREMENTS[doc.auth], { bearer: [doc.scope] }],
-        responses: Object.fromEntries(
-          Object.entries(doc.responses).map(([status, r]) => [
-            status,
-            r.mediaType !== undefined
-              ? { description: r.description, content: { [r.mediaType]: { schema: { type: "string" } } } }
-              : r.schema ? { description: r.description, content: { "application/json": { schema: r.schema } } } : { description: r.description },
-          ]),
-        ),
+        responses: responsesOf(doc),
       };
+      if (doc.method === "get" && isRevalidated(doc.cache)) operation.parameters = [IF_NONE_MATCH];
       const query = (doc.request?.query ?? doc.query) as { properties?: Record<string, unknown>; required?: string[] } | undefined;
       if (query) {
         // The query model's own property schemas, by reference: what the route validates is what is published.
         const required = new Set(query.required ?? []);
-        operation.parameters = Object.entries(query.properties ?? {}).map(([name, schema]) => ({
-          name,
-          in: "query",
-          required: required.has(name),
-          schema,
-        }));
+        operation.parameters = [
+          ...Object.entries(query.properties ?? {}).map(([name, schema]) => ({
+            name,
+            in: "query",
+            required: required.has(name),
+            schema,
+          })),
+          ...(operation.parameters as unknown[] | undefined ?? []),
+        ];
       }
       if (doc.request?.body) {
         operation.requestBody = { required: true, content: { "application/json": { schema: doc.request.body } } };
