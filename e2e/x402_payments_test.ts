@@ -171,8 +171,8 @@ describe("paying with x402", () => {
     const terms = decodePaymentRequiredHeader(unpaid.headers.get("payment-required")!);
     const alias = await post("/v1/paid/controller-witness", witnessBody);
     expect(alias.status).toBe(402);
-    // One Cache-Control (it was repeated: `no-store, no-store`).
-    expect(alias.headers.get("cache-control")).toBe("no-store");
+    // One Cache-Control (it was repeated: `no-store, no-store`); a payment route's answers are private (decisions §21).
+    expect(alias.headers.get("cache-control")).toBe("private, no-store");
     const aliasTerms = decodePaymentRequiredHeader(alias.headers.get("payment-required")!);
     expect(terms.accepts).toEqual(aliasTerms.accepts);
     expect(terms.resource?.url).toMatch(/\/v1\/controller-witness$/);
