@@ -29,6 +29,7 @@ import {
   applyCachePolicy,
   CACHE,
   type CachePolicyEntry,
+  createEtagMemo,
   createPolicyLookup,
   DEFAULT_HTTP_CACHE_SETTINGS,
   type HttpCacheSettings,
@@ -252,8 +253,12 @@ export function createApp(deps: AppDeps) {
   // with the route in http/route_docs.ts.
   const cacheSettings = deps.httpCache ?? DEFAULT_HTTP_CACHE_SETTINGS;
   const policyOf = createPolicyLookup([...ROUTE_DOCS, ...DOC_ROUTES_CACHE], isPrivatePath);
-  const cached = (request: Request, response: Response) =>
-    applyCachePolicy(request, response, policyOf(request.method, pathOf(request.url)), cacheSettings);
+  const memo = createEtagMemo();
+  const cached = (request: Request, response: Response) => {
+    const method = request.method;
+    const path = pathOf(request.url);
+    return applyCachePolicy(request, response, { policy: policyOf(method, path), settings: cacheSettings, memo, route: path });
+  };
   registerEdgeRoutes(app, (routes) => cachedEdgeRoutes(publicEdgeRoutes(edgeAnswers, PUBLIC_CORS_HEADERS, routes), cached));
 
   const routed = app

@@ -1,3 +1,5 @@
+import { withKnownBody } from "./http_cache.ts";
+
 /** The one error body of the service (decisions §2). */
 export type ErrorBody = { error: string; code: string; details?: string };
 
@@ -62,10 +64,13 @@ export function errorBody(code: string, error: string, details?: string): ErrorB
 
 /** A JSON response with the service's serialization (big integers as base-10 strings). */
 export function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
-  return new Response(stringify(body), {
+  const text = stringify(body);
+  const response = new Response(text, {
     status,
     headers: { "content-type": "application/json; charset=utf-8", ...headers },
   });
+  // A 200 may be a cacheable read: its ETag is worked out from the text (http/http_cache.ts).
+  return status === 200 ? withKnownBody(response, text) : response;
 }
 
 /** JSON.stringify with bigint as base-10 strings. */

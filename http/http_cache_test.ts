@@ -8,12 +8,14 @@ import {
   applyCachePolicy,
   CACHE,
   type CachePolicy,
+  createEtagMemo,
   createPolicyLookup,
   ERROR_SECONDS,
   httpCacheSettings,
   ifNoneMatchMatches,
   STATIC_SECONDS,
   strongEtag,
+  withKnownBody,
 } from "./http_cache.ts";
 import { instrumentedHandler } from "./instrument.ts";
 import { ROUTE_DOCS } from "./route_docs.ts";
@@ -281,6 +283,8 @@ describe("ETag and If-None-Match", () => {
     expect(await atEdge.text()).toBe(await byApp.text());
     const conditional = await handler(new Request("http://localhost/v1/trust-anchors", { headers: { "if-none-match": byApp.headers.get("etag")! } }));
     expect([conditional.status, await conditional.text(), conditional.headers.get("etag")]).toEqual([304, "", byApp.headers.get("etag")]);
+    // Answered at once, as before caching (issue 28): the ETag comes from the answer's text, no body is read back.
+    expect(handler(new Request("http://localhost/v1/trust-anchors"))).toBeInstanceOf(Response);
     // identity-resolve, a POST, is answered at the edge without validators.
     const resolve = await handler(new Request("http://localhost/v1/identity-resolve", { method: "POST", body: '{"identifiers":["example.com"]}' }));
     expect([resolve.status, resolve.headers.get("cache-control"), resolve.headers.get("etag")]).toEqual([200, "no-store", null]);
@@ -348,17 +352,45 @@ describe("the mechanism", () => {
 
   test("Vary adds the declared headers to what the answer says; credentials: private switches a public policy", async () => {
     const policy: CachePolicy = { kind: "public", freshness: ["index"], vary: ["Accept-Language", "origin"], credentials: "private" };
-    const varied = await applyCachePolicy(request(), answer("{}", 200, { vary: "Origin" }), policy, SETTINGS);
+    const varied = await applyCachePolicy(request(), answer("{}", 200, { vary: "Origin" }), { policy, settings: SETTINGS });
     expect([varied.headers.get("vary"), varied.headers.get("cache-control")]).toEqual(["Origin, Accept-Language", INDEX]);
-    const credentialed = await applyCachePolicy(request({ authorization: "Bearer x" }), answer("{}"), policy, SETTINGS);
+    const credentialed = await applyCachePolicy(request({ authorization: "Bearer x" }), answer("{}"), { policy, settings: SETTINGS });
     expect([credentialed.headers.get("cache-control"), credentialed.headers.get("etag")]).toEqual(["private, no-store", null]);
-    const paid = await applyCachePolicy(request({ "payment-signature": "e30=" }), answer("{}"), policy, SETTINGS);
+    const paid = await applyCachePolicy(request({ "payment-signature": "e30=" }), answer("{}"), { policy, settings: SETTINGS });
     expect(paid.headers.get("cache-control")).toBe("private, no-store");
+  });
+
+  test("the memo of last answers gives each answer the ETag of its own bytes", async () => {
+    const memo = createEtagMemo();
+    const options = { policy: CACHE.index, settings: SETTINGS, memo, route: "/v1/x" };
+    const etagOf = async (body: string) => (await applyCachePolicy(request(), answer(body), options)).headers.get("etag");
+    const hashed = (body: string) => strongEtag(new TextEncoder().encode(body));
+    for (const body of ['{"a":1}', '{"a":1}', '{"a":2}', '{"a":1}', '{"a":1,"b":2}', '{"a":1}']) expect(await etagOf(body)).toBe(hashed(body));
+    // What the memo holds stays intact once the answer made of it is read.
+    const first = await applyCachePolicy(request(), answer('{"kept":true}'), options);
+    expect(await first.text()).toBe('{"kept":true}');
+    expect(await etagOf('{"kept":true}')).toBe(hashed('{"kept":true}'));
+    expect(memo.get("/v1/x")!.bytes.length).toBe('{"kept":true}'.length);
+  });
+
+  test("an answer whose text is known gets the very ETag its bytes would, at once", async () => {
+    const text = JSON.stringify({ label: "café ☕ 𝄞", n: 1 });
+    const known = applyCachePolicy(request(), withKnownBody(new Response(text), text), { policy: CACHE.index, settings: SETTINGS });
+    expect(known).toBeInstanceOf(Response);
+    const read = await applyCachePolicy(request(), new Response(text), { policy: CACHE.index, settings: SETTINGS });
+    expect((known as Response).headers.get("etag")).toBe(read.headers.get("etag"));
+    expect(read.headers.get("etag")).toBe(strongEtag(new TextEncoder().encode(text)));
+    expect(await (known as Response).text()).toBe(text);
+    const conditional = applyCachePolicy(request({ "if-none-match": read.headers.get("etag")! }), withKnownBody(new Response(text), text), {
+      policy: CACHE.index,
+      settings: SETTINGS,
+    }) as Response;
+    expect([conditional.status, await conditional.text()]).toEqual([304, ""]);
   });
 
   test("a body given as a Blob (identity-resolve keeps its answers so) is read and hashed like any other", async () => {
     const blob = new Blob(['{"identities":[]}']);
-    const response = await applyCachePolicy(request(), new Response(blob), CACHE.static, SETTINGS);
+    const response = await applyCachePolicy(request(), new Response(blob), { policy: CACHE.static, settings: SETTINGS });
     expect(response.headers.get("etag")).toBe(strongEtag(new TextEncoder().encode('{"identities":[]}')));
     expect(await response.text()).toBe('{"identities":[]}');
     // The kept Blob is untouched: the next answer made of it reads the same bytes.

@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
 import { stringify } from "../errors.ts";
+import { withKnownBody } from "../http_cache.ts";
 
 /** The paths of the trust-anchors record. */
 export const TRUST_ANCHOR_PATHS = ["/v1/trust-anchors", "/v1/trust-policy", "/api/public/trust-anchors"] as const;
@@ -12,7 +13,7 @@ export const TRUST_ANCHOR_PATHS = ["/v1/trust-anchors", "/v1/trust-policy", "/ap
 export function trustAnchorsAnswer(anchors: TrustAnchors, headers: Readonly<Record<string, string>> = {}): () => Response {
   const body = stringify(anchors);
   const init = { headers: new Headers({ "content-type": "application/json; charset=utf-8", ...headers }) };
-  return () => new Response(body, init);
+  return () => withKnownBody(new Response(body, init), body);
 }
 
 /** The trust-anchors record under its three paths; `serve` is the answer the app shares with its edge. */
