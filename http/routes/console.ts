@@ -12,13 +12,15 @@ export type ConsoleRoutesDeps = {
   readonly log: Logger;
 };
 
-/** Headers of every console answer: the strict policy, no sniffing, no referrer, no framing. */
+/**
+ * Headers of every console answer: the strict policy, no sniffing, no referrer, no framing. Caching is the route's
+ * policy (`no-cache` with an ETag, http/route_docs.ts).
+ */
 export const CONSOLE_HEADERS: Readonly<Record<string, string>> = {
   "content-security-policy": CONSOLE_CSP,
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
   "x-frame-options": "DENY",
-  "cache-control": "no-cache",
 };
 
 /** The console (decisions §14): `GET /` (the page), `/console/app.js` and `/console/app.css`. */

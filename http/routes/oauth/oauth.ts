@@ -51,7 +51,8 @@ const PAGE_HEADERS: Readonly<Record<string, string>> = {
   "cache-control": "no-store",
 };
 
-const METADATA_HEADERS = { "content-type": "application/json; charset=utf-8", "cache-control": "public, max-age=300" };
+/** Caching is the routes' policy (public, with an ETag: http/route_docs.ts). */
+const METADATA_HEADERS = { "content-type": "application/json; charset=utf-8" };
 
 const SESSION_COOKIE = "ats_session";
 function cookieOf(request: Request): string | undefined {
