@@ -33,6 +33,7 @@ import {
   createPolicyLookup,
   DEFAULT_HTTP_CACHE_SETTINGS,
   type HttpCacheSettings,
+  withKnownBody,
 } from "./http_cache.ts";
 import { buildOpenApi, renderApiPage } from "./openapi.ts";
 import { ROUTE_DOCS } from "./route_docs.ts";
@@ -368,6 +369,6 @@ function docRoutes(serverUrl: string) {
   const body = JSON.stringify(doc);
   const page = renderApiPage(doc);
   return new Elysia({ name: "doc-routes" })
-    .get("/openapi.json", () => new Response(body, { headers: { "content-type": "application/json; charset=utf-8" } }))
-    .get("/docs", () => new Response(page, { headers: { "content-type": "text/html; charset=utf-8" } }));
+    .get("/openapi.json", () => withKnownBody(new Response(body, { headers: { "content-type": "application/json; charset=utf-8" } }), body))
+    .get("/docs", () => withKnownBody(new Response(page, { headers: { "content-type": "text/html; charset=utf-8" } }), page));
 }

@@ -370,7 +370,7 @@ describe("the mechanism", () => {
     const first = await applyCachePolicy(request(), answer('{"kept":true}'), options);
     expect(await first.text()).toBe('{"kept":true}');
     expect(await etagOf('{"kept":true}')).toBe(hashed('{"kept":true}'));
-    expect(memo.get("/v1/x")!.bytes.length).toBe('{"kept":true}'.length);
+    expect(memo.entries.get("/v1/x")!.bytes.length).toBe('{"kept":true}'.length);
   });
 
   test("an answer whose text is known gets the very ETag its bytes would, at once", async () => {
