@@ -294,6 +294,18 @@ describe("ETag and If-None-Match", () => {
 describe("errors", () => {
   const get = (app: ReturnType<typeof fullApp>["app"], path: string) => app.handle(new Request(`http://localhost${path}`));
 
+  test("the server edge's own answers are never kept: 503 SHUTTING_DOWN while it drains, on a public read too", async () => {
+    const { app } = fullApp();
+    const handler = instrumentedHandler(app as never, { metrics: createPrometheusMetrics(), log: silentLogger });
+    handler.drain();
+    for (const path of ["/v1/trust-anchors", `/v1/artifact-trust?artifactDid=${ARTIFACT}`, "/api/private/subjects"]) {
+      const response = await handler(new Request(`http://localhost${path}`));
+      const body = await response.json() as { code: string };
+      expect([path, response.status, body.code, response.headers.get("cache-control"), response.headers.get("etag")])
+        .toEqual([path, 503, "SHUTTING_DOWN", "no-store", null]);
+    }
+  });
+
   test("a public read's 400 and 404 are kept a short while, never longer than its 200; other errors never", async () => {
     const { app, answers } = fullApp();
     const invalid = await get(app, "/v1/artifact-trust");

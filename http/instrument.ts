@@ -88,7 +88,9 @@ function unreadBodyResponse(path: string, started: number, code: "REQUEST_TIMEOU
     ? "The service is shutting down; send the request again"
     : "Request body could not be read";
   const body = errorBody(code, message);
-  const headers: Record<string, string> = isPrivatePath(path) ? { connection: "close" } : { ...PUBLIC_CORS_HEADERS, connection: "close" };
+  const headers: Record<string, string> = isPrivatePath(path)
+    ? { ...NOT_KEPT, connection: "close" }
+    : { ...PUBLIC_CORS_HEADERS, ...NOT_KEPT, connection: "close" };
   if (code === "SHUTTING_DOWN") headers["retry-after"] = "1";
   return json(ELAPSED_PATHS.has(path) ? { ...body, elapsed: elapsedSince(started) } : body, statusOf(code), headers);
 }
