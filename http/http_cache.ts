@@ -177,6 +177,7 @@ function sameBody(a: Uint8Array | string, b: Uint8Array | string): boolean {
   return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(b);
 }
 
+/** The ETag of an answer: the memo's when `key`'s last answer was these very bytes, else hashed (and kept). */
 function etagOf(bytes: Uint8Array | string, key: string, memo: EtagMemo | undefined): string {
   const size = sizeOf(bytes);
   if (memo === undefined || size > MEMO_ANSWER_BYTES) return strongEtag(bytes);
@@ -234,7 +235,7 @@ export type ApplyCachePolicyOptions = {
   readonly settings: HttpCacheSettings;
   /** Last answers by route ({@link createEtagMemo}); absent: every answer hashed. */
   readonly memo?: EtagMemo | undefined;
-  /** The route's key in the memo: its method and path. */
+  /** The answer's key in the memo: its path (the app's routes are few; a path parameter's values are bounded by bytes). */
   readonly route?: string | undefined;
 };
 
