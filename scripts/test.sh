@@ -44,7 +44,8 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 # The native secp256k1 (adapters/crypto): the service falls back to JavaScript without it, so its tests need it to
 # cover both; installed when we can, required in CI (adapters/crypto/secp256k1_test.ts checks it was found).
-have_secp256k1() { ldconfig -p 2>/dev/null | grep -q 'libsecp256k1\.so'; }
+# Not `grep -q`: it exits at the first match, ldconfig then dies of SIGPIPE mid-list, and pipefail makes that a miss.
+have_secp256k1() { ldconfig -p 2>/dev/null | grep 'libsecp256k1\.so' >/dev/null; }
 if ! have_secp256k1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing libsecp256k1 for the native signer recovery" >&2
   (apt-get update -qq && { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libsecp256k1-2 >/dev/null 2>&1 ||
