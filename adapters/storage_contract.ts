@@ -6,6 +6,8 @@ import { describe, expect, test } from "bun:test";
 import type { ChallengeLimits } from "../ports/accounts.ts";
 import type { Storage } from "../ports/storage.ts";
 import type { SigningKeyRecord } from "../ports/signing_keys.ts";
+import type { OAuthClient } from "../ports/oauth.ts";
+import { createSharedRateLimiter, SHARED_LIMITS } from "../domain/rate_limit.ts";
 
 const claim = (key: string, nonce = 0n, attester = "0xAbC") => ({
   key,
@@ -275,6 +277,82 @@ export function storageContract(name: string, open: () => Promise<Storage>, opti
       expect(await accounts.findChallenge(old.id)).toBeUndefined();
       expect(await accounts.findChallenge(usedOld.id)).toBeUndefined();
       expect(await accounts.findChallenge(live.id)).toBeDefined();
+    });
+
+    test("rate buckets: a key starts full and takes `count` at a time; refused, it is told the tokens left; it refills with time up to its capacity", async () => {
+      const { rateCounter } = await open();
+      const bucket = { scope: fresh("scope"), capacity: 5, perMinute: 6 };
+      const key = fresh("key");
+      const take = (count: number, nowMs: number) => rateCounter.take(bucket, key, { count, nowMs });
+      expect(await take(3, T0)).toEqual({ allowed: true, tokens: 2 });
+      expect(await take(3, T0)).toEqual({ allowed: false, tokens: 2 });
+      expect(await take(2, T0)).toEqual({ allowed: true, tokens: 0 });
+      // Six a minute: one every 10 s (half of one after 5 s).
+      const half = await take(1, T0 + 5_000);
+      expect([half.allowed, Math.round(half.tokens * 1000)]).toEqual([false, 500]);
+      const whole = await take(1, T0 + 10_010);
+      expect([whole.allowed, Math.round(whole.tokens * 1000)]).toEqual([true, 1]);
+      // Never more than the capacity, however long the key rested; a clock behind the stored one refills nothing.
+      expect(await take(1, T0 + 3_600_000)).toEqual({ allowed: true, tokens: 4 });
+      expect(await take(1, T0)).toEqual({ allowed: true, tokens: 3 });
+      // Another key, or another limit with the same key, has its own bucket.
+      expect(await rateCounter.take(bucket, fresh("key"), { count: 5, nowMs: T0 })).toEqual({ allowed: true, tokens: 0 });
+      expect(await rateCounter.take({ ...bucket, scope: fresh("scope") }, key, { count: 5, nowMs: T0 })).toEqual({ allowed: true, tokens: 0 });
+      // A take larger than the capacity is refused and spends nothing.
+      expect(await rateCounter.take(bucket, fresh("key"), { count: 6, nowMs: T0 })).toEqual({ allowed: false, tokens: 5 });
+    });
+
+    test("rate buckets: forty parallel takes of a bucket of ten admit exactly ten", async () => {
+      const { rateCounter } = await open();
+      const bucket = { scope: fresh("scope"), capacity: 10, perMinute: 10 };
+      const key = fresh("key");
+      const taken = await Promise.all(Array.from({ length: 40 }, () => rateCounter.take(bucket, key, { count: 1, nowMs: T0 })));
+      expect(taken.filter((t) => t.allowed)).toHaveLength(10);
+      expect(taken.filter((t) => !t.allowed).every((t) => t.tokens === 0)).toBe(true);
+    });
+
+    test("rate buckets: prune forgets the buckets full again, and a forgotten key starts full", async () => {
+      const { rateCounter } = await open();
+      const late = T0 + 10 * 86_400_000;
+      await rateCounter.prune(late);
+      const bucket = { scope: fresh("scope"), capacity: 2, perMinute: 2 };
+      const key = fresh("key");
+      await rateCounter.take(bucket, key, { count: 2, nowMs: late });
+      await rateCounter.take(bucket, fresh("key"), { count: 1, nowMs: late });
+      // Full again after 60 s (the first) and 30 s (the second).
+      expect(await rateCounter.prune(late + 29_000)).toBe(0);
+      expect(await rateCounter.prune(late + 31_000)).toBe(1);
+      expect(await rateCounter.prune(late + 59_000)).toBe(0);
+      expect(await rateCounter.prune(late + 61_000)).toBe(1);
+      expect(await rateCounter.take(bucket, key, { count: 2, nowMs: late + 61_000 })).toEqual({ allowed: true, tokens: 0 });
+    });
+
+    test("mcp sessions: used ones stay, idle ones go (on use, sweep and open); past the bound the least recently used go; closed ones are gone", async () => {
+      const { mcpSessions } = await open();
+      const late = T0 + 20 * 86_400_000;
+      const idleMs = 60_000;
+      // Earlier tests' sessions are idle by now.
+      await mcpSessions.sweep({ nowMs: late, idleMs });
+      const [a, b, c, d] = [fresh("a"), fresh("b"), fresh("c"), fresh("d")];
+      const bounds = { maxSessions: 3, idleMs };
+      expect(await mcpSessions.open(a, { ...bounds, nowMs: late })).toEqual({ idle: 0, full: 0 });
+      await mcpSessions.open(b, { ...bounds, nowMs: late });
+      await mcpSessions.open(c, { ...bounds, nowMs: late });
+      // Used in the same millisecond as it was opened: still the most recent use.
+      expect(await mcpSessions.touch(a, { nowMs: late, idleMs })).toBe(true);
+      expect(await mcpSessions.open(d, { ...bounds, nowMs: late })).toEqual({ idle: 0, full: 1 });
+      expect(await mcpSessions.touch(b, { nowMs: late, idleMs })).toBe(false);
+      expect(await mcpSessions.count({ nowMs: late, idleMs })).toBe(3);
+      expect(await mcpSessions.close(c)).toBe(true);
+      expect(await mcpSessions.close(c)).toBe(false);
+      expect(await mcpSessions.touch(c, { nowMs: late, idleMs })).toBe(false);
+      // Idle: unused for idleMs.
+      expect(await mcpSessions.touch(a, { nowMs: late + 59_999, idleMs })).toBe(true);
+      expect(await mcpSessions.touch(d, { nowMs: late + 60_000, idleMs })).toBe(false);
+      expect(await mcpSessions.count({ nowMs: late + 60_000, idleMs })).toBe(1);
+      expect(await mcpSessions.sweep({ nowMs: late + 60_000, idleMs })).toBe(1);
+      expect(await mcpSessions.open(fresh("e"), { ...bounds, nowMs: late + 119_999 })).toEqual({ idle: 1, full: 0 });
+      expect(await mcpSessions.count({ nowMs: late + 119_999, idleMs })).toBe(1);
     });
 
     test("accounts: created once per wallet on the free plan, found by id or address, plan set by either", async () => {
@@ -582,6 +660,77 @@ export function storageContract(name: string, open: () => Promise<Storage>, opti
       // An authorization past its validBefore can no longer be settled: it holds nothing.
       const later = T0 + 301_000;
       expect(await payments.reserveWithin({ ...held(fresh("k"), later), validBefore: later / 1000 + 300 }, { balance: 10_000n, readAtMs: later })).toBe("reserved");
+    });
+  });
+}
+
+/** A public OAuth client registered at `createdAtMs`. */
+const publicClient = (createdAtMs: number): OAuthClient => ({
+  clientId: fresh("client"), accountId: null, secretHash: null, name: "Bot", redirectUris: ["https://app.test/cb"],
+  grantTypes: ["authorization_code", "refresh_token"], scope: "account:read", authMethod: "none", createdAtMs,
+});
+
+/**
+ * The limits that guard money or storage are counted once for the deployment (decisions §21): `open` gives two
+ * storages on one database (two instances: two PostgreSQL pools, or two connections to one SQLite file), and every
+ * race below alternates between them.
+ */
+export function deploymentLimitsContract(name: string, open: () => Promise<readonly [Storage, Storage]>, options: { skip?: string | undefined } = {}) {
+  describe.skipIf(options.skip !== undefined)(`limits across two instances: ${name}${options.skip ? ` (skipped: ${options.skip})` : ""}`, () => {
+    test("each limit counted in the storage (public relay per address and per attester, witness per user and per domain, MCP sessions per address and messages per session) admits exactly its burst across both", async () => {
+      const [first, second] = await open();
+      const clock = { nowMs: () => T0 };
+      for (const scope of Object.values(SHARED_LIMITS)) {
+        const limits = [first, second].map((storage) => createSharedRateLimiter(storage.rateCounter, clock, { scope, capacity: 4, perMinute: 4 }));
+        const key = fresh("caller");
+        const decisions = await Promise.all(Array.from({ length: 20 }, (_, i) => limits[i % 2]!.take(key)));
+        expect({ scope, allowed: decisions.filter((d) => d.allowed).length }).toEqual({ scope, allowed: 4 });
+        // The same Retry-After as in one process: one token of four a minute is 15 s away.
+        expect(decisions.filter((d) => !d.allowed)).toEqual(Array(16).fill({ allowed: false, retryAfterSeconds: 15 }));
+      }
+    });
+
+    test("a bucket of ten taken forty times in parallel at two instances admits ten", async () => {
+      const [first, second] = await open();
+      const bucket = { scope: fresh("scope"), capacity: 10, perMinute: 1 };
+      const key = fresh("key");
+      const taken = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? first : second).rateCounter.take(bucket, key, { count: 1, nowMs: T0 })));
+      expect(taken.filter((t) => t.allowed)).toHaveLength(10);
+    });
+
+    test("sign-in challenges: thirty parallel creations of one client at two instances store exactly its ten", async () => {
+      const [first, second] = await open();
+      const client = fresh("client");
+      const outcomes = await Promise.all(Array.from({ length: 30 }, (_, i) =>
+        (i % 2 === 0 ? first : second).accounts.createChallenge(challenge(fresh("0xw"), T0), limits(client, { perClient: 10 }))));
+      expect(outcomes.filter((o) => o.ok)).toHaveLength(10);
+      expect(outcomes.filter((o) => !o.ok && o.limit === "client")).toHaveLength(20);
+    });
+
+    test("OAuth registration: thirty parallel registrations of one address at two instances store exactly its three", async () => {
+      const [first, second] = await open();
+      const limits = { client: fresh("10.0.0.9"), perClient: 3, total: 1_000_000, windowMs: 3_600_000 };
+      const outcomes = await Promise.all(Array.from({ length: 30 }, (_, i) =>
+        (i % 2 === 0 ? first : second).oauth.registerClient(publicClient(T0), limits, T0)));
+      expect(outcomes.filter((o) => o.ok)).toHaveLength(3);
+      expect(outcomes.filter((o) => !o.ok && o.limit === "client")).toHaveLength(27);
+    });
+
+    test("MCP sessions: one opened at an instance is used at the other; parallel opens at both keep the bound exactly", async () => {
+      const [first, second] = await open();
+      const late = T0 + 30 * 86_400_000;
+      const idleMs = 60_000;
+      await first.mcpSessions.sweep({ nowMs: late, idleMs });
+      const id = fresh("session");
+      await first.mcpSessions.open(id, { maxSessions: 1_000, idleMs, nowMs: late });
+      expect(await second.mcpSessions.touch(id, { nowMs: late + 1, idleMs })).toBe(true);
+      expect(await second.mcpSessions.close(id)).toBe(true);
+      expect(await first.mcpSessions.touch(id, { nowMs: late + 2, idleMs })).toBe(false);
+      const dropped = await Promise.all(Array.from({ length: 30 }, (_, i) =>
+        (i % 2 === 0 ? first : second).mcpSessions.open(fresh("session"), { maxSessions: 7, idleMs, nowMs: late + 3 })));
+      expect(dropped.reduce((sum, d) => sum + d.full, 0)).toBe(23);
+      expect(await first.mcpSessions.count({ nowMs: late + 3, idleMs })).toBe(7);
+      expect(await second.mcpSessions.count({ nowMs: late + 3, idleMs })).toBe(7);
     });
   });
 }

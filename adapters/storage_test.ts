@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { openPostgresStorage } from "./postgres/mod.ts";
 import { openSqliteStorage } from "./sqlite/mod.ts";
-import { storageContract } from "./storage_contract.ts";
+import { deploymentLimitsContract, storageContract } from "./storage_contract.ts";
 import { oauthStorageContract } from "./oauth_storage_contract.ts";
 import type { Storage } from "../ports/storage.ts";
 import { postgresUnavailableReason, startPostgres, type TestPostgres } from "../e2e/support/postgres.ts";
@@ -9,6 +12,10 @@ import { postgresUnavailableReason, startPostgres, type TestPostgres } from "../
 const sqlite = openSqliteStorage(":memory:");
 storageContract("sqlite", () => Promise.resolve(sqlite));
 oauthStorageContract("sqlite", () => Promise.resolve(sqlite));
+// One SQLite file opened twice: two connections, as two processes on one machine would have.
+const sqliteDir = mkdtempSync(join(tmpdir(), "ats-storage-"));
+const sqlitePair = [openSqliteStorage(join(sqliteDir, "ats.sqlite")), openSqliteStorage(join(sqliteDir, "ats.sqlite"))] as const;
+deploymentLimitsContract("sqlite", () => Promise.resolve(sqlitePair));
 
 const pgSkip = postgresUnavailableReason();
 if (pgSkip !== undefined) console.warn(`[storage_test] ${pgSkip}`);
@@ -26,9 +33,12 @@ afterAll(async () => {
   await second?.close();
   await pg?.stop();
   await sqlite.close();
+  for (const storage of sqlitePair) await storage.close();
+  rmSync(sqliteDir, { recursive: true, force: true });
 });
 storageContract("postgres", () => Promise.resolve(postgres!), { skip: pgSkip });
 oauthStorageContract("postgres", () => Promise.resolve(postgres!), { skip: pgSkip });
+deploymentLimitsContract("postgres", () => Promise.resolve([postgres!, second!] as const), { skip: pgSkip });
 
 describe.skipIf(pgSkip !== undefined)("postgres across instances", () => {
   test("two pools (two instances) racing for the last writes of one account share the limit exactly", async () => {

@@ -1,4 +1,5 @@
 import type { Clock } from "../ports/clock.ts";
+import type { RateCounter } from "../ports/rate_counter.ts";
 
 /** Options of {@link createRateLimiter}. */
 export type RateLimiterOptions = {
@@ -15,9 +16,51 @@ export type RateDecision = { readonly allowed: true } | { readonly allowed: fals
 
 /** An in-memory token bucket per key. */
 export type RateLimiter = {
-  /** Takes one token for `key` if there is one. */
-  readonly take: (key: string) => RateDecision;
+  /** Takes `count` tokens (default one) for `key` if there are that many. */
+  readonly take: (key: string, count?: number) => RateDecision;
 };
+
+/**
+ * A limit as the use cases take it: counted in the storage for the whole deployment ({@link createSharedRateLimiter},
+ * the limits that guard money or storage, decisions §21), or in this process ({@link createRateLimiter}: pure reads,
+ * and tests).
+ */
+export type RateLimit = {
+  /** Takes `count` tokens (default one) for `key` if there are that many. */
+  readonly take: (key: string, count?: number) => RateDecision | Promise<RateDecision>;
+};
+
+/**
+ * The limits counted in the storage, once for the deployment (decisions §21), by their names there. Sign-in challenges
+ * and OAuth registrations are counted in their own tables (the rows they store); key status's rate per address is a
+ * pure read limit, kept per instance ({@link createRateLimiter}).
+ */
+export const SHARED_LIMITS = {
+  /** `PUBLIC_RELAY_IP_RATE_PER_MINUTE`: public relay writes per client address. */
+  publicRelayClient: "public_relay_client",
+  /** `PUBLIC_RELAY_ATTESTER_RATE_PER_HOUR`: public relay writes per attester. */
+  publicRelayAttester: "public_relay_attester",
+  /** `WITNESS_USER_RATE_PER_MINUTE`: witness requests per account (or paying agent). */
+  witnessUser: "witness_user",
+  /** `WITNESS_DOMAIN_RATE_PER_MINUTE`: witness requests per registrable domain. */
+  witnessDomain: "witness_domain",
+  /** `MCP_SESSION_RATE_PER_MINUTE`: new MCP sessions per client address. */
+  mcpSessionsPerAddress: "mcp_sessions_per_address",
+  /** `MCP_SESSION_MESSAGES_PER_MINUTE`: JSON-RPC messages per MCP session. */
+  mcpSessionMessages: "mcp_session_messages",
+} as const;
+
+/** Options of {@link createSharedRateLimiter}: the bucket's shape and the name its counts are kept under. */
+export type SharedRateLimiterOptions = RateLimiterOptions & {
+  /** The limit's name in the storage (`public_relay_client`, `witness_user`, …). */
+  readonly scope: string;
+};
+
+/** When `count` tokens will be there in a bucket holding `tokens` that gains `perMinute` a minute: whole seconds, at least 1. */
+function retryAfterSeconds(tokens: number, count: number, perMinute: number): number {
+  const waitMs = perMinute > 0 ? (count - tokens) / (perMinute / 60_000) : Number.POSITIVE_INFINITY;
+  return Number.isFinite(waitMs) ? Math.max(1, Math.ceil(waitMs / 1000)) : 3600;
+}
 
 type Bucket = { tokens: number; atMs: number };
 
@@ -41,7 +84,7 @@ export function createRateLimiter(clock: Clock, options: RateLimiterOptions): Ra
   };
 
   return {
-    take(key) {
+    take(key, count = 1) {
       const now = clock.nowMs();
       let bucket = buckets.get(key);
       if (bucket === undefined) {
@@ -52,12 +95,25 @@ export function createRateLimiter(clock: Clock, options: RateLimiterOptions): Ra
         refill(bucket, now);
       }
       buckets.set(key, bucket);
-      if (bucket.tokens >= 1) {
-        bucket.tokens -= 1;
+      if (bucket.tokens >= count) {
+        bucket.tokens -= count;
         return { allowed: true };
       }
-      const waitMs = perMs > 0 ? (1 - bucket.tokens) / perMs : Number.POSITIVE_INFINITY;
-      return { allowed: false, retryAfterSeconds: Number.isFinite(waitMs) ? Math.max(1, Math.ceil(waitMs / 1000)) : 3600 };
+      return { allowed: false, retryAfterSeconds: retryAfterSeconds(bucket.tokens, count, options.perMinute) };
+    },
+  };
+}
+
+/**
+ * Token buckets kept in the storage (`RateCounter`: SQLite for one instance, PostgreSQL shared by every instance), with
+ * the answers of {@link createRateLimiter}: the same burst, refill and `Retry-After`, counted once for the deployment.
+ */
+export function createSharedRateLimiter(counter: RateCounter, clock: Clock, options: SharedRateLimiterOptions): RateLimit {
+  const bucket = { scope: options.scope, capacity: options.capacity, perMinute: options.perMinute };
+  return {
+    async take(key, count = 1) {
+      const taken = await counter.take(bucket, key, { count, nowMs: clock.nowMs() });
+      return taken.allowed ? { allowed: true } : { allowed: false, retryAfterSeconds: retryAfterSeconds(taken.tokens, count, options.perMinute) };
     },
   };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { fakeClock } from "../ports/fakes.ts";
-import { createRateLimiter, registrableDomain } from "./rate_limit.ts";
+import { fakeClock, fakeRateCounter } from "../ports/fakes.ts";
+import { createRateLimiter, createSharedRateLimiter, registrableDomain } from "./rate_limit.ts";
 
 describe("registrableDomain()", () => {
   test("keeps the last two labels, lowercased, without a trailing dot", () => {
@@ -33,5 +33,32 @@ describe("createRateLimiter()", () => {
     expect(limiter.take("other")).toEqual({ allowed: true });
     clock.set(30_000);
     expect(limiter.take("k")).toEqual({ allowed: true });
+  });
+});
+
+describe("createSharedRateLimiter()", () => {
+  test("answers what the in-process limiter answers, burst, Retry-After and refill alike, for single takes and batches", async () => {
+    const clock = fakeClock(0);
+    const counter = fakeRateCounter();
+    const options = { capacity: 12, perMinute: 12 };
+    const local = createRateLimiter(clock, options);
+    const shared = createSharedRateLimiter(counter, clock, { ...options, scope: "s" });
+    const both = async (key: string, count?: number) => {
+      const answers = [local.take(key, count), await shared.take(key, count)];
+      expect(answers[1]).toEqual(answers[0]!);
+      return answers[0]!;
+    };
+    expect(await both("k", 10)).toEqual({ allowed: true });
+    expect(await both("k", 3)).toEqual({ allowed: false, retryAfterSeconds: 5 });
+    expect(await both("k")).toEqual({ allowed: true });
+    expect(await both("k")).toEqual({ allowed: true });
+    expect(await both("k")).toEqual({ allowed: false, retryAfterSeconds: 5 });
+    expect(await both("other", 12)).toEqual({ allowed: true });
+    clock.set(5_000);
+    expect(await both("k")).toEqual({ allowed: true });
+    expect(await both("k")).toEqual({ allowed: false, retryAfterSeconds: 5 });
+    // One counter, many limits: the scope keeps them apart.
+    expect(await createSharedRateLimiter(counter, clock, { ...options, scope: "t" }).take("k", 12)).toEqual({ allowed: true });
+    expect(counter.buckets.size).toBe(3);
   });
 });

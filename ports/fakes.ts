@@ -518,6 +518,69 @@ export function fakeGasBudget() {
   return budget satisfies import("./gas_budget.ts").GasBudget;
 }
 
+/** Token buckets in memory, with the stores' arithmetic (refill to now, then take `count` if there are that many). */
+export function fakeRateCounter() {
+  const buckets = new Map<string, { tokens: number; atMs: number; fullAtMs: number }>();
+  const counter = {
+    buckets,
+    takes: 0,
+    take(bucket: import("./rate_counter.ts").RateBucket, key: string, { count, nowMs }: { count: number; nowMs: number }) {
+      counter.takes++;
+      const perMs = Math.max(bucket.perMinute / 60_000, 1e-12);
+      const id = `${bucket.scope}|${key}`;
+      const row = buckets.get(id);
+      const refilled = row === undefined ? bucket.capacity : Math.min(bucket.capacity, row.tokens + Math.max(0, nowMs - row.atMs) * perMs);
+      const allowed = refilled >= count;
+      const tokens = allowed ? refilled - count : refilled;
+      const atMs = Math.max(row?.atMs ?? nowMs, nowMs);
+      buckets.set(id, { tokens, atMs, fullAtMs: atMs + (bucket.capacity - tokens) / perMs });
+      return Promise.resolve({ allowed, tokens });
+    },
+    prune(nowMs: number) {
+      let gone = 0;
+      for (const [id, row] of buckets) if (row.fullAtMs <= nowMs && buckets.delete(id)) gone++;
+      return Promise.resolve(gone);
+    },
+  };
+  return counter satisfies import("./rate_counter.ts").RateCounter;
+}
+
+/** MCP session records in memory, with the stores' rules: idle by last use, least recently used pushed out first. */
+export function fakeMcpSessions() {
+  // Map order is insertion order and every use re-inserts: the first entries are the least recently used.
+  const sessions = new Map<string, number>();
+  const dropIdle = (nowMs: number, idleMs: number) => {
+    let gone = 0;
+    for (const [id, usedAtMs] of sessions) if (usedAtMs <= nowMs - idleMs && sessions.delete(id)) gone++;
+    return gone;
+  };
+  const store = {
+    sessions,
+    open(id: string, { maxSessions, idleMs, nowMs }: { maxSessions: number; idleMs: number; nowMs: number }) {
+      const idle = dropIdle(nowMs, idleMs);
+      let full = 0;
+      while (sessions.size >= maxSessions) {
+        sessions.delete(sessions.keys().next().value!);
+        full++;
+      }
+      sessions.set(id, nowMs);
+      return Promise.resolve({ idle, full });
+    },
+    touch(id: string, { nowMs, idleMs }: { nowMs: number; idleMs: number }) {
+      const usedAtMs = sessions.get(id);
+      if (usedAtMs === undefined || usedAtMs <= nowMs - idleMs) return Promise.resolve(false);
+      sessions.delete(id);
+      sessions.set(id, Math.max(usedAtMs, nowMs));
+      return Promise.resolve(true);
+    },
+    close: (id: string) => Promise.resolve(sessions.delete(id)),
+    sweep: ({ nowMs, idleMs }: { nowMs: number; idleMs: number }) => Promise.resolve(dropIdle(nowMs, idleMs)),
+    count: ({ nowMs, idleMs }: { nowMs: number; idleMs: number }) =>
+      Promise.resolve([...sessions.values()].filter((usedAtMs) => usedAtMs > nowMs - idleMs).length),
+  };
+  return store satisfies import("./mcp_sessions.ts").McpSessionStore;
+}
+
 /** Premium reads in memory, with the stores' rules: a reservation that would pass the limit adds nothing; a release stops at zero. */
 export function fakePremiumReadLedger() {
   const rows = new Map<string, number>();

@@ -9,6 +9,8 @@ import type { SigningKeyStore } from "./signing_keys.ts";
 import type { ReplayStore } from "./replay_store.ts";
 import type { PaymentLedger } from "./payments.ts";
 import type { TxReplacementStore } from "./tx_replacements.ts";
+import type { RateCounter } from "./rate_counter.ts";
+import type { McpSessionStore } from "./mcp_sessions.ts";
 
 /**
  * Everything the service keeps: replay records, accounts, challenges, sessions and the
@@ -40,6 +42,13 @@ export interface Storage {
   readonly payments: PaymentLedger;
   /** Fee-bump replacements of open submissions' transactions. */
   readonly txReplacements: TxReplacementStore;
+  /**
+   * Token buckets of the limits that guard money or storage (decisions §21): counted once for every instance on the
+   * database.
+   */
+  readonly rateCounter: RateCounter;
+  /** MCP session records, so that any instance answers any `/mcp` request (decisions §21). */
+  readonly mcpSessions: McpSessionStore;
   /** The attestation index of one EAS contract, kept in this database (its tables are made on first use). */
   readonly indexStore: (scope: { chainId: number; easAddress: string }) => Promise<IndexStore>;
   /** True when the database answers. */

@@ -27,6 +27,8 @@ import { paymentTables } from "../sqlite/mod.ts";
 import { createPostgresPayments } from "./postgres_payments.ts";
 import { createPostgresOAuth } from "./postgres_oauth.ts";
 import { oauthTables } from "../sqlite/mod.ts";
+import { createPostgresRateCounter, RATE_BUCKETS_TABLES } from "./postgres_rate_counter.ts";
+import { createPostgresMcpSessions, MCP_SESSIONS_TABLES } from "./postgres_mcp_sessions.ts";
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS replay (
@@ -126,6 +128,9 @@ const MIGRATIONS: readonly string[] = [
      next_nonce BIGINT NOT NULL,
      PRIMARY KEY (chain_id, address)
    )`,
+  // Limits counted once for the deployment, and MCP sessions any instance answers (decisions §21).
+  ...RATE_BUCKETS_TABLES,
+  ...MCP_SESSIONS_TABLES,
 ];
 
 /** Advisory lock key that serializes migrations of instances starting together. */
@@ -428,6 +433,8 @@ export async function openPostgresStorage(url: string, options: { max?: number }
     signingKeys: createPostgresSigningKeys(sql),
     payments: createPostgresPayments(sql),
     oauth: createPostgresOAuth(sql),
+    rateCounter: createPostgresRateCounter(sql),
+    mcpSessions: createPostgresMcpSessions(sql),
     async ping() {
       try {
         await sql`SELECT 1`;

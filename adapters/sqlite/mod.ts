@@ -23,6 +23,8 @@ export {
   toOAuthSigningKey,
   toStoredCode,
 } from "./sqlite_oauth.ts";
+export { createSqliteMcpSessions } from "./sqlite_mcp_sessions.ts";
+export { bucketUpdate, createSqliteRateCounter, freshBucket, refillPerMs } from "./sqlite_rate_counter.ts";
 export { createSqliteReplayStore, type ReplayRow, toReplayRecord } from "./sqlite_replay_store.ts";
 export { openSqliteStorage } from "./sqlite_storage.ts";
 export { subjectTables, toSubject } from "./sqlite_subjects.ts";

@@ -11,6 +11,8 @@ import { createSqliteSubjects } from "./sqlite_subjects.ts";
 import { createSqliteSigningKeys } from "./sqlite_signing_keys.ts";
 import { createSqliteReplayStore } from "./sqlite_replay_store.ts";
 import { createSqlitePayments } from "./sqlite_payments.ts";
+import { createSqliteMcpSessions } from "./sqlite_mcp_sessions.ts";
+import { createSqliteRateCounter } from "./sqlite_rate_counter.ts";
 
 /** The service's storage in one SQLite file (WAL); the default for a single machine. */
 export function openSqliteStorage(path: string): Storage {
@@ -38,6 +40,8 @@ export function openSqliteStorage(path: string): Storage {
     signingKeys: createSqliteSigningKeys(db),
     payments: createSqlitePayments(db),
     oauth: createSqliteOAuth(db),
+    rateCounter: createSqliteRateCounter(db),
+    mcpSessions: createSqliteMcpSessions(db),
     close() {
       db.close();
       return Promise.resolve();
