@@ -2,10 +2,10 @@
 import { TYPICAL_ATTEST_GAS } from "../adapters/chain/mod.ts";
 import { systemClock, cryptoRandom } from "../adapters/system/mod.ts";
 import { createDelegatedAttest, createPrivateRelay, createReadNonce, createRelayGuard } from "../domain/delegation/mod.ts";
-import { createRateLimiter } from "../domain/rate_limit.ts";
 import type { WiredAccounts } from "./accounts.ts";
 import type { Config } from "./config.ts";
 import type { Foundation } from "./foundation.ts";
+import type { WiredLimits } from "./limits.ts";
 
 /** What the delegation routes need. */
 export type WiredDelegation = {
@@ -16,8 +16,11 @@ export type WiredDelegation = {
   readonly privateRelay: ReturnType<typeof createPrivateRelay>;
 };
 
-/** Builds both relays over the same EAS client, replay store and delegate wallet. */
-export function wireDelegation(config: Config, f: Foundation, accounts: WiredAccounts): WiredDelegation {
+/**
+ * Builds both relays over the same EAS client, replay store and delegate wallet; the public relay's rates per client
+ * and per attester are the deployment's (decisions §21).
+ */
+export function wireDelegation(config: Config, f: Foundation, { accounts, limits }: { accounts: WiredAccounts; limits: WiredLimits }): WiredDelegation {
   const { storage, eas, metrics } = f;
   const attestWith = (subsidized: Foundation["subsidized"], extra: { guard: ReturnType<typeof createRelayGuard>; maxGasPerTx?: bigint }) =>
     createDelegatedAttest({
@@ -34,11 +37,8 @@ export function wireDelegation(config: Config, f: Foundation, accounts: WiredAcc
     });
   const guard = createRelayGuard({
     enabled: config.publicRelay.enabled,
-    clientRate: createRateLimiter(systemClock, { capacity: config.publicRelay.ipPerMinute, perMinute: config.publicRelay.ipPerMinute }),
-    attesterRate: createRateLimiter(systemClock, {
-      capacity: config.publicRelay.attesterPerHour,
-      perMinute: config.publicRelay.attesterPerHour / 60,
-    }),
+    clientRate: limits.publicRelayClient,
+    attesterRate: limits.publicRelayAttester,
     gasBudget: storage.gasBudget,
     gasPerHour: config.publicRelay.gasPerHour,
     typicalGas: TYPICAL_ATTEST_GAS,

@@ -14,6 +14,7 @@ import {
 import { createRateLimiter } from "../domain/rate_limit.ts";
 import type { Config } from "./config.ts";
 import type { Foundation } from "./foundation.ts";
+import type { WiredLimits } from "./limits.ts";
 
 /** What discovery gives the routes and the other capabilities. */
 export type WiredDiscovery = {
@@ -35,7 +36,8 @@ export function wireDiscovery(config: Config, { trustAnchors }: Foundation, opti
       ca: options.didJsonCa,
     }),
     serviceDnsLabel: config.serviceDnsLabel,
-    // One budget per registrable domain for every caller, so nobody can hammer a domain through us.
+    // One budget per registrable domain for every caller, so nobody can hammer a domain through us. It guards lookups,
+    // not money or storage: each instance keeps its own (decisions §21), as it keeps its own cache of answers.
     domainRate: createRateLimiter(systemClock, {
       capacity: config.discoveryDomainPerMinute,
       perMinute: config.discoveryDomainPerMinute,
@@ -56,8 +58,14 @@ export function wireDiscovery(config: Config, { trustAnchors }: Foundation, opti
   return { discover, viewDiscover, confirm };
 }
 
-/** Builds the controller witness: a fresh discovery, the sponsored-write ledger, the witness wallet's writer. */
-export function wireWitness(config: Config, f: Foundation, discovery: WiredDiscovery, plans: PlanPolicy): ReturnType<typeof createControllerWitness> {
+/**
+ * Builds the controller witness: a fresh discovery, the sponsored-write ledger, the witness wallet's writer, and the
+ * deployment's rates per user and per domain (decisions §21).
+ */
+export function wireWitness(
+  f: Foundation,
+  { discovery, plans, limits }: { discovery: WiredDiscovery; plans: PlanPolicy; limits: WiredLimits },
+): ReturnType<typeof createControllerWitness> {
   return createControllerWitness({
     discover: discovery.discover,
     ledger: f.storage.ledger,
@@ -72,7 +80,7 @@ export function wireWitness(config: Config, f: Foundation, discovery: WiredDisco
     plans,
     clock: systemClock,
     random: cryptoRandom,
-    userRate: createRateLimiter(systemClock, { capacity: config.witnessUserPerMinute, perMinute: config.witnessUserPerMinute }),
-    domainRate: createRateLimiter(systemClock, { capacity: config.witnessDomainPerMinute, perMinute: config.witnessDomainPerMinute }),
+    userRate: limits.witnessUser,
+    domainRate: limits.witnessDomain,
   });
 }

@@ -1,7 +1,6 @@
 /** Wiring of the MCP endpoint (decisions §20): the tools over the routes' use cases, the session bounds, upkeep. */
 import { systemClock } from "../adapters/system/mod.ts";
 import type { ArtifactTrust } from "../domain/artifact_trust/mod.ts";
-import { createRateLimiter } from "../domain/rate_limit.ts";
 import type { ListAttestations } from "../domain/index/mod.ts";
 import { subscriptionReader } from "../http/routes/accounts/mod.ts";
 import { requestClientAddress } from "../http/instrument.ts";
@@ -11,6 +10,7 @@ import type { Config } from "./config.ts";
 import type { WiredDiscovery, wireWitness } from "./discovery.ts";
 import type { Foundation } from "./foundation.ts";
 import type { WiredKeys } from "./keys.ts";
+import type { WiredLimits } from "./limits.ts";
 import type { WiredOAuth } from "./oauth.ts";
 
 /** The endpoint and its upkeep. */
@@ -25,9 +25,14 @@ export type McpCapabilities = {
   readonly accounts: WiredAccounts;
   readonly keys: WiredKeys;
   readonly oauth: WiredOAuth | undefined;
+  /** The deployment's limits: new sessions per address and messages per session (decisions §21). */
+  readonly limits: WiredLimits;
 };
 
-/** Builds the endpoint unless `MCP=off`; idle sessions are swept every minute (or every idle period, if shorter). */
+/**
+ * Builds the endpoint unless `MCP=off`, its sessions in the storage (any instance answers any session, decisions §21);
+ * idle sessions are swept every minute (or every idle period, if shorter) by every instance.
+ */
 export function wireMcp(config: Config, f: Foundation, c: McpCapabilities): WiredMcp | undefined {
   if (!config.mcp.enabled) return undefined;
   const { storage, metrics, log } = f;
@@ -51,11 +56,12 @@ export function wireMcp(config: Config, f: Foundation, c: McpCapabilities): Wire
       metrics,
       log,
     },
+    sessions: storage.mcpSessions,
     maxSessions: config.mcp.maxSessions,
     sessionIdleSeconds: config.mcp.sessionIdleSeconds,
     maxInFlight: config.mcp.maxInFlight,
-    sessionRate: createRateLimiter(systemClock, { capacity: config.mcp.sessionsPerMinute, perMinute: config.mcp.sessionsPerMinute }),
-    sessionMessagesPerMinute: config.mcp.sessionMessagesPerMinute,
+    sessionRate: c.limits.mcpSessionsPerAddress,
+    sessionMessages: c.limits.mcpSessionMessages,
     bearer: c.oauth?.bearer,
     clock: systemClock,
     clientAddress: requestClientAddress,
@@ -63,15 +69,12 @@ export function wireMcp(config: Config, f: Foundation, c: McpCapabilities): Wire
     log,
   });
   metrics.describe("ats_mcp_tool_calls_total", "counter", "MCP tool calls by tool and outcome: ok or the error code in lower case");
-  metrics.describe("ats_mcp_sessions_closed_total", "counter", "MCP sessions closed by reason: idle (past MCP_SESSION_IDLE_SECONDS), full (the least recently used, past MCP_MAX_SESSIONS), closed (by the client), stopped");
-  metrics.gauge("ats_mcp_sessions", "MCP sessions open in this process (at most MCP_MAX_SESSIONS)", () => Promise.resolve([{ value: endpoint.sessions() }]));
-  const timer = setInterval(() => endpoint.sweep(), Math.min(60_000, config.mcp.sessionIdleSeconds * 1000));
+  metrics.describe("ats_mcp_sessions_closed_total", "counter", "MCP sessions ended by this instance, by reason: idle (past MCP_SESSION_IDLE_SECONDS), full (the least recently used, past MCP_MAX_SESSIONS), closed (by the client)");
+  metrics.gauge("ats_mcp_sessions", "MCP sessions open, all instances together (at most MCP_MAX_SESSIONS)", async () => [{ value: await endpoint.sessions() }]);
+  const timer = setInterval(() => {
+    endpoint.sweep().catch((error) => log.warn("mcp_sweep_failed", { error: error instanceof Error ? error.message : String(error) }));
+  }, Math.min(60_000, config.mcp.sessionIdleSeconds * 1000));
   timer.unref?.();
-  return {
-    endpoint,
-    stop() {
-      clearInterval(timer);
-      endpoint.close();
-    },
-  };
+  // Sessions outlive the instance (they are the deployment's): stopping ends only the sweep.
+  return { endpoint, stop: () => clearInterval(timer) };
 }

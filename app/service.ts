@@ -16,6 +16,7 @@ import { wireArtifactTrust, wireAttestationIndex } from "./index.ts";
 import { wireGauges } from "./metrics.ts";
 import { wireX402, type X402Terms } from "./payments.ts";
 import { wireKeys } from "./keys.ts";
+import { wireLimits } from "./limits.ts";
 import { wireMcp } from "./mcp.ts";
 import { wireOAuth } from "./oauth.ts";
 import { wireSubmissions } from "./submissions.ts";
@@ -61,11 +62,12 @@ export async function startService(config: Config, options: StartServiceOptions 
       log,
       chainClient: f.eas.client,
     });
-    const witness = wireWitness(config, f, discovery, accounts.plans);
-    const delegation = wireDelegation(config, f, accounts);
+    const limits = wireLimits(config, f);
+    const witness = wireWitness(f, { discovery, plans: accounts.plans, limits });
+    const delegation = wireDelegation(config, f, { accounts, limits });
     const keys = wireKeys(config, f, index, discovery, accounts);
     const oauth = await wireOAuth(config, f);
-    const mcp = wireMcp(config, f, { discovery, witness, artifactTrust, attestationList, accounts, keys, oauth });
+    const mcp = wireMcp(config, f, { discovery, witness, artifactTrust, attestationList, accounts, keys, oauth, limits });
     wireGauges(config, f);
     const http = serveHttp(config, f, { discovery, witness, index, attestationList, artifactTrust, accounts, delegation, x402, oauth, keys, mcp });
     const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${http.port}`;
@@ -95,6 +97,7 @@ export async function startService(config: Config, options: StartServiceOptions 
         stopping ??= (async () => {
           submissions.stop();
           accounts.stop();
+          limits.stop();
           oauth?.stop();
           mcp?.stop();
           accounts.abortPremiumReads();

@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Elysia } from "elysia";
 import { createPrometheusMetrics, silentLogger } from "../adapters/observability/mod.ts";
-import { fakeClock } from "../ports/fakes.ts";
+import { fakeClock, fakeMcpSessions } from "../ports/fakes.ts";
 import { createApp } from "./app.ts";
 import { instrumentedHandler } from "./instrument.ts";
 import { MAX_JSON_DEPTH, MAX_JSON_VALUES } from "./routes/request.ts";
@@ -21,7 +21,7 @@ describe("hostile JSON bodies (issue 33)", () => {
   test("every public JSON route refuses them 400 INVALID_INPUT, in the app and at the edge, without parsing them", async () => {
     const app = createApp({
       ...minimalAppDeps(),
-      mcp: createMcpEndpoint({ tools: {} as never, maxSessions: 10, sessionIdleSeconds: 60, maxInFlight: 10, clock: fakeClock(), log: silentLogger }),
+      mcp: createMcpEndpoint({ sessions: fakeMcpSessions(), tools: {} as never, maxSessions: 10, sessionIdleSeconds: 60, maxInFlight: 10, clock: fakeClock(), log: silentLogger }),
     });
     const edge = instrumentedHandler(app as unknown as Elysia, { metrics: createPrometheusMetrics(), log: silentLogger });
     const post = (path: string, body: string) =>

@@ -10,7 +10,7 @@ import { silentLogger } from "../adapters/observability/mod.ts";
 import { MAX_IDENTIFIER_LENGTH, MAX_IDENTIFIERS } from "../domain/identity/mod.ts";
 import { createRateLimiter } from "../domain/rate_limit.ts";
 import { fail } from "../domain/result.ts";
-import { fakeClock } from "../ports/fakes.ts";
+import { fakeClock, fakeMcpSessions } from "../ports/fakes.ts";
 import { createApp } from "./app.ts";
 import { createMcpEndpoint, type McpToolDeps } from "./routes/mcp/mod.ts";
 import { minimalAppDeps } from "./testing.ts";
@@ -33,7 +33,7 @@ const tools: McpToolDeps = {
 async function bothSurfaces() {
   const app = createApp({
     ...minimalAppDeps(),
-    mcp: createMcpEndpoint({ tools, maxSessions: 10, sessionIdleSeconds: 60, maxInFlight: 10, clock: fakeClock(), log: silentLogger }),
+    mcp: createMcpEndpoint({ sessions: fakeMcpSessions(), tools, maxSessions: 10, sessionIdleSeconds: 60, maxInFlight: 10, clock: fakeClock(), log: silentLogger }),
   });
   const client = new Client({ name: "unit", version: "1" });
   await client.connect(new StreamableHTTPClientTransport(new URL(`${BASE}/mcp`), { fetch: (url, init) => app.handle(new Request(url, init)) }));

@@ -10,7 +10,7 @@ import { Value } from "@sinclair/typebox/value";
 import { silentLogger } from "../adapters/observability/mod.ts";
 import { createReadNonce, parseDelegatedRequest } from "../domain/delegation/mod.ts";
 import { createOAuth, readApiClientMetadata, readPublicClientMetadata } from "../domain/oauth/mod.ts";
-import { fakeAccessTokenKeys, fakeAccountStore, fakeClock, fakeEasReader, fakeOAuthStore, fakeRandom, fakeWriteLedger } from "../ports/fakes.ts";
+import { fakeAccessTokenKeys, fakeAccountStore, fakeClock, fakeEasReader, fakeOAuthStore, fakeRandom, fakeWriteLedger, fakeMcpSessions } from "../ports/fakes.ts";
 import { ApiClientBody, OAuthRegisterBody, PrivateRelayBody, type RequestModels } from "./models.ts";
 import { createMcpEndpoint } from "./routes/mcp/mod.ts";
 import { MAX_BODY_BYTES } from "./routes/request.ts";
@@ -225,7 +225,7 @@ function everyRouteApp() {
     keyStatus: { keyStatus: fn("keyStatus") as never, clientRate: { take: () => ({ allowed: true }) } as never, maxInFlight: 1 },
     oauth: { oauth, keys: fakeAccessTokenKeys(clock), sessions, issuer: "http://localhost", chainId: eas.chainId, assetVersion: () => Promise.resolve("v1") },
     apiClients: { oauth, sessions },
-    mcp: createMcpEndpoint({ tools: stub("tools") as never, maxSessions: 2, sessionIdleSeconds: 60, maxInFlight: 2, clock, log: silentLogger }),
+    mcp: createMcpEndpoint({ sessions: fakeMcpSessions(), tools: stub("tools") as never, maxSessions: 2, sessionIdleSeconds: 60, maxInFlight: 2, clock, log: silentLogger }),
     metricsText: () => Promise.resolve(""),
     console: { bundle: () => Promise.resolve({ js: "", css: "", version: "v1" }) as never, settings: { chainId: eas.chainId, chainName: "x", serviceDnsLabel: "ats" } },
   });

@@ -7,7 +7,7 @@
  */
 import type { Clock } from "../../ports/clock.ts";
 import type { GasBudget } from "../../ports/gas_budget.ts";
-import type { RateLimiter } from "../rate_limit.ts";
+import type { RateLimit } from "../rate_limit.ts";
 import { fail, type Fail } from "../result.ts";
 
 /** A refusal of the guard: 429 `RATE_LIMITED` with `Retry-After`, or 403 `PUBLIC_RELAY_DISABLED`. */
@@ -20,9 +20,12 @@ export const GAS_WINDOW_MS = 3_600_000;
 export type RelayGuardDeps = {
   /** `PUBLIC_RELAY=off` closes the public route. */
   readonly enabled: boolean;
-  /** Absent: no per-client or per-attester rate (the private relay's guard is its gas budget alone, issue 23). */
-  readonly clientRate?: RateLimiter | undefined;
-  readonly attesterRate?: RateLimiter | undefined;
+  /**
+   * Absent: no per-client or per-attester rate (the private relay's guard is its gas budget alone, issue 23). The
+   * service counts both in the storage, once for every instance (decisions §21).
+   */
+  readonly clientRate?: RateLimit | undefined;
+  readonly attesterRate?: RateLimit | undefined;
   readonly gasBudget: GasBudget;
   /** Which relay the refusals name: "public" (default) or "private". */
   readonly relay?: "public" | "private" | undefined;
@@ -65,11 +68,11 @@ export function createRelayGuard(deps: RelayGuardDeps): RelayGuard {
       return fail("PUBLIC_RELAY_DISABLED", "The public relay is closed on this service; use the private relay");
     },
     async admit(caller) {
-      const client = deps.clientRate?.take(caller.clientKey);
+      const client = await deps.clientRate?.take(caller.clientKey);
       if (client !== undefined && !client.allowed) {
         return limited("client", client.retryAfterSeconds, "Too many delegated attestations from this address; try again later");
       }
-      const attester = deps.attesterRate?.take(caller.attester.toLowerCase());
+      const attester = await deps.attesterRate?.take(caller.attester.toLowerCase());
       if (attester !== undefined && !attester.allowed) {
         return limited("attester", attester.retryAfterSeconds, "Too many delegated attestations for this attester; try again later");
       }

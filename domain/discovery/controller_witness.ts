@@ -20,7 +20,7 @@ import type { DiscoverControllers, EvidenceItem } from "./controller_discovery.t
 import { canonicalControllerKey } from "./controller_discovery.ts";
 import { didToAddress, didWebLocation, isSameControllerId, normalizeDid } from "../did.ts";
 import { type PlanPolicy, planAllowsSchema, quotaYear } from "../accounts/mod.ts";
-import { type RateLimiter, registrableDomain } from "../rate_limit.ts";
+import { type RateLimit, registrableDomain } from "../rate_limit.ts";
 import { fail, type Fail, ok, type Ok, type Result } from "../result.ts";
 import { encodeSchemaData } from "../schema_data.ts";
 import { payerLedgerId } from "../payments/mod.ts";
@@ -93,8 +93,10 @@ export type ControllerWitnessDeps = {
   readonly plans: PlanPolicy;
   readonly clock: Clock;
   readonly random: Random;
-  readonly userRate: RateLimiter;
-  readonly domainRate: RateLimiter;
+  /** Witness requests per account (or paying agent); the service counts it in the storage, for every instance. */
+  readonly userRate: RateLimit;
+  /** Witness requests per registrable domain; counted likewise (decisions §21). */
+  readonly domainRate: RateLimit;
 };
 
 const WITNESS = findSchemaByName("controller-witness")!;
@@ -156,7 +158,7 @@ export function createControllerWitness(deps: ControllerWitnessDeps) {
     // A paying agent (decisions §13) bought this one write: no plan, no quota, but the same rates and checks.
     if (paidBy === undefined && !session.ok) return session;
     const account = paidBy === undefined ? (session as Ok<Account>).value : { id: payerLedgerId(paidBy), plan: "paid" as const };
-    const userTurn = deps.userRate.take(account.id);
+    const userTurn = await deps.userRate.take(account.id);
     if (!userTurn.allowed) return rateLimited(userTurn.retryAfterSeconds, "Too many witness requests; try again later");
     const { subjectDid, controllerDid, chainId } = parsed.value;
     if (chainId !== undefined && chainId !== deps.chainId) {
@@ -215,7 +217,7 @@ export function createControllerWitness(deps: ControllerWitnessDeps) {
     // server. It is keyed on the registrable domain, so subdomains of one victim share it; discovery's
     // own budget for the domain (shared with the read-only views) is checked, too, and also answers 429.
     const host = didWebLocation(subject)?.host;
-    const domainTurn = deps.domainRate.take(host === undefined ? subject : registrableDomain(host));
+    const domainTurn = await deps.domainRate.take(host === undefined ? subject : registrableDomain(host));
     if (!domainTurn.allowed) {
       return rateLimited(domainTurn.retryAfterSeconds, "Too many witness requests for this domain; try again later");
     }

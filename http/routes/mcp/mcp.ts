@@ -1,13 +1,19 @@
 /**
  * `/mcp`: the service as a Model Context Protocol server over Streamable HTTP (decisions §20), in the same process
- * and port as every other route. The protocol is the official SDK's: one `Server` and one
- * `WebStandardStreamableHTTPServerTransport` per session, answering JSON (no SSE streams: the server sends nothing
- * unasked, so `GET /mcp` is 405 as the transport's specification allows). What is ours: the tools (`_tools.ts`), the
- * bounded session table (`_sessions.ts`), the bound on tool calls in progress, and the authorisation gate in front of
- * the two tools that act for an account: a `tools/call` of one of them without a valid bearer token for the resource
- * `{base}/mcp` is answered 401 with `WWW-Authenticate: Bearer resource_metadata=…` (403 `insufficient_scope` for a
- * token without the scope) before the session sees it, which is where the MCP authorization flow starts; the session
- * stays as it was and the client sends the same call again with its token.
+ * and port as every other route. The protocol is the official SDK's: a `Server` and a
+ * `WebStandardStreamableHTTPServerTransport` in its stateless mode, built for each request, answering JSON (no SSE
+ * streams: the server sends nothing unasked, so `GET /mcp` is 405 as the transport's specification allows). Sessions
+ * are ours, and live in the storage (decisions §21): `initialize` records one and names it in `Mcp-Session-Id`, and
+ * every later request of it, at whichever instance it lands, is checked against that record (404 when unknown, idle or
+ * pushed out) before its body is read. Nothing of a session is held in a process, so any instance answers any
+ * session and no sticky routing is needed. The tools need nothing from the handshake that this loses: they are
+ * answered per request, and the server asks the client nothing.
+ *
+ * What is ours besides: the tools (`_tools.ts`), the bound on tool calls in progress, and the authorisation gate in
+ * front of the two tools that act for an account: a `tools/call` of one of them without a valid bearer token for the
+ * resource `{base}/mcp` is answered 401 with `WWW-Authenticate: Bearer resource_metadata=…` (403
+ * `insufficient_scope` for a token without the scope) before the server sees it, which is where the MCP authorization
+ * flow starts; the session stays as it was and the client sends the same call again with its token.
  */
 import type { TSchema } from "@sinclair/typebox";
 import { Elysia } from "elysia";
@@ -16,8 +22,9 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
 import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
 import { CallToolRequestSchema, type CallToolResult, ErrorCode, isInitializeRequest, ListToolsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { bearerChallenge, type Scope } from "../../../domain/oauth/mod.ts";
-import type { RateLimiter } from "../../../domain/rate_limit.ts";
+import type { RateLimit } from "../../../domain/rate_limit.ts";
 import type { Clock } from "../../../ports/clock.ts";
+import type { McpSessionStore } from "../../../ports/mcp_sessions.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import type { Metrics } from "../../../ports/metrics.ts";
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
@@ -25,7 +32,6 @@ import { type BearerAccess, bearerTokenOf, carriesBearer } from "../../credentia
 import { errorBody, json } from "../../errors.ts";
 import { ErrorModel } from "../../models.ts";
 import { BODY_TOO_LARGE, jsonShapeRefusal, readBodyText, TOO_LARGE_MESSAGE } from "../request.ts";
-import { createSessionTable, type SessionEnd } from "./_sessions.ts";
 import { summarize, summarizeError } from "./_summaries.ts";
 import { createTools, type McpToolDeps, type ToolCaller, type ToolOutcome } from "./_tools.ts";
 
@@ -57,22 +63,26 @@ export const MCP_CORS_HEADERS: Readonly<Record<string, string>> = {
 /** What the endpoint needs. */
 export type McpEndpointDeps = {
   readonly tools: McpToolDeps;
-  /** Sessions kept at once (`MCP_MAX_SESSIONS`); past it the least recently used goes. */
+  /** The session records: in the storage, so that any instance answers any session (decisions §21). */
+  readonly sessions: McpSessionStore;
+  /** Sessions kept at once, all instances together (`MCP_MAX_SESSIONS`); past it the least recently used goes. */
   readonly maxSessions: number;
   /** A session unused this long is closed (`MCP_SESSION_IDLE_SECONDS`). */
   readonly sessionIdleSeconds: number;
   /** Tool calls running at once, all sessions together (`MCP_MAX_IN_FLIGHT`); past it a call is a `RATE_LIMITED` tool error. */
   readonly maxInFlight: number;
   /**
-   * New sessions per client address (`MCP_SESSION_RATE_PER_MINUTE`); past it `initialize` is 429. So that pushing
-   * everyone else's sessions out of a full table takes many addresses, not one loop. Absent: unlimited.
+   * New sessions per client address (`MCP_SESSION_RATE_PER_MINUTE`, counted for the deployment); past it `initialize`
+   * is 429. So that pushing everyone else's sessions out of a full table takes many addresses, not one loop. Absent:
+   * unlimited.
    */
-  readonly sessionRate?: RateLimiter | undefined;
+  readonly sessionRate?: RateLimit | undefined;
   /**
-   * JSON-RPC messages one session may send per minute, every method counted, each message of a batch one
-   * (`MCP_SESSION_MESSAGES_PER_MINUTE`; also the largest burst); past it the POST is 429. Absent: unlimited.
+   * JSON-RPC messages one session may send, keyed by the session's id, every method counted, each message of a batch
+   * one (`MCP_SESSION_MESSAGES_PER_MINUTE`, also the largest burst; counted for the deployment, so a session spread over
+   * instances has one budget); past it the POST is 429. Absent: unlimited.
    */
-  readonly sessionMessagesPerMinute?: number | undefined;
+  readonly sessionMessages?: RateLimit | undefined;
   /** OAuth access tokens (decisions §19); absent (`OAUTH=off`): the account tools are not offered. */
   readonly bearer?: BearerAccess | undefined;
   readonly clock: Clock;
@@ -81,53 +91,27 @@ export type McpEndpointDeps = {
   readonly log: Logger;
 };
 
-/** The MCP endpoint: its request handler and its sessions. */
+/** The MCP endpoint: its request handler and the upkeep of its sessions. */
 export type McpEndpoint = {
-  /** Answers a POST or DELETE of `/mcp`; `body` is what {@link readBodyText} read. */
+  /** Answers a POST or DELETE of `/mcp`; `body` is what {@link McpEndpoint.readBody} read. */
   readonly handle: (request: Request, body: unknown) => Promise<Response>;
-  /** The body parser of `POST /mcp`: the body's text, unread for a session that is not here. */
-  readonly readBody: (context: { request: Request }) => unknown;
-  /** Sessions open now. */
-  readonly sessions: () => number;
-  /** Closes the sessions idle past their deadline; returns how many. */
-  readonly sweep: () => number;
-  /** Closes every session (the service stops). */
-  readonly close: () => void;
+  /** The body parser of `POST /mcp`: the body's text, unread for a session that is not live. */
+  readonly readBody: (context: { request: Request }) => Promise<unknown>;
+  /** Sessions live now, all instances together. */
+  readonly sessions: () => Promise<number>;
+  /** Drops the sessions idle past their deadline; returns how many. */
+  readonly sweep: () => Promise<number>;
 };
 
-/**
- * A live session. `busy` counts its requests being answered: a session pushed out of the table while it answers
- * is closed when its last answer is out (closing the transport first would drop that answer, and its client would
- * wait for the route deadline).
- */
-type Session = {
-  readonly server: Server;
-  readonly transport: WebStandardStreamableHTTPServerTransport;
-  busy: number;
-  closing: boolean;
-  /** The session's budget of messages ({@link McpEndpointDeps.sessionMessagesPerMinute}): tokens left, as of `atMs`. */
-  tokens: number;
-  atMs: number;
-};
+/** Why a session ended: unused too long, pushed out by a new one at the bound, or closed by its client. */
+type SessionEnd = "idle" | "full" | "closed";
 
-/** The body a POST of a session that is not here gets instead of its own, which is never read (issue 33). */
+/** The body a POST of a session that is not live gets instead of its own, which is never read (issue 33). */
 const UNKNOWN_SESSION: unique symbol = Symbol("unknown MCP session");
 
-/** Answers one request of a session, counting it as busy meanwhile. */
-async function answer(session: Session, request: Request, options?: Parameters<WebStandardStreamableHTTPServerTransport["handleRequest"]>[1]) {
-  session.busy++;
-  try {
-    return await session.transport.handleRequest(request, options);
-  } finally {
-    session.busy--;
-    if (session.closing && session.busy === 0) void session.server.close().catch(() => {});
-  }
-}
-
-/** Closes a session now, or once its requests in progress are answered. */
-function closeSession(session: Session): void {
-  if (session.busy > 0) session.closing = true;
-  else void session.server.close().catch(() => {});
+/** What {@link McpEndpoint.readBody} gives a POST: its body, and the session it found live (and marked used) first. */
+class SessionBody {
+  constructor(readonly body: unknown, readonly liveSession: string | null) {}
 }
 
 /**
@@ -165,28 +149,12 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     annotations: { title: tool.title, readOnlyHint: tool.readOnly, destructiveHint: false, idempotentHint: tool.readOnly, openWorldHint: true },
   }));
   let inFlight = 0;
-  const messageBudget = deps.sessionMessagesPerMinute ?? Number.POSITIVE_INFINITY;
-  /** Takes `count` messages from a session's budget, or says when they will be there (a batch is taken whole or not at all). */
-  const takeMessages = (session: Session, count: number): { allowed: true } | { allowed: false; retryAfterSeconds: number } => {
-    if (deps.sessionMessagesPerMinute === undefined) return { allowed: true };
-    const perMs = deps.sessionMessagesPerMinute / 60_000;
-    const now = deps.clock.nowMs();
-    session.tokens = Math.min(messageBudget, session.tokens + Math.max(0, now - session.atMs) * perMs);
-    session.atMs = now;
-    if (session.tokens >= count) {
-      session.tokens -= count;
-      return { allowed: true };
-    }
-    return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((count - session.tokens) / perMs / 1000)) };
+  const idleMs = deps.sessionIdleSeconds * 1000;
+  const ended = (reason: SessionEnd, count = 1) => {
+    if (count > 0) deps.metrics?.increment("ats_mcp_sessions_closed_total", { reason }, count);
   };
-  const ended = (reason: SessionEnd) => deps.metrics?.increment("ats_mcp_sessions_closed_total", { reason });
-  const table = createSessionTable<Session>({
-    maxSessions: deps.maxSessions,
-    idleMs: deps.sessionIdleSeconds * 1000,
-    clock: deps.clock,
-    close: closeSession,
-    onEnd: ended,
-  });
+  /** Marks a session used now; false when it is not live (unknown, closed, idle or pushed out). */
+  const touch = (id: string) => deps.sessions.touch(id, { nowMs: deps.clock.nowMs(), idleMs });
 
   const callTool = async (name: string, args: unknown, caller: ToolCaller): Promise<CallToolResult> => {
     const tool = byName.get(name);
@@ -230,23 +198,37 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     return server;
   };
 
-  /** A new session for an initialize request: kept in the table once the transport has given it an id. */
-  const open = async (request: Request, message: unknown, authInfo: AuthInfo) => {
+  /**
+   * Answers one request with a server and a stateless transport of its own (the SDK's way to serve a session from any
+   * process): nothing outlives the answer.
+   */
+  const serve = async (request: Request, message: unknown, authInfo: AuthInfo): Promise<Response> => {
     const server = newServer();
-    const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: () => crypto.randomUUID(),
-      enableJsonResponse: true,
-      onsessioninitialized: (id) => table.add(id, session),
-    });
-    const session: Session = { server, transport, busy: 0, closing: false, tokens: messageBudget, atMs: deps.clock.nowMs() };
-    // Closed by its client (DELETE) or by the table: either way out of the table.
-    server.onclose = () => {
-      if (transport.sessionId !== undefined) table.remove(transport.sessionId);
-    };
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     await server.connect(transport);
-    const response = await answer(session, request, { parsedBody: message, authInfo });
-    if (transport.sessionId === undefined) await server.close();
-    return response;
+    try {
+      return await transport.handleRequest(request, { parsedBody: message, authInfo });
+    } finally {
+      await server.close().catch(() => {});
+    }
+  };
+
+  /** The answer, naming its session as the transport names it in session mode. */
+  const inSession = (response: Response, id: string): Response => {
+    const headers = new Headers(response.headers);
+    headers.set("mcp-session-id", id);
+    return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+  };
+
+  /** A new session for an initialize request: recorded once the server accepted it, idle and surplus ones dropped. */
+  const open = async (request: Request, message: unknown, authInfo: AuthInfo): Promise<Response> => {
+    const response = await serve(request, message, authInfo);
+    if (response.status !== 200) return response;
+    const id = crypto.randomUUID();
+    const dropped = await deps.sessions.open(id, { maxSessions: deps.maxSessions, idleMs, nowMs: deps.clock.nowMs() });
+    ended("idle", dropped.idle);
+    ended("full", dropped.full);
+    return inSession(response, id);
   };
 
   /** The caller of a request, or the 401/403 that starts the MCP authorization flow for a tool that needs a token. */
@@ -294,17 +276,19 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     return { ok: true, caller: { ...caller, account }, scopes: [...needed] };
   };
 
-  const handle = async (request: Request, body: unknown): Promise<Response> => {
+  const handle = async (request: Request, received: unknown): Promise<Response> => {
     const sessionId = request.headers.get("mcp-session-id");
     if (request.method === "DELETE") {
-      const session = sessionId === null ? undefined : table.get(sessionId);
-      if (session === undefined) return rpcError(404, -32001, "Session not found");
-      return await answer(session, request);
+      if (sessionId === null || !(await deps.sessions.close(sessionId))) return rpcError(404, -32001, "Session not found");
+      ended("closed");
+      return new Response(null, { status: 200 });
     }
-    // Issue 33: a session that is not here is answered before its body is parsed (or read: see mcpRoutes), the
-    // body's shape checked before it is parsed, and a batch and a session's messages bounded before any is answered.
-    const known = sessionId === null ? undefined : table.get(sessionId);
-    if (body === UNKNOWN_SESSION || (sessionId !== null && known === undefined)) return rpcError(404, -32001, "Session not found");
+    // Issue 33: a session that is not live is answered before its body is parsed (or read: see readBody), the body's
+    // shape checked before it is parsed, and a batch and a session's messages bounded before any is answered.
+    const checked = received instanceof SessionBody ? received : undefined;
+    const body = checked === undefined ? received : checked.body;
+    if (body === UNKNOWN_SESSION) return rpcError(404, -32001, "Session not found");
+    if (sessionId !== null && checked?.liveSession !== sessionId && !(await touch(sessionId))) return rpcError(404, -32001, "Session not found");
     if (body === BODY_TOO_LARGE) return rpcError(413, -32000, TOO_LARGE_MESSAGE);
     const text = typeof body === "string" ? body : "";
     const refusal = jsonShapeRefusal(text);
@@ -317,8 +301,8 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     }
     const messages = Array.isArray(message) ? message : [message];
     if (messages.length > MCP_MAX_BATCH) return rpcError(400, -32600, `Invalid Request: a batch holds at most ${MCP_MAX_BATCH} messages`);
-    if (known !== undefined) {
-      const turn = takeMessages(known, Math.max(1, messages.length));
+    if (sessionId !== null) {
+      const turn = await deps.sessionMessages?.take(sessionId, Math.max(1, messages.length)) ?? { allowed: true };
       if (!turn.allowed) {
         return json(errorBody("RATE_LIMITED", "Too many MCP messages in this session; try again later"), 429, { "retry-after": String(turn.retryAfterSeconds) });
       }
@@ -326,30 +310,40 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     const gate = await authorize(request, messages);
     if (!gate.ok) return gate.response;
     const authInfo: AuthInfo = { token: "", clientId: "", scopes: gate.scopes, extra: { caller: gate.caller } };
+    const initializing = messages.some((m) => isInitializeRequest(m));
     if (sessionId === null) {
-      if (!messages.some((m) => isInitializeRequest(m))) return rpcError(400, -32000, "Bad Request: Mcp-Session-Id header is required");
-      const turn = deps.sessionRate?.take(gate.caller.clientAddress ?? "unknown") ?? { allowed: true };
+      if (!initializing) return rpcError(400, -32000, "Bad Request: Mcp-Session-Id header is required");
+      const turn = await deps.sessionRate?.take(gate.caller.clientAddress ?? "unknown") ?? { allowed: true };
       if (!turn.allowed) {
         return json(errorBody("RATE_LIMITED", "Too many new MCP sessions from this address; try again later"), 429, { "retry-after": String(turn.retryAfterSeconds) });
       }
       return await open(request, message, authInfo);
     }
-    const session = table.get(sessionId);
-    if (session === undefined) return rpcError(404, -32001, "Session not found");
-    return await answer(session, request, { parsedBody: message, authInfo });
+    // The transport's own answer to a second initialize of one session.
+    if (initializing) return rpcError(400, -32600, "Invalid Request: Server already initialized");
+    return inSession(await serve(request, message, authInfo), sessionId);
   };
 
   /**
-   * The body of a POST as {@link readBodyText} reads it, except for a session that is not here (unknown, ended, idle or
+   * The body of a POST as {@link readBodyText} reads it, except for a session that is not live (unknown, ended, idle or
    * pushed out), whose body is not read at all: its answer is 404 whatever it says (issue 33).
    */
-  const readBody = (context: { request: Request }): Promise<unknown> | typeof UNKNOWN_SESSION => {
+  const readBody = async (context: { request: Request }): Promise<unknown> => {
     const sessionId = context.request.headers.get("mcp-session-id");
-    if (sessionId !== null && table.get(sessionId) === undefined) return UNKNOWN_SESSION;
-    return readBodyText(context);
+    if (sessionId !== null && !(await touch(sessionId))) return UNKNOWN_SESSION;
+    return new SessionBody(await readBodyText(context), sessionId);
   };
 
-  return { handle, readBody, sessions: table.size, sweep: table.sweep, close: table.closeAll };
+  return {
+    handle,
+    readBody,
+    sessions: () => deps.sessions.count({ nowMs: deps.clock.nowMs(), idleMs }),
+    async sweep() {
+      const gone = await deps.sessions.sweep({ nowMs: deps.clock.nowMs(), idleMs });
+      ended("idle", gone);
+      return gone;
+    },
+  };
 }
 
 /** The `/mcp` routes: POST (JSON-RPC messages) and DELETE (end a session); GET is 405 (no server-sent stream). */

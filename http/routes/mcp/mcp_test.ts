@@ -4,13 +4,12 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { silentLogger } from "../../../adapters/observability/mod.ts";
 import type { BearerAuth } from "../../../domain/oauth/mod.ts";
-import { createRateLimiter } from "../../../domain/rate_limit.ts";
+import { createRateLimiter, createSharedRateLimiter } from "../../../domain/rate_limit.ts";
 import { fail, ok } from "../../../domain/result.ts";
 import type { Account } from "../../../ports/accounts.ts";
-import { fakeClock } from "../../../ports/fakes.ts";
+import { fakeClock, fakeMcpSessions, fakeRateCounter } from "../../../ports/fakes.ts";
 import { minimalAppDeps } from "../../testing.ts";
 import { createApp } from "../../app.ts";
-import { createSessionTable } from "./_sessions.ts";
 import { summarize, summarizeError } from "./_summaries.ts";
 import type { McpToolDeps } from "./_tools.ts";
 import { createMcpEndpoint, MCP_MAX_BATCH, type McpEndpointDeps, mcpRoutes } from "./mcp.ts";
@@ -28,47 +27,6 @@ const SUBSCRIPTION = {
   entitlementPeriodEnd: "2027-01-01T00:00:00.000Z",
 };
 type Answer = { isError?: boolean; structuredContent?: Record<string, unknown>; content: { text?: string }[] };
-
-describe("createSessionTable()", () => {
-  test("holds at most maxSessions: a new one closes the least recently used, and a use counts as recent", () => {
-    const clock = fakeClock();
-    const closed: string[] = [];
-    const ends: string[] = [];
-    const table = createSessionTable<string>({ maxSessions: 3, idleMs: 60_000, clock, close: (s) => closed.push(s), onEnd: (r) => ends.push(r) });
-    for (const id of ["a", "b", "c"]) table.add(id, id);
-    expect(table.get("a")).toBe("a");
-    table.add("d", "d");
-    expect(closed).toEqual(["b"]);
-    table.add("e", "e");
-    expect(closed).toEqual(["b", "c"]);
-    expect([table.size(), table.get("b"), table.get("a")]).toEqual([3, undefined, "a"]);
-    table.remove("a");
-    expect([table.size(), closed, ends]).toEqual([2, ["b", "c"], ["full", "full", "closed"]]);
-  });
-
-  test("a session unused for idleMs is closed: when asked for, when swept, and before a new one is added", () => {
-    const clock = fakeClock(0);
-    const closed: string[] = [];
-    const table = createSessionTable<string>({ maxSessions: 100, idleMs: 60_000, clock, close: (s) => closed.push(s) });
-    table.add("a", "a");
-    table.add("b", "b");
-    clock.set(30_000);
-    table.add("c", "c");
-    expect(table.get("b")).toBe("b");
-    clock.set(60_000);
-    expect(table.get("a")).toBeUndefined();
-    expect(closed).toEqual(["a"]);
-    clock.set(90_000);
-    expect(table.sweep()).toBe(2);
-    expect([table.size(), closed]).toEqual([0, ["a", "c", "b"]]);
-    for (let i = 0; i < 50; i++) table.add(`s${i}`, `s${i}`);
-    clock.set(200_000);
-    table.add("fresh", "fresh");
-    expect(table.size()).toBe(1);
-    table.closeAll();
-    expect(table.size()).toBe(0);
-  });
-});
 
 describe("summarize()", () => {
   test("one paragraph of the answer's counts and verdicts, worded for what was found", () => {
@@ -106,7 +64,7 @@ function fakeTools(overrides: Partial<McpToolDeps> = {}): McpToolDeps {
 
 /** The endpoint behind an Elysia app, and a connected SDK client whose requests the app handles in process. */
 async function setUp(deps: Partial<McpEndpointDeps> = {}, token?: string) {
-  const endpoint = createMcpEndpoint({ tools: fakeTools(), maxSessions: 10, sessionIdleSeconds: 60, maxInFlight: 10, clock: fakeClock(), log: silentLogger, ...deps });
+  const endpoint = createMcpEndpoint({ tools: fakeTools(), sessions: fakeMcpSessions(), maxSessions: 10, sessionIdleSeconds: 60, maxInFlight: 10, clock: fakeClock(), log: silentLogger, ...deps });
   const app = new Elysia().use(mcpRoutes(endpoint));
   const fetch = (url: string | URL, init?: RequestInit) => {
     const headers = new Headers(init?.headers);
@@ -146,7 +104,7 @@ describe("createMcpEndpoint()", () => {
   test("a session pushed out while it answers still gives that answer, then is gone", async () => {
     const waiting: (() => void)[] = [];
     const artifactTrust = () => new Promise<never>((resolve) => waiting.push(() => resolve(fail("NETWORK_ERROR", "down") as never)));
-    const endpoint = createMcpEndpoint({ tools: fakeTools({ artifactTrust }), maxSessions: 1, sessionIdleSeconds: 60, maxInFlight: 10, clock: fakeClock(), log: silentLogger });
+    const endpoint = createMcpEndpoint({ tools: fakeTools({ artifactTrust }), sessions: fakeMcpSessions(), maxSessions: 1, sessionIdleSeconds: 60, maxInFlight: 10, clock: fakeClock(), log: silentLogger });
     const app = new Elysia().use(mcpRoutes(endpoint));
     const connect = async () => {
       const client = new Client({ name: "unit", version: "1" });
@@ -157,7 +115,7 @@ describe("createMcpEndpoint()", () => {
     const running = first.callTool({ name: "check_artifact_trust", arguments: { artifactDid: "did:artifact:a" } }) as Promise<Answer>;
     while (waiting.length < 1) await Bun.sleep(1);
     await connect();
-    expect(endpoint.sessions()).toBe(1);
+    expect(await endpoint.sessions()).toBe(1);
     waiting[0]!();
     expect((await running).structuredContent).toEqual({ error: "down", code: "NETWORK_ERROR" });
     await expect(first.listTools()).rejects.toThrow(/Session not found/);
@@ -178,15 +136,15 @@ describe("createMcpEndpoint()", () => {
   test("sessions idle past MCP_SESSION_IDLE_SECONDS are swept; their client then gets 404", async () => {
     const clock = fakeClock(0);
     const { endpoint, client } = await setUp({ clock, sessionIdleSeconds: 60 });
-    expect(endpoint.sessions()).toBe(1);
+    expect(await endpoint.sessions()).toBe(1);
     clock.set(59_000);
-    expect(endpoint.sweep()).toBe(0);
+    expect(await endpoint.sweep()).toBe(0);
     await client.listTools();
     clock.set(118_000);
-    expect(endpoint.sweep()).toBe(0);
+    expect(await endpoint.sweep()).toBe(0);
     clock.set(119_000);
-    expect(endpoint.sweep()).toBe(1);
-    expect(endpoint.sessions()).toBe(0);
+    expect(await endpoint.sweep()).toBe(1);
+    expect(await endpoint.sessions()).toBe(0);
     await expect(client.listTools()).rejects.toThrow(/404|Session not found/);
   });
 
@@ -194,6 +152,7 @@ describe("createMcpEndpoint()", () => {
     const clock = fakeClock();
     const endpoint = createMcpEndpoint({
       tools: fakeTools(),
+      sessions: fakeMcpSessions(),
       maxSessions: 10,
       sessionIdleSeconds: 60,
       maxInFlight: 10,
@@ -214,7 +173,54 @@ describe("createMcpEndpoint()", () => {
     const refused = await initialize("a");
     expect([refused.headers.get("retry-after"), await refused.json()]).toEqual(["30", { error: "Too many new MCP sessions from this address; try again later", code: "RATE_LIMITED" }]);
     expect((await initialize("b")).status).toBe(200);
-    expect(endpoint.sessions()).toBe(3);
+    expect(await endpoint.sessions()).toBe(3);
+  });
+
+  test("two endpoints on one store (two instances): a session opened at one is used and closed at the other, its message budget one for both", async () => {
+    const clock = fakeClock(0);
+    const sessions = fakeMcpSessions();
+    const counter = fakeRateCounter();
+    const instance = () => {
+      const endpoint = createMcpEndpoint({
+        tools: fakeTools(),
+        sessions,
+        sessionMessages: createSharedRateLimiter(counter, clock, { scope: "mcp_session_messages", capacity: 10, perMinute: 10 }),
+        maxSessions: 10,
+        sessionIdleSeconds: 60,
+        maxInFlight: 10,
+        clock,
+        log: silentLogger,
+      });
+      return new Elysia().use(mcpRoutes(endpoint));
+    };
+    const apps = [instance(), instance()];
+    // A load balancer without affinity: every request goes to the next instance.
+    let turn = 0;
+    const served: number[] = [];
+    const fetch = (url: string | URL, init?: RequestInit) => {
+      served.push(turn % 2);
+      return apps[turn++ % 2]!.handle(new Request(url, init));
+    };
+    const transport = new StreamableHTTPClientTransport(new URL(`${BASE}/mcp`), { fetch });
+    const client = new Client({ name: "unit", version: "1" });
+    await client.connect(transport);
+    const answers = [];
+    for (let i = 0; i < 4; i++) answers.push(await client.callTool({ name: "get_trust_anchors", arguments: {} }) as Answer);
+    expect(answers.map((a) => [a.isError ?? false, a.structuredContent?.version])).toEqual(Array(4).fill([false, 1]));
+    expect(new Set(served)).toEqual(new Set([0, 1]));
+    expect(sessions.sessions.size).toBe(1);
+    // One budget of ten messages at both: `notifications/initialized` and the four calls took five.
+    const sessionId = transport.sessionId!;
+    const list = (n: number) => fetch(`${BASE}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": sessionId, "mcp-protocol-version": "2025-06-18" },
+      body: JSON.stringify(Array.from({ length: n }, (_, i) => ({ jsonrpc: "2.0", id: i + 1, method: "tools/list" }))),
+    });
+    expect((await list(5)).status).toBe(200);
+    expect((await list(1)).status).toBe(429);
+    await transport.terminateSession();
+    expect(sessions.sessions.size).toBe(0);
+    expect((await fetch(`${BASE}/mcp`, { method: "DELETE", headers: { "mcp-session-id": sessionId } })).status).toBe(404);
   });
 
   test("without OAuth (no bearer) the account tools are not offered", async () => {
@@ -269,7 +275,7 @@ describe("hostile requests (issue 33)", () => {
   const list = (id: number) => ({ jsonrpc: "2.0", id, method: "tools/list" });
   /** An app with the endpoint, and a POST of `body` (JSON unless a string or a stream) for a session. */
   const withEndpoint = (deps: Partial<McpEndpointDeps> = {}) => {
-    const endpoint = createMcpEndpoint({ tools: fakeTools(), maxSessions: 10, sessionIdleSeconds: 60, maxInFlight: 10, clock: fakeClock(), log: silentLogger, ...deps });
+    const endpoint = createMcpEndpoint({ tools: fakeTools(), sessions: fakeMcpSessions(), maxSessions: 10, sessionIdleSeconds: 60, maxInFlight: 10, clock: fakeClock(), log: silentLogger, ...deps });
     const app = new Elysia().use(mcpRoutes(endpoint));
     const post = (body: unknown, session?: string) => app.handle(new Request(`${BASE}/mcp`, {
       method: "POST",
@@ -322,7 +328,8 @@ describe("hostile requests (issue 33)", () => {
 
   test("a batch holds at most MCP_MAX_BATCH messages; a session sends at most MCP_SESSION_MESSAGES_PER_MINUTE, every method counted", async () => {
     const clock = fakeClock(0);
-    const { post, open } = withEndpoint({ clock, sessionMessagesPerMinute: 12 });
+    const sessionMessages = createSharedRateLimiter(fakeRateCounter(), clock, { scope: "mcp_session_messages", capacity: 12, perMinute: 12 });
+    const { post, open } = withEndpoint({ clock, sessionMessages });
     const first = await open();
     const batch = (n: number) => Array.from({ length: n }, (_, i) => list(i + 1));
     const tooMany = await post(batch(MCP_MAX_BATCH + 1), first);
@@ -352,7 +359,7 @@ describe("/mcp in the app", () => {
   test("a browser client's preflight is allowed the MCP headers from any origin, without credentials; GET is 405", async () => {
     const app = createApp({
       ...minimalAppDeps(),
-      mcp: createMcpEndpoint({ tools: fakeTools(), maxSessions: 10, sessionIdleSeconds: 60, maxInFlight: 10, clock: fakeClock(), log: silentLogger }),
+      mcp: createMcpEndpoint({ tools: fakeTools(), sessions: fakeMcpSessions(), maxSessions: 10, sessionIdleSeconds: 60, maxInFlight: 10, clock: fakeClock(), log: silentLogger }),
     });
     const preflight = await app.handle(new Request(`${BASE}/mcp`, {
       method: "OPTIONS",
