@@ -190,14 +190,15 @@ export type Config = {
   /**
    * Signing keys and key status (decisions §17): `SIGNING_KEYS_PER_ACCOUNT` (keys one account may register, default
    * 100), `KEY_STATUS_RATE_PER_MINUTE` (public key-status lookups per client address, default 60) and
-   * `KEY_STATUS_MAX_IN_FLIGHT` (lookups the service runs at once, default 16); past either, 429 `RATE_LIMITED`.
+   * `KEY_STATUS_MAX_IN_FLIGHT` (lookups the service runs at once, default 16); past either, 429 `RATE_LIMITED`. Both
+   * are per instance: pure reads (decisions §21).
    */
   readonly keys: { readonly maxPerAccount: number; readonly statusPerMinute: number; readonly statusMaxInFlight: number };
   /**
    * The MCP endpoint `/mcp` (decisions §20): `MCP` (`on`/`off`, default on); `MCP_MAX_SESSIONS` (sessions kept at
-   * once, default 1000; a new one past it closes the least recently used); `MCP_SESSION_IDLE_SECONDS` (a session
+   * once, all instances together, default 1000; a new one past it removes the least recently used); `MCP_SESSION_IDLE_SECONDS` (a session
    * unused this long is closed, default 900); `MCP_MAX_IN_FLIGHT` (tool calls running at once, default 32; past it
-   * a call is the tool error `RATE_LIMITED`); `MCP_SESSION_RATE_PER_MINUTE` (new sessions per client address,
+   * a call is the tool error `RATE_LIMITED`; per instance); `MCP_SESSION_RATE_PER_MINUTE` (new sessions per client address,
    * default 30; past it `initialize` is 429); `MCP_SESSION_MESSAGES_PER_MINUTE` (JSON-RPC messages one session may
    * send per minute, every method counted, default 120, at least the largest batch; past it the POST is 429).
    */

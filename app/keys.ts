@@ -13,7 +13,7 @@ export type WiredKeys = {
   readonly signingKeys: SigningKeys;
   /** The key-status use case (`createKeyStatus`): `(subjectDid, keyDid, at?)`. */
   readonly keyStatus: KeyStatus;
-  /** Public lookups per client address. */
+  /** Public lookups per client address: a pure read limit, kept in this process (decisions §21 lets it be per instance). */
   readonly clientRate: RateLimiter;
   readonly maxInFlight: number;
 };
