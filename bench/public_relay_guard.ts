@@ -1,9 +1,9 @@
 /**
  * The public relay guard's cost per request (issue 17: under 5% of the route's server time). On the embedded
  * devnet, N sequential public delegated attestations give the route's server time (all of it, and the part not
- * waiting on RPC); after each, the guard's own work for one request (open, admit: two token buckets and a read
- * of this hour's budget, then the atomic charge of the simulated gas) is timed against the service's own SQLite
- * file, so both numbers come from the same run and the same machine. The guard's signer recovery is not counted:
+ * waiting on RPC); after each, the guard's own work for one request (open, admit: two token buckets in the storage
+ * and a read of this hour's budget, then the atomic charge of the simulated gas) is timed against the service's own
+ * SQLite file, so both numbers come from the same run and the same machine. The guard's signer recovery is not counted:
  * the route does it anyway for the verdict and reuses it.
  *
  *   bun run bench/public_relay_guard.ts [N]
@@ -14,7 +14,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { openSqliteStorage } from "../adapters/sqlite/mod.ts";
 import { systemClock } from "../adapters/system/mod.ts";
 import { TYPICAL_ATTEST_GAS } from "../adapters/chain/mod.ts";
-import { createRateLimiter } from "../domain/rate_limit.ts";
+import { createSharedRateLimiter, SHARED_LIMITS } from "../domain/rate_limit.ts";
 import { createRelayGuard } from "../domain/delegation/mod.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { prepareDelegatedAttestation, signableTypedData } from "../client/delegated_attest.ts";
@@ -45,8 +45,9 @@ async function body(): Promise<{ payload: string; attester: string }> {
 const storage = openSqliteStorage(join(stack.dir, "ats.sqlite"));
 const guard = createRelayGuard({
   enabled: true,
-  clientRate: createRateLimiter(systemClock, { capacity: 30, perMinute: 30 }),
-  attesterRate: createRateLimiter(systemClock, { capacity: 20, perMinute: 20 / 60 }),
+  // The buckets in the storage, as app/limits.ts builds them (issue 34: counted once for every instance).
+  clientRate: createSharedRateLimiter(storage.rateCounter, systemClock, { scope: SHARED_LIMITS.publicRelayClient, capacity: 30, perMinute: 30 }),
+  attesterRate: createSharedRateLimiter(storage.rateCounter, systemClock, { scope: SHARED_LIMITS.publicRelayAttester, capacity: 20, perMinute: 20 / 60 }),
   gasBudget: storage.gasBudget,
   gasPerHour: 10n ** 15n,
   typicalGas: TYPICAL_ATTEST_GAS,
