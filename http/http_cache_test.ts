@@ -83,7 +83,7 @@ function fullApp(options: { settings?: ReturnType<typeof httpCacheSettings> } = 
       assetVersion: () => Promise.resolve("v1"),
     },
     apiClients: { oauth: {} as never, sessions },
-    mcp: { handle: () => Promise.resolve(json({ jsonrpc: "2.0", id: 1, result: {} })), readBody: () => "{}", sessions: () => 0, sweep: () => 0, close: () => {} },
+    mcp: { handle: () => Promise.resolve(json({ jsonrpc: "2.0", id: 1, result: {} })), readBody: () => Promise.resolve("{}"), sessions: () => Promise.resolve(0), sweep: () => Promise.resolve(0) },
     metricsText: () => Promise.resolve("# nothing\n"),
     console: { bundle: () => Promise.resolve({ js: "console.log(1)", css: "body{}", version: "v1" }), settings: { chainId: 1, chainName: "x", serviceDnsLabel: "ats" } },
   });
