@@ -8,7 +8,7 @@
  * - reads per second of one instance, loaded directly, against a raw `Bun.serve` answering the exact bytes the
  *   service answered for the same request (fetched once), measured in the same run, and the ratio;
  * - JSON-RPC calls per read over that window (the follower's polls included), and the calls per second with no reads;
- * - one and then three instances behind HAProxy (Debian's `haproxy`, installed with apt-get when missing and run as
+ * - one and then three instances behind HAProxy (Debian's `haproxy`, installed with apt-get when missing, which needs
  *   root; started here on loopback with a configuration written here): reads per second and the CPU per read of the
  *   service processes plus the PostgreSQL server processes (utime + stime from /proc/<pid>/stat, before and after
  *   each window), and the ratio three instances / one. HAProxy's own CPU is printed apart (the same proxy in both).
@@ -107,10 +107,15 @@ function haproxyBinary(): string | undefined {
   return find();
 }
 
+/** The fields of /proc/<pid>/stat after the command name (which may hold spaces and parentheses): state first. */
+function statFields(pid: number): string[] {
+  const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+  return text.slice(text.lastIndexOf(")") + 2).split(" ");
+}
 /** CPU time of processes in clock ticks, from /proc/<pid>/stat: utime + stime, and the reaped children's. */
 function cpuTicks(pid: number): number {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    const fields = statFields(pid);
     return Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
   } catch {
     return 0; // gone: a backend that exited is counted in its parent's reaped children
@@ -130,7 +135,7 @@ function postgresPids(port: number): number[] {
   if (postmaster === undefined) throw new Error(`no PostgreSQL postmaster on port ${port} in /proc`);
   const children = pids.filter((pid) => {
     try {
-      return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[1] === String(postmaster);
+      return statFields(pid)[1] === String(postmaster);
     } catch {
       return false;
     }
