@@ -458,7 +458,8 @@ try {
   await measure();
 } catch (error) {
   failed = true;
-  console.error(error);
+  // Once stopping began (a signal, the run's bound), the loads fail on the stopped servers: not worth printing.
+  if (cleaning === undefined) console.error(error);
 } finally {
   clearTimeout(watchdog);
   await cleanup();
