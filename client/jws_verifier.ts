@@ -1,11 +1,13 @@
 import { bytesToHex, type Hex, recoverPublicKey, sha256 } from "viem";
+import { base64UrlDecode } from "../domain/did.ts";
 import type { JwsSignatureCheck, JwsVerifier } from "../ports/jws_verifier.ts";
 
 /** A copy on a plain ArrayBuffer, the only kind WebCrypto's types accept. */
 const bytes = (view: Uint8Array): Uint8Array<ArrayBuffer> => new Uint8Array(view);
 
+// The domain's decoder, not Node's Buffer: this file runs in browsers too (decisions §26).
 const fromBase64Url = (value: unknown): Uint8Array | undefined =>
-  typeof value === "string" && /^[A-Za-z0-9_-]+$/.test(value) ? new Uint8Array(Buffer.from(value, "base64url")) : undefined;
+  typeof value === "string" && /^[A-Za-z0-9_-]+$/.test(value) ? base64UrlDecode(value) : undefined;
 
 /**
  * Verifies JWS signatures: ES256 and EdDSA (Ed25519) with WebCrypto; ES256K, which WebCrypto lacks,

@@ -15,7 +15,8 @@ import { type PrivateRelayRoutesDeps, privateRelayRoutes } from "./routes/delega
 import { type SubscriptionRoutesDeps, subscriptionRoutes } from "./routes/accounts/mod.ts";
 import { consoleRoutes, type ConsoleRoutesDeps } from "./routes/console.ts";
 import { keyStatusRoutes, type KeyStatusRoutesDeps, signingKeyRoutes, type SigningKeyRoutesDeps } from "./routes/keys/mod.ts";
-import { type DidDocument, didDocumentRoutes } from "../x402/did_document.ts";
+import type { DidDocument } from "../x402/did_document.ts";
+import { didDocumentRoutes } from "../x402/elysia.ts";
 import { apiClientRoutes, type ApiClientRoutesDeps, oauthRoutes, type OAuthRoutesDeps } from "./routes/oauth/mod.ts";
 import { MCP_CORS_HEADERS, MCP_PATH, type McpEndpoint, mcpRoutes } from "./routes/mcp/mod.ts";
 import type { VerifySubjectOwnership } from "../domain/accounts/mod.ts";

@@ -4,8 +4,8 @@
  * browsers refuses a JWK without it), listed in `assertionMethod`; an eip712 key as an
  * `EcdsaSecp256k1RecoveryMethod2020` with its `blockchainAccountId`, which is the tier-1 did.json
  * evidence for that format. Absolute method ids, because the official resolver matches the whole kid.
+ * No framework here (the package's main entry loads on plain Node): the Elysia route is in `elysia.ts`.
  */
-import { Elysia } from "elysia";
 import type { OfferReceiptIssuer, PublicJwk } from "./signers.ts";
 
 /** The path a did:web without a path resolves to. */
@@ -77,9 +77,4 @@ export function didDocumentResponse(document: DidDocument): Response {
       "access-control-allow-origin": "*",
     },
   });
-}
-
-/** An Elysia plugin serving the document at `/.well-known/did.json`. */
-export function didDocumentRoutes(document: DidDocument) {
-  return new Elysia({ name: "x402-did-document" }).get(DID_DOCUMENT_PATH, () => didDocumentResponse(document));
 }

@@ -27,6 +27,7 @@ import {
   type HTTPAdapter,
   type HTTPRequestContext,
   type HTTPResponseInstructions,
+  type HTTPTransportContext,
   type RouteConfig,
   withPrivateCacheControl,
   type x402HTTPResourceServer,
@@ -165,7 +166,9 @@ export function createX402Fetch(options: X402FetchOptions): (request: Request) =
       paymentPayload,
       paymentRequirements,
       declaredExtensions,
-      { request: context, responseBody: Buffer.from(body), responseHeaders },
+      // Core types the body as Node's Buffer but only hands it to extensions; ours (and the official ones) never
+      // read it, so the plain bytes go through and the adapter needs no Node API (decisions §26).
+      { request: context, responseBody: body as unknown as HTTPTransportContext["responseBody"], responseHeaders },
       undefined,
       beforeHandlerSettlement,
     );
@@ -350,7 +353,8 @@ type V1Payment = { x402Version: 1; scheme: string; network: string; payload: Rec
 function decodeV1Payment(header: string): V1Payment | undefined {
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(header)) return undefined;
   try {
-    const parsed = JSON.parse(Buffer.from(header, "base64").toString("utf8")) as Record<string, unknown>;
+    const bytes = Uint8Array.from(atob(header), (c) => c.charCodeAt(0));
+    const parsed = JSON.parse(new TextDecoder().decode(bytes)) as Record<string, unknown>;
     if (parsed.x402Version !== 1 || typeof parsed.scheme !== "string" || typeof parsed.network !== "string") return undefined;
     if (typeof parsed.payload !== "object" || parsed.payload === null) return undefined;
     return parsed as V1Payment;

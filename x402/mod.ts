@@ -1,6 +1,8 @@
 /**
  * The x402 `offer-receipt` extension for resource servers: issuers (eip712, jws), the `@x402/core`
- * extension and its declare call, the DID document route, and the Elysia-on-Bun adapter (v1 and v2).
+ * extension and its declare call, and the DID document. The package's main entry (`@ats/x402-offer-receipt`):
+ * no Elysia, Bun or Node API is reached from here (architecture_test.ts), so it runs in any server on
+ * `@x402/core`. The Elysia adapter (v1 and v2) is `elysia.ts` (`@ats/x402-offer-receipt/elysia`).
  */
 export {
   createOfferReceiptExtension,
@@ -23,8 +25,15 @@ export {
   type PrivateJwk,
   type PublicJwk,
 } from "./signers.ts";
-export { buildDidDocument, DID_DOCUMENT_PATH, type DidDocument, didDocumentResponse, didDocumentRoutes } from "./did_document.ts";
-export { createX402Fetch, withX402, type X402FetchOptions } from "./elysia_adapter.ts";
+export {
+  buildDidDocument,
+  type BuildDidDocumentOptions,
+  DID_DOCUMENT_PATH,
+  DID_JSON_CONTENT_TYPE,
+  type DidDocument,
+  didDocumentResponse,
+  type DidVerificationMethod,
+} from "./did_document.ts";
 export { issuerFromEnv, type X402SigningEnv } from "./signing_config.ts";
 /** did:key kids for JWS issuers (self-resolving, like did:jwk): `jwkToDidKey(issuer.publicJwk)`. */
 export { didKeyToJwk, jwkToDidKey } from "../domain/payments/mod.ts";

@@ -73,7 +73,7 @@ export function testSchemeClient(payer: LocalAccount): SchemeNetworkClient {
 export async function testV1PaymentHeader(payer: LocalAccount, requirements: { scheme: string; network: string; maxAmountRequired: string; payTo: string; asset: string }): Promise<string> {
   const created = await testSchemeClient(payer).createPaymentPayload(1, { ...requirements, amount: requirements.maxAmountRequired } as unknown as PaymentRequirements);
   const body = { x402Version: 1, scheme: requirements.scheme, network: requirements.network, payload: created.payload };
-  return Buffer.from(JSON.stringify(body)).toString("base64");
+  return btoa(String.fromCharCode(...new TextEncoder().encode(JSON.stringify(body))));
 }
 
 /** Options of {@link createTestFacilitator}. */
