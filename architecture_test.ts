@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, normalize, sep } from "node:path";
 import ts from "typescript";
+import { PACKAGES } from "./packages/build.ts";
 
 // The dependency rules of the house style (decisions §16): domain/ is pure, ports/ is a leaf, a capability folder is
 // reached only through its mod.ts, client/ and http/ reach no adapter, and the composition root reads top to bottom.
@@ -24,6 +25,9 @@ function imports(file: string): string[] {
 function target(file: string, spec: string): string | undefined {
   return spec.startsWith(".") ? normalize(join(dirname(file), spec)) : undefined;
 }
+
+/** Each package's subpath exports and the source file each is built from. */
+const PACKAGE_ENTRIES = Object.fromEntries(Object.entries(PACKAGES).map(([name, p]) => [name, p.entries]));
 
 const under = (file: string, folder: string) => file.startsWith(`${folder}${sep}`);
 const subfolders = (dir: string) =>
@@ -121,6 +125,47 @@ describe("architecture", () => {
     for (const spec of external) {
       const ok = spec === "viem" || spec.startsWith("viem/") || spec.startsWith("@sinclair/typebox");
       expect({ spec, ok }).toEqual({ spec, ok: true });
+    }
+  });
+
+  test("the packages' entries (packages/*) reach no Bun API, Node module or adapter, and name every library they import", () => {
+    // decisions §26: what `packages/build.ts` bundles must load in any Node server, and the client's entries in
+    // browsers; the Elysia adapter is the extension's one subpath allowed to need Elysia.
+    for (const name of ["x402-offer-receipt", "client"]) {
+      const manifest = JSON.parse(readFileSync(join(ROOT, "packages", name, "package.json"), "utf8")) as {
+        exports: Record<string, unknown>;
+        dependencies?: Record<string, string>;
+        peerDependencies?: Record<string, string>;
+      };
+      const declared = new Set([...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.peerDependencies ?? {})]);
+      for (const [subpath, source] of Object.entries(PACKAGE_ENTRIES[name]!)) {
+        const seen = new Set<string>();
+        const external = new Set<string>();
+        const walk = (file: string) => {
+          if (seen.has(file)) return;
+          seen.add(file);
+          const text = readFileSync(join(ROOT, file), "utf8");
+          for (const spec of imports(file)) {
+            if (spec.startsWith(".")) walk(join(dirname(file), spec));
+            else external.add(spec);
+          }
+          for (const banned of ["Bun.", "process.", "require(", "Buffer."]) {
+            expect({ name, subpath, file, banned, found: text.includes(banned) }).toEqual({ name, subpath, file, banned, found: false });
+          }
+        };
+        walk(source);
+        expect({ name, subpath, exported: subpath in manifest.exports }).toEqual({ name, subpath, exported: true });
+        for (const file of seen) {
+          const ok = !under(file, "adapters") && !under(file, "app") && !under(file, "http") && file !== "main.ts";
+          expect({ name, subpath, file, ok }).toEqual({ name, subpath, file, ok: true });
+        }
+        for (const spec of external) {
+          const library = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : spec.split("/")[0]!;
+          const ok = !spec.startsWith("node:") && !spec.startsWith("bun") && (library !== "elysia" || subpath === "./elysia") &&
+            declared.has(library);
+          expect({ name, subpath, spec, ok }).toEqual({ name, subpath, spec, ok: true });
+        }
+      }
     }
   });
 
