@@ -38,7 +38,7 @@ printf '{ "name": "ats-packages-consumer", "private": true, "type": "module" }\n
 npm install --no-audit --no-fund --loglevel=error \
   "$WORK"/ats-x402-offer-receipt-*.tgz "$WORK"/ats-client-*.tgz \
   @x402/core@2.27.0 @x402/express@2.27.0 @x402/extensions@2.27.0 express@5.2.1 viem@2.57.20 \
-  typescript@5.9.3 esbuild@0.28.2 @types/node@20
+  typescript@5.9.3 esbuild@0.28.2 @types/node@20.19.43
 test ! -e node_modules/elysia || { echo "elysia was installed: the extension's main entry must not need it" >&2; exit 1; }
 
 node express_server.mjs
