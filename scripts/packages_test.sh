@@ -6,6 +6,7 @@
 #   client_calls.mjs    the client against this service on its embedded devnet (artifact trust, key status, attest)
 #   consumer.ts         `tsc --strict` of a consumer against the packed declarations
 #   browser_bundle.mjs  an esbuild `platform: "browser"` bundle of every client entry, without a Node module
+#   elysia_fetch.mjs    the extension's ./elysia entry (withX402, the DID document route), once elysia is installed
 # Needs node (20 or later), npm and the registry; run by .ci/run. Nothing is installed into this checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +45,9 @@ test ! -e node_modules/elysia || { echo "elysia was installed: the extension's m
 node express_server.mjs
 node_modules/.bin/tsc -p tsconfig.json && echo "ok - tsc --strict type-checks a consumer of both packages"
 node browser_bundle.mjs
+# Only now Elysia, for the extension's ./elysia entry (the checks above ran without it).
+npm install --no-audit --no-fund --loglevel=error elysia@1.4.30
+node elysia_fetch.mjs
 
 # Ready once it answers; bounded only by this overall limit (a start on a loaded 2-core machine takes a few seconds).
 for _ in $(seq 1 600); do
