@@ -89,9 +89,11 @@ export type Config = {
    */
   readonly rpcSendSync: "auto" | "off";
   /**
-   * The attestation index (decisions §11). `INDEX_CONFIRMATIONS` (default 12; 0 on the embedded devnet): blocks
-   * behind the head the index leaves to live reads. `INDEX_POLL_MS` (default 2000): how often the follower looks
-   * for new blocks. `INDEX_STALL_SECONDS` (default 120): `/readyz` fails once following has failed this long.
+   * The attestation index (decisions §11, §21). `INDEX_CONFIRMATIONS` (default 12; 0 on the embedded devnet): blocks
+   * behind the head that may still be reorganized (the follower reads them too, keeping each one's hash and marking
+   * their rows as the tail). `INDEX_POLL_MS` (default 1000): how often the follower polls the chain's head.
+   * `INDEX_STALL_SECONDS` (default 120): with no completed poll for this long, public reads are 503 INDEX_STALE and
+   * `/readyz` is not ready.
    * `INDEX_LEASE_SECONDS` (default 15): how long a follower's lease lasts; another instance takes over within it.
    * `INDEX_STEP_BLOCKS` (default 10000): the widest range one follower step ingests in one transaction.
    * `INDEX_FOLLOW` (default true): false runs no follower in this instance (it still reads the shared index).
@@ -405,7 +407,7 @@ function readIndex(env: Env): Config["index"] {
   const { get, int, bool } = envReaders(env);
   return {
     confirmations: get("INDEX_CONFIRMATIONS") === undefined ? undefined : int("INDEX_CONFIRMATIONS", 12, 0, 10_000),
-    pollMs: int("INDEX_POLL_MS", 2_000, 50, 600_000),
+    pollMs: int("INDEX_POLL_MS", 1_000, 50, 86_400_000),
     stallSeconds: int("INDEX_STALL_SECONDS", 120, 1),
     leaseSeconds: int("INDEX_LEASE_SECONDS", 15, 1, 3_600),
     stepBlocks: int("INDEX_STEP_BLOCKS", 10_000, 1, 10_000_000),

@@ -71,6 +71,8 @@ export type Foundation = {
   readonly secp256k1: Secp256k1;
   /** keccak-256 in WebAssembly (issue 28). */
   readonly keccak256: Keccak256;
+  /** Run after a transaction of this instance is mined, before its caller hears of it (the index's nudge, set later). */
+  readonly afterMined: { listener: (() => Promise<void>) | undefined };
 };
 
 /** Opens the shared adapters; on a failure, whatever was started is stopped again. */
@@ -105,6 +107,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
     const relaySchemas = subsidizedSchemaMap(chain, Object.keys(chain.schemas));
     if (!relaySchemas.ok) throw new StartupError(`TRUST_ANCHORS_PATH: ${relaySchemas.message}`);
     const storage = await openStorage(config);
+    const afterMined: Foundation["afterMined"] = { listener: undefined };
     const eas = createViemEas({
       rpcUrl,
       chainId,
@@ -121,8 +124,13 @@ export async function openFoundation(config: Config, options: StartServiceOption
       sendSync: config.rpcSendSync,
       sendSyncGraceMs: options.sendSyncGraceMs,
       // The devnet's state file is written after each mined transaction and before the client hears of it,
-      // so nothing answered 200 is lost if the service and its Anvil are killed (decisions §15).
-      onMined: devnet?.checkpoint,
+      // so nothing answered 200 is lost if the service and its Anvil are killed (decisions §15). Then the index
+      // follower is nudged to poll at once, so the writer's next read sees the write (decisions §21).
+      onMined: async () => {
+        await devnet?.checkpoint?.();
+        const listener = afterMined.listener;
+        if (listener !== undefined) await listener();
+      },
     });
     const witnessKey = config.witnessPrivateKey ?? devnet?.keys.witness;
     if (witnessKey !== undefined) eas.senderFor(witnessKey);
@@ -144,6 +152,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
       eas,
       secp256k1,
       keccak256,
+      afterMined,
     };
   } catch (error) {
     await devnet?.stop();

@@ -134,12 +134,19 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
     // Decisions §21: an answer from the index is current for one poll, live evidence for as long as the service reuses it.
     httpCache: httpCacheSettings({ indexPollMs: config.index.pollMs, discoveryCacheSeconds: config.discoveryCacheSeconds }),
     ready: async () => {
-      const [database, rpc, balance] = await Promise.all([storage.ping(), eas.ping(), delegateBalance(f)]);
+      const [database, rpc, balance, status] = await Promise.all([
+        storage.ping(),
+        eas.ping(),
+        delegateBalance(f),
+        c.index.refresh().catch(() => undefined),
+      ]);
       const delegateFunded = balance === undefined ? undefined : balance >= config.minDelegateBalanceWei;
-      const { follower: _, ...indexStatus } = c.index.status();
+      const { follower: _, ...indexStatus } = status ?? c.index.status();
+      // A stale index (no poll completed for INDEX_STALL_SECONDS) makes every public read 503 INDEX_STALE: not ready.
+      const indexFresh = status !== undefined && !status.stale;
       return {
-        ready: database && rpc && delegateFunded !== false && c.index.healthy(),
-        checks: { database, trustAnchors: true, rpc, ...(delegateFunded === undefined ? {} : { delegateBalance: delegateFunded }), index: c.index.healthy() },
+        ready: database && rpc && delegateFunded !== false && indexFresh,
+        checks: { database, trustAnchors: true, rpc, ...(delegateFunded === undefined ? {} : { delegateBalance: delegateFunded }), index: indexFresh },
         index: indexStatus,
       };
     },

@@ -1,18 +1,28 @@
 /**
- * Wiring of the attestation index (decisions §11): the follower loop (one instance at a time holds the
- * lease), its backoff, progress lines, metrics and readiness, and the reads requests go through.
+ * Wiring of the attestation index (decisions §11, §21): the follower loop (one instance at a time holds the
+ * lease and reads the chain), its backoff, progress lines, metrics and readiness, and the store-backed reads
+ * public requests go through.
  */
 import { hostname } from "node:os";
 import { createViemAttestationIndex } from "../adapters/chain/mod.ts";
 import { systemClock } from "../adapters/system/mod.ts";
 import { createArtifactTrust } from "../domain/artifact_trust/mod.ts";
-import { createListAttestations } from "../domain/index/mod.ts";
 import { createWebCryptoJwsVerifier } from "../client/jws_verifier.ts";
 import type { Config } from "./config.ts";
 import type { WiredDiscovery } from "./discovery.ts";
 import type { Foundation } from "./foundation.ts";
-import { createIndexedAttestations, createIndexFollower, type FollowStep } from "../domain/index/mod.ts";
+import {
+  createIndexAnswers,
+  createIndexFollower,
+  createListAttestations,
+  type FollowStep,
+  type IndexAnswers,
+  isFresh,
+  type ListAttestations,
+} from "../domain/index/mod.ts";
+import type { ArtifactTrust } from "../domain/artifact_trust/mod.ts";
 import type { AttestationIndex, ChainHistory, IndexStore } from "../ports/attestation_index.ts";
+import type { HexString } from "../ports/eas.ts";
 import type { Clock } from "../ports/clock.ts";
 import type { Logger } from "../ports/logger.ts";
 import type { PrometheusMetrics } from "../adapters/observability/mod.ts";
@@ -20,22 +30,38 @@ import type { PrometheusMetrics } from "../adapters/observability/mod.ts";
 /** The index as `/readyz` reports it. */
 export type IndexStatus = {
   readonly indexedBlock: number | null;
+  /** The chain's head at the follower's last completed poll (from the store: the same on every instance). */
   readonly head: number | null;
   readonly lagBlocks: number | null;
   readonly catchingUp: boolean;
+  /** Unix seconds of the follower's last completed poll; null: none yet. */
+  readonly checkedAt: number | null;
+  /** No poll completed for `INDEX_STALL_SECONDS`: public reads answer 503 INDEX_STALE (decisions §21). */
+  readonly stale: boolean;
   /** Whether this instance holds the follower lease. */
   readonly follower: boolean;
 };
 
 /** A running index. */
 export type IndexRunner = {
-  /** What requests read: the store up to the checkpoint, the chain after it. */
-  readonly reads: AttestationIndex;
+  /** What public reads go through: the store alone, pinned to the index head, with `asOf` (decisions §21). */
+  readonly answers: IndexAnswers;
+  /** The status as of the last round; `refresh` reads the store first. */
   readonly status: () => IndexStatus;
-  /** False once following has failed (or, seen from another instance, stood still) for longer than the stall time. */
-  readonly healthy: () => boolean;
-  /** Runs follower steps until the index reaches its target (tests, `ops index`); false if a step failed. */
+  /** Reads the shared store's head and returns the status. */
+  readonly refresh: () => Promise<IndexStatus>;
+  /** True while a poll of the chain completed within the stall time (any instance's, through the shared store). */
+  readonly healthy: () => Promise<boolean>;
+  /**
+   * Runs follower steps until the index holds the chain's head (tests, `ops index`, a nudge); false if a step failed.
+   * A completed catch-up is recorded as a poll.
+   */
   readonly catchUp: () => Promise<boolean>;
+  /**
+   * Asks the follower to poll now, after a write this instance saw mined, and waits for that poll (at most
+   * `waitMs`), so the writer's next read sees its write. Does nothing on an instance that does not follow.
+   */
+  readonly nudge: (waitMs?: number) => Promise<void>;
   readonly stop: () => Promise<void>;
 };
 
@@ -51,129 +77,200 @@ export type IndexSettings = {
   readonly follow?: boolean | undefined;
 };
 
-/** An index more than this many blocks short of `head - confirmations` is catching up. */
+/** The header the index follower's JSON-RPC requests carry (`x-ats-reader: index-follower`). */
+export const INDEX_READER_HEADER = "x-ats-reader";
+
+/** An index more than this many blocks short of the head is catching up. */
 export const CATCHING_UP_BLOCKS = 64n;
 const PROGRESS_EVERY_MS = 5_000;
 const MAX_BACKOFF_MS = 30_000;
+/** How long a nudge waits for its poll by default. */
+const NUDGE_WAIT_MS = 5_000;
 
-/** Starts the follower (unless `follow` is false) and returns the reads and the status. */
-export function wireIndex(deps: {
+/** What the index wiring needs. */
+type IndexDeps = {
   readonly store: IndexStore;
   readonly chain: ChainHistory;
-  readonly live: AttestationIndex;
+  /** Where schema strings are read, once per run. */
+  readonly schemas: Pick<AttestationIndex, "schemaRecords">;
+  readonly chainId: number;
+  readonly easAddress: HexString;
   readonly settings: IndexSettings;
   readonly clock: Clock;
   readonly log: Logger;
   readonly metrics?: PrometheusMetrics | undefined;
-}): IndexRunner {
-  const { store, chain, settings, clock, log } = deps;
+};
+
+/** What this instance knows of the index, shared by the follower's pieces. */
+type FollowerState = {
+  indexed: bigint | undefined;
+  head: bigint | undefined;
+  checkedAtMs: number | null;
+  leader: boolean;
+  failures: number;
+  stopped: boolean;
+  nextPollAt: number;
+};
+
+/** Starts the follower (unless `follow` is false) and returns the reads and the status. */
+export function wireIndex(deps: IndexDeps): IndexRunner {
+  const { store, settings, clock } = deps;
+  const state: FollowerState = { indexed: undefined, head: undefined, checkedAtMs: null, leader: false, failures: 0, stopped: false, nextPollAt: 0 };
+  const poll = createPoll(deps, state);
+  const holder = `${hostname()}:${process.pid}:${crypto.randomUUID()}`;
+  const leaseMs = settings.leaseSeconds * 1000;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let running: Promise<void> | undefined;
+  /** One poll at a time: the loop's and the nudges'. */
+  let polling: Promise<unknown> = Promise.resolve();
+  const serial = <T>(run: () => Promise<T>): Promise<T> => {
+    const next = polling.then(run, run);
+    polling = next.catch(() => undefined);
+    return next;
+  };
+  const backoff = () => Math.min(MAX_BACKOFF_MS, 500 * 2 ** Math.min(state.failures - 1, 6));
+
+  const status = (): IndexStatus => ({
+    indexedBlock: state.indexed === undefined ? null : Number(state.indexed),
+    head: state.head === undefined ? null : Number(state.head),
+    lagBlocks: state.head === undefined ? null : Number(state.head - (state.indexed ?? settings.startBlock - 1n)),
+    catchingUp: state.indexed === undefined || state.head === undefined ? true : state.head - state.indexed > CATCHING_UP_BLOCKS,
+    checkedAt: state.checkedAtMs === null ? null : Math.floor(state.checkedAtMs / 1000),
+    stale: !isFresh({ checkedAtMs: state.checkedAtMs }, clock.nowMs(), settings.stallSeconds),
+    follower: state.leader,
+  });
+  /** Reads what the store says (another instance may be the follower). */
+  async function refresh(): Promise<IndexStatus> {
+    const h = await store.head();
+    state.indexed = h?.blockNumber;
+    if (!state.leader && h?.chainHead !== null && h?.chainHead !== undefined) state.head = h.chainHead;
+    state.checkedAtMs = h?.checkedAtMs ?? null;
+    return status();
+  }
+
+  /** One round: renew the lease; poll when due while leading; otherwise watch the store another instance writes. */
+  async function round(): Promise<number> {
+    state.leader = await store.lease(holder, clock.nowMs(), leaseMs);
+    if (!state.leader) {
+      await refresh();
+      // Ready to take over as soon as the holder's lease runs out.
+      return Math.min(settings.pollMs, leaseMs);
+    }
+    if (clock.nowMs() >= state.nextPollAt) {
+      const outcome = await serial(poll);
+      if (outcome === "failed") return backoff();
+      if (outcome === "more") return 0;
+    }
+    // The lease is renewed every round, so a round comes at least twice per lease.
+    return Math.max(0, Math.min(state.nextPollAt - clock.nowMs(), leaseMs / 2));
+  }
+
+  const loop = () => {
+    if (state.stopped) return;
+    running = round()
+      .catch((error: unknown) => {
+        // A database error: the range's transaction rolled back; it is fetched again.
+        state.failures++;
+        deps.log.warn("index_store_failed", { error: error instanceof Error ? error.message : String(error), attempt: state.failures });
+        return backoff();
+      })
+      .then((delay) => {
+        if (!state.stopped) timer = setTimeout(loop, delay);
+      });
+  };
+  if (settings.follow !== false) loop();
+  describeIndexMetrics(deps, state);
+
+  return {
+    answers: createIndexAnswers({ ...deps, startBlock: settings.startBlock, stallSeconds: settings.stallSeconds }),
+    status,
+    refresh,
+    healthy: async () => !(await refresh()).stale,
+    catchUp: () =>
+      serial(async () => {
+        for (;;) {
+          const outcome = await poll();
+          if (outcome !== "more") return outcome === "done";
+        }
+      }),
+    async nudge(waitMs = NUDGE_WAIT_MS) {
+      if (settings.follow === false || state.stopped || !state.leader) return;
+      let timeout: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        serial(poll).catch(() => undefined),
+        new Promise<void>((resolve) => (timeout = setTimeout(resolve, waitMs))),
+      ]);
+      clearTimeout(timeout);
+    },
+    async stop() {
+      state.stopped = true;
+      if (timer !== undefined) clearTimeout(timer);
+      await running;
+      await polling;
+      // Hand the lease back (an expiry in the past), so another instance follows at once.
+      if (state.leader) await store.lease(holder, clock.nowMs(), -1).catch(() => false);
+    },
+  };
+}
+
+/**
+ * A poll of the chain: follower steps until the index holds the head (recorded in the store as a completed poll),
+ * at most about a third of the lease at a time so the lease is renewed in between; "more" while a backfill goes on.
+ */
+function createPoll(deps: IndexDeps, state: FollowerState): () => Promise<"done" | "more" | "failed"> {
+  const { store, clock, log, settings } = deps;
   const step = createIndexFollower({
-    chain,
+    chain: deps.chain,
     store,
     startBlock: settings.startBlock,
     confirmations: settings.confirmations,
     stepBlocks: settings.stepBlocks,
   });
-  const holder = `${hostname()}:${process.pid}:${crypto.randomUUID()}`;
-  let indexed: bigint | undefined;
-  let head: bigint | undefined;
-  let target: bigint | undefined;
-  let leader = false;
-  let lastHealthyMs = clock.nowMs();
-  let failures = 0;
-  let stopped = false;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let running: Promise<void> | undefined;
-
-  const behind = () => (indexed === undefined || target === undefined ? true : target - indexed > CATCHING_UP_BLOCKS);
-
   const progress = createBackfillProgress({ clock, log, metrics: deps.metrics });
-
-  /** One round: follow while leading and behind; otherwise watch the store another instance writes. */
-  async function round(): Promise<number> {
-    leader = await store.lease(holder, clock.nowMs(), settings.leaseSeconds * 1000);
-    if (!leader) {
-      const [checkpoint, latest] = await Promise.all([store.checkpoint(), chain.head()]);
-      const before = indexed;
-      indexed = checkpoint?.blockNumber;
-      if (latest.ok) {
-        head = latest.value;
-        target = latest.value - BigInt(settings.confirmations);
-      }
-      if (!behind() || (indexed !== undefined && indexed !== before)) lastHealthyMs = clock.nowMs();
-      // Ready to take over as soon as the holder's lease runs out.
-      return Math.min(settings.pollMs, settings.leaseSeconds * 1000);
-    }
-    const s = await followOnce();
-    if (s === undefined) return Math.min(MAX_BACKOFF_MS, 500 * 2 ** Math.min(failures - 1, 6));
-    // The lease is renewed every round, so a round comes at least twice per lease.
-    return moreToDo(s) ? 0 : Math.min(settings.pollMs, (settings.leaseSeconds * 1000) / 2);
-  }
 
   /** One follower step with its bookkeeping (status, logs, metrics); undefined when it failed. */
   async function followOnce(): Promise<Extract<FollowStep, { ok: true }> | undefined> {
     const s = await step();
     if (!s.ok) {
-      failures++;
-      log.warn("index_follow_failed", { reason: s.reason, attempt: failures });
+      state.failures++;
+      log.warn("index_follow_failed", { reason: s.reason, attempt: state.failures });
       return undefined;
     }
-    failures = 0;
-    lastHealthyMs = clock.nowMs();
-    indexed = s.indexedBlock;
-    head = s.head;
-    target = s.target;
-    if (s.rewoundTo !== undefined) log.warn("index_reorg", { rewoundTo: Number(s.rewoundTo), head: Number(s.head) });
+    state.failures = 0;
+    state.indexed = s.indexedBlock;
+    state.head = s.head;
+    if (s.rewoundTo !== undefined) {
+      log.warn(s.deepReorg ? "index_deep_reorg" : "index_reorg", { rewoundTo: Number(s.rewoundTo), head: Number(s.head), confirmedTo: Number(s.confirmedTo) });
+    }
+    if (s.filled !== undefined) log.info("index_records_filled", { attestations: s.filled });
     progress(s);
     return s;
   }
-  const moreToDo = (s: Extract<FollowStep, { ok: true }>) => s.rewoundTo !== undefined || (s.indexedBlock ?? -1n) < s.target;
 
-  const loop = () => {
-    if (stopped) return;
-    running = round()
-      .catch((error: unknown) => {
-        // A database error: the range's transaction rolled back; it is fetched again.
-        failures++;
-        log.warn("index_store_failed", { error: error instanceof Error ? error.message : String(error), attempt: failures });
-        return Math.min(MAX_BACKOFF_MS, 500 * 2 ** Math.min(failures - 1, 6));
-      })
-      .then((delay) => {
-        if (!stopped) timer = setTimeout(loop, delay);
-      });
-  };
-  if (settings.follow !== false) loop();
-
-  deps.metrics?.describe("ats_index_logs_total", "counter", "EAS logs (Attested and Revoked) the index follower ingested");
-  deps.metrics?.gauge("ats_index_block", "Newest block the attestation index holds", () => Promise.resolve([{ value: Number(indexed ?? -1n) }]));
-  deps.metrics?.gauge("ats_index_lag_blocks", "Blocks between the chain head and the attestation index", () =>
-    Promise.resolve(head === undefined ? [] : [{ value: Number(head - (indexed ?? settings.startBlock - 1n)) }]));
-
-  return {
-    reads: createIndexedAttestations({ live: deps.live, store, startBlock: settings.startBlock }),
-    status: () => ({
-      indexedBlock: indexed === undefined ? null : Number(indexed),
-      head: head === undefined ? null : Number(head),
-      lagBlocks: head === undefined ? null : Number(head - (indexed ?? settings.startBlock - 1n)),
-      catchingUp: behind(),
-      follower: leader,
-    }),
-    healthy: () => clock.nowMs() - lastHealthyMs <= settings.stallSeconds * 1000,
-    async catchUp() {
-      for (;;) {
-        const s = await followOnce();
-        if (s === undefined) return false;
-        if (!moreToDo(s)) return true;
+  return async function poll() {
+    const startedMs = clock.nowMs();
+    for (;;) {
+      const s = await followOnce();
+      if (s === undefined) return "failed";
+      if (s.caughtUp) {
+        const now = clock.nowMs();
+        await store.checked(now, s.head);
+        state.checkedAtMs = Math.max(state.checkedAtMs ?? 0, now);
+        state.nextPollAt = now + settings.pollMs;
+        return "done";
       }
-    },
-    async stop() {
-      stopped = true;
-      if (timer !== undefined) clearTimeout(timer);
-      await running;
-      // Hand the lease back (an expiry in the past), so another instance follows at once.
-      if (leader) await store.lease(holder, clock.nowMs(), -1).catch(() => false);
-    },
+      if (state.stopped || clock.nowMs() - startedMs > (settings.leaseSeconds * 1000) / 3) return "more";
+    }
   };
+}
+
+/** The index's gauges and counter. */
+function describeIndexMetrics(deps: IndexDeps, state: FollowerState): void {
+  const start = deps.settings.startBlock;
+  deps.metrics?.describe("ats_index_logs_total", "counter", "EAS logs (Attested and Revoked) the index follower ingested");
+  deps.metrics?.gauge("ats_index_block", "Newest block the attestation index holds", () => Promise.resolve([{ value: Number(state.indexed ?? -1n) }]));
+  deps.metrics?.gauge("ats_index_lag_blocks", "Blocks between the chain head and the attestation index", () =>
+    Promise.resolve(state.head === undefined ? [] : [{ value: Number(state.head - (state.indexed ?? start - 1n)) }]));
 }
 
 /**
@@ -209,22 +306,33 @@ function createBackfillProgress(deps: { clock: Clock; log: Logger; metrics?: Pro
   };
 }
 
-/** Builds the chain reads, the index over the storage's tables, and the attestation list read from them. */
-export async function wireAttestationIndex(config: Config, f: Foundation): Promise<{ index: IndexRunner; attestationList: ReturnType<typeof createListAttestations> }> {
-  const chainReads = createViemAttestationIndex({
-    rpcUrl: f.rpcUrl,
-    chainId: f.chainId,
-    easAddress: f.easAddress,
-    startBlock: f.startBlock,
-    timeoutMs: config.artifactTrustRpcTimeoutMs,
-    fetchFn: f.rpcFetch,
-    log: (event, fields) => f.log.warn(event, fields),
-  });
+/** Builds the chain reads, the index over the storage's tables, and the attestation list read from it. */
+export async function wireAttestationIndex(config: Config, f: Foundation): Promise<{ index: IndexRunner; attestationList: ListAttestations }> {
+  const reads = (fetchFn: typeof fetch) =>
+    createViemAttestationIndex({
+      rpcUrl: f.rpcUrl,
+      chainId: f.chainId,
+      easAddress: f.easAddress,
+      startBlock: f.startBlock,
+      timeoutMs: config.artifactTrustRpcTimeoutMs,
+      fetchFn,
+      log: (event, fields) => f.log.warn(event, fields),
+    });
+  // The one reader of the chain names itself, so a provider's logs (and the tests' counters) tell its calls apart.
+  const chainReads = reads(Object.assign((input: RequestInfo | URL, init?: RequestInit) => {
+    const headers = new Headers(init?.headers);
+    headers.set(INDEX_READER_HEADER, "index-follower");
+    return f.rpcFetch(input, { ...init, headers });
+  }, { preconnect: fetch.preconnect }) as typeof fetch);
+  // Schema strings, read once per run when a request first needs them.
+  const schemaReads = reads(f.rpcFetch);
   const store = await f.storage.indexStore({ chainId: f.chainId, easAddress: f.easAddress });
   const index = wireIndex({
     store,
     chain: chainReads,
-    live: chainReads,
+    schemas: schemaReads,
+    chainId: f.chainId,
+    easAddress: f.easAddress,
     settings: {
       startBlock: f.startBlock,
       // The devnet mines on demand and never reorganizes by itself: nothing to wait for.
@@ -239,17 +347,18 @@ export async function wireAttestationIndex(config: Config, f: Foundation): Promi
     log: f.log,
     metrics: f.metrics,
   });
-  const attestationList = createListAttestations({ reads: chainReads, store, schemaUids: f.chain.schemas, startBlock: f.startBlock });
+  f.afterMined.listener = () => index.nudge();
+  // Each read gets its own pin of the index head; the list's own state is none, so one is built per read.
+  const attestationList: ListAttestations = (query) =>
+    index.answers.answer((reads) => createListAttestations({ reads, store, schemaUids: f.chain.schemas, startBlock: f.startBlock })(query));
   return { index, attestationList };
 }
 
-/** Builds artifact trust over the index's reads, the trust anchors and the cached discovery (decisions §7). */
-export function wireArtifactTrust(f: Foundation, index: IndexRunner, discovery: WiredDiscovery): ReturnType<typeof createArtifactTrust> {
-  return createArtifactTrust({
-    index: index.reads,
-    trustAnchors: f.trustAnchors,
-    clock: systemClock,
-    jws: createWebCryptoJwsVerifier(),
-    discover: discovery.viewDiscover,
-  });
+/** Builds artifact trust over the index's store-backed reads, the trust anchors and the cached discovery (decisions §7, §21). */
+export function wireArtifactTrust(f: Foundation, index: IndexRunner, discovery: WiredDiscovery): ArtifactTrust {
+  const jws = createWebCryptoJwsVerifier();
+  return (artifactDid) =>
+    index.answers.answer((reads) =>
+      createArtifactTrust({ index: reads, trustAnchors: f.trustAnchors, clock: systemClock, jws, discover: discovery.viewDiscover })(artifactDid)
+    );
 }

@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { openSqlite } from "../adapters/sqlite/mod.ts";
 import { createSqliteIndexStore } from "../adapters/sqlite/mod.ts";
-import type { AttestationIndex, ChainHistory, EasEvent } from "../ports/attestation_index.ts";
+import type { ChainHistory, EasEvent } from "../ports/attestation_index.ts";
 import type { HexString } from "../ports/eas.ts";
 import { fakeClock } from "../ports/fakes.ts";
 import type { Logger } from "../ports/logger.ts";
@@ -16,12 +16,30 @@ function setup() {
   const record = (event: string, fields: Record<string, unknown> = {}) => void lines.push({ event, fields });
   const log: Logger = { debug: record, info: record, warn: record, error: record };
   let failNext = 0;
+  let head = 999n;
   const chain: ChainHistory = {
     head: () => {
       clock.set(clock.nowMs() + 2_000);
-      return Promise.resolve({ ok: true, value: 999n });
+      return Promise.resolve({ ok: true, value: head });
     },
     blockHash: (n) => Promise.resolve({ ok: true, value: hash(n) }),
+    block: (n) => Promise.resolve({ ok: true, value: { blockNumber: n, blockHash: hash(n), timestamp: n } }),
+    attestations: (uids) =>
+      Promise.resolve({
+        ok: true,
+        value: uids.map((uid) => ({
+          uid,
+          schema: hash(3n),
+          time: 1n,
+          expirationTime: 0n,
+          revocationTime: 0n,
+          refUID: hash(0n),
+          recipient: hash(1n).slice(0, 42) as HexString,
+          attester: hash(2n).slice(0, 42) as HexString,
+          revocable: true,
+          data: "0x" as HexString,
+        })),
+      }),
     events(from, to) {
       if (failNext > 0) {
         failNext--;
@@ -39,12 +57,14 @@ function setup() {
   const runner = wireIndex({
     store,
     chain,
-    live: {} as AttestationIndex,
+    schemas: { schemaRecords: () => Promise.resolve({ ok: false, reason: "rpc-error" }) },
+    chainId: 31337,
+    easAddress: "0x0000000000000000000000000000000000000001",
     settings: { startBlock: 0n, confirmations: 0, pollMs: 1_000, stallSeconds: 30, leaseSeconds: 15, stepBlocks: 50n, follow: false },
     clock,
     log,
   });
-  return { clock, lines, runner, failWith: (n: number) => void (failNext = n) };
+  return { clock, lines, runner, failWith: (n: number) => void (failNext = n), setHead: (n: bigint) => void (head = n) };
 }
 
 test("wireIndex() logs backfill progress every few seconds with blocks done, percent and an ETA, then that it caught up", async () => {
@@ -61,15 +81,33 @@ test("wireIndex() logs backfill progress every few seconds with blocks done, per
   expect(runner.status()).toMatchObject({ indexedBlock: 999, head: 999, lagBlocks: 0, catchingUp: false });
 });
 
-test("wireIndex() is unhealthy only once following has failed for longer than the stall time", async () => {
-  const { clock, lines, runner, failWith } = setup();
+test("wireIndex() is unhealthy until a first poll completes, and again once polling has failed for longer than the stall time", async () => {
+  const { clock, lines, runner, failWith, setHead } = setup();
+  expect(await runner.healthy()).toBe(false);
+  expect(await runner.catchUp()).toBe(true);
+  expect(await runner.healthy()).toBe(true);
+  setHead(1_010n);
   failWith(100);
   expect(await runner.catchUp()).toBe(false);
   expect(lines.some((l) => l.event === "index_follow_failed")).toBe(true);
-  expect(runner.healthy()).toBe(true);
-  clock.set(clock.nowMs() + 31_000);
-  expect(runner.healthy()).toBe(false);
+  clock.set(clock.nowMs() + 20_000);
+  expect(await runner.healthy()).toBe(true);
+  clock.set(clock.nowMs() + 11_000);
+  expect(await runner.healthy()).toBe(false);
+  expect(runner.status()).toMatchObject({ stale: true });
   failWith(0);
   expect(await runner.catchUp()).toBe(true);
-  expect(runner.healthy()).toBe(true);
+  expect(await runner.healthy()).toBe(true);
+});
+
+test("wireIndex(): an idle chain whose head does not move stays fresh, each completed poll recorded", async () => {
+  const { clock, runner } = setup();
+  expect(await runner.catchUp()).toBe(true);
+  const first = runner.status().checkedAt!;
+  clock.set(clock.nowMs() + 25_000);
+  expect(await runner.catchUp()).toBe(true);
+  expect(runner.status()).toMatchObject({ indexedBlock: 999, stale: false });
+  expect(runner.status().checkedAt!).toBeGreaterThanOrEqual(first + 25);
+  clock.set(clock.nowMs() + 25_000);
+  expect(await runner.healthy()).toBe(true);
 });

@@ -1,6 +1,7 @@
 /** Wiring of signing keys and key status (decisions §17): the account's key records and the trust computed for them. */
 import { cryptoRandom, systemClock } from "../adapters/system/mod.ts";
-import { createKeyTrust, createSigningKeys, type KeyStatus, type SigningKeys } from "../domain/keys/mod.ts";
+import { createKeyTrust, createSigningKeys, type KeyStatus, type KeyTrustMany, type SigningKeys } from "../domain/keys/mod.ts";
+import type { AttestationIndex } from "../ports/attestation_index.ts";
 import { createRateLimiter, type RateLimiter } from "../domain/rate_limit.ts";
 import type { WiredAccounts } from "./accounts.ts";
 import type { Config } from "./config.ts";
@@ -20,7 +21,13 @@ export type WiredKeys = {
 
 /** Builds key status over the index's reads, the trust anchors and the cached discovery, and the account's key records. */
 export function wireKeys(config: Config, f: Foundation, index: IndexRunner, discovery: WiredDiscovery, accounts: WiredAccounts): WiredKeys {
-  const trust = createKeyTrust({ index: index.reads, trustAnchors: f.trustAnchors, clock: systemClock, discover: discovery.viewDiscover });
+  // Each lookup reads the index as pinned for it, from the store alone (decisions §21).
+  const trustOver = (reads: AttestationIndex) =>
+    createKeyTrust({ index: reads, trustAnchors: f.trustAnchors, clock: systemClock, discover: discovery.viewDiscover });
+  const trust: { status: KeyStatus; many: KeyTrustMany } = {
+    status: (subjectDid, keyDid, at) => index.answers.answer((reads) => trustOver(reads).status(subjectDid, keyDid, at)),
+    many: (subjectDids, keyDids) => index.answers.run((reads) => trustOver(reads).many(subjectDids, keyDids)),
+  };
   const signingKeys = createSigningKeys({
     store: f.storage.signingKeys,
     clock: systemClock,

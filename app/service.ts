@@ -12,7 +12,7 @@ import { wireDelegation } from "./delegation.ts";
 import { wireDiscovery, wireWitness } from "./discovery.ts";
 import { openFoundation, type StartServiceOptions } from "./foundation.ts";
 import { serveHttp } from "./http.ts";
-import { wireArtifactTrust, wireAttestationIndex } from "./index.ts";
+import { type IndexRunner, wireArtifactTrust, wireAttestationIndex } from "./index.ts";
 import { wireGauges } from "./metrics.ts";
 import { wireX402, type X402Terms } from "./payments.ts";
 import { wireKeys } from "./keys.ts";
@@ -35,6 +35,8 @@ export type Service = {
   readonly devnet: Devnet | undefined;
   /** What x402 payments the service takes (decisions §13); undefined: none. */
   readonly x402: X402Terms | undefined;
+  /** The attestation index of this instance: catch up now (tests, operators), and its status as the store says. */
+  readonly index: Pick<IndexRunner, "catchUp" | "refresh">;
   /**
    * Stops accepting requests, lets in-flight ones finish within `SHUTDOWN_GRACE_MS` (the rest answered and cut),
    * closes the database and the devnet.
@@ -90,6 +92,7 @@ export async function startService(config: Config, options: StartServiceOptions 
       trustAnchors: f.trustAnchors,
       devnet,
       x402: x402?.terms,
+      index: { catchUp: index.catchUp, refresh: index.refresh },
       // Every caller (a second SIGTERM included) waits for the one shutdown. Requests under way get SHUTDOWN_GRACE_MS
       // to finish (what is cut then was recorded before each step: the next start settles it); storage and the
       // devnet close only after the last connection.

@@ -7,19 +7,25 @@ import { readConfig } from "../app/config.ts";
 import { type Service, startService } from "../app/service.ts";
 import { containerAnvil, DEFAULT_ANVIL_IMAGE, probeContainerRuntime } from "./support/anvil_container.ts";
 
-/** Counts JSON-RPC traffic: HTTP round trips and methods, in order. */
+/**
+ * Counts JSON-RPC traffic: HTTP round trips and methods, in order. The index follower's own reads of the chain
+ * (`x-ats-reader: index-follower`, decisions §21) are counted apart: `roundTrips`, `methods` and `trips` are the
+ * requests' calls, `followerTrips` the follower's.
+ */
 export type RpcCounter = {
   readonly fetch: typeof fetch;
   readonly roundTrips: () => number;
   readonly methods: () => string[];
   /** The JSON-RPC methods of each HTTP round trip, in order. */
   readonly trips: () => string[][];
+  /** The JSON-RPC methods of each of the index follower's round trips, in order. */
+  readonly followerTrips: () => string[][];
   readonly reset: () => void;
 };
 
 /** Wraps `fetch` so a test can count the service's RPC round trips and JSON-RPC methods. */
 export function countingFetch(): RpcCounter {
-  let trips: string[][] = [];
+  let trips: { methods: string[]; follower: boolean }[] = [];
   const wrapped = (async (input: RequestInfo | URL, init?: RequestInit) => {
     const methods: string[] = [];
     try {
@@ -28,14 +34,16 @@ export function countingFetch(): RpcCounter {
     } catch {
       // not JSON-RPC
     }
-    trips.push(methods);
+    trips.push({ methods, follower: new Headers(init?.headers).get("x-ats-reader") === "index-follower" });
     return await fetch(input, init);
   }) as typeof fetch;
+  const own = () => trips.filter((t) => !t.follower).map((t) => [...t.methods]);
   return {
     fetch: wrapped,
-    roundTrips: () => trips.length,
-    methods: () => trips.flat(),
-    trips: () => trips.map((t) => [...t]),
+    roundTrips: () => own().length,
+    methods: () => own().flat(),
+    trips: own,
+    followerTrips: () => trips.filter((t) => t.follower).map((t) => [...t.methods]),
     reset: () => {
       trips = [];
     },
@@ -49,10 +57,23 @@ export type Stack = {
   readonly baseUrl: string;
   readonly rpc: RpcCounter;
   readonly dir: string;
+  /**
+   * Has the service's index follower poll the chain now and waits for it: after a test wrote to the chain itself, the
+   * service's public reads see the write (they answer from the index alone, decisions §21).
+   */
+  readonly sync: () => Promise<void>;
   /** Starts a second service process-in-process on the same chain and database (a restart). */
   readonly restartService: (env?: Record<string, string>) => Promise<Service>;
   readonly stop: () => Promise<void>;
 };
+
+/**
+ * Has a freshly started service's follower reach the chain's head before a test reads (an instance that does not
+ * follow catches up all the same). Best effort: a test of a chain that does not answer sees its index stale.
+ */
+async function syncIndex(service: Service): Promise<void> {
+  await service.index.catchUp();
+}
 
 /** Relay limits far above what any test sends (e2e/public_relay_guard_test.ts and e2e/factory_gas_drain_test.ts set their own). */
 /** A loopback port free right now, so that a setting (PUBLIC_BASE_URL, the issuer) can name it before a server starts. */
@@ -151,9 +172,12 @@ export async function startStack(
     WITNESS_PRIVATE_KEY: devnet.keys.witness,
     DATABASE_PATH: join(dir, "ats.sqlite"),
     DATA_DIR: dir,
-    // The index follower polls in the background; tests that count RPC calls must not see it. The index's
-    // own tests turn it on.
-    INDEX_FOLLOW: "false",
+    // Public reads answer from the index alone (decisions §21). The follower polls at start, when a test asks
+    // (`stack.sync()`) and when a write of the service is mined (its nudge), never on a timer, so what a test
+    // counts never depends on the machine's speed. The index's own tests set their own interval.
+    INDEX_FOLLOW: "true",
+    INDEX_POLL_MS: "3600000",
+    INDEX_STALL_SECONDS: "86400",
     // Every request comes from 127.0.0.1 and many attesters are reused: the public relay's guard has its own test.
     ...TEST_RELAY_LIMITS,
     ...options.env,
@@ -162,6 +186,7 @@ export async function startStack(
   let service: Service;
   try {
     service = await startService(readConfig(env()), { log: silentLogger, rpcFetch, didJsonCa: options.didJsonCa, sendSyncGraceMs: options.sendSyncGraceMs });
+    await syncIndex(service);
   } catch (error) {
     await devnet.stop();
     throw error;
@@ -176,7 +201,11 @@ export async function startStack(
     async restartService(more) {
       const next = await startService(readConfig(env(more)), { log: silentLogger, rpcFetch, didJsonCa: options.didJsonCa, sendSyncGraceMs: options.sendSyncGraceMs });
       extra.push(next);
+      await syncIndex(next);
       return next;
+    },
+    sync: async () => {
+      if (!(await service.index.catchUp())) throw new Error("The index did not catch up with the chain");
     },
     async stop() {
       for (const s of extra) await s.stop();

@@ -2,6 +2,12 @@ import { describe, expect, test } from "bun:test";
 import { Value } from "@sinclair/typebox/value";
 import { silentLogger } from "../adapters/observability/mod.ts";
 import { type ArtifactTrust, createArtifactTrust } from "../domain/artifact_trust/mod.ts";
+
+/** What the app's reads over the index add to an answer: the head it was computed at (decisions §21). */
+const withAsOf = (trust: ArtifactTrust): ArtifactTrust => async (did) => {
+  const result = await trust(did);
+  return result.ok ? { ok: true, value: { ...result.value, asOf: { blockNumber: 1000, blockHash: `0x${"ab".repeat(32)}`, timestamp: 1_700_000_000, checkedAt: 1_700_000_001 } } } : result;
+};
 import { createDelegatedAttest } from "../domain/delegation/mod.ts";
 import { artifactDidFromDigest, didToAddress } from "../domain/did.ts";
 import { createReadNonce } from "../domain/delegation/mod.ts";
@@ -83,7 +89,7 @@ function setup(override?: ArtifactTrust) {
     trustAnchors: anchors,
     log: silentLogger,
     ready: () => Promise.resolve({ ready: true, checks: {} }),
-    artifactTrust: override ?? createArtifactTrust({ index, trustAnchors: anchors, clock, jws: fakeJwsVerifier() }),
+    artifactTrust: override ?? withAsOf(createArtifactTrust({ index, trustAnchors: anchors, clock, jws: fakeJwsVerifier() })),
   });
   const call = async (path: string, method = "GET") => {
     const response = await app.handle(new Request(`http://localhost${path}`, { method }));
@@ -126,6 +132,14 @@ describe("artifact-trust routes", () => {
       expect(res.body).toMatchObject({ code: "INVALID_DID", error: "artifactDid must be a valid did:artifact DID" });
     }
     expect(env.index.calls.latestBlock).toBe(0);
+  });
+
+  test("an index not kept up is 503 INDEX_STALE with Retry-After; never an old answer", async () => {
+    const env = setup(() => Promise.resolve({ ok: false, code: "INDEX_STALE", message: "The attestation index is not keeping up with the chain; try again shortly" }));
+    const res = await env.call(`/v1/artifact-trust?artifactDid=${ARTIFACT}`);
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).toBe("5");
+    expect(res.body).toEqual({ code: "INDEX_STALE", error: "The attestation index is not keeping up with the chain; try again shortly" });
   });
 
   test("a failed lookup is 502 NETWORK_ERROR without upstream text; never a 200", async () => {

@@ -50,7 +50,17 @@ const STATUS: Readonly<Record<string, number>> = {
   OUTCOME_UNKNOWN: 503,
   // The instance is draining (SIGTERM): the request was not started; another instance, or this one restarted, takes it.
   SHUTTING_DOWN: 503,
+  // No poll of the chain completed for INDEX_STALL_SECONDS: never an old answer presented as current (decisions §21).
+  INDEX_STALE: 503,
 };
+
+/** Seconds a client is told to wait before asking again after a 503 INDEX_STALE. */
+export const INDEX_STALE_RETRY_AFTER_SECONDS = 5;
+
+/** Headers an error answer carries for its code: `Retry-After` on INDEX_STALE. */
+export function headersOf(code: string): Record<string, string> {
+  return code === "INDEX_STALE" ? { "retry-after": String(INDEX_STALE_RETRY_AFTER_SECONDS) } : {};
+}
 
 /** The HTTP status of an error code; unknown codes are bugs, so 500. */
 export function statusOf(code: string): number {

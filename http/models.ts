@@ -233,8 +233,17 @@ export const AttestationListQuery = t.Object({
   cursor: t.Optional(t.String({ minLength: 1, maxLength: 200, description: "The nextCursor of the previous page" })),
 });
 
+/** The index head a public read was computed at (decisions §21). */
+export const AsOfModel = t.Object({
+  blockNumber: t.Integer({ description: "The newest block the attestation index holds: the block the answer was computed at" }),
+  blockHash: Bytes32,
+  timestamp: t.Union([t.Integer(), t.Null()], { description: "That block's time, Unix seconds (null for a checkpoint stored before it was kept)" }),
+  checkedAt: t.Integer({ description: "When the index follower last completed a poll of the chain, Unix seconds; an idle chain's block may be older" }),
+}, { description: "What the answer stands on; when no poll completed for INDEX_STALL_SECONDS the read is 503 INDEX_STALE instead" });
+
 /** A page of the attestation list. */
 export const AttestationPageModel = t.Object({
+  asOf: AsOfModel,
   subject: t.String({ description: "The subject as normalized" }),
   schema: t.String(),
   items: t.Array(t.Object({
@@ -256,6 +265,7 @@ export const AttestationPageModel = t.Object({
 
 /** The artifact trust record (interface "Artifact trust record"). */
 export const ArtifactTrustRecordModel = t.Object({
+  asOf: AsOfModel,
   artifactDid: t.String(),
   chain: t.Object({ chainId: t.Integer(), caip2: t.String(), easContract: Address }),
   trustAnchorsVersion: t.Integer(),

@@ -157,7 +157,8 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
       200: { description: "Artifact trust record (four empty groups when there is no qualifying evidence)", schema: ArtifactTrustRecordModel },
       400: err("INVALID_DID (missing, malformed or not a did:artifact), UNSUPPORTED_CHAIN"),
       500: err("INTERNAL_ERROR"),
-      502: err("NETWORK_ERROR: the chain, the schema registry or a required verification lookup failed"),
+      502: err("NETWORK_ERROR: the schema registry (read once per process) or a required verification lookup failed"),
+      503: err("INDEX_STALE: no poll of the chain completed for INDEX_STALL_SECONDS (decisions §21); Retry-After header; never an old answer"),
     },
   },
   {
@@ -171,7 +172,8 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
       200: { description: "A page; follow nextCursor until it is null", schema: AttestationPageModel },
       400: err("INVALID_DID (subject), INVALID_INPUT (schema not in the trust anchors, limit not 1-100, cursor not ours, a repeated parameter)"),
       405: err("METHOD_NOT_ALLOWED"),
-      502: err("NETWORK_ERROR: the chain did not answer"),
+      502: err("NETWORK_ERROR: the index could not be read"),
+      503: err("INDEX_STALE: no poll of the chain completed for INDEX_STALL_SECONDS (decisions §21); Retry-After header; never an old answer"),
     },
   },
   {
@@ -492,12 +494,13 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     auth: "public",
     cache: CACHE.indexAndDiscovery,
     request: REQUEST_MODELS.keyStatus,
-    summary: "Is keyDid authorised for subjectDid, how strongly, and was it at `at`: the status and trust level with the evidence behind them (today's endpoint evidence; the controller witness of an approved issuer and the key binding written by a controller of the subject, as they stood at `at`). At most 5 JSON-RPC calls per lookup whatever the chain's age (the attestation index)",
+    summary: "Is keyDid authorised for subjectDid, how strongly, and was it at `at`: the status and trust level with the evidence behind them (today's endpoint evidence; the controller witness of an approved issuer and the key binding written by a controller of the subject, as they stood at `at`). No JSON-RPC call per lookup in steady state: answered from the attestation index, with `asOf` (decisions §21)",
     responses: {
       200: { description: "Key status", schema: KeyStatusModel },
       400: err("INVALID_INPUT (a missing, repeated or malformed parameter; at in the future), INVALID_DID (subjectDid not a DID; keyDid not a did:pkh, did:key, did:jwk or did:ethr), UNSUPPORTED_CHAIN"),
       429: err("RATE_LIMITED: KEY_STATUS_RATE_PER_MINUTE per client address or KEY_STATUS_MAX_IN_FLIGHT lookups at once; Retry-After header"),
-      502: err("NETWORK_ERROR: the chain or the subject's endpoints could not be read; never a guess"),
+      502: err("NETWORK_ERROR: the subject's endpoints (or the schema registry, once per process) could not be read; never a guess"),
+      503: err("INDEX_STALE: no poll of the chain completed for INDEX_STALL_SECONDS (decisions §21); Retry-After header; never an old answer"),
     },
   },
 

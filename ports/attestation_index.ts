@@ -89,7 +89,46 @@ export type EasEvent = {
 };
 
 /** Where the index stands: every event up to and including this block is stored. */
-export type IndexCheckpoint = { readonly blockNumber: bigint; readonly blockHash: HexString };
+export type IndexCheckpoint = {
+  readonly blockNumber: bigint;
+  readonly blockHash: HexString;
+  /** The block's timestamp (Unix seconds), where known (checkpoints stored before issue 34 have none). */
+  readonly timestamp?: bigint | undefined;
+};
+
+/** A block as the follower reads it: number, hash and timestamp. */
+export type IndexBlock = { readonly blockNumber: bigint; readonly blockHash: HexString; readonly timestamp: bigint };
+
+/**
+ * The index head as reads see it (decisions §21): the newest indexed block, and when the follower last completed
+ * a poll (read the chain's head and every block up to it) and what head it saw then.
+ */
+export type IndexHead = IndexCheckpoint & {
+  /** Milliseconds since the epoch of the follower's last completed poll; null: none yet. */
+  readonly checkedAtMs: number | null;
+  /** The chain's head that poll saw; null: none yet. */
+  readonly chainHead: bigint | null;
+};
+
+/** A stored attestation: the full record read once at ingest, where it was logged, and when it was revoked. */
+export type StoredAttestation = IndexedAttestation & {
+  readonly blockNumber: bigint;
+  /** The block of its `Revoked` log; null: not revoked (as far as the index knows). */
+  readonly revokedBlock: bigint | null;
+};
+
+/** What one follower step writes besides its events and checkpoint. */
+export type AppendDetails = {
+  /** The full record of each attestation the events name, read at the step's last block. */
+  readonly attestations?: readonly IndexedAttestation[] | undefined;
+  /**
+   * The unconfirmed tail's blocks the step covered (before the step's last block), each a checkpoint of its own,
+   * so a reorg rewinds to the exact fork point.
+   */
+  readonly blocks?: readonly IndexBlock[] | undefined;
+  /** Blocks up to here are confirmed (`head - INDEX_CONFIRMATIONS`); rows after it are the tail. */
+  readonly confirmedTo?: bigint | undefined;
+};
 
 /** The chain reads the index follower makes. */
 export interface ChainHistory {
@@ -100,7 +139,11 @@ export interface ChainHistory {
    * Every `Attested` and `Revoked` log of the EAS contract in `[from, to]`, in chain order, and the hash
    * of block `to`; ranges the provider refuses are split.
    */
-  readonly events: (from: bigint, to: bigint) => Promise<IndexRead<{ events: EasEvent[]; toHash: HexString }>>;
+  readonly events: (from: bigint, to: bigint) => Promise<IndexRead<{ events: EasEvent[]; toHash: HexString; toTimestamp?: bigint | undefined }>>;
+  /** A block's hash and timestamp, or null when the chain has no such block (any more). */
+  readonly block: (blockNumber: bigint) => Promise<IndexRead<IndexBlock | null>>;
+  /** The attestation of each uid, in the order asked, read at `block` (as {@link AttestationIndex.attestations}). */
+  readonly attestations: (uids: readonly HexString[], block: bigint) => Promise<IndexRead<IndexedAttestation[]>>;
 }
 
 /** An `Attested` log with its position in the chain, for paging newest first. */
@@ -122,7 +165,7 @@ export interface IndexStore {
    * the checkpoint to `next`, in one transaction; false, with nothing written, when the checkpoint is no
    * longer `expected` (another follower moved it).
    */
-  readonly append: (expected: bigint | undefined, events: readonly EasEvent[], next: IndexCheckpoint) => Promise<boolean>;
+  readonly append: (expected: bigint | undefined, events: readonly EasEvent[], next: IndexCheckpoint, details?: AppendDetails) => Promise<boolean>;
   /** Forgets everything after `to` (undefined: everything) and makes `to` the checkpoint, in one transaction. */
   readonly rewind: (to: IndexCheckpoint | undefined) => Promise<void>;
   /** Stored `Attested` logs matching the query, in chain order. */
@@ -135,6 +178,18 @@ export interface IndexStore {
     readonly before?: PageCursor | undefined;
     readonly limit: number;
   }) => Promise<PagedLog[]>;
+  /** The index head and the follower's last completed poll (decisions §21); undefined: nothing indexed yet. */
+  readonly head: () => Promise<IndexHead | undefined>;
+  /** Records a completed poll: at `nowMs` the chain's head was `chainHead` and the index held every block up to it. */
+  readonly checked: (nowMs: number, chainHead: bigint) => Promise<void>;
+  /** The stored attestations of these uids (any order; uids the index does not hold, or holds without a record, left out). */
+  readonly records: (uids: readonly HexString[]) => Promise<StoredAttestation[]>;
+  /** Up to `limit` stored uids whose full record is missing (rows written before records were kept). */
+  readonly incomplete: (limit: number) => Promise<HexString[]>;
+  /** Stores the full records of rows that lack them. */
+  readonly complete: (records: readonly IndexedAttestation[]) => Promise<void>;
+  /** How many attestations the index holds, and how many of them are in the unconfirmed tail. */
+  readonly counts: () => Promise<{ readonly attestations: number; readonly tail: number }>;
   /** Holds or takes the follower lease for `holder` until `nowMs + leaseMs`; false while another holds it. */
   readonly lease: (holder: string, nowMs: number, leaseMs: number) => Promise<boolean>;
 }

@@ -451,31 +451,49 @@ export function fakeRandom() {
 
 /** The attestation index's store in memory, with the rules of the SQLite one. */
 export function fakeIndexStore() {
-  type Row = import("./attestation_index.ts").PagedLog & { revokedBlock: bigint | null };
+  type IndexedAttestation = import("./attestation_index.ts").IndexedAttestation;
+  type Row = import("./attestation_index.ts").PagedLog & { revokedBlock: bigint | null; tail: boolean; record?: IndexedAttestation | undefined };
   type Checkpoint = import("./attestation_index.ts").IndexCheckpoint;
   let rows: Row[] = [];
   let checkpoints: Checkpoint[] = [];
+  let poll: { checkedAtMs: number; chainHead: bigint } | undefined;
   const byPosition = (a: Row, b: Row) => (a.blockNumber !== b.blockNumber ? (a.blockNumber < b.blockNumber ? -1 : 1) : a.logIndex - b.logIndex);
+  const saveRecord = (a: IndexedAttestation) => {
+    rows = rows.map((r) => (r.uid === a.uid.toLowerCase() ? { ...r, record: a } : r));
+  };
   const store = {
     rows: () => rows,
     checkpoint: () => Promise.resolve(checkpoints.at(-1)),
     history: (limit: number) => Promise.resolve(checkpoints.slice().reverse().slice(0, limit)),
-    append(expected: bigint | undefined, events: readonly import("./attestation_index.ts").EasEvent[], next: Checkpoint) {
+    append(
+      expected: bigint | undefined,
+      events: readonly import("./attestation_index.ts").EasEvent[],
+      next: Checkpoint,
+      details: import("./attestation_index.ts").AppendDetails = {},
+    ) {
       if (checkpoints.at(-1)?.blockNumber !== expected) return Promise.resolve(false);
+      const confirmedTo = details.confirmedTo ?? next.blockNumber;
       for (const e of events) {
         if (e.kind === "attested") {
-          if (!rows.some((r) => r.uid === e.uid)) rows.push({ ...e, revokedBlock: null });
+          if (!rows.some((r) => r.uid === e.uid)) rows.push({ ...e, revokedBlock: null, tail: e.blockNumber > confirmedTo });
         } else {
           rows = rows.map((r) => (r.uid === e.uid ? { ...r, revokedBlock: e.blockNumber } : r));
         }
       }
+      for (const a of details.attestations ?? []) saveRecord(a);
+      rows = rows.map((r) => (r.tail && r.blockNumber <= confirmedTo ? { ...r, tail: false } : r));
       rows.sort(byPosition);
+      for (const b of details.blocks ?? []) checkpoints.push(b);
       checkpoints.push(next);
       return Promise.resolve(true);
     },
     rewind(to: Checkpoint | undefined) {
       const limit = to?.blockNumber ?? -1n;
-      rows = rows.filter((r) => r.blockNumber <= limit).map((r) => (r.revokedBlock !== null && r.revokedBlock > limit ? { ...r, revokedBlock: null } : r));
+      rows = rows.filter((r) => r.blockNumber <= limit).map((r) =>
+        r.revokedBlock !== null && r.revokedBlock > limit
+          ? { ...r, revokedBlock: null, record: r.record === undefined ? undefined : { ...r.record, revocationTime: 0n } }
+          : r
+      );
       checkpoints = checkpoints.filter((c) => c.blockNumber < limit);
       if (to !== undefined) checkpoints.push(to);
       return Promise.resolve();
@@ -495,6 +513,28 @@ export function fakeIndexStore() {
         .reverse()
         .slice(0, q.limit));
     },
+    head() {
+      const c = checkpoints.at(-1);
+      return Promise.resolve(c === undefined ? undefined : { ...c, checkedAtMs: poll?.checkedAtMs ?? null, chainHead: poll?.chainHead ?? null });
+    },
+    checked(nowMs: number, chainHead: bigint) {
+      poll = { checkedAtMs: Math.max(poll?.checkedAtMs ?? 0, nowMs), chainHead };
+      return Promise.resolve();
+    },
+    records(uids: readonly HexString[]) {
+      const wanted = new Set(uids.map((u) => u.toLowerCase()));
+      return Promise.resolve(rows.filter((r) => wanted.has(r.uid) && r.record !== undefined).map((r) => ({
+        ...r.record!,
+        blockNumber: r.blockNumber,
+        revokedBlock: r.revokedBlock,
+      })));
+    },
+    incomplete: (limit: number) => Promise.resolve(rows.filter((r) => r.record === undefined).slice(0, limit).map((r) => r.uid)),
+    complete(records: readonly IndexedAttestation[]) {
+      for (const a of records) saveRecord(a);
+      return Promise.resolve();
+    },
+    counts: () => Promise.resolve({ attestations: rows.length, tail: rows.filter((r) => r.tail).length }),
     lease: () => Promise.resolve(true),
   };
   return store satisfies import("./attestation_index.ts").IndexStore;

@@ -17,6 +17,7 @@ import type {
   AttestedQuery,
   ChainHistory,
   EasEvent,
+  IndexBlock,
   IndexedAttestation,
   IndexFailureReason,
   IndexRead,
@@ -263,22 +264,28 @@ export function createViemAttestationIndex(options: ViemAttestationIndexOptions)
     };
   }
 
-  async function blockHash(blockNumber: bigint): Promise<IndexRead<HexString | null>> {
+  async function block(blockNumber: bigint): Promise<IndexRead<IndexBlock | null>> {
     const outcome = await attempt("eth_getBlockByNumber", () =>
       client.request({ method: "eth_getBlockByNumber", params: [toHex(blockNumber), false] })
     );
     if (!outcome.ok) return failed(outcome);
-    const block = outcome.value as { hash?: string | null } | null;
-    return { ok: true, value: block?.hash ? (block.hash.toLowerCase() as HexString) : null };
+    const found = outcome.value as { hash?: string | null; timestamp?: string | null } | null;
+    if (!found?.hash) return { ok: true, value: null };
+    return { ok: true, value: { blockNumber, blockHash: found.hash.toLowerCase() as HexString, timestamp: BigInt(found.timestamp ?? "0x0") } };
   }
 
-  async function events(from: bigint, to: bigint): Promise<IndexRead<{ events: EasEvent[]; toHash: HexString }>> {
-    // Issued together, so the hash rides in the first range's batch.
-    const [scanned, hash] = await Promise.all([scanLogs([[ATTESTED_TOPIC, REVOKED_TOPIC]], from, to), blockHash(to)]);
+  async function blockHash(blockNumber: bigint): Promise<IndexRead<HexString | null>> {
+    const read = await block(blockNumber);
+    return read.ok ? { ok: true, value: read.value?.blockHash ?? null } : read;
+  }
+
+  async function events(from: bigint, to: bigint): Promise<IndexRead<{ events: EasEvent[]; toHash: HexString; toTimestamp: bigint }>> {
+    // Issued together, so the block rides in the first range's batch.
+    const [scanned, last] = await Promise.all([scanLogs([[ATTESTED_TOPIC, REVOKED_TOPIC]], from, to), block(to)]);
     if (!scanned.ok) return scanned;
-    if (!hash.ok) return hash;
-    if (hash.value === null) return { ok: false, reason: "inconsistent" };
-    return { ok: true, value: { events: scanned.value, toHash: hash.value } };
+    if (!last.ok) return last;
+    if (last.value === null) return { ok: false, reason: "inconsistent" };
+    return { ok: true, value: { events: scanned.value, toHash: last.value.blockHash, toTimestamp: last.value.timestamp } };
   }
 
   /**
@@ -388,6 +395,7 @@ export function createViemAttestationIndex(options: ViemAttestationIndexOptions)
     attestations,
     head: latestBlock,
     blockHash,
+    block,
     events,
   };
 }

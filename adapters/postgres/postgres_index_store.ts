@@ -1,7 +1,7 @@
 import type { SQL } from "bun";
-import type { AttestedLog, IndexCheckpoint, IndexStore, PagedLog } from "../../ports/attestation_index.ts";
+import type { AttestedLog, IndexCheckpoint, IndexedAttestation, IndexStore, PagedLog, StoredAttestation } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
-import { CHECKPOINT_HISTORY, indexTables } from "../sqlite/mod.ts";
+import { CHECKPOINT_HISTORY, indexTables, toStoredAttestation } from "../sqlite/mod.ts";
 
 /** Serializes the index's migrations and its writers across instances. */
 const INDEX_LOCK = 7_240_002;
@@ -33,28 +33,78 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
   const eas = scope.easAddress.toLowerCase();
   const leaseName = `${chainId}:${eas}`;
 
+  const toCheckpoint = (row: Row): IndexCheckpoint => ({
+    blockNumber: BigInt(String(row.block_number)),
+    blockHash: String(row.block_hash) as HexString,
+    ...(row.block_time === null || row.block_time === undefined ? {} : { timestamp: BigInt(String(row.block_time)) }),
+  });
   const current = async (db: SQL): Promise<IndexCheckpoint | undefined> => {
-    const [row]: Row[] = await db`SELECT block_number, block_hash FROM index_checkpoints WHERE chain_id = ${chainId} AND eas = ${eas}
+    const [row]: Row[] = await db`SELECT block_number, block_hash, block_time FROM index_checkpoints WHERE chain_id = ${chainId} AND eas = ${eas}
                                    ORDER BY block_number DESC LIMIT 1`;
-    return row === undefined ? undefined : { blockNumber: BigInt(String(row.block_number)), blockHash: String(row.block_hash) as HexString };
+    return row === undefined ? undefined : toCheckpoint(row);
   };
   const setCheckpoint = async (db: SQL, next: IndexCheckpoint) => {
-    await db`INSERT INTO index_checkpoints (chain_id, eas, block_number, block_hash)
-             VALUES (${chainId}, ${eas}, ${next.blockNumber.toString()}, ${next.blockHash})
-             ON CONFLICT (chain_id, eas, block_number) DO UPDATE SET block_hash = EXCLUDED.block_hash`;
+    const time = next.timestamp === undefined ? null : next.timestamp.toString();
+    await db`INSERT INTO index_checkpoints (chain_id, eas, block_number, block_hash, block_time)
+             VALUES (${chainId}, ${eas}, ${next.blockNumber.toString()}, ${next.blockHash}, ${time}::BIGINT)
+             ON CONFLICT (chain_id, eas, block_number) DO UPDATE SET block_hash = EXCLUDED.block_hash, block_time = EXCLUDED.block_time`;
+  };
+  const saveRecords = async (db: SQL, records: readonly IndexedAttestation[]) => {
+    for (const a of records) {
+      await db`UPDATE index_attestations SET time = ${a.time.toString()}, expiration_time = ${a.expirationTime.toString()},
+                 revocation_time = ${a.revocationTime.toString()}, ref_uid = ${a.refUID.toLowerCase()}, revocable = ${a.revocable ? 1 : 0},
+                 data = ${a.data.toLowerCase()}
+               WHERE chain_id = ${chainId} AND eas = ${eas} AND uid = ${a.uid.toLowerCase()}`;
+    }
   };
 
   return {
     checkpoint: () => current(sql),
     async history(limit) {
-      const rows: Row[] = await sql`SELECT block_number, block_hash FROM index_checkpoints WHERE chain_id = ${chainId} AND eas = ${eas}
+      const rows: Row[] = await sql`SELECT block_number, block_hash, block_time FROM index_checkpoints WHERE chain_id = ${chainId} AND eas = ${eas}
                                      ORDER BY block_number DESC LIMIT ${limit}`;
-      return rows.map((r) => ({ blockNumber: BigInt(String(r.block_number)), blockHash: String(r.block_hash) as HexString }));
+      return rows.map(toCheckpoint);
     },
-    append: (expected, events, next) =>
+    async head() {
+      const [row]: Row[] = await sql`
+        SELECT c.block_number, c.block_hash, c.block_time, p.checked_at_ms, p.chain_head
+          FROM (SELECT block_number, block_hash, block_time FROM index_checkpoints WHERE chain_id = ${chainId} AND eas = ${eas}
+                 ORDER BY block_number DESC LIMIT 1) AS c
+          LEFT JOIN index_polls p ON p.name = ${leaseName}`;
+      if (row === undefined) return undefined;
+      return {
+        ...toCheckpoint(row),
+        checkedAtMs: row.checked_at_ms === null ? null : Number(row.checked_at_ms),
+        chainHead: row.chain_head === null ? null : BigInt(String(row.chain_head)),
+      };
+    },
+    async checked(nowMs, chainHead) {
+      await sql`INSERT INTO index_polls (name, checked_at_ms, chain_head) VALUES (${leaseName}, ${nowMs}, ${chainHead.toString()})
+                ON CONFLICT (name) DO UPDATE SET checked_at_ms = GREATEST(index_polls.checked_at_ms, EXCLUDED.checked_at_ms),
+                  chain_head = EXCLUDED.chain_head`;
+    },
+    async records(uids) {
+      if (uids.length === 0) return [];
+      const rows: Row[] = await sql`SELECT * FROM index_attestations WHERE chain_id = ${chainId} AND eas = ${eas}
+                                      AND uid = ANY(${sql.array([...new Set(uids.map((u) => u.toLowerCase()))], "TEXT")})`;
+      return rows.map(toStoredAttestation).filter((r): r is StoredAttestation => r !== undefined);
+    },
+    async incomplete(limit) {
+      const rows: Row[] = await sql`SELECT uid FROM index_attestations WHERE chain_id = ${chainId} AND eas = ${eas} AND data IS NULL
+                                      ORDER BY block_number, log_index LIMIT ${limit}`;
+      return rows.map((r) => String(r.uid) as HexString);
+    },
+    complete: (records) => sql.begin(async (tx) => void await saveRecords(tx, records)),
+    async counts() {
+      const [row]: Row[] = await sql`SELECT COUNT(*) AS n, COALESCE(SUM(tail), 0) AS tail FROM index_attestations
+                                       WHERE chain_id = ${chainId} AND eas = ${eas}`;
+      return { attestations: Number(row!.n), tail: Number(row!.tail) };
+    },
+    append: (expected, events, next, details = {}) =>
       sql.begin(async (tx) => {
         await tx`SELECT pg_advisory_xact_lock(${INDEX_LOCK}, ${chainId})`;
         if ((await current(tx))?.blockNumber !== expected) return false;
+        const confirmedTo = details.confirmedTo ?? next.blockNumber;
         const attested = events.filter((e) => e.kind === "attested");
         for (let i = 0; i < attested.length; i += 500) {
           const rows = attested.slice(i, i + 500).map((e) => ({
@@ -66,6 +116,7 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
             schema_uid: e.schemaUid,
             block_number: e.blockNumber.toString(),
             log_index: e.logIndex,
+            tail: e.blockNumber > confirmedTo ? 1 : 0,
           }));
           await tx`INSERT INTO index_attestations ${tx(rows)} ON CONFLICT DO NOTHING`;
         }
@@ -74,6 +125,10 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
           await tx`UPDATE index_attestations SET revoked_block = ${e.blockNumber.toString()}
                    WHERE chain_id = ${chainId} AND eas = ${eas} AND uid = ${e.uid}`;
         }
+        await saveRecords(tx, details.attestations ?? []);
+        await tx`UPDATE index_attestations SET tail = 0 WHERE chain_id = ${chainId} AND eas = ${eas} AND tail = 1
+                   AND block_number <= ${confirmedTo.toString()}`;
+        for (const b of details.blocks ?? []) await setCheckpoint(tx, b);
         await setCheckpoint(tx, next);
         await tx`DELETE FROM index_checkpoints WHERE chain_id = ${chainId} AND eas = ${eas} AND block_number < (
                    SELECT MIN(block_number) FROM (SELECT block_number FROM index_checkpoints WHERE chain_id = ${chainId}
@@ -85,7 +140,7 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
         await tx`SELECT pg_advisory_xact_lock(${INDEX_LOCK}, ${chainId})`;
         const block = to === undefined ? "-1" : to.blockNumber.toString();
         await tx`DELETE FROM index_attestations WHERE chain_id = ${chainId} AND eas = ${eas} AND block_number > ${block}`;
-        await tx`UPDATE index_attestations SET revoked_block = NULL WHERE chain_id = ${chainId} AND eas = ${eas} AND revoked_block > ${block}`;
+        await tx`UPDATE index_attestations SET revoked_block = NULL, revocation_time = '0' WHERE chain_id = ${chainId} AND eas = ${eas} AND revoked_block > ${block}`;
         await tx`DELETE FROM index_checkpoints WHERE chain_id = ${chainId} AND eas = ${eas} AND block_number > ${block}`;
         if (to !== undefined) await setCheckpoint(tx, to);
       }),

@@ -3,7 +3,7 @@ export { createSqliteAccountStore, createSqliteWriteLedger } from "./sqlite_acco
 export { openSqlite } from "./sqlite_database.ts";
 export { toFactoryCall } from "./sqlite_factory_calls.ts";
 export { type GasBudgetTable } from "./sqlite_gas_budget.ts";
-export { CHECKPOINT_HISTORY, createSqliteIndexStore, indexTables } from "./sqlite_index_store.ts";
+export { CHECKPOINT_HISTORY, createSqliteIndexStore, INDEX_ADDED_COLUMNS, indexTables, type RecordRow, toStoredAttestation } from "./sqlite_index_store.ts";
 export {
   contiguousPeriod,
   paymentTables,

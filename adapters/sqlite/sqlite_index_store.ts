@@ -1,5 +1,14 @@
 import type { Database } from "bun:sqlite";
-import type { AttestedLog, EasEvent, IndexCheckpoint, IndexStore, PagedLog } from "../../ports/attestation_index.ts";
+import type {
+  AppendDetails,
+  AttestedLog,
+  EasEvent,
+  IndexCheckpoint,
+  IndexedAttestation,
+  IndexStore,
+  PagedLog,
+  StoredAttestation,
+} from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
 
 /** The index's tables, in SQLite (`INTEGER`) or PostgreSQL (`BIGINT`) words for block numbers and chain ids. */
@@ -32,13 +41,59 @@ export function indexTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
        holder TEXT NOT NULL,
        expires_at_ms ${bigint} NOT NULL
      )`,
+    // The follower's last completed poll (decisions §21), shared by every instance reading the store.
+    `CREATE TABLE IF NOT EXISTS index_polls (
+       name TEXT PRIMARY KEY,
+       checked_at_ms ${bigint} NOT NULL,
+       chain_head ${bigint} NOT NULL
+     )`,
+    // Issue 34: full records and block times; PostgreSQL adds them to existing tables here, SQLite in
+    // createSqliteIndexStore (it has no ADD COLUMN IF NOT EXISTS).
+    ...(bigint === "BIGINT" ? INDEX_ADDED_COLUMNS.map(([table, column, type]) => `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${column} ${type.replace("INTEGER", "BIGINT")}`) : []),
   ];
 }
+
+/**
+ * The columns added after the index's tables were first created (issue 34): each attestation's full record (read
+ * once at ingest; NULL on rows stored before, filled by the follower), whether a row is in the unconfirmed tail, and
+ * each checkpoint's block time. uint64 values are decimal TEXT (an expiration time may pass a signed 64-bit integer).
+ */
+export const INDEX_ADDED_COLUMNS = [
+  ["index_attestations", "time", "TEXT"],
+  ["index_attestations", "expiration_time", "TEXT"],
+  ["index_attestations", "revocation_time", "TEXT"],
+  ["index_attestations", "ref_uid", "TEXT"],
+  ["index_attestations", "revocable", "INTEGER"],
+  ["index_attestations", "data", "TEXT"],
+  ["index_attestations", "tail", "INTEGER NOT NULL DEFAULT 0"],
+  ["index_checkpoints", "block_time", "INTEGER"],
+] as const;
 
 /** How many earlier checkpoints are kept to find where a reorg forked. */
 export const CHECKPOINT_HISTORY = 256;
 
 type Row = { uid: string; recipient: string; attester: string; schema_uid: string; block_number: number; log_index: number; revoked_block: number | null };
+/** A row with its record columns. */
+export type RecordRow = Record<string, unknown>;
+
+/** A stored row as a record; undefined while the row has no record yet. */
+export function toStoredAttestation(row: RecordRow): StoredAttestation | undefined {
+  if (row.data === null || row.data === undefined || row.time === null || row.time === undefined) return undefined;
+  return {
+    uid: String(row.uid) as HexString,
+    schema: String(row.schema_uid) as HexString,
+    time: BigInt(String(row.time)),
+    expirationTime: BigInt(String(row.expiration_time)),
+    revocationTime: BigInt(String(row.revocation_time ?? "0")),
+    refUID: String(row.ref_uid) as HexString,
+    recipient: String(row.recipient) as HexString,
+    attester: String(row.attester) as HexString,
+    revocable: Number(row.revocable) === 1,
+    data: String(row.data) as HexString,
+    blockNumber: BigInt(String(row.block_number)),
+    revokedBlock: row.revoked_block === null || row.revoked_block === undefined ? null : BigInt(String(row.revoked_block)),
+  };
+}
 
 const toLog = (row: Row): AttestedLog => ({
   uid: row.uid as HexString,
@@ -58,30 +113,62 @@ const marks = (n: number) => Array.from({ length: n }, () => "?").join(", ");
 export function createSqliteIndexStore(db: Database, scope: { chainId: number; easAddress: string }): IndexStore {
   db.transaction(() => {
     for (const statement of indexTables("INTEGER")) db.exec(statement);
+    for (const [table, column, type] of INDEX_ADDED_COLUMNS) {
+      const columns = db.query<{ name: string }, []>(`PRAGMA table_info(${table})`).all();
+      if (!columns.some((c) => c.name === column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
+    }
   }).immediate();
   const chainId = scope.chainId;
   const eas = scope.easAddress.toLowerCase();
   const leaseName = `${chainId}:${eas}`;
 
-  const latest = db.query<{ block_number: number; block_hash: string }, [number, string]>(
-    "SELECT block_number, block_hash FROM index_checkpoints WHERE chain_id = ? AND eas = ? ORDER BY block_number DESC LIMIT 1",
+  type CheckpointRow = { block_number: number; block_hash: string; block_time: number | null };
+  const latest = db.query<CheckpointRow, [number, string]>(
+    "SELECT block_number, block_hash, block_time FROM index_checkpoints WHERE chain_id = ? AND eas = ? ORDER BY block_number DESC LIMIT 1",
   );
-  const history = db.query<{ block_number: number; block_hash: string }, [number, string, number]>(
-    "SELECT block_number, block_hash FROM index_checkpoints WHERE chain_id = ? AND eas = ? ORDER BY block_number DESC LIMIT ?",
+  const history = db.query<CheckpointRow, [number, string, number]>(
+    "SELECT block_number, block_hash, block_time FROM index_checkpoints WHERE chain_id = ? AND eas = ? ORDER BY block_number DESC LIMIT ?",
   );
   const insertEvent = db.query(
-    `INSERT INTO index_attestations (chain_id, eas, uid, recipient, attester, schema_uid, block_number, log_index)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+    `INSERT INTO index_attestations (chain_id, eas, uid, recipient, attester, schema_uid, block_number, log_index, tail)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
   );
   const revoke = db.query("UPDATE index_attestations SET revoked_block = ? WHERE chain_id = ? AND eas = ? AND uid = ?");
-  const insertCheckpoint = db.query("INSERT OR REPLACE INTO index_checkpoints (chain_id, eas, block_number, block_hash) VALUES (?, ?, ?, ?)");
+  const setRecord = db.query(
+    `UPDATE index_attestations SET time = ?, expiration_time = ?, revocation_time = ?, ref_uid = ?, revocable = ?, data = ?
+     WHERE chain_id = ? AND eas = ? AND uid = ?`,
+  );
+  const confirm = db.query("UPDATE index_attestations SET tail = 0 WHERE chain_id = ? AND eas = ? AND tail = 1 AND block_number <= ?");
+  const insertCheckpoint = db.query(
+    "INSERT OR REPLACE INTO index_checkpoints (chain_id, eas, block_number, block_hash, block_time) VALUES (?, ?, ?, ?, ?)",
+  );
+  const saveRecord = (a: IndexedAttestation) =>
+    setRecord.run(
+      a.time.toString(),
+      a.expirationTime.toString(),
+      a.revocationTime.toString(),
+      a.refUID.toLowerCase(),
+      a.revocable ? 1 : 0,
+      a.data.toLowerCase(),
+      chainId,
+      eas,
+      a.uid.toLowerCase(),
+    );
+  const toCheckpoint = (row: CheckpointRow): IndexCheckpoint => ({
+    blockNumber: BigInt(row.block_number),
+    blockHash: row.block_hash as HexString,
+    ...(row.block_time === null ? {} : { timestamp: BigInt(row.block_time) }),
+  });
+  const time = (t: bigint | undefined) => (t === undefined ? null : Number(t));
   const trimHistory = db.query(
     `DELETE FROM index_checkpoints WHERE chain_id = ? AND eas = ? AND block_number < (
        SELECT MIN(block_number) FROM (SELECT block_number FROM index_checkpoints WHERE chain_id = ? AND eas = ?
                                       ORDER BY block_number DESC LIMIT ?))`,
   );
   const dropEvents = db.query("DELETE FROM index_attestations WHERE chain_id = ? AND eas = ? AND block_number > ?");
-  const unrevoke = db.query("UPDATE index_attestations SET revoked_block = NULL WHERE chain_id = ? AND eas = ? AND revoked_block > ?");
+  const unrevoke = db.query(
+    "UPDATE index_attestations SET revoked_block = NULL, revocation_time = '0' WHERE chain_id = ? AND eas = ? AND revoked_block > ?",
+  );
   const dropCheckpoints = db.query("DELETE FROM index_checkpoints WHERE chain_id = ? AND eas = ? AND block_number > ?");
   const takeLease = db.query(
     `INSERT INTO index_lease (name, holder, expires_at_ms) VALUES ($name, $holder, $expires)
@@ -91,36 +178,93 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
 
   const current = () => {
     const row = latest.get(chainId, eas);
-    return row === null ? undefined : { blockNumber: BigInt(row.block_number), blockHash: row.block_hash as HexString };
+    return row === null ? undefined : toCheckpoint(row);
   };
 
-  const append = db.transaction((expected: bigint | undefined, events: readonly EasEvent[], next: IndexCheckpoint): boolean => {
+  const append = db.transaction((expected: bigint | undefined, events: readonly EasEvent[], next: IndexCheckpoint, details: AppendDetails): boolean => {
     if (current()?.blockNumber !== expected) return false;
+    const confirmedTo = details.confirmedTo ?? next.blockNumber;
     for (const e of events) {
       if (e.kind === "attested") {
-        insertEvent.run(chainId, eas, e.uid, e.recipient, e.attester, e.schemaUid, Number(e.blockNumber), e.logIndex);
+        insertEvent.run(chainId, eas, e.uid, e.recipient, e.attester, e.schemaUid, Number(e.blockNumber), e.logIndex, e.blockNumber > confirmedTo ? 1 : 0);
       } else {
         revoke.run(Number(e.blockNumber), chainId, eas, e.uid);
       }
     }
-    insertCheckpoint.run(chainId, eas, Number(next.blockNumber), next.blockHash);
+    for (const a of details.attestations ?? []) saveRecord(a);
+    confirm.run(chainId, eas, Number(confirmedTo));
+    for (const b of details.blocks ?? []) insertCheckpoint.run(chainId, eas, Number(b.blockNumber), b.blockHash, Number(b.timestamp));
+    insertCheckpoint.run(chainId, eas, Number(next.blockNumber), next.blockHash, time(next.timestamp));
     trimHistory.run(chainId, eas, chainId, eas, CHECKPOINT_HISTORY);
     return true;
   });
+  const complete = db.transaction((records: readonly IndexedAttestation[]) => {
+    for (const a of records) saveRecord(a);
+  });
+  const polls = db.query<{ checked_at_ms: number; chain_head: number }, [string]>("SELECT checked_at_ms, chain_head FROM index_polls WHERE name = ?");
+  const savePoll = db.query(
+    `INSERT INTO index_polls (name, checked_at_ms, chain_head) VALUES (?1, ?2, ?3)
+     ON CONFLICT (name) DO UPDATE SET checked_at_ms = MAX(index_polls.checked_at_ms, ?2), chain_head = ?3`,
+  );
 
   const rewind = db.transaction((to: IndexCheckpoint | undefined) => {
     const block = to === undefined ? -1 : Number(to.blockNumber);
     dropEvents.run(chainId, eas, block);
     unrevoke.run(chainId, eas, block);
     dropCheckpoints.run(chainId, eas, block);
-    if (to !== undefined) insertCheckpoint.run(chainId, eas, block, to.blockHash);
+    if (to !== undefined) insertCheckpoint.run(chainId, eas, block, to.blockHash, time(to.timestamp));
   });
 
   return {
     checkpoint: () => Promise.resolve(current()),
-    history: (limit) =>
-      Promise.resolve(history.all(chainId, eas, limit).map((r) => ({ blockNumber: BigInt(r.block_number), blockHash: r.block_hash as HexString }))),
-    append: (expected, events, next) => Promise.resolve(append.immediate(expected, events, next)),
+    history: (limit) => Promise.resolve(history.all(chainId, eas, limit).map(toCheckpoint)),
+    append: (expected, events, next, details = {}) => Promise.resolve(append.immediate(expected, events, next, details)),
+    head() {
+      const checkpoint = current();
+      if (checkpoint === undefined) return Promise.resolve(undefined);
+      const poll = polls.get(leaseName);
+      return Promise.resolve({
+        ...checkpoint,
+        checkedAtMs: poll === null ? null : Number(poll.checked_at_ms),
+        chainHead: poll === null ? null : BigInt(poll.chain_head),
+      });
+    },
+    checked(nowMs, chainHead) {
+      savePoll.run(leaseName, nowMs, Number(chainHead));
+      return Promise.resolve();
+    },
+    records(uids) {
+      if (uids.length === 0) return Promise.resolve([]);
+      const wanted = [...new Set(uids.map((u) => u.toLowerCase()))];
+      const out: StoredAttestation[] = [];
+      for (let i = 0; i < wanted.length; i += 500) {
+        const part = wanted.slice(i, i + 500);
+        const rows = db.query<RecordRow, (string | number)[]>(
+          `SELECT * FROM index_attestations WHERE chain_id = ? AND eas = ? AND uid IN (${marks(part.length)})`,
+        ).all(chainId, eas, ...part);
+        for (const row of rows) {
+          const record = toStoredAttestation(row);
+          if (record !== undefined) out.push(record);
+        }
+      }
+      return Promise.resolve(out);
+    },
+    incomplete(limit) {
+      const rows = db.query<{ uid: string }, [number, string, number]>(
+        "SELECT uid FROM index_attestations WHERE chain_id = ? AND eas = ? AND data IS NULL ORDER BY block_number, log_index LIMIT ?",
+      ).all(chainId, eas, limit);
+      return Promise.resolve(rows.map((r) => r.uid as HexString));
+    },
+    complete(records) {
+      complete.immediate(records);
+      return Promise.resolve();
+    },
+    counts() {
+      const row = db.query<{ n: number; tail: number | null }, [number, string]>(
+        "SELECT COUNT(*) AS n, SUM(tail) AS tail FROM index_attestations WHERE chain_id = ? AND eas = ?",
+      ).get(chainId, eas)!;
+      return Promise.resolve({ attestations: row.n, tail: row.tail ?? 0 });
+    },
     rewind: (to) => Promise.resolve(void rewind.immediate(to)),
     attested(query) {
       if (query.recipients.length === 0 || query.schemaUids.length === 0) return Promise.resolve([]);

@@ -29,6 +29,7 @@
  */
 import type { AbiParameter } from "viem";
 import type { AttestationIndex, IndexedAttestation } from "../../ports/attestation_index.ts";
+import type { AsOf } from "../index/mod.ts";
 import type { Clock } from "../../ports/clock.ts";
 import type { HexString } from "../../ports/eas.ts";
 import type { JwsVerifier } from "../../ports/jws_verifier.ts";
@@ -76,6 +77,8 @@ export type ArtifactTrustItem = {
 /** The artifact trust record (interface "Artifact trust record"). */
 export type ArtifactTrustRecord = {
   readonly artifactDid: string;
+  /** The index head the answer was computed at, set by the reads over the index (decisions §21). */
+  readonly asOf?: AsOf | undefined;
   readonly chain: { readonly chainId: number; readonly caip2: string; readonly easContract: string };
   readonly trustAnchorsVersion: number;
   readonly responsibilityClaims: readonly ArtifactTrustItem[];
@@ -91,7 +94,8 @@ export type ArtifactTrustRecord = {
 };
 
 /** The expected failures of artifact trust. */
-export type ArtifactTrustError = "INVALID_DID" | "UNSUPPORTED_CHAIN" | "NETWORK_ERROR";
+/** INDEX_STALE: the index the answer would come from is not kept up (decisions §21). */
+export type ArtifactTrustError = "INVALID_DID" | "UNSUPPORTED_CHAIN" | "NETWORK_ERROR" | "INDEX_STALE";
 
 /** Looks up the verified evidence of a did:artifact. */
 export type ArtifactTrust = (artifactDid: string | undefined) => Promise<Result<ArtifactTrustRecord, ArtifactTrustError>>;

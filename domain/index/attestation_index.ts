@@ -1,18 +1,22 @@
 /**
- * The attestation index (decisions §11): the EAS contract's `Attested` and `Revoked` events are read once,
- * range by range, into a store (SQLite, or PostgreSQL shared by instances) and followed; requests read the
- * store up to its checkpoint and the chain only for the unconfirmed tail. So a request's log reads cost one
- * `eth_getLogs` whatever the chain's length, instead of one per provider window since the EAS deployment.
+ * The attestation index (decisions §11, §21): the EAS contract's `Attested` and `Revoked` events are read once,
+ * block by block up to the chain's head, into a store (SQLite, or PostgreSQL shared by instances) with each new
+ * attestation's full record, and followed; public reads answer from the store alone (`store_reads.ts`), so a read
+ * costs no JSON-RPC call whatever the traffic. The unconfirmed tail (the last `INDEX_CONFIRMATIONS` blocks) is kept
+ * block by block with its hashes and its rows marked, so a reorg rewinds to its fork point and never touches
+ * confirmed rows.
  */
 import type {
-  AttestationIndex,
-  AttestedLog,
   ChainHistory,
+  EasEvent,
+  IndexBlock,
   IndexCheckpoint,
+  IndexedAttestation,
   IndexFailureReason,
   IndexRead,
   IndexStore,
 } from "../../ports/attestation_index.ts";
+import type { HexString } from "../../ports/eas.ts";
 
 /** What the follower needs. */
 export type IndexFollowerDeps = {
@@ -20,12 +24,17 @@ export type IndexFollowerDeps = {
   readonly store: IndexStore;
   /** The first block with EAS events (its deployment block). */
   readonly startBlock: bigint;
-  /** Blocks kept out of the index behind the head (`INDEX_CONFIRMATIONS`): reorgs there never touch the store. */
+  /**
+   * Blocks behind the head that may still be reorganized (`INDEX_CONFIRMATIONS`): the follower reads them too, but
+   * keeps each one's hash and marks their rows as the tail.
+   */
   readonly confirmations: number;
   /** The widest block range one step ingests (and one transaction writes). */
   readonly stepBlocks: bigint;
   /** How many stored checkpoints to compare when the newest no longer matches the chain. */
   readonly historyDepth?: number | undefined;
+  /** How many records one step fills on rows stored before records were kept; default 200. */
+  readonly fillBatch?: number | undefined;
 };
 
 /** What one follower step did. */
@@ -35,23 +44,36 @@ export type FollowStep =
     readonly head: bigint;
     /** The newest indexed block after the step (undefined: nothing yet). */
     readonly indexedBlock: bigint | undefined;
-    /** The newest block the index is meant to reach now: `head - confirmations`. */
+    /** The newest block the index is meant to reach now: the chain's head. */
     readonly target: bigint;
+    /** Blocks up to here are confirmed: `head - confirmations`. */
+    readonly confirmedTo: bigint;
     readonly ingested?: { readonly from: bigint; readonly to: bigint; readonly events: number } | undefined;
     /** Set when a reorg was found: the block the index went back to (-1: to the start). */
     readonly rewoundTo?: bigint | undefined;
+    /** The reorg went deeper than the confirmations: confirmed rows had to go too. */
+    readonly deepReorg?: true | undefined;
+    /** Records filled on rows stored before records were kept (an upgraded database). */
+    readonly filled?: number | undefined;
     /** Another follower moved the checkpoint first; nothing was written. */
     readonly raced?: true | undefined;
+    /** The index holds every block up to the head this step read: a completed poll. */
+    readonly caughtUp: boolean;
   }
   | { readonly ok: false; readonly reason: IndexFailureReason };
 
 /**
- * One step of the follower: check that the checkpoint's block is still canonical (else rewind to the newest
- * stored checkpoint that is, and stop there), then ingest the next range up to `head - confirmations` and move
- * the checkpoint in the same transaction. A failed read writes nothing; the caller retries with backoff.
+ * One step of the follower: check that the checkpoint's block is still canonical (else rewind to the newest stored
+ * checkpoint that is, and stop there), fill missing records of an upgraded database, then ingest the next range up
+ * to the head: its events, the full record of every attestation they name (read at the range's last block, one
+ * batch), the hash and time of each tail block, and the checkpoint, in one transaction. A failed read writes
+ * nothing; the caller retries with backoff.
  */
 export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<FollowStep> {
   const depth = deps.historyDepth ?? 256;
+  const fillBatch = deps.fillBatch ?? 200;
+  /** Set once no row lacks its record: rows are written with theirs from then on. */
+  let complete = false;
   return async function step(): Promise<FollowStep> {
     const checkpoint = await deps.store.checkpoint();
     const [head, canonical] = await Promise.all([
@@ -59,28 +81,58 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
       checkpoint === undefined ? Promise.resolve(undefined) : deps.chain.blockHash(checkpoint.blockNumber),
     ]);
     if (!head.ok) return head;
-    const target = head.value - BigInt(deps.confirmations);
-    const status = { ok: true as const, head: head.value, target };
+    const confirmedTo = head.value - BigInt(deps.confirmations);
+    const status = { ok: true as const, head: head.value, target: head.value, confirmedTo, caughtUp: false };
     if (checkpoint !== undefined && canonical !== undefined) {
       if (!canonical.ok) return canonical;
       if (canonical.value !== checkpoint.blockHash) {
         const forkedAt = await lastCanonical(await deps.store.history(depth));
         if (!forkedAt.ok) return forkedAt;
         await deps.store.rewind(forkedAt.value);
-        return { ...status, indexedBlock: forkedAt.value?.blockNumber, rewoundTo: forkedAt.value?.blockNumber ?? -1n };
+        const rewoundTo = forkedAt.value?.blockNumber ?? -1n;
+        return { ...status, indexedBlock: forkedAt.value?.blockNumber, rewoundTo, ...(rewoundTo < confirmedTo ? { deepReorg: true as const } : {}) };
       }
     }
+    if (!complete && checkpoint !== undefined) {
+      const missing = await deps.store.incomplete(fillBatch);
+      if (missing.length > 0) {
+        const read = await deps.chain.attestations(missing, checkpoint.blockNumber);
+        if (!read.ok) return read;
+        await deps.store.complete(read.value);
+        return { ...status, indexedBlock: checkpoint.blockNumber, filled: read.value.length };
+      }
+      complete = true;
+    }
     const from = checkpoint === undefined ? deps.startBlock : checkpoint.blockNumber + 1n;
-    if (from > target) return { ...status, indexedBlock: checkpoint?.blockNumber };
-    const to = target - from + 1n > deps.stepBlocks ? from + deps.stepBlocks - 1n : target;
-    const read = await deps.chain.events(from, to);
-    if (!read.ok) return read;
-    const next: IndexCheckpoint = { blockNumber: to, blockHash: read.value.toHash };
-    if (!(await deps.store.append(checkpoint?.blockNumber, read.value.events, next))) {
+    if (from > head.value) return { ...status, indexedBlock: checkpoint?.blockNumber, caughtUp: true };
+    const to = head.value - from + 1n > deps.stepBlocks ? from + deps.stepBlocks - 1n : head.value;
+    // Each tail block before `to` is read for its hash and time (`to` comes with the events), all in one batch.
+    const tailNumbers: bigint[] = [];
+    for (let n = from > confirmedTo ? from : confirmedTo + 1n; n < to; n++) tailNumbers.push(n);
+    const [read, ...tail] = await Promise.all([deps.chain.events(from, to), ...tailNumbers.map((n) => deps.chain.block(n))]);
+    if (!read!.ok) return read as Extract<typeof read, { ok: false }>;
+    const blocks: IndexBlock[] = [];
+    for (const b of tail as IndexRead<IndexBlock | null>[]) {
+      if (!b.ok) return b;
+      if (b.value === null) return { ok: false, reason: "inconsistent" };
+      blocks.push(b.value);
+    }
+    const { events, toHash, toTimestamp } = read!.value as { events: EasEvent[]; toHash: HexString; toTimestamp?: bigint | undefined };
+    const records = await recordsOf(events, to);
+    if (!records.ok) return records;
+    const next: IndexCheckpoint = { blockNumber: to, blockHash: toHash, timestamp: toTimestamp };
+    if (!(await deps.store.append(checkpoint?.blockNumber, events, next, { attestations: records.value, blocks, confirmedTo }))) {
       return { ...status, indexedBlock: (await deps.store.checkpoint())?.blockNumber, raced: true };
     }
-    return { ...status, indexedBlock: to, ingested: { from, to, events: read.value.events.length } };
+    return { ...status, indexedBlock: to, ingested: { from, to, events: events.length }, caughtUp: to === head.value };
   };
+
+  /** The full record of every attestation the events name (attested or revoked), read at `block`. */
+  async function recordsOf(events: readonly EasEvent[], block: bigint): Promise<IndexRead<IndexedAttestation[]>> {
+    const uids = [...new Set(events.map((e) => e.uid.toLowerCase() as HexString))];
+    if (uids.length === 0) return { ok: true, value: [] };
+    return await deps.chain.attestations(uids, block);
+  }
 
   /** The newest stored checkpoint whose block the chain still has with the same hash; undefined: none. */
   async function lastCanonical(history: readonly IndexCheckpoint[]): Promise<IndexRead<IndexCheckpoint | undefined>> {
@@ -91,38 +143,4 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
     }
     return { ok: true, value: undefined };
   }
-}
-
-/**
- * The attestation index as requests read it: stored logs up to the checkpoint, plus one live log read for
- * the blocks after it (the unconfirmed tail, or, while the index is still catching up, everything not yet
- * indexed: correct, only slower). Everything else is read live, pinned to the request's block.
- */
-export function createIndexedAttestations(deps: {
-  readonly live: AttestationIndex;
-  readonly store: IndexStore;
-  readonly startBlock: bigint;
-}): AttestationIndex {
-  const { live, store } = deps;
-  return {
-    chainId: live.chainId,
-    easAddress: live.easAddress,
-    latestBlock: live.latestBlock,
-    schemaRecords: live.schemaRecords,
-    attestations: live.attestations,
-    async attestedUids(query): Promise<IndexRead<AttestedLog[]>> {
-      const from = query.fromBlock ?? deps.startBlock;
-      const checkpoint = await store.checkpoint();
-      if (checkpoint === undefined || checkpoint.blockNumber < from) return await live.attestedUids({ ...query, fromBlock: from });
-      const indexedTo = checkpoint.blockNumber < query.toBlock ? checkpoint.blockNumber : query.toBlock;
-      const [stored, tail] = await Promise.all([
-        store.attested({ ...query, fromBlock: from, toBlock: indexedTo }),
-        query.toBlock > checkpoint.blockNumber
-          ? live.attestedUids({ ...query, fromBlock: checkpoint.blockNumber + 1n })
-          : Promise.resolve({ ok: true as const, value: [] }),
-      ]);
-      if (!tail.ok) return tail;
-      return { ok: true, value: [...stored, ...tail.value] };
-    },
-  };
 }

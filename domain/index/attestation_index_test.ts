@@ -1,18 +1,27 @@
 import { describe, expect, test } from "bun:test";
-import type {
-  AttestationIndex,
-  AttestedLog,
-  ChainHistory,
-  EasEvent,
-  IndexRead,
-} from "../../ports/attestation_index.ts";
+import type { ChainHistory, EasEvent, IndexedAttestation, IndexRead } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
-import { fakeIndexStore } from "../../ports/fakes.ts";
-import { createIndexedAttestations, createIndexFollower } from "./attestation_index.ts";
+import { fakeClock, fakeIndexStore } from "../../ports/fakes.ts";
+import { createIndexFollower } from "./attestation_index.ts";
+import { createIndexAnswers } from "./store_reads.ts";
 
 const hex = (n: number | bigint, fill = "0") => `0x${n.toString(16).padStart(64, fill)}` as HexString;
 const RECIPIENT = `0x${"ab".repeat(20)}` as HexString;
 const SCHEMA = hex(7);
+
+/** The full record of an attestation of the fake chain. */
+const record = (uid: HexString, revocationTime = 0n): IndexedAttestation => ({
+  uid,
+  schema: SCHEMA,
+  time: 1n,
+  expirationTime: 0n,
+  revocationTime,
+  refUID: hex(0),
+  recipient: RECIPIENT,
+  attester: RECIPIENT,
+  revocable: true,
+  data: "0x1234",
+});
 
 /** A chain of `length` blocks with an attestation in every block listed; `fork` changes the hashes from a block on. */
 function fakeChain(length: number, attestedIn: number[]) {
@@ -33,7 +42,17 @@ function fakeChain(length: number, attestedIn: number[]) {
       chain.calls.push(`hash ${n}`);
       return Promise.resolve({ ok: true as const, value: n < BigInt(chain.length) ? chain.hashOf(n) : null });
     },
-    events(from: bigint, to: bigint): Promise<IndexRead<{ events: EasEvent[]; toHash: HexString }>> {
+    block: (n: bigint) => {
+      chain.calls.push(`block ${n}`);
+      return Promise.resolve({ ok: true as const, value: n < BigInt(chain.length) ? { blockNumber: n, blockHash: chain.hashOf(n), timestamp: 1_000n + n } : null });
+    },
+    attestations(uids: readonly HexString[], block: bigint): Promise<IndexRead<IndexedAttestation[]>> {
+      chain.calls.push(`attestations ${uids.length} at ${block}`);
+      return Promise.resolve({ ok: true, value: uids.map((uid) => record(uid, chain.revokedAt.has(uid) && chain.revokedAt.get(uid)! <= block ? 1_000n + chain.revokedAt.get(uid)! : 0n)) });
+    },
+    /** Revocation blocks by uid. */
+    revokedAt: new Map<string, bigint>(),
+    events(from: bigint, to: bigint): Promise<IndexRead<{ events: EasEvent[]; toHash: HexString; toTimestamp: bigint }>> {
       chain.calls.push(`events ${from}-${to}`);
       if (chain.failEvents > 0) {
         chain.failEvents--;
@@ -50,25 +69,72 @@ function fakeChain(length: number, attestedIn: number[]) {
           blockNumber: BigInt(b),
           logIndex: 0,
         }));
-      return Promise.resolve({ ok: true, value: { events, toHash: chain.hashOf(to) } });
+      for (const [uid, b] of chain.revokedAt) {
+        if (b >= from && b <= to) events.push({ kind: "revoked", uid: uid as HexString, recipient: RECIPIENT, attester: RECIPIENT, schemaUid: SCHEMA, blockNumber: b, logIndex: 1 });
+      }
+      events.sort((x, y) => (x.blockNumber < y.blockNumber ? -1 : x.blockNumber > y.blockNumber ? 1 : x.logIndex - y.logIndex));
+      return Promise.resolve({ ok: true, value: { events, toHash: chain.hashOf(to), toTimestamp: 1_000n + to } });
     },
   };
   return chain satisfies ChainHistory;
 }
 
 describe("createIndexFollower()", () => {
-  test("ingests range by range up to head - confirmations, checkpoint with each range, then waits", async () => {
+  test("ingests range by range up to the head, the tail included: its blocks each a checkpoint, its rows marked, full records stored", async () => {
     const chain = fakeChain(100, [5, 50, 95]);
     const store = fakeIndexStore();
     const step = createIndexFollower({ chain, store, startBlock: 3n, confirmations: 10, stepBlocks: 40n });
-    expect(await step()).toMatchObject({ ok: true, ingested: { from: 3n, to: 42n, events: 1 }, indexedBlock: 42n, target: 89n });
+    expect(await step()).toMatchObject({ ok: true, ingested: { from: 3n, to: 42n, events: 1 }, indexedBlock: 42n, target: 99n, confirmedTo: 89n, caughtUp: false });
     expect(await step()).toMatchObject({ ingested: { from: 43n, to: 82n, events: 1 } });
-    expect(await step()).toMatchObject({ ingested: { from: 83n, to: 89n, events: 0 }, indexedBlock: 89n });
+    expect(await step()).toMatchObject({ ingested: { from: 83n, to: 99n, events: 1 }, indexedBlock: 99n, caughtUp: true });
     const idle = await step();
-    expect(idle).toMatchObject({ ok: true, indexedBlock: 89n });
+    expect(idle).toMatchObject({ ok: true, indexedBlock: 99n, caughtUp: true });
     expect("ingested" in idle).toBe(false);
-    expect(store.rows().map((r) => r.blockNumber)).toEqual([5n, 50n]);
-    expect(await store.checkpoint()).toEqual({ blockNumber: 89n, blockHash: chain.hashOf(89n) });
+    expect(store.rows().map((r) => [r.blockNumber, r.tail])).toEqual([[5n, false], [50n, false], [95n, true]]);
+    expect(await store.checkpoint()).toEqual({ blockNumber: 99n, blockHash: chain.hashOf(99n), timestamp: 1_099n });
+    // Every tail block (90-99) has its own checkpoint, so a reorg finds its exact fork point.
+    expect((await store.history(11)).map((c) => c.blockNumber)).toEqual([99n, 98n, 97n, 96n, 95n, 94n, 93n, 92n, 91n, 90n, 82n]);
+    // Each attestation's record was read once, at its range's last block.
+    expect(chain.calls.filter((c) => c.startsWith("attestations"))).toEqual(["attestations 1 at 42", "attestations 1 at 82", "attestations 1 at 99"]);
+    expect((await store.records([hex(95, "a")]))[0]).toMatchObject({ uid: hex(95, "a"), data: "0x1234", blockNumber: 95n, revokedBlock: null });
+  });
+
+  test("as blocks confirm, tail rows become confirmed rows", async () => {
+    const chain = fakeChain(50, [45]);
+    const store = fakeIndexStore();
+    const step = createIndexFollower({ chain, store, startBlock: 0n, confirmations: 10, stepBlocks: 100n });
+    await step();
+    expect(store.rows().map((r) => r.tail)).toEqual([true]);
+    chain.length = 56;
+    expect(await step()).toMatchObject({ ingested: { from: 50n, to: 55n }, confirmedTo: 45n });
+    expect(store.rows().map((r) => r.tail)).toEqual([false]);
+    expect(await store.counts()).toEqual({ attestations: 1, tail: 0 });
+  });
+
+  test("a revocation stores the revocation time read from the chain, at the block of its log", async () => {
+    const chain = fakeChain(30, [5]);
+    const store = fakeIndexStore();
+    const step = createIndexFollower({ chain, store, startBlock: 0n, confirmations: 0, stepBlocks: 100n });
+    await step();
+    chain.length = 40;
+    chain.revokedAt.set(hex(5, "a"), 35n);
+    await step();
+    expect((await store.records([hex(5, "a")]))[0]).toMatchObject({ revocationTime: 1_035n, revokedBlock: 35n });
+  });
+
+  test("an upgraded database: rows stored without their record get it before the index moves on", async () => {
+    const chain = fakeChain(30, [5, 7]);
+    const store = fakeIndexStore();
+    // As the follower before issue 34 wrote them: events and a checkpoint, no records.
+    const old: EasEvent[] = [5, 7].map((b) => ({ kind: "attested", uid: hex(b, "a"), recipient: RECIPIENT, attester: RECIPIENT, schemaUid: SCHEMA, blockNumber: BigInt(b), logIndex: 0 }));
+    await store.append(undefined, old, { blockNumber: 20n, blockHash: chain.hashOf(20n) });
+    expect(await store.incomplete(10)).toHaveLength(2);
+    const step = createIndexFollower({ chain, store, startBlock: 0n, confirmations: 0, stepBlocks: 100n, fillBatch: 1 });
+    expect(await step()).toMatchObject({ filled: 1, indexedBlock: 20n, caughtUp: false });
+    expect(await step()).toMatchObject({ filled: 1 });
+    expect(await step()).toMatchObject({ ingested: { from: 21n, to: 29n }, caughtUp: true });
+    expect(await store.incomplete(10)).toEqual([]);
+    expect(await store.records([hex(5, "a"), hex(7, "a")])).toHaveLength(2);
   });
 
   test("a failed read writes nothing and the next step fetches the same range: nothing skipped", async () => {
@@ -83,18 +149,18 @@ describe("createIndexFollower()", () => {
     expect(chain.calls.filter((c) => c.startsWith("events"))).toEqual(["events 0-29", "events 0-29", "events 0-29"]);
   });
 
-  test("a reorg: the checkpoint's hash no longer matches, so the index goes back to the newest canonical checkpoint and re-ingests", async () => {
-    const chain = fakeChain(60, [15, 45]);
+  test("a reorg in the tail: the index goes back to the exact fork point, confirmed rows untouched, and re-ingests", async () => {
+    const chain = fakeChain(60, [15, 45, 55]);
     const store = fakeIndexStore();
-    const step = createIndexFollower({ chain, store, startBlock: 0n, confirmations: 0, stepBlocks: 20n });
-    while ((await step()).ok && (await store.checkpoint())!.blockNumber < 59n);
+    const step = createIndexFollower({ chain, store, startBlock: 0n, confirmations: 12, stepBlocks: 20n });
+    while (!((await step()) as { caughtUp?: boolean }).caughtUp);
+    expect(store.rows().map((r) => [r.uid, r.tail])).toEqual([[hex(15, "a"), false], [hex(45, "a"), false], [hex(55, "a"), true]]);
+    // Blocks from 50 on are replaced; the attestation of block 55 is now another one.
+    chain.fork = { from: 50, tag: "b" };
+    expect(await step()).toMatchObject({ ok: true, rewoundTo: 49n, indexedBlock: 49n });
     expect(store.rows().map((r) => r.uid)).toEqual([hex(15, "a"), hex(45, "a")]);
-    // Blocks from 41 on are replaced; the attestation of block 45 is now another one.
-    chain.fork = { from: 41, tag: "b" };
-    expect(await step()).toMatchObject({ ok: true, rewoundTo: 39n, indexedBlock: 39n });
-    expect(store.rows().map((r) => r.uid)).toEqual([hex(15, "a")]);
-    expect(await step()).toMatchObject({ ingested: { from: 40n, to: 59n, events: 1 } });
-    expect(store.rows().map((r) => r.uid)).toEqual([hex(15, "a"), hex(45, "b")]);
+    expect(await step()).toMatchObject({ ingested: { from: 50n, to: 59n, events: 1 }, caughtUp: true });
+    expect(store.rows().map((r) => r.uid)).toEqual([hex(15, "a"), hex(45, "a"), hex(55, "b")]);
   });
 
   test("a reorg deeper than every stored checkpoint rebuilds from the start", async () => {
@@ -110,39 +176,88 @@ describe("createIndexFollower()", () => {
   });
 });
 
-describe("createIndexedAttestations()", () => {
-  const log = (block: number): AttestedLog => ({ uid: hex(block), recipient: RECIPIENT, attester: RECIPIENT, schemaUid: SCHEMA, blockNumber: BigInt(block) });
-  const live = (calls: unknown[]) =>
-    ({
-      chainId: 1,
-      easAddress: RECIPIENT,
-      latestBlock: () => Promise.resolve({ ok: true, value: 100n }),
-      schemaRecords: () => Promise.resolve({ ok: true, value: [] }),
-      attestations: () => Promise.resolve({ ok: true, value: [] }),
-      attestedUids(query) {
-        calls.push([query.fromBlock, query.toBlock]);
-        return Promise.resolve({ ok: true, value: [log(Number(query.toBlock))] });
-      },
-    }) satisfies AttestationIndex;
-
-  test("reads the store up to the checkpoint and the chain only after it", async () => {
+describe("createIndexAnswers()", () => {
+  /** A store the follower filled from a 30-block chain with attestations in blocks 5 and 25, polled at `checkedAtMs`. */
+  async function setUp(checkedAtMs = 1_000_000) {
+    const chain = fakeChain(30, [5, 25]);
     const store = fakeIndexStore();
-    await store.append(undefined, [{ ...log(20), kind: "attested", logIndex: 0 }], { blockNumber: 90n, blockHash: hex(90) });
-    const calls: unknown[] = [];
-    const reads = createIndexedAttestations({ live: live(calls), store, startBlock: 0n });
-    const found = await reads.attestedUids({ recipients: [RECIPIENT], schemaUids: [SCHEMA], toBlock: 100n });
-    expect(found.ok && found.value.map((l) => l.blockNumber)).toEqual([20n, 100n]);
-    expect(calls).toEqual([[91n, 100n]]);
-    // Pinned at or before the checkpoint: no chain read at all.
-    const pinned = await reads.attestedUids({ recipients: [RECIPIENT], schemaUids: [SCHEMA], toBlock: 50n });
-    expect(pinned.ok && pinned.value.map((l) => l.blockNumber)).toEqual([20n]);
-    expect(calls).toHaveLength(1);
+    const step = createIndexFollower({ chain, store, startBlock: 0n, confirmations: 0, stepBlocks: 100n });
+    await step();
+    await store.checked(checkedAtMs, 29n);
+    const clock = fakeClock(checkedAtMs);
+    const schemaCalls: string[][] = [];
+    const answers = createIndexAnswers({
+      store,
+      chainId: 31337,
+      easAddress: RECIPIENT,
+      startBlock: 0n,
+      schemas: {
+        schemaRecords: (uids) => {
+          schemaCalls.push([...uids]);
+          return Promise.resolve({ ok: true, value: uids.map((uid) => ({ uid, registered: true as const, schema: "string subject", revocable: true })) });
+        },
+      },
+      clock,
+      stallSeconds: 60,
+    });
+    return { chain, store, clock, answers, schemaCalls };
+  }
+
+  test("answers from the store alone, pinned to the index head, with its asOf; schema strings once per process", async () => {
+    const { chain, answers, schemaCalls } = await setUp();
+    chain.calls.length = 0;
+    for (let i = 0; i < 2; i++) {
+      const answer = await answers.answer(async (index) => {
+        const head = await index.latestBlock();
+        if (!head.ok) return { ok: false as const, code: "NETWORK_ERROR" as const, message: "x" };
+        await index.schemaRecords([SCHEMA], head.value);
+        const logs = await index.attestedUids({ recipients: [RECIPIENT], schemaUids: [SCHEMA], toBlock: head.value });
+        const read = logs.ok ? await index.attestations(logs.value.map((l) => l.uid), head.value) : logs;
+        return { ok: true as const, value: { head: head.value, uids: read.ok ? read.value.map((a) => a.uid) : [] } };
+      });
+      expect(answer).toEqual({
+        ok: true,
+        value: { head: 29n, uids: [hex(5, "a"), hex(25, "a")], asOf: { blockNumber: 29, blockHash: chain.hashOf(29n), timestamp: 1_029, checkedAt: 1_000 } },
+      });
+    }
+    expect(chain.calls).toEqual([]);
+    expect(schemaCalls).toEqual([[SCHEMA]]);
   });
 
-  test("with nothing indexed yet (or a start before the index), the chain is scanned as before", async () => {
-    const calls: unknown[] = [];
-    const reads = createIndexedAttestations({ live: live(calls), store: fakeIndexStore(), startBlock: 5n });
-    await reads.attestedUids({ recipients: [RECIPIENT], schemaUids: [SCHEMA], toBlock: 100n });
-    expect(calls).toEqual([[5n, 100n]]);
+  test("a revocation counts from its block on: an answer pinned before it sees the attestation unrevoked", async () => {
+    const { chain, store, answers } = await setUp();
+    chain.length = 40;
+    chain.revokedAt.set(hex(5, "a"), 35n);
+    await createIndexFollower({ chain, store, startBlock: 0n, confirmations: 0, stepBlocks: 100n })();
+    const pinned = answers.pin();
+    const at = (block: bigint) => pinned.reads.attestations([hex(5, "a")], block);
+    expect(await at(34n)).toMatchObject({ ok: true, value: [{ revocationTime: 0n }] });
+    expect(await at(39n)).toMatchObject({ ok: true, value: [{ revocationTime: 1_035n }] });
+  });
+
+  test("no completed poll for longer than the stall time: INDEX_STALE, never the old answer; an idle chain polled lately is fresh", async () => {
+    const { clock, store, answers } = await setUp();
+    const read = () => answers.answer(async (index) => ({ ok: true as const, value: { head: await index.latestBlock() } }));
+    clock.set(1_000_000 + 60_000);
+    expect(await read()).toMatchObject({ ok: true, value: { asOf: { blockNumber: 29 } } });
+    clock.set(1_000_000 + 60_001);
+    expect(await read()).toEqual({ ok: false, code: "INDEX_STALE", message: expect.any(String) });
+    // The head has not moved, but a poll completed: fresh again.
+    await store.checked(1_000_000 + 60_001, 29n);
+    expect(await read()).toMatchObject({ ok: true, value: { asOf: { blockNumber: 29, checkedAt: 1_060 } } });
+  });
+
+  test("an index never polled is stale", async () => {
+    const store = fakeIndexStore();
+    const answers = createIndexAnswers({
+      store,
+      chainId: 1,
+      easAddress: RECIPIENT,
+      startBlock: 0n,
+      schemas: { schemaRecords: () => Promise.resolve({ ok: true, value: [] }) },
+      clock: fakeClock(0),
+      stallSeconds: 60,
+    });
+    expect(await answers.answer(() => Promise.resolve({ ok: true as const, value: {} }))).toMatchObject({ ok: false, code: "INDEX_STALE" });
   });
 });

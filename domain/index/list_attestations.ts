@@ -1,8 +1,9 @@
 /**
  * The attestations about one subject in one schema, newest first, paged (decisions §11): the attestations
  * whose recipient is the subject's DID address and whose decoded `subject` is that DID. The index makes it
- * cheap: stored logs up to the checkpoint, one live log read after it, one batch read of the page's
- * attestations, all pinned to one block.
+ * cheap: stored logs up to the checkpoint (with the store-backed reads of decisions §21 the head is the
+ * checkpoint, so there is no tail to read live) and one batch read of the page's attestations, all pinned to
+ * one block.
  */
 import type { AttestationIndex, IndexStore, PageCursor, PagedLog } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
@@ -10,6 +11,7 @@ import { base64UrlDecode, base64UrlEncode, didToAddress, normalizeDid } from "..
 import { fail, ok, type Result } from "../result.ts";
 import { decodeSchemaData } from "../schema_data.ts";
 import { findSchemaByName } from "../schemas.ts";
+import type { AsOf } from "./store_reads.ts";
 
 /** One listed attestation: artifact trust's record shape (without its verification) and whether it is revoked. */
 export type ListedAttestation = {
@@ -29,6 +31,8 @@ export type ListedAttestation = {
 
 /** A page of the list. */
 export type AttestationPage = {
+  /** The index head the page was computed at, set by the reads over the index (decisions §21). */
+  readonly asOf?: AsOf | undefined;
   readonly subject: string;
   readonly schema: string;
   readonly items: readonly ListedAttestation[];
@@ -49,7 +53,7 @@ export type ListAttestationsDeps = {
 /** The list's query, as it came (strings from the URL). */
 export type ListQuery = { readonly subject?: string; readonly schema?: string; readonly limit?: string; readonly cursor?: string };
 
-export type ListAttestations = (query: ListQuery) => Promise<Result<AttestationPage, "INVALID_DID" | "INVALID_INPUT" | "NETWORK_ERROR">>;
+export type ListAttestations = (query: ListQuery) => Promise<Result<AttestationPage, "INVALID_DID" | "INVALID_INPUT" | "NETWORK_ERROR" | "INDEX_STALE">>;
 
 export const DEFAULT_LIMIT = 25;
 /** How many reads a page may take to fill itself past attestations that name another subject. */

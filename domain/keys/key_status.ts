@@ -15,6 +15,7 @@
  * could not be read when it would have mattered (the key not found among the sources that answered).
  */
 import type { AttestationIndex, IndexedAttestation } from "../../ports/attestation_index.ts";
+import type { AsOf } from "../index/mod.ts";
 import type { Clock } from "../../ports/clock.ts";
 import type { HexString } from "../../ports/eas.ts";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
@@ -34,6 +35,8 @@ import {
 
 /** The public key-status record (decisions §17). Times are Unix seconds; 0 = none. */
 export type KeyStatusRecord = {
+  /** The index head the answer was computed at, set by the reads over the index (decisions §21). */
+  readonly asOf?: AsOf | undefined;
   readonly subjectDid: string;
   readonly keyDid: string;
   readonly at: number;
@@ -54,7 +57,8 @@ export type KeyStatusRecord = {
 };
 
 /** Why a key status could not be given. */
-export type KeyStatusCode = "INVALID_INPUT" | "INVALID_DID" | "UNSUPPORTED_CHAIN" | "NETWORK_ERROR";
+/** INDEX_STALE: the index the answer would come from is not kept up (decisions §21). */
+export type KeyStatusCode = "INVALID_INPUT" | "INVALID_DID" | "UNSUPPORTED_CHAIN" | "NETWORK_ERROR" | "INDEX_STALE";
 
 /**
  * Key status of one key for one subject, `at` in Unix seconds (a number or a decimal string; default now). The

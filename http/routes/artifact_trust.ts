@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import { type ArtifactTrust, INVALID_ARTIFACT_DID_MESSAGE } from "../../domain/artifact_trust/mod.ts";
 import type { Logger } from "../../ports/logger.ts";
-import { errorBody, json, statusOf } from "../errors.ts";
+import { errorBody, headersOf, json, statusOf } from "../errors.ts";
 import { REQUEST_MODELS } from "../models.ts";
 import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
 
@@ -32,7 +32,7 @@ export function artifactTrustRoutes(deps: ArtifactTrustRoutesDeps) {
       const result = await deps.artifactTrust(query.artifactDid);
       if (result.ok) return json(result.value);
       if (statusOf(result.code) >= 500) deps.log.warn("artifact_trust_failed", { code: result.code, reason: result.message });
-      return json(errorBody(result.code, result.message, result.details), statusOf(result.code));
+      return json(errorBody(result.code, result.message, result.details), statusOf(result.code), headersOf(result.code));
     } catch (error) {
       deps.log.error("artifact_trust_error", { error: error instanceof Error ? error.message : String(error) });
       return json(errorBody("INTERNAL_ERROR", "Internal error", "Artifact trust lookup failed"), 500);

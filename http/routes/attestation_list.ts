@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import type { ListAttestations } from "../../domain/index/mod.ts";
 import type { Logger } from "../../ports/logger.ts";
-import { errorBody, json, statusOf } from "../errors.ts";
+import { errorBody, headersOf, json, statusOf } from "../errors.ts";
 import { REQUEST_MODELS } from "../models.ts";
 import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
 
@@ -20,7 +20,7 @@ export function attestationListRoutes(deps: AttestationListRoutesDeps) {
       const result = await deps.list(query);
       if (result.ok) return json(result.value);
       if (statusOf(result.code) >= 500) deps.log.warn("attestation_list_failed", { code: result.code });
-      return json(errorBody(result.code, result.message), statusOf(result.code));
+      return json(errorBody(result.code, result.message), statusOf(result.code), headersOf(result.code));
     } catch (error) {
       deps.log.error("attestation_list_error", { error: error instanceof Error ? error.message : String(error) });
       return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);

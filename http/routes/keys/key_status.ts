@@ -3,7 +3,7 @@ import type { KeyStatus } from "../../../domain/keys/mod.ts";
 import type { RateLimiter } from "../../../domain/rate_limit.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
-import { errorBody, json, statusOf } from "../../errors.ts";
+import { errorBody, headersOf, json, statusOf } from "../../errors.ts";
 import { REQUEST_MODELS } from "../../models.ts";
 import { compileRequestCheck, queryOf, requestDetail } from "../request.ts";
 
@@ -48,7 +48,7 @@ export function keyStatusRoutes(deps: KeyStatusRoutesDeps) {
       const result = await deps.keyStatus(query.subjectDid, query.keyDid, query.at);
       if (result.ok) return json(result.value);
       if (statusOf(result.code) >= 500) deps.log.warn("key_status_failed", { code: result.code });
-      return json(errorBody(result.code, result.message), statusOf(result.code));
+      return json(errorBody(result.code, result.message), statusOf(result.code), headersOf(result.code));
     } catch (error) {
       deps.log.error("key_status_error", { error: error instanceof Error ? error.message : String(error) });
       return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);

@@ -1,5 +1,6 @@
 /** The answer models of the signing-key and key-status routes (decisions §17); their request models are in http/models.ts. */
 import { Type as t } from "@sinclair/typebox";
+import { AsOfModel } from "../../models.ts";
 
 const Seconds = (description: string) => t.Integer({ minimum: 0, description });
 
@@ -40,6 +41,7 @@ export const SigningKeyListModel = t.Object({
 
 /** The public key-status record. */
 export const KeyStatusModel = t.Object({
+  asOf: AsOfModel,
   subjectDid: t.String({ description: "As normalized" }),
   keyDid: t.String({ description: "As normalized" }),
   at: Seconds("The time the chain's records were judged at"),
