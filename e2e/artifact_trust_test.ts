@@ -164,6 +164,8 @@ async function lookup(did: string, base = service.url, path = "/v1/artifact-trus
   return { status: res.status, body: (await res.json()) as Record<string, any> };
 }
 const labels = (items: { attestation: { uid: string } }[]) => items.map((i) => seeded.get(i.attestation.uid.toLowerCase()));
+/** An answer without its `asOf` (two indexes at the same head may differ in when they last polled). */
+const withoutAsOf = ({ asOf: _, ...rest }: Record<string, any>) => rest;
 
 beforeAll(async () => {
   dns = await startDnsServer();
@@ -281,6 +283,8 @@ beforeAll(async () => {
     screenshotUrls: [],
     proofs: [],
   }));
+  // Written straight to the chain: the service's follower polls once before the reads (decisions §21).
+  await stack.sync();
   // The service judges expiry by its own clock; wait until the registry expiration has passed.
   const wait = Number(expiringAt) * 1000 - Date.now() + 1_100;
   if (wait > 0) await Bun.sleep(wait);
@@ -379,20 +383,24 @@ describe("artifact trust on a real chain", () => {
     expect(stack.rpc.roundTrips()).toBe(0);
   });
 
-  test("the request path makes one eth_getLogs and one eth_call per level, whatever the schemas, for dozens of candidates", async () => {
-    await lookup(EMPTY_ARTIFACT);
+  test("a read costs no JSON-RPC call once the index is warm, for dozens of candidates; the follower reads their records once", async () => {
+    await lookup(EMPTY_ARTIFACT); // the schema strings, once per run
     stack.rpc.reset();
-    await lookup(EMPTY_ARTIFACT);
-    expect(stack.rpc.trips()).toEqual([["eth_blockNumber"], ["eth_getLogs"]]);
+    const empty = await lookup(EMPTY_ARTIFACT);
+    const full = await lookup(ARTIFACT);
+    expect([empty.status, full.status]).toEqual([200, 200]);
+    // Before issue 34: [eth_blockNumber], [eth_getLogs] for the empty artifact; five calls for this one.
+    expect(stack.rpc.trips()).toEqual([]);
+    expect(full.body.asOf).toEqual({
+      blockNumber: expect.any(Number),
+      blockHash: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      timestamp: expect.any(Number),
+      checkedAt: expect.any(Number),
+    });
+    const head = await writer.client.getBlock({ blockTag: "latest" });
+    expect(full.body.asOf).toMatchObject({ blockNumber: Number(head.number), blockHash: head.hash, timestamp: Number(head.timestamp) });
 
-    stack.rpc.reset();
-    await lookup(ARTIFACT);
-    // 21 candidates over four schemas in one batched eth_call, then the witnesses and key bindings of the five
-    // parties (three publishers, a wallet, a did:jwk) in one log query and one eth_call: five calls in all.
-    const levels = [["eth_blockNumber"], ["eth_getLogs"], ["eth_call"], ["eth_getLogs"], ["eth_call"]];
-    expect(stack.rpc.trips()).toEqual(levels);
-
-    // 52 candidates over the same four schemas: the same calls.
+    // 52 candidates over the same four schemas, written straight to the chain.
     const now = await chainNow();
     const recipient = addressOf(BULK_ARTIFACT);
     const many = (n: number, data: Hex, revocable: boolean) => Array.from({ length: n }, () => ({ recipient, data, revocable }));
@@ -402,10 +410,16 @@ describe("artifact trust on a real chain", () => {
     const linked = encode("linked-identifier", { subject: BULK_ARTIFACT, linkedId: PUBLISHER, proofs: [], issuedAt: now, effectiveAt: 0n, expiresAt: 0n });
     await writer.multiAttest(controller, schemaUid("linked-identifier"), many(13, linked, true));
     stack.rpc.reset();
-    const res = await lookup(BULK_ARTIFACT);
-    expect(res.body.summary).toEqual({ totalQueried: 52, totalVerified: 39, totalExcluded: 13, complete: true });
-    // Exactly the same five calls: the 52 attestations are one eth_call (they were six before the batch reader).
-    expect(stack.rpc.trips()).toEqual(levels);
+    await stack.sync();
+    // The follower's poll: the head and the checkpoint's hash, the four blocks' logs, then the 52 records in one eth_call.
+    expect(stack.rpc.followerTrips().filter((methods) => methods.includes("eth_call"))).toEqual([["eth_call"]]);
+    stack.rpc.reset();
+    for (let i = 0; i < 3; i++) {
+      const res = await lookup(BULK_ARTIFACT);
+      expect(res.body.summary).toEqual({ totalQueried: 52, totalVerified: 39, totalExcluded: 13, complete: true });
+    }
+    expect(stack.rpc.trips()).toEqual([]);
+    expect(stack.rpc.followerTrips()).toEqual([]);
   });
 
   test("the consumer helper: an approved assessment or the publisher's claim suppresses the warning; nothing does not", async () => {
@@ -425,71 +439,87 @@ describe("artifact trust on a real chain", () => {
   });
 });
 
-describe("artifact trust through a faulty RPC", () => {
-  let faulty: Service;
+describe("artifact trust's index through a faulty RPC", () => {
   const width = (params: unknown[]) => {
     const filter = params[0] as { fromBlock: string; toBlock: string };
     return BigInt(filter.toBlock) - BigInt(filter.fromBlock) + 1n;
   };
-  beforeAll(async () => {
+  let databases = 0;
+  /** An instance with its own, empty index, reading the chain through the proxy. */
+  const fresh = (env: Record<string, string> = {}) =>
+    stack.restartService({ TRUST_ANCHORS_PATH: anchorsPath, RPC_URL: proxy.url, DATABASE_PATH: join(stack.dir, `faulty-${++databases}.sqlite`), ...env });
+  beforeAll(() => {
     proxy = startRpcProxy(stack.devnet.rpcUrl);
-    faulty = await stack.restartService({ TRUST_ANCHORS_PATH: anchorsPath, RPC_URL: proxy.url });
   });
   const reset = () => {
     proxy.onCall = undefined;
     proxy.onHttp = undefined;
   };
 
-  test("a provider that refuses wide log ranges gives the same answer, in more calls", async () => {
+  test("a provider that refuses wide log ranges builds the same index, in more calls, and the same answer", async () => {
     const direct = await lookup(ARTIFACT);
     proxy.onCall = (call) => (call.method === "eth_getLogs" && width(call.params) > 8n ? { code: -32000, message: "block range too large" } : undefined);
     proxy.calls.length = 0;
-    const split = await lookup(ARTIFACT, faulty.url);
+    const split = await fresh();
+    expect(await split.index.catchUp()).toBe(true);
     reset();
-    expect(split).toEqual(direct);
+    const answer = await lookup(ARTIFACT, split.url);
+    expect(answer.status).toBe(200);
+    expect(withoutAsOf(answer.body)).toEqual(withoutAsOf(direct.body));
     expect(proxy.calls.some((c) => c.method === "eth_getLogs" && width(c.params) > 8n)).toBe(true);
   });
 
-  test("5xx from the provider is 502, never a partial or empty 200", async () => {
+  test("5xx from the provider does not reach reads: they answer from the index, at the head it holds", async () => {
+    const instance = await fresh();
+    const before = await lookup(ARTIFACT, instance.url);
     proxy.onHttp = () => new Response("bad gateway", { status: 502 });
+    expect(await instance.index.catchUp()).toBe(false);
     for (const did of [ARTIFACT, EMPTY_ARTIFACT]) {
-      const res = await lookup(did, faulty.url);
-      expect([res.status, res.body.code]).toEqual([502, "NETWORK_ERROR"]);
+      const res = await lookup(did, instance.url);
+      expect(res.status).toBe(200);
+      expect(res.body.asOf).toEqual(before.body.asOf);
     }
     reset();
   });
 
-  test("START_BLOCK is where the first eth_getLogs starts", async () => {
+  test("START_BLOCK is where the follower's first eth_getLogs starts", async () => {
     expect(stack.devnet.deployBlock).toBeGreaterThan(0n);
     const start = stack.devnet.deployBlock + 1n;
-    const scoped = await stack.restartService({ TRUST_ANCHORS_PATH: anchorsPath, RPC_URL: proxy.url, START_BLOCK: String(start) });
     proxy.calls.length = 0;
-    const res = await lookup(ARTIFACT, scoped.url);
-    expect(res.status).toBe(200);
+    const scoped = await fresh({ START_BLOCK: String(start) });
+    expect((await lookup(ARTIFACT, scoped.url)).status).toBe(200);
     const first = proxy.calls.find((c) => c.method === "eth_getLogs")!;
     expect((first.params[0] as { fromBlock: string }).fromBlock).toBe(`0x${start.toString(16)}`);
-    // Without START_BLOCK (and with RPC_URL set) the scan starts at block 0.
+    // Without START_BLOCK (and with RPC_URL set) the index starts at block 0.
     proxy.calls.length = 0;
-    await lookup(EMPTY_ARTIFACT, faulty.url);
+    await fresh();
     expect((proxy.calls.find((c) => c.method === "eth_getLogs")!.params[0] as { fromBlock: string }).fromBlock).toBe("0x0");
   });
 
-  test("an RPC that hangs is 502 NETWORK_ERROR without upstream text, after ARTIFACT_TRUST_RPC_TIMEOUT_MS and the retries", async () => {
-    const impatient = await stack.restartService({ TRUST_ANCHORS_PATH: anchorsPath, RPC_URL: proxy.url, ARTIFACT_TRUST_RPC_TIMEOUT_MS: "250" });
+  test("an RPC that hangs fails the follower's poll after ARTIFACT_TRUST_RPC_TIMEOUT_MS and the retries; reads of an index never polled are 503 INDEX_STALE", async () => {
     const held: (() => void)[] = [];
-    proxy.onHttp = () => new Promise<Response>((resolve) => held.push(() => resolve(new Response("too late", { status: 503 }))));
+    // The checks at start are answered; the follower's reads of blocks and logs hang.
+    const followerMethods = new Set(["eth_blockNumber", "eth_getBlockByNumber", "eth_getLogs"]);
+    proxy.onHttp = (calls) =>
+      !calls.every((c) => followerMethods.has(c.method))
+        ? undefined
+        : new Promise<Response>((resolve) => held.push(() => resolve(new Response("too late", { status: 503 }))));
     try {
+      // No follower loop of its own: only the polls the test asks for reach the proxy.
+      const impatient = await fresh({ ARTIFACT_TRUST_RPC_TIMEOUT_MS: "250", INDEX_FOLLOW: "false" });
+      held.length = 0;
       const started = performance.now();
-      const res = await lookup(ARTIFACT, impatient.url);
+      expect(await impatient.index.catchUp()).toBe(false);
       const elapsed = performance.now() - started;
-      expect(res).toEqual({ status: 502, body: { code: "NETWORK_ERROR", error: "Artifact trust chain query is temporarily unavailable" } });
-      expect(JSON.stringify(res.body)).not.toMatch(/127\.0\.0\.1|timed? ?out|took too long/i);
       // Three attempts of 250 ms with 150 + 300 ms between them (a lower bound a slow machine cannot break); the default
       // 8 s would take over 24 s, far beyond any pause of a loaded machine: the setting was used.
       expect(elapsed).toBeGreaterThan(700);
       expect(elapsed).toBeLessThan(3 * 8_000);
       // Every attempt reached the node and was abandoned: nothing was answered from elsewhere.
       expect(held.length).toBe(3);
+      const res = await lookup(ARTIFACT, impatient.url);
+      expect(res).toEqual({ status: 503, body: { code: "INDEX_STALE", error: "The attestation index is not keeping up with the chain; try again shortly" } });
+      expect(JSON.stringify(res.body)).not.toMatch(/127\.0\.0\.1|timed? ?out|took too long/i);
     } finally {
       reset();
       for (const release of held) release();
@@ -505,33 +535,35 @@ describe("artifact trust through a faulty RPC", () => {
     }
   });
 
-  test("a lookup that fails half way (the witnesses' logs) is 502, though the candidates were read", async () => {
-    // Every attempt at the second level (witnesses and key bindings of the parties) fails.
-    proxy.onCall = (call) => {
-      if (call.method !== "eth_getLogs") return undefined;
-      const topics = (call.params[0] as { topics: unknown[] }).topics;
-      const witnessLevel = (topics[3] as string[]).includes(schemaUid("controller-witness").toLowerCase());
-      return witnessLevel ? { code: -32603, message: "internal error" } : undefined;
-    };
-    const res = await lookup(ARTIFACT, faulty.url);
-    expect(res).toEqual({
-      status: 502,
-      body: { code: "NETWORK_ERROR", error: "Required controller authorization lookup failed" },
-    });
+  test("a poll that fails half way (the new attestations' records) writes nothing: reads stay at the index's head, never a partial answer", async () => {
+    const instance = await fresh();
+    const before = await lookup(BULK_ARTIFACT, instance.url);
+    const now = await chainNow();
+    await writer.multiAttest(auditor, schemaUid("security-assessment"), [{ recipient: addressOf(BULK_ARTIFACT), data: assessment(BULK_ARTIFACT, { issuedAt: now }), revocable: false }]);
+    // The logs are read; every attempt at the records' eth_call fails.
+    proxy.onCall = (call) => (call.method === "eth_call" ? { code: -32603, message: "internal error" } : undefined);
+    expect(await instance.index.catchUp()).toBe(false);
     reset();
+    const after = await lookup(BULK_ARTIFACT, instance.url);
+    expect(after.status).toBe(200);
+    expect(after.body).toEqual(before.body);
+    // The next poll reads the range again and the records with it.
+    expect(await instance.index.catchUp()).toBe(true);
+    expect((await lookup(BULK_ARTIFACT, instance.url)).body.summary.totalQueried).toBe(before.body.summary.totalQueried + 1);
   });
 });
 
 describe("artifact trust when the chain is down", () => {
-  test("is 502 NETWORK_ERROR without upstream text, never an empty 200; the consumer helper warns", async () => {
+  test("answers from the index, at the head it last read (its asOf), never fresher; the consumer helper reads it", async () => {
+    const before = await lookup(ARTIFACT);
     await stack.devnet.stop();
     for (const did of [ARTIFACT, EMPTY_ARTIFACT]) {
       const res = await lookup(did);
-      expect(res.status).toBe(502);
-      expect(res.body).toEqual({ code: "NETWORK_ERROR", error: "Artifact trust chain query is temporarily unavailable" });
-      expect(JSON.stringify(res.body)).not.toContain("127.0.0.1");
+      expect(res.status).toBe(200);
+      expect(res.body.asOf).toEqual(before.body.asOf);
     }
+    expect((await lookup(ARTIFACT)).body).toEqual(before.body);
     const verdict = await checkArtifactTrust(ARTIFACT, { url: `${service.url}/v1/artifact-trust` });
-    expect(verdict).toMatchObject({ warn: true, reasons: [COULD_NOT_LOAD], failure: { code: "NETWORK_ERROR", status: 502 } });
+    expect(verdict.warn).toBe(false);
   });
 });

@@ -7,6 +7,7 @@
 import type { AttestationIndex, IndexedAttestation, IndexHead, IndexRead, IndexStore, SchemaRecord } from "../../ports/attestation_index.ts";
 import type { Clock } from "../../ports/clock.ts";
 import type { HexString } from "../../ports/eas.ts";
+import { getAddress } from "viem/utils";
 import { fail, ok, type Result } from "../result.ts";
 
 /**
@@ -135,7 +136,13 @@ export function createIndexAnswers(deps: StoreReadsDeps): IndexAnswers {
           if (r === undefined || r.blockNumber > block) return refused;
           const revoked = r.revokedBlock !== null && r.revokedBlock <= block;
           const { blockNumber: _b, revokedBlock: _r, ...attestation } = r;
-          out.push({ ...attestation, revocationTime: revoked ? r.revocationTime : 0n });
+          // Addresses as the chain's getAttestation gives them (checksummed); the store keeps them lowercase.
+          out.push({
+            ...attestation,
+            recipient: getAddress(r.recipient),
+            attester: getAddress(r.attester),
+            revocationTime: revoked ? r.revocationTime : 0n,
+          });
         }
         return { ok: true, value: out };
       },
