@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openPostgresStorage } from "./postgres/mod.ts";
-import { openSqliteStorage } from "./sqlite/mod.ts";
+import { createSqliteIndexStore, openSqlite, openSqliteStorage } from "./sqlite/mod.ts";
+import { SQL } from "bun";
 import { deploymentLimitsContract, storageContract } from "./storage_contract.ts";
 import { oauthStorageContract } from "./oauth_storage_contract.ts";
 import type { Storage } from "../ports/storage.ts";
@@ -85,5 +86,57 @@ describe.skipIf(pgSkip !== undefined)("postgres across instances", () => {
     expect(await again.replay.find("0xcross1")).toBeDefined();
     expect(await again.ping()).toBe(true);
     await again.close();
+  });
+});
+
+/** The index's tables as the follower before issue 34 made them (no records, no tail mark, no block times, no polls). */
+const OLD_INDEX_TABLES = (bigint: string) => [
+  `CREATE TABLE index_attestations (chain_id ${bigint} NOT NULL, eas TEXT NOT NULL, uid TEXT NOT NULL, recipient TEXT NOT NULL,
+     attester TEXT NOT NULL, schema_uid TEXT NOT NULL, block_number ${bigint} NOT NULL, log_index INTEGER NOT NULL, revoked_block ${bigint},
+     PRIMARY KEY (chain_id, eas, uid))`,
+  `CREATE TABLE index_checkpoints (chain_id ${bigint} NOT NULL, eas TEXT NOT NULL, block_number ${bigint} NOT NULL, block_hash TEXT NOT NULL,
+     PRIMARY KEY (chain_id, eas, block_number))`,
+  `CREATE TABLE index_lease (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at_ms ${bigint} NOT NULL)`,
+  `INSERT INTO index_attestations VALUES (31337, '0xeas', '0x${"1".repeat(64)}', '0xaa', '0xbb', '0x${"7".repeat(64)}', 5, 0, NULL)`,
+  `INSERT INTO index_checkpoints VALUES (31337, '0xeas', 9, '0x${"9".repeat(64)}')`,
+];
+
+/** What an upgraded index must show: the old row and checkpoint kept, the row listed as lacking its record, which it then takes. */
+async function expectUpgraded(store: import("../ports/attestation_index.ts").IndexStore) {
+  expect(await store.checkpoint()).toEqual({ blockNumber: 9n, blockHash: `0x${"9".repeat(64)}` });
+  expect(await store.head()).toMatchObject({ blockNumber: 9n, checkedAtMs: null });
+  expect(await store.counts()).toEqual({ attestations: 1, tail: 0 });
+  const uid = `0x${"1".repeat(64)}` as const;
+  expect(await store.incomplete(10)).toEqual([uid]);
+  expect(await store.records([uid])).toEqual([]);
+  await store.complete([{ uid, schema: `0x${"7".repeat(64)}`, time: 1n, expirationTime: 0n, revocationTime: 0n, refUID: `0x${"0".repeat(64)}`, recipient: "0xaa", attester: "0xbb", revocable: true, data: "0x12" }]);
+  expect(await store.incomplete(10)).toEqual([]);
+  expect(await store.records([uid])).toMatchObject([{ uid, data: "0x12", blockNumber: 5n }]);
+}
+
+describe("the index's tables of an existing database upgrade in place (issue 34)", () => {
+  test("sqlite", async () => {
+    const db = openSqlite(":memory:");
+    for (const statement of OLD_INDEX_TABLES("INTEGER")) db.exec(statement);
+    await expectUpgraded(createSqliteIndexStore(db, { chainId: 31337, easAddress: "0xEAS" }));
+    // Opening again changes nothing.
+    expect(await createSqliteIndexStore(db, { chainId: 31337, easAddress: "0xeas" }).counts()).toEqual({ attestations: 1, tail: 0 });
+    db.close();
+  });
+
+  test.skipIf(pgSkip !== undefined)("postgres", async () => {
+    const admin = new SQL(pg!.url);
+    await admin.unsafe("CREATE DATABASE index_upgrade");
+    await admin.close();
+    const url = pg!.url.replace(/\/[^/?]+(\?|$)/, "/index_upgrade$1");
+    const old = new SQL(url);
+    for (const statement of OLD_INDEX_TABLES("BIGINT")) await old.unsafe(statement);
+    await old.close();
+    const storage = await openPostgresStorage(url);
+    try {
+      await expectUpgraded(await storage.indexStore({ chainId: 31337, easAddress: "0xEAS" }));
+    } finally {
+      await storage.close();
+    }
   });
 });
