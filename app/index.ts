@@ -58,8 +58,8 @@ export type IndexRunner = {
    */
   readonly catchUp: () => Promise<boolean>;
   /**
-   * Asks the follower to poll now, after a write this instance saw mined, and waits for that poll (at most
-   * `waitMs`), so the writer's next read sees its write. Does nothing on an instance that does not follow.
+   * Polls now, after a write this instance saw mined, and waits for that poll (at most `waitMs`), so the writer's
+   * next read sees its write, whichever instance holds the lease. Does nothing on an instance that does not follow.
    */
   readonly nudge: (waitMs?: number) => Promise<void>;
   readonly stop: () => Promise<void>;
@@ -194,7 +194,8 @@ export function wireIndex(deps: IndexDeps): IndexRunner {
         }
       }),
     async nudge(waitMs = NUDGE_WAIT_MS) {
-      if (settings.follow === false || state.stopped || !state.leader) return;
+      // The writer polls itself, leader or not (the store takes one append per range), so its next read sees the write.
+      if (settings.follow === false || state.stopped) return;
       let timeout: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([
         serial(poll).catch(() => undefined),

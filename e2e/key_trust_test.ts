@@ -76,12 +76,6 @@ beforeAll(async () => {
     INDEX_LEASE_SECONDS: "1200",
     INDEX_STEP_BLOCKS: "400",
   });
-  // Until the index caught up, however long a loaded machine takes (the hook's time limit stops a broken run).
-  for (;;) {
-    const ready = await (await fetch(`${service.url}/readyz`)).json() as { index?: { catchingUp: boolean; lagBlocks: number } };
-    if (ready.index?.catchingUp === false && ready.index.lagBlocks === 0) break;
-    await Bun.sleep(50);
-  }
   ownerCookie = await signInCookie(service.url, owner, { origin: APP });
   strangerCookie = await signInCookie(service.url, stranger, { origin: APP });
 }, 180_000);
@@ -216,6 +210,8 @@ describe("signing keys and key trust on a real chain", () => {
       revocable: true,
     });
     expect(uid).toMatch(/^0x/);
+    // Written straight to the chain, not through the service: its follower polls before the read.
+    await stack.sync();
     const ignored = await status(strangerKey);
     expect([ignored.record.status, ignored.record.keyBinding]).toEqual(["registered", null]);
     // The stranger's relay write is refused outright: it does not hold the subject.
@@ -228,6 +224,7 @@ describe("signing keys and key trust on a real chain", () => {
       data: (encodeSchemaData(BINDING.schema, { subject: SUBJECT, keyId: pkh(expiringKey), publicKeyJwk: "", keyPurpose: ["assertionMethod"], proofs: [], issuedAt: 0n, effectiveAt: 0n, expiresAt: now - 10n }) as { value: Hex }).value,
       revocable: true,
     });
+    await stack.sync();
     expect(await verdict(pkh(expiringKey))).toEqual(["expired", "basic"]);
   });
 
@@ -237,6 +234,7 @@ describe("signing keys and key trust on a real chain", () => {
     // A second after anything else was written, so that a time between the binding and its revocation exists.
     await after(Math.floor(Date.now() / 1000));
     await writer.revoke(owner, stack.devnet.schemaUids["key-binding"] as Hex, bindingUid);
+    await stack.sync();
     const revoked = await status();
     expect(revoked.record).toMatchObject({ status: "revoked", trustLevel: "intermediate", keyBinding: { uid: bindingUid } });
     const revokedAt = revoked.record.keyBinding!.revocationTime;
@@ -244,10 +242,11 @@ describe("signing keys and key trust on a real chain", () => {
     expect((await isKeyAuthorized({ subjectDid: SUBJECT, keyDid: KEY }, { baseUrl: service.url })).authorized).toBe(false);
   });
 
-  test("at most 6 JSON-RPC calls per lookup on a chain 100 provider windows long; bad input and a chain that is down", async () => {
+  test("no JSON-RPC call per lookup on a chain 100 provider windows long, once the index is warm; bad input; a chain that is down", async () => {
     const counted: number[] = [];
     for (let i = 0; i < 3; i++) counted.push((await status()).calls.length);
-    expect(Math.max(...counted)).toBeLessThanOrEqual(6);
+    // Before issue 34: up to 5 (the head, the logs after the index's checkpoint, the witnesses, the bindings).
+    expect(counted).toEqual([0, 0, 0]);
     console.log(`[key_trust_test] JSON-RPC calls per key-status lookup: ${counted.join(", ")} (chain of ${LONG}+ blocks, ${WINDOW}-block provider window)`);
 
     const get = async (query: string) => {
@@ -261,27 +260,26 @@ describe("signing keys and key trust on a real chain", () => {
     expect((await get(`subjectDid=${SUBJECT}&keyDid=${KEY}&at=${Math.floor(Date.now() / 1000) + 3600}`)).body).toEqual({ error: "at must not be in the future", code: "INVALID_INPUT" });
     expect(proxy.calls.length).toBe(calls);
 
-    // 200 lookups at once: at most KEY_STATUS_MAX_IN_FLIGHT (16) run, the rest are 429 before any call.
+    // 200 lookups at once: at most KEY_STATUS_MAX_IN_FLIGHT (16) run, the rest are 429; none reaches the chain.
     const flood = proxy.calls.length;
     const answers = await Promise.all(Array.from({ length: 200 }, () => fetch(`${service.url}/v1/key-status?subjectDid=${SUBJECT}&keyDid=${KEY}`)));
     const served = answers.filter((r) => r.status === 200).length;
     const refused = answers.filter((r) => r.status === 429 && r.headers.get("retry-after") === "1").length;
     expect(answers.filter((r) => r.status !== 200 && r.status !== 429).map((r) => r.status)).toEqual([]);
     expect(served + refused).toBe(200);
-    expect(refused).toBeGreaterThan(0);
-    expect(proxy.calls.length - flood).toBeLessThanOrEqual(6 * served);
+    expect(proxy.calls.length - flood).toBe(0);
     console.log(`[key_trust_test] 200 parallel lookups: ${served} served, ${refused} refused 429, ${proxy.calls.length - flood} JSON-RPC calls`);
 
+    // The provider down: lookups answer from the index, at the head it last read.
+    const before = await get(`subjectDid=${SUBJECT}&keyDid=${KEY}`);
     proxy.onHttp = () => new Response("down", { status: 503 });
     try {
       const down = await get(`subjectDid=${SUBJECT}&keyDid=${KEY}`);
-      expect(down.status).toBe(502);
-      expect(down.body.code).toBe("NETWORK_ERROR");
-      expect(JSON.stringify(down.body)).not.toContain("503");
-      // The list still answers, without a guess.
+      expect(down).toEqual(before);
+      expect((down.body.asOf as { blockNumber: number }).blockNumber).toBeGreaterThan(LONG);
       const listed = await call("GET", "/api/private/signing-keys", ownerCookie);
       expect(listed.status).toBe(200);
-      expect(listed.body.keys[0]).toMatchObject({ subjects: null, subjectsError: { code: "NETWORK_ERROR" } });
+      expect(listed.body.keys.find((k: { keyDid: string }) => k.keyDid === KEY)).toMatchObject({ subjects: [{ subjectDid: SUBJECT, status: "revoked" }] });
     } finally {
       proxy.onHttp = undefined;
     }
