@@ -184,6 +184,8 @@ async function indexCommand(command: string, rest: readonly string[], config: Co
         // Reported as unknown.
       }
     }
+    const [indexHead, counts] = await Promise.all([store.head(), store.counts()]);
+    const checkedAtMs = indexHead?.checkedAtMs ?? null;
     out(JSON.stringify({
       chainId: scope.chainId,
       easContract: scope.easAddress,
@@ -191,6 +193,11 @@ async function indexCommand(command: string, rest: readonly string[], config: Co
       blockHash: checkpoint?.blockHash ?? null,
       head: head === undefined ? null : Number(head),
       lagBlocks: head === undefined ? null : Number(head - (checkpoint?.blockNumber ?? (config.startBlock ?? 0n) - 1n)),
+      // The follower's last completed poll (decisions §21): public reads are 503 INDEX_STALE once it is older than the stall time.
+      checkedAt: checkedAtMs === null ? null : new Date(checkedAtMs).toISOString(),
+      stale: checkedAtMs === null || Date.now() - checkedAtMs > config.index.stallSeconds * 1000,
+      attestations: counts.attestations,
+      tailAttestations: counts.tail,
     }));
     return 0;
   }

@@ -258,6 +258,8 @@ describe("MCP with the official SDK's client", () => {
       data: claim.value,
       revocable: findSchemaByName("responsibility-claim")!.revocable,
     });
+    // Written straight to the chain, not through the service: its follower polls before the read.
+    await stack.sync();
     const trust = await sameAsRoute("check_artifact_trust", { artifactDid: ARTIFACT }, "GET", `/v1/artifact-trust?artifactDid=${ARTIFACT}`);
     expect(trust.responsibilityClaims).toHaveLength(1);
     await client.close();
