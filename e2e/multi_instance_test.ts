@@ -103,6 +103,24 @@ describe.skipIf(skip !== undefined)(`two instances on one PostgreSQL and one del
     }
   });
 
+  test("public reads at either instance answer from the one index: a write through one is listed at both at once (issue 34)", async () => {
+    const subject = "did:web:both.test";
+    const body = await signedReviewBody(devnet, generatePrivateKey(), {
+      data: { subject, version: "1", ratingValue: 3, reviewBody: "seen everywhere", screenshotUrls: [], proofs: [] },
+    });
+    const written = await post(instances[0]!.url, body);
+    expect(written.status).toBe(200);
+    const pages = await Promise.all(instances.map(async (instance) => {
+      const res = await fetch(`${instance.url}/v1/attestations?subject=${subject}&schema=user-review`);
+      return { status: res.status, body: await res.json() as { asOf: { blockNumber: number }; items: { attestation: { uid: string } }[] } };
+    }));
+    for (const page of pages) {
+      expect(page.status).toBe(200);
+      expect(page.body.items.map((i) => i.attestation.uid.toLowerCase())).toEqual([String(written.body.uid).toLowerCase()]);
+      expect(page.body.asOf.blockNumber).toBeGreaterThanOrEqual(Number(written.body.blockNumber));
+    }
+  });
+
   test("one signature sent to both instances at once is accepted once", async () => {
     const body = await signedReview(generatePrivateKey());
     const results = await Promise.all(instances.map((instance) => post(instance.url, body)));
