@@ -129,10 +129,13 @@ describe("operations", () => {
 
   test("/readyz fails while the delegate wallet is below MIN_DELEGATE_BALANCE_WEI", async () => {
     const fine = await start();
+    // Ready once the index's first poll has completed (before it, public reads would be 503 INDEX_STALE).
+    expect(await fine.index.catchUp()).toBe(true);
     const ok = await fetch(`${fine.url}/readyz`);
     expect(ok.status).toBe(200);
     expect((await ok.json() as { checks: Record<string, boolean> }).checks).toMatchObject({ delegateBalance: true, rpc: true, database: true });
     const poor = await start({ MIN_DELEGATE_BALANCE_WEI: (10n ** 30n).toString() });
+    expect(await poor.index.catchUp()).toBe(true);
     const res = await fetch(`${poor.url}/readyz`);
     expect(res.status).toBe(503);
     expect(await res.json()).toMatchObject({ status: "not-ready", checks: { delegateBalance: false } });
