@@ -73,8 +73,8 @@ export function httpCacheSettings(options: { readonly indexPollMs: number; reado
   return { indexSeconds: Math.max(1, Math.ceil(options.indexPollMs / 1000)), discoverySeconds: Math.max(0, Math.floor(options.discoveryCacheSeconds)) };
 }
 
-/** The configuration's defaults (`INDEX_POLL_MS` 2000, `DISCOVERY_CACHE_SECONDS` 60): what tests get. */
-export const DEFAULT_HTTP_CACHE_SETTINGS: HttpCacheSettings = httpCacheSettings({ indexPollMs: 2_000, discoveryCacheSeconds: 60 });
+/** The configuration's defaults (`INDEX_POLL_MS` 1000, `DISCOVERY_CACHE_SECONDS` 60): what tests get. */
+export const DEFAULT_HTTP_CACHE_SETTINGS: HttpCacheSettings = httpCacheSettings({ indexPollMs: 1_000, discoveryCacheSeconds: 60 });
 
 /** How long an answer made of `freshness` may be kept: the shortest of its parts. */
 export function maxAgeOf(freshness: readonly Freshness[], settings: HttpCacheSettings): number {
