@@ -1,6 +1,6 @@
 /**
  * Load run: requests per second and p99 latency of trust-anchors, identity-resolve (100 identifiers)
- * and artifact-trust (an artifact with no evidence: two JSON-RPC reads per request) against service
+ * and artifact-trust (an artifact with no evidence, answered from the attestation index: no JSON-RPC call) against service
  * processes on one PostgreSQL and one devnet, with 1 and then 2 instances (the client balances
  * round-robin), each as a ratio to a raw `Bun.serve` answering precomputed bytes, measured in the
  * same run. Everything shares this machine's cores, so read the ratios, not the absolute numbers.
