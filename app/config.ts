@@ -93,7 +93,8 @@ export type Config = {
    * behind the head that may still be reorganized (the follower reads them too, keeping each one's hash and marking
    * their rows as the tail). `INDEX_POLL_MS` (default 1000): how often the follower polls the chain's head.
    * `INDEX_STALL_SECONDS` (default 120): with no completed poll for this long, public reads are 503 INDEX_STALE and
-   * `/readyz` is not ready.
+   * `/readyz` is not ready. `RPC_WS_URL` (optional, `ws://` or `wss://`): each `newHeads` notification from it makes
+   * the follower poll at once; the timed poll goes on as the fallback.
    * `INDEX_LEASE_SECONDS` (default 15): how long a follower's lease lasts; another instance takes over within it.
    * `INDEX_STEP_BLOCKS` (default 10000): the widest range one follower step ingests in one transaction.
    * `INDEX_FOLLOW` (default true): false runs no follower in this instance (it still reads the shared index).
@@ -182,6 +183,8 @@ export type Config = {
     readonly grantsPerAccount: number;
   };
   readonly index: {
+    /** `RPC_WS_URL`: the node's WebSocket endpoint, whose `newHeads` make the follower poll at once. */
+    readonly wsUrl: string | undefined;
     readonly confirmations: number | undefined;
     readonly pollMs: number;
     readonly stallSeconds: number;
@@ -402,10 +405,13 @@ function readRelaysAndReads(env: Env): Pick<Config, "publicRelay" | "trustProxy"
   };
 }
 
-/** The attestation index's follower (decisions §11). */
+/** The attestation index's follower (decisions §11, §21). */
 function readIndex(env: Env): Config["index"] {
   const { get, int, bool } = envReaders(env);
+  const wsUrl = get("RPC_WS_URL");
+  if (wsUrl !== undefined && !/^wss?:\/\/[^\s]+$/.test(wsUrl)) throw new ConfigError("RPC_WS_URL", "expected a ws(s) URL");
   return {
+    wsUrl,
     confirmations: get("INDEX_CONFIRMATIONS") === undefined ? undefined : int("INDEX_CONFIRMATIONS", 12, 0, 10_000),
     pollMs: int("INDEX_POLL_MS", 1_000, 50, 86_400_000),
     stallSeconds: int("INDEX_STALL_SECONDS", 120, 1),

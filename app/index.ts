@@ -4,7 +4,7 @@
  * public requests go through.
  */
 import { hostname } from "node:os";
-import { createViemAttestationIndex } from "../adapters/chain/mod.ts";
+import { createViemAttestationIndex, createWsNewHeads } from "../adapters/chain/mod.ts";
 import { systemClock } from "../adapters/system/mod.ts";
 import { createArtifactTrust } from "../domain/artifact_trust/mod.ts";
 import { createWebCryptoJwsVerifier } from "../client/jws_verifier.ts";
@@ -21,7 +21,7 @@ import {
   type ListAttestations,
 } from "../domain/index/mod.ts";
 import type { ArtifactTrust } from "../domain/artifact_trust/mod.ts";
-import type { AttestationIndex, ChainHistory, IndexStore } from "../ports/attestation_index.ts";
+import type { AttestationIndex, ChainHistory, HeadSignal, IndexStore } from "../ports/attestation_index.ts";
 import type { HexString } from "../ports/eas.ts";
 import type { Clock } from "../ports/clock.ts";
 import type { Logger } from "../ports/logger.ts";
@@ -99,6 +99,8 @@ type IndexDeps = {
   readonly clock: Clock;
   readonly log: Logger;
   readonly metrics?: PrometheusMetrics | undefined;
+  /** New heads announced by the node (`RPC_WS_URL`): each makes the follower poll at once. */
+  readonly heads?: HeadSignal | undefined;
 };
 
 /** What this instance knows of the index, shared by the follower's pieces. */
@@ -110,12 +112,14 @@ type FollowerState = {
   failures: number;
   stopped: boolean;
   nextPollAt: number;
+  /** A new head was announced since the last poll began. */
+  headSeen: boolean;
 };
 
 /** Starts the follower (unless `follow` is false) and returns the reads and the status. */
 export function wireIndex(deps: IndexDeps): IndexRunner {
   const { store, settings, clock } = deps;
-  const state: FollowerState = { indexed: undefined, head: undefined, checkedAtMs: null, leader: false, failures: 0, stopped: false, nextPollAt: 0 };
+  const state: FollowerState = { indexed: undefined, head: undefined, checkedAtMs: null, leader: false, failures: 0, stopped: false, nextPollAt: 0, headSeen: false };
   const poll = createPoll(deps, state);
   const holder = `${hostname()}:${process.pid}:${crypto.randomUUID()}`;
   const leaseMs = settings.leaseSeconds * 1000;
@@ -156,17 +160,19 @@ export function wireIndex(deps: IndexDeps): IndexRunner {
       // Ready to take over as soon as the holder's lease runs out.
       return Math.min(settings.pollMs, leaseMs);
     }
-    if (clock.nowMs() >= state.nextPollAt) {
+    if (clock.nowMs() >= state.nextPollAt || state.headSeen) {
+      state.headSeen = false;
       const outcome = await serial(poll);
       if (outcome === "failed") return backoff();
       if (outcome === "more") return 0;
     }
     // The lease is renewed every round, so a round comes at least twice per lease.
-    return Math.max(0, Math.min(state.nextPollAt - clock.nowMs(), leaseMs / 2));
+    return state.headSeen ? 0 : Math.max(0, Math.min(state.nextPollAt - clock.nowMs(), leaseMs / 2));
   }
 
   const loop = () => {
     if (state.stopped) return;
+    timer = undefined;
     running = round()
       .catch((error: unknown) => {
         // A database error: the range's transaction rolled back; it is fetched again.
@@ -178,7 +184,20 @@ export function wireIndex(deps: IndexDeps): IndexRunner {
         if (!state.stopped) timer = setTimeout(loop, delay);
       });
   };
-  if (settings.follow !== false) loop();
+  /** A new head announced: the next round comes now (a round under way polls again right after). */
+  const onHead = () => {
+    if (state.stopped) return;
+    state.headSeen = true;
+    if (timer !== undefined) {
+      clearTimeout(timer);
+      loop();
+    }
+  };
+  let unsubscribe: (() => void) | undefined;
+  if (settings.follow !== false) {
+    loop();
+    unsubscribe = deps.heads?.subscribe(onHead);
+  }
   describeIndexMetrics(deps, state);
 
   return {
@@ -205,6 +224,7 @@ export function wireIndex(deps: IndexDeps): IndexRunner {
     },
     async stop() {
       state.stopped = true;
+      unsubscribe?.();
       if (timer !== undefined) clearTimeout(timer);
       await running;
       await polling;
@@ -347,6 +367,9 @@ export async function wireAttestationIndex(config: Config, f: Foundation): Promi
     clock: systemClock,
     log: f.log,
     metrics: f.metrics,
+    heads: config.index.wsUrl === undefined
+      ? undefined
+      : createWsNewHeads({ url: config.index.wsUrl, log: (event, fields) => (event === "index_ws_subscribed" ? f.log.info(event, fields) : f.log.warn(event, fields)) }),
   });
   f.afterMined.listener = () => index.nudge();
   // Each read gets its own pin of the index head; the list's own state is none, so one is built per read.

@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { openSqlite } from "../adapters/sqlite/mod.ts";
 import { createSqliteIndexStore } from "../adapters/sqlite/mod.ts";
-import type { ChainHistory, EasEvent } from "../ports/attestation_index.ts";
+import type { ChainHistory, EasEvent, HeadSignal } from "../ports/attestation_index.ts";
 import type { HexString } from "../ports/eas.ts";
 import { fakeClock } from "../ports/fakes.ts";
 import type { Logger } from "../ports/logger.ts";
@@ -10,8 +10,10 @@ import { wireIndex } from "./index.ts";
 const hash = (n: bigint) => `0x${n.toString(16).padStart(64, "a")}` as HexString;
 
 /** A chain of 1,000 blocks, one attestation every 10; every head read moves the clock 2 s on. */
-function setup() {
+function setup(options: { follow?: boolean; heads?: HeadSignal } = {}) {
   const clock = fakeClock(0);
+  /** Resolved at the next read of the head (a poll begins). */
+  let headRead: (() => void) | undefined;
   const lines: { event: string; fields: Record<string, unknown> }[] = [];
   const record = (event: string, fields: Record<string, unknown> = {}) => void lines.push({ event, fields });
   const log: Logger = { debug: record, info: record, warn: record, error: record };
@@ -20,6 +22,7 @@ function setup() {
   const chain: ChainHistory = {
     head: () => {
       clock.set(clock.nowMs() + 2_000);
+      headRead?.();
       return Promise.resolve({ ok: true, value: head });
     },
     blockHash: (n) => Promise.resolve({ ok: true, value: hash(n) }),
@@ -60,11 +63,13 @@ function setup() {
     schemas: { schemaRecords: () => Promise.resolve({ ok: false, reason: "rpc-error" }) },
     chainId: 31337,
     easAddress: "0x0000000000000000000000000000000000000001",
-    settings: { startBlock: 0n, confirmations: 0, pollMs: 1_000, stallSeconds: 30, leaseSeconds: 15, stepBlocks: 50n, follow: false },
+    settings: { startBlock: 0n, confirmations: 0, pollMs: 3_600_000, stallSeconds: 30, leaseSeconds: 3_600, stepBlocks: 50n, follow: options.follow ?? false },
     clock,
     log,
+    heads: options.heads,
   });
-  return { clock, lines, runner, failWith: (n: number) => void (failNext = n), setHead: (n: bigint) => void (head = n) };
+  const nextPoll = () => new Promise<void>((resolve) => (headRead = resolve));
+  return { clock, lines, runner, store, nextPoll, failWith: (n: number) => void (failNext = n), setHead: (n: bigint) => void (head = n) };
 }
 
 test("wireIndex() logs backfill progress every few seconds with blocks done, percent and an ETA, then that it caught up", async () => {
@@ -110,4 +115,31 @@ test("wireIndex(): an idle chain whose head does not move stays fresh, each comp
   expect(runner.status().checkedAt!).toBeGreaterThanOrEqual(first + 25);
   clock.set(clock.nowMs() + 25_000);
   expect(await runner.healthy()).toBe(true);
+});
+
+test("wireIndex(): a new head announced over the WebSocket (RPC_WS_URL) makes the follower poll at once, not at its next tick", async () => {
+  let announce: (head: bigint | null) => void = () => {};
+  let unsubscribed = false;
+  const heads: HeadSignal = {
+    subscribe(onHead) {
+      announce = onHead;
+      return () => void (unsubscribed = true);
+    },
+  };
+  const { runner, store, nextPoll, setHead } = setup({ follow: true, heads });
+  try {
+    // The loop polls once at start (catchUp is serialized after it); then it sleeps: an hour's poll, an hour's lease.
+    await runner.catchUp();
+    expect((await store.checkpoint())?.blockNumber).toBe(999n);
+    setHead(1_005n);
+    // Only the announcement can start a poll now: without it this read of the head would never come.
+    const polled = nextPoll();
+    announce(1_005n);
+    await polled;
+    await runner.catchUp(); // serialized after that poll
+    expect((await store.checkpoint())?.blockNumber).toBe(1_005n);
+  } finally {
+    await runner.stop();
+  }
+  expect(unsubscribed).toBe(true);
 });

@@ -11,6 +11,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Hex } from "viem";
 import { generatePrivateKey } from "viem/accounts";
+import { encodeSchemaData } from "../domain/schema_data.ts";
+import { findSchemaByName } from "../domain/schemas.ts";
+import { didToAddress } from "../domain/did.ts";
+import { easWriter } from "./support/eas_writer.ts";
 import { signedReviewBody } from "./support/review_signer.ts";
 import { inFrontOf, type RpcProxy, startRpcProxy } from "./support/rpc_proxy.ts";
 import { startStack, type Stack } from "./harness.ts";
@@ -105,5 +109,38 @@ describe("freshness of public reads", () => {
     }
     await stack.sync();
     expect((await list()).status).toBe(200);
+  });
+});
+
+describe("RPC_WS_URL: newHeads over the node's WebSocket", () => {
+  let ws: Stack;
+  beforeAll(async () => {
+    ws = await startStack({ env: { INDEX_CONFIRMATIONS: "0" } });
+  }, 60_000);
+  afterAll(async () => await ws?.stop());
+
+  test("an attestation written straight to the chain is listed without a poll being asked for", async () => {
+    // The harness's follower polls only when asked (INDEX_POLL_MS of an hour), and this instance has an index of its
+    // own: only a head announced over the WebSocket can make it see a write that did not go through it.
+    const service = await ws.restartService({ RPC_WS_URL: ws.devnet.rpcUrl.replace(/^http/, "ws"), DATABASE_PATH: `${ws.dir}/ws.sqlite` });
+    const writer = easWriter({ rpcUrl: ws.devnet.rpcUrl, easAddress: ws.devnet.easAddress });
+    const review = findSchemaByName("user-review")!;
+    const subject = "did:web:ws.test";
+    const data = encodeSchemaData(review.schema, { subject, version: "1", ratingValue: 5, reviewBody: "pushed", screenshotUrls: [], proofs: [] }) as { value: Hex };
+    const { uid } = await writer.attest(ws.devnet.keys.users[0] as Hex, ws.devnet.schemaUids["user-review"] as Hex, {
+      recipient: (didToAddress(subject) as { value: Hex }).value,
+      data: data.value,
+      revocable: review.revocable,
+    });
+    const mined = Number(await writer.client.getBlockNumber());
+    // Until the answer stands on the write's block (a bounded number of tries; the notification arrives in milliseconds).
+    let page: Record<string, any> = {};
+    for (let tries = 0; tries < 200; tries++) {
+      page = await (await fetch(`${service.url}/v1/attestations?subject=${subject}&schema=user-review`)).json() as Record<string, any>;
+      if ((page.asOf?.blockNumber ?? 0) >= mined) break;
+      await Bun.sleep(25);
+    }
+    expect(page.asOf.blockNumber).toBeGreaterThanOrEqual(mined);
+    expect(page.items.map((i: { attestation: { uid: string } }) => i.attestation.uid.toLowerCase())).toEqual([uid.toLowerCase()]);
   });
 });

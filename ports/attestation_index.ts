@@ -193,3 +193,11 @@ export interface IndexStore {
   /** Holds or takes the follower lease for `holder` until `nowMs + leaseMs`; false while another holds it. */
   readonly lease: (holder: string, nowMs: number, leaseMs: number) => Promise<boolean>;
 }
+
+/**
+ * New chain heads as the node announces them (`newHeads` over WebSocket): a hint to poll now, never the data itself.
+ * `subscribe` returns the function that stops it.
+ */
+export interface HeadSignal {
+  readonly subscribe: (onHead: (blockNumber: bigint | null) => void) => () => void;
+}

@@ -8,3 +8,4 @@ export * from "./viem_eas.ts";
 export { createViemOwnershipChain } from "./viem_ownership_chain.ts";
 export { createViemPayerBalances } from "./viem_payer_balances.ts";
 export * from "./viem_witness.ts";
+export { createWsNewHeads } from "./ws_new_heads.ts";
