@@ -140,7 +140,7 @@ export function wireIndex(deps: IndexDeps): IndexRunner {
     lagBlocks: state.head === undefined ? null : Number(state.head - (state.indexed ?? settings.startBlock - 1n)),
     catchingUp: state.indexed === undefined || state.head === undefined ? true : state.head - state.indexed > CATCHING_UP_BLOCKS,
     checkedAt: state.checkedAtMs === null ? null : Math.floor(state.checkedAtMs / 1000),
-    stale: !isFresh({ checkedAtMs: state.checkedAtMs }, clock.nowMs(), settings.stallSeconds),
+    stale: !isFresh({ checkedAtMs: state.checkedAtMs }, { nowMs: clock.nowMs(), stallSeconds: settings.stallSeconds }),
     follower: state.leader,
   });
   /** Reads what the store says (another instance may be the follower). */

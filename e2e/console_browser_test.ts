@@ -118,6 +118,8 @@ beforeAll(async () => {
       expiresAt: 0n,
     }) as { value: Hex }).value,
   });
+  // Written straight to the chain, not through the service: its follower polls before the reads (decisions §21).
+  await stack.sync();
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
 }, 120_000);

@@ -28,7 +28,8 @@ export type IndexStaleCode = "INDEX_STALE";
 export const INDEX_STALE_MESSAGE = "The attestation index is not keeping up with the chain; try again shortly";
 
 /** Whether a head is fresh at `nowMs`: a poll completed within the stall time (an idle chain's head may be old). */
-export function isFresh(head: Pick<IndexHead, "checkedAtMs"> | undefined, nowMs: number, stallSeconds: number): boolean {
+export function isFresh(head: Pick<IndexHead, "checkedAtMs"> | undefined, at: { readonly nowMs: number; readonly stallSeconds: number }): boolean {
+  const { nowMs, stallSeconds } = at;
   return head !== undefined && head.checkedAtMs !== null && nowMs - head.checkedAtMs <= stallSeconds * 1000;
 }
 
@@ -101,7 +102,7 @@ export function createIndexAnswers(deps: StoreReadsDeps): IndexAnswers {
     let stale = false;
     const pinned = (): Promise<IndexHead | undefined> =>
       head ??= store.head().then((h) => {
-        if (!isFresh(h, deps.clock.nowMs(), deps.stallSeconds)) {
+        if (!isFresh(h, { nowMs: deps.clock.nowMs(), stallSeconds: deps.stallSeconds })) {
           stale = true;
           return undefined;
         }
