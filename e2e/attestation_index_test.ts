@@ -140,7 +140,8 @@ describe("the attestation index on a long chain behind a 20-block provider windo
     // New blocks the follower has not polled yet: the answer stays the index's, and says so (asOf), never fresher.
     await assess("tail");
     await testClient().mine({ blocks: 5 });
-    const head = await writer.client.getBlockNumber();
+    // Not viem's cached block number (kept for 4 s): the chain's, now.
+    const head = await writer.client.getBlockNumber({ cacheTime: 0 });
     const behind = await trust(indexed);
     expect(versions(behind.body)).toEqual(["early", "late"]);
     expect(behind.body.asOf.blockNumber).toBeLessThan(Number(head));
@@ -211,7 +212,7 @@ describe("the attestation index on a long chain behind a 20-block provider windo
     // Another branch from the snapshot, longer than the dropped one, without the attestation.
     await testClient().revert({ id: snapshot });
     await testClient().mine({ blocks: 4 });
-    const newHead = await writer.client.getBlockNumber();
+    const newHead = await writer.client.getBlockNumber({ cacheTime: 0 });
     expect(await service.index.catchUp()).toBe(true);
     const after = await trust(service);
     expect(versions(after.body)).toEqual(["early", "late", "tail"]);

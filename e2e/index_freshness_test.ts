@@ -132,7 +132,7 @@ describe("RPC_WS_URL: newHeads over the node's WebSocket", () => {
       data: data.value,
       revocable: review.revocable,
     });
-    const mined = Number(await writer.client.getBlockNumber());
+    const mined = Number(await writer.client.getBlockNumber({ cacheTime: 0 }));
     // Until the answer stands on the write's block, however long a loaded machine takes (the test's time limit stops
     // a broken run); the notification arrives in milliseconds.
     let page: Record<string, any> = {};

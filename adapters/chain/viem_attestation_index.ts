@@ -235,7 +235,11 @@ export function createViemAttestationIndex(options: ViemAttestationIndexOptions)
       }
       await Promise.race(inFlight);
     }
-    if (failure !== undefined) return failure;
+    // A failed scan ends only once its other ranges (and their retries) have: nothing of it reaches the node later.
+    if (failure !== undefined) {
+      await Promise.allSettled([...inFlight]);
+      return failure;
+    }
     done.sort((x, y) => (x.from < y.from ? -1 : 1));
     return { ok: true, value: done.flatMap((d) => d.events) };
   }
