@@ -81,6 +81,34 @@ describe.skipIf(pgSkip !== undefined)("postgres across instances", () => {
     expect(perClient.filter((o) => o === "client_limit")).toHaveLength(21);
   });
 
+  test("an instance starting beside running ones runs no DDL: it opens while another transaction holds a table", async () => {
+    // An ALTER TABLE (even IF NOT EXISTS) waits for every open transaction on its table; a start-up that ran its DDL
+    // again could deadlock with a running instance's transaction, and PostgreSQL aborted it (a multi-instance start
+    // failed so). With the schema's digest on record the new instance takes no table lock, so this open completes
+    // while the table is held; a start-up that ran DDL would wait here until the test's time limit.
+    const scope = { chainId: 31337, easAddress: "0x0000000000000000000000000000000000000001" };
+    await postgres!.indexStore(scope);
+    const holder = new SQL({ url: pg!.url, max: 1 });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let held!: () => void;
+    const holding = new Promise<void>((resolve) => (held = resolve));
+    const transaction = holder.begin(async (tx) => {
+      await tx`LOCK TABLE replay, index_attestations IN SHARE MODE`;
+      held();
+      await released;
+    });
+    await holding;
+    const storage = await openPostgresStorage(pg!.url);
+    const index = await storage.indexStore(scope);
+    release();
+    await transaction;
+    expect(await storage.ping()).toBe(true);
+    expect(await index.checkpoint()).toBeUndefined();
+    await storage.close();
+    await holder.close();
+  });
+
   test("migrations are idempotent: opening again keeps the data", async () => {
     const again = await openPostgresStorage(pg!.url);
     expect(await again.replay.find("0xcross1")).toBeDefined();

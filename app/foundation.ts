@@ -189,8 +189,11 @@ export async function openStorage(config: Config): Promise<Storage> {
   if (config.databaseUrl === undefined) return openSqliteStorage(config.databasePath);
   try {
     return await openPostgresStorage(config.databaseUrl);
-  } catch {
-    throw new StartupError("DATABASE_URL: cannot connect to PostgreSQL or apply the schema");
+  } catch (error) {
+    // The server's SQLSTATE (40P01 a deadlock, 28P01 a password refused, …) says which, without its message's text.
+    const state = (error as { errno?: unknown } | null)?.errno;
+    const detail = typeof state === "string" && /^[0-9A-Z]{5}$/.test(state) ? ` (SQLSTATE ${state})` : "";
+    throw new StartupError(`DATABASE_URL: cannot connect to PostgreSQL or apply the schema${detail}`);
   }
 }
 

@@ -2,6 +2,7 @@ import type { SQL } from "bun";
 import type { AttestedLog, IndexCheckpoint, IndexedAttestation, IndexStore, PagedLog, StoredAttestation } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
 import { CHECKPOINT_HISTORY, indexTables, toStoredAttestation } from "../sqlite/mod.ts";
+import { migrate } from "./postgres_migrate.ts";
 
 /** Serializes the index's migrations and its writers across instances. */
 const INDEX_LOCK = 7_240_002;
@@ -25,10 +26,7 @@ const toPaged = (row: Row): PagedLog => ({ ...toLog(row), logIndex: Number(row.l
  * checkpoint inside it, so even two followers (a lease that ran out mid-step) cannot interleave.
  */
 export async function createPostgresIndexStore(sql: SQL, scope: { chainId: number; easAddress: string }): Promise<IndexStore> {
-  await sql.begin(async (tx) => {
-    await tx`SELECT pg_advisory_xact_lock(${INDEX_LOCK})`;
-    for (const statement of indexTables("BIGINT")) await tx.unsafe(statement);
-  });
+  await migrate(sql, { name: "index", lock: INDEX_LOCK, statements: indexTables("BIGINT") });
   const chainId = scope.chainId;
   const eas = scope.easAddress.toLowerCase();
   const leaseName = `${chainId}:${eas}`;

@@ -15,6 +15,7 @@ import type { ClaimOutcome, ReplayStore } from "../../ports/replay_store.ts";
 import type { Storage, WalletNonces } from "../../ports/storage.ts";
 import { type ReplayRow, toReplayRecord } from "../sqlite/mod.ts";
 import { createPostgresIndexStore } from "./postgres_index_store.ts";
+import { migrate } from "./postgres_migrate.ts";
 import { FACTORY_CALLS_TABLE, createPostgresFactoryCalls } from "./postgres_factory_calls.ts";
 import { createPostgresGasBudget, PRIVATE_RELAY_GAS_TABLE, RELAY_GAS_TABLE } from "./postgres_gas_budget.ts";
 import { createPostgresTxReplacements, TX_REPLACEMENTS_TABLE } from "./postgres_tx_replacements.ts";
@@ -202,10 +203,7 @@ const toWrite = (row: Row): WriteRecord => ({
  */
 export async function openPostgresStorage(url: string, options: { max?: number } = {}): Promise<Storage> {
   const sql = new SQL({ url, max: options.max ?? 10, idleTimeout: 30, connectionTimeout: 10 });
-  await sql.begin(async (tx) => {
-    await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`;
-    for (const statement of MIGRATIONS) await tx.unsafe(statement);
-  });
+  await migrate(sql, { name: "storage", lock: MIGRATION_LOCK, statements: MIGRATIONS });
 
   const findReplay = async (key: string) => {
     const rows: ReplayRow[] = await sql`SELECT * FROM replay WHERE key = ${key}`;
