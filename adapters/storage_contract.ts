@@ -717,6 +717,44 @@ export function storageContract(name: string, open: () => Promise<Storage>, opti
       expect(await store.counts()).toEqual({ attestations: 1, tail: 0 });
       expect((await store.records([uid(4), uid(19)])).map((r) => r.uid)).toEqual([uid(4)]);
     });
+
+    test("idempotency keys (decisions §23): begun once; a done key keeps its answer; a running one is held, or taken over by the same request once its lease passed; expired ones go", async () => {
+      const { idempotency } = await open();
+      const scope = fresh("account");
+      const record = (fingerprint: string, nowMs: number) => ({ scope, key: "k", fingerprint, createdAtMs: nowMs, expiresAtMs: nowMs + 86_400_000, leaseUntilMs: nowMs + 300_000 });
+      expect(await idempotency.begin(record("f1", T0))).toEqual({ kind: "started" });
+      expect(await idempotency.begin(record("f1", T0 + 1))).toMatchObject({ kind: "exists", record: { state: "running", fingerprint: "f1", answer: null, leaseUntilMs: T0 + 300_000 } });
+      // The same key in another scope is another key.
+      expect(await idempotency.begin({ ...record("f2", T0), scope: fresh("client") })).toEqual({ kind: "started" });
+      // A dead request's key (lease passed): another request may not take it, the same one may.
+      expect(await idempotency.begin(record("f2", T0 + 300_000))).toMatchObject({ kind: "exists", record: { fingerprint: "f1" } });
+      expect(await idempotency.begin(record("f1", T0 + 300_000))).toEqual({ kind: "started" });
+      expect(await idempotency.begin(record("f1", T0 + 300_001))).toMatchObject({ kind: "exists", record: { state: "running", leaseUntilMs: T0 + 600_000, createdAtMs: T0 } });
+      const answer = { status: 409, headers: { "content-type": "application/json", "retry-after": "3" }, body: '{"code":"DUPLICATE"}' };
+      await idempotency.complete(scope, "k", answer);
+      expect(await idempotency.begin(record("f1", T0 + 900_000))).toMatchObject({ kind: "exists", record: { state: "done", answer, expiresAtMs: T0 + 86_400_000 } });
+      // Completed keys are not abandoned; an abandoned running key is free again.
+      await idempotency.abandon(scope, "k");
+      expect(await idempotency.begin(record("f1", T0 + 900_001))).toMatchObject({ kind: "exists", record: { state: "done" } });
+      const other = { ...record("f3", T0), key: "k2" };
+      expect(await idempotency.begin(other)).toEqual({ kind: "started" });
+      await idempotency.abandon(scope, "k2");
+      expect(await idempotency.begin(other)).toEqual({ kind: "started" });
+      // Kept 24 h: expired, a key begins afresh, with any request.
+      expect(await idempotency.begin(record("f9", T0 + 86_400_000))).toEqual({ kind: "started" });
+      expect(await idempotency.begin(record("f9", T0 + 86_400_001))).toMatchObject({ kind: "exists", record: { state: "running", fingerprint: "f9", answer: null } });
+      expect(await idempotency.prune(T0 + 3 * 86_400_000)).toBeGreaterThanOrEqual(2);
+      expect(await idempotency.begin(record("f1", T0 + 3 * 86_400_000))).toEqual({ kind: "started" });
+    });
+
+    test("idempotency keys: thirty concurrent begins of one key start exactly one", async () => {
+      const { idempotency } = await open();
+      const scope = fresh("account");
+      const outcomes = await Promise.all(Array.from({ length: 30 }, () =>
+        idempotency.begin({ scope, key: "same", fingerprint: "f", createdAtMs: T0, expiresAtMs: T0 + 86_400_000, leaseUntilMs: T0 + 300_000 })));
+      expect(outcomes.filter((o) => o.kind === "started")).toHaveLength(1);
+      expect(outcomes.filter((o) => o.kind === "exists")).toHaveLength(29);
+    });
   });
 }
 
@@ -770,6 +808,17 @@ export function deploymentLimitsContract(name: string, open: () => Promise<reado
         (i % 2 === 0 ? first : second).oauth.registerClient(publicClient(T0), limits, T0)));
       expect(outcomes.filter((o) => o.ok)).toHaveLength(3);
       expect(outcomes.filter((o) => !o.ok && o.limit === "client")).toHaveLength(27);
+    });
+
+    test("idempotency keys: thirty concurrent begins of one key at two instances start exactly one; the answer stored at one is read at the other", async () => {
+      const [first, second] = await open();
+      const scope = fresh("account");
+      const record = { scope, key: "cross", fingerprint: "f", createdAtMs: T0, expiresAtMs: T0 + 86_400_000, leaseUntilMs: T0 + 300_000 };
+      const outcomes = await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 2 === 0 ? first : second).idempotency.begin(record)));
+      expect(outcomes.filter((o) => o.kind === "started")).toHaveLength(1);
+      const answer = { status: 200, headers: { "content-type": "application/json" }, body: "{}" };
+      await first.idempotency.complete(scope, "cross", answer);
+      expect(await second.idempotency.begin({ ...record, createdAtMs: T0 + 1 })).toMatchObject({ kind: "exists", record: { state: "done", answer } });
     });
 
     test("MCP sessions: one opened at an instance is used at the other; parallel opens at both keep the bound exactly", async () => {

@@ -11,6 +11,7 @@ import type { PaymentLedger } from "./payments.ts";
 import type { TxReplacementStore } from "./tx_replacements.ts";
 import type { RateCounter } from "./rate_counter.ts";
 import type { McpSessionStore } from "./mcp_sessions.ts";
+import type { IdempotencyStore } from "./idempotency.ts";
 
 /**
  * Everything the service keeps: replay records, accounts, challenges, sessions and the
@@ -49,6 +50,8 @@ export interface Storage {
   readonly rateCounter: RateCounter;
   /** MCP session records, so that any instance answers any `/mcp` request (decisions §21). */
   readonly mcpSessions: McpSessionStore;
+  /** Idempotency keys of writes (decisions §23), in the same database as the submission records. */
+  readonly idempotency: IdempotencyStore;
   /** The attestation index of one EAS contract, kept in this database (its tables are made on first use). */
   readonly indexStore: (scope: { chainId: number; easAddress: string }) => Promise<IndexStore>;
   /** True when the database answers. */

@@ -30,6 +30,7 @@ import { createPostgresOAuth } from "./postgres_oauth.ts";
 import { oauthTables } from "../sqlite/mod.ts";
 import { createPostgresRateCounter, RATE_BUCKETS_TABLES } from "./postgres_rate_counter.ts";
 import { createPostgresMcpSessions, MCP_SESSIONS_TABLES } from "./postgres_mcp_sessions.ts";
+import { createPostgresIdempotency, IDEMPOTENCY_TABLES } from "./postgres_idempotency.ts";
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS replay (
@@ -132,6 +133,8 @@ const MIGRATIONS: readonly string[] = [
   // Limits counted once for the deployment, and MCP sessions any instance answers (decisions §21).
   ...RATE_BUCKETS_TABLES,
   ...MCP_SESSIONS_TABLES,
+  // Idempotency keys of writes, beside the submission records (decisions §23).
+  ...IDEMPOTENCY_TABLES,
 ];
 
 /** Advisory lock key that serializes migrations of instances starting together. */
@@ -433,6 +436,7 @@ export async function openPostgresStorage(url: string, options: { max?: number }
     oauth: createPostgresOAuth(sql),
     rateCounter: createPostgresRateCounter(sql),
     mcpSessions: createPostgresMcpSessions(sql),
+    idempotency: createPostgresIdempotency(sql),
     async ping() {
       try {
         await sql`SELECT 1`;

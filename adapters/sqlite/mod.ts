@@ -1,6 +1,7 @@
 /** Storage in one SQLite file (bun:sqlite): the default for a single instance. */
 export { createSqliteAccountStore, createSqliteWriteLedger } from "./sqlite_accounts.ts";
 export { openSqlite } from "./sqlite_database.ts";
+export { createSqliteIdempotency, IDEMPOTENCY_TABLE, toIdempotencyRecord } from "./sqlite_idempotency.ts";
 export { toFactoryCall } from "./sqlite_factory_calls.ts";
 export { type GasBudgetTable } from "./sqlite_gas_budget.ts";
 export { CHECKPOINT_HISTORY, createSqliteIndexStore, INDEX_ADDED_COLUMNS, indexTables, type RecordRow, toStoredAttestation } from "./sqlite_index_store.ts";

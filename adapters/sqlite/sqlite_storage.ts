@@ -13,6 +13,7 @@ import { createSqliteReplayStore } from "./sqlite_replay_store.ts";
 import { createSqlitePayments } from "./sqlite_payments.ts";
 import { createSqliteMcpSessions } from "./sqlite_mcp_sessions.ts";
 import { createSqliteRateCounter } from "./sqlite_rate_counter.ts";
+import { createSqliteIdempotency } from "./sqlite_idempotency.ts";
 
 /** The service's storage in one SQLite file (WAL); the default for a single machine. */
 export function openSqliteStorage(path: string): Storage {
@@ -42,6 +43,7 @@ export function openSqliteStorage(path: string): Storage {
     oauth: createSqliteOAuth(db),
     rateCounter: createSqliteRateCounter(db),
     mcpSessions: createSqliteMcpSessions(db),
+    idempotency: createSqliteIdempotency(db),
     close() {
       db.close();
       return Promise.resolve();

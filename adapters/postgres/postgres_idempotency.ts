@@ -1,0 +1,49 @@
+import type { SQL } from "bun";
+import type { IdempotencyStore } from "../../ports/idempotency.ts";
+import { IDEMPOTENCY_TABLE, toIdempotencyRecord } from "../sqlite/mod.ts";
+
+/** The table, created with the storage's migrations (under their advisory lock). */
+export const IDEMPOTENCY_TABLES: readonly string[] = [
+  IDEMPOTENCY_TABLE,
+  "CREATE INDEX IF NOT EXISTS idempotency_keys_expiry ON idempotency_keys (expires_at_ms)",
+];
+
+/**
+ * Idempotency keys in PostgreSQL, beside the submission records and seen by every instance (decisions §23). A begin
+ * is one `INSERT … ON CONFLICT DO UPDATE … WHERE`: the row is locked and its condition read again on the newest
+ * version, so of requests racing with one key at any instances exactly one starts it.
+ */
+export function createPostgresIdempotency(sql: SQL): IdempotencyStore {
+  return {
+    async begin(record) {
+      for (;;) {
+        const started = await sql`
+          INSERT INTO idempotency_keys (scope, key, fingerprint, state, created_at_ms, expires_at_ms, lease_until_ms)
+          VALUES (${record.scope}, ${record.key}, ${record.fingerprint}, 'running', ${record.createdAtMs}, ${record.expiresAtMs}, ${record.leaseUntilMs})
+          ON CONFLICT (scope, key) DO UPDATE SET
+            fingerprint = excluded.fingerprint, state = 'running', status = NULL, headers = NULL, body = NULL,
+            created_at_ms = CASE WHEN idempotency_keys.expires_at_ms <= excluded.created_at_ms THEN excluded.created_at_ms ELSE idempotency_keys.created_at_ms END,
+            expires_at_ms = CASE WHEN idempotency_keys.expires_at_ms <= excluded.created_at_ms THEN excluded.expires_at_ms ELSE idempotency_keys.expires_at_ms END,
+            lease_until_ms = excluded.lease_until_ms
+          WHERE idempotency_keys.expires_at_ms <= excluded.created_at_ms
+             OR (idempotency_keys.state = 'running' AND idempotency_keys.lease_until_ms <= excluded.created_at_ms
+                 AND idempotency_keys.fingerprint = excluded.fingerprint)
+          RETURNING scope`;
+        if (started.length === 1) return { kind: "started" };
+        const [held] = await sql`SELECT * FROM idempotency_keys WHERE scope = ${record.scope} AND key = ${record.key}` as Record<string, unknown>[];
+        // Abandoned between the two statements (another instance): ask again.
+        if (held !== undefined) return { kind: "exists", record: toIdempotencyRecord(held) };
+      }
+    },
+    async complete(scope, key, answer) {
+      await sql`UPDATE idempotency_keys SET state = 'done', status = ${answer.status}, headers = ${JSON.stringify(answer.headers)}, body = ${answer.body}
+                WHERE scope = ${scope} AND key = ${key} AND state = 'running'`;
+    },
+    async abandon(scope, key) {
+      await sql`DELETE FROM idempotency_keys WHERE scope = ${scope} AND key = ${key} AND state = 'running'`;
+    },
+    async prune(nowMs) {
+      return (await sql`DELETE FROM idempotency_keys WHERE expires_at_ms <= ${nowMs} RETURNING key`).length;
+    },
+  };
+}

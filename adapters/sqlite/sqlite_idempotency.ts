@@ -1,0 +1,77 @@
+import type { Database } from "bun:sqlite";
+import type { IdempotencyRecord, IdempotencyStore } from "../../ports/idempotency.ts";
+
+/** The table of idempotency keys (decisions §23); the same columns on PostgreSQL. */
+export const IDEMPOTENCY_TABLE = `CREATE TABLE IF NOT EXISTS idempotency_keys (
+  scope TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL, state TEXT NOT NULL,
+  status INTEGER, headers TEXT, body TEXT,
+  created_at_ms BIGINT NOT NULL, expires_at_ms BIGINT NOT NULL, lease_until_ms BIGINT NOT NULL,
+  PRIMARY KEY (scope, key))`;
+
+/** A stored row as the port's record (SQLite and PostgreSQL share the columns). */
+export function toIdempotencyRecord(row: Record<string, unknown>): IdempotencyRecord {
+  const done = row.state === "done" && row.status !== null && row.status !== undefined;
+  return {
+    scope: String(row.scope),
+    key: String(row.key),
+    fingerprint: String(row.fingerprint),
+    state: done ? "done" : "running",
+    answer: done ? { status: Number(row.status), headers: JSON.parse(String(row.headers ?? "{}")), body: String(row.body ?? "") } : null,
+    createdAtMs: Number(row.created_at_ms),
+    expiresAtMs: Number(row.expires_at_ms),
+    leaseUntilMs: Number(row.lease_until_ms),
+  };
+}
+
+/**
+ * Idempotency keys in the SQLite file, beside the submission records. A begin is one statement (the insert, or the
+ * takeover of an expired or dead record), so two connections to one file never both start one key.
+ */
+export function createSqliteIdempotency(db: Database): IdempotencyStore {
+  db.exec(IDEMPOTENCY_TABLE);
+  db.exec("CREATE INDEX IF NOT EXISTS idempotency_keys_expiry ON idempotency_keys (expires_at_ms)");
+  const begin = db.query<{ scope: string }, Record<string, string | number>>(
+    `INSERT INTO idempotency_keys (scope, key, fingerprint, state, status, headers, body, created_at_ms, expires_at_ms, lease_until_ms)
+     VALUES ($scope, $key, $fingerprint, 'running', NULL, NULL, NULL, $now, $expires, $lease)
+     ON CONFLICT (scope, key) DO UPDATE SET
+       fingerprint = excluded.fingerprint, state = 'running', status = NULL, headers = NULL, body = NULL,
+       created_at_ms = CASE WHEN idempotency_keys.expires_at_ms <= excluded.created_at_ms THEN excluded.created_at_ms ELSE idempotency_keys.created_at_ms END,
+       expires_at_ms = CASE WHEN idempotency_keys.expires_at_ms <= excluded.created_at_ms THEN excluded.expires_at_ms ELSE idempotency_keys.expires_at_ms END,
+       lease_until_ms = excluded.lease_until_ms
+     WHERE idempotency_keys.expires_at_ms <= excluded.created_at_ms
+        OR (idempotency_keys.state = 'running' AND idempotency_keys.lease_until_ms <= excluded.created_at_ms
+            AND idempotency_keys.fingerprint = excluded.fingerprint)
+     RETURNING scope`,
+  );
+  const find = db.query<Record<string, unknown>, [string, string]>("SELECT * FROM idempotency_keys WHERE scope = ? AND key = ?");
+  const complete = db.query("UPDATE idempotency_keys SET state = 'done', status = ?, headers = ?, body = ? WHERE scope = ? AND key = ? AND state = 'running'");
+  const abandon = db.query("DELETE FROM idempotency_keys WHERE scope = ? AND key = ? AND state = 'running'");
+  const prune = db.query("DELETE FROM idempotency_keys WHERE expires_at_ms <= ?");
+  return {
+    begin(record) {
+      for (;;) {
+        const started = begin.get({
+          scope: record.scope,
+          key: record.key,
+          fingerprint: record.fingerprint,
+          now: record.createdAtMs,
+          expires: record.expiresAtMs,
+          lease: record.leaseUntilMs,
+        });
+        if (started !== null) return Promise.resolve({ kind: "started" });
+        const held = find.get(record.scope, record.key);
+        // Abandoned between the two statements (another connection): ask again.
+        if (held !== null) return Promise.resolve({ kind: "exists", record: toIdempotencyRecord(held) });
+      }
+    },
+    complete(scope, key, answer) {
+      complete.run(answer.status, JSON.stringify(answer.headers), answer.body, scope, key);
+      return Promise.resolve();
+    },
+    abandon(scope, key) {
+      abandon.run(scope, key);
+      return Promise.resolve();
+    },
+    prune: (nowMs) => Promise.resolve(prune.run(nowMs).changes),
+  };
+}

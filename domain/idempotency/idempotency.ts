@@ -1,0 +1,91 @@
+import type { Clock } from "../../ports/clock.ts";
+import type { IdempotencyStore, StoredAnswer } from "../../ports/idempotency.ts";
+import { requestFingerprint } from "./idempotency_key.ts";
+
+/** How long a key is kept (decisions §23: 24 h). */
+export const IDEMPOTENCY_KEEP_MS = 24 * 60 * 60_000;
+
+/**
+ * How long a running request holds its key before a retry may take it over: longer than any request may run (the
+ * route deadline, 245 s, http/instrument.ts), so only a request that died with its instance (a crash) loses its key.
+ */
+export const IDEMPOTENCY_LEASE_MS = 5 * 60_000;
+
+/** What a retry told `IDEMPOTENCY_KEY_IN_USE` waits before trying again. */
+export const IDEMPOTENCY_RETRY_AFTER_SECONDS = 1;
+
+/** A request carrying an idempotency key. */
+export type IdempotentRequest = {
+  /** Whose keys it is among (an account, or a client address on the public relay). */
+  readonly scope: string;
+  readonly key: string;
+  readonly method: string;
+  readonly path: string;
+  readonly body: string;
+};
+
+/** What to do with a request that carries a key. */
+export type IdempotencyDecision =
+  /** The first request with this key: run it, then hand its answer to `finish` (undefined when it is not kept). */
+  | { readonly kind: "run"; readonly finish: (answer: StoredAnswer | undefined) => Promise<void> }
+  /** A retry of a finished request: give its stored answer again. */
+  | { readonly kind: "replay"; readonly answer: StoredAnswer }
+  /** The key was used for another request: 422. */
+  | { readonly kind: "reused"; readonly code: "IDEMPOTENCY_KEY_REUSED"; readonly message: string }
+  /** The first request with this key is still running: 409 with `Retry-After`. */
+  | { readonly kind: "in-use"; readonly code: "IDEMPOTENCY_KEY_IN_USE"; readonly message: string; readonly retryAfterSeconds: number };
+
+/** What {@link createIdempotency} needs. */
+export type IdempotencyDeps = {
+  readonly store: IdempotencyStore;
+  readonly clock: Clock;
+  /** How long a key is kept; absent: {@link IDEMPOTENCY_KEEP_MS}. */
+  readonly keepMs?: number | undefined;
+  /** How long a running request holds its key; absent: {@link IDEMPOTENCY_LEASE_MS}. */
+  readonly leaseMs?: number | undefined;
+};
+
+/** Decides, for a request with an idempotency key, whether it runs, replays, or is refused (decisions §23). */
+export type Idempotency = (request: IdempotentRequest) => Promise<IdempotencyDecision>;
+
+/**
+ * Builds the idempotency rule of writes (decisions §23): the key's record is written before the work, so of two
+ * requests with one key exactly one runs wherever they arrive; a retry of the same request gets the first answer, a
+ * different request under the key is refused, and a request still running makes its retry wait.
+ */
+export function createIdempotency(deps: IdempotencyDeps): Idempotency {
+  const keepMs = deps.keepMs ?? IDEMPOTENCY_KEEP_MS;
+  const leaseMs = deps.leaseMs ?? IDEMPOTENCY_LEASE_MS;
+  return async function idempotency(request) {
+    const fingerprint = requestFingerprint(request);
+    const nowMs = deps.clock.nowMs();
+    const { scope, key } = request;
+    const begun = await deps.store.begin({ scope, key, fingerprint, createdAtMs: nowMs, expiresAtMs: nowMs + keepMs, leaseUntilMs: nowMs + leaseMs });
+    if (begun.kind === "started") {
+      return {
+        kind: "run",
+        finish: (answer) => (answer === undefined ? deps.store.abandon(scope, key) : deps.store.complete(scope, key, answer)),
+      };
+    }
+    const held = begun.record;
+    if (held.fingerprint !== fingerprint) {
+      return { kind: "reused", code: "IDEMPOTENCY_KEY_REUSED", message: "This Idempotency-Key was used for a different request" };
+    }
+    if (held.state === "done" && held.answer !== null) return { kind: "replay", answer: held.answer };
+    return {
+      kind: "in-use",
+      code: "IDEMPOTENCY_KEY_IN_USE",
+      message: "A request with this Idempotency-Key is still being processed",
+      retryAfterSeconds: IDEMPOTENCY_RETRY_AFTER_SECONDS,
+    };
+  };
+}
+
+/**
+ * Whether an answer is kept for the key's retries (decisions §23): every answer given once the route's checks began,
+ * errors included, except a rate limit's 429 and the refusals that come before any check: no credential (401) or
+ * no payment yet (402), after which the client retries with one under the same key.
+ */
+export function keepsAnswer(status: number): boolean {
+  return status !== 429 && status !== 401 && status !== 402;
+}

@@ -1,0 +1,100 @@
+import { describe, expect, test } from "bun:test";
+import { fakeClock, fakeIdempotencyStore } from "../../ports/fakes.ts";
+import { createIdempotency, IDEMPOTENCY_KEEP_MS, IDEMPOTENCY_LEASE_MS, keepsAnswer, parseIdempotencyKey, requestFingerprint } from "./mod.ts";
+
+const request = { scope: "account:a", key: "k-1", method: "POST", path: "/v1/delegated-attest", body: '{"a":1}' };
+const answer = { status: 200, headers: { "content-type": "application/json" }, body: '{"uid":"0x1"}' };
+
+function setup() {
+  const store = fakeIdempotencyStore();
+  const clock = fakeClock();
+  return { store, clock, idempotency: createIdempotency({ store, clock }) };
+}
+
+describe("parseIdempotencyKey()", () => {
+  test("takes a bare key, a quoted string without its quotes, and no header as none", () => {
+    expect(parseIdempotencyKey("4f2c7e1a-0b1d-4c5e-9f00-123456789abc")).toEqual({ ok: true, value: "4f2c7e1a-0b1d-4c5e-9f00-123456789abc" });
+    expect(parseIdempotencyKey('"abc"')).toEqual({ ok: true, value: "abc" });
+    expect(parseIdempotencyKey(null)).toEqual({ ok: true, value: undefined });
+    expect(parseIdempotencyKey("x".repeat(255))).toMatchObject({ ok: true });
+  });
+
+  test("refuses an empty, a longer or a non-printable key as INVALID_INPUT", () => {
+    for (const bad of ["", '""', "x".repeat(256), "a\u0001b", "é"]) expect(parseIdempotencyKey(bad)).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+  });
+});
+
+describe("requestFingerprint()", () => {
+  test("differs by method, path and body, and is stable", () => {
+    const base = requestFingerprint(request);
+    expect(requestFingerprint({ ...request })).toBe(base);
+    expect(base).toMatch(/^[0-9a-f]{64}$/);
+    expect(requestFingerprint({ ...request, body: '{"a":2}' })).not.toBe(base);
+    expect(requestFingerprint({ ...request, path: "/api/eas/delegated-attest" })).not.toBe(base);
+    expect(requestFingerprint({ ...request, method: "PUT" })).not.toBe(base);
+  });
+});
+
+describe("createIdempotency()", () => {
+  test("runs the first request, then replays its stored answer to a retry of the same request", async () => {
+    const { idempotency } = setup();
+    const first = await idempotency(request);
+    expect(first.kind).toBe("run");
+    if (first.kind === "run") await first.finish(answer);
+    expect(await idempotency(request)).toEqual({ kind: "replay", answer });
+  });
+
+  test("a different request under the key is IDEMPOTENCY_KEY_REUSED, while running and once done", async () => {
+    const { idempotency } = setup();
+    const first = await idempotency(request);
+    expect(await idempotency({ ...request, body: "{}" })).toMatchObject({ kind: "reused", code: "IDEMPOTENCY_KEY_REUSED" });
+    if (first.kind === "run") await first.finish(answer);
+    expect(await idempotency({ ...request, path: "/api/eas/delegated-attest" })).toMatchObject({ kind: "reused" });
+  });
+
+  test("a retry while the first still runs is IDEMPOTENCY_KEY_IN_USE with a retry delay", async () => {
+    const { idempotency } = setup();
+    await idempotency(request);
+    expect(await idempotency(request)).toMatchObject({ kind: "in-use", code: "IDEMPOTENCY_KEY_IN_USE", retryAfterSeconds: 1 });
+  });
+
+  test("keys are per scope: another account's same key runs", async () => {
+    const { idempotency } = setup();
+    await idempotency(request);
+    expect((await idempotency({ ...request, scope: "account:b" })).kind).toBe("run");
+  });
+
+  test("an answer not kept frees the key: the retry runs afresh", async () => {
+    const { idempotency } = setup();
+    const first = await idempotency(request);
+    if (first.kind === "run") await first.finish(undefined);
+    expect((await idempotency(request)).kind).toBe("run");
+  });
+
+  test("a request that died (lease passed) is taken over by its retry, never by a different request", async () => {
+    const { idempotency, clock } = setup();
+    await idempotency(request);
+    clock.set(clock.nowMs() + IDEMPOTENCY_LEASE_MS - 1);
+    expect((await idempotency(request)).kind).toBe("in-use");
+    clock.set(clock.nowMs() + 1);
+    expect((await idempotency({ ...request, body: "{}" })).kind).toBe("reused");
+    expect((await idempotency(request)).kind).toBe("run");
+    expect((await idempotency(request)).kind).toBe("in-use");
+  });
+
+  test("a key is kept 24 h, then runs again", async () => {
+    const { idempotency, clock, store } = setup();
+    const first = await idempotency(request);
+    if (first.kind === "run") await first.finish(answer);
+    clock.set(clock.nowMs() + IDEMPOTENCY_KEEP_MS - 1);
+    expect((await idempotency(request)).kind).toBe("replay");
+    clock.set(clock.nowMs() + 1);
+    expect(await store.prune(clock.nowMs())).toBe(1);
+    expect((await idempotency({ ...request, body: "{}" })).kind).toBe("run");
+  });
+
+  test("keepsAnswer() keeps errors but not 429, 401 or 402", () => {
+    for (const status of [200, 202, 400, 403, 409, 422, 500, 503]) expect(keepsAnswer(status)).toBe(true);
+    for (const status of [401, 402, 429]) expect(keepsAnswer(status)).toBe(false);
+  });
+});

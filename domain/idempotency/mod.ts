@@ -1,0 +1,13 @@
+/** Idempotency keys of writes (decisions §23): a retry gets the first answer, never a second write. */
+export {
+  createIdempotency,
+  type Idempotency,
+  type IdempotencyDecision,
+  type IdempotencyDeps,
+  type IdempotentRequest,
+  IDEMPOTENCY_KEEP_MS,
+  IDEMPOTENCY_LEASE_MS,
+  IDEMPOTENCY_RETRY_AFTER_SECONDS,
+  keepsAnswer,
+} from "./idempotency.ts";
+export { MAX_IDEMPOTENCY_KEY_LENGTH, parseIdempotencyKey, requestFingerprint } from "./idempotency_key.ts";

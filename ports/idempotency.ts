@@ -1,0 +1,49 @@
+/** An answer kept for an idempotency key: what the first request was answered, to be given again to its retries. */
+export type StoredAnswer = {
+  readonly status: number;
+  /** The answer's headers the retry gets again (lower-case names). */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+};
+
+/** One key's record (decisions §23). */
+export type IdempotencyRecord = {
+  /** Whose key it is: an account (`account:<id>`) or, on the public relay, a client address (`client:<address>`). */
+  readonly scope: string;
+  readonly key: string;
+  /** SHA-256 of the request (method, path and body) as hex: what "the same request" means. */
+  readonly fingerprint: string;
+  /** `running` while the first request works; `done` once its answer is stored. */
+  readonly state: "running" | "done";
+  readonly answer: StoredAnswer | null;
+  readonly createdAtMs: number;
+  /** The record is forgotten after this (24 h after creation). */
+  readonly expiresAtMs: number;
+  /** A running record whose lease passed belongs to a request that died (a crash): a retry may take it over. */
+  readonly leaseUntilMs: number;
+};
+
+/** What asking to begin a key's request found. */
+export type IdempotencyBegin =
+  /** The record is written (new, or taken over from an expired one or a dead request's): run the request. */
+  | { readonly kind: "started" }
+  /** Someone holds the key: its record as it stands. */
+  | { readonly kind: "exists"; readonly record: IdempotencyRecord };
+
+/**
+ * Durable idempotency keys, in the same database as the submission records, so a key's record is exact across
+ * instances and survives a crash: it is written before the request's work begins.
+ */
+export interface IdempotencyStore {
+  /**
+   * Atomically writes a running record for (scope, key) unless one is held: a record past its expiry is replaced; a
+   * running one past its lease with the same fingerprint is taken over (its lease renewed). Otherwise the record held.
+   */
+  readonly begin: (record: Omit<IdempotencyRecord, "state" | "answer">) => Promise<IdempotencyBegin>;
+  /** Stores the answer of a running record and marks it done. */
+  readonly complete: (scope: string, key: string, answer: StoredAnswer) => Promise<void>;
+  /** Forgets a running record whose answer is not kept (a 429, a missing credential), so a retry runs afresh. */
+  readonly abandon: (scope: string, key: string) => Promise<void>;
+  /** Drops the records expired before `nowMs`; returns how many. */
+  readonly prune: (nowMs: number) => Promise<number>;
+}
