@@ -15,6 +15,7 @@ import type { WiredKeys } from "./keys.ts";
 import { credentialCaller } from "../http/routes/keys/mod.ts";
 import type { WiredOAuth } from "./oauth.ts";
 import type { WiredMcp } from "./mcp.ts";
+import type { WiredSubmissions } from "./submissions.ts";
 
 /** Every capability, wired: what the routes are given. */
 export type Capabilities = {
@@ -31,6 +32,8 @@ export type Capabilities = {
   readonly oauth?: WiredOAuth | undefined;
   /** The MCP endpoint (decisions §20); undefined with `MCP=off`. */
   readonly mcp?: WiredMcp | undefined;
+  /** Idempotency keys of writes (decisions §23), kept with the submission records. */
+  readonly submissions: Pick<WiredSubmissions, "idempotency">;
 };
 
 /**
@@ -61,6 +64,7 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
   const ledger = storage.ledger;
   const primarySubject = (account: Parameters<typeof subjects.primary>[0]) => subjects.primary(account);
   const bearer = c.oauth?.bearer;
+  const { idempotency } = c.submissions;
   const app = createApp({
     session: {
       sessions,
@@ -75,6 +79,7 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
       primarySubject,
       payments: c.x402?.gate,
       bearer,
+      idempotency,
     },
     subjects: { sessions, subjects, bearer },
     privateRelay: {
@@ -86,6 +91,8 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
       payments: c.x402?.gate,
       relay: c.delegation.privateRelay,
       bearer,
+      idempotency,
+      clientAddress: requestClientAddress,
     },
     accounts: {
       primarySubject,
@@ -99,7 +106,7 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
       paidPeriod: (accountId, nowMs) => storage.payments.paidPeriod(accountId, nowMs),
       bearer,
     },
-    subscriptions: c.x402 === undefined ? undefined : { sessions, gate: c.x402.gate, payments: storage.payments, ledger, plans, clock: systemClock },
+    subscriptions: c.x402 === undefined ? undefined : { sessions, gate: c.x402.gate, payments: storage.payments, ledger, plans, clock: systemClock, idempotency },
     didDocument: c.x402?.didDocument,
     subjectOwnership,
     signingKeys: { keys: c.keys.signingKeys, caller: credentialCaller(sessions, bearer) },
@@ -124,6 +131,7 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
     attestationList: c.attestationList,
     readNonce: c.delegation.readNonce,
     delegatedAttest: c.delegation.delegatedAttest,
+    idempotency,
     clientAddress: requestClientAddress,
     chainName: chain.name,
     chainId,

@@ -2,6 +2,7 @@
 import { createViemTxStatusReader } from "../adapters/chain/mod.ts";
 import { systemClock } from "../adapters/system/mod.ts";
 import { createSubmissionReconciler, replayBook, witnessBook } from "../domain/delegation/mod.ts";
+import { createIdempotency, type Idempotency } from "../domain/idempotency/mod.ts";
 import type { Config } from "./config.ts";
 import type { Foundation } from "./foundation.ts";
 
@@ -14,13 +15,20 @@ const RECONCILE_GRACE_MS = 5 * 60_000;
 /** A write stored before its transaction's bytes were (hash only) and unknown to the node is given back after this. */
 const HASH_ONLY_LOST_AFTER_MS = 10 * 60_000;
 
+/** What the submission side gives the routes, and what stops its timers. */
+export type WiredSubmissions = {
+  /** Idempotency keys of writes (decisions §23), in the same database as the submission records. */
+  readonly idempotency: Idempotency;
+  readonly stop: () => void;
+};
+
 /**
  * Settles what a crash left open before the first request, then starts the periodic rounds; returns what stops them.
  * A SQLite file has no other instance, so every open row is from before this start; on PostgreSQL other instances
  * may be mid-flight. A row left open by a passing failure (the node restarting, an answer lost) gets a few more
  * rounds first; one truly pending on chain stays for the periodic rounds.
  */
-export async function wireSubmissions(config: Config, { storage, eas, easAddress, log, devnet }: Foundation): Promise<{ stop: () => void }> {
+export async function wireSubmissions(config: Config, { storage, eas, easAddress, log, devnet }: Foundation): Promise<WiredSubmissions> {
   const reconcile = createSubmissionReconciler({
     books: [replayBook(storage.replay, eas.reader), witnessBook(storage.ledger, systemClock)],
     txStatus: createViemTxStatusReader({
@@ -51,7 +59,11 @@ export async function wireSubmissions(config: Config, { storage, eas, easAddress
   };
   const startupGrace = storage.kind === "sqlite" ? 0 : undefined;
   for (let round = 0; round < 4 && (await settle(startupGrace)) !== 0; round++) await Bun.sleep(250);
-  const timer = setInterval(() => void settle(), 60_000);
+  // Keys kept 24 h go with the same minute's round.
+  const pruneKeys = () => storage.idempotency.prune(systemClock.nowMs()).catch((error: unknown) =>
+    log.warn("idempotency_prune_failed", { error: error instanceof Error ? error.message : String(error) }));
+  await pruneKeys();
+  const timer = setInterval(() => void settle().then(pruneKeys), 60_000);
   timer.unref?.();
-  return { stop: () => clearInterval(timer) };
+  return { idempotency: createIdempotency({ store: storage.idempotency, clock: systemClock }), stop: () => clearInterval(timer) };
 }

@@ -101,8 +101,10 @@ function privateCorsHeaders(origin: string): Record<string, string> {
     "access-control-allow-methods": "GET, POST, PATCH, DELETE, OPTIONS",
     // x402 (decisions §13): a browser client may pay, and must read the terms and the settlement; OAuth (§19):
     // a browser client may send its access token and must read the challenge.
-    "access-control-allow-headers": "Content-Type, PAYMENT-SIGNATURE, Authorization",
-    "access-control-expose-headers": "PAYMENT-REQUIRED, PAYMENT-RESPONSE, WWW-Authenticate",
+    // Decisions §23: a write may carry an idempotency key and ask to be answered at once; a client reads whether an
+    // answer is a replay, when to retry, and where its submission is.
+    "access-control-allow-headers": "Content-Type, PAYMENT-SIGNATURE, Authorization, Idempotency-Key, Prefer",
+    "access-control-expose-headers": "PAYMENT-REQUIRED, PAYMENT-RESPONSE, WWW-Authenticate, Idempotent-Replayed, Retry-After, Location",
     "access-control-max-age": "600",
     vary: "Origin",
   };
@@ -115,8 +117,8 @@ function privateCorsHeaders(origin: string): Record<string, string> {
 const BEARER_CORS_HEADERS: Readonly<Record<string, string>> = {
   "access-control-allow-origin": "*",
   "access-control-allow-methods": "GET, POST, PATCH, DELETE, OPTIONS",
-  "access-control-allow-headers": "Content-Type, Authorization",
-  "access-control-expose-headers": "WWW-Authenticate",
+  "access-control-allow-headers": "Content-Type, Authorization, Idempotency-Key, Prefer",
+  "access-control-expose-headers": "WWW-Authenticate, Idempotent-Replayed, Retry-After, Location",
   "access-control-max-age": "600",
 };
 
@@ -134,7 +136,8 @@ function bearerPreflight(request: Request): boolean {
 export const PUBLIC_CORS_HEADERS: Readonly<Record<string, string>> = {
   "access-control-allow-origin": "*",
   "access-control-allow-methods": "GET, POST, OPTIONS",
-  "access-control-allow-headers": "Content-Type",
+  "access-control-allow-headers": "Content-Type, Idempotency-Key, Prefer",
+  "access-control-expose-headers": "Idempotent-Replayed, Retry-After, Location",
   "access-control-max-age": "600",
 };
 

@@ -29,6 +29,8 @@ const STATUS: Readonly<Record<string, number>> = {
   DUPLICATE: 409,
   ACCOUNT_ALREADY_EXISTS: 409,
   SUBJECT_ALREADY_EXISTS: 409,
+  // The first request with this Idempotency-Key is still running (decisions §23); `Retry-After` says when to ask again.
+  IDEMPOTENCY_KEY_IN_USE: 409,
   SUBJECT_NOT_FOUND: 404,
   SUBJECT_OWNERSHIP_VERIFICATION_FAILED: 403,
   SUBJECT_OWNERSHIP_REQUIRED: 403,
@@ -37,6 +39,8 @@ const STATUS: Readonly<Record<string, number>> = {
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   EVIDENCE_NOT_FOUND: 422,
+  // The Idempotency-Key was used for a different request (decisions §23).
+  IDEMPOTENCY_KEY_REUSED: 422,
   RATE_LIMITED: 429,
   NO_DELEGATE_KEY: 500,
   RPC_ERROR: 500,

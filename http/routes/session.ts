@@ -14,6 +14,9 @@ import { bootstrapSubject, DEFAULT_CLIENT_ID, sessionId, walletDid } from "../..
 import type { ClientAddressOf } from "../../ports/request_context.ts";
 import { authenticateRequest, type BearerAccess, type Caller } from "../credentials.ts";
 import { PAID_ALIASES } from "../x402_gate.ts";
+import type { Idempotency } from "../../domain/idempotency/mod.ts";
+import { clientKeyOf } from "../../domain/sessions/mod.ts";
+import { idempotent } from "../idempotency.ts";
 
 /** The session cookie's name. */
 export const SESSION_COOKIE = "ats_session";
@@ -43,6 +46,8 @@ export type SessionRoutesDeps = {
   readonly chainId?: number | undefined;
   /** OAuth access tokens (decisions §19); absent: sessions (and x402) only. */
   readonly bearer?: BearerAccess | undefined;
+  /** Idempotency keys of the witness (decisions §23); absent: `Idempotency-Key` is ignored. */
+  readonly idempotency?: Idempotency | undefined;
 };
 
 /** Sign-in errors whose status differs from the shared table (a bad wallet signature is 401 here). */
@@ -219,7 +224,11 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
       return parsed.response;
     }
     const auth = await authenticateRequest(request, deps, "witness:write");
-    if (auth.ok) return await witnessAnswer(parsed.value, { ok: true, value: auth.caller.account }, undefined);
+    if (auth.ok) {
+      const account = auth.caller.account;
+      return await idempotent(deps.idempotency, request, { scope: `account:${account.id}`, body }, () =>
+        witnessAnswer(parsed.value, { ok: true, value: account }, undefined));
+    }
     // No credential: an agent may pay for this one witness with x402 instead (decisions §13); without a payment
     // the contract's 401, naming both ways in (decisions §13 amended).
     const gate = deps.payments;
@@ -227,7 +236,9 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
       deps.metrics?.increment("ats_sponsored_writes_total", { outcome: "refused_token" });
       return auth.response();
     }
-    if (gate?.offers("witness") && request.headers.has("payment-signature")) return await paidWitness(request, parsed.value);
+    if (gate?.offers("witness") && request.headers.has("payment-signature")) {
+      return await idempotent(deps.idempotency, request, paidWrite(request, body), () => paidWitness(request, parsed.value));
+    }
     // The use case answers (its checks before the session's first, decisions §8), and its 401 names the ways in.
     const answer = await witnessAnswer(parsed.value, { ok: false, code: "UNAUTHENTICATED", message: auth.message }, undefined);
     if (answer.status !== 401) return answer;
@@ -250,8 +261,11 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
     const parsed = readBody(body, witnessBody);
     if (!parsed.ok) return parsed.response;
     if (!deps.payments?.offers("witness")) return json(errorBody("NOT_FOUND", "Paying with x402 is not offered here"), 404);
-    return await paidWitness(request, parsed.value);
+    return await idempotent(deps.idempotency, request, paidWrite(request, body), () => paidWitness(request, parsed.value));
   };
+
+  /** An x402 payer has no account: its keys are its client address's (decisions §23). */
+  const paidWrite = (request: Request, body: unknown) => ({ scope: `client:${clientKeyOf(deps.clientAddress?.(request))}`, body });
 
   const witnessAnswer = async (body: unknown, session: Parameters<ControllerWitness>[1], paidBy: string | undefined) => {
     try {

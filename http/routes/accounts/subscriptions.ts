@@ -11,6 +11,8 @@ import { errorBody, json, statusOf } from "../../errors.ts";
 import type { PaymentGate } from "../../x402_gate.ts";
 import { parseJsonBody, readBodyText } from "../request.ts";
 import { tokenOf } from "../session.ts";
+import type { Idempotency } from "../../../domain/idempotency/mod.ts";
+import { idempotent } from "../../idempotency.ts";
 
 /** What the plan purchase needs. */
 export type SubscriptionRoutesDeps = {
@@ -21,6 +23,8 @@ export type SubscriptionRoutesDeps = {
   readonly plans: PlanPolicy;
   readonly clock: Clock;
   readonly log: Logger;
+  /** Idempotency keys of the purchase (decisions §23); absent: `Idempotency-Key` is ignored. */
+  readonly idempotency?: Idempotency | undefined;
 };
 
 /**
@@ -39,7 +43,8 @@ export function subscriptionRoutes(deps: SubscriptionRoutesDeps) {
       if (!auth.ok) return json(errorBody("UNAUTHENTICATED", auth.message), statusOf("UNAUTHENTICATED"));
       const account = auth.value.account;
       try {
-        return await deps.gate.handle(request, "plan", async ({ key }) => {
+        // A purchase retried after a lost answer gets that answer, never a second year (decisions §23).
+        return await idempotent(deps.idempotency, request, { scope: `account:${account.id}`, body }, () => deps.gate.handle(request, "plan", async ({ key }) => {
           const nowMs = deps.clock.nowMs();
           const period = await deps.payments.grantPeriod(key, account.id, PAID_PLAN_YEAR_MS, nowMs);
           const paid = await deps.payments.paidPeriod(account.id, nowMs);
@@ -50,7 +55,7 @@ export function subscriptionRoutes(deps: SubscriptionRoutesDeps) {
             response: json({ subscription, purchased: { periodStart: new Date(period.startMs).toISOString(), periodEnd: new Date(period.endMs).toISOString() } }),
             ref: new Date(period.endMs).toISOString(),
           };
-        }, { accountId: account.id });
+        }, { accountId: account.id }));
       } catch (error) {
         deps.log.error("x402_plan_error", { error: error instanceof Error ? error.message : String(error) });
         return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);

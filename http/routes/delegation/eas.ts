@@ -8,6 +8,8 @@ import { elapsedSince, errorBody, json, statusOf } from "../../errors.ts";
 import { REQUEST_MODELS } from "../../models.ts";
 import { compileRequestCheck, queryOf, readBodyText, requestDetail } from "../request.ts";
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
+import type { Idempotency } from "../../../domain/idempotency/mod.ts";
+import { idempotent } from "../../idempotency.ts";
 
 /** What the EAS routes need. */
 export type EasRoutesDeps = {
@@ -19,6 +21,8 @@ export type EasRoutesDeps = {
   readonly log: Logger;
   /** The client address of a request (the public relay's per-address limit). */
   readonly clientAddress?: ClientAddressOf | undefined;
+  /** Idempotency keys of writes (decisions §23), per client address here; absent: `Idempotency-Key` is ignored. */
+  readonly idempotency?: Idempotency | undefined;
 };
 
 /** The paths of the nonce route. */
@@ -75,28 +79,38 @@ export function easRoutes(deps: EasRoutesDeps) {
   const delegatedAttest = async ({ body, request }: { body: unknown; request: Request }) => {
     const started = performance.now();
     try {
-      const parsed = delegatedBody.readJson(body);
-      if (!parsed.ok) return failure(started, parsed.code, parsed.message);
-      const result = await deps.delegatedAttest(parsed.value, { clientKey: clientKeyOf(deps.clientAddress?.(request)) });
-      if (!result.ok) {
-        if (statusOf(result.code) >= 500) deps.log.warn("delegated_attest_failed", { code: result.code });
-        // A wallet that cannot pay is the service's own state, not a failed submission: 503 (decisions §15).
-        const answer = failure(started, result.code, result.message, result.details, result.unavailable ? 503 : statusOf(result.code));
-        if (result.retryAfterSeconds !== undefined) answer.headers.set("retry-after", String(result.retryAfterSeconds));
+      const clientKey = clientKeyOf(deps.clientAddress?.(request));
+      // The public relay has no account: a key belongs to the client address (decisions §23).
+      return await idempotent(deps.idempotency, request, { scope: `client:${clientKey}`, body }, () => attest(started, body, clientKey), (code, message, headers) => {
+        const answer = failure(started, code, message);
+        for (const [name, value] of Object.entries(headers ?? {})) answer.headers.set(name, value);
         return answer;
-      }
-      deps.log.info("delegated_attest", { txHash: result.value.txHash, uid: result.value.uid });
-      return json({
-        success: true,
-        txHash: result.value.txHash,
-        uid: result.value.uid,
-        blockNumber: Number(result.value.blockNumber),
-        chain: deps.chainName,
-        elapsed: elapsedSince(started),
       });
     } catch (error) {
       return internalError(started, "delegated_attest", error);
     }
+  };
+
+  const attest = async (started: number, body: unknown, clientKey: string) => {
+    const parsed = delegatedBody.readJson(body);
+    if (!parsed.ok) return failure(started, parsed.code, parsed.message);
+    const result = await deps.delegatedAttest(parsed.value, { clientKey });
+    if (!result.ok) {
+      if (statusOf(result.code) >= 500) deps.log.warn("delegated_attest_failed", { code: result.code });
+      // A wallet that cannot pay is the service's own state, not a failed submission: 503 (decisions §15).
+      const answer = failure(started, result.code, result.message, result.details, result.unavailable ? 503 : statusOf(result.code));
+      if (result.retryAfterSeconds !== undefined) answer.headers.set("retry-after", String(result.retryAfterSeconds));
+      return answer;
+    }
+    deps.log.info("delegated_attest", { txHash: result.value.txHash, uid: result.value.uid });
+    return json({
+      success: true,
+      txHash: result.value.txHash,
+      uid: result.value.uid,
+      blockNumber: Number(result.value.blockNumber),
+      chain: deps.chainName,
+      elapsed: elapsedSince(started),
+    });
   };
 
   const app = new Elysia({ name: "eas-routes" });

@@ -9,6 +9,10 @@ import { parseJsonBody, queryOf, readBodyText, requestDetail } from "../request.
 import { nonceQuery } from "./eas.ts";
 import { authenticateRequest, type BearerAccess } from "../../credentials.ts";
 import { PAID_ALIASES, type PaymentGate } from "../../x402_gate.ts";
+import type { Idempotency } from "../../../domain/idempotency/mod.ts";
+import { clientKeyOf } from "../../../domain/sessions/mod.ts";
+import type { ClientAddressOf } from "../../../ports/request_context.ts";
+import { idempotent } from "../../idempotency.ts";
 
 /** What the private relay's routes need. */
 export type PrivateRelayRoutesDeps = {
@@ -23,6 +27,10 @@ export type PrivateRelayRoutesDeps = {
   readonly payments?: PaymentGate | undefined;
   /** OAuth access tokens with `relay:write` (decisions §19); absent: sessions (and x402) only. */
   readonly bearer?: BearerAccess | undefined;
+  /** Idempotency keys of writes (decisions §23); absent: `Idempotency-Key` is ignored. */
+  readonly idempotency?: Idempotency | undefined;
+  /** The client address of a request: whose keys an x402 payer's are, as it has no account. */
+  readonly clientAddress?: ClientAddressOf | undefined;
 };
 
 /** `GET /api/private/relay/eas/nonce` and `POST /api/private/relay/eas/delegated-attest` (decisions §12), session required. */
@@ -54,12 +62,15 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
         const parsed = parseJsonBody(body);
         if (!parsed.ok) return failure(parsed);
         const auth = await authenticateRequest(request, deps, "relay:write");
-        if (auth.ok) return await attest(parsed.value, auth.caller.account);
+        if (auth.ok) {
+          const account = auth.caller.account;
+          return await idempotent(deps.idempotency, request, { scope: `account:${account.id}`, body }, () => attest(parsed.value, account));
+        }
         const gate = deps.payments;
         if (!auth.carried && gate?.offers("relay")) {
           // No credential: an agent pays for this write with x402, the payer being the attester (decisions §13);
           // without a payment the 401 names both ways in (decisions §13 amended).
-          if (request.headers.has("payment-signature")) return await paidAttest(request, parsed.value);
+          if (request.headers.has("payment-signature")) return await idempotent(deps.idempotency, request, paidWrite(request, body), () => paidAttest(request, parsed.value));
           return auth.response(await gate.terms(request, "relay"));
         }
         return auth.response();
@@ -70,10 +81,15 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
         const parsed = parseJsonBody(body);
         if (!parsed.ok) return failure(parsed);
         if (!deps.payments?.offers("relay")) return json(errorBody("NOT_FOUND", "Paying with x402 is not offered here"), 404);
-        return await paidAttest(request, parsed.value);
+        return await idempotent(deps.idempotency, request, paidWrite(request, body), () => paidAttest(request, parsed.value));
       }), { parse: readBodyText });
 
   return routes;
+
+  /** An x402 payer has no account: its keys are its client address's, as on the public relay (decisions §23). */
+  function paidWrite(request: Request, body: unknown) {
+    return { scope: `client:${clientKeyOf(deps.clientAddress?.(request))}`, body };
+  }
 
   function paidAttest(request: Request, body: unknown): Promise<Response> {
     return deps.payments!.handle(request, "relay", async ({ payer }) => {

@@ -1,0 +1,75 @@
+import { type Idempotency, keepsAnswer, parseIdempotencyKey } from "../domain/idempotency/mod.ts";
+import type { StoredAnswer } from "../ports/idempotency.ts";
+import { errorBody, json, statusOf } from "./errors.ts";
+
+/** The request header of a write's idempotency key (decisions §23). */
+export const IDEMPOTENCY_KEY_HEADER = "idempotency-key";
+/** The answer header that says an answer is the stored one of an earlier request with the key. */
+export const REPLAYED_HEADER = "idempotent-replayed";
+
+/** Headers of an answer that belong to the one exchange and are not given again to a retry. */
+const EXCHANGE_HEADERS: ReadonlySet<string> = new Set(["set-cookie", "x-request-id", "date", "content-length", "etag", "cache-control"]);
+
+/** How a route words a refusal (the EAS routes add `elapsed`); absent: the one error body. */
+export type Refuse = (code: string, message: string, headers?: Record<string, string>) => Response;
+
+/** Where a write's idempotency key belongs. */
+export type IdempotentWrite = {
+  /** Whose keys (decisions §23): `account:<id>`, or `client:<address>` where there is no account. */
+  readonly scope: string;
+  /** The body as the route read it: part of what "the same request" means. */
+  readonly body: unknown;
+};
+
+const plainRefusal: Refuse = (code, message, headers = {}) => json(errorBody(code, message), statusOf(code), headers);
+
+/**
+ * Runs a write under its `Idempotency-Key` (decisions §23): without a key (or without the rule wired) the write just
+ * runs; with one, the first request runs and its answer is stored, a retry of the same request gets that answer again
+ * with `Idempotent-Replayed: true`, another request under the key is 422 `IDEMPOTENCY_KEY_REUSED`, and a retry while
+ * the first still runs is 409 `IDEMPOTENCY_KEY_IN_USE` with `Retry-After`. A malformed key is 400 `INVALID_INPUT`.
+ */
+export async function idempotent(
+  idempotency: Idempotency | undefined,
+  request: Request,
+  write: IdempotentWrite,
+  run: () => Promise<Response>,
+  refuse: Refuse = plainRefusal,
+): Promise<Response> {
+  const key = parseIdempotencyKey(request.headers.get(IDEMPOTENCY_KEY_HEADER));
+  if (!key.ok) return refuse(key.code, key.message);
+  if (key.value === undefined || idempotency === undefined) return await run();
+  const body = typeof write.body === "string" ? write.body : "";
+  const decision = await idempotency({ scope: write.scope, key: key.value, method: request.method, path: new URL(request.url).pathname, body });
+  switch (decision.kind) {
+    case "replay":
+      return replayed(decision.answer);
+    case "reused":
+      return refuse(decision.code, decision.message);
+    case "in-use":
+      return refuse(decision.code, decision.message, { "retry-after": String(decision.retryAfterSeconds) });
+  }
+  let response: Response;
+  try {
+    response = await run();
+  } catch (error) {
+    await decision.finish(undefined);
+    throw error;
+  }
+  await decision.finish(keepsAnswer(response.status) ? await storedAnswer(response) : undefined);
+  return response;
+}
+
+/** The answer as it is kept: status, the headers that describe it, and its text. */
+async function storedAnswer(response: Response): Promise<StoredAnswer> {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    if (!EXCHANGE_HEADERS.has(name.toLowerCase())) headers[name.toLowerCase()] = value;
+  });
+  return { status: response.status, headers, body: await response.clone().text() };
+}
+
+/** A stored answer given again. */
+function replayed(answer: StoredAnswer): Response {
+  return new Response(answer.body === "" ? null : answer.body, { status: answer.status, headers: { ...answer.headers, [REPLAYED_HEADER]: "true" } });
+}

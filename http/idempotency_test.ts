@@ -1,0 +1,145 @@
+import { describe, expect, test } from "bun:test";
+import { privateKeyToAccount } from "viem/accounts";
+import { buildAttestTypedData, type DelegatedAttest, ZERO_UID } from "../domain/delegation/mod.ts";
+import { createIdempotency } from "../domain/idempotency/mod.ts";
+import { fail, ok } from "../domain/result.ts";
+import { fakeClock, fakeEasReader, fakeIdempotencyStore } from "../ports/fakes.ts";
+import { createApp } from "./app.ts";
+import { minimalAppDeps } from "./testing.ts";
+
+const account = privateKeyToAccount("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
+const SCHEMA = "0x7ab3911527e5e47eaab9f5a2c571060026532dde8cb4398185553053963b2a47";
+
+async function signedBody(deadline = BigInt(Math.floor(Date.now() / 1000) + 3600)) {
+  const eas = fakeEasReader();
+  const message = {
+    attester: account.address, schema: SCHEMA as `0x${string}`, recipient: "0x173a347faed486bb69081ef673c6e52c03f57f3e" as `0x${string}`,
+    expirationTime: 0n, revocable: false, refUID: ZERO_UID, data: "0x1234" as `0x${string}`, value: 0n, nonce: 0n, deadline,
+  };
+  const typedData = buildAttestTypedData(eas, message);
+  const signature = await account.signTypedData(typedData);
+  const strings = JSON.parse(JSON.stringify(message, (_k, v) => (typeof v === "bigint" ? v.toString() : v)));
+  return JSON.stringify({ attester: account.address, signature, prepared: { delegatedRequest: strings, typedData: { ...typedData, message: strings } } });
+}
+
+/** The public relay over a use case that counts its calls and, when told, holds its answer until released. */
+function setup(answer: () => ReturnType<DelegatedAttest> = () => Promise.resolve(ok({ txHash: "0xaa", uid: "0xbb", blockNumber: 7n } as never))) {
+  let calls = 0;
+  let hold: Promise<void> | undefined;
+  let release = () => {};
+  const delegatedAttest: DelegatedAttest = async () => {
+    calls++;
+    if (hold !== undefined) await hold;
+    return await answer();
+  };
+  const store = fakeIdempotencyStore();
+  const app = createApp({
+    ...minimalAppDeps(),
+    delegatedAttest,
+    idempotency: createIdempotency({ store, clock: fakeClock() }),
+    clientAddress: (request) => request.headers.get("x-test-client") ?? "203.0.113.7",
+  });
+  const post = (body: string, headers: Record<string, string> = {}, path = "/v1/delegated-attest") =>
+    app.handle(new Request(`http://localhost${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body }));
+  return {
+    post,
+    store,
+    calls: () => calls,
+    holdNext() {
+      hold = new Promise((resolve) => (release = resolve));
+      return () => release();
+    },
+  };
+}
+
+describe("Idempotency-Key on the public relay (decisions §23)", () => {
+  test("a retry with the same key and body gets the first answer with Idempotent-Replayed, and the use case runs once", async () => {
+    const env = setup();
+    const body = await signedBody();
+    const first = await env.post(body, { "idempotency-key": "4f2c7e1a-0b1d-4c5e-9f00-123456789abc" });
+    expect(first.status).toBe(200);
+    expect(first.headers.get("idempotent-replayed")).toBeNull();
+    const firstBody = await first.json();
+    const again = await env.post(body, { "idempotency-key": '"4f2c7e1a-0b1d-4c5e-9f00-123456789abc"' });
+    expect(again.status).toBe(200);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.headers.get("content-type")).toContain("application/json");
+    expect(await again.json()).toEqual(firstBody);
+    expect(env.calls()).toBe(1);
+  });
+
+  test("an error answer is kept too: the retry replays the refusal without running again", async () => {
+    const env = setup(() => Promise.resolve(fail("DUPLICATE", "Signature already used", "0xaa")));
+    const body = await signedBody();
+    const first = await env.post(body, { "idempotency-key": "k" });
+    expect(first.status).toBe(409);
+    const again = await env.post(body, { "idempotency-key": "k" });
+    expect(again.status).toBe(409);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect((await again.json()).code).toBe("DUPLICATE");
+    expect(env.calls()).toBe(1);
+  });
+
+  test("the same key with another body is 422 IDEMPOTENCY_KEY_REUSED and runs nothing", async () => {
+    const env = setup();
+    await env.post(await signedBody(), { "idempotency-key": "k" });
+    const other = await env.post(await signedBody(BigInt(Math.floor(Date.now() / 1000) + 7200)), { "idempotency-key": "k" });
+    expect(other.status).toBe(422);
+    const answer = await other.json();
+    expect(answer.code).toBe("IDEMPOTENCY_KEY_REUSED");
+    expect(answer.elapsed).toMatch(/^\d+ms$/);
+    expect(env.calls()).toBe(1);
+  });
+
+  test("a retry while the first still runs is 409 IDEMPOTENCY_KEY_IN_USE with Retry-After, and is not kept", async () => {
+    const env = setup();
+    const body = await signedBody();
+    const release = env.holdNext();
+    const first = env.post(body, { "idempotency-key": "k" });
+    // The first request's record is written before its work: wait until the use case runs.
+    while (env.calls() === 0) await Bun.sleep(1);
+    const second = await env.post(body, { "idempotency-key": "k" });
+    expect(second.status).toBe(409);
+    expect((await second.json()).code).toBe("IDEMPOTENCY_KEY_IN_USE");
+    expect(second.headers.get("retry-after")).toBe("1");
+    release();
+    expect((await first).status).toBe(200);
+    const third = await env.post(body, { "idempotency-key": "k" });
+    expect(third.headers.get("idempotent-replayed")).toBe("true");
+    expect(env.calls()).toBe(1);
+  });
+
+  test("keys are per client address, and a request without a key always runs", async () => {
+    const env = setup();
+    const body = await signedBody();
+    await env.post(body, { "idempotency-key": "k" });
+    const elsewhere = await env.post(body, { "idempotency-key": "k", "x-test-client": "198.51.100.9" });
+    expect(elsewhere.headers.get("idempotent-replayed")).toBeNull();
+    await env.post(body);
+    await env.post(body);
+    expect(env.calls()).toBe(4);
+  });
+
+  test("a 429 is not kept: the retry runs", async () => {
+    let refuse = true;
+    const env = setup(() => Promise.resolve(refuse ? { ...fail("RATE_LIMITED", "Slow down"), retryAfterSeconds: 5 } : ok({ txHash: "0xaa", uid: "0xbb", blockNumber: 7n } as never)));
+    const body = await signedBody();
+    expect((await env.post(body, { "idempotency-key": "k" })).status).toBe(429);
+    refuse = false;
+    const retry = await env.post(body, { "idempotency-key": "k" });
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get("idempotent-replayed")).toBeNull();
+    expect(env.calls()).toBe(2);
+  });
+
+  test("an empty, overlong or non-printable key is 400 INVALID_INPUT before any work", async () => {
+    const env = setup();
+    const body = await signedBody();
+    for (const key of ['""', "x".repeat(256), "a\tb"]) {
+      const answer = await env.post(body, { "idempotency-key": key });
+      expect(answer.status).toBe(400);
+      expect((await answer.json()).code).toBe("INVALID_INPUT");
+    }
+    expect(env.calls()).toBe(0);
+  });
+});
