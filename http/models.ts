@@ -698,6 +698,11 @@ export type RouteDoc = {
   } | undefined;
   /** A query the route reads in its own code rather than with a model of `request` (GET /oauth/authorize). */
   readonly query?: TSchema | undefined;
+  /**
+   * A write that takes `Idempotency-Key` (decisions §23): the header is published, every answer may carry
+   * `Idempotent-Replayed`, and the key's refusals (400, 409, 422) are added to `responses`.
+   */
+  readonly idempotent?: true | undefined;
   /** Each status the route can answer; `mediaType`: an answer that is not JSON (the OAuth pages are text/html). */
   readonly responses: Readonly<Record<number, { description: string; schema?: TSchema | undefined; mediaType?: "text/html" | undefined }>>;
 };

@@ -77,6 +77,36 @@ const IF_NONE_MATCH = {
 
 const STRING = { type: "string" } as const;
 
+/** The idempotency key of a write (decisions §23). */
+const IDEMPOTENCY_KEY = {
+  name: "Idempotency-Key",
+  in: "header",
+  required: false,
+  description:
+    "1–255 printable ASCII characters (a UUID), bare or as a quoted string; kept 24 h per account (per client address where there is none). A retry with the same key and the same request (method, path and body, by SHA-256) gets the first answer with Idempotent-Replayed: true and writes nothing",
+  schema: { type: "string", minLength: 1, maxLength: 257 },
+} as const;
+
+/** What a write that takes an idempotency key may answer besides its own statuses. */
+const IDEMPOTENCY_REFUSALS: Readonly<Record<number, string>> = {
+  400: "INVALID_INPUT: an Idempotency-Key that is empty, longer than 255 characters or not printable ASCII",
+  409: "IDEMPOTENCY_KEY_IN_USE: the first request with this Idempotency-Key is still running; Retry-After header",
+  422: "IDEMPOTENCY_KEY_REUSED: this Idempotency-Key was used for a different request",
+};
+
+/** The statuses of a route, with an idempotent write's refusals merged in (decisions §23). */
+function statusesOf(doc: RouteDoc): Array<readonly [number, RouteDoc["responses"][number]]> {
+  const responses: Record<number, RouteDoc["responses"][number]> = { ...doc.responses };
+  if (doc.idempotent) {
+    const errorSchema = (doc.responses[400] ?? doc.responses[409] ?? doc.responses[413])?.schema;
+    for (const [status, description] of Object.entries(IDEMPOTENCY_REFUSALS)) {
+      const held = responses[Number(status)];
+      responses[Number(status)] = held === undefined ? { description, schema: errorSchema } : { ...held, description: `${held.description}; ${description}` };
+    }
+  }
+  return Object.entries(responses).map(([status, r]) => [Number(status), r] as const);
+}
+
 /** The `Cache-Control` an answer of `status` carries under `policy` (http/http_cache.ts), in words. */
 function cacheControlOf(policy: CachePolicy, method: string, status: number): string {
   if (policy.kind === "private" || policy.kind === "no-store") return describeCacheControl(policy);
@@ -92,10 +122,13 @@ function cacheControlOf(policy: CachePolicy, method: string, status: number): st
  */
 function responsesOf(doc: RouteDoc): Record<string, unknown> {
   const revalidated = doc.method === "get" && isRevalidated(doc.cache);
-  const statuses = Object.entries(doc.responses).map(([status, r]) => [Number(status), r] as const);
+  const statuses = statusesOf(doc);
   const responses: Record<string, unknown> = {};
   for (const [status, r] of statuses) {
     const headers: Record<string, unknown> = { "Cache-Control": { description: cacheControlOf(doc.cache, doc.method, status), schema: STRING } };
+    if (doc.idempotent && status !== 429) {
+      headers["Idempotent-Replayed"] = { description: "true when this is the stored answer of an earlier request with the same Idempotency-Key", schema: STRING };
+    }
     if (revalidated && status === 200) headers.ETag = { description: "A strong entity tag of the answer's bytes (SHA-256, base64url)", schema: STRING };
     responses[status] = r.mediaType !== undefined
       ? { description: r.description, headers, content: { [r.mediaType]: { schema: { type: "string" } } } }
@@ -133,6 +166,7 @@ export function buildOpenApi(docs: readonly RouteDoc[], info: { title: string; v
         responses: responsesOf(doc),
       };
       if (doc.method === "get" && isRevalidated(doc.cache)) operation.parameters = [IF_NONE_MATCH];
+      if (doc.idempotent) operation.parameters = [IDEMPOTENCY_KEY];
       const query = (doc.request?.query ?? doc.query) as { properties?: Record<string, unknown>; required?: string[] } | undefined;
       if (query) {
         // The query model's own property schemas, by reference: what the route validates is what is published.

@@ -83,6 +83,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "post",
     paths: ["/api/eas/delegated-attest", "/v1/delegated-attest"],
+    idempotent: true,
     auth: "public",
     cache: CACHE.noStore,
     summary: "Verify an EIP-712 Attest signature and submit it through attestByDelegation, paying gas",
@@ -255,6 +256,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "post",
     paths: ["/api/private/subscriptions/x402"],
+    idempotent: true,
     auth: "session-and-x402",
     cache: CACHE.private,
     summary: "Buys one year of the paid plan for the signed-in account with x402 (X402_PAID_PLAN_PRICE): without PAYMENT-SIGNATURE 402 with the terms; with it the year is added after the account's paid time and the payment settled. Body: {} (or empty)",
@@ -337,6 +339,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "post",
     paths: ["/v1/controller-witness", "/api/private/controller-witness"],
+    idempotent: true,
     auth: "session-or-x402",
     cache: CACHE.private,
     scope: "witness:write",
@@ -370,6 +373,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "post",
     paths: ["/api/private/relay/eas/delegated-attest"],
+    idempotent: true,
     auth: "session-or-x402",
     cache: CACHE.private,
     scope: "relay:write",
@@ -507,6 +511,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "post",
     paths: ["/v1/paid/controller-witness"],
+    idempotent: true,
     auth: "x402",
     cache: CACHE.private,
     summary: "The controller witness for x402 clients that pay only on a 402 (decisions §13 amended), body as POST /v1/controller-witness: no session or token is read; without PAYMENT-SIGNATURE 402 PAYMENT_REQUIRED with the terms and a signed offer in PAYMENT-REQUIRED, with it the witness as on /v1/controller-witness",
@@ -527,6 +532,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "post",
     paths: ["/v1/paid/delegated-attest"],
+    idempotent: true,
     auth: "x402",
     cache: CACHE.private,
     summary: "The private relay for x402 clients that pay only on a 402 (decisions §13 amended): the private relay's rules with the payer as identity (the attester must be the payer); 402 until paid",
