@@ -747,6 +747,30 @@ export function storageContract(name: string, open: () => Promise<Storage>, opti
       expect(await idempotency.begin(record("f1", T0 + 3 * 86_400_000))).toEqual({ kind: "started" });
     });
 
+    test("submission records (decisions §23): found by id; listed per scope newest first, paged after a cursor; settled once, by id or by replay record; settled ones pruned by age", async () => {
+      const { submissions } = await open();
+      const scope = fresh("account");
+      const ids = [fresh("sub-a"), fresh("sub-b"), fresh("sub-c")];
+      for (const [i, id] of ids.entries()) await submissions.create({ id, scope, ref: `0xref-${id}`, createdAtMs: T0 + i });
+      await submissions.create({ id: fresh("sub-other"), scope: fresh("account"), ref: "0xother", createdAtMs: T0 });
+      expect(await submissions.find(ids[0]!)).toEqual({ id: ids[0]!, scope, ref: `0xref-${ids[0]}`, outcome: null, createdAtMs: T0, updatedAtMs: T0 });
+      expect(await submissions.find("unknown")).toBeUndefined();
+      expect((await submissions.list(scope, { limit: 2 })).map((r) => r.id)).toEqual([ids[2]!, ids[1]!]);
+      expect((await submissions.list(scope, { limit: 2, after: { createdAtMs: T0 + 1, id: ids[1]! } })).map((r) => r.id)).toEqual([ids[0]!]);
+      const mined = { state: "mined" as const, txHash: "0xtx", uid: "0xuid", blockNumber: 12n, feeBumps: 1 };
+      await submissions.settle(ids[0]!, mined, T0 + 10);
+      await submissions.settle(ids[0]!, { state: "failed", txHash: null, error: "SUBMISSION_FAILED", feeBumps: 0 }, T0 + 11);
+      expect(await submissions.find(ids[0]!)).toMatchObject({ outcome: mined, updatedAtMs: T0 + 10 });
+      const failed = { state: "failed" as const, txHash: "0xtx2", error: "SUBMISSION_FAILED", feeBumps: 0 };
+      await submissions.settleRef(`0xref-${ids[1]}`, failed, T0 + 12);
+      expect((await submissions.find(ids[1]!))?.outcome).toEqual(failed);
+      expect((await submissions.find(ids[2]!))?.outcome).toBeNull();
+      // Open ones stay whatever their age; settled ones go.
+      expect(await submissions.prune(T0 + 100)).toBeGreaterThanOrEqual(2);
+      expect(await submissions.find(ids[0]!)).toBeUndefined();
+      expect(await submissions.find(ids[2]!)).toBeDefined();
+    });
+
     test("idempotency keys: thirty concurrent begins of one key start exactly one", async () => {
       const { idempotency } = await open();
       const scope = fresh("account");

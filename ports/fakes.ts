@@ -661,6 +661,46 @@ export function fakeIdempotencyStore() {
   return store satisfies import("./idempotency.ts").IdempotencyStore;
 }
 
+/** Tracked submissions in memory, with the stores' rules. */
+export function fakeSubmissionRecords() {
+  type Rec = import("./submission_records.ts").SubmissionRecord;
+  type Outcome = import("./submission_records.ts").SubmissionOutcome;
+  const records = new Map<string, Rec>();
+  const settle = (record: Rec, outcome: Outcome, nowMs: number) => {
+    if (record.outcome === null) records.set(record.id, { ...record, outcome, updatedAtMs: nowMs });
+  };
+  const store = {
+    records,
+    create(r: { id: string; scope: string; ref: string; createdAtMs: number }) {
+      records.set(r.id, { ...r, outcome: null, updatedAtMs: r.createdAtMs });
+      return Promise.resolve();
+    },
+    find: (id: string) => Promise.resolve(records.get(id)),
+    list(scope: string, page: { limit: number; after?: import("./submission_records.ts").SubmissionCursor | undefined }) {
+      const after = page.after;
+      const newest = [...records.values()].filter((r) => r.scope === scope)
+        .sort((a, b) => b.createdAtMs - a.createdAtMs || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
+        .filter((r) => after === undefined || r.createdAtMs < after.createdAtMs || (r.createdAtMs === after.createdAtMs && r.id < after.id));
+      return Promise.resolve(newest.slice(0, page.limit));
+    },
+    settle(id: string, outcome: Outcome, nowMs: number) {
+      const record = records.get(id);
+      if (record !== undefined) settle(record, outcome, nowMs);
+      return Promise.resolve();
+    },
+    settleRef(ref: string, outcome: Outcome, nowMs: number) {
+      for (const record of [...records.values()]) if (record.ref === ref) settle(record, outcome, nowMs);
+      return Promise.resolve();
+    },
+    prune(beforeMs: number) {
+      let gone = 0;
+      for (const [id, r] of records) if (r.createdAtMs < beforeMs && r.outcome !== null && records.delete(id)) gone++;
+      return Promise.resolve(gone);
+    },
+  };
+  return store satisfies import("./submission_records.ts").SubmissionRecordStore;
+}
+
 /** Premium reads in memory, with the stores' rules: a reservation that would pass the limit adds nothing; a release stops at zero. */
 export function fakePremiumReadLedger() {
   const rows = new Map<string, number>();

@@ -12,6 +12,7 @@ import type { TxReplacementStore } from "./tx_replacements.ts";
 import type { RateCounter } from "./rate_counter.ts";
 import type { McpSessionStore } from "./mcp_sessions.ts";
 import type { IdempotencyStore } from "./idempotency.ts";
+import type { SubmissionRecordStore } from "./submission_records.ts";
 
 /**
  * Everything the service keeps: replay records, accounts, challenges, sessions and the
@@ -52,6 +53,8 @@ export interface Storage {
   readonly mcpSessions: McpSessionStore;
   /** Idempotency keys of writes (decisions §23), in the same database as the submission records. */
   readonly idempotency: IdempotencyStore;
+  /** The relay submissions callers track by id (decisions §23). */
+  readonly submissions: SubmissionRecordStore;
   /** The attestation index of one EAS contract, kept in this database (its tables are made on first use). */
   readonly indexStore: (scope: { chainId: number; easAddress: string }) => Promise<IndexStore>;
   /** True when the database answers. */

@@ -31,6 +31,7 @@ import { oauthTables } from "../sqlite/mod.ts";
 import { createPostgresRateCounter, RATE_BUCKETS_TABLES } from "./postgres_rate_counter.ts";
 import { createPostgresMcpSessions, MCP_SESSIONS_TABLES } from "./postgres_mcp_sessions.ts";
 import { createPostgresIdempotency, IDEMPOTENCY_TABLES } from "./postgres_idempotency.ts";
+import { createPostgresSubmissionRecords, SUBMISSION_RECORDS_TABLES } from "./postgres_submission_records.ts";
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS replay (
@@ -135,6 +136,8 @@ const MIGRATIONS: readonly string[] = [
   ...MCP_SESSIONS_TABLES,
   // Idempotency keys of writes, beside the submission records (decisions §23).
   ...IDEMPOTENCY_TABLES,
+  // Relay submissions tracked by id (decisions §23).
+  ...SUBMISSION_RECORDS_TABLES,
 ];
 
 /** Advisory lock key that serializes migrations of instances starting together. */
@@ -437,6 +440,7 @@ export async function openPostgresStorage(url: string, options: { max?: number }
     rateCounter: createPostgresRateCounter(sql),
     mcpSessions: createPostgresMcpSessions(sql),
     idempotency: createPostgresIdempotency(sql),
+    submissions: createPostgresSubmissionRecords(sql),
     async ping() {
       try {
         await sql`SELECT 1`;

@@ -14,6 +14,7 @@ import { createSqlitePayments } from "./sqlite_payments.ts";
 import { createSqliteMcpSessions } from "./sqlite_mcp_sessions.ts";
 import { createSqliteRateCounter } from "./sqlite_rate_counter.ts";
 import { createSqliteIdempotency } from "./sqlite_idempotency.ts";
+import { createSqliteSubmissionRecords } from "./sqlite_submission_records.ts";
 
 /** The service's storage in one SQLite file (WAL); the default for a single machine. */
 export function openSqliteStorage(path: string): Storage {
@@ -44,6 +45,7 @@ export function openSqliteStorage(path: string): Storage {
     rateCounter: createSqliteRateCounter(db),
     mcpSessions: createSqliteMcpSessions(db),
     idempotency: createSqliteIdempotency(db),
+    submissions: createSqliteSubmissionRecords(db),
     close() {
       db.close();
       return Promise.resolve();

@@ -1,0 +1,44 @@
+import type { SQL } from "bun";
+import type { SubmissionRecordStore } from "../../ports/submission_records.ts";
+import { outcomeValues, SUBMISSION_RECORDS_TABLES, toSubmissionRecord } from "../sqlite/mod.ts";
+
+export { SUBMISSION_RECORDS_TABLES };
+
+type Row = Record<string, unknown>;
+
+/** Tracked submissions in PostgreSQL, beside the replay records; any instance answers for any id (decisions §23). */
+export function createPostgresSubmissionRecords(sql: SQL): SubmissionRecordStore {
+  return {
+    async create({ id, scope, ref, createdAtMs }) {
+      await sql`INSERT INTO submission_records (id, scope, ref, state, created_at_ms, updated_at_ms)
+                VALUES (${id}, ${scope}, ${ref}, 'open', ${createdAtMs}, ${createdAtMs})`;
+    },
+    async find(id) {
+      const [row] = await sql`SELECT * FROM submission_records WHERE id = ${id}` as Row[];
+      return row === undefined ? undefined : toSubmissionRecord(row);
+    },
+    async list(scope, page) {
+      const rows = page.after === undefined
+        ? await sql`SELECT * FROM submission_records WHERE scope = ${scope} ORDER BY created_at_ms DESC, id DESC LIMIT ${page.limit}` as Row[]
+        : await sql`SELECT * FROM submission_records WHERE scope = ${scope}
+                      AND (created_at_ms < ${page.after.createdAtMs} OR (created_at_ms = ${page.after.createdAtMs} AND id < ${page.after.id}))
+                    ORDER BY created_at_ms DESC, id DESC LIMIT ${page.limit}` as Row[];
+      return rows.map(toSubmissionRecord);
+    },
+    async settle(id, outcome, nowMs) {
+      const [state, txHash, uid, blockNumber, error, feeBumps] = outcomeValues(outcome);
+      await sql`UPDATE submission_records SET state = ${state}, tx_hash = ${txHash}, uid = ${uid}, block_number = ${blockNumber},
+                  error = ${error}, fee_bumps = ${feeBumps}, updated_at_ms = ${nowMs}
+                WHERE id = ${id} AND state = 'open'`;
+    },
+    async settleRef(ref, outcome, nowMs) {
+      const [state, txHash, uid, blockNumber, error, feeBumps] = outcomeValues(outcome);
+      await sql`UPDATE submission_records SET state = ${state}, tx_hash = ${txHash}, uid = ${uid}, block_number = ${blockNumber},
+                  error = ${error}, fee_bumps = ${feeBumps}, updated_at_ms = ${nowMs}
+                WHERE ref = ${ref} AND state = 'open'`;
+    },
+    async prune(beforeMs) {
+      return (await sql`DELETE FROM submission_records WHERE created_at_ms < ${beforeMs} AND state <> 'open' RETURNING id`).length;
+    },
+  };
+}
