@@ -96,6 +96,12 @@ export type DelegatedAttestCaller = {
    * nothing was broadcast; `onSigned`/`onSent` follow the transaction, `onMined` its receipt.
    */
   readonly admit?: ((request: DelegatedRequest) => Promise<DelegatedAttestFailure | CallerTicket>) | undefined;
+  /**
+   * Runs once every check passed and the signature is recorded (`key`: its replay record), just before the transaction
+   * is signed and sent: the caller records its submission here (decisions §23). A throw stops the request before
+   * anything is sent, and the record is given back.
+   */
+  readonly onSubmitting?: ((key: string) => Promise<void>) | undefined;
 };
 
 /** What an admitted caller wants to hear of the submission. */
@@ -278,6 +284,14 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
       return overBudget;
     }
 
+    if (caller.onSubmitting !== undefined) {
+      try {
+        await caller.onSubmitting(key);
+      } catch (error) {
+        await deps.replay.release(key);
+        throw error;
+      }
+    }
     const submission = await submitter.submit(call, {
       gas: simulation.gas,
       onSigned: async (tx) => {

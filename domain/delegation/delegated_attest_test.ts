@@ -288,6 +288,28 @@ describe("createDelegatedAttest()", () => {
     expect(env.delegate.sent).toHaveLength(0);
   });
 
+  test("onSubmitting runs once the checks passed, with the recorded signature, before anything is sent; not for a refused request; a throw sends nothing and gives the signature back", async () => {
+    const env = setup();
+    const seen: { key: string; sentBefore: number; state: string | undefined }[] = [];
+    const onSubmitting = async (key: string) => {
+      seen.push({ key, sentBefore: env.delegate.sent.length, state: (await env.replay.find(key))?.state });
+    };
+    env.delegate.simulation = { ok: false, reason: "reverted", errorName: "InvalidSchema" };
+    expect(await env.attest(await signedBody(env, { data: "0xaa" }), { onSubmitting })).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+    expect(seen).toHaveLength(0);
+    env.delegate.simulation = { ok: true, gas: 100_000n };
+    expect(await env.attest(await signedBody(env), { onSubmitting })).toMatchObject({ ok: true });
+    expect(seen).toEqual([{ key: expect.stringMatching(/^0x[0-9a-f]{130}$/), sentBefore: 0, state: "checked" }]);
+    const failing = async () => {
+      throw new Error("storage down");
+    };
+    const body = await signedBody(env, { nonce: 1n, data: "0xbb" });
+    env.eas.nonces.set(account.address.toLowerCase(), 1n);
+    await expect(env.attest(body, { onSubmitting: failing })).rejects.toThrow("storage down");
+    expect(env.delegate.sent).toHaveLength(1);
+    expect(env.replay.rows.size).toBe(1);
+  });
+
   test("RPC down while reading the nonce is RPC_ERROR", async () => {
     const env = setup({ eas: fakeEasReader({ failing: true }) });
     expect(await env.attest(await signedBody(env))).toMatchObject({ ok: false, code: "RPC_ERROR" });

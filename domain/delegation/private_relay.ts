@@ -195,10 +195,10 @@ export function createPrivateRelay(deps: PrivateRelayDeps) {
     };
   }
 
-  /** `caller`: the signed-in account, or a paying agent (decisions §13). */
-  return function privateRelay(body: unknown, account: Account | PayingAgent) {
+  /** `caller`: the signed-in account, or a paying agent (decisions §13); `hooks`: the submission's tracking (§23). */
+  return function privateRelay(body: unknown, account: Account | PayingAgent, hooks: { onSubmitting?: ((key: string) => Promise<void>) | undefined } = {}) {
     const subjectDid = typeof body === "object" && body !== null ? (body as { subjectDid?: unknown }).subjectDid : undefined;
-    return deps.attest(body, { admit: (request) => admit(account, request, subjectDid) });
+    return deps.attest(body, { admit: (request) => admit(account, request, subjectDid), onSubmitting: hooks.onSubmitting });
   };
 }
 

@@ -211,6 +211,9 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
   }
 }
 
+/** The name of the relays' book: their fee bumps are kept under it, keyed by the replay record's key. */
+export const REPLAY_BOOK = "delegated_attestations";
+
 /**
  * The delegated attestations' replay records as a book: released rows are forgotten (the signature works again).
  * With the EAS reader, a row whose transaction is gone while the attester's EAS nonce moved past the signature's is
@@ -224,7 +227,7 @@ export function replayBook(replay: ReplayStore, eas?: EasReader): SubmissionBook
       const nonce = await eas.getAttesterNonce(record.attester as HexString);
       return nonce.ok ? nonce.nonce > record.nonce : undefined;
     },
-    name: "delegated_attestations",
+    name: REPLAY_BOOK,
     open: async (createdBeforeMs) =>
       (await replay.open(createdBeforeMs)).map((r) => ({
         id: r.key,

@@ -1,0 +1,13 @@
+/** Relay submissions tracked by id: their state, their owner's list, and their outcome once known (decisions §23). */
+export { isSubmissionId, newSubmissionId } from "./submission_id.ts";
+export {
+  createSubmissionStatus,
+  MAX_SUBMISSION_PAGE,
+  RELAY_BOOK,
+  type SubmissionPage,
+  type SubmissionState,
+  type SubmissionStatus,
+  type SubmissionStatusDeps,
+  type SubmissionView,
+} from "./submission_status.ts";
+export { createSubmissionTracker, type RelayResult, type SubmissionTracker, type SubmissionTrackerDeps, trackedBook } from "./submission_tracker.ts";

@@ -1,0 +1,119 @@
+import type { ReplayStore } from "../../ports/replay_store.ts";
+import type { SubmissionCursor, SubmissionRecord, SubmissionRecordStore } from "../../ports/submission_records.ts";
+import type { TxReplacementStore } from "../../ports/tx_replacements.ts";
+import { fail, ok, type Result } from "../result.ts";
+import { isSubmissionId } from "./submission_id.ts";
+import { REPLAY_BOOK } from "../delegation/mod.ts";
+
+/** The book name under which the reconciler keeps the relays' fee bumps. */
+export const RELAY_BOOK = REPLAY_BOOK;
+
+/**
+ * Where a submission stands (decisions §23): `pending` (recorded, nothing signed), `sent` (its transaction may be at
+ * the node), `replaced` (a fee bump superseded the transaction first sent; none mined yet), `mined`, `confirmed`
+ * (at least `INDEX_CONFIRMATIONS` blocks deep), `failed` (reverted, or given back with nothing on chain).
+ */
+export type SubmissionState = "pending" | "sent" | "replaced" | "mined" | "confirmed" | "failed";
+
+/** A submission as its caller reads it. */
+export type SubmissionView = {
+  readonly submissionId: string;
+  readonly state: SubmissionState;
+  readonly txHash: string | null;
+  readonly uid: string | null;
+  readonly blockNumber: number | null;
+  readonly confirmations: number;
+  readonly feeBumps: number;
+  readonly error?: string | undefined;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+};
+
+/** A page of an account's submissions. */
+export type SubmissionPage = { readonly submissions: SubmissionView[]; readonly nextCursor: string | null };
+
+/** What the status reads need. */
+export type SubmissionStatusDeps = {
+  readonly records: SubmissionRecordStore;
+  readonly replay: ReplayStore;
+  readonly replacements?: TxReplacementStore | undefined;
+  /** The chain's head block; undefined when it cannot be read (confirmations then count 0). */
+  readonly head: () => Promise<bigint | undefined>;
+  /** Blocks a mined submission needs beneath the head to be `confirmed` (`INDEX_CONFIRMATIONS`). */
+  readonly confirmations: number;
+};
+
+/** The largest page of the list. */
+export const MAX_SUBMISSION_PAGE = 100;
+
+/** Reads one submission by id, and an owner's submissions newest first (decisions §23). */
+export function createSubmissionStatus(deps: SubmissionStatusDeps) {
+  const bumpsOf = async (ref: string) => (await deps.replacements?.list(RELAY_BOOK, ref))?.map((r) => r.tx.txHash) ?? [];
+
+  async function view(record: SubmissionRecord, head: () => Promise<bigint | undefined>): Promise<SubmissionView> {
+    const times = { createdAt: new Date(record.createdAtMs).toISOString(), updatedAt: new Date(record.updatedAtMs).toISOString() };
+    const base = { submissionId: record.id, uid: null, blockNumber: null, confirmations: 0, ...times };
+    const mined = async (txHash: string, uid: string | null, blockNumber: bigint, feeBumps: number): Promise<SubmissionView> => {
+      const top = blockNumber > 0n ? await head() : undefined;
+      const confirmations = top === undefined || top < blockNumber ? 0 : Number(top - blockNumber) + 1;
+      const state = confirmations >= deps.confirmations && confirmations > 0 ? "confirmed" : "mined";
+      return { ...base, state, txHash, uid, blockNumber: Number(blockNumber), confirmations, feeBumps };
+    };
+    const outcome = record.outcome;
+    if (outcome?.state === "mined") return await mined(outcome.txHash, outcome.uid, outcome.blockNumber, outcome.feeBumps);
+    if (outcome?.state === "failed") return { ...base, state: "failed", txHash: outcome.txHash, feeBumps: outcome.feeBumps, error: outcome.error };
+    // Still open: its replay record says where it stands.
+    const live = await deps.replay.find(record.ref);
+    const bumps = await bumpsOf(record.ref);
+    if (live === undefined) return { ...base, state: "failed", txHash: null, feeBumps: bumps.length, error: "SUBMISSION_FAILED" };
+    switch (live.state) {
+      case "checked":
+        return { ...base, state: "pending", txHash: null, feeBumps: 0 };
+      case "signed":
+      case "sent":
+        return bumps.length === 0
+          ? { ...base, state: "sent", txHash: live.txHash, feeBumps: 0 }
+          : { ...base, state: "replaced", txHash: bumps.at(-1)!, feeBumps: bumps.length };
+      case "mined":
+        return await mined(live.txHash ?? "", live.uid, live.blockNumber ?? 0n, bumps.length);
+      case "reverted":
+        return { ...base, state: "failed", txHash: live.txHash, feeBumps: bumps.length, error: "SUBMISSION_FAILED" };
+    }
+  }
+
+  /** The head read once per answer, and only when a mined submission needs it. */
+  const onceHead = () => {
+    let read: Promise<bigint | undefined> | undefined;
+    return () => (read ??= deps.head().catch(() => undefined));
+  };
+
+  return {
+    /** One submission; an id of another shape or unknown is NOT_FOUND (decisions §23: anyone holding it may read it). */
+    async read(id: string): Promise<Result<SubmissionView, "NOT_FOUND">> {
+      const record = isSubmissionId(id) ? await deps.records.find(id) : undefined;
+      if (record === undefined) return fail("NOT_FOUND", "Submission not found");
+      return ok(await view(record, onceHead()));
+    },
+    /** An owner's submissions, newest first; `cursor` is the last page's `nextCursor`. */
+    async list(scope: string, page: { limit?: number | undefined; cursor?: string | undefined }): Promise<Result<SubmissionPage, "INVALID_INPUT">> {
+      const limit = page.limit ?? 20;
+      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_SUBMISSION_PAGE) return fail("INVALID_INPUT", `limit must be an integer from 1 to ${MAX_SUBMISSION_PAGE}`);
+      const after = page.cursor === undefined ? undefined : parseCursor(page.cursor);
+      if (after === null) return fail("INVALID_INPUT", "Invalid cursor");
+      const records = await deps.records.list(scope, { limit: limit + 1, after });
+      const head = onceHead();
+      const shown = records.slice(0, limit);
+      const submissions = await Promise.all(shown.map((record) => view(record, head)));
+      const last = shown.at(-1);
+      return ok({ submissions, nextCursor: records.length > limit && last !== undefined ? `${last.createdAtMs}.${last.id}` : null });
+    },
+  };
+}
+
+/** The status reads. */
+export type SubmissionStatus = ReturnType<typeof createSubmissionStatus>;
+
+function parseCursor(cursor: string): SubmissionCursor | null {
+  const match = /^(\d{1,16})\.([A-Za-z0-9_-]{22})$/.exec(cursor);
+  return match === null ? null : { createdAtMs: Number(match[1]), id: match[2]! };
+}

@@ -1,0 +1,76 @@
+import type { Clock } from "../../ports/clock.ts";
+import type { Random } from "../../ports/random.ts";
+import type { SubmissionOutcome, SubmissionRecordStore } from "../../ports/submission_records.ts";
+import type { SubmissionBook } from "../../ports/submissions.ts";
+import type { TxReplacementStore } from "../../ports/tx_replacements.ts";
+import { newSubmissionId } from "./submission_id.ts";
+import { RELAY_BOOK } from "./submission_status.ts";
+
+/** What a relay answered, as far as its submission is concerned. */
+export type RelayResult =
+  | { readonly ok: true; readonly value: { readonly txHash: string; readonly uid: string | null; readonly blockNumber: bigint } }
+  | { readonly ok: false; readonly code: string; readonly details?: string | undefined };
+
+/** What the tracker needs. */
+export type SubmissionTrackerDeps = {
+  readonly records: SubmissionRecordStore;
+  readonly random: Random;
+  readonly clock: Clock;
+  readonly replacements?: TxReplacementStore | undefined;
+};
+
+const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
+
+/**
+ * Opens a submission record when a relay hands a transaction to the chain, and keeps its outcome when the relay
+ * learns it (decisions §23). An unknown outcome (`OUTCOME_UNKNOWN`) leaves it open for the reconciler.
+ */
+export function createSubmissionTracker(deps: SubmissionTrackerDeps) {
+  const bumps = async (ref: string) => (await deps.replacements?.list(RELAY_BOOK, ref))?.length ?? 0;
+  return {
+    /** Records a submission of `scope` for the replay record `ref`; returns its new id. */
+    async open(scope: string, ref: string): Promise<string> {
+      const id = newSubmissionId(deps.random);
+      await deps.records.create({ id, scope, ref, createdAtMs: deps.clock.nowMs() });
+      return id;
+    },
+    /** Keeps what the relay answered as the submission's outcome. */
+    async settle(id: string, ref: string, result: RelayResult): Promise<void> {
+      if (!result.ok && result.code === "OUTCOME_UNKNOWN") return;
+      const feeBumps = await bumps(ref);
+      const outcome: SubmissionOutcome = result.ok
+        ? { state: "mined", txHash: result.value.txHash, uid: result.value.uid, blockNumber: result.value.blockNumber, feeBumps }
+        : { state: "failed", txHash: result.details !== undefined && TX_HASH.test(result.details) ? result.details : null, error: result.code, feeBumps };
+      await deps.records.settle(id, outcome, deps.clock.nowMs());
+    },
+  };
+}
+
+/** The tracker. */
+export type SubmissionTracker = ReturnType<typeof createSubmissionTracker>;
+
+/**
+ * The relays' replay book as the reconciler settles it, keeping each outcome on the submissions of the record too:
+ * a submission whose request died, or whose outcome was unknown, ends as the reconciler found it.
+ */
+export function trackedBook(book: SubmissionBook, deps: Omit<SubmissionTrackerDeps, "random">): SubmissionBook {
+  const keep = async (ref: string, outcome: (feeBumps: number) => SubmissionOutcome) => {
+    const feeBumps = (await deps.replacements?.list(book.name, ref))?.length ?? 0;
+    await deps.records.settleRef(ref, outcome(feeBumps), deps.clock.nowMs());
+  };
+  return {
+    ...book,
+    async mined(id, outcome) {
+      await book.mined(id, outcome);
+      await keep(id, (feeBumps) => ({ state: "mined", txHash: outcome.txHash, uid: outcome.uid, blockNumber: outcome.blockNumber, feeBumps }));
+    },
+    async reverted(id, txHash, blockNumber) {
+      await book.reverted(id, txHash, blockNumber);
+      await keep(id, (feeBumps) => ({ state: "failed", txHash, error: "SUBMISSION_FAILED", feeBumps }));
+    },
+    async release(id) {
+      await book.release(id);
+      await keep(id, (feeBumps) => ({ state: "failed", txHash: null, error: "SUBMISSION_FAILED", feeBumps }));
+    },
+  };
+}

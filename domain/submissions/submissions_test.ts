@@ -1,0 +1,124 @@
+import { describe, expect, test } from "bun:test";
+import { fakeClock, fakeRandom, fakeReplayStore, fakeSubmissionRecords } from "../../ports/fakes.ts";
+import type { HexString } from "../../ports/eas.ts";
+import type { TxReplacement, TxReplacementStore } from "../../ports/tx_replacements.ts";
+import { replayBook } from "../delegation/mod.ts";
+import { createSubmissionStatus, createSubmissionTracker, isSubmissionId, newSubmissionId, RELAY_BOOK, trackedBook } from "./mod.ts";
+
+const tx = (n: number) => ({ txHash: `0x${n.toString(16).padStart(64, "0")}` as HexString, raw: "0x02" as HexString, wallet: "0xaa" as HexString, nonce: 4 });
+
+function replacements() {
+  const rows = new Map<string, TxReplacement[]>();
+  const store: TxReplacementStore = {
+    add: (book, id, r) => Promise.resolve(void rows.set(`${book}/${id}`, [...(rows.get(`${book}/${id}`) ?? []), r])),
+    list: (book, id) => Promise.resolve(rows.get(`${book}/${id}`) ?? []),
+    prune: () => Promise.resolve(0),
+  };
+  return store;
+}
+
+function setup(options: { head?: bigint; confirmations?: number } = {}) {
+  const records = fakeSubmissionRecords();
+  const replay = fakeReplayStore();
+  const bumps = replacements();
+  const clock = fakeClock();
+  const tracker = createSubmissionTracker({ records, random: fakeRandom(), clock, replacements: bumps });
+  const status = createSubmissionStatus({ records, replay, replacements: bumps, head: () => Promise.resolve(options.head ?? 100n), confirmations: options.confirmations ?? 12 });
+  const claim = (key: string) => replay.claim({ key, chainId: 1, attester: "0xa", nonce: BigInt(key.length), deadline: 2_000_000_000n, createdAtMs: clock.nowMs() });
+  return { records, replay, bumps, clock, tracker, status, claim };
+}
+
+describe("newSubmissionId()", () => {
+  test("is 128 random bits as 22 base64url characters", () => {
+    const id = newSubmissionId({ bytes: (n) => new Uint8Array(n).fill(0xff) });
+    expect(id).toBe("_____________________w");
+    expect(isSubmissionId(id)).toBe(true);
+    expect(isSubmissionId(newSubmissionId(fakeRandom()))).toBe(true);
+    expect(isSubmissionId("0x1234")).toBe(false);
+  });
+});
+
+describe("createSubmissionStatus()", () => {
+  test("follows the replay record: pending, sent, replaced after a fee bump (the newest hash), then mined and confirmed with the bumps counted", async () => {
+    const env = setup({ head: 110n, confirmations: 12 });
+    await env.claim("0xkey");
+    const id = await env.tracker.open("account:a", "0xkey");
+    expect((await env.status.read(id))).toMatchObject({ ok: true, value: { submissionId: id, state: "pending", txHash: null, feeBumps: 0 } });
+    await env.replay.markSigned("0xkey", tx(1));
+    await env.replay.markSent("0xkey");
+    expect((await env.status.read(id))).toMatchObject({ ok: true, value: { state: "sent", txHash: tx(1).txHash, feeBumps: 0 } });
+    await env.bumps.add(RELAY_BOOK, "0xkey", { tx: tx(2), createdAtMs: 1 });
+    expect((await env.status.read(id))).toMatchObject({ ok: true, value: { state: "replaced", txHash: tx(2).txHash, feeBumps: 1 } });
+    await env.replay.finish("0xkey", { state: "mined", txHash: tx(2).txHash, uid: "0xuid", blockNumber: 100n });
+    expect((await env.status.read(id))).toMatchObject({ ok: true, value: { state: "mined", txHash: tx(2).txHash, uid: "0xuid", blockNumber: 100, confirmations: 11, feeBumps: 1 } });
+    const deeper = createSubmissionStatus({ records: env.records, replay: env.replay, replacements: env.bumps, head: () => Promise.resolve(111n), confirmations: 12 });
+    expect((await deeper.read(id))).toMatchObject({ ok: true, value: { state: "confirmed", confirmations: 12 } });
+  });
+
+  test("an outcome kept by the relay answers after the replay record is gone; a record given back is failed", async () => {
+    const env = setup({ confirmations: 0 });
+    await env.claim("0xk1");
+    const kept = await env.tracker.open("account:a", "0xk1");
+    await env.tracker.settle(kept, "0xk1", { ok: true, value: { txHash: tx(3).txHash, uid: "0xu", blockNumber: 90n } });
+    env.replay.rows.clear();
+    expect((await env.status.read(kept))).toMatchObject({ ok: true, value: { state: "confirmed", uid: "0xu", confirmations: 11 } });
+    await env.claim("0xk2");
+    const released = await env.tracker.open("account:a", "0xk2");
+    await env.replay.release("0xk2");
+    expect((await env.status.read(released))).toMatchObject({ ok: true, value: { state: "failed", error: "SUBMISSION_FAILED" } });
+  });
+
+  test("the relay's failures are kept with their code and hash; an unknown outcome stays open", async () => {
+    const env = setup();
+    await env.claim("0xk");
+    const id = await env.tracker.open("account:a", "0xk");
+    await env.tracker.settle(id, "0xk", { ok: false, code: "OUTCOME_UNKNOWN", details: tx(4).txHash });
+    expect((await env.records.find(id))?.outcome).toBeNull();
+    await env.tracker.settle(id, "0xk", { ok: false, code: "SUBMISSION_FAILED", details: tx(4).txHash });
+    expect((await env.status.read(id))).toMatchObject({ ok: true, value: { state: "failed", txHash: tx(4).txHash, error: "SUBMISSION_FAILED" } });
+  });
+
+  test("an unknown id, or one of another shape, is NOT_FOUND", async () => {
+    const env = setup();
+    expect(await env.status.read("AAAAAAAAAAAAAAAAAAAAAA")).toMatchObject({ ok: false, code: "NOT_FOUND" });
+    expect(await env.status.read("../etc")).toMatchObject({ ok: false, code: "NOT_FOUND" });
+  });
+
+  test("lists an owner's submissions newest first, paged by cursor; a bad limit or cursor is INVALID_INPUT", async () => {
+    const env = setup();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      env.clock.set(env.clock.nowMs() + 1);
+      await env.claim(`0xk${i}`);
+      ids.push(await env.tracker.open("account:a", `0xk${i}`));
+    }
+    await env.tracker.open("account:b", "0xother");
+    const first = await env.status.list("account:a", { limit: 2 });
+    if (!first.ok) throw new Error(first.message);
+    expect(first.value.submissions.map((s) => s.submissionId)).toEqual([ids[2]!, ids[1]!]);
+    expect(first.value.nextCursor).not.toBeNull();
+    const second = await env.status.list("account:a", { limit: 2, cursor: first.value.nextCursor! });
+    if (!second.ok) throw new Error(second.message);
+    expect(second.value).toMatchObject({ submissions: [{ submissionId: ids[0]! }], nextCursor: null });
+    expect(await env.status.list("account:a", { limit: 0 })).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+    expect(await env.status.list("account:a", { limit: 101 })).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+    expect(await env.status.list("account:a", { cursor: "nope" })).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+  });
+});
+
+describe("trackedBook()", () => {
+  test("what the reconciler settles is kept on the record's open submissions: mined with its bumps, released as failed", async () => {
+    const env = setup({ confirmations: 0 });
+    const book = trackedBook(replayBook(env.replay), { records: env.records, clock: env.clock, replacements: env.bumps });
+    await env.claim("0xm");
+    const mined = await env.tracker.open("client:1.2.3.4", "0xm");
+    await env.bumps.add(RELAY_BOOK, "0xm", { tx: tx(5), createdAtMs: 1 });
+    await book.mined("0xm", { txHash: tx(5).txHash, uid: "0xu", blockNumber: 7n });
+    expect((await env.records.find(mined))?.outcome).toEqual({ state: "mined", txHash: tx(5).txHash, uid: "0xu", blockNumber: 7n, feeBumps: 1 });
+    await env.claim("0xr");
+    const released = await env.tracker.open("client:1.2.3.4", "0xr");
+    await book.release("0xr");
+    expect(await env.replay.find("0xr")).toBeUndefined();
+    expect((await env.records.find(released))?.outcome).toMatchObject({ state: "failed", error: "SUBMISSION_FAILED" });
+  });
+});
