@@ -758,11 +758,12 @@ export function storageContract(name: string, open: () => Promise<Storage>, opti
       expect((await submissions.list(scope, { limit: 2 })).map((r) => r.id)).toEqual([ids[2]!, ids[1]!]);
       expect((await submissions.list(scope, { limit: 2, after: { createdAtMs: T0 + 1, id: ids[1]! } })).map((r) => r.id)).toEqual([ids[0]!]);
       const mined = { state: "mined" as const, txHash: "0xtx", uid: "0xuid", blockNumber: 12n, feeBumps: 1 };
-      await submissions.settle(ids[0]!, mined, T0 + 10);
-      await submissions.settle(ids[0]!, { state: "failed", txHash: null, error: "SUBMISSION_FAILED", feeBumps: 0 }, T0 + 11);
+      expect(await submissions.settle(ids[0]!, mined, T0 + 10)).toBe(true);
+      expect(await submissions.settle(ids[0]!, { state: "failed", txHash: null, error: "SUBMISSION_FAILED", feeBumps: 0 }, T0 + 11)).toBe(false);
       expect(await submissions.find(ids[0]!)).toMatchObject({ outcome: mined, updatedAtMs: T0 + 10 });
       const failed = { state: "failed" as const, txHash: "0xtx2", error: "SUBMISSION_FAILED", feeBumps: 0 };
-      await submissions.settleRef(`0xref-${ids[1]}`, failed, T0 + 12);
+      expect(await submissions.settleRef(`0xref-${ids[1]}`, failed, T0 + 12)).toEqual([ids[1]!]);
+      expect(await submissions.settleRef(`0xref-${ids[1]}`, failed, T0 + 13)).toEqual([]);
       expect((await submissions.find(ids[1]!))?.outcome).toEqual(failed);
       expect((await submissions.find(ids[2]!))?.outcome).toBeNull();
       // Open ones stay whatever their age; settled ones go.

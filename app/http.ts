@@ -33,7 +33,7 @@ export type Capabilities = {
   /** The MCP endpoint (decisions §20); undefined with `MCP=off`. */
   readonly mcp?: WiredMcp | undefined;
   /** Idempotency keys of writes (decisions §23), kept with the submission records. */
-  readonly submissions: Pick<WiredSubmissions, "idempotency">;
+  readonly submissions: Pick<WiredSubmissions, "idempotency" | "tracker" | "status">;
 };
 
 /**
@@ -65,6 +65,7 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
   const primarySubject = (account: Parameters<typeof subjects.primary>[0]) => subjects.primary(account);
   const bearer = c.oauth?.bearer;
   const { idempotency } = c.submissions;
+  const tracking = { tracker: c.submissions.tracker, log: f.log };
   const app = createApp({
     session: {
       sessions,
@@ -93,7 +94,9 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
       bearer,
       idempotency,
       clientAddress: requestClientAddress,
+      tracking,
     },
+    submissions: { status: c.submissions.status, sessions, bearer },
     accounts: {
       primarySubject,
       sessions,
@@ -132,6 +135,7 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
     readNonce: c.delegation.readNonce,
     delegatedAttest: c.delegation.delegatedAttest,
     idempotency,
+    tracking,
     clientAddress: requestClientAddress,
     chainName: chain.name,
     chainId,

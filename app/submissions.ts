@@ -1,8 +1,9 @@
 /** Wiring of the submission reconciler (decisions §15): open submissions settled at start and every minute. */
 import { createViemTxStatusReader } from "../adapters/chain/mod.ts";
-import { systemClock } from "../adapters/system/mod.ts";
+import { cryptoRandom, systemClock } from "../adapters/system/mod.ts";
 import { createSubmissionReconciler, replayBook, witnessBook } from "../domain/delegation/mod.ts";
 import { createIdempotency, type Idempotency } from "../domain/idempotency/mod.ts";
+import { createSubmissionStatus, createSubmissionTracker, type SubmissionStatus, type SubmissionTracker, trackedBook } from "../domain/submissions/mod.ts";
 import type { Config } from "./config.ts";
 import type { Foundation } from "./foundation.ts";
 
@@ -15,10 +16,17 @@ const RECONCILE_GRACE_MS = 5 * 60_000;
 /** A write stored before its transaction's bytes were (hash only) and unknown to the node is given back after this. */
 const HASH_ONLY_LOST_AFTER_MS = 10 * 60_000;
 
+/** How long a settled submission stays readable by its id (decisions §23). */
+export const SUBMISSIONS_KEPT_MS = 30 * 24 * 60 * 60_000;
+
 /** What the submission side gives the routes, and what stops its timers. */
 export type WiredSubmissions = {
   /** Idempotency keys of writes (decisions §23), in the same database as the submission records. */
   readonly idempotency: Idempotency;
+  /** Opens the relays' submission records and keeps their outcomes (decisions §23). */
+  readonly tracker: SubmissionTracker;
+  /** Reads a submission by id, and an account's list. */
+  readonly status: SubmissionStatus;
   readonly stop: () => void;
 };
 
@@ -29,8 +37,10 @@ export type WiredSubmissions = {
  * rounds first; one truly pending on chain stays for the periodic rounds.
  */
 export async function wireSubmissions(config: Config, { storage, eas, easAddress, log, devnet }: Foundation): Promise<WiredSubmissions> {
+  // The seam of `submission.settled` (decisions §22): no webhooks yet, so nothing is told when a submission settles.
+  const tracking = { records: storage.submissions, clock: systemClock, replacements: storage.txReplacements, onSettled: undefined };
   const reconcile = createSubmissionReconciler({
-    books: [replayBook(storage.replay, eas.reader), witnessBook(storage.ledger, systemClock)],
+    books: [trackedBook(replayBook(storage.replay, eas.reader), tracking), witnessBook(storage.ledger, systemClock)],
     txStatus: createViemTxStatusReader({
       client: eas.client,
       easAddress,
@@ -59,11 +69,24 @@ export async function wireSubmissions(config: Config, { storage, eas, easAddress
   };
   const startupGrace = storage.kind === "sqlite" ? 0 : undefined;
   for (let round = 0; round < 4 && (await settle(startupGrace)) !== 0; round++) await Bun.sleep(250);
-  // Keys kept 24 h go with the same minute's round.
-  const pruneKeys = () => storage.idempotency.prune(systemClock.nowMs()).catch((error: unknown) =>
-    log.warn("idempotency_prune_failed", { error: error instanceof Error ? error.message : String(error) }));
+  // Keys kept 24 h, and settled submissions past their time, go with the same minute's round.
+  const pruneKeys = () =>
+    Promise.all([storage.idempotency.prune(systemClock.nowMs()), storage.submissions.prune(systemClock.nowMs() - SUBMISSIONS_KEPT_MS)]).catch((error: unknown) =>
+      log.warn("idempotency_prune_failed", { error: error instanceof Error ? error.message : String(error) }));
   await pruneKeys();
   const timer = setInterval(() => void settle().then(pruneKeys), 60_000);
   timer.unref?.();
-  return { idempotency: createIdempotency({ store: storage.idempotency, clock: systemClock }), stop: () => clearInterval(timer) };
+  return {
+    idempotency: createIdempotency({ store: storage.idempotency, clock: systemClock }),
+    tracker: createSubmissionTracker({ ...tracking, random: cryptoRandom }),
+    status: createSubmissionStatus({
+      records: storage.submissions,
+      replay: storage.replay,
+      replacements: storage.txReplacements,
+      head: () => eas.client.getBlockNumber(),
+      // As the index counts them (app/index.ts): none on the embedded devnet, which mines on arrival.
+      confirmations: config.index.confirmations ?? (devnet === undefined ? 12 : 0),
+    }),
+    stop: () => clearInterval(timer),
+  };
 }

@@ -22,6 +22,7 @@ import { MCP_CORS_HEADERS, MCP_PATH, type McpEndpoint, mcpRoutes } from "./route
 import type { VerifySubjectOwnership } from "../domain/accounts/mod.ts";
 import type { ListAttestations } from "../domain/index/mod.ts";
 import { sessionRoutes, type SessionRoutesDeps } from "./routes/session.ts";
+import { submissionRoutes, type SubmissionRoutesDeps } from "./routes/submissions.ts";
 import type { ArtifactTrust } from "../domain/artifact_trust/mod.ts";
 import { type AnswerCache, createIdentityResolve, IDENTITY_RESOLVE_PATHS, identityRoutes } from "./routes/identity.ts";
 import { TRUST_ANCHOR_PATHS, trustAnchorRoutes, trustAnchorsAnswer } from "./routes/trust_anchors.ts";
@@ -60,6 +61,8 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly subjectOwnership?: VerifySubjectOwnership | undefined;
   /** The private relay (decisions §12); absent in tests that do not exercise it. */
   readonly privateRelay?: Omit<PrivateRelayRoutesDeps, "log"> | undefined;
+  /** Relay submissions by id and the account's list (decisions §23); absent in tests that do not exercise them. */
+  readonly submissions?: Omit<SubmissionRoutesDeps, "log"> | undefined;
   /** Buying the paid plan with x402 (decisions §13); absent: no such route. */
   readonly subscriptions?: Omit<SubscriptionRoutesDeps, "log"> | undefined;
   /** The service's did:web document naming its offer/receipt signing key (decisions §18); absent: no such route. */
@@ -328,6 +331,7 @@ export function createApp(deps: AppDeps) {
     .use(deps.subjects ? subjectRoutes({ ...deps.subjects, log: deps.log }) : new Elysia())
     .use(deps.privateRelay ? privateRelayRoutes({ ...deps.privateRelay, log: deps.log }) : new Elysia())
     .use(deps.subscriptions ? subscriptionRoutes({ ...deps.subscriptions, log: deps.log }) : new Elysia())
+    .use((deps.submissions ? submissionRoutes({ ...deps.submissions, log: deps.log }) : new Elysia()) as Elysia)
     // Typed as a plain plugin: one more route type in this chain is past what tsc represents.
     .use((deps.didDocument ? didDocumentRoutes(deps.didDocument) : new Elysia()) as Elysia)
     .use(deps.signingKeys ? signingKeyRoutes({ ...deps.signingKeys, log: deps.log }) : new Elysia())

@@ -71,6 +71,7 @@ function fullApp(options: { settings?: ReturnType<typeof httpCacheSettings> } = 
     subjects: { sessions, subjects: {} as never },
     privateRelay: { sessions, relay: {} as never, readNonce: (() => Promise.reject(new Error("unused"))) as never, chainName: "x", chainId: 1, easAddress: A, payments: gate as never },
     subscriptions: { sessions, gate: gate as never, payments: {} as never, ledger: fakeWriteLedger(), plans, clock: fakeClock() },
+    submissions: { sessions, status: { read: () => Promise.resolve(fail("NOT_FOUND", "Submission not found")), list: () => Promise.reject(new Error("unused")) } as never },
     didDocument: { "@context": ["https://www.w3.org/ns/did/v1"], id: "did:web:ats.example", verificationMethod: [], assertionMethod: [] },
     premiumRpc: { sessions, premiumRpc: (() => Promise.reject(new Error("unused"))) as never },
     signingKeys: { caller: unauthenticated as never, keys: {} as never },
@@ -150,6 +151,7 @@ const PUBLIC_READS: Readonly<Record<string, string>> = {
 };
 const LIVE_PUBLIC: ReadonlySet<string> = new Set([
   "GET /api/eas/nonce",
+  "GET /v1/submissions/:id",
   "GET /v1/nonce",
   "GET /healthz",
   "GET /readyz",

@@ -120,7 +120,44 @@ export const DelegatedAttestSuccessModel = t.Object({
   uid: t.Union([Bytes32, t.Null()]),
   blockNumber: t.Integer(),
   chain: t.String(),
+  submissionId: t.Optional(t.String({ description: "The submission's id: GET /v1/submissions/{id} (decisions §23)" })),
   elapsed: t.String(),
+});
+
+/** A relay submission as GET /v1/submissions/{id} answers it (decisions §23). */
+export const SubmissionModel = t.Object({
+  submissionId: t.String({ description: "128 random bits, base64url: whoever holds it may read the submission" }),
+  state: t.Union(["pending", "sent", "mined", "confirmed", "failed", "replaced"].map((s) => t.Literal(s)), {
+    description:
+      "pending: recorded, nothing signed yet; sent: its transaction may be at the node; replaced: a fee bump superseded the transaction first sent (txHash the newest), none mined yet; mined; confirmed: at least INDEX_CONFIRMATIONS blocks deep; failed: reverted, or given back with nothing on chain (error says why)",
+  }),
+  txHash: t.Union([Bytes32, t.Null()]),
+  uid: t.Union([Bytes32, t.Null()]),
+  blockNumber: t.Union([t.Integer(), t.Null()]),
+  confirmations: t.Integer({ minimum: 0 }),
+  feeBumps: t.Integer({ minimum: 0, description: "Replacements signed with higher fees for this submission" }),
+  error: t.Optional(t.String({ description: "The failure's code, e.g. SUBMISSION_FAILED" })),
+  createdAt: t.String({ format: "date-time" }),
+  updatedAt: t.String({ format: "date-time" }),
+});
+
+/** A page of the account's submissions, newest first. */
+export const SubmissionPageModel = t.Object({
+  submissions: t.Array(SubmissionModel),
+  nextCursor: t.Union([t.String(), t.Null()], { description: "Pass as cursor for the next page; null on the last" }),
+});
+
+/** The query of the account's submission list (checked in the route's own code). */
+export const SubmissionListQuery = t.Object({
+  limit: t.Optional(t.String({ pattern: "^[0-9]{1,3}$", description: "Items per page, 1 to 100 (default 20)" })),
+  cursor: t.Optional(t.String({ minLength: 1, maxLength: 100, description: "The nextCursor of the previous page" })),
+});
+
+/** The 202 of a write sent with `Prefer: respond-async` (decisions §23). */
+export const SubmissionAcceptedModel = t.Object({
+  submissionId: t.String(),
+  state: t.Literal("pending"),
+  elapsed: t.Optional(t.String()),
 });
 
 /** identity-resolve: at most 100 strings of at most 10,240 characters (the MCP tool resolve_identities checks the same list). */
@@ -703,6 +740,11 @@ export type RouteDoc = {
    * `Idempotent-Replayed`, and the key's refusals (400, 409, 422) are added to `responses`.
    */
   readonly idempotent?: true | undefined;
+  /**
+   * A relay that honours `Prefer: respond-async` (decisions §23): the header is published, and its 202 with `Location`
+   * and the {@link SubmissionAcceptedModel} body is added to `responses`.
+   */
+  readonly respondAsync?: true | undefined;
   /** Each status the route can answer; `mediaType`: an answer that is not JSON (the OAuth pages are text/html). */
   readonly responses: Readonly<Record<number, { description: string; schema?: TSchema | undefined; mediaType?: "text/html" | undefined }>>;
 };

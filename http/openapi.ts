@@ -1,5 +1,5 @@
 import { type CachePolicy, describeCacheControl, ERROR_SECONDS, isRevalidated } from "./http_cache.ts";
-import type { RouteAuth, RouteDoc } from "./models.ts";
+import { type RouteAuth, type RouteDoc, SubmissionAcceptedModel } from "./models.ts";
 import { SESSION_COOKIE } from "./routes/session.ts";
 
 /**
@@ -87,6 +87,16 @@ const IDEMPOTENCY_KEY = {
   schema: { type: "string", minLength: 1, maxLength: 257 },
 } as const;
 
+/** A relay's preference for an answer before its transaction is mined (RFC 7240, decisions §23). */
+const PREFER = {
+  name: "Prefer",
+  in: "header",
+  required: false,
+  description:
+    "respond-async: once the request's checks passed and its submission is recorded, 202 {submissionId, state} with Location: /v1/submissions/{id}; poll there for the outcome. A request its checks refuse gets the same answer as without it",
+  schema: { type: "string" },
+} as const;
+
 /** What a write that takes an idempotency key may answer besides its own statuses. */
 const IDEMPOTENCY_REFUSALS: Readonly<Record<number, string>> = {
   400: "INVALID_INPUT: an Idempotency-Key that is empty, longer than 255 characters or not printable ASCII",
@@ -97,6 +107,9 @@ const IDEMPOTENCY_REFUSALS: Readonly<Record<number, string>> = {
 /** The statuses of a route, with an idempotent write's refusals merged in (decisions §23). */
 function statusesOf(doc: RouteDoc): Array<readonly [number, RouteDoc["responses"][number]]> {
   const responses: Record<number, RouteDoc["responses"][number]> = { ...doc.responses };
+  if (doc.respondAsync) {
+    responses[202] = { description: "Accepted (Prefer: respond-async): the submission is recorded and on its way; Location: /v1/submissions/{id}, Preference-Applied: respond-async", schema: SubmissionAcceptedModel };
+  }
   if (doc.idempotent) {
     const errorSchema = (doc.responses[400] ?? doc.responses[409] ?? doc.responses[413])?.schema;
     for (const [status, description] of Object.entries(IDEMPOTENCY_REFUSALS)) {
@@ -129,6 +142,7 @@ function responsesOf(doc: RouteDoc): Record<string, unknown> {
     if (doc.idempotent && status !== 429) {
       headers["Idempotent-Replayed"] = { description: "true when this is the stored answer of an earlier request with the same Idempotency-Key", schema: STRING };
     }
+    if (status === 202 && doc.respondAsync) headers.Location = { description: "/v1/submissions/{id}: where the outcome is polled", schema: STRING };
     if (revalidated && status === 200) headers.ETag = { description: "A strong entity tag of the answer's bytes (SHA-256, base64url)", schema: STRING };
     responses[status] = r.mediaType !== undefined
       ? { description: r.description, headers, content: { [r.mediaType]: { schema: { type: "string" } } } }
@@ -166,7 +180,7 @@ export function buildOpenApi(docs: readonly RouteDoc[], info: { title: string; v
         responses: responsesOf(doc),
       };
       if (doc.method === "get" && isRevalidated(doc.cache)) operation.parameters = [IF_NONE_MATCH];
-      if (doc.idempotent) operation.parameters = [IDEMPOTENCY_KEY];
+      if (doc.idempotent) operation.parameters = doc.respondAsync ? [IDEMPOTENCY_KEY, PREFER] : [IDEMPOTENCY_KEY];
       const query = (doc.request?.query ?? doc.query) as { properties?: Record<string, unknown>; required?: string[] } | undefined;
       if (query) {
         // The query model's own property schemas, by reference: what the route validates is what is published.

@@ -220,6 +220,7 @@ function everyRouteApp() {
     subjects: { sessions, subjects: stub("subjects") as never },
     privateRelay: { sessions, relay: fn("relay") as never, readNonce: createReadNonce(eas), chainName: "x", chainId: eas.chainId, easAddress: eas.easAddress },
     subscriptions: { sessions, gate: { offers: () => false, handle: fn("gate.handle"), terms: fn("gate.terms") } as never, payments: stub("payments") as never, ledger, plans, clock },
+    submissions: { sessions, status: { read: fn("submissions.read"), list: fn("submissions.list") } as never },
     didDocument: { "@context": ["https://www.w3.org/ns/did/v1"], id: "did:web:localhost", verificationMethod: [], assertionMethod: [] },
     signingKeys: { caller: () => Promise.resolve({ ok: false, code: "UNAUTHENTICATED", message: "No session" }) as never, keys: stub("keys") as never },
     keyStatus: { keyStatus: fn("keyStatus") as never, clientRate: { take: () => ({ allowed: true }) } as never, maxInFlight: 1 },

@@ -667,7 +667,9 @@ export function fakeSubmissionRecords() {
   type Outcome = import("./submission_records.ts").SubmissionOutcome;
   const records = new Map<string, Rec>();
   const settle = (record: Rec, outcome: Outcome, nowMs: number) => {
-    if (record.outcome === null) records.set(record.id, { ...record, outcome, updatedAtMs: nowMs });
+    if (record.outcome !== null) return false;
+    records.set(record.id, { ...record, outcome, updatedAtMs: nowMs });
+    return true;
   };
   const store = {
     records,
@@ -685,12 +687,10 @@ export function fakeSubmissionRecords() {
     },
     settle(id: string, outcome: Outcome, nowMs: number) {
       const record = records.get(id);
-      if (record !== undefined) settle(record, outcome, nowMs);
-      return Promise.resolve();
+      return Promise.resolve(record !== undefined && settle(record, outcome, nowMs));
     },
     settleRef(ref: string, outcome: Outcome, nowMs: number) {
-      for (const record of [...records.values()]) if (record.ref === ref) settle(record, outcome, nowMs);
-      return Promise.resolve();
+      return Promise.resolve([...records.values()].filter((record) => record.ref === ref && settle(record, outcome, nowMs)).map((r) => r.id));
     },
     prune(beforeMs: number) {
       let gone = 0;

@@ -26,10 +26,10 @@ export interface SubmissionRecordStore {
   readonly find: (id: string) => Promise<SubmissionRecord | undefined>;
   /** A scope's submissions, newest first, from after `after`. */
   readonly list: (scope: string, page: { readonly limit: number; readonly after?: SubmissionCursor | undefined }) => Promise<SubmissionRecord[]>;
-  /** Keeps the outcome of a submission still open (a settled one keeps its first). */
-  readonly settle: (id: string, outcome: SubmissionOutcome, nowMs: number) => Promise<void>;
-  /** Keeps the outcome of every open submission of one replay record (the reconciler settles by record). */
-  readonly settleRef: (ref: string, outcome: SubmissionOutcome, nowMs: number) => Promise<void>;
+  /** Keeps the outcome of a submission still open (a settled one keeps its first); true when this settled it. */
+  readonly settle: (id: string, outcome: SubmissionOutcome, nowMs: number) => Promise<boolean>;
+  /** Keeps the outcome of every open submission of one replay record (the reconciler settles by record); their ids. */
+  readonly settleRef: (ref: string, outcome: SubmissionOutcome, nowMs: number) => Promise<string[]>;
   /** Drops settled submissions created before `beforeMs`; returns how many. */
   readonly prune: (beforeMs: number) => Promise<number>;
 }

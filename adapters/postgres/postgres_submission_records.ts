@@ -27,15 +27,17 @@ export function createPostgresSubmissionRecords(sql: SQL): SubmissionRecordStore
     },
     async settle(id, outcome, nowMs) {
       const [state, txHash, uid, blockNumber, error, feeBumps] = outcomeValues(outcome);
-      await sql`UPDATE submission_records SET state = ${state}, tx_hash = ${txHash}, uid = ${uid}, block_number = ${blockNumber},
+      const rows = await sql`UPDATE submission_records SET state = ${state}, tx_hash = ${txHash}, uid = ${uid}, block_number = ${blockNumber},
                   error = ${error}, fee_bumps = ${feeBumps}, updated_at_ms = ${nowMs}
-                WHERE id = ${id} AND state = 'open'`;
+                WHERE id = ${id} AND state = 'open' RETURNING id`;
+      return rows.length === 1;
     },
     async settleRef(ref, outcome, nowMs) {
       const [state, txHash, uid, blockNumber, error, feeBumps] = outcomeValues(outcome);
-      await sql`UPDATE submission_records SET state = ${state}, tx_hash = ${txHash}, uid = ${uid}, block_number = ${blockNumber},
+      const rows = await sql`UPDATE submission_records SET state = ${state}, tx_hash = ${txHash}, uid = ${uid}, block_number = ${blockNumber},
                   error = ${error}, fee_bumps = ${feeBumps}, updated_at_ms = ${nowMs}
-                WHERE ref = ${ref} AND state = 'open'`;
+                WHERE ref = ${ref} AND state = 'open' RETURNING id` as { id: string }[];
+      return rows.map((row) => String(row.id));
     },
     async prune(beforeMs) {
       return (await sql`DELETE FROM submission_records WHERE created_at_ms < ${beforeMs} AND state <> 'open' RETURNING id`).length;

@@ -51,11 +51,11 @@ export function createSqliteSubmissionRecords(db: Database): SubmissionRecordSto
     `SELECT * FROM submission_records WHERE scope = ? AND (created_at_ms < ? OR (created_at_ms = ? AND id < ?))
      ORDER BY created_at_ms DESC, id DESC LIMIT ?`,
   );
-  const settle = db.query(
-    "UPDATE submission_records SET state = ?, tx_hash = ?, uid = ?, block_number = ?, error = ?, fee_bumps = ?, updated_at_ms = ? WHERE id = ? AND state = 'open'",
+  const settle = db.query<{ id: string }, (string | number | null)[]>(
+    "UPDATE submission_records SET state = ?, tx_hash = ?, uid = ?, block_number = ?, error = ?, fee_bumps = ?, updated_at_ms = ? WHERE id = ? AND state = 'open' RETURNING id",
   );
-  const settleRef = db.query(
-    "UPDATE submission_records SET state = ?, tx_hash = ?, uid = ?, block_number = ?, error = ?, fee_bumps = ?, updated_at_ms = ? WHERE ref = ? AND state = 'open'",
+  const settleRef = db.query<{ id: string }, (string | number | null)[]>(
+    "UPDATE submission_records SET state = ?, tx_hash = ?, uid = ?, block_number = ?, error = ?, fee_bumps = ?, updated_at_ms = ? WHERE ref = ? AND state = 'open' RETURNING id",
   );
   const prune = db.query("DELETE FROM submission_records WHERE created_at_ms < ? AND state <> 'open'");
   return {
@@ -73,14 +73,8 @@ export function createSqliteSubmissionRecords(db: Database): SubmissionRecordSto
         : after.all(scope, page.after.createdAtMs, page.after.createdAtMs, page.after.id, page.limit);
       return Promise.resolve(rows.map(toSubmissionRecord));
     },
-    settle(id, outcome, nowMs) {
-      settle.run(...outcomeValues(outcome), nowMs, id);
-      return Promise.resolve();
-    },
-    settleRef(ref, outcome, nowMs) {
-      settleRef.run(...outcomeValues(outcome), nowMs, ref);
-      return Promise.resolve();
-    },
+    settle: (id, outcome, nowMs) => Promise.resolve(settle.all(...outcomeValues(outcome), nowMs, id).length === 1),
+    settleRef: (ref, outcome, nowMs) => Promise.resolve(settleRef.all(...outcomeValues(outcome), nowMs, ref).map((row) => row.id)),
     prune: (beforeMs) => Promise.resolve(prune.run(beforeMs).changes),
   };
 }

@@ -10,4 +10,4 @@ export {
   type SubmissionStatusDeps,
   type SubmissionView,
 } from "./submission_status.ts";
-export { createSubmissionTracker, type RelayResult, type SubmissionTracker, type SubmissionTrackerDeps, trackedBook } from "./submission_tracker.ts";
+export { createSubmissionTracker, type RelayResult, type SubmissionSettled, type SubmissionTracker, type SubmissionTrackerDeps, trackedBook } from "./submission_tracker.ts";

@@ -17,7 +17,15 @@ export type SubmissionTrackerDeps = {
   readonly random: Random;
   readonly clock: Clock;
   readonly replacements?: TxReplacementStore | undefined;
+  /**
+   * The seam of the `submission.settled` event (decisions §22, §23): called once per submission when its outcome is
+   * kept, by the relay or by the reconciler. TODO(webhooks issue): emit `submission.settled` here; absent until then.
+   */
+  readonly onSettled?: SubmissionSettled | undefined;
 };
+
+/** A submission whose outcome was just kept: what `submission.settled` will carry. */
+export type SubmissionSettled = (event: { readonly submissionId: string; readonly outcome: SubmissionOutcome }) => Promise<void>;
 
 const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
 
@@ -41,7 +49,7 @@ export function createSubmissionTracker(deps: SubmissionTrackerDeps) {
       const outcome: SubmissionOutcome = result.ok
         ? { state: "mined", txHash: result.value.txHash, uid: result.value.uid, blockNumber: result.value.blockNumber, feeBumps }
         : { state: "failed", txHash: result.details !== undefined && TX_HASH.test(result.details) ? result.details : null, error: result.code, feeBumps };
-      await deps.records.settle(id, outcome, deps.clock.nowMs());
+      if (await deps.records.settle(id, outcome, deps.clock.nowMs())) await deps.onSettled?.({ submissionId: id, outcome });
     },
   };
 }
@@ -56,7 +64,8 @@ export type SubmissionTracker = ReturnType<typeof createSubmissionTracker>;
 export function trackedBook(book: SubmissionBook, deps: Omit<SubmissionTrackerDeps, "random">): SubmissionBook {
   const keep = async (ref: string, outcome: (feeBumps: number) => SubmissionOutcome) => {
     const feeBumps = (await deps.replacements?.list(book.name, ref))?.length ?? 0;
-    await deps.records.settleRef(ref, outcome(feeBumps), deps.clock.nowMs());
+    const kept = outcome(feeBumps);
+    for (const submissionId of await deps.records.settleRef(ref, kept, deps.clock.nowMs())) await deps.onSettled?.({ submissionId, outcome: kept });
   };
   return {
     ...book,

@@ -122,3 +122,29 @@ describe("trackedBook()", () => {
     expect((await env.records.find(released))?.outcome).toMatchObject({ state: "failed", error: "SUBMISSION_FAILED" });
   });
 });
+
+describe("onSettled (the seam of submission.settled)", () => {
+  test("is called once per submission when its outcome is kept, by the relay or by the reconciler", async () => {
+    const records = fakeSubmissionRecords();
+    const replay = fakeReplayStore();
+    const clock = fakeClock();
+    const settled: string[] = [];
+    const onSettled = ({ submissionId, outcome }: { submissionId: string; outcome: { state: string } }) => {
+      settled.push(`${submissionId}:${outcome.state}`);
+      return Promise.resolve();
+    };
+    const tracker = createSubmissionTracker({ records, random: fakeRandom(), clock, onSettled });
+    const claim = (key: string) => replay.claim({ key, chainId: 1, attester: "0xa", nonce: BigInt(key.length), deadline: 2_000_000_000n, createdAtMs: 1 });
+    await claim("0xa1");
+    const a = await tracker.open("account:a", "0xa1");
+    await tracker.settle(a, "0xa1", { ok: false, code: "OUTCOME_UNKNOWN", details: tx(9).txHash });
+    await tracker.settle(a, "0xa1", { ok: true, value: { txHash: tx(9).txHash, uid: null, blockNumber: 3n } });
+    await tracker.settle(a, "0xa1", { ok: false, code: "SUBMISSION_FAILED" });
+    await claim("0xb22");
+    const b = await tracker.open("account:a", "0xb22");
+    const book = trackedBook(replayBook(replay), { records, clock, onSettled });
+    await book.reverted("0xb22", tx(8).txHash, 4n);
+    await book.reverted("0xb22", tx(8).txHash, 4n);
+    expect(settled).toEqual([`${a}:mined`, `${b}:failed`]);
+  });
+});

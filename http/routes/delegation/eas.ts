@@ -10,6 +10,7 @@ import { compileRequestCheck, queryOf, readBodyText, requestDetail } from "../re
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
 import type { Idempotency } from "../../../domain/idempotency/mod.ts";
 import { idempotent } from "../../idempotency.ts";
+import { acceptedAnswer, prefersAsync, type RelayTracking, trackedRelay } from "./_tracking.ts";
 
 /** What the EAS routes need. */
 export type EasRoutesDeps = {
@@ -23,6 +24,8 @@ export type EasRoutesDeps = {
   readonly clientAddress?: ClientAddressOf | undefined;
   /** Idempotency keys of writes (decisions §23), per client address here; absent: `Idempotency-Key` is ignored. */
   readonly idempotency?: Idempotency | undefined;
+  /** Submission records (decisions §23): answers carry `submissionId`, `Prefer: respond-async` is honoured. */
+  readonly tracking?: RelayTracking | undefined;
 };
 
 /** The paths of the nonce route. */
@@ -50,8 +53,8 @@ const delegatedBody = compileRequestCheck(REQUEST_MODELS.delegatedAttest.body, {
 
 /** The nonce and delegated-attest routes, under their backend and gateway paths. */
 export function easRoutes(deps: EasRoutesDeps) {
-  const failure = (started: number, code: string, message: string, details?: string, status = statusOf(code)) =>
-    json({ ...errorBody(code, message, details), elapsed: elapsedSince(started) }, status);
+  const failure = (started: number, code: string, message: string, details?: string, status = statusOf(code), extra: Record<string, unknown> = {}) =>
+    json({ ...errorBody(code, message, details), ...extra, elapsed: elapsedSince(started) }, status);
   const internalError = (started: number, route: string, error: unknown) => {
     deps.log.error(`${route}_error`, { error: error instanceof Error ? error.message : String(error) });
     return failure(started, "INTERNAL_ERROR", "Internal error");
@@ -81,7 +84,7 @@ export function easRoutes(deps: EasRoutesDeps) {
     try {
       const clientKey = clientKeyOf(deps.clientAddress?.(request));
       // The public relay has no account: a key belongs to the client address (decisions §23).
-      return await idempotent(deps.idempotency, request, { scope: `client:${clientKey}`, body }, () => attest(started, body, clientKey), (code, message, headers) => {
+      return await idempotent(deps.idempotency, request, { scope: `client:${clientKey}`, body }, () => attest(started, request, body, clientKey), (code, message, headers) => {
         const answer = failure(started, code, message);
         for (const [name, value] of Object.entries(headers ?? {})) answer.headers.set(name, value);
         return answer;
@@ -91,14 +94,18 @@ export function easRoutes(deps: EasRoutesDeps) {
     }
   };
 
-  const attest = async (started: number, body: unknown, clientKey: string) => {
+  const attest = async (started: number, request: Request, body: unknown, clientKey: string) => {
     const parsed = delegatedBody.readJson(body);
     if (!parsed.ok) return failure(started, parsed.code, parsed.message);
-    const result = await deps.delegatedAttest(parsed.value, { clientKey });
+    const tracked = await trackedRelay(deps.tracking, { scope: `client:${clientKey}`, async: prefersAsync(request) }, (onSubmitting) =>
+      deps.delegatedAttest(parsed.value, { clientKey, onSubmitting }));
+    if (tracked.kind === "accepted") return acceptedAnswer(tracked.submissionId, { elapsed: elapsedSince(started) });
+    const { result, submissionId } = tracked;
+    const withId = submissionId === undefined ? {} : { submissionId };
     if (!result.ok) {
       if (statusOf(result.code) >= 500) deps.log.warn("delegated_attest_failed", { code: result.code });
       // A wallet that cannot pay is the service's own state, not a failed submission: 503 (decisions §15).
-      const answer = failure(started, result.code, result.message, result.details, result.unavailable ? 503 : statusOf(result.code));
+      const answer = failure(started, result.code, result.message, result.details, result.unavailable ? 503 : statusOf(result.code), withId);
       if (result.retryAfterSeconds !== undefined) answer.headers.set("retry-after", String(result.retryAfterSeconds));
       return answer;
     }
@@ -109,6 +116,7 @@ export function easRoutes(deps: EasRoutesDeps) {
       uid: result.value.uid,
       blockNumber: Number(result.value.blockNumber),
       chain: deps.chainName,
+      ...withId,
       elapsed: elapsedSince(started),
     });
   };

@@ -13,6 +13,7 @@ import type { Idempotency } from "../../../domain/idempotency/mod.ts";
 import { clientKeyOf } from "../../../domain/sessions/mod.ts";
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
 import { idempotent } from "../../idempotency.ts";
+import { acceptedAnswer, prefersAsync, type RelayTracking, trackedRelay } from "./_tracking.ts";
 
 /** What the private relay's routes need. */
 export type PrivateRelayRoutesDeps = {
@@ -31,12 +32,14 @@ export type PrivateRelayRoutesDeps = {
   readonly idempotency?: Idempotency | undefined;
   /** The client address of a request: whose keys an x402 payer's are, as it has no account. */
   readonly clientAddress?: ClientAddressOf | undefined;
+  /** Submission records (decisions §23): answers carry `submissionId`, `Prefer: respond-async` is honoured. */
+  readonly tracking?: RelayTracking | undefined;
 };
 
 /** `GET /api/private/relay/eas/nonce` and `POST /api/private/relay/eas/delegated-attest` (decisions §12), session required. */
 export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
-  const failure = (result: { code: string; message: string; details?: string | undefined; status?: number; unavailable?: true; retryAfterSeconds?: number }) => {
-    const answer = json(errorBody(result.code, result.message, result.details), result.status ?? (result.unavailable ? 503 : statusOf(result.code)));
+  const failure = (result: { code: string; message: string; details?: string | undefined; status?: number; unavailable?: true; retryAfterSeconds?: number }, extra: Record<string, unknown> = {}) => {
+    const answer = json({ ...errorBody(result.code, result.message, result.details), ...extra }, result.status ?? (result.unavailable ? 503 : statusOf(result.code)));
     if (result.retryAfterSeconds !== undefined) answer.headers.set("retry-after", String(result.retryAfterSeconds));
     return answer;
   };
@@ -64,7 +67,8 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
         const auth = await authenticateRequest(request, deps, "relay:write");
         if (auth.ok) {
           const account = auth.caller.account;
-          return await idempotent(deps.idempotency, request, { scope: `account:${account.id}`, body }, () => attest(parsed.value, account));
+          const scope = `account:${account.id}`;
+          return await idempotent(deps.idempotency, request, { scope, body }, () => attest(parsed.value, account, { scope, async: prefersAsync(request) }));
         }
         const gate = deps.payments;
         if (!auth.carried && gate?.offers("relay")) {
@@ -93,17 +97,21 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
 
   function paidAttest(request: Request, body: unknown): Promise<Response> {
     return deps.payments!.handle(request, "relay", async ({ payer }) => {
-      const response = await attest(body, { kind: "x402", address: payer });
+      // Paid work is settled after it is done: an x402 request is answered when its write is, whatever it prefers.
+      const response = await attest(body, { kind: "x402", address: payer }, { scope: paidWrite(request, body).scope, async: false });
       const answer = await response.clone().json() as { txHash?: string; code?: string };
       return { response, ref: answer.txHash, unknown: answer.code === "OUTCOME_UNKNOWN" };
     });
   }
 
-  async function attest(body: unknown, caller: Parameters<PrivateRelay>[1]): Promise<Response> {
-    const result = await deps.relay(body, caller);
+  async function attest(body: unknown, caller: Parameters<PrivateRelay>[1], tracking: { scope: string; async: boolean }): Promise<Response> {
+    const tracked = await trackedRelay(deps.tracking, tracking, (onSubmitting) => deps.relay(body, caller, { onSubmitting }));
+    if (tracked.kind === "accepted") return acceptedAnswer(tracked.submissionId);
+    const { result, submissionId } = tracked;
+    const withId = submissionId === undefined ? {} : { submissionId };
     if (!result.ok) {
       if (statusOf(result.code) >= 500) deps.log.warn("relay_delegated_attest_failed", { code: result.code });
-      return failure(result);
+      return failure(result, withId);
     }
     deps.log.info("relay_delegated_attest", { accountId: "kind" in caller ? `x402:${caller.address}` : caller.id, txHash: result.value.txHash, uid: result.value.uid });
     return json({
@@ -112,6 +120,7 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
       uid: result.value.uid,
       blockNumber: Number(result.value.blockNumber),
       chain: deps.chainName,
+      ...withId,
     });
   }
 }

@@ -1,0 +1,64 @@
+import type { RelayResult, SubmissionTracker } from "../../../domain/submissions/mod.ts";
+import type { Logger } from "../../../ports/logger.ts";
+import { json } from "../../errors.ts";
+
+/** Where a submission is read (decisions §23). */
+export const SUBMISSION_PATH = "/v1/submissions";
+
+/** How the relays track their submissions; absent: answers carry no `submissionId`. */
+export type RelayTracking = { readonly tracker: SubmissionTracker; readonly log: Logger };
+
+/** What a tracked relay request came to. */
+export type Tracked<R> =
+  /** `Prefer: respond-async` and the submission was recorded: answer 202 now; the rest runs on. */
+  | { readonly kind: "accepted"; readonly submissionId: string }
+  /** The relay answered; `submissionId` once a transaction was handed to the chain. */
+  | { readonly kind: "answered"; readonly result: R; readonly submissionId: string | undefined };
+
+/** Whether a request asks to be answered before its work is done (RFC 7240 `Prefer: respond-async`). */
+export function prefersAsync(request: Request): boolean {
+  return /(^|[,\s])respond-async\s*(?=[,;]|$)/i.test(request.headers.get("prefer") ?? "");
+}
+
+/**
+ * Runs one relay request under its submission's record (decisions §23): the record is opened when the relay hands
+ * the transaction to the chain (every check passed, the signature recorded), and keeps the relay's outcome. With
+ * `async`, the answer is given as soon as the record exists, and the relay runs on; a request refused by its
+ * checks is answered as without it.
+ */
+export async function trackedRelay<R extends RelayResult>(
+  tracking: RelayTracking | undefined,
+  { scope, async }: { readonly scope: string; readonly async: boolean },
+  run: (onSubmitting: ((key: string) => Promise<void>) | undefined) => Promise<R>,
+): Promise<Tracked<R>> {
+  if (tracking === undefined) return { kind: "answered", result: await run(undefined), submissionId: undefined };
+  let opened: { id: string; ref: string } | undefined;
+  let signal = () => {};
+  const recorded = new Promise<void>((resolve) => (signal = resolve));
+  const onSubmitting = async (key: string) => {
+    opened = { id: await tracking.tracker.open(scope, key), ref: key };
+    signal();
+  };
+  const work = run(onSubmitting).then(async (result) => {
+    // Kept here (or by the reconciler): the tracker's onSettled is where `submission.settled` will be emitted.
+    if (opened !== undefined) await tracking.tracker.settle(opened.id, opened.ref, result);
+    return result;
+  });
+  if (!async) {
+    const result = await work;
+    return { kind: "answered", result, submissionId: opened?.id };
+  }
+  const first = await Promise.race([work.then((result) => ({ result })), recorded.then(() => undefined)]);
+  if (first !== undefined) return { kind: "answered", result: first.result, submissionId: opened?.id };
+  work.catch((error: unknown) =>
+    tracking.log.error("relay_async_error", { submissionId: opened?.id, error: error instanceof Error ? error.message : String(error) }));
+  return { kind: "accepted", submissionId: opened!.id };
+}
+
+/** The 202 of an asynchronous write: where to poll for its outcome. */
+export function acceptedAnswer(submissionId: string, extra: Record<string, unknown> = {}): Response {
+  return json({ submissionId, state: "pending", ...extra }, 202, {
+    location: `${SUBMISSION_PATH}/${submissionId}`,
+    "preference-applied": "respond-async",
+  });
+}

@@ -1,0 +1,51 @@
+import { Elysia } from "elysia";
+import { isSubmissionId, type SubmissionStatus } from "../../domain/submissions/mod.ts";
+import type { Sessions } from "../../domain/sessions/mod.ts";
+import type { Logger } from "../../ports/logger.ts";
+import { authenticateRequest, type BearerAccess } from "../credentials.ts";
+import { errorBody, json, statusOf } from "../errors.ts";
+import { queryOf } from "./request.ts";
+
+/** What the submission routes need. */
+export type SubmissionRoutesDeps = {
+  readonly status: SubmissionStatus;
+  readonly sessions: Sessions;
+  readonly log: Logger;
+  /** OAuth access tokens with `relay:write` (decisions §19); absent: sessions only. */
+  readonly bearer?: BearerAccess | undefined;
+};
+
+/** The path of the account's list. */
+export const SUBMISSION_LIST_PATH = "/api/private/relay/submissions";
+
+/**
+ * `GET /v1/submissions/:id` (anyone holding the unguessable id, decisions §23) and `GET /api/private/relay/submissions`
+ * (the signed-in account's, newest first, `limit` 1–100 and `cursor`).
+ */
+export function submissionRoutes(deps: SubmissionRoutesDeps) {
+  const failure = (result: { code: string; message: string }) => json(errorBody(result.code, result.message), statusOf(result.code));
+  const guarded = <T>(name: string, run: () => Promise<T>) =>
+    run().catch((error: unknown) => {
+      deps.log.error(`${name}_error`, { error: error instanceof Error ? error.message : String(error) });
+      return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
+    });
+  return new Elysia({ name: "submission-routes" })
+    .get("/v1/submissions/:id", ({ params }) =>
+      guarded("submission", async () => {
+        // An id of another shape names no submission: answered without a lookup.
+        if (!isSubmissionId(params.id)) return failure({ code: "NOT_FOUND", message: "Submission not found" });
+        const found = await deps.status.read(params.id);
+        return found.ok ? json(found.value) : failure(found);
+      }))
+    .get(SUBMISSION_LIST_PATH, ({ request }) =>
+      guarded("submission_list", async () => {
+        const auth = await authenticateRequest(request, deps, "relay:write");
+        if (!auth.ok) return auth.response();
+        const query = queryOf(request.url);
+        const { limit, cursor } = query;
+        if (Array.isArray(limit) || Array.isArray(cursor)) return failure({ code: "INVALID_INPUT", message: "limit and cursor may each be given once" });
+        if (limit !== undefined && !/^[0-9]{1,3}$/.test(limit)) return failure({ code: "INVALID_INPUT", message: "limit must be an integer from 1 to 100" });
+        const page = await deps.status.list(`account:${auth.caller.account.id}`, { limit: limit === undefined ? undefined : Number(limit), cursor });
+        return page.ok ? json(page.value) : failure(page);
+      }));
+}

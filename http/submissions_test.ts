@@ -1,0 +1,119 @@
+import { describe, expect, test } from "bun:test";
+import { privateKeyToAccount } from "viem/accounts";
+import { buildAttestTypedData, type DelegatedAttest, ZERO_UID } from "../domain/delegation/mod.ts";
+import { createIdempotency } from "../domain/idempotency/mod.ts";
+import { fail, ok } from "../domain/result.ts";
+import { createSubmissionStatus, createSubmissionTracker } from "../domain/submissions/mod.ts";
+import { fakeClock, fakeEasReader, fakeIdempotencyStore, fakeRandom, fakeReplayStore, fakeSubmissionRecords } from "../ports/fakes.ts";
+import { createApp } from "./app.ts";
+import { minimalAppDeps } from "./testing.ts";
+
+const account = privateKeyToAccount("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
+const SCHEMA = "0x7ab3911527e5e47eaab9f5a2c571060026532dde8cb4398185553053963b2a47";
+const TX = `0x${"ab".repeat(32)}`;
+const UID = `0x${"cd".repeat(32)}`;
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+
+async function signedBody() {
+  const eas = fakeEasReader();
+  const message = {
+    attester: account.address, schema: SCHEMA as `0x${string}`, recipient: "0x173a347faed486bb69081ef673c6e52c03f57f3e" as `0x${string}`,
+    expirationTime: 0n, revocable: false, refUID: ZERO_UID, data: "0x1234" as `0x${string}`, value: 0n, nonce: 0n,
+    deadline: BigInt(Math.floor(Date.now() / 1000) + 3600),
+  };
+  const typedData = buildAttestTypedData(eas, message);
+  const signature = await account.signTypedData(typedData);
+  const strings = JSON.parse(JSON.stringify(message, (_k, v) => (typeof v === "bigint" ? v.toString() : v)));
+  return JSON.stringify({ attester: account.address, signature, prepared: { delegatedRequest: strings, typedData: { ...typedData, message: strings } } });
+}
+
+/**
+ * The public relay over a use case that, unless it refuses, records its submission (a replay claim, then the hook) and
+ * waits for `mine()` before answering, as a real send waits for its receipt.
+ */
+function setup(refusal?: ReturnType<typeof fail>) {
+  const replay = fakeReplayStore();
+  const records = fakeSubmissionRecords();
+  const clock = fakeClock();
+  let mine = () => {};
+  let submitted = 0;
+  const delegatedAttest: DelegatedAttest = async (_body, caller) => {
+    if (refusal !== undefined) return refusal as never;
+    const key = `0x${"11".repeat(65)}`;
+    await replay.claim({ key, chainId: 1, attester: "0xa", nonce: 0n, deadline: 2_000_000_000n, createdAtMs: 1 });
+    await caller?.onSubmitting?.(key);
+    submitted++;
+    await new Promise<void>((resolve) => (mine = resolve));
+    await replay.finish(key, { state: "mined", txHash: TX, uid: UID, blockNumber: 5n });
+    return ok({ txHash: TX as `0x${string}`, uid: UID as `0x${string}`, blockNumber: 5n });
+  };
+  const app = createApp({
+    ...minimalAppDeps(),
+    delegatedAttest,
+    idempotency: createIdempotency({ store: fakeIdempotencyStore(), clock }),
+    tracking: { tracker: createSubmissionTracker({ records, random: fakeRandom(), clock }), log: quiet },
+    submissions: {
+      status: createSubmissionStatus({ records, replay, head: () => Promise.resolve(5n), confirmations: 1 }),
+      sessions: { authenticate: () => Promise.resolve(fail("UNAUTHENTICATED", "No session")) } as never,
+    },
+  });
+  const post = (body: string, headers: Record<string, string> = {}) =>
+    app.handle(new Request("http://localhost/v1/delegated-attest", { method: "POST", headers: { "content-type": "application/json", ...headers }, body }));
+  const get = (path: string) => app.handle(new Request(`http://localhost${path}`));
+  return { post, get, mine: () => mine(), submitted: () => submitted };
+}
+
+describe("relay submissions over HTTP (decisions §23)", () => {
+  test("a relay answer carries submissionId, and GET /v1/submissions/{id} shows it confirmed", async () => {
+    const env = setup();
+    const answer = env.post(await signedBody());
+    while (env.submitted() === 0) await Bun.sleep(1);
+    env.mine();
+    const res = await answer;
+    const body = await res.json() as { submissionId: string; uid: string };
+    expect(res.status).toBe(200);
+    expect(body.submissionId).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    const read = await env.get(`/v1/submissions/${body.submissionId}`);
+    expect(read.headers.get("cache-control")).toBe("no-store");
+    expect(await read.json()).toMatchObject({ submissionId: body.submissionId, state: "confirmed", txHash: TX, uid: UID, blockNumber: 5, confirmations: 1, feeBumps: 0 });
+  });
+
+  test("Prefer: respond-async answers 202 with Location once the submission is recorded; the outcome is polled there; a retry with the key replays the 202", async () => {
+    const env = setup();
+    const body = await signedBody();
+    const headers = { prefer: "respond-async", "idempotency-key": "async-1" };
+    const accepted = await env.post(body, headers);
+    expect(accepted.status).toBe(202);
+    expect(accepted.headers.get("preference-applied")).toBe("respond-async");
+    const { submissionId, state } = await accepted.json() as { submissionId: string; state: string };
+    expect(state).toBe("pending");
+    expect(accepted.headers.get("location")).toBe(`/v1/submissions/${submissionId}`);
+    expect(await (await env.get(`/v1/submissions/${submissionId}`)).json()).toMatchObject({ state: "pending" });
+    const again = await env.post(body, headers);
+    expect([again.status, again.headers.get("idempotent-replayed"), again.headers.get("location")]).toEqual([202, "true", `/v1/submissions/${submissionId}`]);
+    env.mine();
+    let polled: { state: string } = { state: "pending" };
+    for (let tries = 0; tries < 1_000 && polled.state === "pending"; tries++) {
+      polled = await (await env.get(`/v1/submissions/${submissionId}`)).json() as { state: string };
+      if (polled.state === "pending") await Bun.sleep(1);
+    }
+    expect(polled).toMatchObject({ state: "confirmed", uid: UID });
+    expect(env.submitted()).toBe(1);
+  });
+
+  test("a request its checks refuse gets the same 4xx with Prefer: respond-async, and no submission", async () => {
+    const env = setup(fail("SCHEMA_NOT_SUBSIDIZED", "Schema not eligible for gas subsidy"));
+    const res = await env.post(await signedBody(), { prefer: "respond-async" });
+    const body = await res.json() as Record<string, unknown>;
+    expect([res.status, body.code, body.submissionId]).toEqual([403, "SCHEMA_NOT_SUBSIDIZED", undefined]);
+  });
+
+  test("an unknown or malformed id is 404 NOT_FOUND; the account's list needs a credential", async () => {
+    const env = setup();
+    for (const id of ["AAAAAAAAAAAAAAAAAAAAAA", "short", "x".repeat(300)]) {
+      const res = await env.get(`/v1/submissions/${id}`);
+      expect([res.status, ((await res.json()) as { code: string }).code]).toEqual([404, "NOT_FOUND"]);
+    }
+    expect((await env.get("/api/private/relay/submissions")).status).toBe(401);
+  });
+});
