@@ -64,7 +64,11 @@ describe("a transaction stuck under a fee spike", () => {
 
     await rpc("evm_setAutomine", [false]);
     const minedBefore = await chain.getTransactionCount({ address: delegate });
-    const answer = fetch(`${first.url}/v1/delegated-attest`, { method: "POST", headers: { "content-type": "application/json" }, body }).catch(() => undefined);
+    // Asked to answer at once (decisions §23): the 202 names the submission, whose state the next starts show.
+    const accepted = await fetch(`${first.url}/v1/delegated-attest`, { method: "POST", headers: { "content-type": "application/json", prefer: "respond-async" }, body });
+    expect(accepted.status).toBe(202);
+    const { submissionId } = await accepted.json() as { submissionId: string };
+    const submission = async (url: string) => await (await fetch(`${url}/v1/submissions/${submissionId}`)).json() as Record<string, unknown>;
     let pending: Hex | undefined;
     // Until the service's transaction is in the pool, however long a loaded machine takes (the test's limit stops a
     // broken run).
@@ -77,7 +81,6 @@ describe("a transaction stuck under a fee spike", () => {
     const original = await chain.getTransaction({ hash: pending! });
     first.proc.kill("SIGKILL");
     await first.proc.exited;
-    await answer;
     // The spike: the next block's base fee is ten times the transaction's cap, so no block will take it.
     await rpc("anvil_setNextBlockBaseFeePerGas", [`0x${(original.maxFeePerGas! * 10n).toString(16)}`]);
     await Bun.sleep(1_100);
@@ -88,6 +91,11 @@ describe("a transaction stuck under a fee spike", () => {
     const ours = pool.transactions.filter((t) => t.from.toLowerCase() === delegate.toLowerCase());
     expect(ours).toHaveLength(1);
     expect(ours[0]!.hash).not.toBe(pending);
+    // Replaced: the newest transaction is the one in the pool; every bump is counted (one, or more if the start's
+    // rounds outlasted FEE_BUMP_AFTER_SECONDS again).
+    const replaced = await submission(second.url);
+    expect([replaced.state, replaced.txHash]).toEqual(["replaced", ours[0]!.hash]);
+    expect(replaced.feeBumps as number).toBeGreaterThanOrEqual(1);
     await rpc("evm_mine");
     await rpc("evm_setAutomine", [true]);
     expect(await chain.getTransactionCount({ address: delegate })).toBe(minedBefore + 1);
@@ -111,5 +119,10 @@ describe("a transaction stuck under a fee spike", () => {
     expect(replacement.hash).not.toBe(original.hash);
     expect(replacement.maxFeePerGas! * 8n >= original.maxFeePerGas! * 9n).toBe(true);
     expect(replacement.maxPriorityFeePerGas! * 8n >= original.maxPriorityFeePerGas! * 9n).toBe(true);
+    // The submission ends mined with the replacement's hash and the uid, its fee bumps counted.
+    const settled = await submission(third.url);
+    expect(["mined", "confirmed"]).toContain(settled.state as string);
+    expect([settled.txHash, settled.uid]).toEqual([replacement.hash, duplicate.details]);
+    expect(settled.feeBumps as number).toBeGreaterThanOrEqual(1);
   });
 });
