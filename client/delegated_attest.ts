@@ -109,15 +109,28 @@ export type DelegatedAttestResult = {
   uid: HexString | null;
   blockNumber: number;
   chain: string;
+  /** The submission's id (decisions §23): `GET /v1/submissions/{id}`. */
+  submissionId?: string;
   elapsed: string;
 };
 
-/** Submits a signed prepared attestation; a non-2xx answer throws {@link AtsClientError} with the server's code. */
+/**
+ * Submits a signed prepared attestation; a non-2xx answer throws {@link AtsClientError} with the server's code. With
+ * `idempotencyKey` (decisions §23), a retry with the same key after a lost answer gets the first answer and writes
+ * nothing twice.
+ */
 export async function submitDelegatedAttestation(
   body: { prepared: PreparedDelegatedAttestation; signature: string; attester: string },
-  options: AtsClientOptions = {},
+  options: AtsClientOptions & { readonly idempotencyKey?: string | undefined } = {},
 ): Promise<DelegatedAttestResult> {
-  return await request<DelegatedAttestResult>("/v1/delegated-attest", body, options);
+  const { body: answer } = await requestJson<DelegatedAttestResult>("/v1/delegated-attest", {
+    baseUrl: options.baseUrl,
+    fetch: options.fetch,
+    method: "POST",
+    body,
+    headers: options.idempotencyKey === undefined ? {} : { "idempotency-key": options.idempotencyKey },
+  });
+  return answer;
 }
 
 /** Signs EIP-712 typed data, e.g. a viem account's `signTypedData`. */

@@ -9,6 +9,7 @@ export * from "./errors.ts";
 export { DEFAULT_BASE_URL, type JsonRequest, requestJson } from "./http.ts";
 export * from "./session.ts";
 export * from "./delegated_attest.ts";
+export * from "./submissions.ts";
 export * from "./trust_anchors.ts";
 export * from "./artifact_trust.ts";
 export * from "./api.ts";
