@@ -11,6 +11,7 @@ import type { WiredDiscovery, wireWitness } from "./discovery.ts";
 import type { Foundation } from "./foundation.ts";
 import type { WiredKeys } from "./keys.ts";
 import type { WiredLimits } from "./limits.ts";
+import type { WiredSubmissions } from "./submissions.ts";
 import type { WiredOAuth } from "./oauth.ts";
 
 /** The endpoint and its upkeep. */
@@ -27,6 +28,8 @@ export type McpCapabilities = {
   readonly oauth: WiredOAuth | undefined;
   /** The deployment's limits: new sessions per address and messages per session (decisions §21). */
   readonly limits: WiredLimits;
+  /** The writes' idempotency keys (decisions §23): the witness tool shares them with the routes. */
+  readonly submissions: Pick<WiredSubmissions, "idempotency">;
 };
 
 /**
@@ -55,6 +58,7 @@ export function wireMcp(config: Config, f: Foundation, c: McpCapabilities): Wire
       subscription: async (account) => await subscription(account) as unknown as Record<string, unknown>,
       metrics,
       log,
+      idempotency: c.submissions.idempotency,
     },
     sessions: storage.mcpSessions,
     maxSessions: config.mcp.maxSessions,

@@ -69,7 +69,7 @@ export async function startService(config: Config, options: StartServiceOptions 
     const delegation = wireDelegation(config, f, { accounts, limits });
     const keys = wireKeys(config, f, index, discovery, accounts);
     const oauth = await wireOAuth(config, f);
-    const mcp = wireMcp(config, f, { discovery, witness, artifactTrust, attestationList, accounts, keys, oauth, limits });
+    const mcp = wireMcp(config, f, { discovery, witness, artifactTrust, attestationList, accounts, keys, oauth, limits, submissions });
     wireGauges(config, f);
     const http = serveHttp(config, f, { discovery, witness, index, attestationList, artifactTrust, accounts, delegation, x402, oauth, keys, mcp, submissions });
     const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${http.port}`;

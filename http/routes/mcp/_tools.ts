@@ -7,6 +7,7 @@
 import { type Static, type TSchema, Type as t } from "@sinclair/typebox";
 import { type ArtifactTrust, INVALID_ARTIFACT_DID_MESSAGE } from "../../../domain/artifact_trust/mod.ts";
 import type { ControllerWitness, createControllerConfirm } from "../../../domain/discovery/mod.ts";
+import { type Idempotency, keepsAnswer, MAX_IDEMPOTENCY_KEY_LENGTH } from "../../../domain/idempotency/mod.ts";
 import { IdentifierList, identifierListRefusal, resolveIdentity } from "../../../domain/identity/mod.ts";
 import type { ListAttestations } from "../../../domain/index/mod.ts";
 import type { KeyStatus } from "../../../domain/keys/mod.ts";
@@ -16,7 +17,7 @@ import type { Account } from "../../../ports/accounts.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import type { Metrics } from "../../../ports/metrics.ts";
 import type { TrustAnchors } from "../../../ports/trust_anchors.ts";
-import { stringify } from "../../errors.ts";
+import { statusOf, stringify } from "../../errors.ts";
 import {
   ArtifactTrustRecordModel,
   AttestationPageModel,
@@ -51,7 +52,34 @@ export type McpToolDeps = {
   readonly subscription: (account: Account) => Promise<Record<string, unknown>>;
   readonly metrics?: Metrics | undefined;
   readonly log: Logger;
+  /** The writes' idempotency keys (decisions §23), shared with the HTTP routes' store; absent: `idempotencyKey` ignored. */
+  readonly idempotency?: Idempotency | undefined;
 };
+
+/**
+ * Runs a write tool under its idempotency key (decisions §23), as the HTTP routes run theirs: the outcome is kept as
+ * the route would answer it, and a retry with the same key and arguments gets it again.
+ */
+async function idempotentTool(
+  idempotency: Idempotency | undefined,
+  request: { readonly scope: string; readonly key: string | undefined; readonly tool: string; readonly args: unknown },
+  run: () => Promise<ToolOutcome>,
+): Promise<ToolOutcome> {
+  if (idempotency === undefined || request.key === undefined) return await run();
+  const decision = await idempotency({ scope: request.scope, key: request.key, method: "TOOL", path: request.tool, body: stringify(request.args) });
+  if (decision.kind === "replay") return JSON.parse(decision.answer.body) as ToolOutcome;
+  if (decision.kind !== "run") return { ok: false, code: decision.code, message: decision.message };
+  let outcome: ToolOutcome;
+  try {
+    outcome = await run();
+  } catch (error) {
+    await decision.finish(undefined);
+    throw error;
+  }
+  const status = outcome.ok ? 200 : statusOf(outcome.code);
+  await decision.finish(keepsAnswer(status) ? { status, headers: {}, body: JSON.stringify(outcome) } : undefined);
+  return outcome;
+}
 
 /** One tool: its published definition, the scope it needs (none: public), and what it runs. */
 export type ToolDefinition = {
@@ -93,6 +121,13 @@ const WitnessInput = t.Object({
   subjectDid: Did("The did:web subject whose DNS TXT or did.json names the controller"),
   controllerDid: Did("The controller: did:pkh:eip155:<chainId>:<address> or did:jwk"),
   chainId: t.Optional(t.Integer({ minimum: 1, description: "Must be the active chain when given" })),
+  idempotencyKey: t.Optional(t.String({
+    minLength: 1,
+    maxLength: MAX_IDEMPOTENCY_KEY_LENGTH,
+    pattern: "^[\\x20-\\x7e]+$",
+    description:
+      "A fresh UUID for this witness, the same on every retry of it (decisions §23): a retry with the same key and arguments gets the first answer and writes nothing twice; the same key with other arguments is IDEMPOTENCY_KEY_REUSED, while the first still runs IDEMPOTENCY_KEY_IN_USE. Kept 24 h per account",
+  })),
 }, { additionalProperties: false });
 
 /** Checks `args` against `schema`; a refusal carries `code` and the first problem's wording. */
@@ -223,14 +258,19 @@ export function createTools(deps: McpToolDeps, options: { readonly withAccountTo
           deps.metrics?.increment("ats_sponsored_writes_total", { outcome: "invalid_input" });
           return input;
         }
-        if (caller.account === undefined) return { ok: false, code: "UNAUTHENTICATED", message: "A bearer token is required" };
-        const { result } = await deps.witness(input.value, { ok: true, value: caller.account });
-        deps.metrics?.increment("ats_sponsored_writes_total", { outcome: result.ok ? "committed" : result.code.toLowerCase() });
-        if (result.ok) {
-          deps.log.info("controller_witness", { uid: result.value.uid, txHash: result.value.txHash, method: result.value.method, via: "mcp" });
-          return answered(result.value);
-        }
-        return failed(result);
+        const account = caller.account;
+        if (account === undefined) return { ok: false, code: "UNAUTHENTICATED", message: "A bearer token is required" };
+        const { idempotencyKey, ...witnessInput } = input.value;
+        const request = { scope: `account:${account.id}`, key: idempotencyKey, tool: "request_controller_witness", args: witnessInput };
+        return await idempotentTool(deps.idempotency, request, async () => {
+          const { result } = await deps.witness(witnessInput, { ok: true, value: account });
+          deps.metrics?.increment("ats_sponsored_writes_total", { outcome: result.ok ? "committed" : result.code.toLowerCase() });
+          if (result.ok) {
+            deps.log.info("controller_witness", { uid: result.value.uid, txHash: result.value.txHash, method: result.value.method, via: "mcp" });
+            return answered(result.value);
+          }
+          return failed(result);
+        });
       },
     },
     {

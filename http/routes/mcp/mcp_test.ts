@@ -7,7 +7,8 @@ import type { BearerAuth } from "../../../domain/oauth/mod.ts";
 import { createRateLimiter, createSharedRateLimiter } from "../../../domain/rate_limit.ts";
 import { fail, ok } from "../../../domain/result.ts";
 import type { Account } from "../../../ports/accounts.ts";
-import { fakeClock, fakeMcpSessions, fakeRateCounter } from "../../../ports/fakes.ts";
+import { fakeClock, fakeIdempotencyStore, fakeMcpSessions, fakeRateCounter } from "../../../ports/fakes.ts";
+import { createIdempotency } from "../../../domain/idempotency/mod.ts";
 import { minimalAppDeps } from "../../testing.ts";
 import { createApp } from "../../app.ts";
 import { summarize, summarizeError } from "./_summaries.ts";
@@ -267,6 +268,29 @@ describe("createMcpEndpoint()", () => {
     const writer = await setUp(withBearer, "all");
     const witness = await writer.call("request_controller_witness", { subjectDid: "did:web:a.test" });
     expect(witness.structuredContent).toMatchObject({ code: "INVALID_INPUT", error: "controllerDid is required" });
+  });
+});
+
+describe("request_controller_witness with an idempotency key (decisions §23)", () => {
+  test("a retry with the same key and arguments gets the first answer and writes once; other arguments under the key are IDEMPOTENCY_KEY_REUSED", async () => {
+    let writes = 0;
+    const witness = () => {
+      writes++;
+      return Promise.resolve({ result: ok({ success: true, uid: `0x${"ab".repeat(32)}`, txHash: `0x${"cd".repeat(32)}`, blockNumber: 7, observedAt: 1, method: "dns-txt" }), deprecated: false, deprecation: undefined }) as never;
+    };
+    const tools = fakeTools({ witness, idempotency: createIdempotency({ store: fakeIdempotencyStore(), clock: fakeClock() }) });
+    const writer = await setUp({ tools, bearer: { authenticate: bearer, resource: BASE } }, "all");
+    const args = { subjectDid: "did:web:a.test", controllerDid: "did:pkh:eip155:1:0x00000000000000000000000000000000000000a1", idempotencyKey: "w-1" };
+    const first = await writer.call("request_controller_witness", args);
+    expect(first.structuredContent).toMatchObject({ success: true });
+    const retry = await writer.call("request_controller_witness", args);
+    expect(retry.structuredContent).toEqual(first.structuredContent);
+    expect(writes).toBe(1);
+    const other = await writer.call("request_controller_witness", { ...args, subjectDid: "did:web:b.test" });
+    expect([other.isError, other.structuredContent?.code]).toEqual([true, "IDEMPOTENCY_KEY_REUSED"]);
+    const bad = await writer.call("request_controller_witness", { ...args, idempotencyKey: "" });
+    expect(bad.structuredContent?.code).toBe("INVALID_INPUT");
+    expect(writes).toBe(1);
   });
 });
 
