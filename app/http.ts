@@ -145,23 +145,7 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
     publicBaseUrl: config.publicBaseUrl,
     // Decisions §21: an answer from the index is current for one poll, live evidence for as long as the service reuses it.
     httpCache: httpCacheSettings({ indexPollMs: config.index.pollMs, discoveryCacheSeconds: config.discoveryCacheSeconds }),
-    ready: async () => {
-      const [database, rpc, balance, status] = await Promise.all([
-        storage.ping(),
-        eas.ping(),
-        delegateBalance(f),
-        c.index.refresh().catch(() => undefined),
-      ]);
-      const delegateFunded = balance === undefined ? undefined : balance >= config.minDelegateBalanceWei;
-      const { follower: _, ...indexStatus } = status ?? c.index.status();
-      // A stale index (no poll completed for INDEX_STALL_SECONDS) makes every public read 503 INDEX_STALE: not ready.
-      const indexFresh = status !== undefined && !status.stale;
-      return {
-        ready: database && rpc && delegateFunded !== false && indexFresh,
-        checks: { database, trustAnchors: true, rpc, ...(delegateFunded === undefined ? {} : { delegateBalance: delegateFunded }), index: indexFresh },
-        index: indexStatus,
-      };
-    },
+    ready: readiness(config, f, c),
   });
   const handler = instrumentedHandler(app as never, { metrics: f.metrics, log: f.log, trustProxy: config.trustProxy, bodyTimeoutMs: config.bodyTimeoutMs });
   const server = Bun.serve({
@@ -178,6 +162,28 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
     fetch: handler,
   });
   return { port: server.port ?? config.port, drain: () => drainServer(server, handler, { graceMs: config.shutdownGraceMs }) };
+}
+
+/** `/readyz`: the database, the node, the delegate's balance and a fresh index (decisions §21). */
+function readiness(config: Config, f: Foundation, c: Capabilities) {
+  const { storage, eas } = f;
+  return async () => {
+    const [database, rpc, balance, status] = await Promise.all([
+      storage.ping(),
+      eas.ping(),
+      delegateBalance(f),
+      c.index.refresh().catch(() => undefined),
+    ]);
+    const delegateFunded = balance === undefined ? undefined : balance >= config.minDelegateBalanceWei;
+    const { follower: _, ...indexStatus } = status ?? c.index.status();
+    // A stale index (no poll completed for INDEX_STALL_SECONDS) makes every public read 503 INDEX_STALE: not ready.
+    const indexFresh = status !== undefined && !status.stale;
+    return {
+      ready: database && rpc && delegateFunded !== false && indexFresh,
+      checks: { database, trustAnchors: true, rpc, ...(delegateFunded === undefined ? {} : { delegateBalance: delegateFunded }), index: indexFresh },
+      index: indexStatus,
+    };
+  };
 }
 
 /** The delegate's balance, undefined without a delegate, -1n when the chain does not answer. */
