@@ -722,13 +722,15 @@ export function storageContract(name: string, open: () => Promise<Storage>, opti
       const { idempotency } = await open();
       const scope = fresh("account");
       const record = (fingerprint: string, nowMs: number) => ({ scope, key: "k", fingerprint, createdAtMs: nowMs, expiresAtMs: nowMs + 86_400_000, leaseUntilMs: nowMs + 300_000 });
-      expect(await idempotency.begin(record("f1", T0))).toEqual({ kind: "started" });
+      expect(await idempotency.begin(record("f1", T0))).toEqual({ kind: "started", submissionId: null });
       expect(await idempotency.begin(record("f1", T0 + 1))).toMatchObject({ kind: "exists", record: { state: "running", fingerprint: "f1", answer: null, leaseUntilMs: T0 + 300_000 } });
       // The same key in another scope is another key.
-      expect(await idempotency.begin({ ...record("f2", T0), scope: fresh("client") })).toEqual({ kind: "started" });
-      // A dead request's key (lease passed): another request may not take it, the same one may.
-      expect(await idempotency.begin(record("f2", T0 + 300_000))).toMatchObject({ kind: "exists", record: { fingerprint: "f1" } });
-      expect(await idempotency.begin(record("f1", T0 + 300_000))).toEqual({ kind: "started" });
+      expect(await idempotency.begin({ ...record("f2", T0), scope: fresh("client") })).toEqual({ kind: "started", submissionId: null });
+      // A dead request's key (lease passed): another request may not take it, the same one may, with the submission
+      // the dead one opened.
+      await idempotency.attach(scope, "k", "sub-1");
+      expect(await idempotency.begin(record("f2", T0 + 300_000))).toMatchObject({ kind: "exists", record: { fingerprint: "f1", submissionId: "sub-1" } });
+      expect(await idempotency.begin(record("f1", T0 + 300_000))).toEqual({ kind: "started", submissionId: "sub-1" });
       expect(await idempotency.begin(record("f1", T0 + 300_001))).toMatchObject({ kind: "exists", record: { state: "running", leaseUntilMs: T0 + 600_000, createdAtMs: T0 } });
       const answer = { status: 409, headers: { "content-type": "application/json", "retry-after": "3" }, body: '{"code":"DUPLICATE"}' };
       await idempotency.complete(scope, "k", answer);
@@ -737,14 +739,14 @@ export function storageContract(name: string, open: () => Promise<Storage>, opti
       await idempotency.abandon(scope, "k");
       expect(await idempotency.begin(record("f1", T0 + 900_001))).toMatchObject({ kind: "exists", record: { state: "done" } });
       const other = { ...record("f3", T0), key: "k2" };
-      expect(await idempotency.begin(other)).toEqual({ kind: "started" });
+      expect(await idempotency.begin(other)).toEqual({ kind: "started", submissionId: null });
       await idempotency.abandon(scope, "k2");
-      expect(await idempotency.begin(other)).toEqual({ kind: "started" });
+      expect(await idempotency.begin(other)).toEqual({ kind: "started", submissionId: null });
       // Kept 24 h: expired, a key begins afresh, with any request.
-      expect(await idempotency.begin(record("f9", T0 + 86_400_000))).toEqual({ kind: "started" });
+      expect(await idempotency.begin(record("f9", T0 + 86_400_000))).toEqual({ kind: "started", submissionId: null });
       expect(await idempotency.begin(record("f9", T0 + 86_400_001))).toMatchObject({ kind: "exists", record: { state: "running", fingerprint: "f9", answer: null } });
       expect(await idempotency.prune(T0 + 3 * 86_400_000)).toBeGreaterThanOrEqual(2);
-      expect(await idempotency.begin(record("f1", T0 + 3 * 86_400_000))).toEqual({ kind: "started" });
+      expect(await idempotency.begin(record("f1", T0 + 3 * 86_400_000))).toEqual({ kind: "started", submissionId: null });
     });
 
     test("submission records (decisions §23): found by id; listed per scope newest first, paged after a cursor; settled once, by id or by replay record; settled ones pruned by age", async () => {

@@ -65,7 +65,7 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
   const primarySubject = (account: Parameters<typeof subjects.primary>[0]) => subjects.primary(account);
   const bearer = c.oauth?.bearer;
   const { idempotency } = c.submissions;
-  const tracking = { tracker: c.submissions.tracker, log: f.log };
+  const tracking = { tracker: c.submissions.tracker, status: c.submissions.status, log: f.log };
   const app = createApp({
     session: {
       sessions,

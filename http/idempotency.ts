@@ -19,7 +19,15 @@ export type IdempotentWrite = {
   readonly scope: string;
   /** The body as the route read it: part of what "the same request" means. */
   readonly body: unknown;
+  /**
+   * The answer of a submission a request that died (a crash) opened under the key (decisions §23: it answers as the
+   * submission's outcome says); absent: such a retry runs the write again.
+   */
+  readonly resume?: ((submissionId: string) => Promise<Response>) | undefined;
 };
+
+/** What a write run under a key may tell its key: the submission it opened. */
+export type IdempotentRun = { readonly attach?: ((submissionId: string) => Promise<void>) | undefined };
 
 const plainRefusal: Refuse = (code, message, headers = {}) => json(errorBody(code, message), statusOf(code), headers);
 
@@ -33,12 +41,12 @@ export async function idempotent(
   idempotency: Idempotency | undefined,
   request: Request,
   write: IdempotentWrite,
-  run: () => Promise<Response>,
+  run: (context: IdempotentRun) => Promise<Response>,
   refuse: Refuse = plainRefusal,
 ): Promise<Response> {
   const key = parseIdempotencyKey(request.headers.get(IDEMPOTENCY_KEY_HEADER));
   if (!key.ok) return refuse(key.code, key.message);
-  if (key.value === undefined || idempotency === undefined) return await run();
+  if (key.value === undefined || idempotency === undefined) return await run({});
   const body = typeof write.body === "string" ? write.body : "";
   const decision = await idempotency({ scope: write.scope, key: key.value, method: request.method, path: new URL(request.url).pathname, body });
   switch (decision.kind) {
@@ -51,7 +59,8 @@ export async function idempotent(
   }
   let response: Response;
   try {
-    response = await run();
+    const resumed = decision.resumed;
+    response = resumed !== undefined && write.resume !== undefined ? await write.resume(resumed) : await run({ attach: decision.attach });
   } catch (error) {
     await decision.finish(undefined);
     throw error;

@@ -156,7 +156,7 @@ export const SubmissionListQuery = t.Object({
 /** The 202 of a write sent with `Prefer: respond-async` (decisions §23). */
 export const SubmissionAcceptedModel = t.Object({
   submissionId: t.String(),
-  state: t.Literal("pending"),
+  state: t.Union([t.Literal("pending"), t.Literal("sent"), t.Literal("replaced")], { description: "pending, or where a resumed submission stands" }),
   elapsed: t.Optional(t.String()),
 });
 

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { privateKeyToAccount } from "viem/accounts";
 import { buildAttestTypedData, type DelegatedAttest, ZERO_UID } from "../domain/delegation/mod.ts";
-import { createIdempotency } from "../domain/idempotency/mod.ts";
+import { createIdempotency, IDEMPOTENCY_LEASE_MS } from "../domain/idempotency/mod.ts";
 import { fail, ok } from "../domain/result.ts";
 import { createSubmissionStatus, createSubmissionTracker } from "../domain/submissions/mod.ts";
 import { fakeClock, fakeEasReader, fakeIdempotencyStore, fakeRandom, fakeReplayStore, fakeSubmissionRecords } from "../ports/fakes.ts";
@@ -47,20 +47,18 @@ function setup(refusal?: ReturnType<typeof fail>) {
     await replay.finish(key, { state: "mined", txHash: TX, uid: UID, blockNumber: 5n });
     return ok({ txHash: TX as `0x${string}`, uid: UID as `0x${string}`, blockNumber: 5n });
   };
+  const status = createSubmissionStatus({ records, replay, head: () => Promise.resolve(5n), confirmations: 1 });
   const app = createApp({
     ...minimalAppDeps(),
     delegatedAttest,
     idempotency: createIdempotency({ store: fakeIdempotencyStore(), clock }),
-    tracking: { tracker: createSubmissionTracker({ records, random: fakeRandom(), clock }), log: quiet },
-    submissions: {
-      status: createSubmissionStatus({ records, replay, head: () => Promise.resolve(5n), confirmations: 1 }),
-      sessions: { authenticate: () => Promise.resolve(fail("UNAUTHENTICATED", "No session")) } as never,
-    },
+    tracking: { tracker: createSubmissionTracker({ records, random: fakeRandom(), clock }), status, log: quiet },
+    submissions: { status, sessions: { authenticate: () => Promise.resolve(fail("UNAUTHENTICATED", "No session")) } as never },
   });
   const post = (body: string, headers: Record<string, string> = {}) =>
     app.handle(new Request("http://localhost/v1/delegated-attest", { method: "POST", headers: { "content-type": "application/json", ...headers }, body }));
   const get = (path: string) => app.handle(new Request(`http://localhost${path}`));
-  return { post, get, mine: () => mine(), submitted: () => submitted };
+  return { post, get, clock, mine: () => mine(), submitted: () => submitted };
 }
 
 describe("relay submissions over HTTP (decisions §23)", () => {
@@ -99,6 +97,28 @@ describe("relay submissions over HTTP (decisions §23)", () => {
     }
     expect(polled).toMatchObject({ state: "confirmed", uid: UID });
     expect(env.submitted()).toBe(1);
+  });
+
+  test("a retry of a request that died after opening its submission (its key's lease passed) answers as the submission says, without running again", async () => {
+    const env = setup();
+    const body = await signedBody();
+    // The first request opens its submission and never answers (its instance died).
+    void env.post(body, { "idempotency-key": "dead-1" });
+    while (env.submitted() === 0) await Bun.sleep(1);
+    env.clock.set(env.clock.nowMs() + IDEMPOTENCY_LEASE_MS);
+    const resumed = await env.post(body, { "idempotency-key": "dead-1" });
+    const answer = await resumed.json() as { submissionId: string; state: string };
+    expect([resumed.status, answer.state, resumed.headers.get("location")]).toEqual([202, "pending", `/v1/submissions/${answer.submissionId}`]);
+    expect(env.submitted()).toBe(1);
+    // Once it is mined, a retry of another dead request over the same submission would answer the success; the
+    // submission itself says so.
+    env.mine();
+    let state = "pending";
+    for (let tries = 0; tries < 1_000 && state === "pending"; tries++) {
+      state = ((await (await env.get(`/v1/submissions/${answer.submissionId}`)).json()) as { state: string }).state;
+      if (state === "pending") await Bun.sleep(1);
+    }
+    expect(state).toBe("confirmed");
   });
 
   test("a request its checks refuse gets the same 4xx with Prefer: respond-async, and no submission", async () => {

@@ -628,20 +628,25 @@ export function fakeIdempotencyStore() {
   const id = (scope: string, key: string) => `${scope}\n${key}`;
   const store = {
     records,
-    begin(record: Omit<Held, "state" | "answer">) {
+    begin(record: Omit<Held, "state" | "answer" | "submissionId">) {
       const held = records.get(id(record.scope, record.key));
       const nowMs = record.createdAtMs;
       const expired = held !== undefined && held.expiresAtMs <= nowMs;
       const dead = held !== undefined && held.state === "running" && held.leaseUntilMs <= nowMs && held.fingerprint === record.fingerprint;
       if (held === undefined || expired) {
-        records.set(id(record.scope, record.key), { ...record, state: "running", answer: null });
-        return Promise.resolve({ kind: "started" as const });
+        records.set(id(record.scope, record.key), { ...record, state: "running", answer: null, submissionId: null });
+        return Promise.resolve({ kind: "started" as const, submissionId: null });
       }
       if (dead) {
         records.set(id(record.scope, record.key), { ...held, leaseUntilMs: record.leaseUntilMs });
-        return Promise.resolve({ kind: "started" as const });
+        return Promise.resolve({ kind: "started" as const, submissionId: held.submissionId });
       }
       return Promise.resolve({ kind: "exists" as const, record: held });
+    },
+    attach(scope: string, key: string, submissionId: string) {
+      const held = records.get(id(scope, key));
+      if (held?.state === "running") records.set(id(scope, key), { ...held, submissionId });
+      return Promise.resolve();
     },
     complete(scope: string, key: string, answer: import("./idempotency.ts").StoredAnswer) {
       const held = records.get(id(scope, key));

@@ -21,12 +21,17 @@ export type IdempotencyRecord = {
   readonly expiresAtMs: number;
   /** A running record whose lease passed belongs to a request that died (a crash): a retry may take it over. */
   readonly leaseUntilMs: number;
+  /** The submission the request opened (decisions §23), once it did: what a retry of a dead request answers from. */
+  readonly submissionId: string | null;
 };
 
 /** What asking to begin a key's request found. */
 export type IdempotencyBegin =
-  /** The record is written (new, or taken over from an expired one or a dead request's): run the request. */
-  | { readonly kind: "started" }
+  /**
+   * The record is written (new, or taken over from an expired one or a dead request's): run the request. A dead
+   * request's record keeps the submission it opened (`submissionId`), which the retry answers from.
+   */
+  | { readonly kind: "started"; readonly submissionId: string | null }
   /** Someone holds the key: its record as it stands. */
   | { readonly kind: "exists"; readonly record: IdempotencyRecord };
 
@@ -39,7 +44,9 @@ export interface IdempotencyStore {
    * Atomically writes a running record for (scope, key) unless one is held: a record past its expiry is replaced; a
    * running one past its lease with the same fingerprint is taken over (its lease renewed). Otherwise the record held.
    */
-  readonly begin: (record: Omit<IdempotencyRecord, "state" | "answer">) => Promise<IdempotencyBegin>;
+  readonly begin: (record: Omit<IdempotencyRecord, "state" | "answer" | "submissionId">) => Promise<IdempotencyBegin>;
+  /** Notes the submission a running request opened, before its transaction is sent. */
+  readonly attach: (scope: string, key: string, submissionId: string) => Promise<void>;
   /** Stores the answer of a running record and marks it done. */
   readonly complete: (scope: string, key: string, answer: StoredAnswer) => Promise<void>;
   /** Forgets a running record whose answer is not kept (a 429, a missing credential), so a retry runs afresh. */

@@ -22,14 +22,15 @@ export function createPostgresIdempotency(sql: SQL): IdempotencyStore {
           VALUES (${record.scope}, ${record.key}, ${record.fingerprint}, 'running', ${record.createdAtMs}, ${record.expiresAtMs}, ${record.leaseUntilMs})
           ON CONFLICT (scope, key) DO UPDATE SET
             fingerprint = excluded.fingerprint, state = 'running', status = NULL, headers = NULL, body = NULL,
+            submission_id = CASE WHEN idempotency_keys.expires_at_ms <= excluded.created_at_ms THEN NULL ELSE idempotency_keys.submission_id END,
             created_at_ms = CASE WHEN idempotency_keys.expires_at_ms <= excluded.created_at_ms THEN excluded.created_at_ms ELSE idempotency_keys.created_at_ms END,
             expires_at_ms = CASE WHEN idempotency_keys.expires_at_ms <= excluded.created_at_ms THEN excluded.expires_at_ms ELSE idempotency_keys.expires_at_ms END,
             lease_until_ms = excluded.lease_until_ms
           WHERE idempotency_keys.expires_at_ms <= excluded.created_at_ms
              OR (idempotency_keys.state = 'running' AND idempotency_keys.lease_until_ms <= excluded.created_at_ms
                  AND idempotency_keys.fingerprint = excluded.fingerprint)
-          RETURNING scope`;
-        if (started.length === 1) return { kind: "started" };
+          RETURNING submission_id` as { submission_id: string | null }[];
+        if (started.length === 1) return { kind: "started", submissionId: started[0]!.submission_id ?? null };
         const [held] = await sql`SELECT * FROM idempotency_keys WHERE scope = ${record.scope} AND key = ${record.key}` as Record<string, unknown>[];
         // Abandoned between the two statements (another instance): ask again.
         if (held !== undefined) return { kind: "exists", record: toIdempotencyRecord(held) };
@@ -38,6 +39,9 @@ export function createPostgresIdempotency(sql: SQL): IdempotencyStore {
     async complete(scope, key, answer) {
       await sql`UPDATE idempotency_keys SET state = 'done', status = ${answer.status}, headers = ${JSON.stringify(answer.headers)}, body = ${answer.body}
                 WHERE scope = ${scope} AND key = ${key} AND state = 'running'`;
+    },
+    async attach(scope, key, submissionId) {
+      await sql`UPDATE idempotency_keys SET submission_id = ${submissionId} WHERE scope = ${scope} AND key = ${key} AND state = 'running'`;
     },
     async abandon(scope, key) {
       await sql`DELETE FROM idempotency_keys WHERE scope = ${scope} AND key = ${key} AND state = 'running'`;

@@ -5,7 +5,7 @@ import type { IdempotencyRecord, IdempotencyStore } from "../../ports/idempotenc
 export const IDEMPOTENCY_TABLE = `CREATE TABLE IF NOT EXISTS idempotency_keys (
   scope TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL, state TEXT NOT NULL,
   status INTEGER, headers TEXT, body TEXT,
-  created_at_ms BIGINT NOT NULL, expires_at_ms BIGINT NOT NULL, lease_until_ms BIGINT NOT NULL,
+  created_at_ms BIGINT NOT NULL, expires_at_ms BIGINT NOT NULL, lease_until_ms BIGINT NOT NULL, submission_id TEXT,
   PRIMARY KEY (scope, key))`;
 
 /** A stored row as the port's record (SQLite and PostgreSQL share the columns). */
@@ -20,6 +20,7 @@ export function toIdempotencyRecord(row: Record<string, unknown>): IdempotencyRe
     createdAtMs: Number(row.created_at_ms),
     expiresAtMs: Number(row.expires_at_ms),
     leaseUntilMs: Number(row.lease_until_ms),
+    submissionId: (row.submission_id as string | null | undefined) ?? null,
   };
 }
 
@@ -30,21 +31,23 @@ export function toIdempotencyRecord(row: Record<string, unknown>): IdempotencyRe
 export function createSqliteIdempotency(db: Database): IdempotencyStore {
   db.exec(IDEMPOTENCY_TABLE);
   db.exec("CREATE INDEX IF NOT EXISTS idempotency_keys_expiry ON idempotency_keys (expires_at_ms)");
-  const begin = db.query<{ scope: string }, Record<string, string | number>>(
+  const begin = db.query<{ submission_id: string | null }, Record<string, string | number>>(
     `INSERT INTO idempotency_keys (scope, key, fingerprint, state, status, headers, body, created_at_ms, expires_at_ms, lease_until_ms)
      VALUES ($scope, $key, $fingerprint, 'running', NULL, NULL, NULL, $now, $expires, $lease)
      ON CONFLICT (scope, key) DO UPDATE SET
        fingerprint = excluded.fingerprint, state = 'running', status = NULL, headers = NULL, body = NULL,
+       submission_id = CASE WHEN idempotency_keys.expires_at_ms <= excluded.created_at_ms THEN NULL ELSE idempotency_keys.submission_id END,
        created_at_ms = CASE WHEN idempotency_keys.expires_at_ms <= excluded.created_at_ms THEN excluded.created_at_ms ELSE idempotency_keys.created_at_ms END,
        expires_at_ms = CASE WHEN idempotency_keys.expires_at_ms <= excluded.created_at_ms THEN excluded.expires_at_ms ELSE idempotency_keys.expires_at_ms END,
        lease_until_ms = excluded.lease_until_ms
      WHERE idempotency_keys.expires_at_ms <= excluded.created_at_ms
         OR (idempotency_keys.state = 'running' AND idempotency_keys.lease_until_ms <= excluded.created_at_ms
             AND idempotency_keys.fingerprint = excluded.fingerprint)
-     RETURNING scope`,
+     RETURNING submission_id`,
   );
   const find = db.query<Record<string, unknown>, [string, string]>("SELECT * FROM idempotency_keys WHERE scope = ? AND key = ?");
   const complete = db.query("UPDATE idempotency_keys SET state = 'done', status = ?, headers = ?, body = ? WHERE scope = ? AND key = ? AND state = 'running'");
+  const attach = db.query("UPDATE idempotency_keys SET submission_id = ? WHERE scope = ? AND key = ? AND state = 'running'");
   const abandon = db.query("DELETE FROM idempotency_keys WHERE scope = ? AND key = ? AND state = 'running'");
   const prune = db.query("DELETE FROM idempotency_keys WHERE expires_at_ms <= ?");
   return {
@@ -58,7 +61,7 @@ export function createSqliteIdempotency(db: Database): IdempotencyStore {
           expires: record.expiresAtMs,
           lease: record.leaseUntilMs,
         });
-        if (started !== null) return Promise.resolve({ kind: "started" });
+        if (started !== null) return Promise.resolve({ kind: "started", submissionId: started.submission_id ?? null });
         const held = find.get(record.scope, record.key);
         // Abandoned between the two statements (another connection): ask again.
         if (held !== null) return Promise.resolve({ kind: "exists", record: toIdempotencyRecord(held) });
@@ -66,6 +69,10 @@ export function createSqliteIdempotency(db: Database): IdempotencyStore {
     },
     complete(scope, key, answer) {
       complete.run(answer.status, JSON.stringify(answer.headers), answer.body, scope, key);
+      return Promise.resolve();
+    },
+    attach(scope, key, submissionId) {
+      attach.run(submissionId, scope, key);
       return Promise.resolve();
     },
     abandon(scope, key) {

@@ -26,8 +26,17 @@ export type IdempotentRequest = {
 
 /** What to do with a request that carries a key. */
 export type IdempotencyDecision =
-  /** The first request with this key: run it, then hand its answer to `finish` (undefined when it is not kept). */
-  | { readonly kind: "run"; readonly finish: (answer: StoredAnswer | undefined) => Promise<void> }
+  /**
+   * The first request with this key: run it, then hand its answer to `finish` (undefined when it is not kept); a
+   * submission it opens is noted with `attach`. `resumed`: the key of a request that died after opening this
+   * submission (a crash), whose outcome the retry answers with instead of running again (decisions §23).
+   */
+  | {
+    readonly kind: "run";
+    readonly finish: (answer: StoredAnswer | undefined) => Promise<void>;
+    readonly attach: (submissionId: string) => Promise<void>;
+    readonly resumed: string | undefined;
+  }
   /** A retry of a finished request: give its stored answer again. */
   | { readonly kind: "replay"; readonly answer: StoredAnswer }
   /** The key was used for another request: 422. */
@@ -65,6 +74,8 @@ export function createIdempotency(deps: IdempotencyDeps): Idempotency {
       return {
         kind: "run",
         finish: (answer) => (answer === undefined ? deps.store.abandon(scope, key) : deps.store.complete(scope, key, answer)),
+        attach: (submissionId) => deps.store.attach(scope, key, submissionId),
+        resumed: begun.submissionId ?? undefined,
       };
     }
     const held = begun.record;

@@ -82,6 +82,20 @@ describe("createIdempotency()", () => {
     expect((await idempotency(request)).kind).toBe("in-use");
   });
 
+  test("a dead request's retry resumes the submission it opened; one that opened none runs afresh", async () => {
+    const { idempotency, clock } = setup();
+    const first = await idempotency(request);
+    if (first.kind !== "run") throw new Error("expected run");
+    expect(first.resumed).toBeUndefined();
+    await first.attach("sub-1");
+    clock.set(clock.nowMs() + IDEMPOTENCY_LEASE_MS);
+    expect(await idempotency(request)).toMatchObject({ kind: "run", resumed: "sub-1" });
+    const other = await idempotency({ ...request, key: "k-2" });
+    clock.set(clock.nowMs() + IDEMPOTENCY_LEASE_MS);
+    expect(other.kind).toBe("run");
+    expect(await idempotency({ ...request, key: "k-2" })).toMatchObject({ kind: "run", resumed: undefined });
+  });
+
   test("a key is kept 24 h, then runs again", async () => {
     const { idempotency, clock, store } = setup();
     const first = await idempotency(request);

@@ -1,12 +1,12 @@
-import type { RelayResult, SubmissionTracker } from "../../../domain/submissions/mod.ts";
+import type { RelayResult, SubmissionStatus, SubmissionTracker } from "../../../domain/submissions/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
-import { json } from "../../errors.ts";
+import { errorBody, json, statusOf } from "../../errors.ts";
 
 /** Where a submission is read (decisions §23). */
 export const SUBMISSION_PATH = "/v1/submissions";
 
 /** How the relays track their submissions; absent: answers carry no `submissionId`. */
-export type RelayTracking = { readonly tracker: SubmissionTracker; readonly log: Logger };
+export type RelayTracking = { readonly tracker: SubmissionTracker; readonly status: SubmissionStatus; readonly log: Logger };
 
 /** What a tracked relay request came to. */
 export type Tracked<R> =
@@ -28,7 +28,12 @@ export function prefersAsync(request: Request): boolean {
  */
 export async function trackedRelay<R extends RelayResult>(
   tracking: RelayTracking | undefined,
-  { scope, async }: { readonly scope: string; readonly async: boolean },
+  { scope, async, attach }: {
+    readonly scope: string;
+    readonly async: boolean;
+    /** Tells the request's idempotency key which submission it opened (decisions §23). */
+    readonly attach?: ((submissionId: string) => Promise<void>) | undefined;
+  },
   run: (onSubmitting: ((key: string) => Promise<void>) | undefined) => Promise<R>,
 ): Promise<Tracked<R>> {
   if (tracking === undefined) return { kind: "answered", result: await run(undefined), submissionId: undefined };
@@ -37,6 +42,7 @@ export async function trackedRelay<R extends RelayResult>(
   const recorded = new Promise<void>((resolve) => (signal = resolve));
   const onSubmitting = async (key: string) => {
     opened = { id: await tracking.tracker.open(scope, key), ref: key };
+    await attach?.(opened.id);
     signal();
   };
   const work = run(onSubmitting).then(async (result) => {
@@ -56,9 +62,29 @@ export async function trackedRelay<R extends RelayResult>(
 }
 
 /** The 202 of an asynchronous write: where to poll for its outcome. */
-export function acceptedAnswer(submissionId: string, extra: Record<string, unknown> = {}): Response {
-  return json({ submissionId, state: "pending", ...extra }, 202, {
+export function acceptedAnswer(submissionId: string, extra: Record<string, unknown> = {}, state = "pending"): Response {
+  return json({ submissionId, state, ...extra }, 202, {
     location: `${SUBMISSION_PATH}/${submissionId}`,
     "preference-applied": "respond-async",
   });
+}
+
+/**
+ * What a retry answers when the request that first held its idempotency key died after opening a submission (a
+ * crash, decisions §23): the submission's outcome as the relay would have answered it (mined: the success; failed: its
+ * error), or, while it is still on its way, the 202 of an asynchronous write.
+ */
+export async function submissionAnswer(tracking: RelayTracking, submissionId: string, extra: { chain: string } & Record<string, unknown>): Promise<Response> {
+  const { chain, ...rest } = extra;
+  const found = await tracking.status.read(submissionId);
+  if (!found.ok) return json({ ...errorBody("OUTCOME_UNKNOWN", "The submission of this request is no longer known"), submissionId, ...rest }, statusOf("OUTCOME_UNKNOWN"));
+  const view = found.value;
+  if (view.state === "mined" || view.state === "confirmed") {
+    return json({ success: true, txHash: view.txHash, uid: view.uid, blockNumber: view.blockNumber, chain, submissionId, ...rest });
+  }
+  if (view.state === "failed") {
+    const code = view.error ?? "SUBMISSION_FAILED";
+    return json({ ...errorBody(code, "The submission failed; nothing of it was attested", view.txHash ?? undefined), submissionId, ...rest }, statusOf(code));
+  }
+  return acceptedAnswer(submissionId, rest, view.state);
 }

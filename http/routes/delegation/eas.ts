@@ -10,7 +10,8 @@ import { compileRequestCheck, queryOf, readBodyText, requestDetail } from "../re
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
 import type { Idempotency } from "../../../domain/idempotency/mod.ts";
 import { idempotent } from "../../idempotency.ts";
-import { acceptedAnswer, prefersAsync, type RelayTracking, trackedRelay } from "./_tracking.ts";
+import { acceptedAnswer, prefersAsync, type RelayTracking, submissionAnswer, trackedRelay } from "./_tracking.ts";
+import type { IdempotentRun } from "../../idempotency.ts";
 
 /** What the EAS routes need. */
 export type EasRoutesDeps = {
@@ -84,7 +85,12 @@ export function easRoutes(deps: EasRoutesDeps) {
     try {
       const clientKey = clientKeyOf(deps.clientAddress?.(request));
       // The public relay has no account: a key belongs to the client address (decisions §23).
-      return await idempotent(deps.idempotency, request, { scope: `client:${clientKey}`, body }, () => attest(started, request, body, clientKey), (code, message, headers) => {
+      const tracking = deps.tracking;
+      const resume = tracking === undefined
+        ? undefined
+        : (submissionId: string) => submissionAnswer(tracking, submissionId, { chain: deps.chainName, elapsed: elapsedSince(started) });
+      const write = { scope: `client:${clientKey}`, body, resume };
+      return await idempotent(deps.idempotency, request, write, (run) => attest(started, request, body, clientKey, run), (code, message, headers) => {
         const answer = failure(started, code, message);
         for (const [name, value] of Object.entries(headers ?? {})) answer.headers.set(name, value);
         return answer;
@@ -94,10 +100,10 @@ export function easRoutes(deps: EasRoutesDeps) {
     }
   };
 
-  const attest = async (started: number, request: Request, body: unknown, clientKey: string) => {
+  const attest = async (started: number, request: Request, body: unknown, clientKey: string, run: IdempotentRun) => {
     const parsed = delegatedBody.readJson(body);
     if (!parsed.ok) return failure(started, parsed.code, parsed.message);
-    const tracked = await trackedRelay(deps.tracking, { scope: `client:${clientKey}`, async: prefersAsync(request) }, (onSubmitting) =>
+    const tracked = await trackedRelay(deps.tracking, { scope: `client:${clientKey}`, async: prefersAsync(request), attach: run.attach }, (onSubmitting) =>
       deps.delegatedAttest(parsed.value, { clientKey, onSubmitting }));
     if (tracked.kind === "accepted") return acceptedAnswer(tracked.submissionId, { elapsed: elapsedSince(started) });
     const { result, submissionId } = tracked;

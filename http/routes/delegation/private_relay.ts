@@ -13,7 +13,7 @@ import type { Idempotency } from "../../../domain/idempotency/mod.ts";
 import { clientKeyOf } from "../../../domain/sessions/mod.ts";
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
 import { idempotent } from "../../idempotency.ts";
-import { acceptedAnswer, prefersAsync, type RelayTracking, trackedRelay } from "./_tracking.ts";
+import { acceptedAnswer, prefersAsync, type RelayTracking, submissionAnswer, trackedRelay } from "./_tracking.ts";
 
 /** What the private relay's routes need. */
 export type PrivateRelayRoutesDeps = {
@@ -68,7 +68,10 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
         if (auth.ok) {
           const account = auth.caller.account;
           const scope = `account:${account.id}`;
-          return await idempotent(deps.idempotency, request, { scope, body }, () => attest(parsed.value, account, { scope, async: prefersAsync(request) }));
+          const tracking = deps.tracking;
+          const resume = tracking === undefined ? undefined : (submissionId: string) => submissionAnswer(tracking, submissionId, { chain: deps.chainName });
+          return await idempotent(deps.idempotency, request, { scope, body, resume }, (run) =>
+            attest(parsed.value, account, { scope, async: prefersAsync(request), attach: run.attach }));
         }
         const gate = deps.payments;
         if (!auth.carried && gate?.offers("relay")) {
@@ -104,7 +107,11 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
     });
   }
 
-  async function attest(body: unknown, caller: Parameters<PrivateRelay>[1], tracking: { scope: string; async: boolean }): Promise<Response> {
+  async function attest(
+    body: unknown,
+    caller: Parameters<PrivateRelay>[1],
+    tracking: { scope: string; async: boolean; attach?: ((submissionId: string) => Promise<void>) | undefined },
+  ): Promise<Response> {
     const tracked = await trackedRelay(deps.tracking, tracking, (onSubmitting) => deps.relay(body, caller, { onSubmitting }));
     if (tracked.kind === "accepted") return acceptedAnswer(tracked.submissionId);
     const { result, submissionId } = tracked;
