@@ -47,7 +47,12 @@ export async function trackedRelay<R extends RelayResult>(
   };
   const work = run(onSubmitting).then(async (result) => {
     // Kept here (or by the reconciler): the tracker's onSettled is where `submission.settled` will be emitted.
-    if (opened !== undefined) await tracking.tracker.settle(opened.id, opened.ref, result);
+    // A failure to keep it must not turn the relay's answer into an error: the submission's state is then read from
+    // its replay record, as while it was open.
+    if (opened !== undefined) {
+      await tracking.tracker.settle(opened.id, opened.ref, result).catch((error: unknown) =>
+        tracking.log.warn("submission_settle_failed", { submissionId: opened?.id, error: error instanceof Error ? error.message : String(error) }));
+    }
     return result;
   });
   if (!async) {
