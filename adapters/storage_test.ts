@@ -115,6 +115,38 @@ describe.skipIf(pgSkip !== undefined)("postgres across instances", () => {
     expect(await again.ping()).toBe(true);
     await again.close();
   });
+
+  test("a database of the schema before issue 36 is upgraded in place: the idempotency and submission tables are made, the data kept", async () => {
+    const admin = new SQL(pg!.url);
+    await admin.unsafe("DROP TABLE idempotency_keys; DROP TABLE submission_records");
+    await admin`UPDATE schema_migrations SET digest = 'before-issue-36' WHERE name = 'storage'`;
+    await admin.close();
+    const upgraded = await openPostgresStorage(pg!.url);
+    expect(await upgraded.replay.find("0xcross1")).toBeDefined();
+    const begin = { scope: "account:upgrade", key: "k", fingerprint: "f", createdAtMs: 1, expiresAtMs: 2, leaseUntilMs: 2 };
+    expect(await upgraded.idempotency.begin(begin)).toEqual({ kind: "started", submissionId: null });
+    await upgraded.submissions.create({ id: "upgrade-sub", scope: "account:upgrade", ref: "0xr", createdAtMs: 1 });
+    expect(await upgraded.submissions.find("upgrade-sub")).toBeDefined();
+    await upgraded.close();
+  });
+});
+
+describe("sqlite upgrade in place", () => {
+  test("a file of the schema before issue 36 gets the idempotency and submission tables at open, its data kept", async () => {
+    const path = join(sqliteDir, "before-36.sqlite");
+    const before = openSqliteStorage(path);
+    await before.replay.claim({ key: "0xkept", chainId: 1, attester: "0xa", nonce: 1n, deadline: 2_000_000_000n, createdAtMs: 1 });
+    await before.close();
+    const db = openSqlite(path);
+    db.exec("DROP TABLE idempotency_keys; DROP TABLE submission_records");
+    db.close();
+    const upgraded = openSqliteStorage(path);
+    expect(await upgraded.replay.find("0xkept")).toBeDefined();
+    expect(await upgraded.idempotency.begin({ scope: "s", key: "k", fingerprint: "f", createdAtMs: 1, expiresAtMs: 2, leaseUntilMs: 2 })).toEqual({ kind: "started", submissionId: null });
+    await upgraded.submissions.create({ id: "sub", scope: "s", ref: "0xr", createdAtMs: 1 });
+    expect(await upgraded.submissions.find("sub")).toBeDefined();
+    await upgraded.close();
+  });
 });
 
 /** The index's tables as the follower before issue 34 made them (no records, no tail mark, no block times, no polls). */
