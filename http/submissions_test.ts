@@ -137,3 +137,67 @@ describe("relay submissions over HTTP (decisions §23)", () => {
     expect((await env.get("/api/private/relay/submissions")).status).toBe(401);
   });
 });
+
+describe("the private relay's submissions, keys and async answers (decisions §23)", () => {
+  function privateSetup() {
+    const replay = fakeReplayStore();
+    const records = fakeSubmissionRecords();
+    const clock = fakeClock();
+    let runs = 0;
+    const accounts: Record<string, { id: string; address: string; plan: "free"; createdAtMs: number }> = {
+      alice: { id: "acc-alice", address: account.address, plan: "free", createdAtMs: 0 },
+      bob: { id: "acc-bob", address: account.address, plan: "free", createdAtMs: 0 },
+    };
+    const relay = async (_body: unknown, _caller: unknown, hooks: { onSubmitting?: (key: string) => Promise<void> } = {}) => {
+      runs++;
+      const key = `0x${runs.toString(16).padStart(130, "0")}`;
+      await replay.claim({ key, chainId: 1, attester: "0xa", nonce: BigInt(runs), deadline: 2_000_000_000n, createdAtMs: 1 });
+      await hooks.onSubmitting?.(key);
+      await replay.finish(key, { state: "mined", txHash: TX, uid: UID, blockNumber: 5n });
+      return ok({ txHash: TX as `0x${string}`, uid: UID as `0x${string}`, blockNumber: 5n });
+    };
+    const sessions = {
+      authenticate: (token: string | undefined) => {
+        const found = token === undefined ? undefined : accounts[token];
+        return Promise.resolve(found === undefined ? fail("UNAUTHENTICATED", "No session") : ok({ account: found, session: { tokenHash: token, accountId: found.id, createdAtMs: 0, expiresAtMs: 9e15, revokedAtMs: null } }));
+      },
+    } as never;
+    const status = createSubmissionStatus({ records, replay, head: () => Promise.resolve(5n), confirmations: 1 });
+    const app = createApp({
+      ...minimalAppDeps(),
+      privateRelay: {
+        sessions, relay: relay as never, readNonce: (() => Promise.reject(new Error("unused"))) as never, chainName: "x", chainId: 1, easAddress: account.address,
+        idempotency: createIdempotency({ store: fakeIdempotencyStore(), clock }),
+        tracking: { tracker: createSubmissionTracker({ records, random: fakeRandom(), clock }), status, log: quiet },
+      },
+      submissions: { status, sessions },
+    });
+    const post = (who: string, headers: Record<string, string> = {}) =>
+      app.handle(new Request("http://localhost/api/private/relay/eas/delegated-attest", {
+        method: "POST",
+        headers: { "content-type": "application/json", cookie: `ats_session=${who}`, ...headers },
+        body: JSON.stringify({ any: "body" }),
+      }));
+    const list = (who: string) => app.handle(new Request("http://localhost/api/private/relay/submissions?limit=10", { headers: { cookie: `ats_session=${who}` } }));
+    return { post, list, runs: () => runs };
+  }
+
+  test("a retry with the account's key replays; another account's same key is its own; the account's list shows its submissions newest first", async () => {
+    const env = privateSetup();
+    const first = await env.post("alice", { "idempotency-key": "k" });
+    const answer = await first.json() as { submissionId: string; success: boolean };
+    expect([first.status, answer.success]).toEqual([200, true]);
+    const again = await env.post("alice", { "idempotency-key": "k" });
+    expect([again.headers.get("idempotent-replayed"), ((await again.json()) as { submissionId: string }).submissionId]).toEqual(["true", answer.submissionId]);
+    const bob = await env.post("bob", { "idempotency-key": "k" });
+    expect(bob.headers.get("idempotent-replayed")).toBeNull();
+    expect(env.runs()).toBe(2);
+    const accepted = await env.post("alice", { prefer: "respond-async" });
+    const { submissionId } = await accepted.json() as { submissionId: string };
+    expect([accepted.status, accepted.headers.get("location")]).toEqual([202, `/v1/submissions/${submissionId}`]);
+    const page = await (await env.list("alice")).json() as { submissions: { submissionId: string }[]; nextCursor: string | null };
+    expect(page.submissions.map((s) => s.submissionId).sort()).toEqual([answer.submissionId, submissionId].sort());
+    expect(page.nextCursor).toBeNull();
+    expect(((await (await env.list("bob")).json()) as { submissions: unknown[] }).submissions).toHaveLength(1);
+  });
+});
