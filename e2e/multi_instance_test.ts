@@ -4,7 +4,8 @@
  * signature sent to both is accepted once; a user's quota is exact across both, for witnesses and for the
  * private relay; the public relay's hourly gas budget is one budget for both. The limits that guard money or storage
  * are counted once for both (issue 34): concurrent requests alternating between them are admitted exactly as one
- * instance admits them; and an MCP session opened at one is used at the other through the official SDK's client.
+ * instance admits them; and an MCP session opened at one is used at the other through the official SDK's client. One
+ * Idempotency-Key sent to both runs once (issue 36).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -126,6 +127,33 @@ describe.skipIf(skip !== undefined)(`two instances on one PostgreSQL and one del
     const results = await Promise.all(instances.map((instance) => post(instance.url, body)));
     expect(results.map((r) => r.status).sort()).toEqual([200, 409]);
     expect(results.find((r) => r.status === 409)?.body.code).toBe("DUPLICATE");
+  });
+
+  test("one Idempotency-Key sent to both instances at once runs once; a retry at either replays it; its submission is read at both (issue 36)", async () => {
+    const delegate = privateKeyToAccount(devnet.keys.delegate).address;
+    const before = await client().getTransactionCount({ address: delegate });
+    const text = JSON.stringify(await signedReview(generatePrivateKey()));
+    const send = (base: string) => fetch(`${base}/v1/delegated-attest`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "idempotency-key": "both-instances-1" },
+      body: text,
+    });
+    const answers = await Promise.all(instances.map(async (instance) => {
+      const res = await send(instance.url);
+      return { status: res.status, replayed: res.headers.get("idempotent-replayed"), body: await res.json() as Record<string, unknown> };
+    }));
+    const ran = answers.filter((a) => a.status === 200 && a.replayed === null);
+    expect(ran).toHaveLength(1);
+    const other = answers.find((a) => a !== ran[0])!;
+    if (other.status === 409) expect(other.body.code).toBe("IDEMPOTENCY_KEY_IN_USE");
+    else expect([other.status, other.replayed, other.body]).toEqual([200, "true", ran[0]!.body]);
+    for (const instance of instances) {
+      const retry = await send(instance.url);
+      expect([retry.status, retry.headers.get("idempotent-replayed"), await retry.json()]).toEqual([200, "true", ran[0]!.body]);
+      const submission = await (await fetch(`${instance.url}/v1/submissions/${ran[0]!.body.submissionId}`)).json() as Record<string, unknown>;
+      expect([submission.txHash, submission.uid]).toEqual([ran[0]!.body.txHash, ran[0]!.body.uid]);
+    }
+    expect(await client().getTransactionCount({ address: delegate })).toBe(before + 1);
   });
 
   test("a user's quota is exact across instances: eight parallel witness requests for three writes give three", async () => {
