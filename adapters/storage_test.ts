@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openPostgresStorage } from "./postgres/mod.ts";
-import { createSqliteIndexStore, openSqlite, openSqliteStorage } from "./sqlite/mod.ts";
+import { createSqliteIndexStore, indexQuerySql, openSqlite, openSqliteStorage } from "./sqlite/mod.ts";
+import type { IndexQuery } from "../ports/attestation_index.ts";
 import { SQL } from "bun";
 import { deploymentLimitsContract, storageContract } from "./storage_contract.ts";
 import { oauthStorageContract } from "./oauth_storage_contract.ts";
@@ -172,7 +173,90 @@ async function expectUpgraded(store: import("../ports/attestation_index.ts").Ind
   await store.complete([{ uid, schema: `0x${"7".repeat(64)}`, time: 1n, expirationTime: 0n, revocationTime: 0n, refUID: `0x${"0".repeat(64)}`, recipient: "0xaa", attester: "0xbb", revocable: true, data: "0x12" }]);
   expect(await store.incomplete(10)).toEqual([]);
   expect(await store.records([uid])).toMatchObject([{ uid, data: "0x12", blockNumber: 5n }]);
+  // The completed record's time is queryable (issue 37).
+  expect(await store.count({ recipient: "0xaa", since: 1n, toBlock: 9n })).toBe(1);
+  expect(await store.count({ recipient: "0xaa", since: 2n, toBlock: 9n })).toBe(0);
 }
+
+/**
+ * The queries of decisions §24, each with the indexes that may serve it: the plan must seek one of them (no table scan,
+ * no sort: the index gives the page's order, so a deep page costs what the first costs).
+ */
+const PLAN_CASES: [string, Omit<IndexQuery, "toBlock" | "limit" | "order">, string[]][] = [
+  ["recipient (and subject)", { recipient: address(3) }, ["index_attestations_recipient_order"]],
+  ["attester", { attester: address(4) }, ["index_attestations_attester"]],
+  ["schema", { schemaUid: bytes32(2) }, ["index_attestations_schema"]],
+  ["attester and schema", { attester: address(4), schemaUid: bytes32(2) }, ["index_attestations_attester", "index_attestations_schema"]],
+  ["recipient, revoked", { recipient: address(3), revoked: true }, ["index_attestations_recipient_order"]],
+  ["schema since until", { schemaUid: bytes32(2), since: 1_100n, until: 1_200n }, ["index_attestations_schema"]],
+  ["attester, keyset position", { attester: address(4), after: { blockNumber: 1_500n, logIndex: 1 } }, ["index_attestations_attester"]],
+];
+
+function address(n: number): `0x${string}` {
+  return `0x${n.toString(16).padStart(40, "0")}`;
+}
+function bytes32(n: number): `0x${string}` {
+  return `0x${n.toString(16).padStart(64, "0")}`;
+}
+
+/** 6,000 attestations of 60 attesters, 120 recipients and 12 schemas, two per block. */
+async function fillForPlans(store: import("../ports/attestation_index.ts").IndexStore) {
+  const events = Array.from({ length: 6_000 }, (_, n) => ({
+    kind: "attested" as const, uid: bytes32(1_000_000 + n), recipient: address(n % 120), attester: address(1_000 + (n % 60)), schemaUid: bytes32(n % 12),
+    blockNumber: BigInt(1 + Math.floor(n / 2)), logIndex: n % 2,
+  }));
+  const attestations = events.map((e) => ({
+    uid: e.uid, schema: e.schemaUid, time: 1_000n + e.blockNumber, expirationTime: 0n, revocationTime: 0n, refUID: bytes32(0),
+    recipient: e.recipient, attester: e.attester, revocable: true, data: "0x01" as const,
+  }));
+  await store.append(undefined, events, { blockNumber: 3_000n, blockHash: bytes32(3_000) }, { attestations });
+}
+
+const plannedQuery = (q: (typeof PLAN_CASES)[number][1], order: "newest" | "oldest") => ({ ...q, toBlock: 3_000n, order, limit: 26 });
+
+describe("the index's queries use an index, never a scan or a sort (issue 37)", () => {
+  test("sqlite: EXPLAIN QUERY PLAN", async () => {
+    const db = openSqlite(":memory:");
+    await fillForPlans(createSqliteIndexStore(db, { chainId: 31337, easAddress: "0xeas" }));
+    db.exec("ANALYZE");
+    for (const [name, q, indexes] of PLAN_CASES) {
+      for (const order of ["newest", "oldest"] as const) {
+        for (const statement of [indexQuerySql("sqlite", { chainId: 31337, eas: "0xeas" }, plannedQuery(q, order)), indexQuerySql("sqlite", { chainId: 31337, eas: "0xeas" }, { ...plannedQuery(q, order), count: true })]) {
+          const plan = db.query<{ detail: string }, (string | number)[]>(`EXPLAIN QUERY PLAN ${statement.text}`).all(...statement.params).map((r) => r.detail);
+          const text = plan.join("\n");
+          const context = `${name} (${order}):\n${text}`;
+          expect({ context, scan: /\bSCAN index_attestations\b/.test(text) }).toEqual({ context, scan: false });
+          expect({ context, sort: text.includes("TEMP B-TREE") }).toEqual({ context, sort: false });
+          expect({ context, seeks: indexes.some((i) => new RegExp(`SEARCH index_attestations USING (COVERING )?INDEX ${i} `).test(text)) }).toEqual({ context, seeks: true });
+          if (q.since !== undefined) expect(text).toContain("index_attestations_time");
+        }
+      }
+    }
+    db.close();
+  });
+
+  test.skipIf(pgSkip !== undefined)("postgres: EXPLAIN", async () => {
+    const eas = "0xplans";
+    await fillForPlans(await postgres!.indexStore({ chainId: 31337, easAddress: eas }));
+    const sql = new SQL(pg!.url);
+    try {
+      await sql.unsafe("ANALYZE index_attestations");
+      for (const [name, q, indexes] of PLAN_CASES) {
+        for (const order of ["newest", "oldest"] as const) {
+          const statement = indexQuerySql("postgres", { chainId: 31337, eas }, plannedQuery(q, order));
+          const rows: { "QUERY PLAN": string }[] = await sql.unsafe(`EXPLAIN ${statement.text}`, statement.params);
+          const text = rows.map((r) => r["QUERY PLAN"]).join("\n");
+          const context = `${name} (${order}):\n${text}`;
+          expect({ context, scan: text.includes("Seq Scan") }).toEqual({ context, scan: false });
+          expect({ context, sort: /^\s*(->\s*)?Sort\b/m.test(text) }).toEqual({ context, sort: false });
+          expect({ context, seeks: indexes.some((i) => new RegExp(`Index (Only )?Scan( Backward)? using ${i} on index_attestations`).test(text)) }).toEqual({ context, seeks: true });
+        }
+      }
+    } finally {
+      await sql.close();
+    }
+  });
+});
 
 describe("the index's tables of an existing database upgrade in place (issue 34)", () => {
   test("sqlite", async () => {

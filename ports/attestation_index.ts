@@ -153,6 +153,31 @@ export type PagedLog = AttestedLog & { readonly logIndex: number };
 export type PageCursor = { readonly blockNumber: bigint; readonly logIndex: number };
 
 /**
+ * Which stored attestations a query of the index names (decisions §24): every field given must match. Addresses and
+ * UIDs lowercase or not (the store compares lowercase).
+ */
+export type IndexFilter = {
+  readonly recipient?: HexString | undefined;
+  readonly attester?: HexString | undefined;
+  readonly schemaUid?: HexString | undefined;
+  /** Revoked at `toBlock` or not; undefined: either. */
+  readonly revoked?: boolean | undefined;
+  /** Unix seconds on the attestation's time, inclusive. */
+  readonly since?: bigint | undefined;
+  /** Unix seconds on the attestation's time, exclusive. */
+  readonly until?: bigint | undefined;
+  /** Inclusive: the block the read is pinned to. */
+  readonly toBlock: bigint;
+};
+
+/** A keyset page of the index: by block, then log position; strictly after `after` in the page's order. */
+export type IndexQuery = IndexFilter & {
+  readonly order: "newest" | "oldest";
+  readonly after?: PageCursor | undefined;
+  readonly limit: number;
+};
+
+/**
  * The persistent index of one EAS contract on one chain (storage port): its events and the checkpoint,
  * always written together, so a crash never leaves a gap or a duplicate.
  */
@@ -178,6 +203,13 @@ export interface IndexStore {
     readonly before?: PageCursor | undefined;
     readonly limit: number;
   }) => Promise<PagedLog[]>;
+  /**
+   * Stored `Attested` logs matching the filter, ordered by (block, log index) as `order` says, strictly after
+   * `after` (keyset: a deep page costs what the first costs), at most `limit` (decisions §24).
+   */
+  readonly query: (query: IndexQuery) => Promise<PagedLog[]>;
+  /** How many stored attestations match the filter (decisions §24). */
+  readonly count: (filter: IndexFilter) => Promise<number>;
   /** The index head and the follower's last completed poll (decisions §21); undefined: nothing indexed yet. */
   readonly head: () => Promise<IndexHead | undefined>;
   /** Records a completed poll: at `nowMs` the chain's head was `chainHead` and the index held every block up to it. */

@@ -461,6 +461,18 @@ export function fakeIndexStore() {
   const saveRecord = (a: IndexedAttestation) => {
     rows = rows.map((r) => (r.uid === a.uid.toLowerCase() ? { ...r, record: a } : r));
   };
+  /** The SQL stores' filter (decisions §24): time from the stored record, revocation as of `toBlock`. */
+  const matches = (r: Row, f: import("./attestation_index.ts").IndexFilter) => {
+    const revoked = r.revokedBlock !== null && r.revokedBlock <= f.toBlock;
+    const time = r.record?.time;
+    return r.blockNumber <= f.toBlock &&
+      (f.recipient === undefined || r.recipient === f.recipient.toLowerCase()) &&
+      (f.attester === undefined || r.attester === f.attester.toLowerCase()) &&
+      (f.schemaUid === undefined || r.schemaUid === f.schemaUid.toLowerCase()) &&
+      (f.revoked === undefined || f.revoked === revoked) &&
+      (f.since === undefined || (time !== undefined && time >= f.since)) &&
+      (f.until === undefined || (time !== undefined && time < f.until));
+  };
   const store = {
     rows: () => rows,
     checkpoint: () => Promise.resolve(checkpoints.at(-1)),
@@ -513,6 +525,17 @@ export function fakeIndexStore() {
         .reverse()
         .slice(0, q.limit));
     },
+    query(q: import("./attestation_index.ts").IndexQuery) {
+      const after = q.after;
+      const matching = rows.filter((r) => matches(r, q)).filter((r) =>
+        after === undefined ||
+        (q.order === "newest"
+          ? r.blockNumber < after.blockNumber || (r.blockNumber === after.blockNumber && r.logIndex < after.logIndex)
+          : r.blockNumber > after.blockNumber || (r.blockNumber === after.blockNumber && r.logIndex > after.logIndex))
+      );
+      return Promise.resolve((q.order === "newest" ? matching.reverse() : matching).slice(0, q.limit));
+    },
+    count: (filter: import("./attestation_index.ts").IndexFilter) => Promise.resolve(rows.filter((r) => matches(r, filter)).length),
     head() {
       const c = checkpoints.at(-1);
       return Promise.resolve(c === undefined ? undefined : { ...c, checkedAtMs: poll?.checkedAtMs ?? null, chainHead: poll?.chainHead ?? null });

@@ -1,7 +1,7 @@
 import type { SQL } from "bun";
 import type { AttestedLog, IndexCheckpoint, IndexedAttestation, IndexStore, PagedLog, StoredAttestation } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
-import { CHECKPOINT_HISTORY, indexTables, toStoredAttestation } from "../sqlite/mod.ts";
+import { CHECKPOINT_HISTORY, indexQuerySql, indexTables, toStoredAttestation } from "../sqlite/mod.ts";
 import { migrate } from "./postgres_migrate.ts";
 
 /** Serializes the index's migrations and its writers across instances. */
@@ -51,7 +51,7 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
     for (const a of records) {
       await db`UPDATE index_attestations SET time = ${a.time.toString()}, expiration_time = ${a.expirationTime.toString()},
                  revocation_time = ${a.revocationTime.toString()}, ref_uid = ${a.refUID.toLowerCase()}, revocable = ${a.revocable ? 1 : 0},
-                 data = ${a.data.toLowerCase()}
+                 data = ${a.data.toLowerCase()}, time_seconds = ${a.time.toString()}::BIGINT
                WHERE chain_id = ${chainId} AND eas = ${eas} AND uid = ${a.uid.toLowerCase()}`;
     }
   };
@@ -164,6 +164,16 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
                 OR (block_number = ${beforeBlock}::BIGINT AND log_index < ${beforeIndex}::INTEGER))
          ORDER BY block_number DESC, log_index DESC LIMIT ${query.limit}`;
       return rows.map(toPaged);
+    },
+    async query(query) {
+      const { text, params } = indexQuerySql("postgres", { chainId, eas }, query);
+      const rows: Row[] = await sql.unsafe(text, params);
+      return rows.map(toPaged);
+    },
+    async count(filter) {
+      const { text, params } = indexQuerySql("postgres", { chainId, eas }, { ...filter, count: true });
+      const [row]: Row[] = await sql.unsafe(text, params);
+      return Number(row!.n);
     },
     async lease(holder, nowMs, leaseMs) {
       const rows: Row[] = await sql`

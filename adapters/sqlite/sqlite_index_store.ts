@@ -10,6 +10,7 @@ import type {
   StoredAttestation,
 } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
+import { INDEX_QUERY_INDEXES, indexQuerySql, timeSecondsBackfill } from "./index_query_sql.ts";
 
 /** The index's tables, in SQLite (`INTEGER`) or PostgreSQL (`BIGINT`) words for block numbers and chain ids. */
 export function indexTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
@@ -49,7 +50,13 @@ export function indexTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
      )`,
     // Issue 34: full records and block times; PostgreSQL adds them to existing tables here, SQLite in
     // createSqliteIndexStore (it has no ADD COLUMN IF NOT EXISTS).
-    ...(bigint === "BIGINT" ? INDEX_ADDED_COLUMNS.map(([table, column, type]) => `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${column} ${type.replace("INTEGER", "BIGINT")}`) : []),
+    ...(bigint === "BIGINT"
+      ? [
+        ...INDEX_ADDED_COLUMNS.map(([table, column, type]) => `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${column} ${type.replace("INTEGER", "BIGINT")}`),
+        ...INDEX_QUERY_INDEXES,
+        timeSecondsBackfill("postgres"),
+      ]
+      : []),
   ];
 }
 
@@ -67,6 +74,8 @@ export const INDEX_ADDED_COLUMNS = [
   ["index_attestations", "data", "TEXT"],
   ["index_attestations", "tail", "INTEGER NOT NULL DEFAULT 0"],
   ["index_checkpoints", "block_time", "INTEGER"],
+  // Issue 37: the attestation's time as a number, for `since`/`until` (the record's `time` is decimal TEXT).
+  ["index_attestations", "time_seconds", "INTEGER"],
 ] as const;
 
 /** How many earlier checkpoints are kept to find where a reorg forked. */
@@ -117,6 +126,8 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
       const columns = db.query<{ name: string }, []>(`PRAGMA table_info(${table})`).all();
       if (!columns.some((c) => c.name === column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
     }
+    for (const statement of INDEX_QUERY_INDEXES) db.exec(statement);
+    db.exec(timeSecondsBackfill("sqlite"));
   }).immediate();
   const chainId = scope.chainId;
   const eas = scope.easAddress.toLowerCase();
@@ -135,7 +146,7 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
   );
   const revoke = db.query("UPDATE index_attestations SET revoked_block = ? WHERE chain_id = ? AND eas = ? AND uid = ?");
   const setRecord = db.query(
-    `UPDATE index_attestations SET time = ?, expiration_time = ?, revocation_time = ?, ref_uid = ?, revocable = ?, data = ?
+    `UPDATE index_attestations SET time = ?, expiration_time = ?, revocation_time = ?, ref_uid = ?, revocable = ?, data = ?, time_seconds = ?
      WHERE chain_id = ? AND eas = ? AND uid = ?`,
   );
   const confirm = db.query("UPDATE index_attestations SET tail = 0 WHERE chain_id = ? AND eas = ? AND tail = 1 AND block_number <= ?");
@@ -150,6 +161,7 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
       a.refUID.toLowerCase(),
       a.revocable ? 1 : 0,
       a.data.toLowerCase(),
+      Number(a.time),
       chainId,
       eas,
       a.uid.toLowerCase(),
@@ -293,6 +305,14 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
         query.limit,
       );
       return Promise.resolve(rows.map(toPaged));
+    },
+    query(query) {
+      const { text, params } = indexQuerySql("sqlite", { chainId, eas }, query);
+      return Promise.resolve(db.query<Row, (string | number)[]>(text).all(...params).map(toPaged));
+    },
+    count(filter) {
+      const { text, params } = indexQuerySql("sqlite", { chainId, eas }, { ...filter, count: true });
+      return Promise.resolve(db.query<{ n: number }, (string | number)[]>(text).get(...params)!.n);
     },
     lease(holder, nowMs, leaseMs) {
       takeLease.run({ name: leaseName, holder, expires: nowMs + leaseMs, now: nowMs });
