@@ -23,6 +23,7 @@ export type Capabilities = {
   readonly witness: ReturnType<typeof wireWitness>;
   readonly index: IndexRunner;
   readonly attestationList: Parameters<typeof createApp>[0]["attestationList"];
+  readonly attestationQueries: Parameters<typeof createApp>[0]["attestationQueries"];
   readonly artifactTrust: Parameters<typeof createApp>[0]["artifactTrust"];
   readonly accounts: WiredAccounts;
   readonly delegation: WiredDelegation;
@@ -132,6 +133,7 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
     controller: { discover: c.discovery.viewDiscover, confirm: c.discovery.confirm },
     artifactTrust: c.artifactTrust,
     attestationList: c.attestationList,
+    attestationQueries: c.attestationQueries,
     readNonce: c.delegation.readNonce,
     delegatedAttest: c.delegation.delegatedAttest,
     idempotency,

@@ -14,7 +14,11 @@ import type { Foundation } from "./foundation.ts";
 import {
   createIndexAnswers,
   createIndexFollower,
+  type CountAttestations,
+  createCountAttestations,
+  createGetAttestation,
   createListAttestations,
+  type GetAttestation,
   type FollowStep,
   type IndexAnswers,
   isFresh,
@@ -328,7 +332,10 @@ function createBackfillProgress(deps: { clock: Clock; log: Logger; metrics?: Pro
 }
 
 /** Builds the chain reads, the index over the storage's tables, and the attestation list read from it. */
-export async function wireAttestationIndex(config: Config, f: Foundation): Promise<{ index: IndexRunner; attestationList: ListAttestations }> {
+export async function wireAttestationIndex(
+  config: Config,
+  f: Foundation,
+): Promise<{ index: IndexRunner; attestationList: ListAttestations; attestationQueries: { count: CountAttestations; get: GetAttestation } }> {
   const reads = (fetchFn: typeof fetch) =>
     createViemAttestationIndex({
       rpcUrl: f.rpcUrl,
@@ -372,10 +379,12 @@ export async function wireAttestationIndex(config: Config, f: Foundation): Promi
       : createWsNewHeads({ url: config.index.wsUrl, log: (event, fields) => (event === "index_ws_subscribed" ? f.log.info(event, fields) : f.log.warn(event, fields)) }),
   });
   f.afterMined.listener = () => index.nudge();
-  // Each read gets its own pin of the index head; the list's own state is none, so one is built per read.
-  const attestationList: ListAttestations = (query) =>
-    index.answers.answer((reads) => createListAttestations({ reads, store, schemaUids: f.chain.schemas, startBlock: f.startBlock })(query));
-  return { index, attestationList };
+  // Each read gets its own pin of the index head; the queries' own state is none, so one is built per read.
+  const deps = (reads: AttestationIndex) => ({ reads, store, schemaUids: f.chain.schemas, startBlock: f.startBlock });
+  const attestationList: ListAttestations = (query) => index.answers.answer((reads) => createListAttestations(deps(reads))(query));
+  const count: CountAttestations = (query) => index.answers.answer((reads) => createCountAttestations(deps(reads))(query));
+  const get: GetAttestation = (uid) => index.answers.answer((reads) => createGetAttestation(deps(reads))(uid));
+  return { index, attestationList, attestationQueries: { count, get } };
 }
 
 /** Builds artifact trust over the index's store-backed reads, the trust anchors and the cached discovery (decisions §7, §21). */

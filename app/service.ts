@@ -50,7 +50,7 @@ export async function startService(config: Config, options: StartServiceOptions 
   const { devnet, log, chain, chainId, easAddress } = f;
   try {
     const discovery = wireDiscovery(config, f, options);
-    const { index, attestationList } = await wireAttestationIndex(config, f);
+    const { index, attestationList, attestationQueries } = await wireAttestationIndex(config, f);
     const artifactTrust = wireArtifactTrust(f, index, discovery);
     const accounts = await wireAccounts(config, f, discovery, options);
     const submissions = await wireSubmissions(config, f);
@@ -71,7 +71,7 @@ export async function startService(config: Config, options: StartServiceOptions 
     const oauth = await wireOAuth(config, f);
     const mcp = wireMcp(config, f, { discovery, witness, artifactTrust, attestationList, accounts, keys, oauth, limits, submissions });
     wireGauges(config, f);
-    const http = serveHttp(config, f, { discovery, witness, index, attestationList, artifactTrust, accounts, delegation, x402, oauth, keys, mcp, submissions });
+    const http = serveHttp(config, f, { discovery, witness, index, attestationList, attestationQueries, artifactTrust, accounts, delegation, x402, oauth, keys, mcp, submissions });
     const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${http.port}`;
     log.info("listening", {
       url,

@@ -20,7 +20,7 @@ import { didDocumentRoutes } from "../x402/elysia.ts";
 import { apiClientRoutes, type ApiClientRoutesDeps, oauthRoutes, type OAuthRoutesDeps } from "./routes/oauth/mod.ts";
 import { MCP_CORS_HEADERS, MCP_PATH, type McpEndpoint, mcpRoutes } from "./routes/mcp/mod.ts";
 import type { VerifySubjectOwnership } from "../domain/accounts/mod.ts";
-import type { ListAttestations } from "../domain/index/mod.ts";
+import type { CountAttestations, GetAttestation, ListAttestations } from "../domain/index/mod.ts";
 import { sessionRoutes, type SessionRoutesDeps } from "./routes/session.ts";
 import { submissionRoutes, type SubmissionRoutesDeps } from "./routes/submissions.ts";
 import type { ArtifactTrust } from "../domain/artifact_trust/mod.ts";
@@ -51,8 +51,10 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly controller?: ControllerRoutesDeps | undefined;
   /** Artifact trust lookup; absent in tests that do not exercise it. */
   readonly artifactTrust?: ArtifactTrust | undefined;
-  /** The attestation list (decisions §11); absent in tests that do not exercise it. */
+  /** The attestation list (decisions §11, §24); absent in tests that do not exercise it. */
   readonly attestationList?: ListAttestations | undefined;
+  /** The attestation count and one attestation by uid (decisions §24); absent in tests that do not exercise them. */
+  readonly attestationQueries?: { readonly count: CountAttestations; readonly get: GetAttestation } | undefined;
   /** Sign-in and the controller witness; absent in tests that do not exercise them. */
   readonly session?: Omit<SessionRoutesDeps, "log"> | undefined;
   /** The accounts API (decisions §12); absent in tests that do not exercise it. */
@@ -323,7 +325,7 @@ export function createApp(deps: AppDeps) {
     .use(identityRoutes({ resolve: resolveAnswer }))
     .use(deps.controller ? controllerRoutes(deps.controller) : new Elysia())
     .use(deps.artifactTrust ? artifactTrustRoutes({ artifactTrust: deps.artifactTrust, log: deps.log }) : new Elysia())
-    .use(deps.attestationList ? attestationListRoutes({ list: deps.attestationList, log: deps.log }) : new Elysia())
+    .use(deps.attestationList ? attestationListRoutes({ list: deps.attestationList, queries: deps.attestationQueries, log: deps.log }) : new Elysia())
     .use(deps.session ? sessionRoutes({ ...deps.session, log: deps.log }) : new Elysia())
     .use(deps.accounts ? accountRoutes(deps.accounts) : new Elysia())
     .use(deps.premiumRpc ? premiumRpcRoutes({ ...deps.premiumRpc, log: deps.log }) : new Elysia())

@@ -418,6 +418,7 @@ function spyApp() {
     controller: { discover: spy("controllerEndpointConfirm", fail("INVALID_DID", "spy")) as never, confirm: spy("controllerConfirm", fail("INVALID_DID", "spy")) as never },
     artifactTrust: spy("artifactTrust", fail("NETWORK_ERROR", "spy")) as never,
     attestationList: spy("attestationList", fail("NETWORK_ERROR", "spy")) as never,
+    attestationQueries: { count: spy("attestationCount", fail("NETWORK_ERROR", "spy")) as never, get: spy("attestationGet", fail("NETWORK_ERROR", "spy")) as never },
     subjectOwnership: spy("subjectOwnership", fail("NETWORK_ERROR", "spy")) as never,
     premiumRpc: {
       sessions: { authenticate: () => Promise.resolve({ ok: true, value: { account: { id: "a", address: A, plan: "free", createdAtMs: 0 } } }) } as never,
@@ -502,8 +503,26 @@ const SAMPLES: Record<keyof typeof REQUEST_MODELS, { accepted: unknown[]; refuse
   },
   artifactTrust: { accepted: [{ artifactDid: "did:artifact:bafy" }], refused: [{}, { artifactDid: "" }, { artifactDid: ["did:artifact:a", "did:artifact:b"] }] },
   attestationList: {
-    accepted: [{ subject: "did:web:example.com", schema: "user-review" }, { subject: "example.com", schema: "x", limit: "5", cursor: "abc" }],
-    refused: [{}, { subject: "did:web:a.com" }, { subject: "did:web:a.com", schema: "user-review", limit: "1000" }, { subject: ["a", "b"], schema: "user-review" }],
+    accepted: [
+      { subject: "did:web:example.com", schema: "user-review" },
+      { subject: "example.com", schema: "x", limit: "5", cursor: "abc" },
+      { subject: "did:web:a.com" },
+      { attester: A },
+      { recipient: A, schema: B32, revoked: "true", since: "1", until: "2", order: "oldest" },
+    ],
+    // None of subject, attester, recipient and schema is refused too (INVALID_INPUT), by the route after the model.
+    refused: [
+      { attester: "0x12" },
+      { attester: A, revoked: "yes" },
+      { attester: A, order: "random" },
+      { schema: "user-review", since: "-1" },
+      { subject: "did:web:a.com", schema: "user-review", limit: "1000" },
+      { subject: ["a", "b"], schema: "user-review" },
+    ],
+  },
+  attestationCount: {
+    accepted: [{ subject: "did:web:example.com" }, { attester: A, schema: B32, revoked: "false", since: "1", until: "2" }],
+    refused: [{ recipient: "0x12" }, { attester: [A, A] }, { schema: "user-review", until: "x" }],
   },
   walletChallenge: {
     accepted: [
@@ -654,8 +673,8 @@ describe("request models", () => {
       }
     }
     // 28 before the signing keys and the key status (issue 24: four more operation paths); 34 with the private relay's
-    // nonce and the paid witness alias (issue 33).
-    expect(checked.length).toBe(34);
+    // nonce and the paid witness alias (issue 33); 36 with the attestation count (issue 37).
+    expect(checked.length).toBe(36);
     expect(new Set([...Object.keys(calls), "identityResolve"])).toEqual(new Set(Object.keys(REQUEST_MODELS)));
   });
 });

@@ -60,6 +60,10 @@ function fullApp(options: { settings?: ReturnType<typeof httpCacheSettings> } = 
     } as never,
     artifactTrust: (() => Promise.resolve(answers.artifactTrust)) as never,
     attestationList: (() => answers.list instanceof Error ? Promise.reject(answers.list) : Promise.resolve(answers.list)) as never,
+    attestationQueries: {
+      count: (() => Promise.resolve(ok({ count: 0 }))) as never,
+      get: (() => Promise.resolve(ok({ attestation: {}, revoked: false }))) as never,
+    },
     keyStatus: {
       keyStatus: ((subjectDid: string, keyDid: string) => Promise.resolve(ok({ subjectDid, keyDid, status: "unknown" }))) as never,
       clientRate: { take: () => ({ allowed: true }) } as never,
@@ -97,6 +101,8 @@ const QUERIES: Readonly<Record<string, string>> = {
   "/api/public/artifact-trust": `artifactDid=${ARTIFACT}`,
   "/v1/attestations": "subject=did:web:example.com&schema=user-review",
   "/api/public/attestations": "subject=did:web:example.com&schema=user-review",
+  "/v1/attestations/count": `attester=${A}`,
+  "/api/public/attestations/count": `attester=${A}`,
   "/v1/key-status": `subjectDid=did:web:example.com&keyDid=${PKH}`,
   "/api/public/key-status": `subjectDid=did:web:example.com&keyDid=${PKH}`,
   "/v1/controller-endpoint-confirm": "subjectDid=example.com",
@@ -108,7 +114,8 @@ const QUERIES: Readonly<Record<string, string>> = {
 };
 
 function requestFor(method: string, path: string, headers: Record<string, string> = {}): Request {
-  const concrete = path.replace(/:\w+/g, "s1");
+  // A path parameter the route takes as well formed (an attestation uid), else any.
+  const concrete = path.replace(/:(\w+)/g, (_, name: string) => (name === "uid" ? `0x${"ab".repeat(32)}` : "s1"));
   const query = QUERIES[path];
   const init: RequestInit = { method, headers: { ...headers } };
   if (method !== "GET" && method !== "DELETE") {
@@ -131,6 +138,10 @@ const PUBLIC_READS: Readonly<Record<string, string>> = {
   "GET /api/public/key-status": INDEX,
   "GET /v1/attestations": INDEX,
   "GET /api/public/attestations": INDEX,
+  "GET /v1/attestations/count": INDEX,
+  "GET /api/public/attestations/count": INDEX,
+  "GET /v1/attestations/:uid": INDEX,
+  "GET /api/public/attestations/:uid": INDEX,
   "GET /v1/controller-endpoint-confirm": DISCOVERY,
   "GET /api/public/controller-endpoint-confirm": DISCOVERY,
   "GET /v1/controller-confirm": DISCOVERY,

@@ -262,12 +262,32 @@ const ArtifactTrustItemModel = t.Object({
   }),
 });
 
-/** The query of the attestation list (decisions §11). */
+/** The filters of which an attestation query names at least one (decisions §24); published as `x-required-any-of`. */
+export const ATTESTATION_LEADING_FILTERS = ["subject", "attester", "recipient", "schema"] as const;
+
+/** The filters of the attestation queries (decisions §24): at least one of subject, attester, recipient and schema. */
+const AttestationFilterFields = {
+  subject: t.Optional(t.String({ minLength: 1, maxLength: 2_048, description: "The subject DID (normalized as everywhere): sent to its DID address and naming it in its data" })),
+  attester: t.Optional(t.String({ pattern: "^0x[0-9a-fA-F]{40}$", description: "The attester's 0x address" })),
+  recipient: t.Optional(t.String({ pattern: "^0x[0-9a-fA-F]{40}$", description: "The recipient's 0x address" })),
+  schema: t.Optional(t.String({ minLength: 1, maxLength: 100, description: "A schema name of the trust anchors (e.g. user-review) or a schema UID (0x and 64 hex digits)" })),
+  revoked: t.Optional(t.String({ pattern: "^(true|false)$", description: "true: only revoked attestations; false: only unrevoked ones; default either" })),
+  since: t.Optional(t.String({ pattern: "^[0-9]{1,19}$", description: "Unix seconds, inclusive, on the attestation's time" })),
+  until: t.Optional(t.String({ pattern: "^[0-9]{1,19}$", description: "Unix seconds, exclusive, on the attestation's time" })),
+};
+
+/** The query of the attestation list (decisions §11, §24). */
 export const AttestationListQuery = t.Object({
-  subject: t.String({ minLength: 1, maxLength: 2_048, description: "The subject DID (normalized as everywhere)" }),
-  schema: t.String({ minLength: 1, maxLength: 100, description: "A schema name of the trust anchors, e.g. user-review" }),
+  ...AttestationFilterFields,
+  order: t.Optional(t.String({ pattern: "^(newest|oldest)$", description: "newest (default) or oldest first: by block, then log position in the block" })),
   limit: t.Optional(t.String({ pattern: "^[0-9]{1,3}$", description: "Items per page, 1 to 100 (default 25)" })),
-  cursor: t.Optional(t.String({ minLength: 1, maxLength: 200, description: "The nextCursor of the previous page" })),
+  cursor: t.Optional(t.String({ minLength: 1, maxLength: 200, description: "The nextCursor of the previous page of the same query (same filters and order)" })),
+}, { description: "At least one of subject, attester, recipient and schema", "x-required-any-of": [...ATTESTATION_LEADING_FILTERS] });
+
+/** The query of the attestation count (decisions §24): the list's filters. */
+export const AttestationCountQuery = t.Object(AttestationFilterFields, {
+  description: "At least one of subject, attester, recipient and schema",
+  "x-required-any-of": [...ATTESTATION_LEADING_FILTERS],
 });
 
 /** The index head a public read was computed at (decisions §21). */
@@ -278,27 +298,38 @@ export const AsOfModel = t.Object({
   checkedAt: t.Integer({ description: "When the index follower last completed a poll of the chain, Unix seconds; an idle chain's block may be older" }),
 }, { description: "What the answer stands on; when no poll completed for INDEX_STALL_SECONDS the read is 503 INDEX_STALE instead" });
 
+/** One attestation as the queries list it (decisions §11, §24). */
+const ListedAttestationModel = t.Object({
+  attestation: t.Object({
+    uid: Bytes32,
+    schema: Bytes32,
+    schemaName: t.Union([t.String(), t.Null()], { description: "The schema's name in the trust anchors; null for another schema (its data is then {})" }),
+    attester: Address,
+    recipient: Address,
+    time: Uint,
+    expirationTime: Uint,
+    revocationTime: Uint,
+    data: t.Record(t.String(), t.Unknown(), { description: "Decoded payload; big integers as base-10 strings" }),
+  }),
+  revoked: t.Boolean(),
+});
+
 /** A page of the attestation list. */
 export const AttestationPageModel = t.Object({
   asOf: AsOfModel,
-  subject: t.String({ description: "The subject as normalized" }),
-  schema: t.String(),
-  items: t.Array(t.Object({
-    attestation: t.Object({
-      uid: Bytes32,
-      schema: Bytes32,
-      schemaName: t.String(),
-      attester: Address,
-      recipient: Address,
-      time: Uint,
-      expirationTime: Uint,
-      revocationTime: Uint,
-      data: t.Record(t.String(), t.Unknown(), { description: "Decoded payload; big integers as base-10 strings" }),
-    }),
-    revoked: t.Boolean(),
-  }), { description: "Newest first; a page may hold fewer than limit items (attestations whose decoded subject is another DID are left out)" }),
+  subject: t.Optional(t.String({ description: "The subject as normalized, when the query gave one" })),
+  schema: t.Optional(t.String({ description: "The schema as the query gave it, when it did" })),
+  items: t.Array(ListedAttestationModel, {
+    description: "Newest (or oldest) first; with subject a page may hold fewer than limit items (attestations whose decoded subject is another DID are left out)",
+  }),
   nextCursor: t.Union([t.String(), t.Null()], { description: "Give it back as cursor for the next page; null on the last one" }),
 });
+
+/** The count of the attestations matching the filters (decisions §24). */
+export const AttestationCountModel = t.Object({ asOf: AsOfModel, count: t.Integer({ minimum: 0 }) });
+
+/** One attestation by uid (decisions §24). */
+export const AttestationItemModel = t.Composite([t.Object({ asOf: AsOfModel }), ListedAttestationModel]);
 
 /** The artifact trust record (interface "Artifact trust record"). */
 export const ArtifactTrustRecordModel = t.Object({
@@ -686,6 +717,7 @@ export const REQUEST_MODELS = {
   controllerConfirm: { query: ControllerConfirmQuery },
   artifactTrust: { query: ArtifactTrustQuery },
   attestationList: { query: AttestationListQuery },
+  attestationCount: { query: AttestationCountQuery },
   walletChallenge: { body: ChallengeBody },
   walletVerify: { body: VerifyBody },
   accountPatch: { body: AccountPatchBody },

@@ -194,6 +194,9 @@ export function buildOpenApi(docs: readonly RouteDoc[], info: { title: string; v
           })),
           ...(operation.parameters as unknown[] | undefined ?? []),
         ];
+        // At least one of these parameters (OpenAPI has no word for it; the route refuses none with 400 INVALID_INPUT).
+        const anyOf = (query as { "x-required-any-of"?: readonly string[] })["x-required-any-of"];
+        if (anyOf !== undefined) operation["x-required-any-of"] = anyOf;
       }
       if (doc.request?.body) {
         operation.requestBody = { required: true, content: { "application/json": { schema: doc.request.body } } };

@@ -1,6 +1,19 @@
-/** The attestation index: what was indexed, how far, the reads answered from it, and the attestation list (decisions §11, §21). */
+/** The attestation index: what was indexed, how far, the reads answered from it, and the queries of it (decisions §11, §21, §24). */
 export { createIndexFollower, type FollowStep } from "./attestation_index.ts";
-export { createListAttestations, type ListAttestations } from "./list_attestations.ts";
+export {
+  type AttestationCount,
+  type AttestationItem,
+  type AttestationPage,
+  type CountAttestations,
+  createCountAttestations,
+  createGetAttestation,
+  createListAttestations,
+  type FilterQuery,
+  type GetAttestation,
+  type ListAttestations,
+  type ListedAttestation,
+  type ListQuery,
+} from "./list_attestations.ts";
 export {
   type AsOf,
   asOfHead,
