@@ -76,7 +76,8 @@ export type ListedAttestation = {
   attestation: {
     uid: string;
     schema: string;
-    schemaName: string;
+    /** The schema's trust-anchor name; null for another schema (its data is then {}). */
+    schemaName: string | null;
     attester: string;
     recipient: string;
     time: string;
@@ -87,17 +88,54 @@ export type ListedAttestation = {
   revoked: boolean;
 };
 
-/** A page of a subject's attestations in one schema, newest first. */
+/** What an answer of the index stands on (decisions §21). */
+export type AsOf = { blockNumber: number; blockHash: string; timestamp: number | null; checkedAt: number };
+
+/** The filters of the attestation queries (decisions §24): at least one of subject, attester, recipient and schema. */
+export type AttestationFilters = {
+  subject?: string | undefined;
+  attester?: string | undefined;
+  recipient?: string | undefined;
+  /** A trust-anchor name (user-review) or a schema UID. */
+  schema?: string | undefined;
+  revoked?: boolean | undefined;
+  /** Unix seconds, inclusive. */
+  since?: number | undefined;
+  /** Unix seconds, exclusive. */
+  until?: number | undefined;
+};
+
+const filterQuery = (f: AttestationFilters) => ({
+  subject: f.subject,
+  attester: f.attester,
+  recipient: f.recipient,
+  schema: f.schema,
+  revoked: f.revoked === undefined ? undefined : String(f.revoked),
+  since: f.since,
+  until: f.until,
+});
+
+/** A page of the attestations matching the filters, newest (default) or oldest first; pass `nextCursor` back as `cursor`. */
 export function listAttestations(
-  input: { subject: string; schema: string; limit?: number | undefined; cursor?: string | undefined },
+  input: AttestationFilters & { order?: "newest" | "oldest" | undefined; limit?: number | undefined; cursor?: string | undefined },
   options: ServiceOptions = {},
 ) {
-  return call<{ subject: string; schema: string; items: ListedAttestation[]; nextCursor: string | null }>(
+  return call<{ subject?: string; schema?: string; items: ListedAttestation[]; nextCursor: string | null; asOf: AsOf }>(
     "GET",
-    `/v1/attestations?${query({ subject: input.subject, schema: input.schema, limit: input.limit, cursor: input.cursor })}`,
+    `/v1/attestations?${query({ ...filterQuery(input), order: input.order, limit: input.limit, cursor: input.cursor })}`,
     undefined,
     options,
   );
+}
+
+/** How many attestations match the filters. */
+export function countAttestations(input: AttestationFilters, options: ServiceOptions = {}) {
+  return call<{ count: number; asOf: AsOf }>("GET", `/v1/attestations/count?${query(filterQuery(input))}`, undefined, options);
+}
+
+/** One attestation by uid (throws `NOT_FOUND` when the index holds none). */
+export function getAttestation(uid: string, options: ServiceOptions = {}) {
+  return call<ListedAttestation & { asOf: AsOf }>("GET", `/v1/attestations/${encodeURIComponent(uid)}`, undefined, options);
 }
 
 // ---------------------------------------------------------------------------------------------------------------

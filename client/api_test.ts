@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { writeReview } from "./api.ts";
+import { countAttestations, getAttestation, listAttestations, writeReview } from "./api.ts";
 import { isAtsClientError } from "./errors.ts";
 
 describe("writeReview() (the console's review form)", () => {
@@ -23,5 +23,26 @@ describe("writeReview() (the console's review form)", () => {
       `proofs: the transaction is on eip155:31337, not on did:pkh:eip155:1:${contract}'s chain eip155:1`,
     ]);
     expect(calls).toEqual([]);
+  });
+});
+
+describe("the attestation queries (issue 37)", () => {
+  test("listAttestations, countAttestations and getAttestation send the filters as the routes take them", async () => {
+    const urls: string[] = [];
+    const fetch = ((url: string) => {
+      urls.push(url);
+      return Promise.resolve(new Response(JSON.stringify({ items: [], nextCursor: null, count: 0 }), { headers: { "content-type": "application/json" } }));
+    }) as unknown as typeof globalThis.fetch;
+    const options = { baseUrl: "http://ats.test", fetch };
+    await listAttestations({ attester: "0xAb", schema: "user-review", revoked: false, since: 5, order: "oldest", limit: 10, cursor: "c.1" }, options);
+    await listAttestations({ subject: "did:web:a.example" }, options);
+    await countAttestations({ recipient: "0xcd", revoked: true, until: 9 }, options);
+    await getAttestation(`0x${"1".repeat(64)}`, options);
+    expect(urls).toEqual([
+      "http://ats.test/v1/attestations?attester=0xAb&schema=user-review&revoked=false&since=5&order=oldest&limit=10&cursor=c.1",
+      "http://ats.test/v1/attestations?subject=did%3Aweb%3Aa.example",
+      "http://ats.test/v1/attestations/count?recipient=0xcd&revoked=true&until=9",
+      `http://ats.test/v1/attestations/0x${"1".repeat(64)}`,
+    ]);
   });
 });

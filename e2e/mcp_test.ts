@@ -181,7 +181,7 @@ describe("MCP with the official SDK's client", () => {
       expect(answer.content[0]!.text).toStartWith(`${code}: `);
     }
     // Input the schema refuses (the client does not check it; the server does): the route's INVALID_INPUT.
-    for (const args of [{ subject: SUBJECT, schema: "user-review", limit: 0 }, { subject: SUBJECT }, { subject: SUBJECT, schema: "user-review", extra: 1 }]) {
+    for (const args of [{ subject: SUBJECT, schema: "user-review", limit: 0 }, {}, { attester: "0x12" }, { subject: SUBJECT, schema: "user-review", extra: 1 }]) {
       expect((await call(reader, "list_attestations", args)).structuredContent).toMatchObject({ code: "INVALID_INPUT" });
     }
     expect((await call(reader, "resolve_identities", { identifiers: Array.from({ length: 101 }, () => "x") })).structuredContent).toMatchObject({ code: "INVALID_INPUT" });
@@ -245,7 +245,12 @@ describe("MCP with the official SDK's client", () => {
     expect(await witnessTxs()).toBe(before + 1);
 
     // The read tools see what was written: the witness in the list, the key now intermediate, a claim it backs.
-    await sameAsRoute("list_attestations", { subject: SUBJECT, schema: "controller-witness" }, "GET", `/v1/attestations?subject=${SUBJECT}&schema=controller-witness`);
+    const witnesses = await sameAsRoute("list_attestations", { subject: SUBJECT, schema: "controller-witness" }, "GET", `/v1/attestations?subject=${SUBJECT}&schema=controller-witness`);
+    // The other filters of decisions §24, as the route takes them (issue 37).
+    const attester = witnesses.items[0].attestation.attester as string;
+    const byAttester = await sameAsRoute("list_attestations", { attester, schema: "controller-witness", revoked: false, order: "oldest", since: 0 }, "GET",
+      `/v1/attestations?attester=${attester}&schema=controller-witness&revoked=false&order=oldest&since=0`);
+    expect(byAttester.items.map((i: { attestation: { uid: string } }) => i.attestation.uid)).toContain(written.structuredContent!.uid);
     const at = Number((await chain().getBlock()).timestamp);
     const key = await sameAsRoute("key_status", { subjectDid: SUBJECT, keyDid: pkh(alice), at }, "GET", `/v1/key-status?subjectDid=${SUBJECT}&keyDid=${pkh(alice)}&at=${at}`);
     expect(key).toMatchObject({ trustLevel: "intermediate", controllerWitness: { uid: written.structuredContent!.uid } });

@@ -41,7 +41,9 @@ const SUMMARIES: Readonly<Record<string, (v: Json) => string>> = {
     const items = (v.items ?? []) as Json[];
     const revoked = items.filter((i) => i.revoked).length;
     const attesters = [...new Set(items.map((i) => i.attestation?.attester as string))];
-    return `${plural(items.length, `${v.schema} attestation`)} about ${v.subject} on this page (${revoked} revoked) from ${plural(attesters.length, "attester")}: ${list(attesters, 3)}. ` +
+    const what = v.schema === undefined ? "attestation" : `${v.schema} attestation`;
+    const about = v.subject === undefined ? "" : ` about ${v.subject}`;
+    return `${plural(items.length, what)}${about} on this page (${revoked} revoked) from ${plural(attesters.length, "attester")}: ${list(attesters, 3)}. ` +
       (v.nextCursor === null ? "This is the last page." : `More pages follow: call again with cursor ${v.nextCursor}.`);
   },
   key_status(v) {

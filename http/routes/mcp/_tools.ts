@@ -106,12 +106,19 @@ const ControllersInput = t.Object({
 /** The route's list (domain/identity's IdentifierList): one bound, one answer (decisions §20). */
 const IdentitiesInput = t.Object({ identifiers: IdentifierList }, { additionalProperties: false });
 const NoInput = t.Object({}, { additionalProperties: false });
+const Address = (description: string) => t.String({ pattern: "^0x[0-9a-fA-F]{40}$", description });
 const ListInput = t.Object({
-  subject: Did("The subject DID whose attestations to list"),
-  schema: t.String({ minLength: 1, maxLength: 100, description: "A schema name of the trust anchors, e.g. user-review or controller-witness" }),
+  subject: t.Optional(Did("The subject DID: attestations sent to its DID address that name it")),
+  attester: t.Optional(Address("The attester's 0x address")),
+  recipient: t.Optional(Address("The recipient's 0x address")),
+  schema: t.Optional(t.String({ minLength: 1, maxLength: 100, description: "A schema name of the trust anchors (e.g. user-review, controller-witness) or a schema UID" })),
+  revoked: t.Optional(t.Boolean({ description: "true: only revoked; false: only unrevoked; default either" })),
+  since: t.Optional(t.Integer({ minimum: 0, maximum: 999_999_999_999, description: "Unix seconds, inclusive, on the attestation's time" })),
+  until: t.Optional(t.Integer({ minimum: 0, maximum: 999_999_999_999, description: "Unix seconds, exclusive, on the attestation's time" })),
+  order: t.Optional(t.Union([t.Literal("newest"), t.Literal("oldest")], { description: "newest (default) or oldest first" })),
   limit: t.Optional(t.Integer({ minimum: 1, maximum: 100, description: "Items per page (default 25)" })),
-  cursor: t.Optional(t.String({ minLength: 1, maxLength: 200, description: "The nextCursor of the previous page" })),
-}, { additionalProperties: false });
+  cursor: t.Optional(t.String({ minLength: 1, maxLength: 200, description: "The nextCursor of the previous page of the same query" })),
+}, { additionalProperties: false, description: "At least one of subject, attester, recipient and schema" });
 const KeyStatusInput = t.Object({
   subjectDid: Did("The subject the key would act for: the did:web of a service, a did:pkh, …"),
   keyDid: Did("The key: did:pkh, did:key, did:jwk or did:ethr"),
@@ -212,16 +219,17 @@ export function createTools(deps: McpToolDeps, options: { readonly withAccountTo
     },
     {
       name: "list_attestations",
-      title: "List a subject's attestations",
-      description: "List the attestations of one schema (by its trust-anchor name, e.g. user-review, controller-witness, key-binding) about one subject DID, newest first, a page at a time (pass nextCursor back as cursor), with whether each is revoked or expired. Same answer as GET /v1/attestations.",
+      title: "List attestations",
+      description: "List attestations by any combination of subject DID, attester, recipient and schema (a trust-anchor name such as user-review, controller-witness, key-binding, or a schema UID), at least one of them; optionally only revoked or unrevoked ones, within a time range (since inclusive, until exclusive, Unix seconds), newest or oldest first, a page at a time (pass nextCursor back as cursor with the same filters), with whether each is revoked. Same answer as GET /v1/attestations.",
       inputSchema: ListInput,
       outputSchema: AttestationPageModel,
       readOnly: true,
       async run(args) {
         const input = listArgs(args);
         if (!input.ok) return input;
-        const { subject, schema, limit, cursor } = input.value;
-        const result = await deps.attestationList({ subject, schema, ...(limit === undefined ? {} : { limit: String(limit) }), ...(cursor === undefined ? {} : { cursor }) });
+        // The route's query, as strings: the same use case answers both.
+        const query = Object.fromEntries(Object.entries(input.value).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)]));
+        const result = await deps.attestationList(query);
         return result.ok ? answered(result.value) : failed(result);
       },
     },

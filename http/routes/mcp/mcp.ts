@@ -182,7 +182,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     };
   };
 
-  const instructions = "Trust checks on the Ethereum Attestation Service: artifacts (check_artifact_trust), who controls a service's domain (check_domain_controllers), signing keys (key_status), attestations about a subject (list_attestations), display labels (resolve_identities) and the trust anchors (get_trust_anchors). Every answer is the JSON of the service's HTTP route plus a summary." +
+  const instructions = "Trust checks on the Ethereum Attestation Service: artifacts (check_artifact_trust), who controls a service's domain (check_domain_controllers), signing keys (key_status), attestations by subject, attester, recipient or schema (list_attestations), display labels (resolve_identities) and the trust anchors (get_trust_anchors). Every answer is the JSON of the service's HTTP route plus a summary." +
     (deps.bearer === undefined ? "" : " request_controller_witness and get_account_usage act for an account and need an OAuth access token for this endpoint.");
   const newServer = () => {
     const server = new Server(

@@ -42,6 +42,8 @@ describe("summarize()", () => {
     const anchors = summarize("get_trust_anchors", { version: 2, updatedAt: "t", chains: { "eip155:1": { name: "Mainnet", easContract: "0xE", schemas: { a: "0x1" } } }, registries: [{}, {}], widgetOrigins: [] });
     expect(anchors).toBe("Trust anchors version 2, updated t: 1 chain, eip155:1 (Mainnet, EAS 0xE, 1 schema); 2 issuer registries, 0 widget origins.");
     expect(summarize("list_attestations", { subject: "did:web:a", schema: "user-review", items: [], nextCursor: "c2" })).toContain("call again with cursor c2");
+    expect(summarize("list_attestations", { items: [{ attestation: { attester: "0xa1" }, revoked: true }], nextCursor: null }))
+      .toBe("1 attestation on this page (1 revoked) from 1 attester: 0xa1. This is the last page.");
     for (const text of [artifact(0), anchors]) expect(text).not.toContain("\n");
     expect(summarizeError("INVALID_DID", "Invalid subjectDid", "not a DID")).toBe("INVALID_DID: Invalid subjectDid (not a DID). Correct the input and call again.");
   });
