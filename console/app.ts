@@ -360,7 +360,7 @@ function setUpArtifact(): void {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// A subject's attestations
+// Attestations: by subject, attester and schema (decisions §24)
 
 function setUpAttestations(): void {
   const form = byId<HTMLFormElement>("attestations-form");
@@ -368,25 +368,35 @@ function setUpAttestations(): void {
   void fetchTrustAnchors({ url: "/v1/trust-anchors" }).then((anchors) => {
     const chain = anchors.chains[`eip155:${CHAIN_ID}`] as { schemas?: Record<string, unknown> } | undefined;
     const names = Object.keys(chain?.schemas ?? {}).sort();
-    if (names.length > 0) select.replaceChildren(...names.map((n) => h("option", { value: n }, n)));
-    select.value = names.includes("user-review") ? "user-review" : names[0] ?? "";
+    if (names.length > 0) select.replaceChildren(h("option", { value: "" }, "Any schema"), ...names.map((n) => h("option", { value: n }, n)));
+    select.value = names.includes("user-review") ? "user-review" : "";
   }).catch(() => undefined);
   let cursor: string | null = null;
   const load = (more: boolean) => {
-    const subject = byId<HTMLInputElement>("attestations-subject").value.trim();
+    const given = (value: string) => (value === "" ? undefined : value);
+    const filters = {
+      subject: given(byId<HTMLInputElement>("attestations-subject").value.trim()),
+      attester: given(byId<HTMLInputElement>("attestations-attester").value.trim()),
+      schema: given(select.value),
+    };
     const result = byId("attestations-result");
     if (!more) result.replaceChildren();
     void busy(form, "attestations-status", "Reading attestations…", async () => {
-      const page = await listAttestations({ subject, schema: select.value, limit: 25, cursor: more ? cursor ?? undefined : undefined }, api);
+      if (Object.values(filters).every((v) => v === undefined)) return { warn: "Give a subject, an attester or a schema" };
+      const page = await listAttestations({ ...filters, limit: 25, cursor: more ? cursor ?? undefined : undefined }, api);
       cursor = page.nextCursor;
       result.querySelector("#attestations-more")?.remove();
-      if (!more && page.items.length === 0) result.append(h("p", {}, `No ${page.schema} attestations about ${page.subject}.`));
+      if (!more && page.items.length === 0) {
+        const what = [filters.schema ?? "", "attestations", page.subject ? `about ${page.subject}` : "", filters.attester ? `by ${filters.attester}` : ""];
+        result.append(h("p", {}, `No ${what.filter((w) => w !== "").join(" ")}.`));
+      }
       for (const item of page.items) {
         const a = item.attestation;
         result.append(h("article", { class: "card item" },
-          h("h4", {}, `${a.schemaName}${item.revoked ? " (revoked)" : ""}`),
+          h("h4", {}, `${a.schemaName ?? a.schema}${item.revoked ? " (revoked)" : ""}`),
           h("dl", {},
             h("dt", {}, "Attester"), h("dd", {}, a.attester),
+            h("dt", {}, "Recipient"), h("dd", {}, a.recipient),
             h("dt", {}, "Attested"), h("dd", {}, seconds(a.time)),
             Object.entries(a.data).flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, typeof v === "string" ? v : JSON.stringify(v))]),
             h("dt", {}, "UID"), h("dd", {}, a.uid))));

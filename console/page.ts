@@ -98,12 +98,15 @@ export function renderConsolePage(settings: ConsolePageSettings, assetVersion: s
 </section>
 
 <section id="attestations" data-view="attestations" aria-labelledby="attestations-title" hidden>
-  <h2 id="attestations-title">A subject's attestations</h2>
+  <h2 id="attestations-title">Attestations</h2>
   <form id="attestations-form" class="form">
     <label for="attestations-subject">Subject DID or domain</label>
-    <input id="attestations-subject" name="subject" required autocomplete="off" autocapitalize="off" spellcheck="false" placeholder="did:web:shop.example">
+    <input id="attestations-subject" name="subject" autocomplete="off" autocapitalize="off" spellcheck="false" placeholder="did:web:shop.example" aria-describedby="attestations-help">
+    <label for="attestations-attester">Attester</label>
+    <input id="attestations-attester" name="attester" autocomplete="off" autocapitalize="off" spellcheck="false" placeholder="0x…" pattern="0x[0-9a-fA-F]{40}" aria-describedby="attestations-help">
     <label for="attestations-schema">Schema</label>
-    <select id="attestations-schema" name="schema"><option value="user-review">user-review</option></select>
+    <select id="attestations-schema" name="schema"><option value="">Any schema</option><option value="user-review">user-review</option></select>
+    <p id="attestations-help" class="help">Give a subject, an attester or a schema, or several: everything an attester wrote, every review of a service.</p>
     <button type="submit">List attestations</button>
   </form>
   <p id="attestations-status" class="status" role="status" aria-live="polite"></p>

@@ -401,6 +401,28 @@ describeBrowser("the console in a browser", () => {
     expect(listed).toContain(user.address);
     expect(await page.locator("#attestations-result b").count()).toBe(0);
     await screenshots(page, "attestations");
+
+    // Everything the user attested, any schema, by attester alone (decisions §24); then every review, by schema alone.
+    await page.fill("#attestations-subject", "");
+    await page.fill("#attestations-attester", user.address);
+    await page.selectOption("#attestations-schema", "");
+    await page.click("#attestations-form button[type=submit]");
+    const byAttester = await statusOf(page, "attestations-status");
+    expect(byAttester).toMatch(/^[1-9][0-9]* shown$/);
+    const attesters = await page.locator("#attestations-result article dt:text-is('Attester') + dd").allTextContents();
+    expect(attesters.length).toBe(Number.parseInt(byAttester));
+    expect(new Set(attesters.map((a) => a.toLowerCase()))).toEqual(new Set([user.address.toLowerCase()]));
+    expect(await text(page, "#attestations-result")).toContain("Fast and friendly <b>not bold</b>");
+    await screenshots(page, "attestations-by-attester");
+    await page.fill("#attestations-attester", "");
+    await page.selectOption("#attestations-schema", "user-review");
+    await page.click("#attestations-form button[type=submit]");
+    expect(await statusOf(page, "attestations-status")).toBe("1 shown");
+    expect(await text(page, "#attestations-result")).toContain("Fast and friendly <b>not bold</b>");
+    // None of the three: the page says what to give, without asking the service.
+    await page.selectOption("#attestations-schema", "");
+    await page.click("#attestations-form button[type=submit]");
+    expect(await statusOf(page, "attestations-status")).toBe("Give a subject, an attester or a schema");
     expect(problems).toEqual([]);
     await page.context().close();
   }, 120_000);
