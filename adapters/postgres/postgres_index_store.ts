@@ -1,7 +1,7 @@
 import type { SQL } from "bun";
 import type { AttestedLog, IndexCheckpoint, IndexedAttestation, IndexStore, PagedLog, StoredAttestation } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
-import { CHECKPOINT_HISTORY, indexQuerySql, indexTables, toStoredAttestation } from "../sqlite/mod.ts";
+import { CHECKPOINT_HISTORY, firstBlockAtSql, indexQuerySql, indexTables, toStoredAttestation } from "../sqlite/mod.ts";
 import { migrate } from "./postgres_migrate.ts";
 
 /** Serializes the index's migrations and its writers across instances. */
@@ -55,6 +55,16 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
                WHERE chain_id = ${chainId} AND eas = ${eas} AND uid = ${a.uid.toLowerCase()}`;
     }
   };
+
+  /** Where a filter's since and until fall (decisions §24): one seek in the time index each. */
+  const firstBlockAt = async (seconds: bigint | undefined): Promise<bigint | null | undefined> => {
+    if (seconds === undefined) return undefined;
+    const { text, params } = firstBlockAtSql("postgres", { chainId, eas }, seconds);
+    const [row]: Row[] = await sql.unsafe(text, params);
+    return row === undefined ? null : BigInt(String(row.block_number));
+  };
+  const timeBlocks = async (filter: { since?: bigint | undefined; until?: bigint | undefined }) =>
+    ({ since: await firstBlockAt(filter.since), until: await firstBlockAt(filter.until) });
 
   return {
     checkpoint: () => current(sql),
@@ -166,12 +176,12 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
       return rows.map(toPaged);
     },
     async query(query) {
-      const { text, params } = indexQuerySql("postgres", { chainId, eas }, query);
+      const { text, params } = indexQuerySql("postgres", { chainId, eas }, query, await timeBlocks(query));
       const rows: Row[] = await sql.unsafe(text, params);
       return rows.map(toPaged);
     },
     async count(filter) {
-      const { text, params } = indexQuerySql("postgres", { chainId, eas }, { ...filter, count: true });
+      const { text, params } = indexQuerySql("postgres", { chainId, eas }, { ...filter, count: true }, await timeBlocks(filter));
       const [row]: Row[] = await sql.unsafe(text, params);
       return Number(row!.n);
     },

@@ -1,8 +1,8 @@
 /**
  * The SQL of the index's queries (decisions §24), one text for SQLite and PostgreSQL: the filters as predicates the
  * indexes below serve, `since`/`until` turned into block bounds (an attestation's time is its block's time, which
- * never decreases along the chain) and the keyset position as a row-value comparison, so a deep page is one index
- * seek like the first.
+ * never decreases along the chain, asked first) and the keyset position as a bound on the block plus the log index
+ * within it, so a deep page is one index seek like the first.
  */
 import type { IndexFilter, IndexQuery } from "../../ports/attestation_index.ts";
 
@@ -32,47 +32,78 @@ export function timeSecondsBackfill(dialect: SqlDialect): string {
           WHERE time_seconds IS NULL AND time IS NOT NULL`;
 }
 
-/** Builds a page query, or with `count` the count of the filter's rows. */
-export function indexQuerySql(
-  dialect: SqlDialect,
-  scope: { readonly chainId: number; readonly eas: string },
-  query: ({ readonly count: true } & IndexFilter) | ({ readonly count?: false | undefined } & IndexQuery),
-): SqlStatement {
+/** The blocks where `since` and `until` fall: the first block whose time reaches each (null: no block does yet). */
+export type TimeBlocks = { readonly since?: bigint | null | undefined; readonly until?: bigint | null | undefined };
+
+/** The first block whose time reaches `seconds`: one seek in the time index (a row `block_number`, or none). */
+export function firstBlockAtSql(dialect: SqlDialect, scope: { readonly chainId: number; readonly eas: string }, seconds: bigint): SqlStatement {
+  const p = placeholders(dialect);
+  return {
+    text: `SELECT block_number FROM index_attestations WHERE chain_id = ${p.text(scope.chainId)} AND eas = ${p.text(scope.eas)}
+             AND time_seconds >= ${p.big(seconds)} ORDER BY time_seconds, block_number LIMIT 1`,
+    params: p.params,
+  };
+}
+
+function placeholders(dialect: SqlDialect) {
   const params: (string | number)[] = [];
   const text = (v: string | number) => {
     params.push(v);
     return dialect === "sqlite" ? `?${params.length}` : `$${params.length}`;
   };
   // Block numbers and times: numbers in SQLite, decimal strings cast in PostgreSQL (BIGINT columns).
-  const big = (v: bigint) => {
-    if (dialect === "sqlite") return text(Number(v));
-    return `${text(v.toString())}::BIGINT`;
-  };
+  const big = (v: bigint) => (dialect === "sqlite" ? text(Number(v)) : `${text(v.toString())}::BIGINT`);
   const int = (v: number) => (dialect === "sqlite" ? text(v) : `${text(v)}::INTEGER`);
-  const scoped = () => `chain_id = ${text(scope.chainId)} AND eas = ${text(scope.eas)}`;
-  const where = [scoped(), `block_number <= ${big(query.toBlock)}`];
+  return { params, text, big, int };
+}
+
+const min = (a: bigint, b: bigint) => (a < b ? a : b);
+const max = (a: bigint, b: bigint) => (a > b ? a : b);
+
+/**
+ * Builds a page query, or with `count` the count of the filter's rows. `blocks` are where `since` and `until` fall
+ * ({@link firstBlockAtSql}, asked first). The block range (the pin, the time bounds and the cursor's block) is folded
+ * into one lower and one upper bound: a planner seeks on one bound a side, so a second upper bound (the cursor's, newest
+ * first) would be a filter over every row after the cursor instead of the seek's start.
+ */
+export function indexQuerySql(
+  dialect: SqlDialect,
+  scope: { readonly chainId: number; readonly eas: string },
+  query: ({ readonly count: true } & IndexFilter) | ({ readonly count?: false | undefined } & IndexQuery),
+  blocks: TimeBlocks = {},
+): SqlStatement {
+  const { params, text, big, int } = placeholders(dialect);
+  const where = [`chain_id = ${text(scope.chainId)} AND eas = ${text(scope.eas)}`];
+  let lower: bigint | undefined;
+  let upper = query.toBlock;
+  let empty = false;
+  if (query.since !== undefined) {
+    if (blocks.since === undefined || blocks.since === null) empty = true;
+    else lower = blocks.since;
+  }
+  if (query.until !== undefined && blocks.until !== undefined && blocks.until !== null) upper = min(upper, blocks.until - 1n);
+  const newest = query.count === true || query.order === "newest";
+  const after = query.count === true ? undefined : query.after;
+  if (after !== undefined) {
+    if (newest) upper = min(upper, after.blockNumber);
+    else lower = lower === undefined ? after.blockNumber : max(lower, after.blockNumber);
+  }
+  if (empty) where.push("1 = 0");
+  where.push(`block_number <= ${big(upper)}`);
+  if (lower !== undefined) where.push(`block_number >= ${big(lower)}`);
+  if (after !== undefined) {
+    const past = newest ? "<" : ">";
+    where.push(`(block_number ${past} ${big(after.blockNumber)} OR log_index ${past} ${int(after.logIndex)})`);
+  }
   if (query.recipient !== undefined) where.push(`recipient = ${text(query.recipient.toLowerCase())}`);
   if (query.attester !== undefined) where.push(`attester = ${text(query.attester.toLowerCase())}`);
   if (query.schemaUid !== undefined) where.push(`schema_uid = ${text(query.schemaUid.toLowerCase())}`);
   if (query.revoked === true) where.push(`revoked_block IS NOT NULL AND revoked_block <= ${big(query.toBlock)}`);
   if (query.revoked === false) where.push(`(revoked_block IS NULL OR revoked_block > ${big(query.toBlock)})`);
-  // The first block whose time reaches t (blocks before it are all earlier): one seek on the time index.
-  const firstBlockAt = (t: bigint) =>
-    `(SELECT block_number FROM index_attestations WHERE ${scoped()} AND time_seconds >= ${big(t)}
-       ORDER BY time_seconds, block_number LIMIT 1)`;
-  if (query.since !== undefined) {
-    where.push(`block_number >= COALESCE(${firstBlockAt(query.since)}, ${big(query.toBlock + 1n)})`);
-    where.push(`time_seconds >= ${big(query.since)}`);
-  }
-  if (query.until !== undefined) {
-    where.push(`block_number < COALESCE(${firstBlockAt(query.until)}, ${big(query.toBlock + 1n)})`);
-    where.push(`time_seconds < ${big(query.until)}`);
-  }
+  // The block bounds are exact while block times never decrease; the times themselves are checked all the same.
+  if (query.since !== undefined) where.push(`time_seconds >= ${big(query.since)}`);
+  if (query.until !== undefined) where.push(`time_seconds < ${big(query.until)}`);
   if (query.count === true) return { text: `SELECT COUNT(*) AS n FROM index_attestations WHERE ${where.join(" AND ")}`, params };
-  const newest = query.order === "newest";
-  if (query.after !== undefined) {
-    where.push(`(block_number, log_index) ${newest ? "<" : ">"} (${big(query.after.blockNumber)}, ${int(query.after.logIndex)})`);
-  }
   const direction = newest ? "DESC" : "ASC";
   return {
     text: `SELECT uid, recipient, attester, schema_uid, block_number, log_index FROM index_attestations

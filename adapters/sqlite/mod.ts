@@ -6,7 +6,7 @@ export { createSqliteSubmissionRecords, outcomeValues, SUBMISSION_RECORDS_TABLES
 export { toFactoryCall } from "./sqlite_factory_calls.ts";
 export { type GasBudgetTable } from "./sqlite_gas_budget.ts";
 export { CHECKPOINT_HISTORY, createSqliteIndexStore, INDEX_ADDED_COLUMNS, indexTables, type RecordRow, toStoredAttestation } from "./sqlite_index_store.ts";
-export { INDEX_QUERY_INDEXES, indexQuerySql, type SqlDialect, type SqlStatement } from "./index_query_sql.ts";
+export { firstBlockAtSql, INDEX_QUERY_INDEXES, indexQuerySql, type SqlDialect, type SqlStatement, type TimeBlocks } from "./index_query_sql.ts";
 export {
   contiguousPeriod,
   paymentTables,

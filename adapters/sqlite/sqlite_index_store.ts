@@ -10,7 +10,7 @@ import type {
   StoredAttestation,
 } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
-import { INDEX_QUERY_INDEXES, indexQuerySql, timeSecondsBackfill } from "./index_query_sql.ts";
+import { firstBlockAtSql, INDEX_QUERY_INDEXES, indexQuerySql, timeSecondsBackfill } from "./index_query_sql.ts";
 
 /** The index's tables, in SQLite (`INTEGER`) or PostgreSQL (`BIGINT`) words for block numbers and chain ids. */
 export function indexTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
@@ -188,6 +188,15 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
        WHERE index_lease.holder = $holder OR index_lease.expires_at_ms < $now`,
   );
 
+  /** Where a filter's since and until fall (decisions §24): one seek in the time index each. */
+  const firstBlockAt = (seconds: bigint | undefined): bigint | null | undefined => {
+    if (seconds === undefined) return undefined;
+    const { text, params } = firstBlockAtSql("sqlite", { chainId, eas }, seconds);
+    const row = db.query<{ block_number: number }, (string | number)[]>(text).get(...params);
+    return row === null ? null : BigInt(row.block_number);
+  };
+  const timeBlocks = (filter: { since?: bigint | undefined; until?: bigint | undefined }) => ({ since: firstBlockAt(filter.since), until: firstBlockAt(filter.until) });
+
   const current = () => {
     const row = latest.get(chainId, eas);
     return row === null ? undefined : toCheckpoint(row);
@@ -307,11 +316,11 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
       return Promise.resolve(rows.map(toPaged));
     },
     query(query) {
-      const { text, params } = indexQuerySql("sqlite", { chainId, eas }, query);
+      const { text, params } = indexQuerySql("sqlite", { chainId, eas }, query, timeBlocks(query));
       return Promise.resolve(db.query<Row, (string | number)[]>(text).all(...params).map(toPaged));
     },
     count(filter) {
-      const { text, params } = indexQuerySql("sqlite", { chainId, eas }, { ...filter, count: true });
+      const { text, params } = indexQuerySql("sqlite", { chainId, eas }, { ...filter, count: true }, timeBlocks(filter));
       return Promise.resolve(db.query<{ n: number }, (string | number)[]>(text).get(...params)!.n);
     },
     lease(holder, nowMs, leaseMs) {
