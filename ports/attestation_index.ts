@@ -195,14 +195,6 @@ export interface IndexStore {
   readonly rewind: (to: IndexCheckpoint | undefined) => Promise<void>;
   /** Stored `Attested` logs matching the query, in chain order. */
   readonly attested: (query: AttestedQuery & { readonly fromBlock: bigint }) => Promise<AttestedLog[]>;
-  /** Stored `Attested` logs of one recipient and schema up to `toBlock`, newest first, strictly before `before`. */
-  readonly page: (query: {
-    readonly recipient: HexString;
-    readonly schemaUid: HexString;
-    readonly toBlock: bigint;
-    readonly before?: PageCursor | undefined;
-    readonly limit: number;
-  }) => Promise<PagedLog[]>;
   /**
    * Stored `Attested` logs matching the filter, ordered by (block, log index) as `order` says, strictly after
    * `after` (keyset: a deep page costs what the first costs), at most `limit` (decisions §24).

@@ -517,14 +517,6 @@ export function fakeIndexStore() {
         r.blockNumber >= q.fromBlock && r.blockNumber <= q.toBlock && recipients.includes(r.recipient) && schemas.includes(r.schemaUid)
       ));
     },
-    page(q: { recipient: HexString; schemaUid: HexString; toBlock: bigint; before?: import("./attestation_index.ts").PageCursor | undefined; limit: number }) {
-      const before = q.before;
-      return Promise.resolve(rows
-        .filter((r) => r.recipient === q.recipient.toLowerCase() && r.schemaUid === q.schemaUid.toLowerCase() && r.blockNumber <= q.toBlock)
-        .filter((r) => before === undefined || r.blockNumber < before.blockNumber || (r.blockNumber === before.blockNumber && r.logIndex < before.logIndex))
-        .reverse()
-        .slice(0, q.limit));
-    },
     query(q: import("./attestation_index.ts").IndexQuery) {
       const after = q.after;
       const matching = rows.filter((r) => matches(r, q)).filter((r) =>

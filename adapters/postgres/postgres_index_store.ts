@@ -162,19 +162,6 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
          ORDER BY block_number, log_index`;
       return rows.map(toLog);
     },
-    async page(query) {
-      const before = query.before;
-      const beforeBlock = before === undefined ? null : before.blockNumber.toString();
-      const beforeIndex = before === undefined ? null : before.logIndex;
-      const rows: Row[] = await sql`
-        SELECT * FROM index_attestations WHERE chain_id = ${chainId} AND eas = ${eas}
-           AND recipient = ${query.recipient.toLowerCase()} AND schema_uid = ${query.schemaUid.toLowerCase()}
-           AND block_number <= ${query.toBlock.toString()}
-           AND (${beforeBlock}::BIGINT IS NULL OR block_number < ${beforeBlock}::BIGINT
-                OR (block_number = ${beforeBlock}::BIGINT AND log_index < ${beforeIndex}::INTEGER))
-         ORDER BY block_number DESC, log_index DESC LIMIT ${query.limit}`;
-      return rows.map(toPaged);
-    },
     async query(query) {
       const { text, params } = indexQuerySql("postgres", { chainId, eas }, query, await timeBlocks(query));
       const rows: Row[] = await sql.unsafe(text, params);

@@ -298,23 +298,6 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
       ).all(chainId, eas, ...recipients, ...schemas, Number(query.fromBlock), Number(query.toBlock));
       return Promise.resolve(rows.map(toLog));
     },
-    page(query) {
-      const before = query.before;
-      const rows = db.query<Row, (string | number)[]>(
-        `SELECT * FROM index_attestations WHERE chain_id = ? AND eas = ? AND recipient = ? AND schema_uid = ? AND block_number <= ?
-           ${before === undefined ? "" : "AND (block_number < ? OR (block_number = ? AND log_index < ?))"}
-         ORDER BY block_number DESC, log_index DESC LIMIT ?`,
-      ).all(
-        chainId,
-        eas,
-        query.recipient.toLowerCase(),
-        query.schemaUid.toLowerCase(),
-        Number(query.toBlock),
-        ...(before === undefined ? [] : [Number(before.blockNumber), Number(before.blockNumber), before.logIndex]),
-        query.limit,
-      );
-      return Promise.resolve(rows.map(toPaged));
-    },
     query(query) {
       const { text, params } = indexQuerySql("sqlite", { chainId, eas }, query, timeBlocks(query));
       return Promise.resolve(db.query<Row, (string | number)[]>(text).all(...params).map(toPaged));
