@@ -98,6 +98,8 @@ export type Config = {
    * `INDEX_LEASE_SECONDS` (default 15): how long a follower's lease lasts; another instance takes over within it.
    * `INDEX_STEP_BLOCKS` (default 10000): the widest range one follower step ingests in one transaction.
    * `INDEX_FOLLOW` (default true): false runs no follower in this instance (it still reads the shared index).
+   * `INDEX_ANSWER_CACHE_MB` (default 32): the bound of the whole answers of index reads kept per poll generation
+   * (http/index_answer_cache.ts); 0 keeps none.
    */
   /**
    * The public relay (decisions §12): `PUBLIC_RELAY` (`on`/`off`, default on), `PUBLIC_RELAY_IP_RATE_PER_MINUTE`
@@ -191,6 +193,8 @@ export type Config = {
     readonly leaseSeconds: number;
     readonly stepBlocks: number;
     readonly follow: boolean;
+    /** `INDEX_ANSWER_CACHE_MB`: the bound of kept answers of index reads, in MiB; 0: none kept. */
+    readonly answerCacheMb: number;
   };
   /**
    * Signing keys and key status (decisions §17): `SIGNING_KEYS_PER_ACCOUNT` (keys one account may register, default
@@ -418,6 +422,7 @@ function readIndex(env: Env): Config["index"] {
     leaseSeconds: int("INDEX_LEASE_SECONDS", 15, 1, 3_600),
     stepBlocks: int("INDEX_STEP_BLOCKS", 10_000, 1, 10_000_000),
     follow: bool("INDEX_FOLLOW", true),
+    answerCacheMb: int("INDEX_ANSWER_CACHE_MB", 32, 0, 4_096),
   };
 }
 

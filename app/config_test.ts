@@ -107,10 +107,11 @@ describe("readConfig()", () => {
   });
 
   test("the index settings: defaults, and INDEX_CONFIRMATIONS left to the chain kind when unset", () => {
-    expect(readConfig({}).index).toEqual({ wsUrl: undefined, confirmations: undefined, pollMs: 1_000, stallSeconds: 120, leaseSeconds: 15, stepBlocks: 10_000, follow: true });
+    expect(readConfig({}).index).toEqual({ wsUrl: undefined, confirmations: undefined, pollMs: 1_000, stallSeconds: 120, leaseSeconds: 15, stepBlocks: 10_000, follow: true, answerCacheMb: 32 });
     expect(readConfig({ INDEX_CONFIRMATIONS: "0", INDEX_FOLLOW: "false" }).index).toMatchObject({ confirmations: 0, follow: false });
+    expect(readConfig({ INDEX_ANSWER_CACHE_MB: "0" }).index.answerCacheMb).toBe(0);
     expect(readConfig({ RPC_WS_URL: "wss://node.example/ws" }).index.wsUrl).toBe("wss://node.example/ws");
-    for (const [name, bad] of [["INDEX_POLL_MS", "10"], ["INDEX_LEASE_SECONDS", "0"], ["INDEX_STEP_BLOCKS", "x"], ["INDEX_FOLLOW", "sometimes"], ["RPC_WS_URL", "https://node.example"]] as const) {
+    for (const [name, bad] of [["INDEX_POLL_MS", "10"], ["INDEX_LEASE_SECONDS", "0"], ["INDEX_STEP_BLOCKS", "x"], ["INDEX_FOLLOW", "sometimes"], ["INDEX_ANSWER_CACHE_MB", "-1"], ["RPC_WS_URL", "https://node.example"]] as const) {
       expect(() => readConfig({ [name]: bad })).toThrow(new RegExp(name));
     }
   });

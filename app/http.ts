@@ -3,6 +3,7 @@ import { loadConsoleBundle } from "../console/assets.ts";
 import { createApp } from "../http/app.ts";
 import { drainServer, instrumentedHandler, requestClientAddress } from "../http/instrument.ts";
 import { httpCacheSettings } from "../http/http_cache.ts";
+import { createIndexAnswerCache } from "../http/index_answer_cache.ts";
 import { systemClock } from "../adapters/system/mod.ts";
 import type { WiredAccounts } from "./accounts.ts";
 import type { Config } from "./config.ts";
@@ -147,6 +148,15 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
     publicBaseUrl: config.publicBaseUrl,
     // Decisions §21: an answer from the index is current for one poll, live evidence for as long as the service reuses it.
     httpCache: httpCacheSettings({ indexPollMs: config.index.pollMs, discoveryCacheSeconds: config.discoveryCacheSeconds }),
+    // Whole answers of the index reads, per poll generation of the shared index (issue 34): each instance its own.
+    indexAnswers: config.index.answerCacheMb === 0 ? null : createIndexAnswerCache({
+      head: c.index.head,
+      clock: systemClock,
+      stallSeconds: config.index.stallSeconds,
+      pollMs: config.index.pollMs,
+      discoverySeconds: config.discoveryCacheSeconds,
+      maxBytes: config.index.answerCacheMb * 1024 * 1024,
+    }),
     ready: readiness(config, f, c),
   });
   const handler = instrumentedHandler(app as never, { metrics: f.metrics, log: f.log, trustProxy: config.trustProxy, bodyTimeoutMs: config.bodyTimeoutMs });

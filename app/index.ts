@@ -25,7 +25,7 @@ import {
   type ListAttestations,
 } from "../domain/index/mod.ts";
 import type { ArtifactTrust } from "../domain/artifact_trust/mod.ts";
-import type { AttestationIndex, ChainHistory, HeadSignal, IndexStore } from "../ports/attestation_index.ts";
+import type { AttestationIndex, ChainHistory, HeadSignal, IndexHead, IndexStore } from "../ports/attestation_index.ts";
 import type { HexString } from "../ports/eas.ts";
 import type { Clock } from "../ports/clock.ts";
 import type { Logger } from "../ports/logger.ts";
@@ -50,6 +50,8 @@ export type IndexStatus = {
 export type IndexRunner = {
   /** What public reads go through: the store alone, pinned to the index head, with `asOf` (decisions §21). */
   readonly answers: IndexAnswers;
+  /** The shared index's head as the store holds it now (what the answer cache keys its answers by). */
+  readonly head: () => Promise<IndexHead | undefined>;
   /** The status as of the last round; `refresh` reads the store first. */
   readonly status: () => IndexStatus;
   /** Reads the shared store's head and returns the status. */
@@ -206,6 +208,7 @@ export function wireIndex(deps: IndexDeps): IndexRunner {
 
   return {
     answers: createIndexAnswers({ ...deps, startBlock: settings.startBlock, stallSeconds: settings.stallSeconds }),
+    head: () => store.head(),
     status,
     refresh,
     healthy: async () => !(await refresh()).stale,

@@ -37,6 +37,7 @@ import {
   type HttpCacheSettings,
   withKnownBody,
 } from "./http_cache.ts";
+import type { IndexAnswerCache } from "./index_answer_cache.ts";
 import { buildOpenApi, renderApiPage } from "./openapi.ts";
 import { ROUTE_DOCS } from "./route_docs.ts";
 import { MAX_BODY_BYTES, TOO_LARGE_MESSAGE } from "./routes/request.ts";
@@ -94,6 +95,12 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
    * `null`: none, every answer assembled from the records (bench/identity_resolve.ts measures both).
    */
   readonly identityAnswers?: AnswerCache | null | undefined;
+  /**
+   * Whole answers of the index reads (artifact trust, key status, the attestation list) kept per index generation
+   * (http/index_answer_cache.ts, decisions §21); absent or `null`: none, every read computed (bench/reads.ts measures
+   * both).
+   */
+  readonly indexAnswers?: IndexAnswerCache | null | undefined;
   /** The ages of cacheable answers (`INDEX_POLL_MS`, `DISCOVERY_CACHE_SECONDS`); absent: the configuration's defaults. */
   readonly httpCache?: HttpCacheSettings | undefined;
 };
@@ -271,6 +278,7 @@ export function createApp(deps: AppDeps) {
   };
   registerEdgeRoutes(app, (routes) => cachedEdgeRoutes(publicEdgeRoutes(edgeAnswers, PUBLIC_CORS_HEADERS, routes), cached));
 
+  const indexAnswers = deps.indexAnswers ?? undefined;
   const routed = app
     .onRequest(({ request, set }) => {
       const path = pathOf(request.url);
@@ -324,8 +332,8 @@ export function createApp(deps: AppDeps) {
     .use(trustAnchorRoutes(deps.trustAnchors, anchorsAnswer))
     .use(identityRoutes({ resolve: resolveAnswer }))
     .use(deps.controller ? controllerRoutes(deps.controller) : new Elysia())
-    .use(deps.artifactTrust ? artifactTrustRoutes({ artifactTrust: deps.artifactTrust, log: deps.log }) : new Elysia())
-    .use(deps.attestationList ? attestationListRoutes({ list: deps.attestationList, queries: deps.attestationQueries, log: deps.log }) : new Elysia())
+    .use(deps.artifactTrust ? artifactTrustRoutes({ artifactTrust: deps.artifactTrust, log: deps.log, answers: indexAnswers }) : new Elysia())
+    .use(deps.attestationList ? attestationListRoutes({ list: deps.attestationList, queries: deps.attestationQueries, log: deps.log, answers: indexAnswers }) : new Elysia())
     .use(deps.session ? sessionRoutes({ ...deps.session, log: deps.log }) : new Elysia())
     .use(deps.accounts ? accountRoutes(deps.accounts) : new Elysia())
     .use(deps.premiumRpc ? premiumRpcRoutes({ ...deps.premiumRpc, log: deps.log }) : new Elysia())
@@ -337,7 +345,7 @@ export function createApp(deps: AppDeps) {
     // Typed as a plain plugin: one more route type in this chain is past what tsc represents.
     .use((deps.didDocument ? didDocumentRoutes(deps.didDocument) : new Elysia()) as Elysia)
     .use(deps.signingKeys ? signingKeyRoutes({ ...deps.signingKeys, log: deps.log }) : new Elysia())
-    .use(deps.keyStatus ? keyStatusRoutes({ ...deps.keyStatus, log: deps.log }) : new Elysia())
+    .use(deps.keyStatus ? keyStatusRoutes({ ...deps.keyStatus, log: deps.log, answers: indexAnswers }) : new Elysia())
     .use(deps.oauth ? oauthRoutes({ ...deps.oauth, log: deps.log }) : new Elysia())
     .use(deps.apiClients ? apiClientRoutes({ ...deps.apiClients, log: deps.log }) : new Elysia())
     .use((deps.mcp ? mcpRoutes(deps.mcp) : new Elysia()) as Elysia)

@@ -139,15 +139,16 @@ function withCacheControl(response: Response, value: string): Response {
 /** Headers a 304 does not repeat: they describe a body it does not have (RFC 9110 §15.4.5). */
 const BODY_HEADERS = ["content-type", "content-length", "content-encoding"] as const;
 
-/** The text each answer the service made of a string was made of (http/errors.ts `json`, the trust anchors). */
-const knownBodies = new WeakMap<Response, string>();
+/** The text each answer the service made of a string was made of (http/errors.ts `json`, the trust anchors), and its ETag when known. */
+const knownBodies = new WeakMap<Response, { readonly text: string; readonly etag: string | undefined }>();
 
 /**
  * Notes the text `response` was made of, so that its ETag is computed from the text, at once, instead of reading the
  * body back (issue 28's cheap routes answer synchronously; reading a body is a promise, and a new Response after it).
+ * `etag`: the text's {@link strongEtag}, when the caller keeps it already (http/index_answer_cache.ts): not hashed again.
  */
-export function withKnownBody(response: Response, text: string): Response {
-  knownBodies.set(response, text);
+export function withKnownBody(response: Response, text: string, etag?: string | undefined): Response {
+  knownBodies.set(response, { text, etag });
   return response;
 }
 
@@ -212,11 +213,12 @@ async function validated(
 function validatedText(
   request: Request,
   response: Response,
-  text: string,
+  known: { readonly text: string; readonly etag: string | undefined },
   cacheControl: string,
   options: { readonly vary: readonly string[] | undefined; readonly memo: EtagMemo | undefined; readonly key: string },
 ): Response {
-  return withValidators(request, response.headers, etagOf(text, options.key, options.memo), cacheControl, options.vary) ?? response;
+  const etag = known.etag ?? etagOf(known.text, options.key, options.memo);
+  return withValidators(request, response.headers, etag, cacheControl, options.vary) ?? response;
 }
 
 /** Sets the validators on `headers`; the 304 when `If-None-Match` matches `etag`, else undefined. */
@@ -257,8 +259,8 @@ export function applyCachePolicy(request: Request, response: Response, options: 
   if (status === 200) {
     const cacheControl = policy.kind === "public" ? publicCacheControl(maxAge) : "no-cache";
     const validation = { vary: policy.kind === "public" ? policy.vary : undefined, memo: options.memo, key: options.route ?? "" };
-    const text = knownBodies.get(response);
-    if (text !== undefined) return validatedText(request, response, text, cacheControl, validation);
+    const known = knownBodies.get(response);
+    if (known !== undefined) return validatedText(request, response, known, cacheControl, validation);
     return validated(request, response, cacheControl, validation);
   }
   // Errors are not kept, except a public read's 400 and 404 for a short while (both say so again at once, cheaply).

@@ -1,7 +1,8 @@
 import { Elysia } from "elysia";
 import { type ArtifactTrust, INVALID_ARTIFACT_DID_MESSAGE } from "../../domain/artifact_trust/mod.ts";
 import type { Logger } from "../../ports/logger.ts";
-import { errorBody, headersOf, json, statusOf } from "../errors.ts";
+import { errorBody, headersOf, json, statusOf, stringify } from "../errors.ts";
+import { answerOf, type IndexAnswerCache } from "../index_answer_cache.ts";
 import { REQUEST_MODELS } from "../models.ts";
 import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
 
@@ -9,6 +10,8 @@ import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
 export type ArtifactTrustRoutesDeps = {
   readonly artifactTrust: ArtifactTrust;
   readonly log: Logger;
+  /** Whole answers kept per index generation (http/index_answer_cache.ts); absent: every read computed. */
+  readonly answers?: IndexAnswerCache | undefined;
 };
 
 const artifactQuery = compileRequestCheck(REQUEST_MODELS.artifactTrust.query, {
@@ -28,11 +31,16 @@ export function artifactTrustRoutes(deps: ArtifactTrustRoutesDeps) {
     if (!artifactQuery.check(query)) {
       return json(errorBody("INVALID_DID", INVALID_ARTIFACT_DID_MESSAGE, artifactQuery.explain(query)), 400);
     }
-    try {
+    const compute = async () => {
       const result = await deps.artifactTrust(query.artifactDid);
-      if (result.ok) return json(result.value);
+      if (result.ok) return { ok: true as const, text: stringify(result.value), asOf: result.value.asOf };
       if (statusOf(result.code) >= 500) deps.log.warn("artifact_trust_failed", { code: result.code, reason: result.message });
-      return json(errorBody(result.code, result.message, result.details), statusOf(result.code), headersOf(result.code));
+      return { ok: false as const, response: json(errorBody(result.code, result.message, result.details), statusOf(result.code), headersOf(result.code)) };
+    };
+    try {
+      // The answer carries live controller evidence (through the discovery cache): kept at most that long.
+      if (deps.answers !== undefined) return await deps.answers.answer({ route: "artifact-trust", query: [query.artifactDid], live: true }, compute);
+      return answerOf(await compute());
     } catch (error) {
       deps.log.error("artifact_trust_error", { error: error instanceof Error ? error.message : String(error) });
       return json(errorBody("INTERNAL_ERROR", "Internal error", "Artifact trust lookup failed"), 500);

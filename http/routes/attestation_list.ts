@@ -1,8 +1,10 @@
 import { Elysia } from "elysia";
 import type { CountAttestations, GetAttestation, ListAttestations } from "../../domain/index/mod.ts";
 import type { Logger } from "../../ports/logger.ts";
+import type { AsOf } from "../../domain/index/mod.ts";
 import type { Result } from "../../domain/result.ts";
-import { errorBody, headersOf, json, statusOf } from "../errors.ts";
+import { errorBody, headersOf, json, statusOf, stringify } from "../errors.ts";
+import { answerOf, type AnswerKey, type IndexAnswerCache } from "../index_answer_cache.ts";
 import { ATTESTATION_LEADING_FILTERS, REQUEST_MODELS } from "../models.ts";
 import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
 
@@ -11,21 +13,34 @@ export type AttestationListRoutesDeps = {
   readonly list: ListAttestations;
   readonly queries?: { readonly count: CountAttestations; readonly get: GetAttestation } | undefined;
   readonly log: Logger;
+  /** Whole answers kept per index generation (http/index_answer_cache.ts); absent: every read computed. */
+  readonly answers?: IndexAnswerCache | undefined;
 };
+
+/** The parameters the list reads, in the order its cache key names them. */
+const LIST_PARAMETERS = [...ATTESTATION_LEADING_FILTERS, "revoked", "since", "until", "order", "limit", "cursor"] as const;
+/** The parameters the count reads. */
+const COUNT_PARAMETERS = [...ATTESTATION_LEADING_FILTERS, "revoked", "since", "until"] as const;
 
 const listQuery = compileRequestCheck(REQUEST_MODELS.attestationList.query);
 const countQuery = compileRequestCheck(REQUEST_MODELS.attestationCount.query);
 
 const NO_FILTER = "Give at least one of subject, attester, recipient or schema";
 
-/** Runs a read and answers its result, or its failure with the code's status. */
-function answerer(log: Logger) {
-  return async (read: () => Promise<Result<unknown, string>>) => {
-    try {
+/**
+ * Runs a read and answers its result, or its failure with the code's status; with a cache and a key, a 200 that names
+ * the index generation it was computed at is kept for identical reads of that generation.
+ */
+function answerer(log: Logger, answers: IndexAnswerCache | undefined) {
+  return async (read: () => Promise<Result<{ readonly asOf?: AsOf | undefined }, string>>, key?: AnswerKey) => {
+    const compute = async () => {
       const result = await read();
-      if (result.ok) return json(result.value);
+      if (result.ok) return { ok: true as const, text: stringify(result.value), asOf: result.value.asOf };
       if (statusOf(result.code) >= 500) log.warn("attestation_list_failed", { code: result.code });
-      return json(errorBody(result.code, result.message), statusOf(result.code), headersOf(result.code));
+      return { ok: false as const, response: json(errorBody(result.code, result.message), statusOf(result.code), headersOf(result.code)) };
+    };
+    try {
+      return answers === undefined || key === undefined ? answerOf(await compute()) : await answers.answer(key, compute);
     } catch (error) {
       log.error("attestation_list_error", { error: error instanceof Error ? error.message : String(error) });
       return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
@@ -55,21 +70,22 @@ const NOT_SERVED = () => Promise.resolve(json(errorBody("NOT_FOUND", "Not found"
  * `/api/public/attestations` twins (decisions §11, §24); other query parameters are ignored.
  */
 export function attestationListRoutes(deps: AttestationListRoutesDeps) {
-  const answer = answerer(deps.log);
+  const answer = answerer(deps.log, deps.answers);
+  const keyOf = (route: string, names: readonly string[], query: Record<string, string>): AnswerKey => ({ route, query: names.map((n) => query[n]) });
   const { queries } = deps;
   const list = ({ request }: { request: Request }) => {
     const { query, refusal } = checked(listQuery, request);
-    return refusal ?? answer(() => deps.list(query));
+    return refusal ?? answer(() => deps.list(query), keyOf("attestations", LIST_PARAMETERS, query));
   };
   const count = ({ request }: { request: Request }) => {
     if (queries === undefined) return NOT_SERVED();
     const { query, refusal } = checked(countQuery, request);
-    return refusal ?? answer(() => queries.count(query));
+    return refusal ?? answer(() => queries.count(query), keyOf("attestations-count", COUNT_PARAMETERS, query));
   };
   const one = ({ params }: { params: { uid: string } }) => {
     if (queries === undefined) return NOT_SERVED();
     if (!UID.test(params.uid)) return Promise.resolve(json(errorBody("INVALID_INPUT", "uid must be 0x and 64 hex digits"), 400));
-    return answer(() => queries.get(params.uid));
+    return answer(() => queries.get(params.uid), { route: "attestation", query: [params.uid.toLowerCase()] });
   };
   const listDetail = { detail: requestDetail(REQUEST_MODELS.attestationList) };
   const countDetail = { detail: requestDetail(REQUEST_MODELS.attestationCount) };

@@ -3,7 +3,8 @@ import type { KeyStatus } from "../../../domain/keys/mod.ts";
 import type { RateLimiter } from "../../../domain/rate_limit.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
-import { errorBody, headersOf, json, statusOf } from "../../errors.ts";
+import { errorBody, headersOf, json, statusOf, stringify } from "../../errors.ts";
+import { answerOf, type IndexAnswerCache } from "../../index_answer_cache.ts";
 import { REQUEST_MODELS } from "../../models.ts";
 import { compileRequestCheck, queryOf, requestDetail } from "../request.ts";
 
@@ -16,6 +17,8 @@ export type KeyStatusRoutesDeps = {
   readonly maxInFlight: number;
   readonly clientAddress?: ClientAddressOf | undefined;
   readonly log: Logger;
+  /** Whole answers kept per index generation (http/index_answer_cache.ts); absent: every lookup computed. */
+  readonly answers?: IndexAnswerCache | undefined;
 };
 
 const statusQuery = compileRequestCheck(REQUEST_MODELS.keyStatus.query, {
@@ -42,18 +45,26 @@ export function keyStatusRoutes(deps: KeyStatusRoutesDeps) {
     if (!statusQuery.check(query)) return json(errorBody("INVALID_INPUT", statusQuery.explain(query)), 400);
     const turn = deps.clientRate.take(deps.clientAddress?.(request) ?? "unknown");
     if (!turn.allowed) return limited(turn.retryAfterSeconds);
-    if (inFlight >= deps.maxInFlight) return limited(1);
-    inFlight++;
+    // The in-flight bound counts lookups (a kept answer is none): it is taken only when one runs.
+    const compute = async () => {
+      if (inFlight >= deps.maxInFlight) return { ok: false as const, response: limited(1) };
+      inFlight++;
+      try {
+        const result = await deps.keyStatus(query.subjectDid, query.keyDid, query.at);
+        if (result.ok) return { ok: true as const, text: stringify(result.value), asOf: result.value.asOf };
+        if (statusOf(result.code) >= 500) deps.log.warn("key_status_failed", { code: result.code });
+        return { ok: false as const, response: json(errorBody(result.code, result.message), statusOf(result.code), headersOf(result.code)) };
+      } finally {
+        inFlight--;
+      }
+    };
     try {
-      const result = await deps.keyStatus(query.subjectDid, query.keyDid, query.at);
-      if (result.ok) return json(result.value);
-      if (statusOf(result.code) >= 500) deps.log.warn("key_status_failed", { code: result.code });
-      return json(errorBody(result.code, result.message), statusOf(result.code), headersOf(result.code));
+      // The answer may carry live endpoint evidence, and `at` omitted is now: kept at most a poll (see the cache).
+      const key = { route: "key-status", query: [query.subjectDid, query.keyDid, query.at === undefined ? undefined : String(query.at)], live: true };
+      return deps.answers === undefined ? answerOf(await compute()) : await deps.answers.answer(key, compute);
     } catch (error) {
       deps.log.error("key_status_error", { error: error instanceof Error ? error.message : String(error) });
       return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
-    } finally {
-      inFlight--;
     }
   };
   const detail = { detail: requestDetail(REQUEST_MODELS.keyStatus) };
