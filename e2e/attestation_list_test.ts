@@ -69,6 +69,39 @@ describe("GET /v1/attestations", () => {
     expect(((await backend.json()) as { items: { attestation: { uid: string } }[] }).items.map((i) => i.attestation.uid)).toEqual(seen.slice(0, 3));
   });
 
+  test("kept answers (issue 34): a repeated read is the same answer with no JSON-RPC call; a write shows in the read after the poll that indexed it", async () => {
+    const query = `subject=${encodeURIComponent(SUBJECT)}&schema=linked-identifier&limit=3`;
+    const read = async () => {
+      const res = await fetch(`${stack.baseUrl}/v1/attestations?${query}`);
+      return { status: res.status, etag: res.headers.get("etag"), body: await res.json() as { asOf: { blockNumber: number; checkedAt: number }; items: { attestation: { uid: string } }[] } };
+    };
+    const first = await read();
+    stack.rpc.reset();
+    const again = [await read(), await read()];
+    expect(stack.rpc.roundTrips()).toBe(0);
+    for (const answer of again) {
+      expect(answer.status).toBe(200);
+      expect(answer.etag).toBe(first.etag);
+      expect(answer.body).toEqual(first.body);
+    }
+
+    // Written straight to the chain: not in the answers until the follower's poll indexed it, then in the very next read.
+    const key = stack.devnet.keys.users[0] as Hex;
+    const schema = stack.devnet.schemaUids["linked-identifier"] as Hex;
+    const recipient = (didToAddress(SUBJECT) as { value: Hex }).value;
+    const { uid } = await writer.attest(key, schema, { recipient, data: data(SUBJECT, 40), revocable: true });
+    expect((await read()).body).toEqual(first.body);
+    await stack.sync();
+    stack.rpc.reset();
+    const after = await read();
+    expect(after.body.items[0]!.attestation.uid).toBe(uid.toLowerCase());
+    expect(after.body.asOf.blockNumber).toBeGreaterThan(first.body.asOf.blockNumber);
+    expect(after.etag).not.toBe(first.etag);
+    expect((await read()).body).toEqual(after.body);
+    expect(stack.rpc.roundTrips()).toBe(0);
+    written.push(uid);
+  });
+
   test("bad input is 400 with the contract's codes", async () => {
     const codes = async (query: string) => {
       const answer = await page(query);
