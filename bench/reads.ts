@@ -17,7 +17,11 @@
  * Everything (client, proxy, servers, database, chain) shares this machine's cores: read the ratios. Nothing is
  * read from the answers but the status and the bytes, so the bench runs on any version of the reads.
  *
- *   bun run bench/reads.ts [seconds per window, default 3]
+ * Each instance keeps whole answers per poll generation of the index (http/index_answer_cache.ts); the direct table
+ * also measures, in the same run, one more instance with that cache off (`INDEX_ANSWER_CACHE_MB=0`, started for that
+ * table only). `--no-answer-cache` turns it off everywhere (the reads as they were before it).
+ *
+ *   bun run bench/reads.ts [seconds per window, default 3] [--no-answer-cache]
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -34,7 +38,9 @@ import { easWriter } from "../e2e/support/eas_writer.ts";
 import { postgresUnavailableReason, startPostgres } from "../e2e/support/postgres.ts";
 import { type ServiceProcess, startServiceProcess } from "../e2e/support/service_process.ts";
 
-const SECONDS = Number(process.argv[2] ?? 3);
+const ARGS = process.argv.slice(2);
+const NO_ANSWER_CACHE = ARGS.includes("--no-answer-cache");
+const SECONDS = Number(ARGS.find((a) => !a.startsWith("--")) ?? 3);
 const CONNECTIONS = 32;
 /** A window's bound in count, beside its bound in time. */
 const MAX_READS_PER_WINDOW = 2_000_000;
@@ -46,7 +52,7 @@ const READY_MS = 60_000;
 const RUN_LIMIT_MS = 120_000 + 20 * (SECONDS + WARMUP_SECONDS) * 1000;
 
 if (!(SECONDS > 0 && SECONDS <= 60)) {
-  console.error("usage: bun run bench/reads.ts [seconds per window, 0 < s ≤ 60]");
+  console.error("usage: bun run bench/reads.ts [seconds per window, 0 < s ≤ 60] [--no-answer-cache]");
   process.exit(2);
 }
 const unavailable = postgresUnavailableReason();
@@ -262,7 +268,16 @@ async function startHaproxy(backends: ServiceProcess[]): Promise<{ url: string; 
   return { url, pid: proc.pid, stop };
 }
 
-type Direct = { read: string; raw: number; app: number; callsPerRead: number; exchangesPerRead: number; methods: string };
+type Direct = {
+  read: string;
+  raw: number;
+  app: number;
+  /** Reads per second of the instance with the answer cache off; undefined when it is off everywhere. */
+  uncached: number | undefined;
+  callsPerRead: number;
+  exchangesPerRead: number;
+  methods: string;
+};
 type Balanced = {
   read: string;
   perSecond: number;
@@ -273,8 +288,8 @@ type Balanced = {
   exchangesPerRead: number;
 };
 
-/** One instance loaded directly, each read right after the raw floor answering its bytes. */
-async function direct(instance: ServiceProcess): Promise<Direct[]> {
+/** One instance loaded directly, each read right after the raw floor answering its bytes (and the uncached instance's). */
+async function direct(instance: ServiceProcess, uncached: ServiceProcess | undefined): Promise<Direct[]> {
   const bodies: Record<string, string> = {};
   for (const read of READS) bodies[read.path.split("?")[0]!] = await (await fetch(`${instance.url}${read.path}`)).text();
   writeFileSync(join(dir, "raw-bodies.json"), JSON.stringify(bodies));
@@ -288,10 +303,17 @@ async function direct(instance: ServiceProcess): Promise<Direct[]> {
     const count0 = await rpcCount();
     const app = await drive(`${instance.url}${read.path}`, SECONDS);
     const count = await rpcCount();
+    let off: number | undefined;
+    if (uncached !== undefined) {
+      await drive(`${uncached.url}${read.path}`, WARMUP_SECONDS);
+      const run = await drive(`${uncached.url}${read.path}`, SECONDS);
+      off = run.reads / run.seconds;
+    }
     rows.push({
       read: read.name,
       raw: floor.reads / floor.seconds,
       app: app.reads / app.seconds,
+      uncached: off,
       callsPerRead: (count.calls - count0.calls) / app.reads,
       exchangesPerRead: (count.exchanges - count0.exchanges) / app.reads,
       methods: perRead(count0.byMethod, count.byMethod, app.reads),
@@ -400,6 +422,7 @@ async function setUp(): Promise<void> {
     KEY_STATUS_RATE_PER_MINUTE: "1000000",
     KEY_STATUS_MAX_IN_FLIGHT: "1000",
     LOG_LEVEL: process.env.LOG_LEVEL ?? "warn",
+    ...(NO_ANSWER_CACHE ? { INDEX_ANSWER_CACHE_MB: "0" } : {}),
   };
 }
 
@@ -410,7 +433,16 @@ async function measure(): Promise<void> {
   await Bun.sleep(3_000);
   const idle = await rpcCount();
 
-  const one = await direct(first);
+  // The same service with the answer cache off, for the direct table only (it does not follow: the first one does).
+  let uncached: ServiceProcess | undefined;
+  if (!NO_ANSWER_CACHE) {
+    const off = await startServiceProcess({ ...env, INDEX_ANSWER_CACHE_MB: "0", INDEX_FOLLOW: "false" });
+    stoppers.push(() => off.stop());
+    uncached = off;
+    await readsAnswer(uncached.url);
+  }
+  const one = await direct(first, uncached);
+  await uncached?.stop();
 
   const lbOne = await startHaproxy(instances);
   const behindOne = await balanced(lbOne);
@@ -426,13 +458,17 @@ async function measure(): Promise<void> {
   const f = (n: number, digits = 0) => n.toFixed(digits);
   console.log(
     `reads bench: ${CONNECTIONS} keep-alive connections, ${SECONDS} s a window (after ${WARMUP_SECONDS} s warm-up), ` +
-      `PostgreSQL, Anvil mining a block a second, INDEX_POLL_MS=1000, LOG_LEVEL=${env.LOG_LEVEL}, ${navigator.hardwareConcurrency} cores`,
+      `PostgreSQL, Anvil mining a block a second, INDEX_POLL_MS=1000, LOG_LEVEL=${env.LOG_LEVEL}, ${navigator.hardwareConcurrency} cores, ` +
+      `answer cache ${NO_ANSWER_CACHE ? "off" : "on"}`,
   );
   console.log(`JSON-RPC calls with no reads (one instance, 3 s): ${f((idle.calls - idle0.calls) / 3, 1)}/s (${perRead(idle0.byMethod, idle.byMethod, 3)})`);
-  console.log("\none instance, direct  | reads/s | raw Bun.serve, same bytes | ratio | JSON-RPC calls/read (by method), HTTP exchanges/read");
+  console.log(
+    "\none instance, direct  | reads/s | raw Bun.serve, same bytes | ratio | cache off: reads/s, ratio | JSON-RPC calls/read (by method), HTTP exchanges/read",
+  );
   for (const r of one) {
+    const off = r.uncached === undefined ? "-" : `${f(r.uncached)}, ${f(r.uncached / r.raw, 2)}×`;
     console.log(
-      `${r.read.padEnd(22)} | ${f(r.app).padStart(7)} | ${f(r.raw).padStart(25)} | ${f(r.app / r.raw, 2).padStart(4)}× | ` +
+      `${r.read.padEnd(22)} | ${f(r.app).padStart(7)} | ${f(r.raw).padStart(25)} | ${f(r.app / r.raw, 2).padStart(4)}× | ${off.padStart(25)} | ` +
         `${f(r.callsPerRead, 3)} (${r.methods}), ${f(r.exchangesPerRead, 3)}`,
     );
   }
