@@ -109,7 +109,8 @@ function batchedHeads(head: () => Promise<IndexHead | undefined>): () => Promise
   let next: Promise<IndexHead | undefined> | undefined;
   const start = (): Promise<IndexHead | undefined> => {
     const read = head();
-    inFlight = read.finally(() => {
+    // The next read starts once this one is done, whether it answered or failed.
+    inFlight = read.then(() => undefined, () => undefined).finally(() => {
       inFlight = undefined;
     });
     return read;

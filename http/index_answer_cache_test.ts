@@ -25,8 +25,11 @@ function setup(options: { cache?: Partial<IndexAnswerCacheDeps> | null; failing?
   let head: IndexHead = { blockNumber: 100n, blockHash: `0x${"01".repeat(32)}`, timestamp: 1_799_999_990n, checkedAtMs: clock.nowMs(), chainHead: 100n };
   const calls = { artifactTrust: 0, keyStatus: 0, list: 0, heads: 0 };
   let failing = options.failing;
+  /** Runs inside the domain's read, before it answers (a poll completing meanwhile). */
+  let during: (() => void) | undefined;
   /** The domain's answer at the head, as createIndexAnswers gives it. */
   const atHead = <T extends object>(value: T): { ok: true; value: T & { asOf: AsOf } } | Fail => {
+    during?.();
     if (!isFresh(head, { nowMs: clock.nowMs(), stallSeconds: STALL_SECONDS })) return { ok: false, code: "INDEX_STALE", message: INDEX_STALE_MESSAGE };
     if (failing !== undefined) return { ok: false, code: failing, message: "failed" };
     return { ok: true, value: { ...value, asOf: asOfHead(head) } };
@@ -73,6 +76,9 @@ function setup(options: { cache?: Partial<IndexAnswerCacheDeps> | null; failing?
     },
     fail(code: string | undefined) {
       failing = code;
+    },
+    during(run: (() => void) | undefined) {
+      during = run;
     },
   };
 }
@@ -137,6 +143,19 @@ describe("the answer cache of the index reads (decisions §21, issue 34)", () =>
     expect(s.calls.artifactTrust).toBe(4);
     // Only the current generation's answers are kept.
     expect(s.cache!.size().entries).toBe(1);
+  });
+
+  test("an answer computed at a newer head than the request read is served, not kept under the older generation", async () => {
+    const s = setup();
+    s.during(() => {
+      s.during(undefined);
+      s.poll({ blockNumber: 101n, blockHash: `0x${"02".repeat(32)}` });
+    });
+    expect((await (await s.get(listPath())).json()).asOf.blockNumber).toBe(101);
+    expect(s.cache!.size().entries).toBe(0);
+    expect((await (await s.get(listPath())).json()).asOf.blockNumber).toBe(101);
+    expect((await (await s.get(listPath())).json()).asOf.blockNumber).toBe(101);
+    expect(s.calls.list).toBe(2);
   });
 
   test("a stalled index is 503 INDEX_STALE even with a kept answer, and serves from the cache again once a poll completes", async () => {
