@@ -100,6 +100,19 @@ export type Submission =
   | { readonly ok: false; readonly reason: "unknown-outcome"; readonly txHash: HexString };
 
 /**
+ * The outcome of sending several delegated attestations in one `multiAttestByDelegation` transaction (decisions §23):
+ * as {@link Submission}, with the uids of the receipt's `Attested` logs in the order of the calls.
+ */
+export type BatchSubmission =
+  | {
+    readonly ok: true;
+    readonly txHash: HexString;
+    readonly blockNumber: bigint;
+    readonly uids: readonly HexString[];
+  }
+  | Exclude<Submission, { readonly ok: true }>;
+
+/**
  * A transaction the service signed, stored before it is sent: its hash to look it up, its raw bytes to
  * send it again unchanged (same nonce, same hash), and the wallet nonce it spends.
  */
@@ -134,6 +147,13 @@ export interface DelegateSubmitter {
   readonly checkFunds: () => Promise<FundsCheck>;
   readonly simulate: (call: DelegatedAttestCall) => Promise<Simulation>;
   readonly submit: (call: DelegatedAttestCall, options: SubmitOptions) => Promise<Submission>;
+  /**
+   * Simulates and sends several delegated attestations in one EAS `multiAttestByDelegation` transaction, in the order
+   * given (EAS checks each signature against the attester's nonce as it increments within the call). Absent: this
+   * deployment sends no batches.
+   */
+  readonly simulateBatch?: ((calls: readonly DelegatedAttestCall[]) => Promise<Simulation>) | undefined;
+  readonly submitBatch?: ((calls: readonly DelegatedAttestCall[], options: SubmitOptions) => Promise<BatchSubmission>) | undefined;
   /**
    * Deploys a counterfactual wallet through its ERC-6492 factory call before its first attestation (EAS checks
    * a contract attester's signature with the code at its address). `charge` runs with the estimated gas before

@@ -10,10 +10,17 @@
  * deadline), then `data`'s six head words (recipient, expirationTime, revocable, refUID, the offset of its bytes =
  * 0xc0, value), then the bytes' length and the bytes padded to whole words.
  */
+import { decodeFunctionData, encodeFunctionData, toFunctionSelector } from "viem/utils";
+import { EAS_ABI } from "../../domain/eas_abi.ts";
 import type { DelegatedAttestCall, HexString } from "../../ports/eas.ts";
 
 /** `attestByDelegation((bytes32,(address,uint64,bool,bytes32,bytes,uint256),(uint8,bytes32,bytes32),address,uint64))`. */
 export const ATTEST_BY_DELEGATION_SELECTOR = "0x3c042715";
+
+/** The selector of `multiAttestByDelegation`. */
+export const MULTI_ATTEST_BY_DELEGATION_SELECTOR = toFunctionSelector(
+  "multiAttestByDelegation((bytes32,(address,uint64,bool,bytes32,bytes,uint256)[],(uint8,bytes32,bytes32)[],address,uint64)[])",
+);
 
 const word = (hex: string) => hex.padStart(64, "0");
 
@@ -42,4 +49,41 @@ export function encodeAttestByDelegation(call: DelegatedAttestCall): HexString {
   }${uint(data.expirationTime, 64)}${word(data.revocable ? "1" : "0")}${fixed(data.refUID, 32, "refUID")}${word("c0")}${
     uint(data.value, 256)
   }${uint(length, 256)}${padded}`;
+}
+
+/**
+ * The calldata of EAS `multiAttestByDelegation` for `calls`, in their order (decisions §23): consecutive calls of one
+ * schema, attester and deadline share one `MultiDelegatedAttestationRequest` (EAS checks their signatures against the
+ * attester's nonce incrementing within the call, so the order is the nonces'). Encoded by viem: one batch is one call.
+ */
+export function encodeMultiAttestByDelegation(calls: readonly DelegatedAttestCall[]): HexString {
+  if (calls.length === 0) throw new Error("multiAttestByDelegation: no calls");
+  const groups: { schema: HexString; attester: HexString; deadline: bigint; data: DelegatedAttestCall["data"][]; signatures: DelegatedAttestCall["signature"][] }[] = [];
+  for (const call of calls) {
+    const last = groups.at(-1);
+    if (last !== undefined && last.schema.toLowerCase() === call.schema.toLowerCase() && last.attester.toLowerCase() === call.attester.toLowerCase() && last.deadline === call.deadline) {
+      last.data.push(call.data);
+      last.signatures.push(call.signature);
+    } else {
+      groups.push({ schema: call.schema, attester: call.attester, deadline: call.deadline, data: [call.data], signatures: [call.signature] });
+    }
+  }
+  return encodeFunctionData({ abi: EAS_ABI, functionName: "multiAttestByDelegation", args: [groups] });
+}
+
+/**
+ * The signatures a `multiAttestByDelegation` calldata carries, in order, each as the 65 normalized bytes of its
+ * replay record (r, s, v as lowercase hex); undefined for any other calldata. The reconciler finds a batch item's
+ * uid with it: the receipt's `Attested` logs come in this order.
+ */
+export function multiAttestSignatures(data: HexString): string[] | undefined {
+  if (!data.toLowerCase().startsWith(MULTI_ATTEST_BY_DELEGATION_SELECTOR)) return undefined;
+  try {
+    const decoded = decodeFunctionData({ abi: EAS_ABI, data });
+    if (decoded.functionName !== "multiAttestByDelegation") return undefined;
+    const [groups] = decoded.args as unknown as [readonly { signatures: readonly { v: number; r: HexString; s: HexString }[] }[]];
+    return groups.flatMap((group) => group.signatures.map((sig) => `0x${sig.r.slice(2)}${sig.s.slice(2)}${sig.v.toString(16).padStart(2, "0")}`.toLowerCase()));
+  } catch {
+    return undefined;
+  }
 }

@@ -1,8 +1,14 @@
 import { expect, test } from "bun:test";
-import { encodeFunctionData, toFunctionSelector } from "viem";
+import { decodeFunctionData, encodeFunctionData, toFunctionSelector } from "viem";
 import type { DelegatedAttestCall, HexString } from "../../ports/eas.ts";
 import { EAS_ABI } from "../../domain/eas_abi.ts";
-import { ATTEST_BY_DELEGATION_SELECTOR, encodeAttestByDelegation } from "./attest_calldata.ts";
+import {
+  ATTEST_BY_DELEGATION_SELECTOR,
+  encodeAttestByDelegation,
+  encodeMultiAttestByDelegation,
+  MULTI_ATTEST_BY_DELEGATION_SELECTOR,
+  multiAttestSignatures,
+} from "./attest_calldata.ts";
 
 const hex = (bytes: number) => `0x${Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString("hex")}` as HexString;
 const random = (bits: number) => BigInt(hex(bits / 8));
@@ -54,4 +60,25 @@ test("refuses what does not fit its type (viem refuses the same numbers, and pad
   ];
   for (const call of bad) expect(() => encodeAttestByDelegation(call)).toThrow();
   for (const call of bad.slice(0, 3)) expect(() => viems(call)).toThrow();
+});
+
+test("a batch's calldata: consecutive calls of one schema, attester and deadline share a request; the signatures read back in order", () => {
+  const schema = hex(32);
+  const attester = hex(20);
+  const call = (over: Partial<DelegatedAttestCall> = {}): DelegatedAttestCall => ({
+    schema,
+    attester,
+    deadline: 1_000n,
+    data: { recipient: hex(20), expirationTime: 0n, revocable: false, refUID: hex(32), data: hex(3), value: 0n },
+    signature: { v: 28, r: hex(32), s: hex(32) },
+    ...over,
+  });
+  const calls = [call(), call(), call({ attester: hex(20) }), call()];
+  const data = encodeMultiAttestByDelegation(calls);
+  expect(data.startsWith(MULTI_ATTEST_BY_DELEGATION_SELECTOR)).toBe(true);
+  const decoded = decodeFunctionData({ abi: EAS_ABI, data });
+  const groups = decoded.args![0] as readonly { attester: string; data: readonly unknown[] }[];
+  expect(groups.map((g) => g.data.length)).toEqual([2, 1, 1]);
+  expect(multiAttestSignatures(data)).toEqual(calls.map((c) => `0x${c.signature.r.slice(2)}${c.signature.s.slice(2)}1c`));
+  expect(multiAttestSignatures(encodeAttestByDelegation(calls[0]!))).toBeUndefined();
 });

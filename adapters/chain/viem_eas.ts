@@ -33,8 +33,8 @@ import type { Keccak256 } from "../../ports/keccak.ts";
 import type { Secp256k1 } from "../../ports/secp256k1.ts";
 import type { WalletNonces } from "../../ports/storage.ts";
 import { EAS_ABI } from "../../domain/eas_abi.ts";
-import { encodeAttestByDelegation } from "./attest_calldata.ts";
-import { createTxSender, describe, type SendSyncMode, submitAttestation, type TxSender } from "./viem_tx_sender.ts";
+import { encodeAttestByDelegation, encodeMultiAttestByDelegation } from "./attest_calldata.ts";
+import { createTxSender, describe, type SendSyncMode, submitAttestation, submitAttestationBatch, type TxSender } from "./viem_tx_sender.ts";
 import { createJsonRpc, type JsonRpc, NodeRpcError, quantity } from "./json_rpc.ts";
 
 /** Options of {@link createViemEas}. */
@@ -196,19 +196,30 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
     return data;
   };
 
+  const estimate = async (data: Hex): Promise<Simulation> => {
+    try {
+      const gas = quantity(await rpc.request("eth_estimateGas", [{ from: delegateSender.address, to: easAddress, data }]));
+      // Headroom for state that changes between the estimate and inclusion.
+      return { ok: true, gas: (gas * 12n) / 10n };
+    } catch (error) {
+      return classifyNodeSimulationError(error, log);
+    }
+  };
+  // A batch's simulation and its submission encode the same calls: once (the array is the batch's own).
+  const encodedBatches = new WeakMap<readonly DelegatedAttestCall[], Hex>();
+  const encodeBatch = (calls: readonly DelegatedAttestCall[]) => {
+    let data = encodedBatches.get(calls);
+    if (data === undefined) encodedBatches.set(calls, data = encodeMultiAttestByDelegation(calls));
+    return data;
+  };
+
   const delegate: DelegateSubmitter = {
     address: delegateSender.address,
     checkFunds: () => delegateSender.checkFunds(TYPICAL_ATTEST_GAS),
-    async simulate(call): Promise<Simulation> {
-      try {
-        const gas = quantity(await rpc.request("eth_estimateGas", [{ from: delegateSender.address, to: easAddress, data: encode(call) }]));
-        // Headroom for state that changes between the estimate and inclusion.
-        return { ok: true, gas: (gas * 12n) / 10n };
-      } catch (error) {
-        return classifyNodeSimulationError(error, log);
-      }
-    },
+    simulate: (call) => estimate(encode(call)),
     submit: (call, submitOptions: SubmitOptions): Promise<Submission> => submitAttestation(delegateSender, easAddress, encode(call), submitOptions),
+    simulateBatch: (calls) => estimate(encodeBatch(calls)),
+    submitBatch: (calls, submitOptions) => submitAttestationBatch(delegateSender, easAddress, encodeBatch(calls), submitOptions),
     async deployWallet(attester, deployment, charge): Promise<WalletDeploymentOutcome> {
       try {
         if (await hasCode(client, attester)) return "deployed";

@@ -1,6 +1,6 @@
 import { BaseError, type Hex, parseTransaction } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
-import type { FundsCheck, HexString, SignedTx, SubmitOptions, Submission } from "../../ports/eas.ts";
+import type { BatchSubmission, FundsCheck, HexString, SignedTx, SubmitOptions, Submission } from "../../ports/eas.ts";
 import type { Rebroadcast } from "../../ports/submissions.ts";
 import type { Keccak256 } from "../../ports/keccak.ts";
 import type { Secp256k1 } from "../../ports/secp256k1.ts";
@@ -508,6 +508,20 @@ export async function submitAttestation(sender: TxSender, easAddress: HexString,
   const outcome = await sender.send({ to: easAddress, data, gas: options.gas, onSigned: options.onSigned, onSent: options.onSent });
   if (!outcome.ok) return outcome;
   return { ok: true, txHash: outcome.txHash, blockNumber: outcome.blockNumber, uid: attestedUid(outcome.logs, easAddress) };
+}
+
+/** Sends EAS `multiAttestByDelegation` (its calldata `data`) from `sender`, and reads every new uid off the receipt, in order. */
+export async function submitAttestationBatch(sender: TxSender, easAddress: HexString, data: HexString, options: SubmitOptions): Promise<BatchSubmission> {
+  const outcome = await sender.send({ to: easAddress, data, gas: options.gas, onSigned: options.onSigned, onSent: options.onSent });
+  if (!outcome.ok) return outcome;
+  return { ok: true, txHash: outcome.txHash, blockNumber: outcome.blockNumber, uids: attestedUids(outcome.logs, easAddress) };
+}
+
+/** The uids of a receipt's EAS `Attested` logs, in log order. */
+export function attestedUids(logs: readonly ReceiptLog[], easAddress: string): HexString[] {
+  return logs
+    .filter((l) => l.address.toLowerCase() === easAddress.toLowerCase() && l.topics[0] === ATTESTED_TOPIC && l.data.length >= 66)
+    .map((l) => l.data.slice(0, 66) as HexString);
 }
 
 /** The uid of the first EAS `Attested` log of a receipt, or null. */
