@@ -4,7 +4,16 @@ export type { SignedTx };
 
 /** What the chain says about a transaction the service signed. */
 export type TxStatus =
-  | { readonly status: "success"; readonly blockNumber: bigint; readonly uid: HexString | null }
+  | {
+    readonly status: "success";
+    readonly blockNumber: bigint;
+    readonly uid: HexString | null;
+    /**
+     * A `multiAttestByDelegation` batch (decisions §23), read with its stored transaction: each item's uid under the
+     * replay key of its signature (the normalized 65 bytes), since the receipt's `Attested` logs follow the calldata.
+     */
+    readonly uidsBySignature?: ReadonlyMap<string, HexString> | undefined;
+  }
   | { readonly status: "reverted"; readonly blockNumber: bigint }
   /** No receipt, but the node holds the transaction and its nonce is still free: it may yet be mined. */
   | { readonly status: "pending" }

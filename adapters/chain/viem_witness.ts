@@ -1,10 +1,11 @@
-import { BaseError, encodeFunctionData, type PublicClient, RpcRequestError } from "viem";
+import { BaseError, encodeFunctionData, parseTransaction, type PublicClient, RpcRequestError } from "viem";
 import type { HexString, SignedTx, Simulation, Submission } from "../../ports/eas.ts";
 import type { Rebroadcast } from "../../ports/submissions.ts";
 import type { TxStatus, TxStatusReader, WitnessAttestCall, WitnessWriter } from "../../ports/witness.ts";
 import { EAS_ABI } from "../../domain/eas_abi.ts";
 import { classifySimulationError, TYPICAL_ATTEST_GAS } from "./viem_eas.ts";
-import { attestedUid, describe, submitAttestation, type TxSender } from "./viem_tx_sender.ts";
+import { multiAttestSignatures } from "./attest_calldata.ts";
+import { attestedUid, attestedUids, describe, type ReceiptLog, submitAttestation, type TxSender } from "./viem_tx_sender.ts";
 
 type Log = (event: string, fields: Record<string, unknown>) => void;
 
@@ -54,12 +55,26 @@ export function createViemTxStatusReader(options: {
 }): TxStatusReader {
   const log = options.log ?? (() => {});
   const { client } = options;
-  const receiptStatus = async (txHash: HexString): Promise<TxStatus | undefined> => {
+  const receiptStatus = async (txHash: HexString, known?: SignedTx): Promise<TxStatus | undefined> => {
     const receipt = await client.request({ method: "eth_getTransactionReceipt", params: [txHash] });
     if (!receipt) return undefined;
     const blockNumber = BigInt(receipt.blockNumber);
     if (receipt.status !== "0x1") return { status: "reverted", blockNumber };
-    return { status: "success", blockNumber, uid: attestedUid(receipt.logs, options.easAddress) };
+    return { status: "success", blockNumber, uid: attestedUid(receipt.logs, options.easAddress), uidsBySignature: batchUids(receipt.logs, known) };
+  };
+  // A batch's items each name their own uid: the k-th signature of the calldata is the k-th `Attested` log.
+  const batchUids = (logs: readonly ReceiptLog[], known: SignedTx | undefined) => {
+    if (known === undefined) return undefined;
+    let signatures: string[] | undefined;
+    try {
+      signatures = multiAttestSignatures(parseTransaction(known.raw).data ?? "0x");
+    } catch {
+      return undefined;
+    }
+    if (signatures === undefined) return undefined;
+    const uids = attestedUids(logs, options.easAddress);
+    if (uids.length !== signatures.length) return undefined;
+    return new Map(signatures.map((signature, i) => [signature, uids[i]!]));
   };
   const minedCount = async (wallet: string) =>
     BigInt(await client.request({ method: "eth_getTransactionCount", params: [wallet as HexString, "latest"] }));
@@ -67,7 +82,7 @@ export function createViemTxStatusReader(options: {
     async status(txHash, known): Promise<TxStatus> {
       let op = "getTransactionReceipt";
       try {
-        const mined = await receiptStatus(txHash);
+        const mined = await receiptStatus(txHash, known);
         if (mined !== undefined) return mined;
         op = "getTransactionByHash";
         const tx = await client.request({ method: "eth_getTransactionByHash", params: [txHash] });
@@ -78,7 +93,7 @@ export function createViemTxStatusReader(options: {
         if ((await minedCount(wallet)) <= nonce) return tx ? { status: "pending" } : { status: "not-found" };
         op = "getTransactionReceipt";
         // The nonce is spent: by this transaction (mined since the first read) or by another one.
-        return (await receiptStatus(txHash)) ?? { status: "replaced" };
+        return (await receiptStatus(txHash, known)) ?? { status: "replaced" };
       } catch (error) {
         log("rpc_error", { op, error: describe(error) });
         return { status: "rpc-error" };

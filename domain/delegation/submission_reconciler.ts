@@ -3,7 +3,8 @@
  * receipt left open, from what was stored before each step (decisions §15):
  *
  * - `checked` (nothing was signed): released once older than `graceMs`;
- * - signed or sent, looked up by hash (with the stored nonce): mined → recorded with its uid (a witness
+ * - signed or sent, looked up by hash (with the stored nonce): mined → recorded with its uid (a batch's item with
+ *   its own, decisions §23; a witness
  *   is charged); reverted → recorded as such (a witness is given back); its nonce taken by another
  *   transaction → released; still held by the node → left for the next round;
  * - unknown to the node while its nonce is still free → the stored bytes are sent again (same nonce,
@@ -98,7 +99,7 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
     for (const tx of txs) {
       const status = await deps.txStatus.status(tx.txHash, tx);
       if (status.status === "success") {
-        await record.mined(book, row.id, { txHash: tx.txHash, uid: status.uid, blockNumber: status.blockNumber });
+        await record.mined(book, row.id, { txHash: tx.txHash, uid: status.uidsBySignature?.get(row.id) ?? status.uid, blockNumber: status.blockNumber });
         report.mined++;
         return "settled" as const;
       }
@@ -153,7 +154,7 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
     const status = await deps.txStatus.status(latestHash as HexString, latest ?? undefined);
     switch (status.status) {
       case "success":
-        await record.mined(book, row.id, { txHash: latestHash, uid: status.uid, blockNumber: status.blockNumber });
+        await record.mined(book, row.id, { txHash: latestHash, uid: status.uidsBySignature?.get(row.id) ?? status.uid, blockNumber: status.blockNumber });
         report.mined++;
         return;
       case "reverted":
