@@ -1,6 +1,7 @@
 import type * as Accounts from "./accounts.ts";
 import type { Clock } from "./clock.ts";
 import type {
+  BatchSubmission,
   DelegatedAttestCall,
   DelegateSubmitter,
   EasReader,
@@ -71,6 +72,33 @@ export function fakeDelegate(options: { simulation?: Simulation; submission?: Su
       sent.push(call);
       if (delegate.submission) return delegate.submission;
       return { ok: true, txHash: tx.txHash, blockNumber: BigInt(counter), uid: `0x${counter.toString(16).padStart(64, "b")}` as HexString };
+    },
+    /** The batches sent (`multiAttestByDelegation`), each its calls in order. */
+    batches: [] as DelegatedAttestCall[][],
+    batchSimulations: 0,
+    /** A call EAS would revert in a batch: the error's name; the whole batch then reverts in simulation. */
+    revertsInBatch: undefined as ((call: DelegatedAttestCall) => string | undefined) | undefined,
+    simulateBatch(calls: readonly DelegatedAttestCall[]): Promise<Simulation> {
+      delegate.batchSimulations++;
+      const reverting = calls.map((call) => delegate.revertsInBatch?.(call)).find((name) => name !== undefined);
+      if (reverting !== undefined) return Promise.resolve({ ok: false, reason: "reverted", errorName: reverting });
+      if (!delegate.simulation.ok) return Promise.resolve(delegate.simulation);
+      return Promise.resolve({ ok: true, gas: 50_000n + 100_000n * BigInt(calls.length) });
+    },
+    async submitBatch(calls: readonly DelegatedAttestCall[], opts: SubmitOptions): Promise<BatchSubmission> {
+      counter++;
+      const tx = fakeSignedTx(delegate.address, counter, "c");
+      try {
+        await opts.onSigned(tx);
+      } catch {
+        return { ok: false, reason: "not-broadcast" };
+      }
+      if (delegate.submission?.ok === false && delegate.submission.reason === "not-broadcast") return delegate.submission;
+      await opts.onSent(tx.txHash);
+      delegate.batches.push([...calls]);
+      if (delegate.submission?.ok === false) return delegate.submission;
+      const uids = calls.map((_, i) => `0x${counter.toString(16).padStart(4, "0")}${i.toString(16).padStart(60, "d")}` as HexString);
+      return { ok: true, txHash: tx.txHash, blockNumber: BigInt(counter), uids };
     },
   };
   return delegate satisfies DelegateSubmitter;

@@ -1,6 +1,6 @@
 import { keccak256, recoverAddress } from "viem/utils";
 import type { Clock } from "../../ports/clock.ts";
-import type { DelegatedAttestCall, DelegateSubmitter, EasReader, HexString, SignedTx, WalletDeployment } from "../../ports/eas.ts";
+import type { DelegatedAttestCall, DelegateSubmitter, EasReader, HexString, SignedTx, Simulation, WalletDeployment } from "../../ports/eas.ts";
 import type { FactoryCallStore } from "../../ports/factory_calls.ts";
 import type { ReplayRecord, ReplayStore } from "../../ports/replay_store.ts";
 import type { Keccak256 } from "../../ports/keccak.ts";
@@ -9,6 +9,7 @@ import { type AttestMessage, attestDigest } from "./attest_typed_data.ts";
 import { type DelegatedRequest, parseDelegatedRequest } from "./delegated_request.ts";
 import { type Fail, fail, type Ok, ok, type Result } from "../result.ts";
 import type { RelayGuard } from "./relay_guard.ts";
+import { attestBatch, type DelegatedAttestBatch } from "./delegated_attest_batch.ts";
 import { type NormalizedSignature, parseAttestSignature } from "./signature.ts";
 
 /** Codes a delegated attestation can fail with; the HTTP layer maps each to a status. */
@@ -118,8 +119,29 @@ export type CallerTicket = {
   readonly onBurned?: ((burn: { readonly txHash: HexString; readonly blockNumber: bigint }) => Promise<void>) | undefined;
 };
 
-/** Verifies and submits one delegated attestation. */
-export type DelegatedAttest = (body: unknown, caller?: DelegatedAttestCaller) => Promise<Ok<DelegatedAttestSuccess> | DelegatedAttestFailure>;
+/**
+ * Verifies and submits one delegated attestation; `batch` (decisions §23) checks several as it checks one and sends
+ * those that pass in one `multiAttestByDelegation` transaction (absent on fakes that do not batch).
+ */
+export type DelegatedAttest = ((body: unknown, caller?: DelegatedAttestCaller) => Promise<Ok<DelegatedAttestSuccess> | DelegatedAttestFailure>) & {
+  batch?: DelegatedAttestBatch | undefined;
+};
+
+/** In a batch: the nonce an item of `attester` is checked against, given the chain's. */
+export type BatchNonces = { readonly nonceFor: (attester: HexString, chainNonce: bigint) => bigint };
+
+/** A request that passed every check and holds its replay record (claimed under `key`): ready to be sent. */
+export type Claimed = {
+  readonly request: DelegatedRequest;
+  readonly call: DelegatedAttestCall;
+  readonly key: string;
+  readonly ticket: CallerTicket | undefined;
+  readonly delegate: DelegateSubmitter;
+  readonly simulatedAhead: Promise<Simulation> | undefined;
+  readonly deploy: WalletDeployment | undefined;
+  /** The attester's EAS nonce the signature was verified against (recorded with the claim). */
+  readonly nonce: bigint;
+};
 
 const DEFAULT_MAX_DEADLINE_AHEAD = 86_400;
 
@@ -134,7 +156,12 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
   // Whether the delegate wallet could pay at its last check: a wallet that could not is not simulated for ahead.
   let walletCouldPay = false;
 
-  return async function delegatedAttest(body, caller = {}) {
+  /**
+   * Every check of decisions §6 (and the caller's own, `admit`) up to the replay record, which it claims: what passes
+   * is ready to be sent. In a batch (`batch`), the signature is verified against the nonce the attester will have when
+   * EAS reaches it within the call, and nothing is simulated ahead.
+   */
+  async function check(body: unknown, caller: DelegatedAttestCaller, batch?: BatchNonces): Promise<Claimed | DelegatedAttestFailure> {
     const parsed = parseDelegatedRequest(body);
     if (!parsed.ok) return parsed;
     const request = parsed.value;
@@ -195,15 +222,17 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
     // authority): a request those refuse must cost the node nothing more than the reads that decided it (issue 23).
     const call = toCall(request, signature.value);
     const provenSigner = clientSigner === undefined ? undefined : await clientSigner;
-    const simulateAhead = walletCouldPay && parsedSignature.value.deployment === undefined && caller.admit === undefined &&
+    const simulateAhead = batch === undefined && walletCouldPay && parsedSignature.value.deployment === undefined && caller.admit === undefined &&
       provenSigner !== undefined && sameAddress(provenSigner, request.attester);
     // Read in the same tick as the nonce, so all ride in one JSON-RPC batch.
     const funds = delegate.checkFunds();
     const pendingNonce = deps.eas.getAttesterNonce(request.attester, { withCode: true });
     const simulatedAhead = simulateAhead ? delegate.simulate(call) : undefined;
-    const [nonceRead, fundsCheck] = await Promise.all([pendingNonce, funds]);
+    const [chainNonce, fundsCheck] = await Promise.all([pendingNonce, funds]);
     if (fundsCheck !== "rpc-error") walletCouldPay = fundsCheck === "ok";
-    if (!nonceRead.ok) return fail("RPC_ERROR", "Failed to read the attester nonce from the chain");
+    if (!chainNonce.ok) return fail("RPC_ERROR", "Failed to read the attester nonce from the chain");
+    // A batch's later items of one attester are checked against the nonce EAS will have reached by then.
+    const nonceRead = batch === undefined ? chainNonce : { ...chainNonce, nonce: batch.nonceFor(request.attester, chainNonce.nonce) };
     const verified = await verifyAgainstNonce(signing, deps.eas, request, signature.value, nonceRead, clientSigner, parsedSignature.value.deployment);
     if (!verified.ok) {
       // Issue 33: the same signature sent twice at once. This request passed the replay lookup before the other was
@@ -219,6 +248,9 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
     // Decisions §15: a wallet that cannot pay is refused before anything is recorded, so nothing is locked.
     if (fundsCheck === "rpc-error") return fail("RPC_ERROR", "Failed to read the delegate wallet's balance from the chain");
     if (fundsCheck === "low") return cannotPay();
+    if (batch !== undefined && verified.value.deploy !== undefined) {
+      return fail("INVALID_INPUT", "An ERC-6492 signature of a wallet not deployed yet is sent alone (POST /v1/delegated-attest), not in a batch");
+    }
 
     const key = signature.value.hex;
     const admitted = caller.admit === undefined ? undefined : await caller.admit(request);
@@ -241,8 +273,22 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
       await ticket?.release();
       return fail("DUPLICATE", "Another submission for this attester and nonce is already in flight");
     }
+    return { request, call, key, ticket, delegate, simulatedAhead, deploy: verified.value.deploy, nonce: nonceRead.nonce };
+  }
+
+  const delegatedAttest: DelegatedAttest = async function delegatedAttest(body, caller = {}) {
+    const claimed = await check(body, caller);
+    if ("ok" in claimed) return claimed;
+    return await sendOne(claimed, caller);
+  };
+  delegatedAttest.batch = (bodies, caller = {}) => attestBatch({ deps, check }, bodies, caller);
+  return delegatedAttest;
+
+  /** Sends one checked request (`attestByDelegation`), deploying its counterfactual wallet first when it must. */
+  async function sendOne(claimed: Claimed, caller: DelegatedAttestCaller): Promise<Ok<DelegatedAttestSuccess> | DelegatedAttestFailure> {
+    const { request, call, key, ticket, simulatedAhead } = claimed;
     // Whatever ends this request before broadcast gives the caller's reservation back; gas burned keeps it (issue 23).
-    const submitter = delegate;
+    const submitter = claimed.delegate;
     let signed = false;
     try {
       return await submitClaimed();
@@ -252,7 +298,7 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
 
     async function submitClaimed(): Promise<Ok<DelegatedAttestSuccess> | DelegatedAttestFailure> {
 
-    const deployment = verified.ok ? verified.value.deploy : undefined;
+    const deployment = claimed.deploy;
     if (deployment !== undefined) {
       const refused = await deployCounterfactual(deployment);
       if (refused !== undefined) {
@@ -399,7 +445,7 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
       if (outcome === "rpc-error") return fail("RPC_ERROR", "The chain did not answer while deploying the wallet");
       return fail("SUBMISSION_FAILED", "The wallet's factory call did not deploy the attester; nothing was attested");
     }
-  };
+  }
 }
 
 /** The truthful answer to a signature already on record (decisions §15): its uid, its hash, or in progress. */

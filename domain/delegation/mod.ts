@@ -11,6 +11,13 @@ export {
   ZERO_UID,
 } from "./attest_typed_data.ts";
 export { createDelegatedAttest, type DelegatedAttest, NONCE_MOVED } from "./delegated_attest.ts";
+export {
+  type BatchItemResult,
+  type DelegatedAttestBatch,
+  type DelegatedAttestBatchCaller,
+  type DelegatedAttestBatchOutcome,
+  MAX_BATCH_ITEMS,
+} from "./delegated_attest_batch.ts";
 export { parseDelegatedRequest } from "./delegated_request.ts";
 export { createReadNonce, type ReadNonce } from "./nonce.ts";
 export { createPrivateRelay, type PrivateRelay, REFERENCED_AUTHORITY } from "./private_relay.ts";

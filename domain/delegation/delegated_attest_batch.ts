@@ -1,0 +1,288 @@
+/**
+ * Batches of delegated attestations (decisions §23): each request checked exactly as the single route checks it (the
+ * same pipeline, {@link Claimed}), the ones that pass sent together in one EAS `multiAttestByDelegation`
+ * transaction, and one answer per request, in order.
+ *
+ * EAS 1.4 checks every signature of the call against the attester's nonce as it increments within the call: the
+ * items of one attester are checked in their order, each against the chain's nonce plus the items of that attester
+ * already accepted before it, so they must be signed for consecutive nonces in the order sent; an item whose nonce
+ * does not fit is refused before anything is sent (ATTESTER_MISMATCH, as the single route refuses a moved nonce).
+ *
+ * A batch the simulation refuses is narrowed, never sent as is: the first item whose prefix of the call reverts is
+ * refused with the single route's answer, the later items of its attester with it (their nonces no longer fit), and
+ * the rest simulated again. Gas budget: the simulated gas, split evenly over the items sent, each item's share
+ * charged in order (an item the budget refuses is refused, nothing sent for it). The replay records and the caller's
+ * tickets (the private relay's sponsored writes) follow the one transaction item by item, as a single send's do: a
+ * batch never broadcast gives every item back, a reverted one settles every item as reverted.
+ */
+import type { BatchSubmission, DelegatedAttestCall, HexString, Simulation } from "../../ports/eas.ts";
+import { fail, ok, type Ok } from "../result.ts";
+import type {
+  BatchNonces,
+  CallerTicket,
+  Claimed,
+  DelegatedAttestCaller,
+  DelegatedAttestDeps,
+  DelegatedAttestFailure,
+  DelegatedAttestSuccess,
+} from "./delegated_attest.ts";
+import { parseDelegatedRequest } from "./delegated_request.ts";
+import type { DelegatedRequest } from "./delegated_request.ts";
+
+/** At most this many requests in one batch (decisions §23). */
+export const MAX_BATCH_ITEMS = 50;
+
+/** One request's answer within a batch: its attestation, or the single route's refusal of it. */
+export type BatchItemResult = Ok<DelegatedAttestSuccess> | DelegatedAttestFailure;
+
+/** What a batch came to: its one transaction (null when no request passed its checks) and an answer per request. */
+export type DelegatedAttestBatchOutcome = {
+  readonly txHash: HexString | null;
+  readonly blockNumber: bigint | null;
+  readonly results: readonly BatchItemResult[];
+  /** How the transaction ended, for the submission record: absent when nothing was sent. */
+  readonly sent?: "mined" | "reverted" | "not-broadcast" | "unknown" | undefined;
+};
+
+/** Who sent the batch; `admit` runs for each request as the single route's `admit` does (`index`: its position). */
+export type DelegatedAttestBatchCaller = {
+  readonly clientKey?: string | undefined;
+  readonly admit?: ((request: DelegatedRequest, index: number) => Promise<DelegatedAttestFailure | CallerTicket>) | undefined;
+  /** Runs once, with the first item's replay key, just before the one transaction is signed (the submission record). */
+  readonly onSubmitting?: ((key: string) => Promise<void>) | undefined;
+};
+
+/** Checks and sends a batch. */
+export type DelegatedAttestBatch = (bodies: readonly unknown[], caller?: DelegatedAttestBatchCaller) => Promise<DelegatedAttestBatchOutcome>;
+
+/** What the batch borrows from the single route. */
+export type BatchContext = {
+  readonly deps: DelegatedAttestDeps;
+  readonly check: (body: unknown, caller: DelegatedAttestCaller, batch?: BatchNonces) => Promise<Claimed | DelegatedAttestFailure>;
+};
+
+type Item = { readonly index: number; readonly claimed: Claimed };
+
+/** Checks every request of `bodies` as the single route would, and sends those that pass in one transaction. */
+export async function attestBatch(ctx: BatchContext, bodies: readonly unknown[], caller: DelegatedAttestBatchCaller): Promise<DelegatedAttestBatchOutcome> {
+  const { deps } = ctx;
+  if (bodies.length === 0 || bodies.length > MAX_BATCH_ITEMS) throw new Error(`A batch holds 1 to ${MAX_BATCH_ITEMS} requests`);
+  const results: (BatchItemResult | undefined)[] = bodies.map(() => undefined);
+
+  // The items of one attester are checked one after another, in order (each takes the next nonce); attesters apart.
+  const lines = new Map<string, number[]>();
+  bodies.forEach((body, index) => {
+    const parsed = parseDelegatedRequest(body);
+    const line = parsed.ok ? parsed.value.attester.toLowerCase() : `unparsed:${index}`;
+    lines.set(line, [...(lines.get(line) ?? []), index]);
+  });
+  const claimed: Item[] = [];
+  await Promise.all([...lines.values()].map(async (indexes) => {
+    let taken = 0n;
+    for (const index of indexes) {
+      const itemCaller: DelegatedAttestCaller = {
+        clientKey: caller.clientKey,
+        admit: caller.admit === undefined ? undefined : (request) => caller.admit!(request, index),
+      };
+      const outcome = await ctx.check(bodies[index], itemCaller, { nonceFor: (_, chainNonce) => chainNonce + taken });
+      if ("ok" in outcome) {
+        results[index] = outcome;
+        continue;
+      }
+      taken++;
+      claimed.push({ index, claimed: outcome });
+    }
+  }));
+  claimed.sort((a, b) => a.index - b.index);
+
+  const answered = (extra: Partial<DelegatedAttestBatchOutcome> = {}): DelegatedAttestBatchOutcome => ({
+    txHash: null,
+    blockNumber: null,
+    ...extra,
+    results: results.map((r) => r ?? fail("INTERNAL_ERROR" as never, "Not answered")),
+  });
+  if (claimed.length === 0) return answered();
+
+  // Everything that ends the batch before broadcast gives back what is not sent: its record and its caller's ticket.
+  const giveBack = async (item: Item, answer: DelegatedAttestFailure) => {
+    await deps.replay.release(item.claimed.key);
+    await item.claimed.ticket?.release();
+    results[item.index] = answer;
+  };
+  const delegate = claimed[0]!.claimed.delegate;
+  if (delegate.simulateBatch === undefined || delegate.submitBatch === undefined) {
+    for (const item of claimed) await giveBack(item, fail("SUBMISSION_FAILED", "This deployment does not send batches; nothing was sent"));
+    return answered();
+  }
+  const simulateBatch = delegate.simulateBatch;
+
+  let sending = claimed;
+  /** Refuses `item` (nothing sent for it) and the later items of its attester, whose nonces no longer fit. */
+  const drop = async (item: Item, answer: DelegatedAttestFailure) => {
+    const attester = item.claimed.request.attester.toLowerCase();
+    const after = sending.filter((other) => other.index > item.index && other.claimed.request.attester.toLowerCase() === attester);
+    sending = sending.filter((other) => other !== item && !after.includes(other));
+    await giveBack(item, answer);
+    for (const other of after) {
+      await giveBack(
+        other,
+        fail(
+          "ATTESTER_MISMATCH",
+          `An earlier request of this attester in the batch was refused (request ${item.index}), so this one's nonce (${other.claimed.nonce}) no longer fits: fetch the nonce, re-sign and resubmit`,
+        ),
+      );
+    }
+  };
+
+  let gas = 0n;
+  const charged = new Map<Item, bigint>();
+  for (;;) {
+    if (sending.length === 0) return answered();
+    const calls = sending.map((item) => item.claimed.call);
+    const simulation = await simulateBatch(calls);
+    if (!simulation.ok) {
+      if (simulation.reason !== "reverted") {
+        const answer = simulation.reason === "insufficient-funds"
+          ? { ...fail("SUBMISSION_FAILED", "The delegate wallet cannot pay for gas right now; nothing was recorded"), unavailable: true as const }
+          : fail("RPC_ERROR", "The chain did not answer the simulation");
+        for (const item of sending) await giveBack(item, answer);
+        sending = [];
+        continue;
+      }
+      const culprit = await firstReverting(simulateBatch, sending);
+      const reverted = culprit.simulation;
+      await drop(
+        culprit.item,
+        reverted !== undefined && !reverted.ok && reverted.reason === "reverted" && reverted.errorName === "DeadlineExpired"
+          ? fail("SIGNATURE_EXPIRED", "Signature expired")
+          : fail("INVALID_INPUT", `EAS rejected the attestation: ${reverted !== undefined && !reverted.ok && reverted.reason === "reverted" ? reverted.errorName : "reverted"}`),
+      );
+      continue;
+    }
+    gas = simulation.gas;
+    const share = (gas + BigInt(sending.length) - 1n) / BigInt(sending.length);
+    if (deps.maxGasPerTx !== undefined && share > deps.maxGasPerTx) {
+      for (const item of [...sending]) {
+        if (sending.includes(item)) {
+          await drop(item, fail("INVALID_INPUT", `The attestation needs ${share} gas, more than the ${deps.maxGasPerTx} allowed per transaction`));
+        }
+      }
+      continue;
+    }
+    // Each item's share, in order; an item charged in an earlier round (a larger batch) pays the difference only.
+    let refusedAny = false;
+    for (const item of [...sending]) {
+      if (!sending.includes(item)) continue;
+      const owed = share - (charged.get(item) ?? 0n);
+      if (owed <= 0n) continue;
+      const overBudget = await deps.guard?.charge(owed);
+      if (overBudget !== undefined) {
+        await drop(item, overBudget);
+        refusedAny = true;
+        continue;
+      }
+      charged.set(item, (charged.get(item) ?? 0n) + owed);
+    }
+    if (!refusedAny) break;
+  }
+
+  const items = sending;
+  const calls = items.map((item) => item.claimed.call);
+  if (caller.onSubmitting !== undefined) {
+    try {
+      await caller.onSubmitting(items[0]!.claimed.key);
+    } catch (error) {
+      for (const item of items) {
+        await deps.replay.release(item.claimed.key);
+        await item.claimed.ticket?.release();
+      }
+      throw error;
+    }
+  }
+  const signed = new Set<Item>();
+  let submission: BatchSubmission;
+  try {
+    submission = await delegate.submitBatch(calls, {
+      gas,
+      onSigned: async (tx) => {
+        for (const item of items) {
+          // A record the reconciler already released must not be sent under: nobody could settle it.
+          if (!(await deps.replay.markSigned(item.claimed.key, tx))) throw new Error("A submission record of the batch was released before sending");
+        }
+        for (const item of items) {
+          await item.claimed.ticket?.onSigned(tx);
+          signed.add(item);
+        }
+      },
+      onSent: async () => {
+        for (const item of items) {
+          await deps.replay.markSent(item.claimed.key);
+          await item.claimed.ticket?.onSent();
+        }
+      },
+    });
+  } finally {
+    // Nothing signed (a throw before sending): every item goes back as a single send's would.
+    if (signed.size !== items.length) {
+      for (const item of items) if (!signed.has(item)) await item.claimed.ticket?.release();
+    }
+  }
+  if (submission.ok) {
+    for (const [i, item] of items.entries()) {
+      const uid = submission.uids[i] ?? null;
+      const value = { txHash: submission.txHash, uid, blockNumber: submission.blockNumber };
+      await deps.replay.finish(item.claimed.key, { state: "mined", ...value });
+      await item.claimed.ticket?.onMined(value);
+      results[item.index] = ok(value);
+    }
+    return answered({ txHash: submission.txHash, blockNumber: submission.blockNumber, sent: "mined" });
+  }
+  if (submission.reason === "not-broadcast") {
+    for (const item of items) {
+      await giveBack(item, fail("SUBMISSION_FAILED", "The chain refused the transaction; nothing was sent, and the same signature may be submitted again"));
+    }
+    return answered({ sent: "not-broadcast" });
+  }
+  if (submission.reason === "reverted") {
+    for (const item of items) {
+      await deps.replay.finish(item.claimed.key, { state: "reverted", txHash: submission.txHash, blockNumber: submission.blockNumber });
+      const ticket = item.claimed.ticket;
+      if (ticket?.onBurned !== undefined) await ticket.onBurned({ txHash: submission.txHash, blockNumber: submission.blockNumber });
+      else await ticket?.release();
+      results[item.index] = fail("SUBMISSION_FAILED", "The batch transaction reverted", submission.txHash);
+    }
+    return answered({ txHash: submission.txHash, blockNumber: submission.blockNumber, sent: "reverted" });
+  }
+  for (const item of items) {
+    results[item.index] = fail(
+      "OUTCOME_UNKNOWN",
+      "The transaction was sent but its outcome is not known yet; it will be settled, and the same signature then answers with it",
+      submission.txHash,
+    );
+  }
+  return answered({ txHash: submission.txHash, sent: "unknown" });
+}
+
+/**
+ * The first item whose prefix of the call reverts (EAS runs the items in order, so a prefix that reverts stays
+ * reverting as it grows): found by halving, a few simulations for 50 items.
+ */
+async function firstReverting(
+  simulate: (calls: readonly DelegatedAttestCall[]) => Promise<Simulation>,
+  items: readonly Item[],
+): Promise<{ item: Item; simulation: Simulation | undefined }> {
+  let low = 0;
+  let high = items.length - 1;
+  let found: Simulation | undefined;
+  while (low < high) {
+    const middle = Math.floor((low + high) / 2);
+    const simulation = await simulate(items.slice(0, middle + 1).map((item) => item.claimed.call));
+    if (!simulation.ok && simulation.reason === "reverted") {
+      high = middle;
+      found = simulation;
+    } else low = middle + 1;
+  }
+  // Never narrowed: the whole call is the first prefix that reverts; asked again for its error.
+  if (found === undefined) found = await simulate(items.slice(0, high + 1).map((item) => item.claimed.call));
+  return { item: items[high]!, simulation: found };
+}

@@ -1,0 +1,226 @@
+import { describe, expect, test } from "bun:test";
+import { privateKeyToAccount } from "viem/accounts";
+import { fakeClock, fakeDelegate, fakeEasReader, fakeGasBudget, fakeReplayStore } from "../../ports/fakes.ts";
+import { buildAttestTypedData, ZERO_UID } from "./attest_typed_data.ts";
+import { type CallerTicket, createDelegatedAttest, type DelegatedAttestDeps } from "./delegated_attest.ts";
+import { createRateLimiter } from "../rate_limit.ts";
+import { createRelayGuard } from "./relay_guard.ts";
+
+const SCHEMA = "0x7ab3911527e5e47eaab9f5a2c571060026532dde8cb4398185553053963b2a47";
+const OTHER_SCHEMA = "0x2b0d1100f7943c0c2ea29e35c1286bd860fa752124e035cafb503bb83f234805";
+const alice = privateKeyToAccount("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
+const bob = privateKeyToAccount("0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a");
+
+function setup(overrides: Partial<DelegatedAttestDeps> = {}) {
+  const clock = fakeClock();
+  const eas = fakeEasReader();
+  const delegate = fakeDelegate();
+  const replay = fakeReplayStore();
+  const deps: DelegatedAttestDeps = {
+    clock,
+    eas,
+    delegate,
+    replay,
+    mainnet: false,
+    subsidized: new Map([[SCHEMA, { name: "user-review", revocable: false }]]),
+    ...overrides,
+  };
+  const attest = createDelegatedAttest(deps);
+  return { clock, eas, delegate, replay, attest, batch: attest.batch! };
+}
+
+async function signed(
+  env: { clock: { nowMs: () => number }; eas: { chainId: number; easAddress: `0x${string}` } },
+  over: { nonce?: bigint; schema?: `0x${string}`; data?: `0x${string}`; signer?: typeof alice } = {},
+) {
+  const signer = over.signer ?? alice;
+  const message = {
+    attester: signer.address,
+    schema: over.schema ?? SCHEMA,
+    recipient: "0x173a347faed486bb69081ef673c6e52c03f57f3e" as `0x${string}`,
+    expirationTime: 0n,
+    revocable: false,
+    refUID: ZERO_UID,
+    data: over.data ?? "0x1234",
+    value: 0n,
+    nonce: over.nonce ?? 0n,
+    deadline: BigInt(Math.floor(env.clock.nowMs() / 1000) + 600),
+  } as const;
+  const typedData = buildAttestTypedData(env.eas, message);
+  const signature = await signer.signTypedData(typedData);
+  const strings = Object.fromEntries(Object.entries(message).map(([k, v]) => [k, typeof v === "bigint" ? v.toString() : v]));
+  return {
+    attester: signer.address,
+    signature,
+    prepared: { delegatedRequest: { ...strings, easContractAddress: env.eas.easAddress, chainId: env.eas.chainId } },
+  } as { attester: string; signature: string; prepared: Record<string, any> };
+}
+
+const codes = (results: readonly { ok: boolean; code?: string }[]) => results.map((r) => (r.ok ? "ok" : r.code));
+
+/** A caller ticket per admitted item, recording what became of it (the private relay's sponsored writes). */
+function tickets() {
+  const log: string[] = [];
+  const admit = (_request: unknown, index: number): Promise<CallerTicket> =>
+    Promise.resolve({
+      release: () => Promise.resolve(void log.push(`release ${index}`)),
+      onSigned: () => Promise.resolve(void log.push(`signed ${index}`)),
+      onSent: () => Promise.resolve(),
+      onMined: () => Promise.resolve(void log.push(`mined ${index}`)),
+    });
+  return { log, admit };
+}
+
+describe("delegated attestation batches (decisions §23)", () => {
+  test("valid and invalid requests mixed: each answered in order as the single route would, the valid sent in one transaction", async () => {
+    const env = setup();
+    const bodies = [
+      await signed(env),
+      { ...(await signed(env, { signer: bob, data: "0xb0b0" })), attester: alice.address },
+      await signed(env, { schema: OTHER_SCHEMA, signer: bob }),
+      await signed(env, { signer: bob }),
+      { attester: alice.address },
+    ];
+    const outcome = await env.batch(bodies);
+    expect(codes(outcome.results)).toEqual(["ok", "ATTESTER_MISMATCH", "SCHEMA_NOT_SUBSIDIZED", "ok", "INVALID_INPUT"]);
+    expect(env.delegate.batches).toHaveLength(1);
+    expect(env.delegate.sent).toHaveLength(0);
+    expect(env.delegate.batches[0]!.map((c) => c.attester)).toEqual([alice.address, bob.address]);
+    const uids = outcome.results.filter((r) => r.ok).map((r) => (r.ok ? r.value.uid : null));
+    expect(new Set(uids).size).toBe(2);
+    expect(outcome.results[0]).toMatchObject({ ok: true, value: { txHash: outcome.txHash } });
+    // Each sent item's replay record holds its own uid; the refused ones hold nothing.
+    for (const r of outcome.results.filter((r) => r.ok)) expect([...env.replay.rows.values()].some((row) => r.ok && row.uid === r.value.uid && row.state === "mined")).toBe(true);
+    expect(env.replay.rows.size).toBe(2);
+  });
+
+  test("two requests of one attester signed for consecutive nonces, in order: both sent, in nonce order", async () => {
+    const env = setup();
+    env.eas.nonces.set(alice.address.toLowerCase(), 4n);
+    const outcome = await env.batch([await signed(env, { nonce: 4n }), await signed(env, { nonce: 5n, data: "0x5678" })]);
+    expect(codes(outcome.results)).toEqual(["ok", "ok"]);
+    expect(env.delegate.batches[0]!.map((c) => c.data.data)).toEqual(["0x1234", "0x5678"]);
+    expect([...env.replay.rows.values()].map((row) => row.nonce).sort()).toEqual([4n, 5n]);
+  });
+
+  test("requests of one attester out of nonce order: the one whose nonce does not fit is refused before sending", async () => {
+    const env = setup();
+    const outcome = await env.batch([await signed(env, { nonce: 1n, data: "0x5678" }), await signed(env, { nonce: 0n })]);
+    expect(codes(outcome.results)).toEqual(["ATTESTER_MISMATCH", "ok"]);
+    expect(env.delegate.batches).toEqual([[expect.objectContaining({ data: expect.objectContaining({ data: "0x1234" }) })]]);
+    // A gap is refused too: nonce 2 after 0 leaves EAS's nonce 1 unused.
+    const gap = setup();
+    const skipped = await gap.batch([await signed(gap, { nonce: 0n }), await signed(gap, { nonce: 2n, data: "0x5678" })]);
+    expect(codes(skipped.results)).toEqual(["ok", "ATTESTER_MISMATCH"]);
+  });
+
+  test("a replayed request in a batch is DUPLICATE, in another batch or twice in the same", async () => {
+    const env = setup();
+    const body = await signed(env);
+    expect(codes((await env.batch([body])).results)).toEqual(["ok"]);
+    env.eas.nonces.set(alice.address.toLowerCase(), 1n);
+    const again = await env.batch([body, await signed(env, { nonce: 1n, signer: alice, data: "0x99" })]);
+    expect(codes(again.results)).toEqual(["DUPLICATE", "ok"]);
+    const twice = setup();
+    const same = await twice.batch([await signed(twice), await signed(twice)]);
+    expect(codes(same.results)).toEqual(["ok", "DUPLICATE"]);
+  });
+
+  test("gas budget and rate limits count items: only the items sent are charged, each its share of the batch's gas", async () => {
+    const clock = fakeClock();
+    const budget = fakeGasBudget();
+    const guard = createRelayGuard({
+      enabled: true,
+      clientRate: createRateLimiter(clock, { capacity: 100, perMinute: 100 }),
+      attesterRate: createRateLimiter(clock, { capacity: 3, perMinute: 0.05 }),
+      gasBudget: budget,
+      gasPerHour: 1_000_000_000n,
+      typicalGas: 300_000n,
+      clock,
+    });
+    const env = setup({ clock, guard });
+    const outcome = await env.batch([
+      await signed(env, { nonce: 0n }),
+      await signed(env, { schema: OTHER_SCHEMA, nonce: 1n }),
+      await signed(env, { nonce: 1n, data: "0x01" }),
+      await signed(env, { nonce: 2n, data: "0x02" }),
+      await signed(env, { nonce: 3n, data: "0x03" }),
+    ]);
+    // The attester's allowance of 3 is spent by the three items that reached the guard; the fourth is limited.
+    expect(codes(outcome.results)).toEqual(["ok", "SCHEMA_NOT_SUBSIDIZED", "ok", "ok", "RATE_LIMITED"]);
+    const used = [...budget.windows.values()].reduce((a, b) => a + b, 0n);
+    // The fake simulation: 50,000 + 100,000 per call, split over the 3 items sent (each share rounded up).
+    expect(used).toBe(350_001n);
+    expect(env.delegate.batches[0]).toHaveLength(3);
+  });
+
+  test("the budget running out mid-batch refuses the items it cannot pay for, and the later items of their attester", async () => {
+    const clock = fakeClock();
+    const guard = createRelayGuard({ enabled: true, gasBudget: fakeGasBudget(), gasPerHour: 300_000n, typicalGas: 1n, clock });
+    const env = setup({ clock, guard });
+    const outcome = await env.batch([
+      await signed(env, { nonce: 0n }),
+      await signed(env, { signer: bob }),
+      await signed(env, { nonce: 1n, data: "0x01" }),
+    ]);
+    // Three items: 350,000 gas, a share of 116,667 each; the budget of 300,000 pays two.
+    expect(codes(outcome.results)).toEqual(["ok", "ok", "RATE_LIMITED"]);
+    expect(env.delegate.batches[0]).toHaveLength(2);
+  });
+
+  test("an item EAS would revert is refused with the single route's answer, the later items of its attester with it, the rest sent", async () => {
+    const env = setup();
+    env.delegate.revertsInBatch = (call) => (call.data.data === "0xbad0" ? "InvalidSchema" : undefined);
+    const outcome = await env.batch([
+      await signed(env, { signer: bob }),
+      await signed(env, { nonce: 0n, data: "0xbad0" }),
+      await signed(env, { nonce: 1n, data: "0x01" }),
+      await signed(env, { signer: bob, nonce: 1n, data: "0x02" }),
+    ]);
+    expect(codes(outcome.results)).toEqual(["ok", "INVALID_INPUT", "ATTESTER_MISMATCH", "ok"]);
+    expect(outcome.results[1]).toMatchObject({ message: "EAS rejected the attestation: InvalidSchema" });
+    expect(env.delegate.batches[0]!.map((c) => c.data.data)).toEqual(["0x1234", "0x02"]);
+    // The refused items' signatures are given back: nothing of them is on record.
+    expect(env.replay.rows.size).toBe(2);
+  });
+
+  test("the caller's tickets follow the one transaction: mined items committed, refused ones released", async () => {
+    const env = setup();
+    const { log, admit } = tickets();
+    const outcome = await env.batch([await signed(env), await signed(env, { signer: bob })], { admit });
+    expect(codes(outcome.results)).toEqual(["ok", "ok"]);
+    expect(log.sort()).toEqual(["mined 0", "mined 1", "signed 0", "signed 1"]);
+  });
+
+  test("a batch the node never took releases every item, so the same requests may be sent again", async () => {
+    const env = setup();
+    env.delegate.submission = { ok: false, reason: "not-broadcast" };
+    const { log, admit } = tickets();
+    const bodies = [await signed(env), await signed(env, { signer: bob })];
+    const outcome = await env.batch(bodies, { admit });
+    expect(codes(outcome.results)).toEqual(["SUBMISSION_FAILED", "SUBMISSION_FAILED"]);
+    expect(env.replay.rows.size).toBe(0);
+    expect(log.filter((l) => l.startsWith("release")).sort()).toEqual(["release 0", "release 1"]);
+    env.delegate.submission = undefined;
+    expect(codes((await env.batch(bodies)).results)).toEqual(["ok", "ok"]);
+  });
+
+  test("a batch reverted on chain settles every item as reverted, the same transaction hash in each answer", async () => {
+    const env = setup();
+    env.delegate.submission = { ok: false, reason: "reverted", txHash: `0x${"e".repeat(64)}`, blockNumber: 9n };
+    const outcome = await env.batch([await signed(env), await signed(env, { signer: bob })]);
+    expect(outcome.results).toEqual([
+      expect.objectContaining({ code: "SUBMISSION_FAILED", details: `0x${"e".repeat(64)}` }),
+      expect.objectContaining({ code: "SUBMISSION_FAILED", details: `0x${"e".repeat(64)}` }),
+    ]);
+    expect([...env.replay.rows.values()].map((r) => r.state)).toEqual(["reverted", "reverted"]);
+  });
+
+  test("a batch with no valid request sends nothing", async () => {
+    const env = setup();
+    const outcome = await env.batch([{ attester: alice.address }, await signed(env, { schema: OTHER_SCHEMA })]);
+    expect(outcome.txHash).toBeNull();
+    expect(codes(outcome.results)).toEqual(["INVALID_INPUT", "SCHEMA_NOT_SUBSIDIZED"]);
+    expect(env.delegate.batchSimulations).toBe(0);
+  });
+});
