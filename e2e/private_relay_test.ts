@@ -56,9 +56,9 @@ async function call(method: string, path: string, cookie: string, body?: unknown
 const signIn = (key: Hex) => signInCookie(stack.baseUrl, key, { origin: APP });
 
 /** A linked-identifier about `subject`, signed by `key` at its current EAS nonce. */
-async function linked(key: Hex, subject: string, linkedId = "did:web:elsewhere.test") {
+async function linked(key: Hex, subject: string, linkedId = "did:web:elsewhere.test", at?: bigint) {
   const account = privateKeyToAccount(key);
-  const nonce = await chain().readContract({ address: stack.service.easAddress, abi: EAS_ABI, functionName: "getNonce", args: [account.address] });
+  const nonce = at ?? await chain().readContract({ address: stack.service.easAddress, abi: EAS_ABI, functionName: "getNonce", args: [account.address] });
   const prepared = prepareDelegatedAttestation({
     schema: { uid: stack.devnet.schemaUids["linked-identifier"] as Hex, schema: LINKED.schema, revocable: LINKED.revocable },
     data: { subject, linkedId, proofs: [], issuedAt: 1, effectiveAt: 0, expiresAt: 0 },
@@ -87,6 +87,25 @@ async function keyBinding(key: Hex, subject: string) {
 }
 
 describe("private relay", () => {
+  test("a batch (issue 36): each request checked as alone, the valid sent in one transaction, one sponsored write per request sent", async () => {
+    const carol = generatePrivateKey();
+    const c = await signIn(carol);
+    const mine = (n: bigint) => linked(carol, pkh(carol), `did:web:batch-${n}.test`, n);
+    const requests = [await mine(0n), await mine(1n), await linked(alice, pkh(alice), "did:web:not-carols.test"), await mine(2n), await mine(3n)];
+    const before = await delegateNonce();
+    const answer = await call("POST", "/api/private/relay/eas/delegated-attest/batch", c, { requests });
+    expect(answer.status).toBe(200);
+    // The plan's 3 writes pay for three; the fourth of carol's is refused before sending, with nothing charged.
+    expect(answer.body.results.map((r: Record<string, any>) => r.uid === undefined ? [r.status, r.code] : "uid"))
+      .toEqual(["uid", "uid", [403, "ATTESTER_MISMATCH"], "uid", [403, "SPONSORED_WRITE_LIMIT_EXCEEDED"]]);
+    expect(await delegateNonce()).toBe(before + 1);
+    expect((await call("GET", "/api/private/accounts/me", c)).body.subscription.sponsoredWritesUsedCurrentYear).toBe(3);
+    const onChain = await chain().readContract({ address: stack.service.easAddress, abi: EAS_ABI, functionName: "getAttestation", args: [answer.body.results[3].uid] });
+    expect(onChain.attester).toBe(privateKeyToAccount(carol).address);
+    const listed = await call("GET", "/api/private/relay/submissions?limit=5", c);
+    expect(listed.body.submissions.map((s: { submissionId: string }) => s.submissionId)).toEqual([answer.body.submissionId]);
+  });
+
   test("the owner of a proven subject writes through it, charged to the plan; a non-owner and a contradicting subjectDid are refused before any gas", async () => {
     const a = await signIn(alice);
     expect((await call("POST", "/api/private/subjects", a, { did: "relay.test" })).status).toBe(201);

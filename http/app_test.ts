@@ -408,7 +408,9 @@ function spyApp() {
   const app = createApp({
     privateOrigins: ["https://app.example.com"],
     readNonce: spy("nonce", fail("RPC_ERROR", "spy")) as ReadNonce,
-    delegatedAttest: spy("delegatedAttest", fail("SCHEMA_NOT_SUBSIDIZED", "spy")) as DelegatedAttest,
+    delegatedAttest: Object.assign(spy("delegatedAttest", fail("SCHEMA_NOT_SUBSIDIZED", "spy")), {
+      batch: spy("delegatedAttestBatch", { txHash: null, blockNumber: null, results: [] }),
+    }) as DelegatedAttest,
     chainName: "x",
     chainId: 1,
     easAddress: "0x0000000000000000000000000000000000000000",
@@ -491,6 +493,11 @@ const SAMPLES: Record<keyof typeof REQUEST_MODELS, { accepted: unknown[]; refuse
       { attester: A, signature: "0xdeadbeef", prepared: { delegatedRequest: { schema: B32, deadline: "1", value: "1" } } },
       { attester: A, signature: "", prepared: { delegatedRequest: { schema: B32, deadline: "1" } } },
     ],
+  },
+  delegatedAttestBatch: {
+    // Each request is the single route's to check: the batch's model wants 1 to 50 of them, whatever they hold.
+    accepted: [{ requests: [{}] }, { requests: Array(50).fill({ attester: A }) }],
+    refused: [{}, { requests: [] }, { requests: Array(51).fill({}) }, { requests: {} }],
   },
   identityResolve: {
     accepted: [{ identifiers: [] }, { identifiers: ["did:web:example.com", ""] }],
@@ -673,8 +680,9 @@ describe("request models", () => {
       }
     }
     // 28 before the signing keys and the key status (issue 24: four more operation paths); 34 with the private relay's
-    // nonce and the paid witness alias (issue 33); 36 with the attestation count (issue 37).
-    expect(checked.length).toBe(36);
+    // nonce and the paid witness alias (issue 33); 36 with the attestation count (issue 37); 37 with the public relay's
+    // batches (issue 36).
+    expect(checked.length).toBe(37);
     expect(new Set([...Object.keys(calls), "identityResolve"])).toEqual(new Set(Object.keys(REQUEST_MODELS)));
   });
 });

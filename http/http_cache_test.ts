@@ -170,6 +170,7 @@ const LIVE_PUBLIC: ReadonlySet<string> = new Set([
   "GET /oauth/authorize",
   "POST /api/eas/delegated-attest",
   "POST /v1/delegated-attest",
+  "POST /v1/delegated-attest/batch",
   "POST /v1/identity-resolve",
   "POST /v1/identity/resolve",
   "POST /api/public/identity-resolve",

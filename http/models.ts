@@ -124,6 +124,20 @@ export const DelegatedAttestSuccessModel = t.Object({
   elapsed: t.String(),
 });
 
+/** A batch's answer (decisions §23): one result per request, in order. */
+export const DelegatedAttestBatchModel = t.Object({
+  submissionId: t.Union([t.String(), t.Null()], { description: "The batch's one submission (GET /v1/submissions/{id}); null when no request was sent" }),
+  txHash: t.Union([Bytes32, t.Null()], { description: "The one multiAttestByDelegation transaction; null when no request was sent" }),
+  results: t.Array(t.Union([
+    t.Object({ uid: t.Union([Bytes32, t.Null()]) }, { description: "Sent and mined: its own uid" }),
+    t.Object({ status: t.Integer(), code: t.String(), error: t.String(), details: t.Optional(t.String()) }, {
+      description: "Refused (nothing charged for it) or failed with the transaction: the status and error body the single route would have answered",
+    }),
+  ])),
+  chain: t.String(),
+  elapsed: t.Optional(t.String()),
+});
+
 /** A relay submission as GET /v1/submissions/{id} answers it (decisions §23). */
 export const SubmissionModel = t.Object({
   submissionId: t.String({ description: "128 random bits, base64url: whoever holds it may read the submission" }),
@@ -697,6 +711,24 @@ export const McpBody = t.Union([McpMessage, t.Array(McpMessage, { minItems: 1 })
   description: "A JSON-RPC 2.0 message, or an array of them; outside initialize the Mcp-Session-Id header names the session",
 });
 
+/**
+ * A relay's batch (decisions §23): 1 to 50 of the single route's bodies. Each is checked as the single route checks
+ * it and refused in its own result, so the batch's model holds them as any JSON value.
+ */
+function batchBody(single: string) {
+  return t.Object({
+    requests: t.Array(t.Unknown({ description: `A body of ${single}, checked as that route checks it; a bad one is refused in its own result` }), {
+      minItems: 1,
+      maxItems: 50,
+      description: "In the order answered; the items of one attester signed for consecutive nonces in this order",
+    }),
+  }, { description: "{requests: [...]}: 1 to 50 of the single route's bodies" });
+}
+/** `POST /v1/delegated-attest/batch`. */
+export const DelegatedAttestBatchBody = batchBody("POST /v1/delegated-attest");
+/** `POST /api/private/relay/eas/delegated-attest/batch`. */
+export const PrivateRelayBatchBody = batchBody("POST /api/private/relay/eas/delegated-attest");
+
 /** `POST /api/private/subscriptions/x402`: the purchase takes no fields. */
 export const PlanPurchaseBody = t.Object({}, { description: "No fields: send {} or an empty body (any JSON is read and ignored)" });
 /** The logouts: the body is not read for anything; the private routes' guard wants Content-Type: application/json. */
@@ -712,6 +744,7 @@ export type RequestModels = { readonly query?: TSchema | undefined; readonly bod
 export const REQUEST_MODELS = {
   nonce: { query: NonceQuery },
   delegatedAttest: { body: DelegatedAttestBody },
+  delegatedAttestBatch: { body: DelegatedAttestBatchBody },
   identityResolve: { body: IdentityResolveBody },
   controllerEndpointConfirm: { query: ControllerEndpointConfirmQuery },
   controllerConfirm: { query: ControllerConfirmQuery },

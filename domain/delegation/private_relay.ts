@@ -195,11 +195,20 @@ export function createPrivateRelay(deps: PrivateRelayDeps) {
     };
   }
 
+  const subjectDidOf = (body: unknown) => typeof body === "object" && body !== null ? (body as { subjectDid?: unknown }).subjectDid : undefined;
+  type Hooks = { onSubmitting?: ((key: string) => Promise<void>) | undefined };
+
   /** `caller`: the signed-in account, or a paying agent (decisions §13); `hooks`: the submission's tracking (§23). */
-  return function privateRelay(body: unknown, account: Account | PayingAgent, hooks: { onSubmitting?: ((key: string) => Promise<void>) | undefined } = {}) {
-    const subjectDid = typeof body === "object" && body !== null ? (body as { subjectDid?: unknown }).subjectDid : undefined;
-    return deps.attest(body, { admit: (request) => admit(account, request, subjectDid), onSubmitting: hooks.onSubmitting });
+  const privateRelay = function privateRelay(body: unknown, account: Account | PayingAgent, hooks: Hooks = {}) {
+    return deps.attest(body, { admit: (request) => admit(account, request, subjectDidOf(body)), onSubmitting: hooks.onSubmitting });
   };
+  /**
+   * A batch (decisions §23): every request checked as `privateRelay` checks it, each sent one a sponsored write of its
+   * own (reserved, then committed or given back with its item); undefined when the attestation use case cannot batch.
+   */
+  const batch = deps.attest.batch === undefined ? undefined : (bodies: readonly unknown[], account: Account | PayingAgent, hooks: Hooks = {}) =>
+    deps.attest.batch!(bodies, { admit: (request, index) => admit(account, request, subjectDidOf(bodies[index])), onSubmitting: hooks.onSubmitting });
+  return Object.assign(privateRelay, { batch });
 }
 
 /** The private relay use case. */

@@ -12,6 +12,7 @@ import type { Idempotency } from "../../../domain/idempotency/mod.ts";
 import { idempotent } from "../../idempotency.ts";
 import { acceptedAnswer, prefersAsync, type RelayTracking, submissionAnswer, trackedRelay } from "./_tracking.ts";
 import type { IdempotentRun } from "../../idempotency.ts";
+import { batchAnswer, batchRequests, batchResume } from "./_batch.ts";
 
 /** What the EAS routes need. */
 export type EasRoutesDeps = {
@@ -33,8 +34,10 @@ export type EasRoutesDeps = {
 export const NONCE_PATHS = ["/api/eas/nonce", "/v1/nonce"] as const;
 /** The paths of the delegated-attest route. */
 export const DELEGATED_ATTEST_PATHS = ["/api/eas/delegated-attest", "/v1/delegated-attest"] as const;
+/** The path of the public relay's batches (decisions §23). */
+export const DELEGATED_ATTEST_BATCH_PATH = "/v1/delegated-attest/batch";
 /** Paths whose every answer, errors included, carries `elapsed` (decisions §2). */
-export const EAS_PATHS: readonly string[] = [...NONCE_PATHS, ...DELEGATED_ATTEST_PATHS];
+export const EAS_PATHS: readonly string[] = [...NONCE_PATHS, ...DELEGATED_ATTEST_PATHS, DELEGATED_ATTEST_BATCH_PATH];
 
 /** The nonce query's check, with the reference's wording; the private relay's nonce route checks with it too. */
 export const nonceQuery = compileRequestCheck(REQUEST_MODELS.nonce.query, {
@@ -52,7 +55,14 @@ const delegatedBody = compileRequestCheck(REQUEST_MODELS.delegatedAttest.body, {
   },
 });
 
-/** The nonce and delegated-attest routes, under their backend and gateway paths. */
+const batchBody = compileRequestCheck(REQUEST_MODELS.delegatedAttestBatch.body, {
+  explain: (body) => {
+    const read = batchRequests(body);
+    return read.ok ? undefined : read.message;
+  },
+});
+
+/** The nonce and delegated-attest routes, under their backend and gateway paths, and the public relay's batches. */
 export function easRoutes(deps: EasRoutesDeps) {
   const failure = (started: number, code: string, message: string, details?: string, status = statusOf(code), extra: Record<string, unknown> = {}) =>
     json({ ...errorBody(code, message, details), ...extra, elapsed: elapsedSince(started) }, status);
@@ -127,10 +137,42 @@ export function easRoutes(deps: EasRoutesDeps) {
     });
   };
 
+  const delegatedAttestBatch = async ({ body, request }: { body: unknown; request: Request }) => {
+    const started = performance.now();
+    try {
+      const clientKey = clientKeyOf(deps.clientAddress?.(request));
+      const tracking = deps.tracking;
+      const resume = tracking === undefined ? undefined : (submissionId: string) => batchResume(tracking, submissionId, { elapsed: elapsedSince(started) });
+      const write = { scope: `client:${clientKey}`, body, resume };
+      return await idempotent(deps.idempotency, request, write, (run) => attestBatch(started, body, clientKey, run), (code, message, headers) => {
+        const answer = failure(started, code, message);
+        for (const [name, value] of Object.entries(headers ?? {})) answer.headers.set(name, value);
+        return answer;
+      });
+    } catch (error) {
+      return internalError(started, "delegated_attest_batch", error);
+    }
+  };
+
+  const attestBatch = async (started: number, body: unknown, clientKey: string, run: IdempotentRun) => {
+    const batch = deps.delegatedAttest.batch;
+    if (batch === undefined) return failure(started, "NOT_FOUND", "This deployment sends no batches", undefined, 404);
+    const parsed = batchBody.readJson(body);
+    if (!parsed.ok) return failure(started, parsed.code, parsed.message);
+    // Each request is charged to the client's and its attester's limits as the single route charges it (decisions §23).
+    const { response, outcome } = await batchAnswer(deps.tracking, { scope: `client:${clientKey}`, attach: run.attach }, (onSubmitting) =>
+      batch(parsed.value.requests, { clientKey, onSubmitting }), { chain: deps.chainName, elapsed: elapsedSince(started) });
+    if (outcome !== undefined) {
+      deps.log.info("delegated_attest_batch", { txHash: outcome.txHash, requests: outcome.results.length, sent: outcome.results.filter((r) => r.ok).length });
+    }
+    return response;
+  };
+
   const app = new Elysia({ name: "eas-routes" });
   for (const path of NONCE_PATHS) app.get(path, nonce, { detail: requestDetail(REQUEST_MODELS.nonce) });
   for (const path of DELEGATED_ATTEST_PATHS) {
     app.post(path, delegatedAttest, { parse: readBodyText, detail: requestDetail(REQUEST_MODELS.delegatedAttest) });
   }
+  app.post(DELEGATED_ATTEST_BATCH_PATH, delegatedAttestBatch, { parse: readBodyText, detail: requestDetail(REQUEST_MODELS.delegatedAttestBatch) });
   return app;
 }

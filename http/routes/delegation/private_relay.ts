@@ -14,6 +14,10 @@ import { clientKeyOf } from "../../../domain/sessions/mod.ts";
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
 import { idempotent } from "../../idempotency.ts";
 import { acceptedAnswer, prefersAsync, type RelayTracking, submissionAnswer, trackedRelay } from "./_tracking.ts";
+import { batchAnswer, batchRequests, batchResume } from "./_batch.ts";
+
+/** The private relay's batches (decisions §23). */
+export const PRIVATE_RELAY_BATCH_PATH = "/api/private/relay/eas/delegated-attest/batch";
 
 /** What the private relay's routes need. */
 export type PrivateRelayRoutesDeps = {
@@ -81,6 +85,30 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
           return auth.response(await gate.terms(request, "relay"));
         }
         return auth.response();
+      }), { parse: readBodyText })
+    .post(PRIVATE_RELAY_BATCH_PATH, ({ request, body }) =>
+      guarded("relay_delegated_attest_batch", async () => {
+        const parsed = parseJsonBody(body);
+        if (!parsed.ok) return failure(parsed);
+        // A batch is an account's (a session or an access token): x402 pays for one write at a time.
+        const auth = await authenticateRequest(request, deps, "relay:write");
+        if (!auth.ok) return auth.response();
+        const batch = deps.relay.batch;
+        if (batch === undefined) return failure({ code: "NOT_FOUND", message: "This deployment sends no batches", status: 404 });
+        const read = batchRequests(parsed.value);
+        if (!read.ok) return failure({ code: "INVALID_INPUT", message: read.message });
+        const account = auth.caller.account;
+        const scope = `account:${account.id}`;
+        const tracking = deps.tracking;
+        const resume = tracking === undefined ? undefined : (submissionId: string) => batchResume(tracking, submissionId, { chain: deps.chainName });
+        return await idempotent(deps.idempotency, request, { scope, body, resume }, async (run) => {
+          const { response, outcome } = await batchAnswer(deps.tracking, { scope, attach: run.attach }, (onSubmitting) =>
+            batch(read.requests, account, { onSubmitting }), { chain: deps.chainName });
+          if (outcome !== undefined) {
+            deps.log.info("relay_delegated_attest_batch", { accountId: account.id, txHash: outcome.txHash, requests: outcome.results.length });
+          }
+          return response;
+        });
       }), { parse: readBodyText })
     .post(PAID_ALIASES.relay, ({ request, body }) =>
       guarded("paid_delegated_attest", async () => {
