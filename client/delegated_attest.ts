@@ -133,6 +133,48 @@ export async function submitDelegatedAttestation(
   return answer;
 }
 
+/** The public relay's batch route; the private relay's is {@link PRIVATE_RELAY_BATCH_PATH}. */
+export const DELEGATED_ATTEST_BATCH_PATH = "/v1/delegated-attest/batch";
+/** The private relay's batch route (a session cookie or an access token with `relay:write`). */
+export const PRIVATE_RELAY_BATCH_PATH = "/api/private/relay/eas/delegated-attest/batch";
+
+/** One request's result in a batch: its uid, or the single route's refusal of it. */
+export type DelegatedAttestBatchItem =
+  | { readonly uid: HexString | null }
+  | { readonly status: number; readonly code: string; readonly error: string; readonly details?: string };
+
+/** A batch's answer (decisions §23). */
+export type DelegatedAttestBatchResult = {
+  /** The batch's one submission; null when no request was sent. */
+  submissionId: string | null;
+  /** The one `multiAttestByDelegation` transaction; null when no request was sent. */
+  txHash: HexString | null;
+  /** One per request, in order. */
+  results: DelegatedAttestBatchItem[];
+  chain: string;
+  elapsed?: string;
+};
+
+/**
+ * Submits 1 to 50 signed requests as one batch (decisions §23): the valid ones land in one transaction, and each
+ * request gets its own result, in order (a refusal of one request does not throw; a refusal of the batch as a whole
+ * throws {@link AtsClientError}). The requests of one attester must be signed for consecutive nonces, in the order
+ * given. `path` is {@link PRIVATE_RELAY_BATCH_PATH} for the private relay (each body may carry `subjectDid`).
+ */
+export async function submitDelegatedAttestBatch(
+  requests: readonly { prepared: PreparedDelegatedAttestation; signature: string; attester: string; subjectDid?: string }[],
+  options: AtsClientOptions & { readonly idempotencyKey?: string | undefined; readonly path?: string | undefined } = {},
+): Promise<DelegatedAttestBatchResult> {
+  const { body: answer } = await requestJson<DelegatedAttestBatchResult>(options.path ?? DELEGATED_ATTEST_BATCH_PATH, {
+    baseUrl: options.baseUrl,
+    fetch: options.fetch,
+    method: "POST",
+    body: { requests },
+    headers: options.idempotencyKey === undefined ? {} : { "idempotency-key": options.idempotencyKey },
+  });
+  return answer;
+}
+
 /** Signs EIP-712 typed data, e.g. a viem account's `signTypedData`. */
 export type TypedDataSigner = (typedData: ReturnType<typeof signableTypedData>) => Promise<string>;
 

@@ -4,7 +4,13 @@ import { privateKeyToAccount } from "viem/accounts";
 import { buildAttestTypedData } from "../domain/delegation/mod.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { AtsClientError } from "./errors.ts";
-import { prepareDelegatedAttestation, signableTypedData, submitDelegatedAttestation } from "./delegated_attest.ts";
+import {
+  prepareDelegatedAttestation,
+  PRIVATE_RELAY_BATCH_PATH,
+  signableTypedData,
+  submitDelegatedAttestation,
+  submitDelegatedAttestBatch,
+} from "./delegated_attest.ts";
 
 const review = findSchemaByName("user-review")!;
 const SCHEMA = { uid: "0x7ab3911527e5e47eaab9f5a2c571060026532dde8cb4398185553053963b2a47", schema: review.schema, revocable: false } as const;
@@ -100,5 +106,41 @@ describe("submitDelegatedAttestation()", () => {
       .then(() => undefined, (e: unknown) => e);
     expect(error).toBeInstanceOf(AtsClientError);
     expect(error).toMatchObject({ code: "SCHEMA_NOT_SUBSIDIZED", status: 403 });
+  });
+});
+
+describe("submitDelegatedAttestBatch()", () => {
+  const seen: { path: string; key: string | null; body: unknown }[] = [];
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: async (request) => {
+      const body = (await request.json()) as { requests: unknown[] };
+      seen.push({ path: new URL(request.url).pathname, key: request.headers.get("idempotency-key"), body });
+      if (body.requests.length > 2) return Response.json({ error: "requests must hold 1 to 50 bodies", code: "INVALID_INPUT" }, { status: 400 });
+      return Response.json({
+        submissionId: "s1",
+        txHash: `0x${"a".repeat(64)}`,
+        results: [{ uid: `0x${"b".repeat(64)}` }, { status: 400, code: "ATTESTER_MISMATCH", error: "Invalid signature: attester mismatch" }],
+        chain: "x",
+      });
+    },
+  });
+  afterAll(() => server.stop(true));
+  const baseUrl = () => `http://127.0.0.1:${server.port}`;
+
+  test("posts {requests} with the key to the public route or the private one; a refused request is a result, not a throw", async () => {
+    const one = { prepared: prepare(), signature: "0x01", attester: account.address };
+    const answer = await submitDelegatedAttestBatch([one, one], { baseUrl: baseUrl(), idempotencyKey: "k1" });
+    expect(answer.results.map((r) => ("uid" in r ? "uid" : r.code))).toEqual(["uid", "ATTESTER_MISMATCH"]);
+    await submitDelegatedAttestBatch([{ ...one, subjectDid: "did:web:a.example" }], { baseUrl: baseUrl(), path: PRIVATE_RELAY_BATCH_PATH });
+    expect(seen.map((s) => [s.path, s.key])).toEqual([["/v1/delegated-attest/batch", "k1"], [PRIVATE_RELAY_BATCH_PATH, null]]);
+    expect((seen[0]!.body as { requests: unknown[] }).requests).toHaveLength(2);
+  });
+
+  test("a batch refused as a whole throws AtsClientError with the server's code", async () => {
+    const one = { prepared: prepare(), signature: "0x01", attester: account.address };
+    const error = await submitDelegatedAttestBatch([one, one, one], { baseUrl: baseUrl() }).then(() => undefined, (e: unknown) => e);
+    expect(error).toMatchObject({ code: "INVALID_INPUT", status: 400 });
   });
 });
