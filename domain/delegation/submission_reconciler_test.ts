@@ -73,6 +73,21 @@ describe("createSubmissionReconciler()", () => {
     expect(chain.rebroadcasts).toEqual(["0xlost"]);
   });
 
+  test("the items of a batch share one transaction: each is recorded with its own uid (issue 36)", async () => {
+    const clock = fakeClock(1_000_000);
+    const replay = fakeReplayStore();
+    for (const [i, key] of ["0xsig-a", "0xsig-b"].entries()) {
+      await replay.claim({ ...claim(key, BigInt(i), 0) });
+      await replay.markSigned(key, tx("batch", 0));
+      await replay.markSent(key);
+    }
+    const uids = new Map([["0xsig-a", `0x${"a".repeat(64)}` as HexString], ["0xsig-b", `0x${"b".repeat(64)}` as HexString]]);
+    const chain = fakeChain({ "0xbatch": { status: "success", blockNumber: 3n, uid: `0x${"a".repeat(64)}`, uidsBySignature: uids } });
+    const reconcile = createSubmissionReconciler({ books: [replayBook(replay)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
+    expect(await reconcile()).toMatchObject({ mined: 2 });
+    expect([(await replay.find("0xsig-a"))?.uid, (await replay.find("0xsig-b"))?.uid]).toEqual([uids.get("0xsig-a"), uids.get("0xsig-b")]);
+  });
+
   test("a lost transaction the node refuses again is released; rows younger than the grace are left to their request", async () => {
     const clock = fakeClock(1_000_000);
     const replay = fakeReplayStore();
