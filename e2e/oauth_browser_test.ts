@@ -146,6 +146,8 @@ describeBrowser("OAuth pages in a browser", () => {
     const secret = await page.locator("#api-client-new-secret").innerText();
     const clientId = await page.locator("#api-client-new-id").innerText();
     expect(secret).toMatch(/^atss_/);
+    // The list is fetched again after the secret is shown: wait for it, do not read it in the same breath.
+    await page.waitForSelector("#api-clients li");
     expect(await page.locator("#api-clients li").count()).toBe(1);
     expect(await page.locator("#api-clients").innerText()).not.toContain(secret);
     await page.locator("#api-client-secret").scrollIntoViewIfNeeded();
