@@ -99,7 +99,8 @@ export type Config = {
    * `INDEX_STEP_BLOCKS` (default 10000): the widest range one follower step ingests in one transaction.
    * `INDEX_FOLLOW` (default true): false runs no follower in this instance (it still reads the shared index).
    * `INDEX_ANSWER_CACHE_MB` (default 32): the bound of the whole answers of index reads kept per poll generation
-   * (http/index_answer_cache.ts); 0 keeps none.
+   * (http/index_answer_cache.ts); 0 keeps none. `INDEX_HEAD_REUSE_MS` (default 100, at most 1000): how long one read
+   * of the index head serves the kept answers' requests after it; a poll of this instance's follower ends it at once.
    */
   /**
    * The public relay (decisions §12): `PUBLIC_RELAY` (`on`/`off`, default on), `PUBLIC_RELAY_IP_RATE_PER_MINUTE`
@@ -195,6 +196,8 @@ export type Config = {
     readonly follow: boolean;
     /** `INDEX_ANSWER_CACHE_MB`: the bound of kept answers of index reads, in MiB; 0: none kept. */
     readonly answerCacheMb: number;
+    /** `INDEX_HEAD_REUSE_MS`: how long one head read serves the answer cache (0: each burst of requests reads it). */
+    readonly headReuseMs: number;
   };
   /**
    * Signing keys and key status (decisions §17): `SIGNING_KEYS_PER_ACCOUNT` (keys one account may register, default
@@ -423,6 +426,7 @@ function readIndex(env: Env): Config["index"] {
     stepBlocks: int("INDEX_STEP_BLOCKS", 10_000, 1, 10_000_000),
     follow: bool("INDEX_FOLLOW", true),
     answerCacheMb: int("INDEX_ANSWER_CACHE_MB", 32, 0, 4_096),
+    headReuseMs: int("INDEX_HEAD_REUSE_MS", 100, 0, 1_000),
   };
 }
 

@@ -68,6 +68,18 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
   const bearer = c.oauth?.bearer;
   const { idempotency } = c.submissions;
   const tracking = { tracker: c.submissions.tracker, status: c.submissions.status, log: f.log };
+  // Whole answers of the index reads, per poll generation of the shared index (issue 34): each instance its own. This
+  // instance's follower steps are the change signal; another instance's polls are seen within INDEX_HEAD_REUSE_MS.
+  const indexAnswers = config.index.answerCacheMb === 0 ? null : createIndexAnswerCache({
+    head: c.index.head,
+    clock: systemClock,
+    stallSeconds: config.index.stallSeconds,
+    pollMs: config.index.pollMs,
+    discoverySeconds: config.discoveryCacheSeconds,
+    maxBytes: config.index.answerCacheMb * 1024 * 1024,
+    headReuseMs: config.index.headReuseMs,
+  });
+  if (indexAnswers !== null) c.index.onMoved(indexAnswers.headChanged);
   const app = createApp({
     session: {
       sessions,
@@ -148,15 +160,7 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
     publicBaseUrl: config.publicBaseUrl,
     // Decisions §21: an answer from the index is current for one poll, live evidence for as long as the service reuses it.
     httpCache: httpCacheSettings({ indexPollMs: config.index.pollMs, discoveryCacheSeconds: config.discoveryCacheSeconds }),
-    // Whole answers of the index reads, per poll generation of the shared index (issue 34): each instance its own.
-    indexAnswers: config.index.answerCacheMb === 0 ? null : createIndexAnswerCache({
-      head: c.index.head,
-      clock: systemClock,
-      stallSeconds: config.index.stallSeconds,
-      pollMs: config.index.pollMs,
-      discoverySeconds: config.discoveryCacheSeconds,
-      maxBytes: config.index.answerCacheMb * 1024 * 1024,
-    }),
+    indexAnswers,
     ready: readiness(config, f, c),
   });
   const handler = instrumentedHandler(app as never, { metrics: f.metrics, log: f.log, trustProxy: config.trustProxy, bodyTimeoutMs: config.bodyTimeoutMs });

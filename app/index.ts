@@ -68,6 +68,8 @@ export type IndexRunner = {
    * next read sees its write, whichever instance holds the lease. Does nothing on an instance that does not follow.
    */
   readonly nudge: (waitMs?: number) => Promise<void>;
+  /** Calls `listener` whenever a step of this instance's follower has moved the store's index head or poll time. */
+  readonly onMoved: (listener: () => void) => void;
   readonly stop: () => Promise<void>;
 };
 
@@ -120,12 +122,14 @@ type FollowerState = {
   nextPollAt: number;
   /** A new head was announced since the last poll began. */
   headSeen: boolean;
+  /** Told after each step that wrote to the store (the answer cache's change signal). */
+  moved: (() => void)[];
 };
 
 /** Starts the follower (unless `follow` is false) and returns the reads and the status. */
 export function wireIndex(deps: IndexDeps): IndexRunner {
   const { store, settings, clock } = deps;
-  const state: FollowerState = { indexed: undefined, head: undefined, checkedAtMs: null, leader: false, failures: 0, stopped: false, nextPollAt: 0, headSeen: false };
+  const state: FollowerState = { indexed: undefined, head: undefined, checkedAtMs: null, leader: false, failures: 0, stopped: false, nextPollAt: 0, headSeen: false, moved: [] };
   const poll = createPoll(deps, state);
   const holder = `${hostname()}:${process.pid}:${crypto.randomUUID()}`;
   const leaseMs = settings.leaseSeconds * 1000;
@@ -229,6 +233,9 @@ export function wireIndex(deps: IndexDeps): IndexRunner {
       ]);
       clearTimeout(timeout);
     },
+    onMoved(listener) {
+      state.moved.push(listener);
+    },
     async stop() {
       state.stopped = true;
       unsubscribe?.();
@@ -272,6 +279,7 @@ function createPoll(deps: IndexDeps, state: FollowerState): () => Promise<"done"
     }
     if (s.filled !== undefined) log.info("index_records_filled", { attestations: s.filled });
     progress(s);
+    if (s.ingested !== undefined || s.rewoundTo !== undefined) for (const listener of state.moved) listener();
     return s;
   }
 
@@ -285,6 +293,7 @@ function createPoll(deps: IndexDeps, state: FollowerState): () => Promise<"done"
         await store.checked(now, s.head);
         state.checkedAtMs = Math.max(state.checkedAtMs ?? 0, now);
         state.nextPollAt = now + settings.pollMs;
+        for (const listener of state.moved) listener();
         return "done";
       }
       if (state.stopped || clock.nowMs() - startedMs > (settings.leaseSeconds * 1000) / 3) return "more";

@@ -71,6 +71,11 @@ export type IndexAnswerCacheDeps = {
   readonly maxBytes?: number | undefined;
   /** The largest answer kept ({@link MAX_INDEX_ANSWER_BYTES}). */
   readonly maxEntryBytes?: number | undefined;
+  /**
+   * `INDEX_HEAD_REUSE_MS`: how long one head read of the store serves the requests after it (0: each burst reads
+   * its own). A poll this instance completes ends it at once ({@link IndexAnswerCache.headChanged}).
+   */
+  readonly headReuseMs?: number | undefined;
 };
 
 /** The answer cache of the index reads. */
@@ -79,6 +84,8 @@ export type IndexAnswerCache = {
   readonly answer: (key: AnswerKey, compute: () => Promise<ComputedAnswer>) => Promise<Response>;
   /** What is kept now (tests, metrics). */
   readonly size: () => { readonly entries: number; readonly bytes: number };
+  /** The store's head has moved (a poll this instance completed): the next request reads it again. */
+  readonly headChanged: () => void;
 };
 
 type Entry = { readonly text: string; readonly etag: string; readonly size: number; readonly expiresAtMs: number };
@@ -102,26 +109,41 @@ function served(entry: Entry): Response {
 
 /**
  * Head reads batched: a caller takes the first read that starts after it called, one read in flight at a time (the
- * callers that arrived during a read share the next one).
+ * callers that arrived during a read share the next one). With `reuseMs` above 0, a read that started at most that
+ * long ago also serves (the change signal of this instance's own polls, `forget`, ends it early).
  */
-function batchedHeads(head: () => Promise<IndexHead | undefined>): () => Promise<IndexHead | undefined> {
+function batchedHeads(head: () => Promise<IndexHead | undefined>, clock: Clock, reuseMs: number) {
   let inFlight: Promise<unknown> | undefined;
   let next: Promise<IndexHead | undefined> | undefined;
+  let last: { readonly head: IndexHead | undefined; readonly startedMs: number } | undefined;
+  /** Bumped by `forget`: a read that started before it is not reused. */
+  let epoch = 0;
   const start = (): Promise<IndexHead | undefined> => {
+    const startedMs = clock.nowMs();
+    const startedEpoch = epoch;
     const read = head();
     // The next read starts once this one is done, whether it answered or failed.
-    inFlight = read.then(() => undefined, () => undefined).finally(() => {
+    inFlight = read.then((h) => {
+      if (reuseMs > 0 && startedEpoch === epoch) last = { head: h, startedMs };
+    }, () => undefined).finally(() => {
       inFlight = undefined;
     });
     return read;
   };
-  return () => {
-    if (inFlight === undefined) return start();
-    next ??= inFlight.then(() => {
-      next = undefined;
-      return start();
-    });
-    return next;
+  return {
+    read(): Promise<IndexHead | undefined> {
+      if (last !== undefined && clock.nowMs() - last.startedMs < reuseMs) return Promise.resolve(last.head);
+      if (inFlight === undefined) return start();
+      next ??= inFlight.then(() => {
+        next = undefined;
+        return start();
+      });
+      return next;
+    },
+    forget() {
+      epoch++;
+      last = undefined;
+    },
   };
 }
 
@@ -129,7 +151,7 @@ function batchedHeads(head: () => Promise<IndexHead | undefined>): () => Promise
 export function createIndexAnswerCache(deps: IndexAnswerCacheDeps): IndexAnswerCache {
   const maxBytes = deps.maxBytes ?? DEFAULT_INDEX_ANSWER_BYTES;
   const maxEntryBytes = deps.maxEntryBytes ?? MAX_INDEX_ANSWER_BYTES;
-  const readHead = batchedHeads(deps.head);
+  const heads = batchedHeads(deps.head, deps.clock, deps.headReuseMs ?? 0);
   /** The generation the kept answers belong to; a request that reads another drops them all. */
   let generation = "";
   const entries = new Map<string, Entry>();
@@ -162,11 +184,12 @@ export function createIndexAnswerCache(deps: IndexAnswerCacheDeps): IndexAnswerC
 
   return {
     size: () => ({ entries: entries.size, bytes }),
+    headChanged: () => heads.forget(),
     async answer(key, compute) {
       const lifetimeMs = key.live === true ? Math.min(deps.pollMs, deps.discoverySeconds * 1000) : deps.pollMs;
       const run = async () => answerOf(await compute());
       if (lifetimeMs <= 0) return run();
-      const head = await readHead();
+      const head = await heads.read();
       const nowMs = deps.clock.nowMs();
       // A stalled index: nothing kept is served; the read itself answers 503 INDEX_STALE.
       if (head === undefined || !isFresh(head, { nowMs, stallSeconds: deps.stallSeconds })) return run();

@@ -236,4 +236,36 @@ describe("the answer cache of the index reads (decisions §21, issue 34)", () =>
     expect(s.calls.artifactTrust).toBe(3);
     expect(s.calls.heads).toBe(0);
   });
+
+  test("INDEX_HEAD_REUSE_MS: one head read serves the requests after it for that long; this instance's poll ends it at once", async () => {
+    const s = setup({ cache: { headReuseMs: 100 } });
+    for (let i = 0; i < 5; i++) expect((await s.get(listPath())).status).toBe(200);
+    expect(s.calls.heads).toBe(1);
+    expect(s.calls.list).toBe(1);
+
+    // Another instance's poll (the store moved, nothing told this one): seen once the reuse time has passed.
+    s.poll({ blockNumber: 101n, blockHash: `0x${"02".repeat(32)}` });
+    const within = await (await s.get(listPath())).json();
+    expect(within.asOf.blockNumber).toBe(100);
+    s.clock.set(s.clock.nowMs() + 100);
+    const after = await (await s.get(listPath())).json();
+    expect(after.asOf.blockNumber).toBe(101);
+    expect(s.calls.heads).toBe(2);
+
+    // This instance's own follower step: the next request reads the head again, whatever the time.
+    s.poll({ blockNumber: 102n, blockHash: `0x${"03".repeat(32)}` });
+    s.cache!.headChanged();
+    const told = await (await s.get(listPath())).json();
+    expect(told.asOf.blockNumber).toBe(102);
+    expect(s.calls.heads).toBe(3);
+  });
+
+  test("INDEX_HEAD_REUSE_MS never hides a stall: a reused head past INDEX_STALL_SECONDS is 503 INDEX_STALE", async () => {
+    const s = setup({ cache: { headReuseMs: 1_000 } });
+    expect((await s.get(trustPath())).status).toBe(200);
+    s.clock.set(s.clock.nowMs() + (STALL_SECONDS + 1) * 1000);
+    const stale = await s.get(trustPath());
+    expect(stale.status).toBe(503);
+    expect((await stale.json()).code).toBe("INDEX_STALE");
+  });
 });
