@@ -755,7 +755,7 @@ export function storageContract(name: string, open: () => Promise<Storage>, opti
       const ids = [fresh("sub-a"), fresh("sub-b"), fresh("sub-c")];
       for (const [i, id] of ids.entries()) await submissions.create({ id, scope, ref: `0xref-${id}`, createdAtMs: T0 + i });
       await submissions.create({ id: fresh("sub-other"), scope: fresh("account"), ref: "0xother", createdAtMs: T0 });
-      expect(await submissions.find(ids[0]!)).toEqual({ id: ids[0]!, scope, ref: `0xref-${ids[0]}`, outcome: null, createdAtMs: T0, updatedAtMs: T0 });
+      expect(await submissions.find(ids[0]!)).toEqual({ id: ids[0]!, scope, ref: `0xref-${ids[0]}`, items: null, outcome: null, createdAtMs: T0, updatedAtMs: T0 });
       expect(await submissions.find("unknown")).toBeUndefined();
       expect((await submissions.list(scope, { limit: 2 })).map((r) => r.id)).toEqual([ids[2]!, ids[1]!]);
       expect((await submissions.list(scope, { limit: 2, after: { createdAtMs: T0 + 1, id: ids[1]! } })).map((r) => r.id)).toEqual([ids[0]!]);
@@ -772,6 +772,23 @@ export function storageContract(name: string, open: () => Promise<Storage>, opti
       expect(await submissions.prune(T0 + 100)).toBeGreaterThanOrEqual(2);
       expect(await submissions.find(ids[0]!)).toBeUndefined();
       expect(await submissions.find(ids[2]!)).toBeDefined();
+    });
+
+    test("a batch's submission record keeps its requests in order and, once mined, each sent request's uid (decisions §23)", async () => {
+      const { submissions } = await open();
+      const [byId, byRef] = [fresh("sub-batch"), fresh("sub-batch")];
+      const items = [{ ref: `0xa-${byId}` }, { refused: { code: "ATTESTER_MISMATCH", message: "Signer does not match attester" } }, { ref: `0xb-${byId}` }];
+      await submissions.create({ id: byId, scope: fresh("account"), ref: `0xa-${byId}`, createdAtMs: T0, items });
+      expect(await submissions.find(byId)).toMatchObject({ items, outcome: null });
+      const uids = { [`0xa-${byId}`]: "0xu1", [`0xb-${byId}`]: "0xu2" };
+      const mined = { state: "mined" as const, txHash: "0xtx", uid: "0xu1", blockNumber: 3n, feeBumps: 0, uids };
+      expect(await submissions.settle(byId, mined, T0 + 1)).toBe(true);
+      expect((await submissions.find(byId))?.outcome).toEqual(mined);
+      const twoItems = [{ ref: `0xc-${byRef}` }, { ref: `0xd-${byRef}` }];
+      await submissions.create({ id: byRef, scope: fresh("account"), ref: `0xc-${byRef}`, createdAtMs: T0, items: twoItems });
+      const reconciled = { ...mined, uids: { [`0xc-${byRef}`]: "0xu3", [`0xd-${byRef}`]: null } };
+      expect(await submissions.settleRef(`0xc-${byRef}`, reconciled, T0 + 2)).toEqual([byRef]);
+      expect(await submissions.find(byRef)).toMatchObject({ items: twoItems, outcome: reconciled });
     });
 
     test("idempotency keys: thirty concurrent begins of one key start exactly one", async () => {

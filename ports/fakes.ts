@@ -721,8 +721,8 @@ export function fakeSubmissionRecords() {
   };
   const store = {
     records,
-    create(r: { id: string; scope: string; ref: string; createdAtMs: number }) {
-      records.set(r.id, { ...r, outcome: null, updatedAtMs: r.createdAtMs });
+    create(r: { id: string; scope: string; ref: string; createdAtMs: number; items?: readonly import("./submission_records.ts").SubmissionItem[] | undefined }) {
+      records.set(r.id, { ...r, items: r.items ?? null, outcome: null, updatedAtMs: r.createdAtMs });
       return Promise.resolve();
     },
     find: (id: string) => Promise.resolve(records.get(id)),

@@ -1,7 +1,31 @@
 /** How a submission ended, as its record keeps it once known (decisions §23). */
 export type SubmissionOutcome =
-  | { readonly state: "mined"; readonly txHash: string; readonly uid: string | null; readonly blockNumber: bigint; readonly feeBumps: number }
+  | {
+    readonly state: "mined";
+    readonly txHash: string;
+    readonly uid: string | null;
+    readonly blockNumber: bigint;
+    readonly feeBumps: number;
+    /** A batch's: each sent request's uid under its replay record's key (its `ref`); absent for a single send. */
+    readonly uids?: Readonly<Record<string, string | null>> | undefined;
+  }
   | { readonly state: "failed"; readonly txHash: string | null; readonly error: string; readonly feeBumps: number };
+
+/**
+ * One request of a batch submission (decisions §23), in the batch's order: sent in its transaction under its replay
+ * record (`ref`), or refused by its checks before anything was sent (the single route's refusal of it).
+ */
+export type SubmissionItem =
+  | { readonly ref: string }
+  | {
+    readonly refused: {
+      readonly code: string;
+      readonly message: string;
+      readonly details?: string | undefined;
+      /** An answer status other than the code's usual one (e.g. 503 when the service cannot pay). */
+      readonly status?: number | undefined;
+    };
+  };
 
 /**
  * One relay submission as its caller tracks it (decisions §23): an unguessable id, whose it is, and the replay record
@@ -12,6 +36,8 @@ export type SubmissionRecord = {
   /** `account:<id>`, or `client:<address>` on the public relay and for x402 payers. */
   readonly scope: string;
   readonly ref: string;
+  /** A batch's requests, in order (decisions §23); null for a single send. */
+  readonly items: readonly SubmissionItem[] | null;
   readonly outcome: SubmissionOutcome | null;
   readonly createdAtMs: number;
   readonly updatedAtMs: number;
@@ -22,7 +48,9 @@ export type SubmissionCursor = { readonly createdAtMs: number; readonly id: stri
 
 /** The submissions callers track, in the same database as the replay records they point at. */
 export interface SubmissionRecordStore {
-  readonly create: (record: { readonly id: string; readonly scope: string; readonly ref: string; readonly createdAtMs: number }) => Promise<void>;
+  readonly create: (
+    record: { readonly id: string; readonly scope: string; readonly ref: string; readonly createdAtMs: number; readonly items?: readonly SubmissionItem[] | undefined },
+  ) => Promise<void>;
   readonly find: (id: string) => Promise<SubmissionRecord | undefined>;
   /** A scope's submissions, newest first, from after `after`. */
   readonly list: (scope: string, page: { readonly limit: number; readonly after?: SubmissionCursor | undefined }) => Promise<SubmissionRecord[]>;

@@ -62,7 +62,16 @@ export type OpenSubmission = {
 export interface SubmissionBook {
   readonly name: string;
   readonly open: (createdBeforeMs: number) => Promise<OpenSubmission[]>;
-  readonly mined: (id: string, outcome: { readonly txHash: string; readonly uid: string | null; readonly blockNumber: bigint }) => Promise<void>;
+  readonly mined: (
+    id: string,
+    outcome: {
+      readonly txHash: string;
+      readonly uid: string | null;
+      readonly blockNumber: bigint;
+      /** A batch's transaction: the uid of each of its items, under the replay key of its signature (decisions §23). */
+      readonly uids?: ReadonlyMap<string, string> | undefined;
+    },
+  ) => Promise<void>;
   readonly reverted: (id: string, txHash: string, blockNumber: bigint) => Promise<void>;
   /** Gives the submission back: the same signature (or quota) can be used again. */
   readonly release: (id: string) => Promise<void>;

@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
-import type { SubmissionOutcome, SubmissionRecord, SubmissionRecordStore } from "../../ports/submission_records.ts";
+import type { SubmissionItem, SubmissionOutcome, SubmissionRecord, SubmissionRecordStore } from "../../ports/submission_records.ts";
+import { addMissingColumns } from "./sqlite_database.ts";
 
 /** The table of tracked submissions (decisions §23); the same columns on PostgreSQL. */
 export const SUBMISSION_RECORDS_TABLES: readonly string[] = [
@@ -11,12 +12,28 @@ export const SUBMISSION_RECORDS_TABLES: readonly string[] = [
   "CREATE INDEX IF NOT EXISTS submission_records_ref ON submission_records (ref) WHERE state = 'open'",
 ];
 
+/**
+ * Columns added after the table was first created: a batch's requests (JSON `SubmissionItem[]`) and, once mined, their
+ * uids by replay key (JSON). PostgreSQL adds them with `ADD COLUMN IF NOT EXISTS`.
+ */
+export const SUBMISSION_RECORDS_ADDED_COLUMNS: readonly (readonly [string, string, string])[] = [
+  ["submission_records", "items", "TEXT"],
+  ["submission_records", "item_uids", "TEXT"],
+];
+
 /** A stored row as the port's record (SQLite and PostgreSQL share the columns). */
 export function toSubmissionRecord(row: Record<string, unknown>): SubmissionRecord {
   const feeBumps = Number(row.fee_bumps ?? 0);
   const txHash = (row.tx_hash as string | null | undefined) ?? null;
   const outcome: SubmissionOutcome | null = row.state === "mined"
-    ? { state: "mined", txHash: txHash ?? "", uid: (row.uid as string | null | undefined) ?? null, blockNumber: BigInt(String(row.block_number ?? "0")), feeBumps }
+    ? {
+      state: "mined",
+      txHash: txHash ?? "",
+      uid: (row.uid as string | null | undefined) ?? null,
+      blockNumber: BigInt(String(row.block_number ?? "0")),
+      feeBumps,
+      ...(typeof row.item_uids === "string" ? { uids: JSON.parse(row.item_uids) as Record<string, string | null> } : {}),
+    }
     : row.state === "failed"
     ? { state: "failed", txHash, error: String(row.error ?? "SUBMISSION_FAILED"), feeBumps }
     : null;
@@ -24,24 +41,28 @@ export function toSubmissionRecord(row: Record<string, unknown>): SubmissionReco
     id: String(row.id),
     scope: String(row.scope),
     ref: String(row.ref),
+    items: typeof row.items === "string" ? JSON.parse(row.items) as SubmissionItem[] : null,
     outcome,
     createdAtMs: Number(row.created_at_ms),
     updatedAtMs: Number(row.updated_at_ms),
   };
 }
 
-/** The columns an outcome sets: state, tx_hash, uid, block_number, error, fee_bumps. */
-export function outcomeValues(outcome: SubmissionOutcome): [string, string | null, string | null, string | null, string | null, number] {
+/** The columns an outcome sets: state, tx_hash, uid, block_number, error, fee_bumps, item_uids. */
+export function outcomeValues(outcome: SubmissionOutcome): [string, string | null, string | null, string | null, string | null, number, string | null] {
   return outcome.state === "mined"
-    ? ["mined", outcome.txHash, outcome.uid, outcome.blockNumber.toString(), null, outcome.feeBumps]
-    : ["failed", outcome.txHash, null, null, outcome.error, outcome.feeBumps];
+    ? ["mined", outcome.txHash, outcome.uid, outcome.blockNumber.toString(), null, outcome.feeBumps, outcome.uids === undefined ? null : JSON.stringify(outcome.uids)]
+    : ["failed", outcome.txHash, null, null, outcome.error, outcome.feeBumps, null];
 }
 
 /** Tracked submissions in the SQLite file, beside the replay records. */
 export function createSqliteSubmissionRecords(db: Database): SubmissionRecordStore {
-  for (const statement of SUBMISSION_RECORDS_TABLES) db.exec(statement);
+  db.transaction(() => {
+    for (const statement of SUBMISSION_RECORDS_TABLES) db.exec(statement);
+    addMissingColumns(db, SUBMISSION_RECORDS_ADDED_COLUMNS);
+  }).immediate();
   const insert = db.query(
-    "INSERT INTO submission_records (id, scope, ref, state, created_at_ms, updated_at_ms) VALUES (?, ?, ?, 'open', ?, ?)",
+    "INSERT INTO submission_records (id, scope, ref, items, state, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, 'open', ?, ?)",
   );
   const find = db.query<Record<string, unknown>, [string]>("SELECT * FROM submission_records WHERE id = ?");
   const first = db.query<Record<string, unknown>, [string, number]>(
@@ -52,15 +73,15 @@ export function createSqliteSubmissionRecords(db: Database): SubmissionRecordSto
      ORDER BY created_at_ms DESC, id DESC LIMIT ?`,
   );
   const settle = db.query<{ id: string }, (string | number | null)[]>(
-    "UPDATE submission_records SET state = ?, tx_hash = ?, uid = ?, block_number = ?, error = ?, fee_bumps = ?, updated_at_ms = ? WHERE id = ? AND state = 'open' RETURNING id",
+    "UPDATE submission_records SET state = ?, tx_hash = ?, uid = ?, block_number = ?, error = ?, fee_bumps = ?, item_uids = ?, updated_at_ms = ? WHERE id = ? AND state = 'open' RETURNING id",
   );
   const settleRef = db.query<{ id: string }, (string | number | null)[]>(
-    "UPDATE submission_records SET state = ?, tx_hash = ?, uid = ?, block_number = ?, error = ?, fee_bumps = ?, updated_at_ms = ? WHERE ref = ? AND state = 'open' RETURNING id",
+    "UPDATE submission_records SET state = ?, tx_hash = ?, uid = ?, block_number = ?, error = ?, fee_bumps = ?, item_uids = ?, updated_at_ms = ? WHERE ref = ? AND state = 'open' RETURNING id",
   );
   const prune = db.query("DELETE FROM submission_records WHERE created_at_ms < ? AND state <> 'open'");
   return {
-    create({ id, scope, ref, createdAtMs }) {
-      insert.run(id, scope, ref, createdAtMs, createdAtMs);
+    create({ id, scope, ref, createdAtMs, items }) {
+      insert.run(id, scope, ref, items === undefined ? null : JSON.stringify(items), createdAtMs, createdAtMs);
       return Promise.resolve();
     },
     find(id) {

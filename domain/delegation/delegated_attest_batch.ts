@@ -44,12 +44,21 @@ export type DelegatedAttestBatchOutcome = {
   readonly sent?: "mined" | "reverted" | "not-broadcast" | "unknown" | undefined;
 };
 
+/**
+ * A batch's requests as they are about to be sent (decisions §23), in order: each sent one under its replay record's
+ * key, each refused one with the single route's refusal of it.
+ */
+export type BatchLayout = readonly ({ readonly ref: string } | { readonly refused: DelegatedAttestFailure })[];
+
 /** Who sent the batch; `admit` runs for each request as the single route's `admit` does (`index`: its position). */
 export type DelegatedAttestBatchCaller = {
   readonly clientKey?: string | undefined;
   readonly admit?: ((request: DelegatedRequest, index: number) => Promise<DelegatedAttestFailure | CallerTicket>) | undefined;
-  /** Runs once, with the first item's replay key, just before the one transaction is signed (the submission record). */
-  readonly onSubmitting?: ((key: string) => Promise<void>) | undefined;
+  /**
+   * Runs once, with the first item's replay key and every request's place in the batch, just before the one
+   * transaction is signed (the submission record): every refusal is known by then.
+   */
+  readonly onSubmitting?: ((key: string, layout: BatchLayout) => Promise<void>) | undefined;
 };
 
 /** Checks and sends a batch. */
@@ -190,7 +199,14 @@ export async function attestBatch(ctx: BatchContext, bodies: readonly unknown[],
   const calls = items.map((item) => item.claimed.call);
   if (caller.onSubmitting !== undefined) {
     try {
-      await caller.onSubmitting(items[0]!.claimed.key);
+      const keys = new Map(items.map((item) => [item.index, item.claimed.key]));
+      const layout: BatchLayout = results.map((result, index) => {
+        const key = keys.get(index);
+        if (key !== undefined) return { ref: key };
+        if (result === undefined || result.ok) throw new Error(`Request ${index} of the batch is neither sent nor refused`);
+        return { refused: result };
+      });
+      await caller.onSubmitting(items[0]!.claimed.key, layout);
     } catch (error) {
       for (const item of items) {
         await deps.replay.release(item.claimed.key);

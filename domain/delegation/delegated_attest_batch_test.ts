@@ -94,6 +94,27 @@ describe("delegated attestation batches (decisions §23)", () => {
     expect(env.replay.rows.size).toBe(2);
   });
 
+  test("onSubmitting runs once before signing with every request's place: the sent ones' replay keys, the refused ones' answers", async () => {
+    const env = setup();
+    const bodies = [await signed(env), { attester: alice.address }, await signed(env, { signer: bob })];
+    const seen: { key: string; layout: readonly unknown[]; sentBefore: number }[] = [];
+    const outcome = await env.batch(bodies, {
+      onSubmitting: (key, layout) => Promise.resolve(void seen.push({ key, layout, sentBefore: env.delegate.batches.length })),
+    });
+    expect(seen).toHaveLength(1);
+    const keys = [...env.replay.rows.keys()];
+    const layout = seen[0]!.layout as readonly ({ ref: string } | { refused: { ok: false; code: string } })[];
+    expect(seen[0]!.sentBefore).toBe(0);
+    expect(layout.map((item) => "ref" in item ? typeof item.ref : item.refused.code)).toEqual(["string", "INVALID_INPUT", "string"]);
+    expect(seen[0]!.key).toBe((layout[0] as { ref: string }).ref);
+    expect(layout.flatMap((item) => "ref" in item ? [item.ref] : []).sort()).toEqual(keys.sort());
+    // Each sent key's replay record holds the uid its result answers.
+    for (const [index, item] of layout.entries()) {
+      const result = outcome.results[index]!;
+      if ("ref" in item) expect(env.replay.rows.get(item.ref)?.uid).toBe(result.ok ? result.value.uid : "not sent");
+    }
+  });
+
   test("two requests of one attester signed for consecutive nonces, in order: both sent, in nonce order", async () => {
     const env = setup();
     env.eas.nonces.set(alice.address.toLowerCase(), 4n);

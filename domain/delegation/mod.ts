@@ -13,6 +13,7 @@ export {
 export { createDelegatedAttest, type DelegatedAttest, NONCE_MOVED } from "./delegated_attest.ts";
 export {
   type BatchItemResult,
+  type BatchLayout,
   type DelegatedAttestBatch,
   type DelegatedAttestBatchCaller,
   type DelegatedAttestBatchOutcome,

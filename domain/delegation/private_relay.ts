@@ -19,6 +19,7 @@ import type { SubjectStore } from "../../ports/subjects.ts";
 import { walletDid } from "../accounts/mod.ts";
 import type { CallerTicket, DelegatedAttest, DelegatedAttestFailure } from "./delegated_attest.ts";
 import type { DelegatedRequest } from "./delegated_request.ts";
+import type { DelegatedAttestBatchCaller } from "./delegated_attest_batch.ts";
 import { didToAddress, normalizeDid } from "../did.ts";
 import { type PlanPolicy, planAllowsSchema, quotaYear } from "../accounts/mod.ts";
 import { fail } from "../result.ts";
@@ -197,6 +198,7 @@ export function createPrivateRelay(deps: PrivateRelayDeps) {
 
   const subjectDidOf = (body: unknown) => typeof body === "object" && body !== null ? (body as { subjectDid?: unknown }).subjectDid : undefined;
   type Hooks = { onSubmitting?: ((key: string) => Promise<void>) | undefined };
+  type BatchHooks = { onSubmitting?: DelegatedAttestBatchCaller["onSubmitting"] };
 
   /** `caller`: the signed-in account, or a paying agent (decisions §13); `hooks`: the submission's tracking (§23). */
   const privateRelay = function privateRelay(body: unknown, account: Account | PayingAgent, hooks: Hooks = {}) {
@@ -206,7 +208,7 @@ export function createPrivateRelay(deps: PrivateRelayDeps) {
    * A batch (decisions §23): every request checked as `privateRelay` checks it, each sent one a sponsored write of its
    * own (reserved, then committed or given back with its item); undefined when the attestation use case cannot batch.
    */
-  const batch = deps.attest.batch === undefined ? undefined : (bodies: readonly unknown[], account: Account | PayingAgent, hooks: Hooks = {}) =>
+  const batch = deps.attest.batch === undefined ? undefined : (bodies: readonly unknown[], account: Account | PayingAgent, hooks: BatchHooks = {}) =>
     deps.attest.batch!(bodies, { admit: (request, index) => admit(account, request, subjectDidOf(bodies[index])), onSubmitting: hooks.onSubmitting });
   return Object.assign(privateRelay, { batch });
 }

@@ -99,7 +99,12 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
     for (const tx of txs) {
       const status = await deps.txStatus.status(tx.txHash, tx);
       if (status.status === "success") {
-        await record.mined(book, row.id, { txHash: tx.txHash, uid: status.uidsBySignature?.get(row.id) ?? status.uid, blockNumber: status.blockNumber });
+        await record.mined(book, row.id, {
+          txHash: tx.txHash,
+          uid: status.uidsBySignature?.get(row.id) ?? status.uid,
+          blockNumber: status.blockNumber,
+          uids: status.uidsBySignature,
+        });
         report.mined++;
         return "settled" as const;
       }
@@ -154,7 +159,12 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
     const status = await deps.txStatus.status(latestHash as HexString, latest ?? undefined);
     switch (status.status) {
       case "success":
-        await record.mined(book, row.id, { txHash: latestHash, uid: status.uidsBySignature?.get(row.id) ?? status.uid, blockNumber: status.blockNumber });
+        await record.mined(book, row.id, {
+          txHash: latestHash,
+          uid: status.uidsBySignature?.get(row.id) ?? status.uid,
+          blockNumber: status.blockNumber,
+          uids: status.uidsBySignature,
+        });
         report.mined++;
         return;
       case "reverted":
@@ -237,7 +247,7 @@ export function replayBook(replay: ReplayStore, eas?: EasReader): SubmissionBook
         txHash: r.txHash,
         createdAtMs: r.createdAtMs,
       })),
-    mined: (key, outcome) => replay.finish(key, { state: "mined", ...outcome }),
+    mined: (key, { txHash, uid, blockNumber }) => replay.finish(key, { state: "mined", txHash, uid, blockNumber }),
     reverted: (key, txHash, blockNumber) => replay.finish(key, { state: "reverted", txHash, blockNumber }),
     release: (key) => replay.release(key),
   };
@@ -256,7 +266,7 @@ export function witnessBook(ledger: SponsoredWriteLedger, clock: Clock): Submiss
         txHash: w.txHash,
         createdAtMs: w.createdAtMs,
       })),
-    mined: (id, outcome) => ledger.commit(id, outcome, clock.nowMs()),
+    mined: (id, { txHash, uid, blockNumber }) => ledger.commit(id, { txHash, uid, blockNumber }, clock.nowMs()),
     reverted: (id) => ledger.release(id, clock.nowMs()),
     release: (id) => ledger.release(id, clock.nowMs()),
   };

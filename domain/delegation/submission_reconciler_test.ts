@@ -88,6 +88,27 @@ describe("createSubmissionReconciler()", () => {
     expect([(await replay.find("0xsig-a"))?.uid, (await replay.find("0xsig-b"))?.uid]).toEqual([uids.get("0xsig-a"), uids.get("0xsig-b")]);
   });
 
+  test("a batch's item is handed to its book with every item's uid of the receipt, so the batch's submission keeps them all (issue 36)", async () => {
+    const clock = fakeClock(1_000_000);
+    const replay = fakeReplayStore();
+    for (const [i, key] of ["0xsig-a", "0xsig-b"].entries()) {
+      await replay.claim({ ...claim(key, BigInt(i), 0) });
+      await replay.markSigned(key, tx("batch", 0));
+      await replay.markSent(key);
+    }
+    const uids = new Map([["0xsig-a", `0x${"a".repeat(64)}` as HexString], ["0xsig-b", `0x${"b".repeat(64)}` as HexString]]);
+    const chain = fakeChain({ "0xbatch": { status: "success", blockNumber: 3n, uid: `0x${"a".repeat(64)}`, uidsBySignature: uids } });
+    const seen: { id: string; uid: string | null; uids: ReadonlyMap<string, string> | undefined }[] = [];
+    const book = replayBook(replay);
+    const watched = { ...book, mined: async (id: string, outcome: Parameters<typeof book.mined>[1]) => {
+      seen.push({ id, uid: outcome.uid, uids: outcome.uids });
+      await book.mined(id, outcome);
+    } };
+    const reconcile = createSubmissionReconciler({ books: [watched], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
+    await reconcile();
+    expect(seen.map((s) => [s.id, s.uid, s.uids]).sort()).toEqual([["0xsig-a", uids.get("0xsig-a"), uids], ["0xsig-b", uids.get("0xsig-b"), uids]]);
+  });
+
   test("a lost transaction the node refuses again is released; rows younger than the grace are left to their request", async () => {
     const clock = fakeClock(1_000_000);
     const replay = fakeReplayStore();

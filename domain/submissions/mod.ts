@@ -7,6 +7,7 @@ export {
   type SubmissionPage,
   type SubmissionState,
   type SubmissionStatus,
+  type SubmissionItemView,
   type SubmissionStatusDeps,
   type SubmissionView,
 } from "./submission_status.ts";

@@ -1,5 +1,5 @@
 import type { ReplayStore } from "../../ports/replay_store.ts";
-import type { SubmissionCursor, SubmissionRecord, SubmissionRecordStore } from "../../ports/submission_records.ts";
+import type { SubmissionCursor, SubmissionOutcome, SubmissionRecord, SubmissionRecordStore } from "../../ports/submission_records.ts";
 import type { TxReplacementStore } from "../../ports/tx_replacements.ts";
 import { fail, ok, type Result } from "../result.ts";
 import { isSubmissionId } from "./submission_id.ts";
@@ -15,6 +15,23 @@ export const RELAY_BOOK = REPLAY_BOOK;
  */
 export type SubmissionState = "pending" | "sent" | "replaced" | "mined" | "confirmed" | "failed";
 
+/**
+ * One request of a batch as its submission shows it (decisions §23), in the batch's order: a request sent in the
+ * batch's transaction shares its state and, once mined, has its own uid; one refused by its checks is `refused`, with
+ * the single route's answer to it (`status`, `error`: the code, `message`, `details`).
+ */
+export type SubmissionItemView =
+  | { readonly index: number; readonly state: SubmissionState; readonly uid: string | null }
+  | {
+    readonly index: number;
+    readonly state: "refused";
+    readonly uid: null;
+    readonly status: number;
+    readonly error: string;
+    readonly message: string;
+    readonly details?: string | undefined;
+  };
+
 /** A submission as its caller reads it. */
 export type SubmissionView = {
   readonly submissionId: string;
@@ -25,6 +42,8 @@ export type SubmissionView = {
   readonly confirmations: number;
   readonly feeBumps: number;
   readonly error?: string | undefined;
+  /** A batch's requests, in order (absent for a single send); `uid` above is then its first sent request's. */
+  readonly items?: readonly SubmissionItemView[] | undefined;
   readonly createdAt: string;
   readonly updatedAt: string;
 };
@@ -50,7 +69,32 @@ export const MAX_SUBMISSION_PAGE = 100;
 export function createSubmissionStatus(deps: SubmissionStatusDeps) {
   const bumpsOf = async (ref: string) => (await deps.replacements?.list(RELAY_BOOK, ref))?.map((r) => r.tx.txHash) ?? [];
 
+  /** The submission's state, then each request of a batch's. */
   async function view(record: SubmissionRecord, head: () => Promise<bigint | undefined>): Promise<SubmissionView> {
+    const state = await stateOf(record, head);
+    if (record.items === null) return state;
+    return { ...state, items: await itemsOf(record, state, record.outcome) };
+  }
+
+  /**
+   * A batch's requests: a sent one in the state of the one transaction, with its uid once mined (kept with the outcome,
+   * or, while the record is open, read from the request's own replay record); a refused one as it was refused.
+   */
+  async function itemsOf(record: SubmissionRecord, state: SubmissionView, outcome: SubmissionOutcome | null): Promise<SubmissionItemView[]> {
+    const landed = state.state === "mined" || state.state === "confirmed";
+    const kept = outcome?.state === "mined" ? outcome.uids : undefined;
+    return await Promise.all((record.items ?? []).map(async (item, index): Promise<SubmissionItemView> => {
+      if ("refused" in item) {
+        const { code, message, details, status } = item.refused;
+        return { index, state: "refused", uid: null, status: status ?? 400, error: code, message, ...(details === undefined ? {} : { details }) };
+      }
+      if (!landed) return { index, state: state.state, uid: null };
+      const uid = kept !== undefined ? kept[item.ref] ?? null : (await deps.replay.find(item.ref))?.uid ?? null;
+      return { index, state: state.state, uid };
+    }));
+  }
+
+  async function stateOf(record: SubmissionRecord, head: () => Promise<bigint | undefined>): Promise<SubmissionView> {
     const times = { createdAt: new Date(record.createdAtMs).toISOString(), updatedAt: new Date(record.updatedAtMs).toISOString() };
     const base = { submissionId: record.id, uid: null, blockNumber: null, confirmations: 0, ...times };
     const mined = async (txHash: string, uid: string | null, blockNumber: bigint, feeBumps: number): Promise<SubmissionView> => {

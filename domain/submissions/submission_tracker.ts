@@ -1,6 +1,6 @@
 import type { Clock } from "../../ports/clock.ts";
 import type { Random } from "../../ports/random.ts";
-import type { SubmissionOutcome, SubmissionRecordStore } from "../../ports/submission_records.ts";
+import type { SubmissionItem, SubmissionOutcome, SubmissionRecordStore } from "../../ports/submission_records.ts";
 import type { SubmissionBook } from "../../ports/submissions.ts";
 import type { TxReplacementStore } from "../../ports/tx_replacements.ts";
 import { newSubmissionId } from "./submission_id.ts";
@@ -8,7 +8,16 @@ import { RELAY_BOOK } from "./submission_status.ts";
 
 /** What a relay answered, as far as its submission is concerned. */
 export type RelayResult =
-  | { readonly ok: true; readonly value: { readonly txHash: string; readonly uid: string | null; readonly blockNumber: bigint } }
+  | {
+    readonly ok: true;
+    readonly value: {
+      readonly txHash: string;
+      readonly uid: string | null;
+      readonly blockNumber: bigint;
+      /** A batch's: each sent request's uid under its replay key (decisions §23). */
+      readonly uids?: Readonly<Record<string, string | null>> | undefined;
+    };
+  }
   | { readonly ok: false; readonly code: string; readonly details?: string | undefined };
 
 /** What the tracker needs. */
@@ -36,10 +45,13 @@ const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
 export function createSubmissionTracker(deps: SubmissionTrackerDeps) {
   const bumps = async (ref: string) => (await deps.replacements?.list(RELAY_BOOK, ref))?.length ?? 0;
   return {
-    /** Records a submission of `scope` for the replay record `ref`; returns its new id. */
-    async open(scope: string, ref: string): Promise<string> {
+    /**
+     * Records a submission of `scope` for the replay record `ref` (a batch's: its first request's, with every request
+     * in `items`); returns its new id.
+     */
+    async open(scope: string, ref: string, items?: readonly SubmissionItem[]): Promise<string> {
       const id = newSubmissionId(deps.random);
-      await deps.records.create({ id, scope, ref, createdAtMs: deps.clock.nowMs() });
+      await deps.records.create({ id, scope, ref, createdAtMs: deps.clock.nowMs(), ...(items === undefined ? {} : { items }) });
       return id;
     },
     /** Keeps what the relay answered as the submission's outcome. */
@@ -47,7 +59,14 @@ export function createSubmissionTracker(deps: SubmissionTrackerDeps) {
       if (!result.ok && result.code === "OUTCOME_UNKNOWN") return;
       const feeBumps = await bumps(ref);
       const outcome: SubmissionOutcome = result.ok
-        ? { state: "mined", txHash: result.value.txHash, uid: result.value.uid, blockNumber: result.value.blockNumber, feeBumps }
+        ? {
+          state: "mined",
+          txHash: result.value.txHash,
+          uid: result.value.uid,
+          blockNumber: result.value.blockNumber,
+          feeBumps,
+          ...(result.value.uids === undefined ? {} : { uids: result.value.uids }),
+        }
         : { state: "failed", txHash: result.details !== undefined && TX_HASH.test(result.details) ? result.details : null, error: result.code, feeBumps };
       if (await deps.records.settle(id, outcome, deps.clock.nowMs())) await deps.onSettled?.({ submissionId: id, outcome });
     },
@@ -71,7 +90,10 @@ export function trackedBook(book: SubmissionBook, deps: Omit<SubmissionTrackerDe
     ...book,
     async mined(id, outcome) {
       await book.mined(id, outcome);
-      await keep(id, (feeBumps) => ({ state: "mined", txHash: outcome.txHash, uid: outcome.uid, blockNumber: outcome.blockNumber, feeBumps }));
+      // A batch's items share its transaction, and its record is under its first item's key: when the reconciler
+      // settles that item, every item's uid read off the one receipt is kept with it.
+      const uids = outcome.uids === undefined ? {} : { uids: Object.fromEntries(outcome.uids) };
+      await keep(id, (feeBumps) => ({ state: "mined", txHash: outcome.txHash, uid: outcome.uid, blockNumber: outcome.blockNumber, feeBumps, ...uids }));
     },
     async reverted(id, txHash, blockNumber) {
       await book.reverted(id, txHash, blockNumber);

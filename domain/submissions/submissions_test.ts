@@ -123,6 +123,69 @@ describe("trackedBook()", () => {
   });
 });
 
+describe("a batch's submission (decisions §23)", () => {
+  const refused = { refused: { code: "ATTESTER_MISMATCH", message: "Signer does not match attester", status: 400 } };
+
+  test("shows every request in order: the sent ones in the transaction's state, then each with its own uid once the relay kept them; the refused one as refused", async () => {
+    const env = setup({ confirmations: 0 });
+    await env.claim("0xa");
+    await env.claim("0xbb");
+    const id = await env.tracker.open("account:a", "0xa", [{ ref: "0xa" }, refused, { ref: "0xbb" }]);
+    const open = await env.status.read(id);
+    expect(open).toMatchObject({ ok: true, value: { state: "pending" } });
+    expect(open.ok && open.value.items).toEqual([
+      { index: 0, state: "pending", uid: null },
+      { index: 1, state: "refused", uid: null, status: 400, error: "ATTESTER_MISMATCH", message: "Signer does not match attester" },
+      { index: 2, state: "pending", uid: null },
+    ]);
+    await env.tracker.settle(id, "0xa", { ok: true, value: { txHash: tx(1).txHash, uid: "0xu0", blockNumber: 90n, uids: { "0xa": "0xu0", "0xbb": "0xu2" } } });
+    env.replay.rows.clear();
+    const read = await env.status.read(id);
+    expect(read).toMatchObject({ ok: true, value: { state: "confirmed", uid: "0xu0", txHash: tx(1).txHash } });
+    expect(read.ok && read.value.items?.map((item) => [item.state, item.uid])).toEqual([["confirmed", "0xu0"], ["refused", null], ["confirmed", "0xu2"]]);
+    // A single send's view has no items.
+    await env.claim("0xsingle");
+    const single = await env.tracker.open("account:a", "0xsingle");
+    expect((await env.status.read(single)).ok && "items" in (await env.status.read(single) as { value: object }).value).toBe(false);
+  });
+
+  test("while its record is open (the relay died before keeping the outcome), each item's uid is read from its own replay record", async () => {
+    const env = setup({ confirmations: 0 });
+    await env.claim("0xa");
+    await env.claim("0xbb");
+    const id = await env.tracker.open("account:a", "0xa", [{ ref: "0xa" }, { ref: "0xbb" }]);
+    await env.replay.finish("0xa", { state: "mined", txHash: tx(2).txHash, uid: "0xu0", blockNumber: 9n });
+    await env.replay.finish("0xbb", { state: "mined", txHash: tx(2).txHash, uid: "0xu1", blockNumber: 9n });
+    const read = await env.status.read(id);
+    expect(read.ok && read.value.items).toEqual([{ index: 0, state: "confirmed", uid: "0xu0" }, { index: 1, state: "confirmed", uid: "0xu1" }]);
+  });
+
+  test("the reconciler settling the batch's first item keeps every item's uid read off the receipt, whichever item it settled before", async () => {
+    const env = setup({ confirmations: 0 });
+    const book = trackedBook(replayBook(env.replay), { records: env.records, clock: env.clock, replacements: env.bumps });
+    await env.claim("0xa");
+    await env.claim("0xbb");
+    const id = await env.tracker.open("client:1.2.3.4", "0xa", [{ ref: "0xa" }, refused, { ref: "0xbb" }]);
+    const uids = new Map([["0xa", "0xu0"], ["0xbb", "0xu2"]]);
+    await book.mined("0xbb", { txHash: tx(3).txHash, uid: "0xu2", blockNumber: 5n, uids });
+    expect((await env.records.find(id))?.outcome).toBeNull();
+    await book.mined("0xa", { txHash: tx(3).txHash, uid: "0xu0", blockNumber: 5n, uids });
+    expect((await env.records.find(id))?.outcome).toEqual({ state: "mined", txHash: tx(3).txHash, uid: "0xu0", blockNumber: 5n, feeBumps: 0, uids: { "0xa": "0xu0", "0xbb": "0xu2" } });
+    env.replay.rows.clear();
+    const read = await env.status.read(id);
+    expect(read.ok && read.value.items?.map((item) => item.uid)).toEqual(["0xu0", null, "0xu2"]);
+  });
+
+  test("a failed batch shows its sent items failed, its refused ones refused", async () => {
+    const env = setup();
+    await env.claim("0xa");
+    const id = await env.tracker.open("account:a", "0xa", [refused, { ref: "0xa" }]);
+    await env.tracker.settle(id, "0xa", { ok: false, code: "SUBMISSION_FAILED", details: tx(4).txHash });
+    const read = await env.status.read(id);
+    expect(read.ok && read.value.items?.map((item) => item.state)).toEqual(["refused", "failed"]);
+  });
+});
+
 describe("onSettled (the seam of submission.settled)", () => {
   test("is called once per submission when its outcome is kept, by the relay or by the reconciler", async () => {
     const records = fakeSubmissionRecords();
