@@ -4,7 +4,7 @@
  */
 import { AtsClientError } from "./errors.ts";
 import { requestJson } from "./http.ts";
-import type { AtsClientOptions, PreparedDelegatedAttestation } from "./delegated_attest.ts";
+import { DELEGATED_ATTEST_BATCH_PATH, type AtsClientOptions, type DelegatedAttestBatchResult, type PreparedDelegatedAttestation } from "./delegated_attest.ts";
 
 /** Where a submission stands (see docs/endpoints.md, relay submissions). */
 export type SubmissionState = "pending" | "sent" | "replaced" | "mined" | "confirmed" | "failed";
@@ -19,9 +19,16 @@ export type Submission = {
   confirmations: number;
   feeBumps: number;
   error?: string;
+  /** A batch's requests, in order: each sent one with its own uid once mined, each refused one with its refusal. */
+  items?: SubmissionItem[];
   createdAt: string;
   updatedAt: string;
 };
+
+/** One request of a batch as its submission shows it. */
+export type SubmissionItem =
+  | { index: number; state: SubmissionState; uid: string | null }
+  | { index: number; state: "refused"; uid: null; status: number; error: string; message: string; details?: string };
 
 /** A write that may be retried: the same key on every retry of it, a new one for the next write. */
 export type IdempotentOptions = AtsClientOptions & {
@@ -60,6 +67,33 @@ export async function submitDelegatedAttestationAsync(
   });
   if (answer.submissionId === undefined) throw new AtsClientError("NETWORK_ERROR", "The service gave no submission id");
   return { submissionId: answer.submissionId, accepted: response.status === 202 };
+}
+
+/** What an asynchronous batch gives back: the submission to wait for, or the batch's full answer when it came first. */
+export type AcceptedBatch =
+  | { readonly accepted: true; readonly submissionId: string }
+  | { readonly accepted: false; readonly result: DelegatedAttestBatchResult };
+
+/**
+ * Posts a batch with `Prefer: respond-async` (and the idempotency key, when given): 202 once every request was
+ * checked and the submission recorded (`accepted`; wait with {@link waitForSubmission}, whose `items` carry each
+ * request's uid or refusal), or the full answer when no request was sent or the batch finished first. A refusal of
+ * the batch as a whole throws {@link AtsClientError}.
+ */
+export async function submitDelegatedAttestBatchAsync(
+  requests: readonly { prepared: PreparedDelegatedAttestation; signature: string; attester: string; subjectDid?: string }[],
+  options: IdempotentOptions & { readonly path?: string | undefined } = {},
+): Promise<AcceptedBatch> {
+  const { body: answer, response } = await requestJson<DelegatedAttestBatchResult & { submissionId: string | null }>(options.path ?? DELEGATED_ATTEST_BATCH_PATH, {
+    baseUrl: options.baseUrl,
+    fetch: options.fetch,
+    method: "POST",
+    body: { requests },
+    headers: { prefer: "respond-async", ...idempotencyHeaders(options) },
+  });
+  if (response.status !== 202) return { accepted: false, result: answer };
+  if (answer.submissionId === null || answer.submissionId === undefined) throw new AtsClientError("NETWORK_ERROR", "The service gave no submission id");
+  return { accepted: true, submissionId: answer.submissionId };
 }
 
 /** Reads a submission by id; an unknown id throws {@link AtsClientError} `NOT_FOUND`. */

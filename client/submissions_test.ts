@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { isAtsClientError } from "./errors.ts";
 import { submitDelegatedAttestation } from "./delegated_attest.ts";
-import { fetchSubmission, newIdempotencyKey, submitDelegatedAttestationAsync, waitForSubmission } from "./submissions.ts";
+import { fetchSubmission, newIdempotencyKey, submitDelegatedAttestationAsync, submitDelegatedAttestBatchAsync, waitForSubmission } from "./submissions.ts";
 
 /** A service answering from a list, recording what it was asked. */
 function service(answers: Array<{ status: number; body: unknown }>) {
@@ -42,6 +42,18 @@ describe("submissions from the client", () => {
     const stuck = service([{ status: 200, body: view("sent") }, { status: 200, body: view("sent") }]);
     const error = await waitForSubmission("s".repeat(22), { ...stuck, intervalMs: 0, tries: 2 }).catch((e: unknown) => e);
     expect(isAtsClientError(error, "SUBMISSION_NOT_SETTLED")).toBe(true);
+  });
+
+  test("submitDelegatedAttestBatchAsync asks respond-async: a 202 is the submission to wait for, a 200 the batch's full answer", async () => {
+    const full = { submissionId: null, txHash: null, results: [{ status: 400, code: "INVALID_INPUT", error: "bad" }], chain: "x" };
+    const svc = service([{ status: 202, body: { submissionId: "c".repeat(22), state: "pending" } }, { status: 200, body: full }]);
+    expect(await submitDelegatedAttestBatchAsync([body], { ...svc, idempotencyKey: "k3" })).toEqual({ accepted: true, submissionId: "c".repeat(22) });
+    expect([svc.seen[0]!.url, svc.seen[0]!.headers.get("prefer"), svc.seen[0]!.headers.get("idempotency-key")]).toEqual([
+      "http://svc/v1/delegated-attest/batch",
+      "respond-async",
+      "k3",
+    ]);
+    expect(await submitDelegatedAttestBatchAsync([body], svc)).toEqual({ accepted: false, result: full });
   });
 
   test("an unknown submission throws NOT_FOUND", async () => {

@@ -151,6 +151,22 @@ export const SubmissionModel = t.Object({
   confirmations: t.Integer({ minimum: 0 }),
   feeBumps: t.Integer({ minimum: 0, description: "Replacements signed with higher fees for this submission" }),
   error: t.Optional(t.String({ description: "The failure's code, e.g. SUBMISSION_FAILED" })),
+  items: t.Optional(t.Array(t.Union([
+    t.Object({
+      index: t.Integer({ minimum: 0 }),
+      state: t.Union(["pending", "sent", "mined", "confirmed", "failed", "replaced"].map((s) => t.Literal(s))),
+      uid: t.Union([Bytes32, t.Null()], { description: "Its own uid once mined" }),
+    }, { description: "Sent in the batch's transaction: the submission's state" }),
+    t.Object({
+      index: t.Integer({ minimum: 0 }),
+      state: t.Literal("refused"),
+      uid: t.Null(),
+      status: t.Integer(),
+      error: t.String({ description: "The code" }),
+      message: t.String(),
+      details: t.Optional(t.String()),
+    }, { description: "Refused by its checks before sending (nothing charged): the status and error the single route would have answered" }),
+  ]), { description: "A batch's requests, in order (absent for a single send; uid above is then the first sent request's)" })),
   createdAt: t.String({ format: "date-time" }),
   updatedAt: t.String({ format: "date-time" }),
 });

@@ -113,13 +113,18 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     method: "post",
     paths: ["/v1/delegated-attest/batch"],
     idempotent: true,
+    respondAsync: true,
     auth: "public",
     cache: CACHE.noStore,
     summary:
       "1 to 50 delegated attestations in one multiAttestByDelegation transaction: each request checked as POST /v1/delegated-attest checks it (and counted by its rate limits), the valid ones sent together, one result per request in order; the requests of one attester signed for consecutive nonces in the order sent",
     request: REQUEST_MODELS.delegatedAttestBatch,
     responses: {
-      200: { description: "The batch was processed: {submissionId, txHash, results}, each result {uid} or the single route's {status, code, error}", schema: DelegatedAttestBatchModel },
+      200: {
+        description:
+          "The batch was processed: {submissionId, txHash, results}, each result {uid} or the single route's {status, code, error}. A retry with the Idempotency-Key of a request that died after sending answers the same from its submission once settled (the 202 before)",
+        schema: DelegatedAttestBatchModel,
+      },
       400: easErr("INVALID_JSON, INVALID_INPUT (not {requests: [...]}, or not 1 to 50 requests)"),
       404: easErr("NOT_FOUND: this deployment sends no batches"),
       405: easErr("METHOD_NOT_ALLOWED (Allow header)"),
@@ -459,6 +464,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     method: "post",
     paths: ["/api/private/relay/eas/delegated-attest/batch"],
     idempotent: true,
+    respondAsync: true,
     auth: "session",
     cache: CACHE.private,
     scope: "relay:write",
@@ -466,7 +472,11 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
       "1 to 50 private relay writes in one multiAttestByDelegation transaction: each request checked as POST /api/private/relay/eas/delegated-attest checks it, a sponsored write reserved for each and charged only for those sent; one result per request in order",
     body: { schema: PrivateRelayBatchBody },
     responses: {
-      200: { description: "{submissionId, txHash, results, chain}, each result {uid} or the single route's {status, code, error}", schema: DelegatedAttestBatchModel },
+      200: {
+        description:
+          "{submissionId, txHash, results, chain}, each result {uid} or the single route's {status, code, error}. A retry with the Idempotency-Key of a request that died after sending answers the same from its submission once settled (the 202 before)",
+        schema: DelegatedAttestBatchModel,
+      },
       400: err("INVALID_JSON, INVALID_INPUT (not {requests: [...]}, or not 1 to 50 requests)"),
       401: err("UNAUTHENTICATED"),
       403: err("ORIGIN_NOT_ALLOWED"),
@@ -482,7 +492,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     auth: "public",
     cache: CACHE.noStore,
     pathParameters: { id: "The submissionId a relay answer (or its 202) carried" },
-    summary: "Where a relay submission stands (decisions §23): anyone holding its unguessable id may read it",
+    summary: "Where a relay submission stands (decisions §23): anyone holding its unguessable id may read it; a batch's shows each of its requests in order (items: its own uid once mined, or its refusal)",
     responses: { 200: { description: "The submission", schema: SubmissionModel }, 404: err("NOT_FOUND: no submission has this id") },
   },
   {

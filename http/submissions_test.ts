@@ -138,6 +138,94 @@ describe("relay submissions over HTTP (decisions §23)", () => {
   });
 });
 
+describe("batches on the public relay: async answers and retries of a dead request (decisions §23)", () => {
+  const UIDS = [`0x${"01".repeat(32)}`, `0x${"02".repeat(32)}`];
+  /** A batch use case: request 1 refused by its checks, 0 and 2 sent in one transaction that waits for `mine()`. */
+  function batchSetup(options: { dies?: boolean } = {}) {
+    const replay = fakeReplayStore();
+    const records = fakeSubmissionRecords();
+    const clock = fakeClock();
+    let mine = () => {};
+    let submitted = 0;
+    const keys = [`0x${"a1".repeat(65)}`, `0x${"a2".repeat(65)}`];
+    const batch: NonNullable<DelegatedAttest["batch"]> = async (_bodies, caller) => {
+      for (const [i, key] of keys.entries()) await replay.claim({ key, chainId: 1, attester: "0xa", nonce: BigInt(i), deadline: 2_000_000_000n, createdAtMs: 1 });
+      const refused = fail("ATTESTER_MISMATCH", "Signer does not match attester");
+      await caller?.onSubmitting?.(keys[0]!, [{ ref: keys[0]! }, { refused }, { ref: keys[1]! }]);
+      submitted++;
+      const mined = new Promise<void>((resolve) => (mine = resolve));
+      if (options.dies) {
+        // The instance dies with its transaction sent: the chain mines it, and the reconciler finishes its records.
+        await mined;
+        for (const [i, key] of keys.entries()) await replay.finish(key, { state: "mined", txHash: TX, uid: UIDS[i]!, blockNumber: 5n });
+        return await new Promise<never>(() => {});
+      }
+      await mined;
+      for (const [i, key] of keys.entries()) await replay.finish(key, { state: "mined", txHash: TX, uid: UIDS[i]!, blockNumber: 5n });
+      const sent = (i: number) => ok({ txHash: TX as `0x${string}`, uid: UIDS[i]! as `0x${string}`, blockNumber: 5n });
+      return { txHash: TX as `0x${string}`, blockNumber: 5n, sent: "mined", results: [sent(0), refused, sent(1)] };
+    };
+    const delegatedAttest = Object.assign((() => Promise.reject(new Error("unused"))) as unknown as DelegatedAttest, { batch });
+    const status = createSubmissionStatus({ records, replay, head: () => Promise.resolve(5n), confirmations: 1 });
+    const app = createApp({
+      ...minimalAppDeps(),
+      delegatedAttest,
+      idempotency: createIdempotency({ store: fakeIdempotencyStore(), clock }),
+      tracking: { tracker: createSubmissionTracker({ records, random: fakeRandom(), clock }), status, log: quiet },
+      submissions: { status, sessions: { authenticate: () => Promise.resolve(fail("UNAUTHENTICATED", "No session")) } as never },
+    });
+    const post = async (headers: Record<string, string> = {}) =>
+      await app.handle(new Request("http://localhost/v1/delegated-attest/batch", {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify({ requests: [JSON.parse(await signedBody()), JSON.parse(await signedBody()), JSON.parse(await signedBody())] }),
+      }));
+    const get = (path: string) => app.handle(new Request(`http://localhost${path}`));
+    const poll = async (submissionId: string) => {
+      let view: { state: string; items?: Record<string, unknown>[] } = { state: "pending" };
+      for (let tries = 0; tries < 1_000 && (view.state === "pending" || view.state === "sent"); tries++) {
+        view = await (await get(`/v1/submissions/${submissionId}`)).json() as typeof view;
+        if (view.state === "pending" || view.state === "sent") await Bun.sleep(1);
+      }
+      return view;
+    };
+    return { post, get, poll, clock, replay, mine: () => mine(), submitted: () => submitted };
+  }
+
+  test("Prefer: respond-async answers 202 with Location once every request was checked; polling shows each request, the sent ones with their own uids", async () => {
+    const env = batchSetup();
+    const accepted = await env.post({ prefer: "respond-async" });
+    const { submissionId, state } = await accepted.json() as { submissionId: string; state: string };
+    expect([accepted.status, state, accepted.headers.get("location"), accepted.headers.get("preference-applied")]).toEqual([202, "pending", `/v1/submissions/${submissionId}`, "respond-async"]);
+    const pending = await (await env.get(`/v1/submissions/${submissionId}`)).json() as { items: { state: string }[] };
+    expect(pending.items.map((item) => item.state)).toEqual(["pending", "refused", "pending"]);
+    env.mine();
+    const view = await env.poll(submissionId);
+    expect(view).toMatchObject({ state: "confirmed", uid: UIDS[0] });
+    expect(view.items).toEqual([
+      { index: 0, state: "confirmed", uid: UIDS[0]! },
+      { index: 1, state: "refused", uid: null, status: 400, error: "ATTESTER_MISMATCH", message: "Signer does not match attester" },
+      { index: 2, state: "confirmed", uid: UIDS[1]! },
+    ]);
+    expect(env.submitted()).toBe(1);
+  });
+
+  test("a retry of a batch whose request died after sending (its key's lease passed) answers the batch with every request's result, sending nothing", async () => {
+    const env = batchSetup({ dies: true });
+    const key = { "idempotency-key": "dead-batch" };
+    void env.post(key);
+    while (env.submitted() === 0) await Bun.sleep(1);
+    env.mine();
+    while ([...env.replay.rows.values()].some((row) => row.state !== "mined")) await Bun.sleep(1);
+    env.clock.set(env.clock.nowMs() + IDEMPOTENCY_LEASE_MS);
+    const retry = await env.post(key);
+    const answer = await retry.json() as { submissionId: string; txHash: string; results: unknown[] };
+    expect([retry.status, answer.txHash, answer.submissionId]).toEqual([200, TX, expect.any(String)]);
+    expect(answer.results).toEqual([{ uid: UIDS[0]! }, { status: 400, code: "ATTESTER_MISMATCH", error: "Signer does not match attester" }, { uid: UIDS[1]! }]);
+    expect(env.submitted()).toBe(1);
+  });
+});
+
 describe("the private relay's submissions, keys and async answers (decisions §23)", () => {
   function privateSetup() {
     const replay = fakeReplayStore();

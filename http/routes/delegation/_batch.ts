@@ -1,10 +1,12 @@
 /**
  * What the two relays' batch routes share (decisions §23): the `{requests: [...]}` body, the one submission record of
- * the batch's transaction, and the answer `{submissionId, txHash, results}` with one result per request, in order:
- * `{uid}`, or `{status, code, error}` as the single route would have answered that request.
+ * the batch's transaction (with each request's place in it), and the answer `{submissionId, txHash, results}` with one
+ * result per request, in order: `{uid}`, or `{status, code, error}` as the single route would have answered that
+ * request. With `Prefer: respond-async`, 202 and `Location` once every request was checked and the submission recorded.
  */
-import { type DelegatedAttestBatchOutcome, MAX_BATCH_ITEMS } from "../../../domain/delegation/mod.ts";
-import type { RelayResult } from "../../../domain/submissions/mod.ts";
+import { type BatchItemResult, type BatchLayout, type DelegatedAttestBatchOutcome, MAX_BATCH_ITEMS } from "../../../domain/delegation/mod.ts";
+import type { RelayResult, SubmissionView } from "../../../domain/submissions/mod.ts";
+import type { SubmissionItem } from "../../../ports/submission_records.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
 import { acceptedAnswer, type RelayTracking, trackedRelay } from "./_tracking.ts";
 
@@ -21,50 +23,88 @@ export function batchRequests(body: unknown): { ok: true; requests: readonly unk
   return { ok: true, requests };
 }
 
-/** What the submission record keeps of a batch: its transaction's outcome, the first item's uid once mined. */
-function asRelayResult(outcome: DelegatedAttestBatchOutcome): RelayResult & { readonly batch: DelegatedAttestBatchOutcome } {
+/** The status a refused request is answered with, as the single route would answer it. */
+const statusOfRefusal = (result: { code: string; status?: number | undefined; unavailable?: true | undefined }) =>
+  result.status ?? (result.unavailable ? 503 : statusOf(result.code));
+
+/** A request's result in a batch answer. */
+function resultOf(result: BatchItemResult) {
+  if (result.ok) return { uid: result.value.uid };
+  return { status: statusOfRefusal(result), ...errorBody(result.code, result.message, result.details) };
+}
+
+/** The batch's requests as its submission record keeps them: each sent one's replay key, each refused one's answer. */
+function recordedItems(layout: BatchLayout): SubmissionItem[] {
+  return layout.map((item) => {
+    if ("ref" in item) return { ref: item.ref };
+    const { code, message, details } = item.refused;
+    return { refused: { code, message, status: statusOfRefusal(item.refused), ...(details === undefined ? {} : { details }) } };
+  });
+}
+
+/** What the submission record keeps of a batch: its transaction's outcome, with each sent request's uid once mined. */
+function asRelayResult(outcome: DelegatedAttestBatchOutcome, layout: BatchLayout | undefined): RelayResult & { readonly batch: DelegatedAttestBatchOutcome } {
   if (outcome.sent === "mined" && outcome.txHash !== null) {
     const first = outcome.results.find((r) => r.ok);
-    return { ok: true, value: { txHash: outcome.txHash, uid: first?.ok ? first.value.uid : null, blockNumber: outcome.blockNumber ?? 0n }, batch: outcome };
+    const uids: Record<string, string | null> = {};
+    layout?.forEach((item, index) => {
+      const result = outcome.results[index];
+      if ("ref" in item) uids[item.ref] = result?.ok ? result.value.uid : null;
+    });
+    const value = { txHash: outcome.txHash, uid: first?.ok ? first.value.uid : null, blockNumber: outcome.blockNumber ?? 0n, uids };
+    return { ok: true, value, batch: outcome };
   }
   const code = outcome.sent === "unknown" ? "OUTCOME_UNKNOWN" : "SUBMISSION_FAILED";
   return { ok: false, code, details: outcome.txHash ?? undefined, batch: outcome };
 }
 
 /**
- * Runs a batch under its submission's record (opened when its one transaction is handed to the chain) and words
- * the answer. A batch is answered when its transaction is (`Prefer: respond-async` is not applied to batches: each
- * request's refusal is part of the answer).
+ * Runs a batch under its submission's record (opened when its one transaction is handed to the chain, with every
+ * request's place in it) and words the answer. With `async` (`Prefer: respond-async`), the answer is the 202 of the
+ * submission once it is recorded, every request checked; a batch of which no request was sent is answered in full.
  */
 export async function batchAnswer(
   tracking: RelayTracking | undefined,
-  context: { readonly scope: string; readonly attach?: ((submissionId: string) => Promise<void>) | undefined },
-  run: (onSubmitting: ((key: string) => Promise<void>) | undefined) => Promise<DelegatedAttestBatchOutcome>,
+  context: { readonly scope: string; readonly async: boolean; readonly attach?: ((submissionId: string) => Promise<void>) | undefined },
+  run: (onSubmitting: ((key: string, layout: BatchLayout) => Promise<void>) | undefined) => Promise<DelegatedAttestBatchOutcome>,
   extra: Record<string, unknown> = {},
 ): Promise<{ response: Response; outcome: DelegatedAttestBatchOutcome | undefined }> {
-  const tracked = await trackedRelay(tracking, { ...context, async: false }, async (onSubmitting) => asRelayResult(await run(onSubmitting)));
+  let layout: BatchLayout | undefined;
+  const tracked = await trackedRelay(tracking, context, async (onSubmitting) => {
+    const recording = onSubmitting === undefined ? undefined : async (key: string, items: BatchLayout) => {
+      layout = items;
+      await onSubmitting(key, recordedItems(items));
+    };
+    return asRelayResult(await run(recording), layout);
+  });
   if (tracked.kind === "accepted") return { response: acceptedAnswer(tracked.submissionId, extra), outcome: undefined };
   const outcome = tracked.result.batch;
-  const results = outcome.results.map((result) => {
-    if (result.ok) return { uid: result.value.uid };
-    const status = result.status ?? (result.unavailable ? 503 : statusOf(result.code));
-    return { status, ...errorBody(result.code, result.message, result.details) };
-  });
   return {
-    response: json({ submissionId: tracked.submissionId ?? null, txHash: outcome.txHash, results, ...extra }),
+    response: json({ submissionId: tracked.submissionId ?? null, txHash: outcome.txHash, results: outcome.results.map(resultOf), ...extra }),
     outcome,
   };
 }
 
+/** A batch's results as its submission shows them, in the words of the first answer; null for a record without them. */
+function resultsOf(view: SubmissionView) {
+  if (view.items === undefined) return null;
+  return view.items.map((item) => {
+    if (item.state === "refused") return { status: item.status, ...errorBody(item.error, item.message, item.details) };
+    if (item.state === "mined" || item.state === "confirmed") return { uid: item.uid };
+    const code = view.error ?? "SUBMISSION_FAILED";
+    return { status: statusOf(code), ...errorBody(code, "The batch's transaction failed; nothing of it was attested", view.txHash ?? undefined) };
+  });
+}
+
 /**
  * What a retry answers when the request that first held the batch's idempotency key died after its transaction was
- * handed to the chain (decisions §23): the submission's state and transaction; each request then answers with its
- * own outcome when sent again (DUPLICATE with its uid once mined).
+ * handed to the chain (decisions §23): once the submission settled (by the relay or the reconciler), the batch's
+ * answer with each request's result (its own uid, or its refusal); while it is on its way, the 202 of the submission.
  */
 export async function batchResume(tracking: RelayTracking, submissionId: string, extra: Record<string, unknown> = {}): Promise<Response> {
   const found = await tracking.status.read(submissionId);
   if (!found.ok) return json({ ...errorBody("OUTCOME_UNKNOWN", "The submission of this batch is no longer known"), submissionId, ...extra }, statusOf("OUTCOME_UNKNOWN"));
   const view = found.value;
   if (view.state !== "mined" && view.state !== "confirmed" && view.state !== "failed") return acceptedAnswer(submissionId, extra, view.state);
-  return json({ submissionId, txHash: view.txHash, state: view.state, results: null, ...extra });
+  return json({ submissionId, txHash: view.txHash, results: resultsOf(view), ...extra });
 }

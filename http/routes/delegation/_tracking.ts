@@ -1,4 +1,5 @@
 import type { RelayResult, SubmissionStatus, SubmissionTracker } from "../../../domain/submissions/mod.ts";
+import type { SubmissionItem } from "../../../ports/submission_records.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
 
@@ -14,6 +15,9 @@ export type Tracked<R> =
   | { readonly kind: "accepted"; readonly submissionId: string }
   /** The relay answered; `submissionId` once a transaction was handed to the chain. */
   | { readonly kind: "answered"; readonly result: R; readonly submissionId: string | undefined };
+
+/** Opens the submission when the relay hands its transaction to the chain (a batch's with each of its requests). */
+export type OnSubmitting = (key: string, items?: readonly SubmissionItem[]) => Promise<void>;
 
 /** Whether a request asks to be answered before its work is done (RFC 7240 `Prefer: respond-async`). */
 export function prefersAsync(request: Request): boolean {
@@ -34,14 +38,14 @@ export async function trackedRelay<R extends RelayResult>(
     /** Tells the request's idempotency key which submission it opened (decisions §23). */
     readonly attach?: ((submissionId: string) => Promise<void>) | undefined;
   },
-  run: (onSubmitting: ((key: string) => Promise<void>) | undefined) => Promise<R>,
+  run: (onSubmitting: OnSubmitting | undefined) => Promise<R>,
 ): Promise<Tracked<R>> {
   if (tracking === undefined) return { kind: "answered", result: await run(undefined), submissionId: undefined };
   let opened: { id: string; ref: string } | undefined;
   let signal = () => {};
   const recorded = new Promise<void>((resolve) => (signal = resolve));
-  const onSubmitting = async (key: string) => {
-    opened = { id: await tracking.tracker.open(scope, key), ref: key };
+  const onSubmitting = async (key: string, items?: readonly SubmissionItem[]) => {
+    opened = { id: await tracking.tracker.open(scope, key, items), ref: key };
     await attach?.(opened.id);
     signal();
   };

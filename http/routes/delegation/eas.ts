@@ -144,7 +144,7 @@ export function easRoutes(deps: EasRoutesDeps) {
       const tracking = deps.tracking;
       const resume = tracking === undefined ? undefined : (submissionId: string) => batchResume(tracking, submissionId, { elapsed: elapsedSince(started) });
       const write = { scope: `client:${clientKey}`, body, resume };
-      return await idempotent(deps.idempotency, request, write, (run) => attestBatch(started, body, clientKey, run), (code, message, headers) => {
+      return await idempotent(deps.idempotency, request, write, (run) => attestBatch(started, request, body, clientKey, run), (code, message, headers) => {
         const answer = failure(started, code, message);
         for (const [name, value] of Object.entries(headers ?? {})) answer.headers.set(name, value);
         return answer;
@@ -154,13 +154,14 @@ export function easRoutes(deps: EasRoutesDeps) {
     }
   };
 
-  const attestBatch = async (started: number, body: unknown, clientKey: string, run: IdempotentRun) => {
+  const attestBatch = async (started: number, request: Request, body: unknown, clientKey: string, run: IdempotentRun) => {
     const batch = deps.delegatedAttest.batch;
     if (batch === undefined) return failure(started, "NOT_FOUND", "This deployment sends no batches", undefined, 404);
     const parsed = batchBody.readJson(body);
     if (!parsed.ok) return failure(started, parsed.code, parsed.message);
     // Each request is charged to the client's and its attester's limits as the single route charges it (decisions §23).
-    const { response, outcome } = await batchAnswer(deps.tracking, { scope: `client:${clientKey}`, attach: run.attach }, (onSubmitting) =>
+    const context = { scope: `client:${clientKey}`, async: prefersAsync(request), attach: run.attach };
+    const { response, outcome } = await batchAnswer(deps.tracking, context, (onSubmitting) =>
       batch(parsed.value.requests, { clientKey, onSubmitting }), { chain: deps.chainName, elapsed: elapsedSince(started) });
     if (outcome !== undefined) {
       deps.log.info("delegated_attest_batch", { txHash: outcome.txHash, requests: outcome.results.length, sent: outcome.results.filter((r) => r.ok).length });

@@ -102,7 +102,7 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
         const tracking = deps.tracking;
         const resume = tracking === undefined ? undefined : (submissionId: string) => batchResume(tracking, submissionId, { chain: deps.chainName });
         return await idempotent(deps.idempotency, request, { scope, body, resume }, async (run) => {
-          const { response, outcome } = await batchAnswer(deps.tracking, { scope, attach: run.attach }, (onSubmitting) =>
+          const { response, outcome } = await batchAnswer(deps.tracking, { scope, async: prefersAsync(request), attach: run.attach }, (onSubmitting) =>
             batch(read.requests, account, { onSubmitting }), { chain: deps.chainName });
           if (outcome !== undefined) {
             deps.log.info("relay_delegated_attest_batch", { accountId: account.id, txHash: outcome.txHash, requests: outcome.results.length });
