@@ -2,7 +2,8 @@
  * Batches on the public relay through the real service on the devnet (issue 36, decisions §23): the valid requests of
  * a batch land in one multiAttestByDelegation transaction, each with its own uid the index then serves; a bad
  * request is refused in its own result and the rest sent; a replayed one is DUPLICATE; the per-address and
- * per-attester limits count requests.
+ * per-attester limits count requests; with `Prefer: respond-async` the batch answers 202 and its submission shows each
+ * request's uid.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
@@ -108,6 +109,37 @@ describe("POST /v1/delegated-attest/batch", () => {
     const again = await res.json() as Record<string, any>;
     expect([res.headers.get("idempotent-replayed"), again.submissionId, again.results]).toEqual(["true", first.body.submissionId, first.body.results]);
     expect(stack.rpc.methods().filter(isSend)).toHaveLength(0);
+  });
+
+  test("Prefer: respond-async answers 202 with Location; polling it ends settled with every request's own uid, the refused one refused", async () => {
+    const requests = [...await attesterRequests(3), { ...(await attesterRequests(1))[0]!, attester: privateKeyToAccount(generatePrivateKey()).address }];
+    stack.rpc.reset();
+    const res = await fetch(`${stack.baseUrl}/v1/delegated-attest/batch`, {
+      method: "POST",
+      headers: { "content-type": "application/json", prefer: "respond-async", "idempotency-key": crypto.randomUUID() },
+      body: JSON.stringify({ requests }),
+    });
+    const accepted = await res.json() as { submissionId: string; state: string };
+    expect([res.status, res.headers.get("location"), res.headers.get("preference-applied")]).toEqual([202, `/v1/submissions/${accepted.submissionId}`, "respond-async"]);
+    // However long a loaded machine takes; the test's own limit stops a broken run.
+    type View = { state: string; txHash: string; uid: string; items: { index: number; state: string; uid: string | null; error?: string }[] };
+    let view: View;
+    for (;;) {
+      view = await (await fetch(`${stack.baseUrl}${res.headers.get("location")}`)).json() as View;
+      if (!["pending", "sent", "replaced"].includes(view.state)) break;
+      await Bun.sleep(20);
+    }
+    expect(["mined", "confirmed"]).toContain(view.state);
+    expect(stack.rpc.methods().filter(isSend)).toHaveLength(1);
+    expect(view.items.map((item) => [item.index, item.state === "refused" ? item.error : "sent"])).toEqual([[0, "sent"], [1, "sent"], [2, "sent"], [3, "ATTESTER_MISMATCH"]]);
+    const uids = view.items.slice(0, 3).map((item) => item.uid!);
+    expect(uids.every((uid) => /^0x[0-9a-f]{64}$/.test(uid))).toBe(true);
+    expect([new Set(uids).size, view.uid]).toEqual([3, uids[0]!]);
+    await stack.sync();
+    for (const [i, uid] of uids.entries()) {
+      const read = await (await fetch(`${stack.baseUrl}/v1/attestations/${uid}`)).json() as { attestation: { attester: string; txHash?: string } };
+      expect(read.attestation.attester.toLowerCase()).toBe(requests[i]!.attester.toLowerCase());
+    }
   });
 
   test("a body that is not 1 to 50 requests is refused as a whole", async () => {
