@@ -59,6 +59,9 @@ export type SubmissionReconcilerDeps = {
 /** Replacements are forgotten a week after they were signed; every submission is settled long before. */
 const REPLACEMENTS_KEPT_MS = 7 * 86_400_000;
 
+/** One round's state: its report, and the fee bumps it signed, by book and the transaction they replace. */
+type Round = { readonly report: ReconcileReport; readonly bumped: Map<string, SignedTx> };
+
 /** One reconciliation round; `graceMs` overrides the default (0 at start-up on a private database). */
 export type Reconcile = (options?: { graceMs?: number }) => Promise<ReconcileReport>;
 
@@ -86,7 +89,8 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
     // wait in the node's pool behind the gap (and be left open this round) while the lower one is settled.
     const rows = (await Promise.all(deps.books.map(async (book) => (await book.open(now - graceMs + 1)).map((row) => ({ book, row }))))).flat();
     rows.sort((a, b) => (a.row.tx?.nonce ?? Number.MAX_SAFE_INTEGER) - (b.row.tx?.nonce ?? Number.MAX_SAFE_INTEGER));
-    for (const { book, row } of rows) await settle(book, row, now, report);
+    const round: Round = { report, bumped: new Map() };
+    for (const { book, row } of rows) await settle(book, row, now, round);
     await deps.replacements?.prune(now - REPLACEMENTS_KEPT_MS);
     return report;
   };
@@ -121,23 +125,33 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
     return "none" as const;
   }
 
-  /** Signs, stores, then sends a fee bump of `latest` when it has been pending long enough; true when one was sent. */
-  async function bump(book: SubmissionBook, row: OpenSubmission, latest: SignedTx, replacements: readonly TxReplacement[], now: number, report: ReconcileReport) {
+  /**
+   * Signs, stores, then sends a fee bump of `latest` when it has been pending long enough; true when one was sent. The
+   * items of one batch (decisions §23) are rows sharing one transaction: the first of them bumped in a round signs and
+   * sends the replacement, the others keep that same replacement, so the batch has one bump per round, counted on
+   * each item, and whichever transaction is mined settles them all.
+   */
+  async function bump(book: SubmissionBook, row: OpenSubmission, latest: SignedTx, replacements: readonly TxReplacement[], now: number, round: Round) {
+    const { report } = round;
     const store = deps.replacements;
     const sign = deps.txStatus.replacement;
     if (store === undefined || sign === undefined || deps.bumpAfterMs === undefined) return false;
     const since = replacements.at(-1)?.createdAtMs ?? row.createdAtMs;
     if (now - since < deps.bumpAfterMs || replacements.length >= (deps.maxBumps ?? 5)) return false;
-    const next = await sign(latest);
+    const shared = round.bumped.get(`${book.name}/${latest.txHash}`);
+    const next = shared ?? await sign(latest);
     if (next === undefined) return false;
     // Stored before it is sent, like every transaction of ours: whichever of them lands is known for this submission's.
     await store.add(book.name, row.id, { tx: next, createdAtMs: now });
-    report.bumped++;
-    if ((await deps.txStatus.rebroadcast?.(next)) === "accepted") {
+    if (shared === undefined) {
+      round.bumped.set(`${book.name}/${latest.txHash}`, next);
+      report.bumped++;
+    }
+    if (shared !== undefined || (await deps.txStatus.rebroadcast?.(next)) === "accepted") {
       // A node that mines on arrival has the receipt already: settle it in this round.
       const after = await deps.txStatus.status(next.txHash, next);
       if (after.status === "success" || after.status === "reverted") {
-        await settle(book, row, now, report);
+        await settle(book, row, now, round);
         return true;
       }
     }
@@ -145,7 +159,8 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
     return true;
   }
 
-  async function settle(book: SubmissionBook, row: OpenSubmission, now: number, report: ReconcileReport) {
+  async function settle(book: SubmissionBook, row: OpenSubmission, now: number, round: Round) {
+    const { report } = round;
     const release = async () => {
       await book.release(row.id);
       report.released++;
@@ -207,12 +222,12 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
         report.rebroadcast++;
         // A node that mines on arrival (a devnet) has the receipt already: settle it in this round.
         const after = await deps.txStatus.status(latestHash as HexString, latest);
-        if (after.status === "success" || after.status === "reverted") return await settle(book, row, now, report);
+        if (after.status === "success" || after.status === "reverted") return await settle(book, row, now, round);
         report.open++;
         return;
       }
       case "pending":
-        if (latest !== null && (await bump(book, row, latest, replacements, now, report))) return;
+        if (latest !== null && (await bump(book, row, latest, replacements, now, round))) return;
         report.open++;
         return;
       case "rpc-error":

@@ -267,6 +267,30 @@ describe("createSubmissionReconciler() fee bumps", () => {
     expect((await replay.find("stuck"))?.state).toBe("sent");
   });
 
+  test("the items of one batch share its fee bumps: one replacement signed and sent per round, kept for every item, which all settle with their uids (issue 36)", async () => {
+    const clock = fakeClock(60_000);
+    const replay = fakeReplayStore();
+    for (const [i, key] of ["0xsig-a", "0xsig-b", "0xsig-c"].entries()) {
+      await replay.claim(claim(key, BigInt(i), 0));
+      await replay.markSigned(key, tx("stuck", 0));
+      await replay.markSent(key);
+    }
+    const replacements = fakeReplacements();
+    const { chain, signed, reader } = bumpingChain({ "0xbump1": { status: "pending" } });
+    const reconcile = createSubmissionReconciler({
+      books: [replayBook(replay)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000,
+    });
+    clock.set(120_000);
+    expect(await reconcile()).toMatchObject({ bumped: 1, open: 3 });
+    expect([signed, chain.rebroadcasts]).toEqual([["0xstuck"], ["0xbump1"]]);
+    expect(replacements.rows.map((r) => [r.id, r.tx.txHash]).sort()).toEqual([["0xsig-a", "0xbump1"], ["0xsig-b", "0xbump1"], ["0xsig-c", "0xbump1"]]);
+    const uids = new Map([["0xsig-a", `0x${"a".repeat(64)}` as HexString], ["0xsig-b", `0x${"b".repeat(64)}` as HexString], ["0xsig-c", `0x${"c".repeat(64)}` as HexString]]);
+    chain.statuses["0xbump1"] = { status: "success", blockNumber: 9n, uid: uids.get("0xsig-a")!, uidsBySignature: uids };
+    chain.statuses["0xstuck"] = { status: "replaced" };
+    expect(await reconcile()).toMatchObject({ mined: 3, open: 0 });
+    for (const [key, uid] of uids) expect(await replay.find(key)).toMatchObject({ state: "mined", txHash: "0xbump1", uid });
+  });
+
   test("whichever transaction of the submission is mined settles it: the replacement, or the original after all", async () => {
     for (const [mined, expected] of [["0xbump1", "0xbump1"], ["0xstuck", "0xstuck"]] as const) {
       const clock = fakeClock(1_000_000);
