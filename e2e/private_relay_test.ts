@@ -104,6 +104,36 @@ describe("private relay", () => {
     expect(onChain.attester).toBe(privateKeyToAccount(carol).address);
     const listed = await call("GET", "/api/private/relay/submissions?limit=5", c);
     expect(listed.body.submissions.map((s: { submissionId: string }) => s.submissionId)).toEqual([answer.body.submissionId]);
+    // The account's list shows every request of the batch: the sent ones with their uids, the refused ones as answered.
+    expect(listed.body.submissions[0].items.map((item: Record<string, any>) => item.state === "refused" ? [item.status, item.error] : item.uid))
+      .toEqual(answer.body.results.map((r: Record<string, any>) => r.uid ?? [r.status, r.code]));
+  });
+
+  test("a batch with Prefer: respond-async (issue 36): 202 with Location, then its submission settles with each request's uid", async () => {
+    const dave = generatePrivateKey();
+    const d = await signIn(dave);
+    const requests = [await linked(dave, pkh(dave), "did:web:async-0.test", 0n), await linked(dave, pkh(dave), "did:web:async-1.test", 1n)];
+    const res = await fetch(`${stack.baseUrl}/api/private/relay/eas/delegated-attest/batch`, {
+      method: "POST",
+      headers: { origin: APP, cookie: d, "content-type": "application/json", prefer: "respond-async" },
+      body: JSON.stringify({ requests }),
+    });
+    const accepted = await res.json() as { submissionId: string };
+    expect([res.status, res.headers.get("location")]).toEqual([202, `/v1/submissions/${accepted.submissionId}`]);
+    let view: Record<string, any>;
+    // However long a loaded machine takes; the test's own limit stops a broken run.
+    for (;;) {
+      view = (await call("GET", `/v1/submissions/${accepted.submissionId}`, d)).body;
+      if (!["pending", "sent", "replaced"].includes(view.state)) break;
+      await Bun.sleep(20);
+    }
+    expect(["mined", "confirmed"]).toContain(view.state);
+    const uids = view.items.map((item: { uid: Hex }) => item.uid);
+    for (const [i, uid] of uids.entries()) {
+      const onChain = await chain().readContract({ address: stack.service.easAddress, abi: EAS_ABI, functionName: "getAttestation", args: [uid] });
+      expect([onChain.attester, onChain.uid]).toEqual([privateKeyToAccount(dave).address, uids[i]]);
+    }
+    expect((await call("GET", "/api/private/accounts/me", d)).body.subscription.sponsoredWritesUsedCurrentYear).toBe(2);
   });
 
   test("the owner of a proven subject writes through it, charged to the plan; a non-owner and a contradicting subjectDid are refused before any gas", async () => {
