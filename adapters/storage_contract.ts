@@ -768,6 +768,12 @@ export function storageContract(name: string, open: () => Promise<Storage>, opti
       expect(await submissions.settleRef(`0xref-${ids[1]}`, failed, T0 + 13)).toEqual([]);
       expect((await submissions.find(ids[1]!))?.outcome).toEqual(failed);
       expect((await submissions.find(ids[2]!))?.outcome).toBeNull();
+      // The sweep's list: open ones created before the bound, oldest first; settled ones and newer ones left out.
+      const unsettled = (await submissions.unsettled(T0 + 3, 1_000)).map((r) => r.id);
+      expect(unsettled).toContain(ids[2]!);
+      expect(unsettled).not.toContain(ids[0]!);
+      expect(unsettled).not.toContain(ids[1]!);
+      expect((await submissions.unsettled(T0 + 2, 1_000)).map((r) => r.id)).not.toContain(ids[2]!);
       // Open ones stay whatever their age; settled ones go.
       expect(await submissions.prune(T0 + 100)).toBeGreaterThanOrEqual(2);
       expect(await submissions.find(ids[0]!)).toBeUndefined();

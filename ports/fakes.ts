@@ -740,6 +740,11 @@ export function fakeSubmissionRecords() {
     settleRef(ref: string, outcome: Outcome, nowMs: number) {
       return Promise.resolve([...records.values()].filter((record) => record.ref === ref && settle(record, outcome, nowMs)).map((r) => r.id));
     },
+    unsettled(beforeMs: number, limit: number) {
+      const open = [...records.values()].filter((r) => r.outcome === null && r.createdAtMs < beforeMs)
+        .sort((a, b) => a.createdAtMs - b.createdAtMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      return Promise.resolve(open.slice(0, limit));
+    },
     prune(beforeMs: number) {
       let gone = 0;
       for (const [id, r] of records) if (r.createdAtMs < beforeMs && r.outcome !== null && records.delete(id)) gone++;

@@ -58,6 +58,11 @@ export interface SubmissionRecordStore {
   readonly settle: (id: string, outcome: SubmissionOutcome, nowMs: number) => Promise<boolean>;
   /** Keeps the outcome of every open submission of one replay record (the reconciler settles by record); their ids. */
   readonly settleRef: (ref: string, outcome: SubmissionOutcome, nowMs: number) => Promise<string[]>;
+  /**
+   * Up to `limit` submissions still open that were created before `beforeMs`, oldest first (the sweep that settles
+   * those whose replay record ended while nobody was there to keep it).
+   */
+  readonly unsettled: (beforeMs: number, limit: number) => Promise<SubmissionRecord[]>;
   /** Drops settled submissions created before `beforeMs`; returns how many. */
   readonly prune: (beforeMs: number) => Promise<number>;
 }

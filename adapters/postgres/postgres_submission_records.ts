@@ -44,6 +44,11 @@ export function createPostgresSubmissionRecords(sql: SQL): SubmissionRecordStore
                 WHERE ref = ${ref} AND state = 'open' RETURNING id` as { id: string }[];
       return rows.map((row) => String(row.id));
     },
+    async unsettled(beforeMs, limit) {
+      const rows = await sql`SELECT * FROM submission_records WHERE state = 'open' AND created_at_ms < ${beforeMs}
+                             ORDER BY created_at_ms, id LIMIT ${limit}` as Row[];
+      return rows.map(toSubmissionRecord);
+    },
     async prune(beforeMs) {
       return (await sql`DELETE FROM submission_records WHERE created_at_ms < ${beforeMs} AND state <> 'open' RETURNING id`).length;
     },

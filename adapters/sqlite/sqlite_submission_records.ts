@@ -10,6 +10,7 @@ export const SUBMISSION_RECORDS_TABLES: readonly string[] = [
     created_at_ms BIGINT NOT NULL, updated_at_ms BIGINT NOT NULL)`,
   "CREATE INDEX IF NOT EXISTS submission_records_scope ON submission_records (scope, created_at_ms DESC, id DESC)",
   "CREATE INDEX IF NOT EXISTS submission_records_ref ON submission_records (ref) WHERE state = 'open'",
+  "CREATE INDEX IF NOT EXISTS submission_records_open ON submission_records (created_at_ms) WHERE state = 'open'",
 ];
 
 /**
@@ -78,6 +79,9 @@ export function createSqliteSubmissionRecords(db: Database): SubmissionRecordSto
   const settleRef = db.query<{ id: string }, (string | number | null)[]>(
     "UPDATE submission_records SET state = ?, tx_hash = ?, uid = ?, block_number = ?, error = ?, fee_bumps = ?, item_uids = ?, updated_at_ms = ? WHERE ref = ? AND state = 'open' RETURNING id",
   );
+  const unsettled = db.query<Record<string, unknown>, [number, number]>(
+    "SELECT * FROM submission_records WHERE state = 'open' AND created_at_ms < ? ORDER BY created_at_ms, id LIMIT ?",
+  );
   const prune = db.query("DELETE FROM submission_records WHERE created_at_ms < ? AND state <> 'open'");
   return {
     create({ id, scope, ref, createdAtMs, items }) {
@@ -96,6 +100,7 @@ export function createSqliteSubmissionRecords(db: Database): SubmissionRecordSto
     },
     settle: (id, outcome, nowMs) => Promise.resolve(settle.all(...outcomeValues(outcome), nowMs, id).length === 1),
     settleRef: (ref, outcome, nowMs) => Promise.resolve(settleRef.all(...outcomeValues(outcome), nowMs, ref).map((row) => row.id)),
+    unsettled: (beforeMs, limit) => Promise.resolve(unsettled.all(beforeMs, limit).map(toSubmissionRecord)),
     prune: (beforeMs) => Promise.resolve(prune.run(beforeMs).changes),
   };
 }

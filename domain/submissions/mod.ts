@@ -12,3 +12,4 @@ export {
   type SubmissionView,
 } from "./submission_status.ts";
 export { createSubmissionTracker, type RelayResult, type SubmissionSettled, type SubmissionTracker, type SubmissionTrackerDeps, trackedBook } from "./submission_tracker.ts";
+export { createSubmissionSweep, type SubmissionSweepDeps } from "./submission_sweep.ts";

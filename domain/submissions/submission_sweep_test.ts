@@ -1,0 +1,70 @@
+import { describe, expect, test } from "bun:test";
+import type { HexString } from "../../ports/eas.ts";
+import { fakeClock, fakeRandom, fakeReplayStore, fakeSubmissionRecords } from "../../ports/fakes.ts";
+import type { SubmissionOutcome } from "../../ports/submission_records.ts";
+import { createSubmissionSweep, createSubmissionTracker } from "./mod.ts";
+
+const tx = (n: number) => ({ txHash: `0x${n.toString(16).padStart(64, "0")}` as HexString, raw: "0x02" as HexString, wallet: "0xaa" as HexString, nonce: n });
+
+function setup() {
+  const records = fakeSubmissionRecords();
+  const replay = fakeReplayStore();
+  const clock = fakeClock();
+  const told: { submissionId: string; outcome: SubmissionOutcome }[] = [];
+  const onSettled = (event: { submissionId: string; outcome: SubmissionOutcome }) => Promise.resolve(void told.push(event));
+  const tracker = createSubmissionTracker({ records, random: fakeRandom(), clock, onSettled });
+  const sweep = createSubmissionSweep({ records, replay, clock, onSettled, minAgeMs: 60_000 });
+  /** A request that got as far as `state` and then its process died (nobody settled its submission). */
+  const died = async (key: string, state: "sent" | "mined" | "reverted" | "released", n: number) => {
+    await replay.claim({ key, chainId: 1, attester: `0x${key}`, nonce: BigInt(n), deadline: 2_000_000_000n, createdAtMs: clock.nowMs() });
+    await replay.markSigned(key, tx(n));
+    await replay.markSent(key);
+    if (state === "mined") await replay.finish(key, { state: "mined", txHash: tx(n).txHash, uid: `0xuid-${key}`, blockNumber: 7n });
+    if (state === "reverted") await replay.finish(key, { state: "reverted", txHash: tx(n).txHash, blockNumber: 7n });
+    if (state === "released") await replay.release(key);
+  };
+  return { records, replay, clock, told, tracker, sweep, died };
+}
+
+describe("createSubmissionSweep() (decisions §23: an outcome nobody kept is settled, and told, once)", () => {
+  test("a mined, a reverted and a released record settle their submissions; one still sent is left to the reconciler", async () => {
+    const s = setup();
+    const ids: Record<string, string> = {};
+    for (const [n, [key, state]] of ([["k1", "mined"], ["k2", "reverted"], ["k3", "released"], ["k4", "sent"]] as const).entries()) {
+      await s.died(key, state, n + 1);
+      ids[key] = await s.tracker.open("account:a", key);
+    }
+    // Too young: a relay may still be answering for them.
+    expect(await s.sweep()).toBe(0);
+    s.clock.set(s.clock.nowMs() + 60_001);
+    expect(await s.sweep()).toBe(3);
+    expect((await s.records.find(ids.k1!))?.outcome).toEqual({ state: "mined", txHash: tx(1).txHash, uid: "0xuid-k1", blockNumber: 7n, feeBumps: 0 });
+    expect((await s.records.find(ids.k2!))?.outcome).toEqual({ state: "failed", txHash: tx(2).txHash, error: "SUBMISSION_FAILED", feeBumps: 0 });
+    expect((await s.records.find(ids.k3!))?.outcome).toEqual({ state: "failed", txHash: null, error: "SUBMISSION_FAILED", feeBumps: 0 });
+    expect((await s.records.find(ids.k4!))?.outcome).toBeNull();
+    expect(s.told.map((e) => e.submissionId).sort()).toEqual([ids.k1!, ids.k2!, ids.k3!].sort());
+    // Again: nothing more, nobody told twice.
+    expect(await s.sweep()).toBe(0);
+    expect(s.told).toHaveLength(3);
+  });
+
+  test("a batch's submission settles with each sent request's uid from its own record", async () => {
+    const s = setup();
+    await s.died("b1", "mined", 1);
+    await s.died("b2", "mined", 2);
+    const id = await s.tracker.open("account:a", "b1", [{ ref: "b1" }, { refused: { code: "ATTESTER_MISMATCH", message: "Signer does not match attester" } }, { ref: "b2" }]);
+    s.clock.set(s.clock.nowMs() + 60_001);
+    expect(await s.sweep()).toBe(1);
+    expect((await s.records.find(id))?.outcome).toMatchObject({ state: "mined", uid: "0xuid-b1", uids: { b1: "0xuid-b1", b2: "0xuid-b2" } });
+  });
+
+  test("a submission the relay settles itself is not settled or told again by the sweep", async () => {
+    const s = setup();
+    await s.died("k1", "mined", 1);
+    const id = await s.tracker.open("account:a", "k1");
+    await s.tracker.settle(id, "k1", { ok: true, value: { txHash: tx(1).txHash, uid: "0xuid-k1", blockNumber: 7n } });
+    s.clock.set(s.clock.nowMs() + 60_001);
+    expect(await s.sweep()).toBe(0);
+    expect(s.told).toHaveLength(1);
+  });
+});
