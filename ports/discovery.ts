@@ -43,4 +43,9 @@ export type DidDocumentFetch =
 export interface DidDocumentFetcher {
   /** `host` may carry a port (`example.com:8443`); `path` is the did:web path segments, if any. */
   readonly fetchDidDocument: (host: string, path?: readonly string[]) => Promise<DidDocumentFetch>;
+  /**
+   * Fetches `https://<host>/.well-known/jwks.json` under the same policy (SSRF checks, byte cap, deadline); `document`
+   * is the parsed JSON (decisions §25). Absent: the fetcher reads no JWK Sets.
+   */
+  readonly fetchJwks?: ((host: string) => Promise<DidDocumentFetch>) | undefined;
 }

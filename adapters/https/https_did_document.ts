@@ -131,13 +131,9 @@ export function createHttpsDidDocumentFetcher(options: HttpsDidDocumentFetcherOp
     return { status: "ok", document, url: target.url };
   }
 
-  return {
-    async fetchDidDocument(host, path) {
-      const target = parseTarget(host, path);
-      if (target === undefined) {
-        return { status: "unavailable", url: describeUrl(host, path), reason: "invalid-host" };
-      }
-      const controller = new AbortController();
+  /** One fetch of a checked target under the deadline (did.json and jwks.json alike). */
+  async function fetchTarget(target: Target): Promise<DidDocumentFetch> {
+    const controller = new AbortController();
       let timer: ReturnType<typeof setTimeout> | undefined;
       const deadline = new Promise<DidDocumentFetch>((resolve) => {
         timer = setTimeout(() => {
@@ -152,6 +148,22 @@ export function createHttpsDidDocumentFetcher(options: HttpsDidDocumentFetcherOp
         // Tears down whatever is still open (an unread body, a lingering connection).
         controller.abort();
       }
+  }
+
+  return {
+    async fetchDidDocument(host, path) {
+      const target = parseTarget(host, path);
+      if (target === undefined) {
+        return { status: "unavailable", url: describeUrl(host, path), reason: "invalid-host" };
+      }
+      return await fetchTarget(target);
+    },
+    // The JWK Set of a did:web host (decisions §25): the same checks, pinning, cap and deadline as did.json.
+    async fetchJwks(host) {
+      const target = parseTarget(host, []);
+      if (target === undefined) return { status: "unavailable", url: `https://${String(host)}/.well-known/jwks.json`, reason: "invalid-host" };
+      const authority = target.port === undefined ? target.hostname : `${target.hostname}:${target.port}`;
+      return await fetchTarget({ ...target, pathname: "/.well-known/jwks.json", url: `https://${authority}/.well-known/jwks.json` });
     },
   };
 }

@@ -13,6 +13,7 @@ import {
 import { type IdentityRecord, resolveIdentity } from "../identity/mod.ts";
 import { type RateLimiter, registrableDomain } from "../rate_limit.ts";
 import { type Fail, fail, ok, type Result } from "../result.ts";
+import { readJktValue } from "./jwk_keys.ts";
 
 /** Where a controller key was seen. */
 export type KeySource = "dns-txt" | "did-json" | "account-wallet";
@@ -28,6 +29,11 @@ export type EvidenceItem = {
   records?: string[];
   /** Why a looked-up source gave no key, or which published values were ignored and why (for people). */
   notes?: string[];
+  /**
+   * DNS TXT only, present when the records carry `jkt=S256:<thumbprint>` (decisions §25): the RFC 7638 thumbprints of
+   * the did:jwk controllers they name (a did:jwk may not fit in a TXT string; its thumbprint does).
+   */
+  thumbprints?: string[];
 };
 
 /** A controller key with the sources that published it; `basic` when an endpoint source did. */
@@ -196,7 +202,7 @@ const txtError = (lookup: TxtLookup): string | undefined =>
   lookup.status === "timeout" ? "DNS lookup timed out" :
   lookup.status === "network-error" ? "DNS resolver unreachable" : undefined;
 
-const didJsonError = (fetch: DidDocumentFetch): string | undefined => {
+export const didJsonError = (fetch: DidDocumentFetch): string | undefined => {
   if (fetch.status !== "unavailable") return undefined;
   switch (fetch.reason) {
     case "http-status":
@@ -332,14 +338,16 @@ export function createDiscoverControllers(deps: DiscoveryDeps): DiscoverControll
       const canonicalOf = memoized(canonicalControllerKey);
       const keys = lookup.status === "found" ? txtControllerKeys(lookup.records, canonicalOf) : [];
       for (const key of keys) keySet.add(key, "dns-txt");
+      const thumbprints = lookup.status === "found" ? txtThumbprints(lookup.records) : [];
       const error = txtError(lookup);
       evidence.push({
         kind: "dns-txt",
-        status: error !== undefined ? "unavailable" : keys.length > 0 ? "found" : "not-found",
+        status: error !== undefined ? "unavailable" : keys.length > 0 || thumbprints.length > 0 ? "found" : "not-found",
         location: name,
         keys,
         ...(error === undefined ? {} : { error }),
         ...txtDetail(lookup, canonicalOf),
+        ...(thumbprints.length === 0 ? {} : { thumbprints }),
       });
     }
     evidence.push(didJsonEvidence(document, didJsonUrl, normalized.value, keySet));
@@ -409,12 +417,18 @@ export function explainControllerTxtRecord(
   const notes: string[] = [];
   let version: string | undefined;
   let controllers = 0;
+  let jkts = 0;
   for (const entry of record.split(/[;\s]+/)) {
     const eq = entry.indexOf("=");
     if (eq <= 0) continue;
     const key = entry.slice(0, eq).trim().toLowerCase();
     const value = entry.slice(eq + 1).trim();
     if (key === "v" && value !== "") version = value;
+    if (key === "jkt") {
+      jkts++;
+      if (readJktValue(value) === undefined && notes.length < 8) notes.push(`"jkt=${value.slice(0, 80)}" is not S256:<base64url RFC 7638 thumbprint>`);
+      continue;
+    }
     if (key !== "controller") continue;
     controllers++;
     if (controllers > maxValues) continue;
@@ -430,7 +444,7 @@ export function explainControllerTxtRecord(
   if (version !== undefined && version !== "1") {
     return { keys: [], notes: [`The record says v=${version.slice(0, 16)}; only v=1 is read, so it is ignored`, ...notes], valuesRead };
   }
-  if (controllers === 0) notes.push(`A record without controller= is not a controller record: "${record.slice(0, 80)}"`);
+  if (controllers === 0 && jkts === 0) notes.push(`A record without controller= is not a controller record: "${record.slice(0, 80)}"`);
   return { keys, notes, valuesRead };
 }
 
@@ -454,6 +468,39 @@ function memoized<T>(fn: (value: string) => T): (value: string) => T {
     seen.set(value, answer);
     return answer;
   };
+}
+
+/**
+ * The `jkt=S256:<thumbprint>` values of one TXT record (strings joined), as {@link parseControllerTxtRecord} reads
+ * `controller=`: a record whose `v` is present and not `1` yields nothing; malformed values are skipped.
+ */
+export function parseJktTxtRecord(record: string): string[] {
+  const out: string[] = [];
+  let version: string | undefined;
+  for (const entry of record.split(/[;\s]+/)) {
+    const eq = entry.indexOf("=");
+    if (eq <= 0) continue;
+    const key = entry.slice(0, eq).trim().toLowerCase();
+    const value = entry.slice(eq + 1).trim();
+    if (key === "v") version = value;
+    else if (key === "jkt" && out.length < MAX_CONTROLLERS_PER_SOURCE) {
+      const thumbprint = readJktValue(value);
+      if (thumbprint !== undefined && !out.includes(thumbprint)) out.push(thumbprint);
+    }
+  }
+  return version === undefined || version === "1" ? out : [];
+}
+
+/** The distinct thumbprints of one TXT name's records, at most {@link MAX_CONTROLLERS_PER_SOURCE}. */
+function txtThumbprints(records: readonly string[]): string[] {
+  const out = new Set<string>();
+  for (const record of records) {
+    for (const t of parseJktTxtRecord(record)) {
+      if (out.size >= MAX_CONTROLLERS_PER_SOURCE) return [...out];
+      out.add(t);
+    }
+  }
+  return [...out];
 }
 
 /** The distinct controller keys of one TXT name's records, at most {@link MAX_CONTROLLERS_PER_SOURCE}. */

@@ -12,6 +12,7 @@ export {
   type DiscoverControllers,
   type DiscoveryRecord,
   type EvidenceItem,
+  parseJktTxtRecord,
 } from "./controller_discovery.ts";
 export {
   type ControllerWitness,
@@ -20,3 +21,12 @@ export {
   parseWitnessBody,
 } from "./controller_witness.ts";
 export { classifyAddress, isIpLiteral, isPublicAddress } from "./ip_policy.ts";
+export {
+  controllerKeysFromJwks,
+  didJwkThumbprint,
+  JKT_PREFIX,
+  jwkThumbprint,
+  readJktValue,
+} from "./jwk_keys.ts";
+export { createJwksLookup, type JwksEvidence, type JwksLookupDeps, type LookupJwks } from "./jwks_lookup.ts";
+export { type LiveControllerEvidence, liveControllerEvidence, type LiveMethod } from "./live_evidence.ts";

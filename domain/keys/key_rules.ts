@@ -35,6 +35,10 @@ export type WitnessEvidence = {
   readonly time: bigint;
   readonly revocationTime: bigint;
   readonly expirationTime: bigint;
+  /** The payload's `subject` as written: a DID URL (`did:web:x#key-1`) makes the witness a key pin (decisions §25). */
+  readonly subject?: string | undefined;
+  /** The payload's `method` (`dns-txt`, `did-json`, ...). */
+  readonly method?: string | undefined;
 };
 
 /** A key binding of the subject, as written (times in Unix seconds; 0 = none). */
@@ -50,6 +54,10 @@ export type BindingEvidence = {
   readonly revocationTime: bigint;
   /** The EAS `expirationTime`. */
   readonly expirationTime: bigint;
+  /** The payload's `publicKeyJwk` (a JSON string), when it carries one. */
+  readonly publicKeyJwk?: string | undefined;
+  /** The payload's `proofs` (JSON strings). */
+  readonly proofs?: readonly string[] | undefined;
 };
 
 /** What the rules need. */
@@ -100,6 +108,21 @@ function witnessStood(w: WitnessEvidence, at: bigint): boolean {
 const newestFirst = (a: { time: bigint; uid: string }, b: { time: bigint; uid: string }) =>
   a.time === b.time ? (a.uid < b.uid ? 1 : -1) : a.time < b.time ? 1 : -1;
 
+/**
+ * Whether a key binding counts (decisions §17): its attester controlled the subject when it was written — the subject
+ * itself, a controller a witness standing at `at` and written no later than the binding names, or one the endpoints
+ * name now. Controller authorization (§25) applies the same rule.
+ */
+export function bindingCounts(
+  input: Pick<KeyTrustInput, "subjectDid" | "chainId" | "witnesses" | "endpointKeys" | "at">,
+  binding: Pick<BindingEvidence, "attester" | "time">,
+): boolean {
+  const pkh = `did:pkh:eip155:${input.chainId}:${binding.attester.toLowerCase()}`;
+  return isSameControllerId(input.subjectDid, pkh) ||
+    input.witnesses.some((w) => witnessStood(w, input.at) && w.time <= binding.time && isSameControllerId(w.controller, pkh)) ||
+    input.endpointKeys.some((k) => isSameControllerId(k, pkh));
+}
+
 /** The status and trust level of `keyDid` for `subjectDid` at `at` (see the file's comment for the rules). */
 export function evaluateKeyTrust(input: KeyTrustInput): KeyTrust {
   const { at, keyDid, subjectDid } = input;
@@ -107,14 +130,8 @@ export function evaluateKeyTrust(input: KeyTrustInput): KeyTrust {
   const keyWitness = witnesses.filter((w) => isSameControllerId(w.controller, keyDid)).sort((a, b) => -newestFirst(a, b))[0] ?? null;
   const endpointFound = input.endpointKeys.some((k) => isSameControllerId(k, keyDid));
 
-  const controlled = (attester: string, writtenAt: bigint) => {
-    const pkh = `did:pkh:eip155:${input.chainId}:${attester.toLowerCase()}`;
-    return isSameControllerId(subjectDid, pkh) ||
-      witnesses.some((w) => w.time <= writtenAt && isSameControllerId(w.controller, pkh)) ||
-      input.endpointKeys.some((k) => isSameControllerId(k, pkh));
-  };
   const bindings = input.bindings
-    .filter((b) => b.time <= at && isSameControllerId(b.keyId, keyDid) && controlled(b.attester, b.time))
+    .filter((b) => b.time <= at && isSameControllerId(b.keyId, keyDid) && bindingCounts(input, b))
     .sort(newestFirst);
   const chosen = bindings.find((b) => stateAt(b, at) === "active") ?? bindings[0] ?? null;
   const state = chosen === null ? undefined : stateAt(chosen, at);

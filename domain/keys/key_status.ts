@@ -19,7 +19,7 @@ import type { AsOf } from "../index/mod.ts";
 import type { Clock } from "../../ports/clock.ts";
 import type { HexString } from "../../ports/eas.ts";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
-import type { DiscoverControllers } from "../discovery/mod.ts";
+import { type DiscoverControllers, type DiscoveryRecord, type LookupJwks, liveControllerEvidence } from "../discovery/mod.ts";
 import { didToAddress, isSameControllerId, normalizeDid } from "../did.ts";
 import { caip2, findApprovedIssuer } from "../identity/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
@@ -79,6 +79,8 @@ export type KeyStatusDeps = {
   readonly clock: Clock;
   /** Endpoint evidence of did:web subjects (the cached discovery of the read-only views). */
   readonly discover: DiscoverControllers;
+  /** The subject domain's JWK Set, read for did:jwk keys only (decisions §25); absent: not read. */
+  readonly jwks?: LookupJwks | undefined;
 };
 
 /** The key DID methods a signing key may use (decisions §17). */
@@ -123,17 +125,29 @@ export function readAt(value: unknown, nowSeconds: number): Result<number, "INVA
   return ok(n);
 }
 
-type SubjectEvidence = {
+/** What the index and the endpoints say about one subject (decisions §17, shared with controller authorization §25). */
+export type SubjectEvidence = {
   witnesses: WitnessEvidence[];
   bindings: BindingEvidence[];
   endpointKeys: string[];
   /** The sources that published each endpoint key (by key id). */
   endpointSources: Map<string, string[]>;
   endpointUnavailable: boolean;
+  /** Discovery's record of a did:web subject (DNS TXT, `jkt=` thumbprints, did.json); undefined for others. */
+  endpointRecord?: DiscoveryRecord | undefined;
 };
 
+/** The evidence of each subject, read from the index (pinned to its head) and the endpoints. */
+export type ReadSubjectEvidence = (
+  subjects: readonly string[],
+  options?: {
+    /** Also read the bindings these attesters wrote (addresses), for rules that can show their control otherwise (§25's transfer proofs). */
+    readonly alsoBindingsFrom?: readonly string[] | undefined;
+  },
+) => Promise<Result<Map<string, SubjectEvidence>, KeyStatusCode>>;
+
 /** Builds the key-status use cases over the index, the trust anchors and endpoint discovery. */
-export function createKeyTrust(deps: KeyStatusDeps): { readonly status: KeyStatus; readonly many: KeyTrustMany } {
+export function createKeyTrust(deps: KeyStatusDeps): { readonly status: KeyStatus; readonly many: KeyTrustMany; readonly evidence: ReadSubjectEvidence } {
   const { index, trustAnchors } = deps;
   const chainId = index.chainId;
   const schemaStrings = new Map<string, string>();
@@ -185,9 +199,10 @@ export function createKeyTrust(deps: KeyStatusDeps): { readonly status: KeyStatu
   };
 
   /** Endpoint evidence of each did:web subject, at most {@link DISCOVERY_CONCURRENCY} at once. */
-  async function endpoints(subjects: readonly string[]): Promise<Result<Map<string, Pick<SubjectEvidence, "endpointKeys" | "endpointSources" | "endpointUnavailable">>, "INVALID_DID">> {
+  type Endpoints = Pick<SubjectEvidence, "endpointKeys" | "endpointSources" | "endpointUnavailable" | "endpointRecord">;
+  async function endpoints(subjects: readonly string[]): Promise<Result<Map<string, Endpoints>, "INVALID_DID">> {
     const web = subjects.filter((s) => s.startsWith("did:web:"));
-    const out = new Map<string, Pick<SubjectEvidence, "endpointKeys" | "endpointSources" | "endpointUnavailable">>();
+    const out = new Map<string, Endpoints>();
     for (const s of subjects) out.set(s, { endpointKeys: [], endpointSources: new Map(), endpointUnavailable: false });
     let next = 0;
     let invalid: string | undefined;
@@ -204,6 +219,7 @@ export function createKeyTrust(deps: KeyStatusDeps): { readonly status: KeyStatu
           endpointKeys: keys.map((k) => k.canonicalId),
           endpointSources: new Map(keys.map((k) => [k.canonicalId, k.sources.filter((s) => s !== "account-wallet")])),
           endpointUnavailable: found.value.evidence.some((e) => e.status === "unavailable"),
+          endpointRecord: found.value,
         });
       }
     };
@@ -212,7 +228,8 @@ export function createKeyTrust(deps: KeyStatusDeps): { readonly status: KeyStatu
   }
 
   /** The evidence of every subject, now: one log read, one witness read, one binding read, and the endpoints. */
-  async function evidence(subjects: readonly string[]): Promise<Result<Map<string, SubjectEvidence>, KeyStatusCode>> {
+  const evidence: ReadSubjectEvidence = async (subjects, options = {}) => {
+    const alsoFrom = new Set((options.alsoBindingsFrom ?? []).map((a) => a.toLowerCase()));
     const uids = schemaUids();
     if (!uids.ok) return uids;
     const bySubjectAddress = new Map<string, string>();
@@ -267,6 +284,8 @@ export function createKeyTrust(deps: KeyStatusDeps): { readonly status: KeyStatu
         time: a.time,
         revocationTime: a.revocationTime,
         expirationTime: a.expirationTime,
+        subject: data.subject as string,
+        ...(typeof data.method === "string" ? { method: data.method } : {}),
       });
     }
 
@@ -274,7 +293,7 @@ export function createKeyTrust(deps: KeyStatusDeps): { readonly status: KeyStatu
     const couldControl = (subject: string, attester: string) => {
       const pkh = `did:pkh:eip155:${chainId}:${attester.toLowerCase()}`;
       const e = out.get(subject)!;
-      return isSameControllerId(subject, pkh) || e.witnesses.some((w) => isSameControllerId(w.controller, pkh)) ||
+      return alsoFrom.has(attester.toLowerCase()) || isSameControllerId(subject, pkh) || e.witnesses.some((w) => isSameControllerId(w.controller, pkh)) ||
         e.endpointKeys.some((k) => isSameControllerId(k, pkh));
     };
     const bindingUids = [...new Set(logs.value
@@ -304,9 +323,29 @@ export function createKeyTrust(deps: KeyStatusDeps): { readonly status: KeyStatu
         time: a.time,
         revocationTime: a.revocationTime,
         expirationTime: a.expirationTime,
+        ...(typeof data.publicKeyJwk === "string" && data.publicKeyJwk !== "" ? { publicKeyJwk: data.publicKeyJwk } : {}),
+        ...(Array.isArray(data.proofs) ? { proofs: (data.proofs as unknown[]).filter((p) => typeof p === "string") as string[] } : {}),
       });
     }
     return ok(out);
+  };
+
+  /**
+   * A did:jwk key named by the endpoints the ways only a did:jwk can be (decisions §25): a `jkt=` thumbprint in DNS TXT,
+   * or the domain's JWK Set. The key then counts as an endpoint key with those sources; other keys are unchanged.
+   */
+  async function withJwkEvidence(e: SubjectEvidence, subjectDid: string, keyDid: string): Promise<SubjectEvidence> {
+    if (!keyDid.startsWith("did:jwk:") || e.endpointRecord === undefined || e.endpointKeys.some((k) => isSameControllerId(k, keyDid))) return e;
+    let live = liveControllerEvidence(keyDid, e.endpointRecord);
+    let jwksUnavailable = false;
+    if (live.methods.length === 0 && deps.jwks !== undefined) {
+      const jwks = await deps.jwks(subjectDid);
+      live = liveControllerEvidence(keyDid, undefined, jwks);
+      jwksUnavailable = jwks.status === "unavailable";
+    }
+    const sources = live.methods.map((m) => (m === "dns" ? "dns-txt" : m));
+    if (sources.length === 0) return jwksUnavailable ? { ...e, endpointUnavailable: true } : e;
+    return { ...e, endpointKeys: [...e.endpointKeys, keyDid], endpointSources: new Map([...e.endpointSources, [keyDid, sources]]) };
   }
 
   /** Whether the endpoint evidence could decide about `keyDid` (found, or every source answered). */
@@ -322,7 +361,7 @@ export function createKeyTrust(deps: KeyStatusDeps): { readonly status: KeyStatu
     if (!at.ok) return at;
     const read = await evidence([subjectDid.value]);
     if (!read.ok) return read;
-    const e = read.value.get(subjectDid.value)!;
+    const e = await withJwkEvidence(read.value.get(subjectDid.value)!, subjectDid.value, keyDid.value);
     if (!endpointDecided(e, keyDid.value)) return fail("NETWORK_ERROR", ENDPOINT_FAILED);
     const trust = evaluateKeyTrust({ subjectDid: subjectDid.value, keyDid: keyDid.value, at: BigInt(at.value), chainId, ...e });
     const sources = [...new Set(e.endpointKeys.filter((k) => isSameControllerId(k, keyDid.value)).flatMap((k) => e.endpointSources.get(k) ?? []))];
@@ -366,7 +405,7 @@ export function createKeyTrust(deps: KeyStatusDeps): { readonly status: KeyStatu
     return ok(out);
   };
 
-  return { status, many };
+  return { status, many, evidence };
 }
 
 /** The key-status use case alone (what a receipt verifier calls): `(subjectDid, keyDid, at?)`. */

@@ -4,6 +4,7 @@
  * is the use case other capabilities call ("was this key authorised for this subject at `issuedAt`").
  */
 export {
+  bindingCounts,
   bindingEnd,
   type BindingEvidence,
   evaluateKeyTrust,
@@ -26,7 +27,9 @@ export {
   MAX_DID_LENGTH,
   readAt,
   readKeyDid,
+  type ReadSubjectEvidence,
   readSubjectDid,
+  type SubjectEvidence,
 } from "./key_status.ts";
 export {
   createSigningKeys,
