@@ -121,7 +121,7 @@ export function evaluateControllerAuthorization(input: ControllerAuthorizationIn
   const until = newest !== undefined && newest.revocationTime !== 0n && newest.revocationTime <= at ? newest.revocationTime : null;
 
   const proofs = input.transferProofs;
-  const transferChecked = proofs !== undefined && bindings.some((b) => proofs.has(b.uid));
+  const transferChecked = proofs !== undefined && input.bindings.some((b) => b.time <= at && proofs.has(b.uid));
   const transferBinding = [...bindings].reverse().find((b) => proofs?.get(b.uid) === true);
   const transferProofVerified = transferBinding !== undefined;
 

@@ -1,0 +1,216 @@
+import { describe, expect, test } from "bun:test";
+import { calculateJwkThumbprint } from "jose";
+import type { Hex } from "viem";
+import { fakeAttestationIndex, fakeClock, fakeDidDocumentFetcher, fakeDnsResolver } from "../../ports/fakes.ts";
+import type { HexString } from "../../ports/eas.ts";
+import type { OwnershipChain } from "../../ports/ownership_chain.ts";
+import type { TrustAnchors } from "../../ports/trust_anchors.ts";
+import { didToAddress, jwkToDidJwk } from "../did.ts";
+import { createDiscoverControllers, createJwksLookup, didJwkThumbprint, jwkThumbprint } from "../discovery/mod.ts";
+import { encodeSchemaData } from "../schema_data.ts";
+import { computeSchemaUid, findSchemaByName } from "../schemas.ts";
+import { createControllerAuthorization } from "./controller_authorization.ts";
+import { createCachedOwnershipReads, OWNERSHIP_TRANSFERRED_TOPIC } from "./transfer_proof.ts";
+
+const CHAIN = 31337;
+const ISSUER = "0x00000000000000000000000000000000000000d1";
+const OWNER = "0x00000000000000000000000000000000000000b1";
+const SUBJECT = "did:web:shop.test";
+const pkh = (a: string) => `did:pkh:eip155:${CHAIN}:${a}`;
+const NOW_S = 1_800_000_000;
+const JWK = { kty: "EC", crv: "P-256", x: "f83OJ3D7xI1Yp1V2iFIYA7n5OYXc4K1Uo7jY14FKMC4", y: "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0" };
+const DID_JWK = (jwkToDidJwk(JWK) as { value: string }).value;
+
+const schema = (name: string) => findSchemaByName(name)!;
+const uidOf = (name: string) => computeSchemaUid(schema(name)).toLowerCase() as HexString;
+const anchors: TrustAnchors = {
+  version: 1,
+  updatedAt: "2026-01-01T00:00:00Z",
+  widgetOrigins: [],
+  chains: {
+    [`eip155:${CHAIN}`]: {
+      name: "devnet",
+      easContract: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+      schemas: { "controller-witness": uidOf("controller-witness"), "key-binding": uidOf("key-binding") },
+    },
+  },
+  registries: [{ type: "approved-issuers", issuers: [{ address: ISSUER, label: "Witness", schemas: ["controller-witness"], status: "active", validFrom: "2020-01-01T00:00:00Z" }] }],
+};
+
+type Setup = {
+  txt?: Record<string, string[]>;
+  didJson?: unknown;
+  jwks?: unknown;
+  contracts?: OwnershipChain;
+  cacheSeconds?: number;
+};
+
+function setUp(options: Setup = {}) {
+  const index = fakeAttestationIndex({ chainId: CHAIN });
+  for (const name of ["controller-witness", "key-binding"]) index.register(uidOf(name), schema(name).schema, schema(name).revocable);
+  let n = 0;
+  const add = (name: string, attester: string, data: Record<string, unknown>, at: { time?: number; revocationTime?: number; subject?: string } = {}) => {
+    const subject = at.subject ?? SUBJECT;
+    const uid = `0x${(++n).toString(16).padStart(64, "0")}` as HexString;
+    index.add({
+      uid,
+      schema: uidOf(name),
+      time: BigInt(at.time ?? NOW_S - 100),
+      expirationTime: 0n,
+      revocationTime: BigInt(at.revocationTime ?? 0),
+      refUID: `0x${"0".repeat(64)}`,
+      recipient: (didToAddress(subject) as { value: Hex }).value,
+      attester: attester as HexString,
+      revocable: schema(name).revocable,
+      data: (encodeSchemaData(schema(name).schema, { subject, ...data }) as { value: Hex }).value,
+    });
+    return uid;
+  };
+  const witness = (controller: string, at: { time?: number; subject?: string } = {}) =>
+    add("controller-witness", ISSUER, { controller, method: "dns-txt", observedAt: BigInt(at.time ?? NOW_S - 100) }, at);
+  const binding = (attester: string, keyId: string, at: { time?: number; revocationTime?: number; subject?: string } = {}, extra: Record<string, unknown> = {}) =>
+    add("key-binding", attester, { keyId, publicKeyJwk: "", keyPurpose: ["authentication", "assertionMethod"], proofs: [], issuedAt: 0n, effectiveAt: 0n, expiresAt: 0n, ...extra }, at);
+  const dns = fakeDnsResolver(Object.fromEntries(Object.entries(options.txt ?? {}).map(([name, records]) => [name, { status: "found" as const, records }])));
+  const docs = fakeDidDocumentFetcher(
+    options.didJson === undefined ? {} : { "shop.test": { status: "ok", url: "https://shop.test/.well-known/did.json", document: options.didJson } },
+    options.jwks === undefined ? {} : { "shop.test": { status: "ok", url: "https://shop.test/.well-known/jwks.json", document: options.jwks } },
+  );
+  const clock = fakeClock(NOW_S * 1000);
+  const discover = createDiscoverControllers({ dns, didDocuments: docs, serviceDnsLabel: "omatrust" });
+  const authorize = createControllerAuthorization({
+    index,
+    trustAnchors: anchors,
+    clock,
+    discover,
+    jwks: createJwksLookup({ didDocuments: docs, clock }),
+    discoveryCacheSeconds: options.cacheSeconds ?? 60,
+    contracts: options.contracts,
+  });
+  return { index, witness, binding, docs, dns, authorize };
+}
+
+describe("jwkThumbprint()", () => {
+  test("is RFC 7638's SHA-256 thumbprint, as jose computes it; private members are refused", async () => {
+    expect(jwkThumbprint({ ...JWK, kid: "k", alg: "ES256" })).toBe(await calculateJwkThumbprint(JWK, "sha256"));
+    const rsa = { kty: "RSA", e: "AQAB", n: "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw" };
+    expect(jwkThumbprint(rsa)).toBe("NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs");
+    expect(jwkThumbprint({ ...JWK, d: "c2VjcmV0" })).toBeUndefined();
+    expect(didJwkThumbprint(DID_JWK)).toBe(jwkThumbprint(JWK));
+  });
+});
+
+describe("createControllerAuthorization()", () => {
+  test("bad input: a DID URL subject or controller, another controller method, an unknown purpose, `at` in the future", async () => {
+    const { authorize } = setUp();
+    const subjectUrl = await authorize({ subjectDid: `${SUBJECT}#key-1`, controllerDid: DID_JWK });
+    expect(subjectUrl).toMatchObject({ ok: false, code: "INVALID_DID" });
+    expect(!subjectUrl.ok && subjectUrl.message).toContain("a key reference, not a subject");
+    const controllerUrl = await authorize({ subjectDid: SUBJECT, controllerDid: `${SUBJECT}#key-1` });
+    expect(controllerUrl).toMatchObject({ ok: false, code: "INVALID_DID" });
+    expect(!controllerUrl.ok && controllerUrl.message).toContain("/v1/did-url/resolve");
+    expect(await authorize({ subjectDid: SUBJECT, controllerDid: "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK" })).toMatchObject({ ok: false, code: "INVALID_DID" });
+    expect(await authorize({ subjectDid: SUBJECT, controllerDid: DID_JWK, purpose: "authentication,capabilityInvocation" })).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+    const future = await authorize({ subjectDid: SUBJECT, controllerDid: DID_JWK, at: String(NOW_S + 60) });
+    expect(future).toMatchObject({ ok: false, code: "INVALID_INPUT", message: "at must not be in the future" });
+  });
+
+  test("a DNS TXT jkt=S256: thumbprint names a did:jwk: live evidence by dns, in the reference's answer shape", async () => {
+    const s = setUp({ txt: { "_omatrust.shop.test": [`v=1;jkt=S256:${jwkThumbprint(JWK)}`] } });
+    const answer = await s.authorize({ subjectDid: SUBJECT, controllerDid: DID_JWK });
+    expect(answer).toEqual({
+      ok: true,
+      value: {
+        subjectDid: SUBJECT,
+        controllerDid: DID_JWK,
+        at: NOW_S,
+        authorized: true,
+        requestedPurpose: ["authentication", "assertionMethod"],
+        keyPurposeStatus: "unknown",
+        anchoredFrom: null,
+        until: null,
+        currentlyVerified: true,
+        liveMethod: "dns",
+        controllerWitnesses: [],
+        keyBindingUid: null,
+        keyBindingUids: [],
+      },
+    });
+    // DNS named it: the JWK Set is not fetched.
+    expect(s.docs.jwksFetches).toEqual([]);
+  });
+
+  test("did.json publicKeyJwk, members in another order with kid and alg: did-document; a private key is refused", async () => {
+    const reordered = { y: JWK.y, kid: "key-1", alg: "ES256", x: JWK.x, crv: "P-256", kty: "EC" };
+    const s = setUp({ didJson: { id: SUBJECT, verificationMethod: [{ id: "#key-1", type: "JsonWebKey2020", publicKeyJwk: reordered }] } });
+    expect(await s.authorize({ subjectDid: SUBJECT, controllerDid: DID_JWK })).toMatchObject({ ok: true, value: { authorized: true, liveMethod: "did-document" } });
+    const leaked = setUp({ didJson: { id: SUBJECT, verificationMethod: [{ id: "#key-1", publicKeyJwk: { ...JWK, d: "c2VjcmV0" } }] } });
+    expect(await leaked.authorize({ subjectDid: SUBJECT, controllerDid: DID_JWK })).toMatchObject({ ok: true, value: { authorized: false, currentlyVerified: false, liveMethod: null } });
+  });
+
+  test("the JWK Set at /.well-known/jwks.json: jwks, fetched once for the cache's life; private members refused", async () => {
+    const s = setUp({ jwks: { keys: [{ ...JWK, kid: "a", use: "sig" }] } });
+    expect(await s.authorize({ subjectDid: SUBJECT, controllerDid: DID_JWK })).toMatchObject({ ok: true, value: { authorized: true, liveMethod: "jwks" } });
+    await s.authorize({ subjectDid: SUBJECT, controllerDid: DID_JWK, purpose: "authentication" });
+    expect(s.docs.jwksFetches).toEqual(["shop.test"]);
+    const leaked = setUp({ jwks: { keys: [{ ...JWK, d: "c2VjcmV0" }] } });
+    expect(await leaked.authorize({ subjectDid: SUBJECT, controllerDid: DID_JWK })).toMatchObject({ ok: true, value: { authorized: false, liveMethod: null } });
+  });
+
+  test("live evidence counts only when `at` is omitted or within DISCOVERY_CACHE_SECONDS", async () => {
+    const s = setUp({ jwks: { keys: [JWK] }, cacheSeconds: 60 });
+    expect(await s.authorize({ subjectDid: SUBJECT, controllerDid: DID_JWK, at: String(NOW_S - 60) }))
+      .toMatchObject({ ok: true, value: { authorized: true, currentlyVerified: true, liveMethod: "jwks", at: NOW_S - 60 } });
+    expect(await s.authorize({ subjectDid: SUBJECT, controllerDid: DID_JWK, at: String(NOW_S - 61) }))
+      .toMatchObject({ ok: true, value: { authorized: false, currentlyVerified: false, liveMethod: null } });
+  });
+
+  test("a witness window from the index, a pinning witness shown with `pinned`, a binding by publicKeyJwk", async () => {
+    const s = setUp();
+    s.witness(pkh(OWNER), { time: NOW_S - 500 });
+    const pin = s.witness(DID_JWK, { time: NOW_S - 400, subject: `${SUBJECT}#key-1` });
+    const b = s.binding(OWNER, `${SUBJECT}#key-1`, { time: NOW_S - 300, revocationTime: NOW_S - 10 }, { publicKeyJwk: JSON.stringify({ ...JWK, kid: "key-1" }) });
+    const open = await s.authorize({ subjectDid: SUBJECT, controllerDid: DID_JWK, at: String(NOW_S - 200) });
+    expect(open).toMatchObject({
+      ok: true,
+      value: {
+        authorized: true,
+        keyPurposeStatus: "matched",
+        anchoredFrom: String(NOW_S - 400),
+        until: null,
+        controllerWitnesses: [{ uid: pin, issuedAt: String(NOW_S - 400), attester: ISSUER, method: "dns-txt", pinned: `${SUBJECT}#key-1` }],
+        keyBindingUid: b,
+        keyBindingUids: [b],
+      },
+    });
+    const closed = await s.authorize({ subjectDid: SUBJECT, controllerDid: DID_JWK });
+    expect(closed).toMatchObject({ ok: true, value: { authorized: false, until: String(NOW_S - 10) } });
+    // The chain evidence is read from the index, with the schema strings once.
+    expect(s.index.calls.schemaRecords).toBe(1);
+  });
+
+  test("a did:pkh contract subject: a binding with a transfer proof to the controller, read once through the cache", async () => {
+    const contract = "0x00000000000000000000000000000000000000ee";
+    const txHash = `0x${"ab".repeat(32)}` as HexString;
+    const reads = { transaction: 0, owner: 0 };
+    const chain: OwnershipChain = {
+      chainId: CHAIN,
+      hasCode: () => Promise.resolve({ ok: true, value: true }),
+      owner: () => (reads.owner++, Promise.resolve({ ok: true, value: `0x${"cc".repeat(20)}` as HexString })),
+      transaction: () => (reads.transaction++, Promise.resolve({
+        ok: true,
+        value: {
+          from: `0x${"cc".repeat(20)}` as HexString,
+          contractAddress: null,
+          logs: [{ address: contract as HexString, topics: [OWNERSHIP_TRANSFERRED_TOPIC, `0x${"0".repeat(24)}${"cc".repeat(20)}`, `0x${"0".repeat(24)}${OWNER.slice(2)}`] as HexString[] }],
+        },
+      })),
+    };
+    const s = setUp({ contracts: createCachedOwnershipReads(chain, { clock: fakeClock(NOW_S * 1000) }, { ownerMs: 60_000 }) });
+    const subject = pkh(contract);
+    const b = s.binding(OWNER, pkh(OWNER), { time: NOW_S - 300, subject }, { proofs: [JSON.stringify({ proofType: "tx-interaction", proofObject: { chainId: CHAIN, txHash } })] });
+    const answer = await s.authorize({ subjectDid: subject, controllerDid: pkh(OWNER) });
+    expect(answer).toMatchObject({ ok: true, value: { authorized: true, anchoredFrom: String(NOW_S - 300), transferProofVerified: true, keyBindingUid: b, liveMethod: null } });
+    await s.authorize({ subjectDid: subject, controllerDid: pkh(OWNER) });
+    expect(reads).toEqual({ transaction: 1, owner: 1 });
+  });
+});
