@@ -9,8 +9,11 @@ import {
   createControllerConfirm,
   createControllerWitness,
   createDiscoverControllers,
+  createJwksLookup,
   type DiscoverControllers,
+  type LookupJwks,
 } from "../domain/discovery/mod.ts";
+import { createDidUrlResolver, type ResolveDidUrl } from "../domain/controller_authorization/mod.ts";
 import { createRateLimiter } from "../domain/rate_limit.ts";
 import type { Config } from "./config.ts";
 import type { Foundation } from "./foundation.ts";
@@ -23,26 +26,30 @@ export type WiredDiscovery = {
   /** Answers shared for `DISCOVERY_CACHE_SECONDS`: the read-only views, artifact trust and ownership checks. */
   readonly viewDiscover: DiscoverControllers;
   readonly confirm: ReturnType<typeof createControllerConfirm>;
+  /** The subject domain's JWK Set (decisions §25): the did.json fetcher, the same per-domain budget, kept as discovery's answers. */
+  readonly jwks: LookupJwks;
+  /** DID URL resolution (decisions §25): the did.json fetcher under the same budget, documents kept as discovery's answers. */
+  readonly resolveDidUrl: ResolveDidUrl;
 };
 
 /** Builds discovery over real DNS and HTTPS, with one rate budget per registrable domain. */
 export function wireDiscovery(config: Config, { trustAnchors }: Foundation, options: { didJsonCa?: string | undefined }): WiredDiscovery {
   const dns = createDnsPacketResolver({ servers: [...config.dnsServers] });
-  const discover = createDiscoverControllers({
-    dns,
-    didDocuments: createHttpsDidDocumentFetcher({
-      resolver: dns,
-      allowPrivateNetwork: config.allowPrivateNetwork,
-      ca: options.didJsonCa,
-    }),
-    serviceDnsLabel: config.serviceDnsLabel,
-    // One budget per registrable domain for every caller, so nobody can hammer a domain through us. It guards lookups,
-    // not money or storage: each instance keeps its own (decisions §21), as it keeps its own cache of answers.
-    domainRate: createRateLimiter(systemClock, {
-      capacity: config.discoveryDomainPerMinute,
-      perMinute: config.discoveryDomainPerMinute,
-    }),
+  const didDocuments = createHttpsDidDocumentFetcher({
+    resolver: dns,
+    allowPrivateNetwork: config.allowPrivateNetwork,
+    ca: options.didJsonCa,
   });
+  // One budget per registrable domain for every caller, so nobody can hammer a domain through us. It guards lookups,
+  // not money or storage: each instance keeps its own (decisions §21), as it keeps its own cache of answers.
+  const domainRate = createRateLimiter(systemClock, {
+    capacity: config.discoveryDomainPerMinute,
+    perMinute: config.discoveryDomainPerMinute,
+  });
+  const discover = createDiscoverControllers({ dns, didDocuments, serviceDnsLabel: config.serviceDnsLabel, domainRate });
+  const freshMs = config.discoveryCacheSeconds * 1_000;
+  const jwks = createJwksLookup({ didDocuments, domainRate, clock: systemClock, freshMs, failureMs: Math.ceil(freshMs / 6) });
+  const resolveDidUrl = createDidUrlResolver({ didDocuments, domainRate, clock: systemClock, freshMs });
   // The read-only views and artifact trust share answers for DISCOVERY_CACHE_SECONDS; the witness always
   // looks afresh.
   const viewDiscover = config.discoveryCacheSeconds === 0 ? discover : createCachedDiscovery(discover, { clock: systemClock }, {
@@ -55,7 +62,7 @@ export function wireDiscovery(config: Config, { trustAnchors }: Foundation, opti
     clock: systemClock,
     registryUrl: `${config.publicBaseUrl.replace(/\/$/, "")}/v1/trust-anchors`,
   });
-  return { discover, viewDiscover, confirm };
+  return { discover, viewDiscover, confirm, jwks, resolveDidUrl };
 }
 
 /**

@@ -1,6 +1,13 @@
 /** Wiring of signing keys and key status (decisions §17): the account's key records and the trust computed for them. */
 import { cryptoRandom, systemClock } from "../adapters/system/mod.ts";
 import { createKeyTrust, createSigningKeys, type KeyStatus, type KeyTrustMany, type SigningKeys } from "../domain/keys/mod.ts";
+import {
+  type ControllerAuthorization,
+  createCachedOwnershipReads,
+  createControllerAuthorization,
+  type ResolveDidUrl,
+} from "../domain/controller_authorization/mod.ts";
+import { createViemOwnershipChain } from "../adapters/chain/mod.ts";
 import type { AttestationIndex } from "../ports/attestation_index.ts";
 import { createRateLimiter, type RateLimiter } from "../domain/rate_limit.ts";
 import type { WiredAccounts } from "./accounts.ts";
@@ -17,13 +24,36 @@ export type WiredKeys = {
   /** Public lookups per client address: a pure read limit, kept in this process (decisions §21 lets it be per instance). */
   readonly clientRate: RateLimiter;
   readonly maxInFlight: number;
+  /** Controller authorization (decisions §25): key status's evidence and rule on who may bind, the §25 verdict. */
+  readonly controllerAuthorization: ControllerAuthorization;
+  /** DID URL resolution (decisions §25). */
+  readonly resolveDidUrl: ResolveDidUrl;
 };
 
 /** Builds key status over the index's reads, the trust anchors and the cached discovery, and the account's key records. */
 export function wireKeys(config: Config, f: Foundation, index: IndexRunner, discovery: WiredDiscovery, accounts: WiredAccounts): WiredKeys {
   // Each lookup reads the index as pinned for it, from the store alone (decisions §21).
   const trustOver = (reads: AttestationIndex) =>
-    createKeyTrust({ index: reads, trustAnchors: f.trustAnchors, clock: systemClock, discover: discovery.viewDiscover });
+    createKeyTrust({ index: reads, trustAnchors: f.trustAnchors, clock: systemClock, discover: discovery.viewDiscover, jwks: discovery.jwks });
+  // A contract subject's owner() and transfer proofs: read once and kept (a mined transaction never changes; owner()
+  // for DISCOVERY_CACHE_SECONDS), so steady-state answers cost no JSON-RPC call.
+  const contracts = createCachedOwnershipReads(
+    createViemOwnershipChain({ client: f.eas.client, chainId: f.chainId, log: (event, fields) => f.log.warn(event, fields) }),
+    { clock: systemClock },
+    { ownerMs: config.discoveryCacheSeconds * 1_000 },
+  );
+  const controllerAuthorization: ControllerAuthorization = (request) =>
+    index.answers.answer((reads) =>
+      createControllerAuthorization({
+        index: reads,
+        trustAnchors: f.trustAnchors,
+        clock: systemClock,
+        discover: discovery.viewDiscover,
+        jwks: discovery.jwks,
+        contracts,
+        discoveryCacheSeconds: config.discoveryCacheSeconds,
+      })(request)
+    );
   const trust: { status: KeyStatus; many: KeyTrustMany } = {
     status: (subjectDid, keyDid, at) => index.answers.answer((reads) => trustOver(reads).status(subjectDid, keyDid, at)),
     many: (subjectDids, keyDids) => index.answers.run((reads) => trustOver(reads).many(subjectDids, keyDids)),
@@ -43,5 +73,7 @@ export function wireKeys(config: Config, f: Foundation, index: IndexRunner, disc
     keyStatus: trust.status,
     clientRate: createRateLimiter(systemClock, { capacity: perMinute, perMinute }),
     maxInFlight: config.keys.statusMaxInFlight,
+    controllerAuthorization,
+    resolveDidUrl: discovery.resolveDidUrl,
   };
 }

@@ -17,6 +17,7 @@ export * from "./api_clients.ts";
 export * from "./artifact.ts";
 export * from "./wallet.ts";
 export * from "./keys.ts";
+export * from "./controller_authorization.ts";
 export { controllerTxtRecordFor } from "../domain/discovery/mod.ts";
 export { normalizeDid, parseArtifactDid } from "../domain/did.ts";
 export { buildReviewData, REVIEW_LIMITS } from "../domain/reviews/mod.ts";

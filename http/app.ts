@@ -15,6 +15,7 @@ import { type PrivateRelayRoutesDeps, privateRelayRoutes } from "./routes/delega
 import { type SubscriptionRoutesDeps, subscriptionRoutes } from "./routes/accounts/mod.ts";
 import { consoleRoutes, type ConsoleRoutesDeps } from "./routes/console.ts";
 import { keyStatusRoutes, type KeyStatusRoutesDeps, signingKeyRoutes, type SigningKeyRoutesDeps } from "./routes/keys/mod.ts";
+import { controllerAuthorizationRoutes, type ControllerAuthorizationRoutesDeps } from "./routes/controller_authorization.ts";
 import type { DidDocument } from "../x402/did_document.ts";
 import { didDocumentRoutes } from "../x402/elysia.ts";
 import { apiClientRoutes, type ApiClientRoutesDeps, oauthRoutes, type OAuthRoutesDeps } from "./routes/oauth/mod.ts";
@@ -84,6 +85,8 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly signingKeys?: Omit<SigningKeyRoutesDeps, "log"> | undefined;
   /** The public key status (decisions §17); absent in tests that do not exercise it. */
   readonly keyStatus?: Omit<KeyStatusRoutesDeps, "log"> | undefined;
+  /** Controller authorization and DID URL resolution (decisions §25); absent in tests that do not exercise them. */
+  readonly controllerAuthorization?: Omit<ControllerAuthorizationRoutesDeps, "log" | "answers"> | undefined;
   /** OAuth 2 for registered software (decisions §19); absent (`OAUTH=off`, tests): no such routes. */
   readonly oauth?: Omit<OAuthRoutesDeps, "log"> | undefined;
   /** The account's API clients (decisions §19); absent with `oauth`. */
@@ -346,6 +349,7 @@ export function createApp(deps: AppDeps) {
     .use((deps.didDocument ? didDocumentRoutes(deps.didDocument) : new Elysia()) as Elysia)
     .use(deps.signingKeys ? signingKeyRoutes({ ...deps.signingKeys, log: deps.log }) : new Elysia())
     .use(deps.keyStatus ? keyStatusRoutes({ ...deps.keyStatus, log: deps.log, answers: indexAnswers }) : new Elysia())
+    .use((deps.controllerAuthorization ? controllerAuthorizationRoutes({ ...deps.controllerAuthorization, log: deps.log, answers: indexAnswers }) : new Elysia()) as Elysia)
     .use(deps.oauth ? oauthRoutes({ ...deps.oauth, log: deps.log }) : new Elysia())
     .use(deps.apiClients ? apiClientRoutes({ ...deps.apiClients, log: deps.log }) : new Elysia())
     .use((deps.mcp ? mcpRoutes(deps.mcp) : new Elysia()) as Elysia)

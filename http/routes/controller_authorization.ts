@@ -1,0 +1,115 @@
+import { Elysia } from "elysia";
+import type { ControllerAuthorization, ResolveDidUrl } from "../../domain/controller_authorization/mod.ts";
+import type { RateLimiter } from "../../domain/rate_limit.ts";
+import type { Logger } from "../../ports/logger.ts";
+import type { ClientAddressOf } from "../../ports/request_context.ts";
+import { errorBody, headersOf, json, statusOf, stringify } from "../errors.ts";
+import { answerOf, type IndexAnswerCache } from "../index_answer_cache.ts";
+import { REQUEST_MODELS } from "../models.ts";
+import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
+
+/** What the controller-authorization and DID URL routes need. */
+export type ControllerAuthorizationRoutesDeps = {
+  readonly authorize: ControllerAuthorization;
+  readonly resolveDidUrl?: ResolveDidUrl | undefined;
+  /** Lookups per client address (key status's budget: both are pure reads). */
+  readonly clientRate: RateLimiter;
+  /** Lookups the service runs at once. */
+  readonly maxInFlight: number;
+  readonly clientAddress?: ClientAddressOf | undefined;
+  readonly log: Logger;
+  /** Whole answers kept per index generation (http/index_answer_cache.ts); absent: every lookup computed. */
+  readonly answers?: IndexAnswerCache | undefined;
+};
+
+const once = (names: readonly string[], query: Record<string, unknown>) => {
+  for (const name of names) if (Array.isArray(query[name])) return `${name} must be given once`;
+  return undefined;
+};
+
+const authorizationQuery = compileRequestCheck(REQUEST_MODELS.controllerAuthorization.query, {
+  explain: (query) => {
+    const q = query as Record<string, unknown>;
+    const repeated = once(["subjectDid", "controllerDid", "purpose", "at"], q);
+    if (repeated !== undefined) return repeated;
+    for (const name of ["subjectDid", "controllerDid"]) if (typeof q[name] !== "string" || q[name] === "") return `${name} is required`;
+    if (q.at !== undefined && !/^[0-9]{1,12}$/.test(String(q.at))) return "at must be Unix seconds (a whole number)";
+    if (typeof q.purpose === "string" && q.purpose.length > 200) return "purpose must be a comma list of authentication, assertionMethod, keyAgreement";
+    return undefined;
+  },
+});
+
+const didUrlQuery = compileRequestCheck(REQUEST_MODELS.didUrlResolve.query, {
+  explain: (query) => once(["didUrl"], query as Record<string, unknown>) ?? "didUrl is required",
+});
+
+/**
+ * `GET /v1/controller-authorization` and `/api/public/controller-authorization` (decisions §25), answered from the
+ * index with `asOf`, and `GET /v1/did-url/resolve` (and `/api/public/did-url/resolve`). Public, bounded before any
+ * lookup as key status is (per client address and in flight: 429 `RATE_LIMITED` with `Retry-After`).
+ */
+export function controllerAuthorizationRoutes(deps: ControllerAuthorizationRoutesDeps) {
+  let inFlight = 0;
+  const limited = (retryAfterSeconds: number) =>
+    json(errorBody("RATE_LIMITED", "Too many controller-authorization lookups; try again later"), 429, { "retry-after": String(retryAfterSeconds) });
+
+  /** Runs one bounded lookup and turns its result into an answer. */
+  async function bounded<T extends object>(
+    event: string,
+    run: () => Promise<{ ok: true; value: T } | { ok: false; code: string; message: string }>,
+  ) {
+    if (inFlight >= deps.maxInFlight) return { ok: false as const, response: limited(1) };
+    inFlight++;
+    try {
+      const result = await run();
+      if (result.ok) return { ok: true as const, text: stringify(result.value), asOf: (result.value as { asOf?: never }).asOf };
+      if (statusOf(result.code) >= 500) deps.log.warn(event, { code: result.code });
+      return { ok: false as const, response: json(errorBody(result.code, result.message), statusOf(result.code), headersOf(result.code)) };
+    } finally {
+      inFlight--;
+    }
+  }
+
+  const authorization = async ({ request }: { request: Request }) => {
+    const query = queryOf(request.url);
+    if (!authorizationQuery.check(query)) return json(errorBody("INVALID_INPUT", authorizationQuery.explain(query)), 400);
+    const turn = deps.clientRate.take(deps.clientAddress?.(request) ?? "unknown");
+    if (!turn.allowed) return limited(turn.retryAfterSeconds);
+    const compute = () => bounded("controller_authorization_failed", () => deps.authorize(query));
+    try {
+      // Live evidence may be part of the answer: kept at most a poll and DISCOVERY_CACHE_SECONDS (see the cache).
+      const key = {
+        route: "controller-authorization",
+        query: [query.subjectDid, query.controllerDid, query.purpose, query.at === undefined ? undefined : String(query.at)],
+        live: true,
+      };
+      return deps.answers === undefined ? answerOf(await compute()) : await deps.answers.answer(key, compute);
+    } catch (error) {
+      deps.log.error("controller_authorization_error", { error: error instanceof Error ? error.message : String(error) });
+      return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
+    }
+  };
+
+  const didUrl = async ({ request }: { request: Request }) => {
+    const resolve = deps.resolveDidUrl;
+    if (resolve === undefined) return json(errorBody("NOT_FOUND", "Not found"), 404);
+    const query = queryOf(request.url);
+    if (!didUrlQuery.check(query)) return json(errorBody("INVALID_INPUT", didUrlQuery.explain(query)), 400);
+    const turn = deps.clientRate.take(deps.clientAddress?.(request) ?? "unknown");
+    if (!turn.allowed) return limited(turn.retryAfterSeconds);
+    try {
+      return answerOf(await bounded("did_url_resolve_failed", () => resolve(query.didUrl)));
+    } catch (error) {
+      deps.log.error("did_url_resolve_error", { error: error instanceof Error ? error.message : String(error) });
+      return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
+    }
+  };
+
+  const authorizationDetail = { detail: requestDetail(REQUEST_MODELS.controllerAuthorization) };
+  const didUrlDetail = { detail: requestDetail(REQUEST_MODELS.didUrlResolve) };
+  return new Elysia({ name: "controller-authorization-routes" })
+    .get("/v1/controller-authorization", authorization, authorizationDetail)
+    .get("/api/public/controller-authorization", authorization, authorizationDetail)
+    .get("/v1/did-url/resolve", didUrl, didUrlDetail)
+    .get("/api/public/did-url/resolve", didUrl, didUrlDetail);
+}
