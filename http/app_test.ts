@@ -431,6 +431,12 @@ function spyApp() {
       keys: { upsert: spy("signingKeyUpsert", fail("SIGNING_KEY_LIMIT_EXCEEDED", "spy")), list: spy("signingKeyList", []) } as never,
     },
     keyStatus: { keyStatus: spy("keyStatus", fail("NETWORK_ERROR", "spy")) as never, clientRate: { take: () => ({ allowed: true }) }, maxInFlight: 100 },
+    controllerAuthorization: {
+      authorize: spy("controllerAuthorization", fail("NETWORK_ERROR", "spy")) as never,
+      resolveDidUrl: spy("didUrlResolve", fail("NETWORK_ERROR", "spy")) as never,
+      clientRate: { take: () => ({ allowed: true }) },
+      maxInFlight: 100,
+    },
     subjects: {
       sessions: { authenticate: () => Promise.resolve({ ok: true, value: { account: { id: "a", address: A, plan: "free", createdAtMs: 0 } } }) } as never,
       subjects: { add: spy("subjectCreate", fail("SUBJECT_NOT_FOUND", "spy")), update: spy("subjectPatch", fail("SUBJECT_NOT_FOUND", "spy")) } as never,
@@ -579,6 +585,14 @@ const SAMPLES: Record<keyof typeof REQUEST_MODELS, { accepted: unknown[]; refuse
     accepted: [{ subjectDid: "did:web:a.com", keyDid: CONTROLLER }, { subjectDid: "did:web:a.com", keyDid: CONTROLLER, at: "1800000000" }],
     refused: [{}, { subjectDid: "did:web:a.com" }, { subjectDid: "did:web:a.com", keyDid: CONTROLLER, at: "soon" }, { subjectDid: ["a", "b"], keyDid: CONTROLLER }],
   },
+  controllerAuthorization: {
+    accepted: [{ subjectDid: "did:web:a.com", controllerDid: CONTROLLER }, { subjectDid: "did:web:a.com", controllerDid: CONTROLLER, purpose: "keyAgreement", at: "1800000000" }],
+    refused: [{}, { subjectDid: "did:web:a.com" }, { subjectDid: "did:web:a.com", controllerDid: CONTROLLER, at: "soon" }, { subjectDid: ["a", "b"], controllerDid: CONTROLLER }],
+  },
+  didUrlResolve: {
+    accepted: [{ didUrl: "did:web:a.com#key-1" }],
+    refused: [{}, { didUrl: "" }, { didUrl: ["did:web:a.com#a", "did:web:a.com#b"] }],
+  },
 };
 
 function sampleRequest(method: string, path: string, models: RequestModels, sample: unknown): Request {
@@ -681,8 +695,8 @@ describe("request models", () => {
     }
     // 28 before the signing keys and the key status (issue 24: four more operation paths); 34 with the private relay's
     // nonce and the paid witness alias (issue 33); 36 with the attestation count (issue 37); 37 with the public relay's
-    // batches (issue 36).
-    expect(checked.length).toBe(37);
+    // batches (issue 36); 41 with controller authorization and DID URL resolution, two paths each (issue 38).
+    expect(checked.length).toBe(41);
     expect(new Set([...Object.keys(calls), "identityResolve"])).toEqual(new Set(Object.keys(REQUEST_MODELS)));
   });
 });
