@@ -54,6 +54,7 @@ export function wireMcp(config: Config, f: Foundation, c: McpCapabilities): Wire
       attestationList: c.attestationList,
       keyStatus: c.keys.keyStatus,
       keyStatusRate: c.keys.clientRate,
+      controllerAuthorization: c.keys.controllerAuthorization,
       witness: c.witness,
       subscription: async (account) => await subscription(account) as unknown as Record<string, unknown>,
       metrics,

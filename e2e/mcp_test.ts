@@ -122,7 +122,7 @@ const chain = () => createPublicClient({ transport: http(stack.devnet.rpcUrl) })
 const witnessTxs = () => chain().getTransactionCount({ address: privateKeyToAccount(stack.devnet.keys.witness).address });
 
 describe("MCP with the official SDK's client", () => {
-  test("tools/list: the eight tools of decisions §20, each described with a JSON input schema", async () => {
+  test("tools/list: the eight tools of decisions §20 and controller_authorization (§25), each described with a JSON input schema", async () => {
     const { tools } = await reader.listTools();
     expect(tools.map((t) => t.name)).toEqual([
       "check_artifact_trust",
@@ -131,6 +131,7 @@ describe("MCP with the official SDK's client", () => {
       "get_trust_anchors",
       "list_attestations",
       "key_status",
+      "controller_authorization",
       "request_controller_witness",
       "get_account_usage",
     ]);
@@ -163,6 +164,13 @@ describe("MCP with the official SDK's client", () => {
     const at = Number((await chain().getBlock()).timestamp);
     const key = await sameAsRoute("key_status", { subjectDid: SUBJECT, keyDid: pkh(alice), at }, "GET", `/v1/key-status?subjectDid=${SUBJECT}&keyDid=${pkh(alice)}&at=${at}`);
     expect(key).toMatchObject({ status: "registered", trustLevel: "basic" });
+    const authorization = await sameAsRoute(
+      "controller_authorization",
+      { subjectDid: SUBJECT, controllerDid: pkh(alice), purpose: ["authentication"] },
+      "GET",
+      `/v1/controller-authorization?subjectDid=${SUBJECT}&controllerDid=${pkh(alice)}&purpose=authentication`,
+    );
+    expect(authorization).toMatchObject({ authorized: true, liveMethod: "dns", requestedPurpose: ["authentication"] });
   });
 
   test("bad input: a tool error carrying the route's code, and the session goes on", async () => {
@@ -171,6 +179,7 @@ describe("MCP with the official SDK's client", () => {
       ["check_artifact_trust", {}, "INVALID_DID", "/v1/artifact-trust"],
       ["check_domain_controllers", { subjectDid: "did:nope" }, "INVALID_DID", "/v1/controller-confirm?subjectDid=did:nope"],
       ["key_status", { subjectDid: SUBJECT, keyDid: "not-a-did" }, "INVALID_DID", `/v1/key-status?subjectDid=${SUBJECT}&keyDid=not-a-did`],
+      ["controller_authorization", { subjectDid: `${SUBJECT}#key-1`, controllerDid: pkh(alice) }, "INVALID_DID", `/v1/controller-authorization?subjectDid=${encodeURIComponent(`${SUBJECT}#key-1`)}&controllerDid=${pkh(alice)}`],
       ["list_attestations", { subject: SUBJECT, schema: "no-such-schema" }, "INVALID_INPUT", `/v1/attestations?subject=${SUBJECT}&schema=no-such-schema`],
       ["list_attestations", { subject: "did:nope", schema: "user-review" }, "INVALID_DID", "/v1/attestations?subject=did:nope&schema=user-review"],
     ];
@@ -328,7 +337,7 @@ describe("MCP with the official SDK's client", () => {
     expect((await ask(opened[0]!)).status).toBe(404);
     const newest = await ask(opened.at(-1)!);
     expect(newest.status).toBe(200);
-    expect(((await newest.json()) as { result: { tools: unknown[] } }).result.tools).toHaveLength(8);
+    expect(((await newest.json()) as { result: { tools: unknown[] } }).result.tools).toHaveLength(9);
     // The reader of the first tests was pushed out too: its next call fails, and a new session works.
     await expect(reader.listTools()).rejects.toThrow();
     const again = (await connect()).client;

@@ -52,6 +52,13 @@ const SUMMARIES: Readonly<Record<string, (v: Json) => string>> = {
     return `As of ${new Date(Number(v.at) * 1000).toISOString()}, key ${v.keyDid} for ${v.subjectDid} is ${v.status} with trust level ${v.trustLevel}: ` +
       `the subject's endpoints ${v.endpointEvidence?.found ? `name it today (${list(v.endpointEvidence.sources)})` : "do not name it today"}, ${witness}, ${binding}.`;
   },
+  controller_authorization(v) {
+    const window = v.anchoredFrom ? `witnessed from ${new Date(Number(v.anchoredFrom) * 1000).toISOString()}` : "no witness window";
+    const until = v.until ? `, revoked at ${new Date(Number(v.until) * 1000).toISOString()}` : "";
+    const live = v.currentlyVerified ? `confirmed live by ${v.liveMethod}` : "not confirmed live";
+    return `As of ${new Date(Number(v.at) * 1000).toISOString()}, ${v.controllerDid} is ${v.authorized ? "" : "not "}authorized for ${v.subjectDid} ` +
+      `(${list(v.requestedPurpose ?? [])}): ${window}${until}, key purposes ${v.keyPurposeStatus}, ${live}.`;
+  },
   request_controller_witness(v) {
     return `Witness written on the chain: attestation ${v.uid} in transaction ${v.txHash} (block ${v.blockNumber}), observed through ${v.method} at ${new Date(Number(v.observedAt) * 1000).toISOString()}. ` +
       "It records that the domain named the controller at that time; it counts as one sponsored write of the account.";

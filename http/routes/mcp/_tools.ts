@@ -11,6 +11,7 @@ import { type Idempotency, keepsAnswer, MAX_IDEMPOTENCY_KEY_LENGTH } from "../..
 import { IdentifierList, identifierListRefusal, resolveIdentity } from "../../../domain/identity/mod.ts";
 import type { ListAttestations } from "../../../domain/index/mod.ts";
 import type { KeyStatus } from "../../../domain/keys/mod.ts";
+import type { ControllerAuthorization } from "../../../domain/controller_authorization/mod.ts";
 import type { Scope } from "../../../domain/oauth/mod.ts";
 import type { RateLimiter } from "../../../domain/rate_limit.ts";
 import type { Account } from "../../../ports/accounts.ts";
@@ -21,6 +22,7 @@ import { statusOf, stringify } from "../../errors.ts";
 import {
   ArtifactTrustRecordModel,
   AttestationPageModel,
+  ControllerAuthorizationModel,
   ControllerConfirmModel,
   ControllerWitnessModel,
   IdentityResolveResponse,
@@ -48,6 +50,8 @@ export type McpToolDeps = {
   /** The key-status route's lookups per client address: a tool call takes from the same bucket. */
   readonly keyStatusRate: RateLimiter;
   readonly witness: ControllerWitness;
+  /** Controller authorization (decisions §25), sharing key status's rate per client; absent: no such tool. */
+  readonly controllerAuthorization?: ControllerAuthorization | undefined;
   /** The `subscription` of `GET /api/private/subscriptions/current` for an account. */
   readonly subscription: (account: Account) => Promise<Record<string, unknown>>;
   readonly metrics?: Metrics | undefined;
@@ -124,6 +128,12 @@ const KeyStatusInput = t.Object({
   keyDid: Did("The key: did:pkh, did:key, did:jwk or did:ethr"),
   at: t.Optional(t.Integer({ minimum: 0, maximum: 999_999_999_999, description: "Unix seconds, not in the future (default now): judge the chain's records as they stood then, e.g. a receipt's issuedAt" })),
 }, { additionalProperties: false });
+const ControllerAuthorizationInput = t.Object({
+  subjectDid: Did("The subject, a bare DID (not a DID URL): the did:web of a service, a did:pkh, …"),
+  controllerDid: Did("A durable controller: did:pkh:eip155:<chainId>:<address> or a did:jwk (resolve a DID URL such as did:web:x#key-1 first)"),
+  purpose: t.Optional(t.Array(t.Union([t.Literal("authentication"), t.Literal("assertionMethod"), t.Literal("keyAgreement")]), { minItems: 1, maxItems: 3, description: "Key purposes asked for (default authentication and assertionMethod)" })),
+  at: t.Optional(t.Integer({ minimum: 0, maximum: 999_999_999_999, description: "Unix seconds, not in the future (default now): evidence written after at does not count" })),
+}, { additionalProperties: false });
 const WitnessInput = t.Object({
   subjectDid: Did("The did:web subject whose DNS TXT or did.json names the controller"),
   controllerDid: Did("The controller: did:pkh:eip155:<chainId>:<address> or did:jwk"),
@@ -161,6 +171,7 @@ export function createTools(deps: McpToolDeps, options: { readonly withAccountTo
   const noArgs = checked(NoInput, "INVALID_INPUT");
   const listArgs = checked(ListInput, "INVALID_INPUT");
   const keyArgs = checked(KeyStatusInput, "INVALID_INPUT");
+  const authorizationArgs = checked(ControllerAuthorizationInput, "INVALID_INPUT");
   const witnessArgs = checked(WitnessInput, "INVALID_INPUT");
 
   const tools: ToolDefinition[] = [
@@ -250,6 +261,26 @@ export function createTools(deps: McpToolDeps, options: { readonly withAccountTo
       },
     },
   ];
+  const authorize = deps.controllerAuthorization;
+  if (authorize !== undefined) {
+    tools.push({
+      name: "controller_authorization",
+      title: "Check a controller's authorization for a subject",
+      description: "Ask whether a durable controller (a did:pkh wallet or a did:jwk key) is authorized to act for a subject for given key purposes at a time, as the reference SDK's getControllerAuthorization answers it: controller witnesses of approved issuers, the newest key binding's purposes (matched, mismatch, unknown) and revocation (until), and live evidence (DNS TXT controller= or jkt=, did.json, the domain's JWK Set, contract ownership). Same answer as GET /v1/controller-authorization; shares key status's rate per client.",
+      inputSchema: ControllerAuthorizationInput,
+      outputSchema: ControllerAuthorizationModel,
+      readOnly: true,
+      async run(args, caller) {
+        const input = authorizationArgs(args);
+        if (!input.ok) return input;
+        const turn = deps.keyStatusRate.take(caller.clientAddress ?? "unknown");
+        if (!turn.allowed) return { ok: false, code: "RATE_LIMITED", message: `Too many controller-authorization lookups; try again in ${turn.retryAfterSeconds} s` };
+        const { subjectDid, controllerDid, purpose, at } = input.value;
+        const result = await authorize({ subjectDid, controllerDid, purpose: purpose?.join(","), at: at === undefined ? undefined : String(at) });
+        return result.ok ? answered(result.value) : failed(result);
+      },
+    });
+  }
   if (!options.withAccountTools) return tools;
   tools.push(
     {
