@@ -128,13 +128,8 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
     subjectOwnership,
     signingKeys: { keys: c.keys.signingKeys, caller: credentialCaller(sessions, bearer) },
     keyStatus: { keyStatus: c.keys.keyStatus, clientRate: c.keys.clientRate, maxInFlight: c.keys.maxInFlight, clientAddress: requestClientAddress },
-    controllerAuthorization: {
-      authorize: c.keys.controllerAuthorization,
-      resolveDidUrl: c.keys.resolveDidUrl,
-      clientRate: c.keys.clientRate,
-      maxInFlight: c.keys.maxInFlight,
-      clientAddress: requestClientAddress,
-    },
+    // Controller authorization (decisions §25) shares key status's bounds: both are pure reads of the index.
+    controllerAuthorization: { authorize: c.keys.controllerAuthorization, resolveDidUrl: c.keys.resolveDidUrl, clientRate: c.keys.clientRate, maxInFlight: c.keys.maxInFlight, clientAddress: requestClientAddress },
     premiumRpc: { sessions, premiumRpc: c.accounts.premiumRpc, bearer },
     oauth: c.oauth === undefined ? undefined : {
       oauth: c.oauth.oauth,

@@ -10,6 +10,7 @@
 import { createPublicClient, type Hex, http, parseAbi, parseAbiItem, type PublicClient } from "viem";
 import { createWebCryptoJwsVerifier } from "./jws_verifier.ts";
 import { didToAddress, normalizeDid } from "../domain/did.ts";
+import { didJwkThumbprint } from "../domain/discovery/mod.ts";
 import type { Result } from "../domain/result.ts";
 import { decodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
@@ -307,10 +308,17 @@ export async function checkControllerTrust(
   if (!normalized.ok || !normalized.value.startsWith("did:web:")) throw new AtsClientError("INVALID_DID", "subjectDid must be a did:web");
   const subjectDid = normalized.value;
   if (options.keyStatus === true) return await keyStatusTrust(subjectDid, input.signer, input.at, options);
-  const [endpointKeys, chain] = await Promise.all([
-    loadEndpointKeys(subjectDid, options),
+  const [endpoint, chain] = await Promise.all([
+    loadEndpointEvidence(subjectDid, options),
     options.chain === undefined ? Promise.resolve({ witnesses: [], keyBindings: [] }) : loadChainEvidence(subjectDid, options),
   ]);
+  // A did:jwk signer named by its RFC 7638 thumbprint in DNS TXT (`jkt=S256:`, decisions §25) is named by the endpoints.
+  const thumbprint = input.signer.controllerDid.startsWith("did:jwk:") ? didJwkThumbprint(input.signer.controllerDid) : undefined;
+  const endpointKeys = endpoint === undefined
+    ? undefined
+    : thumbprint !== undefined && endpoint.thumbprints.includes(thumbprint) && !endpoint.keys.includes(input.signer.controllerDid)
+    ? [...endpoint.keys, input.signer.controllerDid]
+    : endpoint.keys;
   const decision = evaluateKeyTrust({
     subjectDid,
     signer: input.signer,
@@ -393,11 +401,22 @@ export async function verifyReceiptAuthorization(
 }
 
 async function loadEndpointKeys(subjectDid: string, options: SignerTrustOptions): Promise<readonly string[] | undefined> {
+  return (await loadEndpointEvidence(subjectDid, options))?.keys;
+}
+
+/** The controller ids the endpoints publish and the `jkt=` thumbprints of their DNS TXT records (decisions §25). */
+async function loadEndpointEvidence(
+  subjectDid: string,
+  options: SignerTrustOptions,
+): Promise<{ readonly keys: readonly string[]; readonly thumbprints: readonly string[] } | undefined> {
   if (options.endpointKeys === false) return undefined;
-  if (options.endpointKeys !== undefined) return await options.endpointKeys(subjectDid);
+  if (options.endpointKeys !== undefined) {
+    const keys = await options.endpointKeys(subjectDid);
+    return keys === undefined ? undefined : { keys, thumbprints: [] };
+  }
   const url = `${options.baseUrl ?? DEFAULT_BASE_URL}/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(subjectDid)}`;
   let response: Response;
-  let body: { controllerKeys?: { canonicalId?: unknown }[] } | undefined;
+  let body: { controllerKeys?: { canonicalId?: unknown }[]; evidence?: { thumbprints?: unknown }[] } | undefined;
   try {
     response = await (options.fetch ?? fetch)(url);
     body = response.ok ? await response.json() as typeof body : undefined;
@@ -407,7 +426,11 @@ async function loadEndpointKeys(subjectDid: string, options: SignerTrustOptions)
   // A 4xx is the service's answer about this subject (e.g. not a did:web it can check): no endpoint evidence.
   if (response.status >= 500) throw new AtsClientError("NETWORK_ERROR", `Controller endpoint evidence could not be read (HTTP ${response.status})`);
   if (body === undefined) return undefined;
-  return (body.controllerKeys ?? []).map((k) => k.canonicalId).filter((k): k is string => typeof k === "string");
+  const keys = (body.controllerKeys ?? []).map((k) => k.canonicalId).filter((k): k is string => typeof k === "string");
+  const thumbprints = (Array.isArray(body.evidence) ? body.evidence : [])
+    .flatMap((e) => (Array.isArray(e?.thumbprints) ? e.thumbprints : []))
+    .filter((t): t is string => typeof t === "string");
+  return { keys, thumbprints };
 }
 
 const ATTESTED = parseAbiItem(

@@ -35,7 +35,8 @@ import type { HexString } from "../../ports/eas.ts";
 import type { JwsVerifier } from "../../ports/jws_verifier.ts";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
 import { findApprovedIssuer } from "../identity/mod.ts";
-import type { ControllerKey, DiscoverControllers } from "../discovery/mod.ts";
+import { type DiscoverControllers, type DiscoveryRecord, liveControllerEvidence } from "../discovery/mod.ts";
+import { bindingNames } from "../controller_authorization/mod.ts";
 import { didToAddress, isSameControllerId, normalizeDid, parseArtifactDid } from "../did.ts";
 import { isEvidencePointer, parseProofWrappers, readUint, verifyProofWrapper } from "./proofs.ts";
 import { type Fail, fail, ok, type Result } from "../result.ts";
@@ -195,7 +196,7 @@ type Authorization =
   | { readonly kind: "needs-live"; readonly until: bigint | null }
   | { readonly kind: "unauthorized" };
 
-type LiveEvidence = { readonly keys: readonly ControllerKey[]; readonly unavailable: boolean } | undefined;
+type LiveEvidence = DiscoveryRecord | undefined;
 
 const networkError = (message: string): Fail<"NETWORK_ERROR"> => fail("NETWORK_ERROR", message);
 const unique = <T>(values: readonly T[]): T[] => [...new Set(values)];
@@ -317,10 +318,12 @@ export function createArtifactTrust(deps: ArtifactTrustDeps): ArtifactTrust {
       for (const { claim, authorization } of decided) {
         let outcome = authorization;
         if (outcome.kind === "needs-live") {
+          // Controller authorization's reading of live evidence (decisions §25), shared with key status.
           const found = live.get(claim.party);
-          if (found?.keys.some((k) => k.basic && isSameControllerId(k.canonicalId, claim.controller))) {
+          const evidence = found === undefined ? undefined : liveControllerEvidence(claim.controller, found);
+          if (evidence !== undefined && evidence.methods.length > 0) {
             outcome = { kind: "authorized", anchoredFrom: null, until: outcome.until };
-          } else if (found?.unavailable) {
+          } else if (evidence?.unavailable) {
             return networkError(AUTHORIZATION_LOOKUP_FAILED);
           } else outcome = { kind: "unauthorized" };
         }
@@ -394,7 +397,7 @@ export function createArtifactTrust(deps: ArtifactTrustDeps): ArtifactTrust {
   /** Authorization from chain evidence alone, or the need for live evidence (did:web parties only). */
   function onChainAuthorization(evidence: PartyEvidence, party: string, controller: string): Authorization {
     const accepted = evidence.bindings
-      .filter((b) => isSameControllerId(b.keyId, controller) && bindingAccepted(b, evidence))
+      .filter((b) => bindingNames(b, controller) && bindingAccepted(b, evidence))
       .sort((a, b) => (a.time === b.time ? (a.uid < b.uid ? 1 : -1) : a.time < b.time ? 1 : -1));
     const newest = accepted[0];
     if (newest !== undefined && newest.keyPurpose.length > 0 && !newest.keyPurpose.includes(SIGNING_PURPOSE)) {
@@ -440,12 +443,7 @@ export function createArtifactTrust(deps: ArtifactTrustDeps): ArtifactTrust {
     parties.forEach((party, i) => {
       const result = results[i]!;
       // A party that is not a usable did:web cannot be confirmed live: not authorized, not a failure.
-      out.set(
-        party,
-        result.ok
-          ? { keys: result.value.controllerKeys, unavailable: result.value.evidence.some((e) => e.status === "unavailable") }
-          : undefined,
-      );
+      out.set(party, result.ok ? result.value : undefined);
     });
     return out;
   }
