@@ -11,6 +11,7 @@ const NAMES = [
   "badjson.test", "private.test", "mapped.test", "rebind.test", "fallback.test", "bom.test",
 ];
 const DOCUMENT = { id: "did:web:ok.test", verificationMethod: [] };
+const JWKS = { keys: [{ kty: "OKP", crv: "Ed25519", x: "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo", kid: "a" }] };
 const MIB = 1024 * 1024;
 
 let dns: DnsServer;
@@ -45,6 +46,8 @@ function routes(request: Request): Response {
   const host = (request.headers.get("host") ?? "").replace(/:\d+$/, "");
   const path = new URL(request.url).pathname;
   if (path === "/users/alice/did.json" && host === "ok.test") return Response.json({ id: "did:web:ok.test:users:alice" });
+  if (path === "/.well-known/jwks.json" && host === "ok.test") return Response.json(JWKS);
+  if (path === "/.well-known/jwks.json" && host === "huge.test") return new Response(endless());
   if (path !== "/.well-known/did.json") return new Response("no such path", { status: 404 });
   switch (host) {
     case "ok.test":
@@ -271,5 +274,16 @@ describe("createHttpsDidDocumentFetcher()", () => {
     }
     expect(dns.queries).toEqual([]);
     expect(server.requests).toEqual([]);
+  });
+});
+
+describe("fetchJwks() (decisions §25)", () => {
+  test("fetches /.well-known/jwks.json of the host under the same checks: pinned address, TLS name, cap, no private address", async () => {
+    expect(await fetcher().fetchJwks!("ok.test")).toEqual({ status: "ok", document: JWKS, url: "https://ok.test/.well-known/jwks.json" });
+    expect(server.requests).toEqual([{ host: "ok.test", path: "/.well-known/jwks.json" }]);
+    expect(await fetcher().fetchJwks!("huge.test")).toMatchObject({ status: "unavailable", reason: "too-large" });
+    expect(await fetcher({ allowPrivateNetwork: false }).fetchJwks!("ok.test")).toMatchObject({ status: "unavailable", reason: "blocked-address" });
+    expect(await fetcher().fetchJwks!("127.0.0.1")).toMatchObject({ status: "unavailable", reason: "invalid-host" });
+    expect(await fetcher().fetchJwks!("missing.test")).toEqual({ status: "not-found", url: "https://missing.test/.well-known/jwks.json" });
   });
 });
