@@ -129,6 +129,13 @@ describe("controller authorization on a real chain, real DNS and real HTTPS", ()
     expect(https.requests.slice(again).filter((r) => r.path === "/.well-known/jwks.json")).toEqual([]);
   });
 
+  test("key status (§17) reads the same evidence: a did:jwk named by jkt= or the JWK Set is basic", async () => {
+    const status = (host: string, key: string) => get(`/v1/key-status?subjectDid=${encodeURIComponent(subject(host))}&keyDid=${encodeURIComponent(key)}`);
+    expect((await status("jkt.test", keys.dns.did)).body).toMatchObject({ trustLevel: "basic", endpointEvidence: { found: true, sources: ["dns-txt"] } });
+    expect((await status("jwks.test", keys.jwks.did)).body).toMatchObject({ trustLevel: "basic", endpointEvidence: { found: true, sources: ["jwks"] } });
+    expect((await status("doc.test", keys.doc.did)).body).toMatchObject({ trustLevel: "basic", endpointEvidence: { found: true, sources: ["did-json"] } });
+  });
+
   test("a witness window: a pinning witness of a DID URL, a binding by the witnessed owner, closed by its revocation", async () => {
     const pin = subject("pin.test");
     const recipient = (didToAddress(pin) as { value: Hex }).value;

@@ -18,7 +18,8 @@ import type { Random } from "../../ports/random.ts";
 import type { WitnessWriter } from "../../ports/witness.ts";
 import type { DiscoverControllers, EvidenceItem } from "./controller_discovery.ts";
 import { canonicalControllerKey } from "./controller_discovery.ts";
-import { didToAddress, didWebLocation, isSameControllerId, normalizeDid } from "../did.ts";
+import { didToAddress, didWebLocation, normalizeDid } from "../did.ts";
+import { liveControllerEvidence } from "./live_evidence.ts";
 import { type PlanPolicy, planAllowsSchema, quotaYear } from "../accounts/mod.ts";
 import { type RateLimit, registrableDomain } from "../rate_limit.ts";
 import { fail, type Fail, ok, type Ok, type Result } from "../result.ts";
@@ -226,9 +227,10 @@ export function createControllerWitness(deps: ControllerWitnessDeps) {
       if (discovery.code === "RATE_LIMITED") return rateLimited(discovery.retryAfterSeconds, discovery.message);
       return fail("INVALID_DID", "Invalid subjectDid");
     }
-    const key = discovery.value.controllerKeys.find((k) => k.basic && isSameControllerId(k.canonicalId, controller));
-    const method = key?.sources.find((s): s is "dns-txt" | "did-json" => s === "dns-txt" || s === "did-json");
-    if (key === undefined || method === undefined) {
+    // Controller authorization's reading of the evidence (decisions §25): a did:jwk also by its jkt= thumbprint in DNS TXT.
+    const live = liveControllerEvidence(controller, discovery.value).methods;
+    const method = live.includes("dns") ? "dns-txt" as const : live.includes("did-document") ? "did-json" as const : undefined;
+    if (method === undefined) {
       return fail(
         "EVIDENCE_NOT_FOUND",
         `Controller ${controller} not confirmed by endpoint evidence for ${subject}. Evidence checked: ${

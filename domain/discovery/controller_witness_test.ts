@@ -17,7 +17,8 @@ import {
   LEGACY_WITNESS_DEPRECATION_HEADER,
   parseWitnessBody,
 } from "./controller_witness.ts";
-import { didToAddress } from "../did.ts";
+import { didToAddress, jwkToDidJwk } from "../did.ts";
+import { jwkThumbprint } from "./jwk_keys.ts";
 import { createRateLimiter } from "../rate_limit.ts";
 import { fail, ok } from "../result.ts";
 
@@ -325,5 +326,19 @@ describe("controllerWitness() paid with x402 (decisions §13)", () => {
     const outcome = await witness({ ...body, controllerDid: "did:pkh:eip155:1:0x0000000000000000000000000000000000000001" }, signedIn, { paidBy: "0xpayer" });
     expect(codeOf(outcome)).toBe("EVIDENCE_NOT_FOUND");
     expect(writer.sent).toHaveLength(0);
+  });
+});
+
+describe("createControllerWitness() with did:jwk controllers (decisions §25)", () => {
+  test("a did:jwk named only by its jkt=S256: thumbprint in DNS TXT is witnessed through dns-txt", async () => {
+    const jwk = { kty: "EC", crv: "P-256", x: "f83OJ3D7xI1Yp1V2iFIYA7n5OYXc4K1Uo7jY14FKMC4", y: "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0" };
+    const didJwk = (jwkToDidJwk(jwk) as { value: string }).value;
+    const s = setup();
+    s.dns.txt["_omatrust.svc.example"] = { status: "found", records: [`v=1;jkt=S256:${jwkThumbprint(jwk)}`] };
+    const outcome = await s.witness({ subjectDid: SUBJECT, controllerDid: didJwk }, signedIn);
+    expect(outcome.result).toMatchObject({ ok: true, value: { method: "dns-txt" } });
+    // Another key (its coordinates swapped) is not named by that thumbprint.
+    const other = (jwkToDidJwk({ ...jwk, x: jwk.y, y: jwk.x }) as { value: string }).value;
+    expect(codeOf(await s.witness({ subjectDid: SUBJECT, controllerDid: other }, signedIn))).toBe("EVIDENCE_NOT_FOUND");
   });
 });
