@@ -213,4 +213,25 @@ describe("createControllerAuthorization()", () => {
     await s.authorize({ subjectDid: subject, controllerDid: pkh(OWNER) });
     expect(reads).toEqual({ transaction: 1, owner: 1 });
   });
+
+  test("a did:pkh contract subject whose owner() is the controller: contract-ownership, read through the cache", async () => {
+    const contract = "0x00000000000000000000000000000000000000ee";
+    let owners = 0;
+    const chain: OwnershipChain = {
+      chainId: CHAIN,
+      hasCode: () => Promise.resolve({ ok: true, value: true }),
+      owner: () => (owners++, Promise.resolve({ ok: true, value: OWNER as HexString })),
+      transaction: () => Promise.resolve({ ok: true, value: null }),
+    };
+    const s = setUp({ contracts: createCachedOwnershipReads(chain, { clock: fakeClock(NOW_S * 1000) }, { ownerMs: 60_000 }) });
+    const subject = pkh(contract);
+    expect(await s.authorize({ subjectDid: subject, controllerDid: pkh(OWNER) }))
+      .toMatchObject({ ok: true, value: { authorized: true, currentlyVerified: true, liveMethod: "contract-ownership", anchoredFrom: null } });
+    expect(await s.authorize({ subjectDid: subject, controllerDid: pkh("0x00000000000000000000000000000000000000c1") }))
+      .toMatchObject({ ok: true, value: { authorized: false, liveMethod: null } });
+    expect(owners).toBe(1);
+    // A chain that does not answer, when nothing else authorizes: NETWORK_ERROR, never a guess.
+    const down = setUp({ contracts: { ...chain, owner: () => Promise.resolve({ ok: false, reason: "rpc" } as never) } });
+    expect(await down.authorize({ subjectDid: subject, controllerDid: pkh(OWNER) })).toMatchObject({ ok: false, code: "NETWORK_ERROR" });
+  });
 });
