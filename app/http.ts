@@ -68,18 +68,7 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
   const bearer = c.oauth?.bearer;
   const { idempotency } = c.submissions;
   const tracking = { tracker: c.submissions.tracker, status: c.submissions.status, log: f.log };
-  // Whole answers of the index reads, per poll generation of the shared index (issue 34): each instance its own. This
-  // instance's follower steps are the change signal; another instance's polls are seen within INDEX_HEAD_REUSE_MS.
-  const indexAnswers = config.index.answerCacheMb === 0 ? null : createIndexAnswerCache({
-    head: c.index.head,
-    clock: systemClock,
-    stallSeconds: config.index.stallSeconds,
-    pollMs: config.index.pollMs,
-    discoverySeconds: config.discoveryCacheSeconds,
-    maxBytes: config.index.answerCacheMb * 1024 * 1024,
-    headReuseMs: config.index.headReuseMs,
-  });
-  if (indexAnswers !== null) c.index.onMoved(indexAnswers.headChanged);
+  const indexAnswers = answerCache(config, c.index);
   const app = createApp({
     session: {
       sessions,
@@ -217,4 +206,23 @@ async function delegateBalance({ eas }: Foundation): Promise<bigint | undefined>
 /** Cookies go without `Secure` only when the service is reached on loopback (development). */
 function isLoopbackHost(hostname: string): boolean {
   return hostname === "localhost" || hostname === "127.0.0.1" || hostname === "[::1]" || hostname === "::1";
+}
+
+/**
+ * Whole answers of the index reads, per poll generation of the shared index (issue 34): each instance its own. This
+ * instance's follower steps are the change signal; another instance's polls are seen within INDEX_HEAD_REUSE_MS.
+ */
+function answerCache(config: Config, index: IndexRunner) {
+  if (config.index.answerCacheMb === 0) return null;
+  const cache = createIndexAnswerCache({
+    head: index.head,
+    clock: systemClock,
+    stallSeconds: config.index.stallSeconds,
+    pollMs: config.index.pollMs,
+    discoverySeconds: config.discoveryCacheSeconds,
+    maxBytes: config.index.answerCacheMb * 1024 * 1024,
+    headReuseMs: config.index.headReuseMs,
+  });
+  index.onMoved(cache.headChanged);
+  return cache;
 }
