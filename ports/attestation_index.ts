@@ -86,6 +86,8 @@ export type EasEvent = {
   readonly schemaUid: HexString;
   readonly blockNumber: bigint;
   readonly logIndex: number;
+  /** The transaction that logged it, where the source knows it (webhook payloads carry it, decisions §22). */
+  readonly txHash?: HexString | undefined;
 };
 
 /** Where the index stands: every event up to and including this block is stored. */
@@ -128,6 +130,13 @@ export type AppendDetails = {
   readonly blocks?: readonly IndexBlock[] | undefined;
   /** Blocks up to here are confirmed (`head - INDEX_CONFIRMATIONS`); rows after it are the tail. */
   readonly confirmedTo?: bigint | undefined;
+  /**
+   * Webhooks (decisions §22): blocks up to here are deep enough (`head - WEBHOOK_CONFIRMATIONS`) for events. Every
+   * attestation and revocation stored in a block after the previous such boundary and up to this one (and to the
+   * step's last block) gets an outbox row in the same transaction. The first append that carries it only sets the
+   * boundary (no events for history). Undefined: no outbox.
+   */
+  readonly webhookConfirmedTo?: bigint | undefined;
 };
 
 /** The chain reads the index follower makes. */

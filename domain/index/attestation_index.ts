@@ -35,6 +35,11 @@ export type IndexFollowerDeps = {
   readonly historyDepth?: number | undefined;
   /** How many records one step fills on rows stored before records were kept; default 200. */
   readonly fillBatch?: number | undefined;
+  /**
+   * Webhooks (decisions §22): events are written to the outbox, in the step's transaction, for blocks this deep
+   * (`WEBHOOK_CONFIRMATIONS`); undefined: no outbox.
+   */
+  readonly webhookConfirmations?: number | undefined;
 };
 
 /** What one follower step did. */
@@ -121,7 +126,9 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
     const records = await recordsOf(events, to);
     if (!records.ok) return records;
     const next: IndexCheckpoint = { blockNumber: to, blockHash: toHash, timestamp: toTimestamp };
-    if (!(await deps.store.append(checkpoint?.blockNumber, events, next, { attestations: records.value, blocks, confirmedTo }))) {
+    const webhookConfirmedTo = deps.webhookConfirmations === undefined ? undefined : head.value - BigInt(deps.webhookConfirmations);
+    const details = { attestations: records.value, blocks, confirmedTo, ...(webhookConfirmedTo === undefined ? {} : { webhookConfirmedTo }) };
+    if (!(await deps.store.append(checkpoint?.blockNumber, events, next, details))) {
       return { ...status, indexedBlock: (await deps.store.checkpoint())?.blockNumber, raced: true };
     }
     return { ...status, indexedBlock: to, ingested: { from, to, events: events.length }, caughtUp: to === head.value };

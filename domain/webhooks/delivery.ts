@@ -1,0 +1,137 @@
+/**
+ * From the outbox to the receivers (decisions §22): the fan-out turns outbox rows into messages and per-endpoint
+ * deliveries (one transaction: the rows go as the deliveries come), and the delivery step claims due deliveries
+ * (each by one worker at a time, whatever the number of instances) and sends them with Standard Webhooks headers,
+ * retrying on `WEBHOOK_RETRY_SECONDS` and failing after the last.
+ */
+import type { StoredAttestation } from "../../ports/attestation_index.ts";
+import type { Clock } from "../../ports/clock.ts";
+import type { HexString } from "../../ports/eas.ts";
+import type { AttemptOutcome, ClaimedDelivery, WebhookStore, WebhookTarget, WebhookTransport } from "../../ports/webhooks.ts";
+import { attestationEvent, type Publication, publicationsOf } from "./events.ts";
+import { webhookHeaders } from "./signature.ts";
+
+/** The retry delays of decisions §22, in seconds: 8 attempts in all. */
+export const DEFAULT_RETRY_SECONDS: readonly number[] = [5, 300, 1800, 7200, 18000, 36000, 36000];
+/** An endpoint whose attempts all failed this long is disabled (decisions §22). */
+export const DISABLE_AFTER_MS = 5 * 24 * 60 * 60_000;
+/** How long the previous secret still signs after a rotation. */
+export const PREVIOUS_SECRET_MS = 24 * 60 * 60_000;
+
+/** What the fan-out needs. */
+export type FanOutDeps = {
+  readonly store: Pick<WebhookStore, "outbox" | "publish" | "targets">;
+  /** The stored records of uids (the index store's). */
+  readonly records: (uids: readonly HexString[]) => Promise<StoredAttestation[]>;
+  /** Schema names by lowercase UID (the trust anchors'). */
+  readonly schemaNames: ReadonlyMap<string, string>;
+  readonly clock: Clock;
+  /** Rows per round; default 200. */
+  readonly batch?: number | undefined;
+};
+
+/** One round of the fan-out: publishes up to a batch of outbox rows; how many rows it consumed. */
+export function createWebhookFanOut(deps: FanOutDeps): () => Promise<number> {
+  const batch = deps.batch ?? 200;
+  return async function fanOut() {
+    const rows = await deps.store.outbox(batch);
+    if (rows.length === 0) return 0;
+    const records = new Map((await deps.records([...new Set(rows.map((r) => r.uid as HexString))])).map((r) => [r.uid.toLowerCase(), r]));
+    const targetsOf = new Map<string, WebhookTarget[]>();
+    const publications: Publication[] = [];
+    const nowMs = deps.clock.nowMs();
+    for (const row of rows) {
+      const record = records.get(row.uid.toLowerCase());
+      if (record === undefined) continue;
+      const event = attestationEvent(row, record, deps.schemaNames);
+      if (event === undefined) continue;
+      let targets = targetsOf.get(event.subject);
+      if (targets === undefined) targetsOf.set(event.subject, targets = await deps.store.targets(event.subject));
+      publications.push(...publicationsOf(row, event, targets, nowMs));
+    }
+    await deps.store.publish(
+      publications.map((p) => p.message),
+      publications.flatMap((p) => p.endpointIds.map((endpointId) => ({ messageId: p.message.id, endpointId }))),
+      rows.map((r) => r.seq),
+    );
+    return rows.length;
+  };
+}
+
+/** The outcome of an attempt that ended with `status` (null: no answer) as the `attempt`-th. */
+export function attemptOutcome(attempt: number, status: number | null, nowMs: number, retrySeconds: readonly number[]): AttemptOutcome {
+  if (status !== null && status >= 200 && status < 300) return { state: "delivered", status };
+  const delay = retrySeconds[attempt - 1];
+  if (delay === undefined) return { state: "failed", status };
+  return { state: "retry", status, nextAttemptAtMs: nowMs + delay * 1000 };
+}
+
+/** What the delivery step needs. */
+export type DeliveryDeps = {
+  readonly store: Pick<WebhookStore, "claim" | "record">;
+  readonly transport: WebhookTransport;
+  readonly clock: Clock;
+  /** This worker, as its claims name it. */
+  readonly holder: string;
+  readonly retrySeconds: readonly number[];
+  /** `WEBHOOK_MAX_IN_FLIGHT`: deliveries this worker sends at once. */
+  readonly maxInFlight: number;
+  /** Deliveries to one endpoint at once (decisions §22: 4). */
+  readonly perEndpoint: number;
+  /** How long a claim holds (longer than an attempt's deadline). */
+  readonly leaseMs: number;
+  readonly disableAfterMs?: number | undefined;
+  /** Told of each attempt's outcome (metrics, logs). */
+  readonly onAttempt?: ((delivery: ClaimedDelivery, outcome: AttemptOutcome, reason: string | undefined) => void) | undefined;
+};
+
+/** The secrets a delivery is signed with now: the current one, and the previous one while it is still live. */
+export function liveSecrets(delivery: Pick<ClaimedDelivery, "secret" | "previousSecret" | "previousSecretUntilMs">, nowMs: number): string[] {
+  const previous = delivery.previousSecret !== null && (delivery.previousSecretUntilMs ?? 0) > nowMs ? [delivery.previousSecret] : [];
+  return [delivery.secret, ...previous];
+}
+
+/**
+ * The delivery worker: `run()` claims as many due deliveries as it has free slots and starts them; it returns how many
+ * it started. `idle()` resolves once none is in flight. Each attempt is recorded under the claim (a worker whose claim
+ * ran out records nothing, and the delivery is sent again: at least once).
+ */
+export function createWebhookDelivery(deps: DeliveryDeps) {
+  let inFlight = 0;
+  const running = new Set<Promise<void>>();
+  async function attempt(delivery: ClaimedDelivery): Promise<void> {
+    const nowMs = deps.clock.nowMs();
+    const timestamp = Math.floor(nowMs / 1000);
+    const headers = webhookHeaders(liveSecrets(delivery, nowMs), delivery.message.id, timestamp, delivery.message.body);
+    const posted = await deps.transport.post(delivery.url, headers, delivery.message.body);
+    const status = posted.ok ? posted.status : null;
+    const outcome = attemptOutcome(delivery.attempts + 1, status, deps.clock.nowMs(), deps.retrySeconds);
+    await deps.store.record(delivery.id, deps.holder, outcome, deps.clock.nowMs(), deps.disableAfterMs ?? DISABLE_AFTER_MS);
+    deps.onAttempt?.(delivery, outcome, posted.ok ? undefined : posted.reason);
+  }
+  return {
+    async run(): Promise<number> {
+      const free = deps.maxInFlight - inFlight;
+      if (free <= 0) return 0;
+      const claimed = await deps.store.claim(deps.holder, deps.clock.nowMs(), deps.leaseMs, free, deps.perEndpoint);
+      for (const delivery of claimed) {
+        inFlight++;
+        const done: Promise<void> = attempt(delivery)
+          .catch(() => undefined)
+          .finally(() => {
+            inFlight--;
+            running.delete(done);
+          });
+        running.add(done);
+      }
+      return claimed.length;
+    },
+    inFlight: () => inFlight,
+    async idle(): Promise<void> {
+      while (running.size > 0) await Promise.all([...running]);
+    },
+  };
+}
+
+/** The delivery worker. */
+export type WebhookDelivery = ReturnType<typeof createWebhookDelivery>;

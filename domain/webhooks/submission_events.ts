@@ -1,0 +1,37 @@
+/**
+ * `submission.settled` (decisions §22, §23): when a relay submission of an account is settled (by the relay or by the
+ * reconciler), its outcome goes to the account's endpoints that asked for the event.
+ */
+import type { Clock } from "../../ports/clock.ts";
+import type { SubmissionOutcome, SubmissionRecordStore } from "../../ports/submission_records.ts";
+import type { WebhookStore } from "../../ports/webhooks.ts";
+import { derivedEventId, webhookMessage } from "./events.ts";
+
+/** What the event needs. */
+export type SubmissionEventsDeps = {
+  readonly store: Pick<WebhookStore, "accountEndpoints" | "publish">;
+  readonly records: Pick<SubmissionRecordStore, "find">;
+  readonly clock: Clock;
+};
+
+/** The tracker's `onSettled`: publishes `submission.settled` to the submission's account (none for the public relay). */
+export function createSubmissionEvents(deps: SubmissionEventsDeps) {
+  return async function submissionSettled(event: { readonly submissionId: string; readonly outcome: SubmissionOutcome }): Promise<void> {
+    const record = await deps.records.find(event.submissionId);
+    if (record === undefined || !record.scope.startsWith("account:")) return;
+    const endpoints = (await deps.store.accountEndpoints(record.scope.slice("account:".length))).filter((e) => e.events.includes("submission.settled"));
+    if (endpoints.length === 0) return;
+    const o = event.outcome;
+    const data = {
+      submissionId: event.submissionId,
+      state: o.state,
+      txHash: o.txHash,
+      uid: o.state === "mined" ? o.uid : null,
+      blockNumber: o.state === "mined" ? Number(o.blockNumber) : null,
+      feeBumps: o.feeBumps,
+      ...(o.state === "failed" ? { error: o.error } : {}),
+    };
+    const message = webhookMessage(derivedEventId("submission.settled", event.submissionId), "submission.settled", deps.clock.nowMs(), data);
+    await deps.store.publish([message], endpoints.map((e) => ({ messageId: message.id, endpointId: e.id })), []);
+  };
+}
