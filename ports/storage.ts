@@ -13,6 +13,7 @@ import type { RateCounter } from "./rate_counter.ts";
 import type { McpSessionStore } from "./mcp_sessions.ts";
 import type { IdempotencyStore } from "./idempotency.ts";
 import type { SubmissionRecordStore } from "./submission_records.ts";
+import type { WebhookStore } from "./webhooks.ts";
 
 /**
  * Everything the service keeps: replay records, accounts, challenges, sessions and the
@@ -55,6 +56,8 @@ export interface Storage {
   readonly idempotency: IdempotencyStore;
   /** The relay submissions callers track by id (decisions §23). */
   readonly submissions: SubmissionRecordStore;
+  /** Webhook endpoints, the outbox the index writes, messages and deliveries (decisions §22). */
+  readonly webhooks: WebhookStore;
   /** The attestation index of one EAS contract, kept in this database (its tables are made on first use). */
   readonly indexStore: (scope: { chainId: number; easAddress: string }) => Promise<IndexStore>;
   /** True when the database answers. */

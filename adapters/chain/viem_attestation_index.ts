@@ -203,6 +203,7 @@ export function createViemAttestationIndex(options: ViemAttestationIndexOptions)
         schemaUid: schema.toLowerCase() as HexString,
         blockNumber: BigInt(raw.blockNumber ?? "0x0"),
         logIndex: Number(raw.logIndex ?? "0x0"),
+        ...(typeof raw.transactionHash === "string" ? { txHash: raw.transactionHash.toLowerCase() as HexString } : {}),
       });
     }
     return { ok: true, value: events };
@@ -404,7 +405,7 @@ export function createViemAttestationIndex(options: ViemAttestationIndexOptions)
   };
 }
 
-type RawLog = { topics: string[]; data: string; blockNumber?: string | null; logIndex?: string | null; removed?: boolean };
+type RawLog = { topics: string[]; data: string; blockNumber?: string | null; logIndex?: string | null; transactionHash?: string | null; removed?: boolean };
 type RawAttestation = EasAttestation;
 
 /** Return data of one getAttestation inside aggregate3 besides its `data`: offsets, lengths, ten fields. */

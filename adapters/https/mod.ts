@@ -1,2 +1,3 @@
 /** did.json fetched over HTTPS from an address that passed the network policy. */
 export { createHttpsDidDocumentFetcher } from "./https_did_document.ts";
+export { createHttpsWebhookTransport, type HttpsWebhookTransportOptions } from "./https_webhook_transport.ts";

@@ -1,7 +1,7 @@
 import type { SQL } from "bun";
 import type { AttestedLog, IndexCheckpoint, IndexedAttestation, IndexStore, PagedLog, StoredAttestation } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
-import { CHECKPOINT_HISTORY, firstBlockAtSql, indexQuerySql, indexTables, toStoredAttestation } from "../sqlite/mod.ts";
+import { CHECKPOINT_HISTORY, firstBlockAtSql, indexQuerySql, indexTables, OUTBOX_INSERTS, toStoredAttestation } from "../sqlite/mod.ts";
 import { migrate } from "./postgres_migrate.ts";
 
 /** Serializes the index's migrations and its writers across instances. */
@@ -125,15 +125,29 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
             block_number: e.blockNumber.toString(),
             log_index: e.logIndex,
             tail: e.blockNumber > confirmedTo ? 1 : 0,
+            tx_hash: e.txHash ?? null,
           }));
           await tx`INSERT INTO index_attestations ${tx(rows)} ON CONFLICT DO NOTHING`;
         }
         for (const e of events) {
           if (e.kind !== "revoked") continue;
-          await tx`UPDATE index_attestations SET revoked_block = ${e.blockNumber.toString()}
+          await tx`UPDATE index_attestations SET revoked_block = ${e.blockNumber.toString()}, revoked_tx_hash = ${e.txHash ?? null}
                    WHERE chain_id = ${chainId} AND eas = ${eas} AND uid = ${e.uid}`;
         }
         await saveRecords(tx, details.attestations ?? []);
+        if (details.webhookConfirmedTo !== undefined) {
+          // Decisions §22: the events of the blocks that just became deep enough, in this transaction.
+          const upTo = details.webhookConfirmedTo < next.blockNumber ? details.webhookConfirmedTo : next.blockNumber;
+          const [row]: Row[] = await tx`SELECT block_number FROM webhook_marks WHERE name = ${leaseName}`;
+          const from = row === undefined ? undefined : BigInt(String(row.block_number));
+          if (from !== undefined && upTo > from) {
+            for (const text of OUTBOX_INSERTS) await tx.unsafe(text, [chainId, eas, from.toString(), upTo.toString()]);
+          }
+          if (from === undefined || upTo > from) {
+            await tx`INSERT INTO webhook_marks (name, block_number) VALUES (${leaseName}, ${upTo.toString()})
+                     ON CONFLICT (name) DO UPDATE SET block_number = EXCLUDED.block_number`;
+          }
+        }
         await tx`UPDATE index_attestations SET tail = 0 WHERE chain_id = ${chainId} AND eas = ${eas} AND tail = 1
                    AND block_number <= ${confirmedTo.toString()}`;
         for (const b of details.blocks ?? []) await setCheckpoint(tx, b);
@@ -150,6 +164,9 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
         await tx`DELETE FROM index_attestations WHERE chain_id = ${chainId} AND eas = ${eas} AND block_number > ${block}`;
         await tx`UPDATE index_attestations SET revoked_block = NULL, revocation_time = '0' WHERE chain_id = ${chainId} AND eas = ${eas} AND revoked_block > ${block}`;
         await tx`DELETE FROM index_checkpoints WHERE chain_id = ${chainId} AND eas = ${eas} AND block_number > ${block}`;
+        // A reorg deeper than WEBHOOK_CONFIRMATIONS: what was not fanned out yet goes, and the new chain's blocks are told.
+        await tx`DELETE FROM webhook_outbox WHERE chain_id = ${chainId} AND eas = ${eas} AND block_number > ${block}`;
+        await tx`UPDATE webhook_marks SET block_number = ${block} WHERE name = ${leaseName} AND block_number > ${block}`;
         if (to !== undefined) await setCheckpoint(tx, to);
       }),
     async attested(query) {

@@ -32,6 +32,7 @@ import { createPostgresRateCounter, RATE_BUCKETS_TABLES } from "./postgres_rate_
 import { createPostgresMcpSessions, MCP_SESSIONS_TABLES } from "./postgres_mcp_sessions.ts";
 import { createPostgresIdempotency, IDEMPOTENCY_TABLES } from "./postgres_idempotency.ts";
 import { createPostgresSubmissionRecords, SUBMISSION_RECORDS_TABLES } from "./postgres_submission_records.ts";
+import { createPostgresWebhooks, WEBHOOK_TABLES } from "./postgres_webhooks.ts";
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS replay (
@@ -138,6 +139,8 @@ const MIGRATIONS: readonly string[] = [
   ...IDEMPOTENCY_TABLES,
   // Relay submissions tracked by id (decisions §23).
   ...SUBMISSION_RECORDS_TABLES,
+  // Webhooks (decisions §22): endpoints, the outbox, messages and deliveries.
+  ...WEBHOOK_TABLES,
 ];
 
 /** Advisory lock key that serializes migrations of instances starting together. */
@@ -441,6 +444,7 @@ export async function openPostgresStorage(url: string, options: { max?: number }
     mcpSessions: createPostgresMcpSessions(sql),
     idempotency: createPostgresIdempotency(sql),
     submissions: createPostgresSubmissionRecords(sql),
+    webhooks: createPostgresWebhooks(sql),
     async ping() {
       try {
         await sql`SELECT 1`;

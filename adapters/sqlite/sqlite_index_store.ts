@@ -12,6 +12,28 @@ import type {
 import type { HexString } from "../../ports/eas.ts";
 import { firstBlockAtSql, INDEX_QUERY_INDEXES, indexQuerySql, timeSecondsBackfill } from "./index_query_sql.ts";
 
+/**
+ * Webhooks (decisions §22): the outbox the follower's appends write in their own transaction, and how far they have
+ * written it (the WEBHOOK_CONFIRMATIONS boundary of the last append).
+ */
+export function outboxTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
+  return [
+    `CREATE TABLE IF NOT EXISTS webhook_outbox (
+       seq ${bigint === "BIGINT" ? "BIGSERIAL PRIMARY KEY" : "INTEGER PRIMARY KEY AUTOINCREMENT"},
+       chain_id ${bigint} NOT NULL,
+       eas TEXT NOT NULL,
+       kind TEXT NOT NULL,
+       uid TEXT NOT NULL,
+       block_number ${bigint} NOT NULL,
+       tx_hash TEXT
+     )`,
+    `CREATE TABLE IF NOT EXISTS webhook_marks (
+       name TEXT PRIMARY KEY,
+       block_number ${bigint} NOT NULL
+     )`,
+  ];
+}
+
 /** The index's tables, in SQLite (`INTEGER`) or PostgreSQL (`BIGINT`) words for block numbers and chain ids. */
 export function indexTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
   return [
@@ -48,6 +70,8 @@ export function indexTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
        checked_at_ms ${bigint} NOT NULL,
        chain_head ${bigint} NOT NULL
      )`,
+    ...outboxTables(bigint),
+    `CREATE INDEX IF NOT EXISTS index_attestations_revoked ON index_attestations (chain_id, eas, revoked_block)`,
     // Issue 34: full records and block times; PostgreSQL adds them to existing tables here, SQLite in
     // createSqliteIndexStore (it has no ADD COLUMN IF NOT EXISTS).
     ...(bigint === "BIGINT"
@@ -76,6 +100,19 @@ export const INDEX_ADDED_COLUMNS = [
   ["index_checkpoints", "block_time", "INTEGER"],
   // Issue 37: the attestation's time as a number, for `since`/`until` (the record's `time` is decimal TEXT).
   ["index_attestations", "time_seconds", "INTEGER"],
+  // Issue 35: the transactions of an attestation and of its revocation, for webhook payloads.
+  ["index_attestations", "tx_hash", "TEXT"],
+  ["index_attestations", "revoked_tx_hash", "TEXT"],
+] as const;
+
+/** The outbox rows of the attestations and revocations stored in blocks (from, to] (decisions §22), oldest first. */
+export const OUTBOX_INSERTS = [
+  `INSERT INTO webhook_outbox (chain_id, eas, kind, uid, block_number, tx_hash)
+   SELECT chain_id, eas, 'attested', uid, block_number, tx_hash FROM index_attestations
+    WHERE chain_id = $1 AND eas = $2 AND block_number > $3 AND block_number <= $4 ORDER BY block_number, log_index`,
+  `INSERT INTO webhook_outbox (chain_id, eas, kind, uid, block_number, tx_hash)
+   SELECT chain_id, eas, 'revoked', uid, revoked_block, revoked_tx_hash FROM index_attestations
+    WHERE chain_id = $1 AND eas = $2 AND revoked_block > $3 AND revoked_block <= $4 ORDER BY revoked_block, log_index`,
 ] as const;
 
 /** How many earlier checkpoints are kept to find where a reorg forked. */
@@ -141,10 +178,15 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
     "SELECT block_number, block_hash, block_time FROM index_checkpoints WHERE chain_id = ? AND eas = ? ORDER BY block_number DESC LIMIT ?",
   );
   const insertEvent = db.query(
-    `INSERT INTO index_attestations (chain_id, eas, uid, recipient, attester, schema_uid, block_number, log_index, tail)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+    `INSERT INTO index_attestations (chain_id, eas, uid, recipient, attester, schema_uid, block_number, log_index, tail, tx_hash)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
   );
-  const revoke = db.query("UPDATE index_attestations SET revoked_block = ? WHERE chain_id = ? AND eas = ? AND uid = ?");
+  const revoke = db.query("UPDATE index_attestations SET revoked_block = ?, revoked_tx_hash = ? WHERE chain_id = ? AND eas = ? AND uid = ?");
+  const mark = db.query<{ block_number: number }, [string]>("SELECT block_number FROM webhook_marks WHERE name = ?");
+  const setMark = db.query("INSERT INTO webhook_marks (name, block_number) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET block_number = ?2");
+  const lowerMark = db.query("UPDATE webhook_marks SET block_number = ?2 WHERE name = ?1 AND block_number > ?2");
+  const outboxInserts = OUTBOX_INSERTS.map((text) => db.query(text.replace(/\$(\d)/g, "?$1")));
+  const dropOutbox = db.query("DELETE FROM webhook_outbox WHERE chain_id = ? AND eas = ? AND block_number > ?");
   const setRecord = db.query(
     `UPDATE index_attestations SET time = ?, expiration_time = ?, revocation_time = ?, ref_uid = ?, revocable = ?, data = ?, time_seconds = ?
      WHERE chain_id = ? AND eas = ? AND uid = ?`,
@@ -207,12 +249,19 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
     const confirmedTo = details.confirmedTo ?? next.blockNumber;
     for (const e of events) {
       if (e.kind === "attested") {
-        insertEvent.run(chainId, eas, e.uid, e.recipient, e.attester, e.schemaUid, Number(e.blockNumber), e.logIndex, e.blockNumber > confirmedTo ? 1 : 0);
+        insertEvent.run(chainId, eas, e.uid, e.recipient, e.attester, e.schemaUid, Number(e.blockNumber), e.logIndex, e.blockNumber > confirmedTo ? 1 : 0, e.txHash ?? null);
       } else {
-        revoke.run(Number(e.blockNumber), chainId, eas, e.uid);
+        revoke.run(Number(e.blockNumber), e.txHash ?? null, chainId, eas, e.uid);
       }
     }
     for (const a of details.attestations ?? []) saveRecord(a);
+    if (details.webhookConfirmedTo !== undefined) {
+      // Decisions §22: the events of the blocks that just became deep enough, in this transaction.
+      const upTo = Number(details.webhookConfirmedTo < next.blockNumber ? details.webhookConfirmedTo : next.blockNumber);
+      const from = mark.get(leaseName)?.block_number;
+      if (from !== undefined && upTo > from) for (const insert of outboxInserts) insert.run(chainId, eas, from, upTo);
+      if (from === undefined || upTo > from) setMark.run(leaseName, upTo);
+    }
     confirm.run(chainId, eas, Number(confirmedTo));
     for (const b of details.blocks ?? []) insertCheckpoint.run(chainId, eas, Number(b.blockNumber), b.blockHash, Number(b.timestamp));
     insertCheckpoint.run(chainId, eas, Number(next.blockNumber), next.blockHash, time(next.timestamp));
@@ -233,6 +282,9 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
     dropEvents.run(chainId, eas, block);
     unrevoke.run(chainId, eas, block);
     dropCheckpoints.run(chainId, eas, block);
+    // A reorg deeper than WEBHOOK_CONFIRMATIONS: what was not fanned out yet goes, and the new chain's blocks are told.
+    dropOutbox.run(chainId, eas, block);
+    lowerMark.run(leaseName, block);
     if (to !== undefined) insertCheckpoint.run(chainId, eas, block, to.blockHash, time(to.timestamp));
   });
 

@@ -15,10 +15,12 @@ import { createSqliteMcpSessions } from "./sqlite_mcp_sessions.ts";
 import { createSqliteRateCounter } from "./sqlite_rate_counter.ts";
 import { createSqliteIdempotency } from "./sqlite_idempotency.ts";
 import { createSqliteSubmissionRecords } from "./sqlite_submission_records.ts";
+import { createSqliteWebhooks } from "./sqlite_webhooks.ts";
 
 /** The service's storage in one SQLite file (WAL); the default for a single machine. */
 export function openSqliteStorage(path: string): Storage {
   const db = openSqlite(path);
+  const subjects = createSqliteSubjects(db);
   return {
     kind: "sqlite",
     replay: createSqliteReplayStore(db),
@@ -38,7 +40,9 @@ export function openSqliteStorage(path: string): Storage {
     factoryCalls: createSqliteFactoryCalls(db),
     txReplacements: createSqliteTxReplacements(db),
     premiumReads: createSqlitePremiumReads(db),
-    subjects: createSqliteSubjects(db),
+    subjects,
+    // After the subjects: its tables index theirs.
+    webhooks: createSqliteWebhooks(db),
     signingKeys: createSqliteSigningKeys(db),
     payments: createSqlitePayments(db),
     oauth: createSqliteOAuth(db),

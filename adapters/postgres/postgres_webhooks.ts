@@ -1,0 +1,194 @@
+import type { SQL } from "bun";
+import type { WebhookStore } from "../../ports/webhooks.ts";
+import {
+  CLAIMED_COLUMNS,
+  deliveryId,
+  toClaimedDelivery,
+  toDeliveryRecord,
+  toOutboxRow,
+  toTargets,
+  toWebhookEndpoint,
+  webhookTables,
+  type WebhookRow,
+} from "../sqlite/mod.ts";
+
+/** The webhook tables in PostgreSQL words. */
+export const WEBHOOK_TABLES = webhookTables("BIGINT");
+
+/** Serializes one account's endpoint writes across instances (its limits are counted under it). */
+const WEBHOOK_ACCOUNT_LOCK = 7_240_035;
+
+type Row = WebhookRow;
+
+/**
+ * Webhook endpoints, messages and deliveries in PostgreSQL, shared by every instance: a claim is `FOR UPDATE SKIP
+ * LOCKED` in its transaction, so instances claiming together never take the same delivery.
+ */
+export function createPostgresWebhooks(sql: SQL): WebhookStore {
+  const usage = async (tx: SQL, accountId: string, exceptId: string) => {
+    const [row]: Row[] = await tx`
+      SELECT (SELECT COUNT(*) FROM webhook_endpoints WHERE account_id = ${accountId} AND id <> ${exceptId}) AS endpoints,
+             (SELECT COUNT(*) FROM webhook_subjects WHERE account_id = ${accountId} AND endpoint_id <> ${exceptId}) AS subjects`;
+    return { endpoints: Number(row!.endpoints), subjects: Number(row!.subjects) };
+  };
+  const lockAccount = (tx: SQL, accountId: string) => tx`SELECT pg_advisory_xact_lock(${WEBHOOK_ACCOUNT_LOCK}, hashtext(${accountId}))`;
+  const setSubjects = async (tx: SQL, endpointId: string, accountId: string, subjects: readonly string[]) => {
+    await tx`DELETE FROM webhook_subjects WHERE endpoint_id = ${endpointId}`;
+    if (subjects.length === 0) return;
+    const rows = subjects.map((s) => ({ endpoint_id: endpointId, account_id: accountId, subject_did: s }));
+    await tx`INSERT INTO webhook_subjects ${tx(rows)} ON CONFLICT DO NOTHING`;
+  };
+  const getEndpoint = async (db: SQL, accountId: string, id: string) => {
+    const [row]: Row[] = await db`SELECT * FROM webhook_endpoints WHERE account_id = ${accountId} AND id = ${id}`;
+    return row === undefined ? undefined : toWebhookEndpoint(row);
+  };
+
+  return {
+    create: (e, limits) =>
+      sql.begin(async (tx) => {
+        await lockAccount(tx, e.accountId);
+        const now = await usage(tx, e.accountId, e.id);
+        if (now.endpoints >= limits.endpoints || now.subjects + e.subjects.length > limits.subjects) return "limit" as const;
+        await tx`INSERT INTO webhook_endpoints (id, account_id, url, events, subjects, own_subjects, secret, disabled, created_at_ms)
+                 VALUES (${e.id}, ${e.accountId}, ${e.url}, ${JSON.stringify(e.events)}, ${JSON.stringify(e.subjects)}, ${e.ownSubjects ? 1 : 0},
+                         ${e.secret}, 0, ${e.createdAtMs})`;
+        await setSubjects(tx, e.id, e.accountId, e.subjects);
+        return "created" as const;
+      }),
+    async list(accountId) {
+      const rows: Row[] = await sql`SELECT * FROM webhook_endpoints WHERE account_id = ${accountId} ORDER BY created_at_ms, id`;
+      return rows.map(toWebhookEndpoint);
+    },
+    get: (accountId, id) => getEndpoint(sql, accountId, id),
+    update: (accountId, id, change, limits) =>
+      sql.begin(async (tx) => {
+        await lockAccount(tx, accountId);
+        const now = await getEndpoint(tx, accountId, id);
+        if (now === undefined) return undefined;
+        if (change.subjects !== undefined) {
+          if ((await usage(tx, accountId, id)).subjects + change.subjects.length > limits.subjects) return "limit" as const;
+          await setSubjects(tx, id, accountId, change.subjects);
+        }
+        const disabled = change.disabled ?? now.disabled;
+        await tx`UPDATE webhook_endpoints SET url = ${change.url ?? now.url}, events = ${JSON.stringify(change.events ?? now.events)},
+                   subjects = ${JSON.stringify(change.subjects ?? now.subjects)}, own_subjects = ${(change.ownSubjects ?? now.ownSubjects) ? 1 : 0},
+                   disabled = ${disabled ? 1 : 0}, failing_since_ms = CASE WHEN ${disabled ? 1 : 0} = 0 THEN NULL ELSE failing_since_ms END
+                 WHERE id = ${id}`;
+        return await getEndpoint(tx, accountId, id);
+      }),
+    remove: (accountId, id) =>
+      sql.begin(async (tx) => {
+        const gone = await tx`DELETE FROM webhook_endpoints WHERE account_id = ${accountId} AND id = ${id} RETURNING id`;
+        if (gone.length !== 1) return false;
+        await tx`DELETE FROM webhook_subjects WHERE endpoint_id = ${id}`;
+        await tx`DELETE FROM webhook_deliveries WHERE endpoint_id = ${id}`;
+        return true;
+      }),
+    async rotate(accountId, id, secret, previousUntilMs) {
+      const rows: Row[] = await sql`UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_until_ms = ${previousUntilMs}, secret = ${secret}
+                                     WHERE account_id = ${accountId} AND id = ${id} RETURNING *`;
+      return rows[0] === undefined ? undefined : toWebhookEndpoint(rows[0]);
+    },
+    async outbox(limit) {
+      const rows: Row[] = await sql`SELECT * FROM webhook_outbox ORDER BY seq LIMIT ${limit}`;
+      return rows.map(toOutboxRow);
+    },
+    publish: (messages, deliveries, consumed) =>
+      sql.begin(async (tx) => {
+        const created = new Map(messages.map((m) => [m.id, m.createdAtMs]));
+        if (messages.length > 0) {
+          await tx`INSERT INTO webhook_messages ${tx(messages.map((m) => ({ id: m.id, type: m.type, body: m.body, created_at_ms: m.createdAtMs })))}
+                   ON CONFLICT DO NOTHING`;
+        }
+        for (let i = 0; i < deliveries.length; i += 500) {
+          const rows = deliveries.slice(i, i + 500).map((d) => ({
+            id: deliveryId(d.messageId, d.endpointId),
+            message_id: d.messageId,
+            endpoint_id: d.endpointId,
+            state: "pending",
+            attempts: 0,
+            next_attempt_at_ms: created.get(d.messageId)!,
+            created_at_ms: created.get(d.messageId)!,
+          }));
+          await tx`INSERT INTO webhook_deliveries ${tx(rows)} ON CONFLICT DO NOTHING`;
+        }
+        if (consumed.length > 0) await tx`DELETE FROM webhook_outbox WHERE seq = ANY(${sql.array(consumed.map(String), "BIGINT")})`;
+      }),
+    async targets(subjectDid) {
+      const owners: Row[] = await sql`SELECT DISTINCT account_id FROM subjects WHERE canonical_did = ${subjectDid}`;
+      const rows: Row[] = await sql`
+        SELECT * FROM webhook_endpoints WHERE disabled = 0 AND (id IN (SELECT endpoint_id FROM webhook_subjects WHERE subject_did = ${subjectDid})
+           OR account_id IN (SELECT account_id FROM subjects WHERE canonical_did = ${subjectDid}))`;
+      return toTargets(rows, subjectDid, new Set(owners.map((r) => String(r.account_id))));
+    },
+    async accountEndpoints(accountId) {
+      const rows: Row[] = await sql`SELECT * FROM webhook_endpoints WHERE account_id = ${accountId} AND disabled = 0 ORDER BY created_at_ms, id`;
+      return rows.map(toWebhookEndpoint);
+    },
+    claim: (holder, nowMs, leaseMs, limit, perEndpoint) =>
+      sql.begin(async (tx) => {
+        const leasedRows: Row[] = await tx`SELECT endpoint_id, COUNT(*) AS n FROM webhook_deliveries
+                                            WHERE state = 'pending' AND lease_until_ms > ${nowMs} GROUP BY endpoint_id`;
+        const leased = new Map(leasedRows.map((r) => [String(r.endpoint_id), Number(r.n)]));
+        // Rows another instance is claiming right now are skipped, not waited for: each is claimed once.
+        const due: Row[] = await tx`
+          SELECT d.id, d.endpoint_id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+           WHERE d.state = 'pending' AND d.next_attempt_at_ms <= ${nowMs} AND (d.lease_until_ms IS NULL OR d.lease_until_ms <= ${nowMs})
+             AND e.disabled = 0
+           ORDER BY d.next_attempt_at_ms, d.created_at_ms LIMIT ${limit * 8}
+           FOR UPDATE OF d SKIP LOCKED`;
+        const picked: string[] = [];
+        for (const row of due) {
+          if (picked.length >= limit) break;
+          const endpoint = String(row.endpoint_id);
+          const n = leased.get(endpoint) ?? 0;
+          if (n >= perEndpoint) continue;
+          leased.set(endpoint, n + 1);
+          picked.push(String(row.id));
+        }
+        if (picked.length === 0) return [];
+        await tx`UPDATE webhook_deliveries SET lease_holder = ${holder}, lease_until_ms = ${nowMs + leaseMs} WHERE id = ANY(${sql.array(picked, "TEXT")})`;
+        const rows: Row[] = await tx.unsafe(
+          `SELECT ${CLAIMED_COLUMNS} FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+             JOIN webhook_messages m ON m.id = d.message_id WHERE d.id = ANY($1::TEXT[])`,
+          [picked],
+        );
+        return rows.map(toClaimedDelivery);
+      }),
+    record: (id, holder, outcome, nowMs, disableAfterMs) =>
+      sql.begin(async (tx) => {
+        const [row]: Row[] = await tx`SELECT endpoint_id FROM webhook_deliveries WHERE id = ${id} AND lease_holder = ${holder} AND state = 'pending' FOR UPDATE`;
+        if (row === undefined) return;
+        await tx`UPDATE webhook_deliveries SET attempts = attempts + 1, last_status = ${outcome.status},
+                   state = ${outcome.state === "retry" ? "pending" : outcome.state},
+                   next_attempt_at_ms = ${outcome.state === "retry" ? outcome.nextAttemptAtMs : null},
+                   delivered_at_ms = ${outcome.state === "delivered" ? nowMs : null},
+                   failed_at_ms = ${outcome.state === "failed" ? nowMs : null}, lease_holder = NULL, lease_until_ms = NULL
+                 WHERE id = ${id}`;
+        const endpoint = String(row.endpoint_id);
+        if (outcome.state === "delivered") {
+          await tx`UPDATE webhook_endpoints SET failing_since_ms = NULL WHERE id = ${endpoint}`;
+        } else {
+          await tx`UPDATE webhook_endpoints SET failing_since_ms = COALESCE(failing_since_ms, ${nowMs}) WHERE id = ${endpoint}`;
+          await tx`UPDATE webhook_endpoints SET disabled = 1 WHERE id = ${endpoint} AND failing_since_ms <= ${nowMs - disableAfterMs}`;
+        }
+      }),
+    async deliveries(endpointId, page) {
+      const after = page.after;
+      const rows: Row[] = after === undefined
+        ? await sql`SELECT d.*, m.type FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id WHERE d.endpoint_id = ${endpointId}
+                     ORDER BY d.created_at_ms DESC, d.id DESC LIMIT ${page.limit}`
+        : await sql`SELECT d.*, m.type FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id WHERE d.endpoint_id = ${endpointId}
+                       AND (d.created_at_ms < ${after.createdAtMs} OR (d.created_at_ms = ${after.createdAtMs} AND d.id < ${after.id}))
+                     ORDER BY d.created_at_ms DESC, d.id DESC LIMIT ${page.limit}`;
+      return rows.map(toDeliveryRecord);
+    },
+    async stats(nowMs) {
+      const [row]: Row[] = await sql`SELECT (SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending') AS n,
+                                            (SELECT MIN(created_at_ms) FROM webhook_deliveries WHERE state = 'pending') AS oldest,
+                                            (SELECT COUNT(*) FROM webhook_outbox) AS outbox`;
+      const oldest = row!.oldest === null ? null : Number(row!.oldest);
+      return { pending: Number(row!.n) + Number(row!.outbox), oldestPendingMs: oldest === null ? null : nowMs - oldest };
+    },
+  };
+}

@@ -1,0 +1,334 @@
+import type { Database } from "bun:sqlite";
+import type {
+  ClaimedDelivery,
+  DeliveryRecord,
+  OutboxRow,
+  WebhookEndpoint,
+  WebhookEventType,
+  WebhookStore,
+  WebhookTarget,
+} from "../../ports/webhooks.ts";
+import { outboxTables } from "./sqlite_index_store.ts";
+
+/** The webhook tables (decisions §22) besides the outbox (the index's, see sqlite_index_store.ts). */
+export function webhookTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
+  return [
+    ...outboxTables(bigint),
+    `CREATE TABLE IF NOT EXISTS webhook_endpoints (
+       id TEXT PRIMARY KEY,
+       account_id TEXT NOT NULL,
+       url TEXT NOT NULL,
+       events TEXT NOT NULL,
+       subjects TEXT NOT NULL,
+       own_subjects INTEGER NOT NULL,
+       secret TEXT NOT NULL,
+       previous_secret TEXT,
+       previous_secret_until_ms ${bigint},
+       disabled INTEGER NOT NULL DEFAULT 0,
+       failing_since_ms ${bigint},
+       created_at_ms ${bigint} NOT NULL
+     )`,
+    `CREATE INDEX IF NOT EXISTS webhook_endpoints_account ON webhook_endpoints (account_id, created_at_ms)`,
+    `CREATE TABLE IF NOT EXISTS webhook_subjects (
+       endpoint_id TEXT NOT NULL,
+       account_id TEXT NOT NULL,
+       subject_did TEXT NOT NULL,
+       PRIMARY KEY (endpoint_id, subject_did)
+     )`,
+    `CREATE INDEX IF NOT EXISTS webhook_subjects_did ON webhook_subjects (subject_did)`,
+    `CREATE INDEX IF NOT EXISTS subjects_canonical_did ON subjects (canonical_did)`,
+    `CREATE TABLE IF NOT EXISTS webhook_messages (
+       id TEXT PRIMARY KEY,
+       type TEXT NOT NULL,
+       body TEXT NOT NULL,
+       created_at_ms ${bigint} NOT NULL
+     )`,
+    `CREATE TABLE IF NOT EXISTS webhook_deliveries (
+       id TEXT PRIMARY KEY,
+       message_id TEXT NOT NULL,
+       endpoint_id TEXT NOT NULL,
+       state TEXT NOT NULL,
+       attempts INTEGER NOT NULL DEFAULT 0,
+       last_status INTEGER,
+       next_attempt_at_ms ${bigint},
+       delivered_at_ms ${bigint},
+       failed_at_ms ${bigint},
+       created_at_ms ${bigint} NOT NULL,
+       lease_holder TEXT,
+       lease_until_ms ${bigint}
+     )`,
+    `CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (state, next_attempt_at_ms)`,
+    `CREATE INDEX IF NOT EXISTS webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id, created_at_ms, id)`,
+  ];
+}
+
+/** A stored row. */
+export type WebhookRow = Record<string, unknown>;
+
+const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+
+/** An endpoint row as the port's endpoint. */
+export function toWebhookEndpoint(row: WebhookRow): WebhookEndpoint {
+  return {
+    id: String(row.id),
+    accountId: String(row.account_id),
+    url: String(row.url),
+    events: JSON.parse(String(row.events)) as WebhookEventType[],
+    subjects: JSON.parse(String(row.subjects)) as string[],
+    ownSubjects: Number(row.own_subjects) === 1,
+    secret: String(row.secret),
+    previousSecret: (row.previous_secret as string | null) ?? null,
+    previousSecretUntilMs: numOrNull(row.previous_secret_until_ms),
+    disabled: Number(row.disabled) === 1,
+    failingSinceMs: numOrNull(row.failing_since_ms),
+    createdAtMs: Number(row.created_at_ms),
+  };
+}
+
+/** A delivery row as the account's list shows it. */
+export function toDeliveryRecord(row: WebhookRow): DeliveryRecord {
+  return {
+    id: String(row.id),
+    eventId: String(row.message_id),
+    type: String(row.type) as WebhookEventType,
+    attempts: Number(row.attempts),
+    lastStatus: numOrNull(row.last_status),
+    nextAttemptAtMs: numOrNull(row.next_attempt_at_ms),
+    deliveredAtMs: numOrNull(row.delivered_at_ms),
+    failedAtMs: numOrNull(row.failed_at_ms),
+    createdAtMs: Number(row.created_at_ms),
+  };
+}
+
+/** A claimed delivery row (joined with its endpoint and message). */
+export function toClaimedDelivery(row: WebhookRow): ClaimedDelivery {
+  return {
+    id: String(row.id),
+    endpointId: String(row.endpoint_id),
+    url: String(row.url),
+    secret: String(row.secret),
+    previousSecret: (row.previous_secret as string | null) ?? null,
+    previousSecretUntilMs: numOrNull(row.previous_secret_until_ms),
+    message: { id: String(row.message_id), type: String(row.type) as WebhookEventType, body: String(row.body), createdAtMs: Number(row.message_created_at_ms) },
+    attempts: Number(row.attempts),
+  };
+}
+
+/** An outbox row. */
+export function toOutboxRow(row: WebhookRow): OutboxRow {
+  return {
+    seq: Number(row.seq),
+    kind: row.kind === "revoked" ? "revoked" : "attested",
+    uid: String(row.uid),
+    blockNumber: BigInt(String(row.block_number)),
+    txHash: (row.tx_hash as string | null) ?? null,
+  };
+}
+
+/** The targets of a subject from the endpoints that watch it or whose account owns it. */
+export function toTargets(rows: readonly WebhookRow[], subjectDid: string, owners: ReadonlySet<string>): WebhookTarget[] {
+  return rows.map((row) => {
+    const endpoint = toWebhookEndpoint(row);
+    const owned = owners.has(endpoint.accountId);
+    return {
+      endpointId: endpoint.id,
+      accountId: endpoint.accountId,
+      events: endpoint.events,
+      owned,
+      watched: endpoint.subjects.includes(subjectDid) || (endpoint.ownSubjects && owned),
+    };
+  });
+}
+
+/** The delivery of a message to an endpoint: one per pair. */
+export const deliveryId = (messageId: string, endpointId: string) => `${messageId}.${endpointId}`;
+
+/** The SELECT of claimed deliveries with what sending them needs. */
+export const CLAIMED_COLUMNS = `d.id, d.endpoint_id, d.message_id, d.attempts, e.url, e.secret, e.previous_secret, e.previous_secret_until_ms,
+  m.type, m.body, m.created_at_ms AS message_created_at_ms`;
+
+/** Webhook endpoints, messages and deliveries in the service's SQLite file; claims are single-writer transactions with a lease. */
+export function createSqliteWebhooks(db: Database): WebhookStore {
+  db.transaction(() => {
+    for (const statement of webhookTables("INTEGER")) db.exec(statement);
+  }).immediate();
+
+  const accountUsage = db.query<{ endpoints: number; subjects: number }, [string, string]>(
+    `SELECT COUNT(*) AS endpoints, (SELECT COUNT(*) FROM webhook_subjects WHERE account_id = ?1 AND endpoint_id <> ?2) AS subjects
+       FROM webhook_endpoints WHERE account_id = ?1 AND id <> ?2`,
+  );
+  const insertEndpoint = db.query(
+    `INSERT INTO webhook_endpoints (id, account_id, url, events, subjects, own_subjects, secret, previous_secret, previous_secret_until_ms,
+                                    disabled, failing_since_ms, created_at_ms)
+     VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL, 0, NULL, ?)`,
+  );
+  const insertSubject = db.query("INSERT OR IGNORE INTO webhook_subjects (endpoint_id, account_id, subject_did) VALUES (?, ?, ?)");
+  const dropSubjects = db.query("DELETE FROM webhook_subjects WHERE endpoint_id = ?");
+  const getEndpoint = db.query<WebhookRow, [string, string]>("SELECT * FROM webhook_endpoints WHERE account_id = ? AND id = ?");
+
+  const create = db.transaction((e: WebhookEndpoint, limits: { endpoints: number; subjects: number }) => {
+    const usage = accountUsage.get(e.accountId, e.id)!;
+    if (usage.endpoints >= limits.endpoints || usage.subjects + e.subjects.length > limits.subjects) return "limit" as const;
+    insertEndpoint.run(e.id, e.accountId, e.url, JSON.stringify(e.events), JSON.stringify(e.subjects), e.ownSubjects ? 1 : 0, e.secret, e.createdAtMs);
+    for (const s of e.subjects) insertSubject.run(e.id, e.accountId, s);
+    return "created" as const;
+  });
+
+  const update = db.transaction((accountId: string, id: string, change: Parameters<WebhookStore["update"]>[2], limits: { subjects: number }) => {
+    const row = getEndpoint.get(accountId, id);
+    if (row === null) return undefined;
+    if (change.subjects !== undefined) {
+      if (accountUsage.get(accountId, id)!.subjects + change.subjects.length > limits.subjects) return "limit" as const;
+      dropSubjects.run(id);
+      for (const s of change.subjects) insertSubject.run(id, accountId, s);
+    }
+    const now = toWebhookEndpoint(row);
+    const disabled = change.disabled ?? now.disabled;
+    db.query(
+      `UPDATE webhook_endpoints SET url = ?, events = ?, subjects = ?, own_subjects = ?, disabled = ?,
+         failing_since_ms = CASE WHEN ? = 0 THEN NULL ELSE failing_since_ms END WHERE id = ?`,
+    ).run(
+      change.url ?? now.url,
+      JSON.stringify(change.events ?? now.events),
+      JSON.stringify(change.subjects ?? now.subjects),
+      (change.ownSubjects ?? now.ownSubjects) ? 1 : 0,
+      disabled ? 1 : 0,
+      disabled ? 1 : 0,
+      id,
+    );
+    return toWebhookEndpoint(getEndpoint.get(accountId, id)!);
+  });
+
+  const remove = db.transaction((accountId: string, id: string) => {
+    const gone = db.query("DELETE FROM webhook_endpoints WHERE account_id = ? AND id = ?").run(accountId, id).changes === 1;
+    if (gone) {
+      dropSubjects.run(id);
+      db.query("DELETE FROM webhook_deliveries WHERE endpoint_id = ?").run(id);
+    }
+    return gone;
+  });
+
+  const insertMessage = db.query("INSERT OR IGNORE INTO webhook_messages (id, type, body, created_at_ms) VALUES (?, ?, ?, ?)");
+  const insertDelivery = db.query(
+    `INSERT OR IGNORE INTO webhook_deliveries (id, message_id, endpoint_id, state, attempts, next_attempt_at_ms, created_at_ms)
+     VALUES (?, ?, ?, 'pending', 0, ?, ?)`,
+  );
+  const consume = db.query("DELETE FROM webhook_outbox WHERE seq = ?");
+  const publish = db.transaction((messages: Parameters<WebhookStore["publish"]>[0], deliveries: Parameters<WebhookStore["publish"]>[1], consumed: readonly number[]) => {
+    const created = new Map<string, number>();
+    for (const m of messages) {
+      insertMessage.run(m.id, m.type, m.body, m.createdAtMs);
+      created.set(m.id, m.createdAtMs);
+    }
+    for (const d of deliveries) {
+      const at = created.get(d.messageId)!;
+      insertDelivery.run(deliveryId(d.messageId, d.endpointId), d.messageId, d.endpointId, at, at);
+    }
+    for (const seq of consumed) consume.run(seq);
+  });
+
+  const claim = db.transaction((holder: string, nowMs: number, leaseMs: number, limit: number, perEndpoint: number) => {
+    const leased = new Map<string, number>();
+    for (const row of db.query<{ endpoint_id: string; n: number }, [number]>(
+      "SELECT endpoint_id, COUNT(*) AS n FROM webhook_deliveries WHERE state = 'pending' AND lease_until_ms > ? GROUP BY endpoint_id",
+    ).all(nowMs)) leased.set(row.endpoint_id, row.n);
+    const due = db.query<{ id: string; endpoint_id: string }, [number, number, number]>(
+      `SELECT d.id, d.endpoint_id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+        WHERE d.state = 'pending' AND d.next_attempt_at_ms <= ? AND (d.lease_until_ms IS NULL OR d.lease_until_ms <= ?) AND e.disabled = 0
+        ORDER BY d.next_attempt_at_ms, d.created_at_ms LIMIT ?`,
+    ).all(nowMs, nowMs, limit * 8);
+    const picked: string[] = [];
+    for (const row of due) {
+      if (picked.length >= limit) break;
+      const n = leased.get(row.endpoint_id) ?? 0;
+      if (n >= perEndpoint) continue;
+      leased.set(row.endpoint_id, n + 1);
+      picked.push(row.id);
+    }
+    const take = db.query("UPDATE webhook_deliveries SET lease_holder = ?, lease_until_ms = ? WHERE id = ?");
+    for (const id of picked) take.run(holder, nowMs + leaseMs, id);
+    if (picked.length === 0) return [];
+    return db.query<WebhookRow, string[]>(
+      `SELECT ${CLAIMED_COLUMNS} FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+         JOIN webhook_messages m ON m.id = d.message_id WHERE d.id IN (${picked.map(() => "?").join(", ")})`,
+    ).all(...picked).map(toClaimedDelivery);
+  });
+
+  const record = db.transaction((id: string, holder: string, outcome: Parameters<WebhookStore["record"]>[2], nowMs: number, disableAfterMs: number) => {
+    const row = db.query<{ endpoint_id: string }, [string, string]>(
+      "SELECT endpoint_id FROM webhook_deliveries WHERE id = ? AND lease_holder = ? AND state = 'pending'",
+    ).get(id, holder);
+    if (row === null) return;
+    db.query(
+      `UPDATE webhook_deliveries SET attempts = attempts + 1, last_status = ?, state = ?, next_attempt_at_ms = ?, delivered_at_ms = ?,
+         failed_at_ms = ?, lease_holder = NULL, lease_until_ms = NULL WHERE id = ?`,
+    ).run(
+      outcome.status,
+      outcome.state === "retry" ? "pending" : outcome.state,
+      outcome.state === "retry" ? outcome.nextAttemptAtMs : null,
+      outcome.state === "delivered" ? nowMs : null,
+      outcome.state === "failed" ? nowMs : null,
+      id,
+    );
+    if (outcome.state === "delivered") {
+      db.query("UPDATE webhook_endpoints SET failing_since_ms = NULL WHERE id = ?").run(row.endpoint_id);
+    } else {
+      db.query("UPDATE webhook_endpoints SET failing_since_ms = COALESCE(failing_since_ms, ?) WHERE id = ?").run(nowMs, row.endpoint_id);
+      db.query("UPDATE webhook_endpoints SET disabled = 1 WHERE id = ? AND failing_since_ms <= ?").run(row.endpoint_id, nowMs - disableAfterMs);
+    }
+  });
+
+  return {
+    create: (endpoint, limits) => Promise.resolve(create.immediate(endpoint, limits)),
+    list: (accountId) =>
+      Promise.resolve(db.query<WebhookRow, [string]>("SELECT * FROM webhook_endpoints WHERE account_id = ? ORDER BY created_at_ms, id").all(accountId).map(toWebhookEndpoint)),
+    get(accountId, id) {
+      const row = getEndpoint.get(accountId, id);
+      return Promise.resolve(row === null ? undefined : toWebhookEndpoint(row));
+    },
+    update: (accountId, id, change, limits) => Promise.resolve(update.immediate(accountId, id, change, limits)),
+    remove: (accountId, id) => Promise.resolve(remove.immediate(accountId, id)),
+    rotate(accountId, id, secret, previousUntilMs) {
+      db.query(
+        "UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_until_ms = ?, secret = ? WHERE account_id = ? AND id = ?",
+      ).run(previousUntilMs, secret, accountId, id);
+      const row = getEndpoint.get(accountId, id);
+      return Promise.resolve(row === null ? undefined : toWebhookEndpoint(row));
+    },
+    outbox: (limit) => Promise.resolve(db.query<WebhookRow, [number]>("SELECT * FROM webhook_outbox ORDER BY seq LIMIT ?").all(limit).map(toOutboxRow)),
+    publish: (messages, deliveries, consumed) => Promise.resolve(publish.immediate(messages, deliveries, consumed)),
+    targets(subjectDid) {
+      const owners = new Set(db.query<{ account_id: string }, [string]>("SELECT DISTINCT account_id FROM subjects WHERE canonical_did = ?").all(subjectDid).map((r) => r.account_id));
+      const rows = db.query<WebhookRow, [string, string]>(
+        `SELECT * FROM webhook_endpoints WHERE disabled = 0 AND (id IN (SELECT endpoint_id FROM webhook_subjects WHERE subject_did = ?)
+           OR account_id IN (SELECT account_id FROM subjects WHERE canonical_did = ?))`,
+      ).all(subjectDid, subjectDid);
+      return Promise.resolve(toTargets(rows, subjectDid, owners));
+    },
+    accountEndpoints: (accountId) =>
+      Promise.resolve(db.query<WebhookRow, [string]>("SELECT * FROM webhook_endpoints WHERE account_id = ? AND disabled = 0 ORDER BY created_at_ms, id").all(accountId).map(toWebhookEndpoint)),
+    claim: (holder, nowMs, leaseMs, limit, perEndpoint) => Promise.resolve(claim.immediate(holder, nowMs, leaseMs, limit, perEndpoint)),
+    record: (id, holder, outcome, nowMs, disableAfterMs) => Promise.resolve(record.immediate(id, holder, outcome, nowMs, disableAfterMs)),
+    deliveries(endpointId, page) {
+      const after = page.after;
+      const rows = after === undefined
+        ? db.query<WebhookRow, [string, number]>(
+          `SELECT d.*, m.type FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id WHERE d.endpoint_id = ?
+            ORDER BY d.created_at_ms DESC, d.id DESC LIMIT ?`,
+        ).all(endpointId, page.limit)
+        : db.query<WebhookRow, [string, number, number, string, number]>(
+          `SELECT d.*, m.type FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id WHERE d.endpoint_id = ?
+              AND (d.created_at_ms < ? OR (d.created_at_ms = ? AND d.id < ?))
+            ORDER BY d.created_at_ms DESC, d.id DESC LIMIT ?`,
+        ).all(endpointId, after.createdAtMs, after.createdAtMs, after.id, page.limit);
+      return Promise.resolve(rows.map(toDeliveryRecord));
+    },
+    stats(nowMs) {
+      const row = db.query<{ n: number; oldest: number | null }, []>(
+        "SELECT COUNT(*) AS n, MIN(created_at_ms) AS oldest FROM webhook_deliveries WHERE state = 'pending'",
+      ).get()!;
+      const outbox = db.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM webhook_outbox").get()!;
+      return Promise.resolve({ pending: row.n + outbox.n, oldestPendingMs: row.oldest === null ? null : nowMs - row.oldest });
+    },
+  };
+}
