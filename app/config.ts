@@ -214,6 +214,19 @@ export type Config = {
    * default 30; past it `initialize` is 429); `MCP_SESSION_MESSAGES_PER_MINUTE` (JSON-RPC messages one session may
    * send per minute, every method counted, default 120, at least the largest batch; past it the POST is 429).
    */
+  /**
+   * Webhooks (decisions §22): `WEBHOOK_CONFIRMATIONS` (blocks an event waits for; default `INDEX_CONFIRMATIONS`, 0 on
+   * the devnet), `WEBHOOK_RETRY_SECONDS` (the delays between attempts, default `5,300,1800,7200,18000,36000,36000`),
+   * `WEBHOOK_MAX_IN_FLIGHT` (deliveries one instance sends at once, default 32), `WEBHOOK_POLL_MS` (how often an
+   * instance looks for due deliveries and new events, default 500), `WEBHOOKS` (`on`/`off`, default on).
+   */
+  readonly webhooks: {
+    readonly enabled: boolean;
+    readonly confirmations: number | undefined;
+    readonly retrySeconds: readonly number[];
+    readonly maxInFlight: number;
+    readonly pollMs: number;
+  };
   readonly mcp: {
     readonly enabled: boolean;
     readonly maxSessions: number;
@@ -335,6 +348,24 @@ export function readConfig(env: Env): Config {
     index: readIndex(env),
     keys,
     mcp: readMcp(env),
+    webhooks: readWebhooks(env),
+  };
+}
+
+/** Webhooks (decisions §22). */
+function readWebhooks(env: Env): Config["webhooks"] {
+  const { get, int, onOff } = envReaders(env);
+  const retries = get("WEBHOOK_RETRY_SECONDS") ?? "5,300,1800,7200,18000,36000,36000";
+  const retrySeconds = retries.split(",").map((s) => s.trim());
+  if (retrySeconds.length > 20 || retrySeconds.some((s) => !/^[0-9]{1,6}$/.test(s))) {
+    throw new ConfigError("WEBHOOK_RETRY_SECONDS", `expected up to 20 comma-separated whole numbers of seconds, got "${retries}"`);
+  }
+  return {
+    enabled: onOff("WEBHOOKS", true),
+    confirmations: get("WEBHOOK_CONFIRMATIONS") === undefined ? undefined : int("WEBHOOK_CONFIRMATIONS", 12, 0, 10_000),
+    retrySeconds: retrySeconds.map(Number),
+    maxInFlight: int("WEBHOOK_MAX_IN_FLIGHT", 32, 1, 10_000),
+    pollMs: int("WEBHOOK_POLL_MS", 500, 10, 60_000),
   };
 }
 

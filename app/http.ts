@@ -17,6 +17,7 @@ import { credentialCaller } from "../http/routes/keys/mod.ts";
 import type { WiredOAuth } from "./oauth.ts";
 import type { WiredMcp } from "./mcp.ts";
 import type { WiredSubmissions } from "./submissions.ts";
+import type { WiredWebhooks } from "./webhooks.ts";
 
 /** Every capability, wired: what the routes are given. */
 export type Capabilities = {
@@ -36,6 +37,8 @@ export type Capabilities = {
   readonly mcp?: WiredMcp | undefined;
   /** Idempotency keys of writes (decisions §23), kept with the submission records. */
   readonly submissions: Pick<WiredSubmissions, "idempotency" | "tracker" | "status">;
+  /** Webhook endpoints (decisions §22). */
+  readonly webhooks?: Pick<WiredWebhooks, "endpoints" | "nudge"> | undefined;
 };
 
 /**
@@ -116,6 +119,7 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
     didDocument: c.x402?.didDocument,
     subjectOwnership,
     signingKeys: { keys: c.keys.signingKeys, caller: credentialCaller(sessions, bearer) },
+    webhooks: c.webhooks === undefined ? undefined : { sessions, bearer, webhooks: nudgingTests(c.webhooks) },
     keyStatus: { keyStatus: c.keys.keyStatus, clientRate: c.keys.clientRate, maxInFlight: c.keys.maxInFlight, clientAddress: requestClientAddress },
     // Controller authorization (decisions §25) shares key status's bounds: both are pure reads of the index.
     controllerAuthorization: { authorize: c.keys.controllerAuthorization, resolveDidUrl: c.keys.resolveDidUrl, clientRate: c.keys.clientRate, maxInFlight: c.keys.maxInFlight, clientAddress: requestClientAddress },
@@ -169,6 +173,18 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
     fetch: handler,
   });
   return { port: server.port ?? config.port, drain: () => drainServer(server, handler, { graceMs: config.shutdownGraceMs }) };
+}
+
+/** The endpoints' use cases, a test event sent at once rather than at the worker's next tick. */
+function nudgingTests(w: Pick<WiredWebhooks, "endpoints" | "nudge">): WiredWebhooks["endpoints"] {
+  return {
+    ...w.endpoints,
+    async test(account, id) {
+      const queued = await w.endpoints.test(account, id);
+      if (queued.ok) w.nudge();
+      return queued;
+    },
+  };
 }
 
 /** `/readyz`: the database, the node, the delegate's balance and a fresh index (decisions §21). */

@@ -9,6 +9,7 @@ import { systemClock } from "../adapters/system/mod.ts";
 import { createArtifactTrust } from "../domain/artifact_trust/mod.ts";
 import { createWebCryptoJwsVerifier } from "../client/jws_verifier.ts";
 import type { Config } from "./config.ts";
+import { webhookConfirmations } from "./webhooks.ts";
 import type { WiredDiscovery } from "./discovery.ts";
 import type { Foundation } from "./foundation.ts";
 import {
@@ -70,6 +71,10 @@ export type IndexRunner = {
   readonly nudge: (waitMs?: number) => Promise<void>;
   /** Calls `listener` whenever a step of this instance's follower has moved the store's index head or poll time. */
   readonly onMoved: (listener: () => void) => void;
+  /** Calls `listener` after each follower step that stored blocks (webhooks fan out what it wrote to the outbox). */
+  readonly onIngested: (listener: () => void) => void;
+  /** The store the follower writes (webhooks read the records of what it wrote to the outbox). */
+  readonly store: IndexStore;
   readonly stop: () => Promise<void>;
 };
 
@@ -83,6 +88,8 @@ export type IndexSettings = {
   readonly stepBlocks: bigint;
   /** Off: no follower loop here (reads still use whatever the store holds). */
   readonly follow?: boolean | undefined;
+  /** Webhooks (decisions §22): outbox rows for blocks this deep; undefined: none. */
+  readonly webhookConfirmations?: number | undefined;
 };
 
 /** The header the index follower's JSON-RPC requests carry (`x-ats-reader: index-follower`). */
@@ -124,6 +131,8 @@ type FollowerState = {
   headSeen: boolean;
   /** Told after each step that wrote to the store (the answer cache's change signal). */
   moved: (() => void)[];
+  /** Told after a step stored blocks. */
+  ingested?: (() => void) | undefined;
 };
 
 /** Starts the follower (unless `follow` is false) and returns the reads and the status. */
@@ -216,6 +225,8 @@ export function wireIndex(deps: IndexDeps): IndexRunner {
     status,
     refresh,
     healthy: async () => !(await refresh()).stale,
+    onIngested: (listener) => void (state.ingested = listener),
+    store,
     catchUp: () =>
       serial(async () => {
         for (;;) {
@@ -260,6 +271,7 @@ function createPoll(deps: IndexDeps, state: FollowerState): () => Promise<"done"
     startBlock: settings.startBlock,
     confirmations: settings.confirmations,
     stepBlocks: settings.stepBlocks,
+    webhookConfirmations: settings.webhookConfirmations,
   });
   const progress = createBackfillProgress({ clock, log, metrics: deps.metrics });
 
@@ -278,6 +290,7 @@ function createPoll(deps: IndexDeps, state: FollowerState): () => Promise<"done"
       log.warn(s.deepReorg ? "index_deep_reorg" : "index_reorg", { rewoundTo: Number(s.rewoundTo), head: Number(s.head), confirmedTo: Number(s.confirmedTo) });
     }
     if (s.filled !== undefined) log.info("index_records_filled", { attestations: s.filled });
+    if (s.ingested !== undefined) state.ingested?.();
     progress(s);
     if (s.ingested !== undefined || s.rewoundTo !== undefined) for (const listener of state.moved) listener();
     return s;
@@ -382,6 +395,7 @@ export async function wireAttestationIndex(
       leaseSeconds: config.index.leaseSeconds,
       stepBlocks: BigInt(config.index.stepBlocks),
       follow: config.index.follow,
+      webhookConfirmations: webhookConfirmations(config, f.devnet !== undefined),
     },
     clock: systemClock,
     log: f.log,

@@ -20,6 +20,7 @@ import { wireLimits } from "./limits.ts";
 import { wireMcp } from "./mcp.ts";
 import { wireOAuth } from "./oauth.ts";
 import { wireSubmissions } from "./submissions.ts";
+import { wireWebhooks } from "./webhooks.ts";
 
 export { openStorage, StartupError, type StartServiceOptions } from "./foundation.ts";
 export { SERVER_IDLE_TIMEOUT_SECONDS } from "./http.ts";
@@ -53,7 +54,9 @@ export async function startService(config: Config, options: StartServiceOptions 
     const { index, attestationList, attestationQueries } = await wireAttestationIndex(config, f);
     const artifactTrust = wireArtifactTrust(f, index, discovery);
     const accounts = await wireAccounts(config, f, discovery, options);
-    const submissions = await wireSubmissions(config, f);
+    const webhooks = wireWebhooks(config, f, { indexStore: index.store, didJsonCa: options.didJsonCa });
+    index.onIngested(webhooks.nudge);
+    const submissions = await wireSubmissions(config, f, { onSettled: webhooks.onSettled });
     const x402 = await wireX402(config, {
       devnet,
       chainId,
@@ -71,7 +74,7 @@ export async function startService(config: Config, options: StartServiceOptions 
     const oauth = await wireOAuth(config, f);
     const mcp = wireMcp(config, f, { discovery, witness, artifactTrust, attestationList, accounts, keys, oauth, limits, submissions });
     wireGauges(config, f);
-    const http = serveHttp(config, f, { discovery, witness, index, attestationList, attestationQueries, artifactTrust, accounts, delegation, x402, oauth, keys, mcp, submissions });
+    const http = serveHttp(config, f, { discovery, witness, index, attestationList, attestationQueries, artifactTrust, accounts, delegation, x402, oauth, keys, mcp, submissions, webhooks });
     const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${http.port}`;
     log.info("listening", {
       url,
@@ -105,7 +108,7 @@ export async function startService(config: Config, options: StartServiceOptions 
           mcp?.stop();
           accounts.abortPremiumReads();
           // The index follower serves no request (reads go to its store and the chain): its round ends beside the drain.
-          await Promise.all([http.drain(), index.stop()]);
+          await Promise.all([http.drain(), index.stop(), webhooks.stop()]);
           await x402?.stop();
           await f.storage.close();
           await devnet?.stop();

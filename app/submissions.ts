@@ -3,7 +3,14 @@ import { createViemTxStatusReader } from "../adapters/chain/mod.ts";
 import { cryptoRandom, systemClock } from "../adapters/system/mod.ts";
 import { createSubmissionReconciler, replayBook, witnessBook } from "../domain/delegation/mod.ts";
 import { createIdempotency, type Idempotency } from "../domain/idempotency/mod.ts";
-import { createSubmissionStatus, createSubmissionTracker, type SubmissionStatus, type SubmissionTracker, trackedBook } from "../domain/submissions/mod.ts";
+import {
+  createSubmissionStatus,
+  createSubmissionTracker,
+  type SubmissionSettled,
+  type SubmissionStatus,
+  type SubmissionTracker,
+  trackedBook,
+} from "../domain/submissions/mod.ts";
 import type { Config } from "./config.ts";
 import type { Foundation } from "./foundation.ts";
 
@@ -36,9 +43,17 @@ export type WiredSubmissions = {
  * may be mid-flight. A row left open by a passing failure (the node restarting, an answer lost) gets a few more
  * rounds first; one truly pending on chain stays for the periodic rounds.
  */
-export async function wireSubmissions(config: Config, { storage, eas, easAddress, log, devnet }: Foundation): Promise<WiredSubmissions> {
-  // The seam of `submission.settled` (decisions §22): no webhooks yet, so nothing is told when a submission settles.
-  const tracking = { records: storage.submissions, clock: systemClock, replacements: storage.txReplacements, onSettled: undefined };
+export async function wireSubmissions(
+  config: Config,
+  { storage, eas, easAddress, log, devnet }: Foundation,
+  events: { readonly onSettled?: SubmissionSettled | undefined } = {},
+): Promise<WiredSubmissions> {
+  // `submission.settled` (decisions §22): each kept outcome goes to the account's webhook endpoints. A failure to queue
+  // the event is logged and does not undo the outcome.
+  const onSettled: SubmissionSettled | undefined = events.onSettled === undefined ? undefined : (event) =>
+    events.onSettled!(event).catch((error: unknown) =>
+      log.warn("webhook_submission_event_failed", { error: error instanceof Error ? error.message : String(error) }));
+  const tracking = { records: storage.submissions, clock: systemClock, replacements: storage.txReplacements, onSettled };
   const reconcile = createSubmissionReconciler({
     books: [trackedBook(replayBook(storage.replay, eas.reader), tracking), witnessBook(storage.ledger, systemClock)],
     txStatus: createViemTxStatusReader({

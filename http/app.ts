@@ -42,6 +42,7 @@ import type { IndexAnswerCache } from "./index_answer_cache.ts";
 import { buildOpenApi, renderApiPage } from "./openapi.ts";
 import { ROUTE_DOCS } from "./route_docs.ts";
 import { MAX_BODY_BYTES, TOO_LARGE_MESSAGE } from "./routes/request.ts";
+import { webhookRoutes, type WebhookRoutesDeps } from "./routes/webhooks.ts";
 
 /** Everything the HTTP layer is given by the composition root. */
 export type AppDeps = Omit<EasRoutesDeps, "log"> & {
@@ -81,6 +82,8 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly console?: Omit<ConsoleRoutesDeps, "log"> | undefined;
   /** The Prometheus exposition text of `GET /metrics`; absent: no such route. */
   readonly metricsText?: (() => Promise<string>) | undefined;
+  /** Webhook endpoints (decisions §22); absent in tests that do not exercise them. */
+  readonly webhooks?: Omit<WebhookRoutesDeps, "log"> | undefined;
   /** Signing keys (decisions §17); absent in tests that do not exercise them. */
   readonly signingKeys?: Omit<SigningKeyRoutesDeps, "log"> | undefined;
   /** The public key status (decisions §17); absent in tests that do not exercise it. */
@@ -348,6 +351,7 @@ export function createApp(deps: AppDeps) {
     // Typed as a plain plugin: one more route type in this chain is past what tsc represents.
     .use((deps.didDocument ? didDocumentRoutes(deps.didDocument) : new Elysia()) as Elysia)
     .use(deps.signingKeys ? signingKeyRoutes({ ...deps.signingKeys, log: deps.log }) : new Elysia())
+    .use((deps.webhooks ? webhookRoutes({ ...deps.webhooks, log: deps.log }) : new Elysia()) as Elysia)
     .use(deps.keyStatus ? keyStatusRoutes({ ...deps.keyStatus, log: deps.log, answers: indexAnswers }) : new Elysia())
     .use((deps.controllerAuthorization ? controllerAuthorizationRoutes({ ...deps.controllerAuthorization, log: deps.log, answers: indexAnswers }) : new Elysia()) as Elysia)
     .use(deps.oauth ? oauthRoutes({ ...deps.oauth, log: deps.log }) : new Elysia())

@@ -206,7 +206,7 @@ describe("tokens", () => {
     expect(await exchange(c, { redirect_uri: `${REDIRECT}x` })).toMatchObject({ ok: false, code: "invalid_grant" });
     expect(store.writes).toBe(writes);
     const tokens = await exchange(c);
-    expect(tokens).toMatchObject({ ok: true, value: { token_type: "Bearer", expires_in: 3_600, scope: "witness:write relay:write rpc:read account:read subjects:write keys:write" } });
+    expect(tokens).toMatchObject({ ok: true, value: { token_type: "Bearer", expires_in: 3_600, scope: "witness:write relay:write rpc:read account:read subjects:write keys:write webhooks:write" } });
     if (!tokens.ok) return;
     expect(await oauth.authenticateBearer(tokens.value.access_token, { scope: "witness:write" })).toMatchObject({ ok: true, value: { account: { id: account.id } } });
     expect(await exchange(c)).toMatchObject({ ok: false, code: "invalid_grant" });

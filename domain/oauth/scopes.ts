@@ -8,6 +8,7 @@ export const SCOPES = {
   "account:read": "Read the account, its plan and usage, its subjects and signing keys",
   "subjects:write": "Add, change and remove subjects",
   "keys:write": "Register signing keys",
+  "webhooks:write": "Manage webhook endpoints and read their deliveries",
 } as const;
 
 /** One scope of {@link SCOPES}. */

@@ -28,7 +28,7 @@ export type SubmissionTrackerDeps = {
   readonly replacements?: TxReplacementStore | undefined;
   /**
    * The seam of the `submission.settled` event (decisions §22, §23): called once per submission when its outcome is
-   * kept, by the relay or by the reconciler. TODO(webhooks issue): emit `submission.settled` here; absent until then.
+   * kept, by the relay or by the reconciler; app/submissions.ts gives it the webhooks' event (domain/webhooks/).
    */
   readonly onSettled?: SubmissionSettled | undefined;
 };

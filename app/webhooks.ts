@@ -1,0 +1,127 @@
+/**
+ * Wiring of webhooks (decisions §22): the endpoints' use cases, the transport held to the discovery IP policy, and the
+ * worker every instance runs: fan out the outbox the index follower wrote, then claim and send due deliveries (at most
+ * `WEBHOOK_MAX_IN_FLIGHT` at once, 4 per endpoint), every `WEBHOOK_POLL_MS`.
+ */
+import { hostname } from "node:os";
+import { createDnsPacketResolver } from "../adapters/dns/mod.ts";
+import { createHttpsWebhookTransport } from "../adapters/https/mod.ts";
+import { cryptoRandom, systemClock } from "../adapters/system/mod.ts";
+import {
+  createSubmissionEvents,
+  createWebhookDelivery,
+  createWebhookEndpoints,
+  createWebhookFanOut,
+  type WebhookEndpoints,
+} from "../domain/webhooks/mod.ts";
+import type { IndexStore } from "../ports/attestation_index.ts";
+import type { WebhookTransport } from "../ports/webhooks.ts";
+import type { Config } from "./config.ts";
+import type { Foundation } from "./foundation.ts";
+
+/** Deliveries to one endpoint at once (decisions §22). */
+export const PER_ENDPOINT_IN_FLIGHT = 4;
+/** How long a claim holds: past the attempt's 10 s deadline, so that only a dead worker's deliveries are taken over. */
+const CLAIM_LEASE_MS = 60_000;
+/** Outbox rows one round fans out at most before it sends. */
+const FAN_OUT_ROUNDS = 20;
+
+/** What the webhooks give the routes and the relays. */
+export type WiredWebhooks = {
+  readonly endpoints: WebhookEndpoints;
+  /** The submission tracker's `onSettled`: `submission.settled` to the account's endpoints. */
+  readonly onSettled: ReturnType<typeof createSubmissionEvents>;
+  /** Runs a round now (fan out, claim, send) instead of at the next tick. */
+  readonly nudge: () => void;
+  readonly stop: () => Promise<void>;
+};
+
+/** The webhook confirmations: `WEBHOOK_CONFIRMATIONS`, else the index's (0 on the embedded devnet). */
+export function webhookConfirmations(config: Config, devnet: boolean): number | undefined {
+  if (!config.webhooks.enabled) return undefined;
+  return config.webhooks.confirmations ?? config.index.confirmations ?? (devnet ? 0 : 12);
+}
+
+/** Builds the endpoints and starts the worker (unless `WEBHOOKS=off`: the routes then still manage endpoints). */
+export function wireWebhooks(
+  config: Config,
+  f: Foundation,
+  deps: { readonly indexStore: IndexStore; readonly transport?: WebhookTransport | undefined; readonly didJsonCa?: string | undefined },
+): WiredWebhooks {
+  const store = f.storage.webhooks;
+  const transport = deps.transport ?? createHttpsWebhookTransport({
+    resolver: createDnsPacketResolver({ servers: [...config.dnsServers] }),
+    allowPrivateNetwork: config.allowPrivateNetwork,
+    ca: deps.didJsonCa,
+  });
+  const endpoints = createWebhookEndpoints({ store, transport, clock: systemClock, random: cryptoRandom, allowPrivateNetwork: config.allowPrivateNetwork });
+  const schemaNames = new Map(Object.entries(f.chain.schemas).map(([name, uid]) => [String(uid).toLowerCase(), name]));
+  const fanOut = createWebhookFanOut({ store, records: (uids) => deps.indexStore.records(uids), schemaNames, clock: systemClock });
+  const { metrics, log } = f;
+  metrics.describe("ats_webhook_deliveries_total", "counter", "Webhook delivery attempts by outcome: delivered, retry (a later attempt follows), failed (the last)");
+  metrics.gauge("ats_webhook_queue_depth", "Webhook events not yet delivered: outbox rows not fanned out and pending deliveries, all instances", async () =>
+    [{ value: (await store.stats(systemClock.nowMs())).pending }]);
+  metrics.gauge("ats_webhook_oldest_pending_seconds", "Age of the oldest pending webhook delivery, all instances (0: none)", async () =>
+    [{ value: Math.max(0, Math.round(((await store.stats(systemClock.nowMs())).oldestPendingMs ?? 0) / 1000)) }]);
+  const delivery = createWebhookDelivery({
+    store,
+    transport,
+    clock: systemClock,
+    holder: `${hostname()}:${process.pid}:${crypto.randomUUID()}`,
+    retrySeconds: config.webhooks.retrySeconds,
+    maxInFlight: config.webhooks.maxInFlight,
+    perEndpoint: PER_ENDPOINT_IN_FLIGHT,
+    leaseMs: CLAIM_LEASE_MS,
+    onAttempt(d, outcome, reason) {
+      metrics.increment("ats_webhook_deliveries_total", { outcome: outcome.state });
+      if (outcome.state !== "delivered") log.info("webhook_attempt_failed", { endpointId: d.endpointId, eventId: d.message.id, status: outcome.status, reason, state: outcome.state });
+      // A freed slot takes the next due delivery at once.
+      nudge();
+    },
+  });
+
+  let stopped = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let running: Promise<void> | undefined;
+  let again = false;
+  async function round(): Promise<void> {
+    for (let i = 0; i < FAN_OUT_ROUNDS && (await fanOut()) > 0; i++);
+    await delivery.run();
+  }
+  function tick() {
+    timer = undefined;
+    if (stopped) return;
+    if (running !== undefined) {
+      again = true;
+      return;
+    }
+    running = round()
+      .catch((error: unknown) => log.warn("webhook_round_failed", { error: error instanceof Error ? error.message : String(error) }))
+      .finally(() => {
+        running = undefined;
+        if (stopped) return;
+        if (again) {
+          again = false;
+          tick();
+        } else timer = setTimeout(tick, config.webhooks.pollMs);
+      });
+  }
+  function nudge() {
+    if (stopped) return;
+    if (timer !== undefined) clearTimeout(timer);
+    tick();
+  }
+  if (config.webhooks.enabled) tick();
+
+  return {
+    endpoints,
+    onSettled: createSubmissionEvents({ store, records: f.storage.submissions, clock: systemClock }),
+    nudge,
+    async stop() {
+      stopped = true;
+      if (timer !== undefined) clearTimeout(timer);
+      await running;
+      await delivery.idle();
+    },
+  };
+}
