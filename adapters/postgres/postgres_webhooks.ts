@@ -78,11 +78,12 @@ export function createPostgresWebhooks(sql: SQL): WebhookStore {
       }),
     remove: (accountId, id) =>
       sql.begin(async (tx) => {
-        const gone = await tx`DELETE FROM webhook_endpoints WHERE account_id = ${accountId} AND id = ${id} RETURNING id`;
-        if (gone.length !== 1) return false;
-        await tx`DELETE FROM webhook_subjects WHERE endpoint_id = ${id}`;
+        if ((await getEndpoint(tx, accountId, id)) === undefined) return false;
+        // Deliveries before their endpoint: the order a claim and a record lock them in.
         await tx`DELETE FROM webhook_deliveries WHERE endpoint_id = ${id}`;
-        return true;
+        await tx`DELETE FROM webhook_subjects WHERE endpoint_id = ${id}`;
+        const gone = await tx`DELETE FROM webhook_endpoints WHERE account_id = ${accountId} AND id = ${id} RETURNING id`;
+        return gone.length === 1;
       }),
     async rotate(accountId, id, secret, previousUntilMs) {
       const rows: Row[] = await sql`UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_until_ms = ${previousUntilMs}, secret = ${secret}
@@ -127,16 +128,24 @@ export function createPostgresWebhooks(sql: SQL): WebhookStore {
     },
     claim: (holder, nowMs, leaseMs, limit, perEndpoint) =>
       sql.begin(async (tx) => {
-        const leasedRows: Row[] = await tx`SELECT endpoint_id, COUNT(*) AS n FROM webhook_deliveries
-                                            WHERE state = 'pending' AND lease_until_ms > ${nowMs} GROUP BY endpoint_id`;
-        const leased = new Map(leasedRows.map((r) => [String(r.endpoint_id), Number(r.n)]));
         // Rows another instance is claiming right now are skipped, not waited for: each is claimed once.
-        const due: Row[] = await tx`
+        const rowsDue: Row[] = await tx`
           SELECT d.id, d.endpoint_id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
            WHERE d.state = 'pending' AND d.next_attempt_at_ms <= ${nowMs} AND (d.lease_until_ms IS NULL OR d.lease_until_ms <= ${nowMs})
              AND e.disabled = 0
            ORDER BY d.next_attempt_at_ms, d.created_at_ms LIMIT ${limit * 8}
            FOR UPDATE OF d SKIP LOCKED`;
+        if (rowsDue.length === 0) return [];
+        // Every claim holds its endpoints' rows while it counts and takes leases, so the 4 per endpoint hold across
+        // instances; an endpoint another claim holds is skipped this round.
+        const endpointIds = [...new Set(rowsDue.map((r) => String(r.endpoint_id)))];
+        const heldRows: Row[] = await tx`SELECT id FROM webhook_endpoints WHERE id = ANY(${sql.array(endpointIds, "TEXT")}) FOR UPDATE SKIP LOCKED`;
+        const held = new Set(heldRows.map((r) => String(r.id)));
+        const due = rowsDue.filter((r) => held.has(String(r.endpoint_id)));
+        const leasedRows: Row[] = await tx`SELECT endpoint_id, COUNT(*) AS n FROM webhook_deliveries
+                                            WHERE state = 'pending' AND lease_until_ms > ${nowMs} AND endpoint_id = ANY(${sql.array([...held], "TEXT")})
+                                            GROUP BY endpoint_id`;
+        const leased = new Map(leasedRows.map((r) => [String(r.endpoint_id), Number(r.n)]));
         const picked: string[] = [];
         for (const row of due) {
           if (picked.length >= limit) break;
