@@ -218,10 +218,13 @@ export type Config = {
    * Webhooks (decisions §22): `WEBHOOK_CONFIRMATIONS` (blocks an event waits for; default `INDEX_CONFIRMATIONS`, 0 on
    * the devnet), `WEBHOOK_RETRY_SECONDS` (the delays between attempts, default `5,300,1800,7200,18000,36000,36000`),
    * `WEBHOOK_MAX_IN_FLIGHT` (deliveries one instance sends at once, default 32), `WEBHOOK_POLL_MS` (how often an
-   * instance looks for due deliveries and new events, default 500), `WEBHOOKS` (`on`/`off`, default on).
+   * instance looks for due deliveries and new events, default 500), `WEBHOOKS` (`on`/`off`, default on: off, no
+   * outbox is written and nothing sent), `WEBHOOK_DELIVERY` (`on`/`off`, default on: off, this instance fans out and
+   * sends nothing; others on the same database do).
    */
   readonly webhooks: {
     readonly enabled: boolean;
+    readonly delivery: boolean;
     readonly confirmations: number | undefined;
     readonly retrySeconds: readonly number[];
     readonly maxInFlight: number;
@@ -362,6 +365,7 @@ function readWebhooks(env: Env): Config["webhooks"] {
   }
   return {
     enabled: onOff("WEBHOOKS", true),
+    delivery: onOff("WEBHOOK_DELIVERY", true),
     confirmations: get("WEBHOOK_CONFIRMATIONS") === undefined ? undefined : int("WEBHOOK_CONFIRMATIONS", 12, 0, 10_000),
     retrySeconds: retrySeconds.map(Number),
     maxInFlight: int("WEBHOOK_MAX_IN_FLIGHT", 32, 1, 10_000),

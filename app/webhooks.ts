@@ -21,8 +21,8 @@ import type { Foundation } from "./foundation.ts";
 
 /** Deliveries to one endpoint at once (decisions §22). */
 export const PER_ENDPOINT_IN_FLIGHT = 4;
-/** How long a claim holds: past the attempt's 10 s deadline, so that only a dead worker's deliveries are taken over. */
-const CLAIM_LEASE_MS = 60_000;
+/** How long a claim holds: twice the attempt's 10 s deadline, so that only a dead worker's deliveries are taken over. */
+const CLAIM_LEASE_MS = 20_000;
 /** Outbox rows one round fans out at most before it sends. */
 const FAN_OUT_ROUNDS = 20;
 
@@ -42,7 +42,7 @@ export function webhookConfirmations(config: Config, devnet: boolean): number | 
   return config.webhooks.confirmations ?? config.index.confirmations ?? (devnet ? 0 : 12);
 }
 
-/** Builds the endpoints and starts the worker (unless `WEBHOOKS=off`: the routes then still manage endpoints). */
+/** Builds the endpoints and starts the worker (unless `WEBHOOKS=off` or `WEBHOOK_DELIVERY=off`: the routes still manage endpoints). */
 export function wireWebhooks(
   config: Config,
   f: Foundation,
@@ -106,12 +106,13 @@ export function wireWebhooks(
         } else timer = setTimeout(tick, config.webhooks.pollMs);
       });
   }
+  const delivering = config.webhooks.enabled && config.webhooks.delivery;
   function nudge() {
-    if (stopped) return;
+    if (stopped || !delivering) return;
     if (timer !== undefined) clearTimeout(timer);
     tick();
   }
-  if (config.webhooks.enabled) tick();
+  if (delivering) tick();
 
   return {
     endpoints,

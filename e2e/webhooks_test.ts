@@ -1,0 +1,265 @@
+/**
+ * Webhooks end to end (decisions §22, issue 35): the real service on loopback with Anvil and EAS, a receiver server on
+ * loopback (http:// with ALLOW_PRIVATE_NETWORK), every delivery verified with the official `standardwebhooks` package.
+ * No assertion depends on timing: each waits for an outcome with a generous deadline, and retries are made short by
+ * WEBHOOK_RETRY_SECONDS.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import type { Hex } from "viem";
+import { Webhook } from "standardwebhooks";
+import { didToAddress } from "../domain/did.ts";
+import { encodeSchemaData } from "../domain/schema_data.ts";
+import { computeSchemaUid, findSchemaByName } from "../domain/schemas.ts";
+import { type Stack, startStack } from "./harness.ts";
+import { easWriter } from "./support/eas_writer.ts";
+import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
+import { signInCookie } from "./support/sign_in.ts";
+
+type Received = { path: string; headers: Record<string, string>; body: string; status: number };
+
+/** A receiver on loopback: records every request; a path answers the statuses queued for it, then 200. */
+function startReceiver() {
+  const received: Received[] = [];
+  const queued = new Map<string, number[]>();
+  let down = new Set<string>();
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(request) {
+      const path = new URL(request.url).pathname;
+      const body = await request.text();
+      const status = down.has(path) ? 503 : queued.get(path)?.shift() ?? 200;
+      received.push({ path, headers: Object.fromEntries(request.headers), body, status });
+      return new Response(status === 200 ? "ok" : "no", { status });
+    },
+  });
+  return {
+    url: (path: string) => `http://127.0.0.1:${server.port}${path}`,
+    received,
+    queue: (path: string, statuses: number[]) => queued.set(path, statuses),
+    setDown: (paths: string[]) => void (down = new Set(paths)),
+    stop: () => server.stop(true),
+  };
+}
+
+/** Waits until `find` returns something, polling; fails after a generous deadline. */
+async function waitFor<T>(what: string, find: () => T | undefined | Promise<T | undefined>, deadlineMs = 45_000): Promise<T> {
+  const until = Date.now() + deadlineMs;
+  for (;;) {
+    const found = await find();
+    if (found !== undefined) return found;
+    if (Date.now() > until) throw new Error(`Timed out waiting for ${what}`);
+    await Bun.sleep(50);
+  }
+}
+
+/** Sign-in as the tests do it: the SIWE domain app.test, challenges not limited. */
+const SIGN_IN = { SIWE_DOMAINS: "app.test", SIWE_CHALLENGE_RATE_PER_MINUTE: "1000" };
+
+const linked = findSchemaByName("linked-identifier")!;
+const LINKED_UID = computeSchemaUid(linked) as Hex;
+const ZERO = `0x${"0".repeat(64)}` as Hex;
+
+let stack: Stack;
+let receiver: ReturnType<typeof startReceiver>;
+let writer: ReturnType<typeof easWriter>;
+let attesterKey: Hex;
+let cookie: string;
+let base: string;
+
+const api = (path: string, init: RequestInit & { cookie?: string } = {}) =>
+  fetch(`${base}${path}`, {
+    ...init,
+    headers: { "content-type": "application/json", cookie: init.cookie ?? cookie, ...(init.headers as Record<string, string> | undefined) },
+  });
+
+async function attestLinked(subject: string): Promise<Hex> {
+  const data = encodeSchemaData(linked.schema, { subject, linkedId: "did:web:other.example", proofs: [], issuedAt: 1, effectiveAt: 1, expiresAt: 0 });
+  if (!data.ok) throw new Error(data.message);
+  const recipient = didToAddress(subject);
+  if (!recipient.ok) throw new Error(recipient.message);
+  const { uid } = await writer.attest(attesterKey, LINKED_UID, { recipient: recipient.value as Hex, data: data.value as Hex, revocable: true });
+  return uid;
+}
+
+async function createEndpoint(body: Record<string, unknown>): Promise<{ id: string; secret: string }> {
+  const res = await api("/api/private/webhooks", { method: "POST", body: JSON.stringify(body) });
+  const answer = await res.json() as { id: string; secret: string };
+  expect(res.status).toBe(201);
+  return answer;
+}
+
+const deliveredTo = (path: string, type: string, where?: (r: Received) => boolean) =>
+  receiver.received.find((r) => r.path === path && r.status === 200 && (JSON.parse(r.body) as { type: string }).type === type && (where?.(r) ?? true));
+
+beforeAll(async () => {
+  receiver = startReceiver();
+  stack = await startStack({
+    env: { ...SIGN_IN, ALLOW_PRIVATE_NETWORK: "true", WEBHOOK_CONFIRMATIONS: "0", WEBHOOK_POLL_MS: "50", WEBHOOK_RETRY_SECONDS: "1,1,1" },
+  });
+  base = stack.baseUrl;
+  writer = easWriter({ rpcUrl: stack.devnet.rpcUrl, easAddress: stack.devnet.easAddress });
+  attesterKey = stack.devnet.keys.users[0] as Hex;
+  cookie = await signInCookie(base, stack.devnet.keys.users[1] as Hex);
+}, 120_000);
+afterAll(async () => {
+  await stack?.stop();
+  receiver?.stop();
+});
+
+describe("webhooks on the real service", () => {
+  test("an attestation on a watched subject is delivered as attestation.created, verifiable with standardwebhooks; its revocation as attestation.revoked", async () => {
+    const subject = "did:web:watched.example";
+    const endpoint = await createEndpoint({ url: receiver.url("/watch"), events: ["attestation.created", "attestation.revoked"], subjects: [subject] });
+    expect(endpoint.secret).toMatch(/^whsec_/);
+    const uid = await attestLinked(subject);
+    await stack.sync();
+    const created = await waitFor("attestation.created", () => deliveredTo("/watch", "attestation.created"));
+    const payload = new Webhook(endpoint.secret).verify(created.body, created.headers) as { type: string; timestamp: string; data: Record<string, unknown> };
+    expect(payload).toMatchObject({
+      type: "attestation.created",
+      data: { uid: uid.toLowerCase(), schema: "linked-identifier", schemaUid: LINKED_UID.toLowerCase(), subject, revoked: false, fields: { subject, linkedId: "did:web:other.example" } },
+    });
+    expect(payload.data.txHash).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(Number.isNaN(Date.parse(payload.timestamp))).toBe(false);
+
+    await writer.revoke(attesterKey, LINKED_UID, uid);
+    await stack.sync();
+    const revoked = await waitFor("attestation.revoked", () => deliveredTo("/watch", "attestation.revoked"));
+    expect(new Webhook(endpoint.secret).verify(revoked.body, revoked.headers)).toMatchObject({ type: "attestation.revoked", data: { uid: uid.toLowerCase(), revoked: true } });
+    expect(revoked.headers["webhook-id"]).not.toBe(created.headers["webhook-id"]);
+
+    const list = await (await api(`/api/private/webhooks/${endpoint.id}/deliveries`)).json() as { items: { eventId: string; type: string; attempts: number; deliveredAt: string | null }[] };
+    expect(list.items.map((i) => [i.type, i.attempts, i.deliveredAt !== null])).toEqual([["attestation.revoked", 1, true], ["attestation.created", 1, true]]);
+  }, 90_000);
+
+  test("a 500 is retried after WEBHOOK_RETRY_SECONDS with the same webhook-id, then delivered", async () => {
+    const subject = "did:web:flaky.example";
+    receiver.queue("/flaky", [500]);
+    const endpoint = await createEndpoint({ url: receiver.url("/flaky"), events: ["attestation.created"], subjects: [subject] });
+    await attestLinked(subject);
+    await stack.sync();
+    const ok = await waitFor("the retry's 200", () => deliveredTo("/flaky", "attestation.created"));
+    const attempts = receiver.received.filter((r) => r.path === "/flaky");
+    expect(attempts.map((r) => r.status)).toEqual([500, 200]);
+    expect(new Set(attempts.map((r) => r.headers["webhook-id"]))).toEqual(new Set([ok.headers["webhook-id"]]));
+    for (const attempt of attempts) expect(new Webhook(endpoint.secret).verify(attempt.body, attempt.headers)).toMatchObject({ type: "attestation.created" });
+    const list = await waitFor("the delivery recorded", async () => {
+      const page = await (await api(`/api/private/webhooks/${endpoint.id}/deliveries`)).json() as { items: { attempts: number; lastStatus: number; deliveredAt: string | null }[] };
+      return page.items[0]?.deliveredAt === null ? undefined : page;
+    });
+    expect(list.items[0]).toMatchObject({ attempts: 2, lastStatus: 200 });
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).toMatch(/^ats_webhook_deliveries_total\{outcome="retry"\} [1-9]/m);
+    expect(metrics).toMatch(/^ats_webhook_deliveries_total\{outcome="delivered"\} [1-9]/m);
+    expect(metrics).toMatch(/^ats_webhook_queue_depth [0-9]+/m);
+    expect(metrics).toMatch(/^ats_webhook_oldest_pending_seconds [0-9]+/m);
+  }, 90_000);
+
+  test("the account's proven subject (its wallet's did:pkh) is watched while ownSubjects; a test event; after a rotation both signatures verify", async () => {
+    const endpoint = await createEndpoint({ url: receiver.url("/own"), events: ["webhook.test"] });
+    const test1 = await api(`/api/private/webhooks/${endpoint.id}/test`, { method: "POST", body: "{}" });
+    expect(test1.status).toBe(202);
+    const { eventId } = await test1.json() as { eventId: string };
+    const first = await waitFor("webhook.test", () => deliveredTo("/own", "webhook.test", (r) => r.headers["webhook-id"] === eventId));
+    expect(new Webhook(endpoint.secret).verify(first.body, first.headers)).toMatchObject({ type: "webhook.test" });
+
+    const rotated = await (await api(`/api/private/webhooks/${endpoint.id}/rotate-secret`, { method: "POST", body: "{}" })).json() as { secret: string };
+    expect(rotated.secret).not.toBe(endpoint.secret);
+    const { eventId: second } = await (await api(`/api/private/webhooks/${endpoint.id}/test`, { method: "POST", body: "{}" })).json() as { eventId: string };
+    const after = await waitFor("the test after rotation", () => deliveredTo("/own", "webhook.test", (r) => r.headers["webhook-id"] === second));
+    expect(after.headers["webhook-signature"]!.split(" ")).toHaveLength(2);
+    expect(new Webhook(rotated.secret).verify(after.body, after.headers)).toMatchObject({ type: "webhook.test" });
+    expect(new Webhook(endpoint.secret).verify(after.body, after.headers)).toMatchObject({ type: "webhook.test" });
+  }, 60_000);
+
+  test("bad input is 400 naming the field, another account's endpoint 404, no credential 401", async () => {
+    const bad = await api("/api/private/webhooks", { method: "POST", body: JSON.stringify({ url: receiver.url("/x"), events: ["nope"] }) });
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ code: "INVALID_INPUT", error: expect.stringMatching(/^events\[0\]/) });
+    const mine = await createEndpoint({ url: receiver.url("/mine"), events: ["webhook.test"] });
+    const stranger = await signInCookie(base, stack.devnet.keys.users[2] as Hex);
+    for (const [method, path] of [["GET", ""], ["PATCH", ""], ["DELETE", ""], ["POST", "/test"], ["POST", "/rotate-secret"], ["GET", "/deliveries"]] as const) {
+      const res = await api(`/api/private/webhooks/${mine.id}${path}`, { method, cookie: stranger, ...(method === "GET" || method === "DELETE" ? {} : { body: "{}" }) });
+      expect({ method, path, status: res.status, body: await res.json() }).toMatchObject({ method, path, status: 404, body: { code: "WEBHOOK_NOT_FOUND" } });
+    }
+    const anonymous = await fetch(`${base}/api/private/webhooks`);
+    expect(anonymous.status).toBe(401);
+    expect(await anonymous.json()).toMatchObject({ code: "UNAUTHENTICATED" });
+  }, 60_000);
+
+  test("without ALLOW_PRIVATE_NETWORK a loopback or private URL is refused with 400", async () => {
+    const strict = await stack.restartService({ ALLOW_PRIVATE_NETWORK: "false", WEBHOOK_DELIVERY: "off" });
+    const strictCookie = await signInCookie(strict.url, stack.devnet.keys.users[3] as Hex);
+    for (const url of [receiver.url("/private"), "https://127.0.0.1/hook", "https://[::1]/hook", "https://169.254.169.254/latest", "https://10.1.2.3/", "https://localhost/"]) {
+      const res = await fetch(`${strict.url}/api/private/webhooks`, {
+        method: "POST",
+        headers: { "content-type": "application/json", cookie: strictCookie },
+        body: JSON.stringify({ url, events: ["webhook.test"] }),
+      });
+      expect({ url, status: res.status, body: await res.json() }).toMatchObject({ url, status: 400, body: { code: "INVALID_INPUT", error: expect.stringMatching(/^url/) } });
+    }
+  }, 60_000);
+});
+
+describe("kill -9 of the service loses no event", () => {
+  const running: ServiceProcess[] = [];
+  afterAll(async () => {
+    for (const service of running) if (service.proc.exitCode === null && service.proc.signalCode === null) await service.stop();
+  });
+
+  test("outbox rows the follower wrote before a kill -9 are delivered by the next start; a delivery pending at the kill too", async () => {
+    const env = {
+      PORT: "0",
+      HOST: "127.0.0.1",
+      RPC_URL: stack.devnet.rpcUrl,
+      TRUST_ANCHORS_PATH: stack.devnet.trustAnchorsPath,
+      DELEGATE_PRIVATE_KEY: stack.devnet.keys.delegate,
+      WITNESS_PRIVATE_KEY: stack.devnet.keys.witness,
+      DATABASE_PATH: join(stack.dir, "crash.sqlite"),
+      DATA_DIR: join(stack.dir, "crash"),
+      INDEX_CONFIRMATIONS: "0",
+      INDEX_POLL_MS: "100",
+      ALLOW_PRIVATE_NETWORK: "true",
+      WEBHOOK_POLL_MS: "50",
+      WEBHOOK_RETRY_SECONDS: "1,1,1,1,1,1,1,1,1,1",
+      LOG_LEVEL: "warn",
+      ...SIGN_IN,
+    };
+    // First life: the follower writes the outbox, nobody fans it out (WEBHOOK_DELIVERY=off).
+    const first = await startServiceProcess({ ...env, WEBHOOK_DELIVERY: "off" }, 60_000);
+    running.push(first);
+    const key = stack.devnet.keys.users[4] as Hex;
+    const crashCookie = await signInCookie(first.url, key);
+    const post = (url: string, path: string, body: unknown) =>
+      fetch(`${url}${path}`, { method: "POST", headers: { "content-type": "application/json", cookie: crashCookie }, body: JSON.stringify(body) });
+    const subject = "did:web:crash.example";
+    const created = await post(first.url, "/api/private/webhooks", { url: receiver.url("/crash"), events: ["attestation.created"], subjects: [subject] });
+    const endpoint = await created.json() as { id: string; secret: string };
+    expect(created.status).toBe(201);
+    const uid = await attestLinked(subject);
+    await waitFor("the first life to index the attestation", async () => ((await fetch(`${first.url}/v1/attestations/${uid}`)).status === 200 ? true : undefined));
+    first.proc.kill("SIGKILL");
+    await first.proc.exited;
+    expect(receiver.received.filter((r) => r.path === "/crash")).toEqual([]);
+
+    // Second life: the receiver is down (503), so the delivery is attempted and left pending; then killed again.
+    receiver.setDown(["/crash"]);
+    const second = await startServiceProcess(env, 60_000);
+    running.push(second);
+    await waitFor("an attempt of the second life", () => receiver.received.find((r) => r.path === "/crash"));
+    second.proc.kill("SIGKILL");
+    await second.proc.exited;
+
+    // Third life: the receiver is up; the same event, the same id, is delivered and verifies (once the claim the
+    // killed instance may have held at its death has run out: 20 s).
+    receiver.setDown([]);
+    const third = await startServiceProcess(env, 60_000);
+    running.push(third);
+    const delivered = await waitFor("the delivery after the restarts", () => deliveredTo("/crash", "attestation.created"), 120_000);
+    expect(new Webhook(endpoint.secret).verify(delivered.body, delivered.headers)).toMatchObject({ data: { uid: uid.toLowerCase(), subject } });
+    expect(new Set(receiver.received.filter((r) => r.path === "/crash").map((r) => r.headers["webhook-id"])).size).toBe(1);
+    await third.stop();
+  }, 300_000);
+});
