@@ -14,6 +14,7 @@ import { computeSchemaUid, findSchemaByName } from "../domain/schemas.ts";
 import { type Stack, startStack } from "./harness.ts";
 import { easWriter } from "./support/eas_writer.ts";
 import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
+import { signedReviewBody } from "./support/review_signer.ts";
 import { signInCookie } from "./support/sign_in.ts";
 
 type Received = { path: string; headers: Record<string, string>; body: string; status: number };
@@ -96,7 +97,7 @@ const deliveredTo = (path: string, type: string, where?: (r: Received) => boolea
 beforeAll(async () => {
   receiver = startReceiver();
   stack = await startStack({
-    env: { ...SIGN_IN, ALLOW_PRIVATE_NETWORK: "true", WEBHOOK_CONFIRMATIONS: "0", WEBHOOK_POLL_MS: "50", WEBHOOK_RETRY_SECONDS: "1,1,1" },
+    env: { ...SIGN_IN, FREE_PLAN_SCHEMAS: "*", ALLOW_PRIVATE_NETWORK: "true", WEBHOOK_CONFIRMATIONS: "0", WEBHOOK_POLL_MS: "50", WEBHOOK_RETRY_SECONDS: "1,1,1" },
   });
   base = stack.baseUrl;
   writer = easWriter({ rpcUrl: stack.devnet.rpcUrl, easAddress: stack.devnet.easAddress });
@@ -157,7 +158,28 @@ describe("webhooks on the real service", () => {
     expect(metrics).toMatch(/^ats_webhook_oldest_pending_seconds [0-9]+/m);
   }, 90_000);
 
-  test("the account's proven subject (its wallet's did:pkh) is watched while ownSubjects; a test event; after a rotation both signatures verify", async () => {
+  test("the account's proven subject (its wallet's did:pkh) is watched while ownSubjects; a key binding of it is key.status_changed", async () => {
+    const { subjects } = await (await api("/api/private/subjects")).json() as { subjects: { canonicalDid: string }[] };
+    const own = subjects[0]!.canonicalDid;
+    await createEndpoint({ url: receiver.url("/mine-on"), events: ["attestation.created", "key.status_changed"] });
+    await createEndpoint({ url: receiver.url("/mine-off"), events: ["attestation.created", "key.status_changed"], ownSubjects: false });
+    const binding = findSchemaByName("key-binding")!;
+    const data = encodeSchemaData(binding.schema, { subject: own, keyId: "did:key:z6MkwebhookTest", publicKeyJwk: "{}", keyPurpose: ["sign"], proofs: [], issuedAt: 1, effectiveAt: 1, expiresAt: 0 });
+    const recipient = didToAddress(own);
+    if (!data.ok || !recipient.ok) throw new Error("bad input");
+    const { uid } = await writer.attest(attesterKey, computeSchemaUid(binding) as Hex, { recipient: recipient.value as Hex, data: data.value as Hex, revocable: true });
+    await stack.sync();
+    const created = await waitFor("attestation.created of the own subject", () => deliveredTo("/mine-on", "attestation.created"));
+    expect(JSON.parse(created.body)).toMatchObject({ data: { uid: uid.toLowerCase(), subject: own, schema: "key-binding" } });
+    for (const path of ["/mine-on", "/mine-off"]) {
+      const changed = await waitFor(`key.status_changed at ${path}`, () => deliveredTo(path, "key.status_changed"));
+      expect(JSON.parse(changed.body)).toMatchObject({ data: { subject: own, kind: "key-binding", change: "written", key: "did:key:z6MkwebhookTest", uid: uid.toLowerCase() } });
+    }
+    // ownSubjects false: no attestation.created (the key.status_changed above was fanned out in the same round).
+    expect(receiver.received.filter((r) => r.path === "/mine-off").map((r) => JSON.parse(r.body).type)).toEqual(["key.status_changed"]);
+  }, 60_000);
+
+  test("a test event; after a rotation both signatures verify", async () => {
     const endpoint = await createEndpoint({ url: receiver.url("/own"), events: ["webhook.test"] });
     const test1 = await api(`/api/private/webhooks/${endpoint.id}/test`, { method: "POST", body: "{}" });
     expect(test1.status).toBe(202);
@@ -172,6 +194,48 @@ describe("webhooks on the real service", () => {
     expect(after.headers["webhook-signature"]!.split(" ")).toHaveLength(2);
     expect(new Webhook(rotated.secret).verify(after.body, after.headers)).toMatchObject({ type: "webhook.test" });
     expect(new Webhook(endpoint.secret).verify(after.body, after.headers)).toMatchObject({ type: "webhook.test" });
+  }, 60_000);
+
+  test("a private relay submission of the account is pushed as submission.settled", async () => {
+    const endpoint = await createEndpoint({ url: receiver.url("/settled"), events: ["submission.settled"] });
+    const target = { chainId: stack.service.chainId, easAddress: stack.devnet.easAddress, schemaUids: stack.devnet.schemaUids };
+    const body = await signedReviewBody(target, stack.devnet.keys.users[1] as Hex, { data: { subject: "did:web:relayed.example", version: "1", ratingValue: 4, reviewBody: "pushed", screenshotUrls: [], proofs: [] } });
+    const relayed = await api("/api/private/relay/eas/delegated-attest", { method: "POST", body: JSON.stringify(body) });
+    const answer = await relayed.json() as { submissionId: string; uid: string; txHash: string };
+    expect(relayed.status).toBe(200);
+    const settled = await waitFor("submission.settled", () => deliveredTo("/settled", "submission.settled"));
+    expect(new Webhook(endpoint.secret).verify(settled.body, settled.headers)).toMatchObject({
+      type: "submission.settled",
+      data: { submissionId: answer.submissionId, state: "mined", uid: answer.uid, txHash: answer.txHash },
+    });
+  }, 60_000);
+
+  test("an OAuth token with webhooks:write manages the account's endpoints; one without it is 403 insufficient_scope", async () => {
+    const client = async (scope: string) => {
+      const created = await api("/api/private/oauth/clients", { method: "POST", body: JSON.stringify({ client_name: `wh ${scope}`, scope, grant_types: ["client_credentials"] }) });
+      const { client_id, client_secret } = await created.json() as { client_id: string; client_secret: string };
+      expect(created.status).toBe(201);
+      const token = await fetch(`${base}/oauth/token`, {
+        method: "POST",
+        headers: { authorization: `Basic ${btoa(`${client_id}:${client_secret}`)}`, "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ grant_type: "client_credentials", scope }),
+      });
+      expect(token.status).toBe(200);
+      return (await token.json() as { access_token: string }).access_token;
+    };
+    const writer = await client("webhooks:write");
+    const listed = await fetch(`${base}/api/private/webhooks`, { headers: { authorization: `Bearer ${writer}` } });
+    expect(listed.status).toBe(200);
+    expect(((await listed.json()) as { webhooks: unknown[] }).webhooks.length).toBeGreaterThan(0);
+    const made = await fetch(`${base}/api/private/webhooks`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${writer}`, "content-type": "application/json" },
+      body: JSON.stringify({ url: receiver.url("/bearer"), events: ["webhook.test"] }),
+    });
+    expect(made.status).toBe(201);
+    const reader = await client("account:read");
+    const refused = await fetch(`${base}/api/private/webhooks`, { headers: { authorization: `Bearer ${reader}` } });
+    expect([refused.status, ((await refused.json()) as { code: string }).code]).toEqual([403, "insufficient_scope"]);
   }, 60_000);
 
   test("bad input is 400 naming the field, another account's endpoint 404, no credential 401", async () => {
