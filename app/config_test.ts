@@ -22,6 +22,22 @@ describe("readConfig()", () => {
     expect(() => readConfig({ ALLOW_PRIVATE_NETWORK: "maybe" })).toThrow(/ALLOW_PRIVATE_NETWORK/);
   });
 
+  test("webhooks (decisions §22): the defaults, and bad values name their variable", () => {
+    expect(readConfig({}).webhooks).toEqual({
+      enabled: true,
+      delivery: true,
+      confirmations: undefined,
+      retrySeconds: [5, 300, 1800, 7200, 18000, 36000, 36000],
+      maxInFlight: 32,
+      pollMs: 500,
+    });
+    expect(readConfig({ WEBHOOK_RETRY_SECONDS: "1, 2", WEBHOOK_CONFIRMATIONS: "3" }).webhooks).toMatchObject({ retrySeconds: [1, 2], confirmations: 3 });
+    expect(() => readConfig({ WEBHOOK_RETRY_SECONDS: "5,soon" })).toThrow(/WEBHOOK_RETRY_SECONDS/);
+    expect(() => readConfig({ WEBHOOK_MAX_IN_FLIGHT: "0" })).toThrow(/WEBHOOK_MAX_IN_FLIGHT/);
+    expect(() => readConfig({ WEBHOOK_CONFIRMATIONS: "-1" })).toThrow(/WEBHOOK_CONFIRMATIONS/);
+    expect(() => readConfig({ WEBHOOK_DELIVERY: "sometimes" })).toThrow(/WEBHOOK_DELIVERY/);
+  });
+
   test("BODY_TIMEOUT_MS and SHUTDOWN_GRACE_MS: 10 s and 20 s by default (the grace under the common 30 s), bounded", () => {
     const config = readConfig({});
     expect({ body: config.bodyTimeoutMs, grace: config.shutdownGraceMs }).toEqual({ body: 10_000, grace: 20_000 });

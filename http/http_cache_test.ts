@@ -79,6 +79,7 @@ function fullApp(options: { settings?: ReturnType<typeof httpCacheSettings> } = 
     accounts: { sessions, accounts: {} as never, ledger: fakeWriteLedger(), plans, clock: fakeClock(), chainId: 1 },
     subjectOwnership: (() => Promise.resolve(fail("NETWORK_ERROR", "spy"))) as never,
     subjects: { sessions, subjects: {} as never },
+    webhooks: { sessions, webhooks: {} as never },
     privateRelay: { sessions, relay: {} as never, readNonce: (() => Promise.reject(new Error("unused"))) as never, chainName: "x", chainId: 1, easAddress: A, payments: gate as never },
     subscriptions: { sessions, gate: gate as never, payments: {} as never, ledger: fakeWriteLedger(), plans, clock: fakeClock() },
     submissions: { sessions, status: { read: () => Promise.resolve(fail("NOT_FOUND", "Submission not found")), list: () => Promise.reject(new Error("unused")) } as never },
