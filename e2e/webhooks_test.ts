@@ -17,6 +17,13 @@ import { type ServiceProcess, startServiceProcess } from "./support/service_proc
 import { signedReviewBody } from "./support/review_signer.ts";
 import { signInCookie } from "./support/sign_in.ts";
 
+/** The headers of a request as a plain object (lowercase names). */
+function headersOf(headers: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  headers.forEach((value, name) => (out[name] = value));
+  return out;
+}
+
 type Received = { path: string; headers: Record<string, string>; body: string; status: number };
 
 /** A receiver on loopback: records every request; a path answers the statuses queued for it, then 200. */
@@ -31,7 +38,7 @@ function startReceiver() {
       const path = new URL(request.url).pathname;
       const body = await request.text();
       const status = down.has(path) ? 503 : queued.get(path)?.shift() ?? 200;
-      received.push({ path, headers: Object.fromEntries(request.headers), body, status });
+      received.push({ path, headers: headersOf(request.headers), body, status });
       return new Response(status === 200 ? "ok" : "no", { status });
     },
   });

@@ -1098,7 +1098,7 @@ export function fakeAccessTokenKeys(clock: Clock) {
  */
 export function fakeWebhookStore() {
   type W = import("./webhooks.ts").WebhookEndpoint;
-  type Delivery = import("./webhooks.ts").DeliveryRecord & {
+  type Delivery = { -readonly [K in keyof import("./webhooks.ts").DeliveryRecord]: import("./webhooks.ts").DeliveryRecord[K] } & {
     endpointId: string;
     state: "pending" | "delivered" | "failed";
     leaseHolder: string | null;
@@ -1251,7 +1251,7 @@ export function fakeWebhookStore() {
       return Promise.resolve({ pending: pending.length + outboxRows.length, oldestPendingMs: oldest === null ? null : nowMs - oldest });
     },
   };
-  return { ...store, endpoints, messages, deliveries, outboxRows, owners };
+  return { ...store, endpoints, messages, deliveryRows: deliveries, outboxRows, owners };
 }
 
 /** A webhook transport that records every POST and answers from `answer` (default 200); `check` refuses `refused` hosts. */

@@ -5,6 +5,13 @@ import { fakeDnsResolver } from "../../ports/fakes.ts";
 import type { AddressLookup } from "../../ports/discovery.ts";
 import { createHttpsWebhookTransport } from "./https_webhook_transport.ts";
 
+/** The headers of a request as a plain object (lowercase names). */
+function headersOf(headers: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  headers.forEach((value, name) => (out[name] = value));
+  return out;
+}
+
 const found = (...addresses: string[]): AddressLookup => ({ status: "found", addresses });
 const HEADERS = { "content-type": "application/json", "webhook-id": "msg_1", "webhook-timestamp": "1", "webhook-signature": "v1,x" };
 
@@ -21,7 +28,7 @@ beforeAll(async () => {
     port: 0,
     async fetch(request) {
       const path = new URL(request.url).pathname;
-      plainRequests.push({ path, headers: Object.fromEntries(request.headers), body: await request.text() });
+      plainRequests.push({ path, headers: headersOf(request.headers), body: await request.text() });
       if (path === "/redirect") return new Response(null, { status: 302, headers: { location: `http://127.0.0.1:${plain.port}/target` } });
       // 4 MiB a receiver sends back: read up to 64 KiB, then the connection is let go.
       if (path === "/huge") return new Response(new Uint8Array(4 * 1024 * 1024).fill(0x20), { status: 200 });

@@ -204,7 +204,7 @@ describe("createWebhookFanOut()", () => {
         fields: { subject: SUBJECT, version: "1.0", ratingValue: "5", reviewBody: "Great", screenshotUrls: [], proofs: [] },
       },
     });
-    expect([...store.deliveries.values()].map((d) => d.endpointId).sort()).toEqual([a.value.id, b.value.id].sort());
+    expect([...store.deliveryRows.values()].map((d) => d.endpointId).sort()).toEqual([a.value.id, b.value.id].sort());
   });
 
   test("own subjects: attestation events while ownSubjects, key.status_changed for a key binding regardless", async () => {
@@ -221,7 +221,7 @@ describe("createWebhookFanOut()", () => {
     };
     store.outboxRows.push({ seq: 1, kind: "attested", uid, blockNumber: 10n, txHash: null });
     await createWebhookFanOut({ store, records: () => Promise.resolve([binding]), schemaNames, clock })();
-    const sent = [...store.deliveries.values()].map((d) => `${d.type}@${d.endpointId === on.value.id ? "on" : "off"}`).sort();
+    const sent = [...store.deliveryRows.values()].map((d) => `${d.type}@${d.endpointId === on.value.id ? "on" : "off"}`).sort();
     expect(sent).toEqual(["attestation.created@on", "key.status_changed@off", "key.status_changed@on"]);
     const key = [...store.messages.values()].find((m) => m.type === "key.status_changed")!;
     expect(JSON.parse(key.body).data).toMatchObject({ subject: SUBJECT, kind: "key-binding", change: "written", key: "did:key:z6Mk", uid });
@@ -239,7 +239,7 @@ describe("createWebhookFanOut()", () => {
     );
     await createWebhookFanOut({ store, records: () => Promise.resolve([review(u1, SUBJECT, null), stray]), schemaNames, clock })();
     expect(store.outboxRows).toHaveLength(0);
-    expect(store.deliveries.size).toBe(0);
+    expect(store.deliveryRows.size).toBe(0);
   });
 });
 
@@ -266,20 +266,20 @@ describe("createWebhookDelivery()", () => {
     const [post] = transport.posts;
     const secret = store.endpoints.get(created.id)!.secret;
     expect(new Webhook(secret).verify(post!.body, post!.headers as Record<string, string>)).toMatchObject({ type: "webhook.test" });
-    expect([...store.deliveries.values()][0]).toMatchObject({ state: "delivered", attempts: 1, lastStatus: 204 });
+    expect([...store.deliveryRows.values()][0]).toMatchObject({ state: "delivered", attempts: 1, lastStatus: 204 });
   });
 
   test("a 500 is retried after the first delay with the same webhook-id, then delivered", async () => {
     const { worker, transport, store, clock, eventId } = await queued((n) => (n === 1 ? 500 : 200));
     await worker.run();
     await worker.idle();
-    expect([...store.deliveries.values()][0]).toMatchObject({ state: "pending", attempts: 1, lastStatus: 500, nextAttemptAtMs: clock.nowMs() + 5_000 });
+    expect([...store.deliveryRows.values()][0]).toMatchObject({ state: "pending", attempts: 1, lastStatus: 500, nextAttemptAtMs: clock.nowMs() + 5_000 });
     expect(await worker.run()).toBe(0);
     clock.set(clock.nowMs() + 5_000);
     expect(await worker.run()).toBe(1);
     await worker.idle();
     expect(transport.posts.map((p) => p.headers["webhook-id"])).toEqual([eventId, eventId]);
-    expect([...store.deliveries.values()][0]).toMatchObject({ state: "delivered", attempts: 2, lastStatus: 200 });
+    expect([...store.deliveryRows.values()][0]).toMatchObject({ state: "delivered", attempts: 2, lastStatus: 200 });
   });
 
   test("after the last delay the delivery is failed", async () => {
@@ -289,7 +289,7 @@ describe("createWebhookDelivery()", () => {
     clock.set(clock.nowMs() + 1_000);
     await worker.run();
     await worker.idle();
-    expect([...store.deliveries.values()][0]).toMatchObject({ state: "failed", attempts: 2, lastStatus: null });
+    expect([...store.deliveryRows.values()][0]).toMatchObject({ state: "failed", attempts: 2, lastStatus: null });
   });
 
   test("an endpoint whose attempts all failed for 5 days is disabled", async () => {
@@ -339,7 +339,7 @@ describe("createSubmissionEvents()", () => {
     const records = { find: (id: string) => Promise.resolve({ id, scope: `account:${account.id}`, ref: "r", outcome: null, createdAtMs: 0, updatedAtMs: 0 }) };
     const settled = createSubmissionEvents({ store, records, clock });
     await settled({ submissionId: "sub-1", outcome: { state: "mined", txHash: "0xabc", uid: "0xdef", blockNumber: 7n, feeBumps: 0 } });
-    expect([...store.deliveries.values()].map((d) => d.endpointId)).toEqual([a.value.id]);
+    expect([...store.deliveryRows.values()].map((d) => d.endpointId)).toEqual([a.value.id]);
     const [message] = [...store.messages.values()];
     expect(message!.id).toBe(derivedEventId("submission.settled", "sub-1"));
     expect(JSON.parse(message!.body)).toMatchObject({ type: "submission.settled", data: { submissionId: "sub-1", state: "mined", uid: "0xdef", blockNumber: 7 } });
