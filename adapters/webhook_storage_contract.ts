@@ -81,9 +81,16 @@ export function webhookStorageContract(name: string, open: () => Promise<readonl
         ["attested", hex(4), 4n],
         ["revoked", hex(2), 5n],
       ]);
+      // An operator's rebuild keeps the boundary: the rebuilt history is not told again.
+      await drainOutbox(storage);
+      await index.rewind(undefined, { keepWebhookMark: true });
+      expect(await index.append(undefined, [event("attested", 1, 1n), event("attested", 4, 4n)], cp(6n), { webhookConfirmedTo: 6n })).toBe(true);
+      expect(await storage.webhooks.outbox(10)).toEqual([]);
+      expect(await index.append(6n, [event("attested", 5, 7n)], cp(7n), { webhookConfirmedTo: 7n })).toBe(true);
+      expect((await storage.webhooks.outbox(10)).map((r) => r.uid)).toEqual([hex(5)]);
       // An append that loses its race writes no row either.
-      expect(await index.append(3n, [event("attested", 9, 7n)], cp(7n), { webhookConfirmedTo: 7n })).toBe(false);
-      expect(await storage.webhooks.outbox(10)).toHaveLength(3);
+      expect(await index.append(3n, [event("attested", 9, 8n)], cp(8n), { webhookConfirmedTo: 8n })).toBe(false);
+      expect(await storage.webhooks.outbox(10)).toHaveLength(1);
       await drainOutbox(storage);
     });
 
@@ -178,6 +185,24 @@ export function webhookStorageContract(name: string, open: () => Promise<readonl
       const page2 = await store.deliveries(e.id, { limit: 2, after: { createdAtMs: page1[1]!.createdAtMs, id: page1[1]!.id } });
       expect(page2.map((d) => d.eventId)).toEqual([ms[0]!.id]);
       expect((await store.stats(10)).pending).toBeGreaterThanOrEqual(3);
+    });
+
+    test("prune drops settled deliveries older than the bound and the messages left with none; pending ones stay", async () => {
+      const [storage] = await open();
+      const store = storage.webhooks;
+      const e = endpoint(fresh("acc"));
+      await store.create(e, limits);
+      const [done, waiting] = [message(100), message(100)];
+      await store.publish([done, waiting], [{ messageId: done.id, endpointId: e.id }, { messageId: waiting.id, endpointId: e.id }], []);
+      const claimed = await store.claim("p1", 100, 1_000, 10, 4);
+      const doneDelivery = claimed.find((d) => d.message.id === done.id)!;
+      await store.record(doneDelivery.id, "p1", { state: "delivered", status: 200 }, 150, 1_000);
+      await store.record(claimed.find((d) => d.message.id === waiting.id)!.id, "p1", { state: "retry", status: 500, nextAttemptAtMs: 10_000 }, 150, 1_000_000);
+      expect(await store.prune(101)).toBeGreaterThanOrEqual(1);
+      expect((await store.deliveries(e.id, { limit: 10 })).map((d) => d.eventId)).toEqual([waiting.id]);
+      // The pruned message's id is free again (a rebuild's re-told event would be sent again only after the bound).
+      await store.publish([done], [{ messageId: done.id, endpointId: e.id }], []);
+      expect((await store.deliveries(e.id, { limit: 10 })).length).toBe(2);
     });
 
     test("two instances claiming at once get each due delivery once, at most 4 per endpoint in flight", async () => {

@@ -211,7 +211,8 @@ async function indexCommand(command: string, rest: readonly string[], config: Co
   }
   // Back to the newest stored checkpoint before `from` (no chain read needed); none: the whole index.
   const to = from === undefined ? undefined : (await store.history(Number.MAX_SAFE_INTEGER)).find((c) => c.blockNumber < from!);
-  await store.rewind(to);
+  // The webhook boundary stays (decisions §22): the rebuilt history is not told to webhook endpoints again.
+  await store.rewind(to, { keepWebhookMark: true });
   out(JSON.stringify({
     rebuildFrom: to === undefined ? "start" : Number(to.blockNumber + 1n),
     previousIndexedBlock: checkpoint === undefined ? null : Number(checkpoint.blockNumber),

@@ -23,6 +23,10 @@ import type { Foundation } from "./foundation.ts";
 export const PER_ENDPOINT_IN_FLIGHT = 4;
 /** How long a claim holds: twice the attempt's 10 s deadline, so that only a dead worker's deliveries are taken over. */
 const CLAIM_LEASE_MS = 20_000;
+/** How long delivered and failed deliveries stay listed (and their event ids deduplicated). */
+export const DELIVERIES_KEPT_MS = 30 * 24 * 60 * 60_000;
+/** How often an instance prunes them. */
+const PRUNE_EVERY_MS = 60 * 60_000;
 /** Outbox rows one round fans out at most before it sends. */
 const FAN_OUT_ROUNDS = 20;
 
@@ -84,9 +88,14 @@ export function wireWebhooks(
   let timer: ReturnType<typeof setTimeout> | undefined;
   let running: Promise<void> | undefined;
   let again = false;
+  let prunedAtMs = 0;
   async function round(): Promise<void> {
     for (let i = 0; i < FAN_OUT_ROUNDS && (await fanOut()) > 0; i++);
     await delivery.run();
+    if (systemClock.nowMs() - prunedAtMs > PRUNE_EVERY_MS) {
+      prunedAtMs = systemClock.nowMs();
+      await store.prune(prunedAtMs - DELIVERIES_KEPT_MS);
+    }
   }
   function tick() {
     timer = undefined;

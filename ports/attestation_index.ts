@@ -200,8 +200,12 @@ export interface IndexStore {
    * longer `expected` (another follower moved it).
    */
   readonly append: (expected: bigint | undefined, events: readonly EasEvent[], next: IndexCheckpoint, details?: AppendDetails) => Promise<boolean>;
-  /** Forgets everything after `to` (undefined: everything) and makes `to` the checkpoint, in one transaction. */
-  readonly rewind: (to: IndexCheckpoint | undefined) => Promise<void>;
+  /**
+   * Forgets everything after `to` (undefined: everything) and makes `to` the checkpoint, in one transaction. A reorg
+   * also moves the webhook boundary back (the new chain's blocks are told); an operator's rebuild keeps it
+   * (`keepWebhookMark`: the history is not told again).
+   */
+  readonly rewind: (to: IndexCheckpoint | undefined, options?: { readonly keepWebhookMark?: boolean | undefined }) => Promise<void>;
   /** Stored `Attested` logs matching the query, in chain order. */
   readonly attested: (query: AttestedQuery & { readonly fromBlock: bigint }) => Promise<AttestedLog[]>;
   /**

@@ -1245,6 +1245,17 @@ export function fakeWebhookStore() {
         .filter((d) => page.after === undefined || d.createdAtMs < page.after.createdAtMs || (d.createdAtMs === page.after.createdAtMs && d.id < page.after.id));
       return Promise.resolve(rows.slice(0, page.limit));
     },
+    prune(beforeMs) {
+      let gone = 0;
+      for (const [id, d] of deliveries) {
+        if (d.state !== "pending" && d.createdAtMs < beforeMs) {
+          deliveries.delete(id);
+          gone++;
+        }
+      }
+      for (const [id, m] of messages) if (m.createdAtMs < beforeMs && ![...deliveries.values()].some((d) => d.eventId === id)) messages.delete(id);
+      return Promise.resolve(gone);
+    },
     stats(nowMs) {
       const pending = [...deliveries.values()].filter((d) => d.state === "pending");
       const oldest = pending.length === 0 ? null : Math.min(...pending.map((d) => d.createdAtMs));

@@ -148,6 +148,8 @@ export interface WebhookStore {
   /** An endpoint's deliveries, newest first. */
   readonly deliveries: (endpointId: string, page: { readonly limit: number; readonly after?: DeliveryCursor | undefined }) => Promise<DeliveryRecord[]>;
   readonly stats: (nowMs: number) => Promise<WebhookQueueStats>;
+  /** Drops delivered and failed deliveries created before `beforeMs`, and messages left with none; how many deliveries. */
+  readonly prune: (beforeMs: number) => Promise<number>;
 }
 
 /** Why a URL may not be sent to. */

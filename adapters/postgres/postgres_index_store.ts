@@ -157,7 +157,7 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
                                                   AND eas = ${eas} ORDER BY block_number DESC LIMIT ${CHECKPOINT_HISTORY}) AS kept)`;
         return true;
       }),
-    rewind: (to) =>
+    rewind: (to, options) =>
       sql.begin(async (tx) => {
         await tx`SELECT pg_advisory_xact_lock(${INDEX_LOCK}, ${chainId})`;
         const block = to === undefined ? "-1" : to.blockNumber.toString();
@@ -165,8 +165,10 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
         await tx`UPDATE index_attestations SET revoked_block = NULL, revocation_time = '0' WHERE chain_id = ${chainId} AND eas = ${eas} AND revoked_block > ${block}`;
         await tx`DELETE FROM index_checkpoints WHERE chain_id = ${chainId} AND eas = ${eas} AND block_number > ${block}`;
         // A reorg deeper than WEBHOOK_CONFIRMATIONS: what was not fanned out yet goes, and the new chain's blocks are told.
-        await tx`DELETE FROM webhook_outbox WHERE chain_id = ${chainId} AND eas = ${eas} AND block_number > ${block}`;
-        await tx`UPDATE webhook_marks SET block_number = ${block} WHERE name = ${leaseName} AND block_number > ${block}`;
+        if (options?.keepWebhookMark !== true) {
+          await tx`DELETE FROM webhook_outbox WHERE chain_id = ${chainId} AND eas = ${eas} AND block_number > ${block}`;
+          await tx`UPDATE webhook_marks SET block_number = ${block} WHERE name = ${leaseName} AND block_number > ${block}`;
+        }
         if (to !== undefined) await setCheckpoint(tx, to);
       }),
     async attested(query) {

@@ -192,6 +192,13 @@ export function createPostgresWebhooks(sql: SQL): WebhookStore {
                      ORDER BY d.created_at_ms DESC, d.id DESC LIMIT ${page.limit}`;
       return rows.map(toDeliveryRecord);
     },
+    prune: (beforeMs) =>
+      sql.begin(async (tx) => {
+        const gone = await tx`DELETE FROM webhook_deliveries WHERE state IN ('delivered', 'failed') AND created_at_ms < ${beforeMs} RETURNING id`;
+        await tx`DELETE FROM webhook_messages m WHERE m.created_at_ms < ${beforeMs}
+                   AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.message_id = m.id)`;
+        return gone.length;
+      }),
     async stats(nowMs) {
       const [row]: Row[] = await sql`SELECT (SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending') AS n,
                                             (SELECT MIN(created_at_ms) FROM webhook_deliveries WHERE state = 'pending') AS oldest,

@@ -280,14 +280,16 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
      ON CONFLICT (name) DO UPDATE SET checked_at_ms = MAX(index_polls.checked_at_ms, ?2), chain_head = ?3`,
   );
 
-  const rewind = db.transaction((to: IndexCheckpoint | undefined) => {
+  const rewind = db.transaction((to: IndexCheckpoint | undefined, keepWebhookMark: boolean) => {
     const block = to === undefined ? -1 : Number(to.blockNumber);
     dropEvents.run(chainId, eas, block);
     unrevoke.run(chainId, eas, block);
     dropCheckpoints.run(chainId, eas, block);
     // A reorg deeper than WEBHOOK_CONFIRMATIONS: what was not fanned out yet goes, and the new chain's blocks are told.
-    dropOutbox.run(chainId, eas, block);
-    lowerMark.run(leaseName, block);
+    if (!keepWebhookMark) {
+      dropOutbox.run(chainId, eas, block);
+      lowerMark.run(leaseName, block);
+    }
     if (to !== undefined) insertCheckpoint.run(chainId, eas, block, to.blockHash, time(to.timestamp));
   });
 
@@ -341,7 +343,7 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
       ).get(chainId, eas)!;
       return Promise.resolve({ attestations: row.n, tail: row.tail ?? 0 });
     },
-    rewind: (to) => Promise.resolve(void rewind.immediate(to)),
+    rewind: (to, options) => Promise.resolve(void rewind.immediate(to, options?.keepWebhookMark === true)),
     attested(query) {
       if (query.recipients.length === 0 || query.schemaUids.length === 0) return Promise.resolve([]);
       const recipients = query.recipients.map((r) => r.toLowerCase());

@@ -59,6 +59,8 @@ export function webhookTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
      )`,
     `CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (state, next_attempt_at_ms)`,
     `CREATE INDEX IF NOT EXISTS webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id, created_at_ms, id)`,
+    `CREATE INDEX IF NOT EXISTS webhook_deliveries_message ON webhook_deliveries (message_id)`,
+    `CREATE INDEX IF NOT EXISTS webhook_messages_created ON webhook_messages (created_at_ms)`,
   ];
 }
 
@@ -322,6 +324,15 @@ export function createSqliteWebhooks(db: Database): WebhookStore {
             ORDER BY d.created_at_ms DESC, d.id DESC LIMIT ?`,
         ).all(endpointId, after.createdAtMs, after.createdAtMs, after.id, page.limit);
       return Promise.resolve(rows.map(toDeliveryRecord));
+    },
+    prune(beforeMs) {
+      return Promise.resolve(db.transaction(() => {
+        const gone = db.query("DELETE FROM webhook_deliveries WHERE state IN ('delivered', 'failed') AND created_at_ms < ?").run(beforeMs).changes;
+        db.query(
+          "DELETE FROM webhook_messages WHERE created_at_ms < ? AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.message_id = webhook_messages.id)",
+        ).run(beforeMs);
+        return gone;
+      }).immediate());
     },
     stats(nowMs) {
       const row = db.query<{ n: number; oldest: number | null }, []>(
