@@ -82,6 +82,7 @@ export function wireWebhooks(
       // A freed slot takes the next due delivery at once.
       nudge();
     },
+    onError: (d, error) => log.warn("webhook_record_failed", { endpointId: d.endpointId, eventId: d.message.id, error: error instanceof Error ? error.message : String(error) }),
   });
 
   let stopped = false;

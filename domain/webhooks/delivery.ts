@@ -83,6 +83,8 @@ export type DeliveryDeps = {
   readonly disableAfterMs?: number | undefined;
   /** Told of each attempt's outcome (metrics, logs). */
   readonly onAttempt?: ((delivery: ClaimedDelivery, outcome: AttemptOutcome, reason: string | undefined) => void) | undefined;
+  /** Told when an attempt could not be recorded (the delivery is claimed again once its lease runs out). */
+  readonly onError?: ((delivery: ClaimedDelivery, error: unknown) => void) | undefined;
 };
 
 /** The secrets a delivery is signed with now: the current one, and the previous one while it is still live. */
@@ -117,7 +119,7 @@ export function createWebhookDelivery(deps: DeliveryDeps) {
       for (const delivery of claimed) {
         inFlight++;
         const done: Promise<void> = attempt(delivery)
-          .catch(() => undefined)
+          .catch((error: unknown) => deps.onError?.(delivery, error))
           .finally(() => {
             inFlight--;
             running.delete(done);
