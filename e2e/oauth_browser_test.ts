@@ -141,6 +141,7 @@ describeBrowser("OAuth pages in a browser", () => {
     await page.fill("#api-client-name", "CI pipeline");
     await page.uncheck("#api-client-scopes input[value='keys:write']");
     await page.uncheck("#api-client-scopes input[value='subjects:write']");
+    await page.uncheck("#api-client-scopes input[value='webhooks:write']");
     await page.click("#api-client-form button[type=submit]");
     await page.waitForSelector("#api-client-new-secret");
     const secret = await page.locator("#api-client-new-secret").innerText();

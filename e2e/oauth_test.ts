@@ -134,7 +134,7 @@ describe("OAuth 2 with oauth4webapi", () => {
       token_endpoint: `${base}/oauth/token`,
       registration_endpoint: `${base}/oauth/register`,
       code_challenge_methods_supported: ["S256"],
-      scopes_supported: expect.arrayContaining(["witness:write", "relay:write", "rpc:read", "account:read", "subjects:write", "keys:write"]),
+      scopes_supported: expect.arrayContaining(["witness:write", "relay:write", "rpc:read", "account:read", "subjects:write", "keys:write", "webhooks:write"]),
     });
     const resource = await o.processResourceDiscoveryResponse(new URL(base), await o.resourceDiscoveryRequest(new URL(base), insecure));
     expect(resource).toMatchObject({ resource: base, authorization_servers: [base], bearer_methods_supported: ["header"] });
