@@ -71,7 +71,7 @@ export type IndexRunner = {
   readonly nudge: (waitMs?: number) => Promise<void>;
   /** Calls `listener` whenever a step of this instance's follower has moved the store's index head or poll time. */
   readonly onMoved: (listener: () => void) => void;
-  /** Calls `listener` after each follower step that stored blocks (webhooks fan out what it wrote to the outbox). */
+  /** Calls `listener` after each follower step that stored or rewound blocks, or completed a poll (webhooks fan out the outbox). */
   readonly onIngested: (listener: () => void) => void;
   /** The store the follower writes (webhooks read the records of what it wrote to the outbox). */
   readonly store: IndexStore;
@@ -131,8 +131,6 @@ type FollowerState = {
   headSeen: boolean;
   /** Told after each step that wrote to the store (the answer cache's change signal). */
   moved: (() => void)[];
-  /** Told after a step stored blocks. */
-  ingested?: (() => void) | undefined;
 };
 
 /** Starts the follower (unless `follow` is false) and returns the reads and the status. */
@@ -225,7 +223,7 @@ export function wireIndex(deps: IndexDeps): IndexRunner {
     status,
     refresh,
     healthy: async () => !(await refresh()).stale,
-    onIngested: (listener) => void (state.ingested = listener),
+    onIngested: (listener) => void state.moved.push(listener),
     store,
     catchUp: () =>
       serial(async () => {
@@ -244,9 +242,7 @@ export function wireIndex(deps: IndexDeps): IndexRunner {
       ]);
       clearTimeout(timeout);
     },
-    onMoved(listener) {
-      state.moved.push(listener);
-    },
+    onMoved: (listener) => void state.moved.push(listener),
     async stop() {
       state.stopped = true;
       unsubscribe?.();
@@ -290,7 +286,6 @@ function createPoll(deps: IndexDeps, state: FollowerState): () => Promise<"done"
       log.warn(s.deepReorg ? "index_deep_reorg" : "index_reorg", { rewoundTo: Number(s.rewoundTo), head: Number(s.head), confirmedTo: Number(s.confirmedTo) });
     }
     if (s.filled !== undefined) log.info("index_records_filled", { attestations: s.filled });
-    if (s.ingested !== undefined) state.ingested?.();
     progress(s);
     if (s.ingested !== undefined || s.rewoundTo !== undefined) for (const listener of state.moved) listener();
     return s;
