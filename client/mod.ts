@@ -18,6 +18,7 @@ export * from "./artifact.ts";
 export * from "./wallet.ts";
 export * from "./keys.ts";
 export * from "./controller_authorization.ts";
+export * from "./webhooks.ts";
 export { controllerTxtRecordFor } from "../domain/discovery/mod.ts";
 export { normalizeDid, parseArtifactDid } from "../domain/did.ts";
 export { buildReviewData, REVIEW_LIMITS } from "../domain/reviews/mod.ts";
