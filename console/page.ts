@@ -4,6 +4,7 @@
  */
 
 import { SCOPES } from "../domain/oauth/mod.ts";
+import type { WebhookEventType } from "../ports/webhooks.ts";
 
 /** What the page is told about the service it is served by. */
 export type ConsolePageSettings = {
@@ -27,6 +28,16 @@ export const CONSOLE_CSP = [
 
 /** The scopes an API client may be given (decisions §19), as the form offers them. */
 const SCOPE_CHOICES = Object.entries(SCOPES);
+
+/** The events an endpoint may ask for (decisions §22), as the form offers them; the attestation events ticked. */
+const WEBHOOK_EVENT_CHOICES: Readonly<Record<WebhookEventType, string>> = {
+  "attestation.created": "an attestation about a watched subject was written",
+  "attestation.revoked": "an attestation about a watched subject was revoked",
+  "key.status_changed": "a key binding or controller witness of your subjects was written or revoked",
+  "submission.settled": "a relay submission of yours was mined, failed or replaced",
+  "webhook.test": "the test event (the button sends it whether ticked or not)",
+};
+const WEBHOOK_EVENTS_TICKED = new Set<string>(["attestation.created", "attestation.revoked"]);
 
 const escape = (text: string) =>
   text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
@@ -58,6 +69,7 @@ export function renderConsolePage(settings: ConsolePageSettings, assetVersion: s
     <a href="#attestations" data-tab="attestations">Attestations</a>
     <a href="#account" data-tab="account">Account</a>
     <a href="#keys" data-tab="keys">Keys</a>
+    <a href="#webhooks" data-tab="webhooks">Webhooks</a>
   </nav>
 </header>
 <main id="main" tabindex="-1">
@@ -231,6 +243,41 @@ export function renderConsolePage(settings: ConsolePageSettings, assetVersion: s
       <button type="submit">Register key</button>
     </form>
     <p id="key-status" class="status" role="status" aria-live="polite"></p>
+  </div>
+</section>
+
+<section id="webhooks" data-view="webhooks" aria-labelledby="webhooks-title" hidden>
+  <h2 id="webhooks-title">Webhooks</h2>
+  <p>The service tells your software when something happens instead of being polled: it sends each event as a signed
+  POST (Standard Webhooks: <code>webhook-id</code>,
+  <code>webhook-timestamp</code>, <code>webhook-signature</code>) to your endpoints, retrying until your endpoint
+  answers 2xx.</p>
+  <p id="webhooks-signed-out" class="help">Sign in (Account) to register endpoints, see their deliveries and send a test event.</p>
+  <div id="webhooks-panel" hidden>
+    <h3>Your endpoints</h3>
+    <div id="webhook-list"></div>
+    <p id="webhook-status" class="status" role="status" aria-live="polite"></p>
+    <div id="webhook-secret" class="card secret" tabindex="-1" aria-label="Webhook secret" hidden></div>
+
+    <h3 id="webhook-deliveries-title">Recent deliveries</h3>
+    <div id="webhook-deliveries"><p class="help">Choose <em>Deliveries</em> on an endpoint, or send it a test event.</p></div>
+
+    <h3>Add an endpoint</h3>
+    <form id="webhook-form" class="form">
+      <label for="webhook-url">URL</label>
+      <input id="webhook-url" name="url" type="url" required maxlength="2048" autocomplete="off" autocapitalize="off" spellcheck="false" placeholder="https://hooks.example.com/ats" aria-describedby="webhook-url-help">
+      <p id="webhook-url-help" class="help">https:// only; the host must resolve to a public address (checked now and at every delivery).</p>
+      <fieldset id="webhook-events">
+        <legend>Events</legend>
+        ${Object.entries(WEBHOOK_EVENT_CHOICES).map(([name, text]) => `<label class="check"><input type="checkbox" name="event" value="${name}"${WEBHOOK_EVENTS_TICKED.has(name) ? " checked" : ""}> <span><code>${name}</code> ${escape(text)}</span></label>`).join("\n        ")}
+      </fieldset>
+      <label for="webhook-subjects">Other subjects to watch (optional, one a line)</label>
+      <textarea id="webhook-subjects" name="subjects" rows="3" autocomplete="off" autocapitalize="off" spellcheck="false" placeholder="did:web:shop.example&#10;did:artifact:bafkrei…" aria-describedby="webhook-subjects-help"></textarea>
+      <p id="webhook-subjects-help" class="help">Any subject may be watched (chain data is public): a domain, did:web, did:pkh or did:artifact.</p>
+      <label class="check"><input type="checkbox" id="webhook-own" name="ownSubjects" checked> <span>Also the subjects this account has proven</span></label>
+      <button type="submit">Add endpoint</button>
+    </form>
+    <p id="webhook-form-status" class="status" role="status" aria-live="polite"></p>
   </div>
 </section>
 </main>

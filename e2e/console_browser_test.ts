@@ -177,17 +177,17 @@ describeBrowser("the console in a browser", () => {
     const { page, problems } = await open("");
     expect(await page.title()).toBe("ATS console");
     await screenshots(page, "domain-empty");
-    // Tab from the top: the skip link, the four sections, then the domain form's fields in order.
+    // Tab from the top: the skip link, the six sections, then the domain form's fields in order.
     const focused: string[] = [];
-    for (let i = 0; i < 8; i++) {
+    for (let i = 0; i < 9; i++) {
       await page.keyboard.press("Tab");
       focused.push(await page.evaluate(() => {
         const el = document.activeElement as HTMLElement;
         return el.id || el.getAttribute("href") || el.tagName;
       }));
     }
-    // The Keys tab (issue 24) comes after Account.
-    expect(focused).toEqual(["#main", "#domain", "#artifact", "#attestations", "#account", "#keys", "domain-input", "domain-wallet"]);
+    // The Keys tab (issue 24) comes after Account, then Webhooks (issue 35).
+    expect(focused).toEqual(["#main", "#domain", "#artifact", "#attestations", "#account", "#keys", "#webhooks", "domain-input", "domain-wallet"]);
     expect(problems).toEqual([]);
     await page.context().close();
   });
