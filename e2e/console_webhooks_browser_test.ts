@@ -3,9 +3,10 @@
  * the devnet: a test EIP-1193 wallet signs in, adds an endpoint pointing at a real receiver on loopback (allowed by
  * `ALLOW_PRIVATE_NETWORK`), reads the secret the page shows once, sends a test event with the page's button and sees
  * its delivery listed as delivered; the receiver's copy is verified with the official `standardwebhooks` package and
- * that secret. Then the endpoint is disabled (a test event waits, queued) and enabled (it goes out), its secret rotated (the next test event verifies with the
- * old and the new secret alike), and it is deleted. Refusals show the service's code and message. Screenshots at 1280
- * and 360 px go to e2e/screenshots/.
+ * that secret. Then the endpoint is disabled (a test event waits, queued) and enabled (it goes out), its secret
+ * rotated (the next test event verifies with the old and the new secret alike), and it is deleted. A receiver that
+ * answers 503 is shown as not delivered, with the next attempt. Refusals show the service's code and message.
+ * Screenshots at 1280 and 360 px go to e2e/screenshots/.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync } from "node:fs";
@@ -35,8 +36,10 @@ let stack: Stack;
 let service: Service;
 let browser: Browser;
 let receiver: ReturnType<typeof Bun.serve>;
-/** Every POST the receiver got, in order. */
+/** Every POST the receiver got at /hooks, in order. */
 const received: Received[] = [];
+/** Every POST the receiver answered 503 (at /failing). */
+const refused: Received[] = [];
 const user = privateKeyToAccount(ANVIL_DEV_KEYS[6]! as Hex);
 
 beforeAll(async () => {
@@ -47,11 +50,18 @@ beforeAll(async () => {
     async fetch(request) {
       const headers: Record<string, string> = {};
       request.headers.forEach((value, name) => (headers[name] = value));
-      received.push({ headers, body: await request.text() });
+      const body = await request.text();
+      // /failing is a receiver that is down: 503, and the service retries later.
+      if (new URL(request.url).pathname === "/failing") {
+        refused.push({ headers, body });
+        return new Response("down for maintenance", { status: 503 });
+      }
+      received.push({ headers, body });
       return new Response("thanks", { status: 200 });
     },
   });
-  stack = await startStack({ env: { ALLOW_PRIVATE_NETWORK: "true", SIWE_CHALLENGE_RATE_PER_MINUTE: "1000" } });
+  // One retry, long after the test ends: a refused delivery stays "retrying" while the test looks at it.
+  stack = await startStack({ env: { ALLOW_PRIVATE_NETWORK: "true", SIWE_CHALLENGE_RATE_PER_MINUTE: "1000", WEBHOOK_RETRY_SECONDS: "3600" } });
   // A fixed port: the page's origin is the service's public origin (SIWE domain and the private routes' origin check).
   service = await stack.restartService({ PORT: String(freePort()) });
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
@@ -233,6 +243,27 @@ describeBrowser("the console's Webhooks section in a browser", () => {
     expect(await page.locator("#webhook-secret").isVisible()).toBe(false);
     expect((await listed(page)).webhooks).toEqual([]);
     expect(received).toHaveLength(3);
+
+    // A receiver that answers 503: the page says so, with the next attempt, and lists the delivery as retrying.
+    const failing = `http://127.0.0.1:${receiver.port}/failing`;
+    await page.fill("#webhook-url", failing);
+    await page.click('#webhook-form button[type="submit"]');
+    expect(await statusOf(page, "webhook-form-status")).toBe(`Added ${failing}`);
+    await page.locator("article.webhook button.webhook-test").click();
+    const notDelivered = await statusOf(page, "webhook-status");
+    expect(notDelivered).toStartWith(`Test event not delivered to ${failing}: last answer HTTP 503; next attempt `);
+    expect(notDelivered).toMatch(/next attempt \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
+    expect(await page.locator("#webhook-status").getAttribute("class")).toContain("warn");
+    const retrying = page.locator("#webhook-delivery-table tbody tr");
+    expect(await retrying.count()).toBe(1);
+    expect(await retrying.getAttribute("data-state")).toBe("retrying");
+    expect(await retrying.locator('td[data-label="Last answer"]').innerText()).toBe("HTTP 503");
+    expect(await retrying.getAttribute("data-event-id")).toBe(refused[0]!.headers["webhook-id"]!);
+    await page.click("#webhook-secret-done");
+    await screenshots(page, "webhooks-retrying");
+    await page.locator("article.webhook button.webhook-delete").click();
+    expect(await statusOf(page, "webhook-status")).toBe(`Deleted ${failing}; nothing more is sent to it`);
+    expect(refused).toHaveLength(1);
     expect(problems).toEqual([]);
     await page.context().close();
   }, 180_000);
