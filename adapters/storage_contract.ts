@@ -768,12 +768,17 @@ export function storageContract(name: string, open: () => Promise<Storage>, opti
       expect(await submissions.settleRef(`0xref-${ids[1]}`, failed, T0 + 13)).toEqual([]);
       expect((await submissions.find(ids[1]!))?.outcome).toEqual(failed);
       expect((await submissions.find(ids[2]!))?.outcome).toBeNull();
-      // The sweep's list: open ones created before the bound, oldest first; settled ones and newer ones left out.
-      const unsettled = (await submissions.unsettled(T0 + 3, 1_000)).map((r) => r.id);
-      expect(unsettled).toContain(ids[2]!);
-      expect(unsettled).not.toContain(ids[0]!);
-      expect(unsettled).not.toContain(ids[1]!);
-      expect((await submissions.unsettled(T0 + 2, 1_000)).map((r) => r.id)).not.toContain(ids[2]!);
+      // The sweep's list: open ones and settled ones not yet told, created before the bound; told and newer ones left out.
+      const untold = async (beforeMs: number) => (await submissions.untold(beforeMs, 1_000)).map((r) => r.id);
+      expect(await untold(T0 + 3)).toEqual(expect.arrayContaining([ids[0]!, ids[1]!, ids[2]!]));
+      await submissions.told(ids[0]!);
+      // An open one cannot be marked told; it stays on the list until it settles.
+      await submissions.told(ids[2]!);
+      expect(await untold(T0 + 3)).not.toContain(ids[0]!);
+      expect(await untold(T0 + 3)).toEqual(expect.arrayContaining([ids[1]!, ids[2]!]));
+      expect(await untold(T0 + 2)).not.toContain(ids[2]!);
+      const oldest = await submissions.untold(T0 + 3, 1_000);
+      expect(oldest.map((r) => r.createdAtMs)).toEqual([...oldest.map((r) => r.createdAtMs)].sort((a, b) => a - b));
       // Open ones stay whatever their age; settled ones go.
       expect(await submissions.prune(T0 + 100)).toBeGreaterThanOrEqual(2);
       expect(await submissions.find(ids[0]!)).toBeUndefined();

@@ -1,10 +1,14 @@
-/** Wiring of the submission reconciler (decisions §15): open submissions settled at start and every minute. */
+/**
+ * Wiring of the submission reconciler (decisions §15): open submissions settled at start and every minute, then the
+ * sweep that finishes submissions a crash left without their outcome or their `submission.settled` (decisions §22).
+ */
 import { createViemTxStatusReader } from "../adapters/chain/mod.ts";
 import { cryptoRandom, systemClock } from "../adapters/system/mod.ts";
 import { createSubmissionReconciler, replayBook, witnessBook } from "../domain/delegation/mod.ts";
 import { createIdempotency, type Idempotency } from "../domain/idempotency/mod.ts";
 import {
   createSubmissionStatus,
+  createSubmissionSweep,
   createSubmissionTracker,
   type SubmissionSettled,
   type SubmissionStatus,
@@ -49,10 +53,12 @@ export async function wireSubmissions(
   events: { readonly onSettled?: SubmissionSettled | undefined } = {},
 ): Promise<WiredSubmissions> {
   // `submission.settled` (decisions §22): each kept outcome goes to the account's webhook endpoints. A failure to queue
-  // the event is logged and does not undo the outcome.
+  // the event is logged and does not undo the outcome; the submission stays untold and the sweep tells it again.
   const onSettled: SubmissionSettled | undefined = events.onSettled === undefined ? undefined : (event) =>
-    events.onSettled!(event).catch((error: unknown) =>
-      log.warn("webhook_submission_event_failed", { error: error instanceof Error ? error.message : String(error) }));
+    events.onSettled!(event).catch((error: unknown) => {
+      log.warn("webhook_submission_event_failed", { error: error instanceof Error ? error.message : String(error) });
+      throw error;
+    });
   const tracking = { records: storage.submissions, clock: systemClock, replacements: storage.txReplacements, onSettled };
   const reconcile = createSubmissionReconciler({
     books: [trackedBook(replayBook(storage.replay, eas.reader), tracking), witnessBook(storage.ledger, systemClock)],
@@ -84,12 +90,18 @@ export async function wireSubmissions(
   };
   const startupGrace = storage.kind === "sqlite" ? 0 : undefined;
   for (let round = 0; round < 4 && (await settle(startupGrace)) !== 0; round++) await Bun.sleep(250);
+  // Submissions a crash left without their outcome or their `submission.settled`, after the reconciler's rounds.
+  const sweepOnce = createSubmissionSweep({ ...tracking, replay: storage.replay, minAgeMs: RECONCILE_GRACE_MS });
+  const sweep = (minAgeMs?: number) =>
+    sweepOnce(minAgeMs).then((n) => void (n > 0 && log.info("submissions_swept", { settledOrTold: n })), (error: unknown) =>
+      log.warn("submission_sweep_failed", { error: error instanceof Error ? error.message : String(error) }));
+  await sweep(startupGrace);
   // Keys kept 24 h, and settled submissions past their time, go with the same minute's round.
   const pruneKeys = () =>
     Promise.all([storage.idempotency.prune(systemClock.nowMs()), storage.submissions.prune(systemClock.nowMs() - SUBMISSIONS_KEPT_MS)]).catch((error: unknown) =>
       log.warn("idempotency_prune_failed", { error: error instanceof Error ? error.message : String(error) }));
   await pruneKeys();
-  const timer = setInterval(() => void settle().then(pruneKeys), 60_000);
+  const timer = setInterval(() => void settle().then(() => sweep()).then(pruneKeys), 60_000);
   timer.unref?.();
   return {
     idempotency: createIdempotency({ store: storage.idempotency, clock: systemClock }),

@@ -724,9 +724,12 @@ export function fakeSubmissionRecords() {
   type Rec = import("./submission_records.ts").SubmissionRecord;
   type Outcome = import("./submission_records.ts").SubmissionOutcome;
   const records = new Map<string, Rec>();
+  /** Settled, `submission.settled` not yet queued. */
+  const untold = new Set<string>();
   const settle = (record: Rec, outcome: Outcome, nowMs: number) => {
     if (record.outcome !== null) return false;
     records.set(record.id, { ...record, outcome, updatedAtMs: nowMs });
+    untold.add(record.id);
     return true;
   };
   const store = {
@@ -750,8 +753,13 @@ export function fakeSubmissionRecords() {
     settleRef(ref: string, outcome: Outcome, nowMs: number) {
       return Promise.resolve([...records.values()].filter((record) => record.ref === ref && settle(record, outcome, nowMs)).map((r) => r.id));
     },
-    unsettled(beforeMs: number, limit: number) {
-      const open = [...records.values()].filter((r) => r.outcome === null && r.createdAtMs < beforeMs)
+    untoldIds: untold as ReadonlySet<string>,
+    told(id: string) {
+      untold.delete(id);
+      return Promise.resolve();
+    },
+    untold(beforeMs: number, limit: number) {
+      const open = [...records.values()].filter((r) => (r.outcome === null || untold.has(r.id)) && r.createdAtMs < beforeMs)
         .sort((a, b) => a.createdAtMs - b.createdAtMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
       return Promise.resolve(open.slice(0, limit));
     },

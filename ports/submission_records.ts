@@ -59,10 +59,13 @@ export interface SubmissionRecordStore {
   /** Keeps the outcome of every open submission of one replay record (the reconciler settles by record); their ids. */
   readonly settleRef: (ref: string, outcome: SubmissionOutcome, nowMs: number) => Promise<string[]>;
   /**
-   * Up to `limit` submissions still open that were created before `beforeMs`, oldest first (the sweep that settles
-   * those whose replay record ended while nobody was there to keep it).
+   * Up to `limit` submissions created before `beforeMs` whose settlement has not been told yet, oldest first: still
+   * open, or settled (by `settle`/`settleRef`) without `told` after it. The sweep finishes them: a crash between a
+   * replay record's end and its submission's outcome, or between the outcome and `submission.settled`, loses neither.
    */
-  readonly unsettled: (beforeMs: number, limit: number) => Promise<SubmissionRecord[]>;
+  readonly untold: (beforeMs: number, limit: number) => Promise<SubmissionRecord[]>;
+  /** Marks a settled submission's settlement as told (its `submission.settled` event queued). */
+  readonly told: (id: string) => Promise<void>;
   /** Drops settled submissions created before `beforeMs`; returns how many. */
   readonly prune: (beforeMs: number) => Promise<number>;
 }

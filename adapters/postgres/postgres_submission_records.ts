@@ -1,11 +1,18 @@
 import type { SQL } from "bun";
 import type { SubmissionRecordStore } from "../../ports/submission_records.ts";
-import { outcomeValues, SUBMISSION_RECORDS_ADDED_COLUMNS, SUBMISSION_RECORDS_TABLES as SHARED_TABLES, toSubmissionRecord } from "../sqlite/mod.ts";
+import {
+  outcomeValues,
+  SUBMISSION_RECORDS_ADDED_COLUMNS,
+  SUBMISSION_RECORDS_AFTER_COLUMNS,
+  SUBMISSION_RECORDS_TABLES as SHARED_TABLES,
+  toSubmissionRecord,
+} from "../sqlite/mod.ts";
 
 /** The table of tracked submissions, as SQLite has it, with the columns added since (a batch's requests and uids). */
 export const SUBMISSION_RECORDS_TABLES: readonly string[] = [
   ...SHARED_TABLES,
   ...SUBMISSION_RECORDS_ADDED_COLUMNS.map(([table, column, type]) => `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${column} ${type}`),
+  ...SUBMISSION_RECORDS_AFTER_COLUMNS,
 ];
 
 type Row = Record<string, unknown>;
@@ -33,21 +40,25 @@ export function createPostgresSubmissionRecords(sql: SQL): SubmissionRecordStore
     async settle(id, outcome, nowMs) {
       const [state, txHash, uid, blockNumber, error, feeBumps, itemUids] = outcomeValues(outcome);
       const rows = await sql`UPDATE submission_records SET state = ${state}, tx_hash = ${txHash}, uid = ${uid}, block_number = ${blockNumber},
-                  error = ${error}, fee_bumps = ${feeBumps}, item_uids = ${itemUids}, updated_at_ms = ${nowMs}
+                  error = ${error}, fee_bumps = ${feeBumps}, item_uids = ${itemUids}, untold = 1, updated_at_ms = ${nowMs}
                 WHERE id = ${id} AND state = 'open' RETURNING id`;
       return rows.length === 1;
     },
     async settleRef(ref, outcome, nowMs) {
       const [state, txHash, uid, blockNumber, error, feeBumps, itemUids] = outcomeValues(outcome);
       const rows = await sql`UPDATE submission_records SET state = ${state}, tx_hash = ${txHash}, uid = ${uid}, block_number = ${blockNumber},
-                  error = ${error}, fee_bumps = ${feeBumps}, item_uids = ${itemUids}, updated_at_ms = ${nowMs}
+                  error = ${error}, fee_bumps = ${feeBumps}, item_uids = ${itemUids}, untold = 1, updated_at_ms = ${nowMs}
                 WHERE ref = ${ref} AND state = 'open' RETURNING id` as { id: string }[];
       return rows.map((row) => String(row.id));
     },
-    async unsettled(beforeMs, limit) {
-      const rows = await sql`SELECT * FROM submission_records WHERE state = 'open' AND created_at_ms < ${beforeMs}
+    async untold(beforeMs, limit) {
+      const rows = await sql`SELECT * FROM (SELECT * FROM submission_records WHERE state = 'open' AND created_at_ms < ${beforeMs}
+                               UNION SELECT * FROM submission_records WHERE untold = 1 AND created_at_ms < ${beforeMs}) AS s
                              ORDER BY created_at_ms, id LIMIT ${limit}` as Row[];
       return rows.map(toSubmissionRecord);
+    },
+    async told(id) {
+      await sql`UPDATE submission_records SET untold = NULL WHERE id = ${id} AND state <> 'open'`;
     },
     async prune(beforeMs) {
       return (await sql`DELETE FROM submission_records WHERE created_at_ms < ${beforeMs} AND state <> 'open' RETURNING id`).length;

@@ -2,7 +2,7 @@
 export { createSqliteAccountStore, createSqliteWriteLedger } from "./sqlite_accounts.ts";
 export { openSqlite } from "./sqlite_database.ts";
 export { createSqliteIdempotency, IDEMPOTENCY_TABLE, toIdempotencyRecord } from "./sqlite_idempotency.ts";
-export { createSqliteSubmissionRecords, outcomeValues, SUBMISSION_RECORDS_ADDED_COLUMNS, SUBMISSION_RECORDS_TABLES, toSubmissionRecord } from "./sqlite_submission_records.ts";
+export { createSqliteSubmissionRecords, outcomeValues, SUBMISSION_RECORDS_ADDED_COLUMNS, SUBMISSION_RECORDS_AFTER_COLUMNS, SUBMISSION_RECORDS_TABLES, toSubmissionRecord } from "./sqlite_submission_records.ts";
 export { toFactoryCall } from "./sqlite_factory_calls.ts";
 export { type GasBudgetTable } from "./sqlite_gas_budget.ts";
 export { CHECKPOINT_HISTORY, createSqliteIndexStore, INDEX_ADDED_COLUMNS, indexTables, OUTBOX_INSERTS, outboxTables, type RecordRow, toStoredAttestation } from "./sqlite_index_store.ts";

@@ -20,6 +20,13 @@ export const SUBMISSION_RECORDS_TABLES: readonly string[] = [
 export const SUBMISSION_RECORDS_ADDED_COLUMNS: readonly (readonly [string, string, string])[] = [
   ["submission_records", "items", "TEXT"],
   ["submission_records", "item_uids", "TEXT"],
+  // 1 from its settlement until its `submission.settled` was queued; rows settled before the column existed stay null.
+  ["submission_records", "untold", "INTEGER"],
+];
+
+/** Made once the added columns exist. */
+export const SUBMISSION_RECORDS_AFTER_COLUMNS: readonly string[] = [
+  "CREATE INDEX IF NOT EXISTS submission_records_untold ON submission_records (created_at_ms) WHERE untold = 1",
 ];
 
 /** A stored row as the port's record (SQLite and PostgreSQL share the columns). */
@@ -61,6 +68,7 @@ export function createSqliteSubmissionRecords(db: Database): SubmissionRecordSto
   db.transaction(() => {
     for (const statement of SUBMISSION_RECORDS_TABLES) db.exec(statement);
     addMissingColumns(db, SUBMISSION_RECORDS_ADDED_COLUMNS);
+    for (const statement of SUBMISSION_RECORDS_AFTER_COLUMNS) db.exec(statement);
   }).immediate();
   const insert = db.query(
     "INSERT INTO submission_records (id, scope, ref, items, state, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, 'open', ?, ?)",
@@ -74,14 +82,16 @@ export function createSqliteSubmissionRecords(db: Database): SubmissionRecordSto
      ORDER BY created_at_ms DESC, id DESC LIMIT ?`,
   );
   const settle = db.query<{ id: string }, (string | number | null)[]>(
-    "UPDATE submission_records SET state = ?, tx_hash = ?, uid = ?, block_number = ?, error = ?, fee_bumps = ?, item_uids = ?, updated_at_ms = ? WHERE id = ? AND state = 'open' RETURNING id",
+    "UPDATE submission_records SET state = ?, tx_hash = ?, uid = ?, block_number = ?, error = ?, fee_bumps = ?, item_uids = ?, untold = 1, updated_at_ms = ? WHERE id = ? AND state = 'open' RETURNING id",
   );
   const settleRef = db.query<{ id: string }, (string | number | null)[]>(
-    "UPDATE submission_records SET state = ?, tx_hash = ?, uid = ?, block_number = ?, error = ?, fee_bumps = ?, item_uids = ?, updated_at_ms = ? WHERE ref = ? AND state = 'open' RETURNING id",
+    "UPDATE submission_records SET state = ?, tx_hash = ?, uid = ?, block_number = ?, error = ?, fee_bumps = ?, item_uids = ?, untold = 1, updated_at_ms = ? WHERE ref = ? AND state = 'open' RETURNING id",
   );
-  const unsettled = db.query<Record<string, unknown>, [number, number]>(
-    "SELECT * FROM submission_records WHERE state = 'open' AND created_at_ms < ? ORDER BY created_at_ms, id LIMIT ?",
+  const untold = db.query<Record<string, unknown>, [number, number, number]>(
+    `SELECT * FROM (SELECT * FROM submission_records WHERE state = 'open' AND created_at_ms < ?
+       UNION SELECT * FROM submission_records WHERE untold = 1 AND created_at_ms < ?) ORDER BY created_at_ms, id LIMIT ?`,
   );
+  const told = db.query("UPDATE submission_records SET untold = NULL WHERE id = ? AND state <> 'open'");
   const prune = db.query("DELETE FROM submission_records WHERE created_at_ms < ? AND state <> 'open'");
   return {
     create({ id, scope, ref, createdAtMs, items }) {
@@ -100,7 +110,8 @@ export function createSqliteSubmissionRecords(db: Database): SubmissionRecordSto
     },
     settle: (id, outcome, nowMs) => Promise.resolve(settle.all(...outcomeValues(outcome), nowMs, id).length === 1),
     settleRef: (ref, outcome, nowMs) => Promise.resolve(settleRef.all(...outcomeValues(outcome), nowMs, ref).map((row) => row.id)),
-    unsettled: (beforeMs, limit) => Promise.resolve(unsettled.all(beforeMs, limit).map(toSubmissionRecord)),
+    untold: (beforeMs, limit) => Promise.resolve(untold.all(beforeMs, beforeMs, limit).map(toSubmissionRecord)),
+    told: (id) => Promise.resolve(void told.run(id)),
     prune: (beforeMs) => Promise.resolve(prune.run(beforeMs).changes),
   };
 }

@@ -11,5 +11,13 @@ export {
   type SubmissionStatusDeps,
   type SubmissionView,
 } from "./submission_status.ts";
-export { createSubmissionTracker, type RelayResult, type SubmissionSettled, type SubmissionTracker, type SubmissionTrackerDeps, trackedBook } from "./submission_tracker.ts";
+export {
+  createSubmissionTracker,
+  type RelayResult,
+  type SubmissionSettled,
+  type SubmissionTracker,
+  type SubmissionTrackerDeps,
+  tellSettled,
+  trackedBook,
+} from "./submission_tracker.ts";
 export { createSubmissionSweep, type SubmissionSweepDeps } from "./submission_sweep.ts";

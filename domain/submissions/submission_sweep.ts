@@ -3,7 +3,7 @@ import type { ReplayStore } from "../../ports/replay_store.ts";
 import type { SubmissionOutcome, SubmissionRecord, SubmissionRecordStore } from "../../ports/submission_records.ts";
 import type { TxReplacementStore } from "../../ports/tx_replacements.ts";
 import { RELAY_BOOK } from "./submission_status.ts";
-import type { SubmissionSettled } from "./submission_tracker.ts";
+import { type SubmissionSettled, tellSettled } from "./submission_tracker.ts";
 
 /** What the sweep needs. */
 export type SubmissionSweepDeps = {
@@ -20,15 +20,20 @@ export type SubmissionSweepDeps = {
 };
 
 /**
- * Settles the submissions whose replay record ended while nobody kept the outcome on them: the process died between
- * the relay recording the chain's answer (or the reconciler settling it) and the submission's own record, so the
- * reconciler, which follows open replay records, will never see it again (decisions §23). A mined or reverted record
- * gives its outcome (a batch: each sent request's uid from its own record); a record that is gone was given back with
- * nothing on chain; one still on its way is left to the reconciler. Each settled submission is told once, whoever
- * settles it first (the stores settle an open record once).
+ * Finishes what a crash left undone (decisions §22, §23):
+ * - a submission whose replay record ended while nobody kept the outcome on it (the process died between the relay
+ *   recording the chain's answer, or the reconciler settling it, and the submission's own record; the reconciler,
+ *   which follows open replay records, will never see it again) is settled: a mined or reverted record gives its
+ *   outcome (a batch: each sent request's uid from its own record), a record that is gone was given back with nothing
+ *   on chain, one still on its way is left to the reconciler;
+ * - a settled submission whose `submission.settled` was not queued (a crash, or the queue failing, in between) is
+ *   told again (the event's id is the submission's, so the receiver sees one event).
+ * The stores settle an open record once, so two sweeps, or a sweep and a relay, settle it once.
  */
-export function createSubmissionSweep(deps: SubmissionSweepDeps): () => Promise<number> {
-  const minAgeMs = deps.minAgeMs ?? 60_000;
+export function createSubmissionSweep(deps: SubmissionSweepDeps): (minAgeMs?: number) => Promise<number> {
+  // Returns how many submissions it settled or told; `minAgeMs` overrides the default for one sweep (a start on a
+  // SQLite file, which no other instance writes, sweeps every row).
+  const defaultAgeMs = deps.minAgeMs ?? 60_000;
   const batch = deps.batch ?? 200;
 
   async function outcomeOf(record: SubmissionRecord): Promise<SubmissionOutcome | undefined> {
@@ -40,19 +45,30 @@ export function createSubmissionSweep(deps: SubmissionSweepDeps): () => Promise<
     const mined = { state: "mined" as const, txHash: live.txHash ?? "", uid: live.uid, blockNumber: live.blockNumber ?? 0n, feeBumps };
     if (record.items === null) return mined;
     const uids: Record<string, string | null> = {};
-    for (const item of record.items) if ("ref" in item) uids[item.ref] = item.ref === record.ref ? live.uid : (await deps.replay.find(item.ref))?.uid ?? null;
+    for (const item of record.items) {
+      if (!("ref" in item)) continue;
+      const own = item.ref === record.ref ? live : await deps.replay.find(item.ref);
+      // A request of the batch not yet recorded as mined: its uid is on its way (the relay or the reconciler keeps it).
+      if (own !== undefined && own.state !== "mined") return undefined;
+      uids[item.ref] = own?.uid ?? null;
+    }
     return { ...mined, uids };
   }
 
-  return async function sweep() {
+  return async function sweep(minAgeMs = defaultAgeMs) {
     const nowMs = deps.clock.nowMs();
     let settled = 0;
-    for (const record of await deps.records.unsettled(nowMs - minAgeMs, batch)) {
+    for (const record of await deps.records.untold(nowMs - minAgeMs, batch)) {
+      if (record.outcome !== null) {
+        await tellSettled(deps, { submissionId: record.id, outcome: record.outcome });
+        settled++;
+        continue;
+      }
       const outcome = await outcomeOf(record);
       if (outcome === undefined) continue;
       if (!(await deps.records.settle(record.id, outcome, deps.clock.nowMs()))) continue;
       settled++;
-      await deps.onSettled?.({ submissionId: record.id, outcome });
+      await tellSettled(deps, { submissionId: record.id, outcome });
     }
     return settled;
   };

@@ -46,6 +46,28 @@ describe("createSubmissionSweep() (decisions §23: an outcome nobody kept is set
     // Again: nothing more, nobody told twice.
     expect(await s.sweep()).toBe(0);
     expect(s.told).toHaveLength(3);
+    expect(s.records.untoldIds.size).toBe(0);
+  });
+
+  test("a settlement whose event could not be queued stays untold and is told by the next sweep", async () => {
+    const records = fakeSubmissionRecords();
+    const replay = fakeReplayStore();
+    const clock = fakeClock();
+    const told: string[] = [];
+    let queueUp = false;
+    const onSettled = (event: { submissionId: string }) => queueUp ? Promise.resolve(void told.push(event.submissionId)) : Promise.reject(new Error("queue down"));
+    const tracker = createSubmissionTracker({ records, random: fakeRandom(), clock, onSettled });
+    const id = await tracker.open("account:a", "k1");
+    // The relay's answer does not wait on the queue, and does not fail with it.
+    await tracker.settle(id, "k1", { ok: true, value: { txHash: tx(1).txHash, uid: "0xuid-k1", blockNumber: 7n } });
+    expect(records.untoldIds.has(id)).toBe(true);
+    queueUp = true;
+    clock.set(clock.nowMs() + 60_001);
+    const sweep = createSubmissionSweep({ records, replay, clock, onSettled });
+    expect(await sweep()).toBe(1);
+    expect(told).toEqual([id]);
+    expect(records.untoldIds.size).toBe(0);
+    expect(await sweep()).toBe(0);
   });
 
   test("a batch's submission settles with each sent request's uid from its own record", async () => {
@@ -58,7 +80,7 @@ describe("createSubmissionSweep() (decisions §23: an outcome nobody kept is set
     expect((await s.records.find(id))?.outcome).toMatchObject({ state: "mined", uid: "0xuid-b1", uids: { b1: "0xuid-b1", b2: "0xuid-b2" } });
   });
 
-  test("a submission the relay settles itself is not settled or told again by the sweep", async () => {
+  test("a submission the relay settles and tells itself is not settled or told again by the sweep", async () => {
     const s = setup();
     await s.died("k1", "mined", 1);
     const id = await s.tracker.open("account:a", "k1");

@@ -39,6 +39,22 @@ export type SubmissionSettled = (event: { readonly submissionId: string; readonl
 const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
 
 /**
+ * Tells a settlement (`onSettled`) and then marks it told; a failure leaves it untold, for the sweep to tell again
+ * (decisions §22: the event is never lost; its id is derived from the submission, so a second telling is the same event).
+ */
+export async function tellSettled(
+  deps: Pick<SubmissionTrackerDeps, "records" | "onSettled">,
+  event: { readonly submissionId: string; readonly outcome: SubmissionOutcome },
+): Promise<void> {
+  try {
+    await deps.onSettled?.(event);
+    await deps.records.told(event.submissionId);
+  } catch {
+    // Untold: the sweep (createSubmissionSweep) tells it again.
+  }
+}
+
+/**
  * Opens a submission record when a relay hands a transaction to the chain, and keeps its outcome when the relay
  * learns it (decisions §23). An unknown outcome (`OUTCOME_UNKNOWN`) leaves it open for the reconciler.
  */
@@ -68,7 +84,7 @@ export function createSubmissionTracker(deps: SubmissionTrackerDeps) {
           ...(result.value.uids === undefined ? {} : { uids: result.value.uids }),
         }
         : { state: "failed", txHash: result.details !== undefined && TX_HASH.test(result.details) ? result.details : null, error: result.code, feeBumps };
-      if (await deps.records.settle(id, outcome, deps.clock.nowMs())) await deps.onSettled?.({ submissionId: id, outcome });
+      if (await deps.records.settle(id, outcome, deps.clock.nowMs())) await tellSettled(deps, { submissionId: id, outcome });
     },
   };
 }
@@ -84,7 +100,7 @@ export function trackedBook(book: SubmissionBook, deps: Omit<SubmissionTrackerDe
   const keep = async (ref: string, outcome: (feeBumps: number) => SubmissionOutcome) => {
     const feeBumps = (await deps.replacements?.list(book.name, ref))?.length ?? 0;
     const kept = outcome(feeBumps);
-    for (const submissionId of await deps.records.settleRef(ref, kept, deps.clock.nowMs())) await deps.onSettled?.({ submissionId, outcome: kept });
+    for (const submissionId of await deps.records.settleRef(ref, kept, deps.clock.nowMs())) await tellSettled(deps, { submissionId, outcome: kept });
   };
   return {
     ...book,
