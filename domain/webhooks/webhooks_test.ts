@@ -96,6 +96,9 @@ describe("createWebhookEndpoints()", () => {
       [{ url: "https://hooks.example.com/", events: [] }, /^events/],
       [{ url: "https://hooks.example.com/", events: ["nope"] }, /^events\[0\]/],
       [{ url: "https://hooks.example.com/", events: ["webhook.test"], subjects: ["not a did"] }, /^subjects\[0\]/],
+      [{ url: "https://hooks.example.com/", events: ["webhook.test"], subjects: ["did:web:shop.example", "did:web:not a did"] }, /^subjects\[1\]/],
+      [{ url: "https://hooks.example.com/", events: ["webhook.test"], subjects: ["did:web:127.0.0.1"] }, /^subjects\[0\]/],
+      [{ url: "https://hooks.example.com/", events: ["webhook.test"], subjects: ["did:key:z6Mk\u0000"] }, /^subjects\[0\]/],
       [{ url: "https://hooks.example.com/", events: ["webhook.test"], ownSubjects: "yes" }, /^ownSubjects/],
       [{ url: "https://hooks.example.com/", events: ["webhook.test"], colour: "red" }, /^colour/],
     ];
