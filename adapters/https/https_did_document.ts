@@ -259,7 +259,7 @@ function describeUrl(host: string, path: readonly string[] | undefined): string 
 }
 
 /** The bundled roots, `NODE_EXTRA_CA_CERTS` and the extra root: Bun's `tls.ca` replaces the defaults. */
-function trustedRoots(extra: string): string[] {
+export function trustedRoots(extra: string): string[] {
   const roots = [...rootCertificates];
   const extraFile = process.env.NODE_EXTRA_CA_CERTS;
   if (extraFile) {

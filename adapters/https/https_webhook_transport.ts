@@ -5,11 +5,10 @@
  * is never used. No redirect is followed (a 3xx is an answer like any other non-2xx), the response body is read up to
  * 64 KiB and discarded, one deadline covers everything.
  */
-import { readFileSync } from "node:fs";
-import { rootCertificates } from "node:tls";
 import { classifyAddress, isPublicAddress } from "../../domain/discovery/mod.ts";
 import type { DnsResolver } from "../../ports/discovery.ts";
 import type { WebhookPost, WebhookTransport, WebhookUrlRefusal } from "../../ports/webhooks.ts";
+import { trustedRoots } from "./https_did_document.ts";
 
 /** Options of {@link createHttpsWebhookTransport}. */
 export type HttpsWebhookTransportOptions = {
@@ -132,19 +131,4 @@ async function drain(response: Response, maxBytes: number, signal: AbortSignal):
     // The answer's status is what counts; a body cut short is not an error of the delivery.
   }
   reader.cancel().catch(() => {});
-}
-
-/** The bundled roots, `NODE_EXTRA_CA_CERTS` and the extra root: Bun's `tls.ca` replaces the defaults. */
-function trustedRoots(extra: string): string[] {
-  const roots = [...rootCertificates];
-  const extraFile = process.env.NODE_EXTRA_CA_CERTS;
-  if (extraFile) {
-    try {
-      roots.push(readFileSync(extraFile, "utf8"));
-    } catch {
-      // An unreadable file is the operator's concern.
-    }
-  }
-  roots.push(extra);
-  return roots;
 }

@@ -141,7 +141,15 @@ function trimQuotes(text: string): string {
  * and not `1` yields nothing.
  */
 export function parseControllerTxtRecord(record: string, canonicalOf: (value: string) => string | undefined = canonicalControllerKey): string[] {
-  const keys: string[] = [];
+  return txtRecordValues(record, "controller", canonicalOf);
+}
+
+/**
+ * The distinct values of one key (`controller`, `jkt`) in a `v=1;…` TXT record, each read by `read` (undefined:
+ * skipped), at most {@link MAX_CONTROLLERS_PER_SOURCE}; a record whose `v` is present and not `1` yields nothing.
+ */
+function txtRecordValues(record: string, name: string, read: (value: string) => string | undefined): string[] {
+  const out: string[] = [];
   let version: string | undefined;
   for (const entry of record.split(/[;\s]+/)) {
     const eq = entry.indexOf("=");
@@ -150,12 +158,12 @@ export function parseControllerTxtRecord(record: string, canonicalOf: (value: st
     const value = entry.slice(eq + 1).trim();
     if (value === "") continue;
     if (key === "v") version = value;
-    else if (key === "controller" && keys.length < MAX_CONTROLLERS_PER_SOURCE) {
-      const canonical = canonicalOf(value);
-      if (canonical !== undefined && !keys.includes(canonical)) keys.push(canonical);
+    else if (key === name && out.length < MAX_CONTROLLERS_PER_SOURCE) {
+      const kept = read(value);
+      if (kept !== undefined && !out.includes(kept)) out.push(kept);
     }
   }
-  return version === undefined || version === "1" ? keys : [];
+  return version === undefined || version === "1" ? out : [];
 }
 
 /**
@@ -475,20 +483,7 @@ function memoized<T>(fn: (value: string) => T): (value: string) => T {
  * `controller=`: a record whose `v` is present and not `1` yields nothing; malformed values are skipped.
  */
 export function parseJktTxtRecord(record: string): string[] {
-  const out: string[] = [];
-  let version: string | undefined;
-  for (const entry of record.split(/[;\s]+/)) {
-    const eq = entry.indexOf("=");
-    if (eq <= 0) continue;
-    const key = entry.slice(0, eq).trim().toLowerCase();
-    const value = entry.slice(eq + 1).trim();
-    if (key === "v") version = value;
-    else if (key === "jkt" && out.length < MAX_CONTROLLERS_PER_SOURCE) {
-      const thumbprint = readJktValue(value);
-      if (thumbprint !== undefined && !out.includes(thumbprint)) out.push(thumbprint);
-    }
-  }
-  return version === undefined || version === "1" ? out : [];
+  return txtRecordValues(record, "jkt", readJktValue);
 }
 
 /** The distinct thumbprints of one TXT name's records, at most {@link MAX_CONTROLLERS_PER_SOURCE}. */
