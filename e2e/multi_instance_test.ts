@@ -413,7 +413,7 @@ describe.skipIf(skip !== undefined)(`limits counted once for two instances (issu
     const transport = new StreamableHTTPClientTransport(new URL(`${at(0)}/mcp`), { fetch: balanced });
     const client = new Client({ name: "ats-e2e-balanced", version: "1.0.0" });
     await client.connect(transport);
-    expect((await client.listTools()).tools).toHaveLength(8);
+    expect((await client.listTools()).tools).toHaveLength(9);
     for (let i = 0; i < 3; i++) {
       const answer = await client.callTool({ name: "get_trust_anchors", arguments: {} }) as { isError?: boolean; structuredContent?: Record<string, unknown> };
       expect([answer.isError ?? false, typeof answer.structuredContent?.chains]).toEqual([false, "object"]);
