@@ -5,8 +5,8 @@ import { elapsedSince, errorBody, json, statusOf } from "./errors.ts";
 import { EAS_PATHS, easRoutes, type EasRoutesDeps } from "./routes/delegation/mod.ts";
 import { healthRoutes, type ReadinessReport } from "./routes/health.ts";
 import { controllerRoutes, type ControllerRoutesDeps } from "./routes/controller.ts";
-import { artifactTrustRoutes } from "./routes/artifact_trust.ts";
-import { attestationListRoutes } from "./routes/attestation_list.ts";
+import { ARTIFACT_TRUST_PATHS, artifactTrustKey, artifactTrustRoutes } from "./routes/artifact_trust.ts";
+import { ATTESTATION_LIST_PATHS, attestationListKey, attestationListRoutes } from "./routes/attestation_list.ts";
 import { type AccountRoutesDeps, accountRoutes } from "./routes/accounts/mod.ts";
 import { type PremiumRpcRoutesDeps, premiumRpcRoutes } from "./routes/accounts/mod.ts";
 import { subjectOwnershipRoutes } from "./routes/accounts/mod.ts";
@@ -38,7 +38,7 @@ import {
   type HttpCacheSettings,
   withKnownBody,
 } from "./http_cache.ts";
-import type { IndexAnswerCache } from "./index_answer_cache.ts";
+import type { AnswerKey, IndexAnswerCache } from "./index_answer_cache.ts";
 import { buildOpenApi, renderApiPage } from "./openapi.ts";
 import { ROUTE_DOCS } from "./route_docs.ts";
 import { MAX_BODY_BYTES, TOO_LARGE_MESSAGE } from "./routes/request.ts";
@@ -272,6 +272,19 @@ export function createApp(deps: AppDeps) {
   const edgeAnswers = new Map<string, EdgeAnswer>();
   for (const path of TRUST_ANCHOR_PATHS) edgeAnswers.set(path, { method: "GET", answer: anchorsAnswer });
   for (const path of IDENTITY_RESOLVE_PATHS) edgeAnswers.set(path, { method: "POST", answer: resolveAnswer });
+  // Issue 34: a kept answer of artifact trust or the attestation list, current with nothing to read first, is answered
+  // at the edge too; any other request of those paths (a miss, a refused query, another method) goes to Elysia.
+  const keptAnswers = deps.indexAnswers ?? undefined;
+  if (keptAnswers !== undefined) {
+    const kept = (keyOf: (request: Request) => AnswerKey | undefined) => (request: Request) => {
+      const key = keyOf(request);
+      const response = key === undefined ? undefined : keptAnswers.peek(key);
+      if (response !== undefined) for (const name in PUBLIC_CORS_HEADERS) response.headers.set(name, PUBLIC_CORS_HEADERS[name]!);
+      return response;
+    };
+    if (deps.artifactTrust) for (const path of ARTIFACT_TRUST_PATHS) edgeAnswers.set(path, { method: "GET", kept: kept(artifactTrustKey) });
+    if (deps.attestationList) for (const path of ATTESTATION_LIST_PATHS) edgeAnswers.set(path, { method: "GET", kept: kept(attestationListKey) });
+  }
   // Decisions §21: every answer, the edge's and Elysia's, gets its route's cache policy (http/http_cache.ts), declared
   // with the route in http/route_docs.ts.
   const cacheSettings = deps.httpCache ?? DEFAULT_HTTP_CACHE_SETTINGS;
@@ -370,10 +383,11 @@ export function createApp(deps: AppDeps) {
 
 /** The edge's answers with the cache policy applied, as the app's ({@link createApp}). */
 function cachedEdgeRoutes(edge: EdgeRoutes, cached: (request: Request, response: Response) => Response | Promise<Response>): EdgeRoutes {
-  const wrapped = new Map<string, (request: Request) => Response | Promise<Response>>();
+  const wrapped = new Map<string, (request: Request) => Response | Promise<Response> | undefined>();
   for (const [path, route] of edge) {
     wrapped.set(path, (request) => {
       const answer = route(request);
+      if (answer === undefined) return undefined;
       return answer instanceof Response ? cached(request, answer) : answer.then((response) => cached(request, response));
     });
   }

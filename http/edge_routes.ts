@@ -20,8 +20,11 @@
 import { errorBody } from "./errors.ts";
 import { MAX_BODY_BYTES, readBodyText, TOO_LARGE_MESSAGE } from "./routes/request.ts";
 
-/** The answer of one path at the edge. Synchronous unless it must read a body. */
-export type EdgeRoute = (request: Request) => Response | Promise<Response>;
+/**
+ * The answer of one path at the edge. Synchronous unless it must read a body; undefined: the app answers this request
+ * (a kept index answer the edge does not hold now).
+ */
+export type EdgeRoute = (request: Request) => Response | Promise<Response> | undefined;
 
 /** The edge's routes, by path. */
 export type EdgeRoutes = ReadonlyMap<string, EdgeRoute>;
@@ -29,7 +32,12 @@ export type EdgeRoutes = ReadonlyMap<string, EdgeRoute>;
 /** What one path answers at the edge: a GET answer, or a POST answer to the body text. */
 export type EdgeAnswer =
   | { readonly method: "GET"; readonly answer: () => Response }
-  | { readonly method: "POST"; readonly answer: (body: unknown) => Response };
+  | { readonly method: "POST"; readonly answer: (body: unknown) => Response }
+  /**
+   * A GET answered at the edge only when `kept` has its answer now (decisions §21: a kept answer of the index reads,
+   * http/index_answer_cache.ts); every other request of the path, other methods included, goes to the app.
+   */
+  | { readonly method: "GET"; readonly kept: (request: Request) => Response | undefined };
 
 /** Builds the edge routes of an app once its routes are all registered, from its route table. */
 export type EdgeRoutesBuilder = (routes: readonly { readonly path: string; readonly method: string }[]) => EdgeRoutes;
@@ -74,7 +82,10 @@ export function publicEdgeRoutes(
     const notAllowed = JSON.stringify(errorBody("METHOD_NOT_ALLOWED", "Method not allowed"));
     const notAllowedInit = { status: 405, headers: new Headers({ ...JSON_TYPE, ...cors, allow: `${route.method}, OPTIONS` }) };
     const refuse = () => new Response(notAllowed, notAllowedInit);
-    if (route.method === "GET") {
+    if ("kept" in route) {
+      const kept = route.kept;
+      edge.set(path, (request) => request.method === "GET" ? kept(request) : undefined);
+    } else if (route.method === "GET") {
       const answer = route.answer;
       edge.set(path, (request) => {
         const method = request.method;

@@ -86,6 +86,13 @@ export type IndexAnswerCache = {
   readonly size: () => { readonly entries: number; readonly bytes: number };
   /** The store's head has moved (a poll this instance completed): the next request reads it again. */
   readonly headChanged: () => void;
+  /**
+   * The kept answer to `key`, synchronously, when one is current with nothing to read first: the reused head
+   * (`INDEX_HEAD_REUSE_MS`) is fresh and names the kept answers' generation, and the answer has not outlived its
+   * lifetime; otherwise undefined, and the request takes {@link IndexAnswerCache.answer}'s way. For the server's
+   * edge (http/edge_routes.ts), which answers such a request without Elysia.
+   */
+  readonly peek: (key: AnswerKey) => Response | undefined;
 };
 
 type Entry = { readonly text: string; readonly etag: string; readonly size: number; readonly expiresAtMs: number };
@@ -144,6 +151,10 @@ function batchedHeads(head: () => Promise<IndexHead | undefined>, clock: Clock, 
       epoch++;
       last = undefined;
     },
+    /** The head a read may take now without reading the store (within the reuse time); undefined: none. */
+    reused(): IndexHead | undefined {
+      return last !== undefined && clock.nowMs() - last.startedMs < reuseMs ? last.head : undefined;
+    },
   };
 }
 
@@ -182,11 +193,22 @@ export function createIndexAnswerCache(deps: IndexAnswerCacheDeps): IndexAnswerC
     bytes += entry.size;
   };
 
+  const lifetimeOf = (key: AnswerKey) => key.live === true ? Math.min(deps.pollMs, deps.discoverySeconds * 1000) : deps.pollMs;
+  const idOf = (key: AnswerKey) => `${key.route}\u0000${key.query.map((q) => q === undefined ? "\u0001" : q).join("\u0000")}`;
+
   return {
     size: () => ({ entries: entries.size, bytes }),
     headChanged: () => heads.forget(),
+    peek(key) {
+      if (lifetimeOf(key) <= 0) return undefined;
+      const head = heads.reused();
+      const nowMs = deps.clock.nowMs();
+      if (head === undefined || !isFresh(head, { nowMs, stallSeconds: deps.stallSeconds }) || generationOf(head) !== generation) return undefined;
+      const kept = entries.get(idOf(key));
+      return kept !== undefined && kept.expiresAtMs > nowMs ? served(kept) : undefined;
+    },
     async answer(key, compute) {
-      const lifetimeMs = key.live === true ? Math.min(deps.pollMs, deps.discoverySeconds * 1000) : deps.pollMs;
+      const lifetimeMs = lifetimeOf(key);
       const run = async () => answerOf(await compute());
       if (lifetimeMs <= 0) return run();
       const head = await heads.read();
@@ -195,7 +217,7 @@ export function createIndexAnswerCache(deps: IndexAnswerCacheDeps): IndexAnswerC
       if (head === undefined || !isFresh(head, { nowMs, stallSeconds: deps.stallSeconds })) return run();
       const current = generationOf(head);
       moveTo(current);
-      const id = `${key.route}\u0000${key.query.map((q) => q === undefined ? "\u0001" : q).join("\u0000")}`;
+      const id = idOf(key);
       const kept = entries.get(id);
       if (kept !== undefined) {
         if (kept.expiresAtMs > nowMs) return served(kept);

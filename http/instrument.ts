@@ -209,12 +209,14 @@ export function instrumentedHandler(
    */
   const serveAtEdge = (request: Request, requestId: string, path: string, edgeRoute: EdgeRoute): Response | Promise<Response> => {
     const started = performance.now();
-    let answer: Response | Promise<Response>;
+    let answer: Response | Promise<Response> | undefined;
     try {
       answer = edgeRoute(request);
     } catch (error) {
       return failedAtEdge(request, requestId, path, started, error);
     }
+    // Not the edge's to answer now (a kept index answer it does not hold): the app's way, as any other path.
+    if (answer === undefined) return serveByApp(request, requestId);
     if (answer instanceof Response) return finish(request, requestId, path, started, answer);
     return bodies.race(answer, () => unread(path, started)).then(
       (response) => finish(request, requestId, path, started, response),

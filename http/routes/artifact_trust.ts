@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import { type ArtifactTrust, INVALID_ARTIFACT_DID_MESSAGE } from "../../domain/artifact_trust/mod.ts";
 import type { Logger } from "../../ports/logger.ts";
 import { errorBody, headersOf, json, statusOf, stringify } from "../errors.ts";
-import { answerOf, type IndexAnswerCache } from "../index_answer_cache.ts";
+import { type AnswerKey, answerOf, type IndexAnswerCache } from "../index_answer_cache.ts";
 import { REQUEST_MODELS } from "../models.ts";
 import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
 
@@ -18,6 +18,18 @@ const artifactQuery = compileRequestCheck(REQUEST_MODELS.artifactTrust.query, {
   explain: (query) =>
     Array.isArray((query as { artifactDid?: unknown }).artifactDid) ? "artifactDid must be given once" : "artifactDid is required",
 });
+
+/** The paths of artifact trust. */
+export const ARTIFACT_TRUST_PATHS = ["/v1/artifact-trust", "/api/public/artifact-trust"] as const;
+
+/** The key of a request's kept answer, as the route computes it; undefined for a query the route refuses. */
+export function artifactTrustKey(request: Request): AnswerKey | undefined {
+  const query = queryOf(request.url);
+  return artifactQuery.check(query) ? keyOf(query.artifactDid) : undefined;
+}
+
+// The answer carries live controller evidence (through the discovery cache): kept at most that long.
+const keyOf = (artifactDid: string): AnswerKey => ({ route: "artifact-trust", query: [artifactDid], live: true });
 
 /**
  * `GET /v1/artifact-trust` and `GET /api/public/artifact-trust`: only `artifactDid` is read; there is
@@ -38,8 +50,7 @@ export function artifactTrustRoutes(deps: ArtifactTrustRoutesDeps) {
       return { ok: false as const, response: json(errorBody(result.code, result.message, result.details), statusOf(result.code), headersOf(result.code)) };
     };
     try {
-      // The answer carries live controller evidence (through the discovery cache): kept at most that long.
-      if (deps.answers !== undefined) return await deps.answers.answer({ route: "artifact-trust", query: [query.artifactDid], live: true }, compute);
+      if (deps.answers !== undefined) return await deps.answers.answer(keyOf(query.artifactDid), compute);
       return answerOf(await compute());
     } catch (error) {
       deps.log.error("artifact_trust_error", { error: error instanceof Error ? error.message : String(error) });
@@ -48,6 +59,6 @@ export function artifactTrustRoutes(deps: ArtifactTrustRoutesDeps) {
   };
   const detail = { detail: requestDetail(REQUEST_MODELS.artifactTrust) };
   return new Elysia({ name: "artifact-trust-routes" })
-    .get("/v1/artifact-trust", handler, detail)
-    .get("/api/public/artifact-trust", handler, detail);
+    .get(ARTIFACT_TRUST_PATHS[0], handler, detail)
+    .get(ARTIFACT_TRUST_PATHS[1], handler, detail);
 }

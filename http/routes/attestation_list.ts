@@ -62,6 +62,17 @@ function checked(check: typeof listQuery | typeof countQuery, request: Request):
 
 const UID = /^0x[0-9a-fA-F]{64}$/;
 
+const keyOf = (route: string, names: readonly string[], query: Record<string, string>): AnswerKey => ({ route, query: names.map((n) => query[n]) });
+
+/** The paths of the attestation list. */
+export const ATTESTATION_LIST_PATHS = ["/v1/attestations", "/api/public/attestations"] as const;
+
+/** The key of a list request's kept answer, as the route computes it; undefined for a query the route refuses. */
+export function attestationListKey(request: Request): AnswerKey | undefined {
+  const { query, refusal } = checked(listQuery, request);
+  return refusal === undefined ? keyOf("attestations", LIST_PARAMETERS, query) : undefined;
+}
+
 /** A route of a capability the app was built without (tests that exercise only the list). */
 const NOT_SERVED = () => Promise.resolve(json(errorBody("NOT_FOUND", "Not found"), 404));
 
@@ -71,7 +82,6 @@ const NOT_SERVED = () => Promise.resolve(json(errorBody("NOT_FOUND", "Not found"
  */
 export function attestationListRoutes(deps: AttestationListRoutesDeps) {
   const answer = answerer(deps.log, deps.answers);
-  const keyOf = (route: string, names: readonly string[], query: Record<string, string>): AnswerKey => ({ route, query: names.map((n) => query[n]) });
   const { queries } = deps;
   const list = ({ request }: { request: Request }) => {
     const { query, refusal } = checked(listQuery, request);
@@ -91,8 +101,8 @@ export function attestationListRoutes(deps: AttestationListRoutesDeps) {
   const countDetail = { detail: requestDetail(REQUEST_MODELS.attestationCount) };
   // The router prefers the static `count` to the `:uid` parameter.
   return new Elysia({ name: "attestation-list-routes" })
-    .get("/v1/attestations", list, listDetail)
-    .get("/api/public/attestations", list, listDetail)
+    .get(ATTESTATION_LIST_PATHS[0], list, listDetail)
+    .get(ATTESTATION_LIST_PATHS[1], list, listDetail)
     .get("/v1/attestations/count", count, countDetail)
     .get("/api/public/attestations/count", count, countDetail)
     .get("/v1/attestations/:uid", one)
