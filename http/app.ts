@@ -276,11 +276,20 @@ export function createApp(deps: AppDeps) {
   // at the edge too; any other request of those paths (a miss, a refused query, another method) goes to Elysia.
   const keptAnswers = deps.indexAnswers ?? undefined;
   if (keptAnswers !== undefined) {
-    const kept = (keyOf: (request: Request) => AnswerKey | undefined) => (request: Request) => {
-      const key = keyOf(request);
-      const response = key === undefined ? undefined : keptAnswers.peek(key);
-      if (response !== undefined) for (const name in PUBLIC_CORS_HEADERS) response.headers.set(name, PUBLIC_CORS_HEADERS[name]!);
-      return response;
+    const headers = { "content-type": "application/json; charset=utf-8", ...PUBLIC_CORS_HEADERS };
+    const kept = (keyOf: (request: Request) => AnswerKey | undefined) => {
+      // A key is a function of the request's URL alone: the last few thousand URLs' keys are remembered.
+      const keys = new Map<string, AnswerKey | undefined>();
+      return (request: Request) => {
+        const url = request.url;
+        let key = keys.get(url);
+        if (key === undefined && !keys.has(url)) {
+          if (keys.size >= 4_096) keys.clear();
+          key = keyOf(request);
+          keys.set(url, key);
+        }
+        return key === undefined ? undefined : keptAnswers.peek(key, headers);
+      };
     };
     if (deps.artifactTrust) for (const path of ARTIFACT_TRUST_PATHS) edgeAnswers.set(path, { method: "GET", kept: kept(artifactTrustKey) });
     if (deps.attestationList) for (const path of ATTESTATION_LIST_PATHS) edgeAnswers.set(path, { method: "GET", kept: kept(attestationListKey) });

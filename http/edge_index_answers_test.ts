@@ -37,9 +37,9 @@ function side(withEdgeRoutes: boolean) {
   const cache = createIndexAnswerCache({ head: () => Promise.resolve(head), clock, stallSeconds: 3_600, pollMs: 3_600_000, discoverySeconds: 3_600, headReuseMs: 3_600_000 });
   const counted: IndexAnswerCache = {
     ...cache,
-    peek(key) {
+    peek(key, headers) {
       calls.peeked++;
-      const answer = cache.peek(key);
+      const answer = cache.peek(key, headers);
       if (answer !== undefined) calls.kept++;
       return answer;
     },

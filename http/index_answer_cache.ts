@@ -92,10 +92,14 @@ export type IndexAnswerCache = {
    * lifetime; otherwise undefined, and the request takes {@link IndexAnswerCache.answer}'s way. For the server's
    * edge (http/edge_routes.ts), which answers such a request without Elysia.
    */
-  readonly peek: (key: AnswerKey) => Response | undefined;
+  readonly peek: (key: AnswerKey, headers?: Readonly<Record<string, string>> | undefined) => Response | undefined;
 };
 
-type Entry = { readonly text: string; readonly etag: string; readonly size: number; readonly expiresAtMs: number };
+/** A kept answer: its text, its UTF-8 bytes (encoded once, as a server of fixed bytes keeps them), its ETag. */
+type Entry = { readonly text: string; readonly bytes: Uint8Array<ArrayBuffer>; readonly etag: string; readonly size: number; readonly expiresAtMs: number };
+
+const JSON_HEADERS: Readonly<Record<string, string>> = { "content-type": "application/json; charset=utf-8" };
+const encoder = new TextEncoder();
 
 /** The generation a head is: block, hash and the poll it was seen at. */
 function generationOf(head: IndexHead): string {
@@ -108,10 +112,12 @@ function names(asOf: AsOf | undefined, head: IndexHead): boolean {
     asOf.checkedAt === Math.floor((head.checkedAtMs ?? 0) / 1000);
 }
 
-/** A kept answer as a fresh Response, its ETag known (http/http_cache.ts does not hash it again). */
-function served(entry: Entry): Response {
-  const response = new Response(entry.text, { headers: { "content-type": "application/json; charset=utf-8" } });
-  return withKnownBody(response, entry.text, entry.etag);
+/**
+ * A kept answer as a fresh Response of its bytes, its ETag known (http/http_cache.ts does not hash it again); `headers`
+ * (the JSON content type by default) are its headers.
+ */
+function served(entry: Entry, headers: Readonly<Record<string, string>> = JSON_HEADERS): Response {
+  return withKnownBody(new Response(entry.bytes, { headers }), entry.text, entry.etag);
 }
 
 /**
@@ -165,6 +171,8 @@ export function createIndexAnswerCache(deps: IndexAnswerCacheDeps): IndexAnswerC
   const heads = batchedHeads(deps.head, deps.clock, deps.headReuseMs ?? 0);
   /** The generation the kept answers belong to; a request that reads another drops them all. */
   let generation = "";
+  /** The head object `generation` was last read from (a reused head is the same object: no need to name it again). */
+  let generationHead: IndexHead | undefined;
   const entries = new Map<string, Entry>();
   const pending = new Map<string, Promise<Entry | undefined>>();
   let bytes = 0;
@@ -199,13 +207,14 @@ export function createIndexAnswerCache(deps: IndexAnswerCacheDeps): IndexAnswerC
   return {
     size: () => ({ entries: entries.size, bytes }),
     headChanged: () => heads.forget(),
-    peek(key) {
+    peek(key, headers) {
       if (lifetimeOf(key) <= 0) return undefined;
       const head = heads.reused();
       const nowMs = deps.clock.nowMs();
-      if (head === undefined || !isFresh(head, { nowMs, stallSeconds: deps.stallSeconds }) || generationOf(head) !== generation) return undefined;
+      if (head === undefined || !isFresh(head, { nowMs, stallSeconds: deps.stallSeconds })) return undefined;
+      if (head !== generationHead && generationOf(head) !== generation) return undefined;
       const kept = entries.get(idOf(key));
-      return kept !== undefined && kept.expiresAtMs > nowMs ? served(kept) : undefined;
+      return kept !== undefined && kept.expiresAtMs > nowMs ? served(kept, headers) : undefined;
     },
     async answer(key, compute) {
       const lifetimeMs = lifetimeOf(key);
@@ -217,6 +226,7 @@ export function createIndexAnswerCache(deps: IndexAnswerCacheDeps): IndexAnswerC
       if (head === undefined || !isFresh(head, { nowMs, stallSeconds: deps.stallSeconds })) return run();
       const current = generationOf(head);
       moveTo(current);
+      generationHead = head;
       const id = idOf(key);
       const kept = entries.get(id);
       if (kept !== undefined) {
@@ -237,7 +247,8 @@ export function createIndexAnswerCache(deps: IndexAnswerCacheDeps): IndexAnswerC
           response = result.response;
           return undefined;
         }
-        const entry = { text: result.text, etag: strongEtag(result.text), size: 2 * result.text.length, expiresAtMs: nowMs + lifetimeMs };
+        const bytes = encoder.encode(result.text);
+        const entry = { text: result.text, bytes, etag: strongEtag(result.text), size: 2 * result.text.length + bytes.byteLength, expiresAtMs: nowMs + lifetimeMs };
         response = served(entry);
         // Kept only when it names the generation read for it, and that generation is still the current one.
         if (names(result.asOf, head) && generation === current) keep(id, entry);
