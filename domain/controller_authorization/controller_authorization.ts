@@ -9,16 +9,17 @@ import type { HexString } from "../../ports/eas.ts";
 import type { OwnershipChain } from "../../ports/ownership_chain.ts";
 import { parseDidPkh } from "../did.ts";
 import { type LiveMethod, liveControllerEvidence, type LookupJwks } from "../discovery/mod.ts";
-import { createKeyTrust, type KeyStatusDeps, readAt, readKeyDid, readSubjectDid } from "../keys/mod.ts";
+import { type BindingEvidence, createKeyTrust, type KeyStatusDeps, readAt, readKeyDid, readSubjectDid } from "../keys/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
 import {
+  bindingNames,
   DEFAULT_PURPOSES,
   evaluateControllerAuthorization,
   KEY_PURPOSES,
   type KeyPurpose,
   type KeyPurposeStatus,
 } from "./authorization_rules.ts";
-import { OWNERSHIP_TRANSFERRED_TOPIC, transferProofHashes } from "./transfer_proof.ts";
+import { MAX_PROOF_TRANSACTIONS, OWNERSHIP_TRANSFERRED_TOPIC, transferProofHashes } from "./transfer_proof.ts";
 
 /** The answer (decisions §25). `at` is a number; `anchoredFrom`, `until` and `issuedAt` decimal strings. */
 export type ControllerAuthorizationRecord = {
@@ -135,25 +136,34 @@ export function createControllerAuthorization(deps: ControllerAuthorizationDeps)
     return pkh.value.address.toLowerCase() as HexString;
   }
 
-  /** For a did:pkh contract subject: whether each binding's transfer proof shows ownership moving to the controller. */
+  /**
+   * For a did:pkh contract subject: whether each binding's transfer proof shows ownership moving to the controller.
+   * Only bindings the rules can count are looked at (the controller's own, naming it, written by `at`), oldest first,
+   * and at most {@link MAX_PROOF_TRANSACTIONS} transactions in all.
+   */
   async function transferProofs(
     subjectDid: string,
     controllerDid: string,
-    bindings: readonly { uid: string; attester: string; proofs?: readonly string[] | undefined }[],
+    at: bigint,
+    bindings: readonly BindingEvidence[],
   ): Promise<Result<Map<string, boolean> | undefined, "NETWORK_ERROR">> {
     const contract = contractOf(subjectDid);
     const controller = controllerDid.startsWith("did:pkh:eip155:") ? controllerDid.split(":")[4]?.toLowerCase() : undefined;
     if (contract === undefined || controller === undefined || deps.contracts === undefined) return ok(undefined);
     // Only the controller's own bindings: the proof shows the ownership moved to it.
     const withProofs = bindings
-      .filter((b) => b.attester.toLowerCase() === controller)
+      .filter((b) => b.attester.toLowerCase() === controller && b.time <= at && bindingNames(b, controllerDid))
+      .sort((a, b) => (a.time === b.time ? (a.uid < b.uid ? -1 : 1) : a.time < b.time ? -1 : 1))
       .map((b) => ({ uid: b.uid, hashes: transferProofHashes(b.proofs ?? []) }))
       .filter((b) => b.hashes.length > 0);
     if (withProofs.length === 0) return ok(undefined);
     const out = new Map<string, boolean>();
+    const looked = new Set<string>();
     for (const b of withProofs) {
       let verified = false;
       for (const hash of b.hashes) {
+        if (!looked.has(hash) && looked.size >= MAX_PROOF_TRANSACTIONS) break;
+        looked.add(hash);
         const tx = await deps.contracts.transaction(hash);
         if (!tx.ok) return fail("NETWORK_ERROR", CHAIN_FAILED);
         verified = tx.value !== null && tx.value.logs.some((log) =>
@@ -187,7 +197,7 @@ export function createControllerAuthorization(deps: ControllerAuthorizationDeps)
     if (!read.ok) return read;
     const e = read.value.get(subjectDid.value)!;
     const live = liveCounts ? await liveMethods(subjectDid.value, controllerDid.value, e.endpointRecord) : ok([] as LiveMethod[]);
-    const proofs = await transferProofs(subjectDid.value, controllerDid.value, e.bindings);
+    const proofs = await transferProofs(subjectDid.value, controllerDid.value, BigInt(at.value), e.bindings);
     if (!proofs.ok) return proofs;
     const verdict = evaluateControllerAuthorization({
       subjectDid: subjectDid.value,

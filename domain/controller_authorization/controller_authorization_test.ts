@@ -10,7 +10,7 @@ import { createDiscoverControllers, createJwksLookup, didJwkThumbprint, jwkThumb
 import { encodeSchemaData } from "../schema_data.ts";
 import { computeSchemaUid, findSchemaByName } from "../schemas.ts";
 import { createControllerAuthorization } from "./controller_authorization.ts";
-import { createCachedOwnershipReads, OWNERSHIP_TRANSFERRED_TOPIC } from "./transfer_proof.ts";
+import { createCachedOwnershipReads, MAX_PROOF_TRANSACTIONS, OWNERSHIP_TRANSFERRED_TOPIC } from "./transfer_proof.ts";
 
 const CHAIN = 31337;
 const ISSUER = "0x00000000000000000000000000000000000000d1";
@@ -212,6 +212,54 @@ describe("createControllerAuthorization()", () => {
     expect(answer).toMatchObject({ ok: true, value: { authorized: true, anchoredFrom: String(NOW_S - 300), transferProofVerified: true, keyBindingUid: b, liveMethod: null } });
     await s.authorize({ subjectDid: subject, controllerDid: pkh(OWNER) });
     expect(reads).toEqual({ transaction: 1, owner: 1 });
+  });
+
+  test("a did:pkh contract subject: a proof naming a transaction never mined costs one read per cache period, not one per request", async () => {
+    const contract = "0x00000000000000000000000000000000000000ee";
+    const hashes: string[] = [];
+    const chain: OwnershipChain = {
+      chainId: CHAIN,
+      hasCode: () => Promise.resolve({ ok: true, value: true }),
+      owner: () => Promise.resolve({ ok: true, value: null }),
+      transaction: (hash) => (hashes.push(hash), Promise.resolve({ ok: true, value: null })),
+    };
+    const clock = fakeClock(NOW_S * 1000);
+    const s = setUp({ contracts: createCachedOwnershipReads(chain, { clock }, { ownerMs: 60_000 }) });
+    const subject = pkh(contract);
+    s.binding(OWNER, pkh(OWNER), { time: NOW_S - 300, subject }, { proofs: [JSON.stringify({ proofTxHash: `0x${"ab".repeat(32)}` })] });
+    for (let i = 0; i < 3; i++) {
+      expect(await s.authorize({ subjectDid: subject, controllerDid: pkh(OWNER) }))
+        .toMatchObject({ ok: true, value: { authorized: false, transferProofVerified: false, keyBindingUid: null } });
+    }
+    expect(hashes).toHaveLength(1);
+    // It may be mined later: asked again once the period has passed.
+    clock.set((NOW_S + 60) * 1000);
+    await s.authorize({ subjectDid: subject, controllerDid: pkh(OWNER) });
+    expect(hashes).toHaveLength(2);
+  });
+
+  test("a did:pkh contract subject: transfer proofs read only for bindings that can count, and at most MAX_PROOF_TRANSACTIONS per lookup", async () => {
+    const contract = "0x00000000000000000000000000000000000000ee";
+    const hashes: string[] = [];
+    const chain: OwnershipChain = {
+      chainId: CHAIN,
+      hasCode: () => Promise.resolve({ ok: true, value: true }),
+      owner: () => Promise.resolve({ ok: true, value: null }),
+      transaction: (hash) => (hashes.push(hash), Promise.resolve({ ok: true, value: null })),
+    };
+    const s = setUp({ contracts: chain });
+    const subject = pkh(contract);
+    const proofs = (from: number) => ({ proofs: [0, 1, 2, 3].map((i) => JSON.stringify({ proofTxHash: `0x${(from + i).toString(16).padStart(64, "0")}` })) });
+    // Another key's binding, and one written after `at`: not read.
+    s.binding(OWNER, pkh("0x00000000000000000000000000000000000000c1"), { time: NOW_S - 300, subject }, proofs(100));
+    s.binding(OWNER, pkh(OWNER), { time: NOW_S - 50, subject }, proofs(200));
+    expect(await s.authorize({ subjectDid: subject, controllerDid: pkh(OWNER), at: String(NOW_S - 100) })).toMatchObject({ ok: true, value: { authorized: false } });
+    expect(hashes).toEqual([]);
+    // Five bindings of four hashes each: eight transactions read, the oldest bindings first.
+    for (let i = 0; i < 5; i++) s.binding(OWNER, pkh(OWNER), { time: NOW_S - 290 + i, subject }, proofs(i * 4));
+    expect(await s.authorize({ subjectDid: subject, controllerDid: pkh(OWNER) })).toMatchObject({ ok: true, value: { authorized: false, transferProofVerified: false } });
+    expect(hashes).toHaveLength(MAX_PROOF_TRANSACTIONS);
+    expect(hashes).toEqual(Array.from({ length: 8 }, (_, i) => `0x${i.toString(16).padStart(64, "0")}`));
   });
 
   test("a did:pkh contract subject whose owner() is the controller: contract-ownership, read through the cache", async () => {

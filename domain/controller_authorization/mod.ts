@@ -26,4 +26,4 @@ export {
   readPurposes,
 } from "./controller_authorization.ts";
 export { createDidUrlResolver, type DidUrlCode, type DidUrlDeps, type DidUrlResolution, parseDidUrl, type ResolveDidUrl } from "./did_url.ts";
-export { createCachedOwnershipReads, OWNERSHIP_TRANSFERRED_TOPIC, transferProofHashes } from "./transfer_proof.ts";
+export { createCachedOwnershipReads, MAX_PROOF_TRANSACTIONS, OWNERSHIP_TRANSFERRED_TOPIC, transferProofHashes } from "./transfer_proof.ts";

@@ -14,6 +14,11 @@ export const OWNERSHIP_TRANSFERRED_TOPIC = "0x8be0079c531659141344cd1fd0a4f28419
 const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
 /** Transactions read per binding at most. */
 const MAX_HASHES = 4;
+/**
+ * Transactions looked at per lookup at most, over all the controller's bindings, oldest binding first: a controller
+ * writing many bindings full of hashes must not turn one lookup into as many JSON-RPC calls. Those past it do not verify.
+ */
+export const MAX_PROOF_TRANSACTIONS = 8;
 
 /** The transaction hashes a binding's proofs (JSON strings) name as transfer proofs, lowercased. */
 export function transferProofHashes(proofs: readonly string[]): HexString[] {
@@ -45,7 +50,9 @@ export function transferProofHashes(proofs: readonly string[]): HexString[] {
 
 /**
  * Contract reads kept in memory: a mined transaction never changes (kept until `maxEntries` push it out), an
- * `owner()` for `ownerMs` (`DISCOVERY_CACHE_SECONDS`, as other live evidence). Failures are never kept.
+ * `owner()` for `ownerMs` (`DISCOVERY_CACHE_SECONDS`, as other live evidence), and so is a transaction the chain does
+ * not have: anyone can write a binding naming a hash never mined, which must not cost a read per request (§21's no
+ * JSON-RPC call in steady state), yet a hash may be mined later. Failures are never kept.
  */
 export function createCachedOwnershipReads(
   chain: OwnershipChain,
@@ -54,6 +61,7 @@ export function createCachedOwnershipReads(
 ): OwnershipChain {
   const maxEntries = options.maxEntries ?? 10_000;
   const transactions = new Map<string, Awaited<ReturnType<OwnershipChain["transaction"]>>>();
+  const unmined = new Map<string, number>();
   const owners = new Map<string, { answer: Awaited<ReturnType<OwnershipChain["owner"]>>; atMs: number }>();
   const bound = (map: Map<string, unknown>) => {
     if (map.size > maxEntries) map.delete(map.keys().next().value!);
@@ -77,11 +85,19 @@ export function createCachedOwnershipReads(
       const key = hash.toLowerCase();
       const kept = transactions.get(key);
       if (kept !== undefined) return kept;
+      const now = deps.clock.nowMs();
+      const missedAt = unmined.get(key);
+      if (missedAt !== undefined && now - missedAt < options.ownerMs) return { ok: true, value: null };
       const answer = await chain.transaction(hash);
-      // A transaction not mined yet may be mined later: only a found one is kept.
       if (answer.ok && answer.value !== null) {
+        unmined.delete(key);
         transactions.set(key, answer);
         bound(transactions);
+      } else if (answer.ok) {
+        // Not mined (yet): asked again once ownerMs has passed.
+        unmined.delete(key);
+        unmined.set(key, now);
+        bound(unmined);
       }
       return answer;
     },
