@@ -6,7 +6,7 @@
  * ownership moving on; a revocation closing the window; and the JSON-RPC calls each answer costs.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createWalletClient, encodeFunctionData, type Hex, http, parseAbi } from "viem";
+import { createWalletClient, encodeFunctionData, type Hex, http, keccak256, parseAbi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { didToAddress } from "../domain/did.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
@@ -205,6 +205,29 @@ describe("controller authorization of a did:pkh contract subject, on a real chai
     expect(before.body).toMatchObject({ authorized: false, anchoredFrom: null, keyBindingUid: null, currentlyVerified: false });
     expect(before.body).not.toHaveProperty("transferProofVerified");
     expect((await authorization(contract, D)).body).toMatchObject({ authorized: true, currentlyVerified: true, liveMethod: "contract-ownership", anchoredFrom: null });
+  });
+
+  test("a transfer mined after the binding does not show control when it was written (§17): not verified", async () => {
+    const { contract } = await deploy(A);
+    // A signs the transfer to C first; C names its hash in a binding; only then is it mined.
+    const request = await wallet(A).prepareTransactionRequest({
+      to: contract,
+      data: encodeFunctionData({ abi: TRANSFER_ABI, functionName: "transferOwnership", args: [address(C)] }),
+      chain: null,
+      gas: 200_000n,
+    });
+    const signed = await wallet(A).signTransaction({ ...request, chain: null } as never);
+    const hash = keccak256(signed);
+    const early = await bind(C, contract, pkh(address(C)), [{ proofTxHash: hash }]);
+    await after(early.time);
+    await writer.client.waitForTransactionReceipt({ hash: await writer.client.sendRawTransaction({ serializedTransaction: signed }) });
+    expect(await writer.client.readContract({ address: contract, abi: parseAbi(["function owner() view returns (address)"]), functionName: "owner" })).toBe(privateKeyToAccount(C).address);
+    await stack.sync();
+
+    const res = await authorization(contract, C);
+    // C owns the contract now (live), but its binding was written before it did: no transfer-proof anchor.
+    expect(res.body).toMatchObject({ transferProofVerified: false, anchoredFrom: null, keyBindingUid: null, currentlyVerified: true, authorized: true });
+    expect((await authorization(contract, C, `&at=${early.time}`)).body).toMatchObject({ transferProofVerified: false, anchoredFrom: null });
   });
 
   test("the binding's revocation sets until and ends the authorization from then, live evidence included", async () => {

@@ -6,6 +6,8 @@ export type OwnershipTransaction = {
   readonly from: HexString;
   /** The contract the transaction created, if it was a creation. */
   readonly contractAddress: HexString | null;
+  /** The block it was mined in, where the source says. */
+  readonly blockNumber?: bigint | undefined;
   readonly logs: readonly { readonly address: HexString; readonly topics: readonly HexString[] }[];
 };
 

@@ -48,6 +48,7 @@ export function createViemOwnershipChain(options: {
           value: {
             from: receipt.from.toLowerCase() as HexString,
             contractAddress: receipt.contractAddress ? (receipt.contractAddress.toLowerCase() as HexString) : null,
+            blockNumber: BigInt(receipt.blockNumber),
             logs: receipt.logs.map((l) => ({ address: l.address.toLowerCase() as HexString, topics: l.topics.map((t) => t.toLowerCase() as HexString) })),
           },
         };

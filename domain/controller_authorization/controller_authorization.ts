@@ -137,7 +137,8 @@ export function createControllerAuthorization(deps: ControllerAuthorizationDeps)
   }
 
   /**
-   * For a did:pkh contract subject: whether each binding's transfer proof shows ownership moving to the controller.
+   * For a did:pkh contract subject: whether each binding's transfer proof shows ownership moving to the controller, in
+   * a transaction mined no later than the binding's block.
    * Only bindings the rules can count are looked at (the controller's own, naming it, written by `at`), oldest first,
    * and at most {@link MAX_PROOF_TRANSACTIONS} transactions in all.
    */
@@ -154,7 +155,7 @@ export function createControllerAuthorization(deps: ControllerAuthorizationDeps)
     const withProofs = bindings
       .filter((b) => b.attester.toLowerCase() === controller && b.time <= at && bindingNames(b, controllerDid))
       .sort((a, b) => (a.time === b.time ? (a.uid < b.uid ? -1 : 1) : a.time < b.time ? -1 : 1))
-      .map((b) => ({ uid: b.uid, hashes: transferProofHashes(b.proofs ?? []) }))
+      .map((b) => ({ uid: b.uid, blockNumber: b.blockNumber, hashes: transferProofHashes(b.proofs ?? []) }))
       .filter((b) => b.hashes.length > 0);
     if (withProofs.length === 0) return ok(undefined);
     const out = new Map<string, boolean>();
@@ -166,7 +167,9 @@ export function createControllerAuthorization(deps: ControllerAuthorizationDeps)
         looked.add(hash);
         const tx = await deps.contracts.transaction(hash);
         if (!tx.ok) return fail("NETWORK_ERROR", CHAIN_FAILED);
-        verified = tx.value !== null && tx.value.logs.some((log) =>
+        // Mined by the binding's block: a transfer after it does not show control when the binding was written (§17).
+        const minedBy = tx.value?.blockNumber === undefined || b.blockNumber === undefined || tx.value.blockNumber <= b.blockNumber;
+        verified = tx.value !== null && minedBy && tx.value.logs.some((log) =>
           log.address.toLowerCase() === contract && log.topics[0]?.toLowerCase() === OWNERSHIP_TRANSFERRED_TOPIC &&
           `0x${(log.topics[2] ?? "").slice(-40).toLowerCase()}` === controller
         );

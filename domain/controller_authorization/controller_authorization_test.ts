@@ -214,6 +214,34 @@ describe("createControllerAuthorization()", () => {
     expect(reads).toEqual({ transaction: 1, owner: 1 });
   });
 
+  test("a did:pkh contract subject: a transfer mined after the binding's block does not verify it (§17: control when written)", async () => {
+    const contract = "0x00000000000000000000000000000000000000ee";
+    let minedAt = 1001n;
+    const chain: OwnershipChain = {
+      chainId: CHAIN,
+      hasCode: () => Promise.resolve({ ok: true, value: true }),
+      owner: () => Promise.resolve({ ok: true, value: null }),
+      transaction: () => Promise.resolve({
+        ok: true,
+        value: {
+          from: `0x${"cc".repeat(20)}` as HexString,
+          contractAddress: null,
+          blockNumber: minedAt,
+          logs: [{ address: contract as HexString, topics: [OWNERSHIP_TRANSFERRED_TOPIC, `0x${"0".repeat(24)}${"cc".repeat(20)}`, `0x${"0".repeat(24)}${OWNER.slice(2)}`] as HexString[] }],
+        },
+      }),
+    };
+    const s = setUp({ contracts: chain });
+    const subject = pkh(contract);
+    // The fake index logs the binding at its head, block 1000.
+    const b = s.binding(OWNER, pkh(OWNER), { time: NOW_S - 300, subject }, { proofs: [JSON.stringify({ proofTxHash: `0x${"ab".repeat(32)}` })] });
+    expect(await s.authorize({ subjectDid: subject, controllerDid: pkh(OWNER) }))
+      .toMatchObject({ ok: true, value: { authorized: false, anchoredFrom: null, transferProofVerified: false, keyBindingUid: null } });
+    minedAt = 1000n;
+    expect(await s.authorize({ subjectDid: subject, controllerDid: pkh(OWNER) }))
+      .toMatchObject({ ok: true, value: { authorized: true, anchoredFrom: String(NOW_S - 300), transferProofVerified: true, keyBindingUid: b } });
+  });
+
   test("a did:pkh contract subject: a proof naming a transaction never mined costs one read per cache period, not one per request", async () => {
     const contract = "0x00000000000000000000000000000000000000ee";
     const hashes: string[] = [];

@@ -58,6 +58,8 @@ export type BindingEvidence = {
   readonly publicKeyJwk?: string | undefined;
   /** The payload's `proofs` (JSON strings). */
   readonly proofs?: readonly string[] | undefined;
+  /** The block it was written in, where the index says (§25's transfer proofs must be mined by then). */
+  readonly blockNumber?: bigint | undefined;
 };
 
 /** What the rules need. */

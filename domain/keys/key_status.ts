@@ -302,6 +302,7 @@ export function createKeyTrust(deps: KeyStatusDeps): { readonly status: KeyStatu
         return l.schemaUid.toLowerCase() === uids.value.binding && subject !== undefined && couldControl(subject, l.attester);
       })
       .map((l) => l.uid.toLowerCase()))];
+    const blockOf = new Map(logs.value.map((l) => [l.uid.toLowerCase(), l.blockNumber]));
     const bindingRead = await read(bindingUids, block);
     if (bindingRead === undefined) return fail("NETWORK_ERROR", CHAIN_FAILED);
     for (const a of bindingRead) {
@@ -325,6 +326,7 @@ export function createKeyTrust(deps: KeyStatusDeps): { readonly status: KeyStatu
         expirationTime: a.expirationTime,
         ...(typeof data.publicKeyJwk === "string" && data.publicKeyJwk !== "" ? { publicKeyJwk: data.publicKeyJwk } : {}),
         ...(Array.isArray(data.proofs) ? { proofs: (data.proofs as unknown[]).filter((p) => typeof p === "string") as string[] } : {}),
+        ...(blockOf.has(a.uid.toLowerCase()) ? { blockNumber: blockOf.get(a.uid.toLowerCase())! } : {}),
       });
     }
     return ok(out);
