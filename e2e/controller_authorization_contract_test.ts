@@ -2,8 +2,9 @@
  * Controller authorization of a did:pkh contract subject (issue 38, decisions §25), against the real service over
  * loopback on Anvil with the real EAS contracts: a key binding whose transfer proof (`proofTxHash`, or a
  * `tx-interaction` proof's `proofObject.txHash`) is a real `transferOwnership` to the controller anchors the window;
- * live `contract-ownership` evidence from the contract's `owner()`; proofs that are not a transfer to the controller;
- * ownership moving on; a revocation closing the window; and the JSON-RPC calls each answer costs.
+ * live `contract-ownership` evidence from the contract's `owner()`; proofs that are not a transfer to the controller
+ * (another contract's, the creation, a reverted call by a non-owner, a hash never mined); a transfer mined after the
+ * binding; ownership moving on; a revocation closing the window; and the JSON-RPC calls each answer costs.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createWalletClient, encodeFunctionData, type Hex, http, keccak256, parseAbi } from "viem";
