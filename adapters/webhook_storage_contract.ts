@@ -228,5 +228,28 @@ export function webhookStorageContract(name: string, open: () => Promise<readonl
       }
       expect(seen.size).toBe(90);
     });
+
+    test("an endpoint with its 4 in flight and a backlog longer than a claim looks ahead hides no other endpoint's due delivery", async () => {
+      const [a, b] = await open();
+      const now = 50_000_000;
+      // What earlier tests left due is taken first, so that only this test's deliveries are due.
+      for (let claimed = await a.webhooks.claim("drain", now, 1_000, 100, 100); claimed.length > 0; claimed = await a.webhooks.claim("drain", now, 1_000, 100, 100)) {
+        for (const d of claimed) await a.webhooks.record(d.id, "drain", { state: "delivered", status: 200 }, now, 1_000);
+      }
+      const slow = endpoint(fresh("acc"));
+      const other = endpoint(fresh("acc"));
+      for (const e of [slow, other]) await a.webhooks.create(e, limits);
+      const backlog = Array.from({ length: 300 }, () => message(now - 2_000));
+      await a.webhooks.publish(backlog, backlog.map((m) => ({ messageId: m.id, endpointId: slow.id })), []);
+      const later = message(now - 1_000);
+      await a.webhooks.publish([later], [{ messageId: later.id, endpointId: other.id }], []);
+      // One instance takes the slow endpoint's 4 (its backlog is older than the other endpoint's delivery).
+      const first = await a.webhooks.claim("w1", now, 60_000, 5, 4);
+      expect(first.map((d) => d.endpointId)).toEqual(Array(4).fill(slow.id));
+      // With the slow endpoint full, a claim of either instance finds the other endpoint's delivery behind its backlog.
+      const second = await b.webhooks.claim("w2", now, 60_000, 4, 4);
+      expect(second.map((d) => d.endpointId)).toEqual([other.id]);
+      expect(await a.webhooks.claim("w3", now, 60_000, 4, 4)).toEqual([]);
+    });
   });
 }

@@ -3,6 +3,7 @@ import type { WebhookStore } from "../../ports/webhooks.ts";
 import {
   CLAIMED_COLUMNS,
   deliveryId,
+  fullEndpointsSql,
   toClaimedDelivery,
   toDeliveryRecord,
   toOutboxRow,
@@ -128,13 +129,16 @@ export function createPostgresWebhooks(sql: SQL): WebhookStore {
     },
     claim: (holder, nowMs, leaseMs, limit, perEndpoint) =>
       sql.begin(async (tx) => {
-        // Rows another instance is claiming right now are skipped, not waited for: each is claimed once.
-        const rowsDue: Row[] = await tx`
-          SELECT d.id, d.endpoint_id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-           WHERE d.state = 'pending' AND d.next_attempt_at_ms <= ${nowMs} AND (d.lease_until_ms IS NULL OR d.lease_until_ms <= ${nowMs})
-             AND e.disabled = 0
-           ORDER BY d.next_attempt_at_ms, d.created_at_ms LIMIT ${limit * 8}
-           FOR UPDATE OF d SKIP LOCKED`;
+        // Rows another instance is claiming right now are skipped, not waited for: each is claimed once. An endpoint with
+        // all its slots in flight is left out of the look-ahead, so its backlog hides nobody else's due deliveries.
+        const rowsDue: Row[] = await tx.unsafe(
+          `SELECT d.id, d.endpoint_id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+            WHERE d.state = 'pending' AND d.next_attempt_at_ms <= $1 AND (d.lease_until_ms IS NULL OR d.lease_until_ms <= $1)
+              AND e.disabled = 0 AND d.endpoint_id NOT IN (${fullEndpointsSql("$1", "$2")})
+            ORDER BY d.next_attempt_at_ms, d.created_at_ms LIMIT $3
+            FOR UPDATE OF d SKIP LOCKED`,
+          [nowMs, perEndpoint, limit * 8],
+        );
         if (rowsDue.length === 0) return [];
         // Every claim holds its endpoints' rows while it counts and takes leases, so the 4 per endpoint hold across
         // instances; an endpoint another claim holds is skipped this round.

@@ -60,6 +60,8 @@ export function webhookTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
     `CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (state, next_attempt_at_ms)`,
     `CREATE INDEX IF NOT EXISTS webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id, created_at_ms, id)`,
     `CREATE INDEX IF NOT EXISTS webhook_deliveries_message ON webhook_deliveries (message_id)`,
+    // The deliveries in flight (a claim's lease), counted per endpoint by every claim.
+    `CREATE INDEX IF NOT EXISTS webhook_deliveries_leased ON webhook_deliveries (endpoint_id, lease_until_ms) WHERE lease_until_ms IS NOT NULL`,
     `CREATE INDEX IF NOT EXISTS webhook_messages_created ON webhook_messages (created_at_ms)`,
   ];
 }
@@ -144,6 +146,15 @@ export function toTargets(rows: readonly WebhookRow[], subjectDid: string, owner
 
 /** The delivery of a message to an endpoint: one per pair. */
 export const deliveryId = (messageId: string, endpointId: string) => `${messageId}.${endpointId}`;
+
+/**
+ * The SELECT of endpoints with `bound` (the per-endpoint bound) or more deliveries leased at `now` (both placeholders):
+ * a claim leaves them out of its look-ahead, or one endpoint's backlog would fill it and hide every other endpoint's due
+ * delivery while that endpoint's slots are in flight.
+ */
+export function fullEndpointsSql(now: string, bound: string): string {
+  return `SELECT endpoint_id FROM webhook_deliveries WHERE lease_until_ms > ${now} AND state = 'pending' GROUP BY endpoint_id HAVING COUNT(*) >= ${bound}`;
+}
 
 /** The SELECT of claimed deliveries with what sending them needs. */
 export const CLAIMED_COLUMNS = `d.id, d.endpoint_id, d.message_id, d.attempts, e.url, e.secret, e.previous_secret, e.previous_secret_until_ms,
@@ -234,11 +245,13 @@ export function createSqliteWebhooks(db: Database): WebhookStore {
     for (const row of db.query<{ endpoint_id: string; n: number }, [number]>(
       "SELECT endpoint_id, COUNT(*) AS n FROM webhook_deliveries WHERE state = 'pending' AND lease_until_ms > ? GROUP BY endpoint_id",
     ).all(nowMs)) leased.set(row.endpoint_id, row.n);
+    // An endpoint with all its slots in flight is left out of the look-ahead, so its backlog hides nobody else's.
     const due = db.query<{ id: string; endpoint_id: string }, [number, number, number]>(
       `SELECT d.id, d.endpoint_id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-        WHERE d.state = 'pending' AND d.next_attempt_at_ms <= ? AND (d.lease_until_ms IS NULL OR d.lease_until_ms <= ?) AND e.disabled = 0
-        ORDER BY d.next_attempt_at_ms, d.created_at_ms LIMIT ?`,
-    ).all(nowMs, nowMs, limit * 8);
+        WHERE d.state = 'pending' AND d.next_attempt_at_ms <= ?1 AND (d.lease_until_ms IS NULL OR d.lease_until_ms <= ?1) AND e.disabled = 0
+          AND d.endpoint_id NOT IN (${fullEndpointsSql("?1", "?2")})
+        ORDER BY d.next_attempt_at_ms, d.created_at_ms LIMIT ?3`,
+    ).all(nowMs, perEndpoint, limit * 8);
     const picked: string[] = [];
     for (const row of due) {
       if (picked.length >= limit) break;
