@@ -180,7 +180,7 @@ export function createPostgresWebhooks(sql: SQL): WebhookStore {
                  WHERE id = ${id}`;
         const endpoint = String(row.endpoint_id);
         if (outcome.state === "delivered") {
-          await tx`UPDATE webhook_endpoints SET failing_since_ms = NULL WHERE id = ${endpoint}`;
+          await tx`UPDATE webhook_endpoints SET failing_since_ms = NULL WHERE id = ${endpoint} AND failing_since_ms IS NOT NULL`;
         } else {
           await tx`UPDATE webhook_endpoints SET failing_since_ms = COALESCE(failing_since_ms, ${nowMs}) WHERE id = ${endpoint}`;
           await tx`UPDATE webhook_endpoints SET disabled = 1 WHERE id = ${endpoint} AND failing_since_ms <= ${nowMs - disableAfterMs}`;

@@ -286,7 +286,7 @@ export function createSqliteWebhooks(db: Database): WebhookStore {
       id,
     );
     if (outcome.state === "delivered") {
-      db.query("UPDATE webhook_endpoints SET failing_since_ms = NULL WHERE id = ?").run(row.endpoint_id);
+      db.query("UPDATE webhook_endpoints SET failing_since_ms = NULL WHERE id = ? AND failing_since_ms IS NOT NULL").run(row.endpoint_id);
     } else {
       db.query("UPDATE webhook_endpoints SET failing_since_ms = COALESCE(failing_since_ms, ?) WHERE id = ?").run(nowMs, row.endpoint_id);
       db.query("UPDATE webhook_endpoints SET disabled = 1 WHERE id = ? AND failing_since_ms <= ?").run(row.endpoint_id, nowMs - disableAfterMs);
