@@ -174,7 +174,8 @@ async function main(): Promise<void> {
     const mcp = new Client({ name: "smoke", version: "1.0.0" });
     await mcp.connect(new StreamableHTTPClientTransport(new URL(`${first.url}/mcp`)));
     const { tools } = await mcp.listTools();
-    assert(tools.length === 8, `MCP lists ${tools.length} tools, expected 8`);
+    // The eight tools of decisions §20 and controller_authorization (§25).
+    assert(tools.length === 9 && tools.some((t) => t.name === "controller_authorization"), `MCP lists ${tools.map((t) => t.name).join(", ")}, expected 9 tools with controller_authorization`);
     const anchors = await mcp.callTool({ name: "get_trust_anchors", arguments: {} }) as { isError?: boolean; structuredContent?: { version?: unknown } };
     assert(anchors.isError !== true && typeof anchors.structuredContent?.version === "number", `get_trust_anchors answered ${JSON.stringify(anchors)}`);
     await mcp.close();
