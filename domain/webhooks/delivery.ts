@@ -30,7 +30,12 @@ export type FanOutDeps = {
   readonly batch?: number | undefined;
 };
 
-/** One round of the fan-out: publishes up to a batch of outbox rows; how many rows it consumed. */
+/**
+ * One round of the fan-out: publishes up to a batch of outbox rows; how many rows it consumed. A row whose
+ * attestation the index does not hold now stays in the outbox: the follower wrote both in one transaction, so that is
+ * an operator's `ops index rebuild` under way (it keeps the webhook boundary and the outbox), and the row is told
+ * once the rebuilt index holds its record again.
+ */
 export function createWebhookFanOut(deps: FanOutDeps): () => Promise<number> {
   const batch = deps.batch ?? 200;
   return async function fanOut() {
@@ -39,10 +44,12 @@ export function createWebhookFanOut(deps: FanOutDeps): () => Promise<number> {
     const records = new Map((await deps.records([...new Set(rows.map((r) => r.uid as HexString))])).map((r) => [r.uid.toLowerCase(), r]));
     const targetsOf = new Map<string, WebhookTarget[]>();
     const publications: Publication[] = [];
+    const consumed: number[] = [];
     const nowMs = deps.clock.nowMs();
     for (const row of rows) {
       const record = records.get(row.uid.toLowerCase());
       if (record === undefined) continue;
+      consumed.push(row.seq);
       const event = attestationEvent(row, record, deps.schemaNames);
       if (event === undefined) continue;
       let targets = targetsOf.get(event.subject);
@@ -52,9 +59,9 @@ export function createWebhookFanOut(deps: FanOutDeps): () => Promise<number> {
     await deps.store.publish(
       publications.map((p) => p.message),
       publications.flatMap((p) => p.endpointIds.map((endpointId) => ({ messageId: p.message.id, endpointId }))),
-      rows.map((r) => r.seq),
+      consumed,
     );
-    return rows.length;
+    return consumed.length;
   };
 }
 
