@@ -136,9 +136,11 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
     const store = deps.replacements;
     const sign = deps.txStatus.replacement;
     if (store === undefined || sign === undefined || deps.bumpAfterMs === undefined) return false;
-    const since = replacements.at(-1)?.createdAtMs ?? row.createdAtMs;
-    if (now - since < deps.bumpAfterMs || replacements.length >= (deps.maxBumps ?? 5)) return false;
+    // Another item of the batch replaced this transaction in this round: this item keeps that replacement, whatever
+    // its own count says (the node holds the replacement now, not the transaction this item knew).
     const shared = round.bumped.get(`${book.name}/${latest.txHash}`);
+    const since = replacements.at(-1)?.createdAtMs ?? row.createdAtMs;
+    if (shared === undefined && (now - since < deps.bumpAfterMs || replacements.length >= (deps.maxBumps ?? 5))) return false;
     const next = shared ?? await sign(latest);
     if (next === undefined) return false;
     // Stored before it is sent, like every transaction of ours: whichever of them lands is known for this submission's.
@@ -171,6 +173,11 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
     const latest = replacements.at(-1)?.tx ?? row.tx;
     const latestHash = latest?.txHash ?? row.txHash;
     const superseded = row.tx === null ? [] : [row.tx, ...replacements.slice(0, -1).map((r) => r.tx)].slice(0, replacements.length);
+    // An earlier item of the same batch found this transaction pending and replaced it in this round: the node now
+    // holds the replacement in its place, so this transaction reads as gone with its nonce free ("not-found"); sending
+    // its bytes again is refused as underpriced and would release this item while its batch is on its way. It keeps
+    // the round's replacement instead, as the first item did.
+    if (latest !== null && round.bumped.has(`${book.name}/${latest.txHash}`) && (await bump(book, row, latest, replacements, now, round))) return;
     const status = await deps.txStatus.status(latestHash as HexString, latest ?? undefined);
     switch (status.status) {
       case "success":

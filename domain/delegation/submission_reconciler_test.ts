@@ -291,6 +291,39 @@ describe("createSubmissionReconciler() fee bumps", () => {
     for (const [key, uid] of uids) expect(await replay.find(key)).toMatchObject({ state: "mined", txHash: "0xbump1", uid });
   });
 
+  test("the other items of a batch keep the round's replacement even though the node no longer holds the transaction it replaced; none is released (issue 36)", async () => {
+    const clock = fakeClock(120_000);
+    const replay = fakeReplayStore();
+    const keys = ["0xsig-a", "0xsig-b", "0xsig-c"];
+    for (const [i, key] of keys.entries()) {
+      await replay.claim(claim(key, BigInt(i), 0));
+      await replay.markSigned(key, tx("stuck", 0));
+      await replay.markSent(key);
+    }
+    const replacements = fakeReplacements();
+    const { chain, reader } = bumpingChain({});
+    // As a node does: the replacement takes the stuck transaction's place in its pool (the nonce still free, the
+    // stuck hash unknown), and the stuck bytes sent again are refused as underpriced.
+    reader.rebroadcast = (signed: SignedTx) => {
+      chain.rebroadcasts.push(signed.txHash);
+      if (signed.txHash === "0xstuck") return Promise.resolve("refused" as const);
+      chain.statuses["0xstuck"] = { status: "not-found" };
+      chain.statuses[signed.txHash] = { status: "pending" };
+      return Promise.resolve("accepted" as const);
+    };
+    const reconcile = createSubmissionReconciler({
+      books: [replayBook(replay)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000,
+    });
+    expect(await reconcile()).toMatchObject({ bumped: 1, released: 0, rebroadcast: 0, open: 3 });
+    expect(chain.rebroadcasts).toEqual(["0xbump1"]);
+    for (const key of keys) {
+      expect((await replay.find(key))?.state).toBe("sent");
+      expect((await replacements.list("delegated_attestations", key)).map((r) => r.tx.txHash)).toEqual(["0xbump1"]);
+    }
+    // The next round finds every item's newest transaction pending, and bumps nothing before its time.
+    expect(await reconcile()).toMatchObject({ bumped: 0, released: 0, open: 3 });
+  });
+
   test("whichever transaction of the submission is mined settles it: the replacement, or the original after all", async () => {
     for (const [mined, expected] of [["0xbump1", "0xbump1"], ["0xstuck", "0xstuck"]] as const) {
       const clock = fakeClock(1_000_000);
