@@ -5,57 +5,20 @@
  * sends it, and settles the submission with the replacement's receipt: one attestation, one receipt, and the same
  * signature then answers 409 with the uid.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { describe, expect, test } from "bun:test";
 import { createPublicClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
 import { EAS_ABI } from "../domain/eas_abi.ts";
-import { e2eArtifacts, TEST_RELAY_LIMITS } from "./harness.ts";
+import { restartableService } from "./support/restartable_service.ts";
 import { signedReviewBody } from "./support/review_signer.ts";
-import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
 
-let dir: string;
-let devnet: Devnet;
-const running: ServiceProcess[] = [];
-
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "ats-feebump-"));
-  devnet = await startDevnet({ dataDir: join(dir, "devnet"), persist: false, artifacts: e2eArtifacts() });
-});
-afterAll(async () => {
-  for (const service of running) if (service.proc.exitCode === null && service.proc.signalCode === null) await service.stop();
-  await devnet?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
-
-async function rpc(method: string, params: unknown[] = []): Promise<any> {
-  const res = await fetch(devnet.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
-  const body = await res.json() as { result?: unknown; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result;
-}
-
-async function start() {
-  const service = await startServiceProcess({
-    PORT: "0",
-    RPC_URL: devnet.rpcUrl,
-    TRUST_ANCHORS_PATH: devnet.trustAnchorsPath,
-    DELEGATE_PRIVATE_KEY: devnet.keys.delegate,
-    WITNESS_PRIVATE_KEY: devnet.keys.witness,
-    DATA_DIR: join(dir, "service"),
-    LOG_LEVEL: "error",
-    FEE_BUMP_AFTER_SECONDS: "1",
-    ...TEST_RELAY_LIMITS,
-  });
-  running.push(service);
-  return service;
-}
+const stack = restartableService("ats-feebump-");
+const rpc = stack.rpc;
+const start = () => stack.start({ FEE_BUMP_AFTER_SECONDS: "1" });
 
 describe("a transaction stuck under a fee spike", () => {
   test("is replaced with higher fees at the same nonce; the replacement's receipt settles the submission, once", async () => {
+    const devnet = stack.devnet();
     const chain = createPublicClient({ transport: http(devnet.rpcUrl) });
     const delegate = privateKeyToAccount(devnet.keys.delegate).address;
     const attesterKey = generatePrivateKey();
@@ -69,16 +32,9 @@ describe("a transaction stuck under a fee spike", () => {
     expect(accepted.status).toBe(202);
     const { submissionId } = await accepted.json() as { submissionId: string };
     const submission = async (url: string) => await (await fetch(`${url}/v1/submissions/${submissionId}`)).json() as Record<string, unknown>;
-    let pending: Hex | undefined;
-    // Until the service's transaction is in the pool, however long a loaded machine takes (the test's limit stops a
-    // broken run).
-    while (pending === undefined) {
-      const block = await rpc("eth_getBlockByNumber", ["pending", true]) as { transactions: { hash: Hex; from: string }[] };
-      pending = block.transactions.find((t) => t.from.toLowerCase() === delegate.toLowerCase())?.hash;
-      if (pending === undefined) await Bun.sleep(25);
-    }
-    expect(pending).toBeDefined();
-    const original = await chain.getTransaction({ hash: pending! });
+    // Until the service's transaction is in the pool, however long a loaded machine takes.
+    const pending = await stack.pendingFrom(delegate);
+    const original = await chain.getTransaction({ hash: pending });
     first.proc.kill("SIGKILL");
     await first.proc.exited;
     // The spike: the next block's base fee is ten times the transaction's cap, so no block will take it.
@@ -87,8 +43,7 @@ describe("a transaction stuck under a fee spike", () => {
 
     // The next start's reconciler finds it pending past FEE_BUMP_AFTER_SECONDS and sends a replacement.
     const second = await start();
-    const pool = await rpc("eth_getBlockByNumber", ["pending", true]) as { transactions: { hash: Hex; from: string; nonce: Hex }[] };
-    const ours = pool.transactions.filter((t) => t.from.toLowerCase() === delegate.toLowerCase());
+    const ours = await stack.poolFrom(delegate);
     expect(ours).toHaveLength(1);
     expect(ours[0]!.hash).not.toBe(pending);
     // Replaced: the newest transaction is the one in the pool; every bump is counted (one, or more if the start's
@@ -99,7 +54,7 @@ describe("a transaction stuck under a fee spike", () => {
     await rpc("evm_mine");
     await rpc("evm_setAutomine", [true]);
     expect(await chain.getTransactionCount({ address: delegate })).toBe(minedBefore + 1);
-    expect(await chain.getTransactionReceipt({ hash: pending! }).catch(() => null)).toBeNull();
+    expect(await chain.getTransactionReceipt({ hash: pending }).catch(() => null)).toBeNull();
     const replacementReceipt = await chain.getTransactionReceipt({ hash: ours[0]!.hash });
     expect(replacementReceipt.status).toBe("success");
     expect(await second.stop()).toBe(0);

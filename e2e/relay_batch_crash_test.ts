@@ -4,59 +4,24 @@
  * submission with every request's own uid read off the receipt. A retry with the batch's Idempotency-Key then answers
  * the batch as its first answer would have been (each request's uid, the refused one refused) and sends nothing.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createPublicClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
 import { EAS_ABI } from "../domain/eas_abi.ts";
-import { e2eArtifacts, TEST_RELAY_LIMITS } from "./harness.ts";
+import { restartableService } from "./support/restartable_service.ts";
 import { signedReviewBody } from "./support/review_signer.ts";
-import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
 
-let dir: string;
-let devnet: Devnet;
-const running: ServiceProcess[] = [];
-
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "ats-batch-crash-"));
-  devnet = await startDevnet({ dataDir: join(dir, "devnet"), persist: false, artifacts: e2eArtifacts() });
-});
-afterAll(async () => {
-  for (const service of running) if (service.proc.exitCode === null && service.proc.signalCode === null) await service.stop();
-  await devnet?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
-
-async function rpc(method: string, params: unknown[] = []): Promise<any> {
-  const res = await fetch(devnet.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
-  const body = await res.json() as { result?: unknown; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result;
-}
-
-async function start() {
-  const service = await startServiceProcess({
-    PORT: "0",
-    RPC_URL: devnet.rpcUrl,
-    TRUST_ANCHORS_PATH: devnet.trustAnchorsPath,
-    DELEGATE_PRIVATE_KEY: devnet.keys.delegate,
-    WITNESS_PRIVATE_KEY: devnet.keys.witness,
-    DATA_DIR: join(dir, "service"),
-    LOG_LEVEL: "error",
-    ...TEST_RELAY_LIMITS,
-  });
-  running.push(service);
-  return service;
-}
+const stack = restartableService("ats-batch-crash-");
+const rpc = stack.rpc;
+const start = () => stack.start();
 
 const review = (n: number) => ({ subject: `did:web:crash-batch-${n}.test`, version: "1", ratingValue: 4, reviewBody: `batch ${n}`, screenshotUrls: [], proofs: [] });
 
 describe("a batch whose request died mid-send", () => {
   test("is settled at the next start with each request's uid; a retry with its Idempotency-Key answers them all and sends nothing", async () => {
+    const devnet = stack.devnet();
     const chain = createPublicClient({ transport: http(devnet.rpcUrl) });
     const delegate = privateKeyToAccount(devnet.keys.delegate).address;
     const [alice, bob] = [generatePrivateKey(), generatePrivateKey()];
@@ -77,23 +42,17 @@ describe("a batch whose request died mid-send", () => {
     const minedBefore = await chain.getTransactionCount({ address: delegate });
     // The request waits for a receipt that no block brings; the service dies while it waits.
     void post(first.url).catch(() => undefined);
-    let pending: Hex | undefined;
-    // Until the batch's transaction is in the pool, however long a loaded machine takes (the test's limit stops a
-    // broken run).
-    while (pending === undefined) {
-      const block = await rpc("eth_getBlockByNumber", ["pending", true]) as { transactions: { hash: Hex; from: string }[] };
-      pending = block.transactions.find((t) => t.from.toLowerCase() === delegate.toLowerCase())?.hash;
-      if (pending === undefined) await Bun.sleep(25);
-    }
+    // Until the batch's transaction is in the pool, however long a loaded machine takes.
+    const pending = await stack.pendingFrom(delegate);
     first.proc.kill("SIGKILL");
     await first.proc.exited;
     await rpc("evm_mine");
     await rpc("evm_setAutomine", [true]);
-    expect((await chain.getTransactionReceipt({ hash: pending! })).status).toBe("success");
+    expect((await chain.getTransactionReceipt({ hash: pending })).status).toBe("success");
 
     // The dead request holds its key for IDEMPOTENCY_LEASE_MS (5 minutes); that lease is made to have passed here, in
     // the stopped service's file, instead of waiting for it. The key already names the batch's submission.
-    const db = new Database(join(dir, "service", "ats.sqlite"));
+    const db = new Database(join(stack.dataDir(), "ats.sqlite"));
     const held = db.query<{ submission_id: string | null }, [string]>("SELECT submission_id FROM idempotency_keys WHERE key = ? AND state = 'running'").all(key);
     expect(held).toHaveLength(1);
     const submissionId = held[0]!.submission_id!;
@@ -109,7 +68,7 @@ describe("a batch whose request died mid-send", () => {
       items: { index: number; state: string; uid: string | null; error?: string }[];
     };
     expect(["mined", "confirmed"]).toContain(view.state);
-    expect(view.txHash).toBe(pending!);
+    expect(view.txHash).toBe(pending);
     expect(view.items.map((item) => item.state === "refused" ? item.error : "sent")).toEqual(["sent", "ATTESTER_MISMATCH", "sent", "sent"]);
     const uids = view.items.filter((item) => item.state !== "refused").map((item) => item.uid!);
     expect(uids.every((uid) => /^0x[0-9a-f]{64}$/.test(uid))).toBe(true);
@@ -118,7 +77,7 @@ describe("a batch whose request died mid-send", () => {
     // The retry answers the batch from its submission, each request's own result, and sends nothing.
     const retry = await post(second.url);
     const answer = await retry.json() as { submissionId: string; txHash: string; results: Record<string, unknown>[] };
-    expect([retry.status, answer.submissionId, answer.txHash]).toEqual([200, submissionId, pending!]);
+    expect([retry.status, answer.submissionId, answer.txHash]).toEqual([200, submissionId, pending]);
     expect(answer.results.map((r) => r.uid ?? r.code)).toEqual([uids[0], "ATTESTER_MISMATCH", uids[1], uids[2]]);
     expect(answer.results[1]).toMatchObject({ status: 400 });
     expect(await chain.getTransactionCount({ address: delegate })).toBe(minedBefore + 1);
