@@ -12,8 +12,10 @@ import {
   createWebhookDelivery,
   createWebhookEndpoints,
   createWebhookFanOut,
+  WEBHOOK_TESTS_PER_MINUTE,
   type WebhookEndpoints,
 } from "../domain/webhooks/mod.ts";
+import { createSharedRateLimiter, SHARED_LIMITS } from "../domain/rate_limit.ts";
 import type { IndexStore } from "../ports/attestation_index.ts";
 import type { WebhookTransport } from "../ports/webhooks.ts";
 import type { Config } from "./config.ts";
@@ -58,7 +60,9 @@ export function wireWebhooks(
     allowPrivateNetwork: config.allowPrivateNetwork,
     ca: deps.didJsonCa,
   });
-  const endpoints = createWebhookEndpoints({ store, transport, clock: systemClock, random: cryptoRandom, allowPrivateNetwork: config.allowPrivateNetwork });
+  // Test events per endpoint, counted for the deployment (each is an outbound POST and a stored delivery).
+  const testRate = createSharedRateLimiter(f.storage.rateCounter, systemClock, { scope: SHARED_LIMITS.webhookTests, capacity: WEBHOOK_TESTS_PER_MINUTE, perMinute: WEBHOOK_TESTS_PER_MINUTE });
+  const endpoints = createWebhookEndpoints({ store, transport, clock: systemClock, random: cryptoRandom, allowPrivateNetwork: config.allowPrivateNetwork, testRate });
   const schemaNames = new Map(Object.entries(f.chain.schemas).map(([name, uid]) => [String(uid).toLowerCase(), name]));
   const fanOut = createWebhookFanOut({ store, records: (uids) => deps.indexStore.records(uids), schemaNames, clock: systemClock });
   const { metrics, log } = f;

@@ -48,6 +48,8 @@ export const SHARED_LIMITS = {
   mcpSessionsPerAddress: "mcp_sessions_per_address",
   /** `MCP_SESSION_MESSAGES_PER_MINUTE`: JSON-RPC messages per MCP session. */
   mcpSessionMessages: "mcp_session_messages",
+  /** `webhook.test` events per webhook endpoint (decisions §22: each is an outbound POST and a stored delivery). */
+  webhookTests: "webhook_tests",
 } as const;
 
 /** Options of {@link createSharedRateLimiter}: the bucket's shape and the name its counts are kept under. */

@@ -175,6 +175,7 @@ const WEBHOOK_DOCS: readonly RouteDoc[] = [
       404: WEBHOOK_NOT_FOUND,
       413: TOO_LARGE,
       415: NOT_JSON,
+      429: err("RATE_LIMITED: more than 10 test events a minute to this endpoint, with Retry-After"),
     },
   },
   {

@@ -9,6 +9,7 @@ import type { Random } from "../../ports/random.ts";
 import type { DeliveryRecord, WebhookEndpoint, WebhookEventType, WebhookLimits, WebhookStore, WebhookTransport, WebhookUrlRefusal } from "../../ports/webhooks.ts";
 import { base64UrlDecode, base64UrlEncode, didWebLocation, normalizeDid } from "../did.ts";
 import { classifyAddress, isPublicAddress } from "../discovery/mod.ts";
+import type { RateLimit } from "../rate_limit.ts";
 import { fail, ok, type Result } from "../result.ts";
 import { PREVIOUS_SECRET_MS } from "./delivery.ts";
 import { randomEventId, WEBHOOK_EVENT_TYPES, webhookMessage } from "./events.ts";
@@ -41,7 +42,10 @@ export type DeliveryView = {
   readonly failedAt: string | null;
 };
 
-type Code = "INVALID_INPUT" | "WEBHOOK_NOT_FOUND" | "WEBHOOK_LIMIT_EXCEEDED";
+type Code = "INVALID_INPUT" | "WEBHOOK_NOT_FOUND" | "WEBHOOK_LIMIT_EXCEEDED" | "RATE_LIMITED";
+
+/** `webhook.test` events one endpoint may be sent a minute (a burst of as many): each is a POST and a stored delivery. */
+export const WEBHOOK_TESTS_PER_MINUTE = 10;
 
 /** What the use cases need. */
 export type WebhookEndpointsDeps = {
@@ -52,6 +56,8 @@ export type WebhookEndpointsDeps = {
   /** `ALLOW_PRIVATE_NETWORK`: `http://` on loopback and private addresses allowed (development and tests). */
   readonly allowPrivateNetwork: boolean;
   readonly limits?: WebhookLimits | undefined;
+  /** Test events per endpoint id ({@link WEBHOOK_TESTS_PER_MINUTE}, counted for the deployment); absent: unlimited. */
+  readonly testRate?: RateLimit | undefined;
 };
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -237,9 +243,13 @@ export function createWebhookEndpoints(deps: WebhookEndpointsDeps) {
       return rotated === undefined ? notFound() : ok({ secret });
     },
     /** Queues a `webhook.test` event for this endpoint (sent even if it did not subscribe to the type, or is disabled). */
-    async test(account: Account, id: string): Promise<Result<{ readonly eventId: string; readonly type: "webhook.test" }, Code>> {
+    async test(account: Account, id: string): Promise<Result<{ readonly eventId: string; readonly type: "webhook.test" }, Code> & { readonly retryAfterSeconds?: number }> {
       const found = await deps.store.get(account.id, id);
       if (found === undefined) return notFound();
+      const turn = await deps.testRate?.take(found.id);
+      if (turn !== undefined && !turn.allowed) {
+        return { ...fail("RATE_LIMITED", `At most ${WEBHOOK_TESTS_PER_MINUTE} test events a minute per endpoint`), retryAfterSeconds: turn.retryAfterSeconds };
+      }
       const nowMs = deps.clock.nowMs();
       const message = webhookMessage(randomEventId(deps.random), "webhook.test", nowMs, { endpointId: found.id, url: found.url });
       await deps.store.publish([message], [{ messageId: message.id, endpointId: found.id }], []);

@@ -5,6 +5,7 @@ import { fakeClock, fakeRandom, fakeWebhookStore, fakeWebhookTransport } from ".
 import type { StoredAttestation } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
 import { didToAddress } from "../did.ts";
+import { createRateLimiter } from "../rate_limit.ts";
 import { computeSchemaUid, findSchemaByName } from "../schemas.ts";
 import {
   attemptOutcome,
@@ -16,6 +17,7 @@ import {
   hmacSha256,
   readWebhookUrl,
   signMessage,
+  WEBHOOK_TESTS_PER_MINUTE,
   webhookHeaders,
 } from "./mod.ts";
 import { base64Encode } from "./signature.ts";
@@ -174,6 +176,29 @@ function review(uid: string, subject: string, revokedBlock: bigint | null = null
     revokedBlock,
   };
 }
+
+describe("test events (decisions §22)", () => {
+  test("at most WEBHOOK_TESTS_PER_MINUTE per endpoint: the rest RATE_LIMITED with Retry-After, nothing queued for them", async () => {
+    const { store, transport, clock } = setup();
+    const testRate = createRateLimiter(clock, { capacity: WEBHOOK_TESTS_PER_MINUTE, perMinute: WEBHOOK_TESTS_PER_MINUTE });
+    const endpoints = createWebhookEndpoints({ store, transport, clock, random: fakeRandom(), allowPrivateNetwork: false, testRate });
+    const [a, b] = [
+      await endpoints.create(account, { url: "https://a.example/", events: ["webhook.test"] }),
+      await endpoints.create(account, { url: "https://b.example/", events: ["webhook.test"] }),
+    ];
+    if (!a.ok || !b.ok) throw new Error("unreachable");
+    const answers = await Promise.all(Array.from({ length: 25 }, () => endpoints.test(account, a.value.id)));
+    expect(answers.filter((r) => r.ok)).toHaveLength(WEBHOOK_TESTS_PER_MINUTE);
+    const refused = answers.find((r) => !r.ok)!;
+    expect(refused).toMatchObject({ ok: false, code: "RATE_LIMITED" });
+    expect(refused.retryAfterSeconds).toBeGreaterThan(0);
+    expect(store.deliveryRows.size).toBe(WEBHOOK_TESTS_PER_MINUTE);
+    // Another endpoint has its own; a minute later the first has its burst back.
+    expect((await endpoints.test(account, b.value.id)).ok).toBe(true);
+    clock.set(clock.nowMs() + 60_000);
+    expect((await endpoints.test(account, a.value.id)).ok).toBe(true);
+  });
+});
 
 describe("createWebhookFanOut()", () => {
   test("a row whose record the index does not hold now (a rebuild under way) stays in the outbox and is told once it does", async () => {

@@ -20,8 +20,12 @@ export type WebhookRoutesDeps = {
  * `webhooks:write`. A body is read and checked before the credential (a malformed request is 400 whoever sends it).
  */
 export function webhookRoutes(deps: WebhookRoutesDeps) {
-  const failure = (result: { code: string; message: string; details?: string | undefined }) =>
-    json(errorBody(result.code, result.message, result.details), statusOf(result.code));
+  const failure = (result: { code: string; message: string; details?: string | undefined; retryAfterSeconds?: number | undefined }) =>
+    json(
+      errorBody(result.code, result.message, result.details),
+      statusOf(result.code),
+      result.retryAfterSeconds === undefined ? {} : { "retry-after": String(result.retryAfterSeconds) },
+    );
   const caller = async (request: Request) => {
     const auth = await authenticateRequest(request, deps, "webhooks:write");
     return auth.ok ? { ok: true as const, account: auth.caller.account } : { ok: false as const, response: auth.response() };
