@@ -192,6 +192,8 @@ export function createWebhookEndpoints(deps: WebhookEndpointsDeps) {
     async create(account: Account, body: Record<string, unknown>): Promise<Result<EndpointView & { readonly secret: string }, Code>> {
       const fields = readFields(body, false);
       if (!fields.ok) return fields;
+      // An account at its bound is told so before its URL is resolved (the store checks again in its transaction).
+      if ((await deps.store.list(account.id)).length >= limits.endpoints) return limitExceeded();
       const url = await checkUrl(body.url);
       if (!url.ok) return url;
       const endpoint: WebhookEndpoint = {

@@ -120,7 +120,8 @@ describe("createWebhookEndpoints()", () => {
   });
 
   test("10 endpoints and 1,000 watched subjects per account: beyond is WEBHOOK_LIMIT_EXCEEDED", async () => {
-    const { endpoints } = setup();
+    // The 11th URL's host would not resolve: the bound is told before any lookup.
+    const { endpoints } = setup({ refused: { "h10.example": "not-found" } });
     for (let i = 0; i < 10; i++) expect((await endpoints.create(account, { url: `https://h${i}.example/`, events: ["webhook.test"] })).ok).toBe(true);
     expect(await endpoints.create(account, { url: "https://h10.example/", events: ["webhook.test"] })).toMatchObject({ ok: false, code: "WEBHOOK_LIMIT_EXCEEDED" });
     const many = Array.from({ length: 600 }, (_, i) => `did:web:s${i}.example`);
