@@ -311,3 +311,38 @@ describe("createControllerAuthorization()", () => {
     expect(await down.authorize({ subjectDid: subject, controllerDid: pkh(OWNER) })).toMatchObject({ ok: false, code: "NETWORK_ERROR" });
   });
 });
+
+describe("createCachedOwnershipReads()", () => {
+  test("concurrent misses of one contract or transaction share one read; a failed read is not kept", async () => {
+    const reads = { owner: 0, transaction: 0 };
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let failing = true;
+    const chain: OwnershipChain = {
+      chainId: 31337,
+      hasCode: () => Promise.resolve({ ok: true, value: true }),
+      owner: async () => {
+        reads.owner++;
+        await gate;
+        return failing ? { ok: false, reason: "rpc" } as never : { ok: true, value: `0x${"cc".repeat(20)}` as HexString };
+      },
+      transaction: async () => {
+        reads.transaction++;
+        await gate;
+        return { ok: true, value: null };
+      },
+    };
+    const cached = createCachedOwnershipReads(chain, { clock: fakeClock() }, { ownerMs: 60_000 });
+    const contract = `0x${"ab".repeat(20)}` as HexString;
+    const hash = `0x${"12".repeat(32)}` as HexString;
+    const owners = Array.from({ length: 50 }, (_, i) => cached.owner(i % 2 === 0 ? contract : contract.toUpperCase().replace("0X", "0x") as HexString));
+    const transactions = Array.from({ length: 50 }, () => cached.transaction(hash));
+    release();
+    expect(new Set((await Promise.all(owners)).map((a) => a.ok))).toEqual(new Set([false]));
+    await Promise.all(transactions);
+    expect(reads).toEqual({ owner: 1, transaction: 1 });
+    failing = false;
+    expect((await cached.owner(contract)).ok).toBe(true);
+    expect(reads.owner).toBe(2);
+  });
+});

@@ -66,6 +66,16 @@ export function createCachedOwnershipReads(
   const bound = (map: Map<string, unknown>) => {
     if (map.size > maxEntries) map.delete(map.keys().next().value!);
   };
+  // Reads under way, by key: concurrent misses of one contract or transaction share one JSON-RPC call.
+  const readingOwners = new Map<string, ReturnType<OwnershipChain["owner"]>>();
+  const readingTransactions = new Map<string, ReturnType<OwnershipChain["transaction"]>>();
+  const once = <T>(reading: Map<string, Promise<T>>, key: string, read: () => Promise<T>): Promise<T> => {
+    const under = reading.get(key);
+    if (under !== undefined) return under;
+    const started = read().finally(() => reading.delete(key));
+    reading.set(key, started);
+    return started;
+  };
   return {
     chainId: chain.chainId,
     hasCode: (address) => chain.hasCode(address),
@@ -74,7 +84,7 @@ export function createCachedOwnershipReads(
       const kept = owners.get(key);
       const now = deps.clock.nowMs();
       if (kept !== undefined && now - kept.atMs < options.ownerMs) return kept.answer;
-      const answer = await chain.owner(contract);
+      const answer = await once(readingOwners, key, () => chain.owner(contract));
       if (answer.ok) {
         owners.set(key, { answer, atMs: now });
         bound(owners);
@@ -88,7 +98,7 @@ export function createCachedOwnershipReads(
       const now = deps.clock.nowMs();
       const missedAt = unmined.get(key);
       if (missedAt !== undefined && now - missedAt < options.ownerMs) return { ok: true, value: null };
-      const answer = await chain.transaction(hash);
+      const answer = await once(readingTransactions, key, () => chain.transaction(hash));
       if (answer.ok && answer.value !== null) {
         unmined.delete(key);
         transactions.set(key, answer);
