@@ -27,6 +27,10 @@ import { easWriter } from "./support/eas_writer.ts";
 import { postgresUnavailableReason, startPostgres, type TestPostgres } from "./support/postgres.ts";
 import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
 import { signInCookie } from "./support/sign_in.ts";
+import { waitFor as waitForWithin } from "./support/wait_for.ts";
+
+/** Waits for an outcome, with the longer deadline of three instances on two cores (90 s unless given). */
+const waitFor = <T>(what: string, find: () => T | undefined | Promise<T | undefined>, deadlineMs = 90_000) => waitForWithin(what, find, deadlineMs);
 
 const skip = postgresUnavailableReason();
 if (skip !== undefined) console.warn(`[webhooks_multi_instance_test] ${skip}`);
@@ -113,17 +117,6 @@ function startReceiver() {
     maxOpen: (path: string) => maxOpen.get(path) ?? 0,
     stop: () => server.stop(true),
   };
-}
-
-/** Waits until `find` returns something, polling; fails after a generous deadline. */
-async function waitFor<T>(what: string, find: () => T | undefined | Promise<T | undefined>, deadlineMs = 90_000): Promise<T> {
-  const until = Date.now() + deadlineMs;
-  for (;;) {
-    const found = await find();
-    if (found !== undefined) return found;
-    if (Date.now() > until) throw new Error(`Timed out waiting for ${what}`);
-    await Bun.sleep(50);
-  }
 }
 
 const linked = findSchemaByName("linked-identifier")!;

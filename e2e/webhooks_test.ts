@@ -16,6 +16,7 @@ import { easWriter } from "./support/eas_writer.ts";
 import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
 import { signedReviewBody } from "./support/review_signer.ts";
 import { signInCookie } from "./support/sign_in.ts";
+import { waitFor } from "./support/wait_for.ts";
 
 /** The headers of a request as a plain object (lowercase names). */
 function headersOf(headers: Headers): Record<string, string> {
@@ -49,17 +50,6 @@ function startReceiver() {
     setDown: (paths: string[]) => void (down = new Set(paths)),
     stop: () => server.stop(true),
   };
-}
-
-/** Waits until `find` returns something, polling; fails after a generous deadline. */
-async function waitFor<T>(what: string, find: () => T | undefined | Promise<T | undefined>, deadlineMs = 45_000): Promise<T> {
-  const until = Date.now() + deadlineMs;
-  for (;;) {
-    const found = await find();
-    if (found !== undefined) return found;
-    if (Date.now() > until) throw new Error(`Timed out waiting for ${what}`);
-    await Bun.sleep(50);
-  }
 }
 
 /** Sign-in as the tests do it: the SIWE domain app.test, challenges not limited. */
