@@ -39,8 +39,10 @@ describe("the publishable packages", () => {
       expect(m.license).toBe("Apache-2.0");
       expect(m.exports).toEqual({ ...expectedExports(name), "./package.json": "./package.json" });
       expect(m.files).toEqual(["dist", "README.md", "LICENSE"]);
-      // Nothing with a lifecycle hook: packing and installing run no Bun.
-      expect(Object.keys(m.scripts ?? {}).filter((s) => /^(pre|post)?(pack|install|prepare|publish)/.test(s))).toEqual([]);
+      // Packing builds (issue 43: a pack from a clean checkout shipped no dist/), so `npm pack` and `npm publish` from a
+      // clean clone publish what works; installing the tarball runs nothing (prepack runs only where it is packed).
+      expect(m.scripts?.prepack).toBe(`bun ../build.ts ${name}`);
+      expect(Object.keys(m.scripts ?? {}).filter((s) => s !== "prepack" && /^(pre|post)?(pack|install|prepare|publish)/.test(s))).toEqual([]);
     });
 
     test(`${name}: no Bun, Elysia (but an optional peer) or adapter among its dependencies; each range admits the service's pin`, () => {

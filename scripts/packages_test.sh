@@ -20,10 +20,19 @@ cleanup() {
 trap cleanup EXIT
 
 echo "node $(node --version), npm $(npm --version)"
-node_modules/.bin/bun packages/build.ts
+# From a clean state, as `npm publish` from a fresh clone would: nothing built beforehand, so `npm pack` itself must
+# build (each package's prepack) and the tarball must hold the built entries and declarations.
+rm -rf packages/*/dist packages/*/LICENSE
 for pkg in x402-offer-receipt client; do
   (cd "packages/$pkg" && npm pack --silent --pack-destination "$WORK" >/dev/null)
 done
+for tarball in "$WORK"/ats-x402-offer-receipt-*.tgz "$WORK"/ats-client-*.tgz; do
+  listing=$(tar -tzf "$tarball")
+  for f in package/dist/mod.js package/dist/types package/LICENSE package/README.md; do
+    grep -q "^$f" <<<"$listing" || { echo "$(basename "$tarball") lacks $f: packing did not build" >&2; exit 1; }
+  done
+done
+echo "ok - npm pack from a clean state builds both packages (dist/, declarations, LICENSE)"
 
 # The service the client talks to: the embedded devnet, a free port, its own data folder.
 PORT=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
