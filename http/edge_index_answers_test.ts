@@ -95,9 +95,13 @@ describe("kept index answers at the edge (issue 34)", () => {
     const [first, second] = await both("GET", trust());
     expect(first!.status).toBe(200);
     expect(second!.headers.etag).toBe(first!.headers.etag);
+    // Weak, over the answer without asOf (decisions §21 amended): the edge's kept answer carries the same one.
+    expect(first!.headers.etag).toMatch(/^W\/"/);
     expect(edge.calls.kept - before.kept).toBe(1);
     await both("GET", trust().replace("/v1/", "/api/public/"));
-    await both("GET", trust(), { "if-none-match": first!.headers.etag! });
+    const [revalidated] = await both("GET", trust(), { "if-none-match": first!.headers.etag! });
+    expect(revalidated!.status).toBe(304);
+    await both("GET", list(), { "if-none-match": `"other", ${first!.headers.etag!}` });
     await both("GET", trust(), { origin: "https://widget.example", "x-request-id": "req-1" });
     for (const extra of ["", "&limit=3", "&limit=3&order=oldest", "&ignored=1"]) await both("GET", list(extra));
     // Computed once per key on each side: the edge served the repeats.

@@ -4,9 +4,12 @@
  * Elysia app's `handle` and the server's edge routes), after the route answered, so a route never sets caching
  * headers itself and a new route cannot be published without saying how its answers may be kept.
  *
- * - A public read (`public`) answers 200 with a strong `ETag` of its bytes and `Cache-Control: public,
+ * - A public read (`public`) answers 200 with an `ETag` and `Cache-Control: public,
  *   max-age=<s>, stale-while-revalidate=<s>`, `<s>` the shortest of what the answer is made of (the index: the poll
- *   interval; DNS and did.json evidence: the discovery cache; the service's own files: {@link STATIC_SECONDS}). A
+ *   interval; DNS and did.json evidence: the discovery cache; the service's own files: {@link STATIC_SECONDS}). The
+ *   `ETag` of an answer of the index (one carrying `asOf`) is weak, over the answer without `asOf` and its other
+ *   evaluation times ({@link weakEtag}, made by the route: http/index_answer_cache.ts `indexAnswer`), so it stays the
+ *   same across polls while the answer does; any other public answer's is a strong one of its bytes. A
  *   matching `If-None-Match` (weak comparison, RFC 9110 §13.1.2) is 304 with no body and the same validators. Its
  *   400 and 404 are kept a short while ({@link ERROR_SECONDS} at most), every other error never (5xx included: an
  *   index behind the chain answers 503 and must be asked again).
@@ -93,6 +96,15 @@ export function publicCacheControl(maxAge: number): string {
 /** A strong entity tag of an answer's bytes (a text: its UTF-8): SHA-256, base64url, quoted. */
 export function strongEtag(bytes: Uint8Array | string): string {
   return `"${createHash("sha256").update(bytes).digest("base64url")}"`;
+}
+
+/**
+ * A weak entity tag (`W/"…"`, RFC 9110 §8.8.1) of what an answer says, `validator` being the answer's text without
+ * what only says when it was computed (`asOf`, an evaluation time): the public reads of the index (decisions §21
+ * amended, "Revalidation"), whose bytes change at every poll while the answer itself does not.
+ */
+export function weakEtag(validator: string): string {
+  return `W/${strongEtag(validator)}`;
 }
 
 /** The opaque-tags of an `If-None-Match` list (RFC 9110 §8.8.3), `W/` dropped; a comma may stand inside a tag. */

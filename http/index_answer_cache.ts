@@ -21,7 +21,7 @@
  *   the same answer anyway (http/http_cache.ts), and on a healthy deployment the generation changes sooner (each poll);
  *   it matters when the follower stops polling: until the index is stale, an answer about a validity window is never
  *   more than one poll behind the clock.
- * - **What is kept**: a 200's bytes and their strong ETag, by route (both paths of a route give the same bytes), its
+ * - **What is kept**: a 200's bytes and their ETag (weak, over the answer without `asOf`: {@link indexAnswer}), by route (both paths of a route give the same bytes), its
  *   normalized query (the parameters the route reads, in a fixed order; others are ignored by the route too) and the
  *   generation. No request header is part of the key: these answers depend on none (no `Vary`, credentials ignored,
  *   CORS the same for every origin). An answer is kept only when its `asOf` names the generation the request read (a
@@ -34,17 +34,42 @@ import type { AsOf } from "../domain/index/mod.ts";
 import { isFresh } from "../domain/index/mod.ts";
 import type { IndexHead } from "../ports/attestation_index.ts";
 import type { Clock } from "../ports/clock.ts";
-import { strongEtag, withKnownBody } from "./http_cache.ts";
+import { stringify } from "./errors.ts";
+import { strongEtag, weakEtag, withKnownBody } from "./http_cache.ts";
 
 /** The default bound of all kept answers. */
 export const DEFAULT_INDEX_ANSWER_BYTES = 32 * 1024 * 1024;
 /** The largest answer kept (a list of 100 attestations is about 100 KB). */
 export const MAX_INDEX_ANSWER_BYTES = 1024 * 1024;
 
-/** What a read computed: a 200's text and the `asOf` it names, or any other answer (never kept). */
+/**
+ * What a read computed: a 200's text and the `asOf` it names, or any other answer (never kept). `validator`: the
+ * answer's text without `asOf` and its other evaluation times, over which its weak ETag is computed (decisions §21
+ * amended: the same across polls while the answer is); absent, the ETag is a strong one of `text`.
+ */
 export type ComputedAnswer =
-  | { readonly ok: true; readonly text: string; readonly asOf: AsOf | undefined }
+  | { readonly ok: true; readonly text: string; readonly asOf: AsOf | undefined; readonly validator?: string | undefined }
   | { readonly ok: false; readonly response: Response };
+
+/** The ETag of a computed 200: weak over its validator when it has one, else strong over its text. */
+function etagOf(computed: { readonly text: string; readonly validator?: string | undefined }): string {
+  return computed.validator === undefined ? strongEtag(computed.text) : weakEtag(computed.validator);
+}
+
+/**
+ * The 200 of a public read of the index (decisions §21 amended, "Revalidation"): its text, its `asOf`, and its
+ * validator, the same value with `asOf` left out and, through `timeless`, any other field that only says when the
+ * answer was evaluated (key status's `at` and `endpointEvidence.checkedAt`, which move with the clock): so a client
+ * holding the answer of an earlier poll revalidates it (304) for as long as what it says is unchanged. The validator
+ * is one more `JSON.stringify` of the value, once per computed answer (a kept answer is not computed again).
+ */
+export function indexAnswer<T extends { readonly asOf?: AsOf | undefined }>(
+  value: T,
+  timeless: (rest: Omit<T, "asOf">) => unknown = (rest) => rest,
+): ComputedAnswer {
+  const { asOf, ...rest } = value;
+  return { ok: true, text: stringify(value), asOf, validator: stringify(timeless(rest)) };
+}
 
 /** One cacheable read: its route's name and its normalized query. */
 export type AnswerKey = {
@@ -248,7 +273,7 @@ export function createIndexAnswerCache(deps: IndexAnswerCacheDeps): IndexAnswerC
           return undefined;
         }
         const bytes = encoder.encode(result.text);
-        const entry = { text: result.text, bytes, etag: strongEtag(result.text), size: 2 * result.text.length + bytes.byteLength, expiresAtMs: nowMs + lifetimeMs };
+        const entry = { text: result.text, bytes, etag: etagOf(result), size: 2 * result.text.length + bytes.byteLength, expiresAtMs: nowMs + lifetimeMs };
         response = served(entry);
         // Kept only when it names the generation read for it, and that generation is still the current one.
         if (names(result.asOf, head) && generation === current) keep(id, entry);
@@ -269,5 +294,5 @@ export function createIndexAnswerCache(deps: IndexAnswerCacheDeps): IndexAnswerC
 export function answerOf(computed: ComputedAnswer): Response {
   if (!computed.ok) return computed.response;
   const response = new Response(computed.text, { headers: { "content-type": "application/json; charset=utf-8" } });
-  return withKnownBody(response, computed.text);
+  return withKnownBody(response, computed.text, computed.validator === undefined ? undefined : etagOf(computed));
 }

@@ -269,3 +269,46 @@ describe("the answer cache of the index reads (decisions §21, issue 34)", () =>
     expect((await stale.json()).code).toBe("INDEX_STALE");
   });
 });
+
+describe("revalidation across polls (decisions §21 amended, issue 43 item 1)", () => {
+  const paths = { trust: trustPath(), status: statusPath, list: listPath() };
+
+  for (const cache of [undefined, null] as const) {
+    test(`${cache === null ? "without" : "with"} the answer cache: the weak ETag of an earlier poll is 304 while the answer is unchanged, 200 with a new one once it changes`, async () => {
+      const s = setup({ cache });
+      const first: Record<string, { etag: string; body: string }> = {};
+      for (const [name, path] of Object.entries(paths)) {
+        const answer = await s.get(path);
+        expect(answer.status).toBe(200);
+        first[name] = { etag: answer.headers.get("etag")!, body: await answer.text() };
+        expect(first[name]!.etag).toMatch(/^W\/"[A-Za-z0-9_-]{43}"$/);
+      }
+      // Two more polls, seconds apart: asOf.checkedAt moves, and so does key status's `at` (now).
+      for (let i = 0; i < 2; i++) {
+        s.clock.set(s.clock.nowMs() + 2_000);
+        s.poll();
+      }
+      for (const [name, path] of Object.entries(paths)) {
+        const fresh = await s.get(path);
+        const body = await fresh.text();
+        expect(body).not.toBe(first[name]!.body);
+        expect({ name, etag: fresh.headers.get("etag") }).toEqual({ name, etag: first[name]!.etag });
+        const conditional = await s.get(path, { "if-none-match": first[name]!.etag });
+        expect({ name, status: conditional.status, body: await conditional.text() }).toEqual({ name, status: 304, body: "" });
+        expect(conditional.headers.get("etag")).toBe(first[name]!.etag);
+      }
+      // A new block changes artifact trust's answer (here: its count of assessments): 200 and a new ETag.
+      s.clock.set(s.clock.nowMs() + 1_000);
+      s.poll({ blockNumber: 101n, blockHash: `0x${"02".repeat(32)}` });
+      const changed = await s.get(paths.trust, { "if-none-match": first.trust!.etag });
+      expect(changed.status).toBe(200);
+      expect(changed.headers.get("etag")).not.toBe(first.trust!.etag);
+      expect((await changed.json()).assessments).toBe(101);
+      // The list's answer did not change with the block: still 304.
+      expect((await s.get(paths.list, { "if-none-match": first.list!.etag })).status).toBe(304);
+      // A stale index is 503 whatever the validator.
+      s.clock.set(s.clock.nowMs() + (STALL_SECONDS + 1) * 1000);
+      expect((await s.get(paths.list, { "if-none-match": first.list!.etag })).status).toBe(503);
+    });
+  }
+});

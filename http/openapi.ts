@@ -143,7 +143,13 @@ function responsesOf(doc: RouteDoc): Record<string, unknown> {
       headers["Idempotent-Replayed"] = { description: "true when this is the stored answer of an earlier request with the same Idempotency-Key", schema: STRING };
     }
     if (status === 202 && doc.respondAsync) headers.Location = { description: "/v1/submissions/{id}: where the outcome is polled", schema: STRING };
-    if (revalidated && status === 200) headers.ETag = { description: "A strong entity tag of the answer's bytes (SHA-256, base64url)", schema: STRING };
+    if (revalidated && status === 200) {
+      // An answer of the index carries asOf, which moves at every poll: its tag is weak, over the answer without it.
+      const fromIndex = doc.cache.kind === "public" && doc.cache.freshness.includes("index");
+      headers.ETag = fromIndex
+        ? { description: "A weak entity tag W/\"…\" of the answer without asOf and its evaluation times (SHA-256, base64url): the same across polls while the answer is (decisions §21)", schema: STRING }
+        : { description: "A strong entity tag of the answer's bytes (SHA-256, base64url)", schema: STRING };
+    }
     responses[status] = r.mediaType !== undefined
       ? { description: r.description, headers, content: { [r.mediaType]: { schema: { type: "string" } } } }
       : r.schema

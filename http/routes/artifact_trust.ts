@@ -1,8 +1,8 @@
 import { Elysia } from "elysia";
 import { type ArtifactTrust, INVALID_ARTIFACT_DID_MESSAGE } from "../../domain/artifact_trust/mod.ts";
 import type { Logger } from "../../ports/logger.ts";
-import { errorBody, headersOf, json, statusOf, stringify } from "../errors.ts";
-import { type AnswerKey, answerOf, type IndexAnswerCache } from "../index_answer_cache.ts";
+import { errorBody, headersOf, json, statusOf } from "../errors.ts";
+import { type AnswerKey, answerOf, type IndexAnswerCache, indexAnswer } from "../index_answer_cache.ts";
 import { REQUEST_MODELS } from "../models.ts";
 import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
 
@@ -45,7 +45,8 @@ export function artifactTrustRoutes(deps: ArtifactTrustRoutesDeps) {
     }
     const compute = async () => {
       const result = await deps.artifactTrust(query.artifactDid);
-      if (result.ok) return { ok: true as const, text: stringify(result.value), asOf: result.value.asOf };
+      // Its ETag is weak, over the answer without asOf: the same across polls while the answer is (decisions §21).
+      if (result.ok) return indexAnswer(result.value);
       if (statusOf(result.code) >= 500) deps.log.warn("artifact_trust_failed", { code: result.code, reason: result.message });
       return { ok: false as const, response: json(errorBody(result.code, result.message, result.details), statusOf(result.code), headersOf(result.code)) };
     };

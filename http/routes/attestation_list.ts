@@ -3,8 +3,8 @@ import type { CountAttestations, GetAttestation, ListAttestations } from "../../
 import type { Logger } from "../../ports/logger.ts";
 import type { AsOf } from "../../domain/index/mod.ts";
 import type { Result } from "../../domain/result.ts";
-import { errorBody, headersOf, json, statusOf, stringify } from "../errors.ts";
-import { answerOf, type AnswerKey, type IndexAnswerCache } from "../index_answer_cache.ts";
+import { errorBody, headersOf, json, statusOf } from "../errors.ts";
+import { answerOf, type AnswerKey, type IndexAnswerCache, indexAnswer } from "../index_answer_cache.ts";
 import { ATTESTATION_LEADING_FILTERS, REQUEST_MODELS } from "../models.ts";
 import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
 
@@ -35,7 +35,8 @@ function answerer(log: Logger, answers: IndexAnswerCache | undefined) {
   return async (read: () => Promise<Result<{ readonly asOf?: AsOf | undefined }, string>>, key?: AnswerKey) => {
     const compute = async () => {
       const result = await read();
-      if (result.ok) return { ok: true as const, text: stringify(result.value), asOf: result.value.asOf };
+      // Its ETag is weak, over the answer without asOf: the same across polls while the answer is (decisions §21).
+      if (result.ok) return indexAnswer(result.value);
       if (statusOf(result.code) >= 500) log.warn("attestation_list_failed", { code: result.code });
       return { ok: false as const, response: json(errorBody(result.code, result.message), statusOf(result.code), headersOf(result.code)) };
     };

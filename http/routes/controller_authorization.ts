@@ -1,10 +1,11 @@
 import { Elysia } from "elysia";
 import type { ControllerAuthorization, ResolveDidUrl } from "../../domain/controller_authorization/mod.ts";
+import type { AsOf } from "../../domain/index/mod.ts";
 import type { RateLimiter } from "../../domain/rate_limit.ts";
 import type { Logger } from "../../ports/logger.ts";
 import type { ClientAddressOf } from "../../ports/request_context.ts";
 import { errorBody, headersOf, json, statusOf, stringify } from "../errors.ts";
-import { answerOf, type IndexAnswerCache } from "../index_answer_cache.ts";
+import { answerOf, type ComputedAnswer, type IndexAnswerCache, indexAnswer } from "../index_answer_cache.ts";
 import { REQUEST_MODELS } from "../models.ts";
 import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
 
@@ -57,12 +58,19 @@ export function controllerAuthorizationRoutes(deps: ControllerAuthorizationRoute
   async function bounded<T extends object>(
     event: string,
     run: () => Promise<{ ok: true; value: T } | { ok: false; code: string; message: string }>,
-  ) {
+    fromIndex = false,
+  ): Promise<ComputedAnswer> {
     if (inFlight >= deps.maxInFlight) return { ok: false as const, response: limited(1) };
     inFlight++;
     try {
       const result = await run();
-      if (result.ok) return { ok: true as const, text: stringify(result.value), asOf: (result.value as { asOf?: never }).asOf };
+      if (result.ok) {
+        // An answer of the index (controller authorization; not a DID URL's resolution): its ETag is weak, over the answer without asOf and `at` (now when the query omits
+        // it): the same across polls while the answer is (decisions §21).
+        const value = result.value as T & { readonly asOf?: AsOf | undefined; readonly at?: unknown };
+        if (fromIndex) return indexAnswer(value, ({ at: _at, ...rest }) => rest);
+        return { ok: true as const, text: stringify(value), asOf: undefined };
+      }
       if (statusOf(result.code) >= 500) deps.log.warn(event, { code: result.code });
       return { ok: false as const, response: json(errorBody(result.code, result.message), statusOf(result.code), headersOf(result.code)) };
     } finally {
@@ -75,7 +83,7 @@ export function controllerAuthorizationRoutes(deps: ControllerAuthorizationRoute
     if (!authorizationQuery.check(query)) return json(errorBody("INVALID_INPUT", authorizationQuery.explain(query)), 400);
     const turn = deps.clientRate.take(deps.clientAddress?.(request) ?? "unknown");
     if (!turn.allowed) return limited(turn.retryAfterSeconds);
-    const compute = () => bounded("controller_authorization_failed", () => deps.authorize(query));
+    const compute = () => bounded("controller_authorization_failed", () => deps.authorize(query), true);
     try {
       // Live evidence may be part of the answer: kept at most a poll and DISCOVERY_CACHE_SECONDS (see the cache).
       const key = {

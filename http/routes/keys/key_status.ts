@@ -3,8 +3,8 @@ import type { KeyStatus } from "../../../domain/keys/mod.ts";
 import type { RateLimiter } from "../../../domain/rate_limit.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
-import { errorBody, headersOf, json, statusOf, stringify } from "../../errors.ts";
-import { answerOf, type IndexAnswerCache } from "../../index_answer_cache.ts";
+import { errorBody, headersOf, json, statusOf } from "../../errors.ts";
+import { answerOf, type IndexAnswerCache, indexAnswer } from "../../index_answer_cache.ts";
 import { REQUEST_MODELS } from "../../models.ts";
 import { compileRequestCheck, queryOf, requestDetail } from "../request.ts";
 
@@ -31,6 +31,9 @@ const statusQuery = compileRequestCheck(REQUEST_MODELS.keyStatus.query, {
   },
 });
 
+/** Endpoint evidence without when it was read (undefined stays undefined: a test's partial answer). */
+const timeless = (evidence: { readonly checkedAt?: number } | undefined) => evidence === undefined ? undefined : { ...evidence, checkedAt: undefined };
+
 /**
  * `GET /v1/key-status` and `GET /api/public/key-status` (decisions §17): public, no session. Bounded before any
  * lookup: per client address, and in total in flight (429 `RATE_LIMITED` with `Retry-After`), so a flood of
@@ -51,7 +54,9 @@ export function keyStatusRoutes(deps: KeyStatusRoutesDeps) {
       inFlight++;
       try {
         const result = await deps.keyStatus(query.subjectDid, query.keyDid, query.at);
-        if (result.ok) return { ok: true as const, text: stringify(result.value), asOf: result.value.asOf };
+        // Its ETag is weak, over the answer without asOf and the times it was evaluated at (`at`, now when the query
+        // omits it; when the endpoints were read): the same across polls while the answer is (decisions §21).
+        if (result.ok) return indexAnswer(result.value, ({ at: _at, endpointEvidence, ...rest }) => ({ ...rest, endpointEvidence: timeless(endpointEvidence) }));
         if (statusOf(result.code) >= 500) deps.log.warn("key_status_failed", { code: result.code });
         return { ok: false as const, response: json(errorBody(result.code, result.message), statusOf(result.code), headersOf(result.code)) };
       } finally {
