@@ -96,6 +96,27 @@ describe("POST /v1/delegated-attest/batch", () => {
     }
   });
 
+  test("issue 43: 30 requests that pass every check but revert on chain cost at most 30 + ⌈log₂ 30⌉ + 1 eth_estimateGas, and their client's tokens", async () => {
+    const service = await stack.restartService({ DATABASE_PATH: join(stack.dir, "batch-reverts.sqlite"), PUBLIC_RELAY_IP_RATE_PER_MINUTE: "31" });
+    try {
+      // expirationTime 1: EAS reverts (InvalidExpirationTime), nothing the service checks before the chain refuses it.
+      const requests = await Promise.all(Array.from({ length: 30 }, (_, i) => signedReviewBody(target(), generatePrivateKey(), { data: review(100 + i), expirationTime: 1n })));
+      stack.rpc.reset();
+      const answer = await batch(service.url, requests);
+      expect(answer.status).toBe(200);
+      expect(answer.body.results.map((r) => [r.status, r.code])).toEqual(Array(30).fill([400, "INVALID_INPUT"]));
+      const estimates = stack.rpc.methods().filter((m) => m === "eth_estimateGas").length;
+      // Before: one halving per reverting item, 150 calls (30 when sent singly).
+      expect(estimates).toBeLessThanOrEqual(36);
+      expect(stack.rpc.methods().filter(isSend)).toHaveLength(0);
+      // The refusals were charged to the client's limit of 31 a minute: one more request, then 429.
+      const next = await batch(service.url, [(await attesterRequests(1))[0], (await attesterRequests(1))[0]]);
+      expect(next.body.results.map((r) => r.uid === undefined ? [r.status, r.code] : "uid")).toEqual(["uid", [429, "RATE_LIMITED"]]);
+    } finally {
+      await service.stop();
+    }
+  });
+
   test("an Idempotency-Key covers the batch as a whole: a retry replays the first answer and sends nothing", async () => {
     const requests = await attesterRequests(2);
     const key = crypto.randomUUID();

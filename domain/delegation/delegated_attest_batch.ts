@@ -10,7 +10,9 @@
  *
  * A batch the simulation refuses is narrowed, never sent as is: the first item whose prefix of the call reverts is
  * refused with the single route's answer, the later items of its attester with it (their nonces no longer fit), and
- * the rest simulated again. Gas budget: the simulated gas, split evenly over the items sent, each item's share
+ * the rest simulated again; if that reverts too, each later item is simulated once after those kept (issue 43: at
+ * most n + ⌈log₂ n⌉ + 1 simulations for n items, not one halving per reverting item). A refused item has taken the
+ * client's and the attester's tokens like any request that reached the guard. Gas budget: the simulated gas, split evenly over the items sent, each item's share
  * charged in order (an item the budget refuses is refused, nothing sent for it). The replay records and the caller's
  * tickets (the private relay's sponsored writes) follow the one transaction item by item, as a single send's do: a
  * batch never broadcast gives every item back, a reverted one settles every item as reverted.
@@ -143,30 +145,69 @@ export async function attestBatch(ctx: BatchContext, bodies: readonly unknown[],
     }
   };
 
+  /** Gives every item still to be sent back with the node's failure (nothing sent). */
+  const nodeFailed = async (simulation: Simulation) => {
+    const answer = !simulation.ok && simulation.reason === "insufficient-funds"
+      ? { ...fail("SUBMISSION_FAILED", "The delegate wallet cannot pay for gas right now; nothing was recorded"), unavailable: true as const }
+      : fail("RPC_ERROR", "The chain did not answer the simulation");
+    for (const item of sending) await giveBack(item, answer);
+    sending = [];
+  };
+  const calls = (items: readonly Item[]) => items.map((item) => item.claimed.call);
+
+  /**
+   * Narrows `sending`, whose simulation `whole` reverted, to the items EAS accepts (issue 43: the cost is bounded).
+   * The first reverting item is found by halving; the rest is simulated once more after the items before it; if that
+   * still reverts, each later item is simulated once, after the items kept so far, and kept or refused. A batch of n
+   * items costs at most n + ⌈log₂ n⌉ + 1 simulations whatever its items (30 all reverting: 36, not 150); one bad
+   * item costs ⌈log₂ n⌉ + 2. Returns the passing simulation of exactly what is left, or undefined when nothing is.
+   */
+  async function narrow(whole: Simulation): Promise<Simulation | undefined> {
+    const first = await firstReverting(simulateBatch, sending, whole);
+    if ("failed" in first) {
+      await nodeFailed(first.failed);
+      return undefined;
+    }
+    const kept = sending.slice(0, first.index);
+    await drop(sending[first.index]!, refusalOf(first.simulation));
+    if (sending.length === kept.length) return first.passing;
+    const again = await simulateBatch(calls(sending));
+    if (again.ok) return again;
+    if (again.reason !== "reverted") {
+      await nodeFailed(again);
+      return undefined;
+    }
+    let last = first.passing;
+    const accepted = [...kept];
+    for (const item of sending.slice(kept.length)) {
+      // Refused meanwhile with an earlier item of its attester.
+      if (!sending.includes(item)) continue;
+      const simulation = await simulateBatch(calls([...accepted, item]));
+      if (simulation.ok) {
+        accepted.push(item);
+        last = simulation;
+      } else if (simulation.reason === "reverted") await drop(item, refusalOf(simulation));
+      else {
+        await nodeFailed(simulation);
+        return undefined;
+      }
+    }
+    return sending.length === 0 ? undefined : last;
+  }
+
   let gas = 0n;
   const charged = new Map<Item, bigint>();
   for (;;) {
     if (sending.length === 0) return answered();
-    const calls = sending.map((item) => item.claimed.call);
-    const simulation = await simulateBatch(calls);
+    let simulation = await simulateBatch(calls(sending));
     if (!simulation.ok) {
       if (simulation.reason !== "reverted") {
-        const answer = simulation.reason === "insufficient-funds"
-          ? { ...fail("SUBMISSION_FAILED", "The delegate wallet cannot pay for gas right now; nothing was recorded"), unavailable: true as const }
-          : fail("RPC_ERROR", "The chain did not answer the simulation");
-        for (const item of sending) await giveBack(item, answer);
-        sending = [];
+        await nodeFailed(simulation);
         continue;
       }
-      const culprit = await firstReverting(simulateBatch, sending);
-      const reverted = culprit.simulation;
-      await drop(
-        culprit.item,
-        reverted !== undefined && !reverted.ok && reverted.reason === "reverted" && reverted.errorName === "DeadlineExpired"
-          ? fail("SIGNATURE_EXPIRED", "Signature expired")
-          : fail("INVALID_INPUT", `EAS rejected the attestation: ${reverted !== undefined && !reverted.ok && reverted.reason === "reverted" ? reverted.errorName : "reverted"}`),
-      );
-      continue;
+      const narrowed = await narrow(simulation);
+      if (narrowed === undefined || !narrowed.ok) continue;
+      simulation = narrowed;
     }
     gas = simulation.gas;
     const share = (gas + BigInt(sending.length) - 1n) / BigInt(sending.length);
@@ -196,7 +237,6 @@ export async function attestBatch(ctx: BatchContext, bodies: readonly unknown[],
   }
 
   const items = sending;
-  const calls = items.map((item) => item.claimed.call);
   if (caller.onSubmitting !== undefined) {
     try {
       const keys = new Map(items.map((item) => [item.index, item.claimed.key]));
@@ -218,7 +258,7 @@ export async function attestBatch(ctx: BatchContext, bodies: readonly unknown[],
   const signed = new Set<Item>();
   let submission: BatchSubmission;
   try {
-    submission = await delegate.submitBatch(calls, {
+    submission = await delegate.submitBatch(calls(items), {
       gas,
       onSigned: async (tx) => {
         for (const item of items) {
@@ -279,26 +319,36 @@ export async function attestBatch(ctx: BatchContext, bodies: readonly unknown[],
   return answered({ txHash: submission.txHash, sent: "unknown" });
 }
 
+/** The single route's answer to an item EAS reverts. */
+function refusalOf(simulation: Simulation): DelegatedAttestFailure {
+  const name = !simulation.ok && simulation.reason === "reverted" ? simulation.errorName : "reverted";
+  return name === "DeadlineExpired" ? fail("SIGNATURE_EXPIRED", "Signature expired") : fail("INVALID_INPUT", `EAS rejected the attestation: ${name}`);
+}
+
 /**
  * The first item whose prefix of the call reverts (EAS runs the items in order, so a prefix that reverts stays
- * reverting as it grows): found by halving, a few simulations for 50 items.
+ * reverting as it grows), found by halving: at most ⌈log₂ n⌉ simulations, `whole` being the whole call's. With it, the
+ * passing simulation of the prefix before it (undefined for the first item); `failed` when the node did not answer.
  */
 async function firstReverting(
   simulate: (calls: readonly DelegatedAttestCall[]) => Promise<Simulation>,
   items: readonly Item[],
-): Promise<{ item: Item; simulation: Simulation | undefined }> {
+  whole: Simulation,
+): Promise<{ index: number; simulation: Simulation; passing: Simulation | undefined } | { failed: Simulation }> {
   let low = 0;
   let high = items.length - 1;
-  let found: Simulation | undefined;
+  let found = whole;
+  let passing: Simulation | undefined;
   while (low < high) {
     const middle = Math.floor((low + high) / 2);
     const simulation = await simulate(items.slice(0, middle + 1).map((item) => item.claimed.call));
-    if (!simulation.ok && simulation.reason === "reverted") {
+    if (simulation.ok) {
+      low = middle + 1;
+      passing = simulation;
+    } else if (simulation.reason === "reverted") {
       high = middle;
       found = simulation;
-    } else low = middle + 1;
+    } else return { failed: simulation };
   }
-  // Never narrowed: the whole call is the first prefix that reverts; asked again for its error.
-  if (found === undefined) found = await simulate(items.slice(0, high + 1).map((item) => item.claimed.call));
-  return { item: items[high]!, simulation: found };
+  return { index: high, simulation: found, passing: high === 0 ? undefined : passing };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { privateKeyToAccount } from "viem/accounts";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { fakeClock, fakeDelegate, fakeEasReader, fakeGasBudget, fakeReplayStore } from "../../ports/fakes.ts";
 import { buildAttestTypedData, ZERO_UID } from "./attest_typed_data.ts";
 import { type CallerTicket, createDelegatedAttest, type DelegatedAttestDeps } from "./delegated_attest.ts";
@@ -203,6 +203,33 @@ describe("delegated attestation batches (decisions §23)", () => {
     expect(env.delegate.batches[0]!.map((c) => c.data.data)).toEqual(["0x1234", "0x02"]);
     // The refused items' signatures are given back: nothing of them is on record.
     expect(env.replay.rows.size).toBe(2);
+  });
+
+  test("issue 43: narrowing is bounded: 30 reverting items of 30 attesters cost at most 30 + ⌈log₂ 30⌉ + 1 simulations, one bad item ⌈log₂ 30⌉ + 2", async () => {
+    const signers = Array.from({ length: 30 }, () => privateKeyToAccount(generatePrivateKey()));
+    const env = setup();
+    env.delegate.revertsInBatch = (call) => (call.data.data === "0xbad0" ? "InvalidExpirationTime" : undefined);
+    const all = await env.batch(await Promise.all(signers.map((signer) => signed(env, { signer, data: "0xbad0" }))));
+    expect(codes(all.results)).toEqual(Array(30).fill("INVALID_INPUT"));
+    expect(env.delegate.batches).toHaveLength(0);
+    // Before: one halving per reverting item, 150 simulations.
+    expect(env.delegate.batchSimulations).toBeLessThanOrEqual(36);
+
+    const one = setup();
+    one.delegate.revertsInBatch = (call) => (call.data.data === "0xbad0" ? "InvalidExpirationTime" : undefined);
+    const bodies = await Promise.all(signers.map((signer, i) => signed(one, { signer, data: i === 17 ? "0xbad0" : "0x01" })));
+    const outcome = await one.batch(bodies);
+    expect(codes(outcome.results)).toEqual(signers.map((_, i) => (i === 17 ? "INVALID_INPUT" : "ok")));
+    expect(one.delegate.batches[0]).toHaveLength(29);
+    expect(one.delegate.batchSimulations).toBeLessThanOrEqual(7);
+
+    // Every other item reverting: each good one is still sent, within the same bound.
+    const half = setup();
+    half.delegate.revertsInBatch = (call) => (call.data.data === "0xbad0" ? "InvalidExpirationTime" : undefined);
+    const mixed = await half.batch(await Promise.all(signers.map((signer, i) => signed(half, { signer, data: i % 2 === 0 ? "0xbad0" : "0x01" }))));
+    expect(codes(mixed.results)).toEqual(signers.map((_, i) => (i % 2 === 0 ? "INVALID_INPUT" : "ok")));
+    expect(half.delegate.batches[0]).toHaveLength(15);
+    expect(half.delegate.batchSimulations).toBeLessThanOrEqual(36);
   });
 
   test("the caller's tickets follow the one transaction: mined items committed, refused ones released", async () => {

@@ -14,7 +14,7 @@ export type ReviewTarget = { readonly chainId: number; readonly easAddress: stri
 export async function signedReviewBody(
   target: ReviewTarget,
   key: Hex,
-  options: { nonce?: bigint; data?: Record<string, unknown>; refUID?: Hex } = {},
+  options: { nonce?: bigint; data?: Record<string, unknown>; refUID?: Hex; expirationTime?: bigint } = {},
 ) {
   const account = privateKeyToAccount(key);
   const def = findSchemaByName("user-review")!;
@@ -26,6 +26,7 @@ export async function signedReviewBody(
     chainId: target.chainId,
     easAddress: target.easAddress as Hex,
     refUID: options.refUID,
+    expirationTime: options.expirationTime,
   });
   return { prepared, signature: await account.signTypedData(signableTypedData(prepared)), attester: account.address };
 }
