@@ -41,6 +41,8 @@ export type Config = {
    */
   readonly subjectsPerAccount: number;
   readonly corsOrigins: readonly string[];
+  /** `WIDGET_ORIGINS`: other origins serving this service's widgets, published after its own (decisions §29). */
+  readonly widgetOrigins: readonly string[];
   readonly freePlanAnnualWrites: number;
   readonly paidPlanAnnualWrites: number;
   readonly freePlanSchemas: readonly string[];
@@ -331,6 +333,7 @@ export function readConfig(env: Env): Config {
     siweChallengePerMinute: int("SIWE_CHALLENGE_RATE_PER_MINUTE", 10, 1, 10_000),
     subjectsPerAccount,
     corsOrigins: list("CORS_ORIGINS", []),
+    widgetOrigins: list("WIDGET_ORIGINS", []),
     freePlanAnnualWrites: int("FREE_PLAN_ANNUAL_WRITES", 10),
     paidPlanAnnualWrites: int("PAID_PLAN_ANNUAL_WRITES", 1000),
     freePlanSchemas: list("FREE_PLAN_SCHEMAS", ["controller-witness"]),

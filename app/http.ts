@@ -150,7 +150,8 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
     chainName: chain.name,
     chainId,
     easAddress,
-    trustAnchors: f.trustAnchors,
+    // Decisions §29: the anchors' widget origins name where this service's widgets are served, its own origin first.
+    trustAnchors: withWidgetOrigins(f.trustAnchors, [new URL(config.publicBaseUrl).origin, ...config.widgetOrigins]),
     log: f.log,
     publicBaseUrl: config.publicBaseUrl,
     // Decisions §21: an answer from the index is current for one poll, live evidence for as long as the service reuses it.
@@ -173,6 +174,11 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
     fetch: handler,
   });
   return { port: server.port ?? config.port, drain: () => drainServer(server, handler, { graceMs: config.shutdownGraceMs }) };
+}
+
+/** The anchors with `origins` leading their `widgetOrigins`, each origin once. */
+function withWidgetOrigins(anchors: Foundation["trustAnchors"], origins: readonly string[]): Foundation["trustAnchors"] {
+  return { ...anchors, widgetOrigins: [...new Set([...origins, ...anchors.widgetOrigins])] };
 }
 
 /** The endpoints' use cases, a test event sent at once rather than at the worker's next tick. */

@@ -26,7 +26,8 @@ import { sessionRoutes, type SessionRoutesDeps } from "./routes/session.ts";
 import { submissionRoutes, type SubmissionRoutesDeps } from "./routes/submissions.ts";
 import type { ArtifactTrust } from "../domain/artifact_trust/mod.ts";
 import { type AnswerCache, createIdentityResolve, IDENTITY_RESOLVE_PATHS, identityRoutes } from "./routes/identity.ts";
-import { TRUST_ANCHOR_PATHS, trustAnchorRoutes, trustAnchorsAnswer } from "./routes/trust_anchors.ts";
+import { TRUST_ANCHOR_PATHS, TRUST_POLICY_PATH, trustAnchorRoutes, trustAnchorsAnswer } from "./routes/trust_anchors.ts";
+import { trustPolicyOf } from "../domain/identity/mod.ts";
 import { type EdgeAnswer, type EdgeRoutes, publicEdgeRoutes, registerEdgeRoutes } from "./edge_routes.ts";
 import {
   applyCachePolicy,
@@ -268,9 +269,13 @@ export function createApp(deps: AppDeps) {
   // Issue 28: trust anchors and identity-resolve are answered at the server's edge ahead of Elysia, behind the same
   // guards (http/edge_routes.ts), with the very answers their routes here give, CORS headers included.
   const anchorsAnswer = trustAnchorsAnswer(deps.trustAnchors, PUBLIC_CORS_HEADERS);
+  // Decisions §29: the trust policy the reference's signing bridges read, its widget origins led by the service's own.
+  const ownOrigin = deps.publicBaseUrl === undefined ? [] : [new URL(deps.publicBaseUrl).origin];
+  const policyAnswer = trustAnchorsAnswer(trustPolicyOf(deps.trustAnchors, ownOrigin), PUBLIC_CORS_HEADERS);
   const resolveAnswer = createIdentityResolve({ headers: PUBLIC_CORS_HEADERS, answers: deps.identityAnswers });
   const edgeAnswers = new Map<string, EdgeAnswer>();
   for (const path of TRUST_ANCHOR_PATHS) edgeAnswers.set(path, { method: "GET", answer: anchorsAnswer });
+  edgeAnswers.set(TRUST_POLICY_PATH, { method: "GET", answer: policyAnswer });
   for (const path of IDENTITY_RESOLVE_PATHS) edgeAnswers.set(path, { method: "POST", answer: resolveAnswer });
   // Issue 34: a kept answer of artifact trust or the attestation list, current with nothing to read first, is answered
   // at the edge too; any other request of those paths (a miss, a refused query, another method) goes to Elysia.
@@ -357,7 +362,7 @@ export function createApp(deps: AppDeps) {
     })
     .use(healthRoutes(deps.ready))
     .use(easRoutes(deps))
-    .use(trustAnchorRoutes(deps.trustAnchors, anchorsAnswer))
+    .use(trustAnchorRoutes(deps.trustAnchors, anchorsAnswer, policyAnswer))
     .use(identityRoutes({ resolve: resolveAnswer }))
     .use(deps.controller ? controllerRoutes(deps.controller) : new Elysia())
     .use(deps.artifactTrust ? artifactTrustRoutes({ artifactTrust: deps.artifactTrust, log: deps.log, answers: indexAnswers }) : new Elysia())

@@ -162,12 +162,15 @@ describe("delegated-attest routes", () => {
 });
 
 describe("conventions", () => {
-  test("trust anchors are served on three paths, OPTIONS is 204, other methods 405 with Allow", async () => {
+  test("trust anchors are served on two paths and the trust policy on its own, OPTIONS is 204, other methods 405 with Allow", async () => {
     const env = setup();
     for (const path of ["/v1/trust-anchors", "/v1/trust-policy", "/api/public/trust-anchors"]) {
       const res = await env.call("GET", `${path}?chain=1`);
       expect(res.status).toBe(200);
-      expect(res.body).toEqual(anchors as never);
+      // Decisions §29: the trust policy is the reference's document (chains by decimal id, schemas an array).
+      expect(res.body).toEqual(path === "/v1/trust-policy"
+        ? { version: 1, updatedAt: "2026-01-01T00:00:00Z", widgetOrigins: [], chains: { "31337": { name: "ATS Devnet", easContract: "0x5FbDB2315678afecb367f032d93F642f64180aa3", schemas: [SCHEMA] } } } as never
+        : anchors as never);
       expect(res.headers.get("access-control-allow-origin")).toBe("*");
       const options = await env.call("OPTIONS", path);
       expect(options.status).toBe(204);

@@ -381,6 +381,18 @@ export const ArtifactTrustRecordModel = t.Object({
 
 export { TrustAnchorsModel };
 
+/** The trust policy (decisions §29): what the reference SDK's widget signing bridges read. */
+export const TrustPolicyModel = t.Object({
+  version: t.Integer({ minimum: 1 }),
+  updatedAt: t.String(),
+  widgetOrigins: t.Array(t.String(), { description: "Origins a host page trusts to ask for signatures: the service's own, then WIDGET_ORIGINS and the anchors' own" }),
+  chains: t.Record(t.String({ pattern: "^[0-9]+$" }), t.Object({
+    name: t.String(),
+    easContract: t.String({ pattern: "^0x[0-9a-fA-F]{40}$" }),
+    schemas: t.Array(t.String({ pattern: "^0x[0-9a-fA-F]{64}$" })),
+  }), { description: "Keyed by decimal chain id" }),
+});
+
 const AccountModel = t.Object({
   id: t.String(),
   displayName: t.Union([t.String({ maxLength: 100 }), t.Null()]),

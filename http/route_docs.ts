@@ -43,6 +43,7 @@ import {
   SubscriptionCurrentModel,
   SuccessModel,
   TrustAnchorsModel,
+  TrustPolicyModel,
   WebhookCreateBody,
   WebhookCreatedModel,
   WebhookDeliveriesQuery,
@@ -258,11 +259,19 @@ const CORE_DOCS: readonly RouteDoc[] = [
   },
   {
     method: "get",
-    paths: ["/v1/trust-anchors", "/v1/trust-policy", "/api/public/trust-anchors"],
+    paths: ["/v1/trust-anchors", "/api/public/trust-anchors"],
     auth: "public",
     cache: CACHE.static,
     summary: "Registry addresses, schema UIDs and approved issuers",
     responses: { 200: { description: "Trust anchors record", schema: TrustAnchorsModel }, 405: err("METHOD_NOT_ALLOWED") },
+  },
+  {
+    method: "get",
+    paths: ["/v1/trust-policy"],
+    auth: "public",
+    cache: CACHE.static,
+    summary: "The trust policy the widget signing bridges read (decisions §29): EAS contract and schema UIDs per decimal chain id, and the widget origins a host page trusts",
+    responses: { 200: { description: "Trust policy", schema: TrustPolicyModel }, 405: err("METHOD_NOT_ALLOWED") },
   },
   {
     method: "post",

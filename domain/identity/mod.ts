@@ -19,3 +19,4 @@ export {
   TrustAnchorsModel,
   validateTrustAnchors,
 } from "./trust_anchors.ts";
+export { type ChainPolicy, policyAllowlists, type TrustPolicy, trustPolicyOf } from "./trust_policy.ts";

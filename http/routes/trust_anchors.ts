@@ -1,24 +1,36 @@
 import { Elysia } from "elysia";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
+import type { TrustPolicy } from "../../domain/identity/mod.ts";
 import { stringify } from "../errors.ts";
 import { withKnownBody } from "../http_cache.ts";
 
 /** The paths of the trust-anchors record. */
-export const TRUST_ANCHOR_PATHS = ["/v1/trust-anchors", "/v1/trust-policy", "/api/public/trust-anchors"] as const;
+export const TRUST_ANCHOR_PATHS = ["/v1/trust-anchors", "/api/public/trust-anchors"] as const;
+
+/**
+ * The path of the trust policy (decisions §29): the reference's document its widget signing bridges read, derived from
+ * the anchors (domain/identity/trust_policy.ts). Until issue 46 it was a second name for the anchors, which the
+ * reference SDK's `extractAllowlists` cannot read.
+ */
+export const TRUST_POLICY_PATH = "/v1/trust-policy";
 
 /**
  * The trust-anchors answer: the record serialized once, served as loaded. `headers` are added to it (the app gives
  * its CORS headers, so that the same answer serves the Elysia route and the server's edge, http/edge_routes.ts).
  */
-export function trustAnchorsAnswer(anchors: TrustAnchors, headers: Readonly<Record<string, string>> = {}): () => Response {
+export function trustAnchorsAnswer(anchors: TrustAnchors | TrustPolicy, headers: Readonly<Record<string, string>> = {}): () => Response {
   const body = stringify(anchors);
   const init = { headers: new Headers({ "content-type": "application/json; charset=utf-8", ...headers }) };
   return () => withKnownBody(new Response(body, init), body);
 }
 
-/** The trust-anchors record under its three paths; `serve` is the answer the app shares with its edge. */
-export function trustAnchorRoutes(anchors: TrustAnchors, serve: () => Response = trustAnchorsAnswer(anchors)) {
+/**
+ * The trust-anchors record under its two paths and the trust policy under its own; `serve` and `policy` are the
+ * answers the app shares with its edge.
+ */
+export function trustAnchorRoutes(anchors: TrustAnchors, serve: () => Response = trustAnchorsAnswer(anchors), policy?: () => Response) {
   const app = new Elysia({ name: "trust-anchor-routes" });
   for (const path of TRUST_ANCHOR_PATHS) app.get(path, serve);
+  if (policy !== undefined) app.get(TRUST_POLICY_PATH, policy);
   return app;
 }
