@@ -286,6 +286,10 @@ function createPoll(deps: IndexDeps, state: FollowerState): () => Promise<"done"
       log.warn(s.deepReorg ? "index_deep_reorg" : "index_reorg", { rewoundTo: Number(s.rewoundTo), head: Number(s.head), confirmedTo: Number(s.confirmedTo) });
     }
     if (s.filled !== undefined) log.info("index_records_filled", { attestations: s.filled });
+    for (const row of s.outboxSkipped ?? []) {
+      // Issue 43: an event that could not be queued is told, and the index goes on.
+      log.error("webhook_outbox_skipped", { kind: row.kind, uid: row.uid, block: row.blockNumber === null ? null : Number(row.blockNumber), error: row.error });
+    }
     progress(s);
     if (s.ingested !== undefined || s.rewoundTo !== undefined) for (const listener of state.moved) listener();
     return s;

@@ -137,7 +137,15 @@ export type AppendDetails = {
    * boundary (no events for history). Undefined: no outbox.
    */
   readonly webhookConfirmedTo?: bigint | undefined;
+  /**
+   * Told, after the append, of the outbox rows it could not write (issue 43): an event's insert never fails the
+   * append, so one bad row cannot stop the index; the rest of the range's rows are written.
+   */
+  readonly onOutboxSkipped?: ((skipped: readonly OutboxSkip[]) => void) | undefined;
 };
+
+/** An outbox row the index's append could not write (skipped, the index went on). */
+export type OutboxSkip = { readonly kind: string; readonly uid: string; readonly blockNumber: bigint | null; readonly error: string };
 
 /** The chain reads the index follower makes. */
 export interface ChainHistory {

@@ -1,7 +1,17 @@
 import type { SQL } from "bun";
-import type { AttestedLog, IndexCheckpoint, IndexedAttestation, IndexStore, PagedLog, StoredAttestation } from "../../ports/attestation_index.ts";
+import type { AppendDetails, AttestedLog, EasEvent, IndexCheckpoint, IndexedAttestation, IndexStore, OutboxSkip, PagedLog, StoredAttestation } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
-import { CHECKPOINT_HISTORY, firstBlockAtSql, indexQuerySql, indexTables, OUTBOX_INSERTS, toStoredAttestation } from "../sqlite/mod.ts";
+import {
+  CHECKPOINT_HISTORY,
+  firstBlockAtSql,
+  indexQuerySql,
+  indexTables,
+  OUTBOX_INSERTS,
+  OUTBOX_SELECTS,
+  type OutboxCandidate,
+  outboxSkip,
+  toStoredAttestation,
+} from "../sqlite/mod.ts";
 import { migrate } from "./postgres_migrate.ts";
 
 /** Serializes the index's migrations and its writers across instances. */
@@ -56,6 +66,37 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
     }
   };
 
+  /**
+   * The outbox rows of blocks (from, upTo], in the append's transaction (issue 43: the index's progress never depends
+   * on an event's insert): all at once in a savepoint, or, when that fails, one by one, each in its own savepoint, a
+   * row that cannot be written skipped and told, never failing the append.
+   */
+  const queueOutbox = async (tx: SQL, from: bigint, upTo: bigint, skipped: OutboxSkip[]) => {
+    const params = [chainId, eas, from.toString(), upTo.toString()];
+    try {
+      await tx.savepoint(async (sp) => {
+        for (const text of OUTBOX_INSERTS) await sp.unsafe(text, params);
+      });
+      return;
+    } catch {
+      // One row at a time below.
+    }
+    for (const text of OUTBOX_SELECTS) {
+      const rows: OutboxCandidate[] = await tx.unsafe(text, params);
+      for (const row of rows) {
+        try {
+          await tx.savepoint(async (sp) => {
+            await sp`INSERT INTO webhook_outbox (chain_id, eas, kind, uid, block_number, tx_hash)
+                     VALUES (${chainId}, ${eas}, ${String(row.kind)}, ${String(row.uid)},
+                             ${row.block_number === null ? null : String(row.block_number)}::BIGINT, ${row.tx_hash === null ? null : String(row.tx_hash)})`;
+          });
+        } catch (error) {
+          skipped.push(outboxSkip(row, error));
+        }
+      }
+    }
+  };
+
   /** Where a filter's since and until fall (decisions §24): one seek in the time index each. */
   const firstBlockAt = async (seconds: bigint | undefined): Promise<bigint | null | undefined> => {
     if (seconds === undefined) return undefined;
@@ -65,6 +106,57 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
   };
   const timeBlocks = async (filter: { since?: bigint | undefined; until?: bigint | undefined }) =>
     ({ since: await firstBlockAt(filter.since), until: await firstBlockAt(filter.until) });
+
+  /** The append in one transaction under the index lock; outbox rows it could not write go to `skipped`. */
+  const appendIn = (expected: bigint | undefined, events: readonly EasEvent[], next: IndexCheckpoint, details: AppendDetails, skipped: OutboxSkip[]) =>
+    sql.begin(async (tx) => {
+      await tx`SELECT pg_advisory_xact_lock(${INDEX_LOCK}, ${chainId})`;
+      if ((await current(tx))?.blockNumber !== expected) return false;
+      const confirmedTo = details.confirmedTo ?? next.blockNumber;
+      const attested = events.filter((e) => e.kind === "attested");
+      for (let i = 0; i < attested.length; i += 500) {
+        const rows = attested.slice(i, i + 500).map((e) => ({
+          chain_id: chainId,
+          eas,
+          uid: e.uid,
+          recipient: e.recipient,
+          attester: e.attester,
+          schema_uid: e.schemaUid,
+          block_number: e.blockNumber.toString(),
+          log_index: e.logIndex,
+          tail: e.blockNumber > confirmedTo ? 1 : 0,
+          tx_hash: e.txHash ?? null,
+        }));
+        await tx`INSERT INTO index_attestations ${tx(rows)} ON CONFLICT DO NOTHING`;
+      }
+      for (const e of events) {
+        if (e.kind !== "revoked") continue;
+        await tx`UPDATE index_attestations SET revoked_block = ${e.blockNumber.toString()}, revoked_tx_hash = ${e.txHash ?? null}
+                 WHERE chain_id = ${chainId} AND eas = ${eas} AND uid = ${e.uid}`;
+      }
+      await saveRecords(tx, details.attestations ?? []);
+      if (details.webhookConfirmedTo !== undefined) {
+        // Decisions §22: the events of the blocks that just became deep enough, in this transaction.
+        // The boundary never goes below -1 ("before block 0"): a chain younger than the confirmations (issue 43).
+        const below = details.webhookConfirmedTo < next.blockNumber ? details.webhookConfirmedTo : next.blockNumber;
+        const upTo = below < -1n ? -1n : below;
+        const [row]: Row[] = await tx`SELECT block_number FROM webhook_marks WHERE name = ${leaseName}`;
+        const from = row === undefined ? undefined : BigInt(String(row.block_number));
+        if (from !== undefined && upTo > from) await queueOutbox(tx, from, upTo, skipped);
+        if (from === undefined || upTo > from) {
+          await tx`INSERT INTO webhook_marks (name, block_number) VALUES (${leaseName}, ${upTo.toString()})
+                   ON CONFLICT (name) DO UPDATE SET block_number = EXCLUDED.block_number`;
+        }
+      }
+      await tx`UPDATE index_attestations SET tail = 0 WHERE chain_id = ${chainId} AND eas = ${eas} AND tail = 1
+                 AND block_number <= ${confirmedTo.toString()}`;
+      for (const b of details.blocks ?? []) await setCheckpoint(tx, b);
+      await setCheckpoint(tx, next);
+      await tx`DELETE FROM index_checkpoints WHERE chain_id = ${chainId} AND eas = ${eas} AND block_number < (
+                 SELECT MIN(block_number) FROM (SELECT block_number FROM index_checkpoints WHERE chain_id = ${chainId}
+                                                AND eas = ${eas} ORDER BY block_number DESC LIMIT ${CHECKPOINT_HISTORY}) AS kept)`;
+      return true;
+    });
 
   return {
     checkpoint: () => current(sql),
@@ -108,55 +200,12 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
                                        WHERE chain_id = ${chainId} AND eas = ${eas}`;
       return { attestations: Number(row!.n), tail: Number(row!.tail) };
     },
-    append: (expected, events, next, details = {}) =>
-      sql.begin(async (tx) => {
-        await tx`SELECT pg_advisory_xact_lock(${INDEX_LOCK}, ${chainId})`;
-        if ((await current(tx))?.blockNumber !== expected) return false;
-        const confirmedTo = details.confirmedTo ?? next.blockNumber;
-        const attested = events.filter((e) => e.kind === "attested");
-        for (let i = 0; i < attested.length; i += 500) {
-          const rows = attested.slice(i, i + 500).map((e) => ({
-            chain_id: chainId,
-            eas,
-            uid: e.uid,
-            recipient: e.recipient,
-            attester: e.attester,
-            schema_uid: e.schemaUid,
-            block_number: e.blockNumber.toString(),
-            log_index: e.logIndex,
-            tail: e.blockNumber > confirmedTo ? 1 : 0,
-            tx_hash: e.txHash ?? null,
-          }));
-          await tx`INSERT INTO index_attestations ${tx(rows)} ON CONFLICT DO NOTHING`;
-        }
-        for (const e of events) {
-          if (e.kind !== "revoked") continue;
-          await tx`UPDATE index_attestations SET revoked_block = ${e.blockNumber.toString()}, revoked_tx_hash = ${e.txHash ?? null}
-                   WHERE chain_id = ${chainId} AND eas = ${eas} AND uid = ${e.uid}`;
-        }
-        await saveRecords(tx, details.attestations ?? []);
-        if (details.webhookConfirmedTo !== undefined) {
-          // Decisions §22: the events of the blocks that just became deep enough, in this transaction.
-          const upTo = details.webhookConfirmedTo < next.blockNumber ? details.webhookConfirmedTo : next.blockNumber;
-          const [row]: Row[] = await tx`SELECT block_number FROM webhook_marks WHERE name = ${leaseName}`;
-          const from = row === undefined ? undefined : BigInt(String(row.block_number));
-          if (from !== undefined && upTo > from) {
-            for (const text of OUTBOX_INSERTS) await tx.unsafe(text, [chainId, eas, from.toString(), upTo.toString()]);
-          }
-          if (from === undefined || upTo > from) {
-            await tx`INSERT INTO webhook_marks (name, block_number) VALUES (${leaseName}, ${upTo.toString()})
-                     ON CONFLICT (name) DO UPDATE SET block_number = EXCLUDED.block_number`;
-          }
-        }
-        await tx`UPDATE index_attestations SET tail = 0 WHERE chain_id = ${chainId} AND eas = ${eas} AND tail = 1
-                   AND block_number <= ${confirmedTo.toString()}`;
-        for (const b of details.blocks ?? []) await setCheckpoint(tx, b);
-        await setCheckpoint(tx, next);
-        await tx`DELETE FROM index_checkpoints WHERE chain_id = ${chainId} AND eas = ${eas} AND block_number < (
-                   SELECT MIN(block_number) FROM (SELECT block_number FROM index_checkpoints WHERE chain_id = ${chainId}
-                                                  AND eas = ${eas} ORDER BY block_number DESC LIMIT ${CHECKPOINT_HISTORY}) AS kept)`;
-        return true;
-      }),
+    async append(expected, events, next, details = {}) {
+      const skipped: OutboxSkip[] = [];
+      const stored = await appendIn(expected, events, next, details, skipped);
+      if (skipped.length > 0) details.onOutboxSkipped?.(skipped);
+      return stored;
+    },
     rewind: (to, options) =>
       sql.begin(async (tx) => {
         await tx`SELECT pg_advisory_xact_lock(${INDEX_LOCK}, ${chainId})`;

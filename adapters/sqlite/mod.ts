@@ -5,7 +5,7 @@ export { createSqliteIdempotency, IDEMPOTENCY_TABLE, toIdempotencyRecord } from 
 export { createSqliteSubmissionRecords, outcomeValues, SUBMISSION_RECORDS_ADDED_COLUMNS, SUBMISSION_RECORDS_AFTER_COLUMNS, SUBMISSION_RECORDS_TABLES, toSubmissionRecord } from "./sqlite_submission_records.ts";
 export { toFactoryCall } from "./sqlite_factory_calls.ts";
 export { type GasBudgetTable } from "./sqlite_gas_budget.ts";
-export { CHECKPOINT_HISTORY, createSqliteIndexStore, INDEX_ADDED_COLUMNS, indexTables, OUTBOX_INSERTS, outboxTables, type RecordRow, toStoredAttestation } from "./sqlite_index_store.ts";
+export { CHECKPOINT_HISTORY, createSqliteIndexStore, INDEX_ADDED_COLUMNS, indexTables, OUTBOX_INSERTS, OUTBOX_SELECTS, type OutboxCandidate, outboxSkip, outboxTables, type RecordRow, toStoredAttestation } from "./sqlite_index_store.ts";
 export { firstBlockAtSql, INDEX_QUERY_INDEXES, indexQuerySql, type SqlDialect, type SqlStatement, type TimeBlocks } from "./index_query_sql.ts";
 export {
   contiguousPeriod,
@@ -33,4 +33,4 @@ export { openSqliteStorage } from "./sqlite_storage.ts";
 export { subjectTables, toSubject } from "./sqlite_subjects.ts";
 export { createSqliteSigningKeys, signingKeyTables, type SigningKeyRow, toSigningKey } from "./sqlite_signing_keys.ts";
 export { toReplacement } from "./sqlite_tx_replacements.ts";
-export { CLAIMED_COLUMNS, createSqliteWebhooks, deliveryId, fullEndpointsSql, toClaimedDelivery, toDeliveryRecord, toOutboxRow, toTargets, toWebhookEndpoint, webhookTables, type WebhookRow } from "./sqlite_webhooks.ts";
+export { claimableSql, CLAIMED_COLUMNS, createSqliteWebhooks, deliveryId, toClaimedDelivery, toDeliveryRecord, toOutboxRow, toTargets, toWebhookEndpoint, webhookTables, type WebhookRow } from "./sqlite_webhooks.ts";

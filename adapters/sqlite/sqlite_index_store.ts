@@ -6,6 +6,7 @@ import type {
   IndexCheckpoint,
   IndexedAttestation,
   IndexStore,
+  OutboxSkip,
   PagedLog,
   StoredAttestation,
 } from "../../ports/attestation_index.ts";
@@ -107,16 +108,36 @@ export const INDEX_ADDED_COLUMNS = [
   ["index_attestations", "revoked_tx_hash", "TEXT"],
 ] as const;
 
-/** The outbox rows of the attestations and revocations stored in blocks (from, to] (decisions §22), oldest first. */
-export const OUTBOX_INSERTS = [
-  `INSERT INTO webhook_outbox (chain_id, eas, kind, uid, block_number, tx_hash)
-   SELECT chain_id, eas, 'attested', uid, block_number, tx_hash FROM index_attestations
+/**
+ * The outbox rows of the attestations and revocations stored in blocks (from, to] (decisions §22), oldest first, as
+ * `chain_id, eas, kind, uid, block_number, tx_hash`. A revocation is a row whose `revoked_block` is set: the range
+ * test is on `COALESCE(revoked_block, -1)` (the expression index), so a boundary below -1 (a chain younger than
+ * WEBHOOK_CONFIRMATIONS, issue 43) must not make every unrevoked row a revocation without a block.
+ */
+export const OUTBOX_SELECTS = [
+  `SELECT chain_id, eas, 'attested' AS kind, uid, block_number, tx_hash FROM index_attestations
     WHERE chain_id = $1 AND eas = $2 AND block_number > $3 AND block_number <= $4 ORDER BY block_number, log_index`,
-  `INSERT INTO webhook_outbox (chain_id, eas, kind, uid, block_number, tx_hash)
-   SELECT chain_id, eas, 'revoked', uid, revoked_block, revoked_tx_hash FROM index_attestations
+  `SELECT chain_id, eas, 'revoked' AS kind, uid, revoked_block AS block_number, revoked_tx_hash AS tx_hash FROM index_attestations
     WHERE chain_id = $1 AND eas = $2 AND COALESCE(revoked_block, -1) > $3 AND COALESCE(revoked_block, -1) <= $4
+      AND revoked_block IS NOT NULL
     ORDER BY revoked_block, log_index`,
 ] as const;
+
+/** {@link OUTBOX_SELECTS} written to the outbox, one statement each. */
+export const OUTBOX_INSERTS = OUTBOX_SELECTS.map((select) => `INSERT INTO webhook_outbox (chain_id, eas, kind, uid, block_number, tx_hash) ${select}`);
+
+/** One outbox row as {@link OUTBOX_SELECTS} give it. */
+export type OutboxCandidate = { chain_id: unknown; eas: unknown; kind: unknown; uid: unknown; block_number: unknown; tx_hash: unknown };
+
+/** An outbox row that could not be written, as {@link OutboxSkip} tells it. */
+export function outboxSkip(row: OutboxCandidate, error: unknown): OutboxSkip {
+  return {
+    kind: String(row.kind),
+    uid: String(row.uid),
+    blockNumber: row.block_number === null || row.block_number === undefined ? null : BigInt(String(row.block_number)),
+    error: error instanceof Error ? error.message : String(error),
+  };
+}
 
 /** How many earlier checkpoints are kept to find where a reorg forked. */
 export const CHECKPOINT_HISTORY = 256;
@@ -189,6 +210,44 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
   const setMark = db.query("INSERT INTO webhook_marks (name, block_number) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET block_number = ?2");
   const lowerMark = db.query("UPDATE webhook_marks SET block_number = ?2 WHERE name = ?1 AND block_number > ?2");
   const outboxInserts = OUTBOX_INSERTS.map((text) => db.query(text.replace(/\$(\d)/g, "?$1")));
+  const outboxSelects = OUTBOX_SELECTS.map((text) => db.query<OutboxCandidate, (string | number)[]>(text.replace(/\$(\d)/g, "?$1")));
+  const outboxInsertOne = db.query("INSERT INTO webhook_outbox (chain_id, eas, kind, uid, block_number, tx_hash) VALUES (?, ?, ?, ?, ?, ?)");
+  /** Runs `write` inside a savepoint of the append's transaction: on a throw only its writes are undone. */
+  const inSavepoint = (write: () => void) => {
+    db.exec("SAVEPOINT outbox");
+    try {
+      write();
+    } catch (error) {
+      db.exec("ROLLBACK TO outbox");
+      db.exec("RELEASE outbox");
+      throw error;
+    }
+    db.exec("RELEASE outbox");
+  };
+  /**
+   * The outbox rows of blocks (from, upTo], in the append's transaction (issue 43: the index's progress never depends
+   * on an event's insert): all at once, or, when that fails, one by one, each row that cannot be written skipped and
+   * told, never failing the append.
+   */
+  const queueOutbox = (from: number, upTo: number, skipped: OutboxSkip[]) => {
+    try {
+      inSavepoint(() => {
+        for (const insert of outboxInserts) insert.run(chainId, eas, from, upTo);
+      });
+      return;
+    } catch {
+      // One row at a time below.
+    }
+    for (const select of outboxSelects) {
+      for (const row of select.all(chainId, eas, from, upTo)) {
+        try {
+          inSavepoint(() => void outboxInsertOne.run(row.chain_id as number, row.eas as string, row.kind as string, row.uid as string, row.block_number as number, row.tx_hash as string | null));
+        } catch (error) {
+          skipped.push(outboxSkip(row, error));
+        }
+      }
+    }
+  };
   const dropOutbox = db.query("DELETE FROM webhook_outbox WHERE chain_id = ? AND eas = ? AND block_number > ?");
   const setRecord = db.query(
     `UPDATE index_attestations SET time = ?, expiration_time = ?, revocation_time = ?, ref_uid = ?, revocable = ?, data = ?, time_seconds = ?
@@ -247,7 +306,7 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
     return row === null ? undefined : toCheckpoint(row);
   };
 
-  const append = db.transaction((expected: bigint | undefined, events: readonly EasEvent[], next: IndexCheckpoint, details: AppendDetails): boolean => {
+  const append = db.transaction((expected: bigint | undefined, events: readonly EasEvent[], next: IndexCheckpoint, details: AppendDetails, skipped: OutboxSkip[]): boolean => {
     if (current()?.blockNumber !== expected) return false;
     const confirmedTo = details.confirmedTo ?? next.blockNumber;
     for (const e of events) {
@@ -260,9 +319,12 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
     for (const a of details.attestations ?? []) saveRecord(a);
     if (details.webhookConfirmedTo !== undefined) {
       // Decisions §22: the events of the blocks that just became deep enough, in this transaction.
-      const upTo = Number(details.webhookConfirmedTo < next.blockNumber ? details.webhookConfirmedTo : next.blockNumber);
+      // The boundary never goes below -1 ("before block 0"): a chain younger than the confirmations (issue 43).
+      const upTo = Math.max(-1, Number(details.webhookConfirmedTo < next.blockNumber ? details.webhookConfirmedTo : next.blockNumber));
       const from = mark.get(leaseName)?.block_number;
-      if (from !== undefined && upTo > from) for (const insert of outboxInserts) insert.run(chainId, eas, from, upTo);
+      if (from !== undefined && upTo > from) {
+        queueOutbox(from, upTo, skipped);
+      }
       if (from === undefined || upTo > from) setMark.run(leaseName, upTo);
     }
     confirm.run(chainId, eas, Number(confirmedTo));
@@ -296,7 +358,12 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
   return {
     checkpoint: () => Promise.resolve(current()),
     history: (limit) => Promise.resolve(history.all(chainId, eas, limit).map(toCheckpoint)),
-    append: (expected, events, next, details = {}) => Promise.resolve(append.immediate(expected, events, next, details)),
+    append(expected, events, next, details = {}) {
+      const skipped: OutboxSkip[] = [];
+      const stored = append.immediate(expected, events, next, details, skipped);
+      if (skipped.length > 0) details.onOutboxSkipped?.(skipped);
+      return Promise.resolve(stored);
+    },
     head() {
       const checkpoint = current();
       if (checkpoint === undefined) return Promise.resolve(undefined);

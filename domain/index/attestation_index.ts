@@ -7,6 +7,7 @@
  * confirmed rows.
  */
 import type {
+  AppendDetails,
   ChainHistory,
   EasEvent,
   IndexBlock,
@@ -15,6 +16,7 @@ import type {
   IndexFailureReason,
   IndexRead,
   IndexStore,
+  OutboxSkip,
 } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
 
@@ -64,6 +66,8 @@ export type FollowStep =
     readonly raced?: true | undefined;
     /** The index holds every block up to the head this step read: a completed poll. */
     readonly caughtUp: boolean;
+    /** Webhook outbox rows the step's append could not write: skipped, the index went on (issue 43). */
+    readonly outboxSkipped?: readonly OutboxSkip[] | undefined;
   }
   | { readonly ok: false; readonly reason: IndexFailureReason };
 
@@ -126,12 +130,26 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
     const records = await recordsOf(events, to);
     if (!records.ok) return records;
     const next: IndexCheckpoint = { blockNumber: to, blockHash: toHash, timestamp: toTimestamp };
-    const webhookConfirmedTo = deps.webhookConfirmations === undefined ? undefined : head.value - BigInt(deps.webhookConfirmations);
-    const details = { attestations: records.value, blocks, confirmedTo, ...(webhookConfirmedTo === undefined ? {} : { webhookConfirmedTo }) };
+    // On a chain younger than the confirmations nothing is deep enough yet: the boundary is -1, before block 0 (issue 43).
+    const deepTo = deps.webhookConfirmations === undefined ? undefined : head.value - BigInt(deps.webhookConfirmations);
+    const webhookConfirmedTo = deepTo === undefined ? undefined : deepTo < -1n ? -1n : deepTo;
+    const skipped: OutboxSkip[] = [];
+    const details: AppendDetails = {
+      attestations: records.value,
+      blocks,
+      confirmedTo,
+      ...(webhookConfirmedTo === undefined ? {} : { webhookConfirmedTo, onOutboxSkipped: (rows) => void skipped.push(...rows) }),
+    };
     if (!(await deps.store.append(checkpoint?.blockNumber, events, next, details))) {
       return { ...status, indexedBlock: (await deps.store.checkpoint())?.blockNumber, raced: true };
     }
-    return { ...status, indexedBlock: to, ingested: { from, to, events: events.length }, caughtUp: to === head.value };
+    return {
+      ...status,
+      indexedBlock: to,
+      ingested: { from, to, events: events.length },
+      caughtUp: to === head.value,
+      ...(skipped.length > 0 ? { outboxSkipped: skipped } : {}),
+    };
   };
 
   /** The full record of every attestation the events name (attested or revoked), read at `block`. */

@@ -261,3 +261,33 @@ describe("createIndexAnswers()", () => {
     expect(await answers.answer(() => Promise.resolve({ ok: true as const, value: {} }))).toMatchObject({ ok: false, code: "INDEX_STALE" });
   });
 });
+
+describe("createIndexFollower(): the webhook boundary (issue 43)", () => {
+  test("a chain younger than WEBHOOK_CONFIRMATIONS gives the store -1, never a boundary before it; rows the outbox skipped are in the step", async () => {
+    const chain = fakeChain(11, [5]);
+    const store = fakeIndexStore();
+    const seen: (bigint | undefined)[] = [];
+    const skip = { kind: "attested", uid: hex(5, "a"), blockNumber: 5n, error: "refused" };
+    const step = createIndexFollower({
+      chain,
+      store: {
+        ...store,
+        append(expected, events, next, details) {
+          seen.push(details?.webhookConfirmedTo);
+          if (next.blockNumber === 30n) details?.onOutboxSkipped?.([skip]);
+          return store.append(expected, events, next, details);
+        },
+      },
+      startBlock: 0n,
+      confirmations: 0,
+      stepBlocks: 100n,
+      webhookConfirmations: 12,
+    });
+    const first = await step();
+    expect(first).toMatchObject({ ok: true, indexedBlock: 10n });
+    expect("outboxSkipped" in first).toBe(false);
+    chain.length = 31;
+    expect(await step()).toMatchObject({ ok: true, indexedBlock: 30n, outboxSkipped: [skip] });
+    expect(seen).toEqual([-1n, 18n]);
+  });
+});
