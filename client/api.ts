@@ -19,6 +19,7 @@ import {
 } from "./delegated_attest.ts";
 import { AtsClientError } from "./errors.ts";
 import { DEFAULT_BASE_URL, requestJson } from "./http.ts";
+import { requireSubject } from "./subject.ts";
 import { fetchTrustAnchors, getSchemaAnchor } from "./trust_anchors.ts";
 
 /** Where the service is and, outside a browser, the session to use. */
@@ -60,10 +61,11 @@ const query = (params: Record<string, string | number | undefined>) =>
  * The controller evidence of a domain or did:web: each TXT name and did.json with its status, records and notes,
  * and the keys found. With `walletDid`, controller-confirm: the wallet and the approved-issuer block too.
  */
-export function discoverControllers(subjectDid: string, options: ServiceOptions & { walletDid?: string | undefined } = {}) {
-  return options.walletDid === undefined || options.walletDid === ""
+export async function discoverControllers(subjectDid: string, options: ServiceOptions & { walletDid?: string | undefined } = {}) {
+  requireSubject(subjectDid, "subjectDid");
+  return await (options.walletDid === undefined || options.walletDid === ""
     ? call<DiscoveryRecord>("GET", `/v1/controller-endpoint-confirm?${query({ subjectDid })}`, undefined, options)
-    : call<ControllerConfirmRecord>("GET", `/v1/controller-confirm?${query({ subjectDid, walletDid: options.walletDid })}`, undefined, options);
+    : call<ControllerConfirmRecord>("GET", `/v1/controller-confirm?${query({ subjectDid, walletDid: options.walletDid })}`, undefined, options));
 }
 
 /** The artifact trust record of a did:artifact (throws with the service's code; see `checkArtifactTrust` for the policy). */
@@ -105,7 +107,12 @@ export type AttestationFilters = {
   until?: number | undefined;
 };
 
-const filterQuery = (f: AttestationFilters) => ({
+/** The filters as the query sends them; a subject the service would refuse throws `INVALID_DID` first (issue 43). */
+const filterQuery = (f: AttestationFilters) => {
+  if (f.subject !== undefined) requireSubject(f.subject);
+  return filterFields(f);
+};
+const filterFields = (f: AttestationFilters) => ({
   subject: f.subject,
   attester: f.attester,
   recipient: f.recipient,
@@ -115,12 +122,15 @@ const filterQuery = (f: AttestationFilters) => ({
   until: f.until,
 });
 
-/** A page of the attestations matching the filters, newest (default) or oldest first; pass `nextCursor` back as `cursor`. */
-export function listAttestations(
+/**
+ * A page of the attestations matching the filters, newest (default) or oldest first; pass `nextCursor` back as
+ * `cursor`. A subject the service would refuse throws `INVALID_DID` before any request.
+ */
+export async function listAttestations(
   input: AttestationFilters & { order?: "newest" | "oldest" | undefined; limit?: number | undefined; cursor?: string | undefined },
   options: ServiceOptions = {},
 ) {
-  return call<{ subject?: string; schema?: string; items: ListedAttestation[]; nextCursor: string | null; asOf: AsOf }>(
+  return await call<{ subject?: string; schema?: string; items: ListedAttestation[]; nextCursor: string | null; asOf: AsOf }>(
     "GET",
     `/v1/attestations?${query({ ...filterQuery(input), order: input.order, limit: input.limit, cursor: input.cursor })}`,
     undefined,
@@ -128,9 +138,9 @@ export function listAttestations(
   );
 }
 
-/** How many attestations match the filters. */
-export function countAttestations(input: AttestationFilters, options: ServiceOptions = {}) {
-  return call<{ count: number; asOf: AsOf }>("GET", `/v1/attestations/count?${query(filterQuery(input))}`, undefined, options);
+/** How many attestations match the filters (a subject the service would refuse throws `INVALID_DID` first). */
+export async function countAttestations(input: AttestationFilters, options: ServiceOptions = {}) {
+  return await call<{ count: number; asOf: AsOf }>("GET", `/v1/attestations/count?${query(filterQuery(input))}`, undefined, options);
 }
 
 /** One attestation by uid (throws `NOT_FOUND` when the index holds none). */
@@ -227,6 +237,7 @@ export async function addSubject(
   input: { did: string; displayName?: string | undefined; txHash?: string | undefined },
   options: ServiceOptions = {},
 ): Promise<Subject> {
+  requireSubject(input.did, "did");
   return (await call<{ subject: Subject }>("POST", "/api/private/subjects", input, options)).subject;
 }
 
@@ -248,19 +259,21 @@ export type OwnershipProof = {
 };
 
 /** Checks whether a wallet owns a subject (no session needed); a lookup that could not be made throws `NETWORK_ERROR`. */
-export function verifySubjectOwnership(
+export async function verifySubjectOwnership(
   input: { subjectDid: string; connectedWalletDid: string; txHash?: string | undefined },
   options: ServiceOptions = {},
 ): Promise<OwnershipProof> {
-  return call<OwnershipProof>("POST", "/api/verify/subject-ownership", input, options);
+  requireSubject(input.subjectDid, "subjectDid");
+  return await call<OwnershipProof>("POST", "/api/verify/subject-ownership", input, options);
 }
 
 /** The answer of a written controller witness. */
 export type WitnessResult = { success: true; uid: string | null; txHash: string; blockNumber: number; observedAt: number; method: string };
 
 /** Asks the service to witness that `controllerDid` controls the did:web `subjectDid` (one sponsored write). */
-export function requestWitness(input: { subjectDid: string; controllerDid: string }, options: ServiceOptions = {}): Promise<WitnessResult> {
-  return call<WitnessResult>("POST", "/v1/controller-witness", input, options);
+export async function requestWitness(input: { subjectDid: string; controllerDid: string }, options: ServiceOptions = {}): Promise<WitnessResult> {
+  requireSubject(input.subjectDid, "subjectDid");
+  return await call<WitnessResult>("POST", "/v1/controller-witness", input, options);
 }
 
 // ---------------------------------------------------------------------------------------------------------------

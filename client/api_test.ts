@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { countAttestations, getAttestation, listAttestations, writeReview } from "./api.ts";
+import { addSubject, countAttestations, discoverControllers, getAttestation, listAttestations, requestWitness, verifySubjectOwnership, writeReview } from "./api.ts";
+import { fetchControllerAuthorization } from "./controller_authorization.ts";
+import { fetchKeyStatus, isKeyAuthorized } from "./keys.ts";
 import { isAtsClientError } from "./errors.ts";
 
 describe("writeReview() (the console's review form)", () => {
@@ -44,5 +46,45 @@ describe("the attestation queries (issue 37)", () => {
       "http://ats.test/v1/attestations/count?recipient=0xcd&revoked=true&until=9",
       `http://ats.test/v1/attestations/0x${"1".repeat(64)}`,
     ]);
+  });
+});
+
+describe("the service's one subject rule, before any request (issue 43)", () => {
+  const BAD = ["did:web:not a did", "did:web:exa\tmple.com", "did:web:a..b", "not a did"];
+  const KEY = "did:pkh:eip155:1:0x00000000000000000000000000000000000000aa";
+
+  test("every helper that takes a subject throws INVALID_DID for one the service would refuse, and sends nothing", async () => {
+    const urls: string[] = [];
+    const fetch = ((url: string) => (urls.push(url), Promise.reject(new Error("not expected")))) as unknown as typeof globalThis.fetch;
+    const options = { baseUrl: "http://ats.test", fetch };
+    for (const subject of BAD) {
+      const calls: [string, () => Promise<unknown>][] = [
+        ["listAttestations", () => listAttestations({ subject }, options)],
+        ["countAttestations", () => countAttestations({ subject }, options)],
+        ["fetchKeyStatus", () => fetchKeyStatus({ subjectDid: subject, keyDid: KEY }, options)],
+        ["isKeyAuthorized", () => isKeyAuthorized({ subjectDid: subject, keyDid: KEY }, options)],
+        ["fetchControllerAuthorization", () => fetchControllerAuthorization({ subjectDid: subject, controllerDid: KEY }, options)],
+        ["discoverControllers", () => discoverControllers(subject, options)],
+        ["verifySubjectOwnership", () => verifySubjectOwnership({ subjectDid: subject, connectedWalletDid: KEY }, options)],
+        ["requestWitness", () => requestWitness({ subjectDid: subject, controllerDid: KEY }, options)],
+        ["addSubject", () => addSubject({ did: subject }, options)],
+      ];
+      for (const [name, call] of calls) {
+        const error = await call().then(() => undefined, (e: unknown) => e);
+        expect({ name, subject, code: isAtsClientError(error) ? error.code : String(error) }).toEqual({ name, subject, code: "INVALID_DID" });
+      }
+    }
+    expect(urls).toEqual([]);
+  });
+
+  test("a DID and a bare domain are sent as given", async () => {
+    const urls: string[] = [];
+    const fetch = ((url: string) => {
+      urls.push(url);
+      return Promise.resolve(new Response(JSON.stringify({ items: [], nextCursor: null, count: 0 }), { headers: { "content-type": "application/json" } }));
+    }) as unknown as typeof globalThis.fetch;
+    await listAttestations({ subject: "shop.example" }, { baseUrl: "http://ats.test", fetch });
+    await countAttestations({ subject: "did:web:shop.example" }, { baseUrl: "http://ats.test", fetch });
+    expect(urls).toEqual(["http://ats.test/v1/attestations?subject=shop.example", "http://ats.test/v1/attestations/count?subject=did%3Aweb%3Ashop.example"]);
   });
 });

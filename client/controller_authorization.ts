@@ -8,6 +8,7 @@
 import type { ControllerAuthorizationRecord, DidUrlResolution, KeyPurpose } from "../domain/controller_authorization/mod.ts";
 import type { AsOf } from "../domain/index/mod.ts";
 import { DEFAULT_BASE_URL, requestJson } from "./http.ts";
+import { requireSubject } from "./subject.ts";
 
 export type { ControllerAuthorizationRecord, DidUrlResolution, KeyPurpose, KeyPurposeStatus } from "../domain/controller_authorization/mod.ts";
 
@@ -33,6 +34,7 @@ export async function fetchControllerAuthorization(
   },
   options: ControllerAuthorizationOptions = {},
 ): Promise<ControllerAuthorizationAnswer> {
+  requireSubject(input.subjectDid, "subjectDid");
   const params = new URLSearchParams({ subjectDid: input.subjectDid, controllerDid: input.controllerDid });
   if (input.purpose !== undefined) params.set("purpose", input.purpose.join(","));
   if (input.at !== undefined) params.set("at", String(Math.floor(input.at)));

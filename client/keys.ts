@@ -5,6 +5,7 @@
  */
 import type { KeyStatusRecord, ListedSigningKey, SigningKeyView, TrustLevel } from "../domain/keys/mod.ts";
 import { DEFAULT_BASE_URL, requestJson } from "./http.ts";
+import { requireSubject } from "./subject.ts";
 
 export type { KeyStatusRecord, KeyStatusValue, ListedSigningKey, TrustLevel } from "../domain/keys/mod.ts";
 export { nextStep } from "../domain/keys/mod.ts";
@@ -22,11 +23,15 @@ const headersOf = (options: KeyServiceOptions) => ({
   ...(options.origin === undefined ? {} : { origin: options.origin }),
 });
 
-/** The key status of `keyDid` for `subjectDid`, at `at` (Unix seconds; default now). No session needed. */
+/**
+ * The key status of `keyDid` for `subjectDid`, at `at` (Unix seconds; default now). No session needed. A subject the
+ * service would refuse throws `INVALID_DID` before any request (issue 43).
+ */
 export async function fetchKeyStatus(
   input: { readonly subjectDid: string; readonly keyDid: string; readonly at?: number | undefined },
   options: KeyServiceOptions = {},
 ): Promise<KeyStatusRecord> {
+  requireSubject(input.subjectDid, "subjectDid");
   const params = new URLSearchParams({ subjectDid: input.subjectDid, keyDid: input.keyDid });
   if (input.at !== undefined) params.set("at", String(Math.floor(input.at)));
   const { body } = await requestJson<KeyStatusRecord>(`/v1/key-status?${params}`, {

@@ -20,6 +20,7 @@ import {
   isSameControllerId,
   jwkToDidJwk,
   normalizeDid,
+  normalizeSubjectDid,
   parseArtifactDid,
   parseDidPkh,
   publicJwkEquals,
@@ -588,6 +589,53 @@ describe("hostile input", () => {
       expect(failure(parseArtifactDid(input)).code).toBe("INVALID_DID");
       expect(failure(extractAddressFromDid(input)).code).toBe("INVALID_DID");
       expect(failure(buildDidPkhFromCaip10(input)).code).toBe("INVALID_DID");
+    }
+  });
+});
+
+describe("normalizeSubjectDid(): the one rule for a subject a caller names (issue 43)", () => {
+  test("DIDs and bare domains are normalized as normalizeDid does", () => {
+    for (const [input, expected] of [
+      ["example.com", "did:web:example.com"],
+      ["www.Example.COM", "did:web:example.com"],
+      ["did:web:Shop.Example", "did:web:shop.example"],
+      ["did:web:localhost%3A8443:user:alice", "did:web:localhost%3a8443:user:alice"],
+      ["did:web:example.com#key-1", "did:web:example.com"],
+      ["did:pkh:eip155:1:0xAbCdEf0000000000000000000000000000000001", "did:pkh:eip155:1:0xabcdef0000000000000000000000000000000001"],
+      ["did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK", "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK"],
+      ["did:handle:github:Alice", "did:handle:github:Alice"],
+      // Whitespace around it is trimmed, as normalizeDid always did.
+      [" did:web:example.com", "did:web:example.com"],
+      ["  www.Shop.ok \n", "did:web:shop.ok"],
+    ] as const) {
+      expect({ input, result: normalizeSubjectDid(input) }).toEqual({ input, result: { ok: true, value: expected } });
+    }
+  });
+
+  test("whitespace or control characters anywhere, a did:web naming no domain, an empty or oversized input: INVALID_DID", () => {
+    for (const input of [
+      "did:web:not a did",
+      "not a did",
+      "did:web:exa\tmple.com",
+      "did:web:a..b",
+      "did:web:.example.com",
+      "did:web:127.0.0.1",
+      "did:web:",
+      "did:web:exa\u00a0mple.com",
+      "did:web:example.com\u0007",
+      "did:web:example.com:us er",
+      "did:key:z6Mk\u0000",
+      "did:pkh:eip155:1:0x12 34",
+      "did:pkh:eip155:1",
+      "did:",
+      "",
+      " \t ",
+      `did:web:${"a".repeat(2_050)}.com`,
+      undefined,
+      42,
+    ]) {
+      const result = normalizeSubjectDid(input);
+      expect({ input, ok: result.ok, code: result.ok ? undefined : result.code }).toEqual({ input, ok: false, code: "INVALID_DID" });
     }
   });
 });

@@ -15,7 +15,7 @@
 import type { HexString } from "../../ports/eas.ts";
 import type { OwnershipChain } from "../../ports/ownership_chain.ts";
 import type { DiscoverControllers } from "../discovery/mod.ts";
-import { isSameControllerId, normalizeDid, parseDidPkh } from "../did.ts";
+import { isSameControllerId, normalizeDid, normalizeSubjectDid, parseDidPkh } from "../did.ts";
 import { fail, ok, type Result } from "../result.ts";
 
 /** topic0 of `OwnershipTransferred(address,address)` (OpenZeppelin Ownable). */
@@ -44,8 +44,12 @@ export type VerifySubjectOwnership = (request: OwnershipRequest) => Promise<Resu
 /** Builds the ownership check. */
 export function createSubjectOwnership(deps: { readonly discover: DiscoverControllers; readonly chain: OwnershipChain }): VerifySubjectOwnership {
   return async function verifySubjectOwnership(request) {
-    const subject = normalizeDid(request.subjectDid);
-    if (!subject.ok) return fail("INVALID_DID", "subjectDid is not a DID");
+    // The one subject rule (issue 43): no whitespace or control character, a did:web naming a domain.
+    const subject = normalizeSubjectDid(request.subjectDid);
+    if (!subject.ok) {
+      const web = normalizeDid(request.subjectDid);
+      return fail("INVALID_DID", web.ok && web.value.startsWith("did:web:") ? "subjectDid is not a did:web this service can look up" : "subjectDid is not a DID");
+    }
     const walletDid = normalizeDid(request.connectedWalletDid);
     const wallet = walletDid.ok ? parseDidPkh(walletDid.value) : undefined;
     if (!walletDid.ok || !wallet?.ok || wallet.value.namespace !== "eip155") {

@@ -15,7 +15,7 @@ import type { Clock } from "../../ports/clock.ts";
 import type { Random } from "../../ports/random.ts";
 import type { Subject, SubjectStore } from "../../ports/subjects.ts";
 import { MAX_DISPLAY_NAME, walletDid } from "./account_views.ts";
-import { computeDidHash, normalizeDid, parseDidPkh } from "../did.ts";
+import { computeDidHash, normalizeSubjectDid, parseDidPkh } from "../did.ts";
 import { fail, ok, type Result } from "../result.ts";
 import type { VerifySubjectOwnership } from "./subject_ownership.ts";
 
@@ -113,7 +113,7 @@ export function createSubjects(deps: {
     async add(account: Account, body: Record<string, unknown>): Promise<Result<SubjectView, SubjectCode>> {
       const raw = body.did ?? body.subjectDid;
       if (typeof raw !== "string" || raw.trim() === "") return fail("INVALID_INPUT", "did is required");
-      const did = normalizeDid(raw);
+      const did = normalizeSubjectDid(raw);
       if (!did.ok) return fail("INVALID_DID", "did is not a DID");
       if (did.value.startsWith("did:pkh:")) {
         const pkh = parseDidPkh(did.value);

@@ -8,6 +8,7 @@ import {
   isSameControllerId,
   jwkToDidJwk,
   normalizeDid,
+  normalizeSubjectDid,
   didWebLocation,
 } from "../did.ts";
 import { type IdentityRecord, resolveIdentity } from "../identity/mod.ts";
@@ -291,7 +292,8 @@ export function createDiscoverControllers(deps: DiscoveryDeps): DiscoverControll
     if (typeof subjectDid !== "string" || subjectDid.trim() === "") {
       return fail("INVALID_INPUT", "subjectDid is required");
     }
-    const normalized = normalizeDid(subjectDid);
+    // The one subject rule (issue 43): no whitespace or control character, a did:web naming a domain.
+    const normalized = normalizeSubjectDid(subjectDid);
     if (!normalized.ok) return fail("INVALID_DID", "Invalid subjectDid", normalized.message);
     const subject: IdentityRecord = { ...resolveIdentity(normalized.value), input: subjectDid };
     const location = didWebLocation(normalized.value);
@@ -458,7 +460,7 @@ export function explainControllerTxtRecord(
 
 /** The TXT record that names `controllerDid` as a controller of a did:web subject or bare domain, or why there is none. */
 export function controllerTxtRecordFor(subject: string, controllerDid: string): Result<{ name: string; value: string }, "INVALID_DID"> {
-  const normalized = normalizeDid(subject);
+  const normalized = normalizeSubjectDid(subject);
   if (!normalized.ok) return fail("INVALID_DID", "Invalid subject", normalized.message);
   const location = didWebLocation(normalized.value);
   if (location === undefined) return fail("INVALID_DID", "The subject must be a domain or a did:web");

@@ -18,7 +18,7 @@ import type { Random } from "../../ports/random.ts";
 import type { WitnessWriter } from "../../ports/witness.ts";
 import type { DiscoverControllers, EvidenceItem } from "./controller_discovery.ts";
 import { canonicalControllerKey } from "./controller_discovery.ts";
-import { didToAddress, didWebLocation, normalizeDid } from "../did.ts";
+import { didToAddress, didWebLocation, normalizeSubjectDid } from "../did.ts";
 import { liveControllerEvidence } from "./live_evidence.ts";
 import { type PlanPolicy, planAllowsSchema, quotaYear } from "../accounts/mod.ts";
 import { type RateLimit, registrableDomain } from "../rate_limit.ts";
@@ -178,7 +178,7 @@ export function createControllerWitness(deps: ControllerWitnessDeps) {
       return fail("SCHEMA_NOT_ELIGIBLE", "Controller witness schema not eligible for your plan");
     }
 
-    const subject = normalizeDid(subjectDid);
+    const subject = normalizeSubjectDid(subjectDid);
     if (!subject.ok) return fail("INVALID_DID", "Invalid subjectDid");
     const controller = canonicalControllerKey(controllerDid);
     if (controller === undefined || !controllerDid.trim().startsWith("did:")) return fail("INVALID_DID", "Invalid controllerDid");

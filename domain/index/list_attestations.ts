@@ -6,7 +6,7 @@
 import type { AttestationIndex, IndexedAttestation, IndexFilter, IndexStore, PageCursor, PagedLog } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
 import { isAddress, keccak256, stringToBytes } from "viem/utils";
-import { base64UrlDecode, base64UrlEncode, didToAddress, normalizeDid } from "../did.ts";
+import { base64UrlDecode, base64UrlEncode, didToAddress, normalizeDid, normalizeSubjectDid } from "../did.ts";
 import { fail, ok, type Result } from "../result.ts";
 import { decodeSchemaData } from "../schema_data.ts";
 import { findSchemaByName } from "../schemas.ts";
@@ -118,9 +118,11 @@ function readFilters(query: FilterQuery, schemaUids: Readonly<Record<string, str
   let recipient: HexString | undefined;
   let none = false;
   if (query.subject !== undefined) {
-    const normalized = normalizeDid(query.subject);
-    const address = normalized.ok ? didToAddress(normalized.value) : undefined;
-    if (!normalized.ok || address === undefined || !address.ok) return fail("INVALID_DID", "subject must be a DID");
+    // The one subject rule (issue 43): no whitespace, a did:web naming a domain; a bare domain is its did:web.
+    const normalized = normalizeSubjectDid(query.subject);
+    if (!normalized.ok) return fail("INVALID_DID", `subject must be a DID or a domain: ${normalized.message}`);
+    const address = didToAddress(normalized.value);
+    if (!address.ok) return fail("INVALID_DID", "subject must be a DID or a domain");
     subject = normalized.value;
     recipient = address.value.toLowerCase() as HexString;
   }

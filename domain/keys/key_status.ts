@@ -20,7 +20,7 @@ import type { Clock } from "../../ports/clock.ts";
 import type { HexString } from "../../ports/eas.ts";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
 import { type DiscoverControllers, type DiscoveryRecord, type LookupJwks, liveControllerEvidence } from "../discovery/mod.ts";
-import { didToAddress, isSameControllerId, normalizeDid } from "../did.ts";
+import { didToAddress, isSameControllerId, normalizeDid, normalizeSubjectDid } from "../did.ts";
 import { caip2, findApprovedIssuer } from "../identity/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
 import { decodeSchemaData } from "../schema_data.ts";
@@ -112,8 +112,9 @@ export function readSubjectDid(value: unknown, field = "subjectDid"): Result<str
   if (typeof value !== "string" || value.trim() === "") return fail("INVALID_INPUT", `${field} is required`);
   if (value.length > MAX_DID_LENGTH) return fail("INVALID_INPUT", `${field} must be at most ${MAX_DID_LENGTH} characters`);
   if (!value.trim().startsWith("did:")) return fail("INVALID_DID", `${field} must be a DID`);
-  const normalized = normalizeDid(value);
-  return normalized.ok ? ok(normalized.value) : fail("INVALID_DID", `${field} is not a valid DID`);
+  // The one subject rule (issue 43): no whitespace or control character, a did:web naming a domain.
+  const normalized = normalizeSubjectDid(value);
+  return normalized.ok ? ok(normalized.value) : fail("INVALID_DID", `${field} is not a valid DID: ${normalized.message}`);
 }
 
 /** `at` as Unix seconds: absent = now; a whole number of seconds, not after now. */

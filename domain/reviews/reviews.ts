@@ -2,7 +2,7 @@
  * User reviews of services and the services' replies (reference §3): the data a reviewer signs, the
  * data of a reply, and which review of an attester about a subject counts. Pure: no chain, no network.
  */
-import { normalizeDid } from "../did.ts";
+import { normalizeDid, normalizeSubjectDid } from "../did.ts";
 import { fail, ok, type Result } from "../result.ts";
 import { isTxProofType, readTxProofObject, txProofChainReason } from "./tx_proofs.ts";
 
@@ -48,7 +48,8 @@ const httpUrl = (value: string) => {
 /** Checks a review and builds its attestation data; the first problem is reported with the field named. */
 export function buildReviewData(draft: ReviewDraft): Result<ReviewData, "INVALID_INPUT" | "INVALID_DID"> {
   if (typeof draft.subject !== "string") return fail("INVALID_INPUT", "subject is required");
-  const subject = normalizeDid(draft.subject);
+  // The one subject rule (issue 43): no whitespace or control character, a did:web naming a domain.
+  const subject = normalizeSubjectDid(draft.subject);
   // A did:pkh subject is a contract, reviewed with a transaction proof (decisions §18).
   if (!subject.ok || !(subject.value.startsWith("did:web:") || subject.value.startsWith("did:pkh:"))) {
     return fail("INVALID_DID", "subject must be the service's did:web or its contract's did:pkh");

@@ -7,7 +7,7 @@ import type { Account } from "../../ports/accounts.ts";
 import type { Clock } from "../../ports/clock.ts";
 import type { Random } from "../../ports/random.ts";
 import type { DeliveryRecord, WebhookEndpoint, WebhookEventType, WebhookLimits, WebhookStore, WebhookTransport, WebhookUrlRefusal } from "../../ports/webhooks.ts";
-import { base64UrlDecode, base64UrlEncode, didWebLocation, normalizeDid } from "../did.ts";
+import { base64UrlDecode, base64UrlEncode, normalizeSubjectDid } from "../did.ts";
 import { classifyAddress, isPublicAddress } from "../discovery/mod.ts";
 import type { RateLimit } from "../rate_limit.ts";
 import { fail, ok, type Result } from "../result.ts";
@@ -134,12 +134,10 @@ function readSubjects(value: unknown, limit: number): Result<string[], "INVALID_
   if (value.length > limit) return fail("WEBHOOK_LIMIT_EXCEEDED", `At most ${limit} watched subjects per account`);
   const out: string[] = [];
   for (const [i, s] of value.entries()) {
-    // No whitespace or control characters anywhere, and a did:web names a domain (no IP host): a subject no
-    // attestation can name would never be told.
-    const did = typeof s === "string" && s.startsWith("did:") && s.length <= MAX_DID_LENGTH && !/[\s\x00-\x1f\x7f]/.test(s) ? normalizeDid(s) : undefined;
-    if (did === undefined || !did.ok || (did.value.startsWith("did:web:") && didWebLocation(did.value) === undefined)) {
-      return fail("INVALID_INPUT", `subjects[${i}] must be a DID`);
-    }
+    // The one subject rule (issue 43): no whitespace or control characters anywhere, and a did:web names a domain
+    // (no IP host): a subject no attestation can name would never be told. A DID only: no bare domain.
+    const did = typeof s === "string" && s.startsWith("did:") && s.length <= MAX_DID_LENGTH ? normalizeSubjectDid(s) : undefined;
+    if (did === undefined || !did.ok) return fail("INVALID_INPUT", `subjects[${i}] must be a DID`);
     if (!out.includes(did.value)) out.push(did.value);
   }
   return ok(out);

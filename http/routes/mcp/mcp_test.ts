@@ -7,7 +7,8 @@ import type { BearerAuth } from "../../../domain/oauth/mod.ts";
 import { createRateLimiter, createSharedRateLimiter } from "../../../domain/rate_limit.ts";
 import { fail, ok } from "../../../domain/result.ts";
 import type { Account } from "../../../ports/accounts.ts";
-import { fakeClock, fakeIdempotencyStore, fakeMcpSessions, fakeRateCounter } from "../../../ports/fakes.ts";
+import { fakeAttestationIndex, fakeClock, fakeIdempotencyStore, fakeIndexStore, fakeMcpSessions, fakeRateCounter } from "../../../ports/fakes.ts";
+import { createListAttestations } from "../../../domain/index/mod.ts";
 import { createIdempotency } from "../../../domain/idempotency/mod.ts";
 import { minimalAppDeps } from "../../testing.ts";
 import { createApp } from "../../app.ts";
@@ -134,6 +135,20 @@ describe("createMcpEndpoint()", () => {
     expect(thrown.structuredContent).toEqual({ error: "Internal error", code: "INTERNAL_ERROR" });
     expect(JSON.stringify(thrown)).not.toContain("rpc.secret");
     expect((await call("resolve_identities", { identifiers: ["did:web:a.test"] })).structuredContent).toMatchObject({ identities: [{ canonical: "did:web:a.test" }] });
+  });
+
+  test("list_attestations takes the routes' one subject rule (issue 43): whitespace, a control character, a did:web naming no domain is INVALID_DID", async () => {
+    const attestationList = createListAttestations({
+      reads: fakeAttestationIndex(), store: fakeIndexStore(), schemaUids: {}, startBlock: 0n,
+    });
+    const { call } = await setUp({ tools: fakeTools({ attestationList }) });
+    for (const subject of ["did:web:not a did", "did:web:exa\tmple.com", "did:web:a..b", "not a did"]) {
+      const answer = await call("list_attestations", { subject });
+      expect({ subject, isError: answer.isError, code: answer.structuredContent?.code }).toEqual({ subject, isError: true, code: "INVALID_DID" });
+    }
+    // A bare domain, as the route takes it: the subject as normalized.
+    const bare = await call("list_attestations", { subject: "shop.example" });
+    expect([bare.isError, bare.structuredContent?.subject]).toEqual([undefined, "did:web:shop.example"]);
   });
 
   test("sessions idle past MCP_SESSION_IDLE_SECONDS are swept; their client then gets 404", async () => {
