@@ -58,5 +58,20 @@ if ! have_secp256k1; then
   fi
   echo "libsecp256k1 is not installed; the service and its tests use the JavaScript secp256k1 (CI=true makes this an error)" >&2
 fi
+# The pkcs11: signer's tests (adapters/signers/pkcs11_signer_test.ts) use SoftHSM2 and OpenSC's pkcs11-tool; the same
+# rule: installed when we can, required in CI, skipped (with a message) elsewhere.
+have_softhsm() { command -v softhsm2-util >/dev/null 2>&1 && command -v pkcs11-tool >/dev/null 2>&1; }
+if ! have_softhsm && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "installing softhsm2 and opensc for the PKCS#11 signer tests" >&2
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq softhsm2 opensc >/dev/null) ||
+    echo "could not install softhsm2 and opensc" >&2
+fi
+if ! have_softhsm; then
+  if in_ci; then
+    echo "CI=true but softhsm2 and opensc are not installed (apt-get install softhsm2 opensc as root); the PKCS#11 signer tests must run in CI." >&2
+    exit 1
+  fi
+  echo "softhsm2 or opensc is not installed; the PKCS#11 signer tests will be skipped (CI=true makes this an error)" >&2
+fi
 bash scripts/forge_build.sh
 exec node_modules/.bin/bun test --timeout 60000 "$@"
