@@ -43,6 +43,13 @@ async function drainOutbox(storage: Storage) {
   }
 }
 
+/** Delivers every delivery due at `now` (what earlier tests left on a shared database), so that only a test's own are due. */
+async function drainDue(storage: Storage, now: number) {
+  for (let claimed = await storage.webhooks.claim("drain", now, 1, 100, 100, 10_000); claimed.length > 0; claimed = await storage.webhooks.claim("drain", now, 1, 100, 100, 10_000)) {
+    for (const d of claimed) await storage.webhooks.record(d.id, "drain", { state: "delivered", status: 200 }, now, 1_000);
+  }
+}
+
 /** Registers the contract; `open` gives two storages on one database (two instances). */
 export function webhookStorageContract(name: string, open: () => Promise<readonly [Storage, Storage]>, options: { skip?: string | undefined } = {}) {
   describe.skipIf(options.skip !== undefined)(`webhook storage contract: ${name}`, () => {
@@ -154,18 +161,18 @@ export function webhookStorageContract(name: string, open: () => Promise<readonl
       const m = message(10_000);
       await store.publish([m], [{ messageId: m.id, endpointId: e.id }], []);
       await store.publish([{ ...m, body: "other" }], [{ messageId: m.id, endpointId: e.id }], []);
-      const [claimed] = await store.claim("w1", 10_000, 60_000, 10, 4);
+      const [claimed] = await store.claim("w1", 10_000, 60_000, 10, 4, 100);
       expect(claimed).toMatchObject({ endpointId: e.id, url: e.url, secret: e.secret, attempts: 0, message: { id: m.id, body: "{}", type: "webhook.test" } });
-      expect(await store.claim("w2", 10_001, 60_000, 10, 4)).toEqual([]);
+      expect(await store.claim("w2", 10_001, 60_000, 10, 4, 100)).toEqual([]);
       // A claim that ran out is taken over; the first holder's record is then ignored.
-      const [again] = await store.claim("w2", 70_001, 60_000, 10, 4);
+      const [again] = await store.claim("w2", 70_001, 60_000, 10, 4, 100);
       expect(again?.id).toBe(claimed!.id);
       await store.record(claimed!.id, "w1", { state: "delivered", status: 200 }, 70_002, 1_000);
       expect((await store.deliveries(e.id, { limit: 10 }))[0]).toMatchObject({ attempts: 0, deliveredAtMs: null });
       await store.record(claimed!.id, "w2", { state: "retry", status: 500, nextAttemptAtMs: 80_000 }, 70_002, 100_000);
       expect((await store.deliveries(e.id, { limit: 10 }))[0]).toMatchObject({ eventId: m.id, type: "webhook.test", attempts: 1, lastStatus: 500, nextAttemptAtMs: 80_000 });
-      expect(await store.claim("w1", 79_999, 60_000, 10, 4)).toEqual([]);
-      const [third] = await store.claim("w1", 80_000, 60_000, 10, 4);
+      expect(await store.claim("w1", 79_999, 60_000, 10, 4, 100)).toEqual([]);
+      const [third] = await store.claim("w1", 80_000, 60_000, 10, 4, 100);
       await store.record(third!.id, "w1", { state: "failed", status: null }, 200_000, 100_000);
       expect((await store.deliveries(e.id, { limit: 10 }))[0]).toMatchObject({ attempts: 2, lastStatus: null, nextAttemptAtMs: null, failedAtMs: 200_000 });
       // Failing since 70 002, the window 100 000: disabled at 200 000.
@@ -194,7 +201,7 @@ export function webhookStorageContract(name: string, open: () => Promise<readonl
       await store.create(e, limits);
       const [done, waiting] = [message(100), message(100)];
       await store.publish([done, waiting], [{ messageId: done.id, endpointId: e.id }, { messageId: waiting.id, endpointId: e.id }], []);
-      const claimed = await store.claim("p1", 100, 1_000, 10, 4);
+      const claimed = await store.claim("p1", 100, 1_000, 10, 4, 100);
       const doneDelivery = claimed.find((d) => d.message.id === done.id)!;
       await store.record(doneDelivery.id, "p1", { state: "delivered", status: 200 }, 150, 1_000);
       await store.record(claimed.find((d) => d.message.id === waiting.id)!.id, "p1", { state: "retry", status: 500, nextAttemptAtMs: 10_000 }, 150, 1_000_000);
@@ -215,7 +222,7 @@ export function webhookStorageContract(name: string, open: () => Promise<readonl
       const seen = new Map<string, string>();
       // Rounds of both instances claiming together; each records what it claimed before the next round.
       for (let round = 0; round < 60 && seen.size < 90; round++) {
-        const claims = await Promise.all([a, b, a, b].map((s, i) => s.webhooks.claim(`w${i}`, 1_000 + round, 60_000, 5, 4).then((c) => c.map((d) => ({ d, holder: `w${i}`, s })))));
+        const claims = await Promise.all([a, b, a, b].map((s, i) => s.webhooks.claim(`w${i}`, 1_000 + round, 60_000, 5, 4, 100).then((c) => c.map((d) => ({ d, holder: `w${i}`, s })))));
         const flat = claims.flat().filter(({ d }) => mine.has(d.endpointId));
         const perEndpoint = new Map<string, number>();
         for (const { d } of flat) perEndpoint.set(d.endpointId, (perEndpoint.get(d.endpointId) ?? 0) + 1);
@@ -232,24 +239,67 @@ export function webhookStorageContract(name: string, open: () => Promise<readonl
     test("an endpoint with its 4 in flight and a backlog longer than a claim looks ahead hides no other endpoint's due delivery", async () => {
       const [a, b] = await open();
       const now = 50_000_000;
-      // What earlier tests left due is taken first, so that only this test's deliveries are due.
-      for (let claimed = await a.webhooks.claim("drain", now, 1_000, 100, 100); claimed.length > 0; claimed = await a.webhooks.claim("drain", now, 1_000, 100, 100)) {
-        for (const d of claimed) await a.webhooks.record(d.id, "drain", { state: "delivered", status: 200 }, now, 1_000);
-      }
+      await drainDue(a, now);
       const slow = endpoint(fresh("acc"));
       const other = endpoint(fresh("acc"));
       for (const e of [slow, other]) await a.webhooks.create(e, limits);
       const backlog = Array.from({ length: 300 }, () => message(now - 2_000));
       await a.webhooks.publish(backlog, backlog.map((m) => ({ messageId: m.id, endpointId: slow.id })), []);
+      // One instance takes the slow endpoint's 4.
+      const first = await a.webhooks.claim("w1", now, 60_000, 5, 4, 100);
+      expect(first.map((d) => d.endpointId)).toEqual(Array(4).fill(slow.id));
+      // With the slow endpoint full, a claim of either instance finds the other endpoint's later delivery.
       const later = message(now - 1_000);
       await a.webhooks.publish([later], [{ messageId: later.id, endpointId: other.id }], []);
-      // One instance takes the slow endpoint's 4 (its backlog is older than the other endpoint's delivery).
-      const first = await a.webhooks.claim("w1", now, 60_000, 5, 4);
-      expect(first.map((d) => d.endpointId)).toEqual(Array(4).fill(slow.id));
-      // With the slow endpoint full, a claim of either instance finds the other endpoint's delivery behind its backlog.
-      const second = await b.webhooks.claim("w2", now, 60_000, 4, 4);
+      const second = await b.webhooks.claim("w2", now, 60_000, 4, 4, 100);
       expect(second.map((d) => d.endpointId)).toEqual([other.id]);
-      expect(await a.webhooks.claim("w3", now, 60_000, 4, 4)).toEqual([]);
+      expect(await a.webhooks.claim("w3", now, 60_000, 4, 4, 100)).toEqual([]);
+    });
+
+    test("issue 43: one account's flood holds at most its share in flight, and claims still hand out another account's delivery, fairly", async () => {
+      const [a, b] = await open();
+      const now = 60_000_000;
+      await drainDue(a, now);
+      // Ten endpoints of one account, ten deliveries queued on each, older than anything else.
+      const flooder = fresh("acc");
+      const floods = Array.from({ length: 10 }, () => endpoint(flooder));
+      for (const e of floods) await a.webhooks.create(e, limits);
+      for (const e of floods) {
+        const ms = Array.from({ length: 10 }, () => message(now - 5_000));
+        await a.webhooks.publish(ms, ms.map((m) => ({ messageId: m.id, endpointId: e.id })), []);
+      }
+      const healthy = endpoint(fresh("acc"));
+      await a.webhooks.create(healthy, limits);
+      const test1 = message(now - 1_000);
+      await a.webhooks.publish([test1], [{ messageId: test1.id, endpointId: healthy.id }], []);
+      const flooded = new Set(floods.map((e) => e.id));
+      // Both instances claim 32 at once: the flooder gets 8 in all (not 40 of 10 endpoints x 4), the other its one.
+      const claims = (await Promise.all([a.webhooks.claim("w1", now, 60_000, 32, 4, 8), b.webhooks.claim("w2", now, 60_000, 32, 4, 8)])).flat();
+      expect(claims.filter((d) => flooded.has(d.endpointId))).toHaveLength(8);
+      expect(claims.filter((d) => d.endpointId === healthy.id).map((d) => d.message.id)).toEqual([test1.id]);
+      // The flooder at its share: a later delivery of the other account is the next claim's, behind 92 older ones.
+      const test2 = message(now - 500);
+      await a.webhooks.publish([test2], [{ messageId: test2.id, endpointId: healthy.id }], []);
+      const third = await b.webhooks.claim("w3", now, 60_000, 32, 4, 8);
+      expect(third.map((d) => d.message.id)).toEqual([test2.id]);
+      for (const [holder, list] of [["w1", claims], ["w2", claims], ["w3", third]] as const) {
+        for (const d of list) await a.webhooks.record(d.id, holder, { state: "delivered", status: 200 }, now, 1_000);
+      }
+
+      // Fair order while both have room: a second flooding account gets every other slot, though its deliveries are newer.
+      await drainDue(a, now + 1);
+      const second = fresh("acc");
+      const others = Array.from({ length: 3 }, () => endpoint(second));
+      for (const e of others) await a.webhooks.create(e, limits);
+      for (const e of others) {
+        const ms = Array.from({ length: 5 }, () => message(now - 100));
+        await a.webhooks.publish(ms, ms.map((m) => ({ messageId: m.id, endpointId: e.id })), []);
+      }
+      const oldest = Array.from({ length: 20 }, () => message(now - 9_000));
+      await a.webhooks.publish(oldest, oldest.map((m, i) => ({ messageId: m.id, endpointId: floods[i % 10]!.id })), []);
+      const fair = await a.webhooks.claim("w4", now + 1, 60_000, 6, 4, 8);
+      const secondIds = new Set(others.map((e) => e.id));
+      expect(fair.map((d) => (secondIds.has(d.endpointId) ? "second" : flooded.has(d.endpointId) ? "first" : "?"))).toEqual(["first", "second", "first", "second", "first", "second"]);
     });
   });
 }

@@ -219,7 +219,9 @@ export type Config = {
   /**
    * Webhooks (decisions §22): `WEBHOOK_CONFIRMATIONS` (blocks an event waits for; default `INDEX_CONFIRMATIONS`, 0 on
    * the devnet), `WEBHOOK_RETRY_SECONDS` (the delays between attempts, default `5,300,1800,7200,18000,36000,36000`),
-   * `WEBHOOK_MAX_IN_FLIGHT` (deliveries one instance sends at once, default 32), `WEBHOOK_POLL_MS` (how often an
+   * `WEBHOOK_MAX_IN_FLIGHT` (deliveries one instance sends at once, default 32), `WEBHOOK_MAX_IN_FLIGHT_PER_ACCOUNT`
+   * (deliveries to one account's endpoints at once, all instances together, default a quarter of
+   * `WEBHOOK_MAX_IN_FLIGHT` and at least 4; issue 43), `WEBHOOK_POLL_MS` (how often an
    * instance looks for due deliveries and new events, default 500), `WEBHOOKS` (`on`/`off`, default on: off, no
    * outbox is written and nothing sent), `WEBHOOK_DELIVERY` (`on`/`off`, default on: off, this instance fans out and
    * sends nothing; others on the same database do).
@@ -230,6 +232,7 @@ export type Config = {
     readonly confirmations: number | undefined;
     readonly retrySeconds: readonly number[];
     readonly maxInFlight: number;
+    readonly maxInFlightPerAccount: number;
     readonly pollMs: number;
   };
   readonly mcp: {
@@ -366,12 +369,14 @@ function readWebhooks(env: Env): Config["webhooks"] {
   if (retrySeconds.length > 20 || retrySeconds.some((s) => !/^[0-9]{1,6}$/.test(s))) {
     throw new ConfigError("WEBHOOK_RETRY_SECONDS", `expected up to 20 comma-separated whole numbers of seconds, got "${retries}"`);
   }
+  const maxInFlight = int("WEBHOOK_MAX_IN_FLIGHT", 32, 1, 10_000);
   return {
     enabled: onOff("WEBHOOKS", true),
     delivery: onOff("WEBHOOK_DELIVERY", true),
     confirmations: get("WEBHOOK_CONFIRMATIONS") === undefined ? undefined : int("WEBHOOK_CONFIRMATIONS", 12, 0, 10_000),
     retrySeconds: retrySeconds.map(Number),
-    maxInFlight: int("WEBHOOK_MAX_IN_FLIGHT", 32, 1, 10_000),
+    maxInFlight,
+    maxInFlightPerAccount: int("WEBHOOK_MAX_IN_FLIGHT_PER_ACCOUNT", Math.max(4, Math.floor(maxInFlight / 4)), 1, 10_000),
     pollMs: int("WEBHOOK_POLL_MS", 500, 10, 60_000),
   };
 }

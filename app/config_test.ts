@@ -29,8 +29,13 @@ describe("readConfig()", () => {
       confirmations: undefined,
       retrySeconds: [5, 300, 1800, 7200, 18000, 36000, 36000],
       maxInFlight: 32,
+      maxInFlightPerAccount: 8,
       pollMs: 500,
     });
+    // Issue 43: an account's share follows the instance's slots (a quarter, at least 4) unless set.
+    expect(readConfig({ WEBHOOK_MAX_IN_FLIGHT: "8" }).webhooks.maxInFlightPerAccount).toBe(4);
+    expect(readConfig({ WEBHOOK_MAX_IN_FLIGHT: "100", WEBHOOK_MAX_IN_FLIGHT_PER_ACCOUNT: "10" }).webhooks.maxInFlightPerAccount).toBe(10);
+    expect(() => readConfig({ WEBHOOK_MAX_IN_FLIGHT_PER_ACCOUNT: "0" })).toThrow(/WEBHOOK_MAX_IN_FLIGHT_PER_ACCOUNT/);
     expect(readConfig({ WEBHOOK_RETRY_SECONDS: "1, 2", WEBHOOK_CONFIRMATIONS: "3" }).webhooks).toMatchObject({ retrySeconds: [1, 2], confirmations: 3 });
     expect(() => readConfig({ WEBHOOK_RETRY_SECONDS: "5,soon" })).toThrow(/WEBHOOK_RETRY_SECONDS/);
     expect(() => readConfig({ WEBHOOK_MAX_IN_FLIGHT: "0" })).toThrow(/WEBHOOK_MAX_IN_FLIGHT/);

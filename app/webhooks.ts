@@ -1,7 +1,8 @@
 /**
  * Wiring of webhooks (decisions §22): the endpoints' use cases, the transport held to the discovery IP policy, and the
  * worker every instance runs: fan out the outbox the index follower wrote, then claim and send due deliveries (at most
- * `WEBHOOK_MAX_IN_FLIGHT` at once, 4 per endpoint), every `WEBHOOK_POLL_MS`.
+ * `WEBHOOK_MAX_IN_FLIGHT` at once, 4 per endpoint, `WEBHOOK_MAX_IN_FLIGHT_PER_ACCOUNT` per account, fairly between
+ * accounts), every `WEBHOOK_POLL_MS`.
  */
 import { hostname } from "node:os";
 import { createDnsPacketResolver } from "../adapters/dns/mod.ts";
@@ -79,6 +80,7 @@ export function wireWebhooks(
     retrySeconds: config.webhooks.retrySeconds,
     maxInFlight: config.webhooks.maxInFlight,
     perEndpoint: PER_ENDPOINT_IN_FLIGHT,
+    perAccount: config.webhooks.maxInFlightPerAccount,
     leaseMs: CLAIM_LEASE_MS,
     onAttempt(d, outcome, reason) {
       metrics.increment("ats_webhook_deliveries_total", { outcome: outcome.state });

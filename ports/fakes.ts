@@ -1199,20 +1199,39 @@ export function fakeWebhookStore() {
         })));
     },
     accountEndpoints: (accountId) => Promise.resolve(ofAccount(accountId).filter((e) => !e.disabled)),
-    claim(holder, nowMs, leaseMs, limit, perEndpoint) {
-      const leased = new Map<string, number>();
+    claim(holder, nowMs, leaseMs, limit, perEndpoint, perAccount) {
+      // The SQL stores' rule (adapters/sqlite/sqlite_webhooks.ts claimableSql): bounds per endpoint and per account,
+      // each account's next slot first (fewer in flight first), then the oldest.
+      const byEndpoint = new Map<string, number>();
+      const byAccount = new Map<string, number>();
       for (const d of deliveries.values()) {
-        if (d.state === "pending" && (d.leaseUntilMs ?? 0) > nowMs) leased.set(d.endpointId, (leased.get(d.endpointId) ?? 0) + 1);
+        if (d.state !== "pending" || (d.leaseUntilMs ?? 0) <= nowMs) continue;
+        byEndpoint.set(d.endpointId, (byEndpoint.get(d.endpointId) ?? 0) + 1);
+        const account = endpoints.get(d.endpointId)?.accountId ?? "";
+        byAccount.set(account, (byAccount.get(account) ?? 0) + 1);
       }
-      const out: import("./webhooks.ts").ClaimedDelivery[] = [];
+      const age = (a: Delivery, b: Delivery) =>
+        (a.nextAttemptAtMs ?? 0) - (b.nextAttemptAtMs ?? 0) || a.createdAtMs - b.createdAtMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
       const due = [...deliveries.values()]
         .filter((d) => d.state === "pending" && (d.nextAttemptAtMs ?? 0) <= nowMs && (d.leaseUntilMs ?? 0) <= nowMs && endpoints.get(d.endpointId)?.disabled === false)
-        .sort((a, b) => (a.nextAttemptAtMs ?? 0) - (b.nextAttemptAtMs ?? 0));
-      for (const d of due) {
-        if (out.length >= limit) break;
-        const n = leased.get(d.endpointId) ?? 0;
-        if (n >= perEndpoint) continue;
-        leased.set(d.endpointId, n + 1);
+        .sort(age);
+      const endpointRank = new Map<string, number>();
+      const ranked = due.flatMap((d) => {
+        const rank = (endpointRank.get(d.endpointId) ?? 0) + 1;
+        endpointRank.set(d.endpointId, rank);
+        return rank <= perEndpoint - (byEndpoint.get(d.endpointId) ?? 0) ? [{ d, rank, account: endpoints.get(d.endpointId)!.accountId }] : [];
+      });
+      ranked.sort((a, b) => a.rank - b.rank || age(a.d, b.d));
+      const accountRank = new Map<string, number>();
+      const fits = ranked.flatMap((r) => {
+        const rank = (accountRank.get(r.account) ?? 0) + 1;
+        accountRank.set(r.account, rank);
+        const slot = rank + (byAccount.get(r.account) ?? 0);
+        return slot <= perAccount ? [{ d: r.d, slot }] : [];
+      });
+      fits.sort((a, b) => a.slot - b.slot || age(a.d, b.d));
+      const out: import("./webhooks.ts").ClaimedDelivery[] = [];
+      for (const { d } of fits.slice(0, limit)) {
         d.leaseHolder = holder;
         d.leaseUntilMs = nowMs + leaseMs;
         const e = endpoints.get(d.endpointId)!;

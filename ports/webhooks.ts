@@ -137,9 +137,11 @@ export interface WebhookStore {
   readonly accountEndpoints: (accountId: string) => Promise<WebhookEndpoint[]>;
   /**
    * Claims up to `limit` due deliveries of enabled endpoints for `holder` until `nowMs + leaseMs`, at most
-   * `perEndpoint` of one endpoint (counting those it holds already): each is claimed by one holder at a time.
+   * `perEndpoint` of one endpoint and `perAccount` of one account's endpoints in flight (counting the leases every
+   * holder has), in a fair order: each account's next slot before any account's slot after it (fewer in flight first),
+   * then the oldest (issue 43). Each delivery is claimed by one holder at a time.
    */
-  readonly claim: (holder: string, nowMs: number, leaseMs: number, limit: number, perEndpoint: number) => Promise<ClaimedDelivery[]>;
+  readonly claim: (holder: string, nowMs: number, leaseMs: number, limit: number, perEndpoint: number, perAccount: number) => Promise<ClaimedDelivery[]>;
   /**
    * Records an attempt of a delivery `holder` claimed (nothing when the claim was lost); a failed attempt disables
    * the endpoint when every attempt failed for `disableAfterMs`.

@@ -1,9 +1,9 @@
 import type { SQL } from "bun";
 import type { WebhookStore } from "../../ports/webhooks.ts";
 import {
+  claimableSql,
   CLAIMED_COLUMNS,
   deliveryId,
-  fullEndpointsSql,
   toClaimedDelivery,
   toDeliveryRecord,
   toOutboxRow,
@@ -18,12 +18,18 @@ export const WEBHOOK_TABLES = webhookTables("BIGINT");
 
 /** Serializes one account's endpoint writes across instances (its limits are counted under it). */
 const WEBHOOK_ACCOUNT_LOCK = 7_240_035;
+/**
+ * Serializes claims across instances (issue 43): a claim counts what every endpoint and every account holds in flight
+ * and takes leases within both bounds, which two claims counting at once could pass together.
+ */
+const WEBHOOK_CLAIM_LOCK = 7_240_036;
 
 type Row = WebhookRow;
 
 /**
- * Webhook endpoints, messages and deliveries in PostgreSQL, shared by every instance: a claim is `FOR UPDATE SKIP
- * LOCKED` in its transaction, so instances claiming together never take the same delivery.
+ * Webhook endpoints, messages and deliveries in PostgreSQL, shared by every instance: claims run one at a time under
+ * an advisory lock and take their rows `FOR UPDATE SKIP LOCKED`, so instances claiming together never take the same
+ * delivery and the bounds per endpoint and per account hold for the deployment.
  */
 export function createPostgresWebhooks(sql: SQL): WebhookStore {
   const usage = async (tx: SQL, accountId: string, exceptId: string) => {
@@ -127,38 +133,17 @@ export function createPostgresWebhooks(sql: SQL): WebhookStore {
       const rows: Row[] = await sql`SELECT * FROM webhook_endpoints WHERE account_id = ${accountId} AND disabled = 0 ORDER BY created_at_ms, id`;
       return rows.map(toWebhookEndpoint);
     },
-    claim: (holder, nowMs, leaseMs, limit, perEndpoint) =>
+    claim: (holder, nowMs, leaseMs, limit, perEndpoint, perAccount) =>
       sql.begin(async (tx) => {
-        // Rows another instance is claiming right now are skipped, not waited for: each is claimed once. An endpoint with
-        // all its slots in flight is left out of the look-ahead, so its backlog hides nobody else's due deliveries.
-        const rowsDue: Row[] = await tx.unsafe(
-          `SELECT d.id, d.endpoint_id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-            WHERE d.state = 'pending' AND d.next_attempt_at_ms <= $1 AND (d.lease_until_ms IS NULL OR d.lease_until_ms <= $1)
-              AND e.disabled = 0 AND d.endpoint_id NOT IN (${fullEndpointsSql("$1", "$2")})
-            ORDER BY d.next_attempt_at_ms, d.created_at_ms LIMIT $3
-            FOR UPDATE OF d SKIP LOCKED`,
-          [nowMs, perEndpoint, limit * 8],
-        );
-        if (rowsDue.length === 0) return [];
-        // Every claim holds its endpoints' rows while it counts and takes leases, so the 4 per endpoint hold across
-        // instances; an endpoint another claim holds is skipped this round.
-        const endpointIds = [...new Set(rowsDue.map((r) => String(r.endpoint_id)))];
-        const heldRows: Row[] = await tx`SELECT id FROM webhook_endpoints WHERE id = ANY(${sql.array(endpointIds, "TEXT")}) FOR UPDATE SKIP LOCKED`;
-        const held = new Set(heldRows.map((r) => String(r.id)));
-        const due = rowsDue.filter((r) => held.has(String(r.endpoint_id)));
-        const leasedRows: Row[] = await tx`SELECT endpoint_id, COUNT(*) AS n FROM webhook_deliveries
-                                            WHERE state = 'pending' AND lease_until_ms > ${nowMs} AND endpoint_id = ANY(${sql.array([...held], "TEXT")})
-                                            GROUP BY endpoint_id`;
-        const leased = new Map(leasedRows.map((r) => [String(r.endpoint_id), Number(r.n)]));
-        const picked: string[] = [];
-        for (const row of due) {
-          if (picked.length >= limit) break;
-          const endpoint = String(row.endpoint_id);
-          const n = leased.get(endpoint) ?? 0;
-          if (n >= perEndpoint) continue;
-          leased.set(endpoint, n + 1);
-          picked.push(String(row.id));
-        }
+        // One claim at a time for the deployment (a claim is a few statements): the bounds per endpoint and per
+        // account hold across instances. Rows a record or a removal holds right now are skipped, not waited for.
+        await tx`SELECT pg_advisory_xact_lock(${WEBHOOK_CLAIM_LOCK})`;
+        const due: Row[] = await tx.unsafe(claimableSql((n) => `$${n}`), [nowMs, perEndpoint, perAccount, limit]);
+        if (due.length === 0) return [];
+        const order = due.map((r) => String(r.id));
+        const lockedRows: Row[] = await tx`SELECT id FROM webhook_deliveries WHERE id = ANY(${sql.array(order, "TEXT")}) FOR UPDATE SKIP LOCKED`;
+        const locked = new Set(lockedRows.map((r) => String(r.id)));
+        const picked = order.filter((id) => locked.has(id));
         if (picked.length === 0) return [];
         await tx`UPDATE webhook_deliveries SET lease_holder = ${holder}, lease_until_ms = ${nowMs + leaseMs} WHERE id = ANY(${sql.array(picked, "TEXT")})`;
         const rows: Row[] = await tx.unsafe(
@@ -166,7 +151,7 @@ export function createPostgresWebhooks(sql: SQL): WebhookStore {
              JOIN webhook_messages m ON m.id = d.message_id WHERE d.id = ANY($1::TEXT[])`,
           [picked],
         );
-        return rows.map(toClaimedDelivery);
+        return rows.map(toClaimedDelivery).sort((a, b) => picked.indexOf(a.id) - picked.indexOf(b.id));
       }),
     record: (id, holder, outcome, nowMs, disableAfterMs) =>
       sql.begin(async (tx) => {

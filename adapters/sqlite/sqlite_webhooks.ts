@@ -148,12 +148,33 @@ export function toTargets(rows: readonly WebhookRow[], subjectDid: string, owner
 export const deliveryId = (messageId: string, endpointId: string) => `${messageId}.${endpointId}`;
 
 /**
- * The SELECT of endpoints with `bound` (the per-endpoint bound) or more deliveries leased at `now` (both placeholders):
- * a claim leaves them out of its look-ahead, or one endpoint's backlog would fill it and hide every other endpoint's due
- * delivery while that endpoint's slots are in flight.
+ * The SELECT of the deliveries a claim takes (issue 43), with the placeholders of `p`: 1 now, 2 the per-endpoint
+ * bound, 3 the per-account bound, 4 how many. Due deliveries of enabled endpoints, at most what each endpoint and each
+ * account may still hold in flight (their leases counted), in a fair order: every account's next slot before any
+ * account's slot after it (the account with fewer in flight first), then the oldest. One account's backlog or its slow
+ * endpoints therefore hide no other account's due delivery, and never hold more than the per-account bound.
  */
-export function fullEndpointsSql(now: string, bound: string): string {
-  return `SELECT endpoint_id FROM webhook_deliveries WHERE lease_until_ms > ${now} AND state = 'pending' GROUP BY endpoint_id HAVING COUNT(*) >= ${bound}`;
+export function claimableSql(p: (n: 1 | 2 | 3 | 4) => string): string {
+  return `WITH leased AS (
+      SELECT d.endpoint_id, e.account_id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+       WHERE d.state = 'pending' AND d.lease_until_ms > ${p(1)}
+    ), endpoint_load AS (SELECT endpoint_id, COUNT(*) AS n FROM leased GROUP BY endpoint_id),
+    account_load AS (SELECT account_id, COUNT(*) AS n FROM leased GROUP BY account_id),
+    due AS (
+      SELECT d.id, d.endpoint_id, e.account_id, d.next_attempt_at_ms, d.created_at_ms,
+             ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at_ms, d.created_at_ms, d.id) AS endpoint_rank
+        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+       WHERE d.state = 'pending' AND d.next_attempt_at_ms <= ${p(1)} AND (d.lease_until_ms IS NULL OR d.lease_until_ms <= ${p(1)})
+         AND e.disabled = 0
+    ), fits_endpoint AS (
+      SELECT due.*, ROW_NUMBER() OVER (PARTITION BY due.account_id ORDER BY due.endpoint_rank, due.next_attempt_at_ms, due.created_at_ms, due.id) AS account_rank
+        FROM due LEFT JOIN endpoint_load l ON l.endpoint_id = due.endpoint_id
+       WHERE due.endpoint_rank <= ${p(2)} - COALESCE(l.n, 0)
+    )
+    SELECT f.id, f.endpoint_id FROM fits_endpoint f LEFT JOIN account_load a ON a.account_id = f.account_id
+     WHERE f.account_rank <= ${p(3)} - COALESCE(a.n, 0)
+     ORDER BY f.account_rank + COALESCE(a.n, 0), f.next_attempt_at_ms, f.created_at_ms, f.id
+     LIMIT ${p(4)}`;
 }
 
 /** The SELECT of claimed deliveries with what sending them needs. */
@@ -240,33 +261,16 @@ export function createSqliteWebhooks(db: Database): WebhookStore {
     for (const seq of consumed) consume.run(seq);
   });
 
-  const claim = db.transaction((holder: string, nowMs: number, leaseMs: number, limit: number, perEndpoint: number) => {
-    const leased = new Map<string, number>();
-    for (const row of db.query<{ endpoint_id: string; n: number }, [number]>(
-      "SELECT endpoint_id, COUNT(*) AS n FROM webhook_deliveries WHERE state = 'pending' AND lease_until_ms > ? GROUP BY endpoint_id",
-    ).all(nowMs)) leased.set(row.endpoint_id, row.n);
-    // An endpoint with all its slots in flight is left out of the look-ahead, so its backlog hides nobody else's.
-    const due = db.query<{ id: string; endpoint_id: string }, [number, number, number]>(
-      `SELECT d.id, d.endpoint_id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-        WHERE d.state = 'pending' AND d.next_attempt_at_ms <= ?1 AND (d.lease_until_ms IS NULL OR d.lease_until_ms <= ?1) AND e.disabled = 0
-          AND d.endpoint_id NOT IN (${fullEndpointsSql("?1", "?2")})
-        ORDER BY d.next_attempt_at_ms, d.created_at_ms LIMIT ?3`,
-    ).all(nowMs, perEndpoint, limit * 8);
-    const picked: string[] = [];
-    for (const row of due) {
-      if (picked.length >= limit) break;
-      const n = leased.get(row.endpoint_id) ?? 0;
-      if (n >= perEndpoint) continue;
-      leased.set(row.endpoint_id, n + 1);
-      picked.push(row.id);
-    }
+  const claimable = db.query<{ id: string; endpoint_id: string }, [number, number, number, number]>(claimableSql((n) => `?${n}`));
+  const claim = db.transaction((holder: string, nowMs: number, leaseMs: number, limit: number, perEndpoint: number, perAccount: number) => {
+    const picked = claimable.all(nowMs, perEndpoint, perAccount, limit).map((row) => row.id);
     const take = db.query("UPDATE webhook_deliveries SET lease_holder = ?, lease_until_ms = ? WHERE id = ?");
     for (const id of picked) take.run(holder, nowMs + leaseMs, id);
     if (picked.length === 0) return [];
     return db.query<WebhookRow, string[]>(
       `SELECT ${CLAIMED_COLUMNS} FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
          JOIN webhook_messages m ON m.id = d.message_id WHERE d.id IN (${picked.map(() => "?").join(", ")})`,
-    ).all(...picked).map(toClaimedDelivery);
+    ).all(...picked).map(toClaimedDelivery).sort((a, b) => picked.indexOf(a.id) - picked.indexOf(b.id));
   });
 
   const record = db.transaction((id: string, holder: string, outcome: Parameters<WebhookStore["record"]>[2], nowMs: number, disableAfterMs: number) => {
@@ -322,7 +326,7 @@ export function createSqliteWebhooks(db: Database): WebhookStore {
     },
     accountEndpoints: (accountId) =>
       Promise.resolve(db.query<WebhookRow, [string]>("SELECT * FROM webhook_endpoints WHERE account_id = ? AND disabled = 0 ORDER BY created_at_ms, id").all(accountId).map(toWebhookEndpoint)),
-    claim: (holder, nowMs, leaseMs, limit, perEndpoint) => Promise.resolve(claim.immediate(holder, nowMs, leaseMs, limit, perEndpoint)),
+    claim: (holder, nowMs, leaseMs, limit, perEndpoint, perAccount) => Promise.resolve(claim.immediate(holder, nowMs, leaseMs, limit, perEndpoint, perAccount)),
     record: (id, holder, outcome, nowMs, disableAfterMs) => Promise.resolve(record.immediate(id, holder, outcome, nowMs, disableAfterMs)),
     deliveries(endpointId, page) {
       const after = page.after;

@@ -85,6 +85,11 @@ export type DeliveryDeps = {
   readonly maxInFlight: number;
   /** Deliveries to one endpoint at once (decisions §22: 4). */
   readonly perEndpoint: number;
+  /**
+   * Deliveries to one account's endpoints at once, all instances together (issue 43: one account's slow receivers
+   * cannot hold every slot; claims are fair between accounts).
+   */
+  readonly perAccount: number;
   /** How long a claim holds (longer than an attempt's deadline). */
   readonly leaseMs: number;
   readonly disableAfterMs?: number | undefined;
@@ -122,7 +127,7 @@ export function createWebhookDelivery(deps: DeliveryDeps) {
     async run(): Promise<number> {
       const free = deps.maxInFlight - inFlight;
       if (free <= 0) return 0;
-      const claimed = await deps.store.claim(deps.holder, deps.clock.nowMs(), deps.leaseMs, free, deps.perEndpoint);
+      const claimed = await deps.store.claim(deps.holder, deps.clock.nowMs(), deps.leaseMs, free, deps.perEndpoint, deps.perAccount);
       for (const delivery of claimed) {
         inFlight++;
         const done: Promise<void> = attempt(delivery)

@@ -300,7 +300,7 @@ describe("createWebhookDelivery()", () => {
       const status = answer(++n);
       return status === null ? { ok: false, reason: "timeout" } : { ok: true, status };
     } });
-    const worker = createWebhookDelivery({ store, transport, clock, holder: "w1", retrySeconds, maxInFlight: 8, perEndpoint: 4, leaseMs: 60_000 });
+    const worker = createWebhookDelivery({ store, transport, clock, holder: "w1", retrySeconds, maxInFlight: 8, perEndpoint: 4, perAccount: 8, leaseMs: 60_000 });
     const test = await endpoints.test(account, created.value.id);
     if (!test.ok) throw new Error("unreachable");
     return { store, clock, worker, transport, created: created.value, eventId: test.value.eventId };
