@@ -9,6 +9,7 @@ import {
   pad,
   parseAbi,
   type PublicClient,
+  ResponseBodyTooLargeError,
   TimeoutError,
 } from "viem";
 import type {
@@ -60,10 +61,15 @@ export type ViemAttestationIndexOptions = {
    * read deployless from then on either way.
    */
   readonly stateOverride?: boolean | undefined;
+  /**
+   * The largest HTTP response body read (viem's limit, default 10,485,760 bytes). Reads are sized to fit it, and a
+   * response over it, or one the provider refuses for its size, shrinks what is sent together (issue 43).
+   */
+  readonly maxResponseBytes?: number | undefined;
   readonly log?: ((event: string, fields: Record<string, unknown>) => void) | undefined;
 };
 
-type Outcome<T> = { ok: true; value: T } | { ok: false; kind: "range" | "timeout" | "fatal" | "transient"; text: string };
+type Outcome<T> = { ok: true; value: T } | { ok: false; kind: "range" | "timeout" | "fatal" | "transient"; text: string; tooLarge?: true };
 
 /**
  * The attestation index on a viem HTTP client. Every `eth_call` carries the pinned `blockNumber`.
@@ -88,6 +94,13 @@ type Outcome<T> = { ok: true; value: T } | { ok: false; kind: "range" | "timeout
  * than 10000 results", ...) is split (at the provider's suggested range when it names one, else in
  * halves) and the narrower width is remembered for later requests.
  *
+ * Response size (issue 43): the transport's batching puts every call issued together into one HTTP request, whose
+ * response must fit `maxResponseBytes` (viem's limit; providers have their own). Attestation reads go in waves of at
+ * most as many `eth_call`s as the limit holds at their return-data budget, and one chunk's budget fits it too; a
+ * response still too large (over the limit, HTTP 413, a provider's "response size" refusal) halves the wave and
+ * remembers it, down to one call, then halves that call's batch. Log ranges the same: a too-large answer halves the
+ * ranges in flight together, then splits the range, so a step of any size shrinks and goes on.
+ *
  * Retries: transient failures are retried a bounded number of times with exponential backoff;
  * viem's own retries are off so range refusals are not retried blindly. Library errors stop here.
  */
@@ -101,9 +114,17 @@ export function createViemAttestationIndex(options: ViemAttestationIndexOptions)
   let bytesPerAttestation = TYPICAL_RESULT_BYTES;
   /** Whether attestations are read through the state-overridden batch reader (else deployless). */
   let overrides = options.stateOverride ?? true;
+  const maxResponseBytes = Math.max(16_384, options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
+  /** Return data one call may carry so that its response (hex, twice the bytes) fits the limit with room. */
+  const responseBudget = Math.floor((maxResponseBytes * RESPONSE_SHARE) / 2);
+  /** Attestation-read `eth_call`s sent together (one HTTP request): as many as one response holds; halved on a too-large answer. */
+  let callsPerRequest: number | undefined;
+  /** Log ranges in flight together; halved when their answers together were too large. */
+  let logsInFlight = concurrency;
   const client = createPublicClient({
     transport: http(options.rpcUrl, {
       batch: { wait: 0, batchSize: 100 },
+      maxResponseBodySize: maxResponseBytes,
       fetchFn: options.fetchFn,
       retryCount: 0,
       timeout: options.timeoutMs ?? 8_000,
@@ -219,10 +240,18 @@ export function createViemAttestationIndex(options: ViemAttestationIndexOptions)
     const done: { from: bigint; events: EasEvent[] }[] = [];
     let failure: { ok: false; reason: IndexFailureReason } | undefined;
     const inFlight = new Set<Promise<void>>();
-    const runRange = async ([a, b]: [bigint, bigint]) => {
+    const runRange = async ([a, b]: [bigint, bigint], together: number) => {
       const outcome = await getLogs(topics, a, b);
       if (outcome.ok) done.push({ from: a, events: outcome.value });
-      else if (outcome.kind === "range" && b > a) {
+      else if (outcome.kind === "range" && outcome.tooLarge === true && together > 1) {
+        // Answers sent together were too large for one response: fewer ranges at once, this one again as it was.
+        const fewer = Math.max(1, Math.floor(together / 2));
+        if (fewer < logsInFlight) {
+          logsInFlight = fewer;
+          log("rpc_batch_shrunk", { op: "eth_getLogs", inFlight: fewer });
+        }
+        pending.push([a, b]);
+      } else if (outcome.kind === "range" && b > a) {
         const width = suggestedWidth(outcome.text, a, b) ?? (b - a + 1n) / 2n;
         span = span === null || width < span ? width : span;
         log("log_range_split", { from: a.toString(), to: b.toString(), width: width.toString() });
@@ -230,8 +259,9 @@ export function createViemAttestationIndex(options: ViemAttestationIndexOptions)
       } else failure ??= failed(outcome);
     };
     while ((pending.length > 0 || inFlight.size > 0) && failure === undefined) {
-      while (pending.length > 0 && inFlight.size < concurrency) {
-        const task: Promise<void> = runRange(pending.shift()!).finally(() => inFlight.delete(task));
+      while (pending.length > 0 && inFlight.size < logsInFlight) {
+        const together = inFlight.size + 1;
+        const task: Promise<void> = runRange(pending.shift()!, together).finally(() => inFlight.delete(task));
         inFlight.add(task);
       }
       await Promise.race(inFlight);
@@ -332,11 +362,47 @@ export function createViemAttestationIndex(options: ViemAttestationIndexOptions)
     );
   }
 
-  /** Every uid, in batches sized for the read's kind, all in flight at once (one HTTP round trip). */
+  /**
+   * Every uid, in batches sized for the read's kind, sent in waves of as many calls as one response holds (one HTTP
+   * round trip each; all at once when they fit). A too-large response halves the wave (remembered), and a single
+   * call's too-large response halves its batch.
+   */
+  async function readInWaves(uids: readonly HexString[], block: bigint, through: boolean): Promise<RawAttestation[]> {
+    const parts = chunks(uids, batchSize(through));
+    const out: RawAttestation[] = [];
+    for (let i = 0; i < parts.length;) {
+      const wave = parts.slice(i, i + wavesOf(through));
+      try {
+        const read = await Promise.all(wave.map((chunk) => readChunk(chunk, block, through)));
+        for (const part of read) out.push(...part);
+        i += wave.length;
+      } catch (error) {
+        if (!isResponseTooLarge(error)) throw error;
+        if (wave.length > 1) {
+          callsPerRequest = Math.max(1, Math.floor(wave.length / 2));
+          log("rpc_batch_shrunk", { op: "getAttestation", calls: callsPerRequest });
+        } else if (wave[0]!.length > 1) {
+          const chunk = wave[0]!;
+          const half = Math.ceil(chunk.length / 2);
+          parts.splice(i, 1, chunk.slice(0, half), chunk.slice(half));
+          log("rpc_batch_shrunk", { op: "getAttestation", uids: half });
+        } else throw error;
+      }
+    }
+    return out;
+  }
+
+  /** How many attestation-read calls go in one HTTP request. */
+  function wavesOf(through: boolean): number {
+    const perCall = 2 * Math.min(through ? OVERRIDE_RETURN_BUDGET : RETURN_BUDGET, responseBudget) + CALL_OVERHEAD_BYTES;
+    callsPerRequest ??= Math.max(1, Math.floor((maxResponseBytes * RESPONSE_SHARE) / perCall));
+    return callsPerRequest;
+  }
+
+  /** Every uid, in batches sized for the read's kind and waves that fit one response. */
   async function readAll(uids: readonly HexString[], block: bigint): Promise<RawAttestation[]> {
     const viaOverride = overrides;
-    const run = (through: boolean) =>
-      Promise.all(chunks(uids, batchSize(through)).map((chunk) => readChunk(chunk, block, through))).then((parts) => parts.flat());
+    const run = (through: boolean) => readInWaves(uids, block, through);
     try {
       return await run(viaOverride);
     } catch (error) {
@@ -351,7 +417,7 @@ export function createViemAttestationIndex(options: ViemAttestationIndexOptions)
   }
 
   function batchSize(viaOverride: boolean): number {
-    const budget = viaOverride ? OVERRIDE_RETURN_BUDGET : RETURN_BUDGET;
+    const budget = Math.min(viaOverride ? OVERRIDE_RETURN_BUDGET : RETURN_BUDGET, responseBudget);
     return Math.max(1, Math.min(multicallSize, Math.floor(budget / bytesPerAttestation)));
   }
 
@@ -421,6 +487,13 @@ const RETURN_BUDGET = 22_000;
  * `eth_call` gas caps (Anvil: the 30M block gas limit; geth: 50M).
  */
 const OVERRIDE_RETURN_BUDGET = 128_000;
+/** viem's default limit on an HTTP response body. */
+const DEFAULT_MAX_RESPONSE_BYTES = 10_485_760;
+/** The share of the response limit reads plan to fill (the rest: JSON framing, calls that ride in the same batch). */
+const RESPONSE_SHARE = 0.75;
+/** A JSON-RPC answer's framing besides its result. */
+const CALL_OVERHEAD_BYTES = 256;
+
 /** A policy-schema attestation (a certification with twenty fields is about 1.7 KB) with room to spare. */
 const TYPICAL_RESULT_BYTES = 2_048;
 
@@ -457,6 +530,23 @@ const GET_ATTESTATION_SELECTOR = encodeFunctionData({ abi: EAS_ABI, functionName
  */
 export const BATCH_READER_CODE: Hex =
   "0x604060405b3681101560455760203560005260208160043760006000602460006000355afa602c57600080fd5b3d82523d6000836020013e903d60200101906020016004565b50604090036040f3";
+
+/**
+ * Whether a response was too large to read: over the transport's limit (viem's `ResponseBodyTooLargeError`), HTTP
+ * 413, or a provider's refusal for its size.
+ */
+export function isResponseTooLarge(error: unknown): boolean {
+  for (let e = error, depth = 0; depth < 8 && e instanceof Error; depth++, e = e.cause) {
+    if (e instanceof ResponseBodyTooLargeError) return true;
+    if (e instanceof HttpRequestError && e.status === 413) return true;
+  }
+  return isTooLargeText(describe(error));
+}
+
+/** A provider's or the transport's words for a response too large to send or read. */
+function isTooLargeText(text: string): boolean {
+  return /exceeded the size limit|response (body )?(size|too large|is too large)|payload too large|status: 413|responsebodytoolarge/i.test(text);
+}
 
 /** Whether a deployless call failed because its return data exceeded the contract size limit. */
 function isReturnSizeLimit(error: unknown): boolean {
@@ -562,7 +652,7 @@ const RANGE_REFUSALS = [
 ];
 
 /** What kind of failure an RPC error is; `ranged` calls may be refused for their range. */
-export function classify(error: unknown, ranged: boolean): { kind: "range" | "timeout" | "fatal" | "transient"; text: string } {
+export function classify(error: unknown, ranged: boolean): { kind: "range" | "timeout" | "fatal" | "transient"; text: string; tooLarge?: true } {
   const texts: string[] = [];
   const codes: number[] = [];
   let status: number | undefined;
@@ -581,7 +671,9 @@ export function classify(error: unknown, ranged: boolean): { kind: "range" | "ti
   const text = texts.join(" | ");
   const lower = text.toLowerCase();
   if (timeout) return { kind: "timeout", text };
-  if (ranged && (status === 413 || RANGE_REFUSALS.some((re) => re.test(lower)))) return { kind: "range", text };
+  const tooLarge = status === 413 || isResponseTooLarge(error);
+  // A too-large answer is marked: the scan first sends fewer ranges together, then splits (issue 43).
+  if (ranged && (tooLarge || RANGE_REFUSALS.some((re) => re.test(lower)))) return { kind: "range", text, ...(tooLarge ? { tooLarge: true } : {}) };
   // A revert or an unknown method will not change on retry.
   if (codes.includes(3) || codes.includes(-32601) || /execution reverted|revert/.test(lower)) return { kind: "fatal", text };
   return { kind: "transient", text };
