@@ -38,7 +38,7 @@ const subfolders = (dir: string) =>
 const CAPABILITY_FOLDERS = [...subfolders("domain"), ...subfolders("adapters"), ...subfolders(join("http", "routes"))];
 
 /** Every source file of ours, tests included, that may import a capability. */
-const ALL = ["domain", "ports", "adapters", "http", "client", "console", "app", "x402", "e2e", "bench", "scripts"]
+const ALL = ["domain", "ports", "adapters", "http", "client", "console", "widgets", "app", "x402", "e2e", "bench", "scripts"]
   .flatMap((d) => sources(d, { tests: true }))
   .concat(["main.ts", "architecture_test.ts"]);
 
@@ -87,7 +87,7 @@ describe("architecture", () => {
   });
 
   test("client/, http/, console/ and the domain reach no adapter", () => {
-    for (const dir of ["client", "http", "console", "domain", "ports"]) {
+    for (const dir of ["client", "http", "console", "widgets", "domain", "ports"]) {
       for (const file of sources(dir)) {
         for (const spec of imports(file)) {
           const to = target(file, spec);
@@ -97,7 +97,7 @@ describe("architecture", () => {
     }
   });
 
-  test("client/mod.ts and the console's script reach no adapter, Node module or Bun API (they run in browsers)", () => {
+  test("client/mod.ts, the console's script and the widget's reach no adapter, Node module or Bun API (they run in browsers)", () => {
     // Every file the browser entries reach, followed through relative imports (re-exports included).
     const seen = new Set<string>();
     const external = new Set<string>();
@@ -115,9 +115,10 @@ describe("architecture", () => {
     };
     walk(join("client", "mod.ts"));
     walk(join("console", "app.ts"));
+    walk(join("widgets", "review_widget.ts"));
     expect(seen.has(join("client", "session.ts"))).toBe(true);
     for (const file of seen) {
-      const ok = !under(file, "adapters") && !under(file, "x402") && !under(file, "app") && !file.startsWith(join("console", "assets")) &&
+      const ok = !under(file, "adapters") && !under(file, "x402") && !under(file, "app") && !file.startsWith(join("console", "assets")) && !file.startsWith(join("widgets", "assets")) &&
         file !== "main.ts";
       expect({ file, ok }).toEqual({ file, ok: true });
     }

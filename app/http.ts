@@ -1,5 +1,6 @@
 /** Wiring of the HTTP side: the Elysia app given every capability's use cases, served by Bun. */
 import { loadConsoleBundle } from "../console/assets.ts";
+import { loadWidgetBundle } from "../widgets/assets.ts";
 import { createApp } from "../http/app.ts";
 import { drainServer, instrumentedHandler, requestClientAddress } from "../http/instrument.ts";
 import { httpCacheSettings } from "../http/http_cache.ts";
@@ -137,6 +138,7 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
     mcp: c.mcp?.endpoint,
     metricsText: () => f.metrics.render(),
     console: { bundle: loadConsoleBundle, settings: { chainId, chainName: chain.name, serviceDnsLabel: config.serviceDnsLabel } },
+    widgets: { bundle: loadWidgetBundle },
     privateOrigins: [...new Set([new URL(config.publicBaseUrl).origin, ...config.corsOrigins])],
     controller: { discover: c.discovery.viewDiscover, confirm: c.discovery.confirm },
     artifactTrust: c.artifactTrust,

@@ -44,6 +44,7 @@ import { buildOpenApi, renderApiPage } from "./openapi.ts";
 import { ROUTE_DOCS } from "./route_docs.ts";
 import { MAX_BODY_BYTES, TOO_LARGE_MESSAGE } from "./routes/request.ts";
 import { webhookRoutes, type WebhookRoutesDeps } from "./routes/webhooks.ts";
+import { widgetRoutes, type WidgetRoutesDeps } from "./routes/widgets.ts";
 
 /** Everything the HTTP layer is given by the composition root. */
 export type AppDeps = Omit<EasRoutesDeps, "log"> & {
@@ -81,6 +82,8 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly privateOrigins?: readonly string[] | undefined;
   /** The console page and its assets (decisions §14); absent: no `/`. */
   readonly console?: Omit<ConsoleRoutesDeps, "log"> | undefined;
+  /** The review widget's built assets (decisions §29); absent: no `/widgets/` routes. */
+  readonly widgets?: Pick<WidgetRoutesDeps, "bundle"> | undefined;
   /** The Prometheus exposition text of `GET /metrics`; absent: no such route. */
   readonly metricsText?: (() => Promise<string>) | undefined;
   /** Webhook endpoints (decisions §22); absent in tests that do not exercise them. */
@@ -386,13 +389,22 @@ export function createApp(deps: AppDeps) {
     .use((deps.mcp ? mcpRoutes(deps.mcp) : new Elysia()) as Elysia)
     .use(docRoutes(deps.publicBaseUrl ?? "http://127.0.0.1:8080"))
     .use(deps.metricsText ? metricsRoute(deps.metricsText) : new Elysia())
-    .use(deps.console ? consoleRoutes({ ...deps.console, log: deps.log }) : new Elysia());
+    .use(deps.console ? consoleRoutes({ ...deps.console, log: deps.log }) : new Elysia())
+    .use((deps.widgets ? widgetRoutes({ bundle: deps.widgets.bundle, settings: widgetSettings(deps), log: deps.log }) : new Elysia()) as Elysia);
   // The app's one way in for every request Elysia answers (tests, and the server through http/instrument.ts): the
   // answer leaves with its cache policy applied, whichever hook or route gave it (a 405 of `onRequest`, a 404 of
   // `onError`, a route's own answer).
   const handle = routed.handle;
   routed.handle = async (request: Request) => await cached(request, await handle(request));
   return routed;
+}
+
+/** Where the review widget writes (decisions §29): the service's chain and its anchored user-review schema. */
+function widgetSettings(deps: AppDeps): WidgetRoutesDeps["settings"] {
+  const chain = deps.trustAnchors.chains[`eip155:${deps.chainId}`];
+  const reviewSchemaUid = chain?.schemas["user-review"];
+  if (reviewSchemaUid === undefined) return undefined;
+  return { chainId: deps.chainId, chainName: deps.chainName, easAddress: deps.easAddress, reviewSchemaUid };
 }
 
 /** The edge's answers with the cache policy applied, as the app's ({@link createApp}). */

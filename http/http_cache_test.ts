@@ -98,6 +98,15 @@ function fullApp(options: { settings?: ReturnType<typeof httpCacheSettings> } = 
     mcp: { handle: () => Promise.resolve(json({ jsonrpc: "2.0", id: 1, result: {} })), readBody: () => Promise.resolve("{}"), sessions: () => Promise.resolve(0), sweep: () => Promise.resolve(0) },
     metricsText: () => Promise.resolve("# nothing\n"),
     console: { bundle: () => Promise.resolve({ js: "console.log(1)", css: "body{}", version: "v1" }), settings: { chainId: 1, chainName: "x", serviceDnsLabel: "ats" } },
+    widgets: { bundle: () => Promise.resolve({ js: "console.log(2)", css: "main{}", version: "w1" }) },
+    // The review widget writes to the service's chain, with its anchored user-review schema.
+    trustAnchors: {
+      version: 1,
+      updatedAt: "2026-01-01T00:00:00Z",
+      widgetOrigins: [],
+      chains: { [`eip155:${minimalAppDeps().chainId}`]: { name: "x", easContract: A, schemas: { "user-review": `0x${"7".repeat(64)}` } } },
+      registries: [],
+    },
   });
   return { app, answers };
 }
@@ -122,6 +131,7 @@ const QUERIES: Readonly<Record<string, string>> = {
   "/api/public/controller-confirm": "subjectDid=example.com",
   "/api/eas/nonce": `attester=${A}`,
   "/v1/nonce": `attester=${A}`,
+  "/widgets/reviews/embed": `url=example.com&contract=${A}&chainId=1`,
 };
 
 function requestFor(method: string, path: string, headers: Record<string, string> = {}): Request {
@@ -173,6 +183,9 @@ const PUBLIC_READS: Readonly<Record<string, string>> = {
   "GET /docs": STATIC,
   "GET /": "no-cache",
   "GET /console/app.js": "no-cache",
+  "GET /widgets/reviews/embed": "no-cache",
+  "GET /widgets/reviews/widget.js": "no-cache",
+  "GET /widgets/reviews/widget.css": "no-cache",
   "GET /console/app.css": "no-cache",
 };
 const LIVE_PUBLIC: ReadonlySet<string> = new Set([

@@ -381,6 +381,17 @@ export const ArtifactTrustRecordModel = t.Object({
 
 export { TrustAnchorsModel };
 
+/** The review widget's query (decisions §29); widgets/embed_params.ts checks it and names a bad parameter on the page. */
+export const WidgetEmbedQuery = t.Object({
+  url: t.String({ description: "The app's domain (a bare domain or a URL); the subject is did:web of it, www. stripped" }),
+  contract: t.String({ description: "The app's contract users interact with (0x and 40 hex digits)" }),
+  chainId: t.String({ description: "The contract's chain id, a positive whole number" }),
+  name: t.Optional(t.String({ description: "The app's name, at most 100 characters" })),
+  icon: t.Optional(t.String({ description: "The app's icon, an https URL" })),
+  wallet: t.Optional(t.String({ description: "The user's wallet, when the host page knows it (integrated mode needs it)" })),
+  explorer: t.Optional(t.String({ description: "An Etherscan-compatible explorer API (https), for proof of interaction" })),
+});
+
 /** The trust policy (decisions §29): what the reference SDK's widget signing bridges read. */
 export const TrustPolicyModel = t.Object({
   version: t.Integer({ minimum: 1 }),

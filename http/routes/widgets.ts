@@ -1,0 +1,69 @@
+import { Elysia } from "elysia";
+import type { Logger } from "../../ports/logger.ts";
+import {
+  parseEmbedParams,
+  renderParamErrorPage,
+  renderReviewPage,
+  REVIEW_EMBED_PATH,
+  REVIEW_SCRIPT_PATH,
+  REVIEW_STYLE_PATH,
+  WIDGET_CSP,
+  type WidgetBundle,
+  type WidgetPageSettings,
+} from "../../widgets/mod.ts";
+import { errorBody, json } from "../errors.ts";
+
+/** What the widget routes need. */
+export type WidgetRoutesDeps = {
+  /** The built script and stylesheet (embedded in the executable, built on first use from source). */
+  readonly bundle: () => Promise<WidgetBundle>;
+  /** Where reviews are written; undefined when the anchors name no user-review schema on the service's chain. */
+  readonly settings: WidgetPageSettings | undefined;
+  readonly log: Logger;
+};
+
+/**
+ * Headers of every widget answer (decisions §29): its own strict policy with `frame-ancestors *` and no
+ * `X-Frame-Options`, so any site may frame it (the console and OAuth pages keep refusing frames); no sniffing, no
+ * referrer. Caching is the route's policy (`no-cache` with an ETag, http/route_docs.ts).
+ */
+export const WIDGET_HEADERS: Readonly<Record<string, string>> = {
+  "content-security-policy": WIDGET_CSP,
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+};
+
+const HTML = "text/html; charset=utf-8";
+
+/** The review widget: `GET /widgets/reviews/embed` and its script and stylesheet. */
+export function widgetRoutes(deps: WidgetRoutesDeps) {
+  const built = async () => {
+    try {
+      return await deps.bundle();
+    } catch (error) {
+      deps.log.error("widget_bundle_failed", { error: error instanceof Error ? error.message : String(error) });
+      return undefined;
+    }
+  };
+  const internal = () => json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
+  const asset = (pick: (bundle: WidgetBundle) => string, type: string) => async () => {
+    const bundle = await built();
+    if (bundle === undefined) return internal();
+    return new Response(pick(bundle), { headers: { ...WIDGET_HEADERS, "content-type": type } });
+  };
+  return new Elysia({ name: "widget-routes" })
+    .get(REVIEW_EMBED_PATH, async ({ request }) => {
+      const bundle = await built();
+      if (bundle === undefined) return internal();
+      const headers = { ...WIDGET_HEADERS, "content-type": HTML };
+      const parsed = parseEmbedParams(new URL(request.url).searchParams);
+      if (!parsed.ok) return new Response(renderParamErrorPage(parsed.error, bundle.version), { status: 400, headers });
+      if (deps.settings === undefined) {
+        const page = renderParamErrorPage({ param: "(none)", message: "this service takes no user reviews (no user-review schema in its trust anchors)" }, bundle.version);
+        return new Response(page, { status: 503, headers });
+      }
+      return new Response(renderReviewPage(parsed.value, deps.settings, bundle.version), { headers });
+    })
+    .get(REVIEW_SCRIPT_PATH, asset((bundle) => bundle.js, "text/javascript; charset=utf-8"))
+    .get(REVIEW_STYLE_PATH, asset((bundle) => bundle.css, "text/css; charset=utf-8"));
+}
