@@ -19,6 +19,8 @@ export * from "./wallet.ts";
 export * from "./keys.ts";
 export * from "./controller_authorization.ts";
 export * from "./webhooks.ts";
+export * from "./signing_bridge.ts";
+export * from "./widget_protocol.ts";
 export { controllerTxtRecordFor } from "../domain/discovery/mod.ts";
 export { normalizeDid, parseArtifactDid } from "../domain/did.ts";
 export { buildReviewData, REVIEW_LIMITS } from "../domain/reviews/mod.ts";
