@@ -9,6 +9,7 @@ import { SQL } from "bun";
 import { deploymentLimitsContract, storageContract } from "./storage_contract.ts";
 import { oauthStorageContract } from "./oauth_storage_contract.ts";
 import { webhookStorageContract } from "./webhook_storage_contract.ts";
+import { deploymentSecretsContract } from "./deployment_secrets_contract.ts";
 import type { Storage } from "../ports/storage.ts";
 import { postgresUnavailableReason, startPostgres, type TestPostgres } from "../e2e/support/postgres.ts";
 
@@ -20,6 +21,7 @@ const sqliteDir = mkdtempSync(join(tmpdir(), "ats-storage-"));
 const sqlitePair = [openSqliteStorage(join(sqliteDir, "ats.sqlite")), openSqliteStorage(join(sqliteDir, "ats.sqlite"))] as const;
 deploymentLimitsContract("sqlite", () => Promise.resolve(sqlitePair));
 webhookStorageContract("sqlite", () => Promise.resolve(sqlitePair));
+deploymentSecretsContract("sqlite", () => Promise.resolve(sqlitePair));
 
 const pgSkip = postgresUnavailableReason();
 if (pgSkip !== undefined) console.warn(`[storage_test] ${pgSkip}`);
@@ -44,6 +46,7 @@ storageContract("postgres", () => Promise.resolve(postgres!), { skip: pgSkip });
 oauthStorageContract("postgres", () => Promise.resolve(postgres!), { skip: pgSkip });
 deploymentLimitsContract("postgres", () => Promise.resolve([postgres!, second!] as const), { skip: pgSkip });
 webhookStorageContract("postgres", () => Promise.resolve([postgres!, second!] as const), { skip: pgSkip });
+deploymentSecretsContract("postgres", () => Promise.resolve([postgres!, second!] as const), { skip: pgSkip });
 
 describe.skipIf(pgSkip !== undefined)("postgres across instances", () => {
   test("two pools (two instances) racing for the last writes of one account share the limit exactly", async () => {

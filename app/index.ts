@@ -5,7 +5,7 @@
  */
 import { hostname } from "node:os";
 import { createViemAttestationIndex, createWsNewHeads } from "../adapters/chain/mod.ts";
-import { systemClock } from "../adapters/system/mod.ts";
+import { cryptoRandom, systemClock } from "../adapters/system/mod.ts";
 import { createArtifactTrust } from "../domain/artifact_trust/mod.ts";
 import { createWebCryptoJwsVerifier } from "../client/jws_verifier.ts";
 import type { Config } from "./config.ts";
@@ -31,6 +31,9 @@ import type { HexString } from "../ports/eas.ts";
 import type { Clock } from "../ports/clock.ts";
 import type { Logger } from "../ports/logger.ts";
 import type { PrometheusMetrics } from "../adapters/observability/mod.ts";
+
+/** The name of the query cursors' key among the deployment's secrets. */
+const CURSOR_SECRET = "attestation-cursors";
 
 /** The index as `/readyz` reports it. */
 export type IndexStatus = {
@@ -405,7 +408,10 @@ export async function wireAttestationIndex(
   });
   f.afterMined.listener = () => index.nudge();
   // Each read gets its own pin of the index head; the queries' own state is none, so one is built per read.
-  const deps = (reads: AttestationIndex) => ({ reads, store, schemaUids: f.chain.schemas, startBlock: f.startBlock });
+  // The key of the list's cursors (issue 43): one secret of the deployment, made once and kept in the shared store, so a
+  // cursor one instance gave another accepts, and nobody without it can mint one (docs/configuration.md).
+  const cursorKey = await f.storage.secrets.secret(CURSOR_SECRET, cryptoRandom.bytes(32));
+  const deps = (reads: AttestationIndex) => ({ reads, store, schemaUids: f.chain.schemas, startBlock: f.startBlock, cursorKey });
   const attestationList: ListAttestations = (query) => index.answers.answer((reads) => createListAttestations(deps(reads))(query));
   const count: CountAttestations = (query) => index.answers.answer((reads) => createCountAttestations(deps(reads))(query));
   const get: GetAttestation = (uid) => index.answers.answer((reads) => createGetAttestation(deps(reads))(uid));

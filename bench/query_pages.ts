@@ -75,7 +75,7 @@ async function measure(name: string, storage: Storage) {
     schemas: { schemaRecords: () => Promise.reject(new Error("not read by the list")) },
   });
   const list = (query: Record<string, string>) =>
-    answers.answer((reads) => createListAttestations({ reads, store, schemaUids: { "user-review": REVIEW_UID }, startBlock: 0n })(query));
+    answers.answer((reads) => createListAttestations({ reads, store, schemaUids: { "user-review": REVIEW_UID }, startBlock: 0n, cursorKey: new Uint8Array(32).fill(1) })(query));
   const rows: string[] = [];
   for (const order of ["newest", "oldest"] as const) {
     const query = { attester: ATTESTER, schema: "user-review", order, limit: String(LIMIT) };

@@ -14,6 +14,7 @@ import type { McpSessionStore } from "./mcp_sessions.ts";
 import type { IdempotencyStore } from "./idempotency.ts";
 import type { SubmissionRecordStore } from "./submission_records.ts";
 import type { WebhookStore } from "./webhooks.ts";
+import type { DeploymentSecrets } from "./deployment_secrets.ts";
 
 /**
  * Everything the service keeps: replay records, accounts, challenges, sessions and the
@@ -58,6 +59,8 @@ export interface Storage {
   readonly submissions: SubmissionRecordStore;
   /** Webhook endpoints, the outbox the index writes, messages and deliveries (decisions §22). */
   readonly webhooks: WebhookStore;
+  /** Secrets of the deployment (the query cursors' key, issue 43), made once and read by every instance on the database. */
+  readonly secrets: DeploymentSecrets;
   /** The attestation index of one EAS contract, kept in this database (its tables are made on first use). */
   readonly indexStore: (scope: { chainId: number; easAddress: string }) => Promise<IndexStore>;
   /** True when the database answers. */

@@ -33,6 +33,7 @@ import { createPostgresMcpSessions, MCP_SESSIONS_TABLES } from "./postgres_mcp_s
 import { createPostgresIdempotency, IDEMPOTENCY_TABLES } from "./postgres_idempotency.ts";
 import { createPostgresSubmissionRecords, SUBMISSION_RECORDS_TABLES } from "./postgres_submission_records.ts";
 import { createPostgresWebhooks, WEBHOOK_TABLES } from "./postgres_webhooks.ts";
+import { createPostgresDeploymentSecrets, DEPLOYMENT_SECRETS_TABLE } from "./postgres_deployment_secrets.ts";
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS replay (
@@ -141,6 +142,7 @@ const MIGRATIONS: readonly string[] = [
   ...SUBMISSION_RECORDS_TABLES,
   // Webhooks (decisions §22): endpoints, the outbox, messages and deliveries.
   ...WEBHOOK_TABLES,
+  DEPLOYMENT_SECRETS_TABLE,
 ];
 
 /** Advisory lock key that serializes migrations of instances starting together. */
@@ -431,6 +433,7 @@ export async function openPostgresStorage(url: string, options: { max?: number }
     ledger,
     walletNonces,
     indexStore: (scope) => createPostgresIndexStore(sql, scope),
+    secrets: createPostgresDeploymentSecrets(sql),
     gasBudget: createPostgresGasBudget(sql),
     privateGasBudget: createPostgresGasBudget(sql, "private_relay_gas"),
     factoryCalls: createPostgresFactoryCalls(sql),

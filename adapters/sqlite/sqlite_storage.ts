@@ -16,6 +16,7 @@ import { createSqliteRateCounter } from "./sqlite_rate_counter.ts";
 import { createSqliteIdempotency } from "./sqlite_idempotency.ts";
 import { createSqliteSubmissionRecords } from "./sqlite_submission_records.ts";
 import { createSqliteWebhooks } from "./sqlite_webhooks.ts";
+import { createSqliteDeploymentSecrets } from "./sqlite_deployment_secrets.ts";
 
 /** The service's storage in one SQLite file (WAL); the default for a single machine. */
 export function openSqliteStorage(path: string): Storage {
@@ -35,6 +36,7 @@ export function openSqliteStorage(path: string): Storage {
       }
     },
     indexStore: (scope) => Promise.resolve(createSqliteIndexStore(db, scope)),
+    secrets: createSqliteDeploymentSecrets(db),
     gasBudget: createSqliteGasBudget(db),
     privateGasBudget: createSqliteGasBudget(db, "private_relay_gas"),
     factoryCalls: createSqliteFactoryCalls(db),

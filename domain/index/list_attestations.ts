@@ -7,6 +7,7 @@ import type { AttestationIndex, IndexedAttestation, IndexFilter, IndexStore, Pag
 import type { HexString } from "../../ports/eas.ts";
 import { isAddress, keccak256, stringToBytes } from "viem/utils";
 import { base64UrlDecode, base64UrlEncode, didToAddress, normalizeDid, normalizeSubjectDid } from "../did.ts";
+import { hmacSha256 } from "../hmac.ts";
 import { fail, ok, type Result } from "../result.ts";
 import { decodeSchemaData } from "../schema_data.ts";
 import { findSchemaByName } from "../schemas.ts";
@@ -51,6 +52,12 @@ export type ListAttestationsDeps = {
   readonly schemaUids: Readonly<Record<string, string>>;
   readonly startBlock: bigint;
 };
+
+/**
+ * What the list needs besides: `cursorKey`, the deployment's secret its cursors are checked with (HMAC-SHA256), the
+ * same for every instance on one store (app/index.ts reads it from the shared store) and never shown to anyone.
+ */
+export type ListAttestationsWithCursorsDeps = ListAttestationsDeps & { readonly cursorKey: Uint8Array };
 
 /** The filters of a query, as they came (strings from the URL). */
 export type FilterQuery = {
@@ -167,20 +174,35 @@ function readFilters(query: FilterQuery, schemaUids: Readonly<Record<string, str
   return ok({ store, subject, schema: query.schema, digest, none });
 }
 
-/** The check of a cursor's text: a tampered cursor fails it. */
-const cursorCheck = (body: string) => keccak256(stringToBytes(`ats-attestations-cursor\n${body}`)).slice(2, 18);
+/** The bytes of HMAC-SHA256 a cursor's check keeps: 128 bits, 22 characters of base64url. */
+const CHECK_BYTES = 16;
 
-/** Encodes a page position of the query with filter digest `query` as an opaque, checked cursor. */
-export function encodeCursor(position: PageCursor, query: string): string {
-  const body = base64UrlEncode(stringToBytes(JSON.stringify({ b: position.blockNumber.toString(), i: position.logIndex, q: query })));
-  return `${body}.${cursorCheck(body)}`;
+/**
+ * The check of a cursor's text (issue 43 item 10): HMAC-SHA256 under the deployment's secret `key`, so nobody without
+ * the secret can mint a cursor for a position of their choosing; a cursor changed by hand, or made by another
+ * deployment (another secret), fails it.
+ */
+const cursorCheck = (body: string, key: Uint8Array) => base64UrlEncode(hmacSha256(key, stringToBytes(`ats-attestations-cursor\n${body}`)).subarray(0, CHECK_BYTES));
+
+/** Whether two texts are equal, in a time that does not depend on where they first differ. */
+function sameText(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let difference = 0;
+  for (let i = 0; i < a.length; i++) difference |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return difference === 0;
 }
 
-/** Reads a cursor made by {@link encodeCursor}: the position and the query digest; undefined for anything else. */
-export function decodeCursor(cursor: string): (PageCursor & { readonly query: string }) | undefined {
+/** Encodes a page position of the query with filter digest `query` as an opaque cursor, checked under `key`. */
+export function encodeCursor(position: PageCursor, query: string, key: Uint8Array): string {
+  const body = base64UrlEncode(stringToBytes(JSON.stringify({ b: position.blockNumber.toString(), i: position.logIndex, q: query })));
+  return `${body}.${cursorCheck(body, key)}`;
+}
+
+/** Reads a cursor made by {@link encodeCursor} under `key`: the position and the query digest; undefined for anything else. */
+export function decodeCursor(cursor: string, key: Uint8Array): (PageCursor & { readonly query: string }) | undefined {
   if (cursor.length > 200) return undefined;
   const [body, check, ...rest] = cursor.split(".");
-  if (body === undefined || check === undefined || rest.length > 0 || cursorCheck(body) !== check) return undefined;
+  if (body === undefined || check === undefined || rest.length > 0 || !sameText(cursorCheck(body, key), check)) return undefined;
   const bytes = base64UrlDecode(body);
   if (bytes === undefined) return undefined;
   try {
@@ -252,7 +274,7 @@ async function itemsOf(
  * name another subject are skipped and the page filled from further on (up to four reads), so a page may hold fewer
  * than `limit` items; clients follow `nextCursor` until it is null.
  */
-export function createListAttestations(deps: ListAttestationsDeps): ListAttestations {
+export function createListAttestations(deps: ListAttestationsWithCursorsDeps): ListAttestations {
   return async function listAttestations(query) {
     const filters = readFilters(query, deps.schemaUids);
     if (!filters.ok) return filters;
@@ -266,7 +288,7 @@ export function createListAttestations(deps: ListAttestationsDeps): ListAttestat
       limit = Number(query.limit);
     }
     const digest = `${filters.value.digest}${order === "newest" ? "n" : "o"}`;
-    const cursor = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+    const cursor = query.cursor === undefined ? undefined : decodeCursor(query.cursor, deps.cursorKey);
     if (query.cursor !== undefined && cursor === undefined) return fail("INVALID_INPUT", "cursor is not one this service gave");
     if (cursor !== undefined && cursor.query !== digest) return fail("INVALID_INPUT", "cursor belongs to a query with other filters or order");
 
@@ -295,7 +317,7 @@ export function createListAttestations(deps: ListAttestationsDeps): ListAttestat
       ...(filters.value.subject === undefined ? {} : { subject: filters.value.subject }),
       ...(filters.value.schema === undefined ? {} : { schema: filters.value.schema }),
       items,
-      nextCursor: more && position !== undefined ? encodeCursor(position, digest) : null,
+      nextCursor: more && position !== undefined ? encodeCursor(position, digest, deps.cursorKey) : null,
     });
   };
 }
@@ -304,8 +326,10 @@ export function createListAttestations(deps: ListAttestationsDeps): ListAttestat
 const COUNT_STEP = 500;
 
 /**
- * Builds the count: one COUNT over the store's indexes; with `subject`, the attestations sent to the subject's address
- * are read (500 at a time) to count only those whose decoded subject is the DID, as the list shows them.
+ * Builds the count: one COUNT over the store's indexes. With `subject`, the subject each record names is stored with
+ * it (issue 43), so the count is one COUNT over the subject's index too; while rows sent to the subject's address
+ * still lack theirs (an upgraded database being filled), those attestations are read (500 at a time) to count only
+ * those whose decoded subject is the DID, as the list shows them.
  */
 export function createCountAttestations(deps: ListAttestationsDeps): CountAttestations {
   return async function countAttestations(query) {
@@ -316,6 +340,9 @@ export function createCountAttestations(deps: ListAttestationsDeps): CountAttest
     if (block < deps.startBlock || filters.value.none) return ok({ count: 0 });
     const filter = { ...filters.value.store, toBlock: block };
     if (filters.value.subject === undefined) return ok({ count: await deps.store.count(filter) });
+    if (deps.store.unsubjected !== undefined && (await deps.store.unsubjected(1, filter.recipient)).length === 0) {
+      return ok({ count: await deps.store.count({ ...filter, subject: filters.value.subject }) });
+    }
     const names = namesOf(deps.schemaUids);
     let count = 0;
     let after: PageCursor | undefined;

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import type { EasEvent, IndexedAttestation } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
 import { fakeAttestationIndex, fakeClock, fakeIndexStore } from "../../ports/fakes.ts";
+import { keccak256, stringToBytes } from "viem/utils";
 import { didToAddress } from "../did.ts";
 import { createCountAttestations, createGetAttestation, createListAttestations, decodeCursor, encodeCursor, type ListQuery } from "./list_attestations.ts";
 import { encodeSchemaData } from "../schema_data.ts";
@@ -39,7 +40,10 @@ function review(n: number, spec: Spec = {}): IndexedAttestation {
  * Reviews 1..n in the store (the one source of reads, decisions §21), review i at block 10·i unless `spec` says;
  * read through the store-backed reads as the service reads them.
  */
-async function setup(n: number, spec: (i: number) => Spec = () => ({})) {
+/** The deployment's cursor secret in these tests (app/index.ts reads the real one from the shared store). */
+const CURSOR_KEY = new Uint8Array(32).fill(3);
+
+async function setup(n: number, spec: (i: number) => Spec = () => ({}), cursorKey: Uint8Array = CURSOR_KEY) {
   const store = fakeIndexStore();
   const clock = fakeClock();
   let last = 0n;
@@ -63,7 +67,7 @@ async function setup(n: number, spec: (i: number) => Spec = () => ({})) {
   const answers = createIndexAnswers({
     store, chainId: 31337, easAddress: `0x${"e".repeat(40)}`, startBlock: 0n, schemas: fakeAttestationIndex(), clock, stallSeconds: 120,
   });
-  const deps = (reads: Parameters<Parameters<typeof answers.answer>[0]>[0]) => ({ reads, store, schemaUids: { "user-review": SCHEMA_UID }, startBlock: 0n });
+  const deps = (reads: Parameters<Parameters<typeof answers.answer>[0]>[0]) => ({ reads, store, schemaUids: { "user-review": SCHEMA_UID }, startBlock: 0n, cursorKey });
   const list = (q: ListQuery) => answers.answer((reads) => createListAttestations(deps(reads))(q));
   const count = (q: ListQuery) => answers.answer((reads) => createCountAttestations(deps(reads))(q));
   const one = (u: string) => answers.answer((reads) => createGetAttestation(deps(reads))(u));
@@ -189,9 +193,39 @@ describe("createListAttestations()", () => {
   });
 
   test("cursors round-trip and refuse anything else", () => {
-    expect(decodeCursor(encodeCursor({ blockNumber: 123456789n, logIndex: 7 }, "q1"))).toEqual({ blockNumber: 123456789n, logIndex: 7, query: "q1" });
-    expect(decodeCursor("")).toBeUndefined();
-    expect(decodeCursor("x".repeat(500))).toBeUndefined();
+    expect(decodeCursor(encodeCursor({ blockNumber: 123456789n, logIndex: 7 }, "q1", CURSOR_KEY), CURSOR_KEY)).toEqual({ blockNumber: 123456789n, logIndex: 7, query: "q1" });
+    expect(decodeCursor("", CURSOR_KEY)).toBeUndefined();
+    expect(decodeCursor("x".repeat(500), CURSOR_KEY)).toBeUndefined();
+  });
+
+  test("a cursor's check is keyed with the deployment's secret (issue 43 item 10): minted by hand or by another deployment, refused", async () => {
+    const { list } = await setup(6);
+    const page = await list({ attester: ALICE, limit: "2" });
+    const cursor = page.ok ? page.value.nextCursor! : "";
+    const [body, check] = cursor.split(".") as [string, string];
+    // 128 bits of HMAC-SHA256, base64url.
+    expect(check).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    const position = JSON.parse(Buffer.from(body, "base64url").toString()) as { b: string; i: number; q: string };
+    // The right format and the query's own digest, for a position of the forger's choosing, with the check as the
+    // source says it was computed before (keccak256 of a fixed prefix and the body, unkeyed): refused.
+    const mintedBody = Buffer.from(JSON.stringify({ ...position, b: "25" })).toString("base64url");
+    const unkeyed = keccak256(stringToBytes(`ats-attestations-cursor\n${mintedBody}`)).slice(2, 18);
+    // Or with a check of the right length made under a guessed key.
+    const guessed = encodeCursor({ blockNumber: 25n, logIndex: 0 }, position.q, new Uint8Array(32));
+    for (const forged of [`${mintedBody}.${unkeyed}`, guessed, `${mintedBody}.${check}`]) {
+      expect(await list({ attester: ALICE, cursor: forged })).toMatchObject({ ok: false, code: "INVALID_INPUT", message: expect.stringContaining("cursor") });
+    }
+    // Another deployment (another secret, the same chain and query) gives its own cursors; neither takes the other's.
+    const other = await setup(6, () => ({}), new Uint8Array(32).fill(9));
+    const theirs = await other.list({ attester: ALICE, limit: "2" });
+    const theirCursor = theirs.ok ? theirs.value.nextCursor! : "";
+    expect(theirCursor.split(".")[0]).toBe(body);
+    expect(theirCursor).not.toBe(cursor);
+    expect(await list({ attester: ALICE, cursor: theirCursor })).toMatchObject({ ok: false, code: "INVALID_INPUT", message: expect.stringContaining("cursor") });
+    expect(await other.list({ attester: ALICE, cursor })).toMatchObject({ ok: false, code: "INVALID_INPUT", message: expect.stringContaining("cursor") });
+    // Each deployment follows its own.
+    expect(await list({ attester: ALICE, limit: "2", cursor })).toMatchObject({ ok: true, value: { items: [{}, {}] } });
+    expect(await other.list({ attester: ALICE, limit: "2", cursor: theirCursor })).toMatchObject({ ok: true, value: { items: [{}, {}] } });
   });
 
   test("a stale index is INDEX_STALE, never an old page", async () => {

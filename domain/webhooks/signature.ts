@@ -1,9 +1,10 @@
 /**
  * Standard Webhooks signing (decisions §22): secrets `whsec_` + base64 of random bytes, and the
  * `webhook-signature` header `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` under each live secret. HMAC is pure
- * maths (RFC 2104 over viem's SHA-256), so it lives here and not behind a port.
+ * maths (RFC 2104 over viem's SHA-256, domain/hmac.ts), so it lives in the domain and not behind a port.
  */
-import { sha256, stringToBytes } from "viem/utils";
+import { stringToBytes } from "viem/utils";
+import { hmacSha256 } from "../hmac.ts";
 import type { Random } from "../../ports/random.ts";
 
 /** The prefix of a secret as Standard Webhooks spells it. */
@@ -11,24 +12,7 @@ export const SECRET_PREFIX = "whsec_";
 /** How many random bytes a new secret holds (decisions §22: 24 to 64). */
 export const SECRET_BYTES = 32;
 
-const BLOCK = 64;
-
-/** HMAC-SHA256 of `message` under `key` (RFC 2104). */
-export function hmacSha256(key: Uint8Array, message: Uint8Array): Uint8Array {
-  let k = key.length > BLOCK ? sha256(key, "bytes") : key;
-  const padded = new Uint8Array(BLOCK);
-  padded.set(k);
-  k = padded;
-  const inner = new Uint8Array(BLOCK + message.length);
-  const outer = new Uint8Array(BLOCK + 32);
-  for (let i = 0; i < BLOCK; i++) {
-    inner[i] = k[i]! ^ 0x36;
-    outer[i] = k[i]! ^ 0x5c;
-  }
-  inner.set(message, BLOCK);
-  outer.set(sha256(inner, "bytes"), BLOCK);
-  return sha256(outer, "bytes");
-}
+export { hmacSha256 };
 
 /** Standard base64 (with padding) of bytes. */
 export function base64Encode(bytes: Uint8Array): string {

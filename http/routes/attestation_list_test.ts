@@ -81,3 +81,23 @@ describe("the attestation list and count take one subject rule (issue 43 item 2)
     }
   });
 });
+
+describe("cursors are keyed with the deployment's secret (issue 43 item 10)", () => {
+  test("a cursor minted by hand (the right format, a check not made with the secret) or by another deployment is 400 INVALID_INPUT naming cursor", async () => {
+    const { get } = await setup(5);
+    const first = await get(`/v1/attestations?attester=${ALICE}&limit=2`);
+    const cursor = String(first.body.nextCursor);
+    expect((await get(`/v1/attestations?attester=${ALICE}&limit=2&cursor=${cursor}`)).status).toBe(200);
+    const [body, check] = cursor.split(".") as [string, string];
+    const position = JSON.parse(Buffer.from(body, "base64url").toString()) as Record<string, unknown>;
+    const minted = Buffer.from(JSON.stringify({ ...position, b: "15" })).toString("base64url");
+    const flipped = `${check.slice(0, -1)}${check.endsWith("A") ? "B" : "A"}`;
+    const other = await setup(5, { cursorKey: new Uint8Array(32).fill(8) });
+    const theirs = String((await other.get(`/v1/attestations?attester=${ALICE}&limit=2`)).body.nextCursor);
+    for (const forged of [`${minted}.${check}`, `${body}.${flipped}`, `${minted}.${"A".repeat(22)}`, theirs]) {
+      const answer = await get(`/v1/attestations?attester=${ALICE}&limit=2&cursor=${forged}`);
+      expect({ forged, status: answer.status, code: answer.body.code, details: String(answer.body.error) })
+        .toEqual({ forged, status: 400, code: "INVALID_INPUT", details: expect.stringContaining("cursor") });
+    }
+  });
+});

@@ -139,7 +139,7 @@ describe("createMcpEndpoint()", () => {
 
   test("list_attestations takes the routes' one subject rule (issue 43): whitespace, a control character, a did:web naming no domain is INVALID_DID", async () => {
     const attestationList = createListAttestations({
-      reads: fakeAttestationIndex(), store: fakeIndexStore(), schemaUids: {}, startBlock: 0n,
+      reads: fakeAttestationIndex(), store: fakeIndexStore(), schemaUids: {}, startBlock: 0n, cursorKey: new Uint8Array(32),
     });
     const { call } = await setUp({ tools: fakeTools({ attestationList }) });
     for (const subject of ["did:web:not a did", "did:web:exa\tmple.com", "did:web:a..b", "not a did"]) {
