@@ -1,11 +1,22 @@
 /**
  * Starts the service: reads the config from the environment, starts it (app/service.ts wires everything), prints
- * the banner and stops cleanly on SIGINT and SIGTERM.
+ * the banner and stops cleanly on SIGINT and SIGTERM. Subcommands (`healthcheck`, `devnet`): app/commands.ts.
  */
+import { runCommand } from "./app/commands.ts";
 import { ConfigError, readConfig } from "./app/config.ts";
 import { type Service, StartupError, startService } from "./app/service.ts";
 
-if (import.meta.main) {
+// From source argv is [bun, main.ts, ...]; in the compiled binary [bun, /$bunfs/root/ats, ...] as well.
+const exitCode = import.meta.main ? await runCommand(process.argv.slice(2), process.env) : undefined;
+if (exitCode !== undefined) {
+  process.exit(exitCode);
+} else if (import.meta.main) {
+  // A stop asked for while starting (as PID 1 in a container the kernel would otherwise drop SIGTERM until the
+  // handlers below exist): nothing is served yet, so the process ends at once. What start-up began is safe to
+  // cut: the schema is applied in one transaction, and the devnet's Anvil ends with its watchdog.
+  const stopWhileStarting = () => process.exit(0);
+  process.on("SIGINT", stopWhileStarting);
+  process.on("SIGTERM", stopWhileStarting);
   let service: Service;
   try {
     service = await startService(readConfig(process.env));
@@ -38,6 +49,8 @@ if (import.meta.main) {
     await service.stop();
     process.exit(0);
   };
+  process.off("SIGINT", stopWhileStarting);
+  process.off("SIGTERM", stopWhileStarting);
   process.on("SIGINT", shutdown);
   process.on("SIGTERM", shutdown);
   console.log(lines.join("\n"));

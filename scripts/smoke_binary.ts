@@ -2,7 +2,13 @@
 // node_modules, a decoy .env and bunfig.toml it must ignore), started on a free port with a fresh DATA_DIR, one
 // delegated attestation through the client helper, the console page and its script (embedded, with the policy),
 // SIGTERM, exit code 0; then a second start that reuses the extracted Anvil and the deployment. Usage: bun scripts/smoke_binary.ts dist/ats
-import { chmodSync, copyFileSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+//
+// `bun scripts/smoke_binary.ts --image ats:0.1.0` runs the same test against the container image (decisions §28):
+// podman (or docker; ATS_CONTAINER_ENGINE chooses) runs it as its own user with a read-only root filesystem, all
+// capabilities dropped and no privilege escalation, /data a host folder (the decoys in it, the working directory),
+// the port published on loopback; `podman stop` sends SIGTERM to the binary as PID 1 and the container's exit code
+// must be 0; the second start is a new container on the same /data.
+import { chmodSync, chownSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { privateKeyToAccount } from "viem/accounts";
@@ -15,9 +21,16 @@ const START_TIMEOUT_MS = 90_000;
 const READY_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 20_000;
 
-type Running = { proc: Bun.Subprocess<"ignore", "pipe", "pipe">; url: string; output: () => string };
+type Running = { proc: Bun.Subprocess<"ignore", "pipe", "pipe">; url: string; output: () => string; container?: string };
+
+/** How to run the thing under test: the binary itself, or a container of the image. */
+type Target =
+  | { kind: "binary"; binary: string }
+  | { kind: "image"; image: string; engine: string; hostPort: number; name: string };
 
 let current: Bun.Subprocess | undefined;
+/** The container under test (image runs): removed on any failure, since killing its `run` client leaves it running. */
+let currentContainer: { engine: string; name: string } | undefined;
 let failed = false;
 
 function step(message: string): void {
@@ -36,11 +49,26 @@ async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Pr
   }
 }
 
-/** Starts the binary with only the environment given (nothing inherited but PATH) and waits for its address. */
-async function start(binary: string, cwd: string, env: Record<string, string>): Promise<Running> {
-  const proc = Bun.spawn([binary], {
+let runs = 0;
+
+/** The command line that runs the target: the binary, or `<engine> run` of the image with /data at `dataDir`. */
+function command(target: Target, dataDir: string, env: Record<string, string>): { argv: string[]; container?: string } {
+  if (target.kind === "binary") return { argv: [target.binary] };
+  const container = `${target.name}-${++runs}`;
+  const argv = [target.engine, "run", "--rm", "--name", container, "--read-only", "--cap-drop=ALL",
+    "--security-opt=no-new-privileges", "-p", `127.0.0.1:${target.hostPort}:8080`, "-v", `${dataDir}:/data`];
+  // The image sets HOST, PORT and DATA_DIR itself.
+  for (const [name, value] of Object.entries(env)) if (!["HOST", "PORT", "DATA_DIR"].includes(name)) argv.push("-e", `${name}=${value}`);
+  return { argv: [...argv, target.image], container };
+}
+
+/** Starts the target with only the environment given (nothing inherited but PATH) and waits for its address. */
+async function start(target: Target, cwd: string, env: Record<string, string>): Promise<Running> {
+  const { argv, container } = command(target, env.DATA_DIR!, env);
+  if (target.kind === "image") currentContainer = { engine: target.engine, name: container! };
+  const proc = Bun.spawn(argv, {
     cwd,
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
+    env: target.kind === "binary" ? { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env } : process.env,
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",
@@ -61,8 +89,10 @@ async function start(binary: string, cwd: string, env: Record<string, string>): 
     }).then(async () => reject(new Error(`the binary exited with code ${await proc.exited} before listening`)));
   });
   try {
-    const url = await withTimeout(listening, START_TIMEOUT_MS, "waiting for 'ats listening on'");
-    return { proc, url, output };
+    const announced = await withTimeout(listening, START_TIMEOUT_MS, "waiting for 'ats listening on'");
+    // In a container the service announces its own address (0.0.0.0:8080); the test reaches the published port.
+    const url = target.kind === "image" ? `http://127.0.0.1:${target.hostPort}` : announced;
+    return { proc, url, output, container };
   } catch (error) {
     proc.kill("SIGKILL");
     throw new Error(`${error instanceof Error ? error.message : String(error)}\n${output()}`);
@@ -100,8 +130,15 @@ async function waitReady(running: Running): Promise<void> {
   throw new Error(`/readyz did not answer 200 (last: ${last})\n${running.output()}`);
 }
 
-async function stop(running: Running): Promise<void> {
-  running.proc.kill("SIGTERM");
+async function stop(running: Running, target: Target): Promise<void> {
+  if (target.kind === "image") {
+    // The orchestrator's way: SIGTERM to PID 1, SIGKILL only after the grace (the service's 20 s + 5 s).
+    // The attached `run` ends with the container's exit code.
+    const stopper = Bun.spawn([target.engine, "stop", "-t", "25", running.container!], { stdout: "ignore", stderr: "pipe" });
+    await stopper.exited;
+  } else {
+    running.proc.kill("SIGTERM");
+  }
   const code = await withTimeout(running.proc.exited, STOP_TIMEOUT_MS, "waiting for exit after SIGTERM").catch((error) => {
     running.proc.kill("SIGKILL");
     throw new Error(`${error.message}\n${running.output()}`);
@@ -137,22 +174,53 @@ async function checkConsole(url: string): Promise<void> {
   assert((js.headers.get("content-security-policy") ?? "") === csp, "the script is served without the policy");
 }
 
+/** A TCP port free on loopback right now, for the container's published port. */
+function freePort(): number {
+  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = probe.port;
+  probe.stop(true);
+  return port;
+}
+
+function containerEngine(): string {
+  const chosen = process.env.ATS_CONTAINER_ENGINE?.trim();
+  if (chosen) return chosen;
+  return Bun.which("podman") !== null ? "podman" : "docker";
+}
+
 async function main(): Promise<void> {
-  const built = process.argv[2];
-  if (built === undefined) throw new Error("usage: bun scripts/smoke_binary.ts <path to the compiled binary>");
+  const [first_, second_] = process.argv.slice(2);
+  const imageName = first_ === "--image" ? second_ : undefined;
+  const built = first_ === "--image" ? undefined : first_;
+  if (built === undefined && imageName === undefined) {
+    throw new Error("usage: bun scripts/smoke_binary.ts <path to the compiled binary> | --image <image>");
+  }
   const work = mkdtempSync(join(tmpdir(), "ats-smoke-"));
   try {
-    const binary = join(work, "ats");
-    copyFileSync(resolve(built), binary);
-    chmodSync(binary, 0o755);
-    // Decoys: the binary must take its configuration from the environment only.
-    writeFileSync(join(work, ".env"), "NEXT_PUBLIC_ACTIVE_CHAIN=not-a-chain\nPORT=not-a-port\n");
-    writeFileSync(join(work, "bunfig.toml"), 'preload = ["./missing-preload.ts"]\n');
     const dataDir = join(work, "data");
+    let target: Target;
+    let cwd = work;
+    if (imageName !== undefined) {
+      // /data is a host folder owned by the image's user (65532), the container's working directory.
+      mkdirSync(dataDir);
+      chownSync(dataDir, 65532, 65532);
+      cwd = dataDir;
+      target = { kind: "image", image: imageName, engine: containerEngine(), hostPort: freePort(), name: `ats-smoke-${process.pid}` };
+    } else {
+      const binary = join(work, "ats");
+      copyFileSync(resolve(built!), binary);
+      chmodSync(binary, 0o755);
+      target = { kind: "binary", binary };
+    }
+    // Decoys: the binary must take its configuration from the environment only (in the image: in its working directory).
+    writeFileSync(join(cwd, ".env"), "NEXT_PUBLIC_ACTIVE_CHAIN=not-a-chain\nPORT=not-a-port\n");
+    writeFileSync(join(cwd, "bunfig.toml"), 'preload = ["./missing-preload.ts"]\n');
     const env = { PORT: "0", HOST: "127.0.0.1", DATA_DIR: dataDir, LOG_LEVEL: "warn" };
 
-    step(`starting ${binary} (size ${(statSync(binary).size / 1024 / 1024).toFixed(1)} MiB) in an empty directory`);
-    const first = await start(binary, work, env);
+    step(target.kind === "binary"
+      ? `starting ${target.binary} (size ${(statSync(target.binary).size / 1024 / 1024).toFixed(1)} MiB) in an empty directory`
+      : `starting the image ${target.image} with ${target.engine} (read-only root, /data at ${dataDir}, port ${target.hostPort})`);
+    const first = await start(target, cwd, env);
     step(`listening on ${first.url}; waiting for /readyz`);
     await waitReady(first);
 
@@ -184,19 +252,20 @@ async function main(): Promise<void> {
     step("the console page and its script are served, embedded, under the Content-Security-Policy");
     const extracted = anvilCopies(dataDir);
     assert(extracted.length === 1 && extracted[0]!.mode === 0o755, `expected one extracted anvil with mode 0755: ${JSON.stringify(extracted)}`);
-    await stop(first);
+    await stop(first, target);
     step("stopped with exit code 0 after SIGTERM");
 
-    const second = await start(binary, work, env);
+    const second = await start(target, cwd, env);
     await waitReady(second);
     const again = await fetchNonce(user.address, { baseUrl: second.url });
     assert(again.easAddress === nonce.easAddress && again.nonce === "1", `second start lost the chain: ${JSON.stringify(again)}`);
     const reused = anvilCopies(dataDir);
     assert(JSON.stringify(reused) === JSON.stringify(extracted), `second start did not reuse the extracted anvil: ${JSON.stringify(reused)}`);
-    await stop(second);
+    await stop(second, target);
     step("second start reused the extracted anvil and the deployment; stopped with exit code 0");
   } finally {
     if (current !== undefined && current.exitCode === null && current.signalCode === null) current.kill("SIGKILL");
+    if (currentContainer !== undefined) Bun.spawnSync([currentContainer.engine, "rm", "-f", currentContainer.name], { stdout: "ignore", stderr: "ignore" });
     rmSync(work, { recursive: true, force: true });
   }
 }
@@ -204,6 +273,7 @@ async function main(): Promise<void> {
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.on(signal, () => {
     current?.kill("SIGKILL");
+    if (currentContainer !== undefined) Bun.spawnSync([currentContainer.engine, "rm", "-f", currentContainer.name], { stdout: "ignore", stderr: "ignore" });
     console.error(`smoke: interrupted by ${signal}`);
     process.exit(1);
   });

@@ -13,6 +13,11 @@ export type AnvilOptions = {
   chainId: number;
   port?: number | undefined;
   /**
+   * The address Anvil listens on; default 127.0.0.1. `0.0.0.0` lets other containers reach it (the compose file's
+   * devnet); `rpcUrl` stays on loopback either way.
+   */
+  host?: string | undefined;
+  /**
    * Loaded at start (`--load-state`) when it exists; absent: an ephemeral chain. Anvil never writes it: the
    * caller saves it (see `_state.ts`), atomically, so an orphaned or killed Anvil cannot leave it torn or stale.
    */
@@ -125,7 +130,7 @@ function trackUntilExit(proc: Subprocess): void {
   });
 }
 
-/** Starts Anvil on 127.0.0.1 and resolves once it answers `eth_chainId`; moves an unreadable state file aside once. */
+/** Starts Anvil (on 127.0.0.1 unless `host` says otherwise) and resolves once it answers `eth_chainId`; moves an unreadable state file aside once. */
 export async function startAnvil(options: AnvilOptions): Promise<Anvil> {
   if (options.lockFile !== undefined) {
     const stateFile = options.stateFile;
@@ -155,7 +160,7 @@ class AnvilExitedError extends Error {
 }
 
 async function spawnAnvil(options: AnvilOptions): Promise<Anvil> {
-  const args = ["--host", "127.0.0.1", "--port", String(options.port ?? 0), "--chain-id", String(options.chainId)];
+  const args = ["--host", options.host ?? "127.0.0.1", "--port", String(options.port ?? 0), "--chain-id", String(options.chainId)];
   // Load only: `--state`/`--dump-state` would have Anvil rewrite the file in place, on exit and, with
   // `--state-interval`, for as long as it lives, even after the service that owns the file is gone.
   if (options.stateFile !== undefined && existsSync(options.stateFile)) args.push("--load-state", options.stateFile);
@@ -185,7 +190,7 @@ async function spawnAnvil(options: AnvilOptions): Promise<Anvil> {
     options.log(line);
     recent.push(line);
     if (recent.length > 20) recent.shift();
-    const match = /Listening on 127\.0\.0\.1:(\d+)/.exec(line);
+    const match = /Listening on [0-9.]+:(\d+)/.exec(line);
     if (match) onListening?.(Number(match[1]));
   };
   // Both pipes must be drained for Anvil's whole life: it logs every RPC method.

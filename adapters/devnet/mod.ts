@@ -25,6 +25,7 @@ export type { Anvil, AnvilOptions };
 export { anvilBinary };
 export { type Facilitator, type FacilitatorOptions, startFacilitator } from "./facilitator.ts";
 export { TEST_USD, TEST_USD_MINT } from "./_token.ts";
+export { runDevnetCommand } from "./command.ts";
 export type { AnvilLock } from "./_lock.ts";
 
 /** How to start the devnet. */
@@ -43,6 +44,8 @@ export type DevnetOptions = {
   chainId?: number | undefined;
   /** Default: a free loopback port. */
   port?: number | undefined;
+  /** The address Anvil listens on; default 127.0.0.1 (`0.0.0.0`: reachable from other containers). */
+  host?: string | undefined;
   /** Default "npm": the eas-contracts package's artifacts; "forge": `out/` from scripts/forge_build.sh. */
   artifacts?: "npm" | "forge" | undefined;
   /** Default: Anvil dev account #1. */
@@ -130,6 +133,7 @@ export async function startDevnet(options: DevnetOptions): Promise<Devnet> {
   const anvil = await (options.startAnvil ?? startAnvil)({
     chainId,
     port: options.port,
+    host: options.host,
     stateFile,
     lockFile: persist ? join(options.dataDir, "anvil.lock") : undefined,
     log,
