@@ -15,6 +15,8 @@
  * in one ArrayBuffer of this worker whose storage never moves; its address is taken again before each operation.
  */
 
+import type { FFIFunction, FFIType } from "bun:ffi";
+
 /** What the service thread sends. */
 export type Pkcs11Request =
   | {
@@ -148,7 +150,7 @@ export function pkcs11WorkerMain(): void {
       opened.close();
       throw new Failed({ stage: "module", rv });
     }
-    const signatures: Record<keyof typeof INDEX, { args: Array<typeof u64>; returns: typeof u64 }> = {
+    const signatures: Record<keyof typeof INDEX, { args: FFIType[]; returns: FFIType }> = {
       C_Initialize: { args: [ptr], returns: u64 },
       C_Finalize: { args: [ptr], returns: u64 },
       C_GetSlotList: { args: [u8, ptr, ptr], returns: u64 },
@@ -163,16 +165,16 @@ export function pkcs11WorkerMain(): void {
       C_SignInit: { args: [u64, ptr, u64], returns: u64 },
       C_Sign: { args: [u64, ptr, u64, ptr, ptr], returns: u64 },
     };
-    const linked: Record<string, { ptr: number; args: Array<typeof u64>; returns: typeof u64 }> = {};
+    const linked: Record<string, FFIFunction> = {};
     for (const [name, signature] of Object.entries(signatures)) {
-      const pointer = f.read.ptr(table as unknown as Parameters<typeof f.read.ptr>[0], 8 + 8 * INDEX[name as keyof typeof INDEX]);
+      const pointer = f.read.ptr(table as FFIFunction["ptr"] & number, 8 + 8 * INDEX[name as keyof typeof INDEX]) as FFIFunction["ptr"];
       if (!pointer) {
         opened.close();
         throw new Failed({ stage: "module" });
       }
-      linked[name] = { ptr: pointer, ...signature };
+      linked[name] = { ptr: pointer, args: signature.args, returns: signature.returns };
     }
-    fns = f.linkSymbols(linked as Parameters<typeof f.linkSymbols>[0]).symbols as unknown as typeof fns;
+    fns = f.linkSymbols(linked).symbols as unknown as typeof fns;
     library = opened;
 
     // CK_C_INITIALIZE_ARGS: four mutex callbacks (none), flags, pReserved: the module uses the OS's locks.
