@@ -29,7 +29,9 @@ export type Pkcs11Request =
     readonly pin?: string | undefined;
   }
   | { readonly op: "sign"; readonly id: number; readonly digest: Uint8Array; readonly deadline: number }
-  | { readonly op: "close"; readonly finalize: boolean };
+  | { readonly op: "close"; readonly finalize: boolean }
+  /** Tests only: blocks this thread until the gate's first Int32 is non-zero, exactly as a hung module call would. */
+  | { readonly op: "stall"; readonly gate: SharedArrayBuffer };
 
 /** Why an operation failed: a stage and, when the module answered, its CK_RV. */
 export type Pkcs11Failure = {
@@ -328,6 +330,8 @@ export function pkcs11WorkerMain(): void {
         load(request.modulePath);
         const { ecParams, ecPoint } = connect();
         scope.postMessage({ op: "opened", ecParams, ecPoint });
+      } else if (request.op === "stall") {
+        Atomics.wait(new Int32Array(request.gate), 0, 0);
       } else if (request.op === "sign") {
         if (Date.now() > request.deadline) {
           scope.postMessage({ op: "failed", id: request.id, failure: { stage: "expired" } });

@@ -118,6 +118,18 @@ export function pointOfEcPoint(curve: SignerCurve, value: Uint8Array): Uint8Arra
   }
 }
 
+const stalls = new WeakMap<DigestSigner, (gate: SharedArrayBuffer) => void>();
+
+/**
+ * Tests only: blocks `signer`'s PKCS#11 thread until the first Int32 of `gate` becomes non-zero (`Atomics.store` then
+ * `Atomics.notify`), as a module call that hangs would; signatures asked meanwhile meet the signer timeout.
+ */
+export function stallPkcs11SignerForTests(signer: DigestSigner, gate: SharedArrayBuffer): void {
+  const stall = stalls.get(signer);
+  if (stall === undefined) throw new Error("Not a PKCS#11 signer");
+  stall(gate);
+}
+
 /** How many signers hold each module open: the last to close finalizes it (C_Finalize is process-wide). */
 const openModules = new Map<string, number>();
 
@@ -240,7 +252,7 @@ export async function openPkcs11Signer(uri: string, options: Pkcs11SignerOptions
   }
 
   let closed = false;
-  return {
+  const signer: DigestSigner = {
     backend: "pkcs11",
     curve,
     publicKey,
@@ -255,6 +267,8 @@ export async function openPkcs11Signer(uri: string, options: Pkcs11SignerOptions
       await closeWorker(release());
     },
   };
+  stalls.set(signer, (gate) => send({ op: "stall", gate }));
+  return signer;
 }
 
 function startWorker(): Worker {

@@ -7,7 +7,8 @@ import { publicKeyToAddress } from "viem/accounts";
 import { createSoftHsm, type SoftHsm, softHsmAvailable, useSoftHsmInThisProcess } from "../../e2e/support/softhsm.ts";
 import { type DigestSigner, SignerError } from "./_digest_signer.ts";
 import { curveOrder, normalizeSignature } from "./_ecdsa.ts";
-import { openPkcs11Signer, parsePkcs11Uri } from "./pkcs11_signer.ts";
+import { openPkcs11Signer, parsePkcs11Uri, stallPkcs11SignerForTests } from "./pkcs11_signer.ts";
+import { waitFor } from "../../e2e/support/wait_for.ts";
 
 // scripts/test.sh installs softhsm2 and opensc; in CI they must be there, elsewhere the SoftHSM tests skip.
 const available = softHsmAvailable();
@@ -118,6 +119,21 @@ describe.skipIf(!available)("pkcs11: signer on SoftHSM2", () => {
     expect(await signerError("config", () => open(hsm.uri("no-such-token", "delegate", "4711")))).toContain("token");
     expect(await signerError("config", () => open(hsm.uri("ats-keys", "no-such-key", "4711")))).toContain("private key");
     for (const m of [message]) expect(m.includes("\n")).toBe(false);
+  });
+
+  test("a module call that hangs: the signature times out, the next fail at once, and once it returns the key signs again", async () => {
+    const signer = await openPkcs11Signer(hsm.uri("ats-keys", "delegate", "4711"), { curve: "secp256k1", timeoutMs: 300 });
+    opened.push(signer);
+    const digest = new Uint8Array(32).fill(9);
+    // The signer's thread blocks until the gate opens, as in a C_Sign that never returns: no timing decides the outcome.
+    const gate = new SharedArrayBuffer(4);
+    stallPkcs11SignerForTests(signer, gate);
+    expect(await signerError("timeout", () => signer.signDigest(digest))).toContain("300 ms");
+    expect(await signerError("timeout", () => signer.signDigest(digest))).toContain("not yet answered");
+    Atomics.store(new Int32Array(gate), 0, 1);
+    Atomics.notify(new Int32Array(gate), 0);
+    const raw = await waitFor("the HSM to sign again", () => signer.signDigest(digest).catch(() => undefined));
+    normalizeSignature("secp256k1", signer.publicKey, digest, raw);
   });
 
   test("a closed signer refuses to sign", async () => {
