@@ -105,17 +105,17 @@ export function curveOfEcParams(params: Uint8Array): SignerCurve | undefined {
 
 /** The uncompressed SEC1 point of a CKA_EC_POINT: DER OCTET STRING around the point (the standard) or bare. */
 export function pointOfEcPoint(curve: SignerCurve, value: Uint8Array): Uint8Array | undefined {
-  let point = value;
-  if (value[0] === 0x04 && value.length >= 2 && value[1] === value.length - 2 && value[1]! < 0x80) {
-    point = value.subarray(2);
-  } else if (value[0] === 0x04 && value[1] === 0x81 && value[2] === value.length - 3) {
-    point = value.subarray(3);
+  const candidates: Uint8Array[] = [];
+  if (value[0] === 0x04 && value.length >= 2 && value[1] === value.length - 2 && value[1]! < 0x80) candidates.push(value.subarray(2));
+  candidates.push(value); // some modules give the bare point
+  for (const point of candidates) {
+    try {
+      return (curve === "P-256" ? p256 : secp256k1).ProjectivePoint.fromHex(point).toRawBytes(false);
+    } catch {
+      // the next reading
+    }
   }
-  try {
-    return (curve === "P-256" ? p256 : secp256k1).ProjectivePoint.fromHex(point).toRawBytes(false);
-  } catch {
-    return undefined;
-  }
+  return undefined;
 }
 
 const stalls = new WeakMap<DigestSigner, (gate: SharedArrayBuffer) => void>();

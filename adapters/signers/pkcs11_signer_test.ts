@@ -2,12 +2,13 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { p256 } from "@noble/curves/p256";
+import { secp256k1 } from "@noble/curves/secp256k1";
 import { recoverAddress, type Hex } from "viem";
 import { publicKeyToAddress } from "viem/accounts";
 import { createSoftHsm, type SoftHsm, softHsmAvailable, useSoftHsmInThisProcess } from "../../e2e/support/softhsm.ts";
 import { type DigestSigner, SignerError } from "./_digest_signer.ts";
 import { curveOrder, normalizeSignature } from "./_ecdsa.ts";
-import { openPkcs11Signer, parsePkcs11Uri, stallPkcs11SignerForTests } from "./pkcs11_signer.ts";
+import { curveOfEcParams, openPkcs11Signer, parsePkcs11Uri, pointOfEcPoint, stallPkcs11SignerForTests } from "./pkcs11_signer.ts";
 import { waitFor } from "../../e2e/support/wait_for.ts";
 
 // scripts/test.sh installs softhsm2 and opensc; in CI they must be there, elsewhere the SoftHSM tests skip.
@@ -177,5 +178,28 @@ describe("parsePkcs11Uri", () => {
       }
       expect({ uri, kind: (error as SignerError | undefined)?.kind }).toEqual({ uri, kind: "config" });
     }
+  });
+});
+
+describe("CKA_EC_PARAMS and CKA_EC_POINT", () => {
+  test("the two named curves, and no other", () => {
+    expect(curveOfEcParams(Buffer.from("06052b8104000a", "hex"))).toBe("secp256k1");
+    expect(curveOfEcParams(Buffer.from("06082a8648ce3d030107", "hex"))).toBe("P-256");
+    expect(curveOfEcParams(Buffer.from("06052b81040022", "hex"))).toBeUndefined(); // P-384
+  });
+  test("a point wrapped in an OCTET STRING, bare, or compressed; whatever its first coordinate byte", () => {
+    for (let i = 1; i <= 300; i++) {
+      const point = secp256k1.getPublicKey(Buffer.from(word(BigInt(i)), "hex"), false);
+      const compressed = secp256k1.getPublicKey(Buffer.from(word(BigInt(i)), "hex"), true);
+      expect(hex(pointOfEcPoint("secp256k1", Uint8Array.of(0x04, 65, ...point))!)).toBe(hex(point));
+      expect(hex(pointOfEcPoint("secp256k1", point)!)).toBe(hex(point));
+      expect(hex(pointOfEcPoint("secp256k1", Uint8Array.of(0x04, 33, ...compressed))!)).toBe(hex(point));
+    }
+    // A bare point whose x starts with 0x3f (63 = its length - 2) looks like a wrapped one at first sight.
+    let i = 1n;
+    while (secp256k1.getPublicKey(Buffer.from(word(i), "hex"), false)[1] !== 63) i++;
+    const tricky = secp256k1.getPublicKey(Buffer.from(word(i), "hex"), false);
+    expect(hex(pointOfEcPoint("secp256k1", tricky)!)).toBe(hex(tricky));
+    expect(pointOfEcPoint("P-256", Uint8Array.of(0x04, 65, ...secp256k1.getPublicKey(Buffer.from(word(5n), "hex"), false)))).toBeUndefined();
   });
 });
