@@ -52,8 +52,12 @@ function stars(rating: number): string {
   return `${"★".repeat(rating)}${"☆".repeat(5 - rating)} (${rating} of 5)`;
 }
 
+/** A refusal the widget itself raises, its message meant for the person. */
+class WidgetError extends Error {}
+
 /** A sentence for the person: a relay refusal with its code, a wallet's refusal, anything else without internals. */
 function explain(error: unknown): string {
+  if (error instanceof WidgetError) return error.message;
   if (error instanceof AtsClientError) {
     if (error.code === "WALLET_ERROR") return error.message;
     if (error.code === "NETWORK_ERROR" && error.status === undefined) return "The service could not be reached. Check the connection and try again.";
@@ -63,9 +67,6 @@ function explain(error: unknown): string {
   if (/user (rejected|denied)|ACTION_REJECTED|4001/i.test(text)) return "The signature request was rejected.";
   return text === "" ? "Something went wrong." : text;
 }
-
-/** A refusal the widget itself raises, its message meant for the person. */
-class WidgetError extends Error {}
 
 function start(params: EmbedParams): void {
   const settings = {
@@ -87,8 +88,19 @@ function start(params: EmbedParams): void {
   const rating = () => Number(form.querySelector<HTMLInputElement>("input[name=rating]:checked")?.value ?? 0);
   const provider = () => (window as unknown as { ethereum?: Eip1193Provider }).ethereum;
 
-  const icon = document.getElementById("app-icon");
-  icon?.addEventListener("error", () => icon.remove());
+  // An icon that cannot load is removed rather than shown broken (it may have failed before this script ran).
+  const icon = document.getElementById("app-icon") as HTMLImageElement | null;
+  const replaceIcon = () => {
+    const fallback = document.createElement("span");
+    fallback.className = "icon fallback";
+    fallback.setAttribute("aria-hidden", "true");
+    fallback.textContent = "★";
+    icon?.replaceWith(fallback);
+  };
+  if (icon !== null) {
+    if (icon.complete && icon.naturalWidth === 0) replaceIcon();
+    else icon.addEventListener("error", replaceIcon);
+  }
 
   const setMode = (next: Mode) => {
     mode = next;
@@ -184,7 +196,8 @@ function start(params: EmbedParams): void {
 
   const askHost = (typed: ReturnType<typeof signableTypedData>) =>
     new Promise<string>((resolve, reject) => {
-      const id = crypto.randomUUID();
+      // getRandomValues, not randomUUID: a widget framed by an http page is not a secure context.
+      const id = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
       const timer = window.setTimeout(() => {
         pending.delete(id);
         reject(new WidgetError("The host page did not answer the signing request."));

@@ -1,0 +1,349 @@
+/**
+ * The review widget and its signing bridge (issue 46, decisions §29) in a real headless Chromium (Debian's
+ * `chromium`, driven by playwright-core, launched as e2e/console_browser_test.ts does) against the real service on
+ * the devnet. The host page is another site (`http://localhost:<port>`, served here) framing the widget from the
+ * service (`http://127.0.0.1:<port>`):
+ *
+ * - integrated mode: the host runs `createSigningBridge` with a wallet signing in the test process (a viem local
+ *   account); the review is read back from the chain;
+ * - basic mode: no bridge, an EIP-1193 `window.ethereum` in the frame backed by a test key;
+ * - a host-side refusal (the bridge's rules fail: the wallet is never asked), a forged signature (the host signs
+ *   with another key: the widget refuses it and sends nothing), Cancel and Done sending `omatrust:close`, markup in
+ *   every parameter shown as text. Screenshots at 360 and 1280 px go to e2e/screenshots/.
+ *
+ * Without Chromium the tests are skipped locally and fail in CI (CI=true), like the console's.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { type Browser, chromium, type Frame, type Page } from "playwright-core";
+import { createPublicClient, type Hex, http } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { EAS_ABI } from "../domain/eas_abi.ts";
+import { decodeSchemaData } from "../domain/schema_data.ts";
+import { findSchemaByName } from "../domain/schemas.ts";
+import { freePort, type Stack, startStack } from "./harness.ts";
+import { walletAnswers } from "./support/browser_wallet.ts";
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const HAVE_CHROMIUM = existsSync(CHROMIUM);
+const IN_CI = process.env.CI === "true" || process.env.CI === "1";
+if (!HAVE_CHROMIUM && IN_CI) throw new Error(`CI=true but Chromium is not installed at ${CHROMIUM} (apt-get install chromium)`);
+const describeBrowser = HAVE_CHROMIUM ? describe : describe.skip;
+
+const SCREENSHOT_DIR = join(import.meta.dir, "screenshots");
+const WIDTHS = [1280, 360] as const;
+const APP_CONTRACT = "0x1111111111111111111111111111111111111111";
+
+let stack: Stack;
+let browser: Browser;
+let host: ReturnType<typeof Bun.serve>;
+let hostOrigin: string;
+let user: ReturnType<typeof privateKeyToAccount>;
+let other: ReturnType<typeof privateKeyToAccount>;
+
+/** The host page: static HTML framing the widget, and its script (the bridge, bundled from client/). */
+async function startHost(): Promise<ReturnType<typeof Bun.serve>> {
+  const built = await Bun.build({ entrypoints: [join(import.meta.dir, "support", "widget_host.ts")], target: "browser", format: "esm" });
+  if (!built.success) throw new Error(built.logs.map(String).join("; "));
+  const script = await built.outputs[0]!.text();
+  const html = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Acme Quest</title><link rel="stylesheet" href="/host.css"><script type="module" src="/host.js"></script></head>
+<body><header><h1>Acme Quest</h1><p>A game on chain. Tell others what you think.</p></header>
+<iframe id="omatrust-widget" title="Review Acme Quest"></iframe></body></html>`;
+  const css = `body{margin:0;padding:16px;font:15px system-ui,sans-serif;background:#e9edf5;color:#14213d}
+header{max-width:440px;margin:0 auto 12px}h1{margin:0;font-size:20px}p{margin:4px 0 0;color:#5b6478}
+iframe{display:block;border:0;width:100%;max-width:440px;height:860px;margin:0 auto;background:transparent}`;
+  return Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch(request) {
+      const path = new URL(request.url).pathname;
+      if (path === "/host.js") return new Response(script, { headers: { "content-type": "text/javascript" } });
+      if (path === "/host.css") return new Response(css, { headers: { "content-type": "text/css" } });
+      return new Response(html, { headers: { "content-type": "text/html; charset=utf-8" } });
+    },
+  });
+}
+
+beforeAll(async () => {
+  if (!HAVE_CHROMIUM) return;
+  // The service on a fixed port so that PUBLIC_BASE_URL (its own origin in the trust policy) is its real origin.
+  const port = freePort();
+  stack = await startStack({ env: { PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` } });
+  user = privateKeyToAccount(stack.devnet.keys.users[4] as Hex);
+  other = privateKeyToAccount(stack.devnet.keys.users[5] as Hex);
+  host = await startHost();
+  // Another site: `localhost` is another origin than the service's 127.0.0.1 (and, like it, a secure context).
+  hostOrigin = `http://localhost:${host.port}`;
+  mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await host?.stop(true);
+  await stack?.stop();
+});
+
+type HostOptions = {
+  /** Run createSigningBridge on the host page. */
+  bridge?: boolean;
+  /** The bridge reads a policy allowing none of the service's schemas. */
+  foreignPolicy?: boolean;
+  /** Who signs for the host's bridge: the user (default), another key (a forgery), or nobody (the wallet refuses). */
+  hostSigner?: "user" | "other" | "refuse";
+  /** A `window.ethereum` in the widget's frame backed by the user's key. */
+  frameWallet?: boolean;
+  params?: Record<string, string>;
+};
+
+type Opened = {
+  page: Page;
+  widget: Frame;
+  problems: string[];
+  /** How many times the host's wallet was asked to sign. */
+  hostSignatures: () => number;
+  /** Every EIP-1193 method the frame's wallet was asked for. */
+  walletCalls: string[];
+  /** The requests the widget made to the service. */
+  requests: string[];
+};
+
+function widgetUrl(params: Record<string, string>): string {
+  const query = new URLSearchParams({ url: "https://www.acme-quest.example/play", contract: APP_CONTRACT, chainId: "31337", name: "Acme Quest", ...params });
+  for (const [key, value] of Object.entries(params)) if (value === "") query.delete(key);
+  return `${stack.baseUrl}/widgets/reviews/embed?${query}`;
+}
+
+/** Signs typed data (JSON, big integers as strings) with `account`, as a host's wallet would. */
+async function signJson(account: ReturnType<typeof privateKeyToAccount>, json: string): Promise<string> {
+  const typed = JSON.parse(json) as { domain: Record<string, unknown>; types: Record<string, { name: string; type: string }[]>; message: Record<string, unknown> };
+  const message = { ...typed.message };
+  for (const field of typed.types.Attest!) if (/^u?int/.test(field.type)) message[field.name] = BigInt(message[field.name] as string);
+  return await account.signTypedData({ domain: typed.domain as never, types: typed.types, primaryType: "Attest", message });
+}
+
+async function open(options: HostOptions = {}): Promise<Opened> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  const requests: string[] = [];
+  const walletCalls: string[] = [];
+  let hostSignatures = 0;
+  page.on("pageerror", (error) => problems.push(`pageerror: ${error.message}`));
+  page.on("dialog", (dialog) => {
+    problems.push(`dialog: ${dialog.message()}`);
+    void dialog.dismiss();
+  });
+  page.on("console", (message) => {
+    if (/Content Security Policy/i.test(message.text())) problems.push(`csp: ${message.text()}`);
+  });
+  page.on("request", (request) => {
+    if (request.url().startsWith(stack.baseUrl)) requests.push(`${request.method()} ${new URL(request.url()).pathname}`);
+  });
+  await page.exposeFunction("__hostSign", async (json: string) => {
+    hostSignatures++;
+    if (options.hostSigner === "refuse") throw new Error("User rejected the request");
+    return await signJson(options.hostSigner === "other" ? other : user, json);
+  });
+  if (options.frameWallet) {
+    const answer = walletAnswers(user, { onCall: (method) => walletCalls.push(method) });
+    await page.exposeFunction("__frameWallet", async (method: string, paramsJson: string) =>
+      method === "wallet_switchEthereumChain" ? (walletCalls.push(method), JSON.stringify({ result: null })) : await answer(method, paramsJson));
+    await page.addInitScript(`(() => {
+      if (!location.pathname.startsWith("/widgets/")) return;
+      window.ethereum = {
+        async request({ method, params }) {
+          const answer = JSON.parse(await window.__frameWallet(method, JSON.stringify(params ?? [])));
+          if (answer.error) throw Object.assign(new Error(answer.error.message), { code: answer.error.code });
+          return answer.result;
+        },
+      };
+    })();`);
+  }
+  const query = new URLSearchParams({ service: stack.baseUrl, src: widgetUrl(options.params ?? {}) });
+  if (options.bridge) query.set("bridge", "1");
+  if (options.foreignPolicy) query.set("policy", "foreign");
+  await page.goto(`${hostOrigin}/?${query}`);
+  await page.waitForSelector("html[data-ready=true]");
+  const widget = await waitForWidget(page);
+  return { page, widget, problems, requests, walletCalls, hostSignatures: () => hostSignatures };
+}
+
+async function waitForWidget(page: Page): Promise<Frame> {
+  const handle = await page.waitForSelector("#omatrust-widget");
+  let frame = await handle.contentFrame();
+  while (frame === null || !frame.url().startsWith(stack.baseUrl)) {
+    await page.waitForFunction(() => true, undefined, { polling: 50 });
+    frame = await handle.contentFrame();
+  }
+  await frame.waitForSelector("html[data-ready=true]");
+  return frame;
+}
+
+async function screenshots(page: Page, name: string): Promise<void> {
+  for (const width of WIDTHS) {
+    await page.setViewportSize({ width, height: 1000 });
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    expect({ name, width, overflow }).toEqual({ name, width, overflow: 0 });
+    await page.screenshot({ path: join(SCREENSHOT_DIR, `widget-${name}-${width}.png`), fullPage: true });
+  }
+  await page.setViewportSize({ width: 1280, height: 1000 });
+}
+
+const messageTypes = (page: Page) => page.evaluate(() => (window as unknown as { __messages: { type: string }[] }).__messages.map((m) => m.type));
+
+/** Fills the form (4 stars, a text) and goes to the confirmation. */
+async function writeReview(widget: Frame, text: string): Promise<void> {
+  await widget.click("label.star[data-star='4']");
+  await widget.fill("#review-body", text);
+  await widget.click("#review-next");
+  await widget.waitForSelector("#confirm-view:not([hidden])");
+}
+
+async function readReview(uid: Hex) {
+  const client = createPublicClient({ transport: http(stack.devnet.rpcUrl) });
+  const attestation = await client.readContract({ address: stack.service.easAddress, abi: EAS_ABI, functionName: "getAttestation", args: [uid] });
+  const decoded = decodeSchemaData(findSchemaByName("user-review")!.schema, attestation.data);
+  return { attester: attestation.attester, data: decoded.ok ? decoded.value : undefined };
+}
+
+describeBrowser("the review widget in a browser", () => {
+  test("the trust policy names the service's own origin; the widget page keeps its policy and is framed by another site", async () => {
+    const policy = await (await fetch(`${stack.baseUrl}/v1/trust-policy`)).json() as { widgetOrigins: string[]; chains: Record<string, { schemas: string[] }> };
+    expect(policy.widgetOrigins[0]).toBe(stack.baseUrl);
+    expect(policy.chains["31337"]!.schemas).toContain(stack.devnet.schemaUids["user-review"]!);
+    const res = await fetch(widgetUrl({}));
+    expect(res.headers.get("x-frame-options")).toBeNull();
+    expect(res.headers.get("content-security-policy")).toContain("frame-ancestors *");
+  });
+
+  test("integrated mode: the host page's bridge signs with its wallet; the review is on the chain; Done closes", async () => {
+    const { page, widget, problems, hostSignatures } = await open({ bridge: true, params: { wallet: user.address } });
+    await widget.waitForSelector("#widget[data-mode=integrated]");
+    expect(await widget.innerText("#wallet-address")).toBe(user.address);
+    await screenshots(page, "integrated-form");
+    await writeReview(widget, "Fun quests, slow withdrawals.");
+    expect(await widget.innerText("#confirm-chain")).toBe("ATS Devnet (chain 31337)");
+    expect((await widget.innerText("#confirm-contract")).toLowerCase()).toBe(stack.service.easAddress.toLowerCase());
+    expect(await widget.innerText("#confirm-subject")).toBe("did:web:acme-quest.example");
+    expect(await widget.innerText("#confirm-rating")).toBe("★★★★☆ (4 of 5)");
+    await screenshots(page, "integrated-confirm");
+    await widget.click("#confirm-sign");
+    await widget.waitForSelector("#success-view:not([hidden])", { timeout: 60_000 });
+    expect(hostSignatures()).toBe(1);
+    const uid = (await widget.innerText("#success-uid")) as Hex;
+    expect(uid).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(await widget.innerText("#success-tx")).toMatch(/^0x[0-9a-f]{64}$/);
+    const review = await readReview(uid);
+    expect(review.attester.toLowerCase()).toBe(user.address.toLowerCase());
+    expect(review.data).toMatchObject({ subject: "did:web:acme-quest.example", ratingValue: "4", reviewBody: "Fun quests, slow withdrawals." });
+    await screenshots(page, "integrated-success");
+    await widget.click("#success-view [data-close]");
+    await page.waitForFunction(() => (window as unknown as { __messages: { type: string }[] }).__messages.some((m) => m.type === "omatrust:close"));
+    const types = await messageTypes(page);
+    expect(types).toContain("omatrust:ready");
+    expect(types.filter((t) => t === "omatrust:signTypedData").length).toBe(1);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  }, 120_000);
+
+  test("basic mode: no host bridge, the frame's own wallet connects, switches chain and signs", async () => {
+    const { page, widget, problems, walletCalls } = await open({ frameWallet: true, params: { name: "Acme Quest", icon: "https://icons.invalid/acme.png" } });
+    await widget.waitForSelector("#widget[data-mode=basic]");
+    expect(await widget.isVisible("#connect")).toBe(true);
+    await widget.click("#connect");
+    await widget.waitForFunction((address) => document.getElementById("wallet-address")!.textContent === address, user.address);
+    // The icon that could not load is gone rather than shown broken.
+    await widget.waitForFunction(() => document.getElementById("app-icon") === null);
+    await screenshots(page, "basic-form");
+    await writeReview(widget, "");
+    expect(await widget.innerText("#confirm-body")).toBe("(no text)");
+    await widget.click("#confirm-sign");
+    await widget.waitForSelector("#success-view:not([hidden])", { timeout: 60_000 });
+    expect(walletCalls).toEqual(["eth_requestAccounts", "eth_requestAccounts", "wallet_switchEthereumChain", "eth_signTypedData_v4"]);
+    const review = await readReview((await widget.innerText("#success-uid")) as Hex);
+    expect(review.attester.toLowerCase()).toBe(user.address.toLowerCase());
+    expect(review.data).toMatchObject({ subject: "did:web:acme-quest.example", ratingValue: "4", reviewBody: "" });
+    expect(await messageTypes(page)).not.toContain("omatrust:signTypedData");
+    expect(problems).toEqual([]);
+    await page.context().close();
+  }, 120_000);
+
+  test("a host-side refusal: the bridge's rules fail, the wallet is never asked, the widget says why and can try again", async () => {
+    const { page, widget, problems, hostSignatures, requests } = await open({ bridge: true, foreignPolicy: true, params: { wallet: user.address } });
+    await widget.waitForSelector("#widget[data-mode=integrated]");
+    await writeReview(widget, "Refused by the host");
+    await widget.click("#confirm-sign");
+    await widget.waitForSelector("#error-view:not([hidden])");
+    expect(await widget.innerText("#error-text")).toContain("The host page did not sign: Schema");
+    expect(hostSignatures()).toBe(0);
+    expect(requests).not.toContain("POST /v1/delegated-attest");
+    await screenshots(page, "host-refusal");
+    await widget.click("#retry");
+    await widget.waitForSelector("#review-form:not([hidden])");
+    expect(await widget.inputValue("#review-body")).toBe("Refused by the host");
+    expect(problems).toEqual([]);
+    await page.context().close();
+  }, 120_000);
+
+  test("a wallet that refuses: its reason shown, nothing sent", async () => {
+    const { page, widget, hostSignatures, requests } = await open({ bridge: true, hostSigner: "refuse", params: { wallet: user.address } });
+    await widget.waitForSelector("#widget[data-mode=integrated]");
+    await writeReview(widget, "No signature");
+    await widget.click("#confirm-sign");
+    await widget.waitForSelector("#error-view:not([hidden])");
+    expect(await widget.innerText("#error-text")).toContain("User rejected the request");
+    expect(hostSignatures()).toBe(1);
+    expect(requests).not.toContain("POST /v1/delegated-attest");
+    await page.context().close();
+  }, 120_000);
+
+  test("a forged signature: the host signs with another key, the widget refuses it and sends nothing", async () => {
+    const { page, widget, problems, hostSignatures, requests } = await open({ bridge: true, hostSigner: "other", params: { wallet: user.address } });
+    await widget.waitForSelector("#widget[data-mode=integrated]");
+    await writeReview(widget, "Forged");
+    await widget.click("#confirm-sign");
+    await widget.waitForSelector("#error-view:not([hidden])");
+    const text = await widget.innerText("#error-text");
+    expect(text).toContain(`signed by ${other.address}, not by the wallet shown (${user.address})`);
+    expect(hostSignatures()).toBe(1);
+    expect(requests).not.toContain("POST /v1/delegated-attest");
+    await screenshots(page, "forged");
+    expect(problems).toEqual([]);
+    await page.context().close();
+  }, 120_000);
+
+  test("Cancel sends omatrust:close to the host page, and only the protocol's messages are sent", async () => {
+    const { page, widget } = await open({ bridge: true, params: { wallet: user.address } });
+    await widget.waitForSelector("#widget[data-mode=integrated]");
+    await widget.click("#review-form [data-close]");
+    await page.waitForFunction(() => (window as unknown as { __messages: { type: string }[] }).__messages.some((m) => m.type === "omatrust:close"));
+    const types = await messageTypes(page);
+    expect(types.every((t) => t === "omatrust:ready" || t === "omatrust:close")).toBe(true);
+    await page.context().close();
+  }, 60_000);
+
+  test("markup in every parameter is text: shown as written, or the parameter refused and named on the page", async () => {
+    const markup = `"><script>alert(1)</script><img src=x onerror=alert(2)>`;
+    const shown = await open({ params: { name: markup, icon: `https://icons.invalid/${markup}` } });
+    expect(await shown.widget.innerText("#app-name")).toBe(markup);
+    expect(await shown.widget.evaluate(() => document.querySelectorAll("script:not([src]), img[src=x]").length)).toBe(0);
+    expect(shown.problems).toEqual([]);
+    await shown.page.context().close();
+    for (const param of ["url", "contract", "chainId", "wallet", "explorer"]) {
+      const refused = await open({ params: { [param]: markup } });
+      expect(await refused.widget.innerText("#bad-param")).toBe(param);
+      expect(await refused.widget.innerText(".given")).toBe(markup);
+      expect(await refused.widget.evaluate(() => document.querySelectorAll("script:not([src]), img").length)).toBe(0);
+      if (param === "url") await screenshots(refused.page, "bad-parameter");
+      // Close works on the error page too.
+      await refused.widget.click("[data-close]");
+      await refused.page.waitForFunction(() => (window as unknown as { __messages: { type: string }[] }).__messages.some((m) => m.type === "omatrust:close"));
+      expect(refused.problems).toEqual([]);
+      await refused.page.context().close();
+    }
+  }, 120_000);
+});
