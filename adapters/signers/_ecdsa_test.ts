@@ -4,6 +4,7 @@ import { secp256k1 } from "@noble/curves/secp256k1";
 import { keccak256, recoverAddress, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { SignerError } from "./_digest_signer.ts";
+import { nobleSecp256k1, openNativeSecp256k1 } from "../crypto/mod.ts";
 import { curveOrder, normalizeSignature, parseDerSignature, parseRawSignature } from "./_ecdsa.ts";
 
 const hex = (s: string) => new Uint8Array(Buffer.from(s, "hex"));
@@ -131,6 +132,27 @@ describe("normalizeSignature", () => {
       }
       expect(error).toBeInstanceOf(SignerError);
       expect((error as SignerError).kind).toBe("refused");
+    }
+  });
+});
+
+describe("normalizeSignature through the service's secp256k1 (libsecp256k1 when installed)", () => {
+  const implementations = [nobleSecp256k1, openNativeSecp256k1()].filter((x) => x !== undefined);
+  test.each(implementations.map((x) => [x.implementation, x] as const))("%s gives the answers of the @noble/curves path, and refuses the same", (_, native) => {
+    const n = curveOrder("secp256k1");
+    for (let i = 1; i <= 40; i++) {
+      const key = hex(word(BigInt(i) * 0xfedcba987654321n + 3n));
+      const publicKey = secp256k1.getPublicKey(key, false);
+      const address = privateKeyToAccount(`0x${word(BigInt(i) * 0xfedcba987654321n + 3n)}`).address.toLowerCase() as Hex;
+      const digest = hex(keccak256(new TextEncoder().encode(`native ${i}`)).slice(2));
+      const made = secp256k1.sign(digest, key);
+      for (const given of [{ r: made.r, s: made.s }, { r: made.r, s: n - made.s }]) {
+        const fast = normalizeSignature("secp256k1", publicKey, digest, given, { secp256k1: native, address });
+        expect(fast).toEqual(normalizeSignature("secp256k1", publicKey, digest, given));
+        expect(fast).toEqual({ r: made.r, s: made.s, yParity: made.recovery as 0 | 1 });
+      }
+      const other = privateKeyToAccount(`0x${word(BigInt(i) + 1n)}`).address.toLowerCase() as Hex;
+      expect(() => normalizeSignature("secp256k1", publicKey, digest, made, { secp256k1: native, address: other })).toThrow(SignerError);
     }
   });
 });
