@@ -8,6 +8,7 @@ import { join, relative } from "node:path";
 import type { BunPlugin } from "bun";
 import { anvilBinary } from "../adapters/devnet/mod.ts";
 import { buildConsoleBundle, type ConsoleBundle } from "../console/assets.ts";
+import { buildWidgetBundle, type WidgetBundle } from "../widgets/assets.ts";
 
 const root = join(import.meta.dir, "..");
 const outfile = process.env.ATS_BUILD_OUTFILE?.trim() || join(root, "dist", "ats");
@@ -50,9 +51,25 @@ function embedConsole(bundle: ConsoleBundle): BunPlugin {
   };
 }
 
+let widgetsEmbedded = false;
+
+/** Replaces the from-source stub `widgets/_embedded_assets.ts` with the review widget's bundle (decisions §29). */
+function embedWidgets(bundle: WidgetBundle): BunPlugin {
+  return {
+    name: "embed-widgets",
+    setup(build) {
+      build.onLoad({ filter: /[\\/]widgets[\\/]_embedded_assets\.ts$/ }, () => {
+        widgetsEmbedded = true;
+        return { loader: "ts", contents: `export const EMBEDDED_WIDGETS = ${JSON.stringify(bundle)};` };
+      });
+    },
+  };
+}
+
 const started = performance.now();
 const binary = anvilBinary();
 const consoleBundle = await buildConsoleBundle();
+const widgetBundle = await buildWidgetBundle();
 mkdirSync(join(outfile, ".."), { recursive: true });
 const result = await Bun.build({
   entrypoints: [join(root, "main.ts")],
@@ -60,7 +77,7 @@ const result = await Bun.build({
   // Names kept: a stack trace from the field should still be readable.
   minify: { whitespace: true, syntax: true, identifiers: false },
   sourcemap: "none",
-  plugins: [embedAnvil(binary), embedConsole(consoleBundle)],
+  plugins: [embedAnvil(binary), embedConsole(consoleBundle), embedWidgets(widgetBundle)],
   compile: {
     outfile,
     // Configuration comes only from the environment, never from a .env, bunfig.toml, tsconfig.json or
@@ -83,6 +100,10 @@ if (!embedded) {
 }
 if (!consoleEmbedded) {
   console.error("build failed: console/_embedded_assets.ts was not bundled, so the console page is not embedded");
+  process.exit(1);
+}
+if (!widgetsEmbedded) {
+  console.error("build failed: widgets/_embedded_assets.ts was not bundled, so the review widget is not embedded");
   process.exit(1);
 }
 const seconds = ((performance.now() - started) / 1000).toFixed(1);

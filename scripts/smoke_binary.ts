@@ -174,6 +174,19 @@ async function checkConsole(url: string): Promise<void> {
   assert((js.headers.get("content-security-policy") ?? "") === csp, "the script is served without the policy");
 }
 
+/** The review widget (decisions §29) and its script come from the executable too, framable by any page. */
+async function checkWidget(url: string): Promise<void> {
+  const page = await fetch(`${url}/widgets/reviews/embed?url=example.com&contract=0x${"1".repeat(40)}&chainId=1`, { signal: AbortSignal.timeout(10_000) });
+  const html = await page.text();
+  const csp = page.headers.get("content-security-policy") ?? "";
+  assert(page.status === 200 && csp.includes("frame-ancestors *") && csp.includes("script-src 'self'"), `GET /widgets/reviews/embed answered ${page.status} with policy ${csp}`);
+  const script = /<script type="module" src="(\/widgets\/reviews\/widget\.js\?v=[0-9a-f]+)"><\/script>/.exec(html)?.[1];
+  assert(script !== undefined, "the widget page names no /widgets/reviews/widget.js script");
+  const js = await fetch(`${url}${script}`, { signal: AbortSignal.timeout(10_000) });
+  const code = await js.text();
+  assert(js.status === 200 && code.includes("omatrust:signTypedData"), `GET ${script} answered ${js.status} with ${code.length} characters`);
+}
+
 /** A TCP port free on loopback right now, for the container's published port. */
 function freePort(): number {
   const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
@@ -250,6 +263,8 @@ async function main(): Promise<void> {
     step(`delegated attestation ${result.uid} in block ${result.blockNumber}`);
     await checkConsole(first.url);
     step("the console page and its script are served, embedded, under the Content-Security-Policy");
+    await checkWidget(first.url);
+    step("the review widget and its script are served, embedded, framable by any page");
     const extracted = anvilCopies(dataDir);
     assert(extracted.length === 1 && extracted[0]!.mode === 0o755, `expected one extracted anvil with mode 0755: ${JSON.stringify(extracted)}`);
     await stop(first, target);
