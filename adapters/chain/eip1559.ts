@@ -11,7 +11,7 @@
 import { keccak256 } from "viem/utils";
 import type { HexString } from "../../ports/eas.ts";
 import type { Keccak256 } from "../../ports/keccak.ts";
-import type { Secp256k1 } from "../../ports/secp256k1.ts";
+import type { EcdsaSignature, Secp256k1 } from "../../ports/secp256k1.ts";
 import { nobleSecp256k1 } from "../crypto/mod.ts";
 
 /** The fields of a type-2 transaction the service sends (no access list, no value beyond zero). */
@@ -62,6 +62,42 @@ export function signEip1559(
     raw: `0x${Buffer.from(signed.buffer, signed.byteOffset, signed.byteLength).toString("hex")}`,
     txHash: `0x${Buffer.from(hash.buffer, hash.byteOffset, hash.byteLength).toString("hex")}`,
   };
+}
+
+/**
+ * Signs `tx` through a signer that signs digests and may live elsewhere (an HSM, a KMS: adapters/signers): the same
+ * bytes as {@link signEip1559} for the same signature; `signDigest` answers with low s and the recovery id.
+ */
+export async function signEip1559Digest(
+  tx: Eip1559Fields,
+  signDigest: (digest: Uint8Array) => Promise<EcdsaSignature>,
+  keccak: Keccak256["bytes"] = viemKeccak,
+): Promise<SignedEip1559 & { readonly digest: Uint8Array }> {
+  const fields = txFields(tx);
+  const digest = keccak(typed(rlpList([...fields.map(rlpString), EMPTY_LIST])));
+  const signature = await signDigest(digest);
+  const signed = typed(
+    rlpList([...fields.map(rlpString), EMPTY_LIST, rlpString(uint(BigInt(signature.recovery))), rlpString(uint(signature.r)), rlpString(uint(signature.s))]),
+  );
+  const hash = keccak(signed);
+  return {
+    raw: `0x${Buffer.from(signed.buffer, signed.byteOffset, signed.byteLength).toString("hex")}`,
+    txHash: `0x${Buffer.from(hash.buffer, hash.byteOffset, hash.byteLength).toString("hex")}`,
+    digest,
+  };
+}
+
+function txFields(tx: Eip1559Fields): Uint8Array[] {
+  return [
+    uint(BigInt(tx.chainId)),
+    uint(BigInt(tx.nonce)),
+    uint(tx.maxPriorityFeePerGas),
+    uint(tx.maxFeePerGas),
+    uint(tx.gas),
+    hexBytes(tx.to),
+    uint(tx.value),
+    hexBytes(tx.data),
+  ];
 }
 
 const EMPTY_LIST = Uint8Array.of(0xc0);

@@ -1,0 +1,87 @@
+/**
+ * Web3 Secret Storage v3 files (decisions §27), as geth, Foundry's `cast wallet` and OpenZeppelin Relayer write them:
+ * scrypt or PBKDF2-HMAC-SHA256, AES-128-CTR, the MAC keccak-256(derived key[16..32] ‖ ciphertext).
+ */
+import { createDecipheriv, pbkdf2Sync, scryptSync, timingSafeEqual } from "node:crypto";
+import { keccak256 } from "viem";
+import { SignerError } from "./_digest_signer.ts";
+
+/** The fields of a v3 keystore read here. */
+type KeystoreV3 = {
+  readonly version: number;
+  readonly crypto?: KeystoreCrypto;
+  /** geth wrote `Crypto` in its early files. */
+  readonly Crypto?: KeystoreCrypto;
+};
+type KeystoreCrypto = {
+  readonly cipher: string;
+  readonly cipherparams: { readonly iv: string };
+  readonly ciphertext: string;
+  readonly kdf: string;
+  readonly kdfparams: Record<string, unknown>;
+  readonly mac: string;
+};
+
+/** The largest scrypt cost accepted (geth's "standard" is 2^18): more is a file meant to stall the start. */
+const MAX_SCRYPT_N = 1 << 20;
+/** The largest PBKDF2 iteration count accepted. */
+const MAX_PBKDF2_C = 10_000_000;
+
+/**
+ * The 32-byte private key of a v3 keystore `json` under `password`. Throws SignerError "config" naming what is wrong
+ * (a wrong password is "the MAC does not match"): the caller stops the start with it.
+ */
+export function decryptKeystore(json: string, password: string): Uint8Array {
+  let file: KeystoreV3;
+  try {
+    file = JSON.parse(json) as KeystoreV3;
+  } catch {
+    throw new SignerError("config", "The keystore is not JSON");
+  }
+  const crypto = file?.crypto ?? file?.Crypto;
+  if (file?.version !== 3 || crypto === undefined) throw new SignerError("config", "The keystore is not a version 3 Web3 Secret Storage file");
+  if (crypto.cipher !== "aes-128-ctr") throw new SignerError("config", `The keystore's cipher ${String(crypto.cipher)} is not aes-128-ctr`);
+  const hex = (value: unknown, what: string) => {
+    if (typeof value !== "string" || !/^(0x)?([0-9a-fA-F]{2})+$/.test(value)) throw new SignerError("config", `The keystore's ${what} is not hex`);
+    return Buffer.from(value.replace(/^0x/, ""), "hex");
+  };
+  const p = crypto.kdfparams ?? {};
+  const int = (value: unknown, what: string, max: number) => {
+    if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1 || value > max) {
+      throw new SignerError("config", `The keystore's ${what} is not a number from 1 to ${max}`);
+    }
+    return value;
+  };
+  const salt = hex(p.salt, "salt");
+  const dklen = int(p.dklen, "dklen", 64);
+  if (dklen < 32) throw new SignerError("config", "The keystore's dklen is below 32");
+  const secret = Buffer.from(password.normalize("NFKC"), "utf8");
+  let derived: Buffer;
+  if (crypto.kdf === "scrypt") {
+    const N = int(p.n, "scrypt n", MAX_SCRYPT_N);
+    const r = int(p.r, "scrypt r", 64);
+    const par = int(p.p, "scrypt p", 64);
+    if ((N & (N - 1)) !== 0) throw new SignerError("config", "The keystore's scrypt n is not a power of two");
+    try {
+      derived = scryptSync(secret, salt, dklen, { N, r, p: par, maxmem: 256 * N * r + 64 * r * par + (1 << 20) });
+    } catch {
+      // RFC 7914 bounds n below 2^(16r): geth's files (r = 8) are far within it.
+      throw new SignerError("config", "The keystore's scrypt parameters are outside RFC 7914's bounds (n below 2^(16r))");
+    }
+  } else if (crypto.kdf === "pbkdf2") {
+    if (p.prf !== "hmac-sha256") throw new SignerError("config", `The keystore's PBKDF2 function ${String(p.prf)} is not hmac-sha256`);
+    derived = pbkdf2Sync(secret, salt, int(p.c, "PBKDF2 c", MAX_PBKDF2_C), dklen, "sha256");
+  } else {
+    throw new SignerError("config", `The keystore's key derivation ${String(crypto.kdf)} is neither scrypt nor pbkdf2`);
+  }
+  const ciphertext = hex(crypto.ciphertext, "ciphertext");
+  const mac = hex(crypto.mac, "mac");
+  const expected = Buffer.from(keccak256(Buffer.concat([derived.subarray(16, 32), ciphertext])).slice(2), "hex");
+  if (mac.length !== 32 || !timingSafeEqual(mac, expected)) {
+    throw new SignerError("config", "The keystore's MAC does not match: a wrong password, or a damaged file");
+  }
+  const decipher = createDecipheriv("aes-128-ctr", derived.subarray(0, 16), hex(crypto.cipherparams?.iv, "iv"));
+  const key = Buffer.concat([decipher.update(ciphertext), decipher.final()]);
+  if (key.length !== 32) throw new SignerError("config", "The keystore does not hold a 32-byte key");
+  return new Uint8Array(key);
+}

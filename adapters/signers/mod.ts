@@ -1,0 +1,260 @@
+/**
+ * The service's signers (decisions §27): a role's URI parsed and opened on its backend. `env:` and `keystore:` keep the
+ * key in this process (signing with libsecp256k1 when present, as before); `jsonrpc:` asks a remote signer;
+ * `pkcs11:` and `awskms:` sign digests where the key lives (pkcs11_signer.ts, awskms_signer.ts). A URI that is wrong
+ * (malformed, an unknown scheme, a missing module or file, a wrong PIN or password, a key of the wrong curve or of
+ * another address) throws a {@link SignerStartError}: one line naming the role's variable and what is wrong, never a
+ * PIN or password.
+ */
+import { readFileSync } from "node:fs";
+import { p256 } from "@noble/curves/p256";
+import { secp256k1 as nobleSecp256k1 } from "@noble/curves/secp256k1";
+import type { HexString } from "../../ports/eas.ts";
+import type { Keccak256 } from "../../ports/keccak.ts";
+import type { Secp256k1 } from "../../ports/secp256k1.ts";
+import type { EthereumSigner, JwsSigner, SignerRole } from "../../ports/signer.ts";
+import type { SignerAuditDeps } from "./_audit.ts";
+import { type DigestSigner, type SignerCurve, SignerError } from "./_digest_signer.ts";
+import { digestEthereumSigner, localEthereumSigner } from "./_ethereum.ts";
+import { digestJwsSigner } from "./_jws.ts";
+import { openJsonRpcSigner } from "./jsonrpc_signer.ts";
+import { decryptKeystore } from "./keystore.ts";
+
+export { SIGNATURE_DURATION, SIGNATURES_TOTAL, type SignerAuditDeps } from "./_audit.ts";
+export { decryptKeystore } from "./keystore.ts";
+export { jwkThumbprint } from "./_jws.ts";
+
+/** A role's signer could not be opened: the one line the process stops with. */
+export class SignerStartError extends Error {}
+
+/** A signer URI, parsed. */
+export type SignerUri =
+  | { readonly scheme: "env"; readonly variable: string }
+  | { readonly scheme: "keystore"; readonly path: string; readonly passwordFile?: string | undefined; readonly passwordEnv?: string | undefined }
+  | { readonly scheme: "jsonrpc"; readonly url: string; readonly address: HexString }
+  | { readonly scheme: "pkcs11" | "awskms"; readonly uri: string };
+
+/** The variable a role's URI is read from. */
+export function signerVariable(role: SignerRole): string {
+  return `${role.toUpperCase()}_SIGNER`;
+}
+
+/** Parses a signer URI; undefined and a reason when it is not one. */
+export function parseSignerUri(text: string): { readonly ok: true; readonly value: SignerUri } | { readonly ok: false; readonly error: string } {
+  const colon = text.indexOf(":");
+  const scheme = colon < 0 ? "" : text.slice(0, colon);
+  const rest = text.slice(colon + 1);
+  switch (scheme) {
+    case "env":
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(rest)) return { ok: false, error: "env: names an environment variable (env:DELEGATE_PRIVATE_KEY)" };
+      return { ok: true, value: { scheme: "env", variable: rest } };
+    case "keystore": {
+      const [path, query = ""] = splitOnce(rest, "?");
+      if (path === "") return { ok: false, error: "keystore: names a file (keystore:/path/key.json?password-file=/path/password)" };
+      const params = new URLSearchParams(query);
+      for (const name of params.keys()) {
+        if (name !== "password-file" && name !== "password-env") return { ok: false, error: `keystore: takes password-file= or password-env=, not ${name}=` };
+      }
+      const passwordFile = params.get("password-file") ?? undefined;
+      const passwordEnv = params.get("password-env") ?? undefined;
+      if ((passwordFile === undefined) === (passwordEnv === undefined)) {
+        return { ok: false, error: "keystore: needs one of password-file=<path> or password-env=<VARIABLE>" };
+      }
+      return { ok: true, value: { scheme: "keystore", path: decodeURIComponent(path), passwordFile, passwordEnv } };
+    }
+    case "jsonrpc": {
+      const [url, address = ""] = splitOnce(rest, "#");
+      let parsed: URL;
+      try {
+        parsed = new URL(url);
+      } catch {
+        return { ok: false, error: "jsonrpc: is followed by an http(s) URL (jsonrpc:https://signer:9000#0xAddress)" };
+      }
+      if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return { ok: false, error: "jsonrpc: takes an http or https URL" };
+      if (!/^0x[0-9a-fA-F]{40}$/.test(address)) return { ok: false, error: "jsonrpc: ends with #<address> of the key to use" };
+      return { ok: true, value: { scheme: "jsonrpc", url, address: address as HexString } };
+    }
+    case "pkcs11":
+    case "awskms":
+      return { ok: true, value: { scheme, uri: text } };
+    default:
+      return { ok: false, error: `unknown scheme "${scheme === "" ? text.slice(0, 12) : scheme}:" (expected env:, keystore:, jsonrpc:, pkcs11: or awskms:)` };
+  }
+}
+
+/** What opening a signer needs. */
+export type OpenSignerDeps = {
+  readonly audit: SignerAuditDeps;
+  /** The environment `env:` and `password-env=` read. */
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** The service's secp256k1 (libsecp256k1 when present) and keccak: the raw keys' hot path. */
+  readonly secp256k1: Secp256k1;
+  readonly keccak?: Keccak256 | undefined;
+  /** Replaces `fetch` for jsonrpc: (tests). */
+  readonly fetchFn?: typeof fetch | undefined;
+};
+
+/**
+ * Opens the Ethereum signer of `role` at `uri` (a secp256k1 key); `expectedAddress` (`<ROLE>_ADDRESS`) must be the
+ * key's. Throws {@link SignerStartError}.
+ */
+export async function openEthereumSigner(
+  role: SignerRole,
+  uri: string,
+  deps: OpenSignerDeps,
+  expectedAddress?: string | undefined,
+): Promise<EthereumSigner> {
+  const variable = signerVariable(role);
+  const stop = (what: string) => new SignerStartError(`${variable}: ${redact(what)}`);
+  const parsed = parseSignerUri(uri);
+  if (!parsed.ok) throw stop(parsed.error);
+  const u = parsed.value;
+  let signer: EthereumSigner;
+  try {
+    switch (u.scheme) {
+      case "env":
+        signer = localEthereumSigner(hexKey(deps.env[u.variable], u.variable), { role, backend: "env", secp256k1: deps.secp256k1, keccak: deps.keccak, audit: deps.audit, raw: true });
+        break;
+      case "keystore":
+        signer = localEthereumSigner(openKeystore(u, deps.env), {
+          role,
+          backend: "keystore",
+          secp256k1: deps.secp256k1,
+          keccak: deps.keccak,
+          audit: deps.audit,
+          raw: u.passwordEnv !== undefined,
+        });
+        break;
+      case "jsonrpc":
+        signer = openJsonRpcSigner(u.url, u.address, { role, audit: deps.audit, fetchFn: deps.fetchFn });
+        break;
+      default:
+        signer = digestEthereumSigner(await openDigest(u, "secp256k1", deps), { role, audit: deps.audit, keccak: deps.keccak, secp256k1: deps.secp256k1 });
+    }
+  } catch (error) {
+    throw error instanceof SignerStartError ? error : stop(error instanceof Error ? error.message : String(error));
+  }
+  if (expectedAddress !== undefined && expectedAddress.toLowerCase() !== signer.address.toLowerCase()) {
+    await signer.close();
+    throw stop(`the key answers for ${signer.address}, not ${role.toUpperCase()}_ADDRESS ${expectedAddress}`);
+  }
+  return signer;
+}
+
+/**
+ * Opens the JWS signer of `role` at `uri`: a P-256 key (ES256) or a secp256k1 key (ES256K). `env:` holds a private
+ * JWK (EC, P-256 or secp256k1) or 32 bytes of hex (P-256); a keystore holds a secp256k1 key. Throws
+ * {@link SignerStartError}.
+ */
+export async function openJwsSigner(role: SignerRole, uri: string, deps: OpenSignerDeps): Promise<JwsSigner> {
+  const variable = signerVariable(role);
+  const stop = (what: string) => new SignerStartError(`${variable}: ${redact(what)}`);
+  const parsed = parseSignerUri(uri);
+  if (!parsed.ok) throw stop(parsed.error);
+  const u = parsed.value;
+  try {
+    switch (u.scheme) {
+      case "env":
+        return digestJwsSigner(envJwsKey(deps.env[u.variable], u.variable), { role, audit: deps.audit, raw: true });
+      case "keystore":
+        return digestJwsSigner(localDigestSigner("secp256k1", openKeystore(u, deps.env), "keystore"), { role, audit: deps.audit, raw: u.passwordEnv !== undefined });
+      case "jsonrpc":
+        throw new SignerError("config", "jsonrpc: signs Ethereum transactions and typed data, not JWS; use pkcs11:, awskms:, keystore: or env:");
+      default: {
+        // The key's curve decides the algorithm: P-256 first (ES256, what verifiers expect), then secp256k1.
+        let digest: DigestSigner;
+        try {
+          digest = await openDigest(u, "P-256", deps);
+        } catch (error) {
+          if (!(error instanceof SignerError && error.kind === "config" && /curve|spec|P-256|secp256k1/i.test(error.message))) throw error;
+          digest = await openDigest(u, "secp256k1", deps);
+        }
+        return digestJwsSigner(digest, { role, audit: deps.audit, raw: false });
+      }
+    }
+  } catch (error) {
+    throw error instanceof SignerStartError ? error : stop(error instanceof Error ? error.message : String(error));
+  }
+}
+
+/** Opens a PKCS#11 or AWS KMS key; each backend's module loads only when a role names it (the AWS SDK is large). */
+async function openDigest(u: Extract<SignerUri, { scheme: "pkcs11" | "awskms" }>, curve: SignerCurve, deps: OpenSignerDeps): Promise<DigestSigner> {
+  const options = { curve, timeoutMs: deps.audit.timeoutMs };
+  if (u.scheme === "pkcs11") return await (await import("./pkcs11_signer.ts")).openPkcs11Signer(u.uri, options);
+  return await (await import("./awskms_signer.ts")).openAwsKmsSigner(u.uri, options);
+}
+
+/** A digest signer over a key held in this process (env:, keystore: JWS roles). */
+function localDigestSigner(curve: SignerCurve, privateKey: Uint8Array, backend: "env" | "keystore"): DigestSigner {
+  const ecdsa = curve === "P-256" ? p256 : nobleSecp256k1;
+  let publicKey: Uint8Array;
+  try {
+    publicKey = ecdsa.getPublicKey(privateKey, false);
+  } catch {
+    throw new SignerError("config", `the key is not a ${curve} private key`);
+  }
+  return {
+    backend,
+    curve,
+    publicKey,
+    signDigest: (digest) => {
+      const signature = ecdsa.sign(digest, privateKey);
+      return Promise.resolve({ r: signature.r, s: signature.s });
+    },
+  };
+}
+
+function hexKey(value: string | undefined, variable: string): Uint8Array {
+  if (value === undefined || value === "") throw new SignerError("config", `${variable} is not set`);
+  const hex = value.startsWith("0x") ? value.slice(2) : value;
+  if (!/^[0-9a-fA-F]{64}$/.test(hex)) throw new SignerError("config", `${variable} is not 32 bytes of hex (64 characters)`);
+  return new Uint8Array(Buffer.from(hex, "hex"));
+}
+
+function envJwsKey(value: string | undefined, variable: string): DigestSigner {
+  if (value === undefined || value === "") throw new SignerError("config", `${variable} is not set`);
+  if (!value.trim().startsWith("{")) return localDigestSigner("P-256", hexKey(value, variable), "env");
+  let jwk: { kty?: unknown; crv?: unknown; d?: unknown };
+  try {
+    jwk = JSON.parse(value) as typeof jwk;
+  } catch {
+    throw new SignerError("config", `${variable} is neither a private JWK nor 32 bytes of hex`);
+  }
+  if (jwk.kty !== "EC" || (jwk.crv !== "P-256" && jwk.crv !== "secp256k1") || typeof jwk.d !== "string") {
+    throw new SignerError("config", `${variable} is not an EC private JWK on P-256 or secp256k1`);
+  }
+  return localDigestSigner(jwk.crv, new Uint8Array(Buffer.from(jwk.d, "base64url")), "env");
+}
+
+function openKeystore(u: Extract<SignerUri, { scheme: "keystore" }>, env: OpenSignerDeps["env"]): Uint8Array {
+  let json: string;
+  try {
+    json = readFileSync(u.path, "utf8");
+  } catch {
+    throw new SignerError("config", `cannot read the keystore file ${u.path}`);
+  }
+  let password: string;
+  if (u.passwordFile !== undefined) {
+    try {
+      // One trailing newline is the file's, not the password's (echo, editors).
+      password = readFileSync(u.passwordFile, "utf8").replace(/\r?\n$/, "");
+    } catch {
+      throw new SignerError("config", `cannot read the password file ${u.passwordFile}`);
+    }
+  } else {
+    const value = env[u.passwordEnv!];
+    if (value === undefined) throw new SignerError("config", `${u.passwordEnv} (the keystore's password) is not set`);
+    password = value;
+  }
+  return decryptKeystore(json, password);
+}
+
+/** Never a PIN or password in the line the process stops with. */
+function redact(message: string): string {
+  return message.replace(/(pin-value|password)=[^&;\s]*/gi, "$1=…");
+}
+
+function splitOnce(text: string, separator: string): [string, string | undefined] {
+  const at = text.indexOf(separator);
+  return at < 0 ? [text, undefined] : [text.slice(0, at), text.slice(at + 1)];
+}
