@@ -5,7 +5,7 @@
  * private relay; the public relay's hourly gas budget is one budget for both. The limits that guard money or storage
  * are counted once for both (issue 34): concurrent requests alternating between them are admitted exactly as one
  * instance admits them; and an MCP session opened at one is used at the other through the official SDK's client. One
- * Idempotency-Key sent to both runs once (issue 36).
+ * Idempotency-Key sent to both runs once (issue 36). A list cursor one instance gave, the other takes (issue 43).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -119,6 +119,25 @@ describe.skipIf(skip !== undefined)(`two instances on one PostgreSQL and one del
       expect(page.status).toBe(200);
       expect(page.body.items.map((i) => i.attestation.uid.toLowerCase())).toEqual([String(written.body.uid).toLowerCase()]);
       expect(page.body.asOf.blockNumber).toBeGreaterThanOrEqual(Number(written.body.blockNumber));
+    }
+  });
+
+  test("a list cursor one instance gave, the other takes; one minted by hand is 400 at both (issue 43: one secret for the deployment)", async () => {
+    const query = "schema=user-review&order=oldest&limit=3";
+    const first = await fetch(`${instances[0]!.url}/v1/attestations?${query}`);
+    const page = await first.json() as { items: { attestation: { uid: string } }[]; nextCursor: string };
+    expect(page.nextCursor).toEqual(expect.any(String));
+    const next = await fetch(`${instances[1]!.url}/v1/attestations?${query}&cursor=${page.nextCursor}`);
+    expect(next.status).toBe(200);
+    const following = await next.json() as { items: { attestation: { uid: string } }[] };
+    expect(following.items).toHaveLength(3);
+    const seen = new Set(page.items.map((i) => i.attestation.uid));
+    expect(following.items.filter((i) => seen.has(i.attestation.uid))).toEqual([]);
+    const [body, check] = page.nextCursor.split(".") as [string, string];
+    const minted = `${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(body, "base64url").toString()), i: 9 })).toString("base64url")}.${check}`;
+    for (const instance of instances) {
+      const refused = await fetch(`${instance.url}/v1/attestations?${query}&cursor=${minted}`);
+      expect([refused.status, ((await refused.json()) as { code: string }).code]).toEqual([400, "INVALID_INPUT"]);
     }
   });
 
