@@ -326,6 +326,39 @@ describeBrowser("the review widget in a browser", () => {
     await page.context().close();
   }, 60_000);
 
+  test("the builder: a bad field named; the snippets for both modes as text; a live preview of the widget", async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on("pageerror", (error) => problems.push(`pageerror: ${error.message}`));
+    page.on("console", (message) => {
+      if (/Content Security Policy/i.test(message.text())) problems.push(`csp: ${message.text()}`);
+    });
+    await page.goto(`${stack.baseUrl}/widgets/reviews/create`);
+    await page.waitForSelector("html[data-ready=true]");
+    await page.fill("#b-url", "https://www.acme-quest.example");
+    await page.fill("#b-contract", "0x1234");
+    await page.fill("#b-chain", "8453");
+    await page.click("#builder-generate");
+    expect(await page.innerText("#builder-error")).toContain("contract");
+    await page.fill("#b-contract", APP_CONTRACT);
+    await page.fill("#b-name", "Acme <Quest>");
+    await page.click("#builder-generate");
+    const iframe = await page.innerText("#snippet-iframe");
+    expect(iframe).toContain(`src="${stack.baseUrl}/widgets/reviews/embed?url=acme-quest.example&contract=${APP_CONTRACT}&chainId=8453&name=Acme+%3CQuest%3E"`);
+    expect(await page.isVisible("#snippet-bridge")).toBe(false);
+    const preview = page.frameLocator("#builder-preview");
+    expect(await preview.locator("#app-name").innerText()).toBe("Acme <Quest>");
+    await page.check("input[name=mode][value=integrated]");
+    await page.click("#builder-generate");
+    expect(await page.innerText("#snippet-install")).toBe("npm install @ats/client viem");
+    expect(await page.innerText("#snippet-bridge")).toContain("createSigningBridge({");
+    await preview.locator("#widget[data-mode=basic]").waitFor();
+    await screenshots(page, "builder");
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 60_000);
+
   test("markup in every parameter is text: shown as written, or the parameter refused and named on the page", async () => {
     const markup = `"><script>alert(1)</script><img src=x onerror=alert(2)>`;
     const shown = await open({ params: { name: markup, icon: `https://icons.invalid/${markup}` } });

@@ -184,6 +184,7 @@ const PUBLIC_READS: Readonly<Record<string, string>> = {
   "GET /": "no-cache",
   "GET /console/app.js": "no-cache",
   "GET /widgets/reviews/embed": "no-cache",
+  "GET /widgets/reviews/create": "no-cache",
   "GET /widgets/reviews/widget.js": "no-cache",
   "GET /widgets/reviews/widget.css": "no-cache",
   "GET /console/app.css": "no-cache",

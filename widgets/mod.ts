@@ -9,4 +9,5 @@ export {
   WIDGET_CSP,
   type WidgetPageSettings,
 } from "./review_page.ts";
+export { BUILDER_CSP, renderBuilderPage, REVIEW_BUILDER_PATH } from "./builder_page.ts";
 export type { WidgetBundle } from "./assets.ts";

@@ -27,6 +27,7 @@ import {
 } from "../client/widget_protocol.ts";
 import { buildReviewData } from "../domain/reviews/mod.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
+import { startBuilder } from "./builder.ts";
 import { type EmbedParams, parseEmbedParams } from "./embed_params.ts";
 
 /** How long the host page has to answer a signing request (a person may take a while in their wallet). */
@@ -318,6 +319,7 @@ function main(): void {
     // The service rendered the widget for these very parameters; a mismatch is a page not served by it.
     if (parsed.ok) start(parsed.value);
   }
+  if (document.getElementById("builder") !== null) startBuilder();
   document.documentElement.dataset.ready = "true";
 }
 

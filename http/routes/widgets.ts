@@ -1,7 +1,10 @@
 import { Elysia } from "elysia";
 import type { Logger } from "../../ports/logger.ts";
 import {
+  BUILDER_CSP,
   parseEmbedParams,
+  renderBuilderPage,
+  REVIEW_BUILDER_PATH,
   renderParamErrorPage,
   renderReviewPage,
   REVIEW_EMBED_PATH,
@@ -35,7 +38,15 @@ export const WIDGET_HEADERS: Readonly<Record<string, string>> = {
 
 const HTML = "text/html; charset=utf-8";
 
-/** The review widget: `GET /widgets/reviews/embed` and its script and stylesheet. */
+/** Headers of the builder page: its own policy (the preview framed from the service), and never framed itself. */
+const BUILDER_HEADERS: Readonly<Record<string, string>> = {
+  "content-security-policy": BUILDER_CSP,
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "x-frame-options": "DENY",
+};
+
+/** The review widget: `GET /widgets/reviews/embed`, the builder `GET /widgets/reviews/create`, their script and stylesheet. */
 export function widgetRoutes(deps: WidgetRoutesDeps) {
   const built = async () => {
     try {
@@ -63,6 +74,13 @@ export function widgetRoutes(deps: WidgetRoutesDeps) {
         return new Response(page, { status: 503, headers });
       }
       return new Response(renderReviewPage(parsed.value, deps.settings, bundle.version), { headers });
+    })
+    .get(REVIEW_BUILDER_PATH, async () => {
+      const bundle = await built();
+      if (bundle === undefined) return internal();
+      const chainName = deps.settings?.chainName ?? "the service's chain";
+      const page = renderBuilderPage({ chainName, assetVersion: bundle.version, scriptPath: REVIEW_SCRIPT_PATH, stylePath: REVIEW_STYLE_PATH });
+      return new Response(page, { headers: { ...BUILDER_HEADERS, "content-type": HTML } });
     })
     .get(REVIEW_SCRIPT_PATH, asset((bundle) => bundle.js, "text/javascript; charset=utf-8"))
     .get(REVIEW_STYLE_PATH, asset((bundle) => bundle.css, "text/css; charset=utf-8"));

@@ -78,6 +78,18 @@ describe("the review widget's routes", () => {
     expect([missing.status, (await missing.text()).includes('<code id="bad-param">url</code>')]).toEqual([400, true]);
   });
 
+  test("the builder is served under its own policy: it frames the service only and is never framed", async () => {
+    const res = await app().handle(new Request("http://localhost/widgets/reviews/create"));
+    expect(res.status).toBe(200);
+    const csp = res.headers.get("content-security-policy")!;
+    expect(csp).toContain("frame-src 'self'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(res.headers.get("x-frame-options")).toBe("DENY");
+    const html = await res.text();
+    expect(html).toContain("ATS &lt;Devnet&gt;");
+    for (const [, id] of html.matchAll(/<input id="([^"]+)"/g)) expect(html).toContain(`<label class="field" for="${id}">`);
+  });
+
   test("no user-review schema anchored on the chain: a page saying so (503), never a blank frame", async () => {
     const res = await embed({ url: "shop.example", contract: CONTRACT, chainId: "1" }, { schemas: {} });
     expect(res.status).toBe(503);
