@@ -72,7 +72,7 @@ export type Foundation = {
   /** keccak-256 in WebAssembly (issue 28). */
   readonly keccak256: Keccak256;
   /** Run after a transaction of this instance is mined, before its caller hears of it (the index's nudge, set later). */
-  readonly afterMined: { listener: (() => Promise<void>) | undefined };
+  readonly afterMined: { listener: ((blockNumber: bigint) => Promise<void>) | undefined };
 };
 
 /** Opens the shared adapters; on a failure, whatever was started is stopped again. */
@@ -126,10 +126,10 @@ export async function openFoundation(config: Config, options: StartServiceOption
       // The devnet's state file is written after each mined transaction and before the client hears of it,
       // so nothing answered 200 is lost if the service and its Anvil are killed (decisions §15). Then the index
       // follower is nudged to poll at once, so the writer's next read sees the write (decisions §21).
-      onMined: async () => {
+      onMined: async (blockNumber) => {
         await devnet?.checkpoint?.();
         const listener = afterMined.listener;
-        if (listener !== undefined) await listener();
+        if (listener !== undefined) await listener(blockNumber);
       },
     });
     const witnessKey = config.witnessPrivateKey ?? devnet?.keys.witness;

@@ -406,7 +406,13 @@ export async function wireAttestationIndex(
       ? undefined
       : createWsNewHeads({ url: config.index.wsUrl, log: (event, fields) => (event === "index_ws_subscribed" ? f.log.info(event, fields) : f.log.warn(event, fields)) }),
   });
-  f.afterMined.listener = () => index.nudge();
+  // A write's block the follower already holds needs no poll (issue 43): on a chain with real blocks its own poll often
+  // got there while the receipt was awaited, and each poll is several JSON-RPC calls and an append.
+  f.afterMined.listener = async (blockNumber) => {
+    const indexed = index.status().indexedBlock;
+    if (indexed !== null && BigInt(indexed) >= blockNumber) return;
+    await index.nudge();
+  };
   // Each read gets its own pin of the index head; the queries' own state is none, so one is built per read.
   // The key of the list's cursors (issue 43): one secret of the deployment, made once and kept in the shared store, so a
   // cursor one instance gave another accepts, and nobody without it can mint one (docs/configuration.md).

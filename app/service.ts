@@ -38,6 +38,8 @@ export type Service = {
   readonly x402: X402Terms | undefined;
   /** The attestation index of this instance: catch up now (tests, operators), and its status as the store says. */
   readonly index: Pick<IndexRunner, "catchUp" | "refresh">;
+  /** SQL statements the storage ran since it opened (SQLite), for tests that count them (issue 43); else undefined. */
+  readonly sqlStatements: () => number | undefined;
   /**
    * Stops accepting requests, lets in-flight ones finish within `SHUTDOWN_GRACE_MS` (the rest answered and cut),
    * closes the database and the devnet.
@@ -96,6 +98,7 @@ export async function startService(config: Config, options: StartServiceOptions 
       devnet,
       x402: x402?.terms,
       index: { catchUp: index.catchUp, refresh: index.refresh },
+      sqlStatements: () => f.storage.statements?.(),
       // Every caller (a second SIGTERM included) waits for the one shutdown. Requests under way get SHUTDOWN_GRACE_MS
       // to finish (what is cut then was recorded before each step: the next start settles it); storage and the
       // devnet close only after the last connection.

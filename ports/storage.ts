@@ -23,6 +23,8 @@ import type { DeploymentSecrets } from "./deployment_secrets.ts";
 export interface Storage {
   /** `sqlite` for one machine, `postgres` for several instances sharing one database. */
   readonly kind: "sqlite" | "postgres";
+  /** SQL statements run since opened (SQLite; issue 43's budget test counts them); undefined where not counted. */
+  readonly statements?: (() => number) | undefined;
   readonly replay: ReplayStore;
   readonly accounts: AccountStore;
   readonly ledger: SponsoredWriteLedger;

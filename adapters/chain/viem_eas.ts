@@ -58,7 +58,7 @@ export type ViemEasOptions = {
   /** Shared nonce bookkeeping for the service's wallets when several instances share them. */
   readonly walletNonces?: WalletNonces | undefined;
   /** Runs after each of the service's transactions is mined, before its caller is answered. */
-  readonly onMined?: (() => Promise<void>) | undefined;
+  readonly onMined?: ((blockNumber: bigint) => Promise<void>) | undefined;
   /** Whether the wallets send by `eth_sendRawTransactionSync` while the node mines on arrival (default `auto`). */
   readonly sendSync?: SendSyncMode | undefined;
   /**

@@ -54,6 +54,15 @@ export type TxSender = {
 const FEE_TTL_MS = 2_000;
 
 /**
+ * How long one balance read serves the funds check (issue 43): a delegated attestation read the wallet's balance on
+ * every request. Within this time the check uses the balance read less the most each send since could spend (its gas
+ * at its maximum fee), so it errs towards "low", and a "low" on a kept balance is read again before it is answered.
+ * What another instance spends from the same wallet shows at the next read; a send the node cannot pay is refused by
+ * the node and settled as "not broadcast" all the same (decisions §15).
+ */
+export const BALANCE_TTL_MS = 10_000;
+
+/**
  * Whether sends use EIP-7966 `eth_sendRawTransactionSync` (one exchange for the send and its receipt) while the node
  * mines on arrival (`auto`), or always `eth_sendRawTransaction` then receipt polls (`off`).
  */
@@ -142,7 +151,7 @@ export function createTxSender(options: {
   /** Shared nonce bookkeeping when several instances send from this wallet (PostgreSQL storage). */
   nonces?: WalletNonces | undefined;
   /** Runs after a receipt arrived and before the caller hears of it (the devnet saves its state here). */
-  onMined?: (() => Promise<void>) | undefined;
+  onMined?: ((blockNumber: bigint) => Promise<void>) | undefined;
   /** Whether sends use `eth_sendRawTransactionSync` while the node mines on arrival (default `auto`). */
   sendSync?: SendSyncMode | undefined;
   /** Tests: the grace and the pause of the sync method (defaults {@link SEND_SYNC_GRACE_MS}, {@link SEND_SYNC_PAUSE_MS}). */
@@ -167,6 +176,21 @@ export function createTxSender(options: {
       .finally(() => (feeRequest = undefined));
     return feeRequest;
   };
+
+  let balance: { at: number; wei: bigint } | undefined;
+  let balanceRequest: Promise<bigint> | undefined;
+  const readBalance = (): Promise<bigint> => {
+    balanceRequest ??= rpc.request("eth_getBalance", [account.address, "latest"])
+      .then(quantity)
+      .then((wei) => {
+        balance = { at: Date.now(), wei };
+        return wei;
+      })
+      .finally(() => (balanceRequest = undefined));
+    return balanceRequest;
+  };
+
+  const blocks = createBlockCadence();
 
   let nextNonce: number | undefined;
   let queue: Promise<unknown> = Promise.resolve();
@@ -311,8 +335,12 @@ export function createTxSender(options: {
     warmFees: () => refreshFees().catch(() => undefined),
     async checkFunds(gas) {
       try {
-        const [balance, fee] = await Promise.all([rpc.request("eth_getBalance", [account.address, "latest"]).then(quantity), refreshFees()]);
-        return balance >= gas * fee.maxFeePerGas ? "ok" : "low";
+        const kept = balance !== undefined && Date.now() - balance.at < BALANCE_TTL_MS ? balance.wei : undefined;
+        const [wei, fee] = await Promise.all([kept ?? readBalance(), refreshFees()]);
+        if (wei >= gas * fee.maxFeePerGas) return "ok";
+        // Low on a kept balance: the wallet may have been topped up since; a fresh read decides.
+        if (kept === undefined) return "low";
+        return (await readBalance()) >= gas * fee.maxFeePerGas ? "ok" : "low";
       } catch (error) {
         log("rpc_error", { op: "getBalance", error: describe(error) });
         return "rpc-error";
@@ -417,14 +445,19 @@ export function createTxSender(options: {
         return outcome;
       });
       if (attempt.tx === undefined || attempt.settled === "not-broadcast") return { ok: false, reason: "not-broadcast" };
+      // The most it can spend comes off the kept balance until the next read.
+      if (balance !== undefined) balance.wei -= request.gas * fee.maxFeePerGas;
       // A send answered with its receipt goes straight to its outcome, which the caller records: a "sent" record
       // in between would be one more commit that no crash could need (a signed record is settled the same way).
       if (attempt.receipt === undefined) await request.onSent?.(attempt.tx.txHash);
       if (attempt.settled === "unknown") return { ok: false, reason: "unknown-outcome", txHash: attempt.tx.txHash };
-      const outcome = attempt.receipt !== undefined
+      const outcome: SendOutcome & { readonly minedOnArrival?: boolean } = attempt.receipt !== undefined
         ? receiptOutcome(attempt.tx.txHash, attempt.receipt)
-        : await awaitReceipt(rpc, attempt.tx.txHash, options.receiptTimeoutMs ?? 120_000, log, attempt.lateReceipt);
-      if (outcome.ok || outcome.reason === "reverted") await options.onMined?.();
+        : await awaitReceipt(rpc, attempt.tx.txHash, options.receiptTimeoutMs ?? 120_000, log, attempt.lateReceipt, blocks);
+      if (outcome.ok || outcome.reason === "reverted") {
+        if (attempt.receipt === undefined) blocks.seen(outcome.blockNumber, outcome.minedOnArrival === true);
+        await options.onMined?.(outcome.blockNumber);
+      }
       return outcome;
     },
   };
@@ -464,22 +497,96 @@ async function readReceipt(rpc: JsonRpc, txHash: Hex, log: Log): Promise<RawRece
   }
 }
 
-/** Polls for the receipt; `late`, a sync send's answer still to come, ends the wait early when it brings the receipt. */
-async function awaitReceipt(rpc: JsonRpc, txHash: HexString, timeoutMs: number, log: Log, late?: Promise<RawReceipt | undefined>): Promise<SendOutcome> {
+/**
+ * When blocks come, as the receipts this sender polled for showed them (issue 43): the first time each block was seen
+ * and the mean time between blocks. A node that mines on arrival has no cadence: its receipts are there at once.
+ */
+type BlockCadence = {
+  /** A receipt found by a poll: its block, and whether it was there at the first poll (mined on arrival). */
+  readonly seen: (blockNumber: bigint, onArrival: boolean) => void;
+  /** How long until the next block is due (plus a margin), or undefined while the cadence is not known. */
+  readonly untilNext: () => number | undefined;
+};
+
+/** Bounds of a believable time between blocks, in ms. */
+const CADENCE_MIN_MS = 50;
+const CADENCE_MAX_MS = 60_000;
+/** The longest wait for a block before the receipt is read anyway (a cadence learnt from a chain mined by hand). */
+const CADENCE_WAIT_CAP_MS = 5_000;
+/** Receipts kept to learn the cadence from. */
+const CADENCE_WINDOW = 16;
+
+/**
+ * Learns the cadence from the receipts polled for: the time between blocks is the slope over the kept receipts (each
+ * was seen some time after its block was made, so the slope's error shrinks as the window spans more blocks), and the
+ * time each block is due is the earliest sighting carried forward by that slope.
+ */
+function createBlockCadence(): BlockCadence {
+  let seen: { block: bigint; atMs: number }[] = [];
+  const intervalOf = (): number | undefined => {
+    if (seen.length < 3) return undefined;
+    const first = seen[0]!;
+    const last = seen.at(-1)!;
+    const each = (last.atMs - first.atMs) / Number(last.block - first.block);
+    return each >= CADENCE_MIN_MS && each <= CADENCE_MAX_MS ? each : undefined;
+  };
+  return {
+    seen(blockNumber, onArrival) {
+      // A node that mines on arrival has no cadence: polls start at once again.
+      if (onArrival) return void (seen = []);
+      const last = seen.at(-1);
+      if (last !== undefined && blockNumber <= last.block) return;
+      seen.push({ block: blockNumber, atMs: Date.now() });
+      if (seen.length > CADENCE_WINDOW) seen.shift();
+    },
+    untilNext() {
+      const interval = intervalOf();
+      if (interval === undefined) return undefined;
+      const last = seen.at(-1)!;
+      // When the newest block was made, at the latest: the earliest sighting of any kept block, carried forward.
+      let made = last.atMs;
+      for (const s of seen) made = Math.min(made, s.atMs + Number(last.block - s.block) * interval);
+      const now = Date.now();
+      const due = made + Math.max(1, Math.ceil((now - made) / interval)) * interval;
+      // A block is seen some time after it is made: a margin of a tenth of the interval, at least 20 ms.
+      return Math.min(CADENCE_WAIT_CAP_MS, Math.max(0, due - now) + Math.max(20, interval / 10));
+    },
+  };
+}
+
+/**
+ * Waits for the receipt; `late`, a sync send's answer still to come, ends the wait when it brings the receipt. Where
+ * the chain's blocks come at a known cadence the receipt is read once each block is due (by block, issue 43: a
+ * receipt polled every few ms up to a second cost 8.5 calls a write on a chain of 1 s blocks); until then, and on a
+ * node that mines on arrival, at 5 ms and then twice as long each time, up to a second.
+ */
+async function awaitReceipt(
+  rpc: JsonRpc,
+  txHash: HexString,
+  timeoutMs: number,
+  log: Log,
+  late: Promise<RawReceipt | undefined> | undefined,
+  blocks: BlockCadence,
+): Promise<SendOutcome & { readonly minedOnArrival?: boolean }> {
   const started = Date.now();
-  // A devnet mines right after it takes the transaction, so the receipt is usually there at once or a few ms later
-  // (Anvil mines in the background: a receipt read in the send's own batch found nothing); a chain with real blocks
-  // costs a handful of extra polls before the delay reaches its 1 s cap.
   let delay = 5;
   let sync = late?.then((receipt) => {
     sync = undefined;
     return receipt;
   });
+  const wait = async (ms: number) => (sync === undefined ? await Bun.sleep(ms) : await Promise.race([sync, Bun.sleep(ms)]));
+  // By block: nothing is read before the next block is due (a sync answer may bring the receipt first).
+  const first = blocks.untilNext();
+  if (first !== undefined) {
+    const answered = await wait(first);
+    if (answered !== undefined) return receiptOutcome(txHash, answered);
+  }
   for (;;) {
     const receipt = await readReceipt(rpc, txHash, log);
-    if (receipt) return receiptOutcome(txHash, receipt);
+    // Found within 50 ms by the polls that start at once: a node that mines on arrival.
+    if (receipt) return { ...receiptOutcome(txHash, receipt), minedOnArrival: first === undefined && Date.now() - started < 50 };
     if (Date.now() - started > timeoutMs) return { ok: false, reason: "unknown-outcome", txHash };
-    const answered = sync === undefined ? await Bun.sleep(delay) : await Promise.race([sync, Bun.sleep(delay)]);
+    const answered = await wait(blocks.untilNext() ?? delay);
     if (answered !== undefined) return receiptOutcome(txHash, answered);
     delay = Math.min(delay * 2, 1_000);
   }

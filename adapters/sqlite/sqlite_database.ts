@@ -104,10 +104,69 @@ export function addMissingColumns(db: Database, columns: readonly (readonly [str
   }
 }
 
+/** The methods of a statement that run it. */
+const RUNS = ["run", "get", "all", "values", "iterate"] as const;
+
+/** A database that counts the SQL statements it runs (issue 43). */
+export type CountingDatabase = Database & {
+  /** Statements run since the database was opened. */
+  readonly statements: number;
+};
+
+/**
+ * Has `db` count the SQL statements it runs (issue 43): each `run`, `get`, `all`, `values` or `iterate` of a statement,
+ * each `exec`/`run` of the database, and the `BEGIN` and `COMMIT` (or `ROLLBACK`) of a transaction, one each. The
+ * budget test of a delegated attestation (e2e/attest_budget_test.ts) reads it; counting costs one addition a statement.
+ */
+export function countStatements(db: Database): CountingDatabase {
+  let statements = 0;
+  const wrapped = new WeakSet<object>();
+  /** Has a statement count its runs (once per statement: `query` hands out the same one for the same text). */
+  const counted = <S extends object>(statement: S): S => {
+    if (wrapped.has(statement)) return statement;
+    wrapped.add(statement);
+    const target = statement as unknown as Record<string, (...args: unknown[]) => unknown>;
+    for (const name of RUNS) {
+      const inner = target[name]!;
+      target[name] = (...args: unknown[]) => {
+        statements++;
+        return inner.apply(statement, args);
+      };
+    }
+    return statement;
+  };
+  const query = db.query.bind(db);
+  const prepare = db.prepare.bind(db);
+  const run = db.run.bind(db);
+  const exec = db.exec.bind(db);
+  const transaction = db.transaction.bind(db);
+  const target = db as unknown as Record<string, unknown>;
+  target.query = (sql: string) => counted(query(sql));
+  target.prepare = (sql: string, params?: never) => counted(prepare(sql, params));
+  target.run = (sql: string, ...bindings: never[]) => {
+    statements++;
+    return run(sql, ...bindings);
+  };
+  target.exec = (sql: string, ...bindings: never[]) => {
+    statements++;
+    return exec(sql, ...bindings);
+  };
+  target.transaction = (inside: (...args: unknown[]) => unknown) => {
+    const inner = transaction(inside);
+    const twice = (go: (...args: unknown[]) => unknown) => (...args: unknown[]) => {
+      statements += 2;
+      return go(...args);
+    };
+    return Object.assign(twice(inner), { deferred: twice(inner.deferred), immediate: twice(inner.immediate), exclusive: twice(inner.exclusive) });
+  };
+  Object.defineProperty(db, "statements", { get: () => statements });
+  return db as CountingDatabase;
+}
+
 /** Opens (creating if needed) the service's SQLite file with WAL and the schema applied. */
-export function openSqlite(path: string): Database {
+export function openSqlite(path: string): CountingDatabase {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path, { create: true, strict: true });
+  const db = countStatements(new Database(path, { create: true, strict: true }));
   db.exec("PRAGMA journal_mode = WAL");
   db.exec("PRAGMA busy_timeout = 5000");
   db.exec("PRAGMA synchronous = NORMAL");

@@ -24,6 +24,7 @@ export function openSqliteStorage(path: string): Storage {
   const subjects = createSqliteSubjects(db);
   return {
     kind: "sqlite",
+    statements: () => db.statements,
     replay: createSqliteReplayStore(db),
     accounts: createSqliteAccountStore(db),
     ledger: createSqliteWriteLedger(db),

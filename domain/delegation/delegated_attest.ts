@@ -224,9 +224,13 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
     const provenSigner = clientSigner === undefined ? undefined : await clientSigner;
     const simulateAhead = batch === undefined && walletCouldPay && parsedSignature.value.deployment === undefined && caller.admit === undefined &&
       provenSigner !== undefined && sameAddress(provenSigner, request.attester);
-    // Read in the same tick as the nonce, so all ride in one JSON-RPC batch.
+    // Read in the same tick as the nonce, so all ride in one JSON-RPC batch. The attester's code is read only when the
+    // signature did not already recover to the attester (issue 43): the verdict below does not ask about the code of an
+    // attester whose own key signed (should EAS ask a contract there instead, the simulation before sending says so),
+    // and asking for it was a JSON-RPC call on every request.
+    const signedByAttester = provenSigner !== undefined && sameAddress(provenSigner, request.attester);
     const funds = delegate.checkFunds();
-    const pendingNonce = deps.eas.getAttesterNonce(request.attester, { withCode: true });
+    const pendingNonce = deps.eas.getAttesterNonce(request.attester, { withCode: !signedByAttester });
     const simulatedAhead = simulateAhead ? delegate.simulate(call) : undefined;
     const [chainNonce, fundsCheck] = await Promise.all([pendingNonce, funds]);
     if (fundsCheck !== "rpc-error") walletCouldPay = fundsCheck === "ok";

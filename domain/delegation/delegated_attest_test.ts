@@ -70,6 +70,27 @@ describe("createDelegatedAttest()", () => {
     expect(env.delegate.sent[0]?.signature.v === 27 || env.delegate.sent[0]?.signature.v === 28).toBe(true);
   });
 
+  test("a signature that recovers to the attester for the nonce it names asks no code of the attester; one that does not, does (issue 43)", async () => {
+    const fake = fakeEasReader();
+    const asked: (boolean | undefined)[] = [];
+    const eas = {
+      ...fake,
+      getAttesterNonce(attester: `0x${string}`, options?: { readonly withCode?: boolean }) {
+        asked.push(options?.withCode);
+        return fake.getAttesterNonce(attester);
+      },
+    };
+    const env = setup({ eas });
+    expect(await env.attest(await signedBody(env))).toMatchObject({ ok: true });
+    expect(asked).toEqual([false]);
+    // Someone else's signature for this attester: whether the attester is a contract wallet decides the verdict.
+    const other = privateKeyToAccount("0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a");
+    const forged = await signedBody(env, { signer: other });
+    expect(await env.attest({ ...forged, attester: account.address, prepared: { ...forged.prepared, delegatedRequest: { ...forged.prepared.delegatedRequest, attester: account.address } } }))
+      .toMatchObject({ ok: false });
+    expect(asked).toEqual([false, true]);
+  });
+
   test("rejects missing fields, mainnet, unsubsidised and expired requests without RPC", async () => {
     const env = setup();
     const body = await signedBody(env);
