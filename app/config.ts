@@ -103,6 +103,8 @@ export type Config = {
    * `INDEX_ANSWER_CACHE_MB` (default 32): the bound of the whole answers of index reads kept per poll generation
    * (http/index_answer_cache.ts); 0 keeps none. `INDEX_HEAD_REUSE_MS` (default 100, at most 1000): how long one read
    * of the index head serves the kept answers' requests after it; a poll of this instance's follower ends it at once.
+   * `INDEX_QUERY_RATE_PER_MINUTE` (default 300): list and count answers one client address may have computed a minute
+   * (a kept answer is free); past it 429 `RATE_LIMITED` with `Retry-After`; per instance (issue 43).
    */
   /**
    * The public relay (decisions §12): `PUBLIC_RELAY` (`on`/`off`, default on), `PUBLIC_RELAY_IP_RATE_PER_MINUTE`
@@ -200,6 +202,8 @@ export type Config = {
     readonly answerCacheMb: number;
     /** `INDEX_HEAD_REUSE_MS`: how long one head read serves the answer cache (0: each burst of requests reads it). */
     readonly headReuseMs: number;
+    /** `INDEX_QUERY_RATE_PER_MINUTE`: list and count answers one client address may have computed a minute (issue 43). */
+    readonly queryPerMinute: number;
   };
   /**
    * Signing keys and key status (decisions §17): `SIGNING_KEYS_PER_ACCOUNT` (keys one account may register, default
@@ -470,6 +474,7 @@ function readIndex(env: Env): Config["index"] {
     follow: bool("INDEX_FOLLOW", true),
     answerCacheMb: int("INDEX_ANSWER_CACHE_MB", 32, 0, 4_096),
     headReuseMs: int("INDEX_HEAD_REUSE_MS", 100, 0, 1_000),
+    queryPerMinute: int("INDEX_QUERY_RATE_PER_MINUTE", 300, 1, 1_000_000),
   };
 }
 

@@ -128,7 +128,7 @@ describe("readConfig()", () => {
   });
 
   test("the index settings: defaults, and INDEX_CONFIRMATIONS left to the chain kind when unset", () => {
-    expect(readConfig({}).index).toEqual({ wsUrl: undefined, confirmations: undefined, pollMs: 1_000, stallSeconds: 120, leaseSeconds: 15, stepBlocks: 10_000, follow: true, answerCacheMb: 32, headReuseMs: 100 });
+    expect(readConfig({}).index).toEqual({ wsUrl: undefined, confirmations: undefined, pollMs: 1_000, stallSeconds: 120, leaseSeconds: 15, stepBlocks: 10_000, follow: true, answerCacheMb: 32, headReuseMs: 100, queryPerMinute: 300 });
     expect(readConfig({ INDEX_CONFIRMATIONS: "0", INDEX_FOLLOW: "false" }).index).toMatchObject({ confirmations: 0, follow: false });
     expect(readConfig({ INDEX_ANSWER_CACHE_MB: "0" }).index.answerCacheMb).toBe(0);
     expect(readConfig({ RPC_WS_URL: "wss://node.example/ws" }).index.wsUrl).toBe("wss://node.example/ws");

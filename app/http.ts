@@ -6,6 +6,7 @@ import { drainServer, instrumentedHandler, requestClientAddress } from "../http/
 import { httpCacheSettings } from "../http/http_cache.ts";
 import { createIndexAnswerCache } from "../http/index_answer_cache.ts";
 import { systemClock } from "../adapters/system/mod.ts";
+import { createRateLimiter } from "../domain/rate_limit.ts";
 import type { WiredAccounts } from "./accounts.ts";
 import type { Config } from "./config.ts";
 import type { WiredDelegation } from "./delegation.ts";
@@ -19,6 +20,7 @@ import type { WiredOAuth } from "./oauth.ts";
 import type { WiredMcp } from "./mcp.ts";
 import type { WiredSubmissions } from "./submissions.ts";
 import type { WiredWebhooks } from "./webhooks.ts";
+import { wireInteractions } from "./interactions.ts";
 
 /** Every capability, wired: what the routes are given. */
 export type Capabilities = {
@@ -139,11 +141,16 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
     metricsText: () => f.metrics.render(),
     console: { bundle: loadConsoleBundle, settings: { chainId, chainName: chain.name, serviceDnsLabel: config.serviceDnsLabel } },
     widgets: { bundle: loadWidgetBundle },
+    interactions: wireInteractions(config, f),
     privateOrigins: [...new Set([new URL(config.publicBaseUrl).origin, ...config.corsOrigins])],
     controller: { discover: c.discovery.viewDiscover, confirm: c.discovery.confirm },
     artifactTrust: c.artifactTrust,
     attestationList: c.attestationList,
     attestationQueries: c.attestationQueries,
+    attestationQueryRate: {
+      rate: createRateLimiter(systemClock, { capacity: config.index.queryPerMinute, perMinute: config.index.queryPerMinute }),
+      clientAddress: requestClientAddress,
+    },
     readNonce: c.delegation.readNonce,
     delegatedAttest: c.delegation.delegatedAttest,
     idempotency,

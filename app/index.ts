@@ -15,6 +15,8 @@ import type { Foundation } from "./foundation.ts";
 import {
   createIndexAnswers,
   createIndexFollower,
+  createSubjectOf,
+  type SubjectOf,
   type CountAttestations,
   createCountAttestations,
   createGetAttestation,
@@ -93,6 +95,8 @@ export type IndexSettings = {
   readonly follow?: boolean | undefined;
   /** Webhooks (decisions §22): outbox rows for blocks this deep; undefined: none. */
   readonly webhookConfirmations?: number | undefined;
+  /** The subject a record names, stored with it for the subject's count (issue 43); undefined: none stored. */
+  readonly subjectOf?: SubjectOf | undefined;
 };
 
 /** The header the index follower's JSON-RPC requests carry (`x-ats-reader: index-follower`). */
@@ -271,6 +275,7 @@ function createPoll(deps: IndexDeps, state: FollowerState): () => Promise<"done"
     confirmations: settings.confirmations,
     stepBlocks: settings.stepBlocks,
     webhookConfirmations: settings.webhookConfirmations,
+    subjectOf: settings.subjectOf,
   });
   const progress = createBackfillProgress({ clock, log, metrics: deps.metrics });
 
@@ -289,6 +294,7 @@ function createPoll(deps: IndexDeps, state: FollowerState): () => Promise<"done"
       log.warn(s.deepReorg ? "index_deep_reorg" : "index_reorg", { rewoundTo: Number(s.rewoundTo), head: Number(s.head), confirmedTo: Number(s.confirmedTo) });
     }
     if (s.filled !== undefined) log.info("index_records_filled", { attestations: s.filled });
+    if (s.subjectsFilled !== undefined) log.info("index_subjects_filled", { attestations: s.subjectsFilled });
     for (const row of s.outboxSkipped ?? []) {
       // Issue 43: an event that could not be queued is told, and the index goes on.
       log.error("webhook_outbox_skipped", { kind: row.kind, uid: row.uid, block: row.blockNumber === null ? null : Number(row.blockNumber), error: row.error });
@@ -398,6 +404,7 @@ export async function wireAttestationIndex(
       stepBlocks: BigInt(config.index.stepBlocks),
       follow: config.index.follow,
       webhookConfirmations: webhookConfirmations(config, f.devnet !== undefined),
+      subjectOf: createSubjectOf(f.chain.schemas),
     },
     clock: systemClock,
     log: f.log,

@@ -6,7 +6,7 @@ import { EAS_PATHS, easRoutes, type EasRoutesDeps } from "./routes/delegation/mo
 import { healthRoutes, type ReadinessReport } from "./routes/health.ts";
 import { controllerRoutes, type ControllerRoutesDeps } from "./routes/controller.ts";
 import { ARTIFACT_TRUST_PATHS, artifactTrustKey, artifactTrustRoutes } from "./routes/artifact_trust.ts";
-import { ATTESTATION_LIST_PATHS, attestationListKey, attestationListRoutes } from "./routes/attestation_list.ts";
+import { ATTESTATION_LIST_PATHS, attestationListKey, attestationListRoutes, type AttestationListRoutesDeps } from "./routes/attestation_list.ts";
 import { type AccountRoutesDeps, accountRoutes } from "./routes/accounts/mod.ts";
 import { type PremiumRpcRoutesDeps, premiumRpcRoutes } from "./routes/accounts/mod.ts";
 import { subjectOwnershipRoutes } from "./routes/accounts/mod.ts";
@@ -45,6 +45,7 @@ import { ROUTE_DOCS } from "./route_docs.ts";
 import { MAX_BODY_BYTES, TOO_LARGE_MESSAGE } from "./routes/request.ts";
 import { webhookRoutes, type WebhookRoutesDeps } from "./routes/webhooks.ts";
 import { widgetRoutes, type WidgetRoutesDeps } from "./routes/widgets.ts";
+import { interactionRoutes, type InteractionRoutesDeps } from "./routes/interactions.ts";
 
 /** Everything the HTTP layer is given by the composition root. */
 export type AppDeps = Omit<EasRoutesDeps, "log"> & {
@@ -60,6 +61,8 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly attestationList?: ListAttestations | undefined;
   /** The attestation count and one attestation by uid (decisions §24); absent in tests that do not exercise them. */
   readonly attestationQueries?: { readonly count: CountAttestations; readonly get: GetAttestation } | undefined;
+  /** The list's and the count's computations per client address (`INDEX_QUERY_RATE_PER_MINUTE`, issue 43); absent: none. */
+  readonly attestationQueryRate?: AttestationListRoutesDeps["queryRate"];
   /** Sign-in and the controller witness; absent in tests that do not exercise them. */
   readonly session?: Omit<SessionRoutesDeps, "log"> | undefined;
   /** The accounts API (decisions §12); absent in tests that do not exercise it. */
@@ -82,6 +85,8 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly privateOrigins?: readonly string[] | undefined;
   /** The console page and its assets (decisions §14); absent: no `/`. */
   readonly console?: Omit<ConsoleRoutesDeps, "log"> | undefined;
+  /** Proof of interaction and transaction proofs (decisions §29); absent: no such routes. */
+  readonly interactions?: Omit<InteractionRoutesDeps, "log"> | undefined;
   /** The review widget's built assets (decisions §29); absent: no `/widgets/` routes. */
   readonly widgets?: Pick<WidgetRoutesDeps, "bundle"> | undefined;
   /** The Prometheus exposition text of `GET /metrics`; absent: no such route. */
@@ -369,7 +374,7 @@ export function createApp(deps: AppDeps) {
     .use(identityRoutes({ resolve: resolveAnswer }))
     .use(deps.controller ? controllerRoutes(deps.controller) : new Elysia())
     .use(deps.artifactTrust ? artifactTrustRoutes({ artifactTrust: deps.artifactTrust, log: deps.log, answers: indexAnswers }) : new Elysia())
-    .use(deps.attestationList ? attestationListRoutes({ list: deps.attestationList, queries: deps.attestationQueries, log: deps.log, answers: indexAnswers }) : new Elysia())
+    .use(deps.attestationList ? attestationListRoutes({ list: deps.attestationList, queries: deps.attestationQueries, log: deps.log, answers: indexAnswers, queryRate: deps.attestationQueryRate }) : new Elysia())
     .use(deps.session ? sessionRoutes({ ...deps.session, log: deps.log }) : new Elysia())
     .use(deps.accounts ? accountRoutes(deps.accounts) : new Elysia())
     .use(deps.premiumRpc ? premiumRpcRoutes({ ...deps.premiumRpc, log: deps.log }) : new Elysia())
@@ -390,6 +395,7 @@ export function createApp(deps: AppDeps) {
     .use(docRoutes(deps.publicBaseUrl ?? "http://127.0.0.1:8080"))
     .use(deps.metricsText ? metricsRoute(deps.metricsText) : new Elysia())
     .use(deps.console ? consoleRoutes({ ...deps.console, log: deps.log }) : new Elysia())
+    .use((deps.interactions ? interactionRoutes({ ...deps.interactions, log: deps.log }) : new Elysia()) as Elysia)
     .use((deps.widgets ? widgetRoutes({ bundle: deps.widgets.bundle, settings: widgetSettings(deps), log: deps.log }) : new Elysia()) as Elysia);
   // The app's one way in for every request Elysia answers (tests, and the server through http/instrument.ts): the
   // answer leaves with its cache policy applied, whichever hook or route gave it (a 405 of `onRequest`, a 404 of

@@ -142,6 +142,11 @@ export type AppendDetails = {
    * append, so one bad row cannot stop the index; the rest of the range's rows are written.
    */
   readonly onOutboxSkipped?: ((skipped: readonly OutboxSkip[]) => void) | undefined;
+  /**
+   * The subject each record names (issue 43: its decoded `subject`, normalized; uid lowercase → DID), stored with the
+   * record for the subject's count. Given: a record without an entry names none. Undefined: left to be filled.
+   */
+  readonly subjects?: ReadonlyMap<string, string> | undefined;
 };
 
 /** An outbox row the index's append could not write (skipped, the index went on). */
@@ -175,6 +180,8 @@ export type PageCursor = { readonly blockNumber: bigint; readonly logIndex: numb
  */
 export type IndexFilter = {
   readonly recipient?: HexString | undefined;
+  /** The subject the record names (stored with it, see {@link AppendDetails.subjects}); a normalized DID. */
+  readonly subject?: string | undefined;
   readonly attester?: HexString | undefined;
   readonly schemaUid?: HexString | undefined;
   /** Revoked at `toBlock` or not; undefined: either. */
@@ -233,6 +240,13 @@ export interface IndexStore {
   readonly incomplete: (limit: number) => Promise<HexString[]>;
   /** Stores the full records of rows that lack them. */
   readonly complete: (records: readonly IndexedAttestation[]) => Promise<void>;
+  /**
+   * Up to `limit` stored records whose subject is not stored yet (rows stored before subjects were kept, issue 43),
+   * of `recipient` when given. Optional: a store without it keeps no subjects (counts decode the records).
+   */
+  readonly unsubjected?: ((limit: number, recipient?: HexString) => Promise<StoredAttestation[]>) | undefined;
+  /** Stores the subject each record names (null: none). */
+  readonly setSubjects?: ((subjects: readonly { readonly uid: HexString; readonly subject: string | null }[]) => Promise<void>) | undefined;
   /** How many attestations the index holds, and how many of them are in the unconfirmed tail. */
   readonly counts: () => Promise<{ readonly attestations: number; readonly tail: number }>;
   /** Holds or takes the follower lease for `holder` until `nowMs + leaseMs`; false while another holds it. */

@@ -124,13 +124,13 @@ describe("a follower step larger than one response (issue 43)", () => {
       startBlock: 0n,
       retryDelayMs: 1,
       maxResponseBytes: PROXY_LIMIT,
-      fetchFn: async (input, init) => {
+      fetchFn: (async (input: RequestInfo | URL, init?: RequestInit) => {
         const body = JSON.parse(String(init?.body)) as { method: string } | { method: string }[];
         const response = await fetch(input, init);
         const text = await response.text();
         responses.push({ methods: (Array.isArray(body) ? body : [body]).map((c) => c.method), bytes: text.length });
         return new Response(text, { status: response.status, headers: response.headers });
-      },
+      }) as typeof fetch,
     });
     const { store, steps } = await followToHead(chain);
     expect(steps.at(-1)).toMatchObject({ ok: true, caughtUp: true, indexedBlock: head });

@@ -1,4 +1,4 @@
-import type { SQL } from "bun";
+import type { SQL, TransactionSQL } from "bun";
 import type { AppendDetails, AttestedLog, EasEvent, IndexCheckpoint, IndexedAttestation, IndexStore, OutboxSkip, PagedLog, StoredAttestation } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
 import {
@@ -57,11 +57,13 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
              VALUES (${chainId}, ${eas}, ${next.blockNumber.toString()}, ${next.blockHash}, ${time}::BIGINT)
              ON CONFLICT (chain_id, eas, block_number) DO UPDATE SET block_hash = EXCLUDED.block_hash, block_time = EXCLUDED.block_time`;
   };
-  const saveRecords = async (db: SQL, records: readonly IndexedAttestation[]) => {
+  /** Stores records; with `subjects` (issue 43) the subject each names too ('' none), else the stored one stays. */
+  const saveRecords = async (db: SQL, records: readonly IndexedAttestation[], subjects?: ReadonlyMap<string, string>) => {
     for (const a of records) {
+      const subject = subjects === undefined ? null : (subjects.get(a.uid.toLowerCase()) ?? "");
       await db`UPDATE index_attestations SET time = ${a.time.toString()}, expiration_time = ${a.expirationTime.toString()},
                  revocation_time = ${a.revocationTime.toString()}, ref_uid = ${a.refUID.toLowerCase()}, revocable = ${a.revocable ? 1 : 0},
-                 data = ${a.data.toLowerCase()}, time_seconds = ${a.time.toString()}::BIGINT
+                 data = ${a.data.toLowerCase()}, time_seconds = ${a.time.toString()}::BIGINT, subject = COALESCE(${subject}::TEXT, subject)
                WHERE chain_id = ${chainId} AND eas = ${eas} AND uid = ${a.uid.toLowerCase()}`;
     }
   };
@@ -71,7 +73,7 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
    * on an event's insert): all at once in a savepoint, or, when that fails, one by one, each in its own savepoint, a
    * row that cannot be written skipped and told, never failing the append.
    */
-  const queueOutbox = async (tx: SQL, from: bigint, upTo: bigint, skipped: OutboxSkip[]) => {
+  const queueOutbox = async (tx: TransactionSQL, from: bigint, upTo: bigint, skipped: OutboxSkip[]) => {
     const params = [chainId, eas, from.toString(), upTo.toString()];
     try {
       await tx.savepoint(async (sp) => {
@@ -134,7 +136,7 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
         await tx`UPDATE index_attestations SET revoked_block = ${e.blockNumber.toString()}, revoked_tx_hash = ${e.txHash ?? null}
                  WHERE chain_id = ${chainId} AND eas = ${eas} AND uid = ${e.uid}`;
       }
-      await saveRecords(tx, details.attestations ?? []);
+      await saveRecords(tx, details.attestations ?? [], details.subjects);
       if (details.webhookConfirmedTo !== undefined) {
         // Decisions §22: the events of the blocks that just became deep enough, in this transaction.
         // The boundary never goes below -1 ("before block 0"): a chain younger than the confirmations (issue 43).
@@ -195,6 +197,21 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
       return rows.map((r) => String(r.uid) as HexString);
     },
     complete: (records) => sql.begin(async (tx) => void await saveRecords(tx, records)),
+    async unsubjected(limit, recipient) {
+      const rows: Row[] = recipient === undefined
+        ? await sql`SELECT * FROM index_attestations WHERE chain_id = ${chainId} AND eas = ${eas} AND subject IS NULL AND data IS NOT NULL
+                      LIMIT ${limit}`
+        : await sql`SELECT * FROM index_attestations WHERE chain_id = ${chainId} AND eas = ${eas} AND subject IS NULL AND data IS NOT NULL
+                      AND recipient = ${recipient.toLowerCase()} LIMIT ${limit}`;
+      return rows.map(toStoredAttestation).filter((r): r is StoredAttestation => r !== undefined);
+    },
+    async setSubjects(subjects) {
+      if (subjects.length === 0) return;
+      await sql`UPDATE index_attestations AS a SET subject = s.subject
+                  FROM (SELECT UNNEST(${sql.array(subjects.map((s) => s.uid.toLowerCase()), "TEXT")}::TEXT[]) AS uid,
+                               UNNEST(${sql.array(subjects.map((s) => s.subject ?? ""), "TEXT")}::TEXT[]) AS subject) AS s
+                 WHERE a.chain_id = ${chainId} AND a.eas = ${eas} AND a.uid = s.uid`;
+    },
     async counts() {
       const [row]: Row[] = await sql`SELECT COUNT(*) AS n, COALESCE(SUM(tail), 0) AS tail FROM index_attestations
                                        WHERE chain_id = ${chainId} AND eas = ${eas}`;

@@ -106,6 +106,8 @@ export const INDEX_ADDED_COLUMNS = [
   // Issue 35: the transactions of an attestation and of its revocation, for webhook payloads.
   ["index_attestations", "tx_hash", "TEXT"],
   ["index_attestations", "revoked_tx_hash", "TEXT"],
+  // Issue 43: the subject the record names (its decoded `subject`, normalized), for counts; '' none, NULL not known yet.
+  ["index_attestations", "subject", "TEXT"],
 ] as const;
 
 /**
@@ -250,14 +252,17 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
   };
   const dropOutbox = db.query("DELETE FROM webhook_outbox WHERE chain_id = ? AND eas = ? AND block_number > ?");
   const setRecord = db.query(
-    `UPDATE index_attestations SET time = ?, expiration_time = ?, revocation_time = ?, ref_uid = ?, revocable = ?, data = ?, time_seconds = ?
+    `UPDATE index_attestations SET time = ?, expiration_time = ?, revocation_time = ?, ref_uid = ?, revocable = ?, data = ?, time_seconds = ?,
+       subject = COALESCE(?, subject)
      WHERE chain_id = ? AND eas = ? AND uid = ?`,
   );
+  const setSubject = db.query("UPDATE index_attestations SET subject = ? WHERE chain_id = ? AND eas = ? AND uid = ?");
   const confirm = db.query("UPDATE index_attestations SET tail = 0 WHERE chain_id = ? AND eas = ? AND tail = 1 AND block_number <= ?");
   const insertCheckpoint = db.query(
     "INSERT OR REPLACE INTO index_checkpoints (chain_id, eas, block_number, block_hash, block_time) VALUES (?, ?, ?, ?, ?)",
   );
-  const saveRecord = (a: IndexedAttestation) =>
+  /** Stores a record; with `subjects` (issue 43) the subject it names too ('' none), else the stored one stays. */
+  const saveRecord = (a: IndexedAttestation, subjects?: ReadonlyMap<string, string>) =>
     setRecord.run(
       a.time.toString(),
       a.expirationTime.toString(),
@@ -266,6 +271,7 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
       a.revocable ? 1 : 0,
       a.data.toLowerCase(),
       Number(a.time),
+      subjects === undefined ? null : (subjects.get(a.uid.toLowerCase()) ?? ""),
       chainId,
       eas,
       a.uid.toLowerCase(),
@@ -316,7 +322,7 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
         revoke.run(Number(e.blockNumber), e.txHash ?? null, chainId, eas, e.uid);
       }
     }
-    for (const a of details.attestations ?? []) saveRecord(a);
+    for (const a of details.attestations ?? []) saveRecord(a, details.subjects);
     if (details.webhookConfirmedTo !== undefined) {
       // Decisions §22: the events of the blocks that just became deep enough, in this transaction.
       // The boundary never goes below -1 ("before block 0"): a chain younger than the confirmations (issue 43).
@@ -402,6 +408,19 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
     },
     complete(records) {
       complete.immediate(records);
+      return Promise.resolve();
+    },
+    unsubjected(limit, recipient) {
+      const rows = db.query<RecordRow, (string | number)[]>(
+        `SELECT * FROM index_attestations WHERE chain_id = ? AND eas = ? AND subject IS NULL AND data IS NOT NULL
+           ${recipient === undefined ? "" : "AND recipient = ?"} LIMIT ?`,
+      ).all(chainId, eas, ...(recipient === undefined ? [] : [recipient.toLowerCase()]), limit);
+      return Promise.resolve(rows.map(toStoredAttestation).filter((r): r is StoredAttestation => r !== undefined));
+    },
+    setSubjects(subjects) {
+      db.transaction(() => {
+        for (const s of subjects) setSubject.run(s.subject ?? "", chainId, eas, s.uid.toLowerCase());
+      }).immediate();
       return Promise.resolve();
     },
     counts() {

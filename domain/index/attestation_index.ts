@@ -19,6 +19,7 @@ import type {
   OutboxSkip,
 } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
+import type { SubjectOf } from "./record_subject.ts";
 
 /** What the follower needs. */
 export type IndexFollowerDeps = {
@@ -42,6 +43,11 @@ export type IndexFollowerDeps = {
    * (`WEBHOOK_CONFIRMATIONS`); undefined: no outbox.
    */
   readonly webhookConfirmations?: number | undefined;
+  /**
+   * The subject a record names (issue 43), stored with it so a subject's count is one index count; undefined: none
+   * stored (counts decode). Rows stored before subjects were kept get theirs, 1,000 per step, before the follower goes on.
+   */
+  readonly subjectOf?: SubjectOf | undefined;
 };
 
 /** What one follower step did. */
@@ -62,6 +68,8 @@ export type FollowStep =
     readonly deepReorg?: true | undefined;
     /** Records filled on rows stored before records were kept (an upgraded database). */
     readonly filled?: number | undefined;
+    /** Subjects stored on rows stored before subjects were kept (an upgraded database, issue 43). */
+    readonly subjectsFilled?: number | undefined;
     /** Another follower moved the checkpoint first; nothing was written. */
     readonly raced?: true | undefined;
     /** The index holds every block up to the head this step read: a completed poll. */
@@ -70,6 +78,9 @@ export type FollowStep =
     readonly outboxSkipped?: readonly OutboxSkip[] | undefined;
   }
   | { readonly ok: false; readonly reason: IndexFailureReason };
+
+/** How many stored rows one step gives their subject (issue 43; no chain read, so more than the records' 200). */
+const SUBJECT_FILL_BATCH = 1_000;
 
 /**
  * One step of the follower: check that the checkpoint's block is still canonical (else rewind to the newest stored
@@ -83,6 +94,8 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
   const fillBatch = deps.fillBatch ?? 200;
   /** Set once no row lacks its record: rows are written with theirs from then on. */
   let complete = false;
+  /** Set once no row lacks its subject (or subjects are not kept). */
+  let subjectsComplete = deps.subjectOf === undefined || deps.store.unsubjected === undefined || deps.store.setSubjects === undefined;
   return async function step(): Promise<FollowStep> {
     const checkpoint = await deps.store.checkpoint();
     const [head, canonical] = await Promise.all([
@@ -112,6 +125,14 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
       }
       complete = true;
     }
+    if (!subjectsComplete && checkpoint !== undefined) {
+      const rows = await deps.store.unsubjected!(SUBJECT_FILL_BATCH);
+      if (rows.length > 0) {
+        await deps.store.setSubjects!(rows.map((r) => ({ uid: r.uid, subject: deps.subjectOf!(r) })));
+        return { ...status, indexedBlock: checkpoint.blockNumber, subjectsFilled: rows.length };
+      }
+      subjectsComplete = true;
+    }
     const from = checkpoint === undefined ? deps.startBlock : checkpoint.blockNumber + 1n;
     if (from > head.value) return { ...status, indexedBlock: checkpoint?.blockNumber, caughtUp: true };
     const to = head.value - from + 1n > deps.stepBlocks ? from + deps.stepBlocks - 1n : head.value;
@@ -138,6 +159,7 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
       attestations: records.value,
       blocks,
       confirmedTo,
+      ...(deps.subjectOf === undefined ? {} : { subjects: subjectsOf(records.value, deps.subjectOf) }),
       ...(webhookConfirmedTo === undefined ? {} : { webhookConfirmedTo, onOutboxSkipped: (rows) => void skipped.push(...rows) }),
     };
     if (!(await deps.store.append(checkpoint?.blockNumber, events, next, details))) {
@@ -151,6 +173,16 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
       ...(skipped.length > 0 ? { outboxSkipped: skipped } : {}),
     };
   };
+
+  /** The subjects the records name (those naming one). */
+  function subjectsOf(records: readonly IndexedAttestation[], subjectOf: SubjectOf): ReadonlyMap<string, string> {
+    const out = new Map<string, string>();
+    for (const a of records) {
+      const subject = subjectOf(a);
+      if (subject !== null) out.set(a.uid.toLowerCase(), subject);
+    }
+    return out;
+  }
 
   /** The full record of every attestation the events name (attested or revoked), read at `block`. */
   async function recordsOf(events: readonly EasEvent[], block: bigint): Promise<IndexRead<IndexedAttestation[]>> {

@@ -1,5 +1,6 @@
 /** The attestation index: what was indexed, how far, the reads answered from it, and the queries of it (decisions §11, §21, §24). */
 export { createIndexFollower, type FollowStep } from "./attestation_index.ts";
+export { createSubjectOf, type SubjectOf } from "./record_subject.ts";
 export {
   type AttestationCount,
   type AttestationItem,

@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import type { CountAttestations, GetAttestation, ListAttestations } from "../../domain/index/mod.ts";
 import type { Logger } from "../../ports/logger.ts";
+import type { RateLimiter } from "../../domain/rate_limit.ts";
 import type { AsOf } from "../../domain/index/mod.ts";
 import type { Result } from "../../domain/result.ts";
 import { errorBody, headersOf, json, statusOf } from "../errors.ts";
@@ -15,6 +16,12 @@ export type AttestationListRoutesDeps = {
   readonly log: Logger;
   /** Whole answers kept per index generation (http/index_answer_cache.ts); absent: every read computed. */
   readonly answers?: IndexAnswerCache | undefined;
+  /**
+   * Issue 43: the list and the count computed per client address (`INDEX_QUERY_RATE_PER_MINUTE`): each query a client
+   * varies (another `since`, another cursor) is computed, so each computation takes a turn; a kept answer (another
+   * client's identical read of this index generation) takes none. Past it, 429 RATE_LIMITED with Retry-After. Absent: none.
+   */
+  readonly queryRate?: { readonly rate: RateLimiter; readonly clientAddress?: ((request: Request) => string | undefined) | undefined } | undefined;
 };
 
 /** The parameters the list reads, in the order its cache key names them. */
@@ -31,9 +38,13 @@ const NO_FILTER = "Give at least one of subject, attester, recipient or schema";
  * Runs a read and answers its result, or its failure with the code's status; with a cache and a key, a 200 that names
  * the index generation it was computed at is kept for identical reads of that generation.
  */
-function answerer(log: Logger, answers: IndexAnswerCache | undefined) {
-  return async (read: () => Promise<Result<{ readonly asOf?: AsOf | undefined }, string>>, key?: AnswerKey) => {
+function answerer(log: Logger, answers: IndexAnswerCache | undefined, admit: (request: Request) => Response | undefined = () => undefined) {
+  return async (read: () => Promise<Result<{ readonly asOf?: AsOf | undefined }, string>>, key?: AnswerKey, charged?: Request) => {
     const compute = async () => {
+      // Only a computed answer takes a turn of the caller's rate; a refusal is never kept, so a request that waited on
+      // this one computes (and is charged) for itself.
+      const refused = charged === undefined ? undefined : admit(charged);
+      if (refused !== undefined) return { ok: false as const, response: refused };
       const result = await read();
       // Its ETag is weak, over the answer without asOf: the same across polls while the answer is (decisions §21).
       if (result.ok) return indexAnswer(result.value);
@@ -82,16 +93,23 @@ const NOT_SERVED = () => Promise.resolve(json(errorBody("NOT_FOUND", "Not found"
  * `/api/public/attestations` twins (decisions §11, §24); other query parameters are ignored.
  */
 export function attestationListRoutes(deps: AttestationListRoutesDeps) {
-  const answer = answerer(deps.log, deps.answers);
+  const rate = deps.queryRate;
+  const admit = rate === undefined ? undefined : (request: Request) => {
+    const turn = rate.rate.take(rate.clientAddress?.(request) ?? "unknown");
+    return turn.allowed
+      ? undefined
+      : json(errorBody("RATE_LIMITED", "Too many attestation queries from this address; try again later"), 429, { "retry-after": String(turn.retryAfterSeconds) });
+  };
+  const answer = answerer(deps.log, deps.answers, admit);
   const { queries } = deps;
   const list = ({ request }: { request: Request }) => {
     const { query, refusal } = checked(listQuery, request);
-    return refusal ?? answer(() => deps.list(query), keyOf("attestations", LIST_PARAMETERS, query));
+    return refusal ?? answer(() => deps.list(query), keyOf("attestations", LIST_PARAMETERS, query), request);
   };
   const count = ({ request }: { request: Request }) => {
     if (queries === undefined) return NOT_SERVED();
     const { query, refusal } = checked(countQuery, request);
-    return refusal ?? answer(() => queries.count(query), keyOf("attestations-count", COUNT_PARAMETERS, query));
+    return refusal ?? answer(() => queries.count(query), keyOf("attestations-count", COUNT_PARAMETERS, query), request);
   };
   const one = ({ params }: { params: { uid: string } }) => {
     if (queries === undefined) return NOT_SERVED();

@@ -1,0 +1,234 @@
+/**
+ * Issue 43 item 8: `GET /v1/attestations/count?subject=` read and decoded every attestation sent to the subject's
+ * address (400–500 ms at 3,000, growing with the history). The subject each record names is now stored with it at
+ * ingest, so the count is one COUNT over an index that holds every column it checks: no row read, nothing decoded.
+ * On the real SQLite and PostgreSQL stores: the count answers what the list lists (subjects naming another DID,
+ * revocations, a reorg, `since`, schema filters), with one `count` of the store and no record read, its plan an
+ * index-only scan; a database stored before subjects were kept counts correctly by decoding until the follower has
+ * filled them in.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { SQL } from "bun";
+import { createSqliteIndexStore, indexQuerySql, openSqlite } from "./sqlite/mod.ts";
+import { openPostgresStorage } from "./postgres/mod.ts";
+import type { EasEvent, IndexedAttestation, IndexStore } from "../ports/attestation_index.ts";
+import type { HexString } from "../ports/eas.ts";
+import type { Storage } from "../ports/storage.ts";
+import { fakeAttestationIndex, fakeClock } from "../ports/fakes.ts";
+import { didToAddress } from "../domain/did.ts";
+import { encodeSchemaData } from "../domain/schema_data.ts";
+import { findSchemaByName } from "../domain/schemas.ts";
+import { createCountAttestations, createIndexAnswers, createIndexFollower, createListAttestations, createSubjectOf, type ListQuery } from "../domain/index/mod.ts";
+import { postgresUnavailableReason, startPostgres, type TestPostgres } from "../e2e/support/postgres.ts";
+
+const SUBJECT = "did:web:shop.example";
+const RECIPIENT = (didToAddress(SUBJECT) as { value: HexString }).value.toLowerCase() as HexString;
+const REVIEW = findSchemaByName("user-review")!;
+const REVIEW_UID = `0x${"5".repeat(64)}` as HexString;
+/** A schema the trust anchors do not name: its data is not decoded, so it names no subject. */
+const OTHER_SCHEMA = `0x${"6".repeat(64)}` as HexString;
+const SCHEMA_UIDS = { "user-review": REVIEW_UID };
+const ALICE = `0x${"a".repeat(40)}` as HexString;
+const EAS = `0x${"e".repeat(40)}` as HexString;
+const uid = (n: number) => `0x${n.toString(16).padStart(64, "0")}` as HexString;
+const subjectOf = createSubjectOf(SCHEMA_UIDS);
+
+/** Attestation n: block 10·n, time 1,000 + 10·n; a review of SUBJECT unless said otherwise, sent to its address. */
+function record(n: number, spec: { subject?: string; schema?: HexString } = {}): IndexedAttestation {
+  const data = encodeSchemaData(REVIEW.schema, { subject: spec.subject ?? SUBJECT, version: "1", ratingValue: 5, reviewBody: `r${n}`, screenshotUrls: [], proofs: [] });
+  return {
+    uid: uid(n),
+    schema: spec.schema ?? REVIEW_UID,
+    time: 1_000n + BigInt(n) * 10n,
+    expirationTime: 0n,
+    revocationTime: 0n,
+    refUID: uid(0),
+    recipient: RECIPIENT,
+    attester: ALICE,
+    revocable: true,
+    data: (data as { value: HexString }).value,
+  };
+}
+const attested = (a: IndexedAttestation): EasEvent => ({
+  kind: "attested", uid: a.uid, recipient: a.recipient, attester: a.attester, schemaUid: a.schema, blockNumber: (a.time - 1_000n), logIndex: 0,
+});
+const revoked = (a: IndexedAttestation, block: bigint): EasEvent => ({ ...attested(a), kind: "revoked", blockNumber: block, logIndex: 1 });
+
+/** The store with every call counted (what a read costs, in statements of the store). */
+function counted(store: IndexStore) {
+  const calls: string[] = [];
+  const wrapped = new Proxy(store, {
+    get(target, name: string) {
+      const value = (target as unknown as Record<string, unknown>)[name];
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        calls.push(name);
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { store: wrapped, calls };
+}
+
+/** The count and the list, read as the service reads them. */
+function reads(store: IndexStore) {
+  const clock = fakeClock();
+  const answers = createIndexAnswers({ store, chainId: 31337, easAddress: EAS, startBlock: 0n, schemas: fakeAttestationIndex(), clock, stallSeconds: 1e9 });
+  const deps = (r: Parameters<Parameters<typeof answers.answer>[0]>[0]) => ({ reads: r, store, schemaUids: SCHEMA_UIDS, startBlock: 0n, cursorKey: new Uint8Array(32) });
+  const count = async (q: ListQuery) => {
+    const result = await answers.answer((r) => createCountAttestations(deps(r))(q));
+    if (!result.ok) throw new Error(result.message);
+    return result.value.count;
+  };
+  const listed = async (q: ListQuery) => {
+    let n = 0;
+    let cursor: string | undefined;
+    for (;;) {
+      const page = await answers.answer((r) => createListAttestations(deps(r))({ ...q, limit: "100", ...(cursor === undefined ? {} : { cursor }) }));
+      if (!page.ok) throw new Error(page.message);
+      n += page.value.items.length;
+      if (page.value.nextCursor === null) return n;
+      cursor = page.value.nextCursor;
+    }
+  };
+  return { count, listed, checked: (head: bigint) => store.checked(clock.nowMs(), head) };
+}
+
+/** 1–30: reviews of SUBJECT, except 5 and 6 (naming another subject) and 7–9 (a schema the anchors do not name). */
+const HISTORY = Array.from({ length: 30 }, (_, i) => i + 1).map((n) =>
+  record(n, n === 5 || n === 6 ? { subject: "did:web:spoof.example" } : n >= 7 && n <= 9 ? { schema: OTHER_SCHEMA } : {})
+);
+const cp = (n: bigint) => ({ blockNumber: n, blockHash: uid(Number(n) + 9_000), timestamp: 1_000n + n });
+
+const QUERIES: ListQuery[] = [
+  { subject: SUBJECT },
+  { subject: SUBJECT, schema: "user-review" },
+  { subject: SUBJECT, schema: OTHER_SCHEMA },
+  { subject: SUBJECT, revoked: "true" },
+  { subject: SUBJECT, revoked: "false" },
+  { subject: SUBJECT, since: "1105" },
+  { subject: SUBJECT, since: "1100", until: "1200", schema: "user-review" },
+  { subject: "did:web:spoof.example" },
+  { schema: "user-review", since: "1150" },
+  { recipient: RECIPIENT, revoked: "false" },
+];
+
+function countCases(name: string, open: () => Promise<IndexStore>, plan: (store: IndexStore) => Promise<string>, skip?: string) {
+  describe.skipIf(skip !== undefined)(`the count of a subject is one index count (issue 43): ${name}`, () => {
+    test("it answers what the list lists (other subjects, schemas, revocations, since/until, a reorg), with one count and no record read", async () => {
+      const base = await open();
+      const { store, calls } = counted(base);
+      const { count, listed, checked } = reads(store);
+      const subjects = new Map<string, string>();
+      for (const a of HISTORY) {
+        const s = subjectOf(a);
+        if (s !== null) subjects.set(a.uid.toLowerCase(), s);
+      }
+      expect(subjects.size).toBe(27);
+      // Ingest in two steps, with revocations of 3 (by 12) and 20 (by 31) and the tail after block 250.
+      expect(await store.append(undefined, HISTORY.slice(0, 15).map(attested), cp(150n), { attestations: HISTORY.slice(0, 15), subjects })).toBe(true);
+      const more = [...HISTORY.slice(15).map(attested), revoked(HISTORY[2]!, 255n), revoked(HISTORY[19]!, 310n)];
+      const revokedRecords = [{ ...HISTORY[2]!, revocationTime: 1_255n }, ...HISTORY.slice(15).map((a) => a.uid === uid(20) ? { ...a, revocationTime: 1_310n } : a)];
+      expect(await store.append(150n, more, cp(310n), { attestations: revokedRecords, subjects, confirmedTo: 250n })).toBe(true);
+      await checked(310n);
+      for (const q of QUERIES) {
+        calls.length = 0;
+        const n = await count(q);
+        const made = [...calls];
+        expect({ q, n }).toEqual({ q, n: await listed(q) });
+        // Statements of the store: the head, the checkpoint, whether a subject is still to fill, the count; nothing read.
+        if (q.subject !== undefined) expect({ q, made }).toEqual({ q, made: ["head", "checkpoint", "unsubjected", "count"] });
+      }
+      expect(await count({ subject: SUBJECT })).toBe(25);
+      expect(await count({ subject: SUBJECT, revoked: "true" })).toBe(2);
+      // A reorg: blocks after 250 go (attestations 26–30 and both revocations of the second step).
+      await store.rewind(cp(250n));
+      await checked(250n);
+      expect(await count({ subject: SUBJECT })).toBe(await listed({ subject: SUBJECT }));
+      expect(await count({ subject: SUBJECT })).toBe(20);
+      expect(await count({ subject: SUBJECT, revoked: "true" })).toBe(0);
+      expect(await count({ subject: SUBJECT, since: "1105" })).toBe(await listed({ subject: SUBJECT, since: "1105" }));
+    });
+
+    test("a database stored before subjects were kept counts by decoding until the follower has stored them", async () => {
+      const base = await open();
+      const { store, calls } = counted(base);
+      const { count, listed, checked } = reads(store);
+      expect(await store.append(undefined, HISTORY.slice(0, 12).map(attested), cp(120n), { attestations: HISTORY.slice(0, 12) })).toBe(true);
+      await checked(120n);
+      calls.length = 0;
+      expect(await count({ subject: SUBJECT })).toBe(await listed({ subject: SUBJECT }));
+      expect(calls).toContain("records");
+      // The follower's step stores every subject before it moves on (no chain read: the chain is never asked).
+      const never = () => Promise.reject(new Error("no chain read expected"));
+      const step = createIndexFollower({
+        chain: { head: () => Promise.resolve({ ok: true as const, value: 120n }), blockHash: () => Promise.resolve({ ok: true as const, value: cp(120n).blockHash }), events: never, block: never, attestations: never },
+        store,
+        startBlock: 0n,
+        confirmations: 0,
+        stepBlocks: 100n,
+        subjectOf,
+      });
+      expect(await step()).toMatchObject({ ok: true, subjectsFilled: 12 });
+      expect(await step()).toMatchObject({ ok: true, caughtUp: true });
+      calls.length = 0;
+      expect(await count({ subject: SUBJECT })).toBe(7);
+      expect(calls.filter((c) => c === "query" || c === "records")).toEqual([]);
+      expect(await plan(base)).toContain("index_attestations_subject");
+    });
+  });
+}
+
+let nextChain = 8_000;
+const db = openSqlite(":memory:");
+const sqliteStores = new Map<IndexStore, number>();
+countCases("sqlite", () => {
+  const chainId = ++nextChain;
+  const store = createSqliteIndexStore(db, { chainId, easAddress: EAS });
+  sqliteStores.set(store, chainId);
+  return Promise.resolve(store);
+}, (store) => {
+  const { text, params } = indexQuerySql("sqlite", { chainId: sqliteStores.get(store)!, eas: EAS.toLowerCase() }, { count: true, subject: SUBJECT, recipient: RECIPIENT, schemaUid: REVIEW_UID, revoked: false, toBlock: 1_000n }, { since: 100n });
+  const rows = db.query<{ detail: string }, (string | number)[]>(`EXPLAIN QUERY PLAN ${text}`).all(...params);
+  const detail = rows.map((r) => r.detail).join("\n");
+  // Every column the count checks is in the index: no row is read.
+  expect(detail).toContain("COVERING INDEX index_attestations_subject");
+  return Promise.resolve(detail);
+});
+
+const pgSkip = postgresUnavailableReason();
+let pg: TestPostgres | undefined;
+let storage: Storage | undefined;
+let raw: SQL | undefined;
+const pgStores = new Map<IndexStore, number>();
+beforeAll(async () => {
+  if (pgSkip !== undefined) return;
+  pg = await startPostgres();
+  storage = await openPostgresStorage(pg.url);
+  raw = new SQL({ url: pg.url, max: 1 });
+});
+afterAll(async () => {
+  await raw?.close();
+  await storage?.close();
+  await pg?.stop();
+  db.close();
+});
+countCases("postgres", async () => {
+  const chainId = ++nextChain;
+  const store = await storage!.indexStore({ chainId, easAddress: EAS });
+  pgStores.set(store, chainId);
+  return store;
+}, async (store) => {
+  const { text, params } = indexQuerySql("postgres", { chainId: pgStores.get(store)!, eas: EAS.toLowerCase() }, { count: true, subject: SUBJECT, recipient: RECIPIENT, schemaUid: REVIEW_UID, revoked: false, toBlock: 1_000n }, { since: 100n });
+  // A table this small is cheaper to scan: with scans off, the plan shows the index serves the whole count (VACUUM
+  // sets the visibility map an index-only scan relies on, as autovacuum does on a live table).
+  await raw!.unsafe("VACUUM ANALYZE index_attestations");
+  const plan = await raw!.begin(async (tx) => {
+    await tx`SET LOCAL enable_seqscan = off`;
+    await tx`SET LOCAL enable_bitmapscan = off`;
+    return (await tx.unsafe(`EXPLAIN ${text}`, params)) as { "QUERY PLAN": string }[];
+  });
+  const detail = plan.map((r) => r["QUERY PLAN"]).join("\n");
+  expect(detail).toContain("Index Only Scan using index_attestations_subject");
+  return detail;
+}, pgSkip);

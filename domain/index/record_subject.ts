@@ -1,0 +1,29 @@
+/**
+ * The subject an attestation names (issue 43): its decoded `subject` field, normalized, for the schemas the trust
+ * anchors name — what the list's `subject` filter checks on each record. The follower stores it with the record so a
+ * subject's count is one `COUNT` over an index instead of reading and decoding every attestation sent to its address.
+ */
+import type { IndexedAttestation } from "../../ports/attestation_index.ts";
+import { normalizeDid } from "../did.ts";
+import { decodeSchemaData } from "../schema_data.ts";
+import { findSchemaByName } from "../schemas.ts";
+
+/** The normalized DID a record's decoded `subject` names; null when its schema is not named or it names none. */
+export type SubjectOf = (record: Pick<IndexedAttestation, "schema" | "data">) => string | null;
+
+/** The subject of records under the trust anchors' schemas (`schemaUids`: name → UID of the active chain). */
+export function createSubjectOf(schemaUids: Readonly<Record<string, string>>): SubjectOf {
+  const definitions = new Map<string, string>();
+  for (const [name, uid] of Object.entries(schemaUids)) {
+    const definition = findSchemaByName(name);
+    if (definition !== undefined) definitions.set(uid.toLowerCase(), definition.schema);
+  }
+  return (record) => {
+    const schema = definitions.get(record.schema.toLowerCase());
+    if (schema === undefined) return null;
+    const decoded = decodeSchemaData(schema, record.data);
+    if (!decoded.ok || typeof decoded.value.subject !== "string") return null;
+    const named = normalizeDid(decoded.value.subject);
+    return named.ok ? named.value : null;
+  };
+}
