@@ -110,13 +110,19 @@ export type Config = {
    * The public relay (decisions §12): `PUBLIC_RELAY` (`on`/`off`, default on), `PUBLIC_RELAY_IP_RATE_PER_MINUTE`
    * (default 30), `PUBLIC_RELAY_ATTESTER_RATE_PER_HOUR` (default 20), `PUBLIC_RELAY_GAS_BUDGET_PER_HOUR` (gas units,
    * default 50,000,000). `TRUST_PROXY` (default 0): how many proxies in front of the service append to
-   * `X-Forwarded-For`; 0 uses the peer address.
+   * `X-Forwarded-For`; 0 uses the peer address. Issue 43: `MAX_GAS_PER_TX` bounds one public request too, and each
+   * client address and each attester may spend at most `PUBLIC_RELAY_GAS_PER_CLIENT_PER_HOUR` and
+   * `PUBLIC_RELAY_GAS_PER_ATTESTER_PER_HOUR` of the budget (default each a tenth of it, at least `MAX_GAS_PER_TX`
+   * where the budget holds that much).
    */
   readonly publicRelay: {
     readonly enabled: boolean;
     readonly ipPerMinute: number;
     readonly attesterPerHour: number;
     readonly gasPerHour: bigint;
+    readonly maxGasPerTx: number;
+    readonly clientGasPerHour: bigint;
+    readonly attesterGasPerHour: bigint;
   };
   readonly trustProxy: number;
   /**
@@ -225,7 +231,7 @@ export type Config = {
    * the devnet), `WEBHOOK_RETRY_SECONDS` (the delays between attempts, default `5,300,1800,7200,18000,36000,36000`),
    * `WEBHOOK_MAX_IN_FLIGHT` (deliveries one instance sends at once, default 32), `WEBHOOK_MAX_IN_FLIGHT_PER_ACCOUNT`
    * (deliveries to one account's endpoints at once, all instances together, default a quarter of
-   * `WEBHOOK_MAX_IN_FLIGHT` and at least 4; issue 43), `WEBHOOK_POLL_MS` (how often an
+   * `WEBHOOK_MAX_IN_FLIGHT` and at least 8, two endpoints' worth; issue 43), `WEBHOOK_POLL_MS` (how often an
    * instance looks for due deliveries and new events, default 500), `WEBHOOKS` (`on`/`off`, default on: off, no
    * outbox is written and nothing sent), `WEBHOOK_DELIVERY` (`on`/`off`, default on: off, this instance fans out and
    * sends nothing; others on the same database do).
@@ -380,7 +386,8 @@ function readWebhooks(env: Env): Config["webhooks"] {
     confirmations: get("WEBHOOK_CONFIRMATIONS") === undefined ? undefined : int("WEBHOOK_CONFIRMATIONS", 12, 0, 10_000),
     retrySeconds: retrySeconds.map(Number),
     maxInFlight,
-    maxInFlightPerAccount: int("WEBHOOK_MAX_IN_FLIGHT_PER_ACCOUNT", Math.max(4, Math.floor(maxInFlight / 4)), 1, 10_000),
+    // Two endpoints' worth at least, so that one slow endpoint never holds its whole account's share.
+    maxInFlightPerAccount: int("WEBHOOK_MAX_IN_FLIGHT_PER_ACCOUNT", Math.max(8, Math.floor(maxInFlight / 4)), 1, 10_000),
     pollMs: int("WEBHOOK_POLL_MS", 500, 10, 60_000),
   };
 }
@@ -431,17 +438,24 @@ function envReaders(env: Env) {
 /** The relays' guards and budgets, the submissions' fee bumps and the premium reads (decisions §12, §15, issue 23). */
 function readRelaysAndReads(env: Env): Pick<Config, "publicRelay" | "trustProxy" | "privateRelay" | "feeBump" | "premiumReads" | "premiumRpc"> {
   const { int, onOff, list } = envReaders(env);
+  const gasPerHour = int("PUBLIC_RELAY_GAS_BUDGET_PER_HOUR", 50_000_000, 1);
+  const maxGasPerTx = int("MAX_GAS_PER_TX", 1_000_000, 21_000);
+  // A tenth of the hour's budget, and room for one request of the most gas allowed where the budget has it.
+  const share = Math.max(Math.floor(gasPerHour / 10), Math.min(gasPerHour, maxGasPerTx));
   return {
     publicRelay: {
       enabled: onOff("PUBLIC_RELAY", true),
       ipPerMinute: int("PUBLIC_RELAY_IP_RATE_PER_MINUTE", 30, 1, 1_000_000),
       attesterPerHour: int("PUBLIC_RELAY_ATTESTER_RATE_PER_HOUR", 20, 1, 1_000_000),
-      gasPerHour: BigInt(int("PUBLIC_RELAY_GAS_BUDGET_PER_HOUR", 50_000_000, 1)),
+      gasPerHour: BigInt(gasPerHour),
+      maxGasPerTx,
+      clientGasPerHour: BigInt(int("PUBLIC_RELAY_GAS_PER_CLIENT_PER_HOUR", share, 1)),
+      attesterGasPerHour: BigInt(int("PUBLIC_RELAY_GAS_PER_ATTESTER_PER_HOUR", share, 1)),
     },
     trustProxy: int("TRUST_PROXY", 0, 0, 16),
     privateRelay: {
       subjectScoped: list("SUBJECT_SCOPED_SCHEMAS", ["key-binding", "linked-identifier", "user-review-response"]),
-      maxGasPerTx: int("MAX_GAS_PER_TX", 1_000_000, 21_000),
+      maxGasPerTx,
       gasPerHour: BigInt(int("PRIVATE_RELAY_GAS_BUDGET_PER_HOUR", 50_000_000, 1)),
     },
     feeBump: { afterSeconds: int("FEE_BUMP_AFTER_SECONDS", 120, 0, 86_400), max: int("FEE_BUMP_MAX", 5, 0, 50) },

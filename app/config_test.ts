@@ -32,8 +32,9 @@ describe("readConfig()", () => {
       maxInFlightPerAccount: 8,
       pollMs: 500,
     });
-    // Issue 43: an account's share follows the instance's slots (a quarter, at least 4) unless set.
-    expect(readConfig({ WEBHOOK_MAX_IN_FLIGHT: "8" }).webhooks.maxInFlightPerAccount).toBe(4);
+    // Issue 43: an account's share follows the instance's slots (a quarter, at least two endpoints' 8) unless set.
+    expect(readConfig({ WEBHOOK_MAX_IN_FLIGHT: "8" }).webhooks.maxInFlightPerAccount).toBe(8);
+    expect(readConfig({ WEBHOOK_MAX_IN_FLIGHT: "100" }).webhooks.maxInFlightPerAccount).toBe(25);
     expect(readConfig({ WEBHOOK_MAX_IN_FLIGHT: "100", WEBHOOK_MAX_IN_FLIGHT_PER_ACCOUNT: "10" }).webhooks.maxInFlightPerAccount).toBe(10);
     expect(() => readConfig({ WEBHOOK_MAX_IN_FLIGHT_PER_ACCOUNT: "0" })).toThrow(/WEBHOOK_MAX_IN_FLIGHT_PER_ACCOUNT/);
     expect(readConfig({ WEBHOOK_RETRY_SECONDS: "1, 2", WEBHOOK_CONFIRMATIONS: "3" }).webhooks).toMatchObject({ retrySeconds: [1, 2], confirmations: 3 });
@@ -119,10 +120,22 @@ describe("readConfig()", () => {
   });
 
   test("the public relay's settings and TRUST_PROXY have their defaults and refuse bad values, naming the variable", () => {
-    expect(readConfig({}).publicRelay).toEqual({ enabled: true, ipPerMinute: 30, attesterPerHour: 20, gasPerHour: 50_000_000n });
+    expect(readConfig({}).publicRelay).toEqual({
+      enabled: true,
+      ipPerMinute: 30,
+      attesterPerHour: 20,
+      gasPerHour: 50_000_000n,
+      // Issue 43: MAX_GAS_PER_TX bounds a public request too; a client's and an attester's share is a tenth of the hour.
+      maxGasPerTx: 1_000_000,
+      clientGasPerHour: 5_000_000n,
+      attesterGasPerHour: 5_000_000n,
+    });
+    // A small budget still leaves a share room for one request of the most gas allowed.
+    expect(readConfig({ PUBLIC_RELAY_GAS_BUDGET_PER_HOUR: "3000000" }).publicRelay).toMatchObject({ clientGasPerHour: 1_000_000n, attesterGasPerHour: 1_000_000n });
+    expect(readConfig({ PUBLIC_RELAY_GAS_PER_CLIENT_PER_HOUR: "700000" }).publicRelay.clientGasPerHour).toBe(700_000n);
     expect(readConfig({}).trustProxy).toBe(0);
     expect(readConfig({ PUBLIC_RELAY: "off", TRUST_PROXY: "2" })).toMatchObject({ publicRelay: { enabled: false }, trustProxy: 2 });
-    for (const [name, bad] of [["PUBLIC_RELAY", "maybe"], ["PUBLIC_RELAY_IP_RATE_PER_MINUTE", "0"], ["PUBLIC_RELAY_ATTESTER_RATE_PER_HOUR", "x"], ["PUBLIC_RELAY_GAS_BUDGET_PER_HOUR", "-1"], ["TRUST_PROXY", "17"]] as const) {
+    for (const [name, bad] of [["PUBLIC_RELAY", "maybe"], ["PUBLIC_RELAY_IP_RATE_PER_MINUTE", "0"], ["PUBLIC_RELAY_ATTESTER_RATE_PER_HOUR", "x"], ["PUBLIC_RELAY_GAS_BUDGET_PER_HOUR", "-1"], ["TRUST_PROXY", "17"], ["PUBLIC_RELAY_GAS_PER_CLIENT_PER_HOUR", "0"], ["PUBLIC_RELAY_GAS_PER_ATTESTER_PER_HOUR", "x"]] as const) {
       expect(() => readConfig({ [name]: bad })).toThrow(new RegExp(name));
     }
   });

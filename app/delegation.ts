@@ -41,6 +41,9 @@ export function wireDelegation(config: Config, f: Foundation, { accounts, limits
     attesterRate: limits.publicRelayAttester,
     gasBudget: storage.gasBudget,
     gasPerHour: config.publicRelay.gasPerHour,
+    // Issue 43: no client address and no attester spends more than its share of the hour.
+    clientGasPerHour: config.publicRelay.clientGasPerHour,
+    attesterGasPerHour: config.publicRelay.attesterGasPerHour,
     typicalGas: TYPICAL_ATTEST_GAS,
     clock: systemClock,
     onRefusal: (reason) => metrics.increment("ats_public_relay_refusals_total", { reason }),
@@ -70,5 +73,5 @@ export function wireDelegation(config: Config, f: Foundation, { accounts, limits
     readAttestation: eas.reader.getAttestation,
     verifyOwnership: accounts.subjectOwnership,
   });
-  return { readNonce: createReadNonce(eas.reader), delegatedAttest: attestWith(f.subsidized, { guard }), privateRelay };
+  return { readNonce: createReadNonce(eas.reader), delegatedAttest: attestWith(f.subsidized, { guard, maxGasPerTx: BigInt(config.publicRelay.maxGasPerTx) }), privateRelay };
 }

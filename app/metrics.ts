@@ -13,7 +13,7 @@ export function describeMetrics(metrics: PrometheusMetrics) {
   metrics.describe("ats_rpc_calls_total", "counter", "JSON-RPC calls by method");
   metrics.describe("ats_rpc_failures_total", "counter", "JSON-RPC failures: round trips (network, timeout, http_<status>) and error answers (rpc_error by code and method)");
   metrics.describe("ats_rpc_round_trip_seconds", "histogram", "JSON-RPC HTTP round-trip time");
-  metrics.describe("ats_public_relay_refusals_total", "counter", "Public delegated-attest requests the relay guard refused, by reason: client, attester, budget, disabled");
+  metrics.describe("ats_public_relay_refusals_total", "counter", "Public delegated-attest requests the relay guard refused, by reason: client, attester, budget, client_gas, attester_gas (their shares of the budget), disabled");
   metrics.describe("ats_private_relay_refusals_total", "counter", "Private-relay delegated attestations refused by its hourly gas budget (reason budget)");
   metrics.describe("ats_x402_payments_total", "counter", "x402 payments by purpose (witness, relay, plan) and outcome: settled, settle_failed, work_failed, work_unknown, replayed, in_progress");
   metrics.describe("ats_x402_settlement_failures_total", "counter", "x402 payments whose settlement failed after the work succeeded (see ops payments list), by purpose");

@@ -1,6 +1,7 @@
 /**
  * The guard on the public relay (issue 17, item 6): per-attester and per-client-address limits and an hourly
- * gas budget, each answered 429 with Retry-After before any transaction; PUBLIC_RELAY=off; TRUST_PROXY.
+ * gas budget, each answered 429 with Retry-After before any transaction; PUBLIC_RELAY=off; TRUST_PROXY. Issue 43:
+ * MAX_GAS_PER_TX bounds one public request, and each client address and attester has a share of the budget.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
@@ -90,6 +91,48 @@ describe("the public relay guard", () => {
     expect(metrics).toMatch(/ats_public_relay_gas_used \d{6}/);
   }, BUDGET_HOUR_TEST_MS);
 
+  test("issue 43: a request needing more gas than MAX_GAS_PER_TX is 400 INVALID_INPUT before anything is sent, and charges nothing", async () => {
+    const service = await guarded({});
+    // 30,000 characters: millions of gas, where a review of a sentence needs a few hundred thousand.
+    const body = await signedReviewBody(target(), generatePrivateKey(), {
+      data: { subject: "did:web:shop.test", version: "1", ratingValue: 1, reviewBody: "x".repeat(30_000), screenshotUrls: [], proofs: [] },
+    });
+    const before = await delegateNonce();
+    const res = await attest(service, body);
+    expect([res.status, res.body.code]).toEqual([400, "INVALID_INPUT"]);
+    expect(res.body.error).toMatch(/more than the 1000000 allowed per transaction/);
+    expect(await delegateNonce()).toBe(before);
+    expect(await (await fetch(`${service.url}/metrics`)).text()).toMatch(/^ats_public_relay_gas_used 0$/m);
+  });
+
+  test("issue 43: a client address and an attester each spend at most their share of the hour's budget; another address is still served", async () => {
+    await withinOneBudgetHour();
+    const probe = await guarded({});
+    expect((await attest(probe, await signedReviewBody(target(), generatePrivateKey()))).status).toBe(200);
+    const charged = Number(/ats_public_relay_gas_used (\d+)/.exec(await (await fetch(`${probe.url}/metrics`)).text())![1]);
+    // Room for one review in each share (then none for a typical one), the hour's budget far larger.
+    const share = String(charged + 200_000);
+    const service = await guarded({ TRUST_PROXY: "1", PUBLIC_RELAY_GAS_PER_CLIENT_PER_HOUR: share, PUBLIC_RELAY_GAS_PER_ATTESTER_PER_HOUR: share });
+    const from = (ip: string) => ({ "x-forwarded-for": ip });
+    expect((await attest(service, await signedReviewBody(target(), generatePrivateKey()), from("203.0.113.40"))).status).toBe(200);
+    const before = await delegateNonce();
+    const second = await attest(service, await signedReviewBody(target(), generatePrivateKey()), from("203.0.113.40"));
+    expect([second.status, second.body.code, Number(second.retryAfter) > 0]).toEqual([429, "RATE_LIMITED", true]);
+    expect(second.body.error).toMatch(/address's share/);
+    expect(await delegateNonce()).toBe(before);
+    // Another address is served: one client did not close the relay.
+    const attester = generatePrivateKey();
+    expect((await attest(service, await signedReviewBody(target(), attester, { nonce: 0n }), from("203.0.113.41"))).status).toBe(200);
+    // That attester's share is spent, whatever address its next request comes from.
+    const third = await attest(service, await signedReviewBody(target(), attester, { nonce: 1n }), from("203.0.113.42"));
+    expect([third.status, third.body.code]).toEqual([429, "RATE_LIMITED"]);
+    expect(third.body.error).toMatch(/attester's share/);
+    expect(await delegateNonce()).toBe(before + 1);
+    const metrics = await (await fetch(`${service.url}/metrics`)).text();
+    expect(metrics).toMatch(/ats_public_relay_refusals_total\{reason="client_gas"\} 1/);
+    expect(metrics).toMatch(/ats_public_relay_refusals_total\{reason="attester_gas"\} 1/);
+  }, BUDGET_HOUR_TEST_MS);
+
   describe.skipIf(postgresUnavailableReason() !== undefined)("on PostgreSQL", () => {
     let pg: TestPostgres | undefined;
     beforeAll(async () => {
@@ -113,6 +156,23 @@ describe("the public relay guard", () => {
       const refused = await attest(two, await signedReviewBody(target(), generatePrivateKey()));
       expect([refused.status, refused.body.code, Number(refused.retryAfter) > 0]).toEqual([429, "RATE_LIMITED", true]);
       expect(await delegateNonce()).toBe(before);
+    }, BUDGET_HOUR_TEST_MS);
+
+    test("issue 43: a client address's share of the hour is the deployment's: what it spent at one instance, it cannot spend at the other", async () => {
+      await withinOneBudgetHour();
+      const probe = await guarded({});
+      expect((await attest(probe, await signedReviewBody(target(), generatePrivateKey()))).status).toBe(200);
+      const env = { DATABASE_URL: pg!.url, TRUST_PROXY: "1", PUBLIC_RELAY_GAS_PER_CLIENT_PER_HOUR: String(await gasUsed(probe) + 200_000) };
+      const one = await stack.restartService(env);
+      const two = await stack.restartService(env);
+      const from = { "x-forwarded-for": "203.0.113.50" };
+      expect((await attest(one, await signedReviewBody(target(), generatePrivateKey()), from)).status).toBe(200);
+      const before = await delegateNonce();
+      const refused = await attest(two, await signedReviewBody(target(), generatePrivateKey()), from);
+      expect([refused.status, refused.body.code]).toEqual([429, "RATE_LIMITED"]);
+      expect(refused.body.error).toMatch(/address's share/);
+      expect(await delegateNonce()).toBe(before);
+      expect((await attest(two, await signedReviewBody(target(), generatePrivateKey()), { "x-forwarded-for": "203.0.113.51" })).status).toBe(200);
     }, BUDGET_HOUR_TEST_MS);
   });
 

@@ -1,5 +1,5 @@
 import type { SQL } from "bun";
-import type { GasBudget } from "../../ports/gas_budget.ts";
+import type { GasBudget, GasShare } from "../../ports/gas_budget.ts";
 import type { GasBudgetTable } from "../sqlite/mod.ts";
 
 /** The table, created with the storage's migrations (under their advisory lock). */
@@ -7,6 +7,14 @@ export const RELAY_GAS_TABLE = "CREATE TABLE IF NOT EXISTS relay_gas (window_sta
 /** The private relay's budget (issue 23): the same shape in its own table. */
 export const PRIVATE_RELAY_GAS_TABLE =
   "CREATE TABLE IF NOT EXISTS private_relay_gas (window_start_ms BIGINT PRIMARY KEY, gas_used NUMERIC NOT NULL)";
+/** Each client address's and attester's part of a window (issue 43), for either relay's table. */
+export const RELAY_GAS_SHARE_TABLES = (["relay_gas", "private_relay_gas"] as const).map((table) =>
+  `CREATE TABLE IF NOT EXISTS ${table}_shares (window_start_ms BIGINT NOT NULL, key TEXT NOT NULL, gas_used NUMERIC NOT NULL,
+     PRIMARY KEY (window_start_ms, key))`
+);
+
+/** A charge a share refused: the transaction is rolled back. */
+class ShareSpent extends Error {}
 
 /**
  * A relay's gas budget in PostgreSQL, shared by every instance: one conditional upsert per charge. The public
@@ -21,15 +29,43 @@ export function createPostgresGasBudget(sql: SQL, table: GasBudgetTable = "relay
     ON CONFLICT (window_start_ms) DO UPDATE SET gas_used = ${table}.gas_used + EXCLUDED.gas_used
       WHERE ${table}.gas_used + EXCLUDED.gas_used <= $3::NUMERIC
     RETURNING window_start_ms`;
+  const usedByQuery = `SELECT gas_used::TEXT AS gas_used FROM ${table}_shares WHERE window_start_ms = $1 AND key = $2`;
+  const chargeShareQuery = `
+    INSERT INTO ${table}_shares (window_start_ms, key, gas_used) VALUES ($1, $2, $3::NUMERIC)
+    ON CONFLICT (window_start_ms, key) DO UPDATE SET gas_used = ${table}_shares.gas_used + EXCLUDED.gas_used
+      WHERE ${table}_shares.gas_used + EXCLUDED.gas_used <= $4::NUMERIC
+    RETURNING key`;
   return {
     async used(windowStartMs) {
       const rows = await sql.unsafe(usedQuery, [windowStartMs]) as { gas_used: string }[];
       return BigInt(rows[0]?.gas_used ?? "0");
     },
-    async charge(windowStartMs, gas, limit) {
-      if (gas > limit) return false;
-      const rows = await sql.unsafe(chargeQuery, [windowStartMs, gas.toString(), limit.toString()]) as unknown[];
-      return rows.length === 1;
+    async usedBy(windowStartMs, key) {
+      const rows = await sql.unsafe(usedByQuery, [windowStartMs, key]) as { gas_used: string }[];
+      return BigInt(rows[0]?.gas_used ?? "0");
+    },
+    async charge(windowStartMs, gas, limit, shares: readonly GasShare[] = []) {
+      if (gas > limit || shares.some((share) => gas > share.limit)) return false;
+      if (shares.length === 0) {
+        const rows = await sql.unsafe(chargeQuery, [windowStartMs, gas.toString(), limit.toString()]) as unknown[];
+        return rows.length === 1;
+      }
+      // The window's row first (its lock orders every charge of the window), then each share's: all or nothing.
+      try {
+        return await sql.begin(async (tx) => {
+          const total = await tx.unsafe(chargeQuery, [windowStartMs, gas.toString(), limit.toString()]) as unknown[];
+          if (total.length !== 1) throw new ShareSpent();
+          for (const share of shares) {
+            const rows = await tx.unsafe(chargeShareQuery, [windowStartMs, share.key, gas.toString(), share.limit.toString()]) as unknown[];
+            if (rows.length !== 1) throw new ShareSpent();
+          }
+          await tx.unsafe(`DELETE FROM ${table}_shares WHERE window_start_ms < $1`, [windowStartMs]);
+          return true;
+        });
+      } catch (error) {
+        if (error instanceof ShareSpent) return false;
+        throw error;
+      }
     },
   };
 }

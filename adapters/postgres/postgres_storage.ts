@@ -17,7 +17,7 @@ import { type ReplayRow, toReplayRecord } from "../sqlite/mod.ts";
 import { createPostgresIndexStore } from "./postgres_index_store.ts";
 import { migrate } from "./postgres_migrate.ts";
 import { FACTORY_CALLS_TABLE, createPostgresFactoryCalls } from "./postgres_factory_calls.ts";
-import { createPostgresGasBudget, PRIVATE_RELAY_GAS_TABLE, RELAY_GAS_TABLE } from "./postgres_gas_budget.ts";
+import { createPostgresGasBudget, PRIVATE_RELAY_GAS_TABLE, RELAY_GAS_SHARE_TABLES, RELAY_GAS_TABLE } from "./postgres_gas_budget.ts";
 import { createPostgresTxReplacements, TX_REPLACEMENTS_TABLE } from "./postgres_tx_replacements.ts";
 import { createPostgresPremiumReads, PREMIUM_READS_TABLE } from "./postgres_premium_reads.ts";
 import { createPostgresSubjects } from "./postgres_subjects.ts";
@@ -114,6 +114,8 @@ const MIGRATIONS: readonly string[] = [
   RELAY_GAS_TABLE,
   // The private relay's gas budget and the ERC-6492 factory calls sent (issue 23).
   PRIVATE_RELAY_GAS_TABLE,
+  // Each client address's and attester's part of the relays' budgets (issue 43).
+  ...RELAY_GAS_SHARE_TABLES,
   FACTORY_CALLS_TABLE,
   TX_REPLACEMENTS_TABLE,
   PREMIUM_READS_TABLE,

@@ -291,6 +291,8 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
   /** Sends one checked request (`attestByDelegation`), deploying its counterfactual wallet first when it must. */
   async function sendOne(claimed: Claimed, caller: DelegatedAttestCaller): Promise<Ok<DelegatedAttestSuccess> | DelegatedAttestFailure> {
     const { request, call, key, ticket, simulatedAhead } = claimed;
+    // Whose shares of the relay's gas budget the gas is charged to (issue 43).
+    const chargedTo = { clientKey: caller.clientKey ?? "unknown", attester: request.attester };
     // Whatever ends this request before broadcast gives the caller's reservation back; gas burned keeps it (issue 23).
     const submitter = claimed.delegate;
     let signed = false;
@@ -328,7 +330,7 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
       await deps.replay.release(key);
       return fail("INVALID_INPUT", `The attestation needs ${simulation.gas} gas, more than the ${deps.maxGasPerTx} allowed per transaction`);
     }
-    const overBudget = await deps.guard?.charge(simulation.gas);
+    const overBudget = await deps.guard?.charge(simulation.gas, chargedTo);
     if (overBudget !== undefined) {
       await deps.replay.release(key);
       return overBudget;
@@ -422,7 +424,7 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
             return false;
           }
         }
-        refusal = await deps.guard?.charge(gas);
+        refusal = await deps.guard?.charge(gas, chargedTo);
         if (refusal !== undefined && recorded) {
           await deps.factoryCalls?.forget(chainId, request.attester);
           recorded = false;

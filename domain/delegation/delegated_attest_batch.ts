@@ -225,7 +225,7 @@ export async function attestBatch(ctx: BatchContext, bodies: readonly unknown[],
       if (!sending.includes(item)) continue;
       const owed = share - (charged.get(item) ?? 0n);
       if (owed <= 0n) continue;
-      const overBudget = await deps.guard?.charge(owed);
+      const overBudget = await deps.guard?.charge(owed, { clientKey: caller.clientKey ?? "unknown", attester: item.claimed.request.attester });
       if (overBudget !== undefined) {
         await drop(item, overBudget);
         refusedAny = true;

@@ -1,7 +1,10 @@
 /**
  * The guard on the public relay (decisions §12): per-client-address and per-attester token buckets and an
  * hourly gas budget, all checked before any RPC, so that a script with fresh keys cannot empty the delegate
- * wallet. The budget is charged with the simulated gas once the simulation passed, before anything is sent.
+ * wallet. The budget is charged with the simulated gas once the simulation passed, before anything is sent. Issue 43:
+ * each client address and each attester may be charged at most its share of the hour's budget
+ * (`PUBLIC_RELAY_GAS_PER_CLIENT_PER_HOUR`, `PUBLIC_RELAY_GAS_PER_ATTESTER_PER_HOUR`), checked with the budget before
+ * any RPC and charged with it atomically, so one client cannot spend the hour for everyone.
  * The private relay has a guard of its own with the gas budget alone (`PRIVATE_RELAY_GAS_BUDGET_PER_HOUR`, issue
  * 23): its sponsored writes bound what an account writes, not the gas a write may burn without landing.
  */
@@ -31,21 +34,34 @@ export type RelayGuardDeps = {
   readonly relay?: "public" | "private" | undefined;
   /** Gas units per hour (`PUBLIC_RELAY_GAS_BUDGET_PER_HOUR`, `PRIVATE_RELAY_GAS_BUDGET_PER_HOUR`). */
   readonly gasPerHour: bigint;
+  /** The most gas one client address's requests may be charged per hour (issue 43); absent: no share. */
+  readonly clientGasPerHour?: bigint | undefined;
+  /** The most gas one attester's requests may be charged per hour (issue 43); absent: no share. */
+  readonly attesterGasPerHour?: bigint | undefined;
   /** The gas a request must find room for before any RPC (a typical attestation). */
   readonly typicalGas: bigint;
   readonly clock: Clock;
-  /** Counts refusals by reason (client, attester, budget, disabled). */
-  readonly onRefusal?: ((reason: "client" | "attester" | "budget" | "disabled") => void) | undefined;
+  /** Counts refusals by reason (client, attester, budget, their gas shares, disabled). */
+  readonly onRefusal?: ((reason: RefusalReason) => void) | undefined;
 };
+
+/** Why the guard refused: a rate, the hour's budget, a client's or an attester's share of it, or the relay closed. */
+export type RefusalReason = "client" | "attester" | "budget" | "client_gas" | "attester_gas" | "disabled";
+
+/** Whose request is charged: the client's address key and the attester (as `admit` was given them). */
+export type GuardCaller = { readonly clientKey: string; readonly attester: string };
 
 /** The guard's two checks: admission before any RPC, and the charge of the simulated gas. */
 export type RelayGuard = {
   /** The route is open at all; checked right after the body parses. */
   readonly open: () => GuardFailure | undefined;
-  /** Takes the client's and the attester's tokens and checks the budget has room; undefined: admitted. */
-  readonly admit: (caller: { readonly clientKey: string; readonly attester: string }) => Promise<GuardFailure | undefined>;
-  /** Charges `gas` to this hour's budget atomically; a failure when it does not fit (nothing charged). */
-  readonly charge: (gas: bigint) => Promise<GuardFailure | undefined>;
+  /** Takes the client's and the attester's tokens and checks the budget and their shares have room; undefined: admitted. */
+  readonly admit: (caller: GuardCaller) => Promise<GuardFailure | undefined>;
+  /**
+   * Charges `gas` to this hour's budget, and to the caller's client and attester shares, atomically; a failure when
+   * it does not fit (nothing charged).
+   */
+  readonly charge: (gas: bigint, caller?: GuardCaller | undefined) => Promise<GuardFailure | undefined>;
 };
 
 /** Builds the guard. */
@@ -55,12 +71,23 @@ export function createRelayGuard(deps: RelayGuardDeps): RelayGuard {
     const start = now - (now % GAS_WINDOW_MS);
     return { start, retryAfterSeconds: Math.max(1, Math.ceil((start + GAS_WINDOW_MS - now) / 1000)) };
   };
-  const limited = (reason: "client" | "attester" | "budget", retryAfterSeconds: number, message: string): GuardFailure => {
+  const limited = (reason: Exclude<RefusalReason, "disabled">, retryAfterSeconds: number, message: string): GuardFailure => {
     deps.onRefusal?.(reason);
     return { ...fail("RATE_LIMITED" as const, message), retryAfterSeconds };
   };
+  const relay = deps.relay ?? "public";
   const overBudget = (retryAfterSeconds: number) =>
-    limited("budget", retryAfterSeconds, `The ${deps.relay ?? "public"} relay's gas budget for this hour is spent; try again later`);
+    limited("budget", retryAfterSeconds, `The ${relay} relay's gas budget for this hour is spent; try again later`);
+  const clientShareSpent = (retryAfterSeconds: number) =>
+    limited("client_gas", retryAfterSeconds, `This address's share of the ${relay} relay's gas budget for this hour is spent; try again later`);
+  const attesterShareSpent = (retryAfterSeconds: number) =>
+    limited("attester_gas", retryAfterSeconds, `This attester's share of the ${relay} relay's gas budget for this hour is spent; try again later`);
+  const clientShareKey = (caller: GuardCaller) => `client:${caller.clientKey}`;
+  const attesterShareKey = (caller: GuardCaller) => `attester:${caller.attester.toLowerCase()}`;
+  const sharesOf = (caller: GuardCaller | undefined) => [
+    ...(caller !== undefined && deps.clientGasPerHour !== undefined ? [{ key: clientShareKey(caller), limit: deps.clientGasPerHour }] : []),
+    ...(caller !== undefined && deps.attesterGasPerHour !== undefined ? [{ key: attesterShareKey(caller), limit: deps.attesterGasPerHour }] : []),
+  ];
   return {
     open() {
       if (deps.enabled) return undefined;
@@ -78,11 +105,26 @@ export function createRelayGuard(deps: RelayGuardDeps): RelayGuard {
       }
       const { start, retryAfterSeconds } = window();
       if ((await deps.gasBudget.used(start)) + deps.typicalGas > deps.gasPerHour) return overBudget(retryAfterSeconds);
+      if (deps.clientGasPerHour !== undefined && (await deps.gasBudget.usedBy(start, clientShareKey(caller))) + deps.typicalGas > deps.clientGasPerHour) {
+        return clientShareSpent(retryAfterSeconds);
+      }
+      if (deps.attesterGasPerHour !== undefined && (await deps.gasBudget.usedBy(start, attesterShareKey(caller))) + deps.typicalGas > deps.attesterGasPerHour) {
+        return attesterShareSpent(retryAfterSeconds);
+      }
       return undefined;
     },
-    async charge(gas) {
+    async charge(gas, caller) {
       const { start, retryAfterSeconds } = window();
-      return (await deps.gasBudget.charge(start, gas, deps.gasPerHour)) ? undefined : overBudget(retryAfterSeconds);
+      if (await deps.gasBudget.charge(start, gas, deps.gasPerHour, sharesOf(caller))) return undefined;
+      // Refused: say which part had no room (reads only on this path).
+      if ((await deps.gasBudget.used(start)) + gas > deps.gasPerHour || caller === undefined) return overBudget(retryAfterSeconds);
+      if (deps.clientGasPerHour !== undefined && (await deps.gasBudget.usedBy(start, clientShareKey(caller))) + gas > deps.clientGasPerHour) {
+        return clientShareSpent(retryAfterSeconds);
+      }
+      if (deps.attesterGasPerHour !== undefined && (await deps.gasBudget.usedBy(start, attesterShareKey(caller))) + gas > deps.attesterGasPerHour) {
+        return attesterShareSpent(retryAfterSeconds);
+      }
+      return overBudget(retryAfterSeconds);
     },
   };
 }

@@ -1,34 +1,20 @@
 import { describe, expect, test } from "bun:test";
-import { fakeClock } from "../../ports/fakes.ts";
-import type { GasBudget } from "../../ports/gas_budget.ts";
+import { fakeClock, fakeGasBudget } from "../../ports/fakes.ts";
 import { createRateLimiter } from "../rate_limit.ts";
 import { createRelayGuard, GAS_WINDOW_MS } from "./relay_guard.ts";
 
-/** A gas budget in memory, with the stores' rule: a charge that would pass the limit adds nothing. */
-function memoryBudget() {
-  const windows = new Map<number, bigint>();
-  return {
-    windows,
-    used: (start: number) => Promise.resolve(windows.get(start) ?? 0n),
-    charge(start: number, gas: bigint, limit: bigint) {
-      const next = (windows.get(start) ?? 0n) + gas;
-      if (next > limit) return Promise.resolve(false);
-      windows.set(start, next);
-      return Promise.resolve(true);
-    },
-  } satisfies GasBudget & { windows: Map<number, bigint> };
-}
-
-function setup(options: { enabled?: boolean; ip?: number; attester?: number; gas?: bigint } = {}) {
+function setup(options: { enabled?: boolean; ip?: number; attester?: number; gas?: bigint; clientGas?: bigint; attesterGas?: bigint } = {}) {
   const clock = fakeClock(10 * GAS_WINDOW_MS + 1_000);
   const refusals: string[] = [];
-  const budget = memoryBudget();
+  const budget = fakeGasBudget();
   const guard = createRelayGuard({
     enabled: options.enabled ?? true,
     clientRate: createRateLimiter(clock, { capacity: options.ip ?? 3, perMinute: options.ip ?? 3 }),
     attesterRate: createRateLimiter(clock, { capacity: options.attester ?? 2, perMinute: (options.attester ?? 2) / 60 }),
     gasBudget: budget,
     gasPerHour: options.gas ?? 1_000_000n,
+    clientGasPerHour: options.clientGas,
+    attesterGasPerHour: options.attesterGas,
     typicalGas: 300_000n,
     clock,
     onRefusal: (reason) => refusals.push(reason),
@@ -67,6 +53,36 @@ describe("createRelayGuard()", () => {
     expect(await guard.admit({ clientKey: "a", attester: "0x1" })).toMatchObject({ code: "RATE_LIMITED" });
     clock.set(clock.nowMs() + GAS_WINDOW_MS);
     expect(await guard.admit({ clientKey: "a", attester: "0x1" })).toBeUndefined();
+  });
+
+  test("issue 43: a client address's share of the hour: past it, 429 for that address alone, at admission (before any RPC) and at the charge", async () => {
+    const { guard, budget, refusals, clock } = setup({ ip: 100, attester: 100, gas: 10_000_000n, clientGas: 1_000_000n });
+    const a = { clientKey: "1.2.3.4", attester: "0x1" };
+    expect(await guard.admit(a)).toBeUndefined();
+    expect(await guard.charge(600_000n, a)).toBeUndefined();
+    // 400,000 left of the share: a charge of 500,000 does not fit and adds nothing, to the share or to the hour.
+    const over = await guard.charge(500_000n, { ...a, attester: "0x2" });
+    expect(over).toMatchObject({ code: "RATE_LIMITED", retryAfterSeconds: 3_599, message: expect.stringMatching(/address's share/) });
+    expect([...budget.windows.values()]).toEqual([600_000n]);
+    expect(await guard.charge(300_000n, { ...a, attester: "0x3" })).toBeUndefined();
+    // 100,000 left: no room for a typical attestation, refused at admission; another address is served.
+    expect(await guard.admit({ ...a, attester: "0x4" })).toMatchObject({ code: "RATE_LIMITED", message: expect.stringMatching(/address's share/) });
+    expect(await guard.admit({ clientKey: "5.6.7.8", attester: "0x4" })).toBeUndefined();
+    expect(await guard.charge(900_000n, { clientKey: "5.6.7.8", attester: "0x4" })).toBeUndefined();
+    expect(refusals).toEqual(["client_gas", "client_gas"]);
+    clock.set(clock.nowMs() + GAS_WINDOW_MS);
+    expect(await guard.admit(a)).toBeUndefined();
+  });
+
+  test("issue 43: an attester's share of the hour, whatever the addresses its requests come from", async () => {
+    const { guard, refusals } = setup({ ip: 100, attester: 100, gas: 10_000_000n, attesterGas: 700_000n });
+    expect(await guard.charge(400_000n, { clientKey: "a", attester: "0xAbC" })).toBeUndefined();
+    expect(await guard.admit({ clientKey: "b", attester: "0xabc" })).toBeUndefined();
+    expect(await guard.charge(400_000n, { clientKey: "b", attester: "0xabc" })).toMatchObject({ code: "RATE_LIMITED", message: expect.stringMatching(/attester's share/) });
+    expect(await guard.charge(300_000n, { clientKey: "c", attester: "0xabc" })).toBeUndefined();
+    expect(await guard.admit({ clientKey: "c", attester: "0xabc" })).toMatchObject({ code: "RATE_LIMITED", message: expect.stringMatching(/attester's share/) });
+    expect(await guard.admit({ clientKey: "c", attester: "0xdef" })).toBeUndefined();
+    expect(refusals).toEqual(["attester_gas", "attester_gas"]);
   });
 
   test("PUBLIC_RELAY=off closes the route", () => {
