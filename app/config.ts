@@ -43,6 +43,8 @@ export type Config = {
   readonly corsOrigins: readonly string[];
   /** `WIDGET_ORIGINS`: other origins serving this service's widgets, published after its own (decisions §29). */
   readonly widgetOrigins: readonly string[];
+  /** `EXPLORER_API_URLS`: the Etherscan-compatible explorer API of each chain id, for proof of interaction (decisions §29). */
+  readonly explorerApiUrls: ReadonlyMap<number, string>;
   readonly freePlanAnnualWrites: number;
   readonly paidPlanAnnualWrites: number;
   readonly freePlanSchemas: readonly string[];
@@ -347,6 +349,7 @@ export function readConfig(env: Env): Config {
     subjectsPerAccount,
     corsOrigins: list("CORS_ORIGINS", []),
     widgetOrigins: list("WIDGET_ORIGINS", []),
+    explorerApiUrls: explorerApiUrls(list("EXPLORER_API_URLS", [])),
     freePlanAnnualWrites: int("FREE_PLAN_ANNUAL_WRITES", 10),
     paidPlanAnnualWrites: int("PAID_PLAN_ANNUAL_WRITES", 1000),
     freePlanSchemas: list("FREE_PLAN_SCHEMAS", ["controller-witness"]),
@@ -609,4 +612,24 @@ function readX402(
     }
   }
   return settings;
+}
+
+/** `EXPLORER_API_URLS`: `<chainId>=<url>` pairs, comma-separated; an http or https URL each, one per chain. */
+function explorerApiUrls(pairs: readonly string[]): ReadonlyMap<number, string> {
+  const urls = new Map<number, string>();
+  for (const pair of pairs) {
+    const match = /^([1-9][0-9]{0,15})=(.+)$/.exec(pair);
+    let url: URL | undefined;
+    try {
+      url = match === null ? undefined : new URL(match[2]!);
+    } catch {
+      url = undefined;
+    }
+    if (match === null || url === undefined || (url.protocol !== "https:" && url.protocol !== "http:")) {
+      throw new ConfigError("EXPLORER_API_URLS", "expected <chainId>=<http(s) URL> pairs, comma-separated");
+    }
+    if (urls.has(Number(match[1]))) throw new ConfigError("EXPLORER_API_URLS", `chain ${match[1]} is named twice`);
+    urls.set(Number(match[1]), url.href);
+  }
+  return urls;
 }

@@ -20,6 +20,7 @@ import type { WiredOAuth } from "./oauth.ts";
 import type { WiredMcp } from "./mcp.ts";
 import type { WiredSubmissions } from "./submissions.ts";
 import type { WiredWebhooks } from "./webhooks.ts";
+import { wireInteractions } from "./interactions.ts";
 
 /** Every capability, wired: what the routes are given. */
 export type Capabilities = {
@@ -140,6 +141,7 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
     metricsText: () => f.metrics.render(),
     console: { bundle: loadConsoleBundle, settings: { chainId, chainName: chain.name, serviceDnsLabel: config.serviceDnsLabel } },
     widgets: { bundle: loadWidgetBundle },
+    interactions: wireInteractions(config, f),
     privateOrigins: [...new Set([new URL(config.publicBaseUrl).origin, ...config.corsOrigins])],
     controller: { discover: c.discovery.viewDiscover, confirm: c.discovery.confirm },
     artifactTrust: c.artifactTrust,

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { type Browser, chromium, type Frame, type Page } from "playwright-core";
-import { createPublicClient, type Hex, http } from "viem";
+import { createPublicClient, createWalletClient, type Hex, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { EAS_ABI } from "../domain/eas_abi.ts";
 import { decodeSchemaData } from "../domain/schema_data.ts";
@@ -38,6 +38,11 @@ const APP_CONTRACT = "0x1111111111111111111111111111111111111111";
 let stack: Stack;
 let browser: Browser;
 let host: ReturnType<typeof Bun.serve>;
+/** An Etherscan-compatible explorer (the operator's, EXPLORER_API_URLS): txlist answers by address. */
+let explorer: ReturnType<typeof Bun.serve>;
+const explorerTxs = new Map<string, Record<string, string>[]>();
+/** The user's transaction to the app's contract, sent before the tests. */
+let interactionTx: Hex;
 let hostOrigin: string;
 let user: ReturnType<typeof privateKeyToAccount>;
 let other: ReturnType<typeof privateKeyToAccount>;
@@ -71,9 +76,27 @@ beforeAll(async () => {
   if (!HAVE_CHROMIUM) return;
   // The service on a fixed port so that PUBLIC_BASE_URL (its own origin in the trust policy) is its real origin.
   const port = freePort();
-  stack = await startStack({ env: { PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` } });
+  explorer = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch(request) {
+      const address = (new URL(request.url).searchParams.get("address") ?? "").toLowerCase();
+      const result = explorerTxs.get(address) ?? [];
+      return Response.json(result.length === 0 ? { status: "0", message: "No transactions found", result: [] } : { status: "1", message: "OK", result });
+    },
+  });
+  stack = await startStack({
+    env: { PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, EXPLORER_API_URLS: `31337=http://127.0.0.1:${explorer.port}/api` },
+  });
   user = privateKeyToAccount(stack.devnet.keys.users[4] as Hex);
   other = privateKeyToAccount(stack.devnet.keys.users[5] as Hex);
+  // The user has used the app: a transaction to its contract, which the explorer lists (with a forged one the chain
+  // does not have, listed as newer: the explorer's word alone does not count).
+  const wallet = createWalletClient({ account: user, transport: http(stack.devnet.rpcUrl) });
+  interactionTx = await wallet.sendTransaction({ to: APP_CONTRACT, value: 1n, chain: null });
+  const mined = await createPublicClient({ transport: http(stack.devnet.rpcUrl) }).waitForTransactionReceipt({ hash: interactionTx });
+  const listed = (hash: string, block: bigint) => ({ hash, from: user.address.toLowerCase(), to: APP_CONTRACT, isError: "0", txreceipt_status: "1", blockNumber: String(block) });
+  explorerTxs.set(user.address.toLowerCase(), [listed(`0x${"e".repeat(64)}`, mined.blockNumber + 5n), listed(interactionTx, mined.blockNumber)]);
   host = await startHost();
   // Another site: `localhost` is another origin than the service's 127.0.0.1 (and, like it, a secure context).
   hostOrigin = `http://localhost:${host.port}`;
@@ -84,6 +107,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await host?.stop(true);
+  await explorer?.stop(true);
   await stack?.stop();
 });
 
@@ -224,12 +248,16 @@ describeBrowser("the review widget in a browser", () => {
     const { page, widget, problems, hostSignatures } = await open({ bridge: true, params: { wallet: user.address } });
     await widget.waitForSelector("#widget[data-mode=integrated]");
     expect(await widget.innerText("#wallet-address")).toBe(user.address);
+    // Proof of interaction: the explorer's candidates confirmed on chain; the forged newer one is not.
+    await widget.waitForSelector("#widget[data-interaction=verified]");
+    expect(await widget.isVisible("#verified")).toBe(true);
     await screenshots(page, "integrated-form");
     await writeReview(widget, "Fun quests, slow withdrawals.");
     expect(await widget.innerText("#confirm-chain")).toBe("ATS Devnet (chain 31337)");
     expect((await widget.innerText("#confirm-contract")).toLowerCase()).toBe(stack.service.easAddress.toLowerCase());
     expect(await widget.innerText("#confirm-subject")).toBe("did:web:acme-quest.example");
     expect(await widget.innerText("#confirm-rating")).toBe("★★★★☆ (4 of 5)");
+    expect(await widget.innerText("#confirm-proof")).toBe(`Use of the app: transaction ${interactionTx} on chain 31337`);
     await screenshots(page, "integrated-confirm");
     await widget.click("#confirm-sign");
     await widget.waitForSelector("#success-view:not([hidden])", { timeout: 60_000 });
@@ -240,6 +268,11 @@ describeBrowser("the review widget in a browser", () => {
     const review = await readReview(uid);
     expect(review.attester.toLowerCase()).toBe(user.address.toLowerCase());
     expect(review.data).toMatchObject({ subject: "did:web:acme-quest.example", ratingValue: "4", reviewBody: "Fun quests, slow withdrawals." });
+    const proofs = (review.data as { proofs: string[] }).proofs.map((p) => JSON.parse(p) as Record<string, unknown>);
+    expect(proofs).toEqual([{ proofType: "tx-interaction", proofPurpose: "commercial-tx", proofObject: { chainId: "eip155:31337", txHash: interactionTx } }]);
+    // The service confirms that transaction on its own (GET /v1/tx-proofs).
+    const txProof = await (await fetch(`${stack.baseUrl}/v1/tx-proofs?chain=31337&txHash=${interactionTx}`)).json();
+    expect(txProof).toMatchObject({ chain: "eip155:31337", txHash: interactionTx, from: user.address.toLowerCase(), to: APP_CONTRACT, status: "success" });
     await screenshots(page, "integrated-success");
     await widget.click("#success-view [data-close]");
     await page.waitForFunction(() => (window as unknown as { __messages: { type: string }[] }).__messages.some((m) => m.type === "omatrust:close"));

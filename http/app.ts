@@ -45,6 +45,7 @@ import { ROUTE_DOCS } from "./route_docs.ts";
 import { MAX_BODY_BYTES, TOO_LARGE_MESSAGE } from "./routes/request.ts";
 import { webhookRoutes, type WebhookRoutesDeps } from "./routes/webhooks.ts";
 import { widgetRoutes, type WidgetRoutesDeps } from "./routes/widgets.ts";
+import { interactionRoutes, type InteractionRoutesDeps } from "./routes/interactions.ts";
 
 /** Everything the HTTP layer is given by the composition root. */
 export type AppDeps = Omit<EasRoutesDeps, "log"> & {
@@ -84,6 +85,8 @@ export type AppDeps = Omit<EasRoutesDeps, "log"> & {
   readonly privateOrigins?: readonly string[] | undefined;
   /** The console page and its assets (decisions §14); absent: no `/`. */
   readonly console?: Omit<ConsoleRoutesDeps, "log"> | undefined;
+  /** Proof of interaction and transaction proofs (decisions §29); absent: no such routes. */
+  readonly interactions?: Omit<InteractionRoutesDeps, "log"> | undefined;
   /** The review widget's built assets (decisions §29); absent: no `/widgets/` routes. */
   readonly widgets?: Pick<WidgetRoutesDeps, "bundle"> | undefined;
   /** The Prometheus exposition text of `GET /metrics`; absent: no such route. */
@@ -392,6 +395,7 @@ export function createApp(deps: AppDeps) {
     .use(docRoutes(deps.publicBaseUrl ?? "http://127.0.0.1:8080"))
     .use(deps.metricsText ? metricsRoute(deps.metricsText) : new Elysia())
     .use(deps.console ? consoleRoutes({ ...deps.console, log: deps.log }) : new Elysia())
+    .use((deps.interactions ? interactionRoutes({ ...deps.interactions, log: deps.log }) : new Elysia()) as Elysia)
     .use((deps.widgets ? widgetRoutes({ bundle: deps.widgets.bundle, settings: widgetSettings(deps), log: deps.log }) : new Elysia()) as Elysia);
   // The app's one way in for every request Elysia answers (tests, and the server through http/instrument.ts): the
   // answer leaves with its cache policy applied, whichever hook or route gave it (a 405 of `onRequest`, a 404 of

@@ -99,6 +99,10 @@ function fullApp(options: { settings?: ReturnType<typeof httpCacheSettings> } = 
     metricsText: () => Promise.resolve("# nothing\n"),
     console: { bundle: () => Promise.resolve({ js: "console.log(1)", css: "body{}", version: "v1" }), settings: { chainId: 1, chainName: "x", serviceDnsLabel: "ats" } },
     widgets: { bundle: () => Promise.resolve({ js: "console.log(2)", css: "main{}", version: "w1" }) },
+    interactions: {
+      findInteraction: () => Promise.resolve({ status: "none" as const }),
+      txProof: (chainId: number, txHash: string) => Promise.resolve(ok({ chain: `eip155:${chainId}`, txHash, from: A, to: A, status: "success" as const, blockNumber: 1 })),
+    },
     // The review widget writes to the service's chain, with its anchored user-review schema.
     trustAnchors: {
       version: 1,
@@ -132,6 +136,8 @@ const QUERIES: Readonly<Record<string, string>> = {
   "/api/eas/nonce": `attester=${A}`,
   "/v1/nonce": `attester=${A}`,
   "/widgets/reviews/embed": `url=example.com&contract=${A}&chainId=1`,
+  "/v1/interactions": `chain=1&wallet=${A}&contract=${A}`,
+  "/v1/tx-proofs": `chain=1&txHash=0x${"a".repeat(64)}`,
 };
 
 function requestFor(method: string, path: string, headers: Record<string, string> = {}): Request {
@@ -173,6 +179,7 @@ const PUBLIC_READS: Readonly<Record<string, string>> = {
   "GET /api/public/controller-confirm": DISCOVERY,
   "GET /v1/trust-anchors": STATIC,
   "GET /v1/trust-policy": STATIC,
+  "GET /v1/tx-proofs": STATIC,
   "GET /api/public/trust-anchors": STATIC,
   "GET /.well-known/did.json": STATIC,
   "GET /.well-known/oauth-authorization-server": STATIC,
@@ -193,6 +200,7 @@ const LIVE_PUBLIC: ReadonlySet<string> = new Set([
   "GET /api/eas/nonce",
   "GET /v1/submissions/:id",
   "GET /v1/nonce",
+  "GET /v1/interactions",
   "GET /healthz",
   "GET /readyz",
   "GET /metrics",

@@ -95,6 +95,7 @@ export function renderReviewPage(params: EmbedParams, settings: WidgetPageSettin
       <p class="label">Signing wallet</p>
       <p class="mono" id="wallet-address">${params.wallet === undefined ? "No wallet connected" : escape(params.wallet)}</p>
       <p class="hint" id="mode-text">Looking for the host page's wallet…</p>
+      <p class="hint" id="interaction-text" hidden></p>
     </div>
     <button type="button" class="secondary" id="connect" hidden>Connect wallet</button>
   </div>
@@ -112,6 +113,7 @@ export function renderReviewPage(params: EmbedParams, settings: WidgetPageSettin
     <dt>Subject</dt><dd class="mono" id="confirm-subject"></dd>
     <dt>Rating</dt><dd id="confirm-rating"></dd>
     <dt>Review</dt><dd id="confirm-body"></dd>
+    <dt>Proof</dt><dd id="confirm-proof"></dd>
   </dl>
   <button type="button" class="primary" id="confirm-sign">Confirm and sign</button>
   <button type="button" class="ghost" id="confirm-back">Back</button>

@@ -25,7 +25,7 @@ import {
   OMATRUST_SIGNATURE_ERROR,
   READY_SCHEDULE_MS,
 } from "../client/widget_protocol.ts";
-import { buildReviewData } from "../domain/reviews/mod.ts";
+import { buildReviewData, transactionProof } from "../domain/reviews/mod.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { startBuilder } from "./builder.ts";
 import { type EmbedParams, parseEmbedParams } from "./embed_params.ts";
@@ -120,9 +120,39 @@ function start(params: EmbedParams): void {
     }
   };
 
+  // Proof of interaction (decisions §29): asked of the service once the wallet is known; a verified transaction
+  // goes into the review as a tx-interaction proof. Anything else is "not checked" or "none", and the review can
+  // still be written.
+  let interaction: { wallet: string; txHash?: string | undefined } | undefined;
+  const checkInteraction = async (address: `0x${string}`) => {
+    const text = byId("interaction-text");
+    text.hidden = false;
+    text.textContent = "Checking your use of this app…";
+    const query = new URLSearchParams({ chain: String(params.chainId), wallet: address, contract: params.contract });
+    if (params.explorer !== undefined) query.set("explorer", params.explorer);
+    let answer: { status?: unknown; txHash?: unknown } = {};
+    try {
+      const response = await fetch(`/v1/interactions?${query}`, { headers: { accept: "application/json" } });
+      if (response.ok) answer = await response.json() as typeof answer;
+    } catch {
+      // Not checked: the review can still be written.
+    }
+    if (wallet !== address) return;
+    const verified = answer.status === "verified" && typeof answer.txHash === "string";
+    interaction = { wallet: address, txHash: verified ? answer.txHash as string : undefined };
+    byId("verified").hidden = !verified;
+    root.dataset.interaction = verified ? "verified" : answer.status === "none" ? "none" : "not-checked";
+    text.textContent = verified
+      ? "Verified user: this wallet has used the app's contract; the review says so."
+      : answer.status === "none"
+      ? "No transaction of this wallet with the app's contract was found."
+      : "Use of the app not checked.";
+  };
   const showWallet = () => {
     byId("wallet-address").textContent = wallet ?? "No wallet connected";
+    if (wallet !== undefined) void checkInteraction(wallet);
   };
+  if (wallet !== undefined) void checkInteraction(wallet);
 
   const formError = (text: string | undefined) => {
     const p = byId("form-error");
@@ -248,7 +278,10 @@ function start(params: EmbedParams): void {
     busy = true;
     try {
       progress("Preparing the review…");
-      const data = buildReviewData({ subject: params.subject, ratingValue: value, reviewBody: body.value, version: "1.0.0", proofs: [] });
+      const txHash = interaction?.wallet === wallet ? interaction.txHash : undefined;
+      const proof = txHash === undefined ? undefined : transactionProof({ chainId: params.chainId, txHash, proofType: "tx-interaction" });
+      const proofs = proof !== undefined && proof.ok ? [proof.value] : [];
+      const data = buildReviewData({ subject: params.subject, ratingValue: value, reviewBody: body.value, version: "1.0.0", proofs });
       if (!data.ok) throw new WidgetError(data.message);
       const nonce = await fetchNonce(wallet, { baseUrl: location.origin });
       if (nonce.chainId !== settings.chainId || nonce.easAddress.toLowerCase() !== settings.easAddress.toLowerCase()) {
@@ -267,6 +300,7 @@ function start(params: EmbedParams): void {
       byId("confirm-subject").textContent = params.subject;
       byId("confirm-rating").textContent = stars(value);
       byId("confirm-body").textContent = body.value === "" ? "(no text)" : body.value;
+      byId("confirm-proof").textContent = proofs.length === 0 ? "(none)" : `Use of the app: transaction ${txHash} on chain ${params.chainId}`;
       busy = false;
       show("confirm-view");
     } catch (error) {

@@ -9,3 +9,4 @@ export { createViemOwnershipChain } from "./viem_ownership_chain.ts";
 export { createViemPayerBalances } from "./viem_payer_balances.ts";
 export * from "./viem_witness.ts";
 export { createWsNewHeads } from "./ws_new_heads.ts";
+export { createViemTxReceiptReader } from "./viem_receipts.ts";

@@ -46,8 +46,14 @@ const NUMERIC_LABEL = /^(?:[0-9]+|0x[0-9a-f]*)$/;
 const PATH_SEGMENT = /^(?:[A-Za-z0-9._~-]|%[0-9A-Fa-f]{2})+$/;
 const TLS_ERROR_CODE = /CERT|TLS|SSL|UNABLE_TO_|SELF_SIGNED|HOSTNAME|ALTNAME|HANDSHAKE/i;
 
+/**
+ * A DidDocumentFetcher that also fetches any https URL's JSON under the same policy (an explorer API an embed names,
+ * decisions §29): the host a DNS name, every address public, the connection pinned, no redirects, the cap, one deadline.
+ */
+export type PinnedJsonFetcher = DidDocumentFetcher & { readonly fetchJsonUrl: (url: string) => Promise<DidDocumentFetch> };
+
 /** Builds a DidDocumentFetcher that fetches did.json over HTTPS from a checked, pinned address. */
-export function createHttpsDidDocumentFetcher(options: HttpsDidDocumentFetcherOptions): DidDocumentFetcher {
+export function createHttpsDidDocumentFetcher(options: HttpsDidDocumentFetcherOptions): PinnedJsonFetcher {
   const timeoutMs = options.timeoutMs ?? 5000;
   const maxBytes = options.maxBytes ?? 65536;
   const ca = options.ca === undefined ? undefined : trustedRoots(options.ca);
@@ -157,6 +163,19 @@ export function createHttpsDidDocumentFetcher(options: HttpsDidDocumentFetcherOp
         return { status: "unavailable", url: describeUrl(host, path), reason: "invalid-host" };
       }
       return await fetchTarget(target);
+    },
+    async fetchJsonUrl(url) {
+      let parsed: URL;
+      try {
+        parsed = new URL(url);
+      } catch {
+        return { status: "unavailable", url: String(url).slice(0, 200), reason: "invalid-host" };
+      }
+      const target = parsed.protocol === "https:" && parsed.username === "" && parsed.password === ""
+        ? parseTarget(parsed.port === "" ? parsed.hostname : `${parsed.hostname}:${parsed.port}`, [])
+        : undefined;
+      if (target === undefined) return { status: "unavailable", url: parsed.origin, reason: "invalid-host" };
+      return await fetchTarget({ ...target, pathname: `${parsed.pathname}${parsed.search}`, url: `${parsed.origin}${parsed.pathname}` });
     },
     // The JWK Set of a did:web host (decisions §25): the same checks, pinning, cap and deadline as did.json.
     async fetchJwks(host) {

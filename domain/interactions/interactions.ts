@@ -1,0 +1,139 @@
+/**
+ * Proof of interaction (decisions §29): has a wallet used an app's contract? Candidates come from an
+ * Etherscan-compatible explorer (the operator's for the chain, or the one the embed names), and each is confirmed
+ * on a chain the deployment reads (its receipt: sender, recipient, success), so an explorer's word alone never makes
+ * a user verified. No explorer, a chain the deployment does not read, an explorer that fails: `not-checked`, never an
+ * error. One transaction's receipt is also answered on its own (`GET /v1/tx-proofs`), read once and kept.
+ */
+import type { ExplorerTxList, TxReceiptFacts, TxReceiptReader } from "../../ports/interactions.ts";
+import { fail, ok, type Result } from "../result.ts";
+
+/** The answer of `GET /v1/interactions`. */
+export type InteractionStatus =
+  | { readonly status: "verified"; readonly txHash: string; readonly blockNumber: number }
+  | { readonly status: "none" }
+  | { readonly status: "not-checked"; readonly reason: "no-explorer" | "chain-not-read" | "explorer-failed" | "chain-failed" };
+
+/** What {@link createFindInteraction} needs. */
+export type FindInteractionDeps = {
+  /** The receipt reader of a chain the deployment reads; undefined for any other. */
+  readonly readerFor: (chainId: number) => TxReceiptReader | undefined;
+  /** The operator's explorer API for a chain (`EXPLORER_API_URLS`). */
+  readonly operatorExplorer: (chainId: number) => string | undefined;
+  readonly explorers: ExplorerTxList;
+  /** Receipts of one request confirmed at most (the newest candidates first); default 5. */
+  readonly maxConfirmations?: number | undefined;
+};
+
+/** One question: did `wallet` send a successful transaction to `contract` on `chainId`? */
+export type InteractionQuery = {
+  readonly chainId: number;
+  readonly wallet: string;
+  readonly contract: string;
+  /** An explorer API the embed names (https; fetched under the SSRF policy). */
+  readonly explorer?: string | undefined;
+};
+
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const HASH = /^0x[0-9a-fA-F]{64}$/;
+
+/** Reads the query of `GET /v1/interactions`: `chain` (a decimal id or `eip155:<id>`), `wallet`, `contract`, `explorer`. */
+export function readInteractionQuery(query: Readonly<Record<string, string | undefined>>): Result<InteractionQuery, "INVALID_INPUT"> {
+  const chainId = readChainId(query.chain);
+  if (chainId === undefined) return fail("INVALID_INPUT", "chain must be a chain id (8453 or eip155:8453)");
+  if (query.wallet === undefined || !ADDRESS.test(query.wallet)) return fail("INVALID_INPUT", "wallet must be an address");
+  if (query.contract === undefined || !ADDRESS.test(query.contract)) return fail("INVALID_INPUT", "contract must be an address");
+  const explorer = query.explorer === undefined || query.explorer === "" ? undefined : query.explorer;
+  if (explorer !== undefined && !isHttps(explorer)) return fail("INVALID_INPUT", "explorer must be an https URL");
+  return ok({ chainId, wallet: query.wallet.toLowerCase(), contract: query.contract.toLowerCase(), explorer });
+}
+
+/** A chain id written `8453` or `eip155:8453`; undefined otherwise. */
+export function readChainId(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const digits = value.startsWith("eip155:") ? value.slice(7) : value;
+  if (!/^[1-9][0-9]{0,15}$/.test(digits)) return undefined;
+  const id = Number(digits);
+  return Number.isSafeInteger(id) ? id : undefined;
+}
+
+function isHttps(value: string): boolean {
+  try {
+    return value.length <= 2_048 && new URL(value).protocol === "https:";
+  } catch {
+    return false;
+  }
+}
+
+/** Whether a receipt confirms `wallet` → `contract`, successful. */
+function confirms(receipt: TxReceiptFacts | null, query: InteractionQuery): receipt is TxReceiptFacts {
+  return receipt !== null && receipt.status === "success" && receipt.from.toLowerCase() === query.wallet &&
+    receipt.to !== null && receipt.to.toLowerCase() === query.contract;
+}
+
+/** Builds the proof-of-interaction lookup. */
+export function createFindInteraction(deps: FindInteractionDeps): (query: InteractionQuery) => Promise<InteractionStatus> {
+  const max = deps.maxConfirmations ?? 5;
+  return async function findInteraction(query) {
+    const reader = deps.readerFor(query.chainId);
+    if (reader === undefined) return { status: "not-checked", reason: "chain-not-read" };
+    // The operator's explorer for the chain first; the embed's only when the operator named none.
+    const operator = deps.operatorExplorer(query.chainId);
+    const apiUrl = operator ?? query.explorer;
+    if (apiUrl === undefined) return { status: "not-checked", reason: "no-explorer" };
+    const listed = await deps.explorers.txlist(apiUrl, query.wallet, operator !== undefined ? "operator" : "embed");
+    if (!listed.ok) return { status: "not-checked", reason: "explorer-failed" };
+    const candidates = listed.value
+      .filter((tx) => !tx.failed && HASH.test(tx.hash) && tx.from.toLowerCase() === query.wallet && tx.to.toLowerCase() === query.contract)
+      .sort((a, b) => b.blockNumber - a.blockNumber)
+      .slice(0, max);
+    for (const candidate of candidates) {
+      const read = await reader.receipt(candidate.hash.toLowerCase());
+      if (!read.ok) return { status: "not-checked", reason: "chain-failed" };
+      if (confirms(read.value, query)) return { status: "verified", txHash: candidate.hash.toLowerCase(), blockNumber: read.value.blockNumber };
+    }
+    return { status: "none" };
+  };
+}
+
+/** The answer of `GET /v1/tx-proofs`. */
+export type TxProof = {
+  readonly chain: string;
+  readonly txHash: string;
+  readonly from: string;
+  readonly to: string | null;
+  readonly status: "success" | "reverted";
+  readonly blockNumber: number;
+};
+
+/**
+ * Builds the one-transaction check: a chain the deployment reads (else UNSUPPORTED_CHAIN), the receipt read once and
+ * kept (up to `keep` receipts, oldest dropped first); a transaction not mined is NOT_FOUND (not kept: it may be
+ * mined later), a chain that cannot be read RPC_ERROR.
+ */
+export function createTxProofs(deps: { readonly readerFor: (chainId: number) => TxReceiptReader | undefined; readonly keep?: number | undefined }) {
+  const keep = deps.keep ?? 10_000;
+  const kept = new Map<string, TxProof>();
+  return async function txProof(chainId: number, txHash: string): Promise<Result<TxProof, "UNSUPPORTED_CHAIN" | "NOT_FOUND" | "RPC_ERROR" | "INVALID_INPUT">> {
+    if (!HASH.test(txHash)) return fail("INVALID_INPUT", "txHash must be 32 bytes of hex");
+    const reader = deps.readerFor(chainId);
+    if (reader === undefined) return fail("UNSUPPORTED_CHAIN", `Chain eip155:${chainId} is not read by this deployment`);
+    const key = `${chainId}:${txHash.toLowerCase()}`;
+    const known = kept.get(key);
+    if (known !== undefined) return ok(known);
+    const read = await reader.receipt(txHash.toLowerCase());
+    if (!read.ok) return fail("RPC_ERROR", "The chain could not be read");
+    if (read.value === null) return fail("NOT_FOUND", "No such transaction is mined on this chain");
+    const proof: TxProof = {
+      chain: `eip155:${chainId}`,
+      txHash: txHash.toLowerCase(),
+      from: read.value.from.toLowerCase(),
+      to: read.value.to === null ? null : read.value.to.toLowerCase(),
+      status: read.value.status,
+      blockNumber: read.value.blockNumber,
+    };
+    if (kept.size >= keep) kept.delete(kept.keys().next().value!);
+    kept.set(key, proof);
+    return ok(proof);
+  };
+}

@@ -1,0 +1,98 @@
+import { describe, expect, test } from "bun:test";
+import type { ExplorerTx, ExplorerTxList, TxReceiptFacts, TxReceiptReader } from "../../ports/interactions.ts";
+import { createFindInteraction, createTxProofs, readInteractionQuery } from "./interactions.ts";
+
+const WALLET = "0x14dc79964da2c08b23698b3d3cc7ca32193d9955";
+const CONTRACT = "0x1111111111111111111111111111111111111111";
+const hash = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
+
+function reader(receipts: Record<string, TxReceiptFacts | null>, options: { failing?: boolean } = {}) {
+  const asked: string[] = [];
+  const r: TxReceiptReader = {
+    chainId: 31337,
+    receipt(txHash) {
+      asked.push(txHash);
+      if (options.failing) return Promise.resolve({ ok: false, reason: "rpc-error" });
+      return Promise.resolve({ ok: true, value: receipts[txHash] ?? null });
+    },
+  };
+  return { reader: r, asked };
+}
+
+function explorer(txs: readonly ExplorerTx[] | "down") {
+  const asked: { apiUrl: string; source: string }[] = [];
+  const e: ExplorerTxList = {
+    txlist(apiUrl, _address, source) {
+      asked.push({ apiUrl, source });
+      return Promise.resolve(txs === "down" ? { ok: false, reason: "unavailable" } : { ok: true, value: txs });
+    },
+  };
+  return { explorer: e, asked };
+}
+
+const tx = (n: number, extra: Partial<ExplorerTx> = {}): ExplorerTx => ({ hash: hash(n), from: WALLET, to: CONTRACT, failed: false, blockNumber: n, ...extra });
+const good = (n: number): TxReceiptFacts => ({ from: WALLET, to: CONTRACT, status: "success", blockNumber: n });
+const query = { chainId: 31337, wallet: WALLET, contract: CONTRACT };
+
+describe("findInteraction", () => {
+  test("the newest candidate the chain confirms: verified with its hash and block; the explorer's word alone is not enough", async () => {
+    // The explorer lists 3 (newest first after sorting): 9 is not mined, 7 reverted on chain, 5 is good.
+    const chain = reader({ [hash(9)]: null, [hash(7)]: { ...good(7), status: "reverted" }, [hash(5)]: good(5) });
+    const find = createFindInteraction({ readerFor: () => chain.reader, operatorExplorer: () => "https://api.explorer.example/api", explorers: explorer([tx(5), tx(9), tx(7)]).explorer });
+    expect(await find(query)).toEqual({ status: "verified", txHash: hash(5), blockNumber: 5 });
+    expect(chain.asked).toEqual([hash(9), hash(7), hash(5)]);
+  });
+
+  test("candidates to another contract, from another sender or failed are not asked about; a receipt naming another sender does not count", async () => {
+    const chain = reader({ [hash(4)]: { ...good(4), from: CONTRACT } });
+    const list = [tx(1, { to: WALLET }), tx(2, { from: CONTRACT }), tx(3, { failed: true }), tx(4)];
+    const find = createFindInteraction({ readerFor: () => chain.reader, operatorExplorer: () => "https://x.example", explorers: explorer(list).explorer });
+    expect(await find(query)).toEqual({ status: "none" });
+    expect(chain.asked).toEqual([hash(4)]);
+  });
+
+  test("not-checked, never an error: a chain not read, no explorer, an explorer down, a chain that fails", async () => {
+    const chain = reader({});
+    const any = explorer([tx(1)]).explorer;
+    expect(await createFindInteraction({ readerFor: () => undefined, operatorExplorer: () => "https://x.example", explorers: any })(query))
+      .toEqual({ status: "not-checked", reason: "chain-not-read" });
+    expect(await createFindInteraction({ readerFor: () => chain.reader, operatorExplorer: () => undefined, explorers: any })(query))
+      .toEqual({ status: "not-checked", reason: "no-explorer" });
+    expect(await createFindInteraction({ readerFor: () => chain.reader, operatorExplorer: () => "https://x.example", explorers: explorer("down").explorer })(query))
+      .toEqual({ status: "not-checked", reason: "explorer-failed" });
+    expect(await createFindInteraction({ readerFor: () => reader({}, { failing: true }).reader, operatorExplorer: () => "https://x.example", explorers: any })(query))
+      .toEqual({ status: "not-checked", reason: "chain-failed" });
+  });
+
+  test("the operator's explorer wins; the embed's is used, as untrusted, only when the operator named none", async () => {
+    const chain = reader({});
+    const e = explorer([]);
+    await createFindInteraction({ readerFor: () => chain.reader, operatorExplorer: () => "https://op.example/api", explorers: e.explorer })({ ...query, explorer: "https://embed.example/api" });
+    await createFindInteraction({ readerFor: () => chain.reader, operatorExplorer: () => undefined, explorers: e.explorer })({ ...query, explorer: "https://embed.example/api" });
+    expect(e.asked).toEqual([{ apiUrl: "https://op.example/api", source: "operator" }, { apiUrl: "https://embed.example/api", source: "embed" }]);
+  });
+
+  test("the query: chain as an id or CAIP-2, addresses, an https explorer", () => {
+    expect(readInteractionQuery({ chain: "eip155:8453", wallet: WALLET, contract: CONTRACT })).toEqual({ ok: true, value: { chainId: 8453, wallet: WALLET, contract: CONTRACT, explorer: undefined } });
+    expect(readInteractionQuery({ chain: "0", wallet: WALLET, contract: CONTRACT }).ok).toBe(false);
+    expect(readInteractionQuery({ chain: "1", wallet: "x", contract: CONTRACT }).ok).toBe(false);
+    expect(readInteractionQuery({ chain: "1", wallet: WALLET, contract: CONTRACT, explorer: "http://x.example" }).ok).toBe(false);
+  });
+});
+
+describe("txProofs", () => {
+  test("a receipt is read once and kept; not mined is NOT_FOUND and asked again; other chains UNSUPPORTED_CHAIN", async () => {
+    const chain = reader({ [hash(1)]: good(3) });
+    const proofs = createTxProofs({ readerFor: (id) => id === 31337 ? chain.reader : undefined });
+    const first = await proofs(31337, hash(1).toUpperCase().replace("0X", "0x"));
+    expect(first).toEqual({ ok: true, value: { chain: "eip155:31337", txHash: hash(1), from: WALLET, to: CONTRACT, status: "success", blockNumber: 3 } });
+    await proofs(31337, hash(1));
+    expect(chain.asked).toEqual([hash(1)]);
+    expect((await proofs(31337, hash(2))).ok).toBe(false);
+    await proofs(31337, hash(2));
+    expect(chain.asked).toEqual([hash(1), hash(2), hash(2)]);
+    expect(await proofs(1, hash(1))).toMatchObject({ ok: false, code: "UNSUPPORTED_CHAIN" });
+    expect(await proofs(31337, "0x12")).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+    expect(await createTxProofs({ readerFor: () => reader({}, { failing: true }).reader })(31337, hash(1))).toMatchObject({ ok: false, code: "RPC_ERROR" });
+  });
+});

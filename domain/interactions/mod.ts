@@ -1,0 +1,11 @@
+/** Proof of interaction (decisions §29): a wallet's transaction to an app's contract, confirmed on chain. */
+export {
+  createFindInteraction,
+  createTxProofs,
+  type FindInteractionDeps,
+  type InteractionQuery,
+  type InteractionStatus,
+  readChainId,
+  readInteractionQuery,
+  type TxProof,
+} from "./interactions.ts";

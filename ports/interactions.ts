@@ -1,0 +1,36 @@
+/** One transaction as its receipt tells it (decisions §29: proof of interaction). */
+export type TxReceiptFacts = {
+  readonly from: string;
+  /** Null for a contract creation. */
+  readonly to: string | null;
+  readonly status: "success" | "reverted";
+  readonly blockNumber: number;
+};
+
+/** Reads the receipts of one chain the deployment reads; null for a transaction that is not mined there. */
+export interface TxReceiptReader {
+  readonly chainId: number;
+  readonly receipt: (txHash: string) => Promise<{ ok: true; value: TxReceiptFacts | null } | { ok: false; reason: "rpc-error" }>;
+}
+
+/** A candidate transaction an explorer lists for a wallet (its word only, confirmed on chain before it counts). */
+export type ExplorerTx = {
+  readonly hash: string;
+  readonly from: string;
+  readonly to: string;
+  /** The explorer says it failed. */
+  readonly failed: boolean;
+  readonly blockNumber: number;
+};
+
+/** Where an explorer API comes from: the operator (trusted as configured) or an embed (under the SSRF policy). */
+export type ExplorerSource = "operator" | "embed";
+
+/** An Etherscan-compatible explorer API (`module=account&action=txlist`, as Etherscan and Blockscout serve it). */
+export interface ExplorerTxList {
+  readonly txlist: (
+    apiUrl: string,
+    address: string,
+    source: ExplorerSource,
+  ) => Promise<{ ok: true; value: readonly ExplorerTx[] } | { ok: false; reason: "unavailable" | "blocked" | "invalid" }>;
+}
