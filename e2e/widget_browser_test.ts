@@ -220,9 +220,10 @@ async function screenshots(page: Page, name: string): Promise<void> {
 const messageTypes = (page: Page) => page.evaluate(() => (window as unknown as { __messages: { type: string }[] }).__messages.map((m) => m.type));
 
 /** Fills the form (4 stars, a text) and goes to the confirmation. */
-async function writeReview(widget: Frame, text: string): Promise<void> {
+async function writeReview(widget: Frame, text: string, shot?: { page: Page; name: string }): Promise<void> {
   await widget.click("label.star[data-star='4']");
   await widget.fill("#review-body", text);
+  if (shot !== undefined) await screenshots(shot.page, shot.name);
   await widget.click("#review-next");
   await widget.waitForSelector("#confirm-view:not([hidden])");
 }
@@ -252,7 +253,7 @@ describeBrowser("the review widget in a browser", () => {
     await widget.waitForSelector("#widget[data-interaction=verified]");
     expect(await widget.isVisible("#verified")).toBe(true);
     await screenshots(page, "integrated-form");
-    await writeReview(widget, "Fun quests, slow withdrawals.");
+    await writeReview(widget, "Fun quests, slow withdrawals.", { page, name: "integrated-filled" });
     expect(await widget.innerText("#confirm-chain")).toBe("ATS Devnet (chain 31337)");
     expect((await widget.innerText("#confirm-contract")).toLowerCase()).toBe(stack.service.easAddress.toLowerCase());
     expect(await widget.innerText("#confirm-subject")).toBe("did:web:acme-quest.example");
