@@ -440,6 +440,8 @@ export async function verifyReview(uid: string, options: ReviewChainOptions): Pr
           trust: { ...trustOptions, keyStatus: options.keyStatus !== false },
           payerRelation: (payer, attester) => payerRelation(payer, attester, { ...options, chain }),
           transactions: { chainId: options.chainId, read: (hash) => readChainTransaction(chain.client, hash) },
+          // A chain the caller gave no RPC for: the service confirms the transaction if it reads that chain (§29).
+          otherChains: (chainId, hash) => readServiceTransaction(chainId, hash, { baseUrl: options.baseUrl, fetch: options.fetch }),
         })
     ),
   );
@@ -506,6 +508,11 @@ export type ReviewProofOptions = {
    */
   readonly transactions?: { readonly chainId: number; readonly read: (txHash: Hex) => Promise<ChainTransaction | undefined> } | undefined;
   /**
+   * Reads a transaction of a chain `transactions` does not read (decisions §29): the service's `GET /v1/tx-proofs`
+   * ({@link readServiceTransaction}); `"unsupported"` when it does not read that chain either (then reported, not checked).
+   */
+  readonly otherChains?: ((chainId: number, txHash: Hex) => Promise<ChainTransaction | undefined | "unsupported">) | undefined;
+  /**
    * The EVM addresses a did:web subject's endpoint evidence names on chain `chainId` (the transaction's); default read
    * through `trust` (the service's confirm endpoint), keeping the did:pkh of that chain only (decisions §18).
    */
@@ -521,6 +528,39 @@ const uncheckedTxProof = (proofType: string): ReviewProofCheck => ({
   reasons: [`more than ${MAX_TX_PROOFS_CHECKED} transaction proofs in one review: this one was not checked`],
   signatureValid: false,
 });
+
+/**
+ * A transaction as the service confirms it on a chain it reads (`GET /v1/tx-proofs`, decisions §29): undefined when
+ * it is not mined there, `"unsupported"` when the service does not read that chain; any other failure throws
+ * `NETWORK_ERROR` (never "nothing found").
+ */
+export async function readServiceTransaction(
+  chainId: number,
+  txHash: Hex,
+  options: { readonly baseUrl?: string | undefined; readonly fetch?: FetchLike | undefined } = {},
+): Promise<ChainTransaction | undefined | "unsupported"> {
+  const url = `${options.baseUrl ?? DEFAULT_BASE_URL}/v1/tx-proofs?chain=${chainId}&txHash=${txHash}`;
+  let response: Response;
+  let body: Record<string, unknown>;
+  try {
+    response = await (options.fetch ?? fetch)(url, { headers: { accept: "application/json" } });
+    body = await response.json() as Record<string, unknown>;
+  } catch (cause) {
+    throw new AtsClientError("NETWORK_ERROR", "Could not ask the service about the transaction", { cause });
+  }
+  if (response.status === 404) return undefined;
+  if (response.status === 400 && body.code === "UNSUPPORTED_CHAIN") return "unsupported";
+  const ok = response.ok && typeof body.from === "string" && /^0x[0-9a-fA-F]{40}$/.test(body.from) &&
+    (body.to === null || (typeof body.to === "string" && /^0x[0-9a-fA-F]{40}$/.test(body.to))) &&
+    (body.status === "success" || body.status === "reverted") && typeof body.blockTime === "number";
+  if (!ok) throw new AtsClientError("NETWORK_ERROR", `The service could not confirm the transaction (HTTP ${response.status})`, { status: response.status, body });
+  return {
+    from: getAddress(body.from as string),
+    to: body.to === null ? undefined : getAddress(body.to as string),
+    success: body.status === "success",
+    blockTime: BigInt(body.blockTime as number),
+  };
+}
 
 /** A transaction with its receipt and block time; undefined when the chain does not have it (or not mined). */
 export async function readChainTransaction(client: PublicClient, hash: Hex): Promise<ChainTransaction | undefined> {
@@ -635,10 +675,12 @@ async function checkTxProof(
   if (wrongChain !== undefined) {
     return { proofType, valid: false, reasons: [...reasons, wrongChain], signatureValid: false, transaction: { chainId, txHash } };
   }
-  if (options.transactions === undefined || options.transactions.chainId !== chainId) {
+  const own = options.transactions !== undefined && options.transactions.chainId === chainId ? options.transactions : undefined;
+  const read = own !== undefined ? await own.read(txHash) : options.otherChains !== undefined ? await options.otherChains(chainId, txHash) : "unsupported";
+  if (read === "unsupported") {
     return { proofType, valid: false, reasons: [...reasons, `eip155:${chainId} is not the chain this verifier reads`], signatureValid: false, transaction: { chainId, txHash } };
   }
-  const transaction = await options.transactions.read(txHash);
+  const transaction = read;
   const senderRelation = transaction === undefined
     ? "unrelated"
     : options.payerRelation !== undefined

@@ -101,7 +101,7 @@ function fullApp(options: { settings?: ReturnType<typeof httpCacheSettings> } = 
     widgets: { bundle: () => Promise.resolve({ js: "console.log(2)", css: "main{}", version: "w1" }) },
     interactions: {
       findInteraction: () => Promise.resolve({ status: "none" as const }),
-      txProof: (chainId: number, txHash: string) => Promise.resolve(ok({ chain: `eip155:${chainId}`, txHash, from: A, to: A, status: "success" as const, blockNumber: 1 })),
+      txProof: (chainId: number, txHash: string) => Promise.resolve(ok({ chain: `eip155:${chainId}`, txHash, from: A, to: A, status: "success" as const, blockNumber: 1, blockTime: 1 })),
     },
     // The review widget writes to the service's chain, with its anchored user-review schema.
     trustAnchors: {

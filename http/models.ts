@@ -417,6 +417,7 @@ export const TxProofModel = t.Object({
   to: t.Union([t.String(), t.Null()], { description: "null for a contract creation" }),
   status: t.Union([t.Literal("success"), t.Literal("reverted")]),
   blockNumber: t.Integer({ minimum: 0 }),
+  blockTime: t.Integer({ minimum: 0, description: "Unix seconds of its block (a review's proof must not postdate the review)" }),
 });
 
 /** The trust policy (decisions §29): what the reference SDK's widget signing bridges read. */

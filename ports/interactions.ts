@@ -11,6 +11,8 @@ export type TxReceiptFacts = {
 export interface TxReceiptReader {
   readonly chainId: number;
   readonly receipt: (txHash: string) => Promise<{ ok: true; value: TxReceiptFacts | null } | { ok: false; reason: "rpc-error" }>;
+  /** The Unix time (seconds) of a block; null when the chain has no such block. */
+  readonly blockTime: (blockNumber: number) => Promise<{ ok: true; value: number | null } | { ok: false; reason: "rpc-error" }>;
 }
 
 /** A candidate transaction an explorer lists for a wallet (its word only, confirmed on chain before it counts). */

@@ -29,5 +29,14 @@ export function createViemTxReceiptReader(options: {
         return { ok: false, reason: "rpc-error" };
       }
     },
+    async blockTime(blockNumber) {
+      try {
+        const block = await options.client.request({ method: "eth_getBlockByNumber", params: [`0x${blockNumber.toString(16)}`, false] });
+        return { ok: true, value: block ? Number(BigInt(block.timestamp)) : null };
+      } catch (error) {
+        log("rpc_error", { op: "getBlockByNumber", error: describe(error) });
+        return { ok: false, reason: "rpc-error" };
+      }
+    },
   };
 }

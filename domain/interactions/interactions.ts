@@ -104,6 +104,8 @@ export type TxProof = {
   readonly to: string | null;
   readonly status: "success" | "reverted";
   readonly blockNumber: number;
+  /** The Unix time (seconds) of its block: a review's proof must not postdate the review. */
+  readonly blockTime: number;
 };
 
 /**
@@ -124,6 +126,8 @@ export function createTxProofs(deps: { readonly readerFor: (chainId: number) => 
     const read = await reader.receipt(txHash.toLowerCase());
     if (!read.ok) return fail("RPC_ERROR", "The chain could not be read");
     if (read.value === null) return fail("NOT_FOUND", "No such transaction is mined on this chain");
+    const time = await reader.blockTime(read.value.blockNumber);
+    if (!time.ok || time.value === null) return fail("RPC_ERROR", "The chain could not be read");
     const proof: TxProof = {
       chain: `eip155:${chainId}`,
       txHash: txHash.toLowerCase(),
@@ -131,6 +135,7 @@ export function createTxProofs(deps: { readonly readerFor: (chainId: number) => 
       to: read.value.to === null ? null : read.value.to.toLowerCase(),
       status: read.value.status,
       blockNumber: read.value.blockNumber,
+      blockTime: time.value,
     };
     if (kept.size >= keep) kept.delete(kept.keys().next().value!);
     kept.set(key, proof);

@@ -15,6 +15,7 @@ function reader(receipts: Record<string, TxReceiptFacts | null>, options: { fail
       if (options.failing) return Promise.resolve({ ok: false, reason: "rpc-error" });
       return Promise.resolve({ ok: true, value: receipts[txHash] ?? null });
     },
+    blockTime: (blockNumber) => Promise.resolve(options.failing ? { ok: false, reason: "rpc-error" } : { ok: true, value: 1_700_000_000 + blockNumber }),
   };
   return { reader: r, asked };
 }
@@ -85,7 +86,7 @@ describe("txProofs", () => {
     const chain = reader({ [hash(1)]: good(3) });
     const proofs = createTxProofs({ readerFor: (id) => id === 31337 ? chain.reader : undefined });
     const first = await proofs(31337, hash(1).toUpperCase().replace("0X", "0x"));
-    expect(first).toEqual({ ok: true, value: { chain: "eip155:31337", txHash: hash(1), from: WALLET, to: CONTRACT, status: "success", blockNumber: 3 } });
+    expect(first).toEqual({ ok: true, value: { chain: "eip155:31337", txHash: hash(1), from: WALLET, to: CONTRACT, status: "success", blockNumber: 3, blockTime: 1_700_000_003 } });
     await proofs(31337, hash(1));
     expect(chain.asked).toEqual([hash(1)]);
     expect((await proofs(31337, hash(2))).ok).toBe(false);

@@ -15,6 +15,7 @@ function app(options: { failing?: boolean } = {}) {
       Promise.resolve(options.failing
         ? { ok: false, reason: "rpc-error" }
         : { ok: true, value: txHash === HASH ? { from: WALLET, to: CONTRACT, status: "success", blockNumber: 7 } : null }),
+    blockTime: () => Promise.resolve({ ok: true, value: 1_700_000_007 }),
   };
   const readerFor = (chainId: number) => (chainId === 31337 ? reader : undefined);
   return interactionRoutes({
@@ -62,7 +63,7 @@ describe("GET /v1/tx-proofs", () => {
   test("a mined transaction: its sender, recipient, status and block; others 404, 400 UNSUPPORTED_CHAIN, 500 RPC_ERROR", async () => {
     expect(await get(`/v1/tx-proofs?chain=31337&txHash=${HASH}`)).toEqual({
       status: 200,
-      body: { chain: "eip155:31337", txHash: HASH, from: WALLET, to: CONTRACT, status: "success", blockNumber: 7 },
+      body: { chain: "eip155:31337", txHash: HASH, from: WALLET, to: CONTRACT, status: "success", blockNumber: 7, blockTime: 1_700_000_007 },
     });
     expect((await get(`/v1/tx-proofs?chain=31337&txHash=0x${"cd".repeat(32)}`)).status).toBe(404);
     expect(await get(`/v1/tx-proofs?chain=1&txHash=${HASH}`)).toMatchObject({ status: 400, body: { code: "UNSUPPORTED_CHAIN" } });
