@@ -80,6 +80,16 @@ beforeAll(async () => {
     hostname: "127.0.0.1",
     port: 0,
     fetch(request) {
+      // Another site's page, framed beside the widget: it keeps telling every frame of its parent that it is the host.
+      if (new URL(request.url).pathname === "/sibling") {
+        return new Response(`<!doctype html><title>sibling</title><script>
+          let sent = 0;
+          setInterval(() => {
+            for (let i = 0; i < parent.frames.length; i++) parent.frames[i].postMessage({ type: "omatrust:hostReady" }, "*");
+            document.title = "sent " + ++sent;
+          }, 50);
+        </script>`, { headers: { "content-type": "text/html" } });
+      }
       const address = (new URL(request.url).searchParams.get("address") ?? "").toLowerCase();
       const result = explorerTxs.get(address) ?? [];
       return Response.json(result.length === 0 ? { status: "0", message: "No transactions found", result: [] } : { status: "1", message: "OK", result });
@@ -120,6 +130,8 @@ type HostOptions = {
   hostSigner?: "user" | "other" | "refuse";
   /** A `window.ethereum` in the widget's frame backed by the user's key. */
   frameWallet?: boolean;
+  /** Another site's frame beside the widget. */
+  sibling?: string;
   params?: Record<string, string>;
 };
 
@@ -190,6 +202,7 @@ async function open(options: HostOptions = {}): Promise<Opened> {
   const query = new URLSearchParams({ service: stack.baseUrl, src: widgetUrl(options.params ?? {}) });
   if (options.bridge) query.set("bridge", "1");
   if (options.foreignPolicy) query.set("policy", "foreign");
+  if (options.sibling !== undefined) query.set("sibling", options.sibling);
   await page.goto(`${hostOrigin}/?${query}`);
   await page.waitForSelector("html[data-ready=true]");
   const widget = await waitForWidget(page);
@@ -349,6 +362,17 @@ describeBrowser("the review widget in a browser", () => {
     expect(problems).toEqual([]);
     await page.context().close();
   }, 120_000);
+
+  test("the widget takes the protocol only from its parent: another frame's hostReady does not make it integrated", async () => {
+    const { page, widget, problems } = await open({ sibling: `http://127.0.0.1:${explorer.port}/sibling`, params: { wallet: user.address } });
+    const sibling = await (await page.waitForSelector("#sibling")).contentFrame();
+    // The sibling speaks every 50 ms; the widget ignores it and, with no host, uses its own wallet after 3 s.
+    await sibling!.waitForFunction(() => /^sent ([3-9]|\d\d+)$/.test(document.title));
+    await widget.waitForSelector("#widget[data-mode=basic]");
+    expect(await widget.getAttribute("#widget", "data-mode")).toBe("basic");
+    expect(problems).toEqual([]);
+    await page.context().close();
+  }, 60_000);
 
   test("Cancel sends omatrust:close to the host page, and only the protocol's messages are sent", async () => {
     const { page, widget } = await open({ bridge: true, params: { wallet: user.address } });

@@ -5,7 +5,8 @@
  * local account there). Every message the page gets from the service's origin is kept in `window.__messages`.
  *
  * Query: `service` (the service's URL), `src` (the widget's URL), `bridge=1`, `policy=foreign` (the bridge's policy
- * read through a fetch that swaps the chain's schemas for one nobody uses: every request then fails its rules).
+ * read through a fetch that swaps the chain's schemas for one nobody uses: every request then fails its rules),
+ * `sibling` (the URL of another site's frame put beside the widget).
  */
 import { createSigningBridge } from "../../client/mod.ts";
 
@@ -49,6 +50,15 @@ async function main() {
   // The frame is added once the bridge listens, as a site should: the widget's first `ready` is answered.
   const frame = document.getElementById("omatrust-widget") as HTMLIFrameElement;
   frame.src = query.get("src")!;
+  // `sibling`: another site's frame beside the widget (it tries to speak the protocol to it).
+  const sibling = query.get("sibling");
+  if (sibling !== null) {
+    const other = document.createElement("iframe");
+    other.id = "sibling";
+    other.title = "Another site";
+    other.src = sibling;
+    document.body.append(other);
+  }
   document.documentElement.dataset.ready = "true";
 }
 
