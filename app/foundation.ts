@@ -71,7 +71,7 @@ export type Foundation = {
   readonly secp256k1: Secp256k1;
   /** keccak-256 in WebAssembly (issue 28). */
   readonly keccak256: Keccak256;
-  /** Run after a transaction of this instance is mined, before its caller hears of it (the index's nudge, set later). */
+  /** Run after a transaction of this instance is mined, before its caller hears of it (the index is told, set later). */
   readonly afterMined: { listener: ((blockNumber: bigint) => Promise<void>) | undefined };
 };
 
@@ -125,7 +125,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
       sendSyncGraceMs: options.sendSyncGraceMs,
       // The devnet's state file is written after each mined transaction and before the client hears of it,
       // so nothing answered 200 is lost if the service and its Anvil are killed (decisions §15). Then the index
-      // follower is nudged to poll at once, so the writer's next read sees the write (decisions §21).
+      // follower is told, so the writer's next read polls for the write first and sees it (decisions §21, issue 43).
       onMined: async (blockNumber) => {
         await devnet?.checkpoint?.();
         const listener = afterMined.listener;

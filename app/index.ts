@@ -74,6 +74,12 @@ export type IndexRunner = {
    * next read sees its write, whichever instance holds the lease. Does nothing on an instance that does not follow.
    */
   readonly nudge: (waitMs?: number) => Promise<void>;
+  /**
+   * A write of this instance was mined in `blockNumber` (issue 43): the next read that needs the index (an answer, the
+   * head) polls first unless a poll got there meanwhile, so the writer's next read sees its write; writes in a row
+   * share that poll. Tells the answer cache's change signal, so no answer kept from before is reused for that read.
+   */
+  readonly wrote: (blockNumber: bigint) => void;
   /** Calls `listener` whenever a step of this instance's follower has moved the store's index head or poll time. */
   readonly onMoved: (listener: () => void) => void;
   /** Calls `listener` after each follower step that stored or rewound blocks, or completed a poll (webhooks fan out the outbox). */
@@ -224,9 +230,47 @@ export function wireIndex(deps: IndexDeps): IndexRunner {
   }
   describeIndexMetrics(deps, state);
 
+  const nudge = async (waitMs = NUDGE_WAIT_MS) => {
+    // The writer polls itself, leader or not (the store takes one append per range), so its next read sees the write.
+    if (settings.follow === false || state.stopped) return;
+    let timeout: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      serial(poll).catch(() => undefined),
+      new Promise<void>((resolve) => (timeout = setTimeout(resolve, waitMs))),
+    ]);
+    clearTimeout(timeout);
+  };
+  // Issue 43: a write this instance saw mined is polled for by the next read that needs it, not before the write is
+  // answered. A poll per write (several JSON-RPC calls, an append, a webhook round) was about half the CPU of a
+  // delegated attestation; writes in a row now share the follower's next poll, and a read after a write still lists it.
+  /** The newest block of a write of this instance that no poll has been asked for yet. */
+  let written: bigint | undefined;
+  let catching: Promise<void> | undefined;
+  /** The answer cache's change signal: told after each step and after each write. */
+  const changed: (() => void)[] = [];
+  /** Polls (once, shared by the reads that arrive meanwhile) when a write of this instance is not in the index yet. */
+  const writesIndexed = async (): Promise<void> => {
+    for (let round = 0; round < 2 && written !== undefined; round++) {
+      if (settings.follow === false || state.stopped || (state.indexed !== undefined && state.indexed >= written)) {
+        written = undefined;
+        return;
+      }
+      const target = written;
+      catching ??= nudge().finally(() => (catching = undefined));
+      await catching;
+      // Asked for once, whatever came of it: a read after a failed poll is not held again for the same write.
+      if (written === target) written = undefined;
+    }
+  };
+  const answers = createIndexAnswers({ ...deps, startBlock: settings.startBlock, stallSeconds: settings.stallSeconds });
+
   return {
-    answers: createIndexAnswers({ ...deps, startBlock: settings.startBlock, stallSeconds: settings.stallSeconds }),
-    head: () => store.head(),
+    answers: {
+      pin: answers.pin,
+      answer: ((read) => writesIndexed().then(() => answers.answer(read))) as IndexAnswers["answer"],
+      run: ((read) => writesIndexed().then(() => answers.run(read))) as IndexAnswers["run"],
+    },
+    head: () => writesIndexed().then(() => store.head()),
     status,
     refresh,
     healthy: async () => !(await refresh()).stale,
@@ -239,17 +283,16 @@ export function wireIndex(deps: IndexDeps): IndexRunner {
           if (outcome !== "more") return outcome === "done";
         }
       }),
-    async nudge(waitMs = NUDGE_WAIT_MS) {
-      // The writer polls itself, leader or not (the store takes one append per range), so its next read sees the write.
-      if (settings.follow === false || state.stopped) return;
-      let timeout: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([
-        serial(poll).catch(() => undefined),
-        new Promise<void>((resolve) => (timeout = setTimeout(resolve, waitMs))),
-      ]);
-      clearTimeout(timeout);
+    nudge,
+    wrote(blockNumber) {
+      if (settings.follow === false || state.stopped || (state.indexed !== undefined && state.indexed >= blockNumber)) return;
+      if (written === undefined || blockNumber > written) written = blockNumber;
+      for (const listener of changed) listener();
     },
-    onMoved: (listener) => void state.moved.push(listener),
+    onMoved(listener) {
+      state.moved.push(listener);
+      changed.push(listener);
+    },
     async stop() {
       state.stopped = true;
       unsubscribe?.();
@@ -413,13 +456,15 @@ export async function wireAttestationIndex(
       ? undefined
       : createWsNewHeads({ url: config.index.wsUrl, log: (event, fields) => (event === "index_ws_subscribed" ? f.log.info(event, fields) : f.log.warn(event, fields)) }),
   });
-  // A write's block the follower already holds needs no poll (issue 43): on a chain with real blocks its own poll often
-  // got there while the receipt was awaited, and each poll is several JSON-RPC calls and an append.
-  f.afterMined.listener = async (blockNumber) => {
-    const indexed = index.status().indexedBlock;
-    if (indexed !== null && BigInt(indexed) >= blockNumber) return;
-    await index.nudge();
-  };
+  // One instance (SQLite): the writer's next read polls for the write first (issue 43), unless the follower got there
+  // meanwhile. Several on one PostgreSQL: the writer polls before the write is answered, so a read at any instance
+  // lists it (the balancer may send the next read elsewhere); not when the follower already holds the write's block.
+  f.afterMined.listener = f.storage.kind === "postgres"
+    ? async (blockNumber) => {
+      const indexed = index.status().indexedBlock;
+      if (indexed === null || BigInt(indexed) < blockNumber) await index.nudge();
+    }
+    : (blockNumber) => Promise.resolve(index.wrote(blockNumber));
   // Each read gets its own pin of the index head; the queries' own state is none, so one is built per read.
   // The key of the list's cursors (issue 43): one secret of the deployment, made once and kept in the shared store, so a
   // cursor one instance gave another accepts, and nobody without it can mint one (docs/configuration.md).

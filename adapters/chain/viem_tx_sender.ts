@@ -54,15 +54,6 @@ export type TxSender = {
 const FEE_TTL_MS = 2_000;
 
 /**
- * How long one balance read serves the funds check (issue 43): a delegated attestation read the wallet's balance on
- * every request. Within this time the check uses the balance read less the most each send since could spend (its gas
- * at its maximum fee), so it errs towards "low", and a "low" on a kept balance is read again before it is answered.
- * What another instance spends from the same wallet shows at the next read; a send the node cannot pay is refused by
- * the node and settled as "not broadcast" all the same (decisions §15).
- */
-export const BALANCE_TTL_MS = 10_000;
-
-/**
  * Whether sends use EIP-7966 `eth_sendRawTransactionSync` (one exchange for the send and its receipt) while the node
  * mines on arrival (`auto`), or always `eth_sendRawTransaction` then receipt polls (`off`).
  */
@@ -177,18 +168,6 @@ export function createTxSender(options: {
     return feeRequest;
   };
 
-  let balance: { at: number; wei: bigint } | undefined;
-  let balanceRequest: Promise<bigint> | undefined;
-  const readBalance = (): Promise<bigint> => {
-    balanceRequest ??= rpc.request("eth_getBalance", [account.address, "latest"])
-      .then(quantity)
-      .then((wei) => {
-        balance = { at: Date.now(), wei };
-        return wei;
-      })
-      .finally(() => (balanceRequest = undefined));
-    return balanceRequest;
-  };
 
   const blocks = createBlockCadence();
 
@@ -335,12 +314,10 @@ export function createTxSender(options: {
     warmFees: () => refreshFees().catch(() => undefined),
     async checkFunds(gas) {
       try {
-        const kept = balance !== undefined && Date.now() - balance.at < BALANCE_TTL_MS ? balance.wei : undefined;
-        const [wei, fee] = await Promise.all([kept ?? readBalance(), refreshFees()]);
-        if (wei >= gas * fee.maxFeePerGas) return "ok";
-        // Low on a kept balance: the wallet may have been topped up since; a fresh read decides.
-        if (kept === undefined) return "low";
-        return (await readBalance()) >= gas * fee.maxFeePerGas ? "ok" : "low";
+        // Read on every request, in the batch of the nonce read (issue 43 weighed keeping it for a while: a wallet emptied
+        // elsewhere would then be found out by the node's refusal after the replay record, not before it, decisions §15).
+        const [balance, fee] = await Promise.all([rpc.request("eth_getBalance", [account.address, "latest"]).then(quantity), refreshFees()]);
+        return balance >= gas * fee.maxFeePerGas ? "ok" : "low";
       } catch (error) {
         log("rpc_error", { op: "getBalance", error: describe(error) });
         return "rpc-error";
@@ -445,8 +422,6 @@ export function createTxSender(options: {
         return outcome;
       });
       if (attempt.tx === undefined || attempt.settled === "not-broadcast") return { ok: false, reason: "not-broadcast" };
-      // The most it can spend comes off the kept balance until the next read.
-      if (balance !== undefined) balance.wei -= request.gas * fee.maxFeePerGas;
       // A send answered with its receipt goes straight to its outcome, which the caller records: a "sent" record
       // in between would be one more commit that no crash could need (a signed record is settled the same way).
       if (attempt.receipt === undefined) await request.onSent?.(attempt.tx.txHash);

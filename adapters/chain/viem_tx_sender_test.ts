@@ -4,7 +4,6 @@
  * Anvil can show are in e2e/send_sync_test.ts.
  */
 import { describe, expect, test } from "bun:test";
-import { type Hex, keccak256 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { SignedTx } from "../../ports/eas.ts";
 import { type CallOptions, type JsonRpc, NodeRpcError, RpcTransportError } from "./json_rpc.ts";
@@ -224,29 +223,5 @@ describe("createTxSender with eth_sendRawTransactionSync", () => {
     box.signed = s.signed;
     expect((await s.send()).ok).toBe(true);
     expect(node.methods().slice(3)).toEqual(["eth_sendRawTransaction", "eth_getTransactionReceipt"]);
-  });
-});
-
-describe("createTxSender's funds check (issue 43)", () => {
-  test("one balance read serves the checks that follow, less what each send may spend; a low on a kept balance is read again", async () => {
-    let wei = 10n ** 18n;
-    const node = fakeNode({ eth_getBalance: () => `0x${wei.toString(16)}`, eth_sendRawTransactionSync: (call) => receiptOf(keccak256(call.params[0] as Hex)) });
-    const key = generatePrivateKey();
-    const s = createTxSender({ rpc: node.rpc, account: privateKeyToAccount(key), privateKey: key, chainId: 31337 });
-    // 2 gwei a gas at most (twice the gas price, plus the priority fee): a million gas is 0.002 ETH.
-    expect(await s.checkFunds(1_000_000n)).toBe("ok");
-    expect(await s.checkFunds(1_000_000n)).toBe("ok");
-    expect(node.methods().filter((m) => m === "eth_getBalance")).toHaveLength(1);
-    // A send of 400,000 gas takes up to 0.0008 ETH off the kept balance: 0.9992 ETH is not enough for 500 M gas.
-    expect((await s.send({ to: "0x000000000000000000000000000000000000dEaD", data: "0x", gas: 400_000n })).ok).toBe(true);
-    wei = 2n * 10n ** 18n;
-    expect(await s.checkFunds(499_800_000n)).toBe("ok");
-    // Low on the kept balance: read again, and the top-up counts.
-    expect(node.methods().filter((m) => m === "eth_getBalance")).toHaveLength(2);
-    wei = 0n;
-    expect(await s.checkFunds(499_800_000n)).toBe("ok");
-    expect(node.methods().filter((m) => m === "eth_getBalance")).toHaveLength(2);
-    expect(await s.checkFunds(10n ** 12n)).toBe("low");
-    expect(node.methods().filter((m) => m === "eth_getBalance")).toHaveLength(3);
   });
 });
