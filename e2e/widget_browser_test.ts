@@ -127,7 +127,7 @@ type HostOptions = {
   /** The bridge reads a policy allowing none of the service's schemas. */
   foreignPolicy?: boolean;
   /** Who signs for the host's bridge: the user (default), another key (a forgery), or nobody (the wallet refuses). */
-  hostSigner?: "user" | "other" | "refuse";
+  hostSigner?: "user" | "other" | "refuse" | "garbage";
   /** A `window.ethereum` in the widget's frame backed by the user's key. */
   frameWallet?: boolean;
   /** Another site's frame beside the widget. */
@@ -182,6 +182,7 @@ async function open(options: HostOptions = {}): Promise<Opened> {
   await page.exposeFunction("__hostSign", async (json: string) => {
     hostSignatures++;
     if (options.hostSigner === "refuse") throw new Error("User rejected the request");
+    if (options.hostSigner === "garbage") return "0x1234<b>not a signature</b>";
     return await signJson(options.hostSigner === "other" ? other : user, json);
   });
   if (options.frameWallet) {
@@ -361,6 +362,15 @@ describeBrowser("the review widget in a browser", () => {
     await screenshots(page, "forged");
     expect(problems).toEqual([]);
     await page.context().close();
+    // Something that is not a signature at all: refused the same way, nothing sent.
+    const garbage = await open({ bridge: true, hostSigner: "garbage", params: { wallet: user.address } });
+    await garbage.widget.waitForSelector("#widget[data-mode=integrated]");
+    await writeReview(garbage.widget, "Garbage");
+    await garbage.widget.click("#confirm-sign");
+    await garbage.widget.waitForSelector("#error-view:not([hidden])");
+    expect(await garbage.widget.innerText("#error-text")).toBe("The host page returned something that is not a signature.");
+    expect(garbage.requests).not.toContain("POST /v1/delegated-attest");
+    await garbage.page.context().close();
   }, 120_000);
 
   test("the widget takes the protocol only from its parent: another frame's hostReady does not make it integrated", async () => {
