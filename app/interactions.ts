@@ -3,7 +3,7 @@ import { createViemTxReceiptReader } from "../adapters/chain/mod.ts";
 import { createDnsPacketResolver } from "../adapters/dns/mod.ts";
 import { createExplorerTxList, createHttpsDidDocumentFetcher } from "../adapters/https/mod.ts";
 import { systemClock } from "../adapters/system/mod.ts";
-import { createFindInteraction, createTxProofs } from "../domain/interactions/mod.ts";
+import { createFindInteraction, createTxProofs, keptReceipts } from "../domain/interactions/mod.ts";
 import { createRateLimiter } from "../domain/rate_limit.ts";
 import type { ExplorerTxList } from "../ports/interactions.ts";
 import type { Config } from "./config.ts";
@@ -16,12 +16,13 @@ export type WiredInteractions = {
 };
 
 /**
- * Receipts of the chain the deployment reads; explorers from `EXPLORER_API_URLS` (trusted as configured) or the
+ * Receipts of the chain the deployment reads (read once and kept); explorers from `EXPLORER_API_URLS` (trusted as configured) or the
  * embed's (https, under the discovery SSRF policy: the did.json fetcher's checks with a 1 MiB cap, and the per-domain
  * budget `DISCOVERY_DOMAIN_RATE_PER_MINUTE` per explorer host; past it, not-checked).
  */
 export function wireInteractions(config: Config, f: Foundation, options: { didJsonCa?: string | undefined } = {}): WiredInteractions {
-  const receipts = createViemTxReceiptReader({ client: f.eas.client, chainId: f.chainId, log: (event, fields) => f.log.warn(event, fields) });
+  // A mined receipt is read once and kept, for both routes (decisions §29).
+  const receipts = keptReceipts(createViemTxReceiptReader({ client: f.eas.client, chainId: f.chainId, log: (event, fields) => f.log.warn(event, fields) }));
   const readerFor = (chainId: number) => (chainId === f.chainId ? receipts : undefined);
   const pinned = createHttpsDidDocumentFetcher({
     resolver: createDnsPacketResolver({ servers: [...config.dnsServers] }),
@@ -46,7 +47,13 @@ export function wireInteractions(config: Config, f: Foundation, options: { didJs
     },
   };
   return {
-    findInteraction: createFindInteraction({ readerFor, operatorExplorer: (chainId) => config.explorerApiUrls.get(chainId), explorers: budgeted }),
+    findInteraction: createFindInteraction({
+      readerFor,
+      operatorExplorer: (chainId) => config.explorerApiUrls.get(chainId),
+      explorers: budgeted,
+      // Answers kept as discovery's are (DISCOVERY_CACHE_SECONDS), so asking again spends no explorer quota.
+      keep: { clock: systemClock, freshMs: config.discoveryCacheSeconds * 1_000 },
+    }),
     txProof: createTxProofs({ readerFor }),
   };
 }

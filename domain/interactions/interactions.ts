@@ -5,6 +5,7 @@
  * a user verified. No explorer, a chain the deployment does not read, an explorer that fails: `not-checked`, never an
  * error. One transaction's receipt is also answered on its own (`GET /v1/tx-proofs`), read once and kept.
  */
+import type { Clock } from "../../ports/clock.ts";
 import type { ExplorerTxList, TxReceiptFacts, TxReceiptReader } from "../../ports/interactions.ts";
 import { fail, ok, type Result } from "../result.ts";
 
@@ -23,6 +24,12 @@ export type FindInteractionDeps = {
   readonly explorers: ExplorerTxList;
   /** Receipts of one request confirmed at most (the newest candidates first); default 5. */
   readonly maxConfirmations?: number | undefined;
+  /**
+   * Answers kept per (chain, wallet, contract, explorer): `verified` and `none` for `freshMs`, `not-checked` for a
+   * sixth of it, so repeated asks neither spend the operator's explorer quota nor the chain (decisions §29: cached
+   * like the index's reads). Absent: nothing kept.
+   */
+  readonly keep?: { readonly clock: Clock; readonly freshMs: number; readonly maxEntries?: number | undefined } | undefined;
 };
 
 /** One question: did `wallet` send a successful transaction to `contract` on `chainId`? */
@@ -74,6 +81,26 @@ function confirms(receipt: TxReceiptFacts | null, query: InteractionQuery): rece
 /** Builds the proof-of-interaction lookup. */
 export function createFindInteraction(deps: FindInteractionDeps): (query: InteractionQuery) => Promise<InteractionStatus> {
   const max = deps.maxConfirmations ?? 5;
+  const kept = new Map<string, { answer: InteractionStatus; until: number }>();
+  const lookup = uncachedLookup(deps, max);
+  return async function findInteraction(query) {
+    if (deps.keep === undefined) return await lookup(query);
+    const key = JSON.stringify([query.chainId, query.wallet, query.contract, query.explorer ?? ""]);
+    const now = deps.keep.clock.nowMs();
+    const hit = kept.get(key);
+    if (hit !== undefined && hit.until > now) return hit.answer;
+    const answer = await lookup(query);
+    const ttl = answer.status === "not-checked" ? Math.ceil(deps.keep.freshMs / 6) : deps.keep.freshMs;
+    kept.delete(key);
+    if (ttl > 0) {
+      if (kept.size >= (deps.keep.maxEntries ?? 10_000)) kept.delete(kept.keys().next().value!);
+      kept.set(key, { answer, until: now + ttl });
+    }
+    return answer;
+  };
+}
+
+function uncachedLookup(deps: FindInteractionDeps, max: number): (query: InteractionQuery) => Promise<InteractionStatus> {
   return async function findInteraction(query) {
     const reader = deps.readerFor(query.chainId);
     if (reader === undefined) return { status: "not-checked", reason: "chain-not-read" };
@@ -93,6 +120,36 @@ export function createFindInteraction(deps: FindInteractionDeps): (query: Intera
       if (confirms(read.value, query)) return { status: "verified", txHash: candidate.hash.toLowerCase(), blockNumber: read.value.blockNumber };
     }
     return { status: "none" };
+  };
+}
+
+/**
+ * A receipt reader whose mined receipts and block times are read once and kept (up to `keep` of each, oldest
+ * dropped first); a transaction not mined yet, or a failed read, is asked again next time.
+ */
+export function keptReceipts(reader: TxReceiptReader, keep = 10_000): TxReceiptReader {
+  const receipts = new Map<string, TxReceiptFacts>();
+  const times = new Map<number, number>();
+  const remember = <K, V>(map: Map<K, V>, key: K, value: V) => {
+    if (map.size >= keep) map.delete(map.keys().next().value!);
+    map.set(key, value);
+  };
+  return {
+    chainId: reader.chainId,
+    async receipt(txHash) {
+      const known = receipts.get(txHash);
+      if (known !== undefined) return { ok: true, value: known };
+      const read = await reader.receipt(txHash);
+      if (read.ok && read.value !== null) remember(receipts, txHash, read.value);
+      return read;
+    },
+    async blockTime(blockNumber) {
+      const known = times.get(blockNumber);
+      if (known !== undefined) return { ok: true, value: known };
+      const read = await reader.blockTime(blockNumber);
+      if (read.ok && read.value !== null) remember(times, blockNumber, read.value);
+      return read;
+    },
   };
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { ExplorerTx, ExplorerTxList, TxReceiptFacts, TxReceiptReader } from "../../ports/interactions.ts";
-import { createFindInteraction, createTxProofs, readInteractionQuery } from "./interactions.ts";
+import { createFindInteraction, createTxProofs, keptReceipts, readInteractionQuery } from "./interactions.ts";
 
 const WALLET = "0x14dc79964da2c08b23698b3d3cc7ca32193d9955";
 const CONTRACT = "0x1111111111111111111111111111111111111111";
@@ -95,5 +95,42 @@ describe("txProofs", () => {
     expect(await proofs(1, hash(1))).toMatchObject({ ok: false, code: "UNSUPPORTED_CHAIN" });
     expect(await proofs(31337, "0x12")).toMatchObject({ ok: false, code: "INVALID_INPUT" });
     expect(await createTxProofs({ readerFor: () => reader({}, { failing: true }).reader })(31337, hash(1))).toMatchObject({ ok: false, code: "RPC_ERROR" });
+  });
+});
+
+describe("what is kept", () => {
+  test("answers are kept for freshMs (not-checked a sixth of it); asking again spends neither the explorer nor the chain", async () => {
+    let now = 1_000_000;
+    const chain = reader({ [hash(5)]: good(5) });
+    const e = explorer([tx(5)]);
+    const find = createFindInteraction({
+      readerFor: () => chain.reader,
+      operatorExplorer: () => "https://x.example",
+      explorers: e.explorer,
+      keep: { clock: { nowMs: () => now }, freshMs: 60_000 },
+    });
+    await find(query);
+    await find(query);
+    expect([e.asked.length, chain.asked.length]).toEqual([1, 1]);
+    now += 60_001;
+    await find(query);
+    expect(e.asked.length).toBe(2);
+    const down = explorer("down");
+    const failing = createFindInteraction({ readerFor: () => chain.reader, operatorExplorer: () => "https://x.example", explorers: down.explorer, keep: { clock: { nowMs: () => now }, freshMs: 60_000 } });
+    await failing(query);
+    now += 10_001;
+    await failing(query);
+    expect(down.asked.length).toBe(2);
+  });
+
+  test("keptReceipts: a mined receipt and a block time are read once; a transaction not mined is asked again", async () => {
+    const chain = reader({ [hash(1)]: good(1) });
+    const kept = keptReceipts(chain.reader);
+    await kept.receipt(hash(1));
+    await kept.receipt(hash(1));
+    await kept.receipt(hash(2));
+    await kept.receipt(hash(2));
+    expect(chain.asked).toEqual([hash(1), hash(2), hash(2)]);
+    expect(await kept.blockTime(4)).toEqual({ ok: true, value: 1_700_000_004 });
   });
 });

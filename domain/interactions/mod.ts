@@ -5,6 +5,7 @@ export {
   type FindInteractionDeps,
   type InteractionQuery,
   type InteractionStatus,
+  keptReceipts,
   readChainId,
   readInteractionQuery,
   type TxProof,
