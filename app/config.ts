@@ -298,6 +298,14 @@ export function readConfig(env: Env): Config {
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError("DATABASE_URL", "expected a postgres:// URL");
   }
+  // STORAGE=postgres: a deployment of several instances says so (deploy/compose.yaml, deploy/k8s), so one started
+  // without its DATABASE_URL stops instead of serving from a SQLite file of its own (issue 45).
+  const storage = get("STORAGE");
+  if (storage !== undefined && storage !== "postgres" && storage !== "sqlite") {
+    throw new ConfigError("STORAGE", `expected postgres or sqlite, got "${storage}"`);
+  }
+  if (storage === "postgres" && databaseUrl === undefined) throw new ConfigError("DATABASE_URL", "required when STORAGE is postgres");
+  if (storage === "sqlite" && databaseUrl !== undefined) throw new ConfigError("DATABASE_URL", "set, but STORAGE is sqlite");
   const delegatePrivateKey = key("DELEGATE_PRIVATE_KEY");
   const startBlockRaw = get("START_BLOCK");
   if (startBlockRaw !== undefined && !/^[0-9]+$/.test(startBlockRaw)) {

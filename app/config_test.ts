@@ -22,6 +22,15 @@ describe("readConfig()", () => {
     expect(() => readConfig({ ALLOW_PRIVATE_NETWORK: "maybe" })).toThrow(/ALLOW_PRIVATE_NETWORK/);
   });
 
+  test("STORAGE=postgres (the compose file, the Kubernetes manifests) without DATABASE_URL stops the start naming it", () => {
+    expect(() => readConfig({ STORAGE: "postgres" })).toThrow("DATABASE_URL: required when STORAGE is postgres");
+    expect(() => readConfig({ STORAGE: "postgres", DATABASE_URL: " " })).toThrow(/DATABASE_URL/);
+    expect(readConfig({ STORAGE: "postgres", DATABASE_URL: "postgres://ats@db/ats" }).databaseUrl).toBe("postgres://ats@db/ats");
+    expect(() => readConfig({ STORAGE: "sqlite", DATABASE_URL: "postgres://ats@db/ats" })).toThrow(/DATABASE_URL/);
+    expect(readConfig({ STORAGE: "sqlite" }).databaseUrl).toBeUndefined();
+    expect(() => readConfig({ STORAGE: "mysql" })).toThrow(/STORAGE/);
+  });
+
   test("webhooks (decisions §22): the defaults, and bad values name their variable", () => {
     expect(readConfig({}).webhooks).toEqual({
       enabled: true,
