@@ -15,6 +15,8 @@ export type Config = {
   readonly databaseUrl: string | undefined;
   readonly delegatePrivateKey: `0x${string}` | undefined;
   readonly witnessPrivateKey: `0x${string}` | undefined;
+  /** The keys the service signs with (decisions §27, docs/signing.md). */
+  readonly signers: SignersConfig;
   readonly subsidizedSchemas: readonly string[];
   readonly startBlock: bigint | undefined;
   /**
@@ -257,6 +259,27 @@ export type Config = {
   };
 };
 
+/**
+ * Each role's signer URI (`DELEGATE_SIGNER`, `WITNESS_SIGNER`, `X402_SIGNER`, `OAUTH_SIGNER`; decisions §27). A role
+ * without one keeps today's variable, as `env:<VARIABLE>`: the delegate `DELEGATE_PRIVATE_KEY`, the witness
+ * `WITNESS_PRIVATE_KEY` or else the delegate's signer, the x402 issuer `X402_SIGNING_KEY` (eip712, else the witness's
+ * signer) or `X402_JWS_KEY` (jws), OAuth none (keys generated and rotated in the store). Undefined: the role has no key.
+ */
+export type SignersConfig = {
+  readonly delegate: string | undefined;
+  readonly witness: string | undefined;
+  readonly x402: string | undefined;
+  readonly oauth: string | undefined;
+  /** `<ROLE>_ADDRESS`: the address a role's key must answer for (Ethereum roles). */
+  readonly addresses: { readonly delegate?: string | undefined; readonly witness?: string | undefined; readonly x402?: string | undefined };
+  /** `SIGNER_TIMEOUT_MS` (default 5000, from 100 to 60000): a signature not given in time is a 503 SIGNER_UNAVAILABLE. */
+  readonly timeoutMs: number;
+  /** `ALLOW_RAW_KEYS` (default false): a raw key starts the service on a chain that is not a devnet, with a warning. */
+  readonly allowRawKeys: boolean;
+  /** The environment `env:` URIs and `password-env=` read (the process's own). */
+  readonly env: Readonly<Record<string, string | undefined>>;
+};
+
 /** A configuration value that stops the server at start; the message names the variable. */
 export class ConfigError extends Error {
   constructor(readonly variable: string, reason: string) {
@@ -345,6 +368,7 @@ export function readConfig(env: Env): Config {
     databaseUrl,
     delegatePrivateKey,
     witnessPrivateKey: key("WITNESS_PRIVATE_KEY") ?? delegatePrivateKey,
+    signers: readSigners(env, get, int, bool, x402.signingFormat),
     subsidizedSchemas: list("SUBSIDIZED_SCHEMAS", ["user-review", "linked-identifier"]),
     startBlock: startBlockRaw === undefined ? undefined : BigInt(startBlockRaw),
     artifactTrustRpcTimeoutMs: int("ARTIFACT_TRUST_RPC_TIMEOUT_MS", 8_000, 100, 60_000),
@@ -620,6 +644,42 @@ function readX402(
     }
   }
   return settings;
+}
+
+/** Reads each role's signer (decisions §27); a role without a URI keeps today's variable as `env:`. */
+function readSigners(
+  env: Env,
+  get: (name: string) => string | undefined,
+  int: (name: string, fallback: number, min: number, max: number) => number,
+  bool: (name: string, fallback: boolean) => boolean,
+  x402Format: "eip712" | "jws",
+): SignersConfig {
+  const uri = (name: string) => {
+    const value = get(name);
+    if (value !== undefined && !/^(env|keystore|jsonrpc|pkcs11|awskms):/.test(value)) {
+      throw new ConfigError(name, "expected a signer URI: env:, keystore:, jsonrpc:, pkcs11: or awskms: (docs/signing.md)");
+    }
+    return value;
+  };
+  const legacy = (name: string) => (get(name) === undefined ? undefined : `env:${name}`);
+  const address = (name: string) => {
+    const value = get(name);
+    if (value !== undefined && !/^0x[0-9a-fA-F]{40}$/.test(value)) throw new ConfigError(name, "expected an address (0x and 40 hex digits)");
+    return value;
+  };
+  const delegate = uri("DELEGATE_SIGNER") ?? legacy("DELEGATE_PRIVATE_KEY");
+  const witness = uri("WITNESS_SIGNER") ?? legacy("WITNESS_PRIVATE_KEY") ?? delegate;
+  const x402 = uri("X402_SIGNER") ?? (x402Format === "eip712" ? legacy("X402_SIGNING_KEY") ?? witness : legacy("X402_JWS_KEY"));
+  return {
+    delegate,
+    witness,
+    x402,
+    oauth: uri("OAUTH_SIGNER"),
+    addresses: { delegate: address("DELEGATE_ADDRESS"), witness: address("WITNESS_ADDRESS"), x402: address("X402_ADDRESS") },
+    timeoutMs: int("SIGNER_TIMEOUT_MS", 5_000, 100, 60_000),
+    allowRawKeys: bool("ALLOW_RAW_KEYS", false),
+    env,
+  };
 }
 
 /** `EXPLORER_API_URLS`: `<chainId>=<url>` pairs, comma-separated; an http or https URL each, one per chain. */

@@ -22,6 +22,9 @@ import type { Storage } from "../ports/storage.ts";
 import type { ChainAnchors, TrustAnchors } from "../ports/trust_anchors.ts";
 import type { Config } from "./config.ts";
 import { describeMetrics } from "./metrics.ts";
+import { checkRawKeys, closeSigners, openServiceSigners, type ServiceSigners } from "./signers.ts";
+import { SignerStartError } from "../adapters/signers/mod.ts";
+import type { EthereumSigner } from "../ports/signer.ts";
 
 /** Schema UIDs (lowercase) a relay writes, with their names. */
 export type SchemaMap = ReadonlyMap<string, { readonly name: string; readonly revocable?: boolean | undefined }>;
@@ -64,7 +67,10 @@ export type Foundation = {
   readonly relaySchemas: SchemaMap;
   /** The first block that can hold attestations (logs before the EAS deployment cannot). */
   readonly startBlock: bigint;
-  readonly witnessKey: Hex | undefined;
+  /** The witness wallet's signer (decisions §27), or its raw key in tests. */
+  readonly witnessKey: Hex | EthereumSigner | undefined;
+  /** Every role's signer (decisions §27). */
+  readonly signers: ServiceSigners;
   readonly storage: Storage;
   readonly eas: ViemEas;
   /** Signer recovery and transaction signatures: libsecp256k1 when the machine has it (issue 28). */
@@ -86,17 +92,43 @@ export async function openFoundation(config: Config, options: StartServiceOption
   if (!secp.ok) throw new StartupError(secp.error);
   const secp256k1 = secp.value;
   log.info("crypto", { secp256k1: secp256k1.implementation, keccak256: keccak256.implementation });
+  const signerDeps = { log, metrics, secp256k1, keccak256 };
+  // A wrong signer URI stops the start before anything is started (one line naming the role, decisions §27).
+  let configured: ServiceSigners;
+  try {
+    configured = await openServiceSigners(config, signerDeps);
+  } catch (error) {
+    if (error instanceof SignerStartError) throw new StartupError(error.message);
+    throw error;
+  }
   const devnet: Devnet | undefined = config.rpcUrl !== undefined ? undefined : await startDevnet({
     dataDir: join(config.dataDir, "devnet"),
     persist: true,
     delegatePrivateKey: config.delegatePrivateKey,
     witnessPrivateKey: config.witnessPrivateKey,
+    // Keys outside the process: the devnet funds their addresses and trusts the witness's.
+    delegateAddress: configured.delegate?.address,
+    witnessAddress: configured.witness?.address,
     log: (line: string) => log.debug("devnet", { line }),
+  }).catch(async (error) => {
+    await closeSigners(configured);
+    throw error;
   });
+  let signers = configured;
   try {
     const rpcUrl: string = config.rpcUrl ?? devnet!.rpcUrl;
     const trustAnchors = loadTrustAnchors(config.trustAnchorsPath ?? devnet!.trustAnchorsPath);
     const { chainId, chain } = await checkChain(rpcUrl, trustAnchors);
+    // The embedded devnet's own keys sign for the roles the config leaves without one.
+    if (devnet !== undefined && (signers.delegate === undefined || signers.witness === undefined)) {
+      signers = await openServiceSigners(config, signerDeps, { delegate: devnet.keys.delegate, witness: devnet.keys.witness });
+    }
+    try {
+      checkRawKeys(config, signers, { chainId, embeddedDevnet: devnet !== undefined }, { log, metrics });
+    } catch (error) {
+      if (error instanceof SignerStartError) throw new StartupError(error.message);
+      throw error;
+    }
     const subsidized = subsidizedSchemaMap(chain, config.subsidizedSchemas);
     if (!subsidized.ok) throw new StartupError(`SUBSIDIZED_SCHEMAS: ${subsidized.message}`);
     // A response's authority is the owner of the review it answers; the public relay has no identity to check it against.
@@ -112,7 +144,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
       rpcUrl,
       chainId,
       easAddress: chain.easContract as Address,
-      delegatePrivateKey: config.delegatePrivateKey ?? devnet?.keys.delegate,
+      delegateSigner: signers.delegate,
       fetchFn: rpcFetch,
       // The delegated-attestation path meters its own calls (issue 28): no second parse of every request and response.
       rpcMetrics: metrics,
@@ -132,7 +164,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
         if (listener !== undefined) await listener(blockNumber);
       },
     });
-    const witnessKey = config.witnessPrivateKey ?? devnet?.keys.witness;
+    const witnessKey = signers.witness;
     if (witnessKey !== undefined) eas.senderFor(witnessKey);
     return {
       log,
@@ -148,6 +180,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
       relaySchemas: relaySchemas.value,
       startBlock: config.startBlock ?? devnet?.deployBlock ?? 0n,
       witnessKey,
+      signers,
       storage,
       eas,
       secp256k1,
@@ -155,6 +188,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
       afterMined,
     };
   } catch (error) {
+    await closeSigners(signers);
     await devnet?.stop();
     throw error;
   }

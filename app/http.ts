@@ -1,4 +1,5 @@
 /** Wiring of the HTTP side: the Elysia app given every capability's use cases, served by Bun. */
+import { signerStates } from "./signers.ts";
 import { loadConsoleBundle } from "../console/assets.ts";
 import { loadWidgetBundle } from "../widgets/assets.ts";
 import { createApp } from "../http/app.ts";
@@ -220,6 +221,8 @@ function readiness(config: Config, f: Foundation, c: Capabilities) {
       ready: database && rpc && delegateFunded !== false && indexFresh,
       checks: { database, trustAnchors: true, rpc, ...(delegateFunded === undefined ? {} : { delegateBalance: delegateFunded }), index: indexFresh },
       index: indexStatus,
+      // Each role's signer (decisions §27): up, down (its last signature failed) or unknown (none asked for yet).
+      signers: signerStates(f.signers),
     };
   };
 }

@@ -1,4 +1,5 @@
 /** The service's own metrics: their help texts, and the gauges of its wallets, the public relay's budget and open work. */
+import type { TransactionSigner } from "../ports/signer.ts";
 import type { PrometheusMetrics } from "../adapters/observability/mod.ts";
 import { GAS_WINDOW_MS } from "../domain/delegation/mod.ts";
 import type { Config } from "./config.ts";
@@ -17,13 +18,15 @@ export function describeMetrics(metrics: PrometheusMetrics) {
   metrics.describe("ats_private_relay_refusals_total", "counter", "Private-relay delegated attestations refused by its hourly gas budget (reason budget)");
   metrics.describe("ats_x402_payments_total", "counter", "x402 payments by purpose (witness, relay, plan) and outcome: settled, settle_failed, work_failed, work_unknown, replayed, in_progress");
   metrics.describe("ats_x402_settlement_failures_total", "counter", "x402 payments whose settlement failed after the work succeeded (see ops payments list), by purpose");
+  metrics.describe("ats_signatures_total", "counter", "Signatures by role (delegate, witness, x402, oauth), backend (env, keystore, jsonrpc, awskms, pkcs11) and outcome: ok, unavailable, timeout, refused");
+  metrics.describe("ats_signature_duration_seconds", "histogram", "Time one signature took, by role and backend (a remote signer's round trip included)");
   metrics.describe("ats_sponsored_writes_total", "counter", "Controller witness requests (sponsored-write quota use) by outcome: committed or the error code, e.g. sponsored_write_limit_exceeded");
 }
 
 /** Registers the gauges read at each scrape: the wallets' balances and pending transactions, the relay budget, open work. */
 export function wireGauges(
   config: Config,
-  { metrics, eas, witnessKey, storage }: { metrics: PrometheusMetrics; eas: ViemEas; witnessKey: `0x${string}` | undefined; storage: Storage },
+  { metrics, eas, witnessKey, storage }: { metrics: PrometheusMetrics; eas: ViemEas; witnessKey: `0x${string}` | TransactionSigner | undefined; storage: Storage },
 ): void {
   const wallets = [
     ...(eas.delegate ? [{ wallet: "delegate", address: eas.delegate.address }] : []),

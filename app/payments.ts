@@ -16,7 +16,16 @@ import type { Logger } from "../ports/logger.ts";
 import type { Metrics } from "../ports/metrics.ts";
 import type { PaymentLedger } from "../ports/payments.ts";
 import { buildDidDocument, type DidDocument } from "../x402/did_document.ts";
-import { createEip712Issuer, createJwsIssuerFromJwk, didWebKid, generateSigningJwk, type OfferReceiptIssuer, type PrivateJwk } from "../x402/signers.ts";
+import {
+  createEip712Issuer,
+  createJwsIssuer,
+  createJwsIssuerFromJwk,
+  didWebKid,
+  generateSigningJwk,
+  type OfferReceiptIssuer,
+  type PrivateJwk,
+} from "../x402/signers.ts";
+import type { EthereumSigner, JwsSigner } from "../ports/signer.ts";
 import { createViemPayerBalances } from "../adapters/chain/mod.ts";
 
 /** What the service announces about its x402 terms (printed by `npm start`). */
@@ -44,10 +53,16 @@ export const DEVNET_JWS_KEY_FILE = "x402_jws_key.json";
  * The offer/receipt issuer the config names: eip712 with `X402_SIGNING_KEY` (or the witness key), or jws (ES256)
  * with `X402_JWS_KEY`, else on the devnet a key generated once and kept in `DATA_DIR`; undefined when no key.
  */
-export async function x402Issuer(config: Config, options: { readonly chainId: number; readonly witnessKey: Hex | undefined; readonly devnet: boolean }): Promise<OfferReceiptIssuer | undefined> {
+export async function x402Issuer(
+  config: Config,
+  options: { readonly chainId: number; readonly witnessKey: Hex | EthereumSigner | JwsSigner | undefined; readonly devnet: boolean },
+): Promise<OfferReceiptIssuer | undefined> {
   const x = config.x402;
+  const signer = options.witnessKey;
+  // The X402_SIGNER role's key (decisions §27): offers and receipts signed where the key lives.
+  if (typeof signer === "object") return issuerOverSigner(signer, { chainId: options.chainId, kid: didWebKid(config.publicBaseUrl) });
   if (x.signingFormat === "eip712") {
-    const key = x.signingKey ?? options.witnessKey;
+    const key = x.signingKey ?? (typeof signer === "string" ? signer : undefined);
     return key === undefined ? undefined : createEip712Issuer({ privateKey: key, chainId: options.chainId });
   }
   let jwk: PrivateJwk | undefined = x.jwsKey === undefined ? undefined : JSON.parse(x.jwsKey) as PrivateJwk;
@@ -65,13 +80,46 @@ export async function x402Issuer(config: Config, options: { readonly chainId: nu
   return await createJwsIssuerFromJwk({ kid: didWebKid(config.publicBaseUrl), alg: "ES256", privateJwk: jwk });
 }
 
+/** A signer gave no signature for an offer or a receipt (decisions §27). */
+export class X402SignerUnavailable extends Error {}
+
+/** An issuer over the x402 role's signer: eip712 with an Ethereum key, jws (ES256 or ES256K) with a JWS key. */
+function issuerOverSigner(signer: EthereumSigner | JwsSigner, options: { readonly chainId: number; readonly kid: string }): OfferReceiptIssuer {
+  if ("signTypedData" in signer) {
+    return createEip712Issuer({
+      address: signer.address,
+      chainId: options.chainId,
+      signTypedData: async (typedData) => {
+        const purpose = /receipt/i.test(String(typedData.primaryType)) ? "receipt" : "offer";
+        const signed = await signer.signTypedData(typedData as never, { purpose });
+        if (!signed.ok) throw new X402SignerUnavailable("The x402 signer is unavailable");
+        return signed.signature;
+      },
+    });
+  }
+  return createJwsIssuer({
+    kid: options.kid,
+    alg: signer.alg,
+    publicJwk: { ...signer.publicJwk, alg: signer.alg },
+    sign: async (input) => {
+      // A receipt names its payer; an offer does not.
+      const payload = new TextDecoder().decode(input).split(".")[1] ?? "";
+      const purpose = Buffer.from(payload, "base64url").toString("utf8").includes('"payer"') ? "receipt" : "offer";
+      const signed = await signer.sign(input, { purpose });
+      if (!signed.ok) throw new X402SignerUnavailable("The x402 signer is unavailable");
+      return signed.signature;
+    },
+  });
+}
+
 /** Builds the gate from the config; undefined when nothing is for sale (or no key can sign offers). */
 export async function wireX402(
   config: Config,
   shared: {
     readonly devnet: Devnet | undefined;
     readonly chainId: number;
-    readonly witnessKey: Hex | undefined;
+    /** The x402 role's signer (decisions §27), or a raw key (tests). */
+    readonly witnessKey: Hex | EthereumSigner | JwsSigner | undefined;
     readonly payments: PaymentLedger;
     readonly clock: Clock;
     readonly metrics: Metrics;

@@ -62,7 +62,7 @@ export async function startService(config: Config, options: StartServiceOptions 
     const x402 = await wireX402(config, {
       devnet,
       chainId,
-      witnessKey: f.witnessKey,
+      witnessKey: f.signers.x402 ?? f.witnessKey,
       payments: f.storage.payments,
       clock: systemClock,
       metrics: f.metrics,

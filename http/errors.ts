@@ -1,4 +1,5 @@
 import { withKnownBody } from "./http_cache.ts";
+import { SIGNER_RETRY_AFTER_SECONDS } from "../ports/signer.ts";
 
 /** The one error body of the service (decisions §2). */
 export type ErrorBody = { error: string; code: string; details?: string };
@@ -58,6 +59,8 @@ const STATUS: Readonly<Record<string, number>> = {
   SHUTTING_DOWN: 503,
   // No poll of the chain completed for INDEX_STALL_SECONDS: never an old answer presented as current (decisions §21).
   INDEX_STALE: 503,
+  // The service's signer (decisions §27) could not be reached, timed out or refused; nothing was spent.
+  SIGNER_UNAVAILABLE: 503,
 };
 
 /** Seconds a client is told to wait before asking again after a 503 INDEX_STALE. */
@@ -65,6 +68,7 @@ export const INDEX_STALE_RETRY_AFTER_SECONDS = 5;
 
 /** Headers an error answer carries for its code: `Retry-After` on INDEX_STALE. */
 export function headersOf(code: string): Record<string, string> {
+  if (code === "SIGNER_UNAVAILABLE") return { "retry-after": String(SIGNER_RETRY_AFTER_SECONDS) };
   return code === "INDEX_STALE" ? { "retry-after": String(INDEX_STALE_RETRY_AFTER_SECONDS) } : {};
 }
 

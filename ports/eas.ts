@@ -94,6 +94,11 @@ export type Submission =
    * the failed send), or nothing was signed. The same request may be retried.
    */
   | { readonly ok: false; readonly reason: "not-broadcast" }
+  /**
+   * The wallet's signer (decisions §27) could not be reached, timed out or refused: nothing was signed or sent and no
+   * nonce was used; the same request succeeds once the signer is back (503 SIGNER_UNAVAILABLE).
+   */
+  | { readonly ok: false; readonly reason: "signer-unavailable" }
   /** Mined, and reverted. */
   | { readonly ok: false; readonly reason: "reverted"; readonly txHash: HexString; readonly blockNumber: bigint }
   /** It may have reached the chain (the node could not be asked, or the receipt did not come in time). */

@@ -10,3 +10,4 @@ export { createViemPayerBalances } from "./viem_payer_balances.ts";
 export * from "./viem_witness.ts";
 export { createWsNewHeads } from "./ws_new_heads.ts";
 export { createViemTxReceiptReader } from "./viem_receipts.ts";
+export { signEip1559Digest } from "./eip1559.ts";

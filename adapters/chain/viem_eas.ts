@@ -32,6 +32,7 @@ import type { Metrics } from "../../ports/metrics.ts";
 import type { Keccak256 } from "../../ports/keccak.ts";
 import type { Secp256k1 } from "../../ports/secp256k1.ts";
 import type { WalletNonces } from "../../ports/storage.ts";
+import type { TransactionSigner } from "../../ports/signer.ts";
 import { EAS_ABI } from "../../domain/eas_abi.ts";
 import { encodeAttestByDelegation, encodeMultiAttestByDelegation } from "./attest_calldata.ts";
 import { createTxSender, describe, type SendSyncMode, submitAttestation, submitAttestationBatch, type TxSender } from "./viem_tx_sender.ts";
@@ -43,6 +44,8 @@ export type ViemEasOptions = {
   readonly chainId: number;
   readonly easAddress: HexString;
   readonly delegatePrivateKey?: HexString | undefined;
+  /** The delegate wallet's signer (decisions §27); takes precedence over `delegatePrivateKey`. */
+  readonly delegateSigner?: TransactionSigner | undefined;
   /** Replaces `fetch` for JSON-RPC, e.g. to count round trips in tests. */
   readonly fetchFn?: typeof fetch | undefined;
   /**
@@ -80,8 +83,8 @@ export type ViemEas = {
   readonly client: PublicClient;
   /** True when the RPC answers with the configured chain id. */
   readonly ping: () => Promise<boolean>;
-  /** The transaction sender of a wallet, shared by everything that sends from it. */
-  readonly senderFor: (privateKey: HexString) => TxSender;
+  /** The transaction sender of a wallet (its raw key, or its signer), shared by everything that sends from it. */
+  readonly senderFor: (key: HexString | TransactionSigner) => TxSender;
   /** The sender already built for a wallet address (any case), if any. */
   readonly senderOf: (wallet: string) => TxSender | undefined;
 };
@@ -116,14 +119,17 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
 
   const senders = new Map<string, TxSender>();
   /** One sender per wallet, so the delegate and the witness share nonces when they are one key. */
-  const senderFor = (key: HexString): TxSender => {
-    const account = privateKeyToAccount(key);
-    let sender = senders.get(account.address.toLowerCase());
+  const senderFor = (key: HexString | TransactionSigner): TxSender => {
+    const signer = typeof key === "string" ? undefined : key;
+    const account = signer === undefined ? privateKeyToAccount(key as HexString) : undefined;
+    const address = signer?.address ?? account!.address;
+    let sender = senders.get(address.toLowerCase());
     if (sender === undefined) {
       sender = createTxSender({
         rpc,
+        signer,
         account,
-        privateKey: key,
+        privateKey: signer === undefined ? key as HexString : undefined,
         chainId: options.chainId,
         receiptTimeoutMs: options.receiptTimeoutMs,
         log,
@@ -134,12 +140,13 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
         sign: options.secp256k1?.sign,
         keccak: options.keccak256?.bytes,
       });
-      senders.set(account.address.toLowerCase(), sender);
+      senders.set(address.toLowerCase(), sender);
     }
     return sender;
   };
   const senderOf = (wallet: string) => senders.get(wallet.toLowerCase());
-  const delegateSender = options.delegatePrivateKey ? senderFor(options.delegatePrivateKey) : undefined;
+  const delegateKey = options.delegateSigner ?? options.delegatePrivateKey;
+  const delegateSender = delegateKey ? senderFor(delegateKey) : undefined;
 
   const reader: ViemEas["reader"] = {
     chainId: options.chainId,
@@ -227,7 +234,8 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
         const gas = (estimate * 12n) / 10n;
         if (!(await charge(gas))) return "refused";
         const outcome = await delegateSender.send({ to: deployment.factory, data: deployment.factoryCalldata, gas });
-        if (!outcome.ok && outcome.reason === "unknown-outcome") return "rpc-error";
+        // A signer that gave no signature sent nothing: the caller may try again (as when the chain cannot be asked).
+        if (!outcome.ok && (outcome.reason === "unknown-outcome" || outcome.reason === "signer-unavailable")) return "rpc-error";
         // Whatever the factory's own outcome, what counts is code at the attester's address now.
         if (await hasCode(client, attester)) return "deployed";
         if (!outcome.ok && outcome.reason === "not-broadcast") return "failed";

@@ -4,6 +4,7 @@ import type { BatchSubmission, FundsCheck, HexString, SignedTx, SubmitOptions, S
 import type { Rebroadcast } from "../../ports/submissions.ts";
 import type { Keccak256 } from "../../ports/keccak.ts";
 import type { Secp256k1 } from "../../ports/secp256k1.ts";
+import type { SignaturePurpose, SignedTransaction, SignerFailure, TransactionFields, TransactionSigner } from "../../ports/signer.ts";
 import type { WalletNonces } from "../../ports/storage.ts";
 import { ATTESTED_TOPIC } from "../../domain/eas_abi.ts";
 import { type JsonRpc, NodeRpcError, quantity } from "./json_rpc.ts";
@@ -13,6 +14,8 @@ import { privateKeyBytes, signEip1559 } from "./eip1559.ts";
 export type SendOutcome =
   | { readonly ok: true; readonly txHash: HexString; readonly blockNumber: bigint; readonly logs: readonly ReceiptLog[]; readonly gasUsed?: bigint }
   | { readonly ok: false; readonly reason: "not-broadcast" }
+  /** The wallet's signer gave no signature (decisions §27): nothing was sent, and the nonce stays free. */
+  | { readonly ok: false; readonly reason: "signer-unavailable" }
   | { readonly ok: false; readonly reason: "reverted"; readonly txHash: HexString; readonly blockNumber: bigint; readonly gasUsed?: bigint }
   | { readonly ok: false; readonly reason: "unknown-outcome"; readonly txHash: HexString };
 
@@ -31,6 +34,8 @@ export type SendRequest = {
    * receipt, or its fate could not be learnt. Not called when the node answered the send with the receipt (issue 28).
    */
   readonly onSent?: ((txHash: HexString) => Promise<void>) | undefined;
+  /** What the signature is for, in the audit trail (default `transaction`; the witness's are `witness`). */
+  readonly purpose?: SignaturePurpose | undefined;
 };
 
 /** Sends transactions from one wallet; nonces are assigned in one place per wallet. */
@@ -96,8 +101,18 @@ type Attempt =
     /** The receipt the sync send may still bring, raced with the polls. */
     readonly lateReceipt?: Promise<RawReceipt | undefined> | undefined;
   }
-  | { readonly tx: undefined; readonly settled: "not-broadcast" };
+  | { readonly tx: undefined; readonly settled: "not-broadcast" | "signer-unavailable" };
 const nothingSent: Attempt = { tx: undefined, settled: "not-broadcast" };
+const signerDown: Attempt = { tx: undefined, settled: "signer-unavailable" };
+
+/** Signs in this process with a raw key (no signer configured: tests and today's callers). */
+function localSigner(privateKey: HexString, sign: Secp256k1["sign"] | undefined, keccak: Keccak256["bytes"] | undefined): TransactionSigner["signTransaction"] {
+  const key = privateKeyBytes(privateKey);
+  return (tx: TransactionFields): Promise<SignedTransaction | SignerFailure> => {
+    const { raw, txHash } = signEip1559(tx, key, sign, keccak);
+    return Promise.resolve({ ok: true, raw, txHash });
+  };
+}
 
 /**
  * Builds a sender for one wallet: a lock around nonce assignment, signing and broadcast (so
@@ -129,9 +144,14 @@ const nothingSent: Attempt = { tx: undefined, settled: "not-broadcast" };
  */
 export function createTxSender(options: {
   rpc: JsonRpc;
-  account: PrivateKeyAccount;
+  /**
+   * The wallet's signer (decisions §27: adapters/signers, any backend). Absent: `account` and `privateKey` sign in this
+   * process. A signer that gives no signature sends nothing and keeps the nonce free for the next send.
+   */
+  signer?: TransactionSigner | undefined;
+  account?: PrivateKeyAccount | undefined;
   /** The account's key: transactions are signed by eip1559.ts (viem's bytes, without its hex round trips). */
-  privateKey: HexString;
+  privateKey?: HexString | undefined;
   /** The secp256k1 signature (adapters/crypto: libsecp256k1 when present); @noble/curves when absent. */
   sign?: Secp256k1["sign"] | undefined;
   /** keccak-256 of the transaction's bytes (adapters/crypto: WebAssembly); viem's when absent. */
@@ -149,10 +169,9 @@ export function createTxSender(options: {
   sendSyncGraceMs?: number | undefined;
   sendSyncPauseMs?: number | undefined;
 }): TxSender {
-  const { rpc, account } = options;
-  const key = privateKeyBytes(options.privateKey);
-  const sign = options.sign;
-  const keccak = options.keccak;
+  const { rpc } = options;
+  const account = { address: options.signer?.address ?? options.account!.address };
+  const signTransaction = options.signer?.signTransaction ?? localSigner(options.privateKey!, options.sign, options.keccak);
   const wallet = account.address.toLowerCase() as HexString;
   const log = options.log ?? (() => {});
   let fees: { at: number; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | undefined;
@@ -343,7 +362,7 @@ export function createTxSender(options: {
       const larger = (a: bigint, b: bigint) => (a > b ? a : b);
       const maxPriorityFeePerGas = larger(raised(parsed.maxPriorityFeePerGas), fee.maxPriorityFeePerGas);
       const maxFeePerGas = larger(larger(raised(parsed.maxFeePerGas), fee.maxFeePerGas), maxPriorityFeePerGas);
-      const signed = signEip1559({
+      const signed = await signTransaction({
         chainId: options.chainId,
         to: parsed.to,
         data: parsed.data ?? "0x",
@@ -352,7 +371,9 @@ export function createTxSender(options: {
         maxFeePerGas,
         maxPriorityFeePerGas,
         value: parsed.value ?? 0n,
-      }, key, sign, keccak);
+      }, { purpose: "transaction", ref: tx.txHash });
+      // A signer that gives no signature now: no replacement this round; the reconciler asks again.
+      if (!signed.ok) return undefined;
       return { txHash: signed.txHash, raw: signed.raw, wallet, nonce: tx.nonce };
     },
     rebroadcast: (tx) =>
@@ -370,7 +391,7 @@ export function createTxSender(options: {
         return { ok: false, reason: "not-broadcast" };
       }
       const signAndSend = async (nonce: number): Promise<Attempt> => {
-        const { raw, txHash } = signEip1559({
+        const signed = await signTransaction({
           chainId: options.chainId,
           to: request.to,
           data: request.data,
@@ -379,7 +400,10 @@ export function createTxSender(options: {
           maxFeePerGas: fee.maxFeePerGas,
           maxPriorityFeePerGas: fee.maxPriorityFeePerGas,
           value: 0n,
-        }, key, sign, keccak);
+        }, { purpose: request.purpose ?? "transaction" });
+        // Not signed, so nothing stored or sent: the nonce stays the next one (decisions §27).
+        if (!signed.ok) return signerDown;
+        const { raw, txHash } = signed;
         const tx: SignedTx = { txHash, raw, wallet, nonce };
         try {
           await request.onSigned?.(tx);
@@ -417,10 +441,12 @@ export function createTxSender(options: {
         }
         const nonce = nextNonce;
         const outcome = await signAndSend(nonce);
-        // Unless the node plainly took it, it may or may not hold this nonce: re-read the pending count next time.
-        nextNonce = outcome.settled === "accepted" ? nonce + 1 : undefined;
+        // Unless the node plainly took it, it may or may not hold this nonce: re-read the pending count next time. Not
+        // signed: nothing left, the nonce is still the next one.
+        nextNonce = outcome.settled === "accepted" ? nonce + 1 : outcome.settled === "signer-unavailable" ? nonce : undefined;
         return outcome;
       });
+      if (attempt.settled === "signer-unavailable") return { ok: false, reason: "signer-unavailable" };
       if (attempt.tx === undefined || attempt.settled === "not-broadcast") return { ok: false, reason: "not-broadcast" };
       // A send answered with its receipt goes straight to its outcome, which the caller records: a "sent" record
       // in between would be one more commit that no crash could need (a signed record is settled the same way).
@@ -586,8 +612,14 @@ async function maxPriorityFee(rpc: JsonRpc): Promise<bigint> {
 }
 
 /** Sends an EAS attestation (its calldata `data`) from `sender`, and reads the new uid off the receipt. */
-export async function submitAttestation(sender: TxSender, easAddress: HexString, data: HexString, options: SubmitOptions): Promise<Submission> {
-  const outcome = await sender.send({ to: easAddress, data, gas: options.gas, onSigned: options.onSigned, onSent: options.onSent });
+export async function submitAttestation(
+  sender: TxSender,
+  easAddress: HexString,
+  data: HexString,
+  options: SubmitOptions,
+  purpose?: SignaturePurpose,
+): Promise<Submission> {
+  const outcome = await sender.send({ to: easAddress, data, gas: options.gas, onSigned: options.onSigned, onSent: options.onSent, purpose });
   if (!outcome.ok) return outcome;
   return { ok: true, txHash: outcome.txHash, blockNumber: outcome.blockNumber, uid: attestedUid(outcome.logs, easAddress) };
 }

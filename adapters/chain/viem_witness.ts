@@ -34,7 +34,7 @@ export function createViemWitnessWriter(options: {
         return classifySimulationError(error, log);
       }
     },
-    submit: (call, submitOptions): Promise<Submission> => submitAttestation(sender, easAddress, encode(call), submitOptions),
+    submit: (call, submitOptions): Promise<Submission> => submitAttestation(sender, easAddress, encode(call), submitOptions, "witness"),
   };
 }
 

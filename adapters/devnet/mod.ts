@@ -52,6 +52,10 @@ export type DevnetOptions = {
   delegatePrivateKey?: Hex | undefined;
   /** Default: the delegate key. */
   witnessPrivateKey?: Hex | undefined;
+  /** A delegate whose key is outside the process (decisions §27): funded like the delegate key. */
+  delegateAddress?: Address | undefined;
+  /** A witness whose key is outside the process: funded, and the trust anchors' witness (instead of the key's). */
+  witnessAddress?: Address | undefined;
   /** Seconds between blocks once deployed; default: a block per transaction. */
   blockTime?: number | undefined;
   /** Starts the Anvil to deploy into (e.g. in a container); default: a local Anvil process. */
@@ -190,7 +194,10 @@ export async function startDevnet(options: DevnetOptions): Promise<Devnet> {
     );
 
     // The delegate and witness may be keys Anvil never funded.
-    const funded = [...new Set([deployer, delegate, witness].map((key) => privateKeyToAccount(key).address))];
+    const funded = [...new Set([
+      ...[deployer, delegate, witness].map((key) => privateKeyToAccount(key).address),
+      ...[options.delegateAddress, options.witnessAddress].filter((a): a is Address => a !== undefined).map((a) => getAddress(a)),
+    ])];
     const balances = await Promise.all(funded.map((address) => publicClient.getBalance({ address })));
     await Promise.all(funded.map((address, i) =>
       balances[i]! < TOP_UP_BELOW ? testClient.setBalance({ address, value: FUNDED_BALANCE }) : undefined
@@ -223,7 +230,7 @@ export async function startDevnet(options: DevnetOptions): Promise<Devnet> {
         chainName: DEVNET_CHAIN_NAME,
         easAddress: deployment.easAddress,
         schemas: announced,
-        witnessAddress: privateKeyToAccount(witness).address,
+        witnessAddress: options.witnessAddress === undefined ? privateKeyToAccount(witness).address : getAddress(options.witnessAddress),
         witnessLabel: "ATS Devnet Witness",
         validFrom: deployedAt,
         updatedAt: new Date().toISOString(),

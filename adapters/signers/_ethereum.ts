@@ -9,7 +9,7 @@ import type { HexString } from "../../ports/eas.ts";
 import type { Keccak256 } from "../../ports/keccak.ts";
 import type { EcdsaSignature, Secp256k1 } from "../../ports/secp256k1.ts";
 import type { EthereumSigner, SignerBackend, SignerRole, TypedDataInput } from "../../ports/signer.ts";
-import { signEip1559Digest } from "../chain/eip1559.ts";
+import { signEip1559Digest } from "../chain/mod.ts";
 import { createAudit, type SignerAuditDeps, toHex } from "./_audit.ts";
 import { type DigestSigner, SignerError } from "./_digest_signer.ts";
 import { normalizeSignature } from "./_ecdsa.ts";

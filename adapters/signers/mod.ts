@@ -22,6 +22,7 @@ import { decryptKeystore } from "./keystore.ts";
 
 export { SIGNATURE_DURATION, SIGNATURES_TOTAL, type SignerAuditDeps } from "./_audit.ts";
 export { decryptKeystore } from "./keystore.ts";
+export { openJsonRpcSigner } from "./jsonrpc_signer.ts";
 export { jwkThumbprint } from "./_jws.ts";
 
 /** A role's signer could not be opened: the one line the process stops with. */

@@ -5,6 +5,7 @@ import type { FactoryCallStore } from "../../ports/factory_calls.ts";
 import type { ReplayRecord, ReplayStore } from "../../ports/replay_store.ts";
 import type { Keccak256 } from "../../ports/keccak.ts";
 import type { Secp256k1 } from "../../ports/secp256k1.ts";
+import { signerUnavailable } from "./signer_unavailable.ts";
 import { type AttestMessage, attestDigest } from "./attest_typed_data.ts";
 import { type DelegatedRequest, parseDelegatedRequest } from "./delegated_request.ts";
 import { type Fail, fail, type Ok, ok, type Result } from "../result.ts";
@@ -29,7 +30,8 @@ export type DelegatedAttestCode =
   | "PUBLIC_RELAY_DISABLED"
   | "SCHEMA_NOT_ELIGIBLE"
   | "SUBJECT_OWNERSHIP_REQUIRED"
-  | "SPONSORED_WRITE_LIMIT_EXCEEDED";
+  | "SPONSORED_WRITE_LIMIT_EXCEEDED"
+  | "SIGNER_UNAVAILABLE";
 
 /** `details` of an ATTESTER_MISMATCH whose signature is valid for an older nonce: re-sign and resubmit. */
 export const NONCE_MOVED = "NONCE_MOVED";
@@ -373,6 +375,12 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
       await deps.replay.release(key);
       await ticket?.release();
       return fail("SUBMISSION_FAILED", "The chain refused the transaction; nothing was sent, and the same signature may be submitted again");
+    }
+    if (submission.reason === "signer-unavailable") {
+      // Nothing signed or sent: the signature, the gas charged and the caller's reservation (below) are given back.
+      await deps.replay.release(key);
+      await deps.guard?.refund?.(simulation.gas, chargedTo);
+      return signerUnavailable();
     }
     if (submission.reason === "reverted") {
       await deps.replay.finish(key, { state: "reverted", txHash: submission.txHash, blockNumber: submission.blockNumber });

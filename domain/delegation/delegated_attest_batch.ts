@@ -19,6 +19,7 @@
  */
 import type { BatchSubmission, DelegatedAttestCall, HexString, Simulation } from "../../ports/eas.ts";
 import { fail, ok, type Ok } from "../result.ts";
+import { signerUnavailable } from "./signer_unavailable.ts";
 import type {
   BatchNonces,
   CallerTicket,
@@ -296,6 +297,14 @@ export async function attestBatch(ctx: BatchContext, bodies: readonly unknown[],
   if (submission.reason === "not-broadcast") {
     for (const item of items) {
       await giveBack(item, fail("SUBMISSION_FAILED", "The chain refused the transaction; nothing was sent, and the same signature may be submitted again"));
+    }
+    return answered({ sent: "not-broadcast" });
+  }
+  if (submission.reason === "signer-unavailable") {
+    // Nothing signed or sent (decisions §27): every signature, reservation and the gas charged go back.
+    for (const item of items) await giveBack(item, signerUnavailable());
+    for (const [item, gasCharged] of charged) {
+      await deps.guard?.refund?.(gasCharged, { clientKey: caller.clientKey ?? "unknown", attester: item.claimed.request.attester });
     }
     return answered({ sent: "not-broadcast" });
   }

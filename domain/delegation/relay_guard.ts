@@ -62,6 +62,11 @@ export type RelayGuard = {
    * it does not fit (nothing charged).
    */
   readonly charge: (gas: bigint, caller?: GuardCaller | undefined) => Promise<GuardFailure | undefined>;
+  /**
+   * Gives back `gas` charged this hour (with the caller's shares) when nothing was sent for it because the signer gave
+   * no signature (decisions §27). An hour that turned in between gets it instead: the budget is a bound.
+   */
+  readonly refund?: ((gas: bigint, caller?: GuardCaller | undefined) => Promise<void>) | undefined;
 };
 
 /** Builds the guard. */
@@ -125,6 +130,10 @@ export function createRelayGuard(deps: RelayGuardDeps): RelayGuard {
         return attesterShareSpent(retryAfterSeconds);
       }
       return overBudget(retryAfterSeconds);
+    },
+    async refund(gas, caller) {
+      // A negative charge never passes a limit: the stores add it as they add a charge.
+      if (gas > 0n) await deps.gasBudget.charge(window().start, -gas, deps.gasPerHour, sharesOf(caller));
     },
   };
 }

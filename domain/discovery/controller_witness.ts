@@ -13,6 +13,7 @@
  */
 import type { Account, SponsoredWriteLedger } from "../../ports/accounts.ts";
 import type { Clock } from "../../ports/clock.ts";
+import { SIGNER_RETRY_AFTER_SECONDS } from "../../ports/signer.ts";
 import type { HexString } from "../../ports/eas.ts";
 import type { Random } from "../../ports/random.ts";
 import type { WitnessWriter } from "../../ports/witness.ts";
@@ -41,7 +42,8 @@ export type WitnessCode =
   | "RATE_LIMITED"
   | "EVIDENCE_NOT_FOUND"
   | "SCHEMA_NOT_DEPLOYED"
-  | "SERVER_ERROR";
+  | "SERVER_ERROR"
+  | "SIGNER_UNAVAILABLE";
 
 /**
  * A failure; `retryAfterSeconds` is set on RATE_LIMITED, `unavailable` on a SUBMISSION_FAILED that the
@@ -302,6 +304,14 @@ export function createControllerWitness(deps: ControllerWitnessDeps) {
       if (submission.reason === "reverted") {
         await ledger.release(reservationId, clock.nowMs());
         return fail("SERVER_ERROR", "Witness submission failed", submission.txHash);
+      }
+      if (submission.reason === "signer-unavailable") {
+        // Nothing signed or sent (decisions §27): the write goes back (finally) and nothing is charged.
+        return {
+          ...fail("SIGNER_UNAVAILABLE" as const, "The service's signer is unavailable; nothing was written or charged, and the same request may be sent again"),
+          unavailable: true,
+          retryAfterSeconds: SIGNER_RETRY_AFTER_SECONDS,
+        };
       }
       // It may have reached the chain: the write stays reserved until the reconciler reads the receipt.
       return fail(

@@ -7,6 +7,8 @@ export type ReadinessReport = {
   readonly checks: Readonly<Record<string, boolean>>;
   /** Where the attestation index stands (decisions §11). */
   readonly index?: unknown;
+  /** Each role's signer: up, down (its last signature failed) or unknown (decisions §27). */
+  readonly signers?: Readonly<Record<string, string>> | undefined;
 };
 
 /** `/healthz` (the process answers) and `/readyz` (database, anchors and RPC). */
@@ -15,7 +17,12 @@ export function healthRoutes(ready: () => Promise<ReadinessReport>) {
     .get("/healthz", () => json({ status: "ok" }))
     .get("/readyz", async () => {
       const report = await ready();
-      const body = { status: report.ready ? "ready" : "not-ready", checks: report.checks };
-      return json(report.index === undefined ? body : { ...body, index: report.index }, report.ready ? 200 : 503);
+      const body = {
+        status: report.ready ? "ready" : "not-ready",
+        checks: report.checks,
+        ...(report.index === undefined ? {} : { index: report.index }),
+        ...(report.signers === undefined ? {} : { signers: report.signers }),
+      };
+      return json(body, report.ready ? 200 : 503);
     });
 }

@@ -1,0 +1,132 @@
+/**
+ * Wiring of the service's signers (decisions §27): each role's URI opened at start (a wrong one stops the process with
+ * one line naming the role), the raw-key rule (a raw key only on a devnet unless `ALLOW_RAW_KEYS=true`), and what
+ * `/readyz`, `/metrics` and `npm run ops -- signers` show of them.
+ */
+import { type OpenSignerDeps, openEthereumSigner, openJwsSigner, SignerStartError } from "../adapters/signers/mod.ts";
+import type { Keccak256 } from "../ports/keccak.ts";
+import type { Logger } from "../ports/logger.ts";
+import type { Metrics } from "../ports/metrics.ts";
+import type { Secp256k1 } from "../ports/secp256k1.ts";
+import type { EthereumSigner, JwsSigner, SignerRole, SignerState } from "../ports/signer.ts";
+import type { Config } from "./config.ts";
+
+/** The roles' signers; a role without a key is absent. */
+export type ServiceSigners = {
+  readonly delegate?: EthereumSigner | undefined;
+  readonly witness?: EthereumSigner | undefined;
+  /** An Ethereum signer (eip712 offers) or a JWS signer (jws offers). */
+  readonly x402?: EthereumSigner | JwsSigner | undefined;
+  readonly oauth?: JwsSigner | undefined;
+};
+
+/** Chains on which a raw key is allowed without `ALLOW_RAW_KEYS` (Anvil's and Hardhat's, Ganache's). */
+export const DEVNET_CHAIN_IDS: ReadonlySet<number> = new Set([31337, 1337]);
+
+/** What opening the signers needs. */
+export type SignerWiringDeps = {
+  readonly log: Logger;
+  readonly metrics: Metrics;
+  readonly secp256k1: Secp256k1;
+  readonly keccak256: Keccak256;
+};
+
+/** The variable under which the embedded devnet's own keys are handed to `env:` signers (never read from the process). */
+const DEVNET_DELEGATE = "ATS_DEVNET_DELEGATE_KEY";
+const DEVNET_WITNESS = "ATS_DEVNET_WITNESS_KEY";
+
+/**
+ * Opens every configured role's signer; `devnetKeys`, the embedded devnet's, stand in for a delegate and a witness
+ * the config does not name. Throws SignerStartError (one line naming the role) when one cannot be opened.
+ */
+export async function openServiceSigners(
+  config: Config,
+  deps: SignerWiringDeps,
+  devnetKeys?: { readonly delegate: string; readonly witness: string } | undefined,
+): Promise<ServiceSigners> {
+  const s = config.signers;
+  const env = { ...s.env, ...(devnetKeys === undefined ? {} : { [DEVNET_DELEGATE]: devnetKeys.delegate, [DEVNET_WITNESS]: devnetKeys.witness }) };
+  const open: OpenSignerDeps = { audit: { log: deps.log, metrics: deps.metrics, timeoutMs: s.timeoutMs }, env, secp256k1: deps.secp256k1, keccak: deps.keccak256 };
+  const opened: { close: () => Promise<void> }[] = [];
+  const track = <T extends { close: () => Promise<void> }>(signer: T): T => {
+    opened.push(signer);
+    return signer;
+  };
+  try {
+    const delegateUri = s.delegate ?? (devnetKeys === undefined ? undefined : `env:${DEVNET_DELEGATE}`);
+    const witnessUri = s.witness ?? (devnetKeys === undefined ? undefined : devnetKeys.witness === devnetKeys.delegate ? delegateUri : `env:${DEVNET_WITNESS}`);
+    const delegate = delegateUri === undefined ? undefined : track(await openEthereumSigner("delegate", delegateUri, open, s.addresses.delegate));
+    // One key, one signer: the witness that is the delegate's key shares its session (and its wallet's nonces).
+    const witness = witnessUri === undefined
+      ? undefined
+      : witnessUri === delegateUri && s.addresses.witness === undefined
+      ? delegate
+      : track(await openEthereumSigner("witness", witnessUri, open, s.addresses.witness));
+    let x402: EthereumSigner | JwsSigner | undefined;
+    if (s.x402 !== undefined) {
+      if (config.x402.signingFormat === "jws") x402 = track(await openJwsSigner("x402", s.x402, open));
+      else x402 = s.x402 === witnessUri && s.addresses.x402 === undefined ? witness : track(await openEthereumSigner("x402", s.x402, open, s.addresses.x402));
+    } else if (config.x402.signingFormat === "eip712") {
+      x402 = witness;
+    }
+    const oauth = s.oauth === undefined ? undefined : track(await openJwsSigner("oauth", s.oauth, open));
+    return { delegate, witness, x402, oauth };
+  } catch (error) {
+    await Promise.all(opened.map((signer) => signer.close().catch(() => undefined)));
+    throw error;
+  }
+}
+
+/** Each distinct signer once, with the roles it serves. */
+export function distinctSigners(signers: ServiceSigners): { readonly roles: readonly SignerRole[]; readonly signer: EthereumSigner | JwsSigner }[] {
+  const found = new Map<EthereumSigner | JwsSigner, SignerRole[]>();
+  for (const role of ["delegate", "witness", "x402", "oauth"] as const) {
+    const signer = signers[role];
+    if (signer !== undefined) found.set(signer, [...(found.get(signer) ?? []), role]);
+  }
+  return [...found].map(([signer, roles]) => ({ signer, roles }));
+}
+
+/**
+ * The raw-key rule (decisions §27): a raw key (env:, or a keystore whose password is in the environment) starts the
+ * service only on a devnet (chain 31337 or 1337, or the embedded one) unless `ALLOW_RAW_KEYS=true`; then each is
+ * logged as a warning and counted in `ats_raw_signing_keys`. Throws SignerStartError naming the role otherwise.
+ */
+export function checkRawKeys(
+  config: Config,
+  signers: ServiceSigners,
+  chain: { readonly chainId: number; readonly embeddedDevnet: boolean },
+  deps: { readonly log: Logger; readonly metrics: { gauge: (name: string, help: string, read: () => Promise<{ value: number }[]>) => void } },
+): void {
+  const raw = distinctSigners(signers).filter(({ signer }) => signer.raw);
+  const devnet = chain.embeddedDevnet || DEVNET_CHAIN_IDS.has(chain.chainId);
+  deps.metrics.gauge("ats_raw_signing_keys", "Signing keys held raw in this process (env: or a keystore whose password is in the environment)", () =>
+    Promise.resolve([{ value: raw.length }]));
+  if (raw.length === 0 || devnet) return;
+  if (!config.signers.allowRawKeys) {
+    const first = raw[0]!;
+    const role = first.roles[0]!;
+    throw new SignerStartError(
+      `${role.toUpperCase()}_SIGNER: a raw key (${first.signer.backend === "env" ? "a private key in the environment" : "a keystore whose password is in the environment"}) ` +
+        `signs for ${first.roles.join(", ")} on chain ${chain.chainId}, which is not a devnet; use a signer (docs/signing.md) or set ALLOW_RAW_KEYS=true`,
+    );
+  }
+  for (const { signer, roles } of raw) {
+    deps.log.warn("raw_signing_key", { roles: roles.join(","), backend: signer.backend, chainId: chain.chainId, why: "ALLOW_RAW_KEYS=true" });
+  }
+}
+
+/** Each role's signer state, for `/readyz`. */
+export function signerStates(signers: ServiceSigners): Record<string, SignerState> {
+  const states: Record<string, SignerState> = {};
+  for (const role of ["delegate", "witness", "x402", "oauth"] as const) {
+    const signer = signers[role];
+    if (signer !== undefined) states[role] = signer.state();
+  }
+  return states;
+}
+
+/** Closes each distinct signer (HSM sessions, SDK clients). */
+export async function closeSigners(signers: ServiceSigners): Promise<void> {
+  await Promise.all(distinctSigners(signers).map(({ signer }) => signer.close().catch(() => undefined)));
+}
