@@ -1,0 +1,86 @@
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Keystore } from "ox";
+import { privateKeyToAccount } from "viem/accounts";
+import { nobleSecp256k1 } from "../crypto/mod.ts";
+import { openEthereumSigner, openJwsSigner, parseSignerUri, SignerStartError } from "./mod.ts";
+
+const KEY = `0x${"11".repeat(32)}` as const;
+const ADDRESS = privateKeyToAccount(KEY).address;
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+const deps = (env: Record<string, string> = {}) => ({ audit: { log: quiet, timeoutMs: 1_000 }, env, secp256k1: nobleSecp256k1 });
+const startError = async (run: () => Promise<unknown>) => {
+  try {
+    await run();
+  } catch (error) {
+    if (error instanceof SignerStartError) return error.message;
+    throw error;
+  }
+  return "started";
+};
+
+describe("signer URIs (decisions §27)", () => {
+  test("each scheme parses; a malformed URI or an unknown scheme says what is wrong", () => {
+    expect(parseSignerUri("env:DELEGATE_PRIVATE_KEY")).toEqual({ ok: true, value: { scheme: "env", variable: "DELEGATE_PRIVATE_KEY" } });
+    expect(parseSignerUri(`jsonrpc:http://127.0.0.1:8545#${ADDRESS}`)).toMatchObject({ ok: true, value: { scheme: "jsonrpc", address: ADDRESS } });
+    expect(parseSignerUri("keystore:/k.json?password-file=/p")).toMatchObject({ ok: true, value: { path: "/k.json", passwordFile: "/p" } });
+    expect(parseSignerUri("vault:secret/key")).toMatchObject({ ok: false, error: expect.stringContaining("unknown scheme") });
+    expect(parseSignerUri("jsonrpc:http://127.0.0.1:8545")).toMatchObject({ ok: false, error: expect.stringContaining("#<address>") });
+    expect(parseSignerUri("keystore:/k.json")).toMatchObject({ ok: false, error: expect.stringContaining("password") });
+  });
+
+  test("the process stops with one line naming the role: unknown scheme, missing variable, wrong address, wrong password", async () => {
+    expect(await startError(() => openEthereumSigner("delegate", "vault:x", deps()))).toMatch(/^DELEGATE_SIGNER: unknown scheme/);
+    expect(await startError(() => openEthereumSigner("witness", "env:NOPE", deps()))).toBe("WITNESS_SIGNER: NOPE is not set");
+    const other = privateKeyToAccount(`0x${"22".repeat(32)}`).address;
+    expect(await startError(() => openEthereumSigner("delegate", "env:K", deps({ K: KEY }), other)))
+      .toBe(`DELEGATE_SIGNER: the key answers for ${ADDRESS}, not DELEGATE_ADDRESS ${other}`);
+    const dir = mkdtempSync(join(tmpdir(), "ats-keystore-"));
+    const [key, options] = Keystore.pbkdf2({ password: "right", iterations: 1000 });
+    writeFileSync(join(dir, "key.json"), JSON.stringify(Keystore.encrypt(KEY, key, options)));
+    writeFileSync(join(dir, "pw"), "s3cr3t-guess\n");
+    const line = await startError(() => openEthereumSigner("delegate", `keystore:${join(dir, "key.json")}?password-file=${join(dir, "pw")}`, deps()));
+    expect(line).toMatch(/^DELEGATE_SIGNER: .*MAC does not match/);
+    expect(line).not.toContain("s3cr3t-guess");
+    expect(line.split("\n")).toHaveLength(1);
+  });
+
+  test("a keystore opens to its address; with its password in the environment it counts as a raw key", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "ats-keystore-"));
+    const [key, options] = Keystore.scrypt({ password: "pw", n: 1 << 12, r: 8, p: 1 });
+    writeFileSync(join(dir, "key.json"), JSON.stringify(Keystore.encrypt(KEY, key, options)));
+    writeFileSync(join(dir, "pw"), "pw\n");
+    const fromFile = await openEthereumSigner("delegate", `keystore:${join(dir, "key.json")}?password-file=${join(dir, "pw")}`, deps());
+    expect(fromFile).toMatchObject({ address: ADDRESS, backend: "keystore", raw: false });
+    const fromEnv = await openEthereumSigner("delegate", `keystore:${join(dir, "key.json")}?password-env=PW`, deps({ PW: "pw" }));
+    expect(fromEnv.raw).toBe(true);
+    expect((await openEthereumSigner("delegate", "env:K", deps({ K: KEY }))).raw).toBe(true);
+  });
+
+  test("an env: key signs transactions byte for byte as before, and each signature is one audit event", async () => {
+    const events: Record<string, unknown>[] = [];
+    const log = { ...quiet, info: (event: string, fields?: Record<string, unknown>) => void (event === "signature" && events.push(fields ?? {})) };
+    const signer = await openEthereumSigner("delegate", "env:K", { ...deps({ K: KEY }), audit: { log, timeoutMs: 1_000 } });
+    const tx = { chainId: 31337, nonce: 3, maxPriorityFeePerGas: 1n, maxFeePerGas: 2n, gas: 21_000n, to: ADDRESS, value: 0n, data: "0xabcd" as const };
+    const signed = await signer.signTransaction(tx, { purpose: "transaction", ref: "sub-1" });
+    const viem = await privateKeyToAccount(KEY).signTransaction({ ...tx, type: "eip1559" });
+    expect(signed).toMatchObject({ ok: true, raw: viem });
+    expect(events).toEqual([{ role: "delegate", backend: "env", key: ADDRESS, purpose: "transaction", digest: expect.stringMatching(/^0x[0-9a-f]{64}$/), ref: "sub-1" }]);
+  });
+
+  test("a JWS role takes a P-256 JWK from env: (ES256) with its RFC 7638 thumbprint", async () => {
+    const pair = await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign"]);
+    const jwk = await crypto.subtle.exportKey("jwk", pair.privateKey);
+    const signer = await openJwsSigner("oauth", "env:J", deps({ J: JSON.stringify(jwk) }));
+    expect(signer.alg).toBe("ES256");
+    expect(signer.publicJwk).toMatchObject({ kty: "EC", crv: "P-256", x: jwk.x, y: jwk.y });
+    const { calculateJwkThumbprint } = await import("jose");
+    expect(signer.thumbprint).toBe(await calculateJwkThumbprint({ kty: "EC", crv: "P-256", x: jwk.x!, y: jwk.y! }));
+    const signed = await signer.sign(new TextEncoder().encode("a.b"), { purpose: "access-token" });
+    if (!signed.ok) throw new Error("not signed");
+    const publicKey = await crypto.subtle.importKey("jwk", { kty: "EC", crv: "P-256", x: jwk.x, y: jwk.y }, { name: "ECDSA", namedCurve: "P-256" }, false, ["verify"]);
+    expect(await crypto.subtle.verify({ name: "ECDSA", hash: "SHA-256" }, publicKey, signed.signature, new TextEncoder().encode("a.b"))).toBe(true);
+  });
+});

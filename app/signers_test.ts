@@ -1,0 +1,42 @@
+import { describe, expect, test } from "bun:test";
+import { nobleSecp256k1, openKeccak256 } from "../adapters/crypto/mod.ts";
+import { SignerStartError } from "../adapters/signers/mod.ts";
+import { readConfig } from "./config.ts";
+import { checkRawKeys, openServiceSigners } from "./signers.ts";
+
+const KEY = `0x${"33".repeat(32)}`;
+
+async function opened(env: Record<string, string>) {
+  const warnings: string[] = [];
+  const log = { debug() {}, info() {}, warn: (event: string) => void warnings.push(event), error() {} };
+  const gauges = new Map<string, () => Promise<{ value: number }[]>>();
+  const metrics = { increment() {}, observe() {}, gauge: (name: string, _help: string, read: () => Promise<{ value: number }[]>) => void gauges.set(name, read) };
+  const config = readConfig(env);
+  const signers = await openServiceSigners(config, { log, metrics, secp256k1: nobleSecp256k1, keccak256: await openKeccak256() });
+  return { config, signers, warnings, gauges, log, metrics };
+}
+
+describe("raw keys are for development (decisions §27)", () => {
+  test("a role without *_SIGNER keeps today's variable as env:, and the witness shares the delegate's signer", async () => {
+    const { config, signers } = await opened({ DELEGATE_PRIVATE_KEY: KEY });
+    expect(config.signers.delegate).toBe("env:DELEGATE_PRIVATE_KEY");
+    expect(signers.witness).toBe(signers.delegate);
+  });
+
+  test("on a chain that is not a devnet a raw key stops the start, naming the role", async () => {
+    const { config, signers, log, metrics } = await opened({ DELEGATE_PRIVATE_KEY: KEY });
+    expect(() => checkRawKeys(config, signers, { chainId: 84532, embeddedDevnet: false }, { log, metrics })).toThrow(SignerStartError);
+    expect(() => checkRawKeys(config, signers, { chainId: 84532, embeddedDevnet: false }, { log, metrics })).toThrow(/^DELEGATE_SIGNER: a raw key .*ALLOW_RAW_KEYS=true/);
+    // 31337, 1337 and the embedded devnet take it.
+    for (const chain of [{ chainId: 31337, embeddedDevnet: false }, { chainId: 1337, embeddedDevnet: false }, { chainId: 5, embeddedDevnet: true }]) {
+      expect(() => checkRawKeys(config, signers, chain, { log, metrics })).not.toThrow();
+    }
+  });
+
+  test("ALLOW_RAW_KEYS=true starts with a warning and ats_raw_signing_keys", async () => {
+    const { config, signers, warnings, gauges, log, metrics } = await opened({ DELEGATE_PRIVATE_KEY: KEY, ALLOW_RAW_KEYS: "true" });
+    checkRawKeys(config, signers, { chainId: 84532, embeddedDevnet: false }, { log, metrics });
+    expect(warnings).toEqual(["raw_signing_key"]);
+    expect(await gauges.get("ats_raw_signing_keys")!()).toEqual([{ value: 1 }]);
+  });
+});
