@@ -230,47 +230,14 @@ export function wireIndex(deps: IndexDeps): IndexRunner {
   }
   describeIndexMetrics(deps, state);
 
-  const nudge = async (waitMs = NUDGE_WAIT_MS) => {
-    // The writer polls itself, leader or not (the store takes one append per range), so its next read sees the write.
-    if (settings.follow === false || state.stopped) return;
-    let timeout: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      serial(poll).catch(() => undefined),
-      new Promise<void>((resolve) => (timeout = setTimeout(resolve, waitMs))),
-    ]);
-    clearTimeout(timeout);
-  };
-  // Issue 43: a write this instance saw mined is polled for by the next read that needs it, not before the write is
-  // answered. A poll per write (several JSON-RPC calls, an append, a webhook round) was about half the CPU of a
-  // delegated attestation; writes in a row now share the follower's next poll, and a read after a write still lists it.
-  /** The newest block of a write of this instance that no poll has been asked for yet. */
-  let written: bigint | undefined;
-  let catching: Promise<void> | undefined;
-  /** The answer cache's change signal: told after each step and after each write. */
-  const changed: (() => void)[] = [];
-  /** Polls (once, shared by the reads that arrive meanwhile) when a write of this instance is not in the index yet. */
-  const writesIndexed = async (): Promise<void> => {
-    for (let round = 0; round < 2 && written !== undefined; round++) {
-      if (settings.follow === false || state.stopped || (state.indexed !== undefined && state.indexed >= written)) {
-        written = undefined;
-        return;
-      }
-      const target = written;
-      catching ??= nudge().finally(() => (catching = undefined));
-      await catching;
-      // Asked for once, whatever came of it: a read after a failed poll is not held again for the same write.
-      if (written === target) written = undefined;
-    }
-  };
-  const answers = createIndexAnswers({ ...deps, startBlock: settings.startBlock, stallSeconds: settings.stallSeconds });
+  const follows = () => settings.follow !== false && !state.stopped;
+  // The writer polls itself, leader or not (the store takes one append per range), so its next read sees the write.
+  const nudge = (waitMs = NUDGE_WAIT_MS) => (follows() ? pollWithin(() => serial(poll), waitMs) : Promise.resolve());
+  const writes = createWriteCatchUp({ follows, indexed: () => state.indexed, nudge });
 
   return {
-    answers: {
-      pin: answers.pin,
-      answer: ((read) => writesIndexed().then(() => answers.answer(read))) as IndexAnswers["answer"],
-      run: ((read) => writesIndexed().then(() => answers.run(read))) as IndexAnswers["run"],
-    },
-    head: () => writesIndexed().then(() => store.head()),
+    answers: writes.first(createIndexAnswers({ ...deps, startBlock: settings.startBlock, stallSeconds: settings.stallSeconds })),
+    head: () => writes.indexed().then(() => store.head()),
     status,
     refresh,
     healthy: async () => !(await refresh()).stale,
@@ -284,14 +251,10 @@ export function wireIndex(deps: IndexDeps): IndexRunner {
         }
       }),
     nudge,
-    wrote(blockNumber) {
-      if (settings.follow === false || state.stopped || (state.indexed !== undefined && state.indexed >= blockNumber)) return;
-      if (written === undefined || blockNumber > written) written = blockNumber;
-      for (const listener of changed) listener();
-    },
+    wrote: writes.wrote,
     onMoved(listener) {
       state.moved.push(listener);
-      changed.push(listener);
+      writes.changed.push(listener);
     },
     async stop() {
       state.stopped = true;
@@ -301,6 +264,62 @@ export function wireIndex(deps: IndexDeps): IndexRunner {
       await polling;
       // Hand the lease back (an expiry in the past), so another instance follows at once.
       if (state.leader) await store.lease(holder, clock.nowMs(), -1).catch(() => false);
+    },
+  };
+}
+
+/** Runs `poll`, waiting for it at most `waitMs`. */
+async function pollWithin(poll: () => Promise<unknown>, waitMs: number): Promise<void> {
+  let timeout: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    poll().catch(() => undefined),
+    new Promise<void>((resolve) => (timeout = setTimeout(resolve, waitMs))),
+  ]);
+  clearTimeout(timeout);
+}
+
+/**
+ * Issue 43: a write this instance saw mined is polled for by the next read that needs it, not before the write is
+ * answered. A poll per write (several JSON-RPC calls, an append, a webhook round) was about half the CPU of a delegated
+ * attestation; writes in a row now share the follower's next poll, and a read after a write still lists it.
+ */
+function createWriteCatchUp(deps: { follows: () => boolean; indexed: () => bigint | undefined; nudge: () => Promise<void> }) {
+  /** The newest block of a write of this instance that no poll has been asked for yet. */
+  let written: bigint | undefined;
+  let catching: Promise<void> | undefined;
+  const held = (block: bigint) => {
+    const indexed = deps.indexed();
+    return indexed !== undefined && indexed >= block;
+  };
+  /** The answer cache's change signal: told after each step and after each write. */
+  const changed: (() => void)[] = [];
+  const indexed = async (): Promise<void> => {
+    for (let round = 0; round < 2 && written !== undefined; round++) {
+      if (!deps.follows() || held(written)) {
+        written = undefined;
+        return;
+      }
+      const target = written;
+      catching ??= deps.nudge().finally(() => (catching = undefined));
+      await catching;
+      // Asked for once, whatever came of it: a read after a failed poll is not held again for the same write.
+      if (written === target) written = undefined;
+    }
+  };
+  return {
+    changed,
+    /** Polls (once, shared by the reads that arrive meanwhile) when a write of this instance is not in the index yet. */
+    indexed,
+    /** The reads, each after {@link indexed}. */
+    first: (answers: IndexAnswers): IndexAnswers => ({
+      pin: answers.pin,
+      answer: ((read) => indexed().then(() => answers.answer(read))) as IndexAnswers["answer"],
+      run: ((read) => indexed().then(() => answers.run(read))) as IndexAnswers["run"],
+    }),
+    wrote(blockNumber: bigint) {
+      if (!deps.follows() || held(blockNumber)) return;
+      if (written === undefined || blockNumber > written) written = blockNumber;
+      for (const listener of changed) listener();
     },
   };
 }
