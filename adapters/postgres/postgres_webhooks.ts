@@ -1,9 +1,13 @@
 import type { SQL } from "bun";
 import type { WebhookStore } from "../../ports/webhooks.ts";
 import {
-  claimableSql,
   CLAIMED_COLUMNS,
   deliveryId,
+  endpointDueSql,
+  fairClaims,
+  leasedLoadSql,
+  toClaimCandidate,
+  toClaimLoad,
   toClaimedDelivery,
   toDeliveryRecord,
   toOutboxRow,
@@ -138,9 +142,18 @@ export function createPostgresWebhooks(sql: SQL): WebhookStore {
         // One claim at a time for the deployment (a claim is a few statements): the bounds per endpoint and per
         // account hold across instances. Rows a record or a removal holds right now are skipped, not waited for.
         await tx`SELECT pg_advisory_xact_lock(${WEBHOOK_CLAIM_LOCK})`;
-        const due: Row[] = await tx.unsafe(claimableSql((n) => `$${n}`), [nowMs, perEndpoint, perAccount, limit]);
-        if (due.length === 0) return [];
-        const order = due.map((r) => String(r.id));
+        // Each enabled endpoint's oldest few through its index (a backlog costs nothing), then the fair pick.
+        const load = toClaimLoad(await tx.unsafe(leasedLoadSql("$1"), [nowMs]));
+        const candidates: Row[] = await tx.unsafe(
+          `SELECT d.id, e.id AS endpoint_id, e.account_id, d.next_attempt_at_ms, d.created_at_ms
+             FROM webhook_endpoints e CROSS JOIN LATERAL (
+               SELECT n.id, n.next_attempt_at_ms, n.created_at_ms FROM webhook_deliveries n
+                WHERE n.endpoint_id = e.id AND ${endpointDueSql("$1")} LIMIT $2) d
+            WHERE e.disabled = 0`,
+          [nowMs, perEndpoint],
+        );
+        const order = fairClaims(candidates.map(toClaimCandidate), load, { limit, perEndpoint, perAccount });
+        if (order.length === 0) return [];
         const lockedRows: Row[] = await tx`SELECT id FROM webhook_deliveries WHERE id = ANY(${sql.array(order, "TEXT")}) FOR UPDATE SKIP LOCKED`;
         const locked = new Set(lockedRows.map((r) => String(r.id)));
         const picked = order.filter((id) => locked.has(id));

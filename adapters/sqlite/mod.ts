@@ -33,4 +33,4 @@ export { openSqliteStorage } from "./sqlite_storage.ts";
 export { subjectTables, toSubject } from "./sqlite_subjects.ts";
 export { createSqliteSigningKeys, signingKeyTables, type SigningKeyRow, toSigningKey } from "./sqlite_signing_keys.ts";
 export { toReplacement } from "./sqlite_tx_replacements.ts";
-export { claimableSql, CLAIMED_COLUMNS, createSqliteWebhooks, deliveryId, toClaimedDelivery, toDeliveryRecord, toOutboxRow, toTargets, toWebhookEndpoint, webhookTables, type WebhookRow } from "./sqlite_webhooks.ts";
+export { type ClaimCandidate, CLAIMED_COLUMNS, createSqliteWebhooks, deliveryId, endpointDueSql, fairClaims, leasedLoadSql, toClaimCandidate, toClaimedDelivery, toClaimLoad, toDeliveryRecord, toOutboxRow, toTargets, toWebhookEndpoint, webhookTables, type WebhookRow } from "./sqlite_webhooks.ts";

@@ -63,6 +63,8 @@ export function webhookTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
     // The deliveries in flight (a claim's lease), counted per endpoint by every claim.
     `CREATE INDEX IF NOT EXISTS webhook_deliveries_leased ON webhook_deliveries (endpoint_id, lease_until_ms) WHERE lease_until_ms IS NOT NULL`,
     `CREATE INDEX IF NOT EXISTS webhook_messages_created ON webhook_messages (created_at_ms)`,
+    // Each endpoint's due deliveries, oldest first: a claim reads the first few of each endpoint (issue 43).
+    `CREATE INDEX IF NOT EXISTS webhook_deliveries_endpoint_due ON webhook_deliveries (endpoint_id, state, next_attempt_at_ms, created_at_ms, id)`,
   ];
 }
 
@@ -147,34 +149,84 @@ export function toTargets(rows: readonly WebhookRow[], subjectDid: string, owner
 /** The delivery of a message to an endpoint: one per pair. */
 export const deliveryId = (messageId: string, endpointId: string) => `${messageId}.${endpointId}`;
 
+/** A due delivery a claim may take: one of the oldest few of its endpoint. */
+export type ClaimCandidate = {
+  readonly id: string;
+  readonly endpointId: string;
+  readonly accountId: string;
+  readonly nextAttemptAtMs: number;
+  readonly createdAtMs: number;
+};
+
+/** What each endpoint and each account holds in flight now (every holder's leases). */
+export type ClaimLoad = { readonly endpoints: ReadonlyMap<string, number>; readonly accounts: ReadonlyMap<string, number> };
+
 /**
- * The SELECT of the deliveries a claim takes (issue 43), with the placeholders of `p`: 1 now, 2 the per-endpoint
- * bound, 3 the per-account bound, 4 how many. Due deliveries of enabled endpoints, at most what each endpoint and each
- * account may still hold in flight (their leases counted), in a fair order: every account's next slot before any
- * account's slot after it (the account with fewer in flight first), then the oldest. One account's backlog or its slow
- * endpoints therefore hide no other account's due delivery, and never hold more than the per-account bound.
+ * The candidates a claim takes (issue 43), in order: at most what each endpoint (`perEndpoint`) and each account
+ * (`perAccount`) may still hold in flight, in a fair order: every account's next slot before any account's slot after
+ * it (the account with fewer in flight first), within an account each endpoint's next before any endpoint's second,
+ * then the oldest. One account's backlog or its slow endpoints therefore hide no other account's due delivery.
  */
-export function claimableSql(p: (n: 1 | 2 | 3 | 4) => string): string {
-  return `WITH leased AS (
-      SELECT d.endpoint_id, e.account_id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-       WHERE d.state = 'pending' AND d.lease_until_ms > ${p(1)}
-    ), endpoint_load AS (SELECT endpoint_id, COUNT(*) AS n FROM leased GROUP BY endpoint_id),
-    account_load AS (SELECT account_id, COUNT(*) AS n FROM leased GROUP BY account_id),
-    due AS (
-      SELECT d.id, d.endpoint_id, e.account_id, d.next_attempt_at_ms, d.created_at_ms,
-             ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at_ms, d.created_at_ms, d.id) AS endpoint_rank
-        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-       WHERE d.state = 'pending' AND d.next_attempt_at_ms <= ${p(1)} AND (d.lease_until_ms IS NULL OR d.lease_until_ms <= ${p(1)})
-         AND e.disabled = 0
-    ), fits_endpoint AS (
-      SELECT due.*, ROW_NUMBER() OVER (PARTITION BY due.account_id ORDER BY due.endpoint_rank, due.next_attempt_at_ms, due.created_at_ms, due.id) AS account_rank
-        FROM due LEFT JOIN endpoint_load l ON l.endpoint_id = due.endpoint_id
-       WHERE due.endpoint_rank <= ${p(2)} - COALESCE(l.n, 0)
-    )
-    SELECT f.id, f.endpoint_id FROM fits_endpoint f LEFT JOIN account_load a ON a.account_id = f.account_id
-     WHERE f.account_rank <= ${p(3)} - COALESCE(a.n, 0)
-     ORDER BY f.account_rank + COALESCE(a.n, 0), f.next_attempt_at_ms, f.created_at_ms, f.id
-     LIMIT ${p(4)}`;
+export function fairClaims(
+  candidates: readonly ClaimCandidate[],
+  load: ClaimLoad,
+  bounds: { readonly limit: number; readonly perEndpoint: number; readonly perAccount: number },
+): string[] {
+  const age = (a: ClaimCandidate, b: ClaimCandidate) =>
+    a.nextAttemptAtMs - b.nextAttemptAtMs || a.createdAtMs - b.createdAtMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  const endpointRank = new Map<string, number>();
+  const ranked = [...candidates].sort(age).flatMap((c) => {
+    const rank = (endpointRank.get(c.endpointId) ?? 0) + 1;
+    endpointRank.set(c.endpointId, rank);
+    return rank + (load.endpoints.get(c.endpointId) ?? 0) <= bounds.perEndpoint ? [{ c, rank }] : [];
+  });
+  ranked.sort((a, b) => a.rank - b.rank || age(a.c, b.c));
+  const accountRank = new Map<string, number>();
+  const fits = ranked.flatMap(({ c }) => {
+    const rank = (accountRank.get(c.accountId) ?? 0) + 1;
+    accountRank.set(c.accountId, rank);
+    const slot = rank + (load.accounts.get(c.accountId) ?? 0);
+    return slot <= bounds.perAccount ? [{ c, slot }] : [];
+  });
+  fits.sort((a, b) => a.slot - b.slot || age(a.c, b.c));
+  return fits.slice(0, bounds.limit).map(({ c }) => c.id);
+}
+
+/**
+ * The SELECT of what each endpoint (and its account) holds in flight at `now` (the placeholder), read through the
+ * partial index of leased rows (`hint`: SQLite's `INDEXED BY`, or its planner scans every pending row of a backlog).
+ */
+export function leasedLoadSql(now: string, hint = ""): string {
+  return `SELECT d.endpoint_id, e.account_id, COUNT(*) AS n FROM webhook_deliveries d ${hint} JOIN webhook_endpoints e ON e.id = d.endpoint_id
+           WHERE d.lease_until_ms > ${now} AND d.state = 'pending' GROUP BY d.endpoint_id, e.account_id`;
+}
+
+/** The load of {@link leasedLoadSql}'s rows. */
+export function toClaimLoad(rows: readonly WebhookRow[]): ClaimLoad {
+  const endpoints = new Map<string, number>();
+  const accounts = new Map<string, number>();
+  for (const row of rows) {
+    endpoints.set(String(row.endpoint_id), Number(row.n));
+    accounts.set(String(row.account_id), (accounts.get(String(row.account_id)) ?? 0) + Number(row.n));
+  }
+  return { endpoints, accounts };
+}
+
+/** A candidate row (`id, endpoint_id, account_id, next_attempt_at_ms, created_at_ms`). */
+export function toClaimCandidate(row: WebhookRow): ClaimCandidate {
+  return {
+    id: String(row.id),
+    endpointId: String(row.endpoint_id),
+    accountId: String(row.account_id),
+    nextAttemptAtMs: Number(row.next_attempt_at_ms),
+    createdAtMs: Number(row.created_at_ms),
+  };
+}
+
+/** The WHERE and ORDER of an endpoint's due deliveries, oldest first (`webhook_deliveries_endpoint_due`), `now` a placeholder. */
+export function endpointDueSql(now: string): string {
+  return `n.state = 'pending' AND n.next_attempt_at_ms <= ${now} AND (n.lease_until_ms IS NULL OR n.lease_until_ms <= ${now})
+           ORDER BY n.next_attempt_at_ms, n.created_at_ms, n.id`;
 }
 
 /** The SELECT of claimed deliveries with what sending them needs. */
@@ -261,9 +313,22 @@ export function createSqliteWebhooks(db: Database): WebhookStore {
     for (const seq of consumed) consume.run(seq);
   });
 
-  const claimable = db.query<{ id: string; endpoint_id: string }, [number, number, number, number]>(claimableSql((n) => `?${n}`));
+  const leasedLoad = db.query<WebhookRow, [number]>(leasedLoadSql("?", "INDEXED BY webhook_deliveries_leased"));
+  const enabledEndpoints = db.query<{ id: string; account_id: string }, []>("SELECT id, account_id FROM webhook_endpoints WHERE disabled = 0");
+  const endpointDue = db.query<WebhookRow, [string, number, number, string]>(
+    `SELECT n.id, n.endpoint_id, ?4 AS account_id, n.next_attempt_at_ms, n.created_at_ms FROM webhook_deliveries n
+      WHERE n.endpoint_id = ?1 AND ${endpointDueSql("?2")} LIMIT ?3`,
+  );
   const claim = db.transaction((holder: string, nowMs: number, leaseMs: number, limit: number, perEndpoint: number, perAccount: number) => {
-    const picked = claimable.all(nowMs, perEndpoint, perAccount, limit).map((row) => row.id);
+    // Each endpoint's oldest few through its index (an index seek per endpoint with room): a backlog costs nothing.
+    const load = toClaimLoad(leasedLoad.all(nowMs));
+    const candidates: ClaimCandidate[] = [];
+    for (const e of enabledEndpoints.all()) {
+      const room = perEndpoint - (load.endpoints.get(e.id) ?? 0);
+      if (room <= 0 || (load.accounts.get(e.account_id) ?? 0) >= perAccount) continue;
+      for (const row of endpointDue.all(e.id, nowMs, room, e.account_id)) candidates.push(toClaimCandidate(row));
+    }
+    const picked = fairClaims(candidates, load, { limit, perEndpoint, perAccount });
     const take = db.query("UPDATE webhook_deliveries SET lease_holder = ?, lease_until_ms = ? WHERE id = ?");
     for (const id of picked) take.run(holder, nowMs + leaseMs, id);
     if (picked.length === 0) return [];
