@@ -603,7 +603,8 @@ export function fakeGasBudget() {
     shares,
     charges: 0,
     used: (windowStartMs: number) => Promise.resolve(windows.get(windowStartMs) ?? 0n),
-    usedBy: (windowStartMs: number, key: string) => Promise.resolve(shares.get(`${windowStartMs} ${key}`) ?? 0n),
+    usage: (windowStartMs: number, keys: readonly string[]) =>
+      Promise.resolve({ total: windows.get(windowStartMs) ?? 0n, byKey: keys.map((key) => shares.get(`${windowStartMs} ${key}`) ?? 0n) }),
     charge(windowStartMs: number, gas: bigint, limit: bigint, parts: readonly import("./gas_budget.ts").GasShare[] = []) {
       budget.charges++;
       const next = (windows.get(windowStartMs) ?? 0n) + gas;

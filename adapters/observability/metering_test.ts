@@ -46,12 +46,16 @@ function contract(name: string, open: () => Promise<GasBudget>) {
     expect(await budget.charge(start, 300_000n, 10_000_000n, shares("1"))).toBe(true);
     // The client's share would pass: nothing added anywhere.
     expect(await budget.charge(start, 300_000n, 10_000_000n, shares("1"))).toBe(false);
-    expect([await budget.used(start), await budget.usedBy(start, "client:1"), await budget.usedBy(start, "attester:0xa")]).toEqual([300_000n, 300_000n, 300_000n]);
+    expect(await budget.usage(start, ["client:1", "attester:0xa"])).toEqual({ total: 300_000n, byKey: [300_000n, 300_000n] });
     // Another client, the same attester: the attester's share would pass at the third.
     expect(await budget.charge(start, 300_000n, 10_000_000n, shares("2"))).toBe(true);
     expect(await budget.charge(start, 300_000n, 10_000_000n, shares("3"))).toBe(false);
-    expect([await budget.used(start), await budget.usedBy(start, "client:3"), await budget.usedBy(start, "attester:0xa")]).toEqual([600_000n, 0n, 600_000n]);
-    expect(await budget.usedBy(start + 3_600_000, "client:1")).toBe(0n);
+    expect(await budget.usage(start, ["client:3", "attester:0xa"])).toEqual({ total: 600_000n, byKey: [0n, 600_000n] });
+    expect(await budget.usage(start + 3_600_000, ["client:1"])).toEqual({ total: 0n, byKey: [0n] });
+    expect(await budget.usage(start, [])).toEqual({ total: 600_000n, byKey: [] });
+    // A negative charge (a refund) gives back to the window and the shares alike.
+    expect(await budget.charge(start, -300_000n, 10_000_000n, shares("2"))).toBe(true);
+    expect(await budget.usage(start, ["client:2", "attester:0xa"])).toEqual({ total: 300_000n, byKey: [0n, 300_000n] });
   });
 
   test(`${name}: issue 43: forty parallel charges of 100,000 gas from one client with a share of 1,000,000: exactly ten succeed`, async () => {
@@ -59,7 +63,7 @@ function contract(name: string, open: () => Promise<GasBudget>) {
     const start = ++window * 3_600_000;
     const results = await Promise.all(Array.from({ length: 40 }, (_, i) => budget.charge(start, 100_000n, 100_000_000n, [{ key: "client:x", limit: 1_000_000n }, { key: `attester:${i}`, limit: 1_000_000n }])));
     expect(results.filter(Boolean)).toHaveLength(10);
-    expect([await budget.used(start), await budget.usedBy(start, "client:x")]).toEqual([1_000_000n, 1_000_000n]);
+    expect(await budget.usage(start, ["client:x"])).toEqual({ total: 1_000_000n, byKey: [1_000_000n] });
   });
 }
 

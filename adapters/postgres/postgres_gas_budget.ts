@@ -29,20 +29,31 @@ export function createPostgresGasBudget(sql: SQL, table: GasBudgetTable = "relay
     ON CONFLICT (window_start_ms) DO UPDATE SET gas_used = ${table}.gas_used + EXCLUDED.gas_used
       WHERE ${table}.gas_used + EXCLUDED.gas_used <= $3::NUMERIC
     RETURNING window_start_ms`;
-  const usedByQuery = `SELECT gas_used::TEXT AS gas_used FROM ${table}_shares WHERE window_start_ms = $1 AND key = $2`;
-  const chargeShareQuery = `
-    INSERT INTO ${table}_shares (window_start_ms, key, gas_used) VALUES ($1, $2, $3::NUMERIC)
-    ON CONFLICT (window_start_ms, key) DO UPDATE SET gas_used = ${table}_shares.gas_used + EXCLUDED.gas_used
-      WHERE ${table}_shares.gas_used + EXCLUDED.gas_used <= $4::NUMERIC
-    RETURNING key`;
+  // The window's total and each share asked about, in one statement.
+  const usageQuery = `SELECT (SELECT gas_used::TEXT FROM ${table} WHERE window_start_ms = $1) AS total,
+                             ARRAY(SELECT COALESCE((SELECT s.gas_used::TEXT FROM ${table}_shares s WHERE s.window_start_ms = $1 AND s.key = k), '0')
+                                     FROM unnest($2::TEXT[]) WITH ORDINALITY AS t(k, i) ORDER BY i) AS by_key`;
+  // The window's row first (its lock orders every charge of the window), `inserted` when it is the window's first.
+  const chargeTotalQuery = `
+    INSERT INTO ${table} (window_start_ms, gas_used) VALUES ($1, $2::NUMERIC)
+    ON CONFLICT (window_start_ms) DO UPDATE SET gas_used = ${table}.gas_used + EXCLUDED.gas_used
+      WHERE ${table}.gas_used + EXCLUDED.gas_used <= $3::NUMERIC
+    RETURNING (xmax = 0) AS inserted`;
+  // Every share in one statement: each row added only within its limit; fewer rows back than shares rolls it all back.
+  const chargeSharesQuery = `
+    INSERT INTO ${table}_shares AS s (window_start_ms, key, gas_used)
+      SELECT $1, k, $2::NUMERIC FROM unnest($3::TEXT[]) AS k
+    ON CONFLICT (window_start_ms, key) DO UPDATE SET gas_used = s.gas_used + EXCLUDED.gas_used
+      WHERE s.gas_used + EXCLUDED.gas_used <= ($4::NUMERIC[])[array_position($3::TEXT[], s.key)]
+    RETURNING s.key`;
   return {
     async used(windowStartMs) {
       const rows = await sql.unsafe(usedQuery, [windowStartMs]) as { gas_used: string }[];
       return BigInt(rows[0]?.gas_used ?? "0");
     },
-    async usedBy(windowStartMs, key) {
-      const rows = await sql.unsafe(usedByQuery, [windowStartMs, key]) as { gas_used: string }[];
-      return BigInt(rows[0]?.gas_used ?? "0");
+    async usage(windowStartMs, keys) {
+      const [row] = await sql.unsafe(usageQuery, [windowStartMs, keys]) as { total: string | null; by_key: string[] }[];
+      return { total: BigInt(row?.total ?? "0"), byKey: keys.map((_, i) => BigInt(row?.by_key[i] ?? "0")) };
     },
     async charge(windowStartMs, gas, limit, shares: readonly GasShare[] = []) {
       if (gas > limit || shares.some((share) => gas > share.limit)) return false;
@@ -50,16 +61,14 @@ export function createPostgresGasBudget(sql: SQL, table: GasBudgetTable = "relay
         const rows = await sql.unsafe(chargeQuery, [windowStartMs, gas.toString(), limit.toString()]) as unknown[];
         return rows.length === 1;
       }
-      // The window's row first (its lock orders every charge of the window), then each share's: all or nothing.
       try {
         return await sql.begin(async (tx) => {
-          const total = await tx.unsafe(chargeQuery, [windowStartMs, gas.toString(), limit.toString()]) as unknown[];
+          const total = await tx.unsafe(chargeTotalQuery, [windowStartMs, gas.toString(), limit.toString()]) as { inserted: boolean }[];
           if (total.length !== 1) throw new ShareSpent();
-          for (const share of shares) {
-            const rows = await tx.unsafe(chargeShareQuery, [windowStartMs, share.key, gas.toString(), share.limit.toString()]) as unknown[];
-            if (rows.length !== 1) throw new ShareSpent();
-          }
-          await tx.unsafe(`DELETE FROM ${table}_shares WHERE window_start_ms < $1`, [windowStartMs]);
+          const added = await tx.unsafe(chargeSharesQuery, [windowStartMs, gas.toString(), shares.map((share) => share.key), shares.map((share) => share.limit.toString())]) as unknown[];
+          if (added.length !== shares.length) throw new ShareSpent();
+          // The first charge of a window drops the shares earlier windows left.
+          if (total[0]!.inserted) await tx.unsafe(`DELETE FROM ${table}_shares WHERE window_start_ms < $1`, [windowStartMs]);
           return true;
         });
       } catch (error) {

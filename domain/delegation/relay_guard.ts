@@ -89,6 +89,16 @@ export function createRelayGuard(deps: RelayGuardDeps): RelayGuard {
     limited("attester_gas", retryAfterSeconds, `This attester's share of the ${relay} relay's gas budget for this hour is spent; try again later`);
   const clientShareKey = (caller: GuardCaller) => `client:${caller.clientKey}`;
   const attesterShareKey = (caller: GuardCaller) => `attester:${caller.attester.toLowerCase()}`;
+  /** The refusal when `gas` more does not fit the hour, the client's share or the attester's (one read of all three). */
+  const whichIsFull = async (start: number, caller: GuardCaller | undefined, gas: bigint, retryAfterSeconds: number) => {
+    const shares = sharesOf(caller);
+    const usage = await deps.gasBudget.usage(start, shares.map((share) => share.key));
+    if (usage.total + gas > deps.gasPerHour) return overBudget(retryAfterSeconds);
+    for (const [i, share] of shares.entries()) {
+      if (usage.byKey[i]! + gas > share.limit) return share.key.startsWith("client:") ? clientShareSpent(retryAfterSeconds) : attesterShareSpent(retryAfterSeconds);
+    }
+    return undefined;
+  };
   const sharesOf = (caller: GuardCaller | undefined) => [
     ...(caller !== undefined && deps.clientGasPerHour !== undefined ? [{ key: clientShareKey(caller), limit: deps.clientGasPerHour }] : []),
     ...(caller !== undefined && deps.attesterGasPerHour !== undefined ? [{ key: attesterShareKey(caller), limit: deps.attesterGasPerHour }] : []),
@@ -109,27 +119,13 @@ export function createRelayGuard(deps: RelayGuardDeps): RelayGuard {
         return limited("attester", attester.retryAfterSeconds, "Too many delegated attestations for this attester; try again later");
       }
       const { start, retryAfterSeconds } = window();
-      if ((await deps.gasBudget.used(start)) + deps.typicalGas > deps.gasPerHour) return overBudget(retryAfterSeconds);
-      if (deps.clientGasPerHour !== undefined && (await deps.gasBudget.usedBy(start, clientShareKey(caller))) + deps.typicalGas > deps.clientGasPerHour) {
-        return clientShareSpent(retryAfterSeconds);
-      }
-      if (deps.attesterGasPerHour !== undefined && (await deps.gasBudget.usedBy(start, attesterShareKey(caller))) + deps.typicalGas > deps.attesterGasPerHour) {
-        return attesterShareSpent(retryAfterSeconds);
-      }
-      return undefined;
+      return await whichIsFull(start, caller, deps.typicalGas, retryAfterSeconds);
     },
     async charge(gas, caller) {
       const { start, retryAfterSeconds } = window();
       if (await deps.gasBudget.charge(start, gas, deps.gasPerHour, sharesOf(caller))) return undefined;
-      // Refused: say which part had no room (reads only on this path).
-      if ((await deps.gasBudget.used(start)) + gas > deps.gasPerHour || caller === undefined) return overBudget(retryAfterSeconds);
-      if (deps.clientGasPerHour !== undefined && (await deps.gasBudget.usedBy(start, clientShareKey(caller))) + gas > deps.clientGasPerHour) {
-        return clientShareSpent(retryAfterSeconds);
-      }
-      if (deps.attesterGasPerHour !== undefined && (await deps.gasBudget.usedBy(start, attesterShareKey(caller))) + gas > deps.attesterGasPerHour) {
-        return attesterShareSpent(retryAfterSeconds);
-      }
-      return overBudget(retryAfterSeconds);
+      // Refused: say which part had no room (a read only on this path).
+      return (await whichIsFull(start, caller, gas, retryAfterSeconds)) ?? overBudget(retryAfterSeconds);
     },
     async refund(gas, caller) {
       // A negative charge never passes a limit: the stores add it as they add a charge.
