@@ -8,6 +8,9 @@
 import { createJoseAccessTokenKeys, RETIRED_KEY_GRACE_MS } from "../adapters/jose/mod.ts";
 import { systemClock } from "../adapters/system/mod.ts";
 import { openStorage } from "./foundation.ts";
+import { closeSigners, distinctSigners, openServiceSigners, type ServiceSigners } from "./signers.ts";
+import { SignerStartError } from "../adapters/signers/mod.ts";
+import { loadSecp256k1, nobleSecp256k1, openKeccak256 } from "../adapters/crypto/mod.ts";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createPublicClient, http } from "viem";
@@ -21,11 +24,13 @@ const USAGE = `usage: bun run ops accounts list
        bun run ops index status
        bun run ops index rebuild [--from BLOCK]
        bun run ops payments list [--state reserved|worked|settled|settle_failed|work_unknown]
-       bun run ops oauth rotate-key`;
+       bun run ops oauth rotate-key
+       bun run ops signers`;
 
 /** Runs one operator command; returns the exit code. */
 export async function runOps(args: readonly string[], env: Readonly<Record<string, string | undefined>>, out: (line: string) => void): Promise<number> {
   const [group, command, ...rest] = args;
+  if (group === "signers" && command === undefined) return await signersCommand(env, out);
   const known = group === "accounts"
     ? command === "list" || command === "set-plan"
     : group === "payments" ? command === "list"
@@ -222,4 +227,39 @@ async function indexCommand(command: string, rest: readonly string[], config: Co
 
 if (import.meta.main) {
   process.exit(await runOps(process.argv.slice(2), process.env, (line) => console.log(line)));
+}
+
+/**
+ * `signers` (decisions §27): each role's backend and address or JWK thumbprint, and a test signature with each (a
+ * typed-data ping, or a JWS signing input); 1 when one cannot be opened or does not sign.
+ */
+async function signersCommand(env: Readonly<Record<string, string | undefined>>, out: (line: string) => void): Promise<number> {
+  let signers: ServiceSigners;
+  try {
+    const config = readConfig(env);
+    const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+    const keccak256 = await openKeccak256();
+    const secp = loadSecp256k1(config.secp256k1Library, keccak256);
+    signers = await openServiceSigners(config, { log: quiet, metrics: { increment() {}, observe() {} }, secp256k1: secp.ok ? secp.value : nobleSecp256k1, keccak256 });
+  } catch (error) {
+    if (error instanceof ConfigError || error instanceof SignerStartError) {
+      out(`ats ops: ${error.message}`);
+      return 1;
+    }
+    throw error;
+  }
+  let failed = false;
+  try {
+    for (const { roles, signer } of distinctSigners(signers)) {
+      const key = "address" in signer ? signer.address : signer.thumbprint;
+      const signed = "signTypedData" in signer
+        ? await signer.signTypedData({ domain: { name: "ats ops" }, types: { Ping: [{ name: "at", type: "uint256" }] }, primaryType: "Ping", message: { at: BigInt(Date.now()) } }, { purpose: "test" })
+        : await signer.sign(new TextEncoder().encode(`ats-ops.${Date.now()}`), { purpose: "test" });
+      if (!signed.ok) failed = true;
+      out(JSON.stringify({ roles, backend: signer.backend, key, raw: signer.raw, testSignature: signed.ok ? "ok" : signed.reason }));
+    }
+  } finally {
+    await closeSigners(signers);
+  }
+  return failed ? 1 : 0;
 }

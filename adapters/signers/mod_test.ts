@@ -81,6 +81,6 @@ describe("signer URIs (decisions §27)", () => {
     const signed = await signer.sign(new TextEncoder().encode("a.b"), { purpose: "access-token" });
     if (!signed.ok) throw new Error("not signed");
     const publicKey = await crypto.subtle.importKey("jwk", { kty: "EC", crv: "P-256", x: jwk.x, y: jwk.y }, { name: "ECDSA", namedCurve: "P-256" }, false, ["verify"]);
-    expect(await crypto.subtle.verify({ name: "ECDSA", hash: "SHA-256" }, publicKey, signed.signature, new TextEncoder().encode("a.b"))).toBe(true);
+    expect(await crypto.subtle.verify({ name: "ECDSA", hash: "SHA-256" }, publicKey, new Uint8Array(signed.signature), new TextEncoder().encode("a.b"))).toBe(true);
   });
 });
