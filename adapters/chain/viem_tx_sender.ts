@@ -300,7 +300,11 @@ export function createTxSender(options: {
         case "waiting": {
           // The lock is not held for the node's block time: where is the transaction now?
           const state = await txState(tx.txHash);
-          if (state !== "mined") restSync();
+          if (state !== "mined") {
+            restSync();
+            // The node holds the transaction for a later block: receipts are read by block from now on.
+            blocks.notOnArrival();
+          }
           if (state === undefined) return { tx, settled: "unknown" };
           const settled = state === "absent" ? await settleStillInFlight(tx) : "accepted";
           return { tx, settled, lateReceipt: sync.receipt };
@@ -452,11 +456,11 @@ export function createTxSender(options: {
       // in between would be one more commit that no crash could need (a signed record is settled the same way).
       if (attempt.receipt === undefined) await request.onSent?.(attempt.tx.txHash);
       if (attempt.settled === "unknown") return { ok: false, reason: "unknown-outcome", txHash: attempt.tx.txHash };
-      const outcome: SendOutcome & { readonly minedOnArrival?: boolean } = attempt.receipt !== undefined
+      const outcome: SendOutcome & { readonly arrival?: Arrival } = attempt.receipt !== undefined
         ? receiptOutcome(attempt.tx.txHash, attempt.receipt)
         : await awaitReceipt(rpc, attempt.tx.txHash, options.receiptTimeoutMs ?? 120_000, log, attempt.lateReceipt, blocks);
       if (outcome.ok || outcome.reason === "reverted") {
-        if (attempt.receipt === undefined) blocks.seen(outcome.blockNumber, outcome.minedOnArrival === true);
+        if (attempt.receipt === undefined) blocks.seen(outcome.blockNumber, outcome.arrival);
         await options.onMined?.(outcome.blockNumber);
       }
       return outcome;
@@ -503,11 +507,27 @@ async function readReceipt(rpc: JsonRpc, txHash: Hex, log: Log): Promise<RawRece
  * and the mean time between blocks. A node that mines on arrival has no cadence: its receipts are there at once.
  */
 type BlockCadence = {
-  /** A receipt found by a poll: its block, and whether it was there at the first poll (mined on arrival). */
-  readonly seen: (blockNumber: bigint, onArrival: boolean) => void;
+  /** A receipt found by a poll: its block, and how soon the polls that start at once found it, if they did. */
+  readonly seen: (blockNumber: bigint, arrival: Arrival | undefined) => void;
+  /** The node was seen to hold a sent transaction for a later block (a sync send not mined within its grace). */
+  readonly notOnArrival: () => void;
+  /** Whether this wait goes by block (once the node is known not to mine on arrival; now and then not, see below). */
+  readonly byBlock: () => boolean;
   /** How long until the next block is due (plus a margin), or undefined while the cadence is not known. */
   readonly untilNext: () => number | undefined;
 };
+
+/**
+ * How soon a receipt was found by the polls that start at once: within 50 ms (`at-once`: a node that mines on
+ * arrival), or only after 250 ms (`late`: one that does not).
+ */
+type Arrival = "at-once" | "late";
+
+/**
+ * A node known not to mine on arrival only from slow receipts (no sync send said so) has every sixteenth receipt polled
+ * from the start again, so a devnet that was slow for a while (a loaded machine) is found to mine on arrival again.
+ */
+const RECHECK_EVERY = 16;
 
 /** Bounds of a believable time between blocks, in ms. */
 const CADENCE_MIN_MS = 50;
@@ -524,6 +544,9 @@ const CADENCE_WINDOW = 16;
  */
 function createBlockCadence(): BlockCadence {
   let seen: { block: bigint; atMs: number }[] = [];
+  /** Why receipts go by block: the sync send's word, slow receipts, or not (yet). */
+  let evidence: "sync" | "slow" | undefined;
+  let waits = 0;
   const intervalOf = (): number | undefined => {
     if (seen.length < 3) return undefined;
     const first = seen[0]!;
@@ -532,13 +555,25 @@ function createBlockCadence(): BlockCadence {
     return each >= CADENCE_MIN_MS && each <= CADENCE_MAX_MS ? each : undefined;
   };
   return {
-    seen(blockNumber, onArrival) {
+    seen(blockNumber, arrival) {
       // A node that mines on arrival has no cadence: polls start at once again.
-      if (onArrival) return void (seen = []);
+      if (arrival === "at-once") {
+        seen = [];
+        evidence = undefined;
+        return;
+      }
+      if (arrival === "late") evidence ??= "slow";
       const last = seen.at(-1);
       if (last !== undefined && blockNumber <= last.block) return;
       seen.push({ block: blockNumber, atMs: Date.now() });
       if (seen.length > CADENCE_WINDOW) seen.shift();
+    },
+    notOnArrival() {
+      evidence = "sync";
+    },
+    byBlock() {
+      if (evidence === undefined) return false;
+      return evidence === "sync" || ++waits % RECHECK_EVERY !== 0;
     },
     untilNext() {
       const interval = intervalOf();
@@ -556,10 +591,11 @@ function createBlockCadence(): BlockCadence {
 }
 
 /**
- * Waits for the receipt; `late`, a sync send's answer still to come, ends the wait when it brings the receipt. Where
- * the chain's blocks come at a known cadence the receipt is read once each block is due (by block, issue 43: a
- * receipt polled every few ms up to a second cost 8.5 calls a write on a chain of 1 s blocks); until then, and on a
- * node that mines on arrival, at 5 ms and then twice as long each time, up to a second.
+ * Waits for the receipt; `late`, a sync send's answer still to come, ends the wait when it brings the receipt. Once the
+ * node is known not to mine on arrival (a sync send it held, or receipts that took 250 ms) and the chain's cadence is
+ * known, the receipt is read once each block is due (by block, issue 43: a receipt polled every few ms up to a second
+ * cost 8.6 calls a write on a chain of 1 s blocks); until then, and on a node that mines on arrival, at 5 ms and then
+ * twice as long each time, up to a second.
  */
 async function awaitReceipt(
   rpc: JsonRpc,
@@ -568,7 +604,7 @@ async function awaitReceipt(
   log: Log,
   late: Promise<RawReceipt | undefined> | undefined,
   blocks: BlockCadence,
-): Promise<SendOutcome & { readonly minedOnArrival?: boolean }> {
+): Promise<SendOutcome & { readonly arrival?: Arrival }> {
   const started = Date.now();
   let delay = 5;
   let sync = late?.then((receipt) => {
@@ -577,17 +613,21 @@ async function awaitReceipt(
   });
   const wait = async (ms: number) => (sync === undefined ? await Bun.sleep(ms) : await Promise.race([sync, Bun.sleep(ms)]));
   // By block: nothing is read before the next block is due (a sync answer may bring the receipt first).
-  const first = blocks.untilNext();
+  const byBlock = blocks.byBlock();
+  const first = byBlock ? blocks.untilNext() : undefined;
   if (first !== undefined) {
     const answered = await wait(first);
     if (answered !== undefined) return receiptOutcome(txHash, answered);
   }
   for (;;) {
     const receipt = await readReceipt(rpc, txHash, log);
-    // Found within 50 ms by the polls that start at once: a node that mines on arrival.
-    if (receipt) return { ...receiptOutcome(txHash, receipt), minedOnArrival: first === undefined && Date.now() - started < 50 };
+    if (receipt) {
+      const after = Date.now() - started;
+      const arrival = first !== undefined ? undefined : after < 50 ? "at-once" : after >= 250 ? "late" : undefined;
+      return { ...receiptOutcome(txHash, receipt), ...(arrival === undefined ? {} : { arrival }) };
+    }
     if (Date.now() - started > timeoutMs) return { ok: false, reason: "unknown-outcome", txHash };
-    const answered = await wait(blocks.untilNext() ?? delay);
+    const answered = await wait((byBlock ? blocks.untilNext() : undefined) ?? delay);
     if (answered !== undefined) return receiptOutcome(txHash, answered);
     delay = Math.min(delay * 2, 1_000);
   }
