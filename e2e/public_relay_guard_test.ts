@@ -133,6 +133,26 @@ describe("the public relay guard", () => {
     expect(metrics).toMatch(/ats_public_relay_refusals_total\{reason="attester_gas"\} 1/);
   }, BUDGET_HOUR_TEST_MS);
 
+  test("issue 43, the attack: 13 long reviews from one address with fresh attesters spend at most that address's share; another address is served", async () => {
+    await withinOneBudgetHour();
+    // The defaults of a deployment: 50,000,000 gas an hour, a tenth of it per address, 1,000,000 per request.
+    const service = await guarded({ TRUST_PROXY: "1", PUBLIC_RELAY_GAS_BUDGET_PER_HOUR: "50000000" });
+    const from = (ip: string) => ({ "x-forwarded-for": ip });
+    const review = (chars: number) => ({ subject: "did:web:shop.test", version: "1", ratingValue: 1, reviewBody: "y".repeat(chars), screenshotUrls: [], proofs: [] });
+    const answers: number[] = [];
+    for (let i = 0; i < 13; i++) {
+      const body = await signedReviewBody(target(), generatePrivateKey(), { data: review(i % 3 === 0 ? 30_000 : 400) });
+      answers.push((await attest(service, body, from("203.0.113.60"))).status);
+    }
+    const gasUsed = Number(/ats_public_relay_gas_used (\d+)/.exec(await (await fetch(`${service.url}/metrics`)).text())![1]);
+    console.log(`[public_relay_guard_test] the attack: ${answers.join(" ")}, ${gasUsed} gas charged`);
+    // Before: five accepted for 41.5 M gas, and the hour was spent for everyone.
+    expect(gasUsed).toBeLessThanOrEqual(5_000_000);
+    expect(answers.filter((status) => status === 400)).toHaveLength(5);
+    expect(answers).toContain(429);
+    expect((await attest(service, await signedReviewBody(target(), generatePrivateKey()), from("203.0.113.61"))).status).toBe(200);
+  }, BUDGET_HOUR_TEST_MS);
+
   describe.skipIf(postgresUnavailableReason() !== undefined)("on PostgreSQL", () => {
     let pg: TestPostgres | undefined;
     beforeAll(async () => {
