@@ -25,7 +25,12 @@ export async function wireOAuth(config: Config, f: Foundation, options: { upkeep
   if (!config.oauth.enabled) return undefined;
   const { storage, log } = f;
   const issuer = issuerOf(config.publicBaseUrl);
-  const keys = createJoseAccessTokenKeys({ store: storage.oauth, clock: systemClock, rotateAfterMs: config.oauth.keyRotationDays * 86_400_000 });
+  const keys = createJoseAccessTokenKeys({
+    store: storage.oauth,
+    clock: systemClock,
+    rotateAfterMs: config.oauth.keyRotationDays * 86_400_000,
+    signer: f.signers.oauth,
+  });
   const oauth = createOAuth({
     store: storage.oauth,
     keys,

@@ -70,6 +70,7 @@ export async function openServiceSigners(
       x402 = witness;
     }
     const oauth = s.oauth === undefined ? undefined : track(await openJwsSigner("oauth", s.oauth, open));
+    if (oauth !== undefined && oauth.alg !== "ES256") throw new SignerStartError("OAUTH_SIGNER: access tokens are ES256, so the key must be P-256 (this one is secp256k1)");
     return { delegate, witness, x402, oauth };
   } catch (error) {
     await Promise.all(opened.map((signer) => signer.close().catch(() => undefined)));

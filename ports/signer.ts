@@ -85,5 +85,16 @@ export type JwsSigner = {
   readonly close: () => Promise<void>;
 };
 
+/**
+ * Thrown by an adapter whose port answers a plain value (the access-token keys) when its signer gave no signature:
+ * the route answers 503 `SIGNER_UNAVAILABLE` with `Retry-After`.
+ */
+export class SignerUnavailableError extends Error {
+  constructor() {
+    super("The service's signer is unavailable");
+    this.name = "SignerUnavailableError";
+  }
+}
+
 /** A signer's health as `/readyz` names it. */
 export type SignerState = "up" | "down" | "unknown";

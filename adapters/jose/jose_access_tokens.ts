@@ -8,6 +8,7 @@
 import { calculateJwkThumbprint, errors, exportJWK, generateKeyPair, importJWK, type JWK, jwtVerify, SignJWT } from "jose";
 import type { Clock } from "../../ports/clock.ts";
 import type { AccessTokenClaims, AccessTokenKeys, OAuthStore, StoredSigningKey } from "../../ports/oauth.ts";
+import { type JwsSigner, SignerUnavailableError } from "../../ports/signer.ts";
 
 /** How long a replaced key stays published: its last tokens (one hour) plus the instances' key caches. */
 export const RETIRED_KEY_GRACE_MS = 2 * 3_600_000;
@@ -22,6 +23,12 @@ export type JoseAccessTokenKeysOptions = {
   readonly clock: Clock;
   /** A key older than this is replaced by `maintain` (`OAUTH_KEY_ROTATION_DAYS`). */
   readonly rotateAfterMs: number;
+  /**
+   * `OAUTH_SIGNER` (decisions §27): this key (P-256, ES256) signs every token and is published first in the JWKS, its
+   * `kid` its RFC 7638 thumbprint; the store's keys are no longer made or rotated, and those left keep verifying (and
+   * stay published) until their grace ends, so switching to a signer logs nobody out.
+   */
+  readonly signer?: JwsSigner | undefined;
 };
 
 /** The access-token keys plus the upkeep the wiring runs at start and on a timer. */
@@ -77,8 +84,22 @@ export function createJoseAccessTokenKeys(options: JoseAccessTokenKeysOptions): 
     return kid;
   }
 
+  const signer = options.signer;
+  if (signer !== undefined && signer.alg !== "ES256") throw new Error("OAUTH_SIGNER: access tokens are ES256: the key must be P-256");
+  const signerJwk: JWK | undefined = signer === undefined ? undefined : { ...signer.publicJwk, kid: signer.thumbprint, alg: "ES256", use: "sig" };
+  let signerVerify: Promise<CryptoKey> | undefined;
+  const signerKey = () => (signerVerify ??= importJWK(signerJwk!, "ES256") as Promise<CryptoKey>);
+  const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
+
   return {
     async sign(claims: AccessTokenClaims) {
+      if (signer !== undefined) {
+        const { iat, exp, ...rest } = claims;
+        const input = `${b64({ alg: "ES256", typ: "at+jwt", kid: signer.thumbprint })}.${b64({ ...rest, iat, exp })}`;
+        const signed = await signer.sign(new TextEncoder().encode(input), { purpose: "access-token", ref: claims.jti });
+        if (!signed.ok) throw new SignerUnavailableError();
+        return `${input}.${Buffer.from(signed.signature).toString("base64url")}`;
+      }
       // The keys are read again for every token issued (a few rows; issuing is rare beside verifying): a key rotated by
       // another instance or by the operator (`ops oauth rotate-key`) signs from the next token on, everywhere.
       await load();
@@ -103,6 +124,7 @@ export function createJoseAccessTokenKeys(options: JoseAccessTokenKeysOptions): 
     async verify(token, expected) {
       try {
         const { payload } = await jwtVerify(token, async (header) => {
+          if (signer !== undefined && header.kid === signer.thumbprint) return await signerKey();
           let found = (await current()).find((k) => k.stored.kid === header.kid);
           if (found === undefined && clock.nowMs() - unknownReloadAtMs >= UNKNOWN_KID_RELOAD_MS) {
             unknownReloadAtMs = clock.nowMs();
@@ -134,7 +156,8 @@ export function createJoseAccessTokenKeys(options: JoseAccessTokenKeysOptions): 
     },
 
     async jwks() {
-      return { keys: (await current()).map((k) => ({ ...k.publicJwk })) };
+      const stored = (await current()).map((k) => ({ ...k.publicJwk }));
+      return { keys: signerJwk === undefined ? stored : [{ ...signerJwk }, ...stored] };
     },
 
     rotate: addKey,
@@ -143,7 +166,8 @@ export function createJoseAccessTokenKeys(options: JoseAccessTokenKeysOptions): 
       await load();
       const newest = keys[0];
       const now = clock.nowMs();
-      if (newest === undefined || now - newest.stored.createdAtMs >= options.rotateAfterMs) await addKey();
+      // With OAUTH_SIGNER the configured key signs: the store's keys only age out.
+      if (signer === undefined && (newest === undefined || now - newest.stored.createdAtMs >= options.rotateAfterMs)) await addKey();
       // Every key older than the newest key made at least the grace ago has a successor that old: it may go.
       const settled = keys.find((k) => k.stored.createdAtMs <= now - RETIRED_KEY_GRACE_MS);
       if (settled !== undefined && (await store.dropSigningKeys(settled.stored.createdAtMs)) > 0) await load();

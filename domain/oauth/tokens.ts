@@ -105,8 +105,9 @@ export function createTokens(deps: OAuthDeps) {
     if (!audience.ok) return audience;
     const grant: Grant = { id: randomToken(random, 16), clientId: client.clientId, accountId: stored.accountId, scope: stored.scope, resource: stored.resource, createdAtMs: now, revokedAtMs: null };
     const refresh = client.grantTypes.includes("refresh_token") ? newRefreshToken(grant.id) : undefined;
-    if (!(await store.exchangeCode(stored.codeHash, grant, refresh?.row ?? null, now, policy.grantsPerAccount))) return fail("invalid_grant", "The code was used already");
+    // Signed before the code is spent (decisions §27): a signer that is down leaves the code usable for a retry.
     const access = await accessToken({ accountId: stored.accountId, clientId: client.clientId, scopes: scopesOf(stored.scope), audience: audience.value, grantId: grant.id });
+    if (!(await store.exchangeCode(stored.codeHash, grant, refresh?.row ?? null, now, policy.grantsPerAccount))) return fail("invalid_grant", "The code was used already");
     return ok({ access_token: access.token, token_type: "Bearer", expires_in: ACCESS_TOKEN_TTL_SECONDS, scope: access.scope, ...(refresh ? { refresh_token: refresh.token } : {}) });
   }
 
@@ -122,12 +123,13 @@ export function createTokens(deps: OAuthDeps) {
     if (asked === undefined || asked.length === 0 || !withinScopes(asked, granted)) return fail("invalid_scope", "The scope asked for is beyond the grant's");
     if (params.resource !== undefined && params.resource !== (found.grant.resource ?? issuer)) return fail("invalid_target", "resource differs from the grant's");
     const next = newRefreshToken(found.grant.id);
+    const audience = audienceOf(found.grant.resource);
+    if (!audience.ok) return audience;
+    // Signed before the refresh token is rotated (decisions §27): a signer that is down leaves it usable for a retry.
+    const access = await accessToken({ accountId: found.grant.accountId, clientId: client.clientId, scopes: asked, audience: audience.value, grantId: found.grant.id });
     const rotated = await store.rotateRefreshToken(hash, next.row, clock.nowMs());
     if (rotated.kind === "reused") return fail("invalid_grant", "The refresh token was used already; every token of this grant is revoked");
     if (rotated.kind === "invalid") return fail("invalid_grant", "The refresh token is unknown, expired or revoked");
-    const audience = audienceOf(rotated.grant.resource);
-    if (!audience.ok) return audience;
-    const access = await accessToken({ accountId: rotated.grant.accountId, clientId: client.clientId, scopes: asked, audience: audience.value, grantId: rotated.grant.id });
     return ok({ access_token: access.token, token_type: "Bearer", expires_in: ACCESS_TOKEN_TTL_SECONDS, scope: access.scope, refresh_token: next.token });
   }
 

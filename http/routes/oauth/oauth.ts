@@ -3,6 +3,7 @@
  * the authorization endpoint with its consent page, the token endpoint and revocation (RFC 7009). Failures are the
  * RFCs' error JSON `{error, error_description}` (not the service's `{error, code}`: OAuth clients read these).
  */
+import { SIGNER_RETRY_AFTER_SECONDS, SignerUnavailableError } from "../../../ports/signer.ts";
 import { Elysia } from "elysia";
 import { CONSOLE_CSP } from "../../../console/page.ts";
 import { type ConsentScope, renderConsentPage } from "../../../console/consent_page.ts";
@@ -72,6 +73,12 @@ export function oauthRoutes(deps: OAuthRoutesDeps) {
   const mcpMetadata = JSON.stringify(protectedResourceMetadata(issuer, `${issuer}/mcp`));
   const guarded = (name: string, run: () => Promise<Response>) =>
     run().catch((error: unknown) => {
+      // The OAUTH_SIGNER gave no signature (decisions §27): nothing was spent, the same request succeeds later.
+      if (error instanceof SignerUnavailableError) {
+        return oauthError("temporarily_unavailable", "The service's signer is unavailable; try again later", 503, {
+          "retry-after": String(SIGNER_RETRY_AFTER_SECONDS),
+        });
+      }
       deps.log.error(`oauth_${name}_error`, { error: error instanceof Error ? error.message : String(error) });
       return oauthError("server_error", "Internal error", 500);
     });

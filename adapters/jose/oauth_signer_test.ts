@@ -1,0 +1,51 @@
+import { describe, expect, test } from "bun:test";
+import { fakeClock, fakeOAuthStore } from "../../ports/fakes.ts";
+import { type JwsSigner, SignerUnavailableError } from "../../ports/signer.ts";
+import { nobleSecp256k1 } from "../crypto/mod.ts";
+import { openJwsSigner } from "../signers/mod.ts";
+import { createJoseAccessTokenKeys } from "./mod.ts";
+
+const ISSUER = "https://ats.example";
+const claims = (nowS: number) =>
+  ({ iss: ISSUER, sub: "acct", aud: ISSUER, client_id: "c1", scope: "account:read", jti: "j1", iat: nowS, exp: nowS + 3_600 }) as never;
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+
+async function oauthSigner(): Promise<JwsSigner> {
+  const pair = await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign"]);
+  const jwk = JSON.stringify(await crypto.subtle.exportKey("jwk", pair.privateKey));
+  return await openJwsSigner("oauth", "env:J", { audit: { log: quiet, timeoutMs: 1_000 }, env: { J: jwk }, secp256k1: nobleSecp256k1 });
+}
+
+describe("access tokens signed by OAUTH_SIGNER (decisions §27)", () => {
+  test("the configured key signs, is published first in the JWKS under its thumbprint, and the store's keys keep verifying", async () => {
+    const clock = fakeClock();
+    const store = fakeOAuthStore();
+    const before = createJoseAccessTokenKeys({ store, clock, rotateAfterMs: 86_400_000 });
+    await before.maintain();
+    const now = Math.floor(clock.nowMs() / 1000);
+    const old = await before.sign(claims(now));
+    const signer = await oauthSigner();
+    const keys = createJoseAccessTokenKeys({ store, clock, rotateAfterMs: 86_400_000, signer });
+    await keys.maintain();
+    const token = await keys.sign(claims(now));
+    const header = JSON.parse(Buffer.from(token.split(".")[0]!, "base64url").toString("utf8"));
+    expect(header).toEqual({ alg: "ES256", typ: "at+jwt", kid: signer.thumbprint });
+    const jwks = await keys.jwks();
+    expect(jwks.keys[0]).toMatchObject({ kid: signer.thumbprint, kty: "EC", crv: "P-256", alg: "ES256" });
+    expect(jwks.keys).toHaveLength(2);
+    expect(await keys.verify(token, { issuer: ISSUER, audience: ISSUER })).toMatchObject({ ok: true, claims: { sub: "acct" } });
+    // Tokens of the store's key, signed before the switch, still verify.
+    expect(await keys.verify(old, { issuer: ISSUER, audience: ISSUER })).toMatchObject({ ok: true });
+    // No store key is made or rotated while the signer signs.
+    clock.set(clock.nowMs() + 2 * 86_400_000);
+    await keys.maintain();
+    expect((await store.signingKeys()).length).toBeLessThanOrEqual(1);
+  });
+
+  test("a signer that gives no signature throws SignerUnavailableError (503 at the token route)", async () => {
+    const signer = await oauthSigner();
+    const down: JwsSigner = { ...signer, sign: () => Promise.resolve({ ok: false, reason: "timeout" }) };
+    const keys = createJoseAccessTokenKeys({ store: fakeOAuthStore(), clock: fakeClock(), rotateAfterMs: 86_400_000, signer: down });
+    await expect(keys.sign(claims(1_700_000_000))).rejects.toBeInstanceOf(SignerUnavailableError);
+  });
+});
