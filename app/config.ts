@@ -114,10 +114,10 @@ export type Config = {
    * The public relay (decisions §12): `PUBLIC_RELAY` (`on`/`off`, default on), `PUBLIC_RELAY_IP_RATE_PER_MINUTE`
    * (default 30), `PUBLIC_RELAY_ATTESTER_RATE_PER_HOUR` (default 20), `PUBLIC_RELAY_GAS_BUDGET_PER_HOUR` (gas units,
    * default 50,000,000). `TRUST_PROXY` (default 0): how many proxies in front of the service append to
-   * `X-Forwarded-For`; 0 uses the peer address. Issue 43: `MAX_GAS_PER_TX` bounds one public request too, and each
-   * client address and each attester may spend at most `PUBLIC_RELAY_GAS_PER_CLIENT_PER_HOUR` and
-   * `PUBLIC_RELAY_GAS_PER_ATTESTER_PER_HOUR` of the budget (default each a tenth of it, at least `MAX_GAS_PER_TX`
-   * where the budget holds that much).
+   * `X-Forwarded-For`; 0 uses the peer address. Issue 43: `PUBLIC_RELAY_MAX_GAS_PER_TX` (default 3,000,000: a review
+   * with receipt proofs needs about 1,400,000) bounds one public request, and each client address and each attester
+   * may spend at most `PUBLIC_RELAY_GAS_PER_CLIENT_PER_HOUR` and `PUBLIC_RELAY_GAS_PER_ATTESTER_PER_HOUR` of the budget
+   * (default each a tenth of it, at least one request of the most gas allowed where the budget holds that much).
    */
   readonly publicRelay: {
     readonly enabled: boolean;
@@ -474,23 +474,23 @@ function envReaders(env: Env) {
 function readRelaysAndReads(env: Env): Pick<Config, "publicRelay" | "trustProxy" | "privateRelay" | "feeBump" | "premiumReads" | "premiumRpc"> {
   const { int, onOff, list } = envReaders(env);
   const gasPerHour = int("PUBLIC_RELAY_GAS_BUDGET_PER_HOUR", 50_000_000, 1);
-  const maxGasPerTx = int("MAX_GAS_PER_TX", 1_000_000, 21_000);
+  const publicMaxGasPerTx = int("PUBLIC_RELAY_MAX_GAS_PER_TX", 3_000_000, 21_000);
   // A tenth of the hour's budget, and room for one request of the most gas allowed where the budget has it.
-  const share = Math.max(Math.floor(gasPerHour / 10), Math.min(gasPerHour, maxGasPerTx));
+  const share = Math.max(Math.floor(gasPerHour / 10), Math.min(gasPerHour, publicMaxGasPerTx));
   return {
     publicRelay: {
       enabled: onOff("PUBLIC_RELAY", true),
       ipPerMinute: int("PUBLIC_RELAY_IP_RATE_PER_MINUTE", 30, 1, 1_000_000),
       attesterPerHour: int("PUBLIC_RELAY_ATTESTER_RATE_PER_HOUR", 20, 1, 1_000_000),
       gasPerHour: BigInt(gasPerHour),
-      maxGasPerTx,
+      maxGasPerTx: publicMaxGasPerTx,
       clientGasPerHour: BigInt(int("PUBLIC_RELAY_GAS_PER_CLIENT_PER_HOUR", share, 1)),
       attesterGasPerHour: BigInt(int("PUBLIC_RELAY_GAS_PER_ATTESTER_PER_HOUR", share, 1)),
     },
     trustProxy: int("TRUST_PROXY", 0, 0, 16),
     privateRelay: {
       subjectScoped: list("SUBJECT_SCOPED_SCHEMAS", ["key-binding", "linked-identifier", "user-review-response"]),
-      maxGasPerTx,
+      maxGasPerTx: int("MAX_GAS_PER_TX", 1_000_000, 21_000),
       gasPerHour: BigInt(int("PRIVATE_RELAY_GAS_BUDGET_PER_HOUR", 50_000_000, 1)),
     },
     feeBump: { afterSeconds: int("FEE_BUMP_AFTER_SECONDS", 120, 0, 86_400), max: int("FEE_BUMP_MAX", 5, 0, 50) },

@@ -134,17 +134,19 @@ describe("readConfig()", () => {
       ipPerMinute: 30,
       attesterPerHour: 20,
       gasPerHour: 50_000_000n,
-      // Issue 43: MAX_GAS_PER_TX bounds a public request too; a client's and an attester's share is a tenth of the hour.
-      maxGasPerTx: 1_000_000,
+      // Issue 43: PUBLIC_RELAY_MAX_GAS_PER_TX bounds a public request; a client's and an attester's share is a tenth of the hour.
+      maxGasPerTx: 3_000_000,
       clientGasPerHour: 5_000_000n,
       attesterGasPerHour: 5_000_000n,
     });
     // A small budget still leaves a share room for one request of the most gas allowed.
-    expect(readConfig({ PUBLIC_RELAY_GAS_BUDGET_PER_HOUR: "3000000" }).publicRelay).toMatchObject({ clientGasPerHour: 1_000_000n, attesterGasPerHour: 1_000_000n });
+    expect(readConfig({ PUBLIC_RELAY_GAS_BUDGET_PER_HOUR: "20000000" }).publicRelay).toMatchObject({ clientGasPerHour: 3_000_000n, attesterGasPerHour: 3_000_000n });
+    expect(readConfig({ PUBLIC_RELAY_GAS_BUDGET_PER_HOUR: "2000000" }).publicRelay).toMatchObject({ clientGasPerHour: 2_000_000n });
+    expect(readConfig({ PUBLIC_RELAY_MAX_GAS_PER_TX: "800000", MAX_GAS_PER_TX: "900000" })).toMatchObject({ publicRelay: { maxGasPerTx: 800_000 }, privateRelay: { maxGasPerTx: 900_000 } });
     expect(readConfig({ PUBLIC_RELAY_GAS_PER_CLIENT_PER_HOUR: "700000" }).publicRelay.clientGasPerHour).toBe(700_000n);
     expect(readConfig({}).trustProxy).toBe(0);
     expect(readConfig({ PUBLIC_RELAY: "off", TRUST_PROXY: "2" })).toMatchObject({ publicRelay: { enabled: false }, trustProxy: 2 });
-    for (const [name, bad] of [["PUBLIC_RELAY", "maybe"], ["PUBLIC_RELAY_IP_RATE_PER_MINUTE", "0"], ["PUBLIC_RELAY_ATTESTER_RATE_PER_HOUR", "x"], ["PUBLIC_RELAY_GAS_BUDGET_PER_HOUR", "-1"], ["TRUST_PROXY", "17"], ["PUBLIC_RELAY_GAS_PER_CLIENT_PER_HOUR", "0"], ["PUBLIC_RELAY_GAS_PER_ATTESTER_PER_HOUR", "x"]] as const) {
+    for (const [name, bad] of [["PUBLIC_RELAY", "maybe"], ["PUBLIC_RELAY_IP_RATE_PER_MINUTE", "0"], ["PUBLIC_RELAY_ATTESTER_RATE_PER_HOUR", "x"], ["PUBLIC_RELAY_GAS_BUDGET_PER_HOUR", "-1"], ["TRUST_PROXY", "17"], ["PUBLIC_RELAY_GAS_PER_CLIENT_PER_HOUR", "0"], ["PUBLIC_RELAY_GAS_PER_ATTESTER_PER_HOUR", "x"], ["PUBLIC_RELAY_MAX_GAS_PER_TX", "20000"]] as const) {
       expect(() => readConfig({ [name]: bad })).toThrow(new RegExp(name));
     }
   });

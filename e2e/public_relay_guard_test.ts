@@ -1,7 +1,7 @@
 /**
  * The guard on the public relay (issue 17, item 6): per-attester and per-client-address limits and an hourly
  * gas budget, each answered 429 with Retry-After before any transaction; PUBLIC_RELAY=off; TRUST_PROXY. Issue 43:
- * MAX_GAS_PER_TX bounds one public request, and each client address and attester has a share of the budget.
+ * PUBLIC_RELAY_MAX_GAS_PER_TX bounds one public request, and each client address and attester has a share of the budget.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
@@ -91,7 +91,7 @@ describe("the public relay guard", () => {
     expect(metrics).toMatch(/ats_public_relay_gas_used \d{6}/);
   }, BUDGET_HOUR_TEST_MS);
 
-  test("issue 43: a request needing more gas than MAX_GAS_PER_TX is 400 INVALID_INPUT before anything is sent, and charges nothing", async () => {
+  test("issue 43: a request needing more gas than PUBLIC_RELAY_MAX_GAS_PER_TX is 400 INVALID_INPUT before anything is sent, and charges nothing", async () => {
     const service = await guarded({});
     // 30,000 characters: millions of gas, where a review of a sentence needs a few hundred thousand.
     const body = await signedReviewBody(target(), generatePrivateKey(), {
@@ -100,7 +100,7 @@ describe("the public relay guard", () => {
     const before = await delegateNonce();
     const res = await attest(service, body);
     expect([res.status, res.body.code]).toEqual([400, "INVALID_INPUT"]);
-    expect(res.body.error).toMatch(/more than the 1000000 allowed per transaction/);
+    expect(res.body.error).toMatch(/more than the 3000000 allowed per transaction/);
     expect(await delegateNonce()).toBe(before);
     expect(await (await fetch(`${service.url}/metrics`)).text()).toMatch(/^ats_public_relay_gas_used 0$/m);
   });
@@ -135,7 +135,7 @@ describe("the public relay guard", () => {
 
   test("issue 43, the attack: 13 long reviews from one address with fresh attesters spend at most that address's share; another address is served", async () => {
     await withinOneBudgetHour();
-    // The defaults of a deployment: 50,000,000 gas an hour, a tenth of it per address, 1,000,000 per request.
+    // The defaults of a deployment: 50,000,000 gas an hour, a tenth of it per address, 3,000,000 per request.
     const service = await guarded({ TRUST_PROXY: "1", PUBLIC_RELAY_GAS_BUDGET_PER_HOUR: "50000000" });
     const from = (ip: string) => ({ "x-forwarded-for": ip });
     const review = (chars: number) => ({ subject: "did:web:shop.test", version: "1", ratingValue: 1, reviewBody: "y".repeat(chars), screenshotUrls: [], proofs: [] });

@@ -228,7 +228,7 @@ const CORE_DOCS: readonly RouteDoc[] = [
     request: REQUEST_MODELS.delegatedAttest,
     responses: {
       200: { description: "Mined attestation", schema: DelegatedAttestSuccessModel },
-      400: easErr("INVALID_JSON, INVALID_INPUT (also a simulation needing more gas than MAX_GAS_PER_TX, before anything is sent), SIGNATURE_EXPIRED, INVALID_SIGNATURE, ATTESTER_MISMATCH"),
+      400: easErr("INVALID_JSON, INVALID_INPUT (also a simulation needing more gas than PUBLIC_RELAY_MAX_GAS_PER_TX, before anything is sent), SIGNATURE_EXPIRED, INVALID_SIGNATURE, ATTESTER_MISMATCH"),
       403: easErr("SCHEMA_NOT_SUBSIDIZED, PUBLIC_RELAY_DISABLED (PUBLIC_RELAY=off)"),
       429: easErr("RATE_LIMITED (per client address, per attester, the hourly gas budget, or the client address's or attester's share of it; Retry-After header)"),
       405: easErr("METHOD_NOT_ALLOWED (Allow header)"),
