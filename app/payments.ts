@@ -25,7 +25,7 @@ import {
   type OfferReceiptIssuer,
   type PrivateJwk,
 } from "../x402/signers.ts";
-import type { EthereumSigner, JwsSigner } from "../ports/signer.ts";
+import { type EthereumSigner, type JwsSigner, SignerUnavailableError } from "../ports/signer.ts";
 import { createViemPayerBalances } from "../adapters/chain/mod.ts";
 
 /** What the service announces about its x402 terms (printed by `npm start`). */
@@ -92,7 +92,7 @@ function issuerOverSigner(signer: EthereumSigner | JwsSigner, options: { readonl
       signTypedData: async (typedData) => {
         const purpose = /receipt/i.test(String(typedData.primaryType)) ? "receipt" : "offer";
         const signed = await signer.signTypedData(typedData as never, { purpose });
-        if (!signed.ok) throw new X402SignerUnavailable("The x402 signer is unavailable");
+        if (!signed.ok) throw new SignerUnavailableError();
         return signed.signature;
       },
     });
@@ -106,10 +106,24 @@ function issuerOverSigner(signer: EthereumSigner | JwsSigner, options: { readonl
       const payload = new TextDecoder().decode(input).split(".")[1] ?? "";
       const purpose = Buffer.from(payload, "base64url").toString("utf8").includes('"payer"') ? "receipt" : "offer";
       const signed = await signer.sign(input, { purpose });
-      if (!signed.ok) throw new X402SignerUnavailable("The x402 signer is unavailable");
+      if (!signed.ok) throw new SignerUnavailableError();
       return signed.signature;
     },
   });
+}
+
+/**
+ * Whether the x402 signer can sign now: yes unless its last signature failed; then one test signature decides (so a
+ * signer that came back is found at the next paid request).
+ */
+export function x402SignerReady(signer: EthereumSigner | JwsSigner): () => Promise<boolean> {
+  return async () => {
+    if (signer.state() !== "down") return true;
+    const probe = "signTypedData" in signer
+      ? await signer.signTypedData({ domain: { name: "ats" }, types: { Ping: [{ name: "at", type: "uint256" }] }, primaryType: "Ping", message: { at: 0n } }, { purpose: "test" })
+      : await signer.sign(new TextEncoder().encode("ats.ping"), { purpose: "test" });
+    return probe.ok;
+  };
 }
 
 /** Builds the gate from the config; undefined when nothing is for sale (or no key can sign offers). */
@@ -157,6 +171,7 @@ export async function wireX402(
     payTo,
     prices,
     signing: { issuer, publicBaseUrl: config.publicBaseUrl },
+    signerReady: typeof shared.witnessKey === "object" ? x402SignerReady(shared.witnessKey) : undefined,
     paidCall: createPaidCall({
       payments: shared.payments,
       clock: shared.clock,

@@ -34,6 +34,7 @@ import type { PaymentPurpose } from "../ports/payments.ts";
 import { initializeOnce } from "../x402/elysia_adapter.ts";
 import { createOfferReceiptExtension, declareOfferReceiptExtension, type OfferReceiptSigning } from "../x402/extension.ts";
 import { errorBody, json } from "./errors.ts";
+import { SIGNER_RETRY_AFTER_SECONDS } from "../ports/signer.ts";
 
 /** The paths each purpose is sold on. */
 export const PAID_PATHS: Readonly<Record<PaymentPurpose, readonly string[]>> = {
@@ -69,6 +70,11 @@ export type PaymentGateOptions = {
   readonly prices: Readonly<Partial<Record<PaymentPurpose, string>>>;
   /** Signs the offers and receipts. */
   readonly signing: OfferReceiptSigning;
+  /**
+   * Whether the offer/receipt signer (X402_SIGNER, decisions §27) can sign now; false: a paid request is answered 503
+   * SIGNER_UNAVAILABLE before the payment is verified or settled. Absent: always.
+   */
+  readonly signerReady?: (() => Promise<boolean>) | undefined;
   readonly paidCall: PaidCall;
   /** Whether a replay key is known (spent or in flight): such a payment is refused before the facilitator is asked. */
   readonly known: (key: string) => Promise<boolean>;
@@ -249,6 +255,13 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
         }
       }
       const authorization = payload === undefined ? undefined : readExactAuthorization(payload.payload);
+      // A payment is not taken while its receipt cannot be signed (decisions §27): nothing verified, settled or done.
+      if (header !== undefined && options.signerReady !== undefined && !(await options.signerReady())) {
+        log.warn("x402_signer_unavailable", { purpose });
+        return json(errorBody("SIGNER_UNAVAILABLE", "The service's signer is unavailable; nothing was charged, and the same payment may be sent again"), 503, {
+          "retry-after": String(SIGNER_RETRY_AFTER_SECONDS),
+        });
+      }
       try {
         await initialize();
         if (header !== undefined && authorization === undefined) {
