@@ -429,6 +429,18 @@ describe("createDelegatedAttest() behind the public relay guard (decisions §12)
     charges: env.budget.charges,
   });
 
+  test("a signer that gives no signature: 503 SIGNER_UNAVAILABLE with Retry-After; the gas charged is given back, the signature unused (decisions §27)", async () => {
+    const env = guarded();
+    env.delegate.submission = { ok: false, reason: "signer-unavailable" };
+    const body = await signedBody(env);
+    const window = env.clock.nowMs() - (env.clock.nowMs() % 3_600_000);
+    expect(await env.attest(body, { clientKey: "192.0.2.1" })).toMatchObject({ ok: false, code: "SIGNER_UNAVAILABLE", unavailable: true, retryAfterSeconds: 5 });
+    expect(env.replay.rows.size).toBe(0);
+    expect(await env.budget.used(window)).toBe(0n);
+    env.delegate.submission = undefined;
+    expect((await env.attest(body, { clientKey: "192.0.2.1" })).ok).toBe(true);
+  });
+
   test("past the per-address rate: 429 RATE_LIMITED with retryAfterSeconds, before any RPC, nothing recorded; another address is served", async () => {
     const env = guarded({ ip: 2 });
     expect((await env.attest(await signedBody(env), { clientKey: "192.0.2.1" })).ok).toBe(true);
