@@ -306,7 +306,8 @@ export function createControllerWitness(deps: ControllerWitnessDeps) {
         return fail("SERVER_ERROR", "Witness submission failed", submission.txHash);
       }
       if (submission.reason === "signer-unavailable") {
-        // Nothing signed or sent (decisions §27): the write goes back (finally) and nothing is charged.
+        // Nothing signed or sent (decisions §27): the write goes back and nothing is charged.
+        await ledger.release(reservationId, clock.nowMs());
         return {
           ...fail("SIGNER_UNAVAILABLE" as const, "The service's signer is unavailable; nothing was written or charged, and the same request may be sent again"),
           unavailable: true,

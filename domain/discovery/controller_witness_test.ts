@@ -190,6 +190,15 @@ describe("createControllerWitness()", () => {
     expect(await s.ledger.usage(account.id, 2026)).toEqual({ used: 1, reserved: 0 });
   });
 
+  test("a witness signer that gives no signature: 503 SIGNER_UNAVAILABLE with Retry-After, the write given back (decisions §27)", async () => {
+    const s = setup();
+    s.writer.submission = { ok: false, reason: "signer-unavailable" };
+    expect((await s.witness(body, signedIn)).result).toMatchObject({ ok: false, code: "SIGNER_UNAVAILABLE", unavailable: true, retryAfterSeconds: 5 });
+    expect(await s.ledger.usage(account.id, 2026)).toEqual({ used: 0, reserved: 0 });
+    s.writer.submission = undefined;
+    expect((await s.witness(body, signedIn)).result.ok).toBe(true);
+  });
+
   test("a failed submission gives the write back; an unknown outcome keeps it reserved (decisions §15)", async () => {
     const reverted = setup();
     reverted.writer.submission = { ok: false, reason: "reverted", txHash: `0x${"e".repeat(64)}`, blockNumber: 5n };
