@@ -377,9 +377,10 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
       return fail("SUBMISSION_FAILED", "The chain refused the transaction; nothing was sent, and the same signature may be submitted again");
     }
     if (submission.reason === "signer-unavailable") {
-      // Nothing signed or sent: the signature, the gas charged and the caller's reservation (below) are given back.
+      // Nothing signed or sent: the signature, the gas charged and the caller's reservation are given back.
       await deps.replay.release(key);
       await deps.guard?.refund?.(simulation.gas, chargedTo);
+      await ticket?.release();
       return signerUnavailable();
     }
     if (submission.reason === "reverted") {
