@@ -10,7 +10,8 @@
  *   bun run bench/index_catch_up.ts [attestations ...]   default 10000; e.g. 10000 100000 1000000
  *
  * Sizes are cumulative: the chain grows to each size in turn (the 1,000,000 history takes a while to write).
- * `INDEX_STEP_BLOCKS` as the service's default (10,000); `BATCH` attestations a transaction, one transaction a block.
+ * `INDEX_STEP_BLOCKS` as the service's default (10,000); `BATCH` attestations a transaction, one transaction a block
+ * (Anvil's block gas limit raised to 1e9 for them).
  */
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -29,7 +30,7 @@ import { postgresUnavailableReason, startPostgres } from "../e2e/support/postgre
 import type { Storage } from "../ports/storage.ts";
 
 const SIZES = (process.argv.length > 2 ? process.argv.slice(2) : ["10000"]).map(Number).sort((a, b) => a - b);
-const BATCH = 50;
+const BATCH = 200;
 const STEP_BLOCKS = 10_000n;
 /** Transactions sent before their receipts are awaited. */
 const IN_FLIGHT = 16;
@@ -59,6 +60,8 @@ function batch(n: number) {
   });
 }
 
+// Blocks of 200 attestations (about 110M gas): a block gas limit far above them keeps the base fee falling.
+await client.request({ method: "evm_setBlockGasLimit" as never, params: ["0x3b9aca00"] as never });
 let written = 0;
 let nonce = await client.getTransactionCount({ address: account.address });
 /** Writes `multiAttest` transactions until the chain holds `target` attestations. */
@@ -69,7 +72,7 @@ async function grow(target: number) {
     const hashes: Hex[] = [];
     for (let i = 0; i < IN_FLIGHT && written < target; i++, written += BATCH) {
       hashes.push(await wallet.writeContract({
-        chain: null, address: devnet.easAddress, abi: WRITE_ABI, functionName: "multiAttest", nonce: nonce++,
+        chain: null, address: devnet.easAddress, abi: WRITE_ABI, functionName: "multiAttest", nonce: nonce++, gas: 500_000_000n,
         args: [[{ schema: schemaUid, data: batch(written) }]],
       }));
     }

@@ -34,6 +34,13 @@ export type IndexFollowerDeps = {
   readonly confirmations: number;
   /** The widest block range one step ingests (and one transaction writes). */
   readonly stepBlocks: bigint;
+  /**
+   * About the most events one step ingests (issue 45; default {@link STEP_EVENTS}): a range holding more is cut after
+   * the block of its `stepEvents`-th event (whole blocks, so a step may hold the rest of that block), and the next
+   * range is narrowed to the density seen, so a step's records, rows and transaction stay bounded however busy the
+   * history is.
+   */
+  readonly stepEvents?: number | undefined;
   /** How many stored checkpoints to compare when the newest no longer matches the chain. */
   readonly historyDepth?: number | undefined;
   /** How many records one step fills on rows stored before records were kept; default 200. */
@@ -83,6 +90,20 @@ export type FollowStep =
 const SUBJECT_FILL_BATCH = 1_000;
 
 /**
+ * Events one step ingests by default (issue 45): about one wave of record reads (`adapters/chain`: about 1,900 records
+ * fit one response), a few MB of rows in one transaction. Measured on a catch-up (bench/index_catch_up.ts): as fast as
+ * 5,000 a step, with a smaller heap.
+ */
+export const STEP_EVENTS = 2_000;
+
+/**
+ * The first range of a follower that has seen no density yet (issue 45): a history of unknown density is probed, not
+ * read `stepBlocks` (10,000) at once, which on a busy chain holds every log of them in memory; then the range doubles
+ * per sparse step up to `stepBlocks` (ten steps more on a sparse chain), or narrows to the density seen.
+ */
+export const PROBE_BLOCKS = 64n;
+
+/**
  * One step of the follower: check that the checkpoint's block is still canonical (else rewind to the newest stored
  * checkpoint that is, and stop there), fill missing records of an upgraded database, then ingest the next range up
  * to the head: its events, the full record of every attestation they name (read at the range's last block, one
@@ -96,6 +117,9 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
   let complete = false;
   /** Set once no row lacks its subject (or subjects are not kept). */
   let subjectsComplete = deps.subjectOf === undefined || deps.store.unsubjected === undefined || deps.store.setSubjects === undefined;
+  const stepEvents = Math.max(1, deps.stepEvents ?? STEP_EVENTS);
+  /** The range the next step reads (issue 45): from the density seen; undefined before the first range. */
+  let width: bigint | undefined;
   return async function step(): Promise<FollowStep> {
     const checkpoint = await deps.store.checkpoint();
     const [head, canonical] = await Promise.all([
@@ -135,22 +159,38 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
     }
     const from = checkpoint === undefined ? deps.startBlock : checkpoint.blockNumber + 1n;
     if (from > head.value) return { ...status, indexedBlock: checkpoint?.blockNumber, caughtUp: true };
-    const to = head.value - from + 1n > deps.stepBlocks ? from + deps.stepBlocks - 1n : head.value;
-    // Each tail block before `to` is read for its hash and time (`to` comes with the events), all in one batch.
+    const span = width ?? (deps.stepBlocks < PROBE_BLOCKS ? deps.stepBlocks : PROBE_BLOCKS);
+    const readTo = head.value - from + 1n > span ? from + span - 1n : head.value;
+    // Each tail block before `readTo` is read for its hash and time (`readTo` comes with the events), all in one batch.
     const tailNumbers: bigint[] = [];
-    for (let n = from > confirmedTo ? from : confirmedTo + 1n; n < to; n++) tailNumbers.push(n);
-    const [read, ...tail] = await Promise.all([deps.chain.events(from, to), ...tailNumbers.map((n) => deps.chain.block(n))]);
+    for (let n = from > confirmedTo ? from : confirmedTo + 1n; n < readTo; n++) tailNumbers.push(n);
+    const [read, ...tail] = await Promise.all([deps.chain.events(from, readTo), ...tailNumbers.map((n) => deps.chain.block(n))]);
     if (!read!.ok) return read as Extract<typeof read, { ok: false }>;
-    const blocks: IndexBlock[] = [];
+    const tailBlocks: IndexBlock[] = [];
     for (const b of tail as IndexRead<IndexBlock | null>[]) {
       if (!b.ok) return b;
       if (b.value === null) return { ok: false, reason: "inconsistent" };
-      blocks.push(b.value);
+      tailBlocks.push(b.value);
     }
-    const { events, toHash, toTimestamp } = read!.value as { events: EasEvent[]; toHash: HexString; toTimestamp?: bigint | undefined };
+    const value = read!.value as { events: EasEvent[]; toHash: HexString; toTimestamp?: bigint | undefined };
+    width = nextWidth(span, readTo - from + 1n, value.events.length);
+    // Too many events: the step ends with the block of the `stepEvents`-th, and that block's hash and time are read.
+    let to = readTo;
+    let events = value.events;
+    let ends: { blockHash: HexString; timestamp?: bigint | undefined } = { blockHash: value.toHash, timestamp: value.toTimestamp };
+    if (events.length > stepEvents && events[stepEvents - 1]!.blockNumber < readTo) {
+      to = events[stepEvents - 1]!.blockNumber;
+      events = events.filter((e) => e.blockNumber <= to);
+      const known = tailBlocks.find((b) => b.blockNumber === to);
+      const end = known === undefined ? await deps.chain.block(to) : { ok: true as const, value: known };
+      if (!end.ok) return end;
+      if (end.value === null) return { ok: false, reason: "inconsistent" };
+      ends = end.value;
+    }
+    const blocks = tailBlocks.filter((b) => b.blockNumber < to);
     const records = await recordsOf(events, to);
     if (!records.ok) return records;
-    const next: IndexCheckpoint = { blockNumber: to, blockHash: toHash, timestamp: toTimestamp };
+    const next: IndexCheckpoint = { blockNumber: to, blockHash: ends.blockHash, timestamp: ends.timestamp };
     // On a chain younger than the confirmations nothing is deep enough yet: the boundary is -1, before block 0 (issue 43).
     const deepTo = deps.webhookConfirmations === undefined ? undefined : head.value - BigInt(deps.webhookConfirmations);
     const webhookConfirmedTo = deepTo === undefined ? undefined : deepTo < -1n ? -1n : deepTo;
@@ -173,6 +213,20 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
       ...(skipped.length > 0 ? { outboxSkipped: skipped } : {}),
     };
   };
+
+  /**
+   * The range after one meant to be `span` blocks that read `read` blocks (fewer: up to the head) holding `events`
+   * (issue 45): narrowed to hold about `stepEvents` when it held more, doubled (up to `stepBlocks`) when a whole range
+   * held under half, else the same.
+   */
+  function nextWidth(span: bigint, read: bigint, events: number): bigint {
+    if (events > stepEvents) {
+      const narrowed = (read * BigInt(stepEvents)) / BigInt(events);
+      return narrowed < 1n ? 1n : narrowed;
+    }
+    if (read === span && events < stepEvents / 2) return span * 2n > deps.stepBlocks ? deps.stepBlocks : span * 2n;
+    return span;
+  }
 
   /** The subjects the records name (those naming one). */
   function subjectsOf(records: readonly IndexedAttestation[], subjectOf: SubjectOf): ReadonlyMap<string, string> {

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import type { ChainHistory, EasEvent, IndexedAttestation, IndexRead } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
 import { fakeClock, fakeIndexStore } from "../../ports/fakes.ts";
-import { createIndexFollower } from "./attestation_index.ts";
+import { createIndexFollower, PROBE_BLOCKS } from "./attestation_index.ts";
 import { createIndexAnswers } from "./store_reads.ts";
 
 const hex = (n: number | bigint, fill = "0") => `0x${n.toString(16).padStart(64, fill)}` as HexString;
@@ -97,6 +97,59 @@ describe("createIndexFollower()", () => {
     // Each attestation's record was read once, at its range's last block.
     expect(chain.calls.filter((c) => c.startsWith("attestations"))).toEqual(["attestations 1 at 42", "attestations 1 at 82", "attestations 1 at 99"]);
     expect((await store.records([hex(95, "a")]))[0]).toMatchObject({ uid: hex(95, "a"), data: "0x1234", blockNumber: 95n, revokedBlock: null });
+  });
+
+  test("issue 45: a range holding more than stepEvents ends after the block of its stepEvents-th event, whole blocks, and the next range is narrowed", async () => {
+    // 3 attestations in each of blocks 0-59 (180 in all); stepEvents 10: a step ends with a whole block, never mid-block.
+    const attestedIn = Array.from({ length: 60 }, (_, b) => [b, b, b]).flat();
+    const chain = fakeChain(60, []);
+    const events = chain.events;
+    chain.events = async (from, to) => {
+      const read = await events(from, to);
+      if (!read.ok) return read;
+      const all = attestedIn.filter((b) => b >= Number(from) && b <= Number(to)).map((b, i): EasEvent => ({
+        kind: "attested", uid: hex(BigInt(1_000 + b * 10 + (i % 3))), recipient: RECIPIENT, attester: RECIPIENT, schemaUid: SCHEMA,
+        blockNumber: BigInt(b), logIndex: i % 3,
+      }));
+      return { ok: true, value: { ...read.value, events: all } };
+    };
+    const store = fakeIndexStore();
+    const step = createIndexFollower({ chain, store, startBlock: 0n, confirmations: 0, stepBlocks: 100n, stepEvents: 10 });
+    const first = await step();
+    // Blocks 0-59 read (60 blocks, 180 events): the 10th event is in block 3, so the step ends there with 12 events.
+    expect(first).toMatchObject({ ok: true, ingested: { from: 0n, to: 3n, events: 12 }, indexedBlock: 3n, caughtUp: false });
+    expect(await store.checkpoint()).toEqual({ blockNumber: 3n, blockHash: chain.hashOf(3n), timestamp: 1_003n });
+    // Only the kept events' records were read, at the step's block.
+    expect(chain.calls.filter((c) => c.startsWith("attestations"))).toEqual(["attestations 12 at 3"]);
+    // The next range holds about 10 events: 60 blocks * 10 / 180 = 3 blocks.
+    chain.calls.length = 0;
+    expect(await step()).toMatchObject({ ingested: { from: 4n, to: 6n, events: 9 } });
+    expect(chain.calls).toContain("events 4-6");
+    let steps = 2;
+    for (let s = await step(); s.ok && !s.caughtUp; s = await step()) steps++;
+    expect(steps).toBeLessThan(25);
+    expect(await store.counts()).toEqual({ attestations: 180, tail: 0 });
+    expect(new Set(store.rows().map((r) => r.uid)).size).toBe(180);
+  });
+
+  test("issue 45: a follower far behind the head probes PROBE_BLOCKS first, then doubles its range while the history is sparse, up to stepBlocks", async () => {
+    const chain = fakeChain(10_000, [10, 600, 5_000]);
+    const store = fakeIndexStore();
+    const step = createIndexFollower({ chain, store, startBlock: 0n, confirmations: 0, stepBlocks: 4_000n });
+    const ranges: [bigint, bigint][] = [];
+    for (let s = await step(); s.ok; s = await step()) {
+      if (s.ingested !== undefined) ranges.push([s.ingested.from, s.ingested.to]);
+      if (s.caughtUp) break;
+    }
+    // PROBE_BLOCKS, then twice as many each step (a handful of events each), capped at stepBlocks, the last up to the head.
+    const expected: [bigint, bigint][] = [];
+    for (let from = 0n, width = PROBE_BLOCKS; from < 10_000n; from += width, width = width * 2n > 4_000n ? 4_000n : width * 2n) {
+      expected.push([from, from + width - 1n < 9_999n ? from + width - 1n : 9_999n]);
+    }
+    expect(ranges).toEqual(expected);
+    expect(ranges[0]).toEqual([0n, PROBE_BLOCKS - 1n]);
+    expect(ranges.at(-2)![1] - ranges.at(-2)![0] + 1n).toBe(4_000n);
+    expect(await store.counts()).toEqual({ attestations: 3, tail: 0 });
   });
 
   test("as blocks confirm, tail rows become confirmed rows", async () => {
