@@ -113,12 +113,13 @@ function issuerOverSigner(signer: EthereumSigner | JwsSigner, options: { readonl
 }
 
 /**
- * Whether the x402 signer can sign now: yes unless its last signature failed; then one test signature decides (so a
- * signer that came back is found at the next paid request).
+ * Whether the x402 signer can sign now. A key in the process (env:, keystore:) always can; a remote one (an HSM, a
+ * KMS, a JSON-RPC signer) is asked for one test signature per paid request, before the payment is verified: its
+ * receipt is signed only after the settlement, when a failure could no longer give the payment back.
  */
 export function x402SignerReady(signer: EthereumSigner | JwsSigner): () => Promise<boolean> {
   return async () => {
-    if (signer.state() !== "down") return true;
+    if (signer.backend === "env" || signer.backend === "keystore") return true;
     const probe = "signTypedData" in signer
       ? await signer.signTypedData({ domain: { name: "ats" }, types: { Ping: [{ name: "at", type: "uint256" }] }, primaryType: "Ping", message: { at: 0n } }, { purpose: "test" })
       : await signer.sign(new TextEncoder().encode("ats.ping"), { purpose: "test" });
