@@ -16,6 +16,30 @@ async function opened(env: Record<string, string>) {
   return { config, signers, warnings, gauges, log, metrics };
 }
 
+describe("signer settings (decisions §27)", () => {
+  test("each role's URI, or today's variable as env:; a value that is no signer URI stops the start naming it", () => {
+    const config = readConfig({
+      DELEGATE_SIGNER: "jsonrpc:http://127.0.0.1:8545#0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+      WITNESS_PRIVATE_KEY: KEY,
+      X402_SIGNING_KEY: KEY,
+      OAUTH_SIGNER: "awskms:///alias/ats-oauth",
+      SIGNER_TIMEOUT_MS: "2500",
+    });
+    expect(config.signers).toMatchObject({
+      delegate: "jsonrpc:http://127.0.0.1:8545#0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+      witness: "env:WITNESS_PRIVATE_KEY",
+      x402: "env:X402_SIGNING_KEY",
+      oauth: "awskms:///alias/ats-oauth",
+      timeoutMs: 2500,
+      allowRawKeys: false,
+    });
+    expect(readConfig({ X402_SIGNING_FORMAT: "jws", X402_JWS_KEY: '{"kty":"EC","crv":"P-256","x":"a","y":"b","d":"c"}' }).signers.x402).toBe("env:X402_JWS_KEY");
+    expect(() => readConfig({ WITNESS_SIGNER: "vault:secret/witness" })).toThrow(/^WITNESS_SIGNER: expected a signer URI/);
+    expect(() => readConfig({ DELEGATE_ADDRESS: "0x123" })).toThrow(/^DELEGATE_ADDRESS: /);
+    expect(() => readConfig({ SIGNER_TIMEOUT_MS: "5" })).toThrow(/^SIGNER_TIMEOUT_MS: /);
+  });
+});
+
 describe("raw keys are for development (decisions §27)", () => {
   test("a role without *_SIGNER keeps today's variable as env:, and the witness shares the delegate's signer", async () => {
     const { config, signers } = await opened({ DELEGATE_PRIVATE_KEY: KEY });
