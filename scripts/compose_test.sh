@@ -3,7 +3,8 @@
 # PostgreSQL and HAProxy images built here from Debian's packages (scripts/local_images.sh), then
 # `podman-compose --profile devnet up -d` (a podman-compose that reads profiles: scripts/podman_compose.sh) on a free
 # loopback port, and through the balancer: /readyz, a read, a delegated attestation and the write read back
-# (scripts/compose_check.ts). Everything it started is removed at the end (`down -v`), also on failure.
+# (scripts/compose_check.ts); then the rolling restart (scripts/rolling_restart.ts; ATS_ROLLING_RESTART=0 leaves it
+# out). Everything it started is removed at the end (`down -v`), also on failure.
 # Where podman cannot run a container it prints why and exits 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,13 @@ compose=()
 cleanup() {
   if [ "${#compose[@]}" -gt 0 ]; then
     (cd deploy && timeout 120 "${compose[@]}" -p "$project" --profile devnet down -v >/dev/null 2>&1) || true
+    # What `down` leaves: the containers the rolling restart replaced (renamed), then the project's volumes.
+    for leftover in $(podman ps -a -q --filter "label=io.podman.compose.project=$project"); do
+      podman rm -f -v "$leftover" >/dev/null 2>&1 || true
+    done
+    for volume in $(podman volume ls -q --filter "label=io.podman.compose.project=$project"); do
+      podman volume rm -f "$volume" >/dev/null 2>&1 || true
+    done
   fi
   rm -rf "$work"
 }
@@ -34,7 +42,32 @@ read -r -a compose <<<"$(bash scripts/podman_compose.sh)"
 port=$(free_port)
 export ATS_HTTP_BIND="127.0.0.1:$port"
 
-files=(-f compose.yaml)
+# For the test: the devnet's JSON-RPC and the balancer's statistics on loopback too (scripts/rolling_restart.ts).
+rpc_port=$(free_port)
+stats_port=$(free_port)
+cat >"$work/test_ports.yaml" <<YAML
+services:
+  devnet:
+    ports:
+      - "127.0.0.1:$rpc_port:8545"
+  balancer:
+    ports:
+      - "127.0.0.1:$stats_port:8404"
+YAML
+# All requests come from the balancer's one address and the writers reuse two attesters: the public relay's limits
+# per address and per attester, meant for the public, are lifted for the test's load.
+for instance in ats1 ats2 ats3; do
+  cat >>"$work/test_ports.yaml" <<YAML
+  $instance:
+    environment:
+      PUBLIC_RELAY_IP_RATE_PER_MINUTE: "1000000"
+      PUBLIC_RELAY_ATTESTER_RATE_PER_HOUR: "1000000"
+      PUBLIC_RELAY_GAS_BUDGET_PER_HOUR: "1000000000000"
+      PUBLIC_RELAY_GAS_PER_CLIENT_PER_HOUR: "1000000000000"
+      PUBLIC_RELAY_GAS_PER_ATTESTER_PER_HOUR: "1000000000000"
+YAML
+done
+files=(-f compose.yaml -f "$work/test_ports.yaml")
 if ! grep -q 'keystore:' dist/ats 2>/dev/null; then
   # A binary from before the signers of decisions §27 (no DELEGATE_SIGNER=keystore:…): the devnet's delegate key as
   # a raw variable instead.
@@ -67,3 +100,13 @@ if [ -z "$ready" ]; then
   exit 1
 fi
 timeout 120 node_modules/.bin/bun scripts/compose_check.ts "$url"
+[ "${ATS_ROLLING_RESTART:-1}" = 0 ] && exit 0
+echo "compose test: the rolling restart (scripts/rolling_restart.ts)" >&2
+ROLLING_PROJECT="$project" ROLLING_STATS_URL="http://127.0.0.1:$stats_port/stats;csv" \
+  ROLLING_RPC_URL="http://127.0.0.1:$rpc_port" timeout --kill-after=10 900 node_modules/.bin/bun scripts/rolling_restart.ts "$url" || {
+  for service in postgres ats1 ats2 ats3 balancer; do
+    echo "--- $service (the last lines of its log)" >&2
+    podman logs --tail 15 "${project}_${service}_1" 2>&1 | cut -c1-400 >&2 || true
+  done
+  exit 1
+}

@@ -15,7 +15,7 @@ skip() {
 work=$(mktemp -d "${TMPDIR:-/tmp}/ats-image-test-XXXXXX")
 bad=""
 cleanup() {
-  [ -n "$bad" ] && podman rm -f "$bad" >/dev/null 2>&1
+  [ -n "$bad" ] && podman rm -f -v "$bad" >/dev/null 2>&1
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -52,7 +52,7 @@ expect_refused() {
     echo "image test: FAILED: the health check of the stopped container passed" >&2
     exit 1
   fi
-  podman rm -f "$bad" >/dev/null
+  podman rm -f -v "$bad" >/dev/null
   bad=""
   echo "image test: refused: $expected" >&2
 }
