@@ -121,6 +121,8 @@ export async function openFoundation(config: Config, options: StartServiceOption
     const { chainId, chain } = await checkChain(rpcUrl, trustAnchors);
     // The embedded devnet's own keys sign for the roles the config leaves without one.
     if (devnet !== undefined && (signers.delegate === undefined || signers.witness === undefined)) {
+      // Opened again with them (once per start, on the devnet): the first sessions are closed, not left open.
+      await closeSigners(signers);
       signers = await openServiceSigners(config, signerDeps, { delegate: devnet.keys.delegate, witness: devnet.keys.witness });
     }
     try {
