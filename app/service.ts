@@ -10,6 +10,7 @@ import { wireAccounts } from "./accounts.ts";
 import type { Config } from "./config.ts";
 import { wireDelegation } from "./delegation.ts";
 import { wireDiscovery, wireWitness } from "./discovery.ts";
+import { closeSigners } from "./signers.ts";
 import { openFoundation, type StartServiceOptions } from "./foundation.ts";
 import { serveHttp } from "./http.ts";
 import { type IndexRunner, wireArtifactTrust, wireAttestationIndex } from "./index.ts";
@@ -113,6 +114,8 @@ export async function startService(config: Config, options: StartServiceOptions 
           // The index follower serves no request (reads go to its store and the chain): its round ends beside the drain.
           await Promise.all([http.drain(), index.stop(), webhooks.stop()]);
           await x402?.stop();
+          // After the drain: no request signs any more (HSM sessions and their worker, KMS clients).
+          await closeSigners(f.signers);
           await f.storage.close();
           await devnet?.stop();
         })();
