@@ -51,6 +51,8 @@ async function balancerStatus(server: string): Promise<string | undefined> {
 type Tally = { reads: number; readFailures: string[]; ok: Map<Hex, string>; shuttingDown: number; unknown: number; writeFailures: string[] };
 const tally: Tally = { reads: 0, readFailures: [], ok: new Map(), shuttingDown: 0, unknown: 0, writeFailures: [] };
 let running = true;
+/** Writes sent and not yet answered: a stop is sent while one is, so the drain has a write to finish. */
+let writesInFlight = 0;
 
 async function reader(paths: () => string[]): Promise<void> {
   while (running) {
@@ -72,6 +74,7 @@ async function reader(paths: () => string[]): Promise<void> {
 async function writer(key: Hex, index: number): Promise<void> {
   const user = privateKeyToAccount(key);
   for (let n = 0; running && n < MAX_WRITES; n++) {
+    writesInFlight++;
     try {
       const result = await attestDelegated(
         {
@@ -90,6 +93,8 @@ async function writer(key: Hex, index: number): Promise<void> {
       if (code === "SHUTTING_DOWN") tally.shuttingDown++;
       else if (code === "OUTCOME_UNKNOWN") tally.unknown++;
       else tally.writeFailures.push(`write ${index}/${n}: ${code ?? ""} ${error instanceof Error ? error.message : String(error)}`);
+    } finally {
+      writesInFlight--;
     }
   }
 }
@@ -100,7 +105,9 @@ async function replace(service: string): Promise<void> {
   // podman-compose to `up` one service would restart its dependencies, PostgreSQL among them.)
   const create = JSON.parse(run(["podman", "inspect", "--format", "{{json .Config.CreateCommand}}", container]).out) as string[];
   if (!Array.isArray(create) || create.length < 3) throw new Error(`no create command recorded for ${container}`);
+  await until("a write in flight", 60_000, () => writesInFlight > 0);
   const started = Date.now();
+  // SHUTDOWN_GRACE_MS (20 s) + 5 s, then SIGKILL (exit code 137): exit code 0 shows the drain ended in time.
   const stop = run(["podman", "stop", "-t", "25", container]);
   if (stop.code !== 0) throw new Error(`podman stop ${container}: ${stop.out}`);
   const code = run(["podman", "inspect", "--format", "{{.State.ExitCode}}", container]).out.trim();
