@@ -3,6 +3,7 @@ import type { AppendDetails, AttestedLog, EasEvent, IndexCheckpoint, IndexedAtte
 import type { HexString } from "../../ports/eas.ts";
 import {
   CHECKPOINT_HISTORY,
+  CONFIRM_TAIL,
   firstBlockAtSql,
   indexQuerySql,
   indexTables,
@@ -197,8 +198,7 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
                    ON CONFLICT (name) DO UPDATE SET block_number = EXCLUDED.block_number`;
         }
       }
-      await tx`UPDATE index_attestations SET tail = 0 WHERE chain_id = ${chainId} AND eas = ${eas} AND tail = 1
-                 AND block_number <= ${confirmedTo.toString()}`;
+      await tx.unsafe(CONFIRM_TAIL, [chainId, eas, confirmedTo.toString()]);
       for (const b of details.blocks ?? []) await setCheckpoint(tx, b);
       await setCheckpoint(tx, next);
       await tx`DELETE FROM index_checkpoints WHERE chain_id = ${chainId} AND eas = ${eas} AND block_number < (

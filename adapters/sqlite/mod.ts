@@ -5,7 +5,7 @@ export { createSqliteIdempotency, IDEMPOTENCY_TABLE, toIdempotencyRecord } from 
 export { createSqliteSubmissionRecords, outcomeValues, SUBMISSION_RECORDS_ADDED_COLUMNS, SUBMISSION_RECORDS_AFTER_COLUMNS, SUBMISSION_RECORDS_TABLES, toSubmissionRecord } from "./sqlite_submission_records.ts";
 export { toFactoryCall } from "./sqlite_factory_calls.ts";
 export { type GasBudgetTable } from "./sqlite_gas_budget.ts";
-export { CHECKPOINT_HISTORY, createSqliteIndexStore, INDEX_ADDED_COLUMNS, indexTables, OUTBOX_INSERTS, OUTBOX_SELECTS, type OutboxCandidate, outboxSkip, outboxTables, type RecordRow, toStoredAttestation } from "./sqlite_index_store.ts";
+export { CHECKPOINT_HISTORY, CONFIRM_TAIL, createSqliteIndexStore, INDEX_ADDED_COLUMNS, indexTables, OUTBOX_INSERTS, OUTBOX_SELECTS, type OutboxCandidate, outboxSkip, outboxTables, type RecordRow, toStoredAttestation } from "./sqlite_index_store.ts";
 export { firstBlockAtSql, INDEX_QUERY_INDEXES, indexQuerySql, type SqlDialect, type SqlStatement, type TimeBlocks } from "./index_query_sql.ts";
 export {
   contiguousPeriod,

@@ -125,6 +125,12 @@ export const OUTBOX_SELECTS = [
     ORDER BY revoked_block, log_index`,
 ] as const;
 
+/**
+ * Each append: the tail's rows in blocks now confirmed become confirmed rows (`$1` chain, `$2` EAS, `$3` the confirmed
+ * block). A seek in the partial index `index_attestations_tail` (issue 45), never a walk of the confirmed rows.
+ */
+export const CONFIRM_TAIL = "UPDATE index_attestations SET tail = 0 WHERE chain_id = $1 AND eas = $2 AND tail = 1 AND block_number <= $3";
+
 /** {@link OUTBOX_SELECTS} written to the outbox, one statement each. */
 export const OUTBOX_INSERTS = OUTBOX_SELECTS.map((select) => `INSERT INTO webhook_outbox (chain_id, eas, kind, uid, block_number, tx_hash) ${select}`);
 
@@ -257,7 +263,7 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
      WHERE chain_id = ? AND eas = ? AND uid = ?`,
   );
   const setSubject = db.query("UPDATE index_attestations SET subject = ? WHERE chain_id = ? AND eas = ? AND uid = ?");
-  const confirm = db.query("UPDATE index_attestations SET tail = 0 WHERE chain_id = ? AND eas = ? AND tail = 1 AND block_number <= ?");
+  const confirm = db.query(CONFIRM_TAIL.replace(/\$(\d)/g, "?$1"));
   const insertCheckpoint = db.query(
     "INSERT OR REPLACE INTO index_checkpoints (chain_id, eas, block_number, block_hash, block_time) VALUES (?, ?, ?, ?, ?)",
   );
