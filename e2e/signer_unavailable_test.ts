@@ -104,5 +104,11 @@ describe("a delegate signer that is down", () => {
     expect(BigInt(tx.nonce)).toBe(before);
     expect(tx.from.toLowerCase()).toBe(DELEGATE.toLowerCase());
     expect((await readyz()).signers?.delegate).toBe("up");
+    // The audit's counters: every signature by role, backend and outcome, and their latency.
+    const metrics = await (await fetch(`${stack.baseUrl}/metrics`)).text();
+    expect(metrics).toContain('ats_signatures_total{backend="jsonrpc",outcome="unavailable",role="delegate"} 1\n');
+    expect(metrics).toContain('ats_signatures_total{backend="jsonrpc",outcome="ok",role="delegate"} 2\n');
+    expect(metrics).toContain("ats_signature_duration_seconds_bucket");
+    expect(metrics).toMatch(/ats_raw_signing_keys 1\b/);
   });
 });
