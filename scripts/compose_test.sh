@@ -27,6 +27,7 @@ cleanup() {
       podman volume rm -f "$volume" >/dev/null 2>&1 || true
     done
   fi
+  [ -n "${next_built:-}" ] && podman rmi ats:next >/dev/null 2>&1
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -101,8 +102,11 @@ if [ -z "$ready" ]; then
 fi
 timeout 120 node_modules/.bin/bun scripts/compose_check.ts "$url"
 [ "${ATS_ROLLING_RESTART:-1}" = 0 ] && exit 0
-echo "compose test: the rolling restart (scripts/rolling_restart.ts)" >&2
-ROLLING_PROJECT="$project" ROLLING_STATS_URL="http://127.0.0.1:$stats_port/stats;csv" \
+# The upgrade: a new version whose PostgreSQL schema differs (scripts/next_image.sh).
+next_built=yes
+bash scripts/next_image.sh
+echo "compose test: the rolling restart to ats:next (scripts/rolling_restart.ts)" >&2
+ROLLING_NEXT_IMAGE=ats:next ROLLING_PROJECT="$project" ROLLING_STATS_URL="http://127.0.0.1:$stats_port/stats;csv" \
   ROLLING_RPC_URL="http://127.0.0.1:$rpc_port" timeout --kill-after=10 900 node_modules/.bin/bun scripts/rolling_restart.ts "$url" || {
   for service in postgres ats1 ats2 ats3 balancer; do
     echo "--- $service (the last lines of its log)" >&2

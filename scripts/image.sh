@@ -6,7 +6,7 @@
 # user. It runs as 65532, works with a read-only root filesystem, and `ats healthcheck` is its HEALTHCHECK.
 # The image may be at most 1.3 times the binary's size: both are printed and a larger image fails the build.
 #
-# Environment: ATS_IMAGE (default ats:<package.json version>; also tagged ats:latest), ATS_BINARY (an already
+# Environment: ATS_IMAGE (default ats:<package.json version>, then also tagged ats:latest), ATS_BINARY (an already
 # built binary; default: build dist/ats now), ATS_IMAGE_SOURCE (the org.opencontainers.image.source label;
 # default the git remote `origin`).
 set -euo pipefail
@@ -95,7 +95,10 @@ EOF
 # HEALTHCHECK is a Docker-format field; podman keeps it only in that format. FROM scratch pulls nothing.
 format=()
 [ "$engine" = podman ] && format=(--format docker --pull=never)
-"$engine" build --quiet "${format[@]}" -t "$image" -t "ats:latest" -f "$ctx/Containerfile" "$ctx" >/dev/null
+# The default name is also tagged ats:latest (what deploy/compose.yaml runs); a name given in ATS_IMAGE only itself.
+tags=(-t "$image")
+[ -z "${ATS_IMAGE:-}" ] && tags+=(-t ats:latest)
+"$engine" build --quiet "${format[@]}" "${tags[@]}" -f "$ctx/Containerfile" "$ctx" >/dev/null
 
 binary_bytes=$(stat -c %s "$binary")
 image_bytes=$("$engine" image inspect --format '{{.Size}}' "$image")

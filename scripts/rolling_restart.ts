@@ -5,7 +5,9 @@
 // the chain exactly once, and every other write was answered 503 SHUTTING_DOWN (nothing done) or, cut mid-send,
 // OUTCOME_UNKNOWN. Bounded: each phase has its own deadline. Prints one line per step and a summary; exit 1 on failure.
 // Environment: ROLLING_PROJECT (the compose project), ROLLING_STATS_URL (the
-// balancer's CSV statistics), ROLLING_RPC_URL (the devnet's JSON-RPC). Usage: bun scripts/rolling_restart.ts <balancer URL>
+// balancer's CSV statistics), ROLLING_RPC_URL (the devnet's JSON-RPC), ROLLING_NEXT_IMAGE (optional: the new containers
+// run this image, a new version whose PostgreSQL schema differs; then its migration must run exactly once, at the
+// first new instance's start, while the old ones go on serving). Usage: bun scripts/rolling_restart.ts <balancer URL>
 import { join } from "node:path";
 import { createPublicClient, getAddress, http, parseAbiItem, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
@@ -16,6 +18,7 @@ const baseUrl = process.argv[2] ?? "http://127.0.0.1:8080";
 const project = process.env.ROLLING_PROJECT ?? "";
 const statsUrl = process.env.ROLLING_STATS_URL ?? "";
 const rpcUrl = process.env.ROLLING_RPC_URL ?? "";
+const nextImage = process.env.ROLLING_NEXT_IMAGE?.trim() || undefined;
 const INSTANCES = ["ats1", "ats2", "ats3"];
 const READY_DEADLINE_MS = 180_000;
 const MAX_WRITES = 300;
@@ -105,6 +108,7 @@ async function replace(service: string): Promise<void> {
   // podman-compose to `up` one service would restart its dependencies, PostgreSQL among them.)
   const create = JSON.parse(run(["podman", "inspect", "--format", "{{json .Config.CreateCommand}}", container]).out) as string[];
   if (!Array.isArray(create) || create.length < 3) throw new Error(`no create command recorded for ${container}`);
+  const image = run(["podman", "inspect", "--format", "{{.ImageName}}", container]).out.trim();
   await until("a write in flight", 60_000, () => writesInFlight > 0);
   const started = Date.now();
   // SHUTDOWN_GRACE_MS (20 s) + 5 s, then SIGKILL (exit code 137): exit code 0 shows the drain ended in time.
@@ -117,11 +121,26 @@ async function replace(service: string): Promise<void> {
   // and left stopped (compose's `down` removes it with the rest).
   const renamed = run(["podman", "rename", container, `${container}_replaced_${Date.now()}`]);
   if (renamed.code !== 0) throw new Error(`podman rename ${container}: ${renamed.out}`);
-  const up = run(["podman", ...create.slice(1)], join(import.meta.dir, "..", "deploy"));
+  const argv = nextImage === undefined ? create.slice(1) : create.slice(1).map((arg) => (arg === image || `localhost/${arg}` === image ? nextImage : arg));
+  if (nextImage !== undefined && !argv.includes(nextImage)) throw new Error(`${container}'s create command does not name its image ${image}`);
+  const up = run(["podman", ...argv], join(import.meta.dir, "..", "deploy"));
   if (up.code !== 0) throw new Error(`re-creating ${service}: ${up.out.slice(-2000)}`);
   await until(`${service}'s new container ready`, READY_DEADLINE_MS, () => run(["podman", "exec", container, "/usr/local/bin/ats", "healthcheck"]).code === 0);
   await until(`the balancer counting ${service} up`, READY_DEADLINE_MS, async () => (await balancerStatus(service)) === "UP");
-  log(`${service} replaced by a new container, ready and UP at the balancer ${((Date.now() - started) / 1000).toFixed(1)} s after the stop`);
+  log(`${service} replaced by a new container${nextImage === undefined ? "" : ` of ${nextImage}`}, ready and UP at the balancer ${((Date.now() - started) / 1000).toFixed(1)} s after the stop`);
+}
+
+/** One value from the deployment's PostgreSQL (psql in its container, as the database's owner). */
+function sqlValue(query: string): string {
+  const result = run(["podman", "exec", `${project}_postgres_1`, "psql", "-U", "ats", "-d", "ats", "-tAc", query]);
+  if (result.code !== 0) throw new Error(`psql ${query}: ${result.out}`);
+  return result.out.trim();
+}
+
+/** The storage schema's recorded digest and the transaction that last wrote it (xmin: a second migration changes it). */
+function storageMigration(): { digest: string; xmin: string; probe: boolean } {
+  const [digest, xmin] = sqlValue("SELECT digest || ' ' || xmin FROM schema_migrations WHERE name = 'storage'").split(" ");
+  return { digest: digest ?? "", xmin: xmin ?? "", probe: sqlValue("SELECT to_regclass('rolling_upgrade_probe') IS NOT NULL") === "t" };
 }
 
 async function main(): Promise<void> {
@@ -138,9 +157,27 @@ async function main(): Promise<void> {
   };
   const load = [...keys.map((key, i) => writer(key, i)), reader(readPaths), reader(readPaths), reader(readPaths)];
   await until("a first write through the balancer", 60_000, () => tally.ok.size > 0 || tally.writeFailures.length > 0);
+  const original = nextImage === undefined ? undefined : storageMigration();
+  if (original?.probe === true) throw new Error("the new version's table exists before any new instance started");
+  let migrated: ReturnType<typeof storageMigration> | undefined;
   for (const service of INSTANCES) {
     const before = tally.ok.size;
     await replace(service);
+    if (original !== undefined) {
+      const now = storageMigration();
+      if (migrated === undefined) {
+        // The first new instance migrated; the old ones are still in the pool.
+        if (!now.probe || now.digest === original.digest) throw new Error(`${service} of ${nextImage} started without migrating`);
+        for (const old of INSTANCES.filter((name) => name !== service)) {
+          const status = await balancerStatus(old);
+          if (status !== "UP") throw new Error(`${old} (the old version) is ${status} at the balancer after the migration`);
+        }
+        migrated = now;
+        log(`the new schema migrated once, by ${service}; the old instances stay UP`);
+      } else if (now.digest !== migrated.digest || now.xmin !== migrated.xmin) {
+        throw new Error(`${service} of ${nextImage} migrated again (schema_migrations rewritten)`);
+      }
+    }
     // Writes go on between replacements: at least one more through the renewed pool.
     await until(`a write after replacing ${service}`, 60_000, () => tally.ok.size > before || tally.writeFailures.length > 0);
   }
