@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { Keystore } from "ox";
 import { privateKeyToAccount } from "viem/accounts";
 import { nobleSecp256k1 } from "../crypto/mod.ts";
-import { openEthereumSigner, openJwsSigner, parseSignerUri, SignerStartError } from "./mod.ts";
+import { openEthereumSigner, openJsonRpcSigner, openJwsSigner, parseSignerUri, SignerStartError } from "./mod.ts";
 
 const KEY = `0x${"11".repeat(32)}` as const;
 const ADDRESS = privateKeyToAccount(KEY).address;
@@ -82,5 +82,16 @@ describe("signer URIs (decisions §27)", () => {
     if (!signed.ok) throw new Error("not signed");
     const publicKey = await crypto.subtle.importKey("jwk", { kty: "EC", crv: "P-256", x: jwk.x, y: jwk.y }, { name: "ECDSA", namedCurve: "P-256" }, false, ["verify"]);
     expect(await crypto.subtle.verify({ name: "ECDSA", hash: "SHA-256" }, publicKey, new Uint8Array(signed.signature), new TextEncoder().encode("a.b"))).toBe(true);
+  });
+
+  test("a signer that never answers is a timeout after SIGNER_TIMEOUT_MS, and its state turns down", async () => {
+    // A fetch that only ends when it is aborted: the outcome never depends on the machine's speed.
+    const hanging = ((_: unknown, init?: RequestInit) =>
+      new Promise<Response>((_, reject) => init?.signal?.addEventListener("abort", () => reject(init.signal!.reason)))) as unknown as typeof fetch;
+    const signer = openJsonRpcSigner("http://127.0.0.1:9", ADDRESS, { role: "delegate", audit: { log: quiet, timeoutMs: 100 }, fetchFn: hanging });
+    expect(signer.state()).toBe("unknown");
+    const tx = { chainId: 1, nonce: 0, maxPriorityFeePerGas: 1n, maxFeePerGas: 2n, gas: 21_000n, to: ADDRESS, value: 0n, data: "0x" as const };
+    expect(await signer.signTransaction(tx, { purpose: "transaction" })).toEqual({ ok: false, reason: "timeout" });
+    expect(signer.state()).toBe("down");
   });
 });
