@@ -253,6 +253,20 @@ describe("delegated attestation batches (decisions §23)", () => {
     expect(codes((await env.batch(bodies)).results)).toEqual(["ok", "ok"]);
   });
 
+  test("a batch the signer gave no signature for: every item 503 SIGNER_UNAVAILABLE and released, the same requests work again (decisions §27)", async () => {
+    const env = setup();
+    env.delegate.submission = { ok: false, reason: "signer-unavailable" };
+    const { log, admit } = tickets();
+    const bodies = [await signed(env), await signed(env, { signer: bob })];
+    const outcome = await env.batch(bodies, { admit });
+    expect(codes(outcome.results)).toEqual(["SIGNER_UNAVAILABLE", "SIGNER_UNAVAILABLE"]);
+    expect(outcome.results[0]).toMatchObject({ unavailable: true, retryAfterSeconds: 5 });
+    expect(env.replay.rows.size).toBe(0);
+    expect(log.filter((l) => l.startsWith("release")).sort()).toEqual(["release 0", "release 1"]);
+    env.delegate.submission = undefined;
+    expect(codes((await env.batch(bodies)).results)).toEqual(["ok", "ok"]);
+  });
+
   test("a batch reverted on chain settles every item as reverted, the same transaction hash in each answer", async () => {
     const env = setup();
     env.delegate.submission = { ok: false, reason: "reverted", txHash: `0x${"e".repeat(64)}`, blockNumber: 9n };
