@@ -82,7 +82,10 @@ export type IndexRunner = {
   readonly wrote: (blockNumber: bigint) => void;
   /** Calls `listener` whenever a step of this instance's follower has moved the store's index head or poll time. */
   readonly onMoved: (listener: () => void) => void;
-  /** Calls `listener` after each follower step that stored or rewound blocks, or completed a poll (webhooks fan out the outbox). */
+  /**
+   * Calls `listener` after each follower step that stored or rewound blocks short of the head, and once when a poll
+   * completes (webhooks fan out the outbox).
+   */
   readonly onIngested: (listener: () => void) => void;
   /** The store the follower writes (webhooks read the records of what it wrote to the outbox). */
   readonly store: IndexStore;
@@ -362,7 +365,9 @@ function createPoll(deps: IndexDeps, state: FollowerState): () => Promise<"done"
       log.error("webhook_outbox_skipped", { kind: row.kind, uid: row.uid, block: row.blockNumber === null ? null : Number(row.blockNumber), error: row.error });
     }
     progress(s);
-    if (s.ingested !== undefined || s.rewoundTo !== undefined) for (const listener of state.moved) listener();
+    // A step that reaches the head is told once, by the poll it completes (below): a write taken in used to set off two
+    // webhook rounds, the second finding nothing (issue 43).
+    if (!s.caughtUp && (s.ingested !== undefined || s.rewoundTo !== undefined)) for (const listener of state.moved) listener();
     return s;
   }
 
