@@ -33,8 +33,14 @@ export type SubmissionTrackerDeps = {
   readonly onSettled?: SubmissionSettled | undefined;
 };
 
-/** A submission whose outcome was just kept: what `submission.settled` will carry. */
-export type SubmissionSettled = (event: { readonly submissionId: string; readonly outcome: SubmissionOutcome }) => Promise<void>;
+/**
+ * A submission whose outcome was just kept: what `submission.settled` will carry. `scope` is the submission's when the
+ * teller knows it (the relay that opened it), so the event need not read the record again (issue 43).
+ */
+export type SubmissionSettled = (event: SettledEvent) => Promise<void>;
+
+/** What a settlement tells. */
+export type SettledEvent = { readonly submissionId: string; readonly outcome: SubmissionOutcome; readonly scope?: string | undefined };
 
 const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
 
@@ -44,7 +50,7 @@ const TX_HASH = /^0x[0-9a-fA-F]{64}$/;
  */
 export async function tellSettled(
   deps: Pick<SubmissionTrackerDeps, "records" | "onSettled">,
-  event: { readonly submissionId: string; readonly outcome: SubmissionOutcome },
+  event: SettledEvent,
 ): Promise<void> {
   try {
     await deps.onSettled?.(event);
@@ -70,8 +76,8 @@ export function createSubmissionTracker(deps: SubmissionTrackerDeps) {
       await deps.records.create({ id, scope, ref, createdAtMs: deps.clock.nowMs(), ...(items === undefined ? {} : { items }) });
       return id;
     },
-    /** Keeps what the relay answered as the submission's outcome. */
-    async settle(id: string, ref: string, result: RelayResult): Promise<void> {
+    /** Keeps what the relay answered as the submission's outcome; `scope` is the one it was opened with, when known. */
+    async settle(id: string, ref: string, result: RelayResult, scope?: string): Promise<void> {
       if (!result.ok && result.code === "OUTCOME_UNKNOWN") return;
       const feeBumps = await bumps(ref);
       const outcome: SubmissionOutcome = result.ok
@@ -84,7 +90,7 @@ export function createSubmissionTracker(deps: SubmissionTrackerDeps) {
           ...(result.value.uids === undefined ? {} : { uids: result.value.uids }),
         }
         : { state: "failed", txHash: result.details !== undefined && TX_HASH.test(result.details) ? result.details : null, error: result.code, feeBumps };
-      if (await deps.records.settle(id, outcome, deps.clock.nowMs())) await tellSettled(deps, { submissionId: id, outcome });
+      if (await deps.records.settle(id, outcome, deps.clock.nowMs())) await tellSettled(deps, { submissionId: id, outcome, scope });
     },
   };
 }

@@ -16,10 +16,13 @@ export type SubmissionEventsDeps = {
 
 /** The tracker's `onSettled`: publishes `submission.settled` to the submission's account (none for the public relay). */
 export function createSubmissionEvents(deps: SubmissionEventsDeps) {
-  return async function submissionSettled(event: { readonly submissionId: string; readonly outcome: SubmissionOutcome }): Promise<void> {
-    const record = await deps.records.find(event.submissionId);
-    if (record === undefined || !record.scope.startsWith("account:")) return;
-    const endpoints = (await deps.store.accountEndpoints(record.scope.slice("account:".length))).filter((e) => e.events.includes("submission.settled"));
+  return async function submissionSettled(
+    event: { readonly submissionId: string; readonly outcome: SubmissionOutcome; readonly scope?: string | undefined },
+  ): Promise<void> {
+    // The relay that opened the submission names its scope; the reconciler and the sweep do not (a read of the record).
+    const scope = event.scope ?? (await deps.records.find(event.submissionId))?.scope;
+    if (scope === undefined || !scope.startsWith("account:")) return;
+    const endpoints = (await deps.store.accountEndpoints(scope.slice("account:".length))).filter((e) => e.events.includes("submission.settled"));
     if (endpoints.length === 0) return;
     const o = event.outcome;
     const data = {

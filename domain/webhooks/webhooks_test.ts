@@ -391,4 +391,19 @@ describe("createSubmissionEvents()", () => {
     expect(message!.id).toBe(derivedEventId("submission.settled", "sub-1"));
     expect(JSON.parse(message!.body)).toMatchObject({ type: "submission.settled", data: { submissionId: "sub-1", state: "mined", uid: "0xdef", blockNumber: 7 } });
   });
+
+  test("a settlement that names its scope is told without reading the record again (issue 43); the public relay's is nobody's", async () => {
+    const { endpoints, store, clock } = setup();
+    const a = await endpoints.create(account, { url: "https://a.example/", events: ["submission.settled"] });
+    if (!a.ok) throw new Error("unreachable");
+    let finds = 0;
+    const records = { find: () => (finds++, Promise.resolve(undefined)) };
+    const settled = createSubmissionEvents({ store, records, clock });
+    const outcome = { state: "mined", txHash: "0xabc", uid: "0xdef", blockNumber: 7n, feeBumps: 0 } as const;
+    await settled({ submissionId: "sub-2", outcome, scope: "client:127.0.0.1" });
+    expect(store.deliveryRows.size).toBe(0);
+    await settled({ submissionId: "sub-3", outcome, scope: `account:${account.id}` });
+    expect([...store.deliveryRows.values()].map((d) => d.endpointId)).toEqual([a.value.id]);
+    expect(finds).toBe(0);
+  });
 });

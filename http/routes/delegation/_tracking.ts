@@ -54,7 +54,7 @@ export async function trackedRelay<R extends RelayResult>(
     // A failure to keep it must not turn the relay's answer into an error: the submission's state is then read from
     // its replay record, as while it was open.
     if (opened !== undefined) {
-      await tracking.tracker.settle(opened.id, opened.ref, result).catch((error: unknown) =>
+      await tracking.tracker.settle(opened.id, opened.ref, result, scope).catch((error: unknown) =>
         tracking.log.warn("submission_settle_failed", { submissionId: opened?.id, error: error instanceof Error ? error.message : String(error) }));
     }
     return result;
