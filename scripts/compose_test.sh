@@ -19,7 +19,7 @@ compose=()
 cleanup() {
   if [ "${#compose[@]}" -gt 0 ]; then
     (cd deploy && timeout 120 "${compose[@]}" -p "$project" --profile devnet down -v >/dev/null 2>&1) || true
-    # What `down` leaves: the containers the rolling restart replaced (renamed), then the project's volumes.
+    # Whatever `down` leaves (a container the rolling restart was replacing when it failed, volumes).
     for leftover in $(podman ps -a -q --filter "label=io.podman.compose.project=$project"); do
       podman rm -f -v "$leftover" >/dev/null 2>&1 || true
     done

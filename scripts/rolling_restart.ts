@@ -117,10 +117,8 @@ async function replace(service: string): Promise<void> {
   const code = run(["podman", "inspect", "--format", "{{.State.ExitCode}}", container]).out.trim();
   if (code !== "0") throw new Error(`${container} exited with ${code} after SIGTERM, expected 0`);
   log(`${service} stopped by SIGTERM in ${((Date.now() - started) / 1000).toFixed(1)} s, exit code 0`);
-  // The balancer's container requires this one (compose's depends_on), so Podman refuses to remove it: it is renamed
-  // and left stopped (compose's `down` removes it with the rest).
-  const renamed = run(["podman", "rename", container, `${container}_replaced_${Date.now()}`]);
-  if (renamed.code !== 0) throw new Error(`podman rename ${container}: ${renamed.out}`);
+  const removed = run(["podman", "rm", "-v", container]);
+  if (removed.code !== 0) throw new Error(`podman rm ${container}: ${removed.out}`);
   const argv = nextImage === undefined ? create.slice(1) : create.slice(1).map((arg) => (arg === image || `localhost/${arg}` === image ? nextImage : arg));
   if (nextImage !== undefined && !argv.includes(nextImage)) throw new Error(`${container}'s create command does not name its image ${image}`);
   const up = run(["podman", ...argv], join(import.meta.dir, "..", "deploy"));
