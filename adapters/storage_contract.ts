@@ -777,10 +777,16 @@ export function storageContract(name: string, open: () => Promise<Storage>, opti
       expect(await untold(T0 + 3)).not.toContain(ids[0]!);
       expect(await untold(T0 + 3)).toEqual(expect.arrayContaining([ids[1]!, ids[2]!]));
       expect(await untold(T0 + 2)).not.toContain(ids[2]!);
+      // A settlement nobody is to be told of (issue 43) is kept told: it leaves the list as it settles.
+      const quiet = fresh("sub-quiet");
+      await submissions.create({ id: quiet, scope: fresh("client"), ref: `0xref-${quiet}`, createdAtMs: T0 });
+      expect(await untold(T0 + 3)).toContain(quiet);
+      expect(await submissions.settle(quiet, mined, T0 + 14, { untold: false })).toBe(true);
+      expect(await untold(T0 + 3)).not.toContain(quiet);
       const oldest = await submissions.untold(T0 + 3, 1_000);
       expect(oldest.map((r) => r.createdAtMs)).toEqual([...oldest.map((r) => r.createdAtMs)].sort((a, b) => a - b));
       // Open ones stay whatever their age; settled ones go.
-      expect(await submissions.prune(T0 + 100)).toBeGreaterThanOrEqual(2);
+      expect(await submissions.prune(T0 + 100)).toBeGreaterThanOrEqual(3);
       expect(await submissions.find(ids[0]!)).toBeUndefined();
       expect(await submissions.find(ids[2]!)).toBeDefined();
     });

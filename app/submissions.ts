@@ -15,6 +15,7 @@ import {
   type SubmissionTracker,
   trackedBook,
 } from "../domain/submissions/mod.ts";
+import { settlementConcerns } from "../domain/webhooks/mod.ts";
 import type { Config } from "./config.ts";
 import type { Foundation } from "./foundation.ts";
 
@@ -59,7 +60,9 @@ export async function wireSubmissions(
       log.warn("webhook_submission_event_failed", { error: error instanceof Error ? error.message : String(error) });
       throw error;
     });
-  const tracking = { records: storage.submissions, clock: systemClock, replacements: storage.txReplacements, onSettled };
+  // A submission of the public relay (no account) has nobody to tell: its settlement is kept told (issue 43).
+  const tells = onSettled === undefined ? () => false : settlementConcerns;
+  const tracking = { records: storage.submissions, clock: systemClock, replacements: storage.txReplacements, onSettled, tells };
   const reconcile = createSubmissionReconciler({
     books: [trackedBook(replayBook(storage.replay, eas.reader), tracking), witnessBook(storage.ledger, systemClock)],
     txStatus: createViemTxStatusReader({

@@ -734,10 +734,10 @@ export function fakeSubmissionRecords() {
   const records = new Map<string, Rec>();
   /** Settled, `submission.settled` not yet queued. */
   const untold = new Set<string>();
-  const settle = (record: Rec, outcome: Outcome, nowMs: number) => {
+  const settle = (record: Rec, outcome: Outcome, nowMs: number, options?: { readonly untold?: boolean }) => {
     if (record.outcome !== null) return false;
     records.set(record.id, { ...record, outcome, updatedAtMs: nowMs });
-    untold.add(record.id);
+    if (options?.untold !== false) untold.add(record.id);
     return true;
   };
   const store = {
@@ -754,9 +754,9 @@ export function fakeSubmissionRecords() {
         .filter((r) => after === undefined || r.createdAtMs < after.createdAtMs || (r.createdAtMs === after.createdAtMs && r.id < after.id));
       return Promise.resolve(newest.slice(0, page.limit));
     },
-    settle(id: string, outcome: Outcome, nowMs: number) {
+    settle(id: string, outcome: Outcome, nowMs: number, options?: { readonly untold?: boolean }) {
       const record = records.get(id);
-      return Promise.resolve(record !== undefined && settle(record, outcome, nowMs));
+      return Promise.resolve(record !== undefined && settle(record, outcome, nowMs, options));
     },
     settleRef(ref: string, outcome: Outcome, nowMs: number) {
       return Promise.resolve([...records.values()].filter((record) => record.ref === ref && settle(record, outcome, nowMs)).map((r) => r.id));

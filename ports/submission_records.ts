@@ -54,8 +54,11 @@ export interface SubmissionRecordStore {
   readonly find: (id: string) => Promise<SubmissionRecord | undefined>;
   /** A scope's submissions, newest first, from after `after`. */
   readonly list: (scope: string, page: { readonly limit: number; readonly after?: SubmissionCursor | undefined }) => Promise<SubmissionRecord[]>;
-  /** Keeps the outcome of a submission still open (a settled one keeps its first); true when this settled it. */
-  readonly settle: (id: string, outcome: SubmissionOutcome, nowMs: number) => Promise<boolean>;
+  /**
+   * Keeps the outcome of a submission still open (a settled one keeps its first); true when this settled it. It is left
+   * untold (for `told` or the sweep) unless `options.untold` is false: a settlement nobody is to be told of (issue 43).
+   */
+  readonly settle: (id: string, outcome: SubmissionOutcome, nowMs: number, options?: { readonly untold?: boolean }) => Promise<boolean>;
   /** Keeps the outcome of every open submission of one replay record (the reconciler settles by record); their ids. */
   readonly settleRef: (ref: string, outcome: SubmissionOutcome, nowMs: number) => Promise<string[]>;
   /**

@@ -37,10 +37,11 @@ export function createPostgresSubmissionRecords(sql: SQL): SubmissionRecordStore
                     ORDER BY created_at_ms DESC, id DESC LIMIT ${page.limit}` as Row[];
       return rows.map(toSubmissionRecord);
     },
-    async settle(id, outcome, nowMs) {
+    async settle(id, outcome, nowMs, options) {
       const [state, txHash, uid, blockNumber, error, feeBumps, itemUids] = outcomeValues(outcome);
+      const untold = options?.untold === false ? null : 1;
       const rows = await sql`UPDATE submission_records SET state = ${state}, tx_hash = ${txHash}, uid = ${uid}, block_number = ${blockNumber},
-                  error = ${error}, fee_bumps = ${feeBumps}, item_uids = ${itemUids}, untold = 1, updated_at_ms = ${nowMs}
+                  error = ${error}, fee_bumps = ${feeBumps}, item_uids = ${itemUids}, untold = ${untold}, updated_at_ms = ${nowMs}
                 WHERE id = ${id} AND state = 'open' RETURNING id`;
       return rows.length === 1;
     },

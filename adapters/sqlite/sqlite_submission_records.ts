@@ -82,7 +82,7 @@ export function createSqliteSubmissionRecords(db: Database): SubmissionRecordSto
      ORDER BY created_at_ms DESC, id DESC LIMIT ?`,
   );
   const settle = db.query<{ id: string }, (string | number | null)[]>(
-    "UPDATE submission_records SET state = ?, tx_hash = ?, uid = ?, block_number = ?, error = ?, fee_bumps = ?, item_uids = ?, untold = 1, updated_at_ms = ? WHERE id = ? AND state = 'open' RETURNING id",
+    "UPDATE submission_records SET state = ?, tx_hash = ?, uid = ?, block_number = ?, error = ?, fee_bumps = ?, item_uids = ?, untold = ?, updated_at_ms = ? WHERE id = ? AND state = 'open' RETURNING id",
   );
   const settleRef = db.query<{ id: string }, (string | number | null)[]>(
     "UPDATE submission_records SET state = ?, tx_hash = ?, uid = ?, block_number = ?, error = ?, fee_bumps = ?, item_uids = ?, untold = 1, updated_at_ms = ? WHERE ref = ? AND state = 'open' RETURNING id",
@@ -108,7 +108,8 @@ export function createSqliteSubmissionRecords(db: Database): SubmissionRecordSto
         : after.all(scope, page.after.createdAtMs, page.after.createdAtMs, page.after.id, page.limit);
       return Promise.resolve(rows.map(toSubmissionRecord));
     },
-    settle: (id, outcome, nowMs) => Promise.resolve(settle.all(...outcomeValues(outcome), nowMs, id).length === 1),
+    settle: (id, outcome, nowMs, options) =>
+      Promise.resolve(settle.all(...outcomeValues(outcome), options?.untold === false ? null : 1, nowMs, id).length === 1),
     settleRef: (ref, outcome, nowMs) => Promise.resolve(settleRef.all(...outcomeValues(outcome), nowMs, ref).map((row) => row.id)),
     untold: (beforeMs, limit) => Promise.resolve(untold.all(beforeMs, beforeMs, limit).map(toSubmissionRecord)),
     told: (id) => Promise.resolve(void told.run(id)),

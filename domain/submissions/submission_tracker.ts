@@ -31,6 +31,12 @@ export type SubmissionTrackerDeps = {
    * kept, by the relay or by the reconciler; app/submissions.ts gives it the webhooks' event (domain/webhooks/).
    */
   readonly onSettled?: SubmissionSettled | undefined;
+  /**
+   * Whether a settlement of a submission of this scope has anyone to tell (`submission.settled` goes to accounts'
+   * endpoints only); absent: every one is told. A relay's settlement of a scope nobody is told of is kept already told,
+   * without `onSettled` or the `told` mark (issue 43).
+   */
+  readonly tells?: ((scope: string) => boolean) | undefined;
 };
 
 /**
@@ -90,6 +96,10 @@ export function createSubmissionTracker(deps: SubmissionTrackerDeps) {
           ...(result.value.uids === undefined ? {} : { uids: result.value.uids }),
         }
         : { state: "failed", txHash: result.details !== undefined && TX_HASH.test(result.details) ? result.details : null, error: result.code, feeBumps };
+      if (scope !== undefined && deps.tells !== undefined && !deps.tells(scope)) {
+        await deps.records.settle(id, outcome, deps.clock.nowMs(), { untold: false });
+        return;
+      }
       if (await deps.records.settle(id, outcome, deps.clock.nowMs())) await tellSettled(deps, { submissionId: id, outcome, scope });
     },
   };

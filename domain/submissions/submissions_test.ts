@@ -68,6 +68,30 @@ describe("createSubmissionStatus()", () => {
     expect((await env.status.read(released))).toMatchObject({ ok: true, value: { state: "failed", error: "SUBMISSION_FAILED" } });
   });
 
+  test("a settlement of a scope nobody is told of is kept told, without onSettled; an account's is told (issue 43)", async () => {
+    const records = fakeSubmissionRecords();
+    const told: { submissionId: string; scope?: string | undefined }[] = [];
+    const tracker = createSubmissionTracker({
+      records,
+      random: fakeRandom(),
+      clock: fakeClock(),
+      onSettled: (event) => Promise.resolve(void told.push({ submissionId: event.submissionId, scope: event.scope })),
+      tells: (scope) => scope.startsWith("account:"),
+    });
+    const mined = { ok: true, value: { txHash: tx(5).txHash, uid: "0xu5", blockNumber: 9n } } as const;
+    const publicId = await tracker.open("client:127.0.0.1", "0xp");
+    await tracker.settle(publicId, "0xp", mined, "client:127.0.0.1");
+    expect((await records.find(publicId))?.outcome).toMatchObject({ state: "mined", uid: "0xu5" });
+    expect(records.untoldIds.has(publicId)).toBe(false);
+    const accountId = await tracker.open("account:a", "0xa");
+    await tracker.settle(accountId, "0xa", mined, "account:a");
+    // Told, then marked told; without the scope (as before) the settlement is told whatever its scope.
+    const unnamed = await tracker.open("client:127.0.0.1", "0xq");
+    await tracker.settle(unnamed, "0xq", mined);
+    expect(told).toEqual([{ submissionId: accountId, scope: "account:a" }, { submissionId: unnamed, scope: undefined }]);
+    expect([...records.untoldIds]).toEqual([]);
+  });
+
   test("the relay's failures are kept with their code and hash; an unknown outcome stays open", async () => {
     const env = setup();
     await env.claim("0xk");

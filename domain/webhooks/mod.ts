@@ -11,5 +11,5 @@ export {
 } from "./delivery.ts";
 export { createWebhookEndpoints, type DeliveryView, type EndpointView, endpointView, readWebhookUrl, WEBHOOK_LIMITS, WEBHOOK_TESTS_PER_MINUTE, type WebhookEndpoints } from "./endpoints.ts";
 export { attestationEvent, derivedEventId, publicationsOf, randomEventId, WEBHOOK_EVENT_TYPES, webhookMessage } from "./events.ts";
-export { createSubmissionEvents } from "./submission_events.ts";
+export { createSubmissionEvents, settlementConcerns } from "./submission_events.ts";
 export { base64Decode, base64Encode, hmacSha256, newWebhookSecret, secretKey, signMessage, webhookHeaders } from "./signature.ts";

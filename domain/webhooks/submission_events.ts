@@ -14,6 +14,11 @@ export type SubmissionEventsDeps = {
   readonly clock: Clock;
 };
 
+/** Whether a submission of `scope` has anyone to tell of its settlement: an account's (its endpoints may ask). */
+export function settlementConcerns(scope: string): boolean {
+  return scope.startsWith("account:");
+}
+
 /** The tracker's `onSettled`: publishes `submission.settled` to the submission's account (none for the public relay). */
 export function createSubmissionEvents(deps: SubmissionEventsDeps) {
   return async function submissionSettled(
@@ -21,7 +26,7 @@ export function createSubmissionEvents(deps: SubmissionEventsDeps) {
   ): Promise<void> {
     // The relay that opened the submission names its scope; the reconciler and the sweep do not (a read of the record).
     const scope = event.scope ?? (await deps.records.find(event.submissionId))?.scope;
-    if (scope === undefined || !scope.startsWith("account:")) return;
+    if (scope === undefined || !settlementConcerns(scope)) return;
     const endpoints = (await deps.store.accountEndpoints(scope.slice("account:".length))).filter((e) => e.events.includes("submission.settled"));
     if (endpoints.length === 0) return;
     const o = event.outcome;
