@@ -221,6 +221,15 @@ async function checkChain(rpcUrl: string, trustAnchors: TrustAnchors): Promise<{
 }
 
 /** PostgreSQL when `DATABASE_URL` is set (several instances), else the SQLite file. */
+/**
+ * The anchors as the service serves them (decisions §29): their `widgetOrigins` led by the service's own origin and
+ * `WIDGET_ORIGINS`, each origin once; the route and the MCP tool answer the same document.
+ */
+export function servedTrustAnchors(config: Config, anchors: TrustAnchors): TrustAnchors {
+  const origins = [new URL(config.publicBaseUrl).origin, ...config.widgetOrigins];
+  return { ...anchors, widgetOrigins: [...new Set([...origins, ...anchors.widgetOrigins])] };
+}
+
 export async function openStorage(config: Config): Promise<Storage> {
   if (config.databaseUrl === undefined) return openSqliteStorage(config.databasePath);
   try {

@@ -12,7 +12,7 @@ import type { WiredAccounts } from "./accounts.ts";
 import type { Config } from "./config.ts";
 import type { WiredDelegation } from "./delegation.ts";
 import type { WiredDiscovery, wireWitness } from "./discovery.ts";
-import type { Foundation } from "./foundation.ts";
+import { type Foundation, servedTrustAnchors } from "./foundation.ts";
 import type { IndexRunner } from "./index.ts";
 import type { WiredX402 } from "./payments.ts";
 import type { WiredKeys } from "./keys.ts";
@@ -161,7 +161,7 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
     chainId,
     easAddress,
     // Decisions §29: the anchors' widget origins name where this service's widgets are served, its own origin first.
-    trustAnchors: withWidgetOrigins(f.trustAnchors, [new URL(config.publicBaseUrl).origin, ...config.widgetOrigins]),
+    trustAnchors: servedTrustAnchors(config, f.trustAnchors),
     log: f.log,
     publicBaseUrl: config.publicBaseUrl,
     // Decisions §21: an answer from the index is current for one poll, live evidence for as long as the service reuses it.
@@ -186,10 +186,6 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
   return { port: server.port ?? config.port, drain: () => drainServer(server, handler, { graceMs: config.shutdownGraceMs }) };
 }
 
-/** The anchors with `origins` leading their `widgetOrigins`, each origin once. */
-function withWidgetOrigins(anchors: Foundation["trustAnchors"], origins: readonly string[]): Foundation["trustAnchors"] {
-  return { ...anchors, widgetOrigins: [...new Set([...origins, ...anchors.widgetOrigins])] };
-}
 
 /** The endpoints' use cases, a test event sent at once rather than at the worker's next tick. */
 function nudgingTests(w: Pick<WiredWebhooks, "endpoints" | "nudge">): WiredWebhooks["endpoints"] {

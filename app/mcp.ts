@@ -8,7 +8,7 @@ import { createMcpEndpoint, type McpEndpoint } from "../http/routes/mcp/mod.ts";
 import type { WiredAccounts } from "./accounts.ts";
 import type { Config } from "./config.ts";
 import type { WiredDiscovery, wireWitness } from "./discovery.ts";
-import type { Foundation } from "./foundation.ts";
+import { type Foundation, servedTrustAnchors } from "./foundation.ts";
 import type { WiredKeys } from "./keys.ts";
 import type { WiredLimits } from "./limits.ts";
 import type { WiredSubmissions } from "./submissions.ts";
@@ -50,7 +50,7 @@ export function wireMcp(config: Config, f: Foundation, c: McpCapabilities): Wire
     tools: {
       artifactTrust: c.artifactTrust,
       confirm: c.discovery.confirm,
-      trustAnchors: f.trustAnchors,
+      trustAnchors: servedTrustAnchors(config, f.trustAnchors),
       attestationList: c.attestationList,
       keyStatus: c.keys.keyStatus,
       keyStatusRate: c.keys.clientRate,

@@ -46,9 +46,12 @@ async function witness(key: Hex, subject: string, controller: string) {
 }
 
 describe("trust anchors on the devnet", () => {
-  test("the service serves the devnet's anchors file as written", async () => {
+  test("the service serves the devnet's anchors file as written, its own origin leading widgetOrigins (decisions §29)", async () => {
     const served = await (await fetch(`${stack.baseUrl}/v1/trust-anchors`)).json();
-    expect(served).toEqual(JSON.parse(readFileSync(stack.devnet.trustAnchorsPath, "utf8")));
+    const written = JSON.parse(readFileSync(stack.devnet.trustAnchorsPath, "utf8"));
+    // The first origin is PUBLIC_BASE_URL's (this stack leaves it to its default).
+    expect(served).toEqual({ ...written, widgetOrigins: [served.widgetOrigins[0], ...written.widgetOrigins] });
+    expect(new URL(served.widgetOrigins[0]).origin).toBe(served.widgetOrigins[0]);
     const anchors = await fetchTrustAnchors({ url: `${stack.baseUrl}/v1/trust-anchors` });
     const chain = getChainAnchors(anchors, stack.service.chainId);
     expect(chain.easContract.toLowerCase()).toBe(stack.service.easAddress.toLowerCase());
