@@ -69,8 +69,13 @@ describe("operations", () => {
     expect(res.headers.get("x-request-id")).toBe("trace-42");
     const records = lines.map((l) => JSON.parse(l));
     const mine = records.filter((r) => r.requestId === "trace-42");
-    expect(mine.map((r) => r.event)).toEqual(["delegated_attest", "request"]);
-    expect(mine[1]).toMatchObject({ route: "/v1/delegated-attest", status: 200, method: "POST" });
+    // The delegate's transaction signature is audited (decisions §27) in the request's context; the user's
+    // signature itself is never logged.
+    expect(mine.map((r) => r.event)).toEqual(["signature", "delegated_attest", "request"]);
+    expect(mine[0]).toMatchObject({ role: "delegate", backend: "env", purpose: "transaction" });
+    expect(mine[0].key).toMatch(/^0x[0-9a-fA-F]{40}$/);
+    expect(mine[0].digest).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(mine[2]).toMatchObject({ route: "/v1/delegated-attest", status: 200, method: "POST" });
     expect(lines.join("\n")).not.toContain(body.signature.slice(2));
 
     const other = await fetch(`${service.url}/v1/trust-anchors`);

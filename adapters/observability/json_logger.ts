@@ -4,6 +4,11 @@ const LEVELS = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 } as cons
 
 /** Field names whose values never reach a log line. */
 const SECRET_FIELD = /(private|secret|password|token|cookie|authorization|mnemonic|^key$)/i;
+/**
+ * A key's public name, which a field named `key` may carry (the signature audit, decisions §27): an Ethereum address or
+ * an RFC 9278 JWK thumbprint URI. A private key (32 bytes of hex, a JWK) never has either shape.
+ */
+const PUBLIC_KEY_NAME = /^(0x[0-9a-fA-F]{40}|urn:ietf:params:oauth:jwk-thumbprint:sha-256:[A-Za-z0-9_-]{43})$/;
 /** A 65-byte signature; logged as its first bytes only. */
 const SIGNATURE = /^0x[0-9a-fA-F]{130}$/;
 /** A URL inside free text (an upstream error message): scheme, optional userinfo, host, rest. */
@@ -20,7 +25,7 @@ const LONG_HEX_IN_TEXT = /0x[0-9a-fA-F]{65,}/g;
  */
 export function redactLogValue(key: string, value: unknown): unknown {
   if (typeof value === "bigint") return value.toString();
-  if (key !== "" && SECRET_FIELD.test(key)) return "[redacted]";
+  if (key !== "" && SECRET_FIELD.test(key) && !(key === "key" && typeof value === "string" && PUBLIC_KEY_NAME.test(value))) return "[redacted]";
   if (typeof value !== "string") return value;
   if (SIGNATURE.test(value)) return `${value.slice(0, 10)}…`;
   return redactText(value);

@@ -16,6 +16,9 @@ export function publicJwkOf(curve: DigestSigner["curve"], publicKey: Uint8Array)
   return { kty: "EC", crv: curve, x: b64(publicKey.subarray(1, 33)), y: b64(publicKey.subarray(33)) };
 }
 
+/** The RFC 9278 prefix naming a key by its SHA-256 JWK thumbprint. */
+export const JWK_THUMBPRINT_URI = "urn:ietf:params:oauth:jwk-thumbprint:sha-256:";
+
 /** The RFC 7638 thumbprint of an EC public JWK: base64url(SHA-256 of its required members in lexicographic order). */
 export function jwkThumbprint(jwk: PublicEcJwk): string {
   const canonical = JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y });
@@ -26,7 +29,8 @@ export function jwkThumbprint(jwk: PublicEcJwk): string {
 export function digestJwsSigner(signer: DigestSigner, options: { readonly role: SignerRole; readonly audit: SignerAuditDeps; readonly raw: boolean }): JwsSigner {
   const publicJwk = publicJwkOf(signer.curve, signer.publicKey);
   const thumbprint = jwkThumbprint(publicJwk);
-  const audit = createAudit({ role: options.role, backend: signer.backend, key: thumbprint }, options.audit);
+  // In the audit trail the key is named by its thumbprint URI (RFC 9278), a public name the log keeps.
+  const audit = createAudit({ role: options.role, backend: signer.backend, key: `${JWK_THUMBPRINT_URI}${thumbprint}` }, options.audit);
   const close = signer.close;
   return {
     role: options.role,
