@@ -23,7 +23,11 @@ if [ -z "$script" ]; then
   echo "podman-compose: the installed one has no --profile; fetching Debian 13's package" >&2
   apt_dir="$cache/apt"
   mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
-  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main" >"$apt_dir/sources.list"
+  # The same Debian mirror the machine's apt already uses, only another suite.
+  mirror=$(awk '/^URIs:/ && $2 !~ /security/ { print $2; exit }' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
+  [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $0 !~ /security/ { for (i = 2; i <= NF; i++) if ($i ~ /^https?:/) { print $i; exit } }' /etc/apt/sources.list 2>/dev/null || true)
+  [ -n "$mirror" ] || { echo "podman-compose: no Debian mirror in the machine's apt sources" >&2; exit 1; }
+  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror trixie main" >"$apt_dir/sources.list"
   opts=(-o "Dir::Etc::sourcelist=$apt_dir/sources.list" -o Dir::Etc::sourceparts=- -o "Dir::State::Lists=$apt_dir/lists"
     -o "Dir::Cache=$apt_dir/cache" -o APT::Sandbox::User=root -qq)
   apt-get "${opts[@]}" update >&2
