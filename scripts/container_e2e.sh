@@ -15,9 +15,10 @@ skip() {
   exit 0
 }
 
-if ! command -v podman >/dev/null 2>&1; then
+# runc too: its settings below name it (crun refuses this sandbox's cgroups), and a machine may have podman without it.
+if ! command -v podman >/dev/null 2>&1 || ! command -v runc >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing podman for the container e2e run" >&2
+    echo "installing podman and runc for the container e2e run" >&2
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc >/dev/null) ||
       skip "podman could not be installed"
   else
