@@ -22,7 +22,7 @@ import type { Storage } from "../ports/storage.ts";
 import type { ChainAnchors, TrustAnchors } from "../ports/trust_anchors.ts";
 import type { Config } from "./config.ts";
 import { describeMetrics } from "./metrics.ts";
-import { checkRawKeys, closeSigners, openServiceSigners, type ServiceSigners } from "./signers.ts";
+import { checkDelegatePresent, checkRawKeys, closeSigners, openServiceSigners, type ServiceSigners } from "./signers.ts";
 import { SignerStartError } from "../adapters/signers/mod.ts";
 import type { EthereumSigner } from "../ports/signer.ts";
 
@@ -126,6 +126,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
       signers = await openServiceSigners(config, signerDeps, { delegate: devnet.keys.delegate, witness: devnet.keys.witness });
     }
     try {
+      checkDelegatePresent(signers, { chainId, embeddedDevnet: devnet !== undefined });
       checkRawKeys(config, signers, { chainId, embeddedDevnet: devnet !== undefined }, { log, metrics });
     } catch (error) {
       if (error instanceof SignerStartError) throw new StartupError(error.message);

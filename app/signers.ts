@@ -117,6 +117,17 @@ export function checkRawKeys(
   }
 }
 
+/**
+ * A deployment on a chain that is not a devnet must name the delegate's signer (decisions §27, §28): the relays send
+ * with it, and a start without one would look healthy while every write failed. Throws SignerStartError naming it.
+ */
+export function checkDelegatePresent(signers: ServiceSigners, chain: { readonly chainId: number; readonly embeddedDevnet: boolean }): void {
+  if (signers.delegate !== undefined || chain.embeddedDevnet || DEVNET_CHAIN_IDS.has(chain.chainId)) return;
+  throw new SignerStartError(
+    `DELEGATE_SIGNER: required on chain ${chain.chainId}, which is not a devnet (a pkcs11:, awskms:, jsonrpc: or keystore: URI; docs/signing.md)`,
+  );
+}
+
 /** Each role's signer state, for `/readyz`. */
 export function signerStates(signers: ServiceSigners): Record<string, SignerState> {
   const states: Record<string, SignerState> = {};

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { nobleSecp256k1, openKeccak256 } from "../adapters/crypto/mod.ts";
 import { SignerStartError } from "../adapters/signers/mod.ts";
 import { readConfig } from "./config.ts";
-import { checkRawKeys, openServiceSigners } from "./signers.ts";
+import { checkDelegatePresent, checkRawKeys, openServiceSigners } from "./signers.ts";
 
 const KEY = `0x${"33".repeat(32)}`;
 
@@ -55,6 +55,17 @@ describe("raw keys are for development (decisions §27)", () => {
     for (const chain of [{ chainId: 31337, embeddedDevnet: false }, { chainId: 1337, embeddedDevnet: false }, { chainId: 5, embeddedDevnet: true }]) {
       expect(() => checkRawKeys(config, signers, chain, { log, metrics })).not.toThrow();
     }
+  });
+
+  test("on a chain that is not a devnet a start without a delegate signer stops, naming DELEGATE_SIGNER (decisions §28)", async () => {
+    const none = await opened({});
+    expect(none.signers.delegate).toBeUndefined();
+    expect(() => checkDelegatePresent(none.signers, { chainId: 84532, embeddedDevnet: false })).toThrow(/^DELEGATE_SIGNER: required on chain 84532/);
+    for (const chain of [{ chainId: 31337, embeddedDevnet: false }, { chainId: 1337, embeddedDevnet: false }, { chainId: 5, embeddedDevnet: true }]) {
+      expect(() => checkDelegatePresent(none.signers, chain)).not.toThrow();
+    }
+    const some = await opened({ DELEGATE_PRIVATE_KEY: KEY });
+    expect(() => checkDelegatePresent(some.signers, { chainId: 84532, embeddedDevnet: false })).not.toThrow();
   });
 
   test("ALLOW_RAW_KEYS=true starts with a warning and ats_raw_signing_keys", async () => {
