@@ -1,125 +1,36 @@
 import { keccak256, recoverAddress } from "viem/utils";
-import type { Clock } from "../../ports/clock.ts";
-import type { DelegatedAttestCall, DelegateSubmitter, EasReader, HexString, SignedTx, Simulation, WalletDeployment } from "../../ports/eas.ts";
-import type { FactoryCallStore } from "../../ports/factory_calls.ts";
-import type { ReplayRecord, ReplayStore } from "../../ports/replay_store.ts";
-import type { Keccak256 } from "../../ports/keccak.ts";
-import type { Secp256k1 } from "../../ports/secp256k1.ts";
+import type { DelegatedAttestCall, EasReader, HexString, WalletDeployment } from "../../ports/eas.ts";
+import type { ReplayRecord } from "../../ports/replay_store.ts";
 import { signerUnavailable } from "./signer_unavailable.ts";
 import { type AttestMessage, attestDigest } from "./attest_typed_data.ts";
 import { type DelegatedRequest, parseDelegatedRequest } from "./delegated_request.ts";
-import { type Fail, fail, type Ok, ok, type Result } from "../result.ts";
-import type { RelayGuard } from "./relay_guard.ts";
+import { fail, type Ok, ok, type Result } from "../result.ts";
 import { attestBatch, type DelegatedAttestBatch } from "./delegated_attest_batch.ts";
 import { type NormalizedSignature, parseAttestSignature } from "./signature.ts";
 
-/** Codes a delegated attestation can fail with; the HTTP layer maps each to a status. */
-export type DelegatedAttestCode =
-  | "INVALID_INPUT"
-  | "MAINNET_NOT_SUPPORTED"
-  | "SCHEMA_NOT_SUBSIDIZED"
-  | "SIGNATURE_EXPIRED"
-  | "INVALID_SIGNATURE"
-  | "DUPLICATE"
-  | "NO_DELEGATE_KEY"
-  | "RPC_ERROR"
-  | "ATTESTER_MISMATCH"
-  | "SUBMISSION_FAILED"
-  | "OUTCOME_UNKNOWN"
-  | "RATE_LIMITED"
-  | "PUBLIC_RELAY_DISABLED"
-  | "SCHEMA_NOT_ELIGIBLE"
-  | "SUBJECT_OWNERSHIP_REQUIRED"
-  | "SPONSORED_WRITE_LIMIT_EXCEEDED"
-  | "SIGNER_UNAVAILABLE";
+export type {
+  BatchNonces,
+  CallerTicket,
+  Claimed,
+  DelegatedAttestCaller,
+  DelegatedAttestCode,
+  DelegatedAttestDeps,
+  DelegatedAttestFailure,
+  DelegatedAttestSuccess,
+  SubsidizedSchema,
+} from "./_delegated_attest_types.ts";
+import type {
+  BatchNonces,
+  CallerTicket,
+  Claimed,
+  DelegatedAttestCaller,
+  DelegatedAttestDeps,
+  DelegatedAttestFailure,
+  DelegatedAttestSuccess,
+} from "./_delegated_attest_types.ts";
 
 /** `details` of an ATTESTER_MISMATCH whose signature is valid for an older nonce: re-sign and resubmit. */
 export const NONCE_MOVED = "NONCE_MOVED";
-
-/** A subsidised schema: its name, and its revocability when the service knows it. */
-export type SubsidizedSchema = { readonly name: string; readonly revocable?: boolean | undefined };
-
-/** What a mined delegated attestation returns. */
-export type DelegatedAttestSuccess = {
-  readonly txHash: HexString;
-  readonly uid: HexString | null;
-  readonly blockNumber: bigint;
-};
-
-/** Everything the delegated-attest use case needs. */
-export type DelegatedAttestDeps = {
-  readonly clock: Clock;
-  readonly eas: EasReader;
-  readonly delegate?: DelegateSubmitter | undefined;
-  readonly replay: ReplayStore;
-  /** `NEXT_PUBLIC_ACTIVE_CHAIN` is a mainnet setting. */
-  readonly mainnet: boolean;
-  /** Subsidised schema UIDs, lowercase, to their schema. */
-  readonly subsidized: ReadonlyMap<string, SubsidizedSchema>;
-  /** Furthest a deadline may lie ahead, in seconds; bounds how long replay records are kept. */
-  readonly maxDeadlineAheadSeconds?: number | undefined;
-  /**
-   * The relay's guard: the public relay's rates and gas budget, the private relay's gas budget (issue 23); absent:
-   * no limits.
-   */
-  readonly guard?: RelayGuard | undefined;
-  /**
-   * The ERC-6492 factory calls sent, one per wallet (issue 23): a wallet whose factory call was mined without
-   * deploying it is refused before any RPC, and no second factory call is sent for a wallet. Absent: not recorded.
-   */
-  readonly factoryCalls?: FactoryCallStore | undefined;
-  /** Refuses (400 INVALID_INPUT, no gas spent) a submission whose simulation needs more gas (`MAX_GAS_PER_TX`). */
-  readonly maxGasPerTx?: bigint | undefined;
-  /**
-   * Recovers the signer of a digest (issue 28: libsecp256k1 when the service found it, adapters/crypto). Absent:
-   * viem's recovery, which gives the same answers.
-   */
-  readonly recoverAddress?: Secp256k1["recoverAddress"] | undefined;
-  /** keccak-256 of hex bytes for the Attest digest (issue 28: in WebAssembly, adapters/crypto). Absent: viem's. */
-  readonly keccak256?: Keccak256["hex"] | undefined;
-};
-
-/**
- * A failure; `unavailable` marks a SUBMISSION_FAILED the service itself cannot serve now (its wallet cannot
- * pay), which HTTP answers with 503 rather than 500.
- */
-export type DelegatedAttestFailure = Fail<DelegatedAttestCode> & {
-  readonly unavailable?: true;
-  readonly retryAfterSeconds?: number;
-  /** A status of the caller's own (the private relay's 403 for an attester that is not the account's wallet). */
-  readonly status?: number;
-};
-
-/** Who sent the request: the client's address key (per-address limits of the public relay). */
-export type DelegatedAttestCaller = {
-  readonly clientKey?: string | undefined;
-  /**
-   * Runs once the signature verified, before it is recorded (the private relay checks the account's rights and
-   * reserves a sponsored write here); a failure stops the request with nothing recorded. Its `release` runs when
-   * nothing was broadcast; `onSigned`/`onSent` follow the transaction, `onMined` its receipt.
-   */
-  readonly admit?: ((request: DelegatedRequest) => Promise<DelegatedAttestFailure | CallerTicket>) | undefined;
-  /**
-   * Runs once every check passed and the signature is recorded (`key`: its replay record), just before the transaction
-   * is signed and sent: the caller records its submission here (decisions §23). A throw stops the request before
-   * anything is sent, and the record is given back.
-   */
-  readonly onSubmitting?: ((key: string) => Promise<void>) | undefined;
-};
-
-/** What an admitted caller wants to hear of the submission. */
-export type CallerTicket = {
-  readonly release: () => Promise<void>;
-  readonly onSigned: (tx: SignedTx) => Promise<void>;
-  readonly onSent: () => Promise<void>;
-  readonly onMined: (outcome: DelegatedAttestSuccess) => Promise<void>;
-  /**
-   * A transaction of this request burned gas without the attestation landing (a factory call that did not deploy
-   * the wallet, or an attestation that reverted): the caller keeps what it reserved charged (issue 23). Absent: the
-   * reservation is released as when nothing was sent.
-   */
-  readonly onBurned?: ((burn: { readonly txHash: HexString; readonly blockNumber: bigint }) => Promise<void>) | undefined;
-};
 
 /**
  * Verifies and submits one delegated attestation; `batch` (decisions §23) checks several as it checks one and sends
@@ -127,22 +38,6 @@ export type CallerTicket = {
  */
 export type DelegatedAttest = ((body: unknown, caller?: DelegatedAttestCaller) => Promise<Ok<DelegatedAttestSuccess> | DelegatedAttestFailure>) & {
   batch?: DelegatedAttestBatch | undefined;
-};
-
-/** In a batch: the nonce an item of `attester` is checked against, given the chain's. */
-export type BatchNonces = { readonly nonceFor: (attester: HexString, chainNonce: bigint) => bigint };
-
-/** A request that passed every check and holds its replay record (claimed under `key`): ready to be sent. */
-export type Claimed = {
-  readonly request: DelegatedRequest;
-  readonly call: DelegatedAttestCall;
-  readonly key: string;
-  readonly ticket: CallerTicket | undefined;
-  readonly delegate: DelegateSubmitter;
-  readonly simulatedAhead: Promise<Simulation> | undefined;
-  readonly deploy: WalletDeployment | undefined;
-  /** The attester's EAS nonce the signature was verified against (recorded with the claim). */
-  readonly nonce: bigint;
 };
 
 const DEFAULT_MAX_DEADLINE_AHEAD = 86_400;

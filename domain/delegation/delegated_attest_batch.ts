@@ -28,7 +28,7 @@ import type {
   DelegatedAttestDeps,
   DelegatedAttestFailure,
   DelegatedAttestSuccess,
-} from "./delegated_attest.ts";
+} from "./_delegated_attest_types.ts";
 import { parseDelegatedRequest } from "./delegated_request.ts";
 import type { DelegatedRequest } from "./delegated_request.ts";
 
