@@ -3,10 +3,9 @@
  * embeds it in place of `_embedded_assets.ts`); from source they are built once, on first use, with `Bun.build`.
  */
 import { join } from "node:path";
-import { EMBEDDED_CONSOLE } from "./_embedded_assets.ts";
+import { EMBEDDED_CONSOLE, type ConsoleBundle } from "./_embedded_assets.ts";
 
-/** The built assets, and a short hash of them for cache-busting URLs. */
-export type ConsoleBundle = { readonly js: string; readonly css: string; readonly version: string };
+export type { ConsoleBundle };
 
 const SOURCE_DIR = import.meta.dir;
 

@@ -4,10 +4,9 @@
  * the console's are (console/assets.ts).
  */
 import { join } from "node:path";
-import { EMBEDDED_WIDGETS } from "./_embedded_assets.ts";
+import { EMBEDDED_WIDGETS, type WidgetBundle } from "./_embedded_assets.ts";
 
-/** The built assets, and a short hash of them for cache-busting URLs. */
-export type WidgetBundle = { readonly js: string; readonly css: string; readonly version: string };
+export type { WidgetBundle };
 
 const SOURCE_DIR = import.meta.dir;
 
