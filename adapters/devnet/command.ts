@@ -5,7 +5,7 @@
 // DATA_DIR/devnet (default .ats/devnet); DELEGATE_PRIVATE_KEY and WITNESS_PRIVATE_KEY name wallets to fund.
 import { join } from "node:path";
 import type { Hex } from "viem";
-import { type Devnet, startDevnet } from "./mod.ts";
+import { type Devnet, startDevnet } from "./devnet.ts";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
