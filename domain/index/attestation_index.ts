@@ -99,7 +99,7 @@ export const STEP_EVENTS = 2_000;
 /**
  * The first range of a follower that has seen no density yet (issue 45): a history of unknown density is probed, not
  * read `stepBlocks` (10,000) at once, which on a busy chain holds every log of them in memory; then the range doubles
- * per sparse step up to `stepBlocks` (ten steps more on a sparse chain), or narrows to the density seen.
+ * per sparse step up to `stepBlocks` (about seven steps more on a sparse chain), or narrows to the density seen.
  */
 export const PROBE_BLOCKS = 64n;
 
