@@ -7,12 +7,12 @@ import type { PlanPolicy } from "../domain/accounts/mod.ts";
 import {
   createCachedDiscovery,
   createControllerConfirm,
-  createControllerWitness,
   createDiscoverControllers,
   createJwksLookup,
   type DiscoverControllers,
   type LookupJwks,
 } from "../domain/discovery/mod.ts";
+import { createControllerWitness } from "../domain/witness/mod.ts";
 import { createDidUrlResolver, type ResolveDidUrl } from "../domain/controller_authorization/mod.ts";
 import { createRateLimiter } from "../domain/rate_limit.ts";
 import type { Config } from "./config.ts";

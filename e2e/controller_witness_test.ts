@@ -8,7 +8,7 @@ import { openSqlite } from "../adapters/sqlite/mod.ts";
 import { createSqliteAccountStore, createSqliteWriteLedger } from "../adapters/sqlite/mod.ts";
 import { createViemEas } from "../adapters/chain/mod.ts";
 import { createViemTxStatusReader, createViemWitnessWriter } from "../adapters/chain/mod.ts";
-import { LEGACY_WITNESS_DEPRECATION_HEADER } from "../domain/discovery/mod.ts";
+import { LEGACY_WITNESS_DEPRECATION_HEADER } from "../domain/witness/mod.ts";
 import { didToAddress } from "../domain/did.ts";
 import { decodeSchemaData, encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";

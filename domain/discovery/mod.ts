@@ -1,8 +1,9 @@
 /**
- * Controller discovery and the controller witness: which keys control a did:web, from DNS TXT and did.json, and the
- * immutable witness of it (decisions §8).
+ * Controller discovery: which keys control a did:web, from DNS TXT and did.json (decisions §8). The witness that writes
+ * it on chain is its own capability, `domain/witness/`, which depends on this one.
  */
 export {
+  canonicalControllerKey,
   type ControllerConfirmRecord,
   type ControllerKey,
   controllerTxtRecordFor,
@@ -14,12 +15,6 @@ export {
   type EvidenceItem,
   parseJktTxtRecord,
 } from "./controller_discovery.ts";
-export {
-  type ControllerWitness,
-  createControllerWitness,
-  LEGACY_WITNESS_DEPRECATION_HEADER,
-  parseWitnessBody,
-} from "./controller_witness.ts";
 export { classifyAddress, isIpLiteral, isPublicAddress } from "./ip_policy.ts";
 export {
   controllerKeysFromJwks,

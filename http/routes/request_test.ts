@@ -1,6 +1,6 @@
 import { describe, expect, spyOn, test } from "bun:test";
 import { Value } from "@sinclair/typebox/value";
-import { parseWitnessBody } from "../../domain/discovery/mod.ts";
+import { parseWitnessBody } from "../../domain/witness/mod.ts";
 import { parseDelegatedRequest } from "../../domain/delegation/mod.ts";
 import { createSessions } from "../../domain/sessions/mod.ts";
 import { fakeAccountStore, fakeClock, fakeRandom } from "../../ports/fakes.ts";

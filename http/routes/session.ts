@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import { type ControllerWitness, parseWitnessBody } from "../../domain/discovery/mod.ts";
+import { type ControllerWitness, parseWitnessBody } from "../../domain/witness/mod.ts";
 import { type PlanPolicy, quotaYear } from "../../domain/accounts/mod.ts";
 import type { Sessions } from "../../domain/sessions/mod.ts";
 import type { Account, Session, SponsoredWriteLedger } from "../../ports/accounts.ts";

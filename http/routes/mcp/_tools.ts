@@ -6,7 +6,8 @@
  */
 import { type Static, type TSchema, Type as t } from "@sinclair/typebox";
 import { type ArtifactTrust, INVALID_ARTIFACT_DID_MESSAGE } from "../../../domain/artifact_trust/mod.ts";
-import type { ControllerWitness, createControllerConfirm } from "../../../domain/discovery/mod.ts";
+import type { createControllerConfirm } from "../../../domain/discovery/mod.ts";
+import type { ControllerWitness } from "../../../domain/witness/mod.ts";
 import { type Idempotency, keepsAnswer, MAX_IDEMPOTENCY_KEY_LENGTH } from "../../../domain/idempotency/mod.ts";
 import { IdentifierList, identifierListRefusal, resolveIdentity } from "../../../domain/identity/mod.ts";
 import type { ListAttestations } from "../../../domain/index/mod.ts";

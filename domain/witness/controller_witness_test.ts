@@ -10,7 +10,7 @@ import {
   fakeWriteLedger,
 } from "../../ports/fakes.ts";
 import type { HexString } from "../../ports/eas.ts";
-import { createDiscoverControllers } from "./controller_discovery.ts";
+import { createDiscoverControllers, jwkThumbprint } from "../discovery/mod.ts";
 import {
   createControllerWitness,
   type ControllerWitnessDeps,
@@ -18,7 +18,6 @@ import {
   parseWitnessBody,
 } from "./controller_witness.ts";
 import { didToAddress, jwkToDidJwk } from "../did.ts";
-import { jwkThumbprint } from "./jwk_keys.ts";
 import { createRateLimiter } from "../rate_limit.ts";
 import { fail, ok } from "../result.ts";
 
