@@ -170,6 +170,33 @@ describe("architecture", () => {
     }
   });
 
+  test("no import circles among source files (tests, fakes and the packages' build output aside)", () => {
+    // Issue 47: a capability depends on another's mod.ts in one direction only. Every import counts, `import type`
+    // and re-exports included: a circle of types ties two files together as much as one of values.
+    const files = ["domain", "ports", "adapters", "http", "client", "console", "widgets", "app", "x402", "bench", "scripts"]
+      .flatMap((d) => sources(d))
+      .concat(["main.ts"]);
+    const known = new Set(files);
+    const edges = new Map(files.map((file) => [file, imports(file).map((spec) => target(file, spec)).filter((to) => to !== undefined && known.has(to))]));
+    // Depth first: an import of a file still on the walk's path closes a circle, reported as that part of the path.
+    const circles: string[][] = [];
+    const state = new Map<string, "open" | "done">();
+    const path: string[] = [];
+    const visit = (file: string) => {
+      state.set(file, "open");
+      path.push(file);
+      for (const to of edges.get(file)!) {
+        if (state.get(to) === "open") circles.push([...path.slice(path.indexOf(to!)), to!]);
+        else if (!state.has(to!)) visit(to!);
+      }
+      path.pop();
+      state.set(file, "done");
+    };
+    for (const file of files) if (!state.has(file)) visit(file);
+    expect(files.length).toBeGreaterThan(300);
+    expect(circles).toEqual([]);
+  });
+
   test("the composition root reads top to bottom: main.ts only starts the process, no function of app/ over 120 lines", () => {
     const longest: { file: string; name: string; lines: number }[] = [];
     for (const file of [...sources("app"), "main.ts"]) {
