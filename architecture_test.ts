@@ -177,7 +177,7 @@ describe("architecture", () => {
       .flatMap((d) => sources(d))
       .concat(["main.ts"]);
     const known = new Set(files);
-    const edges = new Map(files.map((file) => [file, imports(file).map((spec) => target(file, spec)).filter((to) => to !== undefined && known.has(to))]));
+    const edges = new Map(files.map((file) => [file, imports(file).map((spec) => target(file, spec)).filter((to): to is string => to !== undefined && known.has(to))]));
     // Depth first: an import of a file still on the walk's path closes a circle, reported as that part of the path.
     const circles: string[][] = [];
     const state = new Map<string, "open" | "done">();
@@ -186,8 +186,8 @@ describe("architecture", () => {
       state.set(file, "open");
       path.push(file);
       for (const to of edges.get(file)!) {
-        if (state.get(to) === "open") circles.push([...path.slice(path.indexOf(to!)), to!]);
-        else if (!state.has(to!)) visit(to!);
+        if (state.get(to) === "open") circles.push([...path.slice(path.indexOf(to)), to]);
+        else if (!state.has(to)) visit(to);
       }
       path.pop();
       state.set(file, "done");
