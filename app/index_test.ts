@@ -5,6 +5,7 @@ import type { ChainHistory, EasEvent, HeadSignal } from "../ports/attestation_in
 import type { HexString } from "../ports/eas.ts";
 import { fakeClock } from "../ports/fakes.ts";
 import type { Logger } from "../ports/logger.ts";
+import { fail, ok } from "../domain/result.ts";
 import { wireIndex } from "./index.ts";
 
 const hash = (n: bigint) => `0x${n.toString(16).padStart(64, "a")}` as HexString;
@@ -142,4 +143,37 @@ test("wireIndex(): a new head announced over the WebSocket (RPC_WS_URL) makes th
     await runner.stop();
   }
   expect(unsubscribed).toBe(true);
+});
+
+test("issue 45: while a deployment catches up its reads answer 503 INDEX_STALE, at 97 % too, and it is not ready; caught up, they answer at the head", async () => {
+  const { clock, runner, store, setHead } = setup();
+  const read = () =>
+    runner.answers.answer(async (index) => {
+      const block = await index.latestBlock();
+      return block.ok ? ok({ block: block.value }) : fail("NOT_READ", "not read");
+    });
+  // A new deployment 97 % through its history: steps stored up to block 969 of 999, no poll completed yet (a step that
+  // does not reach the head records none), exactly what the store holds between two steps of a catch-up.
+  const events: EasEvent[] = [];
+  for (let b = 0n; b <= 969n; b += 10n) {
+    events.push({ kind: "attested", uid: hash(b), recipient: hash(1n).slice(0, 42) as HexString, attester: hash(2n).slice(0, 42) as HexString, schemaUid: hash(3n), blockNumber: b, logIndex: 0 });
+  }
+  expect(await store.append(undefined, events, { blockNumber: 969n, blockHash: hash(969n), timestamp: 969n })).toBe(true);
+  expect(await read()).toMatchObject({ ok: false, code: "INDEX_STALE" });
+  expect(await runner.healthy()).toBe(false);
+  expect(runner.status()).toMatchObject({ indexedBlock: 969, stale: true });
+
+  expect(await runner.catchUp()).toBe(true);
+  const caughtUp = await read();
+  expect(caughtUp).toMatchObject({ ok: true, value: { block: 999n, asOf: { blockNumber: 999, checkedAt: Math.floor(clock.nowMs() / 1000) } } });
+  expect(await runner.healthy()).toBe(true);
+
+  // Behind again (a burst of blocks) within INDEX_STALL_SECONDS of the last completed poll: the answer names the head it
+  // stands on and when that poll completed, never a newer one; once the stall time passes without a poll, 503 again.
+  const polledAt = Math.floor(clock.nowMs() / 1000);
+  setHead(1_100n);
+  clock.set(clock.nowMs() + 20_000);
+  expect(await read()).toMatchObject({ ok: true, value: { block: 999n, asOf: { blockNumber: 999, checkedAt: polledAt } } });
+  clock.set(clock.nowMs() + 11_000);
+  expect(await read()).toMatchObject({ ok: false, code: "INDEX_STALE" });
 });
