@@ -3,7 +3,8 @@
  * against 2,800): its append sent one `UPDATE` per attestation for the records. And on both engines each append's
  * "tail rows now confirmed" update walked every row up to the confirmed block, so a catch-up slowed as the history
  * grew. On the real stores: an append's statements do not grow with its attestations (PostgreSQL, counted), what it
- * stores is what it was given (records, subjects, revocations, tail), and the tail update seeks the partial tail index.
+ * stores is what it was given (records, subjects, revocations, tail), the tail update seeks the partial tail index, and
+ * a fresh index's catch-up, now in many small steps, tells webhooks none of its history.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SQL } from "bun";
@@ -68,6 +69,22 @@ async function expectStored(store: IndexStore, count: number) {
 }
 
 /**
+ * A fresh index catching up in three steps while the chain's deep-enough head (WEBHOOK_CONFIRMATIONS) is block 100: the
+ * history up to block 100 is not told, whichever step stored it; what the index stores past it is. Before, the first
+ * step set the boundary at its own last block, so every later step of a catch-up queued its history (and steps are now
+ * about 2,000 events). `outbox` lists the queued rows' uids.
+ */
+async function expectHistoryUntold(store: IndexStore, outbox: () => Promise<string[]>) {
+  const details = (uids: number[], deep: bigint) => ({ attestations: uids.map((n) => record(n)), webhookConfirmedTo: deep });
+  const at = (n: number, block: bigint): EasEvent => ({ ...attested(n), blockNumber: block });
+  expect(await store.append(undefined, [at(1, 1n)], checkpoint(1n), details([1], 100n))).toBe(true);
+  expect(await store.append(1n, [at(2, 50n)], checkpoint(50n), details([2], 100n))).toBe(true);
+  expect(await outbox()).toEqual([]);
+  expect(await store.append(50n, [at(3, 100n), at(4, 120n)], checkpoint(120n), details([3, 4], 120n))).toBe(true);
+  expect(await outbox()).toEqual([uid(4)]);
+}
+
+/**
  * `sql` with every statement counted: each tagged-template query and `unsafe` call, of the pool and of the
  * transactions and savepoints it opens.
  */
@@ -98,6 +115,12 @@ describe("a catch-up's appends (issue 45): sqlite", () => {
     const store = createSqliteIndexStore(openSqlite(":memory:"), { chainId: 1, easAddress: EAS });
     await ingest(store, 2_500);
     await expectStored(store, 2_500);
+  });
+
+  test("a fresh index's catch-up tells no history to webhooks, in however many steps", async () => {
+    const db = openSqlite(":memory:");
+    const store = createSqliteIndexStore(db, { chainId: 1, easAddress: EAS });
+    await expectHistoryUntold(store, () => Promise.resolve(db.query<{ uid: string }, []>("SELECT uid FROM webhook_outbox ORDER BY block_number").all().map((r) => r.uid)));
   });
 
   test("the tail's confirmation seeks the partial tail index, not every confirmed row", () => {
@@ -136,6 +159,12 @@ describe.skipIf(unavailable !== undefined)("a catch-up's appends (issue 45): pos
     expect(perStep[500]![0]!).toBeLessThanOrEqual(12);
     expect(perStep[2_500]![0]! - perStep[500]![0]!).toBeLessThanOrEqual(1);
     expect(perStep[2_500]![1]!).toBe(perStep[500]![1]!);
+  }, 60_000);
+
+  test("a fresh index's catch-up tells no history to webhooks, in however many steps", async () => {
+    const store = await createPostgresIndexStore(sql, { chainId: 14, easAddress: EAS });
+    await expectHistoryUntold(store, async () =>
+      ((await sql`SELECT uid FROM webhook_outbox WHERE chain_id = 14 ORDER BY block_number`) as { uid: string }[]).map((r) => r.uid));
   }, 60_000);
 
   test("the tail's confirmation seeks the partial tail index, not every confirmed row", async () => {

@@ -193,8 +193,11 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
         const [row]: Row[] = await tx`SELECT block_number FROM webhook_marks WHERE name = ${leaseName}`;
         const from = row === undefined ? undefined : BigInt(String(row.block_number));
         if (from !== undefined && upTo > from) await queueOutbox(tx, from, upTo, skipped);
+        // A fresh index's first append sets the boundary at the deep-enough head, not at its own last block: the history a
+        // catch-up stores in the steps after it is history too, and is not told (issue 45: steps are now small).
+        const mark = from === undefined ? (details.webhookConfirmedTo < -1n ? -1n : details.webhookConfirmedTo) : upTo;
         if (from === undefined || upTo > from) {
-          await tx`INSERT INTO webhook_marks (name, block_number) VALUES (${leaseName}, ${upTo.toString()})
+          await tx`INSERT INTO webhook_marks (name, block_number) VALUES (${leaseName}, ${mark.toString()})
                    ON CONFLICT (name) DO UPDATE SET block_number = EXCLUDED.block_number`;
         }
       }

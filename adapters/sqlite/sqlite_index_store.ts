@@ -337,7 +337,10 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
       if (from !== undefined && upTo > from) {
         queueOutbox(from, upTo, skipped);
       }
-      if (from === undefined || upTo > from) setMark.run(leaseName, upTo);
+      // A fresh index's first append sets the boundary at the deep-enough head, not at its own last block: the history a
+      // catch-up stores in the steps after it is history too, and is not told (issue 45: steps are now small).
+      if (from === undefined) setMark.run(leaseName, Math.max(-1, Number(details.webhookConfirmedTo)));
+      else if (upTo > from) setMark.run(leaseName, upTo);
     }
     confirm.run(chainId, eas, Number(confirmedTo));
     for (const b of details.blocks ?? []) insertCheckpoint.run(chainId, eas, Number(b.blockNumber), b.blockHash, Number(b.timestamp));
