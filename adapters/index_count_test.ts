@@ -15,7 +15,7 @@ import type { EasEvent, IndexedAttestation, IndexStore } from "../ports/attestat
 import type { HexString } from "../ports/eas.ts";
 import type { Storage } from "../ports/storage.ts";
 import { fakeAttestationIndex, fakeClock } from "../ports/fakes.ts";
-import { didToAddress } from "../domain/did.ts";
+import { didToAddress } from "../domain/did/mod.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { createCountAttestations, createIndexAnswers, createIndexFollower, createListAttestations, createSubjectOf, type ListQuery } from "../domain/index/mod.ts";

@@ -11,7 +11,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Hex, sha256, stringToBytes } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { artifactDidFromDigest, didToAddress } from "../domain/did.ts";
+import { artifactDidFromDigest, didToAddress } from "../domain/did/mod.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { rpcBusyClock } from "./_rpc_busy.ts";

@@ -13,7 +13,7 @@
  */
 import { join } from "node:path";
 import { createTestClient, type Hex, http, sha256, stringToBytes } from "viem";
-import { artifactDidFromDigest, didToAddress } from "../domain/did.ts";
+import { artifactDidFromDigest, didToAddress } from "../domain/did/mod.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { startStack } from "../e2e/harness.ts";

@@ -27,7 +27,7 @@ import { createViemAttestationIndex } from "../adapters/chain/mod.ts";
 import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
 import { openPostgresStorage } from "../adapters/postgres/mod.ts";
 import { openSqliteStorage } from "../adapters/sqlite/mod.ts";
-import { didToAddress } from "../domain/did.ts";
+import { didToAddress } from "../domain/did/mod.ts";
 import { createIndexFollower, createSubjectOf } from "../domain/index/mod.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Hex, keccak256, stringToBytes } from "viem";
 import { startDevnet } from "../adapters/devnet/mod.ts";
-import { artifactDidFromDigest } from "../domain/did.ts";
+import { artifactDidFromDigest } from "../domain/did/mod.ts";
 import { e2eArtifacts } from "../e2e/harness.ts";
 import { postgresUnavailableReason, startPostgres } from "../e2e/support/postgres.ts";
 import { startServiceProcess } from "../e2e/support/service_process.ts";

@@ -29,7 +29,7 @@ import { join, resolve } from "node:path";
 import { createTestClient, type Hex, http, sha256, stringToBytes } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { startDevnet } from "../adapters/devnet/mod.ts";
-import { artifactDidFromDigest, didToAddress } from "../domain/did.ts";
+import { artifactDidFromDigest, didToAddress } from "../domain/did/mod.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { e2eArtifacts, freePort } from "../e2e/harness.ts";

@@ -22,7 +22,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Hex } from "viem";
 import { startDevnet } from "../adapters/devnet/mod.ts";
-import { didToAddress } from "../domain/did.ts";
+import { didToAddress } from "../domain/did/mod.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { computeSchemaUid, findSchemaByName } from "../domain/schemas.ts";
 import { e2eArtifacts } from "../e2e/harness.ts";

@@ -1,5 +1,5 @@
 /** did:artifact of a file's bytes, hashed with WebCrypto (browsers and Bun alike). */
-import { artifactDidFromDigest } from "../domain/did.ts";
+import { artifactDidFromDigest } from "../domain/did/mod.ts";
 
 /** The did:artifact of `bytes`: CIDv1, raw codec, SHA-256, base32-lower (decisions §3), as the service reads it. */
 export async function artifactDidOfBytes(bytes: ArrayBuffer | Uint8Array): Promise<string> {

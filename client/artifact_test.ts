@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { sha256 } from "viem";
-import { artifactDidFromDigest, parseArtifactDid } from "../domain/did.ts";
+import { artifactDidFromDigest, parseArtifactDid } from "../domain/did/mod.ts";
 import { artifactDidOfBytes } from "./artifact.ts";
 
 describe("artifactDidOfBytes()", () => {

@@ -11,7 +11,7 @@
  * Unlike the other client helpers this one never throws: a loader needs a verdict either way.
  */
 import type { ArtifactTrustItem, ArtifactTrustRecord } from "../domain/artifact_trust/mod.ts";
-import { normalizeDid } from "../domain/did.ts";
+import { normalizeDid } from "../domain/did/mod.ts";
 import type { FetchLike } from "./trust_anchors.ts";
 
 /** Where {@link checkArtifactTrust} asks when no URL is given: a local service. */

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { silentLogger } from "../adapters/observability/mod.ts";
 import { type ArtifactTrustItem, type ArtifactTrustRecord, createArtifactTrust } from "../domain/artifact_trust/mod.ts";
 import { createDelegatedAttest } from "../domain/delegation/mod.ts";
-import { artifactDidFromDigest, didToAddress } from "../domain/did.ts";
+import { artifactDidFromDigest, didToAddress } from "../domain/did/mod.ts";
 import { createReadNonce } from "../domain/delegation/mod.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { computeSchemaUid, findSchemaByName } from "../domain/schemas.ts";

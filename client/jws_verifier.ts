@@ -1,5 +1,5 @@
 import { bytesToHex, type Hex, recoverPublicKey, sha256 } from "viem";
-import { base64UrlDecode } from "../domain/did.ts";
+import { base64UrlDecode } from "../domain/did/mod.ts";
 import type { JwsSignatureCheck, JwsVerifier } from "../ports/jws_verifier.ts";
 
 /** A copy on a plain ArrayBuffer, the only kind WebCrypto's types accept. */

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { hexToBytes, sha256 } from "viem";
 import { privateKeyToAccount, sign } from "viem/accounts";
-import { base64UrlEncode, jwkToDidJwk } from "../domain/did.ts";
+import { base64UrlEncode, jwkToDidJwk } from "../domain/did/mod.ts";
 import { verifyProofWrapper } from "../domain/artifact_trust/mod.ts";
 import type { JwsAlgorithm } from "../ports/jws_verifier.ts";
 import { createWebCryptoJwsVerifier } from "./jws_verifier.ts";

@@ -22,5 +22,5 @@ export * from "./webhooks.ts";
 export * from "./signing_bridge.ts";
 export * from "./widget_protocol.ts";
 export { controllerTxtRecordFor } from "../domain/discovery/mod.ts";
-export { normalizeDid, parseArtifactDid } from "../domain/did.ts";
+export { normalizeDid, parseArtifactDid } from "../domain/did/mod.ts";
 export { buildReviewData, REVIEW_LIMITS } from "../domain/reviews/mod.ts";

@@ -13,7 +13,7 @@
  */
 import { createPublicClient, createWalletClient, defineChain, getAddress, type Hex, http, type LocalAccount, parseEventLogs, type PublicClient } from "viem";
 import { EAS_ABI, type EasAttestation } from "../domain/eas_abi.ts";
-import { didToAddress, isSameControllerId, normalizeDid } from "../domain/did.ts";
+import { didToAddress, isSameControllerId, normalizeDid } from "../domain/did/mod.ts";
 import { parseProofWrappers, readUint, verifyProofWrapper } from "../domain/artifact_trust/mod.ts";
 import {
   buildReviewData,

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { base64UrlEncode, jwkToDidJwk } from "../domain/did.ts";
+import { base64UrlEncode, jwkToDidJwk } from "../domain/did/mod.ts";
 import { offerHashOf, type OfferPayload, type ReceiptPayload } from "../domain/payments/mod.ts";
 import { createEip712Issuer, createJwsIssuerFromJwk, generateSigningJwk } from "../x402/signers.ts";
 import { checkReviewProof } from "./reviews.ts";

@@ -9,7 +9,7 @@
  */
 import { createPublicClient, type Hex, http, parseAbi, parseAbiItem, type PublicClient } from "viem";
 import { createWebCryptoJwsVerifier } from "./jws_verifier.ts";
-import { didToAddress, normalizeDid } from "../domain/did.ts";
+import { didToAddress, normalizeDid } from "../domain/did/mod.ts";
 import { didJwkThumbprint } from "../domain/discovery/mod.ts";
 import type { Result } from "../domain/result.ts";
 import { decodeSchemaData } from "../domain/schema_data.ts";

@@ -2,7 +2,7 @@ import type { AbiParameter } from "viem";
 import { decodeAbiParameters, encodeAbiParameters, isAddress, parseAbiParameters } from "viem/utils";
 import type { HexString } from "../ports/eas.ts";
 import { ZERO_ADDRESS } from "./eas_abi.ts";
-import { computeDidHash, didAddressFromHash, didToAddress } from "./did.ts";
+import { computeDidHash, didAddressFromHash, didToAddress } from "./did/mod.ts";
 import { fail, ok, type Result } from "./result.ts";
 
 /** One field of an EAS schema string such as `string subject, uint256 observedAt`. */

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { type Hex, keccak256, sha256, stringToBytes } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { ConfigError, readConfig } from "../app/config.ts";
-import { artifactDidFromDigest, base64UrlEncode, didToAddress, jwkToDidJwk } from "../domain/did.ts";
+import { artifactDidFromDigest, base64UrlEncode, didToAddress, jwkToDidJwk } from "../domain/did/mod.ts";
 import { OMA_TRUST_PROOF_DOMAIN, OMA_TRUST_PROOF_TYPES } from "../domain/artifact_trust/mod.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";

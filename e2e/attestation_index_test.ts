@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { createTestClient, type Hex, http, sha256, stringToBytes } from "viem";
 import { openSqlite } from "../adapters/sqlite/mod.ts";
 import { createSqliteIndexStore } from "../adapters/sqlite/mod.ts";
-import { artifactDidFromDigest, didToAddress } from "../domain/did.ts";
+import { artifactDidFromDigest, didToAddress } from "../domain/did/mod.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import type { Service } from "../app/service.ts";

@@ -16,7 +16,7 @@ import { createPublicClient, createWalletClient, type Hex, http, sha256 } from "
 import { privateKeyToAccount } from "viem/accounts";
 import { ANVIL_DEV_KEYS } from "../adapters/devnet/mod.ts";
 import { EAS_ABI } from "../domain/eas_abi.ts";
-import { artifactDidFromDigest, didToAddress } from "../domain/did.ts";
+import { artifactDidFromDigest, didToAddress } from "../domain/did/mod.ts";
 import { decodeSchemaData, encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import type { Service } from "../app/service.ts";

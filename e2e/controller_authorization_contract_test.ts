@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createWalletClient, encodeFunctionData, type Hex, http, keccak256, parseAbi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { didToAddress } from "../domain/did.ts";
+import { didToAddress } from "../domain/did/mod.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { easWriter } from "./support/eas_writer.ts";

@@ -10,7 +10,7 @@ import { calculateJwkThumbprint, exportJWK, generateKeyPair } from "jose";
 import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { fetchControllerAuthorization, resolveDidUrl } from "../client/mod.ts";
-import { didToAddress, jwkToDidJwk } from "../domain/did.ts";
+import { didToAddress, jwkToDidJwk } from "../domain/did/mod.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";

@@ -9,7 +9,7 @@ import { createSqliteAccountStore, createSqliteWriteLedger } from "../adapters/s
 import { createViemEas } from "../adapters/chain/mod.ts";
 import { createViemTxStatusReader, createViemWitnessWriter } from "../adapters/chain/mod.ts";
 import { LEGACY_WITNESS_DEPRECATION_HEADER } from "../domain/witness/mod.ts";
-import { didToAddress } from "../domain/did.ts";
+import { didToAddress } from "../domain/did/mod.ts";
 import { decodeSchemaData, encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { fetchSession, requestControllerWitness, signInWithWallet, signOut, type WalletSession } from "../client/session.ts";

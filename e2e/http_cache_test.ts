@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sha256, stringToBytes } from "viem";
-import { artifactDidFromDigest } from "../domain/did.ts";
+import { artifactDidFromDigest } from "../domain/did/mod.ts";
 import { startStack, type Stack } from "./harness.ts";
 
 // Decisions §21, issue 34 item 3, over the real server: a client (or a CDN) that holds an artifact-trust answer asks

@@ -13,7 +13,7 @@ import type { Hex } from "viem";
 import { generatePrivateKey } from "viem/accounts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
-import { didToAddress } from "../domain/did.ts";
+import { didToAddress } from "../domain/did/mod.ts";
 import { easWriter } from "./support/eas_writer.ts";
 import { signedReviewBody } from "./support/review_signer.ts";
 import { inFrontOf, type RpcProxy, startRpcProxy } from "./support/rpc_proxy.ts";

@@ -11,7 +11,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { Service } from "../app/service.ts";
 import { fetchKeyStatus, isKeyAuthorized, listSigningKeys, registerSigningKey } from "../client/mod.ts";
 import { prepareDelegatedAttestation, signableTypedData } from "../client/delegated_attest.ts";
-import { didToAddress } from "../domain/did.ts";
+import { didToAddress } from "../domain/did/mod.ts";
 import { EAS_ABI } from "../domain/eas_abi.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";

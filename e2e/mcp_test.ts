@@ -14,7 +14,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { createPublicClient, type Hex, http, sha256, stringToBytes } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { artifactDidFromDigest, didToAddress } from "../domain/did.ts";
+import { artifactDidFromDigest, didToAddress } from "../domain/did/mod.ts";
 import { EAS_ABI } from "../domain/eas_abi.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";

@@ -15,7 +15,7 @@ import { sha256, stringToBytes } from "viem";
 import { silentLogger } from "../adapters/observability/mod.ts";
 import { createPrometheusMetrics } from "../adapters/observability/mod.ts";
 import { readConfig } from "../app/config.ts";
-import { artifactDidFromDigest } from "../domain/did.ts";
+import { artifactDidFromDigest } from "../domain/did/mod.ts";
 import { instrumentedHandler, ROUTE_DEADLINE_MS } from "../http/instrument.ts";
 import { SERVER_IDLE_TIMEOUT_SECONDS } from "../app/service.ts";
 import { type RpcProxy, inFrontOf, startRpcProxy } from "./support/rpc_proxy.ts";

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { createPublicClient, createWalletClient, encodeAbiParameters, type Hex, http, parseAbi, parseAbiParameters } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { didToAddress } from "../domain/did.ts";
+import { didToAddress } from "../domain/did/mod.ts";
 import { clearTrustAnchorsCache, extractAllowlists, fetchTrustAnchors, getChainAnchors } from "../client/trust_anchors.ts";
 import { findApprovedAttestations } from "../client/verifier.ts";
 import { startStack, type Stack } from "./harness.ts";

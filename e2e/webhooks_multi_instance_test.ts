@@ -19,7 +19,7 @@ import type { Hex } from "viem";
 import { generatePrivateKey } from "viem/accounts";
 import { Webhook } from "standardwebhooks";
 import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
-import { didToAddress } from "../domain/did.ts";
+import { didToAddress } from "../domain/did/mod.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { computeSchemaUid, findSchemaByName } from "../domain/schemas.ts";
 import { e2eArtifacts } from "./harness.ts";

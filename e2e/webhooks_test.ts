@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import type { Hex } from "viem";
 import { Webhook } from "standardwebhooks";
-import { didToAddress } from "../domain/did.ts";
+import { didToAddress } from "../domain/did/mod.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { computeSchemaUid, findSchemaByName } from "../domain/schemas.ts";
 import { type Stack, startStack } from "./harness.ts";

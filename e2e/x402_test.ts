@@ -11,7 +11,7 @@ import { x402Client, x402HTTPClient } from "@x402/core/client";
 import { createPublicClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { EAS_ABI } from "../domain/eas_abi.ts";
-import { didToAddress, normalizeDid } from "../domain/did.ts";
+import { didToAddress, normalizeDid } from "../domain/did/mod.ts";
 import { decodeSchemaData, encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import type { SignedReceipt } from "../domain/payments/mod.ts";

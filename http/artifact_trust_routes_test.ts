@@ -9,7 +9,7 @@ const withAsOf = (trust: ArtifactTrust): ArtifactTrust => async (did) => {
   return result.ok ? { ok: true, value: { ...result.value, asOf: { blockNumber: 1000, blockHash: `0x${"ab".repeat(32)}`, timestamp: 1_700_000_000, checkedAt: 1_700_000_001 } } } : result;
 };
 import { createDelegatedAttest } from "../domain/delegation/mod.ts";
-import { artifactDidFromDigest, didToAddress } from "../domain/did.ts";
+import { artifactDidFromDigest, didToAddress } from "../domain/did/mod.ts";
 import { createReadNonce } from "../domain/delegation/mod.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { computeSchemaUid, findSchemaByName } from "../domain/schemas.ts";

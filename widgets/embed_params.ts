@@ -3,7 +3,7 @@
  * `wallet` and `explorer` optional. Pure: the service reads them to render the page (or the page naming the bad
  * parameter) and the widget's script reads them again from its own address.
  */
-import { normalizeSubjectDid } from "../domain/did.ts";
+import { normalizeSubjectDid } from "../domain/did/mod.ts";
 
 /** The widget's configuration, as the parameters gave it. */
 export type EmbedParams = {

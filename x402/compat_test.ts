@@ -17,7 +17,7 @@ import {
 } from "@x402/extensions/offer-receipt";
 import { privateKeyToAccount } from "viem/accounts";
 import { createWebCryptoJwsVerifier } from "../client/jws_verifier.ts";
-import { base64UrlEncode, didJwkToJwk } from "../domain/did.ts";
+import { base64UrlEncode, didJwkToJwk } from "../domain/did/mod.ts";
 import type { OfferPayload, ReceiptPayload } from "../domain/payments/mod.ts";
 import { didKeyToJwk, jwkToDidKey, verifySignedOffer, verifySignedReceipt } from "../domain/payments/mod.ts";
 import { createEip712Issuer, createJwsIssuerFromJwk, generateSigningJwk } from "./signers.ts";

@@ -7,7 +7,7 @@ import { secp256k1 } from "@noble/curves/secp256k1";
 import { createJWSOfferReceiptIssuer, type JWSSigner } from "@x402/extensions/offer-receipt";
 import { sha256 } from "viem/utils";
 import { createWebCryptoJwsVerifier } from "../client/jws_verifier.ts";
-import { base64UrlDecode, base64UrlEncode, jwkToDidJwk } from "../domain/did.ts";
+import { base64UrlDecode, base64UrlEncode, jwkToDidJwk } from "../domain/did/mod.ts";
 import type { X402JwsAlgorithm } from "../domain/payments/mod.ts";
 import { base58btcEncode, didKeyToJwk, evaluateKeyTrust, jwkToDidKey, verifySignedOffer, verifySignedReceipt } from "../domain/payments/mod.ts";
 import { createJwsIssuerFromJwk, generateSigningJwk, type PrivateJwk } from "./signers.ts";

@@ -35,7 +35,7 @@ import {
   toCaip2Network,
 } from "../domain/payments/mod.ts";
 import type { Logger } from "../ports/logger.ts";
-import { base64UrlDecode } from "../domain/did.ts";
+import { base64UrlDecode } from "../domain/did/mod.ts";
 import { type OfferReceiptIssuer, verifyWithPublicJwk } from "./signers.ts";
 
 /** The route-level declare call: spread the result into `RouteConfig.extensions`. */

@@ -13,7 +13,7 @@ import { secp256k1 } from "@noble/curves/secp256k1";
 import { Elysia } from "elysia";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createWebCryptoJwsVerifier } from "../client/jws_verifier.ts";
-import { base64UrlEncode } from "../domain/did.ts";
+import { base64UrlEncode } from "../domain/did/mod.ts";
 import { OFFER_INFO_SCHEMA, readOfferPayload, readReceiptPayload, type SignedReceipt } from "../domain/payments/mod.ts";
 import { verifySignedOffer, verifySignedReceipt } from "../domain/payments/mod.ts";
 import type { Logger } from "../ports/logger.ts";

@@ -8,7 +8,7 @@ import { secp256k1 } from "@noble/curves/secp256k1";
 import type { Address, Hex } from "viem";
 import { privateKeyToAccount, publicKeyToAddress } from "viem/accounts";
 import { bytesToHex, sha256 } from "viem/utils";
-import { base64UrlDecode, base64UrlEncode } from "../domain/did.ts";
+import { base64UrlDecode, base64UrlEncode } from "../domain/did/mod.ts";
 import {
   jwsSigningInput,
   type OfferPayload,

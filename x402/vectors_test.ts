@@ -3,7 +3,7 @@ import { domainSeparator, keccak256, stringToBytes } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { hashStruct } from "viem/utils";
 import { createWebCryptoJwsVerifier } from "../client/jws_verifier.ts";
-import { base64UrlEncode, didToAddress } from "../domain/did.ts";
+import { base64UrlEncode, didToAddress } from "../domain/did/mod.ts";
 import {
   canonicalJson,
   hashOffer,

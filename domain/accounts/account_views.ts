@@ -4,7 +4,7 @@
  * wallets. Pure: the callers read the account, the usage and the clock.
  */
 import type { Account, Session, WriteUsage } from "../../ports/accounts.ts";
-import { buildDidPkh, computeDidHash } from "../did.ts";
+import { buildDidPkh, computeDidHash } from "../did/mod.ts";
 import type { PlanPolicy } from "./plans.ts";
 import type { PaidPeriod } from "../../ports/payments.ts";
 

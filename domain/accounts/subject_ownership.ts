@@ -15,7 +15,7 @@
 import type { HexString } from "../../ports/eas.ts";
 import type { OwnershipChain } from "../../ports/ownership_chain.ts";
 import type { DiscoverControllers } from "../discovery/mod.ts";
-import { isSameControllerId, normalizeDid, normalizeSubjectDid, parseDidPkh } from "../did.ts";
+import { isSameControllerId, normalizeDid, normalizeSubjectDid, parseDidPkh } from "../did/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
 
 /** topic0 of `OwnershipTransferred(address,address)` (OpenZeppelin Ownable). */

@@ -15,7 +15,7 @@ import type { Clock } from "../../ports/clock.ts";
 import type { Random } from "../../ports/random.ts";
 import type { Subject, SubjectStore } from "../../ports/subjects.ts";
 import { MAX_DISPLAY_NAME, walletDid } from "./account_views.ts";
-import { computeDidHash, normalizeSubjectDid, parseDidPkh } from "../did.ts";
+import { computeDidHash, normalizeSubjectDid, parseDidPkh } from "../did/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
 import type { VerifySubjectOwnership } from "./subject_ownership.ts";
 

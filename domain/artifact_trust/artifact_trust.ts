@@ -37,7 +37,7 @@ import type { TrustAnchors } from "../../ports/trust_anchors.ts";
 import { findApprovedIssuer } from "../identity/mod.ts";
 import { type DiscoverControllers, type DiscoveryRecord, liveControllerEvidence } from "../discovery/mod.ts";
 import { bindingNames } from "../controller_authorization/mod.ts";
-import { didToAddress, isSameControllerId, normalizeDid, parseArtifactDid } from "../did.ts";
+import { didToAddress, isSameControllerId, normalizeDid, parseArtifactDid } from "../did/mod.ts";
 import { isEvidencePointer, parseProofWrappers, readUint, verifyProofWrapper } from "./proofs.ts";
 import { type Fail, fail, ok, type Result } from "../result.ts";
 import { decodeSchemaFields, parseSchemaFields, type SchemaField } from "../schema_data.ts";

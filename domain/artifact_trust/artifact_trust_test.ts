@@ -6,7 +6,7 @@ import { fakeAttestationIndex, fakeClock, fakeDidDocumentFetcher, fakeDnsResolve
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
 import { type ArtifactTrustRecord, createArtifactTrust, type ExclusionReason, LIVE_DISCOVERY_CONCURRENCY, type VerificationBasis } from "./artifact_trust.ts";
 import { createDiscoverControllers } from "../discovery/mod.ts";
-import { artifactDidFromDigest, base64UrlEncode, didToAddress, jwkToDidJwk } from "../did.ts";
+import { artifactDidFromDigest, base64UrlEncode, didToAddress, jwkToDidJwk } from "../did/mod.ts";
 import { OMA_TRUST_PROOF_DOMAIN, OMA_TRUST_PROOF_TYPES } from "./proofs.ts";
 import { encodeSchemaData } from "../schema_data.ts";
 import { computeSchemaUid, findSchemaByName } from "../schemas.ts";

@@ -6,7 +6,7 @@
 import type { Hex } from "viem";
 import { isHex, publicKeyToAddress, recoverTypedDataAddress } from "viem/utils";
 import type { JwsAlgorithm, JwsVerifier } from "../../ports/jws_verifier.ts";
-import { base64UrlDecode, didJwkToJwk, isSameControllerId, jwkToDidJwk } from "../did.ts";
+import { base64UrlDecode, didJwkToJwk, isSameControllerId, jwkToDidJwk } from "../did/mod.ts";
 
 /** A proof whose signature checked out: who signed it, whom it names, and for what purpose. */
 export type VerifiedProof = {

@@ -16,7 +16,7 @@
  *   evidence with no `until`, a verified transfer proof with no `until`.
  * - Live evidence describes now; the caller passes none when `at` is older than the discovery cache allows.
  */
-import { didJwkToJwk, isSameControllerId, jwkToDidJwk } from "../did.ts";
+import { didJwkToJwk, isSameControllerId, jwkToDidJwk } from "../did/mod.ts";
 import type { LiveMethod } from "../discovery/mod.ts";
 import { type BindingEvidence, bindingCounts, type WitnessEvidence } from "../keys/mod.ts";
 

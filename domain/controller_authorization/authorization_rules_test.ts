@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { jwkToDidJwk } from "../did.ts";
+import { jwkToDidJwk } from "../did/mod.ts";
 import type { BindingEvidence, WitnessEvidence } from "../keys/mod.ts";
 import { type ControllerAuthorizationInput, evaluateControllerAuthorization } from "./authorization_rules.ts";
 

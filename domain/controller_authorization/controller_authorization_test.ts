@@ -5,7 +5,7 @@ import { fakeAttestationIndex, fakeClock, fakeDidDocumentFetcher, fakeDnsResolve
 import type { HexString } from "../../ports/eas.ts";
 import type { OwnershipChain } from "../../ports/ownership_chain.ts";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
-import { didToAddress, jwkToDidJwk } from "../did.ts";
+import { didToAddress, jwkToDidJwk } from "../did/mod.ts";
 import { createDiscoverControllers, createJwksLookup, didJwkThumbprint, jwkThumbprint } from "../discovery/mod.ts";
 import { encodeSchemaData } from "../schema_data.ts";
 import { computeSchemaUid, findSchemaByName } from "../schemas.ts";

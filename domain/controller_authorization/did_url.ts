@@ -7,7 +7,7 @@
  */
 import type { Clock } from "../../ports/clock.ts";
 import type { DidDocumentFetch, DidDocumentFetcher } from "../../ports/discovery.ts";
-import { buildDidPkhFromCaip10, didJwkToJwk, didWebLocation, jwkToDidJwk, normalizeDid, validatePublicJwk } from "../did.ts";
+import { buildDidPkhFromCaip10, didJwkToJwk, didWebLocation, jwkToDidJwk, normalizeDid, validatePublicJwk } from "../did/mod.ts";
 import { type RateLimiter, registrableDomain } from "../rate_limit.ts";
 import { fail, ok, type Result } from "../result.ts";
 

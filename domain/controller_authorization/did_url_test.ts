@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { fakeClock, fakeDidDocumentFetcher } from "../../ports/fakes.ts";
-import { jwkToDidJwk } from "../did.ts";
+import { jwkToDidJwk } from "../did/mod.ts";
 import { createDidUrlResolver } from "./did_url.ts";
 
 const JWK = { kty: "EC", crv: "P-256", x: "f83OJ3D7xI1Yp1V2iFIYA7n5OYXc4K1Uo7jY14FKMC4", y: "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0" };

@@ -20,7 +20,7 @@ import { walletDid } from "../accounts/mod.ts";
 import type { CallerTicket, DelegatedAttest, DelegatedAttestFailure } from "./delegated_attest.ts";
 import type { DelegatedRequest } from "./delegated_request.ts";
 import type { DelegatedAttestBatchCaller } from "./delegated_attest_batch.ts";
-import { didToAddress, normalizeDid } from "../did.ts";
+import { didToAddress, normalizeDid } from "../did/mod.ts";
 import { type PlanPolicy, planAllowsSchema, quotaYear } from "../accounts/mod.ts";
 import { fail } from "../result.ts";
 import { decodeSchemaData } from "../schema_data.ts";

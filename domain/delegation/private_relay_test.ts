@@ -3,7 +3,7 @@ import type { HexString } from "../../ports/eas.ts";
 import { fakeClock, fakeRandom, fakeSubjectStore, fakeWriteLedger } from "../../ports/fakes.ts";
 import type { DelegatedAttest } from "./delegated_attest.ts";
 import type { DelegatedRequest } from "./delegated_request.ts";
-import { didToAddress } from "../did.ts";
+import { didToAddress } from "../did/mod.ts";
 import { createPrivateRelay } from "./private_relay.ts";
 import { ok } from "../result.ts";
 import { encodeSchemaData } from "../schema_data.ts";

@@ -22,7 +22,7 @@ import {
   MAX_CONTROLLER_VALUE,
   parseControllerTxtRecord,
 } from "./controller_discovery.ts";
-import { base64UrlEncode, buildDidPkhFromCaip10, didWebLocation, isSameControllerId, jwkToDidJwk, normalizeDid, parseArtifactDid } from "../did.ts";
+import { base64UrlEncode, buildDidPkhFromCaip10, didWebLocation, isSameControllerId, jwkToDidJwk, normalizeDid, parseArtifactDid } from "../did/mod.ts";
 import { resolveIdentity } from "../identity/mod.ts";
 import { parseProofWrappers } from "../artifact_trust/mod.ts";
 import { parseSiweMessage } from "../sessions/mod.ts";

@@ -10,7 +10,7 @@ import {
   normalizeDid,
   normalizeSubjectDid,
   didWebLocation,
-} from "../did.ts";
+} from "../did/mod.ts";
 import { type IdentityRecord, resolveIdentity } from "../identity/mod.ts";
 import { type RateLimiter, registrableDomain } from "../rate_limit.ts";
 import { type Fail, fail, ok, type Result } from "../result.ts";

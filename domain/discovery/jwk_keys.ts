@@ -6,7 +6,7 @@
  * Pure: SHA-256 from viem/utils, no I/O.
  */
 import { sha256, stringToBytes } from "viem/utils";
-import { base64UrlEncode, didJwkToJwk, jwkToDidJwk, validatePublicJwk } from "../did.ts";
+import { base64UrlEncode, didJwkToJwk, jwkToDidJwk, validatePublicJwk } from "../did/mod.ts";
 
 /** The public members RFC 7638 names for each key type, in lexicographic order (the thumbprint's input). */
 const THUMBPRINT_MEMBERS: Readonly<Record<string, readonly string[]>> = {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { fakeClock, fakeDidDocumentFetcher, fakeDnsResolver } from "../../ports/fakes.ts";
-import { jwkToDidJwk } from "../did.ts";
+import { jwkToDidJwk } from "../did/mod.ts";
 import { createRateLimiter } from "../rate_limit.ts";
 import { createDiscoverControllers, explainControllerTxtRecord, parseJktTxtRecord } from "./controller_discovery.ts";
 import { controllerKeysFromJwks, jwkThumbprint } from "./jwk_keys.ts";

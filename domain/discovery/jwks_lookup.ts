@@ -6,7 +6,7 @@
  */
 import type { Clock } from "../../ports/clock.ts";
 import type { DidDocumentFetch, DidDocumentFetcher } from "../../ports/discovery.ts";
-import { didWebLocation, normalizeDid } from "../did.ts";
+import { didWebLocation, normalizeDid } from "../did/mod.ts";
 import { type RateLimiter, registrableDomain } from "../rate_limit.ts";
 import { didJsonError, rateLimitedLookupError } from "./controller_discovery.ts";
 import { controllerKeysFromJwks } from "./jwk_keys.ts";

@@ -3,7 +3,7 @@
  * and `jkt=`, did.json) and, for did:jwk controllers, the domain's JWK Set. The one reading of live evidence that
  * controller authorization, key status and artifact trust share.
  */
-import { isSameControllerId } from "../did.ts";
+import { isSameControllerId } from "../did/mod.ts";
 import type { DiscoveryRecord } from "./controller_discovery.ts";
 import { didJwkThumbprint } from "./jwk_keys.ts";
 import type { JwksEvidence } from "./jwks_lookup.ts";

@@ -5,7 +5,7 @@
  * attestations valid; `status: "revoked"` without a date never counts; an unknown status never counts.
  */
 import type { TrustAnchors, TrustedIssuer } from "../../ports/trust_anchors.ts";
-import { isSameControllerId, parseDidPkh } from "../did.ts";
+import { isSameControllerId, parseDidPkh } from "../did/mod.ts";
 
 const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);

@@ -2,7 +2,7 @@
  * Identity resolve: a display record for any identifier a client holds (reference §2.2, decisions §4).
  */
 import { Type as t } from "@sinclair/typebox";
-import { buildDidPkhFromCaip10, extractAddressFromDid, normalizeDid } from "../did.ts";
+import { buildDidPkhFromCaip10, extractAddressFromDid, normalizeDid } from "../did/mod.ts";
 
 /** Identifiers one request resolves at most (interface: "at most 100"). */
 export const MAX_IDENTIFIERS = 100;

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { jwkToDidJwk } from "../did.ts";
+import { jwkToDidJwk } from "../did/mod.ts";
 import { type IdentityRecord, resolveIdentities, resolveIdentity, truncateMiddle } from "./identity.ts";
 
 const ADDR = "0x1111111111111111111111111111111111111111";

@@ -6,7 +6,7 @@
 import type { AttestationIndex, IndexedAttestation, IndexFilter, IndexStore, PageCursor, PagedLog } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
 import { isAddress, keccak256, stringToBytes } from "viem/utils";
-import { base64UrlDecode, base64UrlEncode, didToAddress, normalizeDid, normalizeSubjectDid } from "../did.ts";
+import { base64UrlDecode, base64UrlEncode, didToAddress, normalizeDid, normalizeSubjectDid } from "../did/mod.ts";
 import { hmacSha256 } from "../hmac.ts";
 import { fail, ok, type Result } from "../result.ts";
 import { decodeSchemaData } from "../schema_data.ts";

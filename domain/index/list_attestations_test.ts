@@ -3,7 +3,7 @@ import type { EasEvent, IndexedAttestation } from "../../ports/attestation_index
 import type { HexString } from "../../ports/eas.ts";
 import { fakeAttestationIndex, fakeClock, fakeIndexStore } from "../../ports/fakes.ts";
 import { keccak256, stringToBytes } from "viem/utils";
-import { didToAddress } from "../did.ts";
+import { didToAddress } from "../did/mod.ts";
 import { createCountAttestations, createGetAttestation, createListAttestations, decodeCursor, encodeCursor, type ListQuery } from "./list_attestations.ts";
 import { encodeSchemaData } from "../schema_data.ts";
 import { findSchemaByName } from "../schemas.ts";

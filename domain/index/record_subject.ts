@@ -4,7 +4,7 @@
  * subject's count is one `COUNT` over an index instead of reading and decoding every attestation sent to its address.
  */
 import type { IndexedAttestation } from "../../ports/attestation_index.ts";
-import { normalizeDid } from "../did.ts";
+import { normalizeDid } from "../did/mod.ts";
 import { decodeSchemaData } from "../schema_data.ts";
 import { findSchemaByName } from "../schemas.ts";
 

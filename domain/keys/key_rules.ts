@@ -17,7 +17,7 @@
  * - Trust level: `advanced` = a witness of the key and an active binding; `intermediate` = a witness of the key;
  *   `basic` = the endpoint evidence names the key now; `none` otherwise.
  */
-import { isSameControllerId } from "../did.ts";
+import { isSameControllerId } from "../did/mod.ts";
 
 /** A key's status for one subject. */
 export type KeyStatusValue = "registered" | "active" | "revoked" | "expired";

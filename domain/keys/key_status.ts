@@ -20,7 +20,7 @@ import type { Clock } from "../../ports/clock.ts";
 import type { HexString } from "../../ports/eas.ts";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
 import { type DiscoverControllers, type DiscoveryRecord, type LookupJwks, liveControllerEvidence } from "../discovery/mod.ts";
-import { didToAddress, isSameControllerId, normalizeDid, normalizeSubjectDid } from "../did.ts";
+import { didToAddress, isSameControllerId, normalizeDid, normalizeSubjectDid } from "../did/mod.ts";
 import { caip2, findApprovedIssuer } from "../identity/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
 import { decodeSchemaData } from "../schema_data.ts";

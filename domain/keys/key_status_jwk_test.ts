@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { fakeAttestationIndex, fakeClock, fakeDidDocumentFetcher, fakeDnsResolver } from "../../ports/fakes.ts";
 import type { HexString } from "../../ports/eas.ts";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
-import { jwkToDidJwk } from "../did.ts";
+import { jwkToDidJwk } from "../did/mod.ts";
 import { createDiscoverControllers, createJwksLookup, jwkThumbprint } from "../discovery/mod.ts";
 import { computeSchemaUid, findSchemaByName } from "../schemas.ts";
 import { createKeyStatus } from "./key_status.ts";

@@ -4,7 +4,7 @@ import { fakeAttestationIndex, fakeClock } from "../../ports/fakes.ts";
 import type { HexString } from "../../ports/eas.ts";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
 import type { DiscoverControllers, DiscoveryRecord } from "../discovery/mod.ts";
-import { didToAddress } from "../did.ts";
+import { didToAddress } from "../did/mod.ts";
 import { ok } from "../result.ts";
 import { encodeSchemaData } from "../schema_data.ts";
 import { computeSchemaUid, findSchemaByName } from "../schemas.ts";

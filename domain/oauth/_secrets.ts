@@ -1,7 +1,7 @@
 /** Secrets of the OAuth capability: made from the Random port, stored only as SHA-256 hex. */
 import { sha256, stringToBytes } from "viem/utils";
 import type { Random } from "../../ports/random.ts";
-import { base64UrlEncode } from "../did.ts";
+import { base64UrlEncode } from "../did/mod.ts";
 
 /** SHA-256 of a secret (client secret, code, refresh token), lowercase hex without 0x: the only form stored. */
 export function hashSecret(secret: string): string {

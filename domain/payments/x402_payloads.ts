@@ -7,7 +7,7 @@
 import type { Hex } from "viem";
 import { buildReviewData, type ReviewData } from "../reviews/mod.ts";
 import { hashTypedData, sha256 } from "viem/utils";
-import { base64UrlDecode, base64UrlEncode, normalizeDomain } from "../did.ts";
+import { base64UrlDecode, base64UrlEncode, normalizeDomain } from "../did/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
 
 /** The extension key in `extensions` (PaymentRequired, SettleResponse). */

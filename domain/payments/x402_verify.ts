@@ -10,7 +10,7 @@ import type { Address, Hex } from "viem";
 import { isHex, recoverTypedDataAddress } from "viem/utils";
 import type { DidDocumentFetcher } from "../../ports/discovery.ts";
 import type { JwsVerifier } from "../../ports/jws_verifier.ts";
-import { base64UrlDecode, base64UrlEncode, didJwkToJwk, didWebLocation, isSameControllerId, jwkToDidJwk, normalizeDid, validatePublicJwk, varintReader } from "../did.ts";
+import { base64UrlDecode, base64UrlEncode, didJwkToJwk, didWebLocation, isSameControllerId, jwkToDidJwk, normalizeDid, validatePublicJwk, varintReader } from "../did/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
 import {
   decodeCompactJws,

@@ -2,7 +2,7 @@
  * User reviews of services and the services' replies (reference §3): the data a reviewer signs, the
  * data of a reply, and which review of an attester about a subject counts. Pure: no chain, no network.
  */
-import { normalizeDid, normalizeSubjectDid } from "../did.ts";
+import { normalizeDid, normalizeSubjectDid } from "../did/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
 import { isTxProofType, readTxProofObject, txProofChainReason } from "./tx_proofs.ts";
 

@@ -8,7 +8,7 @@ import type { Account, AccountStore, ChallengeLimits, Session } from "../../port
 import type { Clock } from "../../ports/clock.ts";
 import type { HexString } from "../../ports/eas.ts";
 import type { Random } from "../../ports/random.ts";
-import { base64UrlEncode, normalizeDid, parseDidPkh } from "../did.ts";
+import { base64UrlEncode, normalizeDid, parseDidPkh } from "../did/mod.ts";
 import { classifyAddress } from "../discovery/mod.ts";
 import { type Fail, fail, type Ok, ok, type Result } from "../result.ts";
 import { buildSiweMessage, SIWE_STATEMENT, validateSiweMessage, verifySiweSignature } from "./siwe.ts";

@@ -7,7 +7,7 @@ import type { Account } from "../../ports/accounts.ts";
 import type { Clock } from "../../ports/clock.ts";
 import type { Random } from "../../ports/random.ts";
 import type { DeliveryRecord, WebhookEndpoint, WebhookEventType, WebhookLimits, WebhookStore, WebhookTransport, WebhookUrlRefusal } from "../../ports/webhooks.ts";
-import { base64UrlDecode, base64UrlEncode, normalizeSubjectDid } from "../did.ts";
+import { base64UrlDecode, base64UrlEncode, normalizeSubjectDid } from "../did/mod.ts";
 import { classifyAddress, isPublicAddress } from "../discovery/mod.ts";
 import type { RateLimit } from "../rate_limit.ts";
 import { fail, ok, type Result } from "../result.ts";

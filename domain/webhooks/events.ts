@@ -8,7 +8,7 @@ import type { StoredAttestation } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
 import type { Random } from "../../ports/random.ts";
 import type { OutboxRow, WebhookEventType, WebhookMessage, WebhookTarget } from "../../ports/webhooks.ts";
-import { base64UrlEncode, didToAddress, normalizeDid } from "../did.ts";
+import { base64UrlEncode, didToAddress, normalizeDid } from "../did/mod.ts";
 import { decodeSchemaData } from "../schema_data.ts";
 import { findSchemaByName } from "../schemas.ts";
 

@@ -4,7 +4,7 @@ import { encodeAbiParameters, parseAbiParameters } from "viem/utils";
 import { fakeClock, fakeRandom, fakeWebhookStore, fakeWebhookTransport } from "../../ports/fakes.ts";
 import type { StoredAttestation } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
-import { didToAddress } from "../did.ts";
+import { didToAddress } from "../did/mod.ts";
 import { createRateLimiter } from "../rate_limit.ts";
 import { computeSchemaUid, findSchemaByName } from "../schemas.ts";
 import {

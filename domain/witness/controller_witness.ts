@@ -18,7 +18,7 @@ import type { HexString } from "../../ports/eas.ts";
 import type { Random } from "../../ports/random.ts";
 import type { WitnessWriter } from "../../ports/witness.ts";
 import { canonicalControllerKey, type DiscoverControllers, type EvidenceItem, liveControllerEvidence } from "../discovery/mod.ts";
-import { didToAddress, didWebLocation, normalizeSubjectDid } from "../did.ts";
+import { didToAddress, didWebLocation, normalizeSubjectDid } from "../did/mod.ts";
 import { type PlanPolicy, planAllowsSchema, quotaYear } from "../accounts/mod.ts";
 import { type RateLimit, registrableDomain } from "../rate_limit.ts";
 import { fail, type Fail, ok, type Ok, type Result } from "../result.ts";

@@ -17,7 +17,7 @@ import {
   LEGACY_WITNESS_DEPRECATION_HEADER,
   parseWitnessBody,
 } from "./controller_witness.ts";
-import { didToAddress, jwkToDidJwk } from "../did.ts";
+import { didToAddress, jwkToDidJwk } from "../did/mod.ts";
 import { createRateLimiter } from "../rate_limit.ts";
 import { fail, ok } from "../result.ts";
 

@@ -4,7 +4,7 @@
  * (issue 43 item 10).
  */
 import { describe, expect, test } from "bun:test";
-import { didToAddress } from "../../domain/did.ts";
+import { didToAddress } from "../../domain/did/mod.ts";
 import { createCountAttestations, createGetAttestation, createIndexAnswers, createListAttestations } from "../../domain/index/mod.ts";
 import { encodeSchemaData } from "../../domain/schema_data.ts";
 import { findSchemaByName } from "../../domain/schemas.ts";

@@ -5,7 +5,7 @@
  * identical read) takes no turn.
  */
 import { describe, expect, test } from "bun:test";
-import { didToAddress } from "../../domain/did.ts";
+import { didToAddress } from "../../domain/did/mod.ts";
 import { createCountAttestations, createIndexAnswers, createListAttestations } from "../../domain/index/mod.ts";
 import { createRateLimiter } from "../../domain/rate_limit.ts";
 import { encodeSchemaData } from "../../domain/schema_data.ts";

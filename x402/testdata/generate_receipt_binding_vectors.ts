@@ -4,7 +4,7 @@
  * offer by `offerHash`, and the negative cases a verifier must refuse (a forged `jwk`, a receipt bound to
  * another offer). Inputs are x402_vectors.json's. Run: `bun x402/testdata/generate_receipt_binding_vectors.ts`.
  */
-import { base64UrlEncode } from "../../domain/did.ts";
+import { base64UrlEncode } from "../../domain/did/mod.ts";
 import { canonicalJson, offerHashOf, type OfferPayload, type ReceiptPayload } from "../../domain/payments/mod.ts";
 import { createJwsIssuerFromJwk, type PrivateJwk } from "../signers.ts";
 import vectors from "./x402_vectors.json" with { type: "json" };

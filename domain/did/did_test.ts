@@ -25,8 +25,8 @@ import {
   parseDidPkh,
   publicJwkEquals,
   validateDidAddress,
-} from "./did.ts";
-import type { Result } from "./result.ts";
+} from "./mod.ts";
+import type { Result } from "../result.ts";
 
 function value<T>(result: Result<T, string>): T {
   if (!result.ok) throw new Error(`expected ok, got ${result.code}: ${result.message}`);

@@ -1,0 +1,63 @@
+/** did:web: its normal form, its host rule and its location (host, port, path). */
+import { ok, type Result } from "../result.ts";
+import { invalid } from "./_private.ts";
+
+/**
+ * The did:web normal form of a did:web or a bare domain (host normalized by {@link normalizeDomain}, the path kept);
+ * folder-private: callers use `normalizeDid`.
+ */
+export function normalizeDidWeb(value: string): Result<string, "INVALID_DID"> {
+  let rest: string;
+  if (value.startsWith("did:web:")) rest = value.slice("did:web:".length);
+  else if (/^did:/i.test(value)) return invalid("Expected did:web DID");
+  else rest = value;
+  const slash = rest.indexOf("/");
+  const host = normalizeDomain(slash === -1 ? rest : rest.slice(0, slash));
+  if (host === "") return invalid("Invalid did:web identifier");
+  return ok(`did:web:${host}${slash === -1 ? "" : rest.slice(slash)}`);
+}
+
+/** Lowercases a host and drops one trailing dot and one leading `www.`. */
+export function normalizeDomain(host: string): string {
+  let domain = host.trim().toLowerCase();
+  if (domain.endsWith(".")) domain = domain.slice(0, -1);
+  if (domain.startsWith("www.")) domain = domain.slice(4);
+  return domain;
+}
+
+/**
+ * The one host rule of every route that looks a did:web up (controller discovery and confirm, subject ownership,
+ * subjects, the witness, key status, x402 did:web keys): the host must be a domain name, never an IP address. As
+ * the WHATWG URL parser decides ("ends in a number"), a host whose last label (after one trailing dot) is decimal
+ * digits or `0x` hex is an IPv4 address in some spelling: `127.0.0.1`, `0`, `1.2.3`, `2130706433`, `0x7f.1`; no
+ * top-level domain is numeric, so no name is lost. IPv6 (`[::1]`, `%5B%3A%3A1%5D`) never passes the host
+ * characters of {@link didWebLocation}. Such a did:web is bad input (400 `INVALID_DID`), not a lookup that failed.
+ */
+export function isDomainNameHost(host: string): boolean {
+  const labels = host.toLowerCase().split(".");
+  if (labels.length > 1 && labels[labels.length - 1] === "") labels.pop();
+  const last = labels[labels.length - 1] ?? "";
+  return last !== "" && !/^[0-9]+$/.test(last) && !/^0x[0-9a-f]*$/.test(last);
+}
+
+/**
+ * The host, optional port and path of a normalized did:web (`did:web:example.com%3A8443:user:alice`); undefined
+ * when it names no domain ({@link isDomainNameHost}).
+ */
+export function didWebLocation(did: string): { host: string; port: string | undefined; path: string[] } | undefined {
+  if (!did.startsWith("did:web:")) return undefined;
+  const rest = did.slice("did:web:".length);
+  const [authority = "", ...slashPath] = rest.split("/");
+  const [hostPart = "", ...colonPath] = authority.split(":");
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(hostPart);
+  } catch {
+    return undefined;
+  }
+  const portMatch = /^(.*):([0-9]{1,5})$/.exec(decoded);
+  const host = portMatch ? portMatch[1]! : decoded;
+  if (host === "" || !/^[a-z0-9.-]+$/.test(host) || host.startsWith(".") || host.includes("..") || !isDomainNameHost(host)) return undefined;
+  const path = [...colonPath, ...slashPath].filter((p) => p !== "");
+  return { host, port: portMatch?.[2], path };
+}
