@@ -12,16 +12,12 @@
 import { describe, expect, test } from "bun:test";
 import { fakeClock, fakeDidDocumentFetcher, fakeDnsResolver } from "../../ports/fakes.ts";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
-import {
-  canonicalControllerKey,
-  controllerKeysFromDidDocument,
-  createControllerConfirm,
-  createDiscoverControllers,
-  createKeySet,
-  explainControllerTxtRecord,
-  MAX_CONTROLLER_VALUE,
-  parseControllerTxtRecord,
-} from "./controller_discovery.ts";
+import { createControllerConfirm } from "./controller_confirm.ts";
+import { createDiscoverControllers } from "./controller_discovery.ts";
+import { canonicalControllerKey, MAX_CONTROLLER_VALUE } from "./controller_values.ts";
+import { controllerKeysFromDidDocument } from "./did_document.ts";
+import { createKeySet } from "./key_set.ts";
+import { explainControllerTxtRecord, parseControllerTxtRecord } from "./txt_records.ts";
 import { base64UrlEncode, buildDidPkhFromCaip10, didWebLocation, isSameControllerId, jwkToDidJwk, normalizeDid, parseArtifactDid } from "../did/mod.ts";
 import { resolveIdentity } from "../identity/mod.ts";
 import { parseProofWrappers } from "../artifact_trust/mod.ts";

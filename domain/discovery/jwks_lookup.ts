@@ -8,7 +8,8 @@ import type { Clock } from "../../ports/clock.ts";
 import type { DidDocumentFetch, DidDocumentFetcher } from "../../ports/discovery.ts";
 import { didWebLocation, normalizeDid } from "../did/mod.ts";
 import { type RateLimiter, registrableDomain } from "../rate_limit.ts";
-import { didJsonError, rateLimitedLookupError } from "./controller_discovery.ts";
+import { didJsonError } from "./did_document.ts";
+import { rateLimitedLookupError } from "./discovery_record.ts";
 import { controllerKeysFromJwks } from "./jwk_keys.ts";
 
 /** What the JWK Set of a subject's domain said. */

@@ -4,7 +4,7 @@
  * controller authorization, key status and artifact trust share.
  */
 import { isSameControllerId } from "../did/mod.ts";
-import type { DiscoveryRecord } from "./controller_discovery.ts";
+import type { DiscoveryRecord } from "./discovery_record.ts";
 import { didJwkThumbprint } from "./jwk_keys.ts";
 import type { JwksEvidence } from "./jwks_lookup.ts";
 

@@ -2,19 +2,12 @@
  * Controller discovery: which keys control a did:web, from DNS TXT and did.json (decisions §8). The witness that writes
  * it on chain is its own capability, `domain/witness/`, which depends on this one.
  */
-export {
-  canonicalControllerKey,
-  type ControllerConfirmRecord,
-  type ControllerKey,
-  controllerTxtRecordFor,
-  createCachedDiscovery,
-  createControllerConfirm,
-  createDiscoverControllers,
-  type DiscoverControllers,
-  type DiscoveryRecord,
-  type EvidenceItem,
-  parseJktTxtRecord,
-} from "./controller_discovery.ts";
+export { createCachedDiscovery } from "./cached_discovery.ts";
+export { type ControllerConfirmRecord, createControllerConfirm } from "./controller_confirm.ts";
+export { createDiscoverControllers } from "./controller_discovery.ts";
+export { canonicalControllerKey } from "./controller_values.ts";
+export { type ControllerKey, type DiscoverControllers, type DiscoveryRecord, type EvidenceItem } from "./discovery_record.ts";
+export { controllerTxtRecordFor, parseJktTxtRecord } from "./txt_records.ts";
 export { classifyAddress, isIpLiteral, isPublicAddress } from "./ip_policy.ts";
 export {
   controllerKeysFromJwks,
