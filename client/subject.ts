@@ -1,5 +1,5 @@
 /**
- * The service's one rule for a subject (issue 43, `normalizeSubjectDid` in domain/did.ts), applied by the helpers
+ * The service's one rule for a subject (issue 43, `normalizeSubjectDid` in domain/did/subject.ts), applied by the helpers
  * before they send anything: a subject the service would refuse with 400 `INVALID_DID` (whitespace or a control
  * character inside, a did:web naming no domain, not a DID) is refused here with the same code, with no request made.
  */
