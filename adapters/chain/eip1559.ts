@@ -12,19 +12,11 @@ import { keccak256 } from "viem/utils";
 import type { HexString } from "../../ports/eas.ts";
 import type { Keccak256 } from "../../ports/keccak.ts";
 import type { EcdsaSignature, Secp256k1 } from "../../ports/secp256k1.ts";
+import type { TransactionFields } from "../../ports/signer.ts";
 import { nobleSecp256k1 } from "../crypto/mod.ts";
 
-/** The fields of a type-2 transaction the service sends (no access list, no value beyond zero). */
-export type Eip1559Fields = {
-  readonly chainId: number;
-  readonly nonce: number;
-  readonly maxPriorityFeePerGas: bigint;
-  readonly maxFeePerGas: bigint;
-  readonly gas: bigint;
-  readonly to: HexString;
-  readonly value: bigint;
-  readonly data: HexString;
-};
+/** The fields of a type-2 transaction the service sends (no access list, no value beyond zero): the signer port's. */
+export type Eip1559Fields = TransactionFields;
 
 /** A signed transaction: its raw bytes as hex and its hash. */
 export type SignedEip1559 = { readonly raw: HexString; readonly txHash: HexString };
@@ -42,26 +34,8 @@ export function signEip1559(
   sign: Secp256k1["sign"] = nobleSecp256k1.sign,
   keccak: Keccak256["bytes"] = viemKeccak,
 ): SignedEip1559 {
-  const fields: Uint8Array[] = [
-    uint(BigInt(tx.chainId)),
-    uint(BigInt(tx.nonce)),
-    uint(tx.maxPriorityFeePerGas),
-    uint(tx.maxFeePerGas),
-    uint(tx.gas),
-    hexBytes(tx.to),
-    uint(tx.value),
-    hexBytes(tx.data),
-  ];
-  const unsigned = typed(rlpList([...fields.map(rlpString), EMPTY_LIST]));
-  const signature = sign(keccak(unsigned), privateKey);
-  const signed = typed(
-    rlpList([...fields.map(rlpString), EMPTY_LIST, rlpString(uint(BigInt(signature.recovery))), rlpString(uint(signature.r)), rlpString(uint(signature.s))]),
-  );
-  const hash = keccak(signed);
-  return {
-    raw: `0x${Buffer.from(signed.buffer, signed.byteOffset, signed.byteLength).toString("hex")}`,
-    txHash: `0x${Buffer.from(hash.buffer, hash.byteOffset, hash.byteLength).toString("hex")}`,
-  };
+  const fields = txFields(tx);
+  return signedWith(fields, sign(keccak(unsignedBytes(fields)), privateKey), keccak);
 }
 
 /**
@@ -74,8 +48,17 @@ export async function signEip1559Digest(
   keccak: Keccak256["bytes"] = viemKeccak,
 ): Promise<SignedEip1559 & { readonly digest: Uint8Array }> {
   const fields = txFields(tx);
-  const digest = keccak(typed(rlpList([...fields.map(rlpString), EMPTY_LIST])));
-  const signature = await signDigest(digest);
+  const digest = keccak(unsignedBytes(fields));
+  return { ...signedWith(fields, await signDigest(digest), keccak), digest };
+}
+
+/** The unsigned transaction's bytes, whose keccak256 is the digest signed. */
+function unsignedBytes(fields: readonly Uint8Array[]): Uint8Array {
+  return typed(rlpList([...fields.map(rlpString), EMPTY_LIST]));
+}
+
+/** The signed transaction's raw bytes as hex, and its hash. */
+function signedWith(fields: readonly Uint8Array[], signature: EcdsaSignature, keccak: Keccak256["bytes"]): SignedEip1559 {
   const signed = typed(
     rlpList([...fields.map(rlpString), EMPTY_LIST, rlpString(uint(BigInt(signature.recovery))), rlpString(uint(signature.r)), rlpString(uint(signature.s))]),
   );
@@ -83,7 +66,6 @@ export async function signEip1559Digest(
   return {
     raw: `0x${Buffer.from(signed.buffer, signed.byteOffset, signed.byteLength).toString("hex")}`,
     txHash: `0x${Buffer.from(hash.buffer, hash.byteOffset, hash.byteLength).toString("hex")}`,
-    digest,
   };
 }
 
