@@ -7,7 +7,7 @@ import { drainServer, instrumentedHandler, requestClientAddress } from "../http/
 import { httpCacheSettings } from "../http/http_cache.ts";
 import { createIndexAnswerCache } from "../http/index_answer_cache.ts";
 import { systemClock } from "../adapters/system/mod.ts";
-import { createRateLimiter } from "../domain/rate_limit.ts";
+import type { RateLimiter } from "../domain/rate_limit.ts";
 import type { WiredAccounts } from "./accounts.ts";
 import type { Config } from "./config.ts";
 import type { WiredDelegation } from "./delegation.ts";
@@ -30,6 +30,7 @@ export type Capabilities = {
   readonly index: IndexRunner;
   readonly attestationList: Parameters<typeof createApp>[0]["attestationList"];
   readonly attestationQueries: Parameters<typeof createApp>[0]["attestationQueries"];
+  readonly attestationQueryRate: RateLimiter;
   readonly artifactTrust: Parameters<typeof createApp>[0]["artifactTrust"];
   readonly accounts: WiredAccounts;
   readonly delegation: WiredDelegation;
@@ -149,7 +150,7 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
     attestationList: c.attestationList,
     attestationQueries: c.attestationQueries,
     attestationQueryRate: {
-      rate: createRateLimiter(systemClock, { capacity: config.index.queryPerMinute, perMinute: config.index.queryPerMinute }),
+      rate: c.attestationQueryRate,
       clientAddress: requestClientAddress,
     },
     readNonce: c.delegation.readNonce,

@@ -4,6 +4,7 @@
  * public requests go through.
  */
 import { hostname } from "node:os";
+import { createRateLimiter, type RateLimiter } from "../domain/rate_limit.ts";
 import { createViemAttestationIndex, createWsNewHeads } from "../adapters/chain/mod.ts";
 import { cryptoRandom, systemClock } from "../adapters/system/mod.ts";
 import { createArtifactTrust } from "../domain/artifact_trust/mod.ts";
@@ -435,7 +436,13 @@ function createBackfillProgress(deps: { clock: Clock; log: Logger; metrics?: Pro
 export async function wireAttestationIndex(
   config: Config,
   f: Foundation,
-): Promise<{ index: IndexRunner; attestationList: ListAttestations; attestationQueries: { count: CountAttestations; get: GetAttestation } }> {
+): Promise<{
+  index: IndexRunner;
+  attestationList: ListAttestations;
+  attestationQueries: { count: CountAttestations; get: GetAttestation };
+  /** The list's and the count's computations per client address (`INDEX_QUERY_RATE_PER_MINUTE`), for the routes and the MCP tool alike. */
+  attestationQueryRate: RateLimiter;
+}> {
   const reads = (fetchFn: typeof fetch) =>
     createViemAttestationIndex({
       rpcUrl: f.rpcUrl,
@@ -497,7 +504,8 @@ export async function wireAttestationIndex(
   const attestationList: ListAttestations = (query) => index.answers.answer((reads) => createListAttestations(deps(reads))(query));
   const count: CountAttestations = (query) => index.answers.answer((reads) => createCountAttestations(deps(reads))(query));
   const get: GetAttestation = (uid) => index.answers.answer((reads) => createGetAttestation(deps(reads))(uid));
-  return { index, attestationList, attestationQueries: { count, get } };
+  const attestationQueryRate = createRateLimiter(systemClock, { capacity: config.index.queryPerMinute, perMinute: config.index.queryPerMinute });
+  return { index, attestationList, attestationQueries: { count, get }, attestationQueryRate };
 }
 
 /** Builds artifact trust over the index's store-backed reads, the trust anchors and the cached discovery (decisions §7, §21). */

@@ -2,6 +2,7 @@
 import { systemClock } from "../adapters/system/mod.ts";
 import type { ArtifactTrust } from "../domain/artifact_trust/mod.ts";
 import type { ListAttestations } from "../domain/index/mod.ts";
+import type { RateLimiter } from "../domain/rate_limit.ts";
 import { subscriptionReader } from "../http/routes/accounts/mod.ts";
 import { requestClientAddress } from "../http/instrument.ts";
 import { createMcpEndpoint, type McpEndpoint } from "../http/routes/mcp/mod.ts";
@@ -23,6 +24,8 @@ export type McpCapabilities = {
   readonly witness: ReturnType<typeof wireWitness>;
   readonly artifactTrust: ArtifactTrust;
   readonly attestationList: ListAttestations;
+  /** The routes' per-address query rate (`INDEX_QUERY_RATE_PER_MINUTE`), which the list tool shares. */
+  readonly attestationQueryRate: RateLimiter;
   readonly accounts: WiredAccounts;
   readonly keys: WiredKeys;
   readonly oauth: WiredOAuth | undefined;
@@ -52,6 +55,7 @@ export function wireMcp(config: Config, f: Foundation, c: McpCapabilities): Wire
       confirm: c.discovery.confirm,
       trustAnchors: servedTrustAnchors(config, f.trustAnchors),
       attestationList: c.attestationList,
+      attestationQueryRate: c.attestationQueryRate,
       keyStatus: c.keys.keyStatus,
       keyStatusRate: c.keys.clientRate,
       controllerAuthorization: c.keys.controllerAuthorization,

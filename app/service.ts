@@ -54,7 +54,7 @@ export async function startService(config: Config, options: StartServiceOptions 
   const { devnet, log, chain, chainId, easAddress } = f;
   try {
     const discovery = wireDiscovery(config, f, options);
-    const { index, attestationList, attestationQueries } = await wireAttestationIndex(config, f);
+    const { index, attestationList, attestationQueries, attestationQueryRate } = await wireAttestationIndex(config, f);
     const artifactTrust = wireArtifactTrust(f, index, discovery);
     const accounts = await wireAccounts(config, f, discovery, options);
     const webhooks = wireWebhooks(config, f, { indexStore: index.store, didJsonCa: options.didJsonCa });
@@ -75,9 +75,9 @@ export async function startService(config: Config, options: StartServiceOptions 
     const delegation = wireDelegation(config, f, { accounts, limits });
     const keys = wireKeys(config, f, index, discovery, accounts);
     const oauth = await wireOAuth(config, f);
-    const mcp = wireMcp(config, f, { discovery, witness, artifactTrust, attestationList, accounts, keys, oauth, limits, submissions });
+    const mcp = wireMcp(config, f, { discovery, witness, artifactTrust, attestationList, attestationQueryRate, accounts, keys, oauth, limits, submissions });
     wireGauges(config, f);
-    const http = serveHttp(config, f, { discovery, witness, index, attestationList, attestationQueries, artifactTrust, accounts, delegation, x402, oauth, keys, mcp, submissions, webhooks });
+    const http = serveHttp(config, f, { discovery, witness, index, attestationList, attestationQueries, attestationQueryRate, artifactTrust, accounts, delegation, x402, oauth, keys, mcp, submissions, webhooks });
     const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${http.port}`;
     log.info("listening", {
       url,

@@ -50,6 +50,8 @@ export type McpToolDeps = {
   readonly keyStatus: KeyStatus;
   /** The key-status route's lookups per client address: a tool call takes from the same bucket. */
   readonly keyStatusRate: RateLimiter;
+  /** The list routes' computations per client address (issue 43); each tool call takes a turn. Absent: none. */
+  readonly attestationQueryRate?: RateLimiter | undefined;
   readonly witness: ControllerWitness;
   /** Controller authorization (decisions §25), sharing key status's rate per client; absent: no such tool. */
   readonly controllerAuthorization?: ControllerAuthorization | undefined;
@@ -236,10 +238,12 @@ export function createTools(deps: McpToolDeps, options: { readonly withAccountTo
       inputSchema: ListInput,
       outputSchema: AttestationPageModel,
       readOnly: true,
-      async run(args) {
+      async run(args, caller) {
         const input = listArgs(args);
         if (!input.ok) return input;
         // The route's query, as strings: the same use case answers both.
+        const turn = deps.attestationQueryRate?.take(caller.clientAddress ?? "unknown");
+        if (turn !== undefined && !turn.allowed) return { ok: false, code: "RATE_LIMITED", message: `Too many attestation queries; try again in ${turn.retryAfterSeconds} s` };
         const query = Object.fromEntries(Object.entries(input.value).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)]));
         const result = await deps.attestationList(query);
         return result.ok ? answered(result.value) : failed(result);

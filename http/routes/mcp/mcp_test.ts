@@ -151,6 +151,20 @@ describe("createMcpEndpoint()", () => {
     expect([bare.isError, bare.structuredContent?.subject]).toEqual([undefined, "did:web:shop.example"]);
   });
 
+  test("list_attestations shares the list routes' per-address query rate (INDEX_QUERY_RATE_PER_MINUTE, issue 43): past it, RATE_LIMITED and nothing read", async () => {
+    const attestationQueryRate = createRateLimiter(fakeClock(), { capacity: 2, perMinute: 2 });
+    let reads = 0;
+    const attestationList = () => {
+      reads++;
+      return Promise.resolve(ok({ subject: "did:web:a.test", items: [], nextCursor: null }) as never);
+    };
+    const { call } = await setUp({ tools: fakeTools({ attestationList, attestationQueryRate }) });
+    const codes = [];
+    for (let i = 0; i < 3; i++) codes.push((await call("list_attestations", { subject: "did:web:a.test" })).structuredContent?.code);
+    expect(codes).toEqual([undefined, undefined, "RATE_LIMITED"]);
+    expect(reads).toBe(2);
+  });
+
   test("sessions idle past MCP_SESSION_IDLE_SECONDS are swept; their client then gets 404", async () => {
     const clock = fakeClock(0);
     const { endpoint, client } = await setUp({ clock, sessionIdleSeconds: 60 });
