@@ -7,6 +7,8 @@ import { readConfig } from "../app/config.ts";
 import { type Service, startService } from "../app/service.ts";
 import { containerAnvil, DEFAULT_ANVIL_IMAGE, probeContainerRuntime } from "./support/anvil_container.ts";
 
+export { freePort } from "./support/free_port.ts";
+
 /**
  * Counts JSON-RPC traffic: HTTP round trips and methods, in order. The index follower's own reads of the chain
  * (`x-ats-reader: index-follower`, decisions §21) are counted apart: `roundTrips`, `methods` and `trips` are the
@@ -76,14 +78,6 @@ async function syncIndex(service: Service, env: Record<string, string>): Promise
 }
 
 /** Relay limits far above what any test sends (e2e/public_relay_guard_test.ts and e2e/factory_gas_drain_test.ts set their own). */
-/** A loopback port free right now, so that a setting (PUBLIC_BASE_URL, the issuer) can name it before a server starts. */
-export function freePort(): number {
-  const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
-  const port = probe.port!;
-  probe.stop(true);
-  return port;
-}
-
 export const TEST_RELAY_LIMITS = {
   PUBLIC_RELAY_IP_RATE_PER_MINUTE: "1000000",
   PUBLIC_RELAY_ATTESTER_RATE_PER_HOUR: "1000000",

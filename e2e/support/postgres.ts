@@ -4,9 +4,9 @@
  * (/usr/lib/postgresql/<version>/bin); as root the server runs as the `postgres` user.
  */
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "./free_port.ts";
 
 /** A running test server. */
 export type TestPostgres = { readonly url: string; readonly stop: () => Promise<void> };
@@ -24,17 +24,6 @@ export function postgresUnavailableReason(): string | undefined {
   return postgresBinDir() === undefined
     ? "PostgreSQL is not installed (apt-get install postgresql); the PostgreSQL storage tests are skipped"
     : undefined;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
 }
 
 async function run(command: string[], asPostgres: boolean): Promise<void> {
@@ -57,7 +46,7 @@ export async function startPostgres(): Promise<TestPostgres> {
   }
   const data = join(dir, "data");
   await run([join(bin, "initdb"), "-D", data, "-U", "ats", "--auth=trust", "-E", "UTF8", "--no-sync"], asPostgres);
-  const port = await freePort();
+  const port = freePort();
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`;
   await run([join(bin, "pg_ctl"), "-D", data, "-o", options, "-l", join(dir, "log"), "-w", "-t", "30", "start"], asPostgres);
   return {
