@@ -84,4 +84,6 @@ else
   echo "kubectl is not available; the Kubernetes manifests' test will be skipped (CI=true makes this an error)" >&2
 fi
 bash scripts/forge_build.sh
-exec node_modules/.bin/bun test --timeout 60000 "$@"
+# Three test files at a time, each in its own process (--parallel implies --isolate): e2e files mostly wait on their
+# Anvil, so three keep a 2-core machine busy; docs/testing.md#files-in-parallel says why files may run side by side.
+exec node_modules/.bin/bun test --timeout 60000 --parallel=3 "$@"
