@@ -64,7 +64,8 @@ beforeAll(async () => {
     uids.push(...await writer.multiAttest(devnet.keys.users[0]!, schema, inputs));
   }
   uids = uids.map((u) => u.toLowerCase() as Hex);
-  head = await writer.client.getBlockNumber();
+  // Not the client's cached block number (kept for its polling interval): the head after the last batch was mined.
+  head = await writer.client.getBlockNumber({ cacheTime: 0 });
 }, 120_000);
 afterAll(async () => {
   await devnet?.stop();
