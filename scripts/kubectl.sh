@@ -16,6 +16,9 @@ for candidate in "${KUBECTL:-}" "$(command -v kubectl || true)" "$PWD/node_modul
   fi
 done
 [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ] || { echo "kubectl: not installed, and the npm package's kubectl is for Linux x64" >&2; exit 1; }
+if ! command -v unzip >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq unzip >/dev/null) >&2 || true
+fi
 command -v unzip >/dev/null 2>&1 || { echo "kubectl: not installed, and unzip is missing to take it from the npm package" >&2; exit 1; }
 cache="$PWD/node_modules/.cache/ats-kubectl"
 mkdir -p "$cache"
