@@ -92,6 +92,9 @@ describe("a delegate signer that is down", () => {
     expect(down.text).not.toContain(signer.url);
     expect(down.text).not.toContain("127.0.0.1");
     expect((await readyz()).signers?.delegate).toBe("down");
+    // Neither /readyz nor /metrics names the signer's URL (decisions §27).
+    expect(await (await fetch(`${stack.baseUrl}/readyz`)).text()).not.toContain(signer.url);
+    expect(await (await fetch(`${stack.baseUrl}/metrics`)).text()).not.toContain(signer.url);
     // Nothing left the wallet.
     expect(BigInt(await rpc<string>("eth_getTransactionCount", [DELEGATE, "pending"]))).toBe(before);
 
