@@ -53,7 +53,7 @@ let webDid: string;
 /** Every EIP-1193 call the test wallet answered, in order. */
 const walletCalls: string[] = [];
 
-const chain = () => createPublicClient({ transport: http(stack.devnet.rpcUrl) });
+const chain = () => createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl) });
 
 async function readAttestation(uid: Hex, schemaName: string) {
   const attestation = await chain().readContract({ address: service.easAddress, abi: EAS_ABI, functionName: "getAttestation", args: [uid] });

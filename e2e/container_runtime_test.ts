@@ -26,7 +26,7 @@ describe.skipIf(skip !== undefined)(skip === undefined ? `e2e with Anvil in a co
   }, 300_000);
   afterAll(async () => await stack?.stop());
 
-  const client = () => createPublicClient({ transport: http(stack.devnet.rpcUrl), pollingInterval: 50 });
+  const client = () => createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl), pollingInterval: 50 });
 
   test("the container's Anvil carries EAS 1.4.0 deployed by the devnet code", async () => {
     expect(await client().getChainId()).toBe(31337);

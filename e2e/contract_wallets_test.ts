@@ -24,7 +24,7 @@ beforeAll(async () => {
   stack = await startStack({
     env: { SIWE_DOMAINS: "app.test", CORS_ORIGINS: APP, SIWE_CHALLENGE_RATE_PER_MINUTE: "1000", FREE_PLAN_SCHEMAS: "*" },
   });
-  chain = createPublicClient({ transport: http(stack.devnet.rpcUrl), pollingInterval: 50 }) as PublicClient;
+  chain = createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl), pollingInterval: 50 }) as PublicClient;
   const deployer = createWalletClient({
     account: privateKeyToAccount(stack.devnet.keys.users[5]!),
     chain: { id: stack.devnet.chainId, name: "devnet", nativeCurrency: { name: "ETH", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [stack.devnet.rpcUrl] } } },

@@ -108,7 +108,7 @@ async function codeOf(promise: Promise<unknown>): Promise<string> {
   }
 }
 
-const client = () => createPublicClient({ transport: http(stack.devnet.rpcUrl), pollingInterval: 50 });
+const client = () => createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl), pollingInterval: 50 });
 
 async function readWitness(uid: Hex) {
   const attestation = await client().readContract({ address: stack.service.easAddress, abi: EAS_ABI, functionName: "getAttestation", args: [uid] });

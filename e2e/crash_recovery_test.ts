@@ -61,7 +61,7 @@ const attest = (baseUrl: string, body: string) =>
   fetch(`${baseUrl}/v1/delegated-attest`, { method: "POST", headers: { "content-type": "application/json" }, body });
 
 async function attestationsByAttester(rpcUrl: string, easAddress: Hex): Promise<Map<string, number>> {
-  const client = createPublicClient({ transport: http(rpcUrl) });
+  const client = createPublicClient({ cacheTime: 0, transport: http(rpcUrl) });
   const logs = await client.getContractEvents({ address: easAddress, abi: EAS_ABI, eventName: "Attested", fromBlock: 0n });
   const counts = new Map<string, number>();
   for (const log of logs) {
@@ -96,7 +96,7 @@ describe("kill -9 during concurrent submissions", () => {
     }
     const counts = await attestationsByAttester(second.rpcUrl, reviews[0]!.easAddress);
     // Each attester's answers before and after the restart ride along, so a failure says what the service told it.
-    const chain = createPublicClient({ transport: http(second.rpcUrl) });
+    const chain = createPublicClient({ cacheTime: 0, transport: http(second.rpcUrl) });
     for (const [i, r] of reviews.entries()) {
       const attestations = counts.get(r.attester.toLowerCase()) ?? 0;
       const details = after[i]!.body.details as Hex | undefined;
@@ -105,7 +105,7 @@ describe("kill -9 during concurrent submissions", () => {
         attestation: await chain.readContract({ address: r.easAddress, abi: EAS_ABI, functionName: "getAttestation", args: [details] }).then((a) => a.attester, () => "error"),
         receipt: await chain.getTransactionReceipt({ hash: details }).then((x) => x.status, () => "none"),
         attesterNonce: await chain.readContract({ address: r.easAddress, abi: EAS_ABI, functionName: "getNonce", args: [r.attester as Hex] }).then(String, () => "error"),
-        head: String(await chain.getBlockNumber()),
+        head: String(await chain.getBlockNumber({ cacheTime: 0 })),
         // What the second start said about the chain it found (a left-over Anvil saved, a state file set aside, ...).
         restart: second.stderrTail().split("\n").filter((line) => /anvil|state|chain|deploy|reconcil/i.test(line)).slice(-20),
       };

@@ -47,7 +47,7 @@ beforeAll(async () => {
 afterAll(async () => await stack?.stop());
 
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
-const client = () => createPublicClient({ transport: http(stack.devnet.rpcUrl), pollingInterval: 50 });
+const client = () => createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl), pollingInterval: 50 });
 const review = (subject = "did:web:example.com") => ({
   subject,
   version: "1.0.0",

@@ -138,7 +138,7 @@ function clients(rpcUrl: string) {
   });
   const transport = http(rpcUrl);
   return {
-    public: createPublicClient({ chain, transport, pollingInterval: 50 }),
+    public: createPublicClient({ cacheTime: 0, chain, transport, pollingInterval: 50 }),
     test: createTestClient({ chain, transport, mode: "anvil" }),
     wallet: createWalletClient({ chain, transport, account: privateKeyToAccount(ANVIL_DEV_KEYS[3]!) }),
   };
@@ -178,7 +178,7 @@ test("a new start stops the Anvil a killed service left behind, keeping its chai
   const c = clients(child.rpcUrl);
   await c.test.setBalance({ address: probe, value: 4_242n });
   await c.test.mine({ blocks: 3 });
-  const blockBefore = await c.public.getBlockNumber();
+  const blockBefore = await c.public.getBlockNumber({ cacheTime: 0 });
 
   // The service dies without its watchdog (as where there is none): only the lock file is left to find Anvil.
   killNow(child.lock.watchdogPid);
@@ -199,7 +199,7 @@ test("a new start stops the Anvil a killed service left behind, keeping its chai
   }
   const now = clients(devnet.rpcUrl).public;
   expect(await now.getBalance({ address: probe })).toBe(4_242n);
-  expect(await now.getBlockNumber()).toBeGreaterThanOrEqual(blockBefore);
+  expect(await now.getBlockNumber({ cacheTime: 0 })).toBeGreaterThanOrEqual(blockBefore);
 
   await devnet.stop();
   expect(readLock(dataDir)).toBeUndefined();
@@ -236,7 +236,7 @@ test("the periodic checkpoint saves blocks nobody checkpointed", async () => {
   const child = await startChild(dataDir, { CHECKPOINT_INTERVAL_MS: "100" });
   const c = clients(child.rpcUrl);
   await c.test.mine({ blocks: 5 });
-  const mined = await c.public.getBlockNumber();
+  const mined = await c.public.getBlockNumber({ cacheTime: 0 });
   const statePath = join(dataDir, "anvil-state.json");
   // The dump's head block is what --load-state restores; wait until the file holds the mined one.
   const head = () => {
@@ -253,7 +253,7 @@ test("the periodic checkpoint saves blocks nobody checkpointed", async () => {
   await child.proc.exited;
 
   const devnet = await restart(dataDir);
-  expect(await clients(devnet.rpcUrl).public.getBlockNumber()).toBeGreaterThanOrEqual(mined);
+  expect(await clients(devnet.rpcUrl).public.getBlockNumber({ cacheTime: 0 })).toBeGreaterThanOrEqual(mined);
 }, 30_000);
 
 test.skipIf(process.platform === "win32")("Anvil ends soon after its service is killed", async () => {

@@ -37,7 +37,7 @@ beforeAll(async () => {
     env: { SIWE_DOMAINS: "app.test", CORS_ORIGINS: APP, SIWE_CHALLENGE_RATE_PER_MINUTE: "1000", FREE_PLAN_SCHEMAS: "*" },
   });
   // The test's own chain traffic goes to the node directly: the proxy sees the service's alone.
-  chain = createPublicClient({ transport: http(stack.devnet.rpcUrl), pollingInterval: 50 }) as PublicClient;
+  chain = createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl), pollingInterval: 50 }) as PublicClient;
   const deployer = createWalletClient({
     account: privateKeyToAccount(stack.devnet.keys.users[6]!),
     chain: { id: stack.devnet.chainId, name: "devnet", nativeCurrency: { name: "ETH", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [stack.devnet.rpcUrl] } } },

@@ -19,7 +19,7 @@ const start = () => stack.start({ FEE_BUMP_AFTER_SECONDS: "1" });
 describe("a transaction stuck under a fee spike", () => {
   test("is replaced with higher fees at the same nonce; the replacement's receipt settles the submission, once", async () => {
     const devnet = stack.devnet();
-    const chain = createPublicClient({ transport: http(devnet.rpcUrl) });
+    const chain = createPublicClient({ cacheTime: 0, transport: http(devnet.rpcUrl) });
     const delegate = privateKeyToAccount(devnet.keys.delegate).address;
     const attesterKey = generatePrivateKey();
     const body = JSON.stringify(await signedReviewBody(devnet, attesterKey));

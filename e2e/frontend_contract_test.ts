@@ -128,7 +128,7 @@ describe("the frontend client's view of our answers", () => {
       signature: await wallet.signTypedData(signableTypedData(prepared)),
       subjectDid: "did:web:frontend.test",
     });
-    const chain = createPublicClient({ transport: http(stack.devnet.rpcUrl) });
+    const chain = createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl) });
     const onChain = await chain.readContract({ address: stack.service.easAddress, abi: EAS_ABI, functionName: "getAttestation", args: [written.uid as Hex] });
     expect(onChain.attester).toBe(wallet.address);
 

@@ -84,7 +84,7 @@ describe.skipIf(skip !== undefined)("three instances on one PostgreSQL, each sto
     const schema = devnet.schemaUids["linked-identifier"] as Hex;
     const attest = async (n: number) =>
       (await writer.attest(key, schema, { recipient: `0x${n.toString(16).padStart(40, "0")}`, data: `0x${n.toString(16).padStart(64, "0")}`, revocable: true })).uid.toLowerCase();
-    const head = async () => Number(await writer.client.getBlockNumber());
+    const head = async () => Number(await writer.client.getBlockNumber({ cacheTime: 0 }));
 
     // An attestation before the instances start, on a chain younger than the confirmations (the defect's condition).
     const uids = [await attest(1)];

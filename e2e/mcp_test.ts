@@ -118,7 +118,7 @@ afterAll(async () => {
   await dns?.stop();
 });
 
-const chain = () => createPublicClient({ transport: http(stack.devnet.rpcUrl) });
+const chain = () => createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl) });
 const witnessTxs = () => chain().getTransactionCount({ address: privateKeyToAccount(stack.devnet.keys.witness).address });
 
 describe("MCP with the official SDK's client", () => {

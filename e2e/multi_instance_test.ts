@@ -75,7 +75,7 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-const client = () => createPublicClient({ transport: http(devnet.rpcUrl), pollingInterval: 50 });
+const client = () => createPublicClient({ cacheTime: 0, transport: http(devnet.rpcUrl), pollingInterval: 50 });
 
 const signedReview = (key: Hex) => signedReviewBody(devnet, key);
 

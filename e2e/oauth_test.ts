@@ -57,7 +57,7 @@ afterAll(async () => {
   await dns?.stop();
 });
 
-const chain = () => createPublicClient({ transport: http(stack.devnet.rpcUrl) });
+const chain = () => createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl) });
 const witnessTxs = () => chain().getTransactionCount({ address: privateKeyToAccount(stack.devnet.keys.witness).address });
 const witnessBody = () => ({ subjectDid: "did:web:oauth.test", controllerDid: pkh(alice) });
 

@@ -172,7 +172,7 @@ describe("operations", () => {
     await stopped;
     expect(res.status).toBe(200);
     const body = await res.json() as { uid: Hex };
-    const client = createPublicClient({ transport: http(devnet.rpcUrl) });
+    const client = createPublicClient({ cacheTime: 0, transport: http(devnet.rpcUrl) });
     const count = await client.getTransactionCount({ address: privateKeyToAccount(devnet.keys.delegate).address });
     expect(count).toBeGreaterThan(0);
     expect(body.uid).toMatch(/^0x[0-9a-f]{64}$/);

@@ -69,8 +69,8 @@ const rpcCall = (id: unknown, method: string, params: unknown[] = []) => ({ json
 describe("premium reads", () => {
   test("reads are answered by the chain and counted; writes and wide ranges are refused and never forwarded; a node failure is given back; the sixth read of five is 403", async () => {
     const session = await signIn();
-    const chain = createPublicClient({ transport: http(stack.devnet.rpcUrl) });
-    const head = await chain.getBlockNumber();
+    const chain = createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl) });
+    const head = await chain.getBlockNumber({ cacheTime: 0 });
 
     // 1. A single eth_blockNumber, answered by the chain.
     const single = await premium(rpcCall(7, "eth_blockNumber"), session.cookie);
@@ -118,7 +118,7 @@ describe("premium reads", () => {
     expect(await used(session.cookie)).toBe(3);
 
     // 3. A log range with its upper bound missing (the head, read first) within the limit: forwarded and counted.
-    const recent = await chain.getBlockNumber();
+    const recent = await chain.getBlockNumber({ cacheTime: 0 });
     const tagged = await premium(rpcCall("logs", "eth_getLogs", [{ fromBlock: `0x${(recent > 5n ? recent - 5n : 0n).toString(16)}` }]), session.cookie);
     expect([tagged.status, tagged.body.id, Array.isArray(tagged.body.result)]).toEqual([200, "logs", true]);
     const afterTagged = 4;
@@ -180,7 +180,7 @@ const STUCK = "0x5107000000000000000000000000000000005107";
 
 /** Deploys the loop with a create transaction from an Anvil dev account; its address. */
 async function deployLoop(): Promise<Hex> {
-  const chain = createPublicClient({ transport: http(stack.devnet.rpcUrl), pollingInterval: 20 });
+  const chain = createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl), pollingInterval: 20 });
   const wallet = createWalletClient({ account: privateKeyToAccount(stack.devnet.keys.users[2] as Hex), transport: http(stack.devnet.rpcUrl) });
   const hash = await wallet.sendTransaction({ chain: null, data: LOOP_INIT });
   const receipt = await chain.waitForTransactionReceipt({ hash });
@@ -191,7 +191,7 @@ async function deployLoop(): Promise<Hex> {
 /** A delegated attestation (a user review) through the public relay: its status. */
 async function delegatedAttest(baseUrl = stack.baseUrl): Promise<number> {
   const account = privateKeyToAccount(generatePrivateKey());
-  const chain = createPublicClient({ transport: http(stack.devnet.rpcUrl) });
+  const chain = createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl) });
   const nonce = await chain.readContract({ address: stack.service.easAddress, abi: EAS_ABI, functionName: "getNonce", args: [account.address] });
   const def = findSchemaByName("user-review")!;
   const prepared = prepareDelegatedAttestation({

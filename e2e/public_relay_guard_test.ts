@@ -20,7 +20,7 @@ afterAll(async () => await stack?.stop());
 
 const target = () => ({ chainId: stack.devnet.chainId, easAddress: stack.service.easAddress, schemaUids: stack.devnet.schemaUids });
 const delegateNonce = () =>
-  createPublicClient({ transport: http(stack.devnet.rpcUrl) }).getTransactionCount({ address: privateKeyToAccount(stack.devnet.keys.delegate).address });
+  createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl) }).getTransactionCount({ address: privateKeyToAccount(stack.devnet.keys.delegate).address });
 
 async function attest(service: Service, body: unknown, headers: Record<string, string> = {}) {
   const res = await fetch(`${service.url}/v1/delegated-attest`, {

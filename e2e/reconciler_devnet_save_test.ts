@@ -56,7 +56,7 @@ async function killAnvil(devnet: Devnet, dataDir: string) {
 test("a transaction the reconciler sends again and records as mined survives kill -9 of the service and its Anvil", async () => {
   const dataDir = join(dir, "devnet");
   const devnet = await devnetOn(dataDir);
-  const client = createPublicClient({ transport: http(devnet.rpcUrl) });
+  const client = createPublicClient({ cacheTime: 0, transport: http(devnet.rpcUrl) });
   const delegate = privateKeyToAccount(devnet.keys.delegate);
   // Three transactions signed and stored as sent, that a crash kept from the chain (never sent here).
   const nonce = await client.getTransactionCount({ address: delegate.address, blockTag: "pending" });
@@ -85,7 +85,7 @@ test("a transaction the reconciler sends again and records as mined survives kil
   await killAnvil(devnet, dataDir);
 
   const restarted = await devnetOn(dataDir);
-  const after = createPublicClient({ transport: http(restarted.rpcUrl) });
+  const after = createPublicClient({ cacheTime: 0, transport: http(restarted.rpcUrl) });
   for (const tx of txs) {
     const receipt = await after.getTransactionReceipt({ hash: tx.txHash as Hex }).then((r) => r.status, () => "missing");
     expect({ tx: tx.txHash, receipt }).toEqual({ tx: tx.txHash, receipt: "success" });
@@ -104,7 +104,7 @@ test("a payment the devnet's facilitator settled survives kill -9 of the service
   expect(x402).toBeDefined();
   const { facilitatorUrl, asset, payTo, network } = x402!.terms;
   const balance = async (rpcUrl: string) =>
-    await createPublicClient({ transport: http(rpcUrl) }).readContract({ address: asset as Hex, abi: erc20Abi, functionName: "balanceOf", args: [payTo as Hex] });
+    await createPublicClient({ cacheTime: 0, transport: http(rpcUrl) }).readContract({ address: asset as Hex, abi: erc20Abi, functionName: "balanceOf", args: [payTo as Hex] });
   const before = await balance(devnet.rpcUrl);
 
   const accepted = { scheme: "exact", network, asset, amount: "1000", payTo, maxTimeoutSeconds: 300, extra: { name: devnet.x402.name, version: devnet.x402.version } };

@@ -22,7 +22,7 @@ const review = (n: number) => ({ subject: `did:web:crash-batch-${n}.test`, versi
 describe("a batch whose request died mid-send", () => {
   test("is settled at the next start with each request's uid; a retry with its Idempotency-Key answers them all and sends nothing", async () => {
     const devnet = stack.devnet();
-    const chain = createPublicClient({ transport: http(devnet.rpcUrl) });
+    const chain = createPublicClient({ cacheTime: 0, transport: http(devnet.rpcUrl) });
     const delegate = privateKeyToAccount(devnet.keys.delegate).address;
     const [alice, bob] = [generatePrivateKey(), generatePrivateKey()];
     const forged = { ...(await signedReviewBody(devnet, generatePrivateKey(), { data: review(9) })), attester: privateKeyToAccount(generatePrivateKey()).address };

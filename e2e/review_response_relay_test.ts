@@ -49,7 +49,7 @@ afterAll(async () => {
   await dns?.stop();
 });
 
-const chain = () => createPublicClient({ transport: http(stack.devnet.rpcUrl) });
+const chain = () => createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl) });
 const delegateNonce = () => chain().getTransactionCount({ address: privateKeyToAccount(stack.devnet.keys.delegate).address });
 const RELAY = "/api/private/relay/eas/delegated-attest";
 

@@ -237,7 +237,7 @@ describe("reviews with receipt proofs, and the service's replies", () => {
     expect(signed).toBe(false);
 
     const controller = privateKeyToAccount(stack.devnet.keys.users[2] as Hex);
-    const client = createPublicClient({ transport: http(stack.devnet.rpcUrl) });
+    const client = createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl) });
     const nonce = await client.getTransactionCount({ address: controller.address });
     const uid = `0x${"ab".repeat(32)}`;
     expect(await codeOf(respondToReview({ reviewUid: uid, responseBody: " ", account: controller }, chainOptions())))
@@ -264,7 +264,7 @@ describe("receipts that prove more, and transaction proofs (issue 25, decisions 
     return { account, client: createWalletClient({ account, chain, transport: http(stack.devnet.rpcUrl) }) };
   };
   const mined = async (hash: Hex) => {
-    const receipt = await createPublicClient({ transport: http(stack.devnet.rpcUrl) }).waitForTransactionReceipt({ hash, pollingInterval: 50 });
+    const receipt = await createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl) }).waitForTransactionReceipt({ hash, pollingInterval: 50 });
     expect(receipt.status).toBe("success");
     return receipt;
   };

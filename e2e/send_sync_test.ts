@@ -41,7 +41,7 @@ beforeEach(() => {
   proxy.onAnswered = undefined;
 });
 
-const chain = () => createPublicClient({ transport: http(stack.devnet.rpcUrl), pollingInterval: 50 });
+const chain = () => createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl), pollingInterval: 50 });
 const testClient = () => createTestClient({ mode: "anvil", transport: http(stack.devnet.rpcUrl) });
 const delegate = () => privateKeyToAccount(stack.devnet.keys.delegate).address;
 const nonceOf = (address: Hex) => chain().getTransactionCount({ address });
@@ -193,7 +193,7 @@ describe("a node that does not mine on arrival", () => {
     // The production grace: the node holds the sync call until its block, which only the test mines.
     const own = await ownSender({ productionGrace: true });
     const start = await nonceOf(own.wallet);
-    const blockBefore = await chain().getBlockNumber();
+    const blockBefore = await chain().getBlockNumber({ cacheTime: 0 });
     let syncAnswers = 0;
     proxy.onAnswered = (calls) => void (syncAnswers += calls.filter((c) => c.method === SYNC).length);
     const mark = proxy.calls.length;
@@ -211,7 +211,7 @@ describe("a node that does not mine on arrival", () => {
       expect(callsFor(mark, hashes).filter((c) => c.method !== "eth_getTransactionReceipt").map((c) => [c.method, hashes.indexOf(hashOf(c) as Hex)]))
         .toEqual([[SYNC, 0], ["eth_getTransactionByHash", 0], [PLAIN, 1]]);
       // All while the node mined nothing and still held the first sync call: the second was not held behind its block.
-      expect(await chain().getBlockNumber()).toBe(blockBefore);
+      expect(await chain().getBlockNumber({ cacheTime: 0 })).toBe(blockBefore);
       expect(syncAnswers).toBe(0);
       expect(await chain().getTransactionCount({ address: own.wallet, blockTag: "pending" })).toBe(start + 2);
       await testClient().mine({ blocks: 1 });

@@ -82,7 +82,7 @@ describe.skipIf(!softHsmAvailable())("keys in an HSM and a KMS", () => {
     });
     const body = await res.json() as { txHash: Hex };
     expect(res.status).toBe(200);
-    const chain = createPublicClient({ transport: http(stack.devnet.rpcUrl) });
+    const chain = createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl) });
     expect((await chain.getTransaction({ hash: body.txHash })).from.toLowerCase()).toBe(delegate.toLowerCase());
     const ready = await (await fetch(`${stack.baseUrl}/readyz`)).json() as { signers: Record<string, string> };
     expect(ready.signers).toMatchObject({ delegate: "up", witness: expect.stringMatching(/^(up|unknown)$/), oauth: expect.stringMatching(/^(up|unknown)$/) });

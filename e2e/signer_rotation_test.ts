@@ -31,7 +31,7 @@ function newKeystore(): { address: Hex; uri: string } {
 describe("rotating the delegate key", () => {
   test("what the old key sent settles once; new work goes from the new key", async () => {
     const devnet = stack.devnet();
-    const chain = createPublicClient({ transport: http(devnet.rpcUrl) });
+    const chain = createPublicClient({ cacheTime: 0, transport: http(devnet.rpcUrl) });
     const oldDelegate = privateKeyToAccount(devnet.keys.delegate).address;
     const attesterKey = generatePrivateKey();
     const body = JSON.stringify(await signedReviewBody(devnet, attesterKey));

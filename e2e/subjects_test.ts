@@ -150,7 +150,7 @@ describe("contract subjects", () => {
     const creatorKey = generatePrivateKey();
     const creator = privateKeyToAccount(creatorKey);
     const buyerKey = generatePrivateKey();
-    const client = createPublicClient({ transport: http(stack.devnet.rpcUrl), pollingInterval: 20 });
+    const client = createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl), pollingInterval: 20 });
     await client.request({ method: "anvil_setBalance", params: [creator.address, "0x56bc75e2d63100000"] } as never);
     const wallet = createWalletClient({ account: creator, transport: http(stack.devnet.rpcUrl) });
     const { abi, bytecode } = await ownedContract();

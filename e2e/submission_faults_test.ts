@@ -85,7 +85,7 @@ function goAwayAtSend(forwardSend: boolean) {
   };
 }
 
-const chain = () => createPublicClient({ transport: http(stack.devnet.rpcUrl), pollingInterval: 50 });
+const chain = () => createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl), pollingInterval: 50 });
 const testClient = () => createTestClient({ mode: "anvil", transport: http(stack.devnet.rpcUrl) });
 
 async function signedReview(key: Hex) {

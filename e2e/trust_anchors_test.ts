@@ -23,7 +23,7 @@ const ATTEST_ABI = parseAbi([
 async function witness(key: Hex, subject: string, controller: string) {
   const account = privateKeyToAccount(key);
   const wallet = createWalletClient({ account, transport: http(stack.devnet.rpcUrl) });
-  const client = createPublicClient({ transport: http(stack.devnet.rpcUrl), pollingInterval: 50 });
+  const client = createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl), pollingInterval: 50 });
   const recipient = didToAddress(subject);
   const hash = await wallet.writeContract({
     chain: null,

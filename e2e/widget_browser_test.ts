@@ -104,7 +104,7 @@ beforeAll(async () => {
   // does not have, listed as newer: the explorer's word alone does not count).
   const wallet = createWalletClient({ account: user, transport: http(stack.devnet.rpcUrl) });
   interactionTx = await wallet.sendTransaction({ to: APP_CONTRACT, value: 1n, chain: null });
-  const mined = await createPublicClient({ transport: http(stack.devnet.rpcUrl) }).waitForTransactionReceipt({ hash: interactionTx });
+  const mined = await createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl) }).waitForTransactionReceipt({ hash: interactionTx });
   const listed = (hash: string, block: bigint) => ({ hash, from: user.address.toLowerCase(), to: APP_CONTRACT, isError: "0", txreceipt_status: "1", blockNumber: String(block) });
   explorerTxs.set(user.address.toLowerCase(), [listed(`0x${"e".repeat(64)}`, mined.blockNumber + 5n), listed(interactionTx, mined.blockNumber)]);
   host = await startHost();
@@ -246,7 +246,7 @@ async function writeReview(widget: Frame, text: string, shot?: { page: Page; nam
 }
 
 async function readReview(uid: Hex) {
-  const client = createPublicClient({ transport: http(stack.devnet.rpcUrl) });
+  const client = createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl) });
   const attestation = await client.readContract({ address: stack.service.easAddress, abi: EAS_ABI, functionName: "getAttestation", args: [uid] });
   const decoded = decodeSchemaData(findSchemaByName("user-review")!.schema, attestation.data);
   return { attester: attestation.attester, data: decoded.ok ? decoded.value : undefined };

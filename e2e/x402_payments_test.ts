@@ -37,7 +37,7 @@ let mode: "up" | "down" | "cancelBeforeSettle" = "up";
 let verifyBarrier: { size: number; waiting: (() => void)[] } | undefined;
 let payers: Hex[];
 
-const chain = () => createPublicClient({ transport: http(stack.devnet.rpcUrl), pollingInterval: 50 });
+const chain = () => createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl), pollingInterval: 50 });
 const token = () => stack.devnet.x402.token;
 const balance = (address: Hex) => chain().readContract({ address: token(), abi: TEST_USD.abi, functionName: "balanceOf", args: [address] }) as Promise<bigint>;
 const payTo = () => stack.devnet.x402.payTo;

@@ -27,7 +27,7 @@ let service: Service;
 let facilitator: Facilitator;
 let signer: RpcProxy;
 
-const chain = () => createPublicClient({ transport: http(stack.devnet.rpcUrl) });
+const chain = () => createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl) });
 const balance = (address: Hex) =>
   chain().readContract({ address: stack.devnet.x402.token, abi: TEST_USD.abi, functionName: "balanceOf", args: [address] }) as Promise<bigint>;
 

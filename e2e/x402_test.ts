@@ -190,7 +190,7 @@ describe("x402 receipt → user review on the devnet", () => {
     expect(result.success).toBe(true);
 
     // Read back from EAS: the payer is the attester, the subject's DID address the recipient, the receipt verbatim.
-    const reader = createPublicClient({ transport: http(stack.devnet.rpcUrl) });
+    const reader = createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl) });
     const onChain = await reader.readContract({ address: stack.service.easAddress, abi: EAS_ABI, functionName: "getAttestation", args: [result.uid!] });
     expect(onChain.attester).toBe(payer.address);
     expect(onChain.recipient.toLowerCase()).toBe(recipient.value);

@@ -30,7 +30,7 @@ afterAll(() => {
 });
 
 function clientFor(devnet: Devnet) {
-  return createPublicClient({ transport: http(devnet.rpcUrl), pollingInterval: 50 });
+  return createPublicClient({ cacheTime: 0, transport: http(devnet.rpcUrl), pollingInterval: 50 });
 }
 
 describe(`startDevnet() on an ephemeral chain (${primaryArtifacts} artifacts)`, () => {
@@ -160,7 +160,7 @@ test("startDevnet() reuses a persisted deployment and keeps state written just b
     // Stopped well within the 2 s checkpoint interval: only the save in stop() can keep this.
     await test.setBalance({ address: probe, value: 123_456_789n });
     await test.mine({ blocks: 3 });
-    firstBlock = await clientFor(first).getBlockNumber();
+    firstBlock = await clientFor(first).getBlockNumber({ cacheTime: 0 });
   } finally {
     await first.stop();
   }
@@ -174,7 +174,7 @@ test("startDevnet() reuses a persisted deployment and keeps state written just b
     expect(second.deployBlock).toBe(first.deployBlock);
     expect(second.schemaUids).toEqual(first.schemaUids);
     expect(await client.getBalance({ address: probe })).toBe(123_456_789n);
-    expect(await client.getBlockNumber()).toBeGreaterThanOrEqual(firstBlock);
+    expect(await client.getBlockNumber({ cacheTime: 0 })).toBeGreaterThanOrEqual(firstBlock);
     // Nothing changed, so the anchors file (and its updatedAt) is left alone.
     expect(readFileSync(second.trustAnchorsPath, "utf8")).toBe(anchorsBefore);
   } finally {

@@ -30,7 +30,7 @@ export type AttestInput = {
 
 /** Writes attestations straight to EAS. */
 export function easWriter(options: { rpcUrl: string; easAddress: Hex }) {
-  const client = createPublicClient({ transport: http(options.rpcUrl), pollingInterval: 20 });
+  const client = createPublicClient({ cacheTime: 0, transport: http(options.rpcUrl), pollingInterval: 20 });
   const requestData = (input: AttestInput) => ({
     recipient: input.recipient,
     expirationTime: input.expirationTime ?? 0n,
