@@ -7,6 +7,7 @@
  */
 import type { Clock } from "../../ports/clock.ts";
 import type { ExplorerTxList, TxReceiptFacts, TxReceiptReader } from "../../ports/interactions.ts";
+import { parseChainParam } from "../chains/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
 
 /** The answer of `GET /v1/interactions`. */
@@ -57,11 +58,7 @@ export function readInteractionQuery(query: Readonly<Record<string, string | und
 
 /** A chain id written `8453` or `eip155:8453`; undefined otherwise. */
 export function readChainId(value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const digits = value.startsWith("eip155:") ? value.slice(7) : value;
-  if (!/^[1-9][0-9]{0,15}$/.test(digits)) return undefined;
-  const id = Number(digits);
-  return Number.isSafeInteger(id) ? id : undefined;
+  return value === undefined ? undefined : parseChainParam(value);
 }
 
 function isHttps(value: string): boolean {
@@ -125,11 +122,13 @@ function uncachedLookup(deps: FindInteractionDeps, max: number): (query: Interac
 
 /**
  * A receipt reader whose mined receipts and block times are read once and kept (up to `keep` of each, oldest
- * dropped first); a transaction not mined yet, or a failed read, is asked again next time.
+ * dropped first); concurrent asks for one receipt share one read; a transaction not mined yet, or a failed read,
+ * is asked again next time.
  */
 export function keptReceipts(reader: TxReceiptReader, keep = 10_000): TxReceiptReader {
   const receipts = new Map<string, TxReceiptFacts>();
   const times = new Map<number, number>();
+  const reading = new Map<string, ReturnType<TxReceiptReader["receipt"]>>();
   const remember = <K, V>(map: Map<K, V>, key: K, value: V) => {
     if (map.size >= keep) map.delete(map.keys().next().value!);
     map.set(key, value);
@@ -137,10 +136,15 @@ export function keptReceipts(reader: TxReceiptReader, keep = 10_000): TxReceiptR
   return {
     chainId: reader.chainId,
     async receipt(txHash) {
-      const known = receipts.get(txHash);
+      const key = txHash.toLowerCase();
+      const known = receipts.get(key);
       if (known !== undefined) return { ok: true, value: known };
-      const read = await reader.receipt(txHash);
-      if (read.ok && read.value !== null) remember(receipts, txHash, read.value);
+      const under = reading.get(key);
+      if (under !== undefined) return await under;
+      const started = reader.receipt(key).finally(() => reading.delete(key));
+      reading.set(key, started);
+      const read = await started;
+      if (read.ok && read.value !== null) remember(receipts, key, read.value);
       return read;
     },
     async blockTime(blockNumber) {

@@ -10,3 +10,4 @@ export {
   readInteractionQuery,
   type TxProof,
 } from "./interactions.ts";
+export { createChainProofs, singleProofChain } from "./proof_chains.ts";

@@ -24,3 +24,4 @@ export {
   txProofReasons,
   type TxProofType,
 } from "./tx_proofs.ts";
+export { checkTxProofOnChains, type TxProofCheckInput, type TxProofVerdict } from "./tx_proof_check.ts";
