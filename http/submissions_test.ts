@@ -4,7 +4,7 @@ import { buildAttestTypedData, type DelegatedAttest, ZERO_UID } from "../domain/
 import { createIdempotency, IDEMPOTENCY_LEASE_MS } from "../domain/idempotency/mod.ts";
 import { fail, ok } from "../domain/result.ts";
 import { createSubmissionStatus, createSubmissionTracker } from "../domain/submissions/mod.ts";
-import { fakeClock, fakeEasReader, fakeIdempotencyStore, fakeRandom, fakeReplayStore, fakeSubmissionRecords } from "../ports/fakes.ts";
+import { fakeClock, fakeEasReader, fakeIdempotencyStore, fakeRandom, fakeReplayStore, fakeSubmissionRecords } from "../ports/fakes/mod.ts";
 import { createApp } from "./app.ts";
 import { minimalAppDeps } from "./testing.ts";
 
@@ -14,12 +14,15 @@ const TX = `0x${"ab".repeat(32)}`;
 const UID = `0x${"cd".repeat(32)}`;
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
+/** One deadline for the file: a body signed again in a later second must be the same body (an idempotent retry). */
+const DEADLINE = BigInt(Math.floor(Date.now() / 1000) + 3600);
+
 async function signedBody() {
   const eas = fakeEasReader();
   const message = {
     attester: account.address, schema: SCHEMA as `0x${string}`, recipient: "0x173a347faed486bb69081ef673c6e52c03f57f3e" as `0x${string}`,
     expirationTime: 0n, revocable: false, refUID: ZERO_UID, data: "0x1234" as `0x${string}`, value: 0n, nonce: 0n,
-    deadline: BigInt(Math.floor(Date.now() / 1000) + 3600),
+    deadline: DEADLINE,
   };
   const typedData = buildAttestTypedData(eas, message);
   const signature = await account.signTypedData(typedData);
