@@ -42,26 +42,21 @@ export function writeJsonFile(path: string, value: unknown): void {
 
 /** What the devnet's trust anchors say. */
 export type DevnetAnchorsInput = {
-  chainId: number;
-  chainName: string;
-  easAddress: Address;
-  /** Name -> UID of the schemas to announce. */
-  schemas: Record<string, Hex>;
+  /** Every chain of the devnet, keyed in the anchors by CAIP-2 (decisions §30: `chains[caip2]`). */
+  chains: readonly { chainId: number; chainName: string; easAddress: Address; schemas: Record<string, Hex> }[];
   witnessAddress: Address;
   witnessLabel: string;
   validFrom: string;
   updatedAt: string;
 };
 
-/** Builds the devnet's trust anchors: its chain and the witness as the approved `controller-witness` issuer. */
+/** Builds the devnet's trust anchors: its chains and the witness as the approved `controller-witness` issuer. */
 export function devnetTrustAnchors(input: DevnetAnchorsInput): TrustAnchors {
   return {
     version: 1,
     updatedAt: input.updatedAt,
     widgetOrigins: [],
-    chains: {
-      [`eip155:${input.chainId}`]: { name: input.chainName, easContract: input.easAddress, schemas: input.schemas },
-    },
+    chains: Object.fromEntries(input.chains.map((c) => [`eip155:${c.chainId}`, { name: c.chainName, easContract: c.easAddress, schemas: c.schemas }])),
     registries: [
       {
         type: "approved-issuers",

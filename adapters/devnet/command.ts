@@ -3,9 +3,10 @@
 // until SIGINT/SIGTERM. Anvil listens on 127.0.0.1 on a free port unless DEVNET_HOST and DEVNET_PORT say otherwise
 // (the compose file's devnet profile: 0.0.0.0:8545, so the service's containers reach it). The chain is kept under
 // DATA_DIR/devnet (default .ats/devnet); DELEGATE_PRIVATE_KEY and WITNESS_PRIVATE_KEY name wallets to fund.
+// DEVNET_CHAINS=2 starts a second chain (31338, decisions §30); the line then also lists `chains`.
 import { join } from "node:path";
 import type { Hex } from "viem";
-import { type Devnet, startDevnet } from "./devnet.ts";
+import { type Devnet, readDevnetChains, startDevnet } from "./devnet.ts";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -37,6 +38,10 @@ function describe(devnet: Devnet): Record<string, unknown> {
     schemaUids: devnet.schemaUids,
     trustAnchorsPath: devnet.trustAnchorsPath,
     keys: devnet.keys,
+    // Only with a second chain: a single chain's line stays as it was.
+    ...(devnet.chains.length > 1
+      ? { chains: devnet.chains.map((c) => ({ ...c, deployBlock: c.deployBlock.toString() })) }
+      : {}),
   };
 }
 
@@ -49,7 +54,14 @@ export async function runDevnetCommand(env: Env): Promise<number> {
   });
   let devnet: Devnet;
   try {
+    let chains: 1 | 2;
+    try {
+      chains = readDevnetChains(env.DEVNET_CHAINS);
+    } catch (error) {
+      throw new UsageError(error instanceof Error ? error.message : String(error));
+    }
     devnet = await startDevnet({
+      chains,
       dataDir: join(env.DATA_DIR?.trim() || ".ats", "devnet"),
       persist: true,
       host: env.DEVNET_HOST?.trim() || undefined,

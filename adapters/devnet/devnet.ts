@@ -1,24 +1,11 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import {
-  type Address,
-  type Hex,
-  type PublicClient,
-  createPublicClient,
-  createTestClient,
-  createWalletClient,
-  defineChain,
-  getAddress,
-  http,
-  parseEther,
-} from "viem";
+import { type Address, type Hex, getAddress } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { type Anvil, type AnvilOptions, startAnvil } from "./_anvil.ts";
-import { loadEasArtifacts } from "./_artifacts.ts";
-import { ensureDeployment } from "./_deploy.ts";
-import { type DeploymentRecord, devnetTrustAnchors, readDeploymentRecord, writeJsonFile, writeTrustAnchorsIfChanged } from "./_files.ts";
-import { type StateCheckpointer, createStateCheckpointer } from "./_state.ts";
-import { ensureTestUsd, TEST_USD } from "./_token.ts";
+import type { Anvil, AnvilOptions } from "./_anvil.ts";
+import { type DevnetChainOptions, type DevnetChainRun, startDevnetChain } from "./_chain.ts";
+import { devnetTrustAnchors, writeTrustAnchorsIfChanged } from "./_files.ts";
+import { TEST_USD } from "./_token.ts";
 
 /** How to start the devnet. */
 export type DevnetOptions = {
@@ -34,6 +21,12 @@ export type DevnetOptions = {
   checkpointIntervalMs?: number | undefined;
   /** Default 31337. */
   chainId?: number | undefined;
+  /**
+   * `DEVNET_CHAINS` (decisions §30): 2 starts a second Anvil, chain {@link DEVNET_SECOND_CHAIN_ID}, with EAS deployed,
+   * its state under `dataDir/chain-31338`, on `port + 1` when a port is given; the trust anchors describe both.
+   * Default 1.
+   */
+  chains?: 1 | 2 | undefined;
   /** Default: a free loopback port. */
   port?: number | undefined;
   /** The address Anvil listens on; default 127.0.0.1 (`0.0.0.0`: reachable from other containers). */
@@ -84,8 +77,26 @@ export type Devnet = {
    * of Anvil.
    */
   checkpoint?: (() => Promise<void>) | undefined;
+  /**
+   * Every chain of the devnet, this one first (`DEVNET_CHAINS=2`: then chain 31338, its own EAS deployment, schema UIDs
+   * and x402 token; its Anvil is saved by `checkpoint()` and stopped by `stop()` with the first).
+   */
+  chains: DevnetChain[];
   /** Saves the state (when persisted), then stops Anvil. */
   stop(): Promise<void>;
+};
+
+/** One chain of the devnet. */
+export type DevnetChain = {
+  rpcUrl: string;
+  chainId: number;
+  /** CAIP-2, as the trust anchors key it. */
+  caip2: string;
+  easAddress: Address;
+  schemaRegistryAddress: Address;
+  deployBlock: bigint;
+  schemaUids: Record<string, Hex>;
+  x402Token: Address;
 };
 
 /** The private keys of Anvil's first ten dev accounts (the `test test ... junk` mnemonic). */
@@ -106,161 +117,109 @@ export const ANVIL_DEV_KEYS: readonly Hex[] = [
 export const DEVNET_CHAIN_NAME = "ATS Devnet";
 
 const DEFAULT_CHAIN_ID = 31337;
+/** The chain id of the devnet's second chain (`DEVNET_CHAINS=2`). */
+export const DEVNET_SECOND_CHAIN_ID = 31338;
 // The trust anchors announce the current linked-identifier only; the legacy one stays registered for old clients.
 const UNANNOUNCED_SCHEMAS = new Set(["linked-identifier-legacy"]);
-const FUNDED_BALANCE = parseEther("10000");
-const TOP_UP_BELOW = parseEther("1000");
+
+/** `DEVNET_CHAINS`: 1 (default, also when empty) or 2; anything else is refused with a line naming it. */
+export function readDevnetChains(value: string | undefined): 1 | 2 {
+  const text = value?.trim() ?? "";
+  if (text === "" || text === "1") return 1;
+  if (text === "2") return 2;
+  throw new Error("DEVNET_CHAINS must be 1 or 2");
+}
 
 /** Starts Anvil and makes sure SchemaRegistry, EAS and all schemas are deployed; reuses an existing deployment. */
 export async function startDevnet(options: DevnetOptions): Promise<Devnet> {
   const log = options.log ?? (() => {});
-  const persist = options.persist ?? true;
   const chainId = options.chainId ?? DEFAULT_CHAIN_ID;
   const deployer = ANVIL_DEV_KEYS[0]!;
   const delegate = options.delegatePrivateKey ?? ANVIL_DEV_KEYS[1]!;
   const witness = options.witnessPrivateKey ?? delegate;
-  const artifacts = loadEasArtifacts(options.artifacts ?? "npm");
-
   mkdirSync(options.dataDir, { recursive: true });
-  const recordPath = join(options.dataDir, "devnet.json");
   const trustAnchorsPath = join(options.dataDir, "trust-anchors.json");
-  const stateFile = persist ? join(options.dataDir, "anvil-state.json") : undefined;
-
-  const anvil = await (options.startAnvil ?? startAnvil)({
-    chainId,
-    port: options.port,
+  const common: Omit<DevnetChainOptions, "chainId" | "dataDir" | "port"> = {
+    chainName: DEVNET_CHAIN_NAME,
+    persist: options.persist ?? true,
+    checkpointIntervalMs: options.checkpointIntervalMs ?? 2_000,
     host: options.host,
-    stateFile,
-    lockFile: persist ? join(options.dataDir, "anvil.lock") : undefined,
-    log,
+    artifacts: options.artifacts ?? "npm",
+    deployer,
+    funded: [
+      ...[delegate, witness].map((key) => privateKeyToAccount(key).address),
+      ...[options.delegateAddress, options.witnessAddress].filter((a): a is Address => a !== undefined),
+    ],
+    mintTo: ANVIL_DEV_KEYS.map((key) => privateKeyToAccount(key).address),
+    startAnvil: options.startAnvil,
     binaryDir: join(options.dataDir, "bin"),
-  });
-  const checkpointer: StateCheckpointer | undefined = stateFile === undefined ? undefined : createStateCheckpointer({
-    rpcUrl: anvil.rpcUrl,
-    stateFile,
-    intervalMs: options.checkpointIntervalMs ?? 2_000,
     log,
-  });
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
-    stopping ??= (async () => {
-      checkpointer?.close();
-      try {
-        await checkpointer?.checkpoint();
-      } catch (error) {
-        log(`could not save the devnet state before stopping: ${error instanceof Error ? error.message : String(error)}`);
-      }
-      await anvil.stop();
-    })();
-    return stopping;
   };
-
+  const runs: DevnetChainRun[] = [await startDevnetChain({ ...common, chainId, dataDir: options.dataDir, port: options.port })];
+  const stop = async () => {
+    await Promise.all(runs.map((run) => run.stop()));
+  };
   try {
-    const chain = defineChain({
-      id: chainId,
-      name: DEVNET_CHAIN_NAME,
-      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-      rpcUrls: { default: { http: [anvil.rpcUrl] } },
-    });
-    // Batching folds the start-up's parallel checks into a few HTTP round trips.
-    const transport = http(anvil.rpcUrl, { batch: true });
-    const publicClient = createPublicClient({ chain, transport, pollingInterval: 50 });
-    const walletClient = createWalletClient({ chain, transport, account: privateKeyToAccount(deployer), pollingInterval: 50 });
-    const testClient = createTestClient({ chain, transport, mode: "anvil", pollingInterval: 50 });
-
-    const record = readDeploymentRecord(recordPath);
-    const previous = record && record.chainId === chainId
-      ? {
-        easAddress: getAddress(record.easAddress),
-        schemaRegistryAddress: getAddress(record.schemaRegistryAddress),
-        deployBlock: BigInt(record.deployBlock),
-      }
-      : undefined;
-    const deployment = await ensureDeployment({ publicClient, walletClient }, artifacts, { previous, log });
-    if (!deployment.changed) log(`reusing EAS at ${deployment.easAddress}`);
-
-    const token = await ensureTestUsd(
-      { publicClient, walletClient },
-      ANVIL_DEV_KEYS.map((key) => privateKeyToAccount(key).address),
-      { previous: record && record.chainId === chainId ? record.x402Token : undefined, log },
-    );
-
-    // The delegate and witness may be keys Anvil never funded.
-    const funded = [...new Set([
-      ...[deployer, delegate, witness].map((key) => privateKeyToAccount(key).address),
-      ...[options.delegateAddress, options.witnessAddress].filter((a): a is Address => a !== undefined).map((a) => getAddress(a)),
-    ])];
-    const balances = await Promise.all(funded.map((address) => publicClient.getBalance({ address })));
-    await Promise.all(funded.map((address, i) =>
-      balances[i]! < TOP_UP_BELOW ? testClient.setBalance({ address, value: FUNDED_BALANCE }) : undefined
-    ));
-
-    // Durable before the deployment record names it (funding included: setBalance mines no block).
-    await checkpointer?.checkpoint();
-
-    // The witness is trusted from the deployment block on. Block time, in whole seconds like EAS's `time`: a
-    // wall-clock instant with milliseconds would postdate attestations made within the same second.
-    const deployedAt = deployment.freshRegistry || record === undefined
-      ? await blockTimeIso(publicClient, deployment.deployBlock)
-      : wholeSecondsIso(record.deployedAt);
-    const nextRecord: DeploymentRecord = {
-      version: 1,
-      chainId,
-      easAddress: deployment.easAddress,
-      schemaRegistryAddress: deployment.schemaRegistryAddress,
-      deployBlock: deployment.deployBlock.toString(),
-      deployedAt,
-      schemaUids: deployment.schemaUids,
-      x402Token: token,
-    };
-    writeJsonFile(recordPath, nextRecord);
-    const announced = Object.fromEntries(Object.entries(deployment.schemaUids).filter(([name]) => !UNANNOUNCED_SCHEMAS.has(name)));
+    if ((options.chains ?? 1) === 2) {
+      const secondId = chainId === DEVNET_SECOND_CHAIN_ID ? DEFAULT_CHAIN_ID : DEVNET_SECOND_CHAIN_ID;
+      const port = options.port === undefined || options.port === 0 ? undefined : options.port + 1;
+      runs.push(await startDevnetChain({ ...common, chainId: secondId, dataDir: join(options.dataDir, `chain-${secondId}`), port }));
+    }
+    const chains = runs.map(describeChain);
+    const first = runs[0]!.record;
     writeTrustAnchorsIfChanged(
       trustAnchorsPath,
       devnetTrustAnchors({
-        chainId,
-        chainName: DEVNET_CHAIN_NAME,
-        easAddress: deployment.easAddress,
-        schemas: announced,
+        chains: chains.map((c) => ({ chainId: c.chainId, chainName: DEVNET_CHAIN_NAME, easAddress: c.easAddress, schemas: announced(c.schemaUids) })),
         witnessAddress: options.witnessAddress === undefined ? privateKeyToAccount(witness).address : getAddress(options.witnessAddress),
         witnessLabel: "ATS Devnet Witness",
-        validFrom: deployedAt,
+        validFrom: first.deployedAt,
         updatedAt: new Date().toISOString(),
       }),
     );
-
     // Deploy on automine, then switch: deploying with interval mining would wait a block per step.
     if (options.blockTime !== undefined && options.blockTime > 0) {
-      await testClient.setIntervalMining({ interval: options.blockTime });
+      await Promise.all(runs.map((run) => run.testClient.setIntervalMining({ interval: options.blockTime! })));
     }
-
+    const checkpoints = runs.map((run) => run.checkpoint).filter((c): c is () => Promise<void> => c !== undefined);
+    const primary = chains[0]!;
     return {
-      rpcUrl: anvil.rpcUrl,
+      rpcUrl: primary.rpcUrl,
       chainId,
       chainName: DEVNET_CHAIN_NAME,
-      easAddress: deployment.easAddress,
-      schemaRegistryAddress: deployment.schemaRegistryAddress,
-      deployBlock: deployment.deployBlock,
-      schemaUids: deployment.schemaUids,
+      easAddress: primary.easAddress,
+      schemaRegistryAddress: primary.schemaRegistryAddress,
+      deployBlock: primary.deployBlock,
+      schemaUids: primary.schemaUids,
       trustAnchorsPath,
       keys: { deployer, delegate, witness, facilitator: ANVIL_DEV_KEYS[2]!, users: ANVIL_DEV_KEYS.slice(3) },
-      x402: { token, name: TEST_USD.name, version: TEST_USD.version, decimals: TEST_USD.decimals, payTo: privateKeyToAccount(deployer).address },
-      checkpoint: checkpointer?.checkpoint,
+      x402: { token: primary.x402Token, name: TEST_USD.name, version: TEST_USD.version, decimals: TEST_USD.decimals, payTo: privateKeyToAccount(deployer).address },
+      checkpoint: checkpoints.length === 0 ? undefined : async () => {
+        await Promise.all(checkpoints.map((c) => c()));
+      },
+      chains,
       stop,
     };
   } catch (error) {
-    checkpointer?.close();
-    await anvil.stop();
+    await stop();
     throw error;
   }
 }
 
-async function blockTimeIso(client: PublicClient, blockNumber: bigint): Promise<string> {
-  const block = await client.getBlock({ blockNumber });
-  return new Date(Number(block.timestamp) * 1000).toISOString();
+function describeChain(run: DevnetChainRun): DevnetChain {
+  const r = run.record;
+  return {
+    rpcUrl: run.rpcUrl,
+    chainId: r.chainId,
+    caip2: `eip155:${r.chainId}`,
+    easAddress: r.easAddress,
+    schemaRegistryAddress: r.schemaRegistryAddress,
+    deployBlock: run.deployBlock,
+    schemaUids: r.schemaUids,
+    x402Token: r.x402Token!,
+  };
 }
 
-function wholeSecondsIso(iso: string): string {
-  const ms = Date.parse(iso);
-  return Number.isNaN(ms) ? new Date(0).toISOString() : new Date(Math.floor(ms / 1000) * 1000).toISOString();
+function announced(schemaUids: Record<string, Hex>): Record<string, Hex> {
+  return Object.fromEntries(Object.entries(schemaUids).filter(([name]) => !UNANNOUNCED_SCHEMAS.has(name)));
 }

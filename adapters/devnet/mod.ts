@@ -4,7 +4,16 @@ import { type Anvil, type AnvilOptions, anvilBinary } from "./_anvil.ts";
 export type { Anvil, AnvilOptions };
 /** The npm package's Anvil binary for this platform (what `bun run build` embeds). */
 export { anvilBinary };
-export { ANVIL_DEV_KEYS, type Devnet, DEVNET_CHAIN_NAME, type DevnetOptions, startDevnet } from "./devnet.ts";
+export {
+  ANVIL_DEV_KEYS,
+  type Devnet,
+  DEVNET_CHAIN_NAME,
+  DEVNET_SECOND_CHAIN_ID,
+  type DevnetChain,
+  type DevnetOptions,
+  readDevnetChains,
+  startDevnet,
+} from "./devnet.ts";
 export { type Facilitator, type FacilitatorOptions, startFacilitator } from "./facilitator.ts";
 export { TEST_USD, TEST_USD_MINT } from "./_token.ts";
 export { runDevnetCommand } from "./command.ts";
