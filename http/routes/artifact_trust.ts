@@ -3,8 +3,10 @@ import { type ArtifactTrust, INVALID_ARTIFACT_DID_MESSAGE } from "../../domain/a
 import type { Logger } from "../../ports/logger.ts";
 import { errorBody, headersOf, json, statusOf } from "../errors.ts";
 import { type AnswerKey, answerOf, type IndexAnswerCache, indexAnswer } from "../index_answer_cache.ts";
-import { REQUEST_MODELS } from "../models.ts";
+import { REQUEST_MODELS, ArtifactTrustRecordModel, type RouteDoc } from "../models.ts";
 import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
+import { CACHE } from "../http_cache.ts";
+import { err } from "../route_responses.ts";
 
 /** What the artifact-trust routes need. */
 export type ArtifactTrustRoutesDeps = {
@@ -63,3 +65,22 @@ export function artifactTrustRoutes(deps: ArtifactTrustRoutesDeps) {
     .get(ARTIFACT_TRUST_PATHS[0], handler, detail)
     .get(ARTIFACT_TRUST_PATHS[1], handler, detail);
 }
+
+/** Artifact trust: route declarations, gathered by http/route_docs.ts. */
+export const ARTIFACT_TRUST_DOCS: readonly RouteDoc[] = [
+  {
+    method: "get",
+    paths: ["/v1/artifact-trust", "/api/public/artifact-trust"],
+    auth: "public",
+    cache: CACHE.indexAndDiscovery,
+    summary: "Every verified claim about a did:artifact: responsibility claims, security assessments, certifications, linked identifiers",
+    request: REQUEST_MODELS.artifactTrust,
+    responses: {
+      200: { description: "Artifact trust record (four empty groups when there is no qualifying evidence)", schema: ArtifactTrustRecordModel },
+      400: err("INVALID_DID (missing, malformed or not a did:artifact), UNSUPPORTED_CHAIN"),
+      500: err("INTERNAL_ERROR"),
+      502: err("NETWORK_ERROR: the schema registry (read once per process) or a required verification lookup failed"),
+      503: err("INDEX_STALE: no poll of the chain completed for INDEX_STALL_SECONDS (decisions §21); Retry-After header; never an old answer"),
+    },
+  },
+];

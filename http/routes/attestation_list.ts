@@ -6,8 +6,17 @@ import type { AsOf } from "../../domain/index/mod.ts";
 import type { Result } from "../../domain/result.ts";
 import { errorBody, headersOf, json, statusOf } from "../errors.ts";
 import { answerOf, type AnswerKey, type IndexAnswerCache, indexAnswer } from "../index_answer_cache.ts";
-import { ATTESTATION_LEADING_FILTERS, REQUEST_MODELS } from "../models.ts";
+import {
+  ATTESTATION_LEADING_FILTERS,
+  REQUEST_MODELS,
+  AttestationCountModel,
+  AttestationItemModel,
+  AttestationPageModel,
+  type RouteDoc,
+} from "../models.ts";
 import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
+import { CACHE } from "../http_cache.ts";
+import { err } from "../route_responses.ts";
 
 /** What the attestation routes need; the count and one-by-uid reads are absent in tests that exercise only the list. */
 export type AttestationListRoutesDeps = {
@@ -127,3 +136,58 @@ export function attestationListRoutes(deps: AttestationListRoutesDeps) {
     .get("/v1/attestations/:uid", one)
     .get("/api/public/attestations/:uid", one);
 }
+
+/** The attestation list, its count and one attestation by uid (decisions §11, §24): route declarations, gathered by http/route_docs.ts. */
+export const ATTESTATION_DOCS: readonly RouteDoc[] = [
+  {
+    method: "get",
+    paths: ["/v1/attestations", "/api/public/attestations"],
+    auth: "public",
+    cache: CACHE.index,
+    summary:
+      "The attestations matching any combination of subject, attester, recipient and schema (at least one), revoked, since and until; newest or oldest first, in keyset pages; read from the attestation index",
+    request: REQUEST_MODELS.attestationList,
+    responses: {
+      200: { description: "A page; follow nextCursor until it is null", schema: AttestationPageModel },
+      400: err(
+        "INVALID_DID (subject), INVALID_INPUT naming the parameter (none of subject, attester, recipient or schema; schema neither a trust-anchor name nor a UID; an address, revoked, since, until, order or limit malformed; a cursor not ours, tampered with, or of a query with other filters or order; a repeated parameter)",
+      ),
+      405: err("METHOD_NOT_ALLOWED"),
+      429: err("RATE_LIMITED: INDEX_QUERY_RATE_PER_MINUTE computed answers per client address (a kept answer takes no turn); Retry-After header"),
+      502: err("NETWORK_ERROR: the index could not be read"),
+      503: err("INDEX_STALE: no poll of the chain completed for INDEX_STALL_SECONDS (decisions §21); Retry-After header; never an old answer"),
+    },
+  },
+  {
+    method: "get",
+    paths: ["/v1/attestations/count", "/api/public/attestations/count"],
+    auth: "public",
+    cache: CACHE.index,
+    summary: "How many attestations match the list's filters (decisions §24); read from the attestation index",
+    request: REQUEST_MODELS.attestationCount,
+    responses: {
+      200: { description: "{count, asOf}", schema: AttestationCountModel },
+      400: err("INVALID_DID (subject), INVALID_INPUT naming the parameter (as the list)"),
+      405: err("METHOD_NOT_ALLOWED"),
+      429: err("RATE_LIMITED: INDEX_QUERY_RATE_PER_MINUTE computed answers per client address (a kept answer takes no turn); Retry-After header"),
+      502: err("NETWORK_ERROR: the index could not be read"),
+      503: err("INDEX_STALE: no poll of the chain completed for INDEX_STALL_SECONDS (decisions §21); Retry-After header; never an old answer"),
+    },
+  },
+  {
+    method: "get",
+    paths: ["/v1/attestations/{uid}", "/api/public/attestations/{uid}"],
+    auth: "public",
+    cache: CACHE.index,
+    pathParameters: { uid: "The attestation's uid: 0x and 64 hex digits" },
+    summary: "One attestation by uid, in the list's item shape (decisions §24); read from the attestation index",
+    responses: {
+      200: { description: "{attestation, revoked, asOf}", schema: AttestationItemModel },
+      400: err("INVALID_INPUT: uid is not 0x and 64 hex digits"),
+      404: err("NOT_FOUND: the index holds no attestation with this uid"),
+      405: err("METHOD_NOT_ALLOWED"),
+      502: err("NETWORK_ERROR: the index could not be read"),
+      503: err("INDEX_STALE: no poll of the chain completed for INDEX_STALL_SECONDS (decisions §21); Retry-After header; never an old answer"),
+    },
+  },
+];

@@ -1,8 +1,10 @@
 import { Elysia } from "elysia";
 import type { createControllerConfirm, DiscoverControllers } from "../../domain/discovery/mod.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
-import { REQUEST_MODELS } from "../models.ts";
+import { REQUEST_MODELS, ControllerConfirmModel, ControllerEndpointConfirmModel, type RouteDoc } from "../models.ts";
 import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
+import { CACHE } from "../http_cache.ts";
+import { err } from "../route_responses.ts";
 
 /** What the confirm routes need. */
 export type ControllerRoutesDeps = {
@@ -53,3 +55,31 @@ export function controllerRoutes(deps: ControllerRoutesDeps) {
     .get("/v1/controller-confirm", confirm, confirmDetail)
     .get("/api/public/controller-confirm", confirm, confirmDetail);
 }
+
+/** Controller discovery: route declarations, gathered by http/route_docs.ts. */
+export const CONTROLLER_DOCS: readonly RouteDoc[] = [
+  {
+    method: "get",
+    paths: ["/v1/controller-endpoint-confirm", "/api/public/controller-endpoint-confirm"],
+    auth: "public",
+    cache: CACHE.discovery,
+    summary: "Controller keys a did:web publishes through DNS TXT and did.json (current, mutable evidence)",
+    request: REQUEST_MODELS.controllerEndpointConfirm,
+    responses: {
+      200: { description: "Endpoint evidence", schema: ControllerEndpointConfirmModel },
+      400: err("INVALID_INPUT (subjectDid missing), INVALID_DID (also a did:web whose host is an IP address: nothing is looked up)"),
+    },
+  },
+  {
+    method: "get",
+    paths: ["/v1/controller-confirm", "/api/public/controller-confirm"],
+    auth: "public",
+    cache: CACHE.discovery,
+    summary: "Endpoint evidence plus the connected wallet and the approved-issuer registry",
+    request: REQUEST_MODELS.controllerConfirm,
+    responses: {
+      200: { description: "Evidence with approvedIssuer", schema: ControllerConfirmModel },
+      400: err("INVALID_INPUT, INVALID_DID (also a did:web whose host is an IP address: nothing is looked up)"),
+    },
+  },
+];

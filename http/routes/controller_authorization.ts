@@ -6,8 +6,10 @@ import type { Logger } from "../../ports/logger.ts";
 import type { ClientAddressOf } from "../../ports/request_context.ts";
 import { errorBody, headersOf, json, statusOf, stringify } from "../errors.ts";
 import { answerOf, type ComputedAnswer, type IndexAnswerCache, indexAnswer } from "../index_answer_cache.ts";
-import { REQUEST_MODELS } from "../models.ts";
+import { REQUEST_MODELS, ControllerAuthorizationModel, DidUrlResolutionModel, type RouteDoc } from "../models.ts";
 import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
+import { CACHE } from "../http_cache.ts";
+import { err } from "../route_responses.ts";
 
 /** What the controller-authorization and DID URL routes need. */
 export type ControllerAuthorizationRoutesDeps = {
@@ -121,3 +123,37 @@ export function controllerAuthorizationRoutes(deps: ControllerAuthorizationRoute
     .get("/v1/did-url/resolve", didUrl, didUrlDetail)
     .get("/api/public/did-url/resolve", didUrl, didUrlDetail);
 }
+
+/** Controller authorization and DID URL resolution (decisions §25): route declarations, gathered by http/route_docs.ts. */
+export const CONTROLLER_AUTHORIZATION_DOCS: readonly RouteDoc[] = [
+  {
+    method: "get",
+    paths: ["/v1/controller-authorization", "/api/public/controller-authorization"],
+    auth: "public",
+    cache: CACHE.indexAndDiscovery,
+    request: REQUEST_MODELS.controllerAuthorization,
+    summary: "Is controllerDid (a did:pkh or did:jwk) an authorized controller of subjectDid for the requested key purposes at `at`, in the reference SDK's getControllerAuthorization shape (decisions §25): witnesses of approved controller-witness issuers, the newest key binding's purposes and revocation, live evidence (DNS TXT controller= or jkt=S256:, did.json, /.well-known/jwks.json, contract ownership). No JSON-RPC call per lookup in steady state: answered from the attestation index, with `asOf` (decisions §21)",
+    responses: {
+      200: { description: "Controller authorization", schema: ControllerAuthorizationModel },
+      400: err("INVALID_INPUT (a missing, repeated or malformed parameter; a purpose outside authentication, assertionMethod, keyAgreement; at in the future), INVALID_DID (subjectDid a DID URL: a key reference, not a subject; controllerDid a DID URL: resolve it with /v1/did-url/resolve; controllerDid not a did:pkh or did:jwk), UNSUPPORTED_CHAIN"),
+      429: err("RATE_LIMITED: KEY_STATUS_RATE_PER_MINUTE per client address or KEY_STATUS_MAX_IN_FLIGHT lookups at once; Retry-After header"),
+      502: err("NETWORK_ERROR: a live source (DNS, did.json, JWK Set, the contract) could not be read when nothing else authorizes; never a guess"),
+      503: err("INDEX_STALE: no poll of the chain completed for INDEX_STALL_SECONDS (decisions §21); Retry-After header; never an old answer"),
+    },
+  },
+  {
+    method: "get",
+    paths: ["/v1/did-url/resolve", "/api/public/did-url/resolve"],
+    auth: "public",
+    cache: CACHE.discovery,
+    request: REQUEST_MODELS.didUrlResolve,
+    summary: "The durable controller a DID URL (a mutable key reference such as did:web:api.example.com#key-1) names now: the did:jwk of the publicKeyJwk its DID document lists under that id (decisions §25); the document is fetched under discovery's SSRF policy, size cap and per-domain budget, and kept DISCOVERY_CACHE_SECONDS",
+    responses: {
+      200: { description: "The key the DID URL names now", schema: DidUrlResolutionModel },
+      400: err("INVALID_INPUT (didUrl missing or repeated), INVALID_DID (no fragment, a malformed one, or not a did:web or did:jwk)"),
+      404: err("NOT_FOUND: no DID document, or no verification method with that id, or one holding no usable public key (a private member is refused)"),
+      429: err("RATE_LIMITED: KEY_STATUS_RATE_PER_MINUTE per client address; Retry-After header"),
+      502: err("NETWORK_ERROR: the DID document could not be read now (or the domain's lookup budget is spent)"),
+    },
+  },
+];

@@ -1,5 +1,7 @@
 import { Elysia } from "elysia";
 import { json } from "../errors.ts";
+import { HealthModel, ReadyModel, type RouteDoc } from "../models.ts";
+import { CACHE } from "../http_cache.ts";
 
 /** One readiness check and whether it passed. */
 export type ReadinessReport = {
@@ -26,3 +28,35 @@ export function healthRoutes(ready: () => Promise<ReadinessReport>) {
       return json(body, report.ready ? 200 : 503);
     });
 }
+
+/** The Prometheus metrics: route declarations, gathered by http/route_docs.ts. */
+export const METRICS_DOCS: readonly RouteDoc[] = [
+  {
+    method: "get",
+    paths: ["/metrics"],
+    auth: "public",
+    cache: CACHE.noStore,
+    summary: "Prometheus metrics: requests and latency by route and status, RPC calls and failures, wallet balances and pending transactions, sponsored writes",
+    responses: { 200: { description: "text/plain; version=0.0.4" } },
+  },
+];
+
+/** Liveness and readiness: route declarations, gathered by http/route_docs.ts. */
+export const HEALTH_DOCS: readonly RouteDoc[] = [
+  {
+    method: "get",
+    paths: ["/healthz"],
+    auth: "public",
+    cache: CACHE.noStore,
+    summary: "The process is alive",
+    responses: { 200: { description: "Alive", schema: HealthModel } },
+  },
+  {
+    method: "get",
+    paths: ["/readyz"],
+    auth: "public",
+    cache: CACHE.noStore,
+    summary: "Database open, anchors loaded, RPC answering",
+    responses: { 200: { description: "Ready", schema: ReadyModel }, 503: { description: "Not ready", schema: ReadyModel } },
+  },
+];

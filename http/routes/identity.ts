@@ -1,8 +1,10 @@
 import { Elysia } from "elysia";
 import { identifierListRefusal, resolveIdentity } from "../../domain/identity/mod.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
-import { REQUEST_MODELS } from "../models.ts";
+import { REQUEST_MODELS, IdentityResolveResponse, type RouteDoc } from "../models.ts";
 import { compileRequestCheck, readBodyText, requestDetail } from "./request.ts";
+import { CACHE } from "../http_cache.ts";
+import { err } from "../route_responses.ts";
 
 /** The paths of identity-resolve. */
 export const IDENTITY_RESOLVE_PATHS = ["/v1/identity-resolve", "/v1/identity/resolve", "/api/public/identity-resolve"] as const;
@@ -184,3 +186,21 @@ export function identityRoutes(options: { cache?: RecordCache | undefined; resol
   for (const path of IDENTITY_RESOLVE_PATHS) app.post(path, handler, { parse: readBodyText, detail: requestDetail(REQUEST_MODELS.identityResolve) });
   return app;
 }
+
+/** identity-resolve: route declarations, gathered by http/route_docs.ts. */
+export const IDENTITY_DOCS: readonly RouteDoc[] = [
+  {
+    method: "post",
+    paths: ["/v1/identity-resolve", "/v1/identity/resolve", "/api/public/identity-resolve"],
+    auth: "public",
+    cache: CACHE.noStore,
+    summary: "Canonical identifiers and display labels (display only, not for authorization)",
+    request: REQUEST_MODELS.identityResolve,
+    responses: {
+      200: { description: "One record per input, in order", schema: IdentityResolveResponse },
+      400: err("INVALID_JSON, INVALID_INPUT"),
+      405: err("METHOD_NOT_ALLOWED (Allow header)"),
+      413: err("PAYLOAD_TOO_LARGE: body over 8 MiB"),
+    },
+  },
+];

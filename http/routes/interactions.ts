@@ -4,6 +4,9 @@ import type { Result } from "../../domain/result.ts";
 import type { Logger } from "../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
 import { queryOf } from "./request.ts";
+import { InteractionStatusModel, InteractionsQuery, TxProofModel, TxProofsQuery, type RouteDoc } from "../models.ts";
+import { CACHE } from "../http_cache.ts";
+import { err } from "../route_responses.ts";
 
 /** What the proof-of-interaction routes need (decisions §29). */
 export type InteractionRoutesDeps = {
@@ -54,3 +57,30 @@ export function interactionRoutes(deps: InteractionRoutesDeps) {
       return json(errorBody(result.code, result.message), statusOf(result.code));
     });
 }
+
+/** Proof of interaction and transaction proofs (decisions §29): route declarations, gathered by http/route_docs.ts. */
+export const INTERACTION_DOCS: readonly RouteDoc[] = [
+  {
+    method: "get",
+    paths: ["/v1/interactions"],
+    auth: "public",
+    cache: CACHE.noStore,
+    summary: "Proof of interaction (decisions §29): did the wallet send a successful transaction to the contract? Candidates from an Etherscan-compatible explorer (the operator's EXPLORER_API_URLS, else the query's explorer under the SSRF policy), each confirmed by its receipt on a chain the deployment reads; not-checked (never an error) without an explorer, on a chain not read, or when the explorer or the chain fails",
+    query: InteractionsQuery,
+    responses: { 200: { description: "verified, none or not-checked", schema: InteractionStatusModel }, 400: err("INVALID_INPUT: chain, wallet, contract or explorer missing, repeated or malformed") },
+  },
+  {
+    method: "get",
+    paths: ["/v1/tx-proofs"],
+    auth: "public",
+    cache: CACHE.static,
+    summary: "One transaction's receipt on a chain the deployment reads (decisions §29): sender, recipient, status, block; read once and kept",
+    query: TxProofsQuery,
+    responses: {
+      200: { description: "The transaction", schema: TxProofModel },
+      400: err("INVALID_INPUT (chain or txHash malformed), UNSUPPORTED_CHAIN (a chain the deployment does not read)"),
+      404: err("NOT_FOUND: no such transaction is mined on the chain"),
+      500: err("RPC_ERROR: the chain could not be read"),
+    },
+  },
+];

@@ -5,6 +5,9 @@ import type { Logger } from "../../ports/logger.ts";
 import { authenticateRequest, type BearerAccess } from "../credentials.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
 import { queryOf } from "./request.ts";
+import { SubmissionListQuery, SubmissionModel, SubmissionPageModel, type RouteDoc } from "../models.ts";
+import { CACHE } from "../http_cache.ts";
+import { err } from "../route_responses.ts";
 
 /** What the submission routes need. */
 export type SubmissionRoutesDeps = {
@@ -49,3 +52,30 @@ export function submissionRoutes(deps: SubmissionRoutesDeps) {
         return page.ok ? json(page.value) : failure(page);
       }));
 }
+
+/** Relay submissions (decisions §23): route declarations, gathered by http/route_docs.ts. */
+export const SUBMISSION_DOCS: readonly RouteDoc[] = [
+  {
+    method: "get",
+    paths: ["/v1/submissions/{id}"],
+    auth: "public",
+    cache: CACHE.noStore,
+    pathParameters: { id: "The submissionId a relay answer (or its 202) carried" },
+    summary: "Where a relay submission stands (decisions §23): anyone holding its unguessable id may read it; a batch's shows each of its requests in order (items: its own uid once mined, or its refusal)",
+    responses: { 200: { description: "The submission", schema: SubmissionModel }, 404: err("NOT_FOUND: no submission has this id") },
+  },
+  {
+    method: "get",
+    paths: ["/api/private/relay/submissions"],
+    auth: "session",
+    cache: CACHE.private,
+    scope: "relay:write",
+    query: SubmissionListQuery,
+    summary: "The signed-in account's relay submissions, newest first (decisions §23)",
+    responses: {
+      200: { description: "{submissions: [Submission], nextCursor}", schema: SubmissionPageModel },
+      400: err("INVALID_INPUT: a limit outside 1–100, a cursor not of this list, or either given twice"),
+      401: err("UNAUTHENTICATED"),
+    },
+  },
+];

@@ -2,7 +2,9 @@ import { Elysia } from "elysia";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
 import type { TrustPolicy } from "../../domain/identity/mod.ts";
 import { stringify } from "../errors.ts";
-import { withKnownBody } from "../http_cache.ts";
+import { withKnownBody, CACHE } from "../http_cache.ts";
+import { TrustPolicyModel, type RouteDoc, TrustAnchorsModel } from "../models.ts";
+import { err } from "../route_responses.ts";
 
 /** The paths of the trust-anchors record. */
 export const TRUST_ANCHOR_PATHS = ["/v1/trust-anchors", "/api/public/trust-anchors"] as const;
@@ -34,3 +36,27 @@ export function trustAnchorRoutes(anchors: TrustAnchors, serve: () => Response =
   if (policy !== undefined) app.get(TRUST_POLICY_PATH, policy);
   return app;
 }
+
+/** The trust anchors: route declarations, gathered by http/route_docs.ts. */
+export const TRUST_ANCHOR_DOCS: readonly RouteDoc[] = [
+  {
+    method: "get",
+    paths: ["/v1/trust-anchors", "/api/public/trust-anchors"],
+    auth: "public",
+    cache: CACHE.static,
+    summary: "Registry addresses, schema UIDs and approved issuers",
+    responses: { 200: { description: "Trust anchors record", schema: TrustAnchorsModel }, 405: err("METHOD_NOT_ALLOWED") },
+  },
+];
+
+/** The trust policy (decisions §29): route declarations, gathered by http/route_docs.ts. */
+export const TRUST_POLICY_DOCS: readonly RouteDoc[] = [
+  {
+    method: "get",
+    paths: ["/v1/trust-policy"],
+    auth: "public",
+    cache: CACHE.static,
+    summary: "The trust policy the widget signing bridges read (decisions §29): EAS contract and schema UIDs per decimal chain id, and the widget origins a host page trusts",
+    responses: { 200: { description: "Trust policy", schema: TrustPolicyModel }, 405: err("METHOD_NOT_ALLOWED") },
+  },
+];

@@ -5,6 +5,21 @@ import type { Logger } from "../../ports/logger.ts";
 import { authenticateRequest, type BearerAccess } from "../credentials.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
 import { parseJsonBody, queryOf, readBodyText } from "./request.ts";
+import {
+  IgnoredBody,
+  WebhookCreateBody,
+  WebhookCreatedModel,
+  WebhookDeliveriesQuery,
+  WebhookDeliveryPageModel,
+  WebhookListModel,
+  WebhookModel,
+  WebhookPatchBody,
+  WebhookSecretModel,
+  WebhookTestModel,
+  type RouteDoc,
+} from "../models.ts";
+import { CACHE } from "../http_cache.ts";
+import { err, NOT_JSON, TOO_LARGE } from "../route_responses.ts";
 
 /** What the webhook routes need; `bearer`: OAuth access tokens with the `webhooks:write` scope (decisions §19, §22). */
 export type WebhookRoutesDeps = {
@@ -105,3 +120,116 @@ export function webhookRoutes(deps: WebhookRoutesDeps) {
         return answer(await deps.webhooks.deliveries(auth.account, params.id, query as { limit?: string; cursor?: string }));
       }));
 }
+
+/** The `{id}` of the webhook routes. */
+const WEBHOOK_ID = { id: "The endpoint's id, as POST /api/private/webhooks answered it" };
+const WEBHOOK_NOT_FOUND = err("WEBHOOK_NOT_FOUND (unknown, or another account's)");
+/** Who may manage webhooks: the session, or a bearer token with webhooks:write (decisions §22). */
+const WEBHOOK_AUTH = { auth: "session", cache: CACHE.private, scope: "webhooks:write" } as const;
+
+/** The webhook routes (decisions §22): route declarations, gathered by http/route_docs.ts. */
+export const WEBHOOK_DOCS: readonly RouteDoc[] = [
+  {
+    method: "post",
+    paths: ["/api/private/webhooks"],
+    ...WEBHOOK_AUTH,
+    summary: "Registers a webhook endpoint {url, events, subjects?, ownSubjects?} of the account; the answer carries its secret (whsec_…), shown this once. Events: attestation.created and attestation.revoked (watched subjects, and the account's proven subjects while ownSubjects), key.status_changed, submission.settled, webhook.test; delivered with Standard Webhooks signatures",
+    body: { schema: WebhookCreateBody },
+    responses: {
+      201: { description: "The endpoint, with its secret", schema: WebhookCreatedModel },
+      400: err("INVALID_JSON, INVALID_INPUT naming the field (url: not https://, an address the service does not send to, a host that does not resolve; events; subjects; ownSubjects)"),
+      401: err("UNAUTHENTICATED"),
+      403: err("WEBHOOK_LIMIT_EXCEEDED (10 endpoints, 1,000 watched subjects per account), insufficient_scope, ORIGIN_NOT_ALLOWED"),
+      413: TOO_LARGE,
+      415: NOT_JSON,
+    },
+  },
+  {
+    method: "get",
+    paths: ["/api/private/webhooks"],
+    ...WEBHOOK_AUTH,
+    summary: "The account's webhook endpoints, oldest first (no secrets)",
+    responses: { 200: { description: "{webhooks: [Webhook]}", schema: WebhookListModel }, 401: err("UNAUTHENTICATED"), 403: err("insufficient_scope") },
+  },
+  {
+    method: "get",
+    paths: ["/api/private/webhooks/{id}"],
+    ...WEBHOOK_AUTH,
+    pathParameters: WEBHOOK_ID,
+    summary: "One webhook endpoint of the account (no secret)",
+    responses: { 200: { description: "The endpoint", schema: WebhookModel }, 401: err("UNAUTHENTICATED"), 403: err("insufficient_scope"), 404: WEBHOOK_NOT_FOUND },
+  },
+  {
+    method: "patch",
+    paths: ["/api/private/webhooks/{id}"],
+    ...WEBHOOK_AUTH,
+    pathParameters: WEBHOOK_ID,
+    summary: "Changes url, events, subjects or ownSubjects; {disabled: false} re-enables an endpoint disabled after 5 days of failed deliveries",
+    body: { schema: WebhookPatchBody },
+    responses: {
+      200: { description: "The endpoint", schema: WebhookModel },
+      400: err("INVALID_JSON, INVALID_INPUT naming the field"),
+      401: err("UNAUTHENTICATED"),
+      403: err("WEBHOOK_LIMIT_EXCEEDED, insufficient_scope, ORIGIN_NOT_ALLOWED"),
+      404: WEBHOOK_NOT_FOUND,
+      413: TOO_LARGE,
+      415: NOT_JSON,
+    },
+  },
+  {
+    method: "delete",
+    paths: ["/api/private/webhooks/{id}"],
+    ...WEBHOOK_AUTH,
+    pathParameters: WEBHOOK_ID,
+    summary: "Removes an endpoint and its pending deliveries",
+    responses: { 200: { description: "{success: true, id}" }, 401: err("UNAUTHENTICATED"), 403: err("insufficient_scope, ORIGIN_NOT_ALLOWED"), 404: WEBHOOK_NOT_FOUND, 413: TOO_LARGE },
+  },
+  {
+    method: "post",
+    paths: ["/api/private/webhooks/{id}/rotate-secret"],
+    ...WEBHOOK_AUTH,
+    pathParameters: WEBHOOK_ID,
+    summary: "A new secret, shown this once; for 24 hours deliveries carry two signatures (new and old, space-separated)",
+    body: { schema: IgnoredBody, required: false },
+    responses: {
+      200: { description: "{secret}", schema: WebhookSecretModel },
+      401: err("UNAUTHENTICATED"),
+      403: err("insufficient_scope, ORIGIN_NOT_ALLOWED"),
+      404: WEBHOOK_NOT_FOUND,
+      413: TOO_LARGE,
+      415: NOT_JSON,
+    },
+  },
+  {
+    method: "post",
+    paths: ["/api/private/webhooks/{id}/test"],
+    ...WEBHOOK_AUTH,
+    pathParameters: WEBHOOK_ID,
+    summary: "Queues a webhook.test event to this endpoint (delivered as any event, while the endpoint is enabled)",
+    body: { schema: IgnoredBody, required: false },
+    responses: {
+      202: { description: "{eventId, type}: the event's id is the delivery's webhook-id", schema: WebhookTestModel },
+      401: err("UNAUTHENTICATED"),
+      403: err("insufficient_scope, ORIGIN_NOT_ALLOWED"),
+      404: WEBHOOK_NOT_FOUND,
+      413: TOO_LARGE,
+      415: NOT_JSON,
+      429: err("RATE_LIMITED: more than 10 test events a minute to this endpoint, with Retry-After"),
+    },
+  },
+  {
+    method: "get",
+    paths: ["/api/private/webhooks/{id}/deliveries"],
+    ...WEBHOOK_AUTH,
+    pathParameters: WEBHOOK_ID,
+    query: WebhookDeliveriesQuery,
+    summary: "The endpoint's deliveries, newest first: each event with its attempts, last status, next attempt, delivered or failed time",
+    responses: {
+      200: { description: "{items, nextCursor}", schema: WebhookDeliveryPageModel },
+      400: err("INVALID_INPUT: a limit outside 1–100, a cursor not of this list, an unknown or repeated parameter"),
+      401: err("UNAUTHENTICATED"),
+      403: err("insufficient_scope"),
+      404: WEBHOOK_NOT_FOUND,
+    },
+  },
+];

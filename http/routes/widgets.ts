@@ -15,6 +15,9 @@ import {
   type WidgetPageSettings,
 } from "../../widgets/mod.ts";
 import { errorBody, json } from "../errors.ts";
+import { WidgetEmbedQuery, type RouteDoc } from "../models.ts";
+import { CACHE } from "../http_cache.ts";
+import { err, page } from "../route_responses.ts";
 
 /** What the widget routes need. */
 export type WidgetRoutesDeps = {
@@ -85,3 +88,37 @@ export function widgetRoutes(deps: WidgetRoutesDeps) {
     .get(REVIEW_SCRIPT_PATH, asset((bundle) => bundle.js, "text/javascript; charset=utf-8"))
     .get(REVIEW_STYLE_PATH, asset((bundle) => bundle.css, "text/css; charset=utf-8"));
 }
+
+/** The review widget (decisions §29): route declarations, gathered by http/route_docs.ts. */
+export const WIDGET_DOCS: readonly RouteDoc[] = [
+  {
+    method: "get",
+    paths: ["/widgets/reviews/embed"],
+    auth: "public",
+    cache: CACHE.revalidate,
+    summary: "The review widget (decisions §29): a page any site may frame (frame-ancestors *), rating, text, confirmation, signing by the host page's wallet (the omatrust: postMessage protocol) or a wallet in the frame, sent to the public relay; strict Content-Security-Policy for its own script",
+    query: WidgetEmbedQuery,
+    responses: {
+      200: page("The widget"),
+      400: page("A parameter the widget cannot use, named on the page"),
+      500: err("INTERNAL_ERROR (the widget's bundle could not be built)"),
+      503: page("The service's trust anchors name no user-review schema on its chain"),
+    },
+  },
+  {
+    method: "get",
+    paths: ["/widgets/reviews/create"],
+    auth: "public",
+    cache: CACHE.revalidate,
+    summary: "The review widget's builder (decisions §29): app domain, contract, chain id, name and icon in; the iframe snippet for basic mode, or the npm install line, iframe and createSigningBridge code for integrated mode, and a live preview out; not framable",
+    responses: { 200: page("The builder"), 500: err("INTERNAL_ERROR (the widget's bundle could not be built)") },
+  },
+  {
+    method: "get",
+    paths: ["/widgets/reviews/widget.js", "/widgets/reviews/widget.css"],
+    auth: "public",
+    cache: CACHE.revalidate,
+    summary: "The review widget's script (one ES module, built from widgets/review_widget.ts) and stylesheet, embedded in the executable",
+    responses: { 200: { description: "text/javascript or text/css" }, 500: err("INTERNAL_ERROR (the bundle could not be built)") },
+  },
+];

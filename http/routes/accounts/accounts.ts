@@ -7,10 +7,12 @@ import type { Clock } from "../../../ports/clock.ts";
 import type { PremiumReadLedger } from "../../../ports/premium_reads.ts";
 import type { PaidPeriod } from "../../../ports/payments.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
-import { REQUEST_MODELS } from "../../models.ts";
+import { REQUEST_MODELS, AccountMeModel, type RouteDoc } from "../../models.ts";
 import { compileRequestCheck, readBodyText, requestDetail } from "../request.ts";
 import { tokenOf } from "../session.ts";
 import { authenticateRequest, type BearerAccess } from "../../credentials.ts";
+import { CACHE } from "../../http_cache.ts";
+import { err, TOO_LARGE } from "../../route_responses.ts";
 
 /** What the account routes need. */
 export type AccountRoutesDeps = {
@@ -99,3 +101,32 @@ export function accountRoutes(deps: AccountRoutesDeps) {
       return json({ subscription: await subscription(auth.caller.account) });
     });
 }
+
+/** The signed-in account (decisions §12): route declarations, gathered by http/route_docs.ts. */
+export const ACCOUNT_DOCS: readonly RouteDoc[] = [
+  {
+    method: "get",
+    paths: ["/api/private/accounts/me"],
+    auth: "session",
+    cache: CACHE.private,
+    scope: "account:read",
+    summary: "The signed-in account: display name, subscription with limits and this year's usage, primary subject, wallets",
+    responses: { 200: { description: "Account", schema: AccountMeModel }, 401: err("UNAUTHENTICATED") },
+  },
+  {
+    method: "patch",
+    paths: ["/api/private/accounts/me"],
+    auth: "session",
+    cache: CACHE.private,
+    summary: "Sets or clears the account's display name",
+    request: REQUEST_MODELS.accountPatch,
+    responses: {
+      200: { description: "{account: {id, displayName}}" },
+      400: err("INVALID_JSON, INVALID_INPUT (displayName)"),
+      401: err("UNAUTHENTICATED"),
+      403: err("ORIGIN_NOT_ALLOWED"),
+      413: TOO_LARGE,
+      415: err("UNSUPPORTED_MEDIA_TYPE"),
+    },
+  },
+];

@@ -2,8 +2,10 @@ import { Elysia } from "elysia";
 import type { VerifySubjectOwnership } from "../../../domain/accounts/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
-import { REQUEST_MODELS } from "../../models.ts";
+import { REQUEST_MODELS, SubjectOwnershipModel, type RouteDoc } from "../../models.ts";
 import { compileRequestCheck, readBodyText, requestDetail } from "../request.ts";
+import { CACHE } from "../../http_cache.ts";
+import { err, TOO_LARGE } from "../../route_responses.ts";
 
 const ownershipBody = compileRequestCheck(REQUEST_MODELS.subjectOwnership.body);
 
@@ -23,3 +25,21 @@ export function subjectOwnershipRoutes(deps: { readonly verify: VerifySubjectOwn
     }
   }, { parse: readBodyText, detail: requestDetail(REQUEST_MODELS.subjectOwnership) });
 }
+
+/** Subject-ownership proofs (decisions §12): route declarations, gathered by http/route_docs.ts. */
+export const SUBJECT_OWNERSHIP_DOCS: readonly RouteDoc[] = [
+  {
+    method: "post",
+    paths: ["/api/verify/subject-ownership"],
+    auth: "public",
+    cache: CACHE.noStore,
+    summary: "Proves that a wallet owns a subject: did:web by DNS TXT or did.json, the wallet's own did:pkh, a contract whose owner() is the wallet, created by it (txHash) or transferred to it (txHash). No session needed",
+    request: REQUEST_MODELS.subjectOwnership,
+    responses: {
+      200: { description: "verified, or failed with error and details saying why", schema: SubjectOwnershipModel },
+      400: err("INVALID_JSON, INVALID_INPUT (field named), INVALID_DID (also a did:web whose host is an IP address: nothing is looked up)"),
+      413: TOO_LARGE,
+      502: err("NETWORK_ERROR: a lookup could not be made (never reported as failed)"),
+    },
+  },
+];

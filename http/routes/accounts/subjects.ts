@@ -3,10 +3,12 @@ import type { Sessions } from "../../../domain/sessions/mod.ts";
 import type { Subjects } from "../../../domain/accounts/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
-import { REQUEST_MODELS } from "../../models.ts";
+import { REQUEST_MODELS, SubjectAnswerModel, SubjectListModel, type RouteDoc } from "../../models.ts";
 import { compileRequestCheck, readBodyText, requestDetail } from "../request.ts";
 import { authenticateRequest, type BearerAccess } from "../../credentials.ts";
 import type { Scope } from "../../../domain/oauth/mod.ts";
+import { CACHE } from "../../http_cache.ts";
+import { err, NOT_JSON, ORIGIN, TOO_LARGE } from "../../route_responses.ts";
 
 /** What the subject routes need; `bearer`: OAuth access tokens (`account:read` to read, `subjects:write` to change). */
 export type SubjectRoutesDeps = { readonly sessions: Sessions; readonly subjects: Subjects; readonly log: Logger; readonly bearer?: BearerAccess | undefined };
@@ -69,3 +71,77 @@ export function subjectRoutes(deps: SubjectRoutesDeps) {
         return removed.ok ? json({ success: true, id: params.id }) : failure(removed);
       }));
 }
+
+/** The `{id}` of the subject routes. */
+const SUBJECT_ID = { id: "The subject's id, as GET /api/private/subjects lists it" };
+
+/** The account's subjects (decisions §12): route declarations, gathered by http/route_docs.ts. */
+export const SUBJECT_DOCS: readonly RouteDoc[] = [
+  {
+    method: "get",
+    paths: ["/api/private/subjects"],
+    auth: "session",
+    cache: CACHE.private,
+    scope: "account:read",
+    summary: "The signed-in account's subjects, default first (every account starts with its wallet's did:pkh)",
+    responses: { 200: { description: "{subjects: [Subject]}", schema: SubjectListModel }, 401: err("UNAUTHENTICATED") },
+  },
+  {
+    method: "post",
+    paths: ["/api/private/subjects"],
+    auth: "session",
+    cache: CACHE.private,
+    scope: "subjects:write",
+    summary: "Adds {did (or subjectDid), displayName?, txHash?} once the signed-in wallet is proven to own it (as /api/verify/subject-ownership); the first replaces the bootstrap subject and becomes default. At most SUBJECTS_PER_ACCOUNT subjects; a did:pkh only on a chain the service knows",
+    request: REQUEST_MODELS.subjectCreate,
+    responses: {
+      201: { description: "{subject}", schema: SubjectAnswerModel },
+      400: err("INVALID_JSON, INVALID_INPUT, INVALID_DID (also a did:web whose host is an IP address), UNSUPPORTED_CHAIN (a did:pkh on a chain not in the trust anchors, the active chain or X402_NETWORK)"),
+      401: err("UNAUTHENTICATED"),
+      403: err("SUBJECT_OWNERSHIP_VERIFICATION_FAILED (details: what to publish), SUBJECT_LIMIT_EXCEEDED (SUBJECTS_PER_ACCOUNT subjects already; delete one first), ORIGIN_NOT_ALLOWED"),
+      409: err("SUBJECT_ALREADY_EXISTS: the account holds this DID already"),
+      413: TOO_LARGE,
+      415: NOT_JSON,
+      502: err("NETWORK_ERROR: the ownership lookup could not be made"),
+    },
+  },
+  {
+    method: "get",
+    paths: ["/api/private/subjects/{id}"],
+    auth: "session",
+    cache: CACHE.private,
+    scope: "account:read",
+    pathParameters: SUBJECT_ID,
+    summary: "One subject of the signed-in account",
+    responses: { 200: { description: "{subject}", schema: SubjectAnswerModel }, 401: err("UNAUTHENTICATED"), 404: err("SUBJECT_NOT_FOUND (unknown, or another account's)") },
+  },
+  {
+    method: "patch",
+    paths: ["/api/private/subjects/{id}"],
+    auth: "session",
+    cache: CACHE.private,
+    scope: "subjects:write",
+    pathParameters: SUBJECT_ID,
+    summary: "Renames ({displayName}) or makes default ({isDefault: true}) a subject",
+    request: REQUEST_MODELS.subjectPatch,
+    responses: {
+      200: { description: "{subject}", schema: SubjectAnswerModel },
+      400: err("INVALID_JSON, INVALID_INPUT"),
+      401: err("UNAUTHENTICATED"),
+      403: ORIGIN,
+      404: err("SUBJECT_NOT_FOUND"),
+      413: TOO_LARGE,
+      415: NOT_JSON,
+    },
+  },
+  {
+    method: "delete",
+    paths: ["/api/private/subjects/{id}"],
+    auth: "session",
+    cache: CACHE.private,
+    scope: "subjects:write",
+    pathParameters: SUBJECT_ID,
+    summary: "Removes a subject; the oldest remaining one becomes default when the default went (with none left, the wallet's did:pkh comes back on the next read)",
+    responses: { 200: { description: "{success: true, id}" }, 401: err("UNAUTHENTICATED"), 403: ORIGIN, 404: err("SUBJECT_NOT_FOUND"), 413: TOO_LARGE },
+  },
+];

@@ -13,6 +13,9 @@ import { parseJsonBody, readBodyText } from "../request.ts";
 import { tokenOf } from "../session.ts";
 import type { Idempotency } from "../../../domain/idempotency/mod.ts";
 import { idempotent } from "../../idempotency.ts";
+import { PlanPurchaseBody, SubscriptionCurrentModel, type RouteDoc } from "../../models.ts";
+import { CACHE } from "../../http_cache.ts";
+import { err, TOO_LARGE, X402_REFUSALS } from "../../route_responses.ts";
 
 /** What the plan purchase needs. */
 export type SubscriptionRoutesDeps = {
@@ -62,3 +65,37 @@ export function subscriptionRoutes(deps: SubscriptionRoutesDeps) {
       }
     }, { parse: readBodyText });
 }
+
+/** The paid plan (decisions §13): route declarations, gathered by http/route_docs.ts. */
+export const SUBSCRIPTION_DOCS: readonly RouteDoc[] = [
+  {
+    method: "post",
+    paths: ["/api/private/subscriptions/x402"],
+    idempotent: true,
+    auth: "session-and-x402",
+    cache: CACHE.private,
+    summary: "Buys one year of the paid plan for the signed-in account with x402 (X402_PAID_PLAN_PRICE): without PAYMENT-SIGNATURE 402 with the terms; with it the year is added after the account's paid time and the payment settled. Body: {} (or empty)",
+    body: { schema: PlanPurchaseBody, required: false },
+    responses: {
+      200: { description: "{subscription, purchased: {periodStart, periodEnd}}; PAYMENT-RESPONSE header with the settlement and a signed receipt" },
+      400: err("INVALID_JSON: a body that is not JSON (an empty one is as {})"),
+      401: err("UNAUTHENTICATED"),
+      402: err(`${X402_REFUSALS}; PAYMENT_FAILED (details: the reason): settlement failed, the plan was not extended`),
+      403: err("ORIGIN_NOT_ALLOWED"),
+      404: err("NOT_FOUND: the paid plan is not for sale (no X402_PAID_PLAN_PRICE)"),
+      409: err("PAYMENT_ALREADY_USED"),
+      413: TOO_LARGE,
+      415: err("UNSUPPORTED_MEDIA_TYPE"),
+      502: err("FACILITATOR_UNAVAILABLE"),
+    },
+  },
+  {
+    method: "get",
+    paths: ["/api/private/subscriptions/current"],
+    auth: "session",
+    cache: CACHE.private,
+    scope: "account:read",
+    summary: "The signed-in account's subscription (the same object as in accounts/me)",
+    responses: { 200: { description: "Subscription", schema: SubscriptionCurrentModel }, 401: err("UNAUTHENTICATED") },
+  },
+];

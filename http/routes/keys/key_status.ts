@@ -5,8 +5,11 @@ import type { Logger } from "../../../ports/logger.ts";
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
 import { errorBody, headersOf, json, statusOf } from "../../errors.ts";
 import { answerOf, type IndexAnswerCache, indexAnswer } from "../../index_answer_cache.ts";
-import { REQUEST_MODELS } from "../../models.ts";
+import { REQUEST_MODELS, type RouteDoc } from "../../models.ts";
 import { compileRequestCheck, queryOf, requestDetail } from "../request.ts";
+import { CACHE } from "../../http_cache.ts";
+import { err } from "../../route_responses.ts";
+import { KeyStatusModel } from "./models.ts";
 
 /** What the key-status routes need. */
 export type KeyStatusRoutesDeps = {
@@ -77,3 +80,22 @@ export function keyStatusRoutes(deps: KeyStatusRoutesDeps) {
     .get("/v1/key-status", handler, detail)
     .get("/api/public/key-status", handler, detail);
 }
+
+/** The public key status (decisions §17): route declarations, gathered by http/route_docs.ts. */
+export const KEY_STATUS_DOCS: readonly RouteDoc[] = [
+  {
+    method: "get",
+    paths: ["/v1/key-status", "/api/public/key-status"],
+    auth: "public",
+    cache: CACHE.indexAndDiscovery,
+    request: REQUEST_MODELS.keyStatus,
+    summary: "Is keyDid authorised for subjectDid, how strongly, and was it at `at`: the status and trust level with the evidence behind them (today's endpoint evidence; the controller witness of an approved issuer and the key binding written by a controller of the subject, as they stood at `at`). No JSON-RPC call per lookup in steady state: answered from the attestation index, with `asOf` (decisions §21)",
+    responses: {
+      200: { description: "Key status", schema: KeyStatusModel },
+      400: err("INVALID_INPUT (a missing, repeated or malformed parameter; at in the future), INVALID_DID (subjectDid not a DID; keyDid not a did:pkh, did:key, did:jwk or did:ethr), UNSUPPORTED_CHAIN"),
+      429: err("RATE_LIMITED: KEY_STATUS_RATE_PER_MINUTE per client address or KEY_STATUS_MAX_IN_FLIGHT lookups at once; Retry-After header"),
+      502: err("NETWORK_ERROR: the subject's endpoints (or the schema registry, once per process) could not be read; never a guess"),
+      503: err("INDEX_STALE: no poll of the chain completed for INDEX_STALL_SECONDS (decisions §21); Retry-After header; never an old answer"),
+    },
+  },
+];

@@ -2,9 +2,12 @@ import { Elysia } from "elysia";
 import { readSigningKeyBody, type SigningKeys } from "../../../domain/keys/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
-import { REQUEST_MODELS } from "../../models.ts";
+import { REQUEST_MODELS, type RouteDoc } from "../../models.ts";
 import { compileRequestCheck, queryOf, readBodyText, requestDetail } from "../request.ts";
 import type { KeysCaller } from "./_account.ts";
+import { CACHE } from "../../http_cache.ts";
+import { err, TOO_LARGE } from "../../route_responses.ts";
+import { SigningKeyListModel, SigningKeyUpsertModel } from "./models.ts";
 
 /** What the signing-key routes need. */
 export type SigningKeyRoutesDeps = { readonly keys: SigningKeys; readonly caller: KeysCaller; readonly log: Logger };
@@ -65,3 +68,38 @@ export function signingKeyRoutes(deps: SigningKeyRoutesDeps) {
         return json({ keys });
       }), { detail: requestDetail(REQUEST_MODELS.signingKeyList) });
 }
+
+/** Signing keys (decisions §17): route declarations, gathered by http/route_docs.ts. */
+export const SIGNING_KEY_DOCS: readonly RouteDoc[] = [
+  {
+    method: "post",
+    paths: ["/api/private/signing-keys"],
+    auth: "session",
+    cache: CACHE.private,
+    scope: "keys:write",
+    request: REQUEST_MODELS.signingKeyUpsert,
+    summary: "Registers a signing key of the signed-in account, or updates it (display name, tags, notes) when the account holds it already; id, createdAt and keyType are kept. Another account may register the same key. Metadata only: the service never holds a private key (decisions §17)",
+    responses: {
+      200: { description: "The key; created: true for a new one, false for an update", schema: SigningKeyUpsertModel },
+      400: err("INVALID_JSON, INVALID_INPUT naming the field (keyDid, keyType, displayName, tags, notes)"),
+      401: err("UNAUTHENTICATED"),
+      403: err("SIGNING_KEY_LIMIT_EXCEEDED (SIGNING_KEYS_PER_ACCOUNT keys already; an update still works), ORIGIN_NOT_ALLOWED"),
+      413: TOO_LARGE,
+      415: err("UNSUPPORTED_MEDIA_TYPE"),
+    },
+  },
+  {
+    method: "get",
+    paths: ["/api/private/signing-keys"],
+    auth: "session",
+    cache: CACHE.private,
+    scope: "account:read",
+    request: REQUEST_MODELS.signingKeyList,
+    summary: "The signed-in account's signing keys, newest first, each with its status (registered, active, revoked, expired) and trust level (none, basic, intermediate, advanced) for every subject of the account, computed now from the attestation index and the subjects' endpoint evidence",
+    responses: {
+      200: { description: "{keys: [...]}; a key's subjects is null (with subjectsError) when the chain or an endpoint could not be read", schema: SigningKeyListModel },
+      400: err("INVALID_INPUT (a repeated or oversized parameter)"),
+      401: err("UNAUTHENTICATED"),
+    },
+  },
+];

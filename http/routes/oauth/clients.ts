@@ -11,6 +11,9 @@ import type { Logger } from "../../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
 import { authenticateRequest } from "../../credentials.ts";
 import { parseJsonBody, readBodyText } from "../request.ts";
+import { ApiClientBody, type RouteDoc } from "../../models.ts";
+import { CACHE } from "../../http_cache.ts";
+import { err, ORIGIN, TOO_LARGE } from "../../route_responses.ts";
 
 /** What the API-client routes need. */
 export type ApiClientRoutesDeps = { readonly oauth: OAuth; readonly sessions: Sessions; readonly log: Logger };
@@ -72,3 +75,58 @@ export function apiClientRoutes(deps: ApiClientRoutesDeps) {
         return json({ success: true, client_id: params.client_id });
       }));
 }
+
+/** The account's API clients and authorizations (decisions §19): route declarations, gathered by http/route_docs.ts. */
+export const API_CLIENT_DOCS: readonly RouteDoc[] = [
+  {
+    method: "get",
+    paths: ["/api/private/oauth/clients"],
+    auth: "session",
+    cache: CACHE.private,
+    summary: "The signed-in account's API clients (client credentials), oldest first, without secrets",
+    responses: { 200: { description: "{clients: [client metadata]}" }, 401: err("UNAUTHENTICATED") },
+  },
+  {
+    method: "post",
+    paths: ["/api/private/oauth/clients"],
+    auth: "session",
+    cache: CACHE.private,
+    summary: "Creates an API client for the signed-in account's own software: RFC 7591 metadata (client_name, scope, grant_types [client_credentials], token_endpoint_auth_method client_secret_basic|client_secret_post); answers the metadata with client_id and client_secret (shown this once, stored hashed); at most 20 per account",
+    body: { schema: ApiClientBody },
+    responses: {
+      201: { description: "The client with client_id, client_secret, client_secret_expires_at 0" },
+      400: err("INVALID_JSON, invalid_client_metadata"),
+      401: err("UNAUTHENTICATED"),
+      403: err("ORIGIN_NOT_ALLOWED"),
+      409: err("too_many_clients"),
+      413: TOO_LARGE,
+      415: err("UNSUPPORTED_MEDIA_TYPE"),
+    },
+  },
+  {
+    method: "delete",
+    paths: ["/api/private/oauth/clients/{client_id}"],
+    auth: "session",
+    cache: CACHE.private,
+    pathParameters: { client_id: "The client's id, as GET /api/private/oauth/clients lists it" },
+    summary: "Deletes an API client of the signed-in account: its tokens are refused at once",
+    responses: { 200: { description: "{success: true, client_id}" }, 401: err("UNAUTHENTICATED"), 403: ORIGIN, 404: err("CLIENT_NOT_FOUND"), 413: TOO_LARGE },
+  },
+  {
+    method: "get",
+    paths: ["/api/private/oauth/authorizations"],
+    auth: "session",
+    cache: CACHE.private,
+    summary: "The applications the signed-in account authorised on the consent page whose tokens can still be used, most recently authorised first (at most 200): client_id, client_name, scope (every scope of its live grants), first_authorized_at, last_authorized_at, grants",
+    responses: { 200: { description: "{authorizations: [{client_id, client_name, scope, first_authorized_at, last_authorized_at, grants}]}" }, 401: err("UNAUTHENTICATED") },
+  },
+  {
+    method: "delete",
+    paths: ["/api/private/oauth/authorizations/{client_id}"],
+    auth: "session",
+    cache: CACHE.private,
+    pathParameters: { client_id: "The application's client_id, as GET /api/private/oauth/authorizations lists it" },
+    summary: "Revokes what the signed-in account authorised an application to do: every grant of the pair ends (its refresh and access tokens are refused at once) and its codes not yet exchanged are dropped; the application must ask for consent again",
+    responses: { 200: { description: "{success: true, client_id}" }, 401: err("UNAUTHENTICATED"), 403: err("ORIGIN_NOT_ALLOWED"), 404: err("AUTHORIZATION_NOT_FOUND"), 413: TOO_LARGE },
+  },
+];

@@ -23,6 +23,9 @@ import type { AccessTokenKeys } from "../../../ports/oauth.ts";
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
 import { jsonShapeRefusal, readBodyText } from "../request.ts";
 import { MAX_OAUTH_BODY, noStore, oauthError, readBasic, readForm } from "./_forms.ts";
+import { OAuthAuthorizeQuery, OAuthConsentForm, OAuthRegisterBody, OAuthRevokeForm, OAuthTokenForm, type RouteDoc } from "../../models.ts";
+import { CACHE } from "../../http_cache.ts";
+import { page, TOO_LARGE } from "../../route_responses.ts";
 
 /** What the OAuth routes need. */
 export type OAuthRoutesDeps = {
@@ -213,3 +216,104 @@ function redirectOrigin(uri: string): string {
   const url = new URL(uri);
   return url.origin === "null" ? `${url.protocol}${url.host ? `//${url.host}` : ""}` : url.origin;
 }
+
+/** OAuth 2 for registered software (decisions §19): route declarations, gathered by http/route_docs.ts. */
+export const OAUTH_DOCS: readonly RouteDoc[] = [
+  {
+    method: "get",
+    paths: ["/.well-known/oauth-authorization-server"],
+    auth: "public",
+    cache: CACHE.static,
+    summary: "OAuth 2 authorization server metadata (RFC 8414): endpoints, scopes, grant types, PKCE S256, client authentication methods",
+    responses: { 200: { description: "The metadata; issuer is PUBLIC_BASE_URL without a trailing slash" } },
+  },
+  {
+    method: "get",
+    paths: ["/.well-known/oauth-protected-resource"],
+    auth: "public",
+    cache: CACHE.static,
+    summary: "OAuth 2 protected resource metadata (RFC 9728): the resource (the service), its authorization server, scopes and bearer method",
+    responses: { 200: { description: "The metadata" } },
+  },
+  {
+    method: "get",
+    paths: ["/.well-known/oauth-protected-resource/mcp"],
+    auth: "public",
+    cache: CACHE.static,
+    summary: "The protected resource metadata of the MCP endpoint (RFC 9728 §3.1 for the resource {base}/mcp; decisions §20): tokens for it are asked with resource={base}/mcp",
+    responses: { 200: { description: "The metadata, resource {base}/mcp" } },
+  },
+  {
+    method: "get",
+    paths: ["/oauth/jwks.json"],
+    auth: "public",
+    cache: CACHE.static,
+    summary: "The public keys access tokens are signed with (ES256); a replaced key stays two hours after its successor was made",
+    responses: { 200: { description: "{keys: [JWK]} (application/jwk-set+json)" } },
+  },
+  {
+    method: "post",
+    paths: ["/oauth/register"],
+    auth: "public",
+    cache: CACHE.noStore,
+    summary: "Open dynamic client registration (RFC 7591): a public client of the authorization code flow with PKCE S256 (token_endpoint_auth_method none), grant_types authorization_code and refresh_token; rate-limited per client address (OAUTH_REGISTER_RATE_PER_HOUR) and for everyone (OAUTH_REGISTRATIONS_PER_HOUR). JSON body: redirect_uris (1 to 10, HTTPS, loopback HTTP or a private-use scheme), client_name, scope, grant_types, response_types",
+    body: { schema: OAuthRegisterBody },
+    responses: {
+      201: { description: "client_id, client_id_issued_at and the metadata registered" },
+      400: { description: "{error: invalid_client_metadata | invalid_redirect_uri, error_description}" },
+      413: TOO_LARGE,
+      429: { description: "{error: rate_limited, error_description}; Retry-After header" },
+    },
+  },
+  {
+    method: "get",
+    paths: ["/oauth/authorize"],
+    auth: "public",
+    cache: CACHE.noStoreCredentialed,
+    summary: "Authorization endpoint (RFC 6749 §4.1, PKCE S256 required, RFC 8707 resource, RFC 9207 iss): the consent page (HTML), with wallet sign-in first when no session is present; an unknown client or a redirect_uri that is not exactly a registered one is shown, never redirected to; other errors redirect back with error and state",
+    query: OAuthAuthorizeQuery,
+    responses: {
+      200: page("The consent page (or the sign-in step)"),
+      303: { description: "Back to the client with error, state and iss" },
+      400: page("The error page: client_id missing or unknown, redirect_uri not registered, a parameter given twice"),
+    },
+  },
+  {
+    method: "post",
+    paths: ["/oauth/authorize"],
+    auth: "session",
+    cache: CACHE.private,
+    summary: "The consent form posted back (application/x-www-form-urlencoded): the request's fields, csrf_token and decision=approve|deny; approve redirects with a single-use code (60 s), deny with error=access_denied",
+    body: { schema: OAuthConsentForm, mediaType: "application/x-www-form-urlencoded" },
+    responses: {
+      303: { description: "Back to the client: code (or error), state, iss" },
+      200: page("The page again (no session, or the form's CSRF token does not match)"),
+      400: page("The error page: a malformed form (a parameter given twice, over 64 KiB), client_id missing or unknown, redirect_uri not registered"),
+      403: page("The form came from another origin"),
+      413: TOO_LARGE,
+    },
+  },
+  {
+    method: "post",
+    paths: ["/oauth/token"],
+    auth: "public",
+    cache: CACHE.private,
+    summary: "Token endpoint (application/x-www-form-urlencoded): grant_type authorization_code (code_verifier, redirect_uri), refresh_token (rotated; a reused one revokes its family) or client_credentials (client_secret_basic or client_secret_post; scope a subset of the client's). Access tokens: JWT (RFC 9068, ES256), 3,600 s, audience the service or the RFC 8707 resource ({base} or {base}/mcp)",
+    body: { schema: OAuthTokenForm, mediaType: "application/x-www-form-urlencoded" },
+    responses: {
+      200: { description: "{access_token, token_type: Bearer, expires_in, scope, refresh_token?}" },
+      400: { description: "{error: invalid_request | invalid_grant | unauthorized_client | unsupported_grant_type | invalid_scope | invalid_target, error_description}" },
+      401: { description: "{error: invalid_client}; WWW-Authenticate Basic when Basic was sent" },
+      413: TOO_LARGE,
+    },
+  },
+  {
+    method: "post",
+    paths: ["/oauth/revoke"],
+    auth: "public",
+    cache: CACHE.private,
+    summary: "Token revocation (RFC 7009, application/x-www-form-urlencoded: token, token_type_hint): a refresh token ends its grant and every token of it; an access token is refused from then on; an unknown token changes nothing",
+    body: { schema: OAuthRevokeForm, mediaType: "application/x-www-form-urlencoded" },
+    responses: { 200: { description: "Revoked (or nothing to revoke)" }, 400: { description: "{error: invalid_request}" }, 401: { description: "{error: invalid_client}" }, 413: TOO_LARGE },
+  },
+];
