@@ -1,0 +1,90 @@
+/** The console's small DOM helpers (text only, never markup), the page's settings and the status lines every panel uses. */
+import { AtsClientError, normalizeDid, type ServiceOptions } from "../client/mod.ts";
+
+export type Child = Node | string | number | null | undefined | false;
+
+/** Builds an element; strings become text nodes, never markup. */
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attributes: Record<string, string | undefined> = {},
+  ...children: (Child | Child[])[]
+): HTMLElementTagNameMap[K] {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) if (value !== undefined) element.setAttribute(name, value);
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    element.append(typeof child === "string" || typeof child === "number" ? document.createTextNode(String(child)) : child);
+  }
+  return element;
+}
+
+export function byId<T extends HTMLElement = HTMLElement>(id: string): T {
+  const element = document.getElementById(id);
+  if (element === null) throw new Error(`Missing #${id}`);
+  return element as T;
+}
+
+const meta = (name: string) => document.querySelector<HTMLMetaElement>(`meta[name="${name}"]`)?.content ?? "";
+export const CHAIN_ID = Number(meta("ats-chain-id"));
+export const api: ServiceOptions = { baseUrl: "" };
+
+export type StatusKind = "progress" | "ok" | "warn" | "error" | "";
+
+export function setStatus(id: string, kind: StatusKind, text: string): void {
+  const element = byId(id);
+  element.className = `status ${kind}`;
+  element.textContent = text;
+}
+
+/** A sentence for any failure: the service's code and message (and details), or the wallet's. */
+export function describeError(error: unknown): string {
+  if (error instanceof AtsClientError) {
+    const details = (error.body as { details?: unknown } | undefined)?.details;
+    return `${error.code}: ${error.message}${typeof details === "string" && details !== "" ? ` (${details})` : ""}`;
+  }
+  return `UNEXPECTED: ${error instanceof Error ? error.message : String(error)}`;
+}
+
+/** A finished step that still needs the reader's attention (a lookup failed), shown as a warning, not a success. */
+export type Warning = { readonly warn: string };
+
+/** Runs a form's work with its submit button disabled and the status line kept up to date. */
+export async function busy(form: HTMLFormElement | null, statusId: string, progress: string, work: () => Promise<string | Warning | void>): Promise<void> {
+  const buttons = form ? Array.from(form.querySelectorAll("button")) : [];
+  for (const button of buttons) button.disabled = true;
+  setStatus(statusId, "progress", progress);
+  try {
+    const done = await work();
+    if (typeof done === "object") setStatus(statusId, "warn", done.warn);
+    else setStatus(statusId, done ? "ok" : "", done ?? "");
+  } catch (error) {
+    setStatus(statusId, "error", describeError(error));
+  } finally {
+    for (const button of buttons) button.disabled = false;
+  }
+}
+
+export function copyButton(text: string, what: string): HTMLButtonElement {
+  const button = h("button", { type: "button", class: "secondary", "aria-label": `Copy ${what}` }, "Copy");
+  button.addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      button.textContent = "Copied";
+    } catch {
+      button.textContent = "Select and copy by hand";
+    }
+    setTimeout(() => (button.textContent = "Copy"), 2000);
+  });
+  return button;
+}
+
+export const seconds = (value: unknown) => {
+  const n = Number(value);
+  return Number.isFinite(n) && n > 0 ? new Date(n * 1000).toISOString().replace(".000Z", "Z") : "—";
+};
+
+/** A subject typed by a person: a domain becomes its did:web. */
+export function subjectDidOf(input: string): string {
+  const normalized = normalizeDid(input.trim());
+  return normalized.ok ? normalized.value : input.trim();
+}

@@ -1,0 +1,218 @@
+/** The "Account" panel: wallet sign-in, usage, subjects, API clients, authorised applications, the witness and a review. */
+import { addSubject, type AnnouncedWallet, AtsClientError, createApiClient, deleteApiClient, fetchAccount, listApiClients, listAuthorizations, listSubjects, removeSubject, revokeAuthorization, requestWalletAddress, requestWitness, signInWithEthereum, signOutSession, verifySubjectOwnership, walletSigner, watchWallets, writeReview } from "../client/mod.ts";
+import { walletDid, needSigner, currentSigner, setSigner } from "./_session.ts";
+import { refreshKeys } from "./keys_panel.ts";
+import { refreshWebhooks } from "./webhooks_panel.ts";
+import { h, byId, CHAIN_ID, api, setStatus, describeError, busy, copyButton } from "./_dom.ts";
+
+function renderWallets(wallets: readonly AnnouncedWallet[]): void {
+  const list = byId("wallet-list");
+  if (wallets.length === 0) {
+    list.replaceChildren(h("p", { class: "help", id: "no-wallet" }, "No wallet found in this browser. Install a browser wallet and reload."));
+    return;
+  }
+  list.replaceChildren(...wallets.map((wallet) => {
+    const button = h("button", { type: "button", "data-wallet": wallet.info.rdns || wallet.info.uuid }, `Sign in with ${wallet.info.name}`);
+    button.addEventListener("click", () => void signIn(wallet));
+    return button;
+  }));
+}
+
+async function signIn(wallet: AnnouncedWallet): Promise<void> {
+  await busy(null, "account-status", `Asking ${wallet.info.name} for an account…`, async () => {
+    const address = await requestWalletAddress(wallet.provider);
+    const next = walletSigner(wallet.provider, address);
+    setStatus("account-status", "progress", "Sign the sign-in message in your wallet…");
+    await signInWithEthereum({
+      walletDid: `did:pkh:eip155:${CHAIN_ID}:${address}`,
+      domain: location.host,
+      uri: `${location.origin}/`,
+      signMessage: next.signMessage,
+    }, api);
+    setSigner(next);
+    const domainWallet = byId<HTMLInputElement>("domain-wallet");
+    if (domainWallet.value === "") domainWallet.value = address;
+    await refreshAccount();
+    return `Signed in as ${address}`;
+  });
+}
+
+export async function refreshAccount(): Promise<void> {
+  const [overview, subjects] = await Promise.all([fetchAccount(api), listSubjects(api)]);
+  const s = overview.subscription;
+  byId("account-summary").replaceChildren(h("dl", { id: "account-usage" },
+    h("dt", {}, "Wallet"), h("dd", {}, h("code", {}, currentSigner()?.address ?? overview.wallets[0]?.address ?? "—")),
+    h("dt", {}, "Plan"), h("dd", { id: "account-plan" }, `${s.plan} (${s.status})`),
+    h("dt", {}, "Sponsored writes"), h("dd", { id: "account-writes" }, `${s.sponsoredWritesUsedCurrentYear} of ${s.annualSponsoredWriteLimit} used this year`),
+    h("dt", {}, "Premium reads"), h("dd", {}, `${s.premiumReadsUsedCurrentYear} of ${s.annualPremiumReadLimit} used this year`),
+    h("dt", {}, "Period ends"), h("dd", {}, s.entitlementPeriodEnd),
+    h("dt", {}, "Default subject"), h("dd", {}, overview.primarySubject?.canonicalDid ?? "—"),
+  ));
+  byId("subject-list").replaceChildren(h("ul", { id: "subjects" }, subjects.map((subject) => {
+    const remove = h("button", { type: "button", class: "secondary", "aria-label": `Remove ${subject.canonicalDid}` }, "Remove");
+    remove.addEventListener("click", () =>
+      void busy(null, "subject-status", `Removing ${subject.canonicalDid}…`, async () => {
+        await removeSubject(subject.id, api);
+        await refreshAccount();
+        return `Removed ${subject.canonicalDid}`;
+      }));
+    return h("li", { "data-did": subject.canonicalDid },
+      h("code", {}, subject.canonicalDid),
+      subject.displayName ? ` “${subject.displayName}”` : "",
+      ` — proven by ${subject.ownership.method}${subject.isDefault ? ", default" : ""} `,
+      remove);
+  })));
+  await refreshApiClients();
+  await refreshAuthorizations();
+  byId("account-panel").hidden = false;
+  await refreshKeys();
+  await refreshWebhooks();
+}
+
+/** The account's API clients, each with a delete button (its tokens stop working at once). */
+async function refreshApiClients(): Promise<void> {
+  let clients: Awaited<ReturnType<typeof listApiClients>>;
+  try {
+    clients = await listApiClients(api);
+  } catch (error) {
+    // A service with OAUTH=off has no API clients: the rest of the account still shows.
+    byId("api-client-list").replaceChildren(h("p", { class: "help", id: "api-clients-none" }, `API clients are not available: ${describeError(error)}`));
+    return;
+  }
+  byId("api-client-list").replaceChildren(clients.length === 0
+    ? h("p", { class: "help", id: "api-clients-none" }, "No API clients yet.")
+    : h("ul", { id: "api-clients" }, clients.map((client) => {
+      const remove = h("button", { type: "button", class: "secondary", "aria-label": `Delete ${client.client_name ?? client.client_id}` }, "Delete");
+      remove.addEventListener("click", () =>
+        void busy(null, "api-client-status", `Deleting ${client.client_name ?? client.client_id}…`, async () => {
+          await deleteApiClient(client.client_id, api);
+          byId("api-client-secret").hidden = true;
+          await refreshApiClients();
+          return `Deleted ${client.client_name ?? client.client_id}; its tokens no longer work`;
+        }));
+      return h("li", { "data-client-id": client.client_id },
+        h("strong", {}, client.client_name ?? "(unnamed)"), " ", h("code", {}, client.client_id), ` — ${client.scope} `, remove);
+    })));
+}
+
+/** The applications this account authorised on the consent page, each with a revoke button (their tokens stop at once). */
+async function refreshAuthorizations(): Promise<void> {
+  let authorized: Awaited<ReturnType<typeof listAuthorizations>>;
+  try {
+    authorized = await listAuthorizations(api);
+  } catch (error) {
+    byId("authorization-list").replaceChildren(h("p", { class: "help", id: "authorizations-none" }, `Authorised applications are not available: ${describeError(error)}`));
+    return;
+  }
+  byId("authorization-list").replaceChildren(authorized.length === 0
+    ? h("p", { class: "help", id: "authorizations-none" }, "No application holds access to this account.")
+    : h("ul", { id: "authorizations" }, authorized.map((app) => {
+      const name = app.client_name ?? app.client_id;
+      const revoke = h("button", { type: "button", class: "secondary", "aria-label": `Revoke ${name}` }, "Revoke");
+      revoke.addEventListener("click", () =>
+        void busy(null, "authorization-status", `Revoking ${name}…`, async () => {
+          await revokeAuthorization(app.client_id, api);
+          await refreshAuthorizations();
+          return `Revoked ${name}; its tokens no longer work`;
+        }));
+      return h("li", { "data-client-id": app.client_id },
+        h("strong", {}, app.client_name ?? "(unnamed)"), " ", h("code", {}, app.client_id),
+        ` — ${app.scope}; authorised ${app.last_authorized_at.slice(0, 10)} `, revoke);
+    })));
+}
+
+export function setUpAccount(): void {
+  renderWallets([]);
+  watchWallets(window, renderWallets);
+  // A session from an earlier visit: show it; signing again needs the wallet.
+  void refreshAccount().then(
+    () => setStatus("account-status", "", "Signed in from an earlier visit; sign in again with your wallet to sign."),
+    () => undefined,
+  );
+  byId("sign-out").addEventListener("click", () =>
+    void busy(null, "account-status", "Signing out…", async () => {
+      await signOutSession(api);
+      setSigner(undefined);
+      byId("account-panel").hidden = true;
+      byId("keys-panel").hidden = true;
+      byId("keys-signed-out").hidden = false;
+      byId("webhooks-panel").hidden = true;
+      byId("webhooks-signed-out").hidden = false;
+      return "Signed out";
+    }));
+
+  const subjectForm = byId<HTMLFormElement>("subject-form");
+  const subjectDid = () => byId<HTMLInputElement>("subject-did").value.trim();
+  byId("subject-verify").addEventListener("click", () =>
+    void busy(subjectForm, "subject-status", "Checking ownership…", async () => {
+      const proof = await verifySubjectOwnership({ subjectDid: subjectDid(), connectedWalletDid: walletDid() || needSigner().address }, api);
+      if (proof.ok) return `Verified: your wallet owns ${proof.subjectDid} (method ${proof.method})`;
+      throw new AtsClientError("OWNERSHIP_NOT_PROVEN", proof.error ?? "Not proven", { body: { details: proof.details } });
+    }));
+  subjectForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    void busy(subjectForm, "subject-status", "Proving ownership and adding the subject…", async () => {
+      const displayName = byId<HTMLInputElement>("subject-name").value.trim() || undefined;
+      const subject = await addSubject({ did: subjectDid(), displayName }, api);
+      await refreshAccount();
+      return `Added ${subject.canonicalDid} (proven by ${subject.ownership.method})`;
+    });
+  });
+
+  const clientForm = byId<HTMLFormElement>("api-client-form");
+  clientForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    void busy(clientForm, "api-client-status", "Creating the API client…", async () => {
+      const scope = Array.from(clientForm.querySelectorAll<HTMLInputElement>("input[name=scope]:checked"), (box) => box.value).join(" ");
+      const created = await createApiClient({ client_name: byId<HTMLInputElement>("api-client-name").value.trim(), scope }, api);
+      const secret = byId("api-client-secret");
+      secret.replaceChildren(
+        h("p", {}, "Copy the secret now: it is shown only this once."),
+        h("dl", {},
+          h("dt", {}, "client_id"), h("dd", {}, h("code", { id: "api-client-new-id" }, created.client_id)),
+          h("dt", {}, "client_secret"), h("dd", {}, h("code", { id: "api-client-new-secret" }, created.client_secret), " ", copyButton(created.client_secret, "secret")),
+          h("dt", {}, "Token endpoint"), h("dd", {}, h("code", {}, `${location.origin}/oauth/token`)),
+        ),
+      );
+      secret.hidden = false;
+      await refreshApiClients();
+      return `Created ${created.client_name ?? created.client_id} (${created.scope})`;
+    });
+  });
+
+  const witnessForm = byId<HTMLFormElement>("witness-form");
+  witnessForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    void busy(witnessForm, "witness-status", "Checking the domain's records and writing the witness…", async () => {
+      needSigner();
+      const result = await requestWitness({ subjectDid: byId<HTMLInputElement>("witness-subject").value.trim(), controllerDid: walletDid() }, api);
+      await refreshAccount();
+      return `Witness written (${result.method}): uid ${result.uid}, transaction ${result.txHash}, block ${result.blockNumber}`;
+    });
+  });
+
+  const reviewForm = byId<HTMLFormElement>("review-form");
+  reviewForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    void busy(reviewForm, "review-status", "Preparing the review…", async () => {
+      const wallet = needSigner();
+      const steps = { nonce: "Reading your EAS nonce…", sign: "Sign the review in your wallet…", submit: "Sending through the relay…" };
+      const txHash = byId<HTMLInputElement>("review-tx").value.trim();
+      const proofType = byId<HTMLSelectElement>("review-tx-type").value as "tx-interaction" | "tx-encoded-value";
+      const result = await writeReview({
+        subject: byId<HTMLInputElement>("review-subject").value.trim(),
+        ratingValue: Number(byId<HTMLSelectElement>("review-rating").value),
+        reviewBody: byId<HTMLTextAreaElement>("review-body").value,
+        transaction: txHash === ""
+          ? undefined
+          : { chainId: CHAIN_ID, txHash, proofType },
+        attester: wallet.address,
+        sign: (typedData) => wallet.signTypedData(typedData),
+        onProgress: (step) => setStatus("review-status", "progress", steps[step]),
+      }, api);
+      await refreshAccount();
+      const proof = txHash === "" ? "" : ` (with ${proofType} proof ${txHash.toLowerCase()})`;
+      return `Review written${proof}: uid ${result.uid}, transaction ${result.txHash}, block ${result.blockNumber}`;
+    });
+  });
+}
