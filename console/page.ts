@@ -75,7 +75,26 @@ export function renderConsolePage(settings: ConsolePageSettings, assetVersion: s
 <main id="main" tabindex="-1">
 <noscript><p class="error">The console needs JavaScript.</p></noscript>
 
-<section id="domain" data-view="domain" aria-labelledby="domain-title">
+${domainSection(label)}
+
+${artifactSection()}
+
+${attestationsSection()}
+
+${accountSection()}
+
+${keysSection()}
+
+${webhooksSection()}
+</main>
+</body>
+</html>
+`;
+}
+
+/** The "Check a domain" section: the names looked up, a wallet to publish. */
+function domainSection(label: string): string {
+  return `<section id="domain" data-view="domain" aria-labelledby="domain-title">
   <h2 id="domain-title">Check a domain</h2>
   <p>Looks up what a domain publishes about its controllers: the DNS TXT records at <code>_controllers.&lt;domain&gt;</code>
   and <code>_${label}.&lt;domain&gt;</code>, and <code>https://&lt;domain&gt;/.well-known/did.json</code>.</p>
@@ -89,9 +108,12 @@ export function renderConsolePage(settings: ConsolePageSettings, assetVersion: s
   </form>
   <p id="domain-status" class="status" role="status" aria-live="polite"></p>
   <div id="domain-result" class="result"></div>
-</section>
+</section>`;
+}
 
-<section id="artifact" data-view="artifact" aria-labelledby="artifact-title" hidden>
+/** The "Check an artifact" section: a did:artifact typed or a file hashed in the browser. */
+function artifactSection(): string {
+  return `<section id="artifact" data-view="artifact" aria-labelledby="artifact-title" hidden>
   <h2 id="artifact-title">Check an artifact</h2>
   <p>Shows the verified evidence about an artifact and whether a plugin loader would warn about it.</p>
   <form id="artifact-form" class="form">
@@ -107,9 +129,12 @@ export function renderConsolePage(settings: ConsolePageSettings, assetVersion: s
   </form>
   <p id="artifact-status" class="status" role="status" aria-live="polite"></p>
   <div id="artifact-result" class="result"></div>
-</section>
+</section>`;
+}
 
-<section id="attestations" data-view="attestations" aria-labelledby="attestations-title" hidden>
+/** The "Attestations" section: a subject, an attester, a schema. */
+function attestationsSection(): string {
+  return `<section id="attestations" data-view="attestations" aria-labelledby="attestations-title" hidden>
   <h2 id="attestations-title">Attestations</h2>
   <form id="attestations-form" class="form">
     <label for="attestations-subject">Subject DID or domain</label>
@@ -123,9 +148,12 @@ export function renderConsolePage(settings: ConsolePageSettings, assetVersion: s
   </form>
   <p id="attestations-status" class="status" role="status" aria-live="polite"></p>
   <div id="attestations-result" class="result"></div>
-</section>
+</section>`;
+}
 
-<section id="account" data-view="account" aria-labelledby="account-title" hidden>
+/** The "Account" section: wallet sign-in, subjects, API clients, authorised applications, the witness, a review. */
+function accountSection(): string {
+  return `<section id="account" data-view="account" aria-labelledby="account-title" hidden>
   <h2 id="account-title">Account</h2>
   <div id="wallets">
     <h3>Sign in with a wallet</h3>
@@ -204,9 +232,12 @@ export function renderConsolePage(settings: ConsolePageSettings, assetVersion: s
     </form>
     <p id="review-status" class="status" role="status" aria-live="polite"></p>
   </div>
-</section>
+</section>`;
+}
 
-<section id="keys" data-view="keys" aria-labelledby="keys-title" hidden>
+/** The "Keys" section: anyone's key status, the account's signing keys. */
+function keysSection(): string {
+  return `<section id="keys" data-view="keys" aria-labelledby="keys-title" hidden>
   <h2 id="keys-title">Keys</h2>
   <p>Keys a service signs with outside the chain (x402 offers and receipts, MCP responses, releases), and how strongly
   each is tied to the service: <strong>basic</strong> (its DNS TXT or did.json names the key), <strong>intermediate</strong>
@@ -244,9 +275,12 @@ export function renderConsolePage(settings: ConsolePageSettings, assetVersion: s
     </form>
     <p id="key-status" class="status" role="status" aria-live="polite"></p>
   </div>
-</section>
+</section>`;
+}
 
-<section id="webhooks" data-view="webhooks" aria-labelledby="webhooks-title" hidden>
+/** The "Webhooks" section: the account's endpoints, their deliveries, a new endpoint. */
+function webhooksSection(): string {
+  return `<section id="webhooks" data-view="webhooks" aria-labelledby="webhooks-title" hidden>
   <h2 id="webhooks-title">Webhooks</h2>
   <p>The service tells your software when something happens instead of being polled: it sends each event as a signed
   POST (Standard Webhooks: <code>webhook-id</code>,
@@ -279,9 +313,5 @@ export function renderConsolePage(settings: ConsolePageSettings, assetVersion: s
     </form>
     <p id="webhook-form-status" class="status" role="status" aria-live="polite"></p>
   </div>
-</section>
-</main>
-</body>
-</html>
-`;
+</section>`;
 }
