@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { createIndexAnswers, createListAttestations, type ListQuery } from "../domain/index/mod.ts";
-import { fakeAttestationIndex, fakeClock, fakeIndexStore } from "../ports/fakes.ts";
+import { fakeAttestationIndex, fakeClock, fakeIndexStore } from "../ports/fakes/mod.ts";
 import type { Storage } from "../ports/storage.ts";
 import type { EasEvent, IndexedAttestation } from "../ports/attestation_index.ts";
 import type { HexString } from "../ports/eas.ts";

@@ -14,7 +14,7 @@ import { openPostgresStorage } from "./postgres/mod.ts";
 import type { EasEvent, IndexedAttestation, IndexStore } from "../ports/attestation_index.ts";
 import type { HexString } from "../ports/eas.ts";
 import type { Storage } from "../ports/storage.ts";
-import { fakeAttestationIndex, fakeClock } from "../ports/fakes.ts";
+import { fakeAttestationIndex, fakeClock } from "../ports/fakes/mod.ts";
 import { didToAddress } from "../domain/did/mod.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";

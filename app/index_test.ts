@@ -3,10 +3,10 @@ import { openSqlite } from "../adapters/sqlite/mod.ts";
 import { createSqliteIndexStore } from "../adapters/sqlite/mod.ts";
 import type { ChainHistory, EasEvent, HeadSignal } from "../ports/attestation_index.ts";
 import type { HexString } from "../ports/eas.ts";
-import { fakeClock } from "../ports/fakes.ts";
+import { fakeClock } from "../ports/fakes/mod.ts";
 import type { Logger } from "../ports/logger.ts";
 import { fail, ok } from "../domain/result.ts";
-import { wireIndex } from "./index.ts";
+import { wireIndex } from "./index_follower.ts";
 
 const hash = (n: bigint) => `0x${n.toString(16).padStart(64, "a")}` as HexString;
 

@@ -10,7 +10,7 @@ import { createReadNonce } from "../domain/delegation/mod.ts";
 import { createApp } from "../http/app.ts";
 import { instrumentedHandler } from "../http/instrument.ts";
 import { stringify } from "../http/errors.ts";
-import { fakeClock, fakeDelegate, fakeEasReader, fakeReplayStore } from "../ports/fakes.ts";
+import { fakeClock, fakeDelegate, fakeEasReader, fakeReplayStore } from "../ports/fakes/mod.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
 
 const anchors: TrustAnchors = {

@@ -11,7 +11,7 @@ import { Elysia } from "elysia";
 import { silentLogger } from "../adapters/observability/mod.ts";
 import { openSqliteStorage } from "../adapters/sqlite/mod.ts";
 import { createRateLimiter } from "../domain/rate_limit.ts";
-import { fakeClock } from "../ports/fakes.ts";
+import { fakeClock } from "../ports/fakes/mod.ts";
 import { createMcpEndpoint, type McpToolDeps, mcpRoutes } from "../http/routes/mcp/mod.ts";
 
 const unused = () => Promise.reject(new Error("unused"));

@@ -14,7 +14,7 @@ import {
   fakeEasReader,
   fakeJwsVerifier,
   fakeReplayStore,
-} from "../ports/fakes.ts";
+} from "../ports/fakes/mod.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import { createApp } from "../http/app.ts";
 import { checkArtifactTrust, COULD_NOT_LOAD, evaluateArtifactTrust, NO_QUALIFYING_EVIDENCE } from "./artifact_trust.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { fakeClock, fakeRateCounter } from "../ports/fakes.ts";
+import { fakeClock, fakeRateCounter } from "../ports/fakes/mod.ts";
 import { createRateLimiter, createSharedRateLimiter, registrableDomain } from "./rate_limit.ts";
 
 describe("registrableDomain()", () => {

@@ -8,7 +8,7 @@ import { createDelegatedAttest, type DelegatedAttest } from "../domain/delegatio
 import { createReadNonce, type ReadNonce } from "../domain/delegation/mod.ts";
 import { fail } from "../domain/result.ts";
 import type { Submission } from "../ports/eas.ts";
-import { fakeClock, fakeDelegate, fakeEasReader, fakeReplayStore, fakeWriteLedger } from "../ports/fakes.ts";
+import { fakeClock, fakeDelegate, fakeEasReader, fakeReplayStore, fakeWriteLedger } from "../ports/fakes/mod.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import { createApp } from "./app.ts";
 import { type RequestModels, REQUEST_MODELS } from "./models.ts";

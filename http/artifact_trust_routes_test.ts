@@ -21,7 +21,7 @@ import {
   fakeEasReader,
   fakeJwsVerifier,
   fakeReplayStore,
-} from "../ports/fakes.ts";
+} from "../ports/fakes/mod.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import { createApp } from "./app.ts";
 import { ArtifactTrustRecordModel } from "./models.ts";

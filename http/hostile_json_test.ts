@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Elysia } from "elysia";
 import { createPrometheusMetrics, silentLogger } from "../adapters/observability/mod.ts";
-import { fakeClock, fakeMcpSessions } from "../ports/fakes.ts";
+import { fakeClock, fakeMcpSessions } from "../ports/fakes/mod.ts";
 import { createApp } from "./app.ts";
 import { instrumentedHandler } from "./instrument.ts";
 import { MAX_JSON_DEPTH, MAX_JSON_VALUES } from "./routes/request.ts";

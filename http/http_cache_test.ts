@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { createPrometheusMetrics, silentLogger } from "../adapters/observability/mod.ts";
 import { fail, ok } from "../domain/result.ts";
-import { fakeClock, fakeWriteLedger } from "../ports/fakes.ts";
+import { fakeClock, fakeWriteLedger } from "../ports/fakes/mod.ts";
 import { createApp } from "./app.ts";
 import { json } from "./errors.ts";
 import {

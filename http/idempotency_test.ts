@@ -3,7 +3,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { buildAttestTypedData, type DelegatedAttest, ZERO_UID } from "../domain/delegation/mod.ts";
 import { createIdempotency } from "../domain/idempotency/mod.ts";
 import { fail, ok } from "../domain/result.ts";
-import { fakeClock, fakeEasReader, fakeIdempotencyStore } from "../ports/fakes.ts";
+import { fakeClock, fakeEasReader, fakeIdempotencyStore } from "../ports/fakes/mod.ts";
 import { createApp } from "./app.ts";
 import { minimalAppDeps } from "./testing.ts";
 

@@ -10,7 +10,7 @@ import { silentLogger } from "../adapters/observability/mod.ts";
 import { MAX_IDENTIFIER_LENGTH, MAX_IDENTIFIERS } from "../domain/identity/mod.ts";
 import { createRateLimiter } from "../domain/rate_limit.ts";
 import { fail } from "../domain/result.ts";
-import { fakeClock, fakeMcpSessions } from "../ports/fakes.ts";
+import { fakeClock, fakeMcpSessions } from "../ports/fakes/mod.ts";
 import { createApp } from "./app.ts";
 import { createMcpEndpoint, type McpToolDeps } from "./routes/mcp/mod.ts";
 import { minimalAppDeps } from "./testing.ts";

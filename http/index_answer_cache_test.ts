@@ -4,7 +4,7 @@ import { type AsOf, asOfHead, INDEX_STALE_MESSAGE, isFresh, type ListAttestation
 import type { KeyStatus } from "../domain/keys/mod.ts";
 import { createRateLimiter } from "../domain/rate_limit.ts";
 import type { IndexHead } from "../ports/attestation_index.ts";
-import { fakeClock } from "../ports/fakes.ts";
+import { fakeClock } from "../ports/fakes/mod.ts";
 import { createApp } from "./app.ts";
 import { createIndexAnswerCache, type IndexAnswerCacheDeps } from "./index_answer_cache.ts";
 import { minimalAppDeps } from "./testing.ts";

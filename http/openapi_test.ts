@@ -10,7 +10,7 @@ import { Value } from "@sinclair/typebox/value";
 import { silentLogger } from "../adapters/observability/mod.ts";
 import { createReadNonce, parseDelegatedRequest } from "../domain/delegation/mod.ts";
 import { createOAuth, readApiClientMetadata, readPublicClientMetadata } from "../domain/oauth/mod.ts";
-import { fakeAccessTokenKeys, fakeAccountStore, fakeClock, fakeEasReader, fakeOAuthStore, fakeRandom, fakeWriteLedger, fakeMcpSessions } from "../ports/fakes.ts";
+import { fakeAccessTokenKeys, fakeAccountStore, fakeClock, fakeEasReader, fakeOAuthStore, fakeRandom, fakeWriteLedger, fakeMcpSessions } from "../ports/fakes/mod.ts";
 import { ApiClientBody, OAuthRegisterBody, PrivateRelayBody, type RequestModels } from "./models.ts";
 import { createMcpEndpoint } from "./routes/mcp/mod.ts";
 import { MAX_BODY_BYTES } from "./routes/request.ts";

@@ -3,7 +3,7 @@
  * read what the app publishes (/openapi.json) or add the one capability they exercise.
  */
 import { createReadNonce } from "../domain/delegation/mod.ts";
-import { fakeEasReader } from "../ports/fakes.ts";
+import { fakeEasReader } from "../ports/fakes/mod.ts";
 import type { Logger } from "../ports/logger.ts";
 import type { AppDeps } from "./app.ts";
 

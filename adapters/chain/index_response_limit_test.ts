@@ -13,7 +13,7 @@ import type { Server } from "bun";
 import type { Hex } from "viem";
 import { createIndexFollower } from "../../domain/index/mod.ts";
 import { easWriter } from "../../e2e/support/eas_writer.ts";
-import { fakeIndexStore } from "../../ports/fakes.ts";
+import { fakeIndexStore } from "../../ports/fakes/mod.ts";
 import type { HexString } from "../../ports/eas.ts";
 import { type Devnet, startDevnet } from "../devnet/mod.ts";
 import { createViemAttestationIndex } from "./viem_attestation_index.ts";

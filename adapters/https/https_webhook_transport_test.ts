@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type HttpsServer, startHttpsServer } from "../../e2e/support/https_server.ts";
 import { getTestCa, issueLeaf } from "../../e2e/support/test_ca.ts";
-import { fakeDnsResolver } from "../../ports/fakes.ts";
+import { fakeDnsResolver } from "../../ports/fakes/mod.ts";
 import type { AddressLookup } from "../../ports/discovery.ts";
 import { createHttpsWebhookTransport } from "./https_webhook_transport.ts";
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { SignJWT, generateKeyPair } from "jose";
-import { fakeClock, fakeOAuthStore } from "../../ports/fakes.ts";
+import { fakeClock, fakeOAuthStore } from "../../ports/fakes/mod.ts";
 import { createJoseAccessTokenKeys, RETIRED_KEY_GRACE_MS } from "./mod.ts";
 
 const ISSUER = "https://ats.example";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { fakeClock, fakeOAuthStore } from "../../ports/fakes.ts";
+import { fakeClock, fakeOAuthStore } from "../../ports/fakes/mod.ts";
 import { type JwsSigner, SignerUnavailableError } from "../../ports/signer.ts";
 import { nobleSecp256k1 } from "../crypto/mod.ts";
 import { openJwsSigner } from "../signers/mod.ts";

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { Account } from "../../ports/accounts.ts";
-import { fakeClock, fakePremiumReadLedger, fakeRawRpc } from "../../ports/fakes.ts";
+import { fakeClock, fakePremiumReadLedger, fakeRawRpc } from "../../ports/fakes/mod.ts";
 import { createPremiumRpc, MAX_BATCH, PREMIUM_METHODS } from "./premium_rpc.ts";
 
 const account: Account = { id: "acct", address: "0xabc", plan: "free", createdAtMs: 0 };

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { HexString } from "../../ports/eas.ts";
 import type { OwnershipChain, OwnershipTransaction } from "../../ports/ownership_chain.ts";
-import { fakeDidDocumentFetcher, fakeDnsResolver } from "../../ports/fakes.ts";
+import { fakeDidDocumentFetcher, fakeDnsResolver } from "../../ports/fakes/mod.ts";
 import { createDiscoverControllers, type DiscoverControllers } from "../discovery/mod.ts";
 import { createSubjectOwnership, OWNERSHIP_TRANSFERRED_TOPIC } from "./subject_ownership.ts";
 

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { keccak256, stringToBytes } from "viem/utils";
 import type { Account } from "../../ports/accounts.ts";
-import { fakeClock, fakeRandom, fakeSubjectStore } from "../../ports/fakes.ts";
+import { fakeClock, fakeRandom, fakeSubjectStore } from "../../ports/fakes/mod.ts";
 import type { OwnershipAnswer, OwnershipRequest, VerifySubjectOwnership } from "./subject_ownership.ts";
 import { createSubjects } from "./subjects.ts";
 

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { calculateJwkThumbprint } from "jose";
 import type { Hex } from "viem";
-import { fakeAttestationIndex, fakeClock, fakeDidDocumentFetcher, fakeDnsResolver } from "../../ports/fakes.ts";
+import { fakeAttestationIndex, fakeClock, fakeDidDocumentFetcher, fakeDnsResolver } from "../../ports/fakes/mod.ts";
 import type { HexString } from "../../ports/eas.ts";
 import type { OwnershipChain } from "../../ports/ownership_chain.ts";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";

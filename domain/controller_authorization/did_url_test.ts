@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { fakeClock, fakeDidDocumentFetcher } from "../../ports/fakes.ts";
+import { fakeClock, fakeDidDocumentFetcher } from "../../ports/fakes/mod.ts";
 import { jwkToDidJwk } from "../did/mod.ts";
 import { createDidUrlResolver } from "./did_url.ts";
 

@@ -3,7 +3,7 @@ import { encodeAbiParameters, serializeErc6492Signature } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { recoverAddress } from "viem/utils";
 import type { ContractSignatureCheck, HexString, Submission, WalletDeployment, WalletDeploymentOutcome } from "../../ports/eas.ts";
-import { fakeClock, fakeDelegate, fakeEasReader, fakeFactoryCalls, fakeGasBudget, fakeReplayStore } from "../../ports/fakes.ts";
+import { fakeClock, fakeDelegate, fakeEasReader, fakeFactoryCalls, fakeGasBudget, fakeReplayStore } from "../../ports/fakes/mod.ts";
 import { createRelayGuard, type RelayGuard } from "./relay_guard.ts";
 import { buildAttestTypedData, ZERO_UID } from "./attest_typed_data.ts";
 import { type CallerTicket, createDelegatedAttest } from "./delegated_attest.ts";

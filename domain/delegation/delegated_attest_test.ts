@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { privateKeyToAccount } from "viem/accounts";
-import { fakeClock, fakeDelegate, fakeEasReader, fakeGasBudget, fakeReplayStore } from "../../ports/fakes.ts";
+import { fakeClock, fakeDelegate, fakeEasReader, fakeGasBudget, fakeReplayStore } from "../../ports/fakes/mod.ts";
 import { buildAttestTypedData, ZERO_UID } from "./attest_typed_data.ts";
 import { fail } from "../result.ts";
 import { createDelegatedAttest, type DelegatedAttestDeps, NONCE_MOVED } from "./delegated_attest.ts";

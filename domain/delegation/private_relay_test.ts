@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { HexString } from "../../ports/eas.ts";
-import { fakeClock, fakeRandom, fakeSubjectStore, fakeWriteLedger } from "../../ports/fakes.ts";
+import { fakeClock, fakeRandom, fakeSubjectStore, fakeWriteLedger } from "../../ports/fakes/mod.ts";
 import type { DelegatedAttest } from "./delegated_attest.ts";
 import type { DelegatedRequest } from "./delegated_request.ts";
 import { didToAddress } from "../did/mod.ts";

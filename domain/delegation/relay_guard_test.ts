@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { fakeClock, fakeGasBudget } from "../../ports/fakes.ts";
+import { fakeClock, fakeGasBudget } from "../../ports/fakes/mod.ts";
 import { createRateLimiter } from "../rate_limit.ts";
 import { createRelayGuard, GAS_WINDOW_MS } from "./relay_guard.ts";
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { HexString, SignedTx } from "../../ports/eas.ts";
-import { fakeClock, fakeEasReader, fakeReplayStore, fakeWriteLedger } from "../../ports/fakes.ts";
+import { fakeClock, fakeEasReader, fakeReplayStore, fakeWriteLedger } from "../../ports/fakes/mod.ts";
 import type { Rebroadcast, TxStatus } from "../../ports/submissions.ts";
 import { createSubmissionReconciler, replayBook, witnessBook } from "./submission_reconciler.ts";
 

@@ -10,7 +10,7 @@
  * at 2,048 characters, bodies at 8 MiB, and every parser here is linear, so more size only scales both sides).
  */
 import { describe, expect, test } from "bun:test";
-import { fakeClock, fakeDidDocumentFetcher, fakeDnsResolver } from "../../ports/fakes.ts";
+import { fakeClock, fakeDidDocumentFetcher, fakeDnsResolver } from "../../ports/fakes/mod.ts";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
 import { createControllerConfirm } from "./controller_confirm.ts";
 import { createDiscoverControllers } from "./controller_discovery.ts";

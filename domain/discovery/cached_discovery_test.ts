@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { fakeClock, fakeDidDocumentFetcher, fakeDnsResolver } from "../../ports/fakes.ts";
+import { fakeClock, fakeDidDocumentFetcher, fakeDnsResolver } from "../../ports/fakes/mod.ts";
 import { createRateLimiter } from "../rate_limit.ts";
 import { createCachedDiscovery } from "./cached_discovery.ts";
 import { createDiscoverControllers } from "./controller_discovery.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { fakeDidDocumentFetcher, fakeDnsResolver } from "../../ports/fakes.ts";
+import { fakeDidDocumentFetcher, fakeDnsResolver } from "../../ports/fakes/mod.ts";
 import { createDiscoverControllers } from "./controller_discovery.ts";
 import { canonicalControllerKey } from "./controller_values.ts";
 import { controllerTxtRecordFor, explainControllerTxtRecord, parseControllerTxtRecord } from "./txt_records.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { fakeClock, fakeIdempotencyStore } from "../../ports/fakes.ts";
+import { fakeClock, fakeIdempotencyStore } from "../../ports/fakes/mod.ts";
 import { createIdempotency, IDEMPOTENCY_KEEP_MS, IDEMPOTENCY_LEASE_MS, keepsAnswer, parseIdempotencyKey, requestFingerprint } from "./mod.ts";
 
 const request = { scope: "account:a", key: "k-1", method: "POST", path: "/v1/delegated-attest", body: '{"a":1}' };

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { ChainHistory, EasEvent, IndexedAttestation, IndexRead } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
-import { fakeClock, fakeIndexStore } from "../../ports/fakes.ts";
+import { fakeClock, fakeIndexStore } from "../../ports/fakes/mod.ts";
 import { createIndexFollower, PROBE_BLOCKS } from "./attestation_index.ts";
 import { createIndexAnswers } from "./store_reads.ts";
 

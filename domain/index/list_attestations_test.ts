@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { EasEvent, IndexedAttestation } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
-import { fakeAttestationIndex, fakeClock, fakeIndexStore } from "../../ports/fakes.ts";
+import { fakeAttestationIndex, fakeClock, fakeIndexStore } from "../../ports/fakes/mod.ts";
 import { keccak256, stringToBytes } from "viem/utils";
 import { didToAddress } from "../did/mod.ts";
 import { createCountAttestations, createGetAttestation, createListAttestations, decodeCursor, encodeCursor, type ListQuery } from "./list_attestations.ts";

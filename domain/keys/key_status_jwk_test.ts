@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { fakeAttestationIndex, fakeClock, fakeDidDocumentFetcher, fakeDnsResolver } from "../../ports/fakes.ts";
+import { fakeAttestationIndex, fakeClock, fakeDidDocumentFetcher, fakeDnsResolver } from "../../ports/fakes/mod.ts";
 import type { HexString } from "../../ports/eas.ts";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
 import { jwkToDidJwk } from "../did/mod.ts";

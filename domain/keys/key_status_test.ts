@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { Hex } from "viem";
-import { fakeAttestationIndex, fakeClock } from "../../ports/fakes.ts";
+import { fakeAttestationIndex, fakeClock } from "../../ports/fakes/mod.ts";
 import type { HexString } from "../../ports/eas.ts";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
 import type { DiscoverControllers, DiscoveryRecord } from "../discovery/mod.ts";

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { Account } from "../../ports/accounts.ts";
-import { fakeClock, fakeRandom, fakeSigningKeyStore } from "../../ports/fakes.ts";
+import { fakeClock, fakeRandom, fakeSigningKeyStore } from "../../ports/fakes/mod.ts";
 import { fail, ok } from "../result.ts";
 import type { KeyTrustMany } from "./key_status.ts";
 import { createSigningKeys } from "./signing_keys.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { fakeAccessTokenKeys, fakeAccountStore, fakeClock, fakeOAuthStore, fakeRandom } from "../../ports/fakes.ts";
+import { fakeAccessTokenKeys, fakeAccountStore, fakeClock, fakeOAuthStore, fakeRandom } from "../../ports/fakes/mod.ts";
 import { acceptableRedirectUri, createOAuth, readApiClientMetadata, readPublicClientMetadata, s256Challenge } from "./mod.ts";
 
 const ISSUER = "https://ats.example";

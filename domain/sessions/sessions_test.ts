@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { privateKeyToAccount } from "viem/accounts";
 import { recoverAddress } from "viem/utils";
-import { fakeAccountStore, fakeClock, fakeRandom } from "../../ports/fakes.ts";
+import { fakeAccountStore, fakeClock, fakeRandom } from "../../ports/fakes/mod.ts";
 import { clientKeyOf, constantTimeEqual, createSessions, hashSessionToken, LIVE_CHALLENGES_PER_WALLET } from "./sessions.ts";
 import { parseSiweMessage } from "./siwe.ts";
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { privateKeyToAccount } from "viem/accounts";
-import { fakeClock } from "../../ports/fakes.ts";
+import { fakeClock } from "../../ports/fakes/mod.ts";
 import { createRateLimiter } from "../rate_limit.ts";
 import { buildSiweMessage, parseSiweMessage, type SiweMessage, verifySiweSignature } from "./siwe.ts";
 

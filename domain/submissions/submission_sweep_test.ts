@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { HexString } from "../../ports/eas.ts";
-import { fakeClock, fakeRandom, fakeReplayStore, fakeSubmissionRecords } from "../../ports/fakes.ts";
+import { fakeClock, fakeRandom, fakeReplayStore, fakeSubmissionRecords } from "../../ports/fakes/mod.ts";
 import type { SubmissionOutcome } from "../../ports/submission_records.ts";
 import { createSubmissionSweep, createSubmissionTracker } from "./mod.ts";
 

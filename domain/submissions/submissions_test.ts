@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { fakeClock, fakeRandom, fakeReplayStore, fakeSubmissionRecords } from "../../ports/fakes.ts";
+import { fakeClock, fakeRandom, fakeReplayStore, fakeSubmissionRecords } from "../../ports/fakes/mod.ts";
 import type { HexString } from "../../ports/eas.ts";
 import type { TxReplacement, TxReplacementStore } from "../../ports/tx_replacements.ts";
 import { replayBook } from "../delegation/mod.ts";

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { Webhook } from "standardwebhooks";
 import { encodeAbiParameters, parseAbiParameters } from "viem/utils";
-import { fakeClock, fakeRandom, fakeWebhookStore, fakeWebhookTransport } from "../../ports/fakes.ts";
+import { fakeClock, fakeRandom, fakeWebhookStore, fakeWebhookTransport } from "../../ports/fakes/mod.ts";
 import type { StoredAttestation } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
 import { didToAddress } from "../did/mod.ts";

@@ -8,7 +8,7 @@ import {
   fakeRandom,
   fakeWitnessWriter,
   fakeWriteLedger,
-} from "../../ports/fakes.ts";
+} from "../../ports/fakes/mod.ts";
 import type { HexString } from "../../ports/eas.ts";
 import { createDiscoverControllers, jwkThumbprint } from "../discovery/mod.ts";
 import {

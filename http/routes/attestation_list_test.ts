@@ -10,7 +10,7 @@ import { encodeSchemaData } from "../../domain/schema_data.ts";
 import { findSchemaByName } from "../../domain/schemas.ts";
 import type { EasEvent, IndexedAttestation } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
-import { fakeAttestationIndex, fakeClock, fakeIndexStore } from "../../ports/fakes.ts";
+import { fakeAttestationIndex, fakeClock, fakeIndexStore } from "../../ports/fakes/mod.ts";
 import { createApp } from "../app.ts";
 import { minimalAppDeps } from "../testing.ts";
 

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { silentLogger } from "../../adapters/observability/mod.ts";
 import { buildConsoleBundle, loadConsoleBundle } from "../../console/assets.ts";
 import { createReadNonce } from "../../domain/delegation/mod.ts";
-import { fakeEasReader } from "../../ports/fakes.ts";
+import { fakeEasReader } from "../../ports/fakes/mod.ts";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
 import { createApp } from "../app.ts";
 

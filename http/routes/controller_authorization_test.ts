@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { silentLogger } from "../../adapters/observability/mod.ts";
 import { createRateLimiter } from "../../domain/rate_limit.ts";
 import { fail, ok } from "../../domain/result.ts";
-import { fakeClock } from "../../ports/fakes.ts";
+import { fakeClock } from "../../ports/fakes/mod.ts";
 import { controllerAuthorizationRoutes } from "./controller_authorization.ts";
 
 const Q = "subjectDid=did:web:a.test&controllerDid=did:pkh:eip155:1:0x00000000000000000000000000000000000000b1";

@@ -3,7 +3,7 @@ import { Value } from "@sinclair/typebox/value";
 import { parseWitnessBody } from "../../domain/witness/mod.ts";
 import { parseDelegatedRequest } from "../../domain/delegation/mod.ts";
 import { createSessions } from "../../domain/sessions/mod.ts";
-import { fakeAccountStore, fakeClock, fakeRandom } from "../../ports/fakes.ts";
+import { fakeAccountStore, fakeClock, fakeRandom } from "../../ports/fakes/mod.ts";
 import { REQUEST_MODELS } from "../models.ts";
 import {
   BODY_TOO_LARGE,

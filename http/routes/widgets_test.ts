@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { silentLogger } from "../../adapters/observability/mod.ts";
 import { createReadNonce } from "../../domain/delegation/mod.ts";
-import { fakeEasReader } from "../../ports/fakes.ts";
+import { fakeEasReader } from "../../ports/fakes/mod.ts";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
 import { loadWidgetBundle } from "../../widgets/assets.ts";
 import { createApp } from "../app.ts";

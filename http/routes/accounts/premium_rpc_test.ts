@@ -6,7 +6,7 @@ import { createPremiumRpc, requestShapeFault } from "../../../domain/accounts/mo
 import { createReadNonce } from "../../../domain/delegation/mod.ts";
 import { fail } from "../../../domain/result.ts";
 import type { Account } from "../../../ports/accounts.ts";
-import { fakeClock, fakeEasReader, fakePremiumReadLedger, fakeRawRpc } from "../../../ports/fakes.ts";
+import { fakeClock, fakeEasReader, fakePremiumReadLedger, fakeRawRpc } from "../../../ports/fakes/mod.ts";
 import { createApp } from "../../app.ts";
 import { JsonRpcResponseModel, PremiumRpcBody, PremiumRpcResponseModel } from "../../models.ts";
 import { MAX_BODY_BYTES } from "../request.ts";

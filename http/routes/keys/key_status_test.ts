@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { silentLogger } from "../../../adapters/observability/mod.ts";
 import { createRateLimiter } from "../../../domain/rate_limit.ts";
 import { fail } from "../../../domain/result.ts";
-import { fakeClock } from "../../../ports/fakes.ts";
+import { fakeClock } from "../../../ports/fakes/mod.ts";
 import { keyStatusRoutes } from "./key_status.ts";
 
 const URL_OK = "http://localhost/v1/key-status?subjectDid=did:web:a.test&keyDid=did:key:z6Mk";

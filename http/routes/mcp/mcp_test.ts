@@ -7,7 +7,7 @@ import type { BearerAuth } from "../../../domain/oauth/mod.ts";
 import { createRateLimiter, createSharedRateLimiter } from "../../../domain/rate_limit.ts";
 import { fail, ok } from "../../../domain/result.ts";
 import type { Account } from "../../../ports/accounts.ts";
-import { fakeAttestationIndex, fakeClock, fakeIdempotencyStore, fakeIndexStore, fakeMcpSessions, fakeRateCounter } from "../../../ports/fakes.ts";
+import { fakeAttestationIndex, fakeClock, fakeIdempotencyStore, fakeIndexStore, fakeMcpSessions, fakeRateCounter } from "../../../ports/fakes/mod.ts";
 import { createListAttestations } from "../../../domain/index/mod.ts";
 import { createIdempotency } from "../../../domain/idempotency/mod.ts";
 import { minimalAppDeps } from "../../testing.ts";

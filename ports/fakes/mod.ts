@@ -1,5 +1,5 @@
-import type * as Accounts from "./accounts.ts";
-import type { Clock } from "./clock.ts";
+import type * as Accounts from "../accounts.ts";
+import type { Clock } from "../clock.ts";
 import type {
   BatchSubmission,
   DelegatedAttestCall,
@@ -10,8 +10,8 @@ import type {
   Simulation,
   Submission,
   SubmitOptions,
-} from "./eas.ts";
-import type { ClaimOutcome, ReplayClaim, ReplayFinal, ReplayRecord, ReplayStore } from "./replay_store.ts";
+} from "../eas.ts";
+import type { ClaimOutcome, ReplayClaim, ReplayFinal, ReplayRecord, ReplayStore } from "../replay_store.ts";
 
 /** A clock that stands still until told otherwise. */
 export function fakeClock(startMs = 1_800_000_000_000): Clock & { set: (ms: number) => void } {
@@ -38,7 +38,7 @@ export function fakeEasReader(options: { chainId?: number; easAddress?: HexStrin
 }
 
 /** A signed transaction of a fake wallet: hash and bytes made from a counter. */
-function fakeSignedTx(wallet: HexString, counter: number, fill: string): import("./eas.ts").SignedTx {
+function fakeSignedTx(wallet: HexString, counter: number, fill: string): import("../eas.ts").SignedTx {
   const txHash = `0x${counter.toString(16).padStart(64, fill)}` as HexString;
   return { txHash, raw: `0x02${txHash.slice(2)}` as HexString, wallet: wallet.toLowerCase() as HexString, nonce: counter - 1 };
 }
@@ -128,7 +128,7 @@ export function fakeReplayStore() {
       rows.set(claim.key, { ...claim, state: "checked", tx: null, txHash: null, uid: null, blockNumber: null });
       return Promise.resolve("claimed");
     },
-    markSigned: (key: string, tx: import("./eas.ts").SignedTx) =>
+    markSigned: (key: string, tx: import("../eas.ts").SignedTx) =>
       Promise.resolve(update(key, ["checked"], { state: "signed", tx, txHash: tx.txHash })),
     markSent: (key: string) => Promise.resolve(void update(key, ["checked", "signed"], { state: "sent" })),
     finish(key: string, final: ReplayFinal) {
@@ -157,8 +157,8 @@ export function fakeReplayStore() {
 
 /** A DNS resolver answering from a table; unknown names are NXDOMAIN. Counts lookups. */
 export function fakeDnsResolver(
-  txt: Record<string, import("./discovery.ts").TxtLookup> = {},
-  addresses: Record<string, import("./discovery.ts").AddressLookup> = {},
+  txt: Record<string, import("../discovery.ts").TxtLookup> = {},
+  addresses: Record<string, import("../discovery.ts").AddressLookup> = {},
 ) {
   const resolver = {
     txt,
@@ -173,13 +173,13 @@ export function fakeDnsResolver(
       return Promise.resolve(addresses[host] ?? { status: "nxdomain" as const });
     },
   };
-  return resolver satisfies import("./discovery.ts").DnsResolver;
+  return resolver satisfies import("../discovery.ts").DnsResolver;
 }
 
 /** A did.json fetcher answering from a table keyed by host; unknown hosts are 404. */
 export function fakeDidDocumentFetcher(
-  answers: Record<string, import("./discovery.ts").DidDocumentFetch> = {},
-  jwks: Record<string, import("./discovery.ts").DidDocumentFetch> = {},
+  answers: Record<string, import("../discovery.ts").DidDocumentFetch> = {},
+  jwks: Record<string, import("../discovery.ts").DidDocumentFetch> = {},
 ) {
   const fetcher = {
     answers,
@@ -196,7 +196,7 @@ export function fakeDidDocumentFetcher(
       return Promise.resolve(jwks[host] ?? { status: "not-found" as const, url: `https://${host}/.well-known/jwks.json` });
     },
   };
-  return fetcher satisfies import("./discovery.ts").DidDocumentFetcher;
+  return fetcher satisfies import("../discovery.ts").DidDocumentFetcher;
 }
 
 /** The methods of an attestation index, for {@link fakeAttestationIndex}'s failure switch. */
@@ -208,7 +208,7 @@ type IndexMethod = "latestBlock" | "schemaRecords" | "attestedUids" | "attestati
  * (`n` counts that method's calls from 1).
  */
 export function fakeAttestationIndex(options: { chainId?: number; easAddress?: HexString; head?: bigint } = {}) {
-  type Entry = { attestation: import("./attestation_index.ts").IndexedAttestation; block: bigint };
+  type Entry = { attestation: import("../attestation_index.ts").IndexedAttestation; block: bigint };
   const calls: Record<IndexMethod, number> = { latestBlock: 0, schemaRecords: 0, attestedUids: 0, attestations: 0 };
   const failure = { ok: false as const, reason: "rpc-error" as const };
   const index = {
@@ -218,7 +218,7 @@ export function fakeAttestationIndex(options: { chainId?: number; easAddress?: H
     schemas: new Map<string, { schema: string; revocable: boolean }>(),
     entries: [] as Entry[],
     calls,
-    queries: [] as import("./attestation_index.ts").AttestedQuery[],
+    queries: [] as import("../attestation_index.ts").AttestedQuery[],
     /** The block of every pinned read, in order. */
     pinned: [] as bigint[],
     failWhen: (_method: IndexMethod, _n: number): boolean => false,
@@ -227,7 +227,7 @@ export function fakeAttestationIndex(options: { chainId?: number; easAddress?: H
       index.schemas.set(uid.toLowerCase(), { schema, revocable });
     },
     /** Adds an attestation, logged at `block` (default the head). */
-    add(attestation: import("./attestation_index.ts").IndexedAttestation, block?: bigint) {
+    add(attestation: import("../attestation_index.ts").IndexedAttestation, block?: bigint) {
       index.entries.push({ attestation, block: block ?? index.head });
     },
     latestBlock() {
@@ -247,7 +247,7 @@ export function fakeAttestationIndex(options: { chainId?: number; easAddress?: H
         }),
       });
     },
-    attestedUids(query: import("./attestation_index.ts").AttestedQuery) {
+    attestedUids(query: import("../attestation_index.ts").AttestedQuery) {
       index.queries.push(query);
       index.pinned.push(query.toBlock);
       if (index.failWhen("attestedUids", ++calls.attestedUids)) return Promise.resolve(failure);
@@ -279,19 +279,19 @@ export function fakeAttestationIndex(options: { chainId?: number; easAddress?: H
       return Promise.resolve({ ok: true as const, value: found.map((e) => e!.attestation) });
     },
   };
-  return index satisfies import("./attestation_index.ts").AttestationIndex;
+  return index satisfies import("../attestation_index.ts").AttestationIndex;
 }
 
 /** A JWS verifier that answers `accept(check)` (default: every signature is valid) and records the checks. */
-export function fakeJwsVerifier(accept: (check: import("./jws_verifier.ts").JwsSignatureCheck) => boolean = () => true) {
+export function fakeJwsVerifier(accept: (check: import("../jws_verifier.ts").JwsSignatureCheck) => boolean = () => true) {
   const verifier = {
-    checks: [] as import("./jws_verifier.ts").JwsSignatureCheck[],
-    verify(check: import("./jws_verifier.ts").JwsSignatureCheck) {
+    checks: [] as import("../jws_verifier.ts").JwsSignatureCheck[],
+    verify(check: import("../jws_verifier.ts").JwsSignatureCheck) {
       verifier.checks.push(check);
       return Promise.resolve(accept(check));
     },
   };
-  return verifier satisfies import("./jws_verifier.ts").JwsVerifier;
+  return verifier satisfies import("../jws_verifier.ts").JwsVerifier;
 }
 
 /** Accounts, challenges and sessions in memory, with the SQLite store's rules. */
@@ -385,7 +385,7 @@ export function fakeAccountStore() {
       return Promise.resolve(removed);
     },
   };
-  return store satisfies import("./accounts.ts").AccountStore;
+  return store satisfies import("../accounts.ts").AccountStore;
 }
 
 const OPEN_WRITE: readonly Accounts.WriteState[] = ["reserved", "signed", "broadcast"];
@@ -423,7 +423,7 @@ export function fakeWriteLedger() {
       });
       return Promise.resolve(true);
     },
-    markSigned: (id: string, tx: import("./eas.ts").SignedTx, nowMs: number) =>
+    markSigned: (id: string, tx: import("../eas.ts").SignedTx, nowMs: number) =>
       update(id, ["reserved"], { state: "signed", tx, txHash: tx.txHash, updatedAtMs: nowMs }).then((changed) => changed),
     markSent: (id: string, nowMs: number) => update(id, ["reserved", "signed"], { state: "broadcast", updatedAtMs: nowMs }).then(() => {}),
     commit: (id: string, outcome: { txHash: string; uid: string | null; blockNumber: bigint }, nowMs: number) =>
@@ -433,12 +433,12 @@ export function fakeWriteLedger() {
       Promise.resolve([...writes.values()].filter((w) => OPEN_WRITE.includes(w.state) && w.createdAtMs < createdBeforeMs)),
     find: (id: string) => Promise.resolve(writes.get(id)),
   };
-  return ledger satisfies import("./accounts.ts").SponsoredWriteLedger;
+  return ledger satisfies import("../accounts.ts").SponsoredWriteLedger;
 }
 
 /** A witness wallet that records its calls; its answers are settable. */
 export function fakeWitnessWriter(options: { simulation?: Simulation; submission?: Submission; funds?: FundsCheck } = {}) {
-  type Call = import("./witness.ts").WitnessAttestCall;
+  type Call = import("../witness.ts").WitnessAttestCall;
   let counter = 0;
   const writer = {
     address: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC" as HexString,
@@ -470,7 +470,7 @@ export function fakeWitnessWriter(options: { simulation?: Simulation; submission
       return { ok: true, txHash: tx.txHash, blockNumber: BigInt(100 + counter), uid: `0x${counter.toString(16).padStart(64, "d")}` as HexString };
     },
   };
-  return writer satisfies import("./witness.ts").WitnessWriter;
+  return writer satisfies import("../witness.ts").WitnessWriter;
 }
 
 /** Random bytes from a counter: deterministic, never repeating within a test. */
@@ -484,14 +484,14 @@ export function fakeRandom() {
       out[0] = 0x5a;
       return out;
     },
-  } satisfies import("./random.ts").Random;
+  } satisfies import("../random.ts").Random;
 }
 
 /** The attestation index's store in memory, with the rules of the SQLite one. */
 export function fakeIndexStore() {
-  type IndexedAttestation = import("./attestation_index.ts").IndexedAttestation;
-  type Row = import("./attestation_index.ts").PagedLog & { revokedBlock: bigint | null; tail: boolean; record?: IndexedAttestation | undefined };
-  type Checkpoint = import("./attestation_index.ts").IndexCheckpoint;
+  type IndexedAttestation = import("../attestation_index.ts").IndexedAttestation;
+  type Row = import("../attestation_index.ts").PagedLog & { revokedBlock: bigint | null; tail: boolean; record?: IndexedAttestation | undefined };
+  type Checkpoint = import("../attestation_index.ts").IndexCheckpoint;
   let rows: Row[] = [];
   let checkpoints: Checkpoint[] = [];
   let poll: { checkedAtMs: number; chainHead: bigint } | undefined;
@@ -500,7 +500,7 @@ export function fakeIndexStore() {
     rows = rows.map((r) => (r.uid === a.uid.toLowerCase() ? { ...r, record: a } : r));
   };
   /** The SQL stores' filter (decisions §24): time from the stored record, revocation as of `toBlock`. */
-  const matches = (r: Row, f: import("./attestation_index.ts").IndexFilter) => {
+  const matches = (r: Row, f: import("../attestation_index.ts").IndexFilter) => {
     const revoked = r.revokedBlock !== null && r.revokedBlock <= f.toBlock;
     const time = r.record?.time;
     return r.blockNumber <= f.toBlock &&
@@ -517,9 +517,9 @@ export function fakeIndexStore() {
     history: (limit: number) => Promise.resolve(checkpoints.slice().reverse().slice(0, limit)),
     append(
       expected: bigint | undefined,
-      events: readonly import("./attestation_index.ts").EasEvent[],
+      events: readonly import("../attestation_index.ts").EasEvent[],
       next: Checkpoint,
-      details: import("./attestation_index.ts").AppendDetails = {},
+      details: import("../attestation_index.ts").AppendDetails = {},
     ) {
       if (checkpoints.at(-1)?.blockNumber !== expected) return Promise.resolve(false);
       const confirmedTo = details.confirmedTo ?? next.blockNumber;
@@ -548,14 +548,14 @@ export function fakeIndexStore() {
       if (to !== undefined) checkpoints.push(to);
       return Promise.resolve();
     },
-    attested(q: import("./attestation_index.ts").AttestedQuery & { fromBlock: bigint }) {
+    attested(q: import("../attestation_index.ts").AttestedQuery & { fromBlock: bigint }) {
       const recipients = q.recipients.map((r) => r.toLowerCase());
       const schemas = q.schemaUids.map((s) => s.toLowerCase());
       return Promise.resolve(rows.filter((r) =>
         r.blockNumber >= q.fromBlock && r.blockNumber <= q.toBlock && recipients.includes(r.recipient) && schemas.includes(r.schemaUid)
       ));
     },
-    query(q: import("./attestation_index.ts").IndexQuery) {
+    query(q: import("../attestation_index.ts").IndexQuery) {
       const after = q.after;
       const matching = rows.filter((r) => matches(r, q)).filter((r) =>
         after === undefined ||
@@ -565,7 +565,7 @@ export function fakeIndexStore() {
       );
       return Promise.resolve((q.order === "newest" ? matching.reverse() : matching).slice(0, q.limit));
     },
-    count: (filter: import("./attestation_index.ts").IndexFilter) => Promise.resolve(rows.filter((r) => matches(r, filter)).length),
+    count: (filter: import("../attestation_index.ts").IndexFilter) => Promise.resolve(rows.filter((r) => matches(r, filter)).length),
     head() {
       const c = checkpoints.at(-1);
       return Promise.resolve(c === undefined ? undefined : { ...c, checkedAtMs: poll?.checkedAtMs ?? null, chainHead: poll?.chainHead ?? null });
@@ -590,7 +590,7 @@ export function fakeIndexStore() {
     counts: () => Promise.resolve({ attestations: rows.length, tail: rows.filter((r) => r.tail).length }),
     lease: () => Promise.resolve(true),
   };
-  return store satisfies import("./attestation_index.ts").IndexStore;
+  return store satisfies import("../attestation_index.ts").IndexStore;
 }
 
 /** The public relay's gas budget in memory, with the stores' rule: a charge that would pass the limit adds nothing. */
@@ -605,7 +605,7 @@ export function fakeGasBudget() {
     used: (windowStartMs: number) => Promise.resolve(windows.get(windowStartMs) ?? 0n),
     usage: (windowStartMs: number, keys: readonly string[]) =>
       Promise.resolve({ total: windows.get(windowStartMs) ?? 0n, byKey: keys.map((key) => shares.get(`${windowStartMs} ${key}`) ?? 0n) }),
-    charge(windowStartMs: number, gas: bigint, limit: bigint, parts: readonly import("./gas_budget.ts").GasShare[] = []) {
+    charge(windowStartMs: number, gas: bigint, limit: bigint, parts: readonly import("../gas_budget.ts").GasShare[] = []) {
       budget.charges++;
       const next = (windows.get(windowStartMs) ?? 0n) + gas;
       if (next > limit) return Promise.resolve(false);
@@ -616,7 +616,7 @@ export function fakeGasBudget() {
       return Promise.resolve(true);
     },
   };
-  return budget satisfies import("./gas_budget.ts").GasBudget;
+  return budget satisfies import("../gas_budget.ts").GasBudget;
 }
 
 /** Token buckets in memory, with the stores' arithmetic (refill to now, then take `count` if there are that many). */
@@ -625,7 +625,7 @@ export function fakeRateCounter() {
   const counter = {
     buckets,
     takes: 0,
-    take(bucket: import("./rate_counter.ts").RateBucket, key: string, { count, nowMs }: { count: number; nowMs: number }) {
+    take(bucket: import("../rate_counter.ts").RateBucket, key: string, { count, nowMs }: { count: number; nowMs: number }) {
       counter.takes++;
       const perMs = Math.max(bucket.perMinute / 60_000, 1e-12);
       const id = `${bucket.scope}|${key}`;
@@ -643,7 +643,7 @@ export function fakeRateCounter() {
       return Promise.resolve(gone);
     },
   };
-  return counter satisfies import("./rate_counter.ts").RateCounter;
+  return counter satisfies import("../rate_counter.ts").RateCounter;
 }
 
 /** MCP session records in memory, with the stores' rules: idle by last use, least recently used pushed out first. */
@@ -679,12 +679,12 @@ export function fakeMcpSessions() {
     count: ({ nowMs, idleMs }: { nowMs: number; idleMs: number }) =>
       Promise.resolve([...sessions.values()].filter((usedAtMs) => usedAtMs > nowMs - idleMs).length),
   };
-  return store satisfies import("./mcp_sessions.ts").McpSessionStore;
+  return store satisfies import("../mcp_sessions.ts").McpSessionStore;
 }
 
 /** Idempotency keys in memory, with the stores' rules (the record's `createdAtMs` is the time it is asked at). */
 export function fakeIdempotencyStore() {
-  type Held = import("./idempotency.ts").IdempotencyRecord;
+  type Held = import("../idempotency.ts").IdempotencyRecord;
   const records = new Map<string, Held>();
   const id = (scope: string, key: string) => `${scope}\n${key}`;
   const store = {
@@ -709,7 +709,7 @@ export function fakeIdempotencyStore() {
       if (held?.state === "running") records.set(id(scope, key), { ...held, submissionId });
       return Promise.resolve();
     },
-    complete(scope: string, key: string, answer: import("./idempotency.ts").StoredAnswer) {
+    complete(scope: string, key: string, answer: import("../idempotency.ts").StoredAnswer) {
       const held = records.get(id(scope, key));
       if (held?.state === "running") records.set(id(scope, key), { ...held, state: "done", answer });
       return Promise.resolve();
@@ -724,13 +724,13 @@ export function fakeIdempotencyStore() {
       return Promise.resolve(gone);
     },
   };
-  return store satisfies import("./idempotency.ts").IdempotencyStore;
+  return store satisfies import("../idempotency.ts").IdempotencyStore;
 }
 
 /** Tracked submissions in memory, with the stores' rules. */
 export function fakeSubmissionRecords() {
-  type Rec = import("./submission_records.ts").SubmissionRecord;
-  type Outcome = import("./submission_records.ts").SubmissionOutcome;
+  type Rec = import("../submission_records.ts").SubmissionRecord;
+  type Outcome = import("../submission_records.ts").SubmissionOutcome;
   const records = new Map<string, Rec>();
   /** Settled, `submission.settled` not yet queued. */
   const untold = new Set<string>();
@@ -742,12 +742,12 @@ export function fakeSubmissionRecords() {
   };
   const store = {
     records,
-    create(r: { id: string; scope: string; ref: string; createdAtMs: number; items?: readonly import("./submission_records.ts").SubmissionItem[] | undefined }) {
+    create(r: { id: string; scope: string; ref: string; createdAtMs: number; items?: readonly import("../submission_records.ts").SubmissionItem[] | undefined }) {
       records.set(r.id, { ...r, items: r.items ?? null, outcome: null, updatedAtMs: r.createdAtMs });
       return Promise.resolve();
     },
     find: (id: string) => Promise.resolve(records.get(id)),
-    list(scope: string, page: { limit: number; after?: import("./submission_records.ts").SubmissionCursor | undefined }) {
+    list(scope: string, page: { limit: number; after?: import("../submission_records.ts").SubmissionCursor | undefined }) {
       const after = page.after;
       const newest = [...records.values()].filter((r) => r.scope === scope)
         .sort((a, b) => b.createdAtMs - a.createdAtMs || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
@@ -777,7 +777,7 @@ export function fakeSubmissionRecords() {
       return Promise.resolve(gone);
     },
   };
-  return store satisfies import("./submission_records.ts").SubmissionRecordStore;
+  return store satisfies import("../submission_records.ts").SubmissionRecordStore;
 }
 
 /** Premium reads in memory, with the stores' rules: a reservation that would pass the limit adds nothing; a release stops at zero. */
@@ -799,23 +799,23 @@ export function fakePremiumReadLedger() {
       return Promise.resolve();
     },
   };
-  return ledger satisfies import("./premium_reads.ts").PremiumReadLedger;
+  return ledger satisfies import("../premium_reads.ts").PremiumReadLedger;
 }
 
 /**
  * A node for the premium proxy: answers `eth_blockNumber` with `head`, other calls through `answer` (default a
  * result naming the method), records every batch it was sent; `down` makes it unreachable.
  */
-export function fakeRawRpc(options: { head?: bigint; answer?: (call: import("./premium_reads.ts").RpcCall) => { result?: unknown; error?: { code: number; message: string } } } = {}) {
+export function fakeRawRpc(options: { head?: bigint; answer?: (call: import("../premium_reads.ts").RpcCall) => { result?: unknown; error?: { code: number; message: string } } } = {}) {
   const rpc = {
     head: options.head ?? 100n,
     down: false,
-    batches: [] as import("./premium_reads.ts").RpcCall[][],
+    batches: [] as import("../premium_reads.ts").RpcCall[][],
     /** Set: the next sends are handed over and their answers lost (a timeout when `timedOut`). */
     lost: undefined as { timedOut: boolean } | undefined,
     /** Set: sends wait on this before answering (a slow node). */
     gate: undefined as Promise<void> | undefined,
-    forward(calls: readonly import("./premium_reads.ts").RpcCall[]): Promise<readonly import("./premium_reads.ts").RpcAnswer[] | undefined> {
+    forward(calls: readonly import("../premium_reads.ts").RpcCall[]): Promise<readonly import("../premium_reads.ts").RpcAnswer[] | undefined> {
       rpc.batches.push([...calls]);
       if (rpc.down) return Promise.resolve(undefined);
       return Promise.resolve(calls.map((c) => ({
@@ -824,7 +824,7 @@ export function fakeRawRpc(options: { head?: bigint; answer?: (call: import("./p
       })));
     },
     /** `forward` (so a test's replacement of it applies), with `down` as not sent and `lost` as lost. */
-    async send(calls: readonly import("./premium_reads.ts").RpcCall[]): Promise<import("./premium_reads.ts").RpcSendOutcome> {
+    async send(calls: readonly import("../premium_reads.ts").RpcCall[]): Promise<import("../premium_reads.ts").RpcSendOutcome> {
       await rpc.gate;
       if (rpc.lost !== undefined) {
         rpc.batches.push([...calls]);
@@ -834,23 +834,23 @@ export function fakeRawRpc(options: { head?: bigint; answer?: (call: import("./p
       return answers === undefined ? { kind: "not_sent" } : { kind: "answered", answers };
     },
   };
-  return rpc satisfies import("./premium_reads.ts").RawRpc;
+  return rpc satisfies import("../premium_reads.ts").RawRpc;
 }
 
 /** An in-memory subject store with the adapters' rules (one default, bootstrap replaced by the first added); counts its writes. */
 export function fakeSubjectStore() {
-  let rows: import("./subjects.ts").Subject[] = [];
+  let rows: import("../subjects.ts").Subject[] = [];
   const of = (accountId: string) =>
     rows.filter((s) => s.accountId === accountId).sort((a, b) => Number(b.isDefault) - Number(a.isDefault) || a.createdAtMs - b.createdAtMs || a.id.localeCompare(b.id));
   const store = {
     writes: 0,
     rows: () => rows,
     list: (accountId: string) => Promise.resolve(of(accountId)),
-    ensureBootstrap(subject: import("./subjects.ts").Subject) {
+    ensureBootstrap(subject: import("../subjects.ts").Subject) {
       if (of(subject.accountId).length === 0) rows.push({ ...subject, isDefault: true }), store.writes++;
       return Promise.resolve();
     },
-    add(subject: import("./subjects.ts").Subject, maxPerAccount: number) {
+    add(subject: import("../subjects.ts").Subject, maxPerAccount: number) {
       const current = of(subject.accountId);
       if (current.some((s) => s.canonicalDid === subject.canonicalDid)) return Promise.resolve("exists" as const);
       if (current.filter((s) => !s.bootstrap).length >= maxPerAccount) return Promise.resolve("limit" as const);
@@ -881,16 +881,16 @@ export function fakeSubjectStore() {
       return Promise.resolve(true);
     },
   };
-  return store satisfies import("./subjects.ts").SubjectStore;
+  return store satisfies import("../subjects.ts").SubjectStore;
 }
 
 /** The ERC-6492 factory calls sent, in memory, with the stores' rule: one record per chain and wallet. */
 export function fakeFactoryCalls() {
-  const rows = new Map<string, import("./factory_calls.ts").FactoryCallRecord>();
+  const rows = new Map<string, import("../factory_calls.ts").FactoryCallRecord>();
   const id = (chainId: number, wallet: string) => `${chainId}:${wallet.toLowerCase()}`;
   const store = {
     rows,
-    begin(attempt: import("./factory_calls.ts").FactoryCallAttempt) {
+    begin(attempt: import("../factory_calls.ts").FactoryCallAttempt) {
       const key = id(attempt.chainId, attempt.wallet);
       if (rows.has(key)) return Promise.resolve(false);
       rows.set(key, {
@@ -915,16 +915,16 @@ export function fakeFactoryCalls() {
     },
     find: (chainId: number, wallet: string) => Promise.resolve(rows.get(id(chainId, wallet))),
   };
-  return store satisfies import("./factory_calls.ts").FactoryCallStore;
+  return store satisfies import("../factory_calls.ts").FactoryCallStore;
 }
 
 /** Signing keys in memory, with the stores' rules: one row per account and key, upserts keep id, creation and type. */
 export function fakeSigningKeyStore() {
-  type SigningKeyRecord = import("./signing_keys.ts").SigningKeyRecord;
+  type SigningKeyRecord = import("../signing_keys.ts").SigningKeyRecord;
   const rows: SigningKeyRecord[] = [];
   const store = {
     rows,
-    upsert(record: SigningKeyRecord, maxPerAccount: number): Promise<import("./signing_keys.ts").SigningKeyUpsert> {
+    upsert(record: SigningKeyRecord, maxPerAccount: number): Promise<import("../signing_keys.ts").SigningKeyUpsert> {
       const i = rows.findIndex((r) => r.accountId === record.accountId && r.keyDid === record.keyDid);
       if (i !== -1) {
         const { displayName, tags, notes, updatedAtMs } = record;
@@ -942,17 +942,17 @@ export function fakeSigningKeyStore() {
         .sort((a, b) => b.createdAtMs - a.createdAtMs || (a.id < b.id ? 1 : -1)));
     },
   };
-  return store satisfies import("./signing_keys.ts").SigningKeyStore;
+  return store satisfies import("../signing_keys.ts").SigningKeyStore;
 }
 
 /** An OAuth store in memory (decisions §19); `writes` counts every change, so a test can show nothing was written. */
 export function fakeOAuthStore() {
-  const clients = new Map<string, import("./oauth.ts").OAuthClient & { registeredBy: string | null; grantedAtMs: number | null }>();
-  const codes = new Map<string, import("./oauth.ts").StoredCode>();
-  const grants = new Map<string, import("./oauth.ts").Grant>();
-  const refresh = new Map<string, import("./oauth.ts").RefreshToken>();
+  const clients = new Map<string, import("../oauth.ts").OAuthClient & { registeredBy: string | null; grantedAtMs: number | null }>();
+  const codes = new Map<string, import("../oauth.ts").StoredCode>();
+  const grants = new Map<string, import("../oauth.ts").Grant>();
+  const refresh = new Map<string, import("../oauth.ts").RefreshToken>();
   const revoked = new Set<string>();
-  const keys: import("./oauth.ts").StoredSigningKey[] = [];
+  const keys: import("../oauth.ts").StoredSigningKey[] = [];
   const store = {
     writes: 0,
     clients,
@@ -1036,7 +1036,7 @@ export function fakeOAuthStore() {
     listAuthorizations(accountId, nowMs, max) {
       const live = [...grants.values()].filter((g) => g.accountId === accountId && g.revokedAtMs === null &&
         (g.createdAtMs > nowMs - 3_600_000 || [...refresh.values()].some((t) => t.grantId === g.id && t.usedAtMs === null && t.expiresAtMs > nowMs)));
-      const byClient = new Map<string, import("./oauth.ts").Grant[]>();
+      const byClient = new Map<string, import("../oauth.ts").Grant[]>();
       for (const g of live) byClient.set(g.clientId, [...(byClient.get(g.clientId) ?? []), g]);
       return Promise.resolve([...byClient].map(([clientId, list]) => ({
         clientId,
@@ -1078,7 +1078,7 @@ export function fakeOAuthStore() {
     },
     dropSigningKeys: () => Promise.resolve(0),
     prune: () => Promise.resolve(0),
-  } satisfies import("./oauth.ts").OAuthStore & { writes: number; clients: unknown; grants: unknown; codes: unknown };
+  } satisfies import("../oauth.ts").OAuthStore & { writes: number; clients: unknown; grants: unknown; codes: unknown };
   return store;
 }
 
@@ -1090,14 +1090,14 @@ export function fakeAccessTokenKeys(clock: Clock) {
   const signed = new Set<string>();
   const keys = {
     signed,
-    sign(claims: import("./oauth.ts").AccessTokenClaims) {
+    sign(claims: import("../oauth.ts").AccessTokenClaims) {
       const token = `fake.${btoa(JSON.stringify(claims)).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_")}`;
       signed.add(token);
       return Promise.resolve(token);
     },
     verify(token: string, expected: { issuer: string; audience: string }) {
       if (!signed.has(token)) return Promise.resolve({ ok: false as const, reason: "invalid" as const });
-      const claims = JSON.parse(atob(token.slice(5).replace(/-/g, "+").replace(/_/g, "/"))) as import("./oauth.ts").AccessTokenClaims;
+      const claims = JSON.parse(atob(token.slice(5).replace(/-/g, "+").replace(/_/g, "/"))) as import("../oauth.ts").AccessTokenClaims;
       if (claims.iss !== expected.issuer || claims.aud !== expected.audience) return Promise.resolve({ ok: false as const, reason: "invalid" as const });
       if (clock.nowMs() >= claims.exp * 1000) return Promise.resolve({ ok: false as const, reason: "expired" as const });
       return Promise.resolve({ ok: true as const, claims });
@@ -1105,7 +1105,7 @@ export function fakeAccessTokenKeys(clock: Clock) {
     jwks: () => Promise.resolve({ keys: [] }),
     rotate: () => Promise.resolve("fake-kid"),
   };
-  return keys satisfies import("./oauth.ts").AccessTokenKeys;
+  return keys satisfies import("../oauth.ts").AccessTokenKeys;
 }
 
 /**
@@ -1113,21 +1113,21 @@ export function fakeAccessTokenKeys(clock: Clock) {
  * deliveries; `owners` maps a subject DID to the accounts that prove it. Claims and records follow the port's rules.
  */
 export function fakeWebhookStore() {
-  type W = import("./webhooks.ts").WebhookEndpoint;
-  type Delivery = { -readonly [K in keyof import("./webhooks.ts").DeliveryRecord]: import("./webhooks.ts").DeliveryRecord[K] } & {
+  type W = import("../webhooks.ts").WebhookEndpoint;
+  type Delivery = { -readonly [K in keyof import("../webhooks.ts").DeliveryRecord]: import("../webhooks.ts").DeliveryRecord[K] } & {
     endpointId: string;
     state: "pending" | "delivered" | "failed";
     leaseHolder: string | null;
     leaseUntilMs: number | null;
   };
   const endpoints = new Map<string, W>();
-  const messages = new Map<string, import("./webhooks.ts").WebhookMessage>();
+  const messages = new Map<string, import("../webhooks.ts").WebhookMessage>();
   const deliveries = new Map<string, Delivery>();
-  const outboxRows: import("./webhooks.ts").OutboxRow[] = [];
+  const outboxRows: import("../webhooks.ts").OutboxRow[] = [];
   const owners = new Map<string, string[]>();
   const ofAccount = (accountId: string) => [...endpoints.values()].filter((e) => e.accountId === accountId);
   const watched = (accountId: string, except: string) => ofAccount(accountId).filter((e) => e.id !== except).reduce((n, e) => n + e.subjects.length, 0);
-  const store: import("./webhooks.ts").WebhookStore = {
+  const store: import("../webhooks.ts").WebhookStore = {
     create(e, limits) {
       if (ofAccount(e.accountId).length >= limits.endpoints || watched(e.accountId, e.id) + e.subjects.length > limits.subjects) return Promise.resolve("limit");
       endpoints.set(e.id, e);
@@ -1238,7 +1238,7 @@ export function fakeWebhookStore() {
         return slot <= perAccount ? [{ d: r.d, slot }] : [];
       });
       fits.sort((a, b) => a.slot - b.slot || age(a.d, b.d));
-      const out: import("./webhooks.ts").ClaimedDelivery[] = [];
+      const out: import("../webhooks.ts").ClaimedDelivery[] = [];
       for (const { d } of fits.slice(0, limit)) {
         d.leaseHolder = holder;
         d.leaseUntilMs = nowMs + leaseMs;
@@ -1302,11 +1302,11 @@ export function fakeWebhookStore() {
 
 /** A webhook transport that records every POST and answers from `answer` (default 200); `check` refuses `refused` hosts. */
 export function fakeWebhookTransport(options: {
-  answer?: (url: string, headers: Readonly<Record<string, string>>, body: string) => import("./webhooks.ts").WebhookPost;
-  refused?: Readonly<Record<string, import("./webhooks.ts").WebhookUrlRefusal>>;
+  answer?: (url: string, headers: Readonly<Record<string, string>>, body: string) => import("../webhooks.ts").WebhookPost;
+  refused?: Readonly<Record<string, import("../webhooks.ts").WebhookUrlRefusal>>;
 } = {}) {
   const posts: { url: string; headers: Readonly<Record<string, string>>; body: string }[] = [];
-  const transport: import("./webhooks.ts").WebhookTransport = {
+  const transport: import("../webhooks.ts").WebhookTransport = {
     check(url) {
       const refusal = options.refused?.[new URL(url).hostname];
       return Promise.resolve(refusal === undefined ? { ok: true } : { ok: false, reason: refusal });
