@@ -1,7 +1,9 @@
 /** A local Anvil chain with the EAS contracts deployed (the devnet), its facilitator and `ats devnet`. */
-import { type Anvil, type AnvilOptions, anvilBinary } from "./_anvil.ts";
+import { type Anvil, type AnvilOptions, anvilBinary, startAnvil } from "./_anvil.ts";
 
 export type { Anvil, AnvilOptions };
+/** One bare Anvil (no contracts): a proof chain for tests (decisions §30). */
+export { startAnvil };
 /** The npm package's Anvil binary for this platform (what `bun run build` embeds). */
 export { anvilBinary };
 export {
