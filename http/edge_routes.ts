@@ -3,11 +3,12 @@
  * identity-resolve under their paths. Elysia's routing, context and hooks cost about three times the route's own
  * work on these routes; here a request of one of their exact paths (as {@link pathOf} reads it, the reading every
  * guard of the app uses) gets the answer the app would give, from the very answer functions the app's routes use,
- * behind the same guards as the app's `onRequest` hook applies to a public path:
+ * behind the same guards as the app's `onRequest` hook applies to a public path (http/conventions.ts, whose
+ * {@link allowOf} and {@link declaresTooLarge} it reads):
  *
  * - `OPTIONS` is 204 with the public CORS headers;
  * - a method the path does not serve (`HEAD` included) is 405 `METHOD_NOT_ALLOWED` with `Allow`;
- * - a declared body over {@link MAX_BODY_BYTES} is 413 before a byte of it is read, and a longer body is cut off
+ * - a declared body over the limit ({@link declaresTooLarge}) is 413 before a byte of it is read, and a longer body is cut off
  *   while it is read ({@link readBodyText}, the routes' own parser); a body that cannot be read is 400
  *   `INVALID_JSON` (Elysia's parse error);
  * - no content type is required (the app requires one on the session routes only).
@@ -17,8 +18,9 @@
  * left to the app. `http/edge_routes_test.ts` sends the same corpus of requests to both and compares the answers,
  * the metrics and the access log.
  */
+import { allowOf, declaresTooLarge } from "./conventions.ts";
 import { errorBody } from "./errors.ts";
-import { MAX_BODY_BYTES, readBodyText, TOO_LARGE_MESSAGE } from "./routes/request.ts";
+import { readBodyText, TOO_LARGE_MESSAGE } from "./routes/request.ts";
 
 /**
  * The answer of one path at the edge. Synchronous unless it must read a body; undefined: the app answers this request
@@ -80,7 +82,7 @@ export function publicEdgeRoutes(
     if (methods === undefined || methods.size !== 1 || !methods.has(route.method)) continue;
     // The app's 405: its body and headers, the same `Allow` (the served method, then OPTIONS).
     const notAllowed = JSON.stringify(errorBody("METHOD_NOT_ALLOWED", "Method not allowed"));
-    const notAllowedInit = { status: 405, headers: new Headers({ ...JSON_TYPE, ...cors, allow: `${route.method}, OPTIONS` }) };
+    const notAllowedInit = { status: 405, headers: new Headers({ ...JSON_TYPE, ...cors, allow: allowOf([route.method]) }) };
     const refuse = () => new Response(notAllowed, notAllowedInit);
     if ("kept" in route) {
       const kept = route.kept;
@@ -101,7 +103,7 @@ export function publicEdgeRoutes(
         const method = request.method;
         if (method === "OPTIONS") return new Response(null, preflight);
         if (method !== "POST") return refuse();
-        if (Number(request.headers.get("content-length") ?? 0) > MAX_BODY_BYTES) return new Response(tooLarge, tooLargeInit);
+        if (declaresTooLarge(request)) return new Response(tooLarge, tooLargeInit);
         return readBodyText({ request }).then(answer, unreadable);
       });
     }

@@ -3,7 +3,8 @@ import { currentRequestContext, type RequestContext, requestIdFrom, withRequestC
 import { type EdgeRoute, type EdgeRoutes, edgeRoutesOf } from "./edge_routes.ts";
 import type { Logger } from "../ports/logger.ts";
 import type { Metrics } from "../ports/metrics.ts";
-import { ELAPSED_PATHS, isPrivatePath, pathOf, PUBLIC_CORS_HEADERS } from "./app.ts";
+import { ELAPSED_PATHS } from "./conventions.ts";
+import { isPrivatePath, pathOf, PUBLIC_CORS_HEADERS } from "./cors.ts";
 import { elapsedSince, errorBody, json, statusOf } from "./errors.ts";
 import { DELEGATED_ATTEST_PATHS, NONCE_PATHS } from "./routes/delegation/mod.ts";
 import { MAX_BODY_BYTES } from "./routes/request.ts";

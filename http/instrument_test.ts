@@ -3,7 +3,7 @@ import { Elysia } from "elysia";
 import { createJsonLogger, silentLogger } from "../adapters/observability/mod.ts";
 import { createPrometheusMetrics } from "../adapters/observability/mod.ts";
 import { clientKeyOf } from "../domain/sessions/mod.ts";
-import { pathOf } from "./app.ts";
+import { pathOf } from "./cors.ts";
 import { clientAddressOf, createDeadlines, instrumentedHandler, requestClientAddress, requestLogContext, routable } from "./instrument.ts";
 import { requestIdFrom } from "./request_context.ts";
 

@@ -3,6 +3,8 @@ import { type RouteDoc } from "../models.ts";
 import { CACHE } from "../http_cache.ts";
 import { err } from "../route_responses.ts";
 
+export { didDocumentRoutes } from "../../x402/elysia.ts";
+
 /** The service's did:web document (decisions §18): route declarations, gathered by http/route_docs.ts. */
 export const DID_DOCUMENT_DOCS: readonly RouteDoc[] = [
   {

@@ -60,3 +60,9 @@ export const HEALTH_DOCS: readonly RouteDoc[] = [
     responses: { 200: { description: "Ready", schema: ReadyModel }, 503: { description: "Not ready", schema: ReadyModel } },
   },
 ];
+
+/** `GET /metrics` in the Prometheus text format. */
+export function metricsRoute(text: () => Promise<string>) {
+  return new Elysia({ name: "metrics-route" }).get("/metrics", async () =>
+    new Response(await text(), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } }));
+}
