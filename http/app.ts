@@ -27,6 +27,7 @@ import { type McpEndpoint, mcpRoutes } from "./routes/mcp/mod.ts";
 import type { VerifySubjectOwnership } from "../domain/accounts/mod.ts";
 import type { CountAttestations, GetAttestation, ListAttestations } from "../domain/index/mod.ts";
 import { sessionRoutes, type SessionRoutesDeps } from "./routes/session.ts";
+import { witnessRoutes } from "./routes/witness.ts";
 import { submissionRoutes, type SubmissionRoutesDeps } from "./routes/submissions.ts";
 import type { ArtifactTrust } from "../domain/artifact_trust/mod.ts";
 import { type AnswerCache, createIdentityResolve, IDENTITY_RESOLVE_PATHS, identityRoutes } from "./routes/identity.ts";
@@ -208,6 +209,7 @@ function mountPrivate(app: Elysia, deps: AppDeps): Elysia {
   const log = deps.log;
   return app
     .use(optional(deps.session, (session) => sessionRoutes({ ...session, log })))
+    .use(optional(deps.session, (session) => witnessRoutes({ ...session, log })))
     .use(optional(deps.accounts, accountRoutes))
     .use(optional(deps.premiumRpc, (premiumRpc) => premiumRpcRoutes({ ...premiumRpc, log })))
     .use(optional(deps.subjectOwnership, (verify) => subjectOwnershipRoutes({ verify, log })))

@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import { type ControllerWitness, parseWitnessBody } from "../../domain/witness/mod.ts";
+import type { ControllerWitness } from "../../domain/witness/mod.ts";
 import { type PlanPolicy, quotaYear } from "../../domain/accounts/mod.ts";
 import type { Sessions } from "../../domain/sessions/mod.ts";
 import type { Account, Session, SponsoredWriteLedger } from "../../ports/accounts.ts";
@@ -13,10 +13,7 @@ import { compileRequestCheck, readBodyText, requestDetail } from "./request.ts";
 import { bootstrapSubject, DEFAULT_CLIENT_ID, sessionId, walletDid } from "../../domain/accounts/mod.ts";
 import type { ClientAddressOf } from "../../ports/request_context.ts";
 import { authenticateRequest, type BearerAccess, type Caller } from "../credentials.ts";
-import { PAID_ALIASES } from "../x402_gate.ts";
 import type { Idempotency } from "../../domain/idempotency/mod.ts";
-import { clientKeyOf } from "../../domain/sessions/mod.ts";
-import { idempotent } from "../idempotency.ts";
 
 /** The session cookie's name. */
 export const SESSION_COOKIE = "ats_session";
@@ -75,17 +72,29 @@ export function readCookie(header: string | null, name: string): string | undefi
 
 const challengeBody = compileRequestCheck(REQUEST_MODELS.walletChallenge.body);
 const verifyBody = compileRequestCheck(REQUEST_MODELS.walletVerify.body);
-const witnessBody = compileRequestCheck(REQUEST_MODELS.controllerWitness.body, {
-  // The model refuses only what the domain's body reader refuses, so the reader words the refusal.
-  explain: (body) => {
-    const parsed = parseWitnessBody(body);
-    return parsed.ok ? undefined : parsed.message;
-  },
-});
+/** A refusal of the session or witness routes; `unavailable`: the service's own wallet cannot pay, 503 rather than 500 (decisions §15). */
+export function sessionFailure(
+  result: { code: string; message: string; details?: string | undefined; unavailable?: true },
+  headers: Record<string, string> = {},
+): Response {
+  return json(
+    errorBody(result.code, result.message, result.details),
+    result.unavailable ? 503 : SESSION_STATUS[result.code] ?? statusOf(result.code),
+    headers,
+  );
+}
+
+/** The JSON body checked against the operation's model, or the 4xx answer (decisions §2). */
+export function readCheckedBody<T>(body: unknown, check: { readJson: (body: unknown) => { ok: true; value: T } | { ok: false; code: string; message: string } }) {
+  const parsed = check.readJson(body);
+  if (parsed.ok) return parsed;
+  const response = json(errorBody(parsed.code, parsed.message), statusOf(parsed.code));
+  return { ok: false as const, response, invalid: parsed.code === "INVALID_INPUT" };
+}
 
 /**
- * Sign-in with Ethereum (challenge, verify, me, logout) and the controller witness, under the
- * gateway (`/v1/session/...`, `/v1/controller-witness`) and backend (`/api/private/...`) paths.
+ * Sign-in with Ethereum (challenge, verify, me, logout), under the gateway (`/v1/session/...`) and backend
+ * (`/api/private/session/...`) paths; the controller witness is http/routes/witness.ts.
  * CORS and the CSRF guard of these paths live in the app (origin allowlist, JSON bodies only).
  */
 export function sessionRoutes(deps: SessionRoutesDeps) {
@@ -98,24 +107,6 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
       `Expires=${expires}`,
       ...(maxAge === undefined ? [] : [`Max-Age=${maxAge}`]),
     ].join("; ");
-
-  // `unavailable`: the service's own wallet cannot pay, 503 rather than 500 (decisions §15).
-  const failure = (
-    result: { code: string; message: string; details?: string | undefined; unavailable?: true },
-    headers: Record<string, string> = {},
-  ) =>
-    json(
-      errorBody(result.code, result.message, result.details),
-      result.unavailable ? 503 : SESSION_STATUS[result.code] ?? statusOf(result.code),
-      headers,
-    );
-  /** The JSON body checked against the operation's model, or the 4xx answer (decisions §2). */
-  const readBody = (body: unknown, check: typeof challengeBody | typeof verifyBody | typeof witnessBody) => {
-    const parsed = check.readJson(body);
-    if (parsed.ok) return parsed;
-    const response = json(errorBody(parsed.code, parsed.message), statusOf(parsed.code));
-    return { ok: false as const, response, invalid: parsed.code === "INVALID_INPUT" };
-  };
 
   const quotaOf = async (accountId: string, plan: keyof PlanPolicy) => {
     const year = quotaYear(deps.clock.nowMs());
@@ -132,11 +123,11 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
   };
 
   const challenge = async ({ body, request }: { body: unknown; request: Request }) => {
-    const parsed = readBody(body, challengeBody);
+    const parsed = readCheckedBody(body, challengeBody);
     if (!parsed.ok) return parsed.response;
     const result = await deps.sessions.challenge(parsed.value, { clientAddress: deps.clientAddress?.(request) });
     if (result.ok) return json(result.value);
-    return failure(result, result.retryAfterSeconds === undefined ? {} : { "retry-after": String(result.retryAfterSeconds) });
+    return sessionFailure(result, result.retryAfterSeconds === undefined ? {} : { "retry-after": String(result.retryAfterSeconds) });
   };
 
   const chainId = deps.chainId ?? 31337;
@@ -160,10 +151,10 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
 
   /** verify and register: the same exchange; register refuses a wallet that already has an account (409). */
   const signIn = (register: boolean) => async ({ body }: { body: unknown }) => {
-    const parsed = readBody(body, verifyBody);
+    const parsed = readCheckedBody(body, verifyBody);
     if (!parsed.ok) return parsed.response;
     const result = await deps.sessions.verify(parsed.value, { register });
-    if (!result.ok) return failure(result);
+    if (!result.ok) return sessionFailure(result);
     const { token, expiresAtMs, account, created, session } = result.value;
     const expiresAt = new Date(expiresAtMs).toISOString();
     deps.log.info("signed_in", { accountId: account.id, created });
@@ -216,75 +207,6 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
     });
   };
 
-  const witness = async ({ body, request }: { body: unknown; request: Request }) => {
-    const parsed = readBody(body, witnessBody);
-    if (!parsed.ok) {
-      // Counted as the use case counts a refused body.
-      if (parsed.invalid) deps.metrics?.increment("ats_sponsored_writes_total", { outcome: "invalid_input" });
-      return parsed.response;
-    }
-    const auth = await authenticateRequest(request, deps, "witness:write");
-    if (auth.ok) {
-      const account = auth.caller.account;
-      return await idempotent(deps.idempotency, request, { scope: `account:${account.id}`, body }, () =>
-        witnessAnswer(parsed.value, { ok: true, value: account }, undefined));
-    }
-    // No credential: an agent may pay for this one witness with x402 instead (decisions §13); without a payment
-    // the contract's 401, naming both ways in (decisions §13 amended).
-    const gate = deps.payments;
-    if (auth.carried) {
-      deps.metrics?.increment("ats_sponsored_writes_total", { outcome: "refused_token" });
-      return auth.response();
-    }
-    if (gate?.offers("witness") && request.headers.has("payment-signature")) {
-      return await idempotent(deps.idempotency, request, paidWrite(request, body), () => paidWitness(request, parsed.value));
-    }
-    // The use case answers (its checks before the session's first, decisions §8), and its 401 names the ways in.
-    const answer = await witnessAnswer(parsed.value, { ok: false, code: "UNAUTHENTICATED", message: auth.message }, undefined);
-    if (answer.status !== 401) return answer;
-    const terms = gate?.offers("witness") ? await gate.terms(request, "witness") : {};
-    for (const [name, value] of Object.entries({ ...auth.challenge, ...terms })) answer.headers.set(name, value);
-    return answer;
-  };
-
-  /** One witness paid with x402, the payer standing in for an account (decisions §13). */
-  const paidWitness = (request: Request, body: unknown) =>
-    deps.payments!.handle(request, "witness", async ({ payer }) => {
-      const response = await witnessAnswer(body, { ok: false, code: "UNAUTHENTICATED", message: "Unauthenticated" }, payer);
-      const answer = response.status === 200 ? await response.clone().json() as { txHash?: string } : undefined;
-      const code = response.status === 200 ? undefined : (await response.clone().json() as { code?: string }).code;
-      return { response, ref: answer?.txHash, unknown: code === "OUTCOME_UNKNOWN" };
-    });
-
-  /** `POST /v1/paid/controller-witness`: x402 only, 402 until paid (decisions §13 amended). */
-  const paidAlias = async ({ body, request }: { body: unknown; request: Request }) => {
-    const parsed = readBody(body, witnessBody);
-    if (!parsed.ok) return parsed.response;
-    if (!deps.payments?.offers("witness")) return json(errorBody("NOT_FOUND", "Paying with x402 is not offered here"), 404);
-    return await idempotent(deps.idempotency, request, paidWrite(request, body), () => paidWitness(request, parsed.value));
-  };
-
-  /** An x402 payer has no account: its keys are its client address's (decisions §23). */
-  const paidWrite = (request: Request, body: unknown) => ({ scope: `client:${clientKeyOf(deps.clientAddress?.(request))}`, body });
-
-  const witnessAnswer = async (body: unknown, session: Parameters<ControllerWitness>[1], paidBy: string | undefined) => {
-    try {
-      const { result, deprecation } = await deps.witness(body, session, { paidBy });
-      const headers: Record<string, string> = deprecation === undefined ? {} : { deprecation };
-      deps.metrics?.increment("ats_sponsored_writes_total", { outcome: result.ok ? "committed" : result.code.toLowerCase() });
-      if (result.ok) {
-        deps.log.info("controller_witness", { uid: result.value.uid, txHash: result.value.txHash, method: result.value.method });
-        return json(result.value, 200, headers);
-      }
-      if (result.retryAfterSeconds !== undefined) headers["retry-after"] = String(result.retryAfterSeconds);
-      if (statusOf(result.code) >= 500) deps.log.warn("controller_witness_failed", { code: result.code, reason: result.message });
-      return failure(result, headers);
-    } catch (error) {
-      deps.log.error("controller_witness_error", { error: error instanceof Error ? error.message : String(error) });
-      return json(errorBody("SERVER_ERROR", "Witness submission failed"), 500);
-    }
-  };
-
   const app = new Elysia({ name: "session-routes" });
   for (const prefix of ["/v1/session", "/api/private/session"]) {
     app
@@ -294,9 +216,5 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
       .get(`${prefix}/me`, me)
       .post(`${prefix}/logout`, logout, { parse: readBodyText });
   }
-  const witnessDetail = requestDetail(REQUEST_MODELS.controllerWitness);
-  return app
-    .post("/v1/controller-witness", witness, { parse: readBodyText, detail: witnessDetail })
-    .post("/api/private/controller-witness", witness, { parse: readBodyText, detail: witnessDetail })
-    .post(PAID_ALIASES.witness, paidAlias, { parse: readBodyText, detail: witnessDetail });
+  return app;
 }
