@@ -15,25 +15,23 @@
  * `insufficient_scope` for a token without the scope) before the server sees it, which is where the MCP authorization
  * flow starts; the session stays as it was and the client sends the same call again with its token.
  */
-import type { TSchema } from "@sinclair/typebox";
 import { Elysia } from "elysia";
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
-import { CallToolRequestSchema, type CallToolResult, ErrorCode, isInitializeRequest, ListToolsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
-import { bearerChallenge, type Scope } from "../../../domain/oauth/mod.ts";
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { RateLimit } from "../../../domain/rate_limit.ts";
 import type { Clock } from "../../../ports/clock.ts";
 import type { McpSessionStore } from "../../../ports/mcp_sessions.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import type { Metrics } from "../../../ports/metrics.ts";
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
-import { type BearerAccess, bearerTokenOf, carriesBearer } from "../../credentials.ts";
+import type { BearerAccess } from "../../credentials.ts";
 import { errorBody, json } from "../../errors.ts";
-import { ErrorModel } from "../../models.ts";
 import { BODY_TOO_LARGE, jsonShapeRefusal, readBodyText, TOO_LARGE_MESSAGE } from "../request.ts";
-import { summarize, summarizeError } from "./_summaries.ts";
-import { createTools, type McpToolDeps, type ToolCaller, type ToolOutcome } from "./_tools.ts";
+import type { McpToolDeps } from "./_tools.ts";
+import { authorizeMcp } from "./_authorize.ts";
+import { createToolServer } from "./_server.ts";
+
+export { MCP_SCOPES } from "./_authorize.ts";
 
 /** The endpoint's path. */
 export const MCP_PATH = "/mcp";
@@ -44,9 +42,6 @@ export const MCP_PATH = "/mcp";
  * version has no batches at all, and the SDK's clients send one message per POST.
  */
 export const MCP_MAX_BATCH = 10;
-
-/** The scopes the MCP tools may need, asked together so that one consent covers both account tools. */
-export const MCP_SCOPES: readonly Scope[] = ["witness:write", "account:read"];
 
 /**
  * CORS of `/mcp`: any origin, never with credentials (no cookie is read here), and the headers a browser MCP client
@@ -114,104 +109,22 @@ class SessionBody {
   constructor(readonly body: unknown, readonly liveSession: string | null) {}
 }
 
-/**
- * A tool's output schema: its route's answer or the route's error body (a tool error carries it too, and the SDK's
- * client checks any structured content it gets), as MCP wants it at the root (`type: "object"`), without TypeBox's
- * symbols.
- */
-function outputSchemaOf(answer: TSchema): { type: "object" } {
-  return JSON.parse(JSON.stringify({ type: "object", anyOf: [answer, ErrorModel] })) as { type: "object" };
-}
-
 /** A JSON-RPC error answer of the transport layer, worded and shaped as the SDK's transport words its own. */
 function rpcError(status: number, code: number, message: string): Response {
   return json({ jsonrpc: "2.0", error: { code, message }, id: null }, status);
 }
 
-/** A tool's error: the route's `{error, code}` as structured content, and a sentence. */
-function toolError(outcome: Extract<ToolOutcome, { ok: false }>): CallToolResult {
-  const body = errorBody(outcome.code, outcome.message, outcome.details);
-  return { isError: true, content: [{ type: "text", text: summarizeError(outcome.code, outcome.message, outcome.details) }], structuredContent: body };
-}
-
 /** Builds the endpoint. */
 export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
   const resource = deps.bearer === undefined ? undefined : `${deps.bearer.resource}${MCP_PATH}`;
-  const tools = createTools(deps.tools, { withAccountTools: deps.bearer !== undefined });
-  const byName = new Map(tools.map((tool) => [tool.name, tool]));
-  const published = tools.map((tool) => ({
-    name: tool.name,
-    title: tool.title,
-    description: tool.description,
-    // TypeBox schemas are JSON Schema; the round trip drops TypeBox's symbol keys.
-    inputSchema: JSON.parse(JSON.stringify(tool.inputSchema)) as { type: "object" },
-    outputSchema: outputSchemaOf(tool.outputSchema),
-    annotations: { title: tool.title, readOnlyHint: tool.readOnly, destructiveHint: false, idempotentHint: tool.readOnly, openWorldHint: true },
-  }));
-  let inFlight = 0;
+  const { byName, serve } = createToolServer(deps);
+  const authorize = (request: Request, messages: readonly unknown[]) => authorizeMcp(request, messages, { bearer: deps.bearer, clientAddress: deps.clientAddress, resource, byName });
   const idleMs = deps.sessionIdleSeconds * 1000;
   const ended = (reason: SessionEnd, count = 1) => {
     if (count > 0) deps.metrics?.increment("ats_mcp_sessions_closed_total", { reason }, count);
   };
   /** Marks a session used now; false when it is not live (unknown, closed, idle or pushed out). */
   const touch = (id: string) => deps.sessions.touch(id, { nowMs: deps.clock.nowMs(), idleMs });
-
-  const callTool = async (name: string, args: unknown, caller: ToolCaller): Promise<CallToolResult> => {
-    const tool = byName.get(name);
-    if (tool === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
-    let outcome: ToolOutcome;
-    if (inFlight >= deps.maxInFlight) {
-      outcome = { ok: false, code: "RATE_LIMITED", message: "Too many tool calls in progress; try again later" };
-    } else {
-      inFlight++;
-      try {
-        outcome = await tool.run(args, caller);
-      } catch (error) {
-        deps.log.error("mcp_tool_error", { tool: name, error: error instanceof Error ? error.message : String(error) });
-        outcome = { ok: false, code: "INTERNAL_ERROR", message: "Internal error" };
-      } finally {
-        inFlight--;
-      }
-    }
-    deps.metrics?.increment("ats_mcp_tool_calls_total", { tool: name, outcome: outcome.ok ? "ok" : outcome.code.toLowerCase() });
-    if (!outcome.ok) return toolError(outcome);
-    // The summary for a model to read, then the JSON as text for clients that do not read structured content.
-    return {
-      content: [{ type: "text", text: summarize(name, outcome.value) }, { type: "text", text: JSON.stringify(outcome.value) }],
-      structuredContent: outcome.value,
-    };
-  };
-
-  const instructions = "Trust checks on the Ethereum Attestation Service: artifacts (check_artifact_trust), who controls a service's domain (check_domain_controllers), signing keys (key_status), attestations by subject, attester, recipient or schema (list_attestations), display labels (resolve_identities) and the trust anchors (get_trust_anchors). Every answer is the JSON of the service's HTTP route plus a summary." +
-    (deps.bearer === undefined ? "" : " request_controller_witness and get_account_usage act for an account and need an OAuth access token for this endpoint.");
-  const newServer = () => {
-    const server = new Server(
-      { name: "ats", title: "Attestation Trust Services", version: "1.0.0" },
-      {
-        capabilities: { tools: { listChanged: false } },
-        instructions,
-      },
-    );
-    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: published }));
-    server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-      callTool(request.params.name, request.params.arguments ?? {}, (extra.authInfo?.extra?.caller ?? {}) as ToolCaller));
-    return server;
-  };
-
-  /**
-   * Answers one request with a server and a stateless transport of its own (the SDK's way to serve a session from any
-   * process): nothing outlives the answer.
-   */
-  const serve = async (request: Request, message: unknown, authInfo: AuthInfo): Promise<Response> => {
-    const server = newServer();
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    await server.connect(transport);
-    try {
-      return await transport.handleRequest(request, { parsedBody: message, authInfo });
-    } finally {
-      await server.close().catch(() => {});
-    }
-  };
 
   /** The answer, naming its session as the transport names it in session mode. */
   const inSession = (response: Response, id: string): Response => {
@@ -229,51 +142,6 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     ended("idle", dropped.idle);
     ended("full", dropped.full);
     return inSession(response, id);
-  };
-
-  /** The caller of a request, or the 401/403 that starts the MCP authorization flow for a tool that needs a token. */
-  const authorize = async (request: Request, messages: readonly unknown[]): Promise<{ ok: true; caller: ToolCaller; scopes: Scope[] } | { ok: false; response: Response }> => {
-    const caller: ToolCaller = { clientAddress: deps.clientAddress?.(request) };
-    const needed = new Set<Scope>();
-    for (const m of messages) {
-      const call = m as { method?: unknown; params?: { name?: unknown } } | null;
-      if (call?.method !== "tools/call" || typeof call.params?.name !== "string") continue;
-      const scope = byName.get(call.params.name)?.scope;
-      if (scope !== undefined) needed.add(scope);
-    }
-    if (deps.bearer === undefined || resource === undefined) return { ok: true, caller, scopes: [] };
-    const wanted = MCP_SCOPES.join(" ");
-    const refuse = (status: 401 | 403, code: string, message: string, error?: "invalid_token" | "insufficient_scope") => {
-      const challenge = error === undefined ? `${bearerChallenge(resource)}, scope="${wanted}"` : bearerChallenge(resource, { code: error, scope: wanted });
-      return { ok: false as const, response: json(errorBody(code, message), status, { "www-authenticate": challenge }) };
-    };
-    const token = bearerTokenOf(request);
-    if (needed.size === 0) {
-      // No tool here needs a token, but one that is sent is checked (MCP authorization: an invalid or expired token
-      // is 401, initialize included), so a client learns at once that it must refresh or authorise again. Its scopes
-      // do not matter here: a token refused only for its scope is valid.
-      if (!carriesBearer(request)) return { ok: true, caller, scopes: [] };
-      if (token === undefined) return refuse(401, "UNAUTHENTICATED", "The access token is malformed", "invalid_token");
-      const checked = await deps.bearer.authenticate(token, { scope: "account:read", audience: resource });
-      if (!checked.ok && checked.code === "invalid_token") return refuse(401, "UNAUTHENTICATED", checked.message, "invalid_token");
-      return { ok: true, caller, scopes: [] };
-    }
-    if (token === undefined) {
-      return carriesBearer(request)
-        ? refuse(401, "UNAUTHENTICATED", "The access token is malformed", "invalid_token")
-        : refuse(401, "UNAUTHENTICATED", "This tool needs an OAuth access token for this endpoint");
-    }
-    let account: ToolCaller["account"];
-    for (const scope of needed) {
-      const checked = await deps.bearer.authenticate(token, { scope, audience: resource });
-      if (!checked.ok) {
-        return checked.code === "insufficient_scope"
-          ? refuse(403, "insufficient_scope", checked.message, "insufficient_scope")
-          : refuse(401, "UNAUTHENTICATED", checked.message, "invalid_token");
-      }
-      account = checked.value.account;
-    }
-    return { ok: true, caller: { ...caller, account }, scopes: [...needed] };
   };
 
   const handle = async (request: Request, received: unknown): Promise<Response> => {

@@ -1,0 +1,118 @@
+/** The MCP server of one request: the SDK's `Server` publishing the tools, and the bound on tool calls in progress. */
+import type { TSchema } from "@sinclair/typebox";
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
+import { CallToolRequestSchema, type CallToolResult, ErrorCode, ListToolsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import type { Logger } from "../../../ports/logger.ts";
+import type { Metrics } from "../../../ports/metrics.ts";
+import type { BearerAccess } from "../../credentials.ts";
+import { errorBody } from "../../errors.ts";
+import { ErrorModel } from "../../models.ts";
+import { summarize, summarizeError } from "./_summaries.ts";
+import { createTools, type McpToolDeps, type ToolDefinition, type ToolCaller, type ToolOutcome } from "./_tools.ts";
+
+/** What the tool server needs. */
+export type ToolServerDeps = {
+  readonly tools: McpToolDeps;
+  readonly maxInFlight: number;
+  readonly bearer?: BearerAccess | undefined;
+  readonly metrics?: Metrics | undefined;
+  readonly log: Logger;
+};
+
+/** The tools by name, and the answer of one request by a server and transport of its own. */
+export type ToolServer = {
+  readonly byName: ReadonlyMap<string, ToolDefinition>;
+  readonly serve: (request: Request, message: unknown, authInfo: AuthInfo) => Promise<Response>;
+};
+
+/**
+ * A tool's output schema: its route's answer or the route's error body (a tool error carries it too, and the SDK's
+ * client checks any structured content it gets), as MCP wants it at the root (`type: "object"`), without TypeBox's
+ * symbols.
+ */
+function outputSchemaOf(answer: TSchema): { type: "object" } {
+  return JSON.parse(JSON.stringify({ type: "object", anyOf: [answer, ErrorModel] })) as { type: "object" };
+}
+
+/** A tool's error: the route's `{error, code}` as structured content, and a sentence. */
+function toolError(outcome: Extract<ToolOutcome, { ok: false }>): CallToolResult {
+  const body = errorBody(outcome.code, outcome.message, outcome.details);
+  return { isError: true, content: [{ type: "text", text: summarizeError(outcome.code, outcome.message, outcome.details) }], structuredContent: body };
+}
+
+/** Builds the tool server. */
+export function createToolServer(deps: ToolServerDeps): ToolServer {
+  const tools = createTools(deps.tools, { withAccountTools: deps.bearer !== undefined });
+  const byName = new Map(tools.map((tool) => [tool.name, tool]));
+  const published = tools.map((tool) => ({
+    name: tool.name,
+    title: tool.title,
+    description: tool.description,
+    // TypeBox schemas are JSON Schema; the round trip drops TypeBox's symbol keys.
+    inputSchema: JSON.parse(JSON.stringify(tool.inputSchema)) as { type: "object" },
+    outputSchema: outputSchemaOf(tool.outputSchema),
+    annotations: { title: tool.title, readOnlyHint: tool.readOnly, destructiveHint: false, idempotentHint: tool.readOnly, openWorldHint: true },
+  }));
+  let inFlight = 0;
+
+  const callTool = async (name: string, args: unknown, caller: ToolCaller): Promise<CallToolResult> => {
+    const tool = byName.get(name);
+    if (tool === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    let outcome: ToolOutcome;
+    if (inFlight >= deps.maxInFlight) {
+      outcome = { ok: false, code: "RATE_LIMITED", message: "Too many tool calls in progress; try again later" };
+    } else {
+      inFlight++;
+      try {
+        outcome = await tool.run(args, caller);
+      } catch (error) {
+        deps.log.error("mcp_tool_error", { tool: name, error: error instanceof Error ? error.message : String(error) });
+        outcome = { ok: false, code: "INTERNAL_ERROR", message: "Internal error" };
+      } finally {
+        inFlight--;
+      }
+    }
+    deps.metrics?.increment("ats_mcp_tool_calls_total", { tool: name, outcome: outcome.ok ? "ok" : outcome.code.toLowerCase() });
+    if (!outcome.ok) return toolError(outcome);
+    // The summary for a model to read, then the JSON as text for clients that do not read structured content.
+    return {
+      content: [{ type: "text", text: summarize(name, outcome.value) }, { type: "text", text: JSON.stringify(outcome.value) }],
+      structuredContent: outcome.value,
+    };
+  };
+
+  const instructions = "Trust checks on the Ethereum Attestation Service: artifacts (check_artifact_trust), who controls a service's domain (check_domain_controllers), signing keys (key_status), attestations by subject, attester, recipient or schema (list_attestations), display labels (resolve_identities) and the trust anchors (get_trust_anchors). Every answer is the JSON of the service's HTTP route plus a summary." +
+    (deps.bearer === undefined ? "" : " request_controller_witness and get_account_usage act for an account and need an OAuth access token for this endpoint.");
+  const newServer = () => {
+    const server = new Server(
+      { name: "ats", title: "Attestation Trust Services", version: "1.0.0" },
+      {
+        capabilities: { tools: { listChanged: false } },
+        instructions,
+      },
+    );
+    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: published }));
+    server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
+      callTool(request.params.name, request.params.arguments ?? {}, (extra.authInfo?.extra?.caller ?? {}) as ToolCaller));
+    return server;
+  };
+
+  /**
+   * Answers one request with a server and a stateless transport of its own (the SDK's way to serve a session from any
+   * process): nothing outlives the answer.
+   */
+  const serve = async (request: Request, message: unknown, authInfo: AuthInfo): Promise<Response> => {
+    const server = newServer();
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    await server.connect(transport);
+    try {
+      return await transport.handleRequest(request, { parsedBody: message, authInfo });
+    } finally {
+      await server.close().catch(() => {});
+    }
+  };
+
+  return { byName, serve };
+}
