@@ -166,18 +166,19 @@ const failed = (result: { code: string; message: string; details?: string | unde
 /** A use case's success as a JSON object (bigints written as the routes write them). */
 const answered = (value: unknown): ToolOutcome => ({ ok: true, value: JSON.parse(stringify(value)) as Record<string, unknown> });
 
-/** The tools, in the order `tools/list` shows them; `withAccountTools` false leaves out the two that need a token. */
-export function createTools(deps: McpToolDeps, options: { readonly withAccountTools: boolean }): readonly ToolDefinition[] {
-  const artifactArgs = checked(ArtifactInput, "INVALID_DID", () => "artifactDid is required (one did:artifact string)");
-  const controllerArgs = checked(ControllersInput, "INVALID_INPUT");
-  const identityArgs = checked(IdentitiesInput, "INVALID_INPUT", identifierListRefusal);
-  const noArgs = checked(NoInput, "INVALID_INPUT");
-  const listArgs = checked(ListInput, "INVALID_INPUT");
-  const keyArgs = checked(KeyStatusInput, "INVALID_INPUT");
-  const authorizationArgs = checked(ControllerAuthorizationInput, "INVALID_INPUT");
-  const witnessArgs = checked(WitnessInput, "INVALID_INPUT");
+// The tools' argument checks, compiled once.
+const artifactArgs = checked(ArtifactInput, "INVALID_DID", () => "artifactDid is required (one did:artifact string)");
+const controllerArgs = checked(ControllersInput, "INVALID_INPUT");
+const identityArgs = checked(IdentitiesInput, "INVALID_INPUT", identifierListRefusal);
+const noArgs = checked(NoInput, "INVALID_INPUT");
+const listArgs = checked(ListInput, "INVALID_INPUT");
+const keyArgs = checked(KeyStatusInput, "INVALID_INPUT");
+const authorizationArgs = checked(ControllerAuthorizationInput, "INVALID_INPUT");
+const witnessArgs = checked(WitnessInput, "INVALID_INPUT");
 
-  const tools: ToolDefinition[] = [
+/** The six public read tools, in the order `tools/list` shows them. */
+function readTools(deps: McpToolDeps): ToolDefinition[] {
+  return [
     {
       name: "check_artifact_trust",
       title: "Check an artifact's trust",
@@ -266,28 +267,32 @@ export function createTools(deps: McpToolDeps, options: { readonly withAccountTo
       },
     },
   ];
-  const authorize = deps.controllerAuthorization;
-  if (authorize !== undefined) {
-    tools.push({
-      name: "controller_authorization",
-      title: "Check a controller's authorization for a subject",
-      description: "Ask whether a durable controller (a did:pkh wallet or a did:jwk key) is authorized to act for a subject for given key purposes at a time, as the reference SDK's getControllerAuthorization answers it: controller witnesses of approved issuers, the newest key binding's purposes (matched, mismatch, unknown) and revocation (until), and live evidence (DNS TXT controller= or jkt=, did.json, the domain's JWK Set, contract ownership). Same answer as GET /v1/controller-authorization; shares key status's rate per client.",
-      inputSchema: ControllerAuthorizationInput,
-      outputSchema: ControllerAuthorizationModel,
-      readOnly: true,
-      async run(args, caller) {
-        const input = authorizationArgs(args);
-        if (!input.ok) return input;
-        const turn = deps.keyStatusRate.take(caller.clientAddress ?? "unknown");
-        if (!turn.allowed) return { ok: false, code: "RATE_LIMITED", message: `Too many controller-authorization lookups; try again in ${turn.retryAfterSeconds} s` };
-        const { subjectDid, controllerDid, purpose, at } = input.value;
-        const result = await authorize({ subjectDid, controllerDid, purpose: purpose?.join(","), at: at === undefined ? undefined : String(at) });
-        return result.ok ? answered(result.value) : failed(result);
-      },
-    });
-  }
-  if (!options.withAccountTools) return tools;
-  tools.push(
+}
+
+/** `controller_authorization` (decisions §25), sharing key status's rate per client. */
+function authorizationTool(deps: McpToolDeps, authorize: NonNullable<McpToolDeps["controllerAuthorization"]>): ToolDefinition {
+  return {
+    name: "controller_authorization",
+    title: "Check a controller's authorization for a subject",
+    description: "Ask whether a durable controller (a did:pkh wallet or a did:jwk key) is authorized to act for a subject for given key purposes at a time, as the reference SDK's getControllerAuthorization answers it: controller witnesses of approved issuers, the newest key binding's purposes (matched, mismatch, unknown) and revocation (until), and live evidence (DNS TXT controller= or jkt=, did.json, the domain's JWK Set, contract ownership). Same answer as GET /v1/controller-authorization; shares key status's rate per client.",
+    inputSchema: ControllerAuthorizationInput,
+    outputSchema: ControllerAuthorizationModel,
+    readOnly: true,
+    async run(args, caller) {
+      const input = authorizationArgs(args);
+      if (!input.ok) return input;
+      const turn = deps.keyStatusRate.take(caller.clientAddress ?? "unknown");
+      if (!turn.allowed) return { ok: false, code: "RATE_LIMITED", message: `Too many controller-authorization lookups; try again in ${turn.retryAfterSeconds} s` };
+      const { subjectDid, controllerDid, purpose, at } = input.value;
+      const result = await authorize({ subjectDid, controllerDid, purpose: purpose?.join(","), at: at === undefined ? undefined : String(at) });
+      return result.ok ? answered(result.value) : failed(result);
+    },
+  };
+}
+
+/** The two tools that act for an account and need an OAuth access token (decisions §19, §20). */
+function accountTools(deps: McpToolDeps): ToolDefinition[] {
+  return [
     {
       name: "request_controller_witness",
       title: "Write a controller witness",
@@ -332,6 +337,15 @@ export function createTools(deps: McpToolDeps, options: { readonly withAccountTo
         return answered({ subscription: await deps.subscription(caller.account) });
       },
     },
-  );
-  return tools;
+  ];
+}
+
+/** The tools, in the order `tools/list` shows them; `withAccountTools` false leaves out the two that need a token. */
+export function createTools(deps: McpToolDeps, options: { readonly withAccountTools: boolean }): readonly ToolDefinition[] {
+  const authorize = deps.controllerAuthorization;
+  return [
+    ...readTools(deps),
+    ...(authorize === undefined ? [] : [authorizationTool(deps, authorize)]),
+    ...(options.withAccountTools ? accountTools(deps) : []),
+  ];
 }
