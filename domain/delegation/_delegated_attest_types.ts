@@ -132,3 +132,13 @@ export type Claimed = {
   /** The attester's EAS nonce the signature was verified against (recorded with the claim). */
   readonly nonce: bigint;
 };
+
+/** One send under way: whose shares the gas is charged to, and whether the caller's reservation stays charged. */
+export type Sending = {
+  readonly deps: DelegatedAttestDeps;
+  readonly claimed: Claimed;
+  /** Whose shares of the relay's gas budget the gas is charged to (issue 43). */
+  readonly chargedTo: { readonly clientKey: string; readonly attester: string };
+  /** Set once the transaction is signed (or gas burned): the caller's reservation is then not given back. */
+  kept: boolean;
+};

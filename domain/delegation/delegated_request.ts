@@ -19,6 +19,17 @@ export type DelegatedRequest = {
   readonly clientNonce: bigint | undefined;
 };
 
+/** Marks a request this module read, so a use case given one does not read it again (issue 47 item 2: parsed once). */
+const READ = new WeakSet<object>();
+
+/** A body as a delegated attestation's use case takes it: read already ({@link parseDelegatedRequest}), or as sent. */
+export type DelegatedBody = DelegatedRequest | unknown;
+
+/** The request of `body`: itself when it was read already, else read now. */
+export function delegatedRequestOf(body: DelegatedBody): Result<DelegatedRequest, "INVALID_INPUT"> {
+  return isRecord(body) && READ.has(body) ? ok(body as DelegatedRequest) : parseDelegatedRequest(body);
+}
+
 type Invalid = Result<never, "INVALID_INPUT">;
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -85,7 +96,7 @@ export function parseDelegatedRequest(body: unknown): Result<DelegatedRequest, "
   const rawNonce = pick("nonce");
   const clientNonce = rawNonce === undefined ? undefined : parseUint(rawNonce);
 
-  return ok({
+  const read: DelegatedRequest = {
     attester: attester as HexString,
     signature,
     schema: schema.toLowerCase() as HexString,
@@ -97,7 +108,9 @@ export function parseDelegatedRequest(body: unknown): Result<DelegatedRequest, "
     data: data.toLowerCase() as HexString,
     value,
     clientNonce,
-  });
+  };
+  READ.add(read);
+  return ok(read);
 }
 
 function isBytes32(v: unknown): v is string {

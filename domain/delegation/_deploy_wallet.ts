@@ -1,0 +1,81 @@
+/** Deploying a counterfactual wallet (ERC-6492) before its delegated attestation is sent (issue 23). */
+import { keccak256 } from "viem/utils";
+import type { WalletDeployment } from "../../ports/eas.ts";
+import { fail } from "../result.ts";
+import { factoryCallFailedBefore } from "./_refusals.ts";
+import type { DelegatedAttestFailure, Sending } from "./_delegated_attest_types.ts";
+
+
+/**
+ * Deploys a counterfactual wallet (ERC-6492) so that EAS finds its code. Runs under the replay claim, after the
+ * signature was proven valid by a read-only call that simulated the same deployment; its gas is capped and
+ * charged to the relay's budget like the attestation's, and not given back whatever the outcome.
+ *
+ * Issue 23: that read-only call proves little, a factory may deploy only when given more gas than the real send
+ * gets and burn it otherwise. So the wallet is recorded (`factoryCalls`) before its factory call is sent, at most
+ * once per wallet; a call mined without leaving code keeps the record (the wallet's ERC-6492 signatures are refused
+ * before any RPC from then on) and the caller's reservation (`onBurned`: the private relay's sponsored write).
+ */
+export async function deployCounterfactual(sending: Sending, target: WalletDeployment): Promise<DelegatedAttestFailure | undefined> {
+  const { deps, claimed: { request, ticket, delegate } } = sending;
+  if (delegate.deployWallet === undefined) {
+    return fail("INVALID_SIGNATURE", "This deployment cannot deploy counterfactual wallets; deploy the wallet first");
+  }
+  const chainId = deps.eas.chainId;
+  const state: { refusal: DelegatedAttestFailure | undefined; recorded: boolean } = { refusal: undefined, recorded: false };
+  const outcome = await delegate.deployWallet(request.attester, target, (gas) => admitFactoryCall(sending, target, gas, state));
+  if (typeof outcome === "object") {
+    await deps.factoryCalls?.failed(chainId, request.attester, { txHash: outcome.txHash, gasUsed: outcome.gasUsed }, deps.clock.nowMs());
+    if (ticket?.onBurned !== undefined) {
+      await ticket.onBurned({ txHash: outcome.txHash, blockNumber: outcome.blockNumber });
+      // Kept charged: the send's `finally` must not give it back.
+      sending.kept = true;
+    }
+    return fail(
+      "SUBMISSION_FAILED",
+      "The wallet's factory call was mined but did not deploy the attester; its gas was charged, nothing was attested, and this wallet's ERC-6492 signatures are refused from now on: deploy the wallet and send the plain signature",
+      outcome.txHash,
+    );
+  }
+  // Deployed, or nothing was sent: the wallet's record goes. An unknown outcome keeps it (the call may still land).
+  if (state.recorded && outcome !== "rpc-error") await deps.factoryCalls?.forget(chainId, request.attester);
+  if (outcome === "deployed") return undefined;
+  if (outcome === "refused") return state.refusal ?? fail("INVALID_INPUT", "The wallet's deployment was refused");
+  if (outcome === "rpc-error") return fail("RPC_ERROR", "The chain did not answer while deploying the wallet");
+  return fail("SUBMISSION_FAILED", "The wallet's factory call did not deploy the attester; nothing was attested");
+}
+
+/** Whether the factory call of `gas` may be sent: within the cap, recorded once per wallet, charged to the budget. */
+async function admitFactoryCall(
+  sending: Sending,
+  target: WalletDeployment,
+  gas: bigint,
+  state: { refusal: DelegatedAttestFailure | undefined; recorded: boolean },
+): Promise<boolean> {
+  const { deps, claimed: { request } } = sending;
+  const chainId = deps.eas.chainId;
+  if (deps.maxGasPerTx !== undefined && gas > deps.maxGasPerTx) {
+    state.refusal = fail("INVALID_INPUT", `Deploying the wallet needs ${gas} gas, more than the ${deps.maxGasPerTx} allowed per transaction`);
+    return false;
+  }
+  if (deps.factoryCalls !== undefined) {
+    state.recorded = await deps.factoryCalls.begin({
+      chainId,
+      wallet: request.attester,
+      factory: target.factory,
+      calldataHash: keccak256(target.factoryCalldata),
+      createdAtMs: deps.clock.nowMs(),
+    });
+    // Another request sent this wallet's factory call already (its outcome unknown, or it failed meanwhile).
+    if (!state.recorded) {
+      state.refusal = factoryCallFailedBefore();
+      return false;
+    }
+  }
+  state.refusal = await deps.guard?.charge(gas, sending.chargedTo);
+  if (state.refusal !== undefined && state.recorded) {
+    await deps.factoryCalls?.forget(chainId, request.attester);
+    state.recorded = false;
+  }
+  return state.refusal === undefined;
+}

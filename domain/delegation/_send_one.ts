@@ -1,0 +1,113 @@
+/** Sending one checked delegated attestation (`attestByDelegation`) and settling its records (decisions §6, §15). */
+import type { Submission } from "../../ports/eas.ts";
+import { fail, type Ok, ok } from "../result.ts";
+import { signerUnavailable } from "./signer_unavailable.ts";
+import { cannotPay } from "./_refusals.ts";
+import { deployCounterfactual } from "./_deploy_wallet.ts";
+import type { Claimed, DelegatedAttestCaller, DelegatedAttestDeps, DelegatedAttestFailure, DelegatedAttestSuccess, Sending } from "./_delegated_attest_types.ts";
+
+/** Sends one checked request, deploying its counterfactual wallet first when it must. */
+export async function sendOne(deps: DelegatedAttestDeps, claimed: Claimed, caller: DelegatedAttestCaller): Promise<Ok<DelegatedAttestSuccess> | DelegatedAttestFailure> {
+  const sending: Sending = { deps, claimed, chargedTo: { clientKey: caller.clientKey ?? "unknown", attester: claimed.request.attester }, kept: false };
+  // Whatever ends this request before broadcast gives the caller's reservation back; gas burned keeps it (issue 23).
+  try {
+    return await submitClaimed(sending, caller);
+  } finally {
+    if (!sending.kept) await claimed.ticket?.release();
+  }
+}
+
+/** Simulates (unless done ahead), charges the budget, opens the caller's submission, then signs and sends. */
+async function submitClaimed(sending: Sending, caller: DelegatedAttestCaller): Promise<Ok<DelegatedAttestSuccess> | DelegatedAttestFailure> {
+  const { deps, claimed } = sending;
+  const { call, key, ticket, simulatedAhead } = claimed;
+  const deployment = claimed.deploy;
+  if (deployment !== undefined) {
+    const refused = await deployCounterfactual(sending, deployment);
+    if (refused !== undefined) {
+      // The signature is given back (§15: nothing was attested); the wallet's record refuses it from now on.
+      await deps.replay.release(key);
+      return refused;
+    }
+  }
+  // Ahead only when no wallet was deployed since: a deployment changes what the simulation would find.
+  const simulation = await (deployment === undefined && simulatedAhead !== undefined ? simulatedAhead : claimed.delegate.simulate(call));
+  if (!simulation.ok) {
+    await deps.replay.release(key);
+    if (simulation.reason === "reverted") {
+      if (simulation.errorName === "DeadlineExpired") return fail("SIGNATURE_EXPIRED", "Signature expired");
+      return fail("INVALID_INPUT", `EAS rejected the attestation: ${simulation.errorName}`);
+    }
+    if (simulation.reason === "insufficient-funds") return cannotPay();
+    return fail("RPC_ERROR", "The chain did not answer the simulation");
+  }
+  // The budget is charged with the simulated gas (the transaction's gas limit, so never less than it spends),
+  // atomically and before signing; it is not refunded afterwards, whatever the outcome.
+  if (deps.maxGasPerTx !== undefined && simulation.gas > deps.maxGasPerTx) {
+    await deps.replay.release(key);
+    return fail("INVALID_INPUT", `The attestation needs ${simulation.gas} gas, more than the ${deps.maxGasPerTx} allowed per transaction`);
+  }
+  const overBudget = await deps.guard?.charge(simulation.gas, sending.chargedTo);
+  if (overBudget !== undefined) {
+    await deps.replay.release(key);
+    return overBudget;
+  }
+  if (caller.onSubmitting !== undefined) {
+    try {
+      await caller.onSubmitting(key);
+    } catch (error) {
+      await deps.replay.release(key);
+      throw error;
+    }
+  }
+  const submission = await claimed.delegate.submit(call, {
+    gas: simulation.gas,
+    onSigned: async (tx) => {
+      // A record the reconciler already released must not be sent under: nobody could settle it.
+      if (!(await deps.replay.markSigned(key, tx))) throw new Error("The submission record was released before sending");
+      await ticket?.onSigned(tx);
+      sending.kept = true;
+    },
+    onSent: async () => {
+      await deps.replay.markSent(key);
+      await ticket?.onSent();
+    },
+  });
+  return await settleSubmission(sending, submission, simulation.gas);
+}
+
+/** Keeps what became of the transaction on the replay record and the caller's ticket, and words the answer. */
+async function settleSubmission(sending: Sending, submission: Submission, gas: bigint): Promise<Ok<DelegatedAttestSuccess> | DelegatedAttestFailure> {
+  const { deps, claimed: { key, ticket } } = sending;
+  if (submission.ok) {
+    const value = { txHash: submission.txHash, uid: submission.uid, blockNumber: submission.blockNumber };
+    await deps.replay.finish(key, { state: "mined", ...value });
+    await ticket?.onMined(value);
+    return ok(value);
+  }
+  if (submission.reason === "not-broadcast") {
+    // The node refused it and does not hold it: nothing can land, so the signature is given back.
+    await deps.replay.release(key);
+    await ticket?.release();
+    return fail("SUBMISSION_FAILED", "The chain refused the transaction; nothing was sent, and the same signature may be submitted again");
+  }
+  if (submission.reason === "signer-unavailable") {
+    // Nothing signed or sent: the signature, the gas charged and the caller's reservation are given back.
+    await deps.replay.release(key);
+    await deps.guard?.refund?.(gas, sending.chargedTo);
+    await ticket?.release();
+    return signerUnavailable();
+  }
+  if (submission.reason === "reverted") {
+    await deps.replay.finish(key, { state: "reverted", txHash: submission.txHash, blockNumber: submission.blockNumber });
+    // Its gas was burned: a caller that can keep its reservation charged does (issue 23), others give it back.
+    if (ticket?.onBurned !== undefined) await ticket.onBurned({ txHash: submission.txHash, blockNumber: submission.blockNumber });
+    else await ticket?.release();
+    return fail("SUBMISSION_FAILED", "The attestation transaction reverted", submission.txHash);
+  }
+  return fail(
+    "OUTCOME_UNKNOWN",
+    "The transaction was sent but its outcome is not known yet; it will be settled, and the same signature then answers with it",
+    submission.txHash,
+  );
+}
