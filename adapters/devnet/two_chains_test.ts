@@ -2,7 +2,7 @@ import { afterAll, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createPublicClient, http, parseAbi } from "viem";
+import { type Address, createPublicClient, http, parseAbi } from "viem";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
 import { DEVNET_SECOND_CHAIN_ID, readDevnetChains, startDevnet } from "./mod.ts";
 
@@ -12,7 +12,7 @@ afterAll(() => rmSync(join(dataDir, ".."), { recursive: true, force: true }));
 
 test("DEVNET_CHAINS=2: a second Anvil (31338) with its own EAS; the trust anchors describe both; a restart reuses both", async () => {
   const devnet = await startDevnet({ dataDir, persist: true, checkpointIntervalMs: 0, chains: 2 });
-  let addresses: string[];
+  let addresses: Address[];
   try {
     expect(devnet.chains.map((c) => [c.chainId, c.caip2])).toEqual([[31337, "eip155:31337"], [DEVNET_SECOND_CHAIN_ID, "eip155:31338"]]);
     expect(devnet.chains[0]).toMatchObject({ rpcUrl: devnet.rpcUrl, easAddress: devnet.easAddress, schemaUids: devnet.schemaUids, x402Token: devnet.x402.token });
