@@ -13,7 +13,7 @@ import type { Config } from "./config.ts";
 import type { WiredDelegation } from "./delegation.ts";
 import type { WiredDiscovery, wireWitness } from "./discovery.ts";
 import { type Foundation, servedTrustAnchors } from "./foundation.ts";
-import type { IndexRunner } from "./index.ts";
+import type { IndexRunner } from "./attestation_index.ts";
 import type { WiredX402 } from "./payments.ts";
 import type { WiredKeys } from "./keys.ts";
 import { credentialCaller } from "../http/routes/keys/mod.ts";

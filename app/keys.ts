@@ -14,7 +14,7 @@ import type { WiredAccounts } from "./accounts.ts";
 import type { Config } from "./config.ts";
 import type { WiredDiscovery } from "./discovery.ts";
 import type { Foundation } from "./foundation.ts";
-import type { IndexRunner } from "./index.ts";
+import type { IndexRunner } from "./attestation_index.ts";
 
 /** What the key routes, and other capabilities asking "was this key authorised at that time", need. */
 export type WiredKeys = {

@@ -13,7 +13,7 @@ import { wireDiscovery, wireWitness } from "./discovery.ts";
 import { closeSigners } from "./signers.ts";
 import { openFoundation, type StartServiceOptions } from "./foundation.ts";
 import { serveHttp } from "./http.ts";
-import { type IndexRunner, wireArtifactTrust, wireAttestationIndex } from "./index.ts";
+import { type IndexRunner, wireArtifactTrust, wireAttestationIndex } from "./attestation_index.ts";
 import { wireGauges } from "./metrics.ts";
 import { wireX402, type X402Terms } from "./payments.ts";
 import { wireKeys } from "./keys.ts";

@@ -1,0 +1,221 @@
+/** The follower's parts (app/index_follower.ts): its state, the poll, the write catch-up, metrics and progress. */
+import { createIndexFollower, type FollowStep, type IndexAnswers, isFresh } from "../domain/index/mod.ts";
+import type { AttestationIndex, ChainHistory, HeadSignal, IndexStore } from "../ports/attestation_index.ts";
+import type { HexString } from "../ports/eas.ts";
+import type { Clock } from "../ports/clock.ts";
+import type { Logger } from "../ports/logger.ts";
+import type { PrometheusMetrics } from "../adapters/observability/mod.ts";
+import type { SubjectOf } from "../domain/index/mod.ts";
+
+const PROGRESS_EVERY_MS = 5_000;
+
+/** An index more than this many blocks short of the head is catching up. */
+export const CATCHING_UP_BLOCKS = 64n;
+
+/** Settings of the index. */
+export type IndexSettings = {
+  readonly startBlock: bigint;
+  readonly confirmations: number;
+  readonly pollMs: number;
+  readonly stallSeconds: number;
+  readonly leaseSeconds: number;
+  readonly stepBlocks: bigint;
+  /** Off: no follower loop here (reads still use whatever the store holds). */
+  readonly follow?: boolean | undefined;
+  /** Webhooks (decisions §22): outbox rows for blocks this deep; undefined: none. */
+  readonly webhookConfirmations?: number | undefined;
+  /** The subject a record names, stored with it for the subject's count (issue 43); undefined: none stored. */
+  readonly subjectOf?: SubjectOf | undefined;
+};
+
+/** What the index wiring needs. */
+export type IndexDeps = {
+  readonly store: IndexStore;
+  readonly chain: ChainHistory;
+  /** Where schema strings are read, once per run. */
+  readonly schemas: Pick<AttestationIndex, "schemaRecords">;
+  readonly chainId: number;
+  readonly easAddress: HexString;
+  readonly settings: IndexSettings;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly metrics?: PrometheusMetrics | undefined;
+  /** New heads announced by the node (`RPC_WS_URL`): each makes the follower poll at once. */
+  readonly heads?: HeadSignal | undefined;
+};
+
+/** What this instance knows of the index, shared by the follower's pieces. */
+export type FollowerState = {
+  indexed: bigint | undefined;
+  head: bigint | undefined;
+  checkedAtMs: number | null;
+  leader: boolean;
+  failures: number;
+  stopped: boolean;
+  nextPollAt: number;
+  /** A new head was announced since the last poll began. */
+  headSeen: boolean;
+  /** Told after each step that wrote to the store (the answer cache's change signal). */
+  moved: (() => void)[];
+};
+
+/** Runs `poll`, waiting for it at most `waitMs`. */
+export async function pollWithin(poll: () => Promise<unknown>, waitMs: number): Promise<void> {
+  let timeout: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    poll().catch(() => undefined),
+    new Promise<void>((resolve) => (timeout = setTimeout(resolve, waitMs))),
+  ]);
+  clearTimeout(timeout);
+}
+
+/**
+ * Issue 43: a write this instance saw mined is polled for by the next read that needs it, not before the write is
+ * answered. A poll per write (several JSON-RPC calls, an append, a webhook round) was about half the CPU of a delegated
+ * attestation; writes in a row now share the follower's next poll, and a read after a write still lists it.
+ */
+export function createWriteCatchUp(deps: { follows: () => boolean; indexed: () => bigint | undefined; nudge: () => Promise<void> }) {
+  /** The newest block of a write of this instance that no poll has been asked for yet. */
+  let written: bigint | undefined;
+  let catching: Promise<void> | undefined;
+  const held = (block: bigint) => {
+    const indexed = deps.indexed();
+    return indexed !== undefined && indexed >= block;
+  };
+  /** The answer cache's change signal: told after each step and after each write. */
+  const changed: (() => void)[] = [];
+  const indexed = async (): Promise<void> => {
+    for (let round = 0; round < 2 && written !== undefined; round++) {
+      if (!deps.follows() || held(written)) {
+        written = undefined;
+        return;
+      }
+      const target = written;
+      catching ??= deps.nudge().finally(() => (catching = undefined));
+      await catching;
+      // Asked for once, whatever came of it: a read after a failed poll is not held again for the same write.
+      if (written === target) written = undefined;
+    }
+  };
+  return {
+    changed,
+    /** Polls (once, shared by the reads that arrive meanwhile) when a write of this instance is not in the index yet. */
+    indexed,
+    /** The reads, each after {@link indexed}. */
+    first: (answers: IndexAnswers): IndexAnswers => ({
+      pin: answers.pin,
+      answer: ((read) => indexed().then(() => answers.answer(read))) as IndexAnswers["answer"],
+      run: ((read) => indexed().then(() => answers.run(read))) as IndexAnswers["run"],
+    }),
+    wrote(blockNumber: bigint) {
+      if (!deps.follows() || held(blockNumber)) return;
+      if (written === undefined || blockNumber > written) written = blockNumber;
+      for (const listener of changed) listener();
+    },
+  };
+}
+
+/**
+ * A poll of the chain: follower steps until the index holds the head (recorded in the store as a completed poll),
+ * at most about a third of the lease at a time so the lease is renewed in between; "more" while a backfill goes on.
+ */
+export function createPoll(deps: IndexDeps, state: FollowerState): () => Promise<"done" | "more" | "failed"> {
+  const { store, clock, log, settings } = deps;
+  const step = createIndexFollower({
+    chain: deps.chain,
+    store,
+    startBlock: settings.startBlock,
+    confirmations: settings.confirmations,
+    stepBlocks: settings.stepBlocks,
+    webhookConfirmations: settings.webhookConfirmations,
+    subjectOf: settings.subjectOf,
+  });
+  const progress = createBackfillProgress({ clock, log, metrics: deps.metrics });
+
+  /** One follower step with its bookkeeping (status, logs, metrics); undefined when it failed. */
+  async function followOnce(): Promise<Extract<FollowStep, { ok: true }> | undefined> {
+    const s = await step();
+    if (!s.ok) {
+      state.failures++;
+      log.warn("index_follow_failed", { reason: s.reason, attempt: state.failures });
+      return undefined;
+    }
+    state.failures = 0;
+    state.indexed = s.indexedBlock;
+    state.head = s.head;
+    if (s.rewoundTo !== undefined) {
+      log.warn(s.deepReorg ? "index_deep_reorg" : "index_reorg", { rewoundTo: Number(s.rewoundTo), head: Number(s.head), confirmedTo: Number(s.confirmedTo) });
+    }
+    if (s.filled !== undefined) log.info("index_records_filled", { attestations: s.filled });
+    if (s.subjectsFilled !== undefined) log.info("index_subjects_filled", { attestations: s.subjectsFilled });
+    for (const row of s.outboxSkipped ?? []) {
+      // Issue 43: an event that could not be queued is told, and the index goes on.
+      log.error("webhook_outbox_skipped", { kind: row.kind, uid: row.uid, block: row.blockNumber === null ? null : Number(row.blockNumber), error: row.error });
+    }
+    progress(s);
+    // A step that reaches the head is told once, by the poll it completes (below): a write taken in used to set off two
+    // webhook rounds, the second finding nothing (issue 43).
+    if (!s.caughtUp && (s.ingested !== undefined || s.rewoundTo !== undefined)) for (const listener of state.moved) listener();
+    return s;
+  }
+
+  return async function poll() {
+    const startedMs = clock.nowMs();
+    for (;;) {
+      const s = await followOnce();
+      if (s === undefined) return "failed";
+      if (s.caughtUp) {
+        const now = clock.nowMs();
+        await store.checked(now, s.head);
+        state.checkedAtMs = Math.max(state.checkedAtMs ?? 0, now);
+        state.nextPollAt = now + settings.pollMs;
+        for (const listener of state.moved) listener();
+        return "done";
+      }
+      if (state.stopped || clock.nowMs() - startedMs > (settings.leaseSeconds * 1000) / 3) return "more";
+    }
+  };
+}
+
+/** The index's gauges and counter. */
+export function describeIndexMetrics(deps: IndexDeps, state: FollowerState): void {
+  const start = deps.settings.startBlock;
+  deps.metrics?.describe("ats_index_logs_total", "counter", "EAS logs (Attested and Revoked) the index follower ingested");
+  deps.metrics?.gauge("ats_index_block", "Newest block the attestation index holds", () => Promise.resolve([{ value: Number(state.indexed ?? -1n) }]));
+  deps.metrics?.gauge("ats_index_lag_blocks", "Blocks between the chain head and the attestation index", () =>
+    Promise.resolve(state.head === undefined ? [] : [{ value: Number(state.head - (state.indexed ?? start - 1n)) }]));
+}
+
+/**
+ * Reports the follower's progress: logs ingested (metric), a line every few seconds while a backfill runs (blocks
+ * done, rate, time left) and one when it caught up.
+ */
+export function createBackfillProgress(deps: { clock: Clock; log: Logger; metrics?: PrometheusMetrics | undefined }) {
+  const { clock, log } = deps;
+  let backfill: { startedMs: number; fromBlock: bigint; lastLogMs: number } | undefined;
+  return (s: Extract<FollowStep, { ok: true }>) => {
+    const now = clock.nowMs();
+    if (s.ingested === undefined || s.indexedBlock === undefined) return;
+    deps.metrics?.increment("ats_index_logs_total", {}, s.ingested.events);
+    if (s.indexedBlock >= s.target) {
+      if (backfill !== undefined) log.info("index_caught_up", { indexedBlock: Number(s.indexedBlock), seconds: Math.round((now - backfill.startedMs) / 1000) });
+      backfill = undefined;
+      return;
+    }
+    backfill ??= { startedMs: now, fromBlock: s.ingested.from, lastLogMs: now };
+    if (now - backfill.lastLogMs < PROGRESS_EVERY_MS) return;
+    backfill.lastLogMs = now;
+    const done = Number(s.indexedBlock - backfill.fromBlock + 1n);
+    const total = Number(s.target - backfill.fromBlock + 1n);
+    const rate = done / Math.max(1, (now - backfill.startedMs) / 1000);
+    log.info("index_backfill", {
+      indexedBlock: Number(s.indexedBlock),
+      target: Number(s.target),
+      blocksDone: done,
+      percent: Math.floor((done / Math.max(1, total)) * 1000) / 10,
+      blocksPerSecond: Math.round(rate),
+      etaSeconds: Math.round((total - done) / Math.max(rate, 1e-9)),
+    });
+  };
+}
+
