@@ -18,11 +18,6 @@
  * `SERVER_ERROR`; upstream text never reaches the client.
  */
 import {
-  decodePaymentRequiredHeader,
-  encodePaymentResponseHeader,
-} from "@x402/core/http";
-import {
-  type FacilitatorClient,
   FacilitatorResponseError,
   type HTTPAdapter,
   type HTTPRequestContext,
@@ -32,11 +27,10 @@ import {
   withPrivateCacheControl,
   type x402HTTPResourceServer,
 } from "@x402/core/server";
-import type { PaymentPayload, PaymentRequired, PaymentRequirements, SettleResponse } from "@x402/core/types";
-import { OFFER_RECEIPT, readDeclaration, type SignedOffer, toCaip2Network, toV1Network } from "../domain/payments/mod.ts";
 import type { Logger } from "../ports/logger.ts";
 import { type DidDocument, DID_DOCUMENT_PATH, didDocumentResponse } from "./did_document.ts";
-import { type OfferReceiptSigning, receiptExtension, resolveResourceUrl, settledOffer, signReceipt } from "./extension.ts";
+import { errorName, failure, type PayState, paymentRequiredOf, render, type V1Options } from "./_shared.ts";
+import { payV1, v1Body } from "./_v1.ts";
 
 /** Options of {@link createX402Fetch}. */
 export type X402FetchOptions = {
@@ -47,7 +41,7 @@ export type X402FetchOptions = {
   /** Serves this document at `/.well-known/did.json` (JWS keys). */
   readonly didDocument?: DidDocument | undefined;
   /** x402 v1 (`X-PAYMENT`): the facilitator to verify and settle with, and the receipt signer. Omit to serve v2 only. */
-  readonly v1?: { readonly facilitator: FacilitatorClient; readonly signing: OfferReceiptSigning } | undefined;
+  readonly v1?: V1Options | undefined;
   /**
    * CORS for protected routes and did.json: the origins allowed (default `*`); `false` leaves
    * `Access-Control-Allow-Origin` and preflights to the app (the payment headers are still exposed).
@@ -57,9 +51,9 @@ export type X402FetchOptions = {
 };
 
 const EXPOSED = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "X-PAYMENT-RESPONSE"];
+
 /** Request headers a paying browser client sends: v2, v1, and the JSON body of a paid POST. */
 const PAYMENT_REQUEST_HEADERS = ["PAYMENT-SIGNATURE", "X-PAYMENT", "Content-Type"];
-const JSON_HEADERS = { "content-type": "application/json" };
 
 /** Wraps an Elysia app (anything with `handle`) with x402 payments and offer/receipt signing. */
 export function withX402(
@@ -93,7 +87,7 @@ export function createX402Fetch(options: X402FetchOptions): (request: Request) =
     routeOf.set(context.adapter, routeConfig);
     return Promise.resolve();
   });
-  const initialize = initializeOnce(httpServer);
+  const state: PayState = { httpServer, handle, log, routeOf, initialize: initializeOnce(httpServer), v1: options.v1 };
 
   const cors = options.cors === false ? undefined : { origin: options.cors?.origin ?? "*", maxAgeSeconds: options.cors?.maxAgeSeconds ?? 600 };
 
@@ -112,134 +106,76 @@ export function createX402Fetch(options: X402FetchOptions): (request: Request) =
     const v1Header = options.v1 === undefined ? undefined : adapter.getHeader("x-payment");
     const context: HTTPRequestContext = { adapter, path: url.pathname, method: request.method, paymentHeader: v2Header ?? v1Header };
     if (!httpServer.requiresPayment(context)) return await handle(request);
-    return withCors(await pay(request, url, context, v1Header, v2Header), request, cors);
+    return withCors(await pay(state, request, url, context, v1Header, v2Header), request, cors);
   };
+}
 
-  async function pay(
-    request: Request,
-    url: URL,
-    context: HTTPRequestContext,
-    v1Header: string | undefined,
-    v2Header: string | undefined,
-  ): Promise<Response> {
-    try {
-      await initialize();
-    } catch (error) {
-      log?.error("x402.initialize_failed", { error: errorName(error) });
-      return failure(502, "Payment facilitator unavailable", "FACILITATOR_ERROR");
-    }
-    try {
-      if (v2Header === undefined && v1Header !== undefined && options.v1 !== undefined) {
-        return await payV1(request, url, context, v1Header, options.v1);
-      }
-      return await payV2(request, context);
-    } catch (error) {
-      log?.error("x402.request_failed", { error: errorName(error) });
-      return error instanceof FacilitatorResponseError
-        ? failure(502, "Payment facilitator error", "FACILITATOR_ERROR")
-        : failure(500, "Internal server error", "SERVER_ERROR");
-    }
+async function pay(
+  state: PayState,
+  request: Request,
+  url: URL,
+  context: HTTPRequestContext,
+  v1Header: string | undefined,
+  v2Header: string | undefined,
+): Promise<Response> {
+  try {
+    await state.initialize();
+  } catch (error) {
+    state.log?.error("x402.initialize_failed", { error: errorName(error) });
+    return failure(502, "Payment facilitator unavailable", "FACILITATOR_ERROR");
   }
+  try {
+    if (v2Header === undefined && v1Header !== undefined && state.v1 !== undefined) {
+      return await payV1(state, request, url, context, v1Header, state.v1);
+    }
+    return await payV2(state, request, context);
+  } catch (error) {
+    state.log?.error("x402.request_failed", { error: errorName(error) });
+    return error instanceof FacilitatorResponseError
+      ? failure(502, "Payment facilitator error", "FACILITATOR_ERROR")
+      : failure(500, "Internal server error", "SERVER_ERROR");
+  }
+}
 
-  async function payV2(request: Request, context: HTTPRequestContext): Promise<Response> {
-    const result = await httpServer.processHTTPRequest(context);
-    if (result.type === "no-payment-required") return await handle(request);
-    if (result.type === "payment-error") return withV1Body(render(result.response), result.response);
-    const { paymentPayload, paymentRequirements, declaredExtensions, cancellationDispatcher, beforeHandlerSettlement } = result;
-    let response: Response;
-    try {
-      response = await handle(request);
-    } catch (error) {
-      await cancellationDispatcher.cancel({ reason: "handler_threw", error });
-      throw error;
-    }
-    if (response.status < 200 || response.status >= 300) {
-      await cancellationDispatcher.cancel({ reason: "handler_failed", responseStatus: response.status });
-      return response;
-    }
-    const body = new Uint8Array(await response.arrayBuffer());
-    const responseHeaders: Record<string, string> = {};
-    response.headers.forEach((value, key) => {
-      responseHeaders[key] = value;
-    });
-    const settled = await httpServer.processSettlement(
-      paymentPayload,
-      paymentRequirements,
-      declaredExtensions,
-      // Core types the body as Node's Buffer but only hands it to extensions; ours (and the official ones) never
-      // read it, so the plain bytes go through and the adapter needs no Node API (decisions §26).
-      { request: context, responseBody: body as unknown as HTTPTransportContext["responseBody"], responseHeaders },
-      undefined,
-      beforeHandlerSettlement,
-    );
-    if (!settled.success) return render(settled.response);
-    const headers = new Headers(response.headers);
-    headers.delete("settlement-overrides");
-    for (const [key, value] of Object.entries(settled.headers)) headers.set(key, value);
-    headers.set("cache-control", withPrivateCacheControl(response.headers.get("cache-control")));
-    return new Response(body, { status: response.status, statusText: response.statusText, headers });
-  }
 
-  /** The v1 path: the v2 402 of this request tells the terms and offers; the facilitator is called directly. */
-  async function payV1(
-    request: Request,
-    url: URL,
-    context: HTTPRequestContext,
-    header: string,
-    v1: NonNullable<X402FetchOptions["v1"]>,
-  ): Promise<Response> {
-    const unpaid = await httpServer.processHTTPRequest({ ...context, paymentHeader: undefined });
-    if (unpaid.type === "no-payment-required") return await handle(request);
-    if (unpaid.type !== "payment-error") return failure(500, "Internal server error", "SERVER_ERROR");
-    const paymentRequired = paymentRequiredOf(unpaid.response);
-    if (paymentRequired === undefined) return render(unpaid.response);
-    const payload = decodeV1Payment(header);
-    if (payload === undefined) return v1PaymentRequired(paymentRequired, "invalid_payment");
-    // Several accepts may share scheme and network: the payment's own terms say which one it pays.
-    const terms = v1PaymentTerms(payload);
-    const same = (a: string, b: string | undefined) => b === undefined || a.toLowerCase() === b.toLowerCase();
-    const match = paymentRequired.accepts.find((a) =>
-      a.scheme === payload.scheme && toCaip2Network(a.network) === toCaip2Network(payload.network) &&
-      same(a.payTo, terms.payTo) && (terms.amount === undefined || a.amount === terms.amount) && same(a.asset, terms.asset)
-    );
-    if (match === undefined) return v1PaymentRequired(paymentRequired, "No matching payment requirements");
-    const requirements = toV1Requirements(match, paymentRequired);
-    // FacilitatorClient is typed for v2; the wire carries x402Version from the payload, as the v1 protocol wants.
-    const verified = await v1.facilitator.verify(payload as unknown as PaymentPayload, requirements as unknown as PaymentRequirements);
-    if (!verified.isValid) return v1PaymentRequired(paymentRequired, reasonCode(verified.invalidReason));
-    const response = await handle(request);
-    if (response.status < 200 || response.status >= 300) return response;
-    const body = new Uint8Array(await response.arrayBuffer());
-    const settled = await v1.facilitator.settle(payload as unknown as PaymentPayload, requirements as unknown as PaymentRequirements);
-    if (!settled.success) {
-      const failed = v1PaymentRequired(paymentRequired, reasonCode(settled.errorReason));
-      failed.headers.set("x-payment-response", encodePaymentResponseHeader(v1SettleResponse(settled)));
-      return failed;
-    }
-    const route = routeOf.get(context.adapter);
-    const declaration = readDeclaration(route?.extensions?.[OFFER_RECEIPT]);
-    const out = v1SettleResponse(settled);
-    if (route?.extensions?.[OFFER_RECEIPT] !== undefined) {
-      const resourceUrl = resolveResourceUrl({ requestUrl: url.href, publicBaseUrl: v1.signing.publicBaseUrl, override: route.resource });
-      // A v1 payment echoes nothing: the offer settled is the one this request's 402 signed for the matched terms.
-      const offer = resourceUrl === undefined ? undefined : await settledOffer(v1.signing, {
-        echoed: [],
-        signed: extractSignedOffers(paymentRequired),
-        accepted: match,
-        resourceUrl,
-      });
-      const receipt = resourceUrl === undefined ? undefined : await signReceipt(
-        v1.signing,
-        { resourceUrl, payer: settled.payer, network: settled.network, transaction: settled.transaction, payTo: requirements.payTo, offer },
-        declaration,
-      );
-      if (receipt !== undefined) out.extensions = { [OFFER_RECEIPT]: receiptExtension(receipt, offer) };
-    }
-    const headers = new Headers(response.headers);
-    headers.set("x-payment-response", encodePaymentResponseHeader(out));
-    headers.set("cache-control", withPrivateCacheControl(response.headers.get("cache-control")));
-    return new Response(body, { status: response.status, statusText: response.statusText, headers });
+/** The v2 path, through core: verify, the work, settle after a 2xx. */
+async function payV2(state: PayState, request: Request, context: HTTPRequestContext): Promise<Response> {
+  const result = await state.httpServer.processHTTPRequest(context);
+  if (result.type === "no-payment-required") return await state.handle(request);
+  if (result.type === "payment-error") return withV1Body(render(result.response), result.response);
+  const { paymentPayload, paymentRequirements, declaredExtensions, cancellationDispatcher, beforeHandlerSettlement } = result;
+  let response: Response;
+  try {
+    response = await state.handle(request);
+  } catch (error) {
+    await cancellationDispatcher.cancel({ reason: "handler_threw", error });
+    throw error;
   }
+  if (response.status < 200 || response.status >= 300) {
+    await cancellationDispatcher.cancel({ reason: "handler_failed", responseStatus: response.status });
+    return response;
+  }
+  const body = new Uint8Array(await response.arrayBuffer());
+  const responseHeaders: Record<string, string> = {};
+  response.headers.forEach((value, key) => {
+    responseHeaders[key] = value;
+  });
+  const settled = await state.httpServer.processSettlement(
+    paymentPayload,
+    paymentRequirements,
+    declaredExtensions,
+    // Core types the body as Node's Buffer but only hands it to extensions; ours (and the official ones) never
+    // read it, so the plain bytes go through and the adapter needs no Node API (decisions §26).
+    { request: context, responseBody: body as unknown as HTTPTransportContext["responseBody"], responseHeaders },
+    undefined,
+    beforeHandlerSettlement,
+  );
+  if (!settled.success) return render(settled.response);
+  const headers = new Headers(response.headers);
+  headers.delete("settlement-overrides");
+  for (const [key, value] of Object.entries(settled.headers)) headers.set(key, value);
+  headers.set("cache-control", withPrivateCacheControl(response.headers.get("cache-control")));
+  return new Response(body, { status: response.status, statusText: response.statusText, headers });
 }
 
 /** A Request as core's HTTPAdapter. */
@@ -266,25 +202,6 @@ function requestAdapter(request: Request, url: URL): HTTPAdapter {
   };
 }
 
-function render(instructions: HTTPResponseInstructions): Response {
-  const headers = new Headers(instructions.headers);
-  const body = instructions.isHtml || typeof instructions.body === "string"
-    ? String(instructions.body ?? "")
-    : JSON.stringify(instructions.body ?? {});
-  if (!headers.has("content-type")) headers.set("content-type", "application/json");
-  return new Response(body, { status: instructions.status, headers });
-}
-
-function paymentRequiredOf(instructions: HTTPResponseInstructions): PaymentRequired | undefined {
-  const header = Object.entries(instructions.headers).find(([k]) => k.toLowerCase() === "payment-required")?.[1];
-  if (header === undefined) return undefined;
-  try {
-    return decodePaymentRequiredHeader(header);
-  } catch {
-    return undefined;
-  }
-}
-
 const isEmptyJsonBody = (instructions: HTTPResponseInstructions) =>
   !instructions.isHtml && typeof instructions.body === "object" && instructions.body !== null &&
   Object.keys(instructions.body).length === 0;
@@ -295,87 +212,6 @@ function withV1Body(response: Response, instructions: HTTPResponseInstructions):
   const paymentRequired = paymentRequiredOf(instructions);
   if (paymentRequired === undefined) return response;
   return new Response(JSON.stringify(v1Body(paymentRequired, paymentRequired.error)), { status: 402, headers: response.headers });
-}
-
-type V1Requirements = {
-  scheme: string;
-  network: string;
-  maxAmountRequired: string;
-  resource: string;
-  description: string;
-  mimeType: string;
-  payTo: string;
-  maxTimeoutSeconds: number;
-  asset: string;
-  extra: Record<string, unknown>;
-};
-
-function toV1Requirements(accept: PaymentRequirements, paymentRequired: PaymentRequired): V1Requirements {
-  return {
-    scheme: accept.scheme,
-    network: toV1Network(accept.network),
-    maxAmountRequired: accept.amount,
-    resource: paymentRequired.resource.url,
-    description: paymentRequired.resource.description ?? "",
-    mimeType: paymentRequired.resource.mimeType ?? "",
-    payTo: accept.payTo,
-    maxTimeoutSeconds: accept.maxTimeoutSeconds,
-    asset: accept.asset,
-    extra: accept.extra ?? {},
-  };
-}
-
-function v1Body(paymentRequired: PaymentRequired, error: string | undefined) {
-  return {
-    x402Version: 1,
-    error: error ?? "Payment required",
-    accepts: paymentRequired.accepts.map((a) => toV1Requirements(a, paymentRequired)),
-    ...(paymentRequired.extensions === undefined ? {} : { extensions: paymentRequired.extensions }),
-  };
-}
-
-function v1PaymentRequired(paymentRequired: PaymentRequired, error: string): Response {
-  return new Response(JSON.stringify(v1Body(paymentRequired, error)), {
-    status: 402,
-    headers: { ...JSON_HEADERS, "cache-control": "no-store" },
-  });
-}
-
-function v1SettleResponse(settled: SettleResponse): SettleResponse {
-  const out: SettleResponse = { success: settled.success, transaction: settled.transaction ?? "", network: settled.network };
-  if (settled.payer !== undefined) out.payer = settled.payer;
-  if (!settled.success) out.errorReason = reasonCode(settled.errorReason);
-  return out;
-}
-
-type V1Payment = { x402Version: 1; scheme: string; network: string; payload: Record<string, unknown> };
-
-function decodeV1Payment(header: string): V1Payment | undefined {
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(header)) return undefined;
-  try {
-    const bytes = Uint8Array.from(atob(header), (c) => c.charCodeAt(0));
-    const parsed = JSON.parse(new TextDecoder().decode(bytes)) as Record<string, unknown>;
-    if (parsed.x402Version !== 1 || typeof parsed.scheme !== "string" || typeof parsed.network !== "string") return undefined;
-    if (typeof parsed.payload !== "object" || parsed.payload === null) return undefined;
-    return parsed as V1Payment;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * The terms a v1 payment commits to, where its scheme carries them: an EIP-3009 style `authorization`
- * (`to`, `value`, and `asset` when the scheme names it). A payload without them matches on scheme and
- * network alone.
- */
-function v1PaymentTerms(payment: V1Payment): { payTo?: string | undefined; amount?: string | undefined; asset?: string | undefined } {
-  const authorization = payment.payload.authorization;
-  if (typeof authorization !== "object" || authorization === null) return {};
-  const field = (name: string) => {
-    const value = (authorization as Record<string, unknown>)[name];
-    return typeof value === "string" ? value : typeof value === "number" || typeof value === "bigint" ? String(value) : undefined;
-  };
-  return { payTo: field("to"), amount: field("value"), asset: field("asset") };
 }
 
 type Cors = { readonly origin: string | readonly string[]; readonly maxAgeSeconds: number };
@@ -421,21 +257,4 @@ function preflight(request: Request, method: string, cors: Cors): Response {
   const asked = (request.headers.get("access-control-request-headers") ?? "").split(",").map((h) => h.trim()).filter((h) => /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(h));
   mergeList(headers, "access-control-allow-headers", [...PAYMENT_REQUEST_HEADERS, ...asked]);
   return new Response(null, { status: 204, headers });
-}
-
-/** Facilitator reasons are protocol codes (`insufficient_funds`); anything else is replaced, never echoed. */
-function reasonCode(reason: string | undefined): string {
-  return reason !== undefined && /^[a-z0-9_]{1,64}$/.test(reason) ? reason : "invalid_payment";
-}
-
-function failure(status: number, error: string, code: string): Response {
-  return new Response(JSON.stringify({ error, code }), { status, headers: JSON_HEADERS });
-}
-
-const errorName = (error: unknown) => (error instanceof Error ? error.name : typeof error);
-
-/** The signed offers of a PaymentRequired this server built. */
-function extractSignedOffers(paymentRequired: { extensions?: Record<string, unknown> | undefined }): SignedOffer[] {
-  const entry = paymentRequired.extensions?.[OFFER_RECEIPT] as { info?: { offers?: unknown } } | undefined;
-  return Array.isArray(entry?.info?.offers) ? entry.info.offers as SignedOffer[] : [];
 }
