@@ -172,13 +172,16 @@ function adapterOf(request: Request, url: URL): HTTPAdapter {
 const headerOf = (instructions: HTTPResponseInstructions, name: string) =>
   Object.entries(instructions.headers).find(([k]) => k.toLowerCase() === name)?.[1];
 
-/** Builds the gate; the facilitator is first asked what it supports at the first paid request (and again after a failure). */
-export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
-  const { log } = options;
-  const network = options.network as Network;
-  const resourceServer = new x402ResourceServer(guardedFacilitator(options.facilitator))
-    .register(network, new ExactEvmScheme())
-    .registerExtension(createOfferReceiptExtension(options.signing));
+/** What the gate's functions share: its options, the x402 resource server and its one-time initialisation. */
+type Gate = {
+  readonly options: PaymentGateOptions;
+  readonly log: Logger;
+  readonly httpServer: x402HTTPResourceServer;
+  readonly initialize: () => Promise<void>;
+};
+
+/** The x402 terms of each paid path whose purpose has a price. */
+function paidRoutes(options: PaymentGateOptions, network: Network): Record<string, RouteConfig> {
   const routes: Record<string, RouteConfig> = {};
   for (const [purpose, paths] of Object.entries(PAID_PATHS) as [PaymentPurpose, readonly string[]][]) {
     const amount = options.prices[purpose];
@@ -198,168 +201,188 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       };
     }
   }
-  const httpServer = new x402HTTPResourceServer(resourceServer, routes);
-  const initialize = initializeOnce(httpServer);
+  return routes;
+}
 
-  const replayed = () => json(errorBody("PAYMENT_ALREADY_USED", "This payment authorization was already used"), 409);
-  const inProgress = () =>
-    json(errorBody("PAYMENT_IN_PROGRESS", "The payer's unsettled payments already hold its token balance; nothing was done or charged, retry once they settle"), 409);
-  const unavailable = () => json(errorBody("FACILITATOR_UNAVAILABLE", "The payment facilitator is unavailable; nothing was charged"), 502);
-  /** A 402 from core's instructions: its headers (PAYMENT-REQUIRED), our error body. */
-  const paymentRequired = (instructions: HTTPResponseInstructions, code: string, message: string, details?: string) => {
-    // Names lowercased before they are merged: core sends `Cache-Control` too, and two spellings of one name were
-    // both sent (`no-store, no-store`).
-    const headers: Record<string, string> = { "cache-control": "no-store" };
-    for (const [k, v] of Object.entries(instructions.headers)) if (k.toLowerCase() !== "content-type") headers[k.toLowerCase()] = v;
-    return json(errorBody(code, message, details), instructions.status === 412 ? 402 : instructions.status, headers);
-  };
-  /** The protocol reason of a refusal, from the PAYMENT-REQUIRED it came with. */
-  const reasonOf = (instructions: HTTPResponseInstructions) => {
-    const header = headerOf(instructions, "payment-required");
-    if (header === undefined) return "invalid_payment";
+const replayed = (): Response => json(errorBody("PAYMENT_ALREADY_USED", "This payment authorization was already used"), 409);
+const inProgress = (): Response =>
+  json(errorBody("PAYMENT_IN_PROGRESS", "The payer's unsettled payments already hold its token balance; nothing was done or charged, retry once they settle"), 409);
+const unavailable = (): Response => json(errorBody("FACILITATOR_UNAVAILABLE", "The payment facilitator is unavailable; nothing was charged"), 502);
+/** A 402 from core's instructions: its headers (PAYMENT-REQUIRED), our error body. */
+const paymentRequired = (instructions: HTTPResponseInstructions, code: string, message: string, details?: string) => {
+  // Names lowercased before they are merged: core sends `Cache-Control` too, and two spellings of one name were
+  // both sent (`no-store, no-store`).
+  const headers: Record<string, string> = { "cache-control": "no-store" };
+  for (const [k, v] of Object.entries(instructions.headers)) if (k.toLowerCase() !== "content-type") headers[k.toLowerCase()] = v;
+  return json(errorBody(code, message, details), instructions.status === 412 ? 402 : instructions.status, headers);
+};
+/** The protocol reason of a refusal, from the PAYMENT-REQUIRED it came with. */
+const reasonOf = (instructions: HTTPResponseInstructions) => {
+  const header = headerOf(instructions, "payment-required");
+  if (header === undefined) return "invalid_payment";
+  try {
+    return reasonCode(decodePaymentRequiredHeader(header).error);
+  } catch {
+    return "invalid_payment";
+  }
+};
+
+/** The x402 terms a 401 carries beside the other ways in (decisions §13 amended); none when they cannot be read. */
+async function gateTerms(gate: Gate, request: Request, purpose: PaymentPurpose): Promise<Record<string, string>> {
+  if (gate.options.prices[purpose] === undefined) return {};
+  const url = new URL(request.url);
+  const adapter = { ...adapterOf(request, url), getHeader: () => undefined };
+  try {
+    await gate.initialize();
+    const unpaid = await gate.httpServer.processHTTPRequest({ adapter, path: url.pathname, method: "POST", paymentHeader: undefined });
+    const header = unpaid.type === "payment-error" ? headerOf(unpaid.response, "payment-required") : undefined;
+    const terms: Record<string, string> = {};
+    if (header !== undefined) terms["payment-required"] = header;
+    return terms;
+  } catch (error) {
+    gate.log.warn("x402_terms_unavailable", { purpose, error: error instanceof Error ? error.name : "unknown" });
+    return {};
+  }
+}
+
+/** One paid request: the payment checked, the work done, the payment settled after it (see the module's comment). */
+async function handlePayment(
+  gate: Gate,
+  request: Request,
+  purpose: PaymentPurpose,
+  work: (paid: PaidRequest) => Promise<GateWork>,
+  extra: { readonly accountId?: string | undefined },
+): Promise<Response> {
+  const url = new URL(request.url);
+  const header = request.headers.get("payment-signature") ?? undefined;
+  const context: HTTPRequestContext = { adapter: adapterOf(request, url), path: url.pathname, method: "POST", paymentHeader: header };
+  let payload: PaymentPayload | undefined;
+  if (header !== undefined) {
     try {
-      return reasonCode(decodePaymentRequiredHeader(header).error);
+      payload = decodePaymentSignatureHeader(header);
     } catch {
-      return "invalid_payment";
+      payload = undefined;
     }
-  };
+  }
+  const authorization = payload === undefined ? undefined : readExactAuthorization(payload.payload);
+  // A payment is not taken while its receipt cannot be signed (decisions §27): nothing verified, settled or done.
+  if (header !== undefined && gate.options.signerReady !== undefined && !(await gate.options.signerReady())) {
+    gate.log.warn("x402_signer_unavailable", { purpose });
+    return json(errorBody("SIGNER_UNAVAILABLE", "The service's signer is unavailable; nothing was charged, and the same payment may be sent again"), 503, {
+      "retry-after": String(SIGNER_RETRY_AFTER_SECONDS),
+    });
+  }
+  try {
+    await gate.initialize();
+    if (header !== undefined && authorization === undefined) {
+      // Not an EIP-3009 `exact` payment: the terms again, with the reason.
+      const unpaid = await gate.httpServer.processHTTPRequest({ ...context, adapter: { ...context.adapter, getHeader: () => undefined }, paymentHeader: undefined });
+      if (unpaid.type !== "payment-error") return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
+      return paymentRequired(unpaid.response, "PAYMENT_INVALID", "The payment is not an EIP-3009 authorization of the exact scheme", "invalid_payload");
+    }
+    if (payload !== undefined && authorization !== undefined) {
+      const accepted = payload.accepted as { network?: unknown; asset?: unknown } | undefined;
+      if (typeof accepted?.network === "string" && typeof accepted.asset === "string" &&
+        await gate.options.known(paymentReplayKey({ network: accepted.network, asset: accepted.asset, nonce: authorization.nonce }))) {
+        return replayed();
+      }
+    }
+    const processed = await gate.httpServer.processHTTPRequest(context);
+    if (processed.type === "no-payment-required") return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
+    if (processed.type === "payment-error") {
+      if (header === undefined) return paymentRequired(processed.response, "PAYMENT_REQUIRED", "Payment required: pay with x402 or sign in");
+      const reason = reasonOf(processed.response);
+      gate.log.info("x402_payment_refused", { purpose, reason });
+      return paymentRequired(processed.response, "PAYMENT_INVALID", "The payment was refused", reason);
+    }
+    const { paymentPayload, paymentRequirements, declaredExtensions, cancellationDispatcher } = processed;
+    const payer = authorization!.from.toLowerCase();
+    const key = paymentReplayKey({ network: paymentRequirements.network, asset: paymentRequirements.asset, nonce: authorization!.nonce });
+    let answer: GateWork | undefined;
+    let settledHeaders: Record<string, string> = {};
+    const outcome = await gate.options.paidCall(
+      {
+        key,
+        purpose,
+        network: paymentRequirements.network,
+        asset: paymentRequirements.asset,
+        payer,
+        payTo: paymentRequirements.payTo,
+        amount: paymentRequirements.amount,
+        accountId: extra.accountId ?? null,
+        validBefore: Number(authorization!.validBefore),
+      },
+      async () => {
+        answer = await work({ payer, key });
+        const ok = answer.response.status >= 200 && answer.response.status < 300;
+        return ok
+          ? { done: true, value: answer, ref: answer.ref ?? "" }
+          : { done: false, value: answer, unknown: answer.unknown, ref: answer.ref };
+      },
+      async () => {
+        const body = Buffer.from(await answer!.response.clone().arrayBuffer());
+        const responseHeaders: Record<string, string> = {};
+        answer!.response.headers.forEach((value, name) => {
+          responseHeaders[name] = value;
+        });
+        const settled = await gate.httpServer.processSettlement(paymentPayload, paymentRequirements, declaredExtensions, {
+          request: context,
+          responseBody: body,
+          responseHeaders,
+        });
+        if (!settled.success) return { ok: false, reason: reasonCode(settled.errorReason) };
+        settledHeaders = settled.headers;
+        return { ok: true, transaction: settled.transaction };
+      },
+    );
+    if (outcome.kind === "replayed") {
+      await cancellationDispatcher.cancel({ reason: "handler_failed", responseStatus: 409 }).catch(() => undefined);
+      return replayed();
+    }
+    if (outcome.kind === "in-progress") {
+      await cancellationDispatcher.cancel({ reason: "handler_failed", responseStatus: 409 }).catch(() => undefined);
+      gate.log.info("x402_payment_in_progress", { purpose });
+      return inProgress();
+    }
+    if (outcome.kind === "not-done") {
+      await cancellationDispatcher.cancel({ reason: "handler_failed", responseStatus: outcome.value.response.status }).catch(() => undefined);
+      return outcome.value.response;
+    }
+    const response = outcome.value.response;
+    const headers = new Headers(response.headers);
+    headers.set("cache-control", "private, no-store");
+    if (outcome.kind === "settled") {
+      for (const [name, value] of Object.entries(settledHeaders)) headers.set(name, value);
+      gate.log.info("x402_payment_settled", { purpose, transaction: outcome.transaction });
+      return new Response(response.body, { status: response.status, headers });
+    }
+    gate.log.warn("x402_settlement_failed", { purpose, reason: outcome.reason });
+    const failed = encodePaymentResponseHeader({ success: false, errorReason: outcome.reason, transaction: "", network: paymentRequirements.network as Network, payer });
+    if (purpose === "plan") {
+      return json(errorBody("PAYMENT_FAILED", "The payment could not be settled; the plan was not extended", outcome.reason), 402, { "payment-response": failed });
+    }
+    headers.set("payment-response", failed);
+    return new Response(response.body, { status: response.status, headers });
+  } catch (error) {
+    if (error instanceof FacilitatorResponseError || (error as Error)?.name === "RouteConfigurationError") {
+      gate.log.warn("x402_facilitator_unavailable", { purpose });
+      return unavailable();
+    }
+    throw error;
+  }
+}
 
+/** Builds the gate; the facilitator is first asked what it supports at the first paid request (and again after a failure). */
+export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
+  const network = options.network as Network;
+  const resourceServer = new x402ResourceServer(guardedFacilitator(options.facilitator))
+    .register(network, new ExactEvmScheme())
+    .registerExtension(createOfferReceiptExtension(options.signing));
+  const httpServer = new x402HTTPResourceServer(resourceServer, paidRoutes(options, network));
+  const gate: Gate = { options, log: options.log, httpServer, initialize: initializeOnce(httpServer) };
   return {
     offers: (purpose) => options.prices[purpose] !== undefined,
-    async terms(request, purpose) {
-      if (options.prices[purpose] === undefined) return {};
-      const url = new URL(request.url);
-      const adapter = { ...adapterOf(request, url), getHeader: () => undefined };
-      try {
-        await initialize();
-        const unpaid = await httpServer.processHTTPRequest({ adapter, path: url.pathname, method: "POST", paymentHeader: undefined });
-        const header = unpaid.type === "payment-error" ? headerOf(unpaid.response, "payment-required") : undefined;
-        const terms: Record<string, string> = {};
-        if (header !== undefined) terms["payment-required"] = header;
-        return terms;
-      } catch (error) {
-        log.warn("x402_terms_unavailable", { purpose, error: error instanceof Error ? error.name : "unknown" });
-        return {};
-      }
-    },
-    async handle(request, purpose, work, extra = {}) {
-      const url = new URL(request.url);
-      const header = request.headers.get("payment-signature") ?? undefined;
-      const context: HTTPRequestContext = { adapter: adapterOf(request, url), path: url.pathname, method: "POST", paymentHeader: header };
-      let payload: PaymentPayload | undefined;
-      if (header !== undefined) {
-        try {
-          payload = decodePaymentSignatureHeader(header);
-        } catch {
-          payload = undefined;
-        }
-      }
-      const authorization = payload === undefined ? undefined : readExactAuthorization(payload.payload);
-      // A payment is not taken while its receipt cannot be signed (decisions §27): nothing verified, settled or done.
-      if (header !== undefined && options.signerReady !== undefined && !(await options.signerReady())) {
-        log.warn("x402_signer_unavailable", { purpose });
-        return json(errorBody("SIGNER_UNAVAILABLE", "The service's signer is unavailable; nothing was charged, and the same payment may be sent again"), 503, {
-          "retry-after": String(SIGNER_RETRY_AFTER_SECONDS),
-        });
-      }
-      try {
-        await initialize();
-        if (header !== undefined && authorization === undefined) {
-          // Not an EIP-3009 `exact` payment: the terms again, with the reason.
-          const unpaid = await httpServer.processHTTPRequest({ ...context, adapter: { ...context.adapter, getHeader: () => undefined }, paymentHeader: undefined });
-          if (unpaid.type !== "payment-error") return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
-          return paymentRequired(unpaid.response, "PAYMENT_INVALID", "The payment is not an EIP-3009 authorization of the exact scheme", "invalid_payload");
-        }
-        if (payload !== undefined && authorization !== undefined) {
-          const accepted = payload.accepted as { network?: unknown; asset?: unknown } | undefined;
-          if (typeof accepted?.network === "string" && typeof accepted.asset === "string" &&
-            await options.known(paymentReplayKey({ network: accepted.network, asset: accepted.asset, nonce: authorization.nonce }))) {
-            return replayed();
-          }
-        }
-        const processed = await httpServer.processHTTPRequest(context);
-        if (processed.type === "no-payment-required") return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
-        if (processed.type === "payment-error") {
-          if (header === undefined) return paymentRequired(processed.response, "PAYMENT_REQUIRED", "Payment required: pay with x402 or sign in");
-          const reason = reasonOf(processed.response);
-          log.info("x402_payment_refused", { purpose, reason });
-          return paymentRequired(processed.response, "PAYMENT_INVALID", "The payment was refused", reason);
-        }
-        const { paymentPayload, paymentRequirements, declaredExtensions, cancellationDispatcher } = processed;
-        const payer = authorization!.from.toLowerCase();
-        const key = paymentReplayKey({ network: paymentRequirements.network, asset: paymentRequirements.asset, nonce: authorization!.nonce });
-        let answer: GateWork | undefined;
-        let settledHeaders: Record<string, string> = {};
-        const outcome = await options.paidCall(
-          {
-            key,
-            purpose,
-            network: paymentRequirements.network,
-            asset: paymentRequirements.asset,
-            payer,
-            payTo: paymentRequirements.payTo,
-            amount: paymentRequirements.amount,
-            accountId: extra.accountId ?? null,
-            validBefore: Number(authorization!.validBefore),
-          },
-          async () => {
-            answer = await work({ payer, key });
-            const ok = answer.response.status >= 200 && answer.response.status < 300;
-            return ok
-              ? { done: true, value: answer, ref: answer.ref ?? "" }
-              : { done: false, value: answer, unknown: answer.unknown, ref: answer.ref };
-          },
-          async () => {
-            const body = Buffer.from(await answer!.response.clone().arrayBuffer());
-            const responseHeaders: Record<string, string> = {};
-            answer!.response.headers.forEach((value, name) => {
-              responseHeaders[name] = value;
-            });
-            const settled = await httpServer.processSettlement(paymentPayload, paymentRequirements, declaredExtensions, {
-              request: context,
-              responseBody: body,
-              responseHeaders,
-            });
-            if (!settled.success) return { ok: false, reason: reasonCode(settled.errorReason) };
-            settledHeaders = settled.headers;
-            return { ok: true, transaction: settled.transaction };
-          },
-        );
-        if (outcome.kind === "replayed") {
-          await cancellationDispatcher.cancel({ reason: "handler_failed", responseStatus: 409 }).catch(() => undefined);
-          return replayed();
-        }
-        if (outcome.kind === "in-progress") {
-          await cancellationDispatcher.cancel({ reason: "handler_failed", responseStatus: 409 }).catch(() => undefined);
-          log.info("x402_payment_in_progress", { purpose });
-          return inProgress();
-        }
-        if (outcome.kind === "not-done") {
-          await cancellationDispatcher.cancel({ reason: "handler_failed", responseStatus: outcome.value.response.status }).catch(() => undefined);
-          return outcome.value.response;
-        }
-        const response = outcome.value.response;
-        const headers = new Headers(response.headers);
-        headers.set("cache-control", "private, no-store");
-        if (outcome.kind === "settled") {
-          for (const [name, value] of Object.entries(settledHeaders)) headers.set(name, value);
-          log.info("x402_payment_settled", { purpose, transaction: outcome.transaction });
-          return new Response(response.body, { status: response.status, headers });
-        }
-        log.warn("x402_settlement_failed", { purpose, reason: outcome.reason });
-        const failed = encodePaymentResponseHeader({ success: false, errorReason: outcome.reason, transaction: "", network: paymentRequirements.network as Network, payer });
-        if (purpose === "plan") {
-          return json(errorBody("PAYMENT_FAILED", "The payment could not be settled; the plan was not extended", outcome.reason), 402, { "payment-response": failed });
-        }
-        headers.set("payment-response", failed);
-        return new Response(response.body, { status: response.status, headers });
-      } catch (error) {
-        if (error instanceof FacilitatorResponseError || (error as Error)?.name === "RouteConfigurationError") {
-          log.warn("x402_facilitator_unavailable", { purpose });
-          return unavailable();
-        }
-        throw error;
-      }
-    },
+    terms: (request, purpose) => gateTerms(gate, request, purpose),
+    handle: (request, purpose, work, extra = {}) => handlePayment(gate, request, purpose, work, extra),
   };
 }
