@@ -45,6 +45,9 @@ export type OutboxRow = {
   readonly blockNumber: bigint;
   /** The transaction of the attestation or of the revocation; null where the index did not keep it. */
   readonly txHash: string | null;
+  /** The chain and EAS contract whose index wrote the row (decisions §30: events carry `chain`); the stores fill both. */
+  readonly chainId?: number | undefined;
+  readonly eas?: string | undefined;
 };
 
 /** One event as delivered: its id (the same at every endpoint and on every retry), type and JSON body. */

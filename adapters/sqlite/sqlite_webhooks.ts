@@ -128,6 +128,8 @@ export function toOutboxRow(row: WebhookRow): OutboxRow {
     uid: String(row.uid),
     blockNumber: BigInt(String(row.block_number)),
     txHash: (row.tx_hash as string | null) ?? null,
+    chainId: Number(row.chain_id),
+    eas: String(row.eas).toLowerCase(),
   };
 }
 
