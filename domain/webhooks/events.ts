@@ -8,6 +8,7 @@ import type { StoredAttestation } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
 import type { Random } from "../../ports/random.ts";
 import type { OutboxRow, WebhookEventType, WebhookMessage, WebhookTarget } from "../../ports/webhooks.ts";
+import type { ChainAnswer } from "../chains/mod.ts";
 import { base64UrlEncode, didToAddress, normalizeDid } from "../did/mod.ts";
 import { decodeSchemaData } from "../schema_data.ts";
 import { findSchemaByName } from "../schemas.ts";
@@ -39,6 +40,15 @@ export function webhookMessage(id: string, type: WebhookEventType, nowMs: number
   return { id, type, body: JSON.stringify({ type, timestamp: new Date(nowMs).toISOString(), data }), createdAtMs: nowMs };
 }
 
+/**
+ * The `chain {chainId, caip2, easContract}` of an outbox row's events (decisions §30): the chain and EAS contract whose
+ * index wrote the row; undefined for a row that names neither (its events then carry no `chain`).
+ */
+export function outboxChain(row: Pick<OutboxRow, "chainId" | "eas">): ChainAnswer | undefined {
+  if (row.chainId === undefined || row.eas === undefined) return undefined;
+  return { chainId: row.chainId, caip2: `eip155:${row.chainId}`, easContract: row.eas.toLowerCase() };
+}
+
 /** The attestation of an outbox row as a payload's `data` (decisions §22), with its subject and schema name. */
 export type AttestationEvent = {
   readonly subject: string;
@@ -62,6 +72,7 @@ export function attestationEvent(row: OutboxRow, record: StoredAttestation, sche
   if (!subject.ok) return undefined;
   const address = didToAddress(subject.value);
   if (!address.ok || address.value.toLowerCase() !== record.recipient.toLowerCase()) return undefined;
+  const chain = outboxChain(row);
   return {
     subject: subject.value,
     schemaName,
@@ -78,6 +89,7 @@ export function attestationEvent(row: OutboxRow, record: StoredAttestation, sche
       time: Number(record.time),
       revoked: row.kind === "revoked",
       fields,
+      ...(chain === undefined ? {} : { chain }),
     },
   };
 }
@@ -108,6 +120,7 @@ export function publicationsOf(row: OutboxRow, event: AttestationEvent, targets:
         attester: event.data.attester,
         txHash: event.data.txHash,
         blockNumber: event.data.blockNumber,
+        ...(event.data.chain === undefined ? {} : { chain: event.data.chain }),
       };
       const id = derivedEventId("key.status_changed", `${row.kind}:${String(event.data.uid)}`);
       out.push({ message: webhookMessage(id, "key.status_changed", nowMs, data), endpointIds: owners });

@@ -10,6 +10,6 @@ export {
   type WebhookDelivery,
 } from "./delivery.ts";
 export { createWebhookEndpoints, type DeliveryView, type EndpointView, endpointView, readWebhookUrl, WEBHOOK_LIMITS, WEBHOOK_TESTS_PER_MINUTE, type WebhookEndpoints } from "./endpoints.ts";
-export { attestationEvent, derivedEventId, publicationsOf, randomEventId, WEBHOOK_EVENT_TYPES, webhookMessage } from "./events.ts";
+export { attestationEvent, derivedEventId, outboxChain, publicationsOf, randomEventId, WEBHOOK_EVENT_TYPES, webhookMessage } from "./events.ts";
 export { createSubmissionEvents, settlementConcerns } from "./submission_events.ts";
 export { base64Decode, base64Encode, hmacSha256, newWebhookSecret, secretKey, signMessage, webhookHeaders } from "./signature.ts";
