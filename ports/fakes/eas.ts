@@ -1,0 +1,81 @@
+import type { BatchSubmission, DelegatedAttestCall, DelegateSubmitter, EasReader, FundsCheck, HexString, Simulation, Submission, SubmitOptions } from "../eas.ts";
+import { fakeSignedTx } from "./_signed_tx.ts";
+
+/** An EAS reader with settable nonces; counts its calls. */
+export function fakeEasReader(options: { chainId?: number; easAddress?: HexString; failing?: boolean } = {}) {
+  const nonces = new Map<string, bigint>();
+  const reader = {
+    chainId: options.chainId ?? 31337,
+    easAddress: options.easAddress ?? ("0x5FbDB2315678afecb367f032d93F642f64180aa3" as HexString),
+    calls: 0,
+    failing: options.failing ?? false,
+    nonces,
+    getAttesterNonce(attester: HexString) {
+      reader.calls++;
+      if (reader.failing) return Promise.resolve({ ok: false as const, reason: "rpc-error" as const });
+      return Promise.resolve({ ok: true as const, nonce: nonces.get(attester.toLowerCase()) ?? 0n });
+    },
+  };
+  return reader satisfies EasReader;
+}
+
+/** A delegate wallet that records what it was asked to send. */
+export function fakeDelegate(options: { simulation?: Simulation; submission?: Submission; funds?: FundsCheck } = {}) {
+  const sent: DelegatedAttestCall[] = [];
+  let counter = 0;
+  const delegate = {
+    address: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" as HexString,
+    sent,
+    simulations: 0,
+    funds: options.funds ?? ("ok" as FundsCheck),
+    simulation: options.simulation ?? { ok: true as const, gas: 200_000n },
+    submission: options.submission,
+    checkFunds: () => Promise.resolve(delegate.funds),
+    simulate(_call: DelegatedAttestCall) {
+      delegate.simulations++;
+      return Promise.resolve(delegate.simulation);
+    },
+    async submit(call: DelegatedAttestCall, opts: SubmitOptions): Promise<Submission> {
+      counter++;
+      const tx = fakeSignedTx(delegate.address, counter, "a");
+      try {
+        await opts.onSigned(tx);
+      } catch {
+        return { ok: false, reason: "not-broadcast" };
+      }
+      if (delegate.submission?.ok === false && delegate.submission.reason === "not-broadcast") return delegate.submission;
+      await opts.onSent(tx.txHash);
+      sent.push(call);
+      if (delegate.submission) return delegate.submission;
+      return { ok: true, txHash: tx.txHash, blockNumber: BigInt(counter), uid: `0x${counter.toString(16).padStart(64, "b")}` as HexString };
+    },
+    /** The batches sent (`multiAttestByDelegation`), each its calls in order. */
+    batches: [] as DelegatedAttestCall[][],
+    batchSimulations: 0,
+    /** A call EAS would revert in a batch: the error's name; the whole batch then reverts in simulation. */
+    revertsInBatch: undefined as ((call: DelegatedAttestCall) => string | undefined) | undefined,
+    simulateBatch(calls: readonly DelegatedAttestCall[]): Promise<Simulation> {
+      delegate.batchSimulations++;
+      const reverting = calls.map((call) => delegate.revertsInBatch?.(call)).find((name) => name !== undefined);
+      if (reverting !== undefined) return Promise.resolve({ ok: false, reason: "reverted", errorName: reverting });
+      if (!delegate.simulation.ok) return Promise.resolve(delegate.simulation);
+      return Promise.resolve({ ok: true, gas: 50_000n + 100_000n * BigInt(calls.length) });
+    },
+    async submitBatch(calls: readonly DelegatedAttestCall[], opts: SubmitOptions): Promise<BatchSubmission> {
+      counter++;
+      const tx = fakeSignedTx(delegate.address, counter, "c");
+      try {
+        await opts.onSigned(tx);
+      } catch {
+        return { ok: false, reason: "not-broadcast" };
+      }
+      if (delegate.submission?.ok === false && delegate.submission.reason === "not-broadcast") return delegate.submission;
+      await opts.onSent(tx.txHash);
+      delegate.batches.push([...calls]);
+      if (delegate.submission?.ok === false) return delegate.submission;
+      const uids = calls.map((_, i) => `0x${counter.toString(16).padStart(4, "0")}${i.toString(16).padStart(60, "d")}` as HexString);
+      return { ok: true, txHash: tx.txHash, blockNumber: BigInt(counter), uids };
+    },
+  };
+  return delegate satisfies DelegateSubmitter;
+}

@@ -1,0 +1,44 @@
+/** Idempotency keys in memory, with the stores' rules (the record's `createdAtMs` is the time it is asked at). */
+export function fakeIdempotencyStore() {
+  type Held = import("../idempotency.ts").IdempotencyRecord;
+  const records = new Map<string, Held>();
+  const id = (scope: string, key: string) => `${scope}\n${key}`;
+  const store = {
+    records,
+    begin(record: Omit<Held, "state" | "answer" | "submissionId">) {
+      const held = records.get(id(record.scope, record.key));
+      const nowMs = record.createdAtMs;
+      const expired = held !== undefined && held.expiresAtMs <= nowMs;
+      const dead = held !== undefined && held.state === "running" && held.leaseUntilMs <= nowMs && held.fingerprint === record.fingerprint;
+      if (held === undefined || expired) {
+        records.set(id(record.scope, record.key), { ...record, state: "running", answer: null, submissionId: null });
+        return Promise.resolve({ kind: "started" as const, submissionId: null });
+      }
+      if (dead) {
+        records.set(id(record.scope, record.key), { ...held, leaseUntilMs: record.leaseUntilMs });
+        return Promise.resolve({ kind: "started" as const, submissionId: held.submissionId });
+      }
+      return Promise.resolve({ kind: "exists" as const, record: held });
+    },
+    attach(scope: string, key: string, submissionId: string) {
+      const held = records.get(id(scope, key));
+      if (held?.state === "running") records.set(id(scope, key), { ...held, submissionId });
+      return Promise.resolve();
+    },
+    complete(scope: string, key: string, answer: import("../idempotency.ts").StoredAnswer) {
+      const held = records.get(id(scope, key));
+      if (held?.state === "running") records.set(id(scope, key), { ...held, state: "done", answer });
+      return Promise.resolve();
+    },
+    abandon(scope: string, key: string) {
+      if (records.get(id(scope, key))?.state === "running") records.delete(id(scope, key));
+      return Promise.resolve();
+    },
+    prune(nowMs: number) {
+      let gone = 0;
+      for (const [k, held] of records) if (held.expiresAtMs <= nowMs && records.delete(k)) gone++;
+      return Promise.resolve(gone);
+    },
+  };
+  return store satisfies import("../idempotency.ts").IdempotencyStore;
+}

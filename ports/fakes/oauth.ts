@@ -1,0 +1,164 @@
+import type { Clock } from "../clock.ts";
+
+/** An OAuth store in memory (decisions §19); `writes` counts every change, so a test can show nothing was written. */
+export function fakeOAuthStore() {
+  const clients = new Map<string, import("../oauth.ts").OAuthClient & { registeredBy: string | null; grantedAtMs: number | null }>();
+  const codes = new Map<string, import("../oauth.ts").StoredCode>();
+  const grants = new Map<string, import("../oauth.ts").Grant>();
+  const refresh = new Map<string, import("../oauth.ts").RefreshToken>();
+  const revoked = new Set<string>();
+  const keys: import("../oauth.ts").StoredSigningKey[] = [];
+  const store = {
+    writes: 0,
+    clients,
+    grants,
+    codes,
+    registerClient(client, limits, nowMs) {
+      const since = nowMs - limits.windowMs;
+      const mine = [...clients.values()].filter((c) => c.registeredBy === limits.client && c.createdAtMs > since);
+      if (mine.length >= limits.perClient) return Promise.resolve({ ok: false as const, limit: "client" as const, retryAfterMs: Math.min(...mine.map((c) => c.createdAtMs)) + limits.windowMs - nowMs });
+      const all = [...clients.values()].filter((c) => c.accountId === null && c.createdAtMs > since);
+      if (all.length >= limits.total) return Promise.resolve({ ok: false as const, limit: "total" as const, retryAfterMs: Math.min(...all.map((c) => c.createdAtMs)) + limits.windowMs - nowMs });
+      store.writes++;
+      clients.set(client.clientId, { ...client, registeredBy: limits.client, grantedAtMs: null });
+      return Promise.resolve({ ok: true as const });
+    },
+    createClient(client, max) {
+      if ([...clients.values()].filter((c) => c.accountId === client.accountId).length >= max) return Promise.resolve(false);
+      store.writes++;
+      clients.set(client.clientId, { ...client, registeredBy: client.accountId, grantedAtMs: null });
+      return Promise.resolve(true);
+    },
+    findClient: (id) => Promise.resolve(clients.get(id)),
+    listClients: (accountId) => Promise.resolve([...clients.values()].filter((c) => c.accountId === accountId)),
+    deleteClient(accountId, clientId) {
+      if (clients.get(clientId)?.accountId !== accountId) return Promise.resolve(false);
+      store.writes++;
+      clients.delete(clientId);
+      for (const [id, g] of grants) if (g.clientId === clientId) grants.delete(id);
+      return Promise.resolve(true);
+    },
+    saveCode(code, limits) {
+      const live = [...codes.values()].filter((c) => c.usedAtMs === null && c.expiresAtMs > code.createdAtMs);
+      if (live.filter((c) => c.accountId === code.accountId).length >= limits.perAccount) return Promise.resolve("account_limit" as const);
+      if (live.filter((c) => c.clientId === code.clientId).length >= limits.perClient) return Promise.resolve("client_limit" as const);
+      store.writes++;
+      codes.set(code.codeHash, { ...code, usedAtMs: null, grantId: null });
+      return Promise.resolve("saved" as const);
+    },
+    findCode: (hash) => Promise.resolve(codes.get(hash)),
+    exchangeCode(hash, grant, token, nowMs, maxGrantsPerAccount) {
+      const code = codes.get(hash);
+      if (code === undefined || code.usedAtMs !== null) return Promise.resolve(false);
+      store.writes++;
+      codes.set(hash, { ...code, usedAtMs: nowMs, grantId: grant.id });
+      grants.set(grant.id, grant);
+      if (token !== null) refresh.set(token.tokenHash, token);
+      const others = [...grants.values()]
+        .filter((g) => g.accountId === grant.accountId && g.revokedAtMs === null && g.id !== grant.id)
+        .sort((a, b) => b.createdAtMs - a.createdAtMs || (a.id < b.id ? 1 : -1));
+      for (const g of others.slice(Math.max(0, maxGrantsPerAccount - 1))) grants.set(g.id, { ...g, revokedAtMs: nowMs });
+      return Promise.resolve(true);
+    },
+    rotateRefreshToken(hash, next, nowMs) {
+      const token = refresh.get(hash);
+      if (token === undefined) return Promise.resolve({ kind: "invalid" as const });
+      store.writes++;
+      if (token.usedAtMs !== null) {
+        const g = grants.get(token.grantId);
+        if (g !== undefined && g.revokedAtMs === null) grants.set(g.id, { ...g, revokedAtMs: nowMs });
+        return Promise.resolve({ kind: "reused" as const, grantId: token.grantId });
+      }
+      const grant = grants.get(token.grantId);
+      if (grant === undefined || grant.revokedAtMs !== null || nowMs >= token.expiresAtMs || !clients.has(grant.clientId)) return Promise.resolve({ kind: "invalid" as const });
+      refresh.set(hash, { ...token, usedAtMs: nowMs });
+      refresh.set(next.tokenHash, next);
+      return Promise.resolve({ kind: "rotated" as const, grant });
+    },
+    findRefreshToken(hash) {
+      const token = refresh.get(hash);
+      const grant = token === undefined ? undefined : grants.get(token.grantId);
+      return Promise.resolve(token === undefined || grant === undefined ? undefined : { token, grant });
+    },
+    revokeGrant(id, nowMs) {
+      const g = grants.get(id);
+      if (g !== undefined && g.revokedAtMs === null) {
+        store.writes++;
+        grants.set(id, { ...g, revokedAtMs: nowMs });
+      }
+      return Promise.resolve();
+    },
+    listAuthorizations(accountId, nowMs, max) {
+      const live = [...grants.values()].filter((g) => g.accountId === accountId && g.revokedAtMs === null &&
+        (g.createdAtMs > nowMs - 3_600_000 || [...refresh.values()].some((t) => t.grantId === g.id && t.usedAtMs === null && t.expiresAtMs > nowMs)));
+      const byClient = new Map<string, import("../oauth.ts").Grant[]>();
+      for (const g of live) byClient.set(g.clientId, [...(byClient.get(g.clientId) ?? []), g]);
+      return Promise.resolve([...byClient].map(([clientId, list]) => ({
+        clientId,
+        clientName: clients.get(clientId)?.name ?? null,
+        scopes: [...new Set(list.map((g) => g.scope))],
+        firstAuthorizedAtMs: Math.min(...list.map((g) => g.createdAtMs)),
+        lastAuthorizedAtMs: Math.max(...list.map((g) => g.createdAtMs)),
+        grants: list.length,
+      })).sort((a, b) => b.lastAuthorizedAtMs - a.lastAuthorizedAtMs).slice(0, max));
+    },
+    revokeAuthorizations(accountId, clientId, nowMs) {
+      let n = 0;
+      for (const [hash, c] of codes) {
+        if (c.accountId === accountId && c.clientId === clientId && c.usedAtMs === null && c.expiresAtMs > nowMs) {
+          codes.delete(hash);
+          n++;
+        }
+      }
+      for (const g of grants.values()) {
+        if (g.accountId === accountId && g.clientId === clientId && g.revokedAtMs === null) {
+          grants.set(g.id, { ...g, revokedAtMs: nowMs });
+          n++;
+        }
+      }
+      if (n > 0) store.writes++;
+      return Promise.resolve(n);
+    },
+    revokeAccessToken(jti) {
+      store.writes++;
+      revoked.add(jti);
+      return Promise.resolve();
+    },
+    accessTokenActive: ({ jti, clientId, grantId }) =>
+      Promise.resolve(clients.has(clientId) && !revoked.has(jti) && (grantId === null || grants.get(grantId)?.revokedAtMs === null)),
+    signingKeys: () => Promise.resolve([...keys].sort((a, b) => b.createdAtMs - a.createdAtMs)),
+    addSigningKey(key) {
+      keys.push(key);
+      return Promise.resolve();
+    },
+    dropSigningKeys: () => Promise.resolve(0),
+    prune: () => Promise.resolve(0),
+  } satisfies import("../oauth.ts").OAuthStore & { writes: number; clients: unknown; grants: unknown; codes: unknown };
+  return store;
+}
+
+/**
+ * Access-token keys without cryptography: a token is `fake.<base64url JSON claims>`, verified by reading it back
+ * against the expected issuer and audience and the clock (a forged token is anything else).
+ */
+export function fakeAccessTokenKeys(clock: Clock) {
+  const signed = new Set<string>();
+  const keys = {
+    signed,
+    sign(claims: import("../oauth.ts").AccessTokenClaims) {
+      const token = `fake.${btoa(JSON.stringify(claims)).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_")}`;
+      signed.add(token);
+      return Promise.resolve(token);
+    },
+    verify(token: string, expected: { issuer: string; audience: string }) {
+      if (!signed.has(token)) return Promise.resolve({ ok: false as const, reason: "invalid" as const });
+      const claims = JSON.parse(atob(token.slice(5).replace(/-/g, "+").replace(/_/g, "/"))) as import("../oauth.ts").AccessTokenClaims;
+      if (claims.iss !== expected.issuer || claims.aud !== expected.audience) return Promise.resolve({ ok: false as const, reason: "invalid" as const });
+      if (clock.nowMs() >= claims.exp * 1000) return Promise.resolve({ ok: false as const, reason: "expired" as const });
+      return Promise.resolve({ ok: true as const, claims });
+    },
+    jwks: () => Promise.resolve({ keys: [] }),
+    rotate: () => Promise.resolve("fake-kid"),
+  };
+  return keys satisfies import("../oauth.ts").AccessTokenKeys;
+}
