@@ -7,8 +7,12 @@ import { ELAPSED_PATHS } from "./conventions.ts";
 import { isPrivatePath, pathOf, PUBLIC_CORS_HEADERS } from "./cors.ts";
 import { elapsedSince, errorBody, json, statusOf } from "./errors.ts";
 import { DELEGATED_ATTEST_PATHS, NONCE_PATHS } from "./routes/delegation/mod.ts";
-import { MAX_BODY_BYTES } from "./routes/request.ts";
 import { classifyAddress } from "../domain/discovery/mod.ts";
+import { arrivedBody, hasBody, routable, UNREAD, UNREADABLE } from "./arriving_body.ts";
+import { createDeadlines } from "./deadlines.ts";
+
+export { routable } from "./arriving_body.ts";
+export { createDeadlines, CUT_FLUSH_MS, drainServer } from "./deadlines.ts";
 
 /** The edge's own answers are 5xx: never kept by a cache (decisions §21). */
 const NOT_KEPT: Readonly<Record<string, string>> = { "cache-control": "no-store" };
@@ -258,159 +262,6 @@ export function instrumentedHandler(
   });
 }
 
-/** {@link arrivedBody}'s answer when the body's deadline passed first. */
-const UNREAD: unique symbol = Symbol("body not arrived");
-/** {@link arrivedBody}'s answer when the body could not be read (the client went away). */
-const UNREADABLE: unique symbol = Symbol("body unreadable");
-
-/** Whether a request comes with a body (as its headers say: a request from the server always has them). */
-function hasBody(request: Request): boolean {
-  const length = request.headers.get("content-length");
-  if (length !== null) return length !== "0";
-  return request.headers.get("transfer-encoding") !== null;
-}
-
-/**
- * The request with its body read whole, to hand to the app ({@link routable}'s URL): the body then costs the app no
- * waiting, so a body that never ends is bounded by the race this runs in, not by the route's deadline. A declared
- * length over {@link MAX_BODY_BYTES} is not read (the app refuses it by its length, and the connection is closed); a
- * body without one is read to one byte past the limit, which the app refuses as too large.
- */
-async function arrivedBody(request: Request): Promise<Request | typeof UNREADABLE> {
-  const declared = request.headers.get("content-length");
-  if (declared !== null && Number(declared) > MAX_BODY_BYTES) return routable(request);
-  let bytes: BodyInit;
-  try {
-    bytes = declared !== null ? await request.arrayBuffer() : await readAtMost(request, MAX_BODY_BYTES + 1);
-  } catch {
-    return UNREADABLE;
-  }
-  const method = request.method;
-  const body = method === "GET" || method === "HEAD" ? undefined : bytes;
-  return new Request(routableUrl(request.url) ?? request.url, { method, headers: request.headers, body, signal: request.signal });
-}
-
-/** Up to `limit` bytes of a body without a declared length (the rest, if any, is left unread). */
-async function readAtMost(request: Request, limit: number): Promise<Uint8Array<ArrayBuffer>> {
-  if (request.body === null) return new Uint8Array(0);
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  while (size < limit) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    chunks.push(value);
-    size += value.byteLength;
-  }
-  if (size >= limit) await reader.cancel().catch(() => {});
-  const all = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    all.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return all;
-}
-
-/**
- * Drains a server on shutdown (issue 33): stops taking requests and cuts the bodies still arriving at once
- * ({@link InstrumentedHandler.drain}), lets the requests under way finish for up to `options.graceMs`, then answers
- * those still running with their deadline answer ({@link InstrumentedHandler.cut}) and closes every connection, at
- * most {@link CUT_FLUSH_MS} later. A submission cut there is answered 503 `OUTCOME_UNKNOWN`; it was recorded before each
- * of its steps, so the next start's reconciler settles it (decisions §15). Resolves once every connection is closed.
- */
-export async function drainServer(
-  server: { stop(closeActiveConnections?: boolean): Promise<void> },
-  handler: InstrumentedHandler,
-  options: { readonly graceMs: number },
-): Promise<void> {
-  handler.drain();
-  // Stops listening and closes idle connections; resolves once the last connection is closed.
-  const stopped = server.stop(false);
-  if (await settlesWithin(stopped, options.graceMs)) return;
-  handler.cut();
-  if (await settlesWithin(stopped, CUT_FLUSH_MS)) return;
-  await server.stop(true);
-}
-
-/** How long the answers given at the grace's end have to be written before the connections are closed regardless. */
-export const CUT_FLUSH_MS = 1_000;
-
-/** Whether `promise` settles within `ms` (its timer cleared either way). */
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const elapsed = new Promise<false>((resolve) => (timer = setTimeout(resolve, ms, false)));
-  try {
-    return await Promise.race([promise.then(() => true, () => true), elapsed]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/**
- * The deadlines of the requests in flight, all `deadlineMs` long, watched by one timer instead of a timer and a
- * `Promise.race` per request (issue 28: those were the largest part of the edge's own work on the cheap routes). Since
- * every deadline has the same length, the requests expire in the order they came, so a check stops at the first
- * one still in time. The timer ticks every tenth of the deadline (between 10 ms and 1 s), so an answer comes at most
- * that much after the deadline, and runs only while a request is waiting.
- */
-export function createDeadlines(deadlineMs: number) {
-  type Waiting = { readonly at: number; readonly expire: () => void };
-  const waiting = new Set<Waiting>();
-  const tickMs = Math.min(1_000, Math.max(10, Math.floor(deadlineMs / 10)));
-  let timer: ReturnType<typeof setInterval> | undefined;
-  const check = () => {
-    const now = performance.now();
-    for (const entry of waiting) {
-      if (entry.at > now) break;
-      waiting.delete(entry);
-      entry.expire();
-    }
-    if (waiting.size === 0) {
-      clearInterval(timer);
-      timer = undefined;
-    }
-  };
-  return {
-    /** `answer`, or `expired()` once the deadline passed first (the answer's work goes on, unobserved). */
-    race<T>(answer: Promise<T>, expired: () => T): Promise<T> {
-      return new Promise<T>((resolve, reject) => {
-        let settled = false;
-        const entry: Waiting = {
-          at: performance.now() + deadlineMs,
-          expire: () => {
-            if (settled) return;
-            settled = true;
-            try {
-              resolve(expired());
-            } catch (error) {
-              reject(error);
-            }
-          },
-        };
-        waiting.add(entry);
-        timer ??= setInterval(check, tickMs);
-        const settle = (finish: () => void) => {
-          waiting.delete(entry);
-          if (settled) return;
-          settled = true;
-          finish();
-        };
-        answer.then((value) => settle(() => resolve(value)), (error: unknown) => settle(() => reject(error)));
-      });
-    },
-    /** Expires every answer awaited now, whatever its time left (a server shutting down). */
-    expireAll: () => {
-      for (const entry of [...waiting]) {
-        waiting.delete(entry);
-        entry.expire();
-      }
-    },
-    /** How many answers are awaited now (tests). */
-    size: () => waiting.size,
-  };
-}
-
 /** The context of a request served by {@link instrumentedHandler}; the client address worked out when a route asks. */
 class ServedRequest implements RequestContext {
   #address: { readonly value: string | undefined } | undefined;
@@ -425,26 +276,6 @@ class ServedRequest implements RequestContext {
     this.#address ??= { value: clientAddressOf(this.request, this.server?.requestIP(this.request)?.address, this.trustProxy) };
     return this.#address.value;
   }
-}
-
-/**
- * The request with a URL Elysia reads the same path from as the app's own guards ({@link pathOf}). Elysia takes
- * the path from the first `/` at or after character 11 (node_modules/elysia/dist/adapter/web-standard/index.mjs:
- * `u.indexOf('/', 11)`), which assumes `http://` and a host of at least four characters: with `Host: a` (or an
- * absolute-form target naming a short host) it would route `/v1/x` as `/x` while the guards saw `/v1/x`, so a
- * guarded path could reach an unguarded route. Whenever the two readings differ, the request is re-addressed to
- * `http://localhost` with the same path, query, method, headers and body (streamed, not read).
- */
-export function routable(request: Request): Request {
-  const url = routableUrl(request.url);
-  return url === undefined ? request : new Request(url, request);
-}
-
-/** The URL {@link routable} re-addresses a request to; undefined when Elysia reads `url`'s path as the guards do. */
-function routableUrl(url: string): string | undefined {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
-  if (start !== -1 && start === url.indexOf("/", 11)) return undefined;
-  return `http://localhost${start === -1 ? "/" : url.slice(start)}`;
 }
 
 /**
