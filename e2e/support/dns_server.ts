@@ -53,96 +53,88 @@ const MAX_CNAME_CHAIN = 8;
 
 const key = (name: string) => name.toLowerCase().replace(/\.$/, "");
 
-/** Starts a DNS server on 127.0.0.1 with UDP and TCP on one random port. */
-export async function startDnsServer(): Promise<DnsServer> {
-  const zones = new Map<string, Zone>();
-  const queries: DnsQueryRecord[] = [];
-  let truncateUdp = false;
-  const zone = (name: string): Zone => {
-    const k = key(name);
-    let z = zones.get(k);
-    if (z === undefined) {
-      z = {};
-      zones.set(k, z);
-    }
-    return z;
-  };
+/** What the server holds: the zones set by the test, the queries received, whether UDP answers are truncated. */
+type ServerState = { readonly zones: Map<string, Zone>; readonly queries: DnsQueryRecord[]; truncateUdp: boolean };
 
-  /** Builds the reply, or `undefined` to stay silent. */
-  function answer(query: DecodedPacket, transport: "udp" | "tcp"): Buffer | undefined {
-    const question = query.questions?.[0];
-    if (question === undefined) return undefined;
-    queries.push({ name: key(question.name), type: question.type, transport });
-    const rd = (query.flags ?? 0) & dnsPacket.RECURSION_DESIRED;
-    const reply = (rcode: number, answers: Answer[], truncated = false) =>
-      dnsPacket.encode({
-        type: "response",
-        id: query.id ?? 0,
-        flags: dnsPacket.AUTHORITATIVE_ANSWER | rd | (truncated ? dnsPacket.TRUNCATED_RESPONSE : 0) | rcode,
-        questions: [question],
-        answers,
-      });
-    const first = zones.get(key(question.name));
-    if (first?.failure === "silent") return undefined;
-    if (first?.failure === "SERVFAIL") return reply(RCODE.SERVFAIL, []);
-    if (first?.failure === "REFUSED") return reply(RCODE.REFUSED, []);
-    if (transport === "udp" && truncateUdp) return reply(RCODE.NOERROR, [], true);
-    if (first === undefined) return reply(RCODE.NXDOMAIN, []);
-
-    const answers = collect(question);
-    const full = reply(RCODE.NOERROR, answers);
-    if (transport === "udp" && full.length > udpLimit(query)) return reply(RCODE.NOERROR, [], true);
-    return full;
-  }
-
-  /** The records for the question, following CNAMEs inside this server's own data like an authoritative server. */
-  function collect(question: Question): Answer[] {
-    const answers: Answer[] = [];
-    let name = key(question.name);
-    for (let hop = 0; hop <= MAX_CNAME_CHAIN; hop++) {
-      const z = zones.get(name);
-      if (z === undefined) break;
-      if (z.cname !== undefined && question.type !== "CNAME") {
-        answers.push({ type: "CNAME", name, ttl: 0, class: "IN", data: z.cname });
-        name = key(z.cname);
-        continue;
-      }
-      if (question.type === "TXT" && z.txt) {
-        for (const record of z.txt) {
-          answers.push({ type: "TXT", name, ttl: 0, class: "IN", data: record.map((s) => Buffer.from(s, "utf8")) });
-        }
-      }
-      const set = question.type === "A" ? z.a : question.type === "AAAA" ? z.aaaa : undefined;
-      if (set !== undefined && set.ips.length > 0) {
-        const ips = set.rotate ? [set.ips[set.next++ % set.ips.length]!] : set.ips;
-        for (const ip of ips) answers.push({ type: question.type as "A" | "AAAA", name, ttl: 0, class: "IN", data: ip });
-      }
-      break;
-    }
-    return answers;
-  }
-
-  const bindUdp = async (): Promise<UdpSocket> => {
-    const socket: UdpSocket = createSocket("udp4");
-    socket.on("message", (message, rinfo) => {
-      let query: DecodedPacket;
-      try {
-        query = dnsPacket.decode(message);
-      } catch {
-        return;
-      }
-      const reply = answer(query, "udp");
-      if (reply !== undefined) socket.send(reply, rinfo.port, rinfo.address);
+/** Builds the reply, or `undefined` to stay silent. */
+function answer(state: ServerState, query: DecodedPacket, transport: "udp" | "tcp"): Buffer | undefined {
+  const question = query.questions?.[0];
+  if (question === undefined) return undefined;
+  state.queries.push({ name: key(question.name), type: question.type, transport });
+  const rd = (query.flags ?? 0) & dnsPacket.RECURSION_DESIRED;
+  const reply = (rcode: number, answers: Answer[], truncated = false) =>
+    dnsPacket.encode({
+      type: "response",
+      id: query.id ?? 0,
+      flags: dnsPacket.AUTHORITATIVE_ANSWER | rd | (truncated ? dnsPacket.TRUNCATED_RESPONSE : 0) | rcode,
+      questions: [question],
+      answers,
     });
-    await new Promise<void>((resolve, reject) => {
-      socket.once("error", reject);
-      socket.bind(0, "127.0.0.1", () => resolve());
-    });
-    return socket;
-  };
+  const first = state.zones.get(key(question.name));
+  if (first?.failure === "silent") return undefined;
+  if (first?.failure === "SERVFAIL") return reply(RCODE.SERVFAIL, []);
+  if (first?.failure === "REFUSED") return reply(RCODE.REFUSED, []);
+  if (transport === "udp" && state.truncateUdp) return reply(RCODE.NOERROR, [], true);
+  if (first === undefined) return reply(RCODE.NXDOMAIN, []);
 
-  const sockets = new Set<Socket>();
-  const tcp: Server = createServer((socket) => {
+  const answers = collect(state.zones, question);
+  const full = reply(RCODE.NOERROR, answers);
+  if (transport === "udp" && full.length > udpLimit(query)) return reply(RCODE.NOERROR, [], true);
+  return full;
+}
+
+/** The records for the question, following CNAMEs inside this server's own data like an authoritative server. */
+function collect(zones: Map<string, Zone>, question: Question): Answer[] {
+  const answers: Answer[] = [];
+  let name = key(question.name);
+  for (let hop = 0; hop <= MAX_CNAME_CHAIN; hop++) {
+    const z = zones.get(name);
+    if (z === undefined) break;
+    if (z.cname !== undefined && question.type !== "CNAME") {
+      answers.push({ type: "CNAME", name, ttl: 0, class: "IN", data: z.cname });
+      name = key(z.cname);
+      continue;
+    }
+    if (question.type === "TXT" && z.txt) {
+      for (const record of z.txt) {
+        answers.push({ type: "TXT", name, ttl: 0, class: "IN", data: record.map((s) => Buffer.from(s, "utf8")) });
+      }
+    }
+    const set = question.type === "A" ? z.a : question.type === "AAAA" ? z.aaaa : undefined;
+    if (set !== undefined && set.ips.length > 0) {
+      const ips = set.rotate ? [set.ips[set.next++ % set.ips.length]!] : set.ips;
+      for (const ip of ips) answers.push({ type: question.type as "A" | "AAAA", name, ttl: 0, class: "IN", data: ip });
+    }
+    break;
+  }
+  return answers;
+}
+
+type Reply = (query: DecodedPacket, transport: "udp" | "tcp") => Buffer | undefined;
+
+/** A UDP socket on a free port of 127.0.0.1, answering each query it can decode. */
+async function bindUdp(reply: Reply): Promise<UdpSocket> {
+  const socket: UdpSocket = createSocket("udp4");
+  socket.on("message", (message, rinfo) => {
+    let query: DecodedPacket;
+    try {
+      query = dnsPacket.decode(message);
+    } catch {
+      return;
+    }
+    const answered = reply(query, "udp");
+    if (answered !== undefined) socket.send(answered, rinfo.port, rinfo.address);
+  });
+  await new Promise<void>((resolve, reject) => {
+    socket.once("error", reject);
+    socket.bind(0, "127.0.0.1", () => resolve());
+  });
+  return socket;
+}
+
+/** The TCP server (not yet listening): length-prefixed queries, each answered in turn; its sockets kept for stop. */
+function tcpServer(reply: Reply, sockets: Set<Socket>): Server {
+  return createServer((socket) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
     socket.on("error", () => socket.destroy());
@@ -161,20 +153,21 @@ export async function startDnsServer(): Promise<DnsServer> {
           socket.destroy();
           return;
         }
-        const reply = answer(query, "tcp");
-        if (reply === undefined) continue;
+        const answered = reply(query, "tcp");
+        if (answered === undefined) continue;
         const prefix = Buffer.alloc(2);
-        prefix.writeUInt16BE(reply.length);
-        socket.write(Buffer.concat([prefix, reply]));
+        prefix.writeUInt16BE(answered.length);
+        socket.write(Buffer.concat([prefix, answered]));
       }
     });
   });
-  // UDP picks a free port; TCP must then take the same number, which another socket may hold: try again then.
-  let udp: UdpSocket | undefined;
-  let port = 0;
-  for (let attempt = 0; udp === undefined; attempt++) {
-    const candidate = await bindUdp();
-    port = candidate.address().port;
+}
+
+/** UDP picks a free port; TCP must then take the same number, which another socket may hold: try again then. */
+async function bindBoth(reply: Reply, tcp: Server): Promise<{ udp: UdpSocket; port: number }> {
+  for (let attempt = 0; ; attempt++) {
+    const candidate = await bindUdp(reply);
+    const port = candidate.address().port;
     try {
       await new Promise<void>((resolve, reject) => {
         tcp.once("error", reject);
@@ -183,18 +176,36 @@ export async function startDnsServer(): Promise<DnsServer> {
           resolve();
         });
       });
-      udp = candidate;
+      return { udp: candidate, port };
     } catch (error) {
       candidate.close();
       if (attempt >= 20 || (error as { code?: string }).code !== "EADDRINUSE") throw error;
     }
   }
+}
 
-  const addressSet = (ips: readonly string[], options?: AddressRecordOptions): AddressSet => ({
-    ips: [...ips],
-    rotate: options?.rotate === true,
-    next: 0,
-  });
+const addressSet = (ips: readonly string[], options?: AddressRecordOptions): AddressSet => ({
+  ips: [...ips],
+  rotate: options?.rotate === true,
+  next: 0,
+});
+
+/** Starts a DNS server on 127.0.0.1 with UDP and TCP on one random port. */
+export async function startDnsServer(): Promise<DnsServer> {
+  const state: ServerState = { zones: new Map(), queries: [], truncateUdp: false };
+  const zone = (name: string): Zone => {
+    const k = key(name);
+    let z = state.zones.get(k);
+    if (z === undefined) {
+      z = {};
+      state.zones.set(k, z);
+    }
+    return z;
+  };
+  const reply: Reply = (query, transport) => answer(state, query, transport);
+  const sockets = new Set<Socket>();
+  const tcp = tcpServer(reply, sockets);
+  const { udp, port } = await bindBoth(reply, tcp);
 
   return {
     port,
@@ -223,12 +234,12 @@ export async function startDnsServer(): Promise<DnsServer> {
       zone(name).failure = "silent";
     },
     setTruncateUdp: (on) => {
-      truncateUdp = on;
+      state.truncateUdp = on;
     },
     clear: (name) => {
-      zones.delete(key(name));
+      state.zones.delete(key(name));
     },
-    queries,
+    queries: state.queries,
     stop: async () => {
       for (const socket of sockets) socket.destroy();
       await Promise.all([
