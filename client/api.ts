@@ -17,6 +17,7 @@ import {
   signableTypedData,
   type TypedDataSigner,
 } from "./delegated_attest.ts";
+import { type ChainNamed, type ChainOption, chainQueryValue } from "./chain.ts";
 import { AtsClientError } from "./errors.ts";
 import { DEFAULT_BASE_URL, requestJson } from "./http.ts";
 import { requireSubject } from "./subject.ts";
@@ -32,6 +33,9 @@ export type ServiceOptions = {
   /** Sent as `Origin` (a browser sets it itself): state-changing private requests need an allowed one. */
   readonly origin?: string | undefined;
 };
+
+/** A public read's options: the service, and the chain to read on (decisions §30; default the service's default chain). */
+export type ReadOptions = ServiceOptions & ChainOption;
 
 async function call<T>(method: "GET" | "POST" | "PATCH" | "DELETE", path: string, body: unknown, options: ServiceOptions): Promise<T> {
   const headers: Record<string, string> = {};
@@ -61,16 +65,18 @@ const query = (params: Record<string, string | number | undefined>) =>
  * The controller evidence of a domain or did:web: each TXT name and did.json with its status, records and notes,
  * and the keys found. With `walletDid`, controller-confirm: the wallet and the approved-issuer block too.
  */
-export async function discoverControllers(subjectDid: string, options: ServiceOptions & { walletDid?: string | undefined } = {}) {
+export async function discoverControllers(subjectDid: string, options: ReadOptions & { walletDid?: string | undefined } = {}) {
   requireSubject(subjectDid, "subjectDid");
+  const chain = chainQueryValue(options.chain);
   return await (options.walletDid === undefined || options.walletDid === ""
-    ? call<DiscoveryRecord>("GET", `/v1/controller-endpoint-confirm?${query({ subjectDid })}`, undefined, options)
-    : call<ControllerConfirmRecord>("GET", `/v1/controller-confirm?${query({ subjectDid, walletDid: options.walletDid })}`, undefined, options));
+    ? call<DiscoveryRecord & ChainNamed>("GET", `/v1/controller-endpoint-confirm?${query({ subjectDid, chain })}`, undefined, options)
+    : call<ControllerConfirmRecord & ChainNamed>("GET", `/v1/controller-confirm?${query({ subjectDid, walletDid: options.walletDid, chain })}`, undefined, options));
 }
 
 /** The artifact trust record of a did:artifact (throws with the service's code; see `checkArtifactTrust` for the policy). */
-export function fetchArtifactTrust(artifactDid: string, options: ServiceOptions = {}): Promise<ArtifactTrustRecord> {
-  return call<ArtifactTrustRecord>("GET", `/v1/artifact-trust?${query({ artifactDid })}`, undefined, options);
+export async function fetchArtifactTrust(artifactDid: string, options: ReadOptions = {}): Promise<ArtifactTrustRecord & ChainNamed> {
+  const chain = chainQueryValue(options.chain);
+  return await call<ArtifactTrustRecord & ChainNamed>("GET", `/v1/artifact-trust?${query({ artifactDid, chain })}`, undefined, options);
 }
 
 /** One item of the attestation list. */
@@ -123,29 +129,32 @@ const filterFields = (f: AttestationFilters) => ({
 });
 
 /**
- * A page of the attestations matching the filters, newest (default) or oldest first; pass `nextCursor` back as
- * `cursor`. A subject the service would refuse throws `INVALID_DID` before any request.
+ * A page of the attestations matching the filters, newest (default) or oldest first, on `options.chain` (default the
+ * service's default chain); pass `nextCursor` back as `cursor` with the same chain (a cursor is bound to its chain). A subject the service would refuse throws `INVALID_DID` before any request.
  */
 export async function listAttestations(
   input: AttestationFilters & { order?: "newest" | "oldest" | undefined; limit?: number | undefined; cursor?: string | undefined },
-  options: ServiceOptions = {},
+  options: ReadOptions = {},
 ) {
-  return await call<{ subject?: string; schema?: string; items: ListedAttestation[]; nextCursor: string | null; asOf: AsOf }>(
+  const chain = chainQueryValue(options.chain);
+  return await call<{ subject?: string; schema?: string; items: ListedAttestation[]; nextCursor: string | null; asOf: AsOf } & ChainNamed>(
     "GET",
-    `/v1/attestations?${query({ ...filterQuery(input), order: input.order, limit: input.limit, cursor: input.cursor })}`,
+    `/v1/attestations?${query({ ...filterQuery(input), order: input.order, limit: input.limit, cursor: input.cursor, chain })}`,
     undefined,
     options,
   );
 }
 
 /** How many attestations match the filters (a subject the service would refuse throws `INVALID_DID` first). */
-export async function countAttestations(input: AttestationFilters, options: ServiceOptions = {}) {
-  return await call<{ count: number; asOf: AsOf }>("GET", `/v1/attestations/count?${query(filterQuery(input))}`, undefined, options);
+export async function countAttestations(input: AttestationFilters, options: ReadOptions = {}) {
+  const chain = chainQueryValue(options.chain);
+  return await call<{ count: number; asOf: AsOf } & ChainNamed>("GET", `/v1/attestations/count?${query({ ...filterQuery(input), chain })}`, undefined, options);
 }
 
 /** One attestation by uid (throws `NOT_FOUND` when the index holds none). */
-export function getAttestation(uid: string, options: ServiceOptions = {}) {
-  return call<ListedAttestation & { asOf: AsOf }>("GET", `/v1/attestations/${encodeURIComponent(uid)}`, undefined, options);
+export async function getAttestation(uid: string, options: ReadOptions = {}) {
+  const chain = query({ chain: chainQueryValue(options.chain) });
+  return await call<ListedAttestation & { asOf: AsOf } & ChainNamed>("GET", `/v1/attestations/${encodeURIComponent(uid)}${chain === "" ? "" : `?${chain}`}`, undefined, options);
 }
 
 // ---------------------------------------------------------------------------------------------------------------

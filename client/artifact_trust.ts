@@ -11,7 +11,9 @@
  * Unlike the other client helpers this one never throws: a loader needs a verdict either way.
  */
 import type { ArtifactTrustItem, ArtifactTrustRecord } from "../domain/artifact_trust/mod.ts";
+import { parseChainParam } from "../domain/chains/mod.ts";
 import { normalizeDid } from "../domain/did/mod.ts";
+import type { ChainParam } from "./chain.ts";
 import type { FetchLike } from "./trust_anchors.ts";
 
 /** Where {@link checkArtifactTrust} asks when no URL is given: a local service. */
@@ -41,6 +43,11 @@ export type CheckArtifactTrustOptions = ArtifactTrustPolicyOptions & {
   readonly fetch?: FetchLike | undefined;
   /** Default 10 s. */
   readonly timeoutMs?: number | undefined;
+  /**
+   * The chain to read on (decisions §30: CAIP-2 or a decimal chain id), sent as `chain`; default the service's default
+   * chain. Without `pinnedChain`, an answer for another chain is refused (`CHAIN_MISMATCH`).
+   */
+  readonly chain?: ChainParam | undefined;
 };
 
 /** What the loader shows. */
@@ -136,7 +143,10 @@ export async function checkArtifactTrust(
   artifactDid: string,
   options: CheckArtifactTrustOptions = {},
 ): Promise<ArtifactTrustVerdict> {
-  const url = `${options.url ?? DEFAULT_ARTIFACT_TRUST_URL}?artifactDid=${encodeURIComponent(artifactDid)}`;
+  const chainId = options.chain === undefined ? undefined : parseChainParam(String(options.chain));
+  if (options.chain !== undefined && chainId === undefined) return failed("INVALID_INPUT");
+  const chain = options.chain === undefined ? "" : `&chain=${encodeURIComponent(String(options.chain))}`;
+  const url = `${options.url ?? DEFAULT_ARTIFACT_TRUST_URL}?artifactDid=${encodeURIComponent(artifactDid)}${chain}`;
   let response: Response;
   let body: unknown;
   try {
@@ -153,5 +163,5 @@ export async function checkArtifactTrust(
     const code = isRecord(body) && typeof body.code === "string" ? body.code : "NETWORK_ERROR";
     return failed(code, response.status);
   }
-  return evaluateArtifactTrust(body, options);
+  return evaluateArtifactTrust(body, chainId === undefined || options.pinnedChain !== undefined ? options : { ...options, pinnedChain: { chainId } });
 }

@@ -7,16 +7,17 @@
  */
 import type { ControllerAuthorizationRecord, DidUrlResolution, KeyPurpose } from "../domain/controller_authorization/mod.ts";
 import type { AsOf } from "../domain/index/mod.ts";
+import { type ChainNamed, type ChainOption, withChain } from "./chain.ts";
 import { DEFAULT_BASE_URL, requestJson } from "./http.ts";
 import { requireSubject } from "./subject.ts";
 
 export type { ControllerAuthorizationRecord, DidUrlResolution, KeyPurpose, KeyPurposeStatus } from "../domain/controller_authorization/mod.ts";
 
 /** The service's answer: the record and the index head it was computed at. */
-export type ControllerAuthorizationAnswer = ControllerAuthorizationRecord & { readonly asOf: AsOf };
+export type ControllerAuthorizationAnswer = ControllerAuthorizationRecord & { readonly asOf: AsOf } & ChainNamed;
 
-/** Where the service is. */
-export type ControllerAuthorizationOptions = {
+/** Where the service is, and the chain to read on (decisions §30; default the service's default chain). */
+export type ControllerAuthorizationOptions = ChainOption & {
   readonly baseUrl?: string | undefined;
   readonly fetch?: typeof fetch | undefined;
 };
@@ -38,6 +39,7 @@ export async function fetchControllerAuthorization(
   const params = new URLSearchParams({ subjectDid: input.subjectDid, controllerDid: input.controllerDid });
   if (input.purpose !== undefined) params.set("purpose", input.purpose.join(","));
   if (input.at !== undefined) params.set("at", String(Math.floor(input.at)));
+  withChain(params, options.chain);
   const { body } = await requestJson<ControllerAuthorizationAnswer>(`/v1/controller-authorization?${params}`, {
     baseUrl: options.baseUrl ?? DEFAULT_BASE_URL,
     fetch: options.fetch,
@@ -47,8 +49,9 @@ export async function fetchControllerAuthorization(
 }
 
 /** The durable controller a DID URL names now (`GET /v1/did-url/resolve`). */
-export async function resolveDidUrl(didUrl: string, options: ControllerAuthorizationOptions = {}): Promise<DidUrlResolution> {
-  const { body } = await requestJson<DidUrlResolution>(`/v1/did-url/resolve?${new URLSearchParams({ didUrl })}`, {
+export async function resolveDidUrl(didUrl: string, options: ControllerAuthorizationOptions = {}): Promise<DidUrlResolution & ChainNamed> {
+  const params = withChain(new URLSearchParams({ didUrl }), options.chain);
+  const { body } = await requestJson<DidUrlResolution & ChainNamed>(`/v1/did-url/resolve?${params}`, {
     baseUrl: options.baseUrl ?? DEFAULT_BASE_URL,
     fetch: options.fetch,
     method: "GET",

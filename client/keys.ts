@@ -4,6 +4,7 @@
  * throws an {@link AtsClientError} with the service's `code` (`INVALID_DID`, `NETWORK_ERROR`, …).
  */
 import type { KeyStatusRecord, ListedSigningKey, SigningKeyView, TrustLevel } from "../domain/keys/mod.ts";
+import { type ChainNamed, type ChainParam, withChain } from "./chain.ts";
 import { DEFAULT_BASE_URL, requestJson } from "./http.ts";
 import { requireSubject } from "./subject.ts";
 
@@ -16,6 +17,8 @@ export type KeyServiceOptions = {
   readonly fetch?: typeof fetch | undefined;
   readonly cookie?: string | undefined;
   readonly origin?: string | undefined;
+  /** The chain a key status is read on (decisions §30; default the service's default chain); the account's routes ignore it. */
+  readonly chain?: ChainParam | undefined;
 };
 
 const headersOf = (options: KeyServiceOptions) => ({
@@ -30,11 +33,12 @@ const headersOf = (options: KeyServiceOptions) => ({
 export async function fetchKeyStatus(
   input: { readonly subjectDid: string; readonly keyDid: string; readonly at?: number | undefined },
   options: KeyServiceOptions = {},
-): Promise<KeyStatusRecord> {
+): Promise<KeyStatusRecord & ChainNamed> {
   requireSubject(input.subjectDid, "subjectDid");
   const params = new URLSearchParams({ subjectDid: input.subjectDid, keyDid: input.keyDid });
   if (input.at !== undefined) params.set("at", String(Math.floor(input.at)));
-  const { body } = await requestJson<KeyStatusRecord>(`/v1/key-status?${params}`, {
+  withChain(params, options.chain);
+  const { body } = await requestJson<KeyStatusRecord & ChainNamed>(`/v1/key-status?${params}`, {
     baseUrl: options.baseUrl ?? DEFAULT_BASE_URL,
     fetch: options.fetch,
     method: "GET",
@@ -51,7 +55,7 @@ const RANK: Readonly<Record<TrustLevel, number>> = { none: 0, basic: 1, intermed
 export async function isKeyAuthorized(
   input: { readonly subjectDid: string; readonly keyDid: string; readonly at?: number | undefined; readonly minimumTrust?: TrustLevel | undefined },
   options: KeyServiceOptions = {},
-): Promise<{ readonly authorized: boolean; readonly record: KeyStatusRecord }> {
+): Promise<{ readonly authorized: boolean; readonly record: KeyStatusRecord & ChainNamed }> {
   const record = await fetchKeyStatus(input, options);
   const minimum = input.minimumTrust ?? "advanced";
   const authorized = minimum === "advanced" ? record.status === "active" && record.trustLevel === "advanced" : RANK[record.trustLevel] >= RANK[minimum];

@@ -13,6 +13,7 @@ export * from "./submissions.ts";
 export * from "./trust_anchors.ts";
 export * from "./artifact_trust.ts";
 export * from "./api.ts";
+export type { ChainAnswer, ChainNamed, ChainOption, ChainParam } from "./chain.ts";
 export * from "./api_clients.ts";
 export * from "./artifact.ts";
 export * from "./wallet.ts";
