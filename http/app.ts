@@ -18,7 +18,15 @@ import {
   subscriptionRoutes,
 } from "./routes/accounts/mod.ts";
 import { consoleRoutes, type ConsoleRoutesDeps } from "./routes/console.ts";
-import { keyStatusRoutes, type KeyStatusRoutesDeps, signingKeyRoutes, type SigningKeyRoutesDeps } from "./routes/keys/mod.ts";
+import {
+  KEY_STATUS_PATHS,
+  keyStatusKey,
+  keyStatusLimit,
+  keyStatusRoutes,
+  type KeyStatusRoutesDeps,
+  signingKeyRoutes,
+  type SigningKeyRoutesDeps,
+} from "./routes/keys/mod.ts";
 import { controllerAuthorizationRoutes, type ControllerAuthorizationRoutesDeps } from "./routes/controller_authorization.ts";
 import type { DidDocument } from "../x402/did_document.ts";
 import { didDocumentRoutes } from "./routes/did_document.ts";
@@ -140,8 +148,8 @@ function sharedAnswers(deps: AppDeps): SharedAnswers {
 
 /**
  * What the edge answers ahead of Elysia (issue 28, http/edge_routes.ts): trust anchors and identity-resolve, with the
- * very answers their routes give; and (issue 34) a kept answer of artifact trust or the attestation list, current with
- * nothing to read first. Any other request of those paths (a miss, a refused query, another method) goes to Elysia.
+ * very answers their routes give; and (issue 34) a kept answer of artifact trust, the attestation list or key status
+ * (behind its per-client limit), current with nothing to read first. Any other request of those paths (a miss, a refused query, another method) goes to Elysia.
  */
 function edgeAnswersOf(deps: AppDeps, shared: SharedAnswers): Map<string, EdgeAnswer> {
   const edgeAnswers = new Map<string, EdgeAnswer>();
@@ -151,7 +159,8 @@ function edgeAnswersOf(deps: AppDeps, shared: SharedAnswers): Map<string, EdgeAn
   const keptAnswers = deps.indexAnswers ?? undefined;
   if (keptAnswers === undefined) return edgeAnswers;
   const headers = { "content-type": "application/json; charset=utf-8", ...PUBLIC_CORS_HEADERS };
-  const kept = (keyOf: (request: Request) => AnswerKey | undefined) => {
+  /** A kept answer by the request's key; `limit`: the route's per-client limit, taken only when the edge answers. */
+  const kept = (keyOf: (request: Request) => AnswerKey | undefined, limit?: (request: Request) => Response | undefined) => {
     // A key is a function of the request's URL alone: the last few thousand URLs' keys are remembered.
     const keys = new Map<string, AnswerKey | undefined>();
     return (request: Request) => {
@@ -162,11 +171,17 @@ function edgeAnswersOf(deps: AppDeps, shared: SharedAnswers): Map<string, EdgeAn
         key = keyOf(request);
         keys.set(url, key);
       }
-      return key === undefined ? undefined : keptAnswers.peek(key, headers);
+      const answer = key === undefined ? undefined : keptAnswers.peek(key, headers);
+      return answer === undefined || limit === undefined ? answer : limit(request) ?? answer;
     };
   };
   if (deps.artifactTrust) for (const path of ARTIFACT_TRUST_PATHS) edgeAnswers.set(path, { method: "GET", kept: kept(artifactTrustKey) });
   if (deps.attestationList) for (const path of ATTESTATION_LIST_PATHS) edgeAnswers.set(path, { method: "GET", kept: kept(attestationListKey) });
+  // Key status with its per-client rate (`KEY_STATUS_RATE_PER_MINUTE`): one turn a lookup, at the edge or the route.
+  if (deps.keyStatus) {
+    const limit = keyStatusLimit(deps.keyStatus, PUBLIC_CORS_HEADERS);
+    for (const path of KEY_STATUS_PATHS) edgeAnswers.set(path, { method: "GET", kept: kept(keyStatusKey, limit) });
+  }
   return edgeAnswers;
 }
 

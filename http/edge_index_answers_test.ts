@@ -10,15 +10,18 @@ import { afterAll, describe, expect, test } from "bun:test";
 import type { Elysia } from "elysia";
 import { createJsonLogger, createPrometheusMetrics } from "../adapters/observability/mod.ts";
 import type { ArtifactTrust } from "../domain/artifact_trust/mod.ts";
+import type { KeyStatus } from "../domain/keys/mod.ts";
+import type { RateLimiter } from "../domain/rate_limit.ts";
 import { asOfHead, type ListAttestations } from "../domain/index/mod.ts";
 import type { IndexHead } from "../ports/attestation_index.ts";
 import { createApp } from "./app.ts";
 import { edgeRoutesOf } from "./edge_routes.ts";
 import { createIndexAnswerCache, type IndexAnswerCache } from "./index_answer_cache.ts";
-import { instrumentedHandler, requestLogContext } from "./instrument.ts";
+import { instrumentedHandler, requestClientAddress, requestLogContext } from "./instrument.ts";
 import { minimalAppDeps } from "./testing.ts";
 
 const ARTIFACT = `did:artifact:${"ab".repeat(32)}`;
+const KEY_STATUS_TURNS = 3;
 const clock = { nowMs: () => Date.now() };
 const head: IndexHead = { blockNumber: 100n, blockHash: `0x${"01".repeat(32)}`, timestamp: 1_799_999_990n, checkedAtMs: Date.now(), chainHead: 100n };
 
@@ -27,7 +30,7 @@ function side(withEdgeRoutes: boolean) {
   const lines: Record<string, unknown>[] = [];
   const log = createJsonLogger("debug", { context: requestLogContext, out: (line) => lines.push(JSON.parse(line)) });
   const metrics = createPrometheusMetrics();
-  const calls = { computed: 0, peeked: 0, kept: 0 };
+  const calls = { computed: 0, peeked: 0, kept: 0, turns: 0 };
   const at = <T extends object>(value: T) => {
     calls.computed++;
     return Promise.resolve({ ok: true as const, value: { ...value, asOf: asOfHead(head) } });
@@ -44,7 +47,26 @@ function side(withEdgeRoutes: boolean) {
       return answer;
     },
   };
-  const app = createApp({ ...minimalAppDeps(), artifactTrust, attestationList: list, indexAnswers: counted, log });
+  const keyStatus = ((subjectDid: string, keyDid: string) => at({ subjectDid, keyDid, status: "active" })) as unknown as KeyStatus;
+  // Three lookups per client, then 429 (the route's KEY_STATUS_RATE_PER_MINUTE): every turn counted.
+  const taken = new Map<string, number>();
+  const clientRate: RateLimiter = {
+    take(key) {
+      calls.turns++;
+      const used = (taken.get(key) ?? 0) + 1;
+      taken.set(key, used);
+      return used <= KEY_STATUS_TURNS ? { allowed: true } : { allowed: false, retryAfterSeconds: 20 };
+    },
+  };
+  const clientAddress = () => requestClientAddress();
+  const app = createApp({
+    ...minimalAppDeps(),
+    artifactTrust,
+    attestationList: list,
+    indexAnswers: counted,
+    log,
+    keyStatus: { keyStatus, clientRate, maxInFlight: 4, clientAddress },
+  });
   const served = withEdgeRoutes ? app : { routes: app.routes, handle: (request: Request) => app.handle(request) };
   const handler = instrumentedHandler(served as unknown as Elysia, { metrics, log });
   const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (request, s) => handler(request, s) });
@@ -87,6 +109,7 @@ describe("kept index answers at the edge (issue 34)", () => {
   test("the edge routes include the two index reads once an answer cache is given", () => {
     const paths = [...edgeRoutesOf(edge.app as never)!.keys()];
     expect(paths).toEqual(expect.arrayContaining(["/v1/artifact-trust", "/api/public/artifact-trust", "/v1/attestations", "/api/public/attestations"]));
+    expect(paths).toEqual(expect.arrayContaining(["/v1/key-status", "/api/public/key-status"]));
     expect(paths).not.toContain("/v1/attestations/count");
   });
 
@@ -127,6 +150,26 @@ describe("kept index answers at the edge (issue 34)", () => {
       ["GET", trust().replace("artifact-trust", "artifact-trust/")],
     ];
     for (const [method, path] of cases) await both(method, path);
+  });
+
+  test("key status is served at the edge behind the route's per-client limit: one turn a lookup, the same 429", async () => {
+    const status = `/v1/key-status?subjectDid=${encodeURIComponent("did:web:shop.example")}&keyDid=${encodeURIComponent("did:pkh:eip155:1:0x0000000000000000000000000000000000000001")}`;
+    const before = { edge: { ...edge.calls }, elysia: { ...elysia.calls } };
+    // Refused queries go to the route on both sides and take no turn.
+    await both("GET", "/v1/key-status?subjectDid=did:web:shop.example");
+    // Each side: the first lookup computes and keeps, the second is kept (at the edge on one side), then two 429s.
+    const answers = await both("GET", status);
+    const limited = await both("GET", status);
+    expect(answers.map((a) => a.status)).toEqual([200, 200]);
+    expect(limited.map((a) => a.status)).toEqual([200, 429]);
+    expect(limited[1]!.headers["retry-after"]).toBe("20");
+    expect(edge.calls.kept - before.edge.kept).toBe(3);
+    // The same turns on both sides: the edge took the route's turn only when it answered.
+    expect(edge.calls.turns - before.edge.turns).toBe(4);
+    expect(elysia.calls.turns - before.elysia.turns).toBe(4);
+    expect(edge.calls.computed - before.edge.computed).toBe(elysia.calls.computed - before.elysia.computed);
+    await both("HEAD", status);
+    await both("OPTIONS", status);
   });
 
   test("the access log and the request metrics are the same on both", async () => {

@@ -4,7 +4,7 @@ import type { RateLimiter } from "../../../domain/rate_limit.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
 import { errorBody, headersOf, json, statusOf } from "../../errors.ts";
-import { answerOf, type IndexAnswerCache, indexAnswer } from "../../index_answer_cache.ts";
+import { type AnswerKey, answerOf, type IndexAnswerCache, indexAnswer } from "../../index_answer_cache.ts";
 import { REQUEST_MODELS, type RouteDoc } from "../../models.ts";
 import { compileRequestCheck, queryOf, requestDetail } from "../request.ts";
 import { CACHE } from "../../http_cache.ts";
@@ -34,6 +34,39 @@ const statusQuery = compileRequestCheck(REQUEST_MODELS.keyStatus.query, {
   },
 });
 
+/** The paths of the key status. */
+export const KEY_STATUS_PATHS = ["/v1/key-status", "/api/public/key-status"] as const;
+
+/** The key of a request's kept answer, as the route computes it; undefined for a query the route refuses. */
+export function keyStatusKey(request: Request): AnswerKey | undefined {
+  const query = queryOf(request.url);
+  return statusQuery.check(query) ? keyOf(query) : undefined;
+}
+
+// The answer may carry live endpoint evidence, and `at` omitted is now: kept at most a poll (see the cache).
+const keyOf = (query: { subjectDid: string; keyDid: string; at?: number | string | undefined }): AnswerKey =>
+  ({ route: "key-status", query: [query.subjectDid, query.keyDid, query.at === undefined ? undefined : String(query.at)], live: true });
+
+/** The 429 of a client past its lookups per minute (`KEY_STATUS_RATE_PER_MINUTE`). */
+function limited(retryAfterSeconds: number, headers: Readonly<Record<string, string>> = {}): Response {
+  return json(errorBody("RATE_LIMITED", "Too many key-status lookups; try again later"), 429, { ...headers, "retry-after": String(retryAfterSeconds) });
+}
+
+/**
+ * The per-client limit of a lookup the edge answers from a kept answer (issue 47 item 1): the route's own turn, taken
+ * only when the edge answers (a miss goes to the route, which takes it there); its 429 carries `headers` (the public
+ * CORS headers the app's hooks add).
+ */
+export function keyStatusLimit(
+  deps: Pick<KeyStatusRoutesDeps, "clientRate" | "clientAddress">,
+  headers: Readonly<Record<string, string>>,
+): (request: Request) => Response | undefined {
+  return (request) => {
+    const turn = deps.clientRate.take(deps.clientAddress?.(request) ?? "unknown");
+    return turn.allowed ? undefined : limited(turn.retryAfterSeconds, headers);
+  };
+}
+
 /** Endpoint evidence without when it was read (undefined stays undefined: a test's partial answer). */
 const timeless = (evidence: { readonly checkedAt?: number } | undefined) => evidence === undefined ? undefined : { ...evidence, checkedAt: undefined };
 
@@ -44,8 +77,6 @@ const timeless = (evidence: { readonly checkedAt?: number } | undefined) => evid
  */
 export function keyStatusRoutes(deps: KeyStatusRoutesDeps) {
   let inFlight = 0;
-  const limited = (retryAfterSeconds: number) =>
-    json(errorBody("RATE_LIMITED", "Too many key-status lookups; try again later"), 429, { "retry-after": String(retryAfterSeconds) });
   const handler = async ({ request }: { request: Request }) => {
     const query = queryOf(request.url);
     if (!statusQuery.check(query)) return json(errorBody("INVALID_INPUT", statusQuery.explain(query)), 400);
@@ -67,9 +98,7 @@ export function keyStatusRoutes(deps: KeyStatusRoutesDeps) {
       }
     };
     try {
-      // The answer may carry live endpoint evidence, and `at` omitted is now: kept at most a poll (see the cache).
-      const key = { route: "key-status", query: [query.subjectDid, query.keyDid, query.at === undefined ? undefined : String(query.at)], live: true };
-      return deps.answers === undefined ? answerOf(await compute()) : await deps.answers.answer(key, compute);
+      return deps.answers === undefined ? answerOf(await compute()) : await deps.answers.answer(keyOf(query), compute);
     } catch (error) {
       deps.log.error("key_status_error", { error: error instanceof Error ? error.message : String(error) });
       return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
@@ -77,8 +106,8 @@ export function keyStatusRoutes(deps: KeyStatusRoutesDeps) {
   };
   const detail = { detail: requestDetail(REQUEST_MODELS.keyStatus) };
   return new Elysia({ name: "key-status-routes" })
-    .get("/v1/key-status", handler, detail)
-    .get("/api/public/key-status", handler, detail);
+    .get(KEY_STATUS_PATHS[0], handler, detail)
+    .get(KEY_STATUS_PATHS[1], handler, detail);
 }
 
 /** The public key status (decisions §17): route declarations, gathered by http/route_docs.ts. */
