@@ -3,15 +3,8 @@ export {
   type AcceptTerms,
   buildOfferPayload,
   buildReceiptPayload,
-  buildReceiptProof,
-  buildUserReviewFromReceipt,
-  canonicalJson,
-  canonicalResourceUrl,
-  decodeCompactJws,
   hashOffer,
   hashReceipt,
-  type HeaderJwk,
-  jwsSigningInput,
   OFFER_DOMAIN,
   OFFER_INFO_SCHEMA,
   OFFER_RECEIPT,
@@ -21,28 +14,30 @@ export {
   offerHashOf,
   offerTypedData,
   readDeclaration,
-  readOfferPayload,
-  readReceiptPayload,
   RECEIPT_DOMAIN,
   RECEIPT_INFO_SCHEMA,
-  RECEIPT_AFTER_OFFER_SLACK_SECONDS,
   RECEIPT_TYPES,
-  receiptOfferBinding,
-  type ReceiptOfferBindingStatus,
-  receiptOfferContradictions,
   type ReceiptPayload,
   receiptTypedData,
-  resourceUrlToDidWeb,
   type SignatureFormat,
   type SignedOffer,
   type SignedReceipt,
-  toCaip2Network,
-  toV1Network,
+} from "./x402_payloads.ts";
+export { canonicalJson, decodeCompactJws, type HeaderJwk, jwsSigningInput, type X402JwsAlgorithm } from "./x402_jws.ts";
+export { canonicalResourceUrl, resourceUrlToDidWeb, toCaip2Network, toV1Network } from "./x402_networks.ts";
+export {
+  buildReceiptProof,
+  buildUserReviewFromReceipt,
+  readOfferPayload,
+  readReceiptPayload,
+  RECEIPT_AFTER_OFFER_SLACK_SECONDS,
+  receiptOfferBinding,
+  type ReceiptOfferBindingStatus,
+  receiptOfferContradictions,
   type UserReviewData,
   type UserReviewFromReceiptOptions,
-  type X402JwsAlgorithm,
   type X402ReceiptProof,
-} from "./x402_payloads.ts";
+} from "./x402_receipts.ts";
 export {
   createPaidCall,
   PAID_PLAN_YEAR_MS,
@@ -53,18 +48,13 @@ export {
   readExactAuthorization,
   withPaidPlans,
 } from "./x402_payments.ts";
+export { base58btcEncode, didKeyToJwk, jwkToDidKey } from "./did_key.ts";
+export { evaluateKeyTrust, type KeyBindingEvidence, type KeyTrust, type WitnessEvidence } from "./x402_key_trust.ts";
 export {
-  base58btcEncode,
-  didKeyToJwk,
-  evaluateKeyTrust,
-  jwkToDidKey,
-  type KeyBindingEvidence,
-  type KeyTrust,
   type VerifiedOffer,
   type VerifiedReceipt,
   type VerifiedSigner,
   verifySignedOffer,
   verifySignedReceipt,
-  type WitnessEvidence,
   type X402VerifyError,
 } from "./x402_verify.ts";

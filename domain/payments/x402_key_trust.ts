@@ -1,0 +1,107 @@
+/**
+ * How far an x402 signing key is authorized to speak for the resource's did:web (x402_offer_receipt.md §4.3,
+ * interface "Trust tiers"): tier 3 a key binding written by a controller witnessed before it, tier 2 a controller
+ * witness covering `issuedAt`, tier 1 live endpoint evidence, 0 none.
+ */
+import { isSameControllerId, jwkToDidJwk, normalizeDid } from "../did/mod.ts";
+import { didKeyToJwk } from "./did_key.ts";
+import type { VerifiedSigner } from "./x402_verify.ts";
+
+/** A controller witness of the subject as read from the chain. */
+export type WitnessEvidence = {
+  readonly controller: string;
+  /** Unix seconds: when the controller was observed; authorization is proven from here on. */
+  readonly observedAt: bigint;
+  /** Unix seconds: the attestation's chain time. */
+  readonly time: bigint;
+  /** The attester is an active approved `controller-witness` issuer at `time`. */
+  readonly approvedIssuer: boolean;
+  readonly revoked: boolean;
+};
+
+/** A key binding of the subject as read from the chain. */
+export type KeyBindingEvidence = {
+  readonly uid: string;
+  readonly keyId: string;
+  readonly keyPurpose: readonly string[];
+  readonly attester: string;
+  readonly time: bigint;
+  readonly effectiveAt: bigint;
+  /** 0 = none. */
+  readonly expiresAt: bigint;
+  /** 0 = not revoked. */
+  readonly revocationTime: bigint;
+};
+
+/** What the trust decision looks at. */
+export type KeyTrustEvidence = {
+  /** Controller ids published by the subject's endpoints (DNS TXT, did.json); undefined when not looked up or unavailable. */
+  readonly endpointKeys?: readonly string[] | undefined;
+  readonly witnesses?: readonly WitnessEvidence[] | undefined;
+  readonly keyBindings?: readonly KeyBindingEvidence[] | undefined;
+  /** The chain id, for the did:pkh of a key binding's attester. */
+  readonly chainId?: number | undefined;
+};
+
+/** The trust decision. */
+export type KeyTrust = {
+  readonly tier: 0 | 1 | 2 | 3;
+  /** The OMA3 trust table's words. */
+  readonly level: "low" | "moderate" | "high" | "highest";
+  readonly basis: "none" | "endpoint-evidence" | "did-json-kid" | "controller-witness" | "key-binding";
+  /** The key binding or witness that decided, when one did. */
+  readonly evidenceUid?: string | undefined;
+};
+
+const LEVELS = ["low", "moderate", "high", "highest"] as const;
+
+/** Decides the trust tier of a verified signer for a subject at the artifact's `issuedAt`. */
+export function evaluateKeyTrust(input: {
+  readonly subjectDid: string;
+  readonly signer: VerifiedSigner;
+  /** The receipt's `issuedAt` (an offer: when it was seen). */
+  readonly at: number;
+  readonly evidence: KeyTrustEvidence;
+}): KeyTrust {
+  const subject = normalizeDid(input.subjectDid);
+  const at = BigInt(input.at);
+  const ids = [input.signer.controllerDid];
+  const matches = (id: string) => ids.some((own) => isSameControllerId(own, asControllerId(id)));
+  const witnesses = (input.evidence.witnesses ?? []).filter((w) => w.approvedIssuer && !w.revoked);
+  const chainId = input.evidence.chainId ?? 1;
+
+  for (const binding of input.evidence.keyBindings ?? []) {
+    if (!matches(binding.keyId.split("#")[0]!)) continue;
+    if (binding.keyPurpose.length > 0 && !binding.keyPurpose.includes("assertionMethod")) continue;
+    if (binding.effectiveAt > at || binding.time > at) continue;
+    if (binding.expiresAt !== 0n && binding.expiresAt <= at) continue;
+    if (binding.revocationTime !== 0n && binding.revocationTime <= at) continue;
+    // "A key binding requires a prior controller witness" (interface.md): the controller that wrote it
+    // must have been witnessed (by an approved witness issuer) for this subject before it did. Being an
+    // approved issuer is no substitute: that role is scoped to writing controller-witness attestations.
+    const attesterDid = `did:pkh:eip155:${chainId}:${binding.attester.toLowerCase()}`;
+    const witnessed = witnesses.some((w) => w.time <= binding.time && isSameControllerId(w.controller, attesterDid));
+    if (witnessed) return trust(3, "key-binding", binding.uid);
+  }
+  for (const w of witnesses) {
+    const from = w.observedAt > 0n ? w.observedAt : w.time;
+    if (matches(w.controller) && from <= at) return trust(2, "controller-witness");
+  }
+  if (input.evidence.endpointKeys?.some(matches)) return trust(1, "endpoint-evidence");
+  if (subject.ok && input.signer.keyDocumentDid !== undefined && input.signer.keyDocumentDid === subject.value) {
+    return trust(1, "did-json-kid");
+  }
+  return trust(0, "none");
+}
+
+/** A did:key evidence id as the did:jwk of its key, so both spellings of one key compare equal. */
+function asControllerId(id: string): string {
+  if (!id.startsWith("did:key:")) return id;
+  const jwk = didKeyToJwk(id);
+  const did = jwk.ok ? jwkToDidJwk(jwk.value, { publicOnly: true }) : undefined;
+  return did?.ok ? did.value : id;
+}
+
+function trust(tier: KeyTrust["tier"], basis: KeyTrust["basis"], evidenceUid?: string): KeyTrust {
+  return { tier, level: LEVELS[tier], basis, ...(evidenceUid === undefined ? {} : { evidenceUid }) };
+}
