@@ -4,6 +4,7 @@
  * network is put on the page as text (`textContent` through `h` in `_dom.ts`), never as HTML.
  */
 import { setUpAccount } from "./account_panel.ts";
+import { setUpChainPicker } from "./_chain.ts";
 import { setUpArtifact } from "./artifact_panel.ts";
 import { setUpAttestations } from "./attestations_panel.ts";
 import { setUpConsent } from "./consent_panel.ts";
@@ -32,6 +33,7 @@ function start(): void {
   }
   window.addEventListener("hashchange", showView);
   showView();
+  setUpChainPicker();
   setUpDomain();
   setUpArtifact();
   setUpAttestations();

@@ -1,7 +1,8 @@
 /** The "Check an artifact" panel: a did:artifact (typed, or hashed from a file in the browser) and what a plugin loader would decide. */
 import type { ArtifactTrustItem } from "../domain/artifact_trust/mod.ts";
 import { type ArtifactTrustVerdict, artifactDidOfBytes, AtsClientError, evaluateArtifactTrust, fetchArtifactTrust } from "../client/mod.ts";
-import { h, byId, api, setStatus, describeError, busy, seconds } from "./_dom.ts";
+import { readOptions } from "./_chain.ts";
+import { h, byId, setStatus, describeError, busy, seconds } from "./_dom.ts";
 
 const GROUPS = [
   ["responsibilityClaims", "Responsibility claims"],
@@ -79,7 +80,7 @@ export function setUpArtifact(): void {
     void busy(form, "artifact-status", "Looking up the artifact's evidence…", async () => {
       let record;
       try {
-        record = await fetchArtifactTrust(did, api);
+        record = await fetchArtifactTrust(did, readOptions());
       } catch (error) {
         const code = error instanceof AtsClientError ? error.code : "NETWORK_ERROR";
         const verdict = evaluateArtifactTrust(undefined);

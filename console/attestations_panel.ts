@@ -1,17 +1,33 @@
-/** The "Attestations" panel: by subject, attester and schema (decisions §24), a page at a time. */
+/** The "Attestations" panel: by subject, attester and schema (decisions §24), a page at a time, on the picked chain (§30). */
 import { fetchTrustAnchors, listAttestations } from "../client/mod.ts";
-import { h, byId, CHAIN_ID, api, busy, seconds } from "./_dom.ts";
+import { onChainChange, pickedChain, readOptions } from "./_chain.ts";
+import { h, byId, busy, CHAIN_ID, seconds } from "./_dom.ts";
+
+/** The schema choices of the picked chain's anchors. */
+function fillSchemas(select: HTMLSelectElement): void {
+  const chainId = pickedChain().chainId;
+  void fetchTrustAnchors({ url: "/v1/trust-anchors" }).then((anchors) => {
+    const chain = (anchors.chains[`eip155:${chainId}`] ?? anchors.chains[String(chainId)]) as { schemas?: Record<string, unknown> } | undefined;
+    const names = Object.keys(chain?.schemas ?? {}).sort();
+    const kept = select.value;
+    // The page's own choices stay when the anchors name none for its chain; another chain shows only its own.
+    if (names.length > 0 || chainId !== CHAIN_ID) select.replaceChildren(h("option", { value: "" }, "Any schema"), ...names.map((n) => h("option", { value: n }, n)));
+    select.value = names.includes(kept) ? kept : names.includes("user-review") ? "user-review" : "";
+  }).catch(() => undefined);
+}
 
 export function setUpAttestations(): void {
   const form = byId<HTMLFormElement>("attestations-form");
   const select = byId<HTMLSelectElement>("attestations-schema");
-  void fetchTrustAnchors({ url: "/v1/trust-anchors" }).then((anchors) => {
-    const chain = anchors.chains[`eip155:${CHAIN_ID}`] as { schemas?: Record<string, unknown> } | undefined;
-    const names = Object.keys(chain?.schemas ?? {}).sort();
-    if (names.length > 0) select.replaceChildren(h("option", { value: "" }, "Any schema"), ...names.map((n) => h("option", { value: n }, n)));
-    select.value = names.includes("user-review") ? "user-review" : "";
-  }).catch(() => undefined);
+  fillSchemas(select);
   let cursor: string | null = null;
+  // A cursor is bound to its chain: another chain starts the list again.
+  onChainChange(() => {
+    cursor = null;
+    byId("attestations-result").replaceChildren();
+    byId("attestations-status").textContent = "";
+    fillSchemas(select);
+  });
   const load = (more: boolean) => {
     const given = (value: string) => (value === "" ? undefined : value);
     const filters = {
@@ -23,7 +39,7 @@ export function setUpAttestations(): void {
     if (!more) result.replaceChildren();
     void busy(form, "attestations-status", "Reading attestations…", async () => {
       if (Object.values(filters).every((v) => v === undefined)) return { warn: "Give a subject, an attester or a schema" };
-      const page = await listAttestations({ ...filters, limit: 25, cursor: more ? cursor ?? undefined : undefined }, api);
+      const page = await listAttestations({ ...filters, limit: 25, cursor: more ? cursor ?? undefined : undefined }, readOptions());
       cursor = page.nextCursor;
       result.querySelector("#attestations-more")?.remove();
       if (!more && page.items.length === 0) {

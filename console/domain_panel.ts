@@ -1,7 +1,8 @@
 /** The "Check a domain" panel: what discovery queried, the controllers found, what is missing and the TXT record to publish. */
 import type { DiscoveryRecord, EvidenceItem } from "../domain/discovery/mod.ts";
 import { controllerTxtRecordFor, discoverControllers } from "../client/mod.ts";
-import { h, byId, CHAIN_ID, api, describeError, busy, copyButton } from "./_dom.ts";
+import { readOptions } from "./_chain.ts";
+import { h, byId, CHAIN_ID, describeError, busy, copyButton } from "./_dom.ts";
 
 const STATUS_TEXT: Record<EvidenceItem["status"], string> = {
   found: "Found",
@@ -93,7 +94,7 @@ export function setUpDomain(): void {
     result.replaceChildren();
     void busy(form, "domain-status", `Looking up ${subject}…`, async () => {
       try {
-        const record = await discoverControllers(subject, api);
+        const record = await discoverControllers(subject, readOptions());
         result.replaceChildren(...renderDomain(record, wallet));
         const failed = record.evidence.filter((item) => item.status === "unavailable").length;
         if (failed > 0) return { warn: `Checked ${subject}: ${failed} lookup${failed === 1 ? "" : "s"} failed, see below` };

@@ -1,6 +1,7 @@
 /** The "Keys" panel: anyone's key status, and the account's signing keys with their trust per subject and the next step. */
 import { controllerTxtRecordFor, fetchKeyStatus, type KeyStatusRecord, listSigningKeys, type ListedSigningKey, nextStep, registerSigningKey, writeThroughRelay, requestWitness } from "../client/mod.ts";
 import { needSigner } from "./_session.ts";
+import { readOptions } from "./_chain.ts";
 import { h, byId, api, setStatus, busy, copyButton, seconds, subjectDidOf } from "./_dom.ts";
 
 const TRUST_TEXT: Record<string, string> = {
@@ -115,7 +116,7 @@ export function setUpKeys(): void {
         subjectDid: subjectDidOf(byId<HTMLInputElement>("key-check-subject").value),
         keyDid: byId<HTMLInputElement>("key-check-key").value.trim(),
         at,
-      }, api);
+      }, readOptions());
       result.replaceChildren(renderKeyStatus(record));
       return `Checked: ${record.status}, trust ${record.trustLevel}`;
     });

@@ -62,7 +62,8 @@ export function renderConsolePage(settings: ConsolePageSettings, assetVersion: s
 <a class="skip" href="#main">Skip to content</a>
 <header>
   <h1>Attestation Trust Services</h1>
-  <p class="chain">Chain: ${escape(settings.chainName)} (id ${settings.chainId})</p>
+  <p class="chain"><label for="chain-picker">Chain</label>
+    <select id="chain-picker" name="chain"><option value="eip155:${settings.chainId}">${escape(settings.chainName)} (id ${settings.chainId})</option></select></p>
   <nav aria-label="Console sections">
     <a href="#domain" data-tab="domain">Check a domain</a>
     <a href="#artifact" data-tab="artifact">Check an artifact</a>
