@@ -6,10 +6,7 @@ import { openPostgresStorage } from "./postgres/mod.ts";
 import { createSqliteIndexStore, firstBlockAtSql, indexQuerySql, openSqlite, openSqliteStorage } from "./sqlite/mod.ts";
 import type { IndexQuery } from "../ports/attestation_index.ts";
 import { SQL } from "bun";
-import { deploymentLimitsContract, storageContract } from "./storage_contract.ts";
-import { oauthStorageContract } from "./oauth_storage_contract.ts";
-import { webhookStorageContract } from "./webhook_storage_contract.ts";
-import { deploymentSecretsContract } from "./deployment_secrets_contract.ts";
+import { deploymentLimitsContract, deploymentSecretsContract, oauthStorageContract, storageContract, webhookStorageContract } from "./test_support/mod.ts";
 import type { Storage } from "../ports/storage.ts";
 import { postgresUnavailableReason, startPostgres, type TestPostgres } from "../e2e/support/postgres.ts";
 

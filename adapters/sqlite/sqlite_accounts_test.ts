@@ -8,7 +8,7 @@ import { openSqlite } from "./sqlite_database.ts";
 const dir = mkdtempSync(join(tmpdir(), "ats-accounts-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-// The behaviour shared with PostgreSQL is in storage_contract.ts; this file covers what is SQLite's own:
+// The behaviour shared with PostgreSQL is in ../test_support/ (the storage contract); this file covers what is SQLite's own:
 // reservations from several processes on one file.
 describe("createSqliteWriteLedger()", () => {
   test("four processes racing for a hundred writes on one file get exactly a hundred", async () => {

@@ -2,7 +2,7 @@ import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { createSqliteOAuth } from "./sqlite_oauth.ts";
 
-// The behaviour shared with PostgreSQL is in ../oauth_storage_contract.ts; this file covers SQLite's own migration.
+// The behaviour shared with PostgreSQL is in ../test_support/oauth_contract.ts; this file covers SQLite's own migration.
 describe("createSqliteOAuth()", () => {
   test("a file made before codes kept whether redirect_uri was named gains the column; its codes read as named (the token request must name it, as before)", async () => {
     const db = new Database(":memory:", { strict: true });

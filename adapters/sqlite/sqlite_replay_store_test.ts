@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { openSqlite } from "./sqlite_database.ts";
 import { createSqliteReplayStore } from "./sqlite_replay_store.ts";
 
-// The behaviour shared with PostgreSQL is in storage_contract.ts; this file covers what is SQLite's own.
+// The behaviour shared with PostgreSQL is in ../test_support/ (the storage contract); this file covers what is SQLite's own.
 const dir = mkdtempSync(join(tmpdir(), "ats-replay-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -4,12 +4,12 @@
  * while a cursor of another deployment is refused.
  */
 import { describe, expect, test } from "bun:test";
-import { createIndexAnswers, createListAttestations, type ListQuery } from "../domain/index/mod.ts";
-import { fakeAttestationIndex, fakeClock, fakeIndexStore } from "../ports/fakes/mod.ts";
-import type { Storage } from "../ports/storage.ts";
-import type { EasEvent, IndexedAttestation } from "../ports/attestation_index.ts";
-import type { HexString } from "../ports/eas.ts";
-import { openSqliteStorage } from "./sqlite/mod.ts";
+import { createIndexAnswers, createListAttestations, type ListQuery } from "../../domain/index/mod.ts";
+import { fakeAttestationIndex, fakeClock, fakeIndexStore } from "../../ports/fakes/mod.ts";
+import type { Storage } from "../../ports/storage.ts";
+import type { EasEvent, IndexedAttestation } from "../../ports/attestation_index.ts";
+import type { HexString } from "../../ports/eas.ts";
+import { openSqliteStorage } from "../sqlite/mod.ts";
 
 const bytes = (fill: number) => new Uint8Array(32).fill(fill);
 

@@ -1,0 +1,293 @@
+/**
+ * The OAuth store's behaviour (decisions §19), one suite run against SQLite and PostgreSQL: the registration rates,
+ * API clients per account, single-use codes, refresh-token rotation with reuse detection, revocation, deletion that
+ * ends a client's tokens, signing keys and pruning. Races are run in parallel and counted.
+ */
+import { describe, expect, test } from "bun:test";
+import type { Grant, OAuthClient, RefreshToken } from "../../ports/oauth.ts";
+import type { Storage } from "../../ports/storage.ts";
+
+let counter = 0;
+const fresh = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${++counter}`;
+const T0 = 1_900_000_000_000;
+/** Code bounds that never refuse (the tests that are not about them). */
+const ROOMY = { perAccount: 1_000_000, perClient: 1_000_000 };
+/** A grant bound per account that never revokes (the tests that are not about it). */
+const ROOMY_GRANTS = 1_000_000;
+
+const client = (over: Partial<OAuthClient> = {}): OAuthClient => ({
+  clientId: fresh("client"),
+  accountId: null,
+  secretHash: null,
+  name: "Bot",
+  redirectUris: ["https://app.test/cb"],
+  grantTypes: ["authorization_code", "refresh_token"],
+  scope: "witness:write account:read",
+  authMethod: "none",
+  createdAtMs: T0,
+  ...over,
+});
+const code = (clientId: string, codeHash = fresh("code")) => ({
+  codeHash, clientId, accountId: "acct", redirectUri: "https://app.test/cb", redirectUriGiven: true, scope: "account:read", codeChallenge: "c".repeat(43),
+  resource: null, createdAtMs: T0, expiresAtMs: T0 + 60_000,
+});
+const grant = (clientId: string): Grant => ({ id: fresh("grant"), clientId, accountId: "acct", scope: "account:read", resource: null, createdAtMs: T0, revokedAtMs: null });
+const refresh = (grantId: string, tokenHash = fresh("rt")): RefreshToken => ({ tokenHash, grantId, createdAtMs: T0, expiresAtMs: T0 + 86_400_000, usedAtMs: null });
+
+/** Registration rates, API clients, codes and the bound of grants per account. */
+function clientAndCodeTests(open: () => Promise<Storage>) {
+  test("oauth: registration is refused past the rates per client address and in total, with when the next one fits", async () => {
+    const { oauth } = await open();
+    const who = fresh("10.0.0.1");
+    const limits = { client: who, perClient: 3, total: 1_000_000, windowMs: 3_600_000 };
+    const outcomes = await Promise.all(Array.from({ length: 10 }, (_, i) => oauth.registerClient(client({ createdAtMs: T0 + i }), limits, T0 + 10)));
+    expect(outcomes.filter((o) => o.ok)).toHaveLength(3);
+    const refused = outcomes.find((o) => !o.ok) as { limit: string; retryAfterMs: number };
+    expect(refused.limit).toBe("client");
+    expect(refused.retryAfterMs).toBeGreaterThan(3_599_000);
+    // An hour later the address may register again.
+    expect((await oauth.registerClient(client({ createdAtMs: T0 + 3_600_011 }), limits, T0 + 3_600_011)).ok).toBe(true);
+    // The total counts every address: a tight total refuses a new address too.
+    const total = await oauth.registerClient(client({ createdAtMs: T0 + 3_600_012 }), { ...limits, client: fresh("10.0.0.2"), total: 1 }, T0 + 3_600_012);
+    expect(total).toMatchObject({ ok: false, limit: "total" });
+  });
+
+  test("oauth: an account holds at most its API clients; listing shows its own; deleting ends the client's grants and tokens", async () => {
+    const { oauth } = await open();
+    const account = fresh("acct");
+    const made = await Promise.all(Array.from({ length: 6 }, () =>
+      oauth.createClient(client({ accountId: account, secretHash: "ab".repeat(32), grantTypes: ["client_credentials"], authMethod: "client_secret_basic", redirectUris: [] }), 4)));
+    expect(made.filter(Boolean)).toHaveLength(4);
+    const listed = await oauth.listClients(account);
+    expect(listed).toHaveLength(4);
+    expect(listed[0]).toMatchObject({ accountId: account, grantTypes: ["client_credentials"], redirectUris: [], authMethod: "client_secret_basic" });
+    const victim = listed[0]!.clientId;
+    await oauth.revokeAccessToken(fresh("jti"), victim, T0 + 3_600_000);
+    const g = grant(victim);
+    await oauth.saveCode(code(victim, "code-of-victim-" + victim), ROOMY);
+    expect(await oauth.exchangeCode("code-of-victim-" + victim, g, refresh(g.id, "rt-of-" + victim), T0, ROOMY_GRANTS)).toBe(true);
+    expect(await oauth.accessTokenActive({ jti: "any", clientId: victim, grantId: g.id })).toBe(true);
+    expect(await oauth.deleteClient("someone-else", victim)).toBe(false);
+    expect(await oauth.deleteClient(account, victim)).toBe(true);
+    expect(await oauth.findClient(victim)).toBeUndefined();
+    expect(await oauth.accessTokenActive({ jti: "any", clientId: victim, grantId: g.id })).toBe(false);
+    expect(await oauth.findRefreshToken("rt-of-" + victim)).toBeUndefined();
+    expect(await oauth.listClients(account)).toHaveLength(3);
+  });
+
+  test("oauth: a code is exchanged once, also by parallel requests; the exchange stores its grant and first refresh token", async () => {
+    const { oauth } = await open();
+    const c = client();
+    await oauth.registerClient(c, { client: fresh("k"), perClient: 100, total: 1_000_000, windowMs: 1 }, T0);
+    const hash = fresh("code");
+    await oauth.saveCode(code(c.clientId, hash), ROOMY);
+    expect(await oauth.findCode(hash)).toMatchObject({ clientId: c.clientId, usedAtMs: null, grantId: null });
+    const grants = Array.from({ length: 8 }, () => grant(c.clientId));
+    const results = await Promise.all(grants.map((g) => oauth.exchangeCode(hash, g, refresh(g.id), T0 + 1, ROOMY_GRANTS)));
+    expect(results.filter(Boolean)).toHaveLength(1);
+    const winner = grants[results.indexOf(true)]!;
+    expect(await oauth.findCode(hash)).toMatchObject({ usedAtMs: T0 + 1, grantId: winner.id });
+    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: c.clientId, grantId: winner.id })).toBe(true);
+    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: c.clientId, grantId: grants.find((g) => g !== winner)!.id })).toBe(false);
+  });
+
+  test("oauth: a code keeps whether its authorization request named redirect_uri (issue 33)", async () => {
+    const { oauth } = await open();
+    const c = client();
+    await oauth.registerClient(c, { client: fresh("k"), perClient: 100, total: 1_000_000, windowMs: 1 }, T0);
+    const named = fresh("code");
+    const omitted = fresh("code");
+    await oauth.saveCode(code(c.clientId, named), ROOMY);
+    await oauth.saveCode({ ...code(c.clientId, omitted), redirectUriGiven: false }, ROOMY);
+    expect(await oauth.findCode(named)).toMatchObject({ redirectUri: "https://app.test/cb", redirectUriGiven: true });
+    expect(await oauth.findCode(omitted)).toMatchObject({ redirectUri: "https://app.test/cb", redirectUriGiven: false });
+  });
+
+  test("oauth: an account keeps at most its bound of unrevoked grants, all clients together: each exchange past it revokes the oldest", async () => {
+    const { oauth } = await open();
+    const account = fresh("acct");
+    const other = fresh("acct");
+    const [a, b] = [client(), client()];
+    for (const c of [a, b]) await oauth.registerClient(c, { client: fresh("k"), perClient: 100, total: 1_000_000, windowMs: 1 }, T0);
+    const exchange = async (c: OAuthClient, who: string, at: number) => {
+      const hash = fresh("code");
+      await oauth.saveCode({ ...code(c.clientId, hash), accountId: who }, ROOMY);
+      const g = { ...grant(c.clientId), accountId: who, createdAtMs: at };
+      const token = refresh(g.id);
+      expect(await oauth.exchangeCode(hash, g, token, at, 3)).toBe(true);
+      return { g, token };
+    };
+    const theirs = await exchange(a, other, T0);
+    const made = [];
+    for (let i = 0; i < 6; i++) made.push(await exchange(i % 2 === 0 ? a : b, account, T0 + 10 * (i + 1)));
+    const live = async ({ g }: { g: Grant }) => await oauth.accessTokenActive({ jti: fresh("jti"), clientId: g.clientId, grantId: g.id });
+    expect(await Promise.all(made.map(live))).toEqual([false, false, false, true, true, true]);
+    expect((await oauth.findRefreshToken(made[0]!.token.tokenHash))?.grant.revokedAtMs).toBe(T0 + 40);
+    expect((await oauth.rotateRefreshToken(made[0]!.token.tokenHash, refresh(made[0]!.g.id), T0 + 100)).kind).toBe("invalid");
+    // Another account's grant is not counted nor touched.
+    expect(await live(theirs)).toBe(true);
+    // Parallel exchanges of one account still leave it at most the bound.
+    const parallel = await Promise.all(Array.from({ length: 6 }, async (_, i) => {
+      const hash = fresh("code");
+      await oauth.saveCode({ ...code(a.clientId, hash), accountId: account }, ROOMY);
+      const g = { ...grant(a.clientId), accountId: account, createdAtMs: T0 + 200 + i };
+      expect(await oauth.exchangeCode(hash, g, refresh(g.id), T0 + 200 + i, 3)).toBe(true);
+      return { g };
+    }));
+    const alive = (await Promise.all([...made, ...parallel].map(live))).filter(Boolean);
+    expect(alive).toHaveLength(3);
+  });
+}
+
+
+/** Refresh tokens, live codes, authorizations, signing keys and pruning. */
+function tokenTests(open: () => Promise<Storage>) {
+  test("oauth: a refresh token rotates once; its reuse revokes the grant, so the next token and the grant's access tokens die", async () => {
+    const { oauth } = await open();
+    const c = client();
+    await oauth.registerClient(c, { client: fresh("k"), perClient: 100, total: 1_000_000, windowMs: 1 }, T0);
+    const g = grant(c.clientId);
+    const hash = fresh("code");
+    await oauth.saveCode(code(c.clientId, hash), ROOMY);
+    const first = refresh(g.id);
+    await oauth.exchangeCode(hash, g, first, T0, ROOMY_GRANTS);
+    // Parallel uses of one token: one rotation; the others are reuse.
+    const nexts = Array.from({ length: 5 }, () => refresh(g.id));
+    const outcomes = await Promise.all(nexts.map((n) => oauth.rotateRefreshToken(first.tokenHash, n, T0 + 5)));
+    expect(outcomes.filter((o) => o.kind === "rotated")).toHaveLength(1);
+    expect(outcomes.filter((o) => o.kind === "reused")).toHaveLength(4);
+    const rotatedTo = nexts[outcomes.findIndex((o) => o.kind === "rotated")]!;
+    expect(await oauth.rotateRefreshToken(rotatedTo.tokenHash, refresh(g.id), T0 + 6)).toEqual({ kind: "invalid" });
+    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: c.clientId, grantId: g.id })).toBe(false);
+    expect((await oauth.findRefreshToken(first.tokenHash))?.grant.revokedAtMs).toBe(T0 + 5);
+  });
+
+  test("oauth: a clean rotation keeps the grant; an expired or unknown token is invalid; a revoked access token is refused", async () => {
+    const { oauth } = await open();
+    const c = client();
+    await oauth.registerClient(c, { client: fresh("k"), perClient: 100, total: 1_000_000, windowMs: 1 }, T0);
+    const g = grant(c.clientId);
+    const hash = fresh("code");
+    await oauth.saveCode(code(c.clientId, hash), ROOMY);
+    const first = refresh(g.id);
+    await oauth.exchangeCode(hash, g, first, T0, ROOMY_GRANTS);
+    const second = refresh(g.id);
+    expect(await oauth.rotateRefreshToken(first.tokenHash, second, T0 + 1)).toMatchObject({ kind: "rotated", grant: { id: g.id, clientId: c.clientId, scope: "account:read", revokedAtMs: null } });
+    expect(await oauth.rotateRefreshToken(second.tokenHash, refresh(g.id), second.expiresAtMs)).toEqual({ kind: "invalid" });
+    expect(await oauth.rotateRefreshToken(fresh("unknown"), refresh(g.id), T0)).toEqual({ kind: "invalid" });
+    const jti = fresh("jti");
+    expect(await oauth.accessTokenActive({ jti, clientId: c.clientId, grantId: g.id })).toBe(true);
+    await oauth.revokeAccessToken(jti, c.clientId, T0 + 3_600_000);
+    await oauth.revokeAccessToken(jti, c.clientId, T0 + 3_600_000);
+    expect(await oauth.accessTokenActive({ jti, clientId: c.clientId, grantId: g.id })).toBe(false);
+    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: c.clientId, grantId: null })).toBe(true);
+    await oauth.revokeGrant(g.id, T0 + 2);
+    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: c.clientId, grantId: g.id })).toBe(false);
+  });
+
+  test("oauth: live codes are bounded per account and per client, also for parallel requests; exchanged and expired codes do not count; nothing stored past a bound", async () => {
+    const { oauth } = await open();
+    const c = client();
+    await oauth.registerClient(c, { client: fresh("k"), perClient: 100, total: 1_000_000, windowMs: 1 }, T0);
+    const account = fresh("acct");
+    const mine = (hash = fresh("code"), at = T0) => ({ ...code(c.clientId, hash), accountId: account, createdAtMs: at, expiresAtMs: at + 60_000 });
+    const hashes = Array.from({ length: 20 }, () => fresh("code"));
+    const outcomes = await Promise.all(hashes.map((h) => oauth.saveCode(mine(h), { perAccount: 4, perClient: 100 })));
+    expect(outcomes.filter((o) => o === "saved")).toHaveLength(4);
+    expect(outcomes.filter((o) => o === "account_limit")).toHaveLength(16);
+    const stored = (await Promise.all(hashes.map((h) => oauth.findCode(h)))).filter((x) => x !== undefined);
+    expect(stored).toHaveLength(4);
+    // One exchanged: room for one more, and only one.
+    const g = grant(c.clientId);
+    expect(await oauth.exchangeCode(stored[0]!.codeHash, g, null, T0 + 1, ROOMY_GRANTS)).toBe(true);
+    const again = await Promise.all(Array.from({ length: 5 }, () => oauth.saveCode(mine(fresh("code"), T0 + 2), { perAccount: 4, perClient: 100 })));
+    expect(again.filter((o) => o === "saved")).toHaveLength(1);
+    // At their expiry the codes no longer count.
+    expect(await oauth.saveCode(mine(fresh("code"), T0 + 60_000), { perAccount: 4, perClient: 100 })).toBe("saved");
+    // The client's bound counts every account's codes.
+    const other = client();
+    await oauth.registerClient(other, { client: fresh("k"), perClient: 100, total: 1_000_000, windowMs: 1 }, T0);
+    const byClient = await Promise.all(Array.from({ length: 12 }, (_, i) =>
+      oauth.saveCode({ ...code(other.clientId, fresh("code")), accountId: `${account}-${i % 4}` }, { perAccount: 100, perClient: 5 })));
+    expect(byClient.filter((o) => o === "saved")).toHaveLength(5);
+    expect(byClient.filter((o) => o === "client_limit")).toHaveLength(7);
+  });
+
+  test("oauth: authorizations are listed per client with their live grants' scopes; revoking ends the pair's grants and pending codes only", async () => {
+    const { oauth } = await open();
+    const account = fresh("acct");
+    const [a, b] = [client({ name: "App A" }), client({ name: null })];
+    for (const c of [a, b]) await oauth.registerClient(c, { client: fresh("k"), perClient: 100, total: 1_000_000, windowMs: 1 }, T0);
+    const grantOf = async (c: OAuthClient, scope: string, at: number, withRefresh: boolean, who = account) => {
+      const g: Grant = { ...grant(c.clientId), accountId: who, scope, createdAtMs: at };
+      const hash = fresh("code");
+      await oauth.saveCode({ ...code(c.clientId, hash), accountId: who }, ROOMY);
+      await oauth.exchangeCode(hash, g, withRefresh ? { ...refresh(g.id), createdAtMs: at, expiresAtMs: at + 86_400_000 } : null, at, ROOMY_GRANTS);
+      return g;
+    };
+    const now = T0 + 10 * 3_600_000;
+    await grantOf(a, "account:read", now - 7_200_000, true);
+    const a2 = await grantOf(a, "witness:write account:read", now - 1_000, false);
+    await grantOf(b, "rpc:read", now - 500, true);
+    const stale = await grantOf(b, "keys:write", now - 7_200_000, false); // no refresh token, its access token expired
+    const strangers = await grantOf(a, "rpc:read", now, true, fresh("other"));
+    const listed = await oauth.listAuthorizations(account, now, 10);
+    expect(listed.map((x) => x.clientId)).toEqual([b.clientId, a.clientId]);
+    expect(listed[0]).toEqual({ clientId: b.clientId, clientName: null, scopes: ["rpc:read"], firstAuthorizedAtMs: now - 500, lastAuthorizedAtMs: now - 500, grants: 1 });
+    expect(listed[1]).toMatchObject({ clientId: a.clientId, clientName: "App A", firstAuthorizedAtMs: now - 7_200_000, lastAuthorizedAtMs: now - 1_000, grants: 2 });
+    expect([...listed[1]!.scopes].sort()).toEqual(["account:read", "witness:write account:read"]);
+    expect(await oauth.listAuthorizations(account, now, 1)).toHaveLength(1);
+
+    const pending = fresh("code");
+    await oauth.saveCode({ ...code(a.clientId, pending), accountId: account, createdAtMs: now, expiresAtMs: now + 60_000 }, ROOMY);
+    expect(await oauth.revokeAuthorizations(account, a.clientId, now)).toBe(3);
+    expect(await oauth.findCode(pending)).toBeUndefined();
+    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: a.clientId, grantId: a2.id })).toBe(false);
+    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: a.clientId, grantId: strangers.id })).toBe(true);
+    expect((await oauth.listAuthorizations(account, now, 10)).map((x) => x.clientId)).toEqual([b.clientId]);
+    expect(await oauth.revokeAuthorizations(account, a.clientId, now)).toBe(0);
+    // Another account has nothing of b to revoke; the account's grant past its tokens is not counted, but revoked all the same.
+    expect(await oauth.revokeAuthorizations(fresh("nobody"), b.clientId, now)).toBe(0);
+    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: b.clientId, grantId: stale.id })).toBe(true);
+    expect(await oauth.revokeAuthorizations(account, b.clientId, now)).toBe(1);
+    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: b.clientId, grantId: stale.id })).toBe(false);
+    expect(await oauth.listAuthorizations(account, now, 10)).toEqual([]);
+  });
+
+  test("oauth: signing keys newest first; dropping keeps the newest; pruning removes what expired and unused open clients", async () => {
+    const { oauth } = await open();
+    const base = T0 + 10_000_000 + counter * 1_000;
+    for (const [i, kid] of [fresh("kid-a"), fresh("kid-b"), fresh("kid-c")].entries()) {
+      await oauth.addSigningKey({ kid, privateJwk: "{}", publicJwk: `{"kid":"${kid}"}`, createdAtMs: base + i });
+    }
+    const keys = await oauth.signingKeys();
+    expect(keys[0]!.createdAtMs).toBeGreaterThanOrEqual(base + 2);
+    expect(await oauth.dropSigningKeys(Number.MAX_SAFE_INTEGER)).toBeGreaterThanOrEqual(2);
+    const left = await oauth.signingKeys();
+    expect(left).toHaveLength(1);
+    expect(left[0]!.kid).toBe(keys[0]!.kid);
+
+    const unused = client({ createdAtMs: 1_000 });
+    await oauth.registerClient(unused, { client: fresh("k"), perClient: 100, total: 1_000_000, windowMs: 1 }, 1_000);
+    const used = client({ createdAtMs: 1_000 });
+    await oauth.registerClient(used, { client: fresh("k"), perClient: 100, total: 1_000_000, windowMs: 1 }, 1_000);
+    const g = grant(used.clientId);
+    const hash = fresh("code");
+    await oauth.saveCode({ ...code(used.clientId, hash), expiresAtMs: 2_000 }, ROOMY);
+    await oauth.exchangeCode(hash, g, refresh(g.id), 1_500, ROOMY_GRANTS);
+    const stale = fresh("code");
+    await oauth.saveCode({ ...code(used.clientId, stale), expiresAtMs: 2_000 }, ROOMY);
+    expect(await oauth.prune(3_000, 2_000)).toBeGreaterThanOrEqual(3);
+    expect(await oauth.findClient(unused.clientId)).toBeUndefined();
+    expect(await oauth.findClient(used.clientId)).toBeDefined();
+    expect(await oauth.findCode(stale)).toBeUndefined();
+  });
+}
+
+/** Registers the OAuth store's contract tests. */
+export function oauthStorageContract(name: string, open: () => Promise<Storage>, options: { skip?: string | undefined } = {}) {
+  describe.skipIf(options.skip !== undefined)(`oauth storage contract: ${name}`, () => {
+    clientAndCodeTests(open);
+    tokenTests(open);
+  });
+}

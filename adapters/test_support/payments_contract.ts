@@ -1,0 +1,91 @@
+import { expect, test } from "bun:test";
+import type { Storage } from "../../ports/storage.ts";
+import { T0, fresh } from "./_helpers.ts";
+
+/** The storage contract's tests of payments: replay keys, plan periods, holds against a balance; registered inside its describe, `open` gives the storage under test. */
+export function paymentsContract(open: () => Promise<Storage>) {
+  test("payments: a replay key is reserved once, even in parallel; a released reservation can be taken again; worked and settled stay spent", async () => {
+    const { payments } = await open();
+    const key = fresh("eip155:31337:0xtoken:0xnonce");
+    const reservation = (k: string) => ({
+      key: k, purpose: "witness" as const, network: "eip155:31337", asset: "0xToken", payer: "0xPayer", payTo: "0xPayTo",
+      amount: "10000", accountId: null, createdAtMs: T0,
+    });
+    const raced = await Promise.all(Array.from({ length: 8 }, () => payments.reserve(reservation(key))));
+    expect(raced.filter(Boolean)).toHaveLength(1);
+    expect(await payments.find(key)).toMatchObject({ state: "reserved", asset: "0xtoken", payer: "0xpayer", payTo: "0xpayto", amount: "10000" });
+    await payments.release(key);
+    expect(await payments.find(key)).toBeUndefined();
+    expect(await payments.reserve(reservation(key))).toBe(true);
+    await payments.worked(key, "0xtx", T0 + 1);
+    await payments.release(key);
+    expect(await payments.reserve(reservation(key))).toBe(false);
+    await payments.settled(key, "0xsettle", T0 + 2);
+    expect(await payments.find(key)).toMatchObject({ state: "settled", workRef: "0xtx", settlementTx: "0xsettle", updatedAtMs: T0 + 2 });
+    const failed = fresh("eip155:31337:0xtoken:0xfailed");
+    await payments.reserve(reservation(failed));
+    await payments.worked(failed, "0xtx2", T0 + 3);
+    await payments.settleFailed(failed, "transaction_failed", T0 + 4);
+    expect(await payments.find(failed)).toMatchObject({ state: "settle_failed", workRef: "0xtx2", failureReason: "transaction_failed" });
+    expect((await payments.list({ state: "settle_failed" })).map((p) => p.key)).toContain(failed);
+    expect((await payments.list()).map((p) => p.key)).toEqual(expect.arrayContaining([key, failed]));
+  });
+
+  test("payments: plan periods follow one another; a period whose settlement failed no longer counts", async () => {
+    const { payments } = await open();
+    const account = fresh("acct");
+    const year = 365 * 86_400_000;
+    const buy = async (nowMs: number) => {
+      const key = fresh("eip155:1:0xt:0xplan");
+      await payments.reserve({ key, purpose: "plan", network: "eip155:1", asset: "0xt", payer: "0xp", payTo: "0xq", amount: "1", accountId: account, createdAtMs: nowMs });
+      return { key, period: await payments.grantPeriod(key, account, year, nowMs) };
+    };
+    expect(await payments.paidPeriod(account, T0)).toBeUndefined();
+    const first = await buy(T0);
+    expect(first.period).toEqual({ startMs: T0, endMs: T0 + year });
+    const second = await buy(T0 + 1000);
+    expect(second.period).toEqual({ startMs: T0 + year, endMs: T0 + 2 * year });
+    expect(await payments.paidPeriod(account, T0 + 5)).toEqual({ startMs: T0, endMs: T0 + 2 * year });
+    await payments.settleFailed(second.key, "transaction_failed", T0 + 2000);
+    expect(await payments.paidPeriod(account, T0 + 5)).toEqual({ startMs: T0, endMs: T0 + year });
+    expect(await payments.paidPeriod(account, T0 + year)).toBeUndefined();
+    expect(await payments.find(first.key)).toMatchObject({ state: "worked", accountId: account, periodStartMs: T0, periodEndMs: T0 + year });
+  });
+
+  test("payments held against the payer's balance: forty parallel reservations with a balance for five give exactly five", async () => {
+    const { payments } = await open();
+    const payer = fresh("0xPayer");
+    const held = (key: string, createdAtMs = T0) => ({
+      key, purpose: "witness" as const, network: "eip155:31337", asset: "0xToken", payer, payTo: "0xq", amount: "10000", accountId: null,
+      createdAtMs, validBefore: T0 / 1000 + 300,
+    });
+    const ceiling = { balance: 50_000n, readAtMs: T0 };
+    const keys = Array.from({ length: 40 }, () => fresh("eip155:31337:0xtoken:0xheld"));
+    const results = await Promise.all(keys.map((key) => payments.reserveWithin(held(key), ceiling)));
+    expect(results.filter((r) => r === "reserved")).toHaveLength(5);
+    expect(results.filter((r) => r === "over_balance")).toHaveLength(35);
+    const taken = keys.filter((_, i) => results[i] === "reserved");
+    expect(await payments.find(taken[0]!)).toMatchObject({ state: "reserved", payer: payer.toLowerCase(), validBefore: T0 / 1000 + 300 });
+    expect(await payments.find(keys[results.indexOf("over_balance")]!)).toBeUndefined();
+    expect(await payments.reserveWithin(held(taken[0]!), ceiling)).toBe("known");
+    // Another token, another network or another payer is not held by these.
+    expect(await payments.reserveWithin({ ...held(fresh("k")), asset: "0xOther" }, ceiling)).toBe("reserved");
+    expect(await payments.reserveWithin({ ...held(fresh("k")), network: "eip155:1" }, ceiling)).toBe("reserved");
+    expect(await payments.reserveWithin({ ...held(fresh("k")), payer: fresh("0xsomeone") }, ceiling)).toBe("reserved");
+
+    // Released, failed and unknown payments free what they held; a settled one holds only for a read that may predate it.
+    const next = fresh("eip155:31337:0xtoken:0xnext");
+    await payments.release(taken[0]!);
+    await payments.worked(taken[1]!, "0xw", T0 + 1);
+    await payments.settleFailed(taken[1]!, "transaction_failed", T0 + 2);
+    await payments.workUnknown(taken[2]!, "0xu", T0 + 3);
+    await payments.worked(taken[3]!, "0xw", T0 + 4);
+    await payments.settled(taken[3]!, "0xs", T0 + 5);
+    // Open: taken[4] (10000) and taken[3], settled at T0 + 5 (10000), when the read started at T0 + 5.
+    expect(await payments.reserveWithin(held(next, T0 + 6), { balance: 20_000n, readAtMs: T0 + 5 })).toBe("over_balance");
+    expect(await payments.reserveWithin(held(next, T0 + 6), { balance: 20_000n, readAtMs: T0 + 6 })).toBe("reserved");
+    // An authorization past its validBefore can no longer be settled: it holds nothing.
+    const later = T0 + 301_000;
+    expect(await payments.reserveWithin({ ...held(fresh("k"), later), validBefore: later / 1000 + 300 }, { balance: 10_000n, readAtMs: later })).toBe("reserved");
+  });
+}

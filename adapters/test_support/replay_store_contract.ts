@@ -1,0 +1,86 @@
+import { expect, test } from "bun:test";
+import type { Storage } from "../../ports/storage.ts";
+import { claim, signedTx, fresh } from "./_helpers.ts";
+
+/** The storage contract's tests of replay records: claims, the states of a submission, open records and pruning; registered inside its describe, `open` gives the storage under test. */
+export function replayStoreContract(open: () => Promise<Storage>) {
+  test("replay: a key is claimed once; a second live claim on the same attester nonce is refused", async () => {
+    const { replay } = await open();
+    const [a, b, c] = [fresh("0xa"), fresh("0xb"), fresh("0xc")];
+    const attester = fresh("0xatt");
+    expect(await replay.claim(claim(a, 0n, attester))).toBe("claimed");
+    expect(await replay.claim(claim(a, 0n, attester))).toBe("duplicate-signature");
+    expect(await replay.claim(claim(b, 0n, attester))).toBe("nonce-in-flight");
+    expect(await replay.claim(claim(c, 1n, attester))).toBe("claimed");
+    expect(await replay.find(a)).toMatchObject({ key: a, state: "checked", nonce: 0n, tx: null, txHash: null });
+    expect(await replay.find(fresh("0xnever"))).toBeUndefined();
+  });
+
+  test("replay: checked → signed (the transaction stored) → sent → mined; a released record frees key and nonce", async () => {
+    const { replay } = await open();
+    const attester = fresh("0xatt");
+    const [a, b] = [fresh("0xa"), fresh("0xb")];
+    await replay.claim(claim(a, 0n, attester));
+    await replay.release(a);
+    expect(await replay.find(a)).toBeUndefined();
+    expect(await replay.claim(claim(a, 0n, attester))).toBe("claimed");
+    expect(await replay.markSigned(a, signedTx("0xhash", 4))).toBe(true);
+    expect(await replay.find(a)).toMatchObject({ state: "signed", txHash: "0xhash", tx: signedTx("0xhash", 4) });
+    await replay.markSent(a);
+    expect((await replay.find(a))?.state).toBe("sent");
+    expect(await replay.markSigned(a, signedTx("0xother", 5))).toBe(false);
+    // Released because its nonce was taken, or it was provably never broadcast: the same signature works again.
+    await replay.release(a);
+    expect(await replay.find(a)).toBeUndefined();
+    expect(await replay.claim(claim(a, 0n, attester))).toBe("claimed");
+    await replay.finish(a, { state: "mined", txHash: "0xh2", uid: "0xu", blockNumber: 5n });
+    await replay.release(a);
+    expect(await replay.find(a)).toMatchObject({ state: "mined", uid: "0xu", blockNumber: 5n, txHash: "0xh2" });
+    expect(await replay.claim(claim(a, 0n, attester))).toBe("duplicate-signature");
+    expect(await replay.claim(claim(b, 0n, attester))).toBe("nonce-in-flight");
+  });
+
+  test("replay: a reverted submission frees the nonce but keeps the key", async () => {
+    const { replay } = await open();
+    const attester = fresh("0xatt");
+    const [a, b] = [fresh("0xa"), fresh("0xb")];
+    await replay.claim(claim(a, 0n, attester));
+    await replay.finish(a, { state: "reverted", txHash: "0xhash", blockNumber: 3n });
+    expect(await replay.claim(claim(a, 0n, attester))).toBe("duplicate-signature");
+    expect(await replay.claim(claim(b, 0n, attester))).toBe("claimed");
+  });
+
+  test("replay: open lists checked, signed and sent records created before a time", async () => {
+    const { replay } = await open();
+    const attester = fresh("0xatt");
+    const [a, b, c, d] = [fresh("0xa"), fresh("0xb"), fresh("0xc"), fresh("0xd")];
+    await replay.claim({ ...claim(a, 0n, attester), createdAtMs: 10 });
+    await replay.claim({ ...claim(b, 1n, attester), createdAtMs: 11 });
+    await replay.markSigned(b, signedTx(`0x${b}`, 7));
+    await replay.claim({ ...claim(c, 2n, attester), createdAtMs: 12 });
+    await replay.finish(c, { state: "mined", txHash: "0xc", uid: null, blockNumber: 1n });
+    await replay.claim({ ...claim(d, 3n, attester), createdAtMs: 50 });
+    const open_ = (await replay.open(20)).filter((r) => r.attester === attester.toLowerCase());
+    expect(open_.map((r) => [r.key, r.state])).toEqual([[a, "checked"], [b, "signed"]]);
+    expect(open_[1]!.tx).toEqual(signedTx(`0x${b}`, 7));
+  });
+
+  test("replay: prune drops settled records whose deadline passed; open ones wait for the reconciler", async () => {
+    const { replay } = await open();
+    const [key, open_] = [fresh("0xold"), fresh("0xopen")];
+    await replay.claim({ ...claim(key, 0n, fresh("0xatt")), deadline: 100n });
+    await replay.finish(key, { state: "mined", txHash: "0x1", uid: null, blockNumber: 1n });
+    await replay.claim({ ...claim(open_, 0n, fresh("0xatt")), deadline: 100n });
+    expect(await replay.prune(101n)).toBeGreaterThanOrEqual(1);
+    expect(await replay.find(key)).toBeUndefined();
+    expect((await replay.find(open_))?.state).toBe("checked");
+  });
+
+  test("replay: concurrent claims of one key: exactly one wins", async () => {
+    const { replay } = await open();
+    const key = fresh("0xrace");
+    const attester = fresh("0xatt");
+    const outcomes = await Promise.all(Array.from({ length: 8 }, () => replay.claim(claim(key, 0n, attester))));
+    expect(outcomes.filter((o) => o === "claimed")).toHaveLength(1);
+  });
+}

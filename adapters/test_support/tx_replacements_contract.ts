@@ -1,0 +1,24 @@
+import { expect, test } from "bun:test";
+import type { Storage } from "../../ports/storage.ts";
+import { fresh } from "./_helpers.ts";
+
+/** The storage contract's tests of fee-bump replacements; registered inside its describe, `open` gives the storage under test. */
+export function txReplacementsContract(open: () => Promise<Storage>) {
+  test("fee-bump replacements: kept per book and submission, oldest first, one row per hash, pruned by age", async () => {
+    const storage = await open();
+    const k1 = fresh("0xbump");
+    const tx = (n: number) => ({ txHash: `0x${n.toString(16).padStart(64, "0")}` as const, raw: `0x02${n}` as const, wallet: "0x00000000000000000000000000000000000000aa" as const, nonce: 7 });
+    await storage.txReplacements.add("delegated_attestations", k1, { tx: tx(1), createdAtMs: 1_000 });
+    await storage.txReplacements.add("delegated_attestations", k1, { tx: tx(2), createdAtMs: 2_000 });
+    await storage.txReplacements.add("delegated_attestations", k1, { tx: tx(1), createdAtMs: 3_000 });
+    await storage.txReplacements.add("sponsored_writes", k1, { tx: tx(3), createdAtMs: 1_500 });
+    expect(await storage.txReplacements.list("delegated_attestations", k1)).toEqual([
+      { tx: tx(1), createdAtMs: 1_000 },
+      { tx: tx(2), createdAtMs: 2_000 },
+    ]);
+    expect((await storage.txReplacements.list("sponsored_writes", k1)).map((r) => r.tx.txHash)).toEqual([tx(3).txHash]);
+    expect(await storage.txReplacements.list("delegated_attestations", "other")).toEqual([]);
+    expect(await storage.txReplacements.prune(1_600)).toBe(2);
+    expect((await storage.txReplacements.list("delegated_attestations", k1)).map((r) => r.createdAtMs)).toEqual([2_000]);
+  });
+}

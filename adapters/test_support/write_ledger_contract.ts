@@ -1,0 +1,42 @@
+import { expect, test } from "bun:test";
+import type { Storage } from "../../ports/storage.ts";
+import { signedTx, fresh } from "./_helpers.ts";
+
+/** The storage contract's tests of the sponsored-write quota; registered inside its describe, `open` gives the storage under test. */
+export function writeLedgerContract(open: () => Promise<Storage>) {
+  test("quota: reserves up to the limit; reserved and broadcast count, released do not; committed is final", async () => {
+    const { accounts, ledger } = await open();
+    const account = await accounts.findOrCreateAccount(fresh("0xq"), fresh("acct"), 0);
+    const r = (id: string, year = 2026) => ({ id, accountId: account.id, year, fingerprint: id, createdAtMs: 1 });
+    const [w1, w2, w3, y1] = [fresh("w"), fresh("w"), fresh("w"), fresh("y")];
+    expect(await ledger.reserve(r(w1), 2)).toBe(true);
+    expect(await ledger.reserve(r(w2), 2)).toBe(true);
+    expect(await ledger.reserve(r(w3), 2)).toBe(false);
+    expect(await ledger.reserve(r(y1, 2027), 2)).toBe(true);
+    expect(await ledger.markSigned(w1, signedTx("0xt1", 3), 2)).toBe(true);
+    expect(await ledger.find(w1)).toMatchObject({ state: "signed", txHash: "0xt1", tx: signedTx("0xt1", 3) });
+    expect(await ledger.markSigned(w1, signedTx("0xt9", 4), 2)).toBe(false);
+    await ledger.markSent(w1, 2);
+    expect(await ledger.find(w1)).toMatchObject({ state: "broadcast", txHash: "0xt1" });
+    expect(await ledger.usage(account.id, 2026)).toEqual({ used: 0, reserved: 2 });
+    await ledger.commit(w1, { txHash: "0xt1", uid: "0xu1", blockNumber: 7n }, 3);
+    await ledger.release(w1, 4);
+    await ledger.release(w2, 4);
+    expect(await ledger.usage(account.id, 2026)).toEqual({ used: 1, reserved: 0 });
+    expect(await ledger.find(w1)).toMatchObject({ state: "committed", txHash: "0xt1", uid: "0xu1", blockNumber: 7n, updatedAtMs: 3 });
+    expect(await ledger.reserve(r(w3), 2)).toBe(true);
+    const open_ = (await ledger.unsettled(10)).filter((w) => w.accountId === account.id).map((w) => w.id);
+    expect(open_.sort()).toEqual([y1, w3].sort());
+    expect(await ledger.find(fresh("none"))).toBeUndefined();
+  });
+
+  test("quota: forty parallel reservations for ten writes give exactly ten", async () => {
+    const { accounts, ledger } = await open();
+    const account = await accounts.findOrCreateAccount(fresh("0xp"), fresh("acct"), 0);
+    const results = await Promise.all(
+      Array.from({ length: 40 }, () => ledger.reserve({ id: fresh("p"), accountId: account.id, year: 2026, fingerprint: "f", createdAtMs: 1 }, 10)),
+    );
+    expect(results.filter(Boolean)).toHaveLength(10);
+    expect(await ledger.usage(account.id, 2026)).toEqual({ used: 0, reserved: 10 });
+  });
+}
