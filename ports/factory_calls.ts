@@ -32,7 +32,7 @@ export type FactoryCallAttempt = {
   readonly createdAtMs: number;
 };
 
-/** The durable record of factory calls (SQLite and PostgreSQL behave alike: adapters/storage_contract.ts). */
+/** The durable record of factory calls (SQLite and PostgreSQL behave alike: adapters/test_support/factory_calls_contract.ts). */
 export interface FactoryCallStore {
   /** Records, before the factory call is sent, that it will be; false (nothing written) when the wallet is already on record. */
   readonly begin: (attempt: FactoryCallAttempt) => Promise<boolean>;
