@@ -70,7 +70,7 @@ export async function idempotent(
 }
 
 /** The answer as it is kept: status, the headers that describe it, and its text. */
-async function storedAnswer(response: Response): Promise<StoredAnswer> {
+export async function storedAnswer(response: Response): Promise<StoredAnswer> {
   const headers: Record<string, string> = {};
   response.headers.forEach((value, name) => {
     if (!EXCHANGE_HEADERS.has(name.toLowerCase())) headers[name.toLowerCase()] = value;
@@ -79,6 +79,6 @@ async function storedAnswer(response: Response): Promise<StoredAnswer> {
 }
 
 /** A stored answer given again. */
-function replayed(answer: StoredAnswer): Response {
+export function replayed(answer: StoredAnswer): Response {
   return new Response(answer.body === "" ? null : answer.body, { status: answer.status, headers: { ...answer.headers, [REPLAYED_HEADER]: "true" } });
 }

@@ -19,7 +19,7 @@ export {
   type DelegatedAttestBatchOutcome,
   MAX_BATCH_ITEMS,
 } from "./delegated_attest_batch.ts";
-export { parseDelegatedRequest } from "./delegated_request.ts";
+export { type DelegatedRequest, parseDelegatedRequest } from "./delegated_request.ts";
 export { createReadNonce, type ReadNonce } from "./nonce.ts";
 export { createPrivateRelay, type PrivateRelay, REFERENCED_AUTHORITY } from "./private_relay.ts";
 export { createRelayGuard, GAS_WINDOW_MS } from "./relay_guard.ts";

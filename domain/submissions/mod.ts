@@ -21,3 +21,14 @@ export {
   trackedBook,
 } from "./submission_tracker.ts";
 export { createSubmissionSweep, type SubmissionSweepDeps } from "./submission_sweep.ts";
+export {
+  createRelaySubmission,
+  type KeyedRequest,
+  type OnSubmitting,
+  type RelaySend,
+  type RelaySubmission,
+  type RelaySubmissionDeps,
+  type RelayWrite,
+  type RelayWriteOutcome,
+  type RelayWriteRun,
+} from "./relay_submission.ts";

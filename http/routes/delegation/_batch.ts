@@ -8,7 +8,9 @@ import { type BatchItemResult, type BatchLayout, type DelegatedAttestBatchOutcom
 import type { RelayResult, SubmissionView } from "../../../domain/submissions/mod.ts";
 import type { SubmissionItem } from "../../../ports/submission_records.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
-import { acceptedAnswer, type RelayTracking, trackedRelay } from "./_tracking.ts";
+import type { RelaySend } from "../../../domain/submissions/mod.ts";
+import { acceptedAnswer } from "./_tracking.ts";
+import type { RelayWords } from "./_relay_answer.ts";
 
 /** The path of a relay's batch route, after the single route's. */
 export const batchPath = (single: string) => `${single}/batch`;
@@ -43,7 +45,7 @@ function recordedItems(layout: BatchLayout): SubmissionItem[] {
 }
 
 /** What the submission record keeps of a batch: its transaction's outcome, with each sent request's uid once mined. */
-function asRelayResult(outcome: DelegatedAttestBatchOutcome, layout: BatchLayout | undefined): RelayResult & { readonly batch: DelegatedAttestBatchOutcome } {
+function asRelayResult(outcome: DelegatedAttestBatchOutcome, layout: BatchLayout | undefined): BatchRelayResult {
   if (outcome.sent === "mined" && outcome.txHash !== null) {
     const first = outcome.results.find((r) => r.ok);
     const uids: Record<string, string | null> = {};
@@ -58,30 +60,34 @@ function asRelayResult(outcome: DelegatedAttestBatchOutcome, layout: BatchLayout
   return { ok: false, code, details: outcome.txHash ?? undefined, batch: outcome };
 }
 
+/** A batch's outcome as its submission record keeps it, with the outcome itself for the answer. */
+export type BatchRelayResult = RelayResult & { readonly batch: DelegatedAttestBatchOutcome };
+
 /**
- * Runs a batch under its submission's record (opened when its one transaction is handed to the chain, with every
- * request's place in it) and words the answer. With `async` (`Prefer: respond-async`), the answer is the 202 of the
- * submission once it is recorded, every request checked; a batch of which no request was sent is answered in full.
+ * The batch relay as the write's use case sends it: the submission record is opened, when its one transaction is handed
+ * to the chain, with every request's place in it (each refusal worded as the single route would answer it).
  */
-export async function batchAnswer(
-  tracking: RelayTracking | undefined,
-  context: { readonly scope: string; readonly async: boolean; readonly attach?: ((submissionId: string) => Promise<void>) | undefined },
-  run: (onSubmitting: ((key: string, layout: BatchLayout) => Promise<void>) | undefined) => Promise<DelegatedAttestBatchOutcome>,
-  extra: Record<string, unknown> = {},
-): Promise<{ response: Response; outcome: DelegatedAttestBatchOutcome | undefined }> {
-  let layout: BatchLayout | undefined;
-  const tracked = await trackedRelay(tracking, context, async (onSubmitting) => {
+export function batchSend(
+  run: (requests: readonly unknown[], onSubmitting: ((key: string, layout: BatchLayout) => Promise<void>) | undefined) => Promise<DelegatedAttestBatchOutcome>,
+): RelaySend<readonly unknown[], BatchRelayResult> {
+  return async (requests, onSubmitting) => {
+    let layout: BatchLayout | undefined;
     const recording = onSubmitting === undefined ? undefined : async (key: string, items: BatchLayout) => {
       layout = items;
       await onSubmitting(key, recordedItems(items));
     };
-    return asRelayResult(await run(recording), layout);
-  });
-  if (tracked.kind === "accepted") return { response: acceptedAnswer(tracked.submissionId, extra), outcome: undefined };
-  const outcome = tracked.result.batch;
+    return asRelayResult(await run(requests, recording), layout);
+  };
+}
+
+/** How the batch routes word their write's outcomes; `extra` joins every answer (`chain`, the public relay's `elapsed`). */
+export function batchWords(refuse: RelayWords<BatchRelayResult>["refuse"], extra: () => Record<string, unknown>): RelayWords<BatchRelayResult> {
   return {
-    response: json({ submissionId: tracked.submissionId ?? null, txHash: outcome.txHash, results: outcome.results.map(resultOf), ...extra }),
-    outcome,
+    refuse,
+    resumed: (submissionId, view) => batchResume(submissionId, view, extra()),
+    accepted: (submissionId) => acceptedAnswer(submissionId, extra()),
+    answered: (result, submissionId) =>
+      json({ submissionId: submissionId ?? null, txHash: result.batch.txHash, results: result.batch.results.map(resultOf), ...extra() }),
   };
 }
 
@@ -101,10 +107,8 @@ function resultsOf(view: SubmissionView) {
  * handed to the chain (decisions §23): once the submission settled (by the relay or the reconciler), the batch's
  * answer with each request's result (its own uid, or its refusal); while it is on its way, the 202 of the submission.
  */
-export async function batchResume(tracking: RelayTracking, submissionId: string, extra: Record<string, unknown> = {}): Promise<Response> {
-  const found = await tracking.status.read(submissionId);
-  if (!found.ok) return json({ ...errorBody("OUTCOME_UNKNOWN", "The submission of this batch is no longer known"), submissionId, ...extra }, statusOf("OUTCOME_UNKNOWN"));
-  const view = found.value;
+function batchResume(submissionId: string, view: SubmissionView | undefined, extra: Record<string, unknown>): Response {
+  if (view === undefined) return json({ ...errorBody("OUTCOME_UNKNOWN", "The submission of this batch is no longer known"), submissionId, ...extra }, statusOf("OUTCOME_UNKNOWN"));
   if (view.state !== "mined" && view.state !== "confirmed" && view.state !== "failed") return acceptedAnswer(submissionId, extra, view.state);
   return json({ submissionId, txHash: view.txHash, results: resultsOf(view), ...extra });
 }

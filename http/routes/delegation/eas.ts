@@ -6,13 +6,15 @@ import { clientKeyOf } from "../../../domain/sessions/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import { elapsedSince, errorBody, json, statusOf } from "../../errors.ts";
 import { REQUEST_MODELS } from "../../models.ts";
-import { compileRequestCheck, queryOf, readBodyText, requestDetail } from "../request.ts";
+import { compileRequestCheck, parseJsonBody, queryOf, readBodyText, requestDetail } from "../request.ts";
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
 import type { Idempotency } from "../../../domain/idempotency/mod.ts";
-import { idempotent } from "../../idempotency.ts";
-import { acceptedAnswer, prefersAsync, type RelayTracking, submissionAnswer, trackedRelay } from "./_tracking.ts";
-import type { IdempotentRun } from "../../idempotency.ts";
-import { batchAnswer, batchRequests, batchResume } from "./_batch.ts";
+import type { DelegatedRequest } from "../../../domain/delegation/mod.ts";
+import { createRelaySubmission } from "../../../domain/submissions/mod.ts";
+import { fail, type Fail, type Ok } from "../../../domain/result.ts";
+import { acceptedAnswer, type RelayTracking, submissionAnswer } from "./_tracking.ts";
+import { relayAnswer, relayWrite } from "./_relay_answer.ts";
+import { type BatchRelayResult, batchRequests, batchSend, batchWords } from "./_batch.ts";
 
 /** What the EAS routes need. */
 export type EasRoutesDeps = {
@@ -47,13 +49,21 @@ export const nonceQuery = compileRequestCheck(REQUEST_MODELS.nonce.query, {
     return attester === undefined || attester === "" ? "Missing required parameter: attester" : "Invalid attester address format";
   },
 });
-const delegatedBody = compileRequestCheck(REQUEST_MODELS.delegatedAttest.body, {
-  // The model refuses only what the domain parser refuses, so the parser words the refusal.
-  explain: (body) => {
-    const parsed = parseDelegatedRequest(body);
-    return parsed.ok ? undefined : parsed.message;
-  },
-});
+/**
+ * The single route's body read once into the typed request the use case takes (issue 47 item 2): JSON, then the domain
+ * parser, whose refusals are the published model's (the model refuses only what the parser refuses).
+ */
+function readDelegated(body: unknown): Ok<DelegatedRequest> | Fail<string> {
+  const json = parseJsonBody(body);
+  if (!json.ok) return fail(json.code, json.message);
+  return parseDelegatedRequest(json.value);
+}
+
+type SingleInput = { readonly clientKey: string; readonly request: Ok<DelegatedRequest> | Fail<string> };
+type SingleResult = Awaited<ReturnType<DelegatedAttest>> | (Fail<string> & { readonly unavailable?: undefined; readonly retryAfterSeconds?: undefined });
+type BatchRefusal = { readonly code: string; readonly message: string; readonly status: number };
+type BatchInput = { readonly clientKey: string; readonly requests: readonly unknown[] } | { readonly refused: BatchRefusal };
+type BatchResult = BatchRelayResult | { readonly ok: false; readonly code: string; readonly refused: BatchRefusal };
 
 const batchBody = compileRequestCheck(REQUEST_MODELS.delegatedAttestBatch.body, {
   explain: (body) => {
@@ -90,33 +100,42 @@ export function easRoutes(deps: EasRoutesDeps) {
     }
   };
 
+  const refuseWith = (started: number) => (code: string, message: string, headers?: Record<string, string>) => {
+    const answer = failure(started, code, message);
+    for (const [name, value] of Object.entries(headers ?? {})) answer.headers.set(name, value);
+    return answer;
+  };
+
+  // One write, one use case (issue 47 item 2): idempotency, submission record, relay and settlement run in the domain;
+  // this route reads the request into a typed value and words the outcome.
+  const single = createRelaySubmission<SingleInput, SingleResult>(deps, (input, onSubmitting) =>
+    input.request.ok ? deps.delegatedAttest(input.request.value, { clientKey: input.clientKey, onSubmitting }) : Promise.resolve(input.request));
+  const batches = createRelaySubmission<BatchInput, BatchResult>(deps, (input, onSubmitting) => {
+    if ("refused" in input) return Promise.resolve({ ok: false, code: input.refused.code, refused: input.refused });
+    const batch = deps.delegatedAttest.batch!;
+    return batchSend((requests, recording) => batch(requests, { clientKey: input.clientKey, onSubmitting: recording }))(input.requests, onSubmitting);
+  });
+
   const delegatedAttest = async ({ body, request }: { body: unknown; request: Request }) => {
     const started = performance.now();
     try {
       const clientKey = clientKeyOf(deps.clientAddress?.(request));
       // The public relay has no account: a key belongs to the client address (decisions §23).
-      const tracking = deps.tracking;
-      const resume = tracking === undefined
-        ? undefined
-        : (submissionId: string) => submissionAnswer(tracking, submissionId, { chain: deps.chainName, elapsed: elapsedSince(started) });
-      const write = { scope: `client:${clientKey}`, body, resume };
-      return await idempotent(deps.idempotency, request, write, (run) => attest(started, request, body, clientKey, run), (code, message, headers) => {
-        const answer = failure(started, code, message);
-        for (const [name, value] of Object.entries(headers ?? {})) answer.headers.set(name, value);
-        return answer;
+      const read = relayWrite(request, `client:${clientKey}`, body, { clientKey, request: readDelegated(body) });
+      if (!read.ok) return failure(started, read.code, read.message);
+      const run = await single(read.write);
+      return await relayAnswer(run, {
+        refuse: refuseWith(started),
+        resumed: (submissionId, view) => submissionAnswer(submissionId, view, { chain: deps.chainName, elapsed: elapsedSince(started) }),
+        accepted: (submissionId) => acceptedAnswer(submissionId, { elapsed: elapsedSince(started) }),
+        answered: (result, submissionId) => attested(started, result, submissionId),
       });
     } catch (error) {
       return internalError(started, "delegated_attest", error);
     }
   };
 
-  const attest = async (started: number, request: Request, body: unknown, clientKey: string, run: IdempotentRun) => {
-    const parsed = delegatedBody.readJson(body);
-    if (!parsed.ok) return failure(started, parsed.code, parsed.message);
-    const tracked = await trackedRelay(deps.tracking, { scope: `client:${clientKey}`, async: prefersAsync(request), attach: run.attach }, (onSubmitting) =>
-      deps.delegatedAttest(parsed.value, { clientKey, onSubmitting }));
-    if (tracked.kind === "accepted") return acceptedAnswer(tracked.submissionId, { elapsed: elapsedSince(started) });
-    const { result, submissionId } = tracked;
+  const attested = (started: number, result: SingleResult, submissionId: string | undefined) => {
     const withId = submissionId === undefined ? {} : { submissionId };
     if (!result.ok) {
       if (statusOf(result.code) >= 500) deps.log.warn("delegated_attest_failed", { code: result.code });
@@ -141,32 +160,32 @@ export function easRoutes(deps: EasRoutesDeps) {
     const started = performance.now();
     try {
       const clientKey = clientKeyOf(deps.clientAddress?.(request));
-      const tracking = deps.tracking;
-      const resume = tracking === undefined ? undefined : (submissionId: string) => batchResume(tracking, submissionId, { elapsed: elapsedSince(started) });
-      const write = { scope: `client:${clientKey}`, body, resume };
-      return await idempotent(deps.idempotency, request, write, (run) => attestBatch(started, request, body, clientKey, run), (code, message, headers) => {
-        const answer = failure(started, code, message);
-        for (const [name, value] of Object.entries(headers ?? {})) answer.headers.set(name, value);
-        return answer;
+      const read = relayWrite(request, `client:${clientKey}`, body, readBatch(body, clientKey));
+      if (!read.ok) return failure(started, read.code, read.message);
+      const run = await batches(read.write);
+      const words = batchWords(refuseWith(started), () => ({ chain: deps.chainName, elapsed: elapsedSince(started) }));
+      return await relayAnswer(run, {
+        ...words,
+        resumed: (submissionId, view) => batchWords(refuseWith(started), () => ({ elapsed: elapsedSince(started) })).resumed(submissionId, view),
+        answered: (result, submissionId) => {
+          if ("refused" in result) return failure(started, result.refused.code, result.refused.message, undefined, result.refused.status);
+          const outcome = result.batch;
+          deps.log.info("delegated_attest_batch", { txHash: outcome.txHash, requests: outcome.results.length, sent: outcome.results.filter((r) => r.ok).length });
+          return words.answered(result, submissionId);
+        },
       });
     } catch (error) {
       return internalError(started, "delegated_attest_batch", error);
     }
   };
 
-  const attestBatch = async (started: number, request: Request, body: unknown, clientKey: string, run: IdempotentRun) => {
-    const batch = deps.delegatedAttest.batch;
-    if (batch === undefined) return failure(started, "NOT_FOUND", "This deployment sends no batches", undefined, 404);
+  /** A batch body read into its requests, or refused as a whole (each request is the single route's body). */
+  const readBatch = (body: unknown, clientKey: string): BatchInput => {
+    if (deps.delegatedAttest.batch === undefined) return { refused: { code: "NOT_FOUND", message: "This deployment sends no batches", status: 404 } };
     const parsed = batchBody.readJson(body);
-    if (!parsed.ok) return failure(started, parsed.code, parsed.message);
+    if (!parsed.ok) return { refused: { code: parsed.code, message: parsed.message, status: statusOf(parsed.code) } };
     // Each request is charged to the client's and its attester's limits as the single route charges it (decisions §23).
-    const context = { scope: `client:${clientKey}`, async: prefersAsync(request), attach: run.attach };
-    const { response, outcome } = await batchAnswer(deps.tracking, context, (onSubmitting) =>
-      batch(parsed.value.requests, { clientKey, onSubmitting }), { chain: deps.chainName, elapsed: elapsedSince(started) });
-    if (outcome !== undefined) {
-      deps.log.info("delegated_attest_batch", { txHash: outcome.txHash, requests: outcome.results.length, sent: outcome.results.filter((r) => r.ok).length });
-    }
-    return response;
+    return { clientKey, requests: parsed.value.requests };
   };
 
   const app = new Elysia({ name: "eas-routes" });

@@ -13,8 +13,15 @@ import type { Idempotency } from "../../../domain/idempotency/mod.ts";
 import { clientKeyOf } from "../../../domain/sessions/mod.ts";
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
 import { idempotent } from "../../idempotency.ts";
-import { acceptedAnswer, prefersAsync, type RelayTracking, submissionAnswer, trackedRelay } from "./_tracking.ts";
-import { batchAnswer, batchRequests, batchResume } from "./_batch.ts";
+import type { Account } from "../../../ports/accounts.ts";
+import type { PayingAgent } from "../../../domain/payments/mod.ts";
+import { createRelaySubmission, type OnSubmitting } from "../../../domain/submissions/mod.ts";
+import { acceptedAnswer, type RelayTracking, submissionAnswer } from "./_tracking.ts";
+import { relayAnswer, relayWrite } from "./_relay_answer.ts";
+import { type BatchRelayResult, batchRequests, batchSend, batchWords } from "./_batch.ts";
+
+type RelayInput = { readonly body: unknown; readonly caller: Account | PayingAgent };
+type BatchInput = { readonly requests: readonly unknown[]; readonly caller: Account };
 
 /** The private relay's batches (decisions §23). */
 export const PRIVATE_RELAY_BATCH_PATH = "/api/private/relay/eas/delegated-attest/batch";
@@ -52,6 +59,14 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
       deps.log.error(`${name}_error`, { error: error instanceof Error ? error.message : String(error) });
       return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
     });
+  // One write, one use case (issue 47 item 2): idempotency, submission record, relay and settlement in the domain.
+  const send = (input: RelayInput, onSubmitting: OnSubmitting | undefined) => deps.relay(input.body, input.caller, { onSubmitting });
+  const single = createRelaySubmission(deps, send);
+  const paid = createRelaySubmission({ tracking: deps.tracking }, send);
+  const batches = createRelaySubmission<BatchInput, BatchRelayResult>(deps, (input, onSubmitting) =>
+    batchSend((requests, recording) => deps.relay.batch!(requests, input.caller, { onSubmitting: recording }))(input.requests, onSubmitting));
+  const plainRefusal = (code: string, message: string, headers: Record<string, string> = {}) => json(errorBody(code, message), statusOf(code), headers);
+
   const routes = new Elysia({ name: "private-relay-routes" })
     .get("/api/private/relay/eas/nonce", ({ request }) =>
       guarded("relay_nonce", async () => {
@@ -71,11 +86,14 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
         const auth = await authenticateRequest(request, deps, "relay:write");
         if (auth.ok) {
           const account = auth.caller.account;
-          const scope = `account:${account.id}`;
-          const tracking = deps.tracking;
-          const resume = tracking === undefined ? undefined : (submissionId: string) => submissionAnswer(tracking, submissionId, { chain: deps.chainName });
-          return await idempotent(deps.idempotency, request, { scope, body, resume }, (run) =>
-            attest(parsed.value, account, { scope, async: prefersAsync(request), attach: run.attach }));
+          const read = relayWrite(request, `account:${account.id}`, body, { body: parsed.value, caller: account });
+          if (!read.ok) return failure(read);
+          return await relayAnswer(await single(read.write), {
+            refuse: plainRefusal,
+            resumed: (submissionId, view) => submissionAnswer(submissionId, view, { chain: deps.chainName }),
+            accepted: (submissionId) => acceptedAnswer(submissionId),
+            answered: (result, submissionId) => attested(result, submissionId, account.id),
+          });
         }
         const gate = deps.payments;
         if (!auth.carried && gate?.offers("relay")) {
@@ -98,16 +116,16 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
         const read = batchRequests(parsed.value);
         if (!read.ok) return failure({ code: "INVALID_INPUT", message: read.message });
         const account = auth.caller.account;
-        const scope = `account:${account.id}`;
-        const tracking = deps.tracking;
-        const resume = tracking === undefined ? undefined : (submissionId: string) => batchResume(tracking, submissionId, { chain: deps.chainName });
-        return await idempotent(deps.idempotency, request, { scope, body, resume }, async (run) => {
-          const { response, outcome } = await batchAnswer(deps.tracking, { scope, async: prefersAsync(request), attach: run.attach }, (onSubmitting) =>
-            batch(read.requests, account, { onSubmitting }), { chain: deps.chainName });
-          if (outcome !== undefined) {
+        const write = relayWrite(request, `account:${account.id}`, body, { requests: read.requests, caller: account });
+        if (!write.ok) return failure(write);
+        const words = batchWords(plainRefusal, () => ({ chain: deps.chainName }));
+        return await relayAnswer(await batches(write.write), {
+          ...words,
+          answered: (result, submissionId) => {
+            const outcome = result.batch;
             deps.log.info("relay_delegated_attest_batch", { accountId: account.id, txHash: outcome.txHash, requests: outcome.results.length });
-          }
-          return response;
+            return words.answered(result, submissionId);
+          },
         });
       }), { parse: readBodyText })
     .post(PAID_ALIASES.relay, ({ request, body }) =>
@@ -129,26 +147,26 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
   function paidAttest(request: Request, body: unknown): Promise<Response> {
     return deps.payments!.handle(request, "relay", async ({ payer }) => {
       // Paid work is settled after it is done: an x402 request is answered when its write is, whatever it prefers.
-      const response = await attest(body, { kind: "x402", address: payer }, { scope: paidWrite(request, body).scope, async: false });
+      const response = await attest(body, { kind: "x402", address: payer }, paidWrite(request, body).scope);
       const answer = await response.clone().json() as { txHash?: string; code?: string };
       return { response, ref: answer.txHash, unknown: answer.code === "OUTCOME_UNKNOWN" };
     });
   }
 
-  async function attest(
-    body: unknown,
-    caller: Parameters<PrivateRelay>[1],
-    tracking: { scope: string; async: boolean; attach?: ((submissionId: string) => Promise<void>) | undefined },
-  ): Promise<Response> {
-    const tracked = await trackedRelay(deps.tracking, tracking, (onSubmitting) => deps.relay(body, caller, { onSubmitting }));
-    if (tracked.kind === "accepted") return acceptedAnswer(tracked.submissionId);
-    const { result, submissionId } = tracked;
+  /** A paid write: its payment settles around the work, so its key is kept around both (http/idempotency.ts). */
+  async function attest(body: unknown, caller: Parameters<PrivateRelay>[1], scope: string): Promise<Response> {
+    const run = await paid({ scope, async: false, input: { body, caller } });
+    if (run.outcome.kind !== "answered") throw new Error(`A paid write came to ${run.outcome.kind}`);
+    return attested(run.outcome.result, run.outcome.submissionId, `x402:${"kind" in caller ? caller.address : caller.id}`);
+  }
+
+  function attested(result: Awaited<ReturnType<PrivateRelay>>, submissionId: string | undefined, accountId: string): Response {
     const withId = submissionId === undefined ? {} : { submissionId };
     if (!result.ok) {
       if (statusOf(result.code) >= 500) deps.log.warn("relay_delegated_attest_failed", { code: result.code });
       return failure(result, withId);
     }
-    deps.log.info("relay_delegated_attest", { accountId: "kind" in caller ? `x402:${caller.address}` : caller.id, txHash: result.value.txHash, uid: result.value.uid });
+    deps.log.info("relay_delegated_attest", { accountId, txHash: result.value.txHash, uid: result.value.uid });
     return json({
       success: true,
       txHash: result.value.txHash,

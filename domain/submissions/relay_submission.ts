@@ -1,0 +1,152 @@
+/**
+ * The write of a relay request as one use case (decisions §23, issue 47 item 2): its idempotency key, the submission
+ * record opened when the relay hands the transaction to the chain, the relay itself, and the outcome kept on the
+ * record. The route only turns the HTTP request into a {@link RelayWrite} and the {@link RelayWriteOutcome} back into
+ * an answer, which it hands to `keep` so that a retry under the key gets it again.
+ */
+import type { IdempotencyDecision, Idempotency } from "../idempotency/mod.ts";
+import { keepsAnswer } from "../idempotency/mod.ts";
+import type { Logger } from "../../ports/logger.ts";
+import type { StoredAnswer } from "../../ports/idempotency.ts";
+import type { SubmissionItem } from "../../ports/submission_records.ts";
+import type { SubmissionStatus, SubmissionView } from "./submission_status.ts";
+import type { RelayResult, SubmissionTracker } from "./submission_tracker.ts";
+
+/** Opens the submission when the relay hands its transaction to the chain (a batch's with each of its requests). */
+export type OnSubmitting = (key: string, items?: readonly SubmissionItem[]) => Promise<void>;
+
+/** The relay as the use case drives it: `input` sent, the submission opened through `onSubmitting` (absent: none). */
+export type RelaySend<In, R extends RelayResult> = (input: In, onSubmitting: OnSubmitting | undefined) => Promise<R>;
+
+/** What the use case needs; without `tracking` answers carry no submission, without `idempotency` keys are ignored. */
+export type RelaySubmissionDeps = {
+  readonly idempotency?: Idempotency | undefined;
+  readonly tracking?: { readonly tracker: SubmissionTracker; readonly status: SubmissionStatus; readonly log: Logger } | undefined;
+};
+
+/** A request's idempotency key with what "the same request" means (decisions §23). */
+export type KeyedRequest = { readonly key: string; readonly method: string; readonly path: string; readonly body: string };
+
+/** One relay write as the route read it. */
+export type RelayWrite<In> = {
+  /** Whose keys and submissions (`account:<id>`, or `client:<address>` where there is no account). */
+  readonly scope: string;
+  /** The `Idempotency-Key` and the request it names; absent: no key was sent. */
+  readonly keyed?: KeyedRequest | undefined;
+  /** `Prefer: respond-async`: answered once the submission is recorded; the relay runs on. */
+  readonly async: boolean;
+  /** The typed request the relay sends. */
+  readonly input: In;
+};
+
+/** What a relay write came to. */
+export type RelayWriteOutcome<R> =
+  /** A retry of a finished request: its stored answer, given again. */
+  | { readonly kind: "replay"; readonly answer: StoredAnswer }
+  /** The key is another request's (422) or still in use (409 with `retryAfterSeconds`). */
+  | { readonly kind: "key-refused"; readonly code: string; readonly message: string; readonly retryAfterSeconds?: number | undefined }
+  /** The request that first held the key died after opening this submission (a crash): answer as it stands. */
+  | { readonly kind: "resumed"; readonly submissionId: string; readonly view: SubmissionView | undefined }
+  /** `async` and the submission was recorded: answer 202 now; the rest runs on. */
+  | { readonly kind: "accepted"; readonly submissionId: string }
+  /** The relay answered; `submissionId` once a transaction was handed to the chain. */
+  | { readonly kind: "answered"; readonly result: R; readonly submissionId: string | undefined };
+
+/** An outcome, and where its answer is kept for the key's retries (absent: nothing to keep, no key). */
+export type RelayWriteRun<R> = {
+  readonly outcome: RelayWriteOutcome<R>;
+  readonly keep?: ((answer: StoredAnswer | undefined) => Promise<void>) | undefined;
+};
+
+/** Runs one relay write (see the module's comment). */
+export type RelaySubmission<In, R extends RelayResult> = (write: RelayWrite<In>) => Promise<RelayWriteRun<R>>;
+
+/** Builds the use case of one relay route over its `send`. */
+export function createRelaySubmission<In, R extends RelayResult>(deps: RelaySubmissionDeps, send: RelaySend<In, R>): RelaySubmission<In, R> {
+  return async (write) => {
+    if (write.keyed === undefined || deps.idempotency === undefined) return { outcome: await tracked(deps, write, send, undefined) };
+    const decision = await deps.idempotency({ scope: write.scope, ...write.keyed });
+    if (decision.kind === "replay") return { outcome: { kind: "replay", answer: decision.answer } };
+    if (decision.kind !== "run") {
+      const retryAfterSeconds = decision.kind === "in-use" ? decision.retryAfterSeconds : undefined;
+      return { outcome: { kind: "key-refused", code: decision.code, message: decision.message, retryAfterSeconds } };
+    }
+    return await underKey(deps, write, send, decision);
+  };
+}
+
+/** The first request under its key (or a retry of one that died): runs, and keeps its answer once worded. */
+async function underKey<In, R extends RelayResult>(
+  deps: RelaySubmissionDeps,
+  write: RelayWrite<In>,
+  send: RelaySend<In, R>,
+  decision: Extract<IdempotencyDecision, { kind: "run" }>,
+): Promise<RelayWriteRun<R>> {
+  const keep = (answer: StoredAnswer | undefined) => decision.finish(answer !== undefined && keepsAnswer(answer.status) ? answer : undefined);
+  try {
+    const resumed = decision.resumed;
+    const status = deps.tracking?.status;
+    if (resumed !== undefined && status !== undefined) {
+      const found = await status.read(resumed);
+      return { outcome: { kind: "resumed", submissionId: resumed, view: found.ok ? found.value : undefined }, keep };
+    }
+    return { outcome: await tracked(deps, write, send, decision.attach), keep };
+  } catch (error) {
+    await decision.finish(undefined);
+    throw error;
+  }
+}
+
+/**
+ * Runs the relay under its submission's record: opened when the relay hands the transaction to the chain (every check
+ * passed, the signature recorded), it keeps the relay's outcome. With `async`, the outcome is known as soon as the
+ * record exists, and the relay runs on; a request refused by its checks is answered as without it.
+ */
+async function tracked<In, R extends RelayResult>(
+  deps: RelaySubmissionDeps,
+  write: RelayWrite<In>,
+  send: RelaySend<In, R>,
+  attach: ((submissionId: string) => Promise<void>) | undefined,
+): Promise<RelayWriteOutcome<R>> {
+  const tracking = deps.tracking;
+  if (tracking === undefined) return { kind: "answered", result: await send(write.input, undefined), submissionId: undefined };
+  const state: Opened = { id: undefined, ref: "", signal: undefined };
+  const onSubmitting: OnSubmitting = async (key, items) => {
+    state.id = await tracking.tracker.open(write.scope, key, items);
+    state.ref = key;
+    await attach?.(state.id);
+    state.signal?.();
+  };
+  if (!write.async) {
+    const result = await send(write.input, onSubmitting);
+    await settle(tracking, state, result, write.scope);
+    return { kind: "answered", result, submissionId: state.id };
+  }
+  const recorded = new Promise<undefined>((resolve) => (state.signal = () => resolve(undefined)));
+  const work = send(write.input, onSubmitting).then(async (result) => {
+    await settle(tracking, state, result, write.scope);
+    return { result };
+  });
+  const first = await Promise.race([work, recorded]);
+  if (first !== undefined) return { kind: "answered", result: first.result, submissionId: state.id };
+  work.catch((error: unknown) => tracking.log.error("relay_async_error", { submissionId: state.id, error: messageOf(error) }));
+  return { kind: "accepted", submissionId: state.id! };
+}
+
+/** The submission a relay request opened, once it did. */
+type Opened = { id: string | undefined; ref: string; signal: (() => void) | undefined };
+
+/**
+ * Keeps the relay's outcome on the submission it opened (or leaves it to the reconciler). A failure to keep it must not
+ * turn the relay's answer into an error: the submission's state is then read from its replay record, as while open.
+ */
+async function settle(tracking: NonNullable<RelaySubmissionDeps["tracking"]>, opened: Opened, result: RelayResult, scope: string): Promise<void> {
+  if (opened.id === undefined) return;
+  try {
+    await tracking.tracker.settle(opened.id, opened.ref, result, scope);
+  } catch (error) {
+    tracking.log.warn("submission_settle_failed", { submissionId: opened.id, error: messageOf(error) });
+  }
+}
+
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
