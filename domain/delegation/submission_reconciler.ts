@@ -65,13 +65,9 @@ type Round = { readonly report: ReconcileReport; readonly bumped: Map<string, Si
 /** One reconciliation round; `graceMs` overrides the default (0 at start-up on a private database). */
 export type Reconcile = (options?: { graceMs?: number }) => Promise<ReconcileReport>;
 
-/** Builds the reconciler over every book of open submissions. */
-export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reconcile {
-  /**
-   * What the chain holds is recorded through these, each after the chain it was read from is saved. A release needs
-   * no save: it says nothing landed, which a chain restored to an earlier state cannot contradict.
-   */
-  const record = {
+/** Records what the chain holds, each after the chain it was read from is saved (no save for a release). */
+function recorder(deps: SubmissionReconcilerDeps) {
+  return {
     mined: async (book: SubmissionBook, id: string, outcome: Parameters<SubmissionBook["mined"]>[1]) => {
       await deps.saveChain?.();
       await book.mined(id, outcome);
@@ -81,6 +77,18 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
       await book.reverted(id, txHash, blockNumber);
     },
   };
+}
+
+/** What a round's steps share: the deps, how outcomes are recorded, the round's report and fee bumps, and its clock. */
+type Reconciling = Round & { readonly deps: SubmissionReconcilerDeps; readonly record: ReturnType<typeof recorder>; readonly now: number };
+
+/** Builds the reconciler over every book of open submissions. */
+export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reconcile {
+  /**
+   * What the chain holds is recorded through these, each after the chain it was read from is saved. A release needs
+   * no save: it says nothing landed, which a chain restored to an earlier state cannot contradict.
+   */
+  const record = recorder(deps);
   return async function reconcile(options = {}) {
     const now = deps.clock.nowMs();
     const graceMs = options.graceMs ?? deps.graceMs;
@@ -89,159 +97,175 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
     // wait in the node's pool behind the gap (and be left open this round) while the lower one is settled.
     const rows = (await Promise.all(deps.books.map(async (book) => (await book.open(now - graceMs + 1)).map((row) => ({ book, row }))))).flat();
     rows.sort((a, b) => (a.row.tx?.nonce ?? Number.MAX_SAFE_INTEGER) - (b.row.tx?.nonce ?? Number.MAX_SAFE_INTEGER));
-    const round: Round = { report, bumped: new Map() };
-    for (const { book, row } of rows) await settle(book, row, now, round);
+    const round: Reconciling = { report, bumped: new Map(), deps, record, now };
+    for (const { book, row } of rows) await settle(round, book, row);
     await deps.replacements?.prune(now - REPLACEMENTS_KEPT_MS);
     return report;
   };
+}
 
-  /**
-   * What the submission's earlier transactions (those a replacement superseded) say: one mined settles the
-   * submission; one the node still holds keeps it open.
-   */
-  async function earlier(book: SubmissionBook, row: OpenSubmission, txs: readonly SignedTx[], report: ReconcileReport) {
-    for (const tx of txs) {
-      const status = await deps.txStatus.status(tx.txHash, tx);
-      if (status.status === "success") {
-        await record.mined(book, row.id, {
-          txHash: tx.txHash,
-          uid: status.uidsBySignature?.get(row.id) ?? status.uid,
-          blockNumber: status.blockNumber,
-          uids: status.uidsBySignature,
-        });
-        report.mined++;
-        return "settled" as const;
-      }
-      if (status.status === "reverted") {
-        await record.reverted(book, row.id, tx.txHash, status.blockNumber);
-        report.reverted++;
-        return "settled" as const;
-      }
-      if (status.status === "pending" || status.status === "rpc-error") {
-        report.open++;
-        return "open" as const;
-      }
+/**
+ * What the submission's earlier transactions (those a replacement superseded) say: one mined settles the
+ * submission; one the node still holds keeps it open.
+ */
+async function earlier(round: Reconciling, book: SubmissionBook, row: OpenSubmission, txs: readonly SignedTx[]) {
+  const { deps, record, report } = round;
+  for (const tx of txs) {
+    const status = await deps.txStatus.status(tx.txHash, tx);
+    if (status.status === "success") {
+      await record.mined(book, row.id, {
+        txHash: tx.txHash,
+        uid: status.uidsBySignature?.get(row.id) ?? status.uid,
+        blockNumber: status.blockNumber,
+        uids: status.uidsBySignature,
+      });
+      report.mined++;
+      return "settled" as const;
     }
-    return "none" as const;
+    if (status.status === "reverted") {
+      await record.reverted(book, row.id, tx.txHash, status.blockNumber);
+      report.reverted++;
+      return "settled" as const;
+    }
+    if (status.status === "pending" || status.status === "rpc-error") {
+      report.open++;
+      return "open" as const;
+    }
   }
+  return "none" as const;
+}
 
-  /**
-   * Signs, stores, then sends a fee bump of `latest` when it has been pending long enough; true when one was sent. The
-   * items of one batch (decisions §23) are rows sharing one transaction: the first of them bumped in a round signs and
-   * sends the replacement, the others keep that same replacement, so the batch has one bump per round, counted on
-   * each item, and whichever transaction is mined settles them all.
-   */
-  async function bump(book: SubmissionBook, row: OpenSubmission, latest: SignedTx, replacements: readonly TxReplacement[], now: number, round: Round) {
-    const { report } = round;
-    const store = deps.replacements;
-    const sign = deps.txStatus.replacement;
-    if (store === undefined || sign === undefined || deps.bumpAfterMs === undefined) return false;
-    // Another item of the batch replaced this transaction in this round: this item keeps that replacement, whatever
-    // its own count says (the node holds the replacement now, not the transaction this item knew).
-    const shared = round.bumped.get(`${book.name}/${latest.txHash}`);
-    const since = replacements.at(-1)?.createdAtMs ?? row.createdAtMs;
-    if (shared === undefined && (now - since < deps.bumpAfterMs || replacements.length >= (deps.maxBumps ?? 5))) return false;
-    const next = shared ?? await sign(latest);
-    if (next === undefined) return false;
-    // Stored before it is sent, like every transaction of ours: whichever of them lands is known for this submission's.
-    await store.add(book.name, row.id, { tx: next, createdAtMs: now });
-    if (shared === undefined) {
-      round.bumped.set(`${book.name}/${latest.txHash}`, next);
-      report.bumped++;
+/**
+ * Signs, stores, then sends a fee bump of `latest` when it has been pending long enough; true when one was sent. The
+ * items of one batch (decisions §23) are rows sharing one transaction: the first of them bumped in a round signs and
+ * sends the replacement, the others keep that same replacement, so the batch has one bump per round, counted on
+ * each item, and whichever transaction is mined settles them all.
+ */
+async function bump(round: Reconciling, book: SubmissionBook, row: OpenSubmission, latest: SignedTx, replacements: readonly TxReplacement[]) {
+  const { deps, report, now } = round;
+  const store = deps.replacements;
+  const sign = deps.txStatus.replacement;
+  if (store === undefined || sign === undefined || deps.bumpAfterMs === undefined) return false;
+  // Another item of the batch replaced this transaction in this round: this item keeps that replacement, whatever
+  // its own count says (the node holds the replacement now, not the transaction this item knew).
+  const shared = round.bumped.get(`${book.name}/${latest.txHash}`);
+  const since = replacements.at(-1)?.createdAtMs ?? row.createdAtMs;
+  if (shared === undefined && (now - since < deps.bumpAfterMs || replacements.length >= (deps.maxBumps ?? 5))) return false;
+  const next = shared ?? await sign(latest);
+  if (next === undefined) return false;
+  // Stored before it is sent, like every transaction of ours: whichever of them lands is known for this submission's.
+  await store.add(book.name, row.id, { tx: next, createdAtMs: now });
+  if (shared === undefined) {
+    round.bumped.set(`${book.name}/${latest.txHash}`, next);
+    report.bumped++;
+  }
+  if (shared !== undefined || (await deps.txStatus.rebroadcast?.(next)) === "accepted") {
+    // A node that mines on arrival has the receipt already: settle it in this round.
+    const after = await deps.txStatus.status(next.txHash, next);
+    if (after.status === "success" || after.status === "reverted") {
+      await settle(round, book, row);
+      return true;
     }
-    if (shared !== undefined || (await deps.txStatus.rebroadcast?.(next)) === "accepted") {
-      // A node that mines on arrival has the receipt already: settle it in this round.
-      const after = await deps.txStatus.status(next.txHash, next);
-      if (after.status === "success" || after.status === "reverted") {
-        await settle(book, row, now, round);
-        return true;
-      }
-    }
+  }
+  report.open++;
+  return true;
+}
+
+/** Where one open submission's transactions stand: the newest the node should hold, and those it superseded. */
+type Txs = { readonly latest: SignedTx | null; readonly latestHash: string; readonly superseded: readonly SignedTx[]; readonly replacements: readonly TxReplacement[] };
+
+async function release(round: Reconciling, book: SubmissionBook, row: OpenSubmission) {
+  await book.release(row.id);
+  round.report.released++;
+}
+
+/** Settles one open submission as the chain finds its transactions (mined, reverted, gone, pending). */
+async function settle(round: Reconciling, book: SubmissionBook, row: OpenSubmission): Promise<void> {
+  const { deps, record, report } = round;
+  if (row.txHash === null) return await release(round, book, row);
+  const replacements = row.tx === null || deps.replacements === undefined ? [] : await deps.replacements.list(book.name, row.id);
+  // The newest replacement is the transaction the node should hold; the ones before it may still be the one mined.
+  const latest = replacements.at(-1)?.tx ?? row.tx;
+  const latestHash = latest?.txHash ?? row.txHash;
+  const superseded = row.tx === null ? [] : [row.tx, ...replacements.slice(0, -1).map((r) => r.tx)].slice(0, replacements.length);
+  // An earlier item of the same batch found this transaction pending and replaced it in this round: the node now
+  // holds the replacement in its place, so this transaction reads as gone with its nonce free ("not-found"); sending
+  // its bytes again is refused as underpriced and would release this item while its batch is on its way. It keeps
+  // the round's replacement instead, as the first item did.
+  if (latest !== null && round.bumped.has(`${book.name}/${latest.txHash}`) && (await bump(round, book, row, latest, replacements))) return;
+  const status = await deps.txStatus.status(latestHash as HexString, latest ?? undefined);
+  const txs: Txs = { latest, latestHash, superseded, replacements };
+  switch (status.status) {
+    case "success":
+      await record.mined(book, row.id, {
+        txHash: latestHash,
+        uid: status.uidsBySignature?.get(row.id) ?? status.uid,
+        blockNumber: status.blockNumber,
+        uids: status.uidsBySignature,
+      });
+      report.mined++;
+      return;
+    case "reverted":
+      await record.reverted(book, row.id, latestHash, status.blockNumber);
+      report.reverted++;
+      return;
+    case "replaced":
+      return await settleReplaced(round, book, row, txs);
+    case "not-found":
+      return await settleNotFound(round, book, row, txs);
+    case "pending":
+      if (latest !== null && (await bump(round, book, row, latest, replacements))) return;
+      report.open++;
+      return;
+    case "rpc-error":
+      report.open++;
+      return;
+  }
+}
+
+/** The nonce of the newest transaction was taken by another: an earlier one of ours, or what the book spent, says which. */
+async function settleReplaced(round: Reconciling, book: SubmissionBook, row: OpenSubmission, txs: Txs): Promise<void> {
+  if ((await earlier(round, book, row, txs.superseded)) !== "none") return;
+  // A node restored from a snapshot (or one that pruned history) may no longer find a mined transaction:
+  // when what it spends is spent, it landed; releasing it would let the signature look unused.
+  const spent = await book.spent?.(row.id);
+  if (spent === undefined && book.spent !== undefined) {
+    round.report.open++;
+    return;
+  }
+  if (spent === true) {
+    await round.record.mined(book, row.id, { txHash: txs.latestHash, uid: null, blockNumber: 0n });
+    round.report.mined++;
+    return;
+  }
+  return await release(round, book, row);
+}
+
+/** The node does not know the newest transaction: it is sent again, or released once lost for long enough. */
+async function settleNotFound(round: Reconciling, book: SubmissionBook, row: OpenSubmission, txs: Txs): Promise<void> {
+  const { deps, report, now } = round;
+  const { latest, latestHash } = txs;
+  const rebroadcast = deps.txStatus.rebroadcast;
+  if (latest === null || rebroadcast === undefined) {
+    if (now - row.createdAtMs >= deps.lostAfterMs) return await release(round, book, row);
     report.open++;
-    return true;
+    return;
   }
-
-  async function settle(book: SubmissionBook, row: OpenSubmission, now: number, round: Round) {
-    const { report } = round;
-    const release = async () => {
-      await book.release(row.id);
-      report.released++;
-    };
-    if (row.txHash === null) return await release();
-    const replacements = row.tx === null || deps.replacements === undefined ? [] : await deps.replacements.list(book.name, row.id);
-    // The newest replacement is the transaction the node should hold; the ones before it may still be the one mined.
-    const latest = replacements.at(-1)?.tx ?? row.tx;
-    const latestHash = latest?.txHash ?? row.txHash;
-    const superseded = row.tx === null ? [] : [row.tx, ...replacements.slice(0, -1).map((r) => r.tx)].slice(0, replacements.length);
-    // An earlier item of the same batch found this transaction pending and replaced it in this round: the node now
-    // holds the replacement in its place, so this transaction reads as gone with its nonce free ("not-found"); sending
-    // its bytes again is refused as underpriced and would release this item while its batch is on its way. It keeps
-    // the round's replacement instead, as the first item did.
-    if (latest !== null && round.bumped.has(`${book.name}/${latest.txHash}`) && (await bump(book, row, latest, replacements, now, round))) return;
-    const status = await deps.txStatus.status(latestHash as HexString, latest ?? undefined);
-    switch (status.status) {
-      case "success":
-        await record.mined(book, row.id, {
-          txHash: latestHash,
-          uid: status.uidsBySignature?.get(row.id) ?? status.uid,
-          blockNumber: status.blockNumber,
-          uids: status.uidsBySignature,
-        });
-        report.mined++;
-        return;
-      case "reverted":
-        await record.reverted(book, row.id, latestHash, status.blockNumber);
-        report.reverted++;
-        return;
-      case "replaced": {
-        if ((await earlier(book, row, superseded, report)) !== "none") return;
-        // A node restored from a snapshot (or one that pruned history) may no longer find a mined transaction:
-        // when what it spends is spent, it landed; releasing it would let the signature look unused.
-        const spent = await book.spent?.(row.id);
-        if (spent === undefined && book.spent !== undefined) {
-          report.open++;
-          return;
-        }
-        if (spent === true) {
-          await record.mined(book, row.id, { txHash: latestHash, uid: null, blockNumber: 0n });
-          report.mined++;
-          return;
-        }
-        return await release();
-      }
-      case "not-found": {
-        const rebroadcast = deps.txStatus.rebroadcast;
-        if (latest === null || rebroadcast === undefined) {
-          if (now - row.createdAtMs >= deps.lostAfterMs) return await release();
-          report.open++;
-          return;
-        }
-        const sent = await rebroadcast(latest);
-        if (sent === "refused") {
-          // A replacement the node refused may leave an earlier transaction of ours in its pool, or mined.
-          if ((await earlier(book, row, superseded, report)) !== "none") return;
-          return await release();
-        }
-        if (sent === "rpc-error") {
-          report.open++;
-          return;
-        }
-        report.rebroadcast++;
-        // A node that mines on arrival (a devnet) has the receipt already: settle it in this round.
-        const after = await deps.txStatus.status(latestHash as HexString, latest);
-        if (after.status === "success" || after.status === "reverted") return await settle(book, row, now, round);
-        report.open++;
-        return;
-      }
-      case "pending":
-        if (latest !== null && (await bump(book, row, latest, replacements, now, round))) return;
-        report.open++;
-        return;
-      case "rpc-error":
-        report.open++;
-        return;
-    }
+  const sent = await rebroadcast(latest);
+  if (sent === "refused") {
+    // A replacement the node refused may leave an earlier transaction of ours in its pool, or mined.
+    if ((await earlier(round, book, row, txs.superseded)) !== "none") return;
+    return await release(round, book, row);
   }
+  if (sent === "rpc-error") {
+    report.open++;
+    return;
+  }
+  report.rebroadcast++;
+  // A node that mines on arrival (a devnet) has the receipt already: settle it in this round.
+  const after = await deps.txStatus.status(latestHash as HexString, latest);
+  if (after.status === "success" || after.status === "reverted") return await settle(round, book, row);
+  report.open++;
 }
 
 /** The name of the relays' book: their fee bumps are kept under it, keyed by the replay record's key. */
