@@ -1,0 +1,153 @@
+/**
+ * The witness's write: the per-domain rate, the endpoint evidence, the witness wallet, then one write reserved,
+ * simulated, signed, sent and settled (decisions §8, §15).
+ */
+import type { HexString } from "../../ports/eas.ts";
+import { SIGNER_RETRY_AFTER_SECONDS } from "../../ports/signer.ts";
+import { type EvidenceItem, liveControllerEvidence } from "../discovery/mod.ts";
+import { didWebLocation } from "../did/mod.ts";
+import { registrableDomain } from "../rate_limit.ts";
+import { fail, ok } from "../result.ts";
+import { encodeSchemaData } from "../schema_data.ts";
+import { type ControllerWitnessDeps, WITNESS, type WitnessFailure, type WitnessResult } from "./_types.ts";
+
+const ZERO_UID = `0x${"0".repeat(64)}` as HexString;
+
+/** A 429 answer with its `Retry-After`. */
+export const rateLimited = (retryAfterSeconds: number, message: string): WitnessFailure => ({
+  ...fail("RATE_LIMITED" as const, message),
+  retryAfterSeconds,
+});
+
+const cannotWrite = (funds: "low" | "rpc-error"): WitnessFailure =>
+  funds === "low"
+    ? { ...fail("SUBMISSION_FAILED" as const, "The witness wallet cannot pay for gas right now; nothing was charged"), unavailable: true }
+    : fail("SERVER_ERROR", "Witness submission failed: the chain did not answer");
+
+const randomId = (deps: ControllerWitnessDeps) => Array.from(deps.random.bytes(16), (b) => b.toString(16).padStart(2, "0")).join("");
+
+/** "dns-txt _controllers.example.com: found, did-json https://…: not-found" */
+function describeEvidence(evidence: readonly EvidenceItem[]): string {
+  return evidence.map((e) => `${e.kind} ${e.location}: ${e.status}`).join(", ");
+}
+
+export async function confirmAndWrite(deps: ControllerWitnessDeps, request: {
+  accountId: string;
+  year: number;
+  limit: number;
+  subject: string;
+  controller: string;
+  recipient: HexString;
+  schemaUid: HexString;
+}): Promise<WitnessResult> {
+  const { subject, controller, recipient, schemaUid } = request;
+  // The per-domain limit comes before any lookup: we must not be a way to hammer someone's DNS or web
+  // server. It is keyed on the registrable domain, so subdomains of one victim share it; discovery's
+  // own budget for the domain (shared with the read-only views) is checked, too, and also answers 429.
+  const host = didWebLocation(subject)?.host;
+  const domainTurn = await deps.domainRate.take(host === undefined ? subject : registrableDomain(host));
+  if (!domainTurn.allowed) {
+    return rateLimited(domainTurn.retryAfterSeconds, "Too many witness requests for this domain; try again later");
+  }
+  const discovery = await deps.discover(subject, { refuseWhenRateLimited: true });
+  if (!discovery.ok) {
+    if (discovery.code === "RATE_LIMITED") return rateLimited(discovery.retryAfterSeconds, discovery.message);
+    return fail("INVALID_DID", "Invalid subjectDid");
+  }
+  // Controller authorization's reading of the evidence (decisions §25): a did:jwk also by its jkt= thumbprint in DNS TXT.
+  const live = liveControllerEvidence(controller, discovery.value).methods;
+  const method = live.includes("dns") ? "dns-txt" as const : live.includes("did-document") ? "did-json" as const : undefined;
+  if (method === undefined) {
+    return fail(
+      "EVIDENCE_NOT_FOUND",
+      `Controller ${controller} not confirmed by endpoint evidence for ${subject}. Evidence checked: ${
+        describeEvidence(discovery.value.evidence)
+      }`,
+    );
+  }
+  const writer = deps.writer;
+  if (writer === undefined) return fail("SERVER_ERROR", "Server wallet not configured");
+  const funds = await writer.checkFunds();
+  if (funds !== "ok") return cannotWrite(funds);
+
+  const observedAt = Math.floor(deps.clock.nowMs() / 1000);
+  const data = encodeSchemaData(WITNESS.schema, { subject, controller, method, observedAt: BigInt(observedAt) });
+  if (!data.ok) return fail("INVALID_DID", "Subject or controller cannot be encoded");
+
+  // Only now, with the evidence found, is a write reserved: one insert under an exclusive lock, so
+  // parallel requests with one write left give exactly one success, and requests that were going to
+  // fail never make others fail (decisions §15).
+  const reservationId = randomId(deps);
+  const reserved = await deps.ledger.reserve({
+    id: reservationId,
+    accountId: request.accountId,
+    year: request.year,
+    fingerprint: `${request.accountId}|${subject}|${controller}`,
+    createdAtMs: deps.clock.nowMs(),
+  }, request.limit);
+  if (!reserved) return fail("SPONSORED_WRITE_LIMIT_EXCEEDED", "Sponsored write limit exceeded");
+
+  let signed = false;
+  try {
+    const call = {
+      schema: schemaUid,
+      data: { recipient, expirationTime: 0n, revocable: false, refUID: ZERO_UID, data: data.value, value: 0n },
+    };
+    const simulation = await writer.simulate(call);
+    if (!simulation.ok) {
+      if (simulation.reason === "reverted" && simulation.errorName === "InvalidSchema") {
+        return fail("SCHEMA_NOT_DEPLOYED", "Controller witness schema not deployed on this chain");
+      }
+      if (simulation.reason === "insufficient-funds") return cannotWrite("low");
+      return fail("SERVER_ERROR", "Witness submission failed: the chain refused the write");
+    }
+    const submission = await writer.submit(call, {
+      gas: simulation.gas,
+      onSigned: async (tx) => {
+        if (!(await deps.ledger.markSigned(reservationId, tx, deps.clock.nowMs()))) {
+          throw new Error("The reservation was released before sending");
+        }
+        signed = true;
+      },
+      onSent: () => deps.ledger.markSent(reservationId, deps.clock.nowMs()),
+    });
+    if (submission.ok) {
+      await deps.ledger.commit(reservationId, submission, deps.clock.nowMs());
+      return ok({
+        success: true as const,
+        uid: submission.uid,
+        txHash: submission.txHash,
+        blockNumber: Number(submission.blockNumber),
+        observedAt,
+        method,
+      });
+    }
+    if (submission.reason === "not-broadcast") {
+      await deps.ledger.release(reservationId, deps.clock.nowMs());
+      return fail("SUBMISSION_FAILED", "The chain refused the witness transaction; nothing was written or charged");
+    }
+    if (submission.reason === "reverted") {
+      await deps.ledger.release(reservationId, deps.clock.nowMs());
+      return fail("SERVER_ERROR", "Witness submission failed", submission.txHash);
+    }
+    if (submission.reason === "signer-unavailable") {
+      // Nothing signed or sent (decisions §27): the write goes back and nothing is charged.
+      await deps.ledger.release(reservationId, deps.clock.nowMs());
+      return {
+        ...fail("SIGNER_UNAVAILABLE" as const, "The service's signer is unavailable; nothing was written or charged, and the same request may be sent again"),
+        unavailable: true,
+        retryAfterSeconds: SIGNER_RETRY_AFTER_SECONDS,
+      };
+    }
+    // It may have reached the chain: the write stays reserved until the reconciler reads the receipt.
+    return fail(
+      "OUTCOME_UNKNOWN",
+      "The witness transaction was sent but its outcome is not known yet; it will be settled",
+      submission.txHash,
+    );
+  } finally {
+    // Anything that was not signed gives the write back; a signed transaction is settled above or, if
+    // this request ends early, by the reconciler from the stored bytes.
+    if (!signed) await deps.ledger.release(reservationId, deps.clock.nowMs());
+  }
+}
