@@ -6,17 +6,44 @@ import type { AsOf } from "../../domain/index/mod.ts";
 import type { Result } from "../../domain/result.ts";
 import { errorBody, headersOf, json, statusOf } from "../errors.ts";
 import { answerOf, type AnswerKey, type IndexAnswerCache, indexAnswer } from "../index_answer_cache.ts";
-import {
-  ATTESTATION_LEADING_FILTERS,
-  REQUEST_MODELS,
-  AttestationCountModel,
-  AttestationItemModel,
-  AttestationPageModel,
-  type RouteDoc,
-} from "../models.ts";
+import { ATTESTATION_LEADING_FILTERS, REQUEST_MODELS, type RouteDoc, Address, Bytes32, Uint, AsOfModel } from "../models.ts";
 import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
 import { CACHE } from "../http_cache.ts";
 import { err } from "../route_responses.ts";
+import { Type as t } from "@sinclair/typebox";
+
+/** One attestation as the queries list it (decisions §11, §24). */
+const ListedAttestationModel = t.Object({
+  attestation: t.Object({
+    uid: Bytes32,
+    schema: Bytes32,
+    schemaName: t.Union([t.String(), t.Null()], { description: "The schema's name in the trust anchors; null for another schema (its data is then {})" }),
+    attester: Address,
+    recipient: Address,
+    time: Uint,
+    expirationTime: Uint,
+    revocationTime: Uint,
+    data: t.Record(t.String(), t.Unknown(), { description: "Decoded payload; big integers as base-10 strings" }),
+  }),
+  revoked: t.Boolean(),
+});
+
+/** A page of the attestation list. */
+export const AttestationPageModel = t.Object({
+  asOf: AsOfModel,
+  subject: t.Optional(t.String({ description: "The subject as normalized, when the query gave one" })),
+  schema: t.Optional(t.String({ description: "The schema as the query gave it, when it did" })),
+  items: t.Array(ListedAttestationModel, {
+    description: "Newest (or oldest) first; with subject a page may hold fewer than limit items (attestations whose decoded subject is another DID are left out)",
+  }),
+  nextCursor: t.Union([t.String(), t.Null()], { description: "Give it back as cursor for the next page; null on the last one" }),
+});
+
+/** The count of the attestations matching the filters (decisions §24). */
+export const AttestationCountModel = t.Object({ asOf: AsOfModel, count: t.Integer({ minimum: 0 }) });
+
+/** One attestation by uid (decisions §24). */
+export const AttestationItemModel = t.Composite([t.Object({ asOf: AsOfModel }), ListedAttestationModel]);
 
 /** What the attestation routes need; the count and one-by-uid reads are absent in tests that exercise only the list. */
 export type AttestationListRoutesDeps = {

@@ -1,10 +1,48 @@
 import { Elysia } from "elysia";
 import type { createControllerConfirm, DiscoverControllers } from "../../domain/discovery/mod.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
-import { REQUEST_MODELS, ControllerConfirmModel, ControllerEndpointConfirmModel, type RouteDoc } from "../models.ts";
+import { REQUEST_MODELS, type RouteDoc, IdentityRecordModel } from "../models.ts";
 import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
 import { CACHE } from "../http_cache.ts";
 import { err } from "../route_responses.ts";
+import { Type as t } from "@sinclair/typebox";
+
+const EvidenceItemModel = t.Object({
+  kind: t.Union([t.Literal("dns-txt"), t.Literal("did-json"), t.Literal("account-wallet")]),
+  status: t.Union([t.Literal("found"), t.Literal("not-found"), t.Literal("unavailable"), t.Literal("unsupported")]),
+  location: t.String(),
+  keys: t.Array(t.String()),
+  error: t.Optional(t.String()),
+  records: t.Optional(t.Array(t.String(), { description: "DNS TXT: the records the name answered with, as published (strings joined; at most 16)" })),
+  notes: t.Optional(t.Array(t.String(), { description: "Why a looked-up source gave no key, or which published values were ignored and why" })),
+});
+
+const ControllerKeyModel = t.Object({
+  id: t.String(),
+  canonicalId: t.String(),
+  label: t.String(),
+  sources: t.Array(t.String()),
+  basic: t.Boolean({ description: "true when an endpoint source (DNS TXT or did.json) publishes the key" }),
+});
+
+export const ControllerEndpointConfirmModel = t.Object({
+  subject: IdentityRecordModel,
+  domain: t.Union([t.String(), t.Null()]),
+  controllerKeys: t.Array(ControllerKeyModel),
+  evidence: t.Array(EvidenceItemModel),
+  warnings: t.Array(t.String()),
+});
+
+export const ControllerConfirmModel = t.Intersect([
+  ControllerEndpointConfirmModel,
+  t.Object({
+    approvedIssuer: t.Object({
+      status: t.Union([t.Literal("approved"), t.Literal("not-approved"), t.Literal("unavailable"), t.Literal("not-configured")]),
+      checkedIdentifiers: t.Array(t.String()),
+      registryUrl: t.Union([t.String(), t.Null()]),
+    }),
+  }),
+]);
 
 /** What the confirm routes need. */
 export type ControllerRoutesDeps = {

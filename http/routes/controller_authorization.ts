@@ -6,10 +6,49 @@ import type { Logger } from "../../ports/logger.ts";
 import type { ClientAddressOf } from "../../ports/request_context.ts";
 import { errorBody, headersOf, json, statusOf, stringify } from "../errors.ts";
 import { answerOf, type ComputedAnswer, type IndexAnswerCache, indexAnswer } from "../index_answer_cache.ts";
-import { REQUEST_MODELS, ControllerAuthorizationModel, DidUrlResolutionModel, type RouteDoc } from "../models.ts";
+import { REQUEST_MODELS, type RouteDoc, AsOfModel } from "../models.ts";
 import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
 import { CACHE } from "../http_cache.ts";
 import { err } from "../route_responses.ts";
+import { Type as t } from "@sinclair/typebox";
+
+/** The answer of `GET /v1/controller-authorization`: the reference's `getControllerAuthorization` shape plus `asOf`. */
+export const ControllerAuthorizationModel = t.Object({
+  subjectDid: t.String({ description: "As normalized" }),
+  controllerDid: t.String({ description: "As normalized" }),
+  at: t.Integer({ minimum: 0, description: "The time the evidence was judged at, Unix seconds" }),
+  authorized: t.Boolean({ description: "No purpose mismatch, and a witness window open at at, or live evidence with no until, or a verified transfer proof with no until" }),
+  requestedPurpose: t.Array(t.Union([t.Literal("authentication"), t.Literal("assertionMethod"), t.Literal("keyAgreement")])),
+  keyPurposeStatus: t.Union([t.Literal("matched"), t.Literal("mismatch"), t.Literal("unknown")], { description: "From the newest matching key binding by at, revoked or not; unknown without one" }),
+  anchoredFrom: t.Union([t.String({ pattern: "^[0-9]+$" }), t.Null()], { description: "Decimal Unix seconds: the first witness's EAS time (a contract subject: the verified transfer proof's binding)" }),
+  until: t.Union([t.String({ pattern: "^[0-9]+$" }), t.Null()], { description: "Decimal Unix seconds: the newest matching binding's revocation, when made by at" }),
+  currentlyVerified: t.Boolean({ description: "Live evidence names the controller now (only looked at when at is omitted or within DISCOVERY_CACHE_SECONDS)" }),
+  liveMethod: t.Union([t.Literal("dns"), t.Literal("did-document"), t.Literal("jwks"), t.Literal("contract-ownership"), t.Null()]),
+  controllerWitnesses: t.Array(t.Object({
+    uid: t.String(),
+    issuedAt: t.String({ pattern: "^[0-9]+$", description: "The witness's EAS time, decimal Unix seconds" }),
+    attester: t.String(),
+    method: t.String(),
+    pinned: t.Optional(t.String({ description: "A key-pinning witness: the DID URL it ties to this did:jwk" })),
+  }), { description: "Witnesses by approved controller-witness issuers naming this controller, standing at at, oldest first" }),
+  keyBindingUid: t.Union([t.String(), t.Null()], { description: "The newest matching key binding by at" }),
+  keyBindingUids: t.Array(t.String(), { description: "Every matching key binding by at, newest first" }),
+  transferProofVerified: t.Optional(t.Boolean({ description: "did:pkh contract subjects: a binding's transfer proof shows the ownership moving to the controller" })),
+  asOf: AsOfModel,
+});
+
+/** The answer of `GET /v1/did-url/resolve`. */
+export const DidUrlResolutionModel = t.Object({
+  didUrl: t.String({ description: "As normalized" }),
+  did: t.String(),
+  fragment: t.String(),
+  publicKeyJwk: t.Union([t.Record(t.String(), t.Unknown()), t.Null()], { description: "The key's public members (null for a blockchainAccountId)" }),
+  controllerDid: t.String({ description: "The durable controller the DID URL names now: the did:jwk of the key (or the did:pkh of the account)" }),
+});
+
+// Bodies the routes read but check in their own code (the domain's parsers, the OAuth form reader, the MCP
+// endpoint) rather than with a compiled request model: published as they are read (RouteDoc.body), so a generated
+// client can call these routes. Each states what the code behind it accepts; that code stays the authority.
 
 /** What the controller-authorization and DID URL routes need. */
 export type ControllerAuthorizationRoutesDeps = {

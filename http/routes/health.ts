@@ -1,7 +1,21 @@
 import { Elysia } from "elysia";
 import { json } from "../errors.ts";
-import { HealthModel, ReadyModel, type RouteDoc } from "../models.ts";
+import { type RouteDoc } from "../models.ts";
 import { CACHE } from "../http_cache.ts";
+import { Type as t } from "@sinclair/typebox";
+
+export const HealthModel = t.Object({ status: t.Literal("ok") });
+
+export const ReadyModel = t.Object({
+  status: t.Union([t.Literal("ready"), t.Literal("not-ready")]),
+  checks: t.Record(t.String(), t.Boolean()),
+  index: t.Optional(t.Object({
+    indexedBlock: t.Union([t.Integer(), t.Null()], { description: "The attestation index's checkpoint" }),
+    head: t.Union([t.Integer(), t.Null()]),
+    lagBlocks: t.Union([t.Integer(), t.Null()], { description: "head - indexedBlock" }),
+    catchingUp: t.Boolean({ description: "More than 64 blocks short of head - INDEX_CONFIRMATIONS (still 200)" }),
+  })),
+});
 
 /** One readiness check and whether it passed. */
 export type ReadinessReport = {

@@ -4,9 +4,41 @@ import type { Result } from "../../domain/result.ts";
 import type { Logger } from "../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
 import { queryOf } from "./request.ts";
-import { InteractionStatusModel, InteractionsQuery, TxProofModel, TxProofsQuery, type RouteDoc } from "../models.ts";
+import { type RouteDoc } from "../models.ts";
 import { CACHE } from "../http_cache.ts";
 import { err } from "../route_responses.ts";
+import { Type as t } from "@sinclair/typebox";
+
+/** `GET /v1/interactions` (decisions §29). */
+export const InteractionsQuery = t.Object({
+  chain: t.String({ description: "The contract's chain: a decimal id or eip155:<id>" }),
+  wallet: t.String({ description: "The user's wallet (0x and 40 hex digits)" }),
+  contract: t.String({ description: "The app's contract (0x and 40 hex digits)" }),
+  explorer: t.Optional(t.String({ description: "An Etherscan-compatible explorer API (https), used when the operator configured none for the chain; fetched under the discovery SSRF policy" })),
+});
+
+export const InteractionStatusModel = t.Object({
+  status: t.Union([t.Literal("verified"), t.Literal("none"), t.Literal("not-checked")]),
+  txHash: t.Optional(t.String({ description: "verified: the transaction the chain confirmed" })),
+  blockNumber: t.Optional(t.Integer({ minimum: 0 })),
+  reason: t.Optional(t.Union([t.Literal("no-explorer"), t.Literal("chain-not-read"), t.Literal("explorer-failed"), t.Literal("chain-failed")], { description: "not-checked: why" })),
+});
+
+/** `GET /v1/tx-proofs` (decisions §29). */
+export const TxProofsQuery = t.Object({
+  chain: t.String({ description: "A chain the deployment reads: a decimal id or eip155:<id>" }),
+  txHash: t.String({ description: "32 bytes of hex" }),
+});
+
+export const TxProofModel = t.Object({
+  chain: t.String({ description: "eip155:<id>" }),
+  txHash: t.String(),
+  from: t.String(),
+  to: t.Union([t.String(), t.Null()], { description: "null for a contract creation" }),
+  status: t.Union([t.Literal("success"), t.Literal("reverted")]),
+  blockNumber: t.Integer({ minimum: 0 }),
+  blockTime: t.Integer({ minimum: 0, description: "Unix seconds of its block (a review's proof must not postdate the review)" }),
+});
 
 /** What the proof-of-interaction routes need (decisions §29). */
 export type InteractionRoutesDeps = {

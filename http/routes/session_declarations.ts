@@ -1,16 +1,59 @@
 /** The declarations of the session routes (sign-in, the session, signing out) and the controller witness with its paid alias, beside http/routes/session.ts. */
-import {
-  ChallengeModel,
-  ControllerWitnessModel,
-  IgnoredBody,
-  REQUEST_MODELS,
-  SessionMeModel,
-  SignedInModel,
-  SuccessModel,
-  type RouteDoc,
-} from "../models.ts";
+import { IgnoredBody, REQUEST_MODELS, SuccessModel, type RouteDoc, Bytes32, AccountModel } from "../models.ts";
 import { CACHE } from "../http_cache.ts";
 import { err, NOT_JSON, ORIGIN, TOO_LARGE, UNAUTHENTICATED_OFFERED, X402_PAID_REFUSALS, X402_REFUSALS } from "../route_responses.ts";
+import { Type as t } from "@sinclair/typebox";
+
+const WalletModel = t.Object({
+  did: t.String({ description: "The wallet's did:pkh on the active chain" }),
+  walletProviderId: t.Union([t.String(), t.Null()]),
+  executionMode: t.Union([t.Literal("subscription"), t.Literal("native"), t.Null()]),
+  isManagedWallet: t.Boolean(),
+});
+
+const SessionInfoModel = t.Object({ id: t.String({ description: "Public id of the session (never the token)" }), expiresAt: t.String({ format: "date-time" }) });
+
+export const SignedInModel = t.Object({
+  account: AccountModel,
+  client: t.Object({ clientId: t.String() }),
+  session: SessionInfoModel,
+  wallet: WalletModel,
+  created: t.Boolean({ description: "true on the first sign-in, which created the account" }),
+});
+
+export const SessionMeModel = t.Object({
+  account: AccountModel,
+  session: SessionInfoModel,
+  wallet: t.Union([WalletModel, t.Null()]),
+  credential: t.Union([t.Object({ id: t.String(), kind: t.String(), identifier: t.String() }), t.Null()]),
+  subscription: t.Object({ plan: t.String(), status: t.String() }),
+  client: t.Union([t.Object({ clientId: t.String(), authMode: t.String() }), t.Null()]),
+  primarySubject: t.Union([t.Object({ canonicalDid: t.String(), subjectDidHash: Bytes32 }), t.Null()]),
+  quota: t.Object({
+    year: t.Integer({ description: "UTC calendar year the writes count against" }),
+    limit: t.Integer(),
+    used: t.Integer(),
+    reserved: t.Integer({ description: "Writes held by requests in flight" }),
+    remaining: t.Integer(),
+    eligibleSchemas: t.Array(t.String()),
+  }),
+});
+
+export const ChallengeModel = t.Object({
+  challengeId: t.String(),
+  siweMessage: t.String({ description: "The exact EIP-4361 text to sign with personal_sign" }),
+  nonce: t.String(),
+  expiresAt: t.String({ format: "date-time" }),
+});
+
+export const ControllerWitnessModel = t.Object({
+  success: t.Literal(true),
+  uid: t.Union([Bytes32, t.Null()]),
+  txHash: Bytes32,
+  blockNumber: t.Integer(),
+  observedAt: t.Integer({ description: "Unix seconds of the observation" }),
+  method: t.Union([t.Literal("dns-txt"), t.Literal("did-json")]),
+});
 
 /** Sign-in with a wallet: route declarations, gathered by http/route_docs.ts. */
 export const SIGN_IN_DOCS: readonly RouteDoc[] = [

@@ -5,9 +5,55 @@ import type { Logger } from "../../ports/logger.ts";
 import { authenticateRequest, type BearerAccess } from "../credentials.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
 import { queryOf } from "./request.ts";
-import { SubmissionListQuery, SubmissionModel, SubmissionPageModel, type RouteDoc } from "../models.ts";
+import { type RouteDoc, Bytes32 } from "../models.ts";
 import { CACHE } from "../http_cache.ts";
 import { err } from "../route_responses.ts";
+import { Type as t } from "@sinclair/typebox";
+
+/** A relay submission as GET /v1/submissions/{id} answers it (decisions §23). */
+export const SubmissionModel = t.Object({
+  submissionId: t.String({ description: "128 random bits, base64url: whoever holds it may read the submission" }),
+  state: t.Union(["pending", "sent", "mined", "confirmed", "failed", "replaced"].map((s) => t.Literal(s)), {
+    description:
+      "pending: recorded, nothing signed yet; sent: its transaction may be at the node; replaced: a fee bump superseded the transaction first sent (txHash the newest), none mined yet; mined; confirmed: at least INDEX_CONFIRMATIONS blocks deep; failed: reverted, or given back with nothing on chain (error says why)",
+  }),
+  txHash: t.Union([Bytes32, t.Null()]),
+  uid: t.Union([Bytes32, t.Null()]),
+  blockNumber: t.Union([t.Integer(), t.Null()]),
+  confirmations: t.Integer({ minimum: 0 }),
+  feeBumps: t.Integer({ minimum: 0, description: "Replacements signed with higher fees for this submission" }),
+  error: t.Optional(t.String({ description: "The failure's code, e.g. SUBMISSION_FAILED" })),
+  items: t.Optional(t.Array(t.Union([
+    t.Object({
+      index: t.Integer({ minimum: 0 }),
+      state: t.Union(["pending", "sent", "mined", "confirmed", "failed", "replaced"].map((s) => t.Literal(s))),
+      uid: t.Union([Bytes32, t.Null()], { description: "Its own uid once mined" }),
+    }, { description: "Sent in the batch's transaction: the submission's state" }),
+    t.Object({
+      index: t.Integer({ minimum: 0 }),
+      state: t.Literal("refused"),
+      uid: t.Null(),
+      status: t.Integer(),
+      error: t.String({ description: "The code" }),
+      message: t.String(),
+      details: t.Optional(t.String()),
+    }, { description: "Refused by its checks before sending (nothing charged): the status and error the single route would have answered" }),
+  ]), { description: "A batch's requests, in order (absent for a single send; uid above is then the first sent request's)" })),
+  createdAt: t.String({ format: "date-time" }),
+  updatedAt: t.String({ format: "date-time" }),
+});
+
+/** A page of the account's submissions, newest first. */
+export const SubmissionPageModel = t.Object({
+  submissions: t.Array(SubmissionModel),
+  nextCursor: t.Union([t.String(), t.Null()], { description: "Pass as cursor for the next page; null on the last" }),
+});
+
+/** The query of the account's submission list (checked in the route's own code). */
+export const SubmissionListQuery = t.Object({
+  limit: t.Optional(t.String({ pattern: "^[0-9]{1,3}$", description: "Items per page, 1 to 100 (default 20)" })),
+  cursor: t.Optional(t.String({ minLength: 1, maxLength: 100, description: "The nextCursor of the previous page" })),
+});
 
 /** What the submission routes need. */
 export type SubmissionRoutesDeps = {

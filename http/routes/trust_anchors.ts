@@ -3,8 +3,21 @@ import type { TrustAnchors } from "../../ports/trust_anchors.ts";
 import type { TrustPolicy } from "../../domain/identity/mod.ts";
 import { stringify } from "../errors.ts";
 import { withKnownBody, CACHE } from "../http_cache.ts";
-import { TrustPolicyModel, type RouteDoc, TrustAnchorsModel } from "../models.ts";
+import { type RouteDoc, TrustAnchorsModel } from "../models.ts";
 import { err } from "../route_responses.ts";
+import { Type as t } from "@sinclair/typebox";
+
+/** The trust policy (decisions §29): what the reference SDK's widget signing bridges read. */
+export const TrustPolicyModel = t.Object({
+  version: t.Integer({ minimum: 1 }),
+  updatedAt: t.String(),
+  widgetOrigins: t.Array(t.String(), { description: "Origins a host page trusts to ask for signatures: the service's own, then WIDGET_ORIGINS and the anchors' own" }),
+  chains: t.Record(t.String({ pattern: "^[0-9]+$" }), t.Object({
+    name: t.String(),
+    easContract: t.String({ pattern: "^0x[0-9a-fA-F]{40}$" }),
+    schemas: t.Array(t.String({ pattern: "^0x[0-9a-fA-F]{64}$" })),
+  }), { description: "Keyed by decimal chain id" }),
+});
 
 /** The paths of the trust-anchors record. */
 export const TRUST_ANCHOR_PATHS = ["/v1/trust-anchors", "/api/public/trust-anchors"] as const;

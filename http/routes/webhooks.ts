@@ -5,21 +5,80 @@ import type { Logger } from "../../ports/logger.ts";
 import { authenticateRequest, type BearerAccess } from "../credentials.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
 import { parseJsonBody, queryOf, readBodyText } from "./request.ts";
-import {
-  IgnoredBody,
-  WebhookCreateBody,
-  WebhookCreatedModel,
-  WebhookDeliveriesQuery,
-  WebhookDeliveryPageModel,
-  WebhookListModel,
-  WebhookModel,
-  WebhookPatchBody,
-  WebhookSecretModel,
-  WebhookTestModel,
-  type RouteDoc,
-} from "../models.ts";
+import { IgnoredBody, type RouteDoc } from "../models.ts";
 import { CACHE } from "../http_cache.ts";
 import { err, NOT_JSON, TOO_LARGE } from "../route_responses.ts";
+import { Type as t } from "@sinclair/typebox";
+
+/** Webhooks (decisions §22): the event types an endpoint may ask for. */
+const WebhookEventTypeModel = t.Union(
+  [t.Literal("attestation.created"), t.Literal("attestation.revoked"), t.Literal("key.status_changed"), t.Literal("submission.settled"), t.Literal("webhook.test")],
+  { description: "An event type" },
+);
+
+const WebhookUrlField = t.String({ maxLength: 2048, description: "https:// (http:// on loopback only with ALLOW_PRIVATE_NETWORK); its host must resolve to addresses the service would fetch a did.json from" });
+
+const WebhookSubjectsField = t.Array(t.String({ maxLength: 2048 }), { maxItems: 1000, description: "Subject DIDs watched (did:web, did:pkh, did:artifact…); at most 1,000 per account, all endpoints together" });
+
+/** The body of `POST /api/private/webhooks` (checked in the use case's own code, which names the field). */
+export const WebhookCreateBody = t.Object({
+  url: WebhookUrlField,
+  events: t.Array(WebhookEventTypeModel, { minItems: 1 }),
+  subjects: t.Optional(WebhookSubjectsField),
+  ownSubjects: t.Optional(t.Boolean({ description: "Also the account's proven subjects (default true)" })),
+});
+
+/** The body of `PATCH /api/private/webhooks/{id}`. */
+export const WebhookPatchBody = t.Object({
+  url: t.Optional(WebhookUrlField),
+  events: t.Optional(t.Array(WebhookEventTypeModel, { minItems: 1 })),
+  subjects: t.Optional(WebhookSubjectsField),
+  ownSubjects: t.Optional(t.Boolean()),
+  disabled: t.Optional(t.Boolean({ description: "false re-enables an endpoint the service disabled after 5 days of failures" })),
+});
+
+const WebhookFields = {
+  id: t.String(),
+  url: t.String(),
+  events: t.Array(WebhookEventTypeModel),
+  subjects: t.Array(t.String()),
+  ownSubjects: t.Boolean(),
+  createdAt: t.String({ description: "ISO 8601" }),
+  disabled: t.Boolean(),
+};
+
+/** An endpoint (never its secret). */
+export const WebhookModel = t.Object(WebhookFields);
+
+/** A new endpoint, with its secret shown this once. */
+export const WebhookCreatedModel = t.Object({ ...WebhookFields, secret: t.String({ description: "whsec_ + base64: shown this once" }) });
+
+export const WebhookListModel = t.Object({ webhooks: t.Array(WebhookModel) });
+
+export const WebhookSecretModel = t.Object({ secret: t.String({ description: "The new whsec_ secret; the old one keeps signing beside it for 24 h" }) });
+
+export const WebhookTestModel = t.Object({ eventId: t.String(), type: t.Literal("webhook.test") });
+
+export const WebhookDeliveryModel = t.Object({
+  eventId: t.String({ description: "The event's id: the webhook-id header of every attempt" }),
+  type: WebhookEventTypeModel,
+  attempts: t.Integer(),
+  lastStatus: t.Union([t.Integer(), t.Null()], { description: "The last answer's status; null: none (timeout, refused connection) or no attempt yet" }),
+  nextAttemptAt: t.Union([t.String(), t.Null()]),
+  deliveredAt: t.Union([t.String(), t.Null()]),
+  failedAt: t.Union([t.String(), t.Null()]),
+});
+
+export const WebhookDeliveryPageModel = t.Object({
+  items: t.Array(WebhookDeliveryModel),
+  nextCursor: t.Union([t.String(), t.Null()], { description: "Pass as cursor for the next page; null on the last" }),
+});
+
+/** The query of an endpoint's deliveries (checked in the use case's own code). */
+export const WebhookDeliveriesQuery = t.Object({
+  limit: t.Optional(t.String({ pattern: "^[0-9]{1,3}$", description: "Items per page, 1 to 100 (default 25)" })),
+  cursor: t.Optional(t.String({ minLength: 1, maxLength: 200, description: "The nextCursor of the previous page" })),
+});
 
 /** What the webhook routes need; `bearer`: OAuth access tokens with the `webhooks:write` scope (decisions §19, §22). */
 export type WebhookRoutesDeps = {

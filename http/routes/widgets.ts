@@ -15,9 +15,21 @@ import {
   type WidgetPageSettings,
 } from "../../widgets/mod.ts";
 import { errorBody, json } from "../errors.ts";
-import { WidgetEmbedQuery, type RouteDoc } from "../models.ts";
+import { type RouteDoc } from "../models.ts";
 import { CACHE } from "../http_cache.ts";
 import { err, page } from "../route_responses.ts";
+import { Type as t } from "@sinclair/typebox";
+
+/** The review widget's query (decisions §29); widgets/embed_params.ts checks it and names a bad parameter on the page. */
+export const WidgetEmbedQuery = t.Object({
+  url: t.String({ description: "The app's domain (a bare domain or a URL); the subject is did:web of it, www. stripped" }),
+  contract: t.String({ description: "The app's contract users interact with (0x and 40 hex digits)" }),
+  chainId: t.String({ description: "The contract's chain id, a positive whole number" }),
+  name: t.Optional(t.String({ description: "The app's name, at most 100 characters" })),
+  icon: t.Optional(t.String({ description: "The app's icon, an https URL" })),
+  wallet: t.Optional(t.String({ description: "The user's wallet, when the host page knows it (integrated mode needs it)" })),
+  explorer: t.Optional(t.String({ description: "An Etherscan-compatible explorer API (https), for proof of interaction" })),
+});
 
 /** What the widget routes need. */
 export type WidgetRoutesDeps = {

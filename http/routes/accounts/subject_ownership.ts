@@ -2,10 +2,22 @@ import { Elysia } from "elysia";
 import type { VerifySubjectOwnership } from "../../../domain/accounts/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
-import { REQUEST_MODELS, SubjectOwnershipModel, type RouteDoc } from "../../models.ts";
+import { REQUEST_MODELS, type RouteDoc } from "../../models.ts";
 import { compileRequestCheck, readBodyText, requestDetail } from "../request.ts";
 import { CACHE } from "../../http_cache.ts";
 import { err, TOO_LARGE } from "../../route_responses.ts";
+import { Type as t } from "@sinclair/typebox";
+
+export const SubjectOwnershipModel = t.Object({
+  ok: t.Boolean(),
+  status: t.Union([t.Literal("verified"), t.Literal("failed")]),
+  subjectDid: t.String(),
+  connectedWalletDid: t.String(),
+  method: t.Optional(t.Union(["dns", "did-document", "wallet", "contract", "minting-wallet", "transfer"].map((m) => t.Literal(m)))),
+  error: t.Optional(t.String()),
+  details: t.Optional(t.String({ description: "What would make the proof pass" })),
+  controllingWalletDid: t.Optional(t.String()),
+});
 
 const ownershipBody = compileRequestCheck(REQUEST_MODELS.subjectOwnership.body);
 

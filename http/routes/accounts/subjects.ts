@@ -3,12 +3,34 @@ import type { Sessions } from "../../../domain/sessions/mod.ts";
 import type { Subjects } from "../../../domain/accounts/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
-import { REQUEST_MODELS, SubjectAnswerModel, SubjectListModel, type RouteDoc } from "../../models.ts";
+import { REQUEST_MODELS, type RouteDoc } from "../../models.ts";
 import { compileRequestCheck, readBodyText, requestDetail } from "../request.ts";
 import { authenticateRequest, type BearerAccess } from "../../credentials.ts";
 import type { Scope } from "../../../domain/oauth/mod.ts";
 import { CACHE } from "../../http_cache.ts";
 import { err, NOT_JSON, ORIGIN, TOO_LARGE } from "../../route_responses.ts";
+import { Type as t } from "@sinclair/typebox";
+
+/** A subject of the signed-in account (decisions §12). */
+export const SubjectModel = t.Object({
+  id: t.String(),
+  canonicalDid: t.String(),
+  subjectDidHash: t.String({ description: "keccak256 of the UTF-8 canonical DID" }),
+  displayName: t.Union([t.String(), t.Null()]),
+  isDefault: t.Boolean(),
+  ownership: t.Object({
+    method: t.String({ description: "How it was proven: dns, did-document, wallet, contract, minting-wallet, transfer" }),
+    walletDid: t.String(),
+    verifiedAt: t.String({ description: "ISO 8601" }),
+  }),
+  createdAt: t.String({ description: "ISO 8601" }),
+});
+
+/** `GET /api/private/subjects`. */
+export const SubjectListModel = t.Object({ subjects: t.Array(SubjectModel, { description: "Default first, then oldest first" }) });
+
+/** `GET|POST|PATCH /api/private/subjects…`. */
+export const SubjectAnswerModel = t.Object({ subject: SubjectModel });
 
 /** What the subject routes need; `bearer`: OAuth access tokens (`account:read` to read, `subjects:write` to change). */
 export type SubjectRoutesDeps = { readonly sessions: Sessions; readonly subjects: Subjects; readonly log: Logger; readonly bearer?: BearerAccess | undefined };

@@ -1,7 +1,23 @@
 /** The declarations of the MCP endpoint's routes (http/routes/mcp/mcp.ts). */
-import { McpBody, type RouteDoc } from "../../models.ts";
+import { type RouteDoc } from "../../models.ts";
 import { CACHE } from "../../http_cache.ts";
 import { err, TOO_LARGE } from "../../route_responses.ts";
+import { Type as t } from "@sinclair/typebox";
+
+/** One JSON-RPC 2.0 message of the MCP endpoint (a request, a notification or a response to the server). */
+const McpMessage = t.Object({
+  jsonrpc: t.Literal("2.0"),
+  id: t.Optional(t.Union([t.String(), t.Integer()])),
+  method: t.Optional(t.String({ description: "initialize, notifications/initialized, tools/list, tools/call, ping, …" })),
+  params: t.Optional(t.Record(t.String(), t.Unknown())),
+  result: t.Optional(t.Unknown()),
+  error: t.Optional(t.Unknown()),
+});
+
+/** `POST /mcp`: one JSON-RPC 2.0 message or an array of them (Streamable HTTP). */
+export const McpBody = t.Union([McpMessage, t.Array(McpMessage, { minItems: 1 })], {
+  description: "A JSON-RPC 2.0 message, or an array of them; outside initialize the Mcp-Session-Id header names the session",
+});
 
 /** The MCP endpoint (decisions §20): route declarations, gathered by http/route_docs.ts. */
 export const MCP_DOCS: readonly RouteDoc[] = [

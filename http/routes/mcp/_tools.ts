@@ -20,18 +20,13 @@ import type { Logger } from "../../../ports/logger.ts";
 import type { Metrics } from "../../../ports/metrics.ts";
 import type { TrustAnchors } from "../../../ports/trust_anchors.ts";
 import { statusOf, stringify } from "../../errors.ts";
-import {
-  ArtifactTrustRecordModel,
-  AttestationPageModel,
-  ControllerAuthorizationModel,
-  ControllerConfirmModel,
-  ControllerWitnessModel,
-  IdentityResolveResponse,
-  SubscriptionCurrentModel,
-  TrustAnchorsModel,
-} from "../../models.ts";
+import { ArtifactTrustRecordModel, IdentityResolveResponse, SubscriptionCurrentModel, TrustAnchorsModel } from "../../models.ts";
 import { KeyStatusModel } from "../keys/mod.ts";
 import { compileRequestCheck } from "../request.ts";
+import { AttestationPageModel } from "../attestation_list.ts";
+import { ControllerAuthorizationModel } from "../controller_authorization.ts";
+import { ControllerConfirmModel } from "../controller.ts";
+import { ControllerWitnessModel } from "../session_declarations.ts";
 
 /** A tool's answer: the route's JSON, or the route's error. */
 export type ToolOutcome =

@@ -22,8 +22,18 @@ import type { Logger } from "../../../ports/logger.ts";
 import type { AccessTokenKeys } from "../../../ports/oauth.ts";
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
 import { jsonShapeRefusal, readBodyText } from "../request.ts";
-import { MAX_OAUTH_BODY, noStore, oauthError, readBasic, readForm } from "./_forms.ts";
-import { OAuthAuthorizeQuery, OAuthConsentForm, OAuthRegisterBody, OAuthRevokeForm, OAuthTokenForm, type RouteDoc } from "../../models.ts";
+import {
+  MAX_OAUTH_BODY,
+  noStore,
+  oauthError,
+  readBasic,
+  readForm,
+  OAuthAuthorizeQuery,
+  OAuthConsentForm,
+  OAuthRevokeForm,
+  OAuthTokenForm,
+} from "./_forms.ts";
+import { OAuthRegisterBody, type RouteDoc } from "../../models.ts";
 import { CACHE } from "../../http_cache.ts";
 import { page, TOO_LARGE } from "../../route_responses.ts";
 
