@@ -418,9 +418,11 @@ async function setUp(): Promise<void> {
     DATA_DIR: dir,
     START_BLOCK: String(devnet.deployBlock),
     INDEX_POLL_MS: "1000",
-    // One client address sends every read: the per-address and in-flight bounds of key status must not refuse them.
+    // One client address sends every read: the per-address and in-flight bounds of key status, and the list's
+    // computations per address (issue 43), must not refuse them.
     KEY_STATUS_RATE_PER_MINUTE: "1000000",
     KEY_STATUS_MAX_IN_FLIGHT: "1000",
+    INDEX_QUERY_RATE_PER_MINUTE: "1000000",
     LOG_LEVEL: process.env.LOG_LEVEL ?? "warn",
     ...(NO_ANSWER_CACHE ? { INDEX_ANSWER_CACHE_MB: "0" } : {}),
   };
