@@ -29,8 +29,7 @@ import type {
   DelegatedAttestFailure,
   DelegatedAttestSuccess,
 } from "./_delegated_attest_types.ts";
-import { parseDelegatedRequest } from "./delegated_request.ts";
-import type { DelegatedRequest } from "./delegated_request.ts";
+import { type DelegatedRequest, delegatedRequestOf } from "./delegated_request.ts";
 
 /** At most this many requests in one batch (decisions §23). */
 export const MAX_BATCH_ITEMS = 50;
@@ -75,18 +74,51 @@ export type BatchContext = {
 
 type Item = { readonly index: number; readonly claimed: Claimed };
 
+/** One batch under way: its answers so far, the items still to be sent, and the gas charged to each. */
+type BatchRun = {
+  readonly deps: DelegatedAttestDeps;
+  readonly caller: DelegatedAttestBatchCaller;
+  readonly results: (BatchItemResult | undefined)[];
+  readonly simulateBatch: NonNullable<Claimed["delegate"]["simulateBatch"]>;
+  sending: Item[];
+  readonly charged: Map<Item, bigint>;
+};
+
 /** Checks every request of `bodies` as the single route would, and sends those that pass in one transaction. */
 export async function attestBatch(ctx: BatchContext, bodies: readonly unknown[], caller: DelegatedAttestBatchCaller): Promise<DelegatedAttestBatchOutcome> {
   const { deps } = ctx;
   if (bodies.length === 0 || bodies.length > MAX_BATCH_ITEMS) throw new Error(`A batch holds 1 to ${MAX_BATCH_ITEMS} requests`);
   const results: (BatchItemResult | undefined)[] = bodies.map(() => undefined);
+  const claimed = await checkItems(ctx, bodies, caller, results);
+  if (claimed.length === 0) return answered(results);
+  const delegate = claimed[0]!.claimed.delegate;
+  const simulateBatch = delegate.simulateBatch;
+  const run: BatchRun = { deps, caller, results, simulateBatch: simulateBatch!, sending: claimed, charged: new Map() };
+  if (simulateBatch === undefined || delegate.submitBatch === undefined) {
+    for (const item of claimed) await giveBack(run, item, fail("SUBMISSION_FAILED", "This deployment does not send batches; nothing was sent"));
+    return answered(results);
+  }
+  const gas = await simulateAndCharge(run);
+  if (gas === undefined) return answered(results);
+  return await sendBatch(run, delegate.submitBatch, gas);
+}
 
-  // The items of one attester are checked one after another, in order (each takes the next nonce); attesters apart.
+/** The answers, one per request, in order (with the transaction's when there is one). */
+function answered(results: readonly (BatchItemResult | undefined)[], extra: Partial<DelegatedAttestBatchOutcome> = {}): DelegatedAttestBatchOutcome {
+  return { txHash: null, blockNumber: null, ...extra, results: results.map((r) => r ?? fail("INTERNAL_ERROR" as never, "Not answered")) };
+}
+
+/**
+ * Checks each request (each read once) as the single route does; the items of one attester one after another, in
+ * order (each takes the next nonce), attesters apart. Returns the claimed items in order; refusals go in `results`.
+ */
+async function checkItems(ctx: BatchContext, bodies: readonly unknown[], caller: DelegatedAttestBatchCaller, results: (BatchItemResult | undefined)[]): Promise<Item[]> {
   const lines = new Map<string, number[]>();
-  bodies.forEach((body, index) => {
-    const parsed = parseDelegatedRequest(body);
+  const requests = bodies.map((body, index) => {
+    const parsed = delegatedRequestOf(body);
     const line = parsed.ok ? parsed.value.attester.toLowerCase() : `unparsed:${index}`;
     lines.set(line, [...(lines.get(line) ?? []), index]);
+    return parsed.ok ? parsed.value : body;
   });
   const claimed: Item[] = [];
   await Promise.all([...lines.values()].map(async (indexes) => {
@@ -96,7 +128,7 @@ export async function attestBatch(ctx: BatchContext, bodies: readonly unknown[],
         clientKey: caller.clientKey,
         admit: caller.admit === undefined ? undefined : (request) => caller.admit!(request, index),
       };
-      const outcome = await ctx.check(bodies[index], itemCaller, { nonceFor: (_, chainNonce) => chainNonce + taken });
+      const outcome = await ctx.check(requests[index], itemCaller, { nonceFor: (_, chainNonce) => chainNonce + taken });
       if ("ok" in outcome) {
         results[index] = outcome;
         continue;
@@ -105,139 +137,135 @@ export async function attestBatch(ctx: BatchContext, bodies: readonly unknown[],
       claimed.push({ index, claimed: outcome });
     }
   }));
-  claimed.sort((a, b) => a.index - b.index);
+  return claimed.sort((a, b) => a.index - b.index);
+}
 
-  const answered = (extra: Partial<DelegatedAttestBatchOutcome> = {}): DelegatedAttestBatchOutcome => ({
-    txHash: null,
-    blockNumber: null,
-    ...extra,
-    results: results.map((r) => r ?? fail("INTERNAL_ERROR" as never, "Not answered")),
-  });
-  if (claimed.length === 0) return answered();
+/** Gives back what is not sent: the item's record and its caller's ticket, with its answer. */
+async function giveBack(run: BatchRun, item: Item, answer: DelegatedAttestFailure) {
+  await run.deps.replay.release(item.claimed.key);
+  await item.claimed.ticket?.release();
+  run.results[item.index] = answer;
+}
 
-  // Everything that ends the batch before broadcast gives back what is not sent: its record and its caller's ticket.
-  const giveBack = async (item: Item, answer: DelegatedAttestFailure) => {
-    await deps.replay.release(item.claimed.key);
-    await item.claimed.ticket?.release();
-    results[item.index] = answer;
-  };
-  const delegate = claimed[0]!.claimed.delegate;
-  if (delegate.simulateBatch === undefined || delegate.submitBatch === undefined) {
-    for (const item of claimed) await giveBack(item, fail("SUBMISSION_FAILED", "This deployment does not send batches; nothing was sent"));
-    return answered();
+/** Refuses `item` (nothing sent for it) and the later items of its attester, whose nonces no longer fit. */
+async function drop(run: BatchRun, item: Item, answer: DelegatedAttestFailure) {
+  const attester = item.claimed.request.attester.toLowerCase();
+  const after = run.sending.filter((other) => other.index > item.index && other.claimed.request.attester.toLowerCase() === attester);
+  run.sending = run.sending.filter((other) => other !== item && !after.includes(other));
+  await giveBack(run, item, answer);
+  for (const other of after) {
+    await giveBack(
+      run,
+      other,
+      fail(
+        "ATTESTER_MISMATCH",
+        `An earlier request of this attester in the batch was refused (request ${item.index}), so this one's nonce (${other.claimed.nonce}) no longer fits: fetch the nonce, re-sign and resubmit`,
+      ),
+    );
   }
-  const simulateBatch = delegate.simulateBatch;
+}
 
-  let sending = claimed;
-  /** Refuses `item` (nothing sent for it) and the later items of its attester, whose nonces no longer fit. */
-  const drop = async (item: Item, answer: DelegatedAttestFailure) => {
-    const attester = item.claimed.request.attester.toLowerCase();
-    const after = sending.filter((other) => other.index > item.index && other.claimed.request.attester.toLowerCase() === attester);
-    sending = sending.filter((other) => other !== item && !after.includes(other));
-    await giveBack(item, answer);
-    for (const other of after) {
-      await giveBack(
-        other,
-        fail(
-          "ATTESTER_MISMATCH",
-          `An earlier request of this attester in the batch was refused (request ${item.index}), so this one's nonce (${other.claimed.nonce}) no longer fits: fetch the nonce, re-sign and resubmit`,
-        ),
-      );
-    }
-  };
+/** Gives every item still to be sent back with the node's failure (nothing sent). */
+async function nodeFailed(run: BatchRun, simulation: Simulation) {
+  const answer = !simulation.ok && simulation.reason === "insufficient-funds"
+    ? { ...fail("SUBMISSION_FAILED", "The delegate wallet cannot pay for gas right now; nothing was recorded"), unavailable: true as const }
+    : fail("RPC_ERROR", "The chain did not answer the simulation");
+  for (const item of run.sending) await giveBack(run, item, answer);
+  run.sending = [];
+}
 
-  /** Gives every item still to be sent back with the node's failure (nothing sent). */
-  const nodeFailed = async (simulation: Simulation) => {
-    const answer = !simulation.ok && simulation.reason === "insufficient-funds"
-      ? { ...fail("SUBMISSION_FAILED", "The delegate wallet cannot pay for gas right now; nothing was recorded"), unavailable: true as const }
-      : fail("RPC_ERROR", "The chain did not answer the simulation");
-    for (const item of sending) await giveBack(item, answer);
-    sending = [];
-  };
-  const calls = (items: readonly Item[]) => items.map((item) => item.claimed.call);
+const calls = (items: readonly Item[]) => items.map((item) => item.claimed.call);
 
-  /**
-   * Narrows `sending`, whose simulation `whole` reverted, to the items EAS accepts (issue 43: the cost is bounded).
-   * The first reverting item is found by halving; the rest is simulated once more after the items before it; if that
-   * still reverts, each later item is simulated once, after the items kept so far, and kept or refused. A batch of n
-   * items costs at most n + ⌈log₂ n⌉ + 1 simulations whatever its items (30 all reverting: 36, not 150); one bad
-   * item costs ⌈log₂ n⌉ + 2. Returns the passing simulation of exactly what is left, or undefined when nothing is.
-   */
-  async function narrow(whole: Simulation): Promise<Simulation | undefined> {
-    const first = await firstReverting(simulateBatch, sending, whole);
-    if ("failed" in first) {
-      await nodeFailed(first.failed);
+/**
+ * Narrows `sending`, whose simulation `whole` reverted, to the items EAS accepts (issue 43: the cost is bounded).
+ * The first reverting item is found by halving; the rest is simulated once more after the items before it; if that
+ * still reverts, each later item is simulated once, after the items kept so far, and kept or refused. A batch of n
+ * items costs at most n + ⌈log₂ n⌉ + 1 simulations whatever its items (30 all reverting: 36, not 150); one bad
+ * item costs ⌈log₂ n⌉ + 2. Returns the passing simulation of exactly what is left, or undefined when nothing is.
+ */
+async function narrow(run: BatchRun, whole: Simulation): Promise<Simulation | undefined> {
+  const first = await firstReverting(run.simulateBatch, run.sending, whole);
+  if ("failed" in first) {
+    await nodeFailed(run, first.failed);
+    return undefined;
+  }
+  const kept = run.sending.slice(0, first.index);
+  await drop(run, run.sending[first.index]!, refusalOf(first.simulation));
+  if (run.sending.length === kept.length) return first.passing;
+  const again = await run.simulateBatch(calls(run.sending));
+  if (again.ok) return again;
+  if (again.reason !== "reverted") {
+    await nodeFailed(run, again);
+    return undefined;
+  }
+  let last = first.passing;
+  const accepted = [...kept];
+  for (const item of run.sending.slice(kept.length)) {
+    // Refused meanwhile with an earlier item of its attester.
+    if (!run.sending.includes(item)) continue;
+    const simulation = await run.simulateBatch(calls([...accepted, item]));
+    if (simulation.ok) {
+      accepted.push(item);
+      last = simulation;
+    } else if (simulation.reason === "reverted") await drop(run, item, refusalOf(simulation));
+    else {
+      await nodeFailed(run, simulation);
       return undefined;
     }
-    const kept = sending.slice(0, first.index);
-    await drop(sending[first.index]!, refusalOf(first.simulation));
-    if (sending.length === kept.length) return first.passing;
-    const again = await simulateBatch(calls(sending));
-    if (again.ok) return again;
-    if (again.reason !== "reverted") {
-      await nodeFailed(again);
-      return undefined;
-    }
-    let last = first.passing;
-    const accepted = [...kept];
-    for (const item of sending.slice(kept.length)) {
-      // Refused meanwhile with an earlier item of its attester.
-      if (!sending.includes(item)) continue;
-      const simulation = await simulateBatch(calls([...accepted, item]));
-      if (simulation.ok) {
-        accepted.push(item);
-        last = simulation;
-      } else if (simulation.reason === "reverted") await drop(item, refusalOf(simulation));
-      else {
-        await nodeFailed(simulation);
-        return undefined;
-      }
-    }
-    return sending.length === 0 ? undefined : last;
   }
+  return run.sending.length === 0 ? undefined : last;
+}
 
-  let gas = 0n;
-  const charged = new Map<Item, bigint>();
+/**
+ * Simulates what is left until it passes, then charges each item its share of the gas, in order (an item the budget
+ * refuses is refused, and the rest simulated again). Returns the gas of the one transaction, or undefined: nothing left.
+ */
+async function simulateAndCharge(run: BatchRun): Promise<bigint | undefined> {
+  const { deps, caller } = run;
   for (;;) {
-    if (sending.length === 0) return answered();
-    let simulation = await simulateBatch(calls(sending));
+    if (run.sending.length === 0) return undefined;
+    let simulation = await run.simulateBatch(calls(run.sending));
     if (!simulation.ok) {
       if (simulation.reason !== "reverted") {
-        await nodeFailed(simulation);
+        await nodeFailed(run, simulation);
         continue;
       }
-      const narrowed = await narrow(simulation);
+      const narrowed = await narrow(run, simulation);
       if (narrowed === undefined || !narrowed.ok) continue;
       simulation = narrowed;
     }
-    gas = simulation.gas;
-    const share = (gas + BigInt(sending.length) - 1n) / BigInt(sending.length);
+    const gas = simulation.gas;
+    const share = (gas + BigInt(run.sending.length) - 1n) / BigInt(run.sending.length);
     if (deps.maxGasPerTx !== undefined && share > deps.maxGasPerTx) {
-      for (const item of [...sending]) {
-        if (sending.includes(item)) {
-          await drop(item, fail("INVALID_INPUT", `The attestation needs ${share} gas, more than the ${deps.maxGasPerTx} allowed per transaction`));
+      for (const item of [...run.sending]) {
+        if (run.sending.includes(item)) {
+          await drop(run, item, fail("INVALID_INPUT", `The attestation needs ${share} gas, more than the ${deps.maxGasPerTx} allowed per transaction`));
         }
       }
       continue;
     }
     // Each item's share, in order; an item charged in an earlier round (a larger batch) pays the difference only.
     let refusedAny = false;
-    for (const item of [...sending]) {
-      if (!sending.includes(item)) continue;
-      const owed = share - (charged.get(item) ?? 0n);
+    for (const item of [...run.sending]) {
+      if (!run.sending.includes(item)) continue;
+      const owed = share - (run.charged.get(item) ?? 0n);
       if (owed <= 0n) continue;
       const overBudget = await deps.guard?.charge(owed, { clientKey: caller.clientKey ?? "unknown", attester: item.claimed.request.attester });
       if (overBudget !== undefined) {
-        await drop(item, overBudget);
+        await drop(run, item, overBudget);
         refusedAny = true;
         continue;
       }
-      charged.set(item, (charged.get(item) ?? 0n) + owed);
+      run.charged.set(item, (run.charged.get(item) ?? 0n) + owed);
     }
-    if (!refusedAny) break;
+    if (!refusedAny) return gas;
   }
+}
 
-  const items = sending;
+/** Opens the caller's submission with every request's place, then signs and sends the one transaction. */
+async function sendBatch(run: BatchRun, submitBatch: NonNullable<Claimed["delegate"]["submitBatch"]>, gas: bigint): Promise<DelegatedAttestBatchOutcome> {
+  const { deps, caller, results } = run;
+  const items = run.sending;
   if (caller.onSubmitting !== undefined) {
     try {
       const keys = new Map(items.map((item) => [item.index, item.claimed.key]));
@@ -259,7 +287,7 @@ export async function attestBatch(ctx: BatchContext, bodies: readonly unknown[],
   const signed = new Set<Item>();
   let submission: BatchSubmission;
   try {
-    submission = await delegate.submitBatch(calls(items), {
+    submission = await submitBatch(calls(items), {
       gas,
       onSigned: async (tx) => {
         for (const item of items) {
@@ -284,6 +312,12 @@ export async function attestBatch(ctx: BatchContext, bodies: readonly unknown[],
       for (const item of items) if (!signed.has(item)) await item.claimed.ticket?.release();
     }
   }
+  return await settleBatch(run, items, submission);
+}
+
+/** Keeps what became of the one transaction on every item's record and ticket, and words each item's answer. */
+async function settleBatch(run: BatchRun, items: readonly Item[], submission: BatchSubmission): Promise<DelegatedAttestBatchOutcome> {
+  const { deps, caller, results } = run;
   if (submission.ok) {
     for (const [i, item] of items.entries()) {
       const uid = submission.uids[i] ?? null;
@@ -292,21 +326,21 @@ export async function attestBatch(ctx: BatchContext, bodies: readonly unknown[],
       await item.claimed.ticket?.onMined(value);
       results[item.index] = ok(value);
     }
-    return answered({ txHash: submission.txHash, blockNumber: submission.blockNumber, sent: "mined" });
+    return answered(results, { txHash: submission.txHash, blockNumber: submission.blockNumber, sent: "mined" });
   }
   if (submission.reason === "not-broadcast") {
     for (const item of items) {
-      await giveBack(item, fail("SUBMISSION_FAILED", "The chain refused the transaction; nothing was sent, and the same signature may be submitted again"));
+      await giveBack(run, item, fail("SUBMISSION_FAILED", "The chain refused the transaction; nothing was sent, and the same signature may be submitted again"));
     }
-    return answered({ sent: "not-broadcast" });
+    return answered(results, { sent: "not-broadcast" });
   }
   if (submission.reason === "signer-unavailable") {
     // Nothing signed or sent (decisions §27): every signature, reservation and the gas charged go back.
-    for (const item of items) await giveBack(item, signerUnavailable());
-    for (const [item, gasCharged] of charged) {
+    for (const item of items) await giveBack(run, item, signerUnavailable());
+    for (const [item, gasCharged] of run.charged) {
       await deps.guard?.refund?.(gasCharged, { clientKey: caller.clientKey ?? "unknown", attester: item.claimed.request.attester });
     }
-    return answered({ sent: "not-broadcast" });
+    return answered(results, { sent: "not-broadcast" });
   }
   if (submission.reason === "reverted") {
     for (const item of items) {
@@ -316,7 +350,7 @@ export async function attestBatch(ctx: BatchContext, bodies: readonly unknown[],
       else await ticket?.release();
       results[item.index] = fail("SUBMISSION_FAILED", "The batch transaction reverted", submission.txHash);
     }
-    return answered({ txHash: submission.txHash, blockNumber: submission.blockNumber, sent: "reverted" });
+    return answered(results, { txHash: submission.txHash, blockNumber: submission.blockNumber, sent: "reverted" });
   }
   for (const item of items) {
     results[item.index] = fail(
@@ -325,7 +359,7 @@ export async function attestBatch(ctx: BatchContext, bodies: readonly unknown[],
       submission.txHash,
     );
   }
-  return answered({ txHash: submission.txHash, sent: "unknown" });
+  return answered(results, { txHash: submission.txHash, sent: "unknown" });
 }
 
 /** The single route's answer to an item EAS reverts. */
