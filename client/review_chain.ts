@@ -36,8 +36,18 @@ export type ReviewChainOptions = {
 
 type Attestation = EasAttestation;
 
+/** What {@link chainContext} gives: the anchors, the EAS contract, schema UIDs and the chain's reads. */
+export type ChainContext = {
+  readonly anchors: TrustAnchors;
+  readonly easAddress: Hex;
+  readonly uid: (name: string) => Hex;
+  readonly client: PublicClient;
+  readonly read: (attestationUid: Hex) => Promise<Attestation>;
+  readonly find: (filter: { recipient: Hex; schema: Hex; attester?: Hex | undefined }) => Promise<(Attestation & { position: bigint })[]>;
+};
+
 /** The chain's EAS contract and schema UIDs, from the service's trust anchors. */
-export async function chainContext(options: ReviewChainOptions) {
+export async function chainContext(options: ReviewChainOptions): Promise<ChainContext> {
   const anchors: TrustAnchors = await fetchTrustAnchors({ url: `${options.baseUrl ?? DEFAULT_BASE_URL}/v1/trust-anchors`, fetch: options.fetch });
   const easAddress = getChainAnchors(anchors, options.chainId).easContract as Hex;
   const uid = (name: string) => getSchemaAnchor(anchors, options.chainId, name).toLowerCase() as Hex;
