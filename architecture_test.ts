@@ -70,6 +70,20 @@ describe("architecture", () => {
     }
   });
 
+  test("the storage engines stand apart: adapters/sqlite/ and adapters/postgres/ import neither the other, adapters/sql/ neither of them", () => {
+    // Issue 47 item 4: what both engines share (row mappers, table definitions, query text) lives in adapters/sql/.
+    const engines = [join("adapters", "sqlite"), join("adapters", "postgres")];
+    for (const dir of [...engines, join("adapters", "sql")]) {
+      for (const file of sources(dir, { tests: true })) {
+        for (const spec of imports(file)) {
+          const to = target(file, spec);
+          const other = engines.find((engine) => engine !== dir && to !== undefined && under(to, engine));
+          expect({ file, spec, other }).toEqual({ file, spec, other: undefined });
+        }
+      }
+    }
+  });
+
   test("ports/ imports nothing of ours", () => {
     for (const file of sources("ports")) {
       for (const spec of imports(file)) {

@@ -8,7 +8,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SQL } from "bun";
-import { CONFIRM_TAIL, createSqliteIndexStore, openSqlite } from "./sqlite/mod.ts";
+import { createSqliteIndexStore, openSqlite } from "./sqlite/mod.ts";
+import { CONFIRM_TAIL } from "./sql/index_store.ts";
 import { createPostgresIndexStore } from "./postgres/mod.ts";
 import type { EasEvent, IndexedAttestation, IndexStore } from "../ports/attestation_index.ts";
 import type { HexString } from "../ports/eas.ts";

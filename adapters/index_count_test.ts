@@ -9,7 +9,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SQL } from "bun";
-import { createSqliteIndexStore, indexQuerySql, openSqlite } from "./sqlite/mod.ts";
+import { createSqliteIndexStore, openSqlite } from "./sqlite/mod.ts";
+import { indexQuerySql } from "./sql/index_query.ts";
 import { openPostgresStorage } from "./postgres/mod.ts";
 import type { EasEvent, IndexedAttestation, IndexStore } from "../ports/attestation_index.ts";
 import type { HexString } from "../ports/eas.ts";

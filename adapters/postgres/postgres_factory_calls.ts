@@ -1,6 +1,6 @@
 import type { SQL } from "bun";
 import type { FactoryCallStore } from "../../ports/factory_calls.ts";
-import { toFactoryCall } from "../sqlite/mod.ts";
+import { toFactoryCall } from "../sql/factory_calls.ts";
 
 /** The table, created with the storage's migrations (under their advisory lock). */
 export const FACTORY_CALLS_TABLE = `CREATE TABLE IF NOT EXISTS factory_calls (

@@ -1,6 +1,6 @@
 import type { SQL } from "bun";
 import type { GasBudget, GasShare } from "../../ports/gas_budget.ts";
-import type { GasBudgetTable } from "../sqlite/mod.ts";
+import type { GasBudgetTable } from "../sql/gas_budget.ts";
 
 /** The table, created with the storage's migrations (under their advisory lock). */
 export const RELAY_GAS_TABLE = "CREATE TABLE IF NOT EXISTS relay_gas (window_start_ms BIGINT PRIMARY KEY, gas_used NUMERIC NOT NULL)";

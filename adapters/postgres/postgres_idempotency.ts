@@ -1,6 +1,6 @@
 import type { SQL } from "bun";
 import type { IdempotencyStore } from "../../ports/idempotency.ts";
-import { IDEMPOTENCY_TABLE, toIdempotencyRecord } from "../sqlite/mod.ts";
+import { IDEMPOTENCY_TABLE, toIdempotencyRecord } from "../sql/idempotency.ts";
 
 /** The table, created with the storage's migrations (under their advisory lock). */
 export const IDEMPOTENCY_TABLES: readonly string[] = [

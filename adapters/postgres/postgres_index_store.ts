@@ -1,18 +1,8 @@
 import type { SQL, TransactionSQL } from "bun";
 import type { AppendDetails, AttestedLog, EasEvent, IndexCheckpoint, IndexedAttestation, IndexStore, OutboxSkip, PagedLog, StoredAttestation } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
-import {
-  CHECKPOINT_HISTORY,
-  CONFIRM_TAIL,
-  firstBlockAtSql,
-  indexQuerySql,
-  indexTables,
-  OUTBOX_INSERTS,
-  OUTBOX_SELECTS,
-  type OutboxCandidate,
-  outboxSkip,
-  toStoredAttestation,
-} from "../sqlite/mod.ts";
+import { CHECKPOINT_HISTORY, CONFIRM_TAIL, indexTables, OUTBOX_INSERTS, OUTBOX_SELECTS, type OutboxCandidate, outboxSkip, toStoredAttestation } from "../sql/index_store.ts";
+import { firstBlockAtSql, indexQuerySql } from "../sql/index_query.ts";
 import { migrate } from "./postgres_migrate.ts";
 
 /** Serializes the index's migrations and its writers across instances. */

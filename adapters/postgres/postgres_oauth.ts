@@ -1,6 +1,6 @@
 import type { SQL } from "bun";
 import type { OAuthStore } from "../../ports/oauth.ts";
-import { ACCESS_TOKEN_LIFE_MS, clientValues, type OAuthClientRow, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toStoredCode } from "../sqlite/mod.ts";
+import { ACCESS_TOKEN_LIFE_MS, clientValues, type OAuthClientRow, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toStoredCode } from "../sql/oauth.ts";
 
 /** Serializes open registrations across instances, so the per-address and total rates hold exactly. */
 const REGISTER_LOCK = 7_240_010;

@@ -1,6 +1,6 @@
 import type { SQL } from "bun";
 import type { PaidPeriod, PaymentLedger, PaymentReservation, PaymentState } from "../../ports/payments.ts";
-import { contiguousPeriod, storedValidBefore, toPaymentRecord, withinBalance } from "../sqlite/mod.ts";
+import { contiguousPeriod, storedValidBefore, toPaymentRecord, withinBalance } from "../sql/payments.ts";
 
 /** Advisory lock space (two-key form) of paid-plan periods: one lock per account while a period is granted. */
 const PLAN_PERIOD_LOCK = 7_240_018;

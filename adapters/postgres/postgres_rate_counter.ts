@@ -1,6 +1,6 @@
 import type { SQL } from "bun";
 import type { RateCounter } from "../../ports/rate_counter.ts";
-import { bucketUpdate, freshBucket, refillPerMs } from "../sqlite/mod.ts";
+import { bucketUpdate, freshBucket, refillPerMs } from "../sql/rate_counter.ts";
 
 /** The table, created with the storage's migrations (under their advisory lock). */
 export const RATE_BUCKETS_TABLES: readonly string[] = [

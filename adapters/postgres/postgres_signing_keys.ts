@@ -1,6 +1,6 @@
 import type { SQL } from "bun";
 import type { SigningKeyRecord, SigningKeyStore, SigningKeyUpsert } from "../../ports/signing_keys.ts";
-import { type SigningKeyRow, toSigningKey } from "../sqlite/mod.ts";
+import { type SigningKeyRow, toSigningKey } from "../sql/signing_keys.ts";
 
 /** Serializes the new signing keys of one account across instances (with the account as second key), for the limit. */
 const SIGNING_KEYS_LOCK = 7_240_024;

@@ -13,7 +13,7 @@ import type {
 import type { HexString } from "../../ports/eas.ts";
 import type { ClaimOutcome, ReplayStore } from "../../ports/replay_store.ts";
 import type { Storage, WalletNonces } from "../../ports/storage.ts";
-import { type ReplayRow, toReplayRecord } from "../sqlite/mod.ts";
+import { type ReplayRow, toReplayRecord } from "../sql/replay_store.ts";
 import { createPostgresIndexStore } from "./postgres_index_store.ts";
 import { migrate } from "./postgres_migrate.ts";
 import { FACTORY_CALLS_TABLE, createPostgresFactoryCalls } from "./postgres_factory_calls.ts";
@@ -22,12 +22,12 @@ import { createPostgresTxReplacements, TX_REPLACEMENTS_TABLE } from "./postgres_
 import { createPostgresPremiumReads, PREMIUM_READS_TABLE } from "./postgres_premium_reads.ts";
 import { createPostgresSubjects } from "./postgres_subjects.ts";
 import { createPostgresSigningKeys } from "./postgres_signing_keys.ts";
-import { signingKeyTables } from "../sqlite/mod.ts";
-import { subjectTables } from "../sqlite/mod.ts";
-import { paymentTables } from "../sqlite/mod.ts";
+import { signingKeyTables } from "../sql/signing_keys.ts";
+import { subjectTables } from "../sql/subjects.ts";
+import { paymentTables } from "../sql/payments.ts";
 import { createPostgresPayments } from "./postgres_payments.ts";
 import { createPostgresOAuth } from "./postgres_oauth.ts";
-import { oauthTables } from "../sqlite/mod.ts";
+import { oauthTables } from "../sql/oauth.ts";
 import { createPostgresRateCounter, RATE_BUCKETS_TABLES } from "./postgres_rate_counter.ts";
 import { createPostgresMcpSessions, MCP_SESSIONS_TABLES } from "./postgres_mcp_sessions.ts";
 import { createPostgresIdempotency, IDEMPOTENCY_TABLES } from "./postgres_idempotency.ts";

@@ -1,6 +1,6 @@
 import type { SQL } from "bun";
 import type { Subject, SubjectStore } from "../../ports/subjects.ts";
-import { toSubject } from "../sqlite/mod.ts";
+import { toSubject } from "../sql/subjects.ts";
 
 /** Serializes the changes of one account's subjects across instances (with the account as second key). */
 const SUBJECTS_LOCK = 7_240_003;

@@ -1,12 +1,6 @@
 import type { SQL } from "bun";
 import type { SubmissionRecordStore } from "../../ports/submission_records.ts";
-import {
-  outcomeValues,
-  SUBMISSION_RECORDS_ADDED_COLUMNS,
-  SUBMISSION_RECORDS_AFTER_COLUMNS,
-  SUBMISSION_RECORDS_TABLES as SHARED_TABLES,
-  toSubmissionRecord,
-} from "../sqlite/mod.ts";
+import { outcomeValues, SUBMISSION_RECORDS_ADDED_COLUMNS, SUBMISSION_RECORDS_AFTER_COLUMNS, SUBMISSION_RECORDS_TABLES as SHARED_TABLES, toSubmissionRecord } from "../sql/submission_records.ts";
 
 /** The table of tracked submissions, as SQLite has it, with the columns added since (a batch's requests and uids). */
 export const SUBMISSION_RECORDS_TABLES: readonly string[] = [

@@ -1,6 +1,6 @@
 import type { SQL } from "bun";
 import type { TxReplacementStore } from "../../ports/tx_replacements.ts";
-import { toReplacement } from "../sqlite/mod.ts";
+import { toReplacement } from "../sql/tx_replacements.ts";
 
 /** The table, created with the storage's migrations (under their advisory lock). */
 export const TX_REPLACEMENTS_TABLE = `CREATE TABLE IF NOT EXISTS tx_replacements (

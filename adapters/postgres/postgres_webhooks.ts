@@ -1,21 +1,6 @@
 import type { SQL } from "bun";
 import type { WebhookStore } from "../../ports/webhooks.ts";
-import {
-  CLAIMED_COLUMNS,
-  deliveryId,
-  endpointDueSql,
-  fairClaims,
-  leasedLoadSql,
-  toClaimCandidate,
-  toClaimLoad,
-  toClaimedDelivery,
-  toDeliveryRecord,
-  toOutboxRow,
-  toTargets,
-  toWebhookEndpoint,
-  webhookTables,
-  type WebhookRow,
-} from "../sqlite/mod.ts";
+import { CLAIMED_COLUMNS, deliveryId, endpointDueSql, fairClaims, leasedLoadSql, toClaimCandidate, toClaimLoad, toClaimedDelivery, toDeliveryRecord, toOutboxRow, toTargets, toWebhookEndpoint, webhookTables, type WebhookRow } from "../sql/webhooks.ts";
 
 /** The webhook tables in PostgreSQL words. */
 export const WEBHOOK_TABLES = webhookTables("BIGINT");

@@ -1,17 +1,6 @@
 import type { Database } from "bun:sqlite";
-import type { FactoryCallRecord, FactoryCallStore } from "../../ports/factory_calls.ts";
-
-type Row = {
-  chain_id: number | bigint;
-  wallet: string;
-  factory: string;
-  calldata_hash: string;
-  state: string;
-  tx_hash: string | null;
-  gas_used: string | null;
-  created_at_ms: number | bigint;
-  updated_at_ms: number | bigint;
-};
+import type { FactoryCallStore } from "../../ports/factory_calls.ts";
+import { type Row, toFactoryCall } from "../sql/factory_calls.ts";
 
 /** The ERC-6492 factory calls the service sent, in the SQLite file: one row per chain and wallet. */
 export function createSqliteFactoryCalls(db: Database): FactoryCallStore {
@@ -52,20 +41,5 @@ export function createSqliteFactoryCalls(db: Database): FactoryCallStore {
       const row = find.get(chainId, wallet.toLowerCase());
       return Promise.resolve(row === null ? undefined : toFactoryCall(row));
     },
-  };
-}
-
-/** A stored row as the port's record (SQLite and PostgreSQL share the columns). */
-export function toFactoryCall(row: Row | Record<string, unknown>): FactoryCallRecord {
-  return {
-    chainId: Number(row.chain_id),
-    wallet: String(row.wallet),
-    factory: String(row.factory),
-    calldataHash: String(row.calldata_hash),
-    state: row.state === "failed" ? "failed" : "sent",
-    txHash: row.tx_hash === null || row.tx_hash === undefined ? null : String(row.tx_hash),
-    gasUsed: row.gas_used === null || row.gas_used === undefined ? null : BigInt(String(row.gas_used)),
-    createdAtMs: Number(row.created_at_ms),
-    updatedAtMs: Number(row.updated_at_ms),
   };
 }

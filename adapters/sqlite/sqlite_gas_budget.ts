@@ -1,8 +1,6 @@
 import type { Database, Statement } from "bun:sqlite";
 import type { GasBudget, GasShare } from "../../ports/gas_budget.ts";
-
-/** The tables of the two relays' budgets: the public relay's (`relay_gas`) and the private relay's. */
-export type GasBudgetTable = "relay_gas" | "private_relay_gas";
+import { type GasBudgetTable } from "../sql/gas_budget.ts";
 
 /**
  * A relay's gas budget in the SQLite file (the public relay's in `relay_gas`, the private relay's in

@@ -1,67 +1,7 @@
 import type { Database } from "bun:sqlite";
-import type { SubmissionItem, SubmissionOutcome, SubmissionRecord, SubmissionRecordStore } from "../../ports/submission_records.ts";
+import type { SubmissionRecordStore } from "../../ports/submission_records.ts";
 import { addMissingColumns } from "./sqlite_database.ts";
-
-/** The table of tracked submissions (decisions §23); the same columns on PostgreSQL. */
-export const SUBMISSION_RECORDS_TABLES: readonly string[] = [
-  `CREATE TABLE IF NOT EXISTS submission_records (
-    id TEXT PRIMARY KEY, scope TEXT NOT NULL, ref TEXT NOT NULL, state TEXT NOT NULL,
-    tx_hash TEXT, uid TEXT, block_number TEXT, error TEXT, fee_bumps INTEGER NOT NULL DEFAULT 0,
-    created_at_ms BIGINT NOT NULL, updated_at_ms BIGINT NOT NULL)`,
-  "CREATE INDEX IF NOT EXISTS submission_records_scope ON submission_records (scope, created_at_ms DESC, id DESC)",
-  "CREATE INDEX IF NOT EXISTS submission_records_ref ON submission_records (ref) WHERE state = 'open'",
-  "CREATE INDEX IF NOT EXISTS submission_records_open ON submission_records (created_at_ms) WHERE state = 'open'",
-];
-
-/**
- * Columns added after the table was first created: a batch's requests (JSON `SubmissionItem[]`) and, once mined, their
- * uids by replay key (JSON). PostgreSQL adds them with `ADD COLUMN IF NOT EXISTS`.
- */
-export const SUBMISSION_RECORDS_ADDED_COLUMNS: readonly (readonly [string, string, string])[] = [
-  ["submission_records", "items", "TEXT"],
-  ["submission_records", "item_uids", "TEXT"],
-  // 1 from its settlement until its `submission.settled` was queued; rows settled before the column existed stay null.
-  ["submission_records", "untold", "INTEGER"],
-];
-
-/** Made once the added columns exist. */
-export const SUBMISSION_RECORDS_AFTER_COLUMNS: readonly string[] = [
-  "CREATE INDEX IF NOT EXISTS submission_records_untold ON submission_records (created_at_ms) WHERE untold = 1",
-];
-
-/** A stored row as the port's record (SQLite and PostgreSQL share the columns). */
-export function toSubmissionRecord(row: Record<string, unknown>): SubmissionRecord {
-  const feeBumps = Number(row.fee_bumps ?? 0);
-  const txHash = (row.tx_hash as string | null | undefined) ?? null;
-  const outcome: SubmissionOutcome | null = row.state === "mined"
-    ? {
-      state: "mined",
-      txHash: txHash ?? "",
-      uid: (row.uid as string | null | undefined) ?? null,
-      blockNumber: BigInt(String(row.block_number ?? "0")),
-      feeBumps,
-      ...(typeof row.item_uids === "string" ? { uids: JSON.parse(row.item_uids) as Record<string, string | null> } : {}),
-    }
-    : row.state === "failed"
-    ? { state: "failed", txHash, error: String(row.error ?? "SUBMISSION_FAILED"), feeBumps }
-    : null;
-  return {
-    id: String(row.id),
-    scope: String(row.scope),
-    ref: String(row.ref),
-    items: typeof row.items === "string" ? JSON.parse(row.items) as SubmissionItem[] : null,
-    outcome,
-    createdAtMs: Number(row.created_at_ms),
-    updatedAtMs: Number(row.updated_at_ms),
-  };
-}
-
-/** The columns an outcome sets: state, tx_hash, uid, block_number, error, fee_bumps, item_uids. */
-export function outcomeValues(outcome: SubmissionOutcome): [string, string | null, string | null, string | null, string | null, number, string | null] {
-  return outcome.state === "mined"
-    ? ["mined", outcome.txHash, outcome.uid, outcome.blockNumber.toString(), null, outcome.feeBumps, outcome.uids === undefined ? null : JSON.stringify(outcome.uids)]
-    : ["failed", outcome.txHash, null, null, outcome.error, outcome.feeBumps, null];
-}
+import { SUBMISSION_RECORDS_ADDED_COLUMNS, SUBMISSION_RECORDS_AFTER_COLUMNS, SUBMISSION_RECORDS_TABLES, outcomeValues, toSubmissionRecord } from "../sql/submission_records.ts";
 
 /** Tracked submissions in the SQLite file, beside the replay records. */
 export function createSqliteSubmissionRecords(db: Database): SubmissionRecordStore {

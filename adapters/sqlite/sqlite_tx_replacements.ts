@@ -1,8 +1,6 @@
 import type { Database } from "bun:sqlite";
-import type { HexString } from "../../ports/eas.ts";
-import type { TxReplacement, TxReplacementStore } from "../../ports/tx_replacements.ts";
-
-type Row = { tx_hash: string; raw_tx: string; wallet: string; tx_nonce: number; created_at_ms: number };
+import type { TxReplacementStore } from "../../ports/tx_replacements.ts";
+import { type Row, toReplacement } from "../sql/tx_replacements.ts";
 
 /** Fee-bump replacements in the SQLite file. */
 export function createSqliteTxReplacements(db: Database): TxReplacementStore {
@@ -24,13 +22,5 @@ export function createSqliteTxReplacements(db: Database): TxReplacementStore {
     },
     list: (book, id) => Promise.resolve(list.all(book, id).map(toReplacement)),
     prune: (beforeMs) => Promise.resolve(prune.run(beforeMs).changes),
-  };
-}
-
-/** A stored row as the port's replacement (SQLite and PostgreSQL share the columns). */
-export function toReplacement(row: Row | Record<string, unknown>): TxReplacement {
-  return {
-    tx: { txHash: String(row.tx_hash) as HexString, raw: String(row.raw_tx) as HexString, wallet: String(row.wallet) as HexString, nonce: Number(row.tx_nonce) },
-    createdAtMs: Number(row.created_at_ms),
   };
 }

@@ -1,0 +1,162 @@
+/** What SQLite and PostgreSQL share for the oauth store: its row mappers, table definitions and query text (adapters/sql/, docs/storage.md). */
+import type { AuthorizedClient, ClientAuthMethod, Grant, OAuthClient, StoredCode, StoredSigningKey } from "../../ports/oauth.ts";
+
+/** The OAuth tables (decisions §19), in SQLite (`INTEGER`) or PostgreSQL (`BIGINT`) words for times. */
+export function oauthTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
+  return [
+    `CREATE TABLE IF NOT EXISTS oauth_clients (
+       client_id TEXT PRIMARY KEY,
+       account_id TEXT,
+       secret_hash TEXT,
+       name TEXT,
+       redirect_uris TEXT NOT NULL,
+       grant_types TEXT NOT NULL,
+       scope TEXT NOT NULL,
+       auth_method TEXT NOT NULL,
+       registered_by TEXT,
+       created_at_ms ${bigint} NOT NULL,
+       granted_at_ms ${bigint}
+     )`,
+    `CREATE INDEX IF NOT EXISTS oauth_clients_account ON oauth_clients (account_id, created_at_ms)`,
+    `CREATE INDEX IF NOT EXISTS oauth_clients_registered ON oauth_clients (registered_by, created_at_ms)`,
+    `CREATE INDEX IF NOT EXISTS oauth_clients_open ON oauth_clients (created_at_ms) WHERE account_id IS NULL`,
+    `CREATE TABLE IF NOT EXISTS oauth_codes (
+       code_hash TEXT PRIMARY KEY,
+       client_id TEXT NOT NULL,
+       account_id TEXT NOT NULL,
+       redirect_uri TEXT NOT NULL,
+       scope TEXT NOT NULL,
+       code_challenge TEXT NOT NULL,
+       resource TEXT,
+       created_at_ms ${bigint} NOT NULL,
+       expires_at_ms ${bigint} NOT NULL,
+       used_at_ms ${bigint},
+       grant_id TEXT
+     )`,
+    // 1: the authorization request named no redirect_uri (issue 33); NULL: it named one (every code stored before).
+    // SQLite adds it in createSqliteOAuth (it has no ADD COLUMN IF NOT EXISTS).
+    ...(bigint === "BIGINT" ? [`ALTER TABLE oauth_codes ADD COLUMN IF NOT EXISTS redirect_uri_omitted BIGINT`] : []),
+    `CREATE INDEX IF NOT EXISTS oauth_codes_expiry ON oauth_codes (expires_at_ms)`,
+    `CREATE INDEX IF NOT EXISTS oauth_codes_client ON oauth_codes (client_id)`,
+    `CREATE INDEX IF NOT EXISTS oauth_codes_account ON oauth_codes (account_id, client_id)`,
+    `CREATE TABLE IF NOT EXISTS oauth_grants (
+       id TEXT PRIMARY KEY,
+       client_id TEXT NOT NULL,
+       account_id TEXT NOT NULL,
+       scope TEXT NOT NULL,
+       resource TEXT,
+       created_at_ms ${bigint} NOT NULL,
+       revoked_at_ms ${bigint}
+     )`,
+    `CREATE INDEX IF NOT EXISTS oauth_grants_client ON oauth_grants (client_id)`,
+    `CREATE INDEX IF NOT EXISTS oauth_grants_account ON oauth_grants (account_id, client_id)`,
+    `CREATE TABLE IF NOT EXISTS oauth_refresh_tokens (
+       token_hash TEXT PRIMARY KEY,
+       grant_id TEXT NOT NULL,
+       created_at_ms ${bigint} NOT NULL,
+       expires_at_ms ${bigint} NOT NULL,
+       used_at_ms ${bigint}
+     )`,
+    `CREATE INDEX IF NOT EXISTS oauth_refresh_tokens_grant ON oauth_refresh_tokens (grant_id)`,
+    `CREATE INDEX IF NOT EXISTS oauth_refresh_tokens_expiry ON oauth_refresh_tokens (expires_at_ms)`,
+    `CREATE TABLE IF NOT EXISTS oauth_revoked_tokens (
+       jti TEXT PRIMARY KEY,
+       client_id TEXT NOT NULL,
+       expires_at_ms ${bigint} NOT NULL
+     )`,
+    `CREATE TABLE IF NOT EXISTS oauth_signing_keys (
+       kid TEXT PRIMARY KEY,
+       private_jwk TEXT NOT NULL,
+       public_jwk TEXT NOT NULL,
+       created_at_ms ${bigint} NOT NULL
+     )`,
+  ];
+}
+
+/** A row of oauth_clients. */
+export type OAuthClientRow = {
+  client_id: string;
+  account_id: string | null;
+  secret_hash: string | null;
+  name: string | null;
+  redirect_uris: string;
+  grant_types: string;
+  scope: string;
+  auth_method: string;
+  created_at_ms: number | string;
+};
+
+/** A client from its row. */
+export function toOAuthClient(row: OAuthClientRow): OAuthClient {
+  return {
+    clientId: row.client_id,
+    accountId: row.account_id,
+    secretHash: row.secret_hash,
+    name: row.name,
+    redirectUris: JSON.parse(row.redirect_uris) as string[],
+    grantTypes: row.grant_types === "" ? [] : row.grant_types.split(" "),
+    scope: row.scope,
+    authMethod: row.auth_method as ClientAuthMethod,
+    createdAtMs: Number(row.created_at_ms),
+  };
+}
+
+/** The column values of a client, in the insert's order. */
+export function clientValues(c: OAuthClient, registeredBy: string | null) {
+  return [c.clientId, c.accountId, c.secretHash, c.name, JSON.stringify(c.redirectUris), c.grantTypes.join(" "), c.scope, c.authMethod, registeredBy, c.createdAtMs] as const;
+}
+
+export type Num = number | string | bigint;
+
+export const numOrNull = (v: Num | null | undefined) => (v === null || v === undefined ? null : Number(v));
+
+/** A code from its row. */
+export function toStoredCode(row: Record<string, unknown>): StoredCode {
+  return {
+    codeHash: String(row.code_hash),
+    clientId: String(row.client_id),
+    accountId: String(row.account_id),
+    redirectUri: String(row.redirect_uri),
+    redirectUriGiven: row.redirect_uri_omitted === null || row.redirect_uri_omitted === undefined || Number(row.redirect_uri_omitted) === 0,
+    scope: String(row.scope),
+    codeChallenge: String(row.code_challenge),
+    resource: (row.resource as string | null) ?? null,
+    createdAtMs: Number(row.created_at_ms),
+    expiresAtMs: Number(row.expires_at_ms),
+    usedAtMs: numOrNull(row.used_at_ms as Num | null),
+    grantId: (row.grant_id as string | null) ?? null,
+  };
+}
+
+/** A grant from its row (columns prefixed `g_` where joined). */
+export function toGrant(row: Record<string, unknown>): Grant {
+  return {
+    id: String(row.id),
+    clientId: String(row.client_id),
+    accountId: String(row.account_id),
+    scope: String(row.scope),
+    resource: (row.resource as string | null) ?? null,
+    createdAtMs: Number(row.created_at_ms),
+    revokedAtMs: numOrNull(row.revoked_at_ms as Num | null),
+  };
+}
+
+/** How long after its last token an access token may still be live: its lifetime (decisions §19). */
+export const ACCESS_TOKEN_LIFE_MS = 3_600_000;
+
+/** An authorized client from its grouped row (`scopes`: the distinct scope strings joined by a newline). */
+export function toAuthorizedClient(row: Record<string, unknown>): AuthorizedClient {
+  return {
+    clientId: String(row.client_id),
+    clientName: (row.name as string | null) ?? null,
+    scopes: String(row.scopes ?? "").split("\n").filter((s) => s !== ""),
+    firstAuthorizedAtMs: Number(row.first_ms),
+    lastAuthorizedAtMs: Number(row.last_ms),
+    grants: Number(row.grants),
+  };
+}
+
+/** A signing key from its row. */
+export function toOAuthSigningKey(row: Record<string, unknown>): StoredSigningKey {
+  return { kid: String(row.kid), privateJwk: String(row.private_jwk), publicJwk: String(row.public_jwk), createdAtMs: Number(row.created_at_ms) };
+}

@@ -1,0 +1,78 @@
+/** What SQLite and PostgreSQL share for the payments store: its row mappers, table definitions and query text (adapters/sql/, docs/storage.md). */
+import type { PaidPeriod, PaymentPurpose, PaymentRecord, PaymentState } from "../../ports/payments.ts";
+
+/** The payments table (decisions §13), in SQLite (`INTEGER`) or PostgreSQL (`BIGINT`) words for times. */
+export function paymentTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
+  return [
+    `CREATE TABLE IF NOT EXISTS x402_payments (
+       key TEXT PRIMARY KEY,
+       purpose TEXT NOT NULL,
+       network TEXT NOT NULL,
+       asset TEXT NOT NULL,
+       payer TEXT NOT NULL,
+       pay_to TEXT NOT NULL,
+       amount TEXT NOT NULL,
+       account_id TEXT,
+       state TEXT NOT NULL,
+       work_ref TEXT,
+       settlement_tx TEXT,
+       failure_reason TEXT,
+       period_start_ms ${bigint},
+       period_end_ms ${bigint},
+       created_at_ms ${bigint} NOT NULL,
+       updated_at_ms ${bigint} NOT NULL
+     )`,
+    `CREATE INDEX IF NOT EXISTS x402_payments_account ON x402_payments (account_id, period_end_ms)`,
+    `CREATE INDEX IF NOT EXISTS x402_payments_state ON x402_payments (state, created_at_ms)`,
+    // Added with the balance check (issue 23): SQLite adds it in createSqlitePayments (it has no ADD COLUMN IF NOT EXISTS).
+    ...(bigint === "BIGINT" ? [`ALTER TABLE x402_payments ADD COLUMN IF NOT EXISTS valid_before BIGINT`] : []),
+    // A payer's open payments are read per payer, token and network at every paid request.
+    `CREATE INDEX IF NOT EXISTS x402_payments_payer ON x402_payments (payer, asset, network, state)`,
+  ];
+}
+
+/** Whether `amounts` plus `amount` stay within `balance` (atomic units, as decimal strings). */
+export function withinBalance(amounts: readonly unknown[], amount: string, balance: bigint): boolean {
+  return amounts.reduce<bigint>((sum, a) => sum + BigInt(String(a)), BigInt(amount)) <= balance;
+}
+
+/** `validBefore` as stored: whole seconds capped at 2^53 - 1 (EIP-3009 allows any uint256). */
+export function storedValidBefore(validBefore: number | undefined): number | null {
+  return validBefore === undefined ? null : Math.min(Math.floor(validBefore), Number.MAX_SAFE_INTEGER);
+}
+
+/** A stored row as the port's record (SQLite and PostgreSQL). */
+export function toPaymentRecord(row: Record<string, unknown>): PaymentRecord {
+  const num = (value: unknown) => (value === null || value === undefined ? null : Number(value));
+  const str = (value: unknown) => (value === null || value === undefined ? null : String(value));
+  return {
+    key: String(row.key),
+    purpose: String(row.purpose) as PaymentPurpose,
+    network: String(row.network),
+    asset: String(row.asset),
+    payer: String(row.payer),
+    payTo: String(row.pay_to),
+    amount: String(row.amount),
+    accountId: str(row.account_id),
+    state: String(row.state) as PaymentState,
+    workRef: str(row.work_ref),
+    settlementTx: str(row.settlement_tx),
+    failureReason: str(row.failure_reason),
+    periodStartMs: num(row.period_start_ms),
+    periodEndMs: num(row.period_end_ms),
+    createdAtMs: Number(row.created_at_ms),
+    updatedAtMs: Number(row.updated_at_ms),
+    validBefore: num(row.valid_before),
+  };
+}
+
+/** The paid time around `nowMs` from an account's counted periods: the run of touching periods that covers it. */
+export function contiguousPeriod(periods: readonly PaidPeriod[], nowMs: number): PaidPeriod | undefined {
+  const runs: PaidPeriod[] = [];
+  for (const p of [...periods].sort((a, b) => a.startMs - b.startMs)) {
+    const last = runs[runs.length - 1];
+    if (last !== undefined && p.startMs <= last.endMs) runs[runs.length - 1] = { startMs: last.startMs, endMs: Math.max(last.endMs, p.endMs) };
+    else runs.push(p);
+  }
+  return runs.find((r) => r.startMs <= nowMs && nowMs < r.endMs);
+}

@@ -1,0 +1,13 @@
+/** What SQLite and PostgreSQL share for the tx replacements store: its row mappers, table definitions and query text (adapters/sql/, docs/storage.md). */
+import type { HexString } from "../../ports/eas.ts";
+import type { TxReplacement } from "../../ports/tx_replacements.ts";
+
+export type Row = { tx_hash: string; raw_tx: string; wallet: string; tx_nonce: number; created_at_ms: number };
+
+/** A stored row as the port's replacement (SQLite and PostgreSQL share the columns). */
+export function toReplacement(row: Row | Record<string, unknown>): TxReplacement {
+  return {
+    tx: { txHash: String(row.tx_hash) as HexString, raw: String(row.raw_tx) as HexString, wallet: String(row.wallet) as HexString, nonce: Number(row.tx_nonce) },
+    createdAtMs: Number(row.created_at_ms),
+  };
+}
