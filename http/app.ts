@@ -4,8 +4,8 @@ import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import { type EasRoutesDeps, easRoutes, privateRelayRoutes, type PrivateRelayRoutesDeps } from "./routes/delegation/mod.ts";
 import { healthRoutes, metricsRoute, type ReadinessReport } from "./routes/health.ts";
 import { controllerRoutes, type ControllerRoutesDeps } from "./routes/controller.ts";
-import { ARTIFACT_TRUST_PATHS, artifactTrustKey, artifactTrustRoutes } from "./routes/artifact_trust.ts";
-import { ATTESTATION_LIST_PATHS, attestationListKey, attestationListRoutes, type AttestationListRoutesDeps } from "./routes/attestation_list.ts";
+import { ARTIFACT_TRUST_DOCS, artifactTrustKey, artifactTrustRoutes } from "./routes/artifact_trust.ts";
+import { ATTESTATION_DOCS, attestationListKey, attestationListRoutes, type AttestationListRoutesDeps } from "./routes/attestation_list.ts";
 import {
   type AccountRoutesDeps,
   accountRoutes,
@@ -19,7 +19,7 @@ import {
 } from "./routes/accounts/mod.ts";
 import { consoleRoutes, type ConsoleRoutesDeps } from "./routes/console.ts";
 import {
-  KEY_STATUS_PATHS,
+  KEY_STATUS_DOCS,
   keyStatusKey,
   keyStatusLimit,
   keyStatusRoutes,
@@ -38,13 +38,14 @@ import { sessionRoutes, type SessionRoutesDeps } from "./routes/session.ts";
 import { witnessRoutes } from "./routes/witness.ts";
 import { submissionRoutes, type SubmissionRoutesDeps } from "./routes/submissions.ts";
 import type { ArtifactTrust } from "../domain/artifact_trust/mod.ts";
-import { type AnswerCache, createIdentityResolve, IDENTITY_RESOLVE_PATHS, identityRoutes } from "./routes/identity.ts";
-import { TRUST_ANCHOR_PATHS, TRUST_POLICY_PATH, trustAnchorRoutes, trustAnchorsAnswer } from "./routes/trust_anchors.ts";
+import { type AnswerCache, createIdentityResolve, IDENTITY_DOCS, identityRoutes } from "./routes/identity.ts";
+import { TRUST_ANCHOR_DOCS, TRUST_POLICY_DOCS, trustAnchorRoutes, trustAnchorsAnswer } from "./routes/trust_anchors.ts";
 import { trustPolicyOf } from "../domain/identity/mod.ts";
 import { type EdgeAnswer, type EdgeRoutes, publicEdgeRoutes, registerEdgeRoutes } from "./edge_routes.ts";
 import { applyCachePolicy, createEtagMemo, createPolicyLookup, DEFAULT_HTTP_CACHE_SETTINGS, type HttpCacheSettings } from "./http_cache.ts";
 import type { AnswerKey, IndexAnswerCache } from "./index_answer_cache.ts";
 import { ROUTE_DOCS } from "./route_docs.ts";
+import type { RouteDoc } from "./models.ts";
 import { API_DOCS_CACHE, apiDocRoutes } from "./routes/api_docs.ts";
 import { webhookRoutes, type WebhookRoutesDeps } from "./routes/webhooks.ts";
 import { widgetRoutes, type WidgetRoutesDeps } from "./routes/widgets.ts";
@@ -146,6 +147,11 @@ function sharedAnswers(deps: AppDeps): SharedAnswers {
   };
 }
 
+/** The paths a capability's declarations mark as answered at the edge (`edge` of {@link RouteDoc}). */
+function edgePaths(docs: readonly RouteDoc[], edge: NonNullable<RouteDoc["edge"]>): readonly string[] {
+  return docs.filter((doc) => doc.edge === edge).flatMap((doc) => doc.paths);
+}
+
 /**
  * What the edge answers ahead of Elysia (issue 28, http/edge_routes.ts): trust anchors and identity-resolve, with the
  * very answers their routes give; and (issue 34) a kept answer of artifact trust, the attestation list or key status
@@ -153,9 +159,9 @@ function sharedAnswers(deps: AppDeps): SharedAnswers {
  */
 function edgeAnswersOf(deps: AppDeps, shared: SharedAnswers): Map<string, EdgeAnswer> {
   const edgeAnswers = new Map<string, EdgeAnswer>();
-  for (const path of TRUST_ANCHOR_PATHS) edgeAnswers.set(path, { method: "GET", answer: shared.anchors });
-  edgeAnswers.set(TRUST_POLICY_PATH, { method: "GET", answer: shared.policy });
-  for (const path of IDENTITY_RESOLVE_PATHS) edgeAnswers.set(path, { method: "POST", answer: shared.resolve });
+  for (const path of edgePaths(TRUST_ANCHOR_DOCS, "answer")) edgeAnswers.set(path, { method: "GET", answer: shared.anchors });
+  for (const path of edgePaths(TRUST_POLICY_DOCS, "answer")) edgeAnswers.set(path, { method: "GET", answer: shared.policy });
+  for (const path of edgePaths(IDENTITY_DOCS, "answer")) edgeAnswers.set(path, { method: "POST", answer: shared.resolve });
   const keptAnswers = deps.indexAnswers ?? undefined;
   if (keptAnswers === undefined) return edgeAnswers;
   const headers = { "content-type": "application/json; charset=utf-8", ...PUBLIC_CORS_HEADERS };
@@ -175,12 +181,12 @@ function edgeAnswersOf(deps: AppDeps, shared: SharedAnswers): Map<string, EdgeAn
       return answer === undefined || limit === undefined ? answer : limit(request) ?? answer;
     };
   };
-  if (deps.artifactTrust) for (const path of ARTIFACT_TRUST_PATHS) edgeAnswers.set(path, { method: "GET", kept: kept(artifactTrustKey) });
-  if (deps.attestationList) for (const path of ATTESTATION_LIST_PATHS) edgeAnswers.set(path, { method: "GET", kept: kept(attestationListKey) });
+  if (deps.artifactTrust) for (const path of edgePaths(ARTIFACT_TRUST_DOCS, "kept")) edgeAnswers.set(path, { method: "GET", kept: kept(artifactTrustKey) });
+  if (deps.attestationList) for (const path of edgePaths(ATTESTATION_DOCS, "kept")) edgeAnswers.set(path, { method: "GET", kept: kept(attestationListKey) });
   // Key status with its per-client rate (`KEY_STATUS_RATE_PER_MINUTE`): one turn a lookup, at the edge or the route.
   if (deps.keyStatus) {
     const limit = keyStatusLimit(deps.keyStatus, PUBLIC_CORS_HEADERS);
-    for (const path of KEY_STATUS_PATHS) edgeAnswers.set(path, { method: "GET", kept: kept(keyStatusKey, limit) });
+    for (const path of edgePaths(KEY_STATUS_DOCS, "kept")) edgeAnswers.set(path, { method: "GET", kept: kept(keyStatusKey, limit) });
   }
   return edgeAnswers;
 }

@@ -18,6 +18,7 @@ import { createApp } from "./app.ts";
 import { edgeRoutesOf } from "./edge_routes.ts";
 import { createIndexAnswerCache, type IndexAnswerCache } from "./index_answer_cache.ts";
 import { instrumentedHandler, requestClientAddress, requestLogContext } from "./instrument.ts";
+import { ROUTE_DOCS } from "./route_docs.ts";
 import { minimalAppDeps } from "./testing.ts";
 
 const ARTIFACT = `did:artifact:${"ab".repeat(32)}`;
@@ -111,6 +112,12 @@ describe("kept index answers at the edge (issue 34)", () => {
     expect(paths).toEqual(expect.arrayContaining(["/v1/artifact-trust", "/api/public/artifact-trust", "/v1/attestations", "/api/public/attestations"]));
     expect(paths).toEqual(expect.arrayContaining(["/v1/key-status", "/api/public/key-status"]));
     expect(paths).not.toContain("/v1/attestations/count");
+  });
+
+  test("the edge's table is the declarations that say so: every path of a route declared `edge`, and no other", () => {
+    const declared = ROUTE_DOCS.filter((doc) => doc.edge !== undefined).flatMap((doc) => doc.paths);
+    expect(declared.length).toBeGreaterThan(8);
+    expect([...edgeRoutesOf(edge.app as never)!.keys()].sort()).toEqual([...declared].sort());
   });
 
   test("a kept answer is served at the edge with the app's bytes, headers, ETag and 304, on both paths", async () => {

@@ -205,6 +205,12 @@ export type RouteDoc = {
    * new route cannot be published without saying so either.
    */
   readonly cache: CachePolicy;
+  /**
+   * Answered at the server's edge ahead of Elysia (http/edge_routes.ts; issues 28, 34): `answer`, every request of the
+   * paths, with the guards the app's hooks apply; `kept`, a GET whose kept index answer is held now (the rest go to the
+   * app). The edge's table is built from the declarations that say so (http/app.ts).
+   */
+  readonly edge?: "answer" | "kept" | undefined;
   /** The OAuth scope a bearer token needs here (decisions §19); absent: no bearer access. */
   readonly scope?: "witness:write" | "relay:write" | "rpc:read" | "account:read" | "subjects:write" | "keys:write" | "webhooks:write" | undefined;
   readonly summary: string;

@@ -70,7 +70,8 @@ export function artifactTrustRoutes(deps: ArtifactTrustRoutesDeps) {
 export const ARTIFACT_TRUST_DOCS: readonly RouteDoc[] = [
   {
     method: "get",
-    paths: ["/v1/artifact-trust", "/api/public/artifact-trust"],
+    paths: ARTIFACT_TRUST_PATHS,
+    edge: "kept",
     auth: "public",
     cache: CACHE.indexAndDiscovery,
     summary: "Every verified claim about a did:artifact: responsibility claims, security assessments, certifications, linked identifiers",

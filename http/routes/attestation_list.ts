@@ -168,7 +168,8 @@ export function attestationListRoutes(deps: AttestationListRoutesDeps) {
 export const ATTESTATION_DOCS: readonly RouteDoc[] = [
   {
     method: "get",
-    paths: ["/v1/attestations", "/api/public/attestations"],
+    paths: ATTESTATION_LIST_PATHS,
+    edge: "kept",
     auth: "public",
     cache: CACHE.index,
     summary:

@@ -191,7 +191,8 @@ export function identityRoutes(options: { cache?: RecordCache | undefined; resol
 export const IDENTITY_DOCS: readonly RouteDoc[] = [
   {
     method: "post",
-    paths: ["/v1/identity-resolve", "/v1/identity/resolve", "/api/public/identity-resolve"],
+    paths: IDENTITY_RESOLVE_PATHS,
+    edge: "answer",
     auth: "public",
     cache: CACHE.noStore,
     summary: "Canonical identifiers and display labels (display only, not for authorization)",

@@ -54,7 +54,8 @@ export function trustAnchorRoutes(anchors: TrustAnchors, serve: () => Response =
 export const TRUST_ANCHOR_DOCS: readonly RouteDoc[] = [
   {
     method: "get",
-    paths: ["/v1/trust-anchors", "/api/public/trust-anchors"],
+    paths: TRUST_ANCHOR_PATHS,
+    edge: "answer",
     auth: "public",
     cache: CACHE.static,
     summary: "Registry addresses, schema UIDs and approved issuers",
@@ -66,7 +67,8 @@ export const TRUST_ANCHOR_DOCS: readonly RouteDoc[] = [
 export const TRUST_POLICY_DOCS: readonly RouteDoc[] = [
   {
     method: "get",
-    paths: ["/v1/trust-policy"],
+    paths: [TRUST_POLICY_PATH],
+    edge: "answer",
     auth: "public",
     cache: CACHE.static,
     summary: "The trust policy the widget signing bridges read (decisions §29): EAS contract and schema UIDs per decimal chain id, and the widget origins a host page trusts",

@@ -114,7 +114,8 @@ export function keyStatusRoutes(deps: KeyStatusRoutesDeps) {
 export const KEY_STATUS_DOCS: readonly RouteDoc[] = [
   {
     method: "get",
-    paths: ["/v1/key-status", "/api/public/key-status"],
+    paths: KEY_STATUS_PATHS,
+    edge: "kept",
     auth: "public",
     cache: CACHE.indexAndDiscovery,
     request: REQUEST_MODELS.keyStatus,
