@@ -1,0 +1,229 @@
+import type { SQL } from "bun";
+import type {
+  Account,
+  AccountStore,
+  Challenge,
+  ChallengeCreation,
+  Plan,
+  Session,
+  SponsoredWriteLedger,
+  WriteRecord,
+  WriteState,
+} from "../../ports/accounts.ts";
+import type { HexString } from "../../ports/eas.ts";
+
+/**
+ * Advisory lock spaces (two-key form) of sign-in challenge creation: one lock per client, then one per
+ * wallet. Every creation takes them in that order, so two creations never wait on each other in a cycle.
+ */
+const CHALLENGE_CLIENT_LOCK = 7_240_003;
+const CHALLENGE_WALLET_LOCK = 7_240_004;
+
+const num = (value: unknown): number => Number(value);
+const numOrNull = (value: unknown): number | null => (value === null || value === undefined ? null : Number(value));
+
+type Row = Record<string, unknown>;
+
+const toAccount = (row: Row): Account => ({
+  id: String(row.id),
+  address: String(row.address),
+  plan: row.plan as Plan,
+  createdAtMs: num(row.created_at_ms),
+  displayName: (row.display_name as string | null | undefined) ?? null,
+});
+
+const toChallenge = (row: Row): Challenge => ({
+  id: String(row.id),
+  address: String(row.address),
+  chainId: num(row.chain_id),
+  nonce: String(row.nonce),
+  message: String(row.message),
+  createdAtMs: num(row.created_at_ms),
+  expiresAtMs: num(row.expires_at_ms),
+  usedAtMs: numOrNull(row.used_at_ms),
+});
+
+const toSession = (row: Row): Session => ({
+  tokenHash: String(row.token_hash),
+  accountId: String(row.account_id),
+  createdAtMs: num(row.created_at_ms),
+  expiresAtMs: num(row.expires_at_ms),
+  revokedAtMs: numOrNull(row.revoked_at_ms),
+  walletProviderId: (row.wallet_provider_id as string | null | undefined) ?? null,
+  executionMode: ((row.execution_mode as string | null | undefined) ?? null) as Session["executionMode"],
+});
+
+const toWrite = (row: Row): WriteRecord => ({
+  id: String(row.id),
+  accountId: String(row.account_id),
+  year: num(row.year),
+  fingerprint: String(row.fingerprint),
+  state: row.state as WriteState,
+  tx: row.raw_tx == null || row.tx_hash == null || row.wallet == null || row.tx_nonce == null ? null : {
+    txHash: String(row.tx_hash) as HexString,
+    raw: String(row.raw_tx) as HexString,
+    wallet: String(row.wallet) as HexString,
+    nonce: num(row.tx_nonce),
+  },
+  txHash: (row.tx_hash as string | null) ?? null,
+  uid: (row.uid as string | null) ?? null,
+  blockNumber: row.block_number === null || row.block_number === undefined ? null : BigInt(String(row.block_number)),
+  createdAtMs: num(row.created_at_ms),
+  updatedAtMs: num(row.updated_at_ms),
+});
+
+/** Accounts, sign-in challenges and sessions in PostgreSQL; challenge creations counted under advisory locks. */
+export function createPostgresAccountStore(sql: SQL): AccountStore {
+  const findAccount = async (idOrAddress: string): Promise<Account | undefined> => {
+    const rows: Row[] = await sql`SELECT * FROM accounts WHERE id = ${idOrAddress} OR address = ${idOrAddress.toLowerCase()}
+                                   ORDER BY (id = ${idOrAddress}) DESC LIMIT 1`;
+    return rows[0] === undefined ? undefined : toAccount(rows[0]);
+  };
+
+  const accounts: AccountStore = {
+    async createChallenge(c, limits) {
+      const now = c.createdAtMs;
+      const since = now - limits.windowMs;
+      const address = c.address.toLowerCase();
+      return await sql.begin(async (tx): Promise<ChallengeCreation> => {
+        // Counted under the locks, so no instance inserts between another's count and insert.
+        await tx`SELECT pg_advisory_xact_lock(${CHALLENGE_CLIENT_LOCK}, hashtext(${limits.client}))`;
+        await tx`SELECT pg_advisory_xact_lock(${CHALLENGE_WALLET_LOCK}, hashtext(${address}))`;
+        // The `limit`-th newest creation inside the window: while it exists the limit is reached.
+        const [byClient]: Row[] = await tx`
+          SELECT created_at_ms FROM challenges WHERE client_key = ${limits.client} AND created_at_ms > ${since}
+           ORDER BY created_at_ms DESC LIMIT 1 OFFSET ${limits.perClient - 1}`;
+        if (byClient !== undefined) {
+          return { ok: false, limit: "client", retryAfterMs: num(byClient.created_at_ms) + limits.windowMs - now };
+        }
+        const [byWallet]: Row[] = await tx`
+          SELECT created_at_ms FROM challenges WHERE address = ${address} AND created_at_ms > ${since}
+           ORDER BY created_at_ms DESC LIMIT 1 OFFSET ${limits.perWallet - 1}`;
+        if (byWallet !== undefined) {
+          return { ok: false, limit: "wallet", retryAfterMs: num(byWallet.created_at_ms) + limits.windowMs - now };
+        }
+        const evicted = await tx`
+          UPDATE challenges SET used_at_ms = ${now}
+           WHERE address = ${address} AND used_at_ms IS NULL AND expires_at_ms > ${now}
+             AND id NOT IN (SELECT id FROM challenges WHERE address = ${address} AND used_at_ms IS NULL AND expires_at_ms > ${now}
+                             ORDER BY created_at_ms DESC, id DESC LIMIT ${Math.max(0, limits.livePerWallet - 1)})
+          RETURNING id`;
+        await tx`INSERT INTO challenges (id, address, chain_id, nonce, message, created_at_ms, expires_at_ms, used_at_ms, client_key)
+                 VALUES (${c.id}, ${address}, ${c.chainId}, ${c.nonce}, ${c.message}, ${c.createdAtMs}, ${c.expiresAtMs}, NULL,
+                         ${limits.client})`;
+        return { ok: true, evicted: evicted.length };
+      });
+    },
+    async findChallenge(id) {
+      const rows: Row[] = await sql`SELECT * FROM challenges WHERE id = ${id}`;
+      return rows[0] === undefined ? undefined : toChallenge(rows[0]);
+    },
+    async consumeChallenge(id, nowMs) {
+      const rows = await sql`UPDATE challenges SET used_at_ms = ${nowMs} WHERE id = ${id} AND used_at_ms IS NULL RETURNING id`;
+      return rows.length === 1;
+    },
+    async findOrCreateAccount(address, newId, nowMs) {
+      const lower = address.toLowerCase();
+      await sql`INSERT INTO accounts (id, address, plan, created_at_ms, updated_at_ms)
+                VALUES (${newId}, ${lower}, 'free', ${nowMs}, ${nowMs}) ON CONFLICT (address) DO NOTHING`;
+      const rows: Row[] = await sql`SELECT * FROM accounts WHERE address = ${lower}`;
+      return toAccount(rows[0]!);
+    },
+    findAccount,
+    async listAccounts() {
+      const rows: Row[] = await sql`SELECT * FROM accounts ORDER BY created_at_ms, id`;
+      return rows.map(toAccount);
+    },
+    async setDisplayName(id, displayName, nowMs) {
+      const rows: Row[] = await sql`UPDATE accounts SET display_name = ${displayName}, updated_at_ms = ${nowMs}
+                                     WHERE id = ${id} RETURNING *`;
+      return rows[0] === undefined ? undefined : toAccount(rows[0]);
+    },
+    async setPlan(idOrAddress, plan, nowMs) {
+      const found = await findAccount(idOrAddress);
+      if (found === undefined) return undefined;
+      await sql`UPDATE accounts SET plan = ${plan}, updated_at_ms = ${nowMs} WHERE id = ${found.id}`;
+      return { ...found, plan };
+    },
+    async saveSession(s) {
+      await sql`INSERT INTO sessions (token_hash, account_id, created_at_ms, expires_at_ms, revoked_at_ms, wallet_provider_id, execution_mode)
+                VALUES (${s.tokenHash}, ${s.accountId}, ${s.createdAtMs}, ${s.expiresAtMs}, NULL,
+                        ${s.walletProviderId ?? null}, ${s.executionMode ?? null})`;
+    },
+    async findSession(tokenHash) {
+      const rows: Row[] = await sql`
+        SELECT s.token_hash, s.account_id, s.created_at_ms AS s_created, s.expires_at_ms, s.revoked_at_ms,
+               s.wallet_provider_id, s.execution_mode, a.id, a.address, a.plan, a.created_at_ms, a.display_name
+          FROM sessions s JOIN accounts a ON a.id = s.account_id WHERE s.token_hash = ${tokenHash}`;
+      const row = rows[0];
+      if (row === undefined) return undefined;
+      return { session: toSession({ ...row, created_at_ms: row.s_created }), account: toAccount(row) };
+    },
+    async revokeSession(tokenHash, nowMs) {
+      await sql`UPDATE sessions SET revoked_at_ms = ${nowMs} WHERE token_hash = ${tokenHash} AND revoked_at_ms IS NULL`;
+    },
+    async prune(nowMs) {
+      return await sql.begin(async (tx) => {
+        const challenges = await tx`DELETE FROM challenges WHERE expires_at_ms < ${nowMs} RETURNING id`;
+        const sessions = await tx`DELETE FROM sessions WHERE expires_at_ms < ${nowMs} RETURNING token_hash`;
+        return challenges.length + sessions.length;
+      });
+    },
+  };
+  return accounts;
+}
+
+/** The sponsored-write quota in PostgreSQL: a reservation under a per-account advisory lock, across every instance. */
+export function createPostgresWriteLedger(sql: SQL): SponsoredWriteLedger {
+  const usage = async (db: SQL, accountId: string, year: number) => {
+    const [row]: Row[] = await db`
+      SELECT COUNT(*) FILTER (WHERE state = 'committed') AS used,
+             COUNT(*) FILTER (WHERE state IN ('reserved', 'signed', 'broadcast')) AS reserved
+        FROM sponsored_writes WHERE account_id = ${accountId} AND year = ${year}`;
+    return { used: num(row!.used), reserved: num(row!.reserved) };
+  };
+
+  const ledger: SponsoredWriteLedger = {
+    usage: (accountId, year) => usage(sql, accountId, year),
+    async reserve(r, limit) {
+      return await sql.begin(async (tx) => {
+        // One reservation at a time per account, across every instance.
+        await tx`SELECT pg_advisory_xact_lock(hashtext(${r.accountId}))`;
+        const now = await usage(tx, r.accountId, r.year);
+        if (now.used + now.reserved >= limit) return false;
+        await tx`INSERT INTO sponsored_writes (id, account_id, year, fingerprint, state, created_at_ms, updated_at_ms)
+                 VALUES (${r.id}, ${r.accountId}, ${r.year}, ${r.fingerprint}, 'reserved', ${r.createdAtMs}, ${r.createdAtMs})`;
+        return true;
+      });
+    },
+    async markSigned(id, tx, nowMs) {
+      const rows = await sql`UPDATE sponsored_writes SET state = 'signed', tx_hash = ${tx.txHash}, raw_tx = ${tx.raw},
+                                    wallet = ${tx.wallet.toLowerCase()}, tx_nonce = ${tx.nonce}, updated_at_ms = ${nowMs}
+                              WHERE id = ${id} AND state = 'reserved' RETURNING id`;
+      return rows.length === 1;
+    },
+    async markSent(id, nowMs) {
+      await sql`UPDATE sponsored_writes SET state = 'broadcast', updated_at_ms = ${nowMs}
+                WHERE id = ${id} AND state IN ('reserved', 'signed')`;
+    },
+    async commit(id, outcome, nowMs) {
+      await sql`UPDATE sponsored_writes SET state = 'committed', tx_hash = ${outcome.txHash}, uid = ${outcome.uid},
+                       block_number = ${outcome.blockNumber.toString()}, updated_at_ms = ${nowMs}
+                 WHERE id = ${id} AND state IN ('reserved', 'signed', 'broadcast')`;
+    },
+    async release(id, nowMs) {
+      await sql`UPDATE sponsored_writes SET state = 'released', updated_at_ms = ${nowMs}
+                WHERE id = ${id} AND state IN ('reserved', 'signed', 'broadcast')`;
+    },
+    async unsettled(createdBeforeMs) {
+      const rows: Row[] = await sql`SELECT * FROM sponsored_writes WHERE state IN ('reserved', 'signed', 'broadcast')
+                                     AND created_at_ms < ${createdBeforeMs} ORDER BY created_at_ms, tx_nonce`;
+      return rows.map(toWrite);
+    },
+    async find(id) {
+      const rows: Row[] = await sql`SELECT * FROM sponsored_writes WHERE id = ${id}`;
+      return rows[0] === undefined ? undefined : toWrite(rows[0]);
+    },
+  };
+  return ledger;
+}
