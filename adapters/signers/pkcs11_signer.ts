@@ -20,7 +20,7 @@ import { p256 } from "@noble/curves/p256";
 import { secp256k1 } from "@noble/curves/secp256k1";
 import { type DigestSigner, type SignerCurve, SignerError } from "./_digest_signer.ts";
 import { normalizeSignature, parseRawSignature } from "./_ecdsa.ts";
-import { type Pkcs11Failure, type Pkcs11Reply, type Pkcs11Request, pkcs11WorkerMain } from "./_pkcs11_worker.ts";
+import { type Pkcs11Failure, type Pkcs11Reply, type Pkcs11Request, pkcs11WorkerSource } from "./_pkcs11_worker.ts";
 
 /** Options of {@link openPkcs11Signer}. */
 export type Pkcs11SignerOptions = { readonly curve: SignerCurve; readonly timeoutMs: number };
@@ -272,7 +272,7 @@ export async function openPkcs11Signer(uri: string, options: Pkcs11SignerOptions
 }
 
 function startWorker(): Worker {
-  const source = `(${pkcs11WorkerMain.toString()})()`;
+  const source = pkcs11WorkerSource();
   const url = URL.createObjectURL(new Blob([source], { type: "application/javascript" }));
   const worker = new Worker(url);
   // A signer left open never keeps the process alive on its own.
