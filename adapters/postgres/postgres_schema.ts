@@ -14,83 +14,13 @@ import { SUBMISSION_RECORDS_TABLES } from "./postgres_submission_records.ts";
 import { TX_REPLACEMENTS_TABLE } from "./postgres_tx_replacements.ts";
 import { WEBHOOK_TABLES } from "./postgres_webhooks.ts";
 import { migrate } from "./postgres_migrate.ts";
+import { accountTables } from "../sql/accounts.ts";
+import { replayTables } from "../sql/replay_store.ts";
+import { POSTGRES_WORDS, postgresStatements } from "../sql/schema.ts";
 
 const MIGRATIONS: readonly string[] = [
-  `CREATE TABLE IF NOT EXISTS replay (
-     key TEXT PRIMARY KEY,
-     chain_id BIGINT NOT NULL,
-     attester TEXT NOT NULL,
-     nonce TEXT NOT NULL,
-     deadline BIGINT NOT NULL,
-     state TEXT NOT NULL,
-     tx_hash TEXT,
-     uid TEXT,
-     block_number TEXT,
-     created_at_ms BIGINT NOT NULL
-   )`,
-  // Submissions before decisions §15 had states claimed/broadcast/done/failed.
-  `UPDATE replay SET state = CASE state WHEN 'claimed' THEN 'checked' WHEN 'broadcast' THEN 'sent'
-     WHEN 'done' THEN 'mined' WHEN 'failed' THEN 'reverted' ELSE state END
-     WHERE state IN ('claimed', 'broadcast', 'done', 'failed')`,
-  `DROP INDEX IF EXISTS replay_live_nonce`,
-  // One live submission per attester nonce, as in SQLite.
-  `CREATE UNIQUE INDEX IF NOT EXISTS replay_live_nonce_v2 ON replay (chain_id, attester, nonce)
-     WHERE state IN ('checked', 'signed', 'sent', 'mined')`,
-  `CREATE INDEX IF NOT EXISTS replay_open ON replay (state, created_at_ms)`,
-  // The stored transaction of a submission (decisions §15).
-  `ALTER TABLE replay ADD COLUMN IF NOT EXISTS raw_tx TEXT`,
-  `ALTER TABLE replay ADD COLUMN IF NOT EXISTS wallet TEXT`,
-  `ALTER TABLE replay ADD COLUMN IF NOT EXISTS tx_nonce BIGINT`,
-  `CREATE INDEX IF NOT EXISTS replay_deadline ON replay (deadline)`,
-  `CREATE TABLE IF NOT EXISTS accounts (
-     id TEXT PRIMARY KEY,
-     address TEXT NOT NULL UNIQUE,
-     plan TEXT NOT NULL,
-     created_at_ms BIGINT NOT NULL,
-     updated_at_ms BIGINT NOT NULL
-   )`,
-  `CREATE TABLE IF NOT EXISTS challenges (
-     id TEXT PRIMARY KEY,
-     address TEXT NOT NULL,
-     chain_id BIGINT NOT NULL,
-     nonce TEXT NOT NULL,
-     message TEXT NOT NULL,
-     created_at_ms BIGINT NOT NULL,
-     expires_at_ms BIGINT NOT NULL,
-     used_at_ms BIGINT
-   )`,
-  `CREATE INDEX IF NOT EXISTS challenges_expiry ON challenges (expires_at_ms)`,
-  // Who asked for a sign-in challenge: creations are rate-limited per client and per wallet (decisions §15).
-  `ALTER TABLE challenges ADD COLUMN IF NOT EXISTS client_key TEXT`,
-  `CREATE INDEX IF NOT EXISTS challenges_client ON challenges (client_key, created_at_ms)`,
-  `CREATE INDEX IF NOT EXISTS challenges_wallet ON challenges (address, created_at_ms)`,
-  `CREATE TABLE IF NOT EXISTS sessions (
-     token_hash TEXT PRIMARY KEY,
-     account_id TEXT NOT NULL REFERENCES accounts (id),
-     created_at_ms BIGINT NOT NULL,
-     expires_at_ms BIGINT NOT NULL,
-     revoked_at_ms BIGINT
-   )`,
-  `CREATE INDEX IF NOT EXISTS sessions_expiry ON sessions (expires_at_ms)`,
-  `CREATE TABLE IF NOT EXISTS sponsored_writes (
-     id TEXT PRIMARY KEY,
-     account_id TEXT NOT NULL REFERENCES accounts (id),
-     year INTEGER NOT NULL,
-     fingerprint TEXT NOT NULL,
-     state TEXT NOT NULL,
-     tx_hash TEXT,
-     uid TEXT,
-     block_number TEXT,
-     created_at_ms BIGINT NOT NULL,
-     updated_at_ms BIGINT NOT NULL
-   )`,
-  `CREATE INDEX IF NOT EXISTS sponsored_writes_usage ON sponsored_writes (account_id, year, state)`,
-  `CREATE INDEX IF NOT EXISTS sponsored_writes_state ON sponsored_writes (state, created_at_ms)`,
-  `ALTER TABLE sponsored_writes ADD COLUMN IF NOT EXISTS raw_tx TEXT`,
-  `ALTER TABLE sponsored_writes ADD COLUMN IF NOT EXISTS wallet TEXT`,
-  `ALTER TABLE sponsored_writes ADD COLUMN IF NOT EXISTS tx_nonce BIGINT`,
-  // Accounts and sessions as the accounts API shows them (decisions §12).
-  `ALTER TABLE accounts ADD COLUMN IF NOT EXISTS display_name TEXT`,
+  ...postgresStatements(replayTables(POSTGRES_WORDS)),
+  ...postgresStatements(accountTables(POSTGRES_WORDS)),
   RELAY_GAS_TABLE,
   // The private relay's gas budget and the ERC-6492 factory calls sent (issue 23).
   PRIVATE_RELAY_GAS_TABLE,
@@ -106,8 +36,6 @@ const MIGRATIONS: readonly string[] = [
   ...paymentTables("BIGINT"),
   // OAuth for registered software (decisions §19).
   ...oauthTables("BIGINT"),
-  `ALTER TABLE sessions ADD COLUMN IF NOT EXISTS wallet_provider_id TEXT`,
-  `ALTER TABLE sessions ADD COLUMN IF NOT EXISTS execution_mode TEXT`,
   // The next transaction nonce of each service wallet, shared by every instance (see wallet nonces below).
   `CREATE TABLE IF NOT EXISTS wallet_nonces (
      chain_id BIGINT NOT NULL,

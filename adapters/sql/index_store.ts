@@ -1,4 +1,4 @@
-/** What SQLite and PostgreSQL share for the index store store: its row mappers, table definitions and query text (adapters/sql/, docs/storage.md). */
+/** What SQLite and PostgreSQL share for the index store: its row mappers, table definitions and query text (adapters/sql/, docs/storage.md). */
 import type { OutboxSkip, StoredAttestation } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
 import { INDEX_QUERY_INDEXES, timeSecondsBackfill } from "./index_query.ts";

@@ -1,6 +1,41 @@
-/** What SQLite and PostgreSQL share for the replay store store: its row mappers, table definitions and query text (adapters/sql/, docs/storage.md). */
+/** What SQLite and PostgreSQL share for the replay store: its row mappers, table definitions and query text (adapters/sql/, docs/storage.md). */
 import type { HexString } from "../../ports/eas.ts";
 import type { ReplayRecord, ReplayState } from "../../ports/replay_store.ts";
+import type { TableGroup, SqlWords } from "./schema.ts";
+
+/** The replay records' table (decisions §15): one row per signature, one live submission per attester nonce. */
+export function replayTables(w: SqlWords): TableGroup {
+  return {
+    create: [
+      `CREATE TABLE IF NOT EXISTS replay (
+         key TEXT PRIMARY KEY,
+         chain_id ${w.int} NOT NULL,
+         attester TEXT NOT NULL,
+         nonce TEXT NOT NULL,
+         deadline ${w.int} NOT NULL,
+         state TEXT NOT NULL,
+         tx_hash TEXT,
+         uid TEXT,
+         block_number TEXT,
+         created_at_ms ${w.int} NOT NULL
+       )`,
+      // Submissions before decisions §15 had states claimed/broadcast/done/failed.
+      `UPDATE replay SET state = CASE state WHEN 'claimed' THEN 'checked' WHEN 'broadcast' THEN 'sent'
+         WHEN 'done' THEN 'mined' WHEN 'failed' THEN 'reverted' ELSE state END
+         WHERE state IN ('claimed', 'broadcast', 'done', 'failed')`,
+      `DROP INDEX IF EXISTS replay_live_nonce`,
+      // One live submission per attester nonce: a second signature over the same nonce cannot be sent
+      // while the first is in flight or after it was mined. A reverted one frees the nonce.
+      `CREATE UNIQUE INDEX IF NOT EXISTS replay_live_nonce_v2 ON replay (chain_id, attester, nonce)
+         WHERE state IN ('checked', 'signed', 'sent', 'mined')`,
+      `CREATE INDEX IF NOT EXISTS replay_open ON replay (state, created_at_ms)`,
+      `CREATE INDEX IF NOT EXISTS replay_deadline ON replay (deadline)`,
+    ],
+    // The stored transaction of a submission (decisions §15).
+    added: [["replay", "raw_tx", "TEXT"], ["replay", "wallet", "TEXT"], ["replay", "tx_nonce", w.int]],
+    after: [],
+  };
+}
 
 /** A replay row as stored (SQLite and PostgreSQL use the same columns). */
 export type ReplayRow = {

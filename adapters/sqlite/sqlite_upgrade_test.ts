@@ -1,0 +1,42 @@
+import { afterAll, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openSqliteStorage } from "./mod.ts";
+
+// Issue 47 item 4: the tables are now written once for both engines (adapters/sql/). A database made before that
+// change (its schema as main d49cf14 made it, kept in testdata/) must open, keep its rows and gain nothing but
+// what a fresh database has.
+const dir = mkdtempSync(join(tmpdir(), "ats-upgrade-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const schemaOf = (path: string) => {
+  const db = new Database(path);
+  const rows = db.query<{ type: string; name: string; sql: string | null }, []>("SELECT type, name, sql FROM sqlite_master ORDER BY type, name").all();
+  db.close();
+  return rows.map((r) => `${r.type} ${r.name} ${(r.sql ?? "").replace(/\s+/g, " ")}`);
+};
+
+test("a SQLite file made before the shared schema opens with its rows, and its schema is a fresh one's", async () => {
+  const old = join(dir, "old.sqlite");
+  const db = new Database(old, { create: true });
+  db.exec(readFileSync(join(import.meta.dir, "testdata", "schema_d49cf14.sql"), "utf8"));
+  db.exec("INSERT INTO accounts (id, address, plan, created_at_ms, updated_at_ms, display_name) VALUES ('acct-1', '0xaa', 'free', 1, 1, 'Ann')");
+  db.exec("INSERT INTO sessions (token_hash, account_id, created_at_ms, expires_at_ms) VALUES ('th-1', 'acct-1', 1, 9999999999999)");
+  db.exec(`INSERT INTO replay (key, chain_id, attester, nonce, deadline, state, created_at_ms) VALUES ('0xkey', 1, '0xatt', '1', 2000000000, 'checked', 1)`);
+  db.close();
+
+  const storage = openSqliteStorage(old);
+  await storage.indexStore({ chainId: 31337, easAddress: "0x0000000000000000000000000000000000000001" });
+  expect(await storage.accounts.findAccount("acct-1")).toMatchObject({ id: "acct-1", displayName: "Ann" });
+  expect((await storage.accounts.findSession("th-1"))?.account.id).toBe("acct-1");
+  expect(await storage.replay.find("0xkey")).toMatchObject({ key: "0xkey", state: "checked", nonce: 1n });
+  await storage.close();
+
+  const fresh = join(dir, "fresh.sqlite");
+  const made = openSqliteStorage(fresh);
+  await made.indexStore({ chainId: 31337, easAddress: "0x0000000000000000000000000000000000000001" }); // the index makes its tables
+  await made.close();
+  expect(schemaOf(old)).toEqual(schemaOf(fresh));
+});
