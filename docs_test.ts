@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { readConfig } from "./app/config.ts";
 import { minimalAppDeps } from "./http/testing.ts";
@@ -44,7 +44,8 @@ function namesRoute(text: string, route: string): boolean {
  * of an environment that records every name it is asked for, for the embedded devnet and for an existing chain.
  */
 function configVariables(): { fromSource: Set<string>; fromReads: Set<string> } {
-  const source = read("app/config.ts");
+  // Each section's declarations are in its own file under app/config/.
+  const source = readdirSync(join(import.meta.dir, "app/config")).filter((name) => name.endsWith(".ts") && !name.endsWith("_test.ts")).map((name) => read(`app/config/${name}`)).join("\n");
   const fromSource = new Set<string>();
   const name = "([A-Z][A-Z0-9_]*)";
   for (const pattern of [

@@ -23,7 +23,7 @@ export type WiredAccounts = {
 
 /** Prunes what expired, then builds sessions (paid plans from x402 purchases), subjects and premium reads. */
 export async function wireAccounts(
-  config: Config,
+  config: Pick<Config, "accounts" | "x402">,
   f: Foundation,
   discovery: WiredDiscovery,
   options: { pruneIntervalMs?: number | undefined },
@@ -37,18 +37,18 @@ export async function wireAccounts(
   }, options.pruneIntervalMs ?? 60_000);
   pruneTimer.unref?.();
   const plans: PlanPolicy = {
-    free: { annualWrites: config.freePlanAnnualWrites, schemas: config.freePlanSchemas },
-    paid: { annualWrites: config.paidPlanAnnualWrites, schemas: config.paidPlanSchemas },
+    free: { annualWrites: config.accounts.freePlanAnnualWrites, schemas: config.accounts.freePlanSchemas },
+    paid: { annualWrites: config.accounts.paidPlanAnnualWrites, schemas: config.accounts.paidPlanSchemas },
   };
   const sessions = withPaidPlans(createSessions({
     accounts: storage.accounts,
     clock: systemClock,
     random: cryptoRandom,
     policy: {
-      sessionTtlHours: config.sessionTtlHours,
+      sessionTtlHours: config.accounts.sessionTtlHours,
       challengeTtlMinutes: 10,
-      siweDomains: config.siweDomains,
-      challengeRatePerMinute: config.siweChallengePerMinute,
+      siweDomains: config.accounts.siweDomains,
+      challengeRatePerMinute: config.accounts.siweChallengePerMinute,
     },
     contractWallets: eas.reader.checkContractSignature === undefined
       ? undefined
@@ -64,7 +64,7 @@ export async function wireAccounts(
     clock: systemClock,
     random: cryptoRandom,
     chainId: f.chainId,
-    maxPerAccount: config.subjectsPerAccount,
+    maxPerAccount: config.accounts.subjectsPerAccount,
     // The chains a did:pkh subject may name (issue 33): the trust anchors' chains, the active chain and the x402 network.
     knownChains: [...Object.keys(f.trustAnchors.chains), `eip155:${f.chainId}`, ...(config.x402.network === undefined ? [] : [config.x402.network])],
   });
@@ -72,13 +72,13 @@ export async function wireAccounts(
   const premiumStop = new AbortController();
   const premiumRpc = createPremiumRpc({
     ledger: storage.premiumReads,
-    rpc: createFetchRawRpc({ rpcUrl: f.rpcUrl, fetchFn: f.rpcFetch, timeoutMs: config.premiumRpc.timeoutMs, signal: premiumStop.signal }),
+    rpc: createFetchRawRpc({ rpcUrl: f.rpcUrl, fetchFn: f.rpcFetch, timeoutMs: config.accounts.premiumRpc.timeoutMs, signal: premiumStop.signal }),
     clock: systemClock,
-    limits: { free: config.premiumReads.free, paid: config.premiumReads.paid },
-    maxLogRange: BigInt(config.premiumReads.maxLogRange),
-    maxCallGas: BigInt(config.premiumRpc.maxCallGas),
-    maxInFlightPerAccount: config.premiumRpc.maxInFlightPerAccount,
-    maxInFlight: config.premiumRpc.maxInFlight,
+    limits: { free: config.accounts.premiumReads.free, paid: config.accounts.premiumReads.paid },
+    maxLogRange: BigInt(config.accounts.premiumReads.maxLogRange),
+    maxCallGas: BigInt(config.accounts.premiumRpc.maxCallGas),
+    maxInFlightPerAccount: config.accounts.premiumRpc.maxInFlightPerAccount,
+    maxInFlight: config.accounts.premiumRpc.maxInFlight,
   });
   return {
     plans,

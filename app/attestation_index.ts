@@ -8,7 +8,7 @@ import { createViemAttestationIndex, createWsNewHeads } from "../adapters/chain/
 import { cryptoRandom, systemClock } from "../adapters/system/mod.ts";
 import { type ArtifactTrust, createArtifactTrust } from "../domain/artifact_trust/mod.ts";
 import { createWebCryptoJwsVerifier } from "../client/jws_verifier.ts";
-import type { Config } from "./config.ts";
+import { type Config, defaultChain } from "./config.ts";
 import { webhookConfirmations } from "./webhooks.ts";
 import type { WiredDiscovery } from "./discovery.ts";
 import type { Foundation } from "./foundation.ts";
@@ -31,7 +31,7 @@ const CURSOR_SECRET = "attestation-cursors";
 
 /** Builds the chain reads, the index over the storage's tables, and the attestation list read from it. */
 export async function wireAttestationIndex(
-  config: Config,
+  config: Pick<Config, "chains" | "index" | "webhooks">,
   f: Foundation,
 ): Promise<{
   index: IndexRunner;
@@ -40,13 +40,16 @@ export async function wireAttestationIndex(
   /** The list's and the count's computations per client address (`INDEX_QUERY_RATE_PER_MINUTE`), for the routes and the MCP tool alike. */
   attestationQueryRate: RateLimiter;
 }> {
+  // The default chain's for now; one follower per chain is decisions §30's next step.
+  const chain = defaultChain(config.chains);
+  const wsUrl = chain.wsUrl;
   const reads = (fetchFn: typeof fetch) =>
     createViemAttestationIndex({
       rpcUrl: f.rpcUrl,
       chainId: f.chainId,
       easAddress: f.easAddress,
       startBlock: f.startBlock,
-      timeoutMs: config.artifactTrustRpcTimeoutMs,
+      timeoutMs: config.chains.artifactTrustRpcTimeoutMs,
       fetchFn,
       log: (event, fields) => f.log.warn(event, fields),
     });
@@ -68,7 +71,7 @@ export async function wireAttestationIndex(
     settings: {
       startBlock: f.startBlock,
       // The devnet mines on demand and never reorganizes by itself: nothing to wait for.
-      confirmations: config.index.confirmations ?? (f.devnet === undefined ? 12 : 0),
+      confirmations: chain.confirmations ?? (f.devnet === undefined ? 12 : 0),
       pollMs: config.index.pollMs,
       stallSeconds: config.index.stallSeconds,
       leaseSeconds: config.index.leaseSeconds,
@@ -80,9 +83,9 @@ export async function wireAttestationIndex(
     clock: systemClock,
     log: f.log,
     metrics: f.metrics,
-    heads: config.index.wsUrl === undefined
+    heads: wsUrl === undefined
       ? undefined
-      : createWsNewHeads({ url: config.index.wsUrl, log: (event, fields) => (event === "index_ws_subscribed" ? f.log.info(event, fields) : f.log.warn(event, fields)) }),
+      : createWsNewHeads({ url: wsUrl, log: (event, fields) => (event === "index_ws_subscribed" ? f.log.info(event, fields) : f.log.warn(event, fields)) }),
   });
   // One instance (SQLite): the writer's next read polls for the write first (issue 43), unless the follower got there
   // meanwhile. Several on one PostgreSQL: the writer polls before the write is answered, so a read at any instance

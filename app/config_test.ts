@@ -4,15 +4,17 @@ import { ConfigError, readConfig } from "./config.ts";
 describe("readConfig()", () => {
   test("defaults to the embedded devnet on 127.0.0.1:8080, testnet setting", () => {
     const config = readConfig({});
-    expect(config).toMatchObject({ port: 8080, host: "127.0.0.1", rpcUrl: undefined, activeChain: "testnet" });
-    expect(config.subsidizedSchemas).toEqual(["user-review", "linked-identifier"]);
-    expect(config.databasePath).toBe(".ats/ats.sqlite");
+    expect(config.server).toMatchObject({ port: 8080, host: "127.0.0.1" });
+    expect(config.chains).toMatchObject({ default: "eip155:31337", activeChain: "testnet", devnetChains: 1 });
+    expect(config.chains.list).toEqual([{ caip2: "eip155:31337", chainId: 31337, rpcUrl: undefined, wsUrl: undefined, startBlock: undefined, confirmations: undefined, role: "attestations" }]);
+    expect(config.relays.subsidizedSchemas).toEqual(["user-review", "linked-identifier"]);
+    expect(config.storage.databasePath).toBe(".ats/ats.sqlite");
   });
 
   test("an unknown NEXT_PUBLIC_ACTIVE_CHAIN stops the server naming the variable", () => {
     expect(() => readConfig({ NEXT_PUBLIC_ACTIVE_CHAIN: "devnet" })).toThrow(ConfigError);
     expect(() => readConfig({ NEXT_PUBLIC_ACTIVE_CHAIN: "devnet" })).toThrow(/NEXT_PUBLIC_ACTIVE_CHAIN/);
-    expect(readConfig({ NEXT_PUBLIC_ACTIVE_CHAIN: "omachain-mainnet" }).activeChain).toBe("mainnet");
+    expect(readConfig({ NEXT_PUBLIC_ACTIVE_CHAIN: "omachain-mainnet" }).chains.activeChain).toBe("mainnet");
   });
 
   test("bad values name their variable", () => {
@@ -25,9 +27,9 @@ describe("readConfig()", () => {
   test("STORAGE=postgres (the compose file, the Kubernetes manifests) without DATABASE_URL stops the start naming it", () => {
     expect(() => readConfig({ STORAGE: "postgres" })).toThrow("DATABASE_URL: required when STORAGE is postgres");
     expect(() => readConfig({ STORAGE: "postgres", DATABASE_URL: " " })).toThrow(/DATABASE_URL/);
-    expect(readConfig({ STORAGE: "postgres", DATABASE_URL: "postgres://ats@db/ats" }).databaseUrl).toBe("postgres://ats@db/ats");
+    expect(readConfig({ STORAGE: "postgres", DATABASE_URL: "postgres://ats@db/ats" }).storage.databaseUrl).toBe("postgres://ats@db/ats");
     expect(() => readConfig({ STORAGE: "sqlite", DATABASE_URL: "postgres://ats@db/ats" })).toThrow(/DATABASE_URL/);
-    expect(readConfig({ STORAGE: "sqlite" }).databaseUrl).toBeUndefined();
+    expect(readConfig({ STORAGE: "sqlite" }).storage.databaseUrl).toBeUndefined();
     expect(() => readConfig({ STORAGE: "mysql" })).toThrow(/STORAGE/);
   });
 
@@ -55,50 +57,50 @@ describe("readConfig()", () => {
 
   test("BODY_TIMEOUT_MS and SHUTDOWN_GRACE_MS: 10 s and 20 s by default (the grace under the common 30 s), bounded", () => {
     const config = readConfig({});
-    expect({ body: config.bodyTimeoutMs, grace: config.shutdownGraceMs }).toEqual({ body: 10_000, grace: 20_000 });
-    expect(readConfig({ BODY_TIMEOUT_MS: "300", SHUTDOWN_GRACE_MS: "0" })).toMatchObject({ bodyTimeoutMs: 300, shutdownGraceMs: 0 });
+    expect({ body: config.server.bodyTimeoutMs, grace: config.server.shutdownGraceMs }).toEqual({ body: 10_000, grace: 20_000 });
+    expect(readConfig({ BODY_TIMEOUT_MS: "300", SHUTDOWN_GRACE_MS: "0" }).server).toMatchObject({ bodyTimeoutMs: 300, shutdownGraceMs: 0 });
     expect(() => readConfig({ BODY_TIMEOUT_MS: "60001" })).toThrow(/BODY_TIMEOUT_MS/);
     expect(() => readConfig({ BODY_TIMEOUT_MS: "99" })).toThrow(/BODY_TIMEOUT_MS/);
     expect(() => readConfig({ SHUTDOWN_GRACE_MS: "120001" })).toThrow(/SHUTDOWN_GRACE_MS/);
   });
 
   test("RPC_SEND_SYNC is auto unless off; anything else names the variable", () => {
-    expect(readConfig({}).rpcSendSync).toBe("auto");
-    expect(readConfig({ RPC_SEND_SYNC: "auto" }).rpcSendSync).toBe("auto");
-    expect(readConfig({ RPC_SEND_SYNC: "off" }).rpcSendSync).toBe("off");
+    expect(readConfig({}).chains.rpcSendSync).toBe("auto");
+    expect(readConfig({ RPC_SEND_SYNC: "auto" }).chains.rpcSendSync).toBe("auto");
+    expect(readConfig({ RPC_SEND_SYNC: "off" }).chains.rpcSendSync).toBe("off");
     expect(() => readConfig({ RPC_SEND_SYNC: "on" })).toThrow(/RPC_SEND_SYNC/);
   });
 
   test("the witness key defaults to the delegate key", () => {
     const key = "ab".repeat(32);
     const config = readConfig({ DELEGATE_PRIVATE_KEY: key });
-    expect(config.delegatePrivateKey).toBe(`0x${key}`);
-    expect(config.witnessPrivateKey).toBe(`0x${key}`);
+    expect(config.signers.delegatePrivateKey).toBe(`0x${key}`);
+    expect(config.signers.witnessPrivateKey).toBe(`0x${key}`);
   });
 
   test("private networks are refused unless ALLOW_PRIVATE_NETWORK says otherwise", () => {
-    expect(readConfig({}).allowPrivateNetwork).toBe(false);
-    expect(readConfig({ ALLOW_PRIVATE_NETWORK: "true" }).allowPrivateNetwork).toBe(true);
+    expect(readConfig({}).discovery.allowPrivateNetwork).toBe(false);
+    expect(readConfig({ ALLOW_PRIVATE_NETWORK: "true" }).discovery.allowPrivateNetwork).toBe(true);
   });
 
   test("DISCOVERY_DOMAIN_RATE_PER_MINUTE defaults to 30 and must be at least 1", () => {
-    expect(readConfig({}).discoveryDomainPerMinute).toBe(30);
-    expect(readConfig({ DISCOVERY_DOMAIN_RATE_PER_MINUTE: "5" }).discoveryDomainPerMinute).toBe(5);
+    expect(readConfig({}).discovery.discoveryDomainPerMinute).toBe(30);
+    expect(readConfig({ DISCOVERY_DOMAIN_RATE_PER_MINUTE: "5" }).discovery.discoveryDomainPerMinute).toBe(5);
     expect(() => readConfig({ DISCOVERY_DOMAIN_RATE_PER_MINUTE: "0" })).toThrow(/DISCOVERY_DOMAIN_RATE_PER_MINUTE/);
     expect(() => readConfig({ DISCOVERY_DOMAIN_RATE_PER_MINUTE: "lots" })).toThrow(/DISCOVERY_DOMAIN_RATE_PER_MINUTE/);
   });
 
   test("SIWE_CHALLENGE_RATE_PER_MINUTE defaults to 10 and must be a whole number from 1 to 10000", () => {
-    expect(readConfig({}).siweChallengePerMinute).toBe(10);
-    expect(readConfig({ SIWE_CHALLENGE_RATE_PER_MINUTE: "120" }).siweChallengePerMinute).toBe(120);
+    expect(readConfig({}).accounts.siweChallengePerMinute).toBe(10);
+    expect(readConfig({ SIWE_CHALLENGE_RATE_PER_MINUTE: "120" }).accounts.siweChallengePerMinute).toBe(120);
     for (const bad of ["0", "10001", "ten", "1.5", "-3"]) {
       expect(() => readConfig({ SIWE_CHALLENGE_RATE_PER_MINUTE: bad })).toThrow(/SIWE_CHALLENGE_RATE_PER_MINUTE/);
     }
   });
 
   test("premium reads: 100 and 100,000 a year, log ranges of 50,000 blocks; bad values name the variable", () => {
-    expect(readConfig({}).premiumReads).toEqual({ free: 100, paid: 100_000, maxLogRange: 50_000 });
-    expect(readConfig({ FREE_PLAN_ANNUAL_PREMIUM_READS: "5", PAID_PLAN_ANNUAL_PREMIUM_READS: "0", PREMIUM_RPC_MAX_LOG_RANGE: "1" }).premiumReads)
+    expect(readConfig({}).accounts.premiumReads).toEqual({ free: 100, paid: 100_000, maxLogRange: 50_000 });
+    expect(readConfig({ FREE_PLAN_ANNUAL_PREMIUM_READS: "5", PAID_PLAN_ANNUAL_PREMIUM_READS: "0", PREMIUM_RPC_MAX_LOG_RANGE: "1" }).accounts.premiumReads)
       .toEqual({ free: 5, paid: 0, maxLogRange: 1 });
     for (const [name, bad] of [
       ["FREE_PLAN_ANNUAL_PREMIUM_READS", "-1"], ["FREE_PLAN_ANNUAL_PREMIUM_READS", "many"], ["PAID_PLAN_ANNUAL_PREMIUM_READS", "1e5"],
@@ -110,10 +112,10 @@ describe("readConfig()", () => {
   });
 
   test("the premium proxy's bounds (issue 23): gas cap, timeout, requests in flight; bad values name the variable", () => {
-    expect(readConfig({}).premiumRpc).toEqual({ maxCallGas: 30_000_000, timeoutMs: 10_000, maxInFlightPerAccount: 4, maxInFlight: 16 });
+    expect(readConfig({}).accounts.premiumRpc).toEqual({ maxCallGas: 30_000_000, timeoutMs: 10_000, maxInFlightPerAccount: 4, maxInFlight: 16 });
     expect(readConfig({
       PREMIUM_RPC_MAX_CALL_GAS: "100000", PREMIUM_RPC_TIMEOUT_MS: "500", PREMIUM_RPC_MAX_IN_FLIGHT_PER_ACCOUNT: "1", PREMIUM_RPC_MAX_IN_FLIGHT: "2",
-    }).premiumRpc).toEqual({ maxCallGas: 100_000, timeoutMs: 500, maxInFlightPerAccount: 1, maxInFlight: 2 });
+    }).accounts.premiumRpc).toEqual({ maxCallGas: 100_000, timeoutMs: 500, maxInFlightPerAccount: 1, maxInFlight: 2 });
     for (const [name, bad] of [
       ["PREMIUM_RPC_MAX_CALL_GAS", "20999"], ["PREMIUM_RPC_MAX_CALL_GAS", "0xffffffffffff"], ["PREMIUM_RPC_MAX_CALL_GAS", "1000000001"],
       ["PREMIUM_RPC_TIMEOUT_MS", "0"], ["PREMIUM_RPC_TIMEOUT_MS", "1s"], ["PREMIUM_RPC_MAX_IN_FLIGHT_PER_ACCOUNT", "0"], ["PREMIUM_RPC_MAX_IN_FLIGHT", "-1"],
@@ -123,13 +125,13 @@ describe("readConfig()", () => {
   });
 
   test("the private relay's hourly gas budget (issue 23): 50,000,000 by default; a bad value names the variable", () => {
-    expect(readConfig({}).privateRelay.gasPerHour).toBe(50_000_000n);
-    expect(readConfig({ PRIVATE_RELAY_GAS_BUDGET_PER_HOUR: "2000000" }).privateRelay.gasPerHour).toBe(2_000_000n);
+    expect(readConfig({}).relays.privateRelay.gasPerHour).toBe(50_000_000n);
+    expect(readConfig({ PRIVATE_RELAY_GAS_BUDGET_PER_HOUR: "2000000" }).relays.privateRelay.gasPerHour).toBe(2_000_000n);
     for (const bad of ["0", "-1", "lots"]) expect(() => readConfig({ PRIVATE_RELAY_GAS_BUDGET_PER_HOUR: bad })).toThrow(/PRIVATE_RELAY_GAS_BUDGET_PER_HOUR/);
   });
 
   test("the public relay's settings and TRUST_PROXY have their defaults and refuse bad values, naming the variable", () => {
-    expect(readConfig({}).publicRelay).toEqual({
+    expect(readConfig({}).relays.publicRelay).toEqual({
       enabled: true,
       ipPerMinute: 30,
       attesterPerHour: 20,
@@ -140,30 +142,31 @@ describe("readConfig()", () => {
       attesterGasPerHour: 5_000_000n,
     });
     // A small budget still leaves a share room for one request of the most gas allowed.
-    expect(readConfig({ PUBLIC_RELAY_GAS_BUDGET_PER_HOUR: "20000000" }).publicRelay).toMatchObject({ clientGasPerHour: 3_000_000n, attesterGasPerHour: 3_000_000n });
-    expect(readConfig({ PUBLIC_RELAY_GAS_BUDGET_PER_HOUR: "2000000" }).publicRelay).toMatchObject({ clientGasPerHour: 2_000_000n });
-    expect(readConfig({ PUBLIC_RELAY_MAX_GAS_PER_TX: "800000", MAX_GAS_PER_TX: "900000" })).toMatchObject({ publicRelay: { maxGasPerTx: 800_000 }, privateRelay: { maxGasPerTx: 900_000 } });
-    expect(readConfig({ PUBLIC_RELAY_GAS_PER_CLIENT_PER_HOUR: "700000" }).publicRelay.clientGasPerHour).toBe(700_000n);
-    expect(readConfig({}).trustProxy).toBe(0);
-    expect(readConfig({ PUBLIC_RELAY: "off", TRUST_PROXY: "2" })).toMatchObject({ publicRelay: { enabled: false }, trustProxy: 2 });
+    expect(readConfig({ PUBLIC_RELAY_GAS_BUDGET_PER_HOUR: "20000000" }).relays.publicRelay).toMatchObject({ clientGasPerHour: 3_000_000n, attesterGasPerHour: 3_000_000n });
+    expect(readConfig({ PUBLIC_RELAY_GAS_BUDGET_PER_HOUR: "2000000" }).relays.publicRelay).toMatchObject({ clientGasPerHour: 2_000_000n });
+    expect(readConfig({ PUBLIC_RELAY_MAX_GAS_PER_TX: "800000", MAX_GAS_PER_TX: "900000" })).toMatchObject({ relays: { publicRelay: { maxGasPerTx: 800_000 }, privateRelay: { maxGasPerTx: 900_000 } } });
+    expect(readConfig({ PUBLIC_RELAY_GAS_PER_CLIENT_PER_HOUR: "700000" }).relays.publicRelay.clientGasPerHour).toBe(700_000n);
+    expect(readConfig({}).server.trustProxy).toBe(0);
+    expect(readConfig({ PUBLIC_RELAY: "off", TRUST_PROXY: "2" })).toMatchObject({ relays: { publicRelay: { enabled: false } }, server: { trustProxy: 2 } });
     for (const [name, bad] of [["PUBLIC_RELAY", "maybe"], ["PUBLIC_RELAY_IP_RATE_PER_MINUTE", "0"], ["PUBLIC_RELAY_ATTESTER_RATE_PER_HOUR", "x"], ["PUBLIC_RELAY_GAS_BUDGET_PER_HOUR", "-1"], ["TRUST_PROXY", "17"], ["PUBLIC_RELAY_GAS_PER_CLIENT_PER_HOUR", "0"], ["PUBLIC_RELAY_GAS_PER_ATTESTER_PER_HOUR", "x"], ["PUBLIC_RELAY_MAX_GAS_PER_TX", "20000"]] as const) {
       expect(() => readConfig({ [name]: bad })).toThrow(new RegExp(name));
     }
   });
 
   test("the index settings: defaults, and INDEX_CONFIRMATIONS left to the chain kind when unset", () => {
-    expect(readConfig({}).index).toEqual({ wsUrl: undefined, confirmations: undefined, pollMs: 1_000, stallSeconds: 120, leaseSeconds: 15, stepBlocks: 10_000, follow: true, answerCacheMb: 32, headReuseMs: 100, queryPerMinute: 300 });
-    expect(readConfig({ INDEX_CONFIRMATIONS: "0", INDEX_FOLLOW: "false" }).index).toMatchObject({ confirmations: 0, follow: false });
+    expect(readConfig({}).index).toEqual({ pollMs: 1_000, stallSeconds: 120, leaseSeconds: 15, stepBlocks: 10_000, follow: true, answerCacheMb: 32, headReuseMs: 100, queryPerMinute: 300 });
+    expect(readConfig({ INDEX_FOLLOW: "false" }).index).toMatchObject({ follow: false });
+    expect(readConfig({ INDEX_CONFIRMATIONS: "0" }).chains.list[0]!.confirmations).toBe(0);
     expect(readConfig({ INDEX_ANSWER_CACHE_MB: "0" }).index.answerCacheMb).toBe(0);
-    expect(readConfig({ RPC_WS_URL: "wss://node.example/ws" }).index.wsUrl).toBe("wss://node.example/ws");
+    expect(readConfig({ RPC_WS_URL: "wss://node.example/ws" }).chains.list[0]!.wsUrl).toBe("wss://node.example/ws");
     for (const [name, bad] of [["INDEX_POLL_MS", "10"], ["INDEX_LEASE_SECONDS", "0"], ["INDEX_STEP_BLOCKS", "x"], ["INDEX_FOLLOW", "sometimes"], ["INDEX_ANSWER_CACHE_MB", "-1"], ["RPC_WS_URL", "https://node.example"]] as const) {
       expect(() => readConfig({ [name]: bad })).toThrow(new RegExp(name));
     }
   });
 
   test("DISCOVERY_CACHE_SECONDS defaults to 60; 0 turns the cache off; more than an hour is refused", () => {
-    expect(readConfig({}).discoveryCacheSeconds).toBe(60);
-    expect(readConfig({ DISCOVERY_CACHE_SECONDS: "0" }).discoveryCacheSeconds).toBe(0);
+    expect(readConfig({}).discovery.discoveryCacheSeconds).toBe(60);
+    expect(readConfig({ DISCOVERY_CACHE_SECONDS: "0" }).discovery.discoveryCacheSeconds).toBe(0);
     expect(() => readConfig({ DISCOVERY_CACHE_SECONDS: "3601" })).toThrow(/DISCOVERY_CACHE_SECONDS/);
     expect(() => readConfig({ DISCOVERY_CACHE_SECONDS: "-1" })).toThrow(/DISCOVERY_CACHE_SECONDS/);
   });
@@ -190,10 +193,10 @@ describe("readConfig()", () => {
   });
 
   test("SUBJECTS_PER_ACCOUNT (issue 33): default 20, 1 to 1000; keys × subjects (the verdicts of one signing-key list) at most 20,000", () => {
-    expect(readConfig({}).subjectsPerAccount).toBe(20);
-    expect(readConfig({ SUBJECTS_PER_ACCOUNT: "5" }).subjectsPerAccount).toBe(5);
+    expect(readConfig({}).accounts.subjectsPerAccount).toBe(20);
+    expect(readConfig({ SUBJECTS_PER_ACCOUNT: "5" }).accounts.subjectsPerAccount).toBe(5);
     for (const bad of ["0", "1001", "many", "-1"]) expect(() => readConfig({ SUBJECTS_PER_ACCOUNT: bad })).toThrow(/SUBJECTS_PER_ACCOUNT/);
-    expect(readConfig({ SUBJECTS_PER_ACCOUNT: "200", SIGNING_KEYS_PER_ACCOUNT: "100" }).subjectsPerAccount).toBe(200);
+    expect(readConfig({ SUBJECTS_PER_ACCOUNT: "200", SIGNING_KEYS_PER_ACCOUNT: "100" }).accounts.subjectsPerAccount).toBe(200);
     expect(() => readConfig({ SUBJECTS_PER_ACCOUNT: "201", SIGNING_KEYS_PER_ACCOUNT: "100" })).toThrow(/SIGNING_KEYS_PER_ACCOUNT × SUBJECTS_PER_ACCOUNT/);
     expect(() => readConfig({ SIGNING_KEYS_PER_ACCOUNT: "100000" })).toThrow(/at most 20000/);
   });

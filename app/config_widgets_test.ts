@@ -3,10 +3,10 @@ import { readConfig } from "./config.ts";
 
 describe("readConfig(): the review widget's settings (decisions §29)", () => {
   test("WIDGET_ORIGINS and EXPLORER_API_URLS: none by default; pairs read per chain; a bad pair names the variable", () => {
-    expect(readConfig({}).widgetOrigins).toEqual([]);
-    expect(readConfig({}).explorerApiUrls.size).toBe(0);
-    expect(readConfig({ WIDGET_ORIGINS: "https://cdn.example, https://w.example" }).widgetOrigins).toEqual(["https://cdn.example", "https://w.example"]);
-    const urls = readConfig({ EXPLORER_API_URLS: "8453=https://api.basescan.org/api?apikey=K,66238=https://explorer.example/api" }).explorerApiUrls;
+    expect(readConfig({}).widgets.widgetOrigins).toEqual([]);
+    expect(readConfig({}).widgets.explorerApiUrls.size).toBe(0);
+    expect(readConfig({ WIDGET_ORIGINS: "https://cdn.example, https://w.example" }).widgets.widgetOrigins).toEqual(["https://cdn.example", "https://w.example"]);
+    const urls = readConfig({ EXPLORER_API_URLS: "8453=https://api.basescan.org/api?apikey=K,66238=https://explorer.example/api" }).widgets.explorerApiUrls;
     expect([...urls]).toEqual([[8453, "https://api.basescan.org/api?apikey=K"], [66238, "https://explorer.example/api"]]);
     for (const bad of ["8453", "0=https://x.example", "8453=ftp://x.example", "1=https://a.example,1=https://b.example"]) {
       expect(() => readConfig({ EXPLORER_API_URLS: bad })).toThrow(/EXPLORER_API_URLS/);

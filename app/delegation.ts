@@ -20,7 +20,7 @@ export type WiredDelegation = {
  * Builds both relays over the same EAS client, replay store and delegate wallet; the public relay's rates per client
  * and per attester are the deployment's (decisions §21).
  */
-export function wireDelegation(config: Config, f: Foundation, { accounts, limits }: { accounts: WiredAccounts; limits: WiredLimits }): WiredDelegation {
+export function wireDelegation(config: Pick<Config, "chains" | "relays">, f: Foundation, { accounts, limits }: { accounts: WiredAccounts; limits: WiredLimits }): WiredDelegation {
   const { storage, eas, metrics } = f;
   const attestWith = (subsidized: Foundation["subsidized"], extra: { guard: ReturnType<typeof createRelayGuard>; maxGasPerTx?: bigint }) =>
     createDelegatedAttest({
@@ -28,7 +28,7 @@ export function wireDelegation(config: Config, f: Foundation, { accounts, limits
       eas: eas.reader,
       delegate: eas.delegate,
       replay: storage.replay,
-      mainnet: config.activeChain === "mainnet",
+      mainnet: config.chains.activeChain === "mainnet",
       subsidized,
       factoryCalls: storage.factoryCalls,
       recoverAddress: f.secp256k1.recoverAddress,
@@ -36,27 +36,27 @@ export function wireDelegation(config: Config, f: Foundation, { accounts, limits
       ...extra,
     });
   const guard = createRelayGuard({
-    enabled: config.publicRelay.enabled,
+    enabled: config.relays.publicRelay.enabled,
     clientRate: limits.publicRelayClient,
     attesterRate: limits.publicRelayAttester,
     gasBudget: storage.gasBudget,
-    gasPerHour: config.publicRelay.gasPerHour,
+    gasPerHour: config.relays.publicRelay.gasPerHour,
     // Issue 43: no client address and no attester spends more than its share of the hour.
-    clientGasPerHour: config.publicRelay.clientGasPerHour,
-    attesterGasPerHour: config.publicRelay.attesterGasPerHour,
+    clientGasPerHour: config.relays.publicRelay.clientGasPerHour,
+    attesterGasPerHour: config.relays.publicRelay.attesterGasPerHour,
     typicalGas: TYPICAL_ATTEST_GAS,
     clock: systemClock,
     onRefusal: (reason) => metrics.increment("ats_public_relay_refusals_total", { reason }),
   });
   const privateRelay = createPrivateRelay({
     attest: attestWith(f.relaySchemas, {
-      maxGasPerTx: BigInt(config.privateRelay.maxGasPerTx),
+      maxGasPerTx: BigInt(config.relays.privateRelay.maxGasPerTx),
       // Issue 23: the private relay's hourly gas budget, checked before any RPC and charged like the public one's.
       guard: createRelayGuard({
         enabled: true,
         relay: "private",
         gasBudget: storage.privateGasBudget,
-        gasPerHour: config.privateRelay.gasPerHour,
+        gasPerHour: config.relays.privateRelay.gasPerHour,
         typicalGas: TYPICAL_ATTEST_GAS,
         clock: systemClock,
         onRefusal: (reason) => metrics.increment("ats_private_relay_refusals_total", { reason }),
@@ -68,10 +68,10 @@ export function wireDelegation(config: Config, f: Foundation, { accounts, limits
     clock: systemClock,
     random: cryptoRandom,
     schemaNames: new Map([...f.relaySchemas].map(([uid, s]) => [uid, s.name])),
-    subjectScoped: new Set(config.privateRelay.subjectScoped),
+    subjectScoped: new Set(config.relays.privateRelay.subjectScoped),
     chainId: f.chainId,
     readAttestation: eas.reader.getAttestation,
     verifyOwnership: accounts.subjectOwnership,
   });
-  return { readNonce: createReadNonce(eas.reader), delegatedAttest: attestWith(f.subsidized, { guard, maxGasPerTx: BigInt(config.publicRelay.maxGasPerTx) }), privateRelay };
+  return { readNonce: createReadNonce(eas.reader), delegatedAttest: attestWith(f.subsidized, { guard, maxGasPerTx: BigInt(config.relays.publicRelay.maxGasPerTx) }), privateRelay };
 }

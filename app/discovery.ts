@@ -33,34 +33,34 @@ export type WiredDiscovery = {
 };
 
 /** Builds discovery over real DNS and HTTPS, with one rate budget per registrable domain. */
-export function wireDiscovery(config: Config, { trustAnchors }: Foundation, options: { didJsonCa?: string | undefined }): WiredDiscovery {
-  const dns = createDnsPacketResolver({ servers: [...config.dnsServers] });
+export function wireDiscovery(config: Pick<Config, "discovery" | "server">, { trustAnchors }: Foundation, options: { didJsonCa?: string | undefined }): WiredDiscovery {
+  const dns = createDnsPacketResolver({ servers: [...config.discovery.dnsServers] });
   const didDocuments = createHttpsDidDocumentFetcher({
     resolver: dns,
-    allowPrivateNetwork: config.allowPrivateNetwork,
+    allowPrivateNetwork: config.discovery.allowPrivateNetwork,
     ca: options.didJsonCa,
   });
   // One budget per registrable domain for every caller, so nobody can hammer a domain through us. It guards lookups,
   // not money or storage: each instance keeps its own (decisions §21), as it keeps its own cache of answers.
   const domainRate = createRateLimiter(systemClock, {
-    capacity: config.discoveryDomainPerMinute,
-    perMinute: config.discoveryDomainPerMinute,
+    capacity: config.discovery.discoveryDomainPerMinute,
+    perMinute: config.discovery.discoveryDomainPerMinute,
   });
-  const discover = createDiscoverControllers({ dns, didDocuments, serviceDnsLabel: config.serviceDnsLabel, domainRate });
-  const freshMs = config.discoveryCacheSeconds * 1_000;
+  const discover = createDiscoverControllers({ dns, didDocuments, serviceDnsLabel: config.discovery.serviceDnsLabel, domainRate });
+  const freshMs = config.discovery.discoveryCacheSeconds * 1_000;
   const jwks = createJwksLookup({ didDocuments, domainRate, clock: systemClock, freshMs, failureMs: Math.ceil(freshMs / 6) });
   const resolveDidUrl = createDidUrlResolver({ didDocuments, domainRate, clock: systemClock, freshMs });
   // The read-only views and artifact trust share answers for DISCOVERY_CACHE_SECONDS; the witness always
   // looks afresh.
-  const viewDiscover = config.discoveryCacheSeconds === 0 ? discover : createCachedDiscovery(discover, { clock: systemClock }, {
-    freshMs: config.discoveryCacheSeconds * 1_000,
-    failureMs: Math.ceil(config.discoveryCacheSeconds * 1_000 / 6),
+  const viewDiscover = config.discovery.discoveryCacheSeconds === 0 ? discover : createCachedDiscovery(discover, { clock: systemClock }, {
+    freshMs: config.discovery.discoveryCacheSeconds * 1_000,
+    failureMs: Math.ceil(config.discovery.discoveryCacheSeconds * 1_000 / 6),
   });
   const confirm = createControllerConfirm({
     discover: viewDiscover,
     trustAnchors,
     clock: systemClock,
-    registryUrl: `${config.publicBaseUrl.replace(/\/$/, "")}/v1/trust-anchors`,
+    registryUrl: `${config.server.publicBaseUrl.replace(/\/$/, "")}/v1/trust-anchors`,
   });
   return { discover, viewDiscover, confirm, jwks, resolveDidUrl };
 }

@@ -20,7 +20,7 @@ import { requestLogContext } from "../http/instrument.ts";
 import type { Logger } from "../ports/logger.ts";
 import type { Storage } from "../ports/storage.ts";
 import type { ChainAnchors, TrustAnchors } from "../ports/trust_anchors.ts";
-import type { Config } from "./config.ts";
+import { attestationChains, type ChainsConfig, type Config, defaultChain } from "./config.ts";
 import { describeMetrics } from "./metrics.ts";
 import { checkDelegatePresent, checkRawKeys, closeSigners, openServiceSigners, type ServiceSigners } from "./signers.ts";
 import { SignerStartError } from "../adapters/signers/mod.ts";
@@ -83,12 +83,12 @@ export type Foundation = {
 
 /** Opens the shared adapters; on a failure, whatever was started is stopped again. */
 export async function openFoundation(config: Config, options: StartServiceOptions): Promise<Foundation> {
-  const log = options.log ?? createJsonLogger(config.logLevel, { context: requestLogContext });
+  const log = options.log ?? createJsonLogger(config.server.logLevel, { context: requestLogContext });
   const metrics = createPrometheusMetrics();
   describeMetrics(metrics);
   const rpcFetch = meteredRpcFetch(options.rpcFetch ?? fetch, metrics);
   const keccak256 = await openKeccak256();
-  const secp = loadSecp256k1(config.secp256k1Library, keccak256);
+  const secp = loadSecp256k1(config.signers.secp256k1Library, keccak256);
   if (!secp.ok) throw new StartupError(secp.error);
   const secp256k1 = secp.value;
   log.info("crypto", { secp256k1: secp256k1.implementation, keccak256: keccak256.implementation });
@@ -101,11 +101,13 @@ export async function openFoundation(config: Config, options: StartServiceOption
     if (error instanceof SignerStartError) throw new StartupError(error.message);
     throw error;
   }
-  const devnet: Devnet | undefined = config.rpcUrl !== undefined ? undefined : await startDevnet({
-    dataDir: join(config.dataDir, "devnet"),
+  const served = defaultChain(config.chains);
+  const devnet: Devnet | undefined = served.rpcUrl !== undefined ? undefined : await startDevnet({
+    dataDir: join(config.storage.dataDir, "devnet"),
+    chains: config.chains.devnetChains,
     persist: true,
-    delegatePrivateKey: config.delegatePrivateKey,
-    witnessPrivateKey: config.witnessPrivateKey,
+    delegatePrivateKey: config.signers.delegatePrivateKey,
+    witnessPrivateKey: config.signers.witnessPrivateKey,
     // Keys outside the process: the devnet funds their addresses and trusts the witness's.
     delegateAddress: configured.delegate?.address,
     witnessAddress: configured.witness?.address,
@@ -116,9 +118,11 @@ export async function openFoundation(config: Config, options: StartServiceOption
   });
   let signers = configured;
   try {
-    const rpcUrl: string = config.rpcUrl ?? devnet!.rpcUrl;
-    const trustAnchors = loadTrustAnchors(config.trustAnchorsPath ?? devnet!.trustAnchorsPath);
+    const rpcUrl: string = served.rpcUrl ?? devnet!.rpcUrl;
+    const trustAnchors = loadTrustAnchors(config.chains.trustAnchorsPath ?? devnet!.trustAnchorsPath);
+    checkAnchoredChains(config.chains, trustAnchors);
     const { chainId, chain } = await checkChain(rpcUrl, trustAnchors);
+    if (served.chainId !== undefined && served.chainId !== chainId) throw new StartupError(`CHAINS_FILE: the rpcUrl of ${served.caip2} answers chain ${chainId}`);
     // The embedded devnet's own keys sign for the roles the config leaves without one.
     if (devnet !== undefined && (signers.delegate === undefined || signers.witness === undefined)) {
       // Opened again with them (once per start, on the devnet): the first sessions are closed, not left open.
@@ -132,10 +136,10 @@ export async function openFoundation(config: Config, options: StartServiceOption
       if (error instanceof SignerStartError) throw new StartupError(error.message);
       throw error;
     }
-    const subsidized = subsidizedSchemaMap(chain, config.subsidizedSchemas);
+    const subsidized = subsidizedSchemaMap(chain, config.relays.subsidizedSchemas);
     if (!subsidized.ok) throw new StartupError(`SUBSIDIZED_SCHEMAS: ${subsidized.message}`);
     // A response's authority is the owner of the review it answers; the public relay has no identity to check it against.
-    const unsubsidizable = config.subsidizedSchemas.filter((name) => REFERENCED_AUTHORITY.has(name));
+    const unsubsidizable = config.relays.subsidizedSchemas.filter((name) => REFERENCED_AUTHORITY.has(name));
     if (unsubsidizable.length > 0) {
       throw new StartupError(`SUBSIDIZED_SCHEMAS: ${unsubsidizable.join(", ")} may only be written through the private relay, which checks the responder owns the subject of the attestation refUID names`);
     }
@@ -156,7 +160,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
       walletNonces: storage.walletNonces,
       secp256k1,
       keccak256,
-      sendSync: config.rpcSendSync,
+      sendSync: config.chains.rpcSendSync,
       sendSyncGraceMs: options.sendSyncGraceMs,
       // The devnet's state file is written after each mined transaction and before the client hears of it,
       // so nothing answered 200 is lost if the service and its Anvil are killed (decisions §15). Then the index
@@ -181,7 +185,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
       trustAnchors,
       subsidized: subsidized.value,
       relaySchemas: relaySchemas.value,
-      startBlock: config.startBlock ?? devnet?.deployBlock ?? 0n,
+      startBlock: served.startBlock ?? devnet?.deployBlock ?? 0n,
       witnessKey,
       signers,
       storage,
@@ -194,6 +198,14 @@ export async function openFoundation(config: Config, options: StartServiceOption
     await closeSigners(signers);
     await devnet?.stop();
     throw error;
+  }
+}
+
+/** Every attestation chain served must be one the trust anchors describe (decisions §30): else one line naming it. */
+export function checkAnchoredChains(chains: ChainsConfig, trustAnchors: TrustAnchors): void {
+  for (const chain of attestationChains(chains)) {
+    if (chain.chainId === undefined || activeChainAnchors(trustAnchors, chain.chainId).ok) continue;
+    throw new StartupError(`CHAINS_FILE: ${chain.caip2} is an attestation chain the trust anchors do not describe (TRUST_ANCHORS_PATH)`);
   }
 }
 
@@ -226,15 +238,15 @@ async function checkChain(rpcUrl: string, trustAnchors: TrustAnchors): Promise<{
  * The anchors as the service serves them (decisions §29): their `widgetOrigins` led by the service's own origin and
  * `WIDGET_ORIGINS`, each origin once; the route and the MCP tool answer the same document.
  */
-export function servedTrustAnchors(config: Config, anchors: TrustAnchors): TrustAnchors {
-  const origins = [new URL(config.publicBaseUrl).origin, ...config.widgetOrigins];
+export function servedTrustAnchors(config: Pick<Config, "server" | "widgets">, anchors: TrustAnchors): TrustAnchors {
+  const origins = [new URL(config.server.publicBaseUrl).origin, ...config.widgets.widgetOrigins];
   return { ...anchors, widgetOrigins: [...new Set([...origins, ...anchors.widgetOrigins])] };
 }
 
-export async function openStorage(config: Config): Promise<Storage> {
-  if (config.databaseUrl === undefined) return openSqliteStorage(config.databasePath);
+export async function openStorage(config: Pick<Config, "storage">): Promise<Storage> {
+  if (config.storage.databaseUrl === undefined) return openSqliteStorage(config.storage.databasePath);
   try {
-    return await openPostgresStorage(config.databaseUrl);
+    return await openPostgresStorage(config.storage.databaseUrl);
   } catch (error) {
     // The server's SQLSTATE (40P01 a deadlock, 28P01 a password refused, …) says which, without its message's text.
     const state = (error as { errno?: unknown } | null)?.errno;

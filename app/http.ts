@@ -68,7 +68,7 @@ export type ServedHttp = {
 };
 
 /** Builds the app from the capabilities and starts serving it on `HOST`:`PORT`. */
-export function serveHttp(config: Config, f: Foundation, c: Capabilities): ServedHttp {
+export function serveHttp(config: Pick<Config, "accounts" | "discovery" | "index" | "server" | "signers" | "widgets">, f: Foundation, c: Capabilities): ServedHttp {
   const { storage, eas, chainId, chain, easAddress } = f;
   const { sessions, subjects, subjectOwnership, plans } = c.accounts;
   const ledger = storage.ledger;
@@ -84,7 +84,7 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
       ledger,
       plans,
       clock: systemClock,
-      secureCookies: !isLoopbackHost(new URL(config.publicBaseUrl).hostname),
+      secureCookies: !isLoopbackHost(new URL(config.server.publicBaseUrl).hostname),
       metrics: f.metrics,
       clientAddress: requestClientAddress,
       chainId,
@@ -116,7 +116,7 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
       plans,
       clock: systemClock,
       chainId,
-      premiumReads: { ledger: storage.premiumReads, limits: { free: config.premiumReads.free, paid: config.premiumReads.paid } },
+      premiumReads: { ledger: storage.premiumReads, limits: { free: config.accounts.premiumReads.free, paid: config.accounts.premiumReads.paid } },
       paidPeriod: (accountId, nowMs) => storage.payments.paidPeriod(accountId, nowMs),
       bearer,
     },
@@ -141,10 +141,10 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
     apiClients: c.oauth === undefined ? undefined : { oauth: c.oauth.oauth, sessions },
     mcp: c.mcp?.endpoint,
     metricsText: () => f.metrics.render(),
-    console: { bundle: loadConsoleBundle, settings: { chainId, chainName: chain.name, serviceDnsLabel: config.serviceDnsLabel } },
+    console: { bundle: loadConsoleBundle, settings: { chainId, chainName: chain.name, serviceDnsLabel: config.discovery.serviceDnsLabel } },
     widgets: { bundle: loadWidgetBundle },
     interactions: wireInteractions(config, f),
-    privateOrigins: [...new Set([new URL(config.publicBaseUrl).origin, ...config.corsOrigins])],
+    privateOrigins: [...new Set([new URL(config.server.publicBaseUrl).origin, ...config.server.corsOrigins])],
     controller: { discover: c.discovery.viewDiscover, confirm: c.discovery.confirm },
     artifactTrust: c.artifactTrust,
     attestationList: c.attestationList,
@@ -164,16 +164,16 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
     // Decisions §29: the anchors' widget origins name where this service's widgets are served, its own origin first.
     trustAnchors: servedTrustAnchors(config, f.trustAnchors),
     log: f.log,
-    publicBaseUrl: config.publicBaseUrl,
+    publicBaseUrl: config.server.publicBaseUrl,
     // Decisions §21: an answer from the index is current for one poll, live evidence for as long as the service reuses it.
-    httpCache: httpCacheSettings({ indexPollMs: config.index.pollMs, discoveryCacheSeconds: config.discoveryCacheSeconds }),
+    httpCache: httpCacheSettings({ indexPollMs: config.index.pollMs, discoveryCacheSeconds: config.discovery.discoveryCacheSeconds }),
     indexAnswers,
     ready: readiness(config, f, c),
   });
-  const handler = instrumentedHandler(app as never, { metrics: f.metrics, log: f.log, trustProxy: config.trustProxy, bodyTimeoutMs: config.bodyTimeoutMs });
+  const handler = instrumentedHandler(app as never, { metrics: f.metrics, log: f.log, trustProxy: config.server.trustProxy, bodyTimeoutMs: config.server.bodyTimeoutMs });
   const server = Bun.serve({
-    hostname: config.host,
-    port: config.port,
+    hostname: config.server.host,
+    port: config.server.port,
     // Above the app's own limit (http/routes/request.ts MAX_BODY_BYTES, 8 MiB), so that an oversized body
     // gets the app's 413 PAYLOAD_TOO_LARGE with CORS and the error body rather than Bun's bare 413.
     maxRequestBodySize: 16 * 1024 * 1024,
@@ -184,7 +184,7 @@ export function serveHttp(config: Config, f: Foundation, c: Capabilities): Serve
     idleTimeout: SERVER_IDLE_TIMEOUT_SECONDS,
     fetch: handler,
   });
-  return { port: server.port ?? config.port, drain: () => drainServer(server, handler, { graceMs: config.shutdownGraceMs }) };
+  return { port: server.port ?? config.server.port, drain: () => drainServer(server, handler, { graceMs: config.server.shutdownGraceMs }) };
 }
 
 
@@ -201,7 +201,7 @@ function nudgingTests(w: Pick<WiredWebhooks, "endpoints" | "nudge">): WiredWebho
 }
 
 /** `/readyz`: the database, the node, the delegate's balance and a fresh index (decisions §21). */
-function readiness(config: Config, f: Foundation, c: Capabilities) {
+function readiness(config: Pick<Config, "signers">, f: Foundation, c: Capabilities) {
   const { storage, eas } = f;
   return async () => {
     const [database, rpc, balance, status] = await Promise.all([
@@ -210,7 +210,7 @@ function readiness(config: Config, f: Foundation, c: Capabilities) {
       delegateBalance(f),
       c.index.refresh().catch(() => undefined),
     ]);
-    const delegateFunded = balance === undefined ? undefined : balance >= config.minDelegateBalanceWei;
+    const delegateFunded = balance === undefined ? undefined : balance >= config.signers.minDelegateBalanceWei;
     const { follower: _, ...indexStatus } = status ?? c.index.status();
     // A stale index (no poll completed for INDEX_STALL_SECONDS) makes every public read 503 INDEX_STALE: not ready.
     const indexFresh = status !== undefined && !status.stale;
@@ -243,14 +243,14 @@ function isLoopbackHost(hostname: string): boolean {
  * Whole answers of the index reads, per poll generation of the shared index (issue 34): each instance its own. This
  * instance's follower steps are the change signal; another instance's polls are seen within INDEX_HEAD_REUSE_MS.
  */
-function answerCache(config: Config, index: IndexRunner) {
+function answerCache(config: Pick<Config, "discovery" | "index">, index: IndexRunner) {
   if (config.index.answerCacheMb === 0) return null;
   const cache = createIndexAnswerCache({
     head: index.head,
     clock: systemClock,
     stallSeconds: config.index.stallSeconds,
     pollMs: config.index.pollMs,
-    discoverySeconds: config.discoveryCacheSeconds,
+    discoverySeconds: config.discovery.discoveryCacheSeconds,
     maxBytes: config.index.answerCacheMb * 1024 * 1024,
     headReuseMs: config.index.headReuseMs,
   });

@@ -20,18 +20,18 @@ export type WiredInteractions = {
  * embed's (https, under the discovery SSRF policy: the did.json fetcher's checks with a 1 MiB cap, and the per-domain
  * budget `DISCOVERY_DOMAIN_RATE_PER_MINUTE` per explorer host; past it, not-checked).
  */
-export function wireInteractions(config: Config, f: Foundation, options: { didJsonCa?: string | undefined } = {}): WiredInteractions {
+export function wireInteractions(config: Pick<Config, "discovery" | "widgets">, f: Foundation, options: { didJsonCa?: string | undefined } = {}): WiredInteractions {
   // A mined receipt is read once and kept, for both routes (decisions §29).
   const receipts = keptReceipts(createViemTxReceiptReader({ client: f.eas.client, chainId: f.chainId, log: (event, fields) => f.log.warn(event, fields) }));
   const readerFor = (chainId: number) => (chainId === f.chainId ? receipts : undefined);
   const pinned = createHttpsDidDocumentFetcher({
-    resolver: createDnsPacketResolver({ servers: [...config.dnsServers] }),
-    allowPrivateNetwork: config.allowPrivateNetwork,
+    resolver: createDnsPacketResolver({ servers: [...config.discovery.dnsServers] }),
+    allowPrivateNetwork: config.discovery.allowPrivateNetwork,
     ca: options.didJsonCa,
     maxBytes: 1024 * 1024,
   });
   const explorers = createExplorerTxList({ pinned: (url) => pinned.fetchJsonUrl(url) });
-  const hostRate = createRateLimiter(systemClock, { capacity: config.discoveryDomainPerMinute, perMinute: config.discoveryDomainPerMinute });
+  const hostRate = createRateLimiter(systemClock, { capacity: config.discovery.discoveryDomainPerMinute, perMinute: config.discovery.discoveryDomainPerMinute });
   const budgeted: ExplorerTxList = {
     txlist(apiUrl, address, source) {
       if (source === "embed") {
@@ -49,10 +49,10 @@ export function wireInteractions(config: Config, f: Foundation, options: { didJs
   return {
     findInteraction: createFindInteraction({
       readerFor,
-      operatorExplorer: (chainId) => config.explorerApiUrls.get(chainId),
+      operatorExplorer: (chainId) => config.widgets.explorerApiUrls.get(chainId),
       explorers: budgeted,
       // Answers kept as discovery's are (DISCOVERY_CACHE_SECONDS), so asking again spends no explorer quota.
-      keep: { clock: systemClock, freshMs: config.discoveryCacheSeconds * 1_000 },
+      keep: { clock: systemClock, freshMs: config.discovery.discoveryCacheSeconds * 1_000 },
     }),
     txProof: createTxProofs({ readerFor }),
   };

@@ -31,7 +31,7 @@ export type WiredKeys = {
 };
 
 /** Builds key status over the index's reads, the trust anchors and the cached discovery, and the account's key records. */
-export function wireKeys(config: Config, f: Foundation, index: IndexRunner, discovery: WiredDiscovery, accounts: WiredAccounts): WiredKeys {
+export function wireKeys(config: Pick<Config, "accounts" | "discovery" | "keys">, f: Foundation, index: IndexRunner, discovery: WiredDiscovery, accounts: WiredAccounts): WiredKeys {
   // Each lookup reads the index as pinned for it, from the store alone (decisions §21).
   const trustOver = (reads: AttestationIndex) =>
     createKeyTrust({ index: reads, trustAnchors: f.trustAnchors, clock: systemClock, discover: discovery.viewDiscover, jwks: discovery.jwks });
@@ -40,7 +40,7 @@ export function wireKeys(config: Config, f: Foundation, index: IndexRunner, disc
   const contracts = createCachedOwnershipReads(
     createViemOwnershipChain({ client: f.eas.client, chainId: f.chainId, log: (event, fields) => f.log.warn(event, fields) }),
     { clock: systemClock },
-    { ownerMs: config.discoveryCacheSeconds * 1_000 },
+    { ownerMs: config.discovery.discoveryCacheSeconds * 1_000 },
   );
   const controllerAuthorization: ControllerAuthorization = (request) =>
     index.answers.answer((reads) =>
@@ -51,7 +51,7 @@ export function wireKeys(config: Config, f: Foundation, index: IndexRunner, disc
         discover: discovery.viewDiscover,
         jwks: discovery.jwks,
         contracts,
-        discoveryCacheSeconds: config.discoveryCacheSeconds,
+        discoveryCacheSeconds: config.discovery.discoveryCacheSeconds,
       })(request)
     );
   const trust: { status: KeyStatus; many: KeyTrustMany } = {
@@ -65,7 +65,7 @@ export function wireKeys(config: Config, f: Foundation, index: IndexRunner, disc
     subjectsOf: async (account) => (await accounts.subjects.list(account)).map((s) => s.canonicalDid),
     trust: trust.many,
     maxPerAccount: config.keys.maxPerAccount,
-    maxSubjects: config.subjectsPerAccount,
+    maxSubjects: config.accounts.subjectsPerAccount,
   });
   const perMinute = config.keys.statusPerMinute;
   return {

@@ -29,7 +29,7 @@ export type WiredLimits = {
 };
 
 /** Builds the limits over the storage's buckets; buckets full again are pruned every minute by every instance. */
-export function wireLimits(config: Config, f: Foundation, options: { pruneIntervalMs?: number | undefined } = {}): WiredLimits {
+export function wireLimits(config: Pick<Config, "discovery" | "mcp" | "relays">, f: Foundation, options: { pruneIntervalMs?: number | undefined } = {}): WiredLimits {
   const counter = f.storage.rateCounter;
   const perMinute = (scope: string, rate: number) =>
     createSharedRateLimiter(counter, systemClock, { scope, capacity: rate, perMinute: rate });
@@ -39,14 +39,14 @@ export function wireLimits(config: Config, f: Foundation, options: { pruneInterv
   }, options.pruneIntervalMs ?? 60_000);
   timer.unref?.();
   return {
-    publicRelayClient: perMinute(SHARED_LIMITS.publicRelayClient, config.publicRelay.ipPerMinute),
+    publicRelayClient: perMinute(SHARED_LIMITS.publicRelayClient, config.relays.publicRelay.ipPerMinute),
     publicRelayAttester: createSharedRateLimiter(counter, systemClock, {
       scope: SHARED_LIMITS.publicRelayAttester,
-      capacity: config.publicRelay.attesterPerHour,
-      perMinute: config.publicRelay.attesterPerHour / 60,
+      capacity: config.relays.publicRelay.attesterPerHour,
+      perMinute: config.relays.publicRelay.attesterPerHour / 60,
     }),
-    witnessUser: perMinute(SHARED_LIMITS.witnessUser, config.witnessUserPerMinute),
-    witnessDomain: perMinute(SHARED_LIMITS.witnessDomain, config.witnessDomainPerMinute),
+    witnessUser: perMinute(SHARED_LIMITS.witnessUser, config.discovery.witnessUserPerMinute),
+    witnessDomain: perMinute(SHARED_LIMITS.witnessDomain, config.discovery.witnessDomainPerMinute),
     mcpSessionsPerAddress: perMinute(SHARED_LIMITS.mcpSessionsPerAddress, config.mcp.sessionsPerMinute),
     mcpSessionMessages: perMinute(SHARED_LIMITS.mcpSessionMessages, config.mcp.sessionMessagesPerMinute),
     stop: () => clearInterval(timer),

@@ -39,7 +39,7 @@ export type McpCapabilities = {
  * Builds the endpoint unless `MCP=off`, its sessions in the storage (any instance answers any session, decisions §21);
  * idle sessions are swept every minute (or every idle period, if shorter) by every instance.
  */
-export function wireMcp(config: Config, f: Foundation, c: McpCapabilities): WiredMcp | undefined {
+export function wireMcp(config: Pick<Config, "accounts" | "mcp" | "server" | "widgets">, f: Foundation, c: McpCapabilities): WiredMcp | undefined {
   if (!config.mcp.enabled) return undefined;
   const { storage, metrics, log } = f;
   const subscription = subscriptionReader({
@@ -47,7 +47,7 @@ export function wireMcp(config: Config, f: Foundation, c: McpCapabilities): Wire
     plans: c.accounts.plans,
     ledger: storage.ledger,
     paidPeriod: (accountId, nowMs) => storage.payments.paidPeriod(accountId, nowMs),
-    premiumReads: { ledger: storage.premiumReads, limits: { free: config.premiumReads.free, paid: config.premiumReads.paid } },
+    premiumReads: { ledger: storage.premiumReads, limits: { free: config.accounts.premiumReads.free, paid: config.accounts.premiumReads.paid } },
   });
   const endpoint = createMcpEndpoint({
     tools: {

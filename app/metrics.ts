@@ -2,7 +2,7 @@
 import type { TransactionSigner } from "../ports/signer.ts";
 import type { PrometheusMetrics } from "../adapters/observability/mod.ts";
 import { GAS_WINDOW_MS } from "../domain/delegation/mod.ts";
-import type { Config } from "./config.ts";
+import type { RelaysConfig } from "./config.ts";
 import type { ViemEas } from "../adapters/chain/mod.ts";
 import type { Storage } from "../ports/storage.ts";
 import { systemClock } from "../adapters/system/mod.ts";
@@ -25,7 +25,7 @@ export function describeMetrics(metrics: PrometheusMetrics) {
 
 /** Registers the gauges read at each scrape: the wallets' balances and pending transactions, the relay budget, open work. */
 export function wireGauges(
-  config: Config,
+  relays: RelaysConfig,
   { metrics, eas, witnessKey, storage }: { metrics: PrometheusMetrics; eas: ViemEas; witnessKey: `0x${string}` | TransactionSigner | undefined; storage: Storage },
 ): void {
   const wallets = [
@@ -46,7 +46,7 @@ export function wireGauges(
   metrics.gauge("ats_public_relay_gas_used", "Gas the public relay charged this hour, all instances", async () =>
     [{ value: await storage.gasBudget.used(gasWindow()) }]);
   metrics.gauge("ats_public_relay_gas_budget_left", "Gas left in the public relay's budget this hour, all instances", async () => {
-    const left = config.publicRelay.gasPerHour - await storage.gasBudget.used(gasWindow());
+    const left = relays.publicRelay.gasPerHour - await storage.gasBudget.used(gasWindow());
     return [{ value: left > 0n ? left : 0n }];
   });
   metrics.gauge("ats_private_relay_gas_used", "Gas the private relay charged this hour, all instances", async () =>

@@ -21,10 +21,10 @@ export type WiredOAuth = {
 const UPKEEP_MS = 10 * 60_000;
 
 /** Builds OAuth unless `OAUTH=off`; makes the first signing key (or rotates a due one) before serving. */
-export async function wireOAuth(config: Config, f: Foundation, options: { upkeepIntervalMs?: number | undefined } = {}): Promise<WiredOAuth | undefined> {
+export async function wireOAuth(config: Pick<Config, "oauth" | "server">, f: Foundation, options: { upkeepIntervalMs?: number | undefined } = {}): Promise<WiredOAuth | undefined> {
   if (!config.oauth.enabled) return undefined;
   const { storage, log } = f;
-  const issuer = issuerOf(config.publicBaseUrl);
+  const issuer = issuerOf(config.server.publicBaseUrl);
   const keys = createJoseAccessTokenKeys({
     store: storage.oauth,
     clock: systemClock,

@@ -14,7 +14,7 @@ import { loadSecp256k1, nobleSecp256k1, openKeccak256 } from "../adapters/crypto
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createPublicClient, http } from "viem";
-import { type Config, ConfigError, readConfig } from "./config.ts";
+import { type Config, ConfigError, defaultChain, readConfig } from "./config.ts";
 import type { Storage } from "../ports/storage.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import { isPlan, PLANS, quotaYear } from "../domain/accounts/mod.ts";
@@ -57,7 +57,7 @@ export async function runOps(args: readonly string[], env: Readonly<Record<strin
     if (group === "oauth") return await rotateOAuthKey(config, storage, out);
     const { accounts, ledger } = storage;
     const year = quotaYear(systemClock.nowMs());
-    const limitOf = (plan: "free" | "paid") => plan === "free" ? config.freePlanAnnualWrites : config.paidPlanAnnualWrites;
+    const limitOf = (plan: "free" | "paid") => plan === "free" ? config.accounts.freePlanAnnualWrites : config.accounts.paidPlanAnnualWrites;
     if (command === "list") {
       for (const account of await accounts.listAccounts()) {
         const usage = await ledger.usage(account.id, year);
@@ -150,7 +150,7 @@ async function paymentsCommand(rest: readonly string[], storage: Storage, out: (
 
 /** The EAS contract the index follows: the trust anchors' chain (the one RPC_URL answers for, when it answers). */
 async function indexScope(config: Config): Promise<{ chainId: number; easAddress: string } | string> {
-  const path = config.trustAnchorsPath ?? join(config.dataDir, "devnet", "trust-anchors.json");
+  const path = config.chains.trustAnchorsPath ?? join(config.storage.dataDir, "devnet", "trust-anchors.json");
   let anchors: TrustAnchors;
   try {
     anchors = JSON.parse(readFileSync(path, "utf8")) as TrustAnchors;
@@ -159,9 +159,9 @@ async function indexScope(config: Config): Promise<{ chainId: number; easAddress
   }
   const chains = Object.entries(anchors.chains ?? {});
   let chainId: number | undefined = chains.length === 1 ? Number(chains[0]![0].split(":")[1]) : undefined;
-  if (config.rpcUrl !== undefined) {
+  if (defaultChain(config.chains).rpcUrl !== undefined) {
     try {
-      chainId = await createPublicClient({ transport: http(config.rpcUrl, { retryCount: 1 }) }).getChainId();
+      chainId = await createPublicClient({ transport: http(defaultChain(config.chains).rpcUrl, { retryCount: 1 }) }).getChainId();
     } catch {
       // Not reachable: the anchors' only chain, if there is one.
     }
@@ -182,9 +182,9 @@ async function indexCommand(command: string, rest: readonly string[], config: Co
   const checkpoint = await store.checkpoint();
   if (command === "status") {
     let head: bigint | undefined;
-    if (config.rpcUrl !== undefined) {
+    if (defaultChain(config.chains).rpcUrl !== undefined) {
       try {
-        head = await createPublicClient({ transport: http(config.rpcUrl, { retryCount: 1 }) }).getBlockNumber();
+        head = await createPublicClient({ transport: http(defaultChain(config.chains).rpcUrl, { retryCount: 1 }) }).getBlockNumber();
       } catch {
         // Reported as unknown.
       }
@@ -197,7 +197,7 @@ async function indexCommand(command: string, rest: readonly string[], config: Co
       indexedBlock: checkpoint === undefined ? null : Number(checkpoint.blockNumber),
       blockHash: checkpoint?.blockHash ?? null,
       head: head === undefined ? null : Number(head),
-      lagBlocks: head === undefined ? null : Number(head - (checkpoint?.blockNumber ?? (config.startBlock ?? 0n) - 1n)),
+      lagBlocks: head === undefined ? null : Number(head - (checkpoint?.blockNumber ?? (defaultChain(config.chains).startBlock ?? 0n) - 1n)),
       // The follower's last completed poll (decisions §21): public reads are 503 INDEX_STALE once it is older than the stall time.
       checkedAt: checkedAtMs === null ? null : new Date(checkedAtMs).toISOString(),
       stale: checkedAtMs === null || Date.now() - checkedAtMs > config.index.stallSeconds * 1000,
@@ -239,7 +239,7 @@ async function signersCommand(env: Readonly<Record<string, string | undefined>>,
     const config = readConfig(env);
     const quiet = { debug() {}, info() {}, warn() {}, error() {} };
     const keccak256 = await openKeccak256();
-    const secp = loadSecp256k1(config.secp256k1Library, keccak256);
+    const secp = loadSecp256k1(config.signers.secp256k1Library, keccak256);
     signers = await openServiceSigners(config, { log: quiet, metrics: { increment() {}, observe() {} }, secp256k1: secp.ok ? secp.value : nobleSecp256k1, keccak256 });
   } catch (error) {
     if (error instanceof ConfigError || error instanceof SignerStartError) {

@@ -54,30 +54,30 @@ export const DEVNET_JWS_KEY_FILE = "x402_jws_key.json";
  * with `X402_JWS_KEY`, else on the devnet a key generated once and kept in `DATA_DIR`; undefined when no key.
  */
 export async function x402Issuer(
-  config: Config,
+  config: Pick<Config, "server" | "storage" | "x402">,
   options: { readonly chainId: number; readonly witnessKey: Hex | EthereumSigner | JwsSigner | undefined; readonly devnet: boolean },
 ): Promise<OfferReceiptIssuer | undefined> {
   const x = config.x402;
   const signer = options.witnessKey;
   // The X402_SIGNER role's key (decisions §27): offers and receipts signed where the key lives.
-  if (typeof signer === "object") return issuerOverSigner(signer, { chainId: options.chainId, kid: didWebKid(config.publicBaseUrl) });
+  if (typeof signer === "object") return issuerOverSigner(signer, { chainId: options.chainId, kid: didWebKid(config.server.publicBaseUrl) });
   if (x.signingFormat === "eip712") {
     const key = x.signingKey ?? (typeof signer === "string" ? signer : undefined);
     return key === undefined ? undefined : createEip712Issuer({ privateKey: key, chainId: options.chainId });
   }
   let jwk: PrivateJwk | undefined = x.jwsKey === undefined ? undefined : JSON.parse(x.jwsKey) as PrivateJwk;
   if (jwk === undefined && options.devnet) {
-    const file = join(config.dataDir, DEVNET_JWS_KEY_FILE);
+    const file = join(config.storage.dataDir, DEVNET_JWS_KEY_FILE);
     if (existsSync(file)) {
       jwk = JSON.parse(readFileSync(file, "utf8")) as PrivateJwk;
     } else {
       jwk = await generateSigningJwk("ES256");
-      mkdirSync(config.dataDir, { recursive: true });
+      mkdirSync(config.storage.dataDir, { recursive: true });
       writeFileSync(file, JSON.stringify(jwk), { mode: 0o600 });
     }
   }
   if (jwk === undefined) return undefined;
-  return await createJwsIssuerFromJwk({ kid: didWebKid(config.publicBaseUrl), alg: "ES256", privateJwk: jwk });
+  return await createJwsIssuerFromJwk({ kid: didWebKid(config.server.publicBaseUrl), alg: "ES256", privateJwk: jwk });
 }
 
 /** A signer gave no signature for an offer or a receipt (decisions §27). */
@@ -129,7 +129,7 @@ export function x402SignerReady(signer: EthereumSigner | JwsSigner): () => Promi
 
 /** Builds the gate from the config; undefined when nothing is for sale (or no key can sign offers). */
 export async function wireX402(
-  config: Config,
+  config: Pick<Config, "server" | "storage" | "x402">,
   shared: {
     readonly devnet: Devnet | undefined;
     readonly chainId: number;
@@ -171,7 +171,7 @@ export async function wireX402(
     assetVersion: x.assetVersion ?? devnet?.x402.version ?? "2",
     payTo,
     prices,
-    signing: { issuer, publicBaseUrl: config.publicBaseUrl },
+    signing: { issuer, publicBaseUrl: config.server.publicBaseUrl },
     signerReady: typeof shared.witnessKey === "object" ? x402SignerReady(shared.witnessKey) : undefined,
     paidCall: createPaidCall({
       payments: shared.payments,
@@ -186,7 +186,7 @@ export async function wireX402(
     known: async (key) => (await shared.payments.find(key)) !== undefined,
     log,
   });
-  const did = didWebKid(config.publicBaseUrl).split("#")[0]!;
+  const did = didWebKid(config.server.publicBaseUrl).split("#")[0]!;
   return {
     gate,
     didDocument: buildDidDocument({ did, issuers: [issuer], chainId: shared.chainId }),

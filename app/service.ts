@@ -76,9 +76,9 @@ export async function startService(config: Config, options: StartServiceOptions 
     const keys = wireKeys(config, f, index, discovery, accounts);
     const oauth = await wireOAuth(config, f);
     const mcp = wireMcp(config, f, { discovery, witness, artifactTrust, attestationList, attestationQueryRate, accounts, keys, oauth, limits, submissions });
-    wireGauges(config, f);
+    wireGauges(config.relays, f);
     const http = serveHttp(config, f, { discovery, witness, index, attestationList, attestationQueries, attestationQueryRate, artifactTrust, accounts, delegation, x402, oauth, keys, mcp, submissions, webhooks });
-    const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${http.port}`;
+    const url = `http://${config.server.host.includes(":") ? `[${config.server.host}]` : config.server.host}:${http.port}`;
     log.info("listening", {
       url,
       chain: chain.name,

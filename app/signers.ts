@@ -40,7 +40,7 @@ const DEVNET_WITNESS = "ATS_DEVNET_WITNESS_KEY";
  * the config does not name. Throws SignerStartError (one line naming the role) when one cannot be opened.
  */
 export async function openServiceSigners(
-  config: Config,
+  config: Pick<Config, "signers" | "x402">,
   deps: SignerWiringDeps,
   devnetKeys?: { readonly delegate: string; readonly witness: string } | undefined,
 ): Promise<ServiceSigners> {
@@ -94,7 +94,7 @@ export function distinctSigners(signers: ServiceSigners): { readonly roles: read
  * logged as a warning and counted in `ats_raw_signing_keys`. Throws SignerStartError naming the role otherwise.
  */
 export function checkRawKeys(
-  config: Config,
+  config: Pick<Config, "signers" | "x402">,
   signers: ServiceSigners,
   chain: { readonly chainId: number; readonly embeddedDevnet: boolean },
   deps: { readonly log: Logger; readonly metrics: { gauge: (name: string, help: string, read: () => Promise<{ value: number }[]>) => void } },

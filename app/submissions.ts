@@ -16,7 +16,7 @@ import {
   trackedBook,
 } from "../domain/submissions/mod.ts";
 import { settlementConcerns } from "../domain/webhooks/mod.ts";
-import type { Config } from "./config.ts";
+import { type Config, defaultChain } from "./config.ts";
 import type { Foundation } from "./foundation.ts";
 
 /**
@@ -49,7 +49,7 @@ export type WiredSubmissions = {
  * rounds first; one truly pending on chain stays for the periodic rounds.
  */
 export async function wireSubmissions(
-  config: Config,
+  config: Pick<Config, "chains" | "relays">,
   { storage, eas, easAddress, log, devnet }: Foundation,
   events: { readonly onSettled?: SubmissionSettled | undefined } = {},
 ): Promise<WiredSubmissions> {
@@ -75,8 +75,8 @@ export async function wireSubmissions(
     graceMs: RECONCILE_GRACE_MS,
     lostAfterMs: HASH_ONLY_LOST_AFTER_MS,
     replacements: storage.txReplacements,
-    bumpAfterMs: config.feeBump.afterSeconds === 0 ? undefined : config.feeBump.afterSeconds * 1000,
-    maxBumps: config.feeBump.max,
+    bumpAfterMs: config.relays.feeBump.afterSeconds === 0 ? undefined : config.relays.feeBump.afterSeconds * 1000,
+    maxBumps: config.relays.feeBump.max,
     // The embedded devnet's state is saved before an outcome read from it is recorded, as after a send (foundation.ts
     // onMined): a crash right after a resent transaction is recorded must not leave it charged but missing.
     saveChain: devnet?.checkpoint,
@@ -115,7 +115,7 @@ export async function wireSubmissions(
       replacements: storage.txReplacements,
       head: () => eas.client.getBlockNumber(),
       // As the index counts them (app/index.ts): none on the embedded devnet, which mines on arrival.
-      confirmations: config.index.confirmations ?? (devnet === undefined ? 12 : 0),
+      confirmations: defaultChain(config.chains).confirmations ?? (devnet === undefined ? 12 : 0),
     }),
     stop: () => clearInterval(timer),
   };

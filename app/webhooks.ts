@@ -19,7 +19,7 @@ import {
 import { createSharedRateLimiter, SHARED_LIMITS } from "../domain/rate_limit.ts";
 import type { IndexStore } from "../ports/attestation_index.ts";
 import type { WebhookTransport } from "../ports/webhooks.ts";
-import type { Config } from "./config.ts";
+import { type Config, defaultChain } from "./config.ts";
 import type { Foundation } from "./foundation.ts";
 
 /** Deliveries to one endpoint at once (decisions §22). */
@@ -44,26 +44,26 @@ export type WiredWebhooks = {
 };
 
 /** The webhook confirmations: `WEBHOOK_CONFIRMATIONS`, else the index's (0 on the embedded devnet). */
-export function webhookConfirmations(config: Config, devnet: boolean): number | undefined {
+export function webhookConfirmations(config: Pick<Config, "chains" | "webhooks">, devnet: boolean): number | undefined {
   if (!config.webhooks.enabled) return undefined;
-  return config.webhooks.confirmations ?? config.index.confirmations ?? (devnet ? 0 : 12);
+  return config.webhooks.confirmations ?? defaultChain(config.chains).confirmations ?? (devnet ? 0 : 12);
 }
 
 /** Builds the endpoints and starts the worker (unless `WEBHOOKS=off` or `WEBHOOK_DELIVERY=off`: the routes still manage endpoints). */
 export function wireWebhooks(
-  config: Config,
+  config: Pick<Config, "chains" | "discovery" | "webhooks">,
   f: Foundation,
   deps: { readonly indexStore: IndexStore; readonly transport?: WebhookTransport | undefined; readonly didJsonCa?: string | undefined },
 ): WiredWebhooks {
   const store = f.storage.webhooks;
   const transport = deps.transport ?? createHttpsWebhookTransport({
-    resolver: createDnsPacketResolver({ servers: [...config.dnsServers] }),
-    allowPrivateNetwork: config.allowPrivateNetwork,
+    resolver: createDnsPacketResolver({ servers: [...config.discovery.dnsServers] }),
+    allowPrivateNetwork: config.discovery.allowPrivateNetwork,
     ca: deps.didJsonCa,
   });
   // Test events per endpoint, counted for the deployment (each is an outbound POST and a stored delivery).
   const testRate = createSharedRateLimiter(f.storage.rateCounter, systemClock, { scope: SHARED_LIMITS.webhookTests, capacity: WEBHOOK_TESTS_PER_MINUTE, perMinute: WEBHOOK_TESTS_PER_MINUTE });
-  const endpoints = createWebhookEndpoints({ store, transport, clock: systemClock, random: cryptoRandom, allowPrivateNetwork: config.allowPrivateNetwork, testRate });
+  const endpoints = createWebhookEndpoints({ store, transport, clock: systemClock, random: cryptoRandom, allowPrivateNetwork: config.discovery.allowPrivateNetwork, testRate });
   const schemaNames = new Map(Object.entries(f.chain.schemas).map(([name, uid]) => [String(uid).toLowerCase(), name]));
   const fanOut = createWebhookFanOut({ store, records: (uids) => deps.indexStore.records(uids), schemaNames, clock: systemClock });
   const { metrics, log } = f;

@@ -527,8 +527,8 @@ describe("artifact trust's index through a faulty RPC", () => {
   });
 
   test("ARTIFACT_TRUST_RPC_TIMEOUT_MS defaults to 8000 and must be a whole number of milliseconds from 100 to 60000", () => {
-    expect(readConfig({}).artifactTrustRpcTimeoutMs).toBe(8_000);
-    expect(readConfig({ ARTIFACT_TRUST_RPC_TIMEOUT_MS: "1500" }).artifactTrustRpcTimeoutMs).toBe(1_500);
+    expect(readConfig({}).chains.artifactTrustRpcTimeoutMs).toBe(8_000);
+    expect(readConfig({ ARTIFACT_TRUST_RPC_TIMEOUT_MS: "1500" }).chains.artifactTrustRpcTimeoutMs).toBe(1_500);
     for (const bad of ["soon", "50", "600000", "1.5"]) {
       expect(() => readConfig({ ARTIFACT_TRUST_RPC_TIMEOUT_MS: bad })).toThrow(ConfigError);
       expect(() => readConfig({ ARTIFACT_TRUST_RPC_TIMEOUT_MS: bad })).toThrow(/ARTIFACT_TRUST_RPC_TIMEOUT_MS/);

@@ -28,7 +28,7 @@ describe("budgets of the default settings", () => {
     // adapters/chain/viem_eas.ts: 10 s per request and one retry, viem's first retry after 150 ms.
     const rpcExchange = 2 * 10 + 0.15;
     // Seven dependent chain lookups, each three attempts of ARTIFACT_TRUST_RPC_TIMEOUT_MS with 150 + 300 ms of backoff.
-    const artifactTrust = 7 * ((3 * config.artifactTrustRpcTimeoutMs) / 1000 + 0.45);
+    const artifactTrust = 7 * ((3 * config.chains.artifactTrustRpcTimeoutMs) / 1000 + 0.45);
     // adapters/dns/dns_packet_resolver.ts: two attempts of 1.5 s over UDP and 1.5 s over TCP; did.json 5 s in all.
     const discovery = Math.max(2 * (1.5 + 1.5), 5);
     expect(SERVER_IDLE_TIMEOUT_SECONDS).toBe(255);

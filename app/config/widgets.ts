@@ -1,0 +1,43 @@
+/** The review widget and proof of interaction (decisions §29): the `widgets` section. */
+import { Type } from "@sinclair/typebox";
+import { ConfigError, list, readSection, type ReadContext } from "./_declare.ts";
+
+/** The `widgets` section's variables. */
+export const WidgetsSection = Type.Object({
+  widgetOrigins: list("WIDGET_ORIGINS", { default: [], description: "other origins serving this service's widgets" }),
+  explorerApiUrls: list("EXPLORER_API_URLS", { default: [], description: "<chainId>=<url> pairs: each chain's Etherscan-compatible explorer API" }),
+}, { title: "widgets" });
+
+/** Where the widgets are served and each chain's explorer. */
+export type WidgetsConfig = {
+  /** `WIDGET_ORIGINS`: other origins serving this service's widgets, published after its own (decisions §29). */
+  readonly widgetOrigins: readonly string[];
+  /** `EXPLORER_API_URLS`: the Etherscan-compatible explorer API of each chain id, for proof of interaction (decisions §29). */
+  readonly explorerApiUrls: ReadonlyMap<number, string>;
+};
+
+/** Reads the `widgets` section. */
+export function readWidgets(ctx: Omit<ReadContext, "values">): WidgetsConfig {
+  const v = readSection(WidgetsSection, ctx);
+  return { widgetOrigins: v.widgetOrigins, explorerApiUrls: explorerApiUrls(v.explorerApiUrls) };
+}
+
+/** `EXPLORER_API_URLS`: `<chainId>=<url>` pairs, comma-separated; an http or https URL each, one per chain. */
+function explorerApiUrls(pairs: readonly string[]): ReadonlyMap<number, string> {
+  const urls = new Map<number, string>();
+  for (const pair of pairs) {
+    const match = /^([1-9][0-9]{0,15})=(.+)$/.exec(pair);
+    let url: URL | undefined;
+    try {
+      url = match === null ? undefined : new URL(match[2]!);
+    } catch {
+      url = undefined;
+    }
+    if (match === null || url === undefined || (url.protocol !== "https:" && url.protocol !== "http:")) {
+      throw new ConfigError("EXPLORER_API_URLS", "expected <chainId>=<http(s) URL> pairs, comma-separated");
+    }
+    if (urls.has(Number(match[1]))) throw new ConfigError("EXPLORER_API_URLS", `chain ${match[1]} is named twice`);
+    urls.set(Number(match[1]), url.href);
+  }
+  return urls;
+}
