@@ -1,0 +1,52 @@
+/**
+ * A bad `CHAINS_FILE` stops the process at start (decisions §30, issue 48): `bun main.ts` exits 1 with one line naming
+ * the file (or `DEFAULT_CHAIN`) and the chain, before any chain is contacted. The anchors are the devnet's (chain 31337).
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const ROOT = join(import.meta.dir, "..");
+const ANCHORS = join(ROOT, "deploy", "devnet", "trust-anchors.json");
+// Nothing listens here: every refusal below comes before any JSON-RPC call.
+const RPC = "http://127.0.0.1:9/rpc";
+let dir: string;
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), "ats-chains-file-"));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Starts the service with `text` as its chains file and returns its exit code and what it printed on stderr. */
+async function start(text: string, env: Record<string, string> = {}): Promise<{ code: number; stderr: string }> {
+  const file = join(dir, `chains-${crypto.randomUUID()}.json`);
+  writeFileSync(file, text);
+  const proc = Bun.spawn([process.execPath, "main.ts"], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? "", HOME: dir, DATA_DIR: join(dir, "data"), PORT: "0", LOG_LEVEL: "error", CHAINS_FILE: file, TRUST_ANCHORS_PATH: ANCHORS, ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+  return { code, stderr: stderr.trim() };
+}
+
+const devnet = { caip2: "eip155:31337", rpcUrl: RPC, role: "attestations" };
+const base = { caip2: "eip155:8453", rpcUrl: RPC, role: "proofs" };
+
+test("each bad chains file stops the start with one line naming it", async () => {
+  const cases: [string, Record<string, string>, string][] = [
+    ["[{\"caip2\": ", {}, "CHAINS_FILE: cannot read JSON from"],
+    [JSON.stringify([devnet, base, devnet]), {}, "CHAINS_FILE: eip155:31337 is named twice"],
+    [JSON.stringify([base]), {}, `CHAINS_FILE: no chain has role "attestations"`],
+    [JSON.stringify([devnet, base]), { DEFAULT_CHAIN: "eip155:1" }, "DEFAULT_CHAIN: eip155:1 is not an attestation chain the deployment serves"],
+    [JSON.stringify([devnet, { ...base, role: "attestations" }]), {}, "CHAINS_FILE: eip155:8453 is an attestation chain the trust anchors do not describe (TRUST_ANCHORS_PATH)"],
+  ];
+  for (const [text, env, line] of cases) {
+    const { code, stderr } = await start(text, env);
+    expect(code).toBe(1);
+    expect(stderr.split("\n")).toHaveLength(1);
+    expect(stderr).toContain(line);
+  }
+}, 60_000);
