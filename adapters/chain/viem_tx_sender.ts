@@ -1,4 +1,4 @@
-import { BaseError, type Hex, parseTransaction } from "viem";
+import { parseTransaction } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
 import type { BatchSubmission, FundsCheck, HexString, SignedTx, SubmitOptions, Submission } from "../../ports/eas.ts";
 import type { Rebroadcast } from "../../ports/submissions.ts";
@@ -7,20 +7,12 @@ import type { Secp256k1 } from "../../ports/secp256k1.ts";
 import type { SignaturePurpose, SignedTransaction, SignerFailure, TransactionFields, TransactionSigner } from "../../ports/signer.ts";
 import type { WalletNonces } from "../../ports/storage.ts";
 import { ATTESTED_TOPIC } from "../../domain/eas_abi.ts";
-import { type JsonRpc, NodeRpcError, quantity } from "./json_rpc.ts";
+import { type JsonRpc, quantity } from "./json_rpc.ts";
 import { privateKeyBytes, signEip1559 } from "./eip1559.ts";
+import { type Arrival, awaitReceipt, createBlockCadence, describe, type Log, receiptOutcome, type ReceiptLog, type SendOutcome } from "./_tx_receipts.ts";
+import { type Attempt, deliver, type Delivery, nothingSent, sendRaw, signerDown } from "./_tx_delivery.ts";
 
-/** The outcome of sending one transaction and waiting for its receipt. */
-export type SendOutcome =
-  | { readonly ok: true; readonly txHash: HexString; readonly blockNumber: bigint; readonly logs: readonly ReceiptLog[]; readonly gasUsed?: bigint }
-  | { readonly ok: false; readonly reason: "not-broadcast" }
-  /** The wallet's signer gave no signature (decisions §27): nothing was sent, and the nonce stays free. */
-  | { readonly ok: false; readonly reason: "signer-unavailable" }
-  | { readonly ok: false; readonly reason: "reverted"; readonly txHash: HexString; readonly blockNumber: bigint; readonly gasUsed?: bigint }
-  | { readonly ok: false; readonly reason: "unknown-outcome"; readonly txHash: HexString };
-
-/** A log of a receipt, as the node returned it. */
-export type ReceiptLog = { readonly address: string; readonly topics: readonly string[]; readonly data: string };
+export { describe, type ReceiptLog, type SendOutcome } from "./_tx_receipts.ts";
 
 /** What to send. */
 export type SendRequest = {
@@ -72,38 +64,6 @@ export const SEND_SYNC_GRACE_MS = 100;
 /** How long the sync method rests after a node did not mine a send on arrival, before it is tried again. */
 export const SEND_SYNC_PAUSE_MS = 10 * 60_000;
 
-type Log = (event: string, fields: Record<string, unknown>) => void;
-
-/** What one `eth_sendRawTransaction` did: the node took it, the node answered with a refusal, or no answer came. */
-type RawSend = "accepted" | "refused" | "lost";
-
-/** What a failed send turned out to be, once the node was asked about the hash. */
-type Settled = "accepted" | "not-broadcast" | "unknown";
-
-/** What one `eth_sendRawTransactionSync` did within the grace, or that no answer came in it. */
-type SyncSend =
-  | { readonly kind: "mined"; readonly receipt: RawReceipt }
-  /** The node did not take the call (no such method, its parameters, or another refusal): the same bytes go plainly. */
-  | { readonly kind: "not-taken"; readonly unsupported: boolean }
-  | { readonly kind: "accepted" | "lost" }
-  /** No answer within the grace: the receipt, if the node sends it later. */
-  | { readonly kind: "waiting"; readonly receipt: Promise<RawReceipt | undefined> };
-
-/** Where a transaction is, by its hash. */
-type TxState = "mined" | "pending" | "absent";
-
-type Attempt =
-  | {
-    readonly tx: SignedTx;
-    readonly settled: Settled;
-    /** The receipt, when the node answered the send with it. */
-    readonly receipt?: RawReceipt | undefined;
-    /** The receipt the sync send may still bring, raced with the polls. */
-    readonly lateReceipt?: Promise<RawReceipt | undefined> | undefined;
-  }
-  | { readonly tx: undefined; readonly settled: "not-broadcast" | "signer-unavailable" };
-const nothingSent: Attempt = { tx: undefined, settled: "not-broadcast" };
-const signerDown: Attempt = { tx: undefined, settled: "signer-unavailable" };
 
 /** Signs in this process with a raw key (no signer configured: tests and today's callers). */
 function localSigner(privateKey: HexString, sign: Secp256k1["sign"] | undefined, keccak: Keccak256["bytes"] | undefined): TransactionSigner["signTransaction"] {
@@ -113,6 +73,35 @@ function localSigner(privateKey: HexString, sign: Secp256k1["sign"] | undefined,
     return Promise.resolve({ ok: true, raw, txHash });
   };
 }
+
+/** What {@link createTxSender} takes. */
+export type TxSenderOptions = {
+  rpc: JsonRpc;
+  /**
+   * The wallet's signer (decisions §27: adapters/signers, any backend). Absent: `account` and `privateKey` sign in this
+   * process. A signer that gives no signature sends nothing and keeps the nonce free for the next send.
+   */
+  signer?: TransactionSigner | undefined;
+  account?: PrivateKeyAccount | undefined;
+  /** The account's key: transactions are signed by eip1559.ts (viem's bytes, without its hex round trips). */
+  privateKey?: HexString | undefined;
+  /** The secp256k1 signature (adapters/crypto: libsecp256k1 when present); @noble/curves when absent. */
+  sign?: Secp256k1["sign"] | undefined;
+  /** keccak-256 of the transaction's bytes (adapters/crypto: WebAssembly); viem's when absent. */
+  keccak?: Keccak256["bytes"] | undefined;
+  chainId: number;
+  receiptTimeoutMs?: number | undefined;
+  log?: Log | undefined;
+  /** Shared nonce bookkeeping when several instances send from this wallet (PostgreSQL storage). */
+  nonces?: WalletNonces | undefined;
+  /** Runs after a receipt arrived and before the caller hears of it (the devnet saves its state here). */
+  onMined?: ((blockNumber: bigint) => Promise<void>) | undefined;
+  /** Whether sends use `eth_sendRawTransactionSync` while the node mines on arrival (default `auto`). */
+  sendSync?: SendSyncMode | undefined;
+  /** Tests: the grace and the pause of the sync method (defaults {@link SEND_SYNC_GRACE_MS}, {@link SEND_SYNC_PAUSE_MS}). */
+  sendSyncGraceMs?: number | undefined;
+  sendSyncPauseMs?: number | undefined;
+};
 
 /**
  * Builds a sender for one wallet: a lock around nonce assignment, signing and broadcast (so
@@ -142,41 +131,15 @@ function localSigner(privateKey: HexString, sign: Secp256k1["sign"] | undefined,
  * and the receipt is whichever comes first of the sync answer and the polls; unless the node had already mined it,
  * the sync method rests for {@link SEND_SYNC_PAUSE_MS} (the node does not mine on arrival) and is then tried again.
  */
-export function createTxSender(options: {
-  rpc: JsonRpc;
-  /**
-   * The wallet's signer (decisions §27: adapters/signers, any backend). Absent: `account` and `privateKey` sign in this
-   * process. A signer that gives no signature sends nothing and keeps the nonce free for the next send.
-   */
-  signer?: TransactionSigner | undefined;
-  account?: PrivateKeyAccount | undefined;
-  /** The account's key: transactions are signed by eip1559.ts (viem's bytes, without its hex round trips). */
-  privateKey?: HexString | undefined;
-  /** The secp256k1 signature (adapters/crypto: libsecp256k1 when present); @noble/curves when absent. */
-  sign?: Secp256k1["sign"] | undefined;
-  /** keccak-256 of the transaction's bytes (adapters/crypto: WebAssembly); viem's when absent. */
-  keccak?: Keccak256["bytes"] | undefined;
-  chainId: number;
-  receiptTimeoutMs?: number | undefined;
-  log?: Log | undefined;
-  /** Shared nonce bookkeeping when several instances send from this wallet (PostgreSQL storage). */
-  nonces?: WalletNonces | undefined;
-  /** Runs after a receipt arrived and before the caller hears of it (the devnet saves its state here). */
-  onMined?: ((blockNumber: bigint) => Promise<void>) | undefined;
-  /** Whether sends use `eth_sendRawTransactionSync` while the node mines on arrival (default `auto`). */
-  sendSync?: SendSyncMode | undefined;
-  /** Tests: the grace and the pause of the sync method (defaults {@link SEND_SYNC_GRACE_MS}, {@link SEND_SYNC_PAUSE_MS}). */
-  sendSyncGraceMs?: number | undefined;
-  sendSyncPauseMs?: number | undefined;
-}): TxSender {
+export function createTxSender(options: TxSenderOptions): TxSender {
   const { rpc } = options;
   const account = { address: options.signer?.address ?? options.account!.address };
   const signTransaction = options.signer?.signTransaction ?? localSigner(options.privateKey!, options.sign, options.keccak);
   const wallet = account.address.toLowerCase() as HexString;
   const log = options.log ?? (() => {});
-  let fees: { at: number; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | undefined;
-  let feeRequest: Promise<NonNullable<typeof fees>> | undefined;
-  const refreshFees = (): Promise<NonNullable<typeof fees>> => {
+  let fees: Fees | undefined;
+  let feeRequest: Promise<Fees> | undefined;
+  const refreshFees = (): Promise<Fees> => {
     if (fees !== undefined && Date.now() - fees.at < FEE_TTL_MS) return Promise.resolve(fees);
     feeRequest ??= Promise.all([rpc.request("eth_gasPrice", []).then(quantity), maxPriorityFee(rpc)])
       .then(([gasPrice, priority]) => {
@@ -190,7 +153,6 @@ export function createTxSender(options: {
 
   const blocks = createBlockCadence();
 
-  let nextNonce: number | undefined;
   let queue: Promise<unknown> = Promise.resolve();
   const exclusive = <T>(task: () => Promise<T>): Promise<T> => {
     const run = queue.then(task, task);
@@ -198,130 +160,15 @@ export function createTxSender(options: {
     return run;
   };
 
-  const sendRaw = async (raw: Hex, nonce: number): Promise<RawSend> => {
-    try {
-      await rpc.request("eth_sendRawTransaction", [raw]);
-      return "accepted";
-    } catch (error) {
-      log("rpc_error", { op: "sendRawTransaction", nonce, error: describe(error) });
-      // Only the node's own answer is a refusal; a failed exchange may have delivered the bytes.
-      if (!(error instanceof NodeRpcError)) return "lost";
-      // A node that already holds the bytes says so as an error; it has them all the same.
-      return ALREADY_KNOWN.test(error.message) ? "accepted" : "refused";
-    }
-  };
-  /** Whether the node has mined, holds, or does not know the hash; undefined when it cannot be asked. */
-  const txState = async (txHash: Hex): Promise<TxState | undefined> => {
-    try {
-      const found = await rpc.request<{ blockNumber?: string | null } | null>("eth_getTransactionByHash", [txHash]);
-      if (found === null) return "absent";
-      return typeof found?.blockNumber === "string" ? "mined" : "pending";
-    } catch (error) {
-      log("rpc_error", { op: "getTransactionByHash", error: describe(error) });
-      return undefined;
-    }
-  };
-  const settleFailedSend = async (tx: SignedTx, first: RawSend): Promise<Settled> => {
-    const state = await txState(tx.txHash);
-    if (state === undefined) return "unknown";
-    return state === "absent" ? await settleAbsent(tx, first) : "accepted";
-  };
-  /** The node does not know the hash after `first`: a refusal stands; after a lost answer the same bytes go once more. */
-  const settleAbsent = async (tx: SignedTx, first: RawSend): Promise<Settled> => {
-    if (first === "refused") return "not-broadcast";
-    const again = await sendRaw(tx.raw, tx.nonce);
-    if (again === "accepted") return "accepted";
-    return again === "refused" ? "not-broadcast" : "unknown";
-  };
-
-  /**
-   * The node does not know the hash while the sync send is still on its way: the same bytes go plainly. A refusal
-   * proves nothing here (the sync bytes may land after it, or have landed just before: "nonce too low"), so the hash
-   * is asked again: held → accepted, else unknown, for the reconciler.
-   */
-  const settleStillInFlight = async (tx: SignedTx): Promise<Settled> => {
-    if ((await sendRaw(tx.raw, tx.nonce)) === "accepted") return "accepted";
-    const state = await txState(tx.txHash);
-    return state === "mined" || state === "pending" ? "accepted" : "unknown";
-  };
-
-  // The sync method: off for good (configured, or the node does not take it), or resting until `syncRestsUntil`.
-  let syncOff = options.sendSync === "off";
-  let syncRestsUntil = 0;
-  let syncRested = false;
-  const syncGraceMs = options.sendSyncGraceMs ?? SEND_SYNC_GRACE_MS;
-  const syncPauseMs = options.sendSyncPauseMs ?? SEND_SYNC_PAUSE_MS;
-  const turnSyncOff = (why: string) => {
-    if (!syncOff) log("send_sync_off", { why });
-    syncOff = true;
-  };
-  const restSync = () => {
-    // Said once: a chain with real blocks rests it every time it is tried again.
-    if (!syncRested) log("send_sync_paused", { why: "the node did not mine a transaction on arrival", minutes: syncPauseMs / 60_000 });
-    syncRested = true;
-    syncRestsUntil = Date.now() + syncPauseMs;
-  };
-  /** Sends by `eth_sendRawTransactionSync` and waits at most the grace for its answer. */
-  const sendSync = async (tx: SignedTx): Promise<SyncSend> => {
-    let graceOver = false;
-    const answer = rpc.request<unknown>("eth_sendRawTransactionSync", [tx.raw], { alone: true, retries: 0 }).then(
-      (result): SyncSend => (isReceiptOf(result, tx.txHash) ? { kind: "mined", receipt: result } : { kind: "accepted" }),
-      (error: unknown): SyncSend => {
-        // -32603 is the node's confirmation timeout (Anvil, 30 s): it holds the transaction, and no longer mines on arrival.
-        if (error instanceof NodeRpcError && error.code === -32603) restSync();
-        // Past the grace the send was settled without this answer: only a receipt is still of use.
-        if (graceOver) return { kind: "lost" };
-        log("rpc_error", { op: "sendRawTransactionSync", nonce: tx.nonce, error: describe(error) });
-        if (!(error instanceof NodeRpcError) || error.code === -32603) return { kind: "lost" };
-        if (ALREADY_KNOWN.test(error.message)) return { kind: "accepted" };
-        return { kind: "not-taken", unsupported: [-32600, -32601, -32602].includes(error.code) || SYNC_UNSUPPORTED.test(error.message) };
-      },
-    );
-    let graceEnds = () => {};
-    const grace = new Promise<undefined>((resolve) => (graceEnds = () => resolve(undefined)));
-    const timer = setTimeout(graceEnds, syncGraceMs);
-    const first = await Promise.race([answer, grace]);
-    clearTimeout(timer);
-    if (first !== undefined) return first;
-    graceOver = true;
-    return { kind: "waiting", receipt: answer.then((late) => (late.kind === "mined" ? late.receipt : undefined)) };
-  };
-  /** Sends stored, signed bytes and settles what the node did with them (decisions §15). */
-  const deliver = async (tx: SignedTx): Promise<Attempt> => {
-    if (!syncOff && Date.now() >= syncRestsUntil) {
-      const sync = await sendSync(tx);
-      switch (sync.kind) {
-        case "mined":
-          return { tx, settled: "accepted", receipt: sync.receipt };
-        case "accepted":
-          return { tx, settled: "accepted" };
-        case "lost":
-          return { tx, settled: await settleFailedSend(tx, "lost") };
-        case "waiting": {
-          // The lock is not held for the node's block time: where is the transaction now?
-          const state = await txState(tx.txHash);
-          if (state !== "mined") {
-            restSync();
-            // The node holds the transaction for a later block: receipts are read by block from now on.
-            blocks.notOnArrival();
-          }
-          if (state === undefined) return { tx, settled: "unknown" };
-          const settled = state === "absent" ? await settleStillInFlight(tx) : "accepted";
-          return { tx, settled, lateReceipt: sync.receipt };
-        }
-        case "not-taken": {
-          if (sync.unsupported) turnSyncOff("the node does not take eth_sendRawTransactionSync");
-          const plain = await sendRaw(tx.raw, tx.nonce);
-          if (plain === "accepted") {
-            turnSyncOff("the node took by eth_sendRawTransaction what eth_sendRawTransactionSync did not");
-            return { tx, settled: "accepted" };
-          }
-          return { tx, settled: await settleFailedSend(tx, plain) };
-        }
-      }
-    }
-    const first = await sendRaw(tx.raw, tx.nonce);
-    return { tx, settled: first === "accepted" ? "accepted" : await settleFailedSend(tx, first) };
+  const delivery: Delivery = {
+    rpc,
+    log,
+    blocks,
+    syncOff: options.sendSync === "off",
+    syncRestsUntil: 0,
+    syncRested: false,
+    syncGraceMs: options.sendSyncGraceMs ?? SEND_SYNC_GRACE_MS,
+    syncPauseMs: options.sendSyncPauseMs ?? SEND_SYNC_PAUSE_MS,
   };
   const pendingCount = async (): Promise<number | undefined> => {
     try {
@@ -332,6 +179,7 @@ export function createTxSender(options: {
     }
   };
 
+  const state: SenderState = { options, rpc, wallet, address: account.address, signTransaction, log, refreshFees, blocks, exclusive, delivery, pendingCount, nextNonce: undefined };
   return {
     address: account.address,
     warmFees: () => refreshFees().catch(() => undefined),
@@ -346,291 +194,155 @@ export function createTxSender(options: {
         return "rpc-error";
       }
     },
-    async replacement(tx) {
-      if (tx.wallet.toLowerCase() !== wallet) return undefined;
-      let parsed: ReturnType<typeof parseTransaction>;
-      try {
-        parsed = parseTransaction(tx.raw);
-      } catch {
-        return undefined;
-      }
-      if (parsed.type !== "eip1559" || parsed.nonce !== tx.nonce || parsed.to == null) return undefined;
-      let fee: NonNullable<typeof fees>;
-      try {
-        fee = await refreshFees();
-      } catch (error) {
-        log("rpc_error", { op: "fees", error: describe(error) });
-        return undefined;
-      }
-      const raised = (old: bigint | undefined) => ((old ?? 0n) * 9n + 7n) / 8n;
-      const larger = (a: bigint, b: bigint) => (a > b ? a : b);
-      const maxPriorityFeePerGas = larger(raised(parsed.maxPriorityFeePerGas), fee.maxPriorityFeePerGas);
-      const maxFeePerGas = larger(larger(raised(parsed.maxFeePerGas), fee.maxFeePerGas), maxPriorityFeePerGas);
-      const signed = await signTransaction({
-        chainId: options.chainId,
-        to: parsed.to,
-        data: parsed.data ?? "0x",
-        gas: parsed.gas ?? 0n,
-        nonce: tx.nonce,
-        maxFeePerGas,
-        maxPriorityFeePerGas,
-        value: parsed.value ?? 0n,
-      }, { purpose: "transaction", ref: tx.txHash });
-      // A signer that gives no signature now: no replacement this round; the reconciler asks again.
-      if (!signed.ok) return undefined;
-      return { txHash: signed.txHash, raw: signed.raw, wallet, nonce: tx.nonce };
-    },
+    replacement: (tx) => replacementOf(state, tx),
     rebroadcast: (tx) =>
       exclusive(async () => {
-        const sent = await sendRaw(tx.raw, tx.nonce);
-        nextNonce = undefined;
+        const sent = await sendRaw(delivery, tx.raw, tx.nonce);
+        state.nextNonce = undefined;
         return sent === "lost" ? "rpc-error" : sent;
       }),
-    async send(request) {
-      let fee: NonNullable<typeof fees>;
-      try {
-        fee = await refreshFees();
-      } catch (error) {
-        log("rpc_error", { op: "fees", error: describe(error) });
-        return { ok: false, reason: "not-broadcast" };
-      }
-      const signAndSend = async (nonce: number): Promise<Attempt> => {
-        const signed = await signTransaction({
-          chainId: options.chainId,
-          to: request.to,
-          data: request.data,
-          gas: request.gas,
-          nonce,
-          maxFeePerGas: fee.maxFeePerGas,
-          maxPriorityFeePerGas: fee.maxPriorityFeePerGas,
-          value: 0n,
-        }, { purpose: request.purpose ?? "transaction" });
-        // Not signed, so nothing stored or sent: the nonce stays the next one (decisions §27).
-        if (!signed.ok) return signerDown;
-        const { raw, txHash } = signed;
-        const tx: SignedTx = { txHash, raw, wallet, nonce };
-        try {
-          await request.onSigned?.(tx);
-        } catch (error) {
-          // Not stored, so not sent: a transaction nobody could settle must never leave.
-          log("store_error", { op: "onSigned", error: error instanceof Error ? error.message : String(error) });
-          return nothingSent;
-        }
-        return await deliver(tx);
-      };
-
-      const attempt = await exclusive(async (): Promise<Attempt> => {
-        const shared = options.nonces;
-        if (shared !== undefined) {
-          // Several instances: the next nonce is the larger of what they recorded and what the node has.
-          let outcome: Attempt = nothingSent;
-          try {
-            return await shared.withLock(options.chainId, account.address, async (storedNext) => {
-              const pending = await pendingCount();
-              if (pending === undefined) return { used: undefined, value: outcome };
-              const nonce = Math.max(storedNext, pending);
-              outcome = await signAndSend(nonce);
-              return { used: outcome.settled === "accepted" ? nonce : undefined, value: outcome };
-            });
-          } catch (error) {
-            // The database failed; if the transaction left, its outcome still stands (the node counts it).
-            log("nonce_lock_error", { error: error instanceof Error ? error.message : String(error) });
-            return outcome;
-          }
-        }
-        if (nextNonce === undefined) {
-          const pending = await pendingCount();
-          if (pending === undefined) return nothingSent;
-          nextNonce = pending;
-        }
-        const nonce = nextNonce;
-        const outcome = await signAndSend(nonce);
-        // Unless the node plainly took it, it may or may not hold this nonce: re-read the pending count next time. Not
-        // signed: nothing left, the nonce is still the next one.
-        nextNonce = outcome.settled === "accepted" ? nonce + 1 : outcome.settled === "signer-unavailable" ? nonce : undefined;
-        return outcome;
-      });
-      if (attempt.settled === "signer-unavailable") return { ok: false, reason: "signer-unavailable" };
-      if (attempt.tx === undefined || attempt.settled === "not-broadcast") return { ok: false, reason: "not-broadcast" };
-      // A send answered with its receipt goes straight to its outcome, which the caller records: a "sent" record
-      // in between would be one more commit that no crash could need (a signed record is settled the same way).
-      if (attempt.receipt === undefined) await request.onSent?.(attempt.tx.txHash);
-      if (attempt.settled === "unknown") return { ok: false, reason: "unknown-outcome", txHash: attempt.tx.txHash };
-      const outcome: SendOutcome & { readonly arrival?: Arrival } = attempt.receipt !== undefined
-        ? receiptOutcome(attempt.tx.txHash, attempt.receipt)
-        : await awaitReceipt(rpc, attempt.tx.txHash, options.receiptTimeoutMs ?? 120_000, log, attempt.lateReceipt, blocks);
-      if (outcome.ok || outcome.reason === "reverted") {
-        if (attempt.receipt === undefined) blocks.seen(outcome.blockNumber, outcome.arrival);
-        await options.onMined?.(outcome.blockNumber);
-      }
-      return outcome;
-    },
+    send: (request) => sendRequest(state, request),
   };
 }
 
-/** A receipt as the node returns it (the fields read here). */
-type RawReceipt = { readonly blockNumber: string; readonly gasUsed: string; readonly status: string; readonly logs: readonly ReceiptLog[] };
+/** Fee data, kept for {@link FEE_TTL_MS}. */
+type Fees = { readonly at: number; readonly maxFeePerGas: bigint; readonly maxPriorityFeePerGas: bigint };
 
-/** A node's words for "I hold these bytes already". */
-const ALREADY_KNOWN = /already known|known transaction|already imported/i;
-/** A refusal of the sync call itself rather than of the transaction (providers word it in many ways). */
-const SYNC_UNSUPPORTED = /method|unsupported|not supported|not available|not allowed|whitelist/i;
-
-/** Whether a sync send's answer is the receipt of `txHash` (a node answering anything else took the bytes all the same). */
-function isReceiptOf(value: unknown, txHash: Hex): value is RawReceipt {
-  if (typeof value !== "object" || value === null) return false;
-  const r = value as Record<string, unknown>;
-  return typeof r.transactionHash === "string" && r.transactionHash.toLowerCase() === txHash.toLowerCase() &&
-    typeof r.blockNumber === "string" && typeof r.gasUsed === "string" && typeof r.status === "string" && Array.isArray(r.logs);
-}
-
-/** A receipt as the outcome of its send: reverted unless its status is 1. */
-function receiptOutcome(txHash: HexString, receipt: RawReceipt): SendOutcome {
-  const blockNumber = BigInt(receipt.blockNumber);
-  const gasUsed = BigInt(receipt.gasUsed);
-  if (receipt.status !== "0x1") return { ok: false, reason: "reverted", txHash, blockNumber, gasUsed };
-  return { ok: true, txHash, blockNumber, logs: receipt.logs, gasUsed };
-}
-
-/** One receipt read; null when the node has none yet or could not be asked (logged). */
-async function readReceipt(rpc: JsonRpc, txHash: Hex, log: Log): Promise<RawReceipt | null> {
-  try {
-    return await rpc.request<RawReceipt | null>("eth_getTransactionReceipt", [txHash]);
-  } catch (error) {
-    log("rpc_error", { op: "getTransactionReceipt", error: describe(error) });
-    return null;
-  }
-}
-
-/**
- * When blocks come, as the receipts this sender polled for showed them (issue 43): the first time each block was seen
- * and the mean time between blocks. A node that mines on arrival has no cadence: its receipts are there at once.
- */
-type BlockCadence = {
-  /** A receipt found by a poll: its block, and how soon the polls that start at once found it, if they did. */
-  readonly seen: (blockNumber: bigint, arrival: Arrival | undefined) => void;
-  /** The node was seen to hold a sent transaction for a later block (a sync send not mined within its grace). */
-  readonly notOnArrival: () => void;
-  /** Whether this wait goes by block (once the node is known not to mine on arrival; now and then not, see below). */
-  readonly byBlock: () => boolean;
-  /** How long until the next block is due (plus a margin), or undefined while the cadence is not known. */
-  readonly untilNext: () => number | undefined;
+/** What the sender's module-level steps share (one wallet). */
+type SenderState = {
+  readonly options: TxSenderOptions;
+  readonly rpc: JsonRpc;
+  readonly wallet: HexString;
+  readonly address: HexString;
+  readonly signTransaction: TransactionSigner["signTransaction"];
+  readonly log: Log;
+  readonly refreshFees: () => Promise<Fees>;
+  readonly blocks: ReturnType<typeof createBlockCadence>;
+  /** Runs `task` under the wallet's lock (nonce assignment, signing and broadcast). */
+  readonly exclusive: <T>(task: () => Promise<T>) => Promise<T>;
+  readonly delivery: Delivery;
+  readonly pendingCount: () => Promise<number | undefined>;
+  /** The next nonce to use; undefined: read the pending count first. */
+  nextNonce: number | undefined;
 };
 
-/**
- * How soon a receipt was found by the polls that start at once: within 50 ms (`at-once`: a node that mines on
- * arrival), or only after 250 ms (`late`: one that does not).
- */
-type Arrival = "at-once" | "late";
-
-/**
- * A node known not to mine on arrival only from slow receipts (no sync send said so) has every sixteenth receipt polled
- * from the start again, so a devnet that was slow for a while (a loaded machine) is found to mine on arrival again.
- */
-const RECHECK_EVERY = 16;
-
-/** Bounds of a believable time between blocks, in ms. */
-const CADENCE_MIN_MS = 50;
-const CADENCE_MAX_MS = 60_000;
-/** The longest wait for a block before the receipt is read anyway (a cadence learnt from a chain mined by hand). */
-const CADENCE_WAIT_CAP_MS = 5_000;
-/** Receipts kept to learn the cadence from. */
-const CADENCE_WINDOW = 16;
-
-/**
- * Learns the cadence from the receipts polled for: the time between blocks is the slope over the kept receipts (each
- * was seen some time after its block was made, so the slope's error shrinks as the window spans more blocks), and the
- * time each block is due is the earliest sighting carried forward by that slope.
- */
-function createBlockCadence(): BlockCadence {
-  let seen: { block: bigint; atMs: number }[] = [];
-  /** Why receipts go by block: the sync send's word, slow receipts, or not (yet). */
-  let evidence: "sync" | "slow" | undefined;
-  let waits = 0;
-  const intervalOf = (): number | undefined => {
-    if (seen.length < 3) return undefined;
-    const first = seen[0]!;
-    const last = seen.at(-1)!;
-    const each = (last.atMs - first.atMs) / Number(last.block - first.block);
-    return each >= CADENCE_MIN_MS && each <= CADENCE_MAX_MS ? each : undefined;
-  };
-  return {
-    seen(blockNumber, arrival) {
-      // A node that mines on arrival has no cadence: polls start at once again.
-      if (arrival === "at-once") {
-        seen = [];
-        evidence = undefined;
-        return;
-      }
-      if (arrival === "late") evidence ??= "slow";
-      const last = seen.at(-1);
-      if (last !== undefined && blockNumber <= last.block) return;
-      seen.push({ block: blockNumber, atMs: Date.now() });
-      if (seen.length > CADENCE_WINDOW) seen.shift();
-    },
-    notOnArrival() {
-      evidence = "sync";
-    },
-    byBlock() {
-      if (evidence === undefined) return false;
-      return evidence === "sync" || ++waits % RECHECK_EVERY !== 0;
-    },
-    untilNext() {
-      const interval = intervalOf();
-      if (interval === undefined) return undefined;
-      const last = seen.at(-1)!;
-      // When the newest block was made, at the latest: the earliest sighting of any kept block, carried forward.
-      let made = last.atMs;
-      for (const s of seen) made = Math.min(made, s.atMs + Number(last.block - s.block) * interval);
-      const now = Date.now();
-      const due = made + Math.max(1, Math.ceil((now - made) / interval)) * interval;
-      // A block is seen some time after it is made: a margin of a tenth of the interval, at least 20 ms.
-      return Math.min(CADENCE_WAIT_CAP_MS, Math.max(0, due - now) + Math.max(20, interval / 10));
-    },
-  };
+/** A fee bump of `tx` (the same nonce, fees raised by at least 1/8 and to the current ones), signed; undefined: none. */
+async function replacementOf(state: SenderState, tx: SignedTx): Promise<SignedTx | undefined> {
+  const { wallet, log, options } = state;
+  if (tx.wallet.toLowerCase() !== wallet) return undefined;
+  let parsed: ReturnType<typeof parseTransaction>;
+  try {
+    parsed = parseTransaction(tx.raw);
+  } catch {
+    return undefined;
+  }
+  if (parsed.type !== "eip1559" || parsed.nonce !== tx.nonce || parsed.to == null) return undefined;
+  let fee: Fees;
+  try {
+    fee = await state.refreshFees();
+  } catch (error) {
+    log("rpc_error", { op: "fees", error: describe(error) });
+    return undefined;
+  }
+  const raised = (old: bigint | undefined) => ((old ?? 0n) * 9n + 7n) / 8n;
+  const larger = (a: bigint, b: bigint) => (a > b ? a : b);
+  const maxPriorityFeePerGas = larger(raised(parsed.maxPriorityFeePerGas), fee.maxPriorityFeePerGas);
+  const maxFeePerGas = larger(larger(raised(parsed.maxFeePerGas), fee.maxFeePerGas), maxPriorityFeePerGas);
+  const signed = await state.signTransaction({
+    chainId: options.chainId,
+    to: parsed.to,
+    data: parsed.data ?? "0x",
+    gas: parsed.gas ?? 0n,
+    nonce: tx.nonce,
+    maxFeePerGas,
+    maxPriorityFeePerGas,
+    value: parsed.value ?? 0n,
+  }, { purpose: "transaction", ref: tx.txHash });
+  // A signer that gives no signature now: no replacement this round; the reconciler asks again.
+  if (!signed.ok) return undefined;
+  return { txHash: signed.txHash, raw: signed.raw, wallet, nonce: tx.nonce };
 }
 
-/**
- * Waits for the receipt; `late`, a sync send's answer still to come, ends the wait when it brings the receipt. Once the
- * node is known not to mine on arrival (a sync send it held, or receipts that took 250 ms) and the chain's cadence is
- * known, the receipt is read once each block is due (by block, issue 43: a receipt polled every few ms up to a second
- * cost 8.6 calls a write on a chain of 1 s blocks); until then, and on a node that mines on arrival, at 5 ms and then
- * twice as long each time, up to a second.
- */
-async function awaitReceipt(
-  rpc: JsonRpc,
-  txHash: HexString,
-  timeoutMs: number,
-  log: Log,
-  late: Promise<RawReceipt | undefined> | undefined,
-  blocks: BlockCadence,
-): Promise<SendOutcome & { readonly arrival?: Arrival }> {
-  const started = Date.now();
-  let delay = 5;
-  let sync = late?.then((receipt) => {
-    sync = undefined;
-    return receipt;
-  });
-  const wait = async (ms: number) => (sync === undefined ? await Bun.sleep(ms) : await Promise.race([sync, Bun.sleep(ms)]));
-  // By block: nothing is read before the next block is due (a sync answer may bring the receipt first).
-  const byBlock = blocks.byBlock();
-  const first = byBlock ? blocks.untilNext() : undefined;
-  if (first !== undefined) {
-    const answered = await wait(first);
-    if (answered !== undefined) return receiptOutcome(txHash, answered);
+/** Signs and sends one transaction under the wallet's lock, then waits for its receipt outside it. */
+async function sendRequest(state: SenderState, request: SendRequest): Promise<SendOutcome> {
+  const { options, wallet, log, delivery } = state;
+  let fee: Fees;
+  try {
+    fee = await state.refreshFees();
+  } catch (error) {
+    log("rpc_error", { op: "fees", error: describe(error) });
+    return { ok: false, reason: "not-broadcast" };
   }
-  for (;;) {
-    const receipt = await readReceipt(rpc, txHash, log);
-    if (receipt) {
-      const after = Date.now() - started;
-      const arrival = first !== undefined ? undefined : after < 50 ? "at-once" : after >= 250 ? "late" : undefined;
-      return { ...receiptOutcome(txHash, receipt), ...(arrival === undefined ? {} : { arrival }) };
+  const signAndSend = async (nonce: number): Promise<Attempt> => {
+    const signed = await state.signTransaction({
+      chainId: options.chainId,
+      to: request.to,
+      data: request.data,
+      gas: request.gas,
+      nonce,
+      maxFeePerGas: fee.maxFeePerGas,
+      maxPriorityFeePerGas: fee.maxPriorityFeePerGas,
+      value: 0n,
+    }, { purpose: request.purpose ?? "transaction" });
+    // Not signed, so nothing stored or sent: the nonce stays the next one (decisions §27).
+    if (!signed.ok) return signerDown;
+    const { raw, txHash } = signed;
+    const tx: SignedTx = { txHash, raw, wallet, nonce };
+    try {
+      await request.onSigned?.(tx);
+    } catch (error) {
+      // Not stored, so not sent: a transaction nobody could settle must never leave.
+      log("store_error", { op: "onSigned", error: error instanceof Error ? error.message : String(error) });
+      return nothingSent;
     }
-    if (Date.now() - started > timeoutMs) return { ok: false, reason: "unknown-outcome", txHash };
-    const answered = await wait((byBlock ? blocks.untilNext() : undefined) ?? delay);
-    if (answered !== undefined) return receiptOutcome(txHash, answered);
-    delay = Math.min(delay * 2, 1_000);
+    return await deliver(delivery, tx);
+  };
+
+  const attempt = await state.exclusive(async (): Promise<Attempt> => {
+    const shared = options.nonces;
+    if (shared !== undefined) {
+      // Several instances: the next nonce is the larger of what they recorded and what the node has.
+      let outcome: Attempt = nothingSent;
+      try {
+        return await shared.withLock(options.chainId, state.address, async (storedNext) => {
+          const pending = await state.pendingCount();
+          if (pending === undefined) return { used: undefined, value: outcome };
+          const nonce = Math.max(storedNext, pending);
+          outcome = await signAndSend(nonce);
+          return { used: outcome.settled === "accepted" ? nonce : undefined, value: outcome };
+        });
+      } catch (error) {
+        // The database failed; if the transaction left, its outcome still stands (the node counts it).
+        log("nonce_lock_error", { error: error instanceof Error ? error.message : String(error) });
+        return outcome;
+      }
+    }
+    if (state.nextNonce === undefined) {
+      const pending = await state.pendingCount();
+      if (pending === undefined) return nothingSent;
+      state.nextNonce = pending;
+    }
+    const nonce = state.nextNonce;
+    const outcome = await signAndSend(nonce);
+    // Unless the node plainly took it, it may or may not hold this nonce: re-read the pending count next time. Not
+    // signed: nothing left, the nonce is still the next one.
+    state.nextNonce = outcome.settled === "accepted" ? nonce + 1 : outcome.settled === "signer-unavailable" ? nonce : undefined;
+    return outcome;
+  });
+  if (attempt.settled === "signer-unavailable") return { ok: false, reason: "signer-unavailable" };
+  if (attempt.tx === undefined || attempt.settled === "not-broadcast") return { ok: false, reason: "not-broadcast" };
+  // A send answered with its receipt goes straight to its outcome, which the caller records: a "sent" record
+  // in between would be one more commit that no crash could need (a signed record is settled the same way).
+  if (attempt.receipt === undefined) await request.onSent?.(attempt.tx.txHash);
+  if (attempt.settled === "unknown") return { ok: false, reason: "unknown-outcome", txHash: attempt.tx.txHash };
+  const outcome: SendOutcome & { readonly arrival?: Arrival } = attempt.receipt !== undefined
+    ? receiptOutcome(attempt.tx.txHash, attempt.receipt)
+    : await awaitReceipt(state.rpc, attempt.tx.txHash, options.receiptTimeoutMs ?? 120_000, log, attempt.lateReceipt, state.blocks);
+  if (outcome.ok || outcome.reason === "reverted") {
+    if (attempt.receipt === undefined) state.blocks.seen(outcome.blockNumber, outcome.arrival);
+    await options.onMined?.(outcome.blockNumber);
   }
+  return outcome;
 }
 
 /**
@@ -684,9 +396,3 @@ export function attestedUid(logs: readonly ReceiptLog[], easAddress: string): He
   return log && log.data.length >= 66 ? (log.data.slice(0, 66) as HexString) : null;
 }
 
-/** A short, URL-free description of an error for logs. */
-export function describe(error: unknown): string {
-  if (error instanceof BaseError) return error.shortMessage;
-  if (error instanceof NodeRpcError) return `${error.message} (code ${error.code})`;
-  return error instanceof Error ? error.message : String(error);
-}
