@@ -39,7 +39,7 @@ import { witnessRoutes } from "./routes/witness.ts";
 import { submissionRoutes, type SubmissionRoutesDeps } from "./routes/submissions.ts";
 import type { ArtifactTrust } from "../domain/artifact_trust/mod.ts";
 import { type AnswerCache, createIdentityResolve, IDENTITY_DOCS, identityRoutes } from "./routes/identity.ts";
-import { TRUST_ANCHOR_DOCS, TRUST_POLICY_DOCS, trustAnchorRoutes, trustAnchorsAnswer } from "./routes/trust_anchors.ts";
+import { TRUST_ANCHOR_DOCS, TRUST_POLICY_DOCS, trustAnchorRoutes, trustAnchorsAnswer, withServedChains } from "./routes/trust_anchors.ts";
 import { trustPolicyOf } from "../domain/identity/mod.ts";
 import { type EdgeAnswer, type EdgeRoutes, publicEdgeRoutes, registerEdgeRoutes } from "./edge_routes.ts";
 import { applyCachePolicy, createEtagMemo, createPolicyLookup, DEFAULT_HTTP_CACHE_SETTINGS, type HttpCacheSettings } from "./http_cache.ts";
@@ -52,12 +52,17 @@ import { widgetRoutes, type WidgetRoutesDeps } from "./routes/widgets.ts";
 import { interactionRoutes, type InteractionRoutesDeps } from "./routes/interactions.ts";
 import { isPrivatePath, pathOf, PUBLIC_CORS_HEADERS } from "./cors.ts";
 import { withConventions } from "./conventions.ts";
+import { type AppChains, type ChainIndexReads, perChain, servedOf } from "./app_chains.ts";
+import { edgeChainId, type PerChain } from "./chain_reads.ts";
+import type { ServedChains } from "../domain/chains/mod.ts";
 
 export { isPrivatePath, pathOf, PUBLIC_CORS_HEADERS } from "./cors.ts";
 export { ELAPSED_PATHS } from "./conventions.ts";
 
+export type { AppChains, ChainIndexReads } from "./app_chains.ts";
+
 /** Everything the HTTP layer is given by the composition root. */
-export type AppDeps = Omit<EasRoutesDeps, "log"> & {
+export type AppDeps = Omit<EasRoutesDeps, "log"> & AppChains & {
   readonly trustAnchors: TrustAnchors;
   readonly ready: () => Promise<ReadinessReport>;
   readonly log: Logger;
@@ -141,10 +146,28 @@ function sharedAnswers(deps: AppDeps): SharedAnswers {
   // Decisions §29: the trust policy the reference's signing bridges read, its widget origins led by the service's own.
   const ownOrigin = deps.publicBaseUrl === undefined ? [] : [new URL(deps.publicBaseUrl).origin];
   return {
-    anchors: trustAnchorsAnswer(deps.trustAnchors, PUBLIC_CORS_HEADERS),
+    // Decisions §30: the anchors' record plus the chains served, which the console's picker reads.
+    anchors: trustAnchorsAnswer(withServedChains(deps.trustAnchors, servedOf(deps)), PUBLIC_CORS_HEADERS),
     policy: trustAnchorsAnswer(trustPolicyOf(deps.trustAnchors, ownOrigin), PUBLIC_CORS_HEADERS),
     resolve: createIdentityResolve({ headers: PUBLIC_CORS_HEADERS, answers: deps.identityAnswers }),
   };
+}
+
+/** Each chain's index reads (decisions §30): the default chain's are the app's own fields. */
+type Chains = { readonly served: ServedChains; readonly of: <T>(pick: (reads: ChainIndexReads) => T | undefined) => PerChain<T> };
+
+/** The chains of the app's reads, {@link Chains}. */
+function chainsOf(deps: AppDeps): Chains {
+  const served = servedOf(deps);
+  const own: ChainIndexReads = {
+    artifactTrust: deps.artifactTrust,
+    attestationList: deps.attestationList,
+    attestationQueries: deps.attestationQueries,
+    keyStatus: deps.keyStatus?.keyStatus,
+    controllerAuthorization: deps.controllerAuthorization?.authorize,
+    indexAnswers: deps.indexAnswers,
+  };
+  return { served, of: (pick) => perChain(served, own, deps.chainReads, pick) };
 }
 
 /** The paths a capability's declarations mark as answered at the edge (`edge` of {@link RouteDoc}). */
@@ -157,27 +180,35 @@ function edgePaths(docs: readonly RouteDoc[], edge: NonNullable<RouteDoc["edge"]
  * very answers their routes give; and (issue 34) a kept answer of artifact trust, the attestation list or key status
  * (behind its per-client limit), current with nothing to read first. Any other request of those paths (a miss, a refused query, another method) goes to Elysia.
  */
-function edgeAnswersOf(deps: AppDeps, shared: SharedAnswers): Map<string, EdgeAnswer> {
+function edgeAnswersOf(deps: AppDeps, shared: SharedAnswers, chains: Chains): Map<string, EdgeAnswer> {
   const edgeAnswers = new Map<string, EdgeAnswer>();
   for (const path of edgePaths(TRUST_ANCHOR_DOCS, "answer")) edgeAnswers.set(path, { method: "GET", answer: shared.anchors });
   for (const path of edgePaths(TRUST_POLICY_DOCS, "answer")) edgeAnswers.set(path, { method: "GET", answer: shared.policy });
   for (const path of edgePaths(IDENTITY_DOCS, "answer")) edgeAnswers.set(path, { method: "POST", answer: shared.resolve });
-  const keptAnswers = deps.indexAnswers ?? undefined;
-  if (keptAnswers === undefined) return edgeAnswers;
+  if ((deps.indexAnswers ?? undefined) === undefined) return edgeAnswers;
+  // Each chain's answers are kept by its own index head (decisions §30): the request's chain picks the cache.
+  const keptAnswers = chains.of((reads) => reads.indexAnswers ?? undefined);
   const headers = { "content-type": "application/json; charset=utf-8", ...PUBLIC_CORS_HEADERS };
-  /** A kept answer by the request's key; `limit`: the route's per-client limit, taken only when the edge answers. */
-  const kept = (keyOf: (request: Request) => AnswerKey | undefined, limit?: (request: Request) => Response | undefined) => {
+  type Keyed = { readonly cache: IndexAnswerCache; readonly key: AnswerKey };
+  /** A kept answer by the request's chain and key; `limit`: the route's per-client limit, taken only when the edge answers. */
+  const kept = (keyOf: (request: Request, chainId: number) => AnswerKey | undefined, limit?: (request: Request) => Response | undefined) => {
     // A key is a function of the request's URL alone: the last few thousand URLs' keys are remembered.
-    const keys = new Map<string, AnswerKey | undefined>();
+    const keys = new Map<string, Keyed | undefined>();
+    const keyed = (request: Request): Keyed | undefined => {
+      const chainId = edgeChainId(request.url, keptAnswers);
+      const cache = chainId === undefined ? undefined : keptAnswers.on(chainId);
+      const key = cache === undefined ? undefined : keyOf(request, chainId!);
+      return key === undefined ? undefined : { cache: cache!, key };
+    };
     return (request: Request) => {
       const url = request.url;
-      let key = keys.get(url);
-      if (key === undefined && !keys.has(url)) {
+      let entry = keys.get(url);
+      if (entry === undefined && !keys.has(url)) {
         if (keys.size >= 4_096) keys.clear();
-        key = keyOf(request);
-        keys.set(url, key);
+        entry = keyed(request);
+        keys.set(url, entry);
       }
-      const answer = key === undefined ? undefined : keptAnswers.peek(key, headers);
+      const answer = entry === undefined ? undefined : entry.cache.peek(entry.key, headers);
       return answer === undefined || limit === undefined ? answer : limit(request) ?? answer;
     };
   };
@@ -211,7 +242,7 @@ function optional<T>(value: T | undefined, build: (value: T) => unknown): Elysia
 }
 
 /** The public reads and relay: each plugin given only its own dependencies. */
-function mountPublic(app: Elysia, deps: AppDeps, shared: SharedAnswers): Elysia {
+function mountPublic(app: Elysia, deps: AppDeps, shared: SharedAnswers, chains: Chains): Elysia {
   const log = deps.log;
   const answers = deps.indexAnswers ?? undefined;
   return app
@@ -220,9 +251,14 @@ function mountPublic(app: Elysia, deps: AppDeps, shared: SharedAnswers): Elysia 
     .use(trustAnchorRoutes(deps.trustAnchors, shared.anchors, shared.policy))
     .use(identityRoutes({ resolve: shared.resolve }))
     .use(optional(deps.controller, controllerRoutes))
-    .use(optional(deps.artifactTrust, (artifactTrust) => artifactTrustRoutes({ artifactTrust, log, answers })))
-    .use(optional(deps.attestationList, (list) =>
-      attestationListRoutes({ list, queries: deps.attestationQueries, log, answers, queryRate: deps.attestationQueryRate }))) as unknown as Elysia;
+    .use(optional(deps.artifactTrust, (artifactTrust) => {
+      const perChain = chains.of((r) => r.artifactTrust && { artifactTrust: r.artifactTrust, answers: r.indexAnswers ?? undefined });
+      return artifactTrustRoutes({ artifactTrust, log, answers, chains: perChain });
+    }))
+    .use(optional(deps.attestationList, (list) => {
+      const perChain = chains.of((r) => r.attestationList && { list: r.attestationList, queries: r.attestationQueries, answers: r.indexAnswers ?? undefined });
+      return attestationListRoutes({ list, queries: deps.attestationQueries, log, answers, queryRate: deps.attestationQueryRate, chains: perChain });
+    })) as unknown as Elysia;
 }
 
 /** The session, the account and its private routes. */
@@ -244,12 +280,14 @@ function mountPrivate(app: Elysia, deps: AppDeps): Elysia {
 }
 
 /** Key status, controller authorization, OAuth, MCP, the documents about the service, the console and the widgets. */
-function mountRest(app: Elysia, deps: AppDeps): Elysia {
+function mountRest(app: Elysia, deps: AppDeps, chains: Chains): Elysia {
   const log = deps.log;
   const answers = deps.indexAnswers ?? undefined;
+  const keyStatusChains = chains.of((r) => r.keyStatus && { keyStatus: r.keyStatus, answers: r.indexAnswers ?? undefined });
+  const authorizationChains = chains.of((r) => r.controllerAuthorization && { authorize: r.controllerAuthorization, answers: r.indexAnswers ?? undefined });
   return app
-    .use(optional(deps.keyStatus, (keyStatus) => keyStatusRoutes({ ...keyStatus, log, answers })))
-    .use(optional(deps.controllerAuthorization, (authorization) => controllerAuthorizationRoutes({ ...authorization, log, answers })))
+    .use(optional(deps.keyStatus, (keyStatus) => keyStatusRoutes({ ...keyStatus, log, answers, chains: keyStatusChains })))
+    .use(optional(deps.controllerAuthorization, (authorization) => controllerAuthorizationRoutes({ ...authorization, log, answers, chains: authorizationChains })))
     .use(optional(deps.oauth, (oauth) => oauthRoutes({ ...oauth, log })))
     .use(optional(deps.apiClients, (apiClients) => apiClientRoutes({ ...apiClients, log })))
     .use(optional(deps.mcp, mcpRoutes))
@@ -270,8 +308,9 @@ export function createApp(deps: AppDeps): Elysia {
   const app = withConventions(new Elysia({ strictPath: true }), { origins: deps.privateOrigins, log: deps.log });
   const shared = sharedAnswers(deps);
   const cached = cachePolicyOf(deps);
-  registerEdgeRoutes(app, (routes) => cachedEdgeRoutes(publicEdgeRoutes(edgeAnswersOf(deps, shared), PUBLIC_CORS_HEADERS, routes), cached));
-  const routed = mountRest(mountPrivate(mountPublic(app, deps, shared), deps), deps);
+  const chains = chainsOf(deps);
+  registerEdgeRoutes(app, (routes) => cachedEdgeRoutes(publicEdgeRoutes(edgeAnswersOf(deps, shared, chains), PUBLIC_CORS_HEADERS, routes), cached));
+  const routed = mountRest(mountPrivate(mountPublic(app, deps, shared, chains), deps), deps, chains);
   // The app's one way in for every request Elysia answers (tests, and the server through http/instrument.ts): the
   // answer leaves with its cache policy applied, whichever hook or route gave it (a 405 of `onRequest`, a 404 of
   // `onError`, a route's own answer).

@@ -170,7 +170,8 @@ describe("conventions", () => {
       // Decisions §29: the trust policy is the reference's document (chains by decimal id, schemas an array).
       expect(res.body).toEqual(path === "/v1/trust-policy"
         ? { version: 1, updatedAt: "2026-01-01T00:00:00Z", widgetOrigins: [], chains: { "31337": { name: "ATS Devnet", easContract: "0x5FbDB2315678afecb367f032d93F642f64180aa3", schemas: [SCHEMA] } } } as never
-        : anchors as never);
+        // Decisions §30: the anchors' record plus the chains served.
+        : { ...anchors, servedChains: [{ caip2: "eip155:31337", chainId: 31337, role: "attestations", default: true }], defaultChain: "eip155:31337" } as never);
       expect(res.headers.get("access-control-allow-origin")).toBe("*");
       const options = await env.call("OPTIONS", path);
       expect(options.status).toBe(204);

@@ -115,13 +115,25 @@ describe("artifact-trust routes", () => {
     });
   });
 
-  test("only artifactDid is read: chain, rpc, schemas, block range and bypass flags change nothing", async () => {
+  test("only artifactDid and chain are read: rpc, schemas, block range and bypass flags change nothing", async () => {
     const env = setup();
     const plain = await env.call(`/v1/artifact-trust?artifactDid=${ARTIFACT}`);
-    const loaded = await env.call(
-      `/v1/artifact-trust?artifactDid=${ARTIFACT}&chain=eip155:1&rpcUrl=http://evil&schemas=user-review&fromBlock=0&includeInvalid=true&limit=1`,
-    );
-    expect(loaded.body).toEqual(plain.body);
+    for (const chain of ["", "&chain=31337", "&chain=eip155:31337"]) {
+      const loaded = await env.call(
+        `/v1/artifact-trust?artifactDid=${ARTIFACT}${chain}&rpcUrl=http://evil&schemas=user-review&fromBlock=0&includeInvalid=true&limit=1`,
+      );
+      expect(loaded.body).toEqual(plain.body);
+    }
+  });
+
+  test("a chain not served is 400 UNSUPPORTED_CHAIN, a malformed or repeated one 400 INVALID_INPUT, with no index read (decisions §30)", async () => {
+    const env = setup();
+    for (const [chain, code] of [["eip155:1", "UNSUPPORTED_CHAIN"], ["8453", "UNSUPPORTED_CHAIN"], ["base", "INVALID_INPUT"], ["0", "INVALID_INPUT"], ["31337&chain=31337", "INVALID_INPUT"]]) {
+      const res = await env.call(`/v1/artifact-trust?artifactDid=${ARTIFACT}&chain=${chain}`);
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ code });
+    }
+    expect(env.index.calls.latestBlock).toBe(0);
   });
 
   test("missing, empty, repeated or malformed artifactDid is 400 INVALID_DID with no chain read", async () => {

@@ -36,3 +36,16 @@ export const SubjectDid = NonBlank("Service DID; bare domains become did:web");
 export const ChainId = t.Integer({ minimum: 1, maximum: SAFE_MAX });
 
 export const Legacy = () => t.String({ minLength: 1, maxLength: 2_048, deprecated: true });
+
+/** The chain an answer was read on (decisions §30): `chain {chainId, caip2, easContract}`. */
+export const ChainAnswerModel = t.Object({
+  chainId: t.Integer({ minimum: 1 }),
+  caip2: t.String({ pattern: "^eip155:[1-9][0-9]*$" }),
+  easContract: t.Union([t.String({ pattern: "^0x[0-9a-fA-F]{40}$" }), t.Null()], { description: "The chain's EAS contract as the trust anchors name it" }),
+}, { description: "The chain the answer was read on (decisions §30)" });
+
+/** The `chain` query parameter of the public reads (decisions §30). */
+export const ChainParam = t.Optional(t.String({
+  maxLength: 64,
+  description: "The chain to read: CAIP-2 (eip155:8453) or a decimal chain id (8453); default the deployment's default chain (servedChains and defaultChain of /v1/trust-anchors). Malformed: 400 INVALID_INPUT; not served: 400 UNSUPPORTED_CHAIN",
+}));

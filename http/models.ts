@@ -1,7 +1,7 @@
 import { type TSchema, Type as t } from "@sinclair/typebox";
 import { IdentifierList, TrustAnchorsModel } from "../domain/identity/mod.ts";
 import type { CachePolicy } from "./http_cache.ts";
-import { Address, Bytes32, Uint, NonBlank, SubjectDid } from "./model_fields.ts";
+import { Address, Bytes32, ChainParam, Uint, NonBlank, SubjectDid } from "./model_fields.ts";
 import { NonceQuery, DelegatedAttestBody, SubmissionAcceptedModel, DelegatedAttestBatchBody } from "./relay_models.ts";
 import { SubjectOwnershipBody, SubjectCreateBody, SubjectPatchBody, AccountPatchBody, ChallengeBody, VerifyBody, ControllerWitnessBody, PremiumRpcBody, SigningKeyBody, SigningKeyListQuery } from "./account_models.ts";
 
@@ -47,6 +47,7 @@ export const ControllerConfirmQuery = t.Object({
 /** artifact-trust: only `artifactDid` is read. */
 export const ArtifactTrustQuery = t.Object({
   artifactDid: t.String({ minLength: 1, description: "Canonical did:artifact (CIDv1, raw codec, sha2-256, base32-lower), given once" }),
+  chain: ChainParam,
 });
 
 const ArtifactTrustItemModel = t.Object({
@@ -83,6 +84,7 @@ export const ATTESTATION_LEADING_FILTERS = ["subject", "attester", "recipient", 
 
 /** The filters of the attestation queries (decisions §24): at least one of subject, attester, recipient and schema. */
 const AttestationFilterFields = {
+  chain: ChainParam,
   subject: t.Optional(t.String({ minLength: 1, maxLength: 2_048, description: "The subject DID (normalized as everywhere): sent to its DID address and naming it in its data" })),
   attester: t.Optional(t.String({ pattern: "^0x[0-9a-fA-F]{40}$", description: "The attester's 0x address" })),
   recipient: t.Optional(t.String({ pattern: "^0x[0-9a-fA-F]{40}$", description: "The recipient's 0x address" })),
@@ -118,7 +120,7 @@ export const AsOfModel = t.Object({
 export const ArtifactTrustRecordModel = t.Object({
   asOf: AsOfModel,
   artifactDid: t.String(),
-  chain: t.Object({ chainId: t.Integer(), caip2: t.String(), easContract: Address }),
+  chain: t.Object({ chainId: t.Integer(), caip2: t.String(), easContract: Address }, { description: "The chain the answer was read on (decisions §30)" }),
   trustAnchorsVersion: t.Integer(),
   responsibilityClaims: t.Array(ArtifactTrustItemModel),
   securityAssessments: t.Array(ArtifactTrustItemModel),
@@ -139,6 +141,7 @@ export const KeyStatusQuery = t.Object({
   subjectDid: t.String({ minLength: 1, maxLength: 2_048, description: "The subject (did:web of a service, did:pkh, …)" }),
   keyDid: t.String({ minLength: 1, maxLength: 2_048, description: "The key: did:pkh, did:key, did:jwk or did:ethr" }),
   at: t.Optional(t.String({ pattern: "^[0-9]{1,12}$", description: "Unix seconds, not in the future; default now. The chain's records are judged as they stood then" })),
+  chain: ChainParam,
 });
 
 /** `GET /v1/controller-authorization` (decisions §25). */
@@ -146,6 +149,7 @@ export const ControllerAuthorizationQuery = t.Object({
   subjectDid: t.String({ minLength: 1, maxLength: 2_048, description: "The subject, a bare DID (a DID URL is 400 INVALID_DID: a key reference, not a subject)" }),
   controllerDid: t.String({ minLength: 1, maxLength: 2_048, description: "A durable controller: did:pkh or did:jwk (a DID URL is 400 INVALID_DID; resolve it with GET /v1/did-url/resolve)" }),
   purpose: t.Optional(t.String({ maxLength: 200, description: "Comma list of authentication, assertionMethod, keyAgreement; default authentication,assertionMethod" })),
+  chain: ChainParam,
   at: t.Optional(t.String({ pattern: "^[0-9]{1,12}$", description: "Unix seconds, not in the future; default now. Evidence written after at does not count; live evidence counts only when at is omitted or no older than DISCOVERY_CACHE_SECONDS" })),
 });
 

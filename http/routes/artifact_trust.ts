@@ -7,6 +7,7 @@ import { REQUEST_MODELS, ArtifactTrustRecordModel, type RouteDoc } from "../mode
 import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
 import { CACHE } from "../http_cache.ts";
 import { err } from "../route_responses.ts";
+import { chainKey, chainMessage, type PerChain, readsFor } from "../chain_reads.ts";
 
 /** What the artifact-trust routes need. */
 export type ArtifactTrustRoutesDeps = {
@@ -14,7 +15,12 @@ export type ArtifactTrustRoutesDeps = {
   readonly log: Logger;
   /** Whole answers kept per index generation (http/index_answer_cache.ts); absent: every read computed. */
   readonly answers?: IndexAnswerCache | undefined;
+  /** Each served chain's reads (decisions §30), picked by the request's `chain`; absent (a route built alone): the ones above. */
+  readonly chains?: PerChain<ArtifactTrustReads> | undefined;
 };
+
+/** Artifact trust on one chain. */
+export type ArtifactTrustReads = Pick<ArtifactTrustRoutesDeps, "artifactTrust" | "answers">;
 
 const artifactQuery = compileRequestCheck(REQUEST_MODELS.artifactTrust.query, {
   explain: (query) =>
@@ -24,14 +30,14 @@ const artifactQuery = compileRequestCheck(REQUEST_MODELS.artifactTrust.query, {
 /** The paths of artifact trust. */
 export const ARTIFACT_TRUST_PATHS = ["/v1/artifact-trust", "/api/public/artifact-trust"] as const;
 
-/** The key of a request's kept answer, as the route computes it; undefined for a query the route refuses. */
-export function artifactTrustKey(request: Request): AnswerKey | undefined {
+/** The key of a request's kept answer on chain `chainId`, as the route computes it; undefined for a query the route refuses. */
+export function artifactTrustKey(request: Request, chainId?: number): AnswerKey | undefined {
   const query = queryOf(request.url);
-  return artifactQuery.check(query) ? keyOf(query.artifactDid) : undefined;
+  return artifactQuery.check(query) ? keyOf(query.artifactDid, chainId === undefined ? undefined : String(chainId)) : undefined;
 }
 
 // The answer carries live controller evidence (through the discovery cache): kept at most that long.
-const keyOf = (artifactDid: string): AnswerKey => ({ route: "artifact-trust", query: [artifactDid], live: true });
+const keyOf = (artifactDid: string, chainId: string | undefined): AnswerKey => ({ route: "artifact-trust", query: [artifactDid, chainId], live: true });
 
 /**
  * `GET /v1/artifact-trust` and `GET /api/public/artifact-trust`: only `artifactDid` is read; there is
@@ -40,20 +46,28 @@ const keyOf = (artifactDid: string): AnswerKey => ({ route: "artifact-trust", qu
  * says for a missing one.
  */
 export function artifactTrustRoutes(deps: ArtifactTrustRoutesDeps) {
+  const own: ArtifactTrustReads = { artifactTrust: deps.artifactTrust, answers: deps.answers };
+  const many = (deps.chains?.served.list.length ?? 1) > 1;
   const handler = async ({ request }: { request: Request }) => {
+    // The chain first: a request for a chain not served is refused whatever else it asks.
+    const picked = readsFor(request.url, own, deps.chains);
+    if (!picked.ok) return picked.response;
     const query = queryOf(request.url);
     if (!artifactQuery.check(query)) {
       return json(errorBody("INVALID_DID", INVALID_ARTIFACT_DID_MESSAGE, artifactQuery.explain(query)), 400);
     }
+    const { artifactTrust, answers } = picked.reads;
     const compute = async () => {
-      const result = await deps.artifactTrust(query.artifactDid);
+      // The record names its chain itself (the index it was read from).
+      const result = await artifactTrust(query.artifactDid);
       // Its ETag is weak, over the answer without asOf: the same across polls while the answer is (decisions §21).
       if (result.ok) return indexAnswer(result.value);
-      if (statusOf(result.code) >= 500) deps.log.warn("artifact_trust_failed", { code: result.code, reason: result.message });
-      return { ok: false as const, response: json(errorBody(result.code, result.message, result.details), statusOf(result.code), headersOf(result.code)) };
+      if (statusOf(result.code) >= 500) deps.log.warn("artifact_trust_failed", { code: result.code, reason: result.message, chain: picked.chain?.caip2 });
+      const message = picked.chain === undefined ? result.message : chainMessage(result.code, result.message, picked.chain, many);
+      return { ok: false as const, response: json(errorBody(result.code, message, result.details), statusOf(result.code), headersOf(result.code)) };
     };
     try {
-      if (deps.answers !== undefined) return await deps.answers.answer(keyOf(query.artifactDid), compute);
+      if (answers !== undefined) return await answers.answer(keyOf(query.artifactDid, chainKey(picked.chain)), compute);
       return answerOf(await compute());
     } catch (error) {
       deps.log.error("artifact_trust_error", { error: error instanceof Error ? error.message : String(error) });
@@ -78,10 +92,10 @@ export const ARTIFACT_TRUST_DOCS: readonly RouteDoc[] = [
     request: REQUEST_MODELS.artifactTrust,
     responses: {
       200: { description: "Artifact trust record (four empty groups when there is no qualifying evidence)", schema: ArtifactTrustRecordModel },
-      400: err("INVALID_DID (missing, malformed or not a did:artifact), UNSUPPORTED_CHAIN"),
+      400: err("INVALID_DID (missing, malformed or not a did:artifact), INVALID_INPUT (chain malformed or repeated), UNSUPPORTED_CHAIN (chain not served)"),
       500: err("INTERNAL_ERROR"),
       502: err("NETWORK_ERROR: the schema registry (read once per process) or a required verification lookup failed"),
-      503: err("INDEX_STALE: no poll of the chain completed for INDEX_STALL_SECONDS (decisions §21); Retry-After header; never an old answer"),
+      503: err("INDEX_STALE: no poll of the chain read completed for INDEX_STALL_SECONDS (decisions §21, per chain §30: the message names it); Retry-After header; never an old answer"),
     },
   },
 ];

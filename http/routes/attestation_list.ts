@@ -11,6 +11,8 @@ import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
 import { CACHE } from "../http_cache.ts";
 import { err } from "../route_responses.ts";
 import { Type as t } from "@sinclair/typebox";
+import { chainKey, chainMessage, type PerChain, type PickedChain, readsFor, withChain } from "../chain_reads.ts";
+import { ChainAnswerModel } from "../model_fields.ts";
 
 /** One attestation as the queries list it (decisions §11, §24). */
 const ListedAttestationModel = t.Object({
@@ -31,6 +33,7 @@ const ListedAttestationModel = t.Object({
 /** A page of the attestation list. */
 export const AttestationPageModel = t.Object({
   asOf: AsOfModel,
+  chain: ChainAnswerModel,
   subject: t.Optional(t.String({ description: "The subject as normalized, when the query gave one" })),
   schema: t.Optional(t.String({ description: "The schema as the query gave it, when it did" })),
   items: t.Array(ListedAttestationModel, {
@@ -40,10 +43,10 @@ export const AttestationPageModel = t.Object({
 });
 
 /** The count of the attestations matching the filters (decisions §24). */
-export const AttestationCountModel = t.Object({ asOf: AsOfModel, count: t.Integer({ minimum: 0 }) });
+export const AttestationCountModel = t.Object({ asOf: AsOfModel, count: t.Integer({ minimum: 0 }), chain: ChainAnswerModel });
 
 /** One attestation by uid (decisions §24). */
-export const AttestationItemModel = t.Composite([t.Object({ asOf: AsOfModel }), ListedAttestationModel]);
+export const AttestationItemModel = t.Composite([t.Object({ asOf: AsOfModel, chain: ChainAnswerModel }), ListedAttestationModel]);
 
 /** What the attestation routes need; the count and one-by-uid reads are absent in tests that exercise only the list. */
 export type AttestationListRoutesDeps = {
@@ -58,7 +61,18 @@ export type AttestationListRoutesDeps = {
    * client's identical read of this index generation) takes none. Past it, 429 RATE_LIMITED with Retry-After. Absent: none.
    */
   readonly queryRate?: { readonly rate: RateLimiter; readonly clientAddress?: ((request: Request) => string | undefined) | undefined } | undefined;
+  /**
+   * Each served chain's reads (decisions §30), picked by the request's `chain` and named in the answer; absent (a
+   * route built alone): `list`, `queries` and `answers` above, no `chain` in the answer.
+   */
+  readonly chains?: PerChain<AttestationReads> | undefined;
 };
+
+/** The index reads of one chain. */
+export type AttestationReads = Pick<AttestationListRoutesDeps, "list" | "queries" | "answers">;
+
+/** The chain a request reads, as {@link readsFor} picks it. */
+type Picked = Extract<PickedChain<AttestationReads>, { ok: true }> | { readonly ok: true; readonly chain: undefined; readonly answer: undefined; readonly reads: AttestationReads };
 
 /** The parameters the list reads, in the order its cache key names them. */
 const LIST_PARAMETERS = [...ATTESTATION_LEADING_FILTERS, "revoked", "since", "until", "order", "limit", "cursor"] as const;
@@ -74,8 +88,9 @@ const NO_FILTER = "Give at least one of subject, attester, recipient or schema";
  * Runs a read and answers its result, or its failure with the code's status; with a cache and a key, a 200 that names
  * the index generation it was computed at is kept for identical reads of that generation.
  */
-function answerer(log: Logger, answers: IndexAnswerCache | undefined, admit: (request: Request) => Response | undefined = () => undefined) {
-  return async (read: () => Promise<Result<{ readonly asOf?: AsOf | undefined }, string>>, key?: AnswerKey, charged?: Request) => {
+function answerer(log: Logger, many: boolean, admit: (request: Request) => Response | undefined = () => undefined) {
+  return async (picked: Picked, read: () => Promise<Result<{ readonly asOf?: AsOf | undefined }, string>>, key?: AnswerKey, charged?: Request) => {
+    const answers = picked.reads.answers;
     const compute = async () => {
       // Only a computed answer takes a turn of the caller's rate; a refusal is never kept, so a request that waited on
       // this one computes (and is charged) for itself.
@@ -83,9 +98,10 @@ function answerer(log: Logger, answers: IndexAnswerCache | undefined, admit: (re
       if (refused !== undefined) return { ok: false as const, response: refused };
       const result = await read();
       // Its ETag is weak, over the answer without asOf: the same across polls while the answer is (decisions §21).
-      if (result.ok) return indexAnswer(result.value);
-      if (statusOf(result.code) >= 500) log.warn("attestation_list_failed", { code: result.code });
-      return { ok: false as const, response: json(errorBody(result.code, result.message), statusOf(result.code), headersOf(result.code)) };
+      if (result.ok) return indexAnswer(withChain(result.value, picked.answer));
+      if (statusOf(result.code) >= 500) log.warn("attestation_list_failed", { code: result.code, chain: picked.chain?.caip2 });
+      const message = picked.chain === undefined ? result.message : chainMessage(result.code, result.message, picked.chain, many);
+      return { ok: false as const, response: json(errorBody(result.code, message), statusOf(result.code), headersOf(result.code)) };
     };
     try {
       return answers === undefined || key === undefined ? answerOf(await compute()) : await answers.answer(key, compute);
@@ -110,15 +126,16 @@ function checked(check: typeof listQuery | typeof countQuery, request: Request):
 
 const UID = /^0x[0-9a-fA-F]{64}$/;
 
-const keyOf = (route: string, names: readonly string[], query: Record<string, string>): AnswerKey => ({ route, query: names.map((n) => query[n]) });
+const keyOf = (route: string, names: readonly string[], query: Record<string, string>, chainId: string | undefined): AnswerKey =>
+  ({ route, query: [...names.map((n) => query[n]), chainId] });
 
 /** The paths of the attestation list. */
 export const ATTESTATION_LIST_PATHS = ["/v1/attestations", "/api/public/attestations"] as const;
 
-/** The key of a list request's kept answer, as the route computes it; undefined for a query the route refuses. */
-export function attestationListKey(request: Request): AnswerKey | undefined {
+/** The key of a list request's kept answer on chain `chainId`, as the route computes it; undefined for a query the route refuses. */
+export function attestationListKey(request: Request, chainId?: number): AnswerKey | undefined {
   const { query, refusal } = checked(listQuery, request);
-  return refusal === undefined ? keyOf("attestations", LIST_PARAMETERS, query) : undefined;
+  return refusal === undefined ? keyOf("attestations", LIST_PARAMETERS, query, chainId === undefined ? undefined : String(chainId)) : undefined;
 }
 
 /** A route of a capability the app was built without (tests that exercise only the list). */
@@ -136,21 +153,31 @@ export function attestationListRoutes(deps: AttestationListRoutesDeps) {
       ? undefined
       : json(errorBody("RATE_LIMITED", "Too many attestation queries from this address; try again later"), 429, { "retry-after": String(turn.retryAfterSeconds) });
   };
-  const answer = answerer(deps.log, deps.answers, admit);
-  const { queries } = deps;
+  const answer = answerer(deps.log, (deps.chains?.served.list.length ?? 1) > 1, admit);
+  const own: AttestationReads = { list: deps.list, queries: deps.queries, answers: deps.answers };
+  // The chain first: a request for a chain not served is refused whatever else it asks.
+  const chainOf = (request: Request) => readsFor(request.url, own, deps.chains);
   const list = ({ request }: { request: Request }) => {
+    const picked = chainOf(request);
+    if (!picked.ok) return Promise.resolve(picked.response);
     const { query, refusal } = checked(listQuery, request);
-    return refusal ?? answer(() => deps.list(query), keyOf("attestations", LIST_PARAMETERS, query), request);
+    return refusal ?? answer(picked, () => picked.reads.list(query), keyOf("attestations", LIST_PARAMETERS, query, chainKey(picked.chain)), request);
   };
   const count = ({ request }: { request: Request }) => {
+    const picked = chainOf(request);
+    if (!picked.ok) return Promise.resolve(picked.response);
+    const queries = picked.reads.queries;
     if (queries === undefined) return NOT_SERVED();
     const { query, refusal } = checked(countQuery, request);
-    return refusal ?? answer(() => queries.count(query), keyOf("attestations-count", COUNT_PARAMETERS, query), request);
+    return refusal ?? answer(picked, () => queries.count(query), keyOf("attestations-count", COUNT_PARAMETERS, query, chainKey(picked.chain)), request);
   };
-  const one = ({ params }: { params: { uid: string } }) => {
+  const one = ({ params, request }: { params: { uid: string }; request: Request }) => {
+    const picked = chainOf(request);
+    if (!picked.ok) return Promise.resolve(picked.response);
+    const queries = picked.reads.queries;
     if (queries === undefined) return NOT_SERVED();
     if (!UID.test(params.uid)) return Promise.resolve(json(errorBody("INVALID_INPUT", "uid must be 0x and 64 hex digits"), 400));
-    return answer(() => queries.get(params.uid), { route: "attestation", query: [params.uid.toLowerCase()] });
+    return answer(picked, () => queries.get(params.uid), { route: "attestation", query: [params.uid.toLowerCase(), chainKey(picked.chain)] });
   };
   const listDetail = { detail: requestDetail(REQUEST_MODELS.attestationList) };
   const countDetail = { detail: requestDetail(REQUEST_MODELS.attestationCount) };
@@ -178,12 +205,12 @@ export const ATTESTATION_DOCS: readonly RouteDoc[] = [
     responses: {
       200: { description: "A page; follow nextCursor until it is null", schema: AttestationPageModel },
       400: err(
-        "INVALID_DID (subject), INVALID_INPUT naming the parameter (none of subject, attester, recipient or schema; schema neither a trust-anchor name nor a UID; an address, revoked, since, until, order or limit malformed; a cursor not ours, tampered with, or of a query with other filters or order; a repeated parameter)",
+        "INVALID_DID (subject), INVALID_INPUT naming the parameter (none of subject, attester, recipient or schema; schema neither a trust-anchor name nor a UID; an address, revoked, since, until, order or limit malformed; a cursor not ours, tampered with, or of a query with other filters or order or of another chain; a repeated parameter; chain malformed), UNSUPPORTED_CHAIN (chain not served)",
       ),
       405: err("METHOD_NOT_ALLOWED"),
       429: err("RATE_LIMITED: INDEX_QUERY_RATE_PER_MINUTE computed answers per client address (a kept answer takes no turn); Retry-After header"),
       502: err("NETWORK_ERROR: the index could not be read"),
-      503: err("INDEX_STALE: no poll of the chain completed for INDEX_STALL_SECONDS (decisions §21); Retry-After header; never an old answer"),
+      503: err("INDEX_STALE: no poll of the chain read completed for INDEX_STALL_SECONDS (decisions §21, per chain §30: the message names it); Retry-After header; never an old answer"),
     },
   },
   {
@@ -195,11 +222,11 @@ export const ATTESTATION_DOCS: readonly RouteDoc[] = [
     request: REQUEST_MODELS.attestationCount,
     responses: {
       200: { description: "{count, asOf}", schema: AttestationCountModel },
-      400: err("INVALID_DID (subject), INVALID_INPUT naming the parameter (as the list)"),
+      400: err("INVALID_DID (subject), INVALID_INPUT naming the parameter (as the list), UNSUPPORTED_CHAIN (chain not served)"),
       405: err("METHOD_NOT_ALLOWED"),
       429: err("RATE_LIMITED: INDEX_QUERY_RATE_PER_MINUTE computed answers per client address (a kept answer takes no turn); Retry-After header"),
       502: err("NETWORK_ERROR: the index could not be read"),
-      503: err("INDEX_STALE: no poll of the chain completed for INDEX_STALL_SECONDS (decisions §21); Retry-After header; never an old answer"),
+      503: err("INDEX_STALE: no poll of the chain read completed for INDEX_STALL_SECONDS (decisions §21, per chain §30: the message names it); Retry-After header; never an old answer"),
     },
   },
   {
@@ -211,11 +238,11 @@ export const ATTESTATION_DOCS: readonly RouteDoc[] = [
     summary: "One attestation by uid, in the list's item shape (decisions §24); read from the attestation index",
     responses: {
       200: { description: "{attestation, revoked, asOf}", schema: AttestationItemModel },
-      400: err("INVALID_INPUT: uid is not 0x and 64 hex digits"),
+      400: err("INVALID_INPUT: uid is not 0x and 64 hex digits, or chain malformed; UNSUPPORTED_CHAIN: chain not served"),
       404: err("NOT_FOUND: the index holds no attestation with this uid"),
       405: err("METHOD_NOT_ALLOWED"),
       502: err("NETWORK_ERROR: the index could not be read"),
-      503: err("INDEX_STALE: no poll of the chain completed for INDEX_STALL_SECONDS (decisions §21); Retry-After header; never an old answer"),
+      503: err("INDEX_STALE: no poll of the chain read completed for INDEX_STALL_SECONDS (decisions §21, per chain §30: the message names it); Retry-After header; never an old answer"),
     },
   },
 ];

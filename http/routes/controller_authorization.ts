@@ -11,6 +11,8 @@ import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
 import { CACHE } from "../http_cache.ts";
 import { err } from "../route_responses.ts";
 import { Type as t } from "@sinclair/typebox";
+import { ChainAnswerModel } from "../model_fields.ts";
+import { chainKey, chainMessage, type PerChain, readsFor, withChain } from "../chain_reads.ts";
 
 /** The answer of `GET /v1/controller-authorization`: the reference's `getControllerAuthorization` shape plus `asOf`. */
 export const ControllerAuthorizationModel = t.Object({
@@ -35,6 +37,7 @@ export const ControllerAuthorizationModel = t.Object({
   keyBindingUids: t.Array(t.String(), { description: "Every matching key binding by at, newest first" }),
   transferProofVerified: t.Optional(t.Boolean({ description: "did:pkh contract subjects: a binding's transfer proof shows the ownership moving to the controller" })),
   asOf: AsOfModel,
+  chain: ChainAnswerModel,
 });
 
 /** The answer of `GET /v1/did-url/resolve`. */
@@ -62,7 +65,14 @@ export type ControllerAuthorizationRoutesDeps = {
   readonly log: Logger;
   /** Whole answers kept per index generation (http/index_answer_cache.ts); absent: every lookup computed. */
   readonly answers?: IndexAnswerCache | undefined;
+  /** Each served chain's reads (decisions §30), picked by the request's `chain`, named in the answer; absent (a route built alone): the ones above. */
+  readonly chains?: PerChain<ControllerAuthorizationReads> | undefined;
 };
+
+type PickedOk = Extract<ReturnType<typeof readsFor<ControllerAuthorizationReads>>, { ok: true }>;
+
+/** Controller authorization on one chain (a DID URL's resolution reads no index: it stays the deployment's one). */
+export type ControllerAuthorizationReads = Pick<ControllerAuthorizationRoutesDeps, "authorize" | "answers">;
 
 const once = (names: readonly string[], query: Record<string, unknown>) => {
   for (const name of names) if (Array.isArray(query[name])) return `${name} must be given once`;
@@ -92,6 +102,8 @@ const didUrlQuery = compileRequestCheck(REQUEST_MODELS.didUrlResolve.query, {
  */
 export function controllerAuthorizationRoutes(deps: ControllerAuthorizationRoutesDeps) {
   let inFlight = 0;
+  const own: ControllerAuthorizationReads = { authorize: deps.authorize, answers: deps.answers };
+  const many = (deps.chains?.served.list.length ?? 1) > 1;
   const limited = (retryAfterSeconds: number) =>
     json(errorBody("RATE_LIMITED", "Too many controller-authorization lookups; try again later"), 429, { "retry-after": String(retryAfterSeconds) });
 
@@ -99,7 +111,7 @@ export function controllerAuthorizationRoutes(deps: ControllerAuthorizationRoute
   async function bounded<T extends object>(
     event: string,
     run: () => Promise<{ ok: true; value: T } | { ok: false; code: string; message: string }>,
-    fromIndex = false,
+    fromIndex?: { readonly chain: PickedOk["chain"]; readonly answer: PickedOk["answer"] },
   ): Promise<ComputedAnswer> {
     if (inFlight >= deps.maxInFlight) return { ok: false as const, response: limited(1) };
     inFlight++;
@@ -109,30 +121,36 @@ export function controllerAuthorizationRoutes(deps: ControllerAuthorizationRoute
         // An answer of the index (controller authorization; not a DID URL's resolution): its ETag is weak, over the answer without asOf and `at` (now when the query omits
         // it): the same across polls while the answer is (decisions §21).
         const value = result.value as T & { readonly asOf?: AsOf | undefined; readonly at?: unknown };
-        if (fromIndex) return indexAnswer(value, ({ at: _at, ...rest }) => rest);
+        if (fromIndex !== undefined) return indexAnswer(withChain(value, fromIndex.answer), ({ at: _at, ...rest }) => rest);
         return { ok: true as const, text: stringify(value), asOf: undefined };
       }
-      if (statusOf(result.code) >= 500) deps.log.warn(event, { code: result.code });
-      return { ok: false as const, response: json(errorBody(result.code, result.message), statusOf(result.code), headersOf(result.code)) };
+      if (statusOf(result.code) >= 500) deps.log.warn(event, { code: result.code, chain: fromIndex?.chain?.caip2 });
+      const chain = fromIndex?.chain;
+      const message = chain === undefined ? result.message : chainMessage(result.code, result.message, chain, many);
+      return { ok: false as const, response: json(errorBody(result.code, message), statusOf(result.code), headersOf(result.code)) };
     } finally {
       inFlight--;
     }
   }
 
   const authorization = async ({ request }: { request: Request }) => {
+    // The chain first: a request for a chain not served is refused whatever else it asks.
+    const picked = readsFor(request.url, own, deps.chains);
+    if (!picked.ok) return picked.response;
+    const { authorize, answers } = picked.reads;
     const query = queryOf(request.url);
     if (!authorizationQuery.check(query)) return json(errorBody("INVALID_INPUT", authorizationQuery.explain(query)), 400);
     const turn = deps.clientRate.take(deps.clientAddress?.(request) ?? "unknown");
     if (!turn.allowed) return limited(turn.retryAfterSeconds);
-    const compute = () => bounded("controller_authorization_failed", () => deps.authorize(query), true);
+    const compute = () => bounded("controller_authorization_failed", () => authorize(query), picked);
     try {
       // Live evidence may be part of the answer: kept at most a poll and DISCOVERY_CACHE_SECONDS (see the cache).
       const key = {
         route: "controller-authorization",
-        query: [query.subjectDid, query.controllerDid, query.purpose, query.at === undefined ? undefined : String(query.at)],
+        query: [query.subjectDid, query.controllerDid, query.purpose, query.at === undefined ? undefined : String(query.at), chainKey(picked.chain)],
         live: true,
       };
-      return deps.answers === undefined ? answerOf(await compute()) : await deps.answers.answer(key, compute);
+      return answers === undefined ? answerOf(await compute()) : await answers.answer(key, compute);
     } catch (error) {
       deps.log.error("controller_authorization_error", { error: error instanceof Error ? error.message : String(error) });
       return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
@@ -174,10 +192,10 @@ export const CONTROLLER_AUTHORIZATION_DOCS: readonly RouteDoc[] = [
     summary: "Is controllerDid (a did:pkh or did:jwk) an authorized controller of subjectDid for the requested key purposes at `at`, in the reference SDK's getControllerAuthorization shape (decisions §25): witnesses of approved controller-witness issuers, the newest key binding's purposes and revocation, live evidence (DNS TXT controller= or jkt=S256:, did.json, /.well-known/jwks.json, contract ownership). No JSON-RPC call per lookup in steady state: answered from the attestation index, with `asOf` (decisions §21)",
     responses: {
       200: { description: "Controller authorization", schema: ControllerAuthorizationModel },
-      400: err("INVALID_INPUT (a missing, repeated or malformed parameter; a purpose outside authentication, assertionMethod, keyAgreement; at in the future), INVALID_DID (subjectDid a DID URL: a key reference, not a subject; controllerDid a DID URL: resolve it with /v1/did-url/resolve; controllerDid not a did:pkh or did:jwk), UNSUPPORTED_CHAIN"),
+      400: err("INVALID_INPUT (a missing, repeated or malformed parameter; a purpose outside authentication, assertionMethod, keyAgreement; at in the future), INVALID_DID (subjectDid a DID URL: a key reference, not a subject; controllerDid a DID URL: resolve it with /v1/did-url/resolve; controllerDid not a did:pkh or did:jwk), UNSUPPORTED_CHAIN (chain not served)"),
       429: err("RATE_LIMITED: KEY_STATUS_RATE_PER_MINUTE per client address or KEY_STATUS_MAX_IN_FLIGHT lookups at once; Retry-After header"),
       502: err("NETWORK_ERROR: a live source (DNS, did.json, JWK Set, the contract) could not be read when nothing else authorizes; never a guess"),
-      503: err("INDEX_STALE: no poll of the chain completed for INDEX_STALL_SECONDS (decisions §21); Retry-After header; never an old answer"),
+      503: err("INDEX_STALE: no poll of the chain read completed for INDEX_STALL_SECONDS (decisions §21, per chain §30: the message names it); Retry-After header; never an old answer"),
     },
   },
   {

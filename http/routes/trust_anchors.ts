@@ -6,6 +6,27 @@ import { withKnownBody, CACHE } from "../http_cache.ts";
 import { type RouteDoc, TrustAnchorsModel } from "../models.ts";
 import { err } from "../route_responses.ts";
 import { Type as t } from "@sinclair/typebox";
+import type { ServedChains } from "../../domain/chains/mod.ts";
+
+/** The chains a deployment serves, as `/v1/trust-anchors` lists them (decisions §30; the console's chain picker reads it). */
+export const ServedChainsModel = {
+  servedChains: t.Array(t.Object({
+    caip2: t.String({ pattern: "^eip155:[1-9][0-9]*$" }),
+    chainId: t.Integer({ minimum: 1 }),
+    role: t.Union([t.Literal("attestations"), t.Literal("proofs")], { description: "attestations: EAS, the index and its reads; proofs: transaction proofs and contract ownership only" }),
+    default: t.Boolean({ description: "The chain a read that names none is answered on" }),
+  }), { description: "The chains this deployment serves (decisions §30), in configured order; a read takes one as ?chain=" }),
+  defaultChain: t.String({ pattern: "^eip155:[1-9][0-9]*$", description: "The default chain's CAIP-2" }),
+};
+
+/** The trust anchors as served: the anchors' own record plus the chains served (decisions §30). */
+export const ServedTrustAnchorsModel = t.Composite([TrustAnchorsModel, t.Object(ServedChainsModel)]);
+
+/** The anchors' record with `servedChains` and `defaultChain` added (its `chains` map stays the anchors' own). */
+export function withServedChains(anchors: TrustAnchors, served: ServedChains): TrustAnchors & { servedChains: unknown[]; defaultChain: string } {
+  const servedChains = served.list.map((chain) => ({ caip2: chain.caip2, chainId: chain.chainId, role: chain.role, default: chain.chainId === served.default.chainId }));
+  return { ...anchors, servedChains, defaultChain: served.default.caip2 };
+}
 
 /** The trust policy (decisions §29): what the reference SDK's widget signing bridges read. */
 export const TrustPolicyModel = t.Object({
@@ -58,8 +79,8 @@ export const TRUST_ANCHOR_DOCS: readonly RouteDoc[] = [
     edge: "answer",
     auth: "public",
     cache: CACHE.static,
-    summary: "Registry addresses, schema UIDs and approved issuers",
-    responses: { 200: { description: "Trust anchors record", schema: TrustAnchorsModel }, 405: err("METHOD_NOT_ALLOWED") },
+    summary: "Registry addresses, schema UIDs and approved issuers; servedChains and defaultChain: the chains this deployment serves (decisions §30)",
+    responses: { 200: { description: "Trust anchors record, with the chains served", schema: ServedTrustAnchorsModel }, 405: err("METHOD_NOT_ALLOWED") },
   },
 ];
 

@@ -1,6 +1,7 @@
 /** The answer models of the signing-key and key-status routes (decisions §17); their request models are in http/models.ts. */
 import { Type as t } from "@sinclair/typebox";
 import { AsOfModel } from "../../models.ts";
+import { ChainAnswerModel } from "../../model_fields.ts";
 
 const Seconds = (description: string) => t.Integer({ minimum: 0, description });
 
@@ -42,6 +43,7 @@ export const SigningKeyListModel = t.Object({
 /** The public key-status record. */
 export const KeyStatusModel = t.Object({
   asOf: AsOfModel,
+  chain: ChainAnswerModel,
   subjectDid: t.String({ description: "As normalized" }),
   keyDid: t.String({ description: "As normalized" }),
   at: Seconds("The time the chain's records were judged at"),
