@@ -26,6 +26,7 @@ import type {
   Simulation,
   Submission,
   SubmitOptions,
+  WalletDeployment,
   WalletDeploymentOutcome,
 } from "../../ports/eas.ts";
 import type { Metrics } from "../../ports/metrics.ts";
@@ -227,25 +228,7 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
     submit: (call, submitOptions: SubmitOptions): Promise<Submission> => submitAttestation(delegateSender, easAddress, encode(call), submitOptions),
     simulateBatch: (calls) => estimate(encodeBatch(calls)),
     submitBatch: (calls, submitOptions) => submitAttestationBatch(delegateSender, easAddress, encodeBatch(calls), submitOptions),
-    async deployWallet(attester, deployment, charge): Promise<WalletDeploymentOutcome> {
-      try {
-        if (await hasCode(client, attester)) return "deployed";
-        const estimate = await client.estimateGas({ account: delegateSender.address, to: deployment.factory, data: deployment.factoryCalldata });
-        const gas = (estimate * 12n) / 10n;
-        if (!(await charge(gas))) return "refused";
-        const outcome = await delegateSender.send({ to: deployment.factory, data: deployment.factoryCalldata, gas });
-        // A signer that gave no signature sent nothing: the caller may try again (as when the chain cannot be asked).
-        if (!outcome.ok && (outcome.reason === "unknown-outcome" || outcome.reason === "signer-unavailable")) return "rpc-error";
-        // Whatever the factory's own outcome, what counts is code at the attester's address now.
-        if (await hasCode(client, attester)) return "deployed";
-        if (!outcome.ok && outcome.reason === "not-broadcast") return "failed";
-        // Mined (or reverted) and no code: the gas is spent (issue 23), the caller records it.
-        return { burned: true, txHash: outcome.txHash, blockNumber: outcome.blockNumber, gasUsed: outcome.gasUsed ?? null };
-      } catch (error) {
-        const simulation = classifySimulationError(error, log);
-        return !simulation.ok && simulation.reason === "reverted" ? "failed" : "rpc-error";
-      }
-    },
+    deployWallet: (attester, deployment, charge) => deployWallet(client, delegateSender, log, attester, deployment, charge),
   };
   return { reader, delegate, client, ping, senderFor, senderOf };
 }
@@ -296,6 +279,37 @@ async function readNonce(rpc: JsonRpc, easAddress: HexString, attester: HexStrin
 
 /** viem's reading of a node message saying the sender cannot pay (InsufficientFundsError.nodeMessage). */
 const INSUFFICIENT_FUNDS = /insufficient funds|exceeds transaction sender account balance/i;
+
+/**
+ * Deploys a counterfactual wallet through its factory (ERC-6492, issue 23): `charge` decides before anything is sent,
+ * and what counts is code at the attester's address afterwards.
+ */
+async function deployWallet(
+  client: PublicClient,
+  delegateSender: TxSender,
+  log: (event: string, fields: Record<string, unknown>) => void,
+  attester: HexString,
+  deployment: WalletDeployment,
+  charge: (gas: bigint) => Promise<boolean>,
+): Promise<WalletDeploymentOutcome> {
+  try {
+    if (await hasCode(client, attester)) return "deployed";
+    const estimate = await client.estimateGas({ account: delegateSender.address, to: deployment.factory, data: deployment.factoryCalldata });
+    const gas = (estimate * 12n) / 10n;
+    if (!(await charge(gas))) return "refused";
+    const outcome = await delegateSender.send({ to: deployment.factory, data: deployment.factoryCalldata, gas });
+    // A signer that gave no signature sent nothing: the caller may try again (as when the chain cannot be asked).
+    if (!outcome.ok && (outcome.reason === "unknown-outcome" || outcome.reason === "signer-unavailable")) return "rpc-error";
+    // Whatever the factory's own outcome, what counts is code at the attester's address now.
+    if (await hasCode(client, attester)) return "deployed";
+    if (!outcome.ok && outcome.reason === "not-broadcast") return "failed";
+    // Mined (or reverted) and no code: the gas is spent (issue 23), the caller records it.
+    return { burned: true, txHash: outcome.txHash, blockNumber: outcome.blockNumber, gasUsed: outcome.gasUsed ?? null };
+  } catch (error) {
+    const simulation = classifySimulationError(error, log);
+    return !simulation.ok && simulation.reason === "reverted" ? "failed" : "rpc-error";
+  }
+}
 
 /**
  * {@link classifySimulationError} for the lean client's errors: the node's answer names a revert (its data decoded
