@@ -1,5 +1,5 @@
 /** Wiring of sign-in, accounts, plans, subjects with their ownership proofs, and premium reads (decisions §8, §12). */
-import { createFetchRawRpc, createViemOwnershipChain } from "../adapters/chain/mod.ts";
+import { createFetchRawRpc } from "../adapters/chain/mod.ts";
 import { cryptoRandom, systemClock } from "../adapters/system/mod.ts";
 import { createPremiumRpc, createSubjectOwnership, createSubjects, type PlanPolicy } from "../domain/accounts/mod.ts";
 import { withPaidPlans } from "../domain/payments/mod.ts";
@@ -7,6 +7,7 @@ import { createSessions } from "../domain/sessions/mod.ts";
 import type { Config } from "./config.ts";
 import type { WiredDiscovery } from "./discovery.ts";
 import type { Foundation } from "./foundation.ts";
+import { proofChainsOf } from "./interactions.ts";
 
 /** What the account routes and the relays need. */
 export type WiredAccounts = {
@@ -23,7 +24,7 @@ export type WiredAccounts = {
 
 /** Prunes what expired, then builds sessions (paid plans from x402 purchases), subjects and premium reads. */
 export async function wireAccounts(
-  config: Pick<Config, "accounts" | "x402">,
+  config: Pick<Config, "accounts" | "chains" | "x402">,
   f: Foundation,
   discovery: WiredDiscovery,
   options: { pruneIntervalMs?: number | undefined },
@@ -54,10 +55,9 @@ export async function wireAccounts(
       ? undefined
       : { chainId: eas.reader.chainId, check: eas.reader.checkContractSignature },
   }), { payments: storage.payments, clock: systemClock });
-  const subjectOwnership = createSubjectOwnership({
-    discover: discovery.viewDiscover,
-    chain: createViemOwnershipChain({ client: eas.client, chainId: f.chainId, log: (event, fields) => log.warn(event, fields) }),
-  });
+  // A contract subject is proven on its own chain, any chain the deployment reads (decisions §30); others not checked.
+  const proofChains = proofChainsOf(config, f);
+  const subjectOwnership = createSubjectOwnership({ discover: discovery.viewDiscover, chain: proofChains.ownership(f.chainId)!, chains: proofChains });
   const subjects = createSubjects({
     store: storage.subjects,
     ownership: subjectOwnership,
@@ -65,8 +65,13 @@ export async function wireAccounts(
     random: cryptoRandom,
     chainId: f.chainId,
     maxPerAccount: config.accounts.subjectsPerAccount,
-    // The chains a did:pkh subject may name (issue 33): the trust anchors' chains, the active chain and the x402 network.
-    knownChains: [...Object.keys(f.trustAnchors.chains), `eip155:${f.chainId}`, ...(config.x402.network === undefined ? [] : [config.x402.network])],
+    // The chains a did:pkh subject may name (issue 33): the trust anchors' chains, the chains read (the active one and
+    // CHAINS_FILE's proof chains, decisions §30) and the x402 network.
+    knownChains: [
+      ...Object.keys(f.trustAnchors.chains),
+      ...proofChains.chainIds.map((id) => `eip155:${id}`),
+      ...(config.x402.network === undefined ? [] : [config.x402.network]),
+    ],
   });
   // Aborted first thing at shutdown (issue 23).
   const premiumStop = new AbortController();

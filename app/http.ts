@@ -68,7 +68,7 @@ export type ServedHttp = {
 };
 
 /** Builds the app from the capabilities and starts serving it on `HOST`:`PORT`. */
-export function serveHttp(config: Pick<Config, "accounts" | "discovery" | "index" | "server" | "signers" | "widgets">, f: Foundation, c: Capabilities): ServedHttp {
+export function serveHttp(config: Pick<Config, "accounts" | "chains" | "discovery" | "index" | "server" | "signers" | "widgets">, f: Foundation, c: Capabilities): ServedHttp {
   const { storage, eas, chainId, chain, easAddress } = f;
   const { sessions, subjects, subjectOwnership, plans } = c.accounts;
   const ledger = storage.ledger;

@@ -1,11 +1,13 @@
-/** Wiring of proof of interaction and transaction proofs (decisions §29). */
-import { createViemTxReceiptReader } from "../adapters/chain/mod.ts";
+/** Wiring of proof of interaction and transaction proofs (decisions §29), on every chain the deployment reads (§30). */
+import { http } from "viem";
+import { createViemProofChains, type ProofChainSource } from "../adapters/chain/mod.ts";
 import { createDnsPacketResolver } from "../adapters/dns/mod.ts";
 import { createExplorerTxList, createHttpsDidDocumentFetcher } from "../adapters/https/mod.ts";
 import { systemClock } from "../adapters/system/mod.ts";
-import { createFindInteraction, createTxProofs, keptReceipts } from "../domain/interactions/mod.ts";
+import { createChainProofs, type createFindInteraction, type createTxProofs } from "../domain/interactions/mod.ts";
 import { createRateLimiter } from "../domain/rate_limit.ts";
 import type { ExplorerTxList } from "../ports/interactions.ts";
+import type { ProofChains } from "../ports/proof_chains.ts";
 import type { Config } from "./config.ts";
 import type { Foundation } from "./foundation.ts";
 
@@ -15,15 +17,40 @@ export type WiredInteractions = {
   readonly txProof: ReturnType<typeof createTxProofs>;
 };
 
+const built = new WeakMap<Foundation, ProofChains>();
+
 /**
- * Receipts of the chain the deployment reads (read once and kept); explorers from `EXPLORER_API_URLS` (trusted as configured) or the
+ * The chains the deployment reads proofs on (decisions §30): every chain of the `chains` section, attestation and proof
+ * chains, and only those. The service's own chain goes through its own client (its reads cost what they cost before);
+ * each other chain gets one client of its own. Built once per foundation, so interactions, transaction proofs and
+ * contract ownership share each chain's client and its kept receipts.
+ */
+export function proofChainsOf(config: Pick<Config, "chains">, f: Foundation): ProofChains {
+  const known = built.get(f);
+  if (known !== undefined) return known;
+  const sources: ProofChainSource[] = [{ chainId: f.chainId, client: f.eas.client }];
+  for (const chain of config.chains.list) {
+    // RPC_URL's one chain has no id before the node answers: it is the service's own chain.
+    if (chain.chainId === undefined || sources.some((s) => s.chainId === chain.chainId)) continue;
+    const rpcUrl = chain.rpcUrl ?? f.devnet?.chains.find((c) => c.chainId === chain.chainId)?.rpcUrl;
+    if (rpcUrl !== undefined) sources.push({ chainId: chain.chainId, rpcUrl });
+  }
+  const chains = createViemProofChains({
+    chains: sources,
+    // Metered like the service's other JSON-RPC calls.
+    transport: (rpcUrl) => http(rpcUrl, { fetchFn: f.rpcFetch }),
+    log: (event, fields) => f.log.warn(event, fields),
+  });
+  built.set(f, chains);
+  return chains;
+}
+
+/**
+ * Receipts of every chain the deployment reads (each read once and kept); explorers from `EXPLORER_API_URLS` (trusted as configured) or the
  * embed's (https, under the discovery SSRF policy: the did.json fetcher's checks with a 1 MiB cap, and the per-domain
  * budget `DISCOVERY_DOMAIN_RATE_PER_MINUTE` per explorer host; past it, not-checked).
  */
-export function wireInteractions(config: Pick<Config, "discovery" | "widgets">, f: Foundation, options: { didJsonCa?: string | undefined } = {}): WiredInteractions {
-  // A mined receipt is read once and kept, for both routes (decisions §29).
-  const receipts = keptReceipts(createViemTxReceiptReader({ client: f.eas.client, chainId: f.chainId, log: (event, fields) => f.log.warn(event, fields) }));
-  const readerFor = (chainId: number) => (chainId === f.chainId ? receipts : undefined);
+export function wireInteractions(config: Pick<Config, "chains" | "discovery" | "widgets">, f: Foundation, options: { didJsonCa?: string | undefined } = {}): WiredInteractions {
   const pinned = createHttpsDidDocumentFetcher({
     resolver: createDnsPacketResolver({ servers: [...config.discovery.dnsServers] }),
     allowPrivateNetwork: config.discovery.allowPrivateNetwork,
@@ -46,14 +73,11 @@ export function wireInteractions(config: Pick<Config, "discovery" | "widgets">, 
       return explorers.txlist(apiUrl, address, source);
     },
   };
-  return {
-    findInteraction: createFindInteraction({
-      readerFor,
-      operatorExplorer: (chainId) => config.widgets.explorerApiUrls.get(chainId),
-      explorers: budgeted,
-      // Answers kept as discovery's are (DISCOVERY_CACHE_SECONDS), so asking again spends no explorer quota.
-      keep: { clock: systemClock, freshMs: config.discovery.discoveryCacheSeconds * 1_000 },
-    }),
-    txProof: createTxProofs({ readerFor }),
-  };
+  // A mined receipt is read once and kept per chain, for both routes (decisions §29, §30).
+  return createChainProofs(proofChainsOf(config, f), {
+    operatorExplorer: (chainId) => config.widgets.explorerApiUrls.get(chainId),
+    explorers: budgeted,
+    // Answers kept as discovery's are (DISCOVERY_CACHE_SECONDS), so asking again spends no explorer quota.
+    keep: { clock: systemClock, freshMs: config.discovery.discoveryCacheSeconds * 1_000 },
+  });
 }

@@ -7,14 +7,15 @@ import {
   createControllerAuthorization,
   type ResolveDidUrl,
 } from "../domain/controller_authorization/mod.ts";
-import { createViemOwnershipChain } from "../adapters/chain/mod.ts";
 import type { AttestationIndex } from "../ports/attestation_index.ts";
+import type { OwnershipChain } from "../ports/ownership_chain.ts";
 import { createRateLimiter, type RateLimiter } from "../domain/rate_limit.ts";
 import type { WiredAccounts } from "./accounts.ts";
 import type { Config } from "./config.ts";
 import type { WiredDiscovery } from "./discovery.ts";
 import type { Foundation } from "./foundation.ts";
 import type { IndexRunner } from "./attestation_index.ts";
+import { proofChainsOf } from "./interactions.ts";
 
 /** What the key routes, and other capabilities asking "was this key authorised at that time", need. */
 export type WiredKeys = {
@@ -31,17 +32,24 @@ export type WiredKeys = {
 };
 
 /** Builds key status over the index's reads, the trust anchors and the cached discovery, and the account's key records. */
-export function wireKeys(config: Pick<Config, "accounts" | "discovery" | "keys">, f: Foundation, index: IndexRunner, discovery: WiredDiscovery, accounts: WiredAccounts): WiredKeys {
+export function wireKeys(config: Pick<Config, "accounts" | "chains" | "discovery" | "keys">, f: Foundation, index: IndexRunner, discovery: WiredDiscovery, accounts: WiredAccounts): WiredKeys {
   // Each lookup reads the index as pinned for it, from the store alone (decisions §21).
   const trustOver = (reads: AttestationIndex) =>
     createKeyTrust({ index: reads, trustAnchors: f.trustAnchors, clock: systemClock, discover: discovery.viewDiscover, jwks: discovery.jwks });
   // A contract subject's owner() and transfer proofs: read once and kept (a mined transaction never changes; owner()
-  // for DISCOVERY_CACHE_SECONDS), so steady-state answers cost no JSON-RPC call.
-  const contracts = createCachedOwnershipReads(
-    createViemOwnershipChain({ client: f.eas.client, chainId: f.chainId, log: (event, fields) => f.log.warn(event, fields) }),
-    { clock: systemClock },
-    { ownerMs: config.discovery.discoveryCacheSeconds * 1_000 },
-  );
+  // for DISCOVERY_CACHE_SECONDS), so steady-state answers cost no JSON-RPC call. Read on the chain of the index an
+  // answer reads, when the deployment reads it (decisions §30); on any other, not read: never "contract-ownership".
+  const proofChains = proofChainsOf(config, f);
+  const cached = new Map<number, OwnershipChain>();
+  const contractsOn = (chainId: number): OwnershipChain | undefined => {
+    const known = cached.get(chainId);
+    if (known !== undefined) return known;
+    const chain = proofChains.ownership(chainId);
+    if (chain === undefined) return undefined;
+    const reads = createCachedOwnershipReads(chain, { clock: systemClock }, { ownerMs: config.discovery.discoveryCacheSeconds * 1_000 });
+    cached.set(chainId, reads);
+    return reads;
+  };
   const controllerAuthorization: ControllerAuthorization = (request) =>
     index.answers.answer((reads) =>
       createControllerAuthorization({
@@ -50,7 +58,7 @@ export function wireKeys(config: Pick<Config, "accounts" | "discovery" | "keys">
         clock: systemClock,
         discover: discovery.viewDiscover,
         jwks: discovery.jwks,
-        contracts,
+        contracts: contractsOn(reads.chainId),
         discoveryCacheSeconds: config.discovery.discoveryCacheSeconds,
       })(request)
     );

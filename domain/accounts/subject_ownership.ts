@@ -5,7 +5,8 @@
  * - did:web: the wallet is a controller of the domain by the existing discovery (DNS TXT → `dns`, did.json →
  *   `did-document`), with its SSRF rules, per-domain budget and cache;
  * - did:pkh of the wallet itself (any eip155 chain) → `wallet`;
- * - did:pkh of a contract on the active chain: its `owner()` is the wallet → `contract`; else, with `txHash`:
+ * - did:pkh of a contract on a chain the deployment reads (the active chain, or each chain of `chains`, decisions §30):
+ *   its `owner()` is the wallet → `contract`; else, with `txHash`:
  *   the transaction created the contract and was sent by the wallet → `minting-wallet`, or it carries an
  *   `OwnershipTransferred` from the contract to the wallet, which is still `owner()` → `transfer`.
  *
@@ -14,6 +15,7 @@
  */
 import type { HexString } from "../../ports/eas.ts";
 import type { OwnershipChain } from "../../ports/ownership_chain.ts";
+import type { ProofChains } from "../../ports/proof_chains.ts";
 import type { DiscoverControllers } from "../discovery/mod.ts";
 import { isSameControllerId, normalizeDid, normalizeSubjectDid, parseDidPkh } from "../did/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
@@ -41,8 +43,18 @@ export type OwnershipRequest = { readonly subjectDid: string; readonly connected
 
 export type VerifySubjectOwnership = (request: OwnershipRequest) => Promise<Result<OwnershipAnswer, "INVALID_INPUT" | "INVALID_DID" | "NETWORK_ERROR">>;
 
-/** Builds the ownership check. */
-export function createSubjectOwnership(deps: { readonly discover: DiscoverControllers; readonly chain: OwnershipChain }): VerifySubjectOwnership {
+/**
+ * Builds the ownership check. `chain` is the active chain; `chains`, when given, the reads of every chain the deployment
+ * reads (decisions §30): a contract on any other chain is not checked, and so never verified.
+ */
+export function createSubjectOwnership(deps: {
+  readonly discover: DiscoverControllers;
+  readonly chain: OwnershipChain;
+  readonly chains?: Pick<ProofChains, "chainIds" | "ownership"> | undefined;
+}): VerifySubjectOwnership {
+  const chainOf = (chainId: number): OwnershipChain | undefined =>
+    deps.chains?.ownership(chainId) ?? (chainId === deps.chain.chainId ? deps.chain : undefined);
+  const readChains = (deps.chains?.chainIds ?? [deps.chain.chainId]).map((id) => `eip155:${id}`).join(", ");
   return async function verifySubjectOwnership(request) {
     // The one subject rule (issue 43): no whitespace or control character, a did:web naming a domain.
     const subject = normalizeSubjectDid(request.subjectDid);
@@ -93,17 +105,16 @@ export function createSubjectOwnership(deps: { readonly discover: DiscoverContro
     }
     const subjectAddress = pkh.value.address.toLowerCase() as HexString;
     if (subjectAddress === walletAddress) return ok(verified("wallet"));
-    if (Number(pkh.value.chainId) !== deps.chain.chainId) {
-      return ok(failed("The subject is on another chain", `Contract subjects are proven on eip155:${deps.chain.chainId} only`));
-    }
-    const code = await deps.chain.hasCode(subjectAddress);
+    const chain = chainOf(Number(pkh.value.chainId));
+    if (chain === undefined) return ok(failed("The subject is on another chain", `Contract subjects are proven on ${readChains} only`));
+    const code = await chain.hasCode(subjectAddress);
     if (!code.ok) return fail("NETWORK_ERROR", "The chain did not answer");
     if (!code.value) return ok(failed("The subject is neither the wallet nor a contract", "Sign in with the subject's own wallet"));
-    const owner = await deps.chain.owner(subjectAddress);
+    const owner = await chain.owner(subjectAddress);
     if (!owner.ok) return fail("NETWORK_ERROR", "The chain did not answer");
     const isOwner = owner.value?.toLowerCase() === walletAddress;
     if (request.txHash !== undefined) {
-      const tx = await deps.chain.transaction(request.txHash.toLowerCase() as HexString);
+      const tx = await chain.transaction(request.txHash.toLowerCase() as HexString);
       if (!tx.ok) return fail("NETWORK_ERROR", "The chain did not answer");
       if (tx.value === null) return ok(failed("No such transaction on this chain", "Give the hash of a mined transaction"));
       if (tx.value.contractAddress?.toLowerCase() === subjectAddress) {

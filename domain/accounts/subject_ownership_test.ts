@@ -30,6 +30,26 @@ describe("createSubjectOwnership()", () => {
     expect(await setup()({ subjectDid: pkh(OTHER), connectedWalletDid: pkh(WALLET) })).toMatchObject({ ok: true, value: { ok: false } });
   });
 
+  test("several chains (decisions §30): a contract is read on its own chain; a chain not read is not checked, never verified", async () => {
+    const reads: number[] = [];
+    const on = (chainId: number): OwnershipChain => ({
+      chainId,
+      hasCode: (a) => (reads.push(chainId), Promise.resolve({ ok: true, value: a === CONTRACT })),
+      owner: () => Promise.resolve({ ok: true, value: WALLET }),
+      transaction: () => Promise.resolve({ ok: true, value: null }),
+    });
+    const chains = { chainIds: [31337, 31339], ownership: (id: number) => (id === 31337 || id === 31339 ? on(id) : undefined) };
+    const discover: DiscoverControllers = () => Promise.resolve({ ok: false, code: "INVALID_DID", message: "x" } as never);
+    const verify = createSubjectOwnership({ discover, chain: on(31337), chains });
+    expect(await verify({ subjectDid: pkh(CONTRACT, 31339), connectedWalletDid: pkh(WALLET) })).toMatchObject({ ok: true, value: { ok: true, method: "contract" } });
+    expect(reads).toEqual([31339]);
+    expect(await verify({ subjectDid: pkh(CONTRACT, 8453), connectedWalletDid: pkh(WALLET) })).toMatchObject({
+      ok: true,
+      value: { ok: false, status: "failed", error: "The subject is on another chain", details: "Contract subjects are proven on eip155:31337, eip155:31339 only" },
+    });
+    expect(reads).toEqual([31339]);
+  });
+
   test("creation and transfer transactions: verified for the wallet, failed for another; a transfer that moved on fails", async () => {
     const created = { from: WALLET, contractAddress: CONTRACT, logs: [] };
     expect(await setup({ owner: OTHER, tx: created })({ subjectDid: pkh(CONTRACT), connectedWalletDid: pkh(WALLET), txHash: TX }))
