@@ -1,7 +1,8 @@
 // Proof chains in the running service (decisions §30, issue 48 item 5): `bun main.ts` with a CHAINS_FILE naming two
 // attestation chains and a proof chain, each behind a proxy that counts JSON-RPC calls. A transaction on the proof chain
 // is confirmed by /v1/tx-proofs and /v1/interactions through that chain's own RPC, its receipt read once; a contract
-// there is proven by owner(); a chain the file does not list is not checked (400 UNSUPPORTED_CHAIN for a tx proof)
+// there is proven by owner(); a review's tx-interaction proof on it is checked through the service; a chain the file
+// does not list is not checked (400 UNSUPPORTED_CHAIN for a tx proof)
 // and costs no call anywhere; the attestation chains see nothing of these requests.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -9,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createPublicClient, createWalletClient, defineChain, type Hex, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { checkReviewProof, readServiceTransaction } from "../client/reviews.ts";
 import { TEST_RELAY_LIMITS } from "./harness.ts";
 import { ownedContract } from "./support/owned_contract.ts";
 import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
@@ -131,4 +133,26 @@ test("contract ownership on the proof chain: a contract there is proven by its o
   const elsewhere = await verify(`did:pkh:eip155:8453:${contract.toLowerCase()}`);
   expect(elsewhere.body).toMatchObject({ ok: false, status: "failed", error: "The subject is on another chain", details: "Contract subjects are proven on eip155:31337, eip155:31338, eip155:31339 only" });
   expect(three.chains.map((c) => three.calls(c.chainId, "eth_call") + three.calls(c.chainId, "eth_getCode"))).toEqual(calls);
+}, 60_000);
+
+test("a review's tx-interaction proof on the proof chain is verified through the service; one on a chain not read is not checked", async () => {
+  const user = privateKeyToAccount(three.keys.users[3]!);
+  const chain = proofChain();
+  const reads = createPublicClient({ chain, transport: http(chain.rpcUrls.default.http[0]) });
+  const hash = await createWalletClient({ chain, account: user, transport: http(chain.rpcUrls.default.http[0]) }).sendTransaction({ to: APP, value: 1n });
+  const mined = await reads.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+  const blockTime = (await reads.getBlock({ blockNumber: mined.blockNumber })).timestamp;
+  // A review of the app's contract on the proof chain, by the wallet that used it, after it did.
+  const review = { attester: user.address, subject: `did:pkh:eip155:31339:${APP}`, time: blockTime + 60n };
+  const wrapper = (chainId: number) => ({ proofType: "tx-interaction", proofPurpose: "commercial-tx", proofObject: { chainId: `eip155:${chainId}`, txHash: hash } });
+  const options = { otherChains: (chainId: number, txHash: Hex) => readServiceTransaction(chainId, txHash, { baseUrl: service.url }) };
+  const receipts = three.calls(31339, "eth_getTransactionReceipt");
+  expect(await checkReviewProof(wrapper(31339), review, options)).toMatchObject({ valid: true, reasons: [], transaction: { chainId: 31339, txHash: hash, senderRelation: "attester" } });
+  expect(await checkReviewProof(wrapper(31339), review, options)).toMatchObject({ valid: true });
+  expect(three.calls(31339, "eth_getTransactionReceipt") - receipts).toBe(1);
+  // The same proof from another wallet's review: the chain's answer, judged by the rules.
+  expect(await checkReviewProof(wrapper(31339), { ...review, attester: privateKeyToAccount(three.keys.users[4]!).address }, options)).toMatchObject({ valid: false });
+  // A chain the deployment does not read: reported as not checked, never valid.
+  const elsewhere = await checkReviewProof(wrapper(8453), { ...review, subject: `did:pkh:eip155:8453:${APP}` }, options);
+  expect(elsewhere).toMatchObject({ valid: false, reasons: ["eip155:8453 is not the chain this verifier reads"] });
 }, 60_000);
