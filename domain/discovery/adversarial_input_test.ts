@@ -44,13 +44,17 @@ async function best(run: () => unknown, repeat: number): Promise<number> {
   return fastest;
 }
 
-/** Adversarial input must cost at most 20 times a benign one of the same size, with 50 ms of slack for tiny times. */
+/**
+ * Adversarial input must cost at most 100 times a benign one of the same size, with 200 ms of slack for tiny times.
+ * The defects this guards were 2,500 times (2.5 s against 1 ms); a linear parser stays within a few times. The margin is
+ * wide on purpose: under a loaded machine (files in parallel) a 20x budget went red once with no defect behind it.
+ */
 async function expectLinear(name: string, parse: (input: string) => unknown, benign: string, adversarial: string, options: Options = {}) {
   expect(adversarial.length).toBeGreaterThanOrEqual(benign.length * 0.9);
   const repeat = options.repeat ?? 1;
   const base = await best(() => parse(benign), repeat);
   const worst = await best(() => parse(adversarial), repeat);
-  expect({ name, withinBudget: worst <= Math.max(20 * base, base + 50) }).toEqual({ name, withinBudget: true });
+  expect({ name, withinBudget: worst <= Math.max(100 * base, base + 200) }).toEqual({ name, withinBudget: true });
 }
 
 const quotes = '"'.repeat(SIZE);
