@@ -15,12 +15,11 @@ const CODES_CLIENT_LOCK = 7_240_013;
 
 type Row = Record<string, unknown>;
 
-/** OAuth in PostgreSQL, shared by every instance; each multi-row change in one transaction. */
-export function createPostgresOAuth(sql: SQL): OAuthStore {
+/** Clients, codes and authorizations in PostgreSQL. */
+function oauthClientsAndCodes(sql: SQL): Pick<OAuthStore, "registerClient" | "createClient" | "findClient" | "listClients" | "deleteClient" | "saveCode" | "findCode" | "exchangeCode" | "listAuthorizations" | "revokeAuthorizations"> {
   const insertClient = (db: SQL, values: ReturnType<typeof clientValues>) =>
     db`INSERT INTO oauth_clients (client_id, account_id, secret_hash, name, redirect_uris, grant_types, scope, auth_method, registered_by, created_at_ms)
        VALUES (${values[0]}, ${values[1]}, ${values[2]}, ${values[3]}, ${values[4]}, ${values[5]}, ${values[6]}, ${values[7]}, ${values[8]}, ${values[9]})`;
-  const revokeGrant = (db: SQL, grantId: string, now: number) => db`UPDATE oauth_grants SET revoked_at_ms = ${now} WHERE id = ${grantId} AND revoked_at_ms IS NULL`;
   return {
     registerClient: (client, limits, now) =>
       sql.begin(async (tx) => {
@@ -92,6 +91,31 @@ export function createPostgresOAuth(sql: SQL): OAuthStore {
             ORDER BY created_at_ms DESC, id DESC LIMIT ${maxGrants - 1})`;
         return true;
       }),
+    async listAuthorizations(accountId, now, max) {
+      const rows = await sql`SELECT g.client_id, c.name, string_agg(DISTINCT g.scope, E'\n') AS scopes, MIN(g.created_at_ms) AS first_ms, MAX(g.created_at_ms) AS last_ms, COUNT(*) AS grants
+          FROM oauth_grants g JOIN oauth_clients c ON c.client_id = g.client_id
+         WHERE g.account_id = ${accountId} AND g.revoked_at_ms IS NULL AND (g.created_at_ms > ${now - ACCESS_TOKEN_LIFE_MS} OR EXISTS (
+           SELECT 1 FROM oauth_refresh_tokens t WHERE t.grant_id = g.id AND t.used_at_ms IS NULL AND t.expires_at_ms > ${now}))
+         GROUP BY g.client_id, c.name ORDER BY last_ms DESC, g.client_id LIMIT ${max}` as Row[];
+      return rows.map(toAuthorizedClient);
+    },
+    revokeAuthorizations: (accountId, clientId, now) =>
+      sql.begin(async (tx) => {
+        // The same lock as code issuance for this account: a code being stored now is either deleted here or refused after.
+        await tx`SELECT pg_advisory_xact_lock(${CODES_ACCOUNT_LOCK}, hashtext(${accountId}))`;
+        const codes = await tx`DELETE FROM oauth_codes WHERE account_id = ${accountId} AND client_id = ${clientId} AND used_at_ms IS NULL AND expires_at_ms > ${now} RETURNING 1` as Row[];
+        const grants = await tx`UPDATE oauth_grants SET revoked_at_ms = ${now} WHERE account_id = ${accountId} AND client_id = ${clientId} AND revoked_at_ms IS NULL AND (created_at_ms > ${now - ACCESS_TOKEN_LIFE_MS} OR EXISTS (
+          SELECT 1 FROM oauth_refresh_tokens t WHERE t.grant_id = oauth_grants.id AND t.used_at_ms IS NULL AND t.expires_at_ms > ${now})) RETURNING 1` as Row[];
+        await tx`UPDATE oauth_grants SET revoked_at_ms = ${now} WHERE account_id = ${accountId} AND client_id = ${clientId} AND revoked_at_ms IS NULL`;
+        return codes.length + grants.length;
+      }),
+  };
+}
+
+/** Refresh and access tokens, signing keys and pruning in PostgreSQL. */
+function oauthTokensAndKeys(sql: SQL): Pick<OAuthStore, "rotateRefreshToken" | "findRefreshToken" | "revokeGrant" | "revokeAccessToken" | "accessTokenActive" | "signingKeys" | "addSigningKey" | "dropSigningKeys" | "prune"> {
+  const revokeGrant = (db: SQL, grantId: string, now: number) => db`UPDATE oauth_grants SET revoked_at_ms = ${now} WHERE id = ${grantId} AND revoked_at_ms IS NULL`;
+  return {
     rotateRefreshToken: (tokenHash, next, now) =>
       sql.begin(async (tx) => {
         const [token] = await tx`SELECT grant_id, expires_at_ms, used_at_ms FROM oauth_refresh_tokens WHERE token_hash = ${tokenHash} FOR UPDATE` as Row[];
@@ -127,24 +151,6 @@ export function createPostgresOAuth(sql: SQL): OAuthStore {
     async revokeGrant(grantId, now) {
       await revokeGrant(sql, grantId, now);
     },
-    async listAuthorizations(accountId, now, max) {
-      const rows = await sql`SELECT g.client_id, c.name, string_agg(DISTINCT g.scope, E'\n') AS scopes, MIN(g.created_at_ms) AS first_ms, MAX(g.created_at_ms) AS last_ms, COUNT(*) AS grants
-          FROM oauth_grants g JOIN oauth_clients c ON c.client_id = g.client_id
-         WHERE g.account_id = ${accountId} AND g.revoked_at_ms IS NULL AND (g.created_at_ms > ${now - ACCESS_TOKEN_LIFE_MS} OR EXISTS (
-           SELECT 1 FROM oauth_refresh_tokens t WHERE t.grant_id = g.id AND t.used_at_ms IS NULL AND t.expires_at_ms > ${now}))
-         GROUP BY g.client_id, c.name ORDER BY last_ms DESC, g.client_id LIMIT ${max}` as Row[];
-      return rows.map(toAuthorizedClient);
-    },
-    revokeAuthorizations: (accountId, clientId, now) =>
-      sql.begin(async (tx) => {
-        // The same lock as code issuance for this account: a code being stored now is either deleted here or refused after.
-        await tx`SELECT pg_advisory_xact_lock(${CODES_ACCOUNT_LOCK}, hashtext(${accountId}))`;
-        const codes = await tx`DELETE FROM oauth_codes WHERE account_id = ${accountId} AND client_id = ${clientId} AND used_at_ms IS NULL AND expires_at_ms > ${now} RETURNING 1` as Row[];
-        const grants = await tx`UPDATE oauth_grants SET revoked_at_ms = ${now} WHERE account_id = ${accountId} AND client_id = ${clientId} AND revoked_at_ms IS NULL AND (created_at_ms > ${now - ACCESS_TOKEN_LIFE_MS} OR EXISTS (
-          SELECT 1 FROM oauth_refresh_tokens t WHERE t.grant_id = oauth_grants.id AND t.used_at_ms IS NULL AND t.expires_at_ms > ${now})) RETURNING 1` as Row[];
-        await tx`UPDATE oauth_grants SET revoked_at_ms = ${now} WHERE account_id = ${accountId} AND client_id = ${clientId} AND revoked_at_ms IS NULL`;
-        return codes.length + grants.length;
-      }),
     async revokeAccessToken(jti, clientId, expiresAtMs) {
       await sql`INSERT INTO oauth_revoked_tokens (jti, client_id, expires_at_ms) VALUES (${jti}, ${clientId}, ${expiresAtMs}) ON CONFLICT (jti) DO NOTHING`;
     },
@@ -178,5 +184,13 @@ export function createPostgresOAuth(sql: SQL): OAuthStore {
         await count(tx`DELETE FROM oauth_clients WHERE account_id IS NULL AND granted_at_ms IS NULL AND created_at_ms < ${unusedBefore} RETURNING 1`);
         return n;
       }),
+  };
+}
+
+/** OAuth in PostgreSQL, shared by every instance; each multi-row change in one transaction. */
+export function createPostgresOAuth(sql: SQL): OAuthStore {
+  return {
+    ...oauthClientsAndCodes(sql),
+    ...oauthTokensAndKeys(sql),
   };
 }

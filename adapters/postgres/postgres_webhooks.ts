@@ -15,12 +15,8 @@ const WEBHOOK_CLAIM_LOCK = 7_240_036;
 
 type Row = WebhookRow;
 
-/**
- * Webhook endpoints, messages and deliveries in PostgreSQL, shared by every instance: claims run one at a time under
- * an advisory lock and take their rows `FOR UPDATE SKIP LOCKED`, so instances claiming together never take the same
- * delivery and the bounds per endpoint and per account hold for the deployment.
- */
-export function createPostgresWebhooks(sql: SQL): WebhookStore {
+/** Endpoints, their subjects and the targets of an event in PostgreSQL. */
+function webhookEndpoints(sql: SQL): Pick<WebhookStore, "create" | "list" | "get" | "update" | "remove" | "rotate" | "targets" | "accountEndpoints"> {
   const usage = async (tx: SQL, accountId: string, exceptId: string) => {
     const [row]: Row[] = await tx`
       SELECT (SELECT COUNT(*) FROM webhook_endpoints WHERE account_id = ${accountId} AND id <> ${exceptId}) AS endpoints,
@@ -86,6 +82,23 @@ export function createPostgresWebhooks(sql: SQL): WebhookStore {
                                      WHERE account_id = ${accountId} AND id = ${id} RETURNING *`;
       return rows[0] === undefined ? undefined : toWebhookEndpoint(rows[0]);
     },
+    async targets(subjectDid) {
+      const owners: Row[] = await sql`SELECT DISTINCT account_id FROM subjects WHERE canonical_did = ${subjectDid}`;
+      const rows: Row[] = await sql`
+        SELECT * FROM webhook_endpoints WHERE disabled = 0 AND (id IN (SELECT endpoint_id FROM webhook_subjects WHERE subject_did = ${subjectDid})
+           OR account_id IN (SELECT account_id FROM subjects WHERE canonical_did = ${subjectDid}))`;
+      return toTargets(rows, subjectDid, new Set(owners.map((r) => String(r.account_id))));
+    },
+    async accountEndpoints(accountId) {
+      const rows: Row[] = await sql`SELECT * FROM webhook_endpoints WHERE account_id = ${accountId} AND disabled = 0 ORDER BY created_at_ms, id`;
+      return rows.map(toWebhookEndpoint);
+    },
+  };
+}
+
+/** The outbox, messages and deliveries in PostgreSQL: claims one at a time under an advisory lock. */
+function webhookDeliveries(sql: SQL): Pick<WebhookStore, "outbox" | "publish" | "claim" | "record" | "deliveries" | "prune" | "stats"> {
+  return {
     async outbox(limit) {
       const rows: Row[] = await sql`SELECT * FROM webhook_outbox ORDER BY seq LIMIT ${limit}`;
       return rows.map(toOutboxRow);
@@ -111,17 +124,6 @@ export function createPostgresWebhooks(sql: SQL): WebhookStore {
         }
         if (consumed.length > 0) await tx`DELETE FROM webhook_outbox WHERE seq = ANY(${sql.array(consumed.map(String), "BIGINT")})`;
       }),
-    async targets(subjectDid) {
-      const owners: Row[] = await sql`SELECT DISTINCT account_id FROM subjects WHERE canonical_did = ${subjectDid}`;
-      const rows: Row[] = await sql`
-        SELECT * FROM webhook_endpoints WHERE disabled = 0 AND (id IN (SELECT endpoint_id FROM webhook_subjects WHERE subject_did = ${subjectDid})
-           OR account_id IN (SELECT account_id FROM subjects WHERE canonical_did = ${subjectDid}))`;
-      return toTargets(rows, subjectDid, new Set(owners.map((r) => String(r.account_id))));
-    },
-    async accountEndpoints(accountId) {
-      const rows: Row[] = await sql`SELECT * FROM webhook_endpoints WHERE account_id = ${accountId} AND disabled = 0 ORDER BY created_at_ms, id`;
-      return rows.map(toWebhookEndpoint);
-    },
     claim: (holder, nowMs, leaseMs, limit, perEndpoint, perAccount) =>
       sql.begin(async (tx) => {
         // One claim at a time for the deployment (a claim is a few statements): the bounds per endpoint and per
@@ -193,5 +195,17 @@ export function createPostgresWebhooks(sql: SQL): WebhookStore {
       const oldest = row!.oldest === null ? null : Number(row!.oldest);
       return { pending: Number(row!.n) + Number(row!.outbox), oldestPendingMs: oldest === null ? null : nowMs - oldest };
     },
+  };
+}
+
+/**
+ * Webhook endpoints, messages and deliveries in PostgreSQL, shared by every instance: claims run one at a time under
+ * an advisory lock and take their rows `FOR UPDATE SKIP LOCKED`, so instances claiming together never take the same
+ * delivery and the bounds per endpoint and per account hold for the deployment.
+ */
+export function createPostgresWebhooks(sql: SQL): WebhookStore {
+  return {
+    ...webhookEndpoints(sql),
+    ...webhookDeliveries(sql),
   };
 }

@@ -6,18 +6,11 @@ import { ACCESS_TOKEN_LIFE_MS, type OAuthClientRow, clientValues, numOrNull, oau
 /** The columns added after the tables were first created (SQLite). */
 const OAUTH_ADDED_COLUMNS = [["oauth_codes", "redirect_uri_omitted", "INTEGER"]] as const;
 
-/** OAuth in the SQLite file; every multi-row change in one `BEGIN IMMEDIATE` transaction. */
-export function createSqliteOAuth(db: Database): OAuthStore {
-  db.transaction(() => {
-    for (const statement of oauthTables("INTEGER")) db.exec(statement);
-    addMissingColumns(db, OAUTH_ADDED_COLUMNS);
-  }).immediate();
+/** Clients, codes and authorizations in the SQLite file. */
+function oauthClientsAndCodes(db: Database): Pick<OAuthStore, "registerClient" | "createClient" | "findClient" | "listClients" | "deleteClient" | "saveCode" | "findCode" | "exchangeCode" | "listAuthorizations" | "revokeAuthorizations"> {
   const insertClient = db.query(`INSERT INTO oauth_clients (client_id, account_id, secret_hash, name, redirect_uris, grant_types, scope, auth_method, registered_by, created_at_ms)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
   const findClient = db.query<OAuthClientRow, [string]>("SELECT * FROM oauth_clients WHERE client_id = ?");
-  const grantOf = db.query<Record<string, unknown>, [string]>("SELECT * FROM oauth_grants WHERE id = ?");
-  const revokeGrant = db.query("UPDATE oauth_grants SET revoked_at_ms = ?2 WHERE id = ?1 AND revoked_at_ms IS NULL");
-
   const register = db.transaction((client: OAuthClient, limits: Parameters<OAuthStore["registerClient"]>[1], now: number) => {
     const since = now - limits.windowMs;
     const byClient = db.query<{ n: number; oldest: number | null }, [string, number]>(
@@ -78,6 +71,40 @@ export function createSqliteOAuth(db: Database): OAuthStore {
     db.query("UPDATE oauth_grants SET revoked_at_ms = ?3 WHERE account_id = ?1 AND client_id = ?2 AND revoked_at_ms IS NULL").run(accountId, clientId, now);
     return codes + grants;
   });
+  return {
+    registerClient: (client, limits, now) => Promise.resolve(register.immediate(client, limits, now)),
+    createClient: (client, max) => Promise.resolve(create.immediate(client, max)),
+    findClient(clientId) {
+      const row = findClient.get(clientId);
+      return Promise.resolve(row === null ? undefined : toOAuthClient(row));
+    },
+    listClients: (accountId) =>
+      Promise.resolve(db.query<OAuthClientRow, [string]>("SELECT * FROM oauth_clients WHERE account_id = ? ORDER BY created_at_ms, client_id").all(accountId).map(toOAuthClient)),
+    deleteClient: (accountId, clientId) => Promise.resolve(remove.immediate(accountId, clientId)),
+    saveCode: (code, limits) => Promise.resolve(saveCode.immediate(code, limits)),
+    findCode(codeHash) {
+      const row = db.query<Record<string, unknown>, [string]>("SELECT * FROM oauth_codes WHERE code_hash = ?").get(codeHash);
+      return Promise.resolve(row === null ? undefined : toStoredCode(row));
+    },
+    exchangeCode: (codeHash, grant, refresh, now, maxGrants) => Promise.resolve(exchange.immediate(codeHash, grant, refresh, now, maxGrants)),
+    listAuthorizations: (accountId, now, max) =>
+      Promise.resolve(db.query<Record<string, unknown>, [string, number, number, number]>(
+        `SELECT g.client_id, c.name, group_concat(DISTINCT g.scope) AS scopes_csv, MIN(g.created_at_ms) AS first_ms, MAX(g.created_at_ms) AS last_ms, COUNT(*) AS grants
+           FROM oauth_grants g JOIN oauth_clients c ON c.client_id = g.client_id
+          WHERE g.account_id = ?1 AND g.revoked_at_ms IS NULL AND (g.created_at_ms > ?3 OR EXISTS (
+            SELECT 1 FROM oauth_refresh_tokens t WHERE t.grant_id = g.id AND t.used_at_ms IS NULL AND t.expires_at_ms > ?2))
+          GROUP BY g.client_id, c.name ORDER BY last_ms DESC, g.client_id LIMIT ?4`).all(accountId, now, now - ACCESS_TOKEN_LIFE_MS, max)
+        .map((row) => toAuthorizedClient({ ...row, scopes: String(row.scopes_csv ?? "").split(",").join("\n") }))),
+    revokeAuthorizations: (accountId, clientId, now) => Promise.resolve(revokeAuthorizations.immediate(accountId, clientId, now)),
+  };
+}
+
+/** Refresh and access tokens, signing keys and pruning in the SQLite file. */
+function oauthTokensAndKeys(db: Database): Pick<OAuthStore, "rotateRefreshToken" | "findRefreshToken" | "revokeGrant" | "revokeAccessToken" | "accessTokenActive" | "signingKeys" | "addSigningKey" | "dropSigningKeys" | "prune"> {
+  const findClient = db.query<OAuthClientRow, [string]>("SELECT * FROM oauth_clients WHERE client_id = ?");
+  const grantOf = db.query<Record<string, unknown>, [string]>("SELECT * FROM oauth_grants WHERE id = ?");
+  const revokeGrant = db.query("UPDATE oauth_grants SET revoked_at_ms = ?2 WHERE id = ?1 AND revoked_at_ms IS NULL");
+
   const rotate = db.transaction((tokenHash: string, next: Parameters<OAuthStore["rotateRefreshToken"]>[1], now: number) => {
     const token = db.query<{ grant_id: string; expires_at_ms: number; used_at_ms: number | null }, [string]>(
       "SELECT grant_id, expires_at_ms, used_at_ms FROM oauth_refresh_tokens WHERE token_hash = ?").get(tokenHash);
@@ -110,21 +137,6 @@ export function createSqliteOAuth(db: Database): OAuthStore {
     return n;
   });
   return {
-    registerClient: (client, limits, now) => Promise.resolve(register.immediate(client, limits, now)),
-    createClient: (client, max) => Promise.resolve(create.immediate(client, max)),
-    findClient(clientId) {
-      const row = findClient.get(clientId);
-      return Promise.resolve(row === null ? undefined : toOAuthClient(row));
-    },
-    listClients: (accountId) =>
-      Promise.resolve(db.query<OAuthClientRow, [string]>("SELECT * FROM oauth_clients WHERE account_id = ? ORDER BY created_at_ms, client_id").all(accountId).map(toOAuthClient)),
-    deleteClient: (accountId, clientId) => Promise.resolve(remove.immediate(accountId, clientId)),
-    saveCode: (code, limits) => Promise.resolve(saveCode.immediate(code, limits)),
-    findCode(codeHash) {
-      const row = db.query<Record<string, unknown>, [string]>("SELECT * FROM oauth_codes WHERE code_hash = ?").get(codeHash);
-      return Promise.resolve(row === null ? undefined : toStoredCode(row));
-    },
-    exchangeCode: (codeHash, grant, refresh, now, maxGrants) => Promise.resolve(exchange.immediate(codeHash, grant, refresh, now, maxGrants)),
     rotateRefreshToken: (tokenHash, next, now) => Promise.resolve(rotate.immediate(tokenHash, next, now)),
     findRefreshToken(tokenHash) {
       const token = db.query<Record<string, unknown>, [string]>("SELECT * FROM oauth_refresh_tokens WHERE token_hash = ?").get(tokenHash);
@@ -140,15 +152,6 @@ export function createSqliteOAuth(db: Database): OAuthStore {
       revokeGrant.run(grantId, now);
       return Promise.resolve();
     },
-    listAuthorizations: (accountId, now, max) =>
-      Promise.resolve(db.query<Record<string, unknown>, [string, number, number, number]>(
-        `SELECT g.client_id, c.name, group_concat(DISTINCT g.scope) AS scopes_csv, MIN(g.created_at_ms) AS first_ms, MAX(g.created_at_ms) AS last_ms, COUNT(*) AS grants
-           FROM oauth_grants g JOIN oauth_clients c ON c.client_id = g.client_id
-          WHERE g.account_id = ?1 AND g.revoked_at_ms IS NULL AND (g.created_at_ms > ?3 OR EXISTS (
-            SELECT 1 FROM oauth_refresh_tokens t WHERE t.grant_id = g.id AND t.used_at_ms IS NULL AND t.expires_at_ms > ?2))
-          GROUP BY g.client_id, c.name ORDER BY last_ms DESC, g.client_id LIMIT ?4`).all(accountId, now, now - ACCESS_TOKEN_LIFE_MS, max)
-        .map((row) => toAuthorizedClient({ ...row, scopes: String(row.scopes_csv ?? "").split(",").join("\n") }))),
-    revokeAuthorizations: (accountId, clientId, now) => Promise.resolve(revokeAuthorizations.immediate(accountId, clientId, now)),
     revokeAccessToken(jti, clientId, expiresAtMs) {
       db.query("INSERT INTO oauth_revoked_tokens (jti, client_id, expires_at_ms) VALUES (?, ?, ?) ON CONFLICT (jti) DO NOTHING").run(jti, clientId, expiresAtMs);
       return Promise.resolve();
@@ -169,5 +172,17 @@ export function createSqliteOAuth(db: Database): OAuthStore {
       return Promise.resolve(dropped.changes);
     },
     prune: (now, unusedBefore) => Promise.resolve(prune.immediate(now, unusedBefore)),
+  };
+}
+
+/** OAuth in the SQLite file; every multi-row change in one `BEGIN IMMEDIATE` transaction. */
+export function createSqliteOAuth(db: Database): OAuthStore {
+  db.transaction(() => {
+    for (const statement of oauthTables("INTEGER")) db.exec(statement);
+    addMissingColumns(db, OAUTH_ADDED_COLUMNS);
+  }).immediate();
+  return {
+    ...oauthClientsAndCodes(db),
+    ...oauthTokensAndKeys(db),
   };
 }

@@ -2,12 +2,8 @@ import type { Database } from "bun:sqlite";
 import type { WebhookEndpoint, WebhookStore } from "../../ports/webhooks.ts";
 import { CLAIMED_COLUMNS, type ClaimCandidate, type WebhookRow, deliveryId, endpointDueSql, fairClaims, leasedLoadSql, toClaimCandidate, toClaimLoad, toClaimedDelivery, toDeliveryRecord, toOutboxRow, toTargets, toWebhookEndpoint, webhookTables } from "../sql/webhooks.ts";
 
-/** Webhook endpoints, messages and deliveries in the service's SQLite file; claims are single-writer transactions with a lease. */
-export function createSqliteWebhooks(db: Database): WebhookStore {
-  db.transaction(() => {
-    for (const statement of webhookTables("INTEGER")) db.exec(statement);
-  }).immediate();
-
+/** Endpoints, their subjects and the targets of an event in the SQLite file. */
+function webhookEndpoints(db: Database): Pick<WebhookStore, "create" | "list" | "get" | "update" | "remove" | "rotate" | "targets" | "accountEndpoints"> {
   const accountUsage = db.query<{ endpoints: number; subjects: number }, [string, string]>(
     `SELECT COUNT(*) AS endpoints, (SELECT COUNT(*) FROM webhook_subjects WHERE account_id = ?1 AND endpoint_id <> ?2) AS subjects
        FROM webhook_endpoints WHERE account_id = ?1 AND id <> ?2`,
@@ -63,6 +59,38 @@ export function createSqliteWebhooks(db: Database): WebhookStore {
     return gone;
   });
 
+  return {
+    create: (endpoint, limits) => Promise.resolve(create.immediate(endpoint, limits)),
+    list: (accountId) =>
+      Promise.resolve(db.query<WebhookRow, [string]>("SELECT * FROM webhook_endpoints WHERE account_id = ? ORDER BY created_at_ms, id").all(accountId).map(toWebhookEndpoint)),
+    get(accountId, id) {
+      const row = getEndpoint.get(accountId, id);
+      return Promise.resolve(row === null ? undefined : toWebhookEndpoint(row));
+    },
+    update: (accountId, id, change, limits) => Promise.resolve(update.immediate(accountId, id, change, limits)),
+    remove: (accountId, id) => Promise.resolve(remove.immediate(accountId, id)),
+    rotate(accountId, id, secret, previousUntilMs) {
+      db.query(
+        "UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_until_ms = ?, secret = ? WHERE account_id = ? AND id = ?",
+      ).run(previousUntilMs, secret, accountId, id);
+      const row = getEndpoint.get(accountId, id);
+      return Promise.resolve(row === null ? undefined : toWebhookEndpoint(row));
+    },
+    targets(subjectDid) {
+      const owners = new Set(db.query<{ account_id: string }, [string]>("SELECT DISTINCT account_id FROM subjects WHERE canonical_did = ?").all(subjectDid).map((r) => r.account_id));
+      const rows = db.query<WebhookRow, [string, string]>(
+        `SELECT * FROM webhook_endpoints WHERE disabled = 0 AND (id IN (SELECT endpoint_id FROM webhook_subjects WHERE subject_did = ?)
+           OR account_id IN (SELECT account_id FROM subjects WHERE canonical_did = ?))`,
+      ).all(subjectDid, subjectDid);
+      return Promise.resolve(toTargets(rows, subjectDid, owners));
+    },
+    accountEndpoints: (accountId) =>
+      Promise.resolve(db.query<WebhookRow, [string]>("SELECT * FROM webhook_endpoints WHERE account_id = ? AND disabled = 0 ORDER BY created_at_ms, id").all(accountId).map(toWebhookEndpoint)),
+  };
+}
+
+/** The outbox, messages and deliveries in the SQLite file: claims are single-writer transactions with a lease. */
+function webhookDeliveries(db: Database): Pick<WebhookStore, "outbox" | "publish" | "claim" | "record" | "deliveries" | "prune" | "stats"> {
   const insertMessage = db.query("INSERT OR IGNORE INTO webhook_messages (id, type, body, created_at_ms) VALUES (?, ?, ?, ?)");
   const insertDelivery = db.query(
     `INSERT OR IGNORE INTO webhook_deliveries (id, message_id, endpoint_id, state, attempts, next_attempt_at_ms, created_at_ms)
@@ -132,34 +160,8 @@ export function createSqliteWebhooks(db: Database): WebhookStore {
   });
 
   return {
-    create: (endpoint, limits) => Promise.resolve(create.immediate(endpoint, limits)),
-    list: (accountId) =>
-      Promise.resolve(db.query<WebhookRow, [string]>("SELECT * FROM webhook_endpoints WHERE account_id = ? ORDER BY created_at_ms, id").all(accountId).map(toWebhookEndpoint)),
-    get(accountId, id) {
-      const row = getEndpoint.get(accountId, id);
-      return Promise.resolve(row === null ? undefined : toWebhookEndpoint(row));
-    },
-    update: (accountId, id, change, limits) => Promise.resolve(update.immediate(accountId, id, change, limits)),
-    remove: (accountId, id) => Promise.resolve(remove.immediate(accountId, id)),
-    rotate(accountId, id, secret, previousUntilMs) {
-      db.query(
-        "UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_until_ms = ?, secret = ? WHERE account_id = ? AND id = ?",
-      ).run(previousUntilMs, secret, accountId, id);
-      const row = getEndpoint.get(accountId, id);
-      return Promise.resolve(row === null ? undefined : toWebhookEndpoint(row));
-    },
     outbox: (limit) => Promise.resolve(db.query<WebhookRow, [number]>("SELECT * FROM webhook_outbox ORDER BY seq LIMIT ?").all(limit).map(toOutboxRow)),
     publish: (messages, deliveries, consumed) => Promise.resolve(publish.immediate(messages, deliveries, consumed)),
-    targets(subjectDid) {
-      const owners = new Set(db.query<{ account_id: string }, [string]>("SELECT DISTINCT account_id FROM subjects WHERE canonical_did = ?").all(subjectDid).map((r) => r.account_id));
-      const rows = db.query<WebhookRow, [string, string]>(
-        `SELECT * FROM webhook_endpoints WHERE disabled = 0 AND (id IN (SELECT endpoint_id FROM webhook_subjects WHERE subject_did = ?)
-           OR account_id IN (SELECT account_id FROM subjects WHERE canonical_did = ?))`,
-      ).all(subjectDid, subjectDid);
-      return Promise.resolve(toTargets(rows, subjectDid, owners));
-    },
-    accountEndpoints: (accountId) =>
-      Promise.resolve(db.query<WebhookRow, [string]>("SELECT * FROM webhook_endpoints WHERE account_id = ? AND disabled = 0 ORDER BY created_at_ms, id").all(accountId).map(toWebhookEndpoint)),
     claim: (holder, nowMs, leaseMs, limit, perEndpoint, perAccount) => Promise.resolve(claim.immediate(holder, nowMs, leaseMs, limit, perEndpoint, perAccount)),
     record: (id, holder, outcome, nowMs, disableAfterMs) => Promise.resolve(record.immediate(id, holder, outcome, nowMs, disableAfterMs)),
     deliveries(endpointId, page) {
@@ -192,5 +194,17 @@ export function createSqliteWebhooks(db: Database): WebhookStore {
       const outbox = db.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM webhook_outbox").get()!;
       return Promise.resolve({ pending: row.n + outbox.n, oldestPendingMs: row.oldest === null ? null : nowMs - row.oldest });
     },
+  };
+}
+
+/** Webhook endpoints, messages and deliveries in the service's SQLite file; claims are single-writer transactions with a lease. */
+export function createSqliteWebhooks(db: Database): WebhookStore {
+  db.transaction(() => {
+    for (const statement of webhookTables("INTEGER")) db.exec(statement);
+  }).immediate();
+
+  return {
+    ...webhookEndpoints(db),
+    ...webhookDeliveries(db),
   };
 }
