@@ -9,9 +9,12 @@ import { cryptoRandom, systemClock } from "../adapters/system/mod.ts";
 import { type ArtifactTrust, createArtifactTrust } from "../domain/artifact_trust/mod.ts";
 import { createWebCryptoJwsVerifier } from "../client/jws_verifier.ts";
 import { type Config, defaultChain } from "./config.ts";
+import type { ChainConfig } from "./config/chains.ts";
+import type { Address } from "viem";
+import { buildServedChains, type ServedChain, type ServedChains, singleChain } from "../domain/chains/mod.ts";
 import { webhookConfirmations } from "./webhooks.ts";
 import type { WiredDiscovery } from "./discovery.ts";
-import type { Foundation } from "./foundation.ts";
+import { type Foundation, StartupError } from "./foundation.ts";
 import {
   type CountAttestations,
   createCountAttestations,
@@ -29,7 +32,31 @@ export { CATCHING_UP_BLOCKS, INDEX_READER_HEADER, type IndexRunner, type IndexSe
 /** The name of the query cursors' key among the deployment's secrets. */
 const CURSOR_SECRET = "attestation-cursors";
 
-/** Builds the chain reads, the index over the storage's tables, and the attestation list read from it. */
+/** One attestation chain's index and the reads of it. */
+export type ChainIndex = {
+  readonly chain: ServedChain;
+  /** The chain's EAS as the anchors write it. */
+  readonly easAddress: Address;
+  readonly index: IndexRunner;
+  readonly attestationList: ListAttestations;
+  readonly attestationQueries: { count: CountAttestations; get: GetAttestation };
+};
+
+/** What one chain's follower reads: the chain, its node and its anchored schemas. */
+type FollowedChain = {
+  readonly chainId: number;
+  readonly easAddress: Address;
+  readonly rpcUrl: string;
+  readonly startBlock: bigint;
+  readonly schemas: Readonly<Record<string, string>>;
+  readonly config: ChainConfig;
+};
+
+/**
+ * Builds each attestation chain's index (decisions §30: one follower per chain, its own lease and rows keyed by chain,
+ * over the one database) and the attestation list read from it. `index` is the default chain's; its `catchUp` and
+ * `stop` are every chain's, so a stop ends every follower.
+ */
 export async function wireAttestationIndex(
   config: Pick<Config, "chains" | "index" | "webhooks">,
   f: Foundation,
@@ -39,16 +66,89 @@ export async function wireAttestationIndex(
   attestationQueries: { count: CountAttestations; get: GetAttestation };
   /** The list's and the count's computations per client address (`INDEX_QUERY_RATE_PER_MINUTE`), for the routes and the MCP tool alike. */
   attestationQueryRate: RateLimiter;
+  /** The chains served (attestation and proof chains) and the default among them. */
+  served: ServedChains;
+  /** Every attestation chain's index but the default chain's. */
+  otherChains: readonly ChainIndex[];
 }> {
-  // The default chain's for now; one follower per chain is decisions §30's next step.
-  const chain = defaultChain(config.chains);
+  const served = servedChainsOf(config, f);
+  const own = defaultChain(config.chains);
+  const main = await wireChainIndex(config, f, {
+    chainId: f.chainId,
+    easAddress: f.easAddress,
+    rpcUrl: f.rpcUrl,
+    startBlock: f.startBlock,
+    schemas: f.chain.schemas,
+    config: own,
+  });
+  const { index } = main;
+  // One instance (SQLite): the writer's next read polls for the write first (issue 43), unless the follower got there
+  // meanwhile. Several on one PostgreSQL: the writer polls before the write is answered, so a read at any instance
+  // lists it (the balancer may send the next read elsewhere); not when the follower already holds the write's block.
+  f.afterMined.listener = f.storage.kind === "postgres"
+    ? async (blockNumber) => {
+      const indexed = index.status().indexedBlock;
+      if (indexed === null || BigInt(indexed) < blockNumber) await index.nudge();
+    }
+    : (blockNumber) => Promise.resolve(index.wrote(blockNumber));
+  const otherChains: ChainIndex[] = [];
+  for (const chain of served.list) {
+    if (chain.role !== "attestations" || chain.chainId === f.chainId) continue;
+    const followed = followedChain(config, f, chain);
+    const wired = await wireChainIndex(config, f, followed);
+    otherChains.push({ chain, easAddress: followed.easAddress, ...wired });
+  }
+  const attestationQueryRate = createRateLimiter(systemClock, { capacity: config.index.queryPerMinute, perMinute: config.index.queryPerMinute });
+  const all = [index, ...otherChains.map((c) => c.index)];
+  const everyChain: IndexRunner = {
+    ...index,
+    catchUp: async () => (await Promise.all(all.map((i) => i.catchUp()))).every(Boolean),
+    stop: async () => {
+      await Promise.all(all.map((i) => i.stop()));
+    },
+  };
+  return { index: everyChain, attestationList: main.attestationList, attestationQueries: main.attestationQueries, attestationQueryRate, served, otherChains };
+}
+
+/**
+ * The served set (decisions §30): the configured chains against the trust anchors, or, for the one chain `RPC_URL`
+ * names (its id read from the node), that chain alone.
+ */
+export function servedChainsOf(config: Pick<Config, "chains">, f: Pick<Foundation, "chainId" | "easAddress" | "trustAnchors">): ServedChains {
+  const entries = config.chains.list.map((chain) => ({ caip2: chain.caip2 ?? `eip155:${f.chainId}`, role: chain.role }));
+  const built = buildServedChains(entries, f.trustAnchors, { defaultChain: f.chainId });
+  // The start already refused what buildServedChains refuses (app/foundation.ts): this is the one-chain fallback.
+  return built.ok ? built.value : singleChain(f.chainId, f.easAddress);
+}
+
+/** Another attestation chain as its follower reads it: its node from the config (or the devnet), its EAS and schemas from the anchors. */
+function followedChain(config: Pick<Config, "chains">, f: Foundation, chain: ServedChain): FollowedChain {
+  const configured = config.chains.list.find((c) => c.chainId === chain.chainId || c.caip2 === chain.caip2)!;
+  const devnetChain = f.devnet?.chains.find((c) => c.chainId === chain.chainId);
+  const rpcUrl = configured.rpcUrl ?? devnetChain?.rpcUrl;
+  if (rpcUrl === undefined) throw new StartupError(`${chain.caip2}: no rpcUrl to follow it`);
+  const anchored = f.trustAnchors.chains[chain.caip2]!;
+  return {
+    chainId: chain.chainId,
+    easAddress: anchored.easContract as Address,
+    rpcUrl,
+    startBlock: configured.startBlock ?? devnetChain?.deployBlock ?? 0n,
+    schemas: anchored.schemas,
+    config: configured,
+  };
+}
+
+/** One chain's reads, follower and queries over the one database, its rows keyed by the chain. */
+async function wireChainIndex(config: Pick<Config, "chains" | "index" | "webhooks">, f: Foundation, followed: FollowedChain) {
+  const { chainId, easAddress, startBlock } = followed;
+  const chain = followed.config;
   const wsUrl = chain.wsUrl;
   const reads = (fetchFn: typeof fetch) =>
     createViemAttestationIndex({
-      rpcUrl: f.rpcUrl,
-      chainId: f.chainId,
-      easAddress: f.easAddress,
-      startBlock: f.startBlock,
+      rpcUrl: followed.rpcUrl,
+      chainId,
+      easAddress,
+      startBlock,
       timeoutMs: config.chains.artifactTrustRpcTimeoutMs,
       fetchFn,
       log: (event, fields) => f.log.warn(event, fields),
@@ -61,15 +161,15 @@ export async function wireAttestationIndex(
   }, { preconnect: fetch.preconnect }) as typeof fetch);
   // Schema strings, read once per run when a request first needs them.
   const schemaReads = reads(f.rpcFetch);
-  const store = await f.storage.indexStore({ chainId: f.chainId, easAddress: f.easAddress });
+  const store = await f.storage.indexStore({ chainId, easAddress });
   const index = wireIndex({
     store,
     chain: chainReads,
     schemas: schemaReads,
-    chainId: f.chainId,
-    easAddress: f.easAddress,
+    chainId,
+    easAddress,
     settings: {
-      startBlock: f.startBlock,
+      startBlock,
       // The devnet mines on demand and never reorganizes by itself: nothing to wait for.
       confirmations: chain.confirmations ?? (f.devnet === undefined ? 12 : 0),
       pollMs: config.index.pollMs,
@@ -78,7 +178,7 @@ export async function wireAttestationIndex(
       stepBlocks: BigInt(config.index.stepBlocks),
       follow: config.index.follow,
       webhookConfirmations: webhookConfirmations(config, f.devnet !== undefined),
-      subjectOf: createSubjectOf(f.chain.schemas),
+      subjectOf: createSubjectOf(followed.schemas),
     },
     clock: systemClock,
     log: f.log,
@@ -87,25 +187,18 @@ export async function wireAttestationIndex(
       ? undefined
       : createWsNewHeads({ url: wsUrl, log: (event, fields) => (event === "index_ws_subscribed" ? f.log.info(event, fields) : f.log.warn(event, fields)) }),
   });
-  // One instance (SQLite): the writer's next read polls for the write first (issue 43), unless the follower got there
-  // meanwhile. Several on one PostgreSQL: the writer polls before the write is answered, so a read at any instance
-  // lists it (the balancer may send the next read elsewhere); not when the follower already holds the write's block.
-  f.afterMined.listener = f.storage.kind === "postgres"
-    ? async (blockNumber) => {
-      const indexed = index.status().indexedBlock;
-      if (indexed === null || BigInt(indexed) < blockNumber) await index.nudge();
-    }
-    : (blockNumber) => Promise.resolve(index.wrote(blockNumber));
   // Each read gets its own pin of the index head; the queries' own state is none, so one is built per read.
   // The key of the list's cursors (issue 43): one secret of the deployment, made once and kept in the shared store, so a
   // cursor one instance gave another accepts, and nobody without it can mint one (docs/configuration.md).
-  const cursorKey = await f.storage.secrets.secret(CURSOR_SECRET, cryptoRandom.bytes(32));
-  const deps = (reads: AttestationIndex) => ({ reads, store, schemaUids: f.chain.schemas, startBlock: f.startBlock, cursorKey });
+  // Decisions §30: a cursor is bound to its chain. The default chain keeps the deployment's key; another chain's key is
+  // its own secret, so a cursor of one chain given with another is "not ours" (400 INVALID_INPUT, as any forged one).
+  const secretName = chainId === f.chainId ? CURSOR_SECRET : `${CURSOR_SECRET}:eip155:${chainId}`;
+  const cursorKey = await f.storage.secrets.secret(secretName, cryptoRandom.bytes(32));
+  const deps = (reads: AttestationIndex) => ({ reads, store, schemaUids: followed.schemas, startBlock, cursorKey });
   const attestationList: ListAttestations = (query) => index.answers.answer((reads) => createListAttestations(deps(reads))(query));
   const count: CountAttestations = (query) => index.answers.answer((reads) => createCountAttestations(deps(reads))(query));
   const get: GetAttestation = (uid) => index.answers.answer((reads) => createGetAttestation(deps(reads))(uid));
-  const attestationQueryRate = createRateLimiter(systemClock, { capacity: config.index.queryPerMinute, perMinute: config.index.queryPerMinute });
-  return { index, attestationList, attestationQueries: { count, get }, attestationQueryRate };
+  return { index, attestationList, attestationQueries: { count, get } };
 }
 
 /**
@@ -114,16 +207,22 @@ export async function wireAttestationIndex(
  * `pinned`, which holds that request's own reads while its answer is computed (requests in parallel each see theirs).
  * Registered schema strings, which never change, are then kept from one request to the next.
  */
-export function wireArtifactTrust(f: Foundation, index: IndexRunner, discovery: WiredDiscovery): ArtifactTrust {
+export function wireArtifactTrust(
+  f: Foundation,
+  index: IndexRunner,
+  discovery: WiredDiscovery,
+  chain?: { readonly chainId: number; readonly easAddress: Address },
+): ArtifactTrust {
   const pinned = new AsyncLocalStorage<AttestationIndex>();
   const current = (): AttestationIndex => {
     const reads = pinned.getStore();
     if (reads === undefined) throw new Error("artifact trust read the index outside an answer");
     return reads;
   };
+  // The chain of the index read (decisions §30): the record names it.
   const reads: AttestationIndex = {
-    chainId: f.chainId,
-    easAddress: f.easAddress,
+    chainId: chain?.chainId ?? f.chainId,
+    easAddress: chain?.easAddress ?? f.easAddress,
     latestBlock: () => current().latestBlock(),
     schemaRecords: (uids, block) => current().schemaRecords(uids, block),
     attestedUids: (query) => current().attestedUids(query),

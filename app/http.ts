@@ -13,7 +13,10 @@ import type { Config } from "./config.ts";
 import type { WiredDelegation } from "./delegation.ts";
 import type { WiredDiscovery, wireWitness } from "./discovery.ts";
 import { type Foundation, servedTrustAnchors } from "./foundation.ts";
-import type { IndexRunner } from "./attestation_index.ts";
+import { type ChainIndex, type IndexRunner, wireArtifactTrust } from "./attestation_index.ts";
+import { wireKeys } from "./keys.ts";
+import type { ChainIndexReads } from "../http/app.ts";
+import type { ServedChains } from "../domain/chains/mod.ts";
 import type { WiredX402 } from "./payments.ts";
 import type { WiredKeys } from "./keys.ts";
 import { credentialCaller } from "../http/routes/keys/mod.ts";
@@ -28,6 +31,10 @@ export type Capabilities = {
   readonly discovery: WiredDiscovery;
   readonly witness: ReturnType<typeof wireWitness>;
   readonly index: IndexRunner;
+  /** The chains served (decisions §30); absent: the foundation's one chain. */
+  readonly served?: ServedChains | undefined;
+  /** Every attestation chain's index but the default chain's (decisions §30). */
+  readonly otherChains?: readonly ChainIndex[] | undefined;
   readonly attestationList: Parameters<typeof createApp>[0]["attestationList"];
   readonly attestationQueries: Parameters<typeof createApp>[0]["attestationQueries"];
   readonly attestationQueryRate: RateLimiter;
@@ -67,8 +74,11 @@ export type ServedHttp = {
   readonly drain: () => Promise<void>;
 };
 
+/** The sections the HTTP side reads. */
+type HttpConfig = Pick<Config, "accounts" | "chains" | "discovery" | "index" | "keys" | "server" | "signers" | "widgets">;
+
 /** Builds the app from the capabilities and starts serving it on `HOST`:`PORT`. */
-export function serveHttp(config: Pick<Config, "accounts" | "chains" | "discovery" | "index" | "server" | "signers" | "widgets">, f: Foundation, c: Capabilities): ServedHttp {
+export function serveHttp(config: HttpConfig, f: Foundation, c: Capabilities): ServedHttp {
   const { storage, eas, chainId, chain, easAddress } = f;
   const { sessions, subjects, subjectOwnership, plans } = c.accounts;
   const ledger = storage.ledger;
@@ -168,6 +178,8 @@ export function serveHttp(config: Pick<Config, "accounts" | "chains" | "discover
     // Decisions §21: an answer from the index is current for one poll, live evidence for as long as the service reuses it.
     httpCache: httpCacheSettings({ indexPollMs: config.index.pollMs, discoveryCacheSeconds: config.discovery.discoveryCacheSeconds }),
     indexAnswers,
+    // Decisions §30: the chains served; another attestation chain's reads go to its own index.
+    ...{ servedChains: c.served, chainReads: otherChainReads(config, f, c) },
     ready: readiness(config, f, c),
   });
   const handler = instrumentedHandler(app as never, { metrics: f.metrics, log: f.log, trustProxy: config.server.trustProxy, bodyTimeoutMs: config.server.bodyTimeoutMs });
@@ -187,6 +199,26 @@ export function serveHttp(config: Pick<Config, "accounts" | "chains" | "discover
   return { port: server.port ?? config.server.port, drain: () => drainServer(server, handler, { graceMs: config.server.shutdownGraceMs }) };
 }
 
+
+/**
+ * The public reads of every attestation chain but the default (decisions §30), each over its own index: artifact trust,
+ * the list and its queries, key status and controller authorization, with their own kept answers.
+ */
+function otherChainReads(config: HttpConfig, f: Foundation, c: Capabilities): ReadonlyMap<number, ChainIndexReads> {
+  const reads = new Map<number, ChainIndexReads>();
+  for (const other of c.otherChains ?? []) {
+    const keys = wireKeys(config, f, other.index, c.discovery, c.accounts);
+    reads.set(other.chain.chainId, {
+      artifactTrust: wireArtifactTrust(f, other.index, c.discovery, { chainId: other.chain.chainId, easAddress: other.easAddress }),
+      attestationList: other.attestationList,
+      attestationQueries: other.attestationQueries,
+      keyStatus: keys.keyStatus,
+      controllerAuthorization: keys.controllerAuthorization,
+      indexAnswers: answerCache(config, other.index),
+    });
+  }
+  return reads;
+}
 
 /** The endpoints' use cases, a test event sent at once rather than at the worker's next tick. */
 function nudgingTests(w: Pick<WiredWebhooks, "endpoints" | "nudge">): WiredWebhooks["endpoints"] {
