@@ -54,7 +54,7 @@ export async function startService(config: Config, options: StartServiceOptions 
   const { devnet, log, chain, chainId, easAddress } = f;
   try {
     const discovery = wireDiscovery(config, f, options);
-    const { index, attestationList, attestationQueries, attestationQueryRate } = await wireAttestationIndex(config, f);
+    const { index, attestationList, attestationQueries, attestationQueryRate, served, otherChains } = await wireAttestationIndex(config, f);
     const artifactTrust = wireArtifactTrust(f, index, discovery);
     const accounts = await wireAccounts(config, f, discovery, options);
     const webhooks = wireWebhooks(config, f, { indexStore: index.store, didJsonCa: options.didJsonCa });
@@ -77,7 +77,7 @@ export async function startService(config: Config, options: StartServiceOptions 
     const oauth = await wireOAuth(config, f);
     const mcp = wireMcp(config, f, { discovery, witness, artifactTrust, attestationList, attestationQueryRate, accounts, keys, oauth, limits, submissions });
     wireGauges(config.relays, f);
-    const http = serveHttp(config, f, { discovery, witness, index, attestationList, attestationQueries, attestationQueryRate, artifactTrust, accounts, delegation, x402, oauth, keys, mcp, submissions, webhooks });
+    const http = serveHttp(config, f, { served, otherChains, discovery, witness, index, attestationList, attestationQueries, attestationQueryRate, artifactTrust, accounts, delegation, x402, oauth, keys, mcp, submissions, webhooks });
     const url = `http://${config.server.host.includes(":") ? `[${config.server.host}]` : config.server.host}:${http.port}`;
     log.info("listening", {
       url,
