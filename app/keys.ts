@@ -31,6 +31,8 @@ export type WiredKeys = {
   readonly resolveDidUrl: ResolveDidUrl;
 };
 
+const cachedContracts = new WeakMap<Foundation, Map<number, OwnershipChain>>();
+
 /** Builds key status over the index's reads, the trust anchors and the cached discovery, and the account's key records. */
 export function wireKeys(config: Pick<Config, "accounts" | "chains" | "discovery" | "keys">, f: Foundation, index: IndexRunner, discovery: WiredDiscovery, accounts: WiredAccounts): WiredKeys {
   // Each lookup reads the index as pinned for it, from the store alone (decisions §21).
@@ -38,9 +40,12 @@ export function wireKeys(config: Pick<Config, "accounts" | "chains" | "discovery
     createKeyTrust({ index: reads, trustAnchors: f.trustAnchors, clock: systemClock, discover: discovery.viewDiscover, jwks: discovery.jwks });
   // A contract subject's owner() and transfer proofs: read once and kept (a mined transaction never changes; owner()
   // for DISCOVERY_CACHE_SECONDS), so steady-state answers cost no JSON-RPC call. Read on the chain of the index an
-  // answer reads, when the deployment reads it (decisions §30); on any other, not read: never "contract-ownership".
+  // answer reads, when the deployment reads it (decisions §30); a contract's live owner() on any chain it reads; on any
+  // other chain, not read: never "contract-ownership".
   const proofChains = proofChainsOf(config, f);
-  const cached = new Map<number, OwnershipChain>();
+  // Shared by every chain's key reads of this foundation: one cache per chain read.
+  const cached = cachedContracts.get(f) ?? new Map<number, OwnershipChain>();
+  cachedContracts.set(f, cached);
   const contractsOn = (chainId: number): OwnershipChain | undefined => {
     const known = cached.get(chainId);
     if (known !== undefined) return known;
@@ -59,6 +64,7 @@ export function wireKeys(config: Pick<Config, "accounts" | "chains" | "discovery
         discover: discovery.viewDiscover,
         jwks: discovery.jwks,
         contracts: contractsOn(reads.chainId),
+        contractsOn,
         discoveryCacheSeconds: config.discovery.discoveryCacheSeconds,
       })(request)
     );

@@ -1,7 +1,7 @@
 // Proof chains in the running service (decisions §30, issue 48 item 5): `bun main.ts` with a CHAINS_FILE naming two
 // attestation chains and a proof chain, each behind a proxy that counts JSON-RPC calls. A transaction on the proof chain
 // is confirmed by /v1/tx-proofs and /v1/interactions through that chain's own RPC, its receipt read once; a contract
-// there is proven by owner(); a review's tx-interaction proof on it is checked through the service; a chain the file
+// there is proven by owner() (subject ownership, controller authorization); a review's tx-interaction proof on it is checked through the service; a chain the file
 // does not list is not checked (400 UNSUPPORTED_CHAIN for a tx proof)
 // and costs no call anywhere; the attestation chains see nothing of these requests.
 import { afterAll, beforeAll, expect, test } from "bun:test";
@@ -109,7 +109,7 @@ test("a chain the file does not list: /v1/interactions not checked, /v1/tx-proof
   for (const chainId of [31337, 31338, 31339]) expect(callsNaming(chainId, hash)).toBe(0);
 });
 
-test("contract ownership on the proof chain: a contract there is proven by its owner(), read on that chain; a chain not read is not checked, never verified", async () => {
+test("contract ownership on the proof chain: a contract there is proven by its owner() and is its controller's live evidence, read on that chain; a chain not read is not checked, never verified", async () => {
   const owner = privateKeyToAccount(three.keys.users[2]!);
   const chain = proofChain();
   const { abi, bytecode } = await ownedContract();
@@ -129,9 +129,22 @@ test("contract ownership on the proof chain: a contract there is proven by its o
   expect(three.calls(31339, "eth_call") - ownerCalls).toBe(1);
   expect(callsNaming(31337, contract.slice(2)) + callsNaming(31338, contract.slice(2))).toBe(0);
 
+  // Controller authorization (§25): the contract's owner() on its chain is live evidence, kept as discovery's is.
+  const authorization = (subjectDid: string, controller: string) =>
+    get(`/v1/controller-authorization?subjectDid=${subjectDid}&controllerDid=did:pkh:eip155:31337:${controller.toLowerCase()}`);
+  const subject = `did:pkh:eip155:31339:${contract.toLowerCase()}`;
+  const live = await authorization(subject, owner.address);
+  expect(live.status).toBe(200);
+  expect(live.body).toMatchObject({ authorized: true, currentlyVerified: true, liveMethod: "contract-ownership" });
+  const other = await authorization(subject, privateKeyToAccount(three.keys.users[4]!).address);
+  expect(other.body).toMatchObject({ authorized: false, currentlyVerified: false, liveMethod: null });
+  expect(three.calls(31339, "eth_call") - ownerCalls).toBe(2);
+
   const calls = three.chains.map((c) => three.calls(c.chainId, "eth_call") + three.calls(c.chainId, "eth_getCode"));
   const elsewhere = await verify(`did:pkh:eip155:8453:${contract.toLowerCase()}`);
   expect(elsewhere.body).toMatchObject({ ok: false, status: "failed", error: "The subject is on another chain", details: "Contract subjects are proven on eip155:31337, eip155:31338, eip155:31339 only" });
+  const unread = await authorization(`did:pkh:eip155:8453:${contract.toLowerCase()}`, owner.address);
+  expect(unread.body).toMatchObject({ authorized: false, currentlyVerified: false, liveMethod: null });
   expect(three.chains.map((c) => three.calls(c.chainId, "eth_call") + three.calls(c.chainId, "eth_getCode"))).toEqual(calls);
 }, 60_000);
 

@@ -67,6 +67,12 @@ export type ControllerAuthorizationDeps = KeyStatusDeps & {
   readonly jwks?: LookupJwks | undefined;
   /** Contract reads for did:pkh contract subjects (cached: see {@link createCachedOwnershipReads}); absent: not read. */
   readonly contracts?: OwnershipChain | undefined;
+  /**
+   * The contract reads of every other chain the deployment reads (decisions §30): a contract subject there is live
+   * `contract-ownership` when its `owner()` is the controller. Transfer proofs stay on the index's chain (they are
+   * dated by its blocks). Absent, or undefined for a chain: not read, never live evidence.
+   */
+  readonly contractsOn?: ((chainId: number) => OwnershipChain | undefined) | undefined;
 };
 
 const ENDPOINT_FAILED = "The subject's endpoint evidence could not be read; nothing can be said about this controller now";
@@ -121,12 +127,21 @@ export function createControllerAuthorization(deps: ControllerAuthorizationDeps)
       }
       return live.unavailable ? fail("NETWORK_ERROR", ENDPOINT_FAILED) : ok([...live.methods]);
     }
-    const contract = contractOf(subjectDid);
+    const contract = liveContractOf(subjectDid);
     const controller = controllerDid.startsWith("did:pkh:eip155:") ? controllerDid.split(":")[4]?.toLowerCase() : undefined;
-    if (contract === undefined || controller === undefined || deps.contracts === undefined) return ok([]);
-    const owner = await deps.contracts.owner(contract);
+    if (contract === undefined || controller === undefined) return ok([]);
+    const owner = await contract.reads.owner(contract.address);
     if (!owner.ok) return fail("NETWORK_ERROR", CHAIN_FAILED);
     return ok(owner.value?.toLowerCase() === controller ? ["contract-ownership"] : []);
+  }
+
+  /** A did:pkh subject's address and the contract reads of its chain, when the deployment reads that chain. */
+  function liveContractOf(subjectDid: string): { address: HexString; reads: OwnershipChain } | undefined {
+    const pkh = parseDidPkh(subjectDid);
+    if (!pkh.ok || pkh.value.namespace !== "eip155") return undefined;
+    const on = Number(pkh.value.chainId);
+    const reads = on === chainId ? deps.contracts : deps.contractsOn?.(on);
+    return reads === undefined ? undefined : { address: pkh.value.address.toLowerCase() as HexString, reads };
   }
 
   /** A did:pkh subject's address on the active chain, or undefined. */

@@ -42,6 +42,7 @@ type Setup = {
   didJson?: unknown;
   jwks?: unknown;
   contracts?: OwnershipChain;
+  contractsOn?: (chainId: number) => OwnershipChain | undefined;
   cacheSeconds?: number;
 };
 
@@ -85,6 +86,7 @@ function setUp(options: Setup = {}) {
     jwks: createJwksLookup({ didDocuments: docs, clock }),
     discoveryCacheSeconds: options.cacheSeconds ?? 60,
     contracts: options.contracts,
+    contractsOn: options.contractsOn,
   });
   return { index, witness, binding, docs, dns, authorize };
 }
@@ -309,6 +311,26 @@ describe("createControllerAuthorization()", () => {
     // A chain that does not answer, when nothing else authorizes: NETWORK_ERROR, never a guess.
     const down = setUp({ contracts: { ...chain, owner: () => Promise.resolve({ ok: false, reason: "rpc" } as never) } });
     expect(await down.authorize({ subjectDid: subject, controllerDid: pkh(OWNER) })).toMatchObject({ ok: false, code: "NETWORK_ERROR" });
+  });
+});
+
+describe("createControllerAuthorization() on several chains (decisions §30)", () => {
+  test("a contract subject on another chain read: live contract-ownership from that chain's owner(); a chain not read is never live evidence, and costs no read", async () => {
+    const contract = "0x00000000000000000000000000000000000000ee";
+    const asked: number[] = [];
+    const on = (chainId: number): OwnershipChain => ({
+      chainId,
+      hasCode: () => Promise.resolve({ ok: true, value: true }),
+      owner: () => (asked.push(chainId), Promise.resolve({ ok: true, value: OWNER as HexString })),
+      transaction: () => Promise.resolve({ ok: true, value: null }),
+    });
+    const s = setUp({ contracts: on(CHAIN), contractsOn: (id) => (id === 31339 ? on(id) : undefined) });
+    expect(await s.authorize({ subjectDid: `did:pkh:eip155:31339:${contract}`, controllerDid: pkh(OWNER) }))
+      .toMatchObject({ ok: true, value: { authorized: true, currentlyVerified: true, liveMethod: "contract-ownership" } });
+    expect(asked).toEqual([31339]);
+    expect(await s.authorize({ subjectDid: `did:pkh:eip155:8453:${contract}`, controllerDid: pkh(OWNER) }))
+      .toMatchObject({ ok: true, value: { authorized: false, currentlyVerified: false, liveMethod: null } });
+    expect(asked).toEqual([31339]);
   });
 });
 
