@@ -18,6 +18,8 @@ export type ServiceSigners = {
   /** An Ethereum signer (eip712 offers) or a JWS signer (jws offers). */
   readonly x402?: EthereumSigner | JwsSigner | undefined;
   readonly oauth?: JwsSigner | undefined;
+  /** `DELEGATE_SIGNER_<chainId>` (decisions §30): the delegate's signer on that chain; another chain uses `delegate`. */
+  readonly delegateByChain?: ReadonlyMap<number, EthereumSigner> | undefined;
 };
 
 /** Chains on which a raw key is allowed without `ALLOW_RAW_KEYS` (Anvil's and Hardhat's, Ganache's). */
@@ -71,11 +73,28 @@ export async function openServiceSigners(
     }
     const oauth = s.oauth === undefined ? undefined : track(await openJwsSigner("oauth", s.oauth, open));
     if (oauth !== undefined && oauth.alg !== "ES256") throw new SignerStartError("OAUTH_SIGNER: access tokens are ES256, so the key must be P-256 (this one is secp256k1)");
-    return { delegate, witness, x402, oauth };
+    const delegateByChain = new Map<number, EthereumSigner>();
+    for (const [chainId, uri] of s.delegateByChain ?? []) delegateByChain.set(chainId, track(await openChainDelegate(chainId, uri, open)));
+    return { delegate, witness, x402, oauth, delegateByChain };
   } catch (error) {
     await Promise.all(opened.map((signer) => signer.close().catch(() => undefined)));
     throw error;
   }
+}
+
+/** A chain's delegate signer; a wrong URI stops the start with one line naming `DELEGATE_SIGNER_<chainId>`. */
+async function openChainDelegate(chainId: number, uri: string, open: OpenSignerDeps): Promise<EthereumSigner> {
+  try {
+    return await openEthereumSigner("delegate", uri, open);
+  } catch (error) {
+    if (error instanceof SignerStartError) throw new SignerStartError(error.message.replace(/^DELEGATE_SIGNER\b/, `DELEGATE_SIGNER_${chainId}`));
+    throw error;
+  }
+}
+
+/** The delegate's signer on a chain (decisions §30): `DELEGATE_SIGNER_<chainId>` when set, else the role's. */
+export function delegateOn(signers: ServiceSigners, chainId: number): EthereumSigner | undefined {
+  return signers.delegateByChain?.get(chainId) ?? signers.delegate;
 }
 
 /** Each distinct signer once, with the roles it serves. */
@@ -85,6 +104,7 @@ export function distinctSigners(signers: ServiceSigners): { readonly roles: read
     const signer = signers[role];
     if (signer !== undefined) found.set(signer, [...(found.get(signer) ?? []), role]);
   }
+  for (const signer of signers.delegateByChain?.values() ?? []) if (!found.has(signer)) found.set(signer, ["delegate"]);
   return [...found].map(([signer, roles]) => ({ signer, roles }));
 }
 
@@ -135,6 +155,7 @@ export function signerStates(signers: ServiceSigners): Record<string, SignerStat
     const signer = signers[role];
     if (signer !== undefined) states[role] = signer.state();
   }
+  for (const [chainId, signer] of signers.delegateByChain ?? []) states[`delegate:eip155:${chainId}`] = signer.state();
   return states;
 }
 

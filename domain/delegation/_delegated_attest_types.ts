@@ -30,7 +30,8 @@ export type DelegatedAttestCode =
   | "SCHEMA_NOT_ELIGIBLE"
   | "SUBJECT_OWNERSHIP_REQUIRED"
   | "SPONSORED_WRITE_LIMIT_EXCEEDED"
-  | "SIGNER_UNAVAILABLE";
+  | "SIGNER_UNAVAILABLE"
+  | "UNSUPPORTED_CHAIN";
 
 /** A subsidised schema: its name, and its revocability when the service knows it. */
 export type SubsidizedSchema = { readonly name: string; readonly revocable?: boolean | undefined };
@@ -40,6 +41,8 @@ export type DelegatedAttestSuccess = {
   readonly txHash: HexString;
   readonly uid: HexString | null;
   readonly blockNumber: bigint;
+  /** The name of the chain it was written on, when several are served (decisions §30): the answer's `chain`. */
+  readonly chainName?: string | undefined;
 };
 
 /** Everything the delegated-attest use case needs. */

@@ -44,6 +44,8 @@ export type DelegatedAttestBatchOutcome = {
   readonly results: readonly BatchItemResult[];
   /** How the transaction ended, for the submission record: absent when nothing was sent. */
   readonly sent?: "mined" | "reverted" | "not-broadcast" | "unknown" | undefined;
+  /** The name of the chain it was sent on, when several are served (decisions §30): the answer's `chain`. */
+  readonly chainName?: string | undefined;
 };
 
 /**

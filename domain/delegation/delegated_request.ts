@@ -17,6 +17,11 @@ export type DelegatedRequest = {
   readonly value: bigint;
   /** The nonce the client signed with, when it said; used only to tell a moved nonce apart. */
   readonly clientNonce: bigint | undefined;
+  /**
+   * The chain the signature is for (decisions §30): the signed typed data's domain (`chainId`, `verifyingContract`),
+   * else `delegatedRequest`'s `chainId` and `easContractAddress`; undefined when the body names neither.
+   */
+  readonly domain?: { readonly chainId?: unknown; readonly verifyingContract?: unknown } | undefined;
 };
 
 /** Marks a request this module read, so a use case given one does not read it again (issue 47 item 2: parsed once). */
@@ -108,9 +113,18 @@ export function parseDelegatedRequest(body: unknown): Result<DelegatedRequest, "
     data: data.toLowerCase() as HexString,
     value,
     clientNonce,
+    domain: signedDomain(typedData?.domain, request),
   };
   READ.add(read);
   return ok(read);
+}
+
+/** The chain a body names: its typed data's domain, else `delegatedRequest`'s chain id and EAS address; none: undefined. */
+function signedDomain(domain: unknown, request: Record<string, unknown>): DelegatedRequest["domain"] {
+  const signed = isRecord(domain) ? domain : {};
+  const chainId = signed.chainId ?? request.chainId;
+  const verifyingContract = signed.verifyingContract ?? request.easContractAddress;
+  return chainId === undefined && verifyingContract === undefined ? undefined : { chainId, verifyingContract };
 }
 
 function isBytes32(v: unknown): v is string {

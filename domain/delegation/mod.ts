@@ -25,3 +25,16 @@ export { createPrivateRelay, type PrivateRelay, REFERENCED_AUTHORITY } from "./p
 export { createRelayGuard, GAS_WINDOW_MS } from "./relay_guard.ts";
 export { normalizeSignature } from "./signature.ts";
 export * from "./submission_reconciler.ts";
+export {
+  type BatchRefusal,
+  type ChainNonce,
+  type ChainSet,
+  createReadChainNonce,
+  type OnChain,
+  pickBatchChain,
+  pickWriteChain,
+  type ReadChainNonce,
+  routeDelegatedAttest,
+  routePrivateRelay,
+  writeChainOf,
+} from "./write_chains.ts";

@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import type { DelegatedAttest } from "../../../domain/delegation/mod.ts";
 import { parseDelegatedRequest } from "../../../domain/delegation/mod.ts";
-import type { ReadNonce } from "../../../domain/delegation/mod.ts";
+import type { BatchRefusal as ChainBatchRefusal, ReadChainNonce, ReadNonce } from "../../../domain/delegation/mod.ts";
 import { clientKeyOf } from "../../../domain/sessions/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import { elapsedSince, errorBody, json, statusOf } from "../../errors.ts";
@@ -18,8 +18,10 @@ import { type BatchRelayResult, batchRequests, batchSend, batchWords } from "./_
 
 /** What the EAS routes need. */
 export type EasRoutesDeps = {
-  readonly readNonce: ReadNonce;
-  readonly delegatedAttest: DelegatedAttest;
+  /** One chain's nonce (`createReadNonce`), or every served chain's by `chainId` (decisions §30). */
+  readonly readNonce: ReadNonce | ReadChainNonce;
+  /** With several chains, `batchRefusal` refuses a batch of no served chain or of two, before anything is recorded. */
+  readonly delegatedAttest: DelegatedAttest & { readonly batchRefusal?: ChainBatchRefusal | undefined };
   readonly chainName: string;
   readonly chainId: number;
   readonly easAddress: string;
@@ -86,15 +88,9 @@ export function easRoutes(deps: EasRoutesDeps) {
     try {
       const query = queryOf(request.url);
       if (!nonceQuery.check(query)) return failure(started, "INVALID_INPUT", nonceQuery.explain(query));
-      const result = await deps.readNonce(query.attester);
+      const result = await deps.readNonce(query.attester, chainIdOf(request.url));
       if (!result.ok) return failure(started, result.code, result.message);
-      return json({
-        nonce: result.value.toString(),
-        chain: deps.chainName,
-        chainId: deps.chainId,
-        easAddress: deps.easAddress,
-        elapsed: elapsedSince(started),
-      });
+      return json({ ...nonceRecord(result.value, deps), elapsed: elapsedSince(started) });
     } catch (error) {
       return internalError(started, "nonce", error);
     }
@@ -150,7 +146,7 @@ export function easRoutes(deps: EasRoutesDeps) {
       txHash: result.value.txHash,
       uid: result.value.uid,
       blockNumber: Number(result.value.blockNumber),
-      chain: deps.chainName,
+      chain: result.value.chainName ?? deps.chainName,
       ...withId,
       elapsed: elapsedSince(started),
     });
@@ -171,7 +167,9 @@ export function easRoutes(deps: EasRoutesDeps) {
           if ("refused" in result) return failure(started, result.refused.code, result.refused.message, undefined, result.refused.status);
           const outcome = result.batch;
           deps.log.info("delegated_attest_batch", { txHash: outcome.txHash, requests: outcome.results.length, sent: outcome.results.filter((r) => r.ok).length });
-          return words.answered(result, submissionId);
+          // The chain the batch was sent on (decisions §30).
+          const chain = result.batch.chainName ?? deps.chainName;
+          return batchWords(refuseWith(started), () => ({ chain, elapsed: elapsedSince(started) })).answered(result, submissionId);
         },
       });
     } catch (error) {
@@ -184,6 +182,9 @@ export function easRoutes(deps: EasRoutesDeps) {
     if (deps.delegatedAttest.batch === undefined) return { refused: { code: "NOT_FOUND", message: "This deployment sends no batches", status: 404 } };
     const parsed = batchBody.readJson(body);
     if (!parsed.ok) return { refused: { code: parsed.code, message: parsed.message, status: statusOf(parsed.code) } };
+    // Decisions §30: a batch holds one served chain, refused whole (400) before anything is recorded or spent.
+    const refused = deps.delegatedAttest.batchRefusal?.(parsed.value.requests);
+    if (refused !== undefined) return { refused: { code: refused.code, message: refused.message, status: statusOf(refused.code) } };
     // Each request is charged to the client's and its attester's limits as the single route charges it (decisions §23).
     return { clientKey, requests: parsed.value.requests };
   };
@@ -195,4 +196,16 @@ export function easRoutes(deps: EasRoutesDeps) {
   }
   app.post(DELEGATED_ATTEST_BATCH_PATH, delegatedAttestBatch, { parse: readBodyText, detail: requestDetail(REQUEST_MODELS.delegatedAttestBatch) });
   return app;
+}
+
+/** The nonce query's `chainId` (decisions §30), once; absent: the default chain. */
+export function chainIdOf(url: string): string | undefined {
+  const query = url.indexOf("?");
+  return query < 0 ? undefined : new URLSearchParams(url.slice(query + 1)).get("chainId") ?? undefined;
+}
+
+/** A nonce answer: the chain it was read on when the read names it, else the deployment's one chain. */
+export function nonceRecord(read: bigint | { readonly nonce: bigint; readonly chainId: number; readonly easAddress: string; readonly chainName: string }, deps: Pick<EasRoutesDeps, "chainName" | "chainId" | "easAddress">) {
+  if (typeof read === "bigint") return { nonce: read.toString(), chain: deps.chainName, chainId: deps.chainId, easAddress: deps.easAddress };
+  return { nonce: read.nonce.toString(), chain: read.chainName, chainId: read.chainId, easAddress: read.easAddress };
 }

@@ -1,12 +1,12 @@
 import { Elysia } from "elysia";
-import type { ReadNonce } from "../../../domain/delegation/mod.ts";
+import type { BatchRefusal, ReadChainNonce, ReadNonce } from "../../../domain/delegation/mod.ts";
 import type { PrivateRelay } from "../../../domain/delegation/mod.ts";
 import type { Sessions } from "../../../domain/sessions/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
 import { REQUEST_MODELS } from "../../models.ts";
 import { parseJsonBody, queryOf, readBodyText, requestDetail } from "../request.ts";
-import { nonceQuery } from "./eas.ts";
+import { chainIdOf, nonceQuery, nonceRecord } from "./eas.ts";
 import { authenticateRequest, type BearerAccess } from "../../credentials.ts";
 import { PAID_ALIASES, type PaymentGate } from "../../x402_gate.ts";
 import type { Idempotency } from "../../../domain/idempotency/mod.ts";
@@ -29,8 +29,10 @@ export const PRIVATE_RELAY_BATCH_PATH = "/api/private/relay/eas/delegated-attest
 /** What the private relay's routes need. */
 export type PrivateRelayRoutesDeps = {
   readonly sessions: Sessions;
-  readonly relay: PrivateRelay;
-  readonly readNonce: ReadNonce;
+  /** With several chains, `batchRefusal` refuses a batch of no served chain or of two, before anything is recorded. */
+  readonly relay: PrivateRelay & { readonly batchRefusal?: BatchRefusal | undefined };
+  /** One chain's nonce, or every served chain's by `chainId` (decisions §30). */
+  readonly readNonce: ReadNonce | ReadChainNonce;
   readonly chainName: string;
   readonly chainId: number;
   readonly easAddress: string;
@@ -75,9 +77,10 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
         // The published query model (`attester`, once), checked as the public nonce route checks it.
         const query = queryOf(request.url);
         if (!nonceQuery.check(query)) return failure({ code: "INVALID_INPUT", message: nonceQuery.explain(query) });
-        const nonce = await deps.readNonce(query.attester);
+        const nonce = await deps.readNonce(query.attester, chainIdOf(request.url));
         if (!nonce.ok) return failure(nonce);
-        return json({ nonce: nonce.value.toString(), chainId: deps.chainId, chain: deps.chainName, easAddress: deps.easAddress });
+        const { nonce: value, chainId, chain, easAddress } = nonceRecord(nonce.value, deps);
+        return json({ nonce: value, chainId, chain, easAddress });
       }), { detail: requestDetail(REQUEST_MODELS.nonce) })
     .post("/api/private/relay/eas/delegated-attest", ({ request, body }) =>
       guarded("relay_delegated_attest", async () => {
@@ -115,6 +118,9 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
         if (batch === undefined) return failure({ code: "NOT_FOUND", message: "This deployment sends no batches", status: 404 });
         const read = batchRequests(parsed.value);
         if (!read.ok) return failure({ code: "INVALID_INPUT", message: read.message });
+        // Decisions §30: a batch holds one served chain, refused whole (400) before anything is recorded or spent.
+        const refused = deps.relay.batchRefusal?.(read.requests);
+        if (refused !== undefined) return failure(refused);
         const account = auth.caller.account;
         const write = relayWrite(request, `account:${account.id}`, body, { requests: read.requests, caller: account });
         if (!write.ok) return failure(write);
@@ -124,7 +130,8 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
           answered: (result, submissionId) => {
             const outcome = result.batch;
             deps.log.info("relay_delegated_attest_batch", { accountId: account.id, txHash: outcome.txHash, requests: outcome.results.length });
-            return words.answered(result, submissionId);
+            const chain = outcome.chainName ?? deps.chainName;
+            return batchWords(plainRefusal, () => ({ chain })).answered(result, submissionId);
           },
         });
       }), { parse: readBodyText })
@@ -172,7 +179,7 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
       txHash: result.value.txHash,
       uid: result.value.uid,
       blockNumber: Number(result.value.blockNumber),
-      chain: deps.chainName,
+      chain: result.value.chainName ?? deps.chainName,
       ...withId,
     });
   }
