@@ -5,7 +5,6 @@ import { loadWidgetBundle } from "../widgets/assets.ts";
 import { createApp } from "../http/app.ts";
 import { drainServer, instrumentedHandler, requestClientAddress } from "../http/instrument.ts";
 import { httpCacheSettings } from "../http/http_cache.ts";
-import { createIndexAnswerCache } from "../http/index_answer_cache.ts";
 import { systemClock } from "../adapters/system/mod.ts";
 import type { RateLimiter } from "../domain/rate_limit.ts";
 import type { WiredAccounts } from "./accounts.ts";
@@ -13,9 +12,8 @@ import type { Config } from "./config.ts";
 import type { WiredDelegation } from "./delegation.ts";
 import type { WiredDiscovery, wireWitness } from "./discovery.ts";
 import { type Foundation, servedTrustAnchors } from "./foundation.ts";
-import { type ChainIndex, type IndexRunner, wireArtifactTrust } from "./attestation_index.ts";
-import { wireKeys } from "./keys.ts";
-import type { ChainIndexReads } from "../http/app.ts";
+import type { ChainIndex, IndexRunner } from "./attestation_index.ts";
+import { answerCache, wireChainReads } from "./chain_reads.ts";
 import type { ServedChains } from "../domain/chains/mod.ts";
 import type { WiredX402 } from "./payments.ts";
 import type { WiredKeys } from "./keys.ts";
@@ -179,7 +177,7 @@ export function serveHttp(config: HttpConfig, f: Foundation, c: Capabilities): S
     httpCache: httpCacheSettings({ indexPollMs: config.index.pollMs, discoveryCacheSeconds: config.discovery.discoveryCacheSeconds }),
     indexAnswers,
     // Decisions §30: the chains served; another attestation chain's reads go to its own index.
-    ...{ servedChains: c.served, chainReads: otherChainReads(config, f, c) },
+    ...{ servedChains: c.served, chainReads: wireChainReads(config, f, c) },
     ready: readiness(config, f, c),
   });
   const handler = instrumentedHandler(app as never, { metrics: f.metrics, log: f.log, trustProxy: config.server.trustProxy, bodyTimeoutMs: config.server.bodyTimeoutMs });
@@ -199,26 +197,6 @@ export function serveHttp(config: HttpConfig, f: Foundation, c: Capabilities): S
   return { port: server.port ?? config.server.port, drain: () => drainServer(server, handler, { graceMs: config.server.shutdownGraceMs }) };
 }
 
-
-/**
- * The public reads of every attestation chain but the default (decisions §30), each over its own index: artifact trust,
- * the list and its queries, key status and controller authorization, with their own kept answers.
- */
-function otherChainReads(config: HttpConfig, f: Foundation, c: Capabilities): ReadonlyMap<number, ChainIndexReads> {
-  const reads = new Map<number, ChainIndexReads>();
-  for (const other of c.otherChains ?? []) {
-    const keys = wireKeys(config, f, other.index, c.discovery, c.accounts);
-    reads.set(other.chain.chainId, {
-      artifactTrust: wireArtifactTrust(f, other.index, c.discovery, { chainId: other.chain.chainId, easAddress: other.easAddress }),
-      attestationList: other.attestationList,
-      attestationQueries: other.attestationQueries,
-      keyStatus: keys.keyStatus,
-      controllerAuthorization: keys.controllerAuthorization,
-      indexAnswers: answerCache(config, other.index),
-    });
-  }
-  return reads;
-}
 
 /** The endpoints' use cases, a test event sent at once rather than at the worker's next tick. */
 function nudgingTests(w: Pick<WiredWebhooks, "endpoints" | "nudge">): WiredWebhooks["endpoints"] {
@@ -269,23 +247,4 @@ async function delegateBalance({ eas }: Foundation): Promise<bigint | undefined>
 /** Cookies go without `Secure` only when the service is reached on loopback (development). */
 function isLoopbackHost(hostname: string): boolean {
   return hostname === "localhost" || hostname === "127.0.0.1" || hostname === "[::1]" || hostname === "::1";
-}
-
-/**
- * Whole answers of the index reads, per poll generation of the shared index (issue 34): each instance its own. This
- * instance's follower steps are the change signal; another instance's polls are seen within INDEX_HEAD_REUSE_MS.
- */
-function answerCache(config: Pick<Config, "discovery" | "index">, index: IndexRunner) {
-  if (config.index.answerCacheMb === 0) return null;
-  const cache = createIndexAnswerCache({
-    head: index.head,
-    clock: systemClock,
-    stallSeconds: config.index.stallSeconds,
-    pollMs: config.index.pollMs,
-    discoverySeconds: config.discovery.discoveryCacheSeconds,
-    maxBytes: config.index.answerCacheMb * 1024 * 1024,
-    headReuseMs: config.index.headReuseMs,
-  });
-  index.onMoved(cache.headChanged);
-  return cache;
 }

@@ -14,6 +14,9 @@ import type { WiredKeys } from "./keys.ts";
 import type { WiredLimits } from "./limits.ts";
 import type { WiredSubmissions } from "./submissions.ts";
 import type { WiredOAuth } from "./oauth.ts";
+import type { ChainIndex } from "./attestation_index.ts";
+import { wireChainReads } from "./chain_reads.ts";
+import type { ServedChains } from "../domain/chains/mod.ts";
 
 /** The endpoint and its upkeep. */
 export type WiredMcp = { readonly endpoint: McpEndpoint; readonly stop: () => void };
@@ -33,13 +36,21 @@ export type McpCapabilities = {
   readonly limits: WiredLimits;
   /** The writes' idempotency keys (decisions §23): the witness tool shares them with the routes. */
   readonly submissions: Pick<WiredSubmissions, "idempotency">;
+  /** The chains served (decisions §30); absent: the one chain, answers without `chain`. */
+  readonly served?: ServedChains | undefined;
+  /** Every attestation chain's index but the default chain's: a tool's `chain` reads one of them. */
+  readonly otherChains?: readonly ChainIndex[] | undefined;
 };
 
 /**
  * Builds the endpoint unless `MCP=off`, its sessions in the storage (any instance answers any session, decisions §21);
  * idle sessions are swept every minute (or every idle period, if shorter) by every instance.
  */
-export function wireMcp(config: Pick<Config, "accounts" | "mcp" | "server" | "widgets">, f: Foundation, c: McpCapabilities): WiredMcp | undefined {
+export function wireMcp(
+  config: Pick<Config, "accounts" | "chains" | "discovery" | "index" | "keys" | "mcp" | "server" | "widgets">,
+  f: Foundation,
+  c: McpCapabilities,
+): WiredMcp | undefined {
   if (!config.mcp.enabled) return undefined;
   const { storage, metrics, log } = f;
   const subscription = subscriptionReader({
@@ -64,6 +75,7 @@ export function wireMcp(config: Pick<Config, "accounts" | "mcp" | "server" | "wi
       metrics,
       log,
       idempotency: c.submissions.idempotency,
+      chains: c.served === undefined ? undefined : { served: c.served, reads: wireChainReads(config, f, c) },
     },
     sessions: storage.mcpSessions,
     maxSessions: config.mcp.maxSessions,

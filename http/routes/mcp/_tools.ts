@@ -27,6 +27,9 @@ import { AttestationPageModel } from "../attestation_list.ts";
 import { ControllerAuthorizationModel } from "../controller_authorization.ts";
 import { ControllerConfirmModel } from "../controller.ts";
 import { ControllerWitnessModel } from "../session_declarations.ts";
+import { withChain } from "../../chain_reads.ts";
+import { ChainArg, chainReads, type ToolChains } from "./_chain.ts";
+import { ServedTrustAnchorsModel, withServedChains } from "../trust_anchors.ts";
 
 /** A tool's answer: the route's JSON, or the route's error. */
 export type ToolOutcome =
@@ -56,7 +59,13 @@ export type McpToolDeps = {
   readonly log: Logger;
   /** The writes' idempotency keys (decisions §23), shared with the HTTP routes' store; absent: `idempotencyKey` ignored. */
   readonly idempotency?: Idempotency | undefined;
+  /**
+   * The chains served (decisions §30): a read tool's `chain` picks one (absent, the default, whose reads are the ones
+   * above); another attestation chain's reads in `reads`. Absent: the one chain, answers without `chain`.
+   */
+  readonly chains?: ToolChains | undefined;
 };
+
 
 /**
  * Runs a write tool under its idempotency key (decisions §23), as the HTTP routes run theirs: the outcome is kept as
@@ -100,6 +109,7 @@ const Did = (description: string) => t.String({ minLength: 1, maxLength: 2_048, 
 
 const ArtifactInput = t.Object({
   artifactDid: t.String({ minLength: 1, description: "The artifact: a canonical did:artifact (CIDv1, raw codec, sha2-256, base32-lower)" }),
+  chain: ChainArg,
 }, { additionalProperties: false });
 const ControllersInput = t.Object({
   subjectDid: Did("The service: a did:web (a bare domain becomes did:web) or another subject DID"),
@@ -120,17 +130,20 @@ const ListInput = t.Object({
   order: t.Optional(t.Union([t.Literal("newest"), t.Literal("oldest")], { description: "newest (default) or oldest first" })),
   limit: t.Optional(t.Integer({ minimum: 1, maximum: 100, description: "Items per page (default 25)" })),
   cursor: t.Optional(t.String({ minLength: 1, maxLength: 200, description: "The nextCursor of the previous page of the same query" })),
+  chain: ChainArg,
 }, { additionalProperties: false, description: "At least one of subject, attester, recipient and schema" });
 const KeyStatusInput = t.Object({
   subjectDid: Did("The subject the key would act for: the did:web of a service, a did:pkh, …"),
   keyDid: Did("The key: did:pkh, did:key, did:jwk or did:ethr"),
   at: t.Optional(t.Integer({ minimum: 0, maximum: 999_999_999_999, description: "Unix seconds, not in the future (default now): judge the chain's records as they stood then, e.g. a receipt's issuedAt" })),
+  chain: ChainArg,
 }, { additionalProperties: false });
 const ControllerAuthorizationInput = t.Object({
   subjectDid: Did("The subject, a bare DID (not a DID URL): the did:web of a service, a did:pkh, …"),
   controllerDid: Did("A durable controller: did:pkh:eip155:<chainId>:<address> or a did:jwk (resolve a DID URL such as did:web:x#key-1 first)"),
   purpose: t.Optional(t.Array(t.Union([t.Literal("authentication"), t.Literal("assertionMethod"), t.Literal("keyAgreement")]), { minItems: 1, maxItems: 3, description: "Key purposes asked for (default authentication and assertionMethod)" })),
   at: t.Optional(t.Integer({ minimum: 0, maximum: 999_999_999_999, description: "Unix seconds, not in the future (default now): evidence written after at does not count" })),
+  chain: ChainArg,
 }, { additionalProperties: false });
 const WitnessInput = t.Object({
   subjectDid: Did("The did:web subject whose DNS TXT or did.json names the controller"),
@@ -184,7 +197,10 @@ function readTools(deps: McpToolDeps): ToolDefinition[] {
       async run(args) {
         const input = artifactArgs(args);
         if (!input.ok) return { ok: false, code: "INVALID_DID", message: INVALID_ARTIFACT_DID_MESSAGE, details: input.message };
-        const result = await deps.artifactTrust(input.value.artifactDid);
+        const on = chainReads(deps, input.value.chain, "artifactTrust");
+        if (!on.ok) return on;
+        // The record names its chain itself.
+        const result = await on.reads.artifactTrust!(input.value.artifactDid);
         return result.ok ? answered(result.value) : failed(result);
       },
     },
@@ -220,11 +236,14 @@ function readTools(deps: McpToolDeps): ToolDefinition[] {
       title: "Read the trust anchors",
       description: "Read the trust anchors this service judges by: for each chain, the EAS contract and the schema UIDs by name, the approved issuers' registries and the widget origins. Same answer as GET /v1/trust-anchors.",
       inputSchema: NoInput,
-      outputSchema: TrustAnchorsModel,
+      // With the chains served (decisions §30), the route's answer: the anchors plus servedChains and defaultChain.
+      outputSchema: deps.chains === undefined ? TrustAnchorsModel : ServedTrustAnchorsModel,
       readOnly: true,
       run(args) {
         const input = noArgs(args);
-        return Promise.resolve(input.ok ? answered(deps.trustAnchors) : input);
+        if (!input.ok) return Promise.resolve(input);
+        const served = deps.chains?.served;
+        return Promise.resolve(answered(served === undefined ? deps.trustAnchors : withServedChains(deps.trustAnchors, served)));
       },
     },
     {
@@ -240,9 +259,12 @@ function readTools(deps: McpToolDeps): ToolDefinition[] {
         // The route's query, as strings: the same use case answers both.
         const turn = deps.attestationQueryRate?.take(caller.clientAddress ?? "unknown");
         if (turn !== undefined && !turn.allowed) return { ok: false, code: "RATE_LIMITED", message: `Too many attestation queries; try again in ${turn.retryAfterSeconds} s` };
-        const query = Object.fromEntries(Object.entries(input.value).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)]));
-        const result = await deps.attestationList(query);
-        return result.ok ? answered(result.value) : failed(result);
+        const { chain, ...filters } = input.value;
+        const on = chainReads(deps, chain, "attestationList");
+        if (!on.ok) return on;
+        const query = Object.fromEntries(Object.entries(filters).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)]));
+        const result = await on.reads.attestationList!(query);
+        return result.ok ? answered(withChain(result.value, on.answer)) : failed(result);
       },
     },
     {
@@ -257,8 +279,10 @@ function readTools(deps: McpToolDeps): ToolDefinition[] {
         if (!input.ok) return input;
         const turn = deps.keyStatusRate.take(caller.clientAddress ?? "unknown");
         if (!turn.allowed) return { ok: false, code: "RATE_LIMITED", message: `Too many key-status lookups; try again in ${turn.retryAfterSeconds} s` };
-        const result = await deps.keyStatus(input.value.subjectDid, input.value.keyDid, input.value.at);
-        return result.ok ? answered(result.value) : failed(result);
+        const on = chainReads(deps, input.value.chain, "keyStatus");
+        if (!on.ok) return on;
+        const result = await on.reads.keyStatus!(input.value.subjectDid, input.value.keyDid, input.value.at);
+        return result.ok ? answered(withChain(result.value, on.answer)) : failed(result);
       },
     },
   ];
@@ -278,9 +302,11 @@ function authorizationTool(deps: McpToolDeps, authorize: NonNullable<McpToolDeps
       if (!input.ok) return input;
       const turn = deps.keyStatusRate.take(caller.clientAddress ?? "unknown");
       if (!turn.allowed) return { ok: false, code: "RATE_LIMITED", message: `Too many controller-authorization lookups; try again in ${turn.retryAfterSeconds} s` };
-      const { subjectDid, controllerDid, purpose, at } = input.value;
-      const result = await authorize({ subjectDid, controllerDid, purpose: purpose?.join(","), at: at === undefined ? undefined : String(at) });
-      return result.ok ? answered(result.value) : failed(result);
+      const { subjectDid, controllerDid, purpose, at, chain } = input.value;
+      const on = chainReads({ ...deps, controllerAuthorization: authorize }, chain, "controllerAuthorization");
+      if (!on.ok) return on;
+      const result = await on.reads.controllerAuthorization!({ subjectDid, controllerDid, purpose: purpose?.join(","), at: at === undefined ? undefined : String(at) });
+      return result.ok ? answered(withChain(result.value, on.answer)) : failed(result);
     },
   };
 }
