@@ -75,7 +75,7 @@ export async function startService(config: Config, options: StartServiceOptions 
     const delegation = wireDelegation(config, f, { accounts, limits });
     const keys = wireKeys(config, f, index, discovery, accounts);
     const oauth = await wireOAuth(config, f);
-    const mcp = wireMcp(config, f, { discovery, witness, artifactTrust, attestationList, attestationQueryRate, accounts, keys, oauth, limits, submissions });
+    const mcp = wireMcp(config, f, { served, otherChains, discovery, witness, artifactTrust, attestationList, attestationQueryRate, accounts, keys, oauth, limits, submissions });
     wireGauges(config.relays, f);
     const http = serveHttp(config, f, { served, otherChains, discovery, witness, index, attestationList, attestationQueries, attestationQueryRate, artifactTrust, accounts, delegation, x402, oauth, keys, mcp, submissions, webhooks });
     const url = `http://${config.server.host.includes(":") ? `[${config.server.host}]` : config.server.host}:${http.port}`;
