@@ -359,9 +359,12 @@ describe("artifact trust on a real chain", () => {
   test("the backend path answers the same; extra query parameters change nothing", async () => {
     const gateway = await lookup(ARTIFACT);
     const backend = await lookup(ARTIFACT, service.url, "/api/public/artifact-trust");
-    const withExtras = await fetch(`${service.url}/v1/artifact-trust?artifactDid=${ARTIFACT}&includeInvalid=true&schemas=user-review&chain=eip155:1`);
+    // The default chain named (decisions §30) is the same read.
+    const withExtras = await fetch(`${service.url}/v1/artifact-trust?artifactDid=${ARTIFACT}&includeInvalid=true&schemas=user-review&chain=eip155:${service.chainId}`);
     expect(backend.body).toEqual(gateway.body);
     expect(await withExtras.json()).toEqual(gateway.body);
+    // A chain not served is refused, never read on another chain.
+    expect((await (await fetch(`${service.url}/v1/artifact-trust?artifactDid=${ARTIFACT}&chain=eip155:1`)).json()).code).toBe("UNSUPPORTED_CHAIN");
   });
 
   test("no evidence: 200 with four empty groups and zero counts", async () => {

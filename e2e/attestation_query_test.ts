@@ -158,8 +158,10 @@ describe("GET /v1/attestations/count and /v1/attestations/{uid}", () => {
     const listed = ((await get(`/v1/attestations?attester=${attesterA}&revoked=true`)).body as Page).items[0]!;
     const one = await get(`/v1/attestations/${revokedUid}`);
     expect(one.status).toBe(200);
-    const { asOf, ...item } = one.body;
+    // Decisions §30: the answer names its chain, as the list's page does.
+    const { asOf, chain, ...item } = one.body;
     expect(item).toEqual(listed);
+    expect(chain).toEqual((await get(`/v1/attestations?attester=${attesterA}&revoked=true`)).body.chain);
     expect(asOf.blockNumber).toEqual(expect.any(Number));
     expect((await get(`/api/public/attestations/${revokedUid.toUpperCase().replace("0X", "0x")}`)).body.attestation.uid).toBe(revokedUid);
     expect(await get(`/v1/attestations/0x${"7".repeat(64)}`).then((r) => [r.status, r.body.code])).toEqual([404, "NOT_FOUND"]);

@@ -50,7 +50,10 @@ describe("trust anchors on the devnet", () => {
     const served = await (await fetch(`${stack.baseUrl}/v1/trust-anchors`)).json();
     const written = JSON.parse(readFileSync(stack.devnet.trustAnchorsPath, "utf8"));
     // The first origin is PUBLIC_BASE_URL's (this stack leaves it to its default).
-    expect(served).toEqual({ ...written, widgetOrigins: [served.widgetOrigins[0], ...written.widgetOrigins] });
+    // Decisions §30: plus the chains served, here the devnet's one.
+    const caip2 = `eip155:${stack.service.chainId}`;
+    const servedChains = [{ caip2, chainId: stack.service.chainId, role: "attestations", default: true }];
+    expect(served).toEqual({ ...written, widgetOrigins: [served.widgetOrigins[0], ...written.widgetOrigins], servedChains, defaultChain: caip2 });
     expect(new URL(served.widgetOrigins[0]).origin).toBe(served.widgetOrigins[0]);
     const anchors = await fetchTrustAnchors({ url: `${stack.baseUrl}/v1/trust-anchors` });
     const chain = getChainAnchors(anchors, stack.service.chainId);
