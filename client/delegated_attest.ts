@@ -97,9 +97,14 @@ export function signableTypedData(prepared: PreparedDelegatedAttestation) {
 /** The nonce record of the service. */
 export type NonceRecord = { nonce: string; chain: string; chainId: number; easAddress: HexString; elapsed: string };
 
-/** Reads the attester's current EAS nonce from the service. */
-export async function fetchNonce(attester: string, options: AtsClientOptions = {}): Promise<NonceRecord> {
-  return await request<NonceRecord>(`/v1/nonce?attester=${encodeURIComponent(attester)}`, undefined, options);
+/**
+ * Reads the attester's current EAS nonce from the service, on the chain `chainId` names (a number, a decimal id or
+ * CAIP-2; decisions §30): absent, the service's default chain. A chain the service does not serve is 400
+ * UNSUPPORTED_CHAIN.
+ */
+export async function fetchNonce(attester: string, options: AtsClientOptions & { readonly chainId?: number | string | undefined } = {}): Promise<NonceRecord> {
+  const chain = options.chainId === undefined ? "" : `&chainId=${encodeURIComponent(String(options.chainId))}`;
+  return await request<NonceRecord>(`/v1/nonce?attester=${encodeURIComponent(attester)}${chain}`, undefined, options);
 }
 
 /** The delegated-attest success record. */
@@ -187,6 +192,8 @@ export type AttestDelegatedOptions = {
   readonly sign: TypedDataSigner;
   readonly refUID?: HexString | undefined;
   readonly expirationTime?: bigint | undefined;
+  /** The chain to write on (decisions §30): a number, a decimal id or CAIP-2; absent, the service's default chain. */
+  readonly chainId?: number | string | undefined;
 };
 
 /**
@@ -200,7 +207,7 @@ export async function attestDelegated(
   const baseUrl = options.baseUrl ?? DEFAULT_BASE_URL;
   const anchors = await fetchTrustAnchors({ url: `${baseUrl}/v1/trust-anchors`, fetch: options.fetch });
   const attempt = async () => {
-    const nonce = await fetchNonce(input.attester, options);
+    const nonce = await fetchNonce(input.attester, { ...options, chainId: input.chainId });
     const chain = getChainAnchors(anchors, nonce.chainId);
     const uid = getSchemaAnchor(anchors, nonce.chainId, input.schemaName) as HexString;
     if (chain.easContract.toLowerCase() !== nonce.easAddress.toLowerCase()) {
