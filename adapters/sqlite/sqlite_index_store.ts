@@ -20,27 +20,24 @@ const toPaged = (row: Row): PagedLog => ({ ...toLog(row), logIndex: row.log_inde
 /** `?, ?, ?` for n values. */
 const marks = (n: number) => Array.from({ length: n }, () => "?").join(", ");
 
-/** The attestation index of one EAS contract in the service's SQLite file. */
-export function createSqliteIndexStore(db: Database, scope: { chainId: number; easAddress: string }): IndexStore {
-  db.transaction(() => {
-    for (const statement of indexTables("INTEGER")) db.exec(statement);
-    for (const [table, column, type] of INDEX_ADDED_COLUMNS) {
-      const columns = db.query<{ name: string }, []>(`PRAGMA table_info(${table})`).all();
-      if (!columns.some((c) => c.name === column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
-    }
-    for (const statement of INDEX_QUERY_INDEXES) db.exec(statement);
-    db.exec(timeSecondsBackfill("sqlite"));
-  }).immediate();
+type CheckpointRow = { block_number: number; block_hash: string; block_time: number | null };
+
+const toCheckpoint = (row: CheckpointRow): IndexCheckpoint => ({
+  blockNumber: BigInt(row.block_number),
+  blockHash: row.block_hash as HexString,
+  ...(row.block_time === null ? {} : { timestamp: BigInt(row.block_time) }),
+});
+
+const time = (t: bigint | undefined) => (t === undefined ? null : Number(t));
+
+/** Appends and rewinds in the SQLite file: events, records, checkpoints and outbox rows in one transaction. */
+function indexAppends(db: Database, scope: { chainId: number; easAddress: string }): Pick<IndexStore, "append" | "rewind"> {
   const chainId = scope.chainId;
   const eas = scope.easAddress.toLowerCase();
   const leaseName = `${chainId}:${eas}`;
 
-  type CheckpointRow = { block_number: number; block_hash: string; block_time: number | null };
   const latest = db.query<CheckpointRow, [number, string]>(
     "SELECT block_number, block_hash, block_time FROM index_checkpoints WHERE chain_id = ? AND eas = ? ORDER BY block_number DESC LIMIT 1",
-  );
-  const history = db.query<CheckpointRow, [number, string, number]>(
-    "SELECT block_number, block_hash, block_time FROM index_checkpoints WHERE chain_id = ? AND eas = ? ORDER BY block_number DESC LIMIT ?",
   );
   const insertEvent = db.query(
     `INSERT INTO index_attestations (chain_id, eas, uid, recipient, attester, schema_uid, block_number, log_index, tail, tx_hash)
@@ -95,7 +92,6 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
        subject = COALESCE(?, subject)
      WHERE chain_id = ? AND eas = ? AND uid = ?`,
   );
-  const setSubject = db.query("UPDATE index_attestations SET subject = ? WHERE chain_id = ? AND eas = ? AND uid = ?");
   const confirm = db.query(CONFIRM_TAIL.replace(/\$(\d)/g, "?$1"));
   const insertCheckpoint = db.query(
     "INSERT OR REPLACE INTO index_checkpoints (chain_id, eas, block_number, block_hash, block_time) VALUES (?, ?, ?, ?, ?)",
@@ -115,12 +111,6 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
       eas,
       a.uid.toLowerCase(),
     );
-  const toCheckpoint = (row: CheckpointRow): IndexCheckpoint => ({
-    blockNumber: BigInt(row.block_number),
-    blockHash: row.block_hash as HexString,
-    ...(row.block_time === null ? {} : { timestamp: BigInt(row.block_time) }),
-  });
-  const time = (t: bigint | undefined) => (t === undefined ? null : Number(t));
   const trimHistory = db.query(
     `DELETE FROM index_checkpoints WHERE chain_id = ? AND eas = ? AND block_number < (
        SELECT MIN(block_number) FROM (SELECT block_number FROM index_checkpoints WHERE chain_id = ? AND eas = ?
@@ -131,21 +121,6 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
     "UPDATE index_attestations SET revoked_block = NULL, revocation_time = '0' WHERE chain_id = ? AND eas = ? AND revoked_block > ?",
   );
   const dropCheckpoints = db.query("DELETE FROM index_checkpoints WHERE chain_id = ? AND eas = ? AND block_number > ?");
-  const takeLease = db.query(
-    `INSERT INTO index_lease (name, holder, expires_at_ms) VALUES ($name, $holder, $expires)
-     ON CONFLICT (name) DO UPDATE SET holder = $holder, expires_at_ms = $expires
-       WHERE index_lease.holder = $holder OR index_lease.expires_at_ms < $now`,
-  );
-
-  /** Where a filter's since and until fall (decisions §24): one seek in the time index each. */
-  const firstBlockAt = (seconds: bigint | undefined): bigint | null | undefined => {
-    if (seconds === undefined) return undefined;
-    const { text, params } = firstBlockAtSql("sqlite", { chainId, eas }, seconds);
-    const row = db.query<{ block_number: number }, (string | number)[]>(text).get(...params);
-    return row === null ? null : BigInt(row.block_number);
-  };
-  const timeBlocks = (filter: { since?: bigint | undefined; until?: bigint | undefined }) => ({ since: firstBlockAt(filter.since), until: firstBlockAt(filter.until) });
-
   const current = () => {
     const row = latest.get(chainId, eas);
     return row === null ? undefined : toCheckpoint(row);
@@ -181,15 +156,6 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
     trimHistory.run(chainId, eas, chainId, eas, CHECKPOINT_HISTORY);
     return true;
   });
-  const complete = db.transaction((records: readonly IndexedAttestation[]) => {
-    for (const a of records) saveRecord(a);
-  });
-  const polls = db.query<{ checked_at_ms: number; chain_head: number }, [string]>("SELECT checked_at_ms, chain_head FROM index_polls WHERE name = ?");
-  const savePoll = db.query(
-    `INSERT INTO index_polls (name, checked_at_ms, chain_head) VALUES (?1, ?2, ?3)
-     ON CONFLICT (name) DO UPDATE SET checked_at_ms = MAX(index_polls.checked_at_ms, ?2), chain_head = ?3`,
-  );
-
   const rewind = db.transaction((to: IndexCheckpoint | undefined, keepWebhookMark: boolean) => {
     const block = to === undefined ? -1 : Number(to.blockNumber);
     dropEvents.run(chainId, eas, block);
@@ -204,14 +170,42 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
   });
 
   return {
-    checkpoint: () => Promise.resolve(current()),
-    history: (limit) => Promise.resolve(history.all(chainId, eas, limit).map(toCheckpoint)),
     append(expected, events, next, details = {}) {
       const skipped: OutboxSkip[] = [];
       const stored = append.immediate(expected, events, next, details, skipped);
       if (skipped.length > 0) details.onOutboxSkipped?.(skipped);
       return Promise.resolve(stored);
     },
+    rewind: (to, options) => Promise.resolve(void rewind.immediate(to, options?.keepWebhookMark === true)),
+  };
+}
+
+/** The index's checkpoints and the chain head it saw, in the SQLite file. */
+function indexProgress(db: Database, scope: { chainId: number; easAddress: string }): Pick<IndexStore, "checkpoint" | "history" | "head" | "checked"> {
+  const chainId = scope.chainId;
+  const eas = scope.easAddress.toLowerCase();
+  const leaseName = `${chainId}:${eas}`;
+
+  const latest = db.query<CheckpointRow, [number, string]>(
+    "SELECT block_number, block_hash, block_time FROM index_checkpoints WHERE chain_id = ? AND eas = ? ORDER BY block_number DESC LIMIT 1",
+  );
+  const history = db.query<CheckpointRow, [number, string, number]>(
+    "SELECT block_number, block_hash, block_time FROM index_checkpoints WHERE chain_id = ? AND eas = ? ORDER BY block_number DESC LIMIT ?",
+  );
+  const current = () => {
+    const row = latest.get(chainId, eas);
+    return row === null ? undefined : toCheckpoint(row);
+  };
+
+  const polls = db.query<{ checked_at_ms: number; chain_head: number }, [string]>("SELECT checked_at_ms, chain_head FROM index_polls WHERE name = ?");
+  const savePoll = db.query(
+    `INSERT INTO index_polls (name, checked_at_ms, chain_head) VALUES (?1, ?2, ?3)
+     ON CONFLICT (name) DO UPDATE SET checked_at_ms = MAX(index_polls.checked_at_ms, ?2), chain_head = ?3`,
+  );
+
+  return {
+    checkpoint: () => Promise.resolve(current()),
+    history: (limit) => Promise.resolve(history.all(chainId, eas, limit).map(toCheckpoint)),
     head() {
       const checkpoint = current();
       if (checkpoint === undefined) return Promise.resolve(undefined);
@@ -226,6 +220,38 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
       savePoll.run(leaseName, nowMs, Number(chainHead));
       return Promise.resolve();
     },
+  };
+}
+
+/** The full records and subjects of indexed attestations in the SQLite file. */
+function indexRecords(db: Database, scope: { chainId: number; easAddress: string }): Pick<IndexStore, "records" | "incomplete" | "complete" | "unsubjected" | "setSubjects" | "counts"> {
+  const chainId = scope.chainId;
+  const eas = scope.easAddress.toLowerCase();
+  const setRecord = db.query(
+    `UPDATE index_attestations SET time = ?, expiration_time = ?, revocation_time = ?, ref_uid = ?, revocable = ?, data = ?, time_seconds = ?,
+       subject = COALESCE(?, subject)
+     WHERE chain_id = ? AND eas = ? AND uid = ?`,
+  );
+  const setSubject = db.query("UPDATE index_attestations SET subject = ? WHERE chain_id = ? AND eas = ? AND uid = ?");
+  /** Stores a record; with `subjects` (issue 43) the subject it names too ('' none), else the stored one stays. */
+  const saveRecord = (a: IndexedAttestation, subjects?: ReadonlyMap<string, string>) =>
+    setRecord.run(
+      a.time.toString(),
+      a.expirationTime.toString(),
+      a.revocationTime.toString(),
+      a.refUID.toLowerCase(),
+      a.revocable ? 1 : 0,
+      a.data.toLowerCase(),
+      Number(a.time),
+      subjects === undefined ? null : (subjects.get(a.uid.toLowerCase()) ?? ""),
+      chainId,
+      eas,
+      a.uid.toLowerCase(),
+    );
+  const complete = db.transaction((records: readonly IndexedAttestation[]) => {
+    for (const a of records) saveRecord(a);
+  });
+  return {
     records(uids) {
       if (uids.length === 0) return Promise.resolve([]);
       const wanted = [...new Set(uids.map((u) => u.toLowerCase()))];
@@ -271,7 +297,31 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
       ).get(chainId, eas)!;
       return Promise.resolve({ attestations: row.n, tail: row.tail ?? 0 });
     },
-    rewind: (to, options) => Promise.resolve(void rewind.immediate(to, options?.keepWebhookMark === true)),
+  };
+}
+
+/** Reads of the index in the SQLite file (decisions §24) and the follower's lease. */
+function indexReads(db: Database, scope: { chainId: number; easAddress: string }): Pick<IndexStore, "attested" | "query" | "count" | "lease"> {
+  const chainId = scope.chainId;
+  const eas = scope.easAddress.toLowerCase();
+  const leaseName = `${chainId}:${eas}`;
+
+  const takeLease = db.query(
+    `INSERT INTO index_lease (name, holder, expires_at_ms) VALUES ($name, $holder, $expires)
+     ON CONFLICT (name) DO UPDATE SET holder = $holder, expires_at_ms = $expires
+       WHERE index_lease.holder = $holder OR index_lease.expires_at_ms < $now`,
+  );
+
+  /** Where a filter's since and until fall (decisions §24): one seek in the time index each. */
+  const firstBlockAt = (seconds: bigint | undefined): bigint | null | undefined => {
+    if (seconds === undefined) return undefined;
+    const { text, params } = firstBlockAtSql("sqlite", { chainId, eas }, seconds);
+    const row = db.query<{ block_number: number }, (string | number)[]>(text).get(...params);
+    return row === null ? null : BigInt(row.block_number);
+  };
+  const timeBlocks = (filter: { since?: bigint | undefined; until?: bigint | undefined }) => ({ since: firstBlockAt(filter.since), until: firstBlockAt(filter.until) });
+
+  return {
     attested(query) {
       if (query.recipients.length === 0 || query.schemaUids.length === 0) return Promise.resolve([]);
       const recipients = query.recipients.map((r) => r.toLowerCase());
@@ -296,5 +346,24 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
       const row = db.query<{ holder: string }, [string]>("SELECT holder FROM index_lease WHERE name = ?").get(leaseName);
       return Promise.resolve(row?.holder === holder);
     },
+  };
+}
+
+/** The attestation index of one EAS contract in the service's SQLite file. */
+export function createSqliteIndexStore(db: Database, scope: { chainId: number; easAddress: string }): IndexStore {
+  db.transaction(() => {
+    for (const statement of indexTables("INTEGER")) db.exec(statement);
+    for (const [table, column, type] of INDEX_ADDED_COLUMNS) {
+      const columns = db.query<{ name: string }, []>(`PRAGMA table_info(${table})`).all();
+      if (!columns.some((c) => c.name === column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
+    }
+    for (const statement of INDEX_QUERY_INDEXES) db.exec(statement);
+    db.exec(timeSecondsBackfill("sqlite"));
+  }).immediate();
+  return {
+    ...indexAppends(db, scope),
+    ...indexProgress(db, scope),
+    ...indexRecords(db, scope),
+    ...indexReads(db, scope),
   };
 }
