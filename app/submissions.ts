@@ -4,9 +4,11 @@
  */
 import { createViemTxStatusReader } from "../adapters/chain/mod.ts";
 import { cryptoRandom, systemClock } from "../adapters/system/mod.ts";
-import { createSubmissionReconciler, replayBook, witnessBook } from "../domain/delegation/mod.ts";
+import { chainAnswer } from "../domain/chains/mod.ts";
+import { createSubmissionReconciler, type Reconcile, type ReconcileReport, replayBook, witnessBook } from "../domain/delegation/mod.ts";
 import { createIdempotency, type Idempotency } from "../domain/idempotency/mod.ts";
 import {
+  type ChainHead,
   createSubmissionStatus,
   createSubmissionSweep,
   createSubmissionTracker,
@@ -17,6 +19,7 @@ import {
 } from "../domain/submissions/mod.ts";
 import { settlementConcerns } from "../domain/webhooks/mod.ts";
 import { type Config, defaultChain } from "./config.ts";
+import { type WriteChain, writeChains } from "./delegation.ts";
 import type { Foundation } from "./foundation.ts";
 
 /**
@@ -50,9 +53,10 @@ export type WiredSubmissions = {
  */
 export async function wireSubmissions(
   config: Pick<Config, "chains" | "relays">,
-  { storage, eas, easAddress, log, devnet }: Foundation,
+  f: Foundation,
   events: { readonly onSettled?: SubmissionSettled | undefined } = {},
 ): Promise<WiredSubmissions> {
+  const { storage, eas, log, devnet } = f;
   // `submission.settled` (decisions §22): each kept outcome goes to the account's webhook endpoints. A failure to queue
   // the event is logged and does not undo the outcome; the submission stays untold and the sweep tells it again.
   const onSettled: SubmissionSettled | undefined = events.onSettled === undefined ? undefined : (event) =>
@@ -63,24 +67,33 @@ export async function wireSubmissions(
   // A submission of the public relay (no account) has nobody to tell: its settlement is kept told (issue 43).
   const tells = onSettled === undefined ? () => false : settlementConcerns;
   const tracking = { records: storage.submissions, clock: systemClock, replacements: storage.txReplacements, onSettled, tells };
-  const reconcile = createSubmissionReconciler({
-    books: [trackedBook(replayBook(storage.replay, eas.reader), tracking), witnessBook(storage.ledger, systemClock)],
-    txStatus: createViemTxStatusReader({
-      client: eas.client,
-      easAddress,
-      log: (event, fields) => log.warn(event, fields),
-      senderOf: eas.senderOf,
-    }),
-    clock: systemClock,
-    graceMs: RECONCILE_GRACE_MS,
-    lostAfterMs: HASH_ONLY_LOST_AFTER_MS,
-    replacements: storage.txReplacements,
-    bumpAfterMs: config.relays.feeBump.afterSeconds === 0 ? undefined : config.relays.feeBump.afterSeconds * 1000,
-    maxBumps: config.relays.feeBump.max,
-    // The embedded devnet's state is saved before an outcome read from it is recorded, as after a send (foundation.ts
-    // onMined): a crash right after a resent transaction is recorded must not leave it charged but missing.
-    saveChain: devnet?.checkpoint,
-  });
+  // Decisions §30: each attestation chain's submissions are followed on that chain, by its own reconciler; the
+  // witness's sponsored writes are the default chain's.
+  const chains = writeChains(config, f).list;
+  const reconcilers = chains.map((on, i) =>
+    createSubmissionReconciler({
+      books: [
+        trackedBook(replayBook(storage.replay, on.eas.reader, chains.length > 1 ? on.chain.chainId : undefined), tracking),
+        ...(i === 0 ? [witnessBook(storage.ledger, systemClock)] : []),
+      ],
+      txStatus: createViemTxStatusReader({
+        client: on.eas.client,
+        easAddress: on.easAddress,
+        log: (event, fields) => log.warn(event, { ...fields, ...(chains.length > 1 ? { chainId: on.chain.chainId } : {}) }),
+        senderOf: on.eas.senderOf,
+      }),
+      clock: systemClock,
+      graceMs: RECONCILE_GRACE_MS,
+      lostAfterMs: HASH_ONLY_LOST_AFTER_MS,
+      replacements: storage.txReplacements,
+      bumpAfterMs: config.relays.feeBump.afterSeconds === 0 ? undefined : config.relays.feeBump.afterSeconds * 1000,
+      maxBumps: config.relays.feeBump.max,
+      // The embedded devnet's state is saved before an outcome read from it is recorded, as after a send (foundation.ts
+      // onMined): a crash right after a resent transaction is recorded must not leave it charged but missing.
+      saveChain: devnet?.checkpoint,
+    })
+  );
+  const reconcile = everyChain(reconcilers);
   const settle = async (graceMs?: number): Promise<number> => {
     try {
       const report = await reconcile({ graceMs });
@@ -116,7 +129,34 @@ export async function wireSubmissions(
       head: () => eas.client.getBlockNumber(),
       // As the index counts them (app/index.ts): none on the embedded devnet, which mines on arrival.
       confirmations: defaultChain(config.chains).confirmations ?? (devnet === undefined ? 12 : 0),
+      ...chainHeads(config, f, chains),
     }),
     stop: () => clearInterval(timer),
   };
+}
+
+/** One round of every chain's reconciler, one after the other; the reports added up. */
+function everyChain(reconcilers: readonly Reconcile[]): Reconcile {
+  return async (options) => {
+    const total: ReconcileReport = { mined: 0, reverted: 0, released: 0, rebroadcast: 0, bumped: 0, open: 0 };
+    for (const reconcile of reconcilers) {
+      const report = await reconcile(options);
+      for (const key of Object.keys(total) as (keyof ReconcileReport)[]) total[key] += report[key];
+    }
+    return total;
+  };
+}
+
+/** Decisions §30: with several attestation chains, a submission's view names its chain and counts on its head. */
+function chainHeads(config: Pick<Config, "chains">, f: Foundation, chains: readonly WriteChain[]): { otherChains?: Map<number, ChainHead>; defaultChain?: ChainHead } {
+  if (chains.length < 2) return {};
+  const headOf = (on: WriteChain): ChainHead => {
+    const configured = config.chains.list.find((c) => c.chainId === on.chain.chainId || c.caip2 === on.chain.caip2);
+    return {
+      answer: chainAnswer(on.chain),
+      head: () => on.eas.client.getBlockNumber(),
+      confirmations: configured?.confirmations ?? (f.devnet === undefined ? 12 : 0),
+    };
+  };
+  return { defaultChain: headOf(chains[0]!), otherChains: new Map(chains.slice(1).map((on) => [on.chain.chainId, headOf(on)])) };
 }

@@ -123,6 +123,10 @@ test("a write signed for chain B lands on chain B, read back on B's EAS; it make
   expect([onB.uid, onB.attester]).toEqual([uid, body.attester]);
   const onA = await reader(a).readContract({ address: a.easAddress!, abi: EAS_ABI, functionName: "getAttestation", args: [uid] });
   expect(onA.uid).toBe(`0x${"0".repeat(64)}`);
+  // The submission names its chain, its confirmations counted on chain B's head.
+  const submission = await get(`/v1/submissions/${written.body.submissionId}`);
+  expect([submission.status, submission.body.state, submission.body.chain]).toEqual([200, "mined", { chainId: b.chainId, caip2: b.caip2, easContract: b.easAddress!.toLowerCase() }]);
+  expect(submission.body.uid).toBe(uid);
 });
 
 test("a write on chain A makes no call on chain B's proxy", async () => {
@@ -135,6 +139,8 @@ test("a write on chain A makes no call on chain B's proxy", async () => {
   expect([after[1], after[2]]).toEqual([before[1], before[2]]);
   const onA = await reader(a).readContract({ address: a.easAddress!, abi: EAS_ABI, functionName: "getAttestation", args: [written.body.uid as Hex] });
   expect(onA.attester).toBe(body.attester);
+  const submission = await get(`/v1/submissions/${written.body.submissionId}`);
+  expect(submission.body.chain.chainId).toBe(a.chainId);
 });
 
 test("a write for a chain not served, a proof chain, or a served chain id with another EAS is 400 UNSUPPORTED_CHAIN with no JSON-RPC call", async () => {

@@ -274,9 +274,10 @@ export const REPLAY_BOOK = "delegated_attestations";
 /**
  * The delegated attestations' replay records as a book: released rows are forgotten (the signature works again).
  * With the EAS reader, a row whose transaction is gone while the attester's EAS nonce moved past the signature's is
- * recorded as mined (uid and block unknown) instead: the signature can never be used again.
+ * recorded as mined (uid and block unknown) instead: the signature can never be used again. With `chainId` (several
+ * chains, decisions §30), the book holds that chain's records only, so each chain's are followed on that chain.
  */
-export function replayBook(replay: ReplayStore, eas?: EasReader): SubmissionBook {
+export function replayBook(replay: ReplayStore, eas?: EasReader, chainId?: number): SubmissionBook {
   return {
     spent: eas === undefined ? undefined : async (key) => {
       const record = await replay.find(key);
@@ -286,7 +287,7 @@ export function replayBook(replay: ReplayStore, eas?: EasReader): SubmissionBook
     },
     name: REPLAY_BOOK,
     open: async (createdBeforeMs) =>
-      (await replay.open(createdBeforeMs)).map((r) => ({
+      (await replay.open(createdBeforeMs)).filter((r) => chainId === undefined || r.chainId === chainId).map((r) => ({
         id: r.key,
         state: r.state as OpenSubmission["state"],
         tx: r.tx,

@@ -1,6 +1,7 @@
 /** Relay submissions tracked by id: their state, their owner's list, and their outcome once known (decisions §23). */
 export { isSubmissionId, newSubmissionId } from "./submission_id.ts";
 export {
+  type ChainHead,
   createSubmissionStatus,
   MAX_SUBMISSION_PAGE,
   RELAY_BOOK,

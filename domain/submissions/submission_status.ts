@@ -4,6 +4,7 @@ import type { TxReplacementStore } from "../../ports/tx_replacements.ts";
 import { fail, ok, type Result } from "../result.ts";
 import { isSubmissionId } from "./submission_id.ts";
 import { REPLAY_BOOK } from "../delegation/mod.ts";
+import type { ChainAnswer } from "../chains/mod.ts";
 
 /** The book name under which the reconciler keeps the relays' fee bumps. */
 export const RELAY_BOOK = REPLAY_BOOK;
@@ -44,6 +45,11 @@ export type SubmissionView = {
   readonly error?: string | undefined;
   /** A batch's requests, in order (absent for a single send); `uid` above is then its first sent request's. */
   readonly items?: readonly SubmissionItemView[] | undefined;
+  /**
+   * The chain it was sent on (decisions §30), when the deployment serves several: null once its replay record, which
+   * names the chain, was pruned (its deadline long past). Absent with one chain.
+   */
+  readonly chain?: ChainAnswer | null | undefined;
   readonly createdAt: string;
   readonly updatedAt: string;
 };
@@ -60,6 +66,19 @@ export type SubmissionStatusDeps = {
   readonly head: () => Promise<bigint | undefined>;
   /** Blocks a mined submission needs beneath the head to be `confirmed` (`INDEX_CONFIRMATIONS`). */
   readonly confirmations: number;
+  /**
+   * Decisions §30: every served attestation chain but the default (whose are `head` and `confirmations`), with its
+   * head and confirmations; `defaultChain` the default's answer. Absent or empty: one chain, and views name none.
+   */
+  readonly otherChains?: ReadonlyMap<number, ChainHead> | undefined;
+  readonly defaultChain?: ChainHead | undefined;
+};
+
+/** One chain's answer, head and confirmations, as a submission's view reads them. */
+export type ChainHead = {
+  readonly answer: ChainAnswer;
+  readonly head: () => Promise<bigint | undefined>;
+  readonly confirmations: number;
 };
 
 /** The largest page of the list. */
@@ -70,10 +89,24 @@ export function createSubmissionStatus(deps: SubmissionStatusDeps) {
   const bumpsOf = async (ref: string) => (await deps.replacements?.list(RELAY_BOOK, ref))?.map((r) => r.tx.txHash) ?? [];
 
   /** The submission's state, then each request of a batch's. */
-  async function view(record: SubmissionRecord, head: () => Promise<bigint | undefined>): Promise<SubmissionView> {
-    const state = await stateOf(record, head);
+  async function view(record: SubmissionRecord, heads: Heads): Promise<SubmissionView> {
+    const on = await chainOf(record);
+    const named = on === undefined ? {} : { chain: on === null ? null : on.answer };
+    const state = { ...(await stateOf(record, heads(on), on?.confirmations ?? deps.confirmations)), ...named };
     if (record.items === null) return state;
     return { ...state, items: await itemsOf(record, state, record.outcome) };
+  }
+
+  /**
+   * The chain of a submission when several are served: its replay record's (one storage read), null once that was
+   * pruned; undefined with one chain (the default's head, no read).
+   */
+  async function chainOf(record: SubmissionRecord): Promise<ChainHead | null | undefined> {
+    const others = deps.otherChains;
+    if (others === undefined || others.size === 0 || deps.defaultChain === undefined) return undefined;
+    const replayed = await deps.replay.find(record.ref);
+    if (replayed === undefined) return null;
+    return others.get(replayed.chainId) ?? (replayed.chainId === deps.defaultChain.answer.chainId ? deps.defaultChain : null);
   }
 
   /**
@@ -94,13 +127,13 @@ export function createSubmissionStatus(deps: SubmissionStatusDeps) {
     }));
   }
 
-  async function stateOf(record: SubmissionRecord, head: () => Promise<bigint | undefined>): Promise<SubmissionView> {
+  async function stateOf(record: SubmissionRecord, head: () => Promise<bigint | undefined>, needed: number): Promise<SubmissionView> {
     const times = { createdAt: new Date(record.createdAtMs).toISOString(), updatedAt: new Date(record.updatedAtMs).toISOString() };
     const base = { submissionId: record.id, uid: null, blockNumber: null, confirmations: 0, ...times };
     const mined = async (txHash: string, uid: string | null, blockNumber: bigint, feeBumps: number): Promise<SubmissionView> => {
       const top = blockNumber > 0n ? await head() : undefined;
       const confirmations = top === undefined || top < blockNumber ? 0 : Number(top - blockNumber) + 1;
-      const state = confirmations >= deps.confirmations && confirmations > 0 ? "confirmed" : "mined";
+      const state = confirmations >= needed && confirmations > 0 ? "confirmed" : "mined";
       return { ...base, state, txHash, uid, blockNumber: Number(blockNumber), confirmations, feeBumps };
     };
     const outcome = record.outcome;
@@ -125,10 +158,18 @@ export function createSubmissionStatus(deps: SubmissionStatusDeps) {
     }
   }
 
-  /** The head read once per answer, and only when a mined submission needs it. */
-  const onceHead = () => {
-    let read: Promise<bigint | undefined> | undefined;
-    return () => (read ??= deps.head().catch(() => undefined));
+  /** Each chain's head read once per answer, and only when a mined submission on it needs it. */
+  const onceHead = (): Heads => {
+    const reads = new Map<ChainHead | null | undefined, Promise<bigint | undefined>>();
+    return (on) => () => {
+      let read = reads.get(on);
+      if (read === undefined) {
+        // The default chain's head, or the one of the submission's chain; a chain no longer known has none.
+        read = on === null ? Promise.resolve(undefined) : (on === undefined || on === deps.defaultChain ? deps.head() : on.head()).catch(() => undefined);
+        reads.set(on, read);
+      }
+      return read;
+    };
   };
 
   return {
@@ -153,6 +194,9 @@ export function createSubmissionStatus(deps: SubmissionStatusDeps) {
     },
   };
 }
+
+/** Per answer: the head of a submission's chain (undefined: the one chain; null: a chain no longer known). */
+type Heads = (on: ChainHead | null | undefined) => () => Promise<bigint | undefined>;
 
 /** The status reads. */
 export type SubmissionStatus = ReturnType<typeof createSubmissionStatus>;
