@@ -41,22 +41,49 @@ const toLog = (row: Row): AttestedLog => ({
 
 const toPaged = (row: Row): PagedLog => ({ ...toLog(row), logIndex: Number(row.log_index) });
 
+const toCheckpoint = (row: Row): IndexCheckpoint => ({
+  blockNumber: BigInt(String(row.block_number)),
+  blockHash: String(row.block_hash) as HexString,
+  ...(row.block_time === null || row.block_time === undefined ? {} : { timestamp: BigInt(String(row.block_time)) }),
+});
+
 /**
- * The attestation index in PostgreSQL, shared by every instance: one follower at a time holds the lease
- * row; the others read. Appends and rewinds take a transaction-scoped advisory lock and check the
- * checkpoint inside it, so even two followers (a lease that ran out mid-step) cannot interleave.
+ * The outbox rows of blocks (from, upTo], in the append's transaction (issue 43: the index's progress never depends
+ * on an event's insert): all at once in a savepoint, or, when that fails, one by one, each in its own savepoint, a
+ * row that cannot be written skipped and told, never failing the append.
  */
-export async function createPostgresIndexStore(sql: SQL, scope: { chainId: number; easAddress: string }): Promise<IndexStore> {
-  await migrate(sql, { name: "index", lock: INDEX_LOCK, statements: indexTables("BIGINT") });
+async function queueOutbox(tx: TransactionSQL, { chainId, eas }: { chainId: number; eas: string }, from: bigint, upTo: bigint, skipped: OutboxSkip[]) {
+  const params = [chainId, eas, from.toString(), upTo.toString()];
+  try {
+    await tx.savepoint(async (sp) => {
+      for (const text of OUTBOX_INSERTS) await sp.unsafe(text, params);
+    });
+    return;
+  } catch {
+    // One row at a time below.
+  }
+  for (const text of OUTBOX_SELECTS) {
+    const rows: OutboxCandidate[] = await tx.unsafe(text, params);
+    for (const row of rows) {
+      try {
+        await tx.savepoint(async (sp) => {
+          await sp`INSERT INTO webhook_outbox (chain_id, eas, kind, uid, block_number, tx_hash)
+                   VALUES (${chainId}, ${eas}, ${String(row.kind)}, ${String(row.uid)},
+                           ${row.block_number === null ? null : String(row.block_number)}::BIGINT, ${row.tx_hash === null ? null : String(row.tx_hash)})`;
+        });
+      } catch (error) {
+        skipped.push(outboxSkip(row, error));
+      }
+    }
+  }
+}
+
+/** Appends and rewinds in PostgreSQL, under the index's advisory lock: events, records, checkpoints and outbox rows in one transaction. */
+function indexAppends(sql: SQL, scope: { chainId: number; easAddress: string }): Pick<IndexStore, "append" | "rewind"> {
   const chainId = scope.chainId;
   const eas = scope.easAddress.toLowerCase();
   const leaseName = `${chainId}:${eas}`;
 
-  const toCheckpoint = (row: Row): IndexCheckpoint => ({
-    blockNumber: BigInt(String(row.block_number)),
-    blockHash: String(row.block_hash) as HexString,
-    ...(row.block_time === null || row.block_time === undefined ? {} : { timestamp: BigInt(String(row.block_time)) }),
-  });
   const current = async (db: SQL): Promise<IndexCheckpoint | undefined> => {
     const [row]: Row[] = await db`SELECT block_number, block_hash, block_time FROM index_checkpoints WHERE chain_id = ${chainId} AND eas = ${eas}
                                    ORDER BY block_number DESC LIMIT 1`;
@@ -82,47 +109,6 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
                 WHERE a.chain_id = ${chainId} AND a.eas = ${eas} AND a.uid = r.uid`;
     }
   };
-
-  /**
-   * The outbox rows of blocks (from, upTo], in the append's transaction (issue 43: the index's progress never depends
-   * on an event's insert): all at once in a savepoint, or, when that fails, one by one, each in its own savepoint, a
-   * row that cannot be written skipped and told, never failing the append.
-   */
-  const queueOutbox = async (tx: TransactionSQL, from: bigint, upTo: bigint, skipped: OutboxSkip[]) => {
-    const params = [chainId, eas, from.toString(), upTo.toString()];
-    try {
-      await tx.savepoint(async (sp) => {
-        for (const text of OUTBOX_INSERTS) await sp.unsafe(text, params);
-      });
-      return;
-    } catch {
-      // One row at a time below.
-    }
-    for (const text of OUTBOX_SELECTS) {
-      const rows: OutboxCandidate[] = await tx.unsafe(text, params);
-      for (const row of rows) {
-        try {
-          await tx.savepoint(async (sp) => {
-            await sp`INSERT INTO webhook_outbox (chain_id, eas, kind, uid, block_number, tx_hash)
-                     VALUES (${chainId}, ${eas}, ${String(row.kind)}, ${String(row.uid)},
-                             ${row.block_number === null ? null : String(row.block_number)}::BIGINT, ${row.tx_hash === null ? null : String(row.tx_hash)})`;
-          });
-        } catch (error) {
-          skipped.push(outboxSkip(row, error));
-        }
-      }
-    }
-  };
-
-  /** Where a filter's since and until fall (decisions §24): one seek in the time index each. */
-  const firstBlockAt = async (seconds: bigint | undefined): Promise<bigint | null | undefined> => {
-    if (seconds === undefined) return undefined;
-    const { text, params } = firstBlockAtSql("postgres", { chainId, eas }, seconds);
-    const [row]: Row[] = await sql.unsafe(text, params);
-    return row === undefined ? null : BigInt(String(row.block_number));
-  };
-  const timeBlocks = async (filter: { since?: bigint | undefined; until?: bigint | undefined }) =>
-    ({ since: await firstBlockAt(filter.since), until: await firstBlockAt(filter.until) });
 
   /** The append in one transaction under the index lock; outbox rows it could not write go to `skipped`. */
   const appendIn = (expected: bigint | undefined, events: readonly EasEvent[], next: IndexCheckpoint, details: AppendDetails, skipped: OutboxSkip[]) =>
@@ -182,7 +168,7 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
         const upTo = below < -1n ? -1n : below;
         const [row]: Row[] = await tx`SELECT block_number FROM webhook_marks WHERE name = ${leaseName}`;
         const from = row === undefined ? undefined : BigInt(String(row.block_number));
-        if (from !== undefined && upTo > from) await queueOutbox(tx, from, upTo, skipped);
+        if (from !== undefined && upTo > from) await queueOutbox(tx, { chainId, eas }, from, upTo, skipped);
         // A fresh index's first append sets the boundary at the deep-enough head, not at its own last block: the history a
         // catch-up stores in the steps after it is history too, and is not told (issue 45: steps are now small).
         const mark = from === undefined ? (details.webhookConfirmedTo < -1n ? -1n : details.webhookConfirmedTo) : upTo;
@@ -200,6 +186,41 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
       return true;
     });
 
+  return {
+    async append(expected, events, next, details = {}) {
+      const skipped: OutboxSkip[] = [];
+      const stored = await appendIn(expected, events, next, details, skipped);
+      if (skipped.length > 0) details.onOutboxSkipped?.(skipped);
+      return stored;
+    },
+    rewind: (to, options) =>
+      sql.begin(async (tx) => {
+        await tx`SELECT pg_advisory_xact_lock(${INDEX_LOCK}, ${chainId})`;
+        const block = to === undefined ? "-1" : to.blockNumber.toString();
+        await tx`DELETE FROM index_attestations WHERE chain_id = ${chainId} AND eas = ${eas} AND block_number > ${block}`;
+        await tx`UPDATE index_attestations SET revoked_block = NULL, revocation_time = '0' WHERE chain_id = ${chainId} AND eas = ${eas} AND revoked_block > ${block}`;
+        await tx`DELETE FROM index_checkpoints WHERE chain_id = ${chainId} AND eas = ${eas} AND block_number > ${block}`;
+        // A reorg deeper than WEBHOOK_CONFIRMATIONS: what was not fanned out yet goes, and the new chain's blocks are told.
+        if (options?.keepWebhookMark !== true) {
+          await tx`DELETE FROM webhook_outbox WHERE chain_id = ${chainId} AND eas = ${eas} AND block_number > ${block}`;
+          await tx`UPDATE webhook_marks SET block_number = ${block} WHERE name = ${leaseName} AND block_number > ${block}`;
+        }
+        if (to !== undefined) await setCheckpoint(tx, to);
+      }),
+  };
+}
+
+/** The index's checkpoints and the chain head it saw, in PostgreSQL. */
+function indexProgress(sql: SQL, scope: { chainId: number; easAddress: string }): Pick<IndexStore, "checkpoint" | "history" | "head" | "checked"> {
+  const chainId = scope.chainId;
+  const eas = scope.easAddress.toLowerCase();
+  const leaseName = `${chainId}:${eas}`;
+
+  const current = async (db: SQL): Promise<IndexCheckpoint | undefined> => {
+    const [row]: Row[] = await db`SELECT block_number, block_hash, block_time FROM index_checkpoints WHERE chain_id = ${chainId} AND eas = ${eas}
+                                   ORDER BY block_number DESC LIMIT 1`;
+    return row === undefined ? undefined : toCheckpoint(row);
+  };
   return {
     checkpoint: () => current(sql),
     async history(limit) {
@@ -225,6 +246,29 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
                 ON CONFLICT (name) DO UPDATE SET checked_at_ms = GREATEST(index_polls.checked_at_ms, EXCLUDED.checked_at_ms),
                   chain_head = EXCLUDED.chain_head`;
     },
+  };
+}
+
+/** The full records and subjects of indexed attestations in PostgreSQL. */
+function indexRecords(sql: SQL, scope: { chainId: number; easAddress: string }): Pick<IndexStore, "records" | "incomplete" | "complete" | "unsubjected" | "setSubjects" | "counts"> {
+  const chainId = scope.chainId;
+  const eas = scope.easAddress.toLowerCase();
+  /**
+   * Stores records; with `subjects` (issue 43) the subject each names too ('' none), else the stored one stays. One
+   * `UPDATE … FROM json_to_recordset` per {@link WRITE_CHUNK} records (issue 45: one statement per record was a round trip
+   * each, 150 attestations a second on a catch-up).
+   */
+  const saveRecords = async (db: SQL, records: readonly IndexedAttestation[], subjects?: ReadonlyMap<string, string>) => {
+    for (let i = 0; i < records.length; i += WRITE_CHUNK) {
+      const rows = records.slice(i, i + WRITE_CHUNK).map((a) => recordRow(a, subjects));
+      await db`UPDATE index_attestations AS a SET time = r.time, expiration_time = r.expiration_time, revocation_time = r.revocation_time,
+                 ref_uid = r.ref_uid, revocable = r.revocable, data = r.data, time_seconds = r.time::BIGINT, subject = COALESCE(r.subject, a.subject)
+                 FROM json_to_recordset(${JSON.stringify(rows)}::TEXT::JSON) AS r(uid TEXT, time TEXT, expiration_time TEXT, revocation_time TEXT, ref_uid TEXT, revocable INTEGER, data TEXT, subject TEXT)
+                WHERE a.chain_id = ${chainId} AND a.eas = ${eas} AND a.uid = r.uid`;
+    }
+  };
+
+  return {
     async records(uids) {
       if (uids.length === 0) return [];
       const rows: Row[] = await sql`SELECT * FROM index_attestations WHERE chain_id = ${chainId} AND eas = ${eas}
@@ -257,26 +301,26 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
                                        WHERE chain_id = ${chainId} AND eas = ${eas}`;
       return { attestations: Number(row!.n), tail: Number(row!.tail) };
     },
-    async append(expected, events, next, details = {}) {
-      const skipped: OutboxSkip[] = [];
-      const stored = await appendIn(expected, events, next, details, skipped);
-      if (skipped.length > 0) details.onOutboxSkipped?.(skipped);
-      return stored;
-    },
-    rewind: (to, options) =>
-      sql.begin(async (tx) => {
-        await tx`SELECT pg_advisory_xact_lock(${INDEX_LOCK}, ${chainId})`;
-        const block = to === undefined ? "-1" : to.blockNumber.toString();
-        await tx`DELETE FROM index_attestations WHERE chain_id = ${chainId} AND eas = ${eas} AND block_number > ${block}`;
-        await tx`UPDATE index_attestations SET revoked_block = NULL, revocation_time = '0' WHERE chain_id = ${chainId} AND eas = ${eas} AND revoked_block > ${block}`;
-        await tx`DELETE FROM index_checkpoints WHERE chain_id = ${chainId} AND eas = ${eas} AND block_number > ${block}`;
-        // A reorg deeper than WEBHOOK_CONFIRMATIONS: what was not fanned out yet goes, and the new chain's blocks are told.
-        if (options?.keepWebhookMark !== true) {
-          await tx`DELETE FROM webhook_outbox WHERE chain_id = ${chainId} AND eas = ${eas} AND block_number > ${block}`;
-          await tx`UPDATE webhook_marks SET block_number = ${block} WHERE name = ${leaseName} AND block_number > ${block}`;
-        }
-        if (to !== undefined) await setCheckpoint(tx, to);
-      }),
+  };
+}
+
+/** Reads of the index in PostgreSQL (decisions §24) and the follower's lease. */
+function indexReads(sql: SQL, scope: { chainId: number; easAddress: string }): Pick<IndexStore, "attested" | "query" | "count" | "lease"> {
+  const chainId = scope.chainId;
+  const eas = scope.easAddress.toLowerCase();
+  const leaseName = `${chainId}:${eas}`;
+
+  /** Where a filter's since and until fall (decisions §24): one seek in the time index each. */
+  const firstBlockAt = async (seconds: bigint | undefined): Promise<bigint | null | undefined> => {
+    if (seconds === undefined) return undefined;
+    const { text, params } = firstBlockAtSql("postgres", { chainId, eas }, seconds);
+    const [row]: Row[] = await sql.unsafe(text, params);
+    return row === undefined ? null : BigInt(String(row.block_number));
+  };
+  const timeBlocks = async (filter: { since?: bigint | undefined; until?: bigint | undefined }) =>
+    ({ since: await firstBlockAt(filter.since), until: await firstBlockAt(filter.until) });
+
+  return {
     async attested(query) {
       if (query.recipients.length === 0 || query.schemaUids.length === 0) return [];
       const rows: Row[] = await sql`
@@ -305,5 +349,20 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
         RETURNING holder`;
       return rows.length === 1 && rows[0]!.holder === holder;
     },
+  };
+}
+
+/**
+ * The attestation index in PostgreSQL, shared by every instance: one follower at a time holds the lease
+ * row; the others read. Appends and rewinds take a transaction-scoped advisory lock and check the
+ * checkpoint inside it, so even two followers (a lease that ran out mid-step) cannot interleave.
+ */
+export async function createPostgresIndexStore(sql: SQL, scope: { chainId: number; easAddress: string }): Promise<IndexStore> {
+  await migrate(sql, { name: "index", lock: INDEX_LOCK, statements: indexTables("BIGINT") });
+  return {
+    ...indexAppends(sql, scope),
+    ...indexProgress(sql, scope),
+    ...indexRecords(sql, scope),
+    ...indexReads(sql, scope),
   };
 }
