@@ -4,7 +4,7 @@
  * budget) for all.
  */
 import type { Address } from "viem";
-import { createViemEas, TYPICAL_ATTEST_GAS, type ViemEas } from "../adapters/chain/mod.ts";
+import { createViemEas, createViemWitnessWriter, TYPICAL_ATTEST_GAS, type ViemEas } from "../adapters/chain/mod.ts";
 import { systemClock, cryptoRandom } from "../adapters/system/mod.ts";
 import { buildServedChains, caip2Of, type ServedChain, type ServedChains, singleChain } from "../domain/chains/mod.ts";
 import {
@@ -84,6 +84,25 @@ export function writeChains(config: Pick<Config, "chains" | "relays">, f: Founda
   const chains = { served, list };
   built.set(f, chains);
   return chains;
+}
+
+/**
+ * The witness on every served attestation chain but the default (decisions §30): the witness wallet's writer through
+ * that chain's client, and the chain's `controller-witness` schema. The chains are those `writeChains` built for this
+ * foundation (the submissions' wiring builds them first); none yet: the default chain only.
+ */
+export function witnessChains(f: Foundation): ReadonlyMap<number, { writer: ReturnType<typeof createViemWitnessWriter> | undefined; witnessSchemaUid: `0x${string}` | undefined }> {
+  const chains = built.get(f)?.list.slice(1) ?? [];
+  const witnessKey = f.witnessKey;
+  return new Map(chains.map((on) => [on.chain.chainId, {
+    writer: witnessKey === undefined ? undefined : createViemWitnessWriter({
+      client: on.eas.client,
+      sender: on.eas.senderFor(witnessKey),
+      easAddress: on.easAddress,
+      log: (event, fields) => f.log.warn(event, { ...fields, chainId: on.chain.chainId }),
+    }),
+    witnessSchemaUid: f.trustAnchors.chains[on.chain.caip2]?.schemas["controller-witness"] as `0x${string}` | undefined,
+  }]));
 }
 
 /** The served set: the configured chains against the anchors, or the foundation's one chain. */

@@ -54,7 +54,13 @@ export type ControllerWitnessDeps = {
   readonly writer: WitnessWriter | undefined;
   /** The active chain's `controller-witness` schema UID from the trust anchors, if deployed. */
   readonly witnessSchemaUid: HexString | undefined;
+  /** The default chain: a request that names none is written there. */
   readonly chainId: number;
+  /**
+   * Decisions §30: every other served attestation chain, by id, with the witness wallet's writer and the chain's
+   * `controller-witness` schema; a request's `chain` names one. Absent or empty: the default chain only.
+   */
+  readonly otherChains?: ReadonlyMap<number, { readonly writer: WitnessWriter | undefined; readonly witnessSchemaUid: HexString | undefined }> | undefined;
   readonly plans: PlanPolicy;
   readonly clock: Clock;
   readonly random: Random;

@@ -17,6 +17,7 @@ import { canonicalControllerKey } from "../discovery/mod.ts";
 import { didToAddress, didWebLocation, normalizeSubjectDid } from "../did/mod.ts";
 import { planAllowsSchema, quotaYear } from "../accounts/mod.ts";
 import { fail, type Ok, ok, type Result } from "../result.ts";
+import { parseChainParam } from "../chains/mod.ts";
 import { payerLedgerId } from "../payments/mod.ts";
 import { type ControllerWitnessDeps, WITNESS, type WitnessResult } from "./_types.ts";
 import { confirmAndWrite, rateLimited } from "./_witness_write.ts";
@@ -61,10 +62,16 @@ export function parseWitnessBody(body: unknown): Result<ParsedBody, "INVALID_INP
     if (value.length === 0) return fail("INVALID_INPUT", `${name} must not be empty`);
     if (value.length > MAX_FIELD) return fail("INVALID_INPUT", `${name} is too long`);
   }
-  const chainId = input.chainId;
-  if (chainId !== undefined && (typeof chainId !== "number" || !Number.isSafeInteger(chainId) || chainId <= 0)) {
+  const legacyChainId = input.chainId;
+  if (legacyChainId !== undefined && (typeof legacyChainId !== "number" || !Number.isSafeInteger(legacyChainId) || legacyChainId <= 0)) {
     return fail("INVALID_INPUT", "chainId must be a positive integer");
   }
+  // Decisions §30: `chain` (CAIP-2 or a decimal id) names the chain to write on; `chainId` is its older spelling.
+  const chain = input.chain;
+  const named = chain === undefined ? undefined : typeof chain === "number" || typeof chain === "string" ? parseChainParam(String(chain)) : undefined;
+  if (chain !== undefined && named === undefined) return fail("INVALID_INPUT", "chain must be a chain id (8453) or CAIP-2 (eip155:8453)");
+  if (named !== undefined && legacyChainId !== undefined && named !== legacyChainId) return fail("INVALID_INPUT", "chain and chainId name different chains");
+  const chainId = named ?? legacyChainId;
   const subjectDid = (input.subjectDid ?? input.subject) as string | undefined;
   const controllerDid = (input.controllerDid ?? input.controller) as string | undefined;
   if (subjectDid === undefined) return fail("INVALID_INPUT", "subjectDid or subject is required");
@@ -90,7 +97,7 @@ export function createControllerWitness(deps: ControllerWitnessDeps) {
 
 /** The checks before any lookup (decisions §8): rate, chain, quota, schema, plan, DIDs. */
 async function checkAndWrite(
-  deps: ControllerWitnessDeps,
+  served: ControllerWitnessDeps,
   session: Result<Account, "UNAUTHENTICATED">,
   parsed: Result<ParsedBody, "INVALID_INPUT">,
   paidBy: string | undefined,
@@ -99,12 +106,13 @@ async function checkAndWrite(
   // A paying agent (decisions §13) bought this one write: no plan, no quota, but the same rates and checks.
   if (paidBy === undefined && !session.ok) return session;
   const account = paidBy === undefined ? (session as Ok<Account>).value : { id: payerLedgerId(paidBy), plan: "paid" as const };
-  const userTurn = await deps.userRate.take(account.id);
+  const userTurn = await served.userRate.take(account.id);
   if (!userTurn.allowed) return rateLimited(userTurn.retryAfterSeconds, "Too many witness requests; try again later");
   const { subjectDid, controllerDid, chainId } = parsed.value;
-  if (chainId !== undefined && chainId !== deps.chainId) {
-    return fail("UNSUPPORTED_CHAIN", `This service writes witnesses on eip155:${deps.chainId} only`);
-  }
+  const onChain = witnessChain(served, chainId);
+  if (!onChain.ok) return onChain;
+  // The deps of the chain written on: its witness writer and schema (decisions §30).
+  const deps = onChain.value;
 
   const terms = paidBy === undefined ? deps.plans[account.plan] : PAID_CALL_TERMS;
   const nowMs = deps.clock.nowMs();
@@ -142,6 +150,21 @@ async function checkAndWrite(
     recipient: recipient.value as HexString,
     schemaUid,
   });
+}
+
+/**
+ * The chain a witness is written on (decisions §30): the default's deps when none or the default is named, another
+ * served attestation chain's writer and schema when named; any other chain UNSUPPORTED_CHAIN.
+ */
+function witnessChain(deps: ControllerWitnessDeps, chainId: number | undefined): Result<ControllerWitnessDeps, "UNSUPPORTED_CHAIN"> {
+  if (chainId === undefined || chainId === deps.chainId) return ok(deps);
+  const other = deps.otherChains?.get(chainId);
+  if (other === undefined) {
+    return deps.otherChains === undefined || deps.otherChains.size === 0
+      ? fail("UNSUPPORTED_CHAIN", `This service writes witnesses on eip155:${deps.chainId} only`)
+      : fail("UNSUPPORTED_CHAIN", `Chain eip155:${chainId} is not an attestation chain of this deployment`);
+  }
+  return ok({ ...deps, chainId, writer: other.writer, witnessSchemaUid: other.witnessSchemaUid });
 }
 
 /** The witness use case. */
