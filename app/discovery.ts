@@ -1,5 +1,6 @@
 /** Wiring of controller discovery, its cached views and the controller witness (decisions §8). */
 import { createViemWitnessWriter } from "../adapters/chain/mod.ts";
+import { witnessChains } from "./delegation.ts";
 import { createDnsPacketResolver } from "../adapters/dns/mod.ts";
 import { createHttpsDidDocumentFetcher } from "../adapters/https/mod.ts";
 import { cryptoRandom, systemClock } from "../adapters/system/mod.ts";
@@ -84,6 +85,8 @@ export function wireWitness(
     }),
     witnessSchemaUid: f.chain.schemas["controller-witness"] as `0x${string}` | undefined,
     chainId: f.chainId,
+    // Decisions §30: a witness names its chain (`chain`); each other attestation chain's writer and schema.
+    otherChains: witnessChains(f),
     plans,
     clock: systemClock,
     random: cryptoRandom,
