@@ -1,8 +1,10 @@
 import type { SQL } from "bun";
 import type { DeploymentSecrets } from "../../ports/deployment_secrets.ts";
+import { deploymentSecretsTable } from "../sql/deployment_secrets.ts";
+import { POSTGRES_WORDS } from "../sql/schema.ts";
 
 /** The table, created with the storage's migrations. */
-export const DEPLOYMENT_SECRETS_TABLE = "CREATE TABLE IF NOT EXISTS deployment_secrets (name TEXT PRIMARY KEY, secret BYTEA NOT NULL)";
+export const DEPLOYMENT_SECRETS_TABLE = deploymentSecretsTable(POSTGRES_WORDS);
 
 /**
  * Secrets of the deployment in PostgreSQL, shared by every instance: the first instance to store one wins

@@ -1,12 +1,11 @@
 import type { SQL } from "bun";
 import type { FactoryCallStore } from "../../ports/factory_calls.ts";
 import { toFactoryCall } from "../sql/factory_calls.ts";
+import { factoryCallsTable } from "../sql/factory_calls.ts";
+import { POSTGRES_WORDS } from "../sql/schema.ts";
 
 /** The table, created with the storage's migrations (under their advisory lock). */
-export const FACTORY_CALLS_TABLE = `CREATE TABLE IF NOT EXISTS factory_calls (
-  chain_id BIGINT NOT NULL, wallet TEXT NOT NULL, factory TEXT NOT NULL, calldata_hash TEXT NOT NULL,
-  state TEXT NOT NULL, tx_hash TEXT, gas_used NUMERIC, created_at_ms BIGINT NOT NULL, updated_at_ms BIGINT NOT NULL,
-  PRIMARY KEY (chain_id, wallet))`;
+export const FACTORY_CALLS_TABLE = factoryCallsTable(POSTGRES_WORDS);
 
 /** The ERC-6492 factory calls the service sent, in PostgreSQL: every instance sees (and races for) one row per wallet. */
 export function createPostgresFactoryCalls(sql: SQL): FactoryCallStore {

@@ -1,9 +1,10 @@
 import type { SQL } from "bun";
 import type { PremiumReadLedger } from "../../ports/premium_reads.ts";
+import { premiumReadsTable } from "../sql/premium_reads.ts";
+import { POSTGRES_WORDS } from "../sql/schema.ts";
 
 /** The table, created with the storage's migrations (under their advisory lock). */
-export const PREMIUM_READS_TABLE = `CREATE TABLE IF NOT EXISTS premium_reads (
-  account_id TEXT NOT NULL, year INTEGER NOT NULL, used BIGINT NOT NULL, PRIMARY KEY (account_id, year))`;
+export const PREMIUM_READS_TABLE = premiumReadsTable(POSTGRES_WORDS);
 
 /** Premium reads in PostgreSQL, shared by every instance: one conditional upsert per reservation. */
 export function createPostgresPremiumReads(sql: SQL): PremiumReadLedger {

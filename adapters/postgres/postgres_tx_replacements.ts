@@ -1,11 +1,11 @@
 import type { SQL } from "bun";
 import type { TxReplacementStore } from "../../ports/tx_replacements.ts";
 import { toReplacement } from "../sql/tx_replacements.ts";
+import { txReplacementsTable } from "../sql/tx_replacements.ts";
+import { POSTGRES_WORDS } from "../sql/schema.ts";
 
 /** The table, created with the storage's migrations (under their advisory lock). */
-export const TX_REPLACEMENTS_TABLE = `CREATE TABLE IF NOT EXISTS tx_replacements (
-  book TEXT NOT NULL, id TEXT NOT NULL, tx_hash TEXT NOT NULL, raw_tx TEXT NOT NULL, wallet TEXT NOT NULL,
-  tx_nonce BIGINT NOT NULL, created_at_ms BIGINT NOT NULL, PRIMARY KEY (book, id, tx_hash))`;
+export const TX_REPLACEMENTS_TABLE = txReplacementsTable(POSTGRES_WORDS);
 
 /** Fee-bump replacements in PostgreSQL, seen by every instance's reconciler. */
 export function createPostgresTxReplacements(sql: SQL): TxReplacementStore {

@@ -1,5 +1,6 @@
 /** What SQLite and PostgreSQL share for the factory calls store: its row mappers, table definitions and query text (adapters/sql/, docs/storage.md). */
 import type { FactoryCallRecord } from "../../ports/factory_calls.ts";
+import type { SqlWords } from "./schema.ts";
 
 export type Row = {
   chain_id: number | bigint;
@@ -27,3 +28,9 @@ export function toFactoryCall(row: Row | Record<string, unknown>): FactoryCallRe
     updatedAtMs: Number(row.updated_at_ms),
   };
 }
+
+/** The ERC-6492 factory calls the service sent (issue 23): one row per chain and wallet. */
+export const factoryCallsTable = (w: SqlWords) => `CREATE TABLE IF NOT EXISTS factory_calls (
+  chain_id ${w.int} NOT NULL, wallet TEXT NOT NULL, factory TEXT NOT NULL, calldata_hash TEXT NOT NULL,
+  state TEXT NOT NULL, tx_hash TEXT, gas_used ${w.decimal}, created_at_ms ${w.int} NOT NULL, updated_at_ms ${w.int} NOT NULL,
+  PRIMARY KEY (chain_id, wallet))`;

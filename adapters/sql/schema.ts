@@ -9,10 +9,14 @@
 export type SqlWords = {
   /** 64-bit integers: times in milliseconds, chain ids, nonces. */
   readonly int: "INTEGER" | "BIGINT";
+  /** Amounts beyond 64 bits (gas): decimal text in SQLite, `NUMERIC` in PostgreSQL. */
+  readonly decimal: "TEXT" | "NUMERIC";
+  /** Bytes. */
+  readonly bytes: "BLOB" | "BYTEA";
 };
 
-export const SQLITE_WORDS: SqlWords = { int: "INTEGER" };
-export const POSTGRES_WORDS: SqlWords = { int: "BIGINT" };
+export const SQLITE_WORDS: SqlWords = { int: "INTEGER", decimal: "TEXT", bytes: "BLOB" };
+export const POSTGRES_WORDS: SqlWords = { int: "BIGINT", decimal: "NUMERIC", bytes: "BYTEA" };
 
 /** A column added after its table was first created: [table, column, type]. */
 export type AddedColumn = readonly [table: string, column: string, type: string];

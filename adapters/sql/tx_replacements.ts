@@ -1,6 +1,7 @@
 /** What SQLite and PostgreSQL share for the tx replacements store: its row mappers, table definitions and query text (adapters/sql/, docs/storage.md). */
 import type { HexString } from "../../ports/eas.ts";
 import type { TxReplacement } from "../../ports/tx_replacements.ts";
+import type { SqlWords } from "./schema.ts";
 
 export type Row = { tx_hash: string; raw_tx: string; wallet: string; tx_nonce: number; created_at_ms: number };
 
@@ -11,3 +12,8 @@ export function toReplacement(row: Row | Record<string, unknown>): TxReplacement
     createdAtMs: Number(row.created_at_ms),
   };
 }
+
+/** Fee-bump replacements: one row per book, submission and transaction hash. */
+export const txReplacementsTable = (w: SqlWords) => `CREATE TABLE IF NOT EXISTS tx_replacements (
+  book TEXT NOT NULL, id TEXT NOT NULL, tx_hash TEXT NOT NULL, raw_tx TEXT NOT NULL, wallet TEXT NOT NULL,
+  tx_nonce ${w.int} NOT NULL, created_at_ms ${w.int} NOT NULL, PRIMARY KEY (book, id, tx_hash))`;

@@ -1,13 +1,11 @@
 import type { Database } from "bun:sqlite";
 import type { FactoryCallStore } from "../../ports/factory_calls.ts";
-import { type Row, toFactoryCall } from "../sql/factory_calls.ts";
+import { type Row, toFactoryCall, factoryCallsTable } from "../sql/factory_calls.ts";
+import { SQLITE_WORDS } from "../sql/schema.ts";
 
 /** The ERC-6492 factory calls the service sent, in the SQLite file: one row per chain and wallet. */
 export function createSqliteFactoryCalls(db: Database): FactoryCallStore {
-  db.exec(`CREATE TABLE IF NOT EXISTS factory_calls (
-    chain_id INTEGER NOT NULL, wallet TEXT NOT NULL, factory TEXT NOT NULL, calldata_hash TEXT NOT NULL,
-    state TEXT NOT NULL, tx_hash TEXT, gas_used TEXT, created_at_ms INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL,
-    PRIMARY KEY (chain_id, wallet))`);
+  db.exec(factoryCallsTable(SQLITE_WORDS));
   const insert = db.query(
     `INSERT INTO factory_calls (chain_id, wallet, factory, calldata_hash, state, created_at_ms, updated_at_ms)
      VALUES (?, ?, ?, ?, 'sent', ?, ?) ON CONFLICT DO NOTHING`,

@@ -1,10 +1,11 @@
 import type { Database } from "bun:sqlite";
 import type { PremiumReadLedger } from "../../ports/premium_reads.ts";
+import { premiumReadsTable } from "../sql/premium_reads.ts";
+import { SQLITE_WORDS } from "../sql/schema.ts";
 
 /** Premium reads in the SQLite file: one row per account and year, reserved under `BEGIN IMMEDIATE`. */
 export function createSqlitePremiumReads(db: Database): PremiumReadLedger {
-  db.exec(`CREATE TABLE IF NOT EXISTS premium_reads (
-    account_id TEXT NOT NULL, year INTEGER NOT NULL, used INTEGER NOT NULL, PRIMARY KEY (account_id, year))`);
+  db.exec(premiumReadsTable(SQLITE_WORDS));
   const read = db.query<{ used: number }, [string, number]>("SELECT used FROM premium_reads WHERE account_id = ? AND year = ?");
   const add = db.query(
     `INSERT INTO premium_reads (account_id, year, used) VALUES (?1, ?2, ?3)

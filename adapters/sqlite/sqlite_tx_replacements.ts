@@ -1,12 +1,11 @@
 import type { Database } from "bun:sqlite";
 import type { TxReplacementStore } from "../../ports/tx_replacements.ts";
-import { type Row, toReplacement } from "../sql/tx_replacements.ts";
+import { type Row, toReplacement, txReplacementsTable } from "../sql/tx_replacements.ts";
+import { SQLITE_WORDS } from "../sql/schema.ts";
 
 /** Fee-bump replacements in the SQLite file. */
 export function createSqliteTxReplacements(db: Database): TxReplacementStore {
-  db.exec(`CREATE TABLE IF NOT EXISTS tx_replacements (
-    book TEXT NOT NULL, id TEXT NOT NULL, tx_hash TEXT NOT NULL, raw_tx TEXT NOT NULL, wallet TEXT NOT NULL,
-    tx_nonce INTEGER NOT NULL, created_at_ms INTEGER NOT NULL, PRIMARY KEY (book, id, tx_hash))`);
+  db.exec(txReplacementsTable(SQLITE_WORDS));
   const insert = db.query(
     `INSERT INTO tx_replacements (book, id, tx_hash, raw_tx, wallet, tx_nonce, created_at_ms)
      VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
