@@ -12,6 +12,7 @@ import type { ControllerAuthorization } from "../domain/controller_authorization
 import type { IndexHead } from "../ports/attestation_index.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import { createApp } from "./app.ts";
+import { edgeRoutesOf } from "./edge_routes.ts";
 import { type ChainIndexReads } from "./app_chains.ts";
 import { createIndexAnswerCache } from "./index_answer_cache.ts";
 import { AttestationPageModel } from "./routes/attestation_list.ts";
@@ -61,7 +62,7 @@ function chainReads(blockNumber: bigint) {
     stallSeconds: 3_600,
     pollMs: 3_600_000,
     discoverySeconds: 3_600,
-    headReuseMs: 0,
+    headReuseMs: 3_600_000,
   });
   const reads: ChainIndexReads = { attestationList: list, keyStatus, controllerAuthorization: authorize, indexAnswers };
   return { calls, state, reads };
@@ -87,7 +88,12 @@ function setup() {
     const res = await app.handle(new Request(`http://localhost${path}`));
     return { status: res.status, body: await res.json() as Record<string, unknown>, etag: res.headers.get("etag") };
   };
-  return { a, b, get };
+  const edge = async (path: string) => {
+    const route = edgeRoutesOf(app as never)!.get(new URL(`http://localhost${path}`).pathname)!;
+    const answer = await route(new Request(`http://localhost${path}`));
+    return answer === undefined ? undefined : { status: answer.status, body: await answer.json() as Record<string, unknown> };
+  };
+  return { a, b, get, edge };
 }
 
 const A = { chainId: 31337, caip2: "eip155:31337", easContract: EAS_A };
@@ -146,6 +152,19 @@ describe("reads on several chains (decisions §30)", () => {
     expect(String(onB.body.error)).toContain("eip155:31338");
     const onA = await env.get(`/v1/attestations?subject=${SUBJECT}`);
     expect(onA.status).toBe(200);
+  });
+
+  test("the edge answers a kept answer of the chain the request names, and only that chain's", async () => {
+    const env = setup();
+    await env.get(`/v1/attestations?subject=${SUBJECT}&chain=31338`);
+    // Kept on chain B only: the edge answers chain B's read, a read of chain A (named or not) goes to the route.
+    expect(await env.edge(`/v1/attestations?subject=${SUBJECT}&chain=eip155:31338`)).toMatchObject({ status: 200, body: { chain: B } });
+    expect(await env.edge(`/v1/attestations?subject=${SUBJECT}`)).toBeUndefined();
+    expect(await env.edge(`/v1/attestations?subject=${SUBJECT}&chain=31337`)).toBeUndefined();
+    expect(await env.edge(`/v1/attestations?subject=${SUBJECT}&chain=eip155:1`)).toBeUndefined();
+    await env.get(`/v1/attestations?subject=${SUBJECT}`);
+    expect(await env.edge(`/v1/attestations?subject=${SUBJECT}&chain=31337`)).toMatchObject({ status: 200, body: { chain: A } });
+    expect([env.a.calls.list, env.b.calls.list]).toEqual([1, 1]);
   });
 
   test("/v1/trust-anchors lists the chains served and the default", async () => {
