@@ -3,7 +3,10 @@ import { type TSchema, Type as t } from "@sinclair/typebox";
 import { Address, Bytes32, Uint, Uint64, ZeroValue, HexBytes, NotNull, Legacy } from "./model_fields.ts";
 
 /** nonce: the attester whose EAS nonce is read (a mixed-case address must also pass its checksum). */
-export const NonceQuery = t.Object({ attester: Address });
+export const NonceQuery = t.Object({
+  attester: Address,
+  chainId: t.Optional(t.String({ description: "The chain to read the nonce on: a served attestation chain's id (8453) or CAIP-2 (eip155:8453); default the default chain; another 400 UNSUPPORTED_CHAIN" })),
+});
 
 export const NonceRecordModel = t.Object({
   nonce: Uint,
@@ -29,8 +32,8 @@ export const DelegatedRequestModel = t.Object({
   schemaUid: t.Optional(t.Unknown({ description: "Legacy alias of schema", deprecated: true })),
   deadline: t.Optional(t.Unknown({ description: "uint64 Unix seconds, base-10 string (else typedData.message.deadline)" })),
   attester: t.Optional(t.Unknown({ description: "Ignored: the top-level attester counts" })),
-  easContractAddress: t.Optional(t.Unknown({ description: "Ignored: the service's EAS contract is used" })),
-  chainId: t.Optional(t.Unknown({ description: "Ignored: the service's chain is used" })),
+  easContractAddress: t.Optional(t.Unknown({ description: "The EAS signed for, when typedData.domain does not name it: with chainId, the chain written on (decisions §30)" })),
+  chainId: t.Optional(t.Unknown({ description: "The chain signed for, when typedData.domain does not name it; neither: the default chain" })),
   recipient: t.Optional(t.Unknown({ description: "Address; default the zero address" })),
   expirationTime: t.Optional(t.Unknown({ description: "uint64, base-10 string; default 0" })),
   revocable: t.Optional(t.Unknown({ description: "Boolean; default true; must match the schema" })),
@@ -41,7 +44,7 @@ export const DelegatedRequestModel = t.Object({
 }, { description: "schema and deadline, and the attestation fields the signed message does not hold" });
 
 export const TypedDataModel = t.Object({
-  domain: t.Optional(t.Unknown({ description: "EIP-712 domain signed (name EAS, version 1.4.0, chainId, verifyingContract); the server rebuilds it" })),
+  domain: t.Optional(t.Unknown({ description: "EIP-712 domain signed (name EAS, version 1.4.0, chainId, verifyingContract): chainId and verifyingContract choose the chain written on, a served attestation chain and its EAS, else 400 UNSUPPORTED_CHAIN (decisions §30); the server rebuilds the rest" })),
   types: t.Optional(t.Unknown()),
   primaryType: t.Optional(t.Unknown({ description: "Attest" })),
   message: t.Optional(t.Unknown({ description: "The Attest message signed; when an object, its fields take precedence over delegatedRequest" })),
