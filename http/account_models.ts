@@ -114,7 +114,10 @@ export const ControllerWitnessBody = t.Intersect([
   t.Object({
     subjectDid: t.Optional(Text("did:web subject (legacy: subject)")),
     controllerDid: t.Optional(Text("did:pkh:eip155:<chainId>:<address> or did:jwk (legacy: controller)")),
-    chainId: t.Optional(t.Integer({ minimum: 1, maximum: SAFE_MAX, description: "Must be the active chain when given" })),
+    chainId: t.Optional(t.Integer({ minimum: 1, maximum: SAFE_MAX, description: "Older spelling of chain" })),
+    chain: t.Optional(t.Union([t.String(), t.Integer({ minimum: 1, maximum: SAFE_MAX })], {
+      description: "The chain to write on: a served attestation chain's id (8453) or CAIP-2 (eip155:8453); default the default chain; another 400 UNSUPPORTED_CHAIN (decisions §30)",
+    })),
     subject: t.Optional(Legacy()),
     controller: t.Optional(Legacy()),
     attestationUid: t.Optional(Legacy()),
