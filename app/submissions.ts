@@ -57,10 +57,12 @@ export async function wireSubmissions(
   events: { readonly onSettled?: SubmissionSettled | undefined } = {},
 ): Promise<WiredSubmissions> {
   const { storage, eas, log, devnet } = f;
+  const chains = writeChains(config, f).list;
+  const told = events.onSettled === undefined ? undefined : namingChain(f, chains, events.onSettled);
   // `submission.settled` (decisions §22): each kept outcome goes to the account's webhook endpoints. A failure to queue
   // the event is logged and does not undo the outcome; the submission stays untold and the sweep tells it again.
-  const onSettled: SubmissionSettled | undefined = events.onSettled === undefined ? undefined : (event) =>
-    events.onSettled!(event).catch((error: unknown) => {
+  const onSettled: SubmissionSettled | undefined = told === undefined ? undefined : (event) =>
+    told(event).catch((error: unknown) => {
       log.warn("webhook_submission_event_failed", { error: error instanceof Error ? error.message : String(error) });
       throw error;
     });
@@ -69,7 +71,6 @@ export async function wireSubmissions(
   const tracking = { records: storage.submissions, clock: systemClock, replacements: storage.txReplacements, onSettled, tells };
   // Decisions §30: each attestation chain's submissions are followed on that chain, by its own reconciler; the
   // witness's sponsored writes are the default chain's.
-  const chains = writeChains(config, f).list;
   const reconcilers = chains.map((on, i) =>
     createSubmissionReconciler({
       books: [
@@ -159,4 +160,19 @@ function chainHeads(config: Pick<Config, "chains">, f: Foundation, chains: reado
     };
   };
   return { defaultChain: headOf(chains[0]!), otherChains: new Map(chains.slice(1).map((on) => [on.chain.chainId, headOf(on)])) };
+}
+
+/**
+ * Decisions §30: with several chains, `submission.settled` names the chain of the submission's replay record (two
+ * storage reads per settlement); with one, the event is told as before (the webhooks' default chain).
+ */
+function namingChain(f: Foundation, chains: readonly WriteChain[], onSettled: SubmissionSettled): SubmissionSettled {
+  if (chains.length < 2) return onSettled;
+  return async (event) => {
+    const record = await f.storage.submissions.find(event.submissionId);
+    const replayed = record === undefined ? undefined : await f.storage.replay.find(record.ref);
+    const on = chains.find((c) => c.chain.chainId === replayed?.chainId);
+    const named: typeof event & { chain?: ReturnType<typeof chainAnswer> } = on === undefined ? event : { ...event, chain: chainAnswer(on.chain) };
+    await onSettled(named);
+  };
 }
