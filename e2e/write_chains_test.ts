@@ -3,7 +3,8 @@
 // chain B lands on chain B (read back on B's EAS) and costs chain A nothing; one on chain A costs chain B nothing; a
 // write for a chain not served, or for a served chain's id with another EAS, is 400 UNSUPPORTED_CHAIN with no call on
 // any chain; a batch of two chains is refused whole; the nonce is read per chain. The followers are off
-// (INDEX_FOLLOW=false), so every call a proxy sees is the request's.
+// (INDEX_FOLLOW=false), so every call a proxy sees is the request's. Chain B has a delegate of its own
+// (DELEGATE_SIGNER_31338), chain A the role's.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -31,6 +32,8 @@ beforeAll(async () => {
     WITNESS_PRIVATE_KEY: three.keys.witness,
     DATA_DIR: join(dir, "service"),
     INDEX_FOLLOW: "false",
+    DELEGATE_SIGNER_31338: "env:CHAIN_B_DELEGATE_KEY",
+    CHAIN_B_DELEGATE_KEY: three.keys.users[6]!,
     LOG_LEVEL: "error",
     ...TEST_RELAY_LIMITS,
   }, 60_000);
@@ -106,7 +109,7 @@ test("the nonce per chain: chainId names a served attestation chain (decimal or 
   expect(total()).toEqual(before);
 });
 
-test("a write signed for chain B lands on chain B, read back on B's EAS; it makes no call on chain A or the proof chain", async () => {
+test("a write signed for chain B lands on chain B (read back on its EAS), sent by B's own delegate; it makes no call on chain A or the proof chain", async () => {
   const [a, b] = three.chains;
   const body = await signed(three.keys.users[1]!, { chainId: b.chainId, easAddress: b.easAddress! }, b, "on B");
   const before = total();
@@ -123,6 +126,9 @@ test("a write signed for chain B lands on chain B, read back on B's EAS; it make
   expect([onB.uid, onB.attester]).toEqual([uid, body.attester]);
   const onA = await reader(a).readContract({ address: a.easAddress!, abi: EAS_ABI, functionName: "getAttestation", args: [uid] });
   expect(onA.uid).toBe(`0x${"0".repeat(64)}`);
+  // Sent by chain B's own delegate (DELEGATE_SIGNER_31338).
+  const tx = await reader(b).getTransaction({ hash: written.body.txHash as Hex });
+  expect(tx.from.toLowerCase()).toBe(privateKeyToAccount(three.keys.users[6]!).address.toLowerCase());
   // The submission names its chain, its confirmations counted on chain B's head.
   const submission = await get(`/v1/submissions/${written.body.submissionId}`);
   expect([submission.status, submission.body.state, submission.body.chain]).toEqual([200, "mined", { chainId: b.chainId, caip2: b.caip2, easContract: b.easAddress!.toLowerCase() }]);
@@ -139,6 +145,8 @@ test("a write on chain A makes no call on chain B's proxy", async () => {
   expect([after[1], after[2]]).toEqual([before[1], before[2]]);
   const onA = await reader(a).readContract({ address: a.easAddress!, abi: EAS_ABI, functionName: "getAttestation", args: [written.body.uid as Hex] });
   expect(onA.attester).toBe(body.attester);
+  const tx = await reader(a).getTransaction({ hash: written.body.txHash as Hex });
+  expect(tx.from.toLowerCase()).toBe(privateKeyToAccount(three.keys.delegate).address.toLowerCase());
   const submission = await get(`/v1/submissions/${written.body.submissionId}`);
   expect(submission.body.chain.chainId).toBe(a.chainId);
 });
