@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { nobleSecp256k1, openKeccak256 } from "../adapters/crypto/mod.ts";
 import { SignerStartError } from "../adapters/signers/mod.ts";
 import { readConfig } from "./config.ts";
-import { checkDelegatePresent, checkRawKeys, openServiceSigners } from "./signers.ts";
+import { checkDelegatePresent, checkRawKeys, delegateOn, distinctSigners, openServiceSigners, signerStates } from "./signers.ts";
 
 const KEY = `0x${"33".repeat(32)}`;
 
@@ -73,5 +73,24 @@ describe("raw keys are for development (decisions §27)", () => {
     checkRawKeys(config, signers, { chainId: 84532, embeddedDevnet: false }, { log, metrics });
     expect(warnings).toEqual(["raw_signing_key"]);
     expect(await gauges.get("ats_raw_signing_keys")!()).toEqual([{ value: 1 }]);
+  });
+});
+
+describe("a delegate per chain (decisions §30)", () => {
+  const OTHER = `0x${"44".repeat(32)}`;
+
+  test("DELEGATE_SIGNER_<chainId> opens that chain's delegate; another chain uses the role's; both are shown and closed", async () => {
+    const { signers } = await opened({ DELEGATE_PRIVATE_KEY: KEY, DELEGATE_SIGNER_31338: "env:CHAIN_B_KEY", CHAIN_B_KEY: OTHER });
+    const onB = delegateOn(signers, 31338);
+    expect(onB).not.toBe(signers.delegate);
+    expect(delegateOn(signers, 31337)).toBe(signers.delegate);
+    expect(distinctSigners(signers).map((s) => s.roles)).toEqual([["delegate", "witness", "x402"], ["delegate"]]);
+    expect(Object.keys(signerStates(signers))).toEqual(["delegate", "witness", "x402", "delegate:eip155:31338"]);
+  });
+
+  test("a DELEGATE_SIGNER_<chainId> that cannot be opened stops the start with one line naming that variable", async () => {
+    const failed = await opened({ DELEGATE_PRIVATE_KEY: KEY, DELEGATE_SIGNER_31338: "env:MISSING_CHAIN_B_KEY" }).catch((error: unknown) => error);
+    expect(failed).toBeInstanceOf(SignerStartError);
+    expect((failed as Error).message).toMatch(/^DELEGATE_SIGNER_31338: /);
   });
 });
