@@ -1,17 +1,16 @@
 import type { SQL } from "bun";
 import type { GasBudget, GasShare } from "../../ports/gas_budget.ts";
-import type { GasBudgetTable } from "../sql/gas_budget.ts";
+import { gasBudgetTables, type GasBudgetTable } from "../sql/gas_budget.ts";
+import { POSTGRES_WORDS } from "../sql/schema.ts";
 
-/** The table, created with the storage's migrations (under their advisory lock). */
-export const RELAY_GAS_TABLE = "CREATE TABLE IF NOT EXISTS relay_gas (window_start_ms BIGINT PRIMARY KEY, gas_used NUMERIC NOT NULL)";
+/** The tables, created with the storage's migrations (under their advisory lock). */
+const [relayGas, relayGasShares] = gasBudgetTables("relay_gas", POSTGRES_WORDS);
+const [privateRelayGas, privateRelayGasShares] = gasBudgetTables("private_relay_gas", POSTGRES_WORDS);
+export const RELAY_GAS_TABLE = relayGas;
 /** The private relay's budget (issue 23): the same shape in its own table. */
-export const PRIVATE_RELAY_GAS_TABLE =
-  "CREATE TABLE IF NOT EXISTS private_relay_gas (window_start_ms BIGINT PRIMARY KEY, gas_used NUMERIC NOT NULL)";
+export const PRIVATE_RELAY_GAS_TABLE = privateRelayGas;
 /** Each client address's and attester's part of a window (issue 43), for either relay's table. */
-export const RELAY_GAS_SHARE_TABLES = (["relay_gas", "private_relay_gas"] as const).map((table) =>
-  `CREATE TABLE IF NOT EXISTS ${table}_shares (window_start_ms BIGINT NOT NULL, key TEXT NOT NULL, gas_used NUMERIC NOT NULL,
-     PRIMARY KEY (window_start_ms, key))`
-);
+export const RELAY_GAS_SHARE_TABLES = [relayGasShares, privateRelayGasShares];
 
 /** A charge a share refused: the transaction is rolled back. */
 class ShareSpent extends Error {}

@@ -1,16 +1,14 @@
 import type { Database, Statement } from "bun:sqlite";
 import type { GasBudget, GasShare } from "../../ports/gas_budget.ts";
-import { type GasBudgetTable } from "../sql/gas_budget.ts";
+import { gasBudgetTables, type GasBudgetTable } from "../sql/gas_budget.ts";
+import { SQLITE_WORDS } from "../sql/schema.ts";
 
 /**
  * A relay's gas budget in the SQLite file (the public relay's in `relay_gas`, the private relay's in
  * `private_relay_gas`): one row per window, charged under `BEGIN IMMEDIATE`.
  */
 export function createSqliteGasBudget(db: Database, table: GasBudgetTable = "relay_gas"): GasBudget {
-  db.exec(`CREATE TABLE IF NOT EXISTS ${table} (window_start_ms INTEGER PRIMARY KEY, gas_used TEXT NOT NULL)`);
-  // Issue 43: each client address's and attester's part of a window.
-  db.exec(`CREATE TABLE IF NOT EXISTS ${table}_shares (window_start_ms INTEGER NOT NULL, key TEXT NOT NULL, gas_used TEXT NOT NULL,
-             PRIMARY KEY (window_start_ms, key))`);
+  for (const statement of gasBudgetTables(table, SQLITE_WORDS)) db.exec(statement);
   const read = db.query<{ gas_used: string }, [number]>(`SELECT gas_used FROM ${table} WHERE window_start_ms = ?`);
   const write = db.query(
     `INSERT INTO ${table} (window_start_ms, gas_used) VALUES (?, ?) ON CONFLICT (window_start_ms) DO UPDATE SET gas_used = excluded.gas_used`,
