@@ -180,7 +180,7 @@ export function serveHttp(config: HttpConfig, f: Foundation, c: Capabilities): S
     ...{ servedChains: c.served, chainReads: wireChainReads(config, f, c) },
     ready: readiness(config, f, c),
   });
-  const handler = instrumentedHandler(app as never, { metrics: f.metrics, log: f.log, trustProxy: config.server.trustProxy, bodyTimeoutMs: config.server.bodyTimeoutMs });
+  const handler = instrumentedHandler(app, { metrics: f.metrics, log: f.log, trustProxy: config.server.trustProxy, bodyTimeoutMs: config.server.bodyTimeoutMs });
   const server = Bun.serve({
     hostname: config.server.host,
     port: config.server.port,

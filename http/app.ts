@@ -41,7 +41,7 @@ import type { ArtifactTrust } from "../domain/artifact_trust/mod.ts";
 import { type AnswerCache, createIdentityResolve, IDENTITY_DOCS, identityRoutes } from "./routes/identity.ts";
 import { TRUST_ANCHOR_DOCS, TRUST_POLICY_DOCS, trustAnchorRoutes, trustAnchorsAnswer, withServedChains } from "./routes/trust_anchors.ts";
 import { trustPolicyOf } from "../domain/identity/mod.ts";
-import { type EdgeAnswer, type EdgeRoutes, publicEdgeRoutes, registerEdgeRoutes } from "./edge_routes.ts";
+import { type EdgeAnswer, type EdgeRoutes, publicEdgeRoutes } from "./edge_routes.ts";
 import { applyCachePolicy, createEtagMemo, createPolicyLookup, DEFAULT_HTTP_CACHE_SETTINGS, type HttpCacheSettings } from "./http_cache.ts";
 import type { AnswerKey, IndexAnswerCache } from "./index_answer_cache.ts";
 import { ROUTE_DOCS } from "./route_docs.ts";
@@ -299,24 +299,41 @@ function mountRest(app: Elysia, deps: AppDeps, chains: Chains): Elysia {
 }
 
 /**
- * Builds the Elysia app: the route plugins plus the conventions every route shares (http/conventions.ts: CORS,
- * OPTIONS 204, 405 with `Allow`, 404, 413, the private routes' guard, one error body, `elapsed` on the EAS paths).
+ * The HTTP app: Elysia's routes, the way in for a request Elysia answers, and the edge answering some public reads
+ * ahead of Elysia (http/edge_routes.ts). Every answer, Elysia's and the edge's, leaves with its route's cache policy
+ * applied (decisions §21, http/http_cache.ts). The server (http/instrument.ts `instrumentedHandler`) is given it as
+ * is.
  */
-export function createApp(deps: AppDeps): Elysia {
+export type HttpApp = {
+  /** The Elysia app, its routes mounted. */
+  readonly elysia: Elysia;
+  /** Elysia's route table. */
+  readonly routes: Elysia["routes"];
+  /**
+   * The app's one way in for every request Elysia answers (tests, and the server): the answer leaves with its cache
+   * policy applied, whichever hook or route gave it (a 405 of `onRequest`, a 404 of `onError`, a route's own answer).
+   */
+  readonly handle: (request: Request) => Promise<Response>;
+  /** What the edge answers, by path, built from the routes' declarations (`edge` of {@link RouteDoc}). */
+  readonly edge: EdgeRoutes;
+};
+
+/**
+ * Builds the app: the route plugins plus the conventions every route shares (http/conventions.ts: CORS, OPTIONS 204,
+ * 405 with `Allow`, 404, 413, the private routes' guard, one error body, `elapsed` on the EAS paths), then the edge
+ * from the same declarations and the mounted route table, and the cache policy as the last step of both.
+ */
+export function createApp(deps: AppDeps): HttpApp {
   // One path, one route: without strictPath Elysia also routes `/v1/controller-witness/` to the witness while
   // every guard here reads the path as written, so a trailing slash skipped the CSRF and origin checks (issue 15).
   const app = withConventions(new Elysia({ strictPath: true }), { origins: deps.privateOrigins, log: deps.log });
   const shared = sharedAnswers(deps);
   const cached = cachePolicyOf(deps);
   const chains = chainsOf(deps);
-  registerEdgeRoutes(app, (routes) => cachedEdgeRoutes(publicEdgeRoutes(edgeAnswersOf(deps, shared, chains), PUBLIC_CORS_HEADERS, routes), cached));
-  const routed = mountRest(mountPrivate(mountPublic(app, deps, shared, chains), deps), deps, chains);
-  // The app's one way in for every request Elysia answers (tests, and the server through http/instrument.ts): the
-  // answer leaves with its cache policy applied, whichever hook or route gave it (a 405 of `onRequest`, a 404 of
-  // `onError`, a route's own answer).
-  const handle = routed.handle;
-  routed.handle = async (request: Request) => await cached(request, await handle(request));
-  return routed;
+  const elysia = mountRest(mountPrivate(mountPublic(app, deps, shared, chains), deps), deps, chains);
+  const edge = cachedEdgeRoutes(publicEdgeRoutes(edgeAnswersOf(deps, shared, chains), PUBLIC_CORS_HEADERS, elysia.routes), cached);
+  const handle = async (request: Request) => await cached(request, await elysia.handle(request));
+  return { elysia, routes: elysia.routes, handle, edge };
 }
 
 /** Where the review widget writes (decisions §29): the service's chain and its anchored user-review schema. */

@@ -12,7 +12,6 @@ import type { ControllerAuthorization } from "../domain/controller_authorization
 import type { IndexHead } from "../ports/attestation_index.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import { createApp } from "./app.ts";
-import { edgeRoutesOf } from "./edge_routes.ts";
 import { type ChainIndexReads } from "./app_chains.ts";
 import { createIndexAnswerCache } from "./index_answer_cache.ts";
 import { AttestationPageModel } from "./routes/attestation_list.ts";
@@ -89,7 +88,7 @@ function setup() {
     return { status: res.status, body: await res.json() as Record<string, unknown>, etag: res.headers.get("etag") };
   };
   const edge = async (path: string) => {
-    const route = edgeRoutesOf(app as never)!.get(new URL(`http://localhost${path}`).pathname)!;
+    const route = app.edge.get(new URL(`http://localhost${path}`).pathname)!;
     const answer = await route(new Request(`http://localhost${path}`));
     return answer === undefined ? undefined : { status: answer.status, body: await answer.json() as Record<string, unknown> };
   };

@@ -15,7 +15,8 @@
  *
  * Every other path, trailing slashes and case variants included, goes to the app. The served methods are read from
  * the app's own route table: a path the app serves otherwise than the edge would (another method added on it) is
- * left to the app. `http/edge_routes_test.ts` sends the same corpus of requests to both and compares the answers,
+ * left to the app. The app builds its edge once its routes are mounted (http/app.ts `createApp`, its `edge`) and the
+ * server is given it as a value (http/instrument.ts `instrumentedHandler`). `http/edge_routes_test.ts` sends the same corpus of requests to both and compares the answers,
  * the metrics and the access log.
  */
 import { allowOf, declaresTooLarge } from "./conventions.ts";
@@ -41,22 +42,7 @@ export type EdgeAnswer =
    */
   | { readonly method: "GET"; readonly kept: (request: Request) => Response | undefined };
 
-/** Builds the edge routes of an app once its routes are all registered, from its route table. */
-export type EdgeRoutesBuilder = (routes: readonly { readonly path: string; readonly method: string }[]) => EdgeRoutes;
-
 const JSON_TYPE = { "content-type": "application/json; charset=utf-8" };
-
-const registry = new WeakMap<object, EdgeRoutesBuilder>();
-
-/** Gives an app its edge routes: the server's edge ({@link edgeRoutesOf}) answers them ahead of the app. */
-export function registerEdgeRoutes(app: object, build: EdgeRoutesBuilder): void {
-  registry.set(app, build);
-}
-
-/** The edge routes of an app, built from its route table; undefined for an app without any. */
-export function edgeRoutesOf(app: { readonly routes: readonly { readonly path: string; readonly method: string }[] }): EdgeRoutes | undefined {
-  return registry.get(app)?.(app.routes);
-}
 
 /**
  * The edge routes of `answers` (path → answer) with the public route guards; `cors` goes on every answer. A path

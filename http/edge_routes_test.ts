@@ -12,7 +12,7 @@ import { connect } from "node:net";
 import { Elysia } from "elysia";
 import { createJsonLogger, createPrometheusMetrics } from "../adapters/observability/mod.ts";
 import { createApp } from "./app.ts";
-import { type EdgeAnswer, edgeRoutesOf, publicEdgeRoutes, registerEdgeRoutes } from "./edge_routes.ts";
+import { type EdgeAnswer, publicEdgeRoutes } from "./edge_routes.ts";
 import { instrumentedHandler, requestLogContext } from "./instrument.ts";
 import { MAX_BODY_BYTES } from "./routes/request.ts";
 import { minimalAppDeps } from "./testing.ts";
@@ -33,9 +33,9 @@ function side(withEdgeRoutes: boolean) {
   const log = createJsonLogger("debug", { context: requestLogContext, out: (line) => lines.push(JSON.parse(line)) });
   const metrics = createPrometheusMetrics();
   const app = createApp({ ...minimalAppDeps(), trustAnchors: anchors, log });
-  // Without its registration the edge sees a plain app: every request goes to Elysia.
+  // Without its edge the server sees a plain app: every request goes to Elysia.
   const served = withEdgeRoutes ? app : { routes: app.routes, handle: (request: Request) => app.handle(request) };
-  const handler = instrumentedHandler(served as unknown as Elysia, { metrics, log });
+  const handler = instrumentedHandler(served, { metrics, log });
   const server = Bun.serve({ hostname: "127.0.0.1", port: 0, maxRequestBodySize: 16 * 1024 * 1024, fetch: (request, s) => handler(request, s) });
   return { app, lines, metrics, server, base: `http://127.0.0.1:${server.port}` };
 }
@@ -109,7 +109,7 @@ function generatedLists(count: number): string[][] {
 
 describe("the routes answered at the edge", () => {
   test("are the RPC-free public routes, and only those", () => {
-    expect([...edgeRoutesOf(edge.app as never)!.keys()].sort()).toEqual([...EDGE_PATHS].sort());
+    expect([...edge.app.edge.keys()].sort()).toEqual([...EDGE_PATHS].sort());
   });
 
   test("a path the app serves with another method too, or not at all, is left to the app", () => {
@@ -246,7 +246,7 @@ describe("the edge's deadline", () => {
     for (const withEdgeRoutes of [true, false]) {
       const app = createApp({ ...minimalAppDeps(), trustAnchors: anchors });
       const served = withEdgeRoutes ? app : { routes: app.routes, handle: (request: Request) => app.handle(request) };
-      const handler = instrumentedHandler(served as unknown as Elysia, { metrics: createPrometheusMetrics(), log: minimalAppDeps().log, bodyTimeoutMs: 100 });
+      const handler = instrumentedHandler(served, { metrics: createPrometheusMetrics(), log: minimalAppDeps().log, bodyTimeoutMs: 100 });
       // A body that starts and never ends.
       const body = new ReadableStream<Uint8Array>({ start: (controller) => controller.enqueue(new TextEncoder().encode('{"identifiers":[')) });
       const init = { method: "POST", body, duplex: "half", headers: { "transfer-encoding": "chunked" } };
@@ -268,8 +268,8 @@ describe("an edge answer that throws", () => {
       throw new Error("secret http://rpc.internal/key");
     };
     const answers = new Map<string, EdgeAnswer>([["/v1/trust-anchors", { method: "GET", answer: boom }], ["/v1/identity-resolve", { method: "POST", answer: boom }]]);
-    registerEdgeRoutes(app, (routes) => publicEdgeRoutes(answers, { "access-control-allow-origin": "*" }, routes));
-    const handler = instrumentedHandler(app as unknown as Elysia, { metrics: createPrometheusMetrics(), log });
+    const edge = publicEdgeRoutes(answers, { "access-control-allow-origin": "*" }, app.routes);
+    const handler = instrumentedHandler({ routes: app.routes, handle: (request) => app.handle(request), edge }, { metrics: createPrometheusMetrics(), log });
     for (const [method, path, id] of [["GET", "/v1/trust-anchors", "sync-1"], ["POST", "/v1/identity-resolve", "after-body-1"]] as const) {
       const init: RequestInit = { method, headers: { "x-request-id": id } };
       if (method === "POST") init.body = '{"identifiers":[]}';

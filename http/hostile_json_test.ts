@@ -5,7 +5,6 @@
 import { describe, expect, spyOn, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Elysia } from "elysia";
 import { createPrometheusMetrics, silentLogger } from "../adapters/observability/mod.ts";
 import { fakeClock, fakeMcpSessions } from "../ports/fakes/mod.ts";
 import { createApp } from "./app.ts";
@@ -23,7 +22,7 @@ describe("hostile JSON bodies (issue 33)", () => {
       ...minimalAppDeps(),
       mcp: createMcpEndpoint({ sessions: fakeMcpSessions(), tools: {} as never, maxSessions: 10, sessionIdleSeconds: 60, maxInFlight: 10, clock: fakeClock(), log: silentLogger }),
     });
-    const edge = instrumentedHandler(app as unknown as Elysia, { metrics: createPrometheusMetrics(), log: silentLogger });
+    const edge = instrumentedHandler(app, { metrics: createPrometheusMetrics(), log: silentLogger });
     const post = (path: string, body: string) =>
       new Request(`http://localhost${path}`, { method: "POST", headers: { "content-type": "application/json" }, body });
     const parse = spyOn(JSON, "parse");

@@ -1,6 +1,5 @@
-import type { Elysia } from "elysia";
 import { currentRequestContext, type RequestContext, requestIdFrom, withRequestContext } from "./request_context.ts";
-import { type EdgeRoute, type EdgeRoutes, edgeRoutesOf } from "./edge_routes.ts";
+import type { EdgeRoute, EdgeRoutes } from "./edge_routes.ts";
 import type { Logger } from "../ports/logger.ts";
 import type { Metrics } from "../ports/metrics.ts";
 import { ELAPSED_PATHS } from "./conventions.ts";
@@ -112,6 +111,16 @@ export type InstrumentedHandler = {
   readonly cut: () => void;
 };
 
+/**
+ * What the server serves: the app's route table (for the metrics' route labels), its way in, and its edge
+ * (http/app.ts `HttpApp`); an app without `edge` has every request answered by `handle`.
+ */
+export type ServedApp = {
+  readonly routes: readonly { readonly path: string; readonly method: string }[];
+  readonly handle: (request: Request) => Promise<Response>;
+  readonly edge?: EdgeRoutes | undefined;
+};
+
 /** What `Bun.serve` passes as its second argument that the handler uses: the peer address of a request. */
 export type PeerAddresses = { readonly requestIP: (request: Request) => { readonly address: string } | null };
 
@@ -122,11 +131,11 @@ export type PeerAddresses = { readonly requestIP: (request: Request) => { readon
  * count and latency by route and status. Unknown paths are labelled `unmatched` so a scan cannot
  * blow up the series count. A request the app has not answered after `deadlineMs` (default
  * {@link ROUTE_DEADLINE_MS}) is answered with {@link deadlineResponse}; its work goes on unobserved.
- * The paths of the app's edge routes (http/edge_routes.ts: trust anchors, identity-resolve) are answered here
- * without Elysia, with the same answers and the same bookkeeping (issue 28).
+ * The paths of the app's edge routes (its `edge`, http/edge_routes.ts: trust anchors, identity-resolve, kept index
+ * answers) are answered here without Elysia, with the same answers and the same bookkeeping (issue 28).
  */
 export function instrumentedHandler(
-  app: Elysia,
+  app: ServedApp,
   deps: {
     metrics: Metrics;
     log: Logger;
@@ -233,8 +242,7 @@ export function instrumentedHandler(
     deps.log.error("request_failed", { error: error instanceof Error ? error.message : String(error) });
     return finish(request, requestId, path, started, fallbackResponse(path, started));
   };
-  // Built at the first request, when the app's routes are all registered.
-  let edge: EdgeRoutes | undefined | null = null;
+  const edge = app.edge;
   const handler = (request: Request, server?: PeerAddresses): Response | Promise<Response> => {
     const requestId = requestIdFrom(request.headers.get("x-request-id"));
     if (draining) {
@@ -242,7 +250,6 @@ export function instrumentedHandler(
       return finish(request, requestId, routeOf(path), performance.now(), unreadBodyResponse(path, performance.now(), "SHUTTING_DOWN"));
     }
     const context = new ServedRequest(requestId, request, server, deps.trustProxy ?? 0);
-    if (edge === null) edge = edgeRoutesOf(app);
     if (edge !== undefined) {
       const path = pathOf(request.url);
       const edgeRoute = edge.get(path);
