@@ -1,13 +1,12 @@
 import type { SQL } from "bun";
 import type { McpSessionStore } from "../../ports/mcp_sessions.ts";
+import { mcpSessionsTables } from "../sql/mcp_sessions.ts";
+import { POSTGRES_WORDS } from "../sql/schema.ts";
 
 /** The table and the sequence ordering uses, created with the storage's migrations. */
 export const MCP_SESSIONS_TABLES: readonly string[] = [
   `CREATE SEQUENCE IF NOT EXISTS mcp_session_uses`,
-  `CREATE TABLE IF NOT EXISTS mcp_sessions (
-     id TEXT PRIMARY KEY, created_at_ms BIGINT NOT NULL, used_at_ms BIGINT NOT NULL, used_seq BIGINT NOT NULL)`,
-  `CREATE INDEX IF NOT EXISTS mcp_sessions_used ON mcp_sessions (used_seq)`,
-  `CREATE INDEX IF NOT EXISTS mcp_sessions_idle ON mcp_sessions (used_at_ms)`,
+  ...mcpSessionsTables(POSTGRES_WORDS),
 ];
 
 /** Advisory lock of session opening: the bound holds exactly when instances open sessions together. */

@@ -1,15 +1,14 @@
 import type { Database } from "bun:sqlite";
 import type { McpSessionStore } from "../../ports/mcp_sessions.ts";
+import { mcpSessionsTables } from "../sql/mcp_sessions.ts";
+import { SQLITE_WORDS } from "../sql/schema.ts";
 
 /**
  * MCP session records in the SQLite file (one instance). `used_seq` orders uses exactly (two uses in one millisecond
  * stay in order), so "least recently used" is never a tie; `used_at_ms` decides idleness.
  */
 export function createSqliteMcpSessions(db: Database): McpSessionStore {
-  db.exec(`CREATE TABLE IF NOT EXISTS mcp_sessions (
-    id TEXT PRIMARY KEY, created_at_ms INTEGER NOT NULL, used_at_ms INTEGER NOT NULL, used_seq INTEGER NOT NULL)`);
-  db.exec("CREATE INDEX IF NOT EXISTS mcp_sessions_used ON mcp_sessions (used_seq)");
-  db.exec("CREATE INDEX IF NOT EXISTS mcp_sessions_idle ON mcp_sessions (used_at_ms)");
+  for (const statement of mcpSessionsTables(SQLITE_WORDS)) db.exec(statement);
   const next = "(SELECT IFNULL(MAX(used_seq), 0) + 1 FROM mcp_sessions)";
   const dropIdle = db.query("DELETE FROM mcp_sessions WHERE used_at_ms <= ?");
   const count = db.query<{ n: number }, [number]>("SELECT COUNT(*) AS n FROM mcp_sessions WHERE used_at_ms > ?");
