@@ -1,6 +1,6 @@
 /** Wiring of controller discovery, its cached views and the controller witness (decisions §8). */
 import { createViemWitnessWriter } from "../adapters/chain/mod.ts";
-import { witnessChains } from "./delegation.ts";
+import { witnessChains } from "./write_chains.ts";
 import { createDnsPacketResolver } from "../adapters/dns/mod.ts";
 import { createHttpsDidDocumentFetcher } from "../adapters/https/mod.ts";
 import { cryptoRandom, systemClock } from "../adapters/system/mod.ts";

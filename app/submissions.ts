@@ -19,7 +19,7 @@ import {
 } from "../domain/submissions/mod.ts";
 import { settlementConcerns } from "../domain/webhooks/mod.ts";
 import { type Config, defaultChain } from "./config.ts";
-import { type WriteChain, writeChains } from "./delegation.ts";
+import { type WriteChain, writeChains } from "./write_chains.ts";
 import type { Foundation } from "./foundation.ts";
 
 /**
