@@ -57,8 +57,10 @@ export async function startService(config: Config, options: StartServiceOptions 
     const { index, attestationList, attestationQueries, attestationQueryRate, served, otherChains } = await wireAttestationIndex(config, f);
     const artifactTrust = wireArtifactTrust(f, index, discovery);
     const accounts = await wireAccounts(config, f, discovery, options);
-    const webhooks = wireWebhooks(config, f, { indexStore: index.store, didJsonCa: options.didJsonCa });
-    index.onIngested(webhooks.nudge);
+    const indexStores = new Map([[chainId, index.store], ...otherChains.map((c) => [c.chain.chainId, c.index.store] as const)]);
+    const webhooks = wireWebhooks(config, f, { indexStores, didJsonCa: options.didJsonCa });
+    // Every chain's follower tells the webhook worker when it wrote outbox rows (decisions §30: events of every chain).
+    for (const i of [index, ...otherChains.map((c) => c.index)]) i.onIngested(webhooks.nudge);
     const submissions = await wireSubmissions(config, f, { onSettled: webhooks.onSettled });
     const x402 = await wireX402(config, {
       devnet,

@@ -18,6 +18,7 @@ import {
 } from "../domain/webhooks/mod.ts";
 import { createSharedRateLimiter, SHARED_LIMITS } from "../domain/rate_limit.ts";
 import type { IndexStore } from "../ports/attestation_index.ts";
+import type { HexString } from "../ports/eas.ts";
 import type { WebhookTransport } from "../ports/webhooks.ts";
 import { type Config, defaultChain } from "./config.ts";
 import type { Foundation } from "./foundation.ts";
@@ -53,7 +54,12 @@ export function webhookConfirmations(config: Pick<Config, "chains" | "webhooks">
 export function wireWebhooks(
   config: Pick<Config, "chains" | "discovery" | "webhooks">,
   f: Foundation,
-  deps: { readonly indexStore: IndexStore; readonly transport?: WebhookTransport | undefined; readonly didJsonCa?: string | undefined },
+  deps: {
+    /** Each attestation chain's index store by chain id (decisions §30); an outbox row is told from its own chain's records. */
+    readonly indexStores: ReadonlyMap<number, IndexStore>;
+    readonly transport?: WebhookTransport | undefined;
+    readonly didJsonCa?: string | undefined;
+  },
 ): WiredWebhooks {
   const store = f.storage.webhooks;
   const transport = deps.transport ?? createHttpsWebhookTransport({
@@ -64,8 +70,15 @@ export function wireWebhooks(
   // Test events per endpoint, counted for the deployment (each is an outbound POST and a stored delivery).
   const testRate = createSharedRateLimiter(f.storage.rateCounter, systemClock, { scope: SHARED_LIMITS.webhookTests, capacity: WEBHOOK_TESTS_PER_MINUTE, perMinute: WEBHOOK_TESTS_PER_MINUTE });
   const endpoints = createWebhookEndpoints({ store, transport, clock: systemClock, random: cryptoRandom, allowPrivateNetwork: config.discovery.allowPrivateNetwork, testRate });
-  const schemaNames = new Map(Object.entries(f.chain.schemas).map(([name, uid]) => [String(uid).toLowerCase(), name]));
-  const fanOut = createWebhookFanOut({ store, records: (uids) => deps.indexStore.records(uids), schemaNames, clock: systemClock });
+  // Schema names by UID on every anchored chain (a schema's UID is the same wherever its resolver is), the default's last.
+  const schemaNames = new Map([...Object.values(f.trustAnchors.chains), f.chain].flatMap((c) =>
+    Object.entries(c.schemas).map(([name, uid]) => [String(uid).toLowerCase(), name] as const)));
+  const records = (uids: readonly HexString[], chain: { readonly chainId?: number | undefined }) => {
+    // A row of a chain this instance does not follow stays in the outbox for an instance that does (decisions §30).
+    const indexStore = deps.indexStores.get(chain.chainId ?? f.chainId);
+    return indexStore === undefined ? Promise.resolve([]) : indexStore.records(uids);
+  };
+  const fanOut = createWebhookFanOut({ store, records, schemaNames, clock: systemClock });
   const { metrics, log } = f;
   metrics.describe("ats_webhook_deliveries_total", "counter", "Webhook delivery attempts by outcome: delivered, retry (a later attempt follows), failed (the last)");
   metrics.gauge("ats_webhook_queue_depth", "Webhook events not yet delivered: outbox rows not fanned out and pending deliveries, all instances", async () =>

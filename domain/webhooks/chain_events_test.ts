@@ -75,6 +75,36 @@ describe("createWebhookFanOut(): events carry their chain (decisions §30)", () 
   });
 });
 
+describe("createWebhookFanOut(): each row's record read from its own chain's index (decisions §30)", () => {
+  test("one lookup per chain; a row of a chain with no index here stays in the outbox and holds back no other row", async () => {
+    const { store, clock, endpoints } = setup();
+    store.owners.set(SUBJECT, [account.id]);
+    const made = await endpoints.create(account, { url: "https://a.example/", events: ["attestation.created"] });
+    if (!made.ok) throw new Error("unreachable");
+    const [u1, u2, u3] = [`0x${"81".repeat(32)}`, `0x${"82".repeat(32)}`, `0x${"83".repeat(32)}`];
+    store.outboxRows.push(
+      { seq: 1, kind: "attested", uid: u3, blockNumber: 10n, txHash: null, chainId: 99, eas: EAS_B },
+      { seq: 2, kind: "attested", uid: u1, blockNumber: 10n, txHash: null, chainId: 31337, eas: EAS_A },
+      { seq: 3, kind: "attested", uid: u2, blockNumber: 10n, txHash: null, chainId: 31338, eas: EAS_B },
+    );
+    // Each chain's index holds only its own attestation; chain 99 has none here.
+    const indexes = new Map([[31337, [binding(u1)]], [31338, [binding(u2)]]]);
+    const lookups: { chainId: number | undefined; uids: readonly string[] }[] = [];
+    const records = (uids: readonly HexString[], chain: { chainId?: number | undefined }) => {
+      lookups.push({ chainId: chain.chainId, uids });
+      return Promise.resolve((indexes.get(chain.chainId ?? 0) ?? []).filter((r) => uids.includes(r.uid)));
+    };
+    expect(await createWebhookFanOut({ store, records, schemaNames, clock })()).toBe(2);
+    expect(lookups.sort((x, y) => Number(x.chainId) - Number(y.chainId))).toEqual([
+      { chainId: 99, uids: [u3] },
+      { chainId: 31337, uids: [u1] },
+      { chainId: 31338, uids: [u2] },
+    ]);
+    expect(bodies(store).map((b) => [b.data.uid, b.data.chain.chainId])).toEqual([[u1, 31337], [u2, 31338]]);
+    expect(store.outboxRows.map((r) => r.seq)).toEqual([1]);
+  });
+});
+
 describe("createSubmissionEvents(): submission.settled carries its chain", () => {
   const outcome = { state: "mined", txHash: "0xabc", uid: "0xdef", blockNumber: 7n, feeBumps: 0 } as const;
   const scope = `account:${account.id}`;

@@ -7,7 +7,7 @@
 import type { StoredAttestation } from "../../ports/attestation_index.ts";
 import type { Clock } from "../../ports/clock.ts";
 import type { HexString } from "../../ports/eas.ts";
-import type { AttemptOutcome, ClaimedDelivery, WebhookStore, WebhookTarget, WebhookTransport } from "../../ports/webhooks.ts";
+import type { AttemptOutcome, ClaimedDelivery, OutboxRow, WebhookStore, WebhookTarget, WebhookTransport } from "../../ports/webhooks.ts";
 import { attestationEvent, type Publication, publicationsOf } from "./events.ts";
 import { webhookHeaders } from "./signature.ts";
 
@@ -21,8 +21,11 @@ export const PREVIOUS_SECRET_MS = 24 * 60 * 60_000;
 /** What the fan-out needs. */
 export type FanOutDeps = {
   readonly store: Pick<WebhookStore, "outbox" | "publish" | "targets">;
-  /** The stored records of uids (the index store's). */
-  readonly records: (uids: readonly HexString[]) => Promise<StoredAttestation[]>;
+  /**
+   * The stored records of uids in the index of the row's chain and EAS (decisions §30: each attestation chain has its
+   * own index; a row names the one that wrote it, a row without them is the default chain's).
+   */
+  readonly records: (uids: readonly HexString[], chain: { readonly chainId?: number | undefined; readonly eas?: string | undefined }) => Promise<StoredAttestation[]>;
   /** Schema names by lowercase UID (the trust anchors'). */
   readonly schemaNames: ReadonlyMap<string, string>;
   readonly clock: Clock;
@@ -41,13 +44,13 @@ export function createWebhookFanOut(deps: FanOutDeps): () => Promise<number> {
   return async function fanOut() {
     const rows = await deps.store.outbox(batch);
     if (rows.length === 0) return 0;
-    const records = new Map((await deps.records([...new Set(rows.map((r) => r.uid as HexString))])).map((r) => [r.uid.toLowerCase(), r]));
+    const records = await recordsOfRows(rows, deps.records);
     const targetsOf = new Map<string, WebhookTarget[]>();
     const publications: Publication[] = [];
     const consumed: number[] = [];
     const nowMs = deps.clock.nowMs();
     for (const row of rows) {
-      const record = records.get(row.uid.toLowerCase());
+      const record = records.get(recordKey(row, row.uid));
       if (record === undefined) continue;
       consumed.push(row.seq);
       const event = attestationEvent(row, record, deps.schemaNames);
@@ -63,6 +66,27 @@ export function createWebhookFanOut(deps: FanOutDeps): () => Promise<number> {
     );
     return consumed.length;
   };
+}
+
+/** A record's place in the fan-out's lookup: its chain, EAS and uid (the same uid may exist on two chains). */
+function recordKey(chain: { readonly chainId?: number | undefined; readonly eas?: string | undefined }, uid: string): string {
+  return `${chain.chainId ?? ""}:${(chain.eas ?? "").toLowerCase()}:${uid.toLowerCase()}`;
+}
+
+/** The records the rows name, each read from its own chain's index: one lookup per chain and EAS. */
+async function recordsOfRows(rows: readonly OutboxRow[], records: FanOutDeps["records"]): Promise<Map<string, StoredAttestation>> {
+  const byChain = new Map<string, { chain: { chainId?: number | undefined; eas?: string | undefined }; uids: Set<HexString> }>();
+  for (const row of rows) {
+    const key = recordKey(row, "");
+    let group = byChain.get(key);
+    if (group === undefined) byChain.set(key, group = { chain: { chainId: row.chainId, eas: row.eas }, uids: new Set() });
+    group.uids.add(row.uid as HexString);
+  }
+  const found = new Map<string, StoredAttestation>();
+  for (const { chain, uids } of byChain.values()) {
+    for (const record of await records([...uids], chain)) found.set(recordKey(chain, record.uid), record);
+  }
+  return found;
 }
 
 /** The outcome of an attempt that ended with `status` (null: no answer) as the `attempt`-th. */
