@@ -1,9 +1,12 @@
 /**
  * Webhook events name their chain (decisions §30), end to end: the real service on Anvil with EAS writes the outbox
  * row of an attestation (its chain id and EAS in the row), and the delivery a receiver on loopback gets carries
- * `chain {chainId, caip2, easContract}`, verified with the official `standardwebhooks` package.
+ * `chain {chainId, caip2, easContract}`, verified with the official `standardwebhooks` package. A second instance on
+ * the same database serves both chains of a two-chain devnet: an attestation on the second chain is told with it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import type { Hex } from "viem";
 import { Webhook } from "standardwebhooks";
 import { didToAddress } from "../domain/did/mod.ts";
@@ -35,6 +38,7 @@ let stack: Stack;
 
 beforeAll(async () => {
   stack = await startStack({
+    devnet: { chains: 2 },
     env: { SIWE_DOMAINS: "app.test", SIWE_CHALLENGE_RATE_PER_MINUTE: "1000", ALLOW_PRIVATE_NETWORK: "true", WEBHOOK_CONFIRMATIONS: "0", WEBHOOK_POLL_MS: "50" },
   });
 }, 120_000);
@@ -74,5 +78,20 @@ describe("webhook events carry chain (decisions §30)", () => {
       expect(payload.data.uid).toBe(uid.toLowerCase());
       expect(payload.data.chain).toEqual(chain);
     }
-  }, 90_000);
+
+    // Decisions §30: an instance serving both chains (CHAINS_FILE) tells the second chain's attestation with its chain;
+    // the first instance, which follows only the default chain, leaves that row to it.
+    const second = stack.devnet.chains[1]!;
+    const chainsFile = join(stack.dir, "chains.json");
+    writeFileSync(chainsFile, JSON.stringify(stack.devnet.chains.map((c) => ({ caip2: c.caip2, rpcUrl: c.rpcUrl, role: "attestations" }))));
+    const both = await stack.restartService({ CHAINS_FILE: chainsFile, RPC_URL: "" });
+    const writerB = easWriter({ rpcUrl: second.rpcUrl, easAddress: second.easAddress });
+    const onB = await writerB.attest(attester, LINKED_UID, { recipient: recipient.value as Hex, data: data.value as Hex, revocable: true });
+    expect(await both.index.catchUp()).toBe(true);
+    const got = await waitFor("attestation.created on chain B", () =>
+      received.find((r) => (JSON.parse(r.body) as { data: { uid: string } }).data.uid === onB.uid.toLowerCase()));
+    const payload = new Webhook(secret).verify(got.body, got.headers) as { type: string; data: { chain: unknown } };
+    expect(payload.type).toBe("attestation.created");
+    expect(payload.data.chain).toEqual({ chainId: second.chainId, caip2: second.caip2, easContract: second.easAddress.toLowerCase() });
+  }, 120_000);
 });
