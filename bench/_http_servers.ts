@@ -35,18 +35,20 @@ const anchors: TrustAnchors = {
 };
 const eas = fakeEasReader();
 const appDeps = {
-  readNonce: createReadNonce(eas),
-  delegatedAttest: createDelegatedAttest({
-    clock: fakeClock(),
-    eas,
-    delegate: fakeDelegate(),
-    replay: fakeReplayStore(),
-    mainnet: false,
-    subsidized: new Map(),
-  }),
-  chainName: "OMAChain Testnet",
-  chainId: 66238,
-  easAddress: eas.easAddress,
+  eas: {
+    readNonce: createReadNonce(eas),
+    delegatedAttest: createDelegatedAttest({
+      clock: fakeClock(),
+      eas,
+      delegate: fakeDelegate(),
+      replay: fakeReplayStore(),
+      mainnet: false,
+      subsidized: new Map(),
+    }),
+    chainName: "OMAChain Testnet",
+    chainId: 66238,
+    easAddress: eas.easAddress,
+  },
   trustAnchors: anchors,
   log: silentLogger,
   ready: () => Promise.resolve({ ready: true, checks: {} }),
@@ -57,7 +59,7 @@ const appServer = Bun.serve({
   port: 0,
   fetch: instrumentedHandler(app as never, { metrics: createPrometheusMetrics(), log: silentLogger }),
 });
-// The same app with every request through Elysia (the edge answers no route of an app it has no registration of):
+// The same app with every request through Elysia (an app handed to the server without its `edge`):
 // what the RPC-free routes cost before they were answered at the edge (http/edge_routes.ts), in the same run.
 const throughElysia = { routes: app.routes, handle: (request: Request) => app.handle(request) };
 const elysiaServer = Bun.serve({

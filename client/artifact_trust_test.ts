@@ -149,11 +149,13 @@ describe("checkArtifactTrust() against the service", () => {
     }
     const eas = fakeEasReader();
     const app = createApp({
-      readNonce: createReadNonce(eas),
-      delegatedAttest: createDelegatedAttest({ clock, eas, delegate: fakeDelegate(), replay: fakeReplayStore(), mainnet: false, subsidized: new Map() }),
-      chainName: "ATS Devnet",
-      chainId: eas.chainId,
-      easAddress: eas.easAddress,
+      eas: {
+        readNonce: createReadNonce(eas),
+        delegatedAttest: createDelegatedAttest({ clock, eas, delegate: fakeDelegate(), replay: fakeReplayStore(), mainnet: false, subsidized: new Map() }),
+        chainName: "ATS Devnet",
+        chainId: eas.chainId,
+        easAddress: eas.easAddress,
+      },
       trustAnchors: anchors,
       log: silentLogger,
       ready: () => Promise.resolve({ ready: true, checks: {} }),

@@ -1,55 +1,44 @@
 import { Elysia } from "elysia";
-import type { Logger } from "../ports/logger.ts";
-import type { TrustAnchors } from "../ports/trust_anchors.ts";
-import { type EasRoutesDeps, easRoutes, privateRelayRoutes, type PrivateRelayRoutesDeps } from "./routes/delegation/mod.ts";
-import { healthRoutes, metricsRoute, type ReadinessReport } from "./routes/health.ts";
-import { controllerRoutes, type ControllerRoutesDeps } from "./routes/controller.ts";
+import { easRoutes, privateRelayRoutes } from "./routes/delegation/mod.ts";
+import { healthRoutes, metricsRoute } from "./routes/health.ts";
+import { controllerRoutes } from "./routes/controller.ts";
 import { ARTIFACT_TRUST_DOCS, artifactTrustKey, artifactTrustRoutes } from "./routes/artifact_trust.ts";
-import { ATTESTATION_DOCS, attestationListKey, attestationListRoutes, type AttestationListRoutesDeps } from "./routes/attestation_list.ts";
+import { ATTESTATION_DOCS, attestationListKey, attestationListRoutes } from "./routes/attestation_list.ts";
 import {
-  type AccountRoutesDeps,
   accountRoutes,
-  type PremiumRpcRoutesDeps,
   premiumRpcRoutes,
   subjectOwnershipRoutes,
-  type SubjectRoutesDeps,
   subjectRoutes,
-  type SubscriptionRoutesDeps,
   subscriptionRoutes,
 } from "./routes/accounts/mod.ts";
-import { consoleRoutes, type ConsoleRoutesDeps } from "./routes/console.ts";
-import {
-  KEY_STATUS_DOCS,
-  keyStatusKey,
-  keyStatusLimit,
-  keyStatusRoutes,
-  type KeyStatusRoutesDeps,
-  signingKeyRoutes,
-  type SigningKeyRoutesDeps,
-} from "./routes/keys/mod.ts";
-import { controllerAuthorizationRoutes, type ControllerAuthorizationRoutesDeps } from "./routes/controller_authorization.ts";
-import type { DidDocument } from "../x402/did_document.ts";
+import { consoleRoutes } from "./routes/console.ts";
+import { KEY_STATUS_DOCS, keyStatusKey, keyStatusLimit, keyStatusRoutes, signingKeyRoutes } from "./routes/keys/mod.ts";
+import { controllerAuthorizationRoutes } from "./routes/controller_authorization.ts";
 import { didDocumentRoutes } from "./routes/did_document.ts";
-import { apiClientRoutes, type ApiClientRoutesDeps, oauthRoutes, type OAuthRoutesDeps } from "./routes/oauth/mod.ts";
-import { type McpEndpoint, mcpRoutes } from "./routes/mcp/mod.ts";
-import type { VerifySubjectOwnership } from "../domain/accounts/mod.ts";
-import type { CountAttestations, GetAttestation, ListAttestations } from "../domain/index/mod.ts";
-import { sessionRoutes, type SessionRoutesDeps } from "./routes/session.ts";
+import { apiClientRoutes, oauthRoutes } from "./routes/oauth/mod.ts";
+import { mcpRoutes } from "./routes/mcp/mod.ts";
+import { sessionRoutes } from "./routes/session.ts";
 import { witnessRoutes } from "./routes/witness.ts";
-import { submissionRoutes, type SubmissionRoutesDeps } from "./routes/submissions.ts";
-import type { ArtifactTrust } from "../domain/artifact_trust/mod.ts";
-import { type AnswerCache, createIdentityResolve, IDENTITY_DOCS, identityRoutes } from "./routes/identity.ts";
-import { TRUST_ANCHOR_DOCS, TRUST_POLICY_DOCS, trustAnchorRoutes, trustAnchorsAnswer, withServedChains } from "./routes/trust_anchors.ts";
+import { submissionRoutes } from "./routes/submissions.ts";
+import { createIdentityResolve, IDENTITY_DOCS, identityRoutes } from "./routes/identity.ts";
+import {
+  TRUST_ANCHOR_DOCS,
+  TRUST_POLICY_DOCS,
+  trustAnchorRoutes,
+  trustAnchorsAnswer,
+  withServedChains,
+} from "./routes/trust_anchors.ts";
 import { trustPolicyOf } from "../domain/identity/mod.ts";
+import type { AppDeps } from "./app_deps.ts";
 import { type EdgeAnswer, type EdgeRoutes, publicEdgeRoutes } from "./edge_routes.ts";
-import { applyCachePolicy, createEtagMemo, createPolicyLookup, DEFAULT_HTTP_CACHE_SETTINGS, type HttpCacheSettings } from "./http_cache.ts";
+import { applyCachePolicy, createEtagMemo, createPolicyLookup, DEFAULT_HTTP_CACHE_SETTINGS } from "./http_cache.ts";
 import type { AnswerKey, IndexAnswerCache } from "./index_answer_cache.ts";
 import { ROUTE_DOCS } from "./route_docs.ts";
 import type { RouteDoc } from "./models.ts";
 import { API_DOCS_CACHE, apiDocRoutes } from "./routes/api_docs.ts";
-import { webhookRoutes, type WebhookRoutesDeps } from "./routes/webhooks.ts";
+import { webhookRoutes } from "./routes/webhooks.ts";
 import { widgetRoutes, type WidgetRoutesDeps } from "./routes/widgets.ts";
-import { interactionRoutes, type InteractionRoutesDeps } from "./routes/interactions.ts";
+import { interactionRoutes } from "./routes/interactions.ts";
 import { isPrivatePath, pathOf, PUBLIC_CORS_HEADERS } from "./cors.ts";
 import { withConventions } from "./conventions.ts";
 import { type AppChains, type ChainIndexReads, perChain, servedOf } from "./app_chains.ts";
@@ -60,79 +49,7 @@ export { isPrivatePath, pathOf, PUBLIC_CORS_HEADERS } from "./cors.ts";
 export { ELAPSED_PATHS } from "./conventions.ts";
 
 export type { AppChains, ChainIndexReads } from "./app_chains.ts";
-
-/** Everything the HTTP layer is given by the composition root. */
-export type AppDeps = Omit<EasRoutesDeps, "log"> & AppChains & {
-  readonly trustAnchors: TrustAnchors;
-  readonly ready: () => Promise<ReadinessReport>;
-  readonly log: Logger;
-  readonly publicBaseUrl?: string | undefined;
-  /** Controller discovery; absent in tests that do not exercise it. */
-  readonly controller?: ControllerRoutesDeps | undefined;
-  /** Artifact trust lookup; absent in tests that do not exercise it. */
-  readonly artifactTrust?: ArtifactTrust | undefined;
-  /** The attestation list (decisions §11, §24); absent in tests that do not exercise it. */
-  readonly attestationList?: ListAttestations | undefined;
-  /** The attestation count and one attestation by uid (decisions §24); absent in tests that do not exercise them. */
-  readonly attestationQueries?: { readonly count: CountAttestations; readonly get: GetAttestation } | undefined;
-  /** The list's and the count's computations per client address (`INDEX_QUERY_RATE_PER_MINUTE`, issue 43); absent: none. */
-  readonly attestationQueryRate?: AttestationListRoutesDeps["queryRate"];
-  /** Sign-in and the controller witness; absent in tests that do not exercise them. */
-  readonly session?: Omit<SessionRoutesDeps, "log"> | undefined;
-  /** The accounts API (decisions §12); absent in tests that do not exercise it. */
-  readonly accounts?: AccountRoutesDeps | undefined;
-  /** Subject-ownership proofs (decisions §12); absent in tests that do not exercise them. */
-  readonly subjectOwnership?: VerifySubjectOwnership | undefined;
-  /** The private relay (decisions §12); absent in tests that do not exercise it. */
-  readonly privateRelay?: Omit<PrivateRelayRoutesDeps, "log"> | undefined;
-  /** Relay submissions by id and the account's list (decisions §23); absent in tests that do not exercise them. */
-  readonly submissions?: Omit<SubmissionRoutesDeps, "log"> | undefined;
-  /** Buying the paid plan with x402 (decisions §13); absent: no such route. */
-  readonly subscriptions?: Omit<SubscriptionRoutesDeps, "log"> | undefined;
-  /** The service's did:web document naming its offer/receipt signing key (decisions §18); absent: no such route. */
-  readonly didDocument?: DidDocument | undefined;
-  /** Subjects (decisions §12); absent in tests that do not exercise them. */
-  readonly subjects?: Omit<SubjectRoutesDeps, "log"> | undefined;
-  /** Premium reads (decisions §12); absent in tests that do not exercise them. */
-  readonly premiumRpc?: Omit<PremiumRpcRoutesDeps, "log"> | undefined;
-  /** Origins allowed to call the session routes with credentials (CORS_ORIGINS plus the public origin). */
-  readonly privateOrigins?: readonly string[] | undefined;
-  /** The console page and its assets (decisions §14); absent: no `/`. */
-  readonly console?: Omit<ConsoleRoutesDeps, "log"> | undefined;
-  /** Proof of interaction and transaction proofs (decisions §29); absent: no such routes. */
-  readonly interactions?: Omit<InteractionRoutesDeps, "log"> | undefined;
-  /** The review widget's built assets (decisions §29); absent: no `/widgets/` routes. */
-  readonly widgets?: Pick<WidgetRoutesDeps, "bundle"> | undefined;
-  /** The Prometheus exposition text of `GET /metrics`; absent: no such route. */
-  readonly metricsText?: (() => Promise<string>) | undefined;
-  /** Webhook endpoints (decisions §22); absent in tests that do not exercise them. */
-  readonly webhooks?: Omit<WebhookRoutesDeps, "log"> | undefined;
-  /** Signing keys (decisions §17); absent in tests that do not exercise them. */
-  readonly signingKeys?: Omit<SigningKeyRoutesDeps, "log"> | undefined;
-  /** The public key status (decisions §17); absent in tests that do not exercise it. */
-  readonly keyStatus?: Omit<KeyStatusRoutesDeps, "log"> | undefined;
-  /** Controller authorization and DID URL resolution (decisions §25); absent in tests that do not exercise them. */
-  readonly controllerAuthorization?: Omit<ControllerAuthorizationRoutesDeps, "log" | "answers"> | undefined;
-  /** OAuth 2 for registered software (decisions §19); absent (`OAUTH=off`, tests): no such routes. */
-  readonly oauth?: Omit<OAuthRoutesDeps, "log"> | undefined;
-  /** The account's API clients (decisions §19); absent with `oauth`. */
-  readonly apiClients?: Omit<ApiClientRoutesDeps, "log"> | undefined;
-  /** The MCP endpoint (decisions §20); absent (`MCP=off`, tests): no `/mcp`. */
-  readonly mcp?: McpEndpoint | undefined;
-  /**
-   * identity-resolve's cache of whole answers by body (http/routes/identity.ts); absent: one of the default size;
-   * `null`: none, every answer assembled from the records (bench/identity_resolve.ts measures both).
-   */
-  readonly identityAnswers?: AnswerCache | null | undefined;
-  /**
-   * Whole answers of the index reads (artifact trust, key status, the attestation list) kept per index generation
-   * (http/index_answer_cache.ts, decisions §21); absent or `null`: none, every read computed (bench/reads.ts measures
-   * both).
-   */
-  readonly indexAnswers?: IndexAnswerCache | null | undefined;
-  /** The ages of cacheable answers (`INDEX_POLL_MS`, `DISCOVERY_CACHE_SECONDS`); absent: the configuration's defaults. */
-  readonly httpCache?: HttpCacheSettings | undefined;
-};
+export type { AppDeps, AppSettings, PluginDeps } from "./app_deps.ts";
 
 /** The answers the app's routes and the edge share (issue 28): the trust anchors, the trust policy, identity-resolve. */
 type SharedAnswers = {
@@ -147,7 +64,7 @@ function sharedAnswers(deps: AppDeps): SharedAnswers {
   const ownOrigin = deps.publicBaseUrl === undefined ? [] : [new URL(deps.publicBaseUrl).origin];
   return {
     // Decisions §30: the anchors' record plus the chains served, which the console's picker reads.
-    anchors: trustAnchorsAnswer(withServedChains(deps.trustAnchors, servedOf(deps)), PUBLIC_CORS_HEADERS),
+    anchors: trustAnchorsAnswer(withServedChains(deps.trustAnchors, servedOf({ ...deps.eas, servedChains: deps.servedChains })), PUBLIC_CORS_HEADERS),
     policy: trustAnchorsAnswer(trustPolicyOf(deps.trustAnchors, ownOrigin), PUBLIC_CORS_HEADERS),
     resolve: createIdentityResolve({ headers: PUBLIC_CORS_HEADERS, answers: deps.identityAnswers }),
   };
@@ -158,7 +75,7 @@ type Chains = { readonly served: ServedChains; readonly of: <T>(pick: (reads: Ch
 
 /** The chains of the app's reads, {@link Chains}. */
 function chainsOf(deps: AppDeps): Chains {
-  const served = servedOf(deps);
+  const served = servedOf({ ...deps.eas, servedChains: deps.servedChains });
   const own: ChainIndexReads = {
     artifactTrust: deps.artifactTrust,
     attestationList: deps.attestationList,
@@ -247,7 +164,7 @@ function mountPublic(app: Elysia, deps: AppDeps, shared: SharedAnswers, chains: 
   const answers = deps.indexAnswers ?? undefined;
   return app
     .use(healthRoutes(deps.ready))
-    .use(easRoutes(deps))
+    .use(easRoutes({ ...deps.eas, log }))
     .use(trustAnchorRoutes(deps.trustAnchors, shared.anchors, shared.policy))
     .use(identityRoutes({ resolve: shared.resolve }))
     .use(optional(deps.controller, controllerRoutes))
@@ -338,10 +255,11 @@ export function createApp(deps: AppDeps): HttpApp {
 
 /** Where the review widget writes (decisions §29): the service's chain and its anchored user-review schema. */
 function widgetSettings(deps: AppDeps): WidgetRoutesDeps["settings"] {
-  const chain = deps.trustAnchors.chains[`eip155:${deps.chainId}`];
+  const chain = deps.trustAnchors.chains[`eip155:${deps.eas.chainId}`];
   const reviewSchemaUid = chain?.schemas["user-review"];
   if (reviewSchemaUid === undefined) return undefined;
-  return { chainId: deps.chainId, chainName: deps.chainName, easAddress: deps.easAddress, reviewSchemaUid };
+  const { chainId, chainName, easAddress } = deps.eas;
+  return { chainId, chainName, easAddress, reviewSchemaUid };
 }
 
 /** The edge's answers with the cache policy applied, as the app's ({@link createApp}). */

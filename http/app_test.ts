@@ -41,18 +41,20 @@ function setup(options: SetupOptions = {}) {
   const eas = fakeEasReader({ failing: options.rpcDown });
   const delegate = fakeDelegate(options.submission ? { submission: options.submission } : {});
   const app = createApp({
-    readNonce: options.readNonce ?? createReadNonce(eas),
-    delegatedAttest: options.delegatedAttest ?? createDelegatedAttest({
-      clock,
-      eas,
-      delegate: options.noDelegate ? undefined : delegate,
-      replay: fakeReplayStore(),
-      mainnet: options.mainnet ?? false,
-      subsidized: new Map([[SCHEMA, { name: "user-review", revocable: false }]]),
-    }),
-    chainName: "ATS Devnet",
-    chainId: eas.chainId,
-    easAddress: eas.easAddress,
+    eas: {
+      readNonce: options.readNonce ?? createReadNonce(eas),
+      delegatedAttest: options.delegatedAttest ?? createDelegatedAttest({
+        clock,
+        eas,
+        delegate: options.noDelegate ? undefined : delegate,
+        replay: fakeReplayStore(),
+        mainnet: options.mainnet ?? false,
+        subsidized: new Map([[SCHEMA, { name: "user-review", revocable: false }]]),
+      }),
+      chainName: "ATS Devnet",
+      chainId: eas.chainId,
+      easAddress: eas.easAddress,
+    },
     trustAnchors: anchors,
     log: silentLogger,
     ready: () => Promise.resolve({ ready: true, checks: { rpc: true } }),
@@ -206,11 +208,13 @@ describe("openapi.json", () => {
     const env = setup();
     const doc = (await env.call("GET", "/openapi.json")).body as { paths: Record<string, Record<string, unknown>> };
     const app = createApp({
-      readNonce: createReadNonce(fakeEasReader()),
-      delegatedAttest: () => Promise.resolve({ ok: false, code: "INTERNAL_ERROR", message: "" }) as never,
-      chainName: "x",
-      chainId: 1,
-      easAddress: "0x0000000000000000000000000000000000000000",
+      eas: {
+        readNonce: createReadNonce(fakeEasReader()),
+        delegatedAttest: () => Promise.resolve({ ok: false, code: "INTERNAL_ERROR", message: "" }) as never,
+        chainName: "x",
+        chainId: 1,
+        easAddress: "0x0000000000000000000000000000000000000000",
+      },
       trustAnchors: anchors,
       log: silentLogger,
       ready: () => Promise.resolve({ ready: true, checks: {} }),
@@ -411,13 +415,15 @@ function spyApp() {
   };
   const app = createApp({
     privateOrigins: ["https://app.example.com"],
-    readNonce: spy("nonce", fail("RPC_ERROR", "spy")) as ReadNonce,
-    delegatedAttest: Object.assign(spy("delegatedAttest", fail("SCHEMA_NOT_SUBSIDIZED", "spy")), {
-      batch: spy("delegatedAttestBatch", { txHash: null, blockNumber: null, results: [] }),
-    }) as DelegatedAttest,
-    chainName: "x",
-    chainId: 1,
-    easAddress: "0x0000000000000000000000000000000000000000",
+    eas: {
+      readNonce: spy("nonce", fail("RPC_ERROR", "spy")) as ReadNonce,
+      delegatedAttest: Object.assign(spy("delegatedAttest", fail("SCHEMA_NOT_SUBSIDIZED", "spy")), {
+        batch: spy("delegatedAttestBatch", { txHash: null, blockNumber: null, results: [] }),
+      }) as DelegatedAttest,
+      chainName: "x",
+      chainId: 1,
+      easAddress: "0x0000000000000000000000000000000000000000",
+    },
     trustAnchors: anchors,
     log: silentLogger,
     ready: () => Promise.resolve({ ready: true, checks: {} }),

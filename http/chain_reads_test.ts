@@ -73,8 +73,7 @@ function setup() {
   const rate = { take: () => ({ allowed: true as const }) };
   const app = createApp({
     ...minimalAppDeps(),
-    chainId: 31337,
-    easAddress: EAS_A as never,
+    eas: { ...minimalAppDeps().eas, chainId: 31337, easAddress: EAS_A as never },
     trustAnchors: anchors,
     servedChains: served.ok ? served.value : undefined,
     chainReads: new Map([[31338, b.reads]]),

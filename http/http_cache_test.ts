@@ -108,7 +108,7 @@ function fullApp(options: { settings?: ReturnType<typeof httpCacheSettings> } = 
       version: 1,
       updatedAt: "2026-01-01T00:00:00Z",
       widgetOrigins: [],
-      chains: { [`eip155:${minimalAppDeps().chainId}`]: { name: "x", easContract: A, schemas: { "user-review": `0x${"7".repeat(64)}` } } },
+      chains: { [`eip155:${minimalAppDeps().eas.chainId}`]: { name: "x", easContract: A, schemas: { "user-review": `0x${"7".repeat(64)}` } } },
       registries: [],
     },
   });

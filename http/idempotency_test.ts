@@ -35,9 +35,12 @@ function setup(answer: () => ReturnType<DelegatedAttest> = () => Promise.resolve
   const store = fakeIdempotencyStore();
   const app = createApp({
     ...minimalAppDeps(),
-    delegatedAttest,
-    idempotency: createIdempotency({ store, clock: fakeClock() }),
-    clientAddress: (request) => request.headers.get("x-test-client") ?? "203.0.113.7",
+    eas: {
+      ...minimalAppDeps().eas,
+      delegatedAttest,
+      idempotency: createIdempotency({ store, clock: fakeClock() }),
+      clientAddress: (request) => request.headers.get("x-test-client") ?? "203.0.113.7",
+    },
   });
   const post = (body: string, headers: Record<string, string> = {}, path = "/v1/delegated-attest") =>
     app.handle(new Request(`http://localhost${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body }));

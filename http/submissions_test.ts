@@ -53,9 +53,12 @@ function setup(refusal?: ReturnType<typeof fail>) {
   const status = createSubmissionStatus({ records, replay, head: () => Promise.resolve(5n), confirmations: 1 });
   const app = createApp({
     ...minimalAppDeps(),
-    delegatedAttest,
-    idempotency: createIdempotency({ store: fakeIdempotencyStore(), clock }),
-    tracking: { tracker: createSubmissionTracker({ records, random: fakeRandom(), clock }), status, log: quiet },
+    eas: {
+      ...minimalAppDeps().eas,
+      delegatedAttest,
+      idempotency: createIdempotency({ store: fakeIdempotencyStore(), clock }),
+      tracking: { tracker: createSubmissionTracker({ records, random: fakeRandom(), clock }), status, log: quiet },
+    },
     submissions: { status, sessions: { authenticate: () => Promise.resolve(fail("UNAUTHENTICATED", "No session")) } as never },
   });
   const post = (body: string, headers: Record<string, string> = {}) =>
@@ -172,9 +175,12 @@ describe("batches on the public relay: async answers and retries of a dead reque
     const status = createSubmissionStatus({ records, replay, head: () => Promise.resolve(5n), confirmations: 1 });
     const app = createApp({
       ...minimalAppDeps(),
-      delegatedAttest,
-      idempotency: createIdempotency({ store: fakeIdempotencyStore(), clock }),
-      tracking: { tracker: createSubmissionTracker({ records, random: fakeRandom(), clock }), status, log: quiet },
+      eas: {
+        ...minimalAppDeps().eas,
+        delegatedAttest,
+        idempotency: createIdempotency({ store: fakeIdempotencyStore(), clock }),
+        tracking: { tracker: createSubmissionTracker({ records, random: fakeRandom(), clock }), status, log: quiet },
+      },
       submissions: { status, sessions: { authenticate: () => Promise.resolve(fail("UNAUTHENTICATED", "No session")) } as never },
     });
     const post = async (headers: Record<string, string> = {}) =>

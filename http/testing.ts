@@ -13,11 +13,13 @@ const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 export function minimalAppDeps(): AppDeps {
   const eas = fakeEasReader();
   return {
-    readNonce: createReadNonce(eas),
-    delegatedAttest: () => Promise.reject(new Error("unused")),
-    chainName: "ATS Devnet",
-    chainId: eas.chainId,
-    easAddress: eas.easAddress,
+    eas: {
+      readNonce: createReadNonce(eas),
+      delegatedAttest: () => Promise.reject(new Error("unused")),
+      chainName: "ATS Devnet",
+      chainId: eas.chainId,
+      easAddress: eas.easAddress,
+    },
     trustAnchors: { version: 1, updatedAt: "2026-01-01T00:00:00Z", widgetOrigins: [], chains: {}, registries: [] },
     log: quiet,
     ready: () => Promise.resolve({ ready: true, checks: {} }),

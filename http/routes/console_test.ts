@@ -10,11 +10,13 @@ const anchors: TrustAnchors = { version: 1, updatedAt: "2026-01-01T00:00:00Z", w
 
 function app(bundle = loadConsoleBundle) {
   return createApp({
-    readNonce: createReadNonce(fakeEasReader()),
-    delegatedAttest: () => Promise.resolve({ ok: false, code: "INTERNAL_ERROR", message: "" }) as never,
-    chainName: "ATS <Devnet>",
-    chainId: 31337,
-    easAddress: "0x0000000000000000000000000000000000000000",
+    eas: {
+      readNonce: createReadNonce(fakeEasReader()),
+      delegatedAttest: () => Promise.resolve({ ok: false, code: "INTERNAL_ERROR", message: "" }) as never,
+      chainName: "ATS <Devnet>",
+      chainId: 31337,
+      easAddress: "0x0000000000000000000000000000000000000000",
+    },
     trustAnchors: anchors,
     log: silentLogger,
     ready: () => Promise.resolve({ ready: true, checks: {} }),

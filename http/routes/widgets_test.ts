@@ -19,11 +19,13 @@ const anchors = (schemas: Record<string, string>): TrustAnchors => ({
 
 function app(options: { schemas?: Record<string, string>; bundle?: typeof loadWidgetBundle } = {}) {
   return createApp({
-    readNonce: createReadNonce(fakeEasReader()),
-    delegatedAttest: () => Promise.resolve({ ok: false, code: "INTERNAL_ERROR", message: "" }) as never,
-    chainName: "ATS <Devnet>",
-    chainId: 31337,
-    easAddress: EAS,
+    eas: {
+      readNonce: createReadNonce(fakeEasReader()),
+      delegatedAttest: () => Promise.resolve({ ok: false, code: "INTERNAL_ERROR", message: "" }) as never,
+      chainName: "ATS <Devnet>",
+      chainId: 31337,
+      easAddress: EAS,
+    },
     trustAnchors: anchors(options.schemas ?? { "user-review": SCHEMA }),
     log: silentLogger,
     ready: () => Promise.resolve({ ready: true, checks: {} }),

@@ -22,11 +22,13 @@ function setup(limit = 3) {
   const sessionChecks: (string | undefined)[] = [];
   const app = createApp({
     privateOrigins: [APP],
-    readNonce: createReadNonce(fakeEasReader()),
-    delegatedAttest: () => Promise.resolve(fail("INTERNAL_ERROR", "unused")) as never,
-    chainName: "x",
-    chainId: 1,
-    easAddress: "0x0000000000000000000000000000000000000000",
+    eas: {
+      readNonce: createReadNonce(fakeEasReader()),
+      delegatedAttest: () => Promise.resolve(fail("INTERNAL_ERROR", "unused")) as never,
+      chainName: "x",
+      chainId: 1,
+      easAddress: "0x0000000000000000000000000000000000000000",
+    },
     trustAnchors: { version: 1, updatedAt: "2026-01-01T00:00:00Z", widgetOrigins: [], chains: {}, registries: [] },
     log: silentLogger,
     ready: () => Promise.resolve({ ready: true, checks: {} }),
