@@ -4,21 +4,9 @@ import { startServiceProcess, type ServiceProcess } from "../e2e/support/service
 import { type Balanced, balanced, startHaproxy } from "./_reads_balanced.ts";
 import { drive, perRead, type Read, readsAnswer, rpcCount, WARMUP_SECONDS } from "./_reads_load.ts";
 import { startRawFloor } from "./_reads_raw.ts";
-import { printOneChain } from "./_reads_report.ts";
+import { type Direct, printOneChain } from "./_reads_report.ts";
 import { onCleanup } from "./_reads_run.ts";
 import type { ReadsBench } from "./_reads_setup.ts";
-
-/** One read of one instance loaded directly, beside the raw floor answering its bytes. */
-export type Direct = {
-  read: string;
-  raw: number;
-  app: number;
-  /** Reads per second of the instance with the answer cache off; undefined when it is off everywhere. */
-  uncached: number | undefined;
-  callsPerRead: number;
-  exchangesPerRead: number;
-  methods: string;
-};
 
 /** A service process with `env`, kept among the instances, once every read answers with its data. */
 export async function startInstance(bench: ReadsBench, env: Record<string, string>, reads: readonly Read[]): Promise<ServiceProcess> {

@@ -1,8 +1,19 @@
 // Part of bench/reads.ts: the printed report of each mode.
 import type { Balanced } from "./_reads_balanced.ts";
 import { CONNECTIONS, perRead, type RpcCount, WARMUP_SECONDS } from "./_reads_load.ts";
-import type { Direct } from "./_reads_one_chain.ts";
 import type { ReadsBench } from "./_reads_setup.ts";
+
+/** One read of one instance loaded directly, beside the raw floor answering its bytes. */
+export type Direct = {
+  read: string;
+  raw: number;
+  app: number;
+  /** Reads per second of the instance with the answer cache off; undefined when it is off everywhere. */
+  uncached: number | undefined;
+  callsPerRead: number;
+  exchangesPerRead: number;
+  methods: string;
+};
 
 const f = (n: number, digits = 0) => n.toFixed(digits);
 
