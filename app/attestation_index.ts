@@ -11,7 +11,8 @@ import { createWebCryptoJwsVerifier } from "../client/jws_verifier.ts";
 import { type Config, defaultChain } from "./config.ts";
 import type { ChainConfig } from "./config/chains.ts";
 import type { Address } from "viem";
-import { buildServedChains, type ServedChain, type ServedChains, singleChain } from "../domain/chains/mod.ts";
+import type { ServedChain, ServedChains } from "../domain/chains/mod.ts";
+import { servedChainsOf, setAfterMinedOn } from "./write_chains.ts";
 import { webhookConfirmations } from "./webhooks.ts";
 import type { WiredDiscovery } from "./discovery.ts";
 import { type Foundation, StartupError } from "./foundation.ts";
@@ -82,20 +83,14 @@ export async function wireAttestationIndex(
     config: own,
   });
   const { index } = main;
-  // One instance (SQLite): the writer's next read polls for the write first (issue 43), unless the follower got there
-  // meanwhile. Several on one PostgreSQL: the writer polls before the write is answered, so a read at any instance
-  // lists it (the balancer may send the next read elsewhere); not when the follower already holds the write's block.
-  f.afterMined.listener = f.storage.kind === "postgres"
-    ? async (blockNumber) => {
-      const indexed = index.status().indexedBlock;
-      if (indexed === null || BigInt(indexed) < blockNumber) await index.nudge();
-    }
-    : (blockNumber) => Promise.resolve(index.wrote(blockNumber));
+  // Decisions §30: each chain's index is told of a write mined on that chain (app/write_chains.ts).
+  setAfterMinedOn(f, f.chainId, afterMinedOf(f, index));
   const otherChains: ChainIndex[] = [];
   for (const chain of served.list) {
     if (chain.role !== "attestations" || chain.chainId === f.chainId) continue;
     const followed = followedChain(config, f, chain);
     const wired = await wireChainIndex(config, f, followed);
+    setAfterMinedOn(f, chain.chainId, afterMinedOf(f, wired.index));
     otherChains.push({ chain, easAddress: followed.easAddress, ...wired });
   }
   const attestationQueryRate = createRateLimiter(systemClock, { capacity: config.index.queryPerMinute, perMinute: config.index.queryPerMinute });
@@ -111,14 +106,18 @@ export async function wireAttestationIndex(
 }
 
 /**
- * The served set (decisions §30): the configured chains against the trust anchors, or, for the one chain `RPC_URL`
- * names (its id read from the node), that chain alone.
+ * What a chain's index does once a write of this instance is mined on it. One instance (SQLite): the writer's next read
+ * polls for the write first (issue 43), unless the follower got there meanwhile. Several on one PostgreSQL: the writer
+ * polls before the write is answered, so a read at any instance lists it (the balancer may send the next read
+ * elsewhere); not when the follower already holds the write's block.
  */
-export function servedChainsOf(config: Pick<Config, "chains">, f: Pick<Foundation, "chainId" | "easAddress" | "trustAnchors">): ServedChains {
-  const entries = config.chains.list.map((chain) => ({ caip2: chain.caip2 ?? `eip155:${f.chainId}`, role: chain.role }));
-  const built = buildServedChains(entries, f.trustAnchors, { defaultChain: f.chainId });
-  // The start already refused what buildServedChains refuses (app/foundation.ts): this is the one-chain fallback.
-  return built.ok ? built.value : singleChain(f.chainId, f.easAddress);
+function afterMinedOf(f: Foundation, index: IndexRunner): (blockNumber: bigint) => Promise<void> {
+  return f.storage.kind === "postgres"
+    ? async (blockNumber) => {
+      const indexed = index.status().indexedBlock;
+      if (indexed === null || BigInt(indexed) < blockNumber) await index.nudge();
+    }
+    : (blockNumber) => Promise.resolve(index.wrote(blockNumber));
 }
 
 /** Another attestation chain as its follower reads it: its node from the config (or the devnet), its EAS and schemas from the anchors. */

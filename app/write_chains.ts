@@ -82,11 +82,35 @@ export function witnessChains(f: Foundation): ReadonlyMap<number, { writer: Retu
   }]));
 }
 
-/** The served set: the configured chains against the anchors, or the foundation's one chain. */
-function servedChainsOf(config: Pick<Config, "chains">, f: Foundation): ServedChains {
+/**
+ * The served set (decisions §30): the configured chains against the trust anchors, or, for the one chain `RPC_URL`
+ * names (its id read from the node), that chain alone. The one place the index, the relays and the witness read it.
+ */
+export function servedChainsOf(config: Pick<Config, "chains">, f: Pick<Foundation, "chainId" | "easAddress" | "trustAnchors">): ServedChains {
   const entries = config.chains.list.map((chain) => ({ caip2: chain.caip2 ?? caip2Of(f.chainId), role: chain.role }));
   const served = buildServedChains(entries, f.trustAnchors, { defaultChain: f.chainId });
+  // The start already refused what buildServedChains refuses (app/foundation.ts): this is the one-chain fallback.
   return served.ok ? served.value : singleChain(f.chainId, f.easAddress);
+}
+
+/** Each chain's after-mined hook (its index told of a write mined there), set by the index's wiring. */
+const afterMinedHooks = new WeakMap<Foundation, Map<number, (blockNumber: bigint) => Promise<void>>>();
+
+/**
+ * Sets what runs after a transaction of this instance is mined on chain `chainId`, before its caller hears of it: that
+ * chain's index is told (decisions §21, §30), as the default chain's is through `f.afterMined`.
+ */
+export function setAfterMinedOn(f: Foundation, chainId: number, listener: (blockNumber: bigint) => Promise<void>): void {
+  if (chainId === f.chainId) f.afterMined.listener = listener;
+  const hooks = afterMinedHooks.get(f) ?? new Map<number, (blockNumber: bigint) => Promise<void>>();
+  hooks.set(chainId, listener);
+  afterMinedHooks.set(f, hooks);
+}
+
+/** Runs chain `chainId`'s after-mined hook, if its index set one. */
+async function afterMinedOn(f: Foundation, chainId: number, blockNumber: bigint): Promise<void> {
+  const listener = chainId === f.chainId ? f.afterMined.listener : afterMinedHooks.get(f)?.get(chainId);
+  if (listener !== undefined) await listener(blockNumber);
 }
 
 /** A chain's own EAS client: its node from the config (or the embedded devnet), the chain's delegate signer. */
@@ -106,8 +130,10 @@ function chainEas(config: Pick<Config, "chains">, f: Foundation, chain: ServedCh
     keccak256: f.keccak256,
     sendSync: config.chains.rpcSendSync,
     // The embedded devnet's state is saved after each mined transaction, before its caller hears of it (decisions §15).
-    onMined: async () => {
+    // Then that chain's index is told, so the writer's next read on it lists the write (issue 48 item 3).
+    onMined: async (blockNumber) => {
       await f.devnet?.checkpoint?.();
+      await afterMinedOn(f, chain.chainId, blockNumber);
     },
   });
 }

@@ -5,6 +5,7 @@
 // any chain; a batch of two chains is refused whole; the nonce is read per chain. The followers are off
 // (INDEX_FOLLOW=false), so every call a proxy sees is the request's. Chain B has a delegate of its own
 // (DELEGATE_SIGNER_31338), chain A the role's.
+// A second instance that follows (polling once an hour) lists a write on chain B at once: B's index is told of it.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -187,3 +188,42 @@ test("a batch holds one chain: two chains in one batch are 400 naming both, with
   const read = await reader(b).readContract({ address: b.easAddress!, abi: EAS_ABI, functionName: "getAttestation", args: [uid] });
   expect(read.attester).toBe(onB.attester);
 });
+
+test("a write on chain B is listed by the writer's immediate ?chain= read of B: B's index is told of the write, as the default chain's is", async () => {
+  const [, b] = three.chains;
+  // An instance that follows, polling once an hour: only the after-mined hook can make B's index hold the write now.
+  const following = await startServiceProcess({
+    PORT: "0",
+    CHAINS_FILE: three.chainsFilePath,
+    TRUST_ANCHORS_PATH: three.trustAnchorsPath,
+    DELEGATE_PRIVATE_KEY: three.keys.users[0]!,
+    DATA_DIR: join(dir, "following"),
+    INDEX_POLL_MS: "3600000",
+    LOG_LEVEL: "error",
+    ...TEST_RELAY_LIMITS,
+  }, 60_000);
+  try {
+    const attester = privateKeyToAccount(three.keys.users[3]!).address;
+    const list = async () => {
+      const res = await fetch(`${following.url}/v1/attestations?attester=${attester}&chain=${b.caip2}`);
+      return { status: res.status, body: await res.json() as Record<string, any> };
+    };
+    // B's follower has made its first poll (the list answers), before the write.
+    let first = await list();
+    for (let i = 0; i < 400 && first.status !== 200; i++) {
+      await Bun.sleep(50);
+      first = await list();
+    }
+    expect(first.status).toBe(200);
+    const body = await signed(three.keys.users[3]!, { chainId: b.chainId, easAddress: b.easAddress! }, b, "listed on B");
+    const res = await fetch(`${following.url}/v1/delegated-attest`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const written = await res.json() as Record<string, any>;
+    expect(res.status).toBe(200);
+    const listed = await list();
+    expect(listed.status).toBe(200);
+    expect(listed.body.items.map((item: { attestation: { uid: string } }) => item.attestation.uid)).toContain(written.uid);
+    expect(listed.body.chain.chainId).toBe(b.chainId);
+  } finally {
+    expect(await following.stop()).toBe(0);
+  }
+}, 120_000);
