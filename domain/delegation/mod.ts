@@ -36,5 +36,6 @@ export {
   type ReadChainNonce,
   routeDelegatedAttest,
   routePrivateRelay,
+  type WriteChainNames,
   writeChainOf,
 } from "./write_chains.ts";

@@ -58,6 +58,18 @@ export function pickBatchChain<T>(set: ChainSet<T>, bodies: readonly unknown[]):
 /** A batch refused as a whole, for the routes to answer before anything is recorded; undefined when it may go. */
 export type BatchRefusal = (bodies: readonly unknown[]) => Fail<"UNSUPPORTED_CHAIN" | "INVALID_INPUT"> | undefined;
 
+/**
+ * The anchors' name of the chain a write goes to, for the answers given before the relay named it (the 202 of an
+ * asynchronous write, the answer of a retry whose first request died): `write` for one body, `batch` for a batch's.
+ */
+export type WriteChainNames = {
+  readonly write: (body: unknown) => string | undefined;
+  readonly batch: (bodies: readonly unknown[]) => string | undefined;
+};
+
+/** What the routed relays add to a relay: a batch's refusal as a whole, and the name of a write's chain. */
+export type ChainRouting = { readonly batchRefusal: BatchRefusal; readonly chainNames: WriteChainNames };
+
 /** The success of a write names its chain, for the answer's `chain`. */
 export type ChainNamed = { readonly chainName?: string | undefined };
 
@@ -65,7 +77,7 @@ export type ChainNamed = { readonly chainName?: string | undefined };
  * One public relay over every chain's: each request goes to the chain it is signed for; `batch` to the one chain of its
  * bodies, a batch that names none or two refused whole (`batchRefusal`, which the routes ask first).
  */
-export function routeDelegatedAttest(set: ChainSet<DelegatedAttest>): DelegatedAttest & { readonly batchRefusal: BatchRefusal } {
+export function routeDelegatedAttest(set: ChainSet<DelegatedAttest>): DelegatedAttest & ChainRouting {
   const routed: DelegatedAttest = async (body, caller) => {
     const picked = pickWriteChain(set, body);
     if (!picked.ok) return picked;
@@ -78,11 +90,11 @@ export function routeDelegatedAttest(set: ChainSet<DelegatedAttest>): DelegatedA
     if (!picked.ok) return refusedBatch(bodies, picked);
     return { ...(await picked.value.value.batch!(bodies, caller)), chainName: picked.value.name };
   };
-  return Object.assign(routed, { batchRefusal: batchRefusalOf(set) });
+  return Object.assign(routed, { batchRefusal: batchRefusalOf(set), chainNames: chainNamesOf(set) });
 }
 
 /** One private relay over every chain's, routed as the public one. */
-export function routePrivateRelay(set: ChainSet<PrivateRelay>): PrivateRelay & { readonly batchRefusal: BatchRefusal } {
+export function routePrivateRelay(set: ChainSet<PrivateRelay>): PrivateRelay & ChainRouting {
   const routed = async (body: unknown, ...rest: Parameters<PrivateRelay> extends [unknown, ...infer R] ? R : never) => {
     const picked = pickWriteChain(set, body);
     if (!picked.ok) return picked as DelegatedAttestFailure;
@@ -96,13 +108,27 @@ export function routePrivateRelay(set: ChainSet<PrivateRelay>): PrivateRelay & {
     if (!picked.ok) return refusedBatch(bodies, picked);
     return { ...(await picked.value.value.batch!(bodies, account, hooks)), chainName: picked.value.name };
   };
-  return Object.assign(routed, { batch, batchRefusal: batchRefusalOf(set) }) as unknown as PrivateRelay & { readonly batchRefusal: BatchRefusal };
+  return Object.assign(routed, { batch, batchRefusal: batchRefusalOf(set), chainNames: chainNamesOf(set) }) as unknown as PrivateRelay & ChainRouting;
 }
 
 function batchRefusalOf<T>(set: ChainSet<T>): BatchRefusal {
   return (bodies) => {
     const picked = pickBatchChain(set, bodies);
     return picked.ok ? undefined : picked;
+  };
+}
+
+/** The chain's name a body (or a batch's bodies) goes to; undefined for one refused for its chain. */
+function chainNamesOf<T>(set: ChainSet<T>): WriteChainNames {
+  return {
+    write: (body) => {
+      const picked = pickWriteChain(set, body);
+      return picked.ok ? picked.value.name : undefined;
+    },
+    batch: (bodies) => {
+      const picked = pickBatchChain(set, bodies);
+      return picked.ok ? picked.value.name : undefined;
+    },
   };
 }
 

@@ -92,6 +92,16 @@ describe("writes on several chains (decisions §30)", () => {
     expect(routed.batchRefusal([body({ chainId: 31338, verifyingContract: EAS_B })])).toBeUndefined();
     expect([seen, onB.chainName]).toEqual([[31338], "B"]);
   });
+
+  test("chainNames name the chain a body or a batch goes to, before any relay runs (a 202's and a retry's chain)", () => {
+    const { seen, routed } = relays();
+    expect(routed.chainNames.write(body({ chainId: 31338, verifyingContract: EAS_B }))).toBe("B");
+    expect(routed.chainNames.write(body())).toBe("A");
+    expect(routed.chainNames.write(body({ chainId: 1, verifyingContract: EAS_A }))).toBeUndefined();
+    expect(routed.chainNames.batch([body({ chainId: 31338, verifyingContract: EAS_B }), { unreadable: true }])).toBe("B");
+    expect(routed.chainNames.batch([body({ chainId: 31338, verifyingContract: EAS_B }), body({ chainId: 31337, verifyingContract: EAS_A })])).toBeUndefined();
+    expect(seen).toEqual([]);
+  });
 });
 
 describe("the nonce per chain", () => {

@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import type { DelegatedAttest } from "../../../domain/delegation/mod.ts";
 import { parseDelegatedRequest } from "../../../domain/delegation/mod.ts";
-import type { BatchRefusal as ChainBatchRefusal, ReadChainNonce, ReadNonce } from "../../../domain/delegation/mod.ts";
+import type { BatchRefusal as ChainBatchRefusal, ReadChainNonce, ReadNonce, WriteChainNames } from "../../../domain/delegation/mod.ts";
 import { clientKeyOf } from "../../../domain/sessions/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import { elapsedSince, errorBody, json, statusOf } from "../../errors.ts";
@@ -21,7 +21,7 @@ export type EasRoutesDeps = {
   /** One chain's nonce (`createReadNonce`), or every served chain's by `chainId` (decisions §30). */
   readonly readNonce: ReadNonce | ReadChainNonce;
   /** With several chains, `batchRefusal` refuses a batch of no served chain or of two, before anything is recorded. */
-  readonly delegatedAttest: DelegatedAttest & { readonly batchRefusal?: ChainBatchRefusal | undefined };
+  readonly delegatedAttest: DelegatedAttest & { readonly batchRefusal?: ChainBatchRefusal | undefined; readonly chainNames?: WriteChainNames | undefined };
   readonly chainName: string;
   readonly chainId: number;
   readonly easAddress: string;
@@ -122,7 +122,7 @@ export function easRoutes(deps: EasRoutesDeps) {
       const run = await single(read.write);
       return await relayAnswer(run, {
         refuse: refuseWith(started),
-        resumed: (submissionId, view) => submissionAnswer(submissionId, view, { chain: deps.chainName, elapsed: elapsedSince(started) }),
+        resumed: (submissionId, view) => submissionAnswer(submissionId, view, { chain: writeChain(read.write.input), elapsed: elapsedSince(started) }),
         accepted: (submissionId) => acceptedAnswer(submissionId, { elapsed: elapsedSince(started) }),
         answered: (result, submissionId) => attested(started, result, submissionId),
       });
@@ -130,6 +130,12 @@ export function easRoutes(deps: EasRoutesDeps) {
       return internalError(started, "delegated_attest", error);
     }
   };
+
+  // The chain a write goes to (decisions §30), for the answers given before the relay names it.
+  const writeChain = (input: SingleInput) =>
+    (input.request.ok ? deps.delegatedAttest.chainNames?.write(input.request.value) : undefined) ?? deps.chainName;
+  const batchChain = (input: BatchInput) =>
+    ("requests" in input ? deps.delegatedAttest.chainNames?.batch(input.requests) : undefined) ?? deps.chainName;
 
   const attested = (started: number, result: SingleResult, submissionId: string | undefined) => {
     const withId = submissionId === undefined ? {} : { submissionId };
@@ -159,7 +165,7 @@ export function easRoutes(deps: EasRoutesDeps) {
       const read = relayWrite(request, `client:${clientKey}`, body, readBatch(body, clientKey));
       if (!read.ok) return failure(started, read.code, read.message);
       const run = await batches(read.write);
-      const words = batchWords(refuseWith(started), () => ({ chain: deps.chainName, elapsed: elapsedSince(started) }));
+      const words = batchWords(refuseWith(started), () => ({ chain: batchChain(read.write.input), elapsed: elapsedSince(started) }));
       return await relayAnswer(run, {
         ...words,
         resumed: (submissionId, view) => batchWords(refuseWith(started), () => ({ elapsed: elapsedSince(started) })).resumed(submissionId, view),

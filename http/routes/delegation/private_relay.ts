@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import type { BatchRefusal, ReadChainNonce, ReadNonce } from "../../../domain/delegation/mod.ts";
+import type { BatchRefusal, ReadChainNonce, ReadNonce, WriteChainNames } from "../../../domain/delegation/mod.ts";
 import type { PrivateRelay } from "../../../domain/delegation/mod.ts";
 import type { Sessions } from "../../../domain/sessions/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
@@ -30,7 +30,7 @@ export const PRIVATE_RELAY_BATCH_PATH = "/api/private/relay/eas/delegated-attest
 export type PrivateRelayRoutesDeps = {
   readonly sessions: Sessions;
   /** With several chains, `batchRefusal` refuses a batch of no served chain or of two, before anything is recorded. */
-  readonly relay: PrivateRelay & { readonly batchRefusal?: BatchRefusal | undefined };
+  readonly relay: PrivateRelay & { readonly batchRefusal?: BatchRefusal | undefined; readonly chainNames?: WriteChainNames | undefined };
   /** One chain's nonce, or every served chain's by `chainId` (decisions §30). */
   readonly readNonce: ReadNonce | ReadChainNonce;
   readonly chainName: string;
@@ -93,7 +93,7 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
           if (!read.ok) return failure(read);
           return await relayAnswer(await single(read.write), {
             refuse: plainRefusal,
-            resumed: (submissionId, view) => submissionAnswer(submissionId, view, { chain: deps.chainName }),
+            resumed: (submissionId, view) => submissionAnswer(submissionId, view, { chain: deps.relay.chainNames?.write(parsed.value) ?? deps.chainName }),
             accepted: (submissionId) => acceptedAnswer(submissionId),
             answered: (result, submissionId) => attested(result, submissionId, account.id),
           });
@@ -124,7 +124,8 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
         const account = auth.caller.account;
         const write = relayWrite(request, `account:${account.id}`, body, { requests: read.requests, caller: account });
         if (!write.ok) return failure(write);
-        const words = batchWords(plainRefusal, () => ({ chain: deps.chainName }));
+        // The chain the batch goes to (decisions §30), named by its 202 and a retry's answer too.
+        const words = batchWords(plainRefusal, () => ({ chain: deps.relay.chainNames?.batch(read.requests) ?? deps.chainName }));
         return await relayAnswer(await batches(write.write), {
           ...words,
           answered: (result, submissionId) => {

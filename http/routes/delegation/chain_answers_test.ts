@@ -1,0 +1,85 @@
+// The answers a relay gives before its relay names the chain (decisions §23, §30; issue 48 item 3): the 202 of an
+// asynchronous batch and the answer of a retry whose first request died name the chain the write went to, not the
+// default chain.
+import { expect, test } from "bun:test";
+import { privateKeyToAccount } from "viem/accounts";
+import { buildAttestTypedData, type DelegatedAttest, type WriteChainNames, ZERO_UID } from "../../../domain/delegation/mod.ts";
+import { createIdempotency, IDEMPOTENCY_LEASE_MS } from "../../../domain/idempotency/mod.ts";
+import { fail } from "../../../domain/result.ts";
+import { createSubmissionStatus, createSubmissionTracker } from "../../../domain/submissions/mod.ts";
+import { fakeClock, fakeEasReader, fakeIdempotencyStore, fakeRandom, fakeReplayStore, fakeSubmissionRecords } from "../../../ports/fakes/mod.ts";
+import { createApp } from "../../app.ts";
+import { minimalAppDeps } from "../../testing.ts";
+
+const account = privateKeyToAccount("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
+const SCHEMA = `0x${"7a".repeat(32)}` as const;
+const TX = `0x${"ab".repeat(32)}`;
+const UID = `0x${"cd".repeat(32)}`;
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+const DEADLINE = 4_000_000_000n;
+/** Every write here goes to chain B, whatever the default chain is called. */
+const chainNames: WriteChainNames = { write: () => "Chain B", batch: () => "Chain B" };
+
+async function signedRequest() {
+  const message = {
+    attester: account.address, schema: SCHEMA, recipient: "0x173a347faed486bb69081ef673c6e52c03f57f3e" as `0x${string}`,
+    expirationTime: 0n, revocable: false, refUID: ZERO_UID, data: "0x1234" as `0x${string}`, value: 0n, nonce: 0n, deadline: DEADLINE,
+  };
+  const typedData = buildAttestTypedData(fakeEasReader(), message);
+  const signature = await account.signTypedData(typedData);
+  const strings = JSON.parse(JSON.stringify(message, (_k, v) => (typeof v === "bigint" ? v.toString() : v)));
+  return { attester: account.address, signature, prepared: { delegatedRequest: strings, typedData: { ...typedData, message: strings } } };
+}
+
+/** The public relay over a use case that opens its submission, finishes it mined on the chain, and never answers (it died). */
+function setup() {
+  const replay = fakeReplayStore();
+  const records = fakeSubmissionRecords();
+  const clock = fakeClock();
+  let submitted = 0;
+  const opened = async (onSubmitting: ((key: string) => Promise<void>) | undefined) => {
+    const key = `0x${"11".repeat(65)}`;
+    await replay.claim({ key, chainId: 31338, attester: "0xa", nonce: 0n, deadline: 2_000_000_000n, createdAtMs: 1 });
+    await onSubmitting?.(key);
+    submitted++;
+    await replay.finish(key, { state: "mined", txHash: TX, uid: UID, blockNumber: 5n });
+    return await new Promise<never>(() => {});
+  };
+  const single = ((_body: unknown, caller?: { onSubmitting?: (key: string) => Promise<void> }) => opened(caller?.onSubmitting)) as unknown as DelegatedAttest;
+  const batch: NonNullable<DelegatedAttest["batch"]> = (_bodies, caller) => opened(caller?.onSubmitting ? (key) => caller.onSubmitting!(key, [{ ref: key }]) : undefined);
+  const delegatedAttest = Object.assign(single, { batch, chainNames });
+  const status = createSubmissionStatus({ records, replay, head: () => Promise.resolve(5n), confirmations: 1 });
+  const app = createApp({
+    ...minimalAppDeps(),
+    eas: {
+      ...minimalAppDeps().eas,
+      delegatedAttest,
+      idempotency: createIdempotency({ store: fakeIdempotencyStore(), clock }),
+      tracking: { tracker: createSubmissionTracker({ records, random: fakeRandom(), clock }), status, log: quiet },
+    },
+    submissions: { status, sessions: { authenticate: () => Promise.resolve(fail("UNAUTHENTICATED", "No session")) } as never },
+  });
+  const post = (path: string, body: unknown, headers: Record<string, string>) =>
+    app.handle(new Request(`http://localhost${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) }));
+  return { post, clock, submitted: () => submitted };
+}
+
+test("a batch answered 202 (Prefer: respond-async) names the chain its requests are signed for", async () => {
+  const env = setup();
+  expect(minimalAppDeps().eas.chainName).not.toBe("Chain B");
+  const accepted = await env.post("/v1/delegated-attest/batch", { requests: [await signedRequest()] }, { prefer: "respond-async" });
+  const body = await accepted.json() as { chain: string; state: string };
+  expect([accepted.status, body.state, body.chain]).toEqual([202, "pending", "Chain B"]);
+});
+
+test("a retry of a write that died after opening its submission, mined since, names the chain it went to", async () => {
+  const env = setup();
+  const request = await signedRequest();
+  void env.post("/v1/delegated-attest", request, { "idempotency-key": "dead-on-b" });
+  while (env.submitted() === 0) await Bun.sleep(1);
+  env.clock.set(env.clock.nowMs() + IDEMPOTENCY_LEASE_MS);
+  const resumed = await env.post("/v1/delegated-attest", request, { "idempotency-key": "dead-on-b" });
+  const body = await resumed.json() as { chain: string; uid: string };
+  expect([resumed.status, body.uid, body.chain]).toEqual([200, UID, "Chain B"]);
+  expect(env.submitted()).toBe(1);
+});
