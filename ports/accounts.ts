@@ -112,6 +112,8 @@ export type WriteReservation = {
   /** Identifies the request (account, schema, subject, controller) for audit and reconciliation. */
   readonly fingerprint: string;
   readonly createdAtMs: number;
+  /** The chain the write is sent on (decisions §30); absent (rows written before it was kept): the default chain. */
+  readonly chainId?: number | undefined;
 };
 
 /** A stored reservation with its progress. */
