@@ -2,7 +2,7 @@
 import { signerStates } from "./signers.ts";
 import { loadConsoleBundle } from "../console/assets.ts";
 import { loadWidgetBundle } from "../widgets/assets.ts";
-import { createApp } from "../http/app.ts";
+import { type AppDeps, type AttestationsDeps, createApp } from "../http/app.ts";
 import { drainServer, instrumentedHandler, requestClientAddress } from "../http/instrument.ts";
 import { httpCacheSettings } from "../http/http_cache.ts";
 import { systemClock } from "../adapters/system/mod.ts";
@@ -33,8 +33,8 @@ export type Capabilities = {
   readonly served?: ServedChains | undefined;
   /** Every attestation chain's index but the default chain's (decisions §30). */
   readonly otherChains?: readonly ChainIndex[] | undefined;
-  readonly attestationList: Parameters<typeof createApp>[0]["attestationList"];
-  readonly attestationQueries: Parameters<typeof createApp>[0]["attestationQueries"];
+  readonly attestationList: AttestationsDeps["list"];
+  readonly attestationQueries: AttestationsDeps["queries"];
   readonly attestationQueryRate: RateLimiter;
   readonly artifactTrust: Parameters<typeof createApp>[0]["artifactTrust"];
   readonly accounts: WiredAccounts;
@@ -75,9 +75,32 @@ export type ServedHttp = {
 /** The sections the HTTP side reads. */
 type HttpConfig = Pick<Config, "accounts" | "chains" | "discovery" | "index" | "keys" | "server" | "signers" | "widgets">;
 
-/** Builds the app from the capabilities and starts serving it on `HOST`:`PORT`. */
+/**
+ * Builds the app from the capabilities and starts serving it on `HOST`:`PORT`: the server is given the app as a
+ * value, its edge (the fast path built from the routes' declarations) and its way in for everything else.
+ */
 export function serveHttp(config: HttpConfig, f: Foundation, c: Capabilities): ServedHttp {
-  const { storage, eas, chainId, chain, easAddress } = f;
+  const app = createApp(appDeps(config, f, c));
+  const handler = instrumentedHandler(app, { metrics: f.metrics, log: f.log, trustProxy: config.server.trustProxy, bodyTimeoutMs: config.server.bodyTimeoutMs });
+  const server = Bun.serve({
+    hostname: config.server.host,
+    port: config.server.port,
+    // Above the app's own limit (http/routes/request.ts MAX_BODY_BYTES, 8 MiB), so that an oversized body
+    // gets the app's 413 PAYLOAD_TOO_LARGE with CORS and the error body rather than Bun's bare 413.
+    maxRequestBodySize: 16 * 1024 * 1024,
+    // Bun's default (10 s) cut connections whose answer was still coming (a hanging RPC behind artifact trust,
+    // a receipt awaited for up to two minutes): every route answers before this, at the latest at the handler's
+    // ROUTE_DEADLINE_MS (http/instrument.ts), 10 s earlier. A body's arrival is bounded apart, by BODY_TIMEOUT_MS:
+    // the idle timeout restarts with every byte a client drips.
+    idleTimeout: SERVER_IDLE_TIMEOUT_SECONDS,
+    fetch: handler,
+  });
+  return { port: server.port ?? config.server.port, drain: () => drainServer(server, handler, { graceMs: config.server.shutdownGraceMs }) };
+}
+
+/** What the app is given: the shared settings, and each plugin its own slice of the capabilities (http/app_deps.ts). */
+function appDeps(config: HttpConfig, f: Foundation, c: Capabilities): AppDeps {
+  const { storage, chainId, chain, easAddress } = f;
   const { sessions, subjects, subjectOwnership, plans } = c.accounts;
   const ledger = storage.ledger;
   const primarySubject = (account: Parameters<typeof subjects.primary>[0]) => subjects.primary(account);
@@ -85,7 +108,7 @@ export function serveHttp(config: HttpConfig, f: Foundation, c: Capabilities): S
   const { idempotency } = c.submissions;
   const tracking = { tracker: c.submissions.tracker, status: c.submissions.status, log: f.log };
   const indexAnswers = answerCache(config, c.index);
-  const app = createApp({
+  return {
     session: {
       sessions,
       witness: c.witness,
@@ -155,11 +178,10 @@ export function serveHttp(config: HttpConfig, f: Foundation, c: Capabilities): S
     privateOrigins: [...new Set([new URL(config.server.publicBaseUrl).origin, ...config.server.corsOrigins])],
     controller: { discover: c.discovery.viewDiscover, confirm: c.discovery.confirm },
     artifactTrust: c.artifactTrust,
-    attestationList: c.attestationList,
-    attestationQueries: c.attestationQueries,
-    attestationQueryRate: {
-      rate: c.attestationQueryRate,
-      clientAddress: requestClientAddress,
+    attestations: {
+      list: c.attestationList,
+      queries: c.attestationQueries,
+      queryRate: { rate: c.attestationQueryRate, clientAddress: requestClientAddress },
     },
     eas: {
       readNonce: c.delegation.readNonce,
@@ -181,24 +203,8 @@ export function serveHttp(config: HttpConfig, f: Foundation, c: Capabilities): S
     // Decisions §30: the chains served; another attestation chain's reads go to its own index.
     ...{ servedChains: c.served, chainReads: wireChainReads(config, f, c) },
     ready: readiness(config, f, c),
-  });
-  const handler = instrumentedHandler(app, { metrics: f.metrics, log: f.log, trustProxy: config.server.trustProxy, bodyTimeoutMs: config.server.bodyTimeoutMs });
-  const server = Bun.serve({
-    hostname: config.server.host,
-    port: config.server.port,
-    // Above the app's own limit (http/routes/request.ts MAX_BODY_BYTES, 8 MiB), so that an oversized body
-    // gets the app's 413 PAYLOAD_TOO_LARGE with CORS and the error body rather than Bun's bare 413.
-    maxRequestBodySize: 16 * 1024 * 1024,
-    // Bun's default (10 s) cut connections whose answer was still coming (a hanging RPC behind artifact trust,
-    // a receipt awaited for up to two minutes): every route answers before this, at the latest at the handler's
-    // ROUTE_DEADLINE_MS (http/instrument.ts), 10 s earlier. A body's arrival is bounded apart, by BODY_TIMEOUT_MS:
-    // the idle timeout restarts with every byte a client drips.
-    idleTimeout: SERVER_IDLE_TIMEOUT_SECONDS,
-    fetch: handler,
-  });
-  return { port: server.port ?? config.server.port, drain: () => drainServer(server, handler, { graceMs: config.server.shutdownGraceMs }) };
+  };
 }
-
 
 /** The endpoints' use cases, a test event sent at once rather than at the worker's next tick. */
 function nudgingTests(w: Pick<WiredWebhooks, "endpoints" | "nudge">): WiredWebhooks["endpoints"] {

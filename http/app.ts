@@ -49,7 +49,7 @@ export { isPrivatePath, pathOf, PUBLIC_CORS_HEADERS } from "./cors.ts";
 export { ELAPSED_PATHS } from "./conventions.ts";
 
 export type { AppChains, ChainIndexReads } from "./app_chains.ts";
-export type { AppDeps, AppSettings, PluginDeps } from "./app_deps.ts";
+export type { AppDeps, AppSettings, AttestationsDeps, PluginDeps } from "./app_deps.ts";
 
 /** The answers the app's routes and the edge share (issue 28): the trust anchors, the trust policy, identity-resolve. */
 type SharedAnswers = {
@@ -78,8 +78,8 @@ function chainsOf(deps: AppDeps): Chains {
   const served = servedOf({ ...deps.eas, servedChains: deps.servedChains });
   const own: ChainIndexReads = {
     artifactTrust: deps.artifactTrust,
-    attestationList: deps.attestationList,
-    attestationQueries: deps.attestationQueries,
+    attestationList: deps.attestations?.list,
+    attestationQueries: deps.attestations?.queries,
     keyStatus: deps.keyStatus?.keyStatus,
     controllerAuthorization: deps.controllerAuthorization?.authorize,
     indexAnswers: deps.indexAnswers,
@@ -130,7 +130,7 @@ function edgeAnswersOf(deps: AppDeps, shared: SharedAnswers, chains: Chains): Ma
     };
   };
   if (deps.artifactTrust) for (const path of edgePaths(ARTIFACT_TRUST_DOCS, "kept")) edgeAnswers.set(path, { method: "GET", kept: kept(artifactTrustKey) });
-  if (deps.attestationList) for (const path of edgePaths(ATTESTATION_DOCS, "kept")) edgeAnswers.set(path, { method: "GET", kept: kept(attestationListKey) });
+  if (deps.attestations) for (const path of edgePaths(ATTESTATION_DOCS, "kept")) edgeAnswers.set(path, { method: "GET", kept: kept(attestationListKey) });
   // Key status with its per-client rate (`KEY_STATUS_RATE_PER_MINUTE`): one turn a lookup, at the edge or the route.
   if (deps.keyStatus) {
     const limit = keyStatusLimit(deps.keyStatus, PUBLIC_CORS_HEADERS);
@@ -172,9 +172,9 @@ function mountPublic(app: Elysia, deps: AppDeps, shared: SharedAnswers, chains: 
       const perChain = chains.of((r) => r.artifactTrust && { artifactTrust: r.artifactTrust, answers: r.indexAnswers ?? undefined });
       return artifactTrustRoutes({ artifactTrust, log, answers, chains: perChain });
     }))
-    .use(optional(deps.attestationList, (list) => {
+    .use(optional(deps.attestations, ({ list, queries, queryRate }) => {
       const perChain = chains.of((r) => r.attestationList && { list: r.attestationList, queries: r.attestationQueries, answers: r.indexAnswers ?? undefined });
-      return attestationListRoutes({ list, queries: deps.attestationQueries, log, answers, queryRate: deps.attestationQueryRate, chains: perChain });
+      return attestationListRoutes({ list, queries, log, answers, queryRate, chains: perChain });
     })) as unknown as Elysia;
 }
 

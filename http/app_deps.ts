@@ -61,12 +61,8 @@ export type PluginDeps = {
   readonly controller?: ControllerRoutesDeps | undefined;
   /** Artifact trust lookup. */
   readonly artifactTrust?: ArtifactTrust | undefined;
-  /** The attestation list (decisions §11, §24). */
-  readonly attestationList?: ListAttestations | undefined;
-  /** The attestation count and one attestation by uid (decisions §24), beside the list. */
-  readonly attestationQueries?: { readonly count: CountAttestations; readonly get: GetAttestation } | undefined;
-  /** The list's and the count's computations per client address (`INDEX_QUERY_RATE_PER_MINUTE`, issue 43); absent: none. */
-  readonly attestationQueryRate?: AttestationListRoutesDeps["queryRate"];
+  /** The attestation list, count and one attestation by uid (decisions §11, §24). */
+  readonly attestations?: AttestationsDeps | undefined;
   /** Sign-in and the controller witness. */
   readonly session?: Omit<SessionRoutesDeps, "log"> | undefined;
   /** The accounts API (decisions §12). */
@@ -107,6 +103,15 @@ export type PluginDeps = {
   readonly apiClients?: Omit<ApiClientRoutesDeps, "log"> | undefined;
   /** The MCP endpoint (decisions §20); absent with `MCP=off`: no `/mcp`. */
   readonly mcp?: McpEndpoint | undefined;
+};
+
+/** The attestation routes' own deps: the list, and beside it the count and one attestation by uid. */
+export type AttestationsDeps = {
+  readonly list: ListAttestations;
+  /** The count and one attestation by uid (decisions §24); absent: their routes answer 404 (none mounted). */
+  readonly queries?: { readonly count: CountAttestations; readonly get: GetAttestation } | undefined;
+  /** The list's and the count's computations per client address (`INDEX_QUERY_RATE_PER_MINUTE`, issue 43); absent: none. */
+  readonly queryRate?: AttestationListRoutesDeps["queryRate"];
 };
 
 /** Everything the HTTP layer is given by the composition root: the shared settings and each plugin's own deps. */

@@ -429,8 +429,10 @@ function spyApp() {
     ready: () => Promise.resolve({ ready: true, checks: {} }),
     controller: { discover: spy("controllerEndpointConfirm", fail("INVALID_DID", "spy")) as never, confirm: spy("controllerConfirm", fail("INVALID_DID", "spy")) as never },
     artifactTrust: spy("artifactTrust", fail("NETWORK_ERROR", "spy")) as never,
-    attestationList: spy("attestationList", fail("NETWORK_ERROR", "spy")) as never,
-    attestationQueries: { count: spy("attestationCount", fail("NETWORK_ERROR", "spy")) as never, get: spy("attestationGet", fail("NETWORK_ERROR", "spy")) as never },
+    attestations: {
+      list: spy("attestationList", fail("NETWORK_ERROR", "spy")) as never,
+      queries: { count: spy("attestationCount", fail("NETWORK_ERROR", "spy")) as never, get: spy("attestationGet", fail("NETWORK_ERROR", "spy")) as never },
+    },
     subjectOwnership: spy("subjectOwnership", fail("NETWORK_ERROR", "spy")) as never,
     premiumRpc: {
       sessions: { authenticate: () => Promise.resolve({ ok: true, value: { account: { id: "a", address: A, plan: "free", createdAtMs: 0 } } }) } as never,

@@ -77,7 +77,7 @@ function setup() {
     trustAnchors: anchors,
     servedChains: served.ok ? served.value : undefined,
     chainReads: new Map([[31338, b.reads]]),
-    attestationList: a.reads.attestationList,
+    attestations: { list: a.reads.attestationList! },
     keyStatus: { keyStatus: a.reads.keyStatus!, clientRate: rate, maxInFlight: 10 },
     controllerAuthorization: { authorize: a.reads.controllerAuthorization!, clientRate: rate, maxInFlight: 10 },
     indexAnswers: a.reads.indexAnswers,

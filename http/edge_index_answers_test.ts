@@ -61,7 +61,7 @@ function side(withEdgeRoutes: boolean) {
   const app = createApp({
     ...minimalAppDeps(),
     artifactTrust,
-    attestationList: list,
+    attestations: { list },
     indexAnswers: counted,
     log,
     keyStatus: { keyStatus, clientRate, maxInFlight: 4, clientAddress },

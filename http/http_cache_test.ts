@@ -59,10 +59,12 @@ function fullApp(options: { settings?: ReturnType<typeof httpCacheSettings> } = 
       confirm: (did: string) => Promise.resolve(ok({ subject: did, evidence: [], approvedIssuer: { status: "not-configured" } })),
     } as never,
     artifactTrust: (() => Promise.resolve(answers.artifactTrust)) as never,
-    attestationList: (() => answers.list instanceof Error ? Promise.reject(answers.list) : Promise.resolve(answers.list)) as never,
-    attestationQueries: {
-      count: (() => Promise.resolve(ok({ count: 0 }))) as never,
-      get: (() => Promise.resolve(ok({ attestation: {}, revoked: false }))) as never,
+    attestations: {
+      list: (() => answers.list instanceof Error ? Promise.reject(answers.list) : Promise.resolve(answers.list)) as never,
+      queries: {
+        count: (() => Promise.resolve(ok({ count: 0 }))) as never,
+        get: (() => Promise.resolve(ok({ attestation: {}, revoked: false }))) as never,
+      },
     },
     keyStatus: {
       keyStatus: ((subjectDid: string, keyDid: string) => Promise.resolve(ok({ subjectDid, keyDid, status: "unknown" }))) as never,

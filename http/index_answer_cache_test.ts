@@ -60,7 +60,7 @@ function setup(options: { cache?: Partial<IndexAnswerCacheDeps> | null; failing?
   const app = createApp({
     ...minimalAppDeps(),
     artifactTrust,
-    attestationList: list,
+    attestations: { list },
     keyStatus: { keyStatus, clientRate: createRateLimiter(clock, { capacity: 1_000, perMinute: 1_000 }), maxInFlight: 10 },
     indexAnswers: cache,
   });

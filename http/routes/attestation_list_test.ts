@@ -46,10 +46,12 @@ async function setup(n: number, options: { cursorKey?: Uint8Array } = {}) {
   const deps = (reads: Parameters<Parameters<typeof answers.answer>[0]>[0]) => ({ reads, store, schemaUids: { "user-review": SCHEMA_UID }, startBlock: 0n, cursorKey });
   const app = createApp({
     ...minimalAppDeps(),
-    attestationList: (q) => answers.answer((reads) => createListAttestations(deps(reads))(q)),
-    attestationQueries: {
-      count: (q) => answers.answer((reads) => createCountAttestations(deps(reads))(q)),
-      get: (u) => answers.answer((reads) => createGetAttestation(deps(reads))(u)),
+    attestations: {
+      list: (q) => answers.answer((reads) => createListAttestations(deps(reads))(q)),
+      queries: {
+        count: (q) => answers.answer((reads) => createCountAttestations(deps(reads))(q)),
+        get: (u) => answers.answer((reads) => createGetAttestation(deps(reads))(u)),
+      },
     },
   });
   const get = async (path: string) => {

@@ -43,16 +43,18 @@ async function setup(perMinute: number) {
   let computed = 0;
   const app = createApp({
     ...minimalAppDeps(),
-    attestationList: (q) => (computed++, answers.answer((reads) => createListAttestations(deps(reads))(q))),
-    attestationQueries: {
-      count: (q) => (computed++, answers.answer((reads) => createCountAttestations(deps(reads))(q))),
-      get: () => Promise.reject(new Error("not used")),
+    attestations: {
+      list: (q) => (computed++, answers.answer((reads) => createListAttestations(deps(reads))(q))),
+      queries: {
+        count: (q) => (computed++, answers.answer((reads) => createCountAttestations(deps(reads))(q))),
+        get: () => Promise.reject(new Error("not used")),
+      },
+      queryRate: {
+        rate: createRateLimiter(clock, { capacity: perMinute, perMinute }),
+        clientAddress: (request) => request.headers.get("x-test-client") ?? undefined,
+      },
     },
     indexAnswers: createIndexAnswerCache({ head: () => store.head(), clock, stallSeconds: 120, pollMs: 60_000, discoverySeconds: 60 }),
-    attestationQueryRate: {
-      rate: createRateLimiter(clock, { capacity: perMinute, perMinute }),
-      clientAddress: (request) => request.headers.get("x-test-client") ?? undefined,
-    },
   });
   const get = async (path: string, client: string) => {
     const response = await app.handle(new Request(`http://localhost${path}`, { headers: { "x-test-client": client } }));
