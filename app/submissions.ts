@@ -69,13 +69,14 @@ export async function wireSubmissions(
   // A submission of the public relay (no account) has nobody to tell: its settlement is kept told (issue 43).
   const tells = onSettled === undefined ? () => false : settlementConcerns;
   const tracking = { records: storage.submissions, clock: systemClock, replacements: storage.txReplacements, onSettled, tells };
-  // Decisions §30: each attestation chain's submissions are followed on that chain, by its own reconciler; the
-  // witness's sponsored writes are the default chain's.
+  // Decisions §30: each attestation chain's submissions and sponsored writes (the witness's, the private relay's) are
+  // followed on that chain, by its own reconciler; a sponsored write from before rows named their chain is the default's.
+  const several = chains.length > 1;
   const reconcilers = chains.map((on, i) =>
     createSubmissionReconciler({
       books: [
-        trackedBook(replayBook(storage.replay, on.eas.reader, chains.length > 1 ? on.chain.chainId : undefined), tracking),
-        ...(i === 0 ? [witnessBook(storage.ledger, systemClock)] : []),
+        trackedBook(replayBook(storage.replay, on.eas.reader, several ? on.chain.chainId : undefined), tracking),
+        witnessBook(storage.ledger, systemClock, several ? { chainId: on.chain.chainId, isDefault: i === 0 } : undefined),
       ],
       txStatus: createViemTxStatusReader({
         client: on.eas.client,

@@ -70,6 +70,7 @@ const toWrite = (row: Row): WriteRecord => ({
   blockNumber: row.block_number === null || row.block_number === undefined ? null : BigInt(String(row.block_number)),
   createdAtMs: num(row.created_at_ms),
   updatedAtMs: num(row.updated_at_ms),
+  ...(row.chain_id === null || row.chain_id === undefined ? {} : { chainId: num(row.chain_id) }),
 });
 
 /** Accounts, sign-in challenges and sessions in PostgreSQL; challenge creations counted under advisory locks. */
@@ -191,8 +192,8 @@ export function createPostgresWriteLedger(sql: SQL): SponsoredWriteLedger {
         await tx`SELECT pg_advisory_xact_lock(hashtext(${r.accountId}))`;
         const now = await usage(tx, r.accountId, r.year);
         if (now.used + now.reserved >= limit) return false;
-        await tx`INSERT INTO sponsored_writes (id, account_id, year, fingerprint, state, created_at_ms, updated_at_ms)
-                 VALUES (${r.id}, ${r.accountId}, ${r.year}, ${r.fingerprint}, 'reserved', ${r.createdAtMs}, ${r.createdAtMs})`;
+        await tx`INSERT INTO sponsored_writes (id, account_id, year, fingerprint, state, created_at_ms, updated_at_ms, chain_id)
+                 VALUES (${r.id}, ${r.accountId}, ${r.year}, ${r.fingerprint}, 'reserved', ${r.createdAtMs}, ${r.createdAtMs}, ${r.chainId ?? null})`;
         return true;
       });
     },

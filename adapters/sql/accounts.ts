@@ -53,6 +53,8 @@ export function accountTables(w: SqlWords): TableGroup {
       ["sponsored_writes", "raw_tx", "TEXT"],
       ["sponsored_writes", "wallet", "TEXT"],
       ["sponsored_writes", "tx_nonce", w.int],
+      // The chain a sponsored write is sent on (decisions §30); NULL (rows from before): the default chain.
+      ["sponsored_writes", "chain_id", w.int],
       // Accounts and sessions as the accounts API shows them (decisions §12).
       ["accounts", "display_name", "TEXT"],
       ["sessions", "wallet_provider_id", "TEXT"],

@@ -44,6 +44,7 @@ type WriteRow = {
   raw_tx: string | null;
   wallet: string | null;
   tx_nonce: number | null;
+  chain_id?: number | null;
   created_at_ms: number;
   updated_at_ms: number;
 };
@@ -91,6 +92,7 @@ const toWrite = (row: WriteRow): WriteRecord => ({
   blockNumber: row.block_number === null ? null : BigInt(row.block_number),
   createdAtMs: row.created_at_ms,
   updatedAtMs: row.updated_at_ms,
+  ...(row.chain_id === null || row.chain_id === undefined ? {} : { chainId: Number(row.chain_id) }),
 });
 
 /** Accounts, challenges and sessions in the service's SQLite file. */
@@ -227,8 +229,8 @@ export function createSqliteWriteLedger(db: Database): SponsoredWriteLedger {
        FROM sponsored_writes WHERE account_id = ? AND year = ?`,
   );
   const insert = db.query(
-    `INSERT INTO sponsored_writes (id, account_id, year, fingerprint, state, created_at_ms, updated_at_ms)
-     VALUES ($id, $accountId, $year, $fingerprint, 'reserved', $createdAtMs, $createdAtMs)`,
+    `INSERT INTO sponsored_writes (id, account_id, year, fingerprint, state, created_at_ms, updated_at_ms, chain_id)
+     VALUES ($id, $accountId, $year, $fingerprint, 'reserved', $createdAtMs, $createdAtMs, $chainId)`,
   );
   const signed = db.query(
     `UPDATE sponsored_writes SET state = 'signed', tx_hash = $txHash, raw_tx = $raw, wallet = $wallet, tx_nonce = $nonce,
@@ -261,6 +263,7 @@ export function createSqliteWriteLedger(db: Database): SponsoredWriteLedger {
       year: reservation.year,
       fingerprint: reservation.fingerprint,
       createdAtMs: reservation.createdAtMs,
+      chainId: reservation.chainId ?? null,
     });
     return true;
   });

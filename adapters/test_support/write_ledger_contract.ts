@@ -30,6 +30,18 @@ export function writeLedgerContract(open: () => Promise<Storage>) {
     expect(await ledger.find(fresh("none"))).toBeUndefined();
   });
 
+  test("a sponsored write's row keeps the chain it is sent on; one reserved without a chain names none (the default chain's)", async () => {
+    const { accounts, ledger } = await open();
+    const account = await accounts.findOrCreateAccount(fresh("0xc"), fresh("acct"), 0);
+    const [onB, plain] = [fresh("cb"), fresh("cn")];
+    expect(await ledger.reserve({ id: onB, accountId: account.id, year: 2026, fingerprint: onB, createdAtMs: 1, chainId: 31338 }, 5)).toBe(true);
+    expect(await ledger.reserve({ id: plain, accountId: account.id, year: 2026, fingerprint: plain, createdAtMs: 1 }, 5)).toBe(true);
+    expect((await ledger.find(onB))?.chainId).toBe(31338);
+    expect((await ledger.find(plain))?.chainId).toBeUndefined();
+    const open_ = (await ledger.unsettled(10)).filter((w) => w.accountId === account.id);
+    expect(open_.map((w) => [w.id, w.chainId]).sort()).toEqual([[onB, 31338], [plain, undefined]].sort());
+  });
+
   test("quota: forty parallel reservations for ten writes give exactly ten", async () => {
     const { accounts, ledger } = await open();
     const account = await accounts.findOrCreateAccount(fresh("0xp"), fresh("acct"), 0);

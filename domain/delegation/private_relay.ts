@@ -179,7 +179,8 @@ export function createPrivateRelay(deps: PrivateRelayDeps) {
     const id = newId();
     const now = deps.clock.nowMs();
     const reserved = await deps.ledger.reserve(
-      { id, accountId: account.id, year: quotaYear(now), fingerprint: `${account.id}|relay|${name}|${request.recipient.toLowerCase()}`, createdAtMs: now },
+      // The chain written on (decisions §30): that chain's reconciler settles the row after a crash.
+      { id, accountId: account.id, year: quotaYear(now), fingerprint: `${account.id}|relay|${name}|${request.recipient.toLowerCase()}`, createdAtMs: now, chainId: deps.chainId },
       terms.annualWrites,
     );
     if (!reserved) return refused("SPONSORED_WRITE_LIMIT_EXCEEDED", "Sponsored write limit exceeded");

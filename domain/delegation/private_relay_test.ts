@@ -71,6 +71,8 @@ describe("privateRelay() paid with x402 (decisions §13)", () => {
     expect(asked).toEqual([]);
     // Reserved although the paid plan allows no writes at all: a paid call takes nothing from a plan.
     expect(await ledger.usage("x402:" + PAYER, 2026)).toEqual({ used: 0, reserved: 1 });
+    // The row names the chain written on (decisions §30): that chain's reconciler settles it after a crash.
+    expect([...ledger.writes.values()].map((w) => w.chainId)).toEqual([31337]);
   });
 
   test("a subject-scoped subject must be proven owned by the payer's wallet now", async () => {

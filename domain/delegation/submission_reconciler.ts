@@ -300,13 +300,19 @@ export function replayBook(replay: ReplayStore, eas?: EasReader, chainId?: numbe
   };
 }
 
-/** The witnesses' sponsored writes as a book: mined is charged, reverted and released are given back. */
-export function witnessBook(ledger: SponsoredWriteLedger, clock: Clock): SubmissionBook {
+/**
+ * The sponsored writes (the witness's and the private relay's) as a book: mined is charged, reverted and released are
+ * given back. With `chain` (several chains, decisions §30), the book holds the rows written on that chain only; a row
+ * that names no chain (written before rows kept it) is the default chain's.
+ */
+export function witnessBook(ledger: SponsoredWriteLedger, clock: Clock, chain?: { readonly chainId: number; readonly isDefault: boolean }): SubmissionBook {
   const STATES = { reserved: "checked", signed: "signed", broadcast: "sent" } as const;
+  const ours = (w: { readonly chainId?: number | undefined }) =>
+    chain === undefined || (w.chainId === undefined ? chain.isDefault : w.chainId === chain.chainId);
   return {
     name: "sponsored_writes",
     open: async (createdBeforeMs) =>
-      (await ledger.unsettled(createdBeforeMs)).map((w) => ({
+      (await ledger.unsettled(createdBeforeMs)).filter(ours).map((w) => ({
         id: w.id,
         state: STATES[w.state as keyof typeof STATES] ?? "sent",
         tx: w.tx,

@@ -443,3 +443,35 @@ describe("createSubmissionReconciler() saves the chain before it records", () =>
     for (const id of ["w-mined", "w-reverted", "w-lost"]) expect((await ledger.find(id))?.state).toBe("broadcast");
   });
 });
+
+describe("sponsored writes on several chains (decisions §30)", () => {
+  test("each chain's book holds the rows written on that chain; a row that names none is the default chain's", async () => {
+    const clock = fakeClock(1_000_000);
+    const ledger = fakeWriteLedger();
+    const reserve = (id: string, chainId?: number) =>
+      ledger.reserve({ id, accountId: "a", year: 2026, fingerprint: id, createdAtMs: 1, ...(chainId === undefined ? {} : { chainId }) }, 10);
+    await reserve("old");
+    await reserve("on-a", 31337);
+    await reserve("on-b", 31338);
+    const ids = async (book: ReturnType<typeof witnessBook>) => (await book.open(clock.nowMs())).map((w) => w.id).sort();
+    expect(await ids(witnessBook(ledger, clock, { chainId: 31337, isDefault: true }))).toEqual(["old", "on-a"]);
+    expect(await ids(witnessBook(ledger, clock, { chainId: 31338, isDefault: false }))).toEqual(["on-b"]);
+    expect(await ids(witnessBook(ledger, clock))).toEqual(["old", "on-a", "on-b"]);
+  });
+
+  test("a row left open on chain B is settled by chain B's reconciler, read on B; chain A's never asks for it", async () => {
+    const clock = fakeClock(1_000_000);
+    const ledger = fakeWriteLedger();
+    await ledger.reserve({ id: "w-b", accountId: "a", year: 2026, fingerprint: "f", createdAtMs: 1, chainId: 31338 }, 10);
+    await ledger.markSigned("w-b", tx("b1", 0), 2);
+    await ledger.markSent("w-b", 2);
+    const chainA = fakeChain({});
+    const chainB = fakeChain({ "0xb1": { status: "success", blockNumber: 9n, uid: "0xu" } });
+    const on = (chainId: number, isDefault: boolean, txStatus: ReturnType<typeof fakeChain>) =>
+      createSubmissionReconciler({ books: [witnessBook(ledger, clock, { chainId, isDefault })], txStatus, clock, graceMs: 0, lostAfterMs: 600_000 });
+    await on(31337, true, chainA)({});
+    expect((await ledger.find("w-b"))?.state).toBe("broadcast");
+    await on(31338, false, chainB)({});
+    expect(await ledger.find("w-b")).toMatchObject({ state: "committed", txHash: "0xb1", blockNumber: 9n, chainId: 31338 });
+  });
+});

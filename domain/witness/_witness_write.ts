@@ -84,6 +84,8 @@ export async function confirmAndWrite(deps: ControllerWitnessDeps, request: {
     year: request.year,
     fingerprint: `${request.accountId}|${subject}|${controller}`,
     createdAtMs: deps.clock.nowMs(),
+    // The chain written on (decisions §30): that chain's reconciler settles the row after a crash.
+    chainId: deps.chainId,
   }, request.limit);
   if (!reserved) return fail("SPONSORED_WRITE_LIMIT_EXCEEDED", "Sponsored write limit exceeded");
 

@@ -20,6 +20,7 @@ function setup(options: { otherChains?: boolean } = {}) {
   const rate = () => createRateLimiter(clock, { capacity: 100, perMinute: 100 });
   const writerA = fakeWitnessWriter();
   const writerB = fakeWitnessWriter();
+  const ledger = fakeWriteLedger();
   const witness = createControllerWitness({
     discover: createDiscoverControllers({
       dns: fakeDnsResolver({ "_controllers.svc.example": { status: "found", records: [`v=1;controller=${CONTROLLER}`] } }),
@@ -27,7 +28,7 @@ function setup(options: { otherChains?: boolean } = {}) {
       serviceDnsLabel: "omatrust",
       domainRate: rate(),
     }),
-    ledger: fakeWriteLedger(),
+    ledger,
     writer: writerA,
     witnessSchemaUid: SCHEMA_A,
     chainId: 31337,
@@ -38,7 +39,7 @@ function setup(options: { otherChains?: boolean } = {}) {
     userRate: rate(),
     domainRate: rate(),
   });
-  return { writerA, writerB, witness };
+  return { writerA, writerB, witness, ledger };
 }
 
 const codeOf = (outcome: { result: { ok: boolean; code?: string } }) => (outcome.result.ok ? "ok" : outcome.result.code);
@@ -53,6 +54,13 @@ describe("the witness on several chains (decisions §30)", () => {
     expect(codeOf(await s.witness(body, ok(account)))).toBe("ok");
     expect(codeOf(await s.witness({ ...body, chain: "eip155:31337" }, ok(account)))).toBe("ok");
     expect([s.writerA.sent.length, s.writerB.sent.length]).toEqual([2, 4]);
+  });
+
+  test("each sponsored write's row names the chain written on, so that chain's reconciler settles it after a crash", async () => {
+    const s = setup();
+    expect(codeOf(await s.witness({ ...body, chain: "eip155:31338" }, ok(account)))).toBe("ok");
+    expect(codeOf(await s.witness(body, ok(account)))).toBe("ok");
+    expect([...s.ledger.writes.values()].map((w) => w.chainId)).toEqual([31338, 31337]);
   });
 
   test("a chain not served is UNSUPPORTED_CHAIN, a malformed or contradicting one INVALID_INPUT; nothing is written", async () => {
