@@ -222,11 +222,12 @@ function nudgingTests(w: Pick<WiredWebhooks, "endpoints" | "nudge">): WiredWebho
 function readiness(config: Pick<Config, "signers">, f: Foundation, c: Capabilities) {
   const { storage, eas } = f;
   return async () => {
-    const [database, rpc, balance, status] = await Promise.all([
+    const [database, rpc, balance, status, chains] = await Promise.all([
       storage.ping(),
       eas.ping(),
       delegateBalance(f),
       c.index.refresh().catch(() => undefined),
+      otherChainsReadiness(c.otherChains ?? []),
     ]);
     const delegateFunded = balance === undefined ? undefined : balance >= config.signers.minDelegateBalanceWei;
     const { follower: _, ...indexStatus } = status ?? c.index.status();
@@ -238,8 +239,23 @@ function readiness(config: Pick<Config, "signers">, f: Foundation, c: Capabiliti
       index: indexStatus,
       // Each role's signer (decisions §27): up, down (its last signature failed) or unknown (none asked for yet).
       signers: signerStates(f.signers),
+      ...(chains === undefined ? {} : { chains }),
     };
   };
+}
+
+/**
+ * Decisions §30: each other attestation chain's index, by CAIP-2 id. Shown, never part of `ready`: a stale chain fails
+ * its own reads (503 INDEX_STALE naming it), and taking the instance out of the balancer would fail every chain's.
+ */
+async function otherChainsReadiness(chains: readonly ChainIndex[]): Promise<Record<string, unknown> | undefined> {
+  if (chains.length === 0) return undefined;
+  const entries = await Promise.all(chains.map(async ({ chain, index }) => {
+    const status = await index.refresh().catch(() => undefined);
+    const { follower: _, ...indexStatus } = status ?? index.status();
+    return [chain.caip2, { index: status !== undefined && !status.stale, ...indexStatus }] as const;
+  }));
+  return Object.fromEntries(entries);
 }
 
 /** The delegate's balance, undefined without a delegate, -1n when the chain does not answer. */

@@ -157,7 +157,7 @@ test("reads of chain A make no JSON-RPC call on chain B", async () => {
   expect(notFollower.slice(before)).toEqual([]);
 });
 
-test("chain B's provider down: B's reads 503 INDEX_STALE naming it, A's reads still 200", async () => {
+test("chain B's provider down: B's reads 503 INDEX_STALE naming it, A's reads still 200, /readyz ready showing B stale", async () => {
   B().proxy.onHttp = () => new Response("down", { status: 502 });
   try {
     const onB = await until(() => get(`/v1/attestations?attester=${attester}&chain=31338`), (r) => r.status === 503);
@@ -167,6 +167,9 @@ test("chain B's provider down: B's reads 503 INDEX_STALE naming it, A's reads st
     const onA = await get(`/v1/attestations?attester=${attester}`);
     expect(onA.status).toBe(200);
     expect(onA.body.chain).toEqual(chainOf(A()));
+    // /readyz shows chain B's index stale and stays ready: taking the instance out would fail chain A's reads too.
+    const ready = await get("/readyz");
+    expect([ready.status, ready.body.status, ready.body.checks.index, ready.body.chains["eip155:31338"].index]).toEqual([200, "ready", true, false]);
   } finally {
     B().proxy.onHttp = undefined;
   }

@@ -15,6 +15,9 @@ export const ReadyModel = t.Object({
     lagBlocks: t.Union([t.Integer(), t.Null()], { description: "head - indexedBlock" }),
     catchingUp: t.Boolean({ description: "More than 64 blocks short of head - INDEX_CONFIRMATIONS (still 200)" }),
   })),
+  chains: t.Optional(t.Record(t.String(), t.Object({
+    index: t.Boolean({ description: "This chain's index is fresh (its reads answer)" }),
+  }, { additionalProperties: true }), { description: "Decisions §30: each other attestation chain's index by CAIP-2 id; shown, not part of readiness (a stale chain fails only its own reads)" })),
 });
 
 /** One readiness check and whether it passed. */
@@ -25,6 +28,8 @@ export type ReadinessReport = {
   readonly index?: unknown;
   /** Each role's signer: up, down (its last signature failed) or unknown (decisions §27). */
   readonly signers?: Readonly<Record<string, string>> | undefined;
+  /** Each other attestation chain's index by CAIP-2 id (decisions §30): shown, not part of `ready`. */
+  readonly chains?: Readonly<Record<string, unknown>> | undefined;
 };
 
 /** `/healthz` (the process answers) and `/readyz` (database, anchors and RPC). */
@@ -38,6 +43,7 @@ export function healthRoutes(ready: () => Promise<ReadinessReport>) {
         checks: report.checks,
         ...(report.index === undefined ? {} : { index: report.index }),
         ...(report.signers === undefined ? {} : { signers: report.signers }),
+        ...(report.chains === undefined ? {} : { chains: report.chains }),
       };
       return json(body, report.ready ? 200 : 503);
     });
