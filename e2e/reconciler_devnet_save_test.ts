@@ -77,7 +77,10 @@ test("a transaction the reconciler sends again and records as mined survives kil
   const eas = createViemEas({ rpcUrl: devnet.rpcUrl, chainId: devnet.chainId, easAddress: devnet.easAddress, delegatePrivateKey: devnet.keys.delegate });
 
   // The start-up rounds resend the three and record them mined.
-  const reconciler = await wireSubmissions(readConfig({ DATA_DIR: dir }), { storage, eas, easAddress: devnet.easAddress, log: quiet, devnet } as unknown as Foundation);
+  // A foundation of the one devnet chain: its anchors (decisions §30: the served set is built from them), no signers.
+  const trustAnchors = JSON.parse(readFileSync(devnet.trustAnchorsPath, "utf8")) as Foundation["trustAnchors"];
+  const foundation = { storage, eas, chainId: devnet.chainId, easAddress: devnet.easAddress, trustAnchors, chain: trustAnchors.chains[`eip155:${devnet.chainId}`], signers: {}, log: quiet, devnet };
+  const reconciler = await wireSubmissions(readConfig({ DATA_DIR: dir }), foundation as unknown as Foundation);
   reconciler.stop();
   for (const i of [0, 1, 2]) expect((await storage.replay.find(`0x${String(i).repeat(130)}`))?.state).toBe("mined");
   await storage.close();
