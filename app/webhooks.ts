@@ -74,11 +74,11 @@ export function wireWebhooks(
   const schemaNames = new Map([...Object.values(f.trustAnchors.chains), f.chain].flatMap((c) =>
     Object.entries(c.schemas).map(([name, uid]) => [String(uid).toLowerCase(), name] as const)));
   const records = (uids: readonly HexString[], chain: { readonly chainId?: number | undefined }) => {
-    // A row of a chain this instance does not follow stays in the outbox for an instance that does (decisions §30).
+    // Only rows of the chains followed here are asked for (decisions §30): another chain's stay for an instance that follows it.
     const indexStore = deps.indexStores.get(chain.chainId ?? f.chainId);
     return indexStore === undefined ? Promise.resolve([]) : indexStore.records(uids);
   };
-  const fanOut = createWebhookFanOut({ store, records, schemaNames, clock: systemClock });
+  const fanOut = createWebhookFanOut({ store, records, schemaNames, clock: systemClock, chainIds: [...deps.indexStores.keys()] });
   const { metrics, log } = f;
   metrics.describe("ats_webhook_deliveries_total", "counter", "Webhook delivery attempts by outcome: delivered, retry (a later attempt follows), failed (the last)");
   metrics.gauge("ats_webhook_queue_depth", "Webhook events not yet delivered: outbox rows not fanned out and pending deliveries, all instances", async () =>

@@ -126,8 +126,11 @@ export interface WebhookStore {
   readonly remove: (accountId: string, id: string) => Promise<boolean>;
   /** Replaces the secret, keeping the old one until `previousUntilMs`. */
   readonly rotate: (accountId: string, id: string, secret: string, previousUntilMs: number) => Promise<WebhookEndpoint | undefined>;
-  /** The outbox's oldest rows. */
-  readonly outbox: (limit: number) => Promise<OutboxRow[]>;
+  /**
+   * The outbox's oldest rows; with `chainIds`, only the rows of those chains (decisions §30: an instance tells the
+   * chains it follows, so rows of another chain never hold back its own).
+   */
+  readonly outbox: (limit: number, chainIds?: readonly number[] | undefined) => Promise<OutboxRow[]>;
   /**
    * Stores the messages and their deliveries (at most one per message and endpoint) and removes the outbox rows
    * `consumed`, in one transaction: a crash before it leaves the rows for the next fan-out, a race of two instances

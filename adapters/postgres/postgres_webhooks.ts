@@ -99,8 +99,10 @@ function webhookEndpoints(sql: SQL): Pick<WebhookStore, "create" | "list" | "get
 /** The outbox, messages and deliveries in PostgreSQL: claims one at a time under an advisory lock. */
 function webhookDeliveries(sql: SQL): Pick<WebhookStore, "outbox" | "publish" | "claim" | "record" | "deliveries" | "prune" | "stats"> {
   return {
-    async outbox(limit) {
-      const rows: Row[] = await sql`SELECT * FROM webhook_outbox ORDER BY seq LIMIT ${limit}`;
+    async outbox(limit, chainIds) {
+      const rows: Row[] = chainIds === undefined
+        ? await sql`SELECT * FROM webhook_outbox ORDER BY seq LIMIT ${limit}`
+        : await sql`SELECT * FROM webhook_outbox WHERE chain_id = ANY(${sql.array(chainIds.map(String), "BIGINT")}) ORDER BY seq LIMIT ${limit}`;
       return rows.map(toOutboxRow);
     },
     publish: (messages, deliveries, consumed) =>

@@ -160,7 +160,10 @@ function webhookDeliveries(db: Database): Pick<WebhookStore, "outbox" | "publish
   });
 
   return {
-    outbox: (limit) => Promise.resolve(db.query<WebhookRow, [number]>("SELECT * FROM webhook_outbox ORDER BY seq LIMIT ?").all(limit).map(toOutboxRow)),
+    outbox: (limit, chainIds) => Promise.resolve((chainIds === undefined
+      ? db.query<WebhookRow, [number]>("SELECT * FROM webhook_outbox ORDER BY seq LIMIT ?").all(limit)
+      : db.query<WebhookRow, [string, number]>("SELECT * FROM webhook_outbox WHERE chain_id IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT ?")
+        .all(JSON.stringify(chainIds), limit)).map(toOutboxRow)),
     publish: (messages, deliveries, consumed) => Promise.resolve(publish.immediate(messages, deliveries, consumed)),
     claim: (holder, nowMs, leaseMs, limit, perEndpoint, perAccount) => Promise.resolve(claim.immediate(holder, nowMs, leaseMs, limit, perEndpoint, perAccount)),
     record: (id, holder, outcome, nowMs, disableAfterMs) => Promise.resolve(record.immediate(id, holder, outcome, nowMs, disableAfterMs)),

@@ -97,6 +97,10 @@ function outboxAndEndpointTests(open: () => Promise<readonly [Storage, Storage]>
     // An append that loses its race writes no row either.
     expect(await index.append(3n, [event("attested", 9, 8n)], cp(8n), { webhookConfirmedTo: 8n })).toBe(false);
     expect(await storage.webhooks.outbox(10)).toHaveLength(1);
+    // Decisions §30: asked for the chains an instance follows, the outbox gives only their rows.
+    const chainId = 900_000 + counter;
+    expect((await storage.webhooks.outbox(10, [chainId, 1])).map((r) => [r.uid, r.chainId])).toEqual([[hex(5), chainId]]);
+    expect(await storage.webhooks.outbox(10, [chainId + 1])).toEqual([]);
     await drainOutbox(storage);
   });
 

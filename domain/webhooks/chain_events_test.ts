@@ -103,6 +103,23 @@ describe("createWebhookFanOut(): each row's record read from its own chain's ind
     expect(bodies(store).map((b) => [b.data.uid, b.data.chain.chainId])).toEqual([[u1, 31337], [u2, 31338]]);
     expect(store.outboxRows.map((r) => r.seq)).toEqual([1]);
   });
+
+  test("with the chains it follows, the fan-out never reads another chain's rows", async () => {
+    const { store, clock } = setup();
+    const u1 = `0x${"91".repeat(32)}`;
+    store.outboxRows.push(
+      { seq: 1, kind: "attested", uid: u1, blockNumber: 10n, txHash: null, chainId: 99, eas: EAS_B },
+      { seq: 2, kind: "attested", uid: u1, blockNumber: 10n, txHash: null, chainId: 31337, eas: EAS_A },
+    );
+    const asked: (number | undefined)[] = [];
+    const records = (uids: readonly HexString[], chain: { chainId?: number | undefined }) => {
+      asked.push(chain.chainId);
+      return Promise.resolve(chain.chainId === 31337 ? [binding(uids[0]!)] : []);
+    };
+    expect(await createWebhookFanOut({ store, records, schemaNames, clock, chainIds: [31337] })()).toBe(1);
+    expect(asked).toEqual([31337]);
+    expect(store.outboxRows.map((r) => r.seq)).toEqual([1]);
+  });
 });
 
 describe("createSubmissionEvents(): submission.settled carries its chain", () => {

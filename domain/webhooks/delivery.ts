@@ -31,6 +31,8 @@ export type FanOutDeps = {
   readonly clock: Clock;
   /** Rows per round; default 200. */
   readonly batch?: number | undefined;
+  /** The chains whose rows this instance tells (the ones it follows); absent: every row. */
+  readonly chainIds?: readonly number[] | undefined;
 };
 
 /**
@@ -42,7 +44,7 @@ export type FanOutDeps = {
 export function createWebhookFanOut(deps: FanOutDeps): () => Promise<number> {
   const batch = deps.batch ?? 200;
   return async function fanOut() {
-    const rows = await deps.store.outbox(batch);
+    const rows = await deps.store.outbox(batch, deps.chainIds);
     if (rows.length === 0) return 0;
     const records = await recordsOfRows(rows, deps.records);
     const targetsOf = new Map<string, WebhookTarget[]>();

@@ -109,7 +109,7 @@ export function fakeWebhookStore() {
       endpoints.set(id, next);
       return Promise.resolve(next);
     },
-    outbox: (limit) => Promise.resolve(outboxRows.slice(0, limit)),
+    outbox: (limit, chainIds) => Promise.resolve(outboxRows.filter((r) => chainIds === undefined || chainIds.includes(r.chainId ?? -1)).slice(0, limit)),
     publish(ms, ds, consumed) {
       for (const m of ms) if (!messages.has(m.id)) messages.set(m.id, m);
       for (const d of ds) {
