@@ -78,7 +78,7 @@ export function wireWebhooks(
     const indexStore = deps.indexStores.get(chain.chainId ?? f.chainId);
     return indexStore === undefined ? Promise.resolve([]) : indexStore.records(uids);
   };
-  const fanOut = createWebhookFanOut({ store, records, schemaNames, clock: systemClock, chainIds: [...deps.indexStores.keys()] });
+  const fanOut = createWebhookFanOut({ store, records, schemaNames, clock: systemClock, chainIds: [...deps.indexStores.keys()], defaultChainId: f.chainId });
   const { metrics, log } = f;
   metrics.describe("ats_webhook_deliveries_total", "counter", "Webhook delivery attempts by outcome: delivered, retry (a later attempt follows), failed (the last)");
   metrics.gauge("ats_webhook_queue_depth", "Webhook events not yet delivered: outbox rows not fanned out and pending deliveries, all instances", async () =>

@@ -86,7 +86,11 @@ describe("webhook events carry chain (decisions §30)", () => {
     writeFileSync(chainsFile, JSON.stringify(stack.devnet.chains.map((c) => ({ caip2: c.caip2, rpcUrl: c.rpcUrl, role: "attestations" }))));
     const both = await stack.restartService({ CHAINS_FILE: chainsFile, RPC_URL: "" });
     const writerB = easWriter({ rpcUrl: second.rpcUrl, easAddress: second.easAddress });
-    const onB = await writerB.attest(attester, LINKED_UID, { recipient: recipient.value as Hex, data: data.value as Hex, revocable: true });
+    // Data of its own: the two devnets share the EAS address, so the same attestation in the same second has the same uid.
+    const dataB = encodeSchemaData(linked.schema, { subject: SUBJECT, linkedId: "did:web:chain-b.example", proofs: [], issuedAt: 2, effectiveAt: 2, expiresAt: 0 });
+    if (!dataB.ok) throw new Error("unreachable");
+    const onB = await writerB.attest(attester, LINKED_UID, { recipient: recipient.value as Hex, data: dataB.value as Hex, revocable: true });
+    expect(onB.uid).not.toBe(uid);
     expect(await both.index.catchUp()).toBe(true);
     const got = await waitFor("attestation.created on chain B", () =>
       received.find((r) => (JSON.parse(r.body) as { data: { uid: string } }).data.uid === onB.uid.toLowerCase()));

@@ -7,7 +7,7 @@ import { fakeClock, fakeRandom, fakeWebhookStore, fakeWebhookTransport } from ".
 import type { OutboxRow } from "../../ports/webhooks.ts";
 import { didToAddress } from "../did/mod.ts";
 import { computeSchemaUid, findSchemaByName } from "../schemas.ts";
-import { createSubmissionEvents, createWebhookEndpoints, createWebhookFanOut, outboxChain } from "./mod.ts";
+import { createSubmissionEvents, createWebhookEndpoints, createWebhookFanOut, derivedEventId, outboxChain } from "./mod.ts";
 
 const account = { id: "acc-1", address: "0x00000000000000000000000000000000000000a1", plan: "free", createdAtMs: 0, displayName: null } as const;
 const SUBJECT = "did:web:service.example";
@@ -102,6 +102,25 @@ describe("createWebhookFanOut(): each row's record read from its own chain's ind
     ]);
     expect(bodies(store).map((b) => [b.data.uid, b.data.chain.chainId])).toEqual([[u1, 31337], [u2, 31338]]);
     expect(store.outboxRows.map((r) => r.seq)).toEqual([1]);
+  });
+
+  test("the same uid on two chains is two events: the default chain's keeps its id, the other's names its chain", async () => {
+    const { store, clock, endpoints } = setup();
+    store.owners.set(SUBJECT, [account.id]);
+    const made = await endpoints.create(account, { url: "https://a.example/", events: ["attestation.created", "key.status_changed"] });
+    if (!made.ok) throw new Error("unreachable");
+    const uid = `0x${"a7".repeat(32)}`;
+    store.outboxRows.push(
+      { seq: 1, kind: "attested", uid, blockNumber: 10n, txHash: null, chainId: 31337, eas: EAS_A },
+      { seq: 2, kind: "attested", uid, blockNumber: 10n, txHash: null, chainId: 31338, eas: EAS_A },
+    );
+    const records = (uids: readonly HexString[]) => Promise.resolve(uids.map((u) => binding(u)));
+    await createWebhookFanOut({ store, records, schemaNames, clock, defaultChainId: 31337 })();
+    const created = [...store.messages.values()].filter((m) => m.type === "attestation.created");
+    expect(created.map((m) => JSON.parse(m.body).data.chain.chainId).sort()).toEqual([31337, 31338]);
+    expect(created.find((m) => JSON.parse(m.body).data.chain.chainId === 31337)!.id).toBe(derivedEventId("attestation.created", uid));
+    expect(new Set([...store.messages.values()].map((m) => m.id)).size).toBe(4);
+    expect(store.deliveryRows.size).toBe(4);
   });
 
   test("with the chains it follows, the fan-out never reads another chain's rows", async () => {

@@ -33,6 +33,8 @@ export type FanOutDeps = {
   readonly batch?: number | undefined;
   /** The chains whose rows this instance tells (the ones it follows); absent: every row. */
   readonly chainIds?: readonly number[] | undefined;
+  /** The default chain: its events keep the ids they always had; another chain's ids name their chain. */
+  readonly defaultChainId?: number | undefined;
 };
 
 /**
@@ -59,7 +61,7 @@ export function createWebhookFanOut(deps: FanOutDeps): () => Promise<number> {
       if (event === undefined) continue;
       let targets = targetsOf.get(event.subject);
       if (targets === undefined) targetsOf.set(event.subject, targets = await deps.store.targets(event.subject));
-      publications.push(...publicationsOf(row, event, targets, nowMs));
+      publications.push(...publicationsOf(row, event, targets, nowMs, deps.defaultChainId));
     }
     await deps.store.publish(
       publications.map((p) => p.message),

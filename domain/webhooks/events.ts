@@ -102,11 +102,16 @@ export type Publication = { readonly message: WebhookMessage; readonly endpointI
  * those watching it (explicitly, or as their account's own subject while `ownSubjects`), and `key.status_changed`
  * for a key binding or controller witness to the endpoints of accounts that own the subject.
  */
-export function publicationsOf(row: OutboxRow, event: AttestationEvent, targets: readonly WebhookTarget[], nowMs: number): Publication[] {
+export function publicationsOf(row: OutboxRow, event: AttestationEvent, targets: readonly WebhookTarget[], nowMs: number, defaultChainId?: number): Publication[] {
   const out: Publication[] = [];
+  // Decisions §30: the same uid may exist on two chains (same EAS address, same attestation in the same second), so an
+  // event of another chain than the default is told apart by its chain; the default chain's ids are as before.
+  const about = row.chainId !== undefined && defaultChainId !== undefined && row.chainId !== defaultChainId
+    ? `eip155:${row.chainId}:${String(event.data.uid)}`
+    : String(event.data.uid);
   const type: WebhookEventType = row.kind === "attested" ? "attestation.created" : "attestation.revoked";
   const watching = targets.filter((t) => t.watched && t.events.includes(type)).map((t) => t.endpointId);
-  if (watching.length > 0) out.push({ message: webhookMessage(derivedEventId(type, String(event.data.uid)), type, nowMs, event.data), endpointIds: watching });
+  if (watching.length > 0) out.push({ message: webhookMessage(derivedEventId(type, about), type, nowMs, event.data), endpointIds: watching });
   if (event.schemaName !== null && KEY_SCHEMAS.has(event.schemaName)) {
     const owners = targets.filter((t) => t.owned && t.events.includes("key.status_changed")).map((t) => t.endpointId);
     if (owners.length > 0) {
@@ -122,7 +127,7 @@ export function publicationsOf(row: OutboxRow, event: AttestationEvent, targets:
         blockNumber: event.data.blockNumber,
         ...(event.data.chain === undefined ? {} : { chain: event.data.chain }),
       };
-      const id = derivedEventId("key.status_changed", `${row.kind}:${String(event.data.uid)}`);
+      const id = derivedEventId("key.status_changed", `${row.kind}:${about}`);
       out.push({ message: webhookMessage(id, "key.status_changed", nowMs, data), endpointIds: owners });
     }
   }
