@@ -11,7 +11,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/ats-next-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 tar -C "$root" --exclude=./node_modules --exclude=./.git --exclude=./dist --exclude=./.ats -cf - . | tar -C "$work" -xf -
 ln -s "$root/node_modules" "$work/node_modules"
-storage="$work/adapters/postgres/postgres_storage.ts"
+storage="$work/adapters/postgres/postgres_schema.ts"
 grep -q 'statements: MIGRATIONS })' "$storage" || { echo "next image: the storage's migrate() call is not where expected" >&2; exit 1; }
 sed -i 's/statements: MIGRATIONS })/statements: [...MIGRATIONS, "CREATE TABLE IF NOT EXISTS rolling_upgrade_probe (id INT)"] })/' "$storage"
 (cd "$work" && ATS_BUILD_OUTFILE="$work/ats-next" node_modules/.bin/bun scripts/build.ts >/dev/null)
