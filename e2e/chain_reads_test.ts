@@ -18,6 +18,8 @@ import { type ServiceProcess, startServiceProcess } from "./support/service_proc
 import { startThreeChains, type ThreeChains } from "./support/three_chains.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "ats-chain-reads-"));
+
+const PROVIDER_KEY = "prov-key-5f2c9a";
 let three: ThreeChains;
 let service: ServiceProcess;
 /** Chain B's forwarder: every call not made by its index follower. */
@@ -60,7 +62,8 @@ beforeAll(async () => {
   const chainsFile = join(dir, "two_attestation_chains.json");
   writeFileSync(chainsFile, JSON.stringify([
     { caip2: A().caip2, rpcUrl: A().rpcUrl, role: "attestations" },
-    { caip2: B().caip2, rpcUrl: `http://127.0.0.1:${forwarder.port}`, role: "attestations" },
+    // A provider's key in the path, as hosted providers give them: it must never reach a client, a log or /metrics.
+    { caip2: B().caip2, rpcUrl: `http://127.0.0.1:${forwarder.port}/v3/${PROVIDER_KEY}`, role: "attestations" },
     { caip2: three.chains[2].caip2, rpcUrl: three.chains[2].rpcUrl, role: "proofs" },
   ]));
   const key = three.keys.users[0]! as Hex;
@@ -75,7 +78,7 @@ beforeAll(async () => {
     DATA_DIR: join(dir, "service"),
     INDEX_POLL_MS: "200",
     INDEX_STALL_SECONDS: "3",
-    LOG_LEVEL: "error",
+    LOG_LEVEL: "info",
     ...TEST_RELAY_LIMITS,
   }, 60_000);
 }, 180_000);
@@ -170,6 +173,9 @@ test("chain B's provider down: B's reads 503 INDEX_STALE naming it, A's reads st
     // /readyz shows chain B's index stale and stays ready: taking the instance out would fail chain A's reads too.
     const ready = await get("/readyz");
     expect([ready.status, ready.body.status, ready.body.checks.index, ready.body.chains["eip155:31338"].index]).toEqual([200, "ready", true, false]);
+    // Chain B's provider URL (its key) is in no answer, no /metrics line and no log line, while B fails.
+    const metrics = await (await fetch(`${service.url}/metrics`)).text();
+    for (const text of [JSON.stringify(onB.body), JSON.stringify(ready.body), metrics, service.stderrTail()]) expect(text).not.toContain(PROVIDER_KEY);
   } finally {
     B().proxy.onHttp = undefined;
   }
