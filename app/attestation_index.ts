@@ -12,7 +12,7 @@ import { type Config, defaultChain } from "./config.ts";
 import type { ChainConfig } from "./config/chains.ts";
 import type { Address } from "viem";
 import type { ServedChain, ServedChains } from "../domain/chains/mod.ts";
-import { servedChainsOf, setAfterMinedOn } from "./write_chains.ts";
+import { servedChainsOf } from "./write_chains.ts";
 import { webhookConfirmations } from "./webhooks.ts";
 import type { WiredDiscovery } from "./discovery.ts";
 import { type Foundation, StartupError } from "./foundation.ts";
@@ -84,13 +84,13 @@ export async function wireAttestationIndex(
   });
   const { index } = main;
   // Decisions §30: each chain's index is told of a write mined on that chain (app/write_chains.ts).
-  setAfterMinedOn(f, f.chainId, afterMinedOf(f, index));
+  f.afterMined.set(f.chainId, afterMinedOf(f, index));
   const otherChains: ChainIndex[] = [];
   for (const chain of served.list) {
     if (chain.role !== "attestations" || chain.chainId === f.chainId) continue;
     const followed = followedChain(config, f, chain);
     const wired = await wireChainIndex(config, f, followed);
-    setAfterMinedOn(f, chain.chainId, afterMinedOf(f, wired.index));
+    f.afterMined.set(chain.chainId, afterMinedOf(f, wired.index));
     otherChains.push({ chain, easAddress: followed.easAddress, ...wired });
   }
   const attestationQueryRate = createRateLimiter(systemClock, { capacity: config.index.queryPerMinute, perMinute: config.index.queryPerMinute });

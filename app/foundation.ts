@@ -77,8 +77,11 @@ export type Foundation = {
   readonly secp256k1: Secp256k1;
   /** keccak-256 in WebAssembly (issue 28). */
   readonly keccak256: Keccak256;
-  /** Run after a transaction of this instance is mined, before its caller hears of it (the index is told, set later). */
-  readonly afterMined: { listener: ((blockNumber: bigint) => Promise<void>) | undefined };
+  /**
+   * Run after a transaction of this instance is mined on a chain, before its caller hears of it: that chain's index is
+   * told (decisions §21, §30), by chain id; each index's wiring sets its chain's.
+   */
+  readonly afterMined: Map<number, (blockNumber: bigint) => Promise<void>>;
 };
 
 /** Opens the shared adapters; on a failure, whatever was started is stopped again. */
@@ -146,7 +149,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
     const relaySchemas = subsidizedSchemaMap(chain, Object.keys(chain.schemas));
     if (!relaySchemas.ok) throw new StartupError(`TRUST_ANCHORS_PATH: ${relaySchemas.message}`);
     const storage = await openStorage(config);
-    const afterMined: Foundation["afterMined"] = { listener: undefined };
+    const afterMined: Foundation["afterMined"] = new Map();
     const eas = createViemEas({
       rpcUrl,
       chainId,
@@ -167,8 +170,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
       // follower is told, so the writer's next read polls for the write first and sees it (decisions §21, issue 43).
       onMined: async (blockNumber) => {
         await devnet?.checkpoint?.();
-        const listener = afterMined.listener;
-        if (listener !== undefined) await listener(blockNumber);
+        await afterMined.get(chainId)?.(blockNumber);
       },
     });
     const witnessKey = signers.witness;

@@ -93,25 +93,6 @@ export function servedChainsOf(config: Pick<Config, "chains">, f: Pick<Foundatio
   return served.ok ? served.value : singleChain(f.chainId, f.easAddress);
 }
 
-/** Each chain's after-mined hook (its index told of a write mined there), set by the index's wiring. */
-const afterMinedHooks = new WeakMap<Foundation, Map<number, (blockNumber: bigint) => Promise<void>>>();
-
-/**
- * Sets what runs after a transaction of this instance is mined on chain `chainId`, before its caller hears of it: that
- * chain's index is told (decisions §21, §30), as the default chain's is through `f.afterMined`.
- */
-export function setAfterMinedOn(f: Foundation, chainId: number, listener: (blockNumber: bigint) => Promise<void>): void {
-  if (chainId === f.chainId) f.afterMined.listener = listener;
-  const hooks = afterMinedHooks.get(f) ?? new Map<number, (blockNumber: bigint) => Promise<void>>();
-  hooks.set(chainId, listener);
-  afterMinedHooks.set(f, hooks);
-}
-
-/** Runs chain `chainId`'s after-mined hook, if its index set one. */
-async function afterMinedOn(f: Foundation, chainId: number, blockNumber: bigint): Promise<void> {
-  const listener = chainId === f.chainId ? f.afterMined.listener : afterMinedHooks.get(f)?.get(chainId);
-  if (listener !== undefined) await listener(blockNumber);
-}
 
 /** A chain's own EAS client: its node from the config (or the embedded devnet), the chain's delegate signer. */
 function chainEas(config: Pick<Config, "chains">, f: Foundation, chain: ServedChain, easAddress: Address, delegate: ReturnType<typeof delegateOn>): ViemEas {
@@ -133,7 +114,7 @@ function chainEas(config: Pick<Config, "chains">, f: Foundation, chain: ServedCh
     // Then that chain's index is told, so the writer's next read on it lists the write (issue 48 item 3).
     onMined: async (blockNumber) => {
       await f.devnet?.checkpoint?.();
-      await afterMinedOn(f, chain.chainId, blockNumber);
+      await f.afterMined.get(chain.chainId)?.(blockNumber);
     },
   });
 }
