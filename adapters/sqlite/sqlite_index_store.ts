@@ -30,6 +30,33 @@ const toCheckpoint = (row: CheckpointRow): IndexCheckpoint => ({
 
 const time = (t: bigint | undefined) => (t === undefined ? null : Number(t));
 
+/**
+ * Stores a record of the chain's EAS; with `subjects` (issue 43) the subject it names too ('' none), else the stored one
+ * stays. One statement, prepared once per caller (the appends and the record reads both store records).
+ */
+function recordSaver(db: Database, chainId: number, eas: string): (a: IndexedAttestation, subjects?: ReadonlyMap<string, string>) => void {
+  const setRecord = db.query(
+    `UPDATE index_attestations SET time = ?, expiration_time = ?, revocation_time = ?, ref_uid = ?, revocable = ?, data = ?, time_seconds = ?,
+       subject = COALESCE(?, subject)
+     WHERE chain_id = ? AND eas = ? AND uid = ?`,
+  );
+  return (a, subjects) => {
+    setRecord.run(
+      a.time.toString(),
+      a.expirationTime.toString(),
+      a.revocationTime.toString(),
+      a.refUID.toLowerCase(),
+      a.revocable ? 1 : 0,
+      a.data.toLowerCase(),
+      Number(a.time),
+      subjects === undefined ? null : (subjects.get(a.uid.toLowerCase()) ?? ""),
+      chainId,
+      eas,
+      a.uid.toLowerCase(),
+    );
+  };
+}
+
 /** Appends and rewinds in the SQLite file: events, records, checkpoints and outbox rows in one transaction. */
 function indexAppends(db: Database, scope: { chainId: number; easAddress: string }): Pick<IndexStore, "append" | "rewind"> {
   const chainId = scope.chainId;
@@ -87,30 +114,11 @@ function indexAppends(db: Database, scope: { chainId: number; easAddress: string
     }
   };
   const dropOutbox = db.query("DELETE FROM webhook_outbox WHERE chain_id = ? AND eas = ? AND block_number > ?");
-  const setRecord = db.query(
-    `UPDATE index_attestations SET time = ?, expiration_time = ?, revocation_time = ?, ref_uid = ?, revocable = ?, data = ?, time_seconds = ?,
-       subject = COALESCE(?, subject)
-     WHERE chain_id = ? AND eas = ? AND uid = ?`,
-  );
   const confirm = db.query(CONFIRM_TAIL.replace(/\$(\d)/g, "?$1"));
   const insertCheckpoint = db.query(
     "INSERT OR REPLACE INTO index_checkpoints (chain_id, eas, block_number, block_hash, block_time) VALUES (?, ?, ?, ?, ?)",
   );
-  /** Stores a record; with `subjects` (issue 43) the subject it names too ('' none), else the stored one stays. */
-  const saveRecord = (a: IndexedAttestation, subjects?: ReadonlyMap<string, string>) =>
-    setRecord.run(
-      a.time.toString(),
-      a.expirationTime.toString(),
-      a.revocationTime.toString(),
-      a.refUID.toLowerCase(),
-      a.revocable ? 1 : 0,
-      a.data.toLowerCase(),
-      Number(a.time),
-      subjects === undefined ? null : (subjects.get(a.uid.toLowerCase()) ?? ""),
-      chainId,
-      eas,
-      a.uid.toLowerCase(),
-    );
+  const saveRecord = recordSaver(db, chainId, eas);
   const trimHistory = db.query(
     `DELETE FROM index_checkpoints WHERE chain_id = ? AND eas = ? AND block_number < (
        SELECT MIN(block_number) FROM (SELECT block_number FROM index_checkpoints WHERE chain_id = ? AND eas = ?
@@ -227,27 +235,8 @@ function indexProgress(db: Database, scope: { chainId: number; easAddress: strin
 function indexRecords(db: Database, scope: { chainId: number; easAddress: string }): Pick<IndexStore, "records" | "incomplete" | "complete" | "unsubjected" | "setSubjects" | "counts"> {
   const chainId = scope.chainId;
   const eas = scope.easAddress.toLowerCase();
-  const setRecord = db.query(
-    `UPDATE index_attestations SET time = ?, expiration_time = ?, revocation_time = ?, ref_uid = ?, revocable = ?, data = ?, time_seconds = ?,
-       subject = COALESCE(?, subject)
-     WHERE chain_id = ? AND eas = ? AND uid = ?`,
-  );
   const setSubject = db.query("UPDATE index_attestations SET subject = ? WHERE chain_id = ? AND eas = ? AND uid = ?");
-  /** Stores a record; with `subjects` (issue 43) the subject it names too ('' none), else the stored one stays. */
-  const saveRecord = (a: IndexedAttestation, subjects?: ReadonlyMap<string, string>) =>
-    setRecord.run(
-      a.time.toString(),
-      a.expirationTime.toString(),
-      a.revocationTime.toString(),
-      a.refUID.toLowerCase(),
-      a.revocable ? 1 : 0,
-      a.data.toLowerCase(),
-      Number(a.time),
-      subjects === undefined ? null : (subjects.get(a.uid.toLowerCase()) ?? ""),
-      chainId,
-      eas,
-      a.uid.toLowerCase(),
-    );
+  const saveRecord = recordSaver(db, chainId, eas);
   const complete = db.transaction((records: readonly IndexedAttestation[]) => {
     for (const a of records) saveRecord(a);
   });
