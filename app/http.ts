@@ -192,6 +192,7 @@ function appDeps(config: HttpConfig, f: Foundation, c: Capabilities): AppDeps {
       chainName: chain.name,
       chainId,
       easAddress,
+      keccak256: f.keccak256.hex,
     },
     // Decisions §29: the anchors' widget origins name where this service's widgets are served, its own origin first.
     trustAnchors: servedTrustAnchors(config, f.trustAnchors),

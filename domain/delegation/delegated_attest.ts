@@ -95,7 +95,7 @@ async function checkRequest(ctx: AttestContext, body: unknown, caller: Delegated
 /** The checks that need no chain (storage and the guard only), in the order of decisions §6. */
 async function checkOffChain(ctx: AttestContext, body: unknown, caller: DelegatedAttestCaller): Promise<Prechecked | DelegatedAttestFailure> {
   const { deps, maxAhead } = ctx;
-  const parsed = delegatedRequestOf(body);
+  const parsed = delegatedRequestOf(body, ctx.signing.hash);
   if (!parsed.ok) return parsed;
   const request = parsed.value;
   const closed = deps.guard?.open();

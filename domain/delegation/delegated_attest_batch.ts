@@ -117,7 +117,7 @@ function answered(results: readonly (BatchItemResult | undefined)[], extra: Part
 async function checkItems(ctx: BatchContext, bodies: readonly unknown[], caller: DelegatedAttestBatchCaller, results: (BatchItemResult | undefined)[]): Promise<Item[]> {
   const lines = new Map<string, number[]>();
   const requests = bodies.map((body, index) => {
-    const parsed = delegatedRequestOf(body);
+    const parsed = delegatedRequestOf(body, ctx.deps.keccak256);
     const line = parsed.ok ? parsed.value.attester.toLowerCase() : `unparsed:${index}`;
     lines.set(line, [...(lines.get(line) ?? []), index]);
     return parsed.ok ? parsed.value : body;

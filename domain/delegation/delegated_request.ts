@@ -1,4 +1,4 @@
-import { isAddress } from "viem/utils";
+import { isAddress, type KeccakHex } from "../address.ts";
 import type { HexString } from "../../ports/eas.ts";
 import { ZERO_UID } from "./attest_typed_data.ts";
 import { fail, ok, type Result } from "../result.ts";
@@ -30,9 +30,9 @@ const READ = new WeakSet<object>();
 /** A body as a delegated attestation's use case takes it: read already ({@link parseDelegatedRequest}), or as sent. */
 export type DelegatedBody = DelegatedRequest | unknown;
 
-/** The request of `body`: itself when it was read already, else read now. */
-export function delegatedRequestOf(body: DelegatedBody): Result<DelegatedRequest, "INVALID_INPUT"> {
-  return isRecord(body) && READ.has(body) ? ok(body as DelegatedRequest) : parseDelegatedRequest(body);
+/** The request of `body`: itself when it was read already, else read now (`hash` as {@link parseDelegatedRequest}'s). */
+export function delegatedRequestOf(body: DelegatedBody, hash?: KeccakHex): Result<DelegatedRequest, "INVALID_INPUT"> {
+  return isRecord(body) && READ.has(body) ? ok(body as DelegatedRequest) : parseDelegatedRequest(body, hash);
 }
 
 type Invalid = Result<never, "INVALID_INPUT">;
@@ -57,14 +57,15 @@ const invalid = (field: string, rule: string): Invalid => fail("INVALID_INPUT", 
 /**
  * Validates the fields of a delegated-attest body. The schema and deadline come from
  * `prepared.delegatedRequest`, the attestation fields from `prepared.typedData.message` (falling back
- * to `delegatedRequest`), with the EAS defaults the reference relay applies when one is absent.
+ * to `delegatedRequest`), with the EAS defaults the reference relay applies when one is absent. `hash` checks the
+ * addresses' checksums (the service passes its keccak in WebAssembly; absent: viem's).
  */
-export function parseDelegatedRequest(body: unknown): Result<DelegatedRequest, "INVALID_INPUT"> {
+export function parseDelegatedRequest(body: unknown, hash?: KeccakHex): Result<DelegatedRequest, "INVALID_INPUT"> {
   if (!isRecord(body)) return fail("INVALID_INPUT", "Body must be a JSON object");
   const missing = (["prepared", "signature", "attester"] as const).filter((k) => !body[k]);
   if (missing.length > 0) return fail("INVALID_INPUT", `Missing required fields: ${missing.join(", ")}`);
   const { prepared, signature, attester } = body;
-  if (typeof attester !== "string" || !isAddress(attester)) {
+  if (typeof attester !== "string" || !isAddress(attester, hash)) {
     return invalid("attester", "must be a 20-byte 0x-prefixed address");
   }
   if (typeof signature !== "string") return invalid("signature", "must be a hex string");
@@ -86,7 +87,7 @@ export function parseDelegatedRequest(body: unknown): Result<DelegatedRequest, "
   if (deadline === undefined) return invalid("prepared.delegatedRequest.deadline", "must be a uint64 in base 10");
 
   const recipient = pick("recipient") ?? `0x${"0".repeat(40)}`;
-  if (typeof recipient !== "string" || !isAddress(recipient)) return invalid("recipient", "must be an address");
+  if (typeof recipient !== "string" || !isAddress(recipient, hash)) return invalid("recipient", "must be an address");
   const expirationTime = parseUint(pick("expirationTime") ?? 0, 64);
   if (expirationTime === undefined) return invalid("expirationTime", "must be a uint64 in base 10");
   const revocable = pick("revocable") ?? true;

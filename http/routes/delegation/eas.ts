@@ -12,6 +12,7 @@ import type { Idempotency } from "../../../domain/idempotency/mod.ts";
 import type { DelegatedRequest } from "../../../domain/delegation/mod.ts";
 import { createRelaySubmission } from "../../../domain/submissions/mod.ts";
 import { fail, type Fail, type Ok } from "../../../domain/result.ts";
+import type { KeccakHex } from "../../../domain/address.ts";
 import { acceptedAnswer, type RelayTracking, submissionAnswer } from "./_tracking.ts";
 import { relayAnswer, relayWrite } from "./_relay_answer.ts";
 import { type BatchRelayResult, batchRequests, batchSend, batchWords } from "./_batch.ts";
@@ -32,6 +33,8 @@ export type EasRoutesDeps = {
   readonly idempotency?: Idempotency | undefined;
   /** Submission records (decisions §23): answers carry `submissionId`, `Prefer: respond-async` is honoured. */
   readonly tracking?: RelayTracking | undefined;
+  /** keccak-256 for the addresses' checksums when the body is read (the service's in WebAssembly; absent: viem's). */
+  readonly keccak256?: KeccakHex | undefined;
 };
 
 /** The paths of the nonce route. */
@@ -55,10 +58,10 @@ export const nonceQuery = compileRequestCheck(REQUEST_MODELS.nonce.query, {
  * The single route's body read once into the typed request the use case takes (issue 47 item 2): JSON, then the domain
  * parser, whose refusals are the published model's (the model refuses only what the parser refuses).
  */
-function readDelegated(body: unknown): Ok<DelegatedRequest> | Fail<string> {
+function readDelegated(body: unknown, hash: KeccakHex | undefined): Ok<DelegatedRequest> | Fail<string> {
   const json = parseJsonBody(body);
   if (!json.ok) return fail(json.code, json.message);
-  return parseDelegatedRequest(json.value);
+  return parseDelegatedRequest(json.value, hash);
 }
 
 type SingleInput = { readonly clientKey: string; readonly request: Ok<DelegatedRequest> | Fail<string> };
@@ -117,7 +120,7 @@ export function easRoutes(deps: EasRoutesDeps) {
     try {
       const clientKey = clientKeyOf(deps.clientAddress?.(request));
       // The public relay has no account: a key belongs to the client address (decisions §23).
-      const read = relayWrite(request, `client:${clientKey}`, body, { clientKey, request: readDelegated(body) });
+      const read = relayWrite(request, `client:${clientKey}`, body, { clientKey, request: readDelegated(body, deps.keccak256) });
       if (!read.ok) return failure(started, read.code, read.message);
       const run = await single(read.write);
       return await relayAnswer(run, {
