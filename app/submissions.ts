@@ -69,6 +69,7 @@ export async function wireSubmissions(
   // A submission of the public relay (no account) has nobody to tell: its settlement is kept told (issue 43).
   const tells = onSettled === undefined ? () => false : settlementConcerns;
   const tracking = { records: storage.submissions, clock: systemClock, replacements: storage.txReplacements, onSettled, tells };
+  const bumpAfterMs = config.relays.feeBump.afterSeconds === 0 ? undefined : config.relays.feeBump.afterSeconds * 1000;
   // Decisions §30: each attestation chain's submissions and sponsored writes (the witness's, the private relay's) are
   // followed on that chain, by its own reconciler; a sponsored write from before rows named their chain is the default's.
   const several = chains.length > 1;
@@ -88,7 +89,7 @@ export async function wireSubmissions(
       graceMs: RECONCILE_GRACE_MS,
       lostAfterMs: HASH_ONLY_LOST_AFTER_MS,
       replacements: storage.txReplacements,
-      bumpAfterMs: config.relays.feeBump.afterSeconds === 0 ? undefined : config.relays.feeBump.afterSeconds * 1000,
+      bumpAfterMs,
       maxBumps: config.relays.feeBump.max,
       // The embedded devnet's state is saved before an outcome read from it is recorded, as after a send (foundation.ts
       // onMined): a crash right after a resent transaction is recorded must not leave it charged but missing.
@@ -123,7 +124,8 @@ export async function wireSubmissions(
   timer.unref?.();
   return {
     idempotency: createIdempotency({ store: storage.idempotency, clock: systemClock }),
-    tracker: createSubmissionTracker({ ...tracking, random: cryptoRandom }),
+    // The reconciler replaces nothing sooner than FEE_BUMP_AFTER_SECONDS after a record was made (0: never).
+    tracker: createSubmissionTracker({ ...tracking, random: cryptoRandom, bumpAfterMs: bumpAfterMs ?? Number.POSITIVE_INFINITY }),
     status: createSubmissionStatus({
       records: storage.submissions,
       replay: storage.replay,

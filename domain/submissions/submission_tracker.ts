@@ -27,6 +27,12 @@ export type SubmissionTrackerDeps = {
   readonly clock: Clock;
   readonly replacements?: TxReplacementStore | undefined;
   /**
+   * The soonest the reconciler replaces a transaction, in ms after its replay record was made (`Infinity`: it never
+   * does). A relay that settles its own submission within half of it (the other half covers the clocks of other
+   * instances) had no replacement made, so its count is not read (issue 43 item 4: a statement a write); absent, it is.
+   */
+  readonly bumpAfterMs?: number | undefined;
+  /**
    * The seam of the `submission.settled` event (decisions §22, §23): called once per submission when its outcome is
    * kept, by the relay or by the reconciler; app/submissions.ts gives it the webhooks' event (domain/webhooks/).
    */
@@ -82,10 +88,16 @@ export function createSubmissionTracker(deps: SubmissionTrackerDeps) {
       await deps.records.create({ id, scope, ref, createdAtMs: deps.clock.nowMs(), ...(items === undefined ? {} : { items }) });
       return id;
     },
-    /** Keeps what the relay answered as the submission's outcome; `scope` is the one it was opened with, when known. */
-    async settle(id: string, ref: string, result: RelayResult, scope?: string): Promise<void> {
+    /** Now, by the tracker's clock: a relay takes it before it claims its replay record, and settles with it. */
+    began: (): number => deps.clock.nowMs(),
+    /**
+     * Keeps what the relay answered as the submission's outcome; `scope` is the one it was opened with, when known;
+     * `beganAtMs` ({@link began}) when the relay began, before its replay record was made.
+     */
+    async settle(id: string, ref: string, result: RelayResult, scope?: string, beganAtMs?: number): Promise<void> {
       if (!result.ok && result.code === "OUTCOME_UNKNOWN") return;
-      const feeBumps = await bumps(ref);
+      const unbumped = beganAtMs !== undefined && deps.bumpAfterMs !== undefined && deps.clock.nowMs() - beganAtMs < deps.bumpAfterMs / 2;
+      const feeBumps = unbumped ? 0 : await bumps(ref);
       const outcome: SubmissionOutcome = result.ok
         ? {
           state: "mined",

@@ -92,6 +92,39 @@ describe("createSubmissionStatus()", () => {
     expect([...records.untoldIds]).toEqual([]);
   });
 
+  test("a relay that settles within half the reconciler's bump delay does not read the fee bumps (issue 43 item 4)", async () => {
+    const records = fakeSubmissionRecords();
+    const clock = fakeClock();
+    const store = replacements();
+    let lists = 0;
+    const counted: TxReplacementStore = { ...store, list: (book, id) => (lists++, store.list(book, id)) };
+    const mined = { ok: true, value: { txHash: tx(6).txHash, uid: "0xu6", blockNumber: 9n } } as const;
+    const settleAfter = async (tracker: ReturnType<typeof createSubmissionTracker>, ref: string, elapsedMs: number, began?: number) => {
+      const start = tracker.began();
+      const id = await tracker.open("client:127.0.0.1", ref);
+      clock.set(clock.nowMs() + elapsedMs);
+      await tracker.settle(id, ref, mined, "client:127.0.0.1", began ?? start);
+      return (await records.find(id))?.outcome;
+    };
+    const tracker = createSubmissionTracker({ records, random: fakeRandom(), clock, replacements: counted, bumpAfterMs: 120_000 });
+    expect(await settleAfter(tracker, "0xa", 59_999)).toMatchObject({ state: "mined", feeBumps: 0 });
+    expect(lists).toBe(0);
+    // Half the delay or more since the relay began: a bump may have been made, and is counted.
+    await store.add(RELAY_BOOK, "0xb", { tx: tx(7), createdAtMs: clock.nowMs() });
+    expect(await settleAfter(tracker, "0xb", 60_000)).toMatchObject({ state: "mined", feeBumps: 1 });
+    expect(lists).toBe(1);
+    // Without the relay's start, or without the reconciler's delay, the count is read.
+    await tracker.settle(await tracker.open("client:127.0.0.1", "0xc"), "0xc", mined, "client:127.0.0.1");
+    expect(lists).toBe(2);
+    const unknownDelay = createSubmissionTracker({ records, random: fakeRandom(), clock, replacements: counted });
+    expect(await settleAfter(unknownDelay, "0xd", 1)).toMatchObject({ state: "mined", feeBumps: 0 });
+    expect(lists).toBe(3);
+    // A reconciler that never replaces (FEE_BUMP_AFTER_SECONDS=0): never read by the relay.
+    const never = createSubmissionTracker({ records, random: fakeRandom(), clock, replacements: counted, bumpAfterMs: Number.POSITIVE_INFINITY });
+    expect(await settleAfter(never, "0xe", 86_400_000)).toMatchObject({ state: "mined", feeBumps: 0 });
+    expect(lists).toBe(3);
+  });
+
   test("the relay's failures are kept with their code and hash; an unknown outcome stays open", async () => {
     const env = setup();
     await env.claim("0xk");
