@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Address, createPublicClient, type Hex, http } from "viem";
 import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
-import { createViemEas, type ViemEas } from "../adapters/chain/mod.ts";
+import { createHttp1Post, createViemEas, type Http1Post, http1Serves, type ViemEas } from "../adapters/chain/mod.ts";
 import { loadSecp256k1, openKeccak256 } from "../adapters/crypto/mod.ts";
 import type { Keccak256 } from "../ports/keccak.ts";
 import type { Secp256k1 } from "../ports/secp256k1.ts";
@@ -54,6 +54,12 @@ export type Foundation = {
   readonly metrics: PrometheusMetrics;
   /** `fetch` for JSON-RPC, metered. */
   readonly rpcFetch: typeof fetch;
+  /**
+   * The delegated-attestation path's POST over kept-alive sockets for a node at `url` (issue 43 item 4), when the URL
+   * is plain http, no proxy is set and no `rpcFetch` was given (tests that count or break the exchanges give one);
+   * else undefined, and that path sends with fetch. Its caller meters the calls itself.
+   */
+  readonly rpcPost: (url: string) => Http1Post | undefined;
   readonly devnet: Devnet | undefined;
   readonly rpcUrl: string;
   readonly chainId: number;
@@ -90,6 +96,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
   const metrics = createPrometheusMetrics();
   describeMetrics(metrics);
   const rpcFetch = meteredRpcFetch(options.rpcFetch ?? fetch, metrics);
+  const rpcPost = (url: string) => (options.rpcFetch === undefined && http1Serves(url) ? createHttp1Post(url) : undefined);
   const keccak256 = await openKeccak256();
   const secp = loadSecp256k1(config.signers.secp256k1Library, keccak256);
   if (!secp.ok) throw new StartupError(secp.error);
@@ -159,6 +166,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
       // The delegated-attestation path meters its own calls (issue 28): no second parse of every request and response.
       rpcMetrics: metrics,
       unmeteredFetchFn: options.rpcFetch ?? fetch,
+      post: rpcPost(rpcUrl),
       log: (event, fields) => log.warn(event, fields),
       walletNonces: storage.walletNonces,
       secp256k1,
@@ -179,6 +187,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
       log,
       metrics,
       rpcFetch,
+      rpcPost,
       devnet,
       rpcUrl,
       chainId,

@@ -99,12 +99,15 @@ function chainEas(config: Pick<Config, "chains">, f: Foundation, chain: ServedCh
   const configured = config.chains.list.find((c) => c.chainId === chain.chainId || c.caip2 === chain.caip2);
   const rpcUrl = chain.chainId === f.chainId ? f.rpcUrl : configured?.rpcUrl ?? f.devnet?.chains.find((c) => c.chainId === chain.chainId)?.rpcUrl;
   if (rpcUrl === undefined) throw new Error(`${chain.caip2}: no rpcUrl to write on it`);
+  const post = f.rpcPost(rpcUrl);
   return createViemEas({
     rpcUrl,
     chainId: chain.chainId,
     easAddress,
     delegateSigner: delegate,
     fetchFn: f.rpcFetch,
+    // Over kept-alive sockets where they serve (issue 43 item 4), the path then metering its own calls.
+    ...(post === undefined ? {} : { post, rpcMetrics: f.metrics }),
     log: (event, fields) => f.log.warn(event, { ...fields, chainId: chain.chainId }),
     walletNonces: f.storage.walletNonces,
     secp256k1: f.secp256k1,

@@ -16,6 +16,7 @@
  * method, round-trip time, and failures (timeout, network, HTTP status, JSON-RPC error objects by code and method).
  */
 import type { Metrics } from "../../ports/metrics.ts";
+import type { Http1Post } from "./http1_post.ts";
 
 /** The node answered the call with a JSON-RPC error object. */
 export class NodeRpcError extends Error {
@@ -64,6 +65,8 @@ export type JsonRpcOptions = {
   readonly url: string;
   /** The fetch to send with (the service passes the metered one; tests a counting one). */
   readonly fetchFn?: typeof fetch | undefined;
+  /** Sends over kept-alive sockets instead of `fetchFn` (http1_post.ts: a plain-http node, no proxy); meter with `metrics`. */
+  readonly post?: Http1Post | undefined;
   /** How long one round trip may take, in ms (default 10,000). */
   readonly timeoutMs?: number | undefined;
   /** Retries of a call after a retryable failure (default 1, as the viem transport this replaces). */
@@ -97,6 +100,7 @@ export function retryable(error: unknown): boolean {
 /** Builds the client. */
 export function createJsonRpc(options: JsonRpcOptions): JsonRpc {
   const fetchFn = options.fetchFn ?? fetch;
+  const post = options.post;
   const timeoutMs = options.timeoutMs ?? 10_000;
   const retryCount = options.retryCount ?? 1;
   const retryDelayMs = options.retryDelayMs ?? 150;
@@ -110,6 +114,17 @@ export function createJsonRpc(options: JsonRpcOptions): JsonRpc {
     void exchange(batch);
   };
 
+  /** One HTTP exchange: the status, and the body's text on demand (a refused answer's body is not read). */
+  async function roundTrip(body: string, signal: AbortSignal): Promise<{ readonly status: number; readonly text: () => Promise<string> }> {
+    if (post !== undefined) {
+      const answer = await post(body, signal);
+      return { status: answer.status, text: () => Promise.resolve(answer.text) };
+    }
+    const response = await fetchFn(options.url, { method: "POST", headers: { "content-type": "application/json" }, body, signal });
+    if (!response.ok) await response.body?.cancel().catch(() => {});
+    return { status: response.status, text: () => response.text() };
+  }
+
   async function exchange(batch: Pending[]): Promise<void> {
     const body = JSON.stringify(batch.map((call) => ({ jsonrpc: "2.0", id: call.id, method: call.method, params: call.params })));
     if (metrics !== undefined) for (const call of batch) metrics.increment("ats_rpc_calls_total", { method: call.method });
@@ -120,24 +135,23 @@ export function createJsonRpc(options: JsonRpcOptions): JsonRpc {
     const started = performance.now();
     let answers: unknown;
     try {
-      let response: Response;
+      let answer: { readonly status: number; readonly text: () => Promise<string> };
       try {
-        response = await fetchFn(options.url, { method: "POST", headers: { "content-type": "application/json" }, body, signal: timeout });
+        answer = await roundTrip(body, timeout);
       } catch (error) {
         metrics?.increment("ats_rpc_failures_total", { reason: timeout.aborted ? "timeout" : "network" });
         throw error;
       } finally {
         metrics?.observe("ats_rpc_round_trip_seconds", (performance.now() - started) / 1000);
       }
-      if (!response.ok) {
-        metrics?.increment("ats_rpc_failures_total", { reason: `http_${response.status}` });
-        await response.body?.cancel().catch(() => {});
-        throw new RpcTransportError(`HTTP ${response.status}`, response.status);
+      if (answer.status < 200 || answer.status > 299) {
+        metrics?.increment("ats_rpc_failures_total", { reason: `http_${answer.status}` });
+        throw new RpcTransportError(`HTTP ${answer.status}`, answer.status);
       }
       try {
-        answers = await response.json();
+        answers = JSON.parse(await answer.text());
       } catch {
-        throw new RpcTransportError("The node's answer is not JSON", response.status);
+        throw new RpcTransportError("The node's answer is not JSON", answer.status);
       }
     } catch (error) {
       const failure = error instanceof RpcTransportError

@@ -11,4 +11,5 @@ export * from "./viem_witness.ts";
 export { createWsNewHeads } from "./ws_new_heads.ts";
 export { createViemTxReceiptReader } from "./viem_receipts.ts";
 export { signEip1559Digest } from "./eip1559.ts";
+export { createHttp1Post, type Http1Post, http1Serves } from "./http1_post.ts";
 export { createViemProofChains, type ProofChainSource, type ViemProofChainsOptions } from "./viem_proof_chains.ts";

@@ -38,6 +38,7 @@ import { EAS_ABI } from "../../domain/eas_abi.ts";
 import { encodeAttestByDelegation, encodeMultiAttestByDelegation } from "./attest_calldata.ts";
 import { createTxSender, describe, type SendSyncMode, submitAttestation, submitAttestationBatch, type TxSender } from "./viem_tx_sender.ts";
 import { createJsonRpc, type JsonRpc, NodeRpcError, quantity } from "./json_rpc.ts";
+import type { Http1Post } from "./http1_post.ts";
 
 /** Options of {@link createViemEas}. */
 export type ViemEasOptions = {
@@ -55,6 +56,8 @@ export type ViemEasOptions = {
    */
   readonly rpcMetrics?: Metrics | undefined;
   readonly unmeteredFetchFn?: typeof fetch | undefined;
+  /** With `rpcMetrics`: the hot path posts over kept-alive sockets instead of `unmeteredFetchFn` (http1_post.ts). */
+  readonly post?: Http1Post | undefined;
   readonly rpcTimeoutMs?: number | undefined;
   /** How long to wait for a receipt before answering "unknown outcome". */
   readonly receiptTimeoutMs?: number | undefined;
@@ -114,6 +117,7 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
     url: options.rpcUrl,
     fetchFn: options.rpcMetrics === undefined ? options.fetchFn : options.unmeteredFetchFn,
     metrics: options.rpcMetrics,
+    post: options.rpcMetrics === undefined ? undefined : options.post,
     timeoutMs: options.rpcTimeoutMs ?? 10_000,
     retryCount: 1,
   });
