@@ -88,15 +88,39 @@ export function encodeSchemaData(schema: string, data: Readonly<Record<string, u
 
 /** Decodes attestation data; big integers come back as base-10 strings. */
 export function decodeSchemaData(schema: string, data: HexString): Result<Record<string, unknown>, "INVALID_INPUT"> {
+  const parsed = parsedSchema(schema);
+  return parsed.ok ? decodeSchemaFields(parsed.value.params, parsed.value.fields, data) : parsed;
+}
+
+/** A schema string read once: its fields and ABI parameters. */
+type ParsedSchema = { readonly fields: readonly SchemaField[]; readonly params: readonly AbiParameter[] };
+
+/**
+ * Schema strings already read (issue 43 item 4: the follower and the webhook fan-out decode every new attestation,
+ * and reading the schema with abitype cost more than the decode). Bounded: emptied when full, so schema strings
+ * from requests cannot grow it.
+ */
+const PARSED = new Map<string, Result<ParsedSchema, "INVALID_INPUT">>();
+const PARSED_KEPT = 64;
+
+function parsedSchema(schema: string): Result<ParsedSchema, "INVALID_INPUT"> {
+  let parsed = PARSED.get(schema);
+  if (parsed === undefined) {
+    parsed = parseSchema(schema);
+    if (PARSED.size >= PARSED_KEPT) PARSED.clear();
+    PARSED.set(schema, parsed);
+  }
+  return parsed;
+}
+
+function parseSchema(schema: string): Result<ParsedSchema, "INVALID_INPUT"> {
   const fields = parseSchemaFields(schema);
   if (!fields.ok) return fields;
-  let params: readonly AbiParameter[];
   try {
-    params = parseAbiParameters(schema) as readonly AbiParameter[];
+    return ok({ fields: fields.value, params: parseAbiParameters(schema) as readonly AbiParameter[] });
   } catch {
     return fail("INVALID_INPUT", "Data does not decode with the schema");
   }
-  return decodeSchemaFields(params, fields.value, data);
 }
 
 /**
