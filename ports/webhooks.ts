@@ -142,6 +142,11 @@ export interface WebhookStore {
   /** The enabled endpoints of an account. */
   readonly accountEndpoints: (accountId: string) => Promise<WebhookEndpoint[]>;
   /**
+   * Whether any endpoint is enabled: a fan-out round that finds none consumes its rows without reading their events
+   * (issue 43 item 4: decoding every new attestation for nobody was a share of each write's CPU).
+   */
+  readonly anyEnabled: () => Promise<boolean>;
+  /**
    * Claims up to `limit` due deliveries of enabled endpoints for `holder` until `nowMs + leaseMs`, at most
    * `perEndpoint` of one endpoint and `perAccount` of one account's endpoints in flight (counting the leases every
    * holder has), in a fair order: each account's next slot before any account's slot after it (fewer in flight first),

@@ -16,7 +16,7 @@ const WEBHOOK_CLAIM_LOCK = 7_240_036;
 type Row = WebhookRow;
 
 /** Endpoints, their subjects and the targets of an event in PostgreSQL. */
-function webhookEndpoints(sql: SQL): Pick<WebhookStore, "create" | "list" | "get" | "update" | "remove" | "rotate" | "targets" | "accountEndpoints"> {
+function webhookEndpoints(sql: SQL): Pick<WebhookStore, "create" | "list" | "get" | "update" | "remove" | "rotate" | "targets" | "accountEndpoints" | "anyEnabled"> {
   const usage = async (tx: SQL, accountId: string, exceptId: string) => {
     const [row]: Row[] = await tx`
       SELECT (SELECT COUNT(*) FROM webhook_endpoints WHERE account_id = ${accountId} AND id <> ${exceptId}) AS endpoints,
@@ -92,6 +92,10 @@ function webhookEndpoints(sql: SQL): Pick<WebhookStore, "create" | "list" | "get
     async accountEndpoints(accountId) {
       const rows: Row[] = await sql`SELECT * FROM webhook_endpoints WHERE account_id = ${accountId} AND disabled = 0 ORDER BY created_at_ms, id`;
       return rows.map(toWebhookEndpoint);
+    },
+    async anyEnabled() {
+      const rows: Row[] = await sql`SELECT 1 AS one FROM webhook_endpoints WHERE disabled = 0 LIMIT 1`;
+      return rows.length > 0;
     },
   };
 }

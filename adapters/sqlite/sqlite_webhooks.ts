@@ -3,7 +3,7 @@ import type { WebhookEndpoint, WebhookStore } from "../../ports/webhooks.ts";
 import { CLAIMED_COLUMNS, type ClaimCandidate, type WebhookRow, deliveryId, endpointDueSql, fairClaims, leasedLoadSql, toClaimCandidate, toClaimLoad, toClaimedDelivery, toDeliveryRecord, toOutboxRow, toTargets, toWebhookEndpoint, webhookTables } from "../sql/webhooks.ts";
 
 /** Endpoints, their subjects and the targets of an event in the SQLite file. */
-function webhookEndpoints(db: Database): Pick<WebhookStore, "create" | "list" | "get" | "update" | "remove" | "rotate" | "targets" | "accountEndpoints"> {
+function webhookEndpoints(db: Database): Pick<WebhookStore, "create" | "list" | "get" | "update" | "remove" | "rotate" | "targets" | "accountEndpoints" | "anyEnabled"> {
   const accountUsage = db.query<{ endpoints: number; subjects: number }, [string, string]>(
     `SELECT COUNT(*) AS endpoints, (SELECT COUNT(*) FROM webhook_subjects WHERE account_id = ?1 AND endpoint_id <> ?2) AS subjects
        FROM webhook_endpoints WHERE account_id = ?1 AND id <> ?2`,
@@ -86,6 +86,7 @@ function webhookEndpoints(db: Database): Pick<WebhookStore, "create" | "list" | 
     },
     accountEndpoints: (accountId) =>
       Promise.resolve(db.query<WebhookRow, [string]>("SELECT * FROM webhook_endpoints WHERE account_id = ? AND disabled = 0 ORDER BY created_at_ms, id").all(accountId).map(toWebhookEndpoint)),
+    anyEnabled: () => Promise.resolve(db.query<{ one: number }, []>("SELECT 1 AS one FROM webhook_endpoints WHERE disabled = 0 LIMIT 1").get() !== null),
   };
 }
 

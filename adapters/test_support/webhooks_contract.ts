@@ -155,6 +155,21 @@ function outboxAndEndpointTests(open: () => Promise<readonly [Storage, Storage]>
     expect(targets).toEqual(expected);
   });
 
+  test("anyEnabled: true while an endpoint is enabled", async () => {
+    const [storage] = await open();
+    const store = storage.webhooks;
+    const before = await store.anyEnabled();
+    const off = endpoint(fresh("any"), { disabled: true });
+    await store.create(off, limits);
+    await store.update(off.accountId, off.id, { disabled: true }, limits);
+    expect(await store.anyEnabled()).toBe(before);
+    const on = endpoint(fresh("any"));
+    await store.create(on, limits);
+    expect(await store.anyEnabled()).toBe(true);
+    await store.update(on.accountId, on.id, { disabled: true }, limits);
+    expect(await store.anyEnabled()).toBe(before);
+  });
+
   test("publish is idempotent; a claim holds a delivery until recorded; retry, delivered and failed are kept; all failures for the window disable", async () => {
     const [storage] = await open();
     const store = storage.webhooks;

@@ -20,7 +20,7 @@ export const PREVIOUS_SECRET_MS = 24 * 60 * 60_000;
 
 /** What the fan-out needs. */
 export type FanOutDeps = {
-  readonly store: Pick<WebhookStore, "outbox" | "publish" | "targets">;
+  readonly store: Pick<WebhookStore, "outbox" | "publish" | "targets" | "anyEnabled">;
   /**
    * The stored records of uids in the index of the row's chain and EAS (decisions §30: each attestation chain has its
    * own index; a row names the one that wrote it, a row without them is the default chain's).
@@ -49,6 +49,8 @@ export function createWebhookFanOut(deps: FanOutDeps): () => Promise<number> {
     const rows = await deps.store.outbox(batch, deps.chainIds);
     if (rows.length === 0) return 0;
     const records = await recordsOfRows(rows, deps.records);
+    // Nobody to tell: the rows are consumed as told (those the index holds), their events never read.
+    const anyone = await deps.store.anyEnabled();
     const targetsOf = new Map<string, WebhookTarget[]>();
     const publications: Publication[] = [];
     const consumed: number[] = [];
@@ -57,6 +59,7 @@ export function createWebhookFanOut(deps: FanOutDeps): () => Promise<number> {
       const record = records.get(recordKey(row, row.uid));
       if (record === undefined) continue;
       consumed.push(row.seq);
+      if (!anyone) continue;
       const event = attestationEvent(row, record, deps.schemaNames);
       if (event === undefined) continue;
       let targets = targetsOf.get(event.subject);

@@ -220,6 +220,30 @@ describe("createWebhookFanOut()", () => {
     expect([...store.messages.values()].map((m) => m.id).sort()).toEqual([derivedEventId("attestation.created", gone), derivedEventId("attestation.created", kept)].sort());
   });
 
+  test("with no endpoint enabled, a round consumes the rows the index holds without reading their events (issue 43 item 4)", async () => {
+    const { endpoints, store, clock } = setup();
+    const uid = `0x${"41".repeat(32)}`;
+    const unheld = `0x${"42".repeat(32)}`;
+    store.outboxRows.push({ seq: 1, kind: "attested", uid, blockNumber: 10n, txHash: `0x${"22".repeat(32)}` });
+    store.outboxRows.push({ seq: 2, kind: "attested", uid: unheld, blockNumber: 10n, txHash: `0x${"22".repeat(32)}` });
+    let targetReads = 0;
+    const counted = { ...store, targets: (did: string) => (targetReads++, store.targets(did)) };
+    const fanOut = createWebhookFanOut({ store: counted, records: () => Promise.resolve([review(uid, SUBJECT)]), schemaNames, clock });
+    expect(await fanOut()).toBe(1);
+    expect(store.outboxRows.map((r) => r.seq)).toEqual([2]);
+    expect(targetReads).toBe(0);
+    expect(store.messages.size).toBe(0);
+    // An endpoint enabled later is told of the rows that come after it.
+    const a = await endpoints.create(account, { url: "https://a.example/", events: ["attestation.created"], subjects: [SUBJECT], ownSubjects: false });
+    if (!a.ok) throw new Error("unreachable");
+    const next = `0x${"43".repeat(32)}`;
+    store.outboxRows.push({ seq: 3, kind: "attested", uid: next, blockNumber: 11n, txHash: `0x${"23".repeat(32)}` });
+    const after = createWebhookFanOut({ store: counted, records: () => Promise.resolve([review(next, SUBJECT)]), schemaNames, clock });
+    expect(await after()).toBe(1);
+    expect(targetReads).toBe(1);
+    expect([...store.messages.values()].map((m) => m.id)).toEqual([derivedEventId("attestation.created", next)]);
+  });
+
   test("an attestation on a watched subject becomes one message with a derived id and the decoded fields", async () => {
     const { endpoints, store, clock } = setup();
     const a = await endpoints.create(account, { url: "https://a.example/", events: ["attestation.created"], subjects: [SUBJECT], ownSubjects: false });

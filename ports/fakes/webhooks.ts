@@ -151,6 +151,7 @@ export function fakeWebhookStore() {
         })));
     },
     accountEndpoints: (accountId) => Promise.resolve(ofAccount(accountId).filter((e) => !e.disabled)),
+    anyEnabled: () => Promise.resolve([...endpoints.values()].some((e) => !e.disabled)),
     claim: (holder, nowMs, leaseMs, limit, perEndpoint, perAccount) =>
       Promise.resolve(claimDue({ endpoints, messages, deliveries }, { holder, nowMs, leaseMs, limit, perEndpoint, perAccount })),
     record(id, holder, outcome, nowMs, disableAfterMs) {
