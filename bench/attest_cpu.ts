@@ -47,8 +47,9 @@ const service = await startServiceProcess({
   START_BLOCK: String(devnet.deployBlock),
   // Every request comes from 127.0.0.1: the public relay's per-address limits would refuse most of them.
   ...TEST_RELAY_LIMITS,
-  // ATS_PROFILE_DIR=dir: the service writes a CPU profile (.cpuprofile and markdown) there when it stops.
-  ...(process.env.ATS_PROFILE_DIR ? { BUN_OPTIONS: `--cpu-prof --cpu-prof-md --cpu-prof-dir=${process.env.ATS_PROFILE_DIR}` } : {}),
+  // ATS_PROFILE_DIR=dir: the service writes a CPU profile (.cpuprofile and markdown) there when it stops, sampled every
+  // ATS_PROFILE_INTERVAL microseconds (default 1000; fewer give more samples of a short run).
+  ...(process.env.ATS_PROFILE_DIR ? { BUN_OPTIONS: `--cpu-prof --cpu-prof-interval=${process.env.ATS_PROFILE_INTERVAL ?? 1000} --cpu-prof-md --cpu-prof-dir=${process.env.ATS_PROFILE_DIR}` } : {}),
   // ATS_SERVICE_ENV="NAME=value,NAME=value": more environment for the service (experiments with runtime settings).
   ...Object.fromEntries((process.env.ATS_SERVICE_ENV ?? "").split(",").filter((p) => p.includes("=")).map((p) => [p.slice(0, p.indexOf("=")), p.slice(p.indexOf("=") + 1)])),
 });
