@@ -134,6 +134,7 @@ describe("readConfig()", () => {
     expect(readConfig({}).relays.publicRelay).toEqual({
       enabled: true,
       ipPerMinute: 30,
+      noncePerMinute: 120,
       attesterPerHour: 20,
       gasPerHour: 50_000_000n,
       // Issue 43: PUBLIC_RELAY_MAX_GAS_PER_TX bounds a public request; a client's and an attester's share is a tenth of the hour.

@@ -6,7 +6,7 @@ import { type AppDeps, type AttestationsDeps, createApp } from "../http/app.ts";
 import { drainServer, instrumentedHandler, requestClientAddress } from "../http/instrument.ts";
 import { httpCacheSettings } from "../http/http_cache.ts";
 import { systemClock } from "../adapters/system/mod.ts";
-import type { RateLimiter } from "../domain/rate_limit.ts";
+import { createRateLimiter, type RateLimiter } from "../domain/rate_limit.ts";
 import type { WiredAccounts } from "./accounts.ts";
 import type { Config } from "./config.ts";
 import type { WiredDelegation } from "./delegation.ts";
@@ -73,7 +73,7 @@ export type ServedHttp = {
 };
 
 /** The sections the HTTP side reads. */
-type HttpConfig = Pick<Config, "accounts" | "chains" | "discovery" | "index" | "keys" | "server" | "signers" | "widgets">;
+type HttpConfig = Pick<Config, "accounts" | "chains" | "discovery" | "index" | "keys" | "relays" | "server" | "signers" | "widgets">;
 
 /**
  * Builds the app from the capabilities and starts serving it on `HOST`:`PORT`: the server is given the app as a
@@ -193,6 +193,8 @@ function appDeps(config: HttpConfig, f: Foundation, c: Capabilities): AppDeps {
       chainId,
       easAddress,
       keccak256: f.keccak256.hex,
+      // One instance's count (as the attestation queries'): each read is an eth_call this instance pays for.
+      nonceRate: createRateLimiter(systemClock, { capacity: config.relays.publicRelay.noncePerMinute, perMinute: config.relays.publicRelay.noncePerMinute }),
     },
     // Decisions §29: the anchors' widget origins name where this service's widgets are served, its own origin first.
     trustAnchors: servedTrustAnchors(config, f.trustAnchors),

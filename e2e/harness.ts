@@ -80,6 +80,7 @@ async function syncIndex(service: Service, env: Record<string, string>): Promise
 /** Relay limits far above what any test sends (e2e/public_relay_guard_test.ts and e2e/factory_gas_drain_test.ts set their own). */
 export const TEST_RELAY_LIMITS = {
   PUBLIC_RELAY_IP_RATE_PER_MINUTE: "1000000",
+  NONCE_RATE_PER_MINUTE: "1000000",
   PUBLIC_RELAY_ATTESTER_RATE_PER_HOUR: "1000000",
   PUBLIC_RELAY_GAS_BUDGET_PER_HOUR: "1000000000000",
   PRIVATE_RELAY_GAS_BUDGET_PER_HOUR: "1000000000000",

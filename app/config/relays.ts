@@ -15,6 +15,7 @@ export const RelaysSection = Type.Object({
   publicRelay: Type.Object({
     enabled: onOff("PUBLIC_RELAY", { default: true, description: "off closes the public delegated-attest route" }),
     ipPerMinute: int("PUBLIC_RELAY_IP_RATE_PER_MINUTE", { default: 30, minimum: 1, maximum: 1_000_000, description: "public writes per client address per minute" }),
+    noncePerMinute: int("NONCE_RATE_PER_MINUTE", { default: 120, minimum: 1, maximum: 1_000_000, description: "public nonce reads (one eth_call each) per client address per minute" }),
     attesterPerHour: int("PUBLIC_RELAY_ATTESTER_RATE_PER_HOUR", { default: 20, minimum: 1, maximum: 1_000_000, description: "public writes per attester per hour" }),
     gasPerHour: bigInt("PUBLIC_RELAY_GAS_BUDGET_PER_HOUR", { default: 50_000_000, minimum: 1, description: "gas the public relay may spend per UTC hour" }),
     maxGasPerTx: int("PUBLIC_RELAY_MAX_GAS_PER_TX", { default: 3_000_000, minimum: 21_000, description: "the most gas one public write may need" }),

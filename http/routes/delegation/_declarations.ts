@@ -24,6 +24,7 @@ export const EAS_DOCS: readonly RouteDoc[] = [
       200: { description: "Nonce record", schema: NonceRecordModel },
       400: easErr("attester missing or invalid (INVALID_INPUT)"),
       405: easErr("METHOD_NOT_ALLOWED (Allow header)"),
+      429: easErr("RATE_LIMITED: more than NONCE_RATE_PER_MINUTE reads from this address (Retry-After)"),
       500: easErr("RPC failure (RPC_ERROR), INTERNAL_ERROR"),
     },
   },

@@ -13,6 +13,7 @@ import type { DelegatedRequest } from "../../../domain/delegation/mod.ts";
 import { createRelaySubmission } from "../../../domain/submissions/mod.ts";
 import { fail, type Fail, type Ok } from "../../../domain/result.ts";
 import type { KeccakHex } from "../../../domain/address.ts";
+import type { RateLimiter } from "../../../domain/rate_limit.ts";
 import { acceptedAnswer, type RelayTracking, submissionAnswer } from "./_tracking.ts";
 import { relayAnswer, relayWrite } from "./_relay_answer.ts";
 import { type BatchRelayResult, batchRequests, batchSend, batchWords } from "./_batch.ts";
@@ -33,6 +34,11 @@ export type EasRoutesDeps = {
   readonly idempotency?: Idempotency | undefined;
   /** Submission records (decisions §23): answers carry `submissionId`, `Prefer: respond-async` is honoured. */
   readonly tracking?: RelayTracking | undefined;
+  /**
+   * Nonce reads per client address (`NONCE_RATE_PER_MINUTE`): each costs an `eth_call`, so past it 429 RATE_LIMITED
+   * with Retry-After, before any call; a refused query takes no turn. Absent: unlimited (tests of other things).
+   */
+  readonly nonceRate?: RateLimiter | undefined;
   /** keccak-256 for the addresses' checksums when the body is read (the service's in WebAssembly; absent: viem's). */
   readonly keccak256?: KeccakHex | undefined;
 };
@@ -91,6 +97,12 @@ export function easRoutes(deps: EasRoutesDeps) {
     try {
       const query = queryOf(request.url);
       if (!nonceQuery.check(query)) return failure(started, "INVALID_INPUT", nonceQuery.explain(query));
+      const turn = deps.nonceRate?.take(clientKeyOf(deps.clientAddress?.(request)));
+      if (turn !== undefined && !turn.allowed) {
+        const refused = failure(started, "RATE_LIMITED", "Too many nonce reads from this address; try again later");
+        refused.headers.set("retry-after", String(turn.retryAfterSeconds));
+        return refused;
+      }
       const result = await deps.readNonce(query.attester, chainIdOf(request.url));
       if (!result.ok) return failure(started, result.code, result.message);
       return json({ ...nonceRecord(result.value, deps), elapsed: elapsedSince(started) });
