@@ -151,6 +151,7 @@ async function wireChainIndex(config: Pick<Config, "chains" | "index" | "webhook
       timeoutMs: config.chains.artifactTrustRpcTimeoutMs,
       fetchFn,
       log: (event, fields) => f.log.warn(event, fields),
+      keccak: f.keccak256,
     });
   // The one reader of the chain names itself, so a provider's logs (and the tests' counters) tell its calls apart.
   const chainReads = reads(Object.assign((input: RequestInfo | URL, init?: RequestInit) => {

@@ -22,6 +22,12 @@ export function isAddress(value: unknown, hash: KeccakHex = keccak256): value is
   return checksummedDigits(lower, hash) === digits;
 }
 
+/** `address` (0x and 40 hex digits, any case) spelt with its EIP-55 checksum; `hash` defaults to viem's keccak. */
+export function checksumAddress(address: string, hash: KeccakHex = keccak256): HexString {
+  if (!ADDRESS.test(address)) throw new Error("Not an address");
+  return `0x${checksummedDigits(address.slice(2).toLowerCase(), hash)}` as HexString;
+}
+
 /** The EIP-55 spelling of 40 lowercase hex digits: a letter is upper case where the hash's nibble is 8 or more. */
 function checksummedDigits(lower: string, hash: KeccakHex): string {
   let ascii = "0x";

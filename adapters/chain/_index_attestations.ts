@@ -2,7 +2,7 @@
  * The attestation index's attestation reads: batches through the state-overridden batch reader or deployless
  * Multicall3, in waves that fit one response, shrunk on a too-large answer.
  */
-import { concat, decodeFunctionResult, pad } from "viem";
+import { concat, pad } from "viem";
 import type { IndexedAttestation, IndexRead } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
 import { EAS_ABI, type EasAttestation } from "../../domain/eas_abi.ts";
@@ -20,6 +20,7 @@ import {
   TYPICAL_RESULT_BYTES,
 } from "./_batch_reader.ts";
 import { attempt, failed, type IndexState } from "./_index_state.ts";
+import { decodeAttestationResult } from "./_attestation_result.ts";
 import { isOutOfGas, isOverrideRefusal, isResponseTooLarge, isReturnSizeLimit, nodeText, OverrideIgnoredError } from "./_rpc_failures.ts";
 
 type RawAttestation = EasAttestation;
@@ -58,9 +59,7 @@ async function readThroughBatchReader(state: IndexState, uids: readonly HexStrin
   });
   // A node that ignores the override runs our call against an empty account: success, no data.
   if (data === undefined || data === "0x") throw new OverrideIgnoredError();
-  return splitBatchOutput(data, uids.length).map((result) =>
-    decodeFunctionResult({ abi: EAS_ABI, functionName: "getAttestation", data: result })
-  );
+  return splitBatchOutput(data, uids.length).map((result) => decodeAttestationResult(result, state.checksum));
 }
 
 /**

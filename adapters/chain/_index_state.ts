@@ -3,6 +3,9 @@ import type { IndexFailureReason, IndexRead } from "../../ports/attestation_inde
 import type { HexString } from "../../ports/eas.ts";
 import { DEFAULT_MAX_RESPONSE_BYTES, RESPONSE_SHARE, TYPICAL_RESULT_BYTES } from "./_batch_reader.ts";
 import { classify, type RpcFailure } from "./_rpc_failures.ts";
+import { checksumAddress } from "../../domain/address.ts";
+import type { Keccak256 } from "../../ports/keccak.ts";
+import type { ChecksumAddress } from "./_attestation_result.ts";
 
 /** Options of `createViemAttestationIndex`. */
 export type ViemAttestationIndexOptions = {
@@ -37,6 +40,8 @@ export type ViemAttestationIndexOptions = {
    */
   readonly maxResponseBytes?: number | undefined;
   readonly log?: ((event: string, fields: Record<string, unknown>) => void) | undefined;
+  /** keccak-256 for the checksums of the attestations' addresses (the service's in WebAssembly); absent: viem's. */
+  readonly keccak?: Keccak256 | undefined;
 };
 
 export type Outcome<T> = { ok: true; value: T } | ({ ok: false } & RpcFailure);
@@ -47,6 +52,8 @@ export type IndexState = {
   readonly client: PublicClient;
   readonly eas: HexString;
   readonly log: (event: string, fields: Record<string, unknown>) => void;
+  /** An attestation's address as viem spells it (checksummed), with the options' keccak. */
+  readonly checksum: ChecksumAddress;
   readonly retries: number;
   readonly retryDelayMs: number;
   readonly multicallSize: number;
@@ -84,6 +91,7 @@ export function createIndexState(options: ViemAttestationIndexOptions): IndexSta
     client,
     eas: options.easAddress,
     log: options.log ?? (() => {}),
+    checksum: (address) => checksumAddress(address, options.keccak?.hex),
     retries: options.retries ?? 2,
     retryDelayMs: options.retryDelayMs ?? 150,
     multicallSize: Math.max(1, options.multicallSize ?? Number.MAX_SAFE_INTEGER),
