@@ -26,7 +26,7 @@ import { startDevnet } from "../adapters/devnet/mod.ts";
 import { prepareDelegatedAttestation, signableTypedData } from "../client/delegated_attest.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { e2eArtifacts, TEST_RELAY_LIMITS } from "../e2e/harness.ts";
-import { startServiceProcess } from "../e2e/support/service_process.ts";
+import { devnetServiceEnv, startServiceProcess } from "../e2e/support/service_process.ts";
 import { openNativeSecp256k1 } from "../adapters/crypto/mod.ts";
 
 const PER_ROUND = Number(process.argv[2] ?? 30);
@@ -37,14 +37,7 @@ const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 const dir = mkdtempSync(join(tmpdir(), "ats-attest-cpu-"));
 const devnet = await startDevnet({ dataDir: join(dir, "devnet"), persist: false, artifacts: e2eArtifacts() });
 const service = await startServiceProcess({
-  PORT: "0",
-  RPC_URL: devnet.rpcUrl,
-  TRUST_ANCHORS_PATH: devnet.trustAnchorsPath,
-  DELEGATE_PRIVATE_KEY: devnet.keys.delegate,
-  WITNESS_PRIVATE_KEY: devnet.keys.witness,
-  DATABASE_PATH: join(dir, "ats.sqlite"),
-  DATA_DIR: dir,
-  START_BLOCK: String(devnet.deployBlock),
+  ...devnetServiceEnv(devnet, dir),
   // Every request comes from 127.0.0.1: the public relay's per-address limits would refuse most of them.
   ...TEST_RELAY_LIMITS,
   // ATS_PROFILE_DIR=dir: the service writes a CPU profile (.cpuprofile and markdown) there when it stops, sampled every

@@ -13,7 +13,7 @@ import { generatePrivateKey } from "viem/accounts";
 import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
 import { e2eArtifacts, TEST_RELAY_LIMITS } from "./harness.ts";
 import { postDelegatedAttest, type ReviewTarget, signedReviewBody } from "./support/review_signer.ts";
-import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
+import { devnetServiceEnv, type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "ats-rpc-sockets-"));
 let devnet: Devnet;
@@ -49,17 +49,7 @@ const node = {
 beforeAll(async () => {
   devnet = await startDevnet({ dataDir: join(dir, "devnet"), persist: false, artifacts: e2eArtifacts() });
   node.start();
-  service = await startServiceProcess({
-    PORT: "0",
-    RPC_URL: `http://127.0.0.1:${node.port}`,
-    TRUST_ANCHORS_PATH: devnet.trustAnchorsPath,
-    DELEGATE_PRIVATE_KEY: devnet.keys.delegate,
-    WITNESS_PRIVATE_KEY: devnet.keys.witness,
-    DATABASE_PATH: join(dir, "ats.sqlite"),
-    DATA_DIR: dir,
-    START_BLOCK: String(devnet.deployBlock),
-    ...TEST_RELAY_LIMITS,
-  });
+  service = await startServiceProcess({ ...devnetServiceEnv(devnet, dir, `http://127.0.0.1:${node.port}`), ...TEST_RELAY_LIMITS });
   const anchors = await (await fetch(`${service.url}/v1/trust-anchors`)).json() as { chains: Record<string, { easContract: string; schemas: Record<string, string> }> };
   const [caip2, chain] = Object.entries(anchors.chains)[0]!;
   target = { chainId: Number(caip2.split(":")[1]), easAddress: chain.easContract, schemaUids: chain.schemas };

@@ -13,6 +13,24 @@ export type ServiceProcess = {
   readonly stderrTail: () => string;
 };
 
+/** What a devnet gives a service process to serve it: the node (or `rpcUrl` in front of it), anchors, keys, and files in `dir`. */
+export function devnetServiceEnv(
+  devnet: { readonly rpcUrl: string; readonly trustAnchorsPath: string; readonly keys: { readonly delegate: string; readonly witness: string }; readonly deployBlock: bigint },
+  dir: string,
+  rpcUrl = devnet.rpcUrl,
+): Record<string, string> {
+  return {
+    PORT: "0",
+    RPC_URL: rpcUrl,
+    TRUST_ANCHORS_PATH: devnet.trustAnchorsPath,
+    DELEGATE_PRIVATE_KEY: devnet.keys.delegate,
+    WITNESS_PRIVATE_KEY: devnet.keys.witness,
+    DATABASE_PATH: join(dir, "ats.sqlite"),
+    DATA_DIR: dir,
+    START_BLOCK: String(devnet.deployBlock),
+  };
+}
+
 /** Starts `main.ts` with `env` added to this process's environment; resolves once it prints where it listens. */
 export async function startServiceProcess(env: Record<string, string>, timeoutMs = 30_000): Promise<ServiceProcess> {
   const proc = Bun.spawn([process.execPath, join(import.meta.dir, "..", "..", "main.ts")], {
