@@ -111,6 +111,7 @@ export const DelegatedAttestBatchModel = t.Object({
 export const SubmissionAcceptedModel = t.Object({
   submissionId: t.String(),
   state: t.Union([t.Literal("pending"), t.Literal("sent"), t.Literal("replaced")], { description: "pending, or where a resumed submission stands" }),
+  chain: t.String({ description: "The chain the write goes to (decisions §30): the signed domain's" }),
   elapsed: t.Optional(t.String()),
 });
 

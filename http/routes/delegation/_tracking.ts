@@ -36,5 +36,5 @@ export function submissionAnswer(submissionId: string, view: SubmissionView | un
     const code = view.error ?? "SUBMISSION_FAILED";
     return json({ ...errorBody(code, "The submission failed; nothing of it was attested", view.txHash ?? undefined), submissionId, ...rest }, statusOf(code));
   }
-  return acceptedAnswer(submissionId, rest, view.state);
+  return acceptedAnswer(submissionId, { chain, ...rest }, view.state);
 }

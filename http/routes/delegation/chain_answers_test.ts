@@ -32,7 +32,7 @@ async function signedRequest() {
 }
 
 /** The public relay over a use case that opens its submission, finishes it mined on the chain, and never answers (it died). */
-function setup() {
+function setup(options: { mined?: boolean } = {}) {
   const replay = fakeReplayStore();
   const records = fakeSubmissionRecords();
   const clock = fakeClock();
@@ -42,7 +42,7 @@ function setup() {
     await replay.claim({ key, chainId: 31338, attester: "0xa", nonce: 0n, deadline: 2_000_000_000n, createdAtMs: 1 });
     await onSubmitting?.(key);
     submitted++;
-    await replay.finish(key, { state: "mined", txHash: TX, uid: UID, blockNumber: 5n });
+    if (options.mined ?? true) await replay.finish(key, { state: "mined", txHash: TX, uid: UID, blockNumber: 5n });
     return await new Promise<never>(() => {});
   };
   const single = ((_body: unknown, caller?: { onSubmitting?: (key: string) => Promise<void> }) => opened(caller?.onSubmitting)) as unknown as DelegatedAttest;
@@ -81,5 +81,19 @@ test("a retry of a write that died after opening its submission, mined since, na
   const resumed = await env.post("/v1/delegated-attest", request, { "idempotency-key": "dead-on-b" });
   const body = await resumed.json() as { chain: string; uid: string };
   expect([resumed.status, body.uid, body.chain]).toEqual([200, UID, "Chain B"]);
+  expect(env.submitted()).toBe(1);
+});
+
+test("a single write answered 202 (Prefer: respond-async) names its chain, and so does a retry's 202 while it is pending", async () => {
+  const env = setup({ mined: false });
+  const request = await signedRequest();
+  const accepted = await env.post("/v1/delegated-attest", request, { prefer: "respond-async", "idempotency-key": "pending-on-b" });
+  const body = await accepted.json() as { chain: string; state: string; submissionId: string };
+  expect([accepted.status, body.state, body.chain]).toEqual([202, "pending", "Chain B"]);
+  // The first request never answers its key (it died): past the key's lease, a retry reads the open submission.
+  env.clock.set(env.clock.nowMs() + IDEMPOTENCY_LEASE_MS);
+  const retry = await env.post("/v1/delegated-attest", request, { "idempotency-key": "pending-on-b" });
+  const again = await retry.json() as { chain: string; submissionId: string };
+  expect([retry.status, again.chain, again.submissionId]).toEqual([202, "Chain B", body.submissionId]);
   expect(env.submitted()).toBe(1);
 });

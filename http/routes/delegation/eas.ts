@@ -138,7 +138,7 @@ export function easRoutes(deps: EasRoutesDeps) {
       return await relayAnswer(run, {
         refuse: refuseWith(started),
         resumed: (submissionId, view) => submissionAnswer(submissionId, view, { chain: writeChain(read.write.input), elapsed: elapsedSince(started) }),
-        accepted: (submissionId) => acceptedAnswer(submissionId, { elapsed: elapsedSince(started) }),
+        accepted: (submissionId) => acceptedAnswer(submissionId, { chain: writeChain(read.write.input), elapsed: elapsedSince(started) }),
         answered: (result, submissionId) => attested(started, result, submissionId),
       });
     } catch (error) {

@@ -94,7 +94,7 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
           return await relayAnswer(await single(read.write), {
             refuse: plainRefusal,
             resumed: (submissionId, view) => submissionAnswer(submissionId, view, { chain: deps.relay.chainNames?.write(parsed.value) ?? deps.chainName }),
-            accepted: (submissionId) => acceptedAnswer(submissionId),
+            accepted: (submissionId) => acceptedAnswer(submissionId, { chain: deps.relay.chainNames?.write(parsed.value) ?? deps.chainName }),
             answered: (result, submissionId) => attested(result, submissionId, account.id),
           });
         }
