@@ -7,9 +7,11 @@
  *
  * One request at a time on a connection (no pipelining); a connection that finished its answer and was told nothing
  * else waits in the pool for the next request, up to `maxIdle` of them, each closed after `idleMs` unused (below the
- * keep-alive timeouts of common servers, so a request is rarely written to a socket the server is closing). A request
- * written to a kept socket that the server closed before any byte of the answer fails as a network error, as `fetch`
- * would, and is not sent again here: the JSON-RPC client's retry policy decides (a send is never retried blindly).
+ * keep-alive timeouts of common servers, so a request is rarely written to a socket the server is closing). A kept
+ * connection found closed before any byte of the request was written is replaced by a new one; a request written to a
+ * socket the server then closed fails as a network error, as `fetch` would, and is not sent again here: the JSON-RPC
+ * client's retry policy decides (a send is never retried blindly). A connection that answered before the whole
+ * request was written is not kept.
  * Answers are framed by `Content-Length`, by chunks, or by the connection's close. Error messages name no URL.
  */
 
@@ -70,7 +72,7 @@ export function createHttp1Post(url: string, options: Http1PostOptions = {}): Ht
     ? ""
     : `Authorization: Basic ${btoa(`${decodeURIComponent(target.username)}:${decodeURIComponent(target.password)}`)}\r\n`;
   const head = `POST ${target.pathname}${target.search} HTTP/1.1\r\nHost: ${target.host}\r\n${auth}` +
-    "Content-Type: application/json\r\nAccept: application/json\r\nConnection: keep-alive\r\nContent-Length: ";
+    "Content-Type: application/json\r\nAccept: application/json\r\nAccept-Encoding: identity\r\nConnection: keep-alive\r\nContent-Length: ";
   const maxIdle = options.maxIdle ?? 8;
   const idleMs = options.idleMs ?? 4_000;
   const idle: Connection[] = [];
@@ -93,7 +95,8 @@ export function createHttp1Post(url: string, options: Http1PostOptions = {}): Ht
   };
 
   const release = (connection: Connection, reusable: boolean) => {
-    if (!reusable || connection.closed || idle.length >= maxIdle) return close(connection);
+    // An answer that came before the whole request was written (a refusal) leaves the connection mid-request.
+    if (!reusable || connection.closed || connection.unwritten !== undefined || idle.length >= maxIdle) return close(connection);
     connection.socket?.unref();
     connection.idleTimer = setTimeout(() => close(connection), idleMs);
     idle.push(connection);

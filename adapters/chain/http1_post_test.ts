@@ -126,6 +126,27 @@ describe("createHttp1Post()", () => {
     await expect(closedPort("{}", signal())).rejects.toBeDefined();
   });
 
+  test("an answer that comes before the whole request was written (a refusal) does not leave its connection kept", async () => {
+    let answered = false;
+    const server = Bun.listen({
+      hostname: "127.0.0.1",
+      port: 0,
+      socket: {
+        data(socket) {
+          if (answered) return;
+          answered = true;
+          socket.write("HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\n\r\n");
+        },
+      },
+    });
+    servers.push({ stop: () => server.stop(true) });
+    const post = createHttp1Post(`http://127.0.0.1:${server.port}/`);
+    // Far more than the kernel's buffers take at once: the socket holds the rest when the answer comes.
+    const answer = await post(`"${"x".repeat(64 * 1024 * 1024)}"`, signal());
+    expect(answer.status).toBe(413);
+    expect(post.idle()).toBe(0);
+  });
+
   test("a URL with userinfo sends Basic authorization, and the path and query as given", async () => {
     let head = "";
     const server = Bun.listen({
