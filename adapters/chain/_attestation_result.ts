@@ -17,7 +17,7 @@ const WORD = 64;
 /** Decodes one `getAttestation` answer (0x-prefixed hex). */
 export function decodeAttestationResult(result: string, checksum: ChecksumAddress): EasAttestation {
   const hex = result.toLowerCase();
-  if (!/^0x(?:[0-9a-f]{64})+$/.test(hex)) throw new Error("getAttestation: the answer is not whole words");
+  if ((hex.length - 2) % WORD !== 0 || hex.length === 2 || !/^0x[0-9a-f]*$/.test(hex)) throw new Error("getAttestation: the answer is not whole words");
   const words = (hex.length - 2) / WORD;
   const word = (index: number) => {
     if (!Number.isSafeInteger(index) || index < 0 || index >= words) throw new Error("getAttestation: the answer is shorter than its layout");

@@ -254,45 +254,51 @@ function indexOfSequence(bytes: Uint8Array, sequence: readonly number[], from: n
   return -1;
 }
 
+/** A header's value in a head already lower-cased (`\r\nname: value`), trimmed; undefined when absent. */
+function header(head: string, name: string): string | undefined {
+  const at = head.indexOf(`\r\n${name}:`);
+  if (at < 0) return undefined;
+  const from = at + name.length + 3;
+  const end = head.indexOf("\r\n", from);
+  return head.slice(from, end < 0 ? undefined : end).trim();
+}
+
 /**
  * The answer in `bytes` when it is whole (undefined while more must come). `closed`: the connection ended, which
- * frames an answer that has neither a length nor chunks. Informational answers (1xx) before it are skipped.
+ * frames an answer that has neither a length nor chunks. Informational answers (1xx) before it are skipped. The head
+ * is searched and read with Buffer's native methods: this runs on every JSON-RPC answer of a write.
  */
 export function parseAnswer(bytes: Uint8Array, closed: boolean): Parsed | undefined {
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let start = 0;
   for (;;) {
-    const headEnd = indexOfSequence(bytes, CRLF2, start);
+    const headEnd = buffer.indexOf("\r\n\r\n", start, "latin1");
     if (headEnd < 0) return bytes.length - start > 65_536 ? { error: "The answer's head is too long" } : undefined;
-    const lines = decoder.decode(bytes.subarray(start, headEnd)).split("\r\n");
-    const status = /^HTTP\/1\.[01] (\d{3})/.exec(lines[0] ?? "");
+    const head = buffer.toString("latin1", start, headEnd).toLowerCase();
+    const status = /^http\/1\.([01]) (\d{3})/.exec(head);
     if (status === null) return { error: "The answer is not HTTP/1.1" };
-    const code = Number(status[1]);
-    const headers = new Map<string, string>();
-    for (const line of lines.slice(1)) {
-      const colon = line.indexOf(":");
-      if (colon > 0) headers.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
-    }
+    const code = Number(status[2]);
     const bodyStart = headEnd + 4;
     if (code >= 100 && code < 200) {
       start = bodyStart;
       continue;
     }
-    const reusable = !/\bclose\b/i.test(headers.get("connection") ?? "") && lines[0]!.startsWith("HTTP/1.1");
-    if (/\bchunked\b/i.test(headers.get("transfer-encoding") ?? "")) {
+    const reusable = status[1] === "1" && !/\bclose\b/.test(header(head, "connection") ?? "");
+    if (/\bchunked\b/.test(header(head, "transfer-encoding") ?? "")) {
       const body = dechunk(bytes, bodyStart);
       if (body === undefined) return closed ? { error: "The answer ended inside a chunk" } : undefined;
       if ("error" in body) return body;
       return { status: code, text: decoder.decode(body.bytes), reusable: reusable && body.end === bytes.length };
     }
-    const length = headers.get("content-length");
+    const length = header(head, "content-length");
     if (length !== undefined) {
       if (!/^\d+$/.test(length)) return { error: "The answer's length is not a number" };
       const end = bodyStart + Number(length);
       if (bytes.length < end) return closed ? { error: "The answer ended early" } : undefined;
-      return { status: code, text: decoder.decode(bytes.subarray(bodyStart, end)), reusable: reusable && end === bytes.length };
+      return { status: code, text: buffer.toString("utf8", bodyStart, end), reusable: reusable && end === bytes.length };
     }
     if (code === 204 || code === 304) return { status: code, text: "", reusable: reusable && bodyStart === bytes.length };
-    return closed ? { status: code, text: decoder.decode(bytes.subarray(bodyStart)), reusable: false } : undefined;
+    return closed ? { status: code, text: buffer.toString("utf8", bodyStart), reusable: false } : undefined;
   }
 }
 
