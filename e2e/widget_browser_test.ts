@@ -230,8 +230,28 @@ async function screenshots(page: Page, name: string): Promise<void> {
   }
   await page.setViewportSize({ width: 1280, height: 1000 });
   // The widget is another site's frame (its own process): clicks are routed to it by the compositor's hit-test data,
-  // which a resize renews only with the next frames. Wait for two of them before the test clicks again.
-  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+  // which a resize renews only with the next frames, the page's and the frame's. Wait for two of each before the test
+  // clicks again (the page's alone let a click reach the page on a loaded machine).
+  for (const frame of page.frames()) {
+    await frame.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+  }
+}
+
+/**
+ * Clicks a button of the widget that only switches its view until that view shows: a click that still reaches the page
+ * instead of the frame (see {@link screenshots}) is made again, so the outcome never rests on when the frame's next
+ * frames come. For buttons whose click is idempotent only.
+ */
+async function clickToView(widget: Frame, button: string, view: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    await widget.click(button);
+    try {
+      await widget.waitForSelector(`${view}:not([hidden])`, { timeout: 5_000 });
+      return;
+    } catch (error) {
+      if (attempt >= 5) throw error;
+    }
+  }
 }
 
 const messageTypes = (page: Page) => page.evaluate(() => (window as unknown as { __messages: { type: string }[] }).__messages.map((m) => m.type));
@@ -333,8 +353,7 @@ describeBrowser("the review widget in a browser", () => {
     expect(hostSignatures()).toBe(0);
     expect(requests).not.toContain("POST /v1/delegated-attest");
     await screenshots(page, "host-refusal");
-    await widget.click("#retry");
-    await widget.waitForSelector("#review-form:not([hidden])");
+    await clickToView(widget, "#retry", "#review-form");
     expect(await widget.inputValue("#review-body")).toBe("Refused by the host");
     expect(problems).toEqual([]);
     await page.context().close();
