@@ -6,7 +6,7 @@ import { fail, ok } from "../domain/result.ts";
 import { createSubmissionStatus, createSubmissionTracker } from "../domain/submissions/mod.ts";
 import { fakeClock, fakeEasReader, fakeIdempotencyStore, fakeRandom, fakeReplayStore, fakeSubmissionRecords } from "../ports/fakes/mod.ts";
 import { createApp } from "./app.ts";
-import { minimalAppDeps } from "./testing.ts";
+import { minimalAppDeps, trackedRelayDeps } from "./testing.ts";
 
 const account = privateKeyToAccount("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
 const SCHEMA = "0x7ab3911527e5e47eaab9f5a2c571060026532dde8cb4398185553053963b2a47";
@@ -50,17 +50,7 @@ function setup(refusal?: ReturnType<typeof fail>) {
     await replay.finish(key, { state: "mined", txHash: TX, uid: UID, blockNumber: 5n });
     return ok({ txHash: TX as `0x${string}`, uid: UID as `0x${string}`, blockNumber: 5n });
   };
-  const status = createSubmissionStatus({ records, replay, head: () => Promise.resolve(5n), confirmations: 1 });
-  const app = createApp({
-    ...minimalAppDeps(),
-    eas: {
-      ...minimalAppDeps().eas,
-      delegatedAttest,
-      idempotency: createIdempotency({ store: fakeIdempotencyStore(), clock }),
-      tracking: { tracker: createSubmissionTracker({ records, random: fakeRandom(), clock }), status, log: quiet },
-    },
-    submissions: { status, sessions: { authenticate: () => Promise.resolve(fail("UNAUTHENTICATED", "No session")) } as never },
-  });
+  const app = createApp(trackedRelayDeps(delegatedAttest, { records, replay, clock }));
   const post = (body: string, headers: Record<string, string> = {}) =>
     app.handle(new Request("http://localhost/v1/delegated-attest", { method: "POST", headers: { "content-type": "application/json", ...headers }, body }));
   const get = (path: string) => app.handle(new Request(`http://localhost${path}`));

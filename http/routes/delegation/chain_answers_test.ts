@@ -4,18 +4,15 @@
 import { expect, test } from "bun:test";
 import { privateKeyToAccount } from "viem/accounts";
 import { buildAttestTypedData, type DelegatedAttest, type WriteChainNames, ZERO_UID } from "../../../domain/delegation/mod.ts";
-import { createIdempotency, IDEMPOTENCY_LEASE_MS } from "../../../domain/idempotency/mod.ts";
-import { fail } from "../../../domain/result.ts";
-import { createSubmissionStatus, createSubmissionTracker } from "../../../domain/submissions/mod.ts";
-import { fakeClock, fakeEasReader, fakeIdempotencyStore, fakeRandom, fakeReplayStore, fakeSubmissionRecords } from "../../../ports/fakes/mod.ts";
+import { IDEMPOTENCY_LEASE_MS } from "../../../domain/idempotency/mod.ts";
+import { fakeClock, fakeEasReader, fakeReplayStore, fakeSubmissionRecords } from "../../../ports/fakes/mod.ts";
 import { createApp } from "../../app.ts";
-import { minimalAppDeps } from "../../testing.ts";
+import { minimalAppDeps, trackedRelayDeps } from "../../testing.ts";
 
 const account = privateKeyToAccount("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
 const SCHEMA = `0x${"7a".repeat(32)}` as const;
 const TX = `0x${"ab".repeat(32)}`;
 const UID = `0x${"cd".repeat(32)}`;
-const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 const DEADLINE = 4_000_000_000n;
 /** Every write here goes to chain B, whatever the default chain is called. */
 const chainNames: WriteChainNames = { write: () => "Chain B", batch: () => "Chain B" };
@@ -48,17 +45,7 @@ function setup(options: { mined?: boolean } = {}) {
   const single = ((_body: unknown, caller?: { onSubmitting?: (key: string) => Promise<void> }) => opened(caller?.onSubmitting)) as unknown as DelegatedAttest;
   const batch: NonNullable<DelegatedAttest["batch"]> = (_bodies, caller) => opened(caller?.onSubmitting ? (key) => caller.onSubmitting!(key, [{ ref: key }]) : undefined);
   const delegatedAttest = Object.assign(single, { batch, chainNames });
-  const status = createSubmissionStatus({ records, replay, head: () => Promise.resolve(5n), confirmations: 1 });
-  const app = createApp({
-    ...minimalAppDeps(),
-    eas: {
-      ...minimalAppDeps().eas,
-      delegatedAttest,
-      idempotency: createIdempotency({ store: fakeIdempotencyStore(), clock }),
-      tracking: { tracker: createSubmissionTracker({ records, random: fakeRandom(), clock }), status, log: quiet },
-    },
-    submissions: { status, sessions: { authenticate: () => Promise.resolve(fail("UNAUTHENTICATED", "No session")) } as never },
-  });
+  const app = createApp(trackedRelayDeps(delegatedAttest, { records, replay, clock }));
   const post = (path: string, body: unknown, headers: Record<string, string>) =>
     app.handle(new Request(`http://localhost${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) }));
   return { post, clock, submitted: () => submitted };
