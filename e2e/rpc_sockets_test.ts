@@ -16,6 +16,7 @@ import { postDelegatedAttest, type ReviewTarget, signedReviewBody } from "./supp
 import { devnetServiceEnv, type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "ats-rpc-sockets-"));
+const SECRET = "k3y-0f-the-provider";
 let devnet: Devnet;
 let service: ServiceProcess;
 let target: ReviewTarget;
@@ -26,13 +27,18 @@ const node = {
   server: undefined as Server<undefined> | undefined,
   /** The User-Agent of each request that carried a send (`fetch` names Bun; the sockets send none). */
   sendAgents: [] as (string | null)[],
+  /** The path and Authorization of each request that carried a send. */
+  sendTargets: [] as string[],
   start() {
     this.server = Bun.serve({
       hostname: "127.0.0.1",
       port: this.port,
       fetch: async (request) => {
         const body = await request.text();
-        if (body.includes("eth_sendRawTransaction")) this.sendAgents.push(request.headers.get("user-agent"));
+        if (body.includes("eth_sendRawTransaction")) {
+          this.sendAgents.push(request.headers.get("user-agent"));
+          this.sendTargets.push(`${new URL(request.url).pathname} ${request.headers.get("authorization")}`);
+        }
         const answer = await fetch(devnet.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body });
         return new Response(await answer.text(), { headers: { "content-type": "application/json" } });
       },
@@ -49,7 +55,12 @@ const node = {
 beforeAll(async () => {
   devnet = await startDevnet({ dataDir: join(dir, "devnet"), persist: false, artifacts: e2eArtifacts() });
   node.start();
-  service = await startServiceProcess({ ...devnetServiceEnv(devnet, dir, `http://127.0.0.1:${node.port}`), ...TEST_RELAY_LIMITS });
+  // A provider's key in the URL's userinfo and path: it must reach no answer, log line, /metrics or /readyz.
+  service = await startServiceProcess({
+    ...devnetServiceEnv(devnet, dir, `http://ats:${SECRET}@127.0.0.1:${node.port}/v3/${SECRET}`),
+    ...TEST_RELAY_LIMITS,
+    LOG_LEVEL: "info",
+  });
   const anchors = await (await fetch(`${service.url}/v1/trust-anchors`)).json() as { chains: Record<string, { easContract: string; schemas: Record<string, string> }> };
   const [caip2, chain] = Object.entries(anchors.chains)[0]!;
   target = { chainId: Number(caip2.split(":")[1]), easAddress: chain.easContract, schemaUids: chain.schemas };
@@ -89,9 +100,21 @@ describe("JSON-RPC of the write path over kept-alive sockets", () => {
     expect(down.body.code).toBe("RPC_ERROR");
     expect(JSON.stringify(down.body)).not.toContain(String(node.port));
     expect(JSON.stringify(down.body)).not.toContain("127.0.0.1");
+    expect(JSON.stringify(down.body)).not.toContain(SECRET);
     node.start();
     const back = await postDelegatedAttest(service.url, body);
     expect(back.status).toBe(200);
     expect(back.body.uid).toMatch(/^0x[0-9a-f]{64}$/);
+  }, 60_000);
+
+  test("the provider's key goes to the node and nowhere else: no answer, log line, /metrics or /readyz", async () => {
+    expect(node.sendTargets[0]).toBe(`/v3/${SECRET} Basic ${btoa(`ats:${SECRET}`)}`);
+    const seen = [
+      await (await fetch(`${service.url}/metrics`)).text(),
+      await (await fetch(`${service.url}/readyz`)).text(),
+      service.stderrTail(),
+    ];
+    expect(seen[2]).toContain("rpc_error");
+    for (const text of seen) expect(text).not.toContain(SECRET);
   }, 60_000);
 });

@@ -56,4 +56,13 @@ describe("GET /v1/nonce per client address", () => {
     expect((await env.get(`attester=${ATTESTER}`, "198.51.100.3")).status).toBe(200);
     expect(env.reads()).toBe(1);
   });
+
+  test("1,000 reads at once from one address: exactly the rate's turns reach the chain, the rest are 429", async () => {
+    const env = setup(120);
+    const answers = await Promise.all(Array.from({ length: 1_000 }, () => env.get(`attester=${ATTESTER}`, "198.51.100.4")));
+    const statuses = answers.map((a) => a.status);
+    expect(statuses.filter((s) => s === 200).length).toBe(120);
+    expect(statuses.filter((s) => s === 429).length).toBe(880);
+    expect(env.reads()).toBe(120);
+  });
 });
