@@ -134,7 +134,7 @@ async function tracked<In, R extends RelayResult>(
 }
 
 /** The submission a relay request opened, once it did. */
-type Opened = { id: string | undefined; ref: string; signal: (() => void) | undefined; readonly began: number | undefined };
+type Opened = { id: string | undefined; ref: string; signal: (() => void) | undefined; readonly began: number };
 
 /**
  * Keeps the relay's outcome on the submission it opened (or leaves it to the reconciler). A failure to keep it must not

@@ -99,11 +99,11 @@ describe("createSubmissionStatus()", () => {
     let lists = 0;
     const counted: TxReplacementStore = { ...store, list: (book, id) => (lists++, store.list(book, id)) };
     const mined = { ok: true, value: { txHash: tx(6).txHash, uid: "0xu6", blockNumber: 9n } } as const;
-    const settleAfter = async (tracker: ReturnType<typeof createSubmissionTracker>, ref: string, elapsedMs: number, began?: number) => {
+    const settleAfter = async (tracker: ReturnType<typeof createSubmissionTracker>, ref: string, elapsedMs: number) => {
       const start = tracker.began();
       const id = await tracker.open("client:127.0.0.1", ref);
       clock.set(clock.nowMs() + elapsedMs);
-      await tracker.settle(id, ref, mined, "client:127.0.0.1", began ?? start);
+      await tracker.settle(id, ref, mined, "client:127.0.0.1", start);
       return (await records.find(id))?.outcome;
     };
     const tracker = createSubmissionTracker({ records, random: fakeRandom(), clock, replacements: counted, bumpAfterMs: 120_000 });
