@@ -32,6 +32,7 @@ describe("createSqliteWriteLedger()", () => {
       ["p", "q", "r", "s"].map(async (tag) => {
         const proc = Bun.spawn([process.execPath, file, path, tag], { stdout: "pipe", stderr: "pipe" });
         const [out, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+        if (code !== 0) console.log(await new Response(proc.stderr).text());
         expect(code).toBe(0);
         return Number(out.trim());
       }),

@@ -89,8 +89,10 @@ export function countStatements(db: Database): CountingDatabase {
 export function openSqlite(path: string): CountingDatabase {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   const db = countStatements(new Database(path, { create: true, strict: true }));
-  db.exec("PRAGMA journal_mode = WAL");
+  // The wait first: processes opening the file together meet the first one's WAL recovery (SQLITE_BUSY), and the
+  // journal pragma, run before the wait was set, failed at once (a four-process test, red once in a CI run).
   db.exec("PRAGMA busy_timeout = 5000");
+  db.exec("PRAGMA journal_mode = WAL");
   db.exec("PRAGMA synchronous = NORMAL");
   // Immediate: processes opening one file together migrate one after the other (a column check and its
   // ALTER must not interleave with another process's).
