@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
@@ -31,11 +31,25 @@ export type AnvilOptions = {
   startTimeoutMs?: number | undefined;
   /** Where a compiled executable extracts its embedded Anvil; unused from source. Default: the OS temp dir. */
   binaryDir?: string | undefined;
+  /**
+   * Where Anvil keeps the states it moves out of memory once a chain is a few hundred blocks long (`--cache-path`):
+   * emptied before Anvil starts and removed once it ended. Default: a new directory in the OS temp dir.
+   *
+   * Anvil's own default, `~/.foundry/anvil/tmp`, is emptied only when Anvil ends by itself, and a chain that is not
+   * kept ends with SIGKILL: every long test or bench chain left its states there, for good (76 GB on one
+   * development machine, whose disk it filled).
+   */
+  cacheDir?: string | undefined;
 };
 
 /** A running Anvil on loopback. */
 export type Anvil = {
   rpcUrl: string;
+  /**
+   * Where it keeps the states it moved out of memory (see {@link AnvilOptions.cacheDir}), gone once stopped; absent
+   * where this machine keeps none (an Anvil in a container).
+   */
+  cacheDir?: string | undefined;
   /** Ends Anvil and waits for it. It saves nothing: save the state before. */
   stop(): Promise<void>;
 };
@@ -164,6 +178,8 @@ async function spawnAnvil(options: AnvilOptions): Promise<Anvil> {
   // Load only: `--state`/`--dump-state` would have Anvil rewrite the file in place, on exit and, with
   // `--state-interval`, for as long as it lives, even after the service that owns the file is gone.
   if (options.stateFile !== undefined && existsSync(options.stateFile)) args.push("--load-state", options.stateFile);
+  const cacheDir = ownCacheDir(options.cacheDir);
+  args.push("--cache-path", cacheDir);
   const lockFile = options.lockFile;
   const token = newLockToken();
   const proc = Bun.spawn([await resolveAnvilBinary(options.binaryDir), ...args], {
@@ -208,6 +224,7 @@ async function spawnAnvil(options: AnvilOptions): Promise<Anvil> {
         clearTimeout(timer);
       }
       live.delete(proc);
+      rmSync(cacheDir, { recursive: true, force: true });
       if (lockFile !== undefined) releaseAnvilLock(lockFile, token);
     })();
     return stopping;
@@ -224,11 +241,19 @@ async function spawnAnvil(options: AnvilOptions): Promise<Anvil> {
     const rpcUrl = `http://127.0.0.1:${port}`;
     await withTimeout(Promise.race([waitForRpc(rpcUrl, options.chainId), exited]), timeoutMs, "Anvil did not answer eth_chainId");
     if (lockFile !== undefined) writeAnvilLock(lockFile, { ...lock, port });
-    return { rpcUrl, stop };
+    return { rpcUrl, cacheDir, stop };
   } catch (error) {
     await stop();
     throw error;
   }
+}
+
+/** The states' directory of one Anvil run: `dir` emptied (a killed run's leftovers), or a new one in the OS temp dir. */
+function ownCacheDir(dir: string | undefined): string {
+  if (dir === undefined) return mkdtempSync(join(tmpdir(), "ats-anvil-states-"));
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  return dir;
 }
 
 async function waitForRpc(rpcUrl: string, chainId: number): Promise<void> {

@@ -58,6 +58,8 @@ export async function startDevnetChain(options: DevnetChainOptions): Promise<Dev
     host: options.host,
     stateFile,
     lockFile: options.persist ? join(options.dataDir, "anvil.lock") : undefined,
+    // A kept chain's states sit beside it, so the next start empties what a killed run left.
+    cacheDir: options.persist ? join(options.dataDir, "anvil-states") : undefined,
     log,
     binaryDir: options.binaryDir,
   });
