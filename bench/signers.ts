@@ -10,7 +10,7 @@
  *
  *   bun run bench/signers.ts [N] [B]
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Keystore } from "ox";
@@ -46,8 +46,9 @@ const fund = (address: string) => rpc("anvil_setBalance", [address, "0x3635c9adc
 const backends: { name: string; env: Record<string, string> }[] = [];
 const rawKey = ANVIL_DEV_KEYS[6]!;
 backends.push({ name: "env (raw key)", env: { DELEGATE_SIGNER: "env:BENCH_RAW_KEY", BENCH_RAW_KEY: rawKey } });
+const keystoreDir = mkdtempSync(join(tmpdir(), "ats-bench-keystore-"));
 {
-  const dir = mkdtempSync(join(tmpdir(), "ats-bench-keystore-"));
+  const dir = keystoreDir;
   const key = generatePrivateKey();
   const [derived, options] = Keystore.scrypt({ password: "bench", n: 1 << 14, r: 8, p: 1 });
   writeFileSync(join(dir, "key.json"), JSON.stringify(Keystore.encrypt(key, derived, options)));
@@ -119,4 +120,5 @@ for (const r of rows) {
 await kms.stop();
 await stack.stop();
 hsm?.remove();
+rmSync(keystoreDir, { recursive: true, force: true });
 process.exit(0);

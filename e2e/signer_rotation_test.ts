@@ -4,8 +4,8 @@
  * second transaction, from either key); once it is mined the reconciler settles the submission from its own sender's
  * receipt, the same signature then answers 409 with the uid, and new work is sent from the new key.
  */
-import { describe, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Keystore } from "ox";
@@ -18,9 +18,16 @@ import { signedReviewBody } from "./support/review_signer.ts";
 const stack = restartableService("ats-rotation-");
 const rpc = stack.rpc;
 
+/** The keystores' directories, removed once the file's tests ran. */
+const keyDirs: string[] = [];
+afterAll(() => {
+  for (const dir of keyDirs) rmSync(dir, { recursive: true, force: true });
+});
+
 /** A keystore of a fresh key, as an operator would make one, and the URI naming it. */
 function newKeystore(): { address: Hex; uri: string } {
   const dir = mkdtempSync(join(tmpdir(), "ats-rotation-key-"));
+  keyDirs.push(dir);
   const key = generatePrivateKey();
   const [derived, options] = Keystore.scrypt({ password: "rotate me", n: 1 << 12, r: 8, p: 1 });
   writeFileSync(join(dir, "key.json"), JSON.stringify(Keystore.encrypt(key, derived, options)));

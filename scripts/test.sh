@@ -94,7 +94,17 @@ if [ "$#" -gt 0 ]; then
 fi
 ignore=()
 for file in "${alone[@]}"; do ignore+=("--path-ignore-patterns=$file"); done
+# What the tests leave behind: their temporary directories (ats-*) and Anvil's states outside them. A run once left
+# 13 directories (test keys among them), and killed Anvils 76 GB of states, which filled a machine's disk.
+leftovers() { ls -d "${TMPDIR:-/tmp}"/ats-* "$HOME"/.foundry/anvil/tmp/* 2>/dev/null | sort || true; }
+before=$(leftovers)
 status=0
 node_modules/.bin/bun test --timeout 60000 --parallel=3 "${ignore[@]}" || status=$?
 node_modules/.bin/bun test --timeout 60000 "${alone[@]}" || status=$?
+left=$(comm -13 <(echo "$before") <(leftovers) | grep . || true)
+if [ -n "$left" ]; then
+  echo "the tests left these behind (each test removes what it makes):" >&2
+  echo "$left" >&2
+  if in_ci; then status=1; fi
+fi
 exit "$status"

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
@@ -14,14 +14,19 @@ const anvilAt = (best: number) =>
 
 describe("dumpAnvilState()", () => {
   test("neverOlder: a dump that ends before the saved state's best block is refused and the file kept; a newer one replaces it", async () => {
-    const file = join(mkdtempSync(join(tmpdir(), "ats-state-")), "anvil-state.json");
-    writeFileSync(file, JSON.stringify({ best_block_number: 14 }));
-    await expect(dumpAnvilState("http://anvil", file, { fetchFn: anvilAt(9), neverOlder: true })).rejects.toThrow("before the saved state's 14");
-    expect(JSON.parse(readFileSync(file, "utf8")).best_block_number).toBe(14);
-    await dumpAnvilState("http://anvil", file, { fetchFn: anvilAt(15), neverOlder: true });
-    expect(JSON.parse(readFileSync(file, "utf8")).best_block_number).toBe(15);
-    // Without the option (the service's own checkpoints) the dump is written as it is.
-    await dumpAnvilState("http://anvil", file, { fetchFn: anvilAt(3) });
-    expect(JSON.parse(readFileSync(file, "utf8")).best_block_number).toBe(3);
+    const dir = mkdtempSync(join(tmpdir(), "ats-state-"));
+    const file = join(dir, "anvil-state.json");
+    try {
+      writeFileSync(file, JSON.stringify({ best_block_number: 14 }));
+      await expect(dumpAnvilState("http://anvil", file, { fetchFn: anvilAt(9), neverOlder: true })).rejects.toThrow("before the saved state's 14");
+      expect(JSON.parse(readFileSync(file, "utf8")).best_block_number).toBe(14);
+      await dumpAnvilState("http://anvil", file, { fetchFn: anvilAt(15), neverOlder: true });
+      expect(JSON.parse(readFileSync(file, "utf8")).best_block_number).toBe(15);
+      // Without the option (the service's own checkpoints) the dump is written as it is.
+      await dumpAnvilState("http://anvil", file, { fetchFn: anvilAt(3) });
+      expect(JSON.parse(readFileSync(file, "utf8")).best_block_number).toBe(3);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

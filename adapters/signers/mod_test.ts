@@ -1,5 +1,5 @@
-import { describe, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Keystore } from "ox";
@@ -21,6 +21,17 @@ const startError = async (run: () => Promise<unknown>) => {
   return "started";
 };
 
+/** The keystores' directories of this file, removed once its tests ran (a test's key files must not outlive it). */
+const madeDirs: string[] = [];
+afterAll(() => {
+  for (const dir of madeDirs) rmSync(dir, { recursive: true, force: true });
+});
+function keystoreDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "ats-keystore-"));
+  madeDirs.push(dir);
+  return dir;
+}
+
 describe("signer URIs (decisions §27)", () => {
   test("each scheme parses; a malformed URI or an unknown scheme says what is wrong", () => {
     expect(parseSignerUri("env:DELEGATE_PRIVATE_KEY")).toEqual({ ok: true, value: { scheme: "env", variable: "DELEGATE_PRIVATE_KEY" } });
@@ -37,7 +48,7 @@ describe("signer URIs (decisions §27)", () => {
     const other = privateKeyToAccount(`0x${"22".repeat(32)}`).address;
     expect(await startError(() => openEthereumSigner("delegate", "env:K", deps({ K: KEY }), other)))
       .toBe(`DELEGATE_SIGNER: the key answers for ${ADDRESS}, not DELEGATE_ADDRESS ${other}`);
-    const dir = mkdtempSync(join(tmpdir(), "ats-keystore-"));
+    const dir = keystoreDir();
     const [key, options] = Keystore.pbkdf2({ password: "right", iterations: 1000 });
     writeFileSync(join(dir, "key.json"), JSON.stringify(Keystore.encrypt(KEY, key, options)));
     writeFileSync(join(dir, "pw"), "s3cr3t-guess\n");
@@ -48,7 +59,7 @@ describe("signer URIs (decisions §27)", () => {
   });
 
   test("a keystore opens to its address; with its password in the environment it counts as a raw key", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "ats-keystore-"));
+    const dir = keystoreDir();
     const [key, options] = Keystore.scrypt({ password: "pw", n: 1 << 12, r: 8, p: 1 });
     writeFileSync(join(dir, "key.json"), JSON.stringify(Keystore.encrypt(KEY, key, options)));
     writeFileSync(join(dir, "pw"), "pw\n");
