@@ -98,7 +98,14 @@ format=()
 # The default name is also tagged ats:latest (what deploy/compose.yaml runs); a name given in ATS_IMAGE only itself.
 tags=(-t "$image")
 [ -z "${ATS_IMAGE:-}" ] && tags+=(-t ats:latest)
+# The image the name pointed at before, removed below once nothing names it: every build of a changed tree would
+# otherwise leave one untagged image of ~160 MB behind (1.7 GB on one machine after a day of CI runs).
+previous=$("$engine" image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
 "$engine" build --quiet "${format[@]}" "${tags[@]}" -f "$ctx/Containerfile" "$ctx" >/dev/null
+if [ -n "$previous" ] && [ "$previous" != "$("$engine" image inspect --format '{{.Id}}' "$image")" ]; then
+  # Without --force: an image still tagged by another name or used by a container stays.
+  "$engine" rmi "$previous" >/dev/null 2>&1 || true
+fi
 
 binary_bytes=$(stat -c %s "$binary")
 image_bytes=$("$engine" image inspect --format '{{.Size}}' "$image")
