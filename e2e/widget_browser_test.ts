@@ -229,11 +229,33 @@ async function screenshots(page: Page, name: string): Promise<void> {
     await page.screenshot({ path: join(SCREENSHOT_DIR, `widget-${name}-${width}.png`), fullPage: true });
   }
   await page.setViewportSize({ width: 1280, height: 1000 });
-  // The widget is another site's frame (its own process): clicks are routed to it by the compositor's hit-test data,
-  // which a resize renews only with the next frames, the page's and the frame's. Wait for two of each before the test
-  // clicks again (the page's alone let a click reach the page on a loaded machine).
+  await untilFramesGetTheMouse(page);
+}
+
+/**
+ * The widget is another site's frame (its own process): the browser routes a click to it by the compositor's hit-test
+ * data, which a resize renews only some frames later. Clicks made too soon reached the page instead (two CI runs red:
+ * *Try again*, then *Done*, each right after the screenshots' resizes), and waiting two animation frames in every
+ * frame was not enough. So the mouse is moved over each child frame until the frame itself sees it: from then on the
+ * browser routes the pointer there, whatever the machine's load.
+ */
+async function untilFramesGetTheMouse(page: Page): Promise<void> {
   for (const frame of page.frames()) {
-    await frame.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+    if (frame === page.mainFrame()) continue;
+    const box = await (await frame.frameElement()).boundingBox();
+    if (box === null || box.width < 4 || box.height < 4) continue;
+    await frame.evaluate(() => {
+      const w = window as unknown as { __sawMouse: boolean };
+      w.__sawMouse = false;
+      document.addEventListener("mousemove", () => (w.__sawMouse = true), { once: true });
+    });
+    for (let attempt = 1; ; attempt++) {
+      // A pixel apart each time: a move to where the mouse already is sends nothing.
+      await page.mouse.move(box.x + box.width / 2 + (attempt % 2), box.y + box.height / 2);
+      if (await frame.evaluate(() => (window as unknown as { __sawMouse: boolean }).__sawMouse)) break;
+      if (attempt >= 200) throw new Error(`the frame ${frame.url()} never got the mouse after the resize`);
+      await frame.evaluate(() => new Promise((resolve) => requestAnimationFrame(resolve)));
+    }
   }
 }
 
