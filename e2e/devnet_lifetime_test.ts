@@ -40,7 +40,7 @@ function tempDir(): string {
 }
 
 type Child = {
-  proc: Bun.Subprocess<"pipe", "pipe", "ignore">;
+  proc: Bun.Subprocess<"pipe", "pipe", "pipe">;
   rpcUrl: string;
   lock: AnvilLock;
   /** The next line the child prints. */
@@ -54,16 +54,28 @@ async function startChild(dataDir: string, env: Record<string, string> = {}): Pr
     env: { ...process.env, ...env },
     stdin: "pipe",
     stdout: "pipe",
-    stderr: "ignore",
+    stderr: "pipe",
   });
   pids.add(proc.pid);
+  // The child's log (its devnet's lines), drained and kept, so a start that fails or hangs says where it was (one
+  // fresh-clone CI run had a child print nothing for 30 s, its log ignored).
+  let log = "";
+  void (async () => {
+    const errors = new TextDecoder();
+    const lines = proc.stderr.getReader();
+    for (;;) {
+      const { done, value } = await lines.read();
+      if (done) return;
+      log = (log + errors.decode(value, { stream: true })).slice(-8_192);
+    }
+  })();
   const reader = proc.stdout.getReader();
   const decoder = new TextDecoder();
   let buffered = "";
   const nextLine = async (): Promise<string> => {
     while (!buffered.includes("\n")) {
       const { done, value } = await reader.read();
-      if (done) throw new Error(`the child ended (code ${await proc.exited}) before printing a line`);
+      if (done) throw new Error(`the child ended (code ${await proc.exited}) before printing a line; its log:\n${log}`);
       buffered += decoder.decode(value, { stream: true });
     }
     const newline = buffered.indexOf("\n");
@@ -71,7 +83,9 @@ async function startChild(dataDir: string, env: Record<string, string> = {}): Pr
     buffered = buffered.slice(newline + 1);
     return line;
   };
-  const { rpcUrl } = JSON.parse(await nextLine()) as { rpcUrl: string };
+  // A cap below the tests' 30 s, so a start that hangs fails with the child's log rather than as a bare timeout.
+  const cap = setTimeout(() => proc.kill("SIGKILL"), START_CAP_MS);
+  const { rpcUrl } = JSON.parse(await nextLine().finally(() => clearTimeout(cap))) as { rpcUrl: string };
   const lock = readLock(dataDir)!;
   pids.add(lock.pid);
   if (lock.watchdogPid !== null) pids.add(lock.watchdogPid);
@@ -118,6 +132,8 @@ function running(pid: number): boolean {
 
 /** How long a wait may run before it is a failure: most of a test's 30 s, so a loaded machine's pauses never decide. */
 const WAIT_CAP_MS = 25_000;
+/** How long a child may take to start its devnet (a few seconds on a busy machine). */
+const START_CAP_MS = 20_000;
 
 async function waitUntil(condition: () => boolean, ms: number): Promise<boolean> {
   const deadline = Date.now() + ms;
