@@ -1,20 +1,19 @@
 // The embedded devnet's Anvil does not outlive the service, and what a checkpoint saved survives `kill -9` of both
 // (issue 15 item 5). The "service" is e2e/support/devnet_child.ts, a process that only runs a persisted devnet.
-import { afterAll, afterEach, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { afterEach, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Hex, createPublicClient, createTestClient, createWalletClient, defineChain, http, parseEther } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { AnvilLock } from "../adapters/devnet/mod.ts";
 import { ANVIL_DEV_KEYS, type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
 import { rpcAnswers } from "./support/devnet_fixtures.ts";
+import { tempDirs } from "./support/temp_dirs.ts";
 
 const CHILD = join(import.meta.dir, "support", "devnet_child.ts");
 const forgeBuilt = existsSync(join(import.meta.dir, "..", "out", "EAS.sol", "EAS.json"));
 const artifacts = forgeBuilt ? "forge" : "npm";
 
-const dirs: string[] = [];
 const pids = new Set<number>();
 const devnets: Devnet[] = [];
 afterEach(async () => {
@@ -29,15 +28,7 @@ afterEach(async () => {
   }
   pids.clear();
 });
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), "ats-devnet-lifetime-"));
-  dirs.push(dir);
-  return dir;
-}
+const tempDir = tempDirs("ats-devnet-lifetime-");
 
 type Child = {
   proc: Bun.Subprocess<"pipe", "pipe", "pipe">;

@@ -4,9 +4,8 @@
  * second transaction, from either key); once it is mined the reconciler settles the submission from its own sender's
  * receipt, the same signature then answers 409 with the uid, and new work is sent from the new key.
  */
-import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Keystore } from "ox";
 import { createPublicClient, type Hex, http } from "viem";
@@ -14,20 +13,16 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { EAS_ABI } from "../domain/eas_abi.ts";
 import { restartableService } from "./support/restartable_service.ts";
 import { signedReviewBody } from "./support/review_signer.ts";
+import { tempDirs } from "./support/temp_dirs.ts";
 
 const stack = restartableService("ats-rotation-");
 const rpc = stack.rpc;
 
-/** The keystores' directories, removed once the file's tests ran. */
-const keyDirs: string[] = [];
-afterAll(() => {
-  for (const dir of keyDirs) rmSync(dir, { recursive: true, force: true });
-});
+const keystoreDir = tempDirs("ats-rotation-key-");
 
 /** A keystore of a fresh key, as an operator would make one, and the URI naming it. */
 function newKeystore(): { address: Hex; uri: string } {
-  const dir = mkdtempSync(join(tmpdir(), "ats-rotation-key-"));
-  keyDirs.push(dir);
+  const dir = keystoreDir();
   const key = generatePrivateKey();
   const [derived, options] = Keystore.scrypt({ password: "rotate me", n: 1 << 12, r: 8, p: 1 });
   writeFileSync(join(dir, "key.json"), JSON.stringify(Keystore.encrypt(key, derived, options)));

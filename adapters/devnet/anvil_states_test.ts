@@ -3,14 +3,14 @@
  * `~/.foundry/anvil/tmp`, is emptied only when Anvil ends by itself, and a devnet that is not kept ends with SIGKILL,
  * so every long chain left its states there for good (76 GB on one machine).
  */
-import { afterAll, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { expect, test } from "bun:test";
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { tempDirs } from "../../e2e/support/temp_dirs.ts";
 import { startAnvil } from "./_anvil.ts";
 
-const dir = mkdtempSync(join(tmpdir(), "ats-anvil-states-test-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const tempDir = tempDirs("ats-anvil-states-test-");
 
 /** Mines `blocks` empty blocks, past what Anvil keeps in memory, so it writes states to disk. */
 async function mine(rpcUrl: string, blocks: number): Promise<void> {
@@ -53,7 +53,7 @@ test("a chain not kept writes its states into a directory of its own, which is g
 });
 
 test("a given directory is emptied before Anvil starts (what a killed run left) and removed once it stopped", async () => {
-  const cacheDir = join(dir, "kept-chain", "anvil-states");
+  const cacheDir = join(tempDir(), "kept-chain", "anvil-states");
   mkdirSync(join(cacheDir, "anvil-state-left-by-a-killed-run"), { recursive: true });
   const leftover = join(cacheDir, "anvil-state-left-by-a-killed-run", "0xabc.json");
   writeFileSync(leftover, "{}");

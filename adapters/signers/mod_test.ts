@@ -1,10 +1,10 @@
-import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Keystore } from "ox";
 import { privateKeyToAccount } from "viem/accounts";
 import { nobleSecp256k1 } from "../crypto/mod.ts";
+import { tempDirs } from "../../e2e/support/temp_dirs.ts";
 import { openEthereumSigner, openJsonRpcSigner, openJwsSigner, parseSignerUri, SignerStartError } from "./mod.ts";
 
 const KEY = `0x${"11".repeat(32)}` as const;
@@ -21,16 +21,7 @@ const startError = async (run: () => Promise<unknown>) => {
   return "started";
 };
 
-/** The keystores' directories of this file, removed once its tests ran (a test's key files must not outlive it). */
-const madeDirs: string[] = [];
-afterAll(() => {
-  for (const dir of madeDirs) rmSync(dir, { recursive: true, force: true });
-});
-function keystoreDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), "ats-keystore-"));
-  madeDirs.push(dir);
-  return dir;
-}
+const keystoreDir = tempDirs("ats-keystore-");
 
 describe("signer URIs (decisions §27)", () => {
   test("each scheme parses; a malformed URI or an unknown scheme says what is wrong", () => {
