@@ -48,13 +48,12 @@ const rawKey = ANVIL_DEV_KEYS[6]!;
 backends.push({ name: "env (raw key)", env: { DELEGATE_SIGNER: "env:BENCH_RAW_KEY", BENCH_RAW_KEY: rawKey } });
 const keystoreDir = mkdtempSync(join(tmpdir(), "ats-bench-keystore-"));
 {
-  const dir = keystoreDir;
   const key = generatePrivateKey();
   const [derived, options] = Keystore.scrypt({ password: "bench", n: 1 << 14, r: 8, p: 1 });
-  writeFileSync(join(dir, "key.json"), JSON.stringify(Keystore.encrypt(key, derived, options)));
-  writeFileSync(join(dir, "pw"), "bench");
+  writeFileSync(join(keystoreDir, "key.json"), JSON.stringify(Keystore.encrypt(key, derived, options)));
+  writeFileSync(join(keystoreDir, "pw"), "bench");
   await fund(privateKeyToAccount(key).address);
-  backends.push({ name: "keystore", env: { DELEGATE_SIGNER: `keystore:${join(dir, "key.json")}?password-file=${join(dir, "pw")}` } });
+  backends.push({ name: "keystore", env: { DELEGATE_SIGNER: `keystore:${join(keystoreDir, "key.json")}?password-file=${join(keystoreDir, "pw")}` } });
 }
 backends.push({ name: "jsonrpc (Anvil)", env: { DELEGATE_SIGNER: `jsonrpc:${stack.devnet.rpcUrl}#${privateKeyToAccount(ANVIL_DEV_KEYS[7]!).address}` } });
 let hsm: ReturnType<typeof createSoftHsm> | undefined;
