@@ -9,7 +9,8 @@
  *   - where it was: compiled JavaScript, JIT stubs, the runtime's native code (`bun.exe`: the interpreter, bun:sqlite
  *     and SQLite, JSON, sockets, the collector), the kernel (by system call) or a library (libsecp256k1, libc);
  *   - the innermost JavaScript function on its stack, which owns the native work it called (a SQLite statement under
- *     `#run`, a socket write under the JSON-RPC `exchange`), or none (the event loop, the HTTP server's own writes).
+ *     `#run`, a socket write under the JSON-RPC `exchange`), or none (the event loop, the HTTP server's own writes);
+ *   - every JavaScript function on its stack (the steps of a write: `claim`, `markSigned`, `settleSubmission`).
  * The sampling profile of `ATS_PROFILE_DIR` (bench/attest_cpu.ts) sees only samples with JavaScript on the stack and
  * counts wall time in native calls; this one counts CPU time only, everywhere.
  *
@@ -145,12 +146,14 @@ type Attributed = {
   readonly where: Map<string, number>;
   /** The main thread's samples by innermost JavaScript function, and by where within it. */
   readonly owners: Map<string, Map<string, number>>;
+  /** The main thread's samples by JavaScript function anywhere on the stack (a sample counts once per function). */
+  readonly within: Map<string, number>;
   mainSamples: number;
 };
 
 /** Puts each sample of `perf script` output down to its thread, and the main thread's to a place and an owner. */
 function attribute(text: string, loads: readonly Compiled[], mainTid: number): Attributed {
-  const result: Attributed = { threads: new Map(), where: new Map(), owners: new Map(), mainSamples: 0 };
+  const result: Attributed = { threads: new Map(), where: new Map(), owners: new Map(), within: new Map(), mainSamples: 0 };
   const add = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
   for (const block of text.split("\n\n")) {
     const lines = block.split("\n").map((l) => l.trim()).filter((l) => l !== "");
@@ -167,10 +170,11 @@ function attribute(text: string, loads: readonly Compiled[], mainTid: number): A
     const top = frames[0]!;
     const where = placeOf(top, frames, loads);
     add(result.where, where);
-    const owner = frames.map((f) => compiledAt(loads, f.address)).find((c) => c !== undefined && JS_TIER.test(c.name));
-    const key = owner === undefined ? "(no JavaScript on the stack)" : jsName(owner.name);
+    const functions = frames.map((f) => compiledAt(loads, f.address)).filter((c): c is Compiled => c !== undefined && JS_TIER.test(c.name));
+    const key = functions.length === 0 ? "(no JavaScript on the stack)" : jsName(functions[0]!.name);
     const within = result.owners.get(key) ?? result.owners.set(key, new Map()).get(key)!;
     add(within, where.startsWith("kernel") ? "kernel" : where);
+    for (const name of new Set(functions.map((f) => jsName(f.name)))) add(result.within, name);
   }
   return result;
 }
@@ -206,5 +210,11 @@ function report(found: Attributed, writes: number) {
   for (const [name, within, n] of owners.sort((a, b) => b[2] - a[2]).slice(0, 30)) {
     const parts = [...within].sort((a, b) => b[1] - a[1]).map(([w, k]) => `${w} ${((100 * k) / n).toFixed(0)}%`).join(", ");
     console.log(`  ${share(n)}  ${usPerWrite(n).toFixed(0).padStart(5)} µs  ${name}  (${parts})`);
+  }
+  // An awaited step's continuation runs from the event loop: a function's share is its work up to its first await
+  // and after each, not the steps it awaited (those show under their own names).
+  console.log("\nBy JavaScript function anywhere on the stack (what it ran itself and what it called, between its awaits):");
+  for (const [name, n] of [...found.within].sort((a, b) => b[1] - a[1]).slice(0, 40)) {
+    console.log(`  ${share(n)}  ${usPerWrite(n).toFixed(0).padStart(5)} µs  ${name}`);
   }
 }
