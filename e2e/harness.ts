@@ -129,6 +129,24 @@ async function anvilStarter(): Promise<DevnetOptions["startAnvil"]> {
   return containerAnvil(anvilImage());
 }
 
+/** How long a step of a stack's start or sync may run before {@link reportingSlow} says which one it is. */
+const SLOW_STEP_MS = 15_000;
+
+/**
+ * Runs `work`, and says on stderr which step it is (`what()`, read each time) once it has run for SLOW_STEP_MS and at
+ * each SLOW_STEP_MS after. A hook that runs out of time tells nothing of where it waited: a `beforeAll` of
+ * e2e/http_cache_test.ts did once in six full-suite runs (60 s), and never in 250 starts of the same stack alone.
+ */
+async function reportingSlow<T>(what: () => string, work: Promise<T>): Promise<T> {
+  const started = performance.now();
+  const timer = setInterval(() => console.error(`[e2e harness] ${what()}, ${((performance.now() - started) / 1000).toFixed(0)} s so far`), SLOW_STEP_MS);
+  try {
+    return await work;
+  } finally {
+    clearInterval(timer);
+  }
+}
+
 /** Starts a fresh chain with EAS deployed and the service against it. */
 export async function startStack(
   options: {
@@ -150,13 +168,18 @@ export async function startStack(
 ): Promise<Stack> {
   const startAnvil = await anvilStarter();
   const dir = mkdtempSync(join(tmpdir(), "ats-e2e-"));
-  const devnet = await startDevnet({
+  let devnetSaid = "nothing yet";
+  const devnet = await reportingSlow(() => `startStack: the devnet is still starting (its last line: ${devnetSaid})`, startDevnet({
     dataDir: join(dir, "devnet"),
     persist: false,
     artifacts: e2eArtifacts(),
     startAnvil,
     ...options.devnet,
-  });
+    log: (line) => {
+      devnetSaid = line;
+      options.devnet?.log?.(line);
+    },
+  }));
   const rpc = countingFetch();
   const rpcFetch = options.wrapRpcFetch ? options.wrapRpcFetch(rpc.fetch) : rpc.fetch;
   const env = (extra: Record<string, string> = {}) => ({
@@ -180,8 +203,11 @@ export async function startStack(
   });
   let service: Service;
   try {
-    service = await startService(readConfig(env()), { log: silentLogger, rpcFetch, didJsonCa: options.didJsonCa, sendSyncGraceMs: options.sendSyncGraceMs });
-    await syncIndex(service, env());
+    service = await reportingSlow(
+      () => "startStack: the service is still starting",
+      startService(readConfig(env()), { log: silentLogger, rpcFetch, didJsonCa: options.didJsonCa, sendSyncGraceMs: options.sendSyncGraceMs }),
+    );
+    await reportingSlow(() => "startStack: the new service's index is still catching up", syncIndex(service, env()));
   } catch (error) {
     await devnet.stop();
     throw error;
@@ -200,12 +226,17 @@ export async function startStack(
       return next;
     },
     sync: async () => {
-      if (!(await service.index.catchUp())) throw new Error("The index did not catch up with the chain");
+      const caughtUp = await reportingSlow(() => "stack.sync(): the index is still catching up", service.index.catchUp());
+      if (!caughtUp) throw new Error("The index did not catch up with the chain");
     },
     async stop() {
-      for (const s of extra) await s.stop();
-      await service.stop();
-      await devnet.stop();
+      let step = "stopping the services";
+      await reportingSlow(() => `stack.stop(): still ${step}`, (async () => {
+        for (const s of extra) await s.stop();
+        await service.stop();
+        step = "stopping the devnet";
+        await devnet.stop();
+      })());
       rmSync(dir, { recursive: true, force: true });
     },
   };
