@@ -192,8 +192,13 @@ describe("signing keys and key trust on a real chain", () => {
     });
     expect((await isKeyAuthorized({ subjectDid: SUBJECT, keyDid: KEY }, { baseUrl: service.url })).authorized).toBe(true);
 
-    // `at` before the binding was mined: as the chain stood then.
+    // `at` before the binding was mined: as the chain stood then. The premise first, with the blocks and times in
+    // the message if it fails: the binding's block came at least a second after the witness's (the wait above). A
+    // full-suite run once saw "basic" here, and 20 runs of this file beside two busy loops never did.
+    const witnessed = await blockTime(witness.body.blockNumber);
     const mined = await blockTime(bound.body.blockNumber);
+    expect({ witness: [witness.body.blockNumber, witnessed], binding: [bound.body.blockNumber, mined], secondsApart: mined - witnessed >= 1n })
+      .toMatchObject({ secondsApart: true });
     expect(await verdict(KEY, Number(mined) - 1)).toEqual(["registered", "intermediate"]);
 
     // The account's list carries the trust per subject.
