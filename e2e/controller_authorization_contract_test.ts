@@ -12,6 +12,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { didToAddress } from "../domain/did/mod.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
+import { afterChainSecond } from "./support/chain_clock.ts";
 import { easWriter } from "./support/eas_writer.ts";
 import { ownedContract } from "./support/owned_contract.ts";
 import { startStack, type Stack } from "./harness.ts";
@@ -88,10 +89,8 @@ async function bind(key: Hex, contract: Hex, keyId: string, proofs: readonly obj
   return { uid: bound.uid, time: await blockTime(bound.blockNumber) };
 }
 const blockTime = async (blockNumber: bigint) => (await writer.client.getBlock({ blockNumber })).timestamp;
-/** Waits until the wall clock (which Anvil's block times follow) is past `seconds`, so the next block is later. */
-async function after(seconds: bigint | number) {
-  while (Date.now() / 1000 < Number(seconds) + 1) await Bun.sleep(20);
-}
+/** Waits until the chain's clock is past `seconds`, so the next block is later (e2e/support/chain_clock.ts). */
+const after = (seconds: bigint | number) => afterChainSecond(writer.client, seconds);
 /** The answer for the controller holding `key`. */
 async function authorization(contract: Hex, key: Hex, more = "") {
   const res = await fetch(

@@ -14,6 +14,7 @@ import { didToAddress, jwkToDidJwk } from "../domain/did/mod.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
+import { afterChainSecond } from "./support/chain_clock.ts";
 import { easWriter } from "./support/eas_writer.ts";
 import { type HttpsServer, startHttpsServer } from "./support/https_server.ts";
 import { getTestCa, issueLeaf } from "./support/test_ca.ts";
@@ -87,10 +88,8 @@ async function get(path: string) {
 }
 const authorization = (subjectDid: string, controllerDid: string, more = "") =>
   get(`/v1/controller-authorization?subjectDid=${encodeURIComponent(subjectDid)}&controllerDid=${encodeURIComponent(controllerDid)}${more}`);
-/** Waits until the wall clock (which Anvil's block times follow) is past `seconds`, so the next block is later. */
-async function after(seconds: bigint | number) {
-  while (Date.now() / 1000 < Number(seconds) + 1) await Bun.sleep(20);
-}
+/** Waits until the chain's clock is past `seconds`, so the next block is later (e2e/support/chain_clock.ts). */
+const after = (seconds: bigint | number) => afterChainSecond(writer.client, seconds);
 const blockTime = async (blockNumber: bigint) => (await writer.client.getBlock({ blockNumber })).timestamp;
 
 describe("controller authorization on a real chain, real DNS and real HTTPS", () => {

@@ -16,6 +16,7 @@ import { EAS_ABI } from "../domain/eas_abi.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
+import { afterChainSecond } from "./support/chain_clock.ts";
 import { easWriter } from "./support/eas_writer.ts";
 import { shapeErrors } from "./support/frontend_shapes.ts";
 import { type RpcCall, inFrontOf, type RpcProxy, startRpcProxy } from "./support/rpc_proxy.ts";
@@ -105,9 +106,8 @@ async function status(keyDid = KEY, at?: number) {
   return { record, calls };
 }
 /** Waits until the wall clock (which Anvil's block times follow) is past `seconds`, so the next block is later. */
-async function after(seconds: bigint | number) {
-  while (Date.now() / 1000 < Number(seconds) + 1) await Bun.sleep(20);
-}
+/** Waits until the chain's clock is past `seconds`, so the next block is later (e2e/support/chain_clock.ts). */
+const after = (seconds: bigint | number) => afterChainSecond(writer.client, seconds);
 const blockTime = async (blockNumber: number | bigint) => (await writer.client.getBlock({ blockNumber: BigInt(blockNumber) })).timestamp;
 const verdict = async (keyDid = KEY, at?: number) => {
   const { record } = await status(keyDid, at);
@@ -193,8 +193,8 @@ describe("signing keys and key trust on a real chain", () => {
     expect((await isKeyAuthorized({ subjectDid: SUBJECT, keyDid: KEY }, { baseUrl: service.url })).authorized).toBe(true);
 
     // `at` before the binding was mined: as the chain stood then. The premise first, with the blocks and times in
-    // the message if it fails: the binding's block came at least a second after the witness's (the wait above). A
-    // full-suite run once saw "basic" here, and 20 runs of this file beside two busy loops never did.
+    // the message if it fails: the binding's block came at least a second after the witness's (the wait above, on
+    // the chain's clock since a CI run found both blocks stamped with the same second after a wall-clock wait).
     const witnessed = await blockTime(witness.body.blockNumber);
     const mined = await blockTime(bound.body.blockNumber);
     expect({ witness: [witness.body.blockNumber, witnessed], binding: [bound.body.blockNumber, mined], secondsApart: mined - witnessed >= 1n })
@@ -237,7 +237,7 @@ describe("signing keys and key trust on a real chain", () => {
     const before = await status();
     const bindingUid = before.record.keyBinding!.uid as Hex;
     // A second after anything else was written, so that a time between the binding and its revocation exists.
-    await after(Math.floor(Date.now() / 1000));
+    await after((await writer.client.getBlock()).timestamp);
     await writer.revoke(owner, stack.devnet.schemaUids["key-binding"] as Hex, bindingUid);
     await stack.sync();
     const revoked = await status();
