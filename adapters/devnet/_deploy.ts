@@ -85,18 +85,21 @@ export async function ensureDeployment(
   }
 
   if (missing.length > 0) {
-    // Sent together with consecutive nonces: one round of waiting instead of nine.
+    // Sent one after another in nonce order, their receipts then awaited together. Sent all at once, they reached
+    // Anvil out of order, and its automine could leave one whose nonce gap had just filled unmined, with no later
+    // transaction to mine it: a CI run's devnet then polled 60 s for a receipt that never came.
     const account = clients.walletClient.account;
     const nonce = await clients.publicClient.getTransactionCount({ address: account.address, blockTag: "pending" });
-    const hashes = await Promise.all(missing.map(({ definition }, i) =>
-      clients.walletClient.writeContract({
+    const hashes: Hash[] = [];
+    for (const [i, { definition }] of missing.entries()) {
+      hashes.push(await clients.walletClient.writeContract({
         address: schemaRegistryAddress,
         abi: registryAbi,
         functionName: "register",
         args: [definition.schema, zeroAddress, definition.revocable],
         nonce: nonce + i,
-      })
-    ));
+      }));
+    }
     const receipts = await Promise.all(hashes.map((hash) => receiptOf(clients, hash)));
     for (const [i, receipt] of receipts.entries()) {
       const { definition, uid } = missing[i]!;
