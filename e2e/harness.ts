@@ -134,8 +134,8 @@ const SLOW_STEP_MS = 15_000;
 
 /**
  * Runs `work`, and says on stderr which step it is (`what()`, read each time) once it has run for SLOW_STEP_MS and at
- * each SLOW_STEP_MS after. A hook that runs out of time tells nothing of where it waited: a `beforeAll` of
- * e2e/http_cache_test.ts did once in six full-suite runs (60 s), and never in 250 starts of the same stack alone.
+ * each SLOW_STEP_MS after. A hook that runs out of time tells nothing of where it waited; these lines named the one
+ * hang seen so far (the devnet polling for a receipt Anvil never mined, docs/testing.md).
  */
 async function reportingSlow<T>(what: () => string, work: Promise<T>): Promise<T> {
   const started = performance.now();

@@ -105,7 +105,6 @@ async function status(keyDid = KEY, at?: number) {
   expect(calls.length).toBeLessThanOrEqual(6);
   return { record, calls };
 }
-/** Waits until the wall clock (which Anvil's block times follow) is past `seconds`, so the next block is later. */
 /** Waits until the chain's clock is past `seconds`, so the next block is later (e2e/support/chain_clock.ts). */
 const after = (seconds: bigint | number) => afterChainSecond(writer.client, seconds);
 const blockTime = async (blockNumber: number | bigint) => (await writer.client.getBlock({ blockNumber: BigInt(blockNumber) })).timestamp;

@@ -268,7 +268,7 @@ async function untilFramesGetTheMouse(page: Page): Promise<void> {
 }
 
 /**
- * Runs in the embedding page: changes the colour of one pixel of its own (made on first use, never over the widget)
+ * Runs in the embedding page: changes the colour of one pixel of its own (made on first use, never in the pointer's way)
  * and resolves after two animation frames, so the page has made a compositor frame since.
  */
 function repaintOnePixel(odd: boolean): Promise<void> {
