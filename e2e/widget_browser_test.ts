@@ -229,86 +229,41 @@ async function screenshots(page: Page, name: string): Promise<void> {
     await page.screenshot({ path: join(SCREENSHOT_DIR, `widget-${name}-${width}.png`), fullPage: true });
   }
   await page.setViewportSize({ width: 1280, height: 1000 });
-  await untilFramesGetTheMouse(page);
 }
 
 /**
- * The widget is another site's frame (its own process): the browser routes a click to it by the compositor's hit-test
- * data, which a resize renews only some frames later. Clicks made too soon reached the page instead (two CI runs red:
- * *Try again*, then *Done*, each right after the screenshots' resizes), and waiting two animation frames in every
- * frame was not enough. So the mouse is moved over each child frame until the frame itself sees it: from then on the
- * browser routes the pointer there, whatever the machine's load.
+ * Presses a button of the widget from the keyboard: focused, then Enter, as a keyboard user would.
  *
- * Once in five full-suite runs, 200 moves in a row still reached the page. The hit-test data comes with the embedding
- * page's compositor frames, and an idle page may make none, so between moves the page repaints one pixel of its own and
- * waits for two of its animation frames; the frame's box is read again before each move, and the bound is 500 moves.
- * That did not cure it: in five runs of this file afterwards, one (a refused-parameter page) still had 500 moves reach
- * the page. The cause is not known yet.
+ * Used for every button pressed after {@link screenshots}. The widget is another site's frame (its own process), and
+ * the browser routes a mouse event to such a frame by the compositor's hit-test data; after the screenshots' resizes
+ * that data was sometimes stale for as long as a test would wait, so clicks (and even plain moves) reached the page
+ * instead of the frame: one full-suite run in five to twenty was red, however the test waited or repainted. A key goes
+ * to the focused frame, with no hit test, so the outcome no longer rests on when the frame's compositor catches up.
+ * Clicks with the mouse stay for everything before the first resize of a page.
  */
-async function untilFramesGetTheMouse(page: Page): Promise<void> {
-  for (const frame of page.frames()) {
-    if (frame === page.mainFrame()) continue;
-    const element = await frame.frameElement();
-    const first = await element.boundingBox();
-    if (first === null || first.width < 4 || first.height < 4) continue;
-    await frame.evaluate(() => {
-      const w = window as unknown as { __sawMouse: boolean };
-      w.__sawMouse = false;
-      document.addEventListener("mousemove", () => (w.__sawMouse = true), { once: true });
-    });
-    for (let attempt = 1; ; attempt++) {
-      const box = (await element.boundingBox()) ?? first;
-      // A pixel apart each time: a move to where the mouse already is sends nothing.
-      await page.mouse.move(box.x + box.width / 2 + (attempt % 2), box.y + box.height / 2);
-      if (await frame.evaluate(() => (window as unknown as { __sawMouse: boolean }).__sawMouse)) break;
-      if (attempt >= 500) throw new Error(`the frame ${frame.url()} never got the mouse after the resize`);
-      await page.evaluate(repaintOnePixel, attempt % 2 === 1);
-    }
-  }
-  await page.evaluate(() => document.getElementById("__repaint")?.remove());
-}
-
-/**
- * Runs in the embedding page: changes the colour of one pixel of its own (made on first use, never in the pointer's way)
- * and resolves after two animation frames, so the page has made a compositor frame since.
- */
-function repaintOnePixel(odd: boolean): Promise<void> {
-  let pixel = document.getElementById("__repaint");
-  if (pixel === null) {
-    pixel = document.createElement("div");
-    pixel.id = "__repaint";
-    pixel.style.cssText = "position:fixed;right:0;bottom:0;width:1px;height:1px;pointer-events:none";
-    document.body.append(pixel);
-  }
-  pixel.style.background = odd ? "rgb(254,254,254)" : "rgb(253,253,253)";
-  return new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => resolve())));
-}
-
-/**
- * Clicks a button of the widget that only switches its view until that view shows: a click that still reaches the page
- * instead of the frame (see {@link screenshots}) is made again, so the outcome never rests on when the frame's next
- * frames come. For buttons whose click is idempotent only.
- */
-async function clickToView(widget: Frame, button: string, view: string): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    await widget.click(button);
-    try {
-      await widget.waitForSelector(`${view}:not([hidden])`, { timeout: 5_000 });
-      return;
-    } catch (error) {
-      if (attempt >= 5) throw error;
-    }
-  }
+async function press(widget: Frame, button: string): Promise<void> {
+  await widget.focus(button);
+  await widget.page().keyboard.press("Enter");
 }
 
 const messageTypes = (page: Page) => page.evaluate(() => (window as unknown as { __messages: { type: string }[] }).__messages.map((m) => m.type));
 
-/** Fills the form (4 stars, a text) and goes to the confirmation. */
-async function writeReview(widget: Frame, text: string, shot?: { page: Page; name: string }): Promise<void> {
-  await widget.click("label.star[data-star='4']");
+/**
+ * Fills the form (4 stars, a text) and goes to the confirmation: with the mouse on a page not yet resized, from the
+ * keyboard (Space on the fourth star's radio, Enter on the button) once it has been, or will be for `shot` (see
+ * {@link press}).
+ */
+async function writeReview(widget: Frame, text: string, options: { shot?: { page: Page; name: string }; resized?: boolean } = {}): Promise<void> {
+  if (options.resized === true) {
+    await widget.focus("label.star[data-star='4'] input");
+    await widget.page().keyboard.press("Space");
+  } else {
+    await widget.click("label.star[data-star='4']");
+  }
   await widget.fill("#review-body", text);
-  if (shot !== undefined) await screenshots(shot.page, shot.name);
-  await widget.click("#review-next");
+  if (options.shot !== undefined) await screenshots(options.shot.page, options.shot.name);
+  if (options.resized === true || options.shot !== undefined) await press(widget, "#review-next");
+  else await widget.click("#review-next");
   await widget.waitForSelector("#confirm-view:not([hidden])");
 }
 
@@ -337,14 +292,14 @@ describeBrowser("the review widget in a browser", () => {
     await widget.waitForSelector("#widget[data-interaction=verified]");
     expect(await widget.isVisible("#verified")).toBe(true);
     await screenshots(page, "integrated-form");
-    await writeReview(widget, "Fun quests, slow withdrawals.", { page, name: "integrated-filled" });
+    await writeReview(widget, "Fun quests, slow withdrawals.", { shot: { page, name: "integrated-filled" }, resized: true });
     expect(await widget.innerText("#confirm-chain")).toBe("ATS Devnet (chain 31337)");
     expect((await widget.innerText("#confirm-contract")).toLowerCase()).toBe(stack.service.easAddress.toLowerCase());
     expect(await widget.innerText("#confirm-subject")).toBe("did:web:acme-quest.example");
     expect(await widget.innerText("#confirm-rating")).toBe("★★★★☆ (4 of 5)");
     expect(await widget.innerText("#confirm-proof")).toBe(`Use of the app: transaction ${interactionTx} on chain 31337`);
     await screenshots(page, "integrated-confirm");
-    await widget.click("#confirm-sign");
+    await press(widget, "#confirm-sign");
     await widget.waitForSelector("#success-view:not([hidden])", { timeout: 60_000 });
     expect(hostSignatures()).toBe(1);
     const uid = (await widget.innerText("#success-uid")) as Hex;
@@ -359,7 +314,7 @@ describeBrowser("the review widget in a browser", () => {
     const txProof = await (await fetch(`${stack.baseUrl}/v1/tx-proofs?chain=31337&txHash=${interactionTx}`)).json();
     expect(txProof).toMatchObject({ chain: "eip155:31337", txHash: interactionTx, from: user.address.toLowerCase(), to: APP_CONTRACT, status: "success" });
     await screenshots(page, "integrated-success");
-    await widget.click("#success-view [data-close]");
+    await press(widget, "#success-view [data-close]");
     await page.waitForFunction(() => (window as unknown as { __messages: { type: string }[] }).__messages.some((m) => m.type === "omatrust:close"));
     const types = await messageTypes(page);
     expect(types).toContain("omatrust:ready");
@@ -377,9 +332,9 @@ describeBrowser("the review widget in a browser", () => {
     // The icon that could not load is gone rather than shown broken.
     await widget.waitForFunction(() => document.getElementById("app-icon") === null);
     await screenshots(page, "basic-form");
-    await writeReview(widget, "");
+    await writeReview(widget, "", { resized: true });
     expect(await widget.innerText("#confirm-body")).toBe("(no text)");
-    await widget.click("#confirm-sign");
+    await press(widget, "#confirm-sign");
     await widget.waitForSelector("#success-view:not([hidden])", { timeout: 60_000 });
     expect(walletCalls).toEqual(["eth_requestAccounts", "eth_requestAccounts", "wallet_switchEthereumChain", "eth_signTypedData_v4"]);
     const review = await readReview((await widget.innerText("#success-uid")) as Hex);
@@ -400,7 +355,8 @@ describeBrowser("the review widget in a browser", () => {
     expect(hostSignatures()).toBe(0);
     expect(requests).not.toContain("POST /v1/delegated-attest");
     await screenshots(page, "host-refusal");
-    await clickToView(widget, "#retry", "#review-form");
+    await press(widget, "#retry");
+    await widget.waitForSelector("#review-form:not([hidden])");
     expect(await widget.inputValue("#review-body")).toBe("Refused by the host");
     expect(problems).toEqual([]);
     await page.context().close();
