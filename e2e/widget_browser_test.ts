@@ -232,37 +232,38 @@ async function screenshots(page: Page, name: string): Promise<void> {
 }
 
 /**
- * Presses a button of the widget from the keyboard: focused, then Enter, as a keyboard user would.
+ * Presses a control of the widget from the keyboard: focused, then Enter (a button) or Space (a radio), as a keyboard
+ * user would.
  *
- * Used for every button pressed after {@link screenshots}. The widget is another site's frame (its own process), and
+ * Used for every control pressed after {@link screenshots}. The widget is another site's frame (its own process), and
  * the browser routes a mouse event to such a frame by the compositor's hit-test data; after the screenshots' resizes
  * that data was sometimes stale for as long as a test would wait, so clicks (and even plain moves) reached the page
  * instead of the frame: one full-suite run in five to twenty was red, however the test waited or repainted. A key goes
  * to the focused frame, with no hit test, so the outcome no longer rests on when the frame's compositor catches up.
  * Clicks with the mouse stay for everything before the first resize of a page.
  */
-async function press(widget: Frame, button: string): Promise<void> {
-  await widget.focus(button);
-  await widget.page().keyboard.press("Enter");
+async function press(widget: Frame, control: string, key: "Enter" | "Space" = "Enter"): Promise<void> {
+  await widget.focus(control);
+  await widget.page().keyboard.press(key);
 }
 
 const messageTypes = (page: Page) => page.evaluate(() => (window as unknown as { __messages: { type: string }[] }).__messages.map((m) => m.type));
 
 /**
  * Fills the form (4 stars, a text) and goes to the confirmation: with the mouse on a page not yet resized, from the
- * keyboard (Space on the fourth star's radio, Enter on the button) once it has been, or will be for `shot` (see
- * {@link press}).
+ * keyboard (Space on the fourth star's radio, Enter on the button) once it has been (see {@link press}); `shot` takes
+ * the screenshots before going on.
  */
 async function writeReview(widget: Frame, text: string, options: { shot?: { page: Page; name: string }; resized?: boolean } = {}): Promise<void> {
-  if (options.resized === true) {
-    await widget.focus("label.star[data-star='4'] input");
-    await widget.page().keyboard.press("Space");
-  } else {
-    await widget.click("label.star[data-star='4']");
-  }
+  let resized = options.resized === true;
+  if (resized) await press(widget, "label.star[data-star='4'] input", "Space");
+  else await widget.click("label.star[data-star='4']");
   await widget.fill("#review-body", text);
-  if (options.shot !== undefined) await screenshots(options.shot.page, options.shot.name);
-  if (options.resized === true || options.shot !== undefined) await press(widget, "#review-next");
+  if (options.shot !== undefined) {
+    await screenshots(options.shot.page, options.shot.name);
+    resized = true;
+  }
+  if (resized) await press(widget, "#review-next");
   else await widget.click("#review-next");
   await widget.waitForSelector("#confirm-view:not([hidden])");
 }
