@@ -118,6 +118,23 @@ describe("a catch-up's appends (issue 45): sqlite", () => {
     await expectStored(store, 2_500);
   });
 
+  test("an attestation and its record are one statement (an insert, then an update of the same row before)", async () => {
+    const perStep: Record<number, number[]> = {};
+    for (const count of [500, 2_500]) {
+      const db = openSqlite(":memory:");
+      const store = createSqliteIndexStore(db, { chainId: 1, easAddress: EAS });
+      const at: number[] = [];
+      await ingest(store, count, () => at.push(db.statements));
+      at.push(db.statements);
+      perStep[count] = [at[1]! - at[0]!, at[2]! - at[1]!];
+      await expectStored(store, count);
+    }
+    // 2,000 more attestations with their records: 2,000 more statements (4,000 before); the revocations' step re-reads
+    // records of rows already there, one revocation and one record each.
+    expect(perStep[2_500]![0]! - perStep[500]![0]!).toBe(2_000);
+    expect(perStep[2_500]![1]! - perStep[500]![1]!).toBe(2 * 200);
+  });
+
   test("a fresh index's catch-up tells no history to webhooks, in however many steps", async () => {
     const db = openSqlite(":memory:");
     const store = createSqliteIndexStore(db, { chainId: 1, easAddress: EAS });

@@ -30,6 +30,19 @@ const toCheckpoint = (row: CheckpointRow): IndexCheckpoint => ({
 
 const time = (t: bigint | undefined) => (t === undefined ? null : Number(t));
 
+/** A record's columns as the statements below take them: time … data, time_seconds, then the subject ('' none, null kept). */
+const recordValues = (a: IndexedAttestation, subjects: ReadonlyMap<string, string> | undefined) =>
+  [
+    a.time.toString(),
+    a.expirationTime.toString(),
+    a.revocationTime.toString(),
+    a.refUID.toLowerCase(),
+    a.revocable ? 1 : 0,
+    a.data.toLowerCase(),
+    Number(a.time),
+    subjects === undefined ? null : (subjects.get(a.uid.toLowerCase()) ?? ""),
+  ] as const;
+
 /**
  * Stores a record of the chain's EAS; with `subjects` (issue 43) the subject it names too ('' none), else the stored one
  * stays. One statement, prepared once per caller (the appends and the record reads both store records).
@@ -40,21 +53,7 @@ function recordSaver(db: Database, chainId: number, eas: string): (a: IndexedAtt
        subject = COALESCE(?, subject)
      WHERE chain_id = ? AND eas = ? AND uid = ?`,
   );
-  return (a, subjects) => {
-    setRecord.run(
-      a.time.toString(),
-      a.expirationTime.toString(),
-      a.revocationTime.toString(),
-      a.refUID.toLowerCase(),
-      a.revocable ? 1 : 0,
-      a.data.toLowerCase(),
-      Number(a.time),
-      subjects === undefined ? null : (subjects.get(a.uid.toLowerCase()) ?? ""),
-      chainId,
-      eas,
-      a.uid.toLowerCase(),
-    );
-  };
+  return (a, subjects) => void setRecord.run(...recordValues(a, subjects), chainId, eas, a.uid.toLowerCase());
 }
 
 /** Appends and rewinds in the SQLite file: events, records, checkpoints and outbox rows in one transaction. */
@@ -69,6 +68,16 @@ function indexAppends(db: Database, scope: { chainId: number; easAddress: string
   const insertEvent = db.query(
     `INSERT INTO index_attestations (chain_id, eas, uid, recipient, attester, schema_uid, block_number, log_index, tail, tx_hash)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+  );
+  // An event with its record in one statement (as the PostgreSQL store does): the row's record columns and the time and
+  // subject indexes are written once, not inserted empty and then updated. A row already there gets the record only.
+  const insertEventWithRecord = db.query(
+    `INSERT INTO index_attestations (chain_id, eas, uid, recipient, attester, schema_uid, block_number, log_index, tail, tx_hash,
+       time, expiration_time, revocation_time, ref_uid, revocable, data, time_seconds, subject)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (chain_id, eas, uid) DO UPDATE SET time = excluded.time, expiration_time = excluded.expiration_time,
+       revocation_time = excluded.revocation_time, ref_uid = excluded.ref_uid, revocable = excluded.revocable, data = excluded.data,
+       time_seconds = excluded.time_seconds, subject = COALESCE(excluded.subject, index_attestations.subject)`,
   );
   const revoke = db.query("UPDATE index_attestations SET revoked_block = ?, revoked_tx_hash = ? WHERE chain_id = ? AND eas = ? AND uid = ?");
   const mark = db.query<{ block_number: number }, [string]>("SELECT block_number FROM webhook_marks WHERE name = ?");
@@ -137,14 +146,26 @@ function indexAppends(db: Database, scope: { chainId: number; easAddress: string
   const append = db.transaction((expected: bigint | undefined, events: readonly EasEvent[], next: IndexCheckpoint, details: AppendDetails, skipped: OutboxSkip[]): boolean => {
     if (current()?.blockNumber !== expected) return false;
     const confirmedTo = details.confirmedTo ?? next.blockNumber;
+    // The records not stored with their event below (a revocation's attestation, an event seen twice) are updated after.
+    const records = new Map((details.attestations ?? []).map((a) => [a.uid.toLowerCase(), a]));
     for (const e of events) {
-      if (e.kind === "attested") {
-        insertEvent.run(chainId, eas, e.uid, e.recipient, e.attester, e.schemaUid, Number(e.blockNumber), e.logIndex, e.blockNumber > confirmedTo ? 1 : 0, e.txHash ?? null);
-      } else {
+      if (e.kind !== "attested") {
         revoke.run(Number(e.blockNumber), e.txHash ?? null, chainId, eas, e.uid);
+        continue;
       }
+      const tail = e.blockNumber > confirmedTo ? 1 : 0;
+      const a = records.get(e.uid.toLowerCase());
+      if (a === undefined) {
+        insertEvent.run(chainId, eas, e.uid, e.recipient, e.attester, e.schemaUid, Number(e.blockNumber), e.logIndex, tail, e.txHash ?? null);
+        continue;
+      }
+      insertEventWithRecord.run(
+        chainId, eas, e.uid, e.recipient, e.attester, e.schemaUid, Number(e.blockNumber), e.logIndex, tail, e.txHash ?? null,
+        ...recordValues(a, details.subjects),
+      );
+      records.delete(e.uid.toLowerCase());
     }
-    for (const a of details.attestations ?? []) saveRecord(a, details.subjects);
+    for (const a of records.values()) saveRecord(a, details.subjects);
     if (details.webhookConfirmedTo !== undefined) {
       // Decisions §22: the events of the blocks that just became deep enough, in this transaction.
       // The boundary never goes below -1 ("before block 0"): a chain younger than the confirmations (issue 43).
