@@ -56,15 +56,11 @@ function recordSaver(db: Database, chainId: number, eas: string): (a: IndexedAtt
   return (a, subjects) => void setRecord.run(...recordValues(a, subjects), chainId, eas, a.uid.toLowerCase());
 }
 
-/** Appends and rewinds in the SQLite file: events, records, checkpoints and outbox rows in one transaction. */
-function indexAppends(db: Database, scope: { chainId: number; easAddress: string }): Pick<IndexStore, "append" | "rewind"> {
-  const chainId = scope.chainId;
-  const eas = scope.easAddress.toLowerCase();
-  const leaseName = `${chainId}:${eas}`;
-
-  const latest = db.query<CheckpointRow, [number, string]>(
-    "SELECT block_number, block_hash, block_time FROM index_checkpoints WHERE chain_id = ? AND eas = ? ORDER BY block_number DESC LIMIT 1",
-  );
+/**
+ * Writes a step's events with their records, in the append's transaction: an attestation and its record in one statement,
+ * a revocation on its row, then the records not stored with an event (a revocation's attestation, an event seen twice).
+ */
+function eventWriter(db: Database, chainId: number, eas: string): (events: readonly EasEvent[], details: AppendDetails, confirmedTo: bigint) => void {
   const insertEvent = db.query(
     `INSERT INTO index_attestations (chain_id, eas, uid, recipient, attester, schema_uid, block_number, log_index, tail, tx_hash)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
@@ -80,6 +76,39 @@ function indexAppends(db: Database, scope: { chainId: number; easAddress: string
        time_seconds = excluded.time_seconds, subject = COALESCE(excluded.subject, index_attestations.subject)`,
   );
   const revoke = db.query("UPDATE index_attestations SET revoked_block = ?, revoked_tx_hash = ? WHERE chain_id = ? AND eas = ? AND uid = ?");
+  const saveRecord = recordSaver(db, chainId, eas);
+  return (events, details, confirmedTo) => {
+    const records = new Map((details.attestations ?? []).map((a) => [a.uid.toLowerCase(), a]));
+    for (const e of events) {
+      if (e.kind !== "attested") {
+        revoke.run(Number(e.blockNumber), e.txHash ?? null, chainId, eas, e.uid);
+        continue;
+      }
+      const tail = e.blockNumber > confirmedTo ? 1 : 0;
+      const a = records.get(e.uid.toLowerCase());
+      if (a === undefined) {
+        insertEvent.run(chainId, eas, e.uid, e.recipient, e.attester, e.schemaUid, Number(e.blockNumber), e.logIndex, tail, e.txHash ?? null);
+        continue;
+      }
+      insertEventWithRecord.run(
+        chainId, eas, e.uid, e.recipient, e.attester, e.schemaUid, Number(e.blockNumber), e.logIndex, tail, e.txHash ?? null,
+        ...recordValues(a, details.subjects),
+      );
+      records.delete(e.uid.toLowerCase());
+    }
+    for (const a of records.values()) saveRecord(a, details.subjects);
+  };
+}
+
+/** Appends and rewinds in the SQLite file: events, records, checkpoints and outbox rows in one transaction. */
+function indexAppends(db: Database, scope: { chainId: number; easAddress: string }): Pick<IndexStore, "append" | "rewind"> {
+  const chainId = scope.chainId;
+  const eas = scope.easAddress.toLowerCase();
+  const leaseName = `${chainId}:${eas}`;
+
+  const latest = db.query<CheckpointRow, [number, string]>(
+    "SELECT block_number, block_hash, block_time FROM index_checkpoints WHERE chain_id = ? AND eas = ? ORDER BY block_number DESC LIMIT 1",
+  );
   const mark = db.query<{ block_number: number }, [string]>("SELECT block_number FROM webhook_marks WHERE name = ?");
   const setMark = db.query("INSERT INTO webhook_marks (name, block_number) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET block_number = ?2");
   const lowerMark = db.query("UPDATE webhook_marks SET block_number = ?2 WHERE name = ?1 AND block_number > ?2");
@@ -127,7 +156,7 @@ function indexAppends(db: Database, scope: { chainId: number; easAddress: string
   const insertCheckpoint = db.query(
     "INSERT OR REPLACE INTO index_checkpoints (chain_id, eas, block_number, block_hash, block_time) VALUES (?, ?, ?, ?, ?)",
   );
-  const saveRecord = recordSaver(db, chainId, eas);
+  const writeEvents = eventWriter(db, chainId, eas);
   const trimHistory = db.query(
     `DELETE FROM index_checkpoints WHERE chain_id = ? AND eas = ? AND block_number < (
        SELECT MIN(block_number) FROM (SELECT block_number FROM index_checkpoints WHERE chain_id = ? AND eas = ?
@@ -146,26 +175,7 @@ function indexAppends(db: Database, scope: { chainId: number; easAddress: string
   const append = db.transaction((expected: bigint | undefined, events: readonly EasEvent[], next: IndexCheckpoint, details: AppendDetails, skipped: OutboxSkip[]): boolean => {
     if (current()?.blockNumber !== expected) return false;
     const confirmedTo = details.confirmedTo ?? next.blockNumber;
-    // The records not stored with their event below (a revocation's attestation, an event seen twice) are updated after.
-    const records = new Map((details.attestations ?? []).map((a) => [a.uid.toLowerCase(), a]));
-    for (const e of events) {
-      if (e.kind !== "attested") {
-        revoke.run(Number(e.blockNumber), e.txHash ?? null, chainId, eas, e.uid);
-        continue;
-      }
-      const tail = e.blockNumber > confirmedTo ? 1 : 0;
-      const a = records.get(e.uid.toLowerCase());
-      if (a === undefined) {
-        insertEvent.run(chainId, eas, e.uid, e.recipient, e.attester, e.schemaUid, Number(e.blockNumber), e.logIndex, tail, e.txHash ?? null);
-        continue;
-      }
-      insertEventWithRecord.run(
-        chainId, eas, e.uid, e.recipient, e.attester, e.schemaUid, Number(e.blockNumber), e.logIndex, tail, e.txHash ?? null,
-        ...recordValues(a, details.subjects),
-      );
-      records.delete(e.uid.toLowerCase());
-    }
-    for (const a of records.values()) saveRecord(a, details.subjects);
+    writeEvents(events, details, confirmedTo);
     if (details.webhookConfirmedTo !== undefined) {
       // Decisions §22: the events of the blocks that just became deep enough, in this transaction.
       // The boundary never goes below -1 ("before block 0"): a chain younger than the confirmations (issue 43).
