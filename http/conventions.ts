@@ -31,7 +31,7 @@ type RoutedApp = { readonly routes: readonly { readonly path: string; readonly m
 /** What the hooks keep: the route table (read at the first request), the allowlist, when the EAS requests began. */
 type Conventions = {
   readonly app: RoutedApp;
-  served: Map<string, ReadonlySet<string>> | undefined;
+  served: Served | undefined;
   readonly origins: ReadonlySet<string>;
   readonly started: WeakMap<Request, number>;
   readonly log: Logger;
@@ -44,25 +44,43 @@ export type ConventionsOptions = {
   readonly log: Logger;
 };
 
+/**
+ * The app's route table by path: every path as written, and the paths with parameters split once into their segments
+ * (in route order), so a request to such a path, or to no route, does not split the table again.
+ */
+type Served = {
+  readonly exact: ReadonlyMap<string, ReadonlySet<string>>;
+  readonly shapes: readonly { readonly segments: readonly string[]; readonly methods: ReadonlySet<string> }[];
+};
+
+function servedOf(app: RoutedApp): Served {
+  const exact = new Map<string, Set<string>>();
+  for (const route of app.routes) {
+    const methods = exact.get(route.path) ?? new Set<string>();
+    methods.add(route.method.toUpperCase());
+    exact.set(route.path, methods);
+  }
+  const shapes = [...exact].filter(([pattern]) => pattern.includes(":")).map(([pattern, methods]) => ({ segments: pattern.split("/"), methods }));
+  return { exact, shapes };
+}
+
+/** Whether the path's segments fit a route's: a parameter takes any non-empty segment, the rest are equal. */
+function fits(segments: readonly string[], parts: readonly string[]): boolean {
+  if (segments.length !== parts.length) return false;
+  for (let i = 0; i < segments.length; i++) {
+    const segment = segments[i]!;
+    if (segment.startsWith(":") ? parts[i] === "" : segment !== parts[i]) return false;
+  }
+  return true;
+}
+
 /** The methods a path serves, from the app's route table; a route with parameters serves every path of its shape. */
 function methodsOf(state: Conventions, path: string): ReadonlySet<string> | undefined {
-  if (state.served === undefined) {
-    const served = new Map<string, Set<string>>();
-    for (const route of state.app.routes) {
-      const methods = served.get(route.path) ?? new Set<string>();
-      methods.add(route.method.toUpperCase());
-      served.set(route.path, methods);
-    }
-    state.served = served;
-  }
-  const exact = state.served.get(path);
+  state.served ??= servedOf(state.app);
+  const exact = state.served.exact.get(path);
   if (exact !== undefined) return exact;
   const parts = path.split("/");
-  for (const [pattern, methods] of state.served) {
-    if (!pattern.includes(":")) continue;
-    const shape = pattern.split("/");
-    if (shape.length === parts.length && shape.every((p, i) => p.startsWith(":") ? parts[i] !== "" : p === parts[i])) return methods;
-  }
+  for (const shape of state.served.shapes) if (fits(shape.segments, parts)) return shape.methods;
   return undefined;
 }
 
