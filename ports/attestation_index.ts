@@ -99,7 +99,13 @@ export type IndexCheckpoint = {
 };
 
 /** A block as the follower reads it: number, hash and timestamp. */
-export type IndexBlock = { readonly blockNumber: bigint; readonly blockHash: HexString; readonly timestamp: bigint };
+export type IndexBlock = {
+  readonly blockNumber: bigint;
+  readonly blockHash: HexString;
+  readonly timestamp: bigint;
+  /** The parent block's hash, when the chain read tells it (the follower checks its checkpoint with it). */
+  readonly parentHash?: HexString | undefined;
+};
 
 /**
  * The index head as reads see it (decisions §21): the newest indexed block, and when the follower last completed
@@ -158,11 +164,11 @@ export interface ChainHistory {
   /** The hash of a block, or null when the chain has no such block (any more). */
   readonly blockHash: (blockNumber: bigint) => Promise<IndexRead<HexString | null>>;
   /**
-   * Every `Attested` and `Revoked` log of the EAS contract in `[from, to]`, in chain order, and the hash
-   * of block `to`; ranges the provider refuses are split.
+   * Every `Attested` and `Revoked` log of the EAS contract in `[from, to]`, in chain order, and the hash (time,
+   * parent's hash) of block `to`; ranges the provider refuses are split.
    */
-  readonly events: (from: bigint, to: bigint) => Promise<IndexRead<{ events: EasEvent[]; toHash: HexString; toTimestamp?: bigint | undefined }>>;
-  /** A block's hash and timestamp, or null when the chain has no such block (any more). */
+  readonly events: (from: bigint, to: bigint) => Promise<IndexRead<{ events: EasEvent[]; toHash: HexString; toTimestamp?: bigint | undefined; toParentHash?: HexString | undefined }>>;
+  /** A block's hash and timestamp (and its parent's hash), or null when the chain has no such block (any more). */
   readonly block: (blockNumber: bigint) => Promise<IndexRead<IndexBlock | null>>;
   /** The attestation of each uid, in the order asked, read at `block` (as {@link AttestationIndex.attestations}). */
   readonly attestations: (uids: readonly HexString[], block: bigint) => Promise<IndexRead<IndexedAttestation[]>>;

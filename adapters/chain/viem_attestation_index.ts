@@ -121,9 +121,10 @@ async function block(state: IndexState, blockNumber: bigint): Promise<IndexRead<
     state.client.request({ method: "eth_getBlockByNumber", params: [toHex(blockNumber), false] })
   );
   if (!outcome.ok) return failed(outcome);
-  const found = outcome.value as { hash?: string | null; timestamp?: string | null } | null;
+  const found = outcome.value as { hash?: string | null; timestamp?: string | null; parentHash?: string | null } | null;
   if (!found?.hash) return { ok: true, value: null };
-  return { ok: true, value: { blockNumber, blockHash: found.hash.toLowerCase() as HexString, timestamp: BigInt(found.timestamp ?? "0x0") } };
+  const parentHash = typeof found.parentHash === "string" ? { parentHash: found.parentHash.toLowerCase() as HexString } : {};
+  return { ok: true, value: { blockNumber, blockHash: found.hash.toLowerCase() as HexString, timestamp: BigInt(found.timestamp ?? "0x0"), ...parentHash } };
 }
 
 async function blockHash(state: IndexState, blockNumber: bigint): Promise<IndexRead<HexString | null>> {
@@ -131,11 +132,11 @@ async function blockHash(state: IndexState, blockNumber: bigint): Promise<IndexR
   return read.ok ? { ok: true, value: read.value?.blockHash ?? null } : read;
 }
 
-async function events(state: IndexState, from: bigint, to: bigint): Promise<IndexRead<{ events: EasEvent[]; toHash: HexString; toTimestamp: bigint }>> {
+async function events(state: IndexState, from: bigint, to: bigint): Promise<IndexRead<{ events: EasEvent[]; toHash: HexString; toTimestamp: bigint; toParentHash?: HexString | undefined }>> {
   // Issued together, so the block rides in the first range's batch.
   const [scanned, last] = await Promise.all([scanLogs(state, [[ATTESTED_TOPIC, REVOKED_TOPIC]], from, to), block(state, to)]);
   if (!scanned.ok) return scanned;
   if (!last.ok) return last;
   if (last.value === null) return { ok: false, reason: "inconsistent" };
-  return { ok: true, value: { events: scanned.value, toHash: last.value.blockHash, toTimestamp: last.value.timestamp } };
+  return { ok: true, value: { events: scanned.value, toHash: last.value.blockHash, toTimestamp: last.value.timestamp, toParentHash: last.value.parentHash } };
 }

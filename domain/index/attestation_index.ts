@@ -122,22 +122,22 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
   let width: bigint | undefined;
   return async function step(): Promise<FollowStep> {
     const checkpoint = await deps.store.checkpoint();
-    const [head, canonical] = await Promise.all([
+    // Issue 43 item 5: a step that ingests reads the block after its checkpoint anyway (a tail block, or the range's
+    // last), and that block's parent hash tells whether the checkpoint is still canonical: the checkpoint's own hash is
+    // read beside the head only while rows are filled below (they are read at the checkpoint), and after the head when
+    // nothing is new. One JSON-RPC call fewer a step that ingests.
+    const filling = !complete || !subjectsComplete;
+    const [head, early] = await Promise.all([
       deps.chain.head(),
-      checkpoint === undefined ? Promise.resolve(undefined) : deps.chain.blockHash(checkpoint.blockNumber),
+      checkpoint === undefined || !filling ? Promise.resolve(undefined) : deps.chain.blockHash(checkpoint.blockNumber),
     ]);
     if (!head.ok) return head;
     const confirmedTo = head.value - BigInt(deps.confirmations);
     const status = { ok: true as const, head: head.value, target: head.value, confirmedTo, caughtUp: false };
+    const canonical = early ?? (checkpoint !== undefined && head.value <= checkpoint.blockNumber ? await deps.chain.blockHash(checkpoint.blockNumber) : undefined);
     if (checkpoint !== undefined && canonical !== undefined) {
       if (!canonical.ok) return canonical;
-      if (canonical.value !== checkpoint.blockHash) {
-        const forkedAt = await lastCanonical(await deps.store.history(depth));
-        if (!forkedAt.ok) return forkedAt;
-        await deps.store.rewind(forkedAt.value);
-        const rewoundTo = forkedAt.value?.blockNumber ?? -1n;
-        return { ...status, indexedBlock: forkedAt.value?.blockNumber, rewoundTo, ...(rewoundTo < confirmedTo ? { deepReorg: true as const } : {}) };
-      }
+      if (canonical.value !== checkpoint.blockHash) return await rewound(deps, depth, status);
     }
     if (!complete && checkpoint !== undefined) {
       const missing = await deps.store.incomplete(fillBatch);
@@ -164,7 +164,13 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
     // Each tail block before `readTo` is read for its hash and time (`readTo` comes with the events), all in one batch.
     const tailNumbers: bigint[] = [];
     for (let n = from > confirmedTo ? from : confirmedTo + 1n; n < readTo; n++) tailNumbers.push(n);
-    const [read, ...tail] = await Promise.all([deps.chain.events(from, readTo), ...tailNumbers.map((n) => deps.chain.block(n))]);
+    // The block after an unchecked checkpoint, when it is neither a tail block nor the range's last, is read with them.
+    const unchecked = checkpoint !== undefined && canonical === undefined ? checkpoint : undefined;
+    const fromRead = unchecked !== undefined && from !== readTo && tailNumbers[0] !== from;
+    const [read, ...tail] = await Promise.all([
+      deps.chain.events(from, readTo),
+      ...(fromRead ? [from] : []).concat(tailNumbers).map((n) => deps.chain.block(n)),
+    ]);
     if (!read!.ok) return read as Extract<typeof read, { ok: false }>;
     const tailBlocks: IndexBlock[] = [];
     for (const b of tail as IndexRead<IndexBlock | null>[]) {
@@ -172,7 +178,15 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
       if (b.value === null) return { ok: false, reason: "inconsistent" };
       tailBlocks.push(b.value);
     }
-    const value = read!.value as { events: EasEvent[]; toHash: HexString; toTimestamp?: bigint | undefined };
+    const value = read!.value as { events: EasEvent[]; toHash: HexString; toTimestamp?: bigint | undefined; toParentHash?: HexString | undefined };
+    if (unchecked !== undefined) {
+      const parent = from === readTo ? value.toParentHash : tailBlocks[0]!.parentHash;
+      // A chain read that does not tell parents: the checkpoint's hash, read now.
+      const hash = parent !== undefined ? { ok: true as const, value: parent } : await deps.chain.blockHash(unchecked.blockNumber);
+      if (!hash.ok) return hash;
+      if (hash.value !== unchecked.blockHash) return await rewound(deps, depth, status);
+      if (fromRead) tailBlocks.shift();
+    }
     width = nextWidth(span, readTo - from + 1n, value.events.length);
     // Too many events: the step ends with the block of the `stepEvents`-th, and that block's hash and time are read.
     let to = readTo;
@@ -187,8 +201,8 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
       if (end.value === null) return { ok: false, reason: "inconsistent" };
       ends = end.value;
     }
-    const blocks = tailBlocks.filter((b) => b.blockNumber < to);
-    const records = await recordsOf(events, to);
+    const blocks = tailBlocks.filter((b) => b.blockNumber < to).map((b) => ({ blockNumber: b.blockNumber, blockHash: b.blockHash, timestamp: b.timestamp }));
+    const records = await recordsOf(deps.chain, events, to);
     if (!records.ok) return records;
     const next: IndexCheckpoint = { blockNumber: to, blockHash: ends.blockHash, timestamp: ends.timestamp };
     // On a chain younger than the confirmations nothing is deep enough yet: the boundary is -1, before block 0 (issue 43).
@@ -227,31 +241,44 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
     if (read === span && events < stepEvents / 2) return span * 2n > deps.stepBlocks ? deps.stepBlocks : span * 2n;
     return span;
   }
+}
 
-  /** The subjects the records name (those naming one). */
-  function subjectsOf(records: readonly IndexedAttestation[], subjectOf: SubjectOf): ReadonlyMap<string, string> {
-    const out = new Map<string, string>();
-    for (const a of records) {
-      const subject = subjectOf(a);
-      if (subject !== null) out.set(a.uid.toLowerCase(), subject);
-    }
-    return out;
+/** The subjects the records name (those naming one). */
+function subjectsOf(records: readonly IndexedAttestation[], subjectOf: SubjectOf): ReadonlyMap<string, string> {
+  const out = new Map<string, string>();
+  for (const a of records) {
+    const subject = subjectOf(a);
+    if (subject !== null) out.set(a.uid.toLowerCase(), subject);
   }
+  return out;
+}
 
-  /** The full record of every attestation the events name (attested or revoked), read at `block`. */
-  async function recordsOf(events: readonly EasEvent[], block: bigint): Promise<IndexRead<IndexedAttestation[]>> {
-    const uids = [...new Set(events.map((e) => e.uid.toLowerCase() as HexString))];
-    if (uids.length === 0) return { ok: true, value: [] };
-    return await deps.chain.attestations(uids, block);
-  }
+/** The full record of every attestation the events name (attested or revoked), read at `block`. */
+async function recordsOf(chain: ChainHistory, events: readonly EasEvent[], block: bigint): Promise<IndexRead<IndexedAttestation[]>> {
+  const uids = [...new Set(events.map((e) => e.uid.toLowerCase() as HexString))];
+  if (uids.length === 0) return { ok: true, value: [] };
+  return await chain.attestations(uids, block);
+}
 
-  /** The newest stored checkpoint whose block the chain still has with the same hash; undefined: none. */
-  async function lastCanonical(history: readonly IndexCheckpoint[]): Promise<IndexRead<IndexCheckpoint | undefined>> {
-    for (const stored of history) {
-      const hash = await deps.chain.blockHash(stored.blockNumber);
-      if (!hash.ok) return hash;
-      if (hash.value === stored.blockHash) return { ok: true, value: stored };
-    }
-    return { ok: true, value: undefined };
+/** The checkpoint's block is not the chain's any more: back to the newest stored checkpoint that is. */
+async function rewound(
+  deps: Pick<IndexFollowerDeps, "chain" | "store">,
+  depth: number,
+  status: { readonly ok: true; readonly head: bigint; readonly target: bigint; readonly confirmedTo: bigint; readonly caughtUp: boolean },
+): Promise<FollowStep> {
+  const forkedAt = await lastCanonical(deps.chain, await deps.store.history(depth));
+  if (!forkedAt.ok) return forkedAt;
+  await deps.store.rewind(forkedAt.value);
+  const rewoundTo = forkedAt.value?.blockNumber ?? -1n;
+  return { ...status, indexedBlock: forkedAt.value?.blockNumber, rewoundTo, ...(rewoundTo < status.confirmedTo ? { deepReorg: true as const } : {}) };
+}
+
+/** The newest stored checkpoint whose block the chain still has with the same hash; undefined: none. */
+async function lastCanonical(chain: ChainHistory, history: readonly IndexCheckpoint[]): Promise<IndexRead<IndexCheckpoint | undefined>> {
+  for (const stored of history) {
+    const hash = await chain.blockHash(stored.blockNumber);
+    if (!hash.ok) return hash;
+    if (hash.value === stored.blockHash) return { ok: true, value: stored };
   }
+  return { ok: true, value: undefined };
 }

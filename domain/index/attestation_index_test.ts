@@ -30,6 +30,8 @@ function fakeChain(length: number, attestedIn: number[]) {
     fork: { from: Number.MAX_SAFE_INTEGER, tag: "b" },
     attestedIn,
     failEvents: 0,
+    /** Whether block reads tell the parent's hash (the JSON-RPC adapter's do). */
+    tellsParents: true,
     calls: [] as string[],
     hashOf(n: bigint): HexString {
       return hex(n, Number(n) >= chain.fork.from ? chain.fork.tag : "a");
@@ -44,7 +46,10 @@ function fakeChain(length: number, attestedIn: number[]) {
     },
     block: (n: bigint) => {
       chain.calls.push(`block ${n}`);
-      return Promise.resolve({ ok: true as const, value: n < BigInt(chain.length) ? { blockNumber: n, blockHash: chain.hashOf(n), timestamp: 1_000n + n } : null });
+      return Promise.resolve({ ok: true as const, value: n < BigInt(chain.length) ? { blockNumber: n, blockHash: chain.hashOf(n), timestamp: 1_000n + n, ...chain.parentOf(n) } : null });
+    },
+    parentOf(n: bigint): { parentHash?: HexString } {
+      return chain.tellsParents ? { parentHash: n === 0n ? hex(0) : chain.hashOf(n - 1n) } : {};
     },
     attestations(uids: readonly HexString[], block: bigint): Promise<IndexRead<IndexedAttestation[]>> {
       chain.calls.push(`attestations ${uids.length} at ${block}`);
@@ -52,7 +57,7 @@ function fakeChain(length: number, attestedIn: number[]) {
     },
     /** Revocation blocks by uid. */
     revokedAt: new Map<string, bigint>(),
-    events(from: bigint, to: bigint): Promise<IndexRead<{ events: EasEvent[]; toHash: HexString; toTimestamp: bigint }>> {
+    events(from: bigint, to: bigint): Promise<IndexRead<{ events: EasEvent[]; toHash: HexString; toTimestamp: bigint; toParentHash?: HexString }>> {
       chain.calls.push(`events ${from}-${to}`);
       if (chain.failEvents > 0) {
         chain.failEvents--;
@@ -73,7 +78,8 @@ function fakeChain(length: number, attestedIn: number[]) {
         if (b >= from && b <= to) events.push({ kind: "revoked", uid: uid as HexString, recipient: RECIPIENT, attester: RECIPIENT, schemaUid: SCHEMA, blockNumber: b, logIndex: 1 });
       }
       events.sort((x, y) => (x.blockNumber < y.blockNumber ? -1 : x.blockNumber > y.blockNumber ? 1 : x.logIndex - y.logIndex));
-      return Promise.resolve({ ok: true, value: { events, toHash: chain.hashOf(to), toTimestamp: 1_000n + to } });
+      const parent = chain.parentOf(to).parentHash;
+      return Promise.resolve({ ok: true, value: { events, toHash: chain.hashOf(to), toTimestamp: 1_000n + to, ...(parent === undefined ? {} : { toParentHash: parent }) } });
     },
   };
   return chain satisfies ChainHistory;
@@ -214,6 +220,66 @@ describe("createIndexFollower()", () => {
     expect(store.rows().map((r) => r.uid)).toEqual([hex(15, "a"), hex(45, "a")]);
     expect(await step()).toMatchObject({ ingested: { from: 50n, to: 59n, events: 1 }, caughtUp: true });
     expect(store.rows().map((r) => r.uid)).toEqual([hex(15, "a"), hex(45, "a"), hex(55, "b")]);
+  });
+
+  test("issue 43 item 5: a step that ingests checks its checkpoint by the parent hash of a block it reads anyway, not by a read of its own", async () => {
+    const chain = fakeChain(40, [10, 38]);
+    const store = fakeIndexStore();
+    const step = createIndexFollower({ chain, store, startBlock: 0n, confirmations: 5, stepBlocks: 100n });
+    await step();
+    // The first step after a start with a checkpoint looks for rows to fill, read at the checkpoint: its hash comes first.
+    chain.length = 41;
+    await step();
+    expect(chain.calls.slice(-3)).toEqual(["head", "hash 39", "events 40-40"]);
+    const steps: string[][] = [];
+    // One new block (the range's last), then three (the first a tail block), then a catch-up past the tail.
+    for (const length of [42, 45, 60]) {
+      chain.length = length;
+      chain.calls = [];
+      expect(await step()).toMatchObject({ ok: true, caughtUp: true, indexedBlock: BigInt(length - 1) });
+      steps.push(chain.calls);
+    }
+    expect(steps).toEqual([
+      ["head", "events 41-41"],
+      ["head", "events 42-44", "block 42", "block 43"],
+      // Block 45 is confirmed (head 59, 5 confirmations): read with the range for its parent, not stored as a tail block.
+      ["head", "events 45-59", "block 45", "block 55", "block 56", "block 57", "block 58"],
+    ]);
+    expect((await store.history(6)).map((c) => c.blockNumber)).toEqual([59n, 58n, 57n, 56n, 55n, 44n]);
+    // Nothing new: the checkpoint's own hash, after the head.
+    chain.calls = [];
+    await step();
+    expect(chain.calls).toEqual(["head", "hash 59"]);
+  });
+
+  test("issue 43 item 5: a fork below the checkpoint while the chain grows is seen through the new block's parent and rewinds to the fork point", async () => {
+    const chain = fakeChain(60, [15, 45, 55]);
+    const store = fakeIndexStore();
+    const step = createIndexFollower({ chain, store, startBlock: 0n, confirmations: 12, stepBlocks: 100n });
+    while (!((await step()) as { caughtUp?: boolean }).caughtUp);
+    chain.fork = { from: 50, tag: "b" };
+    chain.length = 62;
+    expect(await step()).toMatchObject({ ok: true, rewoundTo: 49n, indexedBlock: 49n });
+    expect(store.rows().map((r) => r.uid)).toEqual([hex(15, "a"), hex(45, "a")]);
+    expect(await step()).toMatchObject({ ingested: { from: 50n, to: 61n, events: 1 }, caughtUp: true });
+    expect(store.rows().map((r) => r.uid)).toEqual([hex(15, "a"), hex(45, "a"), hex(55, "b")]);
+  });
+
+  test("a chain read that does not tell parents: the checkpoint's hash is read before the range is stored, and a fork still rewinds", async () => {
+    const chain = fakeChain(30, [10, 25]);
+    chain.tellsParents = false;
+    const store = fakeIndexStore();
+    const step = createIndexFollower({ chain, store, startBlock: 0n, confirmations: 3, stepBlocks: 100n });
+    await step();
+    await step();
+    chain.length = 31;
+    chain.calls = [];
+    expect(await step()).toMatchObject({ ingested: { from: 30n, to: 30n, events: 0 } });
+    expect(chain.calls).toEqual(["head", "events 30-30", "hash 29"]);
+    chain.fork = { from: 28, tag: "c" };
+    chain.length = 33;
+    expect(await step()).toMatchObject({ rewoundTo: 27n, indexedBlock: 27n });
+    expect(store.rows().map((r) => r.uid)).toEqual([hex(10, "a"), hex(25, "a")]);
   });
 
   test("a reorg deeper than every stored checkpoint rebuilds from the start", async () => {
