@@ -53,6 +53,7 @@ type Served = {
   readonly shapes: readonly { readonly segments: readonly string[]; readonly methods: ReadonlySet<string> }[];
 };
 
+/** The route table of `app` (read at the first request, when every route is mounted). */
 function servedOf(app: RoutedApp): Served {
   const exact = new Map<string, Set<string>>();
   for (const route of app.routes) {
