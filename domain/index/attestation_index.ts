@@ -167,26 +167,26 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
     // The block after an unchecked checkpoint, when it is neither a tail block nor the range's last, is read with them.
     const unchecked = checkpoint !== undefined && canonical === undefined ? checkpoint : undefined;
     const fromRead = unchecked !== undefined && from !== readTo && tailNumbers[0] !== from;
-    const [read, ...tail] = await Promise.all([
+    const [read, ...blocksRead] = await Promise.all([
       deps.chain.events(from, readTo),
-      ...(fromRead ? [from] : []).concat(tailNumbers).map((n) => deps.chain.block(n)),
+      ...(fromRead ? [from, ...tailNumbers] : tailNumbers).map((n) => deps.chain.block(n)),
     ]);
     if (!read!.ok) return read as Extract<typeof read, { ok: false }>;
-    const tailBlocks: IndexBlock[] = [];
-    for (const b of tail as IndexRead<IndexBlock | null>[]) {
+    const readBlocks: IndexBlock[] = [];
+    for (const b of blocksRead as IndexRead<IndexBlock | null>[]) {
       if (!b.ok) return b;
       if (b.value === null) return { ok: false, reason: "inconsistent" };
-      tailBlocks.push(b.value);
+      readBlocks.push(b.value);
     }
     const value = read!.value as { events: EasEvent[]; toHash: HexString; toTimestamp?: bigint | undefined; toParentHash?: HexString | undefined };
     if (unchecked !== undefined) {
-      const parent = from === readTo ? value.toParentHash : tailBlocks[0]!.parentHash;
+      const parent = from === readTo ? value.toParentHash : readBlocks[0]!.parentHash;
       // A chain read that does not tell parents: the checkpoint's hash, read now.
       const hash = parent !== undefined ? { ok: true as const, value: parent } : await deps.chain.blockHash(unchecked.blockNumber);
       if (!hash.ok) return hash;
       if (hash.value !== unchecked.blockHash) return await rewound(deps, depth, status);
-      if (fromRead) tailBlocks.shift();
     }
+    const tailBlocks = fromRead ? readBlocks.slice(1) : readBlocks;
     width = nextWidth(span, readTo - from + 1n, value.events.length);
     // Too many events: the step ends with the block of the `stepEvents`-th, and that block's hash and time are read.
     let to = readTo;
@@ -201,7 +201,7 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
       if (end.value === null) return { ok: false, reason: "inconsistent" };
       ends = end.value;
     }
-    const blocks = tailBlocks.filter((b) => b.blockNumber < to).map((b) => ({ blockNumber: b.blockNumber, blockHash: b.blockHash, timestamp: b.timestamp }));
+    const blocks = tailBlocks.filter((b) => b.blockNumber < to);
     const records = await recordsOf(deps.chain, events, to);
     if (!records.ok) return records;
     const next: IndexCheckpoint = { blockNumber: to, blockHash: ends.blockHash, timestamp: ends.timestamp };

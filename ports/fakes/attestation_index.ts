@@ -129,7 +129,8 @@ export function fakeIndexStore() {
       for (const a of details.attestations ?? []) saveRecord(a);
       rows = rows.map((r) => (r.tail && r.blockNumber <= confirmedTo ? { ...r, tail: false } : r));
       rows.sort(byPosition);
-      for (const b of details.blocks ?? []) checkpoints.push(b);
+      // What the real stores keep of a block: its number, hash and time.
+      for (const b of details.blocks ?? []) checkpoints.push({ blockNumber: b.blockNumber, blockHash: b.blockHash, timestamp: b.timestamp });
       checkpoints.push(next);
       return Promise.resolve(true);
     },
