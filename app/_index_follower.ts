@@ -1,6 +1,6 @@
 /** The follower's parts (app/index_follower.ts): its state, the poll, the write catch-up, metrics and progress. */
 import { createIndexFollower, type FollowStep, type IndexAnswers, isFresh } from "../domain/index/mod.ts";
-import type { AttestationIndex, ChainHistory, HeadSignal, IndexStore } from "../ports/attestation_index.ts";
+import type { AttestationIndex, ChainHistory, HeadSignal, IndexRead, IndexStore } from "../ports/attestation_index.ts";
 import type { HexString } from "../ports/eas.ts";
 import type { Clock } from "../ports/clock.ts";
 import type { Logger } from "../ports/logger.ts";
@@ -69,12 +69,48 @@ export async function pollWithin(poll: () => Promise<unknown>, waitMs: number): 
   clearTimeout(timeout);
 }
 
+/** How long a block seen mined (a write's receipt, a head announced) stands for the chain's head (issue 43 item 5). */
+export const HEAD_SIGHTING_MS = 500;
+
+/**
+ * The follower's chain reads, the head taken from a sighting when one is fresh (issue 43 item 5): a block this
+ * instance saw mined (its write's receipt, a head the node announced) is a head read the node already answered, so
+ * the poll it sets off reaches that block without asking `eth_blockNumber` again. A sighting is used once, within
+ * {@link HEAD_SIGHTING_MS} of being seen, and only when it is past every head read and the index (`indexed`): the
+ * chain's head is at least that block, so the poll indexes up to it and no further, and the follower's next poll reads
+ * the head as before. Anything else is read from the node.
+ */
+export function sightedHeads(chain: ChainHistory, clock: Clock, indexed: () => bigint | undefined) {
+  let sighting: { readonly block: bigint; readonly atMs: number } | undefined;
+  /** The newest head this follower has been given. */
+  let known: bigint | undefined;
+  const past = (block: bigint, than: bigint | undefined) => than === undefined || block > than;
+  const head = async (): Promise<IndexRead<bigint>> => {
+    const seen = sighting;
+    sighting = undefined;
+    if (seen !== undefined && clock.nowMs() - seen.atMs <= HEAD_SIGHTING_MS && past(seen.block, known) && past(seen.block, indexed())) {
+      known = seen.block;
+      return { ok: true, value: seen.block };
+    }
+    const read = await chain.head();
+    if (read.ok && past(read.value, known)) known = read.value;
+    return read;
+  };
+  return {
+    chain: { ...chain, head } satisfies ChainHistory,
+    /** A block seen mined now; the newest unused sighting is kept. */
+    sighted(block: bigint) {
+      if (sighting === undefined || block > sighting.block) sighting = { block, atMs: clock.nowMs() };
+    },
+  };
+}
+
 /**
  * Issue 43: a write this instance saw mined is polled for by the next read that needs it, not before the write is
  * answered. A poll per write (several JSON-RPC calls, an append, a webhook round) was about half the CPU of a delegated
  * attestation; writes in a row now share the follower's next poll, and a read after a write still lists it.
  */
-export function createWriteCatchUp(deps: { follows: () => boolean; indexed: () => bigint | undefined; nudge: () => Promise<void> }) {
+export function createWriteCatchUp(deps: { follows: () => boolean; indexed: () => bigint | undefined; nudge: () => Promise<void>; sighted?: (block: bigint) => void }) {
   /** The newest block of a write of this instance that no poll has been asked for yet. */
   let written: bigint | undefined;
   let catching: Promise<void> | undefined;
@@ -109,6 +145,7 @@ export function createWriteCatchUp(deps: { follows: () => boolean; indexed: () =
     }),
     wrote(blockNumber: bigint) {
       if (!deps.follows() || held(blockNumber)) return;
+      deps.sighted?.(blockNumber);
       if (written === undefined || blockNumber > written) written = blockNumber;
       for (const listener of changed) listener();
     },

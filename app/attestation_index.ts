@@ -115,7 +115,9 @@ function afterMinedOf(f: Foundation, index: IndexRunner): (blockNumber: bigint) 
   return f.storage.kind === "postgres"
     ? async (blockNumber) => {
       const indexed = index.status().indexedBlock;
-      if (indexed === null || BigInt(indexed) < blockNumber) await index.nudge();
+      if (indexed !== null && BigInt(indexed) >= blockNumber) return;
+      index.sighted(blockNumber);
+      await index.nudge();
     }
     : (blockNumber) => Promise.resolve(index.wrote(blockNumber));
 }

@@ -7,6 +7,7 @@ import { hostname } from "node:os";
 import type { IndexAnswers } from "../domain/index/mod.ts";
 import { createIndexAnswers, isFresh } from "../domain/index/mod.ts";
 import type { IndexHead, IndexStore } from "../ports/attestation_index.ts";
+import type { Clock } from "../ports/clock.ts";
 import {
   createBackfillProgress,
   createPoll,
@@ -17,6 +18,7 @@ import {
   type IndexSettings,
   pollWithin,
   CATCHING_UP_BLOCKS,
+  sightedHeads,
 } from "./_index_follower.ts";
 
 export { CATCHING_UP_BLOCKS, type IndexSettings } from "./_index_follower.ts";
@@ -64,6 +66,11 @@ export type IndexRunner = {
    * share that poll. Tells the answer cache's change signal, so no answer kept from before is reused for that read.
    */
   readonly wrote: (blockNumber: bigint) => void;
+  /**
+   * A block this instance saw mined (a write's receipt): the follower's next poll, within a moment, takes it for the
+   * chain's head instead of reading the head (issue 43 item 5; app/_index_follower.ts `sightedHeads`). `wrote` tells it too.
+   */
+  readonly sighted: (blockNumber: bigint) => void;
   /** Calls `listener` whenever a step of this instance's follower has moved the store's index head or poll time. */
   readonly onMoved: (listener: () => void) => void;
   /**
@@ -84,11 +91,25 @@ const MAX_BACKOFF_MS = 30_000;
 /** How long a nudge waits for its poll by default. */
 const NUDGE_WAIT_MS = 5_000;
 
+/** The status of a follower's state now. */
+function statusOf(state: FollowerState, settings: IndexSettings, clock: Clock): IndexStatus {
+  return {
+    indexedBlock: state.indexed === undefined ? null : Number(state.indexed),
+    head: state.head === undefined ? null : Number(state.head),
+    lagBlocks: state.head === undefined ? null : Number(state.head - (state.indexed ?? settings.startBlock - 1n)),
+    catchingUp: state.indexed === undefined || state.head === undefined ? true : state.head - state.indexed > CATCHING_UP_BLOCKS,
+    checkedAt: state.checkedAtMs === null ? null : Math.floor(state.checkedAtMs / 1000),
+    stale: !isFresh({ checkedAtMs: state.checkedAtMs }, { nowMs: clock.nowMs(), stallSeconds: settings.stallSeconds }),
+    follower: state.leader,
+  };
+}
+
 /** Starts the follower (unless `follow` is false) and returns the reads and the status. */
 export function wireIndex(deps: IndexDeps): IndexRunner {
   const { store, settings, clock } = deps;
   const state: FollowerState = { indexed: undefined, head: undefined, checkedAtMs: null, leader: false, failures: 0, stopped: false, nextPollAt: 0, headSeen: false, moved: [] };
-  const poll = createPoll(deps, state);
+  const sightings = sightedHeads(deps.chain, clock, () => state.indexed);
+  const poll = createPoll({ ...deps, chain: sightings.chain }, state);
   const holder = `${hostname()}:${process.pid}:${crypto.randomUUID()}`;
   const leaseMs = settings.leaseSeconds * 1000;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -102,15 +123,7 @@ export function wireIndex(deps: IndexDeps): IndexRunner {
   };
   const backoff = () => Math.min(MAX_BACKOFF_MS, 500 * 2 ** Math.min(state.failures - 1, 6));
 
-  const status = (): IndexStatus => ({
-    indexedBlock: state.indexed === undefined ? null : Number(state.indexed),
-    head: state.head === undefined ? null : Number(state.head),
-    lagBlocks: state.head === undefined ? null : Number(state.head - (state.indexed ?? settings.startBlock - 1n)),
-    catchingUp: state.indexed === undefined || state.head === undefined ? true : state.head - state.indexed > CATCHING_UP_BLOCKS,
-    checkedAt: state.checkedAtMs === null ? null : Math.floor(state.checkedAtMs / 1000),
-    stale: !isFresh({ checkedAtMs: state.checkedAtMs }, { nowMs: clock.nowMs(), stallSeconds: settings.stallSeconds }),
-    follower: state.leader,
-  });
+  const status = () => statusOf(state, settings, clock);
   /** Reads what the store says (another instance may be the follower). */
   async function refresh(): Promise<IndexStatus> {
     const h = await store.head();
@@ -153,8 +166,9 @@ export function wireIndex(deps: IndexDeps): IndexRunner {
       });
   };
   /** A new head announced: the next round comes now (a round under way polls again right after). */
-  const onHead = () => {
+  const onHead = (head: bigint | null) => {
     if (state.stopped) return;
+    if (head !== null) sightings.sighted(head);
     state.headSeen = true;
     if (timer !== undefined) {
       clearTimeout(timer);
@@ -171,7 +185,7 @@ export function wireIndex(deps: IndexDeps): IndexRunner {
   const follows = () => settings.follow !== false && !state.stopped;
   // The writer polls itself, leader or not (the store takes one append per range), so its next read sees the write.
   const nudge = (waitMs = NUDGE_WAIT_MS) => (follows() ? pollWithin(() => serial(poll), waitMs) : Promise.resolve());
-  const writes = createWriteCatchUp({ follows, indexed: () => state.indexed, nudge });
+  const writes = createWriteCatchUp({ follows, indexed: () => state.indexed, nudge, sighted: sightings.sighted });
 
   return {
     answers: writes.first(createIndexAnswers({ ...deps, startBlock: settings.startBlock, stallSeconds: settings.stallSeconds })),
@@ -190,6 +204,7 @@ export function wireIndex(deps: IndexDeps): IndexRunner {
       }),
     nudge,
     wrote: writes.wrote,
+    sighted: sightings.sighted,
     onMoved(listener) {
       state.moved.push(listener);
       writes.changed.push(listener);

@@ -7,6 +7,7 @@ import { fakeClock } from "../ports/fakes/mod.ts";
 import type { Logger } from "../ports/logger.ts";
 import { fail, ok } from "../domain/result.ts";
 import { wireIndex } from "./index_follower.ts";
+import { HEAD_SIGHTING_MS } from "./_index_follower.ts";
 
 const hash = (n: bigint) => `0x${n.toString(16).padStart(64, "a")}` as HexString;
 
@@ -20,8 +21,10 @@ function setup(options: { follow?: boolean; heads?: HeadSignal } = {}) {
   const log: Logger = { debug: record, info: record, warn: record, error: record };
   let failNext = 0;
   let head = 999n;
+  let headReads = 0;
   const chain: ChainHistory = {
     head: () => {
+      headReads++;
       clock.set(clock.nowMs() + 2_000);
       headRead?.();
       return Promise.resolve({ ok: true, value: head });
@@ -70,7 +73,7 @@ function setup(options: { follow?: boolean; heads?: HeadSignal } = {}) {
     heads: options.heads,
   });
   const nextPoll = () => new Promise<void>((resolve) => (headRead = resolve));
-  return { clock, lines, runner, store, nextPoll, failWith: (n: number) => void (failNext = n), setHead: (n: bigint) => void (head = n) };
+  return { clock, lines, runner, store, nextPoll, failWith: (n: number) => void (failNext = n), setHead: (n: bigint) => void (head = n), headReads: () => headReads };
 }
 
 test("wireIndex() logs backfill progress every few seconds with blocks done, percent and an ETA, then that it caught up", async () => {
@@ -177,3 +180,49 @@ test("issue 45: while a deployment catches up its reads answer 503 INDEX_STALE, 
   clock.set(clock.nowMs() + 11_000);
   expect(await read()).toMatchObject({ ok: false, code: "INDEX_STALE" });
 });
+
+test("issue 43 item 5: a write's block seen mined stands for the head of the poll it sets off, once and only while fresh", async () => {
+  // Followed (a write is polled for only then); the loop polls at start, then sleeps an hour.
+  const followed = setup({ follow: true });
+  try {
+    await sightings(followed);
+  } finally {
+    await followed.runner.stop();
+  }
+});
+
+async function sightings({ clock, runner, store, setHead, headReads }: ReturnType<typeof setup>) {
+  const read = () => runner.answers.answer(async (index) => ok({ block: (await index.latestBlock()).ok }));
+  // The loop's first poll was queued while the first catch-up ran: the second comes after it.
+  expect(await runner.catchUp()).toBe(true);
+  expect(await runner.catchUp()).toBe(true);
+  const reads = headReads();
+
+  // The write's receipt names block 1,005: the read after it polls up to there without asking the node for its head.
+  setHead(1_005n);
+  runner.wrote(1_005n);
+  expect(await read()).toMatchObject({ ok: true });
+  expect((await store.checkpoint())?.blockNumber).toBe(1_005n);
+  expect(headReads()).toBe(reads);
+  expect(runner.status()).toMatchObject({ indexedBlock: 1_005, head: 1_005 });
+
+  // Used once: the next poll reads the head (the chain went on meanwhile).
+  setHead(1_007n);
+  expect(await runner.catchUp()).toBe(true);
+  expect(headReads()).toBe(reads + 1);
+  expect((await store.checkpoint())?.blockNumber).toBe(1_007n);
+
+  // Stale: seen more than HEAD_SIGHTING_MS before the poll, the head is read.
+  setHead(1_010n);
+  runner.sighted(1_010n);
+  clock.set(clock.nowMs() + HEAD_SIGHTING_MS + 1);
+  expect(await runner.catchUp()).toBe(true);
+  expect(headReads()).toBe(reads + 2);
+
+  // Not past the index (an announcement of an older block): the head is read, and the index never goes back.
+  runner.sighted(1_008n);
+  expect(await runner.catchUp()).toBe(true);
+  expect(headReads()).toBe(reads + 3);
+  expect((await store.checkpoint())?.blockNumber).toBe(1_010n);
+  expect(runner.status()).toMatchObject({ indexedBlock: 1_010, head: 1_010 });
+}
