@@ -14,8 +14,8 @@ const hash = (n: bigint) => `0x${n.toString(16).padStart(64, "a")}` as HexString
 /** A chain of 1,000 blocks, one attestation every 10; every head read moves the clock 2 s on. */
 function setup(options: { follow?: boolean; heads?: HeadSignal } = {}) {
   const clock = fakeClock(0);
-  /** Resolved at the next read of the head (a poll begins). */
-  let headRead: (() => void) | undefined;
+  /** Resolved at the next read of events (a poll finds new blocks). */
+  let eventsRead: (() => void) | undefined;
   const lines: { event: string; fields: Record<string, unknown> }[] = [];
   const record = (event: string, fields: Record<string, unknown> = {}) => void lines.push({ event, fields });
   const log: Logger = { debug: record, info: record, warn: record, error: record };
@@ -26,7 +26,6 @@ function setup(options: { follow?: boolean; heads?: HeadSignal } = {}) {
     head: () => {
       headReads++;
       clock.set(clock.nowMs() + 2_000);
-      headRead?.();
       return Promise.resolve({ ok: true, value: head });
     },
     blockHash: (n) => Promise.resolve({ ok: true, value: hash(n) }),
@@ -48,6 +47,7 @@ function setup(options: { follow?: boolean; heads?: HeadSignal } = {}) {
         })),
       }),
     events(from, to) {
+      eventsRead?.();
       if (failNext > 0) {
         failNext--;
         return Promise.resolve({ ok: false, reason: "rpc-error" });
@@ -72,7 +72,7 @@ function setup(options: { follow?: boolean; heads?: HeadSignal } = {}) {
     log,
     heads: options.heads,
   });
-  const nextPoll = () => new Promise<void>((resolve) => (headRead = resolve));
+  const nextPoll = () => new Promise<void>((resolve) => (eventsRead = resolve));
   return { clock, lines, runner, store, nextPoll, failWith: (n: number) => void (failNext = n), setHead: (n: bigint) => void (head = n), headReads: () => headReads };
 }
 
@@ -130,16 +130,21 @@ test("wireIndex(): a new head announced over the WebSocket (RPC_WS_URL) makes th
       return () => void (unsubscribed = true);
     },
   };
-  const { runner, store, nextPoll, setHead } = setup({ follow: true, heads });
+  const { runner, store, nextPoll, setHead, headReads } = setup({ follow: true, heads });
   try {
-    // The loop polls once at start (catchUp is serialized after it); then it sleeps: an hour's poll, an hour's lease.
+    // The loop polls once at start, queued while the first catch-up ran (the second comes after it); then it sleeps: an
+    // hour's poll, an hour's lease.
+    await runner.catchUp();
     await runner.catchUp();
     expect((await store.checkpoint())?.blockNumber).toBe(999n);
+    const reads = headReads();
     setHead(1_005n);
-    // Only the announcement can start a poll now: without it this read of the head would never come.
+    // Only the announcement can start a poll now: without it these events would never be read.
     const polled = nextPoll();
     announce(1_005n);
     await polled;
+    // The head announced stood for the head: the poll it started did not read it again (issue 43 item 5).
+    expect(headReads()).toBe(reads);
     await runner.catchUp(); // serialized after that poll
     expect((await store.checkpoint())?.blockNumber).toBe(1_005n);
   } finally {
