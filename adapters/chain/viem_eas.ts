@@ -1,12 +1,8 @@
 import {
-  BaseError,
-  ContractFunctionRevertedError,
   createPublicClient,
   encodeFunctionData,
   type Hex,
   http,
-  InsufficientFundsError,
-  keccak256,
   type PublicClient,
   encodeDeployData,
   erc6492SignatureValidatorAbi,
@@ -35,9 +31,10 @@ import type { Secp256k1 } from "../../ports/secp256k1.ts";
 import type { WalletNonces } from "../../ports/storage.ts";
 import type { TransactionSigner } from "../../ports/signer.ts";
 import { EAS_ABI } from "../../domain/eas_abi.ts";
+import { classifyNodeSimulationError, classifySimulationError } from "./_simulation_errors.ts";
 import { encodeAttestByDelegation, encodeMultiAttestByDelegation } from "./attest_calldata.ts";
 import { createTxSender, describe, type SendSyncMode, submitAttestation, submitAttestationBatch, type TxSender } from "./viem_tx_sender.ts";
-import { createJsonRpc, type JsonRpc, NodeRpcError, quantity } from "./json_rpc.ts";
+import { createJsonRpc, type JsonRpc, quantity } from "./json_rpc.ts";
 import type { Http1Post } from "./http1_post.ts";
 
 /** Options of {@link createViemEas}. */
@@ -281,9 +278,6 @@ async function readNonce(rpc: JsonRpc, easAddress: HexString, attester: HexStrin
   return BigInt(result);
 }
 
-/** viem's reading of a node message saying the sender cannot pay (InsufficientFundsError.nodeMessage). */
-const INSUFFICIENT_FUNDS = /insufficient funds|exceeds transaction sender account balance/i;
-
 /**
  * Deploys a counterfactual wallet through its factory (ERC-6492, issue 23): `charge` decides before anything is sent,
  * and what counts is code at the attester's address afterwards.
@@ -316,75 +310,7 @@ async function deployWallet(
 }
 
 /**
- * {@link classifySimulationError} for the lean client's errors: the node's answer names a revert (its data decoded
- * with EAS's errors) or missing funds; a failed exchange is an RPC error.
- */
-export function classifyNodeSimulationError(error: unknown, log: (event: string, fields: Record<string, unknown>) => void): Simulation {
-  if (error instanceof NodeRpcError) {
-    if (INSUFFICIENT_FUNDS.test(error.message)) return { ok: false, reason: "insufficient-funds" };
-    const data = error.data;
-    const revertData = typeof data === "string" ? data : typeof data === "object" && data !== null ? (data as { data?: unknown }).data : undefined;
-    if (typeof revertData === "string" && /^0x[0-9a-fA-F]{8}/.test(revertData)) {
-      return { ok: false, reason: "reverted", errorName: decodeEasError(revertData as Hex) };
-    }
-    if (/execution reverted|revert/i.test(error.message)) return { ok: false, reason: "reverted", errorName: "reverted" };
-  }
-  log("rpc_error", { op: "estimateGas", error: describe(error) });
-  return { ok: false, reason: "rpc-error" };
-}
-
-/**
  * Gas of a typical attestation (a delegated user review with a few hundred bytes of data costs about
  * 200,000): a wallet that cannot pay this at the current maximum fee is refused before anything is recorded.
  */
 export const TYPICAL_ATTEST_GAS = 300_000n;
-
-/** Maps a failed gas estimate to a simulation outcome (revert name, no funds, RPC failure). */
-export function classifySimulationError(
-  error: unknown,
-  log: (event: string, fields: Record<string, unknown>) => void,
-): Simulation {
-  if (error instanceof BaseError) {
-    if (error.walk((e) => e instanceof InsufficientFundsError)) return { ok: false, reason: "insufficient-funds" };
-    const revertData = findRevertData(error);
-    if (revertData !== undefined) {
-      const name = decodeEasError(revertData);
-      return { ok: false, reason: "reverted", errorName: name };
-    }
-    const reverted = error.walk((e) => e instanceof ContractFunctionRevertedError);
-    if (reverted instanceof ContractFunctionRevertedError) {
-      return { ok: false, reason: "reverted", errorName: reverted.data?.errorName ?? "reverted" };
-    }
-    if (/execution reverted|revert/i.test(error.details ?? "")) {
-      return { ok: false, reason: "reverted", errorName: "reverted" };
-    }
-  }
-  log("rpc_error", { op: "estimateGas", error: describe(error) });
-  return { ok: false, reason: "rpc-error" };
-}
-
-function findRevertData(error: BaseError): Hex | undefined {
-  let found: Hex | undefined;
-  error.walk((e) => {
-    const data = (e as { data?: unknown }).data;
-    if (typeof data === "string" && /^0x[0-9a-fA-F]{8}/.test(data)) found = data as Hex;
-    else if (typeof data === "object" && data !== null && typeof (data as { data?: unknown }).data === "string") {
-      found = (data as { data: Hex }).data;
-    }
-    return false;
-  });
-  return found;
-}
-
-const EAS_ERROR_SELECTORS = new Map<string, string>();
-
-function decodeEasError(data: Hex): string {
-  if (EAS_ERROR_SELECTORS.size === 0) {
-    for (const item of EAS_ABI) {
-      if (item.type === "error") {
-        EAS_ERROR_SELECTORS.set(keccak256(new TextEncoder().encode(`${item.name}()`)).slice(0, 10), item.name);
-      }
-    }
-  }
-  return EAS_ERROR_SELECTORS.get(data.slice(0, 10).toLowerCase()) ?? "reverted";
-}

@@ -3,7 +3,8 @@ import type { HexString, SignedTx, Simulation, Submission } from "../../ports/ea
 import type { Rebroadcast } from "../../ports/submissions.ts";
 import type { TxStatus, TxStatusReader, WitnessAttestCall, WitnessWriter } from "../../ports/witness.ts";
 import { EAS_ABI } from "../../domain/eas_abi.ts";
-import { classifySimulationError, TYPICAL_ATTEST_GAS } from "./viem_eas.ts";
+import { TYPICAL_ATTEST_GAS } from "./viem_eas.ts";
+import { classifySimulationError } from "./_simulation_errors.ts";
 import { multiAttestSignatures } from "./attest_calldata.ts";
 import { attestedUid, attestedUids, describe, type ReceiptLog, submitAttestation, type TxSender } from "./viem_tx_sender.ts";
 
