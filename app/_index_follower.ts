@@ -1,6 +1,7 @@
 /** The follower's parts (app/index_follower.ts): its state, the poll, the write catch-up, metrics and progress. */
 import { createIndexFollower, type FollowStep, type IndexAnswers, isFresh } from "../domain/index/mod.ts";
-import type { AttestationIndex, ChainHistory, HeadSignal, IndexRead, IndexStore } from "../ports/attestation_index.ts";
+import type { AttestationIndex, ChainHistory, HeadSignal, IndexRead, IndexStore, WrittenAttestation } from "../ports/attestation_index.ts";
+import type { KeccakHex } from "../domain/address.ts";
 import type { HexString } from "../ports/eas.ts";
 import type { Clock } from "../ports/clock.ts";
 import type { Logger } from "../ports/logger.ts";
@@ -42,6 +43,8 @@ export type IndexDeps = {
   readonly metrics?: PrometheusMetrics | undefined;
   /** New heads announced by the node (`RPC_WS_URL`): each makes the follower poll at once. */
   readonly heads?: HeadSignal | undefined;
+  /** Checks the records of this instance's own writes (issue 43 item 5); absent: every record is read from the chain. */
+  readonly keccak?: KeccakHex | undefined;
 };
 
 /** What this instance knows of the index, shared by the follower's pieces. */
@@ -57,7 +60,32 @@ export type FollowerState = {
   headSeen: boolean;
   /** Told after each step that wrote to the store (the answer cache's change signal). */
   moved: (() => void)[];
+  /** The attestations this instance wrote, until its follower takes them in (issue 43 item 5). */
+  readonly written: ReturnType<typeof createWrittenRecords>;
 };
+
+/** How many attestations an instance keeps of its own writes for its follower (issue 43 item 5); the oldest go first. */
+export const WRITTEN_KEPT = 1_024;
+
+/**
+ * The attestations this instance wrote and saw mined, kept for its follower, which takes each once: the step that
+ * ingests its block has its record without reading it (domain/index/written_records.ts). On PostgreSQL another
+ * instance's follower may ingest it; the bound drops what is never taken.
+ */
+export function createWrittenRecords() {
+  const kept = new Map<string, WrittenAttestation>();
+  return {
+    add(written: WrittenAttestation) {
+      if (kept.size >= WRITTEN_KEPT) kept.delete(kept.keys().next().value!);
+      kept.set(written.uid.toLowerCase(), written);
+    },
+    take(uid: string) {
+      const written = kept.get(uid);
+      if (written !== undefined) kept.delete(uid);
+      return written;
+    },
+  };
+}
 
 /** Runs `poll`, waiting for it at most `waitMs`. */
 export async function pollWithin(poll: () => Promise<unknown>, waitMs: number): Promise<void> {
@@ -166,6 +194,7 @@ export function createPoll(deps: IndexDeps, state: FollowerState): () => Promise
     stepBlocks: settings.stepBlocks,
     webhookConfirmations: settings.webhookConfirmations,
     subjectOf: settings.subjectOf,
+    written: deps.keccak === undefined ? undefined : { take: state.written.take, keccak: deps.keccak },
   });
   const progress = createBackfillProgress({ clock, log, metrics: deps.metrics });
 

@@ -85,12 +85,14 @@ export async function wireAttestationIndex(
   const { index } = main;
   // Decisions §30: each chain's index is told of a write mined on that chain (app/write_chains.ts).
   f.afterMined.set(f.chainId, afterMinedOf(f, index));
+  f.afterAttested.set(f.chainId, index.attested);
   const otherChains: ChainIndex[] = [];
   for (const chain of served.list) {
     if (chain.role !== "attestations" || chain.chainId === f.chainId) continue;
     const followed = followedChain(config, f, chain);
     const wired = await wireChainIndex(config, f, followed);
     f.afterMined.set(chain.chainId, afterMinedOf(f, wired.index));
+    f.afterAttested.set(chain.chainId, wired.index.attested);
     otherChains.push({ chain, easAddress: followed.easAddress, ...wired });
   }
   const attestationQueryRate = createRateLimiter(systemClock, { capacity: config.index.queryPerMinute, perMinute: config.index.queryPerMinute });
@@ -183,6 +185,7 @@ async function wireChainIndex(config: Pick<Config, "chains" | "index" | "webhook
       subjectOf: createSubjectOf(followed.schemas),
     },
     clock: systemClock,
+    keccak: f.keccak256.hex,
     log: f.log,
     metrics: f.metrics,
     heads: wsUrl === undefined

@@ -3,6 +3,7 @@
  * `RPC_URL` names one), the trust anchors checked against that chain, the storage, and the EAS client.
  */
 import { readFileSync } from "node:fs";
+import type { WrittenAttestation } from "../ports/attestation_index.ts";
 import { join } from "node:path";
 import { type Address, createPublicClient, type Hex, http } from "viem";
 import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
@@ -88,7 +89,23 @@ export type Foundation = {
    * told (decisions §21, §30), by chain id; each index's wiring sets its chain's.
    */
   readonly afterMined: Map<number, (blockNumber: bigint) => Promise<void>>;
+  /** Told each attestation this instance wrote and saw mined on a chain: that chain's index (issue 43 item 5), by chain id. */
+  readonly afterAttested: Map<number, (written: WrittenAttestation) => void>;
 };
+
+/** The schemas the public relay pays for (`SUBSIDIZED_SCHEMAS`) and every anchored one the relays write, checked. */
+function relaySchemasOf(config: Config, chain: Parameters<typeof subsidizedSchemaMap>[0]) {
+  const subsidized = subsidizedSchemaMap(chain, config.relays.subsidizedSchemas);
+  if (!subsidized.ok) throw new StartupError(`SUBSIDIZED_SCHEMAS: ${subsidized.message}`);
+  // A response's authority is the owner of the review it answers; the public relay has no identity to check it against.
+  const unsubsidizable = config.relays.subsidizedSchemas.filter((name) => REFERENCED_AUTHORITY.has(name));
+  if (unsubsidizable.length > 0) {
+    throw new StartupError(`SUBSIDIZED_SCHEMAS: ${unsubsidizable.join(", ")} may only be written through the private relay, which checks the responder owns the subject of the attestation refUID names`);
+  }
+  const relaySchemas = subsidizedSchemaMap(chain, Object.keys(chain.schemas));
+  if (!relaySchemas.ok) throw new StartupError(`TRUST_ANCHORS_PATH: ${relaySchemas.message}`);
+  return { subsidized: subsidized.value, relaySchemas: relaySchemas.value };
+}
 
 /** Opens the shared adapters; on a failure, whatever was started is stopped again. */
 export async function openFoundation(config: Config, options: StartServiceOptions): Promise<Foundation> {
@@ -146,17 +163,10 @@ export async function openFoundation(config: Config, options: StartServiceOption
       if (error instanceof SignerStartError) throw new StartupError(error.message);
       throw error;
     }
-    const subsidized = subsidizedSchemaMap(chain, config.relays.subsidizedSchemas);
-    if (!subsidized.ok) throw new StartupError(`SUBSIDIZED_SCHEMAS: ${subsidized.message}`);
-    // A response's authority is the owner of the review it answers; the public relay has no identity to check it against.
-    const unsubsidizable = config.relays.subsidizedSchemas.filter((name) => REFERENCED_AUTHORITY.has(name));
-    if (unsubsidizable.length > 0) {
-      throw new StartupError(`SUBSIDIZED_SCHEMAS: ${unsubsidizable.join(", ")} may only be written through the private relay, which checks the responder owns the subject of the attestation refUID names`);
-    }
-    const relaySchemas = subsidizedSchemaMap(chain, Object.keys(chain.schemas));
-    if (!relaySchemas.ok) throw new StartupError(`TRUST_ANCHORS_PATH: ${relaySchemas.message}`);
+    const { subsidized, relaySchemas } = relaySchemasOf(config, chain);
     const storage = await openStorage(config);
     const afterMined: Foundation["afterMined"] = new Map();
+    const afterAttested: Foundation["afterAttested"] = new Map();
     const eas = createViemEas({
       rpcUrl,
       chainId,
@@ -180,6 +190,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
         await devnet?.checkpoint?.();
         await afterMined.get(chainId)?.(blockNumber);
       },
+      onAttested: (written) => afterAttested.get(chainId)?.(written),
     });
     const witnessKey = signers.witness;
     if (witnessKey !== undefined) eas.senderFor(witnessKey);
@@ -194,8 +205,8 @@ export async function openFoundation(config: Config, options: StartServiceOption
       chain,
       easAddress: chain.easContract as Address,
       trustAnchors,
-      subsidized: subsidized.value,
-      relaySchemas: relaySchemas.value,
+      subsidized,
+      relaySchemas,
       startBlock: served.startBlock ?? devnet?.deployBlock ?? 0n,
       witnessKey,
       signers,
@@ -204,6 +215,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
       secp256k1,
       keccak256,
       afterMined,
+      afterAttested,
     };
   } catch (error) {
     await closeSigners(signers);

@@ -6,7 +6,7 @@
 import { hostname } from "node:os";
 import type { IndexAnswers } from "../domain/index/mod.ts";
 import { createIndexAnswers, isFresh } from "../domain/index/mod.ts";
-import type { IndexHead, IndexStore } from "../ports/attestation_index.ts";
+import type { IndexHead, IndexStore, WrittenAttestation } from "../ports/attestation_index.ts";
 import type { Clock } from "../ports/clock.ts";
 import {
   createBackfillProgress,
@@ -19,6 +19,7 @@ import {
   pollWithin,
   CATCHING_UP_BLOCKS,
   sightedHeads,
+  createWrittenRecords,
 } from "./_index_follower.ts";
 
 export { CATCHING_UP_BLOCKS, type IndexSettings } from "./_index_follower.ts";
@@ -71,6 +72,8 @@ export type IndexRunner = {
    * chain's head instead of reading the head (issue 43 item 5; app/_index_follower.ts `sightedHeads`). `wrote` tells it too.
    */
   readonly sighted: (blockNumber: bigint) => void;
+  /** An attestation this instance wrote, mined: the follower takes its record from it (issue 43 item 5). */
+  readonly attested: (written: WrittenAttestation) => void;
   /** Calls `listener` whenever a step of this instance's follower has moved the store's index head or poll time. */
   readonly onMoved: (listener: () => void) => void;
   /**
@@ -107,7 +110,7 @@ function statusOf(state: FollowerState, settings: IndexSettings, clock: Clock): 
 /** Starts the follower (unless `follow` is false) and returns the reads and the status. */
 export function wireIndex(deps: IndexDeps): IndexRunner {
   const { store, settings, clock } = deps;
-  const state: FollowerState = { indexed: undefined, head: undefined, checkedAtMs: null, leader: false, failures: 0, stopped: false, nextPollAt: 0, headSeen: false, moved: [] };
+  const state: FollowerState = { indexed: undefined, head: undefined, checkedAtMs: null, leader: false, failures: 0, stopped: false, nextPollAt: 0, headSeen: false, moved: [], written: createWrittenRecords() };
   const sightings = sightedHeads(deps.chain, clock, () => state.indexed);
   const poll = createPoll({ ...deps, chain: sightings.chain }, state);
   const holder = `${hostname()}:${process.pid}:${crypto.randomUUID()}`;
@@ -205,6 +208,7 @@ export function wireIndex(deps: IndexDeps): IndexRunner {
     nudge,
     wrote: writes.wrote,
     sighted: sightings.sighted,
+    attested: state.written.add,
     onMoved(listener) {
       state.moved.push(listener);
       writes.changed.push(listener);

@@ -119,5 +119,6 @@ function chainEas(config: Pick<Config, "chains">, f: Foundation, chain: ServedCh
       await f.devnet?.checkpoint?.();
       await f.afterMined.get(chain.chainId)?.(blockNumber);
     },
+    onAttested: (written) => f.afterAttested.get(chain.chainId)?.(written),
   });
 }

@@ -34,6 +34,12 @@ export type IndexedAttestation = {
   readonly data: HexString;
 };
 
+/**
+ * An attestation this service wrote and saw mined (issue 43 item 5): its uid from the receipt's `Attested` log, the block
+ * that holds it, and the fields it sent. Its time (the block's) and revocation are the chain's to tell.
+ */
+export type WrittenAttestation = Omit<IndexedAttestation, "time" | "revocationTime"> & { readonly blockNumber: bigint };
+
 /** A SchemaRegistry entry: the schema string of a registered UID, or the fact that none is registered. */
 export type SchemaRecord =
   | { readonly uid: HexString; readonly registered: true; readonly schema: string; readonly revocable: boolean }

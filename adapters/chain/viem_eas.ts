@@ -25,6 +25,7 @@ import type {
   WalletDeployment,
   WalletDeploymentOutcome,
 } from "../../ports/eas.ts";
+import type { WrittenAttestation } from "../../ports/attestation_index.ts";
 import type { Metrics } from "../../ports/metrics.ts";
 import type { Keccak256 } from "../../ports/keccak.ts";
 import type { Secp256k1 } from "../../ports/secp256k1.ts";
@@ -63,6 +64,11 @@ export type ViemEasOptions = {
   readonly walletNonces?: WalletNonces | undefined;
   /** Runs after each of the service's transactions is mined, before its caller is answered. */
   readonly onMined?: ((blockNumber: bigint) => Promise<void>) | undefined;
+  /**
+   * Told each delegated attestation the delegate wrote and saw mined, with the fields it sent (the chain's index takes
+   * its record from them, issue 43 item 5), before its caller is answered.
+   */
+  readonly onAttested?: ((written: WrittenAttestation) => void) | undefined;
   /** Whether the wallets send by `eth_sendRawTransactionSync` while the node mines on arrival (default `auto`). */
   readonly sendSync?: SendSyncMode | undefined;
   /**
@@ -226,12 +232,27 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
     address: delegateSender.address,
     checkFunds: () => delegateSender.checkFunds(TYPICAL_ATTEST_GAS),
     simulate: (call) => estimate(encode(call)),
-    submit: (call, submitOptions: SubmitOptions): Promise<Submission> => submitAttestation(delegateSender, easAddress, encode(call), submitOptions),
+    async submit(call, submitOptions: SubmitOptions): Promise<Submission> {
+      const submission = await submitAttestation(delegateSender, easAddress, encode(call), submitOptions);
+      if (submission.ok && submission.uid !== null) options.onAttested?.(writtenOf(call, submission.uid, submission.blockNumber));
+      return submission;
+    },
     simulateBatch: (calls) => estimate(encodeBatch(calls)),
-    submitBatch: (calls, submitOptions) => submitAttestationBatch(delegateSender, easAddress, encodeBatch(calls), submitOptions),
+    async submitBatch(calls, submitOptions) {
+      const submission = await submitAttestationBatch(delegateSender, easAddress, encodeBatch(calls), submitOptions);
+      // EAS logs the batch's attestations in the order of its requests.
+      if (submission.ok && submission.uids.length === calls.length) calls.forEach((call, i) => options.onAttested?.(writtenOf(call, submission.uids[i]!, submission.blockNumber)));
+      return submission;
+    },
     deployWallet: (attester, deployment, charge) => deployWallet(client, delegateSender, log, attester, deployment, charge),
   };
   return { reader, delegate, client, ping, senderFor, senderOf };
+}
+
+/** What a delegated attestation sent, with the uid and block the chain gave it. */
+function writtenOf(call: DelegatedAttestCall, uid: HexString, blockNumber: bigint): WrittenAttestation {
+  const { recipient, expirationTime, revocable, refUID, data } = call.data;
+  return { uid, blockNumber, schema: call.schema, recipient, attester: call.attester, expirationTime, revocable, refUID, data };
 }
 
 async function hasCode(client: PublicClient, address: HexString): Promise<boolean> {

@@ -20,6 +20,8 @@ import type {
 } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
 import type { SubjectOf } from "./record_subject.ts";
+import { writtenRecords, type WrittenRecords } from "./written_records.ts";
+import type { KeccakHex } from "../address.ts";
 
 /** What the follower needs. */
 export type IndexFollowerDeps = {
@@ -55,6 +57,11 @@ export type IndexFollowerDeps = {
    * stored (counts decode). Rows stored before subjects were kept get theirs, 1,000 per step, before the follower goes on.
    */
   readonly subjectOf?: SubjectOf | undefined;
+  /**
+   * The attestations this instance wrote (issue 43 item 5), with the keccak-256 that checks them: a record the step can
+   * tell from them is not read from the chain (domain/index/written_records.ts). Absent: every record is read.
+   */
+  readonly written?: { readonly take: WrittenRecords; readonly keccak: KeccakHex } | undefined;
 };
 
 /** What one follower step did. */
@@ -202,7 +209,9 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
       ends = end.value;
     }
     const blocks = tailBlocks.filter((b) => b.blockNumber < to);
-    const records = await recordsOf(deps.chain, events, to);
+    const times = new Map(tailBlocks.map((b) => [b.blockNumber, b.timestamp]));
+    if (ends.timestamp !== undefined) times.set(to, ends.timestamp);
+    const records = await recordsOf(deps, events, to, times);
     if (!records.ok) return records;
     const next: IndexCheckpoint = { blockNumber: to, blockHash: ends.blockHash, timestamp: ends.timestamp };
     // On a chain younger than the confirmations nothing is deep enough yet: the boundary is -1, before block 0 (issue 43).
@@ -253,11 +262,26 @@ function subjectsOf(records: readonly IndexedAttestation[], subjectOf: SubjectOf
   return out;
 }
 
-/** The full record of every attestation the events name (attested or revoked), read at `block`. */
-async function recordsOf(chain: ChainHistory, events: readonly EasEvent[], block: bigint): Promise<IndexRead<IndexedAttestation[]>> {
+/**
+ * The full record of every attestation the events name (attested or revoked), as at `block`: those this instance wrote
+ * from what it sent (`times`: the blocks' times the step read), the rest read from the chain at `block`.
+ */
+async function recordsOf(
+  deps: Pick<IndexFollowerDeps, "chain" | "written">,
+  events: readonly EasEvent[],
+  block: bigint,
+  times: ReadonlyMap<bigint, bigint>,
+): Promise<IndexRead<IndexedAttestation[]>> {
   const uids = [...new Set(events.map((e) => e.uid.toLowerCase() as HexString))];
   if (uids.length === 0) return { ok: true, value: [] };
-  return await chain.attestations(uids, block);
+  const known = deps.written === undefined ? undefined : writtenRecords(events, times, deps.written.take, deps.written.keccak);
+  if (known === undefined || known.size === 0) return await deps.chain.attestations(uids, block);
+  const unread = uids.filter((uid) => !known.has(uid));
+  const read = unread.length === 0 ? { ok: true as const, value: [] } : await deps.chain.attestations(unread, block);
+  if (!read.ok) return read;
+  // In the order of `uids`, as the chain's read answers.
+  let next = 0;
+  return { ok: true, value: uids.map((uid) => known.get(uid) ?? read.value[next++]!) };
 }
 
 /** The checkpoint's block is not the chain's any more: back to the newest stored checkpoint that is. */
