@@ -11,18 +11,25 @@ export type Log = (event: string, fields: Record<string, unknown>) => void;
 
 /** The outcome of sending one transaction and waiting for its receipt. */
 export type SendOutcome =
-  | { readonly ok: true; readonly txHash: HexString; readonly blockNumber: bigint; readonly logs: readonly ReceiptLog[]; readonly gasUsed?: bigint }
+  | { readonly ok: true; readonly txHash: HexString; readonly blockNumber: bigint; readonly logs: readonly ReceiptLog[]; readonly gasUsed?: bigint; readonly effectiveGasPrice?: bigint }
   | { readonly ok: false; readonly reason: "not-broadcast" }
   /** The wallet's signer gave no signature (decisions §27): nothing was sent, and the nonce stays free. */
   | { readonly ok: false; readonly reason: "signer-unavailable" }
-  | { readonly ok: false; readonly reason: "reverted"; readonly txHash: HexString; readonly blockNumber: bigint; readonly gasUsed?: bigint }
+  | { readonly ok: false; readonly reason: "reverted"; readonly txHash: HexString; readonly blockNumber: bigint; readonly gasUsed?: bigint; readonly effectiveGasPrice?: bigint }
   | { readonly ok: false; readonly reason: "unknown-outcome"; readonly txHash: HexString };
 
 /** A log of a receipt, as the node returned it. */
 export type ReceiptLog = { readonly address: string; readonly topics: readonly string[]; readonly data: string };
 
 /** A receipt as the node returns it (the fields read here). */
-export type RawReceipt = { readonly blockNumber: string; readonly gasUsed: string; readonly status: string; readonly logs: readonly ReceiptLog[] };
+export type RawReceipt = {
+  readonly blockNumber: string;
+  readonly gasUsed: string;
+  readonly status: string;
+  readonly logs: readonly ReceiptLog[];
+  /** What the chain charged per gas (the block's base fee plus the priority fee paid); every EIP-1559 node gives it. */
+  readonly effectiveGasPrice?: string;
+};
 
 /** A node's words for "I hold these bytes already". */
 export const ALREADY_KNOWN = /already known|known transaction|already imported/i;
@@ -41,8 +48,9 @@ export function isReceiptOf(value: unknown, txHash: Hex): value is RawReceipt {
 export function receiptOutcome(txHash: HexString, receipt: RawReceipt): SendOutcome {
   const blockNumber = BigInt(receipt.blockNumber);
   const gasUsed = BigInt(receipt.gasUsed);
-  if (receipt.status !== "0x1") return { ok: false, reason: "reverted", txHash, blockNumber, gasUsed };
-  return { ok: true, txHash, blockNumber, logs: receipt.logs, gasUsed };
+  const price = typeof receipt.effectiveGasPrice === "string" && /^0x[0-9a-fA-F]{1,64}$/.test(receipt.effectiveGasPrice) ? { effectiveGasPrice: BigInt(receipt.effectiveGasPrice) } : {};
+  if (receipt.status !== "0x1") return { ok: false, reason: "reverted", txHash, blockNumber, gasUsed, ...price };
+  return { ok: true, txHash, blockNumber, logs: receipt.logs, gasUsed, ...price };
 }
 
 /** One receipt read; null when the node has none yet or could not be asked (logged). */

@@ -11,6 +11,7 @@ import { type JsonRpc, quantity } from "./json_rpc.ts";
 import { privateKeyBytes, signEip1559 } from "./eip1559.ts";
 import { type Arrival, awaitReceipt, createBlockCadence, describe, type Log, receiptOutcome, type ReceiptLog, type SendOutcome } from "./_tx_receipts.ts";
 import { type Attempt, deliver, type Delivery, nothingSent, sendRaw, signerDown } from "./_tx_delivery.ts";
+import { createFees, type Fees } from "./_tx_fees.ts";
 
 export { describe, type ReceiptLog, type SendOutcome } from "./_tx_receipts.ts";
 
@@ -47,8 +48,6 @@ export type TxSender = {
    */
   readonly replacement: (tx: SignedTx) => Promise<SignedTx | undefined>;
 };
-
-const FEE_TTL_MS = 2_000;
 
 /**
  * Whether sends use EIP-7966 `eth_sendRawTransactionSync` (one exchange for the send and its receipt) while the node
@@ -137,19 +136,8 @@ export function createTxSender(options: TxSenderOptions): TxSender {
   const signTransaction = options.signer?.signTransaction ?? localSigner(options.privateKey!, options.sign, options.keccak);
   const wallet = account.address.toLowerCase() as HexString;
   const log = options.log ?? (() => {});
-  let fees: Fees | undefined;
-  let feeRequest: Promise<Fees> | undefined;
-  const refreshFees = (): Promise<Fees> => {
-    if (fees !== undefined && Date.now() - fees.at < FEE_TTL_MS) return Promise.resolve(fees);
-    feeRequest ??= Promise.all([rpc.request("eth_gasPrice", []).then(quantity), maxPriorityFee(rpc)])
-      .then(([gasPrice, priority]) => {
-        fees = { at: Date.now(), maxFeePerGas: gasPrice * 2n + priority, maxPriorityFeePerGas: priority };
-        return fees;
-      })
-      .finally(() => (feeRequest = undefined));
-    return feeRequest;
-  };
-
+  const fees = createFees(rpc);
+  const refreshFees = fees.refresh;
 
   const blocks = createBlockCadence();
 
@@ -179,7 +167,7 @@ export function createTxSender(options: TxSenderOptions): TxSender {
     }
   };
 
-  const state: SenderState = { options, rpc, wallet, address: account.address, signTransaction, log, refreshFees, blocks, exclusive, delivery, pendingCount, nextNonce: undefined };
+  const state: SenderState = { options, rpc, wallet, address: account.address, signTransaction, log, refreshFees, charged: fees.charged, blocks, exclusive, delivery, pendingCount, nextNonce: undefined };
   return {
     address: account.address,
     warmFees: () => refreshFees().catch(() => undefined),
@@ -205,8 +193,6 @@ export function createTxSender(options: TxSenderOptions): TxSender {
   };
 }
 
-/** Fee data, kept for {@link FEE_TTL_MS}. */
-type Fees = { readonly at: number; readonly maxFeePerGas: bigint; readonly maxPriorityFeePerGas: bigint };
 
 /** What the sender's module-level steps share (one wallet). */
 type SenderState = {
@@ -217,6 +203,8 @@ type SenderState = {
   readonly signTransaction: TransactionSigner["signTransaction"];
   readonly log: Log;
   readonly refreshFees: () => Promise<Fees>;
+  /** Renews the fees' gas price with one the chain just charged this wallet (a receipt's `effectiveGasPrice`). */
+  readonly charged: (gasPrice: bigint) => void;
   readonly blocks: ReturnType<typeof createBlockCadence>;
   /** Runs `task` under the wallet's lock (nonce assignment, signing and broadcast). */
   readonly exclusive: <T>(task: () => Promise<T>) => Promise<T>;
@@ -340,27 +328,10 @@ async function sendRequest(state: SenderState, request: SendRequest): Promise<Se
     : await awaitReceipt(state.rpc, attempt.tx.txHash, options.receiptTimeoutMs ?? 120_000, log, attempt.lateReceipt, state.blocks);
   if (outcome.ok || outcome.reason === "reverted") {
     if (attempt.receipt === undefined) state.blocks.seen(outcome.blockNumber, outcome.arrival);
+    if (outcome.effectiveGasPrice !== undefined) state.charged(outcome.effectiveGasPrice);
     await options.onMined?.(outcome.blockNumber);
   }
   return outcome;
-}
-
-/**
- * The priority fee as viem estimates it: `eth_maxPriorityFeePerGas`, or for a node without it the gas price less
- * the latest block's base fee (never below 0).
- */
-async function maxPriorityFee(rpc: JsonRpc): Promise<bigint> {
-  try {
-    return quantity(await rpc.request("eth_maxPriorityFeePerGas", []));
-  } catch {
-    const [block, gasPrice] = await Promise.all([
-      rpc.request<{ baseFeePerGas?: string } | null>("eth_getBlockByNumber", ["latest", false]),
-      rpc.request("eth_gasPrice", []).then(quantity),
-    ]);
-    if (block?.baseFeePerGas === undefined) throw new Error("The chain has no EIP-1559 base fee");
-    const fee = gasPrice - quantity(block.baseFeePerGas);
-    return fee < 0n ? 0n : fee;
-  }
 }
 
 /** Sends an EAS attestation (its calldata `data`) from `sender`, and reads the new uid off the receipt. */
