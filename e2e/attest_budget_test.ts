@@ -36,14 +36,17 @@ const WRITES = 8;
  * its checkpoint by the parent hash of a block it reads anyway (one `eth_getBlockByNumber` fewer a poll): 10.25 calls
  * read back at 1 s blocks, 8 on arrival; 7.5 and 5.375 in a row. The eleventh: the write's block, seen mined in its
  * receipt, stands for the head of the poll its read sets off (no `eth_blockNumber`): 9.25 and 7 read back, 7.375 and
- * 5.25 in a row.
+ * 5.25 in a row; the write's record is taken from what the relay sent (no `getAttestation` `eth_call` for it): 8.25 and
+ * 6; the fees' gas price is renewed by each receipt's `effectiveGasPrice` (only the priority fee is read every 2 s):
+ * 7.75 read back at 1 s blocks, 6.75 in a row. Issue 43's goal (at most 8 at 1 s blocks, the write listed by its
+ * instance's next read) holds; the budgets keep the room they had for a block later than its cadence.
  */
 const BUDGET = {
-  blockTime: { rpcCalls: 10, sql: 50 },
-  automine: { rpcCalls: 8, sql: 48 },
+  blockTime: { rpcCalls: 8.5, sql: 50 },
+  automine: { rpcCalls: 7, sql: 48 },
   /** Writes in a row, then one read: the follower's poll is shared (issue 28 left a write at 5 calls on a devnet). */
-  blockTimeInARow: { rpcCalls: 9, sql: 26 },
-  automineInARow: { rpcCalls: 7, sql: 26 },
+  blockTimeInARow: { rpcCalls: 8, sql: 26 },
+  automineInARow: { rpcCalls: 6, sql: 26 },
 } as const;
 
 type Counted = { rpcCalls: number; byMethod: Record<string, number>; sql: number; perWriteSql: number[] };
