@@ -193,7 +193,6 @@ export function createTxSender(options: TxSenderOptions): TxSender {
   };
 }
 
-
 /** What the sender's module-level steps share (one wallet). */
 type SenderState = {
   readonly options: TxSenderOptions;
