@@ -97,7 +97,8 @@ function webhookDeliveries(db: Database): Pick<WebhookStore, "outbox" | "publish
     `INSERT OR IGNORE INTO webhook_deliveries (id, message_id, endpoint_id, state, attempts, next_attempt_at_ms, created_at_ms)
      VALUES (?, ?, ?, 'pending', 0, ?, ?)`,
   );
-  const consume = db.query("DELETE FROM webhook_outbox WHERE seq = ?");
+  // The round's consumed rows in one statement (one per row before: a statement a write on the follower's side).
+  const consume = db.query("DELETE FROM webhook_outbox WHERE seq IN (SELECT value FROM json_each(?))");
   const publish = db.transaction((messages: Parameters<WebhookStore["publish"]>[0], deliveries: Parameters<WebhookStore["publish"]>[1], consumed: readonly number[]) => {
     const created = new Map<string, number>();
     for (const m of messages) {
@@ -108,7 +109,7 @@ function webhookDeliveries(db: Database): Pick<WebhookStore, "outbox" | "publish
       const at = created.get(d.messageId)!;
       insertDelivery.run(deliveryId(d.messageId, d.endpointId), d.messageId, d.endpointId, at, at);
     }
-    for (const seq of consumed) consume.run(seq);
+    if (consumed.length > 0) consume.run(JSON.stringify(consumed));
   });
 
   const leasedLoad = db.query<WebhookRow, [number]>(leasedLoadSql("?", "INDEXED BY webhook_deliveries_leased"));

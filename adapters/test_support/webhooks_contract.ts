@@ -87,6 +87,10 @@ function outboxAndEndpointTests(open: () => Promise<readonly [Storage, Storage]>
       ["attested", hex(4), 4n],
       ["revoked", hex(2), 5n],
     ]);
+    // Publishing consumes exactly the rows it names: the others stay.
+    const three = await storage.webhooks.outbox(10);
+    await storage.webhooks.publish([], [], three.slice(0, 2).map((r) => r.seq));
+    expect((await storage.webhooks.outbox(10)).map((r) => [r.kind, r.uid])).toEqual([["revoked", hex(2)]]);
     // An operator's rebuild keeps the boundary: the rebuilt history is not told again.
     await drainOutbox(storage);
     await index.rewind(undefined, { keepWebhookMark: true });
