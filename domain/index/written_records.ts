@@ -37,7 +37,8 @@ export function writtenRecords(events: readonly EasEvent[], times: ReadonlyMap<b
     if (time === undefined || revoked.has(uid)) continue;
     const sent = written(uid);
     if (sent === undefined || sent.blockNumber !== event.blockNumber) continue;
-    const record: IndexedAttestation = {
+    if (easUid({ ...sent, time }, keccak).toLowerCase() !== uid) continue;
+    known.set(uid, {
       // As the chain's read spells it (adapters/chain/_attestation_result.ts): lowercase hex, checksummed addresses.
       uid: uid as HexString,
       schema: sent.schema.toLowerCase() as HexString,
@@ -49,8 +50,7 @@ export function writtenRecords(events: readonly EasEvent[], times: ReadonlyMap<b
       attester: checksumAddress(sent.attester, keccak),
       revocable: sent.revocable,
       data: sent.data.toLowerCase() as HexString,
-    };
-    if (easUid(record, keccak).toLowerCase() === uid) known.set(uid, record);
+    });
   }
   return known;
 }
