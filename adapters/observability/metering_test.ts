@@ -58,6 +58,32 @@ function contract(name: string, open: () => Promise<GasBudget>) {
     expect(await budget.usage(start, ["client:2", "attester:0xa"])).toEqual({ total: 300_000n, byKey: [0n, 300_000n] });
   });
 
+  test(`${name}: a limit past the database's integers bounds nothing; a charge past a limit is refused on a fresh window`, async () => {
+    const budget = await open();
+    const start = ++window * 3_600_000;
+    const huge = 10n ** 30n;
+    expect(await budget.charge(start, 600_000n, huge, [{ key: "client:big", limit: huge }])).toBe(true);
+    expect(await budget.charge(start, 600_000n, huge, [{ key: "client:big", limit: huge }])).toBe(true);
+    expect(await budget.usage(start, ["client:big"])).toEqual({ total: 1_200_000n, byKey: [1_200_000n] });
+    const fresh = ++window * 3_600_000;
+    expect(await budget.charge(fresh, 600_000n, 500_000n)).toBe(false);
+    expect(await budget.charge(fresh, 600_000n, huge, [{ key: "client:small", limit: 500_000n }])).toBe(false);
+    expect(await budget.usage(fresh, ["client:small"])).toEqual({ total: 0n, byKey: [0n] });
+  });
+
+  test(`${name}: a window's first charge drops the shares of earlier windows`, async () => {
+    const budget = await open();
+    window += 10;
+    const start = window * 3_600_000;
+    expect(await budget.charge(start, 100_000n, 1_000_000n, [{ key: "client:old", limit: 500_000n }])).toBe(true);
+    expect(await budget.charge(start, 100_000n, 1_000_000n, [{ key: "client:old", limit: 500_000n }])).toBe(true);
+    expect(await budget.usage(start, ["client:old"])).toEqual({ total: 200_000n, byKey: [200_000n] });
+    window += 1;
+    expect(await budget.charge(window * 3_600_000, 100_000n, 1_000_000n, [{ key: "client:new", limit: 500_000n }])).toBe(true);
+    // The earlier window's total stays (a day of totals is kept); its shares went.
+    expect(await budget.usage(start, ["client:old"])).toEqual({ total: 200_000n, byKey: [0n] });
+  });
+
   test(`${name}: issue 43: forty parallel charges of 100,000 gas from one client with a share of 1,000,000: exactly ten succeed`, async () => {
     const budget = await open();
     const start = ++window * 3_600_000;

@@ -3,15 +3,27 @@ import type { GasBudget, GasShare } from "../../ports/gas_budget.ts";
 import { gasBudgetTables, type GasBudgetTable } from "../sql/gas_budget.ts";
 import { SQLITE_WORDS } from "../sql/schema.ts";
 
+/** SQLite's largest integer: a limit above it bounds nothing a window could hold (gas is stored as decimal text). */
+const MAX_INTEGER = 2n ** 63n - 1n;
+const bounded = (limit: bigint) => (limit > MAX_INTEGER ? MAX_INTEGER : limit);
+/** A charge a share refused: the transaction is rolled back. */
+class ShareSpent extends Error {}
+
 /**
  * A relay's gas budget in the SQLite file (the public relay's in `relay_gas`, the private relay's in
- * `private_relay_gas`): one row per window, charged under `BEGIN IMMEDIATE`.
+ * `private_relay_gas`): one row per window and one per share, each charged by a conditional upsert that adds only within
+ * its limit, the window's and the shares' together under `BEGIN IMMEDIATE` (as the PostgreSQL store does). The amounts
+ * are decimal text; the sums are SQLite integers (64 bits, far above any hour's gas).
  */
 export function createSqliteGasBudget(db: Database, table: GasBudgetTable = "relay_gas"): GasBudget {
   for (const statement of gasBudgetTables(table, SQLITE_WORDS)) db.exec(statement);
   const read = db.query<{ gas_used: string }, [number]>(`SELECT gas_used FROM ${table} WHERE window_start_ms = ?`);
-  const write = db.query(
-    `INSERT INTO ${table} (window_start_ms, gas_used) VALUES (?, ?) ON CONFLICT (window_start_ms) DO UPDATE SET gas_used = excluded.gas_used`,
+  // The window's row, added to within the limit; its new amount back (none when refused).
+  const chargeTotal = db.query<{ gas_used: string }, [number, bigint, bigint]>(
+    `INSERT INTO ${table} (window_start_ms, gas_used) VALUES (?1, ?2)
+     ON CONFLICT (window_start_ms) DO UPDATE SET gas_used = CAST(CAST(gas_used AS INTEGER) + ?2 AS TEXT)
+       WHERE CAST(gas_used AS INTEGER) + ?2 <= ?3
+     RETURNING gas_used`,
   );
   const dropOld = db.query(`DELETE FROM ${table} WHERE window_start_ms < ?`);
   const dropOldShares = db.query(`DELETE FROM ${table}_shares WHERE window_start_ms < ?`);
@@ -28,41 +40,55 @@ export function createSqliteGasBudget(db: Database, table: GasBudgetTable = "rel
     }
     return query;
   };
-  const writeShares = new Map<number, Statement>();
-  const sharesWrite = (n: number) => {
-    let query = writeShares.get(n);
+  // Every share in one statement, each row added to only within its own limit: fewer rows back than shares is a refusal.
+  const chargeWith = new Map<number, Statement<{ key: string }, (string | number | bigint)[]>>();
+  const sharesCharge = (n: number) => {
+    let query = chargeWith.get(n);
     if (query === undefined) {
-      query = db.query(
-        `INSERT INTO ${table}_shares (window_start_ms, key, gas_used) VALUES ${Array.from({ length: n }, () => "(?, ?, ?)").join(", ")}
-         ON CONFLICT (window_start_ms, key) DO UPDATE SET gas_used = excluded.gas_used`,
+      const key = (i: number) => `?${3 + 2 * i}`;
+      const limit = (i: number) => `?${4 + 2 * i}`;
+      const keys = Array.from({ length: n }, (_, i) => i);
+      query = db.query<{ key: string }, (string | number | bigint)[]>(
+        `INSERT INTO ${table}_shares AS s (window_start_ms, key, gas_used) VALUES ${keys.map((i) => `(?1, ${key(i)}, ?2)`).join(", ")}
+         ON CONFLICT (window_start_ms, key) DO UPDATE SET gas_used = CAST(CAST(s.gas_used AS INTEGER) + ?2 AS TEXT)
+           WHERE CAST(s.gas_used AS INTEGER) + ?2 <= CASE s.key ${keys.map((i) => `WHEN ${key(i)} THEN ${limit(i)}`).join(" ")} END
+         RETURNING key`,
       );
-      writeShares.set(n, query);
+      chargeWith.set(n, query);
     }
     return query;
   };
   const usage = (windowStartMs: number, keys: readonly string[]) => {
     const row = usageQuery(keys.length).get(windowStartMs, ...keys)!;
-    return { total: BigInt(row.total ?? "0"), byKey: keys.map((_, i) => BigInt(row[`k${i}`] ?? "0")), fresh: row.total === null };
+    return { total: BigInt(row.total ?? "0"), byKey: keys.map((_, i) => BigInt(row[`k${i}`] ?? "0")) };
   };
   const charge = db.transaction((windowStartMs: number, gas: bigint, limit: bigint, shares: readonly GasShare[]) => {
-    const now = usage(windowStartMs, shares.map((share) => share.key));
-    if (now.total + gas > limit) return false;
-    if (shares.some((share, i) => now.byKey[i]! + gas > share.limit)) return false;
-    write.run(windowStartMs, (now.total + gas).toString());
-    if (shares.length > 0) sharesWrite(shares.length).run(...shares.flatMap((share, i) => [windowStartMs, share.key, (now.byKey[i]! + gas).toString()]));
-    // The first charge of a window drops what earlier windows left (a day of totals is kept, shares only this hour's).
-    if (now.fresh) {
+    const total = chargeTotal.get(windowStartMs, gas, bounded(limit));
+    if (total === null) throw new ShareSpent();
+    if (shares.length > 0) {
+      const added = sharesCharge(shares.length).all(windowStartMs, gas, ...shares.flatMap((share) => [share.key, bounded(share.limit)]));
+      if (added.length !== shares.length) throw new ShareSpent();
+    }
+    // The first charge of a window (its amount is this charge's) drops what earlier windows left (a day of totals is
+    // kept, shares only this hour's).
+    if (total.gas_used === gas.toString()) {
       dropOld.run(windowStartMs - 86_400_000);
       dropOldShares.run(windowStartMs);
     }
-    return true;
   });
   return {
     used: (windowStartMs) => Promise.resolve(BigInt(read.get(windowStartMs)?.gas_used ?? "0")),
-    usage(windowStartMs, keys) {
-      const { total, byKey } = usage(windowStartMs, keys);
-      return Promise.resolve({ total, byKey });
+    usage: (windowStartMs, keys) => Promise.resolve(usage(windowStartMs, keys)),
+    charge(windowStartMs, gas, limit, shares = []) {
+      // A charge larger than a limit never fits, whatever the window holds (and must not create a row past it).
+      if (gas > limit || shares.some((share) => gas > share.limit)) return Promise.resolve(false);
+      try {
+        charge.immediate(windowStartMs, gas, limit, shares);
+        return Promise.resolve(true);
+      } catch (error) {
+        if (error instanceof ShareSpent) return Promise.resolve(false);
+        throw error;
+      }
     },
-    charge: (windowStartMs, gas, limit, shares = []) => Promise.resolve(charge.immediate(windowStartMs, gas, limit, shares)),
   };
 }
