@@ -1,6 +1,6 @@
 import type { SQL } from "bun";
 import type { GasBudget, GasShare } from "../../ports/gas_budget.ts";
-import { gasBudgetTables, type GasBudgetTable } from "../sql/gas_budget.ts";
+import { gasBudgetTables, type GasBudgetTable, neverFits, ShareSpent } from "../sql/gas_budget.ts";
 import { POSTGRES_WORDS } from "../sql/schema.ts";
 
 /** The tables, created with the storage's migrations (under their advisory lock). */
@@ -11,9 +11,6 @@ export const RELAY_GAS_TABLE = relayGas;
 export const PRIVATE_RELAY_GAS_TABLE = privateRelayGas;
 /** Each client address's and attester's part of a window (issue 43), for either relay's table. */
 export const RELAY_GAS_SHARE_TABLES = [relayGasShares, privateRelayGasShares];
-
-/** A charge a share refused: the transaction is rolled back. */
-class ShareSpent extends Error {}
 
 /**
  * A relay's gas budget in PostgreSQL, shared by every instance: one conditional upsert per charge. The public
@@ -55,7 +52,7 @@ export function createPostgresGasBudget(sql: SQL, table: GasBudgetTable = "relay
       return { total: BigInt(row?.total ?? "0"), byKey: keys.map((_, i) => BigInt(row?.by_key[i] ?? "0")) };
     },
     async charge(windowStartMs, gas, limit, shares: readonly GasShare[] = []) {
-      if (gas > limit || shares.some((share) => gas > share.limit)) return false;
+      if (neverFits(gas, limit, shares)) return false;
       if (shares.length === 0) {
         const rows = await sql.unsafe(chargeQuery, [windowStartMs, gas.toString(), limit.toString()]) as unknown[];
         return rows.length === 1;

@@ -1,13 +1,11 @@
 import type { Database, Statement } from "bun:sqlite";
 import type { GasBudget, GasShare } from "../../ports/gas_budget.ts";
-import { gasBudgetTables, type GasBudgetTable } from "../sql/gas_budget.ts";
+import { gasBudgetTables, type GasBudgetTable, neverFits, ShareSpent } from "../sql/gas_budget.ts";
 import { SQLITE_WORDS } from "../sql/schema.ts";
 
 /** SQLite's largest integer: a limit above it bounds nothing a window could hold (gas is stored as decimal text). */
 const MAX_INTEGER = 2n ** 63n - 1n;
 const bounded = (limit: bigint) => (limit > MAX_INTEGER ? MAX_INTEGER : limit);
-/** A charge a share refused: the transaction is rolled back. */
-class ShareSpent extends Error {}
 
 /**
  * A relay's gas budget in the SQLite file (the public relay's in `relay_gas`, the private relay's in
@@ -80,8 +78,7 @@ export function createSqliteGasBudget(db: Database, table: GasBudgetTable = "rel
     used: (windowStartMs) => Promise.resolve(BigInt(read.get(windowStartMs)?.gas_used ?? "0")),
     usage: (windowStartMs, keys) => Promise.resolve(usage(windowStartMs, keys)),
     charge(windowStartMs, gas, limit, shares = []) {
-      // A charge larger than a limit never fits, whatever the window holds (and must not create a row past it).
-      if (gas > limit || shares.some((share) => gas > share.limit)) return Promise.resolve(false);
+      if (neverFits(gas, limit, shares)) return Promise.resolve(false);
       try {
         charge.immediate(windowStartMs, gas, limit, shares);
         return Promise.resolve(true);
