@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openSqliteStorage } from "./mod.ts";
+import { SQLITE_PAGE_BYTES } from "./sqlite_database.ts";
 
 // Issue 47 item 4: the tables are now written once for both engines (adapters/sql/). A database made before that
 // change (its schema as main d49cf14 made it, kept in testdata/) must open, keep its rows and gain nothing but
@@ -39,4 +40,33 @@ test("a SQLite file made before the shared schema opens with its rows, and its s
   await made.indexStore({ chainId: 31337, easAddress: "0x0000000000000000000000000000000000000001" }); // the index makes its tables
   await made.close();
   expect(schemaOf(old)).toEqual(schemaOf(fresh));
+});
+
+// Issue 43 item 4 (eighteenth look): a new file is made with 1 KiB pages; a file made with SQLite's default 4 KiB keeps
+// its pages (SQLite would change them only by VACUUM, which WAL forbids) and works as before.
+test("a new SQLite file has 1 KiB pages, and a file with 4 KiB pages keeps them and takes writes", async () => {
+  const pageSize = (path: string) => {
+    const db = new Database(path);
+    const size = db.query<{ page_size: number }, []>("PRAGMA page_size").get()!.page_size;
+    db.close();
+    return size;
+  };
+  const fresh = join(dir, "fresh.sqlite");
+  const storage = openSqliteStorage(fresh);
+  await storage.close();
+  expect(pageSize(fresh)).toBe(SQLITE_PAGE_BYTES);
+  expect(SQLITE_PAGE_BYTES).toBe(1024);
+
+  const older = join(dir, "four-kib.sqlite");
+  const db = new Database(older, { create: true });
+  db.exec("PRAGMA page_size = 4096");
+  db.exec("CREATE TABLE kept (x INTEGER)");
+  db.close();
+  expect(pageSize(older)).toBe(4096);
+  const reopened = openSqliteStorage(older);
+  const made = await reopened.accounts.findOrCreateAccount("0x00000000000000000000000000000000000000aa", "acct-4k", 1);
+  expect((await reopened.accounts.findAccount("acct-4k"))?.id).toBe(made.id);
+  await reopened.close();
+  expect(pageSize(older)).toBe(4096);
+  expect(schemaOf(older).some((row) => row.startsWith("table accounts "))).toBe(true);
 });
