@@ -16,6 +16,16 @@ type Row = Record<string, unknown>;
  */
 const WRITE_CHUNK = 2_000;
 
+/**
+ * Events appended (a backfill's steps) after which the store analyzes `index_attestations` itself, and again each time it
+ * has appended as many more as it had by its last ANALYZE (so a backfill of n events analyzes about log2(n / 1,000)
+ * times). Before a table's first statistics, PostgreSQL's generic plan of a prepared `chain_id = $1 AND eas = $2 AND
+ * uid = ANY($3)` (the plan it keeps after five runs) takes the chain's rows for a handful and filters them by uid: a
+ * page's records took 27–85 ms among 90,000 attestations (`bench/query_pages.ts`: 46–52 ms a page, against 1.3–1.8 ms
+ * once analyzed), until autovacuum's first ANALYZE, up to a minute or more later. Eighteenth look, docs/performance.md.
+ */
+const ANALYZE_AFTER_EVENTS = 1_000;
+
 /** A record as a JSON row for `json_to_recordset` (uid, time, …, subject); `subject` null when the subjects are not given (the stored one stays). */
 function recordRow(a: IndexedAttestation, subjects: ReadonlyMap<string, string> | undefined): Record<string, unknown> {
   return {
@@ -186,11 +196,21 @@ function indexAppends(sql: SQL, scope: { chainId: number; easAddress: string }):
       return true;
     });
 
+  // Events this store appended since it last analyzed the table, and how many it had appended by then.
+  let sinceAnalyze = 0;
+  let atAnalyze = 0;
   return {
     async append(expected, events, next, details = {}) {
       const skipped: OutboxSkip[] = [];
       const stored = await appendIn(expected, events, next, details, skipped);
       if (skipped.length > 0) details.onOutboxSkipped?.(skipped);
+      if (stored) sinceAnalyze += events.length;
+      if (stored && sinceAnalyze >= ANALYZE_AFTER_EVENTS && sinceAnalyze >= atAnalyze) {
+        atAnalyze += sinceAnalyze;
+        sinceAnalyze = 0;
+        // Statistics only: a failure leaves the planner as autovacuum leaves it, and the append stands.
+        await sql.unsafe("ANALYZE index_attestations").catch(() => undefined);
+      }
       return stored;
     },
     rewind: (to, options) =>

@@ -1,0 +1,72 @@
+/**
+ * Eighteenth look at issue 43 (docs/performance.md): before `index_attestations` had statistics, PostgreSQL's generic
+ * plan for the records of a page (`uid = ANY($3)`, a prepared statement after its fifth run) read every row of the
+ * chain and filtered them by uid: 46–52 ms a page among 90,000 attestations, until autovacuum's first ANALYZE. The store
+ * now analyzes the table after a backfill's large append. On a PostgreSQL of its own (a table no one analyzed yet).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { SQL } from "bun";
+import { openPostgresStorage } from "./postgres/mod.ts";
+import type { EasEvent, IndexedAttestation } from "../ports/attestation_index.ts";
+import type { HexString } from "../ports/eas.ts";
+import type { Storage } from "../ports/storage.ts";
+import { postgresUnavailableReason, startPostgres, type TestPostgres } from "../e2e/support/postgres.ts";
+
+const EAS = `0x${"e".repeat(40)}` as HexString;
+const SCHEMA = `0x${"5".repeat(64)}` as HexString;
+const hex = (n: number, width: number) => `0x${n.toString(16).padStart(width, "0")}` as HexString;
+const CHAIN_ID = 31337;
+
+const skip = postgresUnavailableReason();
+let pg: TestPostgres | undefined;
+let storage: Storage | undefined;
+let raw: SQL | undefined;
+beforeAll(async () => {
+  if (skip !== undefined) return;
+  pg = await startPostgres();
+  storage = await openPostgresStorage(pg.url);
+  raw = new SQL({ url: pg.url, max: 1 });
+});
+afterAll(async () => {
+  await raw?.close();
+  await storage?.close();
+  await pg?.stop();
+});
+
+/** The generic plan (the one a prepared statement keeps) of the records' lookup by uid. */
+async function genericRecordsPlan(uid: HexString): Promise<string> {
+  return await raw!.begin(async (tx) => {
+    await tx`SET LOCAL plan_cache_mode = force_generic_plan`;
+    await tx.unsafe("PREPARE records_by_uid (BIGINT, TEXT, TEXT[]) AS SELECT * FROM index_attestations WHERE chain_id = $1 AND eas = $2 AND uid = ANY($3)");
+    const rows = (await tx.unsafe(`EXPLAIN EXECUTE records_by_uid (${CHAIN_ID}, '${EAS.toLowerCase()}', ARRAY['${uid}'])`)) as { "QUERY PLAN": string }[];
+    await tx.unsafe("DEALLOCATE records_by_uid");
+    return rows.map((r) => r["QUERY PLAN"]).join("\n");
+  });
+}
+
+describe.skipIf(skip !== undefined)("the index's statistics after a backfill (PostgreSQL)", () => {
+  test("a step of 1,500 attestations leaves the table analyzed: the records are read through the primary key", async () => {
+    const store = await storage!.indexStore({ chainId: CHAIN_ID, easAddress: EAS });
+    const events: EasEvent[] = [];
+    const attestations: IndexedAttestation[] = [];
+    for (let n = 0; n < 1_500; n++) {
+      const block = BigInt(1 + Math.floor(n / 3));
+      const a: IndexedAttestation = {
+        uid: hex(1_000_000 + n, 64), schema: SCHEMA, time: 1_700_000_000n + block, expirationTime: 0n, revocationTime: 0n,
+        refUID: hex(0, 64), recipient: hex(n % 50, 40), attester: hex(0xa77e, 40), revocable: true, data: "0x",
+      };
+      events.push({ kind: "attested", uid: a.uid, recipient: a.recipient, attester: a.attester, schemaUid: a.schema, blockNumber: block, logIndex: n % 3 });
+      attestations.push(a);
+    }
+    const last = events.at(-1)!.blockNumber;
+    expect(await store.append(undefined, events, { blockNumber: last, blockHash: hex(Number(last), 64), timestamp: 1_700_000_000n + last }, { attestations })).toBe(true);
+
+    const [stats] = (await raw!`SELECT reltuples FROM pg_class WHERE relname = 'index_attestations'`) as { reltuples: number }[];
+    expect(Number(stats!.reltuples)).toBe(1_500);
+    const plan = await genericRecordsPlan(hex(1_000_007, 64));
+    expect(plan).toContain("index_attestations_pkey");
+    expect(plan).not.toContain("Filter");
+    const records = await store.records([hex(1_000_007, 64)]);
+    expect(records.map((r) => r.uid)).toEqual([hex(1_000_007, 64)]);
+  });
+});
