@@ -7,20 +7,17 @@
  * index-only scan; a database stored before subjects were kept counts correctly by decoding until the follower has
  * filled them in.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { SQL } from "bun";
+import { afterAll, describe, expect, test } from "bun:test";
 import { createSqliteIndexStore, openSqlite } from "./sqlite/mod.ts";
 import { indexQuerySql } from "./sql/index_query.ts";
-import { openPostgresStorage } from "./postgres/mod.ts";
 import type { EasEvent, IndexedAttestation, IndexStore } from "../ports/attestation_index.ts";
 import type { HexString } from "../ports/eas.ts";
-import type { Storage } from "../ports/storage.ts";
 import { fakeAttestationIndex, fakeClock } from "../ports/fakes/mod.ts";
 import { didToAddress } from "../domain/did/mod.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { createCountAttestations, createIndexAnswers, createIndexFollower, createListAttestations, createSubjectOf, type ListQuery } from "../domain/index/mod.ts";
-import { postgresUnavailableReason, startPostgres, type TestPostgres } from "../e2e/support/postgres.ts";
+import { postgresForTests } from "../e2e/support/postgres_storage.ts";
 
 const SUBJECT = "did:web:shop.example";
 const RECIPIENT = (didToAddress(SUBJECT) as { value: HexString }).value.toLowerCase() as HexString;
@@ -197,34 +194,21 @@ countCases("sqlite", () => {
   return Promise.resolve(detail);
 });
 
-const pgSkip = postgresUnavailableReason();
-let pg: TestPostgres | undefined;
-let storage: Storage | undefined;
-let raw: SQL | undefined;
+const pg = postgresForTests();
+const pgSkip = pg.skip;
 const pgStores = new Map<IndexStore, number>();
-beforeAll(async () => {
-  if (pgSkip !== undefined) return;
-  pg = await startPostgres();
-  storage = await openPostgresStorage(pg.url);
-  raw = new SQL({ url: pg.url, max: 1 });
-});
-afterAll(async () => {
-  await raw?.close();
-  await storage?.close();
-  await pg?.stop();
-  db.close();
-});
+afterAll(() => db.close());
 countCases("postgres", async () => {
   const chainId = ++nextChain;
-  const store = await storage!.indexStore({ chainId, easAddress: EAS });
+  const store = await pg.storage().indexStore({ chainId, easAddress: EAS });
   pgStores.set(store, chainId);
   return store;
 }, async (store) => {
   const { text, params } = indexQuerySql("postgres", { chainId: pgStores.get(store)!, eas: EAS.toLowerCase() }, { count: true, subject: SUBJECT, recipient: RECIPIENT, schemaUid: REVIEW_UID, revoked: false, toBlock: 1_000n }, { since: 100n });
   // A table this small is cheaper to scan: with scans off, the plan shows the index serves the whole count (VACUUM
   // sets the visibility map an index-only scan relies on, as autovacuum does on a live table).
-  await raw!.unsafe("VACUUM ANALYZE index_attestations");
-  const plan = await raw!.begin(async (tx) => {
+  await pg.raw().unsafe("VACUUM ANALYZE index_attestations");
+  const plan = await pg.raw().begin(async (tx) => {
     await tx`SET LOCAL enable_seqscan = off`;
     await tx`SET LOCAL enable_bitmapscan = off`;
     return (await tx.unsafe(`EXPLAIN ${text}`, params)) as { "QUERY PLAN": string }[];

@@ -5,14 +5,11 @@
  * the append failed, and the index stayed where it was for good; and any row the outbox refuses must be skipped and
  * told, the rest of the range queued, and the index go on.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { SQL } from "bun";
+import { afterAll, describe, expect, test } from "bun:test";
 import { createSqliteIndexStore, openSqlite } from "./sqlite/mod.ts";
-import { openPostgresStorage } from "./postgres/mod.ts";
 import type { EasEvent, IndexCheckpoint, IndexStore, OutboxSkip } from "../ports/attestation_index.ts";
 import type { HexString } from "../ports/eas.ts";
-import type { Storage } from "../ports/storage.ts";
-import { postgresUnavailableReason, startPostgres, type TestPostgres } from "../e2e/support/postgres.ts";
+import { postgresForTests } from "../e2e/support/postgres_storage.ts";
 
 const hex = (n: number, width = 64) => `0x${n.toString(16).padStart(width, "0")}` as HexString;
 const event = (kind: "attested" | "revoked", uid: number, block: bigint): EasEvent => ({
@@ -107,32 +104,19 @@ outboxCases("sqlite", () => ({
   },
 }));
 
-const pgSkip = postgresUnavailableReason();
-let pg: TestPostgres | undefined;
-let storage: Storage | undefined;
-let raw: SQL | undefined;
-beforeAll(async () => {
-  if (pgSkip !== undefined) return;
-  pg = await startPostgres();
-  storage = await openPostgresStorage(pg.url);
-  raw = new SQL({ url: pg.url, max: 1 });
-});
-afterAll(async () => {
-  await raw?.close();
-  await storage?.close();
-  await pg?.stop();
-  db.close();
-});
+const pg = postgresForTests();
+const pgSkip = pg.skip;
+afterAll(() => db.close());
 outboxCases("postgres", () => ({
-  store: (chainId) => storage!.indexStore({ chainId, easAddress: hex(7, 40) }),
+  store: (chainId) => pg.storage().indexStore({ chainId, easAddress: hex(7, 40) }),
   async outbox(chainId) {
-    const rows: { kind: string; uid: string; block_number: string }[] = await raw!`SELECT kind, uid, block_number FROM webhook_outbox WHERE chain_id = ${chainId} ORDER BY seq`;
+    const rows: { kind: string; uid: string; block_number: string }[] = await pg.raw()`SELECT kind, uid, block_number FROM webhook_outbox WHERE chain_id = ${chainId} ORDER BY seq`;
     return rows.map((r) => [r.kind, r.uid, Number(r.block_number)]);
   },
   async refuse() {
-    await raw!.unsafe(`CREATE OR REPLACE FUNCTION refuse_outbox_test() RETURNS trigger AS $$
+    await pg.raw().unsafe(`CREATE OR REPLACE FUNCTION refuse_outbox_test() RETURNS trigger AS $$
                        BEGIN IF NEW.uid = '${REFUSED}' THEN RAISE EXCEPTION 'refused by test'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql`);
-    await raw!.unsafe("DROP TRIGGER IF EXISTS refuse_outbox_test ON webhook_outbox");
-    await raw!.unsafe("CREATE TRIGGER refuse_outbox_test BEFORE INSERT ON webhook_outbox FOR EACH ROW EXECUTE FUNCTION refuse_outbox_test()");
+    await pg.raw().unsafe("DROP TRIGGER IF EXISTS refuse_outbox_test ON webhook_outbox");
+    await pg.raw().unsafe("CREATE TRIGGER refuse_outbox_test BEFORE INSERT ON webhook_outbox FOR EACH ROW EXECUTE FUNCTION refuse_outbox_test()");
   },
 }), pgSkip);

@@ -4,38 +4,21 @@
  * chain and filtered them by uid: 46–52 ms a page among 90,000 attestations, until autovacuum's first ANALYZE. The store
  * now analyzes the table after a backfill's large append. On a PostgreSQL of its own (a table no one analyzed yet).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { SQL } from "bun";
-import { openPostgresStorage } from "./postgres/mod.ts";
+import { describe, expect, test } from "bun:test";
 import type { EasEvent, IndexedAttestation } from "../ports/attestation_index.ts";
 import type { HexString } from "../ports/eas.ts";
-import type { Storage } from "../ports/storage.ts";
-import { postgresUnavailableReason, startPostgres, type TestPostgres } from "../e2e/support/postgres.ts";
+import { postgresForTests } from "../e2e/support/postgres_storage.ts";
 
 const EAS = `0x${"e".repeat(40)}` as HexString;
 const SCHEMA = `0x${"5".repeat(64)}` as HexString;
 const hex = (n: number, width: number) => `0x${n.toString(16).padStart(width, "0")}` as HexString;
 const CHAIN_ID = 31337;
 
-const skip = postgresUnavailableReason();
-let pg: TestPostgres | undefined;
-let storage: Storage | undefined;
-let raw: SQL | undefined;
-beforeAll(async () => {
-  if (skip !== undefined) return;
-  pg = await startPostgres();
-  storage = await openPostgresStorage(pg.url);
-  raw = new SQL({ url: pg.url, max: 1 });
-});
-afterAll(async () => {
-  await raw?.close();
-  await storage?.close();
-  await pg?.stop();
-});
+const pg = postgresForTests();
 
 /** The generic plan (the one a prepared statement keeps) of the records' lookup by uid. */
 async function genericRecordsPlan(uid: HexString): Promise<string> {
-  return await raw!.begin(async (tx) => {
+  return await pg.raw().begin(async (tx) => {
     await tx`SET LOCAL plan_cache_mode = force_generic_plan`;
     await tx.unsafe("PREPARE records_by_uid (BIGINT, TEXT, TEXT[]) AS SELECT * FROM index_attestations WHERE chain_id = $1 AND eas = $2 AND uid = ANY($3)");
     const rows = (await tx.unsafe(`EXPLAIN EXECUTE records_by_uid (${CHAIN_ID}, '${EAS.toLowerCase()}', ARRAY['${uid}'])`)) as { "QUERY PLAN": string }[];
@@ -44,9 +27,9 @@ async function genericRecordsPlan(uid: HexString): Promise<string> {
   });
 }
 
-describe.skipIf(skip !== undefined)("the index's statistics after a backfill (PostgreSQL)", () => {
+describe.skipIf(pg.skip !== undefined)("the index's statistics after a backfill (PostgreSQL)", () => {
   test("a step of 1,500 attestations leaves the table analyzed: the records are read through the primary key", async () => {
-    const store = await storage!.indexStore({ chainId: CHAIN_ID, easAddress: EAS });
+    const store = await pg.storage().indexStore({ chainId: CHAIN_ID, easAddress: EAS });
     const events: EasEvent[] = [];
     const attestations: IndexedAttestation[] = [];
     for (let n = 0; n < 1_500; n++) {
@@ -61,7 +44,7 @@ describe.skipIf(skip !== undefined)("the index's statistics after a backfill (Po
     const last = events.at(-1)!.blockNumber;
     expect(await store.append(undefined, events, { blockNumber: last, blockHash: hex(Number(last), 64), timestamp: 1_700_000_000n + last }, { attestations })).toBe(true);
 
-    const [stats] = (await raw!`SELECT reltuples FROM pg_class WHERE relname = 'index_attestations'`) as { reltuples: number }[];
+    const [stats] = (await pg.raw()`SELECT reltuples FROM pg_class WHERE relname = 'index_attestations'`) as { reltuples: number }[];
     expect(Number(stats!.reltuples)).toBe(1_500);
     const plan = await genericRecordsPlan(hex(1_000_007, 64));
     expect(plan).toContain("index_attestations_pkey");
