@@ -208,8 +208,9 @@ function indexAppends(sql: SQL, scope: { chainId: number; easAddress: string }):
       if (stored && sinceAnalyze >= ANALYZE_AFTER_EVENTS && sinceAnalyze >= atAnalyze) {
         atAnalyze += sinceAnalyze;
         sinceAnalyze = 0;
-        // Statistics only: a failure leaves the planner as autovacuum leaves it, and the append stands.
-        await sql.unsafe("ANALYZE index_attestations").catch(() => undefined);
+        // Statistics only, so not awaited: on PostgreSQL a write waits for its own poll's append
+        // (app/attestation_index.ts `afterMinedOf`), never for this. On a failure the planner waits for autovacuum.
+        void sql.unsafe("ANALYZE index_attestations").catch(() => undefined);
       }
       return stored;
     },
