@@ -229,6 +229,19 @@ describe("did:web helpers", () => {
     expect(didWebLocation("did:web:1password.com")).toEqual({ host: "1password.com", port: undefined, path: [] });
   });
 
+  test("didWebLocation(): a name DNS cannot hold (a label over 63 characters or edged by `-`, a name over 253) names no domain", () => {
+    const label63 = "a".repeat(63);
+    const longest = [label63, label63, label63, "a".repeat(61)].join(".");
+    for (const host of [`${"a".repeat(64)}.com`, "-bad.com", "bad-.com", "example.-com", `${longest}.a`, `${longest}a`]) {
+      expect({ host, name: isDomainNameHost(host) }).toEqual({ host, name: false });
+      expect({ host, location: didWebLocation(`did:web:${host}`) }).toEqual({ host, location: undefined });
+    }
+    for (const host of [`${label63}.com`, longest, `${longest}.`, "xn--bcher-kva.example", "a-b.c-d.example", "a.b"]) {
+      expect({ host, name: isDomainNameHost(host) }).toEqual({ host, name: true });
+    }
+    expect(didWebLocation(`did:web:${longest}`)?.host).toBe(longest);
+  });
+
   test("getDomainFromDidWeb() refuses other methods", () => {
     expect(failure(getDomainFromDidWeb(`did:pkh:eip155:1:${ADDR}`)).message).toBe("Expected did:web DID");
     expect(failure(getDomainFromDidWeb("did:")).code).toBe("INVALID_DID");

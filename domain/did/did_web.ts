@@ -25,17 +25,25 @@ export function normalizeDomain(host: string): string {
   return domain;
 }
 
+/** The longest DNS label and the longest name in its written form (RFC 1035 §2.3.4: 63 and 255 octets on the wire). */
+const MAX_LABEL_LENGTH = 63;
+const MAX_DOMAIN_NAME_LENGTH = 253;
+
 /**
  * The one host rule of every route that looks a did:web up (controller discovery and confirm, subject ownership,
  * subjects, the witness, key status, x402 did:web keys): the host must be a domain name, never an IP address. As
  * the WHATWG URL parser decides ("ends in a number"), a host whose last label (after one trailing dot) is decimal
  * digits or `0x` hex is an IPv4 address in some spelling: `127.0.0.1`, `0`, `1.2.3`, `2130706433`, `0x7f.1`; no
  * top-level domain is numeric, so no name is lost. IPv6 (`[::1]`, `%5B%3A%3A1%5D`) never passes the host
- * characters of {@link didWebLocation}. Such a did:web is bad input (400 `INVALID_DID`), not a lookup that failed.
+ * characters of {@link didWebLocation}. Nor is a name DNS cannot hold (RFC 1035, RFC 1123): a label longer than 63
+ * characters, a label that starts or ends with `-`, or a name longer than 253 characters; no lookup of it can succeed.
+ * Such a did:web is bad input (400 `INVALID_DID`), not a lookup that failed.
  */
 export function isDomainNameHost(host: string): boolean {
   const labels = host.toLowerCase().split(".");
   if (labels.length > 1 && labels[labels.length - 1] === "") labels.pop();
+  if (labels.join(".").length > MAX_DOMAIN_NAME_LENGTH) return false;
+  if (labels.some((label) => label.length > MAX_LABEL_LENGTH || label.startsWith("-") || label.endsWith("-"))) return false;
   const last = labels[labels.length - 1] ?? "";
   return last !== "" && !/^[0-9]+$/.test(last) && !/^0x[0-9a-f]*$/.test(last);
 }
