@@ -11,11 +11,17 @@
  * - `id` is a non-empty string; `domain`, `types` and `message` are objects; `domain.name` is `EAS`, its `version`
  *   `1.4.0`, its `chainId` a positive integer naming a chain of the policy, its `verifyingContract` that chain's EAS
  *   contract; `message.schema` one of that chain's schema UIDs, `message.attester` an address, `message.deadline` a
- *   positive integer in the future.
+ *   positive integer in the future;
+ * - `types` is EAS's `Attest` type, field for field (and, if given, the standard `EIP712Domain` of those four domain
+ *   fields), and nothing else. This rule is ours, beyond the reference's list (decisions §29): EAS also honours a
+ *   delegated `Revoke` signed under the same domain, so a host that signed any struct a trusted widget named could
+ *   be made to sign away the user's revocable attestations (the reference's widget plan: "never sign arbitrary typed
+ *   data"). The reference SDK's typed data and this service's widget ask for exactly `{Attest: [...]}`.
  *
  * A request that fails a rule is answered `omatrust:signatureError` with the reason and the wallet is never called;
  * a wallet that refuses or fails is answered the same way with its message.
  */
+import { ATTEST_TYPES } from "../domain/delegation/mod.ts";
 import { policyAllowlists, type TrustPolicy } from "../domain/identity/mod.ts";
 import { AtsClientError } from "./errors.ts";
 import { DEFAULT_BASE_URL } from "./http.ts";
@@ -145,6 +151,8 @@ export function signingRequestRefusal(data: Record<string, unknown>, policy: Tru
   if (!isRecord(domain)) return "Missing domain object";
   if (!isRecord(types)) return "Missing types object";
   if (!isRecord(message)) return "Missing message object";
+  const typesRefused = attestTypesRefusal(types);
+  if (typesRefused !== undefined) return typesRefused;
   if (domain.name !== EAS_DOMAIN_NAME) return `Signing request rejected: unexpected domain name (expected ${EAS_DOMAIN_NAME})`;
   if (domain.version !== EAS_DOMAIN_VERSION) return `Unexpected domain version (expected ${EAS_DOMAIN_VERSION})`;
   const chainId = positiveInteger(domain.chainId);
@@ -162,6 +170,34 @@ export function signingRequestRefusal(data: Record<string, unknown>, policy: Tru
   const deadline = positiveInteger(message.deadline);
   if (deadline === undefined) return "Invalid deadline";
   if (deadline <= BigInt(Math.floor(nowMs / 1000))) return "Deadline has passed";
+  return undefined;
+}
+
+/** The standard `EIP712Domain` of a domain with a name, a version, a chain id and a verifying contract. */
+const EIP712_DOMAIN_FIELDS = [
+  { name: "name", type: "string" },
+  { name: "version", type: "string" },
+  { name: "chainId", type: "uint256" },
+  { name: "verifyingContract", type: "address" },
+] as const;
+
+/** Whether `fields` is exactly `expected`: the same names and types, in the same order, nothing more on any entry. */
+function sameFields(fields: unknown, expected: readonly { readonly name: string; readonly type: string }[]): boolean {
+  return Array.isArray(fields) && fields.length === expected.length && fields.every((field, i) =>
+    isRecord(field) && Object.keys(field).length === 2 && field.name === expected[i]!.name && field.type === expected[i]!.type
+  );
+}
+
+/** Undefined when `types` is EAS's `Attest` (with, at most, the standard `EIP712Domain`); else the reason. */
+function attestTypesRefusal(types: Record<string, unknown>): string | undefined {
+  const names = Object.keys(types);
+  if (!names.includes("Attest") || names.some((name) => name !== "Attest" && name !== "EIP712Domain")) {
+    return "Signing request rejected: only EAS's Attest type may be signed";
+  }
+  if (!sameFields(types.Attest, ATTEST_TYPES.Attest)) return "Signing request rejected: the Attest type is not EAS's";
+  if ("EIP712Domain" in types && !sameFields(types.EIP712Domain, EIP712_DOMAIN_FIELDS)) {
+    return "Signing request rejected: unexpected EIP712Domain type";
+  }
   return undefined;
 }
 

@@ -1,6 +1,25 @@
 import { describe, expect, test } from "bun:test";
+import { ATTEST_TYPES } from "../domain/delegation/mod.ts";
 import type { TrustPolicy } from "../domain/identity/mod.ts";
 import { createSigningBridge, fetchTrustPolicy, type SigningBridgeOptions } from "./signing_bridge.ts";
+
+/** EAS's delegated `Revoke`: what a host must never be made to sign through the bridge. */
+const REVOKE_TYPES = {
+  Revoke: [
+    { name: "revoker", type: "address" },
+    { name: "schema", type: "bytes32" },
+    { name: "uid", type: "bytes32" },
+    { name: "value", type: "uint256" },
+    { name: "nonce", type: "uint256" },
+    { name: "deadline", type: "uint64" },
+  ],
+};
+const EIP712_DOMAIN = [
+  { name: "name", type: "string" },
+  { name: "version", type: "string" },
+  { name: "chainId", type: "uint256" },
+  { name: "verifyingContract", type: "address" },
+];
 
 const SERVICE = "https://ats.example";
 const WIDGETS = "https://widgets.example";
@@ -42,7 +61,7 @@ function request(overrides: { domain?: unknown; message?: unknown; types?: unkno
     type: "omatrust:signTypedData",
     id: "id" in overrides ? overrides.id : "req-1",
     domain: "domain" in overrides ? overrides.domain : { name: "EAS", version: "1.4.0", chainId: 31337, verifyingContract: EAS },
-    types: "types" in overrides ? overrides.types : { Attest: [{ name: "schema", type: "bytes32" }] },
+    types: "types" in overrides ? overrides.types : ATTEST_TYPES,
     message: "message" in overrides ? overrides.message : { schema: SCHEMA, attester: ATTESTER, deadline: BigInt(NOW_MS / 1000 + 600) },
   };
 }
@@ -152,6 +171,15 @@ describe("createSigningBridge: the rules", () => {
       [request({ message: msg({ deadline: 0 }) }), "Invalid deadline"],
       [request({ message: msg({ deadline: "soon" }) }), "Invalid deadline"],
       [request({ message: msg({ deadline: NOW_MS / 1000 }) }), "Deadline has passed"],
+      // Under the EAS domain only EAS's Attest: a delegated Revoke would let the widget revoke the user's attestations.
+      [request({ types: REVOKE_TYPES }), "only EAS's Attest type may be signed"],
+      [request({ types: { ...ATTEST_TYPES, ...REVOKE_TYPES } }), "only EAS's Attest type may be signed"],
+      [request({ types: {} }), "only EAS's Attest type may be signed"],
+      [request({ types: { Attest: ATTEST_TYPES.Attest.slice(0, 9) } }), "the Attest type is not EAS's"],
+      [request({ types: { Attest: ATTEST_TYPES.Attest.map((f) => (f.name === "recipient" ? { ...f, type: "bytes32" } : f)) } }), "the Attest type is not EAS's"],
+      [request({ types: { Attest: [...ATTEST_TYPES.Attest.slice(1), ATTEST_TYPES.Attest[0]] } }), "the Attest type is not EAS's"],
+      [request({ types: { Attest: ATTEST_TYPES.Attest.map((f, i) => (i === 0 ? { ...f, extra: 1 } : f)) } }), "the Attest type is not EAS's"],
+      [request({ types: { ...ATTEST_TYPES, EIP712Domain: [...EIP712_DOMAIN, { name: "salt", type: "bytes32" }] } }), "unexpected EIP712Domain type"],
     ];
     const b = await bridge();
     for (const [asked, reason] of cases) {
@@ -162,6 +190,19 @@ describe("createSigningBridge: the rules", () => {
       expect({ reason, error: String(answer?.error).includes(reason) }).toEqual({ reason, error: true });
     }
     expect(b.calls).toEqual([]);
+  });
+
+  test("EAS's Attest type, alone or with the standard EIP712Domain, in any key order, is signed", async () => {
+    const b = await bridge();
+    const asked = [
+      request({ id: "alone" }),
+      request({ id: "with-domain", types: { EIP712Domain: EIP712_DOMAIN, ...ATTEST_TYPES } }),
+    ];
+    for (const [i, one] of asked.entries()) {
+      b.dispatch(one);
+      expect((await b.answered(i + 1)).message).toEqual({ type: "omatrust:signature", id: one.id, signature: `0x${"1".repeat(130)}` });
+    }
+    expect(b.calls.map((call) => call[1])).toEqual(asked.map((one) => one.types));
   });
 
   test("a wallet that refuses or throws is answered signatureError with its message; other messages are ignored", async () => {

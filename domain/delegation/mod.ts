@@ -3,6 +3,7 @@
  * rules, and the submission outcomes (decisions §6, §12, §15).
  */
 export {
+  ATTEST_TYPES,
   attestDigest,
   type AttestMessage,
   buildAttestTypedData,
