@@ -229,7 +229,7 @@ describe("did:web helpers", () => {
     expect(didWebLocation("did:web:1password.com")).toEqual({ host: "1password.com", port: undefined, path: [] });
   });
 
-  test("didWebLocation(): a name DNS cannot hold (a label over 63 characters or edged by `-`, a name over 253) names no domain", () => {
+  test("didWebLocation(): a name no host can have (a label over 63 characters or edged by `-`, a name over 253) names no domain", () => {
     const label63 = "a".repeat(63);
     const longest = [label63, label63, label63, "a".repeat(61)].join(".");
     for (const host of [`${"a".repeat(64)}.com`, "-bad.com", "bad-.com", "example.-com", `${longest}.a`, `${longest}a`]) {

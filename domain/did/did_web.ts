@@ -35,9 +35,10 @@ const MAX_DOMAIN_NAME_LENGTH = 253;
  * the WHATWG URL parser decides ("ends in a number"), a host whose last label (after one trailing dot) is decimal
  * digits or `0x` hex is an IPv4 address in some spelling: `127.0.0.1`, `0`, `1.2.3`, `2130706433`, `0x7f.1`; no
  * top-level domain is numeric, so no name is lost. IPv6 (`[::1]`, `%5B%3A%3A1%5D`) never passes the host
- * characters of {@link didWebLocation}. Nor is a name DNS cannot hold (RFC 1035, RFC 1123): a label longer than 63
- * characters, a label that starts or ends with `-`, or a name longer than 253 characters; no lookup of it can succeed.
- * Such a did:web is bad input (400 `INVALID_DID`), not a lookup that failed.
+ * characters of {@link didWebLocation}. Nor is a name no host can have: a label longer than 63 characters or a name
+ * longer than 253 (DNS cannot hold them, RFC 1035), or a label that starts or ends with `-` (no host name does,
+ * RFC 1123, and no certificate for did.json's HTTPS can name one). Such a did:web is bad input (400 `INVALID_DID`),
+ * not a lookup that failed.
  */
 export function isDomainNameHost(host: string): boolean {
   const labels = host.toLowerCase().split(".");
