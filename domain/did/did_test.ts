@@ -242,6 +242,15 @@ describe("did:web helpers", () => {
     expect(didWebLocation(`did:web:${longest}`)?.host).toBe(longest);
   });
 
+  test("didWebLocation(): a host written with an escape other than the port's %3A names no domain (no second name for one host)", () => {
+    for (const did of ["did:web:ex%61mple.com", "did:web:example%2ecom", "did:web:example.com%2f", "did:web:example.com%3a", "did:web:%65xample.com%3a8443", "did:web:example.com%3a%38443", "did:web:example.com%"]) {
+      expect({ did, location: didWebLocation(did) }).toEqual({ did, location: undefined });
+    }
+    expect(didWebLocation("did:web:example.com%3a8443")).toEqual({ host: "example.com", port: "8443", path: [] });
+    expect(didWebLocation("did:web:example.com%3A8443:user:alice")).toEqual({ host: "example.com", port: "8443", path: ["user", "alice"] });
+    expect(didWebLocation("did:web:example.com:user%20x")).toEqual({ host: "example.com", port: undefined, path: ["user%20x"] });
+  });
+
   test("getDomainFromDidWeb() refuses other methods", () => {
     expect(failure(getDomainFromDidWeb(`did:pkh:eip155:1:${ADDR}`)).message).toBe("Expected did:web DID");
     expect(failure(getDomainFromDidWeb("did:")).code).toBe("INVALID_DID");

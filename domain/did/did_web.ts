@@ -51,21 +51,17 @@ export function isDomainNameHost(host: string): boolean {
 
 /**
  * The host, optional port and path of a normalized did:web (`did:web:example.com%3A8443:user:alice`); undefined
- * when it names no domain ({@link isDomainNameHost}).
+ * when it names no domain ({@link isDomainNameHost}). The host is written as itself: the one escape it takes is the
+ * port's `%3A` (the did:web method), so `did:web:ex%61mple.com` or `did:web:example%2Ecom` is no second name for
+ * example.com, with a DID address of its own, that discovery would look up as example.com.
  */
 export function didWebLocation(did: string): { host: string; port: string | undefined; path: string[] } | undefined {
   if (!did.startsWith("did:web:")) return undefined;
   const rest = did.slice("did:web:".length);
   const [authority = "", ...slashPath] = rest.split("/");
   const [hostPart = "", ...colonPath] = authority.split(":");
-  let decoded: string;
-  try {
-    decoded = decodeURIComponent(hostPart);
-  } catch {
-    return undefined;
-  }
-  const portMatch = /^(.*):([0-9]{1,5})$/.exec(decoded);
-  const host = portMatch ? portMatch[1]! : decoded;
+  const portMatch = /^(.*)%3a([0-9]{1,5})$/i.exec(hostPart);
+  const host = portMatch ? portMatch[1]! : hostPart;
   if (host === "" || !/^[a-z0-9.-]+$/.test(host) || host.startsWith(".") || host.includes("..") || !isDomainNameHost(host)) return undefined;
   const path = [...colonPath, ...slashPath].filter((p) => p !== "");
   return { host, port: portMatch?.[2], path };
