@@ -7,7 +7,7 @@
  */
 import type { Clock } from "../../ports/clock.ts";
 import type { DidDocumentFetch, DidDocumentFetcher } from "../../ports/discovery.ts";
-import { buildDidPkhFromCaip10, didJwkToJwk, didWebLocation, jwkToDidJwk, normalizeDid, validatePublicJwk } from "../did/mod.ts";
+import { buildDidPkhFromCaip10, DID_WEB_NO_LOCATION, didJwkToJwk, didWebLocation, jwkToDidJwk, normalizeDid, validatePublicJwk } from "../did/mod.ts";
 import { type RateLimiter, registrableDomain } from "../rate_limit.ts";
 import { fail, ok, type Result } from "../result.ts";
 
@@ -70,7 +70,7 @@ export function createDidUrlResolver(deps: DidUrlDeps): ResolveDidUrl {
 
   async function documentOf(did: string): Promise<Result<unknown, "NOT_FOUND" | "NETWORK_ERROR" | "INVALID_DID">> {
     const location = didWebLocation(did);
-    if (location === undefined) return fail("INVALID_DID", "did:web host is not a domain name");
+    if (location === undefined) return fail("INVALID_DID", DID_WEB_NO_LOCATION);
     const now = deps.clock.nowMs();
     let answer = kept.get(did);
     if (answer === undefined || now - answer.atMs >= freshMs) {

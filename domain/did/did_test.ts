@@ -251,6 +251,14 @@ describe("did:web helpers", () => {
     expect(didWebLocation("did:web:example.com:user%20x")).toEqual({ host: "example.com", port: undefined, path: ["user%20x"] });
   });
 
+  test("didWebLocation(): an empty path segment names no location (no second name for the host or the path without it)", () => {
+    for (const did of ["did:web:example.com/", "did:web:example.com:", "did:web:example.com::a", "did:web:example.com/a//b", "did:web:example.com%3a8443:", "did:web:example.com:a/"]) {
+      expect({ did, location: didWebLocation(did) }).toEqual({ did, location: undefined });
+    }
+    expect(didWebLocation("did:web:example.com/a/b")).toEqual({ host: "example.com", port: undefined, path: ["a", "b"] });
+    expect(didWebLocation("did:web:example.com:a:b")).toEqual({ host: "example.com", port: undefined, path: ["a", "b"] });
+  });
+
   test("getDomainFromDidWeb() refuses other methods", () => {
     expect(failure(getDomainFromDidWeb(`did:pkh:eip155:1:${ADDR}`)).message).toBe("Expected did:web DID");
     expect(failure(getDomainFromDidWeb("did:")).code).toBe("INVALID_DID");

@@ -49,11 +49,16 @@ export function isDomainNameHost(host: string): boolean {
   return last !== "" && !/^[0-9]+$/.test(last) && !/^0x[0-9a-f]*$/.test(last);
 }
 
+/** Why {@link didWebLocation} finds no location in a did:web: the one wording of every route that refuses one. */
+export const DID_WEB_NO_LOCATION = "did:web must name a domain (not an IP address), written as itself, with no empty path segment";
+
 /**
  * The host, optional port and path of a normalized did:web (`did:web:example.com%3A8443:user:alice`); undefined
  * when it names no domain ({@link isDomainNameHost}). The host is written as itself: the one escape it takes is the
  * port's `%3A` (the did:web method), so `did:web:ex%61mple.com` or `did:web:example%2Ecom` is no second name for
- * example.com, with a DID address of its own, that discovery would look up as example.com.
+ * example.com, with a DID address of its own, that discovery would look up as example.com. For the same reason no
+ * path segment is empty: `did:web:example.com/`, `did:web:example.com:` and `did:web:example.com::a` would be looked
+ * up as `did:web:example.com` and `did:web:example.com:a`.
  */
 export function didWebLocation(did: string): { host: string; port: string | undefined; path: string[] } | undefined {
   if (!did.startsWith("did:web:")) return undefined;
@@ -63,6 +68,7 @@ export function didWebLocation(did: string): { host: string; port: string | unde
   const portMatch = /^(.*)%3a([0-9]{1,5})$/i.exec(hostPart);
   const host = portMatch ? portMatch[1]! : hostPart;
   if (host === "" || !/^[a-z0-9.-]+$/.test(host) || host.startsWith(".") || host.includes("..") || !isDomainNameHost(host)) return undefined;
-  const path = [...colonPath, ...slashPath].filter((p) => p !== "");
+  const path = [...colonPath, ...slashPath];
+  if (path.includes("")) return undefined;
   return { host, port: portMatch?.[2], path };
 }

@@ -1,7 +1,7 @@
 /** The one rule for a subject a caller names (issue 43). */
 import type { Result } from "../result.ts";
 import { invalid } from "./_private.ts";
-import { didWebLocation } from "./did_web.ts";
+import { DID_WEB_NO_LOCATION, didWebLocation } from "./did_web.ts";
 import { normalizeDid } from "./normalize.ts";
 
 /** The longest subject a caller may name (a did:jwk of an RSA-4096 key is about 950 characters). */
@@ -31,7 +31,7 @@ export function normalizeSubjectDid(input: unknown): Result<string, "INVALID_DID
   const normalized = normalizeDid(input);
   if (!normalized.ok) return normalized;
   if (normalized.value.startsWith("did:web:") && didWebLocation(normalized.value) === undefined) {
-    return invalid("did:web host is not a domain name");
+    return invalid(DID_WEB_NO_LOCATION);
   }
   return normalized;
 }

@@ -3,7 +3,7 @@
  * did.json, looked up at once under the per-domain budget.
  */
 import type { DnsResolver, DidDocumentFetcher } from "../../ports/discovery.ts";
-import { didWebLocation, normalizeSubjectDid } from "../did/mod.ts";
+import { DID_WEB_NO_LOCATION, didWebLocation, normalizeSubjectDid } from "../did/mod.ts";
 import { type IdentityRecord, resolveIdentity } from "../identity/mod.ts";
 import { type RateLimiter, registrableDomain } from "../rate_limit.ts";
 import { fail, ok } from "../result.ts";
@@ -62,7 +62,7 @@ export function createDiscoverControllers(deps: DiscoveryDeps): DiscoverControll
     const location = didWebLocation(normalized.value);
     if (location === undefined) {
       const isWeb = normalized.value.startsWith("did:web:");
-      if (isWeb) return fail("INVALID_DID", "Invalid subjectDid", "did:web host is not a domain name");
+      if (isWeb) return fail("INVALID_DID", "Invalid subjectDid", DID_WEB_NO_LOCATION);
       return ok({
         subject,
         domain: null,

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { fakeClock, fakeDidDocumentFetcher, fakeDnsResolver } from "../../ports/fakes/mod.ts";
+import { DID_WEB_NO_LOCATION } from "../did/mod.ts";
 import { createRateLimiter } from "../rate_limit.ts";
 import { createDiscoverControllers, UNSUPPORTED_SUBJECT_WARNING } from "./controller_discovery.ts";
 import { rateLimitedLookupError } from "./discovery_record.ts";
@@ -142,7 +143,7 @@ describe("createDiscoverControllers()", () => {
     const docs = fakeDidDocumentFetcher();
     const discover = createDiscoverControllers({ dns, didDocuments: docs, serviceDnsLabel: "omatrust" });
     for (const subject of ["did:web:127.0.0.1", "did:web:0", "did:web:1.2.3", "2130706433", "did:web:0x7f.1", "did:web:%5B%3A%3A1%5D", "did:web:10.0.0.1%3A8443"]) {
-      expect({ subject, answer: await discover(subject) }).toEqual({ subject, answer: { ok: false, code: "INVALID_DID", message: "Invalid subjectDid", details: "did:web host is not a domain name" } });
+      expect({ subject, answer: await discover(subject) }).toEqual({ subject, answer: { ok: false, code: "INVALID_DID", message: "Invalid subjectDid", details: DID_WEB_NO_LOCATION } });
     }
     expect(dns.lookups).toEqual([]);
     expect(docs.fetches).toEqual([]);
