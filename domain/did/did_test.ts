@@ -246,7 +246,13 @@ describe("did:web helpers", () => {
     for (const did of ["did:web:ex%61mple.com", "did:web:example%2ecom", "did:web:example.com%2f", "did:web:example.com%3a", "did:web:%65xample.com%3a8443", "did:web:example.com%3a%38443", "did:web:example.com%"]) {
       expect({ did, location: didWebLocation(did) }).toEqual({ did, location: undefined });
     }
+    // The port, written plainly: 1 to 65535, no leading zero, never HTTPS's own 443 (a second name for no port).
+    for (const did of ["did:web:example.com%3a443", "did:web:example.com%3a08443", "did:web:example.com%3a0", "did:web:example.com%3a65536", "did:web:example.com%3a99999"]) {
+      expect({ did, location: didWebLocation(did) }).toEqual({ did, location: undefined });
+    }
     expect(didWebLocation("did:web:example.com%3a8443")).toEqual({ host: "example.com", port: "8443", path: [] });
+    expect(didWebLocation("did:web:example.com%3a65535")?.port).toBe("65535");
+    expect(didWebLocation("did:web:localhost%3a1")?.port).toBe("1");
     expect(didWebLocation("did:web:example.com%3A8443:user:alice")).toEqual({ host: "example.com", port: "8443", path: ["user", "alice"] });
     expect(didWebLocation("did:web:example.com:user%20x")).toEqual({ host: "example.com", port: undefined, path: ["user%20x"] });
   });

@@ -56,8 +56,8 @@ export const DID_WEB_NO_LOCATION = "did:web must name a domain (not an IP addres
  * The host, optional port and path of a normalized did:web (`did:web:example.com%3A8443:user:alice`); undefined
  * when it names no domain ({@link isDomainNameHost}). The host is written as itself: the one escape it takes is the
  * port's `%3A` (the did:web method), so `did:web:ex%61mple.com` or `did:web:example%2Ecom` is no second name for
- * example.com, with a DID address of its own, that discovery would look up as example.com. For the same reason no
- * path segment is empty: `did:web:example.com/`, `did:web:example.com:` and `did:web:example.com::a` would be looked
+ * example.com, with a DID address of its own, that discovery would look up as example.com. For the same reason the
+ * port is written plainly (1 to 65535, no leading zero, never the default 443), and no path segment is empty: `did:web:example.com/`, `did:web:example.com:` and `did:web:example.com::a` would be looked
  * up as `did:web:example.com` and `did:web:example.com:a`.
  */
 export function didWebLocation(did: string): { host: string; port: string | undefined; path: string[] } | undefined {
@@ -65,7 +65,10 @@ export function didWebLocation(did: string): { host: string; port: string | unde
   const rest = did.slice("did:web:".length);
   const [authority = "", ...slashPath] = rest.split("/");
   const [hostPart = "", ...colonPath] = authority.split(":");
-  const portMatch = /^(.*)%3a([0-9]{1,5})$/i.exec(hostPart);
+  // A port from 1 to 65535 without leading zeros, and not HTTPS's own 443: `%3a443` or `%3a08443` would be one more
+  // name for the same location.
+  const portMatch = /^(.*)%3a([1-9][0-9]{0,4})$/i.exec(hostPart);
+  if (portMatch && (Number(portMatch[2]) > 65_535 || portMatch[2] === "443")) return undefined;
   const host = portMatch ? portMatch[1]! : hostPart;
   if (host === "" || !/^[a-z0-9.-]+$/.test(host) || host.startsWith(".") || host.includes("..") || !isDomainNameHost(host)) return undefined;
   const path = [...colonPath, ...slashPath];
