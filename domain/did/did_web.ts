@@ -57,8 +57,9 @@ export const DID_WEB_NO_LOCATION = "did:web must name a domain (not an IP addres
  * when it names no domain ({@link isDomainNameHost}). The host is written as itself: the one escape it takes is the
  * port's `%3A` (the did:web method), so `did:web:ex%61mple.com` or `did:web:example%2Ecom` is no second name for
  * example.com, with a DID address of its own, that discovery would look up as example.com. For the same reason the
- * port is written plainly (1 to 65535, no leading zero, never the default 443), and no path segment is empty: `did:web:example.com/`, `did:web:example.com:` and `did:web:example.com::a` would be looked
- * up as `did:web:example.com` and `did:web:example.com:a`.
+ * port is written plainly (1 to 65535, no leading zero, never the default 443), and no path segment is empty:
+ * `did:web:example.com/`, `did:web:example.com:` and `did:web:example.com::a` would be looked up as
+ * `did:web:example.com` and `did:web:example.com:a`.
  */
 export function didWebLocation(did: string): { host: string; port: string | undefined; path: string[] } | undefined {
   if (!did.startsWith("did:web:")) return undefined;

@@ -3,7 +3,7 @@
  * did.json, looked up at once under the per-domain budget.
  */
 import type { DnsResolver, DidDocumentFetcher } from "../../ports/discovery.ts";
-import { DID_WEB_NO_LOCATION, didWebLocation, normalizeSubjectDid } from "../did/mod.ts";
+import { didWebLocation, normalizeSubjectDid } from "../did/mod.ts";
 import { type IdentityRecord, resolveIdentity } from "../identity/mod.ts";
 import { type RateLimiter, registrableDomain } from "../rate_limit.ts";
 import { fail, ok } from "../result.ts";
@@ -59,10 +59,9 @@ export function createDiscoverControllers(deps: DiscoveryDeps): DiscoverControll
     const normalized = normalizeSubjectDid(subjectDid);
     if (!normalized.ok) return fail("INVALID_DID", "Invalid subjectDid", normalized.message);
     const subject: IdentityRecord = { ...resolveIdentity(normalized.value), input: subjectDid };
+    // The subject rule has refused a did:web without a location: none here means another method.
     const location = didWebLocation(normalized.value);
     if (location === undefined) {
-      const isWeb = normalized.value.startsWith("did:web:");
-      if (isWeb) return fail("INVALID_DID", "Invalid subjectDid", DID_WEB_NO_LOCATION);
       return ok({
         subject,
         domain: null,

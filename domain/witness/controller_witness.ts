@@ -14,7 +14,7 @@
 import type { Account } from "../../ports/accounts.ts";
 import type { HexString } from "../../ports/eas.ts";
 import { canonicalControllerKey } from "../discovery/mod.ts";
-import { DID_WEB_NO_LOCATION, didToAddress, didWebLocation, normalizeSubjectDid } from "../did/mod.ts";
+import { didToAddress, normalizeSubjectDid } from "../did/mod.ts";
 import { planAllowsSchema, quotaYear } from "../accounts/mod.ts";
 import { fail, type Ok, ok, type Result } from "../result.ts";
 import { parseChainParam } from "../chains/mod.ts";
@@ -136,8 +136,6 @@ async function checkAndWrite(
       "Controller witness currently requires a did:web subject for endpoint evidence discovery",
     );
   }
-  // The host rule every did:web route shares: an IP address is bad input, refused before any rate or lookup.
-  if (didWebLocation(subject.value) === undefined) return fail("INVALID_DID", "Invalid subjectDid", DID_WEB_NO_LOCATION);
   const recipient = didToAddress(subject.value);
   if (!recipient.ok) return fail("INVALID_DID", "Invalid subjectDid");
 
