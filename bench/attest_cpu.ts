@@ -14,6 +14,10 @@
  * fraction of the floor, which stays viem's recovery, the issue's unit. One native recovery is printed beside it.
  * `SECP256K1_LIBRARY=none` in ATS_SERVICE_ENV runs the service on @noble/curves instead.
  *
+ * `ATS_BENCH_RPC_DELAY_MS=n` puts a proxy in this process between the service and Anvil that holds every JSON-RPC
+ * answer n ms: what a write costs against a provider that far away (twenty-first look in docs/performance.md). The
+ * default (0) has no proxy, so the figure stays the issue's.
+ *
  *   bun run bench/attest_cpu.ts [requests-per-round, default 30] [rounds, default 10] [warm-up requests, default 60]
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -36,8 +40,10 @@ const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
 const dir = mkdtempSync(join(tmpdir(), "ats-attest-cpu-"));
 const devnet = await startDevnet({ dataDir: join(dir, "devnet"), persist: false, artifacts: e2eArtifacts() });
+const RPC_DELAY_MS = Number(process.env.ATS_BENCH_RPC_DELAY_MS ?? 0);
+const delayed = RPC_DELAY_MS > 0 ? delayingProxy(devnet.rpcUrl, RPC_DELAY_MS) : undefined;
 const service = await startServiceProcess({
-  ...devnetServiceEnv(devnet, dir),
+  ...devnetServiceEnv(devnet, dir, delayed === undefined ? devnet.rpcUrl : `http://127.0.0.1:${delayed.port}`),
   // Every request comes from 127.0.0.1: the public relay's per-address limits would refuse most of them.
   ...TEST_RELAY_LIMITS,
   // ATS_PROFILE_DIR=dir: the service writes a CPU profile (.cpuprofile and markdown) there when it stops, sampled every
@@ -47,6 +53,21 @@ const service = await startServiceProcess({
   ...Object.fromEntries((process.env.ATS_SERVICE_ENV ?? "").split(",").filter((p) => p.includes("=")).map((p) => [p.slice(0, p.indexOf("=")), p.slice(p.indexOf("=") + 1)])),
 });
 const pid = service.proc.pid;
+
+/** A JSON-RPC proxy to `rpcUrl` that answers each request `delayMs` after it arrived, or later when the node is slower. */
+function delayingProxy(rpcUrl: string, delayMs: number): ReturnType<typeof Bun.serve> {
+  return Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch(request) {
+      const held = Bun.sleep(delayMs);
+      const answer = await fetch(rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: await request.text() });
+      const text = await answer.text();
+      await held;
+      return new Response(text, { status: answer.status, headers: { "content-type": "application/json" } });
+    },
+  });
+}
 
 /** The process `root` and all its descendants (a child's parent is field 4 of its /proc stat). */
 function tree(root: number): number[] {
@@ -244,6 +265,10 @@ console.log(
     `(median ${median(recoveries).toFixed(3)} ms; goal ≤ 3×); ratios per round ${ratios.map((r) => r.toFixed(1)).join(", ")}`,
 );
 console.log(
+  `  wall time per attestation ${(attestWall / count).toFixed(1)} ms` +
+    (delayed === undefined ? "" : `, every JSON-RPC answer held ${RPC_DELAY_MS} ms by a proxy (ATS_BENCH_RPC_DELAY_MS)`),
+);
+console.log(
   `  cross-check from clock ticks (exited threads included): ${(userPerAttest + systemPerAttest).toFixed(2)} ms per attestation, ` +
     `${userPerAttest.toFixed(2)} in user space and ${systemPerAttest.toFixed(2)} in the kernel`,
 );
@@ -265,6 +290,7 @@ console.log(
     "per attestation of the rounds' wall time (included above)",
 );
 await service.stop();
+delayed?.stop(true);
 await devnet.stop();
 rmSync(dir, { recursive: true, force: true });
 process.exit(0);
