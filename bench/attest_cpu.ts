@@ -38,9 +38,13 @@ const ROUNDS = Number(process.argv[3] ?? 10);
 const WARMUP = Number(process.argv[4] ?? 60);
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
+const RPC_DELAY_MS = Number(process.env.ATS_BENCH_RPC_DELAY_MS ?? 0);
+if (!Number.isFinite(RPC_DELAY_MS) || RPC_DELAY_MS < 0) {
+  console.error("attest_cpu: ATS_BENCH_RPC_DELAY_MS must be a number of milliseconds, 0 or more");
+  process.exit(2);
+}
 const dir = mkdtempSync(join(tmpdir(), "ats-attest-cpu-"));
 const devnet = await startDevnet({ dataDir: join(dir, "devnet"), persist: false, artifacts: e2eArtifacts() });
-const RPC_DELAY_MS = Number(process.env.ATS_BENCH_RPC_DELAY_MS ?? 0);
 const delayed = RPC_DELAY_MS > 0 ? delayingProxy(devnet.rpcUrl, RPC_DELAY_MS) : undefined;
 const service = await startServiceProcess({
   ...devnetServiceEnv(devnet, dir, delayed === undefined ? devnet.rpcUrl : `http://127.0.0.1:${delayed.port}`),
