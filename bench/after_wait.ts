@@ -4,7 +4,7 @@
  *
  * A delegated attestation waits on its node twice, and everything it runs after each answer (and after the request
  * arrives) pays what this prints. On a machine where the ratios are near 1, that is nothing; on the 2-core
- * virtual machines these figures come from, memory and code untouched for 30 ms cost several times more to touch again.
+ * virtual machines these figures come from, memory and code untouched for 30 ms cost many times more to touch again.
  *
  * The units, each timed alone (wall clock; each is far shorter than a scheduler's slice):
  * - pages: one byte read in each 4 KiB page of a 4 MiB buffer (1,024 pages), nothing allocated;
@@ -19,6 +19,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 const PER_WAIT = Number(process.argv[2] ?? 60);
+if (!Number.isInteger(PER_WAIT) || PER_WAIT < 1) {
+  console.error("after_wait: the units per wait must be a whole number, 1 or more");
+  process.exit(2);
+}
 const WAITS_MS = [1, 5, 30, 100];
 
 const dir = mkdtempSync(join(tmpdir(), "ats-after-wait-"));
