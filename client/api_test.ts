@@ -50,7 +50,7 @@ describe("the attestation queries (issue 37)", () => {
 });
 
 describe("the service's one subject rule, before any request (issue 43)", () => {
-  const BAD = ["did:web:not a did", "did:web:exa\tmple.com", "did:web:a..b", "not a did"];
+  const BAD = ["did:web:not a did", "did:web:exa\tmple.com", "did:web:a..b", "not a did", `did:pkh:eip155:01:0x${"1".repeat(40)}`];
   const KEY = "did:pkh:eip155:1:0x00000000000000000000000000000000000000aa";
 
   test("every helper that takes a subject throws INVALID_DID for one the service would refuse, and sends nothing", async () => {

@@ -171,8 +171,12 @@ describe("createSubjects() bounds (issue 33)", () => {
   test("a did:pkh subject must name a chain the service knows (the active chain and knownChains), spelled as CAIP-2 does; else UNSUPPORTED_CHAIN before any lookup", async () => {
     const { subjects, ownership, store } = setup({ knownChains: ["eip155:66238", "eip155:1"] });
     const own = (chain: string) => `did:pkh:eip155:${chain}:${ALICE.address}`;
-    for (const chain of ["2", "0", "01", "031337", "999999999999"]) {
+    for (const chain of ["2", "999999999999"]) {
       expect({ chain, answer: await subjects.add(ALICE, { did: own(chain) }) }).toMatchObject({ chain, answer: { ok: false, code: "UNSUPPORTED_CHAIN" } });
+    }
+    // A chain id no chain is spelled with fails the one subject rule first, as on every route (issue 43).
+    for (const chain of ["0", "01", "031337", "0x1"]) {
+      expect({ chain, answer: await subjects.add(ALICE, { did: own(chain) }) }).toMatchObject({ chain, answer: { ok: false, code: "INVALID_DID" } });
     }
     expect(await subjects.add(ALICE, { did: "did:pkh:solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp:abc" })).toMatchObject({ ok: false, code: "UNSUPPORTED_CHAIN" });
     expect([ownership.seen, store.writes]).toEqual([[], 0]);

@@ -674,4 +674,31 @@ describe("normalizeSubjectDid(): the one rule for a subject a caller names (issu
       expect({ input, ok: result.ok, code: result.ok ? undefined : result.code }).toEqual({ input, ok: false, code: "INVALID_DID" });
     }
   });
+
+  test("an eip155 did:pkh names its chain in plain decimal and a 20-byte address; other namespaces stay as written", () => {
+    const account = "0xabcdef0000000000000000000000000000000001";
+    for (const [input, expected] of [
+      [`did:pkh:eip155:1:${account}`, `did:pkh:eip155:1:${account}`],
+      [`did:pkh:EIP155:66238:0xABCDEF0000000000000000000000000000000001`, `did:pkh:eip155:66238:${account}`],
+      [`did:pkh:eip155:1:0XABCDEF0000000000000000000000000000000001`, `did:pkh:eip155:1:${account}`],
+      [`did:pkh:eip155:1234567890123456:${account}`, `did:pkh:eip155:1234567890123456:${account}`],
+      ["did:pkh:solana:4sGjMW1sUnHzSxGspuhpqLDx6wiyjNtZ:CKg5d12Jhpej1JqtmxLJgaFqqeYjxgPqToJ4LBdvG9Ev", "did:pkh:solana:4sGjMW1sUnHzSxGspuhpqLDx6wiyjNtZ:ckg5d12jhpej1jqtmxljgafqqeyjxgpqtoj4lbdvg9ev"],
+    ] as const) {
+      expect({ input, result: normalizeSubjectDid(input) }).toEqual({ input, result: { ok: true, value: expected } });
+    }
+    for (const input of [
+      `did:pkh:eip155:01:${account}`, // second names for chain 1
+      `did:pkh:eip155:0x1:${account}`,
+      `did:pkh:eip155:1e0:${account}`,
+      `did:pkh:eip155:0:${account}`,
+      `did:pkh:eip155:12345678901234567:${account}`,
+      "did:pkh:eip155:1:0xabc", // not an address
+      `did:pkh:eip155:1:${account}00`,
+      "did:pkh:eip155:1:0xzzzzzz0000000000000000000000000000000001",
+      `did:pkh:eip155:1:${account.slice(2)}`,
+    ]) {
+      const result = normalizeSubjectDid(input);
+      expect({ input, ok: result.ok, code: result.ok ? undefined : result.code }).toEqual({ input, ok: false, code: "INVALID_DID" });
+    }
+  });
 });

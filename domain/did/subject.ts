@@ -8,6 +8,11 @@ import { normalizeDid } from "./normalize.ts";
 export const MAX_SUBJECT_DID_LENGTH = 2_048;
 /** Whitespace (Unicode's included) and control characters: no DID holds one (DID Core's characters are ASCII). */
 const SPACE_OR_CONTROL = /[\s\p{Cc}]/u;
+/**
+ * An eip155 did:pkh as CAIP-2 and CAIP-10 write it, after {@link normalizeDid} lowercased it: the chain id in decimal
+ * with no leading zero (at most 16 digits, as the service reads chain ids as JavaScript numbers), then a 20-byte address.
+ */
+const EIP155_DID_PKH = /^did:pkh:eip155:[1-9][0-9]{0,15}:0x[0-9a-f]{40}$/;
 
 /**
  * The one rule for a subject a caller names (issue 43), used by every route, MCP tool and client helper that takes one
@@ -19,7 +24,10 @@ const SPACE_OR_CONTROL = /[\s\p{Cc}]/u;
  *   name it, and `not a did` would otherwise become `did:web:not a did`); whitespace around it is trimmed, as
  *   {@link normalizeDid} always did (a pasted `  example.com `);
  * - {@link normalizeDid} refuses it;
- * - it is a did:web (a bare domain becomes one) naming no domain ({@link didWebLocation}): `did:web:a..b`, an IP host.
+ * - it is a did:web (a bare domain becomes one) naming no domain ({@link didWebLocation}): `did:web:a..b`, an IP host;
+ * - it is an eip155 did:pkh whose chain id is not written in plain decimal, or whose account is not a 20-byte address
+ *   ({@link EIP155_DID_PKH}): `did:pkh:eip155:01:…`, `…:0x1:…` and `…:1e0:…` were second names for chain 1, each with a
+ *   DID address of its own, and contract ownership was read on chain 1 for them; other namespaces stay as written.
  *
  * A bare domain (`example.com`) stays a did:web subject where a route accepted one before; a route that takes DIDs
  * only (key status, webhooks) checks the `did:` prefix itself.
@@ -32,6 +40,9 @@ export function normalizeSubjectDid(input: unknown): Result<string, "INVALID_DID
   if (!normalized.ok) return normalized;
   if (normalized.value.startsWith("did:web:") && didWebLocation(normalized.value) === undefined) {
     return invalid(DID_WEB_NO_LOCATION);
+  }
+  if (normalized.value.startsWith("did:pkh:eip155:") && !EIP155_DID_PKH.test(normalized.value)) {
+    return invalid("An eip155 did:pkh names its chain in decimal with no leading zero, and a 20-byte address");
   }
   return normalized;
 }

@@ -135,7 +135,7 @@ describe("createKeyStatus()", () => {
     expect(await codes("", KEY)).toBe("INVALID_INPUT: subjectDid is required");
     expect(await codes("not a did", KEY)).toBe("INVALID_DID: subjectDid must be a DID");
     // The one subject rule (issue 43): whitespace, a control character, a did:web naming no domain.
-    for (const subject of ["did:web:not a did", "did:web:exa\tmple.com", "did:web:a..b", "did:web:127.0.0.1"]) {
+    for (const subject of ["did:web:not a did", "did:web:exa\tmple.com", "did:web:a..b", "did:web:127.0.0.1", `did:pkh:eip155:01:0x${"1".repeat(40)}`]) {
       expect(await codes(subject, KEY)).toStartWith("INVALID_DID: subjectDid is not a valid DID");
     }
     expect(await codes(SUBJECT, "did:web:key.test")).toBe("INVALID_DID: keyDid must be a did:pkh, did:key, did:jwk or did:ethr");

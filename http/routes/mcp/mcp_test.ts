@@ -142,7 +142,7 @@ describe("createMcpEndpoint()", () => {
       reads: fakeAttestationIndex(), store: fakeIndexStore(), schemaUids: {}, startBlock: 0n, cursorKey: new Uint8Array(32),
     });
     const { call } = await setUp({ tools: fakeTools({ attestationList }) });
-    for (const subject of ["did:web:not a did", "did:web:exa\tmple.com", "did:web:a..b", "not a did"]) {
+    for (const subject of ["did:web:not a did", "did:web:exa\tmple.com", "did:web:a..b", "not a did", `did:pkh:eip155:01:0x${"1".repeat(40)}`]) {
       const answer = await call("list_attestations", { subject });
       expect({ subject, isError: answer.isError, code: answer.structuredContent?.code }).toEqual({ subject, isError: true, code: "INVALID_DID" });
     }
