@@ -692,6 +692,7 @@ describe("normalizeSubjectDid(): the one rule for a subject a caller names (issu
       `did:pkh:eip155:1e0:${account}`,
       `did:pkh:eip155:0:${account}`,
       `did:pkh:eip155:12345678901234567:${account}`,
+      `did:pkh:eip155:9007199254740993:${account}`, // rounds to 9007199254740992 as a number
       "did:pkh:eip155:1:0xabc", // not an address
       `did:pkh:eip155:1:${account}00`,
       "did:pkh:eip155:1:0xzzzzzz0000000000000000000000000000000001",

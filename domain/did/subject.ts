@@ -10,9 +10,10 @@ export const MAX_SUBJECT_DID_LENGTH = 2_048;
 const SPACE_OR_CONTROL = /[\s\p{Cc}]/u;
 /**
  * An eip155 did:pkh as CAIP-2 and CAIP-10 write it, after {@link normalizeDid} lowercased it: the chain id in decimal
- * with no leading zero (at most 16 digits, as the service reads chain ids as JavaScript numbers), then a 20-byte address.
+ * with no leading zero, then a 20-byte address. The chain id must also be a safe integer (checked apart), as the service
+ * reads chain ids as JavaScript numbers: a larger one would round to another's.
  */
-const EIP155_DID_PKH = /^did:pkh:eip155:[1-9][0-9]{0,15}:0x[0-9a-f]{40}$/;
+const EIP155_DID_PKH = /^did:pkh:eip155:([1-9][0-9]{0,15}):0x[0-9a-f]{40}$/;
 
 /**
  * The one rule for a subject a caller names (issue 43), used by every route, MCP tool and client helper that takes one
@@ -41,8 +42,14 @@ export function normalizeSubjectDid(input: unknown): Result<string, "INVALID_DID
   if (normalized.value.startsWith("did:web:") && didWebLocation(normalized.value) === undefined) {
     return invalid(DID_WEB_NO_LOCATION);
   }
-  if (normalized.value.startsWith("did:pkh:eip155:") && !EIP155_DID_PKH.test(normalized.value)) {
+  if (normalized.value.startsWith("did:pkh:eip155:") && !isPlainEip155(normalized.value)) {
     return invalid("An eip155 did:pkh names its chain in decimal with no leading zero, and a 20-byte address");
   }
   return normalized;
+}
+
+/** Whether an eip155 did:pkh is written as {@link EIP155_DID_PKH} says, with a chain id that is a safe integer. */
+function isPlainEip155(did: string): boolean {
+  const chainId = EIP155_DID_PKH.exec(did)?.[1];
+  return chainId !== undefined && Number.isSafeInteger(Number(chainId));
 }
