@@ -265,6 +265,35 @@ describe("did:web helpers", () => {
     expect(didWebLocation("did:web:example.com:a:b")).toEqual({ host: "example.com", port: undefined, path: ["a", "b"] });
   });
 
+  test("didWebLocation(): each path segment is one plain URL segment, as the did.json lookup fetches (no second name for a path)", () => {
+    for (const did of [
+      "did:web:example.com:..:b", // looked up as did:web:example.com:b
+      "did:web:example.com:a:..:b",
+      "did:web:example.com/a/../b",
+      "did:web:example.com:.:b",
+      "did:web:example.com:us%65r", // an escaped unreserved character is the character: did:web:example.com:user
+      "did:web:example.com:%2e%2e:b",
+      "did:web:example.com/A%7Eb",
+      "did:web:example.com:a%2db",
+      "did:web:example.com:a%5fb",
+      "did:web:example.com:a%31",
+      "did:web:example.com:a%2fb", // one segment that reads as two
+      "did:web:example.com/a%5Cb",
+      "did:web:example.com:a%00b", // a control character
+      "did:web:example.com:a%7f",
+      "did:web:example.com:a@b", // not a URL path character the lookup fetches
+      "did:web:example.com/a?b",
+      "did:web:example.com:a%zz",
+      "did:web:example.com:a%",
+    ]) {
+      expect({ did, location: didWebLocation(did) }).toEqual({ did, location: undefined });
+    }
+    expect(didWebLocation("did:web:example.com:a.b:c~d_e-f")).toEqual({ host: "example.com", port: undefined, path: ["a.b", "c~d_e-f"] });
+    expect(didWebLocation("did:web:example.com:..a:b..")?.path).toEqual(["..a", "b.."]);
+    expect(didWebLocation("did:web:example.com:%c3%a9t%c3%a9:a%20b:a%3ab")?.path).toEqual(["%c3%a9t%c3%a9", "a%20b", "a%3ab"]);
+    expect(didWebLocation("did:web:example.com/User")?.path).toEqual(["User"]);
+  });
+
   test("getDomainFromDidWeb() refuses other methods", () => {
     expect(failure(getDomainFromDidWeb(`did:pkh:eip155:1:${ADDR}`)).message).toBe("Expected did:web DID");
     expect(failure(getDomainFromDidWeb("did:")).code).toBe("INVALID_DID");

@@ -50,7 +50,21 @@ export function isDomainNameHost(host: string): boolean {
 }
 
 /** Why {@link didWebLocation} finds no location in a did:web: the one wording of every route that refuses one. */
-export const DID_WEB_NO_LOCATION = "did:web must name a domain (not an IP address), written as itself, with no empty path segment";
+export const DID_WEB_NO_LOCATION =
+  "did:web must name a domain (not an IP address), written as itself, with each path segment a plain URL segment (not empty, . or ..)";
+
+/** A path segment the did.json lookup can fetch: RFC 3986's unreserved characters and escapes. */
+const PATH_SEGMENT = /^(?:[a-zA-Z0-9._~-]|%[0-9a-fA-F]{2})+$/;
+/**
+ * Escapes a path segment must not hold: of an unreserved character (RFC 3986 §2.3: the same as the character, so
+ * `us%65r` would be a second name for `user`), of `/` or `\` (one segment read as two), and of a control character.
+ */
+const REFUSED_ESCAPE = /%(?:3[0-9]|[46][1-9a-f]|[57][0-9a]|2[de]|5f|7e|2f|5c|[01][0-9a-f]|7f)/i;
+
+/** Whether `segment` is one plain URL path segment: fetchable, not `.` or `..`, and written as itself. */
+function isPathSegment(segment: string): boolean {
+  return PATH_SEGMENT.test(segment) && !REFUSED_ESCAPE.test(segment) && segment !== "." && segment !== "..";
+}
 
 /**
  * The host, optional port and path of a normalized did:web (`did:web:example.com%3A8443:user:alice`); undefined
@@ -59,7 +73,11 @@ export const DID_WEB_NO_LOCATION = "did:web must name a domain (not an IP addres
  * example.com, with a DID address of its own, that discovery would look up as example.com. For the same reason the
  * port is written plainly (1 to 65535, no leading zero, never the default 443), and no path segment is empty:
  * `did:web:example.com/`, `did:web:example.com:` and `did:web:example.com::a` would be looked up as
- * `did:web:example.com` and `did:web:example.com:a`.
+ * `did:web:example.com` and `did:web:example.com:a`. Each path segment is one plain URL segment
+ * ({@link isPathSegment}), as the did.json lookup (adapters/https) fetches only those: it refused
+ * `did:web:example.com:a:..:b` as a lookup that failed (did.json `unavailable`, an ownership proof 502) where the
+ * subject was bad input, and fetched `did:web:example.com:us%65r` at `/us%65r/did.json`, which a server reads as
+ * `/user/did.json`.
  */
 export function didWebLocation(did: string): { host: string; port: string | undefined; path: string[] } | undefined {
   if (!did.startsWith("did:web:")) return undefined;
@@ -73,6 +91,6 @@ export function didWebLocation(did: string): { host: string; port: string | unde
   const host = portMatch ? portMatch[1]! : hostPart;
   if (host === "" || !/^[a-z0-9.-]+$/.test(host) || host.startsWith(".") || host.includes("..") || !isDomainNameHost(host)) return undefined;
   const path = [...colonPath, ...slashPath];
-  if (path.includes("")) return undefined;
+  if (!path.every(isPathSegment)) return undefined;
   return { host, port: portMatch?.[2], path };
 }
