@@ -114,7 +114,7 @@ export function createSubjects(deps: {
       const raw = body.did ?? body.subjectDid;
       if (typeof raw !== "string" || raw.trim() === "") return fail("INVALID_INPUT", "did is required");
       const did = normalizeSubjectDid(raw);
-      if (!did.ok) return fail("INVALID_DID", "did is not a DID");
+      if (!did.ok) return fail("INVALID_DID", `did is not a subject this service takes: ${did.message}`);
       if (did.value.startsWith("did:pkh:")) {
         const pkh = parseDidPkh(did.value);
         // The chain id exactly as CAIP-2 writes it (`eip155:1`, never `eip155:01`): one chain, one spelling.

@@ -178,6 +178,11 @@ describe("createSubjects() bounds (issue 33)", () => {
     for (const chain of ["0", "01", "031337", "0x1"]) {
       expect({ chain, answer: await subjects.add(ALICE, { did: own(chain) }) }).toMatchObject({ chain, answer: { ok: false, code: "INVALID_DID" } });
     }
+    // The answer says which rule, as the read routes do.
+    expect(await subjects.add(ALICE, { did: own("01") })).toMatchObject({
+      ok: false,
+      message: "did is not a subject this service takes: An eip155 did:pkh names its chain in decimal with no leading zero, and a 20-byte address",
+    });
     expect(await subjects.add(ALICE, { did: "did:pkh:solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp:abc" })).toMatchObject({ ok: false, code: "UNSUPPORTED_CHAIN" });
     expect([ownership.seen, store.writes]).toEqual([[], 0]);
     for (const chain of ["1", "66238"]) expect(await subjects.add(ALICE, { did: own(chain) })).toMatchObject({ ok: true, value: { canonicalDid: own(chain).toLowerCase() } });
