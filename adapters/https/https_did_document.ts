@@ -12,6 +12,7 @@
  */
 import { readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
+import { isDidWebPathSegment } from "../../domain/did/mod.ts";
 import { classifyAddress, isIpLiteral, isPublicAddress } from "../../domain/discovery/mod.ts";
 import type { DidDocumentFetch, DidDocumentFetcher, DnsResolver } from "../../ports/discovery.ts";
 
@@ -43,7 +44,6 @@ type Target = {
 
 const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 const NUMERIC_LABEL = /^(?:[0-9]+|0x[0-9a-f]*)$/;
-const PATH_SEGMENT = /^(?:[A-Za-z0-9._~-]|%[0-9A-Fa-f]{2})+$/;
 const TLS_ERROR_CODE = /CERT|TLS|SSL|UNABLE_TO_|SELF_SIGNED|HOSTNAME|ALTNAME|HANDSHAKE/i;
 
 /**
@@ -256,16 +256,8 @@ function parseTarget(host: string, path: readonly string[] | undefined): Target 
   if (NUMERIC_LABEL.test(labels[labels.length - 1]!)) return undefined;
 
   const segments = path ?? [];
-  for (const segment of segments) {
-    if (typeof segment !== "string" || !PATH_SEGMENT.test(segment)) return undefined;
-    let decoded: string;
-    try {
-      decoded = decodeURIComponent(segment);
-    } catch {
-      return undefined;
-    }
-    if (decoded === "." || decoded === ".." || decoded.includes("/") || decoded.includes("\\")) return undefined;
-  }
+  // The domain's one path rule: no `.` or `..`, no escaped `/`, `\` or unreserved character (a second name), fetchable.
+  if (!segments.every((segment) => typeof segment === "string" && isDidWebPathSegment(segment))) return undefined;
   const pathname = segments.length === 0 ? "/.well-known/did.json" : `/${segments.join("/")}/did.json`;
   const authority = port === undefined ? hostname : `${hostname}:${port}`;
   return { hostname, port, pathname, url: `https://${authority}${pathname}` };

@@ -61,8 +61,11 @@ const PATH_SEGMENT = /^(?:[a-zA-Z0-9._~-]|%[0-9a-fA-F]{2})+$/;
  */
 const REFUSED_ESCAPE = /%(?:3[0-9]|[46][1-9a-f]|[57][0-9a]|2[de]|5f|7e|2f|5c|[01][0-9a-f]|7f)/i;
 
-/** Whether `segment` is one plain URL path segment: fetchable, not `.` or `..`, and written as itself. */
-function isPathSegment(segment: string): boolean {
+/**
+ * Whether `segment` is one plain did:web path segment: fetchable, not `.` or `..`, and written as itself. The did.json
+ * lookup (adapters/https) checks the segments it is given with it too.
+ */
+export function isDidWebPathSegment(segment: string): boolean {
   return PATH_SEGMENT.test(segment) && !REFUSED_ESCAPE.test(segment) && segment !== "." && segment !== "..";
 }
 
@@ -74,7 +77,7 @@ function isPathSegment(segment: string): boolean {
  * port is written plainly (1 to 65535, no leading zero, never the default 443), and no path segment is empty:
  * `did:web:example.com/`, `did:web:example.com:` and `did:web:example.com::a` would be looked up as
  * `did:web:example.com` and `did:web:example.com:a`. Each path segment is one plain URL segment
- * ({@link isPathSegment}), as the did.json lookup (adapters/https) fetches only those: it refused
+ * ({@link isDidWebPathSegment}), as the did.json lookup (adapters/https) fetches only those: it refused
  * `did:web:example.com:a:..:b` as a lookup that failed (did.json `unavailable`, an ownership proof 502) where the
  * subject was bad input, and fetched `did:web:example.com:us%65r` at `/us%65r/did.json`, which a server reads as
  * `/user/did.json`.
@@ -91,6 +94,6 @@ export function didWebLocation(did: string): { host: string; port: string | unde
   const host = portMatch ? portMatch[1]! : hostPart;
   if (host === "" || !/^[a-z0-9.-]+$/.test(host) || host.startsWith(".") || host.includes("..") || !isDomainNameHost(host)) return undefined;
   const path = [...colonPath, ...slashPath];
-  if (!path.every(isPathSegment)) return undefined;
+  if (!path.every(isDidWebPathSegment)) return undefined;
   return { host, port: portMatch?.[2], path };
 }

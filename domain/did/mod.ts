@@ -16,6 +16,6 @@ export { computeDidHash, didAddressFromHash, didToAddress, validateDidAddress } 
 export { type ArtifactDid, artifactDidFromDigest, parseArtifactDid } from "./did_artifact.ts";
 export { type JwkToDidJwkOptions, jwkToDidJwk, publicJwkEquals, validatePublicJwk } from "./did_jwk.ts";
 export { buildDidPkh, buildDidPkhFromCaip10, checksumEvmAddress, type DidPkhParts } from "./did_pkh.ts";
-export { DID_WEB_NO_LOCATION, didWebLocation, isDomainNameHost, normalizeDomain } from "./did_web.ts";
+export { DID_WEB_NO_LOCATION, didWebLocation, isDidWebPathSegment, isDomainNameHost, normalizeDomain } from "./did_web.ts";
 export { didJwkToJwk, didPkhToCaip10, extractAddressFromDid, getDomainFromDidWeb, normalizeDid, parseDidPkh } from "./normalize.ts";
 export { MAX_SUBJECT_DID_LENGTH, normalizeSubjectDid } from "./subject.ts";
