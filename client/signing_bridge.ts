@@ -22,6 +22,7 @@
  * a wallet that refuses or fails is answered the same way with its message.
  */
 import { ATTEST_TYPES } from "../domain/delegation/mod.ts";
+import { DOMAIN_FIELDS } from "./_eip712_domain.ts";
 import { policyAllowlists, type TrustPolicy } from "../domain/identity/mod.ts";
 import { AtsClientError } from "./errors.ts";
 import { DEFAULT_BASE_URL } from "./http.ts";
@@ -173,13 +174,8 @@ export function signingRequestRefusal(data: Record<string, unknown>, policy: Tru
   return undefined;
 }
 
-/** The standard `EIP712Domain` of a domain with a name, a version, a chain id and a verifying contract. */
-const EIP712_DOMAIN_FIELDS = [
-  { name: "name", type: "string" },
-  { name: "version", type: "string" },
-  { name: "chainId", type: "uint256" },
-  { name: "verifyingContract", type: "address" },
-] as const;
+/** The standard `EIP712Domain` of a domain with a name, a version, a chain id and a verifying contract (EAS's). */
+const EIP712_DOMAIN_FIELDS = DOMAIN_FIELDS.filter((field) => field.name !== "salt");
 
 /** Whether `fields` is exactly `expected`: the same names and types, in the same order, nothing more on any entry. */
 function sameFields(fields: unknown, expected: readonly { readonly name: string; readonly type: string }[]): boolean {

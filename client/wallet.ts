@@ -4,6 +4,7 @@
  * object with a `request` method works, so a Bun program can pass its own provider.
  */
 import { getAddress, stringToHex } from "viem/utils";
+import { DOMAIN_FIELDS } from "./_eip712_domain.ts";
 import { AtsClientError } from "./errors.ts";
 
 /** The one method an EIP-1193 provider exposes. */
@@ -75,14 +76,6 @@ export type TypedDataInput = {
   readonly primaryType: string;
   readonly message: Readonly<Record<string, unknown>>;
 };
-
-const DOMAIN_FIELDS = [
-  { name: "name", type: "string" },
-  { name: "version", type: "string" },
-  { name: "chainId", type: "uint256" },
-  { name: "verifyingContract", type: "address" },
-  { name: "salt", type: "bytes32" },
-] as const;
 
 /**
  * The JSON `eth_signTypedData_v4` takes: `EIP712Domain` listed among the types (only the domain fields

@@ -117,7 +117,7 @@ export function createSubjects(deps: {
       if (!did.ok) return fail("INVALID_DID", `did is not a subject this service takes: ${did.message}`);
       if (did.value.startsWith("did:pkh:")) {
         const pkh = parseDidPkh(did.value);
-        // The chain id exactly as CAIP-2 writes it (`eip155:1`, never `eip155:01`): one chain, one spelling.
+        // A chain of this deployment, by its CAIP-2 id (the subject rule has already refused `eip155:01` and the like).
         if (!pkh.ok || !knownChains.has(`${pkh.value.namespace}:${pkh.value.chainId}`)) {
           return fail("UNSUPPORTED_CHAIN", `A did:pkh subject must be on a chain this service knows: ${[...knownChains].sort().join(", ")}`);
         }
