@@ -92,9 +92,10 @@ test("the nonce per chain: chainId names a served attestation chain (decimal or 
   const onDefault = await get(`/v1/nonce?attester=${attester}`);
   expect(onDefault.status).toBe(200);
   expect([onDefault.body.chainId, onDefault.body.easAddress.toLowerCase()]).toEqual([a.chainId, a.easAddress!.toLowerCase()]);
-  for (const chainId of ["31338", "eip155:31338"]) {
+  // `chain` as every other public read names it, alone or with a `chainId` naming the same chain.
+  for (const query of ["chainId=31338", "chainId=eip155:31338", "chain=31338", "chain=eip155:31338", "chainId=31338&chain=eip155:31338"]) {
     const before = total();
-    const onB = await get(`/v1/nonce?attester=${attester}&chainId=${chainId}`);
+    const onB = await get(`/v1/nonce?attester=${attester}&${query}`);
     expect(onB.status).toBe(200);
     expect([onB.body.chainId, onB.body.easAddress.toLowerCase(), onB.body.nonce]).toEqual([b.chainId, b.easAddress!.toLowerCase(), String(await nonceOn(b, attester))]);
     // Read on chain B, nothing on the others.
@@ -106,6 +107,16 @@ test("the nonce per chain: chainId names a served attestation chain (decimal or 
   for (const chainId of ["1", "31339", "eip155:8453"]) {
     const refused = await get(`/v1/nonce?attester=${attester}&chainId=${chainId}`);
     expect([refused.status, refused.body.code]).toEqual([400, "UNSUPPORTED_CHAIN"]);
+  }
+  // Two chains named, or one named twice: a 400 that says which, with no call. It was the attester's message, or
+  // (`chain=`, which the route ignored) the default chain's nonce.
+  for (const [query, message] of [
+    ["chainId=31338&chain=31337", "chainId and chain name different chains; give one"],
+    ["chainId=31338&chainId=31337", "chainId must be given once"],
+    ["chain=31338&chain=31338", "chain must be given once"],
+  ] as const) {
+    const refused = await get(`/v1/nonce?attester=${attester}&${query}`);
+    expect([refused.status, refused.body.code, refused.body.error]).toEqual([400, "INVALID_INPUT", message]);
   }
   expect(total()).toEqual(before);
 });

@@ -6,6 +6,7 @@ import { Address, Bytes32, Uint, Uint64, ZeroValue, HexBytes, NotNull, Legacy } 
 export const NonceQuery = t.Object({
   attester: Address,
   chainId: t.Optional(t.String({ description: "The chain to read the nonce on: a served attestation chain's id (8453) or CAIP-2 (eip155:8453); default the default chain; another 400 UNSUPPORTED_CHAIN" })),
+  chain: t.Optional(t.String({ description: "Another name for chainId, as every other public read names the chain; with chainId it must name the same chain, else 400 INVALID_INPUT" })),
 });
 
 export const NonceRecordModel = t.Object({

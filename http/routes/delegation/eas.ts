@@ -11,7 +11,8 @@ import type { ClientAddressOf } from "../../../ports/request_context.ts";
 import type { Idempotency } from "../../../domain/idempotency/mod.ts";
 import type { DelegatedRequest } from "../../../domain/delegation/mod.ts";
 import { createRelaySubmission } from "../../../domain/submissions/mod.ts";
-import { fail, type Fail, type Ok } from "../../../domain/result.ts";
+import { fail, ok, type Fail, type Ok, type Result } from "../../../domain/result.ts";
+import { parseChainParam } from "../../../domain/chains/mod.ts";
 import type { KeccakHex } from "../../../domain/address.ts";
 import type { RateLimiter } from "../../../domain/rate_limit.ts";
 import { acceptedAnswer, type RelayTracking, submissionAnswer } from "./_tracking.ts";
@@ -56,8 +57,12 @@ export const EAS_PATHS: readonly string[] = [...NONCE_PATHS, ...DELEGATED_ATTEST
 export const nonceQuery = compileRequestCheck(REQUEST_MODELS.nonce.query, {
   // The wording of the reference (reference_behaviour §7).
   explain: (query) => {
-    const attester = (query as { attester?: unknown }).attester;
-    return attester === undefined || attester === "" ? "Missing required parameter: attester" : "Invalid attester address format";
+    const { attester, chainId, chain } = query as { attester?: unknown; chainId?: unknown; chain?: unknown };
+    if (attester === undefined || attester === "") return "Missing required parameter: attester";
+    if (typeof attester !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(attester)) return "Invalid attester address format";
+    if (Array.isArray(chainId)) return "chainId must be given once";
+    if (Array.isArray(chain)) return "chain must be given once";
+    return "Invalid attester address format";
   },
 });
 /**
@@ -103,7 +108,9 @@ export function easRoutes(deps: EasRoutesDeps) {
         refused.headers.set("retry-after", String(turn.retryAfterSeconds));
         return refused;
       }
-      const result = await deps.readNonce(query.attester, chainIdOf(request.url));
+      const chain = nonceChainOf(query);
+      if (!chain.ok) return failure(started, chain.code, chain.message);
+      const result = await deps.readNonce(query.attester, chain.value);
       if (!result.ok) return failure(started, result.code, result.message);
       return json({ ...nonceRecord(result.value, deps), elapsed: elapsedSince(started) });
     } catch (error) {
@@ -219,10 +226,19 @@ export function easRoutes(deps: EasRoutesDeps) {
   return app;
 }
 
-/** The nonce query's `chainId` (decisions §30), once; absent: the default chain. */
-export function chainIdOf(url: string): string | undefined {
-  const query = url.indexOf("?");
-  return query < 0 ? undefined : new URLSearchParams(url.slice(query + 1)).get("chainId") ?? undefined;
+/**
+ * The chain a nonce query names (decisions §30): `chainId`, or `chain` as every other public read names it (both
+ * only when they name the same chain); absent, the default chain. The query passed `nonceQuery`, so each is given
+ * at most once. A `chain` the nonce route ignored would answer another chain's nonce, and a signature over it fails.
+ */
+export function nonceChainOf(query: Record<string, string | string[]>): Result<string | undefined, "INVALID_INPUT"> {
+  const chainId = typeof query.chainId === "string" ? query.chainId : undefined;
+  const chain = typeof query.chain === "string" ? query.chain : undefined;
+  if (chainId !== undefined && chain !== undefined) {
+    const same = parseChainParam(chainId) !== undefined && parseChainParam(chainId) === parseChainParam(chain);
+    if (!same) return fail("INVALID_INPUT", "chainId and chain name different chains; give one");
+  }
+  return ok(chainId ?? chain);
 }
 
 /** A nonce answer: the chain it was read on when the read names it, else the deployment's one chain. */

@@ -6,7 +6,7 @@ import type { Logger } from "../../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
 import { REQUEST_MODELS } from "../../models.ts";
 import { parseJsonBody, queryOf, readBodyText, requestDetail } from "../request.ts";
-import { chainIdOf, nonceQuery, nonceRecord } from "./eas.ts";
+import { nonceChainOf, nonceQuery, nonceRecord } from "./eas.ts";
 import { authenticateRequest, type BearerAccess } from "../../credentials.ts";
 import { PAID_ALIASES, type PaymentGate } from "../../x402_gate.ts";
 import type { Idempotency } from "../../../domain/idempotency/mod.ts";
@@ -77,7 +77,9 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
         // The published query model (`attester`, once), checked as the public nonce route checks it.
         const query = queryOf(request.url);
         if (!nonceQuery.check(query)) return failure({ code: "INVALID_INPUT", message: nonceQuery.explain(query) });
-        const nonce = await deps.readNonce(query.attester, chainIdOf(request.url));
+        const named = nonceChainOf(query);
+        if (!named.ok) return failure(named);
+        const nonce = await deps.readNonce(query.attester, named.value);
         if (!nonce.ok) return failure(nonce);
         const { nonce: value, chainId, chain, easAddress } = nonceRecord(nonce.value, deps);
         return json({ nonce: value, chainId, chain, easAddress });
