@@ -79,8 +79,8 @@ const LIST_PARAMETERS = [...ATTESTATION_LEADING_FILTERS, "revoked", "since", "un
 /** The parameters the count reads. */
 const COUNT_PARAMETERS = [...ATTESTATION_LEADING_FILTERS, "revoked", "since", "until"] as const;
 
-const listQuery = compileRequestCheck(REQUEST_MODELS.attestationList.query);
-const countQuery = compileRequestCheck(REQUEST_MODELS.attestationCount.query);
+const listQuery = compileRequestCheck(REQUEST_MODELS.attestationList.query, { query: true });
+const countQuery = compileRequestCheck(REQUEST_MODELS.attestationCount.query, { query: true });
 
 const NO_FILTER = "Give at least one of subject, attester, recipient or schema";
 

@@ -84,6 +84,18 @@ describe("the attestation list and count take one subject rule (issue 43 item 2)
   });
 });
 
+test("a parameter given twice is 400 INVALID_INPUT saying so, on the list and the count (it said 'subject is invalid: expected string')", async () => {
+  const { get } = await setup(1);
+  for (const path of ["/v1/attestations", "/v1/attestations/count"]) {
+    for (const [query, name] of [[`subject=${SUBJECT}&subject=${SUBJECT}`, "subject"], [`subject=${SUBJECT}&revoked=true&revoked=false`, "revoked"], [`attester=${ALICE}&attester=${ALICE}`, "attester"]] as const) {
+      const answer = await get(`${path}?${query}`);
+      expect({ path, status: answer.status, body: answer.body }).toEqual({ path, status: 400, body: { error: `${name} must be given once`, code: "INVALID_INPUT" } });
+    }
+  }
+  const page = await get(`/v1/attestations?subject=${SUBJECT}&limit=1&limit=2`);
+  expect(page.body).toEqual({ error: "limit must be given once", code: "INVALID_INPUT" });
+});
+
 describe("cursors are keyed with the deployment's secret (issue 43 item 10)", () => {
   test("a cursor minted by hand (the right format, a check not made with the secret) or by another deployment is 400 INVALID_INPUT naming cursor", async () => {
     const { get } = await setup(5);

@@ -193,12 +193,15 @@ export type RequestCheck<T extends TSchema> = {
  */
 export function compileRequestCheck<T extends TSchema>(
   model: T,
-  options: { explain?: ((value: unknown) => string | undefined) | undefined } = {},
+  options: { explain?: ((value: unknown) => string | undefined) | undefined; query?: boolean | undefined } = {},
 ): RequestCheck<T> {
   const compiled = TypeCompiler.Compile(model);
   const describe = (value: unknown): string => {
     const first = compiled.Errors(value).First();
     if (first === undefined) return "Invalid request";
+    // A query parameter given twice ({@link queryOf} makes it an array): say so, not what type it should have been.
+    const name = first.path.split("/")[1];
+    if (options.query === true && name !== undefined && Array.isArray((value as Record<string, unknown>)[name])) return `${name} must be given once`;
     // A union whose alternatives fail on different fields says what it wants in its description.
     const alternatives = first.errors.map((variant) => variant.First()).filter((e): e is ValueError => e !== undefined).map(deepest);
     const description = (first.schema as { description?: unknown }).description;

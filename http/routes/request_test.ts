@@ -213,6 +213,13 @@ describe("request checks", () => {
     expect({ ...queryOf("http://localhost/v1/nonce") }).toEqual({});
   });
 
+  test("a query check names a parameter given twice; a body check (no `query`) keeps naming the type", () => {
+    const list = compileRequestCheck(REQUEST_MODELS.signingKeyList.query, { query: true });
+    expect(list.explain(queryOf("http://localhost/x?keyType=jwk&keyType=jwk"))).toBe("keyType must be given once");
+    const asBody = compileRequestCheck(REQUEST_MODELS.signingKeyList.query);
+    expect(asBody.explain({ keyType: ["jwk", "jwk"] })).toStartWith("keyType is invalid");
+  });
+
   test("a body is read up to the limit; a longer one, with or without Content-Length, is BODY_TOO_LARGE", async () => {
     const post = (body: BodyInit) => new Request("http://localhost/x", { method: "POST", body, duplex: "half" } as RequestInit);
     const chunked = (bytes: number) => {

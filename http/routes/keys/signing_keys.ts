@@ -19,14 +19,7 @@ const upsertBody = compileRequestCheck(REQUEST_MODELS.signingKeyUpsert.body, {
     return read.ok ? undefined : read.message;
   },
 });
-const listQuery = compileRequestCheck(REQUEST_MODELS.signingKeyList.query, {
-  explain: (query) => {
-    for (const [name, value] of Object.entries(query as Record<string, unknown>)) {
-      if (Array.isArray(value)) return `${name} must be given once`;
-    }
-    return undefined;
-  },
-});
+const listQuery = compileRequestCheck(REQUEST_MODELS.signingKeyList.query, { query: true });
 
 /**
  * `POST|GET /api/private/signing-keys` (decisions §17), for the signed-in account: upsert a key (the body is read
