@@ -8,7 +8,7 @@ import { createViemAttestationIndex, createWsNewHeads } from "../adapters/chain/
 import { cryptoRandom, systemClock } from "../adapters/system/mod.ts";
 import { type ArtifactTrust, createArtifactTrust } from "../domain/artifact_trust/mod.ts";
 import { createWebCryptoJwsVerifier } from "../client/jws_verifier.ts";
-import { type Config, defaultChain } from "./config.ts";
+import { type Config, confirmationsOf, defaultChain } from "./config.ts";
 import type { ChainConfig } from "./config/chains.ts";
 import type { Address } from "viem";
 import type { ServedChain, ServedChains } from "../domain/chains/mod.ts";
@@ -174,8 +174,7 @@ async function wireChainIndex(config: Pick<Config, "chains" | "index" | "webhook
     easAddress,
     settings: {
       startBlock,
-      // The devnet mines on demand and never reorganizes by itself: nothing to wait for.
-      confirmations: chain.confirmations ?? (f.devnet === undefined ? 12 : 0),
+      confirmations: confirmationsOf(chain, f.devnet !== undefined),
       pollMs: config.index.pollMs,
       stallSeconds: config.index.stallSeconds,
       leaseSeconds: config.index.leaseSeconds,

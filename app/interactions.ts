@@ -8,7 +8,7 @@ import { createChainProofs, type createFindInteraction, type createTxProofs } fr
 import { createRateLimiter } from "../domain/rate_limit.ts";
 import type { ExplorerTxList } from "../ports/interactions.ts";
 import type { ProofChains } from "../ports/proof_chains.ts";
-import type { Config } from "./config.ts";
+import { type Config, confirmationsOf, defaultChain } from "./config.ts";
 import type { Foundation } from "./foundation.ts";
 
 /** What the routes get. */
@@ -28,12 +28,15 @@ const built = new WeakMap<Foundation, ProofChains>();
 export function proofChainsOf(config: Pick<Config, "chains">, f: Foundation): ProofChains {
   const known = built.get(f);
   if (known !== undefined) return known;
-  const sources: ProofChainSource[] = [{ chainId: f.chainId, client: f.eas.client }];
+  // A receipt is kept once it is as deep as the chain's index counts confirmed (decisions §21, §30).
+  const devnet = f.devnet !== undefined;
+  const own = config.chains.list.find((c) => c.chainId === f.chainId) ?? defaultChain(config.chains);
+  const sources: ProofChainSource[] = [{ chainId: f.chainId, client: f.eas.client, confirmations: confirmationsOf(own, devnet) }];
   for (const chain of config.chains.list) {
     // RPC_URL's one chain has no id before the node answers: it is the service's own chain.
     if (chain.chainId === undefined || sources.some((s) => s.chainId === chain.chainId)) continue;
     const rpcUrl = chain.rpcUrl ?? f.devnet?.chains.find((c) => c.chainId === chain.chainId)?.rpcUrl;
-    if (rpcUrl !== undefined) sources.push({ chainId: chain.chainId, rpcUrl });
+    if (rpcUrl !== undefined) sources.push({ chainId: chain.chainId, rpcUrl, confirmations: confirmationsOf(chain, devnet) });
   }
   const chains = createViemProofChains({
     chains: sources,

@@ -18,7 +18,7 @@ import {
   trackedBook,
 } from "../domain/submissions/mod.ts";
 import { settlementConcerns } from "../domain/webhooks/mod.ts";
-import { type Config, defaultChain } from "./config.ts";
+import { type Config, confirmationsOf, defaultChain } from "./config.ts";
 import { type WriteChain, writeChains } from "./write_chains.ts";
 import type { Foundation } from "./foundation.ts";
 
@@ -131,8 +131,7 @@ export async function wireSubmissions(
       replay: storage.replay,
       replacements: storage.txReplacements,
       head: () => eas.client.getBlockNumber(),
-      // As the index counts them (app/index.ts): none on the embedded devnet, which mines on arrival.
-      confirmations: defaultChain(config.chains).confirmations ?? (devnet === undefined ? 12 : 0),
+      confirmations: confirmationsOf(defaultChain(config.chains), devnet !== undefined),
       ...chainHeads(config, f, chains),
     }),
     stop: () => clearInterval(timer),
@@ -159,7 +158,7 @@ function chainHeads(config: Pick<Config, "chains">, f: Foundation, chains: reado
     return {
       answer: chainAnswer(on.chain),
       head: () => on.eas.client.getBlockNumber(),
-      confirmations: configured?.confirmations ?? (f.devnet === undefined ? 12 : 0),
+      confirmations: confirmationsOf(configured, f.devnet !== undefined),
     };
   };
   return { defaultChain: headOf(chains[0]!), otherChains: new Map(chains.slice(1).map((on) => [on.chain.chainId, headOf(on)])) };

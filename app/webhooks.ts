@@ -20,7 +20,7 @@ import { createSharedRateLimiter, SHARED_LIMITS } from "../domain/rate_limit.ts"
 import type { IndexStore } from "../ports/attestation_index.ts";
 import type { HexString } from "../ports/eas.ts";
 import type { WebhookTransport } from "../ports/webhooks.ts";
-import { type Config, defaultChain } from "./config.ts";
+import { type Config, confirmationsOf, defaultChain } from "./config.ts";
 import type { Foundation } from "./foundation.ts";
 
 /** Deliveries to one endpoint at once (decisions §22). */
@@ -47,7 +47,7 @@ export type WiredWebhooks = {
 /** The webhook confirmations: `WEBHOOK_CONFIRMATIONS`, else the index's (0 on the embedded devnet). */
 export function webhookConfirmations(config: Pick<Config, "chains" | "webhooks">, devnet: boolean): number | undefined {
   if (!config.webhooks.enabled) return undefined;
-  return config.webhooks.confirmations ?? defaultChain(config.chains).confirmations ?? (devnet ? 0 : 12);
+  return config.webhooks.confirmations ?? confirmationsOf(defaultChain(config.chains), devnet);
 }
 
 /** Builds the endpoints and starts the worker (unless `WEBHOOKS=off` or `WEBHOOK_DELIVERY=off`: the routes still manage endpoints). */

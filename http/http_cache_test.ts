@@ -181,7 +181,7 @@ const PUBLIC_READS: Readonly<Record<string, string>> = {
   "GET /api/public/controller-confirm": DISCOVERY,
   "GET /v1/trust-anchors": STATIC,
   "GET /v1/trust-policy": STATIC,
-  "GET /v1/tx-proofs": STATIC,
+  "GET /v1/tx-proofs": INDEX,
   "GET /api/public/trust-anchors": STATIC,
   "GET /.well-known/did.json": STATIC,
   "GET /.well-known/oauth-authorization-server": STATIC,

@@ -5,6 +5,11 @@ export type TxReceiptFacts = {
   readonly to: string | null;
   readonly status: "success" | "reverted";
   readonly blockNumber: number;
+  /**
+   * Deep enough under the chain's head (its confirmations) that a reorganisation will not take it back: such a
+   * receipt is read once and kept. Absent or false: as the node answers now, asked again next time.
+   */
+  readonly settled?: boolean | undefined;
 };
 
 /** Reads the receipts of one chain the deployment reads; null for a transaction that is not mined there. */
@@ -13,6 +18,8 @@ export interface TxReceiptReader {
   readonly receipt: (txHash: string) => Promise<{ ok: true; value: TxReceiptFacts | null } | { ok: false; reason: "rpc-error" }>;
   /** The Unix time (seconds) of a block; null when the chain has no such block. */
   readonly blockTime: (blockNumber: number) => Promise<{ ok: true; value: number | null } | { ok: false; reason: "rpc-error" }>;
+  /** The chain's head block number (absent: the reader cannot tell, so no receipt is ever settled by depth). */
+  readonly head?: (() => Promise<{ ok: true; value: number } | { ok: false; reason: "rpc-error" }>) | undefined;
 }
 
 /** A candidate transaction an explorer lists for a wallet (its word only, confirmed on chain before it counts). */

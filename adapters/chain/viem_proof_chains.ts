@@ -1,7 +1,7 @@
 /**
  * The chains a deployment reads transactions on (decisions §30), through viem: one client per chain id (the
  * service's own client for its chain, so that chain's reads cost what they cost before), receipts read once and
- * kept, contract-ownership reads beside them. A chain not listed has no reader.
+ * kept once settled under the chain's confirmations, contract-ownership reads beside them. A chain not listed has no reader.
  */
 import { createPublicClient, http, type PublicClient, type Transport } from "viem";
 import { keptReceipts } from "../../domain/interactions/mod.ts";
@@ -13,8 +13,9 @@ import { createViemTxReceiptReader } from "./viem_receipts.ts";
 
 /** One chain to read: an existing client (the service's own chain), or the RPC URL of a new one. */
 export type ProofChainSource =
-  | { readonly chainId: number; readonly client: PublicClient }
-  | { readonly chainId: number; readonly rpcUrl: string };
+  & ({ readonly chainId: number; readonly client: PublicClient } | { readonly chainId: number; readonly rpcUrl: string })
+  // Blocks under the head before a receipt is kept (domain keptReceipts); default 0, every mined receipt kept.
+  & { readonly confirmations?: number | undefined };
 
 /** How to build {@link createViemProofChains}. */
 export type ViemProofChainsOptions = {
@@ -34,7 +35,7 @@ export function createViemProofChains(options: ViemProofChainsOptions): ProofCha
     const client = "client" in source ? source.client : createPublicClient({ transport: (options.transport ?? http)(source.rpcUrl) });
     const log = (event: string, fields: Record<string, unknown>) => options.log?.(event, { chainId: source.chainId, ...fields });
     readers.set(source.chainId, {
-      receipts: keptReceipts(createViemTxReceiptReader({ client, chainId: source.chainId, log }), options.keepReceipts),
+      receipts: keptReceipts(createViemTxReceiptReader({ client, chainId: source.chainId, log }), { keep: options.keepReceipts, confirmations: source.confirmations }),
       ownership: createViemOwnershipChain({ client, chainId: source.chainId, log }),
     });
   }

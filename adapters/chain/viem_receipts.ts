@@ -29,6 +29,14 @@ export function createViemTxReceiptReader(options: {
         return { ok: false, reason: "rpc-error" };
       }
     },
+    async head() {
+      try {
+        return { ok: true, value: Number(BigInt(await options.client.request({ method: "eth_blockNumber" }))) };
+      } catch (error) {
+        log("rpc_error", { op: "blockNumber", error: describe(error) });
+        return { ok: false, reason: "rpc-error" };
+      }
+    },
     async blockTime(blockNumber) {
       try {
         const block = await options.client.request({ method: "eth_getBlockByNumber", params: [`0x${blockNumber.toString(16)}`, false] });

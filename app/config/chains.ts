@@ -68,6 +68,15 @@ export function defaultChain(chains: ChainsConfig): ChainConfig {
   return chains.list.find((chain) => chain.caip2 === chains.default) ?? chains.list[0]!;
 }
 
+/**
+ * Blocks behind a chain's head that may still be reorganized: its `confirmations` (`INDEX_CONFIRMATIONS` or the chains
+ * file), else 12, or 0 on the embedded devnet, which mines on demand and never reorganizes by itself. The index, the
+ * submission status, webhooks and kept transaction receipts all count with it.
+ */
+export function confirmationsOf(chain: Pick<ChainConfig, "confirmations"> | undefined, devnet: boolean): number {
+  return chain?.confirmations ?? (devnet ? 0 : 12);
+}
+
 /** The chains that carry EAS (index, relays, witness, reads, webhooks). */
 export function attestationChains(chains: ChainsConfig): ChainConfig[] {
   return chains.list.filter((chain) => chain.role === "attestations");

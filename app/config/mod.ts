@@ -22,7 +22,7 @@ import { readX402, X402Section, type X402Config } from "./x402.ts";
 
 export { ConfigError, type Env } from "./_declare.ts";
 export { declarations } from "./_declare.ts";
-export { attestationChains, type ChainConfig, type ChainRole, type ChainsConfig, defaultChain } from "./chains.ts";
+export { attestationChains, type ChainConfig, type ChainRole, type ChainsConfig, confirmationsOf, defaultChain } from "./chains.ts";
 export type { AccountsConfig, DiscoveryConfig, IndexConfig, KeysConfig, McpConfig, OAuthConfig, RelaysConfig, ServerConfig, SignersConfig, StorageConfig };
 export type { WebhooksConfig, WidgetsConfig, X402Config };
 export { DEVNET_X402_PRICES } from "./x402.ts";

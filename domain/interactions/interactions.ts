@@ -121,17 +121,33 @@ function uncachedLookup(deps: FindInteractionDeps, max: number): (query: Interac
 }
 
 /**
- * A receipt reader whose mined receipts and block times are read once and kept (up to `keep` of each, oldest
- * dropped first); concurrent asks for one receipt share one read; a transaction not mined yet, or a failed read,
- * is asked again next time.
+ * A receipt reader whose settled receipts and block times are read once and kept (up to `keep` of each, oldest
+ * dropped first); concurrent asks for one receipt share one read. A receipt is settled when its block is at least
+ * `confirmations` under the head (the index's rule, decisions §21: 0 on a devnet keeps every mined one). One less
+ * deep, a transaction not mined yet, or a failed read is asked again next time: a receipt kept at the chain's tip
+ * would keep proving a transaction that a reorganisation took back.
  */
-export function keptReceipts(reader: TxReceiptReader, keep = 10_000): TxReceiptReader {
+export function keptReceipts(reader: TxReceiptReader, options: { readonly keep?: number | undefined; readonly confirmations?: number | undefined } = {}): TxReceiptReader {
+  const keep = options.keep ?? 10_000;
+  const confirmations = options.confirmations ?? 0;
   const receipts = new Map<string, TxReceiptFacts>();
   const times = new Map<number, number>();
   const reading = new Map<string, ReturnType<TxReceiptReader["receipt"]>>();
   const remember = <K, V>(map: Map<K, V>, key: K, value: V) => {
     if (map.size >= keep) map.delete(map.keys().next().value!);
     map.set(key, value);
+  };
+  const settled = async (facts: TxReceiptFacts): Promise<boolean> => {
+    if (confirmations === 0) return true;
+    const head = await reader.head?.();
+    return head !== undefined && head.ok && head.value - facts.blockNumber >= confirmations;
+  };
+  const read = async (key: string): ReturnType<TxReceiptReader["receipt"]> => {
+    const answer = await reader.receipt(key);
+    if (!answer.ok || answer.value === null) return answer;
+    const facts = { ...answer.value, settled: await settled(answer.value) };
+    if (facts.settled) remember(receipts, key, facts);
+    return { ok: true, value: facts };
   };
   return {
     chainId: reader.chainId,
@@ -141,11 +157,9 @@ export function keptReceipts(reader: TxReceiptReader, keep = 10_000): TxReceiptR
       if (known !== undefined) return { ok: true, value: known };
       const under = reading.get(key);
       if (under !== undefined) return await under;
-      const started = reader.receipt(key).finally(() => reading.delete(key));
+      const started = read(key).finally(() => reading.delete(key));
       reading.set(key, started);
-      const read = await started;
-      if (read.ok && read.value !== null) remember(receipts, key, read.value);
-      return read;
+      return await started;
     },
     async blockTime(blockNumber) {
       const known = times.get(blockNumber);
@@ -154,6 +168,7 @@ export function keptReceipts(reader: TxReceiptReader, keep = 10_000): TxReceiptR
       if (read.ok && read.value !== null) remember(times, blockNumber, read.value);
       return read;
     },
+    ...(reader.head === undefined ? {} : { head: reader.head }),
   };
 }
 
@@ -170,9 +185,10 @@ export type TxProof = {
 };
 
 /**
- * Builds the one-transaction check: a chain the deployment reads (else UNSUPPORTED_CHAIN), the receipt read once and
- * kept (up to `keep` receipts, oldest dropped first); a transaction not mined is NOT_FOUND (not kept: it may be
- * mined later), a chain that cannot be read RPC_ERROR.
+ * Builds the one-transaction check: a chain the deployment reads (else UNSUPPORTED_CHAIN), a settled receipt (see
+ * {@link keptReceipts}) read once and kept (up to `keep`, oldest dropped first); one nearer the head is answered as
+ * the node has it now and asked again next time; a transaction not mined is NOT_FOUND (not kept: it may be mined
+ * later), a chain that cannot be read RPC_ERROR.
  */
 export function createTxProofs(deps: { readonly readerFor: (chainId: number) => TxReceiptReader | undefined; readonly keep?: number | undefined }) {
   const keep = deps.keep ?? 10_000;
@@ -198,6 +214,7 @@ export function createTxProofs(deps: { readonly readerFor: (chainId: number) => 
       blockNumber: read.value.blockNumber,
       blockTime: time.value,
     };
+    if (read.value.settled !== true) return ok(proof);
     if (kept.size >= keep) kept.delete(kept.keys().next().value!);
     kept.set(key, proof);
     return ok(proof);

@@ -6,8 +6,9 @@ const WALLET = "0x14dc79964da2c08b23698b3d3cc7ca32193d9955";
 const CONTRACT = "0x1111111111111111111111111111111111111111";
 const hash = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
 
-function reader(receipts: Record<string, TxReceiptFacts | null>, options: { failing?: boolean } = {}) {
+function reader(receipts: Record<string, TxReceiptFacts | null>, options: { failing?: boolean; head?: () => number } = {}) {
   const asked: string[] = [];
+  const head = options.head;
   const r: TxReceiptReader = {
     chainId: 31337,
     receipt(txHash) {
@@ -16,6 +17,7 @@ function reader(receipts: Record<string, TxReceiptFacts | null>, options: { fail
       return Promise.resolve({ ok: true, value: receipts[txHash] ?? null });
     },
     blockTime: (blockNumber) => Promise.resolve(options.failing ? { ok: false, reason: "rpc-error" } : { ok: true, value: 1_700_000_000 + blockNumber }),
+    ...(head === undefined ? {} : { head: () => Promise.resolve({ ok: true as const, value: head() }) }),
   };
   return { reader: r, asked };
 }
@@ -84,7 +86,8 @@ describe("findInteraction", () => {
 describe("txProofs", () => {
   test("a receipt is read once and kept; not mined is NOT_FOUND and asked again; other chains UNSUPPORTED_CHAIN", async () => {
     const chain = reader({ [hash(1)]: good(3) });
-    const proofs = createTxProofs({ readerFor: (id) => id === 31337 ? chain.reader : undefined });
+    const kept = keptReceipts(chain.reader);
+    const proofs = createTxProofs({ readerFor: (id) => id === 31337 ? kept : undefined });
     const first = await proofs(31337, hash(1).toUpperCase().replace("0X", "0x"));
     expect(first).toEqual({ ok: true, value: { chain: "eip155:31337", txHash: hash(1), from: WALLET, to: CONTRACT, status: "success", blockNumber: 3, blockTime: 1_700_000_003 } });
     await proofs(31337, hash(1));
@@ -95,6 +98,33 @@ describe("txProofs", () => {
     expect(await proofs(1, hash(1))).toMatchObject({ ok: false, code: "UNSUPPORTED_CHAIN" });
     expect(await proofs(31337, "0x12")).toMatchObject({ ok: false, code: "INVALID_INPUT" });
     expect(await createTxProofs({ readerFor: () => reader({}, { failing: true }).reader })(31337, hash(1))).toMatchObject({ ok: false, code: "RPC_ERROR" });
+  });
+
+  test("a receipt less deep than the chain's confirmations is answered but not kept: a reorganisation that takes it back is NOT_FOUND at the next ask", async () => {
+    let head = 10;
+    const receipts: Record<string, TxReceiptFacts | null> = { [hash(1)]: good(3) };
+    const chain = reader(receipts, { head: () => head });
+    const proofs = createTxProofs({ readerFor: () => keptReceipts(chain.reader, { confirmations: 12 }) });
+    expect(await proofs(31337, hash(1))).toMatchObject({ ok: true, value: { blockNumber: 3, status: "success" } });
+    expect(await proofs(31337, hash(1))).toMatchObject({ ok: true, value: { blockNumber: 3 } });
+    expect(chain.asked).toEqual([hash(1), hash(1)]);
+    // Taken back before it was 12 deep: the service says so (before, it was kept at first sight and still answered).
+    receipts[hash(1)] = null;
+    expect(await proofs(31337, hash(1))).toMatchObject({ ok: false, code: "NOT_FOUND" });
+    // Mined again, now 12 under the head: read once more, then kept.
+    receipts[hash(1)] = good(4);
+    head = 16;
+    expect(await proofs(31337, hash(1))).toMatchObject({ ok: true, value: { blockNumber: 4 } });
+    await proofs(31337, hash(1));
+    expect(chain.asked).toEqual([hash(1), hash(1), hash(1), hash(1)]);
+  });
+
+  test("with confirmations but a reader that cannot tell the head, no receipt is kept", async () => {
+    const chain = reader({ [hash(1)]: good(1) });
+    const kept = keptReceipts(chain.reader, { confirmations: 1 });
+    expect(await kept.receipt(hash(1))).toEqual({ ok: true, value: { ...good(1), settled: false } });
+    await kept.receipt(hash(1));
+    expect(chain.asked).toEqual([hash(1), hash(1)]);
   });
 });
 

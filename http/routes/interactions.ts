@@ -105,8 +105,9 @@ export const INTERACTION_DOCS: readonly RouteDoc[] = [
     method: "get",
     paths: ["/v1/tx-proofs"],
     auth: "public",
-    cache: CACHE.static,
-    summary: "One transaction's receipt on a chain the deployment reads (decisions §29): sender, recipient, status, block; read once and kept",
+    // Kept as long as an index answer: a receipt less deep than the chain's confirmations may be taken back.
+    cache: CACHE.index,
+    summary: "One transaction's receipt on a chain the deployment reads (decisions §29): sender, recipient, status, block; read once and kept once as deep as the chain's confirmations (nearer the head, read again at each ask)",
     query: TxProofsQuery,
     responses: {
       200: { description: "The transaction", schema: TxProofModel },
