@@ -115,3 +115,32 @@ describe("a delegate signer that is down", () => {
     expect(metrics).toMatch(/ats_raw_signing_keys 1\b/);
   });
 });
+
+describe("a delegate signer that signs with another key", () => {
+  test("503 SIGNER_UNAVAILABLE, nothing sent from either wallet; the next request is sent with the delegate's next nonce", async () => {
+    // The signer answers the transaction asked for, signed by Anvil's account 5 instead of the delegate (a
+    // misconfigured Web3Signer, a node holding several keys). Before, the service sent it: it sat pending on the other
+    // wallet's nonce, the request waited out its deadline, and the delegate's nonce count moved past the chain's.
+    const rogue = privateKeyToAccount(ANVIL_DEV_KEYS[5]!).address;
+    expect((await post(await signedBody())).status).toBe(200);
+    const delegateBefore = BigInt(await rpc<string>("eth_getTransactionCount", [DELEGATE, "pending"]));
+    const rogueBefore = BigInt(await rpc<string>("eth_getTransactionCount", [rogue, "pending"]));
+    signer.onHttp = async (calls) => {
+      const call = calls[0]!;
+      if (calls.length !== 1 || call.method !== "eth_signTransaction") return undefined;
+      const params = [{ ...(call.params[0] as Record<string, unknown>), from: rogue }];
+      const answered = await fetch(stack.devnet.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: call.id, method: call.method, params }) });
+      return new Response(await answered.text(), { headers: { "content-type": "application/json" } });
+    };
+    const refused = await post(await signedBody());
+    expect([refused.status, JSON.parse(refused.text).code]).toEqual([503, "SIGNER_UNAVAILABLE"]);
+    expect(BigInt(await rpc<string>("eth_getTransactionCount", [DELEGATE, "pending"]))).toBe(delegateBefore);
+    expect(BigInt(await rpc<string>("eth_getTransactionCount", [rogue, "pending"]))).toBe(rogueBefore);
+
+    signer.onHttp = undefined;
+    const next = await post(await signedBody());
+    expect(next.status).toBe(200);
+    const tx = await rpc<{ nonce: string; from: string }>("eth_getTransactionByHash", [(JSON.parse(next.text) as { txHash: Hex }).txHash]);
+    expect([BigInt(tx.nonce), tx.from.toLowerCase()]).toEqual([delegateBefore, DELEGATE.toLowerCase()]);
+  });
+});

@@ -72,7 +72,7 @@ export function openJsonRpcSigner(url: string, address: HexString, options: Json
         // Web3Signer and Anvil answer the raw hex; geth and Clef `{ raw, tx }`.
         const bytes = typeof raw === "object" && raw !== null && typeof (raw as { raw?: unknown }).raw === "string" ? (raw as { raw: string }).raw : raw;
         if (typeof bytes !== "string" || !/^0x02[0-9a-fA-F]+$/.test(bytes)) throw new SignerError("refused", "eth_signTransaction did not answer a type-2 transaction");
-        const digest = checkTransaction(bytes as HexString, tx, from);
+        const digest = await checkTransaction(bytes as HexString, tx, from);
         return { ok: true as const, raw: bytes as HexString, txHash: keccak256(bytes as HexString), digest };
       }),
     signTypedData: (typedData, context) =>
@@ -106,8 +106,12 @@ function requestOf(from: HexString, tx: TransactionFields): Record<string, strin
   };
 }
 
-/** Checks that `raw` is `tx`, signed by `from` with low s; returns the digest signed. */
-function checkTransaction(raw: HexString, tx: TransactionFields, from: HexString): HexString {
+/**
+ * Checks that `raw` is `tx`, signed by `from` with low s; returns the digest signed. A transaction signed by another
+ * key would be sent from another wallet: the node holds it pending on that wallet's nonce while the service counts the
+ * delegate's nonce as spent, and every later send of the delegate waits behind the gap.
+ */
+async function checkTransaction(raw: HexString, tx: TransactionFields, from: HexString): Promise<HexString> {
   let parsed: ReturnType<typeof parseTransaction>;
   try {
     parsed = parseTransaction(raw);
@@ -134,6 +138,13 @@ function checkTransaction(raw: HexString, tx: TransactionFields, from: HexString
     value: tx.value,
   };
   const digest = keccak256(serializeTransaction(unsigned));
+  let signer: string;
+  try {
+    signer = await recoverAddress({ hash: digest, signature: { r: parsed.r, s: parsed.s, yParity: parsed.yParity } });
+  } catch {
+    throw new SignerError("refused", "eth_signTransaction answered a signature that does not recover");
+  }
+  if (signer.toLowerCase() !== from.toLowerCase()) throw new SignerError("refused", "eth_signTransaction answered a transaction signed by another key");
   return digest;
 }
 
@@ -154,21 +165,3 @@ async function checkTypedSignature(signature: HexString, digest: HexString, from
   if (recovered.toLowerCase() !== from.toLowerCase()) throw new SignerError("refused", "eth_signTypedData_v4 answered a signature of another key");
   return normalized;
 }
-
-/** Whether `eth_accounts` of the signer at `url` lists `address`; undefined when it cannot be asked (not fatal at start). */
-export async function jsonRpcSignerHolds(url: string, address: HexString, options: { timeoutMs: number; fetchFn?: typeof fetch | undefined }): Promise<boolean | undefined> {
-  try {
-    const response = await (options.fetchFn ?? fetch)(url, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_accounts", params: [] }),
-      signal: AbortSignal.timeout(options.timeoutMs),
-    });
-    const body = await response.json() as { result?: unknown };
-    if (!Array.isArray(body.result)) return undefined;
-    return body.result.some((a) => typeof a === "string" && a.toLowerCase() === address.toLowerCase());
-  } catch {
-    return undefined;
-  }
-}
-

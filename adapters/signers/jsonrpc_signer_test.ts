@@ -1,0 +1,72 @@
+/**
+ * The `jsonrpc:` signer's checks of what a remote signer answers (decisions §27), against a real JSON-RPC server on
+ * loopback whose answers a test chooses: the transaction asked for, signed by the configured key, is used; anything
+ * else is a refusal (`SIGNER_UNAVAILABLE` at the routes), never a transaction handed on to be sent. Found by attacking
+ * the signers: a transaction signed by another key was accepted and sent from another wallet.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { type Hex, keccak256, recoverTransactionAddress, serializeTransaction } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import type { TransactionFields } from "../../ports/signer.ts";
+import { openJsonRpcSigner } from "./jsonrpc_signer.ts";
+
+const KEY = `0x${"11".repeat(32)}` as const;
+const OTHER = `0x${"22".repeat(32)}` as const;
+const ADDRESS = privateKeyToAccount(KEY).address;
+const TX: TransactionFields = { chainId: 8453, nonce: 5, maxPriorityFeePerGas: 1n, maxFeePerGas: 2n, gas: 21_000n, to: `0x${"ab".repeat(20)}`, value: 0n, data: "0xabcd" };
+const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+
+let answer: () => Promise<unknown> = () => Promise.resolve(null);
+let server: ReturnType<typeof Bun.serve>;
+const events: Record<string, unknown>[] = [];
+
+beforeAll(() => {
+  server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(request) {
+      const { id } = await request.json() as { id: number };
+      return Response.json({ jsonrpc: "2.0", id, result: await answer() });
+    },
+  });
+});
+afterAll(() => server.stop(true));
+
+function signer() {
+  const log = { debug() {}, info: (e: string, f?: Record<string, unknown>) => void events.push({ e, ...f }), warn: (e: string, f?: Record<string, unknown>) => void events.push({ e, ...f }), error() {} };
+  return openJsonRpcSigner(`http://127.0.0.1:${server.port}/`, ADDRESS, { role: "delegate", audit: { log, timeoutMs: 2_000 } as never });
+}
+
+const eip1559 = { ...TX, type: "eip1559" as const };
+
+describe("jsonrpc: signer answers", () => {
+  test("the transaction asked for, signed by the configured key: used as answered", async () => {
+    const raw = await privateKeyToAccount(KEY).signTransaction(eip1559);
+    answer = () => Promise.resolve(raw);
+    const signed = await signer().signTransaction(TX, { purpose: "transaction" } as never);
+    expect(signed).toMatchObject({ ok: true, raw, txHash: keccak256(raw) });
+    expect(await recoverTransactionAddress({ serializedTransaction: raw as never })).toBe(ADDRESS);
+  });
+
+  test("the same transaction signed by another key, or with a signature that recovers to no one's, is refused", async () => {
+    const other = await privateKeyToAccount(OTHER).signTransaction(eip1559);
+    const forged = serializeTransaction(eip1559, { r: "0x01", s: "0x01", yParity: 0 });
+    for (const raw of [other, forged]) {
+      answer = () => Promise.resolve(raw);
+      const signed = await signer().signTransaction(TX, { purpose: "transaction" } as never);
+      expect(signed).toEqual({ ok: false, reason: "refused" });
+    }
+  });
+
+  test("another transaction than the one asked for, or a high-s signature, is refused", async () => {
+    const account = privateKeyToAccount(KEY);
+    const otherNonce = await account.signTransaction({ ...eip1559, nonce: 6 });
+    const low = await account.signTransaction(eip1559);
+    const { r, s, yParity } = await import("viem").then((v) => v.parseTransaction(low));
+    const high = serializeTransaction(eip1559, { r: r!, s: `0x${(N - BigInt(s!)).toString(16)}` as Hex, yParity: yParity === 0 ? 1 : 0 });
+    for (const raw of [otherNonce, high]) {
+      answer = () => Promise.resolve(raw);
+      expect(await signer().signTransaction(TX, { purpose: "transaction" } as never)).toEqual({ ok: false, reason: "refused" });
+    }
+  });
+});
