@@ -173,10 +173,10 @@ export interface DelegateSubmitter {
 
 /**
  * What deploying a counterfactual wallet came to: "failed" when nothing was sent (the factory call reverts in
- * estimation, or the node refused the transaction), {@link FactoryCallBurned} when it was sent and mined and the
- * attester still has no code.
+ * estimation, or the node refused the transaction), "signer-unavailable" when the delegate's signer gave no signature
+ * (nothing sent), {@link FactoryCallBurned} when it was sent and mined and the attester still has no code.
  */
-export type WalletDeploymentOutcome = "deployed" | "refused" | "failed" | "rpc-error" | FactoryCallBurned;
+export type WalletDeploymentOutcome = "deployed" | "refused" | "failed" | "rpc-error" | "signer-unavailable" | FactoryCallBurned;
 
 /** The factory call was mined (or reverted) without deploying the wallet: its gas is spent. */
 export type FactoryCallBurned = {

@@ -317,8 +317,9 @@ async function deployWallet(
     const gas = (estimate * 12n) / 10n;
     if (!(await charge(gas))) return "refused";
     const outcome = await delegateSender.send({ to: deployment.factory, data: deployment.factoryCalldata, gas });
-    // A signer that gave no signature sent nothing: the caller may try again (as when the chain cannot be asked).
-    if (!outcome.ok && (outcome.reason === "unknown-outcome" || outcome.reason === "signer-unavailable")) return "rpc-error";
+    // A signer that gave no signature sent nothing: the caller gives back what it charged, and may try again.
+    if (!outcome.ok && outcome.reason === "signer-unavailable") return "signer-unavailable";
+    if (!outcome.ok && outcome.reason === "unknown-outcome") return "rpc-error";
     // Whatever the factory's own outcome, what counts is code at the attester's address now.
     if (await hasCode(client, attester)) return "deployed";
     if (!outcome.ok && outcome.reason === "not-broadcast") return "failed";

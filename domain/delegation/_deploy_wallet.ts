@@ -3,6 +3,7 @@ import { keccak256 } from "viem/utils";
 import type { WalletDeployment } from "../../ports/eas.ts";
 import { fail } from "../result.ts";
 import { factoryCallFailedBefore } from "./_refusals.ts";
+import { signerUnavailable } from "./signer_unavailable.ts";
 import type { DelegatedAttestFailure, Sending } from "./_delegated_attest_types.ts";
 
 
@@ -22,7 +23,7 @@ export async function deployCounterfactual(sending: Sending, target: WalletDeplo
     return fail("INVALID_SIGNATURE", "This deployment cannot deploy counterfactual wallets; deploy the wallet first");
   }
   const chainId = deps.eas.chainId;
-  const state: { refusal: DelegatedAttestFailure | undefined; recorded: boolean } = { refusal: undefined, recorded: false };
+  const state: FactoryCallState = { refusal: undefined, recorded: false, charged: undefined };
   const outcome = await delegate.deployWallet(request.attester, target, (gas) => admitFactoryCall(sending, target, gas, state));
   if (typeof outcome === "object") {
     await deps.factoryCalls?.failed(chainId, request.attester, { txHash: outcome.txHash, gasUsed: outcome.gasUsed }, deps.clock.nowMs());
@@ -40,17 +41,26 @@ export async function deployCounterfactual(sending: Sending, target: WalletDeplo
   // Deployed, or nothing was sent: the wallet's record goes. An unknown outcome keeps it (the call may still land).
   if (state.recorded && outcome !== "rpc-error") await deps.factoryCalls?.forget(chainId, request.attester);
   if (outcome === "deployed") return undefined;
+  if (outcome === "signer-unavailable") {
+    // Nothing signed, nothing sent (decisions §27): the gas charged goes back too, and the same request may be sent
+    // again. It was RPC_ERROR with the record kept, so the wallet's later requests were refused for good.
+    if (state.charged !== undefined) await deps.guard?.refund?.(state.charged, sending.chargedTo);
+    return signerUnavailable();
+  }
   if (outcome === "refused") return state.refusal ?? fail("INVALID_INPUT", "The wallet's deployment was refused");
   if (outcome === "rpc-error") return fail("RPC_ERROR", "The chain did not answer while deploying the wallet");
   return fail("SUBMISSION_FAILED", "The wallet's factory call did not deploy the attester; nothing was attested");
 }
+
+/** What admitting a factory call did: why it refused, whether the wallet was recorded, the gas charged to the budget. */
+type FactoryCallState = { refusal: DelegatedAttestFailure | undefined; recorded: boolean; charged: bigint | undefined };
 
 /** Whether the factory call of `gas` may be sent: within the cap, recorded once per wallet, charged to the budget. */
 async function admitFactoryCall(
   sending: Sending,
   target: WalletDeployment,
   gas: bigint,
-  state: { refusal: DelegatedAttestFailure | undefined; recorded: boolean },
+  state: FactoryCallState,
 ): Promise<boolean> {
   const { deps, claimed: { request } } = sending;
   const chainId = deps.eas.chainId;
@@ -73,6 +83,7 @@ async function admitFactoryCall(
     }
   }
   state.refusal = await deps.guard?.charge(gas, sending.chargedTo);
+  if (state.refusal === undefined) state.charged = gas;
   if (state.refusal !== undefined && state.recorded) {
     await deps.factoryCalls?.forget(chainId, request.attester);
     state.recorded = false;

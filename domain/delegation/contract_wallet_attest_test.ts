@@ -254,6 +254,26 @@ describe("a factory call that burns gas without deploying the wallet (issue 23, 
     expect(factoryCalls.rows.size).toBe(0);
   });
 
+  test("a delegate signer that gave no signature for the factory call: 503 SIGNER_UNAVAILABLE, the gas, the record, the signature and the reservation given back; the same request then deploys", async () => {
+    // It was RPC_ERROR with the budget kept and the wallet's record left 'sent', so every later request of the
+    // wallet was refused as if its factory call had failed.
+    const factoryCalls = fakeFactoryCalls();
+    const budget = fakeGasBudget();
+    const guard = createRelayGuard({ enabled: true, relay: "private", gasBudget: budget, gasPerHour: 10_000_000n, typicalGas: 300_000n, clock: fakeClock() });
+    const down = setup({ deployed: false, deployOutcome: "signer-unavailable", factoryCalls, guard });
+    const { events, caller } = ticketLog();
+    const body = await walletBody(down, owner, wrap6492);
+    expect(await down.attest(body, caller)).toMatchObject({ ok: false, code: "SIGNER_UNAVAILABLE", unavailable: true });
+    expect([...budget.windows.values()].every((gas) => gas === 0n)).toBe(true);
+    expect(factoryCalls.rows.size).toBe(0);
+    expect(down.replay.rows.size).toBe(0);
+    expect(events).toEqual(["release"]);
+
+    const up = setup({ deployed: false, factoryCalls, guard });
+    expect((await up.attest(await walletBody(up, owner, wrap6492))).ok).toBe(true);
+    expect(up.isDeployed()).toBe(true);
+  });
+
   test("an attestation that reverted burned gas: a caller with onBurned keeps it charged instead of releasing it", async () => {
     const env = setup({ deployed: true, submission: { ok: false, reason: "reverted", txHash: `0x${"c".repeat(64)}`, blockNumber: 7n } });
     const { events, caller } = ticketLog();
