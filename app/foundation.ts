@@ -157,8 +157,10 @@ export async function openFoundation(config: Config, options: StartServiceOption
       signers = await openServiceSigners(config, signerDeps, { delegate: devnet.keys.delegate, witness: devnet.keys.witness });
     }
     try {
-      checkDelegatePresent(signers, { chainId, embeddedDevnet: devnet !== undefined });
-      checkRawKeys(config, signers, { chainId, embeddedDevnet: devnet !== undefined }, { log, metrics });
+      // Every attestation chain the signers sign on (RPC_URL's one chain is known by the node's answer).
+      const signing = { chainIds: attestationChains(config.chains).map((c) => c.chainId ?? chainId), embeddedDevnet: devnet !== undefined };
+      checkDelegatePresent(signers, signing);
+      checkRawKeys(config, signers, signing, { log, metrics });
     } catch (error) {
       if (error instanceof SignerStartError) throw new StartupError(error.message);
       throw error;

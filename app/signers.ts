@@ -108,44 +108,67 @@ export function distinctSigners(signers: ServiceSigners): { readonly roles: read
   return [...found].map(([signer, roles]) => ({ signer, roles }));
 }
 
+/** The attestation chains a deployment signs on, and whether they are the embedded devnet's. */
+export type SigningChains = { readonly chainIds: readonly number[]; readonly embeddedDevnet: boolean };
+
+const onDevnet = (chains: SigningChains, chainId: number) => chains.embeddedDevnet || DEVNET_CHAIN_IDS.has(chainId);
+
+/**
+ * The variable that names a signer, and the chains it signs on: a role's signer on every attestation chain (the
+ * delegate's where no `DELEGATE_SIGNER_<chainId>` serves instead), a chain's own delegate on its chain only.
+ */
+function signingPlaces(signers: ServiceSigners, signer: EthereumSigner | JwsSigner, roles: readonly SignerRole[], chains: SigningChains): { variable: string; chainIds: number[] } {
+  const own = [...signers.delegateByChain ?? []].filter(([, s]) => s === signer).map(([id]) => id);
+  const asRole = roles.some((role) => signers[role] === signer);
+  if (!asRole) return { variable: `DELEGATE_SIGNER_${own[0]}`, chainIds: own };
+  return { variable: `${roles[0]!.toUpperCase()}_SIGNER`, chainIds: [...chains.chainIds] };
+}
+
 /**
  * The raw-key rule (decisions §27): a raw key (env:, or a keystore whose password is in the environment) starts the
  * service only on a devnet (chain 31337 or 1337, or the embedded one) unless `ALLOW_RAW_KEYS=true`; then each is
  * logged as a warning and counted in `ats_raw_signing_keys`. Throws SignerStartError naming the role otherwise.
+ * Each signer is judged by every chain it signs on (decisions §30): a raw `DELEGATE_SIGNER_8453` stops the start as
+ * a raw delegate on 8453 does, whatever the default chain (it was judged by the default chain alone).
  */
 export function checkRawKeys(
   config: Pick<Config, "signers" | "x402">,
   signers: ServiceSigners,
-  chain: { readonly chainId: number; readonly embeddedDevnet: boolean },
+  chains: SigningChains,
   deps: { readonly log: Logger; readonly metrics: { gauge: (name: string, help: string, read: () => Promise<{ value: number }[]>) => void } },
 ): void {
   const raw = distinctSigners(signers).filter(({ signer }) => signer.raw);
-  const devnet = chain.embeddedDevnet || DEVNET_CHAIN_IDS.has(chain.chainId);
   deps.metrics.gauge("ats_raw_signing_keys", "Signing keys held raw in this process (env: or a keystore whose password is in the environment)", () =>
     Promise.resolve([{ value: raw.length }]));
-  if (raw.length === 0 || devnet) return;
+  const offending = raw.flatMap(({ signer, roles }) => {
+    const { variable, chainIds } = signingPlaces(signers, signer, roles, chains);
+    const chainId = chainIds.find((id) => !onDevnet(chains, id));
+    return chainId === undefined ? [] : [{ signer, roles, variable, chainId }];
+  });
+  if (offending.length === 0) return;
   if (!config.signers.allowRawKeys) {
-    const first = raw[0]!;
-    const role = first.roles[0]!;
+    const first = offending[0]!;
     throw new SignerStartError(
-      `${role.toUpperCase()}_SIGNER: a raw key (${first.signer.backend === "env" ? "a private key in the environment" : "a keystore whose password is in the environment"}) ` +
-        `signs for ${first.roles.join(", ")} on chain ${chain.chainId}, which is not a devnet; use a signer (docs/signing.md) or set ALLOW_RAW_KEYS=true`,
+      `${first.variable}: a raw key (${first.signer.backend === "env" ? "a private key in the environment" : "a keystore whose password is in the environment"}) ` +
+        `signs for ${first.roles.join(", ")} on chain ${first.chainId}, which is not a devnet; use a signer (docs/signing.md) or set ALLOW_RAW_KEYS=true`,
     );
   }
-  for (const { signer, roles } of raw) {
-    deps.log.warn("raw_signing_key", { roles: roles.join(","), backend: signer.backend, chainId: chain.chainId, why: "ALLOW_RAW_KEYS=true" });
+  for (const { signer, roles, chainId } of offending) {
+    deps.log.warn("raw_signing_key", { roles: roles.join(","), backend: signer.backend, chainId, why: "ALLOW_RAW_KEYS=true" });
   }
 }
 
 /**
- * A deployment on a chain that is not a devnet must name the delegate's signer (decisions §27, §28): the relays send
- * with it, and a start without one would look healthy while every write failed. Throws SignerStartError naming it.
+ * A deployment on a chain that is not a devnet must name the delegate's signer there (decisions §28, §30): the relays
+ * send with it, and a start without one would look healthy while every write failed. Throws SignerStartError naming it.
  */
-export function checkDelegatePresent(signers: ServiceSigners, chain: { readonly chainId: number; readonly embeddedDevnet: boolean }): void {
-  if (signers.delegate !== undefined || chain.embeddedDevnet || DEVNET_CHAIN_IDS.has(chain.chainId)) return;
-  throw new SignerStartError(
-    `DELEGATE_SIGNER: required on chain ${chain.chainId}, which is not a devnet (a pkcs11:, awskms:, jsonrpc: or keystore: URI; docs/signing.md)`,
-  );
+export function checkDelegatePresent(signers: ServiceSigners, chains: SigningChains): void {
+  for (const chainId of chains.chainIds) {
+    if (delegateOn(signers, chainId) !== undefined || onDevnet(chains, chainId)) continue;
+    throw new SignerStartError(
+      `DELEGATE_SIGNER: required on chain ${chainId}, which is not a devnet (a pkcs11:, awskms:, jsonrpc: or keystore: URI; docs/signing.md)`,
+    );
+  }
 }
 
 /** Each role's signer state, for `/readyz`. */

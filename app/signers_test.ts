@@ -49,10 +49,10 @@ describe("raw keys are for development (decisions §27)", () => {
 
   test("on a chain that is not a devnet a raw key stops the start, naming the role", async () => {
     const { config, signers, log, metrics } = await opened({ DELEGATE_PRIVATE_KEY: KEY });
-    expect(() => checkRawKeys(config, signers, { chainId: 84532, embeddedDevnet: false }, { log, metrics })).toThrow(SignerStartError);
-    expect(() => checkRawKeys(config, signers, { chainId: 84532, embeddedDevnet: false }, { log, metrics })).toThrow(/^DELEGATE_SIGNER: a raw key .*ALLOW_RAW_KEYS=true/);
+    expect(() => checkRawKeys(config, signers, { chainIds: [84532], embeddedDevnet: false }, { log, metrics })).toThrow(SignerStartError);
+    expect(() => checkRawKeys(config, signers, { chainIds: [84532], embeddedDevnet: false }, { log, metrics })).toThrow(/^DELEGATE_SIGNER: a raw key .*ALLOW_RAW_KEYS=true/);
     // 31337, 1337 and the embedded devnet take it.
-    for (const chain of [{ chainId: 31337, embeddedDevnet: false }, { chainId: 1337, embeddedDevnet: false }, { chainId: 5, embeddedDevnet: true }]) {
+    for (const chain of [{ chainIds: [31337], embeddedDevnet: false }, { chainIds: [1337], embeddedDevnet: false }, { chainIds: [5], embeddedDevnet: true }]) {
       expect(() => checkRawKeys(config, signers, chain, { log, metrics })).not.toThrow();
     }
   });
@@ -60,17 +60,17 @@ describe("raw keys are for development (decisions §27)", () => {
   test("on a chain that is not a devnet a start without a delegate signer stops, naming DELEGATE_SIGNER (decisions §28)", async () => {
     const none = await opened({});
     expect(none.signers.delegate).toBeUndefined();
-    expect(() => checkDelegatePresent(none.signers, { chainId: 84532, embeddedDevnet: false })).toThrow(/^DELEGATE_SIGNER: required on chain 84532/);
-    for (const chain of [{ chainId: 31337, embeddedDevnet: false }, { chainId: 1337, embeddedDevnet: false }, { chainId: 5, embeddedDevnet: true }]) {
+    expect(() => checkDelegatePresent(none.signers, { chainIds: [84532], embeddedDevnet: false })).toThrow(/^DELEGATE_SIGNER: required on chain 84532/);
+    for (const chain of [{ chainIds: [31337], embeddedDevnet: false }, { chainIds: [1337], embeddedDevnet: false }, { chainIds: [5], embeddedDevnet: true }]) {
       expect(() => checkDelegatePresent(none.signers, chain)).not.toThrow();
     }
     const some = await opened({ DELEGATE_PRIVATE_KEY: KEY });
-    expect(() => checkDelegatePresent(some.signers, { chainId: 84532, embeddedDevnet: false })).not.toThrow();
+    expect(() => checkDelegatePresent(some.signers, { chainIds: [84532], embeddedDevnet: false })).not.toThrow();
   });
 
   test("ALLOW_RAW_KEYS=true starts with a warning and ats_raw_signing_keys", async () => {
     const { config, signers, warnings, gauges, log, metrics } = await opened({ DELEGATE_PRIVATE_KEY: KEY, ALLOW_RAW_KEYS: "true" });
-    checkRawKeys(config, signers, { chainId: 84532, embeddedDevnet: false }, { log, metrics });
+    checkRawKeys(config, signers, { chainIds: [84532], embeddedDevnet: false }, { log, metrics });
     expect(warnings).toEqual(["raw_signing_key"]);
     expect(await gauges.get("ats_raw_signing_keys")!()).toEqual([{ value: 1 }]);
   });
@@ -86,6 +86,30 @@ describe("a delegate per chain (decisions §30)", () => {
     expect(delegateOn(signers, 31337)).toBe(signers.delegate);
     expect(distinctSigners(signers).map((s) => s.roles)).toEqual([["delegate", "witness", "x402"], ["delegate"]]);
     expect(Object.keys(signerStates(signers))).toEqual(["delegate", "witness", "x402", "delegate:eip155:31338"]);
+  });
+
+  test("a raw key is judged by every chain it signs on: a raw DELEGATE_SIGNER_8453 stops a start whose default chain is a devnet, naming it", async () => {
+    // It was judged by the default chain alone, so a raw key signed mainnet transactions beside a 31337 default.
+    const { config, signers, log, metrics } = await opened({ DELEGATE_PRIVATE_KEY: KEY, DELEGATE_SIGNER_8453: "env:BASE_KEY", BASE_KEY: OTHER });
+    // The roles' signers held in an HSM (not raw), the 8453 delegate raw.
+    const hsm = { ...signers.delegate!, raw: false, backend: "pkcs11" as const };
+    const mixed = { delegate: hsm, witness: hsm, x402: undefined, oauth: undefined, delegateByChain: signers.delegateByChain };
+    expect(() => checkRawKeys(config, mixed, { chainIds: [31337, 8453], embeddedDevnet: false }, { log, metrics }))
+      .toThrow(/^DELEGATE_SIGNER_8453: a raw key .* on chain 8453, which is not a devnet/);
+    // The role's raw delegate signs on 8453 too when that chain has no delegate of its own.
+    const role = await opened({ DELEGATE_PRIVATE_KEY: KEY });
+    expect(() => checkRawKeys(role.config, role.signers, { chainIds: [31337, 8453], embeddedDevnet: false }, { log, metrics }))
+      .toThrow(/^DELEGATE_SIGNER: a raw key .* on chain 8453/);
+    // A chain's own delegate on a devnet chain, beside a role signer on devnets only, starts.
+    const devnets = await opened({ DELEGATE_PRIVATE_KEY: KEY, DELEGATE_SIGNER_1337: "env:BASE_KEY", BASE_KEY: OTHER });
+    expect(() => checkRawKeys(devnets.config, devnets.signers, { chainIds: [31337, 1337], embeddedDevnet: false }, { log, metrics })).not.toThrow();
+  });
+
+  test("every attestation chain that is not a devnet needs a delegate: the role's or its own", async () => {
+    const none = await opened({});
+    expect(() => checkDelegatePresent(none.signers, { chainIds: [31337, 8453], embeddedDevnet: false })).toThrow(/^DELEGATE_SIGNER: required on chain 8453/);
+    const own = await opened({ DELEGATE_SIGNER_8453: "env:BASE_KEY", BASE_KEY: OTHER });
+    expect(() => checkDelegatePresent(own.signers, { chainIds: [31337, 8453], embeddedDevnet: false })).not.toThrow();
   });
 
   test("a DELEGATE_SIGNER_<chainId> that cannot be opened stops the start with one line naming that variable", async () => {

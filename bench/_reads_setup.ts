@@ -65,6 +65,8 @@ export async function setUp(options: { seconds: number; noAnswerCache: boolean; 
     PORT: "0",
     TRUST_ANCHORS_PATH: anchorsPath,
     DELEGATE_PRIVATE_KEY: devnet.keys.delegate,
+    // With two chains, 31338 is not a devnet id to the raw-key rule (decisions §27).
+    ...(options.twoChains ? { ALLOW_RAW_KEYS: "true" } : {}),
     DATABASE_URL: pg.url,
     DATA_DIR: dir,
     INDEX_POLL_MS: "1000",

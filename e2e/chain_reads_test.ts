@@ -74,6 +74,8 @@ beforeAll(async () => {
     CHAINS_FILE: chainsFile,
     TRUST_ANCHORS_PATH: three.trustAnchorsPath,
     DELEGATE_PRIVATE_KEY: three.keys.delegate,
+    // Chains 31338 and 31339 are not devnet ids to the raw-key rule (decisions §27).
+    ALLOW_RAW_KEYS: "true",
     WITNESS_PRIVATE_KEY: three.keys.witness,
     DATA_DIR: join(dir, "service"),
     INDEX_POLL_MS: "200",

@@ -41,7 +41,8 @@ beforeAll(async () => {
   // Decisions §30: a second service on the same database serving both chains of the devnet.
   const chainsFile = join(stack.dir, "chains.json");
   writeFileSync(chainsFile, JSON.stringify(stack.devnet.chains.map((c) => ({ caip2: c.caip2, rpcUrl: c.rpcUrl, role: "attestations" }))));
-  twoChainsUrl = (await stack.restartService({ CHAINS_FILE: chainsFile, RPC_URL: "" })).url;
+  // Chain 31338 is not a devnet id to the raw-key rule (decisions §27): its raw keys need ALLOW_RAW_KEYS.
+  twoChainsUrl = (await stack.restartService({ CHAINS_FILE: chainsFile, RPC_URL: "", ALLOW_RAW_KEYS: "true" })).url;
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
 }, 120_000);

@@ -39,6 +39,8 @@ beforeAll(async () => {
     CHAINS_FILE: three.chainsFilePath,
     TRUST_ANCHORS_PATH: three.trustAnchorsPath,
     DELEGATE_PRIVATE_KEY: three.keys.delegate,
+    // Chains 31338 and 31339 are not devnet ids to the raw-key rule (decisions §27).
+    ALLOW_RAW_KEYS: "true",
     WITNESS_PRIVATE_KEY: three.keys.witness,
     DATA_DIR: join(dir, "service"),
     EXPLORER_API_URLS: `31339=http://127.0.0.1:${explorer.port}/api`,
@@ -68,11 +70,20 @@ async function get(path: string): Promise<{ status: number; body: Record<string,
 const callsNaming = (chainId: number, hash: string) =>
   three.chains.find((c) => c.chainId === chainId)!.proxy.calls.filter((call) => JSON.stringify(call.params ?? []).toLowerCase().includes(hash.toLowerCase())).length;
 
+/**
+ * Mines the 12 blocks that settle a transaction (the chains file names no confirmations: 12). A receipt nearer the
+ * head is read again at each ask, as a reorganisation may still take it back (e2e/tx_proofs_reorg_test.ts).
+ */
+async function settle(rpcUrl: string): Promise<void> {
+  await fetch(rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "anvil_mine", params: ["0xc"] }) });
+}
+
 test("a transaction on the proof chain: /v1/tx-proofs and /v1/interactions confirm it, its receipt read once across requests; the attestation chains see none of it", async () => {
   const user = privateKeyToAccount(three.keys.users[0]!);
   const chain = proofChain();
   const hash = await createWalletClient({ chain, account: user, transport: http(chain.rpcUrls.default.http[0]) }).sendTransaction({ to: APP, value: 1n });
   const mined = await createPublicClient({ chain, transport: http(chain.rpcUrls.default.http[0]) }).waitForTransactionReceipt({ hash, pollingInterval: 50 });
+  await settle(chain.rpcUrls.default.http[0]!);
   explorerTxs.set(user.address.toLowerCase(), [
     { hash, from: user.address.toLowerCase(), to: APP, isError: "0", txreceipt_status: "1", blockNumber: String(mined.blockNumber) },
   ]);
@@ -86,10 +97,12 @@ test("a transaction on the proof chain: /v1/tx-proofs and /v1/interactions confi
     expect(interaction.status).toBe(200);
     expect(interaction.body).toEqual({ status: "verified", txHash: hash, blockNumber: Number(mined.blockNumber) });
   }
-  // One receipt and one block time on the proof chain for the four answers, and nothing else there.
+  // One receipt, the head it was judged settled by, and one block time on the proof chain for the four answers, and
+  // nothing else there.
   expect(three.calls(31339, "eth_getTransactionReceipt")).toBe(1);
   expect(three.calls(31339, "eth_getBlockByNumber")).toBe(1);
-  expect(three.calls(31339) - before).toBe(2);
+  expect(three.calls(31339, "eth_blockNumber")).toBe(1);
+  expect(three.calls(31339) - before).toBe(3);
   // The attestation chains' followers poll on their own; none of their calls is about this transaction.
   expect(callsNaming(31337, hash)).toBe(0);
   expect(callsNaming(31338, hash)).toBe(0);
@@ -154,6 +167,7 @@ test("a review's tx-interaction proof on the proof chain is verified through the
   const reads = createPublicClient({ chain, transport: http(chain.rpcUrls.default.http[0]) });
   const hash = await createWalletClient({ chain, account: user, transport: http(chain.rpcUrls.default.http[0]) }).sendTransaction({ to: APP, value: 1n });
   const mined = await reads.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+  await settle(chain.rpcUrls.default.http[0]!);
   const blockTime = (await reads.getBlock({ blockNumber: mined.blockNumber })).timestamp;
   // A review of the app's contract on the proof chain, by the wallet that used it, after it did.
   const review = { attester: user.address, subject: `did:pkh:eip155:31339:${APP}`, time: blockTime + 60n };

@@ -84,7 +84,8 @@ describe("webhook events carry chain (decisions §30)", () => {
     const second = stack.devnet.chains[1]!;
     const chainsFile = join(stack.dir, "chains.json");
     writeFileSync(chainsFile, JSON.stringify(stack.devnet.chains.map((c) => ({ caip2: c.caip2, rpcUrl: c.rpcUrl, role: "attestations" }))));
-    const both = await stack.restartService({ CHAINS_FILE: chainsFile, RPC_URL: "" });
+    // Chain 31338 is not a devnet id to the raw-key rule (decisions §27): its raw keys need ALLOW_RAW_KEYS.
+    const both = await stack.restartService({ CHAINS_FILE: chainsFile, RPC_URL: "", ALLOW_RAW_KEYS: "true" });
     const writerB = easWriter({ rpcUrl: second.rpcUrl, easAddress: second.easAddress });
     // Data of its own: the two devnets share the EAS address, so the same attestation in the same second has the same uid.
     const dataB = encodeSchemaData(linked.schema, { subject: SUBJECT, linkedId: "did:web:chain-b.example", proofs: [], issuedAt: 2, effectiveAt: 2, expiresAt: 0 });

@@ -30,6 +30,8 @@ beforeAll(async () => {
     CHAINS_FILE: three.chainsFilePath,
     TRUST_ANCHORS_PATH: three.trustAnchorsPath,
     DELEGATE_PRIVATE_KEY: three.keys.delegate,
+    // Chains 31338 and 31339 are not devnet ids to the raw-key rule (decisions §27).
+    ALLOW_RAW_KEYS: "true",
     WITNESS_PRIVATE_KEY: three.keys.witness,
     DATA_DIR: join(dir, "service"),
     INDEX_FOLLOW: "false",
@@ -208,6 +210,8 @@ test("a write on chain B is listed by the writer's immediate ?chain= read of B: 
     CHAINS_FILE: three.chainsFilePath,
     TRUST_ANCHORS_PATH: three.trustAnchorsPath,
     DELEGATE_PRIVATE_KEY: three.keys.users[0]!,
+    // Chains 31338 and 31339 are not devnet ids to the raw-key rule (decisions §27).
+    ALLOW_RAW_KEYS: "true",
     DATA_DIR: join(dir, "following"),
     INDEX_POLL_MS: "3600000",
     LOG_LEVEL: "error",
