@@ -4,9 +4,8 @@ import { createViemProofChains, type ProofChainSource } from "../adapters/chain/
 import { createDnsPacketResolver } from "../adapters/dns/mod.ts";
 import { createExplorerTxList, createHttpsDidDocumentFetcher } from "../adapters/https/mod.ts";
 import { systemClock } from "../adapters/system/mod.ts";
-import { createChainProofs, type createFindInteraction, type createTxProofs } from "../domain/interactions/mod.ts";
+import { budgetedExplorers, createChainProofs, type createFindInteraction, type createTxProofs } from "../domain/interactions/mod.ts";
 import { createRateLimiter } from "../domain/rate_limit.ts";
-import type { ExplorerTxList } from "../ports/interactions.ts";
 import type { ProofChains } from "../ports/proof_chains.ts";
 import { type Config, confirmationsOf, defaultChain } from "./config.ts";
 import type { Foundation } from "./foundation.ts";
@@ -50,8 +49,8 @@ export function proofChainsOf(config: Pick<Config, "chains">, f: Foundation): Pr
 
 /**
  * Receipts of every chain the deployment reads (each read once and kept); explorers from `EXPLORER_API_URLS` (trusted as configured) or the
- * embed's (https, under the discovery SSRF policy: the did.json fetcher's checks with a 1 MiB cap, and the per-domain
- * budget `DISCOVERY_DOMAIN_RATE_PER_MINUTE` per explorer host; past it, not-checked).
+ * embed's (https, under the discovery SSRF policy: the did.json fetcher's checks with a 1 MiB cap, and the budget
+ * `DISCOVERY_DOMAIN_RATE_PER_MINUTE` per explorer's registrable domain, as discovery counts; past it, not-checked).
  */
 export function wireInteractions(config: Pick<Config, "chains" | "discovery" | "widgets">, f: Foundation, options: { didJsonCa?: string | undefined } = {}): WiredInteractions {
   const pinned = createHttpsDidDocumentFetcher({
@@ -62,20 +61,8 @@ export function wireInteractions(config: Pick<Config, "chains" | "discovery" | "
   });
   const explorers = createExplorerTxList({ pinned: (url) => pinned.fetchJsonUrl(url) });
   const hostRate = createRateLimiter(systemClock, { capacity: config.discovery.discoveryDomainPerMinute, perMinute: config.discovery.discoveryDomainPerMinute });
-  const budgeted: ExplorerTxList = {
-    txlist(apiUrl, address, source) {
-      if (source === "embed") {
-        let host: string;
-        try {
-          host = new URL(apiUrl).hostname;
-        } catch {
-          return Promise.resolve({ ok: false, reason: "invalid" });
-        }
-        if (!hostRate.take(`explorer:${host}`).allowed) return Promise.resolve({ ok: false, reason: "unavailable" });
-      }
-      return explorers.txlist(apiUrl, address, source);
-    },
-  };
+  const budgeted = budgetedExplorers(explorers, hostRate);
+
   // A mined receipt is read once and kept per chain, for both routes (decisions §29, §30).
   return createChainProofs(proofChainsOf(config, f), {
     operatorExplorer: (chainId) => config.widgets.explorerApiUrls.get(chainId),

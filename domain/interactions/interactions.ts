@@ -8,6 +8,7 @@
 import type { Clock } from "../../ports/clock.ts";
 import type { ExplorerTxList, TxReceiptFacts, TxReceiptReader } from "../../ports/interactions.ts";
 import { parseChainParam } from "../chains/mod.ts";
+import { type RateLimiter, registrableDomain } from "../rate_limit.ts";
 import { fail, ok, type Result } from "../result.ts";
 
 /** The answer of `GET /v1/interactions`. */
@@ -169,6 +170,29 @@ export function keptReceipts(reader: TxReceiptReader, options: { readonly keep?:
       return read;
     },
     ...(reader.head === undefined ? {} : { head: reader.head }),
+  };
+}
+
+/**
+ * The embed's explorers under the discovery budget (decisions §29): `rate` turns per registrable domain, as discovery
+ * counts them, so `a.victim.example`, `b.victim.example.` and `victim.example` share one budget (it was per host name,
+ * so every subdomain, and the same host with a trailing dot, had one of its own). Past it, the explorer is
+ * `unavailable` (not-checked) with nothing fetched. The operator's explorers are trusted as configured: not counted.
+ */
+export function budgetedExplorers(explorers: ExplorerTxList, rate: RateLimiter): ExplorerTxList {
+  return {
+    txlist(apiUrl, address, source) {
+      if (source === "embed") {
+        let host: string;
+        try {
+          host = new URL(apiUrl).hostname;
+        } catch {
+          return Promise.resolve({ ok: false, reason: "invalid" });
+        }
+        if (!rate.take(`explorer:${registrableDomain(host)}`).allowed) return Promise.resolve({ ok: false, reason: "unavailable" });
+      }
+      return explorers.txlist(apiUrl, address, source);
+    },
   };
 }
 

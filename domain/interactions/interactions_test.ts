@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { ExplorerTx, ExplorerTxList, TxReceiptFacts, TxReceiptReader } from "../../ports/interactions.ts";
-import { createFindInteraction, createTxProofs, keptReceipts, readInteractionQuery } from "./interactions.ts";
+import { budgetedExplorers, createFindInteraction, createTxProofs, keptReceipts, readInteractionQuery } from "./interactions.ts";
+import { createRateLimiter } from "../rate_limit.ts";
 
 const WALLET = "0x14dc79964da2c08b23698b3d3cc7ca32193d9955";
 const CONTRACT = "0x1111111111111111111111111111111111111111";
@@ -162,5 +163,20 @@ describe("what is kept", () => {
     await kept.receipt(hash(2));
     expect(chain.asked).toEqual([hash(1), hash(2), hash(2)]);
     expect(await kept.blockTime(4)).toEqual({ ok: true, value: 1_700_000_004 });
+  });
+});
+
+describe("the embed's explorers under the discovery budget", () => {
+  test("counted per registrable domain: subdomains and a trailing dot share one budget; the operator's are not counted", async () => {
+    const e = explorer([]);
+    const budget = budgetedExplorers(e.explorer, createRateLimiter({ nowMs: () => 0 }, { capacity: 2, perMinute: 2 }));
+    const asks = ["https://a0.victim.example/api", "https://a0.victim.example./api", "https://a1.victim.example/api", "https://victim.example/api"];
+    const answers = [];
+    for (const url of asks) answers.push(await budget.txlist(url, WALLET, "embed"));
+    // Before, each of the four host names had a budget of its own: all four were fetched.
+    expect(answers.map((a) => a.ok)).toEqual([true, true, false, false]);
+    expect(e.asked.map((a) => a.apiUrl)).toEqual(asks.slice(0, 2));
+    expect((await budget.txlist("https://other.example/api", WALLET, "embed")).ok).toBe(true);
+    for (let i = 0; i < 5; i++) expect((await budget.txlist("https://a0.victim.example/api", WALLET, "operator")).ok).toBe(true);
   });
 });

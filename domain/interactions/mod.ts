@@ -1,5 +1,6 @@
 /** Proof of interaction (decisions §29): a wallet's transaction to an app's contract, confirmed on chain. */
 export {
+  budgetedExplorers,
   createFindInteraction,
   createTxProofs,
   type FindInteractionDeps,
