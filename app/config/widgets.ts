@@ -19,7 +19,28 @@ export type WidgetsConfig = {
 /** Reads the `widgets` section. */
 export function readWidgets(ctx: Omit<ReadContext, "values">): WidgetsConfig {
   const v = readSection(WidgetsSection, ctx);
-  return { widgetOrigins: v.widgetOrigins, explorerApiUrls: explorerApiUrls(v.explorerApiUrls) };
+  return { widgetOrigins: widgetOrigins(v.widgetOrigins), explorerApiUrls: explorerApiUrls(v.explorerApiUrls) };
+}
+
+/**
+ * `WIDGET_ORIGINS`: each an http(s) origin, published as the browser writes `event.origin` (`https://cdn.example`:
+ * lower case, no default port, no trailing slash), since the reference's bridge compares origins as strings. A
+ * trailing slash is dropped; a path, query, fragment, user or anything not a URL (`*`) stops the start. Before, each
+ * was published as written, so `https://cdn.example/` never matched a message's origin in a host on that bridge.
+ */
+function widgetOrigins(values: readonly string[]): string[] {
+  return values.map((value) => {
+    let url: URL | undefined;
+    try {
+      url = new URL(value);
+    } catch {
+      url = undefined;
+    }
+    const bare = url !== undefined && (url.protocol === "https:" || url.protocol === "http:") && url.pathname === "/" &&
+      url.search === "" && url.hash === "" && url.username === "" && url.password === "" && !/[?#]/.test(value);
+    if (!bare) throw new ConfigError("WIDGET_ORIGINS", `expected origins such as https://cdn.example (scheme, host and port only), got "${value}"`);
+    return url!.origin;
+  });
 }
 
 /** `EXPLORER_API_URLS`: `<chainId>=<url>` pairs, comma-separated; an http or https URL each, one per chain. */
