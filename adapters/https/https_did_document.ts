@@ -10,6 +10,7 @@
  * connects to `<ip>` (no name lookup), sends SNI `host` and verifies the certificate against
  * `serverName`, not against the IP in the URL.
  */
+import { readCapped } from "./_read_capped.ts";
 import { readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import { isDidWebPathSegment } from "../../domain/did/mod.ts";
@@ -185,41 +186,6 @@ export function createHttpsDidDocumentFetcher(options: HttpsDidDocumentFetcherOp
       return await fetchTarget({ ...target, pathname: "/.well-known/jwks.json", url: `https://${authority}/.well-known/jwks.json` });
     },
   };
-}
-
-/** Reads the body as a stream and stops as soon as it passes the cap. */
-async function readCapped(
-  response: Response,
-  maxBytes: number,
-  signal: AbortSignal,
-): Promise<Uint8Array | "too-large" | "error"> {
-  if (response.body === null) return new Uint8Array(0);
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  try {
-    for (;;) {
-      if (signal.aborted) throw new Error("aborted");
-      const { done, value } = await reader.read();
-      if (done) break;
-      total += value.byteLength;
-      if (total > maxBytes) {
-        reader.cancel().catch(() => {});
-        return "too-large";
-      }
-      chunks.push(value);
-    }
-  } catch {
-    reader.cancel().catch(() => {});
-    return "error";
-  }
-  const body = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return body;
 }
 
 function discard<T>(response: Response, result: T): T {

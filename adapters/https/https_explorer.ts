@@ -6,6 +6,7 @@
  * candidates it lists; a failure is a reason, never its text.
  */
 import type { DidDocumentFetch } from "../../ports/discovery.ts";
+import { readCapped } from "./_read_capped.ts";
 import type { ExplorerTx, ExplorerTxList } from "../../ports/interactions.ts";
 
 /** Options of {@link createExplorerTxList}. */
@@ -65,16 +66,19 @@ export function createExplorerTxList(options: ExplorerTxListOptions): ExplorerTx
   const pageSize = options.pageSize ?? 100;
   const fetchFn = options.fetch ?? fetch;
 
+  // Read up to the cap and no further: trusted as configured is not trusted to answer a bounded body (it read the
+  // whole body first, then compared its length in characters with the cap).
   async function operatorJson(url: string): Promise<unknown | undefined> {
     try {
-      const response = await fetchFn(url, { headers: { accept: "application/json" }, redirect: "error", signal: AbortSignal.timeout(timeoutMs) });
+      const signal = AbortSignal.timeout(timeoutMs);
+      const response = await fetchFn(url, { headers: { accept: "application/json" }, redirect: "error", signal });
       if (!response.ok) {
         await response.body?.cancel();
         return undefined;
       }
-      const text = await response.text();
-      if (text.length > maxBytes) return undefined;
-      return JSON.parse(text);
+      const body = await readCapped(response, maxBytes, signal);
+      if (typeof body === "string") return undefined;
+      return JSON.parse(new TextDecoder().decode(body));
     } catch {
       return undefined;
     }

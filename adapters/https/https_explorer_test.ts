@@ -8,6 +8,8 @@ const item = { hash: `0x${"a".repeat(64)}`, from: WALLET, to: `0x${"1".repeat(40
 
 let server: ReturnType<typeof Bun.serve>;
 const asked: string[] = [];
+/** Bytes the endless answer handed to the connection so far. */
+let endlessServed = 0;
 beforeAll(() => {
   server = Bun.serve({
     hostname: "127.0.0.1",
@@ -18,6 +20,16 @@ beforeAll(() => {
       if (path === "/down") return new Response("upstream secret", { status: 502 });
       if (path === "/big") return new Response(JSON.stringify({ status: "1", result: Array(20_000).fill(item) }));
       if (path === "/moved") return Response.redirect("http://127.0.0.1:1/api", 302);
+      if (path === "/endless") {
+        const chunk = new TextEncoder().encode(`${JSON.stringify(item)},`.repeat(512));
+        return new Response(new ReadableStream({
+          start: (controller) => controller.enqueue(new TextEncoder().encode(`{"status":"1","result":[`)),
+          pull(controller) {
+            endlessServed += chunk.byteLength;
+            controller.enqueue(chunk);
+          },
+        }), { headers: { "content-type": "application/json" } });
+      }
       return Response.json({ status: "1", message: "OK", result: [item, { ...item, isError: "1" }, { junk: true }] });
     },
   });
@@ -45,6 +57,15 @@ describe("the explorer API", () => {
     const listed = await explorers.txlist(`${base}/api`, WALLET, "operator");
     expect(listed).toEqual({ ok: true, value: [{ hash: item.hash, from: WALLET, to: item.to, failed: false, blockNumber: 12 }, { hash: item.hash, from: WALLET, to: item.to, failed: true, blockNumber: 12 }] });
     for (const path of ["/down", "/big", "/moved"]) expect(await explorers.txlist(`${base}${path}`, WALLET, "operator")).toEqual({ ok: false, reason: "unavailable" });
+  });
+
+  test("the operator's explorer answering without end is read up to the cap and no further", async () => {
+    // It read the whole body before comparing: an answer as large as the explorer chose, held in memory, until the
+    // deadline cut it.
+    const explorers = createExplorerTxList({ pinned: () => Promise.reject(new Error("not for the operator's")), maxBytes: 1024 * 1024, timeoutMs: 60_000 });
+    expect(await explorers.txlist(`http://127.0.0.1:${server.port}/endless`, WALLET, "operator")).toEqual({ ok: false, reason: "unavailable" });
+    // The cap, plus what the server had queued ahead of the reader.
+    expect(endlessServed).toBeLessThan(32 * 1024 * 1024);
   });
 
   test("an embed's explorer goes through the pinned fetcher: http, IP literals and private addresses are refused before any request", async () => {
