@@ -174,7 +174,7 @@ function appDeps(config: HttpConfig, f: Foundation, c: Capabilities): AppDeps {
     metricsText: () => f.metrics.render(),
     console: { bundle: loadConsoleBundle, settings: { chainId, chainName: chain.name, serviceDnsLabel: config.discovery.serviceDnsLabel } },
     widgets: { bundle: loadWidgetBundle },
-    interactions: wireInteractions(config, f),
+    interactions: { ...wireInteractions(config, f), clientAddress: requestClientAddress },
     privateOrigins: [...new Set([new URL(config.server.publicBaseUrl).origin, ...config.server.corsOrigins])],
     controller: { discover: c.discovery.viewDiscover, confirm: c.discovery.confirm },
     artifactTrust: c.artifactTrust,

@@ -64,7 +64,11 @@ export function wireInteractions(config: Pick<Config, "chains" | "discovery" | "
   const budgeted = budgetedExplorers(explorers, hostRate);
 
   // A mined receipt is read once and kept per chain, for both routes (decisions §29, §30).
+  // One instance's count per client address, shared by both routes (as the attestation queries' limit counts).
+  const perMinute = config.widgets.proofReadsPerMinute;
+  const proofReads = createRateLimiter(systemClock, { capacity: perMinute, perMinute });
   return createChainProofs(proofChainsOf(config, f), {
+    admit: (client) => proofReads.take(client),
     operatorExplorer: (chainId) => config.widgets.explorerApiUrls.get(chainId),
     explorers: budgeted,
     // Answers kept as discovery's are (DISCOVERY_CACHE_SECONDS), so asking again spends no explorer quota.

@@ -1,11 +1,17 @@
 /** The review widget and proof of interaction (decisions §29): the `widgets` section. */
 import { Type } from "@sinclair/typebox";
-import { ConfigError, list, readSection, type ReadContext } from "./_declare.ts";
+import { ConfigError, int, list, readSection, type ReadContext } from "./_declare.ts";
 
 /** The `widgets` section's variables. */
 export const WidgetsSection = Type.Object({
   widgetOrigins: list("WIDGET_ORIGINS", { default: [], description: "other origins serving this service's widgets" }),
   explorerApiUrls: list("EXPLORER_API_URLS", { default: [], description: "<chainId>=<url> pairs: each chain's Etherscan-compatible explorer API" }),
+  proofReadsPerMinute: int("PROOF_READ_RATE_PER_MINUTE", {
+    default: 60,
+    minimum: 1,
+    maximum: 1_000_000,
+    description: "public /v1/interactions and /v1/tx-proofs lookups that ask an explorer or a chain (a kept answer is none) per client address a minute",
+  }),
 }, { title: "widgets" });
 
 /** Where the widgets are served and each chain's explorer. */
@@ -14,12 +20,14 @@ export type WidgetsConfig = {
   readonly widgetOrigins: readonly string[];
   /** `EXPLORER_API_URLS`: the Etherscan-compatible explorer API of each chain id, for proof of interaction (decisions §29). */
   readonly explorerApiUrls: ReadonlyMap<number, string>;
+  /** `PROOF_READ_RATE_PER_MINUTE`: proof lookups that read an explorer or a chain, per client address a minute. */
+  readonly proofReadsPerMinute: number;
 };
 
 /** Reads the `widgets` section. */
 export function readWidgets(ctx: Omit<ReadContext, "values">): WidgetsConfig {
   const v = readSection(WidgetsSection, ctx);
-  return { widgetOrigins: widgetOrigins(v.widgetOrigins), explorerApiUrls: explorerApiUrls(v.explorerApiUrls) };
+  return { widgetOrigins: widgetOrigins(v.widgetOrigins), explorerApiUrls: explorerApiUrls(v.explorerApiUrls), proofReadsPerMinute: v.proofReadsPerMinute };
 }
 
 /**

@@ -8,8 +8,8 @@
 import type { Clock } from "../../ports/clock.ts";
 import type { ExplorerTxList, TxReceiptFacts, TxReceiptReader } from "../../ports/interactions.ts";
 import { parseChainParam } from "../chains/mod.ts";
-import { type RateLimiter, registrableDomain } from "../rate_limit.ts";
-import { fail, ok, type Result } from "../result.ts";
+import { type RateDecision, type RateLimiter, registrableDomain } from "../rate_limit.ts";
+import { type Fail, fail, ok, type Result } from "../result.ts";
 
 /** The answer of `GET /v1/interactions`. */
 export type InteractionStatus =
@@ -32,7 +32,19 @@ export type FindInteractionDeps = {
    * like the index's reads). Absent: nothing kept.
    */
   readonly keep?: { readonly clock: Clock; readonly freshMs: number; readonly maxEntries?: number | undefined } | undefined;
+  /** The caller's turn for a lookup that asks an explorer or a chain (see {@link ProofReadAdmit}); absent: no limit. */
+  readonly admit?: ProofReadAdmit | undefined;
 };
+
+/**
+ * A turn of one client address's budget of proof reads (`PROOF_READ_RATE_PER_MINUTE`), taken only by a lookup that
+ * asks an explorer or a chain: a kept answer takes none. Both routes share it, so a flood of made-up transaction hashes
+ * or wallets cannot turn into a flood of JSON-RPC calls and explorer requests the operator pays for.
+ */
+export type ProofReadAdmit = (client: string) => RateDecision;
+
+/** A lookup refused by the caller's budget: 429 `RATE_LIMITED` with `Retry-After`. */
+export type ProofReadLimited = { readonly status: "rate-limited"; readonly retryAfterSeconds: number };
 
 /** One question: did `wallet` send a successful transaction to `contract` on `chainId`? */
 export type InteractionQuery = {
@@ -76,18 +88,27 @@ function confirms(receipt: TxReceiptFacts | null, query: InteractionQuery): rece
     receipt.to !== null && receipt.to.toLowerCase() === query.contract;
 }
 
-/** Builds the proof-of-interaction lookup. */
-export function createFindInteraction(deps: FindInteractionDeps): (query: InteractionQuery) => Promise<InteractionStatus> {
+/** Builds the proof-of-interaction lookup; `client` is the caller's address, whose budget a lookup (not a kept answer) spends. */
+export function createFindInteraction(deps: FindInteractionDeps): (query: InteractionQuery, client?: string) => Promise<InteractionStatus | ProofReadLimited> {
   const max = deps.maxConfirmations ?? 5;
   const kept = new Map<string, { answer: InteractionStatus; until: number }>();
-  const lookup = uncachedLookup(deps, max);
-  return async function findInteraction(query) {
-    if (deps.keep === undefined) return await lookup(query);
+  const uncached = uncachedLookup(deps, max);
+  // A chain not read and no explorer answer at once, with nothing asked: they take no turn either.
+  const lookup = async (query: InteractionQuery, client: string): Promise<InteractionStatus | ProofReadLimited> => {
+    if (deps.admit !== undefined && deps.readerFor(query.chainId) !== undefined && (deps.operatorExplorer(query.chainId) ?? query.explorer) !== undefined) {
+      const turn = deps.admit(client);
+      if (!turn.allowed) return { status: "rate-limited", retryAfterSeconds: turn.retryAfterSeconds };
+    }
+    return await uncached(query);
+  };
+  return async function findInteraction(query, client = "unknown") {
+    if (deps.keep === undefined) return await lookup(query, client);
     const key = JSON.stringify([query.chainId, query.wallet, query.contract, query.explorer ?? ""]);
     const now = deps.keep.clock.nowMs();
     const hit = kept.get(key);
     if (hit !== undefined && hit.until > now) return hit.answer;
-    const answer = await lookup(query);
+    const answer = await lookup(query, client);
+    if (answer.status === "rate-limited") return answer;
     const ttl = answer.status === "not-checked" ? Math.ceil(deps.keep.freshMs / 6) : deps.keep.freshMs;
     kept.delete(key);
     if (ttl > 0) {
@@ -196,6 +217,11 @@ export function budgetedExplorers(explorers: ExplorerTxList, rate: RateLimiter):
   };
 }
 
+/** What `GET /v1/tx-proofs` answers: the proof, or why not (RATE_LIMITED with the seconds to wait). */
+export type TxProofResult =
+  | Result<TxProof, "UNSUPPORTED_CHAIN" | "NOT_FOUND" | "RPC_ERROR" | "INVALID_INPUT">
+  | (Fail<"RATE_LIMITED"> & { readonly retryAfterSeconds: number });
+
 /** The answer of `GET /v1/tx-proofs`. */
 export type TxProof = {
   readonly chain: string;
@@ -214,16 +240,25 @@ export type TxProof = {
  * the node has it now and asked again next time; a transaction not mined is NOT_FOUND (not kept: it may be mined
  * later), a chain that cannot be read RPC_ERROR.
  */
-export function createTxProofs(deps: { readonly readerFor: (chainId: number) => TxReceiptReader | undefined; readonly keep?: number | undefined }) {
+export function createTxProofs(deps: {
+  readonly readerFor: (chainId: number) => TxReceiptReader | undefined;
+  readonly keep?: number | undefined;
+  /** The caller's turn for a lookup that reads the chain (a kept proof takes none); absent: no limit. */
+  readonly admit?: ProofReadAdmit | undefined;
+}) {
   const keep = deps.keep ?? 10_000;
   const kept = new Map<string, TxProof>();
-  return async function txProof(chainId: number, txHash: string): Promise<Result<TxProof, "UNSUPPORTED_CHAIN" | "NOT_FOUND" | "RPC_ERROR" | "INVALID_INPUT">> {
+  return async function txProof(chainId: number, txHash: string, client = "unknown"): Promise<TxProofResult> {
     if (!HASH.test(txHash)) return fail("INVALID_INPUT", "txHash must be 32 bytes of hex");
     const reader = deps.readerFor(chainId);
     if (reader === undefined) return fail("UNSUPPORTED_CHAIN", `Chain eip155:${chainId} is not read by this deployment`);
     const key = `${chainId}:${txHash.toLowerCase()}`;
     const known = kept.get(key);
     if (known !== undefined) return ok(known);
+    const turn = deps.admit?.(client);
+    if (turn !== undefined && !turn.allowed) {
+      return { ...fail("RATE_LIMITED", "Too many transaction lookups from this address; try again later"), retryAfterSeconds: turn.retryAfterSeconds };
+    }
     const read = await reader.receipt(txHash.toLowerCase());
     if (!read.ok) return fail("RPC_ERROR", "The chain could not be read");
     if (read.value === null) return fail("NOT_FOUND", "No such transaction is mined on this chain");

@@ -7,8 +7,11 @@ export {
   type InteractionQuery,
   type InteractionStatus,
   keptReceipts,
+  type ProofReadAdmit,
+  type ProofReadLimited,
   readChainId,
   readInteractionQuery,
   type TxProof,
+  type TxProofResult,
 } from "./interactions.ts";
 export { createChainProofs, singleProofChain } from "./proof_chains.ts";

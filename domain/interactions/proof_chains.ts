@@ -24,5 +24,6 @@ export function createChainProofs(chains: ProofChains, deps: Omit<FindInteractio
   readonly txProof: ReturnType<typeof createTxProofs>;
 } {
   const readerFor = (chainId: number) => chains.receipts(chainId);
-  return { findInteraction: createFindInteraction({ ...deps, readerFor }), txProof: createTxProofs({ readerFor }) };
+  // One budget per client address for both routes.
+  return { findInteraction: createFindInteraction({ ...deps, readerFor }), txProof: createTxProofs({ readerFor, admit: deps.admit }) };
 }

@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
-import { type InteractionStatus, readChainId, readInteractionQuery, type TxProof } from "../../domain/interactions/mod.ts";
-import type { Result } from "../../domain/result.ts";
+import { type InteractionQuery, type InteractionStatus, type ProofReadLimited, readChainId, readInteractionQuery, type TxProofResult } from "../../domain/interactions/mod.ts";
+import type { ClientAddressOf } from "../../ports/request_context.ts";
 import type { Logger } from "../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
 import { queryOf } from "./request.ts";
@@ -42,10 +42,17 @@ export const TxProofModel = t.Object({
 
 /** What the proof-of-interaction routes need (decisions §29). */
 export type InteractionRoutesDeps = {
-  readonly findInteraction: (query: { chainId: number; wallet: string; contract: string; explorer?: string | undefined }) => Promise<InteractionStatus>;
-  readonly txProof: (chainId: number, txHash: string) => Promise<Result<TxProof, string>>;
+  /** `client` is the caller's address: a lookup (not a kept answer) spends its budget of proof reads. */
+  readonly findInteraction: (query: InteractionQuery, client?: string) => Promise<InteractionStatus | ProofReadLimited>;
+  readonly txProof: (chainId: number, txHash: string, client?: string) => Promise<TxProofResult>;
+  readonly clientAddress?: ClientAddressOf | undefined;
   readonly log: Logger;
 };
+
+/** 429 for a caller past its budget of proof reads. */
+function limited(retryAfterSeconds: number): Response {
+  return json(errorBody("RATE_LIMITED", "Too many proof lookups from this address; try again later"), 429, { "retry-after": String(retryAfterSeconds) });
+}
 
 /** A query with each parameter given once; a repeated one is ambiguous and refused. */
 function single(url: string): Record<string, string | undefined> | string {
@@ -72,7 +79,8 @@ export function interactionRoutes(deps: InteractionRoutesDeps) {
       const read = readInteractionQuery(query);
       if (!read.ok) return json(errorBody(read.code, read.message), 400);
       try {
-        return json(await deps.findInteraction(read.value));
+        const answer = await deps.findInteraction(read.value, deps.clientAddress?.(request) ?? "unknown");
+        return answer.status === "rate-limited" ? limited(answer.retryAfterSeconds) : json(answer);
       } catch (error) {
         deps.log.error("interactions_error", { error: error instanceof Error ? error.message : String(error) });
         return json({ status: "not-checked", reason: "chain-failed" });
@@ -83,8 +91,9 @@ export function interactionRoutes(deps: InteractionRoutesDeps) {
       if (typeof query === "string") return json(errorBody("INVALID_INPUT", query), 400);
       const chainId = readChainId(query.chain);
       if (chainId === undefined) return json(errorBody("INVALID_INPUT", "chain must be a chain id (8453 or eip155:8453)"), 400);
-      const result = await deps.txProof(chainId, query.txHash ?? "");
+      const result = await deps.txProof(chainId, query.txHash ?? "", deps.clientAddress?.(request) ?? "unknown");
       if (result.ok) return json(result.value);
+      if (result.code === "RATE_LIMITED") return limited(result.retryAfterSeconds);
       if (statusOf(result.code) >= 500) deps.log.warn("tx_proof_failed", { code: result.code });
       return json(errorBody(result.code, result.message), statusOf(result.code));
     });
@@ -99,7 +108,11 @@ export const INTERACTION_DOCS: readonly RouteDoc[] = [
     cache: CACHE.noStore,
     summary: "Proof of interaction (decisions §29): did the wallet send a successful transaction to the contract? Candidates from an Etherscan-compatible explorer (the operator's EXPLORER_API_URLS, else the query's explorer under the SSRF policy), each confirmed by its receipt on a chain the deployment reads; not-checked (never an error) without an explorer, on a chain not read, or when the explorer or the chain fails",
     query: InteractionsQuery,
-    responses: { 200: { description: "verified, none or not-checked", schema: InteractionStatusModel }, 400: err("INVALID_INPUT: chain, wallet, contract or explorer missing, repeated or malformed") },
+    responses: {
+      200: { description: "verified, none or not-checked", schema: InteractionStatusModel },
+      400: err("INVALID_INPUT: chain, wallet, contract or explorer missing, repeated or malformed"),
+      429: err("RATE_LIMITED: more than PROOF_READ_RATE_PER_MINUTE lookups (answers not kept) from this address, shared with /v1/tx-proofs (Retry-After)"),
+    },
   },
   {
     method: "get",
@@ -113,6 +126,7 @@ export const INTERACTION_DOCS: readonly RouteDoc[] = [
       200: { description: "The transaction", schema: TxProofModel },
       400: err("INVALID_INPUT (chain or txHash malformed), UNSUPPORTED_CHAIN (a chain the deployment does not read)"),
       404: err("NOT_FOUND: no such transaction is mined on the chain"),
+      429: err("RATE_LIMITED: more than PROOF_READ_RATE_PER_MINUTE lookups (answers not kept) from this address, shared with /v1/interactions (Retry-After)"),
       500: err("RPC_ERROR: the chain could not be read"),
     },
   },
