@@ -52,16 +52,26 @@ export function parseSignerUri(text: string): { readonly ok: true; readonly valu
     case "keystore": {
       const [path, query = ""] = splitOnce(rest, "?");
       if (path === "") return { ok: false, error: "keystore: names a file (keystore:/path/key.json?password-file=/path/password)" };
-      const params = new URLSearchParams(query);
-      for (const name of params.keys()) {
-        if (name !== "password-file" && name !== "password-env") return { ok: false, error: `keystore: takes password-file= or password-env=, not ${name}=` };
+      // Percent-decoded as the path is (a `+` stays a `+`: these are paths, not form fields), each name once.
+      const params = new Map<string, string>();
+      for (const pair of query === "" ? [] : query.split("&")) {
+        const [name, value] = splitOnce(pair, "=");
+        if (name !== "password-file" && name !== "password-env") {
+          return { ok: false, error: `keystore: takes password-file= or password-env=, not ${/^[A-Za-z0-9-]{1,40}$/.test(name) ? `${name}=` : "that"}` };
+        }
+        if (params.has(name)) return { ok: false, error: `keystore: ${name}= is given twice` };
+        const decoded = value === undefined ? undefined : percentDecoded(value);
+        if (decoded === undefined || decoded === "") return { ok: false, error: `keystore: ${name}= needs a percent-encoded value` };
+        params.set(name, decoded);
       }
-      const passwordFile = params.get("password-file") ?? undefined;
-      const passwordEnv = params.get("password-env") ?? undefined;
+      const passwordFile = params.get("password-file");
+      const passwordEnv = params.get("password-env");
       if ((passwordFile === undefined) === (passwordEnv === undefined)) {
         return { ok: false, error: "keystore: needs one of password-file=<path> or password-env=<VARIABLE>" };
       }
-      return { ok: true, value: { scheme: "keystore", path: decodeURIComponent(path), passwordFile, passwordEnv } };
+      const file = percentDecoded(path);
+      if (file === undefined) return { ok: false, error: "keystore: the file's path is not percent-encoded correctly (write % as %25)" };
+      return { ok: true, value: { scheme: "keystore", path: file, passwordFile, passwordEnv } };
     }
     case "jsonrpc": {
       const [url, address = ""] = splitOnce(rest, "#");
@@ -252,7 +262,16 @@ function openKeystore(u: Extract<SignerUri, { scheme: "keystore" }>, env: OpenSi
 
 /** Never a PIN or password in the line the process stops with. */
 function redact(message: string): string {
-  return message.replace(/(pin-value|password)=[^&;\s]*/gi, "$1=…");
+  return message.replace(/(pin-value|password)[=:][^&;\s"]*/gi, "$1=…");
+}
+
+/** `decodeURIComponent`, or undefined for a malformed escape (it throws a bare "URI error"). */
+function percentDecoded(text: string): string | undefined {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return undefined;
+  }
 }
 
 function splitOnce(text: string, separator: string): [string, string | undefined] {

@@ -33,6 +33,18 @@ describe("signer URIs (decisions §27)", () => {
     expect(parseSignerUri("keystore:/k.json")).toMatchObject({ ok: false, error: expect.stringContaining("password") });
   });
 
+  test("keystore: paths are percent-decoded alike (a '+' stays a '+'); a name given twice or a malformed escape is refused saying so", () => {
+    // The password file was form-decoded ('+' read as a space) while the keystore's path was not.
+    expect(parseSignerUri("keystore:/k/a+b.json?password-file=/run/secrets/pw+1")).toEqual({ ok: true, value: { scheme: "keystore", path: "/k/a+b.json", passwordFile: "/run/secrets/pw+1", passwordEnv: undefined } });
+    expect(parseSignerUri("keystore:/k/a%20b.json?password-file=/p%2Bq")).toMatchObject({ ok: true, value: { path: "/k/a b.json", passwordFile: "/p+q" } });
+    // A second password-file= silently lost to the first.
+    expect(parseSignerUri("keystore:/k.json?password-file=/a&password-file=/b")).toEqual({ ok: false, error: "keystore: password-file= is given twice" });
+    // A bare "URI error" before.
+    expect(parseSignerUri("keystore:/k/100%.json?password-file=/p")).toMatchObject({ ok: false, error: expect.stringContaining("write % as %25") });
+    expect(parseSignerUri("keystore:/k.json?password-file=/p%zz")).toMatchObject({ ok: false, error: "keystore: password-file= needs a percent-encoded value" });
+    expect(parseSignerUri("keystore:/k.json?password-file:/secret-pw")).toEqual({ ok: false, error: "keystore: takes password-file= or password-env=, not that" });
+  });
+
   test("the process stops with one line naming the role: unknown scheme, missing variable, wrong address, wrong password", async () => {
     expect(await startError(() => openEthereumSigner("delegate", "vault:x", deps()))).toMatch(/^DELEGATE_SIGNER: unknown scheme/);
     expect(await startError(() => openEthereumSigner("witness", "env:NOPE", deps()))).toBe("WITNESS_SIGNER: NOPE is not set");

@@ -53,7 +53,8 @@ export function parsePkcs11Uri(uri: string): Pkcs11Uri {
       if (pair === "") continue;
       const equals = pair.indexOf("=");
       const name = equals === -1 ? pair : pair.slice(0, equals);
-      if (!known.has(name)) throw bad(`unknown attribute "${name.slice(0, 40)}" (known: ${[...known].join(", ")})`);
+      // Named only when it is a plain name: `pin-value:1234` (a typo for `=`) would put the PIN in the start's line.
+      if (!known.has(name)) throw bad(`unknown attribute ${/^[A-Za-z0-9-]{1,40}$/.test(name) ? `"${name}"` : "(not written name=value)"} (known: ${[...known].join(", ")})`);
       if (values.has(name)) throw bad(`attribute "${name}" given twice`);
       if (equals === -1) throw bad(`attribute "${name}" has no value`);
       let value: string;

@@ -181,6 +181,17 @@ describe("parsePkcs11Uri", () => {
       expect({ uri, kind: (error as SignerError | undefined)?.kind }).toEqual({ uri, kind: "config" });
     }
   });
+
+  test("an attribute not written name=value is refused without echoing it: a PIN typed with ':' for '=' stays out of the start's line", () => {
+    let message = "";
+    try {
+      parsePkcs11Uri("pkcs11:token=a;object=b?module-path=/x.so&pin-value:918273");
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    expect(message).toStartWith("Malformed pkcs11: URI: unknown attribute (not written name=value)");
+    expect(message).not.toContain("918273");
+  });
 });
 
 describe("CKA_EC_PARAMS and CKA_EC_POINT", () => {
