@@ -7,7 +7,7 @@ import type { Result } from "../../domain/result.ts";
 import { errorBody, headersOf, json, statusOf } from "../errors.ts";
 import { answerOf, type AnswerKey, type IndexAnswerCache, indexAnswer } from "../index_answer_cache.ts";
 import { ATTESTATION_LEADING_FILTERS, REQUEST_MODELS, type RouteDoc, Address, Bytes32, Uint, AsOfModel } from "../models.ts";
-import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
+import { clientKeyFor, compileRequestCheck, queryOf, requestDetail } from "./request.ts";
 import { CACHE } from "../http_cache.ts";
 import { err } from "../route_responses.ts";
 import { Type as t } from "@sinclair/typebox";
@@ -148,7 +148,7 @@ const NOT_SERVED = () => Promise.resolve(json(errorBody("NOT_FOUND", "Not found"
 export function attestationListRoutes(deps: AttestationListRoutesDeps) {
   const rate = deps.queryRate;
   const admit = rate === undefined ? undefined : (request: Request) => {
-    const turn = rate.rate.take(rate.clientAddress?.(request) ?? "unknown");
+    const turn = rate.rate.take(clientKeyFor(rate.clientAddress, request));
     return turn.allowed
       ? undefined
       : json(errorBody("RATE_LIMITED", "Too many attestation queries from this address; try again later"), 429, { "retry-after": String(turn.retryAfterSeconds) });

@@ -7,7 +7,7 @@ import type { ClientAddressOf } from "../../ports/request_context.ts";
 import { errorBody, headersOf, json, statusOf, stringify } from "../errors.ts";
 import { answerOf, type ComputedAnswer, type IndexAnswerCache, indexAnswer } from "../index_answer_cache.ts";
 import { REQUEST_MODELS, type RouteDoc, AsOfModel } from "../models.ts";
-import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
+import { clientKeyFor, compileRequestCheck, queryOf, requestDetail } from "./request.ts";
 import { CACHE } from "../http_cache.ts";
 import { err } from "../route_responses.ts";
 import { Type as t } from "@sinclair/typebox";
@@ -140,7 +140,7 @@ export function controllerAuthorizationRoutes(deps: ControllerAuthorizationRoute
     const { authorize, answers } = picked.reads;
     const query = queryOf(request.url);
     if (!authorizationQuery.check(query)) return json(errorBody("INVALID_INPUT", authorizationQuery.explain(query)), 400);
-    const turn = deps.clientRate.take(deps.clientAddress?.(request) ?? "unknown");
+    const turn = deps.clientRate.take(clientKeyFor(deps.clientAddress, request));
     if (!turn.allowed) return limited(turn.retryAfterSeconds);
     const compute = () => bounded("controller_authorization_failed", () => authorize(query), picked);
     try {
@@ -162,7 +162,7 @@ export function controllerAuthorizationRoutes(deps: ControllerAuthorizationRoute
     if (resolve === undefined) return json(errorBody("NOT_FOUND", "Not found"), 404);
     const query = queryOf(request.url);
     if (!didUrlQuery.check(query)) return json(errorBody("INVALID_INPUT", didUrlQuery.explain(query)), 400);
-    const turn = deps.clientRate.take(deps.clientAddress?.(request) ?? "unknown");
+    const turn = deps.clientRate.take(clientKeyFor(deps.clientAddress, request));
     if (!turn.allowed) return limited(turn.retryAfterSeconds);
     try {
       return answerOf(await bounded("did_url_resolve_failed", () => resolve(query.didUrl)));

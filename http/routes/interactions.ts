@@ -3,7 +3,7 @@ import { type InteractionQuery, type InteractionStatus, type ProofReadLimited, r
 import type { ClientAddressOf } from "../../ports/request_context.ts";
 import type { Logger } from "../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
-import { queryOf } from "./request.ts";
+import { clientKeyFor, queryOf } from "./request.ts";
 import { type RouteDoc } from "../models.ts";
 import { CACHE } from "../http_cache.ts";
 import { err } from "../route_responses.ts";
@@ -79,7 +79,7 @@ export function interactionRoutes(deps: InteractionRoutesDeps) {
       const read = readInteractionQuery(query);
       if (!read.ok) return json(errorBody(read.code, read.message), 400);
       try {
-        const answer = await deps.findInteraction(read.value, deps.clientAddress?.(request) ?? "unknown");
+        const answer = await deps.findInteraction(read.value, clientKeyFor(deps.clientAddress, request));
         return answer.status === "rate-limited" ? limited(answer.retryAfterSeconds) : json(answer);
       } catch (error) {
         deps.log.error("interactions_error", { error: error instanceof Error ? error.message : String(error) });
@@ -91,7 +91,7 @@ export function interactionRoutes(deps: InteractionRoutesDeps) {
       if (typeof query === "string") return json(errorBody("INVALID_INPUT", query), 400);
       const chainId = readChainId(query.chain);
       if (chainId === undefined) return json(errorBody("INVALID_INPUT", "chain must be a chain id (8453 or eip155:8453)"), 400);
-      const result = await deps.txProof(chainId, query.txHash ?? "", deps.clientAddress?.(request) ?? "unknown");
+      const result = await deps.txProof(chainId, query.txHash ?? "", clientKeyFor(deps.clientAddress, request));
       if (result.ok) return json(result.value);
       if (result.code === "RATE_LIMITED") return limited(result.retryAfterSeconds);
       if (statusOf(result.code) >= 500) deps.log.warn("tx_proof_failed", { code: result.code });

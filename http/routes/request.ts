@@ -8,6 +8,8 @@ import { TypeCompiler } from "@sinclair/typebox/compiler";
 import type { ValueError } from "@sinclair/typebox/errors";
 import type { DocumentDecoration } from "elysia";
 import type { RequestModels } from "../models.ts";
+import { clientKeyOf } from "../../domain/sessions/mod.ts";
+import type { ClientAddressOf } from "../../ports/request_context.ts";
 
 /**
  * Largest request body, in bytes. The biggest valid request is identity-resolve with 100 identifiers of
@@ -244,4 +246,13 @@ export type RequestDetail = DocumentDecoration & { readonly "x-request-models": 
 /** The `detail` of a route validated with `models`. */
 export function requestDetail(models: RequestModels): RequestDetail {
   return { "x-request-models": models };
+}
+
+/**
+ * The key a per-client limit counts a request under: its client's address, an IPv6 client by its /64 and an
+ * IPv4-mapped one as its IPv4 (domain/sessions `clientKeyOf`); "unknown" when not known. Counting raw addresses gave
+ * every address of one IPv6 subscriber's /64 a budget of its own.
+ */
+export function clientKeyFor(of: ClientAddressOf | undefined, request: Request): string {
+  return clientKeyOf(of?.(request));
 }

@@ -5,13 +5,12 @@
  */
 import { Elysia } from "elysia";
 import { type ControllerWitness, parseWitnessBody } from "../../domain/witness/mod.ts";
-import { clientKeyOf } from "../../domain/sessions/mod.ts";
 import { authenticateRequest } from "../credentials.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
 import { idempotent } from "../idempotency.ts";
 import { REQUEST_MODELS } from "../models.ts";
 import { PAID_ALIASES } from "../x402_gate.ts";
-import { compileRequestCheck, readBodyText, requestDetail } from "./request.ts";
+import { clientKeyFor, compileRequestCheck, readBodyText, requestDetail } from "./request.ts";
 import { readCheckedBody, sessionFailure, type SessionRoutesDeps } from "./session.ts";
 
 /** What the witness routes need: the session's credentials, the use case, x402 and idempotency. */
@@ -79,7 +78,7 @@ export function witnessRoutes(deps: WitnessRoutesDeps) {
   };
 
   /** An x402 payer has no account: its keys are its client address's (decisions §23). */
-  const paidWrite = (request: Request, body: unknown) => ({ scope: `client:${clientKeyOf(deps.clientAddress?.(request))}`, body });
+  const paidWrite = (request: Request, body: unknown) => ({ scope: `client:${clientKeyFor(deps.clientAddress, request)}`, body });
 
   const witnessAnswer = async (body: unknown, session: Parameters<ControllerWitness>[1], paidBy: string | undefined) => {
     try {

@@ -2,11 +2,10 @@ import { Elysia } from "elysia";
 import type { DelegatedAttest } from "../../../domain/delegation/mod.ts";
 import { parseDelegatedRequest } from "../../../domain/delegation/mod.ts";
 import type { BatchRefusal as ChainBatchRefusal, ReadChainNonce, ReadNonce, WriteChainNames } from "../../../domain/delegation/mod.ts";
-import { clientKeyOf } from "../../../domain/sessions/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import { elapsedSince, errorBody, json, statusOf } from "../../errors.ts";
 import { REQUEST_MODELS } from "../../models.ts";
-import { compileRequestCheck, parseJsonBody, queryOf, readBodyText, requestDetail } from "../request.ts";
+import { clientKeyFor, compileRequestCheck, parseJsonBody, queryOf, readBodyText, requestDetail } from "../request.ts";
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
 import type { Idempotency } from "../../../domain/idempotency/mod.ts";
 import type { DelegatedRequest } from "../../../domain/delegation/mod.ts";
@@ -102,7 +101,7 @@ export function easRoutes(deps: EasRoutesDeps) {
     try {
       const query = queryOf(request.url);
       if (!nonceQuery.check(query)) return failure(started, "INVALID_INPUT", nonceQuery.explain(query));
-      const turn = deps.nonceRate?.take(clientKeyOf(deps.clientAddress?.(request)));
+      const turn = deps.nonceRate?.take(clientKeyFor(deps.clientAddress, request));
       if (turn !== undefined && !turn.allowed) {
         const refused = failure(started, "RATE_LIMITED", "Too many nonce reads from this address; try again later");
         refused.headers.set("retry-after", String(turn.retryAfterSeconds));
@@ -137,7 +136,7 @@ export function easRoutes(deps: EasRoutesDeps) {
   const delegatedAttest = async ({ body, request }: { body: unknown; request: Request }) => {
     const started = performance.now();
     try {
-      const clientKey = clientKeyOf(deps.clientAddress?.(request));
+      const clientKey = clientKeyFor(deps.clientAddress, request);
       // The public relay has no account: a key belongs to the client address (decisions §23).
       const read = relayWrite(request, `client:${clientKey}`, body, { clientKey, request: readDelegated(body, deps.keccak256) });
       if (!read.ok) return failure(started, read.code, read.message);
@@ -183,7 +182,7 @@ export function easRoutes(deps: EasRoutesDeps) {
   const delegatedAttestBatch = async ({ body, request }: { body: unknown; request: Request }) => {
     const started = performance.now();
     try {
-      const clientKey = clientKeyOf(deps.clientAddress?.(request));
+      const clientKey = clientKeyFor(deps.clientAddress, request);
       const read = relayWrite(request, `client:${clientKey}`, body, readBatch(body, clientKey));
       if (!read.ok) return failure(started, read.code, read.message);
       const run = await batches(read.write);

@@ -5,12 +5,11 @@ import type { Sessions } from "../../../domain/sessions/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
 import { REQUEST_MODELS } from "../../models.ts";
-import { parseJsonBody, queryOf, readBodyText, requestDetail } from "../request.ts";
+import { clientKeyFor, parseJsonBody, queryOf, readBodyText, requestDetail } from "../request.ts";
 import { nonceChainOf, nonceQuery, nonceRecord } from "./eas.ts";
 import { authenticateRequest, type BearerAccess } from "../../credentials.ts";
 import { PAID_ALIASES, type PaymentGate } from "../../x402_gate.ts";
 import type { Idempotency } from "../../../domain/idempotency/mod.ts";
-import { clientKeyOf } from "../../../domain/sessions/mod.ts";
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
 import { idempotent } from "../../idempotency.ts";
 import type { Account } from "../../../ports/accounts.ts";
@@ -151,7 +150,7 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
 
   /** An x402 payer has no account: its keys are its client address's, as on the public relay (decisions §23). */
   function paidWrite(request: Request, body: unknown) {
-    return { scope: `client:${clientKeyOf(deps.clientAddress?.(request))}`, body };
+    return { scope: `client:${clientKeyFor(deps.clientAddress, request)}`, body };
   }
 
   function paidAttest(request: Request, body: unknown): Promise<Response> {

@@ -6,7 +6,7 @@ import type { ClientAddressOf } from "../../../ports/request_context.ts";
 import { errorBody, headersOf, json, statusOf } from "../../errors.ts";
 import { type AnswerKey, answerOf, type IndexAnswerCache, indexAnswer } from "../../index_answer_cache.ts";
 import { REQUEST_MODELS, type RouteDoc } from "../../models.ts";
-import { compileRequestCheck, queryOf, requestDetail } from "../request.ts";
+import { clientKeyFor, compileRequestCheck, queryOf, requestDetail } from "../request.ts";
 import { CACHE } from "../../http_cache.ts";
 import { err } from "../../route_responses.ts";
 import { KeyStatusModel } from "./models.ts";
@@ -68,7 +68,7 @@ export function keyStatusLimit(
   headers: Readonly<Record<string, string>>,
 ): (request: Request) => Response | undefined {
   return (request) => {
-    const turn = deps.clientRate.take(deps.clientAddress?.(request) ?? "unknown");
+    const turn = deps.clientRate.take(clientKeyFor(deps.clientAddress, request));
     return turn.allowed ? undefined : limited(turn.retryAfterSeconds, headers);
   };
 }
@@ -92,7 +92,7 @@ export function keyStatusRoutes(deps: KeyStatusRoutesDeps) {
     const { keyStatus, answers } = picked.reads;
     const query = queryOf(request.url);
     if (!statusQuery.check(query)) return json(errorBody("INVALID_INPUT", statusQuery.explain(query)), 400);
-    const turn = deps.clientRate.take(deps.clientAddress?.(request) ?? "unknown");
+    const turn = deps.clientRate.take(clientKeyFor(deps.clientAddress, request));
     if (!turn.allowed) return limited(turn.retryAfterSeconds);
     // The in-flight bound counts lookups (a kept answer is none): it is taken only when one runs.
     const compute = async () => {

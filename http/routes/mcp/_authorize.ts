@@ -3,6 +3,7 @@ import { bearerChallenge, type Scope } from "../../../domain/oauth/mod.ts";
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
 import { type BearerAccess, bearerTokenOf, carriesBearer } from "../../credentials.ts";
 import { errorBody, json } from "../../errors.ts";
+import { clientKeyFor } from "../request.ts";
 import type { ToolDefinition, ToolCaller } from "./_tools.ts";
 
 /** The scopes the MCP tools may need, asked together so that one consent covers both account tools. */
@@ -23,7 +24,7 @@ export async function authorizeMcp(
   deps: AuthorizeDeps,
 ): Promise<{ ok: true; caller: ToolCaller; scopes: Scope[] } | { ok: false; response: Response }> {
   const { byName, resource } = deps;
-  const caller: ToolCaller = { clientAddress: deps.clientAddress?.(request) };
+  const caller: ToolCaller = { clientKey: clientKeyFor(deps.clientAddress, request) };
   const needed = new Set<Scope>();
   for (const m of messages) {
     const call = m as { method?: unknown; params?: { name?: unknown } } | null;

@@ -37,7 +37,8 @@ export type ToolOutcome =
   | { readonly ok: false; readonly code: string; readonly message: string; readonly details?: string | undefined };
 
 /** Who calls a tool: the client's address, and the token's account on the tools that need one. */
-export type ToolCaller = { readonly clientAddress?: string | undefined; readonly account?: Account | undefined };
+/** Who calls a tool: the key its client's address is counted under (`clientKeyFor`), and its account when signed in. */
+export type ToolCaller = { readonly clientKey: string; readonly account?: Account | undefined };
 
 /** What the tools need: the use cases of their routes. */
 export type McpToolDeps = {
@@ -257,7 +258,7 @@ function readTools(deps: McpToolDeps): ToolDefinition[] {
         const input = listArgs(args);
         if (!input.ok) return input;
         // The route's query, as strings: the same use case answers both.
-        const turn = deps.attestationQueryRate?.take(caller.clientAddress ?? "unknown");
+        const turn = deps.attestationQueryRate?.take(caller.clientKey);
         if (turn !== undefined && !turn.allowed) return { ok: false, code: "RATE_LIMITED", message: `Too many attestation queries; try again in ${turn.retryAfterSeconds} s` };
         const { chain, ...filters } = input.value;
         const on = chainReads(deps, chain, "attestationList");
@@ -277,7 +278,7 @@ function readTools(deps: McpToolDeps): ToolDefinition[] {
       async run(args, caller) {
         const input = keyArgs(args);
         if (!input.ok) return input;
-        const turn = deps.keyStatusRate.take(caller.clientAddress ?? "unknown");
+        const turn = deps.keyStatusRate.take(caller.clientKey);
         if (!turn.allowed) return { ok: false, code: "RATE_LIMITED", message: `Too many key-status lookups; try again in ${turn.retryAfterSeconds} s` };
         const on = chainReads(deps, input.value.chain, "keyStatus");
         if (!on.ok) return on;
@@ -300,7 +301,7 @@ function authorizationTool(deps: McpToolDeps, authorize: NonNullable<McpToolDeps
     async run(args, caller) {
       const input = authorizationArgs(args);
       if (!input.ok) return input;
-      const turn = deps.keyStatusRate.take(caller.clientAddress ?? "unknown");
+      const turn = deps.keyStatusRate.take(caller.clientKey);
       if (!turn.allowed) return { ok: false, code: "RATE_LIMITED", message: `Too many controller-authorization lookups; try again in ${turn.retryAfterSeconds} s` };
       const { subjectDid, controllerDid, purpose, at, chain } = input.value;
       const on = chainReads({ ...deps, controllerAuthorization: authorize }, chain, "controllerAuthorization");

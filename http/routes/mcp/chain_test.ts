@@ -47,7 +47,7 @@ function setup() {
     chains: { served: served.ok ? served.value : undefined!, reads: new Map([[31338, on("B")]]) },
   };
   const tools = createTools(deps, { withAccountTools: false });
-  const run = (name: string, args: unknown) => tools.find((tool) => tool.name === name)!.run(args, {});
+  const run = (name: string, args: unknown) => tools.find((tool) => tool.name === name)!.run(args, { clientKey: "unknown" });
   return { calls, run };
 }
 

@@ -181,7 +181,7 @@ export function createMcpEndpoint(deps: McpEndpointDeps): McpEndpoint {
     const initializing = messages.some((m) => isInitializeRequest(m));
     if (sessionId === null) {
       if (!initializing) return rpcError(400, -32000, "Bad Request: Mcp-Session-Id header is required");
-      const turn = await deps.sessionRate?.take(gate.caller.clientAddress ?? "unknown") ?? { allowed: true };
+      const turn = await deps.sessionRate?.take(gate.caller.clientKey) ?? { allowed: true };
       if (!turn.allowed) {
         return json(errorBody("RATE_LIMITED", "Too many new MCP sessions from this address; try again later"), 429, { "retry-after": String(turn.retryAfterSeconds) });
       }

@@ -200,12 +200,20 @@ describe("createMcpEndpoint()", () => {
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "b", version: "1" } } }),
     }));
     const statuses = [];
-    for (let i = 0; i < 3; i++) statuses.push((await initialize("a")).status);
+    for (let i = 0; i < 3; i++) statuses.push((await initialize("203.0.113.9")).status);
     expect(statuses).toEqual([200, 200, 429]);
-    const refused = await initialize("a");
+    const refused = await initialize("203.0.113.9");
     expect([refused.headers.get("retry-after"), await refused.json()]).toEqual(["30", { error: "Too many new MCP sessions from this address; try again later", code: "RATE_LIMITED" }]);
-    expect((await initialize("b")).status).toBe(200);
+    // The same client written as an IPv4-mapped IPv6 address is the same client.
+    expect((await initialize("::ffff:203.0.113.9")).status).toBe(429);
+    expect((await initialize("198.51.100.7")).status).toBe(200);
     expect(await endpoint.sessions()).toBe(3);
+    // An IPv6 client is counted by its /64: every address of one subscriber's prefix shares its budget (each had one
+    // of its own, so one /64 could fill the table and push every other client's sessions out).
+    const prefix = [];
+    for (let i = 1; i <= 10; i++) prefix.push((await initialize(`2001:db8:1:2::${i.toString(16)}`)).status);
+    expect(prefix).toEqual([200, 200, 429, 429, 429, 429, 429, 429, 429, 429]);
+    expect((await initialize("2001:db8:1:3::1")).status).toBe(200);
   });
 
   test("two endpoints on one store (two instances): a session opened at one is used and closed at the other, its message budget one for both", async () => {

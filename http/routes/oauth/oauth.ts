@@ -17,11 +17,11 @@ import {
   type Scope,
   SCOPES,
 } from "../../../domain/oauth/mod.ts";
-import { clientKeyOf, type Sessions } from "../../../domain/sessions/mod.ts";
+import type { Sessions } from "../../../domain/sessions/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import type { AccessTokenKeys } from "../../../ports/oauth.ts";
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
-import { jsonShapeRefusal, readBodyText } from "../request.ts";
+import { clientKeyFor, jsonShapeRefusal, readBodyText } from "../request.ts";
 import {
   MAX_OAUTH_BODY,
   noStore,
@@ -143,7 +143,7 @@ export function oauthRoutes(deps: OAuthRoutesDeps) {
         } catch {
           return oauthError("invalid_client_metadata", "The body must be a JSON object of client metadata");
         }
-        const result = await oauth.registration.register(metadata, clientKeyOf(deps.clientAddress?.(request)));
+        const result = await oauth.registration.register(metadata, clientKeyFor(deps.clientAddress, request));
         if (result.ok) return noStore(result.value, 201);
         if (result.code === "rate_limited") {
           const retry = (result as { retryAfterSeconds?: number }).retryAfterSeconds ?? 60;
