@@ -28,7 +28,7 @@ import {
 } from "@x402/core/server";
 import type { Network, PaymentPayload, SettleResponse, SupportedResponse, VerifyResponse } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
-import { type PaidCall, paymentReplayKey, readExactAuthorization } from "../domain/payments/mod.ts";
+import { expiresTooSoon, type PaidCall, paymentReplayKey, readExactAuthorization } from "../domain/payments/mod.ts";
 import type { Logger } from "../ports/logger.ts";
 import type { PaymentPurpose } from "../ports/payments.ts";
 import { initializeOnce } from "../x402/elysia_adapter.ts";
@@ -79,8 +79,13 @@ export type PaymentGateOptions = {
   /** Whether a replay key is known (spent or in flight): such a payment is refused before the facilitator is asked. */
   readonly known: (key: string) => Promise<boolean>;
   readonly log: Logger;
-  /** How long an authorization must stay valid (the client sets validBefore from it); default 300 s. */
+  /**
+   * How long an authorization must stay valid (the client sets validBefore from it); default 300 s. One that arrives
+   * with less than this less 30 s left is refused before it is verified (domain/payments `expiresTooSoon`).
+   */
   readonly maxTimeoutSeconds?: number | undefined;
+  /** The time an authorization's validity is judged at; default `Date.now` (tests). */
+  readonly nowMs?: (() => number) | undefined;
 };
 
 /** What the paid work answered: its response, what it wrote, and whether its outcome is unknown. */
@@ -279,6 +284,13 @@ async function handlePayment(
       const unpaid = await gate.httpServer.processHTTPRequest({ ...context, adapter: { ...context.adapter, getHeader: () => undefined }, paymentHeader: undefined });
       if (unpaid.type !== "payment-error") return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
       return paymentRequired(unpaid.response, "PAYMENT_INVALID", "The payment is not an EIP-3009 authorization of the exact scheme", "invalid_payload");
+    }
+    if (authorization !== undefined && expiresTooSoon(authorization, (gate.options.nowMs ?? Date.now)(), gate.options.maxTimeoutSeconds ?? 300)) {
+      // Refused before the facilitator is asked, and before any work (the terms again, with the reason).
+      const unpaid = await gate.httpServer.processHTTPRequest({ ...context, adapter: { ...context.adapter, getHeader: () => undefined }, paymentHeader: undefined });
+      if (unpaid.type !== "payment-error") return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
+      gate.log.info("x402_payment_refused", { purpose, reason: "authorization_expires_too_soon" });
+      return paymentRequired(unpaid.response, "PAYMENT_INVALID", "The payment authorization expires before the work and its settlement could finish: sign it valid for the terms' maxTimeoutSeconds", "authorization_expires_too_soon");
     }
     if (payload !== undefined && authorization !== undefined) {
       const accepted = payload.accepted as { network?: unknown; asset?: unknown } | undefined;

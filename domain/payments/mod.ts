@@ -44,6 +44,8 @@ export {
   type PaidCall,
   payerLedgerId,
   type PayingAgent,
+  AUTHORIZATION_TRANSIT_SECONDS,
+  expiresTooSoon,
   paymentReplayKey,
   readExactAuthorization,
   withPaidPlans,

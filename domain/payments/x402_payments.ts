@@ -47,6 +47,21 @@ export function readExactAuthorization(payload: unknown): ExactAuthorization | u
   return fields as ExactAuthorization;
 }
 
+/** The seconds an authorization may spend on its way, between the payer's signature and its arrival here. */
+export const AUTHORIZATION_TRANSIT_SECONDS = 30;
+
+/**
+ * Whether an authorization expires too soon to be taken (decisions §13: settled only after the work): it must stay
+ * valid for the terms' `maxTimeoutSeconds` (the official client signs it for exactly that), less
+ * {@link AUTHORIZATION_TRANSIT_SECONDS}. One that expires sooner can pass the facilitator's verification (it asks for
+ * a few seconds) and then expire while the work runs: the work stands and the settlement fails, so the payer was never
+ * charged, and could do it again at will.
+ */
+export function expiresTooSoon(authorization: Pick<ExactAuthorization, "validBefore">, nowMs: number, maxTimeoutSeconds: number): boolean {
+  const left = BigInt(authorization.validBefore) - BigInt(Math.floor(nowMs / 1000));
+  return left < BigInt(maxTimeoutSeconds - AUTHORIZATION_TRANSIT_SECONDS);
+}
+
 /** The replay key of an authorization: `<network>:<token>:<nonce>`, lowercase (EIP-3009 nonces are per token). */
 export function paymentReplayKey(input: { readonly network: string; readonly asset: string; readonly nonce: string }): string {
   return `${input.network}:${input.asset}:${input.nonce}`.toLowerCase();

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import type { Account } from "../../ports/accounts.ts";
 import type { PaidPeriod, PaymentLedger, PaymentRecord, PaymentReservation } from "../../ports/payments.ts";
 import {
+  expiresTooSoon,
   createPaidCall,
   paymentReplayKey,
   readExactAuthorization,
@@ -198,6 +199,19 @@ describe("createPaidCall() held against the payer's balance (issue 23)", () => {
     now = 2_000;
     await payments.reserveWithin({ ...held("stale"), validBefore: 1, createdAtMs: 0 }, { balance: 10n, readAtMs: 0 });
     expect((await paid(held("c"), async () => ({ done: true, value: "w", ref: "0x" }), async () => ({ ok: true, transaction: "t" }))).kind).toBe("settled");
+  });
+});
+
+describe("expiresTooSoon()", () => {
+  test("an authorization must stay valid for maxTimeoutSeconds less 30 s from its arrival", () => {
+    const now = 1_800_000_000_000;
+    const at = (seconds: number) => ({ validBefore: String(now / 1000 + seconds) });
+    expect(expiresTooSoon(at(300), now, 300)).toBe(false);
+    expect(expiresTooSoon(at(270), now, 300)).toBe(false);
+    expect(expiresTooSoon(at(269), now, 300)).toBe(true);
+    expect(expiresTooSoon(at(6), now, 300)).toBe(true);
+    expect(expiresTooSoon(at(-60), now, 300)).toBe(true);
+    expect(expiresTooSoon({ validBefore: "9".repeat(78) }, now, 300)).toBe(false);
   });
 });
 
