@@ -311,12 +311,15 @@ describe("paying with x402", () => {
     expect(await balance(payer)).toBe(before);
   });
 
-  test("facilitator down: 502 and nothing written or transferred", async () => {
+  test("facilitator down: 502 and nothing written or transferred; the retry under the same Idempotency-Key is processed, not replayed", async () => {
     const key = payers[5]!;
     const payer = privateKeyToAccount(key).address;
     const before = await balance(payer);
     const witnessTxs = await witnessNonce();
-    const { header } = await paymentFor(key, "/v1/controller-witness", witnessBody);
+    const { header: paid } = await paymentFor(key, "/v1/controller-witness", witnessBody);
+    // A client that keys its writes (decisions §23): the 502 said nothing was done, so it was not kept for the key.
+    // Kept, the retry it asks for replayed the 502 for the key's 24 hours.
+    const header = { ...paid, "idempotency-key": `facilitator-down-${crypto.randomUUID()}` };
     mode = "down";
     try {
       const answer = await post("/v1/controller-witness", witnessBody, header);
@@ -329,8 +332,11 @@ describe("paying with x402", () => {
     expect(await balance(payer)).toBe(before);
     // The authorization was never used: once the facilitator is back it pays for the witness.
     const retried = await post("/v1/controller-witness", witnessBody, header);
-    expect(retried.status).toBe(200);
+    expect([retried.status, retried.headers.get("idempotent-replayed")]).toEqual([200, null]);
     expect(await balance(payer)).toBe(before - PRICES.witness);
+    // And that answer is the key's from now on.
+    const again = await post("/v1/controller-witness", witnessBody, header);
+    expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([200, "true"]);
   });
 
   test("settlement failure after the write: the write stands, no receipt, recorded for the operator and counted", async () => {

@@ -1,4 +1,4 @@
-import { type Idempotency, keepsAnswer, parseIdempotencyKey } from "../domain/idempotency/mod.ts";
+import { type Idempotency, keepsStoredAnswer, parseIdempotencyKey } from "../domain/idempotency/mod.ts";
 import type { StoredAnswer } from "../ports/idempotency.ts";
 import { errorBody, json, statusOf } from "./errors.ts";
 
@@ -65,7 +65,8 @@ export async function idempotent(
     await decision.finish(undefined);
     throw error;
   }
-  await decision.finish(keepsAnswer(response.status) ? await storedAnswer(response) : undefined);
+  const kept = await storedAnswer(response);
+  await decision.finish(keepsStoredAnswer(kept) ? kept : undefined);
   return response;
 }
 

@@ -93,10 +93,32 @@ export function createIdempotency(deps: IdempotencyDeps): Idempotency {
 }
 
 /**
- * Whether an answer is kept for the key's retries (decisions §23): every answer given once the route's checks began,
- * errors included, except a rate limit's 429 and the refusals that come before any check: no credential (401) or
- * no payment yet (402), after which the client retries with one under the same key.
+ * The refusals that did nothing and ask for the same request again: the payment stage's before the route's checks
+ * (the facilitator unreachable, the payer's balance held by its open payments), a signer that gave no signature, an
+ * instance shutting down. Kept, a retry under the same key replayed "retry" for the key's 24 hours.
  */
-export function keepsAnswer(status: number): boolean {
-  return status !== 429 && status !== 401 && status !== 402;
+const RETRY_ME = new Set(["FACILITATOR_UNAVAILABLE", "PAYMENT_IN_PROGRESS", "SIGNER_UNAVAILABLE", "SHUTTING_DOWN"]);
+
+/**
+ * Whether an answer is kept for the key's retries (decisions §23): every answer given once the route's checks began,
+ * errors included, except a rate limit's 429, the refusals that come before any check: no credential (401) or no
+ * payment yet (402), after which the client retries with one under the same key, and those whose `code` says nothing
+ * was done and the same request may be sent again ({@link RETRY_ME}).
+ */
+export function keepsAnswer(status: number, code?: string | undefined): boolean {
+  return status !== 429 && status !== 401 && status !== 402 && !(code !== undefined && RETRY_ME.has(code));
+}
+
+/** {@link keepsAnswer} of an answer as it is kept: its status, and the `code` of its body when it is an error body. */
+export function keepsStoredAnswer(answer: Pick<StoredAnswer, "status" | "body">): boolean {
+  let code: string | undefined;
+  if (answer.status >= 400) {
+    try {
+      const read = (JSON.parse(answer.body) as { code?: unknown }).code;
+      code = typeof read === "string" ? read : undefined;
+    } catch {
+      code = undefined;
+    }
+  }
+  return keepsAnswer(answer.status, code);
 }

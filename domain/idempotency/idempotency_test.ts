@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { fakeClock, fakeIdempotencyStore } from "../../ports/fakes/mod.ts";
-import { createIdempotency, IDEMPOTENCY_KEEP_MS, IDEMPOTENCY_LEASE_MS, keepsAnswer, parseIdempotencyKey, requestFingerprint } from "./mod.ts";
+import { createIdempotency, IDEMPOTENCY_KEEP_MS, IDEMPOTENCY_LEASE_MS, keepsAnswer, keepsStoredAnswer, parseIdempotencyKey, requestFingerprint } from "./mod.ts";
 
 const request = { scope: "account:a", key: "k-1", method: "POST", path: "/v1/delegated-attest", body: '{"a":1}' };
 const answer = { status: 200, headers: { "content-type": "application/json" }, body: '{"uid":"0x1"}' };
@@ -107,8 +107,15 @@ describe("createIdempotency()", () => {
     expect((await idempotency({ ...request, body: "{}" })).kind).toBe("run");
   });
 
-  test("keepsAnswer() keeps errors but not 429, 401 or 402", () => {
+  test("keepsAnswer() keeps errors but not 429, 401 or 402, nor a refusal whose code says nothing was done and to send it again", () => {
     for (const status of [200, 202, 400, 403, 409, 422, 500, 503]) expect(keepsAnswer(status)).toBe(true);
     for (const status of [401, 402, 429]) expect(keepsAnswer(status)).toBe(false);
+    for (const [status, code] of [[502, "FACILITATOR_UNAVAILABLE"], [409, "PAYMENT_IN_PROGRESS"], [503, "SIGNER_UNAVAILABLE"], [503, "SHUTTING_DOWN"]] as const) {
+      expect(keepsAnswer(status, code)).toBe(false);
+      expect(keepsStoredAnswer({ status, body: JSON.stringify({ error: "x", code }) })).toBe(false);
+    }
+    // The outcome of a write that may have happened is the key's answer: its retry must not send again.
+    expect(keepsStoredAnswer({ status: 503, body: JSON.stringify({ error: "x", code: "OUTCOME_UNKNOWN" }) })).toBe(true);
+    expect(keepsStoredAnswer({ status: 500, body: "not json" })).toBe(true);
   });
 });

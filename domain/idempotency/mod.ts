@@ -9,5 +9,6 @@ export {
   IDEMPOTENCY_LEASE_MS,
   IDEMPOTENCY_RETRY_AFTER_SECONDS,
   keepsAnswer,
+  keepsStoredAnswer,
 } from "./idempotency.ts";
 export { MAX_IDEMPOTENCY_KEY_LENGTH, parseIdempotencyKey, requestFingerprint } from "./idempotency_key.ts";

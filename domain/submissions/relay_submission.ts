@@ -5,7 +5,7 @@
  * an answer, which it hands to `keep` so that a retry under the key gets it again.
  */
 import type { IdempotencyDecision, Idempotency } from "../idempotency/mod.ts";
-import { keepsAnswer } from "../idempotency/mod.ts";
+import { keepsStoredAnswer } from "../idempotency/mod.ts";
 import type { Logger } from "../../ports/logger.ts";
 import type { StoredAnswer } from "../../ports/idempotency.ts";
 import type { SubmissionItem } from "../../ports/submission_records.ts";
@@ -82,7 +82,7 @@ async function underKey<In, R extends RelayResult>(
   send: RelaySend<In, R>,
   decision: Extract<IdempotencyDecision, { kind: "run" }>,
 ): Promise<RelayWriteRun<R>> {
-  const keep = (answer: StoredAnswer | undefined) => decision.finish(answer !== undefined && keepsAnswer(answer.status) ? answer : undefined);
+  const keep = (answer: StoredAnswer | undefined) => decision.finish(answer !== undefined && keepsStoredAnswer(answer) ? answer : undefined);
   try {
     const resumed = decision.resumed;
     const status = deps.tracking?.status;

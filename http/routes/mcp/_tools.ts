@@ -89,7 +89,7 @@ async function idempotentTool(
     throw error;
   }
   const status = outcome.ok ? 200 : statusOf(outcome.code);
-  await decision.finish(keepsAnswer(status) ? { status, headers: {}, body: JSON.stringify(outcome) } : undefined);
+  await decision.finish(keepsAnswer(status, outcome.ok ? undefined : outcome.code) ? { status, headers: {}, body: JSON.stringify(outcome) } : undefined);
   return outcome;
 }
 
