@@ -432,6 +432,28 @@ describe("a payer's unsettled payments never exceed its balance (issue 23)", () 
   }
   const rowsOf = async (payer: Hex) => (await opsPayments()).filter((r) => r.payer === payer.toLowerCase());
 
+  test("two payers behind one address under one Idempotency-Key: each is processed and charged as itself; a header naming a payer it was not signed by is 422", async () => {
+    // Found by attacking the paid routes: keys were the client address's, so the second payer got the first payer's
+    // answer and receipt (Idempotent-Replayed), and was charged nothing.
+    const [a, b] = [await fundedPayer(PRICES.witness), await fundedPayer(PRICES.witness)];
+    const [body] = subjects("nat");
+    const key = `shared-${crypto.randomUUID()}`;
+    for (const payer of [a, b]) {
+      const { header } = await paymentFor(payer.key, "/v1/paid/controller-witness", body!);
+      const paid = await post("/v1/paid/controller-witness", body, { ...header, "idempotency-key": key });
+      expect([paid.status, paid.headers.get("idempotent-replayed")]).toEqual([200, null]);
+      expect(decodePaymentResponseHeader(paid.headers.get("payment-response")!).payer?.toLowerCase()).toBe(payer.address.toLowerCase());
+      expect(await balance(payer.address)).toBe(0n);
+    }
+    // A new payment of B's rewritten to name A as its payer: another request under A's key, never A's answer.
+    const { header: again } = await paymentFor(b.key, "/v1/paid/controller-witness", body!);
+    const [name, value] = Object.entries(again).find(([n]) => n.toLowerCase() === "payment-signature")!;
+    const decoded = JSON.parse(Buffer.from(value, "base64").toString()) as { payload: { authorization: { from: string } } };
+    decoded.payload.authorization.from = a.address;
+    const forged = await post("/v1/paid/controller-witness", body, { [name]: Buffer.from(JSON.stringify(decoded)).toString("base64"), "idempotency-key": key });
+    expect([forged.status, (await forged.json() as { code: string }).code]).toEqual([422, "IDEMPOTENCY_KEY_REUSED"]);
+  });
+
   test("a payer holding one witness price sends five paid witness requests in parallel: one is written and settled, four are refused before any work", async () => {
     const { key, address } = await fundedPayer(PRICES.witness);
     const payeeBefore = await balance(payTo());

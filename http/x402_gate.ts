@@ -117,6 +117,13 @@ export type PaymentGate = {
    * purpose is not for sale or the terms cannot be built now (the facilitator unreachable): the 401 stands alone.
    */
   readonly terms: (request: Request, purpose: PaymentPurpose) => Promise<Record<string, string>>;
+  /**
+   * Where a paid write's `Idempotency-Key` belongs (decisions §23): the payer's keys, `x402:<payer>` as its payment
+   * header names it, and "the same request" includes that header. Two payers behind one address (a NAT) no longer
+   * share keys (the second got the first's answer and receipt), and a header naming a payer it was not signed by is
+   * another request under that key (422), never its answer.
+   */
+  readonly idempotentWrite: (request: Request, body: unknown, fallbackScope: string) => { readonly scope: string; readonly body: string };
 };
 
 /** Facilitator reasons are protocol codes (`insufficient_funds`); anything else is replaced, never echoed. */
@@ -248,6 +255,18 @@ async function gateTerms(gate: Gate, request: Request, purpose: PaymentPurpose):
     gate.log.warn("x402_terms_unavailable", { purpose, error: error instanceof Error ? error.name : "unknown" });
     return {};
   }
+}
+
+/** See {@link PaymentGate.idempotentWrite}. */
+function paidIdempotentWrite(request: Request, body: unknown, fallbackScope: string): { scope: string; body: string } {
+  const header = request.headers.get("payment-signature") ?? "";
+  let payer: string | undefined;
+  try {
+    payer = readExactAuthorization(decodePaymentSignatureHeader(header).payload)?.from.toLowerCase();
+  } catch {
+    payer = undefined;
+  }
+  return { scope: payer === undefined ? fallbackScope : `x402:${payer}`, body: `${typeof body === "string" ? body : ""}\n${header}` };
 }
 
 /** One paid request: the payment checked, the work done, the payment settled after it (see the module's comment). */
@@ -396,5 +415,6 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     offers: (purpose) => options.prices[purpose] !== undefined,
     terms: (request, purpose) => gateTerms(gate, request, purpose),
     handle: (request, purpose, work, extra = {}) => handlePayment(gate, request, purpose, work, extra),
+    idempotentWrite: (request, body, fallbackScope) => paidIdempotentWrite(request, body, fallbackScope),
   };
 }

@@ -77,8 +77,8 @@ export function witnessRoutes(deps: WitnessRoutesDeps) {
     return await idempotent(deps.idempotency, request, paidWrite(request, body), () => paidWitness(request, parsed.value));
   };
 
-  /** An x402 payer has no account: its keys are its client address's (decisions §23). */
-  const paidWrite = (request: Request, body: unknown) => ({ scope: `client:${clientKeyFor(deps.clientAddress, request)}`, body });
+  /** An x402 payer has no account: its keys are the payer's (the gate's `idempotentWrite`, decisions §23). */
+  const paidWrite = (request: Request, body: unknown) => deps.payments!.idempotentWrite(request, body, `client:${clientKeyFor(deps.clientAddress, request)}`);
 
   const witnessAnswer = async (body: unknown, session: Parameters<ControllerWitness>[1], paidBy: string | undefined) => {
     try {

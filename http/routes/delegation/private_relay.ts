@@ -148,9 +148,9 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
 
   return routes;
 
-  /** An x402 payer has no account: its keys are its client address's, as on the public relay (decisions §23). */
+  /** An x402 payer has no account: its keys are the payer's (the gate's `idempotentWrite`, decisions §23). */
   function paidWrite(request: Request, body: unknown) {
-    return { scope: `client:${clientKeyFor(deps.clientAddress, request)}`, body };
+    return deps.payments!.idempotentWrite(request, body, `client:${clientKeyFor(deps.clientAddress, request)}`);
   }
 
   function paidAttest(request: Request, body: unknown): Promise<Response> {
