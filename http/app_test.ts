@@ -479,6 +479,7 @@ function spyApp() {
         handle: async (_request: Request, _purpose: string, work: (paid: { payer: string; key: string }) => Promise<{ response: Response }>) =>
           (await work({ payer: A, key: "k" })).response,
         terms: () => Promise.resolve({}),
+        idempotentWrite: (_request: Request, body: unknown, scope: string) => ({ scope, body: String(body) }),
       } as never,
     },
     privateRelay: {

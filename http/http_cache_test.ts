@@ -49,6 +49,7 @@ function fullApp(options: { settings?: ReturnType<typeof httpCacheSettings> } = 
     offers: () => true,
     handle: () => Promise.resolve(json({ error: "Payment required", code: "PAYMENT_REQUIRED" }, 402)),
     terms: () => Promise.resolve({}),
+    idempotentWrite: (_request: Request, body: unknown, scope: string) => ({ scope, body: String(body) }),
   };
   const app = createApp({
     ...minimalAppDeps(),
