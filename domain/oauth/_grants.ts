@@ -77,7 +77,13 @@ export async function authorizationCode(deps: OAuthDeps, client: OAuthClient, pa
   const refresh = client.grantTypes.includes("refresh_token") ? newRefreshToken(deps, grant.id) : undefined;
   // Signed before the code is spent (decisions §27): a signer that is down leaves the code usable for a retry.
   const access = await accessToken(deps, { accountId: stored.accountId, clientId: client.clientId, scopes: scopesOf(stored.scope), audience: audience.value, grantId: grant.id });
-  if (!(await deps.store.exchangeCode(stored.codeHash, grant, refresh?.row ?? null, now, deps.policy.grantsPerAccount))) return fail("invalid_grant", "The code was used already");
+  if (!(await deps.store.exchangeCode(stored.codeHash, grant, refresh?.row ?? null, now, deps.policy.grantsPerAccount))) {
+    // Spent by a request that ran alongside this one: a second use all the same, so its tokens end too (it was only
+    // refused, and the tokens of a stolen code raced against the real client's stayed good).
+    const spent = await deps.store.findCode(stored.codeHash);
+    if (spent?.grantId !== null && spent?.grantId !== undefined) await deps.store.revokeGrant(spent.grantId, now);
+    return fail("invalid_grant", "The code was used already");
+  }
   return ok({ access_token: access.token, token_type: "Bearer", expires_in: ACCESS_TOKEN_TTL_SECONDS, scope: access.scope, ...(refresh ? { refresh_token: refresh.token } : {}) });
 }
 

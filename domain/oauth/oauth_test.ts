@@ -213,6 +213,21 @@ describe("tokens", () => {
     expect(await oauth.authenticateBearer(tokens.value.access_token, { scope: "witness:write" })).toMatchObject({ ok: false, code: "invalid_token" });
   });
 
+  test("one code exchanged twice at once: one gets tokens, the other invalid_grant, and the winner's tokens end as a second use's do", async () => {
+    // Found by attacking the token endpoint: the loser of the race was refused, but the tokens of a stolen code raced
+    // against the real client's stayed good.
+    const { oauth, code, exchange, clientId } = await setup();
+    const c = await code();
+    const answers = await Promise.all([exchange(c), exchange(c)]);
+    expect(answers.map((a) => a.ok).sort()).toEqual([false, true]);
+    expect(answers.find((a) => !a.ok)).toMatchObject({ ok: false, code: "invalid_grant" });
+    const won = answers.find((a) => a.ok)!;
+    if (!won.ok) throw new Error("unreachable");
+    expect(await oauth.authenticateBearer(won.value.access_token, { scope: "witness:write" })).toMatchObject({ ok: false, code: "invalid_token" });
+    const refreshed = await oauth.tokens.token({ grant_type: "refresh_token", client_id: clientId, refresh_token: won.value.refresh_token! }, {});
+    expect(refreshed).toMatchObject({ ok: false, code: "invalid_grant" });
+  });
+
   test("redirect_uri at the token endpoint (RFC 6749 §4.1.3, issue 33): optional when the authorization request named none, required when it named one", async () => {
     const { oauth, clientId, account, exchange, store } = await setup();
     const { redirect_uri: _named, ...params } = {
