@@ -12,6 +12,30 @@ import { ErrorModel } from "../../models.ts";
 import { summarize, summarizeError } from "./_summaries.ts";
 import { createTools, type McpToolDeps, type ToolDefinition, type ToolCaller, type ToolOutcome } from "./_tools.ts";
 
+const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+
+/**
+ * Why a tools/call or tools/list request's params are malformed, in the service's words; undefined when they are not
+ * (or the message is another). The SDK refuses them with its validator's issue list, several lines of JSON, as the
+ * message: a library's text for input a client got wrong.
+ */
+export function malformedParams(message: unknown): string | undefined {
+  if (!isPlainObject(message)) return undefined;
+  const params = message.params;
+  if (message.method === "tools/call") {
+    if (!isPlainObject(params) || typeof params.name !== "string") return "tools/call takes params {name: string, arguments?: object}";
+    if (params.arguments !== undefined && !isPlainObject(params.arguments)) return "arguments must be an object";
+  }
+  if (message.method === "tools/list" && params !== undefined && (!isPlainObject(params) || (params.cursor !== undefined && typeof params.cursor !== "string"))) {
+    return "tools/list takes params {cursor?: string}";
+  }
+  return undefined;
+}
+
+/** The JSON-RPC error answering a request whose params {@link malformedParams} refused. */
+const invalidParams = (message: Record<string, unknown>, why: string) =>
+  ({ jsonrpc: "2.0", id: message.id ?? null, error: { code: ErrorCode.InvalidParams, message: `Invalid params: ${why}` } });
+
 /** What the tool server needs. */
 export type ToolServerDeps = {
   readonly tools: McpToolDeps;
@@ -95,7 +119,7 @@ export function createToolServer(deps: ToolServerDeps): ToolServer {
     );
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: published }));
     server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-      callTool(request.params.name, request.params.arguments ?? {}, (extra.authInfo?.extra?.caller ?? {}) as ToolCaller));
+      callTool(request.params.name, request.params.arguments ?? {}, (extra.authInfo?.extra?.caller ?? { clientKey: "unknown" }) as ToolCaller));
     return server;
   };
 
@@ -104,6 +128,24 @@ export function createToolServer(deps: ToolServerDeps): ToolServer {
    * process): nothing outlives the answer.
    */
   const serve = async (request: Request, message: unknown, authInfo: AuthInfo): Promise<Response> => {
+    // Requests with malformed params are answered here; the rest of a batch goes on to the SDK.
+    const messages = Array.isArray(message) ? message : [message];
+    const refused = messages.flatMap((m) => {
+      const why = malformedParams(m);
+      return why === undefined ? [] : [invalidParams(m as Record<string, unknown>, why)];
+    });
+    if (refused.length === 0) return await transported(request, message, authInfo);
+    const rest = messages.filter((m) => malformedParams(m) === undefined);
+    if (!Array.isArray(message)) return Response.json(refused[0]);
+    if (rest.length === 0) return Response.json(refused);
+    const answered = await transported(request, rest, authInfo);
+    const others = answered.status === 200 ? await answered.json() as unknown : [];
+    const headers = new Headers(answered.headers);
+    headers.delete("content-length");
+    return Response.json([...(Array.isArray(others) ? others : [others]), ...refused], { headers });
+  };
+
+  const transported = async (request: Request, message: unknown, authInfo: AuthInfo): Promise<Response> => {
     const server = newServer();
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     await server.connect(transport);

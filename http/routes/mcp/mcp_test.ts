@@ -263,6 +263,40 @@ describe("createMcpEndpoint()", () => {
     expect((await fetch(`${BASE}/mcp`, { method: "DELETE", headers: { "mcp-session-id": sessionId } })).status).toBe(404);
   });
 
+  test("malformed tools/call or tools/list params are -32602 in the service's words, not -32603 with the validator's issue list", async () => {
+    // Found by attacking the tool server: the SDK's own schemas answered "Internal error" and a multi-line dump of zod
+    // issues for input a client got wrong.
+    const { app, client } = await setUp();
+    const sessionId = (client.transport as StreamableHTTPClientTransport).sessionId!;
+    const send = async (message: Record<string, unknown>) => {
+      const res = await app.handle(new Request(`${BASE}/mcp`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": sessionId, "mcp-protocol-version": "2025-06-18" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 7, ...message }),
+      }));
+      return await res.json() as { error?: { code: number; message: string }; result?: { tools?: unknown[] } };
+    };
+    const cases: [Record<string, unknown>, string][] = [
+      [{ method: "tools/call" }, "tools/call takes params {name: string, arguments?: object}"],
+      [{ method: "tools/call", params: { name: 5 } }, "tools/call takes params {name: string, arguments?: object}"],
+      [{ method: "tools/call", params: { name: "get_trust_anchors", arguments: "x" } }, "arguments must be an object"],
+      [{ method: "tools/call", params: { name: "get_trust_anchors", arguments: null } }, "arguments must be an object"],
+      [{ method: "tools/call", params: { name: "get_trust_anchors", arguments: [] } }, "arguments must be an object"],
+      [{ method: "tools/list", params: { cursor: 5 } }, "tools/list takes params {cursor?: string}"],
+    ];
+    for (const [message, words] of cases) expect({ message, error: (await send(message)).error }).toEqual({ message, error: { code: -32602, message: `Invalid params: ${words}` } });
+    expect((await send({ method: "tools/list" })).result?.tools?.length).toBeGreaterThan(0);
+    // In a batch, the malformed request gets its error and the others their answers.
+    const batch = await app.handle(new Request(`${BASE}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": sessionId, "mcp-protocol-version": "2025-06-18" },
+      body: JSON.stringify([{ jsonrpc: "2.0", id: 1, method: "tools/list" }, { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "get_trust_anchors", arguments: 3 } }]),
+    }));
+    const answers = await batch.json() as { id: number; result?: unknown; error?: { code: number } }[];
+    expect(answers.map((a) => [a.id, a.error?.code ?? "result"]).sort()).toEqual([[1, "result"], [2, -32602]]);
+    expect((await send({ method: "tools/call", params: { name: "get_trust_anchors" } })).result).toMatchObject({ structuredContent: { version: 1 } });
+  });
+
   test("without OAuth (no bearer) the account tools are not offered", async () => {
     const { client } = await setUp();
     expect((await client.listTools()).tools.map((t) => t.name)).not.toContain("request_controller_witness");
