@@ -56,7 +56,7 @@ export type WebhookEndpointsDeps = {
   /** `ALLOW_PRIVATE_NETWORK`: `http://` on loopback and private addresses allowed (development and tests). */
   readonly allowPrivateNetwork: boolean;
   readonly limits?: WebhookLimits | undefined;
-  /** Test events per endpoint id ({@link WEBHOOK_TESTS_PER_MINUTE}, counted for the deployment); absent: unlimited. */
+  /** Test events per account and receiving host ({@link WEBHOOK_TESTS_PER_MINUTE}, counted for the deployment); absent: unlimited. */
   readonly testRate?: RateLimit | undefined;
 };
 
@@ -246,9 +246,11 @@ export function createWebhookEndpoints(deps: WebhookEndpointsDeps) {
     async test(account: Account, id: string): Promise<Result<{ readonly eventId: string; readonly type: "webhook.test" }, Code> & { readonly retryAfterSeconds?: number }> {
       const found = await deps.store.get(account.id, id);
       if (found === undefined) return notFound();
-      const turn = await deps.testRate?.take(found.id);
+      // Per account and receiving host, not per endpoint id: deleting an endpoint and creating it again (at the same
+      // host, any path) gave it a fresh budget, so one account could send a host signed POSTs without limit.
+      const turn = await deps.testRate?.take(`${account.id}:${new URL(found.url).host}`);
       if (turn !== undefined && !turn.allowed) {
-        return { ...fail("RATE_LIMITED", `At most ${WEBHOOK_TESTS_PER_MINUTE} test events a minute per endpoint`), retryAfterSeconds: turn.retryAfterSeconds };
+        return { ...fail("RATE_LIMITED", `At most ${WEBHOOK_TESTS_PER_MINUTE} test events a minute to one receiving host`), retryAfterSeconds: turn.retryAfterSeconds };
       }
       const nowMs = deps.clock.nowMs();
       const message = webhookMessage(randomEventId(deps.random), "webhook.test", nowMs, { endpointId: found.id, url: found.url });

@@ -179,7 +179,7 @@ function review(uid: string, subject: string, revokedBlock: bigint | null = null
 }
 
 describe("test events (decisions §22)", () => {
-  test("at most WEBHOOK_TESTS_PER_MINUTE per endpoint: the rest RATE_LIMITED with Retry-After, nothing queued for them", async () => {
+  test("at most WEBHOOK_TESTS_PER_MINUTE per account and receiving host: the rest RATE_LIMITED with Retry-After, nothing queued for them", async () => {
     const { store, transport, clock } = setup();
     const testRate = createRateLimiter(clock, { capacity: WEBHOOK_TESTS_PER_MINUTE, perMinute: WEBHOOK_TESTS_PER_MINUTE });
     const endpoints = createWebhookEndpoints({ store, transport, clock, random: fakeRandom(), allowPrivateNetwork: false, testRate });
@@ -194,10 +194,16 @@ describe("test events (decisions §22)", () => {
     expect(refused).toMatchObject({ ok: false, code: "RATE_LIMITED" });
     expect(refused.retryAfterSeconds).toBeGreaterThan(0);
     expect(store.deliveryRows.size).toBe(WEBHOOK_TESTS_PER_MINUTE);
-    // Another endpoint has its own; a minute later the first has its burst back.
+    // An endpoint at another host has its own; one created again at the same host (another path) has none left: the
+    // budget was per endpoint id, so deleting and creating the endpoint again gave a fresh one.
     expect((await endpoints.test(account, b.value.id)).ok).toBe(true);
+    expect((await endpoints.remove(account, a.value.id)).ok).toBe(true);
+    const again = await endpoints.create(account, { url: "https://a.example/other", events: ["webhook.test"] });
+    if (!again.ok) throw new Error("unreachable");
+    expect(await endpoints.test(account, again.value.id)).toMatchObject({ ok: false, code: "RATE_LIMITED" });
+    // A minute later the host has its burst back.
     clock.set(clock.nowMs() + 60_000);
-    expect((await endpoints.test(account, a.value.id)).ok).toBe(true);
+    expect((await endpoints.test(account, again.value.id)).ok).toBe(true);
   });
 });
 
