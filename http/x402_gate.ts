@@ -34,6 +34,7 @@ import type { PaymentPurpose } from "../ports/payments.ts";
 import { initializeOnce } from "../x402/elysia_adapter.ts";
 import { createOfferReceiptExtension, declareOfferReceiptExtension, type OfferReceiptSigning } from "../x402/extension.ts";
 import { errorBody, json } from "./errors.ts";
+import { inProgress, paidIdempotentWrite, paymentRequired, replayed, unavailable } from "./_x402_answers.ts";
 import { SIGNER_RETRY_AFTER_SECONDS } from "../ports/signer.ts";
 
 /** The paths each purpose is sold on. */
@@ -216,18 +217,6 @@ function paidRoutes(options: PaymentGateOptions, network: Network): Record<strin
   return routes;
 }
 
-const replayed = (): Response => json(errorBody("PAYMENT_ALREADY_USED", "This payment authorization was already used"), 409);
-const inProgress = (): Response =>
-  json(errorBody("PAYMENT_IN_PROGRESS", "The payer's unsettled payments already hold its token balance; nothing was done or charged, retry once they settle"), 409);
-const unavailable = (): Response => json(errorBody("FACILITATOR_UNAVAILABLE", "The payment facilitator is unavailable; nothing was charged"), 502);
-/** A 402 from core's instructions: its headers (PAYMENT-REQUIRED), our error body. */
-const paymentRequired = (instructions: HTTPResponseInstructions, code: string, message: string, details?: string) => {
-  // Names lowercased before they are merged: core sends `Cache-Control` too, and two spellings of one name were
-  // both sent (`no-store, no-store`).
-  const headers: Record<string, string> = { "cache-control": "no-store" };
-  for (const [k, v] of Object.entries(instructions.headers)) if (k.toLowerCase() !== "content-type") headers[k.toLowerCase()] = v;
-  return json(errorBody(code, message, details), instructions.status === 412 ? 402 : instructions.status, headers);
-};
 /** The protocol reason of a refusal, from the PAYMENT-REQUIRED it came with. */
 const reasonOf = (instructions: HTTPResponseInstructions) => {
   const header = headerOf(instructions, "payment-required");
@@ -255,18 +244,6 @@ async function gateTerms(gate: Gate, request: Request, purpose: PaymentPurpose):
     gate.log.warn("x402_terms_unavailable", { purpose, error: error instanceof Error ? error.name : "unknown" });
     return {};
   }
-}
-
-/** See {@link PaymentGate.idempotentWrite}. */
-function paidIdempotentWrite(request: Request, body: unknown, fallbackScope: string): { scope: string; body: string } {
-  const header = request.headers.get("payment-signature") ?? "";
-  let payer: string | undefined;
-  try {
-    payer = readExactAuthorization(decodePaymentSignatureHeader(header).payload)?.from.toLowerCase();
-  } catch {
-    payer = undefined;
-  }
-  return { scope: payer === undefined ? fallbackScope : `x402:${payer}`, body: `${typeof body === "string" ? body : ""}\n${header}` };
 }
 
 /** One paid request: the payment checked, the work done, the payment settled after it (see the module's comment). */

@@ -1,0 +1,30 @@
+/** The x402 gate's own answers (http/x402_gate.ts): its refusals, and where a paid write's key belongs. */
+import { decodePaymentSignatureHeader } from "@x402/core/http";
+import type { HTTPResponseInstructions } from "@x402/core/server";
+import { readExactAuthorization } from "../domain/payments/mod.ts";
+import { errorBody, json } from "./errors.ts";
+
+export const replayed = (): Response => json(errorBody("PAYMENT_ALREADY_USED", "This payment authorization was already used"), 409);
+export const inProgress = (): Response =>
+  json(errorBody("PAYMENT_IN_PROGRESS", "The payer's unsettled payments already hold its token balance; nothing was done or charged, retry once they settle"), 409);
+export const unavailable = (): Response => json(errorBody("FACILITATOR_UNAVAILABLE", "The payment facilitator is unavailable; nothing was charged"), 502);
+/** A 402 from core's instructions: its headers (PAYMENT-REQUIRED), our error body. */
+export const paymentRequired = (instructions: HTTPResponseInstructions, code: string, message: string, details?: string) => {
+  // Names lowercased before they are merged: core sends `Cache-Control` too, and two spellings of one name were
+  // both sent (`no-store, no-store`).
+  const headers: Record<string, string> = { "cache-control": "no-store" };
+  for (const [k, v] of Object.entries(instructions.headers)) if (k.toLowerCase() !== "content-type") headers[k.toLowerCase()] = v;
+  return json(errorBody(code, message, details), instructions.status === 412 ? 402 : instructions.status, headers);
+};
+
+/** Where a paid write's `Idempotency-Key` belongs: see `PaymentGate.idempotentWrite` (http/x402_gate.ts). */
+export function paidIdempotentWrite(request: Request, body: unknown, fallbackScope: string): { scope: string; body: string } {
+  const header = request.headers.get("payment-signature") ?? "";
+  let payer: string | undefined;
+  try {
+    payer = readExactAuthorization(decodePaymentSignatureHeader(header).payload)?.from.toLowerCase();
+  } catch {
+    payer = undefined;
+  }
+  return { scope: payer === undefined ? fallbackScope : `x402:${payer}`, body: `${typeof body === "string" ? body : ""}\n${header}` };
+}
