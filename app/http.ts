@@ -23,6 +23,7 @@ import type { WiredMcp } from "./mcp.ts";
 import type { WiredSubmissions } from "./submissions.ts";
 import type { WiredWebhooks } from "./webhooks.ts";
 import { wireInteractions } from "./interactions.ts";
+import { createWitnessResume } from "../domain/witness/mod.ts";
 
 /** Every capability, wired: what the routes are given. */
 export type Capabilities = {
@@ -112,6 +113,7 @@ function appDeps(config: HttpConfig, f: Foundation, c: Capabilities): AppDeps {
     session: {
       sessions,
       witness: c.witness,
+      witnessResume: createWitnessResume({ ledger, nowMs: () => systemClock.nowMs() }),
       ledger,
       plans,
       clock: systemClock,

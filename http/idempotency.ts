@@ -20,10 +20,11 @@ export type IdempotentWrite = {
   /** The body as the route read it: part of what "the same request" means. */
   readonly body: unknown;
   /**
-   * The answer of a submission a request that died (a crash) opened under the key (decisions §23: it answers as the
-   * submission's outcome says); absent: such a retry runs the write again.
+   * The answer of what a request that died (a crash) noted under the key (decisions §23: it answers as that write's
+   * outcome says); undefined (or absent) when nothing was written: the retry runs the write again. A resumed 503
+   * `OUTCOME_UNKNOWN` (still on its way) is not kept: the key stays with the write, and a later retry asks again.
    */
-  readonly resume?: ((submissionId: string) => Promise<Response>) | undefined;
+  readonly resume?: ((noted: string) => Promise<Response | undefined>) | undefined;
 };
 
 /** What a write run under a key may tell its key: the submission it opened. */
@@ -58,14 +59,17 @@ export async function idempotent(
       return refuse(decision.code, decision.message, { "retry-after": String(decision.retryAfterSeconds) });
   }
   let response: Response;
+  let resumed: Response | undefined;
   try {
-    const resumed = decision.resumed;
-    response = resumed !== undefined && write.resume !== undefined ? await write.resume(resumed) : await run({ attach: decision.attach });
+    const noted = decision.resumed;
+    resumed = noted !== undefined && write.resume !== undefined ? await write.resume(noted) : undefined;
+    response = resumed ?? await run({ attach: decision.attach });
   } catch (error) {
     await decision.finish(undefined);
     throw error;
   }
   const kept = await storedAnswer(response);
+  if (resumed !== undefined && kept.status === 503 && kept.body.includes('"OUTCOME_UNKNOWN"')) return response;
   await decision.finish(keepsStoredAnswer(kept) ? kept : undefined);
   return response;
 }

@@ -10,6 +10,7 @@ import { registrableDomain } from "../rate_limit.ts";
 import { fail, ok } from "../result.ts";
 import { encodeSchemaData } from "../schema_data.ts";
 import { type ControllerWitnessDeps, WITNESS, type WitnessFailure, type WitnessResult } from "./_types.ts";
+import { WITNESS_WRITE_PREFIX } from "./witness_resume.ts";
 
 const ZERO_UID = `0x${"0".repeat(64)}` as HexString;
 
@@ -39,6 +40,7 @@ export async function confirmAndWrite(deps: ControllerWitnessDeps, request: {
   controller: string;
   recipient: HexString;
   schemaUid: HexString;
+  onReserved?: ((noted: string) => Promise<void>) | undefined;
 }): Promise<WitnessResult> {
   const { subject, controller, recipient, schemaUid } = request;
   // The per-domain limit comes before any lookup: we must not be a way to hammer someone's DNS or web
@@ -91,6 +93,7 @@ export async function confirmAndWrite(deps: ControllerWitnessDeps, request: {
 
   let signed = false;
   try {
+    await request.onReserved?.(`${WITNESS_WRITE_PREFIX}${reservationId}`);
     const call = {
       schema: schemaUid,
       data: { recipient, expirationTime: 0n, revocable: false, refUID: ZERO_UID, data: data.value, value: 0n },

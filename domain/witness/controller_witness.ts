@@ -82,14 +82,18 @@ export function parseWitnessBody(body: unknown): Result<ParsedBody, "INVALID_INP
 
 /** Builds the witness use case: `(body, session)` → outcome. */
 export function createControllerWitness(deps: ControllerWitnessDeps) {
-  /** `options.paidBy`: the payer of an x402 payment (decisions §13), instead of the session's account. */
+  /**
+   * `options.paidBy`: the payer of an x402 payment (decisions §13), instead of the session's account.
+   * `options.onReserved`: told `witness-write:<id>` once the write is reserved, before anything is signed (the
+   * request's `Idempotency-Key` notes it, so a retry after a crash answers from it: createWitnessResume).
+   */
   return async function controllerWitness(
     body: unknown,
     session: Result<Account, "UNAUTHENTICATED">,
-    options: { readonly paidBy?: string | undefined } = {},
+    options: { readonly paidBy?: string | undefined; readonly onReserved?: ((noted: string) => Promise<void>) | undefined } = {},
   ): Promise<WitnessOutcome> {
     const parsed = parseWitnessBody(body);
-    const result = await checkAndWrite(deps, session, parsed, options.paidBy);
+    const result = await checkAndWrite(deps, session, parsed, options.paidBy, options.onReserved);
     const deprecated = parsed.ok && parsed.value.deprecated;
     return { result, deprecated, deprecation: deprecated ? LEGACY_WITNESS_DEPRECATION_HEADER : undefined };
   };
@@ -101,6 +105,7 @@ async function checkAndWrite(
   session: Result<Account, "UNAUTHENTICATED">,
   parsed: Result<ParsedBody, "INVALID_INPUT">,
   paidBy: string | undefined,
+  onReserved: ((noted: string) => Promise<void>) | undefined,
 ): Promise<WitnessResult> {
   if (!parsed.ok) return parsed;
   // A paying agent (decisions §13) bought this one write: no plan, no quota, but the same rates and checks.
@@ -147,6 +152,7 @@ async function checkAndWrite(
     controller,
     recipient: recipient.value as HexString,
     schemaUid,
+    onReserved,
   });
 }
 

@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import type { ControllerWitness } from "../../domain/witness/mod.ts";
+import type { ControllerWitness, createWitnessResume } from "../../domain/witness/mod.ts";
 import { type PlanPolicy, quotaYear } from "../../domain/accounts/mod.ts";
 import type { Sessions } from "../../domain/sessions/mod.ts";
 import type { Account, Session, SponsoredWriteLedger } from "../../ports/accounts.ts";
@@ -22,6 +22,8 @@ export const SESSION_COOKIE = "ats_session";
 export type SessionRoutesDeps = {
   readonly sessions: Sessions;
   readonly witness: ControllerWitness;
+  /** The witness write a request that died noted under its key (decisions §23); absent: such a retry runs again. */
+  readonly witnessResume?: ReturnType<typeof createWitnessResume> | undefined;
   readonly ledger: SponsoredWriteLedger;
   readonly plans: PlanPolicy;
   readonly clock: Clock;

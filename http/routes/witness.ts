@@ -16,7 +16,7 @@ import { readCheckedBody, sessionFailure, type SessionRoutesDeps } from "./sessi
 /** What the witness routes need: the session's credentials, the use case, x402 and idempotency. */
 export type WitnessRoutesDeps = Pick<
   SessionRoutesDeps,
-  "sessions" | "witness" | "log" | "payments" | "metrics" | "clientAddress" | "bearer" | "idempotency"
+  "sessions" | "witness" | "witnessResume" | "log" | "payments" | "metrics" | "clientAddress" | "bearer" | "idempotency"
 >;
 
 const witnessBody = compileRequestCheck(REQUEST_MODELS.controllerWitness.body, {
@@ -39,8 +39,10 @@ export function witnessRoutes(deps: WitnessRoutesDeps) {
     const auth = await authenticateRequest(request, deps, "witness:write");
     if (auth.ok) {
       const account = auth.caller.account;
-      return await idempotent(deps.idempotency, request, { scope: `account:${account.id}`, body }, () =>
-        witnessAnswer(parsed.value, { ok: true, value: account }, undefined));
+      // The write's id is noted under the key once reserved; a retry after a crash answers from it (decisions §23).
+      const write = { scope: `account:${account.id}`, body, resume: (noted: string) => resumedWitness(noted) };
+      return await idempotent(deps.idempotency, request, write, ({ attach }) =>
+        witnessAnswer(parsed.value, { ok: true, value: account }, undefined, attach));
     }
     // No credential: an agent may pay for this one witness with x402 instead (decisions §13); without a payment
     // the contract's 401, naming both ways in (decisions §13 amended).
@@ -80,9 +82,17 @@ export function witnessRoutes(deps: WitnessRoutesDeps) {
   /** An x402 payer has no account: its keys are the payer's (the gate's `idempotentWrite`, decisions §23). */
   const paidWrite = (request: Request, body: unknown) => deps.payments!.idempotentWrite(request, body, `client:${clientKeyFor(deps.clientAddress, request)}`);
 
-  const witnessAnswer = async (body: unknown, session: Parameters<ControllerWitness>[1], paidBy: string | undefined) => {
+  /** What a retry of a request that died answers (see domain/witness createWitnessResume); undefined: run it again. */
+  const resumedWitness = async (noted: string): Promise<Response | undefined> => {
+    const found = await deps.witnessResume?.(noted);
+    if (found === undefined || found.kind === "nothing") return undefined;
+    if (found.kind === "written") return json(found.value);
+    return json(errorBody("OUTCOME_UNKNOWN", "The witness transaction was sent but its outcome is not known yet; it will be settled", found.txHash ?? undefined), 503);
+  };
+
+  const witnessAnswer = async (body: unknown, session: Parameters<ControllerWitness>[1], paidBy: string | undefined, onReserved?: (noted: string) => Promise<void>) => {
     try {
-      const { result, deprecation } = await deps.witness(body, session, { paidBy });
+      const { result, deprecation } = await deps.witness(body, session, { paidBy, onReserved });
       const headers: Record<string, string> = deprecation === undefined ? {} : { deprecation };
       deps.metrics?.increment("ats_sponsored_writes_total", { outcome: result.ok ? "committed" : result.code.toLowerCase() });
       if (result.ok) {

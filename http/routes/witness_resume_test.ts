@@ -1,0 +1,122 @@
+/**
+ * A witness request under an `Idempotency-Key` that died with its instance (decisions §23: "exact across a crash";
+ * found by attacking the paid writes): the retry that takes the key over answers from the write the dead request
+ * reserved, and never writes a second witness. Before, the witness route noted nothing under its key, so the retry
+ * ran the witness again: a second transaction and a second sponsored write. The route, the SQLite idempotency store
+ * and the domain's resume are the real ones; the witness use case is a stand-in that reserves, signs and then hangs,
+ * as a request whose instance died does.
+ */
+import { Database } from "bun:sqlite";
+import { describe, expect, test } from "bun:test";
+import { Elysia } from "elysia";
+import { encodeFunctionData, type Hex, keccak256 } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { silentLogger } from "../../adapters/observability/mod.ts";
+import { createSqliteIdempotency } from "../../adapters/sqlite/mod.ts";
+import { EAS_ABI } from "../../domain/eas_abi.ts";
+import { createIdempotency, IDEMPOTENCY_LEASE_MS } from "../../domain/idempotency/mod.ts";
+import { encodeSchemaData } from "../../domain/schema_data.ts";
+import { findSchemaByName } from "../../domain/schemas.ts";
+import { type ControllerWitness, createWitnessResume } from "../../domain/witness/mod.ts";
+import { fakeClock, fakeWriteLedger } from "../../ports/fakes/mod.ts";
+import { witnessRoutes } from "./witness.ts";
+
+const WITNESS = findSchemaByName("controller-witness")!;
+const ACCOUNT = { id: "acc-1", address: "0x00000000000000000000000000000000000000a1", plan: "free", createdAtMs: 0 };
+const BODY = JSON.stringify({ subjectDid: "did:web:crash.example", controllerDid: "did:pkh:eip155:1:0x00000000000000000000000000000000000000b2" });
+const KEY = `0x${"11".repeat(32)}` as const;
+
+/** A witness transaction as the witness wallet signs it: `attest` of the witness schema's data. */
+async function signedWitness(nonce: number) {
+  const data = encodeSchemaData(WITNESS.schema, { subject: "did:web:crash.example", controller: "did:pkh:eip155:1:0x00000000000000000000000000000000000000b2", method: "dns-txt", observedAt: 1_800_000_000n });
+  if (!data.ok) throw new Error("unreachable");
+  const call = encodeFunctionData({
+    abi: EAS_ABI,
+    functionName: "attest",
+    args: [{ schema: `0x${"cc".repeat(32)}`, data: { recipient: `0x${"dd".repeat(20)}`, expirationTime: 0n, revocable: false, refUID: `0x${"00".repeat(32)}`, data: data.value as Hex, value: 0n } }],
+  });
+  const raw = await privateKeyToAccount(KEY).signTransaction({ type: "eip1559", chainId: 31337, nonce, to: `0x${"ee".repeat(20)}`, data: call, gas: 200_000n, maxFeePerGas: 2n, maxPriorityFeePerGas: 1n });
+  return { raw, txHash: keccak256(raw), wallet: privateKeyToAccount(KEY).address.toLowerCase() as Hex, nonce };
+}
+
+/**
+ * The route over the real idempotency rule; `witness` is told how far the stand-in goes before its instance dies
+ * (`signed`: reserved and signed; `reserved`: reserved only), and whether the retry's own run completes.
+ */
+function setUp() {
+  const clock = fakeClock();
+  const ledger = fakeWriteLedger();
+  const idempotency = createIdempotency({ store: createSqliteIdempotency(new Database(":memory:")), clock });
+  let runs = 0;
+  let dies: "signed" | "reserved" | undefined;
+  let reachedDeath: () => void = () => {};
+  const witness = (async (_body, _session, options = {}) => {
+    runs++;
+    const id = `w${runs}`;
+    await ledger.reserve({ id, accountId: ACCOUNT.id, year: 2027, fingerprint: "f", createdAtMs: clock.nowMs() }, 10);
+    await options.onReserved?.(`witness-write:${id}`);
+    if (dies === "reserved") {
+      reachedDeath();
+      return await new Promise(() => {});
+    }
+    const tx = await signedWitness(runs);
+    await ledger.markSigned(id, tx, clock.nowMs());
+    if (dies === "signed") {
+      reachedDeath();
+      return await new Promise(() => {});
+    }
+    await ledger.commit(id, { txHash: tx.txHash, uid: `0x${"ab".repeat(32)}`, blockNumber: 9n }, clock.nowMs());
+    return { result: { ok: true, value: { success: true, uid: `0x${"ab".repeat(32)}`, txHash: tx.txHash, blockNumber: 9, observedAt: 1_800_000_000, method: "dns-txt" } }, deprecated: false, deprecation: undefined };
+  }) as ControllerWitness;
+  const app = new Elysia().use(witnessRoutes({
+    sessions: { authenticate: () => Promise.resolve({ ok: true, value: { account: ACCOUNT, session: {} } }) } as never,
+    witness,
+    witnessResume: createWitnessResume({ ledger, nowMs: () => clock.nowMs() }),
+    log: silentLogger,
+    idempotency,
+  }));
+  const post = () => app.handle(new Request("http://localhost/v1/controller-witness", { method: "POST", headers: { "content-type": "application/json", "idempotency-key": "crash-1" }, body: BODY }));
+  /** Sends the first request, which dies where `at` says; resolves once it got there (its answer never comes). */
+  const dying = async (at: "signed" | "reserved") => {
+    dies = at;
+    const there = new Promise<void>((resolve) => (reachedDeath = resolve));
+    void post();
+    await there;
+    dies = undefined;
+  };
+  const pastLease = () => clock.set(clock.nowMs() + IDEMPOTENCY_LEASE_MS + 1);
+  return { ledger, post, dying, pastLease, runs: () => runs };
+}
+
+describe("a witness request that died under its Idempotency-Key (decisions §23)", () => {
+  test("signed and then mined by the reconciler: the retry answers the witness as written, with no second write", async () => {
+    const { ledger, post, dying, pastLease, runs } = setUp();
+    await dying("signed");
+    // While the transaction is on its way: OUTCOME_UNKNOWN naming it, and the key stays with the write.
+    pastLease();
+    const pending = await post();
+    const { txHash } = ledger.writes.get("w1")!;
+    expect([pending.status, await pending.json()]).toEqual([503, { error: "The witness transaction was sent but its outcome is not known yet; it will be settled", code: "OUTCOME_UNKNOWN", details: txHash }]);
+    expect((await post()).status).toBe(409);
+    // The reconciler finds it mined.
+    await ledger.commit("w1", { txHash: txHash!, uid: `0x${"ab".repeat(32)}`, blockNumber: 9n }, 0);
+    pastLease();
+    const answered = await post();
+    expect([answered.status, await answered.json()]).toEqual([200, { success: true, uid: `0x${"ab".repeat(32)}`, txHash, blockNumber: 9, observedAt: 1_800_000_000, method: "dns-txt" }]);
+    expect(runs()).toBe(1);
+    expect([...ledger.writes.values()].map((w) => w.state)).toEqual(["committed"]);
+    // That answer is the key's from now on.
+    const replayed = await post();
+    expect([replayed.status, replayed.headers.get("idempotent-replayed")]).toEqual([200, "true"]);
+  });
+
+  test("died before signing: nothing can land, its reservation is given back and the retry writes the witness once", async () => {
+    const { ledger, post, dying, pastLease, runs } = setUp();
+    await dying("reserved");
+    pastLease();
+    const answered = await post();
+    expect(answered.status).toBe(200);
+    expect(runs()).toBe(2);
+    expect([...ledger.writes.values()].map((w) => [w.id, w.state])).toEqual([["w1", "released"], ["w2", "committed"]]);
+  });
+});
