@@ -672,6 +672,9 @@ describe("normalizeSubjectDid(): the one rule for a subject a caller names (issu
       // Whitespace around it is trimmed, as normalizeDid always did.
       [" did:web:example.com", "did:web:example.com"],
       ["  www.Shop.ok \n", "did:web:shop.ok"],
+      // One trailing dot and one www. are the reference's (and both at once).
+      ["did:web:example.com.", "did:web:example.com"],
+      ["did:web:www.example.com.", "did:web:example.com"],
     ] as const) {
       expect({ input, result: normalizeSubjectDid(input) }).toEqual({ input, result: { ok: true, value: expected } });
     }
@@ -688,6 +691,11 @@ describe("normalizeSubjectDid(): the one rule for a subject a caller names (issu
       "did:web:",
       "did:web:exa\u00a0mple.com",
       "did:web:example.com\u0007",
+      // Not their own normal form after one pass: second names for example.com whose evidence was matched apart.
+      "did:web:example.com..",
+      "did:web:www.www.example.com",
+      "www.www.example.com",
+      "did:web:WWW.www.Example.com.",
       "did:web:example.com:us er",
       "did:key:z6Mk\u0000",
       "did:pkh:eip155:1:0x12 34",

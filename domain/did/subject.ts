@@ -24,7 +24,7 @@ const EIP155_DID_PKH = /^did:pkh:eip155:([1-9][0-9]{0,15}):0x[0-9a-f]{40}$/;
  * - it holds whitespace or a control character (`did:web:not a did`, `did:web:exa<TAB>mple.com`: no attestation can
  *   name it, and `not a did` would otherwise become `did:web:not a did`); whitespace around it is trimmed, as
  *   {@link normalizeDid} always did (a pasted `  example.com `);
- * - {@link normalizeDid} refuses it;
+ * - {@link normalizeDid} refuses it, or what it gives is not its own normal form (`did:web:x..`, `did:web:www.www.x`);
  * - it is a did:web (a bare domain becomes one) naming no domain ({@link didWebLocation}): `did:web:a..b`, an IP host;
  * - it is an eip155 did:pkh whose chain id is not written in plain decimal, or whose account is not a 20-byte address
  *   ({@link EIP155_DID_PKH}): `did:pkh:eip155:01:…`, `…:0x1:…` and `…:1e0:…` were second names for chain 1, each with a
@@ -39,6 +39,11 @@ export function normalizeSubjectDid(input: unknown): Result<string, "INVALID_DID
   if (SPACE_OR_CONTROL.test(input.trim())) return invalid("The subject must not hold whitespace or control characters");
   const normalized = normalizeDid(input);
   if (!normalized.ok) return normalized;
+  // One pass of the reference's rule must give a name it keeps: `did:web:x..` and `did:web:www.www.x` gave `x.` and
+  // `www.x`, which the DID address and discovery normalize again (to `x`) but the evidence matching did not, so their
+  // key bindings and witnesses were dropped and "not authorized" became "authorized".
+  const again = normalizeDid(normalized.value);
+  if (!again.ok || again.value !== normalized.value) return invalid("The subject names a second trailing dot or a second www.: name the domain once");
   if (normalized.value.startsWith("did:web:") && didWebLocation(normalized.value) === undefined) {
     return invalid(DID_WEB_NO_LOCATION);
   }

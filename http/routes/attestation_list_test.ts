@@ -21,7 +21,7 @@ const ALICE = `0x${"a".repeat(40)}` as HexString;
 const uid = (n: number) => `0x${n.toString(16).padStart(64, "0")}` as HexString;
 
 /** The subjects every route taking one refuses (issue 43): whitespace, a control character, a did:web naming no domain. */
-export const BAD_SUBJECTS = ["did:web:not a did", "did:web:exa\tmple.com", "did:web:a..b", "not a did", "did:web:127.0.0.1", "did:web:shop.example\u0000", "did:web:-shop.example", `did:web:${"a".repeat(64)}.example`, "did:web:sh%6fp.example", "did:web:shop.example/", "did:web:shop.example:a:..:b", "did:web:shop.example:us%65r", `did:pkh:eip155:01:0x${"1".repeat(40)}`, "did:pkh:eip155:1:0xabc"];
+export const BAD_SUBJECTS = ["did:web:not a did", "did:web:exa\tmple.com", "did:web:a..b", "not a did", "did:web:127.0.0.1", "did:web:shop.example\u0000", "did:web:-shop.example", `did:web:${"a".repeat(64)}.example`, "did:web:sh%6fp.example", "did:web:shop.example/", "did:web:shop.example:a:..:b", "did:web:shop.example:us%65r", `did:pkh:eip155:01:0x${"1".repeat(40)}`, "did:pkh:eip155:1:0xabc", "did:web:shop.example..", "did:web:www.www.shop.example", "www.www.shop.example"];
 
 /** An app whose list and count are the real queries over `n` reviews of {@link SUBJECT} by Alice, one a block. */
 async function setup(n: number, options: { cursorKey?: Uint8Array } = {}) {
