@@ -1,7 +1,7 @@
 /** How far an offer's or receipt's signing key is authorised for a did:web: endpoint evidence, a controller witness, a key binding, or the service's key status. */
 import { createPublicClient, type Hex, http, parseAbi, parseAbiItem, type PublicClient } from "viem";
 import { didToAddress, normalizeDid } from "../domain/did/mod.ts";
-import { didJwkThumbprint } from "../domain/discovery/mod.ts";
+import { plainDidJwkThumbprint } from "../domain/discovery/mod.ts";
 import type { Result } from "../domain/result.ts";
 import { decodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
@@ -77,8 +77,9 @@ export async function checkControllerTrust(
     loadEndpointEvidence(subjectDid, options),
     options.chain === undefined ? Promise.resolve({ witnesses: [], keyBindings: [] }) : loadChainEvidence(subjectDid, options),
   ]);
-  // A did:jwk signer named by its RFC 7638 thumbprint in DNS TXT (`jkt=S256:`, decisions §25) is named by the endpoints.
-  const thumbprint = input.signer.controllerDid.startsWith("did:jwk:") ? didJwkThumbprint(input.signer.controllerDid) : undefined;
+  // A did:jwk signer named by its RFC 7638 thumbprint in DNS TXT (`jkt=S256:`, decisions §25) is named by the endpoints
+  // (a did:jwk holding members beyond its key's and the ignored ones is another controller: plainDidJwkThumbprint).
+  const thumbprint = input.signer.controllerDid.startsWith("did:jwk:") ? plainDidJwkThumbprint(input.signer.controllerDid) : undefined;
   const endpointKeys = endpoint === undefined
     ? undefined
     : thumbprint !== undefined && endpoint.thumbprints.includes(thumbprint) && !endpoint.keys.includes(input.signer.controllerDid)

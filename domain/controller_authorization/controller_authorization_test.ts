@@ -141,6 +141,21 @@ describe("createControllerAuthorization()", () => {
     expect(s.docs.jwksFetches).toEqual([]);
   });
 
+  test("the same key spelled with one more JWK member is not named by the thumbprint: its own revoked binding cannot be passed by", async () => {
+    // Found by attacking controller authorization: `jkt=` matched the key whatever else its JWK held, while bindings
+    // compare controllers as publicJwkEquals does (another member, another controller), so the alias of a key whose
+    // binding was revoked was answered authorized by dns.
+    const alias = (jwkToDidJwk({ ...JWK, note: "same key" }) as { value: string }).value;
+    const s = setUp({ txt: { "_omatrust.shop.test": [`v=1;controller=${pkh(OWNER)}`, `v=1;jkt=S256:${jwkThumbprint(JWK)}`] } });
+    s.binding(OWNER, DID_JWK, { time: NOW_S - 1_000, revocationTime: NOW_S - 500 }, { publicKeyJwk: JSON.stringify(JWK) });
+    expect(await s.authorize({ subjectDid: SUBJECT, controllerDid: DID_JWK })).toMatchObject({ ok: true, value: { authorized: false } });
+    expect(await s.authorize({ subjectDid: SUBJECT, controllerDid: alias })).toMatchObject({ ok: true, value: { authorized: false, liveMethod: null } });
+    // kid and alg are ignored as equality ignores them: still the key the thumbprint names.
+    const named = (jwkToDidJwk({ ...JWK, kid: "k1", alg: "ES256" }) as { value: string }).value;
+    const plain = setUp({ txt: { "_omatrust.shop.test": [`v=1;jkt=S256:${jwkThumbprint(JWK)}`] } });
+    expect(await plain.authorize({ subjectDid: SUBJECT, controllerDid: named })).toMatchObject({ ok: true, value: { authorized: true, liveMethod: "dns" } });
+  });
+
   test("did.json publicKeyJwk, members in another order with kid and alg: did-document; a private key is refused", async () => {
     const reordered = { y: JWK.y, kid: "key-1", alg: "ES256", x: JWK.x, crv: "P-256", kty: "EC" };
     const s = setUp({ didJson: { id: SUBJECT, verificationMethod: [{ id: "#key-1", type: "JsonWebKey2020", publicKeyJwk: reordered }] } });

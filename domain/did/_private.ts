@@ -15,6 +15,14 @@ export const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 /** JWK members that name or restrict a key without being its material. */
 export const JWK_IGNORED_IN_EQUALITY = new Set(["kid", "use", "key_ops", "alg", "ext"]);
 
+/** The public members RFC 7638 names for each key type, in lexicographic order: a key's public key material. */
+export const JWK_PUBLIC_MEMBERS: Readonly<Record<string, readonly string[]>> = {
+  EC: ["crv", "kty", "x", "y"],
+  OKP: ["crv", "kty", "x"],
+  RSA: ["e", "kty", "n"],
+};
+
+
 /** Tells whether a value is a plain JSON object (not null, not an array). */
 export const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 

@@ -15,6 +15,7 @@ export { controllerIdentity, isSameControllerId } from "./controller_id.ts";
 export { computeDidHash, didAddressFromHash, didToAddress, validateDidAddress } from "./did_address.ts";
 export { type ArtifactDid, artifactDidFromDigest, parseArtifactDid } from "./did_artifact.ts";
 export { type JwkToDidJwkOptions, jwkToDidJwk, publicJwkEquals, validatePublicJwk } from "./did_jwk.ts";
+export { JWK_IGNORED_IN_EQUALITY, JWK_PUBLIC_MEMBERS } from "./_private.ts";
 export { buildDidPkh, buildDidPkhFromCaip10, checksumEvmAddress, type DidPkhParts } from "./did_pkh.ts";
 export { DID_WEB_NO_LOCATION, didWebLocation, isDidWebPathSegment, isDomainNameHost, normalizeDomain } from "./did_web.ts";
 export { didJwkToJwk, didPkhToCaip10, extractAddressFromDid, getDomainFromDidWeb, normalizeDid, parseDidPkh } from "./normalize.ts";

@@ -6,14 +6,8 @@
  * Pure: SHA-256 from viem/utils, no I/O.
  */
 import { sha256, stringToBytes } from "viem/utils";
-import { base64UrlEncode, didJwkToJwk, jwkToDidJwk, validatePublicJwk } from "../did/mod.ts";
+import { base64UrlEncode, didJwkToJwk, JWK_IGNORED_IN_EQUALITY, JWK_PUBLIC_MEMBERS, jwkToDidJwk, validatePublicJwk } from "../did/mod.ts";
 
-/** The public members RFC 7638 names for each key type, in lexicographic order (the thumbprint's input). */
-const THUMBPRINT_MEMBERS: Readonly<Record<string, readonly string[]>> = {
-  EC: ["crv", "kty", "x", "y"],
-  OKP: ["crv", "kty", "x"],
-  RSA: ["e", "kty", "n"],
-};
 
 /** The prefix of a thumbprint value in a TXT record (`jkt=S256:<base64url>`). */
 export const JKT_PREFIX = "S256:";
@@ -27,7 +21,7 @@ const THUMBPRINT = /^[A-Za-z0-9_-]{43}$/;
 export function jwkThumbprint(jwk: unknown): string | undefined {
   const checked = validatePublicJwk(jwk);
   if (!checked.ok) return undefined;
-  const members = THUMBPRINT_MEMBERS[String(checked.value.kty)];
+  const members = JWK_PUBLIC_MEMBERS[String(checked.value.kty)];
   if (members === undefined) return undefined;
   // RFC 7638 §3: the required members only, lexicographic order, no whitespace; every value here is a string.
   const json = `{${members.map((m) => `${JSON.stringify(m)}:${JSON.stringify(checked.value[m])}`).join(",")}}`;
@@ -38,6 +32,21 @@ export function jwkThumbprint(jwk: unknown): string | undefined {
 export function didJwkThumbprint(did: string): string | undefined {
   const jwk = didJwkToJwk(did);
   return jwk.ok ? jwkThumbprint(jwk.value) : undefined;
+}
+
+/**
+ * The thumbprint a DNS `jkt=` record is matched against for a did:jwk controller: only for a did:jwk written with its
+ * key type's public members and the members equality ignores (`kid`, `alg`, …). A thumbprint names the key whatever
+ * else the JWK holds, while a key binding or a witness names the controller as `publicJwkEquals` compares them (the
+ * reference's: any other member, `x5t` or `"note"`, makes another controller). So the same key spelled with one more
+ * member was found live by its thumbprint but not by its own revoked binding, and was answered authorized.
+ */
+export function plainDidJwkThumbprint(did: string): string | undefined {
+  const jwk = didJwkToJwk(did);
+  if (!jwk.ok) return undefined;
+  const members = JWK_PUBLIC_MEMBERS[String(jwk.value.kty)] ?? [];
+  if (Object.keys(jwk.value).some((k) => !members.includes(k) && !JWK_IGNORED_IN_EQUALITY.has(k))) return undefined;
+  return jwkThumbprint(jwk.value);
 }
 
 /** A `jkt=` value as published (`S256:<43 base64url characters>`) made canonical, or undefined when it is not one. */

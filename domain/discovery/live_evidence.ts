@@ -5,7 +5,7 @@
  */
 import { isSameControllerId } from "../did/mod.ts";
 import type { DiscoveryRecord } from "./discovery_record.ts";
-import { didJwkThumbprint } from "./jwk_keys.ts";
+import { plainDidJwkThumbprint } from "./jwk_keys.ts";
 import type { JwksEvidence } from "./jwks_lookup.ts";
 
 /** How a controller was confirmed live, in the reference's words. */
@@ -33,7 +33,7 @@ export function liveControllerEvidence(
       if (key.sources.includes("dns-txt")) methods.add("dns");
       if (key.sources.includes("did-json")) methods.add("did-document");
     }
-    const thumbprint = controllerDid.startsWith("did:jwk:") ? didJwkThumbprint(controllerDid) : undefined;
+    const thumbprint = controllerDid.startsWith("did:jwk:") ? plainDidJwkThumbprint(controllerDid) : undefined;
     for (const item of record.evidence) {
       if (item.status === "unavailable") unavailable = true;
       if (thumbprint !== undefined && item.kind === "dns-txt" && item.thumbprints?.includes(thumbprint)) methods.add("dns");

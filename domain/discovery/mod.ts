@@ -14,6 +14,7 @@ export {
   didJwkThumbprint,
   JKT_PREFIX,
   jwkThumbprint,
+  plainDidJwkThumbprint,
   readJktValue,
 } from "./jwk_keys.ts";
 export { createJwksLookup, type JwksEvidence, type JwksLookupDeps, type LookupJwks } from "./jwks_lookup.ts";
