@@ -4,7 +4,7 @@
  */
 import type { IndexedAttestation } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
-import { bindingNames } from "../controller_authorization/mod.ts";
+import { bindingNames } from "../keys/mod.ts";
 import { didToAddress, isSameControllerId, normalizeDid } from "../did/mod.ts";
 import { type DiscoverControllers, type DiscoveryRecord, liveControllerEvidence } from "../discovery/mod.ts";
 import { findApprovedIssuer } from "../identity/mod.ts";

@@ -16,9 +16,9 @@
  *   evidence with no `until`, a verified transfer proof with no `until`.
  * - Live evidence describes now; the caller passes none when `at` is older than the discovery cache allows.
  */
-import { didJwkToJwk, isSameControllerId, jwkToDidJwk } from "../did/mod.ts";
+import { isSameControllerId } from "../did/mod.ts";
 import type { LiveMethod } from "../discovery/mod.ts";
-import { type BindingEvidence, bindingCounts, type WitnessEvidence } from "../keys/mod.ts";
+import { type BindingEvidence, bindingCounts, bindingNames, type WitnessEvidence } from "../keys/mod.ts";
 
 /** The W3C verification relationships a binding may grant. */
 export const KEY_PURPOSES = ["authentication", "assertionMethod", "keyAgreement"] as const;
@@ -83,21 +83,6 @@ function stoodAt(w: WitnessEvidence, at: bigint): boolean {
   if (w.time > at) return false;
   if (w.revocationTime !== 0n && w.revocationTime <= at) return false;
   return w.expirationTime === 0n || w.expirationTime > at;
-}
-
-/** Whether a binding names the controller: by `keyId`, or for a did:jwk by its `publicKeyJwk`'s key material. */
-export function bindingNames(binding: Pick<BindingEvidence, "keyId" | "publicKeyJwk">, controllerDid: string): boolean {
-  if (isSameControllerId(binding.keyId, controllerDid)) return true;
-  if (!controllerDid.startsWith("did:jwk:") || binding.publicKeyJwk === undefined || !didJwkToJwk(controllerDid).ok) return false;
-  let jwk: unknown;
-  try {
-    jwk = JSON.parse(binding.publicKeyJwk);
-  } catch {
-    return false;
-  }
-  if (typeof jwk !== "object" || jwk === null || Array.isArray(jwk)) return false;
-  const did = jwkToDidJwk(jwk as Record<string, unknown>, { publicOnly: true });
-  return did.ok && isSameControllerId(did.value, controllerDid);
 }
 
 const oldestFirst = (a: { time: bigint; uid: string }, b: { time: bigint; uid: string }) =>

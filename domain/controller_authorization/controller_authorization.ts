@@ -9,10 +9,9 @@ import type { HexString } from "../../ports/eas.ts";
 import type { OwnershipChain } from "../../ports/ownership_chain.ts";
 import { parseDidPkh } from "../did/mod.ts";
 import { type LiveMethod, liveControllerEvidence, type LookupJwks } from "../discovery/mod.ts";
-import { type BindingEvidence, createKeyTrust, type KeyStatusDeps, readAt, readKeyDid, readSubjectDid } from "../keys/mod.ts";
+import { type BindingEvidence, bindingNames, createKeyTrust, type KeyStatusDeps, readAt, readKeyDid, readSubjectDid } from "../keys/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
 import {
-  bindingNames,
   DEFAULT_PURPOSES,
   evaluateControllerAuthorization,
   KEY_PURPOSES,

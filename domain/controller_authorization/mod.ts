@@ -5,7 +5,6 @@
  */
 export {
   type AuthorizationWitness,
-  bindingNames,
   type ControllerAuthorizationInput,
   type ControllerAuthorizationVerdict,
   DEFAULT_PURPOSES,

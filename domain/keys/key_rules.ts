@@ -17,7 +17,7 @@
  * - Trust level: `advanced` = a witness of the key and an active binding; `intermediate` = a witness of the key;
  *   `basic` = the endpoint evidence names the key now; `none` otherwise.
  */
-import { isSameControllerId } from "../did/mod.ts";
+import { didJwkToJwk, isSameControllerId, jwkToDidJwk } from "../did/mod.ts";
 
 /** A key's status for one subject. */
 export type KeyStatusValue = "registered" | "active" | "revoked" | "expired";
@@ -125,6 +125,25 @@ export function bindingCounts(
     input.endpointKeys.some((k) => isSameControllerId(k, pkh));
 }
 
+/**
+ * Whether a binding names the controller: by `keyId`, or for a did:jwk by its `publicKeyJwk`'s key material. Key
+ * status and controller authorization both read bindings with it (decisions §25: one computation); key status matched
+ * by `keyId` only, so a revoked binding naming the key by its JWK left it "registered".
+ */
+export function bindingNames(binding: Pick<BindingEvidence, "keyId" | "publicKeyJwk">, controllerDid: string): boolean {
+  if (isSameControllerId(binding.keyId, controllerDid)) return true;
+  if (!controllerDid.startsWith("did:jwk:") || binding.publicKeyJwk === undefined || !didJwkToJwk(controllerDid).ok) return false;
+  let jwk: unknown;
+  try {
+    jwk = JSON.parse(binding.publicKeyJwk);
+  } catch {
+    return false;
+  }
+  if (typeof jwk !== "object" || jwk === null || Array.isArray(jwk)) return false;
+  const did = jwkToDidJwk(jwk as Record<string, unknown>, { publicOnly: true });
+  return did.ok && isSameControllerId(did.value, controllerDid);
+}
+
 /** The status and trust level of `keyDid` for `subjectDid` at `at` (see the file's comment for the rules). */
 export function evaluateKeyTrust(input: KeyTrustInput): KeyTrust {
   const { at, keyDid, subjectDid } = input;
@@ -133,7 +152,7 @@ export function evaluateKeyTrust(input: KeyTrustInput): KeyTrust {
   const endpointFound = input.endpointKeys.some((k) => isSameControllerId(k, keyDid));
 
   const bindings = input.bindings
-    .filter((b) => b.time <= at && isSameControllerId(b.keyId, keyDid) && bindingCounts(input, b))
+    .filter((b) => b.time <= at && bindingNames(b, keyDid) && bindingCounts(input, b))
     .sort(newestFirst);
   const chosen = bindings.find((b) => stateAt(b, at) === "active") ?? bindings[0] ?? null;
   const state = chosen === null ? undefined : stateAt(chosen, at);

@@ -67,6 +67,18 @@ describe("evaluateKeyTrust()", () => {
     expect([self.status, self.trustLevel]).toEqual(["active", "none"]);
   });
 
+  test("a binding naming a did:jwk key by its publicKeyJwk (keyId a DID URL) is that key's, as controller authorization reads it", () => {
+    // Key status matched by keyId only: a revoked binding naming the key by its JWK left it "registered".
+    const jwk = { kty: "EC", crv: "P-256", x: "f83OJ3D7xI1Yp1V2iFIYA7n5OYXc4K1Uo7jY14FKMC4", y: "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0" };
+    const didJwk = `did:jwk:${Buffer.from(JSON.stringify(Object.fromEntries(Object.entries(jwk).sort()))).toString("base64url")}`;
+    const byJwk = binding(400n, { keyId: `${SUBJECT}#key-1`, publicKeyJwk: JSON.stringify(jwk), revocationTime: 600n });
+    const t = judge({ keyDid: didJwk, endpointKeys: [pkh(OWNER)], bindings: [byJwk] });
+    expect([t.status, t.keyBinding?.uid]).toEqual(["revoked", "0xb400"]);
+    // Another key's JWK does not name it.
+    const other = judge({ keyDid: didJwk, endpointKeys: [pkh(OWNER)], bindings: [{ ...byJwk, publicKeyJwk: JSON.stringify({ ...jwk, x: jwk.y }) }] });
+    expect([other.status, other.keyBinding]).toEqual(["registered", null]);
+  });
+
   test("a stranger's binding never counts, nor one by a controller witnessed only after it", () => {
     expect(judge({ witnesses: [witness(KEY, 200n)], bindings: [binding(400n, { attester: STRANGER })] })).toMatchObject({
       status: "registered",

@@ -5,6 +5,7 @@
  */
 export {
   bindingCounts,
+  bindingNames,
   bindingEnd,
   type BindingEvidence,
   evaluateKeyTrust,
