@@ -18,8 +18,11 @@ if (exitCode !== undefined) {
   process.on("SIGINT", stopWhileStarting);
   process.on("SIGTERM", stopWhileStarting);
   let service: Service;
+  let graceMs = 0;
   try {
-    service = await startService(readConfig(process.env));
+    const config = readConfig(process.env);
+    graceMs = config.server.shutdownGraceMs;
+    service = await startService(config);
   } catch (error) {
     if (error instanceof ConfigError || error instanceof StartupError) {
       console.error(`ats: ${error.message}`);
@@ -45,7 +48,11 @@ if (exitCode !== undefined) {
     );
   }
   // The handlers come first: whoever waits for the banner may stop the service right after reading it.
+  // Decisions §28: exit 0 within SHUTDOWN_GRACE_MS + 5 s. The drain keeps to the grace; what follows it (the index's
+  // last round against a node that hangs, webhook deliveries, signer sessions) is cut 4 s after it rather than left
+  // to the runtime's SIGKILL (exit 137). What it leaves is settled at the next start: leases expire, records stand.
   const shutdown = async () => {
+    setTimeout(() => process.exit(0), graceMs + 4_000).unref();
     await service.stop();
     process.exit(0);
   };
