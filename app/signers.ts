@@ -3,6 +3,7 @@
  * one line naming the role), the raw-key rule (a raw key only on a devnet unless `ALLOW_RAW_KEYS=true`), and what
  * `/readyz`, `/metrics` and `npm run ops -- signers` show of them.
  */
+import { ANVIL_DEV_ADDRESSES } from "../adapters/devnet/mod.ts";
 import { type OpenSignerDeps, openEthereumSigner, openJwsSigner, SignerStartError } from "../adapters/signers/mod.ts";
 import type { Keccak256 } from "../ports/keccak.ts";
 import type { Logger } from "../ports/logger.ts";
@@ -108,6 +109,13 @@ export function distinctSigners(signers: ServiceSigners): { readonly roles: read
   return [...found].map(([signer, roles]) => ({ signer, roles }));
 }
 
+/**
+ * Whether a signer answers for one of Anvil's dev accounts: its key is public (compose's devnet keystore is one), so
+ * on a chain that is not a devnet it is a raw key whatever holds it; a keystore with its password in a file otherwise
+ * counts as kept, and a production start that fell back to the devnet's secrets began with it.
+ */
+const wellKnown = (signer: EthereumSigner | JwsSigner) => "address" in signer && ANVIL_DEV_ADDRESSES.has(String(signer.address).toLowerCase());
+
 /** The attestation chains a deployment signs on, and whether they are the embedded devnet's. */
 export type SigningChains = { readonly chainIds: readonly number[]; readonly embeddedDevnet: boolean };
 
@@ -137,7 +145,7 @@ export function checkRawKeys(
   chains: SigningChains,
   deps: { readonly log: Logger; readonly metrics: { gauge: (name: string, help: string, read: () => Promise<{ value: number }[]>) => void } },
 ): void {
-  const raw = distinctSigners(signers).filter(({ signer }) => signer.raw);
+  const raw = distinctSigners(signers).filter(({ signer }) => signer.raw || wellKnown(signer));
   deps.metrics.gauge("ats_raw_signing_keys", "Signing keys held raw in this process (env: or a keystore whose password is in the environment)", () =>
     Promise.resolve([{ value: raw.length }]));
   const offending = raw.flatMap(({ signer, roles }) => {
@@ -148,8 +156,11 @@ export function checkRawKeys(
   if (offending.length === 0) return;
   if (!config.signers.allowRawKeys) {
     const first = offending[0]!;
+    const what = wellKnown(first.signer)
+      ? `the key of Anvil's dev account ${"address" in first.signer ? first.signer.address : ""}, published with every Anvil`
+      : first.signer.backend === "env" ? "a private key in the environment" : "a keystore whose password is in the environment";
     throw new SignerStartError(
-      `${first.variable}: a raw key (${first.signer.backend === "env" ? "a private key in the environment" : "a keystore whose password is in the environment"}) ` +
+      `${first.variable}: a raw key (${what}) ` +
         `signs for ${first.roles.join(", ")} on chain ${first.chainId}, which is not a devnet; use a signer (docs/signing.md) or set ALLOW_RAW_KEYS=true`,
     );
   }

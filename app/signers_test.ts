@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { ANVIL_DEV_KEYS } from "../adapters/devnet/mod.ts";
 import { nobleSecp256k1, openKeccak256 } from "../adapters/crypto/mod.ts";
 import { SignerStartError } from "../adapters/signers/mod.ts";
 import { readConfig } from "./config.ts";
@@ -66,6 +67,17 @@ describe("raw keys are for development (decisions §27)", () => {
     }
     const some = await opened({ DELEGATE_PRIVATE_KEY: KEY });
     expect(() => checkDelegatePresent(some.signers, { chainIds: [84532], embeddedDevnet: false })).not.toThrow();
+  });
+
+  test("a signer answering for one of Anvil's dev accounts counts as raw, whatever holds the key: a keystore or an HSM", async () => {
+    // Compose's devnet keystore (Anvil's account 1, its password in a file) was taken on any chain: a production start
+    // that fell back to the devnet's secrets signed with a key every Anvil publishes.
+    const { config, signers, log, metrics } = await opened({ DELEGATE_PRIVATE_KEY: ANVIL_DEV_KEYS[1]! });
+    const held = { ...signers.delegate!, raw: false, backend: "keystore" as const };
+    const inKeystore = { delegate: held, witness: held, x402: undefined, oauth: undefined };
+    expect(() => checkRawKeys(config, inKeystore, { chainIds: [8453], embeddedDevnet: false }, { log, metrics }))
+      .toThrow(/^DELEGATE_SIGNER: a raw key \(the key of Anvil's dev account 0x70997970C51812dc3A010C7d01b50e0d17dc79C8, published with every Anvil\) signs for delegate, witness on chain 8453/);
+    expect(() => checkRawKeys(config, inKeystore, { chainIds: [31337], embeddedDevnet: false }, { log, metrics })).not.toThrow();
   });
 
   test("ALLOW_RAW_KEYS=true starts with a warning and ats_raw_signing_keys", async () => {

@@ -8,7 +8,7 @@ import { KNOWN_SCHEMAS, computeSchemaUid } from "../../domain/schemas.ts";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
 import { startAnvil } from "./_anvil.ts";
 import { createStateCheckpointer } from "./_state.ts";
-import { ANVIL_DEV_KEYS, type Devnet, startDevnet } from "./mod.ts";
+import { ANVIL_DEV_ADDRESSES, ANVIL_DEV_KEYS, type Devnet, startDevnet } from "./mod.ts";
 
 const REGISTRY_ABI = parseAbi([
   "struct SchemaRecord { bytes32 uid; address resolver; bool revocable; string schema; }",
@@ -132,6 +132,8 @@ describe(`startDevnet() on an ephemeral chain (${primaryArtifacts} artifacts)`, 
       expect(address).toBe(mnemonicToAccount(mnemonic, { addressIndex: i }).address);
       expect(address).toBe(getAddress(accounts[i]!));
     });
+    // ANVIL_DEV_ADDRESSES, which the raw-key rule refuses off a devnet, are theirs.
+    expect([...ANVIL_DEV_ADDRESSES]).toEqual(ANVIL_DEV_KEYS.map((key) => privateKeyToAccount(key).address.toLowerCase()));
   });
 
   test(`deploys the same contracts from ${forgeBuilt ? "npm" : "forge"} artifacts`, async () => {

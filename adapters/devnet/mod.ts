@@ -7,6 +7,7 @@ export { startAnvil };
 /** The npm package's Anvil binary for this platform (what `bun run build` embeds). */
 export { anvilBinary };
 export {
+  ANVIL_DEV_ADDRESSES,
   ANVIL_DEV_KEYS,
   type Devnet,
   DEVNET_CHAIN_NAME,
