@@ -145,9 +145,11 @@ export function checkRawKeys(
   chains: SigningChains,
   deps: { readonly log: Logger; readonly metrics: { gauge: (name: string, help: string, read: () => Promise<{ value: number }[]>) => void } },
 ): void {
-  const raw = distinctSigners(signers).filter(({ signer }) => signer.raw || wellKnown(signer));
+  const held = distinctSigners(signers).filter(({ signer }) => signer.raw);
   deps.metrics.gauge("ats_raw_signing_keys", "Signing keys held raw in this process (env: or a keystore whose password is in the environment)", () =>
-    Promise.resolve([{ value: raw.length }]));
+    Promise.resolve([{ value: held.length }]));
+  // What the rule judges: those, and any signer answering for a published key, wherever it is held.
+  const raw = distinctSigners(signers).filter(({ signer }) => signer.raw || wellKnown(signer));
   const offending = raw.flatMap(({ signer, roles }) => {
     const { variable, chainIds } = signingPlaces(signers, signer, roles, chains);
     const chainId = chainIds.find((id) => !onDevnet(chains, id));
