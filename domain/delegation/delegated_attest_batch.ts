@@ -142,10 +142,21 @@ async function checkItems(ctx: BatchContext, bodies: readonly unknown[], caller:
   return claimed.sort((a, b) => a.index - b.index);
 }
 
-/** Gives back what is not sent: the item's record and its caller's ticket, with its answer. */
-async function giveBack(run: BatchRun, item: Item, answer: DelegatedAttestFailure) {
+/**
+ * Gives back what is not sent: the item's record and its caller's ticket, with its answer, and (unless `keepGas`) the
+ * gas it was charged (decisions §23: an item refused costs nothing). Charged in a round and refused in a later one
+ * (the budget refused its larger share, the node failed, the share passed the cap), its gas was kept before, so a batch
+ * that sent nothing could spend the hour's budget. `keepGas`: a transaction the node refused, charged as a single
+ * send's is.
+ */
+async function giveBack(run: BatchRun, item: Item, answer: DelegatedAttestFailure, options: { readonly keepGas?: boolean } = {}) {
   await run.deps.replay.release(item.claimed.key);
   await item.claimed.ticket?.release();
+  const charged = run.charged.get(item);
+  if (charged !== undefined && options.keepGas !== true) {
+    run.charged.delete(item);
+    await run.deps.guard?.refund?.(charged, { clientKey: run.caller.clientKey ?? "unknown", attester: item.claimed.request.attester });
+  }
   run.results[item.index] = answer;
 }
 
@@ -332,16 +343,13 @@ async function settleBatch(run: BatchRun, items: readonly Item[], submission: Ba
   }
   if (submission.reason === "not-broadcast") {
     for (const item of items) {
-      await giveBack(run, item, fail("SUBMISSION_FAILED", "The chain refused the transaction; nothing was sent, and the same signature may be submitted again"));
+      await giveBack(run, item, fail("SUBMISSION_FAILED", "The chain refused the transaction; nothing was sent, and the same signature may be submitted again"), { keepGas: true });
     }
     return answered(results, { sent: "not-broadcast" });
   }
   if (submission.reason === "signer-unavailable") {
     // Nothing signed or sent (decisions §27): every signature, reservation and the gas charged go back.
     for (const item of items) await giveBack(run, item, signerUnavailable());
-    for (const [item, gasCharged] of run.charged) {
-      await deps.guard?.refund?.(gasCharged, { clientKey: caller.clientKey ?? "unknown", attester: item.claimed.request.attester });
-    }
     return answered(results, { sent: "not-broadcast" });
   }
   if (submission.reason === "reverted") {

@@ -189,6 +189,23 @@ describe("delegated attestation batches (decisions §23)", () => {
     expect(env.delegate.batches[0]).toHaveLength(2);
   });
 
+  test("items charged in one round and refused in a later one get their gas back: only the items sent are charged (decisions §23)", async () => {
+    // Found by attacking the batches: each round charged every item its share, a smaller round's larger share was then
+    // refused, and what the refused items had paid was kept, so a batch that sent nothing spent the hour's budget.
+    const clock = fakeClock();
+    const budget = fakeGasBudget();
+    const guard = createRelayGuard({ enabled: true, gasBudget: budget, gasPerHour: 240_000n, typicalGas: 1n, clock });
+    const env = setup({ clock, guard });
+    const fresh = () => privateKeyToAccount(generatePrivateKey());
+    const outcome = await env.batch([await signed(env, { signer: fresh() }), await signed(env, { signer: fresh() }), await signed(env, { signer: fresh() }), await signed(env, { signer: fresh() })]);
+    // Rounds of 4, 3 and 2 items each raise the share until the budget refuses; what the refused paid comes back, so
+    // the last round can pay for one item. Before: nothing sent, and 237,500 of the 240,000 charged.
+    expect(codes(outcome.results)).toEqual(["ok", "RATE_LIMITED", "RATE_LIMITED", "RATE_LIMITED"]);
+    expect(env.delegate.batches.map((b) => b.length)).toEqual([1]);
+    // Charged: the one item sent, its transaction's gas (150,000 for one item here), nothing for the three refused.
+    expect([...budget.windows.values()]).toEqual([150_000n]);
+  });
+
   test("an item EAS would revert is refused with the single route's answer, the later items of its attester with it, the rest sent", async () => {
     const env = setup();
     env.delegate.revertsInBatch = (call) => (call.data.data === "0xbad0" ? "InvalidSchema" : undefined);
