@@ -109,16 +109,22 @@ export function keepsAnswer(status: number, code?: string | undefined): boolean 
   return status !== 429 && status !== 401 && status !== 402 && !(code !== undefined && RETRY_ME.has(code));
 }
 
-/** {@link keepsAnswer} of an answer as it is kept: its status, and the `code` of its body when it is an error body. */
+/**
+ * {@link keepsAnswer} of an answer as it is kept: its status, and the `code` of its body when it is an error body. A
+ * batch's 200 (`{results: [...]}`) whose every result is such a refusal ({@link RETRY_ME}: the signer gave no
+ * signature for the one transaction) did nothing either, and is not kept.
+ */
 export function keepsStoredAnswer(answer: Pick<StoredAnswer, "status" | "body">): boolean {
-  let code: string | undefined;
-  if (answer.status >= 400) {
-    try {
-      const read = (JSON.parse(answer.body) as { code?: unknown }).code;
-      code = typeof read === "string" ? read : undefined;
-    } catch {
-      code = undefined;
-    }
+  let body: { code?: unknown; results?: unknown } | undefined;
+  try {
+    body = JSON.parse(answer.body) as typeof body;
+  } catch {
+    body = undefined;
   }
+  if (answer.status === 200 && Array.isArray(body?.results) && body.results.length > 0 &&
+    body.results.every((r) => typeof (r as { code?: unknown } | null)?.code === "string" && RETRY_ME.has((r as { code: string }).code))) {
+    return false;
+  }
+  const code = answer.status >= 400 && typeof body?.code === "string" ? body.code : undefined;
   return keepsAnswer(answer.status, code);
 }

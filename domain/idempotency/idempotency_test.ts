@@ -117,5 +117,11 @@ describe("createIdempotency()", () => {
     // The outcome of a write that may have happened is the key's answer: its retry must not send again.
     expect(keepsStoredAnswer({ status: 503, body: JSON.stringify({ error: "x", code: "OUTCOME_UNKNOWN" }) })).toBe(true);
     expect(keepsStoredAnswer({ status: 500, body: "not json" })).toBe(true);
+    // A batch whose one transaction the signer gave no signature for: every result 503 SIGNER_UNAVAILABLE, nothing done.
+    const unavailable = { status: 503, error: "x", code: "SIGNER_UNAVAILABLE" };
+    expect(keepsStoredAnswer({ status: 200, body: JSON.stringify({ submissionId: null, txHash: null, results: [unavailable, unavailable] }) })).toBe(false);
+    // One refused for its own reason, or one sent: the batch's answer is the key's.
+    expect(keepsStoredAnswer({ status: 200, body: JSON.stringify({ results: [unavailable, { status: 400, error: "x", code: "INVALID_INPUT" }] }) })).toBe(true);
+    expect(keepsStoredAnswer({ status: 200, body: JSON.stringify({ results: [{ uid: "0x1" }] }) })).toBe(true);
   });
 });
