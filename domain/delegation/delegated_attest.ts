@@ -31,6 +31,12 @@ import type {
 
 /** `details` of an ATTESTER_MISMATCH whose signature is valid for an older nonce: re-sign and resubmit. */
 export const NONCE_MOVED = "NONCE_MOVED";
+/**
+ * `details` of an ATTESTER_MISMATCH whose signature is valid for a later nonce than the attester's: its earlier
+ * signatures are not on chain yet (sent at once, or not sent). It said NONCE_MOVED, "the chain has moved on", which it
+ * had not, and the client helper re-signed for the current nonce, which an earlier request still in flight may take.
+ */
+export const NONCE_AHEAD = "NONCE_AHEAD";
 
 /**
  * Verifies and submits one delegated attestation; `batch` (decisions §23) checks several as it checks one and sends
@@ -280,6 +286,13 @@ async function verifyAgainstNonce(
   if (request.clientNonce !== undefined && request.clientNonce !== nonce) {
     const earlier = await recover(request.clientNonce);
     if (earlier !== undefined && sameAddress(earlier, request.attester)) {
+      if (request.clientNonce > nonce) {
+        return fail(
+          "ATTESTER_MISMATCH",
+          `Signed for nonce ${request.clientNonce}, ahead of the attester's nonce ${nonce}: send its earlier signatures first, one after the other (or in one batch), then this one`,
+          NONCE_AHEAD,
+        );
+      }
       return fail(
         "ATTESTER_MISMATCH",
         `Signed for nonce ${request.clientNonce} but the attester's nonce is now ${nonce}: fetch the nonce, re-sign and resubmit`,

@@ -3,7 +3,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { fakeClock, fakeDelegate, fakeEasReader, fakeGasBudget, fakeReplayStore } from "../../ports/fakes/mod.ts";
 import { buildAttestTypedData, ZERO_UID } from "./attest_typed_data.ts";
 import { fail } from "../result.ts";
-import { createDelegatedAttest, type DelegatedAttestDeps, NONCE_MOVED } from "./delegated_attest.ts";
+import { createDelegatedAttest, type DelegatedAttestDeps, NONCE_AHEAD, NONCE_MOVED } from "./delegated_attest.ts";
 import { createRateLimiter } from "../rate_limit.ts";
 import { createRelayGuard } from "./relay_guard.ts";
 
@@ -197,6 +197,14 @@ describe("createDelegatedAttest()", () => {
     env.eas.nonces.set(account.address.toLowerCase(), 1n);
     const result = await env.attest(await signedBody(env, { nonce: 0n }));
     expect(result).toMatchObject({ ok: false, code: "ATTESTER_MISMATCH", details: NONCE_MOVED });
+    expect(env.replay.rows.size).toBe(0);
+  });
+
+  test("a signature for a later nonce than the attester's is ATTESTER_MISMATCH with NONCE_AHEAD (it said NONCE_MOVED: the chain had not moved)", async () => {
+    const env = setup();
+    env.eas.nonces.set(account.address.toLowerCase(), 1n);
+    const result = await env.attest(await signedBody(env, { nonce: 3n }));
+    expect(result).toMatchObject({ ok: false, code: "ATTESTER_MISMATCH", details: NONCE_AHEAD, message: expect.stringContaining("ahead of the attester's nonce 1") });
     expect(env.replay.rows.size).toBe(0);
   });
 

@@ -11,7 +11,7 @@ export {
   ZERO_ADDRESS,
   ZERO_UID,
 } from "./attest_typed_data.ts";
-export { createDelegatedAttest, type DelegatedAttest, NONCE_MOVED } from "./delegated_attest.ts";
+export { createDelegatedAttest, type DelegatedAttest, NONCE_AHEAD, NONCE_MOVED } from "./delegated_attest.ts";
 export {
   type BatchItemResult,
   type BatchLayout,
