@@ -78,6 +78,8 @@ export type Simulation =
   | { readonly ok: true; readonly gas: bigint }
   | { readonly ok: false; readonly reason: "reverted"; readonly errorName: string }
   | { readonly ok: false; readonly reason: "insufficient-funds" }
+  /** The node's estimate found no gas limit up to its cap (a block's) that the transaction fits: it can never be mined. */
+  | { readonly ok: false; readonly reason: "too-much-gas" }
   | { readonly ok: false; readonly reason: "rpc-error" };
 
 /** The outcome of sending the transaction. */

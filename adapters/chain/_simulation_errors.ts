@@ -7,6 +7,12 @@ import { describe } from "./viem_tx_sender.ts";
 
 /** viem's reading of a node message saying the sender cannot pay (InsufficientFundsError.nodeMessage). */
 const INSUFFICIENT_FUNDS = /insufficient funds|exceeds transaction sender account balance/i;
+/**
+ * A node saying no gas limit up to its cap fits the transaction: geth's `gas required exceeds allowance (30000000)`,
+ * Anvil's `Out of gas: gas required exceeds allowance: 30000000`. It was an RPC error, so a batch too large for one
+ * block answered every item 500 RPC_ERROR, a dependency failure inviting the same request again.
+ */
+const TOO_MUCH_GAS = /gas required exceeds allowance/i;
 
 /**
  * {@link classifySimulationError} for the lean client's errors: the node's answer names a revert (its data decoded
@@ -15,6 +21,7 @@ const INSUFFICIENT_FUNDS = /insufficient funds|exceeds transaction sender accoun
 export function classifyNodeSimulationError(error: unknown, log: (event: string, fields: Record<string, unknown>) => void): Simulation {
   if (error instanceof NodeRpcError) {
     if (INSUFFICIENT_FUNDS.test(error.message)) return { ok: false, reason: "insufficient-funds" };
+    if (TOO_MUCH_GAS.test(error.message)) return { ok: false, reason: "too-much-gas" };
     const data = error.data;
     const revertData = typeof data === "string" ? data : typeof data === "object" && data !== null ? (data as { data?: unknown }).data : undefined;
     if (typeof revertData === "string" && /^0x[0-9a-fA-F]{8}/.test(revertData)) {
@@ -45,6 +52,7 @@ export function classifySimulationError(
     if (/execution reverted|revert/i.test(error.details ?? "")) {
       return { ok: false, reason: "reverted", errorName: "reverted" };
     }
+    if (TOO_MUCH_GAS.test(`${error.details ?? ""} ${error.message}`)) return { ok: false, reason: "too-much-gas" };
   }
   log("rpc_error", { op: "estimateGas", error: describe(error) });
   return { ok: false, reason: "rpc-error" };

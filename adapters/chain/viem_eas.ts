@@ -228,6 +228,19 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
     return data;
   };
 
+  let gasLimit: { readonly value: bigint; readonly atMs: number } | undefined;
+  const blockGasLimit = async (): Promise<bigint | undefined> => {
+    if (gasLimit !== undefined && Date.now() - gasLimit.atMs < 60_000) return gasLimit.value;
+    try {
+      const block = await rpc.request<{ gasLimit?: string } | null>("eth_getBlockByNumber", ["latest", false]);
+      if (block?.gasLimit === undefined) return undefined;
+      gasLimit = { value: quantity(block.gasLimit), atMs: Date.now() };
+      return gasLimit.value;
+    } catch {
+      return gasLimit?.value;
+    }
+  };
+
   const delegate: DelegateSubmitter = {
     address: delegateSender.address,
     checkFunds: () => delegateSender.checkFunds(TYPICAL_ATTEST_GAS),
@@ -237,7 +250,14 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
       if (submission.ok && submission.uid !== null) options.onAttested?.(writtenOf(call, submission.uid, submission.blockNumber));
       return submission;
     },
-    simulateBatch: (calls) => estimate(encodeBatch(calls)),
+    simulateBatch: async (calls) => {
+      const simulation = await estimate(encodeBatch(calls));
+      if (!simulation.ok) return simulation;
+      // The headroom must not lift a batch that fits a block past the block's gas: the node refuses such a transaction
+      // after it is signed. The block's gas limit is read for batches only, and kept a minute.
+      const limit = await blockGasLimit();
+      return limit === undefined || simulation.gas <= limit ? simulation : { ok: true, gas: limit };
+    },
     async submitBatch(calls, submitOptions) {
       const submission = await submitAttestationBatch(delegateSender, easAddress, encodeBatch(calls), submitOptions);
       // EAS logs the batch's attestations in the order of its requests.

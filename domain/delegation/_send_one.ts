@@ -39,6 +39,7 @@ async function submitClaimed(sending: Sending, caller: DelegatedAttestCaller): P
       return fail("INVALID_INPUT", `EAS rejected the attestation: ${simulation.errorName}`);
     }
     if (simulation.reason === "insufficient-funds") return cannotPay();
+    if (simulation.reason === "too-much-gas") return fail("INVALID_INPUT", "The attestation needs more gas than a block holds; nothing was sent");
     return fail("RPC_ERROR", "The chain did not answer the simulation");
   }
   // The budget is charged with the simulated gas (the transaction's gas limit, so never less than it spends),

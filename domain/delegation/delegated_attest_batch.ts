@@ -230,6 +230,24 @@ async function narrow(run: BatchRun, whole: Simulation): Promise<Simulation | un
 }
 
 /**
+ * A batch too large for one block (the node's estimate found no limit up to its cap that fits): its later half is given
+ * back unsent, each item told to come again in a smaller batch (and the later items of its attesters with it), and the
+ * rest simulated again, so a batch costs at most ⌈log₂ n⌉ more simulations. One item alone too large is refused as the
+ * single route refuses it. It answered every item 500 RPC_ERROR, a dependency failure, with nothing sent.
+ */
+async function halveTooLarge(run: BatchRun): Promise<void> {
+  if (run.sending.length === 1) {
+    await drop(run, run.sending[0]!, fail("INVALID_INPUT", "The attestation needs more gas than a block holds; nothing was sent"));
+    return;
+  }
+  const later = run.sending.slice(Math.ceil(run.sending.length / 2));
+  for (const item of later) {
+    if (!run.sending.includes(item)) continue;
+    await drop(run, item, fail("INVALID_INPUT", "The batch needs more gas than a block holds: this request was not sent; send it again in a smaller batch"));
+  }
+}
+
+/**
  * Simulates what is left until it passes, then charges each item its share of the gas, in order (an item the budget
  * refuses is refused, and the rest simulated again). Returns the gas of the one transaction, or undefined: nothing left.
  */
@@ -238,6 +256,10 @@ async function simulateAndCharge(run: BatchRun): Promise<bigint | undefined> {
   for (;;) {
     if (run.sending.length === 0) return undefined;
     let simulation = await run.simulateBatch(calls(run.sending));
+    if (!simulation.ok && simulation.reason === "too-much-gas") {
+      await halveTooLarge(run);
+      continue;
+    }
     if (!simulation.ok) {
       if (simulation.reason !== "reverted") {
         await nodeFailed(run, simulation);

@@ -206,6 +206,23 @@ describe("delegated attestation batches (decisions §23)", () => {
     expect([...budget.windows.values()]).toEqual([150_000n]);
   });
 
+  test("a batch too large for one block sends the part that fits; the rest is told to come again in a smaller batch (it was 500 RPC_ERROR for every item)", async () => {
+    const env = setup();
+    // A block holds 4 items of this fake's (450,000 gas); the batch has 10.
+    env.delegate.blockGasLimit = 450_000n;
+    const fresh = () => privateKeyToAccount(generatePrivateKey());
+    const requests = [];
+    for (let i = 0; i < 10; i++) requests.push(await signed(env, { signer: fresh() }));
+    const outcome = await env.batch(requests);
+    expect(codes(outcome.results)).toEqual(["ok", "ok", "ok", "INVALID_INPUT", "INVALID_INPUT", "INVALID_INPUT", "INVALID_INPUT", "INVALID_INPUT", "INVALID_INPUT", "INVALID_INPUT"]);
+    expect(outcome.results[9]).toMatchObject({ message: expect.stringContaining("send it again in a smaller batch") });
+    expect(env.delegate.batches.map((b) => b.length)).toEqual([3]);
+    // Halving: 10, 5, 3 items simulated.
+    expect(env.delegate.batchSimulations).toBe(3);
+    // What was not sent may be sent again: its record was given back.
+    expect((await env.batch(requests.slice(3, 6))).results.every((r) => r.ok)).toBe(true);
+  });
+
   test("an item EAS would revert is refused with the single route's answer, the later items of its attester with it, the rest sent", async () => {
     const env = setup();
     env.delegate.revertsInBatch = (call) => (call.data.data === "0xbad0" ? "InvalidSchema" : undefined);

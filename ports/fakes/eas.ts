@@ -54,12 +54,16 @@ export function fakeDelegate(options: { simulation?: Simulation; submission?: Su
     batchSimulations: 0,
     /** A call EAS would revert in a batch: the error's name; the whole batch then reverts in simulation. */
     revertsInBatch: undefined as ((call: DelegatedAttestCall) => string | undefined) | undefined,
+    /** A block's gas: a batch needing more is "too-much-gas", as a node's estimate says it. */
+    blockGasLimit: undefined as bigint | undefined,
     simulateBatch(calls: readonly DelegatedAttestCall[]): Promise<Simulation> {
       delegate.batchSimulations++;
       const reverting = calls.map((call) => delegate.revertsInBatch?.(call)).find((name) => name !== undefined);
       if (reverting !== undefined) return Promise.resolve({ ok: false, reason: "reverted", errorName: reverting });
       if (!delegate.simulation.ok) return Promise.resolve(delegate.simulation);
-      return Promise.resolve({ ok: true, gas: 50_000n + 100_000n * BigInt(calls.length) });
+      const gas = 50_000n + 100_000n * BigInt(calls.length);
+      if (delegate.blockGasLimit !== undefined && gas > delegate.blockGasLimit) return Promise.resolve({ ok: false, reason: "too-much-gas" });
+      return Promise.resolve({ ok: true, gas });
     },
     async submitBatch(calls: readonly DelegatedAttestCall[], opts: SubmitOptions): Promise<BatchSubmission> {
       counter++;
