@@ -228,18 +228,7 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
     return data;
   };
 
-  let gasLimit: { readonly value: bigint; readonly atMs: number } | undefined;
-  const blockGasLimit = async (): Promise<bigint | undefined> => {
-    if (gasLimit !== undefined && Date.now() - gasLimit.atMs < 60_000) return gasLimit.value;
-    try {
-      const block = await rpc.request<{ gasLimit?: string } | null>("eth_getBlockByNumber", ["latest", false]);
-      if (block?.gasLimit === undefined) return undefined;
-      gasLimit = { value: quantity(block.gasLimit), atMs: Date.now() };
-      return gasLimit.value;
-    } catch {
-      return gasLimit?.value;
-    }
-  };
+  const blockGasLimit = blockGasLimitReader(rpc);
 
   const delegate: DelegateSubmitter = {
     address: delegateSender.address,
@@ -250,14 +239,7 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
       if (submission.ok && submission.uid !== null) options.onAttested?.(writtenOf(call, submission.uid, submission.blockNumber));
       return submission;
     },
-    simulateBatch: async (calls) => {
-      const simulation = await estimate(encodeBatch(calls));
-      if (!simulation.ok) return simulation;
-      // The headroom must not lift a batch that fits a block past the block's gas: the node refuses such a transaction
-      // after it is signed. The block's gas limit is read for batches only, and kept a minute.
-      const limit = await blockGasLimit();
-      return limit === undefined || simulation.gas <= limit ? simulation : { ok: true, gas: limit };
-    },
+    simulateBatch: (calls) => fitToBlock(estimate(encodeBatch(calls)), blockGasLimit),
     async submitBatch(calls, submitOptions) {
       const submission = await submitAttestationBatch(delegateSender, easAddress, encodeBatch(calls), submitOptions);
       // EAS logs the batch's attestations in the order of its requests.
@@ -267,6 +249,33 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
     deployWallet: (attester, deployment, charge) => deployWallet(client, delegateSender, log, attester, deployment, charge),
   };
   return { reader, delegate, client, ping, senderFor, senderOf };
+}
+
+/**
+ * A batch's simulation whose headroom stops at the block's gas limit: a batch that fits a block must not be lifted past
+ * it, as the node refuses such a transaction after it is signed.
+ */
+async function fitToBlock(simulating: Promise<Simulation>, blockGasLimit: () => Promise<bigint | undefined>): Promise<Simulation> {
+  const simulation = await simulating;
+  if (!simulation.ok) return simulation;
+  const limit = await blockGasLimit();
+  return limit === undefined || simulation.gas <= limit ? simulation : { ok: true, gas: limit };
+}
+
+/** The latest block's gas limit, read at most once a minute (the last one read when a read fails); batches only. */
+function blockGasLimitReader(rpc: { request: <T>(method: string, params: unknown[]) => Promise<T> }): () => Promise<bigint | undefined> {
+  let kept: { readonly value: bigint; readonly atMs: number } | undefined;
+  return async () => {
+    if (kept !== undefined && Date.now() - kept.atMs < 60_000) return kept.value;
+    try {
+      const block = await rpc.request<{ gasLimit?: string } | null>("eth_getBlockByNumber", ["latest", false]);
+      if (block?.gasLimit === undefined) return undefined;
+      kept = { value: quantity(block.gasLimit), atMs: Date.now() };
+      return kept.value;
+    } catch {
+      return kept?.value;
+    }
+  };
 }
 
 /** What a delegated attestation sent, with the uid and block the chain gave it. */

@@ -1,0 +1,162 @@
+/**
+ * What a batch gives back and how it is narrowed (domain/delegation/delegated_attest_batch.ts): an item refused is
+ * given back with its answer and its gas (decisions §23), a batch the simulation refuses is narrowed to what EAS accepts,
+ * one too large for a block halved to what fits.
+ */
+import type { DelegatedAttestCall, Simulation } from "../../ports/eas.ts";
+import { fail, type Ok } from "../result.ts";
+import type { Claimed, DelegatedAttestDeps, DelegatedAttestFailure, DelegatedAttestSuccess } from "./_delegated_attest_types.ts";
+
+/** One request of a batch that passed its checks, at its place in the batch. */
+export type BatchItem = { readonly index: number; readonly claimed: Claimed };
+
+/** One batch under way: its answers so far, the items still to be sent, and the gas charged to each. */
+export type BatchRun<C extends { readonly clientKey?: string | undefined } = { readonly clientKey?: string | undefined }> = {
+  readonly deps: DelegatedAttestDeps;
+  readonly caller: C;
+  readonly results: (Ok<DelegatedAttestSuccess> | DelegatedAttestFailure | undefined)[];
+  readonly simulateBatch: NonNullable<Claimed["delegate"]["simulateBatch"]>;
+  sending: BatchItem[];
+  readonly charged: Map<BatchItem, bigint>;
+};
+
+type Item = BatchItem;
+
+/**
+ * Gives back what is not sent: the item's record and its caller's ticket, with its answer, and (unless `keepGas`) the
+ * gas it was charged (decisions §23: an item refused costs nothing). Charged in a round and refused in a later one
+ * (the budget refused its larger share, the node failed, the share passed the cap), its gas was kept before, so a batch
+ * that sent nothing could spend the hour's budget. `keepGas`: a transaction the node refused, charged as a single
+ * send's is.
+ */
+export async function giveBack(run: BatchRun, item: Item, answer: DelegatedAttestFailure, options: { readonly keepGas?: boolean } = {}) {
+  await run.deps.replay.release(item.claimed.key);
+  await item.claimed.ticket?.release();
+  const charged = run.charged.get(item);
+  if (charged !== undefined && options.keepGas !== true) {
+    run.charged.delete(item);
+    await run.deps.guard?.refund?.(charged, { clientKey: run.caller.clientKey ?? "unknown", attester: item.claimed.request.attester });
+  }
+  run.results[item.index] = answer;
+}
+
+/** Refuses `item` (nothing sent for it) and the later items of its attester, whose nonces no longer fit. */
+export async function drop(run: BatchRun, item: Item, answer: DelegatedAttestFailure) {
+  const attester = item.claimed.request.attester.toLowerCase();
+  const after = run.sending.filter((other) => other.index > item.index && other.claimed.request.attester.toLowerCase() === attester);
+  run.sending = run.sending.filter((other) => other !== item && !after.includes(other));
+  await giveBack(run, item, answer);
+  for (const other of after) {
+    await giveBack(
+      run,
+      other,
+      fail(
+        "ATTESTER_MISMATCH",
+        `An earlier request of this attester in the batch was refused (request ${item.index}), so this one's nonce (${other.claimed.nonce}) no longer fits: fetch the nonce, re-sign and resubmit`,
+      ),
+    );
+  }
+}
+
+/** Gives every item still to be sent back with the node's failure (nothing sent). */
+export async function nodeFailed(run: BatchRun, simulation: Simulation) {
+  const answer = !simulation.ok && simulation.reason === "insufficient-funds"
+    ? { ...fail("SUBMISSION_FAILED", "The delegate wallet cannot pay for gas right now; nothing was recorded"), unavailable: true as const }
+    : fail("RPC_ERROR", "The chain did not answer the simulation");
+  for (const item of run.sending) await giveBack(run, item, answer);
+  run.sending = [];
+}
+
+export const calls = (items: readonly Item[]) => items.map((item) => item.claimed.call);
+
+/**
+ * Narrows `sending`, whose simulation `whole` reverted, to the items EAS accepts (issue 43: the cost is bounded).
+ * The first reverting item is found by halving; the rest is simulated once more after the items before it; if that
+ * still reverts, each later item is simulated once, after the items kept so far, and kept or refused. A batch of n
+ * items costs at most n + ⌈log₂ n⌉ + 1 simulations whatever its items (30 all reverting: 36, not 150); one bad
+ * item costs ⌈log₂ n⌉ + 2. Returns the passing simulation of exactly what is left, or undefined when nothing is.
+ */
+export async function narrow(run: BatchRun, whole: Simulation): Promise<Simulation | undefined> {
+  const first = await firstReverting(run.simulateBatch, run.sending, whole);
+  if ("failed" in first) {
+    await nodeFailed(run, first.failed);
+    return undefined;
+  }
+  const kept = run.sending.slice(0, first.index);
+  await drop(run, run.sending[first.index]!, refusalOf(first.simulation));
+  if (run.sending.length === kept.length) return first.passing;
+  const again = await run.simulateBatch(calls(run.sending));
+  if (again.ok) return again;
+  if (again.reason !== "reverted") {
+    await nodeFailed(run, again);
+    return undefined;
+  }
+  let last = first.passing;
+  const accepted = [...kept];
+  for (const item of run.sending.slice(kept.length)) {
+    // Refused meanwhile with an earlier item of its attester.
+    if (!run.sending.includes(item)) continue;
+    const simulation = await run.simulateBatch(calls([...accepted, item]));
+    if (simulation.ok) {
+      accepted.push(item);
+      last = simulation;
+    } else if (simulation.reason === "reverted") await drop(run, item, refusalOf(simulation));
+    else {
+      await nodeFailed(run, simulation);
+      return undefined;
+    }
+  }
+  return run.sending.length === 0 ? undefined : last;
+}
+
+/**
+ * A batch too large for one block (the node's estimate found no limit up to its cap that fits): its later half is given
+ * back unsent, each item told to come again in a smaller batch (and the later items of its attesters with it), and the
+ * rest simulated again, so a batch costs at most ⌈log₂ n⌉ more simulations. One item alone too large is refused as the
+ * single route refuses it. It answered every item 500 RPC_ERROR, a dependency failure, with nothing sent.
+ */
+export async function halveTooLarge(run: BatchRun): Promise<void> {
+  if (run.sending.length === 1) {
+    await drop(run, run.sending[0]!, fail("INVALID_INPUT", "The attestation needs more gas than a block holds; nothing was sent"));
+    return;
+  }
+  const later = run.sending.slice(Math.ceil(run.sending.length / 2));
+  for (const item of later) {
+    if (!run.sending.includes(item)) continue;
+    await drop(run, item, fail("INVALID_INPUT", "The batch needs more gas than a block holds: this request was not sent; send it again in a smaller batch"));
+  }
+}
+
+/** The single route's answer to an item EAS reverts. */
+function refusalOf(simulation: Simulation): DelegatedAttestFailure {
+  const name = !simulation.ok && simulation.reason === "reverted" ? simulation.errorName : "reverted";
+  return name === "DeadlineExpired" ? fail("SIGNATURE_EXPIRED", "Signature expired") : fail("INVALID_INPUT", `EAS rejected the attestation: ${name}`);
+}
+
+/**
+ * The first item whose prefix of the call reverts (EAS runs the items in order, so a prefix that reverts stays
+ * reverting as it grows), found by halving: at most ⌈log₂ n⌉ simulations, `whole` being the whole call's. With it, the
+ * passing simulation of the prefix before it (undefined for the first item); `failed` when the node did not answer.
+ */
+async function firstReverting(
+  simulate: (calls: readonly DelegatedAttestCall[]) => Promise<Simulation>,
+  items: readonly Item[],
+  whole: Simulation,
+): Promise<{ index: number; simulation: Simulation; passing: Simulation | undefined } | { failed: Simulation }> {
+  let low = 0;
+  let high = items.length - 1;
+  let found = whole;
+  let passing: Simulation | undefined;
+  while (low < high) {
+    const middle = Math.floor((low + high) / 2);
+    const simulation = await simulate(items.slice(0, middle + 1).map((item) => item.claimed.call));
+    if (simulation.ok) {
+      low = middle + 1;
+      passing = simulation;
+    } else if (simulation.reason === "reverted") {
+      high = middle;
+      found = simulation;
+    } else return { failed: simulation };
+  }
+  return { index: high, simulation: found, passing: high === 0 ? undefined : passing };
+}
