@@ -81,6 +81,21 @@ const isId = (id: unknown): id is string | number | null => id === null || typeo
 const rpcError = (id: string | number | null, code: number, message: string): RpcError => ({ jsonrpc: "2.0", id, error: { code, message } });
 
 /**
+ * The node's error for one call, as the client gets it: its code and data (a revert's reason) as the node sent them, its
+ * message too unless it names an address of the provider's (a URL) or runs long. A provider's own notices ("daily
+ * limit reached, upgrade at https://…") passed through verbatim: the service's RPC provider, and its text, reached the
+ * client.
+ */
+function nodeCallError(error: { readonly code: number; readonly message: string; readonly data?: unknown }) {
+  const plain = typeof error.message === "string" && error.message.length <= 200 && !/[a-z][a-z0-9+.-]*:\/\//i.test(error.message);
+  return {
+    code: error.code,
+    message: plain ? error.message : "The node refused the call",
+    ...(error.data === undefined ? {} : { data: error.data }),
+  };
+}
+
+/**
  * What is wrong with the shape of one JSON-RPC request (undefined: nothing), with the JSON-RPC code a call of a
  * batch is answered with; a single request with such a fault is refused whole (400 `INVALID_INPUT`).
  */
@@ -220,7 +235,7 @@ export function createPremiumRpc(deps: PremiumRpcDeps): PremiumRpc {
       const answer = byId.get(next++);
       if (answer === undefined) return rpcError(a.forward.id, -32603, "The node gave no answer to this call");
       return answer.error !== undefined
-        ? { jsonrpc: "2.0", id: a.forward.id, error: answer.error }
+        ? { jsonrpc: "2.0", id: a.forward.id, error: nodeCallError(answer.error) }
         : { jsonrpc: "2.0", id: a.forward.id, result: answer.result ?? null };
     });
     return ok(batch ? out : out[0]);

@@ -54,6 +54,27 @@ describe("createPremiumRpc()", () => {
     expect(sent()).toEqual([["0:eth_blockNumber"], ["0:eth_chainId", "1:eth_getLogs", "2:eth_call"]]);
   });
 
+  test("a node's error is passed on with its code and data; its message not when it names a URL or runs long (a provider's notice)", async () => {
+    const ledger = fakePremiumReadLedger();
+    const A = `0x${"a".repeat(40)}`;
+    const errors: Record<string, { code: number; message: string; data?: unknown }> = {
+      eth_call: { code: 3, message: "execution reverted: not owner", data: "0x08c379a0" },
+      eth_getBalance: { code: -32005, message: "daily request limit reached, upgrade at https://provider.example/plans?key=abc" },
+      eth_getCode: { code: -32000, message: "x".repeat(201) },
+      eth_getStorageAt: { code: -32000, message: "header not found" },
+    };
+    const rpc = fakeRawRpc({ head: 100n, answer: (c) => ({ error: errors[c.method]! }) });
+    const premium = createPremiumRpc({ ledger, rpc, clock: fakeClock(JUNE_2026), limits: { free: 10, paid: 10 }, maxLogRange: 50n });
+    const result = await premium([call(1, "eth_call", [{}]), call(2, "eth_getBalance", [A, "latest"]), call(3, "eth_getCode", [A, "latest"]), call(4, "eth_getStorageAt", [A, "0x0", "latest"])], account);
+    expect(result.ok && result.value).toEqual([
+      { jsonrpc: "2.0", id: 1, error: { code: 3, message: "execution reverted: not owner", data: "0x08c379a0" } },
+      // It reached the client verbatim: the service's provider, and a key in its URL.
+      { jsonrpc: "2.0", id: 2, error: { code: -32005, message: "The node refused the call" } },
+      { jsonrpc: "2.0", id: 3, error: { code: -32000, message: "The node refused the call" } },
+      { jsonrpc: "2.0", id: 4, error: { code: -32000, message: "header not found" } },
+    ]);
+  });
+
   test("every read method of decisions §12 is forwarded; no other", async () => {
     expect([...PREMIUM_METHODS].sort()).toEqual([
       "eth_blockNumber", "eth_call", "eth_chainId", "eth_getBalance", "eth_getBlockByNumber", "eth_getCode", "eth_getLogs",
