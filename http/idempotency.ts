@@ -1,4 +1,4 @@
-import { type Idempotency, keepsStoredAnswer, parseIdempotencyKey } from "../domain/idempotency/mod.ts";
+import { type Idempotency, keepsStoredAnswer, parseIdempotencyKey, storedAnswerCode } from "../domain/idempotency/mod.ts";
 import type { StoredAnswer } from "../ports/idempotency.ts";
 import { errorBody, json, statusOf } from "./errors.ts";
 
@@ -69,7 +69,7 @@ export async function idempotent(
     throw error;
   }
   const kept = await storedAnswer(response);
-  if (resumed !== undefined && kept.status === 503 && kept.body.includes('"OUTCOME_UNKNOWN"')) return response;
+  if (resumed !== undefined && storedAnswerCode(kept) === "OUTCOME_UNKNOWN") return response;
   await decision.finish(keepsStoredAnswer(kept) ? kept : undefined);
   return response;
 }

@@ -115,16 +115,24 @@ export function keepsAnswer(status: number, code?: string | undefined): boolean 
  * signature for the one transaction) did nothing either, and is not kept.
  */
 export function keepsStoredAnswer(answer: Pick<StoredAnswer, "status" | "body">): boolean {
-  let body: { code?: unknown; results?: unknown } | undefined;
-  try {
-    body = JSON.parse(answer.body) as typeof body;
-  } catch {
-    body = undefined;
-  }
+  const body = bodyOf(answer);
   if (answer.status === 200 && Array.isArray(body?.results) && body.results.length > 0 &&
     body.results.every((r) => typeof (r as { code?: unknown } | null)?.code === "string" && RETRY_ME.has((r as { code: string }).code))) {
     return false;
   }
-  const code = answer.status >= 400 && typeof body?.code === "string" ? body.code : undefined;
-  return keepsAnswer(answer.status, code);
+  return keepsAnswer(answer.status, storedAnswerCode(answer));
+}
+
+/** The `code` of an error answer's body (`{error, code}`); undefined for a success or a body that is not one. */
+export function storedAnswerCode(answer: Pick<StoredAnswer, "status" | "body">): string | undefined {
+  const code = answer.status >= 400 ? bodyOf(answer)?.code : undefined;
+  return typeof code === "string" ? code : undefined;
+}
+
+function bodyOf(answer: Pick<StoredAnswer, "body">): { code?: unknown; results?: unknown } | undefined {
+  try {
+    return JSON.parse(answer.body) as { code?: unknown; results?: unknown };
+  } catch {
+    return undefined;
+  }
 }

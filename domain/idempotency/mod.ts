@@ -10,5 +10,6 @@ export {
   IDEMPOTENCY_RETRY_AFTER_SECONDS,
   keepsAnswer,
   keepsStoredAnswer,
+  storedAnswerCode,
 } from "./idempotency.ts";
 export { MAX_IDEMPOTENCY_KEY_LENGTH, parseIdempotencyKey, requestFingerprint } from "./idempotency_key.ts";
