@@ -158,6 +158,18 @@ describe.skipIf(skipReason !== undefined)(`deploy/k8s${skipReason ? ` (skipped: 
     }
   }, 60_000);
 
+  test("every container of the image runs the version package.json names, the tag `npm run image` builds", () => {
+    const version = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).version;
+    for (const target of TARGETS) {
+      const images = render(target)
+        .filter((o) => o.kind === "Deployment" || o.kind === "StatefulSet")
+        .flatMap((o: any) => o.spec.template.spec.containers.map((c: { image: string }) => c.image))
+        .filter((image: string) => /^ats(:|@|$)/.test(image));
+      expect(images.length).toBeGreaterThan(0);
+      expect({ target, images: [...new Set(images)] }).toEqual({ target, images: [`ats:${version}`] });
+    }
+  }, 60_000);
+
   test("overlays/devnet: the devnet's files are the compose file's, and its signer reads them where they are mounted", () => {
     const overlay = join(HERE, "overlays", "devnet");
     for (const name of ["trust-anchors.json", "delegate-keystore.json", "delegate-password.txt"]) {
