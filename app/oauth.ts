@@ -2,6 +2,7 @@
 import { createJoseAccessTokenKeys, type JoseAccessTokenKeys } from "../adapters/jose/mod.ts";
 import { cryptoRandom, systemClock } from "../adapters/system/mod.ts";
 import { createOAuth, issuerOf, type OAuth, UNUSED_CLIENT_TTL_MS } from "../domain/oauth/mod.ts";
+import { withPaidAccounts } from "../domain/payments/mod.ts";
 import type { BearerAccess } from "../http/credentials.ts";
 import type { Config } from "./config.ts";
 import type { Foundation } from "./foundation.ts";
@@ -34,7 +35,8 @@ export async function wireOAuth(config: Pick<Config, "oauth" | "server">, f: Fou
   const oauth = createOAuth({
     store: storage.oauth,
     keys,
-    accounts: storage.accounts,
+    // A token acts as its account with the plan it has now, an x402-bought period included (decisions §19).
+    accounts: withPaidAccounts(storage.accounts, { payments: storage.payments, clock: systemClock }),
     clock: systemClock,
     random: cryptoRandom,
     issuer,

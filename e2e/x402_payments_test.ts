@@ -391,6 +391,22 @@ describe("paying with x402", () => {
       entitlementPeriodStart: answer.purchased.periodStart,
       entitlementPeriodEnd: answer.purchased.periodEnd,
     });
+    // A token acts as its account with the plan it has now (decisions §19): an API client's token sees the bought plan.
+    const created = await post("/api/private/oauth/clients", { client_name: "CI", scope: "account:read", grant_types: ["client_credentials"] }, { cookie, origin: APP });
+    expect(created.status).toBe(201);
+    const client = await created.json() as { client_id: string; client_secret: string };
+    const tokenAnswer = await fetch(`${service.url}/oauth/token`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        authorization: `Basic ${btoa(`${encodeURIComponent(client.client_id)}:${encodeURIComponent(client.client_secret)}`)}`,
+      },
+      body: new URLSearchParams({ grant_type: "client_credentials", scope: "account:read" }),
+    });
+    expect(tokenAnswer.status).toBe(200);
+    const { access_token } = await tokenAnswer.json() as { access_token: string };
+    const byToken = await (await fetch(`${service.url}/api/private/accounts/me`, { headers: { authorization: `Bearer ${access_token}` } })).json() as { subscription: Record<string, unknown> };
+    expect(byToken.subscription).toMatchObject({ plan: "paid", annualSponsoredWriteLimit: 1000, annualPremiumReadLimit: (await me()).annualPremiumReadLimit });
     // Without a session the purchase is refused before any payment.
     const anonymous = await post("/api/private/subscriptions/x402", {});
     expect([anonymous.status, (await anonymous.json() as { code: string }).code]).toEqual([401, "UNAUTHENTICATED"]);

@@ -48,6 +48,7 @@ export {
   expiresTooSoon,
   paymentReplayKey,
   readExactAuthorization,
+  withPaidAccounts,
   withPaidPlans,
 } from "./x402_payments.ts";
 export { base58btcEncode, didKeyToJwk, jwkToDidKey } from "./did_key.ts";

@@ -174,6 +174,26 @@ export function withPaidPeriod(account: Account, period: PaidPeriod | undefined,
   return { ...account, plan: "paid" };
 }
 
+/**
+ * Accounts looked up as their plan stands now, for the bearer check (OAuth access tokens and API clients): a token
+ * acts as its account "with its plan and quota" (decisions §19), so an x402-bought period counts there as it does
+ * for a session ({@link withPaidPlans}).
+ */
+export function withPaidAccounts<A extends { readonly findAccount: (idOrAddress: string) => Promise<Account | undefined> }>(
+  accounts: A,
+  deps: { readonly payments: PaymentLedger; readonly clock: Clock },
+): A {
+  return {
+    ...accounts,
+    async findAccount(idOrAddress: string) {
+      const account = await accounts.findAccount(idOrAddress);
+      if (account === undefined || account.plan === "paid") return account;
+      const nowMs = deps.clock.nowMs();
+      return withPaidPeriod(account, await deps.payments.paidPeriod(account.id, nowMs), nowMs);
+    },
+  };
+}
+
 /** A paying agent without a session: its wallet address, from the verified authorization. */
 export type PayingAgent = { readonly kind: "x402"; readonly address: string };
 

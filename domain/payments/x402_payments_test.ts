@@ -6,6 +6,7 @@ import {
   createPaidCall,
   paymentReplayKey,
   readExactAuthorization,
+  withPaidAccounts,
   withPaidPeriod,
   withPaidPlans,
 } from "./x402_payments.ts";
@@ -252,5 +253,15 @@ describe("paid plans", () => {
     await payments.grantPeriod("p", "a1", 10_000, 500);
     expect(await wrapped.authenticate("t")).toMatchObject({ ok: true, value: { account: { plan: "paid" } } });
     expect((await wrapped.authenticate(undefined)).ok).toBe(false);
+  });
+  test("withPaidAccounts() looks accounts up with the plan they bought (a bearer token's account)", async () => {
+    const payments = fakePayments();
+    await payments.reserve({ ...reservation("p"), purpose: "plan", accountId: "a1", createdAtMs: 0 });
+    const accounts = { findAccount: (id: string) => Promise.resolve(id === "a1" ? account : undefined) };
+    const wrapped = withPaidAccounts(accounts, { payments, clock });
+    expect((await wrapped.findAccount("a1"))?.plan).toBe("free");
+    await payments.grantPeriod("p", "a1", 10_000, 500);
+    expect((await wrapped.findAccount("a1"))?.plan).toBe("paid");
+    expect(await wrapped.findAccount("nobody")).toBeUndefined();
   });
 });
