@@ -178,6 +178,17 @@ describe("trust tiers", () => {
     expect(tier({ keyBindings: [binding()], witnesses: [{ ...controllerWitness, approvedIssuer: false }], chainId: 31337 }).tier).toBe(0);
   });
 
+  test("a binding written by a controller whose own binding was revoked before is not tier 3 (domain/bindings)", () => {
+    // Another witnessed controller bound the writer and revoked that binding before the writer bound the signing key.
+    const other = "0x00000000000000000000000000000000000000dd";
+    const otherWitness = witness({ controller: `did:pkh:eip155:31337:${other}`, time: BigInt(NOW - 70) });
+    const cut = binding({ uid: "0xb0", keyId: `did:pkh:eip155:31337:${controller}`, attester: other, time: BigInt(NOW - 58), revocationTime: BigInt(NOW - 55) });
+    const evidence = { keyBindings: [cut, binding()], witnesses: [controllerWitness, otherWitness], chainId: 31337 };
+    expect(tier(evidence).tier).toBe(0);
+    // Cut after it bound the key: the binding was made while it could, tier 3.
+    expect(tier({ ...evidence, keyBindings: [{ ...cut, revocationTime: BigInt(NOW - 45) }, binding()] })).toMatchObject({ tier: 3, evidenceUid: "0xb1" });
+  });
+
   test("an approved witness issuer writing the binding itself is not the witness a key binding requires", () => {
     // The approved-issuer role is scoped to controller-witness attestations; a binding it writes has no witness behind it.
     const witnessWallet = "0x00000000000000000000000000000000000000aa";

@@ -4,6 +4,7 @@
  */
 import type { IndexedAttestation } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
+import { createBindingAuthority } from "../bindings/mod.ts";
 import { bindingNames } from "../keys/mod.ts";
 import { didToAddress, isSameControllerId, normalizeDid } from "../did/mod.ts";
 import { type DiscoverControllers, type DiscoveryRecord, liveControllerEvidence } from "../discovery/mod.ts";
@@ -128,8 +129,9 @@ async function loadPartyEvidence(
 
 /** Authorization from chain evidence alone, or the need for live evidence (did:web parties only). */
 function onChainAuthorization(ctx: ArtifactTrustContext, evidence: PartyEvidence, party: string, controller: string): Authorization {
+  const counts = bindingAuthority(ctx, evidence, party);
   const accepted = evidence.bindings
-    .filter((b) => bindingNames(b, controller) && bindingAccepted(ctx, b, evidence))
+    .filter((b) => bindingNames(b, controller) && counts(b))
     .sort((a, b) => (a.time === b.time ? (a.uid < b.uid ? 1 : -1) : a.time < b.time ? 1 : -1));
   const newest = accepted[0];
   if (newest !== undefined && newest.keyPurpose.length > 0 && !newest.keyPurpose.includes(SIGNING_PURPOSE)) {
@@ -149,11 +151,26 @@ function onChainAuthorization(ctx: ArtifactTrustContext, evidence: PartyEvidence
   return { kind: "unauthorized" };
 }
 
-/** A key binding counts when an approved witness issuer wrote it, or a controller witnessed before it. */
-function bindingAccepted(ctx: ArtifactTrustContext, binding: KeyBinding, evidence: PartyEvidence): boolean {
-  if (findApprovedIssuer(ctx.trustAnchors, binding.attester, "controller-witness", Number(binding.time) * 1000)) return true;
-  const attester = pkhOf(ctx.chainId, binding.attester);
-  return evidence.witnesses.some((w) => w.time <= binding.time && isSameControllerId(w.controller, attester));
+/**
+ * Whether a key binding counts: an approved witness issuer (or the party itself) wrote it, or a controller witnessed
+ * before it whose authority no revoked or expired binding had cut off by then (domain/bindings): a stolen controller
+ * key whose binding was revoked cannot bind itself, or another key, again.
+ */
+function bindingAuthority(ctx: ArtifactTrustContext, evidence: PartyEvidence, party: string): (binding: KeyBinding) => boolean {
+  const byIssuer = (binding: KeyBinding) =>
+    findApprovedIssuer(ctx.trustAnchors, binding.attester, "controller-witness", Number(binding.time) * 1000) !== undefined;
+  return createBindingAuthority({
+    bindings: evidence.bindings,
+    chainId: ctx.chainId,
+    controlled: (binding) => {
+      const attester = pkhOf(ctx.chainId, binding.attester);
+      return byIssuer(binding) || isSameControllerId(party, attester) ||
+        evidence.witnesses.some((w) => w.time <= binding.time && isSameControllerId(w.controller, attester));
+    },
+    lasting: (binding) => byIssuer(binding) || isSameControllerId(party, pkhOf(ctx.chainId, binding.attester)),
+    names: bindingNames,
+    endOf: (binding) => binding.until ?? 0n,
+  });
 }
 
 /** Live endpoint evidence of did:web parties, looked up at once. */

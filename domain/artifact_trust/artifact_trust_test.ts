@@ -424,6 +424,28 @@ describe("createArtifactTrust() responsibility claims", () => {
     expect(env.excluded).toEqual([[after.uid, "outside-authorization-window"]]);
   });
 
+  test("a controller cut off by a revoked binding cannot reopen its window by binding itself, nor bind another key", async () => {
+    // The witness issuer bound the controller and revoked the binding; the controller's key (stolen) then wrote a
+    // binding naming itself and one naming a new key. Before domain/bindings, the self-binding was the newest and its
+    // open window made the claims after the cut "verified" again, the one written while cut off included.
+    const env = setup({ discover: false });
+    env.index.add(witness(PUBLISHER, pkh(CONTROLLER), NOW - 1000n));
+    env.index.add(binding(PUBLISHER, pkh(CONTROLLER), WITNESS, { time: NOW - 900n, revocationTime: NOW - 300n }));
+    env.index.add(binding(PUBLISHER, pkh(CONTROLLER), CONTROLLER, { time: NOW - 250n }));
+    env.index.add(binding(PUBLISHER, pkh(NEW_KEY), CONTROLLER, { time: NOW - 240n }));
+    const before = attestation({ schema: "responsibility-claim", attester: CONTROLLER, data: claim(PUBLISHER, { issuedAt: NOW - 400n }), time: NOW - 400n });
+    const cutOff = attestation({ schema: "responsibility-claim", attester: CONTROLLER, data: claim(PUBLISHER, { issuedAt: NOW - 280n }), time: NOW - 280n });
+    const reopened = attestation({ schema: "responsibility-claim", attester: CONTROLLER, data: claim(PUBLISHER, { issuedAt: NOW - 200n }), time: NOW - 200n });
+    const newKey = attestation({ schema: "responsibility-claim", attester: NEW_KEY, data: claim(PUBLISHER, { issuedAt: NOW - 100n }), time: NOW - 100n });
+    for (const a of [before, cutOff, reopened, newKey]) env.index.add(a);
+    expect(uidsOf((await env.record()).responsibilityClaims)).toEqual([before.uid]);
+    expect(env.excluded.sort()).toEqual(([
+      [cutOff.uid, "outside-authorization-window"],
+      [reopened.uid, "outside-authorization-window"],
+      [newKey.uid, "not-authorized"],
+    ] as [string, ExclusionReason][]).sort());
+  });
+
   test("a key binding's registry expiry ends the window like a revocation: claims made before it keep their authorization", async () => {
     const env = setup({ discover: false });
     env.index.add(witness(PUBLISHER, pkh(CONTROLLER), NOW - 1000n));

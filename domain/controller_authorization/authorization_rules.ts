@@ -18,7 +18,7 @@
  */
 import { isSameControllerId } from "../did/mod.ts";
 import type { LiveMethod } from "../discovery/mod.ts";
-import { type BindingEvidence, bindingCounts, bindingNames, type WitnessEvidence } from "../keys/mod.ts";
+import { type BindingEvidence, bindingNames, countingBindings, type WitnessEvidence } from "../keys/mod.ts";
 
 /** The W3C verification relationships a binding may grant. */
 export const KEY_PURPOSES = ["authentication", "assertionMethod", "keyAgreement"] as const;
@@ -94,8 +94,9 @@ export function evaluateControllerAuthorization(input: ControllerAuthorizationIn
   const witnesses = input.witnesses
     .filter((w) => stoodAt(w, at) && isSameControllerId(w.controller, controllerDid))
     .sort(oldestFirst);
+  const counts = countingBindings(input, (b) => input.transferProofs?.get(b.uid) === true);
   const bindings = input.bindings
-    .filter((b) => b.time <= at && bindingNames(b, controllerDid) && (bindingCounts(input, b) || input.transferProofs?.get(b.uid) === true))
+    .filter((b) => b.time <= at && bindingNames(b, controllerDid) && counts(b))
     .sort((a, b) => -oldestFirst(a, b));
   const newest = bindings[0];
   const keyPurposeStatus: KeyPurposeStatus = newest === undefined || newest.keyPurpose.length === 0

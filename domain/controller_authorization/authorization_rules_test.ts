@@ -53,6 +53,20 @@ const input = (over: Partial<ControllerAuthorizationInput>): ControllerAuthoriza
 });
 
 describe("evaluateControllerAuthorization()", () => {
+  test("a controller cut off by a revoked binding stays cut off when it binds itself again (domain/bindings)", () => {
+    // Another witnessed controller bound OWNER and revoked it at 400; OWNER's key then wrote a binding naming itself.
+    const other = "0x00000000000000000000000000000000000000b2";
+    const witnesses = [witness(CONTROLLER, 100n), witness(pkh(other), 100n)];
+    const cut = binding(CONTROLLER, 200n, { attester: other, revocationTime: 400n });
+    const self = binding(CONTROLLER, 500n);
+    const v = evaluateControllerAuthorization(input({ witnesses, bindings: [cut, self] }));
+    expect(v).toMatchObject({ authorized: false, until: 400n, keyBindingUid: cut.uid });
+    expect(v.keyBindingUids).toEqual([cut.uid]);
+    // The other controller binding it again after the cut gives it back.
+    const again = binding(CONTROLLER, 600n, { attester: other });
+    expect(evaluateControllerAuthorization(input({ witnesses, bindings: [cut, self, again] }))).toMatchObject({ authorized: true, until: null, keyBindingUid: again.uid });
+  });
+
   test("a witness opens the window at its EAS time; witnesses oldest first; no binding is unknown", () => {
     const late = witness(CONTROLLER, 500n);
     const early = witness(CONTROLLER, 100n, { method: "did-json" });

@@ -10,13 +10,16 @@
  * - A controller witness counts when an approved `controller-witness` issuer wrote it (the caller keeps only those).
  * - A key binding counts when its attester controlled the subject when it was written: the attester is the
  *   subject itself (a did:pkh subject), or a counting witness written no later than the binding names the
- *   attester's did:pkh, or the subject's endpoint evidence names it now. Anyone else's binding is ignored.
+ *   attester's did:pkh, or the subject's endpoint evidence names it now. Anyone else's binding is ignored. A
+ *   witnessed attester cut off by a revoked or expired binding naming it binds nothing until another controller binds
+ *   it again ({@link countingBindings}).
  * - Status: `registered` without a counting binding written by `at`, or when the chosen binding is not yet
  *   effective at `at`; otherwise `revoked`, `expired` (payload `expiresAt` or the EAS `expirationTime`) or `active`.
  *   With several bindings, an active one wins, else the newest.
  * - Trust level: `advanced` = a witness of the key and an active binding; `intermediate` = a witness of the key;
  *   `basic` = the endpoint evidence names the key now; `none` otherwise.
  */
+import { createBindingAuthority } from "../bindings/mod.ts";
 import { didJwkToJwk, isSameControllerId, jwkToDidJwk } from "../did/mod.ts";
 
 /** A key's status for one subject. */
@@ -126,6 +129,33 @@ export function bindingCounts(
 }
 
 /**
+ * The bindings that count for the subject at `input.at`: {@link bindingCounts} (or `alsoControlled`, controller
+ * authorization's verified transfer proofs), and the attester not cut off by a revoked or expired binding naming it
+ * when it wrote the binding (domain/bindings: a stolen controller key cannot bind itself or another key again). The
+ * subject itself and a controller its endpoints publish now are never cut off.
+ */
+export function countingBindings(
+  input: Pick<KeyTrustInput, "subjectDid" | "chainId" | "witnesses" | "endpointKeys" | "at" | "bindings">,
+  alsoControlled: (binding: BindingEvidence) => boolean = () => false,
+): (binding: BindingEvidence) => boolean {
+  return createBindingAuthority({
+    bindings: input.bindings.filter((b) => b.time <= input.at),
+    chainId: input.chainId,
+    controlled: (b) => bindingCounts(input, b) || alsoControlled(b),
+    lasting: (b) => {
+      const pkh = `did:pkh:eip155:${input.chainId}:${b.attester.toLowerCase()}`;
+      return isSameControllerId(input.subjectDid, pkh) || input.endpointKeys.some((k) => isSameControllerId(k, pkh));
+    },
+    names: bindingNames,
+    endOf: (b) => {
+      const end = bindingEnd(b);
+      const revoked = b.revocationTime !== 0n && b.revocationTime <= input.at ? b.revocationTime : 0n;
+      return revoked === 0n ? end : end === 0n || revoked < end ? revoked : end;
+    },
+  });
+}
+
+/**
  * Whether a binding names the controller: by `keyId`, or for a did:jwk by its `publicKeyJwk`'s key material. Key
  * status and controller authorization both read bindings with it (decisions §25: one computation); key status matched
  * by `keyId` only, so a revoked binding naming the key by its JWK left it "registered".
@@ -151,8 +181,9 @@ export function evaluateKeyTrust(input: KeyTrustInput): KeyTrust {
   const keyWitness = witnesses.filter((w) => isSameControllerId(w.controller, keyDid)).sort((a, b) => -newestFirst(a, b))[0] ?? null;
   const endpointFound = input.endpointKeys.some((k) => isSameControllerId(k, keyDid));
 
+  const counts = countingBindings(input);
   const bindings = input.bindings
-    .filter((b) => b.time <= at && bindingNames(b, keyDid) && bindingCounts(input, b))
+    .filter((b) => b.time <= at && bindingNames(b, keyDid) && counts(b))
     .sort(newestFirst);
   const chosen = bindings.find((b) => stateAt(b, at) === "active") ?? bindings[0] ?? null;
   const state = chosen === null ? undefined : stateAt(chosen, at);

@@ -35,6 +35,19 @@ const judge = (input: Partial<KeyTrustInput>) =>
   evaluateKeyTrust({ subjectDid: SUBJECT, keyDid: KEY, at: 1_000n, chainId: CHAIN, witnesses: [], bindings: [], endpointKeys: [], ...input });
 
 describe("evaluateKeyTrust()", () => {
+  test("a witnessed key whose binding was revoked cannot bind itself again: revoked, not active (domain/bindings)", () => {
+    // The key is a witnessed controller; its owner bound it and revoked the binding at 500; the key (stolen) then
+    // wrote a binding naming itself. Before the rule it was "active, advanced" again.
+    const witnesses = [witness(KEY, 100n), witness(pkh(OWNER), 100n)];
+    const revoked = binding(300n, { revocationTime: 500n });
+    const self = binding(600n, { attester: KEY.split(":")[4]! });
+    const t = judge({ witnesses, bindings: [revoked, self] });
+    expect([t.status, t.trustLevel, t.keyBinding?.uid]).toEqual(["revoked", "intermediate", "0xb300"]);
+    // The owner binding it again gives it back.
+    const again = judge({ witnesses, bindings: [revoked, self, binding(700n)] });
+    expect([again.status, again.keyBinding?.uid]).toEqual(["active", "0xb700"]);
+  });
+
   test("nothing at all: registered, no trust; the next step is the TXT record", () => {
     const t = judge({});
     expect([t.status, t.trustLevel, t.endpointFound, t.controllerWitness, t.keyBinding]).toEqual(["registered", "none", false, null, null]);

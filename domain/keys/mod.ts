@@ -8,6 +8,7 @@ export {
   bindingNames,
   bindingEnd,
   type BindingEvidence,
+  countingBindings,
   evaluateKeyTrust,
   type KeyStatusValue,
   type KeyTrust,

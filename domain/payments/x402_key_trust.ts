@@ -3,6 +3,7 @@
  * interface "Trust tiers"): tier 3 a key binding written by a controller witnessed before it, tier 2 a controller
  * witness covering `issuedAt`, tier 1 live endpoint evidence, 0 none.
  */
+import { createBindingAuthority } from "../bindings/mod.ts";
 import { isSameControllerId, jwkToDidJwk, normalizeDid } from "../did/mod.ts";
 import { didKeyToJwk } from "./did_key.ts";
 import type { VerifiedSigner } from "./x402_verify.ts";
@@ -69,19 +70,33 @@ export function evaluateKeyTrust(input: {
   const matches = (id: string) => ids.some((own) => isSameControllerId(own, asControllerId(id)));
   const witnesses = (input.evidence.witnesses ?? []).filter((w) => w.approvedIssuer && !w.revoked);
   const chainId = input.evidence.chainId ?? 1;
+  const bindings = input.evidence.keyBindings ?? [];
+  // "A key binding requires a prior controller witness" (interface.md): the controller that wrote it must have been
+  // witnessed (by an approved witness issuer) for this subject before it did. Being an approved issuer is no
+  // substitute: that role is scoped to writing controller-witness attestations. And a controller cut off by a revoked
+  // or expired binding naming it binds nothing after (domain/bindings).
+  const counts = createBindingAuthority({
+    bindings: bindings.filter((b) => b.time <= at),
+    chainId,
+    controlled: (binding) => {
+      const attesterDid = `did:pkh:eip155:${chainId}:${binding.attester.toLowerCase()}`;
+      return witnesses.some((w) => w.time <= binding.time && isSameControllerId(w.controller, attesterDid));
+    },
+    lasting: () => false,
+    names: (binding, controller) => isSameControllerId(binding.keyId.split("#")[0]!, controller),
+    endOf: (binding) => {
+      const ends = [binding.expiresAt, binding.revocationTime].filter((t) => t !== 0n);
+      return ends.length === 0 ? 0n : ends.reduce((x, y) => (x < y ? x : y));
+    },
+  });
 
-  for (const binding of input.evidence.keyBindings ?? []) {
+  for (const binding of bindings) {
     if (!matches(binding.keyId.split("#")[0]!)) continue;
     if (binding.keyPurpose.length > 0 && !binding.keyPurpose.includes("assertionMethod")) continue;
     if (binding.effectiveAt > at || binding.time > at) continue;
     if (binding.expiresAt !== 0n && binding.expiresAt <= at) continue;
     if (binding.revocationTime !== 0n && binding.revocationTime <= at) continue;
-    // "A key binding requires a prior controller witness" (interface.md): the controller that wrote it
-    // must have been witnessed (by an approved witness issuer) for this subject before it did. Being an
-    // approved issuer is no substitute: that role is scoped to writing controller-witness attestations.
-    const attesterDid = `did:pkh:eip155:${chainId}:${binding.attester.toLowerCase()}`;
-    const witnessed = witnesses.some((w) => w.time <= binding.time && isSameControllerId(w.controller, attesterDid));
-    if (witnessed) return trust(3, "key-binding", binding.uid);
+    if (counts(binding)) return trust(3, "key-binding", binding.uid);
   }
   for (const w of witnesses) {
     const from = w.observedAt > 0n ? w.observedAt : w.time;

@@ -73,8 +73,10 @@ export function easWriter(options: { rpcUrl: string; easAddress: Hex }) {
       const { uids } = await send(key, { functionName: "multiAttest", args: [[{ schema, data: inputs.map(requestData) }]] });
       return uids;
     },
-    async revoke(key: Hex, schema: Hex, uid: Hex): Promise<void> {
-      await send(key, { functionName: "revoke", args: [{ schema, data: { uid, value: 0n } }] });
+    /** Revokes one attestation; returns the block the revocation landed in. */
+    async revoke(key: Hex, schema: Hex, uid: Hex): Promise<{ blockNumber: bigint }> {
+      const { blockNumber } = await send(key, { functionName: "revoke", args: [{ schema, data: { uid, value: 0n } }] });
+      return { blockNumber };
     },
   };
 }

@@ -1,0 +1,6 @@
+/**
+ * Who may still bind a key (the binding authority rule): a controller cut off by a binding's revocation or expiry
+ * cannot bind itself or another key again. Key status, controller authorization, artifact trust and the x402
+ * verifier all apply it.
+ */
+export { type AuthorityBinding, type BindingAuthorityRules, createBindingAuthority } from "./binding_authority.ts";
