@@ -134,6 +134,8 @@ export function decodeSchemaFields(
 ): Result<Record<string, unknown>, "INVALID_INPUT"> {
   try {
     const decoded = decodeAbiParameters(params, data) as readonly unknown[];
+    // Values that need more bytes than the data holds were read twice through shared offsets (see fitsIn).
+    if (!fitsIn(params, decoded, (data.length - 2) / 2)) return fail("INVALID_INPUT", "Data does not decode with the schema");
     const out: Record<string, unknown> = {};
     fields.forEach((f, i) => {
       out[f.name] = stringifyBigints(decoded[i]);
@@ -143,6 +145,59 @@ export function decodeSchemaFields(
     return fail("INVALID_INPUT", "Data does not decode with the schema");
   }
 }
+
+/**
+ * Whether decoded values could have come from `bytes` bytes without reading any part twice: the least their
+ * canonical encoding takes (a string counted as one byte per UTF-16 unit, never more than the bytes it came from) must
+ * fit. ABI offsets may point anywhere, so 33 KB whose thousand `string[]` offsets all name one 1 KB string decoded into
+ * a thousand strings (viem allows 32 times the input), about 6 MB of JSON an answer, recomputed at every read. Every
+ * encoder writes each value once; data that does not is answered as undecodable.
+ */
+function fitsIn(params: readonly AbiParameter[], values: readonly unknown[], bytes: number): boolean {
+  let size = 0;
+  for (let i = 0; i < params.length && size <= bytes; i++) size += slotted(params[i]!, values[i]);
+  return size <= bytes;
+}
+
+/** The value's own encoding, plus its offset slot when it is dynamic (it then lives in the tail). */
+function slotted(param: AbiParameter, value: unknown): number {
+  return isDynamic(param) ? 32 + leastSize(param, value) : leastSize(param, value);
+}
+
+function leastSize(param: AbiParameter, value: unknown): number {
+  const type = param.type;
+  const array = /^(.*)\[(\d*)\]$/.exec(type);
+  if (array !== null) {
+    const element = { ...param, type: array[1]! } as AbiParameter;
+    const items = Array.isArray(value) ? value : [];
+    let size = array[2] === "" ? 32 : 0;
+    for (const item of items) size += slotted(element, item);
+    return size;
+  }
+  if (type === "tuple") {
+    const components = (param as { components?: readonly AbiParameter[] }).components ?? [];
+    const fields = Array.isArray(value) ? value : components.map((c) => (value as Record<string, unknown> | null)?.[c.name ?? ""]);
+    let size = 0;
+    components.forEach((c, i) => {
+      size += slotted(c, fields[i]);
+    });
+    return size;
+  }
+  if (type === "string") return 32 + padded(typeof value === "string" ? value.length : 0);
+  if (type === "bytes") return 32 + padded(typeof value === "string" ? Math.max(0, (value.length - 2) / 2) : 0);
+  return 32;
+}
+
+function isDynamic(param: AbiParameter): boolean {
+  const type = param.type;
+  if (type === "string" || type === "bytes" || type.endsWith("[]")) return true;
+  const fixed = /^(.*)\[\d+\]$/.exec(type);
+  if (fixed !== null) return isDynamic({ ...param, type: fixed[1]! } as AbiParameter);
+  if (type === "tuple") return ((param as { components?: readonly AbiParameter[] }).components ?? []).some(isDynamic);
+  return false;
+}
+
+const padded = (length: number) => Math.ceil(length / 32) * 32;
 
 function stringifyBigints(value: unknown): unknown {
   if (typeof value === "bigint") return value.toString();

@@ -588,6 +588,19 @@ describe("createArtifactTrust() linked identifiers", () => {
     expect(typeof (record.otherAttestations[0]!.attestation.data.proofs as unknown[])[0]).toBe("string");
   });
 
+  test("one proof written twice is one entry: it does not stand for both sides; only the first 16 distinct entries are read", async () => {
+    const env = setup({ discover: false });
+    const proof = await eip712Proof();
+    const twice = attestation({ schema: "linked-identifier", attester: linkedKey.address, data: linked([proof, proof]) });
+    // The pointer the link needs comes after 16 other entries (each a proof naming another artifact): not read.
+    const others = await Promise.all(Array.from({ length: 16 }, (_, i) => eip712Proof({ authorizedEntity: `did:web:other-${i}.example` })));
+    const late = attestation({ schema: "linked-identifier", attester: linkedKey.address, data: linked([...others.slice(0, 15), proof, pointer()]) });
+    const inTime = attestation({ schema: "linked-identifier", attester: linkedKey.address, data: linked([...others.slice(0, 14), proof, pointer()]) });
+    for (const a of [twice, late, inTime]) env.index.add(a);
+    expect(uidsOf((await env.record()).otherAttestations)).toEqual([inTime.uid]);
+    expect(env.excluded.sort()).toEqual(([[twice.uid, "invalid-proofs"], [late.uid, "invalid-proofs"]] as [string, ExclusionReason][]).sort());
+  });
+
   test("one side is not enough: linkedId's proof alone (even attested by linkedId) or an evidence pointer alone is excluded", async () => {
     const env = setup({ discover: false });
     const linkedOnly = attestation({ schema: "linked-identifier", attester: linkedKey.address, data: linked([await eip712Proof()]) });

@@ -56,12 +56,25 @@ export function readUint(value: unknown): bigint | undefined {
   return undefined;
 }
 
-/** Parses the proof wrappers of a payload; entries that are not JSON objects are dropped, as the reference does. */
+/**
+ * The most distinct `proofs` entries of one attestation read (the spec is silent; a link needs two). Each pop-eip712
+ * costs a signature recovery: an attestation of a thousand proofs cost about 0.9 s of CPU at every lookup of its
+ * artifact. The same string twice is one entry: "two distinct entries" means two different proofs.
+ */
+export const MAX_PROOF_WRAPPERS = 16;
+
+/**
+ * Parses the proof wrappers of a payload: the first {@link MAX_PROOF_WRAPPERS} distinct entries; entries that are
+ * not JSON objects are dropped, as the reference does.
+ */
 export function parseProofWrappers(proofs: unknown): Record<string, unknown>[] {
   if (!Array.isArray(proofs)) return [];
   const out: Record<string, unknown>[] = [];
+  const seen = new Set<string>();
   for (const entry of proofs) {
-    if (typeof entry !== "string") continue;
+    if (typeof entry !== "string" || seen.has(entry)) continue;
+    if (seen.size >= MAX_PROOF_WRAPPERS) break;
+    seen.add(entry);
     try {
       const parsed: unknown = JSON.parse(entry);
       if (isRecord(parsed)) out.push(parsed);
