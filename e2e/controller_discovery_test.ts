@@ -70,7 +70,7 @@ afterAll(async () => {
 
 async function get(base: string, path: string) {
   const res = await fetch(`${base}${path}`);
-  return { status: res.status, body: await res.json() as Record<string, any> };
+  return { status: res.status, body: await res.json() as Record<string, any>, cacheControl: res.headers.get("cache-control") };
 }
 
 describe("controller discovery against real DNS and HTTPS servers", () => {
@@ -110,6 +110,11 @@ describe("controller discovery against real DNS and HTTPS servers", () => {
     const down = await get(base, `/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(`did:web:down.test%3A${https.port}`)}`);
     expect(down.body.evidence[2]).toMatchObject({ status: "unavailable", error: "HTTP 500" });
     expect(JSON.stringify(down.body)).not.toContain("boom");
+    // A view with a failed lookup is revalidated at every use by a shared cache, never held for the whole max-age.
+    expect(missing.cacheControl).toMatch(/^public, max-age=[1-9][0-9]*, /);
+    expect(down.cacheControl).toBe("public, no-cache");
+    const wallet = await get(base, `/v1/controller-confirm?subjectDid=${encodeURIComponent(`did:web:down.test%3A${https.port}`)}`);
+    expect([wallet.status, wallet.cacheControl]).toEqual([200, "public, no-cache"]);
   });
 
   test("huge, wrong-id, redirecting and invalid documents are unavailable, without upstream text", async () => {

@@ -88,6 +88,13 @@ export function maxAgeOf(freshness: readonly Freshness[], settings: HttpCacheSet
   return age;
 }
 
+/**
+ * A header a route sets on a public 200 that must be kept no longer than it says (seconds), below its route's
+ * freshness: a confirm view built while a lookup failed (a transient outage a shared cache would hold a minute or two).
+ * Read and removed by {@link applyCachePolicy}; never sent.
+ */
+export const MAX_AGE_HEADER = "x-ats-max-age";
+
 /** The `Cache-Control` of a public 200 kept `maxAge` seconds; 0 is stored but revalidated at every use. */
 export function publicCacheControl(maxAge: number): string {
   return maxAge > 0 ? `public, max-age=${maxAge}, stale-while-revalidate=${maxAge}` : "public, no-cache";
@@ -267,7 +274,10 @@ export function applyCachePolicy(request: Request, response: Response, options: 
   }
   if (policy.kind === "no-store" || (method !== "GET" && method !== "HEAD")) return withCacheControl(response, "no-store");
   const status = response.status;
-  const maxAge = policy.kind === "public" ? maxAgeOf(policy.freshness, settings) : 0;
+  const own = response.headers.get(MAX_AGE_HEADER);
+  if (own !== null) response.headers.delete(MAX_AGE_HEADER);
+  const routeAge = policy.kind === "public" ? maxAgeOf(policy.freshness, settings) : 0;
+  const maxAge = own !== null && /^[0-9]+$/.test(own) ? Math.min(routeAge, Number(own)) : routeAge;
   if (status === 200) {
     const cacheControl = policy.kind === "public" ? publicCacheControl(maxAge) : "no-cache";
     const validation = { vary: policy.kind === "public" ? policy.vary : undefined, memo: options.memo, key: options.route ?? "" };

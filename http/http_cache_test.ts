@@ -6,6 +6,7 @@ import { createApp } from "./app.ts";
 import { json } from "./errors.ts";
 import {
   applyCachePolicy,
+  MAX_AGE_HEADER,
   CACHE,
   type CachePolicy,
   createEtagMemo,
@@ -428,6 +429,13 @@ describe("the mechanism", () => {
     expect([credentialed.headers.get("cache-control"), credentialed.headers.get("etag")]).toEqual(["private, no-store", null]);
     const paid = await applyCachePolicy(request({ "payment-signature": "e30=" }), answer("{}"), { policy, settings: SETTINGS });
     expect(paid.headers.get("cache-control")).toBe("private, no-store");
+  });
+
+  test("an answer's own max-age (MAX_AGE_HEADER) shortens its route's and is never sent; it cannot lengthen it", async () => {
+    const short = await applyCachePolicy(request(), answer("{}", 200, { [MAX_AGE_HEADER]: "0" }), { policy: CACHE.discovery, settings: SETTINGS });
+    expect([short.headers.get("cache-control"), short.headers.has(MAX_AGE_HEADER), short.headers.has("etag")]).toEqual(["public, no-cache", false, true]);
+    const longer = await applyCachePolicy(request(), answer("{}", 200, { [MAX_AGE_HEADER]: "9999" }), { policy: CACHE.discovery, settings: SETTINGS });
+    expect(longer.headers.get("cache-control")).toBe("public, max-age=45, stale-while-revalidate=45");
   });
 
   test("the memo of last answers gives each answer the ETag of its own bytes", async () => {

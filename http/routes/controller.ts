@@ -3,7 +3,7 @@ import type { createControllerConfirm, DiscoverControllers } from "../../domain/
 import { errorBody, json, statusOf } from "../errors.ts";
 import { REQUEST_MODELS, type RouteDoc, IdentityRecordModel } from "../models.ts";
 import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
-import { CACHE } from "../http_cache.ts";
+import { CACHE, MAX_AGE_HEADER } from "../http_cache.ts";
 import { err } from "../route_responses.ts";
 import { Type as t } from "@sinclair/typebox";
 
@@ -64,6 +64,16 @@ const endpointQuery = compileRequestCheck(REQUEST_MODELS.controllerEndpointConfi
 const confirmQuery = compileRequestCheck(REQUEST_MODELS.controllerConfirm.query, { explain: explainQuery });
 
 /**
+ * A confirm view: kept for the discovery cache's time, unless a lookup behind it failed (an evidence source or the
+ * issuer registry `unavailable`, a lookup refused by the domain's budget). The service keeps such an answer a sixth of
+ * that time; a shared cache then revalidates it at every use rather than holding the outage for its whole max-age.
+ */
+function answer(view: { readonly evidence: readonly { readonly status: string }[]; readonly approvedIssuer?: { readonly status: string } }): Response {
+  const failed = view.evidence.some((e) => e.status === "unavailable") || view.approvedIssuer?.status === "unavailable";
+  return json(view, 200, failed ? { [MAX_AGE_HEADER]: "0" } : {});
+}
+
+/**
  * controller-endpoint-confirm (endpoint evidence only) and controller-confirm (plus the wallet and
  * the approved-issuer registry), under their gateway and backend paths. Current, mutable evidence.
  */
@@ -76,13 +86,13 @@ export function controllerRoutes(deps: ControllerRoutesDeps) {
     const query = queryOf(request.url);
     if (!endpointQuery.check(query)) return invalid(endpointQuery.explain(query));
     const result = await deps.discover(query.subjectDid);
-    return result.ok ? json(result.value) : failure(result);
+    return result.ok ? answer(result.value) : failure(result);
   };
   const confirm = async ({ request }: { request: Request }) => {
     const query = queryOf(request.url);
     if (!confirmQuery.check(query)) return invalid(confirmQuery.explain(query));
     const result = await deps.confirm(query.subjectDid, query.walletDid);
-    return result.ok ? json(result.value) : failure(result);
+    return result.ok ? answer(result.value) : failure(result);
   };
 
   const endpointDetail = { detail: requestDetail(REQUEST_MODELS.controllerEndpointConfirm) };
