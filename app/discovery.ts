@@ -24,8 +24,10 @@ import type { WiredLimits } from "./limits.ts";
 export type WiredDiscovery = {
   /** A fresh look every time: the witness's. */
   readonly discover: DiscoverControllers;
-  /** Answers shared for `DISCOVERY_CACHE_SECONDS`: the read-only views, artifact trust and ownership checks. */
+  /** Answers kept for `DISCOVERY_CACHE_SECONDS`: artifact trust, key status, controller authorization, ownership checks. */
   readonly viewDiscover: DiscoverControllers;
+  /** Answers kept for `DISCOVERY_CACHE_SECONDS`, under a budget of their own: the public confirm views. */
+  readonly confirmDiscover: DiscoverControllers;
   readonly confirm: ReturnType<typeof createControllerConfirm>;
   /** The subject domain's JWK Set (decisions §25): the did.json fetcher, the same per-domain budget, kept as discovery's answers. */
   readonly jwks: LookupJwks;
@@ -41,29 +43,38 @@ export function wireDiscovery(config: Pick<Config, "discovery" | "server">, { tr
     allowPrivateNetwork: config.discovery.allowPrivateNetwork,
     ca: options.didJsonCa,
   });
-  // One budget per registrable domain for every caller, so nobody can hammer a domain through us. It guards lookups,
-  // not money or storage: each instance keeps its own (decisions §21), as it keeps its own cache of answers.
-  const domainRate = createRateLimiter(systemClock, {
+  // A budget per registrable domain, so nobody can hammer a domain through us. It guards lookups, not money or
+  // storage: each instance keeps its own (decisions §21), as it keeps its own cache of answers. Three budgets, so the
+  // lookups anyone asks for cannot spend the others' (docs/endpoints.md): the confirm views (any subject, no session,
+  // no per-client limit); the verification reads (artifact trust, key status, controller authorization, ownership,
+  // JWK Sets, DID URLs); the witness (signed in, with its own limits per user and per domain). Anonymous confirm views
+  // of 31 made-up subdomains used to refuse every witness for the domain, a whole hosting platform's at once.
+  const budget = () => createRateLimiter(systemClock, {
     capacity: config.discovery.discoveryDomainPerMinute,
     perMinute: config.discovery.discoveryDomainPerMinute,
   });
-  const discover = createDiscoverControllers({ dns, didDocuments, serviceDnsLabel: config.discovery.serviceDnsLabel, domainRate });
+  const discoverWith = (domainRate: ReturnType<typeof budget>) =>
+    createDiscoverControllers({ dns, didDocuments, serviceDnsLabel: config.discovery.serviceDnsLabel, domainRate });
+  const domainRate = budget();
   const freshMs = config.discovery.discoveryCacheSeconds * 1_000;
   const jwks = createJwksLookup({ didDocuments, domainRate, clock: systemClock, freshMs, failureMs: Math.ceil(freshMs / 6) });
   const resolveDidUrl = createDidUrlResolver({ didDocuments, domainRate, clock: systemClock, freshMs });
-  // The read-only views and artifact trust share answers for DISCOVERY_CACHE_SECONDS; the witness always
-  // looks afresh.
-  const viewDiscover = config.discovery.discoveryCacheSeconds === 0 ? discover : createCachedDiscovery(discover, { clock: systemClock }, {
-    freshMs: config.discovery.discoveryCacheSeconds * 1_000,
-    failureMs: Math.ceil(config.discovery.discoveryCacheSeconds * 1_000 / 6),
+  // The read-only views and the verification reads keep answers for DISCOVERY_CACHE_SECONDS (each its own); the
+  // witness always looks afresh.
+  const cached = (discover: DiscoverControllers) => config.discovery.discoveryCacheSeconds === 0 ? discover : createCachedDiscovery(discover, { clock: systemClock }, {
+    freshMs,
+    failureMs: Math.ceil(freshMs / 6),
   });
+  const discover = discoverWith(budget());
+  const viewDiscover = cached(discoverWith(domainRate));
+  const confirmDiscover = cached(discoverWith(budget()));
   const confirm = createControllerConfirm({
-    discover: viewDiscover,
+    discover: confirmDiscover,
     trustAnchors,
     clock: systemClock,
     registryUrl: `${config.server.publicBaseUrl.replace(/\/$/, "")}/v1/trust-anchors`,
   });
-  return { discover, viewDiscover, confirm, jwks, resolveDidUrl };
+  return { discover, viewDiscover, confirmDiscover, confirm, jwks, resolveDidUrl };
 }
 
 /**

@@ -178,7 +178,7 @@ function appDeps(config: HttpConfig, f: Foundation, c: Capabilities): AppDeps {
     widgets: { bundle: loadWidgetBundle },
     interactions: { ...wireInteractions(config, f), clientAddress: requestClientAddress },
     privateOrigins: [...new Set([new URL(config.server.publicBaseUrl).origin, ...config.server.corsOrigins])],
-    controller: { discover: c.discovery.viewDiscover, confirm: c.discovery.confirm },
+    controller: { discover: c.discovery.confirmDiscover, confirm: c.discovery.confirm },
     artifactTrust: c.artifactTrust,
     attestations: {
       list: c.attestationList,

@@ -318,18 +318,27 @@ describe("controller witness on the devnet", () => {
     expect(lookups).toBe(8);
   });
 
-  test("a domain whose lookup budget the public confirm views spent is 429 for the witness, before any lookup, nothing charged", async () => {
+  test("anonymous confirm views that spent their lookup budget for a domain leave the witness's alone; its own, once spent, is 429 before any lookup, nothing charged", async () => {
     const limited = await stack.restartService({ ...env(dns.address), DISCOVERY_DOMAIN_RATE_PER_MINUTE: "2" });
-    for (const sub of ["a", "b"]) {
+    // Made-up subdomains, each its own answer: the views' budget for spent.test goes, the third is refused.
+    const views = [];
+    for (const sub of ["a", "b", "c"]) {
       const res = await fetch(`${limited.url}/v1/controller-endpoint-confirm?subjectDid=${sub}.spent.test`);
-      expect((await res.json() as { warnings: string[] }).warnings).toEqual([]);
+      views.push((await res.json() as { warnings: string[] }).warnings.length);
     }
+    expect(views).toEqual([0, 0, 1]);
+    // The witness still looks (nothing is published there: 422), once per turn of its own budget.
     const session = await signIn(limited);
-    const before = dns.queries.filter((q) => q.name.endsWith("spent.test")).length;
-    const res = await post("/v1/controller-witness", { subjectDid: "did:web:spent.test", controllerDid: DID_JWK }, { cookie: session.cookie }, limited.url);
-    expect([res.status, res.body.code, res.body.error]).toEqual([429, "RATE_LIMITED", "Lookups for spent.test are rate limited; try again later"]);
-    expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
-    expect(dns.queries.filter((q) => q.name.endsWith("spent.test")).length).toBe(before);
+    const witness = async () => {
+      const before = dns.queries.filter((q) => q.name.endsWith("spent.test")).length;
+      const res = await post("/v1/controller-witness", { subjectDid: "did:web:spent.test", controllerDid: DID_JWK }, { cookie: session.cookie }, limited.url);
+      return { status: res.status, code: res.body.code, looked: dns.queries.filter((q) => q.name.endsWith("spent.test")).length > before, retryAfter: res.headers.get("retry-after") };
+    };
+    expect(await witness()).toMatchObject({ status: 422, code: "EVIDENCE_NOT_FOUND", looked: true });
+    expect(await witness()).toMatchObject({ status: 422, code: "EVIDENCE_NOT_FOUND", looked: true });
+    const spent = await witness();
+    expect(spent).toMatchObject({ status: 429, code: "RATE_LIMITED", looked: false });
+    expect(Number(spent.retryAfter)).toBeGreaterThan(0);
     expect((await fetchSession(session, opts(limited))).quota).toMatchObject({ used: 0, reserved: 0 });
   });
 
