@@ -97,10 +97,15 @@ describe("sign-in challenge limits", () => {
     for (let i = 0; i < 11; i++) statuses.push((await askChallenge(`127.0.0.${100 + i}`, wallet)).status);
     expect(statuses).toEqual([...Array<number>(10).fill(200), 429]);
     expect(rowsOfWallet(wallet)).toBe(10);
-    // At most five of them can still be answered: the older ones were used up as new ones came.
+    // Each asker's challenge can still be answered: one client's never uses up another's (a stranger asking for the
+    // wallet used to void the challenge its owner was signing).
     const live = db.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM challenges WHERE address = ? AND used_at_ms IS NULL")
       .get(wallet.toLowerCase())!.n;
-    expect(live).toBe(5);
+    expect(live).toBe(10);
+    // One client past five live challenges for one wallet uses up its own oldest.
+    const own = newWallet().address;
+    for (let i = 0; i < 7; i++) expect((await askChallenge("127.0.0.120", own)).status).toBe(200);
+    expect(db.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM challenges WHERE address = ? AND used_at_ms IS NULL").get(own.toLowerCase())!.n).toBe(5);
   });
 
   test("a flood from one address adds only the rate's rows to the database", async () => {

@@ -51,12 +51,13 @@ export type ChallengeLimits = {
   readonly client: string;
   /** Challenges one client may create within `windowMs`. */
   readonly perClient: number;
-  /** Challenges one wallet may be given within `windowMs`, whoever asks. */
+  /** Challenges one wallet may be given within `windowMs`, whoever asks (decisions §15). */
   readonly perWallet: number;
   readonly windowMs: number;
   /**
-   * Live (unexpired, unused) challenges one wallet may hold; the oldest beyond it are marked used (evicted)
-   * rather than the new one refused.
+   * Live (unexpired, unused) challenges one client may hold for one wallet; its oldest beyond it are marked used
+   * (evicted) rather than the new one refused. Another client's challenges are never evicted: a stranger asking for
+   * the wallet's challenges used to evict the one its owner was signing.
    */
   readonly livePerWallet: number;
 };

@@ -105,8 +105,9 @@ export function createPostgresAccountStore(sql: SQL): AccountStore {
         }
         const evicted = await tx`
           UPDATE challenges SET used_at_ms = ${now}
-           WHERE address = ${address} AND used_at_ms IS NULL AND expires_at_ms > ${now}
-             AND id NOT IN (SELECT id FROM challenges WHERE address = ${address} AND used_at_ms IS NULL AND expires_at_ms > ${now}
+           WHERE address = ${address} AND client_key = ${limits.client} AND used_at_ms IS NULL AND expires_at_ms > ${now}
+             AND id NOT IN (SELECT id FROM challenges WHERE address = ${address} AND client_key = ${limits.client}
+                             AND used_at_ms IS NULL AND expires_at_ms > ${now}
                              ORDER BY created_at_ms DESC, id DESC LIMIT ${Math.max(0, limits.livePerWallet - 1)})
           RETURNING id`;
         await tx`INSERT INTO challenges (id, address, chain_id, nonce, message, created_at_ms, expires_at_ms, used_at_ms, client_key)

@@ -109,11 +109,12 @@ export function createSqliteAccountStore(db: Database): AccountStore {
   const nthNewestOfWallet = db.query<{ created_at_ms: number }, [string, number, number]>(
     "SELECT created_at_ms FROM challenges WHERE address = ? AND created_at_ms > ? ORDER BY created_at_ms DESC LIMIT 1 OFFSET ?",
   );
+  // The live cap counts, and evicts, one client's challenges for the wallet (ports/accounts.ts ChallengeLimits).
   const evictChallenges = db.query(
     `UPDATE challenges SET used_at_ms = $now
-      WHERE address = $address AND used_at_ms IS NULL AND expires_at_ms > $now
-        AND id NOT IN (SELECT id FROM challenges WHERE address = $address AND used_at_ms IS NULL AND expires_at_ms > $now
-                        ORDER BY created_at_ms DESC, id DESC LIMIT $keep)`,
+      WHERE address = $address AND client_key = $client AND used_at_ms IS NULL AND expires_at_ms > $now
+        AND id NOT IN (SELECT id FROM challenges WHERE address = $address AND client_key = $client AND used_at_ms IS NULL
+                        AND expires_at_ms > $now ORDER BY created_at_ms DESC, id DESC LIMIT $keep)`,
   );
   const findChallenge = db.query<ChallengeRow, [string]>("SELECT * FROM challenges WHERE id = ?");
   const consumeChallenge = db.query("UPDATE challenges SET used_at_ms = ? WHERE id = ? AND used_at_ms IS NULL");
@@ -151,7 +152,7 @@ export function createSqliteAccountStore(db: Database): AccountStore {
         if (byClient !== null) return { ok: false, limit: "client", retryAfterMs: byClient.created_at_ms + limits.windowMs - now };
         const byWallet = nthNewestOfWallet.get(address, since, limits.perWallet - 1);
         if (byWallet !== null) return { ok: false, limit: "wallet", retryAfterMs: byWallet.created_at_ms + limits.windowMs - now };
-        const evicted = evictChallenges.run({ now, address, keep: Math.max(0, limits.livePerWallet - 1) }).changes;
+        const evicted = evictChallenges.run({ now, address, client: limits.client, keep: Math.max(0, limits.livePerWallet - 1) }).changes;
         insertChallenge.run({
           id: challenge.id,
           address,

@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import type { Storage } from "../../ports/storage.ts";
 import { T0, challenge, limits, fresh } from "./_helpers.ts";
 
-/** The storage contract's tests of sign-in challenges: single use, the rates per client and per wallet, live ones per wallet, pruning; registered inside its describe, `open` gives the storage under test. */
+/** The storage contract's tests of sign-in challenges: single use, the rates per client and per wallet, live ones per client and wallet, pruning; registered inside its describe, `open` gives the storage under test. */
 export function challengesContract(open: () => Promise<Storage>) {
   test("challenges are single-use", async () => {
     const { accounts } = await open();
@@ -87,6 +87,11 @@ export function challengesContract(open: () => Promise<Storage>) {
     expect(await accounts.consumeChallenge(made[0]!.id, T0 + 10)).toBe(false);
     // The two evicted challenges still count: the client's five are spent.
     expect(await accounts.createChallenge(challenge(wallet, T0 + 10), rules)).toEqual({ ok: false, limit: "client", retryAfterMs: 59_990 });
+    // Another client's live challenge for the wallet is never evicted by this client's.
+    const others = challenge(wallet, T0 - 5);
+    await accounts.createChallenge(others, limits(fresh("client")));
+    expect((await accounts.createChallenge(challenge(wallet, T0 + 6), limits(client, { perClient: 100, perWallet: 100, livePerWallet: 3 }))).ok).toBe(true);
+    expect((await accounts.findChallenge(others.id))?.usedAtMs).toBeNull();
   });
 
   test("challenges: thirty parallel creations against a limit of ten store exactly ten", async () => {

@@ -7,13 +7,14 @@ import type { ChallengeCaller, ChallengeFailure, ChallengeResponse, SessionDeps 
 import { clientKeyOf, randomHex, str, walletOf } from "./_util.ts";
 
 /**
- * How many unanswered challenges one wallet may hold. A new challenge past it evicts the wallet's oldest
- * live one (marks it used) instead of being refused: a real user who lost a tab or reloaded the sign-in page
- * must still get a challenge, and a refusal would let anyone who knows a wallet's address keep it from
- * signing in for a whole challenge lifetime (10 minutes) with five requests (the per-wallet rate can be
- * spent by others too, but only for the minute it counts). Eviction does not free rate: an evicted row is
- * kept, counting against its client's and its wallet's creation rates, until it expires and is pruned, so
- * churn stays bounded by `challengeRatePerMinute` per wallet and per client, and each holds at most about
+ * How many unanswered challenges one client may hold for one wallet. A new challenge past it evicts that client's
+ * oldest live one for the wallet (marks it used) instead of being refused: a real user who lost a tab or reloaded the
+ * sign-in page must still get a challenge. Another client's challenges are never evicted: counted over every asker,
+ * anyone who knew a wallet's address voided the challenge its owner was signing, minute after minute. The wallet's
+ * creation rate stays shared by every asker (decisions §15), so a stranger can still delay a *new* challenge for the
+ * wallet by a minute at a time, but no longer void one being signed. Eviction does not free rate: an evicted row is
+ * kept, counting against its client's and its wallet's creation rates, until it expires and is pruned, so churn stays
+ * bounded by `challengeRatePerMinute` per wallet and per client, and each holds at most about
  * `challengeRatePerMinute × (challengeTtlMinutes + 1)` rows (the prune runs every minute).
  */
 export const LIVE_CHALLENGES_PER_WALLET = 5;

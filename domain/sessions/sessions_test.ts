@@ -119,6 +119,16 @@ describe("createSessions().challenge() limits (decisions §15)", () => {
     expect(!refused.ok && [refused.message, refused.retryAfterSeconds]).toEqual(["Too many sign-in challenges for this wallet; try again later", 60]);
   });
 
+  test("strangers asking for a wallet's challenges never void the one its owner is signing", async () => {
+    const s = setup(undefined, 10);
+    const signing = await s.sessions.challenge(challengeBody, { clientAddress: "192.0.2.1" });
+    if (!signing.ok) throw new Error(signing.message);
+    // Nine strangers, one challenge each for the owner's wallet: past the five live ones a wallet used to hold.
+    for (let i = 0; i < 9; i++) expect(codeOf(await s.sessions.challenge(challengeBody, { clientAddress: `198.51.100.${i}` }))).toBe("ok");
+    const signed = await s.sessions.verify({ ...signing.value, signature: await wallet.signMessage({ message: signing.value.siweMessage }) });
+    expect(codeOf(signed)).toBe("ok");
+  });
+
   test("requests without a known address share one budget", async () => {
     const s = setup(undefined, 2);
     const codes = [];
@@ -127,7 +137,7 @@ describe("createSessions().challenge() limits (decisions §15)", () => {
     expect(s.accounts.challengeClients.get([...s.accounts.challenges.keys()][0]!)).toBe("unknown");
   });
 
-  test("a wallet holds at most five live challenges: a sixth uses up the oldest, the newest still sign in", async () => {
+  test("a client holds at most five live challenges for a wallet: a sixth uses up its oldest, the newest still sign in", async () => {
     const s = setup(undefined, 10);
     const issued = [];
     for (let i = 0; i <= LIVE_CHALLENGES_PER_WALLET; i++) {

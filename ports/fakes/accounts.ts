@@ -24,10 +24,11 @@ export function fakeAccountStore() {
       const since = now - limits.windowMs;
       const byClient = nthNewest((id) => challengeClients.get(id) === limits.client, since, limits.perClient);
       if (byClient !== undefined) return Promise.resolve({ ok: false, limit: "client", retryAfterMs: byClient + limits.windowMs - now });
+      const mine = (id: string, c: Accounts.Challenge) => c.address === address && challengeClients.get(id) === limits.client;
       const byWallet = nthNewest((_, c) => c.address === address, since, limits.perWallet);
       if (byWallet !== undefined) return Promise.resolve({ ok: false, limit: "wallet", retryAfterMs: byWallet + limits.windowMs - now });
       const live = [...challenges.values()]
-        .filter((c) => c.address === address && c.usedAtMs === null && c.expiresAtMs > now)
+        .filter((c) => mine(c.id, c) && c.usedAtMs === null && c.expiresAtMs > now)
         .sort((a, b) => b.createdAtMs - a.createdAtMs || (b.id < a.id ? -1 : 1));
       const evict = live.slice(Math.max(0, limits.livePerWallet - 1));
       for (const c of evict) challenges.set(c.id, { ...c, usedAtMs: now });
