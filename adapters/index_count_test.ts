@@ -174,6 +174,33 @@ function countCases(name: string, open: () => Promise<IndexStore>, plan: (store:
       expect(calls.filter((c) => c === "query" || c === "records")).toEqual([]);
       expect(await plan(base)).toContain("index_attestations_subject");
     });
+
+    test("subjects stored under other trust anchors are forgotten at the follower's first step and stored again: the count answers what the list lists", async () => {
+      const base = await open();
+      const { count, listed, checked } = reads(base);
+      const never = () => Promise.reject(new Error("no chain read expected"));
+      const follower = (rule: ReturnType<typeof createSubjectOf>) => createIndexFollower({
+        chain: { head: () => Promise.resolve({ ok: true as const, value: 120n }), blockHash: () => Promise.resolve({ ok: true as const, value: cp(120n).blockHash }), events: never, block: never, attestations: never },
+        store: base,
+        startBlock: 0n,
+        confirmations: 0,
+        stepBlocks: 100n,
+        subjectOf: rule,
+      });
+      // Anchors that named no review schema: their follower kept its rule, and the reviews were stored naming nobody.
+      expect(await base.resetSubjectsUnless!(createSubjectOf({}).rule)).toBe(false);
+      expect(await base.append(undefined, HISTORY.slice(0, 12).map(attested), cp(120n), { attestations: HISTORY.slice(0, 12), subjects: new Map() })).toBe(true);
+      await checked(120n);
+      expect(await listed({ subject: SUBJECT })).toBe(7);
+      // The anchors now name it (the list decodes with them): the first step forgets the stored subjects and fills them.
+      const step = follower(subjectOf);
+      expect(await step()).toMatchObject({ ok: true, subjectsFilled: 12 });
+      expect(await step()).toMatchObject({ ok: true, caughtUp: true });
+      expect(await count({ subject: SUBJECT })).toBe(7);
+      expect(await listed({ subject: SUBJECT })).toBe(7);
+      // The same rule again (a restart) forgets nothing.
+      expect(await base.resetSubjectsUnless!(subjectOf.rule)).toBe(false);
+    });
   });
 }
 

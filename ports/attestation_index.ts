@@ -259,6 +259,12 @@ export interface IndexStore {
   readonly unsubjected?: ((limit: number, recipient?: HexString) => Promise<StoredAttestation[]>) | undefined;
   /** Stores the subject each record names (null: none). */
   readonly setSubjects?: ((subjects: readonly { readonly uid: HexString; readonly subject: string | null }[]) => Promise<void>) | undefined;
+  /**
+   * Keeps `rule` as the rule the stored subjects follow; when they followed another (the trust anchors' schemas
+   * changed), forgets every stored subject first, so they are filled again and counts decode until then. True when it
+   * forgot them. A store that kept no rule yet takes this one without forgetting (subjects stored before rules were kept).
+   */
+  readonly resetSubjectsUnless?: ((rule: string) => Promise<boolean>) | undefined;
   /** How many attestations the index holds, and how many of them are in the unconfirmed tail. */
   readonly counts: () => Promise<{ readonly attestations: number; readonly tail: number }>;
   /** Holds or takes the follower lease for `holder` until `nowMs + leaseMs`; false while another holds it. */

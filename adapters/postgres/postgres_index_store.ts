@@ -271,7 +271,10 @@ function indexProgress(sql: SQL, scope: { chainId: number; easAddress: string })
 }
 
 /** The full records and subjects of indexed attestations in PostgreSQL. */
-function indexRecords(sql: SQL, scope: { chainId: number; easAddress: string }): Pick<IndexStore, "records" | "incomplete" | "complete" | "unsubjected" | "setSubjects" | "counts"> {
+function indexRecords(
+  sql: SQL,
+  scope: { chainId: number; easAddress: string },
+): Pick<IndexStore, "records" | "incomplete" | "complete" | "unsubjected" | "setSubjects" | "resetSubjectsUnless" | "counts"> {
   const chainId = scope.chainId;
   const eas = scope.easAddress.toLowerCase();
   /**
@@ -316,6 +319,20 @@ function indexRecords(sql: SQL, scope: { chainId: number; easAddress: string }):
                   FROM (SELECT UNNEST(${sql.array(subjects.map((s) => s.uid.toLowerCase()), "TEXT")}::TEXT[]) AS uid,
                                UNNEST(${sql.array(subjects.map((s) => s.subject ?? ""), "TEXT")}::TEXT[]) AS subject) AS s
                  WHERE a.chain_id = ${chainId} AND a.eas = ${eas} AND a.uid = s.uid`;
+    },
+    async resetSubjectsUnless(rule) {
+      return await sql.begin(async (tx) => {
+        // The rule's row, locked (or the table's insert serialized) so two instances starting together forget once.
+        await tx`SELECT pg_advisory_xact_lock(hashtext(${`index_subject_rules:${chainId}:${eas}`}))`;
+        const [kept]: Row[] = await tx`SELECT rule FROM index_subject_rules WHERE chain_id = ${chainId} AND eas = ${eas}`;
+        if (kept !== undefined && String(kept.rule) === rule) return false;
+        if (kept !== undefined) {
+          await tx`UPDATE index_attestations SET subject = NULL WHERE chain_id = ${chainId} AND eas = ${eas} AND subject IS NOT NULL`;
+        }
+        await tx`INSERT INTO index_subject_rules (chain_id, eas, rule) VALUES (${chainId}, ${eas}, ${rule})
+                 ON CONFLICT (chain_id, eas) DO UPDATE SET rule = EXCLUDED.rule`;
+        return kept !== undefined;
+      });
     },
     async counts() {
       const [row]: Row[] = await sql`SELECT COUNT(*) AS n, COALESCE(SUM(tail), 0) AS tail FROM index_attestations

@@ -61,6 +61,13 @@ export function indexTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
        checked_at_ms ${bigint} NOT NULL,
        chain_head ${bigint} NOT NULL
      )`,
+    // The rule the stored subjects follow (domain/index/record_subject.ts), per chain and EAS contract.
+    `CREATE TABLE IF NOT EXISTS index_subject_rules (
+       chain_id ${bigint} NOT NULL,
+       eas TEXT NOT NULL,
+       rule TEXT NOT NULL,
+       PRIMARY KEY (chain_id, eas)
+     )`,
     ...outboxTables(bigint),
     // The revocations of a block range, for the outbox. An expression no list query names, so the planner never takes
     // it for theirs (issue 37: their plans seek and never sort).

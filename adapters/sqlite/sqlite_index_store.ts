@@ -263,10 +263,25 @@ function indexProgress(db: Database, scope: { chainId: number; easAddress: strin
 }
 
 /** The full records and subjects of indexed attestations in the SQLite file. */
-function indexRecords(db: Database, scope: { chainId: number; easAddress: string }): Pick<IndexStore, "records" | "incomplete" | "complete" | "unsubjected" | "setSubjects" | "counts"> {
+function indexRecords(
+  db: Database,
+  scope: { chainId: number; easAddress: string },
+): Pick<IndexStore, "records" | "incomplete" | "complete" | "unsubjected" | "setSubjects" | "resetSubjectsUnless" | "counts"> {
   const chainId = scope.chainId;
   const eas = scope.easAddress.toLowerCase();
   const setSubject = db.query("UPDATE index_attestations SET subject = ? WHERE chain_id = ? AND eas = ? AND uid = ?");
+  const subjectRule = db.query<{ rule: string }, [number, string]>("SELECT rule FROM index_subject_rules WHERE chain_id = ? AND eas = ?");
+  const keepRule = db.query(
+    "INSERT INTO index_subject_rules (chain_id, eas, rule) VALUES (?, ?, ?) ON CONFLICT (chain_id, eas) DO UPDATE SET rule = excluded.rule",
+  );
+  const forgetSubjects = db.query("UPDATE index_attestations SET subject = NULL WHERE chain_id = ? AND eas = ? AND subject IS NOT NULL");
+  const resetSubjectsUnless = db.transaction((rule: string): boolean => {
+    const kept = subjectRule.get(chainId, eas);
+    if (kept?.rule === rule) return false;
+    if (kept !== null) forgetSubjects.run(chainId, eas);
+    keepRule.run(chainId, eas, rule);
+    return kept !== null;
+  });
   const saveRecord = recordSaver(db, chainId, eas);
   const complete = db.transaction((records: readonly IndexedAttestation[]) => {
     for (const a of records) saveRecord(a);
@@ -311,6 +326,7 @@ function indexRecords(db: Database, scope: { chainId: number; easAddress: string
       }).immediate();
       return Promise.resolve();
     },
+    resetSubjectsUnless: (rule) => Promise.resolve(resetSubjectsUnless.immediate(rule)),
     counts() {
       const row = db.query<{ n: number; tail: number | null }, [number, string]>(
         "SELECT COUNT(*) AS n, SUM(tail) AS tail FROM index_attestations WHERE chain_id = ? AND eas = ?",

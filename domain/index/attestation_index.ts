@@ -56,7 +56,7 @@ export type IndexFollowerDeps = {
    * The subject a record names (issue 43), stored with it so a subject's count is one index count; undefined: none
    * stored (counts decode). Rows stored before subjects were kept get theirs, 1,000 per step, before the follower goes on.
    */
-  readonly subjectOf?: SubjectOf | undefined;
+  readonly subjectOf?: (SubjectOf & { readonly rule?: string | undefined }) | undefined;
   /**
    * The attestations this instance wrote (issue 43 item 5), with the keccak-256 that checks them: a record the step can
    * tell from them is not read from the chain (domain/index/written_records.ts). Absent: every record is read.
@@ -124,6 +124,8 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
   let complete = false;
   /** Set once no row lacks its subject (or subjects are not kept). */
   let subjectsComplete = deps.subjectOf === undefined || deps.store.unsubjected === undefined || deps.store.setSubjects === undefined;
+  /** Whether the store's subjects were checked against this rule (once a process: they are forgotten when it changed). */
+  let ruleChecked = subjectsComplete || deps.subjectOf?.rule === undefined || deps.store.resetSubjectsUnless === undefined;
   const stepEvents = Math.max(1, deps.stepEvents ?? STEP_EVENTS);
   /** The range the next step reads (issue 45): from the density seen; undefined before the first range. */
   let width: bigint | undefined;
@@ -155,6 +157,11 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
         return { ...status, indexedBlock: checkpoint.blockNumber, filled: read.value.length };
       }
       complete = true;
+    }
+    if (!ruleChecked) {
+      // Subjects stored under other trust anchors' schemas are forgotten, and filled again below.
+      if (await deps.store.resetSubjectsUnless!(deps.subjectOf!.rule!)) subjectsComplete = false;
+      ruleChecked = true;
     }
     if (!subjectsComplete && checkpoint !== undefined) {
       const rows = await deps.store.unsubjected!(SUBJECT_FILL_BATCH);

@@ -11,19 +11,24 @@ import { findSchemaByName } from "../schemas.ts";
 /** The normalized DID a record's decoded `subject` names; null when its schema is not named or it names none. */
 export type SubjectOf = (record: Pick<IndexedAttestation, "schema" | "data">) => string | null;
 
-/** The subject of records under the trust anchors' schemas (`schemaUids`: name → UID of the active chain). */
-export function createSubjectOf(schemaUids: Readonly<Record<string, string>>): SubjectOf {
+/**
+ * The subject of records under the trust anchors' schemas (`schemaUids`: name → UID of the active chain), with its
+ * `rule`: the schemas it decodes, as one text. Subjects stored under one rule are wrong under another (a schema the
+ * anchors added was stored as naming none), so the follower has the store forget them when the rule changes.
+ */
+export function createSubjectOf(schemaUids: Readonly<Record<string, string>>): SubjectOf & { readonly rule: string } {
   const definitions = new Map<string, string>();
   for (const [name, uid] of Object.entries(schemaUids)) {
     const definition = findSchemaByName(name);
     if (definition !== undefined) definitions.set(uid.toLowerCase(), definition.schema);
   }
-  return (record) => {
+  const rule = JSON.stringify([...definitions].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  return Object.assign((record: Pick<IndexedAttestation, "schema" | "data">) => {
     const schema = definitions.get(record.schema.toLowerCase());
     if (schema === undefined) return null;
     const decoded = decodeSchemaData(schema, record.data);
     if (!decoded.ok || typeof decoded.value.subject !== "string") return null;
     const named = normalizeDid(decoded.value.subject);
     return named.ok ? named.value : null;
-  };
+  }, { rule });
 }
