@@ -7,6 +7,7 @@ import type { Account, Session, WriteUsage } from "../../ports/accounts.ts";
 import { buildDidPkh, computeDidHash } from "../did/mod.ts";
 import type { PlanPolicy } from "./plans.ts";
 import type { PaidPeriod } from "../../ports/payments.ts";
+import { displayTextProblem } from "../display_text.ts";
 
 /** The client every session is issued to: this service's own web sign-in (there is no client registry yet). */
 export const DEFAULT_CLIENT_ID = "ats-web";
@@ -87,6 +88,7 @@ export function readDisplayName(body: unknown): { ok: true; value: string | null
   if (typeof value !== "string") return { ok: false, message: "displayName must be a string or null" };
   const trimmed = value.trim();
   if (trimmed.length > MAX_DISPLAY_NAME) return { ok: false, message: `displayName must be at most ${MAX_DISPLAY_NAME} characters` };
-  if (/[\u0000-\u001f\u007f]/.test(trimmed)) return { ok: false, message: "displayName must not contain control characters" };
+  const problem = displayTextProblem("displayName", trimmed);
+  if (problem !== undefined) return { ok: false, message: problem };
   return { ok: true, value: trimmed === "" ? null : trimmed };
 }

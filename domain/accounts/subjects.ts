@@ -18,6 +18,7 @@ import { MAX_DISPLAY_NAME, walletDid } from "./account_views.ts";
 import { computeDidHash, normalizeSubjectDid, parseDidPkh } from "../did/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
 import type { VerifySubjectOwnership } from "./subject_ownership.ts";
+import { displayTextProblem } from "../display_text.ts";
 
 /** A subject as the API answers it. */
 export type SubjectView = {
@@ -91,7 +92,8 @@ export function createSubjects(deps: {
     if (typeof value !== "string") return fail("INVALID_INPUT", "displayName must be a string or null");
     const trimmed = value.trim();
     if (trimmed.length > MAX_DISPLAY_NAME) return fail("INVALID_INPUT", `displayName must be at most ${MAX_DISPLAY_NAME} characters`);
-    if (/[\u0000-\u001f\u007f]/.test(trimmed)) return fail("INVALID_INPUT", "displayName must not contain control characters");
+    const problem = displayTextProblem("displayName", trimmed);
+    if (problem !== undefined) return fail("INVALID_INPUT", problem);
     return ok(trimmed === "" ? null : trimmed);
   };
 

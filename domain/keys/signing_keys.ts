@@ -21,6 +21,7 @@ import { DEFAULT_MAX_SUBJECTS_PER_ACCOUNT } from "../accounts/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
 import type { KeyStatusValue, TrustLevel } from "./key_rules.ts";
 import { type KeyTrustMany, readKeyDid } from "./key_status.ts";
+import { displayTextProblem } from "../display_text.ts";
 
 /** A signing key as the API answers it (the reference's fields). */
 export type SigningKeyView = {
@@ -86,16 +87,22 @@ export function readSigningKeyBody(body: unknown): Result<Input, "INVALID_INPUT"
   if (typeof b.displayName !== "string" || b.displayName.trim() === "") return fail("INVALID_INPUT", "displayName is required (non-empty)");
   const displayName = b.displayName.trim();
   if (displayName.length > MAX_KEY_DISPLAY_NAME) return fail("INVALID_INPUT", `displayName must be at most ${MAX_KEY_DISPLAY_NAME} characters`);
+  const nameProblem = displayTextProblem("displayName", displayName);
+  if (nameProblem !== undefined) return fail("INVALID_INPUT", nameProblem);
   const tags = b.tags ?? [];
   if (!Array.isArray(tags)) return fail("INVALID_INPUT", "tags must be an array of strings");
   if (tags.length > MAX_TAGS) return fail("INVALID_INPUT", `tags: at most ${MAX_TAGS} tags are allowed`);
   for (const [i, tag] of tags.entries()) {
     if (typeof tag !== "string" || tag.trim() === "") return fail("INVALID_INPUT", `tags[${i}] must be a non-empty string`);
     if (tag.length > MAX_TAG_LENGTH) return fail("INVALID_INPUT", `tags[${i}] must be at most ${MAX_TAG_LENGTH} characters`);
+    const tagProblem = displayTextProblem(`tags[${i}]`, tag);
+    if (tagProblem !== undefined) return fail("INVALID_INPUT", tagProblem);
   }
   const notes = b.notes ?? null;
   if (notes !== null && typeof notes !== "string") return fail("INVALID_INPUT", "notes must be a string or null");
   if (notes !== null && notes.length > MAX_NOTES) return fail("INVALID_INPUT", `notes must be at most ${MAX_NOTES} characters`);
+  const notesProblem = notes === null ? undefined : displayTextProblem("notes", notes, { multiline: true });
+  if (notesProblem !== undefined) return fail("INVALID_INPUT", notesProblem);
   return ok({ keyDid: keyDid.value, keyType: keyType as SigningKeyType, displayName, tags: tags as string[], notes });
 }
 

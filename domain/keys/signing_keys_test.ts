@@ -85,6 +85,11 @@ describe("createSigningKeys()", () => {
     expect(await refusal({ ...good, tags: ["x".repeat(51)] })).toBe("INVALID_INPUT: tags[0] must be at most 50 characters");
     expect(await refusal({ ...good, notes: 5 })).toBe("INVALID_INPUT: notes must be a string or null");
     expect(await refusal({ ...good, notes: "n".repeat(1001) })).toBe("INVALID_INPUT: notes must be at most 1000 characters");
+    // Text shown to people (domain/display_text.ts): a NUL in a tag, a right-to-left override in a name, a NUL in notes.
+    expect(await refusal({ ...good, tags: ["a\u0000b"] })).toBe("INVALID_INPUT: tags[0] must not contain control characters");
+    expect(await refusal({ ...good, displayName: "\u202Egnp.exe" })).toBe("INVALID_INPUT: displayName must not contain bidirectional control characters");
+    expect(await refusal({ ...good, notes: "a\u0000" })).toBe("INVALID_INPUT: notes must not contain control characters");
+    expect(await refusal({ ...good, notes: "line one\nline two" })).toBe("ok");
     expect(s.store.rows).toHaveLength(1);
   });
 

@@ -6,6 +6,7 @@
 import type { ClientAuthMethod, OAuthClient } from "../../ports/oauth.ts";
 import { fail, ok, type Result } from "../result.ts";
 import { ALL_SCOPES, parseScope, type Scope, scopeString } from "./scopes.ts";
+import { displayTextProblem } from "../display_text.ts";
 
 /** At most this many redirect URIs per client, each at most {@link MAX_URI} characters. */
 export const MAX_REDIRECT_URIS = 10;
@@ -31,10 +32,10 @@ export type AcceptedMetadata = Pick<OAuthClient, "name" | "redirectUris" | "gran
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
 
-/** A client name: 1 to 200 characters, no control characters; absent is null. */
+/** A client name: 1 to 200 characters, no control characters (nor bidirectional ones, domain/display_text.ts); absent is null. */
 function readName(value: unknown): Result<string | null, "invalid_client_metadata"> {
   if (value === undefined || value === null) return ok(null);
-  if (typeof value !== "string" || value.trim() === "" || value.length > MAX_CLIENT_NAME || /[\u0000-\u001f\u007f]/.test(value)) {
+  if (typeof value !== "string" || value.trim() === "" || value.length > MAX_CLIENT_NAME || displayTextProblem("client_name", value) !== undefined) {
     return fail("invalid_client_metadata", `client_name must be 1 to ${MAX_CLIENT_NAME} characters without control characters`);
   }
   return ok(value.trim());

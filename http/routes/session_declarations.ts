@@ -66,7 +66,7 @@ export const SIGN_IN_DOCS: readonly RouteDoc[] = [
     request: REQUEST_MODELS.walletChallenge,
     responses: {
       200: { description: "Challenge", schema: ChallengeModel },
-      400: err("INVALID_JSON, INVALID_INPUT (field named), INVALID_DID (walletDid not did:pkh:eip155 or on another chain)"),
+      400: err("INVALID_JSON, INVALID_INPUT (field named), INVALID_DID (walletDid not did:pkh:eip155, or its chain not the body's chainId; an EOA may sign in from any chain, a contract wallet only from the active one)"),
       403: err("CLIENT_NOT_ALLOWED (domain not in SIWE_DOMAINS), ORIGIN_NOT_ALLOWED"),
       413: err("PAYLOAD_TOO_LARGE"),
       415: err("UNSUPPORTED_MEDIA_TYPE: the body must be application/json"),
