@@ -90,6 +90,12 @@ describe("readConfig()", () => {
     expect(() => readConfig({ DISCOVERY_DOMAIN_RATE_PER_MINUTE: "lots" })).toThrow(/DISCOVERY_DOMAIN_RATE_PER_MINUTE/);
   });
 
+  test("SIWE_DOMAINS defaults to PUBLIC_BASE_URL's host (the console's page) and the listening address", () => {
+    expect(readConfig({}).accounts.siweDomains).toEqual(["127.0.0.1:8080", "localhost:8080"]);
+    expect(readConfig({ PUBLIC_BASE_URL: "https://ats.example.com" }).accounts.siweDomains).toEqual(["ats.example.com", "127.0.0.1:8080", "localhost:8080"]);
+    expect(readConfig({ PUBLIC_BASE_URL: "https://ats.example.com", SIWE_DOMAINS: "app.example" }).accounts.siweDomains).toEqual(["app.example"]);
+  });
+
   test("SIWE_CHALLENGE_RATE_PER_MINUTE defaults to 10 and must be a whole number from 1 to 10000", () => {
     expect(readConfig({}).accounts.siweChallengePerMinute).toBe(10);
     expect(readConfig({ SIWE_CHALLENGE_RATE_PER_MINUTE: "120" }).accounts.siweChallengePerMinute).toBe(120);

@@ -6,11 +6,15 @@ import { int, list, readSection, type ReadContext } from "./_declare.ts";
 export const AccountsSection = Type.Object({
   sessionTtlHours: int("SESSION_TTL_HOURS", { default: 24 * 7, minimum: 1, description: "session lifetime" }),
   siweDomains: list("SIWE_DOMAINS", {
+    // PUBLIC_BASE_URL's host first: the console signs in with `location.host`, which is that host behind a balancer;
+    // a production start that set only PUBLIC_BASE_URL refused its own console's sign-in (403 CLIENT_NOT_ALLOWED).
     default: ({ sections }) => {
-      const server = sections.server as { host: string; port: number };
-      return [`${server.host}:${server.port}`, `localhost:${server.port}`];
+      const server = sections.server as { host: string; port: number; publicBaseUrl: string };
+      const own = [`${server.host}:${server.port}`, `localhost:${server.port}`];
+      const publicHost = new URL(server.publicBaseUrl).host;
+      return own.includes(publicHost) ? own : [publicHost, ...own];
     },
-    doc: "HOST:PORT,localhost:PORT",
+    doc: "PUBLIC_BASE_URL's host,HOST:PORT,localhost:PORT",
     description: "domains accepted in sign-in challenges",
   }),
   siweChallengePerMinute: int("SIWE_CHALLENGE_RATE_PER_MINUTE", { default: 10, minimum: 1, maximum: 10_000, description: "sign-in challenges per client address and per wallet a minute" }),
