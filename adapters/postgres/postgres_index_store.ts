@@ -4,6 +4,7 @@ import type { HexString } from "../../ports/eas.ts";
 import { CHECKPOINT_HISTORY, CONFIRM_TAIL, indexTables, OUTBOX_INSERTS, OUTBOX_SELECTS, type OutboxCandidate, outboxSkip, toStoredAttestation } from "../sql/index_store.ts";
 import { firstBlockAtSql, indexQuerySql } from "../sql/index_query.ts";
 import { migrate } from "./postgres_migrate.ts";
+import { subjectRules } from "./_subject_rules.ts";
 
 /** Serializes the index's migrations and its writers across instances. */
 const INDEX_LOCK = 7_240_002;
@@ -320,20 +321,7 @@ function indexRecords(
                                UNNEST(${sql.array(subjects.map((s) => s.subject ?? ""), "TEXT")}::TEXT[]) AS subject) AS s
                  WHERE a.chain_id = ${chainId} AND a.eas = ${eas} AND a.uid = s.uid`;
     },
-    async resetSubjectsUnless(rule) {
-      return await sql.begin(async (tx) => {
-        // The rule's row, locked (or the table's insert serialized) so two instances starting together forget once.
-        await tx`SELECT pg_advisory_xact_lock(hashtext(${`index_subject_rules:${chainId}:${eas}`}))`;
-        const [kept]: Row[] = await tx`SELECT rule FROM index_subject_rules WHERE chain_id = ${chainId} AND eas = ${eas}`;
-        if (kept !== undefined && String(kept.rule) === rule) return false;
-        if (kept !== undefined) {
-          await tx`UPDATE index_attestations SET subject = NULL WHERE chain_id = ${chainId} AND eas = ${eas} AND subject IS NOT NULL`;
-        }
-        await tx`INSERT INTO index_subject_rules (chain_id, eas, rule) VALUES (${chainId}, ${eas}, ${rule})
-                 ON CONFLICT (chain_id, eas) DO UPDATE SET rule = EXCLUDED.rule`;
-        return kept !== undefined;
-      });
-    },
+    resetSubjectsUnless: subjectRules(sql, chainId, eas),
     async counts() {
       const [row]: Row[] = await sql`SELECT COUNT(*) AS n, COALESCE(SUM(tail), 0) AS tail FROM index_attestations
                                        WHERE chain_id = ${chainId} AND eas = ${eas}`;

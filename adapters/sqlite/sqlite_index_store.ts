@@ -3,6 +3,7 @@ import type { AppendDetails, AttestedLog, EasEvent, IndexCheckpoint, IndexedAtte
 import type { HexString } from "../../ports/eas.ts";
 import { firstBlockAtSql, INDEX_QUERY_INDEXES, indexQuerySql, timeSecondsBackfill } from "../sql/index_query.ts";
 import { CHECKPOINT_HISTORY, CONFIRM_TAIL, INDEX_ADDED_COLUMNS, OUTBOX_INSERTS, OUTBOX_SELECTS, type OutboxCandidate, type RecordRow, indexTables, outboxSkip, toStoredAttestation } from "../sql/index_store.ts";
+import { subjectRules } from "./_subject_rules.ts";
 
 type Row = { uid: string; recipient: string; attester: string; schema_uid: string; block_number: number; log_index: number; revoked_block: number | null };
 
@@ -270,18 +271,6 @@ function indexRecords(
   const chainId = scope.chainId;
   const eas = scope.easAddress.toLowerCase();
   const setSubject = db.query("UPDATE index_attestations SET subject = ? WHERE chain_id = ? AND eas = ? AND uid = ?");
-  const subjectRule = db.query<{ rule: string }, [number, string]>("SELECT rule FROM index_subject_rules WHERE chain_id = ? AND eas = ?");
-  const keepRule = db.query(
-    "INSERT INTO index_subject_rules (chain_id, eas, rule) VALUES (?, ?, ?) ON CONFLICT (chain_id, eas) DO UPDATE SET rule = excluded.rule",
-  );
-  const forgetSubjects = db.query("UPDATE index_attestations SET subject = NULL WHERE chain_id = ? AND eas = ? AND subject IS NOT NULL");
-  const resetSubjectsUnless = db.transaction((rule: string): boolean => {
-    const kept = subjectRule.get(chainId, eas);
-    if (kept?.rule === rule) return false;
-    if (kept !== null) forgetSubjects.run(chainId, eas);
-    keepRule.run(chainId, eas, rule);
-    return kept !== null;
-  });
   const saveRecord = recordSaver(db, chainId, eas);
   const complete = db.transaction((records: readonly IndexedAttestation[]) => {
     for (const a of records) saveRecord(a);
@@ -326,7 +315,7 @@ function indexRecords(
       }).immediate();
       return Promise.resolve();
     },
-    resetSubjectsUnless: (rule) => Promise.resolve(resetSubjectsUnless.immediate(rule)),
+    resetSubjectsUnless: subjectRules(db, chainId, eas),
     counts() {
       const row = db.query<{ n: number; tail: number | null }, [number, string]>(
         "SELECT COUNT(*) AS n, SUM(tail) AS tail FROM index_attestations WHERE chain_id = ? AND eas = ?",
