@@ -429,6 +429,22 @@ describe("security: each refused, nothing written", () => {
     expect(await witnessTxs()).toBe(before);
   });
 
+  test("a refused request of a self-registered client is shown, never sent back on its own (the service is no open redirector)", async () => {
+    // Anyone may register https://evil.example/… and hand out a bare link to /oauth/authorize: it used to answer 303 to
+    // that page, no sign-in and no click needed (RFC 9700 §4.11.2).
+    const evil = await register(["https://evil.example/phish"]);
+    for (const params of [{}, { response_type: "token" }, { response_type: "code", code_challenge_method: "plain" }, { response_type: "code", scope: "admin" }]) {
+      const url = new URL(as.authorization_endpoint!);
+      url.searchParams.set("client_id", evil.client_id);
+      url.searchParams.set("state", "attacker-state");
+      for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
+      const answer = await fetch(url, { redirect: "manual" });
+      const page = await answer.text();
+      expect({ params, status: answer.status, location: answer.headers.get("location") }).toEqual({ params, status: 400, location: null });
+      expect(page).toContain("nothing was sent back to https://evil.example");
+    }
+  });
+
   test("a token for another audience, an expired token, a forged consent form", async () => {
     const client = await register();
     const cookie = await signInCookie(base, alice, { origin: APP });

@@ -110,7 +110,16 @@ export function oauthRoutes(deps: OAuthRoutesDeps) {
   const showAuthorization = async (request: Request, params: Record<string, string>) => {
     const checked = await oauth.authorization.check(params);
     if (!checked.ok) {
-      if (checked.kind === "redirect") return Response.redirect(checked.location, 303);
+      if (checked.kind === "redirect") {
+        // RFC 9700 §4.11.2: every client here registered itself (open registration), so a refused request is shown,
+        // never sent back on its own: a bare link to /oauth/authorize of a client registered with
+        // https://evil.example/ as its redirect URI made this service a redirector to any page, no click needed. The
+        // person's Allow or Deny still goes back to the client.
+        const refused = new URL(checked.location);
+        const error = refused.searchParams.get("error") ?? "invalid_request";
+        const description = refused.searchParams.get("error_description") ?? "The request is not valid";
+        return await page({ kind: "error", title: "This authorization request cannot be used", description: `${description} (${error}); nothing was sent back to ${refused.origin}` }, 400);
+      }
       return await page({ kind: "error", title: "This authorization request cannot be used", description: checked.description }, 400);
     }
     const req = checked.value;
