@@ -27,6 +27,8 @@ function setup(options: {
   factoryCalls?: ReturnType<typeof fakeFactoryCalls>;
   guard?: RelayGuard;
   submission?: Submission;
+  /** A second key the wallet accepts (a multi-owner wallet). */
+  alsoAccepts?: HexString;
 }) {
   const clock = fakeClock();
   const eas = fakeEasReader();
@@ -45,7 +47,7 @@ function setup(options: {
       if (input.signer.toLowerCase() !== WALLET) return "invalid";
       if (!deployed && input.deployment?.factory !== FACTORY) return "invalid";
       const signer = await recoverAddress({ hash: input.digest, signature: input.signature });
-      return signer === owner.address ? "valid" : "invalid";
+      return signer === owner.address || signer === options.alsoAccepts ? "valid" : "invalid";
     },
   };
   const delegate = {
@@ -74,7 +76,7 @@ function setup(options: {
 }
 
 /** A request with `WALLET` as the attester, signed by `signer` (the wallet's owner, unless a test says otherwise). */
-async function walletBody(env: ReturnType<typeof setup>, signer = owner, wrap = (signature: HexString) => signature) {
+async function walletBody(env: ReturnType<typeof setup>, signer = owner, wrap = (signature: HexString) => signature, nonce = 0n) {
   const message = {
     attester: WALLET,
     schema: SCHEMA,
@@ -84,7 +86,7 @@ async function walletBody(env: ReturnType<typeof setup>, signer = owner, wrap = 
     refUID: ZERO_UID,
     data: "0x1234" as HexString,
     value: 0n,
-    nonce: 0n,
+    nonce,
     deadline: BigInt(Math.floor(env.clock.nowMs() / 1000) + 600),
   } as const;
   const typedData = buildAttestTypedData(env.eas, message);
@@ -130,6 +132,22 @@ describe("createDelegatedAttest() with smart-contract wallets", () => {
     expect(env.checks).toEqual([{ deployment: undefined }]);
     expect(env.delegate.sent[0]?.attester).toBe(WALLET);
     expect(env.deployments).toEqual([]);
+  });
+
+  test("the attester's hourly allowance applies to a wallet once its signature is accepted, and to no one else's forgery", async () => {
+    const { createRateLimiter } = await import("../rate_limit.ts");
+    const clock = fakeClock();
+    const attesterRate = createRateLimiter(clock, { capacity: 1, perMinute: 1 / 60 });
+    const guard = createRelayGuard({ enabled: true, attesterRate, gasBudget: fakeGasBudget(), gasPerHour: 10_000_000n, typicalGas: 300_000n, clock });
+    const coOwner = privateKeyToAccount("0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6");
+    const env = setup({ deployed: true, guard, alsoAccepts: coOwner.address });
+    // A forgery in the wallet's name (the wallet refuses it) spends none of it.
+    expect(await env.attest(await walletBody(env, stranger))).toMatchObject({ ok: false, code: "ATTESTER_MISMATCH" });
+    expect((await env.attest(await walletBody(env))).ok).toBe(true);
+    // The wallet's next request, signed by its other owner, is over its one an hour (each signing key used to be
+    // charged under a key of its own, so a wallet accepting any signature had no allowance at all).
+    env.eas.nonces.set(WALLET.toLowerCase(), 1n);
+    expect(await env.attest(await walletBody(env, coOwner, (s) => s, 1n))).toMatchObject({ ok: false, code: "RATE_LIMITED" });
   });
 
   test("the wallet refusing the signature is ATTESTER_MISMATCH with nothing recorded", async () => {

@@ -85,6 +85,8 @@ type Prechecked = {
   readonly signature: AttestSignature;
   readonly clientSigner: Promise<string | undefined> | undefined;
   readonly delegate: DelegateSubmitter;
+  /** The attester's hourly allowance is still to take: the signature was not yet proven the attester's (checkOnChain). */
+  readonly attesterUntaken: boolean;
 };
 
 /**
@@ -140,19 +142,25 @@ async function checkOffChain(ctx: AttestContext, body: unknown, caller: Delegate
   }
   // The guard comes after the replay lookup (storage, no RPC): a signature already on record answers with its
   // outcome whatever the limits, since resubmitting it is how a client learns what became of an OUTCOME_UNKNOWN.
+  // The attester's bucket is charged only for signatures proven to be the attester's: someone else's garbage cannot
+  // spend a real attester's hourly allowance. Here (before any RPC) that is a signature that recovers to the attester
+  // for the nonce the client names; any other (no nonce given, a contract wallet's) takes it once verified against
+  // the chain's nonce (checkOnChain). A request without a nonce used to be charged to whoever it named as attester, so
+  // twenty forged requests locked any attester out of the public relay for the hour; and a contract wallet's
+  // requests were charged to a fresh made-up key each, so its allowance never applied.
+  let attesterUntaken = false;
   if (deps.guard !== undefined) {
-    // The attester's bucket is charged only for signatures that are the attester's (for the nonce the client
-    // names): someone else's garbage cannot spend a real attester's hourly allowance.
-    const signer = clientSigner === undefined ? request.attester : await clientSigner;
-    const attesterKey = signer !== undefined && sameAddress(signer, request.attester) ? request.attester : `unverified:${signer ?? "none"}`;
-    const refused = await deps.guard.admit({ clientKey: caller.clientKey ?? "unknown", attester: attesterKey });
+    const signer = clientSigner === undefined ? undefined : await clientSigner;
+    const proven = signer !== undefined && sameAddress(signer, request.attester);
+    attesterUntaken = !proven;
+    const refused = await deps.guard.admit({ clientKey: caller.clientKey ?? "unknown", attester: request.attester }, { attesterRate: proven });
     if (refused !== undefined) return refused;
   }
   const delegate = deps.delegate;
   if (delegate === undefined) {
     return fail("NO_DELEGATE_KEY", "Server misconfigured: no delegate key available");
   }
-  return { request, signature, clientSigner, delegate };
+  return { request, signature, clientSigner, delegate, attesterUntaken };
 }
 
 /** The checks that read the chain (the attester's nonce, the wallet's funds), then the caller's own and the claim. */
@@ -198,6 +206,10 @@ async function checkOnChain(ctx: AttestContext, checked: Prechecked, caller: Del
   if (fundsCheck === "low") return cannotPay();
   if (batch !== undefined && verified.value.deploy !== undefined) {
     return fail("INVALID_INPUT", "An ERC-6492 signature of a wallet not deployed yet is sent alone (POST /v1/delegated-attest), not in a batch");
+  }
+  if (checked.attesterUntaken) {
+    const refused = await deps.guard?.admitAttester(request.attester);
+    if (refused !== undefined) return refused;
   }
   const admitted = caller.admit === undefined ? undefined : await caller.admit(request);
   if (admitted !== undefined && "ok" in admitted) return admitted;

@@ -478,6 +478,29 @@ describe("createDelegatedAttest() behind the public relay guard (decisions §12)
     expect((await env.attest(await signedBody(env, { nonce: 1n }), { clientKey: "c" })).ok).toBe(true);
   });
 
+  test("forged requests naming an attester without a nonce spend none of its allowance; its own request without one takes it once verified", async () => {
+    const env = guarded({ attesterPerHour: 1 });
+    const withoutNonce = (body: Awaited<ReturnType<typeof signedBody>>) => {
+      const copy = structuredClone(body);
+      delete copy.prepared.delegatedRequest.nonce;
+      delete copy.prepared.typedData.message.nonce;
+      return copy;
+    };
+    // Three forgeries in the attester's name, signed by a stranger, without the nonce: each refused, none charged to it.
+    for (let i = 0; i < 3; i++) {
+      const forged = withoutNonce({ ...(await signedBody(env, { signer: stranger })), attester: account.address });
+      forged.prepared.delegatedRequest.attester = account.address;
+      forged.prepared.typedData.message.attester = account.address;
+      expect(await env.attest(forged, { clientKey: `forger-${i}` })).toMatchObject({ ok: false, code: "ATTESTER_MISMATCH" });
+    }
+    expect(env.refusals).toEqual([]);
+    // The attester's own request without a nonce: served, and it took the one token of the hour.
+    expect((await env.attest(withoutNonce(await signedBody(env)), { clientKey: "owner" })).ok).toBe(true);
+    env.eas.nonces.set(account.address.toLowerCase(), 1n);
+    expect(await env.attest(withoutNonce(await signedBody(env, { nonce: 1n })), { clientKey: "owner" })).toMatchObject({ ok: false, code: "RATE_LIMITED" });
+    expect(env.refusals).toEqual(["attester"]);
+  });
+
   test("no room in this hour's gas budget for a typical attestation: 429 until the next hour, before any RPC", async () => {
     const env = guarded({ gasPerHour: 450_000n });
     env.clock.set(env.clock.nowMs() + 1_000_000); // 1,000 s into the hour

@@ -55,8 +55,13 @@ export type GuardCaller = { readonly clientKey: string; readonly attester: strin
 export type RelayGuard = {
   /** The route is open at all; checked right after the body parses. */
   readonly open: () => GuardFailure | undefined;
-  /** Takes the client's and the attester's tokens and checks the budget and their shares have room; undefined: admitted. */
-  readonly admit: (caller: GuardCaller) => Promise<GuardFailure | undefined>;
+  /**
+   * Takes the client's token, and the attester's unless `attesterRate` is false (its signature is not proven yet: see
+   * {@link admitAttester}), and checks the budget and their shares have room; undefined: admitted.
+   */
+  readonly admit: (caller: GuardCaller, options?: { readonly attesterRate?: boolean }) => Promise<GuardFailure | undefined>;
+  /** Takes the attester's token once its signature is proven (verified against the chain's nonce); undefined: admitted. */
+  readonly admitAttester: (attester: string) => Promise<GuardFailure | undefined>;
   /**
    * Charges `gas` to this hour's budget, and to the caller's client and attester shares, atomically; a failure when
    * it does not fit (nothing charged).
@@ -103,24 +108,30 @@ export function createRelayGuard(deps: RelayGuardDeps): RelayGuard {
     ...(caller !== undefined && deps.clientGasPerHour !== undefined ? [{ key: clientShareKey(caller), limit: deps.clientGasPerHour }] : []),
     ...(caller !== undefined && deps.attesterGasPerHour !== undefined ? [{ key: attesterShareKey(caller), limit: deps.attesterGasPerHour }] : []),
   ];
+  async function takeAttester(attester: string): Promise<GuardFailure | undefined> {
+    const taken = await deps.attesterRate?.take(attester.toLowerCase());
+    if (taken === undefined || taken.allowed) return undefined;
+    return limited("attester", taken.retryAfterSeconds, "Too many delegated attestations for this attester; try again later");
+  }
   return {
     open() {
       if (deps.enabled) return undefined;
       deps.onRefusal?.("disabled");
       return fail("PUBLIC_RELAY_DISABLED", "The public relay is closed on this service; use the private relay");
     },
-    async admit(caller) {
+    async admit(caller, options = {}) {
       const client = await deps.clientRate?.take(caller.clientKey);
       if (client !== undefined && !client.allowed) {
         return limited("client", client.retryAfterSeconds, "Too many delegated attestations from this address; try again later");
       }
-      const attester = await deps.attesterRate?.take(caller.attester.toLowerCase());
-      if (attester !== undefined && !attester.allowed) {
-        return limited("attester", attester.retryAfterSeconds, "Too many delegated attestations for this attester; try again later");
+      if (options.attesterRate !== false) {
+        const refused = await takeAttester(caller.attester);
+        if (refused !== undefined) return refused;
       }
       const { start, retryAfterSeconds } = window();
       return await whichIsFull(start, caller, deps.typicalGas, retryAfterSeconds);
     },
+    admitAttester: takeAttester,
     async charge(gas, caller) {
       const { start, retryAfterSeconds } = window();
       if (await deps.gasBudget.charge(start, gas, deps.gasPerHour, sharesOf(caller))) return undefined;
