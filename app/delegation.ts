@@ -48,6 +48,7 @@ export function wireDelegation(config: Pick<Config, "chains" | "relays">, f: Fou
       mainnet: config.chains.activeChain === "mainnet",
       subsidized,
       factoryCalls: storage.factoryCalls,
+      walletRefusals: storage.walletRefusals,
       recoverAddress: f.secp256k1.recoverAddress,
       keccak256: f.keccak256.hex,
       ...extra,

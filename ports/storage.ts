@@ -1,6 +1,7 @@
 import type { AccountStore, SponsoredWriteLedger } from "./accounts.ts";
 import type { IndexStore } from "./attestation_index.ts";
 import type { FactoryCallStore } from "./factory_calls.ts";
+import type { WalletRefusalStore } from "./wallet_refusals.ts";
 import type { GasBudget } from "./gas_budget.ts";
 import type { OAuthStore } from "./oauth.ts";
 import type { PremiumReadLedger } from "./premium_reads.ts";
@@ -36,6 +37,8 @@ export interface Storage {
   readonly privateGasBudget: GasBudget;
   /** The ERC-6492 factory calls the service sent, one per wallet (issue 23). */
   readonly factoryCalls: FactoryCallStore;
+  /** Contract wallets the relays no longer send for: a signature accepted in simulation and refused on chain. */
+  readonly walletRefusals: WalletRefusalStore;
   /** Premium reads per account and year (decisions §12). */
   readonly premiumReads: PremiumReadLedger;
   /** The subjects accounts hold (decisions §12). */

@@ -5,6 +5,7 @@ import { signingKeyTables } from "../sql/signing_keys.ts";
 import { subjectTables } from "../sql/subjects.ts";
 import { DEPLOYMENT_SECRETS_TABLE } from "./postgres_deployment_secrets.ts";
 import { FACTORY_CALLS_TABLE } from "./postgres_factory_calls.ts";
+import { WALLET_REFUSALS_TABLE } from "./postgres_wallet_refusals.ts";
 import { PRIVATE_RELAY_GAS_TABLE, RELAY_GAS_SHARE_TABLES, RELAY_GAS_TABLE } from "./postgres_gas_budget.ts";
 import { IDEMPOTENCY_TABLES } from "./postgres_idempotency.ts";
 import { MCP_SESSIONS_TABLES } from "./postgres_mcp_sessions.ts";
@@ -27,6 +28,8 @@ const MIGRATIONS: readonly string[] = [
   // Each client address's and attester's part of the relays' budgets (issue 43).
   ...RELAY_GAS_SHARE_TABLES,
   FACTORY_CALLS_TABLE,
+  // Contract wallets whose signature passed the simulation and reverted on chain.
+  WALLET_REFUSALS_TABLE,
   TX_REPLACEMENTS_TABLE,
   PREMIUM_READS_TABLE,
   ...subjectTables("BIGINT"),

@@ -6,6 +6,7 @@ import { migratePostgres } from "./postgres_schema.ts";
 import { createPostgresWalletNonces } from "./postgres_wallet_nonces.ts";
 import { createPostgresIndexStore } from "./postgres_index_store.ts";
 import { createPostgresFactoryCalls } from "./postgres_factory_calls.ts";
+import { createPostgresWalletRefusals } from "./postgres_wallet_refusals.ts";
 import { createPostgresGasBudget } from "./postgres_gas_budget.ts";
 import { createPostgresTxReplacements } from "./postgres_tx_replacements.ts";
 import { createPostgresPremiumReads } from "./postgres_premium_reads.ts";
@@ -43,6 +44,7 @@ export async function openPostgresStorage(url: string, options: { max?: number }
     gasBudget: createPostgresGasBudget(sql),
     privateGasBudget: createPostgresGasBudget(sql, "private_relay_gas"),
     factoryCalls: createPostgresFactoryCalls(sql),
+    walletRefusals: createPostgresWalletRefusals(sql),
     txReplacements: createPostgresTxReplacements(sql),
     premiumReads: createPostgresPremiumReads(sql),
     subjects: createPostgresSubjects(sql),

@@ -3,6 +3,7 @@ import { createSqliteAccountStore, createSqliteWriteLedger } from "./sqlite_acco
 import { openSqlite } from "./sqlite_database.ts";
 import { createSqliteIndexStore } from "./sqlite_index_store.ts";
 import { createSqliteFactoryCalls } from "./sqlite_factory_calls.ts";
+import { createSqliteWalletRefusals } from "./sqlite_wallet_refusals.ts";
 import { createSqliteGasBudget } from "./sqlite_gas_budget.ts";
 import { createSqliteOAuth } from "./sqlite_oauth.ts";
 import { createSqliteTxReplacements } from "./sqlite_tx_replacements.ts";
@@ -41,6 +42,7 @@ export function openSqliteStorage(path: string): Storage {
     gasBudget: createSqliteGasBudget(db),
     privateGasBudget: createSqliteGasBudget(db, "private_relay_gas"),
     factoryCalls: createSqliteFactoryCalls(db),
+    walletRefusals: createSqliteWalletRefusals(db),
     txReplacements: createSqliteTxReplacements(db),
     premiumReads: createSqlitePremiumReads(db),
     subjects,

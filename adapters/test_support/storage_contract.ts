@@ -13,6 +13,7 @@ import { accountsContract } from "./accounts_contract.ts";
 import { subjectsContract } from "./subjects_contract.ts";
 import { signingKeysContract } from "./signing_keys_contract.ts";
 import { factoryCallsContract } from "./factory_calls_contract.ts";
+import { walletRefusalsContract } from "./wallet_refusals_contract.ts";
 import { writeLedgerContract } from "./write_ledger_contract.ts";
 import { paymentsContract } from "./payments_contract.ts";
 import { attestationIndexContract } from "./attestation_index_contract.ts";
@@ -32,6 +33,7 @@ export function storageContract(name: string, open: () => Promise<Storage>, opti
     subjectsContract(open);
     signingKeysContract(open);
     factoryCallsContract(open);
+    walletRefusalsContract(open);
     writeLedgerContract(open);
     paymentsContract(open);
     attestationIndexContract(open);

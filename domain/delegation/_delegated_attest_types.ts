@@ -5,6 +5,7 @@
 import type { Clock } from "../../ports/clock.ts";
 import type { DelegatedAttestCall, DelegateSubmitter, EasReader, HexString, SignedTx, Simulation, WalletDeployment } from "../../ports/eas.ts";
 import type { FactoryCallStore } from "../../ports/factory_calls.ts";
+import type { WalletRefusalStore } from "../../ports/wallet_refusals.ts";
 import type { ReplayStore } from "../../ports/replay_store.ts";
 import type { Keccak256 } from "../../ports/keccak.ts";
 import type { Secp256k1 } from "../../ports/secp256k1.ts";
@@ -67,6 +68,11 @@ export type DelegatedAttestDeps = {
    * deploying it is refused before any RPC, and no second factory call is sent for a wallet. Absent: not recorded.
    */
   readonly factoryCalls?: FactoryCallStore | undefined;
+  /**
+   * Contract wallets the relays no longer send for: one whose signature passed the simulation and reverted on chain,
+   * and simulates again as if it would not (ports/wallet_refusals.ts). Absent: none kept.
+   */
+  readonly walletRefusals?: WalletRefusalStore | undefined;
   /** Refuses (400 INVALID_INPUT, no gas spent) a submission whose simulation needs more gas (`MAX_GAS_PER_TX`). */
   readonly maxGasPerTx?: bigint | undefined;
   /**
@@ -134,6 +140,8 @@ export type Claimed = {
   readonly deploy: WalletDeployment | undefined;
   /** The attester's EAS nonce the signature was verified against (recorded with the claim). */
   readonly nonce: bigint;
+  /** The attester's wallet contract accepted the signature (ERC-1271), not its own key. */
+  readonly byContract: boolean;
 };
 
 /** One send under way: whose shares the gas is charged to, and whether the caller's reservation stays charged. */

@@ -22,3 +22,11 @@ export function factoryCallFailedBefore(): DelegatedAttestFailure {
 export function cannotPay(): DelegatedAttestFailure {
   return { ...fail("SUBMISSION_FAILED", "The delegate wallet cannot pay for gas right now; nothing was recorded"), unavailable: true };
 }
+
+/** A wallet contract that made the delegate pay for a reverted transaction (ports/wallet_refusals.ts). */
+export function walletRefused(txHash: string): DelegatedAttestFailure {
+  return fail(
+    "INVALID_SIGNATURE",
+    `This wallet contract accepted a signature when the service simulated the attestation and refused it on chain (transaction ${txHash}); the relays no longer send for it`,
+  );
+}

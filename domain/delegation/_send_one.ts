@@ -101,6 +101,7 @@ async function settleSubmission(sending: Sending, submission: Submission, gas: b
   }
   if (submission.reason === "reverted") {
     await deps.replay.finish(key, { state: "reverted", txHash: submission.txHash, blockNumber: submission.blockNumber });
+    await refuseIfItTellsSimulationsApart(sending, submission.txHash);
     // Its gas was burned: a caller that can keep its reservation charged does (issue 23), others give it back.
     if (ticket?.onBurned !== undefined) await ticket.onBurned({ txHash: submission.txHash, blockNumber: submission.blockNumber });
     else await ticket?.release();
@@ -111,4 +112,19 @@ async function settleSubmission(sending: Sending, submission: Submission, gas: b
     "The transaction was sent but its outcome is not known yet; it will be settled, and the same signature then answers with it",
     submission.txHash,
   );
+}
+
+/**
+ * A wallet contract's attestation that passed the simulation and reverted on chain: simulated once more (the chain
+ * has not moved the attester's EAS nonce, a reverted transaction changes nothing). Refused there too, the revert was
+ * the chain's state (another transaction took the nonce first, the deadline passed); accepted again, the wallet tells
+ * a simulation from a transaction (`tx.gasprice` is 0 in an `eth_estimateGas` without fees), and the relays no longer
+ * send for it: it made the delegate pay for a reverted transaction at no cost to its owner, as often as it liked.
+ */
+async function refuseIfItTellsSimulationsApart(sending: Sending, txHash: string): Promise<void> {
+  const { deps, claimed } = sending;
+  if (!claimed.byContract || deps.walletRefusals === undefined) return;
+  const again = await claimed.delegate.simulate(claimed.call);
+  if (!again.ok) return;
+  await deps.walletRefusals.refuse({ chainId: deps.eas.chainId, wallet: claimed.request.attester.toLowerCase(), txHash, createdAtMs: deps.clock.nowMs() });
 }

@@ -3,7 +3,7 @@ import { encodeAbiParameters, serializeErc6492Signature } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { recoverAddress } from "viem/utils";
 import type { ContractSignatureCheck, HexString, Submission, WalletDeployment, WalletDeploymentOutcome } from "../../ports/eas.ts";
-import { fakeClock, fakeDelegate, fakeEasReader, fakeFactoryCalls, fakeGasBudget, fakeReplayStore } from "../../ports/fakes/mod.ts";
+import { fakeClock, fakeDelegate, fakeEasReader, fakeFactoryCalls, fakeGasBudget, fakeReplayStore, fakeWalletRefusals } from "../../ports/fakes/mod.ts";
 import { createRelayGuard, type RelayGuard } from "./relay_guard.ts";
 import { buildAttestTypedData, ZERO_UID } from "./attest_typed_data.ts";
 import { type CallerTicket, createDelegatedAttest } from "./delegated_attest.ts";
@@ -29,6 +29,7 @@ function setup(options: {
   submission?: Submission;
   /** A second key the wallet accepts (a multi-owner wallet). */
   alsoAccepts?: HexString;
+  walletRefusals?: ReturnType<typeof fakeWalletRefusals>;
 }) {
   const clock = fakeClock();
   const eas = fakeEasReader();
@@ -71,6 +72,7 @@ function setup(options: {
     subsidized: new Map([[SCHEMA, { name: "user-review", revocable: false }]]),
     factoryCalls: options.factoryCalls,
     guard: options.guard,
+    walletRefusals: options.walletRefusals,
   });
   return { clock, eas, delegate, replay, attest, checks, deployments, isDeployed: () => deployed };
 }
@@ -148,6 +150,39 @@ describe("createDelegatedAttest() with smart-contract wallets", () => {
     // charged under a key of its own, so a wallet accepting any signature had no allowance at all).
     env.eas.nonces.set(WALLET.toLowerCase(), 1n);
     expect(await env.attest(await walletBody(env, coOwner, (s) => s, 1n))).toMatchObject({ ok: false, code: "RATE_LIMITED" });
+  });
+
+  test("a wallet whose accepted signature reverts on chain and simulates again as accepted is refused from then on, before any send", async () => {
+    // A wallet that tells a simulation from a transaction (tx.gasprice 0): each of its requests made the delegate pay
+    // for a reverted transaction, at no cost to its owner.
+    const walletRefusals = fakeWalletRefusals();
+    const env = setup({ deployed: true, walletRefusals, submission: { ok: false, reason: "reverted", txHash: "0xdead", blockNumber: 9n } });
+    const simulate = env.delegate.simulate;
+    const submit = env.delegate.submit;
+    let simulations = 0;
+    let sends = 0;
+    env.delegate.simulate = (call) => (simulations++, simulate(call));
+    env.delegate.submit = (call, options) => (sends++, submit(call, options));
+    expect(await env.attest(await walletBody(env))).toMatchObject({ ok: false, code: "SUBMISSION_FAILED", details: "0xdead" });
+    expect([simulations, sends]).toEqual([2, 1]);
+    expect(await walletRefusals.find(env.eas.chainId, WALLET)).toMatchObject({ txHash: "0xdead" });
+    // Its next signature (another deadline, so another replay key) is refused before any simulation or send.
+    env.clock.set(env.clock.nowMs() + 1_000);
+    const again = await env.attest(await walletBody(env));
+    expect(again).toMatchObject({ ok: false, code: "INVALID_SIGNATURE" });
+    expect(!again.ok && again.message).toContain("0xdead");
+    expect([simulations, sends]).toEqual([2, 1]);
+  });
+
+  test("a wallet's attestation that reverted because the chain moved (the simulation now refuses it too) is not refused", async () => {
+    const walletRefusals = fakeWalletRefusals();
+    const env = setup({ deployed: true, walletRefusals, submission: { ok: false, reason: "reverted", txHash: "0xrace", blockNumber: 9n } });
+    const simulate = env.delegate.simulate;
+    let calls = 0;
+    env.delegate.simulate = (call) => (++calls === 1 ? simulate(call) : Promise.resolve({ ok: false, reason: "reverted", errorName: "InvalidNonce" }));
+    expect(await env.attest(await walletBody(env))).toMatchObject({ ok: false, code: "SUBMISSION_FAILED" });
+    expect(calls).toBe(2);
+    expect(walletRefusals.rows.size).toBe(0);
   });
 
   test("the wallet refusing the signature is ATTESTER_MISMATCH with nothing recorded", async () => {

@@ -6,7 +6,7 @@ import { fail, type Ok, ok, type Result } from "../result.ts";
 import { attestBatch, type DelegatedAttestBatch } from "./delegated_attest_batch.ts";
 import { type AttestSignature, type NormalizedSignature, parseAttestSignature } from "./signature.ts";
 import { sendOne } from "./_send_one.ts";
-import { cannotPay, duplicate, factoryCallFailedBefore } from "./_refusals.ts";
+import { cannotPay, duplicate, factoryCallFailedBefore, walletRefused } from "./_refusals.ts";
 
 export type {
   BatchNonces,
@@ -207,6 +207,11 @@ async function checkOnChain(ctx: AttestContext, checked: Prechecked, caller: Del
   if (batch !== undefined && verified.value.deploy !== undefined) {
     return fail("INVALID_INPUT", "An ERC-6492 signature of a wallet not deployed yet is sent alone (POST /v1/delegated-attest), not in a batch");
   }
+  if (verified.value.byContract === true && deps.walletRefusals !== undefined) {
+    // Storage only, and only for a wallet contract: it made the delegate pay for a reverted transaction before.
+    const refusal = await deps.walletRefusals.find(deps.eas.chainId, request.attester);
+    if (refusal !== undefined) return walletRefused(refusal.txHash);
+  }
   if (checked.attesterUntaken) {
     const refused = await deps.guard?.admitAttester(request.attester);
     if (refused !== undefined) return refused;
@@ -232,7 +237,7 @@ async function checkOnChain(ctx: AttestContext, checked: Prechecked, caller: Del
     await ticket?.release();
     return fail("DUPLICATE", "Another submission for this attester and nonce is already in flight");
   }
-  return { request, call, key, ticket, delegate, simulatedAhead, deploy: verified.value.deploy, nonce: nonceRead.nonce };
+  return { request, call, key, ticket, delegate, simulatedAhead, deploy: verified.value.deploy, nonce: nonceRead.nonce, byContract: verified.value.byContract === true };
 }
 
 /**
@@ -275,7 +280,7 @@ async function verifyAgainstNonce(
   nonceRead: { readonly nonce: bigint; readonly isContract?: boolean | undefined },
   clientSigner: Promise<string | undefined> | undefined,
   deployment: WalletDeployment | undefined,
-): Promise<Result<{ readonly deploy?: WalletDeployment | undefined }, "INVALID_SIGNATURE" | "ATTESTER_MISMATCH" | "RPC_ERROR">> {
+): Promise<Result<{ readonly deploy?: WalletDeployment | undefined; readonly byContract?: boolean }, "INVALID_SIGNATURE" | "ATTESTER_MISMATCH" | "RPC_ERROR">> {
   const nonce = nonceRead.nonce;
   const recover = (n: bigint) =>
     clientSigner !== undefined && n === request.clientNonce ? clientSigner : recoverSigner(signing, eas, request, signature, n);
@@ -291,7 +296,7 @@ async function verifyAgainstNonce(
       deployment: counterfactual ? deployment : undefined,
     });
     if (check === "rpc-error") return fail("RPC_ERROR", "Failed to ask the attester's wallet contract about the signature");
-    if (check === "valid") return ok(counterfactual ? { deploy: deployment } : {});
+    if (check === "valid") return ok(counterfactual ? { deploy: deployment, byContract: true } : { byContract: true });
     return fail("ATTESTER_MISMATCH", "Invalid signature: the attester's wallet contract does not accept it (ERC-1271)");
   }
   if (signer === undefined) return fail("INVALID_SIGNATURE", "Invalid signature format");

@@ -5,6 +5,7 @@ export * from "./clock.ts";
 export * from "./discovery.ts";
 export * from "./eas.ts";
 export * from "./factory_calls.ts";
+export * from "./wallet_refusals.ts";
 export * from "./gas_budget.ts";
 export * from "./idempotency.ts";
 export * from "./jws_verifier.ts";
