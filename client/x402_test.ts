@@ -189,6 +189,29 @@ describe("trust tiers", () => {
     expect(tier({ ...evidence, keyBindings: [{ ...cut, revocationTime: BigInt(NOW - 45) }, binding()] })).toMatchObject({ tier: 3, evidenceUid: "0xb1" });
   });
 
+  test("the key's newest binding revoked or expired before issuedAt, or without assertionMethod, leaves no tier: not its witness, not live evidence", () => {
+    // The signing key is witnessed (tier 2 alone) and published (tier 1 alone); its controller bound it, then the
+    // binding was revoked before the receipt: a leaked key kept "high".
+    const keyWitness = witness();
+    const evidence = (over: Record<string, unknown>) => ({
+      keyBindings: [binding(over)],
+      witnesses: [controllerWitness, keyWitness],
+      endpointKeys: [signer.controllerDid],
+      chainId: 31337,
+    });
+    expect(tier({ witnesses: [keyWitness], endpointKeys: [signer.controllerDid] })).toMatchObject({ tier: 2 });
+    expect(tier(evidence({ revocationTime: BigInt(NOW - 1) }))).toEqual({ tier: 0, level: "low", basis: "none" });
+    expect(tier(evidence({ expiresAt: BigInt(NOW - 1) })).tier).toBe(0);
+    expect(tier(evidence({ keyPurpose: ["keyAgreement"] })).tier).toBe(0);
+    // Revoked after issuedAt: the receipt was signed while bound.
+    expect(tier(evidence({ revocationTime: BigInt(NOW + 100) })).tier).toBe(3);
+  });
+
+  test("a witness counts from its chain time: one written after issuedAt naming an earlier observedAt covers nothing", () => {
+    expect(tier({ witnesses: [witness({ observedAt: BigInt(NOW - 500), time: BigInt(NOW + 500) })] }).tier).toBe(0);
+    expect(tier({ witnesses: [witness({ observedAt: BigInt(NOW - 500), time: BigInt(NOW - 400) })] }).tier).toBe(2);
+  });
+
   test("an approved witness issuer writing the binding itself is not the witness a key binding requires", () => {
     // The approved-issuer role is scoped to controller-witness attestations; a binding it writes has no witness behind it.
     const witnessWallet = "0x00000000000000000000000000000000000000aa";

@@ -75,6 +75,10 @@ export function evaluateKeyTrust(input: {
   // witnessed (by an approved witness issuer) for this subject before it did. Being an approved issuer is no
   // substitute: that role is scoped to writing controller-witness attestations. And a controller cut off by a revoked
   // or expired binding naming it binds nothing after (domain/bindings).
+  const endOf = (binding: KeyBindingEvidence) => {
+    const ends = [binding.expiresAt, binding.revocationTime].filter((t) => t !== 0n);
+    return ends.length === 0 ? 0n : ends.reduce((x, y) => (x < y ? x : y));
+  };
   const counts = createBindingAuthority({
     bindings: bindings.filter((b) => b.time <= at),
     chainId,
@@ -84,10 +88,7 @@ export function evaluateKeyTrust(input: {
     },
     lasting: () => false,
     names: (binding, controller) => isSameControllerId(binding.keyId.split("#")[0]!, controller),
-    endOf: (binding) => {
-      const ends = [binding.expiresAt, binding.revocationTime].filter((t) => t !== 0n);
-      return ends.length === 0 ? 0n : ends.reduce((x, y) => (x < y ? x : y));
-    },
+    endOf,
   });
 
   for (const binding of bindings) {
@@ -98,8 +99,21 @@ export function evaluateKeyTrust(input: {
     if (binding.revocationTime !== 0n && binding.revocationTime <= at) continue;
     if (counts(binding)) return trust(3, "key-binding", binding.uid);
   }
+  // Decisions §25 (x402 §4.3's `until`): the key's newest binding written by `at` closes its window at its revocation
+  // or expiry, and one whose purposes leave out assertionMethod refuses it. Neither a witness nor live evidence stands
+  // for the key after that: a leaked key whose binding was revoked kept signing receipts rated "high".
+  const newest = bindings
+    .filter((b) => b.time <= at && matches(b.keyId.split("#")[0]!) && counts(b))
+    .sort((a, b) => (a.time === b.time ? (a.uid < b.uid ? 1 : -1) : a.time < b.time ? 1 : -1))[0];
+  if (newest !== undefined) {
+    if (newest.keyPurpose.length > 0 && !newest.keyPurpose.includes("assertionMethod")) return trust(0, "none");
+    const end = endOf(newest);
+    if (end !== 0n && end <= at) return trust(0, "none");
+  }
   for (const w of witnesses) {
-    const from = w.observedAt > 0n ? w.observedAt : w.time;
+    // Authorised from when it was observed (x402 §4.3), and not before the chain holds it (decisions §25: a window
+    // opens at the witness's EAS time): a witness written later naming an earlier observedAt covers nothing before.
+    const from = w.observedAt > w.time ? w.observedAt : w.time;
     if (matches(w.controller) && from <= at) return trust(2, "controller-witness");
   }
   if (input.evidence.endpointKeys?.some(matches)) return trust(1, "endpoint-evidence");
