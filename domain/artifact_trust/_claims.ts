@@ -122,7 +122,7 @@ async function linkedIdentifier(
 ): Promise<PendingClaim | ExclusionReason> {
   const party = partyOf(s.data.linkedId);
   if (party === undefined) return "invalid-payload";
-  const wrappers = parseProofWrappers(s.data.proofs);
+  const wrappers = parseProofWrappers(s.data.proofs, { distinct: true });
   if (wrappers.length === 0) return "invalid-proofs";
   const controller = pkhOf(chainId, s.attestation.attester);
   const context = { nowSeconds, purpose: "shared-control", chainId, jws };

@@ -64,17 +64,21 @@ export function readUint(value: unknown): bigint | undefined {
 export const MAX_PROOF_WRAPPERS = 16;
 
 /**
- * Parses the proof wrappers of a payload: the first {@link MAX_PROOF_WRAPPERS} distinct entries; entries that are
- * not JSON objects are dropped, as the reference does.
+ * Parses the proof wrappers of a payload; entries that are not JSON objects are dropped, as the reference does. With
+ * `distinct` (artifact trust's linked identifiers), only the first {@link MAX_PROOF_WRAPPERS} distinct entries; a
+ * review's proofs are listed entry by entry (its checks bound how many are read).
  */
-export function parseProofWrappers(proofs: unknown): Record<string, unknown>[] {
+export function parseProofWrappers(proofs: unknown, options: { readonly distinct?: boolean } = {}): Record<string, unknown>[] {
   if (!Array.isArray(proofs)) return [];
   const out: Record<string, unknown>[] = [];
   const seen = new Set<string>();
   for (const entry of proofs) {
-    if (typeof entry !== "string" || seen.has(entry)) continue;
-    if (seen.size >= MAX_PROOF_WRAPPERS) break;
-    seen.add(entry);
+    if (typeof entry !== "string") continue;
+    if (options.distinct === true) {
+      if (seen.has(entry)) continue;
+      if (seen.size >= MAX_PROOF_WRAPPERS) break;
+      seen.add(entry);
+    }
     try {
       const parsed: unknown = JSON.parse(entry);
       if (isRecord(parsed)) out.push(parsed);
