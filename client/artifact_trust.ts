@@ -34,6 +34,8 @@ export type ArtifactTrustPolicyOptions = {
    */
   readonly publisherDid?: string | undefined;
   readonly pinnedChain?: PinnedChain | undefined;
+  /** The artifact asked about: a record about another is refused (`INVALID_RESPONSE`). {@link checkArtifactTrust} sets it. */
+  readonly artifactDid?: string | undefined;
 };
 
 /** Options of {@link checkArtifactTrust}. */
@@ -93,6 +95,14 @@ function failed(code: string, status?: number, reason = COULD_NOT_LOAD): Artifac
   };
 }
 
+/** An item as the service returns it: its attestation (a uid, not revoked) and `verification.valid`. */
+function isReturnedItem(item: unknown): boolean {
+  if (!isRecord(item) || !isRecord(item.attestation) || !isRecord(item.verification)) return false;
+  const { attestation, verification } = item;
+  return typeof attestation.uid === "string" && /^0x[0-9a-fA-F]{64}$/.test(attestation.uid) && attestation.revocationTime === "0" &&
+    isRecord(attestation.data) && verification.valid === true && Array.isArray(verification.basis);
+}
+
 /** Applies the loader policy to an artifact trust record. */
 export function evaluateArtifactTrust(record: unknown, options: ArtifactTrustPolicyOptions = {}): ArtifactTrustVerdict {
   if (!isRecord(record) || !GROUPS.every((g) => Array.isArray(record[g])) || !isRecord(record.chain)) {
@@ -109,6 +119,15 @@ export function evaluateArtifactTrust(record: unknown, options: ArtifactTrustPol
   ) {
     return failed("CHAIN_MISMATCH", undefined, "Artifact trust answered for another chain");
   }
+  // An answer the service would never give is a broken service or cache in between, never "verified": a record about
+  // another artifact, one not complete, or an item that is not a returned record (each `valid`, none revoked).
+  const asked = options.artifactDid === undefined ? undefined : normalizeDid(options.artifactDid);
+  const answered = typeof record.artifactDid === "string" ? normalizeDid(record.artifactDid) : undefined;
+  if (asked !== undefined && (!asked.ok || answered === undefined || !answered.ok || answered.value !== asked.value)) {
+    return failed("INVALID_RESPONSE");
+  }
+  if (!isRecord(record.summary) || record.summary.complete !== true) return failed("INVALID_RESPONSE");
+  if (!GROUPS.every((g) => (record[g] as unknown[]).every(isReturnedItem))) return failed("INVALID_RESPONSE");
   const trust = record as ArtifactTrustRecord;
   const declared = options.publisherDid?.trim() ? options.publisherDid : undefined;
   const publisher = declared === undefined ? undefined : normalizeDid(declared);
@@ -163,5 +182,6 @@ export async function checkArtifactTrust(
     const code = isRecord(body) && typeof body.code === "string" ? body.code : "NETWORK_ERROR";
     return failed(code, response.status);
   }
-  return evaluateArtifactTrust(body, chainId === undefined || options.pinnedChain !== undefined ? options : { ...options, pinnedChain: { chainId } });
+  const policy = { ...options, artifactDid };
+  return evaluateArtifactTrust(body, chainId === undefined || options.pinnedChain !== undefined ? policy : { ...policy, pinnedChain: { chainId } });
 }

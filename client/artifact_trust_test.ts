@@ -103,6 +103,23 @@ describe("evaluateArtifactTrust()", () => {
     expect(evaluateArtifactTrust(r, { pinnedChain: { ...CHAIN, easContract: CHAIN.easContract.toLowerCase() } }).warn).toBe(false);
     expect(evaluateArtifactTrust({ nope: true })).toMatchObject({ warn: true, failure: { code: "INVALID_RESPONSE" } });
   });
+
+  test("an answer the service never gives warns: about another artifact, not complete, an item not a returned record", () => {
+    const assessment = item("security-assessment", {}, ["approved-issuer"]);
+    const good = record({ securityAssessments: [assessment] });
+    expect(evaluateArtifactTrust(good, { artifactDid: ARTIFACT }).warn).toBe(false);
+    const invalid = { warn: true, failure: { code: "INVALID_RESPONSE" } };
+    // A cache that ignores the query string answers another artifact's record.
+    const other = `did:artifact:${"b".repeat(ARTIFACT.length - "did:artifact:".length)}`;
+    expect(evaluateArtifactTrust({ ...good, artifactDid: other }, { artifactDid: ARTIFACT })).toMatchObject(invalid);
+    expect(evaluateArtifactTrust({ ...good, artifactDid: undefined }, { artifactDid: ARTIFACT })).toMatchObject(invalid);
+    expect(evaluateArtifactTrust({ ...good, summary: { ...good.summary, complete: false } })).toMatchObject(invalid);
+    expect(evaluateArtifactTrust({ ...good, summary: undefined })).toMatchObject(invalid);
+    for (const bad of [{}, null, { ...assessment, verification: { ...assessment.verification, valid: false } }, { ...assessment, attestation: { ...assessment.attestation, revocationTime: "5" } }]) {
+      expect({ bad, verdict: evaluateArtifactTrust(record({ securityAssessments: [bad as ArtifactTrustItem] })) }).toMatchObject({ bad, verdict: invalid });
+    }
+    expect(evaluateArtifactTrust(record({ responsibilityClaims: [{} as ArtifactTrustItem] }))).toMatchObject(invalid);
+  });
 });
 
 describe("checkArtifactTrust() against the service", () => {

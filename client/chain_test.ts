@@ -30,6 +30,8 @@ const server = Bun.serve({
       securityAssessments: [],
       certifications: [],
       otherAttestations: [],
+      artifactDid: url.searchParams.get("artifactDid"),
+      summary: { totalQueried: 0, totalVerified: 0, totalExcluded: 0, complete: true },
     };
     return Response.json(body);
   },
