@@ -24,6 +24,12 @@ export type ReviewProofCheck = {
   /** How far the signing key is bound to the reviewed service (tier 0: not at all). */
   readonly signerTrust?: KeyTrust | undefined;
   /**
+   * An x402 proof: whether it proves a payment by the reviewer. Only a valid receipt does; an offer never does, valid
+   * or not: the service hands one to anyone who asks for the resource, so it shows the reviewer was quoted a price, not
+   * that it paid. Weigh a review on an offer alone accordingly.
+   */
+  readonly provesPayment?: boolean | undefined;
+  /**
    * A receipt carried with the offer it settles (decisions §18): `status` `bound` when the receipt's signed
    * `offerHash` names the offer, `unbound` when something contradicts it (see `reasons`), `unknown` when nothing
    * does but nothing signed names the offer (an EIP-712 receipt carries no `offerHash`). `bound` is true only
@@ -198,6 +204,7 @@ export async function checkReviewProof(
     resourceMatchesSubject,
     payer,
     signerTrust,
+    provesPayment: proofType === "x402-receipt" && reasons.length === 0,
     ...(offerBinding === undefined ? {} : { offerBinding }),
   };
 }

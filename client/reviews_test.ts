@@ -40,6 +40,8 @@ describe("checkReviewProof() judges a proof as of the review", () => {
         signatureValid: true,
         resourceMatchesSubject: true,
         signerTrust: { tier: 1, basis: "endpoint-evidence" },
+        // Anyone who asks for the resource gets an offer: it shows a price quoted, not a payment.
+        provesPayment: false,
       });
     }
   });

@@ -87,6 +87,7 @@ describe("reviews with receipt proofs, and the service's replies", () => {
       resourceMatchesSubject: true,
       payer: { address: payer.address, relation: "attester" },
       signerTrust: { tier: 1, basis: "endpoint-evidence" },
+      provesPayment: true,
     });
     expect(firstCheck.responses.map((r) => [r.uid, r.kept])).toEqual([[reply.uid, true], [strangerReply.uid, false]]);
     expect(firstCheck.responses[0]!.reason).toContain("authorized controller");
@@ -141,7 +142,7 @@ describe("reviews with receipt proofs, and the service's replies", () => {
       { baseUrl: stack.baseUrl },
     );
     const checked = await verifyReview(viaOffer.uid!, chainOptions());
-    expect(checked.proofs[0]).toMatchObject({ proofType: "x402-offer", valid: true, resourceMatchesSubject: true, signerTrust: { tier: 1 } });
+    expect(checked.proofs[0]).toMatchObject({ proofType: "x402-offer", valid: true, resourceMatchesSubject: true, signerTrust: { tier: 1 }, provesPayment: false });
     expect(checked.proofs[0]!.payer).toBeUndefined();
     // Read again once the offer's validUntil has passed: it is judged as of the review, so it still counts.
     const terms = readOfferPayload(offer);
