@@ -246,8 +246,9 @@ describe("checkSignerTrust when evidence cannot be read", () => {
   const input = { resourceUrl: "https://api.example.com/premium", signer, at: NOW };
   const answering = (response: () => Promise<Response>) => ({ baseUrl: "http://ats.test", fetch: response as never });
 
-  test("an unreachable service or a 5xx from it is NETWORK_ERROR, never tier 0", async () => {
-    for (const fetchFn of [() => Promise.reject(new TypeError("connect ECONNREFUSED")), () => Promise.resolve(new Response("{}", { status: 503 }))]) {
+  test("an unreachable service, a 5xx, or a refusal that is no answer about the subject (429, 401, 403, 408) is NETWORK_ERROR, never tier 0", async () => {
+    const status = (code: number) => () => Promise.resolve(Response.json({ error: "x", code: "RATE_LIMITED" }, { status: code }));
+    for (const fetchFn of [() => Promise.reject(new TypeError("connect ECONNREFUSED")), () => Promise.resolve(new Response("{}", { status: 503 })), status(429), status(401), status(403), status(408)]) {
       const error = await checkSignerTrust(input, answering(fetchFn)).then(() => undefined, (e: unknown) => e);
       expect(error).toBeInstanceOf(AtsClientError);
       expect((error as AtsClientError).code).toBe("NETWORK_ERROR");
@@ -255,9 +256,11 @@ describe("checkSignerTrust when evidence cannot be read", () => {
     }
   });
 
-  test("a 4xx is the service's answer: no endpoint evidence, tier 0", async () => {
+  test("a 400 or a 404 is the service's answer about the subject: no endpoint evidence, tier 0", async () => {
     const result = await checkSignerTrust(input, answering(() => Promise.resolve(Response.json({ error: "x", code: "INVALID_DID" }, { status: 400 }))));
     expect(result).toMatchObject({ tier: 0, endpointKeys: undefined });
+    const missing = await checkSignerTrust(input, answering(() => Promise.resolve(new Response("{}", { status: 404 }))));
+    expect(missing).toMatchObject({ tier: 0, endpointKeys: undefined });
   });
 
   test("a failed chain read is NETWORK_ERROR", async () => {

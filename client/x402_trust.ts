@@ -189,8 +189,12 @@ async function loadEndpointEvidence(
   } catch {
     throw new AtsClientError("NETWORK_ERROR", "Controller endpoint evidence could not be read");
   }
-  // A 4xx is the service's answer about this subject (e.g. not a did:web it can check): no endpoint evidence.
-  if (response.status >= 500) throw new AtsClientError("NETWORK_ERROR", `Controller endpoint evidence could not be read (HTTP ${response.status})`);
+  // A 400 INVALID_DID or a 404 is the service's answer about this subject (not a did:web it can check): no endpoint
+  // evidence. Anything else that is not a 200 (a 429, a 401 or 403 of a proxy, a 408, a 5xx) is no answer at all, and
+  // a failed lookup must never pass for "no evidence".
+  if (response.status !== 200 && response.status !== 400 && response.status !== 404) {
+    throw new AtsClientError("NETWORK_ERROR", `Controller endpoint evidence could not be read (HTTP ${response.status})`);
+  }
   if (body === undefined) return undefined;
   const keys = (body.controllerKeys ?? []).map((k) => k.canonicalId).filter((k): k is string => typeof k === "string");
   const thumbprints = (Array.isArray(body.evidence) ? body.evidence : [])
