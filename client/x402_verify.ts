@@ -40,14 +40,28 @@ export function receiptMatchesOffer(receipt: ReceiptPayload, offer: OfferPayload
     payerAddresses.some((a) => a.toLowerCase() === receipt.payer.toLowerCase());
 }
 
-/** A did.json fetcher over plain `fetch`: HTTPS (HTTP only for loopback names), no redirects, 64 KiB, 5 s. */
-export function createFetchDidDocumentFetcher(options: { fetch?: FetchLike | undefined; timeoutMs?: number | undefined } = {}): DidDocumentFetcher {
+/** Host names that always mean this machine. */
+const LOOPBACK = /^(localhost|.+\.localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
+
+/**
+ * A did.json fetcher over plain `fetch`: HTTPS, no redirects, 64 KiB read at most, 5 s. A kid names the host, and a
+ * kid is whatever a receipt (on chain, in a review) says, so loopback names (`localhost`, `*.localhost`, `127.x`,
+ * `[::1]`) are refused unless `allowLoopback` (then over HTTP, for a service on this machine): a receipt naming
+ * `did:web:localhost%3A8080:admin:reset` made every verifier send a GET to its own machine. Names that resolve to
+ * private addresses cannot be told apart here (a browser has no DNS): a server that verifies what others wrote
+ * passes a `fetch` that enforces its own egress rules.
+ */
+export function createFetchDidDocumentFetcher(
+  options: { fetch?: FetchLike | undefined; timeoutMs?: number | undefined; allowLoopback?: boolean | undefined } = {},
+): DidDocumentFetcher {
   const doFetch = options.fetch ?? fetch;
   return {
     async fetchDidDocument(host, path = []): Promise<DidDocumentFetch> {
       const hostname = host.replace(/:\d+$/, "");
-      const scheme = hostname === "localhost" || hostname === "127.0.0.1" ? "http" : "https";
+      const loopback = LOOPBACK.test(hostname);
+      const scheme = loopback ? "http" : "https";
       const url = path.length === 0 ? `${scheme}://${host}/.well-known/did.json` : `${scheme}://${host}/${path.join("/")}/did.json`;
+      if (loopback && options.allowLoopback !== true) return { status: "unavailable", url, reason: "network-error" };
       let response: Response;
       try {
         response = await doFetch(url, {
@@ -61,8 +75,8 @@ export function createFetchDidDocumentFetcher(options: { fetch?: FetchLike | und
       if (response.status === 404 || response.status === 410) return { status: "not-found", url };
       if (response.status >= 300 && response.status < 400) return { status: "unavailable", url, reason: "redirect" };
       if (!response.ok) return { status: "unavailable", url, reason: "http-status", httpStatus: response.status };
-      const text = await response.text();
-      if (text.length > 65536) return { status: "unavailable", url, reason: "too-large" };
+      const text = await readCapped(response, DID_DOCUMENT_MAX_BYTES);
+      if (text === undefined) return { status: "unavailable", url, reason: "too-large" };
       try {
         return { status: "ok", url, document: JSON.parse(text) as unknown };
       } catch {
@@ -70,4 +84,36 @@ export function createFetchDidDocumentFetcher(options: { fetch?: FetchLike | und
       }
     },
   };
+}
+
+const DID_DOCUMENT_MAX_BYTES = 65_536;
+
+/** The body as text when it is at most `max` bytes, read no further; undefined past it. */
+async function readCapped(response: Response, max: number): Promise<string | undefined> {
+  const declared = Number(response.headers.get("content-length") ?? "0");
+  if (declared > max) {
+    await response.body?.cancel().catch(() => undefined);
+    return undefined;
+  }
+  if (response.body === null) return "";
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel().catch(() => undefined);
+      return undefined;
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return new TextDecoder().decode(bytes);
 }
