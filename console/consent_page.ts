@@ -47,6 +47,7 @@ export function renderConsentPage(page: ConsentPage, assetVersion: string): stri
   } else {
     const who = `<p class="lead"><strong id="consent-client">${escape(page.clientName)}</strong> (<code>${escape(page.clientId)}</code>, returning to
 <code id="consent-redirect">${escape(page.redirectOrigin)}</code>) asks to act for your account:</p>
+<p class="help" id="consent-unverified">The application registered itself here: its name is its own claim, not checked by this service. Trust the address it returns to, not the name.</p>
 ${scopeList(page.scopes)}
 <p class="help">It will act as you, within your plan and its quota. You can revoke it later by deleting the client or revoking its tokens.</p>`;
     body = page.kind === "sign-in"
@@ -62,7 +63,7 @@ ${who}
 <form id="consent-form" class="form" method="post" action="/oauth/authorize">
 ${Object.entries(page.fields).map(([name, value]) => `<input type="hidden" name="${escape(name)}" value="${escape(value)}">`).join("\n")}
 <div class="buttons">
-<button type="submit" name="decision" value="approve" id="consent-approve">Allow</button>
+<button type="submit" name="decision" value="approve" id="consent-approve" disabled>Allow</button>
 <button type="submit" name="decision" value="deny" id="consent-deny" class="secondary">Deny</button>
 </div>
 </form>`;

@@ -99,6 +99,14 @@ describeBrowser("OAuth pages in a browser", () => {
     await page.waitForSelector("#consent-form");
     expect((await page.locator("#consent-account").innerText()).toLowerCase()).toBe(user.address.toLowerCase());
     expect(await page.locator("#consent-form input[name=csrf_token]").count()).toBe(1);
+    expect(await page.locator("#consent-unverified").innerText()).toContain("registered itself");
+    // Allow waits until the page has been visible and focused a moment, and goes off again when it loses focus: a
+    // click meant for another site's window closing on top of it never lands on Allow.
+    await page.waitForFunction(() => !(document.getElementById("consent-approve") as HTMLButtonElement).disabled);
+    await page.evaluate(() => window.dispatchEvent(new Event("blur")));
+    expect(await page.locator("#consent-approve").isDisabled()).toBe(true);
+    await page.evaluate(() => window.dispatchEvent(new Event("focus")));
+    await page.waitForFunction(() => !(document.getElementById("consent-approve") as HTMLButtonElement).disabled);
     await screenshots(page, "oauth-consent");
     await Promise.all([page.waitForURL((u) => u.href.startsWith(redirect)), page.click("#consent-approve")]);
     const back = new URL(page.url());
