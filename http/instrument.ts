@@ -177,6 +177,8 @@ export function instrumentedHandler(
     deps.metrics.observe("ats_http_request_duration_seconds", seconds, labels.duration);
     deps.log.debug("request", { method: request.method, route, status: response.status, ms: Math.round(seconds * 1000) });
     response.headers.set("x-request-id", requestId);
+    // Every answer is what its Content-Type says (JSON bodies carry chain data anyone can write): never sniffed.
+    response.headers.set("x-content-type-options", "nosniff");
     // A body refused as too large is not read to its end (arrivedBody): the connection is closed rather than drained.
     if (response.status === 413) response.headers.set("connection", "close");
     return response;

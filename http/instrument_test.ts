@@ -137,6 +137,7 @@ describe("instrumentedHandler() deadline", () => {
       expect({ path, status: res.status, code: res.body.code }).toEqual({ path, status, code });
       expect(typeof res.body.error).toBe("string");
       expect(res.headers.get("x-request-id")).toBeTruthy();
+      expect(res.headers.get("x-content-type-options")).toBe("nosniff");
       expect(res.headers.get("access-control-allow-origin")).toBe(path.startsWith("/api/private/") || path === "/v1/controller-witness" ? null : "*");
       expect(res.body.elapsed === undefined).toBe(!["/v1/nonce", "/api/eas/nonce", "/v1/delegated-attest"].includes(path));
     }

@@ -235,6 +235,9 @@ const escape = (s: string) =>
   s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 
 /** A plain, dependency-free HTML page listing every operation of the OpenAPI document. */
+/** The `/docs` page's one stylesheet, inline: its hash is all the page's Content-Security-Policy allows. */
+export const API_PAGE_STYLE = "body{font-family:system-ui,sans-serif;margin:2rem}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3rem .6rem;text-align:left}";
+
 export function renderApiPage(doc: ReturnType<typeof buildOpenApi>): string {
   const rows: string[] = [];
   for (const [path, ops] of Object.entries(doc.paths)) {
@@ -250,7 +253,7 @@ export function renderApiPage(doc: ReturnType<typeof buildOpenApi>): string {
     }
   }
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escape(doc.info.title)} API</title>
-<style>body{font-family:system-ui,sans-serif;margin:2rem}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3rem .6rem;text-align:left}</style>
+<style>${API_PAGE_STYLE}</style>
 </head><body><h1>${escape(doc.info.title)} API ${escape(doc.info.version)}</h1>
 <p>Machine-readable description: <a href="/openapi.json">/openapi.json</a>. Every error body is <code>{"error","code","details"?}</code>.</p>
 <table><thead><tr><th>method</th><th>path</th><th>what it does</th><th>input</th><th>statuses</th></tr></thead><tbody>

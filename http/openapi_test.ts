@@ -383,3 +383,19 @@ describe("bodies published for routes that check them in their own code", () => 
     expect([{ ...body, subjectDid: 5 }, { ...body, attester: "0x12" }, { signature: "0x1", prepared: body.prepared }].map((b) => Value.Check(PrivateRelayBody, b))).toEqual([false, false, false]);
   });
 });
+
+describe("/docs", () => {
+  test("runs nothing, loads only its own stylesheet (its hash in the policy), is never framed nor sniffed", async () => {
+    const { apiDocRoutes } = await import("./routes/api_docs.ts");
+    const { API_PAGE_STYLE } = await import("./openapi.ts");
+    const { createHash } = await import("node:crypto");
+    const res = await apiDocRoutes("http://127.0.0.1:8080").handle(new Request("http://127.0.0.1:8080/docs"));
+    const page = await res.text();
+    expect(page).toContain(`<style>${API_PAGE_STYLE}</style>`);
+    expect(page).not.toContain("<script");
+    expect(res.headers.get("content-security-policy")).toBe(
+      `default-src 'none'; style-src 'sha256-${createHash("sha256").update(API_PAGE_STYLE).digest("base64")}'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`,
+    );
+    expect([res.headers.get("x-frame-options"), res.headers.get("x-content-type-options")]).toEqual(["DENY", "nosniff"]);
+  });
+});

@@ -4,6 +4,7 @@
  * parameter) and the widget's script reads them again from its own address.
  */
 import { normalizeSubjectDid } from "../domain/did/mod.ts";
+import { displayTextProblem } from "../domain/display_text.ts";
 
 /** The widget's configuration, as the parameters gave it. */
 export type EmbedParams = {
@@ -48,8 +49,8 @@ export function parseEmbedParams(query: URLSearchParams): { ok: true; value: Emb
   const chainId = Number(chainIdText);
   if (!/^[1-9][0-9]*$/.test(chainIdText) || !Number.isSafeInteger(chainId)) return bad("chainId", "chainId must be a positive whole number");
   const name = optional(query, "name");
-  if (name !== undefined && (name.length > MAX_NAME_LENGTH || CONTROL.test(name))) {
-    return bad("name", `name must be at most ${MAX_NAME_LENGTH} characters, without control characters`);
+  if (name !== undefined && (name.length > MAX_NAME_LENGTH || CONTROL.test(name) || displayTextProblem("name", name) !== undefined)) {
+    return bad("name", `name must be at most ${MAX_NAME_LENGTH} characters, without control characters (bidirectional ones included)`);
   }
   const icon = optional(query, "icon");
   if (icon !== undefined && !isHttpsUrl(icon)) return bad("icon", "icon must be an https URL");

@@ -36,6 +36,7 @@ describe("parseEmbedParams", () => {
       [{ url: "example.com", contract: CONTRACT }, "chainId"],
       [{ ...base, name: "x".repeat(101) }, "name"],
       [{ ...base, name: "a\u0000b" }, "name"],
+      [{ ...base, name: "Uni\u202Eswap" }, "name"],
       [{ ...base, icon: "http://cdn.example/i.png" }, "icon"],
       [{ ...base, icon: "javascript:alert(1)" }, "icon"],
       [{ ...base, wallet: "nobody" }, "wallet"],
