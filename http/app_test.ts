@@ -15,6 +15,14 @@ import { type RequestModels, REQUEST_MODELS } from "./models.ts";
 import { buildOpenApi } from "./openapi.ts";
 import { ROUTE_DOCS } from "./route_docs.ts";
 import { MAX_BODY_BYTES } from "./routes/request.ts";
+import { encodeSchemaData } from "../domain/schema_data.ts";
+import { findSchemaByName } from "../domain/schemas.ts";
+
+/** A user review's data as every reader decodes it (the relays refuse data that does not decode under its schema). */
+const reviewData = (body = "0x1234") =>
+  (encodeSchemaData(findSchemaByName("user-review")!.schema, { subject: "did:web:shop.example", version: "1", ratingValue: 5, reviewBody: body, screenshotUrls: [], proofs: [] }) as { value: `0x${string}` }).value;
+const REVIEW_DATA = reviewData();
+
 
 const SCHEMA = "0x7ab3911527e5e47eaab9f5a2c571060026532dde8cb4398185553053963b2a47";
 const anchors: TrustAnchors = {
@@ -87,7 +95,7 @@ async function signedBody(eas: { chainId: number; easAddress: `0x${string}` }) {
     expirationTime: 0n,
     revocable: false,
     refUID: ZERO_UID,
-    data: "0x1234" as `0x${string}`,
+    data: REVIEW_DATA,
     value: 0n,
     nonce: 0n,
     deadline: DEADLINE,

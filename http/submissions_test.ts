@@ -7,6 +7,14 @@ import { createSubmissionStatus, createSubmissionTracker } from "../domain/submi
 import { fakeClock, fakeEasReader, fakeIdempotencyStore, fakeRandom, fakeReplayStore, fakeSubmissionRecords } from "../ports/fakes/mod.ts";
 import { createApp } from "./app.ts";
 import { minimalAppDeps, trackedRelayDeps } from "./testing.ts";
+import { encodeSchemaData } from "../domain/schema_data.ts";
+import { findSchemaByName } from "../domain/schemas.ts";
+
+/** A user review's data as every reader decodes it (the relays refuse data that does not decode under its schema). */
+const reviewData = (body = "0x1234") =>
+  (encodeSchemaData(findSchemaByName("user-review")!.schema, { subject: "did:web:shop.example", version: "1", ratingValue: 5, reviewBody: body, screenshotUrls: [], proofs: [] }) as { value: `0x${string}` }).value;
+const REVIEW_DATA = reviewData();
+
 
 const account = privateKeyToAccount("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
 const SCHEMA = "0x7ab3911527e5e47eaab9f5a2c571060026532dde8cb4398185553053963b2a47";
@@ -21,7 +29,7 @@ async function signedBody() {
   const eas = fakeEasReader();
   const message = {
     attester: account.address, schema: SCHEMA as `0x${string}`, recipient: "0x173a347faed486bb69081ef673c6e52c03f57f3e" as `0x${string}`,
-    expirationTime: 0n, revocable: false, refUID: ZERO_UID, data: "0x1234" as `0x${string}`, value: 0n, nonce: 0n,
+    expirationTime: 0n, revocable: false, refUID: ZERO_UID, data: REVIEW_DATA, value: 0n, nonce: 0n,
     deadline: DEADLINE,
   };
   const typedData = buildAttestTypedData(eas, message);

@@ -8,6 +8,14 @@ import { createRelayGuard, type RelayGuard } from "./relay_guard.ts";
 import { buildAttestTypedData, ZERO_UID } from "./attest_typed_data.ts";
 import { type CallerTicket, createDelegatedAttest } from "./delegated_attest.ts";
 import { parseAttestSignature } from "./signature.ts";
+import { encodeSchemaData } from "../schema_data.ts";
+import { findSchemaByName } from "../schemas.ts";
+
+/** A user review's data as every reader decodes it (the relays refuse data that does not decode under its schema). */
+const reviewData = (body = "0x1234") =>
+  (encodeSchemaData(findSchemaByName("user-review")!.schema, { subject: "did:web:shop.example", version: "1", ratingValue: 5, reviewBody: body, screenshotUrls: [], proofs: [] }) as { value: `0x${string}` }).value;
+const REVIEW_DATA = reviewData();
+
 
 const SCHEMA = "0x7ab3911527e5e47eaab9f5a2c571060026532dde8cb4398185553053963b2a47";
 const owner = privateKeyToAccount("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
@@ -86,7 +94,7 @@ async function walletBody(env: ReturnType<typeof setup>, signer = owner, wrap = 
     expirationTime: 0n,
     revocable: false,
     refUID: ZERO_UID,
-    data: "0x1234" as HexString,
+    data: REVIEW_DATA,
     value: 0n,
     nonce,
     deadline: BigInt(Math.floor(env.clock.nowMs() / 1000) + 600),

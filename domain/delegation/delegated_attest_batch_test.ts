@@ -5,6 +5,14 @@ import { buildAttestTypedData, ZERO_UID } from "./attest_typed_data.ts";
 import { type CallerTicket, createDelegatedAttest, type DelegatedAttestDeps } from "./delegated_attest.ts";
 import { createRateLimiter } from "../rate_limit.ts";
 import { createRelayGuard } from "./relay_guard.ts";
+import { encodeSchemaData } from "../schema_data.ts";
+import { findSchemaByName } from "../schemas.ts";
+
+/** A user review's data as every reader decodes it (the relays refuse data that does not decode under its schema). */
+const reviewData = (body = "0x1234") =>
+  (encodeSchemaData(findSchemaByName("user-review")!.schema, { subject: "did:web:shop.example", version: "1", ratingValue: 5, reviewBody: body, screenshotUrls: [], proofs: [] }) as { value: `0x${string}` }).value;
+const REVIEW_DATA = reviewData();
+
 
 const SCHEMA = "0x7ab3911527e5e47eaab9f5a2c571060026532dde8cb4398185553053963b2a47";
 const OTHER_SCHEMA = "0x2b0d1100f7943c0c2ea29e35c1286bd860fa752124e035cafb503bb83f234805";
@@ -41,7 +49,7 @@ async function signed(
     expirationTime: 0n,
     revocable: false,
     refUID: ZERO_UID,
-    data: over.data ?? "0x1234",
+    data: over.data ?? REVIEW_DATA,
     value: 0n,
     nonce: over.nonce ?? 0n,
     deadline: BigInt(Math.floor(env.clock.nowMs() / 1000) + 600),
@@ -76,7 +84,7 @@ describe("delegated attestation batches (decisions §23)", () => {
     const env = setup();
     const bodies = [
       await signed(env),
-      { ...(await signed(env, { signer: bob, data: "0xb0b0" })), attester: alice.address },
+      { ...(await signed(env, { signer: bob, data: reviewData("0xb0b0") })), attester: alice.address },
       await signed(env, { schema: OTHER_SCHEMA, signer: bob }),
       await signed(env, { signer: bob }),
       { attester: alice.address },
@@ -118,20 +126,20 @@ describe("delegated attestation batches (decisions §23)", () => {
   test("two requests of one attester signed for consecutive nonces, in order: both sent, in nonce order", async () => {
     const env = setup();
     env.eas.nonces.set(alice.address.toLowerCase(), 4n);
-    const outcome = await env.batch([await signed(env, { nonce: 4n }), await signed(env, { nonce: 5n, data: "0x5678" })]);
+    const outcome = await env.batch([await signed(env, { nonce: 4n }), await signed(env, { nonce: 5n, data: reviewData("0x5678") })]);
     expect(codes(outcome.results)).toEqual(["ok", "ok"]);
-    expect(env.delegate.batches[0]!.map((c) => c.data.data)).toEqual(["0x1234", "0x5678"]);
+    expect(env.delegate.batches[0]!.map((c) => c.data.data)).toEqual([reviewData("0x1234"), reviewData("0x5678")]);
     expect([...env.replay.rows.values()].map((row) => row.nonce).sort()).toEqual([4n, 5n]);
   });
 
   test("requests of one attester out of nonce order: the one whose nonce does not fit is refused before sending", async () => {
     const env = setup();
-    const outcome = await env.batch([await signed(env, { nonce: 1n, data: "0x5678" }), await signed(env, { nonce: 0n })]);
+    const outcome = await env.batch([await signed(env, { nonce: 1n, data: reviewData("0x5678") }), await signed(env, { nonce: 0n })]);
     expect(codes(outcome.results)).toEqual(["ATTESTER_MISMATCH", "ok"]);
-    expect(env.delegate.batches).toEqual([[expect.objectContaining({ data: expect.objectContaining({ data: "0x1234" }) })]]);
+    expect(env.delegate.batches).toEqual([[expect.objectContaining({ data: expect.objectContaining({ data: reviewData("0x1234") }) })]]);
     // A gap is refused too: nonce 2 after 0 leaves EAS's nonce 1 unused.
     const gap = setup();
-    const skipped = await gap.batch([await signed(gap, { nonce: 0n }), await signed(gap, { nonce: 2n, data: "0x5678" })]);
+    const skipped = await gap.batch([await signed(gap, { nonce: 0n }), await signed(gap, { nonce: 2n, data: reviewData("0x5678") })]);
     expect(codes(skipped.results)).toEqual(["ok", "ATTESTER_MISMATCH"]);
   });
 
@@ -140,7 +148,7 @@ describe("delegated attestation batches (decisions §23)", () => {
     const body = await signed(env);
     expect(codes((await env.batch([body])).results)).toEqual(["ok"]);
     env.eas.nonces.set(alice.address.toLowerCase(), 1n);
-    const again = await env.batch([body, await signed(env, { nonce: 1n, signer: alice, data: "0x99" })]);
+    const again = await env.batch([body, await signed(env, { nonce: 1n, signer: alice, data: reviewData("0x99") })]);
     expect(codes(again.results)).toEqual(["DUPLICATE", "ok"]);
     const twice = setup();
     const same = await twice.batch([await signed(twice), await signed(twice)]);
@@ -163,9 +171,9 @@ describe("delegated attestation batches (decisions §23)", () => {
     const outcome = await env.batch([
       await signed(env, { nonce: 0n }),
       await signed(env, { schema: OTHER_SCHEMA, nonce: 1n }),
-      await signed(env, { nonce: 1n, data: "0x01" }),
-      await signed(env, { nonce: 2n, data: "0x02" }),
-      await signed(env, { nonce: 3n, data: "0x03" }),
+      await signed(env, { nonce: 1n, data: reviewData("0x01") }),
+      await signed(env, { nonce: 2n, data: reviewData("0x02") }),
+      await signed(env, { nonce: 3n, data: reviewData("0x03") }),
     ]);
     // The attester's allowance of 3 is spent by the three items that reached the guard; the fourth is limited.
     expect(codes(outcome.results)).toEqual(["ok", "SCHEMA_NOT_SUBSIDIZED", "ok", "ok", "RATE_LIMITED"]);
@@ -182,7 +190,7 @@ describe("delegated attestation batches (decisions §23)", () => {
     const outcome = await env.batch([
       await signed(env, { nonce: 0n }),
       await signed(env, { signer: bob }),
-      await signed(env, { nonce: 1n, data: "0x01" }),
+      await signed(env, { nonce: 1n, data: reviewData("0x01") }),
     ]);
     // Three items: 350,000 gas, a share of 116,667 each; the budget of 300,000 pays two.
     expect(codes(outcome.results)).toEqual(["ok", "ok", "RATE_LIMITED"]);
@@ -225,16 +233,16 @@ describe("delegated attestation batches (decisions §23)", () => {
 
   test("an item EAS would revert is refused with the single route's answer, the later items of its attester with it, the rest sent", async () => {
     const env = setup();
-    env.delegate.revertsInBatch = (call) => (call.data.data === "0xbad0" ? "InvalidSchema" : undefined);
+    env.delegate.revertsInBatch = (call) => (call.data.data === reviewData("0xbad0") ? "InvalidSchema" : undefined);
     const outcome = await env.batch([
       await signed(env, { signer: bob }),
-      await signed(env, { nonce: 0n, data: "0xbad0" }),
-      await signed(env, { nonce: 1n, data: "0x01" }),
-      await signed(env, { signer: bob, nonce: 1n, data: "0x02" }),
+      await signed(env, { nonce: 0n, data: reviewData("0xbad0") }),
+      await signed(env, { nonce: 1n, data: reviewData("0x01") }),
+      await signed(env, { signer: bob, nonce: 1n, data: reviewData("0x02") }),
     ]);
     expect(codes(outcome.results)).toEqual(["ok", "INVALID_INPUT", "ATTESTER_MISMATCH", "ok"]);
     expect(outcome.results[1]).toMatchObject({ message: "EAS rejected the attestation: InvalidSchema" });
-    expect(env.delegate.batches[0]!.map((c) => c.data.data)).toEqual(["0x1234", "0x02"]);
+    expect(env.delegate.batches[0]!.map((c) => c.data.data)).toEqual([reviewData("0x1234"), reviewData("0x02")]);
     // The refused items' signatures are given back: nothing of them is on record.
     expect(env.replay.rows.size).toBe(2);
   });
@@ -242,16 +250,16 @@ describe("delegated attestation batches (decisions §23)", () => {
   test("issue 43: narrowing is bounded: 30 reverting items of 30 attesters cost at most 30 + ⌈log₂ 30⌉ + 1 simulations, one bad item ⌈log₂ 30⌉ + 2", async () => {
     const signers = Array.from({ length: 30 }, () => privateKeyToAccount(generatePrivateKey()));
     const env = setup();
-    env.delegate.revertsInBatch = (call) => (call.data.data === "0xbad0" ? "InvalidExpirationTime" : undefined);
-    const all = await env.batch(await Promise.all(signers.map((signer) => signed(env, { signer, data: "0xbad0" }))));
+    env.delegate.revertsInBatch = (call) => (call.data.data === reviewData("0xbad0") ? "InvalidExpirationTime" : undefined);
+    const all = await env.batch(await Promise.all(signers.map((signer) => signed(env, { signer, data: reviewData("0xbad0") }))));
     expect(codes(all.results)).toEqual(Array(30).fill("INVALID_INPUT"));
     expect(env.delegate.batches).toHaveLength(0);
     // Before: one halving per reverting item, 150 simulations.
     expect(env.delegate.batchSimulations).toBeLessThanOrEqual(36);
 
     const one = setup();
-    one.delegate.revertsInBatch = (call) => (call.data.data === "0xbad0" ? "InvalidExpirationTime" : undefined);
-    const bodies = await Promise.all(signers.map((signer, i) => signed(one, { signer, data: i === 17 ? "0xbad0" : "0x01" })));
+    one.delegate.revertsInBatch = (call) => (call.data.data === reviewData("0xbad0") ? "InvalidExpirationTime" : undefined);
+    const bodies = await Promise.all(signers.map((signer, i) => signed(one, { signer, data: i === 17 ? reviewData("0xbad0") : reviewData("0x01") })));
     const outcome = await one.batch(bodies);
     expect(codes(outcome.results)).toEqual(signers.map((_, i) => (i === 17 ? "INVALID_INPUT" : "ok")));
     expect(one.delegate.batches[0]).toHaveLength(29);
@@ -259,8 +267,8 @@ describe("delegated attestation batches (decisions §23)", () => {
 
     // Every other item reverting: each good one is still sent, within the same bound.
     const half = setup();
-    half.delegate.revertsInBatch = (call) => (call.data.data === "0xbad0" ? "InvalidExpirationTime" : undefined);
-    const mixed = await half.batch(await Promise.all(signers.map((signer, i) => signed(half, { signer, data: i % 2 === 0 ? "0xbad0" : "0x01" }))));
+    half.delegate.revertsInBatch = (call) => (call.data.data === reviewData("0xbad0") ? "InvalidExpirationTime" : undefined);
+    const mixed = await half.batch(await Promise.all(signers.map((signer, i) => signed(half, { signer, data: i % 2 === 0 ? reviewData("0xbad0") : reviewData("0x01") }))));
     expect(codes(mixed.results)).toEqual(signers.map((_, i) => (i % 2 === 0 ? "INVALID_INPUT" : "ok")));
     expect(half.delegate.batches[0]).toHaveLength(15);
     expect(half.delegate.batchSimulations).toBeLessThanOrEqual(36);

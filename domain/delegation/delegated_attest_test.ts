@@ -6,6 +6,14 @@ import { fail } from "../result.ts";
 import { createDelegatedAttest, type DelegatedAttestDeps, NONCE_AHEAD, NONCE_MOVED } from "./delegated_attest.ts";
 import { createRateLimiter } from "../rate_limit.ts";
 import { createRelayGuard } from "./relay_guard.ts";
+import { encodeSchemaData } from "../schema_data.ts";
+import { findSchemaByName } from "../schemas.ts";
+
+/** A user review's data as every reader decodes it (the relays refuse data that does not decode under its schema). */
+const reviewData = (body = "0x1234") =>
+  (encodeSchemaData(findSchemaByName("user-review")!.schema, { subject: "did:web:shop.example", version: "1", ratingValue: 5, reviewBody: body, screenshotUrls: [], proofs: [] }) as { value: `0x${string}` }).value;
+const REVIEW_DATA = reviewData();
+
 
 const SCHEMA = "0x7ab3911527e5e47eaab9f5a2c571060026532dde8cb4398185553053963b2a47";
 const OTHER_SCHEMA = "0x2b0d1100f7943c0c2ea29e35c1286bd860fa752124e035cafb503bb83f234805";
@@ -41,7 +49,7 @@ async function signedBody(
     expirationTime: 0n,
     revocable: over.revocable ?? false,
     refUID: ZERO_UID,
-    data: over.data ?? "0x1234",
+    data: over.data ?? REVIEW_DATA,
     value: 0n,
     nonce: over.nonce ?? 0n,
     deadline: over.deadline ?? BigInt(Math.floor(env.clock.nowMs() / 1000) + 600),
@@ -324,7 +332,7 @@ describe("createDelegatedAttest()", () => {
       seen.push({ key, sentBefore: env.delegate.sent.length, state: (await env.replay.find(key))?.state });
     };
     env.delegate.simulation = { ok: false, reason: "reverted", errorName: "InvalidSchema" };
-    expect(await env.attest(await signedBody(env, { data: "0xaa" }), { onSubmitting })).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+    expect(await env.attest(await signedBody(env, { data: reviewData("0xaa") }), { onSubmitting })).toMatchObject({ ok: false, code: "INVALID_INPUT" });
     expect(seen).toHaveLength(0);
     env.delegate.simulation = { ok: true, gas: 100_000n };
     expect(await env.attest(await signedBody(env), { onSubmitting })).toMatchObject({ ok: true });
@@ -332,11 +340,21 @@ describe("createDelegatedAttest()", () => {
     const failing = async () => {
       throw new Error("storage down");
     };
-    const body = await signedBody(env, { nonce: 1n, data: "0xbb" });
+    const body = await signedBody(env, { nonce: 1n, data: reviewData("0xbb") });
     env.eas.nonces.set(account.address.toLowerCase(), 1n);
     await expect(env.attest(body, { onSubmitting: failing })).rejects.toThrow("storage down");
     expect(env.delegate.sent).toHaveLength(1);
     expect(env.replay.rows.size).toBe(1);
+  });
+
+  test("data that does not decode under its schema is INVALID_INPUT before any RPC: nobody could read the attestation it paid for", async () => {
+    const env = setup();
+    for (const data of ["0xdeadbeef", "0x"] as const) {
+      const refused = await env.attest(await signedBody(env, { data }));
+      expect(refused).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+      expect(!refused.ok && refused.message).toStartWith("data does not decode under the schema user-review");
+    }
+    expect([env.eas.calls, env.delegate.sent.length, env.replay.rows.size]).toEqual([0, 0, 0]);
   });
 
   test("RPC down while reading the nonce is RPC_ERROR", async () => {
@@ -352,8 +370,8 @@ describe("createDelegatedAttest()", () => {
 
   test("two signatures for one attester nonce at once: one succeeds, one is refused", async () => {
     const env = setup();
-    const a = await signedBody(env, { data: "0x01" });
-    const b = await signedBody(env, { data: "0x02" });
+    const a = await signedBody(env, { data: reviewData("0x01") });
+    const b = await signedBody(env, { data: reviewData("0x02") });
     const results = await Promise.all([env.attest(a), env.attest(b)]);
     expect(results.filter((r) => r.ok)).toHaveLength(1);
     expect(results.find((r) => !r.ok)).toMatchObject({ ok: false, code: "DUPLICATE" });
