@@ -94,6 +94,8 @@ export type EasEvent = {
   readonly logIndex: number;
   /** The transaction that logged it, where the source knows it (webhook payloads carry it, decisions §22). */
   readonly txHash?: HexString | undefined;
+  /** The block that logged it, where the source knows it: the follower checks it against the block it read. */
+  readonly blockHash?: HexString | undefined;
 };
 
 /** Where the index stands: every event up to and including this block is stored. */
@@ -111,6 +113,11 @@ export type IndexBlock = {
   readonly timestamp: bigint;
   /** The parent block's hash, when the chain read tells it (the follower checks its checkpoint with it). */
   readonly parentHash?: HexString | undefined;
+  /**
+   * Whether the block's logs bloom says the EAS contract may have logged an `Attested` or `Revoked` in it (false:
+   * certainly not); undefined when the chain read does not tell. The follower checks a "maybe" with no event.
+   */
+  readonly mayHoldEvents?: boolean | undefined;
 };
 
 /**
@@ -173,7 +180,15 @@ export interface ChainHistory {
    * Every `Attested` and `Revoked` log of the EAS contract in `[from, to]`, in chain order, and the hash (time,
    * parent's hash) of block `to`; ranges the provider refuses are split.
    */
-  readonly events: (from: bigint, to: bigint) => Promise<IndexRead<{ events: EasEvent[]; toHash: HexString; toTimestamp?: bigint | undefined; toParentHash?: HexString | undefined }>>;
+  readonly events: (
+    from: bigint,
+    to: bigint,
+  ) => Promise<IndexRead<{ events: EasEvent[]; toHash: HexString; toTimestamp?: bigint | undefined; toParentHash?: HexString | undefined; toMayHoldEvents?: boolean | undefined }>>;
+  /**
+   * The `Attested` and `Revoked` logs of one block by its hash (EIP-234), in chain order: a node that does not have the
+   * block fails (`inconsistent`). Optional: the follower then cannot check a bloom's "maybe".
+   */
+  readonly eventsOfBlock?: ((blockHash: HexString) => Promise<IndexRead<EasEvent[]>>) | undefined;
   /** A block's hash and timestamp (and its parent's hash), or null when the chain has no such block (any more). */
   readonly block: (blockNumber: bigint) => Promise<IndexRead<IndexBlock | null>>;
   /** The attestation of each uid, in the order asked, read at `block` (as {@link AttestationIndex.attestations}). */

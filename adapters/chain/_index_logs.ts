@@ -5,14 +5,24 @@ import { ATTESTED_TOPIC, REVOKED_TOPIC } from "../../domain/eas_abi.ts";
 import { attempt, failed, type IndexState, type Outcome, toHex } from "./_index_state.ts";
 import { suggestedWidth } from "./_rpc_failures.ts";
 
-type RawLog = { topics: string[]; data: string; blockNumber?: string | null; logIndex?: string | null; transactionHash?: string | null; removed?: boolean };
+type RawLog = {
+  topics: string[];
+  data: string;
+  blockNumber?: string | null;
+  blockHash?: string | null;
+  logIndex?: string | null;
+  transactionHash?: string | null;
+  removed?: boolean;
+};
 
 /** One `eth_getLogs` of the EAS contract with `topics`, parsed into EAS events (Attested and Revoked share a layout). */
-export async function getLogs(state: IndexState, topics: readonly unknown[], from: bigint, to: bigint): Promise<Outcome<EasEvent[]>> {
+export async function getLogs(state: IndexState, topics: readonly unknown[], from: bigint | HexString, to?: bigint): Promise<Outcome<EasEvent[]>> {
+  // A block hash (EIP-234) names one block; else the range [from, to].
+  const where = typeof from === "string" ? { blockHash: from } : { fromBlock: toHex(from), toBlock: toHex(to!) };
   const outcome = await attempt(state, "eth_getLogs", () =>
     state.client.request({
       method: "eth_getLogs",
-      params: [{ address: state.eas, topics: topics as never, fromBlock: toHex(from), toBlock: toHex(to) }],
+      params: [{ address: state.eas, topics: topics as never, ...where }],
     }), true);
   if (!outcome.ok) return outcome;
   const events: EasEvent[] = [];
@@ -35,6 +45,7 @@ export async function getLogs(state: IndexState, topics: readonly unknown[], fro
       blockNumber: BigInt(raw.blockNumber ?? "0x0"),
       logIndex: Number(raw.logIndex ?? "0x0"),
       ...(typeof raw.transactionHash === "string" ? { txHash: raw.transactionHash.toLowerCase() as HexString } : {}),
+      ...(typeof raw.blockHash === "string" ? { blockHash: raw.blockHash.toLowerCase() as HexString } : {}),
     });
   }
   return { ok: true, value: events };
@@ -82,7 +93,9 @@ export async function scanLogs(state: IndexState, topics: readonly unknown[], fr
     return failure;
   }
   done.sort((x, y) => (x.from < y.from ? -1 : 1));
-  return { ok: true, value: done.flatMap((d) => d.events) };
+  // In chain order whatever order the provider answered in: a revocation applied before its attestation's insert
+  // was lost for good (issue: logs out of order in one response).
+  return { ok: true, value: inChainOrder(done.flatMap((d) => d.events)) };
 }
 
 /** The Attested logs of `query`'s recipients and schemas, in chain order. */
@@ -116,4 +129,15 @@ export function splitRange(from: bigint, to: bigint, width: bigint | null): [big
   const out: [bigint, bigint][] = [];
   for (let a = from; a <= to; a += width) out.push([a, a + width - 1n < to ? a + width - 1n : to]);
   return out;
+}
+
+/** Events by block, then log index. */
+export function inChainOrder<E extends { readonly blockNumber: bigint; readonly logIndex: number }>(events: E[]): E[] {
+  return events.sort((a, b) => (a.blockNumber === b.blockNumber ? a.logIndex - b.logIndex : a.blockNumber < b.blockNumber ? -1 : 1));
+}
+
+/** The EAS events of one block by its hash (EIP-234). */
+export async function eventsOfBlock(state: IndexState, blockHash: HexString): Promise<IndexRead<EasEvent[]>> {
+  const outcome = await getLogs(state, [[ATTESTED_TOPIC, REVOKED_TOPIC]], blockHash);
+  return outcome.ok ? { ok: true, value: inChainOrder(outcome.value) } : failed(outcome);
 }

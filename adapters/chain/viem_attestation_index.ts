@@ -11,7 +11,8 @@ import type { HexString } from "../../ports/eas.ts";
 import { ATTESTED_TOPIC, EAS_ABI, REVOKED_TOPIC } from "../../domain/eas_abi.ts";
 import { ZERO_UID } from "./_batch_reader.ts";
 import { attestations } from "./_index_attestations.ts";
-import { attestedUids, scanLogs } from "./_index_logs.ts";
+import { attestedUids, eventsOfBlock, scanLogs } from "./_index_logs.ts";
+import { bloomTest } from "./_logs_bloom.ts";
 import { attempt, createIndexState, failed, type IndexState, toHex, type ViemAttestationIndexOptions } from "./_index_state.ts";
 
 export { BATCH_READER_CODE, splitBatchOutput } from "./_batch_reader.ts";
@@ -71,7 +72,16 @@ export function createViemAttestationIndex(options: ViemAttestationIndexOptions)
     blockHash: (blockNumber) => blockHash(state, blockNumber),
     block: (blockNumber) => block(state, blockNumber),
     events: (from, to) => events(state, from, to),
+    eventsOfBlock: (hash) => eventsOfBlock(state, hash),
   };
+}
+
+/** The bloom test of each index state's EAS contract, made once. */
+const BLOOM_TESTS = new WeakMap<IndexState, ReturnType<typeof bloomTest>>();
+function mayHoldEvents(state: IndexState, bloom: unknown): boolean | undefined {
+  let test = BLOOM_TESTS.get(state);
+  if (test === undefined) BLOOM_TESTS.set(state, test = bloomTest(state.eas, [ATTESTED_TOPIC, REVOKED_TOPIC]));
+  return test(bloom);
 }
 
 async function latestBlock(state: IndexState): Promise<IndexRead<bigint>> {
@@ -121,10 +131,22 @@ async function block(state: IndexState, blockNumber: bigint): Promise<IndexRead<
     state.client.request({ method: "eth_getBlockByNumber", params: [toHex(blockNumber), false] })
   );
   if (!outcome.ok) return failed(outcome);
-  const found = outcome.value as { hash?: string | null; timestamp?: string | null; parentHash?: string | null } | null;
+  const found = outcome.value as { number?: string | null; hash?: string | null; timestamp?: string | null; parentHash?: string | null; logsBloom?: string | null } | null;
   if (!found?.hash) return { ok: true, value: null };
+  // Another block than asked (a backend answering for what it has): no block is better than a wrong one.
+  if (typeof found.number === "string" && BigInt(found.number) !== blockNumber) return { ok: false, reason: "inconsistent" };
   const parentHash = typeof found.parentHash === "string" ? { parentHash: found.parentHash.toLowerCase() as HexString } : {};
-  return { ok: true, value: { blockNumber, blockHash: found.hash.toLowerCase() as HexString, timestamp: BigInt(found.timestamp ?? "0x0"), ...parentHash } };
+  const mayHold = mayHoldEvents(state, found.logsBloom);
+  return {
+    ok: true,
+    value: {
+      blockNumber,
+      blockHash: found.hash.toLowerCase() as HexString,
+      timestamp: BigInt(found.timestamp ?? "0x0"),
+      ...parentHash,
+      ...(mayHold === undefined ? {} : { mayHoldEvents: mayHold }),
+    },
+  };
 }
 
 async function blockHash(state: IndexState, blockNumber: bigint): Promise<IndexRead<HexString | null>> {
@@ -132,11 +154,24 @@ async function blockHash(state: IndexState, blockNumber: bigint): Promise<IndexR
   return read.ok ? { ok: true, value: read.value?.blockHash ?? null } : read;
 }
 
-async function events(state: IndexState, from: bigint, to: bigint): Promise<IndexRead<{ events: EasEvent[]; toHash: HexString; toTimestamp: bigint; toParentHash?: HexString | undefined }>> {
+async function events(
+  state: IndexState,
+  from: bigint,
+  to: bigint,
+): Promise<IndexRead<{ events: EasEvent[]; toHash: HexString; toTimestamp: bigint; toParentHash?: HexString | undefined; toMayHoldEvents?: boolean | undefined }>> {
   // Issued together, so the block rides in the first range's batch.
   const [scanned, last] = await Promise.all([scanLogs(state, [[ATTESTED_TOPIC, REVOKED_TOPIC]], from, to), block(state, to)]);
   if (!scanned.ok) return scanned;
   if (!last.ok) return last;
   if (last.value === null) return { ok: false, reason: "inconsistent" };
-  return { ok: true, value: { events: scanned.value, toHash: last.value.blockHash, toTimestamp: last.value.timestamp, toParentHash: last.value.parentHash } };
+  return {
+    ok: true,
+    value: {
+      events: scanned.value,
+      toHash: last.value.blockHash,
+      toTimestamp: last.value.timestamp,
+      toParentHash: last.value.parentHash,
+      toMayHoldEvents: last.value.mayHoldEvents,
+    },
+  };
 }

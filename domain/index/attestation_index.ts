@@ -141,11 +141,14 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
       checkpoint === undefined || !filling ? Promise.resolve(undefined) : deps.chain.blockHash(checkpoint.blockNumber),
     ]);
     if (!head.ok) return head;
+    // A head below the checkpoint is a node behind (backends out of step), not a reorg: nothing read, nothing rewound.
+    if (checkpoint !== undefined && head.value < checkpoint.blockNumber) return { ok: false, reason: "inconsistent" };
     const confirmedTo = head.value - BigInt(deps.confirmations);
     const status = { ok: true as const, head: head.value, target: head.value, confirmedTo, caughtUp: false };
     const canonical = early ?? (checkpoint !== undefined && head.value <= checkpoint.blockNumber ? await deps.chain.blockHash(checkpoint.blockNumber) : undefined);
     if (checkpoint !== undefined && canonical !== undefined) {
       if (!canonical.ok) return canonical;
+      if (canonical.value === null) return { ok: false, reason: "inconsistent" }; // a node behind, not a fork
       if (canonical.value !== checkpoint.blockHash) return await rewound(deps, depth, status);
     }
     if (!complete && checkpoint !== undefined) {
@@ -198,9 +201,12 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
       // A chain read that does not tell parents: the checkpoint's hash, read now.
       const hash = parent !== undefined ? { ok: true as const, value: parent } : await deps.chain.blockHash(unchecked.blockNumber);
       if (!hash.ok) return hash;
+      if (hash.value === null) return { ok: false, reason: "inconsistent" };
       if (hash.value !== unchecked.blockHash) return await rewound(deps, depth, status);
     }
     const tailBlocks = fromRead ? readBlocks.slice(1) : readBlocks;
+    const consistent = await logsAgreeWithBlocks(deps, value, readTo, readBlocks);
+    if (!consistent.ok) return consistent;
     width = nextWidth(span, readTo - from + 1n, value.events.length);
     // Too many events: the step ends with the block of the `stepEvents`-th, and that block's hash and time are read.
     let to = readTo;
@@ -220,6 +226,9 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
     if (ends.timestamp !== undefined) times.set(to, ends.timestamp);
     const records = await recordsOf(deps, events, to, times);
     if (!records.ok) return records;
+    // A revocation the chain's record does not show (read at `to`, after it) is a log of a block the chain dropped.
+    const revokedNow = new Set(records.value.filter((r) => r.revocationTime !== 0n).map((r) => r.uid.toLowerCase()));
+    if (events.some((e) => e.kind === "revoked" && !revokedNow.has(e.uid.toLowerCase()))) return { ok: false, reason: "inconsistent" };
     const next: IndexCheckpoint = { blockNumber: to, blockHash: ends.blockHash, timestamp: ends.timestamp };
     // On a chain younger than the confirmations nothing is deep enough yet: the boundary is -1, before block 0 (issue 43).
     const deepTo = deps.webhookConfirmations === undefined ? undefined : head.value - BigInt(deps.webhookConfirmations);
@@ -257,6 +266,42 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
     if (read === span && events < stepEvents / 2) return span * 2n > deps.stepBlocks ? deps.stepBlocks : span * 2n;
     return span;
   }
+}
+
+/**
+ * Whether a step's logs agree with the blocks it read (a provider's log backend out of step with its block backend),
+ * checked before anything is written; the step fails `inconsistent` (and is read again) when they do not:
+ * - a log naming another hash for a block the step read is a log of another fork;
+ * - a block whose logs bloom may hold an EAS event, with no event read for it, is asked again by its hash (EIP-234):
+ *   an event there is one the range's answer left out. A lagging backend's empty answer moved the checkpoint past a
+ *   revocation, and key status said `active` for a revoked binding for good. A bloom's "maybe" with nothing there is
+ *   its false positive, and costs one call.
+ */
+async function logsAgreeWithBlocks(
+  deps: Pick<IndexFollowerDeps, "chain">,
+  read: { readonly events: readonly EasEvent[]; readonly toHash: HexString; readonly toMayHoldEvents?: boolean | undefined },
+  readTo: bigint,
+  blocks: readonly IndexBlock[],
+): Promise<IndexRead<void>> {
+  const known = new Map<bigint, { readonly hash: HexString; readonly mayHold: boolean | undefined }>(
+    blocks.map((b) => [b.blockNumber, { hash: b.blockHash, mayHold: b.mayHoldEvents }]),
+  );
+  known.set(readTo, { hash: read.toHash, mayHold: read.toMayHoldEvents });
+  const withEvents = new Set<bigint>();
+  for (const event of read.events) {
+    withEvents.add(event.blockNumber);
+    const block = known.get(event.blockNumber);
+    if (event.blockHash !== undefined && block !== undefined && event.blockHash !== block.hash) return { ok: false, reason: "inconsistent" };
+  }
+  const eventsOfBlock = deps.chain.eventsOfBlock;
+  if (eventsOfBlock === undefined) return { ok: true, value: undefined };
+  for (const [blockNumber, block] of known) {
+    if (block.mayHold !== true || withEvents.has(blockNumber)) continue;
+    const again = await eventsOfBlock(block.hash);
+    if (!again.ok) return again;
+    if (again.value.length > 0) return { ok: false, reason: "inconsistent" };
+  }
+  return { ok: true, value: undefined };
 }
 
 /** The subjects the records name (those naming one). */
@@ -309,6 +354,8 @@ async function lastCanonical(chain: ChainHistory, history: readonly IndexCheckpo
   for (const stored of history) {
     const hash = await chain.blockHash(stored.blockNumber);
     if (!hash.ok) return hash;
+    // Not known to the node: it is behind, and says nothing of forks (walking on wiped the whole index).
+    if (hash.value === null) return { ok: false, reason: "inconsistent" };
     if (hash.value === stored.blockHash) return { ok: true, value: stored };
   }
   return { ok: true, value: undefined };

@@ -16,6 +16,9 @@ export const isSend = (method: string): boolean => SEND_METHODS.has(method);
 /** One JSON-RPC call. */
 export type RpcCall = { readonly id: unknown; readonly method: string; readonly params: unknown[] };
 
+/** One JSON-RPC answer. */
+export type RpcAnswer = { readonly jsonrpc: "2.0"; readonly id: unknown; readonly result?: unknown; readonly error?: unknown };
+
 /** A running proxy. */
 export type RpcProxy = {
   readonly url: string;
@@ -30,6 +33,11 @@ export type RpcProxy = {
    * answers (e.g. a 502: the node acted, its answer is lost), or undefined to pass them on.
    */
   onAnswered: ((calls: readonly RpcCall[]) => Response | undefined | Promise<Response | undefined>) | undefined;
+  /**
+   * Rewrites one forwarded call's answer (a provider's backend out of step: an empty `eth_getLogs`, another head);
+   * return the answer to send.
+   */
+  onAnswer: ((call: RpcCall, answer: RpcAnswer) => RpcAnswer) | undefined;
   /** Where calls are forwarded; settable, so a proxy can be started before its node. */
   upstream: string;
   readonly stop: () => Promise<void>;
@@ -43,6 +51,7 @@ export function startRpcProxy(upstream: string): RpcProxy {
     onHttp: undefined,
     onCall: undefined,
     onAnswered: undefined,
+    onAnswer: undefined,
     upstream,
     stop: async () => await server.stop(true),
   };
@@ -79,7 +88,9 @@ export function startRpcProxy(upstream: string): RpcProxy {
         const parsed: unknown = await upstreamResponse.json();
         const results = (Array.isArray(parsed) ? parsed : [parsed]) as { id: unknown }[];
         calls.forEach((call, i) => {
-          if (!answers.has(i)) answers.set(i, results.find((r) => r.id === call.id));
+          if (answers.has(i)) return;
+          const answer = results.find((r) => r.id === call.id) as RpcAnswer | undefined;
+          answers.set(i, answer !== undefined && proxy.onAnswer !== undefined ? proxy.onAnswer(call, answer) : answer);
         });
       }
       const out = calls.map((_, i) => answers.get(i));
