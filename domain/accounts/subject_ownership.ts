@@ -7,7 +7,8 @@
  * - did:pkh of the wallet itself (any eip155 chain) → `wallet`;
  * - did:pkh of a contract on a chain the deployment reads (the active chain, or each chain of `chains`, decisions §30):
  *   its `owner()` is the wallet → `contract`; else, with `txHash`:
- *   the transaction created the contract and was sent by the wallet → `minting-wallet`, or it carries an
+ *   the transaction created the contract and was sent by the wallet, and no other wallet is its `owner()` since
+ *   → `minting-wallet`, or it carries an
  *   `OwnershipTransferred` from the contract to the wallet, which is still `owner()` → `transfer`.
  *
  * A proof that fails says why (`error`, and in `details` what would make it pass); a lookup that could not be
@@ -39,7 +40,16 @@ export type OwnershipAnswer = {
 };
 
 /** The request: the subject, the wallet, and optionally the transaction that shows the ownership. */
-export type OwnershipRequest = { readonly subjectDid: string; readonly connectedWalletDid: string; readonly txHash?: string | undefined };
+export type OwnershipRequest = {
+  readonly subjectDid: string;
+  readonly connectedWalletDid: string;
+  readonly txHash?: string | undefined;
+  /**
+   * A proof kept from before (a subject of the account), checked again as it stands now: `minting-wallet` then needs no
+   * `txHash` (a creation cannot be undone), only that no other wallet is the contract's `owner()` since.
+   */
+  readonly provenBy?: string | undefined;
+};
 
 export type VerifySubjectOwnership = (request: OwnershipRequest) => Promise<Result<OwnershipAnswer, "INVALID_INPUT" | "INVALID_DID" | "NETWORK_ERROR">>;
 
@@ -118,9 +128,12 @@ export function createSubjectOwnership(deps: {
       if (!tx.ok) return fail("NETWORK_ERROR", "The chain did not answer");
       if (tx.value === null) return ok(failed("No such transaction on this chain", "Give the hash of a mined transaction"));
       if (tx.value.contractAddress?.toLowerCase() === subjectAddress) {
-        return ok(tx.value.from.toLowerCase() === walletAddress
+        if (tx.value.from.toLowerCase() !== walletAddress) return ok(failed("The contract was created by another wallet", undefined, "minting-wallet"));
+        // Creating a contract proves control only while no one else owns it: a creator that transferred or sold it
+        // (its owner() now another wallet) kept proving it, and wrote key bindings for it on the private relay.
+        return ok(owner.value === null || isOwner
           ? verified("minting-wallet")
-          : failed("The contract was created by another wallet", undefined, "minting-wallet"));
+          : failed(`The wallet created the contract, but its owner() is now ${owner.value}`, "Prove it with the owner's wallet", "minting-wallet"));
       }
       const transferred = tx.value.logs.some((log) =>
         log.address.toLowerCase() === subjectAddress && log.topics[0]?.toLowerCase() === OWNERSHIP_TRANSFERRED_TOPIC &&
@@ -130,6 +143,11 @@ export function createSubjectOwnership(deps: {
         // Ownership may have moved on since: the wallet must still be the owner.
         return ok(isOwner ? verified("transfer") : failed("The ownership was transferred to the wallet but has moved on since", "The wallet must still be owner()", "transfer"));
       }
+    }
+    if (request.provenBy === "minting-wallet" && request.txHash === undefined) {
+      return ok(owner.value === null || isOwner
+        ? verified("minting-wallet")
+        : failed(`The wallet created the contract, but its owner() is now ${owner.value}`, "Prove it with the owner's wallet", "minting-wallet"));
     }
     if (isOwner) return ok(verified("contract"));
     return ok(failed(

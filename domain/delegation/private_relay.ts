@@ -168,7 +168,21 @@ export function createPrivateRelay(deps: PrivateRelayDeps) {
       }
       const wallet = walletDid(account, deps.chainId);
       let own = authority === wallet;
-      if (!own && payer === undefined) own = (await deps.subjects.list(account.id)).some((s) => s.canonicalDid === authority);
+      if (!own && payer === undefined) {
+        // An account's subject, proven when it was added, is proven again as it stands now: a DNS record taken down,
+        // a contract's owner() moved on, and the former owner kept writing key bindings for it.
+        const kept = (await deps.subjects.list(account.id)).find((s) => s.canonicalDid === authority);
+        if (kept !== undefined && deps.verifyOwnership === undefined) own = true;
+        else if (kept !== undefined) {
+          const proof = await deps.verifyOwnership!({ subjectDid: authority, connectedWalletDid: wallet, provenBy: kept.ownershipMethod });
+          if (!proof.ok && proof.code === "NETWORK_ERROR") return refused("NETWORK_ERROR", "The subject's ownership could not be looked up");
+          if (!proof.ok || !proof.value.ok) {
+            const why = proof.ok && !proof.value.ok ? `: ${proof.value.error}` : "";
+            return refused("SUBJECT_OWNERSHIP_REQUIRED", `The account's proof of ${authority} no longer holds${why}; prove it again`);
+          }
+          own = true;
+        }
+      }
       if (!own && payer !== undefined && deps.verifyOwnership !== undefined) {
         const proof = await deps.verifyOwnership({ subjectDid: authority, connectedWalletDid: wallet });
         if (!proof.ok && proof.code === "NETWORK_ERROR") return refused("NETWORK_ERROR", "The subject's ownership could not be looked up");

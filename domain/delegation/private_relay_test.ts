@@ -40,16 +40,21 @@ function setup(proof: "verified" | "failed" | "network") {
   const ledger = fakeWriteLedger();
   const attest = fakeAttest();
   const asked: string[] = [];
+  const provenBy: (string | undefined)[] = [];
   const verifyOwnership: VerifySubjectOwnership = async (r) => {
     asked.push(r.subjectDid);
+    provenBy.push(r.provenBy);
     if (proof === "network") return { ok: false, code: "NETWORK_ERROR", message: "down" } as never;
-    return ok({ ok: proof === "verified", status: proof, subjectDid: r.subjectDid, connectedWalletDid: r.connectedWalletDid });
+    return ok(proof === "verified"
+      ? { ok: true, status: "verified", subjectDid: r.subjectDid, connectedWalletDid: r.connectedWalletDid }
+      : { ok: false, status: "failed", subjectDid: r.subjectDid, connectedWalletDid: r.connectedWalletDid, error: "No TXT record names the wallet any more" });
   };
+  const subjects = fakeSubjectStore();
   const relay = createPrivateRelay({
     attest,
     ledger,
-    plans: { free: { annualWrites: 0, schemas: [] }, paid: { annualWrites: 0, schemas: ["*"] } },
-    subjects: fakeSubjectStore(),
+    plans: { free: { annualWrites: 0, schemas: [] }, paid: { annualWrites: 5, schemas: ["*"] } },
+    subjects,
     clock: fakeClock(Date.UTC(2026, 0, 2)),
     random: fakeRandom(),
     schemaNames: new Map([[LINKED_UID, "linked-identifier"]]),
@@ -58,10 +63,39 @@ function setup(proof: "verified" | "failed" | "network") {
     verifyOwnership,
     readAttestation: () => Promise.resolve({ ok: true, attestation: null }),
   });
-  return { relay, ledger, attest, asked };
+  return { relay, ledger, attest, asked, provenBy, subjects };
 }
 
 const payer = { kind: "x402" as const, address: PAYER };
+
+describe("privateRelay() for a signed-in account's subject", () => {
+  const account = { id: "acct-1", address: PAYER, plan: "paid" as const, createdAtMs: 0 };
+  const keep = async (env: ReturnType<typeof setup>, method: string) =>
+    await env.subjects.add({
+      id: "s1", accountId: account.id, canonicalDid: "did:web:owned.test", subjectDidHash: "0x", displayName: null, isDefault: false,
+      bootstrap: false, ownershipMethod: method, ownershipWalletDid: `did:pkh:eip155:31337:${PAYER}`, verifiedAtMs: 0, createdAtMs: 0,
+    }, 10);
+
+  test("a subject the account proved is proven again as it stands now, with how it was proven; a proof that lapsed is refused saying why", async () => {
+    const still = setup("verified");
+    await keep(still, "minting-wallet");
+    expect((await still.relay(request(PAYER, "did:web:owned.test"), account)).ok).toBe(true);
+    expect([still.asked, still.provenBy]).toEqual([["did:web:owned.test"], ["minting-wallet"]]);
+    const lapsed = setup("failed");
+    await keep(lapsed, "dns");
+    const refused = await lapsed.relay(request(PAYER, "did:web:owned.test"), account);
+    expect(refused).toMatchObject({ ok: false, code: "SUBJECT_OWNERSHIP_REQUIRED" });
+    expect(!refused.ok && refused.message).toContain("No TXT record names the wallet any more");
+    expect(lapsed.attest.admitted).toBe(0);
+    const unknown = setup("network");
+    await keep(unknown, "dns");
+    expect(await unknown.relay(request(PAYER, "did:web:owned.test"), account)).toMatchObject({ ok: false, code: "NETWORK_ERROR" });
+    // A subject the account never added is refused without asking.
+    const never = setup("verified");
+    expect(await never.relay(request(PAYER, "did:web:owned.test"), account)).toMatchObject({ ok: false, code: "SUBJECT_OWNERSHIP_REQUIRED" });
+    expect(never.asked).toEqual([]);
+  });
+});
 
 describe("privateRelay() paid with x402 (decisions §13)", () => {
   test("the payer's own did:pkh needs no proof; the write is counted under the payer with no plan limit", async () => {
