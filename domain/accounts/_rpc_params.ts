@@ -173,6 +173,9 @@ export function logRangeOf(filter: unknown): LogRange | string {
     if (typeof value === "string" && BLOCK_NUMBER.test(value)) return BigInt(value);
     return undefined;
   };
+  // As `toBlock` these tags are counted as the head (never narrower than they are); as `fromBlock` the head would make
+  // the range look narrower than it is, by the chain's finality lag (64 blocks on Anvil, thousands on some L2s).
+  if (f.fromBlock === "safe" || f.fromBlock === "finalized") return `fromBlock ${f.fromBlock} is not taken: give a block number (hex)`;
   const from = fixed(f.fromBlock);
   const to = fixed(f.toBlock);
   if (from === undefined) return "fromBlock must be a block number (hex) or a block tag";

@@ -117,6 +117,9 @@ describe("createPremiumRpc()", () => {
       [{ toBlock: "0x10" }, true], // head..16: an empty range, for the node to judge
       [{ blockHash: `0x${"ab".repeat(32)}` }, true],
       [{ fromBlock: "0x0", toBlock: "0xffffffffffffffff" }, false],
+      // As fromBlock, safe and finalized would count as the head: a range by the chain's finality lag wider than counted.
+      [{ fromBlock: "finalized", toBlock: "latest" }, false],
+      [{ fromBlock: "safe" }, false],
     ];
     for (const [filter, allowed] of cases) {
       const result = await premium(getLogs(1, filter), account);
