@@ -164,7 +164,11 @@ export function setUpAccount(): void {
     event.preventDefault();
     void busy(clientForm, "api-client-status", "Creating the API client…", async () => {
       const scope = Array.from(clientForm.querySelectorAll<HTMLInputElement>("input[name=scope]:checked"), (box) => box.value).join(" ");
+      // Nothing ticked is no scope, never every scope (the service refuses it too).
+      if (scope === "") return { warn: "Tick at least one scope" };
       const created = await createApiClient({ client_name: byId<HTMLInputElement>("api-client-name").value.trim(), scope }, api);
+      // A second Enter on a form still filled in made a second client.
+      clientForm.reset();
       const secret = byId("api-client-secret");
       secret.replaceChildren(
         h("p", {}, "Copy the secret now: it is shown only this once."),

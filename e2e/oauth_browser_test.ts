@@ -146,6 +146,13 @@ describeBrowser("OAuth pages in a browser", () => {
     await page.click("#wallet-list button");
     await page.waitForSelector("#account-panel:not([hidden])");
     await page.waitForSelector("#api-clients-none");
+    // Nothing ticked is refused, never a client with every scope.
+    for (const box of await page.locator("#api-client-scopes input[name=scope]").all()) await box.uncheck();
+    await page.fill("#api-client-name", "No scopes");
+    await page.click("#api-client-form button[type=submit]");
+    await page.waitForFunction(() => document.getElementById("api-client-status")?.textContent?.includes("Tick at least one scope"));
+    expect(await page.locator("#api-clients li").count()).toBe(0);
+    for (const box of await page.locator("#api-client-scopes input[name=scope]").all()) await box.check();
     await page.fill("#api-client-name", "CI pipeline");
     await page.uncheck("#api-client-scopes input[value='keys:write']");
     await page.uncheck("#api-client-scopes input[value='subjects:write']");
@@ -158,6 +165,8 @@ describeBrowser("OAuth pages in a browser", () => {
     // The list is fetched again after the secret is shown: wait for it, do not read it in the same breath.
     await page.waitForSelector("#api-clients li");
     expect(await page.locator("#api-clients li").count()).toBe(1);
+    // The form is cleared: a second Enter does not make a second client.
+    expect(await page.locator("#api-client-name").inputValue()).toBe("");
     expect(await page.locator("#api-clients").innerText()).not.toContain(secret);
     await page.locator("#api-client-secret").scrollIntoViewIfNeeded();
     await screenshots(page, "api-clients");

@@ -115,6 +115,8 @@ export function readApiClientMetadata(body: unknown): Result<AcceptedMetadata, "
   if (body.redirect_uris !== undefined && !(Array.isArray(body.redirect_uris) && body.redirect_uris.length === 0)) {
     return fail("invalid_client_metadata", "An API client uses client credentials and takes no redirect_uris");
   }
+  // An empty scope is a person who ticked nothing, never "every scope" (absent, RFC 7591's default, still is).
+  if (body.scope === "") return fail("invalid_client_metadata", "scope must name at least one scope");
   const scope = parseScope(body.scope, ALL_SCOPES);
   if (scope === undefined || scope.length === 0) return fail("invalid_client_metadata", `scope must be made of ${ALL_SCOPES.join(", ")}`);
   return ok({ name: name.value, redirectUris: [], grantTypes: grants.value, scope: scopeString(scope as Scope[]), authMethod: method });

@@ -56,6 +56,8 @@ describe("client metadata", () => {
     expect(readPublicClientMetadata({ redirect_uris: [REDIRECT], client_name: "x".repeat(201) })).toMatchObject({ ok: false, code: "invalid_client_metadata" });
     expect(readApiClientMetadata({ client_name: "CI", redirect_uris: [REDIRECT] })).toMatchObject({ ok: false, code: "invalid_client_metadata" });
     expect(readApiClientMetadata({ client_name: "CI" })).toMatchObject({ ok: true, value: { grantTypes: ["client_credentials"], authMethod: "client_secret_basic" } });
+    // Nothing ticked is no scope, never every scope.
+    expect(readApiClientMetadata({ client_name: "CI", scope: "" })).toMatchObject({ ok: false, code: "invalid_client_metadata", message: "scope must name at least one scope" });
   });
 });
 
