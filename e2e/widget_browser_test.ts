@@ -129,7 +129,8 @@ type HostOptions = {
   /** Who signs for the host's bridge: the user (default), another key (a forgery), or nobody (the wallet refuses). */
   hostSigner?: "user" | "other" | "refuse" | "garbage";
   /** A `window.ethereum` in the widget's frame backed by the user's key. */
-  frameWallet?: boolean;
+  /** A wallet in the frame itself (basic mode): on another chain first and switching (`true`), or already on the chain and unable to switch. */
+  frameWallet?: boolean | "on-chain-no-switch";
   /** Another site's frame beside the widget. */
   sibling?: string;
   params?: Record<string, string>;
@@ -187,8 +188,16 @@ async function open(options: HostOptions = {}): Promise<Opened> {
   });
   if (options.frameWallet) {
     const answer = walletAnswers(user, { onCall: (method) => walletCalls.push(method) });
-    await page.exposeFunction("__frameWallet", async (method: string, paramsJson: string) =>
-      method === "wallet_switchEthereumChain" ? (walletCalls.push(method), JSON.stringify({ result: null })) : await answer(method, paramsJson));
+    // Chain 1 until it switches; a wallet that cannot switch (many embedded wallets) answers 4200.
+    let chain = options.frameWallet === true ? "0x1" : "0x7a69";
+    await page.exposeFunction("__frameWallet", async (method: string, paramsJson: string) => {
+      if (method === "eth_chainId") return (walletCalls.push(method), JSON.stringify({ result: chain }));
+      if (method !== "wallet_switchEthereumChain") return await answer(method, paramsJson);
+      walletCalls.push(method);
+      if (options.frameWallet !== true) return JSON.stringify({ error: { code: 4200, message: "Unsupported method" } });
+      chain = (JSON.parse(paramsJson) as [{ chainId: string }])[0].chainId;
+      return JSON.stringify({ result: null });
+    });
     await page.addInitScript(`(() => {
       if (!location.pathname.startsWith("/widgets/")) return;
       window.ethereum = {
@@ -337,11 +346,25 @@ describeBrowser("the review widget in a browser", () => {
     expect(await widget.innerText("#confirm-body")).toBe("(no text)");
     await press(widget, "#confirm-sign");
     await widget.waitForSelector("#success-view:not([hidden])", { timeout: 60_000 });
-    expect(walletCalls).toEqual(["eth_requestAccounts", "eth_requestAccounts", "wallet_switchEthereumChain", "eth_signTypedData_v4"]);
+    expect(walletCalls).toEqual(["eth_requestAccounts", "eth_requestAccounts", "eth_chainId", "wallet_switchEthereumChain", "eth_signTypedData_v4"]);
     const review = await readReview((await widget.innerText("#success-uid")) as Hex);
     expect(review.attester.toLowerCase()).toBe(user.address.toLowerCase());
     expect(review.data).toMatchObject({ subject: "did:web:acme-quest.example", ratingValue: "4", reviewBody: "" });
     expect(await messageTypes(page)).not.toContain("omatrust:signTypedData");
+    expect(problems).toEqual([]);
+    await page.context().close();
+  }, 120_000);
+
+  test("basic mode: a wallet already on the chain that cannot switch signs without being asked to switch", async () => {
+    const { page, widget, problems, walletCalls } = await open({ frameWallet: "on-chain-no-switch" });
+    await widget.waitForSelector("#widget[data-mode=basic]");
+    await widget.click("#connect");
+    await widget.waitForFunction((address) => document.getElementById("wallet-address")!.textContent === address, user.address);
+    await writeReview(widget, "No switch needed");
+    await press(widget, "#confirm-sign");
+    await widget.waitForSelector("#success-view:not([hidden])", { timeout: 60_000 });
+    // It used to ask for the switch anyway, and the wallet's 4200 ended the review.
+    expect(walletCalls).toEqual(["eth_requestAccounts", "eth_requestAccounts", "eth_chainId", "eth_signTypedData_v4"]);
     expect(problems).toEqual([]);
     await page.context().close();
   }, 120_000);

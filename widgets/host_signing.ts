@@ -79,6 +79,12 @@ export async function askWallet(state: WidgetState, typed: TypedData, signer: `0
   if (injected === undefined) throw new WidgetError("No wallet found in this browser.");
   await injected.request({ method: "eth_requestAccounts" });
   const { chainId, chainName } = state.settings;
+  // Asked to switch only when it is elsewhere: many wallets (embedded ones, WalletConnect) cannot switch at all, and
+  // one already on the chain was refused for that.
+  const current = await injected.request({ method: "eth_chainId" }).catch(() => undefined);
+  if (typeof current === "string" && /^0x[0-9a-fA-F]+$/.test(current) && BigInt(current) === BigInt(chainId)) {
+    return await walletSigner(injected, signer).signTypedData(typed);
+  }
   try {
     await injected.request({ method: "wallet_switchEthereumChain", params: [{ chainId: `0x${chainId.toString(16)}` }] });
   } catch (error) {
