@@ -48,6 +48,20 @@ export function describeError(error: unknown): string {
 /** A finished step that still needs the reader's attention (a lookup failed), shown as a warning, not a success. */
 export type Warning = { readonly warn: string };
 
+/**
+ * What a finished write says once the page is brought up to date: `done`, or, when refreshing failed, `done` as a
+ * warning that the page is behind. A write that went through must never read as failed: a person sends it again, and a
+ * sponsored write is spent twice.
+ */
+export async function writtenThenRefreshed(done: string, refresh: () => Promise<void>): Promise<string | Warning> {
+  try {
+    await refresh();
+    return done;
+  } catch {
+    return { warn: `${done}. This page could not be brought up to date: reload it to see the change.` };
+  }
+}
+
 /** Runs a form's work with its submit button disabled and the status line kept up to date. */
 export async function busy(form: HTMLFormElement | null, statusId: string, progress: string, work: () => Promise<string | Warning | void>): Promise<void> {
   const buttons = form ? Array.from(form.querySelectorAll("button")) : [];

@@ -3,7 +3,7 @@ import { addSubject, type AnnouncedWallet, AtsClientError, createApiClient, dele
 import { walletDid, needSigner, currentSigner, setSigner } from "./_session.ts";
 import { refreshKeys } from "./keys_panel.ts";
 import { refreshWebhooks } from "./webhooks_panel.ts";
-import { h, byId, CHAIN_ID, api, setStatus, describeError, busy, copyButton } from "./_dom.ts";
+import { h, byId, CHAIN_ID, api, setStatus, describeError, busy, copyButton, writtenThenRefreshed } from "./_dom.ts";
 
 function renderWallets(wallets: readonly AnnouncedWallet[]): void {
   const list = byId("wallet-list");
@@ -154,8 +154,7 @@ export function setUpAccount(): void {
     void busy(subjectForm, "subject-status", "Proving ownership and adding the subject…", async () => {
       const displayName = byId<HTMLInputElement>("subject-name").value.trim() || undefined;
       const subject = await addSubject({ did: subjectDid(), displayName }, api);
-      await refreshAccount();
-      return `Added ${subject.canonicalDid} (proven by ${subject.ownership.method})`;
+      return await writtenThenRefreshed(`Added ${subject.canonicalDid} (proven by ${subject.ownership.method})`, refreshAccount);
     });
   });
 
@@ -190,8 +189,7 @@ export function setUpAccount(): void {
     void busy(witnessForm, "witness-status", "Checking the domain's records and writing the witness…", async () => {
       needSigner();
       const result = await requestWitness({ subjectDid: byId<HTMLInputElement>("witness-subject").value.trim(), controllerDid: walletDid() }, api);
-      await refreshAccount();
-      return `Witness written (${result.method}): uid ${result.uid}, transaction ${result.txHash}, block ${result.blockNumber}`;
+      return await writtenThenRefreshed(`Witness written (${result.method}): uid ${result.uid}, transaction ${result.txHash}, block ${result.blockNumber}`, refreshAccount);
     });
   });
 
@@ -214,9 +212,8 @@ export function setUpAccount(): void {
         sign: (typedData) => wallet.signTypedData(typedData),
         onProgress: (step) => setStatus("review-status", "progress", steps[step]),
       }, api);
-      await refreshAccount();
       const proof = txHash === "" ? "" : ` (with ${proofType} proof ${txHash.toLowerCase()})`;
-      return `Review written${proof}: uid ${result.uid}, transaction ${result.txHash}, block ${result.blockNumber}`;
+      return await writtenThenRefreshed(`Review written${proof}: uid ${result.uid}, transaction ${result.txHash}, block ${result.blockNumber}`, refreshAccount);
     });
   });
 }

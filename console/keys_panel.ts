@@ -2,7 +2,7 @@
 import { controllerTxtRecordFor, fetchKeyStatus, type KeyStatusRecord, listSigningKeys, type ListedSigningKey, nextStep, registerSigningKey, writeThroughRelay, requestWitness } from "../client/mod.ts";
 import { needSigner } from "./_session.ts";
 import { readOptions } from "./_chain.ts";
-import { h, byId, api, setStatus, busy, copyButton, seconds, subjectDidOf } from "./_dom.ts";
+import { h, byId, api, setStatus, busy, copyButton, seconds, subjectDidOf, writtenThenRefreshed } from "./_dom.ts";
 
 const TRUST_TEXT: Record<string, string> = {
   none: "none: nothing ties the key to the service",
@@ -76,8 +76,7 @@ function nextStepOf(key: ListedSigningKey, subjectDid: string, trust: { status: 
         subjectDid,
         onProgress: (s) => setStatus("key-status", "progress", steps[s]),
       }, api);
-      await refreshKeys();
-      return `Key binding written: uid ${result.uid}`;
+      return await writtenThenRefreshed(`Key binding written: uid ${result.uid}`, refreshKeys);
     }));
   return ["Bind the key from your wallet through the private relay (one sponsored write): ", button];
 }
@@ -134,8 +133,7 @@ export function setUpKeys(): void {
         tags,
         notes: notes === "" ? null : notes,
       }, api);
-      await refreshKeys();
-      return `${key.created ? "Registered" : "Updated"} ${key.displayName}`;
+      return await writtenThenRefreshed(`${key.created ? "Registered" : "Updated"} ${key.displayName}`, refreshKeys);
     });
   });
 }

@@ -343,6 +343,15 @@ describeBrowser("the console in a browser", () => {
     await page.fill("#witness-subject", "fresh.test");
     await page.click("#witness-form button[type=submit]");
     expect(await statusOf(page, "witness-status")).toStartWith("EVIDENCE_NOT_FOUND: ");
+    // A witness written while the account summary cannot be read afterwards: written, said as a warning that the page
+    // is behind, never as a failure (a person would send it again and spend a second write).
+    await page.route("**/api/private/accounts/me", (route) => route.fulfill({ status: 503, contentType: "application/json", body: '{"error":"Unavailable","code":"SHUTTING_DOWN"}' }));
+    await page.fill("#witness-subject", "shop.test");
+    await page.click("#witness-form button[type=submit]");
+    const behind = await statusOf(page, "witness-status");
+    expect(behind).toMatch(/^Witness written \(dns-txt\): uid 0x[0-9a-f]{64}, .*\. This page could not be brought up to date: reload it to see the change\.$/);
+    expect(await page.locator("#witness-status").getAttribute("class")).toContain("warn");
+    await page.unroute("**/api/private/accounts/me");
 
     // A review signed with eth_signTypedData_v4 and sent through the private relay, read back from EAS, backed by a
     // transaction the wallet sent to an address the service names (its TXT record names this wallet). A hash that is
@@ -385,7 +394,8 @@ describeBrowser("the console in a browser", () => {
     const verified = await verifyReview(reviewUid, { baseUrl: service.url, rpc: stack.devnet.rpcUrl, chainId: 31337 });
     expect(verified.proofs).toHaveLength(1);
     expect(verified.proofs[0]).toMatchObject({ proofType: "tx-interaction", valid: true, reasons: [], transaction: { txHash: paid.toLowerCase() } });
-    expect(await text(page, "#account-writes")).toBe("2 of 10 used this year");
+    // Two witnesses (the second written while the summary could not be read) and the review.
+    expect(await text(page, "#account-writes")).toBe("3 of 10 used this year");
     await screenshots(page, "account-signed-in");
 
     // The review in the subject's attestations, shown as text (the markup in it stays text).
