@@ -39,6 +39,10 @@ export function setStatus(id: string, kind: StatusKind, text: string): void {
 /** A sentence for any failure: the service's code and message (and details), or the wallet's. */
 export function describeError(error: unknown): string {
   if (error instanceof AtsClientError) {
+    // The service's bare word for a session it does not know: say what happened and what to do.
+    if (error.code === "UNAUTHENTICATED" && error.message === "Unauthenticated") {
+      return "UNAUTHENTICATED: your session has ended (signed out, expired or its cookie cleared): sign in again with your wallet";
+    }
     const details = (error.body as { details?: unknown } | undefined)?.details;
     return `${error.code}: ${error.message}${typeof details === "string" && details !== "" ? ` (${details})` : ""}`;
   }
