@@ -12,8 +12,22 @@ export function setSigner(next: WalletSigner | undefined): void {
   signer = next;
 }
 
-/** The signed-in wallet's did:pkh, or "" when no wallet signed in during this visit. */
-export const walletDid = () => (signer ? `did:pkh:eip155:${CHAIN_ID}:${signer.address.toLowerCase()}` : "");
+/** The session's wallet as the account says it (a session from an earlier visit has no signer, but has a wallet). */
+let sessionWallet: string | undefined;
+
+/** Records the account's wallet (from its overview), or none after signing out. */
+export function setSessionWallet(address: string | undefined): void {
+  sessionWallet = address;
+}
+
+/**
+ * The signed-in wallet's did:pkh: the one signed in with during this visit, else the session's own (what needs no
+ * signature, checking ownership or asking for a witness, works after a reload too); "" when neither is known.
+ */
+export const walletDid = () => {
+  const address = signer?.address ?? sessionWallet;
+  return address === undefined ? "" : `did:pkh:eip155:${CHAIN_ID}:${address.toLowerCase()}`;
+};
 
 export function needSigner(): WalletSigner {
   if (signer === undefined) throw new AtsClientError("UNAUTHENTICATED", "Sign in with a wallet first");

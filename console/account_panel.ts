@@ -1,6 +1,6 @@
 /** The "Account" panel: wallet sign-in, usage, subjects, API clients, authorised applications, the witness and a review. */
 import { addSubject, type AnnouncedWallet, AtsClientError, createApiClient, deleteApiClient, fetchAccount, listApiClients, listAuthorizations, listSubjects, removeSubject, revokeAuthorization, requestWalletAddress, requestWitness, signInWithEthereum, signOutSession, verifySubjectOwnership, walletSigner, watchWallets, writeReview } from "../client/mod.ts";
-import { walletDid, needSigner, currentSigner, setSigner } from "./_session.ts";
+import { walletDid, needSigner, currentSigner, setSigner, setSessionWallet } from "./_session.ts";
 import { refreshKeys } from "./keys_panel.ts";
 import { refreshWebhooks } from "./webhooks_panel.ts";
 import { h, byId, CHAIN_ID, api, setStatus, describeError, busy, copyButton, writtenThenRefreshed } from "./_dom.ts";
@@ -39,6 +39,7 @@ async function signIn(wallet: AnnouncedWallet): Promise<void> {
 
 export async function refreshAccount(): Promise<void> {
   const [overview, subjects] = await Promise.all([fetchAccount(api), listSubjects(api)]);
+  setSessionWallet(overview.wallets[0]?.address);
   const s = overview.subscription;
   byId("account-summary").replaceChildren(h("dl", { id: "account-usage" },
     h("dt", {}, "Wallet"), h("dd", {}, h("code", {}, currentSigner()?.address ?? overview.wallets[0]?.address ?? "—")),
@@ -126,13 +127,14 @@ export function setUpAccount(): void {
   watchWallets(window, renderWallets);
   // A session from an earlier visit: show it; signing again needs the wallet.
   void refreshAccount().then(
-    () => setStatus("account-status", "", "Signed in from an earlier visit; sign in again with your wallet to sign."),
+    () => setStatus("account-status", "", "Signed in from an earlier visit; sign in again with your wallet to sign reviews and key bindings."),
     () => undefined,
   );
   byId("sign-out").addEventListener("click", () =>
     void busy(null, "account-status", "Signing out…", async () => {
       await signOutSession(api);
       setSigner(undefined);
+      setSessionWallet(undefined);
       byId("account-panel").hidden = true;
       byId("keys-panel").hidden = true;
       byId("keys-signed-out").hidden = false;
@@ -187,7 +189,8 @@ export function setUpAccount(): void {
   witnessForm.addEventListener("submit", (event) => {
     event.preventDefault();
     void busy(witnessForm, "witness-status", "Checking the domain's records and writing the witness…", async () => {
-      needSigner();
+      // Nothing to sign: the session's wallet will do, after a reload too.
+      if (walletDid() === "") needSigner();
       const result = await requestWitness({ subjectDid: byId<HTMLInputElement>("witness-subject").value.trim(), controllerDid: walletDid() }, api);
       return await writtenThenRefreshed(`Witness written (${result.method}): uid ${result.uid}, transaction ${result.txHash}, block ${result.blockNumber}`, refreshAccount);
     });

@@ -398,6 +398,18 @@ describeBrowser("the console in a browser", () => {
     expect(await text(page, "#account-writes")).toBe("3 of 10 used this year");
     await screenshots(page, "account-signed-in");
 
+    // After a reload the session is there but no wallet signed in this visit: what needs no signature still works
+    // (it answered UNAUTHENTICATED "Sign in with a wallet first").
+    await page.reload();
+    await page.waitForSelector("html[data-ready=true]");
+    await page.waitForFunction(() => document.getElementById("account-status")!.textContent!.includes("Signed in from an earlier visit"));
+    await page.fill("#subject-did", "shop.test");
+    await page.click("#subject-verify");
+    expect(await statusOf(page, "subject-status")).toBe("Verified: your wallet owns did:web:shop.test (method dns)");
+    await page.fill("#witness-subject", "shop.test");
+    await page.click("#witness-form button[type=submit]");
+    expect(await statusOf(page, "witness-status")).toMatch(/^Witness written \(dns-txt\)/);
+
     // The review in the subject's attestations, shown as text (the markup in it stays text).
     await page.goto(`${service.url}/#attestations`);
     await page.waitForSelector("html[data-ready=true]");
