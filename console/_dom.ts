@@ -101,8 +101,16 @@ export const seconds = (value: unknown) => {
   return Number.isFinite(n) && n > 0 ? new Date(n * 1000).toISOString().replace(".000Z", "Z") : "—";
 };
 
-/** A subject typed by a person: a domain becomes its did:web. */
+/** What a person typed or pasted as a site: its domain when it is an address (https://shop.example/about), trimmed. */
+export function siteOf(input: string): string {
+  const trimmed = input.trim();
+  const site = /^https?:\/\/([^/?#:@\s]+)(?:[/?#].*)?$/i.exec(trimmed);
+  return site === null ? trimmed : site[1]!;
+}
+
+/** A subject typed by a person: a domain (or a pasted address of the site) becomes its did:web. */
 export function subjectDidOf(input: string): string {
-  const normalized = normalizeDid(input.trim());
-  return normalized.ok ? normalized.value : input.trim();
+  const given = siteOf(input);
+  const normalized = normalizeDid(given);
+  return normalized.ok ? normalized.value : given;
 }

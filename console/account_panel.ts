@@ -3,7 +3,7 @@ import { addSubject, type AnnouncedWallet, AtsClientError, createApiClient, dele
 import { walletDid, needSigner, currentSigner, setSigner, setSessionWallet } from "./_session.ts";
 import { refreshKeys } from "./keys_panel.ts";
 import { refreshWebhooks } from "./webhooks_panel.ts";
-import { h, byId, CHAIN_ID, api, setStatus, describeError, busy, copyButton, writtenThenRefreshed } from "./_dom.ts";
+import { h, byId, CHAIN_ID, api, setStatus, describeError, busy, copyButton, writtenThenRefreshed, siteOf } from "./_dom.ts";
 
 function renderWallets(wallets: readonly AnnouncedWallet[]): void {
   const list = byId("wallet-list");
@@ -144,7 +144,7 @@ export function setUpAccount(): void {
     }));
 
   const subjectForm = byId<HTMLFormElement>("subject-form");
-  const subjectDid = () => byId<HTMLInputElement>("subject-did").value.trim();
+  const subjectDid = () => siteOf(byId<HTMLInputElement>("subject-did").value);
   byId("subject-verify").addEventListener("click", () =>
     void busy(subjectForm, "subject-status", "Checking ownership…", async () => {
       const proof = await verifySubjectOwnership({ subjectDid: subjectDid(), connectedWalletDid: walletDid() || needSigner().address }, api);

@@ -2,7 +2,7 @@
 import type { DiscoveryRecord, EvidenceItem } from "../domain/discovery/mod.ts";
 import { controllerTxtRecordFor, discoverControllers } from "../client/mod.ts";
 import { readOptions } from "./_chain.ts";
-import { h, byId, CHAIN_ID, describeError, busy, copyButton } from "./_dom.ts";
+import { h, byId, CHAIN_ID, describeError, busy, copyButton, siteOf } from "./_dom.ts";
 
 const STATUS_TEXT: Record<EvidenceItem["status"], string> = {
   found: "Found",
@@ -88,7 +88,8 @@ export function setUpDomain(): void {
   const form = byId<HTMLFormElement>("domain-form");
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    const subject = byId<HTMLInputElement>("domain-input").value.trim();
+    // A pasted address of the site names its domain (it was refused as "did:web must name a domain").
+    const subject = siteOf(byId<HTMLInputElement>("domain-input").value);
     const wallet = byId<HTMLInputElement>("domain-wallet").value;
     const result = byId("domain-result");
     result.replaceChildren();
