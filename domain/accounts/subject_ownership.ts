@@ -123,17 +123,19 @@ export function createSubjectOwnership(deps: {
     const owner = await chain.owner(subjectAddress);
     if (!owner.ok) return fail("NETWORK_ERROR", "The chain did not answer");
     const isOwner = owner.value?.toLowerCase() === walletAddress;
+    // Creating a contract proves control only while no one else owns it: a creator that transferred or sold it (its
+    // owner() now another wallet) kept proving it, and wrote key bindings for it on the private relay.
+    const created = () =>
+      ok(owner.value === null || isOwner
+        ? verified("minting-wallet")
+        : failed(`The wallet created the contract, but its owner() is now ${owner.value}`, "Prove it with the owner's wallet", "minting-wallet"));
     if (request.txHash !== undefined) {
       const tx = await chain.transaction(request.txHash.toLowerCase() as HexString);
       if (!tx.ok) return fail("NETWORK_ERROR", "The chain did not answer");
       if (tx.value === null) return ok(failed("No such transaction on this chain", "Give the hash of a mined transaction"));
       if (tx.value.contractAddress?.toLowerCase() === subjectAddress) {
         if (tx.value.from.toLowerCase() !== walletAddress) return ok(failed("The contract was created by another wallet", undefined, "minting-wallet"));
-        // Creating a contract proves control only while no one else owns it: a creator that transferred or sold it
-        // (its owner() now another wallet) kept proving it, and wrote key bindings for it on the private relay.
-        return ok(owner.value === null || isOwner
-          ? verified("minting-wallet")
-          : failed(`The wallet created the contract, but its owner() is now ${owner.value}`, "Prove it with the owner's wallet", "minting-wallet"));
+        return created();
       }
       const transferred = tx.value.logs.some((log) =>
         log.address.toLowerCase() === subjectAddress && log.topics[0]?.toLowerCase() === OWNERSHIP_TRANSFERRED_TOPIC &&
@@ -144,11 +146,7 @@ export function createSubjectOwnership(deps: {
         return ok(isOwner ? verified("transfer") : failed("The ownership was transferred to the wallet but has moved on since", "The wallet must still be owner()", "transfer"));
       }
     }
-    if (request.provenBy === "minting-wallet" && request.txHash === undefined) {
-      return ok(owner.value === null || isOwner
-        ? verified("minting-wallet")
-        : failed(`The wallet created the contract, but its owner() is now ${owner.value}`, "Prove it with the owner's wallet", "minting-wallet"));
-    }
+    if (request.provenBy === "minting-wallet" && request.txHash === undefined) return created();
     if (isOwner) return ok(verified("contract"));
     return ok(failed(
       "The wallet is not the contract's owner()",

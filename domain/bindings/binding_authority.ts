@@ -91,3 +91,10 @@ export function createBindingAuthority<B extends AuthorityBinding>(rules: Bindin
 
   return counts;
 }
+
+/** The earliest of times that end something (Unix seconds), 0 meaning "never"; 0n when none ends. */
+export function earliestEnd(...times: readonly bigint[]): bigint {
+  let earliest = 0n;
+  for (const t of times) if (t !== 0n && (earliest === 0n || t < earliest)) earliest = t;
+  return earliest;
+}

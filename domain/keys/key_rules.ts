@@ -19,7 +19,7 @@
  * - Trust level: `advanced` = a witness of the key and an active binding; `intermediate` = a witness of the key;
  *   `basic` = the endpoint evidence names the key now; `none` otherwise.
  */
-import { createBindingAuthority } from "../bindings/mod.ts";
+import { createBindingAuthority, earliestEnd } from "../bindings/mod.ts";
 import { didJwkToJwk, isSameControllerId, jwkToDidJwk } from "../did/mod.ts";
 
 /** A key's status for one subject. */
@@ -90,8 +90,7 @@ type BindingState = "active" | "revoked" | "expired" | "pending";
 
 /** The end of a binding's authority: the earlier of its payload `expiresAt` and its EAS `expirationTime`; 0 for none. */
 export function bindingEnd(b: Pick<BindingEvidence, "expiresAt" | "expirationTime">): bigint {
-  const ends = [b.expiresAt, b.expirationTime].filter((t) => t !== 0n);
-  return ends.length === 0 ? 0n : ends.reduce((x, y) => (x < y ? x : y));
+  return earliestEnd(b.expiresAt, b.expirationTime);
 }
 
 /** A binding's state at `at`. */
@@ -147,11 +146,8 @@ export function countingBindings(
       return isSameControllerId(input.subjectDid, pkh) || input.endpointKeys.some((k) => isSameControllerId(k, pkh));
     },
     names: bindingNames,
-    endOf: (b) => {
-      const end = bindingEnd(b);
-      const revoked = b.revocationTime !== 0n && b.revocationTime <= input.at ? b.revocationTime : 0n;
-      return revoked === 0n ? end : end === 0n || revoked < end ? revoked : end;
-    },
+    // A revocation counts once made, by `at`.
+    endOf: (b) => earliestEnd(bindingEnd(b), b.revocationTime <= input.at ? b.revocationTime : 0n),
   });
 }
 

@@ -3,7 +3,7 @@
  * interface "Trust tiers"): tier 3 a key binding written by a controller witnessed before it, tier 2 a controller
  * witness covering `issuedAt`, tier 1 live endpoint evidence, 0 none.
  */
-import { createBindingAuthority } from "../bindings/mod.ts";
+import { createBindingAuthority, earliestEnd } from "../bindings/mod.ts";
 import { isSameControllerId, jwkToDidJwk, normalizeDid } from "../did/mod.ts";
 import { didKeyToJwk } from "./did_key.ts";
 import type { VerifiedSigner } from "./x402_verify.ts";
@@ -75,10 +75,7 @@ export function evaluateKeyTrust(input: {
   // witnessed (by an approved witness issuer) for this subject before it did. Being an approved issuer is no
   // substitute: that role is scoped to writing controller-witness attestations. And a controller cut off by a revoked
   // or expired binding naming it binds nothing after (domain/bindings).
-  const endOf = (binding: KeyBindingEvidence) => {
-    const ends = [binding.expiresAt, binding.revocationTime].filter((t) => t !== 0n);
-    return ends.length === 0 ? 0n : ends.reduce((x, y) => (x < y ? x : y));
-  };
+  const endOf = (binding: KeyBindingEvidence) => earliestEnd(binding.expiresAt, binding.revocationTime);
   const counts = createBindingAuthority({
     bindings: bindings.filter((b) => b.time <= at),
     chainId,
