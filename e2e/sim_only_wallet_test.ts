@@ -28,36 +28,49 @@ const RUNTIME = "3a15631626ba7e0260e01b60005260206000f3";
 const LENGTH = (RUNTIME.length / 2).toString(16).padStart(2, "0");
 const INIT = `0x60${LENGTH}600c60003960${LENGTH}6000f3${RUNTIME}` as Hex;
 
+/** Deploys the wallet contract from one of the devnet's user keys. */
+async function deploySimulationOnlyWallet(user: number): Promise<Hex> {
+  const chain = createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl), pollingInterval: 50 });
+  const deployer = createWalletClient({
+    account: privateKeyToAccount(stack.devnet.keys.users[user] as Hex),
+    chain: { id: stack.devnet.chainId, name: "devnet", nativeCurrency: { name: "ETH", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [stack.devnet.rpcUrl] } } },
+    transport: http(stack.devnet.rpcUrl),
+  });
+  const receipt = await chain.waitForTransactionReceipt({ hash: await deployer.deployContract({ abi: [], bytecode: INIT }) });
+  return receipt.contractAddress! as Hex;
+}
+
+type Answer = { code: string; error: string; details?: string };
+
+/** Asks a relay route (alone or as a batch of one) for a review signed "by" `wallet` with random bytes. */
+function asker(wallet: Hex) {
+  const review = findSchemaByName("user-review")!;
+  const randomHex = () => [...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return async (route = "/v1/delegated-attest") => {
+    const prepared = prepareDelegatedAttestation({
+      schema: { uid: stack.devnet.schemaUids["user-review"] as Hex, schema: review.schema, revocable: review.revocable },
+      data: { subject: "did:web:victim.test", version: "1", ratingValue: 1, reviewBody: "x", screenshotUrls: [], proofs: [] },
+      attester: wallet,
+      nonce: 0n,
+      chainId: stack.service.chainId,
+      easAddress: stack.service.easAddress,
+    });
+    // Random r and s (s low), v 27: no key at all.
+    const signature = `0x${randomHex()}3${randomHex().slice(1)}1b`;
+    const one = { prepared, signature, attester: wallet };
+    const answer = await fetch(`${stack.baseUrl}${route}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(route.endsWith("/batch") ? { requests: [one] } : one),
+    });
+    const body = await answer.json() as Answer & { results?: Answer[] };
+    return { status: answer.status, body: body.results?.[0] ?? body };
+  };
+}
+
 describe("a wallet contract that accepts signatures only in simulations", () => {
   test("makes the delegate pay for one reverted transaction, then is refused before anything is sent", async () => {
-    const chain = createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl), pollingInterval: 50 });
-    const deployer = createWalletClient({
-      account: privateKeyToAccount(stack.devnet.keys.users[5] as Hex),
-      chain: { id: stack.devnet.chainId, name: "devnet", nativeCurrency: { name: "ETH", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [stack.devnet.rpcUrl] } } },
-      transport: http(stack.devnet.rpcUrl),
-    });
-    const receipt = await chain.waitForTransactionReceipt({ hash: await deployer.deployContract({ abi: [], bytecode: INIT }) });
-    const wallet = receipt.contractAddress! as Hex;
-    const review = findSchemaByName("user-review")!;
-    const randomHex = () => [...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("");
-    const ask = async () => {
-      const prepared = prepareDelegatedAttestation({
-        schema: { uid: stack.devnet.schemaUids["user-review"] as Hex, schema: review.schema, revocable: review.revocable },
-        data: { subject: "did:web:victim.test", version: "1", ratingValue: 1, reviewBody: "x", screenshotUrls: [], proofs: [] },
-        attester: wallet,
-        nonce: 0n,
-        chainId: stack.service.chainId,
-        easAddress: stack.service.easAddress,
-      });
-      // Random r and s (s low), v 27: no key at all.
-      const signature = `0x${randomHex()}3${randomHex().slice(1)}1b`;
-      const answer = await fetch(`${stack.baseUrl}/v1/delegated-attest`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ prepared, signature, attester: wallet }),
-      });
-      return { status: answer.status, body: await answer.json() as { code: string; error: string; details?: string } };
-    };
+    const ask = asker(await deploySimulationOnlyWallet(5));
     stack.rpc.reset();
     const first = await ask();
     expect([first.status, first.body.code]).toEqual([500, "SUBMISSION_FAILED"]);
@@ -66,6 +79,20 @@ describe("a wallet contract that accepts signatures only in simulations", () => 
       const next = await ask();
       expect([next.status, next.body.code]).toEqual([400, "INVALID_SIGNATURE"]);
       expect(next.body.error).toContain(first.body.details!);
+    }
+    expect(stack.rpc.methods().filter(isSend)).toHaveLength(1);
+  }, 120_000);
+
+  test("sent in batches of one, makes the delegate pay once, then is refused in batches and alone", async () => {
+    const wallet = await deploySimulationOnlyWallet(6);
+    const ask = asker(wallet);
+    stack.rpc.reset();
+    const first = await ask("/v1/delegated-attest/batch");
+    expect(first.body.code).toBe("SUBMISSION_FAILED");
+    expect(stack.rpc.methods().filter(isSend)).toHaveLength(1);
+    for (const route of ["/v1/delegated-attest/batch", "/v1/delegated-attest/batch", "/v1/delegated-attest"]) {
+      const next = await ask(route);
+      expect([next.status, next.body.code]).toEqual([route.endsWith("/batch") ? 200 : 400, "INVALID_SIGNATURE"]);
     }
     expect(stack.rpc.methods().filter(isSend)).toHaveLength(1);
   }, 120_000);

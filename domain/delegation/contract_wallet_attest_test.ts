@@ -86,9 +86,9 @@ function setup(options: {
 }
 
 /** A request with `WALLET` as the attester, signed by `signer` (the wallet's owner, unless a test says otherwise). */
-async function walletBody(env: ReturnType<typeof setup>, signer = owner, wrap = (signature: HexString) => signature, nonce = 0n) {
+async function walletBody(env: ReturnType<typeof setup>, signer = owner, wrap = (signature: HexString) => signature, nonce = 0n, attester = WALLET) {
   const message = {
-    attester: WALLET,
+    attester,
     schema: SCHEMA,
     recipient: "0x173a347faed486bb69081ef673c6e52c03f57f3e" as HexString,
     expirationTime: 0n,
@@ -103,7 +103,7 @@ async function walletBody(env: ReturnType<typeof setup>, signer = owner, wrap = 
   const signature = await signer.signTypedData(typedData);
   const strings = Object.fromEntries(Object.entries(message).map(([k, v]) => [k, typeof v === "bigint" ? v.toString() : v]));
   return {
-    attester: WALLET,
+    attester,
     signature: wrap(signature),
     prepared: { delegatedRequest: { ...strings, easContractAddress: env.eas.easAddress, chainId: env.eas.chainId } },
   };
@@ -180,6 +180,37 @@ describe("createDelegatedAttest() with smart-contract wallets", () => {
     expect(again).toMatchObject({ ok: false, code: "INVALID_SIGNATURE" });
     expect(!again.ok && again.message).toContain("0xdead");
     expect([simulations, sends]).toEqual([2, 1]);
+  });
+
+  test("a batch holding the wallet and a plain key, reverted on chain and accepted again in simulation: only the wallet is refused", async () => {
+    const walletRefusals = fakeWalletRefusals();
+    const env = setup({ deployed: true, walletRefusals, submission: { ok: false, reason: "reverted", txHash: "0xbad", blockNumber: 9n } });
+    // A plain key's request beside it: recovered, never asked of a contract.
+    const byKey = await walletBody(env, stranger, (signature) => signature, 0n, stranger.address);
+    const simulateBatch = env.delegate.simulateBatch;
+    let simulations = 0;
+    env.delegate.simulateBatch = (calls) => (simulations++, simulateBatch(calls));
+    const outcome = await env.attest.batch!([await walletBody(env), byKey]);
+    expect(outcome.results.map((r) => (r.ok ? "ok" : r.code))).toEqual(["SUBMISSION_FAILED", "SUBMISSION_FAILED"]);
+    expect(simulations).toBe(2);
+    expect([...walletRefusals.rows.values()].map((r) => [r.wallet, r.txHash])).toEqual([[WALLET, "0xbad"]]);
+    env.clock.set(env.clock.nowMs() + 1_000);
+    const again = await env.attest.batch!([await walletBody(env)]);
+    expect(again.results[0]).toMatchObject({ ok: false, code: "INVALID_SIGNATURE" });
+    expect(env.delegate.batches).toHaveLength(1);
+  });
+
+  test("a batch that reverted because the chain moved (the simulation now refuses it too) marks no wallet", async () => {
+    const walletRefusals = fakeWalletRefusals();
+    const env = setup({ deployed: true, walletRefusals, submission: { ok: false, reason: "reverted", txHash: "0xrace", blockNumber: 9n } });
+    const simulateBatch = env.delegate.simulateBatch;
+    let simulations = 0;
+    env.delegate.simulateBatch = (calls) =>
+      ++simulations === 1 ? simulateBatch(calls) : Promise.resolve({ ok: false, reason: "reverted", errorName: "InvalidNonce" });
+    const outcome = await env.attest.batch!([await walletBody(env)]);
+    expect(outcome.results[0]).toMatchObject({ ok: false, code: "SUBMISSION_FAILED" });
+    expect(simulations).toBe(2);
+    expect(walletRefusals.rows.size).toBe(0);
   });
 
   test("a wallet's attestation that reverted because the chain moved (the simulation now refuses it too) is not refused", async () => {

@@ -237,6 +237,24 @@ async function sendBatch(run: BatchRun, submitBatch: NonNullable<Claimed["delega
   return await settleBatch(run, items, submission);
 }
 
+/**
+ * A batch holding wallet contracts that passed the simulation and reverted on chain: simulated once more, as a single
+ * send is (domain/delegation/_send_one.ts). Refused again, the revert was the chain's state. Accepted again, one of its
+ * wallet contracts tells a simulation from a transaction, and no simulation can say which: every wallet contract of
+ * the batch is refused from then on (ports/wallet_refusals.ts): whoever put their signatures in one batch vouched for
+ * all of them. Signatures of plain keys (recovered, not asked of a contract) are not marked.
+ */
+async function refuseContractsIfTheyTellSimulationsApart(run: BatchRun, items: readonly Item[], txHash: HexString): Promise<void> {
+  const { deps } = run;
+  const contracts = items.filter((item) => item.claimed.byContract);
+  if (contracts.length === 0 || deps.walletRefusals === undefined) return;
+  const again = await run.simulateBatch(calls(items));
+  if (!again.ok) return;
+  for (const item of contracts) {
+    await deps.walletRefusals.refuse({ chainId: deps.eas.chainId, wallet: item.claimed.request.attester.toLowerCase(), txHash, createdAtMs: deps.clock.nowMs() });
+  }
+}
+
 /** Keeps what became of the one transaction on every item's record and ticket, and words each item's answer. */
 async function settleBatch(run: BatchRun, items: readonly Item[], submission: BatchSubmission): Promise<DelegatedAttestBatchOutcome> {
   const { deps, caller, results } = run;
@@ -269,6 +287,7 @@ async function settleBatch(run: BatchRun, items: readonly Item[], submission: Ba
       else await ticket?.release();
       results[item.index] = fail("SUBMISSION_FAILED", "The batch transaction reverted", submission.txHash);
     }
+    await refuseContractsIfTheyTellSimulationsApart(run, items, submission.txHash);
     return answered(results, { txHash: submission.txHash, blockNumber: submission.blockNumber, sent: "reverted" });
   }
   for (const item of items) {
