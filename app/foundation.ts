@@ -21,7 +21,7 @@ import { requestLogContext } from "../http/instrument.ts";
 import type { Logger } from "../ports/logger.ts";
 import type { Storage } from "../ports/storage.ts";
 import type { ChainAnchors, TrustAnchors } from "../ports/trust_anchors.ts";
-import { attestationChains, type ChainsConfig, type Config, defaultChain } from "./config.ts";
+import { attestationChains, type ChainConfig, type ChainsConfig, type Config, defaultChain } from "./config.ts";
 import { describeMetrics } from "./metrics.ts";
 import { checkDelegatePresent, checkRawKeys, closeSigners, openServiceSigners, type ServiceSigners } from "./signers.ts";
 import { SignerStartError } from "../adapters/signers/mod.ts";
@@ -145,11 +145,12 @@ export async function openFoundation(config: Config, options: StartServiceOption
   });
   let signers = configured;
   try {
-    const rpcUrl: string = served.rpcUrl ?? devnet!.rpcUrl;
+    // The devnet's second chain (DEVNET_CHAINS=2) may be the default one: its own node, not the first chain's.
+    const rpcUrl: string = served.rpcUrl ?? devnet!.chains.find((c) => c.chainId === served.chainId)?.rpcUrl ?? devnet!.rpcUrl;
     const trustAnchors = loadTrustAnchors(config.chains.trustAnchorsPath ?? devnet!.trustAnchorsPath);
     checkAnchoredChains(config.chains, trustAnchors);
-    const { chainId, chain } = await checkChain(rpcUrl, trustAnchors);
-    if (served.chainId !== undefined && served.chainId !== chainId) throw new StartupError(`CHAINS_FILE: the rpcUrl of ${served.caip2} answers chain ${chainId}`);
+    const { chainId, chain } = await checkChain(rpcUrl, trustAnchors, served);
+    await checkOtherChains(config.chains, served, trustAnchors, devnet);
     // The embedded devnet's own keys sign for the roles the config leaves without one.
     if (devnet !== undefined && (signers.delegate === undefined || signers.witness === undefined)) {
       // Opened again with them (once per start, on the devnet): the first sessions are closed, not left open.
@@ -234,15 +235,36 @@ export function checkAnchoredChains(chains: ChainsConfig, trustAnchors: TrustAnc
   }
 }
 
-/** The chain's id, its anchors, and an EAS of the version delegated signatures are made for at the anchored address. */
-async function checkChain(rpcUrl: string, trustAnchors: TrustAnchors): Promise<{ chainId: number; chain: ChainAnchors }> {
-  const probe = createPublicClient({ transport: http(rpcUrl, { retryCount: 2, timeout: 10_000 }) });
+/**
+ * Every chain besides the default one (decisions §30): its node answers its own chain id, and an attestation chain's
+ * has EAS at the anchored address. Without it, a chains file whose rpcUrl named another chain's node served that
+ * chain's attestations, transactions and owners under this chain's name, and /readyz said ready.
+ */
+async function checkOtherChains(chains: ChainsConfig, served: ChainConfig, trustAnchors: TrustAnchors, devnet: Devnet | undefined): Promise<void> {
+  await Promise.all(chains.list.filter((chain) => chain !== served).map(async (chain) => {
+    const url = chain.rpcUrl ?? devnet?.chains.find((c) => c.chainId === chain.chainId)?.rpcUrl;
+    if (url === undefined) throw new StartupError(`CHAINS_FILE: no node for ${chain.caip2}`);
+    if (chain.role === "attestations") await checkChain(url, trustAnchors, chain);
+    else await chainIdOf(createPublicClient({ transport: http(url, { retryCount: 2, timeout: 10_000 }) }), chain);
+  }));
+}
+
+/** The node's chain id, which must be the one the chain's entry names (when it names one). */
+async function chainIdOf(probe: { getChainId: () => Promise<number> }, served: Pick<ChainConfig, "caip2" | "chainId">): Promise<number> {
   let chainId: number;
   try {
     chainId = await probe.getChainId();
   } catch {
-    throw new StartupError("RPC_URL does not answer eth_chainId");
+    throw new StartupError(served.chainId === undefined ? "RPC_URL does not answer eth_chainId" : `CHAINS_FILE: the rpcUrl of ${served.caip2} does not answer eth_chainId`);
   }
+  if (served.chainId !== undefined && served.chainId !== chainId) throw new StartupError(`CHAINS_FILE: the rpcUrl of ${served.caip2} answers chain ${chainId}`);
+  return chainId;
+}
+
+/** The chain's id, its anchors, and an EAS of the version delegated signatures are made for at the anchored address. */
+async function checkChain(rpcUrl: string, trustAnchors: TrustAnchors, served: Pick<ChainConfig, "caip2" | "chainId">): Promise<{ chainId: number; chain: ChainAnchors }> {
+  const probe = createPublicClient({ transport: http(rpcUrl, { retryCount: 2, timeout: 10_000 }) });
+  const chainId = await chainIdOf(probe, served);
   const chain = activeChainAnchors(trustAnchors, chainId);
   if (!chain.ok) throw new StartupError(`${chain.message} (TRUST_ANCHORS_PATH)`);
   const easAddress = chain.value.easContract as Address;

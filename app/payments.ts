@@ -154,15 +154,17 @@ export async function wireX402(
     log.warn("x402_not_offered", { reason: issuer === undefined ? "no key signs offers (X402_SIGNING_KEY or WITNESS_PRIVATE_KEY; X402_JWS_KEY for jws)" : "no asset or payTo" });
     return undefined;
   }
+  // The devnet's test token and facilitator are on its first chain, also when DEFAULT_CHAIN names its second.
+  const paidOn = devnet?.chainId ?? shared.chainId;
   let facilitator: Facilitator | undefined;
   let facilitatorUrl = x.facilitatorUrl;
   if (facilitatorUrl === undefined && devnet !== undefined) {
     // The devnet's state is saved before a settlement is answered, as before a send of the service's own is.
-    facilitator = startFacilitator({ rpcUrl: devnet.rpcUrl, chainId: shared.chainId, privateKey: devnet.keys.facilitator, onSettled: devnet.checkpoint });
+    facilitator = startFacilitator({ rpcUrl: devnet.rpcUrl, chainId: paidOn, privateKey: devnet.keys.facilitator, onSettled: devnet.checkpoint });
     facilitatorUrl = facilitator.url;
   }
   if (facilitatorUrl === undefined) return undefined;
-  const network = x.network ?? `eip155:${shared.chainId}`;
+  const network = x.network ?? `eip155:${paidOn}`;
   const gate = createPaymentGate({
     facilitator: new HTTPFacilitatorClient({ url: facilitatorUrl }),
     network,

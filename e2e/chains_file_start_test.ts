@@ -6,6 +6,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { startServiceProcess } from "./support/service_process.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const ANCHORS = join(ROOT, "deploy", "devnet", "trust-anchors.json");
@@ -50,3 +51,18 @@ test("each bad chains file stops the start with one line naming it", async () =>
     expect(stderr).toContain(line);
   }
 }, 60_000);
+
+test("DEVNET_CHAINS=2 with DEFAULT_CHAIN=31338 starts on the devnet's second chain (it stopped, blaming a CHAINS_FILE never set)", async () => {
+  const service = await startServiceProcess({ HOME: dir, DATA_DIR: join(dir, "second"), PORT: "0", LOG_LEVEL: "error", DEVNET_CHAINS: "2", DEFAULT_CHAIN: "31338" }, 60_000);
+  try {
+    const nonce = await (await fetch(`${service.url}/v1/nonce?attester=0x0000000000000000000000000000000000000001`)).json() as { chainId: number };
+    expect(nonce.chainId).toBe(31338);
+    const ready = await fetch(`${service.url}/readyz`);
+    expect(ready.status).toBe(200);
+    // The devnet's test token is on its first chain: payments are asked for there.
+    expect(service.banner).toContain("x402 token");
+    expect(service.banner).toMatch(/x402 token 0x[0-9a-fA-F]{40} on eip155:31337/);
+  } finally {
+    await service.stop();
+  }
+}, 90_000);

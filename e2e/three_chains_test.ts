@@ -2,7 +2,7 @@
 // different chain ids. The served set comes from the anchors and the chains file; proofs read each chain through its
 // own client, a receipt once; a chain not read is not checked; a second chain adds no call to the first.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createPublicClient, createWalletClient, defineChain, http, parseAbi } from "viem";
@@ -79,4 +79,26 @@ test("a transaction on the proof chain: confirmed through that chain's own RPC, 
   expect(await proofs.findInteraction({ chainId: 8453, wallet: user.address.toLowerCase(), contract: APP })).toEqual({ status: "not-checked", reason: "chain-not-read" });
   expect(await proofs.txProof(8453, hash)).toMatchObject({ ok: false, code: "UNSUPPORTED_CHAIN" });
   expect(three.chains.map((c) => three.calls(c.chainId))).toEqual(calls);
+}, 60_000);
+
+test("a chains file whose rpcUrl reaches another chain's node stops the start with one line naming the chain", async () => {
+  const [a, , proof] = three.chains;
+  // Before, the service started and /readyz said ready: chain A's attestations and transactions were served as
+  // eip155:31338's and eip155:31339's (the devnets share one EAS address, so nothing downstream noticed).
+  const cases: [object[], string][] = [
+    [[{ caip2: "eip155:31337", rpcUrl: a.rpcUrl, role: "attestations" }, { caip2: "eip155:31338", rpcUrl: a.rpcUrl, role: "attestations" }], "CHAINS_FILE: the rpcUrl of eip155:31338 answers chain 31337"],
+    [[{ caip2: "eip155:31337", rpcUrl: a.rpcUrl, role: "attestations" }, { caip2: "eip155:31339", rpcUrl: a.rpcUrl, role: "proofs" }], "CHAINS_FILE: the rpcUrl of eip155:31339 answers chain 31337"],
+    [[{ caip2: "eip155:31337", rpcUrl: a.rpcUrl, role: "attestations" }, { caip2: "eip155:31338", rpcUrl: proof.rpcUrl, role: "attestations" }], "CHAINS_FILE: the rpcUrl of eip155:31338 answers chain 31339"],
+  ];
+  for (const [chains, line] of cases) {
+    const file = join(dir, `chains-${crypto.randomUUID()}.json`);
+    writeFileSync(file, JSON.stringify(chains));
+    const proc = Bun.spawn([process.execPath, join(import.meta.dir, "..", "main.ts")], {
+      env: { PATH: process.env.PATH ?? "", HOME: dir, DATA_DIR: join(dir, "refused"), PORT: "0", LOG_LEVEL: "error", CHAINS_FILE: file, TRUST_ANCHORS_PATH: three.trustAnchorsPath, DELEGATE_PRIVATE_KEY: three.keys.delegate, ALLOW_RAW_KEYS: "true" },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const [code, stderr] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
+    expect([code, stderr.trim()]).toEqual([1, `ats: ${line}`]);
+  }
 }, 60_000);
