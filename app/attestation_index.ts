@@ -180,7 +180,7 @@ async function wireChainIndex(config: Pick<Config, "chains" | "index" | "webhook
       leaseSeconds: config.index.leaseSeconds,
       stepBlocks: BigInt(config.index.stepBlocks),
       follow: config.index.follow,
-      webhookConfirmations: webhookConfirmations(config, f.devnet !== undefined),
+      webhookConfirmations: webhookConfirmations(config, chain, f.devnet !== undefined),
       subjectOf: createSubjectOf(followed.schemas),
     },
     clock: systemClock,

@@ -20,7 +20,7 @@ import { createSharedRateLimiter, SHARED_LIMITS } from "../domain/rate_limit.ts"
 import type { IndexStore } from "../ports/attestation_index.ts";
 import type { HexString } from "../ports/eas.ts";
 import type { WebhookTransport } from "../ports/webhooks.ts";
-import { type Config, confirmationsOf, defaultChain } from "./config.ts";
+import { type ChainConfig, type Config, confirmationsOf } from "./config.ts";
 import type { Foundation } from "./foundation.ts";
 
 /** Deliveries to one endpoint at once (decisions §22). */
@@ -44,10 +44,14 @@ export type WiredWebhooks = {
   readonly stop: () => Promise<void>;
 };
 
-/** The webhook confirmations: `WEBHOOK_CONFIRMATIONS`, else the index's (0 on the embedded devnet). */
-export function webhookConfirmations(config: Pick<Config, "chains" | "webhooks">, devnet: boolean): number | undefined {
+/**
+ * A chain's webhook confirmations: `WEBHOOK_CONFIRMATIONS`, else that chain's index confirmations (0 on the embedded
+ * devnet). Each chain's own: a chain with deep reorganizations served beside a fast default chain sent events at the
+ * default chain's depth, for blocks that could still be reorganized away.
+ */
+export function webhookConfirmations(config: Pick<Config, "webhooks">, chain: ChainConfig | undefined, devnet: boolean): number | undefined {
   if (!config.webhooks.enabled) return undefined;
-  return config.webhooks.confirmations ?? confirmationsOf(defaultChain(config.chains), devnet);
+  return config.webhooks.confirmations ?? confirmationsOf(chain, devnet);
 }
 
 /** Builds the endpoints and starts the worker (unless `WEBHOOKS=off` or `WEBHOOK_DELIVERY=off`: the routes still manage endpoints). */
