@@ -94,11 +94,14 @@ export interface PaymentLedger {
   readonly settleFailed: (key: string, reason: string, nowMs: number) => Promise<void>;
   /**
    * Plan purchases: atomically (per account) gives the `reserved` payment `key` the period of `durationMs` that
-   * starts when the account's paid time (payments `worked` or `settled`) ends, or now when none is left, and marks
-   * it `worked`.
+   * starts when the account's settled paid time ends, or now when none is left, and marks it `worked`. "settling"
+   * (nothing changed) while another purchase of the account is `worked` and its authorization can still settle.
    */
-  readonly grantPeriod: (key: string, accountId: string, durationMs: number, nowMs: number) => Promise<PaidPeriod>;
-  /** The account's paid time around `nowMs`: from the first to the last contiguous period, when one covers now. */
+  readonly grantPeriod: (key: string, accountId: string, durationMs: number, nowMs: number) => Promise<PaidPeriod | "settling">;
+  /**
+   * The account's paid time around `nowMs`: from the first to the last contiguous period, when one covers now. Only
+   * periods whose payment `settled` count.
+   */
   readonly paidPeriod: (accountId: string, nowMs: number) => Promise<PaidPeriod | undefined>;
   readonly find: (key: string) => Promise<PaymentRecord | undefined>;
   /** Every payment, newest first (`state`: only those). */

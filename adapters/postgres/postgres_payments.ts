@@ -1,6 +1,6 @@
 import type { SQL } from "bun";
 import type { PaidPeriod, PaymentLedger, PaymentReservation, PaymentState } from "../../ports/payments.ts";
-import { contiguousPeriod, storedValidBefore, toPaymentRecord, withinBalance } from "../sql/payments.ts";
+import { PLAN_PERIODS_SELECT, placePlanPeriod, type PlanPeriodRow, settledPaidTime, storedValidBefore, toPaymentRecord, toPlanPeriodRow, withinBalance } from "../sql/payments.ts";
 
 /** Advisory lock space (two-key form) of paid-plan periods: one lock per account while a period is granted. */
 const PLAN_PERIOD_LOCK = 7_240_018;
@@ -9,11 +9,8 @@ const PAYER_BALANCE_LOCK = 7_240_023;
 
 /** Payments in PostgreSQL, shared by every instance: the replay key is the primary key (tables made by the migrations). */
 export function createPostgresPayments(sql: SQL): PaymentLedger {
-  const periodsOf = async (q: SQL, accountId: string): Promise<PaidPeriod[]> => {
-    const rows = await q`SELECT period_start_ms, period_end_ms FROM x402_payments
-      WHERE account_id = ${accountId} AND purpose = 'plan' AND state IN ('worked', 'settled') AND period_end_ms IS NOT NULL` as Record<string, unknown>[];
-    return rows.map((r) => ({ startMs: Number(r.period_start_ms), endMs: Number(r.period_end_ms) }));
-  };
+  const periodsOf = async (q: SQL, accountId: string): Promise<PlanPeriodRow[]> =>
+    (await q.unsafe(PLAN_PERIODS_SELECT, [accountId]) as Record<string, unknown>[]).map(toPlanPeriodRow);
   const update = async (key: string, state: PaymentState, fields: { ref?: string | null; tx?: string; reason?: string }, nowMs: number) => {
     await sql`UPDATE x402_payments SET state = ${state}, work_ref = COALESCE(${fields.ref ?? null}, work_ref),
       settlement_tx = COALESCE(${fields.tx ?? null}, settlement_tx), failure_reason = COALESCE(${fields.reason ?? null}, failure_reason),
@@ -50,15 +47,14 @@ export function createPostgresPayments(sql: SQL): PaymentLedger {
     grantPeriod: (key, accountId, durationMs, nowMs) =>
       sql.begin(async (tx) => {
         await tx`SELECT pg_advisory_xact_lock(${PLAN_PERIOD_LOCK}, hashtext(${accountId}))`;
-        const latest = (await periodsOf(tx as unknown as SQL, accountId)).reduce((end, p) => Math.max(end, p.endMs), 0);
-        const startMs = Math.max(nowMs, latest);
-        const period = { startMs, endMs: startMs + durationMs };
+        const period = placePlanPeriod(await periodsOf(tx as unknown as SQL, accountId), durationMs, nowMs);
+        if (period === "settling") return period;
         await tx`UPDATE x402_payments SET state = 'worked', account_id = ${accountId}, period_start_ms = ${period.startMs},
           period_end_ms = ${period.endMs}, work_ref = ${new Date(period.endMs).toISOString()}, updated_at_ms = ${nowMs}
           WHERE key = ${key} AND state = 'reserved'`;
         return period;
       }),
-    paidPeriod: async (accountId, nowMs) => contiguousPeriod(await periodsOf(sql, accountId), nowMs),
+    paidPeriod: async (accountId, nowMs) => settledPaidTime(await periodsOf(sql, accountId), nowMs),
     async find(key) {
       const rows = await sql`SELECT * FROM x402_payments WHERE key = ${key}` as Record<string, unknown>[];
       return rows[0] === undefined ? undefined : toPaymentRecord(rows[0]);

@@ -76,3 +76,41 @@ export function contiguousPeriod(periods: readonly PaidPeriod[], nowMs: number):
   }
   return runs.find((r) => r.startMs <= nowMs && nowMs < r.endMs);
 }
+
+/** An account's plan periods as grants and the paid time read them: worked (paid for, settling) or settled. */
+export type PlanPeriodRow = { readonly state: string; readonly validBefore: number | null; readonly period: PaidPeriod };
+
+/** The columns and condition of an account's plan periods (the account's id the one parameter). */
+export const PLAN_PERIODS_SELECT = `SELECT state, valid_before, period_start_ms, period_end_ms FROM x402_payments
+  WHERE account_id = $1 AND purpose = 'plan' AND state IN ('worked', 'settled') AND period_end_ms IS NOT NULL`;
+
+/** A stored plan row as {@link PlanPeriodRow}. */
+export function toPlanPeriodRow(row: Record<string, unknown>): PlanPeriodRow {
+  return {
+    state: String(row.state),
+    validBefore: row.valid_before === null || row.valid_before === undefined ? null : Number(row.valid_before),
+    period: { startMs: Number(row.period_start_ms), endMs: Number(row.period_end_ms) },
+  };
+}
+
+/**
+ * Where a new plan period goes (decisions §13): after the account's settled time, or now when none is left; "settling"
+ * while another purchase of the account is paid for and not settled yet (its authorization can still settle). Only
+ * settled periods count: a year granted behind one whose settlement then failed began a year late, paid for, and the
+ * account was on the free plan meanwhile.
+ */
+export function placePlanPeriod(rows: readonly PlanPeriodRow[], durationMs: number, nowMs: number): PaidPeriod | "settling" {
+  const nowSeconds = Math.floor(nowMs / 1000);
+  if (rows.some((r) => r.state === "worked" && r.validBefore !== null && r.validBefore > nowSeconds)) return "settling";
+  const startMs = rows.filter((r) => r.state === "settled").reduce((end, r) => Math.max(end, r.period.endMs), nowMs);
+  return { startMs, endMs: startMs + durationMs };
+}
+
+/**
+ * The account's paid time around `nowMs` from its settled periods only: a year granted is the plan's once its payment
+ * settled, never while it is settling (a payer who then made the settlement fail had the paid plan's limits meanwhile,
+ * and kept what it wrote under them).
+ */
+export function settledPaidTime(rows: readonly PlanPeriodRow[], nowMs: number): PaidPeriod | undefined {
+  return contiguousPeriod(rows.filter((r) => r.state === "settled").map((r) => r.period), nowMs);
+}

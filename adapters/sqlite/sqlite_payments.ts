@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
 import type { BalanceCeiling, BalancedReservation, PaidPeriod, PaymentLedger, PaymentReservation, PaymentState } from "../../ports/payments.ts";
 import { addMissingColumns } from "./sqlite_database.ts";
-import { contiguousPeriod, paymentTables, storedValidBefore, toPaymentRecord, withinBalance } from "../sql/payments.ts";
+import { paymentTables, PLAN_PERIODS_SELECT, placePlanPeriod, type PlanPeriodRow, settledPaidTime, storedValidBefore, toPaymentRecord, toPlanPeriodRow, withinBalance } from "../sql/payments.ts";
 
 /** The column added after the table was first created (SQLite). */
 const PAYMENT_ADDED_COLUMNS = [["x402_payments", "valid_before", "INTEGER"]] as const;
@@ -40,16 +40,11 @@ export function createSqlitePayments(db: Database): PaymentLedger {
     `UPDATE x402_payments SET state = ?2, work_ref = COALESCE(?3, work_ref), settlement_tx = COALESCE(?4, settlement_tx),
        failure_reason = COALESCE(?5, failure_reason), updated_at_ms = ?6 WHERE key = ?1`,
   );
-  const counted = db.query<{ period_start_ms: number; period_end_ms: number }, [string]>(
-    `SELECT period_start_ms, period_end_ms FROM x402_payments
-     WHERE account_id = ? AND purpose = 'plan' AND state IN ('worked', 'settled') AND period_end_ms IS NOT NULL`,
-  );
-  const periodsOf = (accountId: string): PaidPeriod[] =>
-    counted.all(accountId).map((r) => ({ startMs: Number(r.period_start_ms), endMs: Number(r.period_end_ms) }));
-  const grant = db.transaction((key: string, accountId: string, durationMs: number, nowMs: number): PaidPeriod => {
-    const latest = periodsOf(accountId).reduce((end, p) => Math.max(end, p.endMs), 0);
-    const startMs = Math.max(nowMs, latest);
-    const period = { startMs, endMs: startMs + durationMs };
+  const planRows = db.query<Record<string, unknown>, [string]>(PLAN_PERIODS_SELECT.replace("$1", "?1"));
+  const periodsOf = (accountId: string): PlanPeriodRow[] => planRows.all(accountId).map(toPlanPeriodRow);
+  const grant = db.transaction((key: string, accountId: string, durationMs: number, nowMs: number): PaidPeriod | "settling" => {
+    const period = placePlanPeriod(periodsOf(accountId), durationMs, nowMs);
+    if (period === "settling") return period;
     db.query(
       `UPDATE x402_payments SET state = 'worked', account_id = ?2, period_start_ms = ?3, period_end_ms = ?4, work_ref = ?5, updated_at_ms = ?6
        WHERE key = ?1 AND state = 'reserved'`,
@@ -74,7 +69,7 @@ export function createSqlitePayments(db: Database): PaymentLedger {
     settled: (key, tx, nowMs) => update(key, "settled", { tx }, nowMs),
     settleFailed: (key, reason, nowMs) => update(key, "settle_failed", { reason }, nowMs),
     grantPeriod: (key, accountId, durationMs, nowMs) => Promise.resolve(grant.immediate(key, accountId, durationMs, nowMs)),
-    paidPeriod: (accountId, nowMs) => Promise.resolve(contiguousPeriod(periodsOf(accountId), nowMs)),
+    paidPeriod: (accountId, nowMs) => Promise.resolve(settledPaidTime(periodsOf(accountId), nowMs)),
     find(key) {
       const row = db.query<Record<string, unknown>, [string]>("SELECT * FROM x402_payments WHERE key = ?").get(key);
       return Promise.resolve(row === null ? undefined : toPaymentRecord(row));

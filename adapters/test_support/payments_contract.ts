@@ -31,25 +31,37 @@ export function paymentsContract(open: () => Promise<Storage>) {
     expect((await payments.list()).map((p) => p.key)).toEqual(expect.arrayContaining([key, failed]));
   });
 
-  test("payments: plan periods follow one another; a period whose settlement failed no longer counts", async () => {
+  test("payments: plan periods follow one another once settled; one settling holds the next purchase back; a failed one never counts", async () => {
     const { payments } = await open();
     const account = fresh("acct");
     const year = 365 * 86_400_000;
     const buy = async (nowMs: number) => {
       const key = fresh("eip155:1:0xt:0xplan");
-      await payments.reserve({ key, purpose: "plan", network: "eip155:1", asset: "0xt", payer: "0xp", payTo: "0xq", amount: "1", accountId: account, createdAtMs: nowMs });
+      await payments.reserve({ key, purpose: "plan", network: "eip155:1", asset: "0xt", payer: "0xp", payTo: "0xq", amount: "1", accountId: account, createdAtMs: nowMs, validBefore: nowMs / 1000 + 300 });
       return { key, period: await payments.grantPeriod(key, account, year, nowMs) };
     };
     expect(await payments.paidPeriod(account, T0)).toBeUndefined();
     const first = await buy(T0);
     expect(first.period).toEqual({ startMs: T0, endMs: T0 + year });
-    const second = await buy(T0 + 1000);
+    // Granted but not settled: not the plan's yet, and a second purchase waits for it (nothing changed).
+    expect(await payments.paidPeriod(account, T0 + 5)).toBeUndefined();
+    const meanwhile = await buy(T0 + 1000);
+    expect(meanwhile.period).toBe("settling");
+    expect(await payments.find(meanwhile.key)).toMatchObject({ state: "reserved", periodStartMs: null });
+    await payments.settled(first.key, "0xtx1", T0 + 2000);
+    expect(await payments.paidPeriod(account, T0 + 5)).toEqual({ startMs: T0, endMs: T0 + year });
+    const second = await buy(T0 + 3000);
     expect(second.period).toEqual({ startMs: T0 + year, endMs: T0 + 2 * year });
-    expect(await payments.paidPeriod(account, T0 + 5)).toEqual({ startMs: T0, endMs: T0 + 2 * year });
-    await payments.settleFailed(second.key, "transaction_failed", T0 + 2000);
+    await payments.settleFailed(second.key, "transaction_failed", T0 + 4000);
     expect(await payments.paidPeriod(account, T0 + 5)).toEqual({ startMs: T0, endMs: T0 + year });
     expect(await payments.paidPeriod(account, T0 + year)).toBeUndefined();
-    expect(await payments.find(first.key)).toMatchObject({ state: "worked", accountId: account, periodStartMs: T0, periodEndMs: T0 + year });
+    // The failed one left no gap: the next year follows the settled one.
+    const third = await buy(T0 + 5000);
+    expect(third.period).toEqual({ startMs: T0 + year, endMs: T0 + 2 * year });
+    // A purchase left worked past its authorization (the process stopped before settling) no longer holds the next back.
+    const late = T0 + 10 * 60_000;
+    expect(await buy(late)).toMatchObject({ period: { startMs: T0 + year, endMs: T0 + 2 * year } });
+    expect(await payments.find(first.key)).toMatchObject({ state: "settled", accountId: account, periodStartMs: T0, periodEndMs: T0 + year });
   });
 
   test("payments held against the payer's balance: forty parallel reservations with a balance for five give exactly five", async () => {

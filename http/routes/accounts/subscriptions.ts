@@ -50,9 +50,15 @@ export function subscriptionRoutes(deps: SubscriptionRoutesDeps) {
         return await idempotent(deps.idempotency, request, { scope: `account:${account.id}`, body }, () => deps.gate.handle(request, "plan", async ({ key }) => {
           const nowMs = deps.clock.nowMs();
           const period = await deps.payments.grantPeriod(key, account.id, PAID_PLAN_YEAR_MS, nowMs);
+          if (period === "settling") {
+            // Not done: the gate gives the authorization back, nothing is settled.
+            return { response: json(errorBody("PAYMENT_IN_PROGRESS", "Another purchase of the plan for this account is being settled; nothing was done or charged, retry once it is"), 409) };
+          }
+          // The year counts once its payment settles (this answer is sent only then): shown as it will be.
           const paid = await deps.payments.paidPeriod(account.id, nowMs);
+          const after = paid !== undefined && period.startMs <= paid.endMs ? { startMs: paid.startMs, endMs: period.endMs } : period;
           const usage = await deps.ledger.usage(account.id, quotaYear(nowMs));
-          const subscription = subscriptionView(account, deps.plans, usage, nowMs, paid ?? period);
+          const subscription = subscriptionView(account, deps.plans, usage, nowMs, after);
           deps.log.info("x402_plan_purchased", { accountId: account.id, periodEnd: subscription.entitlementPeriodEnd });
           return {
             response: json({ subscription, purchased: { periodStart: new Date(period.startMs).toISOString(), periodEnd: new Date(period.endMs).toISOString() } }),
@@ -83,7 +89,7 @@ export const SUBSCRIPTION_DOCS: readonly RouteDoc[] = [
       402: err(`${X402_REFUSALS}; PAYMENT_FAILED (details: the reason): settlement failed, the plan was not extended`),
       403: err("ORIGIN_NOT_ALLOWED"),
       404: err("NOT_FOUND: the paid plan is not for sale (no X402_PAID_PLAN_PRICE)"),
-      409: err("PAYMENT_ALREADY_USED"),
+      409: err("PAYMENT_ALREADY_USED; PAYMENT_IN_PROGRESS: the payer's unsettled payments hold its balance, or another purchase for the account is settling (nothing done or charged; retry)"),
       413: TOO_LARGE,
       415: err("UNSUPPORTED_MEDIA_TYPE"),
       502: err("FACILITATOR_UNAVAILABLE"),
