@@ -140,25 +140,31 @@ export function reasonCode(reason: string | undefined): string {
 function guardedFacilitator(inner: FacilitatorClient): FacilitatorClient {
   const unavailable = () => new FacilitatorResponseError("Facilitator unavailable");
   return {
+    // A refusal's reason goes into PAYMENT-REQUIRED's `error` as core words it: only a protocol code, never the
+    // facilitator's text (a third-party facilitator's node error with its RPC URL and key reached clients there).
     async verify(payload, requirements): Promise<VerifyResponse> {
+      let verified: VerifyResponse;
       try {
-        return await inner.verify(payload, requirements);
+        verified = await inner.verify(payload, requirements);
       } catch (error) {
         const refusal = error as { invalidReason?: unknown };
-        if (typeof refusal?.invalidReason === "string") return { isValid: false, invalidReason: refusal.invalidReason };
+        if (typeof refusal?.invalidReason === "string") return { isValid: false, invalidReason: reasonCode(refusal.invalidReason) };
         throw unavailable();
       }
+      return verified.isValid ? verified : { isValid: false, invalidReason: reasonCode(verified.invalidReason) };
     },
     async settle(payload, requirements): Promise<SettleResponse> {
+      let settled: SettleResponse;
       try {
-        return await inner.settle(payload, requirements);
+        settled = await inner.settle(payload, requirements);
       } catch (error) {
         const refusal = error as { errorReason?: unknown };
         if (typeof refusal?.errorReason === "string") {
-          return { success: false, errorReason: refusal.errorReason, transaction: "", network: requirements.network };
+          return { success: false, errorReason: reasonCode(refusal.errorReason), transaction: "", network: requirements.network };
         }
         throw unavailable();
       }
+      return settled.success ? settled : { success: false, errorReason: reasonCode(settled.errorReason), transaction: "", network: requirements.network };
     },
     async getSupported(): Promise<SupportedResponse> {
       try {
