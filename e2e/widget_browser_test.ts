@@ -369,6 +369,24 @@ describeBrowser("the review widget in a browser", () => {
     await page.context().close();
   }, 120_000);
 
+  test("basic mode: a hostReady after the 3 s fallback is ignored; the frame's wallet signs and the host page learns nothing", async () => {
+    const { page, widget, problems, walletCalls } = await open({ frameWallet: "on-chain-no-switch" });
+    await widget.waitForSelector("#widget[data-mode=basic]");
+    await widget.click("#connect");
+    await widget.waitForFunction((address) => document.getElementById("wallet-address")!.textContent === address, user.address);
+    // The host page speaks late (decisions §29: integrated mode only with a hostReady within 3 s). It made the widget
+    // integrated: the signing request, with the address the frame's wallet had shown only to the service, went to it.
+    await page.evaluate(() => (document.getElementById("omatrust-widget") as HTMLIFrameElement).contentWindow!.postMessage({ type: "omatrust:hostReady" }, "*"));
+    await writeReview(widget, "Late host");
+    await press(widget, "#confirm-sign");
+    await widget.waitForSelector("#success-view:not([hidden])", { timeout: 60_000 });
+    expect(walletCalls).toEqual(["eth_requestAccounts", "eth_requestAccounts", "eth_chainId", "eth_signTypedData_v4"]);
+    expect(await widget.getAttribute("#widget", "data-mode")).toBe("basic");
+    expect(await messageTypes(page)).not.toContain("omatrust:signTypedData");
+    expect(problems).toEqual([]);
+    await page.context().close();
+  }, 120_000);
+
   test("a host-side refusal: the bridge's rules fail, the wallet is never asked, the widget says why and can try again", async () => {
     const { page, widget, problems, hostSignatures, requests } = await open({ bridge: true, foreignPolicy: true, params: { wallet: user.address } });
     await widget.waitForSelector("#widget[data-mode=integrated]");

@@ -39,7 +39,9 @@ export function onHostMessage(state: WidgetState, event: MessageEvent): void {
   const data = event.data as { type?: unknown; id?: unknown; signature?: unknown; error?: unknown } | null;
   if (typeof data !== "object" || data === null) return;
   if (data.type === OMATRUST_HOST_READY) {
-    if (state.mode !== "integrated" && !state.busy) setMode(state, "integrated");
+    // Only while the widget still waits for it (decisions §29: within 3 s). Later, basic mode stays: a host page that
+    // spoke after the user connected the frame's wallet was sent the signing request and, in it, that wallet's address.
+    if (state.mode === "detecting" && !state.busy) setMode(state, "integrated");
     return;
   }
   if (typeof data.id !== "string") return;
