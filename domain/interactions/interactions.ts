@@ -93,23 +93,27 @@ export function createFindInteraction(deps: FindInteractionDeps): (query: Intera
   const max = deps.maxConfirmations ?? 5;
   const kept = new Map<string, { answer: InteractionStatus; until: number }>();
   const uncached = uncachedLookup(deps, max);
-  // A chain not read and no explorer answer at once, with nothing asked: they take no turn either.
-  const lookup = async (query: InteractionQuery, client: string): Promise<InteractionStatus | ProofReadLimited> => {
-    if (deps.admit !== undefined && deps.readerFor(query.chainId) !== undefined && (deps.operatorExplorer(query.chainId) ?? query.explorer) !== undefined) {
+  /** The explorer a lookup of `query` would ask: the operator's for the chain, else the embed's; none on a chain not read. */
+  const explorerOf = (query: InteractionQuery): string | undefined =>
+    deps.readerFor(query.chainId) === undefined ? undefined : deps.operatorExplorer(query.chainId) !== undefined ? "operator" : query.explorer;
+  return async function findInteraction(query, client = "unknown") {
+    const explorer = explorerOf(query);
+    // A chain not read and no explorer answer at once, with nothing asked: no turn taken, and nothing kept (kept, a
+    // flood of made-up chains took no turn and pushed every answer that cost something out of the store).
+    if (explorer === undefined) return (await uncached(query)).answer;
+    // Keyed by the explorer asked: an embed's `explorer` is not asked when the operator names one.
+    const key = JSON.stringify([query.chainId, query.wallet, query.contract, explorer]);
+    const now = deps.keep?.clock.nowMs() ?? 0;
+    const hit = kept.get(key);
+    if (hit !== undefined && hit.until > now) return hit.answer;
+    if (deps.admit !== undefined) {
       const turn = deps.admit(client);
       if (!turn.allowed) return { status: "rate-limited", retryAfterSeconds: turn.retryAfterSeconds };
     }
-    return await uncached(query);
-  };
-  return async function findInteraction(query, client = "unknown") {
-    if (deps.keep === undefined) return await lookup(query, client);
-    const key = JSON.stringify([query.chainId, query.wallet, query.contract, query.explorer ?? ""]);
-    const now = deps.keep.clock.nowMs();
-    const hit = kept.get(key);
-    if (hit !== undefined && hit.until > now) return hit.answer;
-    const answer = await lookup(query, client);
-    if (answer.status === "rate-limited") return answer;
-    const ttl = answer.status === "not-checked" ? Math.ceil(deps.keep.freshMs / 6) : deps.keep.freshMs;
+    const { answer, unsettled } = await uncached(query);
+    if (deps.keep === undefined) return answer;
+    // A verified answer whose receipt is not yet deep enough is not kept: a reorganisation may still take it back.
+    const ttl = unsettled ? 0 : answer.status === "not-checked" ? Math.ceil(deps.keep.freshMs / 6) : deps.keep.freshMs;
     kept.delete(key);
     if (ttl > 0) {
       if (kept.size >= (deps.keep.maxEntries ?? 10_000)) kept.delete(kept.keys().next().value!);
@@ -119,26 +123,31 @@ export function createFindInteraction(deps: FindInteractionDeps): (query: Intera
   };
 }
 
-function uncachedLookup(deps: FindInteractionDeps, max: number): (query: InteractionQuery) => Promise<InteractionStatus> {
+/** An answer, and whether it rests on a receipt not yet settled (then it is not kept). */
+type Looked = { readonly answer: InteractionStatus; readonly unsettled?: boolean };
+
+function uncachedLookup(deps: FindInteractionDeps, max: number): (query: InteractionQuery) => Promise<Looked> {
   return async function findInteraction(query) {
     const reader = deps.readerFor(query.chainId);
-    if (reader === undefined) return { status: "not-checked", reason: "chain-not-read" };
+    if (reader === undefined) return { answer: { status: "not-checked", reason: "chain-not-read" } };
     // The operator's explorer for the chain first; the embed's only when the operator named none.
     const operator = deps.operatorExplorer(query.chainId);
     const apiUrl = operator ?? query.explorer;
-    if (apiUrl === undefined) return { status: "not-checked", reason: "no-explorer" };
+    if (apiUrl === undefined) return { answer: { status: "not-checked", reason: "no-explorer" } };
     const listed = await deps.explorers.txlist(apiUrl, query.wallet, operator !== undefined ? "operator" : "embed");
-    if (!listed.ok) return { status: "not-checked", reason: "explorer-failed" };
+    if (!listed.ok) return { answer: { status: "not-checked", reason: "explorer-failed" } };
     const candidates = listed.value
       .filter((tx) => !tx.failed && HASH.test(tx.hash) && tx.from.toLowerCase() === query.wallet && tx.to.toLowerCase() === query.contract)
       .sort((a, b) => b.blockNumber - a.blockNumber)
       .slice(0, max);
     for (const candidate of candidates) {
       const read = await reader.receipt(candidate.hash.toLowerCase());
-      if (!read.ok) return { status: "not-checked", reason: "chain-failed" };
-      if (confirms(read.value, query)) return { status: "verified", txHash: candidate.hash.toLowerCase(), blockNumber: read.value.blockNumber };
+      if (!read.ok) return { answer: { status: "not-checked", reason: "chain-failed" } };
+      if (confirms(read.value, query)) {
+        return { answer: { status: "verified", txHash: candidate.hash.toLowerCase(), blockNumber: read.value.blockNumber }, unsettled: read.value.settled !== true };
+      }
     }
-    return { status: "none" };
+    return { answer: { status: "none" } };
   };
 }
 

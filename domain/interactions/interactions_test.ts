@@ -135,7 +135,7 @@ describe("what is kept", () => {
     const chain = reader({ [hash(5)]: good(5) });
     const e = explorer([tx(5)]);
     const find = createFindInteraction({
-      readerFor: () => chain.reader,
+      readerFor: () => keptReceipts(chain.reader),
       operatorExplorer: () => "https://x.example",
       explorers: e.explorer,
       keep: { clock: { nowMs: () => now }, freshMs: 60_000 },
@@ -152,6 +152,42 @@ describe("what is kept", () => {
     now += 10_001;
     await failing(query);
     expect(down.asked.length).toBe(2);
+  });
+
+  test("answers that asked nothing are not kept: a flood of chains not read takes no turn and pushes out no kept answer", async () => {
+    const chain = reader({ [hash(5)]: good(5) });
+    const e = explorer([tx(5)]);
+    let turns = 0;
+    const find = createFindInteraction({
+      readerFor: (chainId) => (chainId === 31337 ? keptReceipts(chain.reader) : undefined),
+      operatorExplorer: () => "https://x.example",
+      explorers: e.explorer,
+      keep: { clock: { nowMs: () => 0 }, freshMs: 60_000, maxEntries: 2 },
+      admit: () => (turns++, { allowed: true }),
+    });
+    expect(await find(query)).toMatchObject({ status: "verified" });
+    for (let i = 0; i < 10; i++) expect(await find({ ...query, chainId: 900_000 + i })).toEqual({ status: "not-checked", reason: "chain-not-read" });
+    // Before, each of those was kept (two entries here, 10,000 in the service) and the verified answer was gone.
+    expect(await find(query)).toMatchObject({ status: "verified" });
+    expect([e.asked.length, turns]).toEqual([1, 1]);
+  });
+
+  test("the embed's explorer is not part of the key when the operator's is the one asked", async () => {
+    const chain = reader({ [hash(5)]: good(5) });
+    const e = explorer([tx(5)]);
+    const find = createFindInteraction({ readerFor: () => keptReceipts(chain.reader), operatorExplorer: () => "https://x.example", explorers: e.explorer, keep: { clock: { nowMs: () => 0 }, freshMs: 60_000 } });
+    for (let i = 0; i < 5; i++) await find({ ...query, explorer: `https://embed${i}.example/api` });
+    expect(e.asked).toEqual([{ apiUrl: "https://x.example", source: "operator" }]);
+  });
+
+  test("a verified answer on a receipt not yet deep enough is not kept: once a reorganisation takes it back, the next ask says none", async () => {
+    const receipts: Record<string, TxReceiptFacts | null> = { [hash(5)]: good(5) };
+    const chain = reader(receipts, { head: () => 6 });
+    const e = explorer([tx(5)]);
+    const find = createFindInteraction({ readerFor: () => keptReceipts(chain.reader, { confirmations: 12 }), operatorExplorer: () => "https://x.example", explorers: e.explorer, keep: { clock: { nowMs: () => 0 }, freshMs: 3_600_000 } });
+    expect(await find(query)).toMatchObject({ status: "verified", txHash: hash(5) });
+    receipts[hash(5)] = null;
+    expect(await find(query)).toEqual({ status: "none" });
   });
 
   test("keptReceipts: a mined receipt and a block time are read once; a transaction not mined is asked again", async () => {
