@@ -23,7 +23,7 @@ import type { Storage } from "../ports/storage.ts";
 import type { ChainAnchors, TrustAnchors } from "../ports/trust_anchors.ts";
 import { attestationChains, type ChainConfig, type ChainsConfig, type Config, defaultChain } from "./config.ts";
 import { describeMetrics } from "./metrics.ts";
-import { checkDelegatePresent, checkRawKeys, closeSigners, openServiceSigners, type ServiceSigners } from "./signers.ts";
+import { checkDelegatePresent, checkRawKeys, closeSigners, delegateOn, openServiceSigners, type ServiceSigners } from "./signers.ts";
 import { SignerStartError } from "../adapters/signers/mod.ts";
 import type { EthereumSigner } from "../ports/signer.ts";
 
@@ -174,7 +174,10 @@ export async function openFoundation(config: Config, options: StartServiceOption
       rpcUrl,
       chainId,
       easAddress: chain.easContract as Address,
-      delegateSigner: signers.delegate,
+      // The default chain's own delegate (DELEGATE_SIGNER_<chainId>) when it names one: one client, so one sender and
+      // one nonce book per wallet on the chain (a second client for it gave the same wallet two, each reusing the
+      // other's nonces, and the reconciler could not find the witness's sender).
+      delegateSigner: delegateOn(signers, chainId),
       fetchFn: rpcFetch,
       // The delegated-attestation path meters its own calls (issue 28): no second parse of every request and response.
       rpcMetrics: metrics,

@@ -32,7 +32,7 @@ const built = new WeakMap<Foundation, WriteChains>();
 /**
  * The write clients of every served attestation chain, built once per foundation (the relays, the reconciler and the
  * witness share each chain's senders and so its wallet nonces). The default chain's is the foundation's EAS client
- * (unless `DELEGATE_SIGNER_<chainId>` names another delegate for it); each other chain gets one client, through its
+ * (with `DELEGATE_SIGNER_<chainId>`'s delegate when it names one); each other chain gets one client, through its
  * `rpcUrl` (or the devnet's own), so a chain's writes make no call on another's node.
  */
 export function writeChains(config: Pick<Config, "chains" | "relays">, f: Foundation): WriteChains {
@@ -45,8 +45,8 @@ export function writeChains(config: Pick<Config, "chains" | "relays">, f: Founda
     const anchors = f.trustAnchors.chains[chain.caip2] ?? (chain.chainId === f.chainId ? f.chain : undefined);
     if (anchors === undefined) continue;
     const own = chain.chainId === f.chainId;
-    const delegate = delegateOn(f.signers, chain.chainId);
-    const eas = own && delegate === f.signers.delegate ? f.eas : chainEas(config, f, chain, anchors.easContract as Address, delegate);
+    // The default chain's client is the foundation's, built with the chain's own delegate (app/foundation.ts).
+    const eas = own ? f.eas : chainEas(config, f, chain, anchors.easContract as Address, delegateOn(f.signers, chain.chainId));
     const subsidized = subsidizedSchemaMap(anchors, config.relays.subsidizedSchemas);
     const relaySchemas = subsidizedSchemaMap(anchors, Object.keys(anchors.schemas));
     list.push({
