@@ -15,6 +15,8 @@ export type SignerAuditDeps = {
   readonly metrics?: Metrics | undefined;
   /** A signature not given within this many milliseconds is a failure (`SIGNER_TIMEOUT_MS`, default 5000). */
   readonly timeoutMs: number;
+  /** The clock of the pause after a timeout (tests); default `performance.now()`. */
+  readonly nowMs?: (() => number) | undefined;
 };
 
 /** Which key signs: role, backend and the key's public name (an address or a JWK thumbprint). */
@@ -38,6 +40,13 @@ export function createAudit(identity: SignerIdentity, deps: SignerAuditDeps): Au
   let state: SignerState = "unknown";
   const labels = { role: identity.role, backend: identity.backend };
   const local = identity.backend === "env" || identity.backend === "keystore";
+  const now = deps.nowMs ?? (() => performance.now());
+  /**
+   * After a remote signer's timeout, it is not asked again for one more `timeoutMs`: the signatures waiting behind it
+   * (a wallet's sends queue for its nonce) fail at once instead of each waiting out its own deadline, so the 50th
+   * of 50 writes was answered after 50 deadlines (250 s at the default) while the wallet's nonce lock was held.
+   */
+  let pausedUntil = Number.NEGATIVE_INFINITY;
   return {
     state: () => state,
     async run<T extends { readonly ok: true }>(context: SignContext, sign: () => Promise<T & { readonly digest: string }>): Promise<T | SignerFailure> {
@@ -46,12 +55,14 @@ export function createAudit(identity: SignerIdentity, deps: SignerAuditDeps): Au
       let result: (T & { readonly digest: string }) | undefined;
       let why: string | undefined;
       try {
+        if (!local && now() < pausedUntil) throw new SignerError("timeout", "The signer timed out moments ago; not asked again yet");
         // A key in this process answers at once: no timer on the hot path of env: and keystore: keys.
         result = local ? await sign() : await withDeadline(sign(), deps.timeoutMs);
         outcome = "ok";
       } catch (error) {
         outcome = failureReason(error);
         why = error instanceof Error ? error.message : String(error);
+        if (!local && outcome === "timeout" && now() >= pausedUntil) pausedUntil = now() + deps.timeoutMs;
       }
       const seconds = (performance.now() - started) / 1000;
       deps.metrics?.increment(SIGNATURES_TOTAL, { ...labels, outcome });
