@@ -138,6 +138,7 @@ export async function openEthereumSigner(
         break;
       case "jsonrpc":
         signer = openJsonRpcSigner(u.url, u.address, { role, audit: deps.audit, fetchFn: deps.fetchFn });
+        await selfTest(signer);
         break;
       default:
         signer = digestEthereumSigner(await openDigest(u, "secp256k1", deps), { role, audit: deps.audit, keccak: deps.keccak, secp256k1: deps.secp256k1 });
@@ -150,6 +151,24 @@ export async function openEthereumSigner(
     throw stop(`the key answers for ${signer.address}, not ${role.toUpperCase()}_ADDRESS ${expectedAddress}`);
   }
   return signer;
+}
+
+/**
+ * One typed-data signature asked of a remote signer at start, as the HSM and KMS backends sign a test digest at open: a
+ * signer that cannot be reached, refuses, or signs with another key than the URI's address stops the start (before, the
+ * address was only the URI's word, `<ROLE>_ADDRESS` compared it with itself, and every write then answered 503).
+ */
+async function selfTest(signer: EthereumSigner): Promise<void> {
+  const signed = await signer.signTypedData({
+    domain: { name: "ATS signer self-test", version: "1" },
+    types: { SelfTest: [{ name: "statement", type: "string" }] },
+    primaryType: "SelfTest",
+    message: { statement: "The service checks at start that this signer holds the key it names." },
+  }, { purpose: "test" });
+  if (signed.ok) return;
+  throw new Error(signed.reason === "refused"
+    ? `the signer refused a test signature or signed it with another key than ${signer.address}`
+    : `the signer gave no test signature (${signed.reason})`);
 }
 
 /**

@@ -61,6 +61,26 @@ describe("signer URIs (decisions §27)", () => {
     expect(line.split("\n")).toHaveLength(1);
   });
 
+  test("a jsonrpc: signer signs one test typed data at start: another key, a refusal or no answer stops the start", async () => {
+    const other = privateKeyToAccount(`0x${"22".repeat(32)}`);
+    /** A remote signer holding `account`, answering eth_signTypedData_v4 (or failing as `mode` says). */
+    const remote = (account: typeof other, mode: "sign" | "refuse" | "down" = "sign"): typeof fetch =>
+      (async (_url: unknown, init?: RequestInit) => {
+        if (mode === "down") throw new TypeError("connection refused");
+        const call = JSON.parse(String(init!.body)) as { id: number; params: [string, string] };
+        if (mode === "refuse") return Response.json({ jsonrpc: "2.0", id: call.id, error: { code: -32000, message: "no" } });
+        const typed = JSON.parse(call.params[1]);
+        return Response.json({ jsonrpc: "2.0", id: call.id, result: await account.signTypedData(typed) });
+      }) as typeof fetch;
+    const uri = `jsonrpc:http://signer.internal:9000#${ADDRESS}`;
+    const open = (fetchFn: typeof fetch, expected?: string) => startError(() => openEthereumSigner("delegate", uri, { ...deps(), fetchFn }, expected));
+    // Before, each of these started: the address was the URI's word only, DELEGATE_ADDRESS compared it with itself.
+    expect(await open(remote(other), ADDRESS)).toBe(`DELEGATE_SIGNER: the signer refused a test signature or signed it with another key than ${ADDRESS}`);
+    expect(await open(remote(other, "refuse"))).toBe(`DELEGATE_SIGNER: the signer refused a test signature or signed it with another key than ${ADDRESS}`);
+    expect(await open(remote(other, "down"))).toBe("DELEGATE_SIGNER: the signer gave no test signature (unavailable)");
+    expect(await open(remote(privateKeyToAccount(KEY)), ADDRESS)).toBe("started");
+  });
+
   test("a keystore opens to its address; with its password in the environment it counts as a raw key", async () => {
     const dir = keystoreDir();
     const [key, options] = Keystore.scrypt({ password: "pw", n: 1 << 12, r: 8, p: 1 });
