@@ -44,4 +44,10 @@ describe("x402Issuer() (decisions §18)", () => {
     expect(() => readConfig({ X402_JWS_KEY: JSON.stringify({ ...jwk, crv: "P-384" }) })).toThrow(/X402_JWS_KEY/);
     expect(() => readConfig({ X402_SIGNING_FORMAT: "jws", RPC_URL: "http://127.0.0.1:8545", TRUST_ANCHORS_PATH: "x.json" })).toThrow(/X402_JWS_KEY/);
   });
+
+  test("jws against a real chain with X402_SIGNER (an HSM key) needs no raw X402_JWS_KEY (decisions §27)", () => {
+    const uri = "pkcs11:token=ats;object=x402?module-path=/usr/lib/softhsm/libsofthsm2.so&pin-env=HSM_PIN";
+    const config = readConfig({ X402_SIGNING_FORMAT: "jws", RPC_URL: "http://127.0.0.1:8545", TRUST_ANCHORS_PATH: "x.json", X402_SIGNER: uri });
+    expect([config.x402.signingFormat, config.x402.jwsKey, config.signers.x402]).toEqual(["jws", undefined, uri]);
+  });
 });

@@ -1,6 +1,6 @@
 /** Paying with x402 (decisions §13, §18): the `x402` section. */
 import { type Static, Type } from "@sinclair/typebox";
-import { choice, ConfigError, declare, matching, optionalText, privateKey, readSection, type ReadContext } from "./_declare.ts";
+import { choice, ConfigError, declare, matching, optionalText, privateKey, raw, readSection, type ReadContext } from "./_declare.ts";
 
 /** The devnet's prices, in units of its six-decimal test token: 0.01 a witness, 0.005 a relay write, 1 a plan year. */
 export const DEVNET_X402_PRICES = { witness: "10000", relay: "5000", paidPlan: "1000000" } as const;
@@ -62,8 +62,9 @@ export type X402Config = Static<typeof X402Section>;
 /** Reads the `x402` section: against a real chain a price needs the facilitator, the asset and payTo. */
 export function readX402(ctx: Omit<ReadContext, "values">): X402Config {
   const settings = readSection(X402Section, ctx);
-  if (settings.signingFormat === "jws" && settings.jwsKey === undefined && !ctx.devnet) {
-    throw new ConfigError("X402_JWS_KEY", "required when X402_SIGNING_FORMAT is jws");
+  // A JWS issuer's key: X402_SIGNER (an HSM, a KMS key, a keystore; decisions §27) or, as before it, X402_JWS_KEY.
+  if (settings.signingFormat === "jws" && settings.jwsKey === undefined && raw(ctx.env, "X402_SIGNER") === undefined && !ctx.devnet) {
+    throw new ConfigError("X402_JWS_KEY", "required when X402_SIGNING_FORMAT is jws and X402_SIGNER is not set");
   }
   const offered = settings.witnessPrice ?? settings.relayPrice ?? settings.paidPlanPrice;
   if (!ctx.devnet && offered !== undefined) {
