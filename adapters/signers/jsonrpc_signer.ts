@@ -18,6 +18,7 @@ import type { EthereumSigner, SignerRole, TransactionFields, TypedDataInput } fr
 import { createAudit, type SignerAuditDeps } from "./_audit.ts";
 import { SignerError } from "./_digest_signer.ts";
 import { curveOrder } from "./_ecdsa.ts";
+import { readCapped } from "../https/mod.ts";
 
 /** Options of {@link openJsonRpcSigner}. */
 export type JsonRpcSignerOptions = {
@@ -28,6 +29,8 @@ export type JsonRpcSignerOptions = {
 };
 
 const HALF_ORDER = curveOrder("secp256k1") >> 1n;
+/** An answer may be this much larger than twice the request (a signature, the transaction's own fields, JSON). */
+const MIN_ANSWER_CAP = 64 * 1024;
 
 /** An Ethereum signer at `url` for `address`; nothing is asked of it until the first signature. */
 export function openJsonRpcSigner(url: string, address: HexString, options: JsonRpcSignerOptions): EthereumSigner {
@@ -36,21 +39,32 @@ export function openJsonRpcSigner(url: string, address: HexString, options: Json
   let id = 0;
   const call = async <T>(method: string, params: unknown[]): Promise<T> => {
     let response: Response;
+    const request = JSON.stringify({ jsonrpc: "2.0", id: ++id, method, params });
+    // The answer carries what was asked (a transaction's calldata) and a signature: about the request's size at most.
+    const maxAnswerBytes = MIN_ANSWER_CAP + 2 * request.length;
     try {
       response = await fetchFn(url, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ jsonrpc: "2.0", id: ++id, method, params }),
+        body: request,
         signal: AbortSignal.timeout(options.audit.timeoutMs),
       });
     } catch (error) {
       const timeout = error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError");
       throw new SignerError(timeout ? "timeout" : "unavailable", timeout ? `${method} timed out` : `${method}: the signer cannot be reached`);
     }
-    if (!response.ok) throw new SignerError("unavailable", `${method}: the signer answered HTTP ${response.status}`);
+    if (!response.ok) {
+      await response.body?.cancel().catch(() => {});
+      throw new SignerError("unavailable", `${method}: the signer answered HTTP ${response.status}`);
+    }
+    // An answer larger than the request could make is refused as it streams in, never held whole (a 512 MB answer took
+    // the process's memory past 880 MB before it was refused).
+    const bytes = await readCapped(response, maxAnswerBytes, AbortSignal.timeout(options.audit.timeoutMs));
+    if (bytes === "too-large") throw new SignerError("refused", `${method}: the signer's answer is larger than ${maxAnswerBytes} bytes`);
+    if (bytes === "error") throw new SignerError("unavailable", `${method}: the signer's answer could not be read`);
     let body: { result?: unknown; error?: { code?: unknown; message?: unknown } };
     try {
-      body = await response.json() as typeof body;
+      body = JSON.parse(new TextDecoder().decode(bytes)) as typeof body;
     } catch {
       throw new SignerError("unavailable", `${method}: the signer's answer is not JSON`);
     }

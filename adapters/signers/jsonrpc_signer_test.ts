@@ -69,4 +69,29 @@ describe("jsonrpc: signer answers", () => {
       expect(await signer().signTransaction(TX, { purpose: "transaction" } as never)).toEqual({ ok: false, reason: "refused" });
     }
   });
+
+  test("an answer larger than the request could make is refused as it streams in, never read whole", async () => {
+    // 64 MiB of result, sent in 1 MiB chunks: the signer stops reading after the cap (about 64 KiB here).
+    let sent = 0;
+    const chunk = new Uint8Array(1024 * 1024).fill(0x61);
+    const huge = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: () =>
+        new Response(new ReadableStream({
+          pull(controller) {
+            if (sent === 0) controller.enqueue(new TextEncoder().encode('{"jsonrpc":"2.0","id":1,"result":"0x'));
+            if (sent++ < 64) controller.enqueue(chunk);
+            else controller.close();
+          },
+        }), { headers: { "content-type": "application/json" } }),
+    });
+    try {
+      const remote = openJsonRpcSigner(`http://127.0.0.1:${huge.port}/`, ADDRESS, { role: "delegate", audit: { log: { debug() {}, info() {}, warn() {}, error() {} }, timeoutMs: 2_000 } });
+      expect(await remote.signTransaction(TX, { purpose: "transaction" })).toEqual({ ok: false, reason: "refused" });
+      expect(sent).toBeLessThan(64);
+    } finally {
+      huge.stop(true);
+    }
+  });
 });
