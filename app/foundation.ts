@@ -174,9 +174,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
       rpcUrl,
       chainId,
       easAddress: chain.easContract as Address,
-      // The default chain's own delegate (DELEGATE_SIGNER_<chainId>) when it names one: one client, so one sender and
-      // one nonce book per wallet on the chain (a second client for it gave the same wallet two, each reusing the
-      // other's nonces, and the reconciler could not find the witness's sender).
+      // The chain's own delegate when it names one: one client per chain, so one sender per wallet (app/write_chains.ts).
       delegateSigner: delegateOn(signers, chainId),
       fetchFn: rpcFetch,
       // The delegated-attestation path meters its own calls (issue 28): no second parse of every request and response.

@@ -143,27 +143,17 @@ function guardedFacilitator(inner: FacilitatorClient): FacilitatorClient {
     // A refusal's reason goes into PAYMENT-REQUIRED's `error` as core words it: only a protocol code, never the
     // facilitator's text (a third-party facilitator's node error with its RPC URL and key reached clients there).
     async verify(payload, requirements): Promise<VerifyResponse> {
-      let verified: VerifyResponse;
-      try {
-        verified = await inner.verify(payload, requirements);
-      } catch (error) {
-        const refusal = error as { invalidReason?: unknown };
-        if (typeof refusal?.invalidReason === "string") return { isValid: false, invalidReason: reasonCode(refusal.invalidReason) };
+      const verified = await inner.verify(payload, requirements).catch((error: { invalidReason?: unknown } | undefined) => {
+        if (typeof error?.invalidReason === "string") return { isValid: false, invalidReason: error.invalidReason };
         throw unavailable();
-      }
+      });
       return verified.isValid ? verified : { isValid: false, invalidReason: reasonCode(verified.invalidReason) };
     },
     async settle(payload, requirements): Promise<SettleResponse> {
-      let settled: SettleResponse;
-      try {
-        settled = await inner.settle(payload, requirements);
-      } catch (error) {
-        const refusal = error as { errorReason?: unknown };
-        if (typeof refusal?.errorReason === "string") {
-          return { success: false, errorReason: reasonCode(refusal.errorReason), transaction: "", network: requirements.network };
-        }
+      const settled = await inner.settle(payload, requirements).catch((error: { errorReason?: unknown } | undefined) => {
+        if (typeof error?.errorReason === "string") return { success: false, errorReason: error.errorReason, transaction: "", network: requirements.network };
         throw unavailable();
-      }
+      });
       return settled.success ? settled : { success: false, errorReason: reasonCode(settled.errorReason), transaction: "", network: requirements.network };
     },
     async getSupported(): Promise<SupportedResponse> {

@@ -2,8 +2,7 @@ import { expect, test } from "bun:test";
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import type { FacilitatorClient } from "@x402/core/server";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { openSqlite } from "../adapters/sqlite/mod.ts";
-import { createSqlitePayments } from "../adapters/sqlite/sqlite_payments.ts";
+import { openSqliteStorage } from "../adapters/sqlite/mod.ts";
 import { createPaidCall } from "../domain/payments/mod.ts";
 import { fakeClock } from "../ports/fakes/mod.ts";
 import { createEip712Issuer } from "../x402/signers.ts";
@@ -17,8 +16,8 @@ const LEAK = "rpc call to https://node.example/v2/SECRETKEY123 failed: execution
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
 /** The gate with a facilitator that refuses as `facilitator` says (a third-party one, wording its refusals as it likes). */
-function gateWith(facilitator: Pick<FacilitatorClient, "verify" | "settle">) {
-  const payments = createSqlitePayments(openSqlite(":memory:"));
+async function gateWith(facilitator: Pick<FacilitatorClient, "verify" | "settle">) {
+  const { payments } = await openSqliteStorage(":memory:");
   return createPaymentGate({
     facilitator: {
       ...facilitator,
@@ -38,7 +37,7 @@ function gateWith(facilitator: Pick<FacilitatorClient, "verify" | "settle">) {
 }
 
 /** A payment header for the gate's terms (its signature is never checked here: the facilitator stub decides). */
-async function paid(gate: ReturnType<typeof gateWith>): Promise<Request> {
+async function paid(gate: Awaited<ReturnType<typeof gateWith>>): Promise<Request> {
   const unpaid = await gate.handle(new Request(URL_PAID, { method: "POST" }), "witness", () => Promise.resolve({ response: Response.json({}) }));
   const accepted = decodePaymentRequiredHeader(unpaid.headers.get("payment-required")!).accepts[0]!;
   const header = encodePaymentSignatureHeader({
@@ -68,7 +67,7 @@ test("a facilitator's refusal text never reaches the client: PAYMENT-REQUIRED's 
     () => Promise.resolve({ isValid: false, invalidReason: LEAK, invalidMessage: LEAK }),
     () => Promise.reject(Object.assign(new Error(LEAK), { invalidReason: LEAK, invalidMessage: LEAK })),
   ] as FacilitatorClient["verify"][]) {
-    const gate = gateWith({ verify, settle: settledOk });
+    const gate = await gateWith({ verify, settle: settledOk });
     const answer = await gate.handle(await paid(gate), "witness", () => Promise.resolve({ response: Response.json({}) }));
     expect(answer.status).toBe(402);
     const text = `${JSON.stringify(decodePaymentRequiredHeader(answer.headers.get("payment-required")!))} ${await answer.text()}`;
@@ -78,11 +77,11 @@ test("a facilitator's refusal text never reaches the client: PAYMENT-REQUIRED's 
 });
 
 test("a protocol code is passed on as it is; a settlement refused with text says a code in PAYMENT-RESPONSE", async () => {
-  const gate = gateWith({ verify: () => Promise.resolve({ isValid: false, invalidReason: "insufficient_funds" }), settle: settledOk });
+  const gate = await gateWith({ verify: () => Promise.resolve({ isValid: false, invalidReason: "insufficient_funds" }), settle: settledOk });
   const answer = await gate.handle(await paid(gate), "witness", () => Promise.resolve({ response: Response.json({}) }));
   expect(decodePaymentRequiredHeader(answer.headers.get("payment-required")!).error).toBe("insufficient_funds");
 
-  const settling = gateWith({
+  const settling = await gateWith({
     verify: () => Promise.resolve({ isValid: true }),
     settle: (_payload, requirements) => Promise.resolve({ success: false, errorReason: LEAK, errorMessage: LEAK, transaction: "", network: requirements.network }),
   });
