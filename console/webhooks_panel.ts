@@ -125,10 +125,14 @@ function endpointCard(endpoint: WebhookEndpointView): HTMLElement {
   const test = action("Send test event", "test", "Send a test event to", "Queuing a test event…", async () => {
     const queued = await sendTestWebhook(endpoint.id, api);
     await showDeliveries(endpoint);
-    if (endpoint.disabled) return { warn: `Test event queued; it is sent once ${endpoint.url} is enabled` };
     setStatus("webhook-status", "progress", `Sending test event ${queued.eventId} to ${endpoint.url}…`);
     return await watchTestEvent(endpoint, queued.eventId);
   });
+  // The service refuses a disabled endpoint's test (409 WEBHOOK_DISABLED): its tests would wait and go out together.
+  if (endpoint.disabled) {
+    (test as HTMLButtonElement).disabled = true;
+    test.title = "Enable the endpoint to send a test event";
+  }
   const deliveries = action("Deliveries", "deliveries", "Show the deliveries to", "Reading the deliveries…", async () => {
     await showDeliveries(endpoint);
     return `Deliveries to ${endpoint.url} read`;

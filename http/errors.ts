@@ -32,6 +32,8 @@ const STATUS: Readonly<Record<string, number>> = {
   DUPLICATE: 409,
   ACCOUNT_ALREADY_EXISTS: 409,
   SUBJECT_ALREADY_EXISTS: 409,
+  // A webhook.test asked of a disabled endpoint (it would wait, and go out with the others once enabled).
+  WEBHOOK_DISABLED: 409,
   // The first request with this Idempotency-Key is still running (decisions §23); `Retry-After` says when to ask again.
   IDEMPOTENCY_KEY_IN_USE: 409,
   SUBJECT_NOT_FOUND: 404,

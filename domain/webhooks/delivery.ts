@@ -145,6 +145,14 @@ export function createWebhookDelivery(deps: DeliveryDeps) {
   let inFlight = 0;
   const running = new Set<Promise<void>>();
   async function attempt(delivery: ClaimedDelivery): Promise<void> {
+    if (delivery.message.type === "webhook.test" && testedUrl(delivery.message.body) !== delivery.url) {
+      // A test event goes only to the URL it was asked for. The endpoint's URL changed since: not sent (a queue of test
+      // events asked for one host was sent in one burst to another, once the URL was pointed there).
+      const outcome = { state: "failed", status: null } as const;
+      await deps.store.record(delivery.id, deps.holder, outcome, deps.clock.nowMs(), deps.disableAfterMs ?? DISABLE_AFTER_MS);
+      deps.onAttempt?.(delivery, outcome, "url-changed");
+      return;
+    }
     const nowMs = deps.clock.nowMs();
     const timestamp = Math.floor(nowMs / 1000);
     const headers = webhookHeaders(liveSecrets(delivery, nowMs), delivery.message.id, timestamp, delivery.message.body);
@@ -180,3 +188,13 @@ export function createWebhookDelivery(deps: DeliveryDeps) {
 
 /** The delivery worker. */
 export type WebhookDelivery = ReturnType<typeof createWebhookDelivery>;
+
+/** The URL a `webhook.test` event was asked for (its `data.url`), or undefined. */
+function testedUrl(body: string): string | undefined {
+  try {
+    const url = (JSON.parse(body) as { data?: { url?: unknown } }).data?.url;
+    return typeof url === "string" ? url : undefined;
+  } catch {
+    return undefined;
+  }
+}

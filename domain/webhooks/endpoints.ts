@@ -42,10 +42,10 @@ export type DeliveryView = {
   readonly failedAt: string | null;
 };
 
-type Code = "INVALID_INPUT" | "WEBHOOK_NOT_FOUND" | "WEBHOOK_LIMIT_EXCEEDED" | "RATE_LIMITED";
+type Code = "INVALID_INPUT" | "WEBHOOK_NOT_FOUND" | "WEBHOOK_LIMIT_EXCEEDED" | "WEBHOOK_DISABLED" | "RATE_LIMITED";
 
 /** `webhook.test` events one endpoint may be sent a minute (a burst of as many): each is a POST and a stored delivery. */
-export const WEBHOOK_TESTS_PER_MINUTE = 10;
+export const WEBHOOK_TESTS_PER_MINUTE = 20;
 
 /** What the use cases need. */
 export type WebhookEndpointsDeps = {
@@ -56,7 +56,7 @@ export type WebhookEndpointsDeps = {
   /** `ALLOW_PRIVATE_NETWORK`: `http://` on loopback and private addresses allowed (development and tests). */
   readonly allowPrivateNetwork: boolean;
   readonly limits?: WebhookLimits | undefined;
-  /** Test events per account and receiving host ({@link WEBHOOK_TESTS_PER_MINUTE}, counted for the deployment); absent: unlimited. */
+  /** Test events per account ({@link WEBHOOK_TESTS_PER_MINUTE}, counted for the deployment); absent: unlimited. */
   readonly testRate?: RateLimit | undefined;
 };
 
@@ -242,15 +242,20 @@ export function createWebhookEndpoints(deps: WebhookEndpointsDeps) {
       const rotated = await deps.store.rotate(account.id, id, secret, deps.clock.nowMs() + PREVIOUS_SECRET_MS);
       return rotated === undefined ? notFound() : ok({ secret });
     },
-    /** Queues a `webhook.test` event for this endpoint (sent even if it did not subscribe to the type, or is disabled). */
+    /**
+     * Queues a `webhook.test` event for this endpoint (sent even if it did not subscribe to the type) to its URL as it
+     * is now: sent only while the URL stays the same. A disabled endpoint is 409 `WEBHOOK_DISABLED`: its tests would
+     * wait, and go out together once it is enabled.
+     */
     async test(account: Account, id: string): Promise<Result<{ readonly eventId: string; readonly type: "webhook.test" }, Code> & { readonly retryAfterSeconds?: number }> {
       const found = await deps.store.get(account.id, id);
       if (found === undefined) return notFound();
-      // Per account and receiving host, not per endpoint id: deleting an endpoint and creating it again (at the same
-      // host, any path) gave it a fresh budget, so one account could send a host signed POSTs without limit.
-      const turn = await deps.testRate?.take(`${account.id}:${new URL(found.url).host}`);
+      if (found.disabled) return fail("WEBHOOK_DISABLED", "The endpoint is disabled: enable it ({disabled: false}), then send a test event");
+      // Per account: per endpoint id, a deleted and recreated endpoint had a fresh budget; per receiving host, another
+      // port or a trailing dot was another host, and a disabled endpoint pointed at made-up hosts queued without end.
+      const turn = await deps.testRate?.take(account.id);
       if (turn !== undefined && !turn.allowed) {
-        return { ...fail("RATE_LIMITED", `At most ${WEBHOOK_TESTS_PER_MINUTE} test events a minute to one receiving host`), retryAfterSeconds: turn.retryAfterSeconds };
+        return { ...fail("RATE_LIMITED", `At most ${WEBHOOK_TESTS_PER_MINUTE} test events a minute per account`), retryAfterSeconds: turn.retryAfterSeconds };
       }
       const nowMs = deps.clock.nowMs();
       const message = webhookMessage(randomEventId(deps.random), "webhook.test", nowMs, { endpointId: found.id, url: found.url });

@@ -179,7 +179,7 @@ function review(uid: string, subject: string, revokedBlock: bigint | null = null
 }
 
 describe("test events (decisions §22)", () => {
-  test("at most WEBHOOK_TESTS_PER_MINUTE per account and receiving host: the rest RATE_LIMITED with Retry-After, nothing queued for them", async () => {
+  test("at most WEBHOOK_TESTS_PER_MINUTE per account, over all its endpoints and hosts: the rest RATE_LIMITED with Retry-After, nothing queued for them", async () => {
     const { store, transport, clock } = setup();
     const testRate = createRateLimiter(clock, { capacity: WEBHOOK_TESTS_PER_MINUTE, perMinute: WEBHOOK_TESTS_PER_MINUTE });
     const endpoints = createWebhookEndpoints({ store, transport, clock, random: fakeRandom(), allowPrivateNetwork: false, testRate });
@@ -194,16 +194,28 @@ describe("test events (decisions §22)", () => {
     expect(refused).toMatchObject({ ok: false, code: "RATE_LIMITED" });
     expect(refused.retryAfterSeconds).toBeGreaterThan(0);
     expect(store.deliveryRows.size).toBe(WEBHOOK_TESTS_PER_MINUTE);
-    // An endpoint at another host has its own; one created again at the same host (another path) has none left: the
-    // budget was per endpoint id, so deleting and creating the endpoint again gave a fresh one.
-    expect((await endpoints.test(account, b.value.id)).ok).toBe(true);
-    expect((await endpoints.remove(account, a.value.id)).ok).toBe(true);
-    const again = await endpoints.create(account, { url: "https://a.example/other", events: ["webhook.test"] });
-    if (!again.ok) throw new Error("unreachable");
-    expect(await endpoints.test(account, again.value.id)).toMatchObject({ ok: false, code: "RATE_LIMITED" });
-    // A minute later the host has its burst back.
+    // Another host (before: its own budget, and another port or a trailing dot was another host) or an endpoint
+    // created again: none left.
+    expect(await endpoints.test(account, b.value.id)).toMatchObject({ ok: false, code: "RATE_LIMITED" });
+    const moved = await endpoints.update(account, b.value.id, { url: "https://b.example:8443/" });
+    expect(moved.ok).toBe(true);
+    expect(await endpoints.test(account, b.value.id)).toMatchObject({ ok: false, code: "RATE_LIMITED" });
+    // Another account has its own.
+    const c = await endpoints.create(other, { url: "https://c.example/", events: ["webhook.test"] });
+    if (!c.ok) throw new Error("unreachable");
+    expect((await endpoints.test(other, c.value.id)).ok).toBe(true);
+    // A minute later the account has its burst back.
     clock.set(clock.nowMs() + 60_000);
-    expect((await endpoints.test(account, again.value.id)).ok).toBe(true);
+    expect((await endpoints.test(account, b.value.id)).ok).toBe(true);
+  });
+
+  test("a disabled endpoint's test is 409 WEBHOOK_DISABLED, nothing queued: its tests would wait and go out together once enabled", async () => {
+    const { endpoints, store } = setup();
+    const a = await endpoints.create(account, { url: "https://a.example/", events: ["webhook.test"] });
+    if (!a.ok) throw new Error("unreachable");
+    expect((await endpoints.update(account, a.value.id, { disabled: true })).ok).toBe(true);
+    expect(await endpoints.test(account, a.value.id)).toMatchObject({ ok: false, code: "WEBHOOK_DISABLED" });
+    expect(store.deliveryRows.size).toBe(0);
   });
 });
 
@@ -344,6 +356,26 @@ describe("createWebhookDelivery()", () => {
     const secret = store.endpoints.get(created.id)!.secret;
     expect(new Webhook(secret).verify(post!.body, post!.headers as Record<string, string>)).toMatchObject({ type: "webhook.test" });
     expect([...store.deliveryRows.values()][0]).toMatchObject({ state: "delivered", attempts: 1, lastStatus: 204 });
+  });
+
+  test("a test event whose endpoint's URL changed before it was sent is not sent: failed, nothing posted", async () => {
+    const { endpoints, store, clock } = setup();
+    const created = await endpoints.create(account, { url: "https://made-up.example/", events: ["webhook.test"] });
+    if (!created.ok) throw new Error("unreachable");
+    expect((await endpoints.test(account, created.value.id)).ok).toBe(true);
+    // Pointed elsewhere before the worker ran: the event was asked for the first URL.
+    expect((await endpoints.update(account, created.value.id, { url: "https://victim.example/hook" })).ok).toBe(true);
+    const transport = fakeWebhookTransport({ answer: () => ({ ok: true, status: 200 }) });
+    const worker = createWebhookDelivery({ store, transport, clock, holder: "w1", retrySeconds: [5], maxInFlight: 8, perEndpoint: 4, perAccount: 8, leaseMs: 60_000 });
+    expect(await worker.run()).toBe(1);
+    await worker.idle();
+    expect(transport.posts).toHaveLength(0);
+    expect([...store.deliveryRows.values()][0]).toMatchObject({ state: "failed", attempts: 1, lastStatus: null });
+    // One asked for the URL as it is now goes out.
+    expect((await endpoints.test(account, created.value.id)).ok).toBe(true);
+    await worker.run();
+    await worker.idle();
+    expect(transport.posts.map((post) => post.url)).toEqual(["https://victim.example/hook"]);
   });
 
   test("a 500 is retried after the first delay with the same webhook-id, then delivered", async () => {
