@@ -1,6 +1,6 @@
 import type { SQL } from "bun";
 import type { WebhookStore } from "../../ports/webhooks.ts";
-import { CLAIMED_COLUMNS, deliveryId, endpointDueSql, fairClaims, leasedLoadSql, toClaimCandidate, toClaimLoad, toClaimedDelivery, toDeliveryRecord, toOutboxRow, toTargets, toWebhookEndpoint, webhookTables, type WebhookRow } from "../sql/webhooks.ts";
+import { CLAIMED_COLUMNS, deliveryId, endpointDueSql, fairClaims, leasedLoadSql, pendingEndpointsSql, toClaimCandidate, toClaimLoad, toClaimedDelivery, toDeliveryRecord, toOutboxRow, toTargets, toWebhookEndpoint, webhookTables, type WebhookRow } from "../sql/webhooks.ts";
 
 /** The webhook tables in PostgreSQL words. */
 export const WEBHOOK_TABLES = webhookTables("BIGINT");
@@ -137,12 +137,12 @@ function webhookDeliveries(sql: SQL): Pick<WebhookStore, "outbox" | "publish" | 
         await tx`SELECT pg_advisory_xact_lock(${WEBHOOK_CLAIM_LOCK})`;
         // Each enabled endpoint's oldest few through its index (a backlog costs nothing), then the fair pick.
         const load = toClaimLoad(await tx.unsafe(leasedLoadSql("$1"), [nowMs]));
+        // Only the endpoints with something due are visited (pendingEndpointsSql), not every enabled one.
         const candidates: Row[] = await tx.unsafe(
           `SELECT d.id, e.id AS endpoint_id, e.account_id, d.next_attempt_at_ms, d.created_at_ms
-             FROM webhook_endpoints e CROSS JOIN LATERAL (
+             FROM (${pendingEndpointsSql("$1", "postgres")}) e CROSS JOIN LATERAL (
                SELECT n.id, n.next_attempt_at_ms, n.created_at_ms FROM webhook_deliveries n
-                WHERE n.endpoint_id = e.id AND ${endpointDueSql("$1")} LIMIT $2) d
-            WHERE e.disabled = 0`,
+                WHERE n.endpoint_id = e.id AND ${endpointDueSql("$1")} LIMIT $2) d`,
           [nowMs, perEndpoint],
         );
         const order = fairClaims(candidates.map(toClaimCandidate), load, { limit, perEndpoint, perAccount });

@@ -1,6 +1,6 @@
 import type { Database } from "bun:sqlite";
 import type { WebhookEndpoint, WebhookStore } from "../../ports/webhooks.ts";
-import { CLAIMED_COLUMNS, type ClaimCandidate, type WebhookRow, deliveryId, endpointDueSql, fairClaims, leasedLoadSql, toClaimCandidate, toClaimLoad, toClaimedDelivery, toDeliveryRecord, toOutboxRow, toTargets, toWebhookEndpoint, webhookTables } from "../sql/webhooks.ts";
+import { CLAIMED_COLUMNS, type ClaimCandidate, type WebhookRow, deliveryId, endpointDueSql, fairClaims, leasedLoadSql, pendingEndpointsSql, toClaimCandidate, toClaimLoad, toClaimedDelivery, toDeliveryRecord, toOutboxRow, toTargets, toWebhookEndpoint, webhookTables } from "../sql/webhooks.ts";
 
 /** Endpoints, their subjects and the targets of an event in the SQLite file. */
 function webhookEndpoints(db: Database): Pick<WebhookStore, "create" | "list" | "get" | "update" | "remove" | "rotate" | "targets" | "accountEndpoints" | "anyEnabled"> {
@@ -113,16 +113,17 @@ function webhookDeliveries(db: Database): Pick<WebhookStore, "outbox" | "publish
   });
 
   const leasedLoad = db.query<WebhookRow, [number]>(leasedLoadSql("?", "INDEXED BY webhook_deliveries_leased"));
-  const enabledEndpoints = db.query<{ id: string; account_id: string }, []>("SELECT id, account_id FROM webhook_endpoints WHERE disabled = 0");
+  const dueEndpoints = db.query<{ id: string; account_id: string }, [number]>(pendingEndpointsSql("?1", "sqlite"));
   const endpointDue = db.query<WebhookRow, [string, number, number, string]>(
     `SELECT n.id, n.endpoint_id, ?4 AS account_id, n.next_attempt_at_ms, n.created_at_ms FROM webhook_deliveries n
       WHERE n.endpoint_id = ?1 AND ${endpointDueSql("?2")} LIMIT ?3`,
   );
   const claim = db.transaction((holder: string, nowMs: number, leaseMs: number, limit: number, perEndpoint: number, perAccount: number) => {
-    // Each endpoint's oldest few through its index (an index seek per endpoint with room): a backlog costs nothing.
+    // Each endpoint with something due, its oldest few through its index (a seek per endpoint with room): a backlog
+    // costs nothing, and an endpoint with nothing pending is not visited.
     const load = toClaimLoad(leasedLoad.all(nowMs));
     const candidates: ClaimCandidate[] = [];
-    for (const e of enabledEndpoints.all()) {
+    for (const e of dueEndpoints.all(nowMs)) {
       const room = perEndpoint - (load.endpoints.get(e.id) ?? 0);
       if (room <= 0 || (load.accounts.get(e.account_id) ?? 0) >= perAccount) continue;
       for (const row of endpointDue.all(e.id, nowMs, room, e.account_id)) candidates.push(toClaimCandidate(row));
