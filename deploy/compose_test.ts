@@ -65,13 +65,14 @@ describe("deploy/compose.yaml", () => {
     const ats = services.ats1;
     expect(ats).toMatchObject({ read_only: true, user: "65532:65532", cap_drop: ["ALL"], stop_grace_period: "25s" });
     expect(ats.environment).toMatchObject({ STORAGE: "postgres", TRUST_ANCHORS_PATH: "/etc/ats/trust-anchors.json", SHUTDOWN_GRACE_MS: "20000" });
-    expect(services.balancer.ports).toEqual(["${ATS_HTTP_BIND:-127.0.0.1:8080}:8080"]);
+    expect(services.balancer.ports).toEqual(["${ATS_HTTP_BIND:-127.0.0.1:8080}:8080", "${ATS_HTTPS_BIND:-127.0.0.1:8443}:8443"]);
+    for (const name of INSTANCES) expect(services[name].environment.TRUST_PROXY).toBe("${ATS_TRUST_PROXY:-1}");
     expect(services.postgres.image).toBe("${ATS_POSTGRES_IMAGE:-docker.io/library/postgres:16}");
     expect(services.balancer.image).toBe("${ATS_HAPROXY_IMAGE:-docker.io/library/haproxy:2.8}");
     expect(services.devnet.profiles).toEqual(["devnet"]);
     // The balancer checks the three by name on /readyz.
     const haproxy = readFileSync(join(HERE, "haproxy.cfg"), "utf8");
-    expect(haproxy).toContain("option httpchk GET /readyz");
+    expect(haproxy).toContain("http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host ats");
     for (const name of INSTANCES) expect(haproxy).toContain(`server ${name} ${name}:8080`);
   });
 

@@ -74,6 +74,8 @@ export function routable(request: Request): Request {
 
 /** The URL {@link routable} re-addresses a request to; undefined when Elysia reads `url`'s path as the guards do. */
 function routableUrl(url: string): string | undefined {
+  // A request without a Host has the path alone as its URL (see pathOf).
+  if (url.startsWith("/")) return `http://localhost${url}`;
   const start = url.indexOf("/", url.indexOf("//") + 2);
   if (start !== -1 && start === url.indexOf("/", 11)) return undefined;
   return `http://localhost${start === -1 ? "/" : url.slice(start)}`;

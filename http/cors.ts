@@ -52,9 +52,13 @@ export function bearerPreflight(request: Request): boolean {
   return request.method === "OPTIONS" && /(^|,)\s*authorization\s*(,|$)/i.test(request.headers.get("access-control-request-headers") ?? "");
 }
 
-/** The path of an absolute request URL, without building a URL object on the hot path. */
+/**
+ * The path of a request URL, without building a URL object on the hot path. A request without a `Host` (HTTP/1.0, as
+ * a balancer's health check sends it) has a URL that is the path alone: `/readyz`, not `/` (the console's page answered
+ * HAProxy's check of /readyz with 200, whatever the instance's readiness).
+ */
 export function pathOf(url: string): string {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
+  const start = url.startsWith("/") ? 0 : url.indexOf("/", url.indexOf("//") + 2);
   if (start === -1) return "/";
   const query = url.indexOf("?", start);
   return query === -1 ? url.slice(start) : url.slice(start, query);

@@ -92,6 +92,35 @@ describe("routable()", () => {
     }
   });
 
+  test("a request without a Host (HTTP/1.0, a balancer's health check) is routed by its path, over a real socket", async () => {
+    expect(pathOf("/readyz")).toBe("/readyz");
+    expect(pathOf("/v1/trust-anchors?x=/y")).toBe("/v1/trust-anchors");
+    const app = new Elysia({ strictPath: true }).get("/readyz", () => "ready?").get("/", () => "the console");
+    const handler = instrumentedHandler(app, { metrics: createPrometheusMetrics(), log: silentLogger });
+    const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (request, srv) => handler(request, srv) });
+    try {
+      for (const target of ["/readyz", "/readyz?full=1"]) {
+        // HAProxy's `option httpchk GET /readyz` sends exactly this: no Host, HTTP/1.0.
+        let text = "";
+        await new Promise<void>((resolve, reject) => {
+          void Bun.connect({
+            hostname: "127.0.0.1",
+            port: server.port!,
+            socket: {
+              open: (socket) => void socket.write(`GET ${target} HTTP/1.0\r\n\r\n`),
+              data: (_socket, chunk) => void (text += new TextDecoder().decode(chunk)),
+              close: () => resolve(),
+              error: (_socket, error) => reject(error),
+            },
+          });
+        });
+        expect({ target, body: text.slice(text.indexOf("\r\n\r\n") + 4) }).toEqual({ target, body: "ready?" });
+      }
+    } finally {
+      server.stop(true);
+    }
+  });
+
   test("a re-addressed request keeps its method, headers, query and streamed body", async () => {
     const body = new ReadableStream<Uint8Array>({
       start(controller) {

@@ -42,6 +42,7 @@ eval "$(bash scripts/local_images.sh --env)"
 read -r -a compose <<<"$(bash scripts/podman_compose.sh)"
 port=$(free_port)
 export ATS_HTTP_BIND="127.0.0.1:$port"
+export ATS_HTTPS_BIND="127.0.0.1:$(free_port)"
 
 # For the test: the devnet's JSON-RPC and the balancer's statistics on loopback too (scripts/rolling_restart.ts).
 rpc_port=$(free_port)
