@@ -2,6 +2,7 @@
 import { systemClock } from "../adapters/system/mod.ts";
 import type { ArtifactTrust } from "../domain/artifact_trust/mod.ts";
 import type { ListAttestations } from "../domain/index/mod.ts";
+import { createWitnessResume } from "../domain/witness/mod.ts";
 import type { RateLimiter } from "../domain/rate_limit.ts";
 import { subscriptionReader } from "../http/routes/accounts/mod.ts";
 import { requestClientAddress } from "../http/instrument.ts";
@@ -71,6 +72,7 @@ export function wireMcp(
       keyStatusRate: c.keys.clientRate,
       controllerAuthorization: c.keys.controllerAuthorization,
       witness: c.witness,
+      witnessResume: createWitnessResume({ ledger: storage.ledger, nowMs: () => systemClock.nowMs() }),
       subscription: async (account) => await subscription(account) as unknown as Record<string, unknown>,
       metrics,
       log,

@@ -7,7 +7,7 @@
 import { type Static, type TSchema, Type as t } from "@sinclair/typebox";
 import { type ArtifactTrust, INVALID_ARTIFACT_DID_MESSAGE } from "../../../domain/artifact_trust/mod.ts";
 import type { createControllerConfirm } from "../../../domain/discovery/mod.ts";
-import type { ControllerWitness } from "../../../domain/witness/mod.ts";
+import type { ControllerWitness, WitnessResumed } from "../../../domain/witness/mod.ts";
 import { type Idempotency, keepsAnswer, MAX_IDEMPOTENCY_KEY_LENGTH } from "../../../domain/idempotency/mod.ts";
 import { IdentifierList, identifierListRefusal, resolveIdentity } from "../../../domain/identity/mod.ts";
 import type { ListAttestations } from "../../../domain/index/mod.ts";
@@ -52,6 +52,8 @@ export type McpToolDeps = {
   /** The list routes' computations per client address (issue 43); each tool call takes a turn. Absent: none. */
   readonly attestationQueryRate?: RateLimiter | undefined;
   readonly witness: ControllerWitness;
+  /** What a retried witness call whose first run died answers (domain/witness createWitnessResume); absent: run again. */
+  readonly witnessResume?: ((noted: string) => Promise<WitnessResumed>) | undefined;
   /** Controller authorization (decisions §25), sharing key status's rate per client; absent: no such tool. */
   readonly controllerAuthorization?: ControllerAuthorization | undefined;
   /** The `subscription` of `GET /api/private/subscriptions/current` for an account. */
@@ -75,20 +77,26 @@ export type McpToolDeps = {
 async function idempotentTool(
   idempotency: Idempotency | undefined,
   request: { readonly scope: string; readonly key: string | undefined; readonly tool: string; readonly args: unknown },
-  run: () => Promise<ToolOutcome>,
+  run: (attach?: (noted: string) => Promise<void>) => Promise<ToolOutcome>,
+  resume?: (noted: string) => Promise<ToolOutcome | undefined>,
 ): Promise<ToolOutcome> {
   if (idempotency === undefined || request.key === undefined) return await run();
   const decision = await idempotency({ scope: request.scope, key: request.key, method: "TOOL", path: request.tool, body: stringify(request.args) });
   if (decision.kind === "replay") return JSON.parse(decision.answer.body) as ToolOutcome;
   if (decision.kind !== "run") return { ok: false, code: decision.code, message: decision.message };
   let outcome: ToolOutcome;
+  let resumed: ToolOutcome | undefined;
   try {
-    outcome = await run();
+    // A key taken over from a call that died: answered from what that call noted (its write), never run again.
+    resumed = decision.resumed !== undefined && resume !== undefined ? await resume(decision.resumed) : undefined;
+    outcome = resumed ?? await run(decision.attach);
   } catch (error) {
     await decision.finish(undefined);
     throw error;
   }
   const status = outcome.ok ? 200 : statusOf(outcome.code);
+  // A resumed write still under way is not kept: the next retry asks again (as http/idempotency.ts does).
+  if (resumed !== undefined && !outcome.ok && outcome.code === "OUTCOME_UNKNOWN") return outcome;
   await decision.finish(keepsAnswer(status, outcome.ok ? undefined : outcome.code) ? { status, headers: {}, body: JSON.stringify(outcome) } : undefined);
   return outcome;
 }
@@ -333,15 +341,22 @@ function accountTools(deps: McpToolDeps): ToolDefinition[] {
         if (account === undefined) return { ok: false, code: "UNAUTHENTICATED", message: "A bearer token is required" };
         const { idempotencyKey, ...witnessInput } = input.value;
         const request = { scope: `account:${account.id}`, key: idempotencyKey, tool: "request_controller_witness", args: witnessInput };
-        return await idempotentTool(deps.idempotency, request, async () => {
-          const { result } = await deps.witness(witnessInput, { ok: true, value: account });
+        // The write's id is noted under the key once reserved; a retry after a crash answers from it (decisions §23).
+        const resume = async (noted: string): Promise<ToolOutcome | undefined> => {
+          const found = await deps.witnessResume?.(noted);
+          if (found === undefined || found.kind === "nothing") return undefined;
+          if (found.kind === "written") return answered(found.value);
+          return { ok: false, code: "OUTCOME_UNKNOWN", message: "The witness transaction was sent but its outcome is not known yet; it will be settled" };
+        };
+        return await idempotentTool(deps.idempotency, request, async (onReserved) => {
+          const { result } = await deps.witness(witnessInput, { ok: true, value: account }, { onReserved });
           deps.metrics?.increment("ats_sponsored_writes_total", { outcome: result.ok ? "committed" : result.code.toLowerCase() });
           if (result.ok) {
             deps.log.info("controller_witness", { uid: result.value.uid, txHash: result.value.txHash, method: result.value.method, via: "mcp" });
             return answered(result.value);
           }
           return failed(result);
-        });
+        }, resume);
       },
     },
     {

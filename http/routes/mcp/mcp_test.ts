@@ -7,13 +7,15 @@ import type { BearerAuth } from "../../../domain/oauth/mod.ts";
 import { createRateLimiter, createSharedRateLimiter } from "../../../domain/rate_limit.ts";
 import { fail, ok } from "../../../domain/result.ts";
 import type { Account } from "../../../ports/accounts.ts";
-import { fakeAttestationIndex, fakeClock, fakeIdempotencyStore, fakeIndexStore, fakeMcpSessions, fakeRateCounter } from "../../../ports/fakes/mod.ts";
+import { fakeAttestationIndex, fakeClock, fakeIdempotencyStore, fakeIndexStore, fakeMcpSessions, fakeRateCounter, fakeWriteLedger } from "../../../ports/fakes/mod.ts";
+import { fakeSignedTx } from "../../../ports/fakes/_signed_tx.ts";
+import { createWitnessResume } from "../../../domain/witness/mod.ts";
 import { createListAttestations } from "../../../domain/index/mod.ts";
-import { createIdempotency } from "../../../domain/idempotency/mod.ts";
+import { createIdempotency, IDEMPOTENCY_LEASE_MS } from "../../../domain/idempotency/mod.ts";
 import { minimalAppDeps } from "../../testing.ts";
 import { createApp } from "../../app.ts";
 import { summarize, summarizeError } from "./_summaries.ts";
-import type { McpToolDeps } from "./_tools.ts";
+import { createTools, type McpToolDeps } from "./_tools.ts";
 import { createMcpEndpoint, MCP_MAX_BATCH, type McpEndpointDeps, mcpRoutes } from "./mcp.ts";
 
 const BASE = "http://localhost";
@@ -364,6 +366,44 @@ describe("request_controller_witness with an idempotency key (decisions §23)", 
     const bad = await writer.call("request_controller_witness", { ...args, idempotencyKey: "" });
     expect(bad.structuredContent?.code).toBe("INVALID_INPUT");
     expect(writes).toBe(1);
+  });
+});
+
+describe("request_controller_witness taken over after a crash (decisions §23)", () => {
+  test("a retry past the lease of a call that died after sending answers from the write it noted, and never writes again", async () => {
+    const clock = fakeClock();
+    const ledger = fakeWriteLedger();
+    const account = { id: "acc-1", address: "0x00000000000000000000000000000000000000a1", plan: "free", createdAtMs: 0 } as unknown as Account;
+    let runs = 0;
+    let died: () => void = () => {};
+    const witness = (async (_body: unknown, _session: unknown, options: { onReserved?: (noted: string) => Promise<void> } = {}) => {
+      runs++;
+      await ledger.reserve({ id: `w${runs}`, accountId: account.id, year: 2027, fingerprint: "f", createdAtMs: clock.nowMs() }, 10);
+      await options.onReserved?.(`witness-write:w${runs}`);
+      // Signed and sent, then the instance dies: the transaction may land.
+      await ledger.markSigned(`w${runs}`, fakeSignedTx("0x00000000000000000000000000000000000000f1", runs, "e"), clock.nowMs());
+      await ledger.markSent(`w${runs}`, clock.nowMs());
+      died();
+      return await new Promise(() => {});
+    }) as never;
+    const tools = createTools(fakeTools({
+      witness,
+      witnessResume: createWitnessResume({ ledger, nowMs: () => clock.nowMs() }),
+      idempotency: createIdempotency({ store: fakeIdempotencyStore(), clock }),
+    }), { withAccountTools: true });
+    const tool = tools.find((t) => t.name === "request_controller_witness")!;
+    const args = { subjectDid: "did:web:crash.test", controllerDid: "did:pkh:eip155:1:0x00000000000000000000000000000000000000b2", idempotencyKey: "crash-1" };
+    const dead = new Promise<void>((resolve) => (died = resolve));
+    void tool.run(args, { clientKey: "c", account });
+    await dead;
+    clock.set(clock.nowMs() + IDEMPOTENCY_LEASE_MS + 1);
+    // Before: run again, a second transaction and a second sponsored write.
+    expect(await tool.run(args, { clientKey: "c", account })).toMatchObject({ ok: false, code: "OUTCOME_UNKNOWN" });
+    // Not kept: the key stays the write's, and a later retry asks about it again (still not run).
+    expect(await tool.run(args, { clientKey: "c", account })).toMatchObject({ ok: false, code: "IDEMPOTENCY_KEY_IN_USE" });
+    clock.set(clock.nowMs() + IDEMPOTENCY_LEASE_MS + 1);
+    expect(await tool.run(args, { clientKey: "c", account })).toMatchObject({ ok: false, code: "OUTCOME_UNKNOWN" });
+    expect(runs).toBe(1);
   });
 });
 
