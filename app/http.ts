@@ -197,6 +197,8 @@ function appDeps(config: HttpConfig, f: Foundation, c: Capabilities): AppDeps {
       keccak256: f.keccak256.hex,
       // One instance's count (as the attestation queries'): each read is an eth_call this instance pays for.
       nonceRate: createRateLimiter(systemClock, { capacity: config.relays.publicRelay.noncePerMinute, perMinute: config.relays.publicRelay.noncePerMinute }),
+      // Twice the guard's writes per address: a client's keyed writes and their retries, never an unbounded key store.
+      keyRate: createRateLimiter(systemClock, { capacity: 2 * config.relays.publicRelay.ipPerMinute, perMinute: 2 * config.relays.publicRelay.ipPerMinute }),
     },
     // Decisions §29: the anchors' widget origins name where this service's widgets are served, its own origin first.
     trustAnchors: servedTrustAnchors(config, f.trustAnchors),

@@ -6,6 +6,7 @@ import { fail, ok } from "../domain/result.ts";
 import { fakeClock, fakeEasReader, fakeIdempotencyStore } from "../ports/fakes/mod.ts";
 import { createApp } from "./app.ts";
 import { minimalAppDeps } from "./testing.ts";
+import { createRateLimiter, type RateLimiter } from "../domain/rate_limit.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 
@@ -31,7 +32,7 @@ async function signedBody(deadline = BigInt(Math.floor(Date.now() / 1000) + 3600
 }
 
 /** The public relay over a use case that counts its calls and, when told, holds its answer until released. */
-function setup(answer: () => ReturnType<DelegatedAttest> = () => Promise.resolve(ok({ txHash: "0xaa", uid: "0xbb", blockNumber: 7n } as never))) {
+function setup(answer: () => ReturnType<DelegatedAttest> = () => Promise.resolve(ok({ txHash: "0xaa", uid: "0xbb", blockNumber: 7n } as never)), keyRate?: RateLimiter) {
   let calls = 0;
   let hold: Promise<void> | undefined;
   let release = () => {};
@@ -48,6 +49,7 @@ function setup(answer: () => ReturnType<DelegatedAttest> = () => Promise.resolve
       delegatedAttest,
       idempotency: createIdempotency({ store, clock: fakeClock() }),
       clientAddress: (request) => request.headers.get("x-test-client") ?? "203.0.113.7",
+      keyRate,
     },
   });
   const post = (body: string, headers: Record<string, string> = {}, path = "/v1/delegated-attest") =>
@@ -129,6 +131,18 @@ describe("Idempotency-Key on the public relay (decisions §23)", () => {
     await env.post(body);
     await env.post(body);
     expect(env.calls()).toBe(4);
+  });
+
+  test("keyed writes per client address are bounded before the key is stored: refused bodies under new keys no longer fill the store", async () => {
+    const env = setup(undefined, createRateLimiter(fakeClock(), { capacity: 3, perMinute: 3 }));
+    const statuses: number[] = [];
+    // Before: every one of these was kept for 24 hours, 5,000 rows from one address with no limit met.
+    for (let i = 0; i < 6; i++) statuses.push((await env.post("{}", { "idempotency-key": `fresh-${i}` })).status);
+    expect(statuses).toEqual([400, 400, 400, 429, 429, 429]);
+    expect(env.store.records.size).toBe(3);
+    // Another address has its own turns; a write without a key takes none.
+    expect((await env.post("{}", { "idempotency-key": "fresh-x", "x-test-client": "198.51.100.9" })).status).toBe(400);
+    expect((await env.post(await signedBody())).status).toBe(200);
   });
 
   test("a 429 is not kept: the retry runs", async () => {

@@ -39,6 +39,13 @@ export type EasRoutesDeps = {
    * with Retry-After, before any call; a refused query takes no turn. Absent: unlimited (tests of other things).
    */
   readonly nonceRate?: RateLimiter | undefined;
+  /**
+   * Writes under an `Idempotency-Key` per client address, checked before the key is stored: past it 429 RATE_LIMITED
+   * (not stored). The public relay has no account, and every answer once its checks began is kept for 24 hours, so
+   * one address sent 5,000 refused requests under new keys and left 5,000 rows (about 1 KB each) with no limit met.
+   * Absent: unlimited.
+   */
+  readonly keyRate?: RateLimiter | undefined;
   /** keccak-256 for the addresses' checksums when the body is read (the service's in WebAssembly; absent: viem's). */
   readonly keccak256?: KeccakHex | undefined;
 };
@@ -140,6 +147,8 @@ export function easRoutes(deps: EasRoutesDeps) {
       // The public relay has no account: a key belongs to the client address (decisions §23).
       const read = relayWrite(request, `client:${clientKey}`, body, { clientKey, request: readDelegated(body, deps.keccak256) });
       if (!read.ok) return failure(started, read.code, read.message);
+      const limited = keyLimited(started, read.write, clientKey);
+      if (limited !== undefined) return limited;
       const run = await single(read.write);
       return await relayAnswer(run, {
         refuse: refuseWith(started),
@@ -150,6 +159,16 @@ export function easRoutes(deps: EasRoutesDeps) {
     } catch (error) {
       return internalError(started, "delegated_attest", error);
     }
+  };
+
+  /** A keyed write past the client's turns (`keyRate`): 429 before the key is stored. */
+  const keyLimited = (started: number, write: { readonly keyed?: unknown }, clientKey: string): Response | undefined => {
+    if (write.keyed === undefined || deps.keyRate === undefined) return undefined;
+    const turn = deps.keyRate.take(clientKey);
+    if (turn.allowed) return undefined;
+    const answer = failure(started, "RATE_LIMITED", `Too many writes under an Idempotency-Key from this address; try again in ${turn.retryAfterSeconds} s`);
+    answer.headers.set("retry-after", String(turn.retryAfterSeconds));
+    return answer;
   };
 
   // The chain a write goes to (decisions §30), for the answers given before the relay names it.
@@ -185,6 +204,8 @@ export function easRoutes(deps: EasRoutesDeps) {
       const clientKey = clientKeyFor(deps.clientAddress, request);
       const read = relayWrite(request, `client:${clientKey}`, body, readBatch(body, clientKey));
       if (!read.ok) return failure(started, read.code, read.message);
+      const limited = keyLimited(started, read.write, clientKey);
+      if (limited !== undefined) return limited;
       const run = await batches(read.write);
       const words = batchWords(refuseWith(started), () => ({ chain: batchChain(read.write.input), elapsed: elapsedSince(started) }));
       return await relayAnswer(run, {
