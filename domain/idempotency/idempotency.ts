@@ -106,18 +106,35 @@ const RETRY_ME = new Set(["FACILITATOR_UNAVAILABLE", "PAYMENT_IN_PROGRESS", "SIG
  * was done and the same request may be sent again ({@link RETRY_ME}).
  */
 export function keepsAnswer(status: number, code?: string | undefined): boolean {
-  return status !== 429 && status !== 401 && status !== 402 && !(code !== undefined && RETRY_ME.has(code));
+  return status !== 401 && status !== 402 && !didNothing(status, code);
+}
+
+/**
+ * Whether an answer says nothing was done and the same request may come again: a rate limit's 429, {@link RETRY_ME},
+ * a read of the chain that failed before anything was sent (`RPC_ERROR`: the nonce, the delegate's balance, the
+ * simulation; a failure after sending is `OUTCOME_UNKNOWN`), and the delegate wallet that cannot pay right now (503
+ * `SUBMISSION_FAILED`, "nothing was recorded"; a 500 `SUBMISSION_FAILED` is a transaction that failed, and is kept).
+ * Kept, a client retrying the 5xx under its key was answered the same refusal for 24 hours, though the same request
+ * without the key went through.
+ */
+function didNothing(status: number, code: string | undefined): boolean {
+  if (status === 429) return true;
+  if (code === undefined) return false;
+  return RETRY_ME.has(code) || code === "RPC_ERROR" || (code === "SUBMISSION_FAILED" && status === 503);
 }
 
 /**
  * {@link keepsAnswer} of an answer as it is kept: its status, and the `code` of its body when it is an error body. A
- * batch's 200 (`{results: [...]}`) whose every result is such a refusal ({@link RETRY_ME}: the signer gave no
- * signature for the one transaction) did nothing either, and is not kept.
+ * batch's 200 (`{results: [...]}`) whose every result is such a refusal ({@link didNothing}: the signer gave no
+ * signature for the one transaction, every item rate-limited, the wallet unable to pay) did nothing either, and is not
+ * kept: its retry under the same key runs, as the single route's does.
  */
 export function keepsStoredAnswer(answer: Pick<StoredAnswer, "status" | "body">): boolean {
   const body = bodyOf(answer);
-  if (answer.status === 200 && Array.isArray(body?.results) && body.results.length > 0 &&
-    body.results.every((r) => typeof (r as { code?: unknown } | null)?.code === "string" && RETRY_ME.has((r as { code: string }).code))) {
+  if (answer.status === 200 && Array.isArray(body?.results) && body.results.length > 0 && body.results.every((r) => {
+    const item = r as { status?: unknown; code?: unknown } | null;
+    return typeof item?.code === "string" && didNothing(typeof item.status === "number" ? item.status : 0, item.code);
+  })) {
     return false;
   }
   return keepsAnswer(answer.status, storedAnswerCode(answer));

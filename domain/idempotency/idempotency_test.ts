@@ -124,4 +124,19 @@ describe("createIdempotency()", () => {
     expect(keepsStoredAnswer({ status: 200, body: JSON.stringify({ results: [unavailable, { status: 400, error: "x", code: "INVALID_INPUT" }] }) })).toBe(true);
     expect(keepsStoredAnswer({ status: 200, body: JSON.stringify({ results: [{ uid: "0x1" }] }) })).toBe(true);
   });
+
+  test("a failed chain read and a delegate that cannot pay did nothing: not kept, alone or as every item of a batch; a transaction that failed is kept", () => {
+    // Before: kept, so a client retrying the 5xx under its key got the same refusal for 24 hours once the wallet was funded.
+    const cannotPay = { status: 503, error: "The delegate wallet cannot pay for gas right now; nothing was recorded", code: "SUBMISSION_FAILED" };
+    const readFailed = { status: 500, error: "Failed to read the delegate wallet's balance from the chain", code: "RPC_ERROR" };
+    for (const refusal of [cannotPay, readFailed]) {
+      expect(keepsStoredAnswer({ status: refusal.status, body: JSON.stringify(refusal) })).toBe(false);
+      expect(keepsStoredAnswer({ status: 200, body: JSON.stringify({ submissionId: null, txHash: null, results: [refusal, refusal] }) })).toBe(false);
+    }
+    // Every item of a batch rate-limited: nothing sent, as the single route's 429 (not kept either).
+    const limited = { status: 429, error: "Slow down", code: "RATE_LIMITED" };
+    expect(keepsStoredAnswer({ status: 200, body: JSON.stringify({ submissionId: null, txHash: null, results: [limited, limited] }) })).toBe(false);
+    // A reverted transaction (500 SUBMISSION_FAILED with its hash) is the key's answer.
+    expect(keepsStoredAnswer({ status: 500, body: JSON.stringify({ error: "The attestation transaction reverted", code: "SUBMISSION_FAILED", details: "0xabc" }) })).toBe(true);
+  });
 });
