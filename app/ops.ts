@@ -25,7 +25,8 @@ const USAGE = `usage: bun run ops accounts list
        bun run ops index rebuild [--from BLOCK]
        bun run ops payments list [--state reserved|worked|settled|settle_failed|work_unknown]
        bun run ops oauth rotate-key
-       bun run ops signers`;
+       bun run ops signers
+       (in the image: ats ops …)`;
 
 /** Runs one operator command; returns the exit code. */
 export async function runOps(args: readonly string[], env: Readonly<Record<string, string | undefined>>, out: (line: string) => void): Promise<number> {
