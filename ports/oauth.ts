@@ -120,6 +120,11 @@ export type StoredSigningKey = {
   /** The public JWK, as JSON text (what the JWKS publishes). */
   readonly publicJwk: string;
   readonly createdAtMs: number;
+  /**
+   * When `OAUTH_SIGNER` took over from the store's keys (decisions §27): from then on the key only verifies what it
+   * signed before, and goes once its grace ends. Null: a key that may sign.
+   */
+  readonly retiredAtMs?: number | null | undefined;
 };
 
 /** Clients, codes, grants, refresh tokens, revoked access tokens and signing keys. */
@@ -172,8 +177,13 @@ export interface OAuthStore {
   /** The signing keys, newest first. */
   readonly signingKeys: () => Promise<StoredSigningKey[]>;
   readonly addSigningKey: (key: StoredSigningKey) => Promise<void>;
-  /** Drops signing keys created before `createdBeforeMs` except the newest one. */
-  readonly dropSigningKeys: (createdBeforeMs: number) => Promise<number>;
+  /**
+   * Drops the keys that may sign created before `createdBeforeMs` except the newest of them, and the retired keys
+   * retired before `retiredBeforeMs`.
+   */
+  readonly dropSigningKeys: (createdBeforeMs: number, retiredBeforeMs: number) => Promise<number>;
+  /** Retires (at `nowMs`) every key not retired yet: a signer signs from now on. Returns how many. */
+  readonly retireSigningKeys: (nowMs: number) => Promise<number>;
   /**
    * Drops what expired before `nowMs` (codes, refresh tokens, revoked-token marks, grants with no live refresh
    * token) and openly registered clients created before `unusedBeforeMs` that never got a grant.

@@ -19,14 +19,15 @@ const UNKNOWN_KID_RELOAD_MS = 5_000;
 
 /** Options of {@link createJoseAccessTokenKeys}. */
 export type JoseAccessTokenKeysOptions = {
-  readonly store: Pick<OAuthStore, "signingKeys" | "addSigningKey" | "dropSigningKeys">;
+  readonly store: Pick<OAuthStore, "signingKeys" | "addSigningKey" | "dropSigningKeys" | "retireSigningKeys">;
   readonly clock: Clock;
   /** A key older than this is replaced by `maintain` (`OAUTH_KEY_ROTATION_DAYS`). */
   readonly rotateAfterMs: number;
   /**
    * `OAUTH_SIGNER` (decisions §27): this key (P-256, ES256) signs every token and is published first in the JWKS, its
-   * `kid` its RFC 7638 thumbprint; the store's keys are no longer made or rotated, and those left keep verifying (and
-   * stay published) until their grace ends, so switching to a signer logs nobody out.
+   * `kid` its RFC 7638 thumbprint; the store's keys are no longer made or rotated: they are retired at the first upkeep
+   * with the signer, keep verifying (and stay published) for their grace, so switching logs nobody out, then go, the
+   * newest too (before, the newest store key stayed, and was trusted, for good: with its private JWK in the database).
    */
   readonly signer?: JwsSigner | undefined;
 };
@@ -103,10 +104,11 @@ export function createJoseAccessTokenKeys(options: JoseAccessTokenKeysOptions): 
       // The keys are read again for every token issued (a few rows; issuing is rare beside verifying): a key rotated by
       // another instance or by the operator (`ops oauth rotate-key`) signs from the next token on, everywhere.
       await load();
-      let newest = keys[0];
+      // A retired key (a signer signed meanwhile) never signs again.
+      let newest = keys.find((k) => k.stored.retiredAtMs === null || k.stored.retiredAtMs === undefined);
       if (newest === undefined) {
         await addKey();
-        newest = keys[0]!;
+        newest = keys.find((k) => k.stored.retiredAtMs === null || k.stored.retiredAtMs === undefined)!;
       }
       if (newest.sign === undefined) {
         const signKey = await importJWK(JSON.parse(newest.stored.privateJwk) as JWK, "ES256") as CryptoKey;
@@ -164,13 +166,15 @@ export function createJoseAccessTokenKeys(options: JoseAccessTokenKeysOptions): 
 
     async maintain() {
       await load();
-      const newest = keys[0];
       const now = clock.nowMs();
-      // With OAUTH_SIGNER the configured key signs: the store's keys only age out.
+      const signing = keys.filter((k) => k.stored.retiredAtMs === null || k.stored.retiredAtMs === undefined);
+      const newest = signing[0];
+      // With OAUTH_SIGNER the configured key signs: the store's keys are retired, and go once their grace ended.
+      if (signer !== undefined && signing.length > 0) await store.retireSigningKeys(now);
       if (signer === undefined && (newest === undefined || now - newest.stored.createdAtMs >= options.rotateAfterMs)) await addKey();
       // Every key older than the newest key made at least the grace ago has a successor that old: it may go.
-      const settled = keys.find((k) => k.stored.createdAtMs <= now - RETIRED_KEY_GRACE_MS);
-      if (settled !== undefined && (await store.dropSigningKeys(settled.stored.createdAtMs)) > 0) await load();
+      const settled = signer === undefined ? signing.find((k) => k.stored.createdAtMs <= now - RETIRED_KEY_GRACE_MS) : undefined;
+      if ((await store.dropSigningKeys(settled?.stored.createdAtMs ?? Number.MIN_SAFE_INTEGER, now - RETIRED_KEY_GRACE_MS)) > 0 || signer !== undefined) await load();
     },
   };
 }

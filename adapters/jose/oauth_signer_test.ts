@@ -1,9 +1,10 @@
 import { describe, expect, test } from "bun:test";
+import { importJWK, type JWK, SignJWT } from "jose";
 import { fakeClock, fakeOAuthStore } from "../../ports/fakes/mod.ts";
 import { type JwsSigner, SignerUnavailableError } from "../../ports/signer.ts";
 import { nobleSecp256k1 } from "../crypto/mod.ts";
 import { openJwsSigner } from "../signers/mod.ts";
-import { createJoseAccessTokenKeys } from "./mod.ts";
+import { createJoseAccessTokenKeys, RETIRED_KEY_GRACE_MS } from "./mod.ts";
 
 const ISSUER = "https://ats.example";
 const claims = (nowS: number) =>
@@ -24,6 +25,9 @@ describe("access tokens signed by OAUTH_SIGNER (decisions §27)", () => {
     await before.maintain();
     const now = Math.floor(clock.nowMs() / 1000);
     const old = await before.sign(claims(now));
+    const [stored] = await store.signingKeys();
+    const oldKid = stored!.kid;
+    const oldPrivate = JSON.parse(stored!.privateJwk) as JWK;
     const signer = await oauthSigner();
     const keys = createJoseAccessTokenKeys({ store, clock, rotateAfterMs: 86_400_000, signer });
     await keys.maintain();
@@ -36,10 +40,37 @@ describe("access tokens signed by OAUTH_SIGNER (decisions §27)", () => {
     expect(await keys.verify(token, { issuer: ISSUER, audience: ISSUER })).toMatchObject({ ok: true, claims: { sub: "acct" } });
     // Tokens of the store's key, signed before the switch, still verify.
     expect(await keys.verify(old, { issuer: ISSUER, audience: ISSUER })).toMatchObject({ ok: true });
-    // No store key is made or rotated while the signer signs.
-    clock.set(clock.nowMs() + 2 * 86_400_000);
+    // No store key is made or rotated while the signer signs; the store's key is retired at the switch and goes once
+    // its grace ended. Before, the newest store key stayed for good, published and trusted, its private JWK in the
+    // database: anyone who read the database (a backup) could mint tokens for any account.
+    expect((await store.signingKeys()).map((k) => k.retiredAtMs)).toEqual([clock.nowMs()]);
+    clock.set(clock.nowMs() + RETIRED_KEY_GRACE_MS - 1);
     await keys.maintain();
-    expect((await store.signingKeys()).length).toBeLessThanOrEqual(1);
+    expect(await keys.verify(old, { issuer: ISSUER, audience: ISSUER })).toMatchObject({ ok: false });
+    expect((await store.signingKeys()).length).toBe(1);
+    clock.set(clock.nowMs() + 2);
+    await keys.maintain();
+    expect(await store.signingKeys()).toEqual([]);
+    expect((await keys.jwks()).keys.map((k) => k.kid)).toEqual([signer.thumbprint]);
+    // A token made with the old key's private JWK (as one read from a backup would be) no longer verifies.
+    const forged = await new SignJWT({ sub: "victim", client_id: "c", scope: "witness:write", jti: "j" })
+      .setProtectedHeader({ alg: "ES256", typ: "at+jwt", kid: oldKid })
+      .setIssuer(ISSUER).setAudience(ISSUER).setIssuedAt().setExpirationTime("1h")
+      .sign(await importJWK(oldPrivate, "ES256"));
+    expect(await keys.verify(forged, { issuer: ISSUER, audience: ISSUER })).toEqual({ ok: false, reason: "invalid" });
+  });
+
+  test("back to the store's keys after a signer: a retired key never signs again, a new one is made", async () => {
+    const clock = fakeClock();
+    const store = fakeOAuthStore();
+    await createJoseAccessTokenKeys({ store, clock, rotateAfterMs: 86_400_000 }).maintain();
+    const [first] = await store.signingKeys();
+    await createJoseAccessTokenKeys({ store, clock, rotateAfterMs: 86_400_000, signer: await oauthSigner() }).maintain();
+    const again = createJoseAccessTokenKeys({ store, clock, rotateAfterMs: 86_400_000 });
+    await again.maintain();
+    const token = await again.sign(claims(Math.floor(clock.nowMs() / 1000)));
+    const kid = JSON.parse(Buffer.from(token.split(".")[0]!, "base64url").toString("utf8")).kid;
+    expect(kid).not.toBe(first!.kid);
   });
 
   test("a signer that gives no signature throws SignerUnavailableError (503 at the token route)", async () => {

@@ -1,6 +1,6 @@
 import type { SQL } from "bun";
 import type { OAuthStore } from "../../ports/oauth.ts";
-import { ACCESS_TOKEN_LIFE_MS, clientValues, type OAuthClientRow, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toStoredCode } from "../sql/oauth.ts";
+import { ACCESS_TOKEN_LIFE_MS, clientValues, type OAuthClientRow, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toStoredCode, DROP_SIGNING_KEYS_SQL } from "../sql/oauth.ts";
 
 /** Serializes open registrations across instances, so the per-address and total rates hold exactly. */
 const REGISTER_LOCK = 7_240_010;
@@ -113,7 +113,7 @@ function oauthClientsAndCodes(sql: SQL): Pick<OAuthStore, "registerClient" | "cr
 }
 
 /** Refresh and access tokens, signing keys and pruning in PostgreSQL. */
-function oauthTokensAndKeys(sql: SQL): Pick<OAuthStore, "rotateRefreshToken" | "findRefreshToken" | "revokeGrant" | "revokeAccessToken" | "accessTokenActive" | "signingKeys" | "addSigningKey" | "dropSigningKeys" | "prune"> {
+function oauthTokensAndKeys(sql: SQL): Pick<OAuthStore, "rotateRefreshToken" | "findRefreshToken" | "revokeGrant" | "revokeAccessToken" | "accessTokenActive" | "signingKeys" | "addSigningKey" | "dropSigningKeys" | "retireSigningKeys" | "prune"> {
   const revokeGrant = (db: SQL, grantId: string, now: number) => db`UPDATE oauth_grants SET revoked_at_ms = ${now} WHERE id = ${grantId} AND revoked_at_ms IS NULL`;
   return {
     rotateRefreshToken: (tokenHash, next, now) =>
@@ -166,10 +166,12 @@ function oauthTokensAndKeys(sql: SQL): Pick<OAuthStore, "rotateRefreshToken" | "
     async addSigningKey(key) {
       await sql`INSERT INTO oauth_signing_keys (kid, private_jwk, public_jwk, created_at_ms) VALUES (${key.kid}, ${key.privateJwk}, ${key.publicJwk}, ${key.createdAtMs})`;
     },
-    async dropSigningKeys(createdBefore) {
-      const rows = await sql`DELETE FROM oauth_signing_keys WHERE created_at_ms < ${createdBefore} AND kid <> (
-        SELECT kid FROM oauth_signing_keys ORDER BY created_at_ms DESC, kid DESC LIMIT 1) RETURNING kid` as Row[];
+    async dropSigningKeys(createdBefore, retiredBefore) {
+      const rows = await sql.unsafe(`${DROP_SIGNING_KEYS_SQL} RETURNING kid`, [createdBefore, retiredBefore]) as Row[];
       return rows.length;
+    },
+    async retireSigningKeys(nowMs) {
+      return (await sql`UPDATE oauth_signing_keys SET retired_at_ms = ${nowMs} WHERE retired_at_ms IS NULL RETURNING kid` as Row[]).length;
     },
     prune: (now, unusedBefore) =>
       sql.begin(async (tx) => {

@@ -70,6 +70,8 @@ export function oauthTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
        public_jwk TEXT NOT NULL,
        created_at_ms ${bigint} NOT NULL
      )`,
+    // Added with OAUTH_SIGNER's retirement of the store's keys (SQLite adds it in createSqliteOAuth).
+    ...(bigint === "BIGINT" ? [`ALTER TABLE oauth_signing_keys ADD COLUMN IF NOT EXISTS retired_at_ms BIGINT`] : []),
   ];
 }
 
@@ -158,5 +160,21 @@ export function toAuthorizedClient(row: Record<string, unknown>): AuthorizedClie
 
 /** A signing key from its row. */
 export function toOAuthSigningKey(row: Record<string, unknown>): StoredSigningKey {
-  return { kid: String(row.kid), privateJwk: String(row.private_jwk), publicJwk: String(row.public_jwk), createdAtMs: Number(row.created_at_ms) };
+  return {
+    kid: String(row.kid),
+    privateJwk: String(row.private_jwk),
+    publicJwk: String(row.public_jwk),
+    createdAtMs: Number(row.created_at_ms),
+    retiredAtMs: numOrNull(row.retired_at_ms as Num | null),
+  };
 }
+
+/**
+ * The DELETE of {@link OAuthStore.dropSigningKeys} (`$1` created before, `$2` retired before): a key that may sign
+ * goes once a newer one that may sign is settled (never the newest of them); a retired key goes once its grace ended,
+ * even the newest (a signer signs now: before, the last store key was kept, and trusted, for good).
+ */
+export const DROP_SIGNING_KEYS_SQL = `DELETE FROM oauth_signing_keys
+  WHERE (retired_at_ms IS NULL AND created_at_ms < $1 AND kid <> (
+          SELECT kid FROM oauth_signing_keys WHERE retired_at_ms IS NULL ORDER BY created_at_ms DESC, kid DESC LIMIT 1))
+     OR (retired_at_ms IS NOT NULL AND retired_at_ms < $2)`;

@@ -1,10 +1,10 @@
 import type { Database } from "bun:sqlite";
 import type { Grant, OAuthClient, OAuthStore } from "../../ports/oauth.ts";
 import { addMissingColumns } from "./sqlite_database.ts";
-import { ACCESS_TOKEN_LIFE_MS, type OAuthClientRow, clientValues, numOrNull, oauthTables, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toStoredCode } from "../sql/oauth.ts";
+import { ACCESS_TOKEN_LIFE_MS, type OAuthClientRow, clientValues, numOrNull, oauthTables, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toStoredCode, DROP_SIGNING_KEYS_SQL } from "../sql/oauth.ts";
 
 /** The columns added after the tables were first created (SQLite). */
-const OAUTH_ADDED_COLUMNS = [["oauth_codes", "redirect_uri_omitted", "INTEGER"]] as const;
+const OAUTH_ADDED_COLUMNS = [["oauth_codes", "redirect_uri_omitted", "INTEGER"], ["oauth_signing_keys", "retired_at_ms", "INTEGER"]] as const;
 
 /** Clients, codes and authorizations in the SQLite file. */
 function oauthClientsAndCodes(db: Database): Pick<OAuthStore, "registerClient" | "createClient" | "findClient" | "listClients" | "deleteClient" | "saveCode" | "findCode" | "exchangeCode" | "listAuthorizations" | "revokeAuthorizations"> {
@@ -100,7 +100,7 @@ function oauthClientsAndCodes(db: Database): Pick<OAuthStore, "registerClient" |
 }
 
 /** Refresh and access tokens, signing keys and pruning in the SQLite file. */
-function oauthTokensAndKeys(db: Database): Pick<OAuthStore, "rotateRefreshToken" | "findRefreshToken" | "revokeGrant" | "revokeAccessToken" | "accessTokenActive" | "signingKeys" | "addSigningKey" | "dropSigningKeys" | "prune"> {
+function oauthTokensAndKeys(db: Database): Pick<OAuthStore, "rotateRefreshToken" | "findRefreshToken" | "revokeGrant" | "revokeAccessToken" | "accessTokenActive" | "signingKeys" | "addSigningKey" | "dropSigningKeys" | "retireSigningKeys" | "prune"> {
   const findClient = db.query<OAuthClientRow, [string]>("SELECT * FROM oauth_clients WHERE client_id = ?");
   const grantOf = db.query<Record<string, unknown>, [string]>("SELECT * FROM oauth_grants WHERE id = ?");
   const revokeGrant = db.query("UPDATE oauth_grants SET revoked_at_ms = ?2 WHERE id = ?1 AND revoked_at_ms IS NULL");
@@ -166,10 +166,12 @@ function oauthTokensAndKeys(db: Database): Pick<OAuthStore, "rotateRefreshToken"
       db.query("INSERT INTO oauth_signing_keys (kid, private_jwk, public_jwk, created_at_ms) VALUES (?, ?, ?, ?)").run(key.kid, key.privateJwk, key.publicJwk, key.createdAtMs);
       return Promise.resolve();
     },
-    dropSigningKeys(createdBefore) {
-      const dropped = db.query(`DELETE FROM oauth_signing_keys WHERE created_at_ms < ? AND kid <> (
-        SELECT kid FROM oauth_signing_keys ORDER BY created_at_ms DESC, kid DESC LIMIT 1)`).run(createdBefore);
+    dropSigningKeys(createdBefore, retiredBefore) {
+      const dropped = db.query(DROP_SIGNING_KEYS_SQL.replaceAll("$", "?")).run(createdBefore, retiredBefore);
       return Promise.resolve(dropped.changes);
+    },
+    retireSigningKeys(nowMs) {
+      return Promise.resolve(db.query("UPDATE oauth_signing_keys SET retired_at_ms = ? WHERE retired_at_ms IS NULL").run(nowMs).changes);
     },
     prune: (now, unusedBefore) => Promise.resolve(prune.immediate(now, unusedBefore)),
   };

@@ -262,10 +262,17 @@ function tokenTests(open: () => Promise<Storage>) {
     }
     const keys = await oauth.signingKeys();
     expect(keys[0]!.createdAtMs).toBeGreaterThanOrEqual(base + 2);
-    expect(await oauth.dropSigningKeys(Number.MAX_SAFE_INTEGER)).toBeGreaterThanOrEqual(2);
+    expect(await oauth.dropSigningKeys(Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER)).toBeGreaterThanOrEqual(2);
     const left = await oauth.signingKeys();
     expect(left).toHaveLength(1);
     expect(left[0]!.kid).toBe(keys[0]!.kid);
+    // A signer took over: the key is retired, kept through its grace, then dropped, newest or not.
+    expect(await oauth.retireSigningKeys(base + 100)).toBe(1);
+    expect((await oauth.signingKeys())[0]).toMatchObject({ kid: keys[0]!.kid, retiredAtMs: base + 100 });
+    expect(await oauth.retireSigningKeys(base + 200)).toBe(0);
+    expect(await oauth.dropSigningKeys(Number.MAX_SAFE_INTEGER, base + 100)).toBe(0);
+    expect(await oauth.dropSigningKeys(Number.MAX_SAFE_INTEGER, base + 101)).toBe(1);
+    expect((await oauth.signingKeys()).find((k) => k.kid === keys[0]!.kid)).toBeUndefined();
 
     const unused = client({ createdAtMs: 1_000 });
     await oauth.registerClient(unused, { client: fresh("k"), perClient: 100, total: 1_000_000, windowMs: 1 }, 1_000);

@@ -131,7 +131,19 @@ export function fakeOAuthStore() {
       keys.push(key);
       return Promise.resolve();
     },
-    dropSigningKeys: () => Promise.resolve(0),
+    dropSigningKeys(createdBefore: number, retiredBefore: number) {
+      const signing = keys.filter((k) => k.retiredAtMs === null || k.retiredAtMs === undefined).sort((a, b) => b.createdAtMs - a.createdAtMs);
+      const goes = (k: (typeof keys)[number]) =>
+        k.retiredAtMs === null || k.retiredAtMs === undefined ? k.createdAtMs < createdBefore && k !== signing[0] : k.retiredAtMs < retiredBefore;
+      const before = keys.length;
+      keys.splice(0, keys.length, ...keys.filter((k) => !goes(k)));
+      return Promise.resolve(before - keys.length);
+    },
+    retireSigningKeys(nowMs: number) {
+      let n = 0;
+      keys.splice(0, keys.length, ...keys.map((k) => (k.retiredAtMs === null || k.retiredAtMs === undefined ? (n++, { ...k, retiredAtMs: nowMs }) : k)));
+      return Promise.resolve(n);
+    },
     prune: () => Promise.resolve(0),
   } satisfies import("../oauth.ts").OAuthStore & { writes: number; clients: unknown; grants: unknown; codes: unknown };
   return store;
