@@ -227,7 +227,9 @@ export function createIndexAnswerCache(deps: IndexAnswerCacheDeps): IndexAnswerC
   };
 
   const lifetimeOf = (key: AnswerKey) => key.live === true ? Math.min(deps.pollMs, deps.discoverySeconds * 1000) : deps.pollMs;
-  const idOf = (key: AnswerKey) => `${key.route}\u0000${key.query.map((q) => q === undefined ? "\u0001" : q).join("\u0000")}`;
+  // JSON: a parameter given is a string, one absent is null, and no value reads as another (joined with \u0000 and
+  // an absent one written \u0001, `schema=%01` had the key of no schema, and was answered that query's 200, not its 400).
+  const idOf = (key: AnswerKey) => JSON.stringify([key.route, ...key.query.map((q) => q ?? null)]);
 
   return {
     size: () => ({ entries: entries.size, bytes }),

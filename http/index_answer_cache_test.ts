@@ -114,6 +114,12 @@ describe("the answer cache of the index reads (decisions §21, issue 34)", () =>
     // Another query is another answer.
     expect((await s.get(listPath(4))).status).toBe(200);
     expect(s.calls.list).toBe(2);
+    // A parameter given as \u0001 is not the parameter left out: computed, never the kept answer of the query without it.
+    const withoutSchema = `/v1/attestations?subject=${encodeURIComponent(SUBJECT)}&limit=3`;
+    expect((await s.get(withoutSchema)).status).toBe(200);
+    const lists = s.calls.list;
+    await s.get(`${withoutSchema}&schema=%01`);
+    expect(s.calls.list).toBe(lists + 1);
   });
 
   test("concurrent identical reads within one generation are one lookup", async () => {

@@ -147,8 +147,9 @@ function readFilters(query: FilterQuery, schemaUids: Readonly<Record<string, str
   }
   let schemaUid: HexString | undefined;
   if (query.schema !== undefined) {
-    const named = schemaUids[query.schema];
-    if (named !== undefined) schemaUid = named.toLowerCase() as HexString;
+    // The anchors' own names only: `constructor` or `__proto__` found Object's and answered 500.
+    const named = Object.hasOwn(schemaUids, query.schema) ? schemaUids[query.schema] : undefined;
+    if (typeof named === "string") schemaUid = named.toLowerCase() as HexString;
     else if (UID.test(query.schema)) schemaUid = query.schema.toLowerCase() as HexString;
     else return fail("INVALID_INPUT", "schema must name a schema of the trust anchors or be a schema UID (0x and 64 hex digits)");
   }

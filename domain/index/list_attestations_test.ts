@@ -130,6 +130,10 @@ describe("createListAttestations()", () => {
     expect(await names({ attester: BOB, revoked: "false" })).toEqual([10, 8, 2]);
     expect(await names({ recipient: RECIPIENT, since: "1003", until: "1007" })).toEqual([6, 5, 4, 3]);
     expect(await names({ subject: SUBJECT, recipient: BOB })).toEqual([]);
+    // A name of every JavaScript object is no schema name: 400, as any unknown name (it was 500).
+    for (const schema of ["constructor", "__proto__", "toString", "hasOwnProperty"]) {
+      expect(await list({ schema })).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+    }
     // A schema the trust anchors do not name: listed with its data undecoded.
     const other = await list({ schema: OTHER_SCHEMA });
     expect(other.ok && other.value.items[0]!.attestation).toMatchObject({ schemaName: null, data: {} });
