@@ -191,7 +191,10 @@ const PLAN_CASES: [string, Omit<IndexQuery, "toBlock" | "limit" | "order">, stri
   ["attester", { attester: address(4) }, ["index_attestations_attester"]],
   ["schema", { schemaUid: bytes32(2) }, ["index_attestations_schema"]],
   ["attester and schema", { attester: address(4), schemaUid: bytes32(2) }, ["index_attestations_attester", "index_attestations_schema"]],
-  ["recipient, revoked", { recipient: address(3), revoked: true }, ["index_attestations_recipient_order"]],
+  // revoked=true seeks the revoked rows only (a page walked every row of its filter before).
+  ["recipient, revoked", { recipient: address(3), revoked: true }, ["index_attestations_revoked_recipient"]],
+  ["attester, revoked", { attester: address(4), revoked: true }, ["index_attestations_revoked_attester"]],
+  ["schema, revoked", { schemaUid: bytes32(2), revoked: true }, ["index_attestations_revoked_schema"]],
   // A narrow window may be read from the time index and its few rows sorted (PostgreSQL does for 100 blocks of 3,000).
   ["schema since until", { schemaUid: bytes32(2), since: 1_100n, until: 1_200n }, ["index_attestations_schema", "index_attestations_time"]],
   ["attester, keyset position", { attester: address(4), after: { blockNumber: 1_500n, logIndex: 1 } }, ["index_attestations_attester"]],

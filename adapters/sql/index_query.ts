@@ -24,6 +24,14 @@ export const INDEX_QUERY_INDEXES: readonly string[] = [
   `CREATE INDEX IF NOT EXISTS index_attestations_schema
      ON index_attestations (chain_id, eas, schema_uid, block_number, log_index)`,
   `CREATE INDEX IF NOT EXISTS index_attestations_time ON index_attestations (chain_id, eas, time_seconds, block_number)`,
+  // `revoked=true` through the same filters: the revoked rows only, so a page seeks them instead of walking every row
+  // of the filter (a schema of 200,000 attestations and none revoked: 151 ms a page on SQLite, 4 ms without the flag).
+  `CREATE INDEX IF NOT EXISTS index_attestations_revoked_recipient
+     ON index_attestations (chain_id, eas, recipient, block_number, log_index) WHERE revoked_block IS NOT NULL`,
+  `CREATE INDEX IF NOT EXISTS index_attestations_revoked_attester
+     ON index_attestations (chain_id, eas, attester, block_number, log_index) WHERE revoked_block IS NOT NULL`,
+  `CREATE INDEX IF NOT EXISTS index_attestations_revoked_schema
+     ON index_attestations (chain_id, eas, schema_uid, block_number, log_index) WHERE revoked_block IS NOT NULL`,
   // Issue 43: a subject's count, index only: the subject the record names (stored at ingest), its address, the schema,
   // the block range and whether revoked, all in the index, so counting reads no row and decodes nothing.
   `CREATE INDEX IF NOT EXISTS index_attestations_subject
