@@ -43,7 +43,8 @@ if (exitCode !== undefined) {
     const price = (value: string | null) => value ?? "not offered";
     lines.push(
       `x402 token ${x402.asset} on ${x402.network}${service.devnet ? ` (${service.devnet.x402.name}, ${service.devnet.x402.decimals} decimals, minted to the Anvil dev accounts)` : ""}`,
-      `x402 payTo ${x402.payTo}, facilitator ${x402.facilitatorUrl}`,
+      // The facilitator's origin only: a URL may carry its credentials (userinfo, a key in the path or query).
+      `x402 payTo ${x402.payTo}, facilitator ${originOf(x402.facilitatorUrl)}`,
       `x402 prices (token units): witness ${price(x402.prices.witness)}, relay ${price(x402.prices.relay)}, paid plan year ${price(x402.prices.paidPlan)}`,
     );
   }
@@ -61,4 +62,14 @@ if (exitCode !== undefined) {
   process.on("SIGINT", shutdown);
   process.on("SIGTERM", shutdown);
   console.log(lines.join("\n"));
+}
+
+/** A URL as the banner shows it: its origin, without userinfo, and "/…" for a path or query (they may hold a key). */
+function originOf(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname === "/" && u.search === "" ? "" : "/…"}`;
+  } catch {
+    return "(not a URL)";
+  }
 }

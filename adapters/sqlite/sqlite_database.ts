@@ -1,5 +1,5 @@
 import { Database } from "bun:sqlite";
-import { mkdirSync } from "node:fs";
+import { chmodSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { accountTables } from "../sql/accounts.ts";
 import { replayTables } from "../sql/replay_store.ts";
@@ -96,8 +96,9 @@ export const SQLITE_PAGE_BYTES = 1024;
 
 /** Opens (creating if needed) the service's SQLite file with WAL and the schema applied. */
 export function openSqlite(path: string): CountingDatabase {
-  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const db = countStatements(new Database(path, { create: true, strict: true }));
+  if (path !== ":memory:") ownerOnly(path);
   // The wait first: processes opening the file together meet the first one's WAL recovery (SQLITE_BUSY), and the
   // journal pragma, run before the wait was set, failed at once (a four-process test, red once in a CI run).
   db.exec("PRAGMA busy_timeout = 5000");
@@ -112,4 +113,20 @@ export function openSqlite(path: string): CountingDatabase {
     for (const group of TABLE_GROUPS) applyTableGroup(db, group);
   }).immediate();
   return db;
+}
+
+/**
+ * The file readable by its owner only, and its WAL and shared-memory files (SQLite gives those the file's own mode):
+ * it holds the OAuth signing keys' private JWKs (without `OAUTH_SIGNER`), webhook secrets and the deployment's secrets.
+ * Created with the process's umask (022), any user of the host could read them. A file another user owns (a mounted
+ * volume) is left as it is.
+ */
+function ownerOnly(path: string): void {
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+    try {
+      chmodSync(file, 0o600);
+    } catch {
+      // Absent yet (made with the file's mode), or not ours to change.
+    }
+  }
 }

@@ -20,3 +20,4 @@ export * from "./subjects.ts";
 export * from "./submission_records.ts";
 export * from "./webhooks.ts";
 export * from "./witness.ts";
+export { fakeSignedTx } from "./_signed_tx.ts";
