@@ -269,8 +269,12 @@ async function handlePayment(
       "retry-after": String(SIGNER_RETRY_AFTER_SECONDS),
     });
   }
+  // A facilitator that cannot say what it supports is down: 502, nothing asked of the payer (it was a 500).
+  if (!(await gate.initialize().then(() => true, () => false))) {
+    gate.log.warn("x402_facilitator_unavailable", { purpose });
+    return unavailable();
+  }
   try {
-    await gate.initialize();
     if (header !== undefined && authorization === undefined) {
       // Not an EIP-3009 `exact` payment: the terms again, with the reason.
       const unpaid = await gate.httpServer.processHTTPRequest({ ...context, adapter: { ...context.adapter, getHeader: () => undefined }, paymentHeader: undefined });

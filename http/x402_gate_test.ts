@@ -16,12 +16,12 @@ const LEAK = "rpc call to https://node.example/v2/SECRETKEY123 failed: execution
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
 /** The gate with a facilitator that refuses as `facilitator` says (a third-party one, wording its refusals as it likes). */
-async function gateWith(facilitator: Pick<FacilitatorClient, "verify" | "settle">) {
+async function gateWith(facilitator: Pick<FacilitatorClient, "verify" | "settle">, supported?: FacilitatorClient["getSupported"]) {
   const { payments } = await openSqliteStorage(":memory:");
   return createPaymentGate({
     facilitator: {
       ...facilitator,
-      getSupported: () => Promise.resolve({ kinds: [{ x402Version: 2, scheme: "exact", network: NETWORK }], extensions: [], signers: {} }),
+      getSupported: supported ?? (() => Promise.resolve({ kinds: [{ x402Version: 2, scheme: "exact", network: NETWORK }], extensions: [], signers: {} })),
     },
     network: NETWORK,
     asset: ASSET,
@@ -90,4 +90,12 @@ test("a protocol code is passed on as it is; a settlement refused with text says
   expect(header).not.toBeNull();
   expect(decodePaymentResponseHeader(header!)).toMatchObject({ success: false, errorReason: "invalid_payment" });
   expect(`${atob(header!)} ${await settled.text()}`).not.toContain("SECRETKEY123");
+});
+
+test("a facilitator that cannot say what it supports (down at the gate's first use) is 502 FACILITATOR_UNAVAILABLE, not 500", async () => {
+  const gate = await gateWith({ verify: () => Promise.resolve({ isValid: true }), settle: settledOk });
+  const down = await gateWith({ verify: () => Promise.resolve({ isValid: true }), settle: settledOk }, () => Promise.reject(new TypeError("Unable to connect")));
+  expect((await gate.handle(new Request(URL_PAID, { method: "POST" }), "witness", () => Promise.resolve({ response: Response.json({}) }))).status).toBe(402);
+  const answer = await down.handle(new Request(URL_PAID, { method: "POST" }), "witness", () => Promise.resolve({ response: Response.json({}) }));
+  expect([answer.status, (await answer.json() as { code: string }).code]).toEqual([502, "FACILITATOR_UNAVAILABLE"]);
 });
