@@ -19,6 +19,9 @@ test("`ats ops …` runs the operator's commands in the binary (the image has no
   const wrong = await ats(["ops", "nothing"], { DATA_DIR: dir, HOME: dir });
   expect(wrong.code).toBe(2);
   expect(wrong.stdout).toContain("usage:");
+  // `signers` on the devnet names none (the devnet gives its keys at the service's start): said, not silence.
+  const signers = await ats(["ops", "signers"], { DATA_DIR: dir, HOME: dir });
+  expect([signers.code, signers.stdout.trim()]).toEqual([0, "ats ops: no signer is configured; the embedded devnet gives its own keys when the service starts"]);
   const unknown = await ats(["opz"], { DATA_DIR: dir, HOME: dir });
   expect([unknown.code, unknown.stderr.trim()]).toEqual([2, 'ats: unknown command "opz" (expected none, healthcheck, devnet or ops)']);
 });

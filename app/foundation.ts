@@ -2,7 +2,7 @@
  * The shared adapters every capability's wiring takes: logs and metrics, the chain (the embedded devnet unless
  * `RPC_URL` names one), the trust anchors checked against that chain, the storage, and the EAS client.
  */
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import type { WrittenAttestation } from "../ports/attestation_index.ts";
 import { join } from "node:path";
 import { type Address, createPublicClient, type Hex, http } from "viem";
@@ -129,17 +129,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
     throw error;
   }
   const served = defaultChain(config.chains);
-  const devnet: Devnet | undefined = served.rpcUrl !== undefined ? undefined : await startDevnet({
-    dataDir: join(config.storage.dataDir, "devnet"),
-    chains: config.chains.devnetChains,
-    persist: true,
-    delegatePrivateKey: config.signers.delegatePrivateKey,
-    witnessPrivateKey: config.signers.witnessPrivateKey,
-    // Keys outside the process: the devnet funds their addresses and trusts the witness's.
-    delegateAddress: configured.delegate?.address,
-    witnessAddress: configured.witness?.address,
-    log: (line: string) => log.debug("devnet", { line }),
-  }).catch(async (error) => {
+  const devnet = served.rpcUrl !== undefined ? undefined : await startEmbeddedDevnet(config, configured, log).catch(async (error) => {
     await closeSigners(configured);
     throw error;
   });
@@ -260,6 +250,25 @@ async function chainIdOf(probe: { getChainId: () => Promise<number> }, served: P
   }
   if (served.chainId !== undefined && served.chainId !== chainId) throw new StartupError(`CHAINS_FILE: the rpcUrl of ${served.caip2} answers chain ${chainId}`);
   return chainId;
+}
+
+/**
+ * The embedded devnet in `DATA_DIR/devnet`. `DATA_DIR` is made first, its owner's alone: the database in it holds
+ * secrets, and the devnet's files made it with the umask's mode before the SQLite file's own 0700 folder could apply.
+ */
+function startEmbeddedDevnet(config: Config, configured: ServiceSigners, log: Logger): Promise<Devnet> {
+  mkdirSync(config.storage.dataDir, { recursive: true, mode: 0o700 });
+  return startDevnet({
+    dataDir: join(config.storage.dataDir, "devnet"),
+    chains: config.chains.devnetChains,
+    persist: true,
+    delegatePrivateKey: config.signers.delegatePrivateKey,
+    witnessPrivateKey: config.signers.witnessPrivateKey,
+    // Keys outside the process: the devnet funds their addresses and trusts the witness's.
+    delegateAddress: configured.delegate?.address,
+    witnessAddress: configured.witness?.address,
+    log: (line: string) => log.debug("devnet", { line }),
+  });
 }
 
 /** The chain's id, its anchors, and an EAS of the version delegated signatures are made for at the anchored address. */

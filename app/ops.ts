@@ -249,9 +249,17 @@ async function signersCommand(env: Readonly<Record<string, string | undefined>>,
     }
     throw error;
   }
+  const found = distinctSigners(signers);
+  if (found.length === 0) {
+    // Nothing configured: the embedded devnet gives its own keys at the service's start, which this command does not
+    // run (it printed nothing and exited 0). Against a real chain that is the start's own refusal.
+    const devnet = env.RPC_URL === undefined && env.CHAINS_FILE === undefined;
+    out(devnet ? "ats ops: no signer is configured; the embedded devnet gives its own keys when the service starts" : "ats ops: no signer is configured (DELEGATE_SIGNER, WITNESS_SIGNER, X402_SIGNER, OAUTH_SIGNER)");
+    return devnet ? 0 : 1;
+  }
   let failed = false;
   try {
-    for (const { roles, signer } of distinctSigners(signers)) {
+    for (const { roles, signer } of found) {
       const key = "address" in signer ? signer.address : signer.thumbprint;
       const signed = "signTypedData" in signer
         ? await signer.signTypedData({ domain: { name: "ats ops" }, types: { Ping: [{ name: "at", type: "uint256" }] }, primaryType: "Ping", message: { at: BigInt(Date.now()) } }, { purpose: "test" })

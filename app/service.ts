@@ -65,7 +65,9 @@ export async function startService(config: Config, options: StartServiceOptions 
     const x402 = await wireX402(config, {
       devnet,
       chainId,
-      witnessKey: f.signers.x402 ?? f.witnessKey,
+      // JWS offers are never the witness's (an Ethereum key): without X402_SIGNER or X402_JWS_KEY the devnet makes its
+      // key (it was ignored: the witness's signer made EIP-712 offers, and did.json named it).
+      witnessKey: f.signers.x402 ?? (config.x402.signingFormat === "jws" ? undefined : f.witnessKey),
       payments: f.storage.payments,
       clock: systemClock,
       metrics: f.metrics,

@@ -57,8 +57,13 @@ test("DEVNET_CHAINS=2 with DEFAULT_CHAIN=31338 starts on the devnet's second cha
   try {
     const nonce = await (await fetch(`${service.url}/v1/nonce?attester=0x0000000000000000000000000000000000000001`)).json() as { chainId: number };
     expect(nonce.chainId).toBe(31338);
-    const ready = await fetch(`${service.url}/readyz`);
-    expect(ready.status).toBe(200);
+    // Ready once both chains' followers have polled (right after the start one of them may still be on its first).
+    let ready = await fetch(`${service.url}/readyz`);
+    for (let i = 0; i < 300 && ready.status !== 200; i++) {
+      await Bun.sleep(100);
+      ready = await fetch(`${service.url}/readyz`);
+    }
+    expect([ready.status, ready.status === 200 ? "" : await ready.text()]).toEqual([200, ""]);
     // The devnet's test token is on its first chain: payments are asked for there.
     expect(service.banner).toContain("x402 token");
     expect(service.banner).toMatch(/x402 token 0x[0-9a-fA-F]{40} on eip155:31337/);
