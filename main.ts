@@ -36,7 +36,9 @@ if (exitCode !== undefined) {
     `EAS ${service.easAddress}`,
   ];
   if (service.devnet) {
-    lines.push(`SchemaRegistry ${service.devnet.schemaRegistryAddress}`, `devnet RPC ${service.devnet.rpcUrl}`);
+    // The node of the chain served (DEVNET_CHAINS=2 with DEFAULT_CHAIN=31338 serves the devnet's second).
+    const served = service.devnet.chains.find((c) => c.chainId === service.chainId)?.rpcUrl ?? service.devnet.rpcUrl;
+    lines.push(`SchemaRegistry ${service.devnet.schemaRegistryAddress}`, `devnet RPC ${served}`);
   }
   if (service.x402) {
     const { x402 } = service;

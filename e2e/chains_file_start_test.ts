@@ -64,6 +64,10 @@ test("DEVNET_CHAINS=2 with DEFAULT_CHAIN=31338 starts on the devnet's second cha
       ready = await fetch(`${service.url}/readyz`);
     }
     expect([ready.status, ready.status === 200 ? "" : await ready.text()]).toEqual([200, ""]);
+    // The banner names the served chain's node.
+    const rpc = /devnet RPC (\S+)/.exec(service.banner)![1]!;
+    const chainId = await (await fetch(rpc, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }) })).json() as { result: string };
+    expect(Number(chainId.result)).toBe(31338);
     // The devnet's test token is on its first chain: payments are asked for there.
     expect(service.banner).toContain("x402 token");
     expect(service.banner).toMatch(/x402 token 0x[0-9a-fA-F]{40} on eip155:31337/);

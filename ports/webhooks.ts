@@ -87,7 +87,8 @@ export type ClaimedDelivery = {
 export type AttemptOutcome =
   | { readonly state: "delivered"; readonly status: number }
   | { readonly state: "retry"; readonly status: number | null; readonly nextAttemptAtMs: number }
-  | { readonly state: "failed"; readonly status: number | null };
+  /** `skipped`: never sent (a test event whose URL changed since it was asked for): the endpoint is not failing for it. */
+  | { readonly state: "failed"; readonly status: number | null; readonly skipped?: true | undefined };
 
 /** One delivery as the account lists it. */
 export type DeliveryRecord = {

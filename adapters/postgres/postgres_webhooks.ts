@@ -172,7 +172,7 @@ function webhookDeliveries(sql: SQL): Pick<WebhookStore, "outbox" | "publish" | 
         const endpoint = String(row.endpoint_id);
         if (outcome.state === "delivered") {
           await tx`UPDATE webhook_endpoints SET failing_since_ms = NULL WHERE id = ${endpoint} AND failing_since_ms IS NOT NULL`;
-        } else {
+        } else if (!(outcome.state === "failed" && outcome.skipped === true)) {
           await tx`UPDATE webhook_endpoints SET failing_since_ms = COALESCE(failing_since_ms, ${nowMs}) WHERE id = ${endpoint}`;
           await tx`UPDATE webhook_endpoints SET disabled = 1 WHERE id = ${endpoint} AND failing_since_ms <= ${nowMs - disableAfterMs}`;
         }

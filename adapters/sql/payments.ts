@@ -78,10 +78,17 @@ export function contiguousPeriod(periods: readonly PaidPeriod[], nowMs: number):
 }
 
 /** An account's plan periods as grants and the paid time read them: worked (paid for, settling) or settled. */
-export type PlanPeriodRow = { readonly state: string; readonly validBefore: number | null; readonly period: PaidPeriod };
+export type PlanPeriodRow = { readonly state: string; readonly validBefore: number | null; readonly updatedAtMs: number; readonly period: PaidPeriod };
+
+/**
+ * How long a granted year may be settling: the settlement follows the work at once, within the terms' timeout (300 s).
+ * A row still `worked` after this (the process stopped in between) holds no purchase back, whatever the authorization's
+ * `validBefore` (the payer's choice: ten years held the account's purchases for ten years).
+ */
+export const PLAN_SETTLING_MS = 10 * 60_000;
 
 /** The columns and condition of an account's plan periods (the account's id the one parameter). */
-export const PLAN_PERIODS_SELECT = `SELECT state, valid_before, period_start_ms, period_end_ms FROM x402_payments
+export const PLAN_PERIODS_SELECT = `SELECT state, valid_before, updated_at_ms, period_start_ms, period_end_ms FROM x402_payments
   WHERE account_id = $1 AND purpose = 'plan' AND state IN ('worked', 'settled') AND period_end_ms IS NOT NULL`;
 
 /** A stored plan row as {@link PlanPeriodRow}. */
@@ -89,6 +96,7 @@ export function toPlanPeriodRow(row: Record<string, unknown>): PlanPeriodRow {
   return {
     state: String(row.state),
     validBefore: row.valid_before === null || row.valid_before === undefined ? null : Number(row.valid_before),
+    updatedAtMs: Number(row.updated_at_ms),
     period: { startMs: Number(row.period_start_ms), endMs: Number(row.period_end_ms) },
   };
 }
@@ -101,7 +109,8 @@ export function toPlanPeriodRow(row: Record<string, unknown>): PlanPeriodRow {
  */
 export function placePlanPeriod(rows: readonly PlanPeriodRow[], durationMs: number, nowMs: number): PaidPeriod | "settling" {
   const nowSeconds = Math.floor(nowMs / 1000);
-  if (rows.some((r) => r.state === "worked" && r.validBefore !== null && r.validBefore > nowSeconds)) return "settling";
+  const settling = (r: PlanPeriodRow) => r.state === "worked" && r.validBefore !== null && r.validBefore > nowSeconds && nowMs - r.updatedAtMs < PLAN_SETTLING_MS;
+  if (rows.some(settling)) return "settling";
   const startMs = rows.filter((r) => r.state === "settled").reduce((end, r) => Math.max(end, r.period.endMs), nowMs);
   return { startMs, endMs: startMs + durationMs };
 }

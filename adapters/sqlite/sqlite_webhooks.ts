@@ -156,7 +156,7 @@ function webhookDeliveries(db: Database): Pick<WebhookStore, "outbox" | "publish
     );
     if (outcome.state === "delivered") {
       db.query("UPDATE webhook_endpoints SET failing_since_ms = NULL WHERE id = ? AND failing_since_ms IS NOT NULL").run(row.endpoint_id);
-    } else {
+    } else if (!(outcome.state === "failed" && outcome.skipped === true)) {
       db.query("UPDATE webhook_endpoints SET failing_since_ms = COALESCE(failing_since_ms, ?) WHERE id = ?").run(nowMs, row.endpoint_id);
       db.query("UPDATE webhook_endpoints SET disabled = 1 WHERE id = ? AND failing_since_ms <= ?").run(row.endpoint_id, nowMs - disableAfterMs);
     }

@@ -61,6 +61,12 @@ export function paymentsContract(open: () => Promise<Storage>) {
     // A purchase left worked past its authorization (the process stopped before settling) no longer holds the next back.
     const late = T0 + 10 * 60_000;
     expect(await buy(late)).toMatchObject({ period: { startMs: T0 + year, endMs: T0 + 2 * year } });
+    // Nor one whose authorization is valid for years (the payer's choice) once the settlement's window has passed.
+    const stuck = fresh("eip155:1:0xt:0xstuck");
+    await payments.reserve({ key: stuck, purpose: "plan", network: "eip155:1", asset: "0xt", payer: "0xp", payTo: "0xq", amount: "1", accountId: account, createdAtMs: late + 1, validBefore: late / 1000 + 10 * 365 * 86_400 });
+    await payments.grantPeriod(stuck, account, year, late + 1);
+    expect(await buy(late + 2)).toMatchObject({ period: "settling" });
+    expect(await buy(late + 1 + 10 * 60_000)).toMatchObject({ period: { startMs: T0 + year } });
     expect(await payments.find(first.key)).toMatchObject({ state: "settled", accountId: account, periodStartMs: T0, periodEndMs: T0 + year });
   });
 

@@ -200,6 +200,12 @@ function outboxAndEndpointTests(open: () => Promise<readonly [Storage, Storage]>
     // Failing since 70 002, the window 100 000: disabled at 200 000.
     expect((await store.get(account, e.id))?.disabled).toBe(true);
     expect(await store.update(account, e.id, { disabled: false }, limits)).toMatchObject({ disabled: false, failingSinceMs: null });
+    // A delivery closed without being sent (skipped) leaves the endpoint's failing time alone.
+    const skipped = message(300_000);
+    await store.publish([skipped], [{ messageId: skipped.id, endpointId: e.id }], []);
+    const [fourth] = await store.claim("w1", 300_000, 60_000, 10, 4, 100);
+    await store.record(fourth!.id, "w1", { state: "failed", status: null, skipped: true }, 300_001, 1);
+    expect(await store.get(account, e.id)).toMatchObject({ disabled: false, failingSinceMs: null });
   });
 }
 

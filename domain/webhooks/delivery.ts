@@ -148,7 +148,7 @@ export function createWebhookDelivery(deps: DeliveryDeps) {
     if (delivery.message.type === "webhook.test" && testedUrl(delivery.message.body) !== delivery.url) {
       // A test event goes only to the URL it was asked for. The endpoint's URL changed since: not sent (a queue of test
       // events asked for one host was sent in one burst to another, once the URL was pointed there).
-      const outcome = { state: "failed", status: null } as const;
+      const outcome = { state: "failed", status: null, skipped: true } as const;
       await deps.store.record(delivery.id, deps.holder, outcome, deps.clock.nowMs(), deps.disableAfterMs ?? DISABLE_AFTER_MS);
       deps.onAttempt?.(delivery, outcome, "url-changed");
       return;

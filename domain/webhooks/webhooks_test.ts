@@ -371,6 +371,8 @@ describe("createWebhookDelivery()", () => {
     await worker.idle();
     expect(transport.posts).toHaveLength(0);
     expect([...store.deliveryRows.values()][0]).toMatchObject({ state: "failed", attempts: 1, lastStatus: null });
+    // Nothing was sent: the endpoint is not failing for it (it was, and one real failure days later disabled it).
+    expect(store.endpoints.get(created.value.id)).toMatchObject({ failingSinceMs: null, disabled: false });
     // One asked for the URL as it is now goes out.
     expect((await endpoints.test(account, created.value.id)).ok).toBe(true);
     await worker.run();

@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import { json } from "../errors.ts";
+import { errorBody, json } from "../errors.ts";
 import { type RouteDoc } from "../models.ts";
 import { CACHE } from "../http_cache.ts";
 import { Type as t } from "@sinclair/typebox";
@@ -56,8 +56,8 @@ export const METRICS_DOCS: readonly RouteDoc[] = [
     paths: ["/metrics"],
     auth: "public",
     cache: CACHE.noStore,
-    summary: "Prometheus metrics: requests and latency by route and status, RPC calls and failures, wallet balances and pending transactions, sponsored writes",
-    responses: { 200: { description: "text/plain; version=0.0.4" } },
+    summary: "Prometheus metrics: requests and latency by route and status, RPC calls and failures, wallet balances and pending transactions, sponsored writes. For scraping each instance directly: a request a proxy forwarded (X-Forwarded-For or Forwarded) is 404",
+    responses: { 200: { description: "text/plain; version=0.0.4" }, 404: { description: "NOT_FOUND: a request a proxy forwarded" } },
   },
 ];
 
@@ -81,8 +81,16 @@ export const HEALTH_DOCS: readonly RouteDoc[] = [
   },
 ];
 
-/** `GET /metrics` in the Prometheus text format. */
+/**
+ * `GET /metrics` in the Prometheus text format, for operators scraping each instance directly. A request a proxy
+ * forwarded (`X-Forwarded-For` or `Forwarded`, as the compose balancer and any ingress add) came from the public
+ * side: answered as an unknown path. The balancer's own rule on the path was passed by `/./metrics` and
+ * `/%2e/metrics`, which the server reads as `/metrics`; the wallets' balances, the gas budget left and whether a raw
+ * key is in use are the operator's.
+ */
 export function metricsRoute(text: () => Promise<string>) {
-  return new Elysia({ name: "metrics-route" }).get("/metrics", async () =>
-    new Response(await text(), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } }));
+  return new Elysia({ name: "metrics-route" }).get("/metrics", async ({ request }) => {
+    if (request.headers.has("x-forwarded-for") || request.headers.has("forwarded")) return json(errorBody("NOT_FOUND", "Not found"), 404);
+    return new Response(await text(), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } });
+  });
 }

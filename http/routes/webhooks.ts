@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import type { WebhookEndpoints } from "../../domain/webhooks/mod.ts";
+import { WEBHOOK_TESTS_PER_MINUTE, type WebhookEndpoints } from "../../domain/webhooks/mod.ts";
 import type { Sessions } from "../../domain/sessions/mod.ts";
 import type { Logger } from "../../ports/logger.ts";
 import { authenticateRequest, type BearerAccess } from "../credentials.ts";
@@ -264,7 +264,7 @@ export const WEBHOOK_DOCS: readonly RouteDoc[] = [
     paths: ["/api/private/webhooks/{id}/test"],
     ...WEBHOOK_AUTH,
     pathParameters: WEBHOOK_ID,
-    summary: "Queues a webhook.test event to this endpoint's URL as it is now (delivered as any event; not sent if the URL changes first). At most 10 a minute per account",
+    summary: `Queues a webhook.test event to this endpoint's URL as it is now (delivered as any event; not sent if the URL changes first). At most ${WEBHOOK_TESTS_PER_MINUTE} a minute per account`,
     body: { schema: IgnoredBody, required: false },
     responses: {
       202: { description: "{eventId, type}: the event's id is the delivery's webhook-id", schema: WebhookTestModel },
@@ -274,7 +274,7 @@ export const WEBHOOK_DOCS: readonly RouteDoc[] = [
       409: err("WEBHOOK_DISABLED: the endpoint is disabled; enable it first"),
       413: TOO_LARGE,
       415: NOT_JSON,
-      429: err("RATE_LIMITED: more than 10 test events a minute from this account, with Retry-After"),
+      429: err(`RATE_LIMITED: more than ${WEBHOOK_TESTS_PER_MINUTE} test events a minute from this account, with Retry-After`),
     },
   },
   {

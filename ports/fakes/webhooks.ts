@@ -166,7 +166,7 @@ export function fakeWebhookStore() {
       d.leaseHolder = null;
       d.leaseUntilMs = null;
       const e = endpoints.get(d.endpointId);
-      if (e !== undefined) {
+      if (e !== undefined && !(outcome.state === "failed" && outcome.skipped === true)) {
         const failingSinceMs = outcome.state === "delivered" ? null : e.failingSinceMs ?? nowMs;
         endpoints.set(e.id, { ...e, failingSinceMs, disabled: e.disabled || (failingSinceMs !== null && failingSinceMs <= nowMs - disableAfterMs) });
       }
