@@ -15,6 +15,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createPublicClient, http } from "viem";
 import { type Config, ConfigError, defaultChain, readConfig } from "./config.ts";
+import { usesDevnet } from "./config/chains.ts";
 import type { Storage } from "../ports/storage.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import { isPlan, PLANS, quotaYear } from "../domain/accounts/mod.ts";
@@ -253,7 +254,7 @@ async function signersCommand(env: Readonly<Record<string, string | undefined>>,
   if (found.length === 0) {
     // Nothing configured: the embedded devnet gives its own keys at the service's start, which this command does not
     // run (it printed nothing and exited 0). Against a real chain that is the start's own refusal.
-    const devnet = env.RPC_URL === undefined && env.CHAINS_FILE === undefined;
+    const devnet = usesDevnet(env);
     out(devnet ? "ats ops: no signer is configured; the embedded devnet gives its own keys when the service starts" : "ats ops: no signer is configured (DELEGATE_SIGNER, WITNESS_SIGNER, X402_SIGNER, OAUTH_SIGNER)");
     return devnet ? 0 : 1;
   }

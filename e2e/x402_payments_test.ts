@@ -9,7 +9,7 @@ import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import type { PaymentRequired } from "@x402/core/types";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
-import { createPublicClient, createWalletClient, type Hex, http, parseSignature } from "viem";
+import { createPublicClient, createWalletClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { type Facilitator, startFacilitator, TEST_USD } from "../adapters/devnet/mod.ts";
 import { EAS_ABI } from "../domain/eas_abi.ts";
@@ -20,6 +20,7 @@ import { runOps } from "../app/ops.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { startStack, type Stack } from "./harness.ts";
 import { signInCookie } from "./support/sign_in.ts";
+import { cancelAuthorization } from "./support/test_usd.ts";
 
 const APP = "https://app.test";
 const LINKED = findSchemaByName("linked-identifier")!;
@@ -43,21 +44,6 @@ const balance = (address: Hex) => chain().readContract({ address: token(), abi: 
 const payTo = () => stack.devnet.x402.payTo;
 const witnessNonce = () => chain().getTransactionCount({ address: privateKeyToAccount(stack.devnet.keys.witness).address });
 const delegateNonce = () => chain().getTransactionCount({ address: privateKeyToAccount(stack.devnet.keys.delegate).address });
-
-/** Cancels an EIP-3009 authorization with the payer's key, on chain (what a payer racing the settlement could do). */
-async function cancelAuthorization(payerKey: Hex, nonce: Hex) {
-  const account = privateKeyToAccount(payerKey);
-  const signature = await account.signTypedData({
-    domain: { name: TEST_USD.name, version: TEST_USD.version, chainId: stack.devnet.chainId, verifyingContract: token() },
-    types: { CancelAuthorization: [{ name: "authorizer", type: "address" }, { name: "nonce", type: "bytes32" }] },
-    primaryType: "CancelAuthorization",
-    message: { authorizer: account.address, nonce },
-  });
-  const { v, r, s } = parseSignature(signature);
-  const wallet = createWalletClient({ account, transport: http(stack.devnet.rpcUrl) });
-  const hash = await wallet.writeContract({ address: token(), abi: TEST_USD.abi, functionName: "cancelAuthorization", args: [account.address, nonce, Number(v), r, s], chain: null });
-  await chain().waitForTransactionReceipt({ hash });
-}
 
 beforeAll(async () => {
   dns = await startDnsServer();
@@ -96,7 +82,7 @@ beforeAll(async () => {
         const { paymentPayload } = JSON.parse(body!) as { paymentPayload: { payload: { authorization: { from: string; nonce: Hex } } } };
         const from = paymentPayload.payload.authorization.from.toLowerCase();
         const key = payers.find((k) => privateKeyToAccount(k).address.toLowerCase() === from)!;
-        await cancelAuthorization(key, paymentPayload.payload.authorization.nonce);
+        await cancelAuthorization(stack.devnet, token(), key, paymentPayload.payload.authorization.nonce);
       }
       return await fetch(`${facilitator.url}${path}`, { method: request.method, headers: { "content-type": "application/json" }, body });
     },

@@ -10,13 +10,14 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
-import { createPublicClient, createWalletClient, type Hex, http, parseSignature } from "viem";
+import { createPublicClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { type Facilitator, startFacilitator, TEST_USD } from "../adapters/devnet/mod.ts";
 import type { Service } from "../app/service.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { startStack, type Stack } from "./harness.ts";
 import { signInCookie } from "./support/sign_in.ts";
+import { cancelAuthorization } from "./support/test_usd.ts";
 
 const APP = "https://app.test";
 const PLAN_PRICE = 1_000_000n;
@@ -32,21 +33,6 @@ let hold: { nonce: string; arrived: () => void; release: Promise<void>; cancelFi
 const chain = () => createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl), pollingInterval: 50 });
 const token = () => stack.devnet.x402.token;
 const balance = (address: Hex) => chain().readContract({ address: token(), abi: TEST_USD.abi, functionName: "balanceOf", args: [address] }) as Promise<bigint>;
-
-/** The payer cancels its own authorization on chain (what a payer racing the settlement can do). */
-async function cancelAuthorization(payerKey: Hex, nonce: Hex) {
-  const account = privateKeyToAccount(payerKey);
-  const signature = await account.signTypedData({
-    domain: { name: TEST_USD.name, version: TEST_USD.version, chainId: stack.devnet.chainId, verifyingContract: token() },
-    types: { CancelAuthorization: [{ name: "authorizer", type: "address" }, { name: "nonce", type: "bytes32" }] },
-    primaryType: "CancelAuthorization",
-    message: { authorizer: account.address, nonce },
-  });
-  const { v, r, s } = parseSignature(signature);
-  const wallet = createWalletClient({ account, transport: http(stack.devnet.rpcUrl) });
-  const hash = await wallet.writeContract({ address: token(), abi: TEST_USD.abi, functionName: "cancelAuthorization", args: [account.address, nonce, Number(v), r, s], chain: null });
-  await chain().waitForTransactionReceipt({ hash });
-}
 
 beforeAll(async () => {
   dns = await startDnsServer();
@@ -73,7 +59,7 @@ beforeAll(async () => {
       if (held !== undefined && path === "/settle" && body!.includes(held.nonce)) {
         held.arrived();
         await held.release;
-        if (held.cancelFirst) await cancelAuthorization(stack.devnet.keys.users[0]! as Hex, held.nonce as Hex);
+        if (held.cancelFirst) await cancelAuthorization(stack.devnet, token(), stack.devnet.keys.users[0]! as Hex, held.nonce as Hex);
       }
       return await fetch(`${facilitator.url}${path}`, { method: request.method, headers: { "content-type": "application/json" }, body });
     },
