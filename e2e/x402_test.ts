@@ -116,20 +116,32 @@ describe("x402 receipt → user review on the devnet", () => {
     if (!data.ok) throw new Error(data.message);
     const recipient = didToAddress(subjectDid);
     if (!recipient.ok) throw new Error(recipient.message);
-    await easWriter({ rpcUrl: stack.devnet.rpcUrl, easAddress: stack.service.easAddress }).attest(
+    const writer = easWriter({ rpcUrl: stack.devnet.rpcUrl, easAddress: stack.service.easAddress });
+    const nowSeconds = () => BigInt(Math.floor(Date.now() / 1000));
+    /**
+     * A receipt signed once `written` is on chain. A witness covers a receipt only from its chain time on, so the
+     * evidence is judged at a receipt issued after it: the first receipt's second may be over before the witness is
+     * mined (and Anvil's block time may run a second or two ahead of the clock).
+     */
+    const receiptAfter = async (written: { blockNumber: bigint }) => {
+      const time = (await writer.client.getBlock({ blockNumber: written.blockNumber })).timestamp;
+      while (nowSeconds() < time) await Bun.sleep(100);
+      const checked = await verifyReceipt(await payOnce(), { didDocuments });
+      if (!checked.ok) throw new Error(`receipt: ${checked.message}`);
+      return checked.value;
+    };
+    const trustOf = (r: { payload: { resourceUrl: string; issuedAt: number }; signer: typeof verified.value.signer }) =>
+      checkSignerTrust({ resourceUrl: r.payload.resourceUrl, signer: r.signer, at: r.payload.issuedAt }, { baseUrl: stack.baseUrl, chain });
+    const witness = await writer.attest(
       stack.devnet.keys.witness,
       stack.devnet.schemaUids["controller-witness"] as Hex,
       { recipient: recipient.value, data: data.value, revocable: witnessSchema.revocable },
     );
-    const witnessed = await checkSignerTrust(
-      { resourceUrl: verified.value.payload.resourceUrl, signer: verified.value.signer, at: verified.value.payload.issuedAt },
-      { baseUrl: stack.baseUrl, chain },
-    );
+    const witnessed = await trustOf(await receiptAfter(witness));
     expect(witnessed).toMatchObject({ tier: 2, level: "high", basis: "controller-witness" });
 
     // Tier 3: a key binding (assertionMethod) of the signing key. It "requires a prior controller witness":
     // one written by the approved witness wallet itself has none behind it, so the key stays tier 2 ...
-    const writer = easWriter({ rpcUrl: stack.devnet.rpcUrl, easAddress: stack.service.easAddress });
     const bindingSchema = findSchemaByName("key-binding")!;
     const bindingSchemaUid = stack.devnet.schemaUids["key-binding"] as Hex;
     const keyBinding = (issuedAt: bigint) => {
@@ -146,17 +158,6 @@ describe("x402 receipt → user review on the devnet", () => {
       if (!encoded.ok) throw new Error(encoded.message);
       return { recipient: recipient.value, data: encoded.value, revocable: bindingSchema.revocable };
     };
-    const nowSeconds = () => BigInt(Math.floor(Date.now() / 1000));
-    /** A receipt signed once `written` is on chain (Anvil's block time may run a second or two ahead). */
-    const receiptAfter = async (written: { blockNumber: bigint }) => {
-      const time = (await writer.client.getBlock({ blockNumber: written.blockNumber })).timestamp;
-      while (nowSeconds() < time) await Bun.sleep(100);
-      const checked = await verifyReceipt(await payOnce(), { didDocuments });
-      if (!checked.ok) throw new Error(`receipt: ${checked.message}`);
-      return checked.value;
-    };
-    const trustOf = (r: { payload: { resourceUrl: string; issuedAt: number }; signer: typeof verified.value.signer }) =>
-      checkSignerTrust({ resourceUrl: r.payload.resourceUrl, signer: r.signer, at: r.payload.issuedAt }, { baseUrl: stack.baseUrl, chain });
     const byWitnessWallet = await writer.attest(stack.devnet.keys.witness, bindingSchemaUid, keyBinding(nowSeconds()));
     const unbacked = await trustOf(await receiptAfter(byWitnessWallet));
     expect(unbacked).toMatchObject({ tier: 2, basis: "controller-witness" });
