@@ -170,10 +170,11 @@ export interface OAuthStore {
   /** Marks an access token revoked until it expires anyway. */
   readonly revokeAccessToken: (jti: string, clientId: string, expiresAtMs: number) => Promise<void>;
   /**
-   * Whether an access token may still be used: its client exists, its grant (when it has one) is not revoked and
-   * it was not revoked itself. One query.
+   * Whether an access token may still be used: it was not revoked itself; with a grant (`gid`), the grant is the
+   * client's and the account's (`sub`) and not revoked; without one (client credentials), the client is a
+   * confidential client of that account. One query.
    */
-  readonly accessTokenActive: (token: { readonly jti: string; readonly clientId: string; readonly grantId: string | null }) => Promise<boolean>;
+  readonly accessTokenActive: (token: { readonly jti: string; readonly clientId: string; readonly grantId: string | null; readonly accountId: string }) => Promise<boolean>;
   /** The signing keys, newest first. */
   readonly signingKeys: () => Promise<StoredSigningKey[]>;
   readonly addSigningKey: (key: StoredSigningKey) => Promise<void>;

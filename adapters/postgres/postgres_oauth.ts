@@ -1,6 +1,6 @@
 import type { SQL } from "bun";
 import type { OAuthStore } from "../../ports/oauth.ts";
-import { ACCESS_TOKEN_LIFE_MS, clientValues, type OAuthClientRow, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toStoredCode, DROP_SIGNING_KEYS_SQL } from "../sql/oauth.ts";
+import { ACCESS_TOKEN_LIFE_MS, clientValues, type OAuthClientRow, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toStoredCode, DROP_SIGNING_KEYS_SQL, ACCESS_TOKEN_ACTIVE_SQL } from "../sql/oauth.ts";
 
 /** Serializes open registrations across instances, so the per-address and total rates hold exactly. */
 const REGISTER_LOCK = 7_240_010;
@@ -154,10 +154,8 @@ function oauthTokensAndKeys(sql: SQL): Pick<OAuthStore, "rotateRefreshToken" | "
     async revokeAccessToken(jti, clientId, expiresAtMs) {
       await sql`INSERT INTO oauth_revoked_tokens (jti, client_id, expires_at_ms) VALUES (${jti}, ${clientId}, ${expiresAtMs}) ON CONFLICT (jti) DO NOTHING`;
     },
-    async accessTokenActive({ jti, clientId, grantId }) {
-      const [row] = await sql`SELECT (SELECT COUNT(*) FROM oauth_clients WHERE client_id = ${clientId}) AS c,
-        (SELECT COUNT(*) FROM oauth_revoked_tokens WHERE jti = ${jti}) AS r,
-        (SELECT COUNT(*) FROM oauth_grants WHERE id = ${grantId ?? ""} AND revoked_at_ms IS NULL) AS g` as Row[];
+    async accessTokenActive({ jti, clientId, grantId, accountId }) {
+      const [row] = await sql.unsafe(ACCESS_TOKEN_ACTIVE_SQL, [clientId, jti, grantId ?? "", accountId]) as Row[];
       return Number(row!.c) === 1 && Number(row!.r) === 0 && (grantId === null || Number(row!.g) === 1);
     },
     async signingKeys() {

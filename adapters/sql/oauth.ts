@@ -178,3 +178,15 @@ export const DROP_SIGNING_KEYS_SQL = `DELETE FROM oauth_signing_keys
   WHERE (retired_at_ms IS NULL AND created_at_ms < $1 AND kid <> (
           SELECT kid FROM oauth_signing_keys WHERE retired_at_ms IS NULL ORDER BY created_at_ms DESC, kid DESC LIMIT 1))
      OR (retired_at_ms IS NOT NULL AND retired_at_ms < $2)`;
+
+/**
+ * {@link OAuthStore.accessTokenActive} in one statement (`$1` client, `$2` jti, `$3` grant or '', `$4` the token's
+ * account): `c` the client, which for a token without a grant must be a confidential client-credentials client of
+ * that account (before, any client that existed passed, a public one too); `r` the token revoked; `g` the grant live
+ * and the client's and the account's.
+ */
+export const ACCESS_TOKEN_ACTIVE_SQL = `SELECT
+  (SELECT COUNT(*) FROM oauth_clients WHERE client_id = $1 AND ($3 <> '' OR (account_id = $4 AND secret_hash IS NOT NULL
+     AND (' ' || grant_types || ' ') LIKE '% client_credentials %'))) AS c,
+  (SELECT COUNT(*) FROM oauth_revoked_tokens WHERE jti = $2) AS r,
+  (SELECT COUNT(*) FROM oauth_grants WHERE id = $3 AND client_id = $1 AND account_id = $4 AND revoked_at_ms IS NULL) AS g`;

@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
 import type { Grant, OAuthClient, OAuthStore } from "../../ports/oauth.ts";
 import { addMissingColumns } from "./sqlite_database.ts";
-import { ACCESS_TOKEN_LIFE_MS, type OAuthClientRow, clientValues, numOrNull, oauthTables, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toStoredCode, DROP_SIGNING_KEYS_SQL } from "../sql/oauth.ts";
+import { ACCESS_TOKEN_LIFE_MS, type OAuthClientRow, clientValues, numOrNull, oauthTables, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toStoredCode, DROP_SIGNING_KEYS_SQL, ACCESS_TOKEN_ACTIVE_SQL } from "../sql/oauth.ts";
 
 /** The columns added after the tables were first created (SQLite). */
 const OAUTH_ADDED_COLUMNS = [["oauth_codes", "redirect_uri_omitted", "INTEGER"], ["oauth_signing_keys", "retired_at_ms", "INTEGER"]] as const;
@@ -120,10 +120,7 @@ function oauthTokensAndKeys(db: Database): Pick<OAuthStore, "rotateRefreshToken"
       .run(next.tokenHash, next.grantId, next.createdAtMs, next.expiresAtMs);
     return { kind: "rotated" as const, grant: toGrant(row) };
   });
-  const active = db.query<{ c: number; r: number; g: number }, [string, string, string]>(
-    `SELECT (SELECT COUNT(*) FROM oauth_clients WHERE client_id = ?1) AS c,
-            (SELECT COUNT(*) FROM oauth_revoked_tokens WHERE jti = ?2) AS r,
-            (SELECT COUNT(*) FROM oauth_grants WHERE id = ?3 AND revoked_at_ms IS NULL) AS g`);
+  const active = db.query<{ c: number; r: number; g: number }, [string, string, string, string]>(ACCESS_TOKEN_ACTIVE_SQL.replaceAll("$", "?"));
   const prune = db.transaction((now: number, unusedBefore: number) => {
     let n = 0;
     n += db.query("DELETE FROM oauth_codes WHERE expires_at_ms < ?").run(now).changes;
@@ -156,8 +153,8 @@ function oauthTokensAndKeys(db: Database): Pick<OAuthStore, "rotateRefreshToken"
       db.query("INSERT INTO oauth_revoked_tokens (jti, client_id, expires_at_ms) VALUES (?, ?, ?) ON CONFLICT (jti) DO NOTHING").run(jti, clientId, expiresAtMs);
       return Promise.resolve();
     },
-    accessTokenActive({ jti, clientId, grantId }) {
-      const row = active.get(clientId, jti, grantId ?? "")!;
+    accessTokenActive({ jti, clientId, grantId, accountId }) {
+      const row = active.get(clientId, jti, grantId ?? "", accountId)!;
       return Promise.resolve(row.c === 1 && row.r === 0 && (grantId === null || row.g === 1));
     },
     signingKeys: () =>

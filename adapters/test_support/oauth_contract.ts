@@ -66,11 +66,11 @@ function clientAndCodeTests(open: () => Promise<Storage>) {
     const g = grant(victim);
     await oauth.saveCode(code(victim, "code-of-victim-" + victim), ROOMY);
     expect(await oauth.exchangeCode("code-of-victim-" + victim, g, refresh(g.id, "rt-of-" + victim), T0, ROOMY_GRANTS)).toBe(true);
-    expect(await oauth.accessTokenActive({ jti: "any", clientId: victim, grantId: g.id })).toBe(true);
+    expect(await oauth.accessTokenActive({ jti: "any", clientId: victim, grantId: g.id, accountId: g.accountId })).toBe(true);
     expect(await oauth.deleteClient("someone-else", victim)).toBe(false);
     expect(await oauth.deleteClient(account, victim)).toBe(true);
     expect(await oauth.findClient(victim)).toBeUndefined();
-    expect(await oauth.accessTokenActive({ jti: "any", clientId: victim, grantId: g.id })).toBe(false);
+    expect(await oauth.accessTokenActive({ jti: "any", clientId: victim, grantId: g.id, accountId: g.accountId })).toBe(false);
     expect(await oauth.findRefreshToken("rt-of-" + victim)).toBeUndefined();
     expect(await oauth.listClients(account)).toHaveLength(3);
   });
@@ -86,9 +86,9 @@ function clientAndCodeTests(open: () => Promise<Storage>) {
     const results = await Promise.all(grants.map((g) => oauth.exchangeCode(hash, g, refresh(g.id), T0 + 1, ROOMY_GRANTS)));
     expect(results.filter(Boolean)).toHaveLength(1);
     const winner = grants[results.indexOf(true)]!;
-    expect(await oauth.findCode(hash)).toMatchObject({ usedAtMs: T0 + 1, grantId: winner.id });
-    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: c.clientId, grantId: winner.id })).toBe(true);
-    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: c.clientId, grantId: grants.find((g) => g !== winner)!.id })).toBe(false);
+    expect(await oauth.findCode(hash)).toMatchObject({ usedAtMs: T0 + 1, grantId: winner.id, accountId: winner.accountId });
+    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: c.clientId, grantId: winner.id, accountId: winner.accountId })).toBe(true);
+    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: c.clientId, grantId: grants.find((g) => g !== winner)!.id, accountId: "acct" })).toBe(false);
   });
 
   test("oauth: a code keeps whether its authorization request named redirect_uri (issue 33)", async () => {
@@ -120,7 +120,7 @@ function clientAndCodeTests(open: () => Promise<Storage>) {
     const theirs = await exchange(a, other, T0);
     const made = [];
     for (let i = 0; i < 6; i++) made.push(await exchange(i % 2 === 0 ? a : b, account, T0 + 10 * (i + 1)));
-    const live = async ({ g }: { g: Grant }) => await oauth.accessTokenActive({ jti: fresh("jti"), clientId: g.clientId, grantId: g.id });
+    const live = async ({ g }: { g: Grant }) => await oauth.accessTokenActive({ jti: fresh("jti"), clientId: g.clientId, grantId: g.id, accountId: g.accountId });
     expect(await Promise.all(made.map(live))).toEqual([false, false, false, true, true, true]);
     expect((await oauth.findRefreshToken(made[0]!.token.tokenHash))?.grant.revokedAtMs).toBe(T0 + 40);
     expect((await oauth.rotateRefreshToken(made[0]!.token.tokenHash, refresh(made[0]!.g.id), T0 + 100)).kind).toBe("invalid");
@@ -158,7 +158,7 @@ function tokenTests(open: () => Promise<Storage>) {
     expect(outcomes.filter((o) => o.kind === "reused")).toHaveLength(4);
     const rotatedTo = nexts[outcomes.findIndex((o) => o.kind === "rotated")]!;
     expect(await oauth.rotateRefreshToken(rotatedTo.tokenHash, refresh(g.id), T0 + 6)).toEqual({ kind: "invalid" });
-    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: c.clientId, grantId: g.id })).toBe(false);
+    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: c.clientId, grantId: g.id, accountId: g.accountId })).toBe(false);
     expect((await oauth.findRefreshToken(first.tokenHash))?.grant.revokedAtMs).toBe(T0 + 5);
   });
 
@@ -176,13 +176,22 @@ function tokenTests(open: () => Promise<Storage>) {
     expect(await oauth.rotateRefreshToken(second.tokenHash, refresh(g.id), second.expiresAtMs)).toEqual({ kind: "invalid" });
     expect(await oauth.rotateRefreshToken(fresh("unknown"), refresh(g.id), T0)).toEqual({ kind: "invalid" });
     const jti = fresh("jti");
-    expect(await oauth.accessTokenActive({ jti, clientId: c.clientId, grantId: g.id })).toBe(true);
+    expect(await oauth.accessTokenActive({ jti, clientId: c.clientId, grantId: g.id, accountId: g.accountId })).toBe(true);
     await oauth.revokeAccessToken(jti, c.clientId, T0 + 3_600_000);
     await oauth.revokeAccessToken(jti, c.clientId, T0 + 3_600_000);
-    expect(await oauth.accessTokenActive({ jti, clientId: c.clientId, grantId: g.id })).toBe(false);
-    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: c.clientId, grantId: null })).toBe(true);
+    expect(await oauth.accessTokenActive({ jti, clientId: c.clientId, grantId: g.id, accountId: g.accountId })).toBe(false);
+    // A token without a grant is a client-credentials token: only a confidential API client's, for its own account
+    // (before, any existing client passed, this public one too).
+    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: c.clientId, grantId: null, accountId: g.accountId })).toBe(false);
+    const api = client({ accountId: "acct-api", secretHash: "ab".repeat(32), grantTypes: ["client_credentials"], authMethod: "client_secret_basic", redirectUris: [] });
+    expect(await oauth.createClient(api, 4)).toBe(true);
+    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: api.clientId, grantId: null, accountId: "acct-api" })).toBe(true);
+    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: api.clientId, grantId: null, accountId: "acct" })).toBe(false);
+    // A grant counts only for its own client and account.
+    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: api.clientId, grantId: g.id, accountId: g.accountId })).toBe(false);
+    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: c.clientId, grantId: g.id, accountId: "acct-api" })).toBe(false);
     await oauth.revokeGrant(g.id, T0 + 2);
-    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: c.clientId, grantId: g.id })).toBe(false);
+    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: c.clientId, grantId: g.id, accountId: g.accountId })).toBe(false);
   });
 
   test("oauth: live codes are bounded per account and per client, also for parallel requests; exchanged and expired codes do not count; nothing stored past a bound", async () => {
@@ -242,15 +251,15 @@ function tokenTests(open: () => Promise<Storage>) {
     await oauth.saveCode({ ...code(a.clientId, pending), accountId: account, createdAtMs: now, expiresAtMs: now + 60_000 }, ROOMY);
     expect(await oauth.revokeAuthorizations(account, a.clientId, now)).toBe(3);
     expect(await oauth.findCode(pending)).toBeUndefined();
-    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: a.clientId, grantId: a2.id })).toBe(false);
-    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: a.clientId, grantId: strangers.id })).toBe(true);
+    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: a.clientId, grantId: a2.id, accountId: a2.accountId })).toBe(false);
+    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: a.clientId, grantId: strangers.id, accountId: strangers.accountId })).toBe(true);
     expect((await oauth.listAuthorizations(account, now, 10)).map((x) => x.clientId)).toEqual([b.clientId]);
     expect(await oauth.revokeAuthorizations(account, a.clientId, now)).toBe(0);
     // Another account has nothing of b to revoke; the account's grant past its tokens is not counted, but revoked all the same.
     expect(await oauth.revokeAuthorizations(fresh("nobody"), b.clientId, now)).toBe(0);
-    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: b.clientId, grantId: stale.id })).toBe(true);
+    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: b.clientId, grantId: stale.id, accountId: stale.accountId })).toBe(true);
     expect(await oauth.revokeAuthorizations(account, b.clientId, now)).toBe(1);
-    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: b.clientId, grantId: stale.id })).toBe(false);
+    expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: b.clientId, grantId: stale.id, accountId: stale.accountId })).toBe(false);
     expect(await oauth.listAuthorizations(account, now, 10)).toEqual([]);
   });
 

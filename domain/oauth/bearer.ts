@@ -28,7 +28,7 @@ export function createBearerAuth(deps: Pick<OAuthDeps, "store" | "keys" | "accou
     const verified = await deps.keys.verify(token, { issuer: deps.issuer, audience: required.audience ?? deps.issuer });
     if (!verified.ok) return fail("invalid_token", verified.reason === "expired" ? "The access token expired" : "The access token is invalid");
     const claims = verified.claims;
-    if (!(await deps.store.accessTokenActive({ jti: claims.jti, clientId: claims.client_id, grantId: claims.gid ?? null }))) {
+    if (!(await deps.store.accessTokenActive({ jti: claims.jti, clientId: claims.client_id, grantId: claims.gid ?? null, accountId: claims.sub }))) {
       return fail("invalid_token", "The access token was revoked");
     }
     const account = await deps.accounts.findAccount(claims.sub);

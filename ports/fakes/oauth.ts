@@ -124,8 +124,14 @@ export function fakeOAuthStore() {
       revoked.add(jti);
       return Promise.resolve();
     },
-    accessTokenActive: ({ jti, clientId, grantId }) =>
-      Promise.resolve(clients.has(clientId) && !revoked.has(jti) && (grantId === null || grants.get(grantId)?.revokedAtMs === null)),
+    accessTokenActive: ({ jti, clientId, grantId, accountId }) => {
+      const client = clients.get(clientId);
+      const grant = grantId === null ? undefined : grants.get(grantId);
+      const held = grantId === null
+        ? client?.accountId === accountId && client.secretHash !== null
+        : grant?.revokedAtMs === null && grant.clientId === clientId && grant.accountId === accountId;
+      return Promise.resolve(client !== undefined && !revoked.has(jti) && held);
+    },
     signingKeys: () => Promise.resolve([...keys].sort((a, b) => b.createdAtMs - a.createdAtMs)),
     addSigningKey(key) {
       keys.push(key);
