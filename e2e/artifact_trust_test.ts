@@ -216,8 +216,12 @@ beforeAll(async () => {
   service = await stack.restartService({ TRUST_ANCHORS_PATH: path });
 
   // Seed one artifact with an attestation per inclusion and exclusion rule.
-  let now = await chainNow();
+  // The chain's time now (the pending block's), not the last block's, which may be seconds old by here; and the
+  // expiring attestation is mined at exactly that time, so that its expiration is after its block however long the
+  // write takes (EAS refuses an expiration at or before the block's time; red when the set-up took over 3 s).
+  let now = (await writer.client.getBlock({ blockTag: "pending" })).timestamp;
   const expiringAt = now + 3n;
+  await writer.client.request({ method: "evm_setNextBlockTimestamp", params: [`0x${now.toString(16)}`] } as never);
   await attest("expired-by-registry", auditor, "security-assessment", assessment(ARTIFACT, { issuedAt: now }), { expirationTime: expiringAt });
   const beforeWitness = now - 1000n;
   await attest("witness", stack.devnet.keys.witness, "controller-witness", witness(PUBLISHER, pkh(controller), now), { recipient: addressOf(PUBLISHER) });

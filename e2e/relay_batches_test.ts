@@ -6,11 +6,24 @@
  * request's uid.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
 import { join } from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startStack, type Stack } from "./harness.ts";
 import { isSend } from "./support/rpc_proxy.ts";
 import { signedReviewBody } from "./support/review_signer.ts";
+
+/**
+ * Stops the refill of the public relay's per-client buckets in a running instance's SQLite file: a bucket refills only
+ * at its next take, from its stored time, so a time an hour ahead adds nothing until then. What the requests before
+ * charged stays exactly as it was.
+ */
+function stopRefill(path: string): void {
+  const db = new Database(path);
+  db.exec("PRAGMA busy_timeout = 5000");
+  db.query("UPDATE rate_buckets SET at_ms = ? WHERE scope = 'public_relay_client'").run(Date.now() + 3_600_000);
+  db.close();
+}
 
 let stack: Stack;
 beforeAll(async () => {
@@ -88,7 +101,9 @@ describe("POST /v1/delegated-attest/batch", () => {
     try {
       const answer = await batch(service.url, await attesterRequests(3));
       expect(answer.body.results.map((r) => r.uid === undefined ? [r.status, r.code] : "uid")).toEqual(["uid", "uid", [429, "RATE_LIMITED"]]);
-      // Three requests of this client reached its limit of 4 a minute: two more, one refused.
+      // Three requests of this client reached its limit of 4 a minute: two more, one refused (its refill of a token
+      // every 15 s stopped first, as below).
+      stopRefill(join(stack.dir, "batch-limits.sqlite"));
       const next = await batch(service.url, [(await attesterRequests(1))[0], (await attesterRequests(1))[0]]);
       expect(next.body.results.map((r) => r.uid === undefined ? [r.status, r.code] : "uid")).toEqual(["uid", [429, "RATE_LIMITED"]]);
     } finally {
@@ -109,7 +124,10 @@ describe("POST /v1/delegated-attest/batch", () => {
       // Before: one halving per reverting item, 150 calls (30 when sent singly).
       expect(estimates).toBeLessThanOrEqual(36);
       expect(stack.rpc.methods().filter(isSend)).toHaveLength(0);
-      // The refusals were charged to the client's limit of 31 a minute: one more request, then 429.
+      // The refusals were charged to the client's limit of 31 a minute: one more request, then 429. The bucket gains a
+      // token every 60/31 s, so its refill is stopped first: a machine slower than that between the two batches was
+      // given a second request (red when 2 s were slept there).
+      stopRefill(join(stack.dir, "batch-reverts.sqlite"));
       const next = await batch(service.url, [(await attesterRequests(1))[0], (await attesterRequests(1))[0]]);
       expect(next.body.results.map((r) => r.uid === undefined ? [r.status, r.code] : "uid")).toEqual(["uid", [429, "RATE_LIMITED"]]);
     } finally {
