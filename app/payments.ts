@@ -9,7 +9,7 @@ import { HTTPFacilitatorClient } from "@x402/core/server";
 import type { Hex, PublicClient } from "viem";
 import type { Config } from "./config.ts";
 import { type Devnet, type Facilitator, startFacilitator } from "../adapters/devnet/mod.ts";
-import { createPaidCall } from "../domain/payments/mod.ts";
+import { createPaidCall, createPaidResume } from "../domain/payments/mod.ts";
 import { createPaymentGate, type PaymentGate } from "../http/x402_gate.ts";
 import type { Clock } from "../ports/clock.ts";
 import type { Logger } from "../ports/logger.ts";
@@ -185,6 +185,7 @@ export async function wireX402(
         ? { balanceOf: () => Promise.resolve(undefined) }
         : createViemPayerBalances({ client: shared.chainClient, network: `eip155:${shared.chainId}` }),
     }),
+    paidResume: createPaidResume({ payments: shared.payments, clock: shared.clock, metrics: shared.metrics }),
     known: async (key) => (await shared.payments.find(key)) !== undefined,
     log,
   });

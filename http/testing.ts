@@ -12,6 +12,14 @@ import type { ReplayStore } from "../ports/replay_store.ts";
 import type { SubmissionRecordStore } from "../ports/submission_records.ts";
 import type { Logger } from "../ports/logger.ts";
 import type { AppDeps } from "./app.ts";
+import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
+import type { FacilitatorClient } from "@x402/core/server";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { createPaidCall, createPaidResume } from "../domain/payments/mod.ts";
+import { fakeClock } from "../ports/fakes/mod.ts";
+import type { PaymentLedger, PaymentPurpose } from "../ports/payments.ts";
+import { createEip712Issuer } from "../x402/signers.ts";
+import { createPaymentGate, type PaymentGate } from "./x402_gate.ts";
 
 const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -52,4 +60,63 @@ export function trackedRelayDeps(
     },
     submissions: { status, sessions: { authenticate: () => Promise.resolve(fail("UNAUTHENTICATED", "No session")) } as never },
   };
+}
+
+/** The network, token and payee of {@link testPaymentGate}. */
+export const TEST_PAYMENT = { network: "eip155:31337", asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e", payTo: "0x1111111111111111111111111111111111111111" } as const;
+
+/**
+ * The x402 gate over `payments` with a facilitator that verifies and settles as `facilitator` says (a third-party one,
+ * wording its answers as it likes); by default only the witness is for sale, at 10000.
+ */
+export function testPaymentGate(
+  payments: PaymentLedger,
+  facilitator: Pick<FacilitatorClient, "verify" | "settle">,
+  supported?: FacilitatorClient["getSupported"],
+  prices: Readonly<Partial<Record<PaymentPurpose, string>>> = { witness: "10000" },
+): PaymentGate {
+  const { network, asset, payTo } = TEST_PAYMENT;
+  const clock = fakeClock(Date.now());
+  return createPaymentGate({
+    facilitator: {
+      ...facilitator,
+      getSupported: supported ?? (() => Promise.resolve({ kinds: [{ x402Version: 2, scheme: "exact", network }], extensions: [], signers: {} })),
+    },
+    network,
+    asset,
+    assetName: "USDC",
+    assetVersion: "2",
+    payTo,
+    prices,
+    signing: { issuer: createEip712Issuer({ privateKey: generatePrivateKey(), chainId: 31337 }), publicBaseUrl: "https://ats.example" },
+    paidCall: createPaidCall({ payments, clock }),
+    paidResume: createPaidResume({ payments, clock }),
+    known: async (key) => (await payments.find(key)) !== undefined,
+    log: quiet,
+  });
+}
+
+/**
+ * A `PAYMENT-SIGNATURE` for the gate's terms at `url` (a new payer and nonce, valid ten minutes; its signature is never
+ * checked: the test facilitator decides).
+ */
+export async function testPaymentHeader(gate: PaymentGate, url: string, purpose: PaymentPurpose = "witness"): Promise<string> {
+  const unpaid = await gate.handle(new Request(url, { method: "POST" }), purpose, () => Promise.resolve({ response: Response.json({}) }));
+  const accepted = decodePaymentRequiredHeader(unpaid.headers.get("payment-required")!).accepts[0]!;
+  return encodePaymentSignatureHeader({
+    x402Version: 2,
+    accepted,
+    resource: { url, description: "", mimeType: "" },
+    payload: {
+      authorization: {
+        from: privateKeyToAccount(generatePrivateKey()).address,
+        to: TEST_PAYMENT.payTo,
+        value: "10000",
+        validAfter: "0",
+        validBefore: String(Math.floor(Date.now() / 1000) + 600),
+        nonce: `0x${[...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("")}`,
+      },
+      signature: `0x${"00".repeat(65)}`,
+    },
+  } as never);
 }

@@ -15,27 +15,22 @@
  *
  * Facilitator and library texts never reach a client: reasons are protocol codes or `invalid_payment`.
  */
-import { decodePaymentRequiredHeader, decodePaymentSignatureHeader, encodePaymentResponseHeader } from "@x402/core/http";
-import {
-  type FacilitatorClient,
-  FacilitatorResponseError,
-  type HTTPAdapter,
-  type HTTPRequestContext,
-  type HTTPResponseInstructions,
-  type RouteConfig,
-  x402HTTPResourceServer,
-  x402ResourceServer,
-} from "@x402/core/server";
-import type { Network, PaymentPayload, SettleResponse, SupportedResponse, VerifyResponse } from "@x402/core/types";
+import { decodePaymentSignatureHeader } from "@x402/core/http";
+import { FacilitatorResponseError, type HTTPRequestContext, type RouteConfig, x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server";
+import type { Network, PaymentPayload } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
-import { expiresTooSoon, type PaidCall, paymentReplayKey, readExactAuthorization } from "../domain/payments/mod.ts";
-import type { Logger } from "../ports/logger.ts";
+import { expiresTooSoon, paymentReplayKey, readExactAuthorization } from "../domain/payments/mod.ts";
 import type { PaymentPurpose } from "../ports/payments.ts";
 import { initializeOnce } from "../x402/elysia_adapter.ts";
-import { createOfferReceiptExtension, declareOfferReceiptExtension, type OfferReceiptSigning } from "../x402/extension.ts";
+import { createOfferReceiptExtension, declareOfferReceiptExtension } from "../x402/extension.ts";
 import { errorBody, json } from "./errors.ts";
 import { inProgress, paidIdempotentWrite, paymentRequired, replayed, unavailable } from "./_x402_answers.ts";
+import { adapterOf, type Gate, type GateWork, guardedFacilitator, headerOf, type PaidRequest, type PaymentGateOptions, paidWorkOf, reasonOf, settleWork, workAnswer } from "./_x402_core.ts";
+import { resumePayment } from "./_x402_resume.ts";
 import { SIGNER_RETRY_AFTER_SECONDS } from "../ports/signer.ts";
+
+export type { GateWork, PaidRequest, PaymentGateOptions } from "./_x402_core.ts";
+export { reasonCode } from "./_x402_core.ts";
 
 /** The paths each purpose is sold on. */
 export const PAID_PATHS: Readonly<Record<PaymentPurpose, readonly string[]>> = {
@@ -56,50 +51,6 @@ const DESCRIPTIONS: Readonly<Record<PaymentPurpose, string>> = {
   relay: "One delegated attestation through the private relay",
   plan: "One year of the paid plan",
 };
-
-/** Options of {@link createPaymentGate}. */
-export type PaymentGateOptions = {
-  readonly facilitator: FacilitatorClient;
-  /** CAIP-2, e.g. `eip155:8453`. */
-  readonly network: string;
-  /** The EIP-3009 token and its EIP-712 domain. */
-  readonly asset: string;
-  readonly assetName: string;
-  readonly assetVersion: string;
-  readonly payTo: string;
-  /** Atomic units per purpose; an absent price is not offered. */
-  readonly prices: Readonly<Partial<Record<PaymentPurpose, string>>>;
-  /** Signs the offers and receipts. */
-  readonly signing: OfferReceiptSigning;
-  /**
-   * Whether the offer/receipt signer (X402_SIGNER, decisions §27) can sign now; false: a paid request is answered 503
-   * SIGNER_UNAVAILABLE before the payment is verified or settled. Absent: always.
-   */
-  readonly signerReady?: (() => Promise<boolean>) | undefined;
-  readonly paidCall: PaidCall;
-  /** Whether a replay key is known (spent or in flight): such a payment is refused before the facilitator is asked. */
-  readonly known: (key: string) => Promise<boolean>;
-  readonly log: Logger;
-  /**
-   * How long an authorization must stay valid (the client sets validBefore from it); default 300 s. One that arrives
-   * with less than this less 30 s left is refused before it is verified (domain/payments `expiresTooSoon`).
-   */
-  readonly maxTimeoutSeconds?: number | undefined;
-  /** The time an authorization's validity is judged at; default `Date.now` (tests). */
-  readonly nowMs?: (() => number) | undefined;
-};
-
-/** What the paid work answered: its response, what it wrote, and whether its outcome is unknown. */
-export type GateWork = {
-  readonly response: Response;
-  /** What the work produced (a transaction hash, a period end), recorded with the payment. */
-  readonly ref?: string | undefined;
-  /** The work may have happened (OUTCOME_UNKNOWN): the payment is neither released nor settled. */
-  readonly unknown?: boolean | undefined;
-};
-
-/** The payment a paid call runs under. */
-export type PaidRequest = { readonly payer: string; readonly key: string };
 
 /** Takes x402 payments on the paid routes. */
 export type PaymentGate = {
@@ -125,68 +76,12 @@ export type PaymentGate = {
    * another request under that key (422), never its answer.
    */
   readonly idempotentWrite: (request: Request, body: unknown, fallbackScope: string) => { readonly scope: string; readonly body: string };
-};
-
-/** Facilitator reasons are protocol codes (`insufficient_funds`); anything else is replaced, never echoed. */
-export function reasonCode(reason: string | undefined): string {
-  return reason !== undefined && /^[a-z0-9_]{1,80}$/.test(reason) ? reason : "invalid_payment";
-}
-
-/**
- * The facilitator as core sees it: a network failure or a malformed answer becomes a `FacilitatorResponseError`
- * (which core passes on instead of turning its text into a 402), a refusal answered with an error status becomes
- * the refusal it carries.
- */
-function guardedFacilitator(inner: FacilitatorClient): FacilitatorClient {
-  const unavailable = () => new FacilitatorResponseError("Facilitator unavailable");
-  return {
-    // A refusal's reason goes into PAYMENT-REQUIRED's `error` as core words it: only a protocol code, never the
-    // facilitator's text (a third-party facilitator's node error with its RPC URL and key reached clients there).
-    async verify(payload, requirements): Promise<VerifyResponse> {
-      const verified = await inner.verify(payload, requirements).catch((error: { invalidReason?: unknown } | undefined) => {
-        if (typeof error?.invalidReason === "string") return { isValid: false, invalidReason: error.invalidReason };
-        throw unavailable();
-      });
-      return verified.isValid ? verified : { isValid: false, invalidReason: reasonCode(verified.invalidReason) };
-    },
-    async settle(payload, requirements): Promise<SettleResponse> {
-      const settled = await inner.settle(payload, requirements).catch((error: { errorReason?: unknown } | undefined) => {
-        if (typeof error?.errorReason === "string") return { success: false, errorReason: error.errorReason, transaction: "", network: requirements.network };
-        throw unavailable();
-      });
-      return settled.success ? settled : { success: false, errorReason: reasonCode(settled.errorReason), transaction: "", network: requirements.network };
-    },
-    async getSupported(): Promise<SupportedResponse> {
-      try {
-        return await inner.getSupported();
-      } catch {
-        throw unavailable();
-      }
-    },
-  };
-}
-
-/** A Request as core's HTTPAdapter; always an API client (never the HTML paywall). */
-function adapterOf(request: Request, url: URL): HTTPAdapter {
-  return {
-    getHeader: (name) => request.headers.get(name) ?? undefined,
-    getMethod: () => request.method,
-    getPath: () => url.pathname,
-    getUrl: () => url.href,
-    getAcceptHeader: () => "application/json",
-    getUserAgent: () => request.headers.get("user-agent") ?? "",
-  };
-}
-
-const headerOf = (instructions: HTTPResponseInstructions, name: string) =>
-  Object.entries(instructions.headers).find(([k]) => k.toLowerCase() === name)?.[1];
-
-/** What the gate's functions share: its options, the x402 resource server and its one-time initialisation. */
-type Gate = {
-  readonly options: PaymentGateOptions;
-  readonly log: Logger;
-  readonly httpServer: x402HTTPResourceServer;
-  readonly initialize: () => Promise<void>;
+  /**
+   * The answer of a paid write whose request died (a crash) with its `Idempotency-Key`, for the retry that took the key
+   * over: `work` reads what the dead request's write came to (undefined: nothing was written). Undefined when the
+   * request is to run afresh (see http/_x402_resume.ts).
+   */
+  readonly resume: (request: Request, purpose: PaymentPurpose, work: () => Promise<GateWork | undefined>) => Promise<Response | undefined>;
 };
 
 /** The x402 terms of each paid path whose purpose has a price. */
@@ -212,17 +107,6 @@ function paidRoutes(options: PaymentGateOptions, network: Network): Record<strin
   }
   return routes;
 }
-
-/** The protocol reason of a refusal, from the PAYMENT-REQUIRED it came with. */
-const reasonOf = (instructions: HTTPResponseInstructions) => {
-  const header = headerOf(instructions, "payment-required");
-  if (header === undefined) return "invalid_payment";
-  try {
-    return reasonCode(decodePaymentRequiredHeader(header).error);
-  } catch {
-    return "invalid_payment";
-  }
-};
 
 /** The x402 terms a 401 carries beside the other ways in (decisions §13 amended); none when they cannot be read. */
 async function gateTerms(gate: Gate, request: Request, purpose: PaymentPurpose): Promise<Record<string, string>> {
@@ -322,26 +206,9 @@ async function handlePayment(
       },
       async () => {
         answer = await work({ payer, key });
-        const ok = answer.response.status >= 200 && answer.response.status < 300;
-        return ok
-          ? { done: true, value: answer, ref: answer.ref ?? "" }
-          : { done: false, value: answer, unknown: answer.unknown, ref: answer.ref };
+        return paidWorkOf(answer);
       },
-      async () => {
-        const body = Buffer.from(await answer!.response.clone().arrayBuffer());
-        const responseHeaders: Record<string, string> = {};
-        answer!.response.headers.forEach((value, name) => {
-          responseHeaders[name] = value;
-        });
-        const settled = await gate.httpServer.processSettlement(paymentPayload, paymentRequirements, declaredExtensions, {
-          request: context,
-          responseBody: body,
-          responseHeaders,
-        });
-        if (!settled.success) return { ok: false, reason: reasonCode(settled.errorReason) };
-        settledHeaders = settled.headers;
-        return { ok: true, transaction: settled.transaction };
-      },
+      () => settleWork(gate, processed, answer!, context, (headers) => (settledHeaders = headers)),
     );
     if (outcome.kind === "replayed") {
       await cancellationDispatcher.cancel({ reason: "handler_failed", responseStatus: 409 }).catch(() => undefined);
@@ -356,21 +223,7 @@ async function handlePayment(
       await cancellationDispatcher.cancel({ reason: "handler_failed", responseStatus: outcome.value.response.status }).catch(() => undefined);
       return outcome.value.response;
     }
-    const response = outcome.value.response;
-    const headers = new Headers(response.headers);
-    headers.set("cache-control", "private, no-store");
-    if (outcome.kind === "settled") {
-      for (const [name, value] of Object.entries(settledHeaders)) headers.set(name, value);
-      gate.log.info("x402_payment_settled", { purpose, transaction: outcome.transaction });
-      return new Response(response.body, { status: response.status, headers });
-    }
-    gate.log.warn("x402_settlement_failed", { purpose, reason: outcome.reason });
-    const failed = encodePaymentResponseHeader({ success: false, errorReason: outcome.reason, transaction: "", network: paymentRequirements.network as Network, payer });
-    if (purpose === "plan") {
-      return json(errorBody("PAYMENT_FAILED", "The payment could not be settled; the plan was not extended", outcome.reason), 402, { "payment-response": failed });
-    }
-    headers.set("payment-response", failed);
-    return new Response(response.body, { status: response.status, headers });
+    return workAnswer(gate, outcome, { purpose, network: paymentRequirements.network, payer, settledHeaders });
   } catch (error) {
     if (error instanceof FacilitatorResponseError || (error as Error)?.name === "RouteConfigurationError") {
       gate.log.warn("x402_facilitator_unavailable", { purpose });
@@ -393,5 +246,6 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     terms: (request, purpose) => gateTerms(gate, request, purpose),
     handle: (request, purpose, work, extra = {}) => handlePayment(gate, request, purpose, work, extra),
     idempotentWrite: (request, body, fallbackScope) => paidIdempotentWrite(request, body, fallbackScope),
+    resume: (request, purpose, work) => resumePayment(gate, request, purpose, work),
   };
 }

@@ -1,62 +1,21 @@
 import { expect, test } from "bun:test";
-import { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePaymentSignatureHeader } from "@x402/core/http";
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
 import type { FacilitatorClient } from "@x402/core/server";
-import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { openSqliteStorage } from "../adapters/sqlite/mod.ts";
-import { createPaidCall } from "../domain/payments/mod.ts";
-import { fakeClock } from "../ports/fakes/mod.ts";
-import { createEip712Issuer } from "../x402/signers.ts";
-import { createPaymentGate } from "./x402_gate.ts";
+import { testPaymentGate, testPaymentHeader } from "./testing.ts";
 
-const NETWORK = "eip155:31337";
-const ASSET = "0x036CbD53842c5426634e7929541eC2318f3dCF7e";
-const PAY_TO = "0x1111111111111111111111111111111111111111";
 const URL_PAID = "http://localhost/v1/paid/controller-witness";
 const LEAK = "rpc call to https://node.example/v2/SECRETKEY123 failed: execution reverted";
-const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
 /** The gate with a facilitator that refuses as `facilitator` says (a third-party one, wording its refusals as it likes). */
 async function gateWith(facilitator: Pick<FacilitatorClient, "verify" | "settle">, supported?: FacilitatorClient["getSupported"]) {
   const { payments } = await openSqliteStorage(":memory:");
-  return createPaymentGate({
-    facilitator: {
-      ...facilitator,
-      getSupported: supported ?? (() => Promise.resolve({ kinds: [{ x402Version: 2, scheme: "exact", network: NETWORK }], extensions: [], signers: {} })),
-    },
-    network: NETWORK,
-    asset: ASSET,
-    assetName: "USDC",
-    assetVersion: "2",
-    payTo: PAY_TO,
-    prices: { witness: "10000" },
-    signing: { issuer: createEip712Issuer({ privateKey: generatePrivateKey(), chainId: 31337 }), publicBaseUrl: "https://ats.example" },
-    paidCall: createPaidCall({ payments, clock: fakeClock(Date.now()) }),
-    known: async (key) => (await payments.find(key)) !== undefined,
-    log: quiet,
-  });
+  return testPaymentGate(payments, facilitator, supported);
 }
 
-/** A payment header for the gate's terms (its signature is never checked here: the facilitator stub decides). */
+/** A paid request for the gate's terms (its signature is never checked here: the facilitator stub decides). */
 async function paid(gate: Awaited<ReturnType<typeof gateWith>>): Promise<Request> {
-  const unpaid = await gate.handle(new Request(URL_PAID, { method: "POST" }), "witness", () => Promise.resolve({ response: Response.json({}) }));
-  const accepted = decodePaymentRequiredHeader(unpaid.headers.get("payment-required")!).accepts[0]!;
-  const header = encodePaymentSignatureHeader({
-    x402Version: 2,
-    accepted,
-    resource: { url: URL_PAID, description: "", mimeType: "" },
-    payload: {
-      authorization: {
-        from: privateKeyToAccount(generatePrivateKey()).address,
-        to: PAY_TO,
-        value: "10000",
-        validAfter: "0",
-        validBefore: String(Math.floor(Date.now() / 1000) + 600),
-        nonce: `0x${[...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("")}`,
-      },
-      signature: `0x${"00".repeat(65)}`,
-    },
-  } as never);
-  return new Request(URL_PAID, { method: "POST", headers: { "payment-signature": header } });
+  return new Request(URL_PAID, { method: "POST", headers: { "payment-signature": await testPaymentHeader(gate, URL_PAID) } });
 }
 
 const settledOk: FacilitatorClient["settle"] = (_payload, requirements) =>

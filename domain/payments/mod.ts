@@ -40,8 +40,12 @@ export {
 } from "./x402_receipts.ts";
 export {
   createPaidCall,
+  createPaidResume,
   PAID_PLAN_YEAR_MS,
   type PaidCall,
+  type PaidResume,
+  type PaidWork,
+  type Settlement,
   payerLedgerId,
   type PayingAgent,
   AUTHORIZATION_TRANSIT_SECONDS,

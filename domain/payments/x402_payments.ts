@@ -130,37 +130,91 @@ export function createPaidCall(deps: PaidCallDeps) {
       await deps.payments.release(key);
       throw error;
     }
-    if (!done.done) {
-      if (done.unknown === true) {
-        await deps.payments.workUnknown(key, done.ref ?? null, deps.clock.nowMs());
-        count(purpose, "work_unknown");
-      } else {
-        await deps.payments.release(key);
-        count(purpose, "work_failed");
-      }
-      return { kind: "not-done", value: done.value };
-    }
-    await deps.payments.worked(key, done.ref, deps.clock.nowMs());
-    let settlement: Settlement;
-    try {
-      settlement = await settle();
-    } catch {
-      settlement = { ok: false, reason: "facilitator_unavailable" };
-    }
-    if (!settlement.ok) {
-      await deps.payments.settleFailed(key, settlement.reason, deps.clock.nowMs());
-      count(purpose, "settle_failed");
-      deps.metrics?.increment("ats_x402_settlement_failures_total", { purpose });
-      return { kind: "unsettled", value: done.value, reason: settlement.reason };
-    }
-    await deps.payments.settled(key, settlement.transaction, deps.clock.nowMs());
-    count(purpose, "settled");
-    return { kind: "settled", value: done.value, transaction: settlement.transaction };
+    return await afterWork(deps, { key, purpose }, done, settle);
   };
+}
+
+/**
+ * What follows the work of a paid call (or of its resume): work that failed gives the key back, work whose outcome is
+ * unknown keeps it and settles nothing, work that succeeded is recorded and then settled.
+ */
+async function afterWork<T>(
+  deps: PaidCallDeps,
+  payment: { readonly key: string; readonly purpose: PaymentPurpose },
+  done: PaidWork<T>,
+  settle: () => Promise<Settlement>,
+): Promise<Exclude<PaidCallOutcome<T>, { readonly kind: "replayed" | "in-progress" }>> {
+  const { key, purpose } = payment;
+  const count = (outcome: string) => deps.metrics?.increment("ats_x402_payments_total", { purpose, outcome });
+  if (!done.done) {
+    if (done.unknown === true) {
+      await deps.payments.workUnknown(key, done.ref ?? null, deps.clock.nowMs());
+      count("work_unknown");
+    } else {
+      await deps.payments.release(key);
+      count("work_failed");
+    }
+    return { kind: "not-done", value: done.value };
+  }
+  await deps.payments.worked(key, done.ref, deps.clock.nowMs());
+  let settlement: Settlement;
+  try {
+    settlement = await settle();
+  } catch {
+    settlement = { ok: false, reason: "facilitator_unavailable" };
+  }
+  if (!settlement.ok) {
+    await deps.payments.settleFailed(key, settlement.reason, deps.clock.nowMs());
+    count("settle_failed");
+    deps.metrics?.increment("ats_x402_settlement_failures_total", { purpose });
+    return { kind: "unsettled", value: done.value, reason: settlement.reason };
+  }
+  await deps.payments.settled(key, settlement.transaction, deps.clock.nowMs());
+  count("settled");
+  return { kind: "settled", value: done.value, transaction: settlement.transaction };
 }
 
 /** The paid call use case. */
 export type PaidCall = ReturnType<typeof createPaidCall>;
+
+/** What resuming a paid call found: the payment is not this request's to resume (run it afresh), or the call's outcome. */
+export type PaidResumeOutcome<T> = { readonly kind: "run" } | Exclude<PaidCallOutcome<T>, { readonly kind: "replayed" | "in-progress" }>;
+
+/**
+ * Resumes a paid call whose request died (a crash) under its `Idempotency-Key` (decisions §23 with §13), for the retry
+ * that took the key over, the same request with the same payment. Before, the retry met its own payment's replay key
+ * and was refused (409 `PAYMENT_ALREADY_USED`, or 402 once the authorization had run out) while the dead request's
+ * write stood on chain: the payer never learnt of it, and paid again for a second one.
+ *
+ * The payment recorded under `key` for this payer and purpose is the dead request's. `work` reads what that request's
+ * write came to, without writing anything: undefined when it wrote nothing, and then the payment is given back (if the
+ * work had not begun) and the request runs afresh. Otherwise the outcome is the write's: one that succeeded is settled
+ * now (an authorization that ran out while the request was dead cannot be, and the write stands unsettled, recorded
+ * for the operator as any failed settlement is); one already settled or failed to settle before the crash answers
+ * as it was, never settled twice.
+ */
+export function createPaidResume(deps: PaidCallDeps) {
+  return async function paidResume<T>(
+    payment: { readonly key: string; readonly payer: string; readonly purpose: PaymentPurpose },
+    work: () => Promise<PaidWork<T> | undefined>,
+    settle: () => Promise<Settlement>,
+  ): Promise<PaidResumeOutcome<T>> {
+    const record = await deps.payments.find(payment.key);
+    if (record === undefined || record.payer !== payment.payer.toLowerCase() || record.purpose !== payment.purpose) return { kind: "run" };
+    const done = await work();
+    if (done === undefined) {
+      if (record.state === "reserved") await deps.payments.release(payment.key);
+      return { kind: "run" };
+    }
+    if (record.state === "settled") return { kind: "settled", value: done.value, transaction: record.settlementTx ?? "" };
+    if (record.state === "settle_failed") return { kind: "unsettled", value: done.value, reason: record.failureReason ?? "invalid_payment" };
+    deps.metrics?.increment("ats_x402_payments_total", { purpose: payment.purpose, outcome: "resumed" });
+    return await afterWork(deps, payment, done, settle);
+  };
+}
+
+/** The paid call's resume. */
+export type PaidResume = ReturnType<typeof createPaidResume>;
 
 /** One year of the paid plan, as `POST /api/private/subscriptions/x402` sells it. */
 export const PAID_PLAN_YEAR_MS = 365 * 86_400_000;

@@ -4,6 +4,7 @@ import type { PaidPeriod, PaymentLedger, PaymentRecord, PaymentReservation } fro
 import {
   expiresTooSoon,
   createPaidCall,
+  createPaidResume,
   paymentReplayKey,
   readExactAuthorization,
   withPaidAccounts,
@@ -263,5 +264,53 @@ describe("paid plans", () => {
     await payments.grantPeriod("p", "a1", 10_000, 500);
     expect((await wrapped.findAccount("a1"))?.plan).toBe("paid");
     expect(await wrapped.findAccount("nobody")).toBeUndefined();
+  });
+});
+
+describe("createPaidResume()", () => {
+  const settleOk = () => Promise.resolve({ ok: true as const, transaction: "0xsettle" });
+  const resumeOf = async (state: PaymentRecord["state"] | undefined, patch: Partial<PaymentRecord> = {}) => {
+    const payments = fakePayments();
+    if (state !== undefined) {
+      await payments.reserve({ ...reservation(), createdAtMs: 0 });
+      payments.rows.set(reservation().key, { ...payments.rows.get(reservation().key)!, state, ...patch });
+    }
+    return { payments, resume: createPaidResume({ payments, clock, metrics }) };
+  };
+  const payment = { key: reservation().key, payer: "0xP", purpose: "witness" as const };
+
+  test("a dead request's write that stands is settled once, and recorded", async () => {
+    const { payments, resume } = await resumeOf("reserved");
+    let settles = 0;
+    const outcome = await resume(payment, () => Promise.resolve({ done: true, value: "written", ref: "0xtx" }), () => (settles++, settleOk()));
+    expect([outcome, settles]).toEqual([{ kind: "settled", value: "written", transaction: "0xsettle" }, 1]);
+    expect(payments.rows.get(payment.key)).toMatchObject({ state: "settled", workRef: "0xtx", settlementTx: "0xsettle" });
+  });
+
+  test("settled or failed to settle before the crash: answered as it was, never settled again", async () => {
+    const never = () => Promise.reject(new Error("settled twice"));
+    const settled = await resumeOf("settled", { settlementTx: "0xfirst" });
+    expect(await settled.resume(payment, () => Promise.resolve({ done: true, value: 1, ref: "0xtx" }), never)).toEqual({ kind: "settled", value: 1, transaction: "0xfirst" });
+    const failed = await resumeOf("settle_failed", { failureReason: "insufficient_funds" });
+    expect(await failed.resume(payment, () => Promise.resolve({ done: true, value: 1, ref: "0xtx" }), never)).toEqual({ kind: "unsettled", value: 1, reason: "insufficient_funds" });
+  });
+
+  test("nothing written: the payment is given back and the request runs afresh; a write still on its way keeps it", async () => {
+    const nothing = await resumeOf("reserved");
+    expect(await nothing.resume(payment, () => Promise.resolve(undefined), settleOk)).toEqual({ kind: "run" });
+    expect(nothing.payments.rows.has(payment.key)).toBe(false);
+    const pending = await resumeOf("reserved");
+    expect(await pending.resume(payment, () => Promise.resolve({ done: false, value: "503", unknown: true, ref: "0xtx" }), settleOk)).toEqual({ kind: "not-done", value: "503" });
+    expect(pending.payments.rows.get(payment.key)).toMatchObject({ state: "work_unknown", workRef: "0xtx" });
+  });
+
+  test("no payment of this payer and purpose under the key: not this request's to resume, nothing read or changed", async () => {
+    let reads = 0;
+    const read = () => (reads++, Promise.resolve({ done: true as const, value: 1, ref: "" }));
+    expect(await (await resumeOf(undefined)).resume(payment, read, settleOk)).toEqual({ kind: "run" });
+    const other = await resumeOf("reserved");
+    expect(await other.resume({ ...payment, payer: "0xsomeoneelse" }, read, settleOk)).toEqual({ kind: "run" });
+    expect(await other.resume({ ...payment, purpose: "relay" }, read, settleOk)).toEqual({ kind: "run" });
+    expect([reads, other.payments.rows.get(payment.key)?.state]).toEqual([0, "reserved"]);
   });
 });

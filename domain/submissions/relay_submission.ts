@@ -37,6 +37,11 @@ export type RelayWrite<In> = {
   readonly async: boolean;
   /** The typed request the relay sends. */
   readonly input: In;
+  /**
+   * Without `keyed`: told the submission's id once it is opened, for a key held outside (a paid write's, whose key is
+   * kept around its payment: http/idempotency.ts), so a retry after a crash answers from it.
+   */
+  readonly attach?: ((submissionId: string) => Promise<void>) | undefined;
 };
 
 /** What a relay write came to. */
@@ -64,7 +69,7 @@ export type RelaySubmission<In, R extends RelayResult> = (write: RelayWrite<In>)
 /** Builds the use case of one relay route over its `send`. */
 export function createRelaySubmission<In, R extends RelayResult>(deps: RelaySubmissionDeps, send: RelaySend<In, R>): RelaySubmission<In, R> {
   return async (write) => {
-    if (write.keyed === undefined || deps.idempotency === undefined) return { outcome: await tracked(deps, write, send, undefined) };
+    if (write.keyed === undefined || deps.idempotency === undefined) return { outcome: await tracked(deps, write, send, write.attach) };
     const decision = await deps.idempotency({ scope: write.scope, ...write.keyed });
     if (decision.kind === "replay") return { outcome: { kind: "replay", answer: decision.answer } };
     if (decision.kind !== "run") {

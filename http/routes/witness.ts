@@ -52,7 +52,7 @@ export function witnessRoutes(deps: WitnessRoutesDeps) {
       return auth.response();
     }
     if (gate?.offers("witness") && request.headers.has("payment-signature")) {
-      return await idempotent(deps.idempotency, request, paidWrite(request, body), () => paidWitness(request, parsed.value));
+      return await idempotent(deps.idempotency, request, paidWrite(request, body), ({ attach }) => paidWitness(request, parsed.value, attach));
     }
     // The use case answers (its checks before the session's first, decisions §8), and its 401 names the ways in.
     const answer = await witnessAnswer(parsed.value, { ok: false, code: "UNAUTHENTICATED", message: auth.message }, undefined);
@@ -62,25 +62,41 @@ export function witnessRoutes(deps: WitnessRoutesDeps) {
     return answer;
   };
 
-  /** One witness paid with x402, the payer standing in for an account (decisions §13). */
-  const paidWitness = (request: Request, body: unknown) =>
-    deps.payments!.handle(request, "witness", async ({ payer }) => {
-      const response = await witnessAnswer(body, { ok: false, code: "UNAUTHENTICATED", message: "Unauthenticated" }, payer);
-      const answer = response.status === 200 ? await response.clone().json() as { txHash?: string } : undefined;
-      const code = response.status === 200 ? undefined : (await response.clone().json() as { code?: string }).code;
-      return { response, ref: answer?.txHash, unknown: code === "OUTCOME_UNKNOWN" };
-    });
+  /**
+   * One witness paid with x402, the payer standing in for an account (decisions §13). Its write is noted under the
+   * request's key once reserved, as a signed-in one's is, so a retry after a crash answers from it (`paidWrite`).
+   */
+  const paidWitness = (request: Request, body: unknown, attach?: (noted: string) => Promise<void>) =>
+    deps.payments!.handle(request, "witness", async ({ payer }) =>
+      await paidWork(await witnessAnswer(body, { ok: false, code: "UNAUTHENTICATED", message: "Unauthenticated" }, payer, attach)));
+
+  /** A witness answer as the payment gate reads it: what it wrote, and whether its outcome is unknown. */
+  const paidWork = async (response: Response) => {
+    const answer = response.status === 200 ? await response.clone().json() as { txHash?: string } : undefined;
+    const code = response.status === 200 ? undefined : (await response.clone().json() as { code?: string }).code;
+    return { response, ref: answer?.txHash, unknown: code === "OUTCOME_UNKNOWN" };
+  };
 
   /** `POST /v1/paid/controller-witness`: x402 only, 402 until paid (decisions §13 amended). */
   const paidAlias = async ({ body, request }: { body: unknown; request: Request }) => {
     const parsed = readCheckedBody(body, witnessBody);
     if (!parsed.ok) return parsed.response;
     if (!deps.payments?.offers("witness")) return json(errorBody("NOT_FOUND", "Paying with x402 is not offered here"), 404);
-    return await idempotent(deps.idempotency, request, paidWrite(request, body), () => paidWitness(request, parsed.value));
+    return await idempotent(deps.idempotency, request, paidWrite(request, body), ({ attach }) => paidWitness(request, parsed.value, attach));
   };
 
-  /** An x402 payer has no account: its keys are the payer's (the gate's `idempotentWrite`, decisions §23). */
-  const paidWrite = (request: Request, body: unknown) => deps.payments!.idempotentWrite(request, body, `client:${clientKeyFor(deps.clientAddress, request)}`);
+  /**
+   * An x402 payer has no account: its keys are the payer's (the gate's `idempotentWrite`, decisions §23). A retry that
+   * takes over a dead request's key answers from the write it noted, and the gate settles or gives back its payment.
+   */
+  const paidWrite = (request: Request, body: unknown) => ({
+    ...deps.payments!.idempotentWrite(request, body, `client:${clientKeyFor(deps.clientAddress, request)}`),
+    resume: (noted: string) =>
+      deps.payments!.resume(request, "witness", async () => {
+        const resumed = await resumedWitness(noted);
+        return resumed === undefined ? undefined : await paidWork(resumed);
+      }),
+  });
 
   /** What a retry of a request that died answers (see domain/witness createWitnessResume); undefined: run it again. */
   const resumedWitness = async (noted: string): Promise<Response | undefined> => {

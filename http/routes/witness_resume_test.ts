@@ -12,7 +12,7 @@ import { Elysia } from "elysia";
 import { encodeFunctionData, type Hex, keccak256 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { silentLogger } from "../../adapters/observability/mod.ts";
-import { createSqliteIdempotency } from "../../adapters/sqlite/mod.ts";
+import { createSqliteIdempotency, openSqliteStorage } from "../../adapters/sqlite/mod.ts";
 import { EAS_ABI } from "../../domain/eas_abi.ts";
 import { createIdempotency, IDEMPOTENCY_LEASE_MS } from "../../domain/idempotency/mod.ts";
 import { encodeSchemaData } from "../../domain/schema_data.ts";
@@ -20,6 +20,12 @@ import { findSchemaByName } from "../../domain/schemas.ts";
 import { type ControllerWitness, createWitnessResume } from "../../domain/witness/mod.ts";
 import { fakeClock, fakeWriteLedger } from "../../ports/fakes/mod.ts";
 import { witnessRoutes } from "./witness.ts";
+import { decodePaymentResponseHeader, decodePaymentSignatureHeader } from "@x402/core/http";
+import type { FacilitatorClient } from "@x402/core/server";
+import { paymentReplayKey, readExactAuthorization } from "../../domain/payments/mod.ts";
+import type { PaymentLedger } from "../../ports/payments.ts";
+import { TEST_PAYMENT, testPaymentGate, testPaymentHeader } from "../testing.ts";
+import type { PaymentGate } from "../x402_gate.ts";
 
 const WITNESS = findSchemaByName("controller-witness")!;
 const ACCOUNT = { id: "acc-1", address: "0x00000000000000000000000000000000000000a1", plan: "free", createdAtMs: 0 };
@@ -43,7 +49,7 @@ async function signedWitness(nonce: number) {
  * The route over the real idempotency rule; `witness` is told how far the stand-in goes before its instance dies
  * (`signed`: reserved and signed; `reserved`: reserved only), and whether the retry's own run completes.
  */
-function setUp() {
+function setUp(paid: { readonly gate: PaymentGate; readonly header: string } | undefined = undefined) {
   const clock = fakeClock();
   const ledger = fakeWriteLedger();
   const idempotency = createIdempotency({ store: createSqliteIdempotency(new Database(":memory:")), clock });
@@ -74,8 +80,11 @@ function setUp() {
     witnessResume: createWitnessResume({ ledger, nowMs: () => clock.nowMs() }),
     log: silentLogger,
     idempotency,
+    payments: paid?.gate,
   }));
-  const post = () => app.handle(new Request("http://localhost/v1/controller-witness", { method: "POST", headers: { "content-type": "application/json", "idempotency-key": "crash-1" }, body: BODY }));
+  const path = paid === undefined ? "/v1/controller-witness" : "/v1/paid/controller-witness";
+  const headers: Record<string, string> = { "content-type": "application/json", "idempotency-key": "crash-1", ...(paid === undefined ? {} : { "payment-signature": paid.header }) };
+  const post = () => app.handle(new Request(`http://localhost${path}`, { method: "POST", headers, body: BODY }));
   /** Sends the first request, which dies where `at` says; resolves once it got there (its answer never comes). */
   const dying = async (at: "signed" | "reserved") => {
     dies = at;
@@ -118,5 +127,82 @@ describe("a witness request that died under its Idempotency-Key (decisions §23)
     expect(answered.status).toBe(200);
     expect(runs()).toBe(2);
     expect([...ledger.writes.values()].map((w) => [w.id, w.state])).toEqual([["w1", "released"], ["w2", "committed"]]);
+  });
+});
+
+/**
+ * The same over the x402 gate (decisions §13): the paid alias, a real SQLite payment ledger and the real gate, a
+ * facilitator stand-in that verifies as `valid` says and counts its settlements. Before, the paid witness noted no
+ * write under its key and the retry met its own payment's replay key: 409 `PAYMENT_ALREADY_USED` while the witness
+ * stood on chain, never settled.
+ */
+async function paidSetUp() {
+  const { payments } = await openSqliteStorage(":memory:");
+  const facilitator = { valid: true, settlements: 0 };
+  const verify: FacilitatorClient["verify"] = () =>
+    Promise.resolve(facilitator.valid ? { isValid: true } : { isValid: false, invalidReason: "invalid_exact_evm_payload_authorization_valid_before" });
+  const settle: FacilitatorClient["settle"] = (_payload, requirements) => {
+    facilitator.settlements++;
+    return Promise.resolve({ success: true, transaction: `0x${"5e".repeat(32)}`, network: requirements.network });
+  };
+  const gate = testPaymentGate(payments, { verify, settle });
+  const header = await testPaymentHeader(gate, "http://localhost/v1/paid/controller-witness");
+  return { ...setUp({ gate, header }), payments, facilitator, record: () => paymentOf(payments, header) };
+}
+
+/** The payment a header names, as the ledger holds it. */
+async function paymentOf(payments: PaymentLedger, header: string) {
+  const payload = decodePaymentSignatureHeader(header);
+  const nonce = readExactAuthorization(payload.payload)!.nonce;
+  return await payments.find(paymentReplayKey({ network: TEST_PAYMENT.network, asset: TEST_PAYMENT.asset, nonce }));
+}
+
+describe("a paid witness request that died under its Idempotency-Key (decisions §23 with §13)", () => {
+  test("signed, then mined: the retry answers the witness and settles its payment once; no second write or charge", async () => {
+    const { ledger, post, dying, pastLease, runs, facilitator, record } = await paidSetUp();
+    await dying("signed");
+    expect((await record())?.state).toBe("reserved");
+    pastLease();
+    const pending = await post();
+    expect([pending.status, (await pending.json() as { code: string }).code]).toEqual([503, "OUTCOME_UNKNOWN"]);
+    expect([(await record())?.state, facilitator.settlements]).toEqual(["work_unknown", 0]);
+    const { txHash } = ledger.writes.get("w1")!;
+    await ledger.commit("w1", { txHash: txHash!, uid: `0x${"ab".repeat(32)}`, blockNumber: 9n }, 0);
+    pastLease();
+    const answered = await post();
+    expect([answered.status, await answered.json()]).toEqual([200, { success: true, uid: `0x${"ab".repeat(32)}`, txHash, blockNumber: 9, observedAt: 1_800_000_000, method: "dns-txt" }]);
+    expect(decodePaymentResponseHeader(answered.headers.get("payment-response")!)).toMatchObject({ success: true, transaction: `0x${"5e".repeat(32)}` });
+    expect([runs(), facilitator.settlements]).toEqual([1, 1]);
+    expect(await record()).toMatchObject({ state: "settled", workRef: txHash, settlementTx: `0x${"5e".repeat(32)}` });
+    const replayed = await post();
+    expect([replayed.status, replayed.headers.get("idempotent-replayed"), facilitator.settlements]).toEqual([200, "true", 1]);
+  });
+
+  test("an authorization that ran out while the request was dead: the witness is answered, unsettled and recorded so", async () => {
+    const { ledger, post, dying, pastLease, runs, facilitator, record } = await paidSetUp();
+    await dying("signed");
+    const { txHash } = ledger.writes.get("w1")!;
+    await ledger.commit("w1", { txHash: txHash!, uid: `0x${"ab".repeat(32)}`, blockNumber: 9n }, 0);
+    facilitator.valid = false;
+    pastLease();
+    const answered = await post();
+    expect(answered.status).toBe(200);
+    expect(decodePaymentResponseHeader(answered.headers.get("payment-response")!)).toMatchObject({
+      success: false,
+      errorReason: "invalid_exact_evm_payload_authorization_valid_before",
+    });
+    expect([runs(), facilitator.settlements]).toEqual([1, 0]);
+    expect(await record()).toMatchObject({ state: "settle_failed", failureReason: "invalid_exact_evm_payload_authorization_valid_before" });
+  });
+
+  test("died before signing: its write and its payment are given back, and the retry is paid for and written once", async () => {
+    const { ledger, post, dying, pastLease, runs, facilitator, record } = await paidSetUp();
+    await dying("reserved");
+    pastLease();
+    const answered = await post();
+    expect(answered.status).toBe(200);
+    expect([runs(), facilitator.settlements]).toEqual([2, 1]);
+    expect([...ledger.writes.values()].map((w) => [w.id, w.state])).toEqual([["w1", "released"], ["w2", "committed"]]);
+    expect((await record())?.state).toBe("settled");
   });
 });

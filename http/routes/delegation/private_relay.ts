@@ -5,7 +5,7 @@ import type { Sessions } from "../../../domain/sessions/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
 import { REQUEST_MODELS } from "../../models.ts";
-import { clientKeyFor, parseJsonBody, queryOf, readBodyText, requestDetail } from "../request.ts";
+import { parseJsonBody, queryOf, readBodyText, requestDetail } from "../request.ts";
 import { nonceChainOf, nonceQuery, nonceRecord } from "./eas.ts";
 import { authenticateRequest, type BearerAccess } from "../../credentials.ts";
 import { PAID_ALIASES, type PaymentGate } from "../../x402_gate.ts";
@@ -18,6 +18,7 @@ import { createRelaySubmission, type OnSubmitting } from "../../../domain/submis
 import { acceptedAnswer, type RelayTracking, submissionAnswer } from "./_tracking.ts";
 import { relayAnswer, relayWrite } from "./_relay_answer.ts";
 import { type BatchRelayResult, batchRequests, batchSend, batchWords } from "./_batch.ts";
+import { paidRelayWrites } from "./_paid_relay.ts";
 
 type RelayInput = { readonly body: unknown; readonly caller: Account | PayingAgent };
 type BatchInput = { readonly requests: readonly unknown[]; readonly caller: Account };
@@ -63,7 +64,7 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
   // One write, one use case (issue 47 item 2): idempotency, submission record, relay and settlement in the domain.
   const send = (input: RelayInput, onSubmitting: OnSubmitting | undefined) => deps.relay(input.body, input.caller, { onSubmitting });
   const single = createRelaySubmission(deps, send);
-  const paid = createRelaySubmission({ tracking: deps.tracking }, send);
+  const x402 = paidRelayWrites(deps, { paid: createRelaySubmission({ tracking: deps.tracking }, send), attested, failure });
   const batches = createRelaySubmission<BatchInput, BatchRelayResult>(deps, (input, onSubmitting) =>
     batchSend((requests, recording) => deps.relay.batch!(requests, input.caller, { onSubmitting: recording }))(input.requests, onSubmitting));
   const plainRefusal = (code: string, message: string, headers: Record<string, string> = {}) => json(errorBody(code, message), statusOf(code), headers);
@@ -103,7 +104,9 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
         if (!auth.carried && gate?.offers("relay")) {
           // No credential: an agent pays for this write with x402, the payer being the attester (decisions §13);
           // without a payment the 401 names both ways in (decisions §13 amended).
-          if (request.headers.has("payment-signature")) return await idempotent(deps.idempotency, request, paidWrite(request, body), () => paidAttest(request, parsed.value));
+          if (request.headers.has("payment-signature")) {
+            return await idempotent(deps.idempotency, request, x402.write(request, body, parsed.value), ({ attach }) => x402.attest(request, parsed.value, attach));
+          }
           return auth.response(await gate.terms(request, "relay"));
         }
         return auth.response();
@@ -143,31 +146,10 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
         const parsed = parseJsonBody(body);
         if (!parsed.ok) return failure(parsed);
         if (!deps.payments?.offers("relay")) return json(errorBody("NOT_FOUND", "Paying with x402 is not offered here"), 404);
-        return await idempotent(deps.idempotency, request, paidWrite(request, body), () => paidAttest(request, parsed.value));
+        return await idempotent(deps.idempotency, request, x402.write(request, body, parsed.value), ({ attach }) => x402.attest(request, parsed.value, attach));
       }), { parse: readBodyText });
 
   return routes;
-
-  /** An x402 payer has no account: its keys are the payer's (the gate's `idempotentWrite`, decisions §23). */
-  function paidWrite(request: Request, body: unknown) {
-    return deps.payments!.idempotentWrite(request, body, `client:${clientKeyFor(deps.clientAddress, request)}`);
-  }
-
-  function paidAttest(request: Request, body: unknown): Promise<Response> {
-    return deps.payments!.handle(request, "relay", async ({ payer }) => {
-      // Paid work is settled after it is done: an x402 request is answered when its write is, whatever it prefers.
-      const response = await attest(body, { kind: "x402", address: payer }, paidWrite(request, body).scope);
-      const answer = await response.clone().json() as { txHash?: string; code?: string };
-      return { response, ref: answer.txHash, unknown: answer.code === "OUTCOME_UNKNOWN" };
-    });
-  }
-
-  /** A paid write: its payment settles around the work, so its key is kept around both (http/idempotency.ts). */
-  async function attest(body: unknown, caller: Parameters<PrivateRelay>[1], scope: string): Promise<Response> {
-    const run = await paid({ scope, async: false, input: { body, caller } });
-    if (run.outcome.kind !== "answered") throw new Error(`A paid write came to ${run.outcome.kind}`);
-    return attested(run.outcome.result, run.outcome.submissionId, `x402:${"kind" in caller ? caller.address : caller.id}`);
-  }
 
   function attested(result: Awaited<ReturnType<PrivateRelay>>, submissionId: string | undefined, accountId: string): Response {
     const withId = submissionId === undefined ? {} : { submissionId };

@@ -1,0 +1,101 @@
+/**
+ * A private-relay write paid with x402 whose request died (a crash) under its `Idempotency-Key`, after it opened its
+ * submission (decisions §23 with §13). The retry that takes the key over answers the submission as it stands and
+ * settles the payment once the write is mined, never sending the write again. Before, the paid write noted no
+ * submission under its key and the retry met its own payment's replay key: 409 `PAYMENT_ALREADY_USED`, the write on
+ * chain never answered nor settled. The routes, the gate, the payment ledger (SQLite) and the submission tracking are
+ * the real ones; the relay is a stand-in that opens its submission and never answers, as a request whose instance died.
+ */
+import { describe, expect, test } from "bun:test";
+import { decodePaymentResponseHeader, decodePaymentSignatureHeader } from "@x402/core/http";
+import type { FacilitatorClient } from "@x402/core/server";
+import { Elysia } from "elysia";
+import { openSqliteStorage } from "../../../adapters/sqlite/mod.ts";
+import { fail } from "../../../domain/result.ts";
+import { createIdempotency, IDEMPOTENCY_LEASE_MS } from "../../../domain/idempotency/mod.ts";
+import { paymentReplayKey, readExactAuthorization } from "../../../domain/payments/mod.ts";
+import { createSubmissionStatus, createSubmissionTracker, type OnSubmitting } from "../../../domain/submissions/mod.ts";
+import { fakeClock, fakeIdempotencyStore, fakeRandom, fakeReplayStore, fakeSubmissionRecords } from "../../../ports/fakes/mod.ts";
+import { TEST_PAYMENT, testPaymentGate, testPaymentHeader } from "../../testing.ts";
+import { privateRelayRoutes } from "./private_relay.ts";
+
+const URL_PAID = "http://localhost/v1/paid/delegated-attest";
+const TX = `0x${"ab".repeat(32)}`;
+const UID = `0x${"cd".repeat(32)}`;
+const SETTLEMENT = `0x${"5e".repeat(32)}`;
+const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+
+async function setUp() {
+  const { payments } = await openSqliteStorage(":memory:");
+  const clock = fakeClock();
+  const replay = fakeReplayStore();
+  const records = fakeSubmissionRecords();
+  const facilitator = { settlements: 0 };
+  const settle: FacilitatorClient["settle"] = (_payload, requirements) => {
+    facilitator.settlements++;
+    return Promise.resolve({ success: true, transaction: SETTLEMENT, network: requirements.network });
+  };
+  const gate = testPaymentGate(payments, { verify: () => Promise.resolve({ isValid: true }), settle }, undefined, { relay: "10000" });
+  const header = await testPaymentHeader(gate, URL_PAID, "relay");
+  let sent = 0;
+  const key = `0x${"11".repeat(65)}`;
+  // The relay hands its transaction to the chain (its submission opened) and its instance dies.
+  const relay = (async (_body: unknown, _caller: unknown, options: { onSubmitting?: OnSubmitting } = {}) => {
+    await replay.claim({ key, chainId: 31337, attester: "0xa", nonce: 0n, deadline: 2_000_000_000n, createdAtMs: 1 });
+    await options.onSubmitting?.(key);
+    sent++;
+    return await new Promise<never>(() => {});
+  }) as never;
+  const status = createSubmissionStatus({ records, replay, head: () => Promise.resolve(5n), confirmations: 1 });
+  const app = new Elysia().use(privateRelayRoutes({
+    sessions: { authenticate: () => Promise.resolve(fail("UNAUTHENTICATED", "No session")) } as never,
+    relay,
+    readNonce: () => Promise.reject(new Error("unused")),
+    chainName: "ATS Devnet",
+    chainId: 31337,
+    easAddress: `0x${"ee".repeat(20)}`,
+    log: quiet,
+    payments: gate,
+    idempotency: createIdempotency({ store: fakeIdempotencyStore(), clock }),
+    tracking: { tracker: createSubmissionTracker({ records, random: fakeRandom(), clock }), status, log: quiet },
+  }));
+  const post = () =>
+    app.handle(new Request(URL_PAID, { method: "POST", headers: { "content-type": "application/json", "idempotency-key": "paid-crash", "payment-signature": header }, body: "{}" }));
+  const nonce = readExactAuthorization(decodePaymentSignatureHeader(header).payload)!.nonce;
+  const record = () => payments.find(paymentReplayKey({ network: TEST_PAYMENT.network, asset: TEST_PAYMENT.asset, nonce }));
+  return { post, clock, replay, key, record, facilitator, sent: () => sent };
+}
+
+describe("a paid private-relay write that died under its Idempotency-Key (decisions §23 with §13)", () => {
+  test("on its way, then mined: the retry answers OUTCOME_UNKNOWN (not kept), then the write, settled once; nothing sent again", async () => {
+    const env = await setUp();
+    void env.post();
+    while (env.sent() === 0) await Bun.sleep(1);
+    expect((await env.record())?.state).toBe("reserved");
+    env.clock.set(env.clock.nowMs() + IDEMPOTENCY_LEASE_MS + 1);
+    const pending = await env.post();
+    expect([pending.status, (await pending.json() as { code: string }).code]).toEqual([503, "OUTCOME_UNKNOWN"]);
+    expect([(await env.record())?.state, env.facilitator.settlements]).toEqual(["work_unknown", 0]);
+
+    await env.replay.finish(env.key, { state: "mined", txHash: TX, uid: UID, blockNumber: 5n });
+    env.clock.set(env.clock.nowMs() + IDEMPOTENCY_LEASE_MS + 1);
+    const answered = await env.post();
+    expect([answered.status, await answered.json()]).toMatchObject([200, { success: true, txHash: TX, uid: UID, blockNumber: 5 }]);
+    expect(decodePaymentResponseHeader(answered.headers.get("payment-response")!)).toMatchObject({ success: true, transaction: SETTLEMENT });
+    expect([env.sent(), env.facilitator.settlements]).toEqual([1, 1]);
+    expect(await env.record()).toMatchObject({ state: "settled", workRef: TX, settlementTx: SETTLEMENT });
+    const replayed = await env.post();
+    expect([replayed.status, replayed.headers.get("idempotent-replayed"), env.facilitator.settlements]).toEqual([200, "true", 1]);
+  });
+
+  test("failed on chain: the retry answers the failure and gives the payment back, nothing settled", async () => {
+    const env = await setUp();
+    void env.post();
+    while (env.sent() === 0) await Bun.sleep(1);
+    await env.replay.finish(env.key, { state: "reverted", txHash: TX, blockNumber: 5n });
+    env.clock.set(env.clock.nowMs() + IDEMPOTENCY_LEASE_MS + 1);
+    const answered = await env.post();
+    expect([answered.status, (await answered.json() as { code: string }).code]).toEqual([500, "SUBMISSION_FAILED"]);
+    expect([env.sent(), env.facilitator.settlements, await env.record()]).toEqual([1, 0, undefined]);
+  });
+});
