@@ -50,6 +50,8 @@ export async function resumePayment(gate: Gate, request: Request, purpose: Payme
     answer = await work();
     return answer === undefined ? undefined : paidWorkOf(answer);
   }, async () => {
+    // Not while the receipt cannot be signed (decisions §27), as a first request's payment is not taken then.
+    if (gate.options.signerReady !== undefined && !(await gate.options.signerReady())) return { ok: false, reason: "signer_unavailable" };
     // Verified again first: the authorization may have run out while the request was dead.
     await gate.initialize();
     const processed = await gate.httpServer.processHTTPRequest(context);
