@@ -19,7 +19,7 @@ import {
 } from "./delegated_attest.ts";
 import { type ChainNamed, type ChainOption, chainQueryValue } from "./chain.ts";
 import { AtsClientError } from "./errors.ts";
-import { DEFAULT_BASE_URL, requestJson } from "./http.ts";
+import { DEFAULT_BASE_URL, requestJson, serviceUrl } from "./http.ts";
 import { requireSubject } from "./subject.ts";
 import { fetchTrustAnchors, getSchemaAnchor } from "./trust_anchors.ts";
 
@@ -311,7 +311,7 @@ export async function writeThroughRelay(input: RelayWriteInput, options: Service
   if (definition === undefined) throw new AtsClientError("INVALID_INPUT", `Unknown schema ${input.schemaName}`);
   input.onProgress?.("nonce");
   const nonce = await fetchRelayNonce(input.attester, options);
-  const anchors = await fetchTrustAnchors({ url: `${options.baseUrl ?? DEFAULT_BASE_URL}/v1/trust-anchors`, fetch: options.fetch });
+  const anchors = await fetchTrustAnchors({ url: serviceUrl(options.baseUrl, "/v1/trust-anchors"), fetch: options.fetch });
   const prepared = prepareDelegatedAttestation({
     schema: { uid: getSchemaAnchor(anchors, nonce.chainId, input.schemaName) as HexString, schema: definition.schema, revocable: definition.revocable },
     data: input.data,

@@ -15,6 +15,7 @@ import { parseChainParam } from "../domain/chains/mod.ts";
 import { normalizeDid } from "../domain/did/mod.ts";
 import type { ChainParam } from "./chain.ts";
 import type { FetchLike } from "./trust_anchors.ts";
+import { serviceUrl } from "./http.ts";
 
 /** Where {@link checkArtifactTrust} asks when no URL is given: a local service. */
 export const DEFAULT_ARTIFACT_TRUST_URL = "http://127.0.0.1:8080/v1/artifact-trust";
@@ -40,8 +41,10 @@ export type ArtifactTrustPolicyOptions = {
 
 /** Options of {@link checkArtifactTrust}. */
 export type CheckArtifactTrustOptions = ArtifactTrustPolicyOptions & {
-  /** The artifact-trust endpoint (default the local service). */
+  /** The artifact-trust endpoint; default `<baseUrl>/v1/artifact-trust`. */
   readonly url?: string | undefined;
+  /** The service, as every other helper names it (default the local service). */
+  readonly baseUrl?: string | undefined;
   readonly fetch?: FetchLike | undefined;
   /** Default 10 s. */
   readonly timeoutMs?: number | undefined;
@@ -165,7 +168,13 @@ export async function checkArtifactTrust(
   const chainId = options.chain === undefined ? undefined : parseChainParam(String(options.chain));
   if (options.chain !== undefined && chainId === undefined) return failed("INVALID_INPUT");
   const chain = options.chain === undefined ? "" : `&chain=${encodeURIComponent(String(options.chain))}`;
-  const url = `${options.url ?? DEFAULT_ARTIFACT_TRUST_URL}?artifactDid=${encodeURIComponent(artifactDid)}${chain}`;
+  let endpoint: string;
+  try {
+    endpoint = options.url ?? (options.baseUrl === undefined ? DEFAULT_ARTIFACT_TRUST_URL : serviceUrl(options.baseUrl, "/v1/artifact-trust"));
+  } catch {
+    return failed("INVALID_INPUT");
+  }
+  const url = `${endpoint}?artifactDid=${encodeURIComponent(artifactDid)}${chain}`;
   let response: Response;
   let body: unknown;
   try {

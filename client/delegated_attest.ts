@@ -4,7 +4,7 @@ import { NONCE_MOVED } from "../domain/delegation/mod.ts";
 import { deriveRecipient, encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { AtsClientError } from "./errors.ts";
-import { DEFAULT_BASE_URL, requestJson } from "./http.ts";
+import { DEFAULT_BASE_URL, requestJson, serviceUrl } from "./http.ts";
 import { fetchTrustAnchors, getChainAnchors, getSchemaAnchor } from "./trust_anchors.ts";
 
 /** Where the service is and how to reach it. */
@@ -205,7 +205,7 @@ export async function attestDelegated(
   options: AtsClientOptions = {},
 ): Promise<DelegatedAttestResult> {
   const baseUrl = options.baseUrl ?? DEFAULT_BASE_URL;
-  const anchors = await fetchTrustAnchors({ url: `${baseUrl}/v1/trust-anchors`, fetch: options.fetch });
+  const anchors = await fetchTrustAnchors({ url: serviceUrl(baseUrl, "/v1/trust-anchors"), fetch: options.fetch });
   const attempt = async () => {
     const nonce = await fetchNonce(input.attester, { ...options, chainId: input.chainId });
     const chain = getChainAnchors(anchors, nonce.chainId);

@@ -1,5 +1,5 @@
 /** Codes the client helpers raise; other helpers may add their own. */
-export type AtsClientErrorCode = "INVALID_INPUT" | "NETWORK_ERROR" | "UNSUPPORTED_CHAIN" | (string & {});
+export type AtsClientErrorCode = "INVALID_INPUT" | "INVALID_RESPONSE" | "NETWORK_ERROR" | "UNSUPPORTED_CHAIN" | (string & {});
 
 /** Options of {@link AtsClientError}. */
 export type AtsClientErrorOptions = {
@@ -8,6 +8,8 @@ export type AtsClientErrorOptions = {
   /** Parsed body (or text) of that answer. */
   readonly body?: unknown;
   readonly cause?: unknown;
+  /** The answer's `Retry-After` in seconds (a 429 `RATE_LIMITED`, a 503), when it carried one. */
+  readonly retryAfterSeconds?: number | undefined;
 };
 
 /** The one error the client helpers throw: a stable code, a sentence-case message, and what the server said. */
@@ -16,12 +18,15 @@ export class AtsClientError extends Error {
   readonly code: AtsClientErrorCode;
   readonly status?: number | undefined;
   readonly body?: unknown;
+  /** When to try again, from the answer's `Retry-After` (seconds). */
+  readonly retryAfterSeconds?: number | undefined;
 
   constructor(code: AtsClientErrorCode, message: string, options: AtsClientErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     if (options.status !== undefined) this.status = options.status;
     if (options.body !== undefined) this.body = options.body;
+    if (options.retryAfterSeconds !== undefined) this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }
 

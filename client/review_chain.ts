@@ -8,7 +8,7 @@ import { findSchemaByName } from "../domain/schemas.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import { createWebCryptoJwsVerifier } from "./jws_verifier.ts";
 import { AtsClientError } from "./errors.ts";
-import { DEFAULT_BASE_URL } from "./http.ts";
+import { serviceUrl } from "./http.ts";
 import { fetchTrustAnchors, type FetchLike, getChainAnchors, getSchemaAnchor } from "./trust_anchors.ts";
 import type { X402VerifyClientOptions } from "./x402.ts";
 import type { PayerRelation } from "./review_proofs.ts";
@@ -48,7 +48,7 @@ export type ChainContext = {
 
 /** The chain's EAS contract and schema UIDs, from the service's trust anchors. */
 export async function chainContext(options: ReviewChainOptions): Promise<ChainContext> {
-  const anchors: TrustAnchors = await fetchTrustAnchors({ url: `${options.baseUrl ?? DEFAULT_BASE_URL}/v1/trust-anchors`, fetch: options.fetch });
+  const anchors: TrustAnchors = await fetchTrustAnchors({ url: serviceUrl(options.baseUrl, "/v1/trust-anchors"), fetch: options.fetch });
   const easAddress = getChainAnchors(anchors, options.chainId).easContract as Hex;
   const uid = (name: string) => getSchemaAnchor(anchors, options.chainId, name).toLowerCase() as Hex;
   const client: PublicClient = createPublicClient({ transport: http(options.rpc, { batch: true }) });

@@ -4,7 +4,7 @@ import { isSameControllerId } from "../domain/did/mod.ts";
 import { type ChainTransaction, didPkhAddressOn, isTxProofType, readTxProofObject, sameService, txProofChainReason, txProofReasons } from "../domain/reviews/mod.ts";
 import { type ReceiptPayload, receiptOfferBinding, type ReceiptOfferBindingStatus, resourceUrlToDidWeb, type SignedOffer } from "../domain/payments/mod.ts";
 import { AtsClientError } from "./errors.ts";
-import { DEFAULT_BASE_URL } from "./http.ts";
+import { serviceUrl } from "./http.ts";
 import type { FetchLike } from "./trust_anchors.ts";
 import { checkControllerTrust, type KeyTrust, readEndpointControllerIds, type SignerTrustOptions, verifyOffer, verifyReceipt, type X402VerifyClientOptions } from "./x402.ts";
 
@@ -95,7 +95,7 @@ export async function readServiceTransaction(
   txHash: Hex,
   options: { readonly baseUrl?: string | undefined; readonly fetch?: FetchLike | undefined } = {},
 ): Promise<ChainTransaction | undefined | "unsupported"> {
-  const url = `${options.baseUrl ?? DEFAULT_BASE_URL}/v1/tx-proofs?chain=${chainId}&txHash=${txHash}`;
+  const url = serviceUrl(options.baseUrl, `/v1/tx-proofs?chain=${chainId}&txHash=${txHash}`);
   let response: Response;
   let body: Record<string, unknown>;
   try {

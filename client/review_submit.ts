@@ -67,7 +67,7 @@ export function buildServiceReview(
       ...(input.receipt !== undefined && input.offer !== undefined ? { offer: input.offer } : {}),
     }],
   });
-  if (!built.ok) throw new AtsClientError(built.code, built.message);
+  if (!built.ok) throw new AtsClientError(built.code, built.code === "INVALID_DID" ? `resourceUrl ${payload.value.resourceUrl}: ${built.message}` : built.message);
   if (input.receipt !== undefined && input.offer !== undefined) {
     const receipt = payload.value as ReceiptPayload;
     const terms = readOfferPayload(input.offer);

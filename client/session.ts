@@ -63,7 +63,10 @@ export async function signInWithWallet(
   input: { walletDid: string; domain: string; uri: string; sign: MessageSigner },
   options: SessionClientOptions = {},
 ): Promise<WalletSession> {
-  const chainId = Number(input.walletDid.split(":")[3]);
+  // A walletDid that is no did:pkh:eip155 was sent with a null chainId and refused as "chainId is invalid".
+  const pkh = /^did:pkh:eip155:([1-9][0-9]{0,15}):0x[0-9a-fA-F]{40}$/.exec(typeof input.walletDid === "string" ? input.walletDid : "");
+  if (pkh === null) throw new AtsClientError("INVALID_DID", "walletDid must be did:pkh:eip155:<chainId>:<address>");
+  const chainId = Number(pkh[1]);
   const challenge = await call<{ challengeId: string; siweMessage: string }>(
     "/v1/session/wallet/challenge",
     { method: "POST", body: { walletDid: input.walletDid, chainId, domain: input.domain, uri: input.uri } },

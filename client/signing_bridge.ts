@@ -25,7 +25,7 @@ import { ATTEST_TYPES } from "../domain/delegation/mod.ts";
 import { DOMAIN_FIELDS } from "./_eip712_domain.ts";
 import { policyAllowlists, type TrustPolicy } from "../domain/identity/mod.ts";
 import { AtsClientError } from "./errors.ts";
-import { DEFAULT_BASE_URL } from "./http.ts";
+import { DEFAULT_BASE_URL, serviceUrl } from "./http.ts";
 import type { FetchLike } from "./trust_anchors.ts";
 import {
   OMATRUST_HOST_READY,
@@ -82,11 +82,14 @@ const BYTES32 = /^0x[0-9a-fA-F]{64}$/;
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** Reads the service's trust policy (`GET /v1/trust-policy`); throws {@link AtsClientError} when there is none to read. */
-export async function fetchTrustPolicy(options: { readonly url: string; readonly fetch?: FetchLike | undefined }): Promise<TrustPolicy> {
+export async function fetchTrustPolicy(
+  options: ({ readonly url: string; readonly baseUrl?: undefined } | { readonly baseUrl: string; readonly url?: undefined }) & { readonly fetch?: FetchLike | undefined },
+): Promise<TrustPolicy> {
+  const url = options.url ?? serviceUrl(options.baseUrl, "/v1/trust-policy");
   let response: Response;
   let text: string;
   try {
-    response = await (options.fetch ?? fetch)(options.url, { method: "GET", headers: { accept: "application/json" } });
+    response = await (options.fetch ?? fetch)(url, { method: "GET", headers: { accept: "application/json" } });
     text = await response.text();
   } catch (cause) {
     throw new AtsClientError("NETWORK_ERROR", "Failed to fetch the trust policy", { cause });
@@ -205,7 +208,7 @@ type Reply = { postMessage(message: unknown, targetOrigin: string): void };
  */
 export async function createSigningBridge(options: SigningBridgeOptions): Promise<SigningBridge> {
   const baseUrl = (options.baseUrl ?? DEFAULT_BASE_URL).replace(/\/+$/, "");
-  const policy = await fetchTrustPolicy({ url: `${baseUrl}/v1/trust-policy`, fetch: options.fetch });
+  const policy = await fetchTrustPolicy({ url: serviceUrl(baseUrl, "/v1/trust-policy"), fetch: options.fetch });
   const lists = extractPolicyAllowlists(policy);
   if (lists.allowedContracts.length === 0 || lists.allowedSchemas.length === 0) {
     throw new AtsClientError("UNSUPPORTED_CHAIN", "Trust policy contains no allowed contracts or schemas");

@@ -6,6 +6,7 @@
 import { findApprovedIssuer } from "../domain/identity/mod.ts";
 import type { ChainAnchors, TrustAnchors } from "../ports/trust_anchors.ts";
 import { AtsClientError } from "./errors.ts";
+import { serviceUrl } from "./http.ts";
 
 /** Where {@link fetchTrustAnchors} looks when no URL is given: a local service. */
 export const DEFAULT_TRUST_ANCHORS_URL = "http://127.0.0.1:8080/v1/trust-anchors";
@@ -18,7 +19,10 @@ export type FetchLike = (input: string, init?: RequestInit) => Promise<Response>
 
 /** Options of {@link fetchTrustAnchors}. */
 export type FetchTrustAnchorsOptions = {
+  /** The trust-anchors URL; default `<baseUrl>/v1/trust-anchors`. */
   readonly url?: string | undefined;
+  /** The service, as every other helper names it (before, only `url` was read and `baseUrl` silently ignored). */
+  readonly baseUrl?: string | undefined;
   readonly fetch?: FetchLike | undefined;
   /** Milliseconds since the epoch; drives cache expiry. */
   readonly now?: (() => number) | undefined;
@@ -36,7 +40,7 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "obj
 
 /** Fetches the trust anchors, reusing a record fetched from the same URL in the last five minutes. */
 export function fetchTrustAnchors(options: FetchTrustAnchorsOptions = {}): Promise<TrustAnchors> {
-  const url = options.url ?? DEFAULT_TRUST_ANCHORS_URL;
+  const url = options.url ?? (options.baseUrl === undefined ? DEFAULT_TRUST_ANCHORS_URL : serviceUrl(options.baseUrl, "/v1/trust-anchors"));
   const now = options.now ?? Date.now;
   const cached = cache.get(url);
   if (cached !== undefined && now() < cached.expiresAt) return Promise.resolve(cached.anchors);

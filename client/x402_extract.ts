@@ -1,6 +1,8 @@
 /** Offers and receipts pulled out of x402 responses (a 402's PaymentRequired, a paid answer's settlement), read and matched, not verified. */
 import { OFFER_RECEIPT, offerHashOf, readOfferPayload, readReceiptPayload, receiptOfferBinding, type ReceiptOfferBindingStatus, receiptOfferContradictions, type ReceiptPayload, type SignedOffer, type SignedReceipt, toCaip2Network } from "../domain/payments/mod.ts";
 
+import { AtsClientError } from "./errors.ts";
+
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 function decodeBase64Json(value: string | null | undefined): Record<string, unknown> | undefined {
@@ -63,10 +65,27 @@ export function extractReceiptOffer(response: Response | Headers): SignedOffer |
   return isRecord(offer) && (offer.format === "eip712" || offer.format === "jws") ? offer as SignedOffer : undefined;
 }
 
+/**
+ * A receipt's payload, from the receipt as sent (what {@link extractReceipt} gives) or its payload already read. Before,
+ * these helpers read a signed receipt as if it were its payload: a JWS receipt (no `payload` field) was judged
+ * `unbound` for every offer, and its `.payload` threw a bare TypeError. Anything else is `INVALID_INPUT`.
+ */
+function payloadOf(receipt: ReceiptPayload | SignedReceipt): ReceiptPayload {
+  const given: unknown = receipt;
+  if (isRecord(given) && (given.format === "eip712" || given.format === "jws")) {
+    const read = readReceiptPayload(given);
+    if (!read.ok) throw new AtsClientError("INVALID_INPUT", `The receipt: ${read.message}`);
+    return read.value;
+  }
+  if (isRecord(given) && typeof given.resourceUrl === "string" && typeof given.network === "string") return given as ReceiptPayload;
+  throw new AtsClientError("INVALID_INPUT", "Not a receipt: expected a signed receipt (format eip712 or jws) or a receipt payload");
+}
+
 /** Among offers, the one a receipt's `offerHash` names; undefined when it names none of them (or has no hash). */
-export function findOfferOfReceipt(receipt: ReceiptPayload, offers: readonly SignedOffer[]): SignedOffer | undefined {
-  if (receipt.offerHash === undefined) return undefined;
-  return offers.find((offer) => offerHashOf(offer) === receipt.offerHash);
+export function findOfferOfReceipt(receipt: ReceiptPayload | SignedReceipt, offers: readonly SignedOffer[]): SignedOffer | undefined {
+  const offerHash = payloadOf(receipt).offerHash;
+  if (offerHash === undefined) return undefined;
+  return offers.find((offer) => offerHashOf(offer) === offerHash);
 }
 
 /**
@@ -74,10 +93,11 @@ export function findOfferOfReceipt(receipt: ReceiptPayload, offers: readonly Sig
  * receipt, resource URL, network, issued well after the offer expired. Empty means nothing contradicts it, not that
  * it settles that offer: only a signed `offerHash` binds a receipt to one ({@link receiptBindingToOffer}).
  */
-export function receiptContradictsOffer(receipt: ReceiptPayload, offer: SignedOffer): string[] {
+export function receiptContradictsOffer(receipt: ReceiptPayload | SignedReceipt, offer: SignedOffer): string[] {
+  const payload = payloadOf(receipt);
   const terms = readOfferPayload(offer);
   if (!terms.ok) return [`the offer: ${terms.message}`];
-  return receiptOfferContradictions(receipt, offer, terms.value);
+  return receiptOfferContradictions(payload, offer, terms.value);
 }
 
 /**
@@ -85,10 +105,11 @@ export function receiptContradictsOffer(receipt: ReceiptPayload, offer: SignedOf
  * and nothing contradicts it, `unbound` with the contradictions, and `unknown` for a receipt that names no offer
  * (EIP-712 receipts never do: the upstream struct has no field for it) whose terms match.
  */
-export function receiptBindingToOffer(receipt: ReceiptPayload, offer: SignedOffer): { status: ReceiptOfferBindingStatus; reasons: string[] } {
+export function receiptBindingToOffer(receipt: ReceiptPayload | SignedReceipt, offer: SignedOffer): { status: ReceiptOfferBindingStatus; reasons: string[] } {
+  const payload = payloadOf(receipt);
   const terms = readOfferPayload(offer);
   if (!terms.ok) return { status: "unbound", reasons: [`the offer: ${terms.message}`] };
-  return receiptOfferBinding(receipt, offer, terms.value);
+  return receiptOfferBinding(payload, offer, terms.value);
 }
 
 /** The `accepts[]` entry an offer signs, matched on its terms (the `acceptIndex` is only a hint). */

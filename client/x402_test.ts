@@ -5,13 +5,14 @@ import { evaluateKeyTrust, type VerifiedSigner, type WitnessEvidence } from "../
 import type { DidDocumentFetcher } from "../ports/discovery.ts";
 import { offersExtension, receiptExtension } from "../x402/extension.ts";
 import { createEip712Issuer, createJwsIssuerFromJwk, generateSigningJwk } from "../x402/signers.ts";
-import { AtsClientError } from "./errors.ts";
+import { AtsClientError, isAtsClientError } from "./errors.ts";
 import {
   buildReceiptReview,
   checkSignerTrust,
   extractOffers,
   extractReceipt,
   findAcceptForOffer,
+  findOfferOfReceipt,
   receiptBindingToOffer,
   receiptContradictsOffer,
   receiptMatchesOffer,
@@ -19,6 +20,7 @@ import {
   verifyReceipt,
   verifyReceiptAuthorization,
 } from "./x402.ts";
+import { submitServiceReview } from "./review_submit.ts";
 
 const NOW = 1_800_000_000;
 const URL_ = "https://api.example.com/premium";
@@ -319,6 +321,24 @@ describe("receiptBindingToOffer() (decisions §18, issue 33)", () => {
     expect(receiptBindingToOffer(receipt.value, offer)).toEqual({ status: "bound", reasons: [] });
     expect(receiptBindingToOffer(receipt.value, other)).toEqual({ status: "unbound", reasons: ["the receipt is bound to another offer (offerHash differs)"] });
   });
+
+  test("the receipt as sent (what extractReceipt gives) is judged as its payload is; anything else is INVALID_INPUT", async () => {
+    // Before, a signed JWS receipt was read as a payload: unbound to every offer (no resourceUrl, no network).
+    const issuer = await jwsIssuer();
+    const offer = await issuer.signOffer(OFFER);
+    const signed = await issuer.signReceipt({ ...RECEIPT, offerHash: offerHashOf(offer) });
+    expect(receiptBindingToOffer(signed, offer)).toEqual({ status: "bound", reasons: [] });
+    expect(receiptContradictsOffer(signed, offer)).toEqual([]);
+    expect(findOfferOfReceipt(signed, [await issuer.signOffer({ ...OFFER, amount: "7" }), offer])).toBe(offer);
+    const error = (() => {
+      try {
+        receiptBindingToOffer({ format: "jws" } as never, offer);
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(isAtsClientError(error) ? error.code : error).toBe("INVALID_INPUT");
+  });
 });
 
 describe("verifyReceiptAuthorization(): key status as of issuedAt (decisions §18)", () => {
@@ -346,6 +366,27 @@ describe("verifyReceiptAuthorization(): key status as of issuedAt (decisions §1
     };
     return { asked, fetch: fetchFn as typeof fetch };
   };
+
+  test("a receipt of a service with no domain name (a devnet's 127.0.0.1) is the failure value, and review builders say INVALID_DID", async () => {
+    // Before: verifyReceiptAuthorization threw INVALID_DID (documented: a failure value, or NETWORK_ERROR); the review
+    // builders disagreed (buildReceiptReview INVALID_INPUT, submitServiceReview INVALID_DID).
+    const issuer = createEip712Issuer({ privateKey: generatePrivateKey() });
+    const receipt = await issuer.signReceipt({ ...RECEIPT, resourceUrl: "http://127.0.0.1:8080/v1/paid/delegated-attest", issuedAt: past });
+    const s = service(record({}));
+    const result = await verifyReceiptAuthorization(receipt, { baseUrl: "http://ats.test", fetch: s.fetch, nowSeconds: past + 10 });
+    expect(result.ok ? result : [result.code, result.message]).toEqual(["INVALID_INPUT", "resourceUrl http://127.0.0.1:8080/v1/paid/delegated-attest names no did:web a key can be authorized for"]);
+    expect(s.asked).toHaveLength(0);
+    const codeOf = (run: () => unknown) => {
+      try {
+        run();
+      } catch (e) {
+        return isAtsClientError(e) ? e.code : e;
+      }
+    };
+    expect(codeOf(() => buildReceiptReview(receipt, { ratingValue: 5 }))).toBe("INVALID_DID");
+    expect(await submitServiceReview({ receipt, ratingValue: 5, attester: payer.address, sign: () => Promise.reject(new Error("never signed")) }, { baseUrl: "http://ats.test", fetch: s.fetch })
+      .then(() => "submitted", (e: unknown) => isAtsClientError(e) ? e.code : e)).toBe("INVALID_DID");
+  });
 
   test("asks GET /v1/key-status for the receipt's service and the signer's controller id at the receipt's issuedAt", async () => {
     const issuer = createEip712Issuer({ privateKey: generatePrivateKey() });

@@ -1,6 +1,6 @@
 /** How far an offer's or receipt's signing key is authorised for a did:web: endpoint evidence, a controller witness, a key binding, or the service's key status. */
 import { createPublicClient, type Hex, http, parseAbi, parseAbiItem, type PublicClient } from "viem";
-import { didToAddress, normalizeDid } from "../domain/did/mod.ts";
+import { didToAddress, normalizeDid, normalizeSubjectDid } from "../domain/did/mod.ts";
 import { plainDidJwkThumbprint } from "../domain/discovery/mod.ts";
 import type { Result } from "../domain/result.ts";
 import { decodeSchemaData } from "../domain/schema_data.ts";
@@ -11,6 +11,7 @@ import { AtsClientError } from "./errors.ts";
 import { fetchKeyStatus, type KeyStatusRecord } from "./keys.ts";
 import { fetchTrustAnchors, type FetchLike, getSchemaAnchor, isApprovedIssuer } from "./trust_anchors.ts";
 import { type X402VerifyClientOptions, verifyReceipt } from "./x402_verify.ts";
+import { serviceUrl } from "./http.ts";
 
 /** Where trust evidence comes from. */
 export type SignerTrustOptions = {
@@ -157,6 +158,9 @@ export async function verifyReceiptAuthorization(
   if (!verified.ok) return verified;
   const subject = resourceUrlToDidWeb(verified.value.payload.resourceUrl);
   if (!subject.ok) return { ok: false, code: "INVALID_INPUT", message: subject.message };
+  // A service with no domain name (a devnet's 127.0.0.1) has no did:web a key can be authorized for: the failure value,
+  // as documented (it threw INVALID_DID from the trust check).
+  if (!normalizeSubjectDid(subject.value).ok) return { ok: false, code: "INVALID_INPUT", message: `resourceUrl ${verified.value.payload.resourceUrl} names no did:web a key can be authorized for` };
   const trust = await checkControllerTrust(
     { subjectDid: subject.value, signer: verified.value.signer, at: verified.value.payload.issuedAt },
     { baseUrl: options.baseUrl, fetch: options.fetch, keyStatus: true },
@@ -180,7 +184,7 @@ async function loadEndpointEvidence(
     const keys = await options.endpointKeys(subjectDid);
     return keys === undefined ? undefined : { keys, thumbprints: [] };
   }
-  const url = `${options.baseUrl ?? DEFAULT_BASE_URL}/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(subjectDid)}`;
+  const url = serviceUrl(options.baseUrl, `/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(subjectDid)}`);
   let response: Response;
   let body: { controllerKeys?: { canonicalId?: unknown }[]; evidence?: { thumbprints?: unknown }[] } | undefined;
   try {
@@ -222,7 +226,7 @@ async function loadChainEvidence(
   const empty = { witnesses: [], keyBindings: [] };
   const anchors = typeof chain.trustAnchors === "object"
     ? chain.trustAnchors
-    : await fetchTrustAnchors({ url: chain.trustAnchors ?? `${options.baseUrl ?? DEFAULT_BASE_URL}/v1/trust-anchors`, fetch: options.fetch });
+    : await fetchTrustAnchors({ url: chain.trustAnchors ?? serviceUrl(options.baseUrl, "/v1/trust-anchors"), fetch: options.fetch });
   const chainAnchors = anchors.chains[`eip155:${chain.chainId}`];
   if (chainAnchors === undefined) return empty;
   const uidOf = (name: string) => {

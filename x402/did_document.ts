@@ -32,7 +32,7 @@ export type DidDocument = {
 
 /** Options of {@link buildDidDocument}. */
 export type BuildDidDocumentOptions = {
-  /** The server's did:web, e.g. from `resourceUrlToDidWeb(publicBaseUrl)`. */
+  /** The server's did:web, e.g. `didWebKid(publicBaseUrl).split("#")[0]` (a string starting `did:`). */
   readonly did: string;
   /** Issuers whose keys the document publishes. */
   readonly issuers: readonly OfferReceiptIssuer[];
@@ -43,6 +43,11 @@ export type BuildDidDocumentOptions = {
 /** Builds the DID document naming the issuers' keys. */
 export function buildDidDocument(options: BuildDidDocumentOptions): DidDocument {
   const { did } = options;
+  // Before, anything passed: `resourceUrlToDidWeb`'s `{ok, value}` gave a document whose id was an object, which
+  // verifiers refused ("DID document has no id") with no hint why.
+  if (typeof did !== "string" || !/^did:[a-z0-9]+:\S+$/.test(did) || did.includes("#")) {
+    throw new TypeError("buildDidDocument: did must be a DID string without a fragment, e.g. did:web:api.example.com");
+  }
   const methods: DidVerificationMethod[] = [];
   options.issuers.forEach((issuer, i) => {
     const fragment = i === 0 ? "key-1" : `key-${i + 1}`;

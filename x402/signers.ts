@@ -51,6 +51,10 @@ export function createEip712Issuer(options: Eip712IssuerOptions): OfferReceiptIs
   let address: Address;
   let sign: SignTypedDataFn;
   if ("privateKey" in options) {
+    // An unset environment variable (the README's OFFER_SIGNING_KEY) threw a bare "Cannot read properties of undefined".
+    if (typeof options.privateKey !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(options.privateKey)) {
+      throw new TypeError("createEip712Issuer: privateKey must be a 32-byte hex string (0x followed by 64 hex digits)");
+    }
     const account = privateKeyToAccount(options.privateKey);
     address = account.address;
     sign = (typedData) => account.signTypedData(typedData as Parameters<typeof account.signTypedData>[0]);
@@ -194,6 +198,8 @@ export async function verifyWithPublicJwk(jwk: PublicJwk, signingInput: Uint8Arr
 
 /** Generates a fresh private JWK for an algorithm (development, tests, benches). */
 export async function generateSigningJwk(alg: X402JwsAlgorithm): Promise<PrivateJwk> {
+  // Before, any other name (`RS256`) silently gave an Ed25519 key.
+  if (alg !== "ES256K" && alg !== "ES256" && alg !== "EdDSA") throw new TypeError(`generateSigningJwk: ${String(alg)} is not one of ES256K, ES256, EdDSA`);
   if (alg === "ES256K") {
     const d = secp256k1.utils.randomPrivateKey();
     const point = secp256k1.getPublicKey(d, false);

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { generateSigningJwk } from "./signers.ts";
+import { buildDidDocument } from "./did_document.ts";
+import { createEip712Issuer, generateSigningJwk } from "./signers.ts";
 import { issuerFromEnv } from "./signing_config.ts";
 
 describe("issuerFromEnv()", () => {
@@ -30,5 +31,17 @@ describe("issuerFromEnv()", () => {
     const error = await issuerFromEnv({ X402_SIGNING_FORMAT: "jws", X402_SIGNING_ALG: "EdDSA", X402_SIGNING_KEY: p256, X402_PUBLIC_BASE_URL: "https://a.example" })
       .catch((e: Error) => e);
     expect(String(error)).toBe("Error: X402_SIGNING_KEY is not a usable EdDSA key");
+  });
+});
+
+describe("the package's builders refuse what a user gets wrong, naming it (found by trying the packed package)", () => {
+  test("createEip712Issuer with an unset key, generateSigningJwk with an algorithm it has not, buildDidDocument with no DID string", async () => {
+    // Before: a bare TypeError from inside viem; an Ed25519 key for RS256; a document whose id was an object.
+    expect(() => createEip712Issuer({ privateKey: undefined as never })).toThrow("privateKey must be a 32-byte hex string");
+    expect(await generateSigningJwk("RS256" as never).then(() => "made", (e: Error) => e.message)).toContain("RS256 is not one of");
+    const issuer = createEip712Issuer({ privateKey: generatePrivateKey() });
+    expect(() => buildDidDocument({ did: { ok: true, value: "did:web:api.example.com" } as never, issuers: [issuer] })).toThrow("did must be a DID string");
+    expect(() => buildDidDocument({ did: "did:web:api.example.com#key-1", issuers: [issuer] })).toThrow("without a fragment");
+    expect(buildDidDocument({ did: "did:web:api.example.com", issuers: [issuer] }).id).toBe("did:web:api.example.com");
   });
 });

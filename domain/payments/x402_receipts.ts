@@ -138,7 +138,7 @@ export type UserReviewData = ReviewData;
 export function buildUserReviewFromReceipt(
   receipt: SignedReceipt,
   options: UserReviewFromReceiptOptions,
-): Result<UserReviewData, "INVALID_INPUT"> {
+): Result<UserReviewData, "INVALID_INPUT" | "INVALID_DID"> {
   const payload = readReceiptPayload(receipt);
   if (!payload.ok) return payload;
   const subject = resourceUrlToDidWeb(payload.value.resourceUrl);
@@ -154,5 +154,7 @@ export function buildUserReviewFromReceipt(
     version: options.version ?? "1.0.0",
     proofs: [buildReceiptProof(receipt, { issuedAt: options.proofIssuedAt })],
   });
-  return review.ok ? review : fail("INVALID_INPUT", review.message);
+  // The subject rule's code passes through (a receipt of a service with no domain name, a devnet's 127.0.0.1, is
+  // INVALID_DID here as in submitServiceReview: it was INVALID_INPUT here only).
+  return review.ok ? review : fail(review.code, review.code === "INVALID_DID" ? `resourceUrl ${payload.value.resourceUrl}: ${review.message}` : review.message);
 }
