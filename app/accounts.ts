@@ -4,6 +4,7 @@ import { cryptoRandom, systemClock } from "../adapters/system/mod.ts";
 import { createPremiumRpc, createSubjectOwnership, createSubjects, type PlanPolicy } from "../domain/accounts/mod.ts";
 import { withPaidPlans } from "../domain/payments/mod.ts";
 import { createSessions } from "../domain/sessions/mod.ts";
+import { createRateLimiter, type RateLimiter } from "../domain/rate_limit.ts";
 import type { Config } from "./config.ts";
 import type { WiredDiscovery } from "./discovery.ts";
 import type { Foundation } from "./foundation.ts";
@@ -15,6 +16,8 @@ export type WiredAccounts = {
   readonly sessions: ReturnType<typeof createSessions>;
   readonly subjects: ReturnType<typeof createSubjects>;
   readonly subjectOwnership: ReturnType<typeof createSubjectOwnership>;
+  /** `POST /api/verify/subject-ownership`'s per-client bound (`SUBJECT_OWNERSHIP_RATE_PER_MINUTE`). */
+  readonly subjectOwnershipRate: RateLimiter;
   readonly premiumRpc: ReturnType<typeof createPremiumRpc>;
   /** Ends the premium reads still waiting on the node (a read spent, 502): stopping never waits on a slow node. */
   readonly abortPremiumReads: () => void;
@@ -53,7 +56,7 @@ export async function wireAccounts(
     },
     contractWallets: eas.reader.checkContractSignature === undefined
       ? undefined
-      : { chainId: eas.reader.chainId, check: eas.reader.checkContractSignature },
+      : { chainId: eas.reader.chainId, check: boundedChecks(eas.reader.checkContractSignature) },
   }), { payments: storage.payments, clock: systemClock });
   // A contract subject is proven on its own chain, any chain the deployment reads (decisions §30); others not checked.
   const proofChains = proofChainsOf(config, f);
@@ -90,8 +93,26 @@ export async function wireAccounts(
     sessions,
     subjects,
     subjectOwnership,
+    subjectOwnershipRate: createRateLimiter(systemClock, { capacity: config.accounts.subjectOwnershipPerMinute, perMinute: config.accounts.subjectOwnershipPerMinute }),
     premiumRpc,
     abortPremiumReads: () => premiumStop.abort(),
     stop: () => clearInterval(pruneTimer),
   };
+}
+
+/** The contract signature checks one sign-in challenge may ask the chain for (its 10 minutes; each a capped eth_call). */
+export const CONTRACT_CHECKS_PER_CHALLENGE = 5;
+
+/**
+ * A sign-in's contract-wallet check, at most {@link CONTRACT_CHECKS_PER_CHALLENGE} a challenge (the digest is the
+ * challenge's message's: one per challenge), then "invalid" with no call. Found by attacking sign-in: one challenge
+ * took any number of verify attempts, each running the ERC-6492 factory call a request named on the node (the
+ * challenges are bounded per client address, the attempts were not). A wallet whose check failed five times asks a
+ * new challenge.
+ */
+function boundedChecks<I extends { readonly digest: string }>(
+  check: (input: I) => Promise<"valid" | "invalid" | "rpc-error">,
+): (input: I) => Promise<"valid" | "invalid" | "rpc-error"> {
+  const turns = createRateLimiter(systemClock, { capacity: CONTRACT_CHECKS_PER_CHALLENGE, perMinute: CONTRACT_CHECKS_PER_CHALLENGE / 10 });
+  return async (input) => (turns.take(input.digest).allowed ? await check(input) : "invalid");
 }

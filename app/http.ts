@@ -156,6 +156,7 @@ function appDeps(config: HttpConfig, f: Foundation, c: Capabilities): AppDeps {
     subscriptions: c.x402 === undefined ? undefined : { sessions, gate: c.x402.gate, payments: storage.payments, ledger, plans, clock: systemClock, idempotency },
     didDocument: c.x402?.didDocument,
     subjectOwnership,
+    subjectOwnershipLimit: { clientRate: c.accounts.subjectOwnershipRate, clientAddress: requestClientAddress },
     signingKeys: { keys: c.keys.signingKeys, caller: credentialCaller(sessions, bearer) },
     webhooks: c.webhooks === undefined ? undefined : { sessions, bearer, webhooks: nudgingTests(c.webhooks) },
     keyStatus: { keyStatus: c.keys.keyStatus, clientRate: c.keys.clientRate, maxInFlight: c.keys.maxInFlight, clientAddress: requestClientAddress },

@@ -11,6 +11,9 @@ import { ownedContract } from "./support/owned_contract.ts";
 import { type RpcProxy, inFrontOf, startRpcProxy } from "./support/rpc_proxy.ts";
 import { startStack, type Stack } from "./harness.ts";
 
+/** A contract whose every call loops until its gas is gone (`JUMPDEST PUSH1 0 JUMP`), as its creation code. */
+const LOOPING_CONTRACT_INITCODE = "0x635b6000566000526004601cf3" as const;
+
 let stack: Stack;
 let dns: DnsServer;
 let proxy: RpcProxy;
@@ -114,6 +117,20 @@ describe("subject ownership", () => {
     expect(dns.queries.slice(before)).toEqual([]);
     // A name still is looked up.
     expect((await verify({ subjectDid: "did:web:owned.test", connectedWalletDid: pkh(creator.address) })).body).toMatchObject({ ok: true, method: "dns" });
+  });
+
+  test("a contract whose owner() loops has no owner, and its calls run at owner()'s capped gas", async () => {
+    // Found by attacking the route: anonymous requests ran the contract's loop at the node's cap (a block's gas).
+    const client = createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl), pollingInterval: 20 });
+    const wallet = createWalletClient({ account: creator, transport: http(stack.devnet.rpcUrl) });
+    const deployed = await wallet.sendTransaction({ data: LOOPING_CONTRACT_INITCODE, chain: null });
+    const burner = (await client.waitForTransactionReceipt({ hash: deployed })).contractAddress!;
+    const mark = proxy.calls.length;
+    const looped = await verify({ subjectDid: pkh(burner), connectedWalletDid: pkh(creator.address) });
+    expect(looped).toMatchObject({ status: 200, body: { ok: false, status: "failed", method: "contract" } });
+    const ownerCalls = proxy.calls.slice(mark).filter((c) => c.method === "eth_call");
+    expect(ownerCalls.length).toBeGreaterThan(0);
+    expect(new Set(ownerCalls.map((c) => (c.params[0] as { gas?: string }).gas))).toEqual(new Set([`0x${(100_000).toString(16)}`]));
   });
 
   test("bad input is 400; a chain that cannot be reached is 502 NETWORK_ERROR, never failed", async () => {

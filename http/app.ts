@@ -186,7 +186,7 @@ function mountPrivate(app: Elysia, deps: AppDeps): Elysia {
     .use(optional(deps.session, (session) => witnessRoutes({ ...session, log })))
     .use(optional(deps.accounts, accountRoutes))
     .use(optional(deps.premiumRpc, (premiumRpc) => premiumRpcRoutes({ ...premiumRpc, log })))
-    .use(optional(deps.subjectOwnership, (verify) => subjectOwnershipRoutes({ verify, log })))
+    .use(optional(deps.subjectOwnership, (verify) => subjectOwnershipRoutes({ verify, log, limit: deps.subjectOwnershipLimit })))
     .use(optional(deps.subjects, (subjects) => subjectRoutes({ ...subjects, log })))
     .use(optional(deps.privateRelay, (privateRelay) => privateRelayRoutes({ ...privateRelay, log })))
     .use(optional(deps.subscriptions, (subscriptions) => subscriptionRoutes({ ...subscriptions, log })))

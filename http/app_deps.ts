@@ -13,7 +13,7 @@ import type { DidDocument } from "../x402/did_document.ts";
 import type { AppChains } from "./app_chains.ts";
 import type { HttpCacheSettings } from "./http_cache.ts";
 import type { IndexAnswerCache } from "./index_answer_cache.ts";
-import type { AccountRoutesDeps, PremiumRpcRoutesDeps, SubjectRoutesDeps, SubscriptionRoutesDeps } from "./routes/accounts/mod.ts";
+import type { AccountRoutesDeps, PremiumRpcRoutesDeps, SubjectOwnershipLimit, SubjectRoutesDeps, SubscriptionRoutesDeps } from "./routes/accounts/mod.ts";
 import type { AttestationListRoutesDeps } from "./routes/attestation_list.ts";
 import type { ConsoleRoutesDeps } from "./routes/console.ts";
 import type { ControllerRoutesDeps } from "./routes/controller.ts";
@@ -69,6 +69,8 @@ export type PluginDeps = {
   readonly accounts?: AccountRoutesDeps | undefined;
   /** Subject-ownership proofs (decisions §12). */
   readonly subjectOwnership?: VerifySubjectOwnership | undefined;
+  /** Their per-client bound (`SUBJECT_OWNERSHIP_RATE_PER_MINUTE`), taken before any lookup; absent: none. */
+  readonly subjectOwnershipLimit?: SubjectOwnershipLimit | undefined;
   /** The private relay (decisions §12). */
   readonly privateRelay?: Omit<PrivateRelayRoutesDeps, "log"> | undefined;
   /** Relay submissions by id and the account's list (decisions §23). */

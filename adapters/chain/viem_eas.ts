@@ -1,4 +1,5 @@
 import {
+  BaseError,
   createPublicClient,
   encodeFunctionData,
   type Hex,
@@ -296,6 +297,13 @@ async function hasCode(client: PublicClient, address: HexString): Promise<boolea
  * call. A revert or a false answer is "invalid"; a transport failure is "rpc-error", never "invalid" (viem's own
  * verifyHash turns both into false).
  */
+/**
+ * The gas one contract signature check may burn: a counterfactual wallet's factory call and `isValidSignature` fit in
+ * well under it (a Safe's or a Kernel's deployment is 0.3 M). Before, the call ran at the node's cap (a block's gas):
+ * a request naming a factory that loops cost the node about 185 times a plain check's CPU, unauthenticated.
+ */
+export const CONTRACT_SIGNATURE_CHECK_GAS = 3_000_000n;
+
 async function checkContractSignature(
   client: PublicClient,
   input: Parameters<NonNullable<EasReader["checkContractSignature"]>>[0],
@@ -307,9 +315,12 @@ async function checkContractSignature(
   try {
     const { data } = await client.call({
       data: encodeDeployData({ abi: erc6492SignatureValidatorAbi, args: [input.signer, input.digest, signature], bytecode: erc6492SignatureValidatorByteCode }),
+      gas: CONTRACT_SIGNATURE_CHECK_GAS,
     });
     return data !== undefined && data !== "0x" && BigInt(data) === 1n ? "valid" : "invalid";
   } catch (error) {
+    // A check that ran out of its gas is the wallet's refusal, not the node's failure.
+    if (error instanceof BaseError && /out ?of ?gas/i.test(`${error.shortMessage} ${error.details ?? ""}`)) return "invalid";
     const outcome = classifySimulationError(error, log);
     return !outcome.ok && outcome.reason === "reverted" ? "invalid" : "rpc-error";
   }

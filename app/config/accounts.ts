@@ -18,6 +18,12 @@ export const AccountsSection = Type.Object({
     description: "domains accepted in sign-in challenges",
   }),
   siweChallengePerMinute: int("SIWE_CHALLENGE_RATE_PER_MINUTE", { default: 10, minimum: 1, maximum: 10_000, description: "sign-in challenges per client address and per wallet a minute" }),
+  subjectOwnershipPerMinute: int("SUBJECT_OWNERSHIP_RATE_PER_MINUTE", {
+    default: 30,
+    minimum: 1,
+    maximum: 1_000_000,
+    description: "public subject-ownership proofs (each may ask the chain a contract's code and owner()) per client address a minute, per instance",
+  }),
   subjectsPerAccount: int("SUBJECTS_PER_ACCOUNT", { default: 20, minimum: 1, maximum: 1_000, description: "subjects one account may hold besides its bootstrap subject" }),
   freePlanAnnualWrites: int("FREE_PLAN_ANNUAL_WRITES", { default: 10, description: "sponsored writes a year, free plan" }),
   paidPlanAnnualWrites: int("PAID_PLAN_ANNUAL_WRITES", { default: 1000, description: "sponsored writes a year, paid plan" }),

@@ -3,7 +3,9 @@ import type { VerifySubjectOwnership } from "../../../domain/accounts/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
 import { REQUEST_MODELS, type RouteDoc } from "../../models.ts";
-import { compileRequestCheck, readBodyText, requestDetail } from "../request.ts";
+import { clientKeyFor, compileRequestCheck, readBodyText, requestDetail } from "../request.ts";
+import type { RateLimiter } from "../../../domain/rate_limit.ts";
+import type { ClientAddressOf } from "../../../ports/request_context.ts";
 import { CACHE } from "../../http_cache.ts";
 import { err, TOO_LARGE } from "../../route_responses.ts";
 import { Type as t } from "@sinclair/typebox";
@@ -21,11 +23,22 @@ export const SubjectOwnershipModel = t.Object({
 
 const ownershipBody = compileRequestCheck(REQUEST_MODELS.subjectOwnership.body);
 
+/**
+ * The route's per-client bound (`SUBJECT_OWNERSHIP_RATE_PER_MINUTE`, per instance): anonymous, each proof may ask the
+ * chain a contract's code and `owner()` and the node's DNS and HTTPS lookups. Found by attacking it: 20 requests at once
+ * for a contract whose `owner()` loops held the devnet's node (7.5 s of its CPU for 200 requests), with no bound.
+ */
+export type SubjectOwnershipLimit = { readonly clientRate: RateLimiter; readonly clientAddress?: ClientAddressOf | undefined };
+
 /** `POST /api/verify/subject-ownership` (decisions §12): no session needed; a proof that fails is a 200 saying why. */
-export function subjectOwnershipRoutes(deps: { readonly verify: VerifySubjectOwnership; readonly log: Logger }) {
-  return new Elysia({ name: "subject-ownership-routes" }).post("/api/verify/subject-ownership", async ({ body }) => {
+export function subjectOwnershipRoutes(deps: { readonly verify: VerifySubjectOwnership; readonly log: Logger; readonly limit?: SubjectOwnershipLimit | undefined }) {
+  return new Elysia({ name: "subject-ownership-routes" }).post("/api/verify/subject-ownership", async ({ body, request }) => {
     const parsed = ownershipBody.readJson(body);
     if (!parsed.ok) return json(errorBody(parsed.code, parsed.message), statusOf(parsed.code));
+    const turn = deps.limit?.clientRate.take(clientKeyFor(deps.limit.clientAddress, request));
+    if (turn !== undefined && !turn.allowed) {
+      return json(errorBody("RATE_LIMITED", "Too many subject-ownership proofs; try again later"), 429, { "retry-after": String(turn.retryAfterSeconds) });
+    }
     try {
       const result = await deps.verify(parsed.value);
       if (result.ok) return json(result.value);
@@ -51,6 +64,7 @@ export const SUBJECT_OWNERSHIP_DOCS: readonly RouteDoc[] = [
       200: { description: "verified, or failed with error and details saying why", schema: SubjectOwnershipModel },
       400: err("INVALID_JSON, INVALID_INPUT (field named), INVALID_DID (also a did:web whose host is an IP address: nothing is looked up)"),
       413: TOO_LARGE,
+      429: err("RATE_LIMITED: SUBJECT_OWNERSHIP_RATE_PER_MINUTE per client address; Retry-After header"),
       502: err("NETWORK_ERROR: a lookup could not be made (never reported as failed)"),
     },
   },

@@ -1,0 +1,61 @@
+/**
+ * A sign-in's contract-wallet check runs code the request names on the service's node (an ERC-6492 factory call, then
+ * `isValidSignature`): found by attacking sign-in, one challenge took any number of verify attempts, each running a
+ * factory that loops at the node's cap (a block's gas): about 185 times a plain check's node CPU, unauthenticated.
+ * Now each check carries its own gas cap and a challenge asks the chain at most five times; the answers stay 401
+ * `INVALID_SIGNATURE` (never a 502: the wallet refused, the node did not fail).
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { createPublicClient, createWalletClient, type Hex, http, serializeErc6492Signature } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { CONTRACT_CHECKS_PER_CHALLENGE } from "../app/accounts.ts";
+import { inFrontOf, type RpcProxy, startRpcProxy } from "./support/rpc_proxy.ts";
+import { startStack, type Stack } from "./harness.ts";
+
+const APP = "https://app.test";
+/** A contract whose every call loops until its gas is gone (`JUMPDEST PUSH1 0 JUMP`), as its creation code. */
+const LOOPING_CONTRACT_INITCODE = "0x635b6000566000526004601cf3" as const;
+
+let stack: Stack;
+let proxy: RpcProxy;
+let looping: Hex;
+
+beforeAll(async () => {
+  proxy = startRpcProxy("");
+  stack = await startStack({ env: { SIWE_DOMAINS: "app.test", CORS_ORIGINS: APP }, rpcUrlFor: inFrontOf(proxy) });
+  const client = createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl), pollingInterval: 20 });
+  const deployer = createWalletClient({ account: privateKeyToAccount(stack.devnet.keys.users[5]!), transport: http(stack.devnet.rpcUrl) });
+  const deployed = await deployer.sendTransaction({ data: LOOPING_CONTRACT_INITCODE, chain: null });
+  looping = (await client.waitForTransactionReceipt({ hash: deployed })).contractAddress!;
+});
+afterAll(async () => {
+  await stack?.stop();
+  await proxy?.stop();
+});
+
+async function post(path: string, body: unknown) {
+  const res = await fetch(`${stack.baseUrl}${path}`, { method: "POST", headers: { "content-type": "application/json", origin: APP }, body: JSON.stringify(body) });
+  return { status: res.status, body: await res.json() as Record<string, unknown> };
+}
+
+test("verify attempts naming a looping factory: each check at its capped gas, at most five a challenge, all 401", async () => {
+  const account = privateKeyToAccount(generatePrivateKey());
+  const wallet = account.address;
+  const challenge = await post("/v1/session/wallet/challenge", { walletDid: `did:pkh:eip155:31337:${wallet}`, domain: "app.test", uri: `${APP}/login` });
+  expect(challenge.status).toBe(200);
+  const signature = serializeErc6492Signature({ address: looping, data: "0x00", signature: `0x${"11".repeat(65)}` });
+  const attempt = { challengeId: challenge.body.challengeId, siweMessage: challenge.body.siweMessage, signature };
+  const mark = proxy.calls.length;
+  const answers = [];
+  for (let i = 0; i < CONTRACT_CHECKS_PER_CHALLENGE + 3; i++) {
+    const answer = await post("/v1/session/wallet/verify", attempt);
+    answers.push([answer.status, answer.body.code]);
+  }
+  expect(answers).toEqual(Array(CONTRACT_CHECKS_PER_CHALLENGE + 3).fill([401, "INVALID_SIGNATURE"]));
+  const checks = proxy.calls.slice(mark).filter((c) => c.method === "eth_call");
+  expect(checks.length).toBe(CONTRACT_CHECKS_PER_CHALLENGE);
+  expect(new Set(checks.map((c) => (c.params[0] as { gas?: string }).gas))).toEqual(new Set([`0x${(3_000_000).toString(16)}`]));
+  // The challenge still stands for its wallet's own signature (checked locally): the bound refuses chain checks only.
+  const own = await post("/v1/session/wallet/verify", { ...attempt, signature: await account.signMessage({ message: String(challenge.body.siweMessage) }) });
+  expect(own.status).toBe(200);
+});
