@@ -10,6 +10,7 @@ import { createPublicClient, createWalletClient, type Hex, http, serializeErc649
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { CONTRACT_CHECKS_PER_CHALLENGE } from "../app/accounts.ts";
 import { inFrontOf, type RpcProxy, startRpcProxy } from "./support/rpc_proxy.ts";
+import { postDelegatedAttest, signedReviewBody } from "./support/review_signer.ts";
 import { startStack, type Stack } from "./harness.ts";
 
 const APP = "https://app.test";
@@ -58,4 +59,14 @@ test("verify attempts naming a looping factory: each check at its capped gas, at
   // The challenge still stands for its wallet's own signature (checked locally): the bound refuses chain checks only.
   const own = await post("/v1/session/wallet/verify", { ...attempt, signature: await account.signMessage({ message: String(challenge.body.siweMessage) }) });
   expect(own.status).toBe(200);
+});
+
+test("a public write's simulation searches no further than PUBLIC_RELAY_MAX_GAS_PER_TX allows, with its headroom", async () => {
+  // Before, the estimate ran at the node's cap (a block's gas): a contract attester's isValidSignature ran in it too.
+  const target = { chainId: stack.service.chainId, easAddress: stack.service.easAddress, schemaUids: stack.devnet.schemaUids };
+  const mark = proxy.calls.length;
+  const written = await postDelegatedAttest(stack.baseUrl, await signedReviewBody(target, generatePrivateKey()));
+  expect(written.status).toBe(200);
+  const estimates = proxy.calls.slice(mark).filter((c) => c.method === "eth_estimateGas");
+  expect(estimates.map((c) => (c.params[0] as { gas?: string }).gas)).toEqual([`0x${((3_000_000n * 10n) / 12n).toString(16)}`]);
 });

@@ -78,7 +78,10 @@ export type Simulation =
   | { readonly ok: true; readonly gas: bigint }
   | { readonly ok: false; readonly reason: "reverted"; readonly errorName: string }
   | { readonly ok: false; readonly reason: "insufficient-funds" }
-  /** The node's estimate found no gas limit up to its cap (a block's) that the transaction fits: it can never be mined. */
+  /**
+   * The node's estimate found no gas limit up to its cap (a block's, or the `maxGas` asked) that the transaction fits:
+   * it can never be mined (or not within what is allowed).
+   */
   | { readonly ok: false; readonly reason: "too-much-gas" }
   | { readonly ok: false; readonly reason: "rpc-error" };
 
@@ -152,7 +155,11 @@ export interface DelegateSubmitter {
   readonly address: HexString;
   /** Compares the wallet's balance with the cost of a typical transaction at current fees. */
   readonly checkFunds: () => Promise<FundsCheck>;
-  readonly simulate: (call: DelegatedAttestCall) => Promise<Simulation>;
+  /**
+   * `maxGas`: the most the estimate may search up to (the node runs the call with no more), so code the request names
+   * (a contract attester's `isValidSignature`) burns at most that much of the node; past it `too-much-gas`.
+   */
+  readonly simulate: (call: DelegatedAttestCall, options?: { readonly maxGas?: bigint | undefined }) => Promise<Simulation>;
   readonly submit: (call: DelegatedAttestCall, options: SubmitOptions) => Promise<Submission>;
   /**
    * Simulates and sends several delegated attestations in one EAS `multiAttestByDelegation` transaction, in the order

@@ -212,9 +212,10 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
     return data;
   };
 
-  const estimate = async (data: Hex): Promise<Simulation> => {
+  const estimate = async (data: Hex, maxGas?: bigint): Promise<Simulation> => {
     try {
-      const gas = quantity(await rpc.request("eth_estimateGas", [{ from: delegateSender.address, to: easAddress, data }]));
+      const params = maxGas === undefined ? { from: delegateSender.address, to: easAddress, data } : { from: delegateSender.address, to: easAddress, data, gas: `0x${maxGas.toString(16)}` };
+      const gas = quantity(await rpc.request("eth_estimateGas", [params]));
       // Headroom for state that changes between the estimate and inclusion.
       return { ok: true, gas: (gas * 12n) / 10n };
     } catch (error) {
@@ -234,7 +235,7 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
   const delegate: DelegateSubmitter = {
     address: delegateSender.address,
     checkFunds: () => delegateSender.checkFunds(TYPICAL_ATTEST_GAS),
-    simulate: (call) => estimate(encode(call)),
+    simulate: (call, simulateOptions) => estimate(encode(call), simulateOptions?.maxGas),
     async submit(call, submitOptions: SubmitOptions): Promise<Submission> {
       const submission = await submitAttestation(delegateSender, easAddress, encode(call), submitOptions);
       if (submission.ok && submission.uid !== null) options.onAttested?.(writtenOf(call, submission.uid, submission.blockNumber));

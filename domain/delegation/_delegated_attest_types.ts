@@ -153,3 +153,15 @@ export type Sending = {
   /** Set once the transaction is signed (or gas burned): the caller's reservation is then not given back. */
   kept: boolean;
 };
+
+/** The factor of headroom a simulated gas carries (the adapter adds a fifth for state that changes before inclusion). */
+const SIMULATION_HEADROOM = { num: 12n, den: 10n } as const;
+
+/**
+ * What a write's simulation may search up to: the estimate that, with its headroom, is `maxGasPerTx` (found by
+ * attacking sign-in and the relays: a contract attester's `isValidSignature` ran in the estimate at the node's cap, a
+ * block's gas, on any request). Without `maxGasPerTx`, none (the node's).
+ */
+export function simulationCap(deps: Pick<DelegatedAttestDeps, "maxGasPerTx">): { readonly maxGas?: bigint | undefined } {
+  return deps.maxGasPerTx === undefined ? {} : { maxGas: (deps.maxGasPerTx * SIMULATION_HEADROOM.den) / SIMULATION_HEADROOM.num };
+}

@@ -4,7 +4,7 @@ import { fail, type Ok, ok } from "../result.ts";
 import { signerUnavailable } from "./signer_unavailable.ts";
 import { cannotPay } from "./_refusals.ts";
 import { deployCounterfactual } from "./_deploy_wallet.ts";
-import type { Claimed, DelegatedAttestCaller, DelegatedAttestDeps, DelegatedAttestFailure, DelegatedAttestSuccess, Sending } from "./_delegated_attest_types.ts";
+import { type Claimed, type DelegatedAttestCaller, type DelegatedAttestDeps, type DelegatedAttestFailure, type DelegatedAttestSuccess, type Sending, simulationCap } from "./_delegated_attest_types.ts";
 
 /** Sends one checked request, deploying its counterfactual wallet first when it must. */
 export async function sendOne(deps: DelegatedAttestDeps, claimed: Claimed, caller: DelegatedAttestCaller): Promise<Ok<DelegatedAttestSuccess> | DelegatedAttestFailure> {
@@ -31,7 +31,7 @@ async function submitClaimed(sending: Sending, caller: DelegatedAttestCaller): P
     }
   }
   // Ahead only when no wallet was deployed since: a deployment changes what the simulation would find.
-  const simulation = await (deployment === undefined && simulatedAhead !== undefined ? simulatedAhead : claimed.delegate.simulate(call));
+  const simulation = await (deployment === undefined && simulatedAhead !== undefined ? simulatedAhead : claimed.delegate.simulate(call, simulationCap(deps)));
   if (!simulation.ok) {
     await deps.replay.release(key);
     if (simulation.reason === "reverted") {
@@ -39,7 +39,10 @@ async function submitClaimed(sending: Sending, caller: DelegatedAttestCaller): P
       return fail("INVALID_INPUT", `EAS rejected the attestation: ${simulation.errorName}`);
     }
     if (simulation.reason === "insufficient-funds") return cannotPay();
-    if (simulation.reason === "too-much-gas") return fail("INVALID_INPUT", "The attestation needs more gas than a block holds; nothing was sent");
+    if (simulation.reason === "too-much-gas") {
+      if (deps.maxGasPerTx === undefined) return fail("INVALID_INPUT", "The attestation needs more gas than a block holds; nothing was sent");
+      return fail("INVALID_INPUT", `The attestation needs more gas: more than the ${deps.maxGasPerTx} allowed per transaction; nothing was sent`);
+    }
     return fail("RPC_ERROR", "The chain did not answer the simulation");
   }
   // The budget is charged with the simulated gas (the transaction's gas limit, so never less than it spends),
@@ -124,7 +127,7 @@ async function settleSubmission(sending: Sending, submission: Submission, gas: b
 async function refuseIfItTellsSimulationsApart(sending: Sending, txHash: string): Promise<void> {
   const { deps, claimed } = sending;
   if (!claimed.byContract || deps.walletRefusals === undefined) return;
-  const again = await claimed.delegate.simulate(claimed.call);
+  const again = await claimed.delegate.simulate(claimed.call, simulationCap(deps));
   if (!again.ok) return;
   await deps.walletRefusals.refuse({ chainId: deps.eas.chainId, wallet: claimed.request.attester.toLowerCase(), txHash, createdAtMs: deps.clock.nowMs() });
 }

@@ -28,6 +28,7 @@ import type {
   DelegatedAttestFailure,
   DelegatedAttestSuccess,
 } from "./_delegated_attest_types.ts";
+import { simulationCap } from "./_delegated_attest_types.ts";
 
 /** `details` of an ATTESTER_MISMATCH whose signature is valid for an older nonce: re-sign and resubmit. */
 export const NONCE_MOVED = "NONCE_MOVED";
@@ -186,7 +187,7 @@ async function checkOnChain(ctx: AttestContext, checked: Prechecked, caller: Del
   const simulateAhead = batch === undefined && ctx.walletCouldPay && signature.deployment === undefined && caller.admit === undefined && signedByAttester;
   const funds = delegate.checkFunds();
   const pendingNonce = deps.eas.getAttesterNonce(request.attester, { withCode: !signedByAttester });
-  const simulatedAhead = simulateAhead ? delegate.simulate(call) : undefined;
+  const simulatedAhead = simulateAhead ? delegate.simulate(call, simulationCap(deps)) : undefined;
   const [chainNonce, fundsCheck] = await Promise.all([pendingNonce, funds]);
   if (fundsCheck !== "rpc-error") ctx.walletCouldPay = fundsCheck === "ok";
   if (!chainNonce.ok) return fail("RPC_ERROR", "Failed to read the attester nonce from the chain");
