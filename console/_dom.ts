@@ -43,6 +43,10 @@ export function describeError(error: unknown): string {
     if (error.code === "UNAUTHENTICATED" && error.message === "Unauthenticated") {
       return "UNAUTHENTICATED: your session has ended (signed out, expired or its cookie cleared): sign in again with your wallet";
     }
+    // The client's own words for a service it could not reach name the request's encoded address: say what it means.
+    if (error.code === "NETWORK_ERROR" && error.status === undefined) {
+      return "NETWORK_ERROR: the service could not be reached (stopped, or you are offline); try again";
+    }
     const details = (error.body as { details?: unknown } | undefined)?.details;
     return `${error.code}: ${error.message}${typeof details === "string" && details !== "" ? ` (${details})` : ""}`;
   }

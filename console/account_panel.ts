@@ -50,13 +50,22 @@ export async function refreshAccount(): Promise<void> {
     h("dt", {}, "Default subject"), h("dd", {}, overview.primarySubject?.canonicalDid ?? "—"),
   ));
   byId("subject-list").replaceChildren(h("ul", { id: "subjects" }, subjects.map((subject) => {
+    // The wallet's own subject, alone, comes back at the next read (decisions §12): "Removed" said otherwise.
+    if (subjects.length === 1 && subject.ownership.method === "wallet") {
+      return h("li", { "data-did": subject.canonicalDid },
+        h("code", {}, subject.canonicalDid),
+        ` — your wallet's own subject, default; it stays while it is your only one`);
+    }
     const remove = h("button", { type: "button", class: "secondary", "aria-label": `Remove ${subject.canonicalDid}` }, "Remove");
-    remove.addEventListener("click", () =>
+    remove.addEventListener("click", () => {
+      // One removal at a time: a double click sent two, and the second answered SUBJECT_NOT_FOUND.
+      remove.disabled = true;
       void busy(null, "subject-status", `Removing ${subject.canonicalDid}…`, async () => {
         await removeSubject(subject.id, api);
         await refreshAccount();
         return `Removed ${subject.canonicalDid}`;
-      }));
+      }).finally(() => (remove.disabled = false));
+    });
     return h("li", { "data-did": subject.canonicalDid },
       h("code", {}, subject.canonicalDid),
       subject.displayName ? ` “${subject.displayName}”` : "",
@@ -149,7 +158,8 @@ export function setUpAccount(): void {
     void busy(subjectForm, "subject-status", "Checking ownership…", async () => {
       const proof = await verifySubjectOwnership({ subjectDid: subjectDid(), connectedWalletDid: walletDid() || needSigner().address }, api);
       if (proof.ok) return `Verified: your wallet owns ${proof.subjectDid} (method ${proof.method})`;
-      throw new AtsClientError("OWNERSHIP_NOT_PROVEN", proof.error ?? "Not proven", { body: { details: proof.details } });
+      // The code "Add subject" answers for the same failure (the documented one; a code of the console's own before).
+      throw new AtsClientError("SUBJECT_OWNERSHIP_VERIFICATION_FAILED", proof.error ?? "Not proven", { body: { details: proof.details } });
     }));
   subjectForm.addEventListener("submit", (event) => {
     event.preventDefault();
@@ -191,7 +201,8 @@ export function setUpAccount(): void {
     void busy(witnessForm, "witness-status", "Checking the domain's records and writing the witness…", async () => {
       // Nothing to sign: the session's wallet will do, after a reload too.
       if (walletDid() === "") needSigner();
-      const result = await requestWitness({ subjectDid: byId<HTMLInputElement>("witness-subject").value.trim(), controllerDid: walletDid() }, api);
+      // A pasted address of the site (https://shop.example/) is its domain, as the subject and domain forms read it.
+      const result = await requestWitness({ subjectDid: siteOf(byId<HTMLInputElement>("witness-subject").value), controllerDid: walletDid() }, api);
       return await writtenThenRefreshed(`Witness written (${result.method}): uid ${result.uid}, transaction ${result.txHash}, block ${result.blockNumber}`, refreshAccount);
     });
   });
@@ -205,7 +216,7 @@ export function setUpAccount(): void {
       const txHash = byId<HTMLInputElement>("review-tx").value.trim();
       const proofType = byId<HTMLSelectElement>("review-tx-type").value as "tx-interaction" | "tx-encoded-value";
       const result = await writeReview({
-        subject: byId<HTMLInputElement>("review-subject").value.trim(),
+        subject: siteOf(byId<HTMLInputElement>("review-subject").value),
         ratingValue: Number(byId<HTMLSelectElement>("review-rating").value),
         reviewBody: byId<HTMLTextAreaElement>("review-body").value,
         transaction: txHash === ""

@@ -62,7 +62,8 @@ export function setUpAttestations(): void {
         button.addEventListener("click", () => load(true));
         result.append(button);
       }
-      return `${page.items.length} shown`;
+      // The cards on the page, this page's and the ones before it ("Show more" said "2 shown" under 27 cards).
+      return `${result.querySelectorAll("article").length} shown`;
     });
   };
   form.addEventListener("submit", (event) => {

@@ -49,7 +49,7 @@ export function renderConsentPage(page: ConsentPage, assetVersion: string): stri
 <code id="consent-redirect">${escape(page.redirectOrigin)}</code>) asks to act for your account:</p>
 <p class="help" id="consent-unverified">The application registered itself here: its name is its own claim, not checked by this service. Trust the address it returns to, not the name.</p>
 ${scopeList(page.scopes)}
-<p class="help">It will act as you, within your plan and its quota. You can revoke it later by deleting the client or revoking its tokens.</p>`;
+<p class="help">It will act as you, within your plan and its quota. You can revoke it later in the console: Account, then Authorised applications, Revoke.</p>`;
     body = page.kind === "sign-in"
       ? `<h2 id="consent-title">Authorize an application</h2>
 ${who}

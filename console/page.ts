@@ -141,7 +141,7 @@ function attestationsSection(): string {
     <label for="attestations-subject">Subject DID or domain</label>
     <input id="attestations-subject" name="subject" autocomplete="off" autocapitalize="off" spellcheck="false" placeholder="did:web:shop.example" aria-describedby="attestations-help">
     <label for="attestations-attester">Attester</label>
-    <input id="attestations-attester" name="attester" autocomplete="off" autocapitalize="off" spellcheck="false" placeholder="0x…" pattern="\s*0x[0-9a-fA-F]{40}\s*" aria-describedby="attestations-help">
+    <input id="attestations-attester" name="attester" autocomplete="off" autocapitalize="off" spellcheck="false" placeholder="0x…" pattern="\\s*0x[0-9a-fA-F]{40}\\s*" title="0x and 40 hex digits" aria-describedby="attestations-help">
     <label for="attestations-schema">Schema</label>
     <select id="attestations-schema" name="schema"><option value="">Any schema</option><option value="user-review">user-review</option></select>
     <p id="attestations-help" class="help">Give a subject, an attester or a schema, or several: everything an attester wrote, every review of a service.</p>

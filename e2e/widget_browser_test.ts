@@ -490,6 +490,12 @@ describeBrowser("the review widget in a browser", () => {
     expect(await page.innerText("#snippet-bridge")).toContain("createSigningBridge({");
     await preview.locator("#widget[data-mode=basic]").waitFor();
     await screenshots(page, "builder");
+    // A bad field after a good snippet: the error alone, not the last snippet and preview beside it (they stayed).
+    await page.fill("#b-url", "acme .example");
+    await page.click("#builder-generate");
+    expect(await page.innerText("#builder-error")).toContain("url");
+    expect([await page.isVisible("#builder-output"), await page.isVisible("#preview-block"), await page.getAttribute("#builder-preview", "src")])
+      .toEqual([false, false, null]);
     expect(problems).toEqual([]);
     await context.close();
   }, 60_000);

@@ -35,11 +35,15 @@ export function startBuilder(): void {
   const byId = (id: string) => document.getElementById(id) as HTMLElement;
   const error = byId("builder-error");
   let all = "";
-  form.addEventListener("reset", () => {
-    error.hidden = true;
+  const hideOutput = () => {
     byId("builder-output").hidden = true;
     byId("preview-block").hidden = true;
     (byId("builder-preview") as HTMLIFrameElement).removeAttribute("src");
+    all = "";
+  };
+  form.addEventListener("reset", () => {
+    error.hidden = true;
+    hideOutput();
   });
   form.addEventListener("submit", (event) => {
     event.preventDefault();
@@ -53,6 +57,8 @@ export function startBuilder(): void {
     if (!parsed.ok) {
       error.hidden = false;
       error.textContent = `${parsed.error.param}: ${parsed.error.message}`;
+      // The last good snippet and preview went on showing (and copying) beside the error: they go with it.
+      hideOutput();
       return;
     }
     error.hidden = true;

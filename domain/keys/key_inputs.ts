@@ -18,6 +18,10 @@ export function readKeyDid(value: unknown, field = "keyDid"): Result<string, "IN
   const normalized = normalizeDid(value);
   if (!normalized.ok) return fail("INVALID_DID", `${field} is not a valid did:${method}`);
   if (method === "pkh" && normalized.value.split(":").length < 5) return fail("INVALID_DID", `${field}: a did:pkh has at least 5 colon-separated parts`);
+  // An Ethereum account is 20 bytes: `did:pkh:eip155:31337:0xdeadbeef` was registered and looked up as a key.
+  if (method === "pkh" && normalized.value.startsWith("did:pkh:eip155:") && !/^did:pkh:eip155:[0-9]{1,20}:0x[0-9a-f]{40}$/.test(normalized.value)) {
+    return fail("INVALID_DID", `${field}: a did:pkh:eip155 names an account of 20 bytes (0x and 40 hex digits)`);
+  }
   if (normalized.value.split(":").length < 3 || normalized.value.endsWith(":")) return fail("INVALID_DID", `${field} is not a valid did:${method}`);
   return ok(normalized.value);
 }

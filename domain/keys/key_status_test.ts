@@ -140,6 +140,8 @@ describe("createKeyStatus()", () => {
     }
     expect(await codes(SUBJECT, "did:web:key.test")).toBe("INVALID_DID: keyDid must be a did:pkh, did:key, did:jwk or did:ethr");
     expect(await codes(SUBJECT, "did:pkh:eip155:1")).toStartWith("INVALID_DID: keyDid");
+    // A made-up account (found in the console: it was looked up, and registered, as a key).
+    expect(await codes(SUBJECT, "did:pkh:eip155:31337:0xdeadbeef")).toBe("INVALID_DID: keyDid: a did:pkh:eip155 names an account of 20 bytes (0x and 40 hex digits)");
     expect(await codes(SUBJECT, KEY, "yesterday")).toBe("INVALID_INPUT: at must be Unix seconds (a whole number)");
     expect(await codes(SUBJECT, KEY, String(NOW_S + 10))).toBe("INVALID_INPUT: at must not be in the future");
     expect(s.index.calls).toEqual({ latestBlock: 0, schemaRecords: 0, attestedUids: 0, attestations: 0 });

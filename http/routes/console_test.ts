@@ -47,6 +47,12 @@ describe("the console routes", () => {
     expect(html).toContain("_omatrust.&lt;domain&gt;");
     // Every input has a label.
     for (const [, id] of html.matchAll(/<(?:input|select|textarea) id="([^"]+)"/g)) expect(html).toContain(`<label for="${id}">`);
+    // Every pattern is the regular expression it means: the attester's lost its backslashes in the template ("s*0x…s*"),
+    // which refused a pasted address with a space and let "sss0x…s" through.
+    const patterns = [...html.matchAll(/pattern="([^"]*)"/g)].map(([, p]) => new RegExp(`^(?:${p})$`, "v"));
+    expect(patterns.length).toBeGreaterThan(0);
+    const attester = patterns[0]!;
+    expect([` 0x${"ab".repeat(20)} `, `sss0x${"ab".repeat(20)}s`].map((v) => attester.test(v))).toEqual([true, false]);
   });
 
   test("the script and stylesheet are served with their types; HEAD and POST are 405 like every route", async () => {
