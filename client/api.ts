@@ -215,6 +215,8 @@ export type AccountOverview = {
     premiumReadsUsedCurrentYear: number;
     entitlementPeriodStart: string;
     entitlementPeriodEnd: string;
+    /** The schemas the plan's sponsored writes may write (names or UIDs as configured; `*` every schema). */
+    eligibleSchemas: string[];
   };
   primarySubject: { id: string; canonicalDid: string; subjectDidHash: string; displayName: string | null } | null;
   wallets: { did: string; address: string }[];

@@ -37,8 +37,12 @@ async function signIn(wallet: AnnouncedWallet): Promise<void> {
   });
 }
 
+/** What the signed-in account's plan may write (from its last read); a review it may not is refused before signing. */
+let eligibleSchemas: readonly string[] = ["*"];
+
 export async function refreshAccount(): Promise<void> {
   const [overview, subjects] = await Promise.all([fetchAccount(api), listSubjects(api)]);
+  eligibleSchemas = overview.subscription.eligibleSchemas;
   setSessionWallet(overview.wallets[0]?.address);
   const s = overview.subscription;
   byId("account-summary").replaceChildren(h("dl", { id: "account-usage" },
@@ -46,7 +50,8 @@ export async function refreshAccount(): Promise<void> {
     h("dt", {}, "Plan"), h("dd", { id: "account-plan" }, `${s.plan} (${s.status})`),
     h("dt", {}, "Sponsored writes"), h("dd", { id: "account-writes" }, `${s.sponsoredWritesUsedCurrentYear} of ${s.annualSponsoredWriteLimit} used this year`),
     h("dt", {}, "Premium reads"), h("dd", {}, `${s.premiumReadsUsedCurrentYear} of ${s.annualPremiumReadLimit} used this year`),
-    h("dt", {}, "Period ends"), h("dd", {}, s.entitlementPeriodEnd),
+    h("dt", {}, "Period ends"), h("dd", {}, s.entitlementPeriodEnd.replace("T", " ").replace(/(\.\d+)?Z$/, " UTC")),
+    h("dt", {}, "May write"), h("dd", { id: "account-schemas" }, s.eligibleSchemas.includes("*") ? "every schema" : s.eligibleSchemas.join(", ") || "no schema"),
     h("dt", {}, "Default subject"), h("dd", {}, overview.primarySubject?.canonicalDid ?? "—"),
   ));
   byId("subject-list").replaceChildren(h("ul", { id: "subjects" }, subjects.map((subject) => {
@@ -211,6 +216,11 @@ export function setUpAccount(): void {
   reviewForm.addEventListener("submit", (event) => {
     event.preventDefault();
     void busy(reviewForm, "review-status", "Preparing the review…", async () => {
+      // Refused before the wallet signs (it signed, then the relay answered SCHEMA_NOT_ELIGIBLE).
+      // (A plan listing schemas by UID is left to the relay: the console does not know the review schema's UID here.)
+      if (!eligibleSchemas.some((entry) => entry === "*" || /^(user-review|0x[0-9a-f]{64})$/i.test(entry.trim()))) {
+        throw new AtsClientError("SCHEMA_NOT_ELIGIBLE", `Your plan's sponsored writes may write ${eligibleSchemas.join(", ") || "no schema"}, not user reviews; nothing was signed`);
+      }
       const wallet = needSigner();
       const steps = { nonce: "Reading your EAS nonce…", sign: "Sign the review in your wallet…", submit: "Sending through the relay…" };
       const txHash = byId<HTMLInputElement>("review-tx").value.trim();

@@ -85,6 +85,8 @@ describe("accounts API", () => {
         premiumReadsUsedCurrentYear: 0,
         entitlementPeriodStart: `${year}-01-01T00:00:00.000Z`,
         entitlementPeriodEnd: `${year + 1}-01-01T00:00:00.000Z`,
+        // What the free plan may write (FREE_PLAN_SCHEMAS): a client tells before the wallet signs.
+        eligibleSchemas: ["controller-witness"],
       },
       primarySubject: {
         id: expect.stringMatching(/^sub_[0-9a-f]{24}$/),

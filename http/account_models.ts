@@ -20,6 +20,7 @@ export const SubscriptionModel = t.Object({
   premiumReadsUsedCurrentYear: t.Union([t.Integer(), t.Null()]),
   entitlementPeriodStart: t.String({ format: "date-time" }),
   entitlementPeriodEnd: t.String({ format: "date-time" }),
+  eligibleSchemas: t.Array(t.String(), { description: "The schemas the plan's sponsored writes may write, names or UIDs as configured; * for every schema" }),
 });
 
 /** `GET /api/private/subscriptions/current`. */

@@ -26,6 +26,11 @@ export type SubscriptionView = {
   readonly premiumReadsUsedCurrentYear: number | null;
   readonly entitlementPeriodStart: string;
   readonly entitlementPeriodEnd: string;
+  /**
+   * The schemas the plan's sponsored writes may write, as configured (names or UIDs; `*` every schema): a client can
+   * tell before a wallet signs (the console asked for the signature, then the relay refused SCHEMA_NOT_ELIGIBLE).
+   */
+  readonly eligibleSchemas: readonly string[];
 };
 
 /** A subject as the account answers show it. */
@@ -70,6 +75,7 @@ export function subscriptionView(account: Account, plans: PlanPolicy, usage: Wri
     premiumReadsUsedCurrentYear: null,
     entitlementPeriodStart: new Date(Date.UTC(year, 0, 1)).toISOString(),
     entitlementPeriodEnd: new Date(Date.UTC(year + 1, 0, 1)).toISOString(),
+    eligibleSchemas: [...plans[account.plan].schemas],
   };
 }
 

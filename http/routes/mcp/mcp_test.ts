@@ -28,6 +28,7 @@ const SUBSCRIPTION = {
   premiumReadsUsedCurrentYear: null,
   entitlementPeriodStart: "2026-01-01T00:00:00.000Z",
   entitlementPeriodEnd: "2027-01-01T00:00:00.000Z",
+  eligibleSchemas: ["controller-witness"],
 };
 type Answer = { isError?: boolean; structuredContent?: Record<string, unknown>; content: { text?: string }[] };
 
