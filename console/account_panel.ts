@@ -195,6 +195,9 @@ export function setUpAccount(): void {
         ),
       );
       secret.hidden = false;
+      // To the secret, as the webhook secret's card does: a keyboard user tabbed past every scope box to reach Copy.
+      secret.scrollIntoView({ block: "nearest" });
+      secret.focus({ preventScroll: true });
       await refreshApiClients();
       return `Created ${created.client_name ?? created.client_id} (${created.scope})`;
     });

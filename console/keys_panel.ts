@@ -36,6 +36,10 @@ function nextStepOf(key: ListedSigningKey, subjectDid: string, trust: { status: 
   if (step === null) return ["Nothing more: the key is witnessed and bound."];
   if (step === "publish-txt") {
     const txt = controllerTxtRecordFor(subjectDid, key.keyDid);
+    // A wallet's did:pkh has no DNS name nor did.json: "publish it in the did.json" pointed nowhere.
+    if (!txt.ok && subjectDid.startsWith("did:pkh:")) {
+      return ["A wallet's did:pkh has no DNS records nor did.json to publish the key in: bind it with a key binding written from that wallet."];
+    }
     if (!txt.ok) return ["Publish the key in the subject's did.json, or write a key binding from the subject's wallet."];
     return [
       "Publish this TXT record: ",
@@ -92,7 +96,7 @@ export async function refreshKeys(): Promise<void> {
         h("h4", {}, key.displayName, " ", h("span", { class: "badge" }, key.keyType)),
         h("p", {}, h("code", {}, key.keyDid)),
         key.tags.length > 0 ? h("p", { class: "help" }, `Tags: ${key.tags.join(", ")}`) : null,
-        key.notes ? h("p", { class: "help" }, key.notes) : null,
+        key.notes ? h("p", { class: "help key-notes" }, key.notes) : null,
         key.subjects === null
           ? h("p", { class: "box warn" }, `Trust could not be checked now (${key.subjectsError?.code ?? "NETWORK_ERROR"}); nothing is guessed.`)
           : h("ul", { class: "key-subjects" }, key.subjects.map((s) =>

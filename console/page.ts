@@ -193,7 +193,7 @@ function accountSection(): string {
       <button type="submit">Create API client</button>
     </form>
     <p id="api-client-status" class="status" role="status" aria-live="polite"></p>
-    <div id="api-client-secret" class="card" hidden></div>
+    <div id="api-client-secret" class="card" tabindex="-1" aria-label="API client secret" hidden></div>
 
     <h3>Authorised applications</h3>
     <p class="help">Software you allowed to act for this account on the service's consent page. Revoking ends its tokens at once; it has to ask you again.</p>

@@ -164,6 +164,8 @@ describeBrowser("OAuth pages in a browser", () => {
     expect(secret).toMatch(/^atss_/);
     // The list is fetched again after the secret is shown: wait for it, do not read it in the same breath.
     await page.waitForSelector("#api-clients li");
+    // The secret's card has the focus, as the webhook secret's has (a keyboard user tabbed past every scope box).
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe("api-client-secret");
     expect(await page.locator("#api-clients li").count()).toBe(1);
     // The form is cleared: a second Enter does not make a second client.
     expect(await page.locator("#api-client-name").inputValue()).toBe("");
