@@ -12,11 +12,9 @@ import { CONTRACT_CHECKS_PER_CHALLENGE } from "../app/accounts.ts";
 import { inFrontOf, type RpcProxy, startRpcProxy } from "./support/rpc_proxy.ts";
 import { postDelegatedAttest, signedReviewBody } from "./support/review_signer.ts";
 import { startStack, type Stack } from "./harness.ts";
+import { LOOPING_CONTRACT_INITCODE } from "./support/test_wallet.ts";
 
 const APP = "https://app.test";
-/** A contract whose every call loops until its gas is gone (`JUMPDEST PUSH1 0 JUMP`), as its creation code. */
-const LOOPING_CONTRACT_INITCODE = "0x635b6000566000526004601cf3" as const;
-
 let stack: Stack;
 let proxy: RpcProxy;
 let looping: Hex;

@@ -10,9 +10,7 @@ import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { ownedContract } from "./support/owned_contract.ts";
 import { type RpcProxy, inFrontOf, startRpcProxy } from "./support/rpc_proxy.ts";
 import { startStack, type Stack } from "./harness.ts";
-
-/** A contract whose every call loops until its gas is gone (`JUMPDEST PUSH1 0 JUMP`), as its creation code. */
-const LOOPING_CONTRACT_INITCODE = "0x635b6000566000526004601cf3" as const;
+import { LOOPING_CONTRACT_INITCODE } from "./support/test_wallet.ts";
 
 let stack: Stack;
 let dns: DnsServer;

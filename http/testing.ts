@@ -12,10 +12,10 @@ import type { ReplayStore } from "../ports/replay_store.ts";
 import type { SubmissionRecordStore } from "../ports/submission_records.ts";
 import type { Logger } from "../ports/logger.ts";
 import type { AppDeps } from "./app.ts";
-import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
+import { decodePaymentRequiredHeader, decodePaymentSignatureHeader, encodePaymentSignatureHeader } from "@x402/core/http";
 import type { FacilitatorClient } from "@x402/core/server";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { createPaidCall, createPaidResume } from "../domain/payments/mod.ts";
+import { createPaidCall, createPaidResume, paymentReplayKey, readExactAuthorization } from "../domain/payments/mod.ts";
 import { fakeClock } from "../ports/fakes/mod.ts";
 import type { PaymentLedger, PaymentPurpose } from "../ports/payments.ts";
 import { createEip712Issuer } from "../x402/signers.ts";
@@ -94,6 +94,12 @@ export function testPaymentGate(
     known: async (key) => (await payments.find(key)) !== undefined,
     log: quiet,
   });
+}
+
+/** The replay key of the payment a {@link testPaymentHeader} names: where the ledger records it. */
+export function testPaymentKey(header: string): string {
+  const nonce = readExactAuthorization(decodePaymentSignatureHeader(header).payload)!.nonce;
+  return paymentReplayKey({ network: TEST_PAYMENT.network, asset: TEST_PAYMENT.asset, nonce });
 }
 
 /**

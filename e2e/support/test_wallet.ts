@@ -112,3 +112,9 @@ function factoryAt(address: Hex, deployer: Wallet, client: PublicClient): Wallet
     wrap6492: (owner, salt, signature) => serializeErc6492Signature({ address, data: deployCalldata(owner, salt), signature }),
   };
 }
+
+/**
+ * The creation code of a contract whose every call loops until its gas is gone (`JUMPDEST PUSH1 0 JUMP`): the code an
+ * attacker names for the node to run (a factory, an `owner()`, an `isValidSignature`).
+ */
+export const LOOPING_CONTRACT_INITCODE = "0x635b6000566000526004601cf3" as const;

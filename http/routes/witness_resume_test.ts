@@ -20,11 +20,9 @@ import { findSchemaByName } from "../../domain/schemas.ts";
 import { type ControllerWitness, createWitnessResume } from "../../domain/witness/mod.ts";
 import { fakeClock, fakeWriteLedger } from "../../ports/fakes/mod.ts";
 import { witnessRoutes } from "./witness.ts";
-import { decodePaymentResponseHeader, decodePaymentSignatureHeader } from "@x402/core/http";
+import { decodePaymentResponseHeader } from "@x402/core/http";
 import type { FacilitatorClient } from "@x402/core/server";
-import { paymentReplayKey, readExactAuthorization } from "../../domain/payments/mod.ts";
-import type { PaymentLedger } from "../../ports/payments.ts";
-import { TEST_PAYMENT, testPaymentGate, testPaymentHeader } from "../testing.ts";
+import { testPaymentGate, testPaymentHeader, testPaymentKey } from "../testing.ts";
 import type { PaymentGate } from "../x402_gate.ts";
 
 const WITNESS = findSchemaByName("controller-witness")!;
@@ -147,14 +145,7 @@ async function paidSetUp() {
   };
   const gate = testPaymentGate(payments, { verify, settle });
   const header = await testPaymentHeader(gate, "http://localhost/v1/paid/controller-witness");
-  return { ...setUp({ gate, header }), payments, facilitator, record: () => paymentOf(payments, header) };
-}
-
-/** The payment a header names, as the ledger holds it. */
-async function paymentOf(payments: PaymentLedger, header: string) {
-  const payload = decodePaymentSignatureHeader(header);
-  const nonce = readExactAuthorization(payload.payload)!.nonce;
-  return await payments.find(paymentReplayKey({ network: TEST_PAYMENT.network, asset: TEST_PAYMENT.asset, nonce }));
+  return { ...setUp({ gate, header }), payments, facilitator, record: () => payments.find(testPaymentKey(header)) };
 }
 
 describe("a paid witness request that died under its Idempotency-Key (decisions §23 with §13)", () => {

@@ -7,16 +7,15 @@
  * the real ones; the relay is a stand-in that opens its submission and never answers, as a request whose instance died.
  */
 import { describe, expect, test } from "bun:test";
-import { decodePaymentResponseHeader, decodePaymentSignatureHeader } from "@x402/core/http";
+import { decodePaymentResponseHeader } from "@x402/core/http";
 import type { FacilitatorClient } from "@x402/core/server";
 import { Elysia } from "elysia";
 import { openSqliteStorage } from "../../../adapters/sqlite/mod.ts";
 import { fail } from "../../../domain/result.ts";
 import { createIdempotency, IDEMPOTENCY_LEASE_MS } from "../../../domain/idempotency/mod.ts";
-import { paymentReplayKey, readExactAuthorization } from "../../../domain/payments/mod.ts";
 import { createSubmissionStatus, createSubmissionTracker, type OnSubmitting } from "../../../domain/submissions/mod.ts";
 import { fakeClock, fakeIdempotencyStore, fakeRandom, fakeReplayStore, fakeSubmissionRecords } from "../../../ports/fakes/mod.ts";
-import { TEST_PAYMENT, testPaymentGate, testPaymentHeader } from "../../testing.ts";
+import { testPaymentGate, testPaymentHeader, testPaymentKey } from "../../testing.ts";
 import { privateRelayRoutes } from "./private_relay.ts";
 
 const URL_PAID = "http://localhost/v1/paid/delegated-attest";
@@ -61,8 +60,7 @@ async function setUp() {
   }));
   const post = () =>
     app.handle(new Request(URL_PAID, { method: "POST", headers: { "content-type": "application/json", "idempotency-key": "paid-crash", "payment-signature": header }, body: "{}" }));
-  const nonce = readExactAuthorization(decodePaymentSignatureHeader(header).payload)!.nonce;
-  const record = () => payments.find(paymentReplayKey({ network: TEST_PAYMENT.network, asset: TEST_PAYMENT.asset, nonce }));
+  const record = () => payments.find(testPaymentKey(header));
   return { post, clock, replay, key, record, facilitator, sent: () => sent };
 }
 
