@@ -47,6 +47,11 @@ export type StartServiceOptions = {
    * node always answers set it long, so that the outcome never depends on the machine's speed.
    */
   readonly sendSyncGraceMs?: number | undefined;
+  /**
+   * The clock a wallet's kept fees age by (default `Date.now`): a test that counts JSON-RPC calls per write moves it by
+   * hand, so how often the fees are read again never depends on the machine's speed.
+   */
+  readonly feeClock?: (() => number) | undefined;
 };
 
 /** What every capability's wiring shares. */
@@ -177,6 +182,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
       keccak256,
       sendSync: config.chains.rpcSendSync,
       sendSyncGraceMs: options.sendSyncGraceMs,
+      feeClock: options.feeClock,
       // The devnet's state file is written after each mined transaction and before the client hears of it,
       // so nothing answered 200 is lost if the service and its Anvil are killed (decisions §15). Then the index
       // follower is told, so the writer's next read polls for the write first and sees it (decisions §21, issue 43).

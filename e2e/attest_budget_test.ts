@@ -8,7 +8,12 @@
  *
  * The follower does not poll on a timer here (the harness's `INDEX_POLL_MS`), so every call counted is one the writes
  * and their reads caused. The webhook round's timer is set to its longest: a round then runs only when the index
- * ingests. What a minute's housekeeping may add (pruning) is averaged over N writes and covered by the SQL budget's room.
+ * ingests. What the machine's speed could move is held still: the fees the relay keeps age by a clock the test moves
+ * one second a write ({@link FEE_AGE_PER_WRITE_MS}), not by the wall clock (a write-and-read cycle slower than the fees'
+ * 2 s broke all four budgets before: a fee read every write), expired rows are pruned hourly, not every minute, and the
+ * node that mines on arrival has its sync sends waited for, not given up on after 100 ms. What is left to the chain is
+ * when a block of the 1 s chain comes: a block later than its cadence said costs one more receipt read, and the budgets
+ * keep room for it. The submissions' minute of housekeeping (a few statements) is covered by the SQL budgets' room.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Hex } from "viem";
@@ -20,13 +25,32 @@ import { postDelegatedAttest, signedReviewBody } from "./support/review_signer.t
 const WRITES = 8;
 
 /**
+ * How much older the relay's kept fees get with each write (the test's fee clock): at 1 s blocks, what a write and its
+ * read take (a block); on a node mining on arrival, a quarter second, more than they take (about 15 ms here), so its
+ * counts are bounds.
+ */
+const FEE_AGE_PER_WRITE_MS = { blockTime: 1_000, automine: 250 } as const;
+
+/** The clock the service's kept fees age by; {@link countWrites} moves it `perWriteMs` a write. */
+function feeClock(perWriteMs: number) {
+  let now = 0;
+  return { now: () => now, advance: () => void (now += perWriteMs) };
+}
+
+/** The service's options that hold still what the machine's speed would move (see above). */
+function stackOptions(fees: ReturnType<typeof feeClock>) {
+  return { feeClock: fees.now, pruneIntervalMs: 3_600_000, env: { WEBHOOK_POLL_MS: "60000" } };
+}
+
+/**
  * The budgets, per write (averages over {@link WRITES}). Measured at their introduction (issue 43), each write read
  * back: 1 s blocks 11.3 calls (the write's own 6.3: the nonce and balance reads and the simulation in one batch, the
  * fees when their 2 s are up, the send, one receipt read when its block is due; the follower's poll for the read 5) and
  * 56–59 statements; on arrival 9.0 calls (the send answered with its receipt) and 56. Writes in a row, then one read:
  * 7.75 and 5.5 calls, 34–35 statements. Before: 19.4 and 10 calls a write, 43–44 statements without the read. The room
- * above them is what the clock may move: the fees are read again every 2 s (two calls), a block may come later than its
- * cadence said (one more receipt read), a minute's pruning (statements). The second pass (issue 43) took out the
+ * above them was what the clock may move: the fees read again every 2 s (two calls), a block later than its cadence said
+ * (one more receipt read), a minute's pruning (statements); since the fees age by the test's clock and pruning is
+ * hourly here, only the late block is left to it. The second pass (issue 43) took out the
  * webhook round a write's poll set off twice (the step that reached the head and the poll it completed each nudged it)
  * the read of the submission record its `submission.settled` made, and the public relay's "told" mark (nobody is told
  * of its submissions): 44–46 and 43.75 statements read back, 25.75 and 24.5 in a row (a write alone 15–16). The
@@ -53,10 +77,36 @@ const BUDGET = {
   automineInARow: { rpcCalls: 6, sql: 25 },
 } as const;
 
-type Counted = { rpcCalls: number; byMethod: Record<string, number>; sql: number; perWriteSql: number[] };
+/**
+ * What each block beyond one a write adds, when the machine is slower than the chain (a write and its read spanning
+ * more than a block): the follower reads each new block within the confirmations' depth for its hash and time (one
+ * call, in its poll's batch) and keeps it, then lets it go (statements); a write that waits longer reads its receipt
+ * once more a block. Measured with 2.1 s and 4.2 s held before each write: 1.17 and 1.06 calls, 3.2 and 2.4 statements
+ * a block beyond one a write. The budgets grow by these per such block the chain made while the writes were counted, so
+ * a count never depends on the machine's speed; at this suite's pace the chain makes about one block a write.
+ */
+const PER_EXTRA_BLOCK = { rpcCalls: 1.25, sql: 3.5 } as const;
+
+/** A budget, grown by what the blocks beyond one a write add ({@link PER_EXTRA_BLOCK}). */
+function allowed(budget: { readonly rpcCalls: number; readonly sql: number }, counted: Counted) {
+  const extra = Math.max(0, counted.blocks - WRITES) / WRITES;
+  return { rpcCalls: budget.rpcCalls + extra * PER_EXTRA_BLOCK.rpcCalls, sql: budget.sql + extra * PER_EXTRA_BLOCK.sql };
+}
+
+type Counted = { rpcCalls: number; byMethod: Record<string, number>; sql: number; perWriteSql: number[]; blocks: number };
+
+/** The devnet's newest block, asked past the service (not counted). */
+async function head(stack: Stack): Promise<number> {
+  const answer = await fetch(stack.devnet.rpcUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] }),
+  });
+  return Number(((await answer.json()) as { result: string }).result);
+}
 
 /** Sends {@link WRITES} delegated reviews one after the other and counts what they cost; each is listed right after. */
-async function countWrites(stack: Stack, subject: string, readEach = true): Promise<Counted> {
+async function countWrites(stack: Stack, fees: ReturnType<typeof feeClock>, subject: string, readEach = true): Promise<Counted> {
   const target = { chainId: stack.service.chainId, easAddress: stack.service.easAddress, schemaUids: stack.devnet.schemaUids };
   const bodies = await Promise.all(Array.from({ length: WRITES }, () =>
     signedReviewBody(target, generatePrivateKey() as Hex, {
@@ -64,7 +114,10 @@ async function countWrites(stack: Stack, subject: string, readEach = true): Prom
     })));
   // Three writes first: their one-off work (the fee cache, the schema reads, learning when blocks come) is not what a
   // write costs.
-  for (let i = 0; i < 3; i++) expect((await postDelegatedAttest(stack.baseUrl, await signedReviewBody(target, generatePrivateKey() as Hex))).status).toBe(200);
+  for (let i = 0; i < 3; i++) {
+    fees.advance();
+    expect((await postDelegatedAttest(stack.baseUrl, await signedReviewBody(target, generatePrivateKey() as Hex))).status).toBe(200);
+  }
   await stack.sync();
   stack.rpc.reset();
   const sqlNow = () => stack.service.sqlStatements() ?? Number.NaN;
@@ -72,8 +125,10 @@ async function countWrites(stack: Stack, subject: string, readEach = true): Prom
   const perWriteSql: number[] = [];
   const uidsWritten: string[] = [];
   const listedBefore = await listed(stack, subject);
+  const head0 = await head(stack);
   for (const [i, body] of bodies.entries()) {
     const before = sqlNow();
+    fees.advance();
     const written = await postDelegatedAttest(stack.baseUrl, body);
     expect(written.status).toBe(200);
     uidsWritten.push(String(written.body.uid).toLowerCase());
@@ -90,10 +145,11 @@ async function countWrites(stack: Stack, subject: string, readEach = true): Prom
     expect(uids.length).toBe(uidsWritten.length + listedBefore);
     perWriteSql.push(sqlNow() - before);
   }
+  const blocks = await head(stack) - head0;
   const calls = [...stack.rpc.trips(), ...stack.rpc.followerTrips()].flat();
   const byMethod: Record<string, number> = {};
   for (const method of calls) byMethod[method] = (byMethod[method] ?? 0) + 1;
-  return { rpcCalls: calls.length / WRITES, byMethod, sql: (sqlNow() - sql0) / WRITES, perWriteSql };
+  return { rpcCalls: calls.length / WRITES, byMethod, sql: (sqlNow() - sql0) / WRITES, perWriteSql, blocks };
 }
 
 /** How many attestations the list names for `subject` now. */
@@ -104,49 +160,57 @@ async function listed(stack: Stack, subject: string): Promise<number> {
 
 function report(name: string, counted: Counted) {
   const perWrite = Object.entries(counted.byMethod).sort((a, b) => b[1] - a[1]).map(([m, n]) => `${m} ${n / WRITES}`).join(", ");
-  console.log(`${name}: ${counted.rpcCalls} JSON-RPC calls per write (${perWrite}); ${counted.sql} SQL statements per write (${counted.perWriteSql.join(" ")})`);
+  console.log(`${name}: ${counted.rpcCalls} JSON-RPC calls per write (${perWrite}); ${counted.sql} SQL statements per write (${counted.perWriteSql.join(" ")}); ${counted.blocks} blocks`);
 }
 
 describe("a chain with a block a second", () => {
   let stack: Stack;
+  const fees = feeClock(FEE_AGE_PER_WRITE_MS.blockTime);
   beforeAll(async () => {
-    stack = await startStack({ devnet: { blockTime: 1 }, env: { WEBHOOK_POLL_MS: "60000" } });
+    stack = await startStack({ devnet: { blockTime: 1 }, ...stackOptions(fees) });
   });
   afterAll(async () => await stack?.stop());
 
   test(`a delegated attestation costs at most ${BUDGET.blockTime.rpcCalls} JSON-RPC calls and ${BUDGET.blockTime.sql} SQL statements`, async () => {
-    const counted = await countWrites(stack, "did:web:budget-blocks.example");
+    const counted = await countWrites(stack, fees, "did:web:budget-blocks.example");
     report("1 s blocks", counted);
-    expect(counted.rpcCalls).toBeLessThanOrEqual(BUDGET.blockTime.rpcCalls);
-    expect(counted.sql).toBeLessThanOrEqual(BUDGET.blockTime.sql);
+    const limit = allowed(BUDGET.blockTime, counted);
+    expect(counted.rpcCalls).toBeLessThanOrEqual(limit.rpcCalls);
+    expect(counted.sql).toBeLessThanOrEqual(limit.sql);
   }, 120_000);
 
   test(`writes in a row, then one read that lists them all: at most ${BUDGET.blockTimeInARow.rpcCalls} JSON-RPC calls and ${BUDGET.blockTimeInARow.sql} SQL statements a write`, async () => {
-    const counted = await countWrites(stack, "did:web:budget-blocks-row.example", false);
+    const counted = await countWrites(stack, fees, "did:web:budget-blocks-row.example", false);
     report("1 s blocks, in a row", counted);
-    expect(counted.rpcCalls).toBeLessThanOrEqual(BUDGET.blockTimeInARow.rpcCalls);
-    expect(counted.sql).toBeLessThanOrEqual(BUDGET.blockTimeInARow.sql);
+    const limit = allowed(BUDGET.blockTimeInARow, counted);
+    expect(counted.rpcCalls).toBeLessThanOrEqual(limit.rpcCalls);
+    expect(counted.sql).toBeLessThanOrEqual(limit.sql);
   }, 120_000);
 });
 
 describe("a chain mining on arrival", () => {
   let stack: Stack;
+  const fees = feeClock(FEE_AGE_PER_WRITE_MS.automine);
   beforeAll(async () => {
-    stack = await startStack({ env: { WEBHOOK_POLL_MS: "60000" } });
+    // Sync sends are waited for: on a loaded machine an answer later than the 100 ms grace would send the write down
+    // another path (the hash asked about first), and the count would depend on the machine's speed.
+    stack = await startStack({ ...stackOptions(fees), sendSyncGraceMs: 30_000 });
   });
   afterAll(async () => await stack?.stop());
 
   test(`a delegated attestation costs at most ${BUDGET.automine.rpcCalls} JSON-RPC calls and ${BUDGET.automine.sql} SQL statements`, async () => {
-    const counted = await countWrites(stack, "did:web:budget-automine.example");
+    const counted = await countWrites(stack, fees, "did:web:budget-automine.example");
     report("automine", counted);
-    expect(counted.rpcCalls).toBeLessThanOrEqual(BUDGET.automine.rpcCalls);
-    expect(counted.sql).toBeLessThanOrEqual(BUDGET.automine.sql);
+    const limit = allowed(BUDGET.automine, counted);
+    expect(counted.rpcCalls).toBeLessThanOrEqual(limit.rpcCalls);
+    expect(counted.sql).toBeLessThanOrEqual(limit.sql);
   }, 120_000);
 
   test(`writes in a row, then one read that lists them all: at most ${BUDGET.automineInARow.rpcCalls} JSON-RPC calls and ${BUDGET.automineInARow.sql} SQL statements a write`, async () => {
-    const counted = await countWrites(stack, "did:web:budget-automine-row.example", false);
+    const counted = await countWrites(stack, fees, "did:web:budget-automine-row.example", false);
     report("automine, in a row", counted);
-    expect(counted.rpcCalls).toBeLessThanOrEqual(BUDGET.automineInARow.rpcCalls);
-    expect(counted.sql).toBeLessThanOrEqual(BUDGET.automineInARow.sql);
+    const limit = allowed(BUDGET.automineInARow, counted);
+    expect(counted.rpcCalls).toBeLessThanOrEqual(limit.rpcCalls);
+    expect(counted.sql).toBeLessThanOrEqual(limit.sql);
   }, 120_000);
 });

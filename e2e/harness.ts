@@ -164,6 +164,10 @@ export async function startStack(
      * (it asks about the hash first), and the test's outcome would depend on the machine's speed.
      */
     sendSyncGraceMs?: number;
+    /** The clock the service's kept fees age by (a test that counts calls per write moves it by hand). */
+    feeClock?: () => number;
+    /** How often expired challenges, sessions and limit rows are pruned (default every minute). */
+    pruneIntervalMs?: number;
   } = {},
 ): Promise<Stack> {
   const startAnvil = await anvilStarter();
@@ -201,11 +205,13 @@ export async function startStack(
     ...options.env,
     ...extra,
   });
+  const { didJsonCa, sendSyncGraceMs, feeClock, pruneIntervalMs } = options;
+  const serviceOptions = { log: silentLogger, rpcFetch, didJsonCa, sendSyncGraceMs, feeClock, pruneIntervalMs };
   let service: Service;
   try {
     service = await reportingSlow(
       () => "startStack: the service is still starting",
-      startService(readConfig(env()), { log: silentLogger, rpcFetch, didJsonCa: options.didJsonCa, sendSyncGraceMs: options.sendSyncGraceMs }),
+      startService(readConfig(env()), serviceOptions),
     );
     await reportingSlow(() => "startStack: the new service's index is still catching up", syncIndex(service, env()));
   } catch (error) {
@@ -220,7 +226,7 @@ export async function startStack(
     rpc,
     dir,
     async restartService(more) {
-      const next = await startService(readConfig(env(more)), { log: silentLogger, rpcFetch, didJsonCa: options.didJsonCa, sendSyncGraceMs: options.sendSyncGraceMs });
+      const next = await startService(readConfig(env(more)), serviceOptions);
       extra.push(next);
       await syncIndex(next, env(more));
       return next;

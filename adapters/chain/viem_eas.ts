@@ -78,6 +78,8 @@ export type ViemEasOptions = {
    * answer, not the machine's speed, decides the outcome.
    */
   readonly sendSyncGraceMs?: number | undefined;
+  /** Tests: the clock the wallets' kept fees age by (default `Date.now`). */
+  readonly feeClock?: (() => number) | undefined;
   /** Signs the service's transactions (adapters/crypto); @noble/curves when absent. */
   readonly secp256k1?: Secp256k1 | undefined;
   /** Hashes the service's transactions (adapters/crypto: WebAssembly); viem's keccak when absent. */
@@ -146,6 +148,7 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
         onMined: options.onMined,
         sendSync: options.sendSync,
         sendSyncGraceMs: options.sendSyncGraceMs,
+        feeClock: options.feeClock,
         sign: options.secp256k1?.sign,
         keccak: options.keccak256?.bytes,
       });

@@ -100,6 +100,8 @@ export type TxSenderOptions = {
   /** Tests: the grace and the pause of the sync method (defaults {@link SEND_SYNC_GRACE_MS}, {@link SEND_SYNC_PAUSE_MS}). */
   sendSyncGraceMs?: number | undefined;
   sendSyncPauseMs?: number | undefined;
+  /** Tests: the clock the kept fees age by (default `Date.now`). */
+  feeClock?: (() => number) | undefined;
 };
 
 /**
@@ -136,7 +138,7 @@ export function createTxSender(options: TxSenderOptions): TxSender {
   const signTransaction = options.signer?.signTransaction ?? localSigner(options.privateKey!, options.sign, options.keccak);
   const wallet = account.address.toLowerCase() as HexString;
   const log = options.log ?? (() => {});
-  const fees = createFees(rpc);
+  const fees = createFees(rpc, options.feeClock);
   const refreshFees = fees.refresh;
 
   const blocks = createBlockCadence();
