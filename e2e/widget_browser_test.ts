@@ -46,6 +46,23 @@ let interactionTx: Hex;
 let hostOrigin: string;
 let user: ReturnType<typeof privateKeyToAccount>;
 let other: ReturnType<typeof privateKeyToAccount>;
+/**
+ * The relay's node, as the outcome-unknown test breaks it: `lose-send` lets the first send through (it is mined) and
+ * loses its answer, then fails the relay's every other call (the index follower's go through), so the relay cannot
+ * tell what became of it: 503 `OUTCOME_UNKNOWN`.
+ */
+let relayNode: "ok" | "lose-send" | "send-lost" = "ok";
+const relayNodeFaults = (inner: typeof fetch) =>
+  (async (input: RequestInfo | URL, init?: RequestInit) => {
+    const follower = new Headers(init?.headers).get("x-ats-reader") === "index-follower";
+    if (relayNode === "ok" || follower) return await inner(input, init);
+    if (relayNode === "lose-send" && /eth_sendRawTransaction/.test(String(init?.body ?? ""))) {
+      await (await inner(input, init)).arrayBuffer();
+      relayNode = "send-lost";
+    }
+    if (relayNode === "send-lost") throw new TypeError("fetch failed (test: the node's answer lost)");
+    return await inner(input, init);
+  }) as typeof fetch;
 
 /** The host page: static HTML framing the widget, and its script (the bridge, bundled from client/). */
 async function startHost(): Promise<ReturnType<typeof Bun.serve>> {
@@ -96,6 +113,7 @@ beforeAll(async () => {
     },
   });
   stack = await startStack({
+    wrapRpcFetch: relayNodeFaults,
     env: { PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, EXPLORER_API_URLS: `31337=http://127.0.0.1:${explorer.port}/api` },
   });
   user = privateKeyToAccount(stack.devnet.keys.users[4] as Hex);
@@ -275,6 +293,12 @@ async function writeReview(widget: Frame, text: string, options: { shot?: { page
   if (resized) await press(widget, "#review-next");
   else await widget.click("#review-next");
   await widget.waitForSelector("#confirm-view:not([hidden])");
+}
+
+/** The attester's EAS nonce, read from the chain: it moves by one for each review written. */
+async function easNonce(attester: Hex): Promise<bigint> {
+  const client = createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl) });
+  return await client.readContract({ address: stack.service.easAddress, abi: EAS_ABI, functionName: "getNonce", args: [attester] }) as bigint;
 }
 
 async function readReview(uid: Hex) {
@@ -499,6 +523,68 @@ describeBrowser("the review widget in a browser", () => {
     expect(problems).toEqual([]);
     await context.close();
   }, 60_000);
+
+  test("an answer lost on its way: the review may have been written; Check again gets the first answer under the same key, with no new signature", async () => {
+    const { page, widget, problems, hostSignatures } = await open({ bridge: true, params: { wallet: user.address } });
+    await widget.waitForSelector("#widget[data-mode=integrated]");
+    const nonceBefore = await easNonce(user.address);
+    const posts: { key: string | undefined; body: string | null }[] = [];
+    page.on("request", (request) => {
+      if (request.method() === "POST" && request.url() === `${stack.baseUrl}/v1/delegated-attest`) posts.push({ key: request.headers()["idempotency-key"], body: request.postData() });
+    });
+    // The service writes the review and answers; the answer never reaches the browser.
+    await page.route(`${stack.baseUrl}/v1/delegated-attest`, async (route) => {
+      await (await route.fetch()).body();
+      await route.abort("connectionreset");
+    }, { times: 1 });
+    await writeReview(widget, "Answer lost once");
+    await widget.click("#confirm-sign");
+    await widget.waitForSelector("#unsure-view:not([hidden])", { timeout: 60_000 });
+    expect(await widget.innerText("#unsure-title")).toBe("The review may have been written");
+    expect(await widget.innerText("#unsure-text")).toContain("never written twice");
+    expect(await easNonce(user.address)).toBe(nonceBefore + 1n);
+    await screenshots(page, "answer-lost");
+    await press(widget, "#check-again");
+    await widget.waitForSelector("#success-view:not([hidden])", { timeout: 60_000 });
+    const uid = (await widget.innerText("#success-uid")) as Hex;
+    expect((await readReview(uid)).data).toMatchObject({ reviewBody: "Answer lost once" });
+    // One signature, one write: the same bytes sent again under the same key got the first answer.
+    expect(hostSignatures()).toBe(1);
+    expect(await easNonce(user.address)).toBe(nonceBefore + 1n);
+    expect(posts.length).toBe(2);
+    expect(posts[0]!.key).toMatch(/^[0-9a-f-]{36}$/);
+    expect(posts[1]).toEqual(posts[0]!);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  }, 120_000);
+
+  test("an outcome the relay does not know: the widget keeps the signed review, names its transaction and reads its submission, never signing again", async () => {
+    const { page, widget, problems, hostSignatures, requests } = await open({ bridge: true, params: { wallet: user.address } });
+    await widget.waitForSelector("#widget[data-mode=integrated]");
+    const nonceBefore = await easNonce(user.address);
+    await writeReview(widget, "Outcome unknown");
+    relayNode = "lose-send";
+    try {
+      await widget.click("#confirm-sign");
+      await widget.waitForSelector("#unsure-view:not([hidden])", { timeout: 60_000 });
+    } finally {
+      relayNode = "ok";
+    }
+    const text = await widget.innerText("#unsure-text");
+    expect(text).toMatch(/^The review was sent, but whether it is on chain is not known yet\. Its transaction: 0x[0-9a-f]{64}\. Check again/);
+    // It is on chain: a new signature now would write it twice.
+    expect(await easNonce(user.address)).toBe(nonceBefore + 1n);
+    await press(widget, "#check-again");
+    // The submission stays `sent` until the reconciler's next round: still on its way, and nothing sent again.
+    await widget.waitForFunction(() => document.getElementById("unsure-text")?.textContent?.startsWith("The review's transaction is still on its way") === true);
+    expect(await widget.isVisible("#unsure-view")).toBe(true);
+    expect(hostSignatures()).toBe(1);
+    expect(requests.filter((r) => r === "POST /v1/delegated-attest").length).toBe(1);
+    expect(requests.filter((r) => r.startsWith("GET /v1/submissions/")).length).toBe(1);
+    expect(await easNonce(user.address)).toBe(nonceBefore + 1n);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  }, 120_000);
 
   test("markup in every parameter is text: shown as written, or the parameter refused and named on the page", async () => {
     const markup = `"><script>alert(1)</script><img src=x onerror=alert(2)>`;

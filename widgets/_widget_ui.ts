@@ -16,6 +16,15 @@ export type WidgetSettings = {
   readonly reviewSchemaUid: `0x${string}`;
 };
 
+/** A signed review as sent: the body, its `Idempotency-Key`, its submission once named, and what the person wrote. */
+export type SentReview = {
+  readonly body: { readonly prepared: PreparedDelegatedAttestation; readonly signature: string; readonly attester: `0x${string}` };
+  readonly key: string;
+  submissionId?: string | undefined;
+  readonly rating: number;
+  readonly text: string;
+};
+
 /** One widget on its page: the parameters it was served for, its elements, and what the person has done so far. */
 export type WidgetState = {
   readonly params: EmbedParams;
@@ -30,6 +39,11 @@ export type WidgetState = {
   busy: boolean;
   /** The service's answer about the wallet's use of the app (decisions §29), for the wallet it was asked about. */
   interaction: { wallet: string; txHash?: string | undefined } | undefined;
+  /**
+   * The signed review whose send's outcome is not known (widgets/send_outcome.ts): sent again under its key, or its
+   * submission read, by "Check again"; never signed again. Undefined once its outcome is known.
+   */
+  sent: SentReview | undefined;
   /** Signing requests waiting for the host's answer, by id. */
   readonly pending: Map<string, { resolve: (signature: string) => void; reject: (error: Error) => void }>;
 };

@@ -137,6 +137,13 @@ export function renderReviewPage(params: EmbedParams, settings: WidgetPageSettin
   <button type="button" class="primary" data-close>Done</button>
 </section>
 
+<section id="unsure-view" class="view" hidden aria-labelledby="unsure-title">
+  <h2 id="unsure-title">The review may have been written</h2>
+  <p class="status" id="unsure-text" role="status"></p>
+  <button type="button" class="primary" id="check-again">Check again</button>
+  <button type="button" class="ghost" data-close>Close</button>
+</section>
+
 <section id="error-view" class="view" hidden aria-labelledby="error-title">
   <h2 id="error-title" class="bad">The review was not written</h2>
   <p class="error" id="error-text" role="alert"></p>

@@ -10,7 +10,7 @@ import { startBuilder } from "./builder.ts";
 import { type EmbedParams, parseEmbedParams } from "./embed_params.ts";
 import { byId, close, explain, formError, meta, provider, rating, show, stars, WidgetError, type WidgetState } from "./_widget_ui.ts";
 import { announceToHost, onHostMessage } from "./host_signing.ts";
-import { prepareReview, signAndSend } from "./review_write.ts";
+import { checkAgain, prepareReview, signAndSend } from "./review_write.ts";
 
 /** An icon that cannot load is removed rather than shown broken (it may have failed before this script ran). */
 function guardIcon(): void {
@@ -102,6 +102,7 @@ function start(params: EmbedParams): void {
     prepared: undefined,
     busy: false,
     interaction: undefined,
+    sent: undefined,
     pending: new Map(),
   };
   guardIcon();
@@ -123,6 +124,7 @@ function start(params: EmbedParams): void {
   byId("confirm-back").addEventListener("click", () => show("review-form"));
   byId("retry").addEventListener("click", () => show("review-form"));
   byId("confirm-sign").addEventListener("click", () => void signAndSend(state));
+  byId("check-again").addEventListener("click", () => void checkAgain(state));
   show("review-form");
 }
 

@@ -1,9 +1,11 @@
 /** The widget's write: the review prepared and shown for confirmation, then signed, its signer checked, and sent. */
 import { recoverTypedDataAddress } from "viem";
 import { fetchNonce, prepareDelegatedAttestation, signableTypedData, submitDelegatedAttestation } from "../client/delegated_attest.ts";
+import { fetchSubmission, newIdempotencyKey } from "../client/submissions.ts";
 import { buildReviewData, transactionProof } from "../domain/reviews/mod.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
-import { byId, fail, formError, progress, rating, show, stars, WidgetError, type WidgetState } from "./_widget_ui.ts";
+import { byId, explain, fail, formError, progress, rating, type SentReview, show, stars, WidgetError, type WidgetState } from "./_widget_ui.ts";
+import { afterSendFailure, submissionOutcome, unsureText } from "./send_outcome.ts";
 import { askHost, askWallet } from "./host_signing.ts";
 
 /** The form sent: the review built (with the interaction's proof), the nonce read, and the confirmation shown. */
@@ -74,15 +76,70 @@ export async function signAndSend(state: WidgetState): Promise<void> {
       throw new WidgetError(`The review was signed by ${signer}, not by the wallet shown (${shown}); nothing was sent.`);
     }
     progress("Sending the review…");
-    const result = await submitDelegatedAttestation({ prepared, signature, attester: shown }, { baseUrl: location.origin });
-    byId("success-rating").textContent = stars(rating(state));
-    byId("success-body").textContent = state.body.value === "" ? "(no text)" : state.body.value;
-    byId("success-wallet").textContent = shown;
-    byId("success-uid").textContent = result.uid ?? "(not known yet)";
-    byId("success-tx").textContent = result.txHash;
-    state.busy = false;
-    show("success-view");
+    state.sent = { body: { prepared, signature, attester: shown }, key: newIdempotencyKey(), rating: rating(state), text: state.body.value };
   } catch (error) {
     fail(state, error);
+    return;
   }
+  await deliver(state);
+}
+
+/**
+ * Sends the signed review kept in `state.sent` under its `Idempotency-Key`: the uid shows success; a refusal (nothing
+ * written) the error view; anything that leaves the write possible the unsure view (widgets/send_outcome.ts).
+ */
+async function deliver(state: WidgetState): Promise<void> {
+  const sent = state.sent!;
+  try {
+    const result = await submitDelegatedAttestation(sent.body, { baseUrl: location.origin, idempotencyKey: sent.key });
+    succeed(state, sent, result.uid, result.txHash);
+  } catch (error) {
+    const outcome = afterSendFailure(error);
+    if (outcome.kind === "refused") {
+      state.sent = undefined;
+      return fail(state, error);
+    }
+    if (outcome.submissionId !== undefined) sent.submissionId = outcome.submissionId;
+    unsure(state, unsureText(outcome));
+  }
+}
+
+/** "Check again" after an unsure send: the submission read when it has one, else the same bytes sent under the same key. */
+export async function checkAgain(state: WidgetState): Promise<void> {
+  const sent = state.sent;
+  if (state.busy || sent === undefined) return;
+  state.busy = true;
+  progress("Checking whether the review was written…");
+  if (sent.submissionId === undefined) return await deliver(state);
+  try {
+    const submission = await fetchSubmission(sent.submissionId, { baseUrl: location.origin });
+    const seen = submissionOutcome(submission);
+    if (seen.kind === "written") return succeed(state, sent, seen.uid, seen.txHash ?? "(not known)");
+    if (seen.kind === "failed") {
+      state.sent = undefined;
+      return fail(state, new WidgetError(`Its transaction failed; nothing was attested${seen.code === undefined ? "" : ` (${seen.code})`}. Write it again to send a new one.`));
+    }
+    unsure(state, unsureText({ why: "waiting", txHash: submission.txHash }));
+  } catch (error) {
+    unsure(state, `${explain(error)} The review may still have been written: check again in a moment.`);
+  }
+}
+
+/** The success view for the review sent. */
+function succeed(state: WidgetState, sent: SentReview, uid: string | null, txHash: string): void {
+  state.sent = undefined;
+  byId("success-rating").textContent = stars(sent.rating);
+  byId("success-body").textContent = sent.text === "" ? "(no text)" : sent.text;
+  byId("success-wallet").textContent = sent.body.attester;
+  byId("success-uid").textContent = uid ?? "(not known yet)";
+  byId("success-tx").textContent = txHash;
+  state.busy = false;
+  show("success-view");
+}
+
+/** The unsure view: the review may have been written; "Check again" finds out. */
+function unsure(state: WidgetState, text: string): void {
+  state.busy = false;
+  byId("unsure-text").textContent = text;
+  show("unsure-view");
 }
