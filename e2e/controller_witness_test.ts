@@ -69,13 +69,21 @@ beforeAll(async () => {
   dns.setA("web.test", ["127.0.0.1"]);
   dns.setA("dns.test", ["127.0.0.1"]);
   dns.setTxt("_controllers.dns.test", [[`v=1;controller=did:pkh:eip155:31337:${dnsKey.address}`]]);
-  stack = await startStack({ env: env(dns.address), didJsonCa: ca.cert });
+  stack = await startStack({ env: env(dns.address), didJsonCa: ca.cert, wrapRpcFetch: silenceable });
 });
 afterAll(async () => {
   await stack?.stop();
   await https?.stop();
   await dns?.stop();
 });
+
+/** While set, the service's chain does not answer (its index follower's reads aside). */
+let chainSilent = false;
+const silenceable = (inner: typeof fetch) =>
+  (async (input: RequestInfo | URL, init?: RequestInit) => {
+    if (chainSilent && new Headers(init?.headers).get("x-ats-reader") !== "index-follower") throw new TypeError("fetch failed (test: the chain is silent)");
+    return await inner(input, init);
+  }) as typeof fetch;
 
 const opts = (service?: Service) => ({ baseUrl: service?.url ?? stack.baseUrl, origin: APP });
 
@@ -300,6 +308,28 @@ describe("controller witness on the devnet", () => {
     expect([res.status, res.body.code]).toEqual([503, "SUBMISSION_FAILED"]);
     expect(JSON.stringify(res.body)).not.toContain("http://");
     expect((await fetchSession(session, opts(broke))).quota).toMatchObject({ used: 0, reserved: 0 });
+  });
+
+  test("a chain that does not answer: 500 RPC_ERROR, nothing charged, and the retry under the same Idempotency-Key runs once it answers", async () => {
+    // An instance of its own: the others' witness wallet may have sent since they last read its nonce.
+    const service = await stack.restartService(env(dns.address));
+    const session = await signIn(service);
+    const body = { subjectDid: dnsDid, controllerDid: `did:pkh:eip155:1:${dnsKey.address}` };
+    const headers = { cookie: session.cookie, origin: APP, "idempotency-key": crypto.randomUUID() };
+    chainSilent = true;
+    let down: Awaited<ReturnType<typeof post>>;
+    try {
+      down = await post("/v1/controller-witness", body, headers, service.url);
+    } finally {
+      chainSilent = false;
+    }
+    expect([down.status, down.body]).toEqual([500, { error: "Witness submission failed: the chain did not answer", code: "RPC_ERROR" }]);
+    expect((await fetchSession(session, opts(service))).quota).toMatchObject({ used: 0, reserved: 0 });
+    // Not kept under the key: the retry runs (before, the 500 was replayed for the key's 24 hours).
+    const again = await post("/v1/controller-witness", body, headers, service.url);
+    expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([200, null]);
+    expect(again.body).toMatchObject({ success: true, method: "dns-txt" });
+    expect((await fetchSession(session, opts(service))).quota).toMatchObject({ used: 1, reserved: 0 });
   });
 
   test("per-domain rate limit: a flood for subdomains of one victim domain is cut off before any lookup", async () => {

@@ -25,6 +25,7 @@ export type WitnessCode =
   | "EVIDENCE_NOT_FOUND"
   | "SCHEMA_NOT_DEPLOYED"
   | "SERVER_ERROR"
+  | "RPC_ERROR"
   | "SIGNER_UNAVAILABLE";
 
 /**

@@ -20,10 +20,17 @@ export const rateLimited = (retryAfterSeconds: number, message: string): Witness
   retryAfterSeconds,
 });
 
+/**
+ * The chain did not answer before anything was sent (its balance read, the simulation): 500 `RPC_ERROR` (decisions §2,
+ * "chain unreachable"), an answer that did nothing, so a retry under the same `Idempotency-Key` runs again. Before, it
+ * was 500 `SERVER_ERROR`, which the key kept: the retry was told the same for 24 hours.
+ */
+const chainSilent = (): WitnessFailure => fail("RPC_ERROR", "Witness submission failed: the chain did not answer");
+
 const cannotWrite = (funds: "low" | "rpc-error"): WitnessFailure =>
   funds === "low"
     ? { ...fail("SUBMISSION_FAILED" as const, "The witness wallet cannot pay for gas right now; nothing was charged"), unavailable: true }
-    : fail("SERVER_ERROR", "Witness submission failed: the chain did not answer");
+    : chainSilent();
 
 const randomId = (deps: ControllerWitnessDeps) => Array.from(deps.random.bytes(16), (b) => b.toString(16).padStart(2, "0")).join("");
 
@@ -104,6 +111,7 @@ export async function confirmAndWrite(deps: ControllerWitnessDeps, request: {
         return fail("SCHEMA_NOT_DEPLOYED", "Controller witness schema not deployed on this chain");
       }
       if (simulation.reason === "insufficient-funds") return cannotWrite("low");
+      if (simulation.reason === "rpc-error") return chainSilent();
       return fail("SERVER_ERROR", "Witness submission failed: the chain refused the write");
     }
     const submission = await writer.submit(call, {

@@ -233,6 +233,18 @@ describe("createControllerWitness()", () => {
     expect(s.writer.simulated).toHaveLength(0);
   });
 
+  test("a chain that does not answer before anything is sent is 500 RPC_ERROR, the write given back (a retry under its key runs again)", async () => {
+    const silent = setup();
+    silent.writer.funds = "rpc-error";
+    expect((await silent.witness(body, signedIn)).result).toMatchObject({ ok: false, code: "RPC_ERROR", message: "Witness submission failed: the chain did not answer" });
+    expect(silent.ledger.writes.size).toBe(0);
+    const simulation = setup();
+    simulation.writer.simulation = { ok: false, reason: "rpc-error" };
+    expect(codeOf(await simulation.witness(body, signedIn))).toBe("RPC_ERROR");
+    expect(simulation.writer.sent).toHaveLength(0);
+    expect(await simulation.ledger.usage(account.id, 2026)).toEqual({ used: 0, reserved: 0 });
+  });
+
   test("requests without evidence never hold a reservation, so they cannot make others hit the limit", async () => {
     const s = setup({ annualWrites: 1 });
     let reservedDuringLookups = 0;
