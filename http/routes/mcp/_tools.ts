@@ -9,6 +9,7 @@ import { type ArtifactTrust, INVALID_ARTIFACT_DID_MESSAGE } from "../../../domai
 import type { createControllerConfirm } from "../../../domain/discovery/mod.ts";
 import type { ControllerWitness, WitnessResumed } from "../../../domain/witness/mod.ts";
 import { type Idempotency, keepsAnswer, MAX_IDEMPOTENCY_KEY_LENGTH } from "../../../domain/idempotency/mod.ts";
+import { canonicalJson } from "../../../domain/payments/mod.ts";
 import { IdentifierList, identifierListRefusal, resolveIdentity } from "../../../domain/identity/mod.ts";
 import type { ListAttestations } from "../../../domain/index/mod.ts";
 import type { KeyStatus } from "../../../domain/keys/mod.ts";
@@ -81,7 +82,10 @@ async function idempotentTool(
   resume?: (noted: string) => Promise<ToolOutcome | undefined>,
 ): Promise<ToolOutcome> {
   if (idempotency === undefined || request.key === undefined) return await run();
-  const decision = await idempotency({ scope: request.scope, key: request.key, method: "TOOL", path: request.tool, body: stringify(request.args) });
+  // The arguments are a JSON object, whose members' order means nothing: compared with their keys sorted, so a retry
+  // that lists them in another order (agents rebuild their calls) is the same call. Before, it was
+  // IDEMPOTENCY_KEY_REUSED, and a client told so writes again under a new key.
+  const decision = await idempotency({ scope: request.scope, key: request.key, method: "TOOL", path: request.tool, body: canonicalJson(request.args) });
   if (decision.kind === "replay") return JSON.parse(decision.answer.body) as ToolOutcome;
   if (decision.kind !== "run") return { ok: false, code: decision.code, message: decision.message };
   let outcome: ToolOutcome;
@@ -157,7 +161,10 @@ const ControllerAuthorizationInput = t.Object({
 const WitnessInput = t.Object({
   subjectDid: Did("The did:web subject whose DNS TXT or did.json names the controller"),
   controllerDid: Did("The controller: did:pkh:eip155:<chainId>:<address> or did:jwk"),
-  chainId: t.Optional(t.Integer({ minimum: 1, description: "Must be the active chain when given" })),
+  chain: t.Optional(t.Union([t.String({ minLength: 1, maxLength: 64 }), t.Integer({ minimum: 1 })], {
+    description: "The attestation chain to write on: CAIP-2 (eip155:8453) or a chain id (8453); default the deployment's default chain (get_trust_anchors lists servedChains)",
+  })),
+  chainId: t.Optional(t.Integer({ minimum: 1, description: "The older spelling of chain (a chain id); both given must name the same chain" })),
   idempotencyKey: t.Optional(t.String({
     minLength: 1,
     maxLength: MAX_IDEMPOTENCY_KEY_LENGTH,

@@ -15,7 +15,7 @@ const anchors: TrustAnchors = {
 const served = buildServedChains([{ chainId: 31337, role: "attestations" }, { chainId: 31338, role: "attestations" }, { chainId: 31339, role: "proofs" }], anchors);
 if (!served.ok) throw new Error(served.message);
 
-function setup() {
+function setup(witnessed: unknown[] = []) {
   const calls: string[] = [];
   const on = (chain: string) => ({
     attestationList: (() => {
@@ -41,13 +41,17 @@ function setup() {
     confirm: (() => Promise.reject(new Error("unused"))) as never,
     trustAnchors: anchors,
     keyStatusRate: rate,
-    witness: (() => Promise.reject(new Error("unused"))) as never,
+    witness: ((body: unknown) => {
+      witnessed.push(body);
+      return Promise.resolve({ result: { ok: true, value: { success: true, uid: null, txHash: `0x${"c".repeat(64)}`, blockNumber: 1, observedAt: 1, method: "dns-txt" } } });
+    }) as never,
     subscription: () => Promise.reject(new Error("unused")),
     log: silentLogger,
     chains: { served: served.ok ? served.value : undefined!, reads: new Map([[31338, on("B")]]) },
   };
-  const tools = createTools(deps, { withAccountTools: false });
-  const run = (name: string, args: unknown) => tools.find((tool) => tool.name === name)!.run(args, { clientKey: "unknown" });
+  const tools = createTools(deps, { withAccountTools: true });
+  const account = { id: "acc-1", address: `0x${"a1".repeat(20)}`, plan: "free", createdAtMs: 0 } as never;
+  const run = (name: string, args: unknown) => tools.find((tool) => tool.name === name)!.run(args, { clientKey: "unknown", account });
   return { calls, run };
 }
 
@@ -70,6 +74,18 @@ describe("MCP read tools on several chains (decisions §30)", () => {
     expect(await env.run("key_status", { subjectDid: "did:web:a.example", keyDid: "did:key:z6Mk", chain: 31339 })).toMatchObject({ ok: false, code: "UNSUPPORTED_CHAIN" });
     expect(await env.run("list_attestations", { attester: `0x${"1".repeat(40)}`, chain: "base" })).toMatchObject({ ok: false, code: "INVALID_INPUT" });
     expect(env.calls).toEqual([]);
+  });
+
+  test("request_controller_witness takes chain as the route does (CAIP-2 or an id), and chainId as its older spelling", async () => {
+    const witnessed: unknown[] = [];
+    const env = setup(witnessed);
+    const dids = { subjectDid: "did:web:a.example", controllerDid: `did:pkh:eip155:1:0x${"1".repeat(40)}` };
+    for (const chain of [{ chain: "eip155:31338" }, { chain: 31338 }, { chainId: 31338 }]) {
+      expect(await env.run("request_controller_witness", { ...dids, ...chain })).toMatchObject({ ok: true, value: { success: true } });
+    }
+    // The use case reads the chain as the route's body (domain/witness: parseWitnessBody).
+    expect(witnessed).toEqual([{ ...dids, chain: "eip155:31338" }, { ...dids, chain: 31338 }, { ...dids, chainId: 31338 }]);
+    expect(await env.run("request_controller_witness", { ...dids, chains: 31338 })).toMatchObject({ ok: false, code: "INVALID_INPUT" });
   });
 
   test("get_trust_anchors lists the served chains", async () => {

@@ -361,6 +361,10 @@ describe("request_controller_witness with an idempotency key (decisions §23)", 
     const retry = await writer.call("request_controller_witness", args);
     expect(retry.structuredContent).toEqual(first.structuredContent);
     expect(writes).toBe(1);
+    // The same arguments listed in another order are the same call (a JSON object's members have no order).
+    const reordered = await writer.call("request_controller_witness", { idempotencyKey: "w-1", controllerDid: args.controllerDid, subjectDid: args.subjectDid });
+    expect(reordered.structuredContent).toEqual(first.structuredContent);
+    expect(writes).toBe(1);
     const other = await writer.call("request_controller_witness", { ...args, subjectDid: "did:web:b.test" });
     expect([other.isError, other.structuredContent?.code]).toEqual([true, "IDEMPOTENCY_KEY_REUSED"]);
     const bad = await writer.call("request_controller_witness", { ...args, idempotencyKey: "" });
