@@ -75,7 +75,9 @@ export async function openServiceSigners(
     const oauth = s.oauth === undefined ? undefined : track(await openJwsSigner("oauth", s.oauth, open));
     if (oauth !== undefined && oauth.alg !== "ES256") throw new SignerStartError("OAUTH_SIGNER: access tokens are ES256, so the key must be P-256 (this one is secp256k1)");
     const delegateByChain = new Map<number, EthereumSigner>();
-    for (const [chainId, uri] of s.delegateByChain ?? []) delegateByChain.set(chainId, track(await openChainDelegate(chainId, uri, open)));
+    for (const [chainId, uri] of s.delegateByChain ?? []) {
+      delegateByChain.set(chainId, track(await openChainDelegate(chainId, uri, open, chainDelegatePin(s, chainId))));
+    }
     return { delegate, witness, x402, oauth, delegateByChain };
   } catch (error) {
     await Promise.all(opened.map((signer) => signer.close().catch(() => undefined)));
@@ -83,13 +85,50 @@ export async function openServiceSigners(
   }
 }
 
-/** A chain's delegate signer; a wrong URI stops the start with one line naming `DELEGATE_SIGNER_<chainId>`. */
-async function openChainDelegate(chainId: number, uri: string, open: OpenSignerDeps): Promise<EthereumSigner> {
+/** The address a chain's delegate must answer for: `DELEGATE_ADDRESS_<chainId>`, else the role's `DELEGATE_ADDRESS`. */
+function chainDelegatePin(s: Pick<Config["signers"], "addresses" | "delegateAddressByChain">, chainId: number): { readonly address: string; readonly variable: string } | undefined {
+  const own = s.delegateAddressByChain?.get(chainId);
+  if (own !== undefined) return { address: own, variable: `DELEGATE_ADDRESS_${chainId}` };
+  return s.addresses.delegate === undefined ? undefined : { address: s.addresses.delegate, variable: "DELEGATE_ADDRESS" };
+}
+
+/**
+ * A chain's delegate signer; a wrong URI, or a key answering for another address than its pin ({@link chainDelegatePin}),
+ * stops the start with one line naming `DELEGATE_SIGNER_<chainId>` and the pin's variable. Before, `DELEGATE_ADDRESS`
+ * pinned the role's signer only: a chain's own delegate could be any key.
+ */
+async function openChainDelegate(chainId: number, uri: string, open: OpenSignerDeps, pin: ReturnType<typeof chainDelegatePin>): Promise<EthereumSigner> {
   try {
-    return await openEthereumSigner("delegate", uri, open);
+    return await openEthereumSigner("delegate", uri, open, pin?.address);
   } catch (error) {
-    if (error instanceof SignerStartError) throw new SignerStartError(error.message.replace(/^DELEGATE_SIGNER\b/, `DELEGATE_SIGNER_${chainId}`));
-    throw error;
+    if (!(error instanceof SignerStartError)) throw error;
+    const named = error.message.replace(/^DELEGATE_SIGNER\b/, `DELEGATE_SIGNER_${chainId}`).replace(/\bDELEGATE_ADDRESS\b/, pin?.variable ?? "DELEGATE_ADDRESS");
+    const hint = pin?.variable === "DELEGATE_ADDRESS" ? ` (DELEGATE_ADDRESS pins every chain's delegate; DELEGATE_ADDRESS_${chainId} pins this chain's own)` : "";
+    throw new SignerStartError(`${named}${hint}`);
+  }
+}
+
+/**
+ * Every `DELEGATE_SIGNER_<chainId>` and `DELEGATE_ADDRESS_<chainId>` names an attestation chain the deployment serves,
+ * and a chain pinned by `DELEGATE_ADDRESS_<chainId>` without a signer of its own has the role's signer answering for
+ * that address. Throws SignerStartError naming the variable. Before, a typo in the chain id (`DELEGATE_SIGNER_31383`
+ * for 31338) started the service, and the chain meant was paid for by the role's wallet.
+ */
+export function checkChainDelegates(s: Pick<Config["signers"], "delegateByChain" | "delegateAddressByChain">, signers: ServiceSigners, chains: SigningChains): void {
+  const served = chains.chainIds.map((id) => `eip155:${id}`).join(", ");
+  for (const [prefix, named] of [["DELEGATE_SIGNER", s.delegateByChain], ["DELEGATE_ADDRESS", s.delegateAddressByChain]] as const) {
+    for (const chainId of named?.keys() ?? []) {
+      if (!chains.chainIds.includes(chainId)) {
+        throw new SignerStartError(`${prefix}_${chainId}: chain ${chainId} is not an attestation chain this deployment serves (it serves ${served})`);
+      }
+    }
+  }
+  for (const [chainId, address] of s.delegateAddressByChain ?? []) {
+    if (s.delegateByChain?.has(chainId)) continue;
+    const signer = delegateOn(signers, chainId);
+    if (signer !== undefined && signer.address.toLowerCase() !== address.toLowerCase()) {
+      throw new SignerStartError(`DELEGATE_ADDRESS_${chainId}: the delegate signing on chain ${chainId} (DELEGATE_SIGNER) answers for ${signer.address}, not ${address}`);
+    }
   }
 }
 

@@ -1,9 +1,11 @@
 import { describe, expect, test } from "bun:test";
+import type { Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
 import { ANVIL_DEV_KEYS } from "../adapters/devnet/mod.ts";
 import { nobleSecp256k1, openKeccak256 } from "../adapters/crypto/mod.ts";
 import { SignerStartError } from "../adapters/signers/mod.ts";
 import { readConfig } from "./config.ts";
-import { checkDelegatePresent, checkRawKeys, delegateOn, distinctSigners, openServiceSigners, signerStates } from "./signers.ts";
+import { checkChainDelegates, checkDelegatePresent, checkRawKeys, delegateOn, distinctSigners, openServiceSigners, signerStates } from "./signers.ts";
 
 const KEY = `0x${"33".repeat(32)}`;
 
@@ -122,6 +124,38 @@ describe("a delegate per chain (decisions §30)", () => {
     expect(() => checkDelegatePresent(none.signers, { chainIds: [31337, 8453], embeddedDevnet: false })).toThrow(/^DELEGATE_SIGNER: required on chain 8453/);
     const own = await opened({ DELEGATE_SIGNER_8453: "env:BASE_KEY", BASE_KEY: OTHER });
     expect(() => checkDelegatePresent(own.signers, { chainIds: [31337, 8453], embeddedDevnet: false })).not.toThrow();
+  });
+
+  test("DELEGATE_ADDRESS pins every chain's delegate, DELEGATE_ADDRESS_<chainId> one chain's own: another key stops the start naming both variables", async () => {
+    const [keyAddress, otherAddress] = [privateKeyToAccount(KEY as Hex).address, privateKeyToAccount(OTHER as Hex).address];
+    // Before, DELEGATE_ADDRESS held the role's signer only, and a chain's own delegate could be any key.
+    const roleWide = await opened({ DELEGATE_PRIVATE_KEY: KEY, DELEGATE_ADDRESS: keyAddress, DELEGATE_SIGNER_31338: "env:CHAIN_B_KEY", CHAIN_B_KEY: OTHER })
+      .catch((error: unknown) => error);
+    expect(roleWide).toBeInstanceOf(SignerStartError);
+    expect((roleWide as Error).message).toBe(
+      `DELEGATE_SIGNER_31338: the key answers for ${otherAddress}, not DELEGATE_ADDRESS ${keyAddress} (DELEGATE_ADDRESS pins every chain's delegate; DELEGATE_ADDRESS_31338 pins this chain's own)`,
+    );
+    const own = await opened({ DELEGATE_PRIVATE_KEY: KEY, DELEGATE_ADDRESS: keyAddress, DELEGATE_SIGNER_31338: "env:CHAIN_B_KEY", CHAIN_B_KEY: OTHER, DELEGATE_ADDRESS_31338: otherAddress });
+    expect(delegateOn(own.signers, 31338)!.address).toBe(otherAddress);
+    const wrongOwn = await opened({ DELEGATE_PRIVATE_KEY: KEY, DELEGATE_SIGNER_31338: "env:CHAIN_B_KEY", CHAIN_B_KEY: OTHER, DELEGATE_ADDRESS_31338: keyAddress })
+      .catch((error: unknown) => error);
+    expect((wrongOwn as Error).message).toBe(`DELEGATE_SIGNER_31338: the key answers for ${otherAddress}, not DELEGATE_ADDRESS_31338 ${keyAddress}`);
+    // A chain pinned without a delegate of its own is held to the role's signer there.
+    const pinnedOnly = await opened({ DELEGATE_PRIVATE_KEY: KEY, DELEGATE_ADDRESS_31338: otherAddress });
+    expect(() => checkChainDelegates(pinnedOnly.config.signers, pinnedOnly.signers, { chainIds: [31337, 31338], embeddedDevnet: false }))
+      .toThrow(`DELEGATE_ADDRESS_31338: the delegate signing on chain 31338 (DELEGATE_SIGNER) answers for ${keyAddress}, not ${otherAddress}`);
+  });
+
+  test("a DELEGATE_SIGNER_<chainId> or DELEGATE_ADDRESS_<chainId> for a chain the deployment does not serve stops the start naming it", async () => {
+    // Before, a typo (31383 for 31338) started, and the role's wallet paid on the chain meant.
+    const typo = await opened({ DELEGATE_PRIVATE_KEY: KEY, DELEGATE_SIGNER_31383: "env:CHAIN_B_KEY", CHAIN_B_KEY: OTHER });
+    expect(() => checkChainDelegates(typo.config.signers, typo.signers, { chainIds: [31337, 31338], embeddedDevnet: false }))
+      .toThrow("DELEGATE_SIGNER_31383: chain 31383 is not an attestation chain this deployment serves (it serves eip155:31337, eip155:31338)");
+    const pin = await opened({ DELEGATE_PRIVATE_KEY: KEY, DELEGATE_ADDRESS_8453: privateKeyToAccount(KEY as Hex).address });
+    expect(() => checkChainDelegates(pin.config.signers, pin.signers, { chainIds: [31337], embeddedDevnet: false })).toThrow(/^DELEGATE_ADDRESS_8453: chain 8453 is not/);
+    const served = await opened({ DELEGATE_PRIVATE_KEY: KEY, DELEGATE_SIGNER_31338: "env:CHAIN_B_KEY", CHAIN_B_KEY: OTHER });
+    expect(() => checkChainDelegates(served.config.signers, served.signers, { chainIds: [31337, 31338], embeddedDevnet: false })).not.toThrow();
+    expect(() => readConfig({ DELEGATE_ADDRESS_31338: "0x12" })).toThrow(/DELEGATE_ADDRESS_31338.*an address/);
   });
 
   test("a DELEGATE_SIGNER_<chainId> that cannot be opened stops the start with one line naming that variable", async () => {

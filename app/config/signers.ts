@@ -52,6 +52,11 @@ export type SignersConfig = {
   readonly oauth: string | undefined;
   /** `DELEGATE_SIGNER_<chainId>` (decisions §30): the delegate's signer on that chain; a chain without one uses `delegate`. */
   readonly delegateByChain: ReadonlyMap<number, string>;
+  /**
+   * `DELEGATE_ADDRESS_<chainId>`: the address the delegate's key on that chain must answer for; a chain without one is
+   * held to `DELEGATE_ADDRESS` when that is set (the role's pin covers every chain's delegate).
+   */
+  readonly delegateAddressByChain: ReadonlyMap<number, string>;
   /** `<ROLE>_ADDRESS`: the address a role's key must answer for (Ethereum roles). */
   readonly addresses: { readonly delegate?: string | undefined; readonly witness?: string | undefined; readonly x402?: string | undefined };
   /** `SIGNER_TIMEOUT_MS` (default 5000, from 100 to 60000): a signature not given in time is a 503 SIGNER_UNAVAILABLE. */
@@ -81,21 +86,27 @@ export function readSigners(ctx: Omit<ReadContext, "values">, x402Format: "eip71
     witness,
     x402: v.x402 ?? (x402Format === "eip712" ? legacy("X402_SIGNING_KEY") ?? witness : legacy("X402_JWS_KEY")),
     witnessPrivateKey: v.witnessPrivateKey ?? v.delegatePrivateKey,
-    delegateByChain: delegateByChain(ctx.env),
+    delegateByChain: perChain(ctx.env, "DELEGATE_SIGNER", SIGNER_URI, "a signer URI: env:, keystore:, jsonrpc:, pkcs11: or awskms: (docs/signing.md)"),
+    delegateAddressByChain: perChain(ctx.env, "DELEGATE_ADDRESS", /^0x[0-9a-fA-F]{40}$/, "an address (0x and 40 hex digits)"),
     env: ctx.env,
   };
 }
 
-/** `DELEGATE_SIGNER_<chainId>`: a signer URI per chain (decisions §30). */
-function delegateByChain(env: Env): ReadonlyMap<number, string> {
-  const signers = new Map<number, string>();
+/**
+ * `<PREFIX>_<chainId>` (decisions §30): `DELEGATE_SIGNER_<chainId>`, a signer URI per chain, and
+ * `DELEGATE_ADDRESS_<chainId>`, its pin. A suffix that is not a decimal chain id, or a value of another form, stops the
+ * start naming the variable; whether the chain is served is checked once the chains are known (app/signers.ts).
+ */
+function perChain(env: Env, prefix: string, form: RegExp, expected: string): ReadonlyMap<number, string> {
+  const values = new Map<number, string>();
+  const named = new RegExp(`^${prefix}_([0-9]+)$`);
   for (const name of Object.keys(env)) {
-    const match = /^DELEGATE_SIGNER_([0-9]+)$/.exec(name);
+    const match = named.exec(name);
     const value = env[name]?.trim();
     if (match === null || value === undefined || value === "") continue;
-    if (!/^[1-9][0-9]{0,15}$/.test(match[1]!)) throw new ConfigError(name, "expected DELEGATE_SIGNER_<chainId>, a decimal chain id");
-    if (!SIGNER_URI.test(value)) throw new ConfigError(name, "expected a signer URI: env:, keystore:, jsonrpc:, pkcs11: or awskms: (docs/signing.md)");
-    signers.set(Number(match[1]), value);
+    if (!/^[1-9][0-9]{0,15}$/.test(match[1]!)) throw new ConfigError(name, `expected ${prefix}_<chainId>, a decimal chain id`);
+    if (!form.test(value)) throw new ConfigError(name, `expected ${expected}`);
+    values.set(Number(match[1]), value);
   }
-  return signers;
+  return values;
 }
