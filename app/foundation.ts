@@ -23,7 +23,7 @@ import type { Storage } from "../ports/storage.ts";
 import type { ChainAnchors, TrustAnchors } from "../ports/trust_anchors.ts";
 import { attestationChains, type ChainConfig, type ChainsConfig, type Config, defaultChain } from "./config.ts";
 import { describeMetrics } from "./metrics.ts";
-import { checkDelegatePresent, checkRawKeys, closeSigners, delegateOn, openServiceSigners, type ServiceSigners } from "./signers.ts";
+import { checkChainDelegates, checkDelegatePresent, checkRawKeys, closeSigners, delegateOn, openServiceSigners, type ServiceSigners } from "./signers.ts";
 import { SignerStartError } from "../adapters/signers/mod.ts";
 import type { EthereumSigner } from "../ports/signer.ts";
 
@@ -144,7 +144,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
     const rpcUrl: string = served.rpcUrl ?? devnet!.chains.find((c) => c.chainId === served.chainId)?.rpcUrl ?? devnet!.rpcUrl;
     const trustAnchors = loadTrustAnchors(config.chains.trustAnchorsPath ?? devnet!.trustAnchorsPath);
     checkAnchoredChains(config.chains, trustAnchors);
-    const { chainId, chain } = await checkChain(rpcUrl, trustAnchors, served);
+    const { chainId, chain } = await checkChain(rpcUrl, trustAnchors, served, config.chains.rpcUrlChainId);
     await checkOtherChains(config.chains, served, trustAnchors, devnet);
     // The embedded devnet's own keys sign for the roles the config leaves without one.
     if (devnet !== undefined && (signers.delegate === undefined || signers.witness === undefined)) {
@@ -156,6 +156,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
       // Every attestation chain the signers sign on (RPC_URL's one chain is known by the node's answer).
       const signing = { chainIds: attestationChains(config.chains).map((c) => c.chainId ?? chainId), embeddedDevnet: devnet !== undefined };
       checkDelegatePresent(signers, signing);
+      checkChainDelegates(config.signers, signers, signing);
       checkRawKeys(config, signers, signing, { log, metrics });
     } catch (error) {
       if (error instanceof SignerStartError) throw new StartupError(error.message);
@@ -278,9 +279,16 @@ function startEmbeddedDevnet(config: Config, configured: ServiceSigners, log: Lo
 }
 
 /** The chain's id, its anchors, and an EAS of the version delegated signatures are made for at the anchored address. */
-async function checkChain(rpcUrl: string, trustAnchors: TrustAnchors, served: Pick<ChainConfig, "caip2" | "chainId">): Promise<{ chainId: number; chain: ChainAnchors }> {
+async function checkChain(
+  rpcUrl: string,
+  trustAnchors: TrustAnchors,
+  served: Pick<ChainConfig, "caip2" | "chainId">,
+  meant?: number | undefined,
+): Promise<{ chainId: number; chain: ChainAnchors }> {
   const probe = createPublicClient({ transport: http(rpcUrl, { retryCount: 2, timeout: 10_000 }) });
   const chainId = await chainIdOf(probe, served);
+  // `DEFAULT_CHAIN` beside `RPC_URL` names the chain meant; the node's is checked before anything else is asked of it.
+  if (meant !== undefined && meant !== chainId) throw new StartupError(`DEFAULT_CHAIN: eip155:${meant} is not the chain RPC_URL serves (eip155:${chainId})`);
   const chain = activeChainAnchors(trustAnchors, chainId);
   if (!chain.ok) throw new StartupError(`${chain.message} (TRUST_ANCHORS_PATH)`);
   const easAddress = chain.value.easContract as Address;

@@ -52,6 +52,30 @@ test("each bad chains file stops the start with one line naming it", async () =>
   }
 }, 60_000);
 
+test("DEFAULT_CHAIN beside RPC_URL names the chain meant: a node answering for another stops the start naming both (it was ignored)", async () => {
+  // A node that answers eth_chainId for 31337: the refusal comes before anything else is asked of it.
+  const asked: string[] = [];
+  const node = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(request) {
+      const body = await request.json() as { id: number; method: string } | { id: number; method: string }[];
+      const calls = Array.isArray(body) ? body : [body];
+      asked.push(...calls.map((c) => c.method));
+      const answers = calls.map((c) => ({ jsonrpc: "2.0", id: c.id, ...(c.method === "eth_chainId" ? { result: "0x7a69" } : { error: { code: -32601, message: "not here" } }) }));
+      return Response.json(Array.isArray(body) ? answers : answers[0]);
+    },
+  });
+  try {
+    const { code, stderr } = await start("", { CHAINS_FILE: "", RPC_URL: `http://127.0.0.1:${node.port}`, DEFAULT_CHAIN: "eip155:8453" });
+    expect([code, stderr.split("\n").length]).toEqual([1, 1]);
+    expect(stderr).toContain("DEFAULT_CHAIN: eip155:8453 is not the chain RPC_URL serves (eip155:31337)");
+    expect(new Set(asked)).toEqual(new Set(["eth_chainId"]));
+  } finally {
+    await node.stop(true);
+  }
+}, 60_000);
+
 test("DEVNET_CHAINS=2 with DEFAULT_CHAIN=31338 starts on the devnet's second chain (it stopped, blaming a CHAINS_FILE never set)", async () => {
   const service = await startServiceProcess({ HOME: dir, DATA_DIR: join(dir, "second"), PORT: "0", LOG_LEVEL: "error", DEVNET_CHAINS: "2", DEFAULT_CHAIN: "31338" }, 60_000);
   try {

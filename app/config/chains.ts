@@ -53,6 +53,11 @@ export const ChainsSection = Type.Object({
 export type ChainsConfig = {
   /** The default chain's CAIP-2; undefined: the one chain `RPC_URL` names. */
   readonly default: string | undefined;
+  /**
+   * `DEFAULT_CHAIN` beside `RPC_URL`: the chain id the operator means, checked against the node's at start (another
+   * stops it). Before, it was ignored, and the service served whatever chain `RPC_URL` answered for.
+   */
+  readonly rpcUrlChainId?: number | undefined;
   readonly list: readonly ChainConfig[];
   /** `DEVNET_CHAINS`: chains the embedded devnet starts. */
   readonly devnetChains: 1 | 2;
@@ -115,7 +120,15 @@ export function readChains(ctx: Omit<ReadContext, "values">, readFile: (path: st
       chainId,
       ...(i === 0 ? one : { rpcUrl: undefined, role: "attestations" as const }),
     }));
-  return { ...common, default: v.rpcUrl !== undefined ? undefined : pickDefault(list, v.defaultChain), list };
+  if (v.rpcUrl === undefined) return { ...common, default: pickDefault(list, v.defaultChain), list };
+  return { ...common, default: undefined, list, ...(v.defaultChain === undefined ? {} : { rpcUrlChainId: chainIdNamed(v.defaultChain) }) };
+}
+
+/** A `DEFAULT_CHAIN` given with `RPC_URL`: a decimal chain id or `eip155:<id>`. */
+function chainIdNamed(named: string): number {
+  const match = /^(?:eip155:)?([1-9][0-9]{0,15})$/.exec(named);
+  if (match === null) throw new ConfigError("DEFAULT_CHAIN", `${named} is not a chain id (8453) or CAIP-2 (eip155:8453)`);
+  return Number(match[1]);
 }
 
 /** `DEFAULT_CHAIN` (CAIP-2 or a decimal chain id) among the attestation chains; unset: the first of them. */

@@ -18,6 +18,11 @@ describe("the chains section (decisions §30)", () => {
     const one = readConfig({ RPC_URL: "https://node.example", RPC_WS_URL: "wss://node.example", START_BLOCK: "7", ...ANCHORS }).chains;
     expect(one.list).toEqual([{ caip2: undefined, chainId: undefined, rpcUrl: "https://node.example", wsUrl: "wss://node.example", startBlock: 7n, confirmations: undefined, role: "attestations" }]);
     expect(defaultChain(one).rpcUrl).toBe("https://node.example");
+    // DEFAULT_CHAIN beside RPC_URL names the chain meant (checked against the node's at start); before, it was ignored.
+    expect(one.rpcUrlChainId).toBeUndefined();
+    expect(readConfig({ RPC_URL: "https://node.example", DEFAULT_CHAIN: "eip155:8453", ...ANCHORS }).chains.rpcUrlChainId).toBe(8453);
+    expect(readConfig({ RPC_URL: "https://node.example", DEFAULT_CHAIN: "8453", ...ANCHORS }).chains.rpcUrlChainId).toBe(8453);
+    expect(() => readConfig({ RPC_URL: "https://node.example", DEFAULT_CHAIN: "base", ...ANCHORS })).toThrow(/^DEFAULT_CHAIN: base is not a chain id/);
     const devnet = readConfig({ DEVNET_CHAINS: "2" }).chains;
     expect(devnet.list.map((c) => c.caip2)).toEqual(["eip155:31337", "eip155:31338"]);
     expect(defaultChain(devnet).chainId).toBe(31337);
