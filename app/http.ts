@@ -241,8 +241,13 @@ function readiness(config: Pick<Config, "signers">, f: Foundation, c: Capabiliti
     const { follower: _, ...indexStatus } = status ?? c.index.status();
     // A stale index (no poll completed for INDEX_STALL_SECONDS) makes every public read 503 INDEX_STALE: not ready.
     const indexFresh = status !== undefined && !status.stale;
+    const defaultServes = rpc && delegateFunded !== false && indexFresh;
+    // Decisions §30: one provider down fails its own chain only. With several attestation chains the instance is ready
+    // while any of them serves; a chain that does not answers its own reads 503 INDEX_STALE naming it. Before, the
+    // default chain's provider down took every instance out of the balancer, and every other chain's reads with it.
+    const anotherServes = Object.values(chains ?? {}).some((chain) => (chain as { index: boolean }).index);
     return {
-      ready: database && rpc && delegateFunded !== false && indexFresh,
+      ready: database && (defaultServes || anotherServes),
       checks: { database, trustAnchors: true, rpc, ...(delegateFunded === undefined ? {} : { delegateBalance: delegateFunded }), index: indexFresh },
       index: indexStatus,
       // Each role's signer (decisions §27): up, down (its last signature failed) or unknown (none asked for yet).
@@ -253,8 +258,9 @@ function readiness(config: Pick<Config, "signers">, f: Foundation, c: Capabiliti
 }
 
 /**
- * Decisions §30: each other attestation chain's index, by CAIP-2 id. Shown, never part of `ready`: a stale chain fails
- * its own reads (503 INDEX_STALE naming it), and taking the instance out of the balancer would fail every chain's.
+ * Decisions §30: each other attestation chain's index, by CAIP-2 id. A stale chain fails its own reads (503 INDEX_STALE
+ * naming it) and never makes the instance unready alone; taking the instance out of the balancer would fail every
+ * chain's. The instance is unready only when no chain serves.
  */
 async function otherChainsReadiness(chains: readonly ChainIndex[]): Promise<Record<string, unknown> | undefined> {
   if (chains.length === 0) return undefined;

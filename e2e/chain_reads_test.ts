@@ -162,6 +162,30 @@ test("reads of chain A make no JSON-RPC call on chain B", async () => {
   expect(notFollower.slice(before)).toEqual([]);
 });
 
+test("the default chain's provider down: A's reads 503 naming it, B's reads 200, /readyz still ready (B serves); both down, not ready", async () => {
+  // Both chains serving first (each follower has polled).
+  expect((await until(() => get(`/v1/attestations?attester=${attester}&chain=31338`), (r) => r.status === 200)).status).toBe(200);
+  expect((await until(() => get("/readyz"), (r) => r.status === 200)).status).toBe(200);
+  A().proxy.onHttp = () => new Response("down", { status: 502 });
+  try {
+    const onA = await until(() => get(`/v1/attestations?attester=${attester}`), (r) => r.status === 503);
+    expect([onA.status, onA.body.code]).toEqual([503, "INDEX_STALE"]);
+    const onB = await get(`/v1/attestations?attester=${attester}&chain=31338`);
+    expect(onB.status).toBe(200);
+    // Before, /readyz was 503 here: a balancer took the instance out, and chain B's reads with it.
+    const ready = await get("/readyz");
+    expect([ready.status, ready.body.status, ready.body.checks.rpc, ready.body.checks.index, ready.body.chains["eip155:31338"].index]).toEqual([200, "ready", false, false, true]);
+    B().proxy.onHttp = () => new Response("down", { status: 502 });
+    const none = await until(() => get("/readyz"), (r) => r.status === 503);
+    expect([none.status, none.body.status, none.body.chains["eip155:31338"].index]).toEqual([503, "not-ready", false]);
+  } finally {
+    A().proxy.onHttp = undefined;
+    B().proxy.onHttp = undefined;
+  }
+  // Both back: ready again once both followers have polled.
+  expect((await until(() => get("/readyz"), (r) => r.status === 200)).status).toBe(200);
+});
+
 test("chain B's provider down: B's reads 503 INDEX_STALE naming it, A's reads still 200, /readyz ready showing B stale", async () => {
   B().proxy.onHttp = () => new Response("down", { status: 502 });
   try {

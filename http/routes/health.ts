@@ -17,7 +17,7 @@ export const ReadyModel = t.Object({
   })),
   chains: t.Optional(t.Record(t.String(), t.Object({
     index: t.Boolean({ description: "This chain's index is fresh (its reads answer)" }),
-  }, { additionalProperties: true }), { description: "Decisions §30: each other attestation chain's index by CAIP-2 id; shown, not part of readiness (a stale chain fails only its own reads)" })),
+  }, { additionalProperties: true }), { description: "Decisions §30: each other attestation chain's index by CAIP-2 id. A stale chain fails only its own reads; the instance is ready while the default chain (checks) or any of these serves" })),
 });
 
 /** One readiness check and whether it passed. */
@@ -28,7 +28,7 @@ export type ReadinessReport = {
   readonly index?: unknown;
   /** Each role's signer: up, down (its last signature failed) or unknown (decisions §27). */
   readonly signers?: Readonly<Record<string, string>> | undefined;
-  /** Each other attestation chain's index by CAIP-2 id (decisions §30): shown, not part of `ready`. */
+  /** Each other attestation chain's index by CAIP-2 id (decisions §30): ready while the default or any of these serves. */
   readonly chains?: Readonly<Record<string, unknown>> | undefined;
 };
 
