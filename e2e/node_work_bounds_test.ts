@@ -68,3 +68,15 @@ test("a public write's simulation searches no further than PUBLIC_RELAY_MAX_GAS_
   const estimates = proxy.calls.slice(mark).filter((c) => c.method === "eth_estimateGas");
   expect(estimates.map((c) => (c.params[0] as { gas?: string }).gas)).toEqual([`0x${((3_000_000n * 10n) / 12n).toString(16)}`]);
 });
+
+test("a public batch's simulation searches no further than its requests' share: PUBLIC_RELAY_MAX_GAS_PER_TX each, with its headroom", async () => {
+  // Before, a batch's estimate ran at the node's cap whatever the relay's limit.
+  const target = { chainId: stack.service.chainId, easAddress: stack.service.easAddress, schemaUids: stack.devnet.schemaUids };
+  const requests = [await signedReviewBody(target, generatePrivateKey()), await signedReviewBody(target, generatePrivateKey()), await signedReviewBody(target, generatePrivateKey())];
+  const mark = proxy.calls.length;
+  const res = await fetch(`${stack.baseUrl}/v1/delegated-attest/batch`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ requests }) });
+  const body = await res.json() as { results: { uid?: string }[] };
+  expect([res.status, body.results.map((r) => typeof r.uid)]).toEqual([200, ["string", "string", "string"]]);
+  const estimates = proxy.calls.slice(mark).filter((c) => c.method === "eth_estimateGas");
+  expect(estimates.map((c) => (c.params[0] as { gas?: string }).gas)).toEqual([`0x${((3n * 3_000_000n * 10n) / 12n).toString(16)}`]);
+});

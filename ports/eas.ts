@@ -166,7 +166,7 @@ export interface DelegateSubmitter {
    * given (EAS checks each signature against the attester's nonce as it increments within the call). Absent: this
    * deployment sends no batches.
    */
-  readonly simulateBatch?: ((calls: readonly DelegatedAttestCall[]) => Promise<Simulation>) | undefined;
+  readonly simulateBatch?: ((calls: readonly DelegatedAttestCall[], options?: { readonly maxGas?: bigint | undefined }) => Promise<Simulation>) | undefined;
   readonly submitBatch?: ((calls: readonly DelegatedAttestCall[], options: SubmitOptions) => Promise<BatchSubmission>) | undefined;
   /**
    * Deploys a counterfactual wallet through its ERC-6492 factory call before its first attestation (EAS checks

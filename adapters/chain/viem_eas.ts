@@ -244,7 +244,7 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
       if (submission.ok && submission.uid !== null) options.onAttested?.(writtenOf(call, submission.uid, submission.blockNumber));
       return submission;
     },
-    simulateBatch: (calls) => fitToBlock(estimate(encodeBatch(calls)), blockGasLimit),
+    simulateBatch: (calls, simulateOptions) => fitToBlock(estimate(encodeBatch(calls), simulateOptions?.maxGas), blockGasLimit),
     async submitBatch(calls, submitOptions) {
       const submission = await submitAttestationBatch(delegateSender, easAddress, encodeBatch(calls), submitOptions);
       // EAS logs the batch's attestations in the order of its requests.

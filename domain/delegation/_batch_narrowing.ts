@@ -110,20 +110,27 @@ export async function narrow(run: BatchRun, whole: Simulation): Promise<Simulati
 }
 
 /**
- * A batch too large for one block (the node's estimate found no limit up to its cap that fits): its later half is given
+ * A batch too large for one block or for its requests' share of `MAX_GAS_PER_TX` (the node's estimate found no limit up
+ * to its cap that fits): its later half is given
  * back unsent, each item told to come again in a smaller batch (and the later items of its attesters with it), and the
  * rest simulated again, so a batch costs at most ⌈log₂ n⌉ more simulations. One item alone too large is refused as the
  * single route refuses it. It answered every item 500 RPC_ERROR, a dependency failure, with nothing sent.
  */
 export async function halveTooLarge(run: BatchRun): Promise<void> {
+  // With MAX_GAS_PER_TX the search stops at each request's share of it (batchSimulationCap), else at a block's gas.
+  const cap = run.deps.maxGasPerTx;
   if (run.sending.length === 1) {
-    await drop(run, run.sending[0]!, fail("INVALID_INPUT", "The attestation needs more gas than a block holds; nothing was sent"));
+    const single = cap === undefined
+      ? "The attestation needs more gas than a block holds; nothing was sent"
+      : `The attestation needs more gas: more than the ${cap} allowed per transaction; nothing was sent`;
+    await drop(run, run.sending[0]!, fail("INVALID_INPUT", single));
     return;
   }
+  const more = cap === undefined ? "more gas than a block holds" : `more gas than its requests may spend (${cap} each) or a block holds`;
   const later = run.sending.slice(Math.ceil(run.sending.length / 2));
   for (const item of later) {
     if (!run.sending.includes(item)) continue;
-    await drop(run, item, fail("INVALID_INPUT", "The batch needs more gas than a block holds: this request was not sent; send it again in a smaller batch"));
+    await drop(run, item, fail("INVALID_INPUT", `The batch needs ${more}: this request was not sent; send it again in a smaller batch`));
   }
 }
 

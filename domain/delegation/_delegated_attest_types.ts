@@ -165,3 +165,12 @@ const SIMULATION_HEADROOM = { num: 12n, den: 10n } as const;
 export function simulationCap(deps: Pick<DelegatedAttestDeps, "maxGasPerTx">): { readonly maxGas?: bigint | undefined } {
   return deps.maxGasPerTx === undefined ? {} : { maxGas: (deps.maxGasPerTx * SIMULATION_HEADROOM.den) / SIMULATION_HEADROOM.num };
 }
+
+/**
+ * What a batch of `items` requests may search up to: each request's {@link simulationCap}. Before, a batch's estimate
+ * ran at the node's cap whatever `MAX_GAS_PER_TX` said, so a batch of contract attesters ran their code at a block's gas.
+ */
+export function batchSimulationCap(deps: Pick<DelegatedAttestDeps, "maxGasPerTx">, items: number): { readonly maxGas?: bigint | undefined } {
+  const one = simulationCap(deps).maxGas;
+  return one === undefined ? {} : { maxGas: one * BigInt(items) };
+}

@@ -17,7 +17,7 @@
  * tickets (the private relay's sponsored writes) follow the one transaction item by item, as a single send's do: a
  * batch never broadcast gives every item back, a reverted one settles every item as reverted.
  */
-import type { BatchSubmission, HexString } from "../../ports/eas.ts";
+import type { BatchSubmission, DelegatedAttestCall, HexString } from "../../ports/eas.ts";
 import { fail, ok, type Ok } from "../result.ts";
 import { signerUnavailable } from "./signer_unavailable.ts";
 import { type BatchItem as Item, type BatchRun as Run, calls, drop, giveBack, halveTooLarge, narrow, nodeFailed } from "./_batch_narrowing.ts";
@@ -30,6 +30,7 @@ import type {
   DelegatedAttestFailure,
   DelegatedAttestSuccess,
 } from "./_delegated_attest_types.ts";
+import { batchSimulationCap } from "./_delegated_attest_types.ts";
 import { type DelegatedRequest, delegatedRequestOf } from "./delegated_request.ts";
 
 /** At most this many requests in one batch (decisions §23). */
@@ -86,7 +87,9 @@ export async function attestBatch(ctx: BatchContext, bodies: readonly unknown[],
   const claimed = await checkItems(ctx, bodies, caller, results);
   if (claimed.length === 0) return answered(results);
   const delegate = claimed[0]!.claimed.delegate;
-  const simulateBatch = delegate.simulateBatch;
+  const simulate = delegate.simulateBatch;
+  // Every simulation of the batch (each narrowing round's too) searches up to what its requests may spend.
+  const simulateBatch = simulate === undefined ? undefined : (calls: readonly DelegatedAttestCall[]) => simulate(calls, batchSimulationCap(deps, calls.length));
   const run: BatchRun = { deps, caller, results, simulateBatch: simulateBatch!, sending: claimed, charged: new Map() };
   if (simulateBatch === undefined || delegate.submitBatch === undefined) {
     for (const item of claimed) await giveBack(run, item, fail("SUBMISSION_FAILED", "This deployment does not send batches; nothing was sent"));

@@ -231,6 +231,27 @@ describe("delegated attestation batches (decisions §23)", () => {
     expect((await env.batch(requests.slice(3, 6))).results.every((r) => r.ok)).toBe(true);
   });
 
+  test("each simulation of a batch searches up to its requests' share of MAX_GAS_PER_TX; a request past its share is refused, the rest sent", async () => {
+    // A request's cap: 120,000 allowed per transaction, less the 1.2 headroom, 100,000 of search. Before, a batch's
+    // estimate ran at the node's cap (a block's gas), so a batch of contract attesters ran their code at that.
+    const env = setup({ maxGasPerTx: 120_000n });
+    const costly = reviewData("0xc0571y");
+    env.delegate.callGas = (call) => (call.data.data === costly ? 400_000n : 10_000n);
+    const fresh = () => privateKeyToAccount(generatePrivateKey());
+    const requests = [await signed(env, { signer: fresh() }), await signed(env, { signer: fresh() }), await signed(env, { signer: fresh(), data: costly }), await signed(env, { signer: fresh() })];
+    const outcome = await env.batch(requests);
+    expect(env.delegate.batchCaps).toEqual([400_000n, 200_000n]);
+    // 4 items (460,000 > 400,000): the later half told to come again; 2 items (70,000 ≤ 200,000) sent.
+    expect(codes(outcome.results)).toEqual(["ok", "ok", "INVALID_INPUT", "INVALID_INPUT"]);
+    expect(outcome.results[2]).toMatchObject({ message: "The batch needs more gas than its requests may spend (120000 each) or a block holds: this request was not sent; send it again in a smaller batch" });
+    expect(env.delegate.batches.map((b) => b.length)).toEqual([2]);
+    // Alone, the costly request is refused as the single route refuses it; nothing sent.
+    const alone = await env.batch([requests[2]!]);
+    expect(alone.results[0]).toMatchObject({ ok: false, code: "INVALID_INPUT", message: "The attestation needs more gas: more than the 120000 allowed per transaction; nothing was sent" });
+    expect(env.delegate.batchCaps).toEqual([400_000n, 200_000n, 100_000n]);
+    expect(env.delegate.batches.map((b) => b.length)).toEqual([2]);
+  });
+
   test("an item EAS would revert is refused with the single route's answer, the later items of its attester with it, the rest sent", async () => {
     const env = setup();
     env.delegate.revertsInBatch = (call) => (call.data.data === reviewData("0xbad0") ? "InvalidSchema" : undefined);

@@ -56,13 +56,20 @@ export function fakeDelegate(options: { simulation?: Simulation; submission?: Su
     revertsInBatch: undefined as ((call: DelegatedAttestCall) => string | undefined) | undefined,
     /** A block's gas: a batch needing more is "too-much-gas", as a node's estimate says it. */
     blockGasLimit: undefined as bigint | undefined,
-    simulateBatch(calls: readonly DelegatedAttestCall[]): Promise<Simulation> {
+    /** What one call of a batch costs (default 100,000); the batch 50,000 more. */
+    callGas: (_call: DelegatedAttestCall): bigint => 100_000n,
+    /** The cap each batch simulation was given (`maxGas`), in order. */
+    batchCaps: [] as (bigint | undefined)[],
+    simulateBatch(calls: readonly DelegatedAttestCall[], options: { readonly maxGas?: bigint | undefined } = {}): Promise<Simulation> {
       delegate.batchSimulations++;
+      delegate.batchCaps.push(options.maxGas);
       const reverting = calls.map((call) => delegate.revertsInBatch?.(call)).find((name) => name !== undefined);
       if (reverting !== undefined) return Promise.resolve({ ok: false, reason: "reverted", errorName: reverting });
       if (!delegate.simulation.ok) return Promise.resolve(delegate.simulation);
-      const gas = 50_000n + 100_000n * BigInt(calls.length);
+      const gas = calls.reduce((sum, call) => sum + delegate.callGas(call), 50_000n);
       if (delegate.blockGasLimit !== undefined && gas > delegate.blockGasLimit) return Promise.resolve({ ok: false, reason: "too-much-gas" });
+      // As a node's estimate: no gas up to the cap runs the call through.
+      if (options.maxGas !== undefined && gas > options.maxGas) return Promise.resolve({ ok: false, reason: "too-much-gas" });
       return Promise.resolve({ ok: true, gas });
     },
     async submitBatch(calls: readonly DelegatedAttestCall[], opts: SubmitOptions): Promise<BatchSubmission> {
