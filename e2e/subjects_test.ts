@@ -4,6 +4,7 @@
  * default, delete; session/me and accounts/me follow the default; contract subjects added by owner(), by their creation
  * transaction and by an ownership transfer, and 502 when the chain cannot be reached.
  */
+import { base58btcEncode } from "../domain/did/mod.ts";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createPublicClient, createWalletClient, type Hex, http, keccak256, stringToBytes } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
@@ -131,7 +132,7 @@ describe("subjects are bounded (issue 33)", () => {
     expect(held).toHaveLength(3);
 
     for (const n of [1, 2]) {
-      const k = await call("POST", "/api/private/signing-keys", c, { keyDid: `did:key:z6MkBound${n}`, keyType: "service-signing", displayName: `k${n}` });
+      const k = await call("POST", "/api/private/signing-keys", c, { keyDid: `did:key:z${base58btcEncode(Uint8Array.from([0xed, 0x01, ...new Array<number>(32).fill(n)]))}`, keyType: "service-signing", displayName: `k${n}` });
       expect(k.status).toBe(200);
     }
     const listed = await fetch(`${stack.baseUrl}/api/private/signing-keys`, { headers: { origin: APP, cookie: c } });

@@ -84,3 +84,30 @@ export function varintReader(bytes: Uint8Array) {
     },
   };
 }
+
+const BASE58_ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+
+/** Decodes base58btc (Bitcoin alphabet, leading `1`s are zero bytes); undefined on a bad character. */
+export function base58btcDecode(text: string): Uint8Array | undefined {
+  let value = 0n;
+  for (const char of text) {
+    const digit = BASE58_ALPHABET.indexOf(char);
+    if (digit === -1) return undefined;
+    value = value * 58n + BigInt(digit);
+  }
+  const body: number[] = [];
+  for (; value > 0n; value >>= 8n) body.unshift(Number(value & 0xffn));
+  let zeros = 0;
+  while (zeros < text.length && text[zeros] === "1") zeros++;
+  return Uint8Array.from([...new Array<number>(zeros).fill(0), ...body]);
+}
+
+/** Encodes bytes as base58btc (Bitcoin alphabet). */
+export function base58btcEncode(bytes: Uint8Array): string {
+  let value = 0n;
+  for (const byte of bytes) value = (value << 8n) | BigInt(byte);
+  let out = "";
+  for (; value > 0n; value /= 58n) out = BASE58_ALPHABET[Number(value % 58n)] + out;
+  for (let i = 0; i < bytes.length && bytes[i] === 0; i++) out = `1${out}`;
+  return out;
+}

@@ -10,8 +10,9 @@
  * {@link artifactDidFromDigest}, whose input is ours).
  */
 export type { InvalidDid } from "./_private.ts";
-export { base32LowerDecode, base32LowerEncode, base64UrlDecode, base64UrlEncode, varintReader } from "./codecs.ts";
+export { base32LowerDecode, base32LowerEncode, base58btcDecode, base58btcEncode, base64UrlDecode, base64UrlEncode, varintReader } from "./codecs.ts";
 export { controllerIdentity, isSameControllerId } from "./controller_id.ts";
+export { didKeyShapeProblem } from "./did_key_shape.ts";
 export { computeDidHash, didAddressFromHash, didToAddress, validateDidAddress } from "./did_address.ts";
 export { type ArtifactDid, artifactDidFromDigest, parseArtifactDid } from "./did_artifact.ts";
 export { type JwkToDidJwkOptions, jwkToDidJwk, publicJwkEquals, validatePublicJwk } from "./did_jwk.ts";

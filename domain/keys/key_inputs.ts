@@ -1,5 +1,5 @@
 /** The inputs of a key-status lookup read and made canonical: the key DID, the subject DID, the time. */
-import { normalizeDid, normalizeSubjectDid } from "../did/mod.ts";
+import { didKeyShapeProblem, normalizeDid, normalizeSubjectDid } from "../did/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
 
 /** The key DID methods a signing key may use (decisions §17). */
@@ -23,6 +23,9 @@ export function readKeyDid(value: unknown, field = "keyDid"): Result<string, "IN
     return fail("INVALID_DID", `${field}: a did:pkh:eip155 names an account of 20 bytes (0x and 40 hex digits)`);
   }
   if (normalized.value.split(":").length < 3 || normalized.value.endsWith(":")) return fail("INVALID_DID", `${field} is not a valid did:${method}`);
+  // `did:key:x` was registered and looked up as a key; a did:key must name a public key.
+  const keyProblem = method === "key" ? didKeyShapeProblem(normalized.value) : undefined;
+  if (keyProblem !== undefined) return fail("INVALID_DID", `${field}: ${keyProblem}`);
   return ok(normalized.value);
 }
 

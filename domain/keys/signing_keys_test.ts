@@ -4,6 +4,10 @@ import { fakeClock, fakeRandom, fakeSigningKeyStore } from "../../ports/fakes/mo
 import { fail, ok } from "../result.ts";
 import type { KeyTrustMany } from "./key_status.ts";
 import { createSigningKeys } from "./signing_keys.ts";
+import { base58btcEncode } from "../did/mod.ts";
+
+/** A well-formed did:key (an Ed25519 key of 32 bytes of `n`). */
+const didKey = (n: number) => `did:key:z${base58btcEncode(Uint8Array.from([0xed, 0x01, ...new Array<number>(32).fill(n)]))}`;
 
 const account: Account = { id: "acct-1", address: "0xaa", plan: "free", createdAtMs: 1 };
 const KEY = "did:pkh:eip155:1:0xAbC0000000000000000000000000000000000001";
@@ -63,6 +67,13 @@ describe("createSigningKeys()", () => {
     });
   });
 
+  test("a did:key of the method's own examples is a key: Ed25519, secp256k1 and P-256", async () => {
+    const s = setUp();
+    for (const keyDid of ["did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK", "did:key:zQ3shokFTS3brHcDQrn82RUDfCZESWL1ZdCEJwekUDPQiYBme", "did:key:zDnaerDaTF5BXEavCrfRZEk316dpbLsfPDZ3WJ5hRTPFU2169"]) {
+      expect(await s.keys.upsert(account, { keyDid, keyType: "service-signing", displayName: "k" })).toMatchObject({ ok: true, value: { keyDid } });
+    }
+  });
+
   test("every bad field is INVALID_INPUT naming it", async () => {
     const s = setUp();
     const good = { keyDid: KEY, keyType: "service-signing", displayName: "Signer" };
@@ -75,6 +86,14 @@ describe("createSigningKeys()", () => {
     expect(await refusal({ ...good, keyDid: "did:web:shop.test" })).toBe("INVALID_INPUT: keyDid must be a did:pkh, did:key, did:jwk or did:ethr");
     expect(await refusal({ ...good, keyDid: "did:pkh:eip155:1" })).toStartWith("INVALID_INPUT: keyDid");
     expect(await refusal({ ...good, keyDid: "did:jwk:not-base64!" })).toStartWith("INVALID_INPUT: keyDid");
+    // A did:key must name a public key: before, `did:key:x` and a truncated `did:key:z6Mk` were registered.
+    expect(await refusal({ ...good, keyDid: "did:key:x" })).toBe("INVALID_INPUT: keyDid: a did:key is base58btc multibase (z…)");
+    expect(await refusal({ ...good, keyDid: "did:key:z6Mk" })).toStartWith("INVALID_INPUT: keyDid: a did:key names a public key type");
+    expect(await refusal({ ...good, keyDid: `did:key:z${base58btcEncode(Uint8Array.from([0xed, 0x01, ...new Array<number>(31).fill(1)]))}` }))
+      .toBe("INVALID_INPUT: keyDid: a did:key's key has the length its type has");
+    expect(await refusal({ ...good, keyDid: "did:key:z0OIl" })).toBe("INVALID_INPUT: keyDid: a did:key is base58btc multibase (z…)");
+    expect(await refusal({ ...good, keyDid: `did:key:z${base58btcEncode(Uint8Array.from([0x55, ...new Array<number>(32).fill(1)]))}` }))
+      .toStartWith("INVALID_INPUT: keyDid: a did:key names a public key type of the did:key method");
     expect(await refusal({ ...good, keyType: "signing" })).toBe("INVALID_INPUT: keyType must be 'attestation' or 'service-signing'");
     expect(await refusal({ ...good, displayName: "   " })).toBe("INVALID_INPUT: displayName is required (non-empty)");
     expect(await refusal({ ...good, displayName: "x".repeat(201) })).toBe("INVALID_INPUT: displayName must be at most 200 characters");
@@ -95,44 +114,44 @@ describe("createSigningKeys()", () => {
 
   test("past the account's limit a new key is SIGNING_KEY_LIMIT_EXCEEDED; a known one still updates", async () => {
     const s = setUp(undefined, 2);
-    for (const n of [1, 2]) expect((await s.keys.upsert(account, { keyDid: `did:key:z${n}`, keyType: "service-signing", displayName: "k" })).ok).toBe(true);
-    const third = await s.keys.upsert(account, { keyDid: "did:key:z3", keyType: "service-signing", displayName: "k" });
+    for (const n of [1, 2]) expect((await s.keys.upsert(account, { keyDid: didKey(n), keyType: "service-signing", displayName: "k" })).ok).toBe(true);
+    const third = await s.keys.upsert(account, { keyDid: didKey(3), keyType: "service-signing", displayName: "k" });
     expect(third.ok ? "ok" : third.code).toBe("SIGNING_KEY_LIMIT_EXCEEDED");
-    expect((await s.keys.upsert(account, { keyDid: "did:key:z1", keyType: "service-signing", displayName: "again" })).ok).toBe(true);
+    expect((await s.keys.upsert(account, { keyDid: didKey(1), keyType: "service-signing", displayName: "again" })).ok).toBe(true);
   });
 
   test("list: newest first, filtered, each key with its verdict per subject; a failed lookup gives null, not a guess", async () => {
     const s = setUp();
-    await s.keys.upsert(account, { keyDid: "did:key:z1", keyType: "service-signing", displayName: "one", tags: ["x402"] });
+    await s.keys.upsert(account, { keyDid: didKey(1), keyType: "service-signing", displayName: "one", tags: ["x402"] });
     s.clock.set(1_800_000_001_000);
-    await s.keys.upsert(account, { keyDid: "did:key:z2", keyType: "attestation", displayName: "two", tags: ["mcp"] });
+    await s.keys.upsert(account, { keyDid: didKey(2), keyType: "attestation", displayName: "two", tags: ["mcp"] });
     const all = await s.keys.list(account);
-    expect(all.map((k) => k.keyDid)).toEqual(["did:key:z2", "did:key:z1"]);
+    expect(all.map((k) => k.keyDid)).toEqual([didKey(2), didKey(1)]);
     expect(all[0]!.subjects).toEqual([
       { subjectDid: "did:web:shop.test", status: "registered", trustLevel: "none" },
       { subjectDid: "did:pkh:eip155:1:0xaa", status: "registered", trustLevel: "none" },
     ]);
-    expect((await s.keys.list(account, { keyType: "service-signing" })).map((k) => k.keyDid)).toEqual(["did:key:z1"]);
-    expect((await s.keys.list(account, { tag: "mcp" })).map((k) => k.keyDid)).toEqual(["did:key:z2"]);
+    expect((await s.keys.list(account, { keyType: "service-signing" })).map((k) => k.keyDid)).toEqual([didKey(1)]);
+    expect((await s.keys.list(account, { tag: "mcp" })).map((k) => k.keyDid)).toEqual([didKey(2)]);
     expect(await s.keys.list(account, { tag: "none" })).toEqual([]);
-    expect(s.asked).toEqual([["did:key:z2", "did:key:z1"], ["did:key:z1"], ["did:key:z2"]]);
+    expect(s.asked).toEqual([[didKey(2), didKey(1)], [didKey(1)], [didKey(2)]]);
 
     const down = setUp(() => Promise.resolve(fail("NETWORK_ERROR", "The chain could not be read")));
-    await down.keys.upsert(account, { keyDid: "did:key:z1", keyType: "service-signing", displayName: "one" });
+    await down.keys.upsert(account, { keyDid: didKey(1), keyType: "service-signing", displayName: "one" });
     expect((await down.keys.list(account))[0]).toMatchObject({ subjects: null, subjectsError: { code: "NETWORK_ERROR", error: "The chain could not be read" } });
   });
 
   test("list: one answer holds at most keys × maxSubjects verdicts, the account's first subjects judged, whatever it stored (issue 33)", async () => {
     const many = Array.from({ length: 2_000 }, (_, n) => `did:pkh:eip155:${n + 1}:0xaa`);
     const s = setUp(undefined, 3, many, 5);
-    for (const n of [1, 2, 3]) await s.keys.upsert(account, { keyDid: `did:key:z${n}`, keyType: "service-signing", displayName: "k" });
+    for (const n of [1, 2, 3]) await s.keys.upsert(account, { keyDid: didKey(n), keyType: "service-signing", displayName: "k" });
     const listed = await s.keys.list(account);
     expect(listed.map((k) => k.subjects!.map((v) => v.subjectDid))).toEqual(Array.from({ length: 3 }, () => many.slice(0, 5)));
     expect(listed.flatMap((k) => k.subjects!)).toHaveLength(15);
     expect(s.judgedSubjects).toEqual([5]);
     // Without a bound given, the default (SUBJECTS_PER_ACCOUNT's default, 20) applies.
     const byDefault = setUp(undefined, undefined, many);
-    await byDefault.keys.upsert(account, { keyDid: "did:key:z1", keyType: "service-signing", displayName: "k" });
+    await byDefault.keys.upsert(account, { keyDid: didKey(1), keyType: "service-signing", displayName: "k" });
     expect((await byDefault.keys.list(account))[0]!.subjects).toHaveLength(20);
   });
 });

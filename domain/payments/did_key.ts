@@ -2,10 +2,9 @@
  * did:key (x402_offer_receipt.md §4.2): base58btc multibase (`z`), an unsigned-varint multicodec, the key; Ed25519,
  * secp256k1 and P-256 keys to and from JWKs.
  */
-import { base64UrlDecode, base64UrlEncode, varintReader } from "../did/mod.ts";
+import { base58btcDecode, base58btcEncode, base64UrlDecode, base64UrlEncode, varintReader } from "../did/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
 
-const BASE58_ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
 const MULTICODEC = { ed25519: 0xed, secp256k1: 0xe7, p256: 0x1200 } as const;
 /** Longest did:key identifier read: a P-256 key takes 49 characters; this only bounds the work. */
 const MAX_DID_KEY_IDENTIFIER = 128;
@@ -19,31 +18,6 @@ const CURVES = {
     b: 0x5ac635d8aa3a93e7b3ebbd55769886bc651d06b0cc53b0f63bce3c3e27d2604bn,
   },
 } as const;
-
-/** Decodes base58btc (Bitcoin alphabet, leading `1`s are zero bytes); undefined on a bad character. */
-export function base58btcDecode(text: string): Uint8Array | undefined {
-  let value = 0n;
-  for (const char of text) {
-    const digit = BASE58_ALPHABET.indexOf(char);
-    if (digit === -1) return undefined;
-    value = value * 58n + BigInt(digit);
-  }
-  const body: number[] = [];
-  for (; value > 0n; value >>= 8n) body.unshift(Number(value & 0xffn));
-  let zeros = 0;
-  while (zeros < text.length && text[zeros] === "1") zeros++;
-  return Uint8Array.from([...new Array<number>(zeros).fill(0), ...body]);
-}
-
-/** Encodes bytes as base58btc (Bitcoin alphabet). */
-export function base58btcEncode(bytes: Uint8Array): string {
-  let value = 0n;
-  for (const byte of bytes) value = (value << 8n) | BigInt(byte);
-  let out = "";
-  for (; value > 0n; value /= 58n) out = BASE58_ALPHABET[Number(value % 58n)] + out;
-  for (let i = 0; i < bytes.length && bytes[i] === 0; i++) out = `1${out}`;
-  return out;
-}
 
 function modPow(base: bigint, exponent: bigint, modulus: bigint): bigint {
   let result = 1n;

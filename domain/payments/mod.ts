@@ -55,7 +55,8 @@ export {
   withPaidAccounts,
   withPaidPlans,
 } from "./x402_payments.ts";
-export { base58btcEncode, didKeyToJwk, jwkToDidKey } from "./did_key.ts";
+export { didKeyToJwk, jwkToDidKey } from "./did_key.ts";
+export { base58btcEncode } from "../did/mod.ts";
 export { evaluateKeyTrust, type KeyBindingEvidence, type KeyTrust, type WitnessEvidence } from "./x402_key_trust.ts";
 export {
   type VerifiedOffer,
