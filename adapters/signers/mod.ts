@@ -234,24 +234,38 @@ function localDigestSigner(curve: SignerCurve, privateKey: Uint8Array, backend: 
   };
 }
 
+/**
+ * A variable's name as an error may print it: only when it looks like one (capitals, digits and `_`, at most 48, not
+ * a run of hex). An operator moving from `DELEGATE_PRIVATE_KEY` who wrote `env:<the key>` was shown the key in the
+ * line the process stopped with (container and kubelet logs); a password given as `password-env=` its password.
+ */
+function nameShown(variable: string): string {
+  return /^[A-Z_][A-Z0-9_]{0,47}$/.test(variable) && !/^[0-9A-F]{16,}$/.test(variable) ? variable : "the variable the URI names";
+}
+
+/** A file's path as an error may print it: an absolute path without spaces, else not (a password given as the path). */
+function pathShown(path: string, what: string): string {
+  return /^\/[^\s]{1,255}$/.test(path) ? `${what} ${path}` : `${what} the URI names`;
+}
+
 function hexKey(value: string | undefined, variable: string): Uint8Array {
-  if (value === undefined || value === "") throw new SignerError("config", `${variable} is not set`);
+  if (value === undefined || value === "") throw new SignerError("config", `${nameShown(variable)} is not set`);
   const hex = value.startsWith("0x") ? value.slice(2) : value;
-  if (!/^[0-9a-fA-F]{64}$/.test(hex)) throw new SignerError("config", `${variable} is not 32 bytes of hex (64 characters)`);
+  if (!/^[0-9a-fA-F]{64}$/.test(hex)) throw new SignerError("config", `${nameShown(variable)} is not 32 bytes of hex (64 characters)`);
   return new Uint8Array(Buffer.from(hex, "hex"));
 }
 
 function envJwsKey(value: string | undefined, variable: string): DigestSigner {
-  if (value === undefined || value === "") throw new SignerError("config", `${variable} is not set`);
+  if (value === undefined || value === "") throw new SignerError("config", `${nameShown(variable)} is not set`);
   if (!value.trim().startsWith("{")) return localDigestSigner("P-256", hexKey(value, variable), "env");
   let jwk: { kty?: unknown; crv?: unknown; d?: unknown };
   try {
     jwk = JSON.parse(value) as typeof jwk;
   } catch {
-    throw new SignerError("config", `${variable} is neither a private JWK nor 32 bytes of hex`);
+    throw new SignerError("config", `${nameShown(variable)} is neither a private JWK nor 32 bytes of hex`);
   }
   if (jwk.kty !== "EC" || (jwk.crv !== "P-256" && jwk.crv !== "secp256k1") || typeof jwk.d !== "string") {
-    throw new SignerError("config", `${variable} is not an EC private JWK on P-256 or secp256k1`);
+    throw new SignerError("config", `${nameShown(variable)} is not an EC private JWK on P-256 or secp256k1`);
   }
   return localDigestSigner(jwk.crv, new Uint8Array(Buffer.from(jwk.d, "base64url")), "env");
 }
@@ -261,7 +275,7 @@ function openKeystore(u: Extract<SignerUri, { scheme: "keystore" }>, env: OpenSi
   try {
     json = readFileSync(u.path, "utf8");
   } catch {
-    throw new SignerError("config", `cannot read the keystore file ${u.path}`);
+    throw new SignerError("config", `cannot read ${pathShown(u.path, "the keystore file")}`);
   }
   let password: string;
   if (u.passwordFile !== undefined) {
@@ -269,11 +283,11 @@ function openKeystore(u: Extract<SignerUri, { scheme: "keystore" }>, env: OpenSi
       // One trailing newline is the file's, not the password's (echo, editors).
       password = readFileSync(u.passwordFile, "utf8").replace(/\r?\n$/, "");
     } catch {
-      throw new SignerError("config", `cannot read the password file ${u.passwordFile}`);
+      throw new SignerError("config", `cannot read ${pathShown(u.passwordFile, "the password file")}`);
     }
   } else {
     const value = env[u.passwordEnv!];
-    if (value === undefined) throw new SignerError("config", `${u.passwordEnv} (the keystore's password) is not set`);
+    if (value === undefined) throw new SignerError("config", `${nameShown(u.passwordEnv!)} (the keystore's password) is not set`);
     password = value;
   }
   return decryptKeystore(json, password);

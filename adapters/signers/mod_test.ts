@@ -61,6 +61,35 @@ describe("signer URIs (decisions §27)", () => {
     expect(line.split("\n")).toHaveLength(1);
   });
 
+  test("a secret written where a variable's name or a file's path goes is never in the line the process stops with", async () => {
+    // An operator moving from DELEGATE_PRIVATE_KEY writes env:<the key>; a password goes where its variable or file goes.
+    const key = "ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
+    const lines = [
+      await startError(() => openEthereumSigner("delegate", `env:${key}`, deps())),
+      await startError(() => openEthereumSigner("delegate", `env:${key.toUpperCase()}`, deps())),
+      await startError(() => openJwsSigner("oauth", `env:${key}`, deps())),
+      await startError(() => openEthereumSigner("witness", "keystore:/tmp/none.json?password-env=correct%20horse%20battery", deps())),
+      await startError(() => openEthereumSigner("witness", "keystore:/etc/hostname?password-file=hunter2", deps())),
+      await startError(() => openEthereumSigner("witness", "keystore:hunter2?password-file=/p", deps())),
+    ];
+    expect(lines).toEqual([
+      "DELEGATE_SIGNER: the variable the URI names is not set",
+      "DELEGATE_SIGNER: the variable the URI names is not set",
+      "OAUTH_SIGNER: the variable the URI names is not set",
+      "WITNESS_SIGNER: cannot read the keystore file /tmp/none.json",
+      "WITNESS_SIGNER: cannot read the password file the URI names",
+      "WITNESS_SIGNER: cannot read the keystore file the URI names",
+    ]);
+    const keystore = join(keystoreDir(), "key.json");
+    const [derived, options] = Keystore.pbkdf2({ password: "right", iterations: 1000 });
+    writeFileSync(keystore, JSON.stringify(Keystore.encrypt(KEY, derived, options)));
+    expect(await startError(() => openEthereumSigner("witness", `keystore:${keystore}?password-env=correct%20horse`, deps())))
+      .toBe("WITNESS_SIGNER: the variable the URI names (the keystore's password) is not set");
+    // A name that looks like one is still named, so the operator knows which to set.
+    expect(await startError(() => openEthereumSigner("witness", `keystore:${keystore}?password-env=KEYSTORE_PASSWORD`, deps())))
+      .toBe("WITNESS_SIGNER: KEYSTORE_PASSWORD (the keystore's password) is not set");
+  });
+
   test("a jsonrpc: signer signs one test typed data at start: another key, a refusal or no answer stops the start", async () => {
     const other = privateKeyToAccount(`0x${"22".repeat(32)}`);
     /** A remote signer holding `account`, answering eth_signTypedData_v4 (or failing as `mode` says). */
