@@ -117,15 +117,29 @@ function issuerOverSigner(signer: EthereumSigner | JwsSigner, options: { readonl
  * KMS, a JSON-RPC signer) is asked for one test signature per paid request, before the payment is verified: its
  * receipt is signed only after the settlement, when a failure could no longer give the payment back.
  */
-export function x402SignerReady(signer: EthereumSigner | JwsSigner): () => Promise<boolean> {
+export function x402SignerReady(signer: EthereumSigner | JwsSigner, nowMs: () => number = Date.now): () => Promise<boolean> {
+  // One probe at a time, and a signer that answered is taken as ready for PROBE_KEPT_MS: paid requests at any rate cost
+  // the remote key at most one test signature a second (a KMS Sign is billed and shares the account's quota with the
+  // service's transactions). A failed probe is not kept: the next paid request asks again.
+  let running: Promise<boolean> | undefined;
+  let readyAt: number | undefined;
   return async () => {
     if (signer.backend === "env" || signer.backend === "keystore") return true;
-    const probe = "signTypedData" in signer
-      ? await signer.signTypedData({ domain: { name: "ats" }, types: { Ping: [{ name: "at", type: "uint256" }] }, primaryType: "Ping", message: { at: 0n } }, { purpose: "test" })
-      : await signer.sign(new TextEncoder().encode("ats.ping"), { purpose: "test" });
-    return probe.ok;
+    // Unless a signature of it failed since (its state turns down): then it is asked again at once.
+    if (readyAt !== undefined && nowMs() - readyAt < PROBE_KEPT_MS && signer.state() !== "down") return true;
+    running ??= (async () => {
+      const probe = "signTypedData" in signer
+        ? await signer.signTypedData({ domain: { name: "ats" }, types: { Ping: [{ name: "at", type: "uint256" }] }, primaryType: "Ping", message: { at: 0n } }, { purpose: "test" })
+        : await signer.sign(new TextEncoder().encode("ats.ping"), { purpose: "test" });
+      readyAt = probe.ok ? nowMs() : undefined;
+      return probe.ok;
+    })().finally(() => (running = undefined));
+    return await running;
   };
 }
+
+/** How long a remote x402 signer that answered its probe is taken as ready. */
+export const PROBE_KEPT_MS = 1_000;
 
 /** Builds the gate from the config; undefined when nothing is for sale (or no key can sign offers). */
 export async function wireX402(

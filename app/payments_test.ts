@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { generateSigningJwk } from "../x402/signers.ts";
 import { readConfig } from "./config.ts";
-import { DEVNET_JWS_KEY_FILE, x402Issuer } from "./payments.ts";
+import { DEVNET_JWS_KEY_FILE, PROBE_KEPT_MS, x402Issuer, x402SignerReady } from "./payments.ts";
 
 describe("x402Issuer() (decisions §18)", () => {
   test("eip712 by default, with X402_SIGNING_KEY or else the witness key", async () => {
@@ -49,5 +49,50 @@ describe("x402Issuer() (decisions §18)", () => {
     const uri = "pkcs11:token=ats;object=x402?module-path=/usr/lib/softhsm/libsofthsm2.so&pin-env=HSM_PIN";
     const config = readConfig({ X402_SIGNING_FORMAT: "jws", RPC_URL: "http://127.0.0.1:8545", TRUST_ANCHORS_PATH: "x.json", X402_SIGNER: uri });
     expect([config.x402.signingFormat, config.x402.jwsKey, config.signers.x402]).toEqual(["jws", undefined, uri]);
+  });
+});
+
+describe("x402SignerReady(): a remote receipt signer's probe (decisions §27)", () => {
+  /** A remote signer whose test signatures are counted and answer as `answers` says. */
+  function remote() {
+    const state = { signed: 0, ok: true, state: "up" as "up" | "down" | "unknown", release: undefined as (() => void) | undefined };
+    const signer = {
+      backend: "jsonrpc",
+      state: () => state.state,
+      async signTypedData() {
+        state.signed++;
+        if (state.release === undefined) await new Promise<void>((resolve) => (state.release = resolve));
+        return state.ok ? { ok: true, value: "0x" } : { ok: false, reason: "unavailable" };
+      },
+    };
+    return { state, signer: signer as never };
+  }
+
+  test("one probe at a time; a signer that answered is ready for PROBE_KEPT_MS, unless a signature of it failed since; a failed probe is not kept", async () => {
+    let now = 0;
+    const { state, signer } = remote();
+    const ready = x402SignerReady(signer, () => now);
+    // Ten paid requests at once: one test signature.
+    const asked = Array.from({ length: 10 }, () => ready());
+    state.release!();
+    expect(await Promise.all(asked)).toEqual(new Array(10).fill(true));
+    expect(state.signed).toBe(1);
+    now += PROBE_KEPT_MS - 1;
+    expect([await ready(), state.signed]).toEqual([true, 1]);
+    // A signature of the key failed meanwhile (its state down): asked again at once.
+    state.state = "down";
+    state.ok = false;
+    expect([await ready(), state.signed]).toEqual([false, 2]);
+    expect([await ready(), state.signed]).toEqual([false, 3]);
+    state.state = "up";
+    state.ok = true;
+    expect([await ready(), state.signed]).toEqual([true, 4]);
+    now += PROBE_KEPT_MS;
+    expect([await ready(), state.signed]).toEqual([true, 5]);
+  });
+
+  test("a key held in the process (env:, keystore:) is never probed", async () => {
+    const signer = { backend: "env", state: () => "up", signTypedData: () => Promise.reject(new Error("not asked")) } as never;
+    expect(await x402SignerReady(signer)()).toBe(true);
   });
 });

@@ -74,6 +74,7 @@ export function testPaymentGate(
   facilitator: Pick<FacilitatorClient, "verify" | "settle">,
   supported?: FacilitatorClient["getSupported"],
   prices: Readonly<Partial<Record<PaymentPurpose, string>>> = { witness: "10000" },
+  extra: { readonly signerReady?: () => Promise<boolean> } = {},
 ): PaymentGate {
   const { network, asset, payTo } = TEST_PAYMENT;
   const clock = fakeClock(Date.now());
@@ -93,6 +94,7 @@ export function testPaymentGate(
     paidResume: createPaidResume({ payments, clock }),
     known: async (key) => (await payments.find(key)) !== undefined,
     log: quiet,
+    ...extra,
   });
 }
 

@@ -146,13 +146,6 @@ async function handlePayment(
     }
   }
   const authorization = payload === undefined ? undefined : readExactAuthorization(payload.payload);
-  // A payment is not taken while its receipt cannot be signed (decisions §27): nothing verified, settled or done.
-  if (header !== undefined && gate.options.signerReady !== undefined && !(await gate.options.signerReady())) {
-    gate.log.warn("x402_signer_unavailable", { purpose });
-    return json(errorBody("SIGNER_UNAVAILABLE", "The service's signer is unavailable; nothing was charged, and the same payment may be sent again"), 503, {
-      "retry-after": String(SIGNER_RETRY_AFTER_SECONDS),
-    });
-  }
   // A facilitator that cannot say what it supports is down: 502, nothing asked of the payer (it was a 500).
   if (!(await gate.initialize().then(() => true, () => false))) {
     gate.log.warn("x402_facilitator_unavailable", { purpose });
@@ -178,6 +171,16 @@ async function handlePayment(
         await gate.options.known(paymentReplayKey({ network: accepted.network, asset: accepted.asset, nonce: authorization.nonce }))) {
         return replayed();
       }
+    }
+    // A payment is not taken while its receipt cannot be signed (decisions §27): nothing verified, settled or done.
+    // Asked only of a payment that passed the checks above (it decodes, is an exact authorization, is not about to
+    // expire, was not used): the signer's probe was the first step of any request with the header, so garbage in it
+    // made the service sign (a KMS Sign billed, an HSM's queue taken) once per request.
+    if (header !== undefined && gate.options.signerReady !== undefined && !(await gate.options.signerReady())) {
+      gate.log.warn("x402_signer_unavailable", { purpose });
+      return json(errorBody("SIGNER_UNAVAILABLE", "The service's signer is unavailable; nothing was charged, and the same payment may be sent again"), 503, {
+        "retry-after": String(SIGNER_RETRY_AFTER_SECONDS),
+      });
     }
     const processed = await gate.httpServer.processHTTPRequest(context);
     if (processed.type === "no-payment-required") return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);

@@ -58,3 +58,27 @@ test("a facilitator that cannot say what it supports (down at the gate's first u
   const answer = await down.handle(new Request(URL_PAID, { method: "POST" }), "witness", () => Promise.resolve({ response: Response.json({}) }));
   expect([answer.status, (await answer.json() as { code: string }).code]).toEqual([502, "FACILITATOR_UNAVAILABLE"]);
 });
+
+test("the receipt signer is asked whether it is ready only for a payment that passed the gate's own checks; down, 503 before the facilitator", async () => {
+  const { payments } = await openSqliteStorage(":memory:");
+  let probes = 0;
+  let ready = false;
+  let verified = 0;
+  const verify: FacilitatorClient["verify"] = () => (verified++, Promise.resolve({ isValid: true }));
+  const gate = testPaymentGate(payments, { verify, settle: settledOk }, undefined, undefined, { signerReady: () => (probes++, Promise.resolve(ready)) });
+  const work = () => Promise.resolve({ response: Response.json({ written: true }) });
+  // A header that does not decode, or is no exact authorization: 402, and the signer is not asked (before, once each).
+  for (const header of ["garbage", btoa(JSON.stringify({ x402Version: 2, payload: {} }))]) {
+    const answer = await gate.handle(new Request(URL_PAID, { method: "POST", headers: { "payment-signature": header } }), "witness", work);
+    expect(answer.status).toBe(402);
+  }
+  // No header: the terms, and no probe.
+  expect((await gate.handle(new Request(URL_PAID, { method: "POST" }), "witness", work)).status).toBe(402);
+  expect(probes).toBe(0);
+  // A payment that passed them, while the signer is down: 503 SIGNER_UNAVAILABLE, the facilitator not asked.
+  const down = await gate.handle(await paid(gate), "witness", work);
+  expect([down.status, (await down.json() as { code: string }).code, probes, verified]).toEqual([503, "SIGNER_UNAVAILABLE", 1, 0]);
+  ready = true;
+  expect((await gate.handle(await paid(gate), "witness", work)).status).toBe(200);
+  expect([probes, verified]).toEqual([2, 1]);
+});

@@ -254,9 +254,33 @@ const urlOf = (request: HTTPRequestContext | undefined): string | undefined => {
   }
 };
 
+/**
+ * {@link signOffers}, kept for the Unix second they were signed in: an offer's `issuedAt` and `validUntil` count in
+ * seconds, so the offers of one resource and terms signed again within the second say the same. A 402 is answered to
+ * anyone, and each one asked the issuer for a signature: with a remote key (a KMS, billed per Sign and sharing its
+ * quota with the service's transactions, or an HSM's queue) a flood of unpaid requests was a flood of signatures. Now
+ * it is at most one signature per offer a second.
+ */
+function offersOfTheSecond(signing: OfferReceiptSigning) {
+  let second: number | undefined;
+  let kept = new Map<string, Promise<SignedOffer[]>>();
+  return (resourceUrl: string, accepts: readonly AcceptTerms[], declaration: OfferReceiptDeclaration): Promise<SignedOffer[]> => {
+    const now = (signing.nowSeconds ?? systemNow)();
+    if (now !== second) {
+      second = now;
+      kept = new Map();
+    }
+    const key = JSON.stringify([resourceUrl, accepts, declaration]);
+    let offers = kept.get(key);
+    if (offers === undefined) kept.set(key, offers = signOffers(signing, resourceUrl, accepts, declaration));
+    return offers;
+  };
+}
+
 /** The `@x402/core` resource-server extension; register it once with `registerExtension`. */
 export function createOfferReceiptExtension(signing: OfferReceiptSigning): ResourceServerExtension {
   const states = new WeakMap<object, RequestState>();
+  const offersNow = offersOfTheSecond(signing);
   const stateOf = (declaration: unknown) =>
     typeof declaration === "object" && declaration !== null ? states.get(declaration) : undefined;
 
@@ -275,7 +299,7 @@ export function createOfferReceiptExtension(signing: OfferReceiptSigning): Resou
         publicBaseUrl: signing.publicBaseUrl,
         override: declared !== undefined && declared !== requestUrl ? declared : undefined,
       });
-      const offers = resourceUrl === undefined ? [] : await signOffers(signing, resourceUrl, context.requirements, config);
+      const offers = resourceUrl === undefined ? [] : await offersNow(resourceUrl, context.requirements, config);
       const out = offersExtension(offers);
       states.set(out, { declaration: config, resourceUrl, offers });
       return out;

@@ -49,6 +49,7 @@ type Setup = {
   publicBaseUrl?: (port: number) => string;
   facilitator?: FacilitatorClient;
   cors?: X402FetchOptions["cors"];
+  nowSeconds?: () => number;
 };
 
 /** A resource server: Elysia app, official core resource server, our extension and adapter, on 127.0.0.1. */
@@ -61,7 +62,7 @@ async function start(setup: Setup = {}): Promise<Server> {
   const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (request) => handler(request) });
   const port = server.port!;
   const issuer = await (setup.issuer ?? (() => createEip712Issuer({ privateKey: generatePrivateKey() })))(port);
-  const signing: OfferReceiptSigning = { issuer, publicBaseUrl: setup.publicBaseUrl?.(port), nowSeconds: () => NOW, log };
+  const signing: OfferReceiptSigning = { issuer, publicBaseUrl: setup.publicBaseUrl?.(port), nowSeconds: setup.nowSeconds ?? (() => NOW), log };
   const resourceServer = new x402ResourceServer(setup.facilitator ?? facilitator)
     .register(NETWORK, testSchemeServer())
     .registerExtension(createOfferReceiptExtension(signing));
@@ -121,6 +122,28 @@ describe("offers on a 402", () => {
       const accept = pr.accepts[i]!;
       expect(verified.value.payload).toMatchObject({ scheme: accept.scheme, network: accept.network, asset: accept.asset, payTo: accept.payTo, amount: accept.amount });
     }
+  });
+
+  test("offers are signed at most once a second per resource and terms: a flood of 402s is not a flood of signatures", async () => {
+    let now = NOW;
+    let signed = 0;
+    const server = await start({
+      nowSeconds: () => now,
+      issuer: () => {
+        const inner = createEip712Issuer({ privateKey: generatePrivateKey() });
+        return { ...inner, signOffer: (payload: Parameters<typeof inner.signOffer>[0]) => (signed++, inner.signOffer(payload)) };
+      },
+    });
+    const first = await Promise.all(Array.from({ length: 10 }, () => fetch(`${server.url}/paid`)));
+    expect(first.map((r) => r.status)).toEqual(new Array(10).fill(402));
+    // Two accept entries, one signature each, for all ten answers of the second; each answer carries both offers.
+    expect(signed).toBe(2);
+    expect(new Set(first.map((r) => JSON.stringify(offersOf(paymentRequiredOf(r))))).size).toBe(1);
+    now += 1;
+    const next = await fetch(`${server.url}/paid`);
+    expect(signed).toBe(4);
+    const offer = await verifySignedOffer(offersOf(paymentRequiredOf(next))[0] as never, { jws }, { nowSeconds: now });
+    expect(offer).toMatchObject({ ok: true });
   });
 
   test("validity: each accept's maxTimeoutSeconds (core's 300 when unset) unless the route declares offerValiditySeconds", async () => {
