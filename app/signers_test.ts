@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { Hex } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
 import { ANVIL_DEV_KEYS } from "../adapters/devnet/mod.ts";
 import { nobleSecp256k1, openKeccak256 } from "../adapters/crypto/mod.ts";
 import { SignerStartError } from "../adapters/signers/mod.ts";
@@ -80,6 +80,12 @@ describe("raw keys are for development (decisions §27)", () => {
     expect(() => checkRawKeys(config, inKeystore, { chainIds: [8453], embeddedDevnet: false }, { log, metrics }))
       .toThrow(/^DELEGATE_SIGNER: a raw key \(the key of Anvil's dev account 0x70997970C51812dc3A010C7d01b50e0d17dc79C8, published with every Anvil\) signs for delegate, witness on chain 8453/);
     expect(() => checkRawKeys(config, inKeystore, { chainIds: [31337], embeddedDevnet: false }, { log, metrics })).not.toThrow();
+    // Account 10 of the same published mnemonic (Hardhat's default accounts run to 19) was not caught.
+    const tenth = mnemonicToAccount("test test test test test test test test test test test junk", { addressIndex: 10 });
+    const hardhat = await opened({ DELEGATE_PRIVATE_KEY: `0x${Buffer.from(tenth.getHdKey().privateKey!).toString("hex")}` });
+    const kept = { ...hardhat.signers.delegate!, raw: false, backend: "keystore" as const };
+    expect(() => checkRawKeys(hardhat.config, { delegate: kept, witness: kept, x402: undefined, oauth: undefined }, { chainIds: [8453], embeddedDevnet: false }, { log, metrics }))
+      .toThrow(`DELEGATE_SIGNER: a raw key (the key of Anvil's dev account ${tenth.address}, published with every Anvil) signs for delegate, witness on chain 8453`);
   });
 
   test("ALLOW_RAW_KEYS=true starts with a warning and ats_raw_signing_keys", async () => {

@@ -114,11 +114,23 @@ export const ANVIL_DEV_KEYS: readonly Hex[] = [
 ];
 
 /**
- * The addresses of {@link ANVIL_DEV_KEYS}, lowercase. Their keys are published with every Anvil and Hardhat: on a
- * chain that is not a devnet anything sent to them is taken at once, so a signer answering for one counts as a raw key
- * (app/signers.ts `checkRawKeys`), whatever holds it (a keystore, an HSM).
+ * The addresses of {@link ANVIL_DEV_KEYS}, lowercase, and of the next ten accounts of the same published mnemonic
+ * (`test test … junk`: Hardhat's twenty default accounts, `anvil --accounts 20`). Their keys are published with every
+ * Anvil and Hardhat: on a chain that is not a devnet anything sent to them is taken at once, so a signer answering for
+ * one counts as a raw key (app/signers.ts `checkRawKeys`), whatever holds it (a keystore, an HSM). Before, accounts 10
+ * to 19 were not on the list.
  */
 export const ANVIL_DEV_ADDRESSES: ReadonlySet<string> = new Set([
+  "0xbcd4042de499d14e55001ccbb24a551f3b954096",
+  "0x71be63f3384f5fb98995898a86b02fb2426c5788",
+  "0xfabb0ac9d68b0b445fb7357272ff202c5651694a",
+  "0x1cbd3b2770909d4e10f157cabc84c7264073c9ec",
+  "0xdf3e18d64bc6a983f673ab319ccae4f1a57c7097",
+  "0xcd3b766ccdd6ae721141f452c550ca635964ce71",
+  "0x2546bcd3c84621e976d8185a91a922ae77ecec30",
+  "0xbda5747bfd65f08deb54cb465eb87d40e51b197e",
+  "0xdd2fd4581271e230360230f9337d5c0430bf44c0",
+  "0x8626f6940e2eb28930efb4cef49b2d1f2c9c1199",
   "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266",
   "0x70997970c51812dc3a010c7d01b50e0d17dc79c8",
   "0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc",
