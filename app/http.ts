@@ -229,11 +229,14 @@ function nudgingTests(w: Pick<WiredWebhooks, "endpoints" | "nudge">): WiredWebho
 /** `/readyz`: the database, the node, the delegate's balance and a fresh index (decisions §21). */
 function readiness(config: Pick<Config, "signers">, f: Foundation, c: Capabilities) {
   const { storage, eas } = f;
+  // The chain's part (`eth_chainId`, the delegate's balance) is read at most once a second: the route is public, and
+  // any client's rate of `/readyz` was the provider's rate of calls. The database, the index and the signers are read
+  // each time.
+  const chainPart = atMostOnceASecond(() => Promise.all([eas.ping(), delegateBalance(f)]));
   return async () => {
-    const [database, rpc, balance, status, chains] = await Promise.all([
+    const [database, [rpc, balance], status, chains] = await Promise.all([
       storage.ping(),
-      eas.ping(),
-      delegateBalance(f),
+      chainPart(),
       c.index.refresh().catch(() => undefined),
       otherChainsReadiness(c.otherChains ?? []),
     ]);
@@ -270,6 +273,22 @@ async function otherChainsReadiness(chains: readonly ChainIndex[]): Promise<Reco
     return [chain.caip2, { index: status !== undefined && !status.stale, ...indexStatus }] as const;
   }));
   return Object.fromEntries(entries);
+}
+
+/** `read`'s answer shared by the calls while it runs and for a second after it was asked for. */
+export function atMostOnceASecond<T>(read: () => Promise<T>, nowMs: () => number = Date.now): () => Promise<T> {
+  let last: { readonly atMs: number; readonly answer: Promise<T>; running: boolean } | undefined;
+  return () => {
+    if (last !== undefined && (last.running || nowMs() - last.atMs < 1_000)) return last.answer;
+    const kept = { atMs: nowMs(), answer: read(), running: true };
+    last = kept;
+    kept.answer.then(() => void (kept.running = false), () => {
+      // A read that threw is not kept.
+      kept.running = false;
+      if (last === kept) last = undefined;
+    });
+    return kept.answer;
+  };
 }
 
 /** The delegate's balance, undefined without a delegate, -1n when the chain does not answer. */
