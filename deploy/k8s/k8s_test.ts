@@ -163,6 +163,8 @@ describe.skipIf(skipReason !== undefined)(`deploy/k8s${skipReason ? ` (skipped: 
       expect(named(objects, "ConfigMap", "ats-settings").data.STORAGE).toBe("postgres");
       expect(JSON.parse(named(objects, "ConfigMap", "ats-trust-anchors").data["trust-anchors.json"]).version).toBe(1);
       expect(named(objects, "PodDisruptionBudget", "ats").spec.minAvailable).toBe(2);
+      // Unready pods may be evicted: a deployment-wide outage (every pod unready) must not block drains.
+      expect(named(objects, "PodDisruptionBudget", "ats").spec.unhealthyPodEvictionPolicy).toBe("AlwaysAllow");
       expect(named(objects, "Service", "ats").spec.selector).toEqual(deployment.spec.selector.matchLabels);
     }
   }, 60_000);
