@@ -182,8 +182,10 @@ test("the default chain's provider down: A's reads 503 naming it, B's reads 200,
     A().proxy.onHttp = undefined;
     B().proxy.onHttp = undefined;
   }
-  // Both back: ready again once both followers have polled.
-  expect((await until(() => get("/readyz"), (r) => r.status === 200)).status).toBe(200);
+  // Both back: each chain's reads answer again once its follower has polled (ready alone says only that one serves).
+  expect((await until(() => get(`/v1/attestations?attester=${attester}`), (r) => r.status === 200)).status).toBe(200);
+  expect((await until(() => get(`/v1/attestations?attester=${attester}&chain=31338`), (r) => r.status === 200)).status).toBe(200);
+  expect((await until(() => get("/readyz"), (r) => r.status === 200 && r.body.checks.index === true)).status).toBe(200);
 });
 
 test("chain B's provider down: B's reads 503 INDEX_STALE naming it, A's reads still 200, /readyz ready showing B stale", async () => {
