@@ -16,7 +16,8 @@ describe("/readyz's chain part: read at most once a second (a public route's rat
     now += 5_000;
     const later = read();
     finish!();
-    expect(await Promise.all([...first, later])).toEqual(new Array(21).fill(1));
+    const all: number[] = await Promise.all([...first, later]);
+    expect(all).toEqual(new Array<number>(21).fill(1));
     expect(reads).toBe(1);
     // Done: kept for a second from when it was asked for (5 s ago here), so the next call reads again.
     const second = read();
