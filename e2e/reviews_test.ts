@@ -303,7 +303,8 @@ describe("receipts that prove more, and transaction proofs (issue 25, decisions 
   test("a receipt bound to another offer, and a forged jwk, are each refused with the reason", async () => {
     const payer = privateKeyToAccount(generatePrivateKey());
     const first = await shop.pay(payer);
-    const second = await shop.pay(payer);
+    // Signed as of a second earlier: two payments for one resource within a second share one offer (x402/extension.ts).
+    const second = await shop.pay(payer, 1);
     // The client helper refuses to build it; a review written by another tool is judged on the chain.
     let signed = false;
     expect(await codeOf(submitServiceReview(

@@ -93,7 +93,12 @@ async function underKey<In, R extends RelayResult>(
     const status = deps.tracking?.status;
     if (resumed !== undefined && status !== undefined) {
       const found = await status.read(resumed);
-      return { outcome: { kind: "resumed", submissionId: resumed, view: found.ok ? found.value : undefined }, keep };
+      const view = found.ok ? found.value : undefined;
+      // A submission still on its way (or no longer known) is answered as it stands and not kept: the key's next retry
+      // asks again and gets the outcome once it is settled, as the witness's and the paid relay's resumes do. Before,
+      // its 202 was kept, and replayed for the key's 24 hours after the write was mined.
+      const settled = view !== undefined && (view.state === "mined" || view.state === "confirmed" || view.state === "failed");
+      return { outcome: { kind: "resumed", submissionId: resumed, view }, keep: settled ? keep : () => decision.finish(undefined) };
     }
     return { outcome: await tracked(deps, write, send, decision.attach), keep };
   } catch (error) {

@@ -116,6 +116,28 @@ describe("createRelaySubmission() (issue 47 item 2: idempotency, record, relay, 
     expect(env.sent).toEqual(["a"]);
   });
 
+  test("a resumed submission still on its way is not kept under the key: once settled, the next retry answers with its outcome", async () => {
+    const env = setup({ hold: true });
+    void env.submission(env.write("a", "k5"));
+    await env.held();
+    env.clock.set(env.clock.nowMs() + IDEMPOTENCY_LEASE_MS + 1);
+    const onItsWay = await env.submission(env.write("a", "k5"));
+    if (onItsWay.outcome.kind !== "resumed") throw new Error(onItsWay.outcome.kind);
+    expect(onItsWay.outcome.view?.state).toBe("pending");
+    // The route words it 202; before, that answer was kept and replayed for 24 hours.
+    await onItsWay.keep!(answer(202, "{\"state\":\"pending\"}"));
+    env.mine();
+    let settled = await env.status.read(onItsWay.outcome.submissionId);
+    while (settled.ok && settled.value.state === "pending") settled = (await Bun.sleep(1), await env.status.read(onItsWay.outcome.submissionId));
+    const after = await env.submission(env.write("a", "k5"));
+    if (after.outcome.kind !== "resumed") throw new Error(after.outcome.kind);
+    expect(after.outcome.view).toMatchObject({ state: "confirmed", uid: UID });
+    // Settled, its answer is kept: the next retry replays it.
+    await after.keep!(answer(200, "{\"uid\":1}"));
+    expect((await env.submission(env.write("a", "k5"))).outcome).toEqual({ kind: "replay", answer: answer(200, "{\"uid\":1}") });
+    expect(env.sent).toEqual(["a"]);
+  });
+
   test("a relay that throws gives the key back: the retry runs", async () => {
     const env = setup({ throws: true });
     await expect(env.submission(env.write("a", "k4"))).rejects.toThrow("node gone");

@@ -33,8 +33,12 @@ export type PaidService = {
   readonly issuer: OfferReceiptIssuer;
   /** Fetches did.json documents through the test DNS and CA (for verifying offers and receipts). */
   readonly didDocuments: ReturnType<typeof createHttpsDidDocumentFetcher>;
-  /** Pays for one request as `payer` and returns the response and its receipt. */
-  readonly pay: (payer: LocalAccount) => Promise<{ unpaid: Response; paid: Response; receipt: SignedReceipt }>;
+  /**
+   * Pays for one request as `payer` and returns the response and its receipt. `secondsEarlier`: the offers and the
+   * receipt are signed as of that many seconds ago (two payments within one second share one offer, x402/extension.ts;
+   * a test that needs two offers for the same terms signs the second as of another second).
+   */
+  readonly pay: (payer: LocalAccount, secondsEarlier?: number) => Promise<{ unpaid: Response; paid: Response; receipt: SignedReceipt }>;
   readonly stop: () => Promise<void>;
 };
 
@@ -51,7 +55,8 @@ export async function startPaidService(options: { dns: DnsServer; caCert: string
 
   const issuer = await createJwsIssuerFromJwk({ kid: didWebKid(publicBase), alg: "ES256", privateJwk: await generateSigningJwk("ES256") });
   const facilitator = createTestFacilitator({ networks: [PAID_NETWORK] });
-  const signing = { issuer, publicBaseUrl: publicBase };
+  let earlier = 0;
+  const signing = { issuer, publicBaseUrl: publicBase, nowSeconds: () => Math.floor(Date.now() / 1000) - earlier };
   const resourceServer = new x402ResourceServer(facilitator)
     .register(PAID_NETWORK, testSchemeServer())
     .registerExtension(createOfferReceiptExtension(signing));
@@ -77,12 +82,14 @@ export async function startPaidService(options: { dns: DnsServer; caCert: string
       allowPrivateNetwork: true,
       ca: options.caCert,
     }),
-    async pay(payer) {
+    async pay(payer, secondsEarlier = 0) {
+      earlier = secondsEarlier;
       const unpaid = await fetch(url);
       const client = new x402HTTPClient(new x402Client().register(PAID_NETWORK, testSchemeClient(payer)).setSpendControls(false));
       const required = client.getPaymentRequiredResponse((n) => unpaid.headers.get(n), await unpaid.clone().json());
       const payload = await client.createPaymentPayload(required);
       const paid = await fetch(url, { headers: client.encodePaymentSignatureHeader(payload) });
+      earlier = 0;
       const receipt = extractReceipt(paid);
       if (receipt === undefined) throw new Error(`no receipt (status ${paid.status})`);
       return { unpaid, paid, receipt };
