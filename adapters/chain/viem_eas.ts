@@ -244,7 +244,14 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
       if (submission.ok && submission.uid !== null) options.onAttested?.(writtenOf(call, submission.uid, submission.blockNumber));
       return submission;
     },
-    simulateBatch: (calls, simulateOptions) => fitToBlock(estimate(encodeBatch(calls), simulateOptions?.maxGas), blockGasLimit),
+    async simulateBatch(calls, simulateOptions) {
+      // The search stops at the requests' cap or the block's gas, whichever is lower: a cap above the block let the node
+      // search past it, and a batch needing more than a block was sent at the block's gas and reverted.
+      const limit = await blockGasLimit();
+      const asked = simulateOptions?.maxGas;
+      const cap = asked === undefined ? limit : limit === undefined || asked < limit ? asked : limit;
+      return fitToBlock(await estimate(encodeBatch(calls), cap), limit);
+    },
     async submitBatch(calls, submitOptions) {
       const submission = await submitAttestationBatch(delegateSender, easAddress, encodeBatch(calls), submitOptions);
       // EAS logs the batch's attestations in the order of its requests.
@@ -260,11 +267,11 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
  * A batch's simulation whose headroom stops at the block's gas limit: a batch that fits a block must not be lifted past
  * it, as the node refuses such a transaction after it is signed.
  */
-async function fitToBlock(simulating: Promise<Simulation>, blockGasLimit: () => Promise<bigint | undefined>): Promise<Simulation> {
-  const simulation = await simulating;
-  if (!simulation.ok) return simulation;
-  const limit = await blockGasLimit();
-  return limit === undefined || simulation.gas <= limit ? simulation : { ok: true, gas: limit };
+function fitToBlock(simulation: Simulation, limit: bigint | undefined): Simulation {
+  if (!simulation.ok || limit === undefined || simulation.gas <= limit) return simulation;
+  // The estimate carries a fifth of headroom: past the block by more than that, the batch itself does not fit.
+  if (simulation.gas > (limit * 12n) / 10n) return { ok: false, reason: "too-much-gas" };
+  return { ok: true, gas: limit };
 }
 
 /** The latest block's gas limit, read at most once a minute (the last one read when a read fails); batches only. */
