@@ -94,11 +94,12 @@ async function underKey<In, R extends RelayResult>(
     if (resumed !== undefined && status !== undefined) {
       const found = await status.read(resumed);
       const view = found.ok ? found.value : undefined;
-      // A submission still on its way (or no longer known) is answered as it stands and not kept: the key's next retry
-      // asks again and gets the outcome once it is settled, as the witness's and the paid relay's resumes do. Before,
-      // its 202 was kept, and replayed for the key's 24 hours after the write was mined.
+      // A submission still on its way (or no longer known) is answered as it stands and not kept: the key stays with the
+      // write (its lease runs on), and a retry past it asks again and gets the outcome once settled, as the witness's
+      // and the paid relay's resumes do (http/idempotency.ts). Before, its 202 was kept, and replayed for the key's 24
+      // hours after the write was mined.
       const settled = view !== undefined && (view.state === "mined" || view.state === "confirmed" || view.state === "failed");
-      return { outcome: { kind: "resumed", submissionId: resumed, view }, keep: settled ? keep : () => decision.finish(undefined) };
+      return { outcome: { kind: "resumed", submissionId: resumed, view }, keep: settled ? keep : () => Promise.resolve() };
     }
     return { outcome: await tracked(deps, write, send, decision.attach), keep };
   } catch (error) {

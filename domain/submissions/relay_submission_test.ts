@@ -129,6 +129,9 @@ describe("createRelaySubmission() (issue 47 item 2: idempotency, record, relay, 
     env.mine();
     let settled = await env.status.read(onItsWay.outcome.submissionId);
     while (settled.ok && settled.value.state === "pending") settled = (await Bun.sleep(1), await env.status.read(onItsWay.outcome.submissionId));
+    // The key stays with the write while its lease runs; past it, the next retry asks again.
+    expect((await env.submission(env.write("a", "k5"))).outcome).toMatchObject({ kind: "key-refused", code: "IDEMPOTENCY_KEY_IN_USE" });
+    env.clock.set(env.clock.nowMs() + IDEMPOTENCY_LEASE_MS + 1);
     const after = await env.submission(env.write("a", "k5"));
     if (after.outcome.kind !== "resumed") throw new Error(after.outcome.kind);
     expect(after.outcome.view).toMatchObject({ state: "confirmed", uid: UID });
