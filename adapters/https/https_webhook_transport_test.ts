@@ -32,6 +32,8 @@ beforeAll(async () => {
       if (path === "/redirect") return new Response(null, { status: 302, headers: { location: `http://127.0.0.1:${plain.port}/target` } });
       // 4 MiB a receiver sends back: read up to 64 KiB, then the connection is let go.
       if (path === "/huge") return new Response(new Uint8Array(4 * 1024 * 1024).fill(0x20), { status: 200 });
+      // A 200 at once whose body never ends: a receiver holding its connection open.
+      if (path === "/held") return new Response(new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode("o")) }), { status: 200 });
       return new Response("ok", { status: path === "/fail" ? 500 : 200 });
     },
   });
@@ -83,6 +85,13 @@ describe("createHttpsWebhookTransport()", () => {
     // http:// goes to loopback only, even with private networks allowed.
     const resolver = fakeDnsResolver({}, { "lan.test": found("192.168.1.10") });
     expect(await createHttpsWebhookTransport({ resolver, allowPrivateNetwork: true }).post("http://lan.test/x", HEADERS, "{}")).toEqual({ ok: false, reason: "blocked-address" });
+  });
+
+  test("a 2xx whose body never ends is delivered: the status is the answer, the body read briefly and let go", async () => {
+    // Before, the body was read under the delivery's deadline, and a 2xx past it counted as a timeout: sent again at
+    // every retry, then failed.
+    const transport = createHttpsWebhookTransport({ resolver: fakeDnsResolver(), allowPrivateNetwork: true, timeoutMs: 60_000 });
+    expect(await transport.post(`http://127.0.0.1:${plain.port}/held`, HEADERS, "{}")).toEqual({ ok: true, status: 200 });
   });
 
   test("a refused connection is a network error", async () => {
