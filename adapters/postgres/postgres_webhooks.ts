@@ -66,6 +66,7 @@ function webhookEndpoints(sql: SQL): Pick<WebhookStore, "create" | "list" | "get
                    subjects = ${JSON.stringify(change.subjects ?? now.subjects)}, own_subjects = ${(change.ownSubjects ?? now.ownSubjects) ? 1 : 0},
                    disabled = ${disabled ? 1 : 0}, failing_since_ms = CASE WHEN ${disabled ? 1 : 0} = 0 THEN NULL ELSE failing_since_ms END
                  WHERE id = ${id}`;
+        if (disabled && !now.disabled) await failPendingOf(tx, id, Date.now());
         return await getEndpoint(tx, accountId, id);
       }),
     remove: (accountId, id) =>
@@ -174,8 +175,17 @@ function webhookDeliveries(sql: SQL): Pick<WebhookStore, "outbox" | "publish" | 
           await tx`UPDATE webhook_endpoints SET failing_since_ms = NULL WHERE id = ${endpoint} AND failing_since_ms IS NOT NULL`;
         } else if (!(outcome.state === "failed" && outcome.skipped === true)) {
           await tx`UPDATE webhook_endpoints SET failing_since_ms = COALESCE(failing_since_ms, ${nowMs}) WHERE id = ${endpoint}`;
-          await tx`UPDATE webhook_endpoints SET disabled = 1 WHERE id = ${endpoint} AND failing_since_ms <= ${nowMs - disableAfterMs}`;
+          // Disabled only by a delivery that failed for good (its retries spent): one failed attempt after a quiet spell
+          // no longer disables an endpoint whose retry would have been answered.
+          if (outcome.state === "failed") {
+            const disabled = await tx`UPDATE webhook_endpoints SET disabled = 1 WHERE id = ${endpoint} AND disabled = 0
+                                       AND failing_since_ms <= ${nowMs - disableAfterMs} RETURNING id`;
+            if (disabled.length > 0) await failPendingOf(tx, endpoint, nowMs);
+          }
         }
+        // An attempt recorded after its endpoint was disabled (it was leased then) is not retried.
+        await tx`UPDATE webhook_deliveries SET state = 'failed', failed_at_ms = ${nowMs}, next_attempt_at_ms = NULL
+                   WHERE id = ${id} AND state = 'pending' AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = ${endpoint} AND e.disabled = 1)`;
       }),
     async deliveries(endpointId, page) {
       const after = page.after;
@@ -189,19 +199,33 @@ function webhookDeliveries(sql: SQL): Pick<WebhookStore, "outbox" | "publish" | 
     },
     prune: (beforeMs) =>
       sql.begin(async (tx) => {
-        const gone = await tx`DELETE FROM webhook_deliveries WHERE state IN ('delivered', 'failed') AND created_at_ms < ${beforeMs} RETURNING id`;
+        // Pending deliveries of a disabled endpoint (left by a version before they were failed at disabling) go too.
+        const gone = await tx`DELETE FROM webhook_deliveries WHERE created_at_ms < ${beforeMs} AND (state IN ('delivered', 'failed')
+                                OR endpoint_id IN (SELECT id FROM webhook_endpoints WHERE disabled = 1)) RETURNING id`;
         await tx`DELETE FROM webhook_messages m WHERE m.created_at_ms < ${beforeMs}
                    AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.message_id = m.id)`;
         return gone.length;
       }),
     async stats(nowMs) {
-      const [row]: Row[] = await sql`SELECT (SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending') AS n,
-                                            (SELECT MIN(created_at_ms) FROM webhook_deliveries WHERE state = 'pending') AS oldest,
+      const [row]: Row[] = await sql`SELECT
+          (SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending' AND endpoint_id NOT IN (SELECT id FROM webhook_endpoints WHERE disabled = 1)) AS n,
+          (SELECT MIN(created_at_ms) FROM webhook_deliveries WHERE state = 'pending' AND endpoint_id NOT IN (SELECT id FROM webhook_endpoints WHERE disabled = 1)) AS oldest,
                                             (SELECT COUNT(*) FROM webhook_outbox) AS outbox`;
       const oldest = row!.oldest === null ? null : Number(row!.oldest);
       return { pending: Number(row!.n) + Number(row!.outbox), oldestPendingMs: oldest === null ? null : nowMs - oldest };
     },
   };
+}
+
+/**
+ * A disabled endpoint is sent nothing more: its deliveries still pending are failed (kept 30 days, then pruned), those
+ * leased now (or locked by another transaction: `SKIP LOCKED`, so no lock is waited for in the other order) by the
+ * record of their attempt (one whose holder died is pruned with the settled ones after 30 days). Before, they stayed pending for good, counted in the queue's depth.
+ */
+async function failPendingOf(tx: SQL, endpointId: string, nowMs: number): Promise<void> {
+  await tx`UPDATE webhook_deliveries SET state = 'failed', failed_at_ms = ${nowMs}, next_attempt_at_ms = NULL
+             WHERE id IN (SELECT id FROM webhook_deliveries WHERE endpoint_id = ${endpointId} AND state = 'pending'
+                            AND lease_holder IS NULL FOR UPDATE SKIP LOCKED)`;
 }
 
 /**

@@ -47,6 +47,7 @@ function webhookEndpoints(db: Database): Pick<WebhookStore, "create" | "list" | 
       disabled ? 1 : 0,
       id,
     );
+    if (disabled && !now.disabled) failPendingOf(db, id, Date.now());
     return toWebhookEndpoint(getEndpoint.get(accountId, id)!);
   });
 
@@ -158,8 +159,18 @@ function webhookDeliveries(db: Database): Pick<WebhookStore, "outbox" | "publish
       db.query("UPDATE webhook_endpoints SET failing_since_ms = NULL WHERE id = ? AND failing_since_ms IS NOT NULL").run(row.endpoint_id);
     } else if (!(outcome.state === "failed" && outcome.skipped === true)) {
       db.query("UPDATE webhook_endpoints SET failing_since_ms = COALESCE(failing_since_ms, ?) WHERE id = ?").run(nowMs, row.endpoint_id);
-      db.query("UPDATE webhook_endpoints SET disabled = 1 WHERE id = ? AND failing_since_ms <= ?").run(row.endpoint_id, nowMs - disableAfterMs);
+      // Disabled only by a delivery that failed for good (its retries spent), so one failed attempt after a quiet spell
+      // no longer disables an endpoint whose retry would have been answered.
+      if (outcome.state === "failed") {
+        const disabled = db.query("UPDATE webhook_endpoints SET disabled = 1 WHERE id = ? AND disabled = 0 AND failing_since_ms <= ?").run(row.endpoint_id, nowMs - disableAfterMs);
+        if (disabled.changes > 0) failPendingOf(db, row.endpoint_id, nowMs);
+      }
     }
+    // An attempt recorded after its endpoint was disabled (it was leased then) is not retried.
+    db.query(
+      `UPDATE webhook_deliveries SET state = 'failed', failed_at_ms = ?, next_attempt_at_ms = NULL WHERE id = ? AND state = 'pending'
+         AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = ? AND e.disabled = 1)`,
+    ).run(nowMs, id, row.endpoint_id);
   });
 
   return {
@@ -186,7 +197,11 @@ function webhookDeliveries(db: Database): Pick<WebhookStore, "outbox" | "publish
     },
     prune(beforeMs) {
       return Promise.resolve(db.transaction(() => {
-        const gone = db.query("DELETE FROM webhook_deliveries WHERE state IN ('delivered', 'failed') AND created_at_ms < ?").run(beforeMs).changes;
+        // Pending deliveries of a disabled endpoint (left by a version before they were failed at disabling) go too.
+        const gone = db.query(
+          `DELETE FROM webhook_deliveries WHERE created_at_ms < ? AND (state IN ('delivered', 'failed')
+             OR endpoint_id IN (SELECT id FROM webhook_endpoints WHERE disabled = 1))`,
+        ).run(beforeMs).changes;
         db.query(
           "DELETE FROM webhook_messages WHERE created_at_ms < ? AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.message_id = webhook_messages.id)",
         ).run(beforeMs);
@@ -195,12 +210,25 @@ function webhookDeliveries(db: Database): Pick<WebhookStore, "outbox" | "publish
     },
     stats(nowMs) {
       const row = db.query<{ n: number; oldest: number | null }, []>(
-        "SELECT COUNT(*) AS n, MIN(created_at_ms) AS oldest FROM webhook_deliveries WHERE state = 'pending'",
+        `SELECT COUNT(*) AS n, MIN(created_at_ms) AS oldest FROM webhook_deliveries
+          WHERE state = 'pending' AND endpoint_id NOT IN (SELECT id FROM webhook_endpoints WHERE disabled = 1)`,
       ).get()!;
       const outbox = db.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM webhook_outbox").get()!;
       return Promise.resolve({ pending: row.n + outbox.n, oldestPendingMs: row.oldest === null ? null : nowMs - row.oldest });
     },
   };
+}
+
+/**
+ * A disabled endpoint is sent nothing more: its deliveries still pending are failed (kept 30 days, then pruned), those
+ * leased now by the record of their attempt (one whose holder died is pruned with the settled ones after 30 days).
+ * Before, they stayed pending for good, counted in the queue's depth.
+ */
+function failPendingOf(db: Database, endpointId: string, nowMs: number): void {
+  db.query(
+    `UPDATE webhook_deliveries SET state = 'failed', failed_at_ms = ?, next_attempt_at_ms = NULL
+      WHERE endpoint_id = ? AND state = 'pending' AND lease_holder IS NULL`,
+  ).run(nowMs, endpointId);
 }
 
 /** Webhook endpoints, messages and deliveries in the service's SQLite file; claims are single-writer transactions with a lease. */

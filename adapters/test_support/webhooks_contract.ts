@@ -335,10 +335,74 @@ function deliveryTests(open: () => Promise<readonly [Storage, Storage]>) {
   });
 }
 
+function disabledEndpointTests(open: () => Promise<readonly [Storage, Storage]>) {
+  test("an endpoint is disabled only by a delivery failed for good, not by one failed attempt after a quiet spell", async () => {
+    const [storage] = await open();
+    const store = storage.webhooks;
+    const account = fresh("acc");
+    const e = endpoint(account);
+    await store.create(e, limits);
+    const first = message(1_000);
+    await store.publish([first], [{ messageId: first.id, endpointId: e.id }], []);
+    const [a] = await store.claim("w1", 1_000, 60_000, 10, 4, 100);
+    await store.record(a!.id, "w1", { state: "failed", status: 500 }, 1_000, 100_000);
+    // Failing since 1 000; days later a new event's first attempt fails, with a retry ahead: not disabled (it was).
+    const later = message(500_000);
+    await store.publish([later], [{ messageId: later.id, endpointId: e.id }], []);
+    const [b] = await store.claim("w1", 500_000, 60_000, 10, 4, 100);
+    await store.record(b!.id, "w1", { state: "retry", status: 503, nextAttemptAtMs: 500_005 }, 500_000, 100_000);
+    expect(await store.get(account, e.id)).toMatchObject({ disabled: false, failingSinceMs: 1_000 });
+    // The retry answered: failing no more.
+    const [c] = await store.claim("w1", 500_005, 60_000, 10, 4, 100);
+    await store.record(c!.id, "w1", { state: "delivered", status: 200 }, 500_005, 100_000);
+    expect(await store.get(account, e.id)).toMatchObject({ disabled: false, failingSinceMs: null });
+  });
+
+  test("a disabled endpoint's pending deliveries are failed, not left pending for good: by the account, or for failing", async () => {
+    const [storage] = await open();
+    const store = storage.webhooks;
+    await drainDue(storage, 9_000_000_000);
+    const account = fresh("acc");
+    const e = endpoint(account);
+    await store.create(e, limits);
+    const ms = Array.from({ length: 3 }, () => message(2_000));
+    await store.publish(ms, ms.map((m) => ({ messageId: m.id, endpointId: e.id })), []);
+    // One of them is being delivered (leased) while the account disables the endpoint.
+    const [leased] = await store.claim("w1", 2_000, 60_000, 1, 4, 100);
+    await store.update(account, e.id, { disabled: true }, limits);
+    const states = async () => (await store.deliveries(e.id, { limit: 10 })).map((d) => (d.failedAtMs !== null ? "failed" : d.deliveredAtMs !== null ? "delivered" : "pending"));
+    expect((await states()).sort()).toEqual(["failed", "failed", "pending"]);
+    // Its attempt, recorded after, is not retried.
+    await store.record(leased!.id, "w1", { state: "retry", status: 500, nextAttemptAtMs: 3_000 }, 2_500, 100_000);
+    expect(await states()).toEqual(["failed", "failed", "failed"]);
+    expect((await store.stats(3_000)).pending).toBe(0);
+    // Settled, they go with the 30 days' prune.
+    expect(await store.prune(2_001)).toBeGreaterThanOrEqual(3);
+
+    // Disabled for failing: the endpoint's other pending deliveries are failed with it.
+    const f = endpoint(account);
+    await store.create(f, limits);
+    // The third not due before 300 000: it waits, unclaimed, while the other two are in flight.
+    const [one, two, three] = [message(10_000), message(10_001), message(300_000)];
+    await store.publish([one, two, three], [one, two, three].map((m) => ({ messageId: m.id, endpointId: f.id })), []);
+    const [first] = await store.claim("w1", 10_000, 60_000, 1, 4, 100);
+    await store.record(first!.id, "w1", { state: "retry", status: 500, nextAttemptAtMs: 200_000 }, 10_000, 100_000);
+    const due = await store.claim("w1", 200_000, 60_000, 10, 4, 100);
+    const again = due.find((d) => d.id === first!.id)!;
+    const other = due.find((d) => d.id !== first!.id)!;
+    await store.record(again.id, "w1", { state: "failed", status: 500 }, 200_000, 100_000);
+    expect((await store.get(account, f.id))?.disabled).toBe(true);
+    // The other one, in flight then, is failed by its own record.
+    await store.record(other.id, "w1", { state: "retry", status: 500, nextAttemptAtMs: 300_000 }, 200_001, 100_000);
+    expect((await store.deliveries(f.id, { limit: 10 })).every((d) => d.failedAtMs !== null)).toBe(true);
+  });
+}
+
 /** Registers the contract; `open` gives two storages on one database (two instances). */
 export function webhookStorageContract(name: string, open: () => Promise<readonly [Storage, Storage]>, options: { skip?: string | undefined } = {}) {
   describe.skipIf(options.skip !== undefined)(`webhook storage contract: ${name}`, () => {
     outboxAndEndpointTests(open);
     deliveryTests(open);
+    disabledEndpointTests(open);
   });
 }

@@ -403,14 +403,18 @@ describe("createWebhookDelivery()", () => {
     expect([...store.deliveryRows.values()][0]).toMatchObject({ state: "failed", attempts: 2, lastStatus: null });
   });
 
-  test("an endpoint whose attempts all failed for 5 days is disabled", async () => {
-    const { worker, store, clock, created } = await queued(() => 500, Array.from({ length: 10 }, () => 86_400));
+  test("an endpoint whose deliveries all failed for 5 days is disabled, by the delivery that failed for good", async () => {
+    // Five retries a day apart: the sixth attempt, on day 5, fails it for good.
+    const { worker, store, clock, created } = await queued(() => 500, Array.from({ length: 5 }, () => 86_400));
     for (let day = 0; day <= 5; day++) {
+      // Failed attempts with retries ahead never disable it (one failed attempt after a quiet spell did).
+      expect({ day, disabled: store.endpoints.get(created.id)!.disabled }).toEqual({ day, disabled: false });
       await worker.run();
       await worker.idle();
       clock.set(clock.nowMs() + 86_400_000);
     }
     expect(store.endpoints.get(created.id)!.disabled).toBe(true);
+    expect([...store.deliveryRows.values()].every((d) => d.state === "failed")).toBe(true);
   });
 
   test("after a rotation both secrets sign for 24 hours, then only the new one", async () => {

@@ -67,6 +67,15 @@ export function fakeWebhookStore() {
   const endpoints = new Map<string, W>();
   const messages = new Map<string, import("../webhooks.ts").WebhookMessage>();
   const deliveries = new Map<string, Delivery>();
+  /** A disabled endpoint's pending deliveries not in flight are failed (as the stores do). */
+  const failPending = (endpointId: string, nowMs: number) => {
+    for (const d of deliveries.values()) {
+      if (d.endpointId !== endpointId || d.state !== "pending" || d.leaseHolder !== null) continue;
+      d.state = "failed";
+      d.failedAtMs = nowMs;
+      d.nextAttemptAtMs = null;
+    }
+  };
   const outboxRows: import("../webhooks.ts").OutboxRow[] = [];
   const owners = new Map<string, string[]>();
   const ofAccount = (accountId: string) => [...endpoints.values()].filter((e) => e.accountId === accountId);
@@ -94,6 +103,7 @@ export function fakeWebhookStore() {
         failingSinceMs: disabled ? e.failingSinceMs : null,
       };
       endpoints.set(id, next);
+      if (disabled && !e.disabled) failPending(id, Date.now());
       return Promise.resolve(next);
     },
     remove(accountId, id) {
@@ -168,7 +178,16 @@ export function fakeWebhookStore() {
       const e = endpoints.get(d.endpointId);
       if (e !== undefined && !(outcome.state === "failed" && outcome.skipped === true)) {
         const failingSinceMs = outcome.state === "delivered" ? null : e.failingSinceMs ?? nowMs;
-        endpoints.set(e.id, { ...e, failingSinceMs, disabled: e.disabled || (failingSinceMs !== null && failingSinceMs <= nowMs - disableAfterMs) });
+        // As the stores: disabled only by a delivery failed for good, its other pending deliveries failed with it.
+        const disabling = !e.disabled && outcome.state === "failed" && failingSinceMs !== null && failingSinceMs <= nowMs - disableAfterMs;
+        endpoints.set(e.id, { ...e, failingSinceMs, disabled: e.disabled || disabling });
+        if (disabling) failPending(e.id, nowMs);
+      }
+      // An attempt recorded after its endpoint was disabled is not retried.
+      if (d.state === "pending" && endpoints.get(d.endpointId)?.disabled === true) {
+        d.state = "failed";
+        d.failedAtMs = nowMs;
+        d.nextAttemptAtMs = null;
       }
       return Promise.resolve();
     },
