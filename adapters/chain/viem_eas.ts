@@ -244,14 +244,7 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
       if (submission.ok && submission.uid !== null) options.onAttested?.(writtenOf(call, submission.uid, submission.blockNumber));
       return submission;
     },
-    async simulateBatch(calls, simulateOptions) {
-      // The search stops at the requests' cap or the block's gas, whichever is lower: a cap above the block let the node
-      // search past it, and a batch needing more than a block was sent at the block's gas and reverted.
-      const limit = await blockGasLimit();
-      const asked = simulateOptions?.maxGas;
-      const cap = asked === undefined ? limit : limit === undefined || asked < limit ? asked : limit;
-      return fitToBlock(await estimate(encodeBatch(calls), cap), limit);
-    },
+    simulateBatch: (calls, simulateOptions) => simulateWithinBlock(estimate, encodeBatch(calls), simulateOptions?.maxGas, blockGasLimit),
     async submitBatch(calls, submitOptions) {
       const submission = await submitAttestationBatch(delegateSender, easAddress, encodeBatch(calls), submitOptions);
       // EAS logs the batch's attestations in the order of its requests.
@@ -261,6 +254,21 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
     deployWallet: (attester, deployment, charge) => deployWallet(client, delegateSender, log, attester, deployment, charge),
   };
   return { reader, delegate, client, ping, senderFor, senderOf };
+}
+
+/**
+ * A batch's simulation, its search stopped at the requests' cap or the block's gas, whichever is lower: a cap above the
+ * block let the node search past it, and a batch needing more than a block was sent at the block's gas and reverted.
+ */
+async function simulateWithinBlock(
+  estimate: (data: Hex, maxGas?: bigint) => Promise<Simulation>,
+  data: Hex,
+  asked: bigint | undefined,
+  blockGasLimit: () => Promise<bigint | undefined>,
+): Promise<Simulation> {
+  const limit = await blockGasLimit();
+  const cap = asked === undefined ? limit : limit === undefined || asked < limit ? asked : limit;
+  return fitToBlock(await estimate(data, cap), limit);
 }
 
 /**
