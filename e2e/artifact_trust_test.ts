@@ -309,15 +309,18 @@ describe("artifact trust on a real chain", () => {
     expect(body.artifactDid).toBe(ARTIFACT);
     expect(body.chain).toEqual({ chainId: 31337, caip2: "eip155:31337", easContract: stack.devnet.easAddress });
     expect(body.trustAnchorsVersion).toBe(1);
-    expect(labels(body.responsibilityClaims).sort()).toEqual(["claim", "claim-key-binding", "claim-live-dns"]);
+    // A key bound by the approved witness issuer, with no witness of its own, and a wallet linking its own did:pkh are
+    // not authorized (decisions §25: the route's computation, which says not for both; before, both were verified).
+    expect(labels(body.responsibilityClaims).sort()).toEqual(["claim", "claim-live-dns"]);
     expect(labels(body.securityAssessments)).toEqual(["assessment"]);
     expect(labels(body.certifications)).toEqual(["certification"]);
-    expect(labels(body.otherAttestations).sort()).toEqual(["linked-eip712", "linked-jws"]);
+    expect(labels(body.otherAttestations).sort()).toEqual(["linked-jws"]);
     // 21 candidates: the user review, the witnesses and the key binding are never queried. Excluded: expired by
     // the registry, revoked, a stranger's witness, before the first witness, an empty responsibilityType, an
     // unapproved, a revoked and a not-yet-approved issuer, payload-expired, not yet effective, wrong subject,
-    // undecodable, and two linked identifiers without both sides' proofs.
-    expect(body.summary).toEqual({ totalQueried: 21, totalVerified: 7, totalExcluded: 14, complete: true });
+    // undecodable, two linked identifiers without both sides' proofs, the key-binding-only claim and the wallet's
+    // link to itself.
+    expect(body.summary).toEqual({ totalQueried: 21, totalVerified: 5, totalExcluded: 16, complete: true });
 
     for (const item of body.responsibilityClaims) {
       expect(item.verification).toEqual({ valid: true, basis: ["controller-authorization", "authorization-window"] });
@@ -434,14 +437,14 @@ describe("artifact trust on a real chain", () => {
     const pinnedChain = { chainId: 31337, caip2: "eip155:31337", easContract: stack.devnet.easAddress };
     const verdict = await checkArtifactTrust(ARTIFACT, { url, publisherDid: "did:web:Publisher.test", pinnedChain });
     expect(verdict.warn).toBe(false);
-    expect(labels(verdict.qualifyingClaims.responsibilityClaims as any).sort()).toEqual(["claim", "claim-key-binding"]);
+    expect(labels(verdict.qualifyingClaims.responsibilityClaims as any).sort()).toEqual(["claim"]);
     expect(verdict.qualifyingClaims.securityAssessments).toHaveLength(1);
     expect(verdict.unqualifiedResponsibilityClaims).toBe(1);
-    expect(labels(verdict.informational.linkedIdentifiers as any).sort()).toEqual(["linked-eip712", "linked-jws"]);
+    expect(labels(verdict.informational.linkedIdentifiers as any).sort()).toEqual(["linked-jws"]);
     // No declared publisher: every returned claim qualifies.
     const undeclared = await checkArtifactTrust(ARTIFACT, { url, pinnedChain });
     expect(undeclared).toMatchObject({ warn: false, unqualifiedResponsibilityClaims: 0 });
-    expect(undeclared.qualifyingClaims.responsibilityClaims).toHaveLength(3);
+    expect(undeclared.qualifyingClaims.responsibilityClaims).toHaveLength(2);
     expect((await checkArtifactTrust(EMPTY_ARTIFACT, { url, pinnedChain })).warn).toBe(true);
   });
 });

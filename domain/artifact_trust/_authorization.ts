@@ -138,7 +138,10 @@ function onChainAuthorization(ctx: ArtifactTrustContext, evidence: PartyEvidence
     return { kind: "unauthorized" };
   }
   const until = newest?.until ?? null;
-  if (isSameControllerId(party, controller)) return { kind: "authorized", anchoredFrom: null, until };
+  // Controller authorization's rules (decisions §25, the same computation as /v1/controller-authorization): a witness
+  // window, or live evidence. Before, a party that was the attester itself (any wallet's claim for its own did:pkh, on
+  // any chain) and a key binding alone (with no witness or evidence of the key) were authorized here, where the route
+  // said not: one transaction made a malicious artifact's claim "verified".
   let firstWitness: bigint | null = null;
   for (const w of evidence.witnesses) {
     if (isSameControllerId(w.controller, controller) && (firstWitness === null || w.time < firstWitness)) {
@@ -146,7 +149,6 @@ function onChainAuthorization(ctx: ArtifactTrustContext, evidence: PartyEvidence
     }
   }
   if (firstWitness !== null) return { kind: "authorized", anchoredFrom: firstWitness, until };
-  if (newest !== undefined) return { kind: "authorized", anchoredFrom: newest.time, until };
   if (party.startsWith("did:web:") && ctx.deps.discover !== undefined) return { kind: "needs-live", until };
   return { kind: "unauthorized" };
 }

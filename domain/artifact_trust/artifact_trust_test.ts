@@ -384,23 +384,32 @@ describe("createArtifactTrust() responsibility claims", () => {
     expect(env.excluded.map(([, r]) => r)).toEqual(["invalid-payload", "invalid-payload", "invalid-payload"]);
   });
 
-  test("an EVM account is responsible for itself without a witness", async () => {
+  test("an account's claim for its own did:pkh is not authorized by itself, on this chain or another (decisions §25)", async () => {
+    // Before, any wallet's claim for itself was verified, where /v1/controller-authorization said not: one transaction
+    // made a malicious artifact look vetted for a publisher the attacker declared.
     const env = setup({ discover: false });
-    const a = attestation({ schema: "responsibility-claim", attester: CONTROLLER, data: claim(`did:pkh:eip155:1:${CONTROLLER}`) });
-    env.index.add(a);
-    expect(uidsOf((await env.record()).responsibilityClaims)).toEqual([a.uid]);
+    const here = attestation({ schema: "responsibility-claim", attester: CONTROLLER, data: claim(pkh(CONTROLLER)) });
+    const elsewhere = attestation({ schema: "responsibility-claim", attester: CONTROLLER, data: claim(`did:pkh:eip155:1:${CONTROLLER}`) });
+    env.index.add(here);
+    env.index.add(elsewhere);
+    expect((await env.record()).responsibilityClaims).toEqual([]);
+    expect(env.excluded.map(([, r]) => r)).toEqual(["not-authorized", "not-authorized"]);
   });
 
-  test("a key binding from a witnessed controller authorizes a new key from the binding on", async () => {
+  test("a key binding alone authorizes no key: the bound key needs a witness window or live evidence of its own (decisions §25)", async () => {
+    // Before, a witnessed controller's binding authorized the new key from the binding on, where the route said not.
     const env = setup({ discover: false });
     env.index.add(witness(PUBLISHER, pkh(CONTROLLER), NOW - 1000n));
     env.index.add(binding(PUBLISHER, pkh(NEW_KEY), CONTROLLER, { time: NOW - 500n }));
-    const inside = attestation({ schema: "responsibility-claim", attester: NEW_KEY, data: claim(PUBLISHER, { issuedAt: NOW - 400n }) });
-    const before = attestation({ schema: "responsibility-claim", attester: NEW_KEY, data: claim(PUBLISHER, { issuedAt: NOW - 600n }) });
-    env.index.add(inside);
+    const bound = attestation({ schema: "responsibility-claim", attester: NEW_KEY, data: claim(PUBLISHER, { issuedAt: NOW - 400n }) });
+    env.index.add(bound);
+    expect((await env.record()).responsibilityClaims).toEqual([]);
+    expect(env.excluded).toEqual([[bound.uid, "not-authorized"]]);
+    // Witnessed too, it is authorized from its witness on.
+    env.index.add(witness(PUBLISHER, pkh(NEW_KEY), NOW - 450n));
+    const before = attestation({ schema: "responsibility-claim", attester: NEW_KEY, data: claim(PUBLISHER, { issuedAt: NOW - 460n }) });
     env.index.add(before);
-    expect(uidsOf((await env.record()).responsibilityClaims)).toEqual([inside.uid]);
-    expect(env.excluded).toEqual([[before.uid, "outside-authorization-window"]]);
+    expect(uidsOf((await env.record()).responsibilityClaims)).toEqual([bound.uid]);
   });
 
   test("a key binding written by a stranger authorizes nothing", async () => {
@@ -449,6 +458,7 @@ describe("createArtifactTrust() responsibility claims", () => {
   test("a key binding's registry expiry ends the window like a revocation: claims made before it keep their authorization", async () => {
     const env = setup({ discover: false });
     env.index.add(witness(PUBLISHER, pkh(CONTROLLER), NOW - 1000n));
+    env.index.add(witness(PUBLISHER, pkh(NEW_KEY), NOW - 950n));
     env.index.add(binding(PUBLISHER, pkh(NEW_KEY), CONTROLLER, { time: NOW - 900n, expirationTime: NOW - 300n }));
     const before = attestation({ schema: "responsibility-claim", attester: NEW_KEY, data: claim(PUBLISHER, { issuedAt: NOW - 400n }), time: NOW - 400n });
     const after = attestation({ schema: "responsibility-claim", attester: NEW_KEY, data: claim(PUBLISHER, { issuedAt: NOW - 200n }), time: NOW - 200n });
@@ -575,10 +585,24 @@ describe("createArtifactTrust() linked identifiers", () => {
   const pointer = (extra: Record<string, unknown> = {}) =>
     JSON.stringify({ proofType: "evidence-pointer", proofPurpose: "shared-control", proofObject: { url: "https://publisher.example/links.json" }, ...extra });
   const linked = (proofs: string[], linkedId = linkedDid) => ({ subject: ARTIFACT, linkedId, proofs, ...times });
+  /**
+   * The attester's authority over the linkedId (decisions §25, the route's computation): a witness window. An account
+   * linking its own did:pkh is not authorized by itself.
+   */
+  const witnessedLinkedKey = (env: { index: { add: (a: never) => void } }) => env.index.add(witness(linkedDid, pkh(linkedKey.address), NOW - 5_000n) as never);
   const BASIS: VerificationBasis[] = ["proof", "controller-authorization", "authorization-window"];
+
+  test("an account linking its own did:pkh is not authorized by its proofs alone (decisions §25)", async () => {
+    const env = setup({ discover: false });
+    const a = attestation({ schema: "linked-identifier", attester: linkedKey.address, data: linked([await eip712Proof(), pointer()]) });
+    env.index.add(a);
+    expect((await env.record()).otherAttestations).toEqual([]);
+    expect(env.excluded).toEqual([[a.uid, "not-authorized"]]);
+  });
 
   test("a pop-eip712 from linkedId naming the artifact plus an evidence pointer for the artifact side qualifies", async () => {
     const env = setup({ discover: false });
+    witnessedLinkedKey(env);
     const a = attestation({ schema: "linked-identifier", attester: linkedKey.address, data: linked([await eip712Proof(), pointer()]) });
     env.index.add(a);
     const record = await env.record();
@@ -590,6 +614,7 @@ describe("createArtifactTrust() linked identifiers", () => {
 
   test("one proof written twice is one entry: it does not stand for both sides; only the first 16 distinct entries are read", async () => {
     const env = setup({ discover: false });
+    witnessedLinkedKey(env);
     const proof = await eip712Proof();
     const twice = attestation({ schema: "linked-identifier", attester: linkedKey.address, data: linked([proof, proof]) });
     // The pointer the link needs comes after 16 other entries (each a proof naming another artifact): not read.
@@ -647,6 +672,7 @@ describe("createArtifactTrust() linked identifiers", () => {
 
   test("an evidence pointer needs the shared-control purpose, a URL and an expiry not yet passed", async () => {
     const env = setup({ discover: false });
+    witnessedLinkedKey(env);
     const linkedProof = await eip712Proof();
     const variants = [
       pointer({ proofPurpose: "commercial-tx" }),
