@@ -230,6 +230,13 @@ export function createControllerAuthorization(deps: ControllerAuthorizationDeps)
     });
     // A live source that failed matters only when nothing else authorizes: never a guess.
     if (!live.ok && !verdict.authorized) return live;
+    // A binding naming the controller that does not count now may count by the endpoints' word (§17: its attester named
+    // by them), and a revoked one is the controller's cut: with an endpoint that did not answer, the verdict would be a
+    // guess. Before, a DNS outage (or a domain's lookup budget spent by anyone) dropped the owner's revoked binding, and
+    // a controller it had cut off was authorized again.
+    const atSeconds = BigInt(at.value);
+    const undecided = e.bindings.some((b) => b.time <= atSeconds && bindingNames(b, controllerDid.value) && !verdict.keyBindingUids.includes(b.uid));
+    if (e.endpointUnavailable && undecided) return fail("NETWORK_ERROR", ENDPOINT_FAILED);
     return ok({
       subjectDid: subjectDid.value,
       controllerDid: controllerDid.value,

@@ -181,6 +181,23 @@ describe("createControllerAuthorization()", () => {
       .toMatchObject({ ok: true, value: { authorized: false, currentlyVerified: false, liveMethod: null } });
   });
 
+  test("an endpoint that does not answer, with a binding naming the controller only the endpoints' word could count (the owner's cut): NETWORK_ERROR, never authorized", async () => {
+    // The owner, named in DNS, bound the witnessed controller K and revoked it: K is cut off. Before, with DNS failing
+    // (or the domain's lookup budget spent by anyone), the owner's binding was not read and K was authorized again.
+    const s = setUp({ txt: { "_controllers.shop.test": [`v=1;controller=${pkh(OWNER)}`] } });
+    const K = pkh("0x00000000000000000000000000000000000000c1");
+    s.witness(K, { time: NOW_S - 300 });
+    s.binding(OWNER, K, { time: NOW_S - 200, revocationTime: NOW_S - 150 });
+    expect(await s.authorize({ subjectDid: SUBJECT, controllerDid: K })).toMatchObject({ ok: true, value: { authorized: false, until: String(NOW_S - 150) } });
+    for (const name of ["_controllers.shop.test", "_omatrust.shop.test"]) s.dns.txt[name] = { status: "servfail" };
+    expect(await s.authorize({ subjectDid: SUBJECT, controllerDid: K })).toMatchObject({ ok: false, code: "NETWORK_ERROR" });
+    expect(await s.authorize({ subjectDid: SUBJECT, controllerDid: K, at: String(NOW_S - 150) })).toMatchObject({ ok: false, code: "NETWORK_ERROR" });
+    // With no binding naming the controller, the witness window decides without the endpoints.
+    const other = pkh("0x00000000000000000000000000000000000000c2");
+    s.witness(other, { time: NOW_S - 300 });
+    expect(await s.authorize({ subjectDid: SUBJECT, controllerDid: other })).toMatchObject({ ok: true, value: { authorized: true } });
+  });
+
   test("a witness window from the index, a pinning witness shown with `pinned`, a binding by publicKeyJwk", async () => {
     const s = setUp();
     s.witness(pkh(OWNER), { time: NOW_S - 500 });

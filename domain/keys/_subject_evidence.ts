@@ -155,12 +155,14 @@ export async function readSubjectEvidence(
     });
   }
 
-  // Bindings are read only from attesters that could control their subject (the rules check when).
+  // Bindings are read only from attesters that could control their subject (the rules check when). With an endpoint that
+  // did not answer, any attester could be one the endpoints name: every binding is read, so a caller can tell a binding
+  // that would count by the endpoints' word (an owner's cut) from none, and not guess (controller authorization).
   const couldControl = (subject: string, attester: string) => {
     const pkh = `did:pkh:eip155:${ctx.chainId}:${attester.toLowerCase()}`;
     const e = out.get(subject)!;
-    return alsoFrom.has(attester.toLowerCase()) || isSameControllerId(subject, pkh) || e.witnesses.some((w) => isSameControllerId(w.controller, pkh)) ||
-      e.endpointKeys.some((k) => isSameControllerId(k, pkh));
+    return e.endpointUnavailable || alsoFrom.has(attester.toLowerCase()) || isSameControllerId(subject, pkh) ||
+      e.witnesses.some((w) => isSameControllerId(w.controller, pkh)) || e.endpointKeys.some((k) => isSameControllerId(k, pkh));
   };
   const bindingUids = [...new Set(logs.value
     .filter((l) => {
