@@ -16,8 +16,11 @@ export interface OwnershipChain {
   readonly chainId: number;
   /** Whether an account holds code (is a contract). */
   readonly hasCode: (address: HexString) => Promise<IndexRead<boolean>>;
-  /** The contract's `owner()`, or null when it has none (the call reverts or returns no address). */
-  readonly owner: (contract: HexString) => Promise<IndexRead<HexString | null>>;
+  /**
+   * The contract's `owner()`, or null when it has none (the call reverts or returns no address): at the head, or as of
+   * `blockNumber` (the state after that block; a node without that state fails the read).
+   */
+  readonly owner: (contract: HexString, blockNumber?: bigint) => Promise<IndexRead<HexString | null>>;
   /** A mined transaction and its receipt; null when the chain has no such transaction. */
   readonly transaction: (hash: HexString) => Promise<IndexRead<OwnershipTransaction | null>>;
 }

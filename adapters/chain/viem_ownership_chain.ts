@@ -35,10 +35,10 @@ export function createViemOwnershipChain(options: {
         return failed("getCode", error);
       }
     },
-    async owner(contract) {
+    async owner(contract, blockNumber) {
       let data: Hex | undefined;
       try {
-        ({ data } = await client.call({ to: contract, data: OWNER_CALL, gas: OWNER_CALL_GAS }));
+        ({ data } = await client.call({ to: contract, data: OWNER_CALL, gas: OWNER_CALL_GAS, ...(blockNumber === undefined ? {} : { blockNumber }) }));
       } catch (error) {
         // A contract whose owner() reverts or runs out of its gas: no owner, not a failed lookup.
         if (error instanceof BaseError && /revert|out ?of ?gas/i.test(`${error.shortMessage} ${error.details ?? ""}`)) return { ok: true, value: null };

@@ -152,7 +152,7 @@ export function createControllerAuthorization(deps: ControllerAuthorizationDeps)
 
   /**
    * For a did:pkh contract subject: whether each binding's transfer proof shows ownership moving to the controller, in
-   * a transaction mined no later than the binding's block.
+   * a transaction mined no later than the binding's block, and the controller still its `owner()` as of that block.
    * Only bindings the rules can count are looked at (the controller's own, naming it, written by `at`), oldest first,
    * and at most {@link MAX_PROOF_TRANSACTIONS} transactions in all.
    */
@@ -187,6 +187,13 @@ export function createControllerAuthorization(deps: ControllerAuthorizationDeps)
           log.address.toLowerCase() === contract && log.topics[0]?.toLowerCase() === OWNERSHIP_TRANSFERRED_TOPIC &&
           `0x${(log.topics[2] ?? "").slice(-40).toLowerCase()}` === controller
         );
+        // And still the owner when the binding was written (§17): a transfer to it long before, with the ownership moved
+        // on since, let any former owner bind itself for good (the current owner cannot revoke another's attestation).
+        if (verified && b.blockNumber !== undefined) {
+          const owner = await deps.contracts.owner(contract as HexString, b.blockNumber);
+          if (!owner.ok) return fail("NETWORK_ERROR", CHAIN_FAILED);
+          verified = owner.value === controller;
+        }
         if (verified) break;
       }
       out.set(b.uid, verified);

@@ -229,7 +229,8 @@ describe("createControllerAuthorization()", () => {
     const chain: OwnershipChain = {
       chainId: CHAIN,
       hasCode: () => Promise.resolve({ ok: true, value: true }),
-      owner: () => (reads.owner++, Promise.resolve({ ok: true, value: `0x${"cc".repeat(20)}` as HexString })),
+      // Another owner now; the controller when the binding was written (as of its block).
+      owner: (_contract, block) => (reads.owner++, Promise.resolve({ ok: true, value: (block === undefined ? `0x${"cc".repeat(20)}` : OWNER) as HexString })),
       transaction: () => (reads.transaction++, Promise.resolve({
         ok: true,
         value: {
@@ -245,7 +246,8 @@ describe("createControllerAuthorization()", () => {
     const answer = await s.authorize({ subjectDid: subject, controllerDid: pkh(OWNER) });
     expect(answer).toMatchObject({ ok: true, value: { authorized: true, anchoredFrom: String(NOW_S - 300), transferProofVerified: true, keyBindingUid: b, liveMethod: null } });
     await s.authorize({ subjectDid: subject, controllerDid: pkh(OWNER) });
-    expect(reads).toEqual({ transaction: 1, owner: 1 });
+    // The owner now (live evidence) and as of the binding's block, each read once.
+    expect(reads).toEqual({ transaction: 1, owner: 2 });
   });
 
   test("a did:pkh contract subject: a transfer mined after the binding's block does not verify it (§17: control when written)", async () => {
@@ -254,7 +256,7 @@ describe("createControllerAuthorization()", () => {
     const chain: OwnershipChain = {
       chainId: CHAIN,
       hasCode: () => Promise.resolve({ ok: true, value: true }),
-      owner: () => Promise.resolve({ ok: true, value: null }),
+      owner: (_contract, block) => Promise.resolve({ ok: true, value: block === undefined ? null : OWNER as HexString }),
       transaction: () => Promise.resolve({
         ok: true,
         value: {
@@ -274,6 +276,34 @@ describe("createControllerAuthorization()", () => {
     minedAt = 1000n;
     expect(await s.authorize({ subjectDid: subject, controllerDid: pkh(OWNER) }))
       .toMatchObject({ ok: true, value: { authorized: true, anchoredFrom: String(NOW_S - 300), transferProofVerified: true, keyBindingUid: b } });
+  });
+
+  test("a did:pkh contract subject: a former owner's binding does not verify, its transfer long past (§17: control when written)", async () => {
+    // Ownership moved to OWNER (its proof), then on to another before OWNER wrote the binding. Before, any former owner
+    // could bind itself at any time after, for good: the current owner cannot revoke another's attestation.
+    const contract = "0x00000000000000000000000000000000000000ee";
+    const asked: (bigint | undefined)[] = [];
+    const chain: OwnershipChain = {
+      chainId: CHAIN,
+      hasCode: () => Promise.resolve({ ok: true, value: true }),
+      owner: (_contract, block) => (asked.push(block), Promise.resolve({ ok: true, value: `0x${"cc".repeat(20)}` as HexString })),
+      transaction: () => Promise.resolve({
+        ok: true,
+        value: {
+          from: OWNER as HexString,
+          contractAddress: null,
+          blockNumber: 10n,
+          logs: [{ address: contract as HexString, topics: [OWNERSHIP_TRANSFERRED_TOPIC, `0x${"0".repeat(64)}`, `0x${"0".repeat(24)}${OWNER.slice(2)}`] as HexString[] }],
+        },
+      }),
+    };
+    const s = setUp({ contracts: chain });
+    const subject = pkh(contract);
+    s.binding(OWNER, pkh(OWNER), { time: NOW_S - 300, subject }, { proofs: [JSON.stringify({ proofTxHash: `0x${"ab".repeat(32)}` })] });
+    expect(await s.authorize({ subjectDid: subject, controllerDid: pkh(OWNER) }))
+      .toMatchObject({ ok: true, value: { authorized: false, transferProofVerified: false, keyBindingUid: null } });
+    // Asked as of the binding's block (the fake index logs it at its head, block 1000).
+    expect(asked).toContain(1000n);
   });
 
   test("a did:pkh contract subject: a proof naming a transaction never mined costs one read per cache period, not one per request", async () => {

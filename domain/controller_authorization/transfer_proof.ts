@@ -79,12 +79,13 @@ export function createCachedOwnershipReads(
   return {
     chainId: chain.chainId,
     hasCode: (address) => chain.hasCode(address),
-    async owner(contract) {
-      const key = contract.toLowerCase();
+    async owner(contract, blockNumber) {
+      // As of a block, the answer never changes: kept (bounded) as long as the head's is.
+      const key = blockNumber === undefined ? contract.toLowerCase() : `${contract.toLowerCase()}@${blockNumber}`;
       const kept = owners.get(key);
       const now = deps.clock.nowMs();
-      if (kept !== undefined && now - kept.atMs < options.ownerMs) return kept.answer;
-      const answer = await once(readingOwners, key, () => chain.owner(contract));
+      if (kept !== undefined && (blockNumber !== undefined || now - kept.atMs < options.ownerMs)) return kept.answer;
+      const answer = await once(readingOwners, key, () => chain.owner(contract, blockNumber));
       if (answer.ok) {
         owners.set(key, { answer, atMs: now });
         bound(owners);
