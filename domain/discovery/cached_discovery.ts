@@ -72,7 +72,7 @@ export function createCachedDiscovery(
     const refusal = rateLimitedLookupError(registrableDomain(record.domain ?? ""));
     if (record.evidence.some((e) => e.error === refusal)) {
       const previous = answers.get(key);
-      if (previous === undefined || now - previous.atMs >= staleMs) return ok(asSupplied(record, subjectDid));
+      if (callOptions.freshOnly || previous === undefined || now - previous.atMs >= staleMs) return ok(asSupplied(record, subjectDid));
       const ageSeconds = Math.round((now - previous.atMs) / 1000);
       const warning = `${refusal}: this evidence was observed ${ageSeconds} s ago`;
       return ok(asSupplied(previous.record, subjectDid, [...previous.record.warnings, warning]));

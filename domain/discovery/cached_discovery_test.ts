@@ -64,6 +64,16 @@ describe("createCachedDiscovery()", () => {
     expect(stale.ok && stale.value.warnings).toEqual([`${rateLimitedLookupError("victim.example")}: this evidence was observed 61 s ago`]);
   });
 
+  test("freshOnly (key status, controller authorization): a refused lookup is unavailable evidence, no older answer stands in", async () => {
+    const { clock, discover } = setup({ capacity: 1 });
+    await discover("a.victim.example");
+    clock.set(61_000);
+    await discover("b.victim.example");
+    // The budget spent: an answer 61 s old would stand in for the views, and was given as today's to key status.
+    const refused = await discover("a.victim.example", { freshOnly: true });
+    expect(refused.ok && refused.value.evidence.map((e) => e.status)).toEqual(["unavailable", "unavailable", "unavailable"]);
+  });
+
   test("the witness's refusing lookups bypass it, and it holds at most maxEntries subjects", async () => {
     const { dns, discover } = setup({ maxEntries: 2 });
     await discover("one.example");

@@ -42,6 +42,12 @@ export type DiscoverOptions = {
    * which answers 429) instead of answering with `unavailable` evidence (the read-only views).
    */
   readonly refuseWhenRateLimited?: boolean | undefined;
+  /**
+   * What the endpoints hold now (key status, controller authorization: "endpoint evidence is always today's"): when the
+   * domain's budget is spent, no older answer stands in; the evidence is `unavailable`. Before, an answer up to ten
+   * minutes old was given as read now, and a controller removed from DNS stayed "currently verified".
+   */
+  readonly freshOnly?: boolean | undefined;
 };
 
 /** Discovery refused because the subject's domain has spent its lookup budget; only with `refuseWhenRateLimited`. */

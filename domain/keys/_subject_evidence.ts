@@ -71,7 +71,8 @@ async function endpoints(ctx: KeyTrustContext, subjects: readonly string[]): Pro
   const worker = async () => {
     while (next < web.length) {
       const subject = web[next++]!;
-      const found = await ctx.deps.discover(subject);
+      // Today's evidence only: an older answer standing in for a spent lookup budget is not what the endpoints say now.
+      const found = await ctx.deps.discover(subject, { freshOnly: true });
       if (!found.ok) {
         invalid = subject;
         continue;
