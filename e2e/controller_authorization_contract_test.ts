@@ -130,8 +130,9 @@ describe("controller authorization of a did:pkh contract subject, on a real chai
       keyBindingUid: binding.uid,
       keyBindingUids: [binding.uid],
     });
-    // The first lookup of a new contract reads its owner() and the proof's receipt, once each.
-    expect(stack.rpc.trips()).toEqual([["eth_call"], ["eth_getTransactionReceipt"]]);
+    // The first lookup of a new contract reads its owner() now, the proof's receipt, and its owner() as of the binding's
+    // block (the controller must still own it when it wrote the binding, §17), once each.
+    expect(stack.rpc.trips()).toEqual([["eth_call"], ["eth_getTransactionReceipt"], ["eth_call"]]);
 
     // Steady state: the same lookup, another purpose list, another `at`: no JSON-RPC call (each computed, not kept whole).
     stack.rpc.reset();
