@@ -220,7 +220,7 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
       const params = maxGas === undefined ? { from: delegateSender.address, to: easAddress, data } : { from: delegateSender.address, to: easAddress, data, gas: `0x${maxGas.toString(16)}` };
       const gas = quantity(await rpc.request("eth_estimateGas", [params]));
       // Headroom for state that changes between the estimate and inclusion.
-      return { ok: true, gas: (gas * 12n) / 10n };
+      return { ok: true, gas: withHeadroom(gas) };
     } catch (error) {
       return classifyNodeSimulationError(error, log);
     }
@@ -256,6 +256,9 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
   return { reader, delegate, client, ping, senderFor, senderOf };
 }
 
+/** An estimate with a fifth more, for state that changes between the estimate and inclusion. */
+const withHeadroom = (gas: bigint) => (gas * 12n) / 10n;
+
 /**
  * A batch's simulation, its search stopped at the requests' cap or the block's gas, whichever is lower: a cap above the
  * block let the node search past it, and a batch needing more than a block was sent at the block's gas and reverted.
@@ -278,7 +281,7 @@ async function simulateWithinBlock(
 function fitToBlock(simulation: Simulation, limit: bigint | undefined): Simulation {
   if (!simulation.ok || limit === undefined || simulation.gas <= limit) return simulation;
   // The estimate carries a fifth of headroom: past the block by more than that, the batch itself does not fit.
-  if (simulation.gas > (limit * 12n) / 10n) return { ok: false, reason: "too-much-gas" };
+  if (simulation.gas > withHeadroom(limit)) return { ok: false, reason: "too-much-gas" };
   return { ok: true, gas: limit };
 }
 
@@ -373,7 +376,7 @@ async function deployWallet(
   try {
     if (await hasCode(client, attester)) return "deployed";
     const estimate = await client.estimateGas({ account: delegateSender.address, to: deployment.factory, data: deployment.factoryCalldata });
-    const gas = (estimate * 12n) / 10n;
+    const gas = withHeadroom(estimate);
     if (!(await charge(gas))) return "refused";
     const outcome = await delegateSender.send({ to: deployment.factory, data: deployment.factoryCalldata, gas });
     // A signer that gave no signature sent nothing: the caller gives back what it charged, and may try again.

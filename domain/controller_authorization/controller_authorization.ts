@@ -242,8 +242,8 @@ export function createControllerAuthorization(deps: ControllerAuthorizationDeps)
     // guess. Before, a DNS outage (or a domain's lookup budget spent by anyone) dropped the owner's revoked binding, and
     // a controller it had cut off was authorized again.
     const atSeconds = BigInt(at.value);
-    const undecided = e.bindings.some((b) => b.time <= atSeconds && bindingNames(b, controllerDid.value) && !verdict.keyBindingUids.includes(b.uid));
-    if (e.endpointUnavailable && undecided) return fail("NETWORK_ERROR", ENDPOINT_FAILED);
+    const undecided = (b: BindingEvidence) => b.time <= atSeconds && bindingNames(b, controllerDid.value) && !verdict.keyBindingUids.includes(b.uid);
+    if (e.endpointUnavailable && e.bindings.some(undecided)) return fail("NETWORK_ERROR", ENDPOINT_FAILED);
     return ok({
       subjectDid: subjectDid.value,
       controllerDid: controllerDid.value,
