@@ -219,7 +219,6 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
     try {
       const params = maxGas === undefined ? { from: delegateSender.address, to: easAddress, data } : { from: delegateSender.address, to: easAddress, data, gas: `0x${maxGas.toString(16)}` };
       const gas = quantity(await rpc.request("eth_estimateGas", [params]));
-      // Headroom for state that changes between the estimate and inclusion.
       return { ok: true, gas: withHeadroom(gas) };
     } catch (error) {
       return classifyNodeSimulationError(error, log);
