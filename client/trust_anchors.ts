@@ -143,8 +143,19 @@ export function extractAllowlists(anchors: TrustAnchors): Allowlists {
   return { allowedContracts: [...contracts.values()], allowedSchemas: [...schemas.values()] };
 }
 
-/** Tells whether an address or DID is an approved issuer of a schema at a time (default now). */
-export function isApprovedIssuer(anchors: TrustAnchors, address: string, schemaName: string, atTime: Date = new Date()): boolean {
+/**
+ * Tells whether an address or DID is an approved issuer of a schema at a time (default now). With `chainId` (the chain
+ * the attestation is on), an issuer listed as an eip155 did:pkh counts only on the chain it names.
+ */
+export function isApprovedIssuer(
+  anchors: TrustAnchors,
+  address: string,
+  schemaName: string,
+  atTime: Date = new Date(),
+  chainId?: number,
+): boolean {
   const at = atTime instanceof Date ? atTime.getTime() : Number.NaN;
-  return findApprovedIssuer(anchors, address, schemaName, at) !== undefined;
+  const chain = typeof chainId === "number" && Number.isSafeInteger(chainId) && chainId > 0 ? chainId : undefined;
+  if (chainId !== undefined && chain === undefined) return false;
+  return findApprovedIssuer(anchors, address, schemaName, at, chain) !== undefined;
 }

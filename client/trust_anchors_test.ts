@@ -248,6 +248,27 @@ describe("isApprovedIssuer()", () => {
     expect(isApprovedIssuer(ANCHORS, `did:ethr:${MAINNET_ISSUER}`, "controller-witness", may)).toBe(true);
   });
 
+  test("approves an issuer listed as an eip155 did:pkh on the chain it names only (decisions §30)", () => {
+    const SAFE = "0x5afe5afe5afe5afe5afe5afe5afe5afe5afe5afe";
+    const anchors = {
+      ...ANCHORS,
+      registries: [{
+        type: "approved-issuers",
+        issuers: [{ address: `did:pkh:eip155:10:${SAFE}`, label: "A Safe on chain 10", schemas: ["controller-witness"], status: "active" }],
+      }],
+    } as unknown as TrustAnchors;
+    expect(isApprovedIssuer(anchors, SAFE, "controller-witness", may, 10)).toBe(true);
+    expect(isApprovedIssuer(anchors, `did:pkh:eip155:10:${SAFE}`, "controller-witness", may)).toBe(true);
+    // The same address attesting on another chain may be someone else's contract.
+    expect(isApprovedIssuer(anchors, SAFE, "controller-witness", may, 1)).toBe(false);
+    expect(isApprovedIssuer(anchors, `did:pkh:eip155:1:${SAFE}`, "controller-witness", may)).toBe(false);
+    expect(isApprovedIssuer(anchors, `did:pkh:eip155:10:${SAFE}`, "controller-witness", may, 1)).toBe(false);
+    expect(isApprovedIssuer(anchors, SAFE, "controller-witness", may, -1)).toBe(false);
+    // A bare address (the reference's form) is approved on every chain.
+    expect(isApprovedIssuer(ANCHORS, MAINNET_ISSUER, "controller-witness", may, 1)).toBe(true);
+    expect(isApprovedIssuer(ANCHORS, MAINNET_ISSUER, "controller-witness", may, 31338)).toBe(true);
+  });
+
   test("treats an issuer without status or dates as active", () => {
     expect(isApprovedIssuer(ANCHORS, TESTNET_ISSUER, "controller-witness", may)).toBe(true);
   });

@@ -82,7 +82,7 @@ export async function findApprovedAttestations(options: FindApprovedAttestations
       if (a.expirationTime !== 0n && a.expirationTime <= now) continue;
     }
     const at = new Date(Number(a.time) * 1000);
-    if (!isApprovedIssuer(anchors, a.attester, options.schemaName, at)) continue;
+    if (!isApprovedIssuer(anchors, a.attester, options.schemaName, at, chainIdOf(options.chain))) continue;
     const label = anchors.registries
       .flatMap((r) => r.issuers)
       .find((i) => i.address.toLowerCase() === a.attester.toLowerCase())?.label ?? "";
@@ -98,4 +98,10 @@ export async function findApprovedAttestations(options: FindApprovedAttestations
     });
   }
   return kept;
+}
+
+/** The decimal chain id of `chain` (a chain id or an eip155 CAIP-2 id); undefined for another namespace. */
+function chainIdOf(chain: number | string): number | undefined {
+  const text = String(chain).trim().replace(/^eip155:/, "");
+  return /^[0-9]{1,15}$/.test(text) ? Number(text) : undefined;
 }

@@ -272,7 +272,7 @@ async function loadChainEvidence(
     const data = decoded.value;
     const subject = typeof data.subject === "string" ? normalizeDid(data.subject) : undefined;
     if (!subject?.ok || subject.value !== normalizedSubject) continue;
-    const approvedIssuer = isApprovedIssuer(anchors, a.attester, "controller-witness", new Date(Number(a.time) * 1000));
+    const approvedIssuer = isApprovedIssuer(anchors, a.attester, "controller-witness", new Date(Number(a.time) * 1000), chain.chainId);
     if (name === "controller-witness" && typeof data.controller === "string") {
       witnesses.push({
         controller: data.controller,

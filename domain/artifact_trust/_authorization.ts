@@ -115,7 +115,7 @@ async function loadPartyEvidence(
     if (a.schema.toLowerCase() === witnessUid) {
       if (a.revocationTime !== 0n || typeof data.controller !== "string") continue;
       if (a.expirationTime !== 0n && a.expirationTime <= nowSeconds) continue;
-      if (findApprovedIssuer(ctx.trustAnchors, a.attester, "controller-witness", Number(a.time) * 1000) === undefined) continue;
+      if (findApprovedIssuer(ctx.trustAnchors, a.attester, "controller-witness", Number(a.time) * 1000, ctx.chainId) === undefined) continue;
       evidence.witnesses.push({ controller: data.controller, time: a.time });
     } else if (a.schema.toLowerCase() === policy.keyBindingUid) {
       // Registry expiry, like revocation, only ends the binding's window (keyBindingOf): claims made
@@ -160,7 +160,7 @@ function onChainAuthorization(ctx: ArtifactTrustContext, evidence: PartyEvidence
  */
 function bindingAuthority(ctx: ArtifactTrustContext, evidence: PartyEvidence, party: string): (binding: KeyBinding) => boolean {
   const byIssuer = (binding: KeyBinding) =>
-    findApprovedIssuer(ctx.trustAnchors, binding.attester, "controller-witness", Number(binding.time) * 1000) !== undefined;
+    findApprovedIssuer(ctx.trustAnchors, binding.attester, "controller-witness", Number(binding.time) * 1000, ctx.chainId) !== undefined;
   return createBindingAuthority({
     bindings: evidence.bindings,
     chainId: ctx.chainId,

@@ -32,7 +32,7 @@ export async function applyPolicies(
   const linkedOf: Screened[] = [];
   for (const s of screened) {
     if (s.name === "security-assessment" || s.name === "certification") {
-      const issuer = findApprovedIssuer(ctx.trustAnchors, s.attestation.attester, s.name, Number(s.attestation.time) * 1000);
+      const issuer = findApprovedIssuer(ctx.trustAnchors, s.attestation.attester, s.name, Number(s.attestation.time) * 1000, ctx.chainId);
       if (issuer === undefined) exclude(s.attestation.uid, "issuer-not-approved");
       else accept(s, ISSUER_BASIS, issuer.label);
     } else if (s.name === "responsibility-claim") {

@@ -327,6 +327,27 @@ describe("createArtifactTrust() approved issuers", () => {
     expect(env.excluded.map(([, r]) => r)).toEqual(Array(4).fill("issuer-not-approved"));
   });
 
+  test("an issuer listed as a did:pkh is approved on the chain it names only (decisions §30)", async () => {
+    const base = anchors();
+    const issuersOn = (chainId: number): TrustAnchors => ({
+      ...base,
+      registries: [{
+        type: "approved-issuers",
+        issuers: [{ address: `did:pkh:eip155:${chainId}:${AUDITOR}`, label: "Audit Co", schemas: ["security-assessment"], status: "active" }],
+      }],
+    });
+    const here = setup({ anchors: issuersOn(CHAIN_ID) });
+    const onThisChain = attestation({ schema: "security-assessment", attester: AUDITOR, data: assessment() });
+    here.index.add(onThisChain);
+    expect(uidsOf((await here.record()).securityAssessments)).toEqual([onThisChain.uid]);
+    // Listed for chain 10: the same address attesting here may be another party's contract.
+    const elsewhere = setup({ anchors: issuersOn(10) });
+    const claimed = attestation({ schema: "security-assessment", attester: AUDITOR, data: assessment() });
+    elsewhere.index.add(claimed);
+    expect((await elsewhere.record()).securityAssessments).toEqual([]);
+    expect(elsewhere.excluded).toEqual([[claimed.uid, "issuer-not-approved"]]);
+  });
+
   test("groups are sorted by time descending, then uid", async () => {
     const env = setup();
     const a = attestation({ schema: "security-assessment", attester: AUDITOR, data: assessment(), time: NOW - 300n, uid: `0x${"0".repeat(63)}9` });

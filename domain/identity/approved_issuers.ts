@@ -3,6 +3,12 @@
  * schema at that time?". Same rule as the client helper `isApprovedIssuer`: approved from
  * `validFrom` (when given) until `revokedAt` (when given); a `revokedAt` keeps the issuer's earlier
  * attestations valid; `status: "revoked"` without a date never counts; an unknown status never counts.
+ *
+ * An issuer listed as an eip155 did:pkh is approved on the chain it names only (decisions §30: one deployment, several
+ * chains): a contract wallet's address on one chain can belong to someone else on another, so the same address
+ * attesting on a chain its entry does not name is not approved. When the attestation's chain is given (`chainId`), a
+ * did:pkh entry must name it; a did:pkh asked about must name the entry's chain. A bare address (the reference's form)
+ * or a did:ethr entry is approved on every chain, as the operator wrote it.
  */
 import type { TrustAnchors, TrustedIssuer } from "../../ports/trust_anchors.ts";
 import { isSameControllerId, parseDidPkh } from "../did/mod.ts";
@@ -17,6 +23,7 @@ export function findApprovedIssuer(
   address: string,
   schemaName: string,
   atMs: number,
+  chainId?: number,
 ): TrustedIssuer | undefined {
   if (!Number.isFinite(atMs) || typeof address !== "string") return undefined;
   // Client helpers pass anchors fetched from a server: every level is checked before use.
@@ -26,7 +33,7 @@ export function findApprovedIssuer(
     for (const issuer of registry.issuers as unknown[]) {
       if (!isRecord(issuer) || typeof issuer.address !== "string" || !Array.isArray(issuer.schemas)) continue;
       if (!issuer.schemas.includes(schemaName)) continue;
-      if (!sameIssuer(issuer.address, address)) continue;
+      if (!sameIssuer(issuer.address, address, chainId)) continue;
       if (isActiveAt(issuer as TrustedIssuer, atMs)) return issuer as TrustedIssuer;
     }
   }
@@ -47,11 +54,26 @@ function isActiveAt(issuer: TrustedIssuer, atMs: number): boolean {
   return status !== "revoked";
 }
 
-function sameIssuer(listed: string, given: string): boolean {
+function sameIssuer(listed: string, given: string, chainId: number | undefined): boolean {
   const a = evmAddressOf(listed);
   const b = evmAddressOf(given);
-  if (a !== undefined || b !== undefined) return a === b;
+  if (a !== undefined || b !== undefined) {
+    if (a !== b) return false;
+    const listedChain = eip155ChainOf(listed);
+    if (listedChain === undefined) return !listed.trim().startsWith("did:pkh:");
+    const givenChain = eip155ChainOf(given);
+    return (chainId === undefined || String(chainId) === listedChain) && (givenChain === undefined || givenChain === listedChain);
+  }
   return isSameControllerId(listed, given);
+}
+
+/** The decimal chain reference of an eip155 did:pkh (`did:pkh:eip155:<chain>:<address>`), else undefined. */
+function eip155ChainOf(id: string): string | undefined {
+  const value = id.trim();
+  if (!value.startsWith("did:pkh:")) return undefined;
+  const pkh = parseDidPkh(value);
+  if (!pkh.ok || pkh.value.namespace !== "eip155") return undefined;
+  return /^[0-9]{1,20}$/.test(pkh.value.chainId) ? String(BigInt(pkh.value.chainId)) : undefined;
 }
 
 /** The lowercase EVM address an issuer id names (address, eip155 did:pkh, did:ethr). */

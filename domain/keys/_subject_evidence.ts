@@ -142,7 +142,7 @@ export async function readSubjectEvidence(
     if (data === undefined || typeof data.controller !== "string") continue;
     const target = subjectOf(a, data);
     if (target === undefined) continue;
-    if (findApprovedIssuer(ctx.trustAnchors, a.attester, "controller-witness", Number(a.time) * 1000) === undefined) continue;
+    if (findApprovedIssuer(ctx.trustAnchors, a.attester, "controller-witness", Number(a.time) * 1000, ctx.chainId) === undefined) continue;
     target.witnesses.push({
       uid: a.uid,
       attester: a.attester,
