@@ -7,6 +7,7 @@ import { createRateLimiter, type RateLimiter } from "../domain/rate_limit.ts";
 import { createViemAttestationIndex, createWsNewHeads } from "../adapters/chain/mod.ts";
 import { cryptoRandom, systemClock } from "../adapters/system/mod.ts";
 import { type ArtifactTrust, createArtifactTrust } from "../domain/artifact_trust/mod.ts";
+import type { ControllerAuthorization } from "../domain/controller_authorization/mod.ts";
 import { createWebCryptoJwsVerifier } from "../client/jws_verifier.ts";
 import { type Config, confirmationsOf, defaultChain } from "./config.ts";
 import type { ChainConfig } from "./config/chains.ts";
@@ -216,6 +217,7 @@ export function wireArtifactTrust(
   index: IndexRunner,
   discovery: WiredDiscovery,
   chain?: { readonly chainId: number; readonly easAddress: Address },
+  authorizationOver?: (reads: AttestationIndex) => ControllerAuthorization,
 ): ArtifactTrust {
   const pinned = new AsyncLocalStorage<AttestationIndex>();
   const current = (): AttestationIndex => {
@@ -232,6 +234,14 @@ export function wireArtifactTrust(
     attestedUids: (query) => current().attestedUids(query),
     attestations: (uids, block) => current().attestations(uids, block),
   };
-  const trust = createArtifactTrust({ index: reads, trustAnchors: f.trustAnchors, clock: systemClock, jws: createWebCryptoJwsVerifier(), discover: discovery.viewDiscover });
+  const trust = createArtifactTrust({
+    index: reads,
+    trustAnchors: f.trustAnchors,
+    clock: systemClock,
+    jws: createWebCryptoJwsVerifier(),
+    discover: discovery.viewDiscover,
+    // Over the same pinned reads: a did:pkh party's authorization reads the head this answer reads (decisions §25).
+    controllerAuthorization: authorizationOver?.(reads),
+  });
   return (artifactDid) => index.answers.answer((answerReads) => pinned.run(answerReads, () => trust(artifactDid)));
 }

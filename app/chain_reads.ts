@@ -11,7 +11,7 @@ import { type ChainIndex, type IndexRunner, wireArtifactTrust } from "./attestat
 import type { Config } from "./config.ts";
 import type { WiredDiscovery } from "./discovery.ts";
 import type { Foundation } from "./foundation.ts";
-import { wireKeys } from "./keys.ts";
+import { controllerAuthorizationOver, wireKeys } from "./keys.ts";
 
 /** What the other chains' reads are built from. */
 export type ChainReadsSources = {
@@ -35,7 +35,13 @@ export function wireChainReads(
   for (const other of others) {
     const keys = wireKeys(config, f, other.index, c.discovery, c.accounts);
     reads.set(other.chain.chainId, {
-      artifactTrust: wireArtifactTrust(f, other.index, c.discovery, { chainId: other.chain.chainId, easAddress: other.easAddress }),
+      artifactTrust: wireArtifactTrust(
+        f,
+        other.index,
+        c.discovery,
+        { chainId: other.chain.chainId, easAddress: other.easAddress },
+        controllerAuthorizationOver(config, f, c.discovery),
+      ),
       attestationList: other.attestationList,
       attestationQueries: other.attestationQueries,
       keyStatus: keys.keyStatus,

@@ -33,20 +33,17 @@ export type WiredKeys = {
 
 const cachedContracts = new WeakMap<Foundation, Map<number, OwnershipChain>>();
 
-/** Builds key status over the index's reads, the trust anchors and the cached discovery, and the account's key records. */
-export function wireKeys(config: Pick<Config, "accounts" | "chains" | "discovery" | "keys">, f: Foundation, index: IndexRunner, discovery: WiredDiscovery, accounts: WiredAccounts): WiredKeys {
-  // Each lookup reads the index as pinned for it, from the store alone (decisions §21).
-  const trustOver = (reads: AttestationIndex) =>
-    createKeyTrust({ index: reads, trustAnchors: f.trustAnchors, clock: systemClock, discover: discovery.viewDiscover, jwks: discovery.jwks });
-  // A contract subject's owner() and transfer proofs: read once and kept (a mined transaction never changes; owner()
-  // for DISCOVERY_CACHE_SECONDS), so steady-state answers cost no JSON-RPC call. Read on the chain of the index an
-  // answer reads, when the deployment reads it (decisions §30); a contract's live owner() on any chain it reads; on any
-  // other chain, not read: never "contract-ownership".
+/**
+ * A contract subject's owner() and transfer proofs: read once and kept (a mined transaction never changes; owner() for
+ * DISCOVERY_CACHE_SECONDS), so steady-state answers cost no JSON-RPC call. Read on any chain the deployment reads
+ * (decisions §30); on any other chain, not read: never "contract-ownership". One cache per chain and foundation, shared by
+ * every chain's key reads and artifact trust.
+ */
+function contractReadsOf(config: Pick<Config, "chains" | "discovery">, f: Foundation): (chainId: number) => OwnershipChain | undefined {
   const proofChains = proofChainsOf(config, f);
-  // Shared by every chain's key reads of this foundation: one cache per chain read.
   const cached = cachedContracts.get(f) ?? new Map<number, OwnershipChain>();
   cachedContracts.set(f, cached);
-  const contractsOn = (chainId: number): OwnershipChain | undefined => {
+  return (chainId) => {
     const known = cached.get(chainId);
     if (known !== undefined) return known;
     const chain = proofChains.ownership(chainId);
@@ -55,19 +52,38 @@ export function wireKeys(config: Pick<Config, "accounts" | "chains" | "discovery
     cached.set(chainId, reads);
     return reads;
   };
-  const controllerAuthorization: ControllerAuthorization = (request) =>
-    index.answers.answer((reads) =>
-      createControllerAuthorization({
-        index: reads,
-        trustAnchors: f.trustAnchors,
-        clock: systemClock,
-        discover: discovery.viewDiscover,
-        jwks: discovery.jwks,
-        contracts: contractsOn(reads.chainId),
-        contractsOn,
-        discoveryCacheSeconds: config.discovery.discoveryCacheSeconds,
-      })(request)
-    );
+}
+
+/**
+ * Controller authorization (decisions §25) over the index reads it is given: the route's computation, and artifact
+ * trust's for its did:pkh parties over the reads its own answer is pinned to (the same computation, §25).
+ */
+export function controllerAuthorizationOver(
+  config: Pick<Config, "chains" | "discovery">,
+  f: Foundation,
+  discovery: WiredDiscovery,
+): (reads: AttestationIndex) => ControllerAuthorization {
+  const contractsOn = contractReadsOf(config, f);
+  return (reads) =>
+    createControllerAuthorization({
+      index: reads,
+      trustAnchors: f.trustAnchors,
+      clock: systemClock,
+      discover: discovery.viewDiscover,
+      jwks: discovery.jwks,
+      contracts: contractsOn(reads.chainId),
+      contractsOn,
+      discoveryCacheSeconds: config.discovery.discoveryCacheSeconds,
+    });
+}
+
+/** Builds key status over the index's reads, the trust anchors and the cached discovery, and the account's key records. */
+export function wireKeys(config: Pick<Config, "accounts" | "chains" | "discovery" | "keys">, f: Foundation, index: IndexRunner, discovery: WiredDiscovery, accounts: WiredAccounts): WiredKeys {
+  // Each lookup reads the index as pinned for it, from the store alone (decisions §21).
+  const trustOver = (reads: AttestationIndex) =>
+    createKeyTrust({ index: reads, trustAnchors: f.trustAnchors, clock: systemClock, discover: discovery.viewDiscover, jwks: discovery.jwks });
+  const authorizationOver = controllerAuthorizationOver(config, f, discovery);
+  const controllerAuthorization: ControllerAuthorization = (request) => index.answers.answer((reads) => authorizationOver(reads)(request));
   const trust: { status: KeyStatus; many: KeyTrustMany } = {
     status: (subjectDid, keyDid, at) => index.answers.answer((reads) => trustOver(reads).status(subjectDid, keyDid, at)),
     many: (subjectDids, keyDids) => index.answers.run((reads) => trustOver(reads).many(subjectDids, keyDids)),

@@ -16,7 +16,7 @@ import { serveHttp } from "./http.ts";
 import { type IndexRunner, wireArtifactTrust, wireAttestationIndex } from "./attestation_index.ts";
 import { wireGauges } from "./metrics.ts";
 import { wireX402, type X402Terms } from "./payments.ts";
-import { wireKeys } from "./keys.ts";
+import { controllerAuthorizationOver, wireKeys } from "./keys.ts";
 import { wireLimits } from "./limits.ts";
 import { wireMcp } from "./mcp.ts";
 import { wireOAuth } from "./oauth.ts";
@@ -55,7 +55,7 @@ export async function startService(config: Config, options: StartServiceOptions 
   try {
     const discovery = wireDiscovery(config, f, options);
     const { index, attestationList, attestationQueries, attestationQueryRate, served, otherChains } = await wireAttestationIndex(config, f);
-    const artifactTrust = wireArtifactTrust(f, index, discovery);
+    const artifactTrust = wireArtifactTrust(f, index, discovery, undefined, controllerAuthorizationOver(config, f, discovery));
     const accounts = await wireAccounts(config, f, discovery, options);
     const indexStores = new Map([[chainId, index.store], ...otherChains.map((c) => [c.chain.chainId, c.index.store] as const)]);
     const webhooks = wireWebhooks(config, f, { indexStores, didJsonCa: options.didJsonCa });

@@ -7,9 +7,9 @@
  * binding; ownership moving on; a revocation closing the window; and the JSON-RPC calls each answer costs.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createWalletClient, encodeFunctionData, type Hex, http, keccak256, parseAbi } from "viem";
+import { createWalletClient, encodeFunctionData, type Hex, http, keccak256, parseAbi, stringToHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { didToAddress } from "../domain/did/mod.ts";
+import { artifactDidFromDigest, didToAddress } from "../domain/did/mod.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { afterChainSecond } from "./support/chain_clock.ts";
@@ -18,6 +18,7 @@ import { ownedContract } from "./support/owned_contract.ts";
 import { startStack, type Stack } from "./harness.ts";
 
 const BINDING = findSchemaByName("key-binding")!;
+const CLAIM = findSchemaByName("responsibility-claim")!;
 const TRANSFER_ABI = parseAbi(["function transferOwnership(address to)"]);
 /** A transaction hash no chain has. */
 const NEVER_MINED = `0x${"ab".repeat(32)}` as Hex;
@@ -254,5 +255,37 @@ describe("controller authorization of a did:pkh contract subject, on a real chai
     expect((await authorization(owned, C, `&at=${binding.time}`)).body).toMatchObject({ authorized: true, until: null });
     // Still no JSON-RPC call: the revocation came through the index, owner() and the receipt from the cache.
     expect(stack.rpc.trips()).toEqual([]);
+  });
+});
+
+describe("artifact trust of a claim naming a did:pkh contract party (decisions §25: the same computation)", () => {
+  test("the contract's owner's responsibility claim is verified by its live owner(); a stranger's is not", async () => {
+    const { contract } = await deploy(A);
+    const artifact = artifactDidFromDigest(keccak256(stringToHex(`contract party ${contract}`)));
+    const claim = (issuedAt: bigint) =>
+      (encodeSchemaData(CLAIM.schema, {
+        responsibleParty: pkh(contract),
+        subject: artifact,
+        subjectLabel: "a plugin its contract's owner publishes",
+        responsibilityType: ["creator"],
+        proofs: [],
+        issuedAt,
+        effectiveAt: 0n,
+        expiresAt: 0n,
+      }) as { value: Hex }).value;
+    const recipient = (didToAddress(artifact) as { value: Hex }).value;
+    const now = (await writer.client.getBlock()).timestamp;
+    const byOwner = await writer.attest(A, stack.devnet.schemaUids["responsibility-claim"] as Hex, { recipient, data: claim(now), revocable: true });
+    const byStranger = await writer.attest(C, stack.devnet.schemaUids["responsibility-claim"] as Hex, { recipient, data: claim(now), revocable: true });
+    await stack.sync();
+
+    const res = await fetch(`${stack.baseUrl}/v1/artifact-trust?artifactDid=${encodeURIComponent(artifact)}`);
+    expect(res.status).toBe(200);
+    const body = await res.json() as { responsibilityClaims: { attestation: { uid: string }; verification: unknown }[]; summary: unknown };
+    // Before, artifact trust asked a did:pkh party for a witness only, and dropped what the route authorizes.
+    expect(body.responsibilityClaims.map((c) => c.attestation.uid)).toEqual([byOwner.uid]);
+    expect(body.responsibilityClaims[0]!.verification).toEqual({ valid: true, basis: ["controller-authorization", "authorization-window"] });
+    expect(body.summary).toEqual({ totalQueried: 2, totalVerified: 1, totalExcluded: 1, complete: true });
+    expect(byStranger.uid).not.toBe(byOwner.uid);
   });
 });

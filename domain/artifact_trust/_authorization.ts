@@ -57,8 +57,10 @@ export async function authorizeClaims(
     authorization: onChainAuthorization(ctx, evidence.value.get(claim.party)!, claim.party, claim.controller),
   }));
   const live = await liveEvidence(ctx, unique(decided.filter((d) => d.authorization.kind === "needs-live").map((d) => d.claim.party)));
+  const byRoute = await contractPartyAuthorizations(ctx, decided);
+  if (!byRoute.ok) return byRoute;
   for (const { claim, authorization } of decided) {
-    let outcome = authorization;
+    let outcome = byRoute.value.get(pairKey(claim)) ?? authorization;
     if (outcome.kind === "needs-live") {
       // Controller authorization's reading of live evidence (decisions §25), shared with key status.
       const found = live.get(claim.party);
@@ -173,6 +175,49 @@ function bindingAuthority(ctx: ArtifactTrustContext, evidence: PartyEvidence, pa
     names: bindingNames,
     endOf: (binding) => binding.until ?? 0n,
   });
+}
+
+const pairKey = (claim: PendingClaim) => `${claim.party} ${claim.controller}`;
+
+/**
+ * Controller authorization's own verdict (decisions §25, the same computation as `/v1/controller-authorization`, for
+ * the signing purpose) for each eip155 did:pkh party and controller that chain evidence here did not authorize: a
+ * contract party's live `owner()` or a verified transfer proof counts as the route counts it. Asked at most
+ * {@link LIVE_DISCOVERY_CONCURRENCY} at a time; an answer that could not be read is NETWORK_ERROR, never an exclusion.
+ */
+async function contractPartyAuthorizations(
+  ctx: ArtifactTrustContext,
+  decided: readonly { readonly claim: PendingClaim; readonly authorization: Authorization }[],
+): Promise<Result<Map<string, Authorization>, "NETWORK_ERROR">> {
+  const out = new Map<string, Authorization>();
+  const ask = ctx.deps.controllerAuthorization;
+  if (ask === undefined) return ok(out);
+  const pairs = new Map<string, PendingClaim>();
+  for (const { claim, authorization } of decided) {
+    if (authorization.kind === "unauthorized" && claim.party.startsWith("did:pkh:eip155:")) pairs.set(pairKey(claim), claim);
+  }
+  const todo = [...pairs.values()];
+  let failed = false;
+  let next = 0;
+  const worker = async () => {
+    while (next < todo.length && !failed) {
+      const claim = todo[next++]!;
+      const answer = await ask({ subjectDid: claim.party, controllerDid: claim.controller, purpose: SIGNING_PURPOSE });
+      if (!answer.ok) {
+        // A party or controller the route refuses (not a usable DID) is not authorized; a read that failed is an outage.
+        if (answer.code === "NETWORK_ERROR" || answer.code === "INDEX_STALE") failed = true;
+        continue;
+      }
+      if (!answer.value.authorized) continue;
+      out.set(pairKey(claim), {
+        kind: "authorized",
+        anchoredFrom: answer.value.anchoredFrom === null ? null : BigInt(answer.value.anchoredFrom),
+        until: answer.value.until === null ? null : BigInt(answer.value.until),
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(LIVE_DISCOVERY_CONCURRENCY, todo.length) }, worker));
+  return failed ? networkError(AUTHORIZATION_LOOKUP_FAILED) : ok(out);
 }
 
 /** Live endpoint evidence of did:web parties, looked up at once. */

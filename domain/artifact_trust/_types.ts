@@ -5,6 +5,7 @@ import type { Clock } from "../../ports/clock.ts";
 import type { HexString } from "../../ports/eas.ts";
 import type { JwsVerifier } from "../../ports/jws_verifier.ts";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
+import type { ControllerAuthorization } from "../controller_authorization/mod.ts";
 import type { DiscoverControllers } from "../discovery/mod.ts";
 import type { Result } from "../result.ts";
 
@@ -89,6 +90,12 @@ export type ArtifactTrustDeps = {
   readonly jws: JwsVerifier;
   /** Live DNS/did.json evidence for did:web parties; absent: only on-chain authorization counts. */
   readonly discover?: DiscoverControllers | undefined;
+  /**
+   * Controller authorization (decisions §25) over the same pinned reads, asked for an eip155 did:pkh party that no
+   * witness window authorizes: a contract party's `owner()` (live `contract-ownership`) or a transfer proof in the
+   * controller's binding, as `/v1/controller-authorization` counts them. Absent: a did:pkh party needs a witness.
+   */
+  readonly controllerAuthorization?: ControllerAuthorization | undefined;
   /** Told about every excluded candidate. */
   readonly onExcluded?: ((uid: string, reason: ExclusionReason) => void) | undefined;
 };

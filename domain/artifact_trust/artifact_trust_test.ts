@@ -2,9 +2,11 @@ import { describe, expect, test } from "bun:test";
 import { privateKeyToAccount } from "viem/accounts";
 import type { IndexedAttestation } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
+import type { OwnershipChain } from "../../ports/ownership_chain.ts";
 import { fakeAttestationIndex, fakeClock, fakeDidDocumentFetcher, fakeDnsResolver, fakeJwsVerifier } from "../../ports/fakes/mod.ts";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
 import { type ArtifactTrustRecord, createArtifactTrust, type ExclusionReason, LIVE_DISCOVERY_CONCURRENCY, type VerificationBasis } from "./artifact_trust.ts";
+import { createControllerAuthorization } from "../controller_authorization/mod.ts";
 import { createDiscoverControllers } from "../discovery/mod.ts";
 import { artifactDidFromDigest, base64UrlEncode, didToAddress, jwkToDidJwk } from "../did/mod.ts";
 import { OMA_TRUST_PROOF_DOMAIN, OMA_TRUST_PROOF_TYPES } from "./proofs.ts";
@@ -168,7 +170,13 @@ const binding = (subject: string, keyId: string, attester: HexString, extra: Par
     },
   });
 
-function setup(options: { anchors?: TrustAnchors; discover?: boolean; dns?: Parameters<typeof fakeDnsResolver>[0]; jwsValid?: boolean } = {}) {
+function setup(options: {
+  anchors?: TrustAnchors;
+  discover?: boolean;
+  dns?: Parameters<typeof fakeDnsResolver>[0];
+  jwsValid?: boolean;
+  contracts?: OwnershipChain;
+} = {}) {
   const index = fakeAttestationIndex({ chainId: CHAIN_ID });
   for (const name of SCHEMA_NAMES) index.register(uidOf(name), findSchemaByName(name)!.schema);
   const excluded: [string, ExclusionReason][] = [];
@@ -183,6 +191,15 @@ function setup(options: { anchors?: TrustAnchors; discover?: boolean; dns?: Para
       ? undefined
       : createDiscoverControllers({ dns, didDocuments: fakeDidDocumentFetcher(), serviceDnsLabel: "omatrust" }),
     onExcluded: (uid, reason) => excluded.push([uid, reason]),
+    // The route's computation over the same index (decisions §25), with a contract party's reads when the test has any.
+    controllerAuthorization: options.contracts === undefined ? undefined : createControllerAuthorization({
+      index,
+      trustAnchors: options.anchors ?? anchors(),
+      clock: fakeClock(Number(NOW) * 1000),
+      discover: createDiscoverControllers({ dns, didDocuments: fakeDidDocumentFetcher(), serviceDnsLabel: "omatrust" }),
+      contracts: options.contracts,
+      discoveryCacheSeconds: 600,
+    }),
   });
   const run = async (...args: [] | [string | undefined]) => await trust(args.length === 0 ? ARTIFACT : args[0]);
   const record = async (did: string = ARTIFACT) => {
@@ -384,6 +401,42 @@ describe("createArtifactTrust() responsibility claims", () => {
     const a = attestation({ schema: "responsibility-claim", attester: CONTROLLER, data: claim("did:web:WWW.Publisher.example") });
     env.index.add(a);
     expect(uidsOf((await env.record()).responsibilityClaims)).toEqual([a.uid]);
+  });
+
+  test("a contract party's owner() authorizes its owner's claim, as /v1/controller-authorization does (decisions §25)", async () => {
+    const CONTRACT = "0xD000000000000000000000000000000000000001" as HexString;
+    const party = pkh(CONTRACT);
+    let ownerReads = 0;
+    let owner: HexString | null = CONTROLLER;
+    let failing = false;
+    const contracts: OwnershipChain = {
+      chainId: CHAIN_ID,
+      hasCode: () => Promise.resolve({ ok: true, value: true }),
+      owner: () => (ownerReads++, Promise.resolve(failing ? { ok: false, code: "RPC_ERROR", message: "down" } as never : { ok: true, value: owner })),
+      transaction: () => Promise.resolve({ ok: true, value: null }),
+    };
+    const byOwner = attestation({ schema: "responsibility-claim", attester: CONTROLLER, data: claim(party) });
+    const byStranger = attestation({ schema: "responsibility-claim", attester: STRANGER, data: claim(party) });
+    const env = setup({ discover: false, contracts });
+    env.index.add(byOwner);
+    env.index.add(byStranger);
+    const record = await env.record();
+    expect(uidsOf(record.responsibilityClaims)).toEqual([byOwner.uid]);
+    expect(record.responsibilityClaims[0]!.verification).toEqual({ valid: true, basis: ["controller-authorization", "authorization-window"] });
+    expect(env.excluded).toEqual([[byStranger.uid, "not-authorized"]]);
+    expect(ownerReads).toBe(2);
+    // Ownership moved on: the former owner's claim no longer counts.
+    owner = STRANGER;
+    const later = await env.record();
+    expect(uidsOf(later.responsibilityClaims)).toEqual([byStranger.uid]);
+    // The owner could not be read: an outage, never an exclusion.
+    failing = true;
+    const down = await env.run();
+    expect(down.ok ? "ok" : `${down.code}: ${down.message}`).toBe("NETWORK_ERROR: Required controller authorization lookup failed");
+    // Without the route's computation wired, a did:pkh party needs a witness (as before).
+    const bare = setup({ discover: false });
+    bare.index.add(byOwner);
+    expect((await bare.record()).responsibilityClaims).toEqual([]);
   });
 
   test("a claim issued before the first witness is outside the authorization window", async () => {
