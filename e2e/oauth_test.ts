@@ -149,6 +149,17 @@ describe("OAuth 2 with oauth4webapi", () => {
     expect(bare.status).toBe(401);
     expect((await bare.json() as { code: string }).code).toBe("UNAUTHENTICATED");
     expect(bare.headers.get("www-authenticate")).toBe(`Bearer resource_metadata="${base}/.well-known/oauth-protected-resource"`);
+    // The same on the routes for a signed-in person only (decisions §13 amended: every route that needs a credential).
+    for (const [method, path] of [
+      ["GET", "/api/private/oauth/clients"],
+      ["POST", "/api/private/oauth/clients"],
+      ["GET", "/api/private/oauth/authorizations"],
+      ["PATCH", "/api/private/accounts/me"],
+    ] as const) {
+      const none = await api(method, path, { body: method === "GET" ? undefined : { displayName: "x" } });
+      expect([method, path, none.status, none.body.code]).toEqual([method, path, 401, "UNAUTHENTICATED"]);
+      expect(none.headers.get("www-authenticate")).toBe(`Bearer resource_metadata="${base}/.well-known/oauth-protected-resource"`);
+    }
     // The library reads the challenge of a refused token as RFC 6750 and RFC 9728 write it.
     const challenge = await o.protectedResourceRequest("not-a-token", "POST", new URL(`${base}/v1/controller-witness`), new Headers({ "content-type": "application/json" }), JSON.stringify(witnessBody()), insecure)
       .then(() => undefined, (error: unknown) => error);
@@ -186,6 +197,18 @@ describe("OAuth 2 with oauth4webapi", () => {
     const premium = await api("POST", "/api/private/rpc-premium", { token: tokens.access_token, body: { jsonrpc: "2.0", id: 1, method: "eth_blockNumber" } });
     expect([premium.status, premium.body.code]).toEqual([403, "insufficient_scope"]);
     expect(premium.headers.get("www-authenticate")).toContain('error="insufficient_scope", scope="rpc:read"');
+    // A person's own routes take no access token: 403 insufficient_scope, never "no credential", and nothing changes.
+    for (const [method, path, body] of [
+      ["PATCH", "/api/private/accounts/me", { displayName: "set by a token" }],
+      ["GET", "/api/private/oauth/clients", undefined],
+      ["POST", "/api/private/oauth/clients", { client_name: "by a token", grant_types: ["client_credentials"], scope: "account:read" }],
+      ["GET", "/api/private/oauth/authorizations", undefined],
+    ] as const) {
+      const refused = await api(method, path, { token: tokens.access_token, body });
+      expect([method, path, refused.status, refused.body.code]).toEqual([method, path, 403, "insufficient_scope"]);
+      expect(refused.headers.get("www-authenticate")).toBe(`Bearer resource_metadata="${base}/.well-known/oauth-protected-resource", error="insufficient_scope"`);
+    }
+    expect((await api("GET", "/api/private/accounts/me", { token: tokens.access_token })).body.account.displayName).not.toBe("set by a token");
 
     // Refresh: a new pair; the old refresh token used again ends the whole family.
     const refreshed = await o.processRefreshTokenResponse(as, client, await o.refreshTokenGrantRequest(as, client, o.None(), tokens.refresh_token!, insecure));
@@ -321,8 +344,8 @@ describe("issue 26 hardening", () => {
     expect(listed.status).toBe(200);
     const mine = (listed.body.authorizations as { client_id: string }[]).find((a) => a.client_id === client.client_id);
     expect(mine).toMatchObject({ client_id: client.client_id, client_name: "Release bot", scope: "witness:write account:read", grants: 2 });
-    // Not by token (a token cannot manage what tokens exist), and not from another site.
-    expect((await api("GET", "/api/private/oauth/authorizations", { token: first.access_token })).status).toBe(401);
+    // Not by token (a token cannot manage what tokens exist: no scope grants it, 403), and not from another site.
+    expect((await api("GET", "/api/private/oauth/authorizations", { token: first.access_token })).status).toBe(403);
     const crossSite = await fetch(`${base}/api/private/oauth/authorizations/${client.client_id}`, { method: "DELETE", headers: { cookie, origin: "https://evil.test" } });
     expect(crossSite.status).toBe(403);
     expect((await api("GET", "/api/private/accounts/me", { token: first.access_token })).status).toBe(200);

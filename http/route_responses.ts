@@ -25,6 +25,12 @@ export const X402_PAID_REFUSALS =
 export const TOO_LARGE = err("PAYLOAD_TOO_LARGE: a body over 8 MiB");
 /** The private routes' guard (decisions §1): a browser origin not allowlisted, a body that is not JSON. */
 export const ORIGIN = err("ORIGIN_NOT_ALLOWED");
+/** A route for a signed-in person only (http/credentials.ts `sessionOnly`): an access token is refused. */
+const TOKEN_REFUSED = "insufficient_scope: an access token (the route is for a signed-in person; no scope grants it)";
+/** The 403 of a session-only read. */
+export const SESSION_ONLY = err(TOKEN_REFUSED);
+/** The 403 of a session-only change: another site's origin, or an access token. */
+export const SESSION_ONLY_CHANGE = err(`ORIGIN_NOT_ALLOWED; ${TOKEN_REFUSED}`);
 /** The private routes' guard: a body that is not JSON. */
 export const NOT_JSON = err("UNSUPPORTED_MEDIA_TYPE: the body must be application/json");
 /** An OAuth page (text/html) answered with a status. */

@@ -9,10 +9,9 @@ import type { PaidPeriod } from "../../../ports/payments.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
 import { REQUEST_MODELS, AccountMeModel, type RouteDoc } from "../../models.ts";
 import { compileRequestCheck, readBodyText, requestDetail } from "../request.ts";
-import { tokenOf } from "../session.ts";
-import { authenticateRequest, type BearerAccess } from "../../credentials.ts";
+import { authenticateRequest, type BearerAccess, sessionOnly, unauthenticated } from "../../credentials.ts";
 import { CACHE } from "../../http_cache.ts";
-import { err, TOO_LARGE } from "../../route_responses.ts";
+import { err, SESSION_ONLY_CHANGE, TOO_LARGE } from "../../route_responses.ts";
 
 /** What the account routes need. */
 export type AccountRoutesDeps = {
@@ -67,8 +66,6 @@ export function subscriptionReader(deps: Pick<AccountRoutesDeps, "clock" | "paid
  * are managed (issue 17); the subscription's premium-read fields are null until premium reads are metered.
  */
 export function accountRoutes(deps: AccountRoutesDeps) {
-  const signedIn = async (request: Request) => await deps.sessions.authenticate(tokenOf(request));
-  const unauthenticated = (message: string) => json(errorBody("UNAUTHENTICATED", message), statusOf("UNAUTHENTICATED"));
   const subscription = subscriptionReader(deps);
   const me = async (account: Account) => ({
     account: { id: account.id, displayName: account.displayName ?? null },
@@ -89,10 +86,11 @@ export function accountRoutes(deps: AccountRoutesDeps) {
       if (!parsed.ok) return json(errorBody(parsed.code, parsed.message), statusOf(parsed.code));
       const name = readDisplayName(parsed.value);
       if (!name.ok) return json(errorBody("INVALID_INPUT", name.message), 400);
-      const auth = await signedIn(request);
-      if (!auth.ok) return unauthenticated(auth.message);
-      const updated = await deps.accounts.setDisplayName(auth.value.account.id, name.value, deps.clock.nowMs());
-      if (updated === undefined) return unauthenticated("Account not found");
+      // A person's own setting: no access token scope grants it (403), and no session is 401 with the challenge.
+      const auth = await sessionOnly(request, deps);
+      if (!auth.ok) return auth.response;
+      const updated = await deps.accounts.setDisplayName(auth.caller.account.id, name.value, deps.clock.nowMs());
+      if (updated === undefined) return unauthenticated(deps.bearer?.resource, "Account not found");
       return json({ account: { id: updated.id, displayName: updated.displayName ?? null } });
     }, { parse: readBodyText, detail: requestDetail(REQUEST_MODELS.accountPatch) })
     .get("/api/private/subscriptions/current", async ({ request }) => {
@@ -124,7 +122,7 @@ export const ACCOUNT_DOCS: readonly RouteDoc[] = [
       200: { description: "{account: {id, displayName}}" },
       400: err("INVALID_JSON, INVALID_INPUT (displayName)"),
       401: err("UNAUTHENTICATED"),
-      403: err("ORIGIN_NOT_ALLOWED"),
+      403: SESSION_ONLY_CHANGE,
       413: TOO_LARGE,
       415: err("UNSUPPORTED_MEDIA_TYPE"),
     },

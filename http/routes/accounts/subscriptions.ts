@@ -10,16 +10,18 @@ import type { PaymentLedger } from "../../../ports/payments.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
 import type { PaymentGate } from "../../x402_gate.ts";
 import { parseJsonBody, readBodyText } from "../request.ts";
-import { tokenOf } from "../session.ts";
+import { type BearerAccess, sessionOnly } from "../../credentials.ts";
 import type { Idempotency } from "../../../domain/idempotency/mod.ts";
 import { idempotent } from "../../idempotency.ts";
 import { PlanPurchaseBody, SubscriptionCurrentModel, type RouteDoc } from "../../models.ts";
 import { CACHE } from "../../http_cache.ts";
-import { err, TOO_LARGE, X402_REFUSALS } from "../../route_responses.ts";
+import { err, SESSION_ONLY_CHANGE, TOO_LARGE, X402_REFUSALS } from "../../route_responses.ts";
 
 /** What the plan purchase needs. */
 export type SubscriptionRoutesDeps = {
   readonly sessions: Sessions;
+  /** The resource bearer tokens are for: named in the 401's challenge (decisions §13 amended). */
+  readonly bearer?: BearerAccess | undefined;
   readonly gate: PaymentGate;
   readonly payments: PaymentLedger;
   readonly ledger: SponsoredWriteLedger;
@@ -42,9 +44,9 @@ export function subscriptionRoutes(deps: SubscriptionRoutesDeps) {
       const parsed = typeof body === "string" && body.trim() === "" ? { ok: true as const } : parseJsonBody(body);
       if (!parsed.ok) return json(errorBody(parsed.code, parsed.message), statusOf(parsed.code));
       if (!deps.gate.offers("plan")) return json(errorBody("NOT_FOUND", "The paid plan is not for sale with x402 here"), 404);
-      const auth = await deps.sessions.authenticate(tokenOf(request));
-      if (!auth.ok) return json(errorBody("UNAUTHENTICATED", auth.message), statusOf("UNAUTHENTICATED"));
-      const account = auth.value.account;
+      const auth = await sessionOnly(request, deps);
+      if (!auth.ok) return auth.response;
+      const account = auth.caller.account;
       try {
         // A purchase retried after a lost answer gets that answer, never a second year (decisions §23).
         return await idempotent(deps.idempotency, request, { scope: `account:${account.id}`, body }, () => deps.gate.handle(request, "plan", async ({ key }) => {
@@ -87,7 +89,7 @@ export const SUBSCRIPTION_DOCS: readonly RouteDoc[] = [
       400: err("INVALID_JSON: a body that is not JSON (an empty one is as {})"),
       401: err("UNAUTHENTICATED"),
       402: err(`${X402_REFUSALS}; PAYMENT_FAILED (details: the reason): settlement failed, the plan was not extended`),
-      403: err("ORIGIN_NOT_ALLOWED"),
+      403: SESSION_ONLY_CHANGE,
       404: err("NOT_FOUND: the paid plan is not for sale (no X402_PAID_PLAN_PRICE)"),
       409: err("PAYMENT_ALREADY_USED; PAYMENT_IN_PROGRESS: the payer's unsettled payments hold its balance, or another purchase for the account is settling (nothing done or charged; retry)"),
       413: TOO_LARGE,

@@ -9,14 +9,20 @@ import type { OAuth } from "../../../domain/oauth/mod.ts";
 import type { Sessions } from "../../../domain/sessions/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
-import { authenticateRequest } from "../../credentials.ts";
+import { type BearerAccess, sessionOnly } from "../../credentials.ts";
 import { parseJsonBody, readBodyText } from "../request.ts";
 import { ApiClientBody, type RouteDoc } from "../../models.ts";
 import { CACHE } from "../../http_cache.ts";
-import { err, ORIGIN, TOO_LARGE } from "../../route_responses.ts";
+import { err, SESSION_ONLY, SESSION_ONLY_CHANGE, TOO_LARGE } from "../../route_responses.ts";
 
 /** What the API-client routes need. */
-export type ApiClientRoutesDeps = { readonly oauth: OAuth; readonly sessions: Sessions; readonly log: Logger };
+export type ApiClientRoutesDeps = {
+  readonly oauth: OAuth;
+  readonly sessions: Sessions;
+  /** The resource bearer tokens are for: named in the 401's challenge (decisions §13 amended). */
+  readonly bearer?: BearerAccess | undefined;
+  readonly log: Logger;
+};
 
 /**
  * `GET|POST /api/private/oauth/clients`, `DELETE /api/private/oauth/clients/:client_id`, and the applications the
@@ -24,7 +30,8 @@ export type ApiClientRoutesDeps = { readonly oauth: OAuth; readonly sessions: Se
  */
 export function apiClientRoutes(deps: ApiClientRoutesDeps) {
   const { registration } = deps.oauth;
-  const signedIn = (request: Request) => authenticateRequest(request, { sessions: deps.sessions }, "account:read");
+  // A person's own clients and consents: a session only (an access token is 403, none 401 with the challenge).
+  const signedIn = (request: Request) => sessionOnly(request, deps);
   const guarded = (run: () => Promise<Response>) =>
     run().catch((error: unknown) => {
       deps.log.error("api_clients_error", { error: error instanceof Error ? error.message : String(error) });
@@ -34,7 +41,7 @@ export function apiClientRoutes(deps: ApiClientRoutesDeps) {
     .get("/api/private/oauth/clients", ({ request }) =>
       guarded(async () => {
         const auth = await signedIn(request);
-        if (!auth.ok) return auth.response();
+        if (!auth.ok) return auth.response;
         return json({ clients: await registration.listApiClients(auth.caller.account) });
       }))
     .post("/api/private/oauth/clients", ({ request, body }) =>
@@ -42,7 +49,7 @@ export function apiClientRoutes(deps: ApiClientRoutesDeps) {
         const parsed = parseJsonBody(body);
         if (!parsed.ok) return json(errorBody(parsed.code, parsed.message), statusOf(parsed.code));
         const auth = await signedIn(request);
-        if (!auth.ok) return auth.response();
+        if (!auth.ok) return auth.response;
         const created = await registration.createApiClient(auth.caller.account, parsed.value);
         if (created.ok) {
           deps.log.info("api_client_created", { accountId: auth.caller.account.id, clientId: created.value.client_id });
@@ -53,7 +60,7 @@ export function apiClientRoutes(deps: ApiClientRoutesDeps) {
     .delete("/api/private/oauth/clients/:client_id", ({ request, params }) =>
       guarded(async () => {
         const auth = await signedIn(request);
-        if (!auth.ok) return auth.response();
+        if (!auth.ok) return auth.response;
         const removed = await registration.deleteApiClient(auth.caller.account, params.client_id);
         if (!removed.ok) return json(errorBody("CLIENT_NOT_FOUND", removed.message), 404);
         deps.log.info("api_client_deleted", { accountId: auth.caller.account.id, clientId: params.client_id });
@@ -62,13 +69,13 @@ export function apiClientRoutes(deps: ApiClientRoutesDeps) {
     .get("/api/private/oauth/authorizations", ({ request }) =>
       guarded(async () => {
         const auth = await signedIn(request);
-        if (!auth.ok) return auth.response();
+        if (!auth.ok) return auth.response;
         return json({ authorizations: await deps.oauth.authorizations.list(auth.caller.account) });
       }))
     .delete("/api/private/oauth/authorizations/:client_id", ({ request, params }) =>
       guarded(async () => {
         const auth = await signedIn(request);
-        if (!auth.ok) return auth.response();
+        if (!auth.ok) return auth.response;
         const revoked = await deps.oauth.authorizations.revoke(auth.caller.account, params.client_id);
         if (!revoked.ok) return json(errorBody("AUTHORIZATION_NOT_FOUND", revoked.message), 404);
         deps.log.info("oauth_authorization_revoked", { accountId: auth.caller.account.id, clientId: params.client_id });
@@ -84,7 +91,7 @@ export const API_CLIENT_DOCS: readonly RouteDoc[] = [
     auth: "session",
     cache: CACHE.private,
     summary: "The signed-in account's API clients (client credentials), oldest first, without secrets",
-    responses: { 200: { description: "{clients: [client metadata]}" }, 401: err("UNAUTHENTICATED") },
+    responses: { 200: { description: "{clients: [client metadata]}" }, 401: err("UNAUTHENTICATED"), 403: SESSION_ONLY },
   },
   {
     method: "post",
@@ -97,7 +104,7 @@ export const API_CLIENT_DOCS: readonly RouteDoc[] = [
       201: { description: "The client with client_id, client_secret, client_secret_expires_at 0" },
       400: err("INVALID_JSON, invalid_client_metadata"),
       401: err("UNAUTHENTICATED"),
-      403: err("ORIGIN_NOT_ALLOWED"),
+      403: SESSION_ONLY_CHANGE,
       409: err("too_many_clients"),
       413: TOO_LARGE,
       415: err("UNSUPPORTED_MEDIA_TYPE"),
@@ -110,7 +117,7 @@ export const API_CLIENT_DOCS: readonly RouteDoc[] = [
     cache: CACHE.private,
     pathParameters: { client_id: "The client's id, as GET /api/private/oauth/clients lists it" },
     summary: "Deletes an API client of the signed-in account: its tokens are refused at once",
-    responses: { 200: { description: "{success: true, client_id}" }, 401: err("UNAUTHENTICATED"), 403: ORIGIN, 404: err("CLIENT_NOT_FOUND"), 413: TOO_LARGE },
+    responses: { 200: { description: "{success: true, client_id}" }, 401: err("UNAUTHENTICATED"), 403: SESSION_ONLY_CHANGE, 404: err("CLIENT_NOT_FOUND"), 413: TOO_LARGE },
   },
   {
     method: "get",
@@ -118,7 +125,7 @@ export const API_CLIENT_DOCS: readonly RouteDoc[] = [
     auth: "session",
     cache: CACHE.private,
     summary: "The applications the signed-in account authorised on the consent page whose tokens can still be used, most recently authorised first (at most 200): client_id, client_name, scope (every scope of its live grants), first_authorized_at, last_authorized_at, grants",
-    responses: { 200: { description: "{authorizations: [{client_id, client_name, scope, first_authorized_at, last_authorized_at, grants}]}" }, 401: err("UNAUTHENTICATED") },
+    responses: { 200: { description: "{authorizations: [{client_id, client_name, scope, first_authorized_at, last_authorized_at, grants}]}" }, 401: err("UNAUTHENTICATED"), 403: SESSION_ONLY },
   },
   {
     method: "delete",
@@ -127,6 +134,6 @@ export const API_CLIENT_DOCS: readonly RouteDoc[] = [
     cache: CACHE.private,
     pathParameters: { client_id: "The application's client_id, as GET /api/private/oauth/authorizations lists it" },
     summary: "Revokes what the signed-in account authorised an application to do: every grant of the pair ends (its refresh and access tokens are refused at once) and its codes not yet exchanged are dropped; the application must ask for consent again",
-    responses: { 200: { description: "{success: true, client_id}" }, 401: err("UNAUTHENTICATED"), 403: err("ORIGIN_NOT_ALLOWED"), 404: err("AUTHORIZATION_NOT_FOUND"), 413: TOO_LARGE },
+    responses: { 200: { description: "{success: true, client_id}" }, 401: err("UNAUTHENTICATED"), 403: SESSION_ONLY_CHANGE, 404: err("AUTHORIZATION_NOT_FOUND"), 413: TOO_LARGE },
   },
 ];
