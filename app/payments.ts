@@ -9,7 +9,7 @@ import { HTTPFacilitatorClient } from "@x402/core/server";
 import type { Hex, PublicClient } from "viem";
 import type { Config } from "./config.ts";
 import { type Devnet, type Facilitator, startFacilitator } from "../adapters/devnet/mod.ts";
-import { createPaidCall, createPaidResume } from "../domain/payments/mod.ts";
+import { createPaidCall, createPaidResume, owesForWork } from "../domain/payments/mod.ts";
 import { createPaymentGate, type PaymentGate } from "../http/x402_gate.ts";
 import type { Clock } from "../ports/clock.ts";
 import type { Logger } from "../ports/logger.ts";
@@ -201,6 +201,7 @@ export async function wireX402(
     }),
     paidResume: createPaidResume({ payments: shared.payments, clock: shared.clock, metrics: shared.metrics }),
     known: async (key) => (await shared.payments.find(key)) !== undefined,
+    owes: (payer) => owesForWork(shared.payments, payer),
     log,
   });
   const did = didWebKid(config.server.publicBaseUrl).split("#")[0]!;

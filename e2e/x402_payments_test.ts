@@ -34,6 +34,8 @@ let facilitator: Facilitator;
 /** The facilitator as the service reaches it: `down` answers 503, `cancelBeforeSettle` has the payer cancel first. */
 let proxy: ReturnType<typeof Bun.serve>;
 let mode: "up" | "down" | "cancelBeforeSettle" = "up";
+/** The facilitator's calls through the proxy, by path. */
+const facilitatorCalls = new Map<string, number>();
 /** When set, `/verify` calls are held until `size` of them arrived, then all pass together (parallel payments, counted). */
 let verifyBarrier: { size: number; waiting: (() => void)[] } | undefined;
 let payers: Hex[];
@@ -70,6 +72,7 @@ beforeAll(async () => {
     async fetch(request) {
       if (mode === "down") return new Response("upstream down", { status: 503 });
       const path = new URL(request.url).pathname;
+      facilitatorCalls.set(path, (facilitatorCalls.get(path) ?? 0) + 1);
       const body = request.method === "POST" ? await request.text() : undefined;
       const barrier = verifyBarrier;
       if (barrier !== undefined && path === "/verify") {
@@ -351,6 +354,18 @@ describe("paying with x402", () => {
     expect(failed.find((r) => r.workRef === written.txHash)).toMatchObject({ purpose: "witness", payer: payer.toLowerCase(), failureReason: settlement.errorReason });
     const metrics = await (await fetch(`${service.url}/metrics`)).text();
     expect(metrics).toMatch(/ats_x402_settlement_failures_total\{purpose="witness"\} 1/);
+
+    // The payer made its settlement fail: it gets no more paid work (before, it could repeat the free write at will).
+    const again = await paymentFor(key, "/v1/controller-witness", witnessBody);
+    const witnessTxs = await witnessNonce();
+    const verified = facilitatorCalls.get("/verify") ?? 0;
+    const refused = await post("/v1/controller-witness", witnessBody, again.header);
+    expect(refused.status).toBe(402);
+    expect(await refused.json()).toMatchObject({ code: "PAYMENT_INVALID", details: "unsettled_payment" });
+    expect(refused.headers.get("payment-required")).toBeString();
+    expect(await witnessNonce()).toBe(witnessTxs);
+    expect(facilitatorCalls.get("/verify") ?? 0).toBe(verified);
+    expect(await balance(payer)).toBe(before);
   });
 
   test("a signed-in account buys a year of the paid plan; accounts/me shows the plan and its period", async () => {

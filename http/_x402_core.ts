@@ -43,6 +43,11 @@ export type PaymentGateOptions = {
   readonly paidResume?: PaidResume | undefined;
   /** Whether a replay key is known (spent or in flight): such a payment is refused before the facilitator is asked. */
   readonly known: (key: string) => Promise<boolean>;
+  /**
+   * Whether the payer owes for work an earlier payment of its did not pay for (domain/payments `owesForWork`): refused
+   * before the facilitator is asked and before any work. Absent: not asked.
+   */
+  readonly owes?: ((payer: string) => Promise<boolean>) | undefined;
   readonly log: Logger;
   /**
    * How long an authorization must stay valid (the client sets validBefore from it); default 300 s. One that arrives

@@ -126,6 +126,13 @@ async function gateTerms(gate: Gate, request: Request, purpose: PaymentPurpose):
   }
 }
 
+/** A payment refused before the facilitator is asked: 402 `PAYMENT_INVALID` with `details` and the terms again. */
+async function refusedWithTerms(gate: Gate, context: HTTPRequestContext, message: string, reason: string): Promise<Response> {
+  const unpaid = await gate.httpServer.processHTTPRequest({ ...context, adapter: { ...context.adapter, getHeader: () => undefined }, paymentHeader: undefined });
+  if (unpaid.type !== "payment-error") return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
+  return paymentRequired(unpaid.response, "PAYMENT_INVALID", message, reason);
+}
+
 /** One paid request: the payment checked, the work done, the payment settled after it (see the module's comment). */
 async function handlePayment(
   gate: Gate,
@@ -154,16 +161,12 @@ async function handlePayment(
   try {
     if (header !== undefined && authorization === undefined) {
       // Not an EIP-3009 `exact` payment: the terms again, with the reason.
-      const unpaid = await gate.httpServer.processHTTPRequest({ ...context, adapter: { ...context.adapter, getHeader: () => undefined }, paymentHeader: undefined });
-      if (unpaid.type !== "payment-error") return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
-      return paymentRequired(unpaid.response, "PAYMENT_INVALID", "The payment is not an EIP-3009 authorization of the exact scheme", "invalid_payload");
+      return await refusedWithTerms(gate, context, "The payment is not an EIP-3009 authorization of the exact scheme", "invalid_payload");
     }
     if (authorization !== undefined && expiresTooSoon(authorization, (gate.options.nowMs ?? Date.now)(), gate.options.maxTimeoutSeconds ?? 300)) {
       // Refused before the facilitator is asked, and before any work (the terms again, with the reason).
-      const unpaid = await gate.httpServer.processHTTPRequest({ ...context, adapter: { ...context.adapter, getHeader: () => undefined }, paymentHeader: undefined });
-      if (unpaid.type !== "payment-error") return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
       gate.log.info("x402_payment_refused", { purpose, reason: "authorization_expires_too_soon" });
-      return paymentRequired(unpaid.response, "PAYMENT_INVALID", "The payment authorization expires before the work and its settlement could finish: sign it valid for the terms' maxTimeoutSeconds", "authorization_expires_too_soon");
+      return await refusedWithTerms(gate, context, "The payment authorization expires before the work and its settlement could finish: sign it valid for the terms' maxTimeoutSeconds", "authorization_expires_too_soon");
     }
     if (payload !== undefined && authorization !== undefined) {
       const accepted = payload.accepted as { network?: unknown; asset?: unknown } | undefined;
@@ -171,6 +174,11 @@ async function handlePayment(
         await gate.options.known(paymentReplayKey({ network: accepted.network, asset: accepted.asset, nonce: authorization.nonce }))) {
         return replayed();
       }
+    }
+    if (authorization !== undefined && gate.options.owes !== undefined && await gate.options.owes(authorization.from)) {
+      // Its earlier payment settled nothing after its write stood: no more paid work for this payer (the terms again).
+      gate.log.info("x402_payment_refused", { purpose, reason: "unsettled_payment" });
+      return await refusedWithTerms(gate, context, "An earlier payment of this payer settled nothing after its work was done; it cannot pay for more", "unsettled_payment");
     }
     // A payment is not taken while its receipt cannot be signed (decisions §27): nothing verified, settled or done.
     // Asked only of a payment that passed the checks above (it decodes, is an exact authorization, is not about to

@@ -1,6 +1,6 @@
 import type { SQL } from "bun";
 import type { PaidPeriod, PaymentLedger, PaymentReservation, PaymentState } from "../../ports/payments.ts";
-import { PLAN_PERIODS_SELECT, placePlanPeriod, type PlanPeriodRow, settledPaidTime, storedValidBefore, toPaymentRecord, toPlanPeriodRow, withinBalance } from "../sql/payments.ts";
+import { FAILED_SETTLEMENTS_SQL, PLAN_PERIODS_SELECT, placePlanPeriod, type PlanPeriodRow, settledPaidTime, storedValidBefore, toPaymentRecord, toPlanPeriodRow, withinBalance } from "../sql/payments.ts";
 
 /** Advisory lock space (two-key form) of paid-plan periods: one lock per account while a period is granted. */
 const PLAN_PERIOD_LOCK = 7_240_018;
@@ -58,6 +58,10 @@ export function createPostgresPayments(sql: SQL): PaymentLedger {
     async find(key) {
       const rows = await sql`SELECT * FROM x402_payments WHERE key = ${key}` as Record<string, unknown>[];
       return rows[0] === undefined ? undefined : toPaymentRecord(rows[0]);
+    },
+    async failedSettlements(payer) {
+      const rows = await sql.unsafe(FAILED_SETTLEMENTS_SQL, [payer.toLowerCase()]) as { failure_reason: string | null }[];
+      return rows.map((r) => r.failure_reason ?? "");
     },
     async list(options = {}) {
       const rows = (options.state === undefined

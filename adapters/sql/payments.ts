@@ -87,6 +87,10 @@ export type PlanPeriodRow = { readonly state: string; readonly validBefore: numb
  */
 export const PLAN_SETTLING_MS = 10 * 60_000;
 
+/** The failure reasons of one payer's payments whose settlement failed after their work (`$1` the payer, lowercase). */
+export const FAILED_SETTLEMENTS_SQL = `SELECT failure_reason FROM x402_payments WHERE payer = $1 AND state = 'settle_failed'
+  ORDER BY updated_at_ms DESC LIMIT 20`;
+
 /** The columns and condition of an account's plan periods (the account's id the one parameter). */
 export const PLAN_PERIODS_SELECT = `SELECT state, valid_before, updated_at_ms, period_start_ms, period_end_ms FROM x402_payments
   WHERE account_id = $1 AND purpose = 'plan' AND state IN ('worked', 'settled') AND period_end_ms IS NOT NULL`;

@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
 import type { BalanceCeiling, BalancedReservation, PaidPeriod, PaymentLedger, PaymentReservation, PaymentState } from "../../ports/payments.ts";
 import { addMissingColumns } from "./sqlite_database.ts";
-import { paymentTables, PLAN_PERIODS_SELECT, placePlanPeriod, type PlanPeriodRow, settledPaidTime, storedValidBefore, toPaymentRecord, toPlanPeriodRow, withinBalance } from "../sql/payments.ts";
+import { FAILED_SETTLEMENTS_SQL, paymentTables, PLAN_PERIODS_SELECT, placePlanPeriod, type PlanPeriodRow, settledPaidTime, storedValidBefore, toPaymentRecord, toPlanPeriodRow, withinBalance } from "../sql/payments.ts";
 
 /** The column added after the table was first created (SQLite). */
 const PAYMENT_ADDED_COLUMNS = [["x402_payments", "valid_before", "INTEGER"]] as const;
@@ -29,6 +29,7 @@ export function createSqlitePayments(db: Database): PaymentLedger {
     insert.run(r.key, r.purpose, r.network, r.asset.toLowerCase(), r.payer.toLowerCase(), r.payTo.toLowerCase(), r.amount, r.accountId, r.createdAtMs, storedValidBefore(r.validBefore));
   const openAmounts = db.query<{ amount: string }, [string, string, string, number, number]>(`SELECT amount FROM x402_payments WHERE ${OPEN_AMOUNTS_WHERE}`);
   const exists = db.query<{ key: string }, [string]>("SELECT key FROM x402_payments WHERE key = ?");
+  const failedOf = db.query<{ failure_reason: string | null }, [string]>(FAILED_SETTLEMENTS_SQL.replace("$1", "?1"));
   // Under BEGIN IMMEDIATE: the open payments read and the insert are one step for every process on the file.
   const reserveWithin = db.transaction((r: PaymentReservation, ceiling: BalanceCeiling): BalancedReservation => {
     if (exists.get(r.key) !== null) return "known";
@@ -73,6 +74,10 @@ export function createSqlitePayments(db: Database): PaymentLedger {
     find(key) {
       const row = db.query<Record<string, unknown>, [string]>("SELECT * FROM x402_payments WHERE key = ?").get(key);
       return Promise.resolve(row === null ? undefined : toPaymentRecord(row));
+    },
+    failedSettlements(payer) {
+      const rows = failedOf.all(payer.toLowerCase());
+      return Promise.resolve(rows.map((r) => r.failure_reason ?? ""));
     },
     list(options = {}) {
       const rows = options.state === undefined

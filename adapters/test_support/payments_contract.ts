@@ -23,11 +23,16 @@ export function paymentsContract(open: () => Promise<Storage>) {
     await payments.settled(key, "0xsettle", T0 + 2);
     expect(await payments.find(key)).toMatchObject({ state: "settled", workRef: "0xtx", settlementTx: "0xsettle", updatedAtMs: T0 + 2 });
     const failed = fresh("eip155:31337:0xtoken:0xfailed");
-    await payments.reserve(reservation(failed));
+    // A payer of its own: the store may hold other runs' payments.
+    const failingPayer = fresh("0xFailingPayer");
+    await payments.reserve({ ...reservation(failed), payer: failingPayer });
     await payments.worked(failed, "0xtx2", T0 + 3);
     await payments.settleFailed(failed, "transaction_failed", T0 + 4);
     expect(await payments.find(failed)).toMatchObject({ state: "settle_failed", workRef: "0xtx2", failureReason: "transaction_failed" });
     expect((await payments.list({ state: "settle_failed" })).map((p) => p.key)).toContain(failed);
+    // A payer's failed settlements, by the lowercase payer; settled ones are not among them.
+    expect(await payments.failedSettlements(failingPayer.toUpperCase().replace(/^0X/, "0x"))).toEqual(["transaction_failed"]);
+    expect(await payments.failedSettlements("0xnobody")).toEqual([]);
     expect((await payments.list()).map((p) => p.key)).toEqual(expect.arrayContaining([key, failed]));
   });
 

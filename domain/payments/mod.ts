@@ -50,6 +50,7 @@ export {
   type PayingAgent,
   AUTHORIZATION_TRANSIT_SECONDS,
   expiresTooSoon,
+  owesForWork,
   paymentReplayKey,
   readExactAuthorization,
   withPaidAccounts,

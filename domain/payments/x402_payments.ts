@@ -67,6 +67,26 @@ export function paymentReplayKey(input: { readonly network: string; readonly ass
   return `${input.network}:${input.asset}:${input.nonce}`.toLowerCase();
 }
 
+/**
+ * Settlement failures that are not the payer's doing: the facilitator could not be reached or failed on its own, or the
+ * authorization ran out while the service held the work (a crash, a slow chain; one that expires too soon is refused
+ * before any work, {@link expiresTooSoon}).
+ */
+function notThePayers(reason: string): boolean {
+  return reason === "facilitator_unavailable" || reason === "unexpected_settle_error" || reason.includes("valid_before");
+}
+
+/**
+ * Whether a payer owes the service for work it got: a payment of its settled nothing after its write stood, for a
+ * reason of the payer's (the authorization cancelled, the nonce used elsewhere, the balance moved away between the
+ * verification and the settlement). Such a payer is refused further paid work (the gate answers 402 `PAYMENT_INVALID`,
+ * `unsettled_payment`), so the free write a settle-after-work order cannot prevent is one per wallet, not one per
+ * request. The operator lists them with `ops payments list --state settle_failed`.
+ */
+export async function owesForWork(payments: Pick<PaymentLedger, "failedSettlements">, payer: string): Promise<boolean> {
+  return (await payments.failedSettlements(payer.toLowerCase())).some((reason) => !notThePayers(reason));
+}
+
 /** What the paid work did: done (with what it produced), or not, and whether that is certain. */
 export type PaidWork<T> =
   | { readonly done: true; readonly value: T; readonly ref: string }

@@ -4,6 +4,7 @@ import type { PaidPeriod, PaymentLedger, PaymentRecord, PaymentReservation } fro
 import {
   expiresTooSoon,
   createPaidCall,
+  owesForWork,
   createPaidResume,
   paymentReplayKey,
   readExactAuthorization,
@@ -58,6 +59,8 @@ function fakePayments(): PaymentLedger & { rows: Map<string, PaymentRecord> } {
     },
     find: (key) => Promise.resolve(rows.get(key)),
     list: () => Promise.resolve([...rows.values()]),
+    failedSettlements: (payer) =>
+      Promise.resolve([...rows.values()].filter((r) => r.payer === payer.toLowerCase() && r.state === "settle_failed").map((r) => r.failureReason ?? "")),
   };
 }
 
@@ -214,6 +217,19 @@ describe("expiresTooSoon()", () => {
     expect(expiresTooSoon(at(6), now, 300)).toBe(true);
     expect(expiresTooSoon(at(-60), now, 300)).toBe(true);
     expect(expiresTooSoon({ validBefore: "9".repeat(78) }, now, 300)).toBe(false);
+  });
+});
+
+describe("owesForWork()", () => {
+  test("a payer owes for work whose settlement failed by its doing; not for the facilitator's failures or an authorization that ran out while held", async () => {
+    const ledger = (reasons: string[]) => ({ failedSettlements: (payer: string) => Promise.resolve(payer === "0xpayer" ? reasons : []) });
+    expect(await owesForWork(ledger([]), "0xPAYER")).toBe(false);
+    expect(await owesForWork(ledger(["facilitator_unavailable", "unexpected_settle_error"]), "0xPayer")).toBe(false);
+    expect(await owesForWork(ledger(["invalid_exact_evm_payload_authorization_valid_before"]), "0xpayer")).toBe(false);
+    // The authorization cancelled or its nonce used elsewhere, the balance moved away: the payer's doing.
+    expect(await owesForWork(ledger(["facilitator_unavailable", "invalid_exact_evm_nonce_already_used"]), "0xPayer")).toBe(true);
+    expect(await owesForWork(ledger(["invalid_exact_evm_insufficient_balance"]), "0xpayer")).toBe(true);
+    expect(await owesForWork(ledger(["invalid_exact_evm_insufficient_balance"]), "0xsomeoneelse")).toBe(false);
   });
 });
 
