@@ -183,8 +183,8 @@ const MAX_ECHOED_OFFERS = 16;
 
 /**
  * The offer a receipt settles (JWS issuers only; undefined otherwise): among the offers the client echoed,
- * the first one that is ours (our kid, our signature) and states the accepted terms for this resource; else
- * the offer signed for those terms in this request's own 402.
+ * the first one that is ours (our kid, our signature), states the accepted terms for this resource and has not
+ * expired; else the offer signed for those terms in this request's own 402.
  */
 export async function settledOffer(
   signing: OfferReceiptSigning,
@@ -192,11 +192,15 @@ export async function settledOffer(
 ): Promise<SignedOffer | undefined> {
   const issuer = signing.issuer;
   if (issuer.format !== "jws") return undefined;
+  const now = (signing.nowSeconds ?? systemNow)();
   const states = (offer: unknown) => {
     const payload = readOfferPayload(offer);
     if (!payload.ok) return false;
     const p = payload.value;
     const a = input.accepted;
+    // Still valid now: a receipt issued after its offer expired is one its own binding check refuses (an old 402's
+    // offer echoed back by a client that kept it).
+    if (p.validUntil !== 0 && now > p.validUntil) return false;
     return p.resourceUrl === input.resourceUrl && p.scheme === a.scheme && p.network === toCaip2Network(a.network) &&
       p.asset.toLowerCase() === a.asset.toLowerCase() && p.payTo.toLowerCase() === a.payTo.toLowerCase() && p.amount === a.amount;
   };

@@ -14,7 +14,7 @@ import { Elysia } from "elysia";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createWebCryptoJwsVerifier } from "../client/jws_verifier.ts";
 import { base64UrlEncode } from "../domain/did/mod.ts";
-import { OFFER_INFO_SCHEMA, readOfferPayload, readReceiptPayload, type SignedReceipt } from "../domain/payments/mod.ts";
+import { OFFER_INFO_SCHEMA, readOfferPayload, readReceiptPayload, receiptOfferContradictions, type SignedOffer, type SignedReceipt } from "../domain/payments/mod.ts";
 import { verifySignedOffer, verifySignedReceipt } from "../domain/payments/mod.ts";
 import type { Logger } from "../ports/logger.ts";
 import { buildDidDocument } from "./did_document.ts";
@@ -512,6 +512,31 @@ describe("receipts bound to their offer (decisions §18)", () => {
     const payload = readReceiptPayload(receipt);
     expect(payload.ok && payload.value.offerHash).toBe(sha256Hex(bound.signature));
     expect(headerOf(bound.signature).jwk).not.toEqual(headerOf(forged).jwk);
+  });
+
+  test("an echoed offer of ours that has expired is not bound: the receipt names this request's own offer, and its binding holds", async () => {
+    let now = NOW;
+    const s = await start({ issuer: jwsIssuer(), publicBaseUrl: (port) => `http://localhost:${port}`, nowSeconds: () => now });
+    const stale = offersOf(paymentRequiredOf(await fetch(`${s.url}/paid`))) as { format: "jws"; signature: string; acceptIndex: number }[];
+    const staleTerms = readOfferPayload(stale[0]);
+    if (!staleTerms.ok) throw new Error(staleTerms.message);
+    // A day later, the client pays echoing the offers it kept from the old 402.
+    now = NOW + 86_400;
+    const { paid, settlement, receipt } = await pay(`${s.url}/paid`, {}, (pr) => {
+      (pr.extensions!["offer-receipt"] as { info: { offers: unknown[] } }).info.offers = stale;
+    });
+    expect(paid.status).toBe(200);
+    const bound = settledOfferOf(settlement)!;
+    expect(bound.signature).not.toBe(stale[0]!.signature);
+    const boundTerms = readOfferPayload(bound);
+    if (!boundTerms.ok) throw new Error(boundTerms.message);
+    expect(boundTerms.value.validUntil).toBeGreaterThanOrEqual(now);
+    const payload = readReceiptPayload(receipt);
+    if (!payload.ok) throw new Error(payload.message);
+    expect(payload.value.offerHash).toBe(sha256Hex(bound.signature));
+    expect(receiptOfferContradictions(payload.value, bound as SignedOffer, boundTerms.value)).toEqual([]);
+    // Before, the stale offer was bound, and its own check refused the receipt.
+    expect(receiptOfferContradictions(payload.value, stale[0]! as SignedOffer, staleTerms.value)).toContain("the receipt was issued after the offer expired");
   });
 
   test("eip712 receipts keep the upstream struct: no offerHash and no info.offer", async () => {
