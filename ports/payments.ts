@@ -11,7 +11,7 @@ export type PaymentState = "reserved" | "worked" | "settled" | "settle_failed" |
 
 /** A verified payment, recorded before any work is done. */
 export type PaymentReservation = {
-  /** The replay key: `<network>:<token>:<EIP-3009 authorization nonce>`, lowercase. */
+  /** The replay key: `<network>:<token>:<EIP-3009 authorization nonce>`, lowercase (domain/payments `paymentReplayKey`). */
   readonly key: string;
   readonly purpose: PaymentPurpose;
   /** CAIP-2, e.g. `eip155:31337`. */

@@ -62,7 +62,14 @@ export function expiresTooSoon(authorization: Pick<ExactAuthorization, "validBef
   return left < BigInt(maxTimeoutSeconds - AUTHORIZATION_TRANSIT_SECONDS);
 }
 
-/** The replay key of an authorization: `<network>:<token>:<nonce>`, lowercase (EIP-3009 nonces are per token). */
+/**
+ * The replay key of an authorization: `<network>:<token>:<nonce>`, lowercase. EIP-3009 nonces are unique per authorizer
+ * and token, so two payers choosing the same nonce would be two payments; the key leaves the payer out on purpose, and
+ * the second is refused (409 `PAYMENT_ALREADY_USED`, nothing done or charged). Nonces are 32 random bytes (EIP-3009, and
+ * every x402 client), so only a client that counts its nonces can meet this. Keys already stored keep their meaning
+ * across upgrades: a key with the payer in it would let a payment reserved before an upgrade run again after it (the
+ * replay pre-check and a crashed request's resume look keys up by this form).
+ */
 export function paymentReplayKey(input: { readonly network: string; readonly asset: string; readonly nonce: string }): string {
   return `${input.network}:${input.asset}:${input.nonce}`.toLowerCase();
 }
