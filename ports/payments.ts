@@ -104,7 +104,10 @@ export interface PaymentLedger {
    */
   readonly paidPeriod: (accountId: string, nowMs: number) => Promise<PaidPeriod | undefined>;
   readonly find: (key: string) => Promise<PaymentRecord | undefined>;
-  /** The failure reasons of the payer's `settle_failed` payments (at most 20; the payer lowercase). */
+  /**
+   * The failure reasons of the payer's `settle_failed` payments whose work stands (witness and relay; a plan that did not
+   * settle was not extended), at most 20; the payer compared lowercase.
+   */
   readonly failedSettlements: (payer: string) => Promise<readonly string[]>;
   /** Every payment, newest first (`state`: only those). */
   readonly list: (options?: { readonly state?: PaymentState | undefined }) => Promise<PaymentRecord[]>;

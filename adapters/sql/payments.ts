@@ -87,9 +87,12 @@ export type PlanPeriodRow = { readonly state: string; readonly validBefore: numb
  */
 export const PLAN_SETTLING_MS = 10 * 60_000;
 
-/** The failure reasons of one payer's payments whose settlement failed after their work (`$1` the payer, lowercase). */
+/**
+ * The failure reasons of one payer's payments whose settlement failed after their work stood (`$1` the payer, lowercase):
+ * witnesses and relay writes; a plan whose settlement failed was never extended, so nothing stands unpaid.
+ */
 export const FAILED_SETTLEMENTS_SQL = `SELECT failure_reason FROM x402_payments WHERE payer = $1 AND state = 'settle_failed'
-  ORDER BY updated_at_ms DESC LIMIT 20`;
+  AND purpose <> 'plan' ORDER BY updated_at_ms DESC LIMIT 20`;
 
 /** The columns and condition of an account's plan periods (the account's id the one parameter). */
 export const PLAN_PERIODS_SELECT = `SELECT state, valid_before, updated_at_ms, period_start_ms, period_end_ms FROM x402_payments

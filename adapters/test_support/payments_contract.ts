@@ -33,6 +33,12 @@ export function paymentsContract(open: () => Promise<Storage>) {
     // A payer's failed settlements, by the lowercase payer; settled ones are not among them.
     expect(await payments.failedSettlements(failingPayer.toUpperCase().replace(/^0X/, "0x"))).toEqual(["transaction_failed"]);
     expect(await payments.failedSettlements("0xnobody")).toEqual([]);
+    // A plan that did not settle was not extended: nothing stands unpaid.
+    const plan = fresh("eip155:31337:0xtoken:0xplanfailed");
+    await payments.reserve({ ...reservation(plan), purpose: "plan", payer: failingPayer });
+    await payments.worked(plan, "period", T0 + 5);
+    await payments.settleFailed(plan, "invalid_exact_evm_nonce_already_used", T0 + 6);
+    expect(await payments.failedSettlements(failingPayer)).toEqual(["transaction_failed"]);
     expect((await payments.list()).map((p) => p.key)).toEqual(expect.arrayContaining([key, failed]));
   });
 

@@ -60,7 +60,7 @@ function fakePayments(): PaymentLedger & { rows: Map<string, PaymentRecord> } {
     find: (key) => Promise.resolve(rows.get(key)),
     list: () => Promise.resolve([...rows.values()]),
     failedSettlements: (payer) =>
-      Promise.resolve([...rows.values()].filter((r) => r.payer === payer.toLowerCase() && r.state === "settle_failed").map((r) => r.failureReason ?? "")),
+      Promise.resolve([...rows.values()].filter((r) => r.payer === payer.toLowerCase() && r.state === "settle_failed" && r.purpose !== "plan").map((r) => r.failureReason ?? "")),
   };
 }
 
