@@ -34,6 +34,17 @@ export { CATCHING_UP_BLOCKS, INDEX_READER_HEADER, type IndexRunner, type IndexSe
 /** The name of the query cursors' key among the deployment's secrets. */
 const CURSOR_SECRET = "attestation-cursors";
 
+/**
+ * The bytes a chain's own cursor key is first made of: the deployment's first key for the chain that claims it (the
+ * default chain when the claim is first made, kept under `attestation-cursors:first-key-chain`), else fresh random bytes.
+ */
+async function cursorSeed(f: Foundation, chainId: number): Promise<Uint8Array> {
+  if (chainId !== f.chainId) return cryptoRandom.bytes(32);
+  const claim = await f.storage.secrets.secret(`${CURSOR_SECRET}:first-key-chain`, new TextEncoder().encode(String(chainId)));
+  if (new TextDecoder().decode(claim) !== String(chainId)) return cryptoRandom.bytes(32);
+  return await f.storage.secrets.secret(CURSOR_SECRET, cryptoRandom.bytes(32));
+}
+
 /** One attestation chain's index and the reads of it. */
 export type ChainIndex = {
   readonly chain: ServedChain;
@@ -195,10 +206,13 @@ async function wireChainIndex(config: Pick<Config, "chains" | "index" | "webhook
   // Each read gets its own pin of the index head; the queries' own state is none, so one is built per read.
   // The key of the list's cursors (issue 43): one secret of the deployment, made once and kept in the shared store, so a
   // cursor one instance gave another accepts, and nobody without it can mint one (docs/configuration.md).
-  // Decisions §30: a cursor is bound to its chain. The default chain keeps the deployment's key; another chain's key is
-  // its own secret, so a cursor of one chain given with another is "not ours" (400 INVALID_INPUT, as any forged one).
-  const secretName = chainId === f.chainId ? CURSOR_SECRET : `${CURSOR_SECRET}:eip155:${chainId}`;
-  const cursorKey = await f.storage.secrets.secret(secretName, cryptoRandom.bytes(32));
+  // Decisions §30: a cursor is bound to its chain. Every chain's key is a secret of its own, named by its chain id, so a
+  // cursor of one chain given with another is "not ours" (400 INVALID_INPUT, as any forged one). Before, the default
+  // chain used the deployment's first key (`attestation-cursors`): a DEFAULT_CHAIN changed (or instances on one database
+  // set apart) moved that key to another chain, which then took the old default's cursors. The first key goes to one
+  // chain only, the first default to claim it (a claim kept beside it), so the cursors it gave stay good across the
+  // upgrade and no later default shares its key.
+  const cursorKey = await f.storage.secrets.secret(`${CURSOR_SECRET}:eip155:${chainId}`, await cursorSeed(f, chainId));
   const deps = (reads: AttestationIndex) => ({ reads, store, schemaUids: followed.schemas, startBlock, cursorKey });
   const attestationList: ListAttestations = (query) => index.answers.answer((reads) => createListAttestations(deps(reads))(query));
   const count: CountAttestations = (query) => index.answers.answer((reads) => createCountAttestations(deps(reads))(query));
