@@ -2,6 +2,7 @@
 import { createFetchRawRpc } from "../adapters/chain/mod.ts";
 import { cryptoRandom, systemClock } from "../adapters/system/mod.ts";
 import { createPremiumRpc, createSubjectOwnership, createSubjects, type PlanPolicy } from "../domain/accounts/mod.ts";
+import type { DiscoverControllers } from "../domain/discovery/mod.ts";
 import { withPaidPlans } from "../domain/payments/mod.ts";
 import { createSessions } from "../domain/sessions/mod.ts";
 import { createRateLimiter, type RateLimiter } from "../domain/rate_limit.ts";
@@ -15,7 +16,10 @@ export type WiredAccounts = {
   readonly plans: PlanPolicy;
   readonly sessions: ReturnType<typeof createSessions>;
   readonly subjects: ReturnType<typeof createSubjects>;
+  /** The ownership a signed-in account's subjects and relay writes are proven by (its own discovery budget). */
   readonly subjectOwnership: ReturnType<typeof createSubjectOwnership>;
+  /** `POST /api/verify/subject-ownership`: anyone's proof, under the public views' discovery budget. */
+  readonly publicSubjectOwnership: ReturnType<typeof createSubjectOwnership>;
   /** `POST /api/verify/subject-ownership`'s per-client bound (`SUBJECT_OWNERSHIP_RATE_PER_MINUTE`). */
   readonly subjectOwnershipRate: RateLimiter;
   readonly premiumRpc: ReturnType<typeof createPremiumRpc>;
@@ -60,7 +64,10 @@ export async function wireAccounts(
   }), { payments: storage.payments, clock: systemClock });
   // A contract subject is proven on its own chain, any chain the deployment reads (decisions §30); others not checked.
   const proofChains = proofChainsOf(config, f);
-  const subjectOwnership = createSubjectOwnership({ discover: discovery.viewDiscover, chain: proofChains.ownership(f.chainId)!, chains: proofChains });
+  // The signed-in account's proofs (subjects, relay writes) and the public proof route look under budgets of their own:
+  // nobody's anonymous lookups spend what an owner's own proof needs (app/discovery.ts).
+  const ownershipOver = (discover: DiscoverControllers) => createSubjectOwnership({ discover, chain: proofChains.ownership(f.chainId)!, chains: proofChains });
+  const subjectOwnership = ownershipOver(discovery.ownershipDiscover);
   const subjects = createSubjects({
     store: storage.subjects,
     ownership: subjectOwnership,
@@ -93,6 +100,7 @@ export async function wireAccounts(
     sessions,
     subjects,
     subjectOwnership,
+    publicSubjectOwnership: ownershipOver(discovery.confirmDiscover),
     subjectOwnershipRate: createRateLimiter(systemClock, { capacity: config.accounts.subjectOwnershipPerMinute, perMinute: config.accounts.subjectOwnershipPerMinute }),
     premiumRpc,
     abortPremiumReads: () => premiumStop.abort(),

@@ -26,8 +26,13 @@ export type WiredDiscovery = {
   readonly discover: DiscoverControllers;
   /** Answers kept for `DISCOVERY_CACHE_SECONDS`: artifact trust, key status, controller authorization, ownership checks. */
   readonly viewDiscover: DiscoverControllers;
-  /** Answers kept for `DISCOVERY_CACHE_SECONDS`, under a budget of their own: the public confirm views. */
+  /** Answers kept for `DISCOVERY_CACHE_SECONDS`, under a budget of their own: the public confirm views and ownership proofs. */
   readonly confirmDiscover: DiscoverControllers;
+  /**
+   * Answers kept for `DISCOVERY_CACHE_SECONDS`, under a budget of their own: the ownership a signed-in account's subjects
+   * and its relay writes of subject-scoped schemas are proven by (decisions §12), which anonymous lookups cannot spend.
+   */
+  readonly ownershipDiscover: DiscoverControllers;
   readonly confirm: ReturnType<typeof createControllerConfirm>;
   /** The subject domain's JWK Set (decisions §25): the did.json fetcher, the same per-domain budget, kept as discovery's answers. */
   readonly jwks: LookupJwks;
@@ -44,11 +49,13 @@ export function wireDiscovery(config: Pick<Config, "discovery" | "server">, { tr
     ca: options.didJsonCa,
   });
   // A budget per registrable domain, so nobody can hammer a domain through us. It guards lookups, not money or
-  // storage: each instance keeps its own (decisions §21), as it keeps its own cache of answers. Three budgets, so the
-  // lookups anyone asks for cannot spend the others' (docs/endpoints.md): the confirm views (any subject, no session,
-  // no per-client limit); the verification reads (artifact trust, key status, controller authorization, ownership,
-  // JWK Sets, DID URLs); the witness (signed in, with its own limits per user and per domain). Anonymous confirm views
-  // of 31 made-up subdomains used to refuse every witness for the domain, a whole hosting platform's at once.
+  // storage: each instance keeps its own (decisions §21), as it keeps its own cache of answers. Four budgets, so the
+  // lookups anyone asks for cannot spend the others' (docs/endpoints.md): the confirm views and the public ownership
+  // proof (any subject, no session); the verification reads (artifact trust, key status, controller authorization, JWK
+  // Sets, DID URLs); the ownership a signed-in account's subjects and relay writes need; the witness (signed in, with its
+  // own limits per user and per domain). Anonymous confirm views of 31 made-up subdomains used to refuse every witness
+  // for the domain, a whole hosting platform's at once; anonymous ownership proofs (or key status reads) of made-up
+  // subdomains refused the owner's own subject and its relay writes.
   const budget = () => createRateLimiter(systemClock, {
     capacity: config.discovery.discoveryDomainPerMinute,
     perMinute: config.discovery.discoveryDomainPerMinute,
@@ -68,13 +75,14 @@ export function wireDiscovery(config: Pick<Config, "discovery" | "server">, { tr
   const discover = discoverWith(budget());
   const viewDiscover = cached(discoverWith(domainRate));
   const confirmDiscover = cached(discoverWith(budget()));
+  const ownershipDiscover = cached(discoverWith(budget()));
   const confirm = createControllerConfirm({
     discover: confirmDiscover,
     trustAnchors,
     clock: systemClock,
     registryUrl: `${config.server.publicBaseUrl.replace(/\/$/, "")}/v1/trust-anchors`,
   });
-  return { discover, viewDiscover, confirmDiscover, confirm, jwks, resolveDidUrl };
+  return { discover, viewDiscover, confirmDiscover, ownershipDiscover, confirm, jwks, resolveDidUrl };
 }
 
 /**

@@ -155,7 +155,7 @@ function appDeps(config: HttpConfig, f: Foundation, c: Capabilities): AppDeps {
     },
     subscriptions: c.x402 === undefined ? undefined : { sessions, bearer, gate: c.x402.gate, payments: storage.payments, ledger, plans, clock: systemClock, idempotency },
     didDocument: c.x402?.didDocument,
-    subjectOwnership,
+    subjectOwnership: c.accounts.publicSubjectOwnership,
     subjectOwnershipLimit: { clientRate: c.accounts.subjectOwnershipRate, clientAddress: requestClientAddress },
     signingKeys: { keys: c.keys.signingKeys, caller: credentialCaller(sessions, bearer) },
     webhooks: c.webhooks === undefined ? undefined : { sessions, bearer, webhooks: nudgingTests(c.webhooks) },

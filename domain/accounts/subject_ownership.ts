@@ -91,7 +91,9 @@ export function createSubjectOwnership(deps: {
     const walletAddress = wallet.value.address.toLowerCase();
 
     if (subject.value.startsWith("did:web:")) {
-      const discovery = await deps.discover(subject.value);
+      // Never the stale answer kept for when the domain's budget is spent: a controller the owner took out of DNS would
+      // prove ownership for ten more minutes (key status asks the same way).
+      const discovery = await deps.discover(subject.value, { freshOnly: true });
       if (!discovery.ok) {
         return discovery.code === "RATE_LIMITED"
           ? fail("NETWORK_ERROR", "The subject's endpoints could not be looked up now")
