@@ -15,7 +15,8 @@ export type BatchRun<C extends { readonly clientKey?: string | undefined } = { r
   readonly deps: DelegatedAttestDeps;
   readonly caller: C;
   readonly results: (Ok<DelegatedAttestSuccess> | DelegatedAttestFailure | undefined)[];
-  readonly simulateBatch: NonNullable<Claimed["delegate"]["simulateBatch"]>;
+  /** Simulates `calls` searching up to their requests' cap (`batchSimulationCap`), or up to `maxGas` when given. */
+  readonly simulateBatch: (calls: readonly DelegatedAttestCall[], maxGas?: bigint) => Promise<Simulation>;
   sending: BatchItem[];
   readonly charged: Map<BatchItem, bigint>;
 };
@@ -132,6 +133,57 @@ export async function halveTooLarge(run: BatchRun): Promise<void> {
     if (!run.sending.includes(item)) continue;
     await drop(run, item, fail("INVALID_INPUT", `The batch needs ${more}: this request was not sent; send it again in a smaller batch`));
   }
+}
+
+/**
+ * The least gas EAS can spend storing one attestation: its uid, schema, times and attester go into four storage slots
+ * that were zero (20,000 gas each, EIP-2200), and so does every 32-byte word of its data that is not all zeros.
+ */
+const SLOT_GAS = 20_000n;
+const FIXED_SLOTS = 4n;
+
+/** The least gas storing `data` (0x hex) as an attestation's data costs: its words that are not all zeros. */
+export function leastAttestationGas(data: string): bigint {
+  const hex = data.startsWith("0x") ? data.slice(2) : data;
+  let words = 0n;
+  // Bytes of 32 or more are stored word by word; fewer share the length's slot (counted once as the fourth fixed slot).
+  if (hex.length >= 64) {
+    for (let at = 0; at < hex.length; at += 64) if (/[^0]/.test(hex.slice(at, at + 64))) words++;
+  }
+  return (FIXED_SLOTS + words) * SLOT_GAS;
+}
+
+/**
+ * The item of a passing batch that alone needs more than `MAX_GAS_PER_TX`, or undefined (decisions §23: each request is
+ * checked as the single route would; before, cheap items carried an oversized one under the batch's average). What
+ * decides an attestation's gas is the data it stores: the item storing the most is priced by its own gas in the batch,
+ * when the batch's gas could leave it more than the cap (the batch's gas less every other item's least) and it stores at
+ * least half a cap's worth. EAS runs the items in order, so its gas is the gas of the items up to it less the gas of
+ * those before it (one or two more simulations; a prefix of a passing batch passes, its attesters' nonces in order).
+ * Another item stores less, so needs less (the same EAS code, an attester's signature check bounded apart).
+ * `failed`: the node did not answer one of those simulations.
+ */
+export async function oversizedItem(run: BatchRun, total: bigint): Promise<Item | undefined | { readonly failed: Simulation }> {
+  const cap = run.deps.maxGasPerTx;
+  if (cap === undefined || run.sending.length < 2) return undefined;
+  const least = run.sending.map((item) => leastAttestationGas(item.claimed.call.data.data));
+  let heaviest = 0;
+  for (let i = 1; i < least.length; i++) if (least[i]! > least[heaviest]!) heaviest = i;
+  const others = least.reduce((sum, gas, i) => (i === heaviest ? sum : sum + gas), 0n);
+  if (total - others <= cap || least[heaviest]! * 2n < cap) return undefined;
+  // A prefix that reverts all the same (it should not) leaves the batch to the average's rule, as before.
+  const gasOf = async (count: number): Promise<bigint | undefined | { readonly failed: Simulation }> => {
+    if (count === 0) return 0n;
+    if (count === run.sending.length) return total;
+    // Up to the batch's own gas: a prefix of it needs no more, whatever its requests' share of the cap.
+    const simulation = await run.simulateBatch(calls(run.sending.slice(0, count)), total);
+    return simulation.ok ? simulation.gas : simulation.reason === "reverted" ? undefined : { failed: simulation };
+  };
+  const upTo = await gasOf(heaviest + 1);
+  if (typeof upTo !== "bigint") return upTo;
+  const before = await gasOf(heaviest);
+  if (typeof before !== "bigint") return before;
+  return upTo - before > cap ? run.sending[heaviest] : undefined;
 }
 
 /** The single route's answer to an item EAS reverts. */

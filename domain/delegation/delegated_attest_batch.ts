@@ -20,7 +20,7 @@
 import type { BatchSubmission, DelegatedAttestCall, HexString } from "../../ports/eas.ts";
 import { fail, ok, type Ok } from "../result.ts";
 import { signerUnavailable } from "./signer_unavailable.ts";
-import { type BatchItem as Item, type BatchRun as Run, calls, drop, giveBack, halveTooLarge, narrow, nodeFailed } from "./_batch_narrowing.ts";
+import { type BatchItem as Item, type BatchRun as Run, calls, drop, giveBack, halveTooLarge, narrow, nodeFailed, oversizedItem } from "./_batch_narrowing.ts";
 import type {
   BatchNonces,
   CallerTicket,
@@ -89,7 +89,9 @@ export async function attestBatch(ctx: BatchContext, bodies: readonly unknown[],
   const delegate = claimed[0]!.claimed.delegate;
   const simulate = delegate.simulateBatch;
   // Every simulation of the batch (each narrowing round's too) searches up to what its requests may spend.
-  const simulateBatch = simulate === undefined ? undefined : (calls: readonly DelegatedAttestCall[]) => simulate(calls, batchSimulationCap(deps, calls.length));
+  const simulateBatch = simulate === undefined
+    ? undefined
+    : (calls: readonly DelegatedAttestCall[], maxGas?: bigint) => simulate(calls, maxGas === undefined ? batchSimulationCap(deps, calls.length) : { maxGas });
   const run: BatchRun = { deps, caller, results, simulateBatch: simulateBatch!, sending: claimed, charged: new Map() };
   if (simulateBatch === undefined || delegate.submitBatch === undefined) {
     for (const item of claimed) await giveBack(run, item, fail("SUBMISSION_FAILED", "This deployment does not send batches; nothing was sent"));
@@ -160,6 +162,15 @@ async function simulateAndCharge(run: BatchRun): Promise<bigint | undefined> {
       simulation = narrowed;
     }
     const gas = simulation.gas;
+    const oversized = await oversizedItem(run, gas);
+    if (oversized !== undefined && "failed" in oversized) {
+      await nodeFailed(run, oversized.failed);
+      continue;
+    }
+    if (oversized !== undefined) {
+      await drop(run, oversized, fail("INVALID_INPUT", `The attestation needs more gas: more than the ${deps.maxGasPerTx} allowed per transaction; nothing was sent`));
+      continue;
+    }
     const share = (gas + BigInt(run.sending.length) - 1n) / BigInt(run.sending.length);
     if (deps.maxGasPerTx !== undefined && share > deps.maxGasPerTx) {
       for (const item of [...run.sending]) {
