@@ -189,6 +189,13 @@ export type RequestCheck<T extends TSchema> = {
     | { readonly ok: false; readonly code: "INVALID_JSON" | "PAYLOAD_TOO_LARGE" | "INVALID_INPUT"; readonly message: string };
 };
 
+/** The sentence of one field's error: `<field> is required`, or `<field> is invalid: <why>`. */
+function explainError(error: ValueError): string {
+  const field = error.path.slice(1).split("/").map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~")).join(".");
+  if (error.value === undefined) return `${field} is required`;
+  return `${field} is invalid: ${error.message.charAt(0).toLowerCase()}${error.message.slice(1)}`;
+}
+
 /**
  * Compiles the check of a request model. `explain` may give the domain's own wording of a refusal (it must
  * refuse whatever the model refuses); when it has none, the message names the first failing field.
@@ -207,12 +214,15 @@ export function compileRequestCheck<T extends TSchema>(
     // A union whose alternatives fail on different fields says what it wants in its description.
     const alternatives = first.errors.map((variant) => variant.First()).filter((e): e is ValueError => e !== undefined).map(deepest);
     const description = (first.schema as { description?: unknown }).description;
-    if (new Set(alternatives.map((e) => e.path)).size > 1 && typeof description === "string") return description;
+    // One alternative failing on a field the body gives (the others on one it left out): the body chose that one, and its
+    // field is the one to name (decisions §2), not the union's general sentence.
+    const given = alternatives.filter((e) => e.value !== undefined && e.path !== "");
+    const differ = new Set(alternatives.map((e) => e.path)).size > 1;
+    if (differ && given.length === 1) return explainError(given[0]!);
+    if (differ && typeof description === "string") return description;
     const error = deepest(first);
     if (error.path === "") return typeof value === "object" && value !== null && !Array.isArray(value) ? "Invalid request" : "Body must be a JSON object";
-    const field = error.path.slice(1).split("/").map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~")).join(".");
-    if (error.value === undefined) return `${field} is required`;
-    return `${field} is invalid: ${error.message.charAt(0).toLowerCase()}${error.message.slice(1)}`;
+    return explainError(error);
   };
   const explain = (value: unknown) => options.explain?.(value) ?? describe(value);
   return {

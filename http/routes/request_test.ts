@@ -202,8 +202,13 @@ describe("request checks", () => {
     const challenge = compileRequestCheck(REQUEST_MODELS.walletChallenge.body);
     expect(challenge.explain({ walletDid: "did:pkh:eip155:1:0x1", uri: "https://a/" })).toBe("domain is required");
     expect(challenge.explain({ address: LOWER, domain: "a.com", uri: "https://a/" })).toBe("walletDid (or address with chainId) is required");
-    expect(challenge.explain({ walletDid: "", domain: "a.com", uri: "https://a/" })).toBe("walletDid (or address with chainId) is required");
+    // The alternative the body chose (it gives walletDid) names its own field.
+    expect(challenge.explain({ walletDid: "", domain: "a.com", uri: "https://a/" })).toStartWith("walletDid is invalid");
     expect(challenge.explain({ walletDid: "did:pkh:eip155:1:0x1", domain: "a b", uri: "https://a/" })).toStartWith("domain is invalid");
+    // A subject with a malformed txHash: txHash is named, not the union's sentence about did (decisions §2).
+    const subject = compileRequestCheck(REQUEST_MODELS.subjectCreate.body);
+    expect(subject.explain({ did: "did:pkh:eip155:31337:0x000000000000000000000000000000000000dEaD", txHash: "0x12" })).toStartWith("txHash is invalid");
+    expect(subject.explain({ displayName: "x" })).toBe("did (or its alias subjectDid) is required; displayName and txHash are optional");
   });
 
   test("a query names given once are strings, repeated names arrays; no name reaches the prototype", () => {
