@@ -72,6 +72,8 @@ export function wireDelegation(config: Pick<Config, "chains" | "relays">, f: Fou
     relay: "private",
     gasBudget: storage.privateGasBudget,
     gasPerHour: config.relays.privateRelay.gasPerHour,
+    // A free account's share of the hour (free accounts cost nothing to make); paying ones have none (gasShareKey).
+    clientGasPerHour: (key) => (key.startsWith("free:") ? config.relays.privateRelay.freeAccountGasPerHour : undefined),
     typicalGas: TYPICAL_ATTEST_GAS,
     clock: systemClock,
     onRefusal: (reason) => metrics.increment("ats_private_relay_refusals_total", { reason }),

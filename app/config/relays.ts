@@ -29,6 +29,12 @@ export const RelaysSection = Type.Object({
     }),
     maxGasPerTx: int("MAX_GAS_PER_TX", { default: 1_000_000, minimum: 21_000, description: "the most gas one private-relay write may need" }),
     gasPerHour: bigInt("PRIVATE_RELAY_GAS_BUDGET_PER_HOUR", { default: 50_000_000, minimum: 1, description: "gas the private relay may charge per UTC hour" }),
+    freeAccountGasPerHour: bigInt("PRIVATE_RELAY_GAS_PER_FREE_ACCOUNT_PER_HOUR", {
+      default: share,
+      doc: "a tenth of the budget (at least MAX_GAS_PER_TX where the budget holds it): 5000000",
+      minimum: 1,
+      description: "gas one free-plan account's private-relay writes may be charged per hour (paying accounts have no share)",
+    }),
   }),
   feeBump: Type.Object({
     afterSeconds: int("FEE_BUMP_AFTER_SECONDS", { default: 120, maximum: 86_400, description: "a transaction pending this long is replaced (0: never)" }),

@@ -217,15 +217,30 @@ export function createPrivateRelay(deps: PrivateRelayDeps) {
 
   /** `caller`: the signed-in account, or a paying agent (decisions §13); `hooks`: the submission's tracking (§23). */
   const privateRelay = function privateRelay(body: unknown, account: Account | PayingAgent, hooks: Hooks = {}) {
-    return deps.attest(body, { admit: (request) => admit(account, request, subjectDidOf(body)), onSubmitting: hooks.onSubmitting });
+    return deps.attest(body, { clientKey: gasShareKey(account), admit: (request) => admit(account, request, subjectDidOf(body)), onSubmitting: hooks.onSubmitting });
   };
   /**
    * A batch (decisions §23): every request checked as `privateRelay` checks it, each sent one a sponsored write of its
    * own (reserved, then committed or given back with its item); undefined when the attestation use case cannot batch.
    */
   const batch = deps.attest.batch === undefined ? undefined : (bodies: readonly unknown[], account: Account | PayingAgent, hooks: BatchHooks = {}) =>
-    deps.attest.batch!(bodies, { admit: (request, index) => admit(account, request, subjectDidOf(bodies[index])), onSubmitting: hooks.onSubmitting });
+    deps.attest.batch!(bodies, {
+      clientKey: gasShareKey(account),
+      admit: (request, index) => admit(account, request, subjectDidOf(bodies[index])),
+      onSubmitting: hooks.onSubmitting,
+    });
   return Object.assign(privateRelay, { batch });
+}
+
+/**
+ * Whose share of the private relay's hourly gas a write is charged to (the guard's client key): `free:<account>` for an
+ * account on the free plan, whose share is bounded (`PRIVATE_RELAY_GAS_PER_FREE_ACCOUNT_PER_HOUR`: free accounts cost
+ * nothing to make, so a few of them closed the relay for an hour, paying accounts too); `paid:<account>` and
+ * `paid:<payer ledger id>` (x402) are not (they paid for their writes).
+ */
+export function gasShareKey(caller: Account | PayingAgent): string {
+  if ("kind" in caller) return `paid:${payerLedgerId(caller.address)}`;
+  return `${caller.plan === "free" ? "free" : "paid"}:${caller.id}`;
 }
 
 /** The private relay use case. */

@@ -5,8 +5,10 @@
  * each client address and each attester may be charged at most its share of the hour's budget
  * (`PUBLIC_RELAY_GAS_PER_CLIENT_PER_HOUR`, `PUBLIC_RELAY_GAS_PER_ATTESTER_PER_HOUR`), checked with the budget before
  * any RPC and charged with it atomically, so one client cannot spend the hour for everyone.
- * The private relay has a guard of its own with the gas budget alone (`PRIVATE_RELAY_GAS_BUDGET_PER_HOUR`, issue
- * 23): its sponsored writes bound what an account writes, not the gas a write may burn without landing.
+ * The private relay has a guard of its own with the gas budget (`PRIVATE_RELAY_GAS_BUDGET_PER_HOUR`, issue 23): its
+ * sponsored writes bound what an account writes, not the gas a write may burn without landing; and each free account
+ * may be charged at most its share (`PRIVATE_RELAY_GAS_PER_FREE_ACCOUNT_PER_HOUR`), as free accounts cost nothing to
+ * make.
  */
 import type { Clock } from "../../ports/clock.ts";
 import type { GasBudget } from "../../ports/gas_budget.ts";
@@ -34,8 +36,11 @@ export type RelayGuardDeps = {
   readonly relay?: "public" | "private" | undefined;
   /** Gas units per hour (`PUBLIC_RELAY_GAS_BUDGET_PER_HOUR`, `PRIVATE_RELAY_GAS_BUDGET_PER_HOUR`). */
   readonly gasPerHour: bigint;
-  /** The most gas one client address's requests may be charged per hour (issue 43); absent: no share. */
-  readonly clientGasPerHour?: bigint | undefined;
+  /**
+   * The most gas one client's requests may be charged per hour (issue 43: a client address on the public relay), or the
+   * share of each client key (the private relay: free accounts only, undefined for a key with no share); absent: none.
+   */
+  readonly clientGasPerHour?: bigint | ((clientKey: string) => bigint | undefined) | undefined;
   /** The most gas one attester's requests may be charged per hour (issue 43); absent: no share. */
   readonly attesterGasPerHour?: bigint | undefined;
   /** The gas a request must find room for before any RPC (a typical attestation). */
@@ -89,7 +94,7 @@ export function createRelayGuard(deps: RelayGuardDeps): RelayGuard {
   const overBudget = (retryAfterSeconds: number) =>
     limited("budget", retryAfterSeconds, `The ${relay} relay's gas budget for this hour is spent; try again later`);
   const clientShareSpent = (retryAfterSeconds: number) =>
-    limited("client_gas", retryAfterSeconds, `This address's share of the ${relay} relay's gas budget for this hour is spent; try again later`);
+    limited("client_gas", retryAfterSeconds, `This ${relay === "public" ? "address" : "account"}'s share of the ${relay} relay's gas budget for this hour is spent; try again later`);
   const attesterShareSpent = (retryAfterSeconds: number) =>
     limited("attester_gas", retryAfterSeconds, `This attester's share of the ${relay} relay's gas budget for this hour is spent; try again later`);
   const clientShareKey = (caller: GuardCaller) => `client:${caller.clientKey}`;
@@ -104,8 +109,10 @@ export function createRelayGuard(deps: RelayGuardDeps): RelayGuard {
     }
     return undefined;
   };
+  const clientLimit = (caller: GuardCaller): bigint | undefined =>
+    typeof deps.clientGasPerHour === "function" ? deps.clientGasPerHour(caller.clientKey) : deps.clientGasPerHour;
   const sharesOf = (caller: GuardCaller | undefined) => [
-    ...(caller !== undefined && deps.clientGasPerHour !== undefined ? [{ key: clientShareKey(caller), limit: deps.clientGasPerHour }] : []),
+    ...(caller !== undefined && clientLimit(caller) !== undefined ? [{ key: clientShareKey(caller), limit: clientLimit(caller)! }] : []),
     ...(caller !== undefined && deps.attesterGasPerHour !== undefined ? [{ key: attesterShareKey(caller), limit: deps.attesterGasPerHour }] : []),
   ];
   async function takeAttester(attester: string): Promise<GuardFailure | undefined> {

@@ -85,6 +85,30 @@ describe("createRelayGuard()", () => {
     expect(refusals).toEqual(["attester_gas", "attester_gas"]);
   });
 
+  test("the private relay: a free account's share of the hour; a paying account has none", async () => {
+    const clock = fakeClock(10 * GAS_WINDOW_MS + 1_000);
+    const budget = fakeGasBudget();
+    const guard = createRelayGuard({
+      enabled: true,
+      relay: "private",
+      gasBudget: budget,
+      gasPerHour: 10_000_000n,
+      clientGasPerHour: (key) => (key.startsWith("free:") ? 1_000_000n : undefined),
+      typicalGas: 300_000n,
+      clock,
+    });
+    const free = { clientKey: "free:acct-1", attester: "0x1" };
+    expect(await guard.charge(800_000n, free)).toBeUndefined();
+    expect(await guard.admit(free)).toMatchObject({ code: "RATE_LIMITED", message: expect.stringMatching(/account's share of the private relay/) });
+    expect(await guard.charge(300_000n, free)).toMatchObject({ code: "RATE_LIMITED" });
+    // Another free account has its own share; a paying one none, only the hour's budget.
+    expect(await guard.admit({ clientKey: "free:acct-2", attester: "0x2" })).toBeUndefined();
+    const paid = { clientKey: "paid:acct-3", attester: "0x3" };
+    expect(await guard.charge(5_000_000n, paid)).toBeUndefined();
+    expect(await guard.admit(paid)).toBeUndefined();
+    expect([...budget.windows.values()]).toEqual([5_800_000n]);
+  });
+
   test("PUBLIC_RELAY=off closes the route", () => {
     expect(setup({ enabled: false }).guard.open()).toMatchObject({ code: "PUBLIC_RELAY_DISABLED" });
     expect(setup().guard.open()).toBeUndefined();
