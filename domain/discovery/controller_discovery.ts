@@ -38,6 +38,10 @@ export type DiscoveryDeps = {
 export const UNSUPPORTED_SUBJECT_WARNING =
   "Offchain controller discovery is currently supported only for did:web subjects.";
 
+/** The warning of an answer for a did:web with a path: its host's DNS is not its evidence. */
+export const HOST_DNS_WARNING =
+  "DNS TXT records name a domain's controllers, not those of a did:web with a path: its did.json is its evidence.";
+
 /**
  * Builds controller discovery: both TXT names and did.json are looked up at once; a non-did:web
  * subject makes no lookup at all and gets `unsupported` evidence and a warning. When the subject's
@@ -96,6 +100,20 @@ export function createDiscoverControllers(deps: DiscoveryDeps): DiscoverControll
         ],
         warnings: [`${error}; retry in ${turn.retryAfterSeconds} s`],
       });
+    }
+    // DNS names a domain's controllers: the DID of the host itself. A DID with a path (`did:web:host:users:alice`) is
+    // another identity, whose own document is its evidence; before, the host's TXT record made its controller one of
+    // every path's under it (a witness written for a controller the subject never named: a platform's key for each of
+    // its users). As the reference: its TXT name is the whole did:web before `/`, which no DNS name is. A port names the
+    // same host (its DNS is the host's; the e2e servers listen on one), so it keeps the host's records.
+    if (path.length > 0) {
+      const keySet = createKeySet(factsOf);
+      const documentEvidence = didJsonEvidence(await deps.didDocuments.fetchDidDocument(authority, path), didJsonUrl, normalized.value, keySet);
+      const evidence: EvidenceItem[] = [
+        ...txtNames.map((name): EvidenceItem => ({ kind: "dns-txt", status: "unsupported", location: name, keys: [] })),
+        documentEvidence,
+      ];
+      return ok({ subject, domain: host, controllerKeys: keySet.sorted(), evidence, warnings: [HOST_DNS_WARNING] });
     }
     const [txt1, txt2, document] = await Promise.all([
       deps.dns.resolveTxt(txtNames[0]!),

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { fakeClock, fakeDidDocumentFetcher, fakeDnsResolver } from "../../ports/fakes/mod.ts";
 import { DID_WEB_NO_LOCATION } from "../did/mod.ts";
 import { createRateLimiter } from "../rate_limit.ts";
-import { createDiscoverControllers, UNSUPPORTED_SUBJECT_WARNING } from "./controller_discovery.ts";
+import { createDiscoverControllers, HOST_DNS_WARNING, UNSUPPORTED_SUBJECT_WARNING } from "./controller_discovery.ts";
 import { rateLimitedLookupError } from "./discovery_record.ts";
 import { controllerTxtRecordFor } from "./txt_records.ts";
 
@@ -36,6 +36,25 @@ describe("createDiscoverControllers()", () => {
       ["did-json", "found", "https://example.com/.well-known/did.json"],
     ]);
     expect(result.value.warnings).toEqual([]);
+  });
+
+  test("a did:web with a path: its host's DNS names the host's controllers, not its own; its did.json is its evidence", async () => {
+    const B = "0x2222222222222222222222222222222222222222";
+    const dns = fakeDnsResolver({ "_controllers.host.example": { status: "found", records: [`v=1;controller=did:pkh:eip155:1:${A}`] } });
+    const docs = fakeDidDocumentFetcher({
+      "host.example": {
+        status: "ok",
+        url: "https://host.example/users/alice/did.json",
+        document: { id: "did:web:host.example:users:alice", verificationMethod: [{ blockchainAccountId: `eip155:1:${B}` }] },
+      },
+    });
+    const result = await createDiscoverControllers({ dns, didDocuments: docs, serviceDnsLabel: "omatrust" })("did:web:host.example:users:alice");
+    if (!result.ok) throw new Error(result.message);
+    // Before, the host's key A was a controller of every path under it (and was witnessed for alice).
+    expect(result.value.controllerKeys.map((k) => k.canonicalId)).toEqual([`did:pkh:eip155:1:${B.toLowerCase()}`]);
+    expect(result.value.evidence.map((e) => [e.kind, e.status])).toEqual([["dns-txt", "unsupported"], ["dns-txt", "unsupported"], ["did-json", "found"]]);
+    expect(result.value.warnings).toEqual([HOST_DNS_WARNING]);
+    expect(dns.lookups).toEqual([]);
   });
 
   test("NXDOMAIN and 404 are not-found; a timeout and a 500 are unavailable", async () => {

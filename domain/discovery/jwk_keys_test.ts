@@ -45,5 +45,8 @@ describe("JWK Sets", () => {
     expect((await lookup("did:web:other.shop.test")).status).toBe("unavailable");
     expect(docs.jwksFetches).toEqual(["shop.test"]);
     expect(await lookup("did:pkh:eip155:1:0x00000000000000000000000000000000000000b1")).toMatchObject({ status: "unsupported" });
+    // The host's JWK Set is the host's: a did:web with a path is not looked up there (its did.json is its evidence).
+    expect(await lookup("did:web:shop.test:users:alice")).toMatchObject({ status: "unsupported" });
+    expect(docs.jwksFetches).toEqual(["shop.test"]);
   });
 });

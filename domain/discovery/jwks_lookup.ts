@@ -65,6 +65,8 @@ export function createJwksLookup(deps: JwksLookupDeps): LookupJwks {
     const normalized = normalizeDid(subjectDid);
     const location = normalized.ok ? didWebLocation(normalized.value) : undefined;
     if (location === undefined) return { status: "unsupported", location: "did:web only", keys: [] };
+    // The host's JWK Set is the host's: a did:web with a path is another identity (its own did.json is its evidence).
+    if (location.path.length > 0) return { status: "unsupported", location: "did:web without a path only", keys: [] };
     const authority = location.port === undefined ? location.host : `${location.host}:${location.port}`;
     const url = `https://${authority}/.well-known/jwks.json`;
     const now = deps.clock.nowMs();
