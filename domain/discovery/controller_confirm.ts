@@ -1,7 +1,7 @@
 /** Controller confirm: discovery, the connected wallet as a candidate, and whether it is an approved issuer. */
 import type { Clock } from "../../ports/clock.ts";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
-import { extractAddressFromDid, isSameControllerId, normalizeDid } from "../did/mod.ts";
+import { isListedIssuer } from "../identity/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
 import { canonicalControllerKey } from "./controller_values.ts";
 import type { DiscoverControllers, DiscoveryRateLimited, DiscoveryRecord } from "./discovery_record.ts";
@@ -65,36 +65,10 @@ function approvedIssuerStatus(deps: ControllerConfirmDeps, walletDid: string | u
   const checkedIdentifiers = unique([walletDid, canonical ?? walletDid]);
   const issuers = deps.trustAnchors.registries.filter((r) => r.type === "approved-issuers").flatMap((r) => r.issuers);
   if (issuers.length === 0) return { status: "not-configured", checkedIdentifiers, registryUrl: null };
+  // The rule every verdict uses (domain/identity): an eip155 did:pkh entry on its own chain, an active status.
   const nowMs = deps.clock.nowMs();
-  const forms = new Set<string>();
-  for (const id of checkedIdentifiers) {
-    forms.add(id.toLowerCase());
-    const normalized = normalizeDid(id);
-    if (normalized.ok) forms.add(normalized.value.toLowerCase());
-    const address = extractAddressFromDid(id);
-    if (address.ok) forms.add(address.value.toLowerCase());
-  }
-  const approved = issuers.some((issuer) => {
-    if (!isActive(issuer, nowMs)) return false;
-    const issuerForms = [issuer.address.toLowerCase()];
-    const address = extractAddressFromDid(issuer.address);
-    if (address.ok) issuerForms.push(address.value.toLowerCase());
-    return issuerForms.some((f) => forms.has(f)) || checkedIdentifiers.some((id) => isSameControllerId(id, issuer.address));
-  });
+  const approved = checkedIdentifiers.some((id) => isListedIssuer(deps.trustAnchors, id, nowMs));
   return { status: approved ? "approved" : "not-approved", checkedIdentifiers, registryUrl: deps.registryUrl };
-}
-
-function isActive(issuer: { status?: string | undefined; validFrom?: string | undefined; revokedAt?: string | undefined }, nowMs: number) {
-  if (issuer.status !== undefined && issuer.status !== "active" && issuer.revokedAt === undefined) return false;
-  if (issuer.validFrom !== undefined) {
-    const from = Date.parse(issuer.validFrom);
-    if (Number.isNaN(from) || from > nowMs) return false;
-  }
-  if (issuer.revokedAt !== undefined) {
-    const revoked = Date.parse(issuer.revokedAt);
-    if (Number.isNaN(revoked) || revoked <= nowMs) return false;
-  }
-  return true;
 }
 
 const unique = (values: string[]) => [...new Set(values)];

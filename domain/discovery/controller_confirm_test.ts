@@ -52,4 +52,16 @@ describe("createControllerConfirm()", () => {
     const r = await revoked("did:web:x.com", A);
     expect(r.ok && r.value.approvedIssuer.status).toBe("not-approved");
   });
+
+  test("the rule every verdict uses: a did:pkh entry on its own chain only, an active status only", async () => {
+    const confirmWith = (issuers: TrustAnchors["registries"][number]["issuers"]) =>
+      createControllerConfirm({ discover, trustAnchors: anchors(issuers), clock: fakeClock(), registryUrl: "u" });
+    const onChain = confirmWith([{ address: `did:pkh:eip155:31337:${A}`, label: "", schemas: ["controller-witness"], status: "active" }]);
+    expect((await onChain("did:web:x.com", `did:pkh:eip155:31337:${A}`)) as unknown).toMatchObject({ value: { approvedIssuer: { status: "approved" } } });
+    // Before, "approved": the address matched on any chain.
+    expect((await onChain("did:web:x.com", `did:pkh:eip155:999:${A}`)) as unknown).toMatchObject({ value: { approvedIssuer: { status: "not-approved" } } });
+    // Before, "approved": any status with a revokedAt still ahead.
+    const suspended = confirmWith([{ address: A, label: "", schemas: ["controller-witness"], status: "suspended" as never, revokedAt: "2999-01-01T00:00:00Z" }]);
+    expect((await suspended("did:web:x.com", `did:pkh:eip155:1:${A}`)) as unknown).toMatchObject({ value: { approvedIssuer: { status: "not-approved" } } });
+  });
 });

@@ -25,6 +25,25 @@ export function findApprovedIssuer(
   atMs: number,
   chainId?: number,
 ): TrustedIssuer | undefined {
+  return findIssuer(anchors, address, atMs, chainId, schemaName);
+}
+
+/**
+ * Whether `id` is an approved issuer of any schema at `atMs`, by the same rule (the controller confirm view's
+ * `approvedIssuer`, which the reference reports whatever the schema): before, that view had a rule of its own, and
+ * said "approved" for an entry this rule refuses (a did:pkh of another chain, a status other than active).
+ */
+export function isListedIssuer(anchors: TrustAnchors, id: string, atMs: number): boolean {
+  return findIssuer(anchors, id, atMs, undefined, undefined) !== undefined;
+}
+
+function findIssuer(
+  anchors: TrustAnchors,
+  address: string,
+  atMs: number,
+  chainId: number | undefined,
+  schemaName: string | undefined,
+): TrustedIssuer | undefined {
   if (!Number.isFinite(atMs) || typeof address !== "string") return undefined;
   // Client helpers pass anchors fetched from a server: every level is checked before use.
   const registries: unknown = anchors?.registries;
@@ -32,7 +51,7 @@ export function findApprovedIssuer(
     if (!isRecord(registry) || registry.type !== "approved-issuers" || !Array.isArray(registry.issuers)) continue;
     for (const issuer of registry.issuers as unknown[]) {
       if (!isRecord(issuer) || typeof issuer.address !== "string" || !Array.isArray(issuer.schemas)) continue;
-      if (!issuer.schemas.includes(schemaName)) continue;
+      if (schemaName !== undefined && !issuer.schemas.includes(schemaName)) continue;
       if (!sameIssuer(issuer.address, address, chainId)) continue;
       if (isActiveAt(issuer as TrustedIssuer, atMs)) return issuer as TrustedIssuer;
     }

@@ -2,7 +2,7 @@
  * Trust anchors and identity resolve: the published registry, approved issuers, and identifiers made canonical
  * (decisions §4, §5).
  */
-export { findApprovedIssuer } from "./approved_issuers.ts";
+export { findApprovedIssuer, isListedIssuer } from "./approved_issuers.ts";
 export {
   IdentifierList,
   identifierListRefusal,
