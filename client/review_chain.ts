@@ -86,7 +86,10 @@ export const decode = (name: string, data: Hex) => decodeSchemaData(findSchemaBy
 
 /**
  * The payer is the reviewer, or linked to it: a live linked-identifier by the reviewer about its own
- * did:pkh naming the payer, with a proof signed by the payer (purpose `shared-control`).
+ * did:pkh naming the payer, with a proof signed by the payer (purpose `shared-control`) that names the reviewer as the
+ * entity it authorizes (EIP-712 `authorizedEntity`, JWS `aud`). Proofs sit on chain for anyone to copy: before, one the
+ * payer signed for its own site, pasted into another wallet's link, made that wallet "linked" to the payer, and its
+ * review carrying the payer's public receipt proved a payment it never made.
  */
 export async function payerRelation(
   payer: string,
@@ -113,12 +116,14 @@ export async function payerRelation(
     const data = decode("linked-identifier", link.data);
     if (!data.ok || typeof data.value.linkedId !== "string") continue;
     if (!isSameControllerId(data.value.linkedId, payerDid)) continue;
+    if (typeof data.value.subject !== "string" || !isSameControllerId(data.value.subject, reviewerDid)) continue;
     const expiresAt = readUint(data.value.expiresAt) ?? 0n;
     const effectiveAt = readUint(data.value.effectiveAt) ?? 0n;
     if ((expiresAt !== 0n && expiresAt <= now) || effectiveAt > now) continue;
     for (const wrapper of parseProofWrappers(data.value.proofs)) {
       const proof = await verifyProofWrapper(wrapper, { nowSeconds: now, purpose: "shared-control", chainId: context.chainId, jws });
-      if (proof?.signers.some((s) => isSameControllerId(s, payerDid))) return "linked";
+      if (proof === undefined || !proof.signers.some((s) => isSameControllerId(s, payerDid))) continue;
+      if (proof.audiences.some((aud) => isSameControllerId(aud, reviewerDid))) return "linked";
     }
   }
   return "unrelated";
