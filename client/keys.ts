@@ -50,7 +50,9 @@ const RANK: Readonly<Record<TrustLevel, number>> = { none: 0, basic: 1, intermed
 
 /**
  * Whether a key was authorised for a subject at `at`, as a verifier decides it: by default an active key binding
- * (trust `advanced`); with `minimumTrust` lower, the trust level alone. Answers the record too, to show why.
+ * (trust `advanced`); with `minimumTrust` lower, the trust level, and never a key whose binding was `revoked` or had
+ * `expired` by `at` (decisions §25: a revocation ends the window; the service keeps the witness's `intermediate` level
+ * on such a record, and before, a leaked key its owner revoked passed here). Answers the record too, to show why.
  */
 export async function isKeyAuthorized(
   input: { readonly subjectDid: string; readonly keyDid: string; readonly at?: number | undefined; readonly minimumTrust?: TrustLevel | undefined },
@@ -58,7 +60,10 @@ export async function isKeyAuthorized(
 ): Promise<{ readonly authorized: boolean; readonly record: KeyStatusRecord & ChainNamed }> {
   const record = await fetchKeyStatus(input, options);
   const minimum = input.minimumTrust ?? "advanced";
-  const authorized = minimum === "advanced" ? record.status === "active" && record.trustLevel === "advanced" : RANK[record.trustLevel] >= RANK[minimum];
+  const ended = record.status === "revoked" || record.status === "expired";
+  const authorized = minimum === "advanced"
+    ? record.status === "active" && record.trustLevel === "advanced"
+    : !ended && (RANK[record.trustLevel] ?? 0) >= RANK[minimum];
   return { authorized, record };
 }
 

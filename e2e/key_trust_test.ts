@@ -244,6 +244,10 @@ describe("signing keys and key trust on a real chain", () => {
     const revokedAt = revoked.record.keyBinding!.revocationTime;
     expect(await verdict(KEY, revokedAt - 1)).toEqual(["active", "advanced"]);
     expect((await isKeyAuthorized({ subjectDid: SUBJECT, keyDid: KEY }, { baseUrl: service.url })).authorized).toBe(false);
+    // A lower minimum does not bring a revoked key back: the record keeps the witness's level, the window has ended.
+    for (const minimumTrust of ["intermediate", "basic"] as const) {
+      expect((await isKeyAuthorized({ subjectDid: SUBJECT, keyDid: KEY, minimumTrust }, { baseUrl: service.url })).authorized).toBe(false);
+    }
   });
 
   test("no JSON-RPC call per lookup on a chain 100 provider windows long, once the index is warm; bad input; a chain that is down", async () => {
