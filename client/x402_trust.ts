@@ -266,7 +266,10 @@ async function loadChainEvidence(
     const schema = a.schema.toLowerCase();
     const name = schema === witnessUid ? "controller-witness" : schema === bindingUid ? "key-binding" : undefined;
     if (name === undefined) continue;
-    if (a.expirationTime !== 0n && a.expirationTime <= now) continue;
+    // An expired witness says nothing now; an expired key binding still says when its key's window ended (its expiry
+    // is the earlier of the payload's and the EAS one's). Before, it was dropped: a retired key's old witness then
+    // rated it as it was before the binding retired it (decisions §25: a binding's end is the key's).
+    if (name === "controller-witness" && a.expirationTime !== 0n && a.expirationTime <= now) continue;
     const decoded = decodeSchemaData(findSchemaByName(name)!.schema, a.data);
     if (!decoded.ok) continue;
     const data = decoded.value;
@@ -290,10 +293,17 @@ async function loadChainEvidence(
         attester: a.attester,
         time: a.time,
         effectiveAt: uintOf(data.effectiveAt),
-        expiresAt: uintOf(data.expiresAt),
+        expiresAt: earliestEnd(uintOf(data.expiresAt), a.expirationTime),
         revocationTime: a.revocationTime,
       });
     }
   }
   return { witnesses, keyBindings };
+}
+
+/** The earlier of two ends, 0 standing for none. */
+function earliestEnd(a: bigint, b: bigint): bigint {
+  if (a === 0n) return b;
+  if (b === 0n) return a;
+  return a < b ? a : b;
 }
