@@ -63,3 +63,29 @@ describe("checkControllerTrust() over the chain", () => {
     expect(after.keyBindings).toHaveLength(1);
   });
 });
+
+describe("checkControllerTrust() with the service's endpoint evidence", () => {
+  /** `/v1/controller-endpoint-confirm` answering 200 with these keys and sources, as the service does. */
+  const serviceWith = (keys: string[], statuses: string[]) => ({
+    baseUrl: "http://service.invalid",
+    fetch: (() =>
+      Promise.resolve(Response.json({
+        controllerKeys: keys.map((canonicalId) => ({ canonicalId })),
+        evidence: statuses.map((status, i) => ({ kind: i < 2 ? "dns-txt" : "did-json", status, location: `source ${i}`, keys: [] })),
+      }))) as never,
+  });
+  const trust = (options: ReturnType<typeof serviceWith>) =>
+    checkControllerTrust({ subjectDid: SUBJECT, signer: { format: "eip712", controllerDid: KEY }, at: Number(BOUND) }, options);
+
+  test("a source the service could not read, the signer not named by the others: NETWORK_ERROR, never tier 0", async () => {
+    // Before, tier 0 "none": a DNS timeout, or a domain's lookup budget anyone can spend, rated a real key as unknown.
+    expect(await trust(serviceWith([], ["unavailable", "not-found", "unavailable"])).catch((e: { code?: string }) => e.code)).toBe("NETWORK_ERROR");
+    expect(await trust(serviceWith([`did:pkh:eip155:1:${OWNER}`], ["found", "unavailable", "not-found"])).catch((e: { code?: string }) => e.code)).toBe("NETWORK_ERROR");
+  });
+
+  test("the signer named by a source that answered: decided, whatever another did", async () => {
+    const decided = await trust(serviceWith([KEY], ["found", "unavailable", "not-found"]));
+    expect(decided.tier).toBe(1);
+    expect((await trust(serviceWith([], ["not-found", "not-found", "not-found"]))).tier).toBe(0);
+  });
+});

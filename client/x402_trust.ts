@@ -1,6 +1,6 @@
 /** How far an offer's or receipt's signing key is authorised for a did:web: endpoint evidence, a controller witness, a key binding, or the service's key status. */
 import { createPublicClient, type Hex, http, parseAbi, parseAbiItem, type PublicClient } from "viem";
-import { didToAddress, normalizeDid, normalizeSubjectDid } from "../domain/did/mod.ts";
+import { didToAddress, isSameControllerId, normalizeDid, normalizeSubjectDid } from "../domain/did/mod.ts";
 import { plainDidJwkThumbprint } from "../domain/discovery/mod.ts";
 import type { Result } from "../domain/result.ts";
 import { decodeSchemaData } from "../domain/schema_data.ts";
@@ -86,6 +86,11 @@ export async function checkControllerTrust(
     : thumbprint !== undefined && endpoint.thumbprints.includes(thumbprint) && !endpoint.keys.includes(input.signer.controllerDid)
     ? [...endpoint.keys, input.signer.controllerDid]
     : endpoint.keys;
+  // A source unread that might have named the signer: not "no evidence", which would lower the tier (before, a spent
+  // lookup budget anyone can spend made a real service's key tier 0).
+  if (endpoint?.unavailable === true && !(endpointKeys ?? []).some((key) => isSameControllerId(key, input.signer.controllerDid))) {
+    throw new AtsClientError("NETWORK_ERROR", ENDPOINTS_UNREAD);
+  }
   const decision = evaluateKeyTrust({
     subjectDid,
     signer: input.signer,
@@ -171,22 +176,26 @@ export async function verifyReceiptAuthorization(
 }
 
 async function loadEndpointKeys(subjectDid: string, options: SignerTrustOptions): Promise<readonly string[] | undefined> {
-  return (await loadEndpointEvidence(subjectDid, options))?.keys;
+  const endpoint = await loadEndpointEvidence(subjectDid, options);
+  // A list with a source unread is not the list: never a guess (a transaction to an address it would name is not "not
+  // the subject's").
+  if (endpoint?.unavailable === true) throw new AtsClientError("NETWORK_ERROR", ENDPOINTS_UNREAD);
+  return endpoint?.keys;
 }
 
 /** The controller ids the endpoints publish and the `jkt=` thumbprints of their DNS TXT records (decisions §25). */
 async function loadEndpointEvidence(
   subjectDid: string,
   options: SignerTrustOptions,
-): Promise<{ readonly keys: readonly string[]; readonly thumbprints: readonly string[] } | undefined> {
+): Promise<{ readonly keys: readonly string[]; readonly thumbprints: readonly string[]; readonly unavailable: boolean } | undefined> {
   if (options.endpointKeys === false) return undefined;
   if (options.endpointKeys !== undefined) {
     const keys = await options.endpointKeys(subjectDid);
-    return keys === undefined ? undefined : { keys, thumbprints: [] };
+    return keys === undefined ? undefined : { keys, thumbprints: [], unavailable: false };
   }
   const url = serviceUrl(options.baseUrl, `/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(subjectDid)}`);
   let response: Response;
-  let body: { controllerKeys?: { canonicalId?: unknown }[]; evidence?: { thumbprints?: unknown }[] } | undefined;
+  let body: { controllerKeys?: { canonicalId?: unknown }[]; evidence?: { status?: unknown; thumbprints?: unknown }[] } | undefined;
   try {
     response = await (options.fetch ?? fetch)(url);
     body = response.ok ? await response.json() as typeof body : undefined;
@@ -201,11 +210,16 @@ async function loadEndpointEvidence(
   }
   if (body === undefined) return undefined;
   const keys = (body.controllerKeys ?? []).map((k) => k.canonicalId).filter((k): k is string => typeof k === "string");
-  const thumbprints = (Array.isArray(body.evidence) ? body.evidence : [])
+  const evidence = Array.isArray(body.evidence) ? body.evidence : [];
+  const thumbprints = evidence
     .flatMap((e) => (Array.isArray(e?.thumbprints) ? e.thumbprints : []))
     .filter((t): t is string => typeof t === "string");
-  return { keys, thumbprints };
+  // A 200 whose sources could not all be read (a DNS timeout, the domain's lookup budget spent): what it lists is what
+  // the others said, and the one unread may name more.
+  return { keys, thumbprints, unavailable: evidence.some((e) => e?.status === "unavailable") };
 }
+
+const ENDPOINTS_UNREAD = "A source of the subject's endpoint evidence could not be read now; nothing can be said about this key";
 
 const ATTESTED = parseAbiItem(
   "event Attested(address indexed recipient, address indexed attester, bytes32 uid, bytes32 indexed schemaUID)",
