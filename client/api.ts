@@ -21,7 +21,7 @@ import { type ChainNamed, type ChainOption, chainQueryValue } from "./chain.ts";
 import { AtsClientError } from "./errors.ts";
 import { DEFAULT_BASE_URL, requestJson, serviceUrl } from "./http.ts";
 import { requireSubject } from "./subject.ts";
-import { fetchTrustAnchors, getSchemaAnchor } from "./trust_anchors.ts";
+import { fetchTrustAnchors, getChainAnchors, getSchemaAnchor } from "./trust_anchors.ts";
 
 /** Where the service is and, outside a browser, the session to use. */
 export type ServiceOptions = {
@@ -314,6 +314,10 @@ export async function writeThroughRelay(input: RelayWriteInput, options: Service
   input.onProgress?.("nonce");
   const nonce = await fetchRelayNonce(input.attester, options);
   const anchors = await fetchTrustAnchors({ url: serviceUrl(options.baseUrl, "/v1/trust-anchors"), fetch: options.fetch });
+  // As attestDelegated: the EAS the nonce names is the one the anchors give its chain.
+  if (getChainAnchors(anchors, nonce.chainId).easContract.toLowerCase() !== nonce.easAddress.toLowerCase()) {
+    throw new AtsClientError("UNSUPPORTED_CHAIN", "The service's EAS address differs from its trust anchors");
+  }
   const prepared = prepareDelegatedAttestation({
     schema: { uid: getSchemaAnchor(anchors, nonce.chainId, input.schemaName) as HexString, schema: definition.schema, revocable: definition.revocable },
     data: input.data,

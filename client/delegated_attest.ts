@@ -208,6 +208,11 @@ export async function attestDelegated(
   const anchors = await fetchTrustAnchors({ url: serviceUrl(baseUrl, "/v1/trust-anchors"), fetch: options.fetch });
   const attempt = async () => {
     const nonce = await fetchNonce(input.attester, { ...options, chainId: input.chainId });
+    // The chain asked for is the chain signed for (decisions §30): an answer naming another (a service misrouted, or
+    // lying) never gets a signature valid there.
+    if (input.chainId !== undefined && chainIdOf(input.chainId) !== nonce.chainId) {
+      throw new AtsClientError("UNSUPPORTED_CHAIN", `The service answered for chain ${nonce.chainId}, not the chain asked for (${String(input.chainId)})`);
+    }
     const chain = getChainAnchors(anchors, nonce.chainId);
     const uid = getSchemaAnchor(anchors, nonce.chainId, input.schemaName) as HexString;
     if (chain.easContract.toLowerCase() !== nonce.easAddress.toLowerCase()) {
@@ -234,6 +239,12 @@ export async function attestDelegated(
     if (!moved) throw error;
     return await attempt();
   }
+}
+
+/** The decimal chain id of a chain given as a number, a decimal id or an eip155 CAIP-2 id; NaN for anything else. */
+function chainIdOf(chain: number | string): number {
+  const text = String(chain).trim().replace(/^eip155:/, "");
+  return /^[0-9]{1,15}$/.test(text) ? Number(text) : Number.NaN;
 }
 
 function schemaInfo(name: string, uid: HexString): SchemaInfo {

@@ -5,6 +5,7 @@ import { buildAttestTypedData } from "../domain/delegation/mod.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { AtsClientError } from "./errors.ts";
 import {
+  attestDelegated,
   prepareDelegatedAttestation,
   PRIVATE_RELAY_BATCH_PATH,
   signableTypedData,
@@ -106,6 +107,45 @@ describe("submitDelegatedAttestation()", () => {
       .then(() => undefined, (e: unknown) => e);
     expect(error).toBeInstanceOf(AtsClientError);
     expect(error).toMatchObject({ code: "SCHEMA_NOT_SUBSIDIZED", status: 403 });
+  });
+});
+
+describe("attestDelegated() and the chain asked for", () => {
+  const OTHER_EAS = "0xA1207F3BBa224E2c9c3c6D5aF63D0eb1582Ce587";
+  const anchors = {
+    version: 1,
+    updatedAt: "",
+    widgetOrigins: [],
+    chains: {
+      "eip155:31337": { name: "devnet", easContract: EAS, schemas: { "user-review": SCHEMA.uid } },
+      "eip155:1": { name: "mainnet", easContract: OTHER_EAS, schemas: { "user-review": SCHEMA.uid } },
+    },
+    registries: [],
+  };
+  // A service that answers every nonce for chain 1, whatever chain it is asked for.
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: (request) => {
+      const path = new URL(request.url).pathname;
+      if (path === "/v1/trust-anchors") return Response.json(anchors);
+      if (path === "/v1/nonce") return Response.json({ nonce: "0", chainId: 1, easAddress: OTHER_EAS });
+      return Response.json({ error: "unexpected", code: "NOT_FOUND" }, { status: 404 });
+    },
+  });
+  afterAll(() => server.stop(true));
+
+  test("a nonce answered for another chain than the one asked for is refused before anything is signed", async () => {
+    let signed = 0;
+    const error = await attestDelegated({
+      schemaName: "user-review",
+      data: reviewData,
+      attester: account.address,
+      chainId: 31337,
+      sign: (typedData) => (signed++, account.signTypedData(typedData as never)),
+    }, { baseUrl: `http://127.0.0.1:${server.port}` }).then(() => undefined, (e: unknown) => e);
+    expect(error).toMatchObject({ code: "UNSUPPORTED_CHAIN" });
+    expect(signed).toBe(0);
   });
 });
 
