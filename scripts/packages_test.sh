@@ -52,7 +52,14 @@ npm install --no-audit --no-fund --loglevel=error \
 test ! -e node_modules/elysia || { echo "elysia was installed: the extension's main entry must not need it" >&2; exit 1; }
 
 node express_server.mjs
-node_modules/.bin/tsc -p tsconfig.json && echo "ok - tsc --strict type-checks a consumer of both packages"
+# CommonJS consumers too: every entry but ./elysia (its peer is not installed yet) through require(), Node's require of
+# an ES module (each export's "default" condition; "import" alone left require with no entry).
+node -e 'for (const entry of ["@ats/client", "@ats/client/x402", "@ats/client/reviews", "@ats/client/verifier", "@ats/client/jws",
+  "@ats/x402-offer-receipt", "@ats/x402-offer-receipt/testing"]) { if (Object.keys(require(entry)).length === 0) throw new Error(entry + " exports nothing") }'
+echo "ok - every entry but ./elysia loads with require()"
+# On lines of their own: a failing command on the left of `&&` does not stop a `set -e` script.
+node_modules/.bin/tsc -p tsconfig.json
+echo "ok - tsc --strict type-checks a consumer of both packages"
 node browser_bundle.mjs
 # Only now Elysia, for the extension's ./elysia entry (the checks above ran without it).
 npm install --no-audit --no-fund --loglevel=error elysia@1.4.30
