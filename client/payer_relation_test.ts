@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { OMA_TRUST_PROOF_DOMAIN, OMA_TRUST_PROOF_TYPES } from "../domain/artifact_trust/proofs.ts";
+import { OMA_TRUST_PROOF_DOMAIN, OMA_TRUST_PROOF_TYPES } from "../domain/artifact_trust/mod.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { payerRelation } from "./review_chain.ts";

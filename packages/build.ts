@@ -40,11 +40,12 @@ export const PACKAGES: Record<string, PackageBuild> = {
 const bundleName = (source: string) => source.split("/").pop()!.replace(/\.ts$/, "");
 
 /** The `exports` a package.json must declare for its entries (checked by packages/packages_test.ts). */
-export function expectedExports(name: string): Record<string, { types: string; import: string }> {
+export function expectedExports(name: string): Record<string, { types: string; import: string; default: string }> {
   const build = PACKAGES[name]!;
+  // `default` as `import`: require() of the ES entry (Node 20.19 and later), which "import" alone left without one.
   return Object.fromEntries(Object.entries(build.entries).map(([subpath, source]) => [
     subpath,
-    { types: `./dist/types/${source.replace(/\.ts$/, ".d.ts")}`, import: `./dist/${bundleName(source)}.js` },
+    { types: `./dist/types/${source.replace(/\.ts$/, ".d.ts")}`, import: `./dist/${bundleName(source)}.js`, default: `./dist/${bundleName(source)}.js` },
   ]));
 }
 
