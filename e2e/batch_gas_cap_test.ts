@@ -84,4 +84,20 @@ describe("MAX_GAS_PER_TX in a batch", () => {
     const nonce = await chain().readContract({ address: stack.service.easAddress, abi: EAS_ABI, functionName: "getNonce", args: [privateKeyToAccount(key).address] });
     expect(nonce).toBe(9n);
   });
+
+  test("data of zero bytes is not free: one the single route refuses is refused in a batch too", async () => {
+    const key = generatePrivateKey();
+    const cookie = await signInCookie(stack.baseUrl, key, { origin: APP });
+    // 20,000 zero bytes: words of zeros still cost their stores and their call data, well past a million gas.
+    const zeros = `did:web:z.test/${"\u0000".repeat(20_000)}`;
+    const alone = await call("/api/private/relay/eas/delegated-attest", cookie, await linked(key, zeros));
+    expect([alone.status, alone.body.code]).toEqual([400, "INVALID_INPUT"]);
+    const requests = [];
+    for (let i = 0n; i < 9n; i++) requests.push(await linked(key, `did:web:z${i}.test`, i));
+    requests.push(await linked(key, zeros, 9n));
+    const batch = await call("/api/private/relay/eas/delegated-attest/batch", cookie, { requests });
+    // Before, its least counted the words that are not all zeros only, so it was never priced alone and was written.
+    expect(batch.body.results[9]).toMatchObject({ code: "INVALID_INPUT" });
+    expect(uids(batch.body.results)).toBe(9);
+  });
 });

@@ -136,29 +136,40 @@ export async function halveTooLarge(run: BatchRun): Promise<void> {
 }
 
 /**
- * The least gas EAS can spend storing one attestation: its uid, schema, times and attester go into four storage slots
- * that were zero (20,000 gas each, EIP-2200), and so does every 32-byte word of its data that is not all zeros.
+ * The least gas one attestation of a batch costs: its uid, schema, times and attester go into four storage slots that
+ * were zero (20,000 gas each, EIP-2200); each 32-byte word of its data into a slot of its own, 20,000 when the word is
+ * not all zeros and at least 2,100 when it is (the store of an unchanged cold slot, EIP-2929); and its bytes in the
+ * transaction's call data, 16 gas each and 4 for a zero byte (EIP-2028).
  */
 const SLOT_GAS = 20_000n;
+const UNCHANGED_SLOT_GAS = 2_100n;
 const FIXED_SLOTS = 4n;
 
-/** The least gas storing `data` (0x hex) as an attestation's data costs: its words that are not all zeros. */
+/** The least gas storing `data` (0x hex) as an attestation's data costs (see above). */
 export function leastAttestationGas(data: string): bigint {
   const hex = data.startsWith("0x") ? data.slice(2) : data;
-  let words = 0n;
+  let gas = FIXED_SLOTS * SLOT_GAS;
+  for (let at = 0; at + 1 < hex.length; at += 2) gas += hex.slice(at, at + 2) === "00" ? 4n : 16n;
   // Bytes of 32 or more are stored word by word; fewer share the length's slot (counted once as the fourth fixed slot).
   if (hex.length >= 64) {
-    for (let at = 0; at < hex.length; at += 64) if (/[^0]/.test(hex.slice(at, at + 64))) words++;
+    for (let at = 0; at < hex.length; at += 64) gas += /[^0]/.test(hex.slice(at, at + 64)) ? SLOT_GAS : UNCHANGED_SLOT_GAS;
   }
-  return (FIXED_SLOTS + words) * SLOT_GAS;
+  return gas;
 }
+
+/**
+ * What an attestation may cost beyond its least: EAS's own code, the signature's recovery, memory and hashing (about
+ * 150,000 on the devnet), with room. An item whose least is under half of what is left of the cap after it cannot need
+ * more than the cap (its least's own overheads stay within 15 %).
+ */
+const BEYOND_LEAST_GAS = 200_000n;
 
 /**
  * The item of a passing batch that alone needs more than `MAX_GAS_PER_TX`, or undefined (decisions §23: each request is
  * checked as the single route would; before, cheap items carried an oversized one under the batch's average). What
  * decides an attestation's gas is the data it stores: the item storing the most is priced by its own gas in the batch,
- * when the batch's gas could leave it more than the cap (the batch's gas less every other item's least) and it stores at
- * least half a cap's worth. EAS runs the items in order, so its gas is the gas of the items up to it less the gas of
+ * when the batch's gas could leave it more than the cap (the batch's gas less every other item's least) and its least
+ * is not far under the cap ({@link BEYOND_LEAST_GAS}). EAS runs the items in order, so its gas is the gas of the items up to it less the gas of
  * those before it (one or two more simulations; a prefix of a passing batch passes, its attesters' nonces in order).
  * Another item stores less, so needs less (the same EAS code, an attester's signature check bounded apart).
  * `failed`: the node did not answer one of those simulations.
@@ -170,7 +181,7 @@ export async function oversizedItem(run: BatchRun, total: bigint): Promise<Item 
   let heaviest = 0;
   for (let i = 1; i < least.length; i++) if (least[i]! > least[heaviest]!) heaviest = i;
   const others = least.reduce((sum, gas, i) => (i === heaviest ? sum : sum + gas), 0n);
-  if (total - others <= cap || least[heaviest]! * 2n < cap) return undefined;
+  if (total - others <= cap || least[heaviest]! * 2n + BEYOND_LEAST_GAS < cap) return undefined;
   // A prefix that reverts all the same (it should not) leaves the batch to the average's rule, as before.
   const gasOf = async (count: number): Promise<bigint | undefined | { readonly failed: Simulation }> => {
     if (count === 0) return 0n;

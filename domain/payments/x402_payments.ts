@@ -75,12 +75,14 @@ export function paymentReplayKey(input: { readonly network: string; readonly ass
 }
 
 /**
- * Settlement failures that are not the payer's doing: the facilitator could not be reached or failed on its own, or the
- * authorization ran out while the service held the work (a crash, a slow chain; one that expires too soon is refused
- * before any work, {@link expiresTooSoon}).
+ * Settlement failures the payer causes between the verification and the settlement: its authorization's nonce used
+ * (`cancelAuthorization`, or spent elsewhere), its balance moved away, and the transfer's simulation or transaction
+ * failing on the state it changed. Anything else (the facilitator unreachable, its own state or receipt wait failing,
+ * `settlement_pending`, an authorization that ran out while the service held the work, a reason this code does not
+ * know) is not held against the payer: a false refusal shuts a paying client out.
  */
-function notThePayers(reason: string): boolean {
-  return reason === "facilitator_unavailable" || reason === "unexpected_settle_error" || reason.includes("valid_before");
+function payersDoing(reason: string): boolean {
+  return /nonce_already_used|insufficient_(balance|funds)|transaction_simulation_failed|transaction_failed/.test(reason);
 }
 
 /**
@@ -91,7 +93,7 @@ function notThePayers(reason: string): boolean {
  * request. The operator lists them with `ops payments list --state settle_failed`.
  */
 export async function owesForWork(payments: Pick<PaymentLedger, "failedSettlements">, payer: string): Promise<boolean> {
-  return (await payments.failedSettlements(payer.toLowerCase())).some((reason) => !notThePayers(reason));
+  return (await payments.failedSettlements(payer.toLowerCase())).some(payersDoing);
 }
 
 /** What the paid work did: done (with what it produced), or not, and whether that is certain. */

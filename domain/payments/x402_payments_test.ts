@@ -226,6 +226,8 @@ describe("owesForWork()", () => {
     expect(await owesForWork(ledger([]), "0xPAYER")).toBe(false);
     expect(await owesForWork(ledger(["facilitator_unavailable", "unexpected_settle_error"]), "0xPayer")).toBe(false);
     expect(await owesForWork(ledger(["invalid_exact_evm_payload_authorization_valid_before"]), "0xpayer")).toBe(false);
+    // The facilitator's own trouble (the transfer may even have landed), or a reason this code does not know.
+    expect(await owesForWork(ledger(["settlement_pending", "invalid_transaction_state", "invalid_payment", "something_new"]), "0xpayer")).toBe(false);
     // The authorization cancelled or its nonce used elsewhere, the balance moved away: the payer's doing.
     expect(await owesForWork(ledger(["facilitator_unavailable", "invalid_exact_evm_nonce_already_used"]), "0xPayer")).toBe(true);
     expect(await owesForWork(ledger(["invalid_exact_evm_insufficient_balance"]), "0xpayer")).toBe(true);
