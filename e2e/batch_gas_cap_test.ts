@@ -7,18 +7,15 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createPublicClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { prepareDelegatedAttestation, signableTypedData } from "../client/delegated_attest.ts";
 import { EAS_ABI } from "../domain/eas_abi.ts";
-import { findSchemaByName } from "../domain/schemas.ts";
 import { startStack, type Stack } from "./harness.ts";
+import { signedLinkedIdentifier } from "./support/linked_identifier.ts";
 import { signInCookie } from "./support/sign_in.ts";
 
 const APP = "https://app.test";
-const LINKED = findSchemaByName("linked-identifier")!;
 /** A linked identifier this long stores about 80 words of data: 1.7 million gas, over the cap of a million. */
 const BIG = `did:web:big.test/${"x".repeat(2500)}`;
 let stack: Stack;
-const pkh = (key: Hex) => `did:pkh:eip155:31337:${privateKeyToAccount(key).address.toLowerCase()}`;
 
 beforeAll(async () => {
   stack = await startStack({
@@ -43,20 +40,7 @@ async function call(path: string, cookie: string, body: unknown) {
   });
   return { status: res.status, body: await res.json() as Record<string, any> };
 }
-/** A linked identifier of `key`'s own did:pkh, signed for `nonce` (the chain's when not given). */
-async function linked(key: Hex, linkedId: string, nonce?: bigint) {
-  const account = privateKeyToAccount(key);
-  const at = nonce ?? await chain().readContract({ address: stack.service.easAddress, abi: EAS_ABI, functionName: "getNonce", args: [account.address] });
-  const prepared = prepareDelegatedAttestation({
-    schema: { uid: stack.devnet.schemaUids["linked-identifier"] as Hex, schema: LINKED.schema, revocable: LINKED.revocable },
-    data: { subject: pkh(key), linkedId, proofs: [], issuedAt: 1, effectiveAt: 0, expiresAt: 0 },
-    attester: account.address,
-    nonce: at,
-    chainId: stack.service.chainId,
-    easAddress: stack.service.easAddress,
-  });
-  return { prepared, signature: await account.signTypedData(signableTypedData(prepared)), attester: account.address };
-}
+const linked = (key: Hex, linkedId: string, nonce?: bigint) => signedLinkedIdentifier(stack, key, linkedId, nonce);
 const uids = (results: Record<string, any>[]) => results.filter((r) => typeof r.uid === "string").length;
 
 describe("MAX_GAS_PER_TX in a batch", () => {

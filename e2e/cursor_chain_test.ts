@@ -17,6 +17,7 @@ import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { easWriter } from "./support/eas_writer.ts";
 import { startServiceProcess } from "./support/service_process.ts";
+import { waitFor } from "./support/wait_for.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "ats-cursor-chain-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -26,16 +27,6 @@ const LINKED = findSchemaByName("linked-identifier")!;
 const SUBJECT = "did:web:cursor-chain.example";
 const env = { HOME: dir, DATA_DIR: join(dir, "data"), PORT: "0", LOG_LEVEL: "error", DEVNET_CHAINS: "2" };
 
-/** Waits for a condition the service reaches by itself (ready, a write indexed); fails after `tries` looks. */
-async function until<T>(look: () => Promise<T | undefined>, tries = 300): Promise<T> {
-  for (let i = 0; i < tries; i++) {
-    const seen = await look();
-    if (seen !== undefined) return seen;
-    await Bun.sleep(100);
-  }
-  throw new Error("the service never got there");
-}
-
 const listed = (url: string, chain: number, cursor?: string) =>
   fetch(`${url}/v1/attestations?attester=${privateKeyToAccount(KEY).address.toLowerCase()}&limit=1&chain=${chain}${cursor === undefined ? "" : `&cursor=${cursor}`}`);
 
@@ -43,7 +34,7 @@ test("a cursor of one chain is refused on another before and after DEFAULT_CHAIN
   const first = await startServiceProcess(env, 90_000);
   let cursor: string;
   try {
-    await until(async () => ((await fetch(`${first.url}/readyz`)).status === 200 ? true : undefined));
+    await waitFor("the first start to be ready", async () => ((await fetch(`${first.url}/readyz`)).status === 200 ? true : undefined));
     const rpcUrl = /devnet RPC (\S+)/.exec(first.banner)![1]!;
     const anchors = await (await fetch(`${first.url}/v1/trust-anchors`)).json() as { chains: Record<string, { easContract: Hex; schemas: Record<string, Hex> }> };
     const chainA = anchors.chains["eip155:31337"]!;
@@ -53,7 +44,7 @@ test("a cursor of one chain is refused on another before and after DEFAULT_CHAIN
       const data = (encodeSchemaData(LINKED.schema, { subject: SUBJECT, linkedId: `did:web:l${n}.example`, proofs: [], issuedAt: n, effectiveAt: 0n, expiresAt: 0n }) as { value: Hex }).value;
       await writer.attest(KEY, chainA.schemas["linked-identifier"]!, { recipient, data, revocable: true });
     }
-    cursor = await until(async () => {
+    cursor = await waitFor("the writes to be listed", async () => {
       const page = await (await listed(first.url, 31337)).json() as { nextCursor?: string | null };
       return page.nextCursor ?? undefined;
     });
@@ -65,7 +56,7 @@ test("a cursor of one chain is refused on another before and after DEFAULT_CHAIN
 
   const second = await startServiceProcess({ ...env, DEFAULT_CHAIN: "31338" }, 90_000);
   try {
-    await until(async () => ((await fetch(`${second.url}/readyz`)).status === 200 ? true : undefined));
+    await waitFor("the second start to be ready", async () => ((await fetch(`${second.url}/readyz`)).status === 200 ? true : undefined));
     const elsewhere = await listed(second.url, 31338, cursor);
     expect([elsewhere.status, (await elsewhere.json() as { code: string }).code]).toEqual([400, "INVALID_INPUT"]);
     // Its own chain still takes it: the next page of the same query.

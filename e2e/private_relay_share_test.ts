@@ -4,18 +4,14 @@
  * (`PRIVATE_RELAY_GAS_BUDGET_PER_HOUR`) and every account, paying ones too, was refused until the hour turned.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { createPublicClient, type Hex, http } from "viem";
-import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { prepareDelegatedAttestation, signableTypedData } from "../client/delegated_attest.ts";
-import { EAS_ABI } from "../domain/eas_abi.ts";
-import { findSchemaByName } from "../domain/schemas.ts";
+import type { Hex } from "viem";
+import { generatePrivateKey } from "viem/accounts";
 import { startStack, type Stack } from "./harness.ts";
+import { signedLinkedIdentifier } from "./support/linked_identifier.ts";
 import { signInCookie } from "./support/sign_in.ts";
 
 const APP = "https://app.test";
-const LINKED = findSchemaByName("linked-identifier")!;
 let stack: Stack;
-const pkh = (key: Hex) => `did:pkh:eip155:31337:${privateKeyToAccount(key).address.toLowerCase()}`;
 
 beforeAll(async () => {
   stack = await startStack({
@@ -32,22 +28,11 @@ beforeAll(async () => {
 });
 afterAll(async () => await stack?.stop());
 
-const chain = () => createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl) });
 async function write(key: Hex, cookie: string, n: number) {
-  const account = privateKeyToAccount(key);
-  const nonce = await chain().readContract({ address: stack.service.easAddress, abi: EAS_ABI, functionName: "getNonce", args: [account.address] });
-  const prepared = prepareDelegatedAttestation({
-    schema: { uid: stack.devnet.schemaUids["linked-identifier"] as Hex, schema: LINKED.schema, revocable: LINKED.revocable },
-    data: { subject: pkh(key), linkedId: `did:web:l${n}.test`, proofs: [], issuedAt: 1, effectiveAt: 0, expiresAt: 0 },
-    attester: account.address,
-    nonce,
-    chainId: stack.service.chainId,
-    easAddress: stack.service.easAddress,
-  });
   const res = await fetch(`${stack.baseUrl}/api/private/relay/eas/delegated-attest`, {
     method: "POST",
     headers: { origin: APP, cookie, "content-type": "application/json" },
-    body: JSON.stringify({ prepared, signature: await account.signTypedData(signableTypedData(prepared)), attester: account.address }),
+    body: JSON.stringify(await signedLinkedIdentifier(stack, key, `did:web:l${n}.test`)),
   });
   return { status: res.status, body: await res.json() as Record<string, any> };
 }
