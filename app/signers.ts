@@ -67,7 +67,7 @@ export async function openServiceSigners(
       : track(await openEthereumSigner("witness", witnessUri, open, s.addresses.witness));
     let x402: EthereumSigner | JwsSigner | undefined;
     if (s.x402 !== undefined) {
-      if (config.x402.signingFormat === "jws") x402 = track(await openJwsSigner("x402", s.x402, open));
+      if (config.x402.signingFormat === "jws") x402 = track(await openJwsSigner("x402", s.x402, open, s.addresses.x402));
       else x402 = s.x402 === witnessUri && s.addresses.x402 === undefined ? witness : track(await openEthereumSigner("x402", s.x402, open, s.addresses.x402));
     } else if (config.x402.signingFormat === "eip712") {
       x402 = witness;
@@ -184,11 +184,14 @@ export function checkRawKeys(
   chains: SigningChains,
   deps: { readonly log: Logger; readonly metrics: { gauge: (name: string, help: string, read: () => Promise<{ value: number }[]>) => void } },
 ): void {
-  const held = distinctSigners(signers).filter(({ signer }) => signer.raw);
-  deps.metrics.gauge("ats_raw_signing_keys", "Signing keys held raw in this process (env: or a keystore whose password is in the environment)", () =>
-    Promise.resolve([{ value: held.length }]));
-  // What the rule judges: those, and any signer answering for a published key, wherever it is held.
+  // What the rule judges, and the gauge counts: keys held raw, and any signer answering for a published key, wherever
+  // it is held (the gauge counted only the first, so an alert on it missed Anvil's key in a keystore on a real chain).
   const raw = distinctSigners(signers).filter(({ signer }) => signer.raw || wellKnown(signer));
+  deps.metrics.gauge(
+    "ats_raw_signing_keys",
+    "Signing keys held raw in this process (env: or a keystore whose password is in the environment) or answering for a published dev key",
+    () => Promise.resolve([{ value: raw.length }]),
+  );
   const offending = raw.flatMap(({ signer, roles }) => {
     const { variable, chainIds } = signingPlaces(signers, signer, roles, chains);
     const chainId = chainIds.find((id) => !onDevnet(chains, id));

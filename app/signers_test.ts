@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { Hex } from "viem";
+import { secp256k1 } from "@noble/curves/secp256k1";
 import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
 import { ANVIL_DEV_KEYS } from "../adapters/devnet/mod.ts";
 import { nobleSecp256k1, openKeccak256 } from "../adapters/crypto/mod.ts";
@@ -88,6 +89,16 @@ describe("raw keys are for development (decisions §27)", () => {
       .toThrow(`DELEGATE_SIGNER: a raw key (the key of Anvil's dev account ${tenth.address}, published with every Anvil) signs for delegate, witness on chain 8453`);
   });
 
+  test("with ALLOW_RAW_KEYS=true a published dev key held outside the process is counted in ats_raw_signing_keys too", async () => {
+    // The rule judged it raw and logged it, but the gauge counted only keys held raw: an alert on it missed Anvil's key
+    // in a keystore signing on a real chain.
+    const { config, signers, warnings, gauges, log, metrics } = await opened({ DELEGATE_PRIVATE_KEY: ANVIL_DEV_KEYS[1]!, ALLOW_RAW_KEYS: "true" });
+    const held = { ...signers.delegate!, raw: false, backend: "keystore" as const };
+    checkRawKeys(config, { delegate: held, witness: held, x402: undefined, oauth: undefined }, { chainIds: [8453], embeddedDevnet: false }, { log, metrics });
+    expect(warnings).toEqual(["raw_signing_key"]);
+    expect(await gauges.get("ats_raw_signing_keys")!()).toEqual([{ value: 1 }]);
+  });
+
   test("ALLOW_RAW_KEYS=true starts with a warning and ats_raw_signing_keys", async () => {
     const { config, signers, warnings, gauges, log, metrics } = await opened({ DELEGATE_PRIVATE_KEY: KEY, ALLOW_RAW_KEYS: "true" });
     checkRawKeys(config, signers, { chainIds: [84532], embeddedDevnet: false }, { log, metrics });
@@ -168,5 +179,26 @@ describe("a delegate per chain (decisions §30)", () => {
     const failed = await opened({ DELEGATE_PRIVATE_KEY: KEY, DELEGATE_SIGNER_31338: "env:MISSING_CHAIN_B_KEY" }).catch((error: unknown) => error);
     expect(failed).toBeInstanceOf(SignerStartError);
     expect((failed as Error).message).toMatch(/^DELEGATE_SIGNER_31338: /);
+  });
+});
+
+describe("X402_ADDRESS pins a JWS x402 issuer's key too (decisions §27)", () => {
+  // A secp256k1 key as a private JWK: ES256K. X402_ADDRESS was ignored with X402_SIGNING_FORMAT=jws.
+  const d = `${"55".repeat(32)}`;
+  const point = secp256k1.getPublicKey(d, false);
+  const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64url");
+  const jwk = JSON.stringify({ kty: "EC", crv: "secp256k1", x: b64(point.slice(1, 33)), y: b64(point.slice(33)), d: b64(Buffer.from(d, "hex")) });
+  const address = privateKeyToAccount(`0x${d}`).address;
+
+  test("the key's own address starts; another stops the start naming both", async () => {
+    const { signers } = await opened({ X402_SIGNING_FORMAT: "jws", X402_SIGNER: "env:X402_KEY", X402_KEY: jwk, X402_ADDRESS: address });
+    expect(signers.x402 && "alg" in signers.x402 ? signers.x402.alg : undefined).toBe("ES256K");
+    await expect(opened({ X402_SIGNING_FORMAT: "jws", X402_SIGNER: "env:X402_KEY", X402_KEY: jwk, X402_ADDRESS: "0x000000000000000000000000000000000000dEaD" }))
+      .rejects.toThrow(`X402_SIGNER: the key answers for ${address}, not X402_ADDRESS 0x000000000000000000000000000000000000dEaD`);
+  });
+
+  test("a P-256 key has no address, so a pin cannot hold: the start stops", async () => {
+    await expect(opened({ X402_SIGNING_FORMAT: "jws", X402_SIGNER: "env:X402_KEY", X402_KEY: "11".repeat(32), X402_ADDRESS: address }))
+      .rejects.toThrow(/^X402_SIGNER: the key is P-256 \(ES256\), which has no Ethereum address, not X402_ADDRESS/);
   });
 });

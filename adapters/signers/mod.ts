@@ -9,6 +9,7 @@
 import { readFileSync } from "node:fs";
 import { p256 } from "@noble/curves/p256";
 import { secp256k1 as nobleSecp256k1 } from "@noble/curves/secp256k1";
+import { publicKeyToAddress } from "viem/accounts";
 import type { HexString } from "../../ports/eas.ts";
 import type { Keccak256 } from "../../ports/keccak.ts";
 import type { Secp256k1 } from "../../ports/secp256k1.ts";
@@ -176,7 +177,25 @@ async function selfTest(signer: EthereumSigner): Promise<void> {
  * JWK (EC, P-256 or secp256k1) or 32 bytes of hex (P-256); a keystore holds a secp256k1 key. Throws
  * {@link SignerStartError}.
  */
-export async function openJwsSigner(role: SignerRole, uri: string, deps: OpenSignerDeps): Promise<JwsSigner> {
+export async function openJwsSigner(role: SignerRole, uri: string, deps: OpenSignerDeps, expectedAddress?: string | undefined): Promise<JwsSigner> {
+  const signer = await openJwsKey(role, uri, deps);
+  if (expectedAddress === undefined) return signer;
+  // `X402_ADDRESS` pins a JWS issuer's key too (it was ignored with X402_SIGNING_FORMAT=jws): a secp256k1 key by its
+  // address; a P-256 key has none, so a pin cannot hold and stops the start rather than be silently dropped.
+  const address = signer.publicJwk.crv === "secp256k1" ? jwkAddress(signer.publicJwk) : undefined;
+  if (address !== undefined && address.toLowerCase() === expectedAddress.toLowerCase()) return signer;
+  await signer.close();
+  const what = address === undefined ? "the key is P-256 (ES256), which has no Ethereum address" : `the key answers for ${address}`;
+  throw new SignerStartError(`${signerVariable(role)}: ${what}, not ${role.toUpperCase()}_ADDRESS ${expectedAddress}`);
+}
+
+/** The Ethereum address (checksummed) of a secp256k1 public JWK. */
+function jwkAddress(jwk: { readonly x: string; readonly y: string }): string {
+  const hex = (part: string) => Buffer.from(part, "base64url").toString("hex").padStart(64, "0");
+  return publicKeyToAddress(`0x04${hex(jwk.x)}${hex(jwk.y)}`);
+}
+
+async function openJwsKey(role: SignerRole, uri: string, deps: OpenSignerDeps): Promise<JwsSigner> {
   const variable = signerVariable(role);
   const stop = (what: string) => new SignerStartError(`${variable}: ${redact(what)}`);
   const parsed = parseSignerUri(uri);
