@@ -81,3 +81,25 @@ test("a receipt 12 blocks deep is read once and kept; one nearer the head is rea
   expect(again.body).toEqual(first.body);
   expect(receiptReads() - deep).toBe(1);
 }, 60_000);
+
+test("a transaction mined again at the same height, later, after a reorganisation is answered with its new block's time, and kept with it", async () => {
+  // The block's time was kept at first sight, by height: the proof settled with the time of the block taken back.
+  const user = privateKeyToAccount(stack.devnet.keys.users[4] as Hex);
+  const wallet = createWalletClient({ account: user, transport: http(stack.devnet.rpcUrl) });
+  const chain = createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl) });
+  const raw = await wallet.signTransaction({ ...(await wallet.prepareTransactionRequest({ to: APP, value: 1n, chain: null })), chain: null } as never);
+  const snapshot = await rpc("evm_snapshot");
+  const tx = await rpc("eth_sendRawTransaction", [raw]) as Hex;
+  const first = await chain.getBlock({ blockNumber: (await chain.waitForTransactionReceipt({ hash: tx })).blockNumber });
+  expect((await get(`/v1/tx-proofs?chain=31337&txHash=${tx}`)).body.blockTime).toBe(Number(first.timestamp));
+
+  expect(await rpc("evm_revert", [snapshot])).toBe(true);
+  await rpc("evm_setNextBlockTimestamp", [Number(first.timestamp) + 86_400]);
+  expect(await rpc("eth_sendRawTransaction", [raw])).toBe(tx);
+  const second = await chain.getBlock({ blockNumber: (await chain.waitForTransactionReceipt({ hash: tx })).blockNumber });
+  expect(second.number).toBe(first.number);
+  expect((await get(`/v1/tx-proofs?chain=31337&txHash=${tx}`)).body).toMatchObject({ blockNumber: Number(second.number), blockTime: Number(second.timestamp) });
+  await rpc("anvil_mine", ["0xc"]);
+  expect((await get(`/v1/tx-proofs?chain=31337&txHash=${tx}`)).body.blockTime).toBe(Number(second.timestamp));
+  expect((await get(`/v1/tx-proofs?chain=31337&txHash=${tx}`)).body.blockTime).toBe(Number(second.timestamp));
+}, 60_000);

@@ -152,7 +152,7 @@ function uncachedLookup(deps: FindInteractionDeps, max: number): (query: Interac
 }
 
 /**
- * A receipt reader whose settled receipts and block times are read once and kept (up to `keep` of each, oldest
+ * A receipt reader whose settled receipts and settled blocks' times are read once and kept (up to `keep` of each, oldest
  * dropped first); concurrent asks for one receipt share one read. A receipt is settled when its block is at least
  * `confirmations` under the head (the index's rule, decisions §21: 0 on a devnet keeps every mined one). One less
  * deep, a transaction not mined yet, or a failed read is asked again next time: a receipt kept at the chain's tip
@@ -168,15 +168,15 @@ export function keptReceipts(reader: TxReceiptReader, options: { readonly keep?:
     if (map.size >= keep) map.delete(map.keys().next().value!);
     map.set(key, value);
   };
-  const settled = async (facts: TxReceiptFacts): Promise<boolean> => {
+  const settled = async (blockNumber: number): Promise<boolean> => {
     if (confirmations === 0) return true;
     const head = await reader.head?.();
-    return head !== undefined && head.ok && head.value - facts.blockNumber >= confirmations;
+    return head !== undefined && head.ok && head.value - blockNumber >= confirmations;
   };
   const read = async (key: string): ReturnType<TxReceiptReader["receipt"]> => {
     const answer = await reader.receipt(key);
     if (!answer.ok || answer.value === null) return answer;
-    const facts = { ...answer.value, settled: await settled(answer.value) };
+    const facts = { ...answer.value, settled: await settled(answer.value.blockNumber) };
     if (facts.settled) remember(receipts, key, facts);
     return { ok: true, value: facts };
   };
@@ -196,7 +196,9 @@ export function keptReceipts(reader: TxReceiptReader, options: { readonly keep?:
       const known = times.get(blockNumber);
       if (known !== undefined) return { ok: true, value: known };
       const read = await reader.blockTime(blockNumber);
-      if (read.ok && read.value !== null) remember(times, blockNumber, read.value);
+      // A block's time is kept by the receipts' rule: once settled. A time kept at the tip outlived the block that a
+      // reorganisation replaced at the same height, and a settled proof then carried it for good.
+      if (read.ok && read.value !== null && await settled(blockNumber)) remember(times, blockNumber, read.value);
       return read;
     },
     ...(reader.head === undefined ? {} : { head: reader.head }),

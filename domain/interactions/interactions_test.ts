@@ -7,7 +7,7 @@ const WALLET = "0x14dc79964da2c08b23698b3d3cc7ca32193d9955";
 const CONTRACT = "0x1111111111111111111111111111111111111111";
 const hash = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
 
-function reader(receipts: Record<string, TxReceiptFacts | null>, options: { failing?: boolean; head?: () => number } = {}) {
+function reader(receipts: Record<string, TxReceiptFacts | null>, options: { failing?: boolean; head?: () => number; time?: (blockNumber: number) => number } = {}) {
   const asked: string[] = [];
   const head = options.head;
   const r: TxReceiptReader = {
@@ -17,7 +17,8 @@ function reader(receipts: Record<string, TxReceiptFacts | null>, options: { fail
       if (options.failing) return Promise.resolve({ ok: false, reason: "rpc-error" });
       return Promise.resolve({ ok: true, value: receipts[txHash] ?? null });
     },
-    blockTime: (blockNumber) => Promise.resolve(options.failing ? { ok: false, reason: "rpc-error" } : { ok: true, value: 1_700_000_000 + blockNumber }),
+    blockTime: (blockNumber) =>
+      Promise.resolve(options.failing ? { ok: false, reason: "rpc-error" } : { ok: true, value: options.time?.(blockNumber) ?? 1_700_000_000 + blockNumber }),
     ...(head === undefined ? {} : { head: () => Promise.resolve({ ok: true as const, value: head() }) }),
   };
   return { reader: r, asked };
@@ -118,6 +119,24 @@ describe("txProofs", () => {
     expect(await proofs(31337, hash(1))).toMatchObject({ ok: true, value: { blockNumber: 4 } });
     await proofs(31337, hash(1));
     expect(chain.asked).toEqual([hash(1), hash(1), hash(1), hash(1)]);
+  });
+
+  test("a block's time read less deep than the confirmations is not kept: a block reorganised at the same height lends the proof its own time", async () => {
+    // The time was kept at first sight by block number: after a reorganisation re-mined the transaction at the same
+    // height a day later, the settled proof kept the old block's time for good (and a review's "mined after" check with it).
+    let head = 10;
+    let shift = 0;
+    const chain = reader({ [hash(1)]: good(3) }, { head: () => head, time: (n) => 1_700_000_000 + n + shift });
+    const kept = keptReceipts(chain.reader, { confirmations: 12 });
+    const proofs = createTxProofs({ readerFor: () => kept });
+    expect(await proofs(31337, hash(1))).toMatchObject({ ok: true, value: { blockNumber: 3, blockTime: 1_700_000_003 } });
+    shift = 86_400;
+    head = 16;
+    expect(await proofs(31337, hash(1))).toMatchObject({ ok: true, value: { blockNumber: 3, blockTime: 1_700_086_403 } });
+    // Settled now: kept, with the chain's time.
+    shift = 0;
+    expect(await proofs(31337, hash(1))).toMatchObject({ ok: true, value: { blockTime: 1_700_086_403 } });
+    expect(chain.asked).toEqual([hash(1), hash(1)]);
   });
 
   test("with confirmations but a reader that cannot tell the head, no receipt is kept", async () => {
