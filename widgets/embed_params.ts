@@ -3,6 +3,7 @@
  * `wallet` and `explorer` optional. Pure: the service reads them to render the page (or the page naming the bad
  * parameter) and the widget's script reads them again from its own address.
  */
+import { getAddress, isAddress } from "viem";
 import { normalizeSubjectDid } from "../domain/did/mod.ts";
 import { displayTextProblem } from "../domain/display_text.ts";
 
@@ -33,6 +34,7 @@ export const MAX_NAME_LENGTH = 100;
 const MAX_URL_LENGTH = 2_048;
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const CONTROL = /[\u0000-\u001f\u007f]/;
+const CHECKSUM = (param: string) => `${param}'s mixed case is not its checksum (EIP-55): check the address, or give it in lower case`;
 
 /** Reads the parameters; the first bad one is named. */
 export function parseEmbedParams(query: URLSearchParams): { ok: true; value: EmbedParams } | { ok: false; error: EmbedParamError } {
@@ -44,6 +46,7 @@ export function parseEmbedParams(query: URLSearchParams): { ok: true; value: Emb
   const contract = query.get("contract");
   if (contract === null || contract === "") return bad("contract", "The app's contract address (contract) is required");
   if (!ADDRESS.test(contract)) return bad("contract", "contract must be an address: 0x and 40 hex digits");
+  if (!checksumHolds(contract)) return bad("contract", CHECKSUM("contract"));
   const chainIdText = query.get("chainId");
   if (chainIdText === null || chainIdText === "") return bad("chainId", "The contract's chain id (chainId) is required");
   const chainId = Number(chainIdText);
@@ -56,6 +59,9 @@ export function parseEmbedParams(query: URLSearchParams): { ok: true; value: Emb
   if (icon !== undefined && !isHttpsUrl(icon)) return bad("icon", "icon must be an https URL");
   const wallet = optional(query, "wallet");
   if (wallet !== undefined && !ADDRESS.test(wallet)) return bad("wallet", "wallet must be an address: 0x and 40 hex digits");
+  // A mixed case that is not the address's checksum is a mistyped address: the page took it, and every step after the
+  // rating then refused it (the nonce, the wallet's signature, the signer check), so the review could never be written.
+  if (wallet !== undefined && !checksumHolds(wallet)) return bad("wallet", CHECKSUM("wallet"));
   const explorer = optional(query, "explorer");
   if (explorer !== undefined && !isHttpsUrl(explorer)) return bad("explorer", "explorer must be an https URL");
   return {
@@ -67,10 +73,17 @@ export function parseEmbedParams(query: URLSearchParams): { ok: true; value: Emb
       chainId,
       name,
       icon: icon === undefined ? undefined : new URL(icon).href,
-      wallet: wallet as `0x${string}` | undefined,
+      // In its checksum form: the nonce route and the wallets take no other mixed case.
+      wallet: wallet === undefined ? undefined : getAddress(wallet),
       explorer,
     },
   };
+}
+
+/** An address all in one case (no checksum given, EIP-55) or with its checksum. */
+function checksumHolds(address: string): boolean {
+  const hex = address.slice(2);
+  return hex === hex.toLowerCase() || hex === hex.toUpperCase() || isAddress(address);
 }
 
 function optional(query: URLSearchParams, name: string): string | undefined {

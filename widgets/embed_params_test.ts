@@ -40,6 +40,9 @@ describe("parseEmbedParams", () => {
       [{ ...base, icon: "http://cdn.example/i.png" }, "icon"],
       [{ ...base, icon: "javascript:alert(1)" }, "icon"],
       [{ ...base, wallet: "nobody" }, "wallet"],
+      // One letter's case flipped: not the checksum. The page took it and the review could never be written.
+      [{ ...base, wallet: "0x5FbDB2315678afecb367f032d93F642f64180aA3" }, "wallet"],
+      [{ ...base, contract: "0x5fbDB2315678afecb367f032d93F642f64180aa3" }, "contract"],
       [{ ...base, explorer: "http://api.example" }, "explorer"],
     ];
     for (const [query, param] of cases) {
@@ -48,6 +51,12 @@ describe("parseEmbedParams", () => {
     }
     const bad = parse({ ...base, url: "<b>x</b>" });
     expect(bad.ok ? undefined : bad.error.value).toBe("<b>x</b>");
+  });
+
+  test("an address in lower or upper case, or with its checksum, is taken", () => {
+    for (const wallet of [CONTRACT, CONTRACT.toLowerCase(), `0x${CONTRACT.slice(2).toUpperCase()}`]) {
+      expect(parse({ ...base, wallet, contract: wallet }).ok).toBe(true);
+    }
   });
 
   test("domainOf takes a bare domain or a URL's host", () => {
