@@ -62,6 +62,10 @@ describe("readConfig()", () => {
     expect(() => readConfig({ BODY_TIMEOUT_MS: "60001" })).toThrow(/BODY_TIMEOUT_MS/);
     expect(() => readConfig({ BODY_TIMEOUT_MS: "99" })).toThrow(/BODY_TIMEOUT_MS/);
     expect(() => readConfig({ SHUTDOWN_GRACE_MS: "120001" })).toThrow(/SHUTDOWN_GRACE_MS/);
+    // SHUTDOWN_DELAY_MS is the first part of the grace: none by default, and less than the grace.
+    expect(readConfig({}).server.shutdownDelayMs).toBe(0);
+    expect(readConfig({ SHUTDOWN_DELAY_MS: "6000" }).server.shutdownDelayMs).toBe(6_000);
+    expect(() => readConfig({ SHUTDOWN_DELAY_MS: "20000" })).toThrow(/^SHUTDOWN_DELAY_MS: must be less than SHUTDOWN_GRACE_MS/);
   });
 
   test("RPC_SEND_SYNC is auto unless off; anything else names the variable", () => {

@@ -66,11 +66,13 @@ export type ServedHttp = {
   /** The port it listens on. */
   readonly port: number;
   /**
-   * Stops taking requests and cuts the bodies still arriving, lets the requests under way finish for up to
-   * `SHUTDOWN_GRACE_MS`, then answers the rest with their deadline answer and closes every connection
+   * Answers `/readyz` 503 for `SHUTDOWN_DELAY_MS` while still serving, then stops taking requests and cuts the bodies
+   * still arriving, lets the requests under way finish for the rest of `SHUTDOWN_GRACE_MS`, then answers the rest with their deadline answer and closes every connection
    * (http/instrument.ts drainServer). Resolves once no connection is left.
    */
   readonly drain: () => Promise<void>;
+  /** Ends `SHUTDOWN_DELAY_MS` at once, if the drain is in it: a second signal. */
+  readonly hurry: () => void;
 };
 
 /** The sections the HTTP side reads. */
@@ -81,7 +83,9 @@ type HttpConfig = Pick<Config, "accounts" | "chains" | "discovery" | "index" | "
  * value, its edge (the fast path built from the routes' declarations) and its way in for everything else.
  */
 export function serveHttp(config: HttpConfig, f: Foundation, c: Capabilities): ServedHttp {
-  const app = createApp(appDeps(config, f, c));
+  // Set on SIGTERM: `/readyz` answers 503 from then on, through SHUTDOWN_DELAY_MS while every request is still served.
+  let stopping = false;
+  const app = createApp(appDeps(config, f, c, () => stopping));
   const handler = instrumentedHandler(app, { metrics: f.metrics, log: f.log, trustProxy: config.server.trustProxy, bodyTimeoutMs: config.server.bodyTimeoutMs });
   const server = Bun.serve({
     hostname: config.server.host,
@@ -96,11 +100,25 @@ export function serveHttp(config: HttpConfig, f: Foundation, c: Capabilities): S
     idleTimeout: SERVER_IDLE_TIMEOUT_SECONDS,
     fetch: handler,
   });
-  return { port: server.port ?? config.server.port, drain: () => drainServer(server, handler, { graceMs: config.server.shutdownGraceMs }) };
+  // A second SIGTERM or SIGINT ends the delay at once (a person pressing Ctrl-C twice; a test).
+  let endDelay: (() => void) | undefined;
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      endDelay = () => (clearTimeout(timer), resolve());
+    });
+  return {
+    port: server.port ?? config.server.port,
+    drain: () => {
+      stopping = true;
+      return drainServer(server, handler, { graceMs: config.server.shutdownGraceMs, delayMs: config.server.shutdownDelayMs, sleep });
+    },
+    hurry: () => endDelay?.(),
+  };
 }
 
 /** What the app is given: the shared settings, and each plugin its own slice of the capabilities (http/app_deps.ts). */
-function appDeps(config: HttpConfig, f: Foundation, c: Capabilities): AppDeps {
+function appDeps(config: HttpConfig, f: Foundation, c: Capabilities, stopping: () => boolean): AppDeps {
   const { storage, chainId, chain, easAddress } = f;
   const { sessions, subjects, subjectOwnership, plans } = c.accounts;
   const ledger = storage.ledger;
@@ -210,7 +228,7 @@ function appDeps(config: HttpConfig, f: Foundation, c: Capabilities): AppDeps {
     indexAnswers,
     // Decisions §30: the chains served; another attestation chain's reads go to its own index.
     ...{ servedChains: c.served, chainReads: wireChainReads(config, f, c) },
-    ready: readiness(config, f, c),
+    ready: readiness(config, f, c, stopping),
   };
 }
 
@@ -227,7 +245,7 @@ function nudgingTests(w: Pick<WiredWebhooks, "endpoints" | "nudge">): WiredWebho
 }
 
 /** `/readyz`: the database, the node, the delegate's balance and a fresh index (decisions §21). */
-function readiness(config: Pick<Config, "signers">, f: Foundation, c: Capabilities) {
+function readiness(config: Pick<Config, "signers">, f: Foundation, c: Capabilities, stopping: () => boolean) {
   const { storage, eas } = f;
   // The chain's part (`eth_chainId`, the delegate's balance) is read at most once a second: the route is public, and
   // any client's rate of `/readyz` was the provider's rate of calls. The database, the index and the signers are read
@@ -250,8 +268,16 @@ function readiness(config: Pick<Config, "signers">, f: Foundation, c: Capabiliti
     // default chain's provider down took every instance out of the balancer, and every other chain's reads with it.
     const anotherServes = Object.values(chains ?? {}).some((chain) => (chain as { index: boolean }).index);
     return {
-      ready: database && (defaultServes || anotherServes),
-      checks: { database, trustAnchors: true, rpc, ...(delegateFunded === undefined ? {} : { delegateBalance: delegateFunded }), index: indexFresh },
+      ready: database && (defaultServes || anotherServes) && !stopping(),
+      checks: {
+        database,
+        trustAnchors: true,
+        rpc,
+        ...(delegateFunded === undefined ? {} : { delegateBalance: delegateFunded }),
+        index: indexFresh,
+        // Stopping (SIGTERM): out of the balancer's pool before the instance stops listening (SHUTDOWN_DELAY_MS).
+        ...(stopping() ? { accepting: false } : {}),
+      },
       index: indexStatus,
       // Each role's signer (decisions §27): up, down (its last signature failed) or unknown (none asked for yet).
       signers: signerStates(f.signers),

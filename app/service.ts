@@ -108,6 +108,8 @@ export async function startService(config: Config, options: StartServiceOptions 
       // to finish (what is cut then was recorded before each step: the next start settles it); storage and the
       // devnet close only after the last connection.
       stop() {
+        // A second stop (a second SIGTERM or SIGINT) ends SHUTDOWN_DELAY_MS: the drain starts at once.
+        if (stopping !== undefined) http.hurry();
         stopping ??= (async () => {
           submissions.stop();
           accounts.stop();

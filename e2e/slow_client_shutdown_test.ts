@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { generatePrivateKey } from "viem/accounts";
 import { postDelegatedAttest, signedReviewBody } from "./support/review_signer.ts";
+import { waitFor } from "./support/wait_for.ts";
 import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "ats-slow-client-"));
@@ -91,4 +92,26 @@ test("SIGTERM with 30 clients dripping their bodies: exit 0, each answered 503 S
   }
   expect((await fetch(`${again.url}/healthz`)).status).toBe(200);
   expect(await again.stop()).toBe(0);
+}, 120_000);
+
+test("SIGTERM with SHUTDOWN_DELAY_MS: /readyz answers 503 at once while every request is still served; a second signal drains, exit 0", async () => {
+  // Behind the compose balancer, stopping at once reset the writes it still sent before its checks of /readyz had taken
+  // the instance out (a bare connection reset, no answer). The delay is long here, and a second signal ends it, so
+  // nothing depends on speed.
+  const service = await startServiceProcess({ ...env, SHUTDOWN_DELAY_MS: "60000", SHUTDOWN_GRACE_MS: "90000" }, 60_000);
+  running.push(service);
+  expect((await fetch(`${service.url}/readyz`)).status).toBe(200);
+  service.proc.kill("SIGTERM");
+  const unready = await waitFor("/readyz to answer 503", async () => {
+    const answer = await fetch(`${service.url}/readyz`);
+    const body = await answer.json() as { status: string; checks: Record<string, boolean> };
+    return answer.status === 503 ? body : undefined;
+  });
+  expect(unready).toMatchObject({ status: "not-ready", checks: { accepting: false, database: true } });
+  // Still served, on a new connection: the balancer has not taken it out yet.
+  const served = await fetch(`${service.url}/v1/identity-resolve`, { method: "POST", headers: { "content-type": "application/json", connection: "close" }, body: JSON.stringify({ identifiers: ["did:web:example.com"] }) });
+  expect(served.status).toBe(200);
+  expect(service.proc.exitCode).toBeNull();
+  service.proc.kill("SIGTERM");
+  expect(await service.proc.exited).toBe(0);
 }, 120_000);

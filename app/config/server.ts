@@ -25,6 +25,12 @@ export const ServerSection = Type.Object({
   }),
   bodyTimeoutMs: int("BODY_TIMEOUT_MS", { default: 10_000, minimum: 100, maximum: 60_000, description: "how long a request's body may take to arrive (408 past it)" }),
   shutdownGraceMs: int("SHUTDOWN_GRACE_MS", { default: 20_000, minimum: 0, maximum: 120_000, description: "how long requests under way may finish on SIGTERM" }),
+  shutdownDelayMs: int("SHUTDOWN_DELAY_MS", {
+    default: 0,
+    minimum: 0,
+    maximum: 60_000,
+    description: "on SIGTERM: how long /readyz answers 503 while every request is still served, before the drain (part of SHUTDOWN_GRACE_MS)",
+  }),
   trustProxy: int("TRUST_PROXY", { default: 0, minimum: 0, maximum: 16, description: "proxies in front that append to X-Forwarded-For" }),
   corsOrigins: list("CORS_ORIGINS", { default: [], description: "origins allowed with credentials on session and witness routes" }),
 }, { title: "server" });
@@ -34,5 +40,10 @@ export type ServerConfig = Static<typeof ServerSection>;
 
 /** Reads the `server` section. */
 export function readServer(ctx: Omit<ReadContext, "values">): ServerConfig {
-  return readSection(ServerSection, ctx);
+  const server = readSection(ServerSection, ctx);
+  // The delay is part of the grace, so that the process still exits within SHUTDOWN_GRACE_MS + 5 s (decisions §28).
+  if (server.shutdownDelayMs > 0 && server.shutdownDelayMs >= server.shutdownGraceMs) {
+    throw new ConfigError("SHUTDOWN_DELAY_MS", "must be less than SHUTDOWN_GRACE_MS: the delay is part of the grace");
+  }
+  return server;
 }
