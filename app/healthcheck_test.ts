@@ -44,9 +44,9 @@ test("exit 0 when /readyz answers 200, 1 when it answers 503, 1 when nothing lis
 });
 
 test("`main.ts healthcheck` exits with the check's code and starts no service", async () => {
-  const run = async (port: number) => {
+  const run = async (port: number, proxied: Record<string, string> = {}) => {
     const proc = Bun.spawn([process.execPath, "run", join(import.meta.dir, "..", "main.ts"), "healthcheck"], {
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", PORT: String(port) },
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", PORT: String(port), ...proxied },
       stdout: "pipe",
       stderr: "pipe",
     });
@@ -57,6 +57,9 @@ test("`main.ts healthcheck` exits with the check's code and starts no service", 
   const ready = await run(server.port!);
   expect(ready.code).toBe(0);
   expect(ready.stdout).not.toContain("listening");
+  // A proxy for the service's outbound calls (nothing listens on it) is not asked: the check was 1 for a ready instance.
+  const port9 = { HTTP_PROXY: "http://127.0.0.1:9", http_proxy: "http://127.0.0.1:9" };
+  expect((await run(server.port!, port9)).code).toBe(0);
   status = 503;
   expect((await run(server.port!)).code).toBe(1);
 }, 30_000);
