@@ -70,7 +70,11 @@ export function varintReader(bytes: Uint8Array) {
   let offset = 0;
   return {
     offset: () => offset,
-    /** Reads an unsigned LEB128 varint; undefined when truncated or longer than 7 bytes. */
+    /**
+     * Reads an unsigned LEB128 varint; undefined when truncated, longer than 7 bytes, or not in its shortest form
+     * (a last byte of 0 after another, as the multiformats varint requires): `81 00` read as 1 made a second DID of
+     * the same content (`did:artifact`) or key (`did:key`).
+     */
     next(): number | undefined {
       let value = 0;
       for (let shift = 0; shift < 49; shift += 7) {
@@ -78,7 +82,7 @@ export function varintReader(bytes: Uint8Array) {
         if (byte === undefined) return undefined;
         offset++;
         value += (byte & 0x7f) * 2 ** shift;
-        if ((byte & 0x80) === 0) return value;
+        if ((byte & 0x80) === 0) return byte === 0 && shift > 0 ? undefined : value;
       }
       return undefined;
     },

@@ -555,6 +555,12 @@ describe("did:artifact", () => {
     [cid([0x01, 0x55, 0x12, 0x20, ...digest32.slice(0, 31)]), "SHA-256 digest must be 32 bytes, got 31"],
     [cid([0x01, 0x55, 0x12, 0x20, ...digest32, 0]), "SHA-256 digest must be 32 bytes, got 33"],
     [cid([0x01]), "Multicodec must be raw (0x55), got nothing"],
+    // A varint not in its shortest form (81 00 for 1): the same content under a second DID, whose claims the
+    // canonical DID's readers never saw.
+    [cid([0x81, 0x00, 0x55, 0x12, 0x20, ...digest32]), "CID version must be 1, got nothing"],
+    [cid([0x01, 0xd5, 0x00, 0x12, 0x20, ...digest32]), "Multicodec must be raw (0x55), got nothing"],
+    [cid([0x01, 0x55, 0x92, 0x00, 0x20, ...digest32]), "Multihash function must be sha2-256 (0x12), got nothing"],
+    [cid([0x01, 0x55, 0x12, 0xa0, 0x00, ...digest32]), "SHA-256 digest must be 32 bytes, got nothing"],
   ];
   for (const [did, message] of errors) {
     test(`parseArtifactDid() rejects ${did.length > 40 ? `${did.slice(0, 40)}…` : did}: ${message}`, () => {
