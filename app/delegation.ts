@@ -51,6 +51,7 @@ export function wireDelegation(config: Pick<Config, "chains" | "relays">, f: Fou
       walletRefusals: storage.walletRefusals,
       recoverAddress: f.secp256k1.recoverAddress,
       keccak256: f.keccak256.hex,
+      deadlineMarginSeconds: config.relays.deadlineMarginSeconds,
       ...extra,
     });
   const guard = createRelayGuard({

@@ -161,6 +161,9 @@ describe("delegated attestation on a real chain", () => {
     const body = await signedReview(generatePrivateKey());
     const expired = await signedReview(generatePrivateKey());
     (expired.prepared.delegatedRequest as Record<string, unknown>).deadline = "1";
+    // Five seconds ahead: inside DEADLINE_MARGIN_SECONDS (30), it could pass before the transaction is mined.
+    const soon = await signedReview(generatePrivateKey());
+    (soon.prepared.delegatedRequest as Record<string, unknown>).deadline = String(Math.floor(Date.now() / 1000) + 5);
     const unsubsidised = structuredClone(body);
     (unsubsidised.prepared.delegatedRequest as Record<string, unknown>).schema = stack.devnet.schemaUids.certification;
     stack.rpc.reset();
@@ -169,6 +172,7 @@ describe("delegated attestation on a real chain", () => {
       [{ attester: body.attester }, false, 400, "INVALID_INPUT"],
       [unsubsidised, false, 403, "SCHEMA_NOT_SUBSIDIZED"],
       [expired, false, 400, "SIGNATURE_EXPIRED"],
+      [soon, false, 400, "SIGNATURE_EXPIRED"],
       [{ ...body, signature: "0xdeadbeef" }, false, 400, "INVALID_SIGNATURE"],
     ];
     for (const [payload, raw, status, code] of cases) {

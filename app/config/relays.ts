@@ -12,6 +12,11 @@ const SHARE_DOC = "a tenth of the budget (at least PUBLIC_RELAY_MAX_GAS_PER_TX w
 /** The `relays` section's variables. */
 export const RelaysSection = Type.Object({
   subsidizedSchemas: list("SUBSIDIZED_SCHEMAS", { default: ["user-review", "linked-identifier"], description: "schema names the public relay accepts" }),
+  deadlineMarginSeconds: int("DEADLINE_MARGIN_SECONDS", {
+    default: 30,
+    maximum: 3_600,
+    description: "a delegated signature's deadline must be at least this far ahead (else 400 SIGNATURE_EXPIRED, nothing sent)",
+  }),
   publicRelay: Type.Object({
     enabled: onOff("PUBLIC_RELAY", { default: true, description: "off closes the public delegated-attest route" }),
     ipPerMinute: int("PUBLIC_RELAY_IP_RATE_PER_MINUTE", { default: 30, minimum: 1, maximum: 1_000_000, description: "public writes per client address per minute" }),

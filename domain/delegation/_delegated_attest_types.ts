@@ -59,6 +59,12 @@ export type DelegatedAttestDeps = {
   /** Furthest a deadline may lie ahead, in seconds; bounds how long replay records are kept. */
   readonly maxDeadlineAheadSeconds?: number | undefined;
   /**
+   * How far ahead a deadline must at least be (default 0: ahead of now). A deadline that passes before the
+   * transaction is mined makes EAS revert (`DeadlineExpired`) after the delegate paid its gas, and the simulation
+   * cannot see it: it runs at the latest block's time.
+   */
+  readonly deadlineMarginSeconds?: number | undefined;
+  /**
    * The relay's guard: the public relay's rates and gas budget, the private relay's gas budget (issue 23); absent:
    * no limits.
    */

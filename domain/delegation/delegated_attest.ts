@@ -53,6 +53,8 @@ const DEFAULT_MAX_DEADLINE_AHEAD = 86_400;
 export type AttestContext = {
   readonly deps: DelegatedAttestDeps;
   readonly maxAhead: bigint;
+  /** How far ahead a deadline must be (DEADLINE_MARGIN_SECONDS). */
+  readonly minAhead: bigint;
   readonly signing: DigestCrypto;
   /** A wallet that could not pay is not simulated for ahead. */
   walletCouldPay: boolean;
@@ -67,6 +69,7 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
   const ctx: AttestContext = {
     deps,
     maxAhead: BigInt(deps.maxDeadlineAheadSeconds ?? DEFAULT_MAX_DEADLINE_AHEAD),
+    minAhead: BigInt(deps.deadlineMarginSeconds ?? 0),
     signing: { recover: deps.recoverAddress ?? viemRecoverAddress, hash: deps.keccak256 ?? keccak256 },
     walletCouldPay: false,
   };
@@ -117,6 +120,10 @@ async function checkOffChain(ctx: AttestContext, body: unknown, caller: Delegate
   if (schema === undefined) return fail("SCHEMA_NOT_SUBSIDIZED", "Schema not eligible for gas subsidy");
   const now = BigInt(Math.floor(deps.clock.nowMs() / 1000));
   if (request.deadline <= now) return fail("SIGNATURE_EXPIRED", "Signature expired");
+  // Too close to be mined before it passes: refused before any RPC rather than sent to revert at the delegate's cost.
+  if (request.deadline <= now + ctx.minAhead) {
+    return fail("SIGNATURE_EXPIRED", `Signature expires too soon: its deadline must be more than ${ctx.minAhead} seconds ahead, so that the transaction is mined before it; sign again with a later deadline`);
+  }
   if (request.deadline > now + maxAhead) {
     return fail("INVALID_INPUT", `deadline must be at most ${maxAhead} seconds ahead`);
   }

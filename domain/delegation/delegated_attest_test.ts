@@ -99,6 +99,20 @@ describe("createDelegatedAttest()", () => {
     expect(asked).toEqual([false, true]);
   });
 
+  test("a deadline within DEADLINE_MARGIN_SECONDS is refused before any RPC: it would pass before the transaction is mined", async () => {
+    // A deadline a few seconds ahead passed the check and the simulation (at the latest block's time), then reverted
+    // on chain with DeadlineExpired, the delegate paying the gas.
+    const env = setup({ deadlineMarginSeconds: 30 });
+    const now = Math.floor(env.clock.nowMs() / 1000);
+    for (const ahead of [1, 3, 30]) {
+      const refused = await env.attest(await signedBody(env, { deadline: BigInt(now + ahead) }));
+      expect(refused).toMatchObject({ ok: false, code: "SIGNATURE_EXPIRED" });
+      expect(!refused.ok && refused.message).toContain("more than 30 seconds ahead");
+    }
+    expect(env.eas.calls).toBe(0);
+    expect(await env.attest(await signedBody(env, { deadline: BigInt(now + 31) }))).toMatchObject({ ok: true });
+  });
+
   test("rejects missing fields, mainnet, unsubsidised and expired requests without RPC", async () => {
     const env = setup();
     const body = await signedBody(env);
