@@ -29,6 +29,8 @@ export type WiredDelegation = {
   readonly delegatedAttest: ReturnType<typeof routeDelegatedAttest>;
   /** The private relay: a signed-in account's plan decides the schemas; one sponsored write per attestation. */
   readonly privateRelay: ReturnType<typeof routePrivateRelay>;
+  /** `PUBLIC_RELAY=off`: the public relay's refusal (403 PUBLIC_RELAY_DISABLED), asked by its routes first. */
+  readonly publicRelayClosed: () => { readonly code: string; readonly message: string } | undefined;
 };
 
 /**
@@ -98,6 +100,7 @@ export function wireDelegation(config: Pick<Config, "chains" | "relays">, f: Fou
     readNonce: createReadChainNonce(chainSet(chains, (on) => on.eas.reader)),
     delegatedAttest: routeDelegatedAttest(chainSet(chains, publicOn)),
     privateRelay: routePrivateRelay(chainSet(chains, privateRelayOn)),
+    publicRelayClosed: () => guard.open(),
   };
 }
 

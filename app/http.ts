@@ -207,6 +207,7 @@ function appDeps(config: HttpConfig, f: Foundation, c: Capabilities, stopping: (
     eas: {
       readNonce: c.delegation.readNonce,
       delegatedAttest: c.delegation.delegatedAttest,
+      publicRelayClosed: c.delegation.publicRelayClosed,
       idempotency,
       tracking,
       clientAddress: requestClientAddress,

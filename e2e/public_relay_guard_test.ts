@@ -201,4 +201,24 @@ describe("the public relay guard", () => {
     const res = await attest(service, await signedReviewBody(target(), generatePrivateKey()));
     expect([res.status, res.body.code]).toEqual([403, "PUBLIC_RELAY_DISABLED"]);
   });
+
+  test("PUBLIC_RELAY=off closes the batch route too: 403 for the whole batch, its Idempotency-Key not kept", async () => {
+    // It answered 200 with each item refused, and kept that answer under the key for a day: the same batch sent once
+    // the relay was open again got the closed relay's answer back.
+    const database = join(stack.dir, `guard-${++databases}.sqlite`);
+    const batch = { requests: [await signedReviewBody(target(), generatePrivateKey())] };
+    const send = async (service: Service) => {
+      const res = await fetch(`${service.url}/v1/delegated-attest/batch`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "idempotency-key": "closed-relay-batch-1" },
+        body: JSON.stringify(batch),
+      });
+      return { status: res.status, body: await res.json() as Record<string, any> };
+    };
+    const closed = await send(await stack.restartService({ DATABASE_PATH: database, PUBLIC_RELAY: "off" }));
+    expect([closed.status, closed.body.code]).toEqual([403, "PUBLIC_RELAY_DISABLED"]);
+    const open = await send(await stack.restartService({ DATABASE_PATH: database }));
+    expect(open.status).toBe(200);
+    expect(open.body.results).toMatchObject([{ uid: expect.stringMatching(/^0x[0-9a-f]{64}$/) }]);
+  });
 });

@@ -48,6 +48,11 @@ export type EasRoutesDeps = {
   readonly keyRate?: RateLimiter | undefined;
   /** keccak-256 for the addresses' checksums when the body is read (the service's in WebAssembly; absent: viem's). */
   readonly keccak256?: KeccakHex | undefined;
+  /**
+   * `PUBLIC_RELAY=off`: the refusal (403 PUBLIC_RELAY_DISABLED) of a request read, before a key is stored or a turn
+   * taken. The batch route answered 200 with each item refused, kept under the key for a day. Absent: open.
+   */
+  readonly publicRelayClosed?: (() => { readonly code: string; readonly message: string } | undefined) | undefined;
 };
 
 /** The paths of the nonce route. */
@@ -147,6 +152,8 @@ export function easRoutes(deps: EasRoutesDeps) {
       // The public relay has no account: a key belongs to the client address (decisions §23).
       const read = relayWrite(request, `client:${clientKey}`, body, { clientKey, request: readDelegated(body, deps.keccak256) });
       if (!read.ok) return failure(started, read.code, read.message);
+      const closed = read.write.input.request.ok ? deps.publicRelayClosed?.() : undefined;
+      if (closed !== undefined) return failure(started, closed.code, closed.message, undefined, 403);
       const limited = keyLimited(started, read.write, clientKey);
       if (limited !== undefined) return limited;
       const run = await single(read.write);
@@ -202,7 +209,10 @@ export function easRoutes(deps: EasRoutesDeps) {
     const started = performance.now();
     try {
       const clientKey = clientKeyFor(deps.clientAddress, request);
-      const read = relayWrite(request, `client:${clientKey}`, body, readBatch(body, clientKey));
+      const input = readBatch(body, clientKey);
+      // A closed relay answers before a key is stored or a turn taken, as the single route does.
+      if ("refused" in input && input.refused.code === "PUBLIC_RELAY_DISABLED") return failure(started, input.refused.code, input.refused.message, undefined, 403);
+      const read = relayWrite(request, `client:${clientKey}`, body, input);
       if (!read.ok) return failure(started, read.code, read.message);
       const limited = keyLimited(started, read.write, clientKey);
       if (limited !== undefined) return limited;
@@ -233,6 +243,8 @@ export function easRoutes(deps: EasRoutesDeps) {
     // Decisions §30: a batch holds one served chain, refused whole (400) before anything is recorded or spent.
     const refused = deps.delegatedAttest.batchRefusal?.(parsed.value.requests);
     if (refused !== undefined) return { refused: { code: refused.code, message: refused.message, status: statusOf(refused.code) } };
+    const closed = deps.publicRelayClosed?.();
+    if (closed !== undefined) return { refused: { ...closed, status: 403 } };
     // Each request is charged to the client's and its attester's limits as the single route charges it (decisions §23).
     return { clientKey, requests: parsed.value.requests };
   };
