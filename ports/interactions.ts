@@ -17,7 +17,8 @@ export interface TxReceiptReader {
   readonly chainId: number;
   readonly receipt: (txHash: string) => Promise<{ ok: true; value: TxReceiptFacts | null } | { ok: false; reason: "rpc-error" }>;
   /** The Unix time (seconds) of a block; null when the chain has no such block. */
-  readonly blockTime: (blockNumber: number) => Promise<{ ok: true; value: number | null } | { ok: false; reason: "rpc-error" }>;
+  /** `settled`: the caller knows the block is settled (its receipt was judged so), sparing a head read where one is kept. */
+  readonly blockTime: (blockNumber: number, settled?: boolean) => Promise<{ ok: true; value: number | null } | { ok: false; reason: "rpc-error" }>;
   /** The chain's head block number (absent: the reader cannot tell, so no receipt is ever settled by depth). */
   readonly head?: (() => Promise<{ ok: true; value: number } | { ok: false; reason: "rpc-error" }>) | undefined;
 }

@@ -19,7 +19,9 @@ beforeEach(() => {
   dns.setTruncateUdp(false);
 });
 
-const resolver = (servers = [dns.address], timeoutMs = 300) => createDnsPacketResolver({ servers, timeoutMs });
+// Long enough that a loaded machine never turns a loopback answer into a retry (300 ms did, and a test counting one
+// query saw two); the tests of timeouts give their own.
+const resolver = (servers = [dns.address], timeoutMs = 10_000) => createDnsPacketResolver({ servers, timeoutMs });
 const history = (server: DnsServer, name: string) =>
   server.queries.filter((q) => q.name === name).map((q) => `${q.type}/${q.transport}`);
 
@@ -91,7 +93,8 @@ describe("createDnsPacketResolver().resolveTxt()", () => {
   test("the retry goes to the next server", async () => {
     spare.setTimeout("fallback.test");
     dns.setTxt("fallback.test", [["ok"]]);
-    expect(await resolver([spare.address, dns.address], 150).resolveTxt("fallback.test")).toEqual({
+    // The silent server's wait ends the first try; the second server's answer then has as long again.
+    expect(await resolver([spare.address, dns.address], 1_000).resolveTxt("fallback.test")).toEqual({
       status: "found",
       records: ["ok"],
     });
@@ -137,9 +140,11 @@ describe("createDnsPacketResolver().resolveTxt()", () => {
     });
     await new Promise<void>((resolve) => spoofer.bind(0, "127.0.0.1", () => resolve()));
     try {
-      const r = createDnsPacketResolver({ servers: [`127.0.0.1:${spoofer.address().port}`], timeoutMs: 150, retries: 0 });
+      const server = `127.0.0.1:${spoofer.address().port}`;
+      const r = createDnsPacketResolver({ servers: [server], timeoutMs: 10_000, retries: 0 });
       expect(await r.resolveTxt("spoof.test")).toEqual({ status: "found", records: ["real"] });
-      expect(await r.resolveTxt("silent.spoof.test")).toEqual({ status: "timeout" });
+      const short = createDnsPacketResolver({ servers: [server], timeoutMs: 150, retries: 0 });
+      expect(await short.resolveTxt("silent.spoof.test")).toEqual({ status: "timeout" });
     } finally {
       spoofer.close();
     }

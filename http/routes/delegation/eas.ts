@@ -100,6 +100,21 @@ const batchBody = compileRequestCheck(REQUEST_MODELS.delegatedAttestBatch.body, 
 });
 
 /** The nonce and delegated-attest routes, under their backend and gateway paths, and the public relay's batches. */
+/** A batch body read into its requests, or refused as a whole (each request is the single route's body). */
+/** A batch body read into its requests, or refused as a whole (each request is the single route's body). */
+function readBatch(deps: EasRoutesDeps, body: unknown, clientKey: string): BatchInput {
+  if (deps.delegatedAttest.batch === undefined) return { refused: { code: "NOT_FOUND", message: "This deployment sends no batches", status: 404 } };
+  const parsed = batchBody.readJson(body);
+  if (!parsed.ok) return { refused: { code: parsed.code, message: parsed.message, status: statusOf(parsed.code) } };
+  // Decisions §30: a batch holds one served chain, refused whole (400) before anything is recorded or spent.
+  const refused = deps.delegatedAttest.batchRefusal?.(parsed.value.requests);
+  if (refused !== undefined) return { refused: { code: refused.code, message: refused.message, status: statusOf(refused.code) } };
+  const closed = deps.publicRelayClosed?.();
+  if (closed !== undefined) return { refused: { ...closed, status: 403 } };
+  // Each request is charged to the client's and its attester's limits as the single route charges it (decisions §23).
+  return { clientKey, requests: parsed.value.requests };
+}
+
 export function easRoutes(deps: EasRoutesDeps) {
   const failure = (started: number, code: string, message: string, details?: string, status = statusOf(code), extra: Record<string, unknown> = {}) =>
     json({ ...errorBody(code, message, details), ...extra, elapsed: elapsedSince(started) }, status);
@@ -209,7 +224,7 @@ export function easRoutes(deps: EasRoutesDeps) {
     const started = performance.now();
     try {
       const clientKey = clientKeyFor(deps.clientAddress, request);
-      const input = readBatch(body, clientKey);
+      const input = readBatch(deps, body, clientKey);
       // A closed relay answers before a key is stored or a turn taken, as the single route does.
       if ("refused" in input && input.refused.code === "PUBLIC_RELAY_DISABLED") return failure(started, input.refused.code, input.refused.message, undefined, 403);
       const read = relayWrite(request, `client:${clientKey}`, body, input);
@@ -233,20 +248,6 @@ export function easRoutes(deps: EasRoutesDeps) {
     } catch (error) {
       return internalError(started, "delegated_attest_batch", error);
     }
-  };
-
-  /** A batch body read into its requests, or refused as a whole (each request is the single route's body). */
-  const readBatch = (body: unknown, clientKey: string): BatchInput => {
-    if (deps.delegatedAttest.batch === undefined) return { refused: { code: "NOT_FOUND", message: "This deployment sends no batches", status: 404 } };
-    const parsed = batchBody.readJson(body);
-    if (!parsed.ok) return { refused: { code: parsed.code, message: parsed.message, status: statusOf(parsed.code) } };
-    // Decisions §30: a batch holds one served chain, refused whole (400) before anything is recorded or spent.
-    const refused = deps.delegatedAttest.batchRefusal?.(parsed.value.requests);
-    if (refused !== undefined) return { refused: { code: refused.code, message: refused.message, status: statusOf(refused.code) } };
-    const closed = deps.publicRelayClosed?.();
-    if (closed !== undefined) return { refused: { ...closed, status: 403 } };
-    // Each request is charged to the client's and its attester's limits as the single route charges it (decisions §23).
-    return { clientKey, requests: parsed.value.requests };
   };
 
   const app = new Elysia({ name: "eas-routes" });
