@@ -22,6 +22,9 @@ import { POSTGRES_WORDS, postgresStatements } from "../sql/schema.ts";
 const MIGRATIONS: readonly string[] = [
   ...postgresStatements(replayTables(POSTGRES_WORDS)),
   ...postgresStatements(accountTables(POSTGRES_WORDS)),
+  // The sponsored-write ledger also holds x402 payers (`x402:<address>`, decisions §13), who have no account: the
+  // reference to accounts refused every paid witness and paid relay write here (SQLite does not enforce it).
+  `ALTER TABLE sponsored_writes DROP CONSTRAINT IF EXISTS sponsored_writes_account_id_fkey`,
   RELAY_GAS_TABLE,
   // The private relay's gas budget and the ERC-6492 factory calls sent (issue 23).
   PRIVATE_RELAY_GAS_TABLE,

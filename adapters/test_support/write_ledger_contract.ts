@@ -1,5 +1,6 @@
 import { expect, test } from "bun:test";
 import type { Storage } from "../../ports/storage.ts";
+import { payerLedgerId } from "../../domain/payments/mod.ts";
 import { signedTx, fresh } from "./_helpers.ts";
 
 /** The storage contract's tests of the sponsored-write quota; registered inside its describe, `open` gives the storage under test. */
@@ -50,5 +51,18 @@ export function writeLedgerContract(open: () => Promise<Storage>) {
     );
     expect(results.filter(Boolean)).toHaveLength(10);
     expect(await ledger.usage(account.id, 2026)).toEqual({ used: 0, reserved: 10 });
+  });
+
+  test("an x402 payer, who has no account, holds sponsored writes under its ledger id as an account does", async () => {
+    // The rows referenced accounts: PostgreSQL refused every paid witness and paid relay write (SQLite enforces no
+    // foreign key, so only PostgreSQL deployments failed, with a 500).
+    const { ledger } = await open();
+    const payer = payerLedgerId(fresh("0xPayer"));
+    const id = fresh("x402");
+    expect(await ledger.reserve({ id, accountId: payer, year: 2026, fingerprint: id, createdAtMs: 1 }, 1)).toBe(true);
+    expect(await ledger.markSigned(id, signedTx("0xtx402", 1), 2)).toBe(true);
+    await ledger.markSent(id, 3);
+    await ledger.commit(id, { txHash: "0xtx402", uid: "0xu402", blockNumber: 9n }, 4);
+    expect(await ledger.usage(payer, 2026)).toEqual({ used: 1, reserved: 0 });
   });
 }

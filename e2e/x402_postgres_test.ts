@@ -1,0 +1,135 @@
+/**
+ * x402 on PostgreSQL, as operators deploy it (decisions §13, §28): two instances of `bun main.ts` on one PostgreSQL,
+ * one Anvil with EAS, the devnet's facilitator, a DNS server on loopback, and the official x402 client paying. A paid
+ * witness and a paid relay write each answered 500: the payer's ledger rows (`x402:<payer>`, no account) referenced
+ * accounts, which PostgreSQL enforces and SQLite does not, and every x402 test ran on SQLite. The same payment sent to
+ * both instances at once writes once and is paid once.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { x402Client, x402HTTPClient } from "@x402/core/client";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { createPublicClient, type Hex, http } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { type Devnet, type Facilitator, startDevnet, startFacilitator, TEST_USD } from "../adapters/devnet/mod.ts";
+import { e2eArtifacts, TEST_RELAY_LIMITS } from "./harness.ts";
+import { signedReviewBody } from "./support/review_signer.ts";
+import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
+import { postgresUnavailableReason, startPostgres, type TestPostgres } from "./support/postgres.ts";
+import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
+
+const skip = postgresUnavailableReason();
+const WITNESS_PRICE = 10_000n;
+const RELAY_PRICE = 5_000n;
+const controller = privateKeyToAccount(generatePrivateKey());
+let dir: string;
+let devnet: Devnet;
+let pg: TestPostgres;
+let dns: DnsServer;
+let facilitator: Facilitator;
+let instances: ServiceProcess[] = [];
+
+beforeAll(async () => {
+  if (skip !== undefined) return;
+  dir = mkdtempSync(join(tmpdir(), "ats-x402-pg-"));
+  [devnet, pg, dns] = await Promise.all([
+    startDevnet({ dataDir: join(dir, "devnet"), persist: false, artifacts: e2eArtifacts() }),
+    startPostgres(),
+    startDnsServer(),
+  ]);
+  dns.setTxt("_controllers.paid.test", [[`v=1;controller=did:pkh:eip155:31337:${controller.address}`]]);
+  facilitator = startFacilitator({ rpcUrl: devnet.rpcUrl, chainId: devnet.chainId, privateKey: devnet.keys.facilitator });
+  const env = {
+    PORT: "0",
+    RPC_URL: devnet.rpcUrl,
+    TRUST_ANCHORS_PATH: devnet.trustAnchorsPath,
+    DELEGATE_PRIVATE_KEY: devnet.keys.delegate,
+    WITNESS_PRIVATE_KEY: devnet.keys.witness,
+    DATABASE_URL: pg.url,
+    DATA_DIR: dir,
+    DNS_SERVERS: dns.address,
+    ALLOW_PRIVATE_NETWORK: "true",
+    LOG_LEVEL: "error",
+    X402_FACILITATOR_URL: facilitator.url,
+    X402_ASSET: devnet.x402.token,
+    X402_ASSET_NAME: devnet.x402.name,
+    X402_ASSET_VERSION: devnet.x402.version,
+    X402_PAY_TO: devnet.x402.payTo,
+    X402_WITNESS_PRICE: String(WITNESS_PRICE),
+    X402_RELAY_PRICE: String(RELAY_PRICE),
+    ...TEST_RELAY_LIMITS,
+  };
+  instances = await Promise.all([startServiceProcess(env, 60_000), startServiceProcess(env, 60_000)]);
+}, 120_000);
+
+afterAll(async () => {
+  for (const instance of instances) await instance.stop();
+  await facilitator?.stop();
+  await dns?.stop();
+  await pg?.stop();
+  await devnet?.stop();
+  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+});
+
+const chain = () => createPublicClient({ cacheTime: 0, transport: http(devnet.rpcUrl) });
+const sent = (key: Hex) => chain().getTransactionCount({ address: privateKeyToAccount(key).address });
+const balance = (address: Hex) =>
+  chain().readContract({ address: devnet.x402.token as Hex, abi: TEST_USD.abi, functionName: "balanceOf", args: [address] }) as Promise<bigint>;
+
+/** The official client's payment for what `path` asks when sent `body` unpaid (a 402). */
+async function paymentFor(key: Hex, base: string, path: string, body: unknown): Promise<Record<string, string>> {
+  const unpaid = await fetch(`${base}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  expect(unpaid.status).toBe(402);
+  const client = new x402HTTPClient(
+    registerExactEvmScheme(new x402Client(), { signer: privateKeyToAccount(key) })
+      // The devnet's test token is not one of the client's default assets: allowed by name, with a ceiling.
+      .setSpendControls({ allowedAssets: [{ network: "eip155:31337", asset: devnet.x402.token, maxAmountPerPayment: "1000000" }] }),
+  );
+  const required = client.getPaymentRequiredResponse((name) => unpaid.headers.get(name), await unpaid.json());
+  return client.encodePaymentSignatureHeader(await client.createPaymentPayload(required));
+}
+
+async function paid(base: string, path: string, body: unknown, payment: Record<string, string>) {
+  const res = await fetch(`${base}${path}`, { method: "POST", headers: { "content-type": "application/json", ...payment }, body: JSON.stringify(body) });
+  return { status: res.status, body: await res.json() as Record<string, unknown> };
+}
+
+const witnessBody = { subjectDid: "did:web:paid.test", controllerDid: `did:pkh:eip155:31337:${controller.address}` };
+
+describe.skipIf(skip !== undefined)("x402 on PostgreSQL, two instances", () => {
+  test("a paid witness: 200, one witness transaction, the price paid once", async () => {
+    const key = devnet.keys.users[3] as Hex;
+    const payer = privateKeyToAccount(key).address;
+    const payment = await paymentFor(key, instances[0]!.url, "/v1/paid/controller-witness", witnessBody);
+    const [before, witnessSent] = [await balance(payer), await sent(devnet.keys.witness as Hex)];
+    const answer = await paid(instances[0]!.url, "/v1/paid/controller-witness", witnessBody, payment);
+    expect(answer.status).toBe(200);
+    expect(await sent(devnet.keys.witness as Hex)).toBe(witnessSent + 1);
+    expect(await balance(payer)).toBe(before - WITNESS_PRICE);
+  }, 60_000);
+
+  test("a paid relay write of the payer's own review: 200, one delegate transaction, the price paid once", async () => {
+    const key = devnet.keys.users[4] as Hex;
+    const payer = privateKeyToAccount(key).address;
+    const body = await signedReviewBody(devnet, key, { data: { subject: `did:pkh:eip155:31337:${payer}`, version: "1", ratingValue: 4, reviewBody: "paid", screenshotUrls: [], proofs: [] } });
+    const payment = await paymentFor(key, instances[1]!.url, "/v1/paid/delegated-attest", body);
+    const [before, delegateSent] = [await balance(payer), await sent(devnet.keys.delegate as Hex)];
+    const answer = await paid(instances[1]!.url, "/v1/paid/delegated-attest", body, payment);
+    expect(answer.status).toBe(200);
+    expect(await sent(devnet.keys.delegate as Hex)).toBe(delegateSent + 1);
+    expect(await balance(payer)).toBe(before - RELAY_PRICE);
+  }, 60_000);
+
+  test("the same payment sent to both instances at once: one witness, paid once; the other 409", async () => {
+    const key = devnet.keys.users[2] as Hex;
+    const payer = privateKeyToAccount(key).address;
+    const payment = await paymentFor(key, instances[0]!.url, "/v1/paid/controller-witness", witnessBody);
+    const [before, witnessSent] = [await balance(payer), await sent(devnet.keys.witness as Hex)];
+    const answers = await Promise.all(instances.map((instance) => paid(instance.url, "/v1/paid/controller-witness", witnessBody, payment)));
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 409]);
+    expect(await sent(devnet.keys.witness as Hex)).toBe(witnessSent + 1);
+    expect(await balance(payer)).toBe(before - WITNESS_PRICE);
+  }, 60_000);
+});
