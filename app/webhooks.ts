@@ -149,7 +149,14 @@ export function wireWebhooks(
 
   return {
     endpoints,
-    onSettled: createSubmissionEvents({ store, records: f.storage.submissions, clock: systemClock }),
+    // The default chain names a settlement no relay named (decisions §30: every event carries `chain`); without it a
+    // one-chain deployment's `submission.settled` carried none.
+    onSettled: createSubmissionEvents({
+      store,
+      records: f.storage.submissions,
+      clock: systemClock,
+      chain: { chainId: f.chainId, caip2: `eip155:${f.chainId}`, easContract: f.easAddress.toLowerCase() },
+    }),
     nudge,
     async stop() {
       stopped = true;

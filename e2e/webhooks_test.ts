@@ -223,7 +223,14 @@ describe("webhooks on the real service", () => {
     const settled = await waitFor("submission.settled", () => deliveredTo("/settled", "submission.settled"));
     expect(new Webhook(endpoint.secret).verify(settled.body, settled.headers)).toMatchObject({
       type: "submission.settled",
-      data: { submissionId: answer.submissionId, state: "mined", uid: answer.uid, txHash: answer.txHash },
+      data: {
+        submissionId: answer.submissionId,
+        state: "mined",
+        uid: answer.uid,
+        txHash: answer.txHash,
+        // A one-chain deployment named no chain here (decisions §30: every event carries it).
+        chain: { chainId: stack.service.chainId, caip2: `eip155:${stack.service.chainId}`, easContract: stack.devnet.easAddress.toLowerCase() },
+      },
     });
   }, 60_000);
 
