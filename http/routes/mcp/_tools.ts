@@ -21,7 +21,7 @@ import type { Logger } from "../../../ports/logger.ts";
 import type { Metrics } from "../../../ports/metrics.ts";
 import type { TrustAnchors } from "../../../ports/trust_anchors.ts";
 import { statusOf, stringify } from "../../errors.ts";
-import { ArtifactTrustRecordModel, IdentityResolveResponse, SubscriptionCurrentModel, TrustAnchorsModel } from "../../models.ts";
+import { ArtifactTrustRecordModel, ControllerConfirmQuery, IdentityResolveResponse, SubscriptionCurrentModel, TrustAnchorsModel } from "../../models.ts";
 import { KeyStatusModel } from "../keys/mod.ts";
 import { compileRequestCheck } from "../request.ts";
 import { AttestationPageModel } from "../attestation_list.ts";
@@ -124,9 +124,10 @@ const ArtifactInput = t.Object({
   artifactDid: t.String({ minLength: 1, description: "The artifact: a canonical did:artifact (CIDv1, raw codec, sha2-256, base32-lower)" }),
   chain: ChainArg,
 }, { additionalProperties: false });
+/** The route's own fields (`ControllerConfirmQuery`), so that the tool refuses what the route refuses, with its codes. */
 const ControllersInput = t.Object({
-  subjectDid: Did("The service: a did:web (a bare domain becomes did:web) or another subject DID"),
-  walletDid: t.Optional(Did("A wallet to check against the controllers, e.g. did:pkh:eip155:<chainId>:<address>")),
+  subjectDid: ControllerConfirmQuery.properties.subjectDid,
+  walletDid: ControllerConfirmQuery.properties.walletDid,
 }, { additionalProperties: false });
 /** The route's list (domain/identity's IdentifierList): one bound, one answer (decisions §20). */
 const IdentitiesInput = t.Object({ identifiers: IdentifierList }, { additionalProperties: false });
@@ -191,7 +192,7 @@ const failed = (result: { code: string; message: string; details?: string | unde
 const answered = (value: unknown): ToolOutcome => ({ ok: true, value: JSON.parse(stringify(value)) as Record<string, unknown> });
 
 // The tools' argument checks, compiled once.
-const artifactArgs = checked(ArtifactInput, "INVALID_DID", () => "artifactDid is required (one did:artifact string)");
+const artifactArgs = checked(ArtifactInput, "INVALID_INPUT");
 const controllerArgs = checked(ControllersInput, "INVALID_INPUT");
 const identityArgs = checked(IdentitiesInput, "INVALID_INPUT", identifierListRefusal);
 const noArgs = checked(NoInput, "INVALID_INPUT");
@@ -211,8 +212,14 @@ function readTools(deps: McpToolDeps): ToolDefinition[] {
       outputSchema: ArtifactTrustRecordModel,
       readOnly: true,
       async run(args) {
+        // The route's codes: no artifactDid string is INVALID_DID; a bad chain or an argument the tool does not take is
+        // INVALID_INPUT (a bad chain was INVALID_DID, naming the artifact).
+        const did = typeof args === "object" && args !== null ? (args as { artifactDid?: unknown }).artifactDid : undefined;
+        if (typeof did !== "string" || did === "") {
+          return { ok: false, code: "INVALID_DID", message: INVALID_ARTIFACT_DID_MESSAGE, details: "artifactDid is required (one did:artifact string)" };
+        }
         const input = artifactArgs(args);
-        if (!input.ok) return { ok: false, code: "INVALID_DID", message: INVALID_ARTIFACT_DID_MESSAGE, details: input.message };
+        if (!input.ok) return input;
         const on = chainReads(deps, input.value.chain, "artifactTrust");
         if (!on.ok) return on;
         // The record names its chain itself.

@@ -73,6 +73,13 @@ describe("MCP read tools on several chains (decisions §30)", () => {
     expect(await env.run("list_attestations", { attester: `0x${"1".repeat(40)}`, chain: "eip155:1" })).toMatchObject({ ok: false, code: "UNSUPPORTED_CHAIN" });
     expect(await env.run("key_status", { subjectDid: "did:web:a.example", keyDid: "did:key:z6Mk", chain: 31339 })).toMatchObject({ ok: false, code: "UNSUPPORTED_CHAIN" });
     expect(await env.run("list_attestations", { attester: `0x${"1".repeat(40)}`, chain: "base" })).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+    // As the route answers `?chain=0`: the chain is named, not the artifact (the tool said INVALID_DID). No artifactDid
+    // is still INVALID_DID.
+    for (const chain of [0, "", -5, 1.5, true]) {
+      expect(await env.run("check_artifact_trust", { artifactDid: "did:artifact:x", chain })).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+    }
+    expect(await env.run("check_artifact_trust", { artifactDid: "did:artifact:x", extra: 1 })).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+    expect(await env.run("check_artifact_trust", { chain: 31338 })).toMatchObject({ ok: false, code: "INVALID_DID" });
     expect(env.calls).toEqual([]);
   });
 

@@ -153,6 +153,19 @@ describe("createMcpEndpoint()", () => {
     expect([bare.isError, bare.structuredContent?.subject]).toEqual([undefined, "did:web:shop.example"]);
   });
 
+  test("check_domain_controllers takes the route's fields: a subject past 2,048 characters is the use case's INVALID_DID, a long walletDid is read", async () => {
+    // The tool bounded both at 2,048 and answered INVALID_INPUT, where /v1/controller-confirm answers INVALID_DID (and
+    // takes the long wallet).
+    const asked: [string, string | undefined][] = [];
+    const confirm = ((subject: string, wallet?: string) => (asked.push([subject, wallet]), Promise.resolve(fail("INVALID_DID", "Invalid subjectDid")))) as never;
+    const { call } = await setUp({ tools: fakeTools({ confirm }) });
+    const long = `did:web:${"a".repeat(2_100)}.com`;
+    expect((await call("check_domain_controllers", { subjectDid: long })).structuredContent?.code).toBe("INVALID_DID");
+    const wallet = `did:pkh:eip155:1:0x${"1".repeat(2_100)}`;
+    await call("check_domain_controllers", { subjectDid: "did:web:ok.example", walletDid: wallet });
+    expect(asked).toEqual([[long, undefined], ["did:web:ok.example", wallet]]);
+  });
+
   test("list_attestations shares the list routes' per-address query rate (INDEX_QUERY_RATE_PER_MINUTE, issue 43): past it, RATE_LIMITED and nothing read", async () => {
     const attestationQueryRate = createRateLimiter(fakeClock(), { capacity: 2, perMinute: 2 });
     let reads = 0;
