@@ -71,6 +71,8 @@ export type ServedHttp = {
    * (http/instrument.ts drainServer). Resolves once no connection is left.
    */
   readonly drain: () => Promise<void>;
+  /** The lame duck: `/readyz` 503 for `SHUTDOWN_DELAY_MS` while every request is still served (`drain` waits for it). */
+  readonly quiesce: () => Promise<void>;
   /** Ends `SHUTDOWN_DELAY_MS` at once, if the drain is in it: a second signal. */
   readonly hurry: () => void;
 };
@@ -100,18 +102,28 @@ export function serveHttp(config: HttpConfig, f: Foundation, c: Capabilities): S
     idleTimeout: SERVER_IDLE_TIMEOUT_SECONDS,
     fetch: handler,
   });
-  // A second SIGTERM or SIGINT ends the delay at once (a person pressing Ctrl-C twice; a test).
+  // The lame duck (SHUTDOWN_DELAY_MS): still listening and serving while `/readyz` says 503, until a balancer that
+  // checks it has taken the instance out. Stopping at once reset the requests a balancer still sent on its pooled
+  // connections (it sees the instance up for `inter × fall`) and those waiting in the accept queue: a write reset so
+  // is retried by no balancer, and its client got no answer at all. A second SIGTERM or SIGINT ends the delay.
+  let quiescing: Promise<void> | undefined;
+  let quiescedAt = 0;
   let endDelay: (() => void) | undefined;
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
+  const quiesce = () =>
+    quiescing ??= new Promise<void>((resolve) => {
+      stopping = true;
+      quiescedAt = performance.now();
+      const timer = setTimeout(resolve, config.server.shutdownDelayMs);
       endDelay = () => (clearTimeout(timer), resolve());
     });
   return {
     port: server.port ?? config.server.port,
-    drain: () => {
-      stopping = true;
-      return drainServer(server, handler, { graceMs: config.server.shutdownGraceMs, delayMs: config.server.shutdownDelayMs, sleep });
+    quiesce,
+    drain: async () => {
+      await quiesce();
+      // The grace counts from the signal, the delay included: the process still exits within it and 5 s.
+      const graceMs = Math.max(0, config.server.shutdownGraceMs - (performance.now() - quiescedAt));
+      return await drainServer(server, handler, { graceMs });
     },
     hurry: () => endDelay?.(),
   };

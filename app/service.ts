@@ -111,6 +111,9 @@ export async function startService(config: Config, options: StartServiceOptions 
         // A second stop (a second SIGTERM or SIGINT) ends SHUTDOWN_DELAY_MS: the drain starts at once.
         if (stopping !== undefined) http.hurry();
         stopping ??= (async () => {
+          // SHUTDOWN_DELAY_MS: /readyz says 503 while the instance goes on as before (its follower, reconciler and
+          // deliveries too), until the balancer has taken it out; then it stops.
+          await http.quiesce();
           submissions.stop();
           accounts.stop();
           limits.stop();

@@ -111,6 +111,8 @@ test("SIGTERM with SHUTDOWN_DELAY_MS: /readyz answers 503 at once while every re
   // Still served, on a new connection: the balancer has not taken it out yet.
   const served = await fetch(`${service.url}/v1/identity-resolve`, { method: "POST", headers: { "content-type": "application/json", connection: "close" }, body: JSON.stringify({ identifiers: ["did:web:example.com"] }) });
   expect(served.status).toBe(200);
+  // The index goes on too: a read from it is answered, not INDEX_STALE.
+  expect((await fetch(`${service.url}/v1/attestations?schema=user-review`)).status).toBe(200);
   expect(service.proc.exitCode).toBeNull();
   service.proc.kill("SIGTERM");
   expect(await service.proc.exited).toBe(0);

@@ -1,7 +1,7 @@
 /** The deadlines of the requests in flight (one timer for all), and the drain of a server on shutdown (issue 33). */
 
 /**
- * Drains a server on shutdown (issue 33): after `options.delayMs` (see below), stops taking requests and cuts the bodies still arriving at once
+ * Drains a server on shutdown (issue 33): stops taking requests and cuts the bodies still arriving at once
  * ({@link InstrumentedHandler.drain}), lets the requests under way finish for up to `options.graceMs`, then answers
  * those still running with their deadline answer ({@link InstrumentedHandler.cut}) and closes every connection, at
  * most {@link CUT_FLUSH_MS} later. A submission cut there is answered 503 `OUTCOME_UNKNOWN`; it was recorded before each
@@ -10,18 +10,12 @@
 export async function drainServer(
   server: { stop(closeActiveConnections?: boolean): Promise<void> },
   handler: { readonly drain: () => void; readonly cut: () => void },
-  options: { readonly graceMs: number; readonly delayMs?: number | undefined; readonly sleep?: ((ms: number) => Promise<void>) | undefined },
+  options: { readonly graceMs: number },
 ): Promise<void> {
-  // The lame duck (SHUTDOWN_DELAY_MS): still listening and serving while `/readyz` says 503, until a balancer that
-  // checks it has taken the instance out. Stopping at once reset the requests a balancer still sent on its pooled
-  // connections (it sees the instance up for up to `inter × fall`) and those waiting in the accept queue: a write
-  // reset so is retried by no balancer, and its client got no answer at all.
-  const delayMs = Math.min(options.delayMs ?? 0, options.graceMs);
-  if (delayMs > 0) await (options.sleep ?? Bun.sleep)(delayMs);
   handler.drain();
   // Stops listening and closes idle connections; resolves once the last connection is closed.
   const stopped = server.stop(false);
-  if (await settlesWithin(stopped, options.graceMs - delayMs)) return;
+  if (await settlesWithin(stopped, options.graceMs)) return;
   handler.cut();
   if (await settlesWithin(stopped, CUT_FLUSH_MS)) return;
   await server.stop(true);
