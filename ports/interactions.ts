@@ -17,7 +17,7 @@ export interface TxReceiptReader {
   readonly chainId: number;
   readonly receipt: (txHash: string) => Promise<{ ok: true; value: TxReceiptFacts | null } | { ok: false; reason: "rpc-error" }>;
   /** The Unix time (seconds) of a block; null when the chain has no such block. */
-  /** `settled`: the caller knows the block is settled (its receipt was judged so), sparing a head read where one is kept. */
+  /** `settled`: whether the block is settled, where the caller's receipt was just judged (sparing a second head read). */
   readonly blockTime: (blockNumber: number, settled?: boolean) => Promise<{ ok: true; value: number | null } | { ok: false; reason: "rpc-error" }>;
   /** The chain's head block number (absent: the reader cannot tell, so no receipt is ever settled by depth). */
   readonly head?: (() => Promise<{ ok: true; value: number } | { ok: false; reason: "rpc-error" }>) | undefined;

@@ -14,7 +14,8 @@ export const RelaysSection = Type.Object({
   subsidizedSchemas: list("SUBSIDIZED_SCHEMAS", { default: ["user-review", "linked-identifier"], description: "schema names the public relay accepts" }),
   deadlineMarginSeconds: int("DEADLINE_MARGIN_SECONDS", {
     default: 30,
-    maximum: 3_600,
+    // Below the 600 s ahead the widget and the client helpers sign for, or every one of their requests is refused.
+    maximum: 300,
     description: "a delegated signature's deadline must be at least this far ahead (else 400 SIGNATURE_EXPIRED, nothing sent)",
   }),
   publicRelay: Type.Object({

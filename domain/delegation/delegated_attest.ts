@@ -120,10 +120,6 @@ async function checkOffChain(ctx: AttestContext, body: unknown, caller: Delegate
   if (schema === undefined) return fail("SCHEMA_NOT_SUBSIDIZED", "Schema not eligible for gas subsidy");
   const now = BigInt(Math.floor(deps.clock.nowMs() / 1000));
   if (request.deadline <= now) return fail("SIGNATURE_EXPIRED", "Signature expired");
-  // Too close to be mined before it passes: refused before any RPC rather than sent to revert at the delegate's cost.
-  if (request.deadline <= now + ctx.minAhead) {
-    return fail("SIGNATURE_EXPIRED", `Signature expires too soon: its deadline must be more than ${ctx.minAhead} seconds ahead, so that the transaction is mined before it; sign again with a later deadline`);
-  }
   if (request.deadline > now + maxAhead) {
     return fail("INVALID_INPUT", `deadline must be at most ${maxAhead} seconds ahead`);
   }
@@ -145,6 +141,12 @@ async function checkOffChain(ctx: AttestContext, body: unknown, caller: Delegate
     request.clientNonce === undefined ? undefined : recoverSigner(ctx.signing, deps.eas, request, signature.normalized, request.clientNonce);
   const known = await deps.replay.find(signature.normalized.hex);
   if (known !== undefined) return duplicate(known);
+  // Too close to be mined before it passes: refused before any RPC rather than sent to revert at the delegate's cost.
+  // After the replay lookup: a signature on record answers with its outcome to the end (a resend told to sign again
+  // would have written the review twice).
+  if (request.deadline <= now + ctx.minAhead) {
+    return fail("SIGNATURE_EXPIRED", `Signature expires too soon: its deadline must be more than ${ctx.minAhead} seconds ahead, so that the transaction is mined before it; sign again with a later deadline`);
+  }
   // Issue 23: a wallet whose ERC-6492 factory call the service already sent, mined, without deploying it, is not
   // deployed again (that call may burn gas whenever it is sent). Storage only: refused before any RPC or gas.
   if (signature.deployment !== undefined && deps.factoryCalls !== undefined) {

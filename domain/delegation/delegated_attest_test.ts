@@ -110,7 +110,11 @@ describe("createDelegatedAttest()", () => {
       expect(!refused.ok && refused.message).toContain("more than 30 seconds ahead");
     }
     expect(env.eas.calls).toBe(0);
-    expect(await env.attest(await signedBody(env, { deadline: BigInt(now + 31) }))).toMatchObject({ ok: true });
+    const written = await signedBody(env, { deadline: BigInt(now + 60) });
+    expect(await env.attest(written)).toMatchObject({ ok: true });
+    // The same signature sent again inside the margin is still its outcome, never "sign again" (a second review).
+    env.clock.set(env.clock.nowMs() + 45_000);
+    expect(await env.attest(written)).toMatchObject({ ok: false, code: "DUPLICATE" });
   });
 
   test("rejects missing fields, mainnet, unsubsidised and expired requests without RPC", async () => {

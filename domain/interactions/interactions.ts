@@ -198,7 +198,7 @@ export function keptReceipts(reader: TxReceiptReader, options: { readonly keep?:
       const read = await reader.blockTime(blockNumber);
       // A block's time is kept by the receipts' rule: once settled. A time kept at the tip outlived the block that a
       // reorganisation replaced at the same height, and a settled proof then carried it for good.
-      if (read.ok && read.value !== null && (settledAlready === true || await settled(blockNumber))) remember(times, blockNumber, read.value);
+      if (read.ok && read.value !== null && (settledAlready ?? await settled(blockNumber))) remember(times, blockNumber, read.value);
       return read;
     },
     ...(reader.head === undefined ? {} : { head: reader.head }),
@@ -273,7 +273,7 @@ export function createTxProofs(deps: {
     const read = await reader.receipt(txHash.toLowerCase());
     if (!read.ok) return fail("RPC_ERROR", "The chain could not be read");
     if (read.value === null) return fail("NOT_FOUND", "No such transaction is mined on this chain");
-    const time = await reader.blockTime(read.value.blockNumber, read.value.settled === true);
+    const time = await reader.blockTime(read.value.blockNumber, read.value.settled);
     if (!time.ok || time.value === null) return fail("RPC_ERROR", "The chain could not be read");
     const proof: TxProof = {
       chain: `eip155:${chainId}`,

@@ -139,6 +139,19 @@ describe("txProofs", () => {
     expect(chain.asked).toEqual([hash(1), hash(1)]);
   });
 
+  test("a proof costs one head read: the block's time takes the receipt's judgement, settled or not", async () => {
+    let heads = 0;
+    let head = 10;
+    const chain = reader({ [hash(1)]: good(3) }, { head: () => (heads++, head) });
+    const kept = keptReceipts(chain.reader, { confirmations: 12 });
+    const proofs = createTxProofs({ readerFor: () => kept });
+    await proofs(31337, hash(1));
+    expect(heads).toBe(1);
+    head = 16;
+    await proofs(31337, hash(1));
+    expect(heads).toBe(2);
+  });
+
   test("with confirmations but a reader that cannot tell the head, no receipt is kept", async () => {
     const chain = reader({ [hash(1)]: good(1) });
     const kept = keptReceipts(chain.reader, { confirmations: 1 });

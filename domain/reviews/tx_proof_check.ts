@@ -40,7 +40,8 @@ export async function checkTxProofOnChains(input: TxProofCheckInput, chains: Pic
   if (read.value === null) {
     return { verdict: "invalid", reasons: txProofReasons({ proof, transaction: undefined, senderRelation: "unrelated", targets: [], reviewTime: input.reviewTime }) };
   }
-  const time = await reader.blockTime(read.value.blockNumber);
+  // The receipt's judgement (settled or not) goes with it: the block's time is kept by it, with no second head read.
+  const time = await reader.blockTime(read.value.blockNumber, read.value.settled);
   if (!time.ok || time.value === null) return { verdict: "not-checked", reason: "chain-failed" };
   const transaction: ChainTransaction = {
     from: read.value.from as Address,
