@@ -37,8 +37,17 @@ function recordRow(a: IndexedAttestation, subjects: ReadonlyMap<string, string> 
     ref_uid: a.refUID.toLowerCase(),
     revocable: a.revocable ? 1 : 0,
     data: a.data.toLowerCase(),
-    subject: subjects === undefined ? null : (subjects.get(a.uid.toLowerCase()) ?? ""),
+    subject: subjects === undefined ? null : storedSubject(subjects.get(a.uid.toLowerCase())),
   };
+}
+
+/**
+ * A subject as PostgreSQL can hold it: its text holds no U+0000, and one such string failed the whole append, so the
+ * follower never passed that block. The domain names no such subject (the subject rule); should one come, it names
+ * none here ("" as no subject), never a shortened name that could match another subject.
+ */
+function storedSubject(subject: string | undefined): string {
+  return subject === undefined || subject.includes("\u0000") ? "" : subject;
 }
 
 const toLog = (row: Row): AttestedLog => ({
@@ -318,7 +327,7 @@ function indexRecords(
       if (subjects.length === 0) return;
       await sql`UPDATE index_attestations AS a SET subject = s.subject
                   FROM (SELECT UNNEST(${sql.array(subjects.map((s) => s.uid.toLowerCase()), "TEXT")}::TEXT[]) AS uid,
-                               UNNEST(${sql.array(subjects.map((s) => s.subject ?? ""), "TEXT")}::TEXT[]) AS subject) AS s
+                               UNNEST(${sql.array(subjects.map((s) => storedSubject(s.subject ?? undefined)), "TEXT")}::TEXT[]) AS subject) AS s
                  WHERE a.chain_id = ${chainId} AND a.eas = ${eas} AND a.uid = s.uid`;
     },
     resetSubjectsUnless: subjectRules(sql, chainId, eas),

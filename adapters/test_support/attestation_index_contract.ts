@@ -46,6 +46,23 @@ export function attestationIndexContract(open: () => Promise<Storage>) {
     expect(await store.incomplete(10)).toEqual([]);
   });
 
+  test("index: a subject holding U+0000 never fails a step: the block is passed, the subject names none", async () => {
+    // Written by anyone straight to EAS: PostgreSQL's text refuses U+0000, and the follower retried that block forever.
+    const store = await (await open()).indexStore({ chainId: 31337, easAddress: fresh("0xeas") });
+    const uid = (n: number) => `0x${n.toString(16).padStart(64, "0")}` as `0x${string}`;
+    const recipient = "0x00000000000000000000000000000000000000aa" as const;
+    const event = (n: number) => ({ kind: "attested" as const, uid: uid(n), recipient, attester: recipient, schemaUid: uid(7), blockNumber: BigInt(n), logIndex: 0 });
+    const record = (n: number) => ({
+      uid: uid(n), schema: uid(7), time: 1_700_000_000n + BigInt(n), expirationTime: 0n, revocationTime: 0n,
+      refUID: uid(0), recipient, attester: recipient, revocable: true, data: "0xabcdef" as const,
+    });
+    const subjects = new Map([[uid(1), "did:web:shop.example\u0000"], [uid(2), "did:web:shop.example"]]);
+    expect(await store.append(undefined, [event(1), event(2)], { blockNumber: 5n, blockHash: uid(5) }, { attestations: [record(1), record(2)], subjects })).toBe(true);
+    expect((await store.checkpoint())?.blockNumber).toBe(5n);
+    await store.setSubjects?.([{ uid: uid(1), subject: "did:web:x\u0000" }]);
+    expect((await store.records([uid(1), uid(2)])).map((r) => r.uid).sort()).toEqual([uid(1), uid(2)]);
+  });
+
   test("index: a reorg of the tail rewinds tail rows only; confirmed rows and their records stay", async () => {
     const store = await (await open()).indexStore({ chainId: 31337, easAddress: fresh("0xeas") });
     const uid = (n: number) => `0x${n.toString(16).padStart(64, "1")}` as `0x${string}`;

@@ -4,7 +4,7 @@
  * subject's count is one `COUNT` over an index instead of reading and decoding every attestation sent to its address.
  */
 import type { IndexedAttestation } from "../../ports/attestation_index.ts";
-import { normalizeDid } from "../did/mod.ts";
+import { normalizeSubjectDid } from "../did/mod.ts";
 import { decodeSchemaData } from "../schema_data.ts";
 import { findSchemaByName } from "../schemas.ts";
 
@@ -28,7 +28,10 @@ export function createSubjectOf(schemaUids: Readonly<Record<string, string>>): S
     if (schema === undefined) return null;
     const decoded = decodeSchemaData(schema, record.data);
     if (!decoded.ok || typeof decoded.value.subject !== "string") return null;
-    const named = normalizeDid(decoded.value.subject);
+    // The subject rule every route takes (issue 43): a subject no route can name (whitespace, control characters, U+0000
+    // among them) names none here. Such a subject, written by anyone straight to EAS, stopped the index on PostgreSQL
+    // for good (its text holds no U+0000), where SQLite stored it.
+    const named = normalizeSubjectDid(decoded.value.subject);
     return named.ok ? named.value : null;
   }, { rule });
 }

@@ -1,0 +1,28 @@
+import { describe, expect, test } from "bun:test";
+import type { HexString } from "../../ports/eas.ts";
+import { encodeSchemaData } from "../schema_data.ts";
+import { findSchemaByName } from "../schemas.ts";
+import { createSubjectOf } from "./record_subject.ts";
+
+const REVIEW = findSchemaByName("user-review")!;
+const REVIEW_UID = `0x${"5".repeat(64)}` as HexString;
+const subjectOf = createSubjectOf({ "user-review": REVIEW_UID });
+const review = (subject: string) => {
+  const data = encodeSchemaData(REVIEW.schema, { subject, version: "1", ratingValue: 5, reviewBody: "x", screenshotUrls: [], proofs: [] });
+  if (!data.ok) throw new Error(data.message);
+  return { schema: REVIEW_UID, data: data.value as HexString };
+};
+
+describe("createSubjectOf()", () => {
+  test("a record's subject is read by the one subject rule the routes take", () => {
+    expect(subjectOf(review("did:web:Shop.Example"))).toBe("did:web:shop.example");
+    expect(subjectOf(review("shop.example"))).toBe("did:web:shop.example");
+  });
+
+  test("a subject no route can name names none: U+0000, other control characters, whitespace", () => {
+    // U+0000 in a subject written straight to EAS stopped the index on PostgreSQL for good (its text refuses it).
+    for (const subject of ["did:web:shop.example\u0000", "did:web:exa\tmple.com", "did:web:not a did", "did:web:a..b"]) {
+      expect({ subject, named: subjectOf(review(subject)) }).toEqual({ subject, named: null });
+    }
+  });
+});
