@@ -30,6 +30,11 @@ function fallbackResponse(path: string, started: number): Response {
   );
 }
 
+/** 404 NOT_FOUND for a path no route has, with CORS as {@link fallbackResponse}. */
+function notFoundResponse(path: string): Response {
+  return json(errorBody("NOT_FOUND", "Not found"), 404, isPrivatePath(path) ? NOT_KEPT : { ...PUBLIC_CORS_HEADERS, ...NOT_KEPT });
+}
+
 /**
  * How long a request may go unanswered before the server answers for its route (issue 15): below the server's
  * idle timeout (main.ts SERVER_IDLE_TIMEOUT_SECONDS, 255 s, Bun's maximum), which otherwise cuts the connection
@@ -250,6 +255,12 @@ export function instrumentedHandler(
     if (draining) {
       const path = pathOf(request.url);
       return finish(request, requestId, routeOf(path), performance.now(), unreadBodyResponse(path, performance.now(), "SHUTTING_DOWN"));
+    }
+    // No path of this service holds U+0000 (`%00`): such an id in a path reached PostgreSQL's text, which cannot hold it,
+    // and answered 500 there (404 on SQLite). 404, as any path no route has.
+    if (request.url.includes("%00")) {
+      const path = pathOf(request.url);
+      if (path.includes("%00")) return finish(request, requestId, "unmatched", performance.now(), notFoundResponse(path));
     }
     const context = new ServedRequest(requestId, request, server, deps.trustProxy ?? 0);
     if (edge !== undefined) {

@@ -11,6 +11,9 @@ export const MAX_DID_LENGTH = 2_048;
 export function readKeyDid(value: unknown, field = "keyDid"): Result<string, "INVALID_INPUT" | "INVALID_DID"> {
   if (typeof value !== "string" || value.trim() === "") return fail("INVALID_INPUT", `${field} is required`);
   if (value.length > MAX_DID_LENGTH) return fail("INVALID_INPUT", `${field} must be at most ${MAX_DID_LENGTH} characters`);
+  // No DID holds whitespace or a control character (a did:ethr or did:jwk was kept as written, U+0000 included, which
+  // SQLite stored and PostgreSQL answered with a 500).
+  if (/[\s\p{Cc}]/u.test(value.trim())) return fail("INVALID_DID", `${field} must not hold whitespace or control characters`);
   const method = /^did:([a-z0-9]+):/.exec(value.trim())?.[1];
   if (method === undefined || !(KEY_DID_METHODS as readonly string[]).includes(method)) {
     return fail("INVALID_DID", `${field} must be a did:pkh, did:key, did:jwk or did:ethr`);

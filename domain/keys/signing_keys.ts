@@ -148,6 +148,9 @@ export function createSigningKeys(deps: SigningKeysDeps) {
     },
     /** The account's keys newest first, each with its verdict for every subject of the account. */
     async list(account: Account, filter: { keyType?: string | undefined; tag?: string | undefined } = {}): Promise<ListedSigningKey[]> {
+      // A tag holds no control character (a stored one never does: tags are display text): such a filter matches
+      // nothing, and is not sent to the store (U+0000 answered 500 on PostgreSQL).
+      if (filter.tag !== undefined && /\p{Cc}/u.test(filter.tag)) return [];
       const records = await deps.store.list(account.id, {
         keyType: filter.keyType === undefined || filter.keyType === "" ? undefined : filter.keyType as SigningKeyType,
         tag: filter.tag === undefined || filter.tag === "" ? undefined : filter.tag,

@@ -25,3 +25,6 @@ export function sameText(a: string, b: string): boolean {
   for (let i = 0; i < Math.max(a.length, b.length); i++) diff |= (a.charCodeAt(i) | 0) ^ (b.charCodeAt(i) | 0);
   return diff === 0;
 }
+
+/** A client id as any is written: 1 to 200 visible ASCII characters (a U+0000 reached PostgreSQL and answered 500). */
+export const CLIENT_ID = /^[\x21-\x7e]{1,200}$/;

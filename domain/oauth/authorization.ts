@@ -8,7 +8,7 @@ import { sha256, stringToBytes } from "viem/utils";
 import type { Account } from "../../ports/accounts.ts";
 import type { OAuthClient } from "../../ports/oauth.ts";
 import { ok, type Ok } from "../result.ts";
-import { hashSecret, randomToken, sameText } from "./_secrets.ts";
+import { CLIENT_ID, hashSecret, randomToken, sameText } from "./_secrets.ts";
 import { CODE_TTL_SECONDS, type OAuthDeps } from "./_deps.ts";
 import { tokenResources } from "./metadata.ts";
 import { parseScope, type Scope, scopesOf, scopeString } from "./scopes.ts";
@@ -55,7 +55,8 @@ export function createAuthorization(deps: OAuthDeps) {
   /** Checks an authorization request; the checked request, or where its error goes. */
   async function check(params: AuthorizationParameters): Promise<Ok<AuthorizationRequest> | ShownError | RedirectError> {
     const clientId = params.client_id;
-    if (clientId === undefined || clientId === "" || clientId.length > 200) return { ok: false, kind: "show", error: "invalid_request", description: "client_id is missing" };
+    if (clientId === undefined || clientId === "") return { ok: false, kind: "show", error: "invalid_request", description: "client_id is missing" };
+    if (!CLIENT_ID.test(clientId)) return { ok: false, kind: "show", error: "invalid_client", description: "This application is not registered here (unknown client_id)" };
     const client = await store.findClient(clientId);
     if (client === undefined || !client.grantTypes.includes("authorization_code")) {
       return { ok: false, kind: "show", error: "invalid_client", description: "This application is not registered here (unknown client_id)" };

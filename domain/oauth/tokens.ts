@@ -6,7 +6,7 @@
 import { fail, ok, type Result } from "../result.ts";
 import type { OAuthDeps } from "./_deps.ts";
 import { authorizationCode, clientCredentials, refreshToken, type TokenErrorCode, type TokenResponse } from "./_grants.ts";
-import { hashSecret, sameText } from "./_secrets.ts";
+import { CLIENT_ID, hashSecret, sameText } from "./_secrets.ts";
 import { tokenResources } from "./metadata.ts";
 
 export type { TokenErrorCode, TokenResponse } from "./_grants.ts";
@@ -37,7 +37,8 @@ async function authenticateClient(deps: OAuthDeps, params: Readonly<Record<strin
   if (basic !== undefined && params.client_id !== undefined && params.client_id !== basic.clientId) return fail("invalid_request", "client_id differs from the authenticated client");
   const clientId = basic?.clientId ?? params.client_id;
   const secret = basic?.secret ?? params.client_secret;
-  if (clientId === undefined || clientId === "" || clientId.length > 200) return fail("invalid_client", "Client authentication failed");
+  // Visible ASCII only, as every client id is: a U+0000 reached PostgreSQL's text and answered 500 there.
+  if (clientId === undefined || !CLIENT_ID.test(clientId)) return fail("invalid_client", "Client authentication failed");
   const client = await deps.store.findClient(clientId);
   if (client === undefined) return fail("invalid_client", "Client authentication failed");
   if (client.secretHash === null) return secret === undefined ? ok(client) : fail("invalid_client", "Client authentication failed");

@@ -269,7 +269,7 @@ export function createWebhookEndpoints(deps: WebhookEndpointsDeps) {
       let after: { createdAtMs: number; id: string } | undefined;
       if (query.cursor !== undefined) {
         const bytes = base64UrlDecode(query.cursor);
-        const match = bytes === undefined ? null : /^([0-9]{1,16}):(.{1,100})$/.exec(new TextDecoder().decode(bytes));
+        const match = bytes === undefined ? null : /^([0-9]{1,16}):([\x21-\x7e]{1,100})$/.exec(new TextDecoder().decode(bytes));
         if (match === null) return fail("INVALID_INPUT", "cursor is not a cursor of this list");
         after = { createdAtMs: Number(match[1]), id: match[2]! };
       }
