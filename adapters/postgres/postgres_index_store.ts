@@ -41,11 +41,7 @@ function recordRow(a: IndexedAttestation, subjects: ReadonlyMap<string, string> 
   };
 }
 
-/**
- * A subject as PostgreSQL can hold it: its text holds no U+0000, and one such string failed the whole append, so the
- * follower never passed that block. The domain names no such subject (the subject rule); should one come, it names
- * none here ("" as no subject), never a shortened name that could match another subject.
- */
+/** A subject PostgreSQL can hold: one with U+0000 (the domain names none) failed the whole append; it names none (""). */
 function storedSubject(subject: string | undefined): string {
   return subject === undefined || subject.includes("\u0000") ? "" : subject;
 }

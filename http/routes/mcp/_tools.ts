@@ -212,12 +212,9 @@ function readTools(deps: McpToolDeps): ToolDefinition[] {
       outputSchema: ArtifactTrustRecordModel,
       readOnly: true,
       async run(args) {
-        // The route's codes: no artifactDid string is INVALID_DID; a bad chain or an argument the tool does not take is
-        // INVALID_INPUT (a bad chain was INVALID_DID, naming the artifact).
-        const did = typeof args === "object" && args !== null ? (args as { artifactDid?: unknown }).artifactDid : undefined;
-        if (typeof did !== "string" || did === "") {
-          return { ok: false, code: "INVALID_DID", message: INVALID_ARTIFACT_DID_MESSAGE, details: "artifactDid is required (one did:artifact string)" };
-        }
+        // The route's codes: no artifactDid is INVALID_DID, a bad chain or another argument INVALID_INPUT (was INVALID_DID).
+        const did = (args as { artifactDid?: unknown } | null)?.artifactDid;
+        if (typeof did !== "string" || did === "") return { ok: false, code: "INVALID_DID", message: INVALID_ARTIFACT_DID_MESSAGE, details: "artifactDid is required" };
         const input = artifactArgs(args);
         if (!input.ok) return input;
         const on = chainReads(deps, input.value.chain, "artifactTrust");
