@@ -84,6 +84,8 @@ function webhookEndpoints(sql: SQL): Pick<WebhookStore, "create" | "list" | "get
       return rows[0] === undefined ? undefined : toWebhookEndpoint(rows[0]);
     },
     async targets(subjectDid) {
+      // No stored subject holds U+0000, which PostgreSQL's text refuses: one sent failed the fan-out's round for good.
+      if (subjectDid.includes("\u0000")) return toTargets([], subjectDid, new Set());
       const owners: Row[] = await sql`SELECT DISTINCT account_id FROM subjects WHERE canonical_did = ${subjectDid}`;
       const rows: Row[] = await sql`
         SELECT * FROM webhook_endpoints WHERE disabled = 0 AND (id IN (SELECT endpoint_id FROM webhook_subjects WHERE subject_did = ${subjectDid})

@@ -157,6 +157,8 @@ function outboxAndEndpointTests(open: () => Promise<readonly [Storage, Storage]>
       { endpointId: notOwn.id, accountId: owner, events: notOwn.events, owned: true, watched: false },
     ].sort((a, b) => (a.endpointId < b.endpointId ? -1 : 1));
     expect(targets).toEqual(expected);
+    // A subject holding U+0000 (no stored one does) has no targets, on either engine: PostgreSQL threw on it.
+    expect(await storage.webhooks.targets(`${did}\u0000`)).toEqual([]);
   });
 
   test("anyEnabled: true while an endpoint is enabled", async () => {

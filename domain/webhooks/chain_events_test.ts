@@ -8,6 +8,7 @@ import type { OutboxRow } from "../../ports/webhooks.ts";
 import { didToAddress } from "../did/mod.ts";
 import { computeSchemaUid, findSchemaByName } from "../schemas.ts";
 import { createSubmissionEvents, createWebhookEndpoints, createWebhookFanOut, derivedEventId, outboxChain } from "./mod.ts";
+import { attestationEvent } from "./events.ts";
 
 const account = { id: "acc-1", address: "0x00000000000000000000000000000000000000a1", plan: "free", createdAtMs: 0, displayName: null } as const;
 const SUBJECT = "did:web:service.example";
@@ -48,6 +49,23 @@ describe("outboxChain()", () => {
     expect(outboxChain({ chainId: 8453, eas: EAS_A })).toEqual({ chainId: 8453, caip2: "eip155:8453", easContract: EAS_A.toLowerCase() });
     expect(outboxChain({})).toBeUndefined();
     expect(outboxChain({ chainId: 8453 })).toBeUndefined();
+  });
+});
+
+describe("attestationEvent(): the one subject rule", () => {
+  test("a subject no route can name (U+0000, whitespace) is about nobody: no event, the row consumed", () => {
+    // Written by anyone to EAS, with the recipient its DID address: U+0000 reached PostgreSQL's text and stopped the
+    // fan-out of every account's deliveries for good.
+    for (const subject of [`${SUBJECT}\u0000`, "did:web:not a did"]) {
+      const record = binding(`0x${"73".repeat(32)}`);
+      const named = {
+        ...record,
+        recipient: (didToAddress(subject) as { value: string }).value as HexString,
+        data: encodeAbiParameters(parseAbiParameters(keySchema.schema), [subject, "did:key:z6Mk", "{}", ["sign"], [], 1n, 1n, 0n]) as HexString,
+      };
+      expect(attestationEvent({ seq: 1, kind: "attested", uid: record.uid, blockNumber: 10n } as OutboxRow, named, schemaNames)).toBeUndefined();
+    }
+    expect(attestationEvent({ seq: 1, kind: "attested", uid: `0x${"73".repeat(32)}`, blockNumber: 10n } as OutboxRow, binding(`0x${"73".repeat(32)}`), schemaNames)?.subject).toBe(SUBJECT);
   });
 });
 

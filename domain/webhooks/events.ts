@@ -9,7 +9,7 @@ import type { HexString } from "../../ports/eas.ts";
 import type { Random } from "../../ports/random.ts";
 import type { OutboxRow, WebhookEventType, WebhookMessage, WebhookTarget } from "../../ports/webhooks.ts";
 import type { ChainAnswer } from "../chains/mod.ts";
-import { base64UrlEncode, didToAddress, normalizeDid } from "../did/mod.ts";
+import { base64UrlEncode, didToAddress, normalizeSubjectDid } from "../did/mod.ts";
 import { decodeSchemaData } from "../schema_data.ts";
 import { findSchemaByName } from "../schemas.ts";
 
@@ -68,7 +68,10 @@ export function attestationEvent(row: OutboxRow, record: StoredAttestation, sche
   const decoded = definition === undefined ? undefined : decodeSchemaData(definition.schema, record.data as HexString);
   const fields = decoded?.ok ? decoded.value : {};
   if (typeof fields.subject !== "string") return undefined;
-  const subject = normalizeDid(fields.subject);
+  // The one subject rule, as the index reads it: a subject no route can name (U+0000, whitespace, control characters)
+  // is about nobody one can watch. One with U+0000, written by anyone to EAS, stopped every account's deliveries on
+  // PostgreSQL (its text refuses it), the fan-out retrying that row for good.
+  const subject = normalizeSubjectDid(fields.subject);
   if (!subject.ok) return undefined;
   const address = didToAddress(subject.value);
   if (!address.ok || address.value.toLowerCase() !== record.recipient.toLowerCase()) return undefined;
