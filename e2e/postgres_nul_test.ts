@@ -54,8 +54,17 @@ describe.skipIf(skip !== undefined)("U+0000 in a request, on PostgreSQL", () => 
     expect((await call("GET", "/oauth/authorize?response_type=code&client_id=a%00", { signedIn: false })).status).toBe(400);
   });
 
-  test("signing keys: a tag filter holding it matches nothing; a key DID holding it is refused (400)", async () => {
+  test("sign-in: a challenge's uri holding it is not an absolute URL (400); a challengeId holding it is unknown", async () => {
+    const wallet = `did:pkh:eip155:31337:0x${"1".repeat(40)}`;
+    expect(await call("POST", "/v1/session/wallet/challenge", { body: JSON.stringify({ walletDid: wallet, domain: "app.test", uri: "https://app.test/login\u0000" }), signedIn: false }))
+      .toEqual({ status: 400, code: "INVALID_INPUT" });
+    expect(await call("POST", "/v1/session/wallet/verify", { body: JSON.stringify({ challengeId: "abc\u0000", siweMessage: "m", signature: "0x12" }), signedIn: false }))
+      .toEqual({ status: 400, code: "INVALID_CHALLENGE" });
+  });
+
+  test("signing keys: a tag or keyType filter holding it matches nothing; a key DID holding it is refused (400)", async () => {
     expect((await call("GET", `/api/private/signing-keys?tag=${encodeURIComponent("a\u0000")}`)).status).toBe(200);
+    expect((await call("GET", `/api/private/signing-keys?keyType=${encodeURIComponent("attestation\u0000")}`)).status).toBe(200);
     expect((await call("POST", "/api/private/signing-keys", { body: JSON.stringify({ keyDid: "did:ethr:0xabc\u0000", keyType: "attestation", displayName: "k" }) })).status)
       .toBe(400);
   });

@@ -132,4 +132,16 @@ describe.skipIf(skip !== undefined)("x402 on PostgreSQL, two instances", () => {
     expect(await sent(devnet.keys.witness as Hex)).toBe(witnessSent + 1);
     expect(await balance(payer)).toBe(before - WITNESS_PRICE);
   }, 60_000);
+
+  test("a payment whose network or asset holds U+0000 is refused as invalid (402), not answered 500 by the replay lookup", async () => {
+    const key = devnet.keys.users[5] as Hex;
+    const payment = await paymentFor(key, instances[0]!.url, "/v1/paid/controller-witness", witnessBody);
+    const [name, value] = Object.entries(payment)[0]!;
+    for (const field of ["network", "asset"] as const) {
+      const payload = JSON.parse(Buffer.from(value, "base64").toString("utf8")) as { accepted: Record<string, string> };
+      payload.accepted[field] = `${payload.accepted[field]}\u0000`;
+      const answer = await paid(instances[0]!.url, "/v1/paid/controller-witness", witnessBody, { [name]: Buffer.from(JSON.stringify(payload)).toString("base64") });
+      expect({ field, status: answer.status, code: answer.body.code }).toEqual({ field, status: 402, code: "PAYMENT_INVALID" });
+    }
+  }, 60_000);
 });

@@ -13,7 +13,7 @@
 import { decodePaymentSignatureHeader, encodePaymentResponseHeader } from "@x402/core/http";
 import type { HTTPRequestContext } from "@x402/core/server";
 import type { Network, PaymentPayload } from "@x402/core/types";
-import { paymentReplayKey, readExactAuthorization } from "../domain/payments/mod.ts";
+import { paymentReplayKey, plainPaymentTerm, readExactAuthorization } from "../domain/payments/mod.ts";
 import type { PaymentPurpose } from "../ports/payments.ts";
 import { adapterOf, type Gate, type GateWork, paidWorkOf, reasonOf, settleWork, workAnswer } from "./_x402_core.ts";
 
@@ -28,6 +28,7 @@ function paymentOf(header: string): { readonly key: string; readonly payer: stri
   const authorization = readExactAuthorization(payload.payload);
   const accepted = payload.accepted as { network?: unknown; asset?: unknown } | undefined;
   if (authorization === undefined || typeof accepted?.network !== "string" || typeof accepted.asset !== "string") return undefined;
+  if (!plainPaymentTerm(accepted.network) || !plainPaymentTerm(accepted.asset)) return undefined;
   const key = paymentReplayKey({ network: accepted.network, asset: accepted.asset, nonce: authorization.nonce });
   return { key, payer: authorization.from.toLowerCase(), network: accepted.network };
 }

@@ -19,7 +19,7 @@ import { decodePaymentSignatureHeader } from "@x402/core/http";
 import { FacilitatorResponseError, type HTTPRequestContext, type RouteConfig, x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server";
 import type { Network, PaymentPayload } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
-import { expiresTooSoon, paymentReplayKey, readExactAuthorization } from "../domain/payments/mod.ts";
+import { expiresTooSoon, paymentReplayKey, plainPaymentTerm, readExactAuthorization } from "../domain/payments/mod.ts";
 import type { PaymentPurpose } from "../ports/payments.ts";
 import { initializeOnce } from "../x402/elysia_adapter.ts";
 import { createOfferReceiptExtension, declareOfferReceiptExtension } from "../x402/extension.ts";
@@ -170,7 +170,7 @@ async function handlePayment(
     }
     if (payload !== undefined && authorization !== undefined) {
       const accepted = payload.accepted as { network?: unknown; asset?: unknown } | undefined;
-      if (typeof accepted?.network === "string" && typeof accepted.asset === "string" &&
+      if (typeof accepted?.network === "string" && typeof accepted.asset === "string" && plainPaymentTerm(accepted.network) && plainPaymentTerm(accepted.asset) &&
         await gate.options.known(paymentReplayKey({ network: accepted.network, asset: accepted.asset, nonce: authorization.nonce }))) {
         return replayed();
       }

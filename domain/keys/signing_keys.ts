@@ -151,6 +151,8 @@ export function createSigningKeys(deps: SigningKeysDeps) {
       // A tag holds no control character (a stored one never does: tags are display text): such a filter matches
       // nothing, and is not sent to the store (U+0000 answered 500 on PostgreSQL).
       if (filter.tag !== undefined && /\p{Cc}/u.test(filter.tag)) return [];
+      // So does a key type that is none of the two (it was sent as given).
+      if (filter.keyType !== undefined && filter.keyType !== "" && filter.keyType !== "attestation" && filter.keyType !== "service-signing") return [];
       const records = await deps.store.list(account.id, {
         keyType: filter.keyType === undefined || filter.keyType === "" ? undefined : filter.keyType as SigningKeyType,
         tag: filter.tag === undefined || filter.tag === "" ? undefined : filter.tag,

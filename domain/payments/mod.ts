@@ -52,6 +52,7 @@ export {
   expiresTooSoon,
   owesForWork,
   paymentReplayKey,
+  plainPaymentTerm,
   readExactAuthorization,
   withPaidAccounts,
   withPaidPlans,

@@ -70,6 +70,15 @@ export function expiresTooSoon(authorization: Pick<ExactAuthorization, "validBef
  * across upgrades: a key with the payer in it would let a payment reserved before an upgrade run again after it (the
  * replay pre-check and a crashed request's resume look keys up by this form).
  */
+/**
+ * Whether a payment's client-given network and asset can name a stored payment: visible ASCII, as every network and
+ * asset the service offers is. Anything else (U+0000 above all, which PostgreSQL's text refuses: the lookup answered
+ * 500 before the payment was verified) names none, and the payment is refused by its verification.
+ */
+export function plainPaymentTerm(text: string): boolean {
+  return /^[\x21-\x7e]{1,200}$/.test(text);
+}
+
 export function paymentReplayKey(input: { readonly network: string; readonly asset: string; readonly nonce: string }): string {
   return `${input.network}:${input.asset}:${input.nonce}`.toLowerCase();
 }

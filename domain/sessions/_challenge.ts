@@ -35,6 +35,8 @@ export async function challenge(deps: SessionDeps, body: unknown, caller: Challe
   if (!wallet.ok) return wallet;
   if (!str(input.domain) || !/^[^\s/?#@]+$/.test(input.domain)) return fail("INVALID_INPUT", "domain must be a host[:port]");
   if (!str(input.uri)) return fail("INVALID_INPUT", "uri is required");
+  // `new URL` drops trailing control characters that the message would keep (U+0000 answered 500 on PostgreSQL).
+  if (/[\s\p{Cc}]/u.test(input.uri)) return fail("INVALID_INPUT", "uri must be an absolute URL");
   let uri: URL;
   try {
     uri = new URL(input.uri);

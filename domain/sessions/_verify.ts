@@ -39,7 +39,8 @@ export async function verify(
   if (executionMode !== undefined && executionMode !== "subscription" && executionMode !== "native") {
     return fail("INVALID_INPUT", "executionMode must be subscription or native");
   }
-  const found = await deps.accounts.findChallenge(input.challengeId);
+  // A challenge id is visible ASCII, as every one given is: another names none (U+0000 answered 500 on PostgreSQL).
+  const found = /^[\x21-\x7e]{1,200}$/.test(input.challengeId) ? await deps.accounts.findChallenge(input.challengeId) : undefined;
   if (found === undefined || found.usedAtMs !== null) return fail("INVALID_CHALLENGE", "Unknown or already used challenge");
   const now = deps.clock.nowMs();
   if (now >= found.expiresAtMs) return fail("CHALLENGE_EXPIRED", "Challenge expired");
