@@ -55,6 +55,41 @@ describe.skipIf(pgSkip !== undefined)("postgres across instances", () => {
     expect(results.filter(Boolean)).toHaveLength(7);
   });
 
+  test("an instance that freezes holding a wallet's nonce lock holds the others no longer than WALLET_LOCK_SECONDS", async () => {
+    // It held them until PostgreSQL noticed the dead connection (hours): every instance's writes waited. Here the
+    // holder never lets go until the other instance has the lock, which it gets once the database ends the idle hold.
+    const [frozen, other] = [await openPostgresStorage(pg!.url, { max: 1, walletLockSeconds: 1 }), await openPostgresStorage(pg!.url, { max: 1, walletLockSeconds: 1 })];
+    try {
+      let otherHadIt!: () => void;
+      const otherHasIt = new Promise<void>((resolve) => (otherHadIt = resolve));
+      let holding!: () => void;
+      const held = new Promise<void>((resolve) => (holding = resolve));
+      const stuck = frozen.walletNonces!.withLock(31337, "0xfrozen", async (next) => {
+        holding();
+        await otherHasIt;
+        return { used: next, value: "late" };
+      }).catch(() => "ended by the database");
+      await held;
+      const got = await other.walletNonces!.withLock(31337, "0xfrozen", async (next) => {
+        otherHadIt();
+        return { used: next, value: next };
+      });
+      expect(got).toBe(0);
+      expect(await stuck).toBe("ended by the database");
+    } finally {
+      await frozen.close().catch(() => undefined);
+      await other.close();
+    }
+  }, 30_000);
+
+  test("an instance whose clock is more than a minute off the database's does not open (its writes' ages would be misjudged)", async () => {
+    // One 10 minutes behind had its writes under way released by the other instances' reconcilers as abandoned.
+    await expect(openPostgresStorage(pg!.url, { max: 1, nowMs: () => Date.now() - 10 * 60_000 })).rejects.toThrow(/clock is \d+ s behind the database's/);
+    await expect(openPostgresStorage(pg!.url, { max: 1, nowMs: () => Date.now() + 10 * 60_000 })).rejects.toThrow(/clock is \d+ s ahead of the database's/);
+    const close = await openPostgresStorage(pg!.url, { max: 1, nowMs: () => Date.now() + 5_000 });
+    await close.close();
+  });
+
   test("a replay key claimed through one instance is a duplicate through the other", async () => {
     const base = { chainId: 1, attester: "0xcross", nonce: 3n, deadline: 2_000_000_000n, createdAtMs: 1 };
     const outcomes = await Promise.all([postgres!.replay.claim({ ...base, key: "0xcross1" }), second!.replay.claim({ ...base, key: "0xcross1" })]);

@@ -12,7 +12,7 @@ import { loadSecp256k1, openKeccak256 } from "../adapters/crypto/mod.ts";
 import type { Keccak256 } from "../ports/keccak.ts";
 import type { Secp256k1 } from "../ports/secp256k1.ts";
 import { createJsonLogger, createPrometheusMetrics, meteredRpcFetch, type PrometheusMetrics } from "../adapters/observability/mod.ts";
-import { openPostgresStorage } from "../adapters/postgres/mod.ts";
+import { ClockSkewError, openPostgresStorage } from "../adapters/postgres/mod.ts";
 import { openSqliteStorage } from "../adapters/sqlite/mod.ts";
 import { EAS_DOMAIN_VERSION, REFERENCED_AUTHORITY } from "../domain/delegation/mod.ts";
 import { EAS_ABI } from "../domain/eas_abi.ts";
@@ -317,8 +317,9 @@ export function servedTrustAnchors(config: Pick<Config, "server" | "widgets">, a
 export async function openStorage(config: Pick<Config, "storage">): Promise<Storage> {
   if (config.storage.databaseUrl === undefined) return openSqliteStorage(config.storage.databasePath);
   try {
-    return await openPostgresStorage(config.storage.databaseUrl);
+    return await openPostgresStorage(config.storage.databaseUrl, { walletLockSeconds: config.storage.walletLockSeconds });
   } catch (error) {
+    if (error instanceof ClockSkewError) throw new StartupError(`DATABASE_URL: ${error.message}`);
     // The server's SQLSTATE (40P01 a deadlock, 28P01 a password refused, …) says which, without its message's text.
     const state = (error as { errno?: unknown } | null)?.errno;
     const detail = typeof state === "string" && /^[0-9A-Z]{5}$/.test(state) ? ` (SQLSTATE ${state})` : "";

@@ -1,3 +1,3 @@
 /** Storage in PostgreSQL (Bun.SQL), for several instances sharing one database. */
-export { openPostgresStorage } from "./postgres_storage.ts";
+export { ClockSkewError, openPostgresStorage } from "./postgres_storage.ts";
 export { createPostgresIndexStore } from "./postgres_index_store.ts";

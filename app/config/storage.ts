@@ -1,7 +1,7 @@
 /** Where the service keeps its data: the `storage` section. */
 import { join } from "node:path";
 import { type Static, Type } from "@sinclair/typebox";
-import { choice, ConfigError, matching, optionalText, readSection, type ReadContext, text } from "./_declare.ts";
+import { choice, ConfigError, int, matching, optionalText, readSection, type ReadContext, text } from "./_declare.ts";
 
 /** The `storage` section's variables. */
 export const StorageSection = Type.Object({
@@ -15,6 +15,12 @@ export const StorageSection = Type.Object({
     doc: "(none: SQLite)",
     description: "postgres://…: PostgreSQL storage shared by several instances",
     check: matching("DATABASE_URL", /^postgres(ql)?:\/\//, "expected a postgres:// URL"),
+  }),
+  walletLockSeconds: int("WALLET_LOCK_SECONDS", {
+    default: 120,
+    minimum: 1,
+    maximum: 600,
+    description: "PostgreSQL: the longest an instance may hold a wallet's nonce lock while it sends; past it the database ends its hold, so a frozen instance cannot stop the others' writes",
   }),
   // STORAGE=postgres: a deployment of several instances says so (deploy/compose.yaml, deploy/k8s), so one started
   // without its DATABASE_URL stops instead of serving from a SQLite file of its own (issue 45).
