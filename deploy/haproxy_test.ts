@@ -4,24 +4,15 @@
 // instance was ready, the 404 in front of /metrics), which no client of the service reads.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "../e2e/support/free_port.ts";
 import { waitFor } from "../e2e/support/wait_for.ts";
 
 const HAPROXY = ["/usr/sbin/haproxy", "/usr/bin/haproxy"].find((path) => existsSync(path));
 const IN_CI = process.env.CI === "true" || process.env.CI === "1";
 if (HAPROXY === undefined && IN_CI) throw new Error("CI=true but HAProxy is not installed (apt-get install haproxy)");
 const describeHaproxy = HAPROXY === undefined ? describe.skip : describe;
-
-/** A loopback port nothing listens on (taken, then let go). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 let dir: string;
 let proc: ReturnType<typeof Bun.spawn> | undefined;
@@ -30,7 +21,7 @@ let url: string;
 beforeAll(async () => {
   if (HAPROXY === undefined) return;
   dir = mkdtempSync(join(tmpdir(), "ats-haproxy-"));
-  const [front, stats, closed] = [await freePort(), await freePort(), await freePort()];
+  const [front, stats, closed] = [freePort(), freePort(), freePort()];
   const committed = readFileSync(join(import.meta.dir, "haproxy.cfg"), "utf8");
   const local = committed
     .replace(/^  bind :8080$/m, `  bind 127.0.0.1:${front}`)

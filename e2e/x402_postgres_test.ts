@@ -96,30 +96,28 @@ async function paid(base: string, path: string, body: unknown, payment: Record<s
   return { status: res.status, body: await res.json() as Record<string, unknown> };
 }
 
+/** One paid call at `base` by the payer of `key`: 200, one transaction from the service's `wallet`, the price paid once. */
+async function paysOnce(key: Hex, base: string, path: string, body: unknown, wallet: Hex, price: bigint) {
+  const payer = privateKeyToAccount(key).address;
+  const payment = await paymentFor(key, base, path, body);
+  const [before, walletSent] = [await balance(payer), await sent(wallet)];
+  expect((await paid(base, path, body, payment)).status).toBe(200);
+  expect(await sent(wallet)).toBe(walletSent + 1);
+  expect(await balance(payer)).toBe(before - price);
+}
+
 const witnessBody = { subjectDid: "did:web:paid.test", controllerDid: `did:pkh:eip155:31337:${controller.address}` };
 
 describe.skipIf(skip !== undefined)("x402 on PostgreSQL, two instances", () => {
   test("a paid witness: 200, one witness transaction, the price paid once", async () => {
-    const key = devnet.keys.users[3] as Hex;
-    const payer = privateKeyToAccount(key).address;
-    const payment = await paymentFor(key, instances[0]!.url, "/v1/paid/controller-witness", witnessBody);
-    const [before, witnessSent] = [await balance(payer), await sent(devnet.keys.witness as Hex)];
-    const answer = await paid(instances[0]!.url, "/v1/paid/controller-witness", witnessBody, payment);
-    expect(answer.status).toBe(200);
-    expect(await sent(devnet.keys.witness as Hex)).toBe(witnessSent + 1);
-    expect(await balance(payer)).toBe(before - WITNESS_PRICE);
+    await paysOnce(devnet.keys.users[3] as Hex, instances[0]!.url, "/v1/paid/controller-witness", witnessBody, devnet.keys.witness as Hex, WITNESS_PRICE);
   }, 60_000);
 
   test("a paid relay write of the payer's own review: 200, one delegate transaction, the price paid once", async () => {
     const key = devnet.keys.users[4] as Hex;
     const payer = privateKeyToAccount(key).address;
     const body = await signedReviewBody(devnet, key, { data: { subject: `did:pkh:eip155:31337:${payer}`, version: "1", ratingValue: 4, reviewBody: "paid", screenshotUrls: [], proofs: [] } });
-    const payment = await paymentFor(key, instances[1]!.url, "/v1/paid/delegated-attest", body);
-    const [before, delegateSent] = [await balance(payer), await sent(devnet.keys.delegate as Hex)];
-    const answer = await paid(instances[1]!.url, "/v1/paid/delegated-attest", body, payment);
-    expect(answer.status).toBe(200);
-    expect(await sent(devnet.keys.delegate as Hex)).toBe(delegateSent + 1);
-    expect(await balance(payer)).toBe(before - RELAY_PRICE);
+    await paysOnce(key, instances[1]!.url, "/v1/paid/delegated-attest", body, devnet.keys.delegate as Hex, RELAY_PRICE);
   }, 60_000);
 
   test("the same payment sent to both instances at once: one witness, paid once; the other 409", async () => {
