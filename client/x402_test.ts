@@ -191,6 +191,17 @@ describe("trust tiers", () => {
     expect(tier({ ...evidence, keyBindings: [{ ...cut, revocationTime: BigInt(NOW - 45) }, binding()] })).toMatchObject({ tier: 3, evidenceUid: "0xb1" });
   });
 
+  test("a binding the key wrote of itself before its controller's revocation does not keep it tier 3 (domain/bindings)", () => {
+    // The key (witnessed) is stolen; the thief binds it by itself at NOW-40, and the controller revokes its binding at
+    // NOW-30. Before, the key's own binding stood and its receipts stayed "highest".
+    const keyWitness = witness();
+    const self = binding({ uid: "0xb2", attester: key.address.toLowerCase(), time: BigInt(NOW - 40) });
+    const evidence = { keyBindings: [binding({ revocationTime: BigInt(NOW - 30) }), self], witnesses: [controllerWitness, keyWitness], chainId: 31337 };
+    expect(tier(evidence)).toEqual({ tier: 0, level: "low", basis: "none" });
+    // Not revoked: both stand, the key's own binding among them.
+    expect(tier({ ...evidence, keyBindings: [binding(), self] }).tier).toBe(3);
+  });
+
   test("the key's newest binding revoked or expired before issuedAt, or without assertionMethod, leaves no tier: not its witness, not live evidence", () => {
     // The signing key is witnessed (tier 2 alone) and published (tier 1 alone); its controller bound it, then the
     // binding was revoked before the receipt: a leaked key kept "high".

@@ -33,19 +33,19 @@ async function write(key: Hex, name: string, data: Record<string, unknown>, reci
   return { uid: written.uid, time };
 }
 /** A claim issued as the block it lands in is stamped (issuedAt must fall in the authorization window too). */
-const claim = async (key: Hex) =>
+const claim = async (key: Hex, party = PARTY, artifact = ARTIFACT) =>
   await write(key, "responsibility-claim", {
-    responsibleParty: PARTY,
-    subject: ARTIFACT,
+    responsibleParty: party,
+    subject: artifact,
     subjectLabel: "plugin",
     responsibilityType: ["creator"],
     proofs: [],
     issuedAt: (await writer.client.getBlock({ blockTag: "pending" })).timestamp,
     effectiveAt: 0n,
     expiresAt: 0n,
-  }, addressOf(ARTIFACT));
-const bind = (key: Hex, keyId: string) =>
-  write(key, "key-binding", { subject: PARTY, keyId, publicKeyJwk: "", keyPurpose: ["assertionMethod"], proofs: [], issuedAt: 0n, effectiveAt: 0n, expiresAt: 0n }, addressOf(PARTY));
+  }, addressOf(artifact));
+const bind = (key: Hex, keyId: string, party = PARTY) =>
+  write(key, "key-binding", { subject: party, keyId, publicKeyJwk: "", keyPurpose: ["assertionMethod"], proofs: [], issuedAt: 0n, effectiveAt: 0n, expiresAt: 0n }, addressOf(party));
 
 async function get(path: string) {
   const res = await fetch(`${stack.baseUrl}${path}`);
@@ -102,6 +102,39 @@ describe("a controller cut off by a revoked key binding", () => {
 
     const authorization = await get(`/v1/controller-authorization?subjectDid=${encodeURIComponent(PARTY)}&controllerDid=${encodeURIComponent(pkh(controller))}`);
     expect(authorization.status).toBe(200);
+    expect(authorization.body).toMatchObject({ authorized: false, until: String(cutAt), keyBindingUid: bound.uid, keyBindingUids: [bound.uid] });
+  }, 120_000);
+
+  test("nor keep itself in by a binding of itself written before the cut (a stolen key's first move)", async () => {
+    const party = "did:web:self-bound.test";
+    const artifact = artifactDidFromDigest(sha256(stringToBytes("ats e2e binding cut, self-bound")));
+    const witnessKey = stack.devnet.keys.witness as Hex;
+    const controller = stack.devnet.keys.users[2] as Hex;
+    const owner = stack.devnet.keys.users[3] as Hex;
+    for (const key of [owner, controller]) {
+      await write(witnessKey, "controller-witness", { subject: party, controller: pkh(key), method: "dns-txt", observedAt: 1n }, addressOf(party));
+    }
+    await afterChainSecond(writer.client, (await writer.client.getBlock({ blockTag: "latest" })).timestamp);
+    const bound = await bind(owner, pkh(controller), party);
+    await afterChainSecond(writer.client, bound.time);
+    // The key is stolen; before anyone notices, it binds itself, while it still may.
+    const self = await bind(controller, pkh(controller), party);
+    await afterChainSecond(writer.client, self.time);
+    const before = await claim(controller, party, artifact);
+    await afterChainSecond(writer.client, before.time);
+    const revoked = await writer.revoke(owner, schemaUid("key-binding"), bound.uid);
+    const cutAt = (await writer.client.getBlock({ blockNumber: revoked.blockNumber })).timestamp;
+    await afterChainSecond(writer.client, cutAt);
+    const after = await claim(controller, party, artifact);
+    await stack.sync();
+
+    const trust = await get(`/v1/artifact-trust?artifactDid=${encodeURIComponent(artifact)}`);
+    expect(trust.status).toBe(200);
+    expect(trust.body.responsibilityClaims.map((c: { attestation: { uid: string } }) => c.attestation.uid)).toEqual([before.uid]);
+    expect(JSON.stringify(trust.body.responsibilityClaims)).not.toContain(after.uid);
+    const status = await get(`/v1/key-status?subjectDid=${encodeURIComponent(party)}&keyDid=${encodeURIComponent(pkh(controller))}`);
+    expect(status.body).toMatchObject({ status: "revoked", keyBinding: { uid: bound.uid } });
+    const authorization = await get(`/v1/controller-authorization?subjectDid=${encodeURIComponent(party)}&controllerDid=${encodeURIComponent(pkh(controller))}`);
     expect(authorization.body).toMatchObject({ authorized: false, until: String(cutAt), keyBindingUid: bound.uid, keyBindingUids: [bound.uid] });
   }, 120_000);
 });

@@ -4,7 +4,7 @@
  */
 import type { IndexedAttestation } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
-import { createBindingAuthority } from "../bindings/mod.ts";
+import { type BindingAuthority, createBindingAuthority } from "../bindings/mod.ts";
 import { bindingNames } from "../keys/mod.ts";
 import { didToAddress, isSameControllerId, normalizeDid } from "../did/mod.ts";
 import { type DiscoverControllers, type DiscoveryRecord, liveControllerEvidence } from "../discovery/mod.ts";
@@ -54,7 +54,7 @@ export async function authorizeClaims(
   if (!evidence.ok) return evidence;
   const decided = pending.map((claim) => ({
     claim,
-    authorization: onChainAuthorization(ctx, evidence.value.get(claim.party)!, claim.party, claim.controller),
+    authorization: onChainAuthorization(ctx, evidence.value.get(claim.party)!, claim.party, claim.controller, nowSeconds),
   }));
   const live = await liveEvidence(ctx, unique(decided.filter((d) => d.authorization.kind === "needs-live").map((d) => d.claim.party)));
   const byRoute = await contractPartyAuthorizations(ctx, decided);
@@ -130,10 +130,9 @@ async function loadPartyEvidence(
 }
 
 /** Authorization from chain evidence alone, or the need for live evidence (did:web parties only). */
-function onChainAuthorization(ctx: ArtifactTrustContext, evidence: PartyEvidence, party: string, controller: string): Authorization {
+function onChainAuthorization(ctx: ArtifactTrustContext, evidence: PartyEvidence, party: string, controller: string, nowSeconds: bigint): Authorization {
   const counts = bindingAuthority(ctx, evidence, party);
-  const accepted = evidence.bindings
-    .filter((b) => bindingNames(b, controller) && counts(b))
+  const accepted = counts.deciding(evidence.bindings.filter((b) => bindingNames(b, controller) && counts(b)), nowSeconds)
     .sort((a, b) => (a.time === b.time ? (a.uid < b.uid ? 1 : -1) : a.time < b.time ? 1 : -1));
   const newest = accepted[0];
   if (newest !== undefined && newest.keyPurpose.length > 0 && !newest.keyPurpose.includes(SIGNING_PURPOSE)) {
@@ -160,7 +159,7 @@ function onChainAuthorization(ctx: ArtifactTrustContext, evidence: PartyEvidence
  * before it whose authority no revoked or expired binding had cut off by then (domain/bindings): a stolen controller
  * key whose binding was revoked cannot bind itself, or another key, again.
  */
-function bindingAuthority(ctx: ArtifactTrustContext, evidence: PartyEvidence, party: string): (binding: KeyBinding) => boolean {
+function bindingAuthority(ctx: ArtifactTrustContext, evidence: PartyEvidence, party: string): BindingAuthority<KeyBinding> {
   const byIssuer = (binding: KeyBinding) =>
     findApprovedIssuer(ctx.trustAnchors, binding.attester, "controller-witness", Number(binding.time) * 1000, ctx.chainId) !== undefined;
   return createBindingAuthority({
@@ -226,13 +225,16 @@ async function liveEvidence(ctx: ArtifactTrustContext, parties: readonly string[
   if (ctx.deps.discover === undefined || parties.length === 0) return out;
   const discover = ctx.deps.discover;
   // At most LIVE_DISCOVERY_CONCURRENCY at once: claims naming many domains cannot fan one request out into
-  // hundreds of simultaneous outbound lookups.
+  // hundreds of simultaneous outbound lookups. Fresh only, as key status and controller authorization ask: when the
+  // domain's lookup budget was spent (by anyone: the budget is per registrable domain, and a tenant of a shared host
+  // can spend it), the discovery cache gave the last answer up to ten minutes old, so a controller removed from the
+  // domain's records kept its claims "verified" that long. Now that is unavailable evidence: NETWORK_ERROR.
   const results: Awaited<ReturnType<DiscoverControllers>>[] = new Array(parties.length);
   let next = 0;
   const worker = async () => {
     while (next < parties.length) {
       const i = next++;
-      results[i] = await discover(parties[i]!);
+      results[i] = await discover(parties[i]!, { freshOnly: true });
     }
   };
   await Promise.all(Array.from({ length: Math.min(LIVE_DISCOVERY_CONCURRENCY, parties.length) }, worker));

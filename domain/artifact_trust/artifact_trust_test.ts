@@ -7,7 +7,8 @@ import { fakeAttestationIndex, fakeClock, fakeDidDocumentFetcher, fakeDnsResolve
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
 import { type ArtifactTrustRecord, createArtifactTrust, type ExclusionReason, LIVE_DISCOVERY_CONCURRENCY, type VerificationBasis } from "./artifact_trust.ts";
 import { createControllerAuthorization } from "../controller_authorization/mod.ts";
-import { createDiscoverControllers } from "../discovery/mod.ts";
+import { createCachedDiscovery, createDiscoverControllers } from "../discovery/mod.ts";
+import { createRateLimiter } from "../rate_limit.ts";
 import { artifactDidFromDigest, base64UrlEncode, didToAddress, jwkToDidJwk } from "../did/mod.ts";
 import { OMA_TRUST_PROOF_DOMAIN, OMA_TRUST_PROOF_TYPES } from "./proofs.ts";
 import { encodeSchemaData } from "../schema_data.ts";
@@ -529,6 +530,21 @@ describe("createArtifactTrust() responsibility claims", () => {
     ] as [string, ExclusionReason][]).sort());
   });
 
+  test("a controller's binding of itself written before the cut does not keep its window open after it", async () => {
+    // The stolen key's first move: a binding naming itself (NOW-600), written while it still had authority; the
+    // witness issuer's revocation (NOW-300) then left that binding the newest, with no end, and later claims "verified".
+    const env = setup({ discover: false });
+    env.index.add(witness(PUBLISHER, pkh(CONTROLLER), NOW - 1000n));
+    env.index.add(binding(PUBLISHER, pkh(CONTROLLER), WITNESS, { time: NOW - 900n, revocationTime: NOW - 300n }));
+    env.index.add(binding(PUBLISHER, pkh(CONTROLLER), CONTROLLER, { time: NOW - 600n }));
+    const before = attestation({ schema: "responsibility-claim", attester: CONTROLLER, data: claim(PUBLISHER, { issuedAt: NOW - 400n }), time: NOW - 400n });
+    const after = attestation({ schema: "responsibility-claim", attester: CONTROLLER, data: claim(PUBLISHER, { issuedAt: NOW - 200n }), time: NOW - 200n });
+    env.index.add(before);
+    env.index.add(after);
+    expect(uidsOf((await env.record()).responsibilityClaims)).toEqual([before.uid]);
+    expect(env.excluded).toEqual([[after.uid, "outside-authorization-window"]]);
+  });
+
   test("a key binding's registry expiry ends the window like a revocation: claims made before it keep their authorization", async () => {
     const env = setup({ discover: false });
     env.index.add(witness(PUBLISHER, pkh(CONTROLLER), NOW - 1000n));
@@ -621,6 +637,32 @@ describe("createArtifactTrust() responsibility claims", () => {
     env.index.add(a);
     expect((await env.record()).responsibilityClaims).toEqual([]);
     expect(env.excluded).toEqual([[a.uid, "not-authorized"]]);
+  });
+  test("live evidence is asked fresh: a controller removed from DNS is not kept verified by a spent domain budget", async () => {
+    const index = fakeAttestationIndex({ chainId: CHAIN_ID });
+    for (const name of SCHEMA_NAMES) index.register(uidOf(name), findSchemaByName(name)!.schema);
+    const clock = fakeClock(Number(NOW) * 1000);
+    const dns = fakeDnsResolver({ "_controllers.publisher.example": { status: "found", records: [`v=1;controller=${pkh(CONTROLLER)}`] } });
+    const discover = createCachedDiscovery(
+      createDiscoverControllers({
+        dns,
+        didDocuments: fakeDidDocumentFetcher(),
+        serviceDnsLabel: "omatrust",
+        domainRate: createRateLimiter(clock, { capacity: 1, perMinute: 1 }),
+      }),
+      { clock },
+    );
+    const trust = createArtifactTrust({ index, trustAnchors: anchors(), clock, jws: fakeJwsVerifier(() => true), discover });
+    index.add(attestation({ schema: "responsibility-claim", attester: CONTROLLER, data: claim(PUBLISHER) }));
+    expect(await trust(ARTIFACT)).toMatchObject({ ok: true, value: { summary: { totalVerified: 1 } } });
+    // The owner takes the controller out; a minute on, someone spends the domain's one lookup on another name.
+    dns.txt["_controllers.publisher.example"] = { status: "found", records: ["v=1"] };
+    clock.set(Number(NOW) * 1000 + 61_000);
+    await discover("did:web:other.publisher.example");
+    // The minute-old answer stood in for the refused lookup: the claim stayed verified for up to ten minutes.
+    expect(await trust(ARTIFACT)).toMatchObject({ ok: false, code: "NETWORK_ERROR" });
+    clock.set(Number(NOW) * 1000 + 122_000);
+    expect(await trust(ARTIFACT)).toMatchObject({ ok: true, value: { summary: { totalVerified: 0, totalExcluded: 1 } } });
   });
 });
 

@@ -41,8 +41,22 @@ export type BindingAuthorityRules<B extends AuthorityBinding> = {
   readonly endOf: (binding: B) => bigint;
 };
 
+/** `counts(binding)`, with the bindings that decide a controller's status ({@link createBindingAuthority}). */
+export type BindingAuthority<B extends AuthorityBinding> = ((binding: B) => boolean) & {
+  /**
+   * Of the counting bindings naming one controller (written by `at`), those its status is read from: all but the
+   * bindings the controller wrote of itself before another attester's binding naming it ended (revoked or expired by
+   * `at`). A stolen key's first move was a binding of itself, written while it still had authority: that binding then
+   * stood as the newest, and the subject's revocation of its own binding never cut the key off (key status `active`,
+   * controller authorization without `until`, its later claims "verified"). A controller's binding of itself can
+   * narrow or end its own authority (a newer purpose list, its revocation), never outlast another's cut; one written
+   * after another attester bound it again stands.
+   */
+  readonly deciding: (naming: readonly B[], at: bigint) => B[];
+};
+
 /** Returns `counts(binding)`: the caller's rule and the attester's authority not ended when it wrote the binding. */
-export function createBindingAuthority<B extends AuthorityBinding>(rules: BindingAuthorityRules<B>): (binding: B) => boolean {
+export function createBindingAuthority<B extends AuthorityBinding>(rules: BindingAuthorityRules<B>): BindingAuthority<B> {
   const counted = new Map<B, boolean>();
   const decided = new Map<string, boolean>();
   const naming = new Map<string, B[]>();
@@ -89,7 +103,19 @@ export function createBindingAuthority<B extends AuthorityBinding>(rules: Bindin
     return result;
   };
 
-  return counts;
+  const isSelf = (b: B) => !rules.lasting(b) && rules.names(b, `did:pkh:eip155:${rules.chainId}:${b.attester.toLowerCase()}`);
+  const deciding = (naming: readonly B[], at: bigint): B[] => {
+    let lastCut: bigint | null = null;
+    for (const b of naming) {
+      if (isSelf(b)) continue;
+      const end = rules.endOf(b);
+      if (end !== 0n && end <= at && (lastCut === null || end > lastCut)) lastCut = end;
+    }
+    const cut = lastCut;
+    return cut === null ? [...naming] : naming.filter((b) => !isSelf(b) || b.time > cut);
+  };
+
+  return Object.assign(counts, { deciding });
 }
 
 /** The earliest of times that end something (Unix seconds), 0 meaning "never"; 0n when none ends. */

@@ -88,3 +88,30 @@ describe("createBindingAuthority: a controller cut off by a binding's end binds 
     expect(bindings.filter(counts).map((b) => b.uid)).toEqual(["cut"]);
   });
 });
+
+describe("createBindingAuthority().deciding: a controller's binding of itself never outlasts another's cut", () => {
+  test("one written before another attester's binding naming it ended is left out; the others stay", () => {
+    const owners = binding("owners", B, A, 20, 40);
+    const self = binding("self", A, A, 30);
+    const thief = binding("thief", A, THIEF, 30);
+    const { deciding } = authority([owners, self, thief]);
+    expect(deciding([owners, self], 50n).map((b) => b.uid)).toEqual(["owners"]);
+    // Before the cut (at 35) it stands; the cut's time counts only once it has come.
+    expect(deciding([owners, self], 35n).map((b) => b.uid)).toEqual(["owners", "self"]);
+  });
+
+  test("one written after another bound it again stands; its own revocation is no one else's cut", () => {
+    const owners = binding("owners", B, A, 20, 40);
+    const again = binding("again", B, A, 45);
+    const self = binding("self", A, A, 50);
+    expect(authority([owners, again, self]).deciding([owners, again, self], 60n).map((b) => b.uid)).toEqual(["owners", "again", "self"]);
+    const selfOnly = binding("self-only", A, A, 20, 30);
+    expect(authority([selfOnly]).deciding([selfOnly], 60n).map((b) => b.uid)).toEqual(["self-only"]);
+  });
+
+  test("an attester the caller trusts outright is never read as a self-binding", () => {
+    const cut = binding("cut", B, ISSUER, 20, 40);
+    const own = binding("own", ISSUER, ISSUER, 30);
+    expect(authority([cut, own]).deciding([cut, own], 50n).map((b) => b.uid)).toEqual(["cut", "own"]);
+  });
+});

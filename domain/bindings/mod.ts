@@ -3,4 +3,4 @@
  * cannot bind itself or another key again. Key status, controller authorization, artifact trust and the x402
  * verifier all apply it.
  */
-export { type AuthorityBinding, type BindingAuthorityRules, createBindingAuthority, earliestEnd } from "./binding_authority.ts";
+export { type AuthorityBinding, type BindingAuthority, type BindingAuthorityRules, createBindingAuthority, earliestEnd } from "./binding_authority.ts";

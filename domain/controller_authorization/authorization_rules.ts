@@ -95,8 +95,7 @@ export function evaluateControllerAuthorization(input: ControllerAuthorizationIn
     .filter((w) => stoodAt(w, at) && isSameControllerId(w.controller, controllerDid))
     .sort(oldestFirst);
   const counts = countingBindings(input, (b) => input.transferProofs?.get(b.uid) === true);
-  const bindings = input.bindings
-    .filter((b) => b.time <= at && bindingNames(b, controllerDid) && counts(b))
+  const bindings = counts.deciding(input.bindings.filter((b) => b.time <= at && bindingNames(b, controllerDid) && counts(b)), at)
     .sort((a, b) => -oldestFirst(a, b));
   const newest = bindings[0];
   const keyPurposeStatus: KeyPurposeStatus = newest === undefined || newest.keyPurpose.length === 0

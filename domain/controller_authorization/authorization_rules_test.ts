@@ -67,6 +67,20 @@ describe("evaluateControllerAuthorization()", () => {
     expect(evaluateControllerAuthorization(input({ witnesses, bindings: [cut, self, again] }))).toMatchObject({ authorized: true, until: null, keyBindingUid: again.uid });
   });
 
+  test("a binding the controller wrote of itself before another's revocation does not outlast it (domain/bindings)", () => {
+    // Another witnessed controller bound OWNER (200); OWNER's stolen key bound itself at once (300), while it still
+    // could; the other revoked its binding at 400. Before, the newest binding was OWNER's own: no `until`, authorized.
+    const other = "0x00000000000000000000000000000000000000b2";
+    const witnesses = [witness(CONTROLLER, 100n), witness(pkh(other), 100n)];
+    const cut = binding(CONTROLLER, 200n, { attester: other, revocationTime: 400n });
+    const self = binding(CONTROLLER, 300n);
+    const v = evaluateControllerAuthorization(input({ witnesses, bindings: [cut, self] }));
+    expect(v).toMatchObject({ authorized: false, until: 400n, keyBindingUid: cut.uid });
+    expect(v.keyBindingUids).toEqual([cut.uid]);
+    // Asked for a time before the cut, its own binding was the newest, as any other.
+    expect(evaluateControllerAuthorization(input({ witnesses, bindings: [cut, self], at: 350n }))).toMatchObject({ authorized: true, keyBindingUid: self.uid });
+  });
+
   test("a witness opens the window at its EAS time; witnesses oldest first; no binding is unknown", () => {
     const late = witness(CONTROLLER, 500n);
     const early = witness(CONTROLLER, 100n, { method: "did-json" });

@@ -30,7 +30,8 @@ type CachedAnswer = { readonly record: DiscoveryRecord; readonly atMs: number; r
  * subject for a short while, and concurrent lookups of one subject share one. So the lookups a domain receives
  * through us are bounded per subject however much traffic a popular artifact or page draws, and the per-domain
  * budget only bites on floods of distinct subjects; when it does, the last real answer (up to `staleMs` old)
- * stands in, with a warning saying how old it is, rather than `unavailable` evidence. An answer refused by the
+ * stands in for the confirm views, with a warning saying how old it is, rather than `unavailable` evidence (artifact
+ * trust asks `freshOnly`: a verdict stands on today's evidence). An answer refused by the
  * budget is never kept. Not for the witness, which records what it observes and so always looks afresh.
  */
 export function createCachedDiscovery(

@@ -43,7 +43,8 @@ export type DiscoverOptions = {
    */
   readonly refuseWhenRateLimited?: boolean | undefined;
   /**
-   * What the endpoints hold now (key status, controller authorization: "endpoint evidence is always today's"): when the
+   * What the endpoints hold now (key status, controller authorization, artifact trust's live check: "endpoint evidence
+   * is always today's"): when the
    * domain's budget is spent, no older answer stands in; the evidence is `unavailable`. Before, an answer up to ten
    * minutes old was given as read now, and a controller removed from DNS stayed "currently verified".
    */

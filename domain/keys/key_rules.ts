@@ -19,7 +19,7 @@
  * - Trust level: `advanced` = a witness of the key and an active binding; `intermediate` = a witness of the key;
  *   `basic` = the endpoint evidence names the key now; `none` otherwise.
  */
-import { createBindingAuthority, earliestEnd } from "../bindings/mod.ts";
+import { type BindingAuthority, createBindingAuthority, earliestEnd } from "../bindings/mod.ts";
 import { didJwkToJwk, isSameControllerId, jwkToDidJwk } from "../did/mod.ts";
 
 /** A key's status for one subject. */
@@ -136,7 +136,7 @@ export function bindingCounts(
 export function countingBindings(
   input: Pick<KeyTrustInput, "subjectDid" | "chainId" | "witnesses" | "endpointKeys" | "at" | "bindings">,
   alsoControlled: (binding: BindingEvidence) => boolean = () => false,
-): (binding: BindingEvidence) => boolean {
+): BindingAuthority<BindingEvidence> {
   return createBindingAuthority({
     bindings: input.bindings.filter((b) => b.time <= input.at),
     chainId: input.chainId,
@@ -178,8 +178,7 @@ export function evaluateKeyTrust(input: KeyTrustInput): KeyTrust {
   const endpointFound = input.endpointKeys.some((k) => isSameControllerId(k, keyDid));
 
   const counts = countingBindings(input);
-  const bindings = input.bindings
-    .filter((b) => b.time <= at && bindingNames(b, keyDid) && counts(b))
+  const bindings = counts.deciding(input.bindings.filter((b) => b.time <= at && bindingNames(b, keyDid) && counts(b)), at)
     .sort(newestFirst);
   const chosen = bindings.find((b) => stateAt(b, at) === "active") ?? bindings[0] ?? null;
   const state = chosen === null ? undefined : stateAt(chosen, at);

@@ -48,6 +48,24 @@ describe("evaluateKeyTrust()", () => {
     expect([again.status, again.keyBinding?.uid]).toEqual(["active", "0xb700"]);
   });
 
+  test("a binding the key wrote of itself before the cut does not outlast it: revoked, not active (domain/bindings)", () => {
+    // The stolen key's first move is a binding of itself, written while it still had authority (at 400); the owner
+    // revokes its own binding at 500. Before, the key's binding stood as an active one and the key stayed "active".
+    const witnesses = [witness(KEY, 100n), witness(pkh(OWNER), 100n)];
+    const revoked = binding(300n, { revocationTime: 500n });
+    const self = binding(400n, { attester: KEY.split(":")[4]! });
+    const t = judge({ witnesses, bindings: [revoked, self] });
+    expect([t.status, t.trustLevel, t.keyBinding?.uid]).toEqual(["revoked", "intermediate", "0xb300"]);
+    // Before the cut the key's own binding counts as any other; one it writes after the owner bound it again stands.
+    expect(judge({ witnesses, bindings: [revoked, self], at: 450n }).status).toBe("active");
+    const again = binding(700n);
+    const later = binding(800n, { attester: KEY.split(":")[4]!, keyPurpose: ["authentication"] });
+    expect(judge({ witnesses, bindings: [revoked, self, again, later] }).keyBinding?.uid).toBe("0xb800");
+    // A key bound by nobody else narrows and ends its own authority: its revoked binding is its status.
+    const alone = judge({ witnesses, bindings: [binding(300n, { attester: KEY.split(":")[4]!, revocationTime: 500n })] });
+    expect(alone.status).toBe("revoked");
+  });
+
   test("nothing at all: registered, no trust; the next step is the TXT record", () => {
     const t = judge({});
     expect([t.status, t.trustLevel, t.endpointFound, t.controllerWitness, t.keyBinding]).toEqual(["registered", "none", false, null, null]);

@@ -88,19 +88,20 @@ export function evaluateKeyTrust(input: {
     endOf,
   });
 
+  // The bindings the key's status is read from: a binding the key wrote of itself does not outlast another's cut.
+  const standing = new Set(counts.deciding(bindings.filter((b) => b.time <= at && matches(b.keyId.split("#")[0]!) && counts(b)), at));
   for (const binding of bindings) {
-    if (!matches(binding.keyId.split("#")[0]!)) continue;
+    if (!standing.has(binding)) continue;
     if (binding.keyPurpose.length > 0 && !binding.keyPurpose.includes("assertionMethod")) continue;
     if (binding.effectiveAt > at || binding.time > at) continue;
     if (binding.expiresAt !== 0n && binding.expiresAt <= at) continue;
     if (binding.revocationTime !== 0n && binding.revocationTime <= at) continue;
-    if (counts(binding)) return trust(3, "key-binding", binding.uid);
+    return trust(3, "key-binding", binding.uid);
   }
   // Decisions §25 (x402 §4.3's `until`): the key's newest binding written by `at` closes its window at its revocation
   // or expiry, and one whose purposes leave out assertionMethod refuses it. Neither a witness nor live evidence stands
   // for the key after that: a leaked key whose binding was revoked kept signing receipts rated "high".
-  const newest = bindings
-    .filter((b) => b.time <= at && matches(b.keyId.split("#")[0]!) && counts(b))
+  const newest = [...standing]
     .sort((a, b) => (a.time === b.time ? (a.uid < b.uid ? 1 : -1) : a.time < b.time ? 1 : -1))[0];
   if (newest !== undefined) {
     if (newest.keyPurpose.length > 0 && !newest.keyPurpose.includes("assertionMethod")) return trust(0, "none");
