@@ -60,6 +60,19 @@ describe("identity-resolve routes", () => {
     }
   });
 
+  test("a did:web naming no domain is unknown, and no label holds a bidirectional control (they read as other names)", async () => {
+    // `did:web:\u202emoc.lapyap` shows as `paypal.com`, `p\u0430ypal.com` is Cyrillic, `\u202enimda (x)` reads `admin (x)`.
+    const identifiers = ["did:web:\u202emoc.lapyap", "did:web:p\u0430ypal.com", "did:handle:x:\u202enimda", "did:web:paypal.com"];
+    const res = await resolve({ identifiers });
+    expect(res.status).toBe(200);
+    expect(res.body.identities.map((r: { label: string; type: string }) => [r.label, r.type])).toEqual([
+      ["Unknown", "unknown"],
+      ["did:web:p\u0430ypal.com", "unknown"],
+      ["Unknown", "did-handle"],
+      ["paypal.com", "did-web"],
+    ]);
+  });
+
   test("an empty list gives an empty list", async () => {
     expect(await resolve({ identifiers: [] })).toEqual({ status: 200, body: { identities: [] } });
   });

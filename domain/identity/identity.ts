@@ -2,7 +2,8 @@
  * Identity resolve: a display record for any identifier a client holds (reference §2.2, decisions §4).
  */
 import { Type as t } from "@sinclair/typebox";
-import { buildDidPkhFromCaip10, extractAddressFromDid, normalizeDid } from "../did/mod.ts";
+import { buildDidPkhFromCaip10, didWebLocation, extractAddressFromDid, normalizeDid } from "../did/mod.ts";
+import { displayTextProblem } from "../display_text.ts";
 
 /** Identifiers one request resolves at most (interface: "at most 100"). */
 export const MAX_IDENTIFIERS = 100;
@@ -56,6 +57,7 @@ export type IdentityRecord = {
   /** The identifier trimmed; the original when it is blank. */
   readonly input: string;
   readonly canonical: string;
+  /** Never holds a control or bidirectional control character (domain/display_text.ts): "Unknown" instead. */
   readonly label: string;
   readonly type: IdentityType;
   readonly source: IdentitySource;
@@ -65,14 +67,29 @@ const EVM_ADDRESS = /^0x[a-fA-F0-9]{40}$/;
 const LOOSE_CAIP10 = /^[a-z0-9-]+:[a-zA-Z0-9-]+:.+$/i;
 const DID_METHOD = /^did:([a-z0-9]+):/;
 const ELLIPSIS = "...";
+/** The label of a record with nothing to show: a blank identifier (reference §2.2), or a label refused by {@link shown}. */
+const UNKNOWN_LABEL = "Unknown";
 
 /** Shortens a string to `head` characters, `...` and `tail` characters when that makes it shorter. */
 export function truncateMiddle(value: string, head: number, tail: number): string {
-  // Count code points so an emoji is never cut in half.
-  const chars = Array.from(value);
-  if (chars.length <= head + tail + ELLIPSIS.length) return value;
-  return `${chars.slice(0, head).join("")}${ELLIPSIS}${tail > 0 ? chars.slice(-tail).join("") : ""}`;
+  // Count code points so an emoji is never cut in half, but read only the ends: a 10 KB identifier split whole into
+  // code points cost half a millisecond, and a did:web naming no domain is labelled by this (a route test sends 10,000).
+  const keep = head + tail + ELLIPSIS.length;
+  // A string has at most as many code points as UTF-16 units, and at least half as many.
+  if (value.length <= keep || (value.length <= 2 * keep && Array.from(value).length <= keep)) return value;
+  let first = "";
+  let taken = 0;
+  for (const char of value) {
+    if (taken++ === head) break;
+    first += char;
+  }
+  let start = value.length;
+  for (let i = 0; i < tail && start > 0; i++) start -= isLowSurrogate(value, start - 1) && isHighSurrogate(value, start - 2) ? 2 : 1;
+  return `${first}${ELLIPSIS}${value.slice(start)}`;
 }
+
+const isHighSurrogate = (value: string, at: number) => at >= 0 && (value.charCodeAt(at) & 0xfc00) === 0xd800;
+const isLowSurrogate = (value: string, at: number) => at >= 0 && (value.charCodeAt(at) & 0xfc00) === 0xdc00;
 
 const raw = (input: string, canonical: string): IdentityRecord => ({
   input,
@@ -82,6 +99,20 @@ const raw = (input: string, canonical: string): IdentityRecord => ({
   source: "raw",
 });
 
+const blank = (original: string): IdentityRecord => ({ input: original, canonical: "", label: UNKNOWN_LABEL, type: "unknown", source: "raw" });
+
+/**
+ * The record as it may be shown: a label that text shown to people may not be (domain/display_text.ts: a control
+ * or bidirectional control character) becomes {@link UNKNOWN_LABEL}, as a blank identifier's is, for every type:
+ * `did:handle:x:\u202enimda` was labelled `\u202enimda (x)`, which reads `admin (x)`. The canonical form, type and
+ * source stay: they name the identifier, the label only shows it. Refused, not escaped, as display_text.ts refuses
+ * such text everywhere else (a display name, a tag, a client name) and never rewrites it; a label that showed an
+ * escape such as `<U+202E>` would be a second spelling of the identifier that names nothing.
+ */
+function shown(record: IdentityRecord): IdentityRecord {
+  return displayTextProblem("label", record.label) === undefined ? record : { ...record, label: UNKNOWN_LABEL };
+}
+
 /** Resolves one identifier to its canonical form and display label; never throws. */
 export function resolveIdentity(identifier: string): IdentityRecord {
   let original = "";
@@ -90,11 +121,11 @@ export function resolveIdentity(identifier: string): IdentityRecord {
     // JavaScript callers can pass anything; the HTTP layer only ever passes strings.
     original = typeof identifier === "string" ? identifier : String(identifier);
     input = original.trim();
-    if (input === "") return { input: original, canonical: "", label: "Unknown", type: "unknown", source: "raw" };
-    return resolveTrimmed(input);
+    if (input === "") return blank(original);
+    return shown(resolveTrimmed(input));
   } catch {
     // Defensive only: every helper returns its failures as values.
-    return input === "" ? { input: original, canonical: "", label: "Unknown", type: "unknown", source: "raw" } : raw(input, input);
+    return input === "" ? blank(original) : shown(raw(input, input));
   }
 }
 
@@ -124,6 +155,10 @@ function resolveTrimmed(input: string): IdentityRecord {
   const parts = canonical.split(":");
   switch (DID_METHOD.exec(canonical)?.[1]) {
     case "web": {
+      // The one did:web rule of the service (domain/did didWebLocation, the subject rule's): a did:web naming no domain
+      // (`did:web:\u202emoc.lapyap`, which reads `paypal.com`; a Cyrillic `p\u0430ypal.com`; an IP host) is one no
+      // route looks up or takes as a subject, so it is typed as what normalizeDid refuses is, not labelled by a host.
+      if (didWebLocation(canonical) === undefined) return raw(input, input);
       const rest = canonical.slice("did:web:".length);
       const slash = rest.indexOf("/");
       return { input, canonical, label: slash === -1 ? rest : rest.slice(0, slash), type: "did-web", source: "did-web" };

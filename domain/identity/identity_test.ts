@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { jwkToDidJwk } from "../did/mod.ts";
+import { didWebLocation, jwkToDidJwk, normalizeSubjectDid } from "../did/mod.ts";
+import { displayTextProblem } from "../display_text.ts";
 import { type IdentityRecord, resolveIdentities, resolveIdentity, truncateMiddle } from "./identity.ts";
 
 const ADDR = "0x1111111111111111111111111111111111111111";
@@ -26,6 +27,24 @@ describe("truncateMiddle()", () => {
 
   test("never cuts an emoji in half", () => {
     expect(truncateMiddle("🦄".repeat(20), 2, 2)).toBe("🦄🦄...🦄🦄");
+  });
+
+  test("cuts as a split into code points would, lone surrogates included", () => {
+    const bySplit = (value: string, head: number, tail: number) => {
+      const chars = Array.from(value);
+      if (chars.length <= head + tail + 3) return value;
+      return `${chars.slice(0, head).join("")}...${tail > 0 ? chars.slice(-tail).join("") : ""}`;
+    };
+    const pieces = ["a", "🦄", "\ud800", "\udc00", "é", "\u0301"];
+    let seed = 11;
+    for (let n = 0; n < 2_000; n++) {
+      let value = "";
+      const length = (seed = (seed * 1103515245 + 12345) % 2 ** 31) % 40;
+      for (let i = 0; i < length; i++) value += pieces[(seed = (seed * 1103515245 + 12345) % 2 ** 31) % pieces.length];
+      for (const [head, tail] of [[6, 4], [18, 8], [2, 0], [0, 3]] as const) {
+        expect({ value, head, tail, label: truncateMiddle(value, head, tail) }).toEqual({ value, head, tail, label: bySplit(value, head, tail) });
+      }
+    }
   });
 });
 
@@ -166,7 +185,49 @@ describe("resolveIdentity()", () => {
     for (const input of hostile) expectWellFormed(input, resolveIdentity(input));
     expect(resolveIdentity("did:")).toEqual({ input: "did:", canonical: "did:", label: "did:", type: "unknown", source: "raw" });
     expect(resolveIdentity("did:pkh:")).toMatchObject({ type: "unknown", source: "raw" });
-    expect(resolveIdentity("::::")).toMatchObject({ type: "did-web", canonical: "did:web:::::" });
+    // `did:web:::::` names no domain (didWebLocation): no did:web.
+    expect(resolveIdentity("::::")).toEqual({ input: "::::", canonical: "::::", label: "::::", type: "unknown", source: "raw" });
+  });
+
+  test("resolves a did:web the subject rule refuses (no domain: bidi controls, homoglyphs, an IP host) as unknown/raw", () => {
+    // Shown as a host these read as another name: `paypal.com` (a right-to-left override), `pаypal.com` (Cyrillic а).
+    expect(resolveIdentity("did:web:\u202emoc.lapyap")).toEqual({
+      input: "did:web:\u202emoc.lapyap",
+      canonical: "did:web:\u202emoc.lapyap",
+      label: "Unknown",
+      type: "unknown",
+      source: "raw",
+    });
+    expect(resolveIdentity("did:web:p\u0430ypal.com")).toEqual({
+      input: "did:web:p\u0430ypal.com",
+      canonical: "did:web:p\u0430ypal.com",
+      label: "did:web:p\u0430ypal.com",
+      type: "unknown",
+      source: "raw",
+    });
+    const refused = ["did:web:paypal.com\u200b.evil.test", "did:web:evil.test/\u202e", "did:web:127.0.0.1", "p\u0430ypal.com", "did:web:example.com%3A443", "did:web:ex%61mple.com"];
+    for (const did of refused) {
+      expect({ did, subject: normalizeSubjectDid(did).ok, type: resolveIdentity(did).type }).toEqual({ did, subject: false, type: "unknown" });
+    }
+    // The punycode a browser shows for the Cyrillic name is a domain, and stays a did:web labelled as written.
+    expect(resolveIdentity("did:web:xn--pypal-4ve.com")).toMatchObject({ label: "xn--pypal-4ve.com", type: "did-web" });
+  });
+
+  test("labels \"Unknown\" what may not be shown (control and bidirectional control characters), keeping the type", () => {
+    // `\u202enimda (x)` reads `admin (x)`.
+    expect(resolveIdentity("did:handle:x:\u202enimda")).toEqual({
+      input: "did:handle:x:\u202enimda",
+      canonical: "did:handle:x:\u202enimda",
+      label: "Unknown",
+      type: "did-handle",
+      source: "did-handle",
+    });
+    expect(resolveIdentity("did:handle:twitter:a\u2066b").label).toBe("Unknown");
+    expect(resolveIdentity("did:handle:twitter:a\u0007b").label).toBe("Unknown");
+    expect(resolveIdentity("did:pkh:eip155:1:0x\u202e")).toMatchObject({ label: "Unknown", type: "did-pkh" });
+    expect(resolveIdentity("did:example:\u202eelpmaxe")).toMatchObject({ canonical: "did:example:\u202eelpmaxe", label: "Unknown", type: "unknown" });
+    // Right-to-left text is no control: a name in Arabic or Hebrew is shown as written.
+    expect(resolveIdentity("did:handle:x:\u05e2\u05d1\u05e8\u05d9\u05ea").label).toBe("\u05e2\u05d1\u05e8\u05d9\u05ea (x)");
   });
 
   test("never throws for a non-string from JavaScript", () => {
@@ -199,6 +260,8 @@ function expectWellFormed(input: string, record: IdentityRecord) {
   expect(record.input).toBe(input.trim());
   expect(record.canonical.length).toBeGreaterThan(0);
   expect(record.label.length).toBeGreaterThan(0);
+  expect(displayTextProblem("label", record.label)).toBeUndefined();
+  if (record.type === "did-web") expect(didWebLocation(record.canonical)).toBeDefined();
   // A label is never longer than what it labels plus an ellipsis: identifiers stay displayable.
   expect(Array.from(record.label).length).toBeLessThanOrEqual(Math.max(Array.from(record.canonical).length, 27) + 3);
   if (record.type === "address") expect(record.canonical).toMatch(/^0x[0-9a-fA-F]{40}$/);
