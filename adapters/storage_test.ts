@@ -48,11 +48,18 @@ deploymentSecretsContract("postgres", () => Promise.resolve([postgres!, second!]
 
 describe.skipIf(pgSkip !== undefined)("postgres across instances", () => {
   test("two pools (two instances) racing for the last writes of one account share the limit exactly", async () => {
-    const account = await postgres!.accounts.findOrCreateAccount("0xshared", "shared-account", 0);
+    const { account } = await postgres!.accounts.findOrCreateAccount("0xshared", "shared-account", 0);
     const reserve = (storage: Storage, i: number) =>
       storage.ledger.reserve({ id: `shared-${i}`, accountId: account.id, year: 2026, fingerprint: "f", createdAtMs: 1 }, 7);
     const results = await Promise.all(Array.from({ length: 30 }, (_, i) => reserve(i % 2 === 0 ? postgres! : second!, i)));
     expect(results.filter(Boolean)).toHaveLength(7);
+  });
+
+  test("two pools (two instances) creating one new wallet's account at once: exactly one of them created it", async () => {
+    const made = await Promise.all(Array.from({ length: 16 }, (_, i) =>
+      (i % 2 === 0 ? postgres! : second!).accounts.findOrCreateAccount("0xraced", `raced-${i}`, i)));
+    expect(made.filter((m) => m.created)).toHaveLength(1);
+    expect(new Set(made.map((m) => m.account.id)).size).toBe(1);
   });
 
   test("an instance that freezes holding a wallet's nonce lock holds the others no longer than WALLET_LOCK_SECONDS", async () => {

@@ -14,6 +14,9 @@ export type Account = {
   readonly displayName?: string | null | undefined;
 };
 
+/** The account of a wallet, and whether this very call created it. */
+export type AccountCreation = { readonly account: Account; readonly created: boolean };
+
 /** A sign-in challenge: the exact EIP-4361 message the wallet must sign, single-use and expiring. */
 export type Challenge = {
   readonly id: string;
@@ -80,8 +83,12 @@ export interface AccountStore {
   readonly findChallenge: (id: string) => Promise<Challenge | undefined>;
   /** Marks an unused challenge used; false when it was already used or is unknown (a concurrent verify won). */
   readonly consumeChallenge: (id: string, nowMs: number) => Promise<boolean>;
-  /** The account of a wallet, created on the `free` plan with `newId` if there is none yet. */
-  readonly findOrCreateAccount: (address: string, newId: string, nowMs: number) => Promise<Account>;
+  /**
+   * The account of a wallet, created on the `free` plan with `newId` if there is none yet. `created` is whether this
+   * call inserted it: of parallel calls for one new wallet (on any instance) exactly one did, which a lookup before or
+   * after the call cannot tell.
+   */
+  readonly findOrCreateAccount: (address: string, newId: string, nowMs: number) => Promise<AccountCreation>;
   /** An account by id or by wallet address (any case). */
   readonly findAccount: (idOrAddress: string) => Promise<Account | undefined>;
   readonly listAccounts: () => Promise<Account[]>;

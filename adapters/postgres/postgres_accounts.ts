@@ -126,10 +126,13 @@ export function createPostgresAccountStore(sql: SQL): AccountStore {
     },
     async findOrCreateAccount(address, newId, nowMs) {
       const lower = address.toLowerCase();
-      await sql`INSERT INTO accounts (id, address, plan, created_at_ms, updated_at_ms)
-                VALUES (${newId}, ${lower}, 'free', ${nowMs}, ${nowMs}) ON CONFLICT (address) DO NOTHING`;
+      // RETURNING answers only for the row this statement inserted: a concurrent insert of the same address (another
+      // instance's) makes this one wait for it and do nothing, and the row is then read as it committed.
+      const inserted: Row[] = await sql`INSERT INTO accounts (id, address, plan, created_at_ms, updated_at_ms)
+                VALUES (${newId}, ${lower}, 'free', ${nowMs}, ${nowMs}) ON CONFLICT (address) DO NOTHING RETURNING *`;
+      if (inserted[0] !== undefined) return { account: toAccount(inserted[0]), created: true };
       const rows: Row[] = await sql`SELECT * FROM accounts WHERE address = ${lower}`;
-      return toAccount(rows[0]!);
+      return { account: toAccount(rows[0]!), created: false };
     },
     findAccount,
     async listAccounts() {

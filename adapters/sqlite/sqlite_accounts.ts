@@ -174,8 +174,8 @@ export function createSqliteAccountStore(db: Database): AccountStore {
     consumeChallenge: (id, nowMs) => Promise.resolve(consumeChallenge.run(nowMs, id).changes === 1),
     findOrCreateAccount(address, newId, nowMs) {
       const lower = address.toLowerCase();
-      insertAccount.run(newId, lower, nowMs, nowMs);
-      return Promise.resolve(toAccount(accountByAddress.get(lower)!));
+      const created = insertAccount.run(newId, lower, nowMs, nowMs).changes === 1;
+      return Promise.resolve({ account: toAccount(accountByAddress.get(lower)!), created });
     },
     findAccount: (idOrAddress) => Promise.resolve(account(idOrAddress)),
     listAccounts: () => Promise.resolve(listAccounts.all().map(toAccount)),

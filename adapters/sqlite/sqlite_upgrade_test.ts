@@ -64,7 +64,7 @@ test("a new SQLite file has 1 KiB pages, and a file with 4 KiB pages keeps them 
   db.close();
   expect(pageSize(older)).toBe(4096);
   const reopened = openSqliteStorage(older);
-  const made = await reopened.accounts.findOrCreateAccount("0x00000000000000000000000000000000000000aa", "acct-4k", 1);
+  const made = (await reopened.accounts.findOrCreateAccount("0x00000000000000000000000000000000000000aa", "acct-4k", 1)).account;
   expect((await reopened.accounts.findAccount("acct-4k"))?.id).toBe(made.id);
   await reopened.close();
   expect(pageSize(older)).toBe(4096);

@@ -130,7 +130,7 @@ function outboxAndEndpointTests(open: () => Promise<readonly [Storage, Storage]>
   test("targets: endpoints watching a subject, and those of accounts that own it", async () => {
     const [storage] = await open();
     const did = `did:web:${fresh("t")}.example`;
-    const owner = (await storage.accounts.findOrCreateAccount(hex(++counter, 40), fresh("owner"), 1)).id;
+    const owner = (await storage.accounts.findOrCreateAccount(hex(++counter, 40), fresh("owner"), 1)).account.id;
     await storage.subjects.add({
       id: fresh("sub"),
       accountId: owner,

@@ -7,7 +7,7 @@ import { signedTx, fresh } from "./_helpers.ts";
 export function writeLedgerContract(open: () => Promise<Storage>) {
   test("quota: reserves up to the limit; reserved and broadcast count, released do not; committed is final", async () => {
     const { accounts, ledger } = await open();
-    const account = await accounts.findOrCreateAccount(fresh("0xq"), fresh("acct"), 0);
+    const { account } = await accounts.findOrCreateAccount(fresh("0xq"), fresh("acct"), 0);
     const r = (id: string, year = 2026) => ({ id, accountId: account.id, year, fingerprint: id, createdAtMs: 1 });
     const [w1, w2, w3, y1] = [fresh("w"), fresh("w"), fresh("w"), fresh("y")];
     expect(await ledger.reserve(r(w1), 2)).toBe(true);
@@ -33,7 +33,7 @@ export function writeLedgerContract(open: () => Promise<Storage>) {
 
   test("a sponsored write's row keeps the chain it is sent on; one reserved without a chain names none (the default chain's)", async () => {
     const { accounts, ledger } = await open();
-    const account = await accounts.findOrCreateAccount(fresh("0xc"), fresh("acct"), 0);
+    const { account } = await accounts.findOrCreateAccount(fresh("0xc"), fresh("acct"), 0);
     const [onB, plain] = [fresh("cb"), fresh("cn")];
     expect(await ledger.reserve({ id: onB, accountId: account.id, year: 2026, fingerprint: onB, createdAtMs: 1, chainId: 31338 }, 5)).toBe(true);
     expect(await ledger.reserve({ id: plain, accountId: account.id, year: 2026, fingerprint: plain, createdAtMs: 1 }, 5)).toBe(true);
@@ -45,7 +45,7 @@ export function writeLedgerContract(open: () => Promise<Storage>) {
 
   test("quota: forty parallel reservations for ten writes give exactly ten", async () => {
     const { accounts, ledger } = await open();
-    const account = await accounts.findOrCreateAccount(fresh("0xp"), fresh("acct"), 0);
+    const { account } = await accounts.findOrCreateAccount(fresh("0xp"), fresh("acct"), 0);
     const results = await Promise.all(
       Array.from({ length: 40 }, () => ledger.reserve({ id: fresh("p"), accountId: account.id, year: 2026, fingerprint: "f", createdAtMs: 1 }, 10)),
     );

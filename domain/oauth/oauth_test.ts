@@ -10,7 +10,7 @@ async function setup(limits: { liveCodesPerAccount?: number; liveCodesPerClient?
   const clock = fakeClock();
   const store = fakeOAuthStore();
   const accounts = fakeAccountStore();
-  const account = await accounts.findOrCreateAccount("0x00000000000000000000000000000000000000aa", "acct-1", clock.nowMs());
+  const { account } = await accounts.findOrCreateAccount("0x00000000000000000000000000000000000000aa", "acct-1", clock.nowMs());
   const keys = fakeAccessTokenKeys(clock);
   const oauth = createOAuth({
     store,
@@ -150,7 +150,7 @@ describe("live codes (issue 26): bounded per account and per client", () => {
   test("past the client's bound another account is refused too (client_limit)", async () => {
     const { oauth, account, accounts, clientId, clock } = await setup({ liveCodesPerAccount: 10, liveCodesPerClient: 2 });
     const req = await request(oauth, clientId);
-    const other = await accounts.findOrCreateAccount("0x00000000000000000000000000000000000000bb", "acct-2", clock.nowMs());
+    const other = (await accounts.findOrCreateAccount("0x00000000000000000000000000000000000000bb", "acct-2", clock.nowMs())).account;
     expect((await oauth.authorization.approve(req, account)).ok).toBe(true);
     expect((await oauth.authorization.approve(req, other)).ok).toBe(true);
     expect(await oauth.authorization.approve(req, other)).toMatchObject({ ok: false, limit: "client_limit" });
@@ -172,7 +172,7 @@ describe("authorizations (issue 26): the applications an account authorised, lis
       first_authorized_at: new Date(clock.nowMs() - 1_000).toISOString(), last_authorized_at: new Date(clock.nowMs()).toISOString(), grants: 2,
     }]);
 
-    const stranger = await accounts.findOrCreateAccount("0x00000000000000000000000000000000000000cc", "acct-3", clock.nowMs());
+    const stranger = (await accounts.findOrCreateAccount("0x00000000000000000000000000000000000000cc", "acct-3", clock.nowMs())).account;
     expect(await oauth.authorizations.revoke(stranger, clientId)).toMatchObject({ ok: false, code: "authorization_not_found" });
     expect(await oauth.authenticateBearer(first.value.access_token, { scope: "account:read" })).toMatchObject({ ok: true });
 

@@ -12,7 +12,7 @@ describe("token issuance with a signer that is down", () => {
   test("the authorization code and the refresh token stay usable", async () => {
     const clock = fakeClock();
     const accounts = fakeAccountStore();
-    const account = await accounts.findOrCreateAccount("0x00000000000000000000000000000000000000aa", "acct-1", clock.nowMs());
+    const { account } = await accounts.findOrCreateAccount("0x00000000000000000000000000000000000000aa", "acct-1", clock.nowMs());
     const working = fakeAccessTokenKeys(clock);
     let down = false;
     const keys = { ...working, sign: (claims: Parameters<typeof working.sign>[0]) => (down ? Promise.reject(new Error("signer down")) : working.sign(claims)) };

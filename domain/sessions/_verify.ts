@@ -59,8 +59,12 @@ export async function verify(
     return fail("ACCOUNT_ALREADY_EXISTS", "This wallet already has an account: sign in with verify");
   }
   if (!(await deps.accounts.consumeChallenge(found.id, now))) return fail("INVALID_CHALLENGE", "Unknown or already used challenge");
-  const existing = await deps.accounts.findAccount(found.address);
-  const account = existing ?? await deps.accounts.findOrCreateAccount(found.address, randomHex(deps, 16), now);
+  // Whether this request created the account is what the insert says, not a lookup: parallel sign-ins of one new
+  // wallet (at any instance) all pass the check above and all find no account before they insert.
+  const { account, created } = await deps.accounts.findOrCreateAccount(found.address, randomHex(deps, 16), now);
+  // A register that lost that race is refused like one that came late, with no session. Its challenge stays used:
+  // it was spent on the race, and verify with a new one signs the wallet in.
+  if (options.register && !created) return fail("ACCOUNT_ALREADY_EXISTS", "This wallet already has an account: sign in with verify");
   const token = base64UrlEncode(deps.random.bytes(TOKEN_BYTES));
   const expiresAtMs = now + deps.policy.sessionTtlHours * 3_600_000;
   const session: Session = {
@@ -73,7 +77,7 @@ export async function verify(
     executionMode: (executionMode as Session["executionMode"]) ?? null,
   };
   await deps.accounts.saveSession(session);
-  return ok({ token, expiresAtMs, account, created: existing === undefined, session });
+  return ok({ token, expiresAtMs, account, created, session });
 }
 
 /**

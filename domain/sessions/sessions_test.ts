@@ -224,6 +224,55 @@ describe("createSessions().verify()", () => {
   });
 });
 
+describe("createSessions().verify() for register", () => {
+  /** Signed challenges of `wallet`, one a request, all taken before any is answered (as parallel clients hold them). */
+  async function signedChallenges(s: ReturnType<typeof setup>, count: number) {
+    return await Promise.all(Array.from({ length: count }, async () => {
+      const challenge = await s.sessions.challenge(challengeBody);
+      if (!challenge.ok) throw new Error(challenge.message);
+      return { ...challenge.value, signature: await wallet.signMessage({ message: challenge.value.siweMessage }) };
+    }));
+  }
+
+  test("parallel registers of one new wallet: one creates the account with a session, the others are ACCOUNT_ALREADY_EXISTS", async () => {
+    const s = setup();
+    const bodies = await signedChallenges(s, 4);
+    const results = await Promise.all(bodies.map((body) => s.sessions.verify(body, { register: true })));
+    expect(results.map((r) => (r.ok ? `created=${r.value.created}` : r.code)).sort())
+      .toEqual(["ACCOUNT_ALREADY_EXISTS", "ACCOUNT_ALREADY_EXISTS", "ACCOUNT_ALREADY_EXISTS", "created=true"]);
+    expect(s.accounts.accounts.size).toBe(1);
+    expect(s.accounts.sessions.size).toBe(1);
+  });
+
+  /** A store where another instance inserts the wallet's account just before this one's insert, after every check passed. */
+  function beatenToTheInsert() {
+    const s = setup();
+    const findOrCreate = s.accounts.findOrCreateAccount;
+    s.accounts.findOrCreateAccount = async (address, newId, nowMs) => {
+      await findOrCreate(address, "other-instance", nowMs);
+      return await findOrCreate(address, newId, nowMs);
+    };
+    return s;
+  }
+
+  test("a register beaten between its check and its insert is refused with no session, its challenge used", async () => {
+    const s = beatenToTheInsert();
+    const [body] = await signedChallenges(s, 1);
+    const lost = await s.sessions.verify(body, { register: true });
+    expect(lost.ok ? `created=${lost.value.created}` : lost.code).toBe("ACCOUNT_ALREADY_EXISTS");
+    expect(s.accounts.sessions.size).toBe(0);
+    expect(s.accounts.challenges.get(body!.challengeId)?.usedAtMs).not.toBeNull();
+  });
+
+  test("a verify beaten the same way signs the wallet in to the other's account, not as its creator", async () => {
+    const s = beatenToTheInsert();
+    const [body] = await signedChallenges(s, 1);
+    const signedIn = await s.sessions.verify(body);
+    expect(signedIn.ok && { id: signedIn.value.account.id, created: signedIn.value.created }).toEqual({ id: "other-instance", created: false });
+    expect(s.accounts.sessions.size).toBe(1);
+  });
+});
+
 describe("createSessions().authenticate() and logout()", () => {
   test("a live session authenticates; logout revokes it; expiry ends it", async () => {
     const s = setup();

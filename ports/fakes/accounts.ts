@@ -45,10 +45,10 @@ export function fakeAccountStore() {
     },
     findOrCreateAccount(address: string, newId: string, nowMs: number) {
       const existing = byIdOrAddress(address);
-      if (existing !== undefined) return Promise.resolve(existing);
+      if (existing !== undefined) return Promise.resolve({ account: existing, created: false });
       const account = { id: newId, address: address.toLowerCase(), plan: "free" as const, createdAtMs: nowMs };
       accounts.set(newId, account);
-      return Promise.resolve(account);
+      return Promise.resolve({ account, created: true });
     },
     findAccount: (idOrAddress: string) => Promise.resolve(byIdOrAddress(idOrAddress)),
     listAccounts: () => Promise.resolve([...accounts.values()]),
