@@ -300,6 +300,24 @@ describe("paying with x402", () => {
     expect(await balance(payer)).toBe(before);
   });
 
+  test("a payment header whose JSON is not an object (null, a list, a number) is 402 PAYMENT_INVALID, with or without Idempotency-Key", async () => {
+    // `bnVsbA==` is base64 `null`: core's decoder returns it as it is, and every paid route answered 500.
+    const witnessTxs = await witnessNonce();
+    for (const json of ["null", "[]", "1"]) {
+      const header = Buffer.from(json).toString("base64");
+      for (const [path, extra] of [
+        ["/v1/controller-witness", {}],
+        ["/v1/paid/controller-witness", {}],
+        ["/v1/paid/controller-witness", { "idempotency-key": `not-an-object-${json}` }],
+      ] as const) {
+        const refused = await post(path, witnessBody, { "payment-signature": header, ...extra });
+        expect([json, path, refused.status]).toEqual([json, path, 402]);
+        expect(await refused.json()).toMatchObject({ code: "PAYMENT_INVALID", details: "invalid_payload" });
+      }
+    }
+    expect(await witnessNonce()).toBe(witnessTxs);
+  });
+
   test("facilitator down: 502 and nothing written or transferred; the retry under the same Idempotency-Key is processed, not replayed", async () => {
     const key = payers[5]!;
     const payer = privateKeyToAccount(key).address;

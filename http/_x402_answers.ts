@@ -1,6 +1,7 @@
 /** The x402 gate's own answers (http/x402_gate.ts): its refusals, and where a paid write's key belongs. */
 import { decodePaymentSignatureHeader } from "@x402/core/http";
 import type { HTTPResponseInstructions } from "@x402/core/server";
+import type { PaymentPayload } from "@x402/core/types";
 import { readExactAuthorization } from "../domain/payments/mod.ts";
 import { errorBody, json } from "./errors.ts";
 
@@ -17,14 +18,25 @@ export const paymentRequired = (instructions: HTTPResponseInstructions, code: st
   return json(errorBody(code, message, details), instructions.status === 412 ? 402 : instructions.status, headers);
 };
 
+/**
+ * The payment a `PAYMENT-SIGNATURE` header carries, or undefined when it carries none: not base64 JSON, or JSON that is
+ * not an object. Core's decoder returns any JSON value, and `bnVsbA==` (`null`) made every paid route answer 500 where
+ * `{}` or `"x"` answered 402.
+ */
+export function decodedPayment(header: string): PaymentPayload | undefined {
+  let decoded: unknown;
+  try {
+    decoded = decodePaymentSignatureHeader(header);
+  } catch {
+    return undefined;
+  }
+  return typeof decoded === "object" && decoded !== null && !Array.isArray(decoded) ? decoded as PaymentPayload : undefined;
+}
+
 /** Where a paid write's `Idempotency-Key` belongs: see `PaymentGate.idempotentWrite` (http/x402_gate.ts). */
 export function paidIdempotentWrite(request: Request, body: unknown, fallbackScope: string): { scope: string; body: string } {
   const header = request.headers.get("payment-signature") ?? "";
-  let payer: string | undefined;
-  try {
-    payer = readExactAuthorization(decodePaymentSignatureHeader(header).payload)?.from.toLowerCase();
-  } catch {
-    payer = undefined;
-  }
+  const payment = decodedPayment(header);
+  const payer = payment === undefined ? undefined : readExactAuthorization(payment.payload)?.from.toLowerCase();
   return { scope: payer === undefined ? fallbackScope : `x402:${payer}`, body: `${typeof body === "string" ? body : ""}\n${header}` };
 }

@@ -10,21 +10,18 @@
  * Before, the retry met its own payment's replay key (409 `PAYMENT_ALREADY_USED`), or, past the authorization's
  * validity, 402: the payer was told the write was refused while it stood on chain, and paid again for a second one.
  */
-import { decodePaymentSignatureHeader, encodePaymentResponseHeader } from "@x402/core/http";
+import { encodePaymentResponseHeader } from "@x402/core/http";
 import type { HTTPRequestContext } from "@x402/core/server";
-import type { Network, PaymentPayload } from "@x402/core/types";
+import type { Network } from "@x402/core/types";
 import { paymentReplayKey, plainPaymentTerm, readExactAuthorization } from "../domain/payments/mod.ts";
 import type { PaymentPurpose } from "../ports/payments.ts";
+import { decodedPayment } from "./_x402_answers.ts";
 import { adapterOf, type Gate, type GateWork, paidWorkOf, reasonOf, settleWork, workAnswer } from "./_x402_core.ts";
 
 /** The payment a request's `PAYMENT-SIGNATURE` names: its replay key, payer and network; undefined when it names none. */
 function paymentOf(header: string): { readonly key: string; readonly payer: string; readonly network: string } | undefined {
-  let payload: PaymentPayload;
-  try {
-    payload = decodePaymentSignatureHeader(header);
-  } catch {
-    return undefined;
-  }
+  const payload = decodedPayment(header);
+  if (payload === undefined) return undefined;
   const authorization = readExactAuthorization(payload.payload);
   const accepted = payload.accepted as { network?: unknown; asset?: unknown } | undefined;
   if (authorization === undefined || typeof accepted?.network !== "string" || typeof accepted.asset !== "string") return undefined;

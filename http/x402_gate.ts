@@ -15,16 +15,15 @@
  *
  * Facilitator and library texts never reach a client: reasons are protocol codes or `invalid_payment`.
  */
-import { decodePaymentSignatureHeader } from "@x402/core/http";
 import { FacilitatorResponseError, type HTTPRequestContext, type RouteConfig, x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server";
-import type { Network, PaymentPayload } from "@x402/core/types";
+import type { Network } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { expiresTooSoon, paymentReplayKey, plainPaymentTerm, readExactAuthorization } from "../domain/payments/mod.ts";
 import type { PaymentPurpose } from "../ports/payments.ts";
 import { initializeOnce } from "../x402/elysia_adapter.ts";
 import { createOfferReceiptExtension, declareOfferReceiptExtension } from "../x402/extension.ts";
 import { errorBody, json } from "./errors.ts";
-import { inProgress, paidIdempotentWrite, paymentRequired, replayed, unavailable } from "./_x402_answers.ts";
+import { decodedPayment, inProgress, paidIdempotentWrite, paymentRequired, replayed, unavailable } from "./_x402_answers.ts";
 import { adapterOf, type Gate, type GateWork, guardedFacilitator, headerOf, type PaidRequest, type PaymentGateOptions, paidWorkOf, reasonOf, settleWork, workAnswer } from "./_x402_core.ts";
 import { resumePayment } from "./_x402_resume.ts";
 import { SIGNER_RETRY_AFTER_SECONDS } from "../ports/signer.ts";
@@ -144,14 +143,7 @@ async function handlePayment(
   const url = new URL(request.url);
   const header = request.headers.get("payment-signature") ?? undefined;
   const context: HTTPRequestContext = { adapter: adapterOf(request, url), path: url.pathname, method: "POST", paymentHeader: header };
-  let payload: PaymentPayload | undefined;
-  if (header !== undefined) {
-    try {
-      payload = decodePaymentSignatureHeader(header);
-    } catch {
-      payload = undefined;
-    }
-  }
+  const payload = header === undefined ? undefined : decodedPayment(header);
   const authorization = payload === undefined ? undefined : readExactAuthorization(payload.payload);
   // A facilitator that cannot say what it supports is down: 502, nothing asked of the payer (it was a 500).
   if (!(await gate.initialize().then(() => true, () => false))) {
