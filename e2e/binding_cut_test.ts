@@ -132,9 +132,10 @@ describe("a controller cut off by a revoked key binding", () => {
     expect(trust.status).toBe(200);
     expect(trust.body.responsibilityClaims.map((c: { attestation: { uid: string } }) => c.attestation.uid)).toEqual([before.uid]);
     expect(JSON.stringify(trust.body.responsibilityClaims)).not.toContain(after.uid);
+    // Its own binding stays the newest, read as ended by the owner's revocation.
     const status = await get(`/v1/key-status?subjectDid=${encodeURIComponent(party)}&keyDid=${encodeURIComponent(pkh(controller))}`);
-    expect(status.body).toMatchObject({ status: "revoked", keyBinding: { uid: bound.uid } });
+    expect(status.body).toMatchObject({ status: "revoked", keyBinding: { uid: self.uid } });
     const authorization = await get(`/v1/controller-authorization?subjectDid=${encodeURIComponent(party)}&controllerDid=${encodeURIComponent(pkh(controller))}`);
-    expect(authorization.body).toMatchObject({ authorized: false, until: String(cutAt), keyBindingUid: bound.uid, keyBindingUids: [bound.uid] });
+    expect(authorization.body).toMatchObject({ authorized: false, until: String(cutAt), keyBindingUid: self.uid, keyBindingUids: [self.uid, bound.uid] });
   }, 120_000);
 });

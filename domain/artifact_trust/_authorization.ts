@@ -132,13 +132,15 @@ async function loadPartyEvidence(
 /** Authorization from chain evidence alone, or the need for live evidence (did:web parties only). */
 function onChainAuthorization(ctx: ArtifactTrustContext, evidence: PartyEvidence, party: string, controller: string, nowSeconds: bigint): Authorization {
   const counts = bindingAuthority(ctx, evidence, party);
-  const accepted = counts.deciding(evidence.bindings.filter((b) => bindingNames(b, controller) && counts(b)), nowSeconds)
+  const accepted = evidence.bindings.filter((b) => bindingNames(b, controller) && counts(b))
     .sort((a, b) => (a.time === b.time ? (a.uid < b.uid ? 1 : -1) : a.time < b.time ? 1 : -1));
   const newest = accepted[0];
   if (newest !== undefined && newest.keyPurpose.length > 0 && !newest.keyPurpose.includes(SIGNING_PURPOSE)) {
     return { kind: "unauthorized" };
   }
-  const until = newest?.until ?? null;
+  // A binding the controller wrote of itself before another's binding of it ended ends then too (domain/bindings).
+  const cut = newest === undefined ? undefined : counts.selfCuts(accepted, nowSeconds).get(newest);
+  const until = cut !== undefined && (newest?.until == null || cut < newest.until) ? cut : newest?.until ?? null;
   // Controller authorization's rules (decisions §25, the same computation as /v1/controller-authorization): a witness
   // window, or live evidence. Before, a party that was the attester itself (any wallet's claim for its own did:pkh, on
   // any chain) and a key binding alone (with no witness or evidence of the key) were authorized here, where the route

@@ -44,15 +44,16 @@ export type BindingAuthorityRules<B extends AuthorityBinding> = {
 /** `counts(binding)`, with the bindings that decide a controller's status ({@link createBindingAuthority}). */
 export type BindingAuthority<B extends AuthorityBinding> = ((binding: B) => boolean) & {
   /**
-   * Of the counting bindings naming one controller (written by `at`), those its status is read from: all but the
-   * bindings the controller wrote of itself before another attester's binding naming it ended (revoked or expired by
-   * `at`). A stolen key's first move was a binding of itself, written while it still had authority: that binding then
-   * stood as the newest, and the subject's revocation of its own binding never cut the key off (key status `active`,
-   * controller authorization without `until`, its later claims "verified"). A controller's binding of itself can
-   * narrow or end its own authority (a newer purpose list, its revocation), never outlast another's cut; one written
-   * after another attester bound it again stands.
+   * Of the counting bindings naming one controller (written by `at`), the ones the controller wrote of itself before
+   * another attester's binding naming it ended (revoked or expired by `at`), each with that end: the first such end
+   * after it was written. Its status reads such a binding as ended there (a revocation it did not make). A stolen key's
+   * first move was a binding of itself, written while it still had authority: that binding then stood as the newest,
+   * and the subject's revocation of its own binding never cut the key off (key status `active`, controller
+   * authorization without `until`, its later claims "verified"). Ended, not left out: a controller's binding of itself
+   * still narrows its own authority (a newer purpose list), and one left out would hand the status back to an older,
+   * wider binding. One written after another attester bound it again stands until the next end.
    */
-  readonly deciding: (naming: readonly B[], at: bigint) => B[];
+  readonly selfCuts: (naming: readonly B[], at: bigint) => Map<B, bigint>;
 };
 
 /** Returns `counts(binding)`: the caller's rule and the attester's authority not ended when it wrote the binding. */
@@ -104,18 +105,25 @@ export function createBindingAuthority<B extends AuthorityBinding>(rules: Bindin
   };
 
   const isSelf = (b: B) => !rules.lasting(b) && rules.names(b, `did:pkh:eip155:${rules.chainId}:${b.attester.toLowerCase()}`);
-  const deciding = (naming: readonly B[], at: bigint): B[] => {
-    let lastCut: bigint | null = null;
+  const selfCuts = (naming: readonly B[], at: bigint): Map<B, bigint> => {
+    const ends: bigint[] = [];
     for (const b of naming) {
       if (isSelf(b)) continue;
       const end = rules.endOf(b);
-      if (end !== 0n && end <= at && (lastCut === null || end > lastCut)) lastCut = end;
+      if (end !== 0n && end <= at) ends.push(end);
     }
-    const cut = lastCut;
-    return cut === null ? [...naming] : naming.filter((b) => !isSelf(b) || b.time > cut);
+    const cuts = new Map<B, bigint>();
+    if (ends.length === 0) return cuts;
+    for (const b of naming) {
+      if (!isSelf(b)) continue;
+      let first: bigint | null = null;
+      for (const end of ends) if (end >= b.time && (first === null || end < first)) first = end;
+      if (first !== null) cuts.set(b, first);
+    }
+    return cuts;
   };
 
-  return Object.assign(counts, { deciding });
+  return Object.assign(counts, { selfCuts });
 }
 
 /** The earliest of times that end something (Unix seconds), 0 meaning "never"; 0n when none ends. */

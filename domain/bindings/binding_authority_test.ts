@@ -89,29 +89,32 @@ describe("createBindingAuthority: a controller cut off by a binding's end binds 
   });
 });
 
-describe("createBindingAuthority().deciding: a controller's binding of itself never outlasts another's cut", () => {
-  test("one written before another attester's binding naming it ended is left out; the others stay", () => {
+describe("createBindingAuthority().selfCuts: a controller's binding of itself never outlasts another's cut", () => {
+  const cutsOf = (bindings: Binding[], naming: Binding[], at: number) =>
+    Object.fromEntries([...authority(bindings).selfCuts(naming, BigInt(at))].map(([b, end]) => [b.uid, end]));
+
+  test("one written before another attester's binding naming it ended ends there; the others are untouched", () => {
     const owners = binding("owners", B, A, 20, 40);
     const self = binding("self", A, A, 30);
-    const thief = binding("thief", A, THIEF, 30);
-    const { deciding } = authority([owners, self, thief]);
-    expect(deciding([owners, self], 50n).map((b) => b.uid)).toEqual(["owners"]);
-    // Before the cut (at 35) it stands; the cut's time counts only once it has come.
-    expect(deciding([owners, self], 35n).map((b) => b.uid)).toEqual(["owners", "self"]);
+    expect(cutsOf([owners, self], [owners, self], 50)).toEqual({ self: 40n });
+    // Before the cut (at 35) nothing has ended it: the cut's time counts only once it has come.
+    expect(cutsOf([owners, self], [owners, self], 35)).toEqual({});
   });
 
-  test("one written after another bound it again stands; its own revocation is no one else's cut", () => {
+  test("the first end after it is its end; one written after another bound it again stands until the next", () => {
     const owners = binding("owners", B, A, 20, 40);
-    const again = binding("again", B, A, 45);
-    const self = binding("self", A, A, 50);
-    expect(authority([owners, again, self]).deciding([owners, again, self], 60n).map((b) => b.uid)).toEqual(["owners", "again", "self"]);
-    const selfOnly = binding("self-only", A, A, 20, 30);
-    expect(authority([selfOnly]).deciding([selfOnly], 60n).map((b) => b.uid)).toEqual(["self-only"]);
+    const again = binding("again", B, A, 45, 70);
+    const early = binding("early", A, A, 30);
+    const late = binding("late", A, A, 50);
+    expect(cutsOf([owners, again, early, late], [owners, again, early, late], 60)).toEqual({ early: 40n });
+    expect(cutsOf([owners, again, early, late], [owners, again, early, late], 80)).toEqual({ early: 40n, late: 70n });
   });
 
-  test("an attester the caller trusts outright is never read as a self-binding", () => {
+  test("its own revocation is no one else's cut; an attester the caller trusts outright is never read as self-binding", () => {
+    const selfOnly = binding("self-only", A, A, 20, 30);
+    expect(cutsOf([selfOnly], [selfOnly], 60)).toEqual({});
     const cut = binding("cut", B, ISSUER, 20, 40);
     const own = binding("own", ISSUER, ISSUER, 30);
-    expect(authority([cut, own]).deciding([cut, own], 50n).map((b) => b.uid)).toEqual(["cut", "own"]);
+    expect(cutsOf([cut, own], [cut, own], 50)).toEqual({});
   });
 });

@@ -95,7 +95,7 @@ export function evaluateControllerAuthorization(input: ControllerAuthorizationIn
     .filter((w) => stoodAt(w, at) && isSameControllerId(w.controller, controllerDid))
     .sort(oldestFirst);
   const counts = countingBindings(input, (b) => input.transferProofs?.get(b.uid) === true);
-  const bindings = counts.deciding(input.bindings.filter((b) => b.time <= at && bindingNames(b, controllerDid) && counts(b)), at)
+  const bindings = input.bindings.filter((b) => b.time <= at && bindingNames(b, controllerDid) && counts(b))
     .sort((a, b) => -oldestFirst(a, b));
   const newest = bindings[0];
   const keyPurposeStatus: KeyPurposeStatus = newest === undefined || newest.keyPurpose.length === 0
@@ -103,7 +103,10 @@ export function evaluateControllerAuthorization(input: ControllerAuthorizationIn
     : input.purposes.every((p) => newest.keyPurpose.includes(p))
     ? "matched"
     : "mismatch";
-  const until = newest !== undefined && newest.revocationTime !== 0n && newest.revocationTime <= at ? newest.revocationTime : null;
+  // A binding the controller wrote of itself before another's binding of it ended is revoked then (domain/bindings).
+  const cut = newest === undefined ? undefined : counts.selfCuts(bindings, at).get(newest);
+  const revoked = newest !== undefined && newest.revocationTime !== 0n && newest.revocationTime <= at ? newest.revocationTime : null;
+  const until = cut !== undefined && (revoked === null || cut < revoked) ? cut : revoked;
 
   const proofs = input.transferProofs;
   const transferChecked = proofs !== undefined && input.bindings.some((b) => b.time <= at && proofs.has(b.uid));

@@ -75,10 +75,23 @@ describe("evaluateControllerAuthorization()", () => {
     const cut = binding(CONTROLLER, 200n, { attester: other, revocationTime: 400n });
     const self = binding(CONTROLLER, 300n);
     const v = evaluateControllerAuthorization(input({ witnesses, bindings: [cut, self] }));
-    expect(v).toMatchObject({ authorized: false, until: 400n, keyBindingUid: cut.uid });
-    expect(v.keyBindingUids).toEqual([cut.uid]);
-    // Asked for a time before the cut, its own binding was the newest, as any other.
-    expect(evaluateControllerAuthorization(input({ witnesses, bindings: [cut, self], at: 350n }))).toMatchObject({ authorized: true, keyBindingUid: self.uid });
+    // Its own binding stays the newest, ended by the other's revocation.
+    expect(v).toMatchObject({ authorized: false, until: 400n, keyBindingUid: self.uid });
+    expect(v.keyBindingUids).toEqual([self.uid, cut.uid]);
+    // Asked for a time before the cut, its own binding was the newest, and open.
+    expect(evaluateControllerAuthorization(input({ witnesses, bindings: [cut, self], at: 350n }))).toMatchObject({ authorized: true, until: null, keyBindingUid: self.uid });
+  });
+
+  test("a controller's binding of itself that narrows its purposes still narrows them after another's binding of it ends", () => {
+    // The other bound OWNER for every purpose until 400; OWNER narrowed itself to keyAgreement at 300 ("stop taking my
+    // assertions"). Leaving its own binding out after 400 handed the status back to the wider one: matched.
+    const other = "0x00000000000000000000000000000000000000b2";
+    const witnesses = [witness(CONTROLLER, 100n), witness(pkh(other), 100n)];
+    const wide = binding(CONTROLLER, 200n, { attester: other, keyPurpose: ["authentication", "assertionMethod"], expiresAt: 400n });
+    const narrow = binding(CONTROLLER, 300n, { keyPurpose: ["keyAgreement"] });
+    for (const at of [350n, 1_000n]) {
+      expect(evaluateControllerAuthorization(input({ witnesses, bindings: [wide, narrow], at }))).toMatchObject({ authorized: false, keyPurposeStatus: "mismatch", keyBindingUid: narrow.uid });
+    }
   });
 
   test("a witness opens the window at its EAS time; witnesses oldest first; no binding is unknown", () => {

@@ -178,10 +178,15 @@ export function evaluateKeyTrust(input: KeyTrustInput): KeyTrust {
   const endpointFound = input.endpointKeys.some((k) => isSameControllerId(k, keyDid));
 
   const counts = countingBindings(input);
-  const bindings = counts.deciding(input.bindings.filter((b) => b.time <= at && bindingNames(b, keyDid) && counts(b)), at)
-    .sort(newestFirst);
-  const chosen = bindings.find((b) => stateAt(b, at) === "active") ?? bindings[0] ?? null;
-  const state = chosen === null ? undefined : stateAt(chosen, at);
+  const bindings = input.bindings.filter((b) => b.time <= at && bindingNames(b, keyDid) && counts(b)).sort(newestFirst);
+  // A binding the key wrote of itself before another's binding of it ended reads as revoked from then (domain/bindings).
+  const cuts = counts.selfCuts(bindings, at);
+  const stateOf = (b: BindingEvidence): BindingState => {
+    const own = stateAt(b, at);
+    return cuts.has(b) && (own === "active" || own === "pending") ? "revoked" : own;
+  };
+  const chosen = bindings.find((b) => stateOf(b) === "active") ?? bindings[0] ?? null;
+  const state = chosen === null ? undefined : stateOf(chosen);
   const status: KeyStatusValue = state === undefined || state === "pending" ? "registered" : state;
   const trustLevel: TrustLevel = keyWitness !== null
     ? (status === "active" ? "advanced" : "intermediate")

@@ -55,7 +55,8 @@ describe("evaluateKeyTrust()", () => {
     const revoked = binding(300n, { revocationTime: 500n });
     const self = binding(400n, { attester: KEY.split(":")[4]! });
     const t = judge({ witnesses, bindings: [revoked, self] });
-    expect([t.status, t.trustLevel, t.keyBinding?.uid]).toEqual(["revoked", "intermediate", "0xb300"]);
+    // Its own binding, ended by the owner's revocation: the newest, and revoked.
+    expect([t.status, t.trustLevel, t.keyBinding?.uid]).toEqual(["revoked", "intermediate", "0xb400"]);
     // Before the cut the key's own binding counts as any other; one it writes after the owner bound it again stands.
     expect(judge({ witnesses, bindings: [revoked, self], at: 450n }).status).toBe("active");
     const again = binding(700n);

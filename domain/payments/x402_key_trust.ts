@@ -88,10 +88,12 @@ export function evaluateKeyTrust(input: {
     endOf,
   });
 
-  // The bindings the key's status is read from: a binding the key wrote of itself does not outlast another's cut.
-  const standing = new Set(counts.deciding(bindings.filter((b) => b.time <= at && matches(b.keyId.split("#")[0]!) && counts(b)), at));
-  for (const binding of bindings) {
-    if (!standing.has(binding)) continue;
+  // The key's bindings, and when another's cut ended those it wrote of itself before it (domain/bindings).
+  const standing = bindings.filter((b) => b.time <= at && matches(b.keyId.split("#")[0]!) && counts(b));
+  const cuts = counts.selfCuts(standing, at);
+  const endOfStanding = (b: KeyBindingEvidence) => earliestEnd(endOf(b), cuts.get(b) ?? 0n);
+  for (const binding of standing) {
+    if (cuts.has(binding)) continue;
     if (binding.keyPurpose.length > 0 && !binding.keyPurpose.includes("assertionMethod")) continue;
     if (binding.effectiveAt > at || binding.time > at) continue;
     if (binding.expiresAt !== 0n && binding.expiresAt <= at) continue;
@@ -105,7 +107,7 @@ export function evaluateKeyTrust(input: {
     .sort((a, b) => (a.time === b.time ? (a.uid < b.uid ? 1 : -1) : a.time < b.time ? 1 : -1))[0];
   if (newest !== undefined) {
     if (newest.keyPurpose.length > 0 && !newest.keyPurpose.includes("assertionMethod")) return trust(0, "none");
-    const end = endOf(newest);
+    const end = endOfStanding(newest);
     if (end !== 0n && end <= at) return trust(0, "none");
   }
   for (const w of witnesses) {
