@@ -110,8 +110,16 @@ const blank = (original: string): IdentityRecord => ({ input: original, canonica
  * escape such as `<U+202E>` would be a second spelling of the identifier that names nothing.
  */
 function shown(record: IdentityRecord): IdentityRecord {
-  return displayTextProblem("label", record.label) === undefined ? record : { ...record, label: UNKNOWN_LABEL };
+  return displayTextProblem("label", record.label) === undefined && !INVISIBLE.test(record.label) ? record : { ...record, label: UNKNOWN_LABEL };
 }
+
+/**
+ * Characters a label may not hold beyond display text's rule: format characters (Unicode Cf: zero-width spaces and
+ * joiners, the soft hyphen, LRM/RLM, word joiners, tags) print as nothing, so `did:handle:x:pay\u200bpal` read
+ * `paypal (x)`, a name it is not. A label is a name to compare by eye; display names elsewhere may keep them (an emoji
+ * joined by ZWJ), a label may not.
+ */
+const INVISIBLE = /\p{Cf}/u;
 
 /** Resolves one identifier to its canonical form and display label; never throws. */
 export function resolveIdentity(identifier: string): IdentityRecord {

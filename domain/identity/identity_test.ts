@@ -226,6 +226,11 @@ describe("resolveIdentity()", () => {
     expect(resolveIdentity("did:handle:twitter:a\u0007b").label).toBe("Unknown");
     expect(resolveIdentity("did:pkh:eip155:1:0x\u202e")).toMatchObject({ label: "Unknown", type: "did-pkh" });
     expect(resolveIdentity("did:example:\u202eelpmaxe")).toMatchObject({ canonical: "did:example:\u202eelpmaxe", label: "Unknown", type: "unknown" });
+    // Format characters print as nothing: `pay\u200bpal (x)` read `paypal (x)`.
+    for (const invisible of ["\u200b", "\u00ad", "\u200e", "\u2060", "\ufeff", "\u{e0041}"]) {
+      expect(resolveIdentity(`did:handle:x:pay${invisible}pal`)).toMatchObject({ label: "Unknown", type: "did-handle" });
+    }
+    expect(resolveIdentity("did:handle:x:paypal").label).toBe("paypal (x)");
     // Right-to-left text is no control: a name in Arabic or Hebrew is shown as written.
     expect(resolveIdentity("did:handle:x:\u05e2\u05d1\u05e8\u05d9\u05ea").label).toBe("\u05e2\u05d1\u05e8\u05d9\u05ea (x)");
   });
