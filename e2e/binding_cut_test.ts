@@ -44,8 +44,8 @@ const claim = async (key: Hex, party = PARTY, artifact = ARTIFACT) =>
     effectiveAt: 0n,
     expiresAt: 0n,
   }, addressOf(artifact));
-const bind = (key: Hex, keyId: string, party = PARTY) =>
-  write(key, "key-binding", { subject: party, keyId, publicKeyJwk: "", keyPurpose: ["assertionMethod"], proofs: [], issuedAt: 0n, effectiveAt: 0n, expiresAt: 0n }, addressOf(party));
+const bind = (key: Hex, keyId: string, party = PARTY, expiresAt = 0n) =>
+  write(key, "key-binding", { subject: party, keyId, publicKeyJwk: "", keyPurpose: ["assertionMethod"], proofs: [], issuedAt: 0n, effectiveAt: 0n, expiresAt }, addressOf(party));
 
 async function get(path: string) {
   const res = await fetch(`${stack.baseUrl}${path}`);
@@ -137,5 +137,44 @@ describe("a controller cut off by a revoked key binding", () => {
     expect(status.body).toMatchObject({ status: "revoked", keyBinding: { uid: self.uid } });
     const authorization = await get(`/v1/controller-authorization?subjectDid=${encodeURIComponent(party)}&controllerDid=${encodeURIComponent(pkh(controller))}`);
     expect(authorization.body).toMatchObject({ authorized: false, until: String(cutAt), keyBindingUid: self.uid, keyBindingUids: [self.uid, bound.uid] });
+  }, 120_000);
+
+  test("a renewal written before the old binding expired keeps it in: its expiry is no cut", async () => {
+    const party = "did:web:renewed.test";
+    const artifact = artifactDidFromDigest(sha256(stringToBytes("ats e2e binding cut, renewed")));
+    const other = keccak256(stringToBytes("ats e2e binding cut, renewed, second key"));
+    const witnessKey = stack.devnet.keys.witness as Hex;
+    const controller = stack.devnet.keys.users[0] as Hex;
+    const owner = stack.devnet.keys.users[1] as Hex;
+    for (const key of [owner, controller]) {
+      await write(witnessKey, "controller-witness", { subject: party, controller: pkh(key), method: "dns-txt", observedAt: 1n }, addressOf(party));
+    }
+    await afterChainSecond(writer.client, (await writer.client.getBlock({ blockTag: "latest" })).timestamp);
+    // The owner binds the controller for a few seconds, and renews it (with no end) before that runs out.
+    const expiresAt = (await writer.client.getBlock({ blockTag: "pending" })).timestamp + 5n;
+    const first = await bind(owner, pkh(controller), party, expiresAt);
+    const renewal = await bind(owner, pkh(controller), party);
+    await afterChainSecond(writer.client, renewal.time);
+    // The controller's own binding of itself, written after the renewal and before the old binding expired.
+    const self = await bind(controller, pkh(controller), party);
+    expect(self.time).toBeLessThan(expiresAt);
+    await afterChainSecond(writer.client, expiresAt);
+    // After the old binding expired: a claim, and a binding of a second key.
+    const after = await claim(controller, party, artifact);
+    const second = await bind(controller, pkh(other), party);
+    await stack.sync();
+
+    const trust = await get(`/v1/artifact-trust?artifactDid=${encodeURIComponent(artifact)}`);
+    expect(trust.status).toBe(200);
+    expect(trust.body.responsibilityClaims.map((c: { attestation: { uid: string } }) => c.attestation.uid)).toEqual([after.uid]);
+    const status = await get(`/v1/key-status?subjectDid=${encodeURIComponent(party)}&keyDid=${encodeURIComponent(pkh(controller))}`);
+    expect(status.body).toMatchObject({ status: "active", keyBinding: { uid: self.uid } });
+    const authorization = await get(
+      `/v1/controller-authorization?subjectDid=${encodeURIComponent(party)}&controllerDid=${encodeURIComponent(pkh(controller))}&purpose=assertionMethod`,
+    );
+    expect(authorization.body).toMatchObject({ authorized: true, until: null, keyBindingUid: self.uid });
+    expect([...authorization.body.keyBindingUids].sort()).toEqual([self.uid, renewal.uid, first.uid].sort());
+    const secondStatus = await get(`/v1/key-status?subjectDid=${encodeURIComponent(party)}&keyDid=${encodeURIComponent(pkh(other))}`);
+    expect(secondStatus.body).toMatchObject({ status: "active", keyBinding: { uid: second.uid } });
   }, 120_000);
 });

@@ -29,6 +29,8 @@ type KeyBinding = {
   readonly attester: string;
   readonly time: bigint;
   readonly until: bigint | null;
+  /** When it was revoked; 0n for never. */
+  readonly revokedAt: bigint;
 };
 type PartyEvidence = { readonly witnesses: Witness[]; readonly bindings: KeyBinding[] };
 
@@ -175,6 +177,7 @@ function bindingAuthority(ctx: ArtifactTrustContext, evidence: PartyEvidence, pa
     lasting: (binding) => byIssuer(binding) || isSameControllerId(party, pkhOf(ctx.chainId, binding.attester)),
     names: bindingNames,
     endOf: (binding) => binding.until ?? 0n,
+    revokedAt: (binding) => binding.revokedAt,
   });
 }
 
@@ -261,7 +264,8 @@ function keyBindingOf(a: IndexedAttestation, data: Record<string, unknown>, nowS
   for (const end of [a.revocationTime, a.expirationTime, expiresAt]) {
     if (end !== 0n && (until === null || end < until)) until = end;
   }
-  return { uid: a.uid.toLowerCase(), keyId: data.keyId, keyPurpose: purposes, attester: a.attester, time: a.time, until };
+  return { uid: a.uid.toLowerCase(), keyId: data.keyId, keyPurpose: purposes, attester: a.attester, time: a.time, until,
+    revokedAt: a.revocationTime };
 }
 
 function inWindow(authorization: { anchoredFrom: bigint | null; until: bigint | null }, at: bigint): boolean {

@@ -6,8 +6,11 @@
  * off a controller it no longer trusts. A cut that the controller could undo would be no cut: a stolen controller key
  * wrote a new binding naming itself, or naming the thief's key, and its claims were "verified" again, the ones it made
  * while cut off included. So:
- * - A controller's authority has **ended** at a time when a binding naming it that counts had ended (revoked or
- *   expired) by then, and no binding naming it written since that end, by another attester, counts and still stands.
+ * - A controller's authority has **ended** at a time when another attester's binding naming it that counts had ended
+ *   (revoked or expired) by then, and no binding naming it by another attester that counts still stands then, written
+ *   at or after the latest such revocation. An expiry alone is no cut while another's binding of it stands (a renewal
+ *   written before the old binding expired keeps it); a revocation is, until another binds it again. Its own bindings
+ *   neither cut it nor keep it: a stolen key gains nothing by ending them, a controller loses nothing by renewing them.
  * - A binding whose attester's authority had ended when it wrote it does not count. So a controller never reopens
  *   its own window, and binds nothing, while it is cut off; another controller (or whoever the caller trusts
  *   outright) may bind it again.
@@ -39,14 +42,16 @@ export type BindingAuthorityRules<B extends AuthorityBinding> = {
   readonly names: (binding: B, controllerDid: string) => boolean;
   /** When the binding stopped granting anything: its revocation or expiry, whichever came first; 0n for never. */
   readonly endOf: (binding: B) => bigint;
+  /** When the binding was revoked (0n for never): a revocation is a cut that only a binding written since undoes. */
+  readonly revokedAt: (binding: B) => bigint;
 };
 
 /** `counts(binding)`, with the bindings that decide a controller's status ({@link createBindingAuthority}). */
 export type BindingAuthority<B extends AuthorityBinding> = ((binding: B) => boolean) & {
   /**
    * Of the counting bindings naming one controller (written by `at`), the ones the controller wrote of itself before
-   * another attester's binding naming it ended (revoked or expired by `at`), each with that end: the first such end
-   * after it was written. Its status reads such a binding as ended there (a revocation it did not make). A stolen key's
+   * its authority ended (by the rule above, over `naming`, by `at`), each with the first time at or after it was
+   * written that the authority had ended. Its status reads such a binding as ended there (a revocation it did not make). A stolen key's
    * first move was a binding of itself, written while it still had authority: that binding then stood as the newest,
    * and the subject's revocation of its own binding never cut the key off (key status `active`, controller
    * authorization without `until`, its later claims "verified"). Ended, not left out: a controller's binding of itself
@@ -87,43 +92,97 @@ export function createBindingAuthority<B extends AuthorityBinding>(rules: Bindin
     if (known !== undefined) return known;
     // Asked again while deciding it: a circle, read as ended.
     decided.set(key, true);
-    const standing: B[] = [];
-    let cutAt: bigint | null = null;
+    const others: B[] = [];
+    let cut = false;
+    let revokedAt = 0n;
     for (const b of namingOf(address)) {
       if (b.time > time) break;
-      if (!counts(b)) continue;
-      standing.push(b);
+      if (b.attester.toLowerCase() === address || !counts(b)) continue;
+      others.push(b);
       const end = rules.endOf(b);
-      if (end !== 0n && end <= time && (cutAt === null || end > cutAt)) cutAt = end;
+      if (end !== 0n && end <= time) cut = true;
+      const revoked = rules.revokedAt(b);
+      if (revoked !== 0n && revoked <= time && revoked > revokedAt) revokedAt = revoked;
     }
-    const result = cutAt !== null && !standing.some((b) => {
+    const result = cut && !others.some((b) => {
       const end = rules.endOf(b);
-      return b.time >= cutAt && b.attester.toLowerCase() !== address && (end === 0n || end > time);
+      return b.time >= revokedAt && (end === 0n || end > time);
     });
     decided.set(key, result);
     return result;
   };
 
-  const isSelf = (b: B) => !rules.lasting(b) && rules.names(b, `did:pkh:eip155:${rules.chainId}:${b.attester.toLowerCase()}`);
+  const own = (b: B) => rules.names(b, `did:pkh:eip155:${rules.chainId}:${b.attester.toLowerCase()}`);
   const selfCuts = (naming: readonly B[], at: bigint): Map<B, bigint> => {
-    const ends: bigint[] = [];
-    for (const b of naming) {
-      if (isSelf(b)) continue;
-      const end = rules.endOf(b);
-      if (end !== 0n && end <= at) ends.push(end);
-    }
+    const endings = endedTimes(naming.filter((b) => !own(b)), at, rules);
     const cuts = new Map<B, bigint>();
-    if (ends.length === 0) return cuts;
+    if (endings.length === 0) return cuts;
     for (const b of naming) {
-      if (!isSelf(b)) continue;
-      let first: bigint | null = null;
-      for (const end of ends) if (end >= b.time && (first === null || end < first)) first = end;
-      if (first !== null) cuts.set(b, first);
+      if (!own(b) || rules.lasting(b)) continue;
+      const first = firstAtOrAfter(endings, b.time);
+      if (first !== undefined) cuts.set(b, first);
     }
     return cuts;
   };
 
   return Object.assign(counts, { selfCuts });
+}
+
+/**
+ * The times (ascending, by `at`) at which a controller reads as ended by `others`' bindings of it (the rule of
+ * `ended`), in one sweep over their writes, ends and revocations: O(n log n) for n bindings, a flood included.
+ */
+function endedTimes<B extends AuthorityBinding>(others: readonly B[], at: bigint, rules: BindingAuthorityRules<B>): bigint[] {
+  // Kinds in the order they apply within one second: written, then ended (an end at t no longer stands at t), then
+  // revoked (one written at the revocation's second stands, as in `ended`).
+  type Event = { readonly t: bigint; readonly kind: 0 | 1 | 2; readonly b: B; readonly revoked: bigint };
+  const events: Event[] = [];
+  for (const b of others) {
+    if (b.time > at) continue;
+    events.push({ t: b.time, kind: 0, b, revoked: 0n });
+    const end = rules.endOf(b);
+    // An end counts only once its binding is written (as `ended` reads only bindings written by its time).
+    if (end !== 0n && end <= at) events.push({ t: end > b.time ? end : b.time, kind: 1, b, revoked: 0n });
+    const revoked = rules.revokedAt(b);
+    if (revoked !== 0n && revoked <= at) events.push({ t: revoked > b.time ? revoked : b.time, kind: 2, b, revoked });
+  }
+  events.sort((x, y) => (x.t !== y.t ? (x.t < y.t ? -1 : 1) : x.kind - y.kind));
+  // Standing bindings in the order written (writes come in time order), those before `from` dropped by a revocation.
+  const written: B[] = [];
+  const standing = new Set<B>();
+  let from = 0;
+  let cut = false;
+  let revokedAt = 0n;
+  const out: bigint[] = [];
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i]!;
+    if (e.kind === 0) {
+      const end = rules.endOf(e.b);
+      written.push(e.b);
+      if (end === 0n || end > e.b.time) standing.add(e.b);
+    } else if (e.kind === 1) {
+      cut = true;
+      standing.delete(e.b);
+    } else if (e.revoked > revokedAt) {
+      revokedAt = e.revoked;
+      while (from < written.length && written[from]!.time < revokedAt) standing.delete(written[from++]!);
+    }
+    const last = i + 1 === events.length || events[i + 1]!.t !== e.t;
+    if (last && cut && standing.size === 0 && out[out.length - 1] !== e.t) out.push(e.t);
+  }
+  return out;
+}
+
+/** The first of `sorted` (ascending) at or after `time`, by binary search: selfCuts stays O((n + m) log n). */
+function firstAtOrAfter(sorted: readonly bigint[], time: bigint): bigint | undefined {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid]! < time) lo = mid + 1;
+    else hi = mid;
+  }
+  return sorted[lo];
 }
 
 /** The earliest of times that end something (Unix seconds), 0 meaning "never"; 0n when none ends. */

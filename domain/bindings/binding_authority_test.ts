@@ -8,9 +8,10 @@ const ISSUER = "0x00000000000000000000000000000000000000cc";
 const THIEF = "0x00000000000000000000000000000000000000dd";
 const pkh = (address: string) => `did:pkh:eip155:${CHAIN}:${address}`;
 
-type Binding = { uid: string; attester: string; keyId: string; time: bigint; end: bigint };
-const binding = (uid: string, attester: string, names: string, time: number, end = 0): Binding =>
-  ({ uid, attester, keyId: pkh(names), time: BigInt(time), end: BigInt(end) });
+type Binding = { uid: string; attester: string; keyId: string; time: bigint; end: bigint; revoked: boolean };
+/** A binding that ends at `end` (0 for never): revoked then, or (with "expires") expired then. */
+const binding = (uid: string, attester: string, names: string, time: number, end = 0, how: "revoked" | "expires" = "revoked"): Binding =>
+  ({ uid, attester, keyId: pkh(names), time: BigInt(time), end: BigInt(end), revoked: how === "revoked" && end !== 0 });
 
 /** A and B witnessed at 10; ISSUER trusted outright. */
 function authority(bindings: Binding[]) {
@@ -21,6 +22,7 @@ function authority(bindings: Binding[]) {
     lasting: (b) => b.attester === ISSUER,
     names: (b, controller) => b.keyId === controller,
     endOf: (b) => b.end,
+    revokedAt: (b) => (b.revoked ? b.end : 0n),
   });
 }
 
@@ -40,7 +42,7 @@ describe("createBindingAuthority: a controller cut off by a binding's end binds 
   });
 
   test("an expiry cuts as a revocation does; before it ends, the controller still binds", () => {
-    const cut = binding("cut", ISSUER, A, 30, 60);
+    const cut = binding("cut", ISSUER, A, 30, 60, "expires");
     const during = binding("during", A, THIEF, 50);
     const after = binding("after", A, THIEF, 70);
     const counts = authority([cut, during, after]);
@@ -63,6 +65,37 @@ describe("createBindingAuthority: a controller cut off by a binding's end binds 
     const next = binding("next", A, THIEF, 50);
     expect(authority([earlier, cut, next])(next)).toBe(false);
     expect(authority([cut, ended, next])(next)).toBe(false);
+  });
+
+  test("a renewal written before an expiry keeps it; one written before a revocation does not", () => {
+    const next = binding("next", A, THIEF, 50);
+    const renewal = binding("renewal", ISSUER, A, 35);
+    expect(authority([binding("expired", ISSUER, A, 30, 40, "expires"), renewal, next])(next)).toBe(true);
+    expect(authority([binding("revoked", ISSUER, A, 30, 40), renewal, next])(next)).toBe(false);
+    // Nor one that has itself expired by then.
+    const short = binding("short", B, A, 35, 45, "expires");
+    expect(authority([binding("expired", ISSUER, A, 30, 40, "expires"), short, next])(next)).toBe(false);
+  });
+
+  test("a later expiry does not undo a revocation: only a binding written since the latest revocation reopens", () => {
+    const older = binding("older", B, A, 20);
+    const revoked = binding("revoked", ISSUER, A, 22, 40);
+    const expiring = binding("expiring", ISSUER, A, 25, 60, "expires");
+    const next = binding("next", A, THIEF, 70);
+    expect(authority([older, revoked, expiring, next])(next)).toBe(false);
+    const again = binding("again", B, A, 45, 55, "expires");
+    const during = binding("during", A, THIEF, 50);
+    const counts = authority([older, revoked, expiring, again, during, next]);
+    expect([counts(during), counts(next)]).toEqual([true, false]);
+  });
+
+  test("its own bindings neither cut it nor keep it in", () => {
+    const ownEnded = binding("own-ended", A, A, 20, 30);
+    const next = binding("next", A, THIEF, 50);
+    expect(authority([ownEnded, next])(next)).toBe(true);
+    const ownStanding = binding("own-standing", A, A, 20);
+    const cut = binding("cut", ISSUER, A, 25, 40, "expires");
+    expect(authority([ownStanding, cut, next])(next)).toBe(false);
   });
 
   test("two cut-off controllers binding each other reopen neither (a circle reads as ended)", () => {
@@ -108,6 +141,54 @@ describe("createBindingAuthority().selfCuts: a controller's binding of itself ne
     const late = binding("late", A, A, 50);
     expect(cutsOf([owners, again, early, late], [owners, again, early, late], 60)).toEqual({ early: 40n });
     expect(cutsOf([owners, again, early, late], [owners, again, early, late], 80)).toEqual({ early: 40n, late: 70n });
+  });
+
+  test("among many ends, in any order, each is cut at the first end at or after it was written", () => {
+    const ends = [70, 40, 55, 40, 90].map((end, i) => binding(`end-${i}`, B, A, 10 + i, end));
+    const selfs = [39, 40, 41, 56, 91].map((time) => binding(`self-${time}`, A, A, time));
+    const all = [...ends, ...selfs];
+    expect(cutsOf(all, all, 100)).toEqual({ "self-39": 40n, "self-40": 40n, "self-41": 55n, "self-56": 70n });
+  });
+
+  test("another's binding standing past an expiry keeps it in; a revocation cuts until another binds it again", () => {
+    const owners = binding("owners", B, A, 20, 40, "expires");
+    const renewal = binding("renewal", B, A, 35);
+    const self = binding("self", A, A, 30);
+    expect(cutsOf([owners, renewal, self], [owners, renewal, self], 50)).toEqual({});
+    const revoked = binding("revoked", B, A, 20, 40);
+    expect(cutsOf([revoked, renewal, self], [revoked, renewal, self], 50)).toEqual({ self: 40n });
+    const later = binding("later", ISSUER, A, 42, 60, "expires");
+    expect(cutsOf([revoked, later, self], [revoked, later, self], 70)).toEqual({ self: 40n });
+    const selfAfter = binding("self-after", A, A, 45);
+    expect(cutsOf([revoked, later, selfAfter], [revoked, later, selfAfter], 70)).toEqual({ "self-after": 60n });
+  });
+
+  test("agrees with the rule that decides whether its bindings count, over random histories", () => {
+    let seed = 7;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return Math.floor((seed / 2147483648) * n);
+    };
+    // Few seconds, so that writes, ends and revocations often share one.
+    for (let round = 0; round < 1_000; round++) {
+      const bindings: Binding[] = [];
+      for (let i = 0; i < 3 + random(8); i++) {
+        const attester = [A, A, B, ISSUER][random(4)]!;
+        const time = 10 + random(20);
+        const end = random(3) === 0 ? 0 : time + random(20) - 3;
+        bindings.push(binding(`b${i}`, attester, A, time, Math.max(end, 0), random(2) === 0 ? "revoked" : "expires"));
+      }
+      // A probe at each second: A's binding of another key counts exactly when A's authority has not ended.
+      const probes = Array.from({ length: 60 }, (_, t) => binding(`probe-${t}`, A, THIEF, t));
+      const counts = authority([...bindings, ...probes]);
+      const naming = bindings.filter(counts);
+      const got = authority([...bindings, ...probes]).selfCuts(naming, 60n);
+      for (const self of naming.filter((b) => b.attester === A)) {
+        let expected: bigint | undefined;
+        for (let t = Number(self.time); t < 60 && expected === undefined; t++) if (!counts(probes[t]!)) expected = BigInt(t);
+        expect([self.uid, got.get(self)]).toEqual([self.uid, expected]);
+      }
+    }
   });
 
   test("its own revocation is no one else's cut; an attester the caller trusts outright is never read as self-binding", () => {

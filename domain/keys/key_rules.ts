@@ -148,6 +148,7 @@ export function countingBindings(
     names: bindingNames,
     // A revocation counts once made, by `at`.
     endOf: (b) => earliestEnd(bindingEnd(b), b.revocationTime <= input.at ? b.revocationTime : 0n),
+    revokedAt: (b) => (b.revocationTime <= input.at ? b.revocationTime : 0n),
   });
 }
 

@@ -86,6 +86,7 @@ export function evaluateKeyTrust(input: {
     lasting: () => false,
     names: (binding, controller) => isSameControllerId(binding.keyId.split("#")[0]!, controller),
     endOf,
+    revokedAt: (binding) => binding.revocationTime,
   });
 
   // The key's bindings, and when another's cut ended those it wrote of itself before it (domain/bindings).
