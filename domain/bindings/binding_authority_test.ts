@@ -89,6 +89,14 @@ describe("createBindingAuthority: a controller cut off by a binding's end binds 
     expect([counts(during), counts(next)]).toEqual([true, false]);
   });
 
+  test("a revocation cuts even beside a newer binding by the same writer; revoking first and binding after does not", () => {
+    const next = binding("next", A, THIEF, 80);
+    const newer = binding("newer", ISSUER, A, 60);
+    expect(authority([binding("old", ISSUER, A, 30, 70), newer, next])(next)).toBe(false);
+    const rebound = binding("rebound", ISSUER, A, 75);
+    expect(authority([binding("old", ISSUER, A, 30, 70), rebound, next])(next)).toBe(true);
+  });
+
   test("its own bindings neither cut it nor keep it in", () => {
     const ownEnded = binding("own-ended", A, A, 20, 30);
     const next = binding("next", A, THIEF, 50);
