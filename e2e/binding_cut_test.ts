@@ -150,8 +150,9 @@ describe("a controller cut off by a revoked key binding", () => {
       await write(witnessKey, "controller-witness", { subject: party, controller: pkh(key), method: "dns-txt", observedAt: 1n }, addressOf(party));
     }
     await afterChainSecond(writer.client, (await writer.client.getBlock({ blockTag: "latest" })).timestamp);
-    // The owner binds the controller for a few seconds, and renews it (with no end) before that runs out.
-    const expiresAt = (await writer.client.getBlock({ blockTag: "pending" })).timestamp + 5n;
+    // The owner binds the controller for a few seconds (room for three writes on a loaded machine), and renews it
+    // (with no end) before that runs out.
+    const expiresAt = (await writer.client.getBlock({ blockTag: "pending" })).timestamp + 8n;
     const first = await bind(owner, pkh(controller), party, expiresAt);
     const renewal = await bind(owner, pkh(controller), party);
     await afterChainSecond(writer.client, renewal.time);
