@@ -4,20 +4,17 @@
  * INDEX_LEASE_SECONDS.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { SQL } from "bun";
 import { createTestClient, http } from "viem";
-import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
-import { e2eArtifacts } from "./harness.ts";
-import { postgresUnavailableReason, startPostgres, type TestPostgres } from "./support/postgres.ts";
-import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
+import type { Devnet } from "../adapters/devnet/mod.ts";
+import { postgresUnavailableReason, type TestPostgres } from "./support/postgres.ts";
+import { type PostgresInstances, startPostgresInstances } from "./support/postgres_instances.ts";
+import type { ServiceProcess } from "./support/service_process.ts";
 
 const skip = postgresUnavailableReason();
 if (skip !== undefined) console.warn(`[index_failover_test] ${skip}`);
 
-let dir: string;
+let stack: PostgresInstances | undefined;
 let devnet: Devnet;
 let pg: TestPostgres;
 let instances: ServiceProcess[] = [];
@@ -25,29 +22,17 @@ const LEASE_SECONDS = 2;
 
 beforeAll(async () => {
   if (skip !== undefined) return;
-  dir = mkdtempSync(join(tmpdir(), "ats-index-pg-"));
-  [devnet, pg] = await Promise.all([startDevnet({ dataDir: join(dir, "devnet"), persist: false, artifacts: e2eArtifacts() }), startPostgres()]);
-  const env = {
-    PORT: "0",
-    RPC_URL: devnet.rpcUrl,
-    TRUST_ANCHORS_PATH: devnet.trustAnchorsPath,
-    DELEGATE_PRIVATE_KEY: devnet.keys.delegate,
-    DATABASE_URL: pg.url,
-    DATA_DIR: dir,
+  stack = await startPostgresInstances("ats-index-pg-");
+  ({ devnet, pg } = stack);
+  instances = await stack.start({
     INDEX_CONFIRMATIONS: "0",
     INDEX_POLL_MS: "200",
     INDEX_LEASE_SECONDS: String(LEASE_SECONDS),
-    LOG_LEVEL: "error",
-  };
-  instances = await Promise.all([startServiceProcess(env), startServiceProcess(env)]);
+  }, { count: 2, witness: false });
 }, 60_000);
 afterAll(async () => {
-  for (const instance of instances) {
-    if (instance.proc.exitCode === null && instance.proc.signalCode === null) await instance.stop();
-  }
-  await devnet?.stop();
-  await pg?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  // The follower the test killed is skipped.
+  await stack?.stop();
 });
 
 async function indexedBlock(instance: ServiceProcess): Promise<number> {

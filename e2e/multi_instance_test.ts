@@ -11,68 +11,54 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { SQL } from "bun";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createPublicClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
+import type { Devnet } from "../adapters/devnet/mod.ts";
 import { EAS_ABI } from "../domain/eas_abi.ts";
 import { isAtsClientError } from "../client/errors.ts";
 import { requestControllerWitness, signInWithWallet } from "../client/session.ts";
-import { BUDGET_HOUR_TEST_MS, e2eArtifacts, TEST_RELAY_LIMITS, withinOneBudgetHour } from "./harness.ts";
+import { BUDGET_HOUR_TEST_MS, TEST_RELAY_LIMITS, withinOneBudgetHour } from "./harness.ts";
 import { signedReviewBody } from "./support/review_signer.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
-import { postgresUnavailableReason, startPostgres, type TestPostgres } from "./support/postgres.ts";
-import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
+import { postgresUnavailableReason, type TestPostgres } from "./support/postgres.ts";
+import { type PostgresInstances, startPostgresInstances } from "./support/postgres_instances.ts";
+import type { ServiceProcess } from "./support/service_process.ts";
 import { signInCookie } from "./support/sign_in.ts";
 
 const skip = postgresUnavailableReason();
 if (skip !== undefined) console.warn(`[multi_instance_test] ${skip}`);
 
+let stack: PostgresInstances;
 let dir: string;
 let devnet: Devnet;
 let pg: TestPostgres;
 let dns: DnsServer;
 let instances: ServiceProcess[] = [];
+/** What every instance of this file has over the shared environment. */
 let env: Record<string, string>;
 const controller = privateKeyToAccount(generatePrivateKey());
 
 beforeAll(async () => {
   if (skip !== undefined) return;
-  dir = mkdtempSync(join(tmpdir(), "ats-multi-"));
-  [devnet, pg, dns] = await Promise.all([
-    startDevnet({ dataDir: join(dir, "devnet"), persist: false, artifacts: e2eArtifacts() }),
-    startPostgres(),
-    startDnsServer(),
-  ]);
+  [stack, dns] = await Promise.all([startPostgresInstances("ats-multi-"), startDnsServer()]);
+  ({ dir, devnet, pg } = stack);
   dns.setTxt("_controllers.shared.test", [[`v=1;controller=did:pkh:eip155:1:${controller.address}`]]);
   env = {
-    PORT: "0",
-    RPC_URL: devnet.rpcUrl,
-    TRUST_ANCHORS_PATH: devnet.trustAnchorsPath,
-    DELEGATE_PRIVATE_KEY: devnet.keys.delegate,
-    WITNESS_PRIVATE_KEY: devnet.keys.witness,
-    DATABASE_URL: pg.url,
-    DATA_DIR: dir,
     DNS_SERVERS: dns.address,
     SIWE_DOMAINS: "app.test",
     FREE_PLAN_ANNUAL_WRITES: "3",
     FREE_PLAN_SCHEMAS: "*",
     WITNESS_USER_RATE_PER_MINUTE: "100",
     WITNESS_DOMAIN_RATE_PER_MINUTE: "100",
-    LOG_LEVEL: "error",
     ...TEST_RELAY_LIMITS,
   };
-  // Both start at once: the schema migration is serialized by an advisory lock.
-  instances = await Promise.all([startServiceProcess(env), startServiceProcess(env)]);
+  instances = await stack.start(env, { count: 2 });
 });
 afterAll(async () => {
-  for (const instance of instances) expect(await instance.stop()).toBe(0);
+  const codes = await stack?.stop() ?? [];
   await dns?.stop();
-  await pg?.stop();
-  await devnet?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  for (const code of codes) expect(code).toBe(0);
 });
 
 const client = () => createPublicClient({ cacheTime: 0, transport: http(devnet.rpcUrl), pollingInterval: 50 });
@@ -245,12 +231,12 @@ describe.skipIf(skip !== undefined)(`quota and budget shared by two instances${s
     const admin = new SQL(pg.url);
     await admin.unsafe("CREATE DATABASE budget_test");
     await admin.close();
-    const pair = await Promise.all([0, 1].map(() => startServiceProcess({
+    const pair = await stack.start({
       ...env,
       DATABASE_URL: pg.url.replace(/\/postgres$/, "/budget_test"),
       DATA_DIR: join(dir, "budget"),
       PUBLIC_RELAY_GAS_BUDGET_PER_HOUR: "2000000",
-    })));
+    }, { count: 2 });
     try {
       const results = [];
       for (let i = 0; i < 6; i++) results.push(await post(pair[i % 2]!.url, await signedReview(generatePrivateKey())));
@@ -289,7 +275,7 @@ describe.skipIf(skip !== undefined)(`limits counted once for two instances (issu
     if (skip !== undefined) return;
     dns.setTxt("_controllers.limits-user.test", [[`v=1;controller=did:pkh:eip155:1:${controller.address}`]]);
     dns.setTxt("_controllers.limits-domain.test", [[`v=1;controller=did:pkh:eip155:1:${controller.address}`]]);
-    pair = await Promise.all([0, 1].map(() => startServiceProcess({
+    pair = await stack.start({
       ...env,
       DATA_DIR: join(dir, "limits"),
       TRUST_PROXY: "1",
@@ -301,7 +287,7 @@ describe.skipIf(skip !== undefined)(`limits counted once for two instances (issu
       SIWE_CHALLENGE_RATE_PER_MINUTE: "3",
       OAUTH_REGISTER_RATE_PER_HOUR: "3",
       MCP_SESSION_RATE_PER_MINUTE: "3",
-    })));
+    }, { count: 2 });
   });
   afterAll(async () => {
     for (const instance of pair) expect(await instance.stop()).toBe(0);

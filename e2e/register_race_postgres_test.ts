@@ -6,50 +6,32 @@
  * wallet's registration (200, created); the others are 409 `ACCOUNT_ALREADY_EXISTS` with no session, as on SQLite.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
-import { e2eArtifacts, TEST_RELAY_LIMITS } from "./harness.ts";
-import { postgresUnavailableReason, startPostgres, type TestPostgres } from "./support/postgres.ts";
-import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
+import { TEST_RELAY_LIMITS } from "./harness.ts";
+import { postgresUnavailableReason } from "./support/postgres.ts";
+import { type PostgresInstances, startPostgresInstances } from "./support/postgres_instances.ts";
+import type { ServiceProcess } from "./support/service_process.ts";
 
 const skip = postgresUnavailableReason();
 if (skip !== undefined) console.warn(`[register_race_postgres_test] ${skip}`);
 const APP = "https://app.test";
-let dir: string;
-let devnet: Devnet;
-let pg: TestPostgres;
+let stack: PostgresInstances | undefined;
 let instances: ServiceProcess[] = [];
 
 beforeAll(async () => {
   if (skip !== undefined) return;
-  dir = mkdtempSync(join(tmpdir(), "ats-register-pg-"));
-  [devnet, pg] = await Promise.all([startDevnet({ dataDir: join(dir, "devnet"), persist: false, artifacts: e2eArtifacts() }), startPostgres()]);
-  const env = {
-    PORT: "0",
-    RPC_URL: devnet.rpcUrl,
-    TRUST_ANCHORS_PATH: devnet.trustAnchorsPath,
-    DELEGATE_PRIVATE_KEY: devnet.keys.delegate,
-    WITNESS_PRIVATE_KEY: devnet.keys.witness,
-    DATABASE_URL: pg.url,
-    DATA_DIR: dir,
+  stack = await startPostgresInstances("ats-register-pg-");
+  instances = await stack.start({
     SIWE_DOMAINS: "app.test",
     CORS_ORIGINS: APP,
     // Every challenge comes from 127.0.0.1 for one wallet: the rate has its own test (e2e/sign_in_limits_test.ts).
     SIWE_CHALLENGE_RATE_PER_MINUTE: "1000",
-    LOG_LEVEL: "error",
     ...TEST_RELAY_LIMITS,
-  };
-  instances = await Promise.all([startServiceProcess(env, 60_000), startServiceProcess(env, 60_000)]);
+  }, { count: 2, timeoutMs: 60_000 });
 }, 120_000);
 
 afterAll(async () => {
-  for (const instance of instances) await instance.stop();
-  await pg?.stop();
-  await devnet?.stop();
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  await stack?.stop();
 });
 
 async function post(base: string, path: string, body: unknown) {

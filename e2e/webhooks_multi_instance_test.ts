@@ -12,20 +12,17 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SQL } from "bun";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { Hex } from "viem";
 import { generatePrivateKey } from "viem/accounts";
 import { Webhook } from "standardwebhooks";
-import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
+import type { Devnet } from "../adapters/devnet/mod.ts";
 import { didToAddress } from "../domain/did/mod.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { computeSchemaUid, findSchemaByName } from "../domain/schemas.ts";
-import { e2eArtifacts } from "./harness.ts";
 import { easWriter } from "./support/eas_writer.ts";
-import { postgresUnavailableReason, startPostgres, type TestPostgres } from "./support/postgres.ts";
-import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
+import { postgresUnavailableReason } from "./support/postgres.ts";
+import { type PostgresInstances, startPostgresInstances } from "./support/postgres_instances.ts";
+import type { ServiceProcess } from "./support/service_process.ts";
 import { signInCookie } from "./support/sign_in.ts";
 import { waitFor as waitForWithin } from "./support/wait_for.ts";
 
@@ -122,9 +119,8 @@ function startReceiver() {
 const linked = findSchemaByName("linked-identifier")!;
 const LINKED_UID = computeSchemaUid(linked) as Hex;
 
-let dir: string;
+let stack: PostgresInstances | undefined;
 let devnet: Devnet;
-let pg: TestPostgres;
 let db: SQL;
 let receiver: ReturnType<typeof startReceiver>;
 let instances: ServiceProcess[] = [];
@@ -132,18 +128,11 @@ let instances: ServiceProcess[] = [];
 beforeAll(async () => {
   if (skip !== undefined) return;
   receiver = startReceiver();
-  dir = mkdtempSync(join(tmpdir(), "ats-whmulti-"));
-  [devnet, pg] = await Promise.all([startDevnet({ dataDir: join(dir, "devnet"), persist: false, artifacts: e2eArtifacts() }), startPostgres()]);
-  db = new SQL(pg.url);
-  const env = {
-    PORT: "0",
+  stack = await startPostgresInstances("ats-whmulti-");
+  devnet = stack.devnet;
+  db = new SQL(stack.pg.url);
+  instances = await stack.start({
     HOST: "127.0.0.1",
-    RPC_URL: devnet.rpcUrl,
-    TRUST_ANCHORS_PATH: devnet.trustAnchorsPath,
-    DELEGATE_PRIVATE_KEY: devnet.keys.delegate,
-    WITNESS_PRIVATE_KEY: devnet.keys.witness,
-    DATABASE_URL: pg.url,
-    DATA_DIR: dir,
     SIWE_DOMAINS: "app.test",
     SIWE_CHALLENGE_RATE_PER_MINUTE: "1000",
     FREE_PLAN_SCHEMAS: "*",
@@ -156,18 +145,14 @@ beforeAll(async () => {
     // Two at once per instance: an endpoint's 4 in flight then need two instances, so the bound is one for all of them
     // (three instances holding their own 4 would be 6 at the receiver).
     WEBHOOK_MAX_IN_FLIGHT: "2",
-    LOG_LEVEL: "error",
-  };
-  // All at once: the schema migration is serialized by an advisory lock.
-  instances = await Promise.all([0, 1, 2].map(() => startServiceProcess(env, 60_000)));
+  }, { count: 3, timeoutMs: 60_000 });
 }, 180_000);
 afterAll(async () => {
-  for (const instance of instances) if (instance.proc.exitCode === null && instance.proc.signalCode === null) expect(await instance.stop()).toBe(0);
   await db?.close();
-  await pg?.stop();
-  await devnet?.stop();
+  // The instance the crash test killed is skipped; the others exit cleanly.
+  const codes = await stack?.stop() ?? [];
   receiver?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  for (const code of codes) expect(code).toBe(0);
 });
 
 /** A fresh account signed in (sessions live in PostgreSQL, so at any instance); registers endpoints at instance 0. */

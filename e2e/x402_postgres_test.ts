@@ -6,52 +6,37 @@
  * both instances at once writes once and is paid once.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { createPublicClient, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { type Devnet, type Facilitator, startDevnet, startFacilitator, TEST_USD } from "../adapters/devnet/mod.ts";
-import { e2eArtifacts, TEST_RELAY_LIMITS } from "./harness.ts";
+import { type Devnet, type Facilitator, startFacilitator, TEST_USD } from "../adapters/devnet/mod.ts";
+import { TEST_RELAY_LIMITS } from "./harness.ts";
 import { signedReviewBody } from "./support/review_signer.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
-import { postgresUnavailableReason, startPostgres, type TestPostgres } from "./support/postgres.ts";
-import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
+import { postgresUnavailableReason } from "./support/postgres.ts";
+import { type PostgresInstances, startPostgresInstances } from "./support/postgres_instances.ts";
+import type { ServiceProcess } from "./support/service_process.ts";
 
 const skip = postgresUnavailableReason();
 const WITNESS_PRICE = 10_000n;
 const RELAY_PRICE = 5_000n;
 const controller = privateKeyToAccount(generatePrivateKey());
-let dir: string;
+let stack: PostgresInstances | undefined;
 let devnet: Devnet;
-let pg: TestPostgres;
 let dns: DnsServer;
 let facilitator: Facilitator;
 let instances: ServiceProcess[] = [];
 
 beforeAll(async () => {
   if (skip !== undefined) return;
-  dir = mkdtempSync(join(tmpdir(), "ats-x402-pg-"));
-  [devnet, pg, dns] = await Promise.all([
-    startDevnet({ dataDir: join(dir, "devnet"), persist: false, artifacts: e2eArtifacts() }),
-    startPostgres(),
-    startDnsServer(),
-  ]);
+  [stack, dns] = await Promise.all([startPostgresInstances("ats-x402-pg-"), startDnsServer()]);
+  devnet = stack.devnet;
   dns.setTxt("_controllers.paid.test", [[`v=1;controller=did:pkh:eip155:31337:${controller.address}`]]);
   facilitator = startFacilitator({ rpcUrl: devnet.rpcUrl, chainId: devnet.chainId, privateKey: devnet.keys.facilitator });
-  const env = {
-    PORT: "0",
-    RPC_URL: devnet.rpcUrl,
-    TRUST_ANCHORS_PATH: devnet.trustAnchorsPath,
-    DELEGATE_PRIVATE_KEY: devnet.keys.delegate,
-    WITNESS_PRIVATE_KEY: devnet.keys.witness,
-    DATABASE_URL: pg.url,
-    DATA_DIR: dir,
+  instances = await stack.start({
     DNS_SERVERS: dns.address,
     ALLOW_PRIVATE_NETWORK: "true",
-    LOG_LEVEL: "error",
     X402_FACILITATOR_URL: facilitator.url,
     X402_ASSET: devnet.x402.token,
     X402_ASSET_NAME: devnet.x402.name,
@@ -60,17 +45,13 @@ beforeAll(async () => {
     X402_WITNESS_PRICE: String(WITNESS_PRICE),
     X402_RELAY_PRICE: String(RELAY_PRICE),
     ...TEST_RELAY_LIMITS,
-  };
-  instances = await Promise.all([startServiceProcess(env, 60_000), startServiceProcess(env, 60_000)]);
+  }, { count: 2, timeoutMs: 60_000 });
 }, 120_000);
 
 afterAll(async () => {
-  for (const instance of instances) await instance.stop();
+  await stack?.stop();
   await facilitator?.stop();
   await dns?.stop();
-  await pg?.stop();
-  await devnet?.stop();
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
 
 const chain = () => createPublicClient({ cacheTime: 0, transport: http(devnet.rpcUrl) });
