@@ -6,11 +6,12 @@
  * off a controller it no longer trusts. A cut that the controller could undo would be no cut: a stolen controller key
  * wrote a new binding naming itself, or naming the thief's key, and its claims were "verified" again, the ones it made
  * while cut off included. So:
- * - A controller's authority has **ended** at a time when another attester's binding naming it that counts had ended
- *   (revoked or expired) by then, and no binding naming it by another attester that counts still stands then, written
- *   at or after the latest such revocation. An expiry alone is no cut while another's binding of it stands (a renewal
- *   written before the old binding expired keeps it); a revocation is, until another binds it again. Its own bindings
- *   neither cut it nor keep it: a stolen key gains nothing by ending them, a controller loses nothing by renewing them.
+ * - A controller's authority has **ended** at a time when it was cut by then, and no binding naming it by another
+ *   attester that counts stands then, written at or after that cut. It was cut by the latest of: a revocation of a
+ *   binding naming it (another's that counts, or one it wrote of itself: revoking its own binding is how the holder of
+ *   a lone controller key says it was stolen), and the latest end of another attester's bindings of it when none of
+ *   that attester's still stands (so a renewal written before the old binding expired keeps it in, as its writer
+ *   meant; another's older binding does not, not even a second stolen key's). Its own expiries neither cut nor keep it.
  * - A binding whose attester's authority had ended when it wrote it does not count. So a controller never reopens
  *   its own window, and binds nothing, while it is cut off; another controller (or whoever the caller trusts
  *   outright) may bind it again.
@@ -18,8 +19,9 @@
  *   subject's endpoints publish now) are never cut off by a binding.
  *
  * A circle of controllers binding each other is read as ended (the conservative answer). Each binding and each
- * (controller, time) is decided once per evaluation: the work grows with the bindings naming a controller times the
- * distinct times (blocks) they were written at, so a flood in one `multiAttest` costs one pass.
+ * (controller, time) is decided once per evaluation: the work grows with other attesters' bindings naming a controller
+ * times the distinct times (blocks) they were written at, so a flood in one `multiAttest` costs one pass, and a
+ * controller's bindings of itself (a stolen key can write thousands) cost a binary search each.
  */
 /** What the rule reads of a binding. */
 export type AuthorityBinding = {
@@ -65,17 +67,24 @@ export type BindingAuthority<B extends AuthorityBinding> = ((binding: B) => bool
 export function createBindingAuthority<B extends AuthorityBinding>(rules: BindingAuthorityRules<B>): BindingAuthority<B> {
   const counted = new Map<B, boolean>();
   const decided = new Map<string, boolean>();
-  const naming = new Map<string, B[]>();
+  const naming = new Map<string, Naming<B>>();
 
-  /** The bindings naming an address's did:pkh, oldest first (read once per address). */
-  const namingOf = (address: string): B[] => {
-    let list = naming.get(address);
-    if (list === undefined) {
+  /**
+   * The bindings naming an address's did:pkh by others, oldest first, and the revocations of those it wrote of itself
+   * (the later of revocation and write, ascending): read once per address.
+   */
+  const namingOf = (address: string): Naming<B> => {
+    let found = naming.get(address);
+    if (found === undefined) {
       const controller = `did:pkh:eip155:${rules.chainId}:${address}`;
-      list = rules.bindings.filter((b) => rules.names(b, controller)).sort((x, y) => (x.time < y.time ? -1 : x.time > y.time ? 1 : 0));
-      naming.set(address, list);
+      const all = rules.bindings.filter((b) => rules.names(b, controller));
+      const others = all.filter((b) => b.attester.toLowerCase() !== address).sort((x, y) => (x.time < y.time ? -1 : x.time > y.time ? 1 : 0));
+      const ownRevocations = all.filter((b) => b.attester.toLowerCase() === address && rules.revokedAt(b) !== 0n)
+        .map((b) => (rules.revokedAt(b) > b.time ? rules.revokedAt(b) : b.time)).sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
+      found = { others, ownRevocations };
+      naming.set(address, found);
     }
-    return list;
+    return found;
   };
 
   const counts = (binding: B): boolean => {
@@ -92,33 +101,43 @@ export function createBindingAuthority<B extends AuthorityBinding>(rules: Bindin
     if (known !== undefined) return known;
     // Asked again while deciding it: a circle, read as ended.
     decided.set(key, true);
-    const others: B[] = [];
-    let cut = false;
-    let revokedAt = 0n;
-    for (const b of namingOf(address)) {
+    const { others, ownRevocations } = namingOf(address);
+    let revokedAt = lastAtOrBefore(ownRevocations, time) ?? 0n;
+    // Per attester: its latest end by `time`, and whether one of its bindings of the controller still stands.
+    const lastEnd = new Map<string, bigint>();
+    const stands = new Set<string>();
+    let newestStanding = -1n;
+    for (const b of others) {
       if (b.time > time) break;
-      if (b.attester.toLowerCase() === address || !counts(b)) continue;
-      others.push(b);
-      const end = rules.endOf(b);
-      if (end !== 0n && end <= time) cut = true;
+      if (!counts(b)) continue;
       const revoked = rules.revokedAt(b);
       if (revoked !== 0n && revoked <= time && revoked > revokedAt) revokedAt = revoked;
-    }
-    const result = cut && !others.some((b) => {
+      const writer = b.attester.toLowerCase();
       const end = rules.endOf(b);
-      return b.time >= revokedAt && (end === 0n || end > time);
-    });
+      if (end !== 0n && end <= time) {
+        if (end > (lastEnd.get(writer) ?? 0n)) lastEnd.set(writer, end);
+      } else {
+        stands.add(writer);
+        if (b.time > newestStanding) newestStanding = b.time;
+      }
+    }
+    let cut = revokedAt;
+    for (const [writer, end] of lastEnd) if (!stands.has(writer) && end > cut) cut = end;
+    const result = cut !== 0n && newestStanding < cut;
     decided.set(key, result);
     return result;
   };
 
   const own = (b: B) => rules.names(b, `did:pkh:eip155:${rules.chainId}:${b.attester.toLowerCase()}`);
   const selfCuts = (naming: readonly B[], at: bigint): Map<B, bigint> => {
-    const endings = endedTimes(naming.filter((b) => !own(b)), at, rules);
     const cuts = new Map<B, bigint>();
+    const targets = naming.filter((b) => own(b) && !rules.lasting(b));
+    if (targets.length === 0) return cuts;
+    const address = targets[0]!.attester.toLowerCase();
+    const { others, ownRevocations } = namingOf(address);
+    const endings = endedTimes(others.filter((b) => b.time <= at && counts(b)), ownRevocations.filter((t) => t <= at), at, rules);
     if (endings.length === 0) return cuts;
-    for (const b of naming) {
-      if (!own(b) || rules.lasting(b)) continue;
+    for (const b of targets) {
       const first = firstAtOrAfter(endings, b.time);
       if (first !== undefined) cuts.set(b, first);
     }
@@ -128,49 +147,75 @@ export function createBindingAuthority<B extends AuthorityBinding>(rules: Bindin
   return Object.assign(counts, { selfCuts });
 }
 
+/** What {@link createBindingAuthority} reads of the bindings naming one address. */
+type Naming<B> = { readonly others: readonly B[]; readonly ownRevocations: readonly bigint[] };
+
 /**
- * The times (ascending, by `at`) at which a controller reads as ended by `others`' bindings of it (the rule of
- * `ended`), in one sweep over their writes, ends and revocations: O(n log n) for n bindings, a flood included.
+ * The times (ascending, by `at`) at which a controller reads as ended (the rule of `ended`, over `others`' counting
+ * bindings of it and its `ownRevocations`), in one sweep over their writes, ends and revocations: O(n log n + n × w)
+ * for n bindings by w attesters, a flood included.
  */
-function endedTimes<B extends AuthorityBinding>(others: readonly B[], at: bigint, rules: BindingAuthorityRules<B>): bigint[] {
+function endedTimes<B extends AuthorityBinding>(
+  others: readonly B[],
+  ownRevocations: readonly bigint[],
+  at: bigint,
+  rules: BindingAuthorityRules<B>,
+): bigint[] {
   // Kinds in the order they apply within one second: written, then ended (an end at t no longer stands at t), then
-  // revoked (one written at the revocation's second stands, as in `ended`).
-  type Event = { readonly t: bigint; readonly kind: 0 | 1 | 2; readonly b: B; readonly revoked: bigint };
-  const events: Event[] = [];
+  // revoked (one written at the revocation's second stands, as in `ended`). A time is the later of it and the write.
+  type Event = { readonly t: bigint; readonly kind: 0 | 1 | 2; readonly b: B | undefined; readonly value: bigint };
+  const events: Event[] = ownRevocations.map((t) => ({ t, kind: 2, b: undefined, value: t }));
   for (const b of others) {
-    if (b.time > at) continue;
-    events.push({ t: b.time, kind: 0, b, revoked: 0n });
+    events.push({ t: b.time, kind: 0, b, value: 0n });
     const end = rules.endOf(b);
-    // An end counts only once its binding is written (as `ended` reads only bindings written by its time).
-    if (end !== 0n && end <= at) events.push({ t: end > b.time ? end : b.time, kind: 1, b, revoked: 0n });
+    if (end !== 0n && end <= at) events.push({ t: end > b.time ? end : b.time, kind: 1, b, value: end });
     const revoked = rules.revokedAt(b);
-    if (revoked !== 0n && revoked <= at) events.push({ t: revoked > b.time ? revoked : b.time, kind: 2, b, revoked });
+    if (revoked !== 0n && revoked <= at) events.push({ t: revoked > b.time ? revoked : b.time, kind: 2, b, value: revoked });
   }
   events.sort((x, y) => (x.t !== y.t ? (x.t < y.t ? -1 : 1) : x.kind - y.kind));
-  // Standing bindings in the order written (writes come in time order), those before `from` dropped by a revocation.
+  // Standing bindings in the order written (writes come in time order): the newest is the last one still standing.
   const written: B[] = [];
   const standing = new Set<B>();
-  let from = 0;
-  let cut = false;
+  const standingBy = new Map<string, number>();
+  const lastEnd = new Map<string, bigint>();
   let revokedAt = 0n;
   const out: bigint[] = [];
   for (let i = 0; i < events.length; i++) {
     const e = events[i]!;
+    const writer = e.b?.attester.toLowerCase() ?? "";
     if (e.kind === 0) {
-      const end = rules.endOf(e.b);
-      written.push(e.b);
-      if (end === 0n || end > e.b.time) standing.add(e.b);
+      const end = rules.endOf(e.b!);
+      written.push(e.b!);
+      if (end === 0n || end > e.b!.time) {
+        standing.add(e.b!);
+        standingBy.set(writer, (standingBy.get(writer) ?? 0) + 1);
+      }
     } else if (e.kind === 1) {
-      cut = true;
-      standing.delete(e.b);
-    } else if (e.revoked > revokedAt) {
-      revokedAt = e.revoked;
-      while (from < written.length && written[from]!.time < revokedAt) standing.delete(written[from++]!);
+      if (standing.delete(e.b!)) standingBy.set(writer, standingBy.get(writer)! - 1);
+      if (e.value > (lastEnd.get(writer) ?? 0n)) lastEnd.set(writer, e.value);
+    } else if (e.value > revokedAt) {
+      revokedAt = e.value;
     }
-    const last = i + 1 === events.length || events[i + 1]!.t !== e.t;
-    if (last && cut && standing.size === 0 && out[out.length - 1] !== e.t) out.push(e.t);
+    if (i + 1 < events.length && events[i + 1]!.t === e.t) continue;
+    let cut = revokedAt;
+    for (const [w, end] of lastEnd) if ((standingBy.get(w) ?? 0) === 0 && end > cut) cut = end;
+    while (written.length > 0 && !standing.has(written[written.length - 1]!)) written.pop();
+    const newest = written.length > 0 ? written[written.length - 1]!.time : -1n;
+    if (cut !== 0n && newest < cut) out.push(e.t);
   }
   return out;
+}
+
+/** The last of `sorted` (ascending) at or before `time`, by binary search. */
+function lastAtOrBefore(sorted: readonly bigint[], time: bigint): bigint | undefined {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid]! <= time) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo > 0 ? sorted[lo - 1] : undefined;
 }
 
 /** The first of `sorted` (ascending) at or after `time`, by binary search: selfCuts stays O((n + m) log n). */

@@ -6,23 +6,24 @@ const A = "0x00000000000000000000000000000000000000aa";
 const B = "0x00000000000000000000000000000000000000bb";
 const ISSUER = "0x00000000000000000000000000000000000000cc";
 const THIEF = "0x00000000000000000000000000000000000000dd";
+const C = "0x00000000000000000000000000000000000000c1";
 const pkh = (address: string) => `did:pkh:eip155:${CHAIN}:${address}`;
 
-type Binding = { uid: string; attester: string; keyId: string; time: bigint; end: bigint; revoked: boolean };
+type Binding = { uid: string; attester: string; keyId: string; time: bigint; end: bigint; revokedAt: bigint };
 /** A binding that ends at `end` (0 for never): revoked then, or (with "expires") expired then. */
 const binding = (uid: string, attester: string, names: string, time: number, end = 0, how: "revoked" | "expires" = "revoked"): Binding =>
-  ({ uid, attester, keyId: pkh(names), time: BigInt(time), end: BigInt(end), revoked: how === "revoked" && end !== 0 });
+  ({ uid, attester, keyId: pkh(names), time: BigInt(time), end: BigInt(end), revokedAt: how === "revoked" ? BigInt(end) : 0n });
 
-/** A and B witnessed at 10; ISSUER trusted outright. */
+/** A, B and C witnessed at 10; ISSUER trusted outright. */
 function authority(bindings: Binding[]) {
   return createBindingAuthority({
     bindings,
     chainId: CHAIN,
-    controlled: (b) => b.attester === ISSUER || ([A, B].includes(b.attester) && b.time >= 10n),
+    controlled: (b) => b.attester === ISSUER || ([A, B, C].includes(b.attester) && b.time >= 10n),
     lasting: (b) => b.attester === ISSUER,
     names: (b, controller) => b.keyId === controller,
     endOf: (b) => b.end,
-    revokedAt: (b) => (b.revoked ? b.end : 0n),
+    revokedAt: (b) => b.revokedAt,
   });
 }
 
@@ -97,13 +98,41 @@ describe("createBindingAuthority: a controller cut off by a binding's end binds 
     expect(authority([binding("old", ISSUER, A, 30, 70), rebound, next])(next)).toBe(true);
   });
 
-  test("its own bindings neither cut it nor keep it in", () => {
-    const ownEnded = binding("own-ended", A, A, 20, 30);
+  test("revoking its own binding of itself cuts it (a lone controller's holder saying it was stolen); its own expiry does not", () => {
     const next = binding("next", A, THIEF, 50);
-    expect(authority([ownEnded, next])(next)).toBe(true);
+    const again = binding("again", A, A, 51);
+    const revokedOwn = binding("revoked-own", A, A, 20, 30);
+    const counts = authority([revokedOwn, next, again]);
+    expect([counts(next), counts(again)]).toEqual([false, false]);
+    expect(authority([binding("expired-own", A, A, 20, 30, "expires"), next])(next)).toBe(true);
+    // Only another's binding written since undoes it.
+    expect(authority([revokedOwn, binding("rebound", B, A, 40), next])(next)).toBe(true);
+    expect(authority([revokedOwn, binding("older", B, A, 25), next])(next)).toBe(false);
+  });
+
+  test("nor does its own binding keep it in", () => {
+    const next = binding("next", A, THIEF, 50);
     const ownStanding = binding("own-standing", A, A, 20);
     const cut = binding("cut", ISSUER, A, 25, 40, "expires");
     expect(authority([ownStanding, cut, next])(next)).toBe(false);
+  });
+
+  test("an expiry is undone only by its own writer's binding still standing, not another's older one (two stolen keys)", () => {
+    // The owner's bindings of A and B expire at 40; a thief holding both had them bind each other at 30.
+    const OWNER = ISSUER;
+    const bindings = [
+      binding("oa", OWNER, A, 20, 40, "expires"),
+      binding("ob", OWNER, B, 20, 40, "expires"),
+      binding("ab", A, B, 30),
+      binding("ba", B, A, 30),
+    ];
+    const byA = binding("thief-a", A, THIEF, 50);
+    const byB = binding("thief-b", B, THIEF, 50);
+    const counts = authority([...bindings, byA, byB]);
+    expect([counts(byA), counts(byB)]).toEqual([false, false]);
+    // B, revoked by the owner at 35, had bound A at 30: that does not keep A in past the owner's expiry either.
+    const stolenB = [binding("ob", OWNER, B, 15, 35), binding("ba", B, A, 30), binding("oa", OWNER, A, 20, 40, "expires")];
+    expect(authority([...stolenB, byA])(byA)).toBe(false);
   });
 
   test("two cut-off controllers binding each other reopen neither (a circle reads as ended)", () => {
@@ -172,36 +201,45 @@ describe("createBindingAuthority().selfCuts: a controller's binding of itself ne
   });
 
   test("agrees with the rule that decides whether its bindings count, over random histories", () => {
-    let seed = 7;
+    let seed = 12345;
     const random = (n: number) => {
       seed = (seed * 1103515245 + 12345) % 2147483648;
       return Math.floor((seed / 2147483648) * n);
     };
-    // Few seconds, so that writes, ends and revocations often share one.
-    for (let round = 0; round < 1_000; round++) {
+    // Few seconds, so that writes, ends and revocations often share one; controllers binding each other; expiries
+    // before the write, revocations after the expiry.
+    for (let round = 0; round < 5_000; round++) {
       const bindings: Binding[] = [];
-      for (let i = 0; i < 3 + random(8); i++) {
-        const attester = [A, A, B, ISSUER][random(4)]!;
-        const time = 10 + random(20);
-        const end = random(3) === 0 ? 0 : time + random(20) - 3;
-        bindings.push(binding(`b${i}`, attester, A, time, Math.max(end, 0), random(2) === 0 ? "revoked" : "expires"));
+      for (let i = 0, n = 2 + random(9); i < n; i++) {
+        const attester = [A, A, B, C, ISSUER][random(5)]!;
+        const named = [A, A, A, B, C][random(5)]!;
+        const time = 8 + random(20);
+        const expiry = random(3) === 0 ? 0 : Math.max(1, time + random(20) - 5);
+        const revocation = random(3) === 0 ? time + random(25) : 0;
+        const end = expiry === 0 ? revocation : revocation === 0 ? expiry : Math.min(expiry, revocation);
+        bindings.push({ ...binding(`b${i}`, attester, named, time, end), revokedAt: BigInt(revocation) });
       }
-      // A probe at each second: A's binding of another key counts exactly when A's authority has not ended.
-      const probes = Array.from({ length: 60 }, (_, t) => binding(`probe-${t}`, A, THIEF, t));
-      const counts = authority([...bindings, ...probes]);
-      const naming = bindings.filter(counts);
-      const got = authority([...bindings, ...probes]).selfCuts(naming, 60n);
-      for (const self of naming.filter((b) => b.attester === A)) {
-        let expected: bigint | undefined;
-        for (let t = Number(self.time); t < 60 && expected === undefined; t++) if (!counts(probes[t]!)) expected = BigInt(t);
-        expect([self.uid, got.get(self)]).toEqual([self.uid, expected]);
+      for (const controller of [A, B]) {
+        // A probe at each second: the controller's binding of another key counts exactly when it has not ended.
+        const probes = Array.from({ length: 60 }, (_, t) => binding(`probe-${t}`, controller, THIEF, t));
+        const counts = authority([...bindings, ...probes]);
+        const naming = bindings.filter((b) => b.keyId === pkh(controller) && counts(b));
+        const got = authority([...bindings, ...probes]).selfCuts(naming, 60n);
+        for (const self of naming.filter((b) => b.attester === controller)) {
+          let expected: bigint | undefined;
+          for (let t = Number(self.time); t < 60 && expected === undefined; t++) if (!counts(probes[t]!)) expected = BigInt(t);
+          if (got.get(self) !== expected) expect({ round, controller, self: self.uid, cut: got.get(self) }).toEqual({ round, controller, self: self.uid, cut: expected });
+        }
       }
     }
   });
 
-  test("its own revocation is no one else's cut; an attester the caller trusts outright is never read as self-binding", () => {
-    const selfOnly = binding("self-only", A, A, 20, 30);
-    expect(cutsOf([selfOnly], [selfOnly], 60)).toEqual({});
+  test("its own expiry is no cut, its own revocation is; an attester the caller trusts outright is never read as self-binding", () => {
+    const expiring = binding("expiring", A, A, 20, 30, "expires");
+    const later = binding("later", A, A, 25);
+    expect(cutsOf([expiring, later], [expiring, later], 60)).toEqual({});
+    const revoked = binding("revoked", A, A, 20, 30);
+    expect(cutsOf([revoked, later], [revoked, later], 60)).toEqual({ revoked: 30n, later: 30n });
     const cut = binding("cut", B, ISSUER, 20, 40);
     const own = binding("own", ISSUER, ISSUER, 30);
     expect(cutsOf([cut, own], [cut, own], 50)).toEqual({});
