@@ -411,6 +411,24 @@ describeBrowser("the review widget in a browser", () => {
     await page.context().close();
   }, 120_000);
 
+  test("basic mode: the embed's explorer never hears of a wallet connected in the frame (the page never learns it)", async () => {
+    // A hostile page names an explorer of its own, a path per visitor: the service would ask it with the address.
+    const hostile = "https://explorer.hostile.example/api/visitor-7f3a";
+    const asked: URLSearchParams[] = [];
+    const { page, widget, problems } = await open({ frameWallet: "on-chain-no-switch", params: { explorer: hostile } });
+    page.on("request", (request) => {
+      const url = new URL(request.url());
+      if (url.pathname === "/v1/interactions") asked.push(url.searchParams);
+    });
+    await widget.waitForSelector("#widget[data-mode=basic]");
+    await widget.click("#connect");
+    // Still checked, with the operator's explorer (EXPLORER_API_URLS): the user is verified.
+    await widget.waitForSelector("#widget[data-interaction=verified]");
+    expect(asked.map((q) => [q.get("wallet"), q.get("explorer")])).toEqual([[user.address, null]]);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  }, 120_000);
+
   test("a host-side refusal: the bridge's rules fail, the wallet is never asked, the widget says why and can try again", async () => {
     const { page, widget, problems, hostSignatures, requests } = await open({ bridge: true, foreignPolicy: true, params: { wallet: user.address } });
     await widget.waitForSelector("#widget[data-mode=integrated]");

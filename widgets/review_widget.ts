@@ -32,14 +32,19 @@ function guardIcon(): void {
  * Proof of interaction (decisions §29): asked of the service once the wallet is known; a verified transaction goes
  * into the review as a tx-interaction proof. Anything else is "not checked" or "none", and the review can still be
  * written.
+ *
+ * The embed's `explorer` goes along only for a wallet the embedding page gave (its `wallet` parameter): it knows that
+ * one already. A wallet connected in the frame (basic mode) is the user's secret from the page, and the service asks
+ * the explorer named with the wallet's address in the URL, so a hostile page naming an explorer of its own (a path per
+ * visitor) learned every address connected in it. That wallet is checked with the operator's explorers only.
  */
-async function checkInteraction(state: WidgetState, address: `0x${string}`): Promise<void> {
+async function checkInteraction(state: WidgetState, address: `0x${string}`, pageKnowsWallet: boolean): Promise<void> {
   const { params } = state;
   const text = byId("interaction-text");
   text.hidden = false;
   text.textContent = "Checking your use of this app…";
   const query = new URLSearchParams({ chain: String(params.chainId), wallet: address, contract: params.contract });
-  if (params.explorer !== undefined) query.set("explorer", params.explorer);
+  if (params.explorer !== undefined && pageKnowsWallet) query.set("explorer", params.explorer);
   let answer: { status?: unknown; txHash?: unknown } = {};
   try {
     const response = await fetch(`/v1/interactions?${query}`, { headers: { accept: "application/json" } });
@@ -76,7 +81,7 @@ async function connectWallet(state: WidgetState): Promise<void> {
     if (typeof first !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(first)) throw new WidgetError("The wallet shared no account.");
     state.wallet = first as `0x${string}`;
     byId("wallet-address").textContent = state.wallet;
-    void checkInteraction(state, state.wallet);
+    void checkInteraction(state, state.wallet, false);
     state.connect.hidden = true;
     formError(undefined);
   } catch (error) {
@@ -106,7 +111,7 @@ function start(params: EmbedParams): void {
     pending: new Map(),
   };
   guardIcon();
-  if (state.wallet !== undefined) void checkInteraction(state, state.wallet);
+  if (state.wallet !== undefined) void checkInteraction(state, state.wallet, true);
   state.form.addEventListener("change", () => {
     paintStars(state);
     if (rating(state) > 0) formError(undefined);
