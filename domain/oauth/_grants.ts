@@ -59,7 +59,12 @@ export async function authorizationCode(deps: OAuthDeps, client: OAuthClient, pa
   if (stored === undefined) return fail("invalid_grant", "The code is unknown or expired");
   const now = deps.clock.nowMs();
   if (stored.usedAtMs !== null) {
-    // A second use: whoever holds the first tokens may have stolen the code; they end now (RFC 6749 §4.1.2).
+    // A second use by its client, with its verifier: whoever holds the first tokens may have stolen the code; they end
+    // now (RFC 6749 §4.1.2). Anyone else holding a used code (from a log, a Referer, browser history: what PKCE makes
+    // harmless) and any client_id ended the real client's grant with any 43 characters, and learned the code was real.
+    if (stored.clientId !== client.clientId || !sameText(s256Challenge(verifier), stored.codeChallenge)) {
+      return fail("invalid_grant", "The code is unknown or expired");
+    }
     if (stored.grantId !== null) await deps.store.revokeGrant(stored.grantId, now);
     return fail("invalid_grant", "The code was used already");
   }

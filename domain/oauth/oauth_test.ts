@@ -215,6 +215,25 @@ describe("tokens", () => {
     expect(await oauth.authenticateBearer(tokens.value.access_token, { scope: "witness:write" })).toMatchObject({ ok: false, code: "invalid_token" });
   });
 
+  test("a used code replayed without its client's verifier, or by another client, ends nothing and says nothing of its use", async () => {
+    // Found by attack: the reuse rule ran before the client and PKCE checks, so anyone holding a used code (a log, a
+    // Referer) and any client_id ended the real client's grant with any 43 characters.
+    const { oauth, code, exchange } = await setup();
+    const c = await code();
+    const tokens = await exchange(c);
+    if (!tokens.ok) throw new Error("no tokens");
+    const registered = await oauth.registration.register({ client_name: "Other", redirect_uris: [REDIRECT] }, "10.0.0.2");
+    if (!registered.ok) throw new Error("registration failed");
+    const other = registered.value.client_id;
+    for (const replay of [{ code_verifier: "x".repeat(43) }, { client_id: other }] as Record<string, string>[]) {
+      expect(await exchange(c, replay)).toMatchObject({ ok: false, code: "invalid_grant", message: "The code is unknown or expired" });
+    }
+    expect(await oauth.authenticateBearer(tokens.value.access_token, { scope: "witness:write" })).toMatchObject({ ok: true });
+    // Its own client with its verifier: a second use, and the tokens end.
+    expect(await exchange(c)).toMatchObject({ ok: false, code: "invalid_grant", message: "The code was used already" });
+    expect(await oauth.authenticateBearer(tokens.value.access_token, { scope: "witness:write" })).toMatchObject({ ok: false, code: "invalid_token" });
+  });
+
   test("one code exchanged twice at once: one gets tokens, the other invalid_grant, and the winner's tokens end as a second use's do", async () => {
     // Found by attacking the token endpoint: the loser of the race was refused, but the tokens of a stolen code raced
     // against the real client's stayed good.
