@@ -6,6 +6,7 @@
  */
 import {
   getAddress,
+  getTypesForEIP712Domain,
   hashTypedData,
   keccak256,
   parseTransaction,
@@ -91,7 +92,7 @@ export function openJsonRpcSigner(url: string, address: HexString, options: Json
       }),
     signTypedData: (typedData, context) =>
       audit.run(context, async () => {
-        const signature = await call<unknown>("eth_signTypedData_v4", [from, JSON.stringify(typedData, (_, v) => typeof v === "bigint" ? v.toString() : v)]);
+        const signature = await call<unknown>("eth_signTypedData_v4", [from, JSON.stringify(withDomainType(typedData), (_, v) => typeof v === "bigint" ? v.toString() : v)]);
         if (typeof signature !== "string" || !/^0x[0-9a-fA-F]{130}$/.test(signature)) {
           throw new SignerError("refused", "eth_signTypedData_v4 did not answer a 65-byte signature");
         }
@@ -100,6 +101,18 @@ export function openJsonRpcSigner(url: string, address: HexString, options: Json
         return { ok: true as const, signature: normalized, digest };
       }),
   };
+}
+
+/**
+ * The typed data with its `EIP712Domain` type written out, as EIP-712's JSON form has it: geth's typed-data code
+ * (Clef's) refuses a message whose domain has fields the types do not declare, so the start-up self-test failed on it.
+ * The digest is the same either way (the domain type is derived from the domain's fields).
+ */
+function withDomainType(typedData: TypedDataInput): TypedDataInput {
+  const types = typedData.types as Record<string, unknown>;
+  if ("EIP712Domain" in types) return typedData;
+  const domain = getTypesForEIP712Domain({ domain: typedData.domain as Parameters<typeof getTypesForEIP712Domain>[0]["domain"] });
+  return { ...typedData, types: { EIP712Domain: domain, ...types } } as TypedDataInput;
 }
 
 /** The transaction as `eth_signTransaction` takes it. */
@@ -159,6 +172,12 @@ async function checkTransaction(raw: HexString, tx: TransactionFields, from: Hex
     throw new SignerError("refused", "eth_signTransaction answered a signature that does not recover");
   }
   if (signer.toLowerCase() !== from.toLowerCase()) throw new SignerError("refused", "eth_signTransaction answered a transaction signed by another key");
+  // The bytes must be the canonical encoding: a field written in a longer form (value 0 as 0x00, not 0x80) parses the
+  // same, but the node refuses the bytes and their hash is not the transaction's, so a faulty signer passed for a
+  // chain that refused the transaction (500 SUBMISSION_FAILED, the signer counted healthy).
+  if (serializeTransaction(unsigned, { r: parsed.r, s: parsed.s, yParity: parsed.yParity }).toLowerCase() !== raw.toLowerCase()) {
+    throw new SignerError("refused", "eth_signTransaction answered the transaction in a non-canonical encoding");
+  }
   return digest;
 }
 

@@ -5,7 +5,7 @@
  * the signers: a transaction signed by another key was accepted and sent from another wallet.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type Hex, keccak256, recoverTransactionAddress, serializeTransaction } from "viem";
+import { fromRlp, type Hex, keccak256, parseTransaction, recoverTransactionAddress, serializeTransaction, toRlp } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { TransactionFields } from "../../ports/signer.ts";
 import { openJsonRpcSigner } from "./jsonrpc_signer.ts";
@@ -67,6 +67,46 @@ describe("jsonrpc: signer answers", () => {
     for (const raw of [otherNonce, high]) {
       answer = () => Promise.resolve(raw);
       expect(await signer().signTransaction(TX, { purpose: "transaction" } as never)).toEqual({ ok: false, reason: "refused" });
+    }
+  });
+
+  test("the transaction asked for in a non-canonical encoding (value 0 as 0x00) is refused: its hash is not the transaction's", async () => {
+    // Found by attacking the signers: it parsed as the transaction asked for, the node refused the bytes, and the
+    // refusal read as the chain's (500 SUBMISSION_FAILED) with the signer counted healthy.
+    const canonical = await privateKeyToAccount(KEY).signTransaction(eip1559);
+    const fields = fromRlp(`0x${canonical.slice(4)}`, "hex") as Hex[];
+    fields[6] = "0x00";
+    const mangled = `0x02${toRlp(fields).slice(2)}` as Hex;
+    expect(parseTransaction(mangled)).toMatchObject({ value: 0n, nonce: TX.nonce });
+    answer = () => Promise.resolve(mangled);
+    expect(await signer().signTransaction(TX, { purpose: "transaction" } as never)).toEqual({ ok: false, reason: "refused" });
+  });
+
+  test("typed data goes with its EIP712Domain type written out (geth's typed-data code, Clef's, refuses it without)", async () => {
+    const typed = {
+      domain: { name: "ATS signer self-test", version: "1" },
+      types: { SelfTest: [{ name: "nonce", type: "uint256" }] },
+      primaryType: "SelfTest",
+      message: { nonce: 7n },
+    } as const;
+    const asked: unknown[] = [];
+    const signature = await privateKeyToAccount(KEY).signTypedData(typed);
+    answer = () => Promise.resolve(signature);
+    const seen = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      async fetch(request) {
+        const body = await request.json() as { id: number; params: unknown[] };
+        asked.push(JSON.parse(body.params[1] as string));
+        return Response.json({ jsonrpc: "2.0", id: body.id, result: signature });
+      },
+    });
+    try {
+      const remote = openJsonRpcSigner(`http://127.0.0.1:${seen.port}/`, ADDRESS, { role: "delegate", audit: { log: { debug() {}, info() {}, warn() {}, error() {} }, timeoutMs: 2_000 } as never });
+      expect(await remote.signTypedData(typed as never, { purpose: "self-test" } as never)).toMatchObject({ ok: true, signature });
+      expect(asked).toEqual([{ ...typed, message: { nonce: "7" }, types: { EIP712Domain: [{ name: "name", type: "string" }, { name: "version", type: "string" }], SelfTest: typed.types.SelfTest } }]);
+    } finally {
+      seen.stop(true);
     }
   });
 
