@@ -7,11 +7,13 @@
  * wrote a new binding naming itself, or naming the thief's key, and its claims were "verified" again, the ones it made
  * while cut off included. So:
  * - A controller's authority has **ended** at a time when it was cut by then, and no binding naming it by another
- *   attester that counts stands then, written at or after that cut. It was cut by the latest of: a revocation of a
- *   binding naming it (another's that counts, or one it wrote of itself: revoking its own binding is how the holder of
- *   a lone controller key says it was stolen), and the latest end of another attester's bindings of it when none of
- *   that attester's still stands (so a renewal written before the old binding expired keeps it in, as its writer
- *   meant; another's older binding does not, not even a second stolen key's). Its own expiries neither cut nor keep it.
+ *   attester that counts stands then, written at or after that cut. It was cut by the latest of: a revocation that
+ *   ended a binding naming it (another's that counts, or one it wrote of itself as a controller: revoking its own
+ *   binding is how the holder of a lone controller key says it was stolen; a revocation after the binding expired took
+ *   nothing away and is none), and the latest end of another attester's bindings of it when none of that attester's
+ *   still stands, nor one by an attester trusted outright (so a renewal written before the old binding expired keeps it
+ *   in, as its writer meant; another controller's older binding does not, not even a second stolen key's). Its own
+ *   expiries neither cut nor keep it.
  * - A binding whose attester's authority had ended when it wrote it does not count. So a controller never reopens
  *   its own window, and binds nothing, while it is cut off; another controller (or whoever the caller trusts
  *   outright) may bind it again.
@@ -70,21 +72,31 @@ export function createBindingAuthority<B extends AuthorityBinding>(rules: Bindin
   const naming = new Map<string, Naming<B>>();
 
   /**
-   * The bindings naming an address's did:pkh by others, oldest first, and the revocations of those it wrote of itself
-   * (the later of revocation and write, ascending): read once per address.
+   * What the rule reads of the bindings naming an address's did:pkh (once per address): others' bindings, oldest
+   * first, each read once (a flood by a second stolen key is many passes of `ended`), and the revocations that ended
+   * a binding it wrote of itself, under the caller's rule (one written before its witness is none of its authority),
+   * at the later of revocation and write, ascending.
    */
   const namingOf = (address: string): Naming<B> => {
     let found = naming.get(address);
     if (found === undefined) {
       const controller = `did:pkh:eip155:${rules.chainId}:${address}`;
       const all = rules.bindings.filter((b) => rules.names(b, controller));
-      const others = all.filter((b) => b.attester.toLowerCase() !== address).sort((x, y) => (x.time < y.time ? -1 : x.time > y.time ? 1 : 0));
-      const ownRevocations = all.filter((b) => b.attester.toLowerCase() === address && rules.revokedAt(b) !== 0n)
-        .map((b) => (rules.revokedAt(b) > b.time ? rules.revokedAt(b) : b.time)).sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
+      const others = all.filter((b) => b.attester.toLowerCase() !== address)
+        .sort((x, y) => (x.time < y.time ? -1 : x.time > y.time ? 1 : 0))
+        .map((b) => ({ b, writer: b.attester.toLowerCase(), end: rules.endOf(b), revoked: revocationOf(b), lasting: rules.lasting(b) }));
+      const ownRevocations = all.filter((b) => b.attester.toLowerCase() === address && revocationOf(b) !== 0n && rules.controlled(b))
+        .map((b) => (revocationOf(b) > b.time ? revocationOf(b) : b.time)).sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
       found = { others, ownRevocations };
       naming.set(address, found);
     }
     return found;
+  };
+
+  /** When a revocation ended the binding (0n when none did: never revoked, or revoked only after it had expired). */
+  const revocationOf = (b: B): bigint => {
+    const revoked = rules.revokedAt(b);
+    return revoked !== 0n && revoked === rules.endOf(b) ? revoked : 0n;
   };
 
   const counts = (binding: B): boolean => {
@@ -106,23 +118,22 @@ export function createBindingAuthority<B extends AuthorityBinding>(rules: Bindin
     // Per attester: its latest end by `time`, and whether one of its bindings of the controller still stands.
     const lastEnd = new Map<string, bigint>();
     const stands = new Set<string>();
+    let lastingStands = false;
     let newestStanding = -1n;
-    for (const b of others) {
-      if (b.time > time) break;
-      if (!counts(b)) continue;
-      const revoked = rules.revokedAt(b);
-      if (revoked !== 0n && revoked <= time && revoked > revokedAt) revokedAt = revoked;
-      const writer = b.attester.toLowerCase();
-      const end = rules.endOf(b);
-      if (end !== 0n && end <= time) {
-        if (end > (lastEnd.get(writer) ?? 0n)) lastEnd.set(writer, end);
+    for (const entry of others) {
+      if (entry.b.time > time) break;
+      if (!counts(entry.b)) continue;
+      if (entry.revoked !== 0n && entry.revoked <= time && entry.revoked > revokedAt) revokedAt = entry.revoked;
+      if (entry.end !== 0n && entry.end <= time) {
+        if (entry.end > (lastEnd.get(entry.writer) ?? 0n)) lastEnd.set(entry.writer, entry.end);
       } else {
-        stands.add(writer);
-        if (b.time > newestStanding) newestStanding = b.time;
+        stands.add(entry.writer);
+        if (entry.lasting) lastingStands = true;
+        if (entry.b.time > newestStanding) newestStanding = entry.b.time;
       }
     }
     let cut = revokedAt;
-    for (const [writer, end] of lastEnd) if (!stands.has(writer) && end > cut) cut = end;
+    if (!lastingStands) for (const [writer, end] of lastEnd) if (!stands.has(writer) && end > cut) cut = end;
     const result = cut !== 0n && newestStanding < cut;
     decided.set(key, result);
     return result;
@@ -135,7 +146,7 @@ export function createBindingAuthority<B extends AuthorityBinding>(rules: Bindin
     if (targets.length === 0) return cuts;
     const address = targets[0]!.attester.toLowerCase();
     const { others, ownRevocations } = namingOf(address);
-    const endings = endedTimes(others.filter((b) => b.time <= at && counts(b)), ownRevocations.filter((t) => t <= at), at, rules);
+    const endings = endedTimes(others.filter((entry) => entry.b.time <= at && counts(entry.b)), ownRevocations.filter((t) => t <= at), at);
     if (endings.length === 0) return cuts;
     for (const b of targets) {
       const first = firstAtOrAfter(endings, b.time);
@@ -147,60 +158,68 @@ export function createBindingAuthority<B extends AuthorityBinding>(rules: Bindin
   return Object.assign(counts, { selfCuts });
 }
 
+/** One binding of a controller by another attester, as the rule reads it. */
+type Entry<B> = {
+  readonly b: B;
+  readonly writer: string;
+  readonly end: bigint;
+  /** When a revocation ended it; 0n for none. */
+  readonly revoked: bigint;
+  readonly lasting: boolean;
+};
+
 /** What {@link createBindingAuthority} reads of the bindings naming one address. */
-type Naming<B> = { readonly others: readonly B[]; readonly ownRevocations: readonly bigint[] };
+type Naming<B> = { readonly others: readonly Entry<B>[]; readonly ownRevocations: readonly bigint[] };
 
 /**
  * The times (ascending, by `at`) at which a controller reads as ended (the rule of `ended`, over `others`' counting
  * bindings of it and its `ownRevocations`), in one sweep over their writes, ends and revocations: O(n log n + n × w)
  * for n bindings by w attesters, a flood included.
  */
-function endedTimes<B extends AuthorityBinding>(
-  others: readonly B[],
-  ownRevocations: readonly bigint[],
-  at: bigint,
-  rules: BindingAuthorityRules<B>,
-): bigint[] {
+function endedTimes<B extends AuthorityBinding>(others: readonly Entry<B>[], ownRevocations: readonly bigint[], at: bigint): bigint[] {
   // Kinds in the order they apply within one second: written, then ended (an end at t no longer stands at t), then
   // revoked (one written at the revocation's second stands, as in `ended`). A time is the later of it and the write.
-  type Event = { readonly t: bigint; readonly kind: 0 | 1 | 2; readonly b: B | undefined; readonly value: bigint };
-  const events: Event[] = ownRevocations.map((t) => ({ t, kind: 2, b: undefined, value: t }));
-  for (const b of others) {
-    events.push({ t: b.time, kind: 0, b, value: 0n });
-    const end = rules.endOf(b);
-    if (end !== 0n && end <= at) events.push({ t: end > b.time ? end : b.time, kind: 1, b, value: end });
-    const revoked = rules.revokedAt(b);
-    if (revoked !== 0n && revoked <= at) events.push({ t: revoked > b.time ? revoked : b.time, kind: 2, b, value: revoked });
+  type Event = { readonly t: bigint; readonly kind: 0 | 1 | 2; readonly entry: Entry<B> | undefined; readonly value: bigint };
+  const events: Event[] = ownRevocations.map((t) => ({ t, kind: 2, entry: undefined, value: t }));
+  for (const entry of others) {
+    const time = entry.b.time;
+    events.push({ t: time, kind: 0, entry, value: 0n });
+    if (entry.end !== 0n && entry.end <= at) events.push({ t: entry.end > time ? entry.end : time, kind: 1, entry, value: entry.end });
+    if (entry.revoked !== 0n && entry.revoked <= at) events.push({ t: entry.revoked > time ? entry.revoked : time, kind: 2, entry, value: entry.revoked });
   }
   events.sort((x, y) => (x.t !== y.t ? (x.t < y.t ? -1 : 1) : x.kind - y.kind));
   // Standing bindings in the order written (writes come in time order): the newest is the last one still standing.
-  const written: B[] = [];
-  const standing = new Set<B>();
+  const written: Entry<B>[] = [];
+  const standing = new Set<Entry<B>>();
   const standingBy = new Map<string, number>();
+  let lastingStanding = 0;
   const lastEnd = new Map<string, bigint>();
   let revokedAt = 0n;
   const out: bigint[] = [];
   for (let i = 0; i < events.length; i++) {
     const e = events[i]!;
-    const writer = e.b?.attester.toLowerCase() ?? "";
-    if (e.kind === 0) {
-      const end = rules.endOf(e.b!);
-      written.push(e.b!);
-      if (end === 0n || end > e.b!.time) {
-        standing.add(e.b!);
-        standingBy.set(writer, (standingBy.get(writer) ?? 0) + 1);
+    const entry = e.entry;
+    if (e.kind === 0 && entry !== undefined) {
+      written.push(entry);
+      if (entry.end === 0n || entry.end > entry.b.time) {
+        standing.add(entry);
+        standingBy.set(entry.writer, (standingBy.get(entry.writer) ?? 0) + 1);
+        if (entry.lasting) lastingStanding++;
       }
-    } else if (e.kind === 1) {
-      if (standing.delete(e.b!)) standingBy.set(writer, standingBy.get(writer)! - 1);
-      if (e.value > (lastEnd.get(writer) ?? 0n)) lastEnd.set(writer, e.value);
+    } else if (e.kind === 1 && entry !== undefined) {
+      if (standing.delete(entry)) {
+        standingBy.set(entry.writer, standingBy.get(entry.writer)! - 1);
+        if (entry.lasting) lastingStanding--;
+      }
+      if (e.value > (lastEnd.get(entry.writer) ?? 0n)) lastEnd.set(entry.writer, e.value);
     } else if (e.value > revokedAt) {
       revokedAt = e.value;
     }
     if (i + 1 < events.length && events[i + 1]!.t === e.t) continue;
     let cut = revokedAt;
-    for (const [w, end] of lastEnd) if ((standingBy.get(w) ?? 0) === 0 && end > cut) cut = end;
+    if (lastingStanding === 0) for (const [w, end] of lastEnd) if ((standingBy.get(w) ?? 0) === 0 && end > cut) cut = end;
     while (written.length > 0 && !standing.has(written[written.length - 1]!)) written.pop();
-    const newest = written.length > 0 ? written[written.length - 1]!.time : -1n;
+    const newest = written.length > 0 ? written[written.length - 1]!.b.time : -1n;
     if (cut !== 0n && newest < cut) out.push(e.t);
   }
   return out;

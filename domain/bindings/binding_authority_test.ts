@@ -110,6 +110,30 @@ describe("createBindingAuthority: a controller cut off by a binding's end binds 
     expect(authority([revokedOwn, binding("older", B, A, 25), next])(next)).toBe(false);
   });
 
+  test("revoking its own binding written before it was a controller (before its witness) is no cut", () => {
+    const early = binding("early", A, A, 5, 6);
+    const next = binding("next", A, THIEF, 40);
+    expect(authority([early, next])(next)).toBe(true);
+  });
+
+  test("revoking a binding that had already expired is no cut (housekeeping after a renewal)", () => {
+    const expiredThenRevoked = { ...binding("old", B, A, 20, 40, "expires"), revokedAt: 50n };
+    const renewal = binding("renewal", B, A, 35);
+    const next = binding("next", A, THIEF, 55);
+    expect(authority([expiredThenRevoked, renewal, next])(next)).toBe(true);
+    // Revoked while it still stood, it is a cut.
+    expect(authority([{ ...binding("old", B, A, 20, 45), revokedAt: 45n }, renewal, next])(next)).toBe(false);
+  });
+
+  test("a binding by an attester the caller trusts outright, standing, keeps it in past another's expiry", () => {
+    const trusted = binding("trusted", ISSUER, A, 20);
+    const temporary = binding("temporary", B, A, 25, 40, "expires");
+    const next = binding("next", A, THIEF, 50);
+    expect(authority([trusted, temporary, next])(next)).toBe(true);
+    // Not past a revocation: that cuts whatever else stands.
+    expect(authority([trusted, binding("revoked", B, A, 25, 40), next])(next)).toBe(false);
+  });
+
   test("nor does its own binding keep it in", () => {
     const next = binding("next", A, THIEF, 50);
     const ownStanding = binding("own-standing", A, A, 20);
