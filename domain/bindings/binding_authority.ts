@@ -53,14 +53,15 @@ export type BindingAuthorityRules<B extends AuthorityBinding> = {
 /** `counts(binding)`, with the bindings that decide a controller's status ({@link createBindingAuthority}). */
 export type BindingAuthority<B extends AuthorityBinding> = ((binding: B) => boolean) & {
   /**
-   * Of the counting bindings naming one controller (written by `at`), the ones the controller wrote of itself before
-   * its authority ended (by the rule above, over `naming`, by `at`), each with the first time at or after it was
-   * written that the authority had ended. Its status reads such a binding as ended there (a revocation it did not make). A stolen key's
-   * first move was a binding of itself, written while it still had authority: that binding then stood as the newest,
-   * and the subject's revocation of its own binding never cut the key off (key status `active`, controller
-   * authorization without `until`, its later claims "verified"). Ended, not left out: a controller's binding of itself
-   * still narrows its own authority (a newer purpose list), and one left out would hand the status back to an older,
-   * wider binding. One written after another attester bound it again stands until the next end.
+   * Of the counting bindings naming one controller (written by `at`), the ones the controller wrote of itself
+   * before its authority ended (by the rule above, over the caller's bindings, by `at`), each with the first time
+   * at or after it was written that the authority had ended. Its status reads such a binding as ended there (a
+   * revocation it did not make). Only counting bindings may be given: one that does not count gets no cut. A stolen
+   * key's first move was a binding of itself, written while it still had authority: that binding then stood as the
+   * newest, and the subject's revocation of its own binding never cut the key off (key status `active`, controller
+   * authorization without `until`, its later claims "verified"). Ended, not left out: a controller's binding of
+   * itself still narrows its own authority (a newer purpose list), and one left out would hand the status back to
+   * an older, wider binding. One written after another attester bound it again stands until the next cut.
    */
   readonly selfCuts: (naming: readonly B[], at: bigint) => Map<B, bigint>;
 };
