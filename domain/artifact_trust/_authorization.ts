@@ -268,7 +268,13 @@ function keyBindingOf(a: IndexedAttestation, data: Record<string, unknown>, nowS
     revokedAt: a.revocationTime };
 }
 
+/**
+ * `anchoredFrom ≤ at < until`, controller authorization's window (decisions §25: the same computation). The reference's
+ * artifact check reads `at ≤ until`; with it, a claim mined in the second of the revocation that cut its controller off
+ * (the same block: a thief who saw the revocation coming) stayed verified for good, while controller authorization at
+ * that time said not authorized.
+ */
 function inWindow(authorization: { anchoredFrom: bigint | null; until: bigint | null }, at: bigint): boolean {
   if (authorization.anchoredFrom !== null && at < authorization.anchoredFrom) return false;
-  return authorization.until === null || at <= authorization.until;
+  return authorization.until === null || at < authorization.until;
 }

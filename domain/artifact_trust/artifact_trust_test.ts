@@ -508,6 +508,18 @@ describe("createArtifactTrust() responsibility claims", () => {
     expect(env.excluded).toEqual([[after.uid, "outside-authorization-window"]]);
   });
 
+  test("a claim in the second of the revocation is outside the window (anchoredFrom ≤ at < until, as controller authorization reads it)", async () => {
+    // Found by attack: read as at ≤ until, a claim mined in the revocation's block stayed verified for good, while
+    // controller authorization at its time said not authorized.
+    const env = setup({ discover: false });
+    env.index.add(witness(PUBLISHER, pkh(CONTROLLER), NOW - 1000n));
+    env.index.add(binding(PUBLISHER, pkh(CONTROLLER), WITNESS, { time: NOW - 900n, revocationTime: NOW - 300n }));
+    const same = attestation({ schema: "responsibility-claim", attester: CONTROLLER, data: claim(PUBLISHER, { issuedAt: NOW - 400n }), time: NOW - 300n });
+    env.index.add(same);
+    expect(uidsOf((await env.record()).responsibilityClaims)).toEqual([]);
+    expect(env.excluded).toEqual([[same.uid, "outside-authorization-window"]]);
+  });
+
   test("a controller cut off by a revoked binding cannot reopen its window by binding itself, nor bind another key", async () => {
     // The witness issuer bound the controller and revoked the binding; the controller's key (stolen) then wrote a
     // binding naming itself and one naming a new key. Before domain/bindings, the self-binding was the newest and its
