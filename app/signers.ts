@@ -4,7 +4,7 @@
  * `/readyz`, `/metrics` and `npm run ops -- signers` show of them.
  */
 import { ANVIL_DEV_ADDRESSES } from "../adapters/devnet/mod.ts";
-import { type OpenSignerDeps, openEthereumSigner, openJwsSigner, SignerStartError } from "../adapters/signers/mod.ts";
+import { jwkAddress, type OpenSignerDeps, openEthereumSigner, openJwsSigner, SignerStartError } from "../adapters/signers/mod.ts";
 import type { Keccak256 } from "../ports/keccak.ts";
 import type { Logger } from "../ports/logger.ts";
 import type { Metrics } from "../ports/metrics.ts";
@@ -148,35 +148,63 @@ export function distinctSigners(signers: ServiceSigners): { readonly roles: read
   return [...found].map(([signer, roles]) => ({ signer, roles }));
 }
 
+/** A signer's Ethereum address: an Ethereum role's, or a secp256k1 JWS key's (ES256K); a P-256 key has none. */
+const addressOf = (signer: EthereumSigner | JwsSigner): string | undefined =>
+  "address" in signer ? String(signer.address) : signer.publicJwk.crv === "secp256k1" ? jwkAddress(signer.publicJwk) : undefined;
+
 /**
  * Whether a signer answers for one of Anvil's dev accounts: its key is public (compose's devnet keystore is one), so
  * on a chain that is not a devnet it is a raw key whatever holds it; a keystore with its password in a file otherwise
- * counts as kept, and a production start that fell back to the devnet's secrets began with it.
+ * counts as kept, and a production start that fell back to the devnet's secrets began with it. A JWS x402 issuer's
+ * secp256k1 key (ES256K) is judged by its address too: it has no `address`, and Anvil's key #0 there was not caught.
  */
-const wellKnown = (signer: EthereumSigner | JwsSigner) => "address" in signer && ANVIL_DEV_ADDRESSES.has(String(signer.address).toLowerCase());
+const wellKnown = (signer: EthereumSigner | JwsSigner) => ANVIL_DEV_ADDRESSES.has(addressOf(signer)?.toLowerCase() ?? "");
 
 /** The attestation chains a deployment signs on, and whether they are the embedded devnet's. */
 export type SigningChains = { readonly chainIds: readonly number[]; readonly embeddedDevnet: boolean };
 
-const onDevnet = (chains: SigningChains, chainId: number) => chains.embeddedDevnet || DEVNET_CHAIN_IDS.has(chainId);
+/** 31337 and 1337 anywhere; with the embedded devnet, its chains (X402_NETWORK naming another chain is not one). */
+const onDevnet = (chains: SigningChains, chainId: number) => DEVNET_CHAIN_IDS.has(chainId) || (chains.embeddedDevnet && chains.chainIds.includes(chainId));
+
+/** The chain of `X402_NETWORK` (`eip155:<chain id>`), when it names one; unset, payments are on the default chain. */
+const x402Chain = (x402: Pick<Config["x402"], "network">) => x402.network === undefined ? undefined : Number(x402.network.slice("eip155:".length));
 
 /**
  * The variable that names a signer, and the chains it signs on: a role's signer on every attestation chain (the
- * delegate's where no `DELEGATE_SIGNER_<chainId>` serves instead), a chain's own delegate on its chain only.
+ * delegate's where no `DELEGATE_SIGNER_<chainId>` serves instead), a chain's own delegate on its chain only, and the
+ * x402 issuer also on `X402_NETWORK`'s chain: its offers and receipts are for payments there (a raw key signing for
+ * payments on 8453 started beside a 31337 attestation chain).
  */
-function signingPlaces(signers: ServiceSigners, signer: EthereumSigner | JwsSigner, roles: readonly SignerRole[], chains: SigningChains): { variable: string; chainIds: number[] } {
+function signingPlaces(
+  config: Pick<Config, "x402">,
+  signers: ServiceSigners,
+  entry: { readonly signer: EthereumSigner | JwsSigner; readonly roles: readonly SignerRole[] },
+  chains: SigningChains,
+): { variable: string; chainIds: number[]; x402ChainId: number | undefined } {
+  const { signer, roles } = entry;
   const own = [...signers.delegateByChain ?? []].filter(([, s]) => s === signer).map(([id]) => id);
   const asRole = roles.some((role) => signers[role] === signer);
-  if (!asRole) return { variable: `DELEGATE_SIGNER_${own[0]}`, chainIds: own };
-  return { variable: `${roles[0]!.toUpperCase()}_SIGNER`, chainIds: [...chains.chainIds] };
+  if (!asRole) return { variable: `DELEGATE_SIGNER_${own[0]}`, chainIds: own, x402ChainId: undefined };
+  const paidOn = signers.x402 === signer ? x402Chain(config.x402) : undefined;
+  const x402ChainId = paidOn === undefined || chains.chainIds.includes(paidOn) ? undefined : paidOn;
+  return { variable: `${roles[0]!.toUpperCase()}_SIGNER`, chainIds: [...chains.chainIds, ...(x402ChainId === undefined ? [] : [x402ChainId])], x402ChainId };
+}
+
+/** What makes a raw signer raw, as the line the start stops with says it. */
+function rawWhat(signer: EthereumSigner | JwsSigner): string {
+  if (wellKnown(signer)) return `the key of Anvil's dev account ${addressOf(signer)}, published with every Anvil`;
+  const reason = signer.rawReason ?? (signer.backend === "env" ? "env" : "password-env");
+  if (reason === "env") return "a private key in the environment";
+  return reason === "empty-password" ? "a keystore whose password is empty" : "a keystore whose password is in the environment";
 }
 
 /**
- * The raw-key rule (decisions §27): a raw key (env:, or a keystore whose password is in the environment) starts the
- * service only on a devnet (chain 31337 or 1337, or the embedded one) unless `ALLOW_RAW_KEYS=true`; then each is
- * logged as a warning and counted in `ats_raw_signing_keys`. Throws SignerStartError naming the role otherwise.
+ * The raw-key rule (decisions §27): a raw key (env:, or a keystore whose password is in the environment or empty)
+ * starts the service only on a devnet (chain 31337 or 1337, or the embedded one) unless `ALLOW_RAW_KEYS=true`; then
+ * each is logged as a warning and counted in `ats_raw_signing_keys`. Throws SignerStartError naming the role otherwise.
  * Each signer is judged by every chain it signs on (decisions §30): a raw `DELEGATE_SIGNER_8453` stops the start as
- * a raw delegate on 8453 does, whatever the default chain (it was judged by the default chain alone).
+ * a raw delegate on 8453 does, whatever the default chain (it was judged by the default chain alone); the x402 issuer
+ * by `X402_NETWORK`'s chain as well.
  */
 export function checkRawKeys(
   config: Pick<Config, "signers" | "x402">,
@@ -189,23 +217,20 @@ export function checkRawKeys(
   const raw = distinctSigners(signers).filter(({ signer }) => signer.raw || wellKnown(signer));
   deps.metrics.gauge(
     "ats_raw_signing_keys",
-    "Signing keys held raw in this process (env: or a keystore whose password is in the environment) or answering for a published dev key",
+    "Signing keys held raw in this process (env:, or a keystore whose password is in the environment or empty) or answering for a published dev key",
     () => Promise.resolve([{ value: raw.length }]),
   );
-  const offending = raw.flatMap(({ signer, roles }) => {
-    const { variable, chainIds } = signingPlaces(signers, signer, roles, chains);
+  const offending = raw.flatMap((entry) => {
+    const { variable, chainIds, x402ChainId } = signingPlaces(config, signers, entry, chains);
     const chainId = chainIds.find((id) => !onDevnet(chains, id));
-    return chainId === undefined ? [] : [{ signer, roles, variable, chainId }];
+    return chainId === undefined ? [] : [{ ...entry, variable, chainId, where: chainId === x402ChainId ? `${chainId} (X402_NETWORK)` : String(chainId) }];
   });
   if (offending.length === 0) return;
   if (!config.signers.allowRawKeys) {
     const first = offending[0]!;
-    const what = wellKnown(first.signer)
-      ? `the key of Anvil's dev account ${"address" in first.signer ? first.signer.address : ""}, published with every Anvil`
-      : first.signer.backend === "env" ? "a private key in the environment" : "a keystore whose password is in the environment";
     throw new SignerStartError(
-      `${first.variable}: a raw key (${what}) ` +
-        `signs for ${first.roles.join(", ")} on chain ${first.chainId}, which is not a devnet; use a signer (docs/signing.md) or set ALLOW_RAW_KEYS=true`,
+      `${first.variable}: a raw key (${rawWhat(first.signer)}) ` +
+        `signs for ${first.roles.join(", ")} on chain ${first.where}, which is not a devnet; use a signer (docs/signing.md) or set ALLOW_RAW_KEYS=true`,
     );
   }
   for (const { signer, roles, chainId } of offending) {

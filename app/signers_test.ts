@@ -1,4 +1,8 @@
 import { describe, expect, test } from "bun:test";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Keystore } from "ox";
 import type { Hex } from "viem";
 import { secp256k1 } from "@noble/curves/secp256k1";
 import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
@@ -18,6 +22,15 @@ async function opened(env: Record<string, string>) {
   const config = readConfig(env);
   const signers = await openServiceSigners(config, { log, metrics, secp256k1: nobleSecp256k1, keccak256: await openKeccak256() });
   return { config, signers, warnings, gauges, log, metrics };
+}
+
+/** A keystore: URI for `key` under `password` (PBKDF2 with few rounds: the tests' time goes elsewhere). */
+function keystoreUri(key: string, password: string): string {
+  const dir = mkdtempSync(join(tmpdir(), "ats-signers-"));
+  const [derived, options] = Keystore.pbkdf2({ password, iterations: 1000 });
+  writeFileSync(join(dir, "key.json"), JSON.stringify(Keystore.encrypt(key as Hex, derived, options)));
+  writeFileSync(join(dir, "password"), password);
+  return `keystore:${join(dir, "key.json")}?password-file=${join(dir, "password")}`;
 }
 
 describe("signer settings (decisions §27)", () => {
@@ -97,6 +110,58 @@ describe("raw keys are for development (decisions §27)", () => {
     checkRawKeys(config, { delegate: held, witness: held, x402: undefined, oauth: undefined }, { chainIds: [8453], embeddedDevnet: false }, { log, metrics });
     expect(warnings).toEqual(["raw_signing_key"]);
     expect(await gauges.get("ats_raw_signing_keys")!()).toEqual([{ value: 1 }]);
+  });
+
+  test("a JWS (ES256K) x402 issuer answering for one of Anvil's dev accounts counts as raw, as an eip712 one does", async () => {
+    // Found by attack: the published-key check looked only at signers with an address, so Anvil's key #0 in a keystore
+    // as X402_SIGNING_FORMAT=jws's issuer started on 8453 and ats_raw_signing_keys stayed 0.
+    const { config, signers, gauges, log, metrics } = await opened({
+      X402_SIGNING_FORMAT: "jws",
+      DELEGATE_SIGNER: keystoreUri(KEY, "strong"),
+      X402_SIGNER: keystoreUri(ANVIL_DEV_KEYS[0]!, "strong"),
+    });
+    expect(signers.x402 && "alg" in signers.x402 ? signers.x402.alg : undefined).toBe("ES256K");
+    expect(() => checkRawKeys(config, signers, { chainIds: [8453], embeddedDevnet: false }, { log, metrics }))
+      .toThrow(`X402_SIGNER: a raw key (the key of Anvil's dev account ${privateKeyToAccount(ANVIL_DEV_KEYS[0]! as Hex).address}, published with every Anvil) signs for x402 on chain 8453`);
+    expect(await gauges.get("ats_raw_signing_keys")!()).toEqual([{ value: 1 }]);
+    expect(() => checkRawKeys(config, signers, { chainIds: [31337], embeddedDevnet: false }, { log, metrics })).not.toThrow();
+  });
+
+  test("a keystore whose password is empty is a raw key: on a chain that is not a devnet the start stops, saying so", async () => {
+    // Found by attack: a keystore under an empty password file (whoever reads the file holds the key) started on 8453
+    // with no warning.
+    const { config, signers, log, metrics } = await opened({ DELEGATE_SIGNER: keystoreUri(KEY, "") });
+    expect(signers.delegate!.raw).toBe(true);
+    expect(() => checkRawKeys(config, signers, { chainIds: [8453], embeddedDevnet: false }, { log, metrics }))
+      .toThrow(/^DELEGATE_SIGNER: a raw key \(a keystore whose password is empty\) signs for delegate, witness, x402 on chain 8453, which is not a devnet; .*ALLOW_RAW_KEYS=true/);
+    expect(() => checkRawKeys(config, signers, { chainIds: [31337], embeddedDevnet: false }, { log, metrics })).not.toThrow();
+    // A JWS issuer's keystore alike; one under a password in a file is kept.
+    const jws = await opened({ X402_SIGNING_FORMAT: "jws", DELEGATE_SIGNER: keystoreUri(KEY, "strong"), X402_SIGNER: keystoreUri(`0x${"55".repeat(32)}`, "") });
+    expect([jws.signers.delegate!.raw, jws.signers.x402!.raw]).toEqual([false, true]);
+    expect(() => checkRawKeys(jws.config, jws.signers, { chainIds: [8453], embeddedDevnet: false }, { log, metrics }))
+      .toThrow(/^X402_SIGNER: a raw key \(a keystore whose password is empty\)/);
+  });
+
+  test("the x402 issuer is judged by X402_NETWORK's chain too: a raw key for payments on 8453 stops a start on 31337", async () => {
+    // Found by attack: X402_SIGNING_KEY signed offers and receipts for payments on eip155:8453 without ALLOW_RAW_KEYS,
+    // because only the attestation chains were looked at.
+    const devnetChain = { chainIds: [31337], embeddedDevnet: false };
+    const paid = { DELEGATE_SIGNER: keystoreUri(KEY, "strong"), X402_SIGNING_KEY: `0x${"55".repeat(32)}`, X402_NETWORK: "eip155:8453" };
+    const { config, signers, log, metrics } = await opened(paid);
+    expect(() => checkRawKeys(config, signers, devnetChain, { log, metrics }))
+      .toThrow(/^X402_SIGNER: a raw key \(a private key in the environment\) signs for x402 on chain 8453 \(X402_NETWORK\), which is not a devnet; .*ALLOW_RAW_KEYS=true/);
+    // The embedded devnet does not make another chain's payments a devnet's.
+    expect(() => checkRawKeys(config, signers, { chainIds: [31337], embeddedDevnet: true }, { log, metrics })).toThrow(/on chain 8453 \(X402_NETWORK\)/);
+    // The witness's key signs the offers when no x402 key is named: it is judged there as well.
+    const witness = await opened({ DELEGATE_PRIVATE_KEY: KEY, X402_NETWORK: "eip155:8453" });
+    expect(() => checkRawKeys(witness.config, witness.signers, devnetChain, { log, metrics }))
+      .toThrow(/^DELEGATE_SIGNER: a raw key .* signs for delegate, witness, x402 on chain 8453 \(X402_NETWORK\)/);
+    // Payments on a devnet, or ALLOW_RAW_KEYS=true, start (with the warning).
+    const onDevnet = await opened({ ...paid, X402_NETWORK: "eip155:1337" });
+    expect(() => checkRawKeys(onDevnet.config, onDevnet.signers, devnetChain, { log, metrics })).not.toThrow();
+    const allowed = await opened({ ...paid, ALLOW_RAW_KEYS: "true" });
+    checkRawKeys(allowed.config, allowed.signers, devnetChain, allowed);
+    expect(allowed.warnings).toEqual(["raw_signing_key"]);
   });
 
   test("ALLOW_RAW_KEYS=true starts with a warning and ats_raw_signing_keys", async () => {

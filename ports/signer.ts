@@ -12,6 +12,12 @@ export type SignerRole = "delegate" | "witness" | "x402" | "oauth";
 /** Where a role's key lives. */
 export type SignerBackend = "env" | "keystore" | "jsonrpc" | "awskms" | "pkcs11";
 
+/**
+ * Why a key held in this process counts as raw (decisions §27): it is in the environment (`env`), or it is a keystore
+ * whose password is in the environment (`password-env`) or empty (`empty-password`: whoever reads the file holds the key).
+ */
+export type RawReason = "env" | "password-env" | "empty-password";
+
 /** What a signature is for, as the audit trail names it. */
 export type SignaturePurpose = "transaction" | "witness" | "offer" | "receipt" | "access-token" | "test";
 
@@ -62,8 +68,10 @@ export type EthereumSigner = TransactionSigner & {
   readonly signTypedData: (typedData: TypedDataInput, context: SignContext) => Promise<{ readonly ok: true; readonly signature: HexString } | SignerFailure>;
   /** Whether the last signature failed (`down`), succeeded (`up`), or none was asked for yet (`unknown`). */
   readonly state: () => SignerState;
-  /** Whether the key is a raw key in the process (env:, or a keystore whose password is in the environment). */
+  /** Whether the key is a raw key in the process (env:, or a keystore whose password is in the environment or empty). */
   readonly raw: boolean;
+  /** Why it is raw, when it is. */
+  readonly rawReason?: RawReason | undefined;
   readonly close: () => Promise<void>;
 };
 
@@ -82,6 +90,7 @@ export type JwsSigner = {
   readonly sign: (signingInput: Uint8Array, context: SignContext) => Promise<{ readonly ok: true; readonly signature: Uint8Array } | SignerFailure>;
   readonly state: () => SignerState;
   readonly raw: boolean;
+  readonly rawReason?: RawReason | undefined;
   readonly close: () => Promise<void>;
 };
 

@@ -8,7 +8,7 @@ import { getAddress, hashTypedData, keccak256 } from "viem";
 import type { HexString } from "../../ports/eas.ts";
 import type { Keccak256 } from "../../ports/keccak.ts";
 import type { EcdsaSignature, Secp256k1 } from "../../ports/secp256k1.ts";
-import type { EthereumSigner, SignerBackend, SignerRole, TypedDataInput } from "../../ports/signer.ts";
+import type { EthereumSigner, RawReason, SignerBackend, SignerRole, TypedDataInput } from "../../ports/signer.ts";
 import { signEip1559Digest } from "../chain/mod.ts";
 import { createAudit, type SignerAuditDeps, toHex } from "./_audit.ts";
 import { type DigestSigner, SignerError } from "./_digest_signer.ts";
@@ -37,12 +37,12 @@ type Common = { readonly role: SignerRole; readonly audit: SignerAuditDeps; read
 /** An Ethereum signer over a raw key held in this process (env:, or a keystore once decrypted). */
 export function localEthereumSigner(
   privateKey: Uint8Array,
-  options: Common & { readonly backend: Extract<SignerBackend, "env" | "keystore">; readonly secp256k1: Secp256k1; readonly raw: boolean },
+  options: Common & { readonly backend: Extract<SignerBackend, "env" | "keystore">; readonly secp256k1: Secp256k1; readonly rawReason: RawReason | undefined },
 ): EthereumSigner {
   if (privateKey.length !== 32) throw new SignerError("config", "A private key is 32 bytes");
   const address = addressOfPublicKey(nobleCurve.getPublicKey(privateKey, false));
   const sign = (digest: Uint8Array) => Promise.resolve(options.secp256k1.sign(digest, privateKey));
-  return build(address, sign, { ...options, raw: options.raw });
+  return build(address, sign, { ...options, raw: options.rawReason !== undefined });
 }
 
 /** An Ethereum signer over a digest signer (PKCS#11, AWS KMS): secp256k1 keys only. */
@@ -62,7 +62,7 @@ export function digestEthereumSigner(signer: DigestSigner, options: Common & { r
 function build(
   address: HexString,
   sign: (digest: Uint8Array) => Promise<EcdsaSignature>,
-  options: Common & { readonly backend: SignerBackend; readonly raw: boolean; readonly close?: (() => Promise<void>) | undefined },
+  options: Common & { readonly backend: SignerBackend; readonly raw: boolean; readonly rawReason?: RawReason | undefined; readonly close?: (() => Promise<void>) | undefined },
 ): EthereumSigner {
   const keccakBytes = options.keccak?.bytes;
   const audit = createAudit({ role: options.role, backend: options.backend, key: address }, options.audit);
@@ -71,6 +71,7 @@ function build(
     backend: options.backend,
     address,
     raw: options.raw,
+    rawReason: options.rawReason,
     state: audit.state,
     close: options.close ?? (() => Promise.resolve()),
     signTransaction: (tx, context) =>

@@ -4,7 +4,7 @@
  * and given as JWS wants it: r‖s, 32 bytes each (low s, which every verifier takes).
  */
 import { createHash } from "node:crypto";
-import type { JwsSigner, PublicEcJwk, SignerRole } from "../../ports/signer.ts";
+import type { JwsSigner, PublicEcJwk, RawReason, SignerRole } from "../../ports/signer.ts";
 import { createAudit, type SignerAuditDeps, toHex } from "./_audit.ts";
 import { type DigestSigner, SignerError } from "./_digest_signer.ts";
 import { normalizeSignature } from "./_ecdsa.ts";
@@ -26,7 +26,7 @@ export function jwkThumbprint(jwk: PublicEcJwk): string {
 }
 
 /** A JWS signer over `signer`: ES256 (P-256) or ES256K (secp256k1). */
-export function digestJwsSigner(signer: DigestSigner, options: { readonly role: SignerRole; readonly audit: SignerAuditDeps; readonly raw: boolean }): JwsSigner {
+export function digestJwsSigner(signer: DigestSigner, options: { readonly role: SignerRole; readonly audit: SignerAuditDeps; readonly rawReason: RawReason | undefined }): JwsSigner {
   const publicJwk = publicJwkOf(signer.curve, signer.publicKey);
   const thumbprint = jwkThumbprint(publicJwk);
   // In the audit trail the key is named by its thumbprint URI (RFC 9278), a public name the log keeps.
@@ -38,7 +38,8 @@ export function digestJwsSigner(signer: DigestSigner, options: { readonly role: 
     alg: signer.curve === "P-256" ? "ES256" : "ES256K",
     publicJwk,
     thumbprint,
-    raw: options.raw,
+    raw: options.rawReason !== undefined,
+    rawReason: options.rawReason,
     state: audit.state,
     close: close === undefined ? () => Promise.resolve() : () => close(),
     sign: (signingInput, context) =>

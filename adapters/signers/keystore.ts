@@ -24,7 +24,17 @@ type KeystoreCrypto = {
 
 /** The largest scrypt cost accepted (geth's "standard" is 2^18): more is a file meant to stall the start. */
 const MAX_SCRYPT_N = 1 << 20;
-/** The largest PBKDF2 iteration count accepted. */
+/**
+ * The most memory scrypt may take (128·n·r bytes): geth's standard file (n = 2^18, r = 8) takes exactly this. Each
+ * field's own cap (n ≤ 2^20, r ≤ 64, p ≤ 64) let a file ask for 8 GiB and about 27 minutes of synchronous work at start.
+ */
+const MAX_SCRYPT_MEMORY = 256 * 2 ** 20;
+/**
+ * The most scrypt work accepted (n·r·p, linear in time): four times geth's standard file, about 5 s on a shared core.
+ * Every standard keystore is within it (geth standard 2^18·8·1, geth light 2^12·8·6, ethers and web3 2^17 or 2^18·8·1).
+ */
+const MAX_SCRYPT_WORK = 2 ** 18 * 8 * 4;
+/** The largest PBKDF2 iteration count accepted: about 1.3 s, below the scrypt bound (geth writes 262,144). */
 const MAX_PBKDF2_C = 10_000_000;
 
 /**
@@ -62,6 +72,12 @@ export function decryptKeystore(json: string, password: string): Uint8Array {
     const r = int(p.r, "scrypt r", 64);
     const par = int(p.p, "scrypt p", 64);
     if ((N & (N - 1)) !== 0) throw new SignerError("config", "The keystore's scrypt n is not a power of two");
+    if (128 * N * r > MAX_SCRYPT_MEMORY) {
+      throw new SignerError("config", "The keystore's scrypt parameters ask for more than 256 MiB (128·n·r bytes; geth's standard n = 2^18, r = 8 takes 256 MiB)");
+    }
+    if (N * r * par > MAX_SCRYPT_WORK) {
+      throw new SignerError("config", "The keystore's scrypt parameters ask for more work than 2^23 (n·r·p; four times geth's standard n = 2^18, r = 8, p = 1)");
+    }
     try {
       derived = scryptSync(secret, salt, dklen, { N, r, p: par, maxmem: 256 * N * r + 64 * r * par + (1 << 20) });
     } catch {

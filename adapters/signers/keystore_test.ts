@@ -69,4 +69,34 @@ describe("Web3 Secret Storage v3", () => {
     const scrypt = { ...PBKDF2_VECTOR.crypto, kdf: "scrypt", kdfparams: { dklen: 32, n: 1 << 30, r: 8, p: 1, salt: "00" } };
     expect(attempt(JSON.stringify({ ...PBKDF2_VECTOR, crypto: scrypt }))).toContain("scrypt n");
   });
+
+  test("scrypt beyond 256 MiB or four times geth's standard work is refused before any work; every standard keystore's parameters are taken", () => {
+    // Found by attack: each field was capped alone (n ≤ 2^20, r ≤ 64, p ≤ 64), so a file could ask for 8 GiB and about
+    // 27 minutes of synchronous work at start (the time is linear in p).
+    const scrypt = (n: number, r: number, p: number) =>
+      JSON.stringify({ ...PBKDF2_VECTOR, crypto: { ...PBKDF2_VECTOR.crypto, kdf: "scrypt", kdfparams: { dklen: 32, n, r, p, salt: "00".repeat(32) } } });
+    const attempt = (json: string) => {
+      const started = performance.now();
+      try {
+        decryptKeystore(json, "x");
+        return { message: "opened", ms: performance.now() - started };
+      } catch (error) {
+        return { message: (error as Error).message, ms: performance.now() - started };
+      }
+    };
+    for (const [n, r, p] of [[1 << 15, 8, 64], [1 << 12, 64, 64], [1 << 18, 8, 5]] as const) {
+      const refused = attempt(scrypt(n, r, p));
+      expect(refused.message).toContain("more work than 2^23 (n·r·p");
+      expect(refused.ms).toBeLessThan(50);
+    }
+    expect(attempt(scrypt(1 << 16, 64, 1)).message).toContain("more than 256 MiB");
+    expect(attempt(scrypt(1 << 19, 8, 1)).message).toContain("more than 256 MiB");
+    // Taken: the derivation runs and the (made-up) MAC is what refuses. geth standard and light, ethers' and web3's.
+    for (const [n, r, p] of [[1 << 18, 8, 1], [1 << 12, 8, 6], [1 << 17, 8, 1]] as const) {
+      expect(attempt(scrypt(n, r, p)).message).toContain("MAC does not match");
+    }
+    // PBKDF2 was already bounded (10,000,000 rounds, about 1.3 s).
+    const pbkdf2 = { ...PBKDF2_VECTOR, crypto: { ...PBKDF2_VECTOR.crypto, kdfparams: { ...PBKDF2_VECTOR.crypto.kdfparams, c: 10_000_001 } } };
+    expect(attempt(JSON.stringify(pbkdf2)).message).toContain("PBKDF2 c is not a number from 1 to 10000000");
+  });
 });

@@ -13,7 +13,7 @@ import { publicKeyToAddress } from "viem/accounts";
 import type { HexString } from "../../ports/eas.ts";
 import type { Keccak256 } from "../../ports/keccak.ts";
 import type { Secp256k1 } from "../../ports/secp256k1.ts";
-import type { EthereumSigner, JwsSigner, SignerRole } from "../../ports/signer.ts";
+import type { EthereumSigner, JwsSigner, RawReason, SignerRole } from "../../ports/signer.ts";
 import type { SignerAuditDeps } from "./_audit.ts";
 import { type DigestSigner, type SignerCurve, SignerError } from "./_digest_signer.ts";
 import { digestEthereumSigner, localEthereumSigner } from "./_ethereum.ts";
@@ -125,18 +125,20 @@ export async function openEthereumSigner(
   try {
     switch (u.scheme) {
       case "env":
-        signer = localEthereumSigner(hexKey(deps.env[u.variable], u.variable), { role, backend: "env", secp256k1: deps.secp256k1, keccak: deps.keccak, audit: deps.audit, raw: true });
-        break;
-      case "keystore":
-        signer = localEthereumSigner(openKeystore(u, deps.env), {
+        signer = localEthereumSigner(hexKey(deps.env[u.variable], u.variable), {
           role,
-          backend: "keystore",
+          backend: "env",
           secp256k1: deps.secp256k1,
           keccak: deps.keccak,
           audit: deps.audit,
-          raw: u.passwordEnv !== undefined,
+          rawReason: "env",
         });
         break;
+      case "keystore": {
+        const { key, rawReason } = openKeystore(u, deps.env);
+        signer = localEthereumSigner(key, { role, backend: "keystore", secp256k1: deps.secp256k1, keccak: deps.keccak, audit: deps.audit, rawReason });
+        break;
+      }
       case "jsonrpc":
         signer = openJsonRpcSigner(u.url, u.address, { role, audit: deps.audit, fetchFn: deps.fetchFn });
         await selfTest(signer);
@@ -190,7 +192,7 @@ export async function openJwsSigner(role: SignerRole, uri: string, deps: OpenSig
 }
 
 /** The Ethereum address (checksummed) of a secp256k1 public JWK. */
-function jwkAddress(jwk: { readonly x: string; readonly y: string }): string {
+export function jwkAddress(jwk: { readonly x: string; readonly y: string }): string {
   const hex = (part: string) => Buffer.from(part, "base64url").toString("hex").padStart(64, "0");
   return publicKeyToAddress(`0x04${hex(jwk.x)}${hex(jwk.y)}`);
 }
@@ -204,9 +206,11 @@ async function openJwsKey(role: SignerRole, uri: string, deps: OpenSignerDeps): 
   try {
     switch (u.scheme) {
       case "env":
-        return digestJwsSigner(envJwsKey(deps.env[u.variable], u.variable), { role, audit: deps.audit, raw: true });
-      case "keystore":
-        return digestJwsSigner(localDigestSigner("secp256k1", openKeystore(u, deps.env), "keystore"), { role, audit: deps.audit, raw: u.passwordEnv !== undefined });
+        return digestJwsSigner(envJwsKey(deps.env[u.variable], u.variable), { role, audit: deps.audit, rawReason: "env" });
+      case "keystore": {
+        const { key, rawReason } = openKeystore(u, deps.env);
+        return digestJwsSigner(localDigestSigner("secp256k1", key, "keystore"), { role, audit: deps.audit, rawReason });
+      }
       case "jsonrpc":
         throw new SignerError("config", "jsonrpc: signs Ethereum transactions and typed data, not JWS; use pkcs11:, awskms:, keystore: or env:");
       default: {
@@ -218,7 +222,7 @@ async function openJwsKey(role: SignerRole, uri: string, deps: OpenSignerDeps): 
           if (!(error instanceof SignerError && error.kind === "config" && /curve|spec|P-256|secp256k1/i.test(error.message))) throw error;
           digest = await openDigest(u, "secp256k1", deps);
         }
-        return digestJwsSigner(digest, { role, audit: deps.audit, raw: false });
+        return digestJwsSigner(digest, { role, audit: deps.audit, rawReason: undefined });
       }
     }
   } catch (error) {
@@ -289,7 +293,11 @@ function envJwsKey(value: string | undefined, variable: string): DigestSigner {
   return localDigestSigner(jwk.crv, new Uint8Array(Buffer.from(jwk.d, "base64url")), "env");
 }
 
-function openKeystore(u: Extract<SignerUri, { scheme: "keystore" }>, env: OpenSignerDeps["env"]): Uint8Array {
+/**
+ * A keystore's key, and why it counts as raw: its password in the environment, or empty. An empty password file
+ * started on a real chain without a word, though whoever reads the keystore file holds the key.
+ */
+function openKeystore(u: Extract<SignerUri, { scheme: "keystore" }>, env: OpenSignerDeps["env"]): { key: Uint8Array; rawReason: RawReason | undefined } {
   let json: string;
   try {
     json = readFileSync(u.path, "utf8");
@@ -309,7 +317,8 @@ function openKeystore(u: Extract<SignerUri, { scheme: "keystore" }>, env: OpenSi
     if (value === undefined) throw new SignerError("config", `${nameShown(u.passwordEnv!)} (the keystore's password) is not set`);
     password = value;
   }
-  return decryptKeystore(json, password);
+  const key = decryptKeystore(json, password);
+  return { key, rawReason: password === "" ? "empty-password" : u.passwordEnv !== undefined ? "password-env" : undefined };
 }
 
 /** Never a PIN or password in the line the process stops with. */
