@@ -1,5 +1,5 @@
-import { describe, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Keystore } from "ox";
@@ -24,9 +24,16 @@ async function opened(env: Record<string, string>) {
   return { config, signers, warnings, gauges, log, metrics };
 }
 
+/** The keystores' directories, removed when the file's tests end. */
+const made: string[] = [];
+afterAll(() => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
+
 /** A keystore: URI for `key` under `password` (PBKDF2 with few rounds: the tests' time goes elsewhere). */
 function keystoreUri(key: string, password: string): string {
   const dir = mkdtempSync(join(tmpdir(), "ats-signers-"));
+  made.push(dir);
   const [derived, options] = Keystore.pbkdf2({ password, iterations: 1000 });
   writeFileSync(join(dir, "key.json"), JSON.stringify(Keystore.encrypt(key as Hex, derived, options)));
   writeFileSync(join(dir, "password"), password);
