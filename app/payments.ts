@@ -9,7 +9,7 @@ import { HTTPFacilitatorClient } from "@x402/core/server";
 import type { Hex, PublicClient } from "viem";
 import type { Config } from "./config.ts";
 import { type Devnet, type Facilitator, startFacilitator } from "../adapters/devnet/mod.ts";
-import { createPaidCall, createPaidResume, owesForWork } from "../domain/payments/mod.ts";
+import { createPaidCall, createPaidResume, createSettledOnChain, owesForWork } from "../domain/payments/mod.ts";
 import { createPaymentGate, type PaymentGate } from "../http/x402_gate.ts";
 import type { Clock } from "../ports/clock.ts";
 import type { Logger } from "../ports/logger.ts";
@@ -26,7 +26,7 @@ import {
   type PrivateJwk,
 } from "../x402/signers.ts";
 import { type EthereumSigner, type JwsSigner, SignerUnavailableError } from "../ports/signer.ts";
-import { createViemPayerBalances } from "../adapters/chain/mod.ts";
+import { createViemAuthorizationUses, createViemPayerBalances } from "../adapters/chain/mod.ts";
 
 /** What the service announces about its x402 terms (printed by `npm start`). */
 export type X402Terms = {
@@ -200,6 +200,12 @@ export async function wireX402(
         : createViemPayerBalances({ client: shared.chainClient, network: `eip155:${shared.chainId}` }),
     }),
     paidResume: createPaidResume({ payments: shared.payments, clock: shared.clock, metrics: shared.metrics }),
+    // Read where the payer balances are: a nonce found used at settlement may be the payment itself (decisions §13).
+    settledOnChain: createSettledOnChain({
+      uses: shared.chainClient === undefined
+        ? { useOf: () => Promise.resolve(undefined) }
+        : createViemAuthorizationUses({ client: shared.chainClient, network: `eip155:${shared.chainId}` }),
+    }),
     known: async (key) => (await shared.payments.find(key)) !== undefined,
     owes: (payer) => owesForWork(shared.payments, payer),
     log,

@@ -20,7 +20,7 @@ import { runOps } from "../app/ops.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { startStack, type Stack } from "./harness.ts";
 import { signInCookie } from "./support/sign_in.ts";
-import { cancelAuthorization } from "./support/test_usd.ts";
+import { cancelAuthorization, type SignedAuthorization, submitAuthorization } from "./support/test_usd.ts";
 
 const APP = "https://app.test";
 const LINKED = findSchemaByName("linked-identifier")!;
@@ -31,9 +31,15 @@ let dns: DnsServer;
 let stack: Stack;
 let service: Service;
 let facilitator: Facilitator;
-/** The facilitator as the service reaches it: `down` answers 503, `cancelBeforeSettle` has the payer cancel first. */
+/**
+ * The facilitator as the service reaches it: `down` answers 503, `cancelBeforeSettle` has the payer cancel first,
+ * `frontRun` has a third party submit the payer's authorization first (`frontRunner`'s wallet).
+ */
 let proxy: ReturnType<typeof Bun.serve>;
-let mode: "up" | "down" | "cancelBeforeSettle" = "up";
+let mode: "up" | "down" | "cancelBeforeSettle" | "frontRun" = "up";
+let frontRunner: Hex;
+/** The front-runners' transactions, in order. */
+const frontRuns: Hex[] = [];
 /** The facilitator's calls through the proxy, by path. */
 const facilitatorCalls = new Map<string, number>();
 /** When set, `/verify` calls are held until `size` of them arrived, then all pass together (parallel payments, counted). */
@@ -86,6 +92,10 @@ beforeAll(async () => {
         const from = paymentPayload.payload.authorization.from.toLowerCase();
         const key = payers.find((k) => privateKeyToAccount(k).address.toLowerCase() === from)!;
         await cancelAuthorization(stack.devnet, token(), key, paymentPayload.payload.authorization.nonce);
+      }
+      if (mode === "frontRun" && path === "/settle") {
+        const { paymentPayload } = JSON.parse(body!) as { paymentPayload: { payload: SignedAuthorization } };
+        frontRuns.push(await submitAuthorization(stack.devnet, token(), frontRunner, paymentPayload.payload));
       }
       return await fetch(`${facilitator.url}${path}`, { method: request.method, headers: { "content-type": "application/json" }, body });
     },
@@ -384,6 +394,58 @@ describe("paying with x402", () => {
     expect(await witnessNonce()).toBe(witnessTxs);
     expect(facilitatorCalls.get("/verify") ?? 0).toBe(verified);
     expect(await balance(payer)).toBe(before);
+  });
+
+  // Found by an attack review: a third party submitting the payer's own authorization before the facilitator's settle
+  // paid payTo, yet the facilitator's `invalid_exact_evm_nonce_already_used` was recorded as the payer's doing: no
+  // receipt, the payer's next paid request 402 `unsettled_payment`, a plan purchase 402 `PAYMENT_FAILED` (plan free).
+  test("a third party landing the payer's authorization before the facilitator: the chain shows it paid, so it is settled with a receipt and the plan granted", async () => {
+    frontRunner = generatePrivateKey();
+    await chain().request({ method: "anvil_setBalance" as never, params: [privateKeyToAccount(frontRunner).address, "0xDE0B6B3A7640000"] as never });
+    const key = generatePrivateKey();
+    const payer = privateKeyToAccount(key).address;
+    const funder = createWalletClient({ account: privateKeyToAccount(payers[3]!), transport: http(stack.devnet.rpcUrl) });
+    await chain().waitForTransactionReceipt({
+      hash: await funder.writeContract({ address: token(), abi: TEST_USD.abi, functionName: "transfer", args: [payer, PRICES.witness * 2n + PRICES.plan], chain: null }),
+    });
+    const payeeBefore = await balance(payTo());
+    dns.setTxt("_controllers.frontrun.test", [[`v=1;controller=did:pkh:eip155:31337:${controllerKey.address}`]]);
+    const body = { subjectDid: "did:web:frontrun.test", controllerDid: witnessBody.controllerDid };
+    const { header } = await paymentFor(key, "/v1/controller-witness", body);
+    mode = "frontRun";
+    let answer: Response;
+    try {
+      answer = await post("/v1/controller-witness", body, header);
+    } finally {
+      mode = "up";
+    }
+    expect(answer.status).toBe(200);
+    const settlement = decodePaymentResponseHeader(answer.headers.get("payment-response")!);
+    expect(settlement).toMatchObject({ success: true, transaction: frontRuns.at(-1) });
+    expect(settlement.extensions?.["offer-receipt"]).toBeDefined();
+    expect(await balance(payTo())).toBe(payeeBefore + PRICES.witness);
+    const written = await answer.json() as { txHash: Hex };
+    expect((await opsPayments("settled")).find((r) => r.workRef === written.txHash)).toMatchObject({ payer: payer.toLowerCase(), settlementTx: frontRuns.at(-1) });
+    // The payer paid: its next paid request is served as any other.
+    const again = await paymentFor(key, "/v1/controller-witness", body);
+    const next = await post("/v1/controller-witness", body, again.header);
+    expect([next.status, decodePaymentResponseHeader(next.headers.get("payment-response")!).success]).toEqual([200, true]);
+
+    // The same on a plan purchase: the year is granted.
+    const cookie = await signInCookie(service.url, key, { origin: APP });
+    const plan = await paymentFor(key, "/api/private/subscriptions/x402", {}, { headers: { cookie } });
+    mode = "frontRun";
+    let bought: Response;
+    try {
+      bought = await post("/api/private/subscriptions/x402", {}, { cookie, ...plan.header });
+    } finally {
+      mode = "up";
+    }
+    expect(bought.status).toBe(200);
+    expect(decodePaymentResponseHeader(bought.headers.get("payment-response")!)).toMatchObject({ success: true, transaction: frontRuns.at(-1) });
+    expect(await balance(payTo())).toBe(payeeBefore + PRICES.witness * 2n + PRICES.plan);
+    const me = await (await fetch(`${service.url}/api/private/accounts/me`, { headers: { cookie } })).json() as { subscription: Record<string, unknown> };
+    expect(me.subscription).toMatchObject({ plan: "paid" });
   });
 
   test("a signed-in account buys a year of the paid plan; accounts/me shows the plan and its period", async () => {

@@ -1,7 +1,7 @@
 /** The x402 gate's own answers (http/x402_gate.ts): its refusals, and where a paid write's key belongs. */
-import { decodePaymentSignatureHeader } from "@x402/core/http";
+import { decodePaymentRequiredHeader, decodePaymentSignatureHeader, encodePaymentRequiredHeader } from "@x402/core/http";
 import type { HTTPResponseInstructions } from "@x402/core/server";
-import type { PaymentPayload } from "@x402/core/types";
+import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
 import { readExactAuthorization } from "../domain/payments/mod.ts";
 import { errorBody, json } from "./errors.ts";
 
@@ -15,8 +15,27 @@ export const paymentRequired = (instructions: HTTPResponseInstructions, code: st
   // both sent (`no-store, no-store`).
   const headers: Record<string, string> = { "cache-control": "no-store" };
   for (const [k, v] of Object.entries(instructions.headers)) if (k.toLowerCase() !== "content-type") headers[k.toLowerCase()] = v;
+  if (headers["payment-required"] !== undefined) headers["payment-required"] = withKnownError(headers["payment-required"], details);
   return json(errorBody(code, message, details), instructions.status === 412 ? 402 : instructions.status, headers);
 };
+
+/**
+ * PAYMENT-REQUIRED with an `error` that is a protocol code: the refusal's `details` (already a code), or core's fixed
+ * "Payment required" of an unpaid request. Core puts the text of whatever it caught there, and some of it echoes the
+ * client's input (`x402Version: "<probe>"` came back as "Unsupported x402 version: <probe>").
+ */
+function withKnownError(header: string, details: string | undefined): string {
+  let required: PaymentRequired;
+  try {
+    required = decodePaymentRequiredHeader(header);
+  } catch {
+    return header;
+  }
+  const error = details ?? (required.error === "Payment required" ? required.error : undefined);
+  if (required.error === error) return header;
+  const { error: _dropped, ...rest } = required;
+  return encodePaymentRequiredHeader(error === undefined ? rest : { ...rest, error });
+}
 
 /**
  * The payment a `PAYMENT-SIGNATURE` header carries, or undefined when it carries none: not base64 JSON, or JSON that is

@@ -13,7 +13,7 @@ import {
   type x402HTTPResourceServer,
 } from "@x402/core/server";
 import type { Network, PaymentPayload, PaymentRequirements, SettleResponse, SupportedResponse, VerifyResponse } from "@x402/core/types";
-import type { PaidCall, PaidResume, PaidWork, Settlement } from "../domain/payments/mod.ts";
+import { type PaidCall, type PaidResume, type PaidWork, readExactAuthorization, type RefusedPayment, type SettledOnChain, type Settlement } from "../domain/payments/mod.ts";
 import type { Logger } from "../ports/logger.ts";
 import type { PaymentPurpose } from "../ports/payments.ts";
 import type { OfferReceiptSigning } from "../x402/extension.ts";
@@ -48,6 +48,11 @@ export type PaymentGateOptions = {
    * before the facilitator is asked and before any work. Absent: not asked.
    */
   readonly owes?: ((payer: string) => Promise<boolean>) | undefined;
+  /**
+   * Asks the chain what a nonce the facilitator found used at settlement did (domain/payments `createSettledOnChain`):
+   * the payment itself, submitted first by someone else, is settled with that transaction. Absent: not asked.
+   */
+  readonly settledOnChain?: SettledOnChain | undefined;
   readonly log: Logger;
   /**
    * How long an authorization must stay valid (the client sets validBefore from it); default 300 s. One that arrives
@@ -78,9 +83,10 @@ export function reasonCode(reason: string | undefined): string {
 /**
  * The facilitator as core sees it: a network failure or a malformed answer becomes a `FacilitatorResponseError`
  * (which core passes on instead of turning its text into a 402), a refusal answered with an error status becomes
- * the refusal it carries.
+ * the refusal it carries. A settlement refused for a used nonce is checked against the chain (`settledOnChain`): the
+ * payment landed by another's transaction is a settlement, so core signs its receipt as for any other.
  */
-export function guardedFacilitator(inner: FacilitatorClient): FacilitatorClient {
+export function guardedFacilitator(inner: FacilitatorClient, settledOnChain?: SettledOnChain | undefined): FacilitatorClient {
   const unavailable = () => new FacilitatorResponseError("Facilitator unavailable");
   return {
     // A refusal's reason goes into PAYMENT-REQUIRED's `error` as core words it: only a protocol code, never the
@@ -97,7 +103,14 @@ export function guardedFacilitator(inner: FacilitatorClient): FacilitatorClient 
         if (typeof error?.errorReason === "string") return { success: false, errorReason: error.errorReason, transaction: "", network: requirements.network };
         throw unavailable();
       });
-      return settled.success ? settled : { success: false, errorReason: reasonCode(settled.errorReason), transaction: "", network: requirements.network };
+      if (settled.success) return settled;
+      const failure = { success: false, errorReason: reasonCode(settled.errorReason), transaction: "", network: requirements.network };
+      const authorization = readExactAuthorization(payload.payload);
+      if (settledOnChain === undefined || authorization === undefined) return failure;
+      // A used nonce may be this payment, landed by someone else's transaction: settled, with the receipt core signs.
+      const onChain = await settledOnChain(refusedPayment(requirements, authorization), { ok: false, reason: failure.errorReason });
+      if (!onChain.ok) return { ...failure, errorReason: onChain.reason };
+      return { success: true, transaction: onChain.transaction, network: requirements.network, payer: authorization.from };
     },
     async getSupported(): Promise<SupportedResponse> {
       try {
@@ -107,6 +120,14 @@ export function guardedFacilitator(inner: FacilitatorClient): FacilitatorClient 
       }
     },
   };
+}
+
+/** A payment whose settlement was refused, as the chain check reads it. */
+export function refusedPayment(
+  terms: { readonly network: string; readonly asset: string; readonly payTo: string; readonly amount: string },
+  authorization: { readonly from: string; readonly nonce: string },
+): RefusedPayment {
+  return { network: terms.network, asset: terms.asset, payTo: terms.payTo, amount: terms.amount, payer: authorization.from, nonce: authorization.nonce };
 }
 
 /** A Request as core's HTTPAdapter; always an API client (never the HTML paywall). */

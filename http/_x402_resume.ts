@@ -13,10 +13,10 @@
 import { encodePaymentResponseHeader } from "@x402/core/http";
 import type { HTTPRequestContext } from "@x402/core/server";
 import type { Network } from "@x402/core/types";
-import { paymentReplayKey, plainPaymentTerm, readExactAuthorization } from "../domain/payments/mod.ts";
+import { paymentReplayKey, plainPaymentTerm, readExactAuthorization, type Settlement } from "../domain/payments/mod.ts";
 import type { PaymentPurpose } from "../ports/payments.ts";
 import { decodedPayment } from "./_x402_answers.ts";
-import { adapterOf, type Gate, type GateWork, paidWorkOf, reasonOf, settleWork, workAnswer } from "./_x402_core.ts";
+import { adapterOf, type Gate, type GateWork, paidWorkOf, reasonOf, refusedPayment, settleWork, workAnswer } from "./_x402_core.ts";
 
 /** The payment a request's `PAYMENT-SIGNATURE` names: its replay key, payer and network; undefined when it names none. */
 function paymentOf(header: string): { readonly key: string; readonly payer: string; readonly network: string } | undefined {
@@ -28,6 +28,19 @@ function paymentOf(header: string): { readonly key: string; readonly payer: stri
   if (!plainPaymentTerm(accepted.network) || !plainPaymentTerm(accepted.asset)) return undefined;
   const key = paymentReplayKey({ network: accepted.network, asset: accepted.asset, nonce: authorization.nonce });
   return { key, payer: authorization.from.toLowerCase(), network: accepted.network };
+}
+
+/**
+ * A resumed payment refused at its verification: a used nonce may be this payment, settled before the crash (its
+ * answer lost) or submitted by someone else, and then it is settled with that transaction (domain/payments
+ * `createSettledOnChain`); other refusals stand.
+ */
+async function refusedAtResume(gate: Gate, purpose: PaymentPurpose, header: string, reason: string): Promise<Settlement> {
+  const authorization = readExactAuthorization(decodedPayment(header)?.payload);
+  const amount = gate.options.prices[purpose];
+  if (gate.options.settledOnChain === undefined || authorization === undefined || amount === undefined) return { ok: false, reason };
+  const { network, asset, payTo } = gate.options;
+  return await gate.options.settledOnChain(refusedPayment({ network, asset, payTo, amount }, authorization), { ok: false, reason });
 }
 
 /**
@@ -54,7 +67,7 @@ export async function resumePayment(gate: Gate, request: Request, purpose: Payme
     await gate.initialize();
     const processed = await gate.httpServer.processHTTPRequest(context);
     if (processed.type === "no-payment-required") return { ok: false, reason: "invalid_payment" };
-    if (processed.type === "payment-error") return { ok: false, reason: reasonOf(processed.response) };
+    if (processed.type === "payment-error") return await refusedAtResume(gate, purpose, header!, reasonOf(processed.response));
     return await settleWork(gate, processed, answer!, context, (headers) => (settledHeaders = headers));
   });
   if (outcome.kind === "run") return undefined;

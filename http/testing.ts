@@ -19,7 +19,7 @@ import { createPaidCall, createPaidResume, paymentReplayKey, readExactAuthorizat
 import { fakeClock } from "../ports/fakes/mod.ts";
 import type { PaymentLedger, PaymentPurpose } from "../ports/payments.ts";
 import { createEip712Issuer } from "../x402/signers.ts";
-import { createPaymentGate, type PaymentGate } from "./x402_gate.ts";
+import { createPaymentGate, type PaymentGate, type PaymentGateOptions } from "./x402_gate.ts";
 
 const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
 
@@ -74,7 +74,7 @@ export function testPaymentGate(
   facilitator: Pick<FacilitatorClient, "verify" | "settle">,
   supported?: FacilitatorClient["getSupported"],
   prices: Readonly<Partial<Record<PaymentPurpose, string>>> = { witness: "10000" },
-  extra: { readonly signerReady?: () => Promise<boolean> } = {},
+  extra: Partial<Pick<PaymentGateOptions, "signerReady" | "settledOnChain" | "owes">> = {},
 ): PaymentGate {
   const { network, asset, payTo } = TEST_PAYMENT;
   const clock = fakeClock(Date.now());

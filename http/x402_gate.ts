@@ -10,7 +10,9 @@
  *   `PAYMENT_ALREADY_USED`; held against the payer's balance with its other unsettled payments, over it: 409
  *   `PAYMENT_IN_PROGRESS`, the authorization not used), the work, settlement only after it succeeded, `PAYMENT-RESPONSE` with the signed
  *   receipt. A settlement that fails after the work: the work's answer stands, `PAYMENT-RESPONSE` says
- *   `success: false` with the reason, no receipt (a plan purchase is not granted: 402 `PAYMENT_FAILED`);
+ *   `success: false` with the reason, no receipt (a plan purchase is not granted: 402 `PAYMENT_FAILED`); one refused
+ *   because the nonce is used, when the chain shows the payment itself landed it (a front-run), is settled;
+ * - a payment of another x402 version than the one offered: 402 `PAYMENT_INVALID` before the facilitator is asked;
  * - the facilitator unreachable (or answering nonsense) before the work: 502 `FACILITATOR_UNAVAILABLE`, nothing done.
  *
  * Facilitator and library texts never reach a client: reasons are protocol codes or `invalid_payment`.
@@ -30,6 +32,9 @@ import { SIGNER_RETRY_AFTER_SECONDS } from "../ports/signer.ts";
 
 export type { GateWork, PaidRequest, PaymentGateOptions } from "./_x402_core.ts";
 export { reasonCode } from "./_x402_core.ts";
+
+/** The x402 version the terms are offered in; a payment of another is refused before the facilitator is asked. */
+const X402_VERSION = 2;
 
 /** The paths each purpose is sold on. */
 export const PAID_PATHS: Readonly<Record<PaymentPurpose, readonly string[]>> = {
@@ -151,6 +156,12 @@ async function handlePayment(
     return unavailable();
   }
   try {
+    if (payload !== undefined && payload.x402Version !== X402_VERSION) {
+      // Core matches a v1 payload on scheme and network alone and passes it on: the devnet's facilitator (v2 only)
+      // answered 500, and the payer got 502 FACILITATOR_UNAVAILABLE from a healthy facilitator. Only the version offered.
+      gate.log.info("x402_payment_refused", { purpose, reason: "invalid_x402_version" });
+      return await refusedWithTerms(gate, context, `The payment is not of x402 version ${X402_VERSION}, the one offered`, "invalid_x402_version");
+    }
     if (header !== undefined && authorization === undefined) {
       // Not an EIP-3009 `exact` payment: the terms again, with the reason.
       return await refusedWithTerms(gate, context, "The payment is not an EIP-3009 authorization of the exact scheme", "invalid_payload");
@@ -239,7 +250,7 @@ async function handlePayment(
 /** Builds the gate; the facilitator is first asked what it supports at the first paid request (and again after a failure). */
 export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const network = options.network as Network;
-  const resourceServer = new x402ResourceServer(guardedFacilitator(options.facilitator))
+  const resourceServer = new x402ResourceServer(guardedFacilitator(options.facilitator, options.settledOnChain))
     .register(network, new ExactEvmScheme())
     .registerExtension(createOfferReceiptExtension(options.signing));
   const httpServer = new x402HTTPResourceServer(resourceServer, paidRoutes(options, network));

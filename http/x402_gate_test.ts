@@ -1,8 +1,9 @@
 import { expect, test } from "bun:test";
-import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader, decodePaymentSignatureHeader } from "@x402/core/http";
 import type { FacilitatorClient } from "@x402/core/server";
 import { openSqliteStorage } from "../adapters/sqlite/mod.ts";
-import { testPaymentGate, testPaymentHeader } from "./testing.ts";
+import { readExactAuthorization } from "../domain/payments/mod.ts";
+import { TEST_PAYMENT, testPaymentGate, testPaymentHeader, testPaymentKey } from "./testing.ts";
 
 const URL_PAID = "http://localhost/v1/paid/controller-witness";
 const LEAK = "rpc call to https://node.example/v2/SECRETKEY123 failed: execution reverted";
@@ -81,4 +82,91 @@ test("the receipt signer is asked whether it is ready only for a payment that pa
   ready = true;
   expect((await gate.handle(await paid(gate), "witness", work)).status).toBe(200);
   expect([probes, verified]).toEqual([2, 1]);
+});
+
+/** The payment header of `gate`'s terms with `change` applied to its decoded JSON. */
+async function changed(gate: Awaited<ReturnType<typeof gateWith>>, change: (p: Record<string, unknown>) => Record<string, unknown>): Promise<Request> {
+  const header = await testPaymentHeader(gate, URL_PAID);
+  const forged = btoa(JSON.stringify(change(JSON.parse(atob(header)) as Record<string, unknown>)));
+  return new Request(URL_PAID, { method: "POST", headers: { "payment-signature": forged } });
+}
+
+// Found by an attack review: a payload of x402 version 1 matched the v2 terms on scheme and network and reached the
+// devnet facilitator (v2 only), which answered 500: the payer got 502 FACILITATOR_UNAVAILABLE from a healthy one.
+test("a payment of an x402 version other than the one offered is 402 PAYMENT_INVALID with the terms, before the facilitator is asked", async () => {
+  let asked = 0;
+  const gate = await gateWith({ verify: () => (asked++, Promise.resolve({ isValid: true })), settle: settledOk });
+  for (const x402Version of [1, 3, "2"]) {
+    const answer = await gate.handle(await changed(gate, (p) => ({ ...p, x402Version })), "witness", () => Promise.resolve({ response: Response.json({}) }));
+    expect([answer.status, await answer.json()]).toMatchObject([402, { code: "PAYMENT_INVALID", details: "invalid_x402_version" }]);
+    expect(decodePaymentRequiredHeader(answer.headers.get("payment-required")!)).toMatchObject({ x402Version: 2, error: "invalid_x402_version" });
+  }
+  expect(asked).toBe(0);
+});
+
+// Found by an attack review: PAYMENT-REQUIRED's `error` carried the text of core's exceptions, echoing client input
+// (x402Version "<probe>" came back as "Unsupported x402 version: <probe>").
+test("PAYMENT-REQUIRED's error is a protocol code whatever the payload, never core's text or the client's input", async () => {
+  const gate = await gateWith({ verify: () => Promise.resolve({ isValid: true }), settle: settledOk });
+  const probes: ((p: Record<string, unknown>) => Record<string, unknown>)[] = [
+    (p) => ({ ...p, x402Version: "<probe-123>" }),
+    (p) => ({ ...p, accepted: "<probe-123>" }),
+    (p) => ({ ...p, accepted: { ...(p.accepted as object), extra: null, scheme: "<probe-123>" } }),
+    (p) => ({ ...p, accepted: { ...(p.accepted as object), network: "eip155:<probe-123>" } }),
+  ];
+  for (const probe of probes) {
+    const answer = await gate.handle(await changed(gate, probe), "witness", () => Promise.resolve({ response: Response.json({}) }));
+    expect(answer.status).toBe(402);
+    const error = decodePaymentRequiredHeader(answer.headers.get("payment-required")!).error;
+    expect(error).toMatch(/^[a-z0-9_]{1,80}$/);
+    expect(error).toBe((await answer.json() as { details: string }).details);
+  }
+  const unpaid = await gate.handle(new Request(URL_PAID, { method: "POST" }), "witness", () => Promise.resolve({ response: Response.json({}) }));
+  expect(decodePaymentRequiredHeader(unpaid.headers.get("payment-required")!).error).toBe("Payment required");
+});
+
+// Found by an attack review: a third party submitting the payer's authorization before the facilitator's settle
+// paid payTo; the facilitator answered `invalid_exact_evm_nonce_already_used` and the payment was recorded as failed.
+test("a settlement refused for a used nonce that the chain shows paid to payTo is settled, with that transaction and a signed receipt", async () => {
+  const { payments } = await openSqliteStorage(":memory:");
+  const tx = `0x${"cd".repeat(32)}`;
+  const settle: FacilitatorClient["settle"] = (_p, requirements) =>
+    Promise.resolve({ success: false, errorReason: "invalid_exact_evm_nonce_already_used", transaction: "", network: requirements.network });
+  let landed = true;
+  const gate = testPaymentGate(payments, { verify: () => Promise.resolve({ isValid: true }), settle }, undefined, undefined, {
+    settledOnChain: (_payment, failure) => Promise.resolve(landed ? { ok: true, transaction: tx } : failure),
+  });
+  const work = () => Promise.resolve({ response: Response.json({ written: true }), ref: "0xwork" });
+  const answer = await gate.handle(await paid(gate), "witness", work);
+  expect(answer.status).toBe(200);
+  const response = decodePaymentResponseHeader(answer.headers.get("payment-response")!);
+  expect(response).toMatchObject({ success: true, transaction: tx });
+  expect(response.extensions?.["offer-receipt"]).toBeDefined();
+  expect((await payments.list()).map((r) => [r.state, r.settlementTx])).toEqual([["settled", tx]]);
+
+  landed = false;
+  const refused = await gate.handle(await paid(gate), "witness", work);
+  expect(decodePaymentResponseHeader(refused.headers.get("payment-response")!)).toMatchObject({ success: false, errorReason: "invalid_exact_evm_nonce_already_used" });
+});
+
+// The same found on the resume of a dead request's paid write: its re-verification met the used nonce (the payment
+// settled before the crash, its answer lost, or landed by someone else) and recorded the payment as failed.
+test("a resumed paid write whose nonce is found used, and shown paid to payTo on chain, is settled with that transaction", async () => {
+  const { payments } = await openSqliteStorage(":memory:");
+  const tx = `0x${"ef".repeat(32)}`;
+  const verify: FacilitatorClient["verify"] = () => Promise.resolve({ isValid: false, invalidReason: "invalid_exact_evm_nonce_already_used" });
+  const gate = testPaymentGate(payments, { verify, settle: settledOk }, undefined, undefined, {
+    settledOnChain: (payment, failure) => Promise.resolve(payment.amount === "10000" ? { ok: true, transaction: tx } : failure),
+  });
+  const header = await testPaymentHeader(gate, URL_PAID);
+  const key = testPaymentKey(header);
+  const payer = readExactAuthorization(decodePaymentSignatureHeader(header).payload)!.from.toLowerCase();
+  const { network, asset, payTo } = TEST_PAYMENT;
+  await payments.reserve({ key, purpose: "witness", network, asset, payer, payTo, amount: "10000", accountId: null, createdAtMs: Date.now() });
+  await payments.worked(key, "0xwork", Date.now());
+  const request = new Request(URL_PAID, { method: "POST", headers: { "payment-signature": header } });
+  const answer = await gate.resume(request, "witness", () => Promise.resolve({ response: Response.json({ written: true }), ref: "0xwork" }));
+  expect(answer?.status).toBe(200);
+  expect(decodePaymentResponseHeader(answer!.headers.get("payment-response")!)).toMatchObject({ success: true, transaction: tx });
+  expect(await payments.find(key)).toMatchObject({ state: "settled", settlementTx: tx });
 });

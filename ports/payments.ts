@@ -112,3 +112,29 @@ export interface PaymentLedger {
   /** Every payment, newest first (`state`: only those). */
   readonly list: (options?: { readonly state?: PaymentState | undefined }) => Promise<PaymentRecord[]>;
 }
+
+/**
+ * What the payment network's chain says became of an EIP-3009 authorization (the token's `AuthorizationUsed` /
+ * `AuthorizationCanceled` events): used, in which transaction, with the transfer that same call made (the token's
+ * `Transfer` log right after `AuthorizationUsed`, as EIP-3009's reference and USDC emit them; absent when there is
+ * none); cancelled by its authorizer; or neither found.
+ */
+export type AuthorizationUse =
+  | {
+    readonly kind: "used";
+    readonly transaction: string;
+    readonly transfer?: { readonly from: string; readonly to: string; readonly value: bigint } | undefined;
+  }
+  | { readonly kind: "canceled"; readonly transaction: string }
+  | { readonly kind: "not_found" };
+
+/** Reads what became of an EIP-3009 authorization on the chain of the network its payment settles on. */
+export interface AuthorizationUses {
+  /** Undefined when the chain cannot be read (another network, the node down). */
+  readonly useOf: (input: {
+    readonly network: string;
+    readonly asset: string;
+    readonly authorizer: string;
+    readonly nonce: string;
+  }) => Promise<AuthorizationUse | undefined>;
+}

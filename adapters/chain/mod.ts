@@ -6,6 +6,7 @@ export { createFetchRawRpc } from "./fetch_raw_rpc.ts";
 export { createViemAttestationIndex } from "./viem_attestation_index.ts";
 export * from "./viem_eas.ts";
 export { createViemOwnershipChain } from "./viem_ownership_chain.ts";
+export { createViemAuthorizationUses } from "./viem_authorization_uses.ts";
 export { createViemPayerBalances } from "./viem_payer_balances.ts";
 export * from "./viem_witness.ts";
 export { createWsNewHeads } from "./ws_new_heads.ts";

@@ -57,6 +57,13 @@ export {
   withPaidAccounts,
   withPaidPlans,
 } from "./x402_payments.ts";
+export {
+  createSettledOnChain,
+  nonceAlreadyUsed,
+  type RefusedPayment,
+  type SettledOnChain,
+  UNCONFIRMED_NONCE_USE,
+} from "./x402_settled_on_chain.ts";
 export { didKeyToJwk, jwkToDidKey } from "./did_key.ts";
 export { base58btcEncode } from "../did/mod.ts";
 export { evaluateKeyTrust, type KeyBindingEvidence, type KeyTrust, type WitnessEvidence } from "./x402_key_trust.ts";

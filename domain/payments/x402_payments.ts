@@ -85,21 +85,26 @@ export function paymentReplayKey(input: { readonly network: string; readonly ass
 
 /**
  * Settlement failures the payer causes between the verification and the settlement: its authorization's nonce used
- * (`cancelAuthorization`, or spent elsewhere), its balance moved away, and the transfer's simulation or transaction
- * failing on the state it changed. Anything else (the facilitator unreachable, its own state or receipt wait failing,
+ * (`cancelAuthorization`, or spent elsewhere; a nonce the payment itself used is settled, see
+ * x402_settled_on_chain.ts, and one whose use the chain could not show is `authorization_use_unconfirmed`), its
+ * balance moved away, the transfer's simulation or transaction failing on the state it changed, and its signature
+ * refused at settlement after it passed verification (`invalid_exact_evm_signature`: a contract wallet whose ERC-1271
+ * check the payer turned off in between). Anything else (the facilitator unreachable, its own state or receipt wait failing,
  * `settlement_pending`, an authorization that ran out while the service held the work, a reason this code does not
  * know) is not held against the payer: a false refusal shuts a paying client out.
  */
 function payersDoing(reason: string): boolean {
-  return /nonce_already_used|insufficient_(balance|funds)|transaction_simulation_failed|transaction_failed/.test(reason);
+  return /nonce_already_used|insufficient_(balance|funds)|transaction_simulation_failed|transaction_failed|^invalid_exact_evm_signature$/.test(reason);
 }
 
 /**
  * Whether a payer owes the service for work it got: a payment of its settled nothing after its write stood, for a
  * reason of the payer's (the authorization cancelled, the nonce used elsewhere, the balance moved away between the
  * verification and the settlement). Such a payer is refused further paid work (the gate answers 402 `PAYMENT_INVALID`,
- * `unsettled_payment`), so the free write a settle-after-work order cannot prevent is one per wallet, not one per
- * request. The operator lists them with `ops payments list --state settle_failed`.
+ * `unsettled_payment`), so the same wallet cannot take free writes request after request. It does not bound them per
+ * person: the payments a wallet's balance covers can all be in flight at once and all be cancelled, and the tokens
+ * then move to a fresh wallet (docs/x402.md, "What settling after the work leaves open"). The operator lists them
+ * with `ops payments list --state settle_failed`.
  */
 export async function owesForWork(payments: Pick<PaymentLedger, "failedSettlements">, payer: string): Promise<boolean> {
   return (await payments.failedSettlements(payer.toLowerCase())).some(payersDoing);

@@ -20,3 +20,23 @@ export async function cancelAuthorization(devnet: { readonly rpcUrl: string; rea
   const hash = await wallet.writeContract({ address: token, abi: TEST_USD.abi, functionName: "cancelAuthorization", args: [account.address, nonce, Number(v), r, s], chain: null });
   await createPublicClient({ cacheTime: 0, transport: http(devnet.rpcUrl), pollingInterval: 50 }).waitForTransactionReceipt({ hash });
 }
+
+/** An `exact` payment's EIP-3009 authorization and signature, as a `PAYMENT-SIGNATURE` carries them. */
+export type SignedAuthorization = {
+  readonly signature: Hex;
+  readonly authorization: { readonly from: Hex; readonly to: Hex; readonly value: string; readonly validAfter: string; readonly validBefore: string; readonly nonce: Hex };
+};
+
+/**
+ * Submits a payer's signed authorization with `submitterKey`'s wallet (anyone holding it can: a third party
+ * front-running the facilitator) and waits for it to be mined.
+ */
+export async function submitAuthorization(devnet: { readonly rpcUrl: string }, token: Hex, submitterKey: Hex, signed: SignedAuthorization): Promise<Hex> {
+  const a = signed.authorization;
+  const { v, r, s } = parseSignature(signed.signature);
+  const wallet = createWalletClient({ account: privateKeyToAccount(submitterKey), transport: http(devnet.rpcUrl) });
+  const args = [a.from, a.to, BigInt(a.value), BigInt(a.validAfter), BigInt(a.validBefore), a.nonce, Number(v), r, s] as const;
+  const hash = await wallet.writeContract({ address: token, abi: TEST_USD.abi, functionName: "transferWithAuthorization", args, chain: null });
+  await createPublicClient({ cacheTime: 0, transport: http(devnet.rpcUrl), pollingInterval: 50 }).waitForTransactionReceipt({ hash });
+  return hash;
+}
