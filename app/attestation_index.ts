@@ -257,5 +257,5 @@ export function wireArtifactTrust(
     // Over the same pinned reads: a did:pkh party's authorization reads the head this answer reads (decisions §25).
     controllerAuthorization: authorizationOver?.(reads),
   });
-  return (artifactDid) => index.answers.answer((answerReads) => pinned.run(answerReads, () => trust(artifactDid)));
+  return (artifactDid, options) => index.answers.answer((answerReads) => pinned.run(answerReads, () => trust(artifactDid, options)));
 }

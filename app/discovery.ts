@@ -6,6 +6,7 @@ import { createHttpsDidDocumentFetcher } from "../adapters/https/mod.ts";
 import { cryptoRandom, systemClock } from "../adapters/system/mod.ts";
 import type { PlanPolicy } from "../domain/accounts/mod.ts";
 import {
+  clientShareOf,
   createCachedDiscovery,
   createControllerConfirm,
   createDiscoverControllers,
@@ -24,7 +25,10 @@ import type { WiredLimits } from "./limits.ts";
 export type WiredDiscovery = {
   /** A fresh look every time: the witness's. */
   readonly discover: DiscoverControllers;
-  /** Answers kept for `DISCOVERY_CACHE_SECONDS`: artifact trust, key status, controller authorization, ownership checks. */
+  /**
+   * Answers kept for `DISCOVERY_CACHE_SECONDS`: artifact trust, key status, controller authorization, ownership checks;
+   * a lookup asked with a `client` also takes that client's share of the domain's budget.
+   */
   readonly viewDiscover: DiscoverControllers;
   /** Answers kept for `DISCOVERY_CACHE_SECONDS`, under a budget of their own: the public confirm views and ownership proofs. */
   readonly confirmDiscover: DiscoverControllers;
@@ -60,12 +64,18 @@ export function wireDiscovery(config: Pick<Config, "discovery" | "server">, { tr
     capacity: config.discovery.discoveryDomainPerMinute,
     perMinute: config.discovery.discoveryDomainPerMinute,
   });
-  const discoverWith = (domainRate: ReturnType<typeof budget>) =>
-    createDiscoverControllers({ dns, didDocuments, serviceDnsLabel: config.discovery.serviceDnsLabel, domainRate });
+  const discoverWith = (domainRate: ReturnType<typeof budget>, clientShare?: ReturnType<typeof budget>) =>
+    createDiscoverControllers({ dns, didDocuments, serviceDnsLabel: config.discovery.serviceDnsLabel, domainRate, clientShare });
   const domainRate = budget();
+  // Within the verification reads' budget, each client (its address as the routes count it, the MCP tool's caller) may
+  // spend at most a third of it a minute (domain/discovery/lookup_budget.ts): one anonymous client's key-status reads of
+  // 30 made-up subdomains used to spend it all, and the domain's own key status and controller authorization answered
+  // 502 to everyone. Calls without a client (internal) take the domain's budget alone.
+  const share = clientShareOf(config.discovery.discoveryDomainPerMinute);
+  const clientShare = createRateLimiter(systemClock, { capacity: share, perMinute: share });
   const freshMs = config.discovery.discoveryCacheSeconds * 1_000;
-  const jwks = createJwksLookup({ didDocuments, domainRate, clock: systemClock, freshMs, failureMs: Math.ceil(freshMs / 6) });
-  const resolveDidUrl = createDidUrlResolver({ didDocuments, domainRate, clock: systemClock, freshMs });
+  const jwks = createJwksLookup({ didDocuments, domainRate, clientShare, clock: systemClock, freshMs, failureMs: Math.ceil(freshMs / 6) });
+  const resolveDidUrl = createDidUrlResolver({ didDocuments, domainRate, clientShare, clock: systemClock, freshMs });
   // The read-only views and the verification reads keep answers for DISCOVERY_CACHE_SECONDS (each its own); the
   // witness always looks afresh.
   const cached = (discover: DiscoverControllers) => config.discovery.discoveryCacheSeconds === 0 ? discover : createCachedDiscovery(discover, { clock: systemClock }, {
@@ -73,7 +83,7 @@ export function wireDiscovery(config: Pick<Config, "discovery" | "server">, { tr
     failureMs: Math.ceil(freshMs / 6),
   });
   const discover = discoverWith(budget());
-  const viewDiscover = cached(discoverWith(domainRate));
+  const viewDiscover = cached(discoverWith(domainRate, clientShare));
   const confirmDiscover = cached(discoverWith(budget()));
   const ownershipDiscover = cached(discoverWith(budget()));
   const confirm = createControllerConfirm({

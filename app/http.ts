@@ -211,6 +211,7 @@ function appDeps(config: HttpConfig, f: Foundation, c: Capabilities, stopping: (
     privateOrigins: [...new Set([new URL(config.server.publicBaseUrl).origin, ...config.server.corsOrigins])],
     controller: { discover: c.discovery.confirmDiscover, confirm: c.discovery.confirm },
     artifactTrust: c.artifactTrust,
+    artifactTrustClientAddress: requestClientAddress,
     attestations: {
       list: c.attestationList,
       queries: c.attestationQueries,

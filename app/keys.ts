@@ -83,9 +83,9 @@ export function wireKeys(config: Pick<Config, "accounts" | "chains" | "discovery
   const trustOver = (reads: AttestationIndex) =>
     createKeyTrust({ index: reads, trustAnchors: f.trustAnchors, clock: systemClock, discover: discovery.viewDiscover, jwks: discovery.jwks });
   const authorizationOver = controllerAuthorizationOver(config, f, discovery);
-  const controllerAuthorization: ControllerAuthorization = (request) => index.answers.answer((reads) => authorizationOver(reads)(request));
+  const controllerAuthorization: ControllerAuthorization = (request, options) => index.answers.answer((reads) => authorizationOver(reads)(request, options));
   const trust: { status: KeyStatus; many: KeyTrustMany } = {
-    status: (subjectDid, keyDid, at) => index.answers.answer((reads) => trustOver(reads).status(subjectDid, keyDid, at)),
+    status: (subjectDid, keyDid, at, options) => index.answers.answer((reads) => trustOver(reads).status(subjectDid, keyDid, at, options)),
     many: (subjectDids, keyDids) => index.answers.run((reads) => trustOver(reads).many(subjectDids, keyDids)),
   };
   const signingKeys = createSigningKeys({

@@ -170,7 +170,7 @@ function mountPublic(app: Elysia, deps: AppDeps, shared: SharedAnswers, chains: 
     .use(optional(deps.controller, controllerRoutes))
     .use(optional(deps.artifactTrust, (artifactTrust) => {
       const perChain = chains.of((r) => r.artifactTrust && { artifactTrust: r.artifactTrust, answers: r.indexAnswers ?? undefined });
-      return artifactTrustRoutes({ artifactTrust, log, answers, chains: perChain });
+      return artifactTrustRoutes({ artifactTrust, log, answers, chains: perChain, clientAddress: deps.artifactTrustClientAddress });
     }))
     .use(optional(deps.attestations, ({ list, queries, queryRate }) => {
       const perChain = chains.of((r) => r.attestationList && { list: r.attestationList, queries: r.attestationQueries, answers: r.indexAnswers ?? undefined });

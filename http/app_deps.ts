@@ -5,6 +5,7 @@
  * here and its `use` in http/app.ts, its wiring in app/http.ts.
  */
 import type { Logger } from "../ports/logger.ts";
+import type { ClientAddressOf } from "../ports/request_context.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import type { VerifySubjectOwnership } from "../domain/accounts/mod.ts";
 import type { ArtifactTrust } from "../domain/artifact_trust/mod.ts";
@@ -61,6 +62,8 @@ export type PluginDeps = {
   readonly controller?: ControllerRoutesDeps | undefined;
   /** Artifact trust lookup. */
   readonly artifactTrust?: ArtifactTrust | undefined;
+  /** The address of the client asking for artifact trust: its live check spends that client's share of each domain's lookup budget. */
+  readonly artifactTrustClientAddress?: ClientAddressOf | undefined;
   /** The attestation list, count and one attestation by uid (decisions §11, §24). */
   readonly attestations?: AttestationsDeps | undefined;
   /** Sign-in and the controller witness. */

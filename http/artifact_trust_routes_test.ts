@@ -24,6 +24,8 @@ import {
 } from "../ports/fakes/mod.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import { createApp } from "./app.ts";
+import { fail } from "../domain/result.ts";
+import { artifactTrustRoutes } from "./routes/artifact_trust.ts";
 import { ArtifactTrustRecordModel } from "./models.ts";
 
 const ARTIFACT = artifactDidFromDigest(`0x${"ab".repeat(32)}`);
@@ -162,6 +164,15 @@ describe("artifact-trust routes", () => {
     const res = await env.call(`/v1/artifact-trust?artifactDid=${ARTIFACT}`);
     expect(res.status).toBe(502);
     expect(res.body).toEqual({ code: "NETWORK_ERROR", error: "Artifact trust chain query is temporarily unavailable" });
+  });
+
+  test("the live check looks endpoints up as the client: its share of each domain's lookup budget (none known: no client)", async () => {
+    const clients: unknown[] = [];
+    const artifactTrust: ArtifactTrust = (_did, options) => (clients.push(options?.client), Promise.resolve(fail("NETWORK_ERROR", "down")));
+    const url = `http://localhost/v1/artifact-trust?artifactDid=${ARTIFACT}`;
+    await artifactTrustRoutes({ artifactTrust, log: silentLogger, clientAddress: () => "203.0.113.7" }).handle(new Request(url));
+    await artifactTrustRoutes({ artifactTrust, log: silentLogger }).handle(new Request(url));
+    expect(clients).toEqual(["203.0.113.7", undefined]);
   });
 
   test("a bug is 500 INTERNAL_ERROR with no detail of its own", async () => {

@@ -48,9 +48,9 @@ type LiveEvidence = DiscoveryRecord | undefined;
 export async function authorizeClaims(
   ctx: ArtifactTrustContext,
   pending: readonly PendingClaim[],
-  step: Verdicts & { readonly block: bigint; readonly nowSeconds: bigint; readonly policy: Policy },
+  step: Verdicts & { readonly block: bigint; readonly nowSeconds: bigint; readonly policy: Policy; readonly client?: string | undefined },
 ): Promise<Result<void, "NETWORK_ERROR">> {
-  const { exclude, accept, block, nowSeconds, policy } = step;
+  const { exclude, accept, block, nowSeconds, policy, client } = step;
   if (pending.length === 0) return ok(undefined);
   const evidence = await loadPartyEvidence(ctx, unique(pending.map((c) => c.party)), block, nowSeconds, policy);
   if (!evidence.ok) return evidence;
@@ -58,8 +58,8 @@ export async function authorizeClaims(
     claim,
     authorization: onChainAuthorization(ctx, evidence.value.get(claim.party)!, claim.party, claim.controller, nowSeconds),
   }));
-  const live = await liveEvidence(ctx, unique(decided.filter((d) => d.authorization.kind === "needs-live").map((d) => d.claim.party)));
-  const byRoute = await contractPartyAuthorizations(ctx, decided);
+  const live = await liveEvidence(ctx, unique(decided.filter((d) => d.authorization.kind === "needs-live").map((d) => d.claim.party)), client);
+  const byRoute = await contractPartyAuthorizations(ctx, decided, client);
   if (!byRoute.ok) return byRoute;
   for (const { claim, authorization } of decided) {
     let outcome = byRoute.value.get(pairKey(claim)) ?? authorization;
@@ -192,6 +192,7 @@ const pairKey = (claim: PendingClaim) => `${claim.party} ${claim.controller}`;
 async function contractPartyAuthorizations(
   ctx: ArtifactTrustContext,
   decided: readonly { readonly claim: PendingClaim; readonly authorization: Authorization }[],
+  client: string | undefined,
 ): Promise<Result<Map<string, Authorization>, "NETWORK_ERROR">> {
   const out = new Map<string, Authorization>();
   const ask = ctx.deps.controllerAuthorization;
@@ -206,7 +207,7 @@ async function contractPartyAuthorizations(
   const worker = async () => {
     while (next < todo.length && !failed) {
       const claim = todo[next++]!;
-      const answer = await ask({ subjectDid: claim.party, controllerDid: claim.controller, purpose: SIGNING_PURPOSE });
+      const answer = await ask({ subjectDid: claim.party, controllerDid: claim.controller, purpose: SIGNING_PURPOSE }, { client });
       if (!answer.ok) {
         // A party or controller the route refuses (not a usable DID) is not authorized; a read that failed is an outage.
         if (answer.code === "NETWORK_ERROR" || answer.code === "INDEX_STALE") failed = true;
@@ -225,7 +226,7 @@ async function contractPartyAuthorizations(
 }
 
 /** Live endpoint evidence of did:web parties, looked up at once. */
-async function liveEvidence(ctx: ArtifactTrustContext, parties: readonly string[]): Promise<Map<string, LiveEvidence>> {
+async function liveEvidence(ctx: ArtifactTrustContext, parties: readonly string[], client: string | undefined): Promise<Map<string, LiveEvidence>> {
   const out = new Map<string, LiveEvidence>();
   if (ctx.deps.discover === undefined || parties.length === 0) return out;
   const discover = ctx.deps.discover;
@@ -233,13 +234,14 @@ async function liveEvidence(ctx: ArtifactTrustContext, parties: readonly string[
   // hundreds of simultaneous outbound lookups. Fresh only, as key status and controller authorization ask: when the
   // domain's lookup budget was spent (by anyone: the budget is per registrable domain, and a tenant of a shared host
   // can spend it), the discovery cache gave the last answer up to ten minutes old, so a controller removed from the
-  // domain's records kept its claims "verified" that long. Now that is unavailable evidence: NETWORK_ERROR.
+  // domain's records kept its claims "verified" that long. Now that is unavailable evidence: NETWORK_ERROR. The caller's
+  // share of each domain's budget too, so one client cannot spend it all (domain/discovery/lookup_budget.ts).
   const results: Awaited<ReturnType<DiscoverControllers>>[] = new Array(parties.length);
   let next = 0;
   const worker = async () => {
     while (next < parties.length) {
       const i = next++;
-      results[i] = await discover(parties[i]!, { freshOnly: true });
+      results[i] = await discover(parties[i]!, { freshOnly: true, client });
     }
   };
   await Promise.all(Array.from({ length: Math.min(LIVE_DISCOVERY_CONCURRENCY, parties.length) }, worker));

@@ -6,7 +6,7 @@ import type { HexString } from "../../ports/eas.ts";
 import type { JwsVerifier } from "../../ports/jws_verifier.ts";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
 import type { ControllerAuthorization } from "../controller_authorization/mod.ts";
-import type { DiscoverControllers } from "../discovery/mod.ts";
+import type { DiscoverControllers, LookupClient } from "../discovery/mod.ts";
 import type { Result } from "../result.ts";
 
 /** The four schemas artifact trust reads, by trust-anchor name. */
@@ -63,8 +63,8 @@ export type ArtifactTrustRecord = {
 /** INDEX_STALE: the index the answer would come from is not kept up (decisions §21). */
 export type ArtifactTrustError = "INVALID_DID" | "UNSUPPORTED_CHAIN" | "NETWORK_ERROR" | "INDEX_STALE";
 
-/** Looks up the verified evidence of a did:artifact. */
-export type ArtifactTrust = (artifactDid: string | undefined) => Promise<Result<ArtifactTrustRecord, ArtifactTrustError>>;
+/** Looks up the verified evidence of a did:artifact; `client`: whose share of each party domain's lookup budget the live check also takes. */
+export type ArtifactTrust = (artifactDid: string | undefined, options?: LookupClient) => Promise<Result<ArtifactTrustRecord, ArtifactTrustError>>;
 
 /** Why a candidate was excluded (for diagnostics; the response only counts them). */
 export type ExclusionReason =

@@ -81,11 +81,11 @@ export function createArtifactTrust(deps: ArtifactTrustDeps): ArtifactTrust {
     chainId: deps.index.chainId,
     schemaStrings: new Map<string, string>(),
   };
-  return (input) => artifactTrust(ctx, input);
+  return (input, options = {}) => artifactTrust(ctx, input, options.client);
 }
 
 /** One lookup: the DID, the anchors, the pinned candidates, the generic rules, then the schema policies. */
-async function artifactTrust(ctx: ArtifactTrustContext, input: string | undefined): Promise<Result<ArtifactTrustRecord, ArtifactTrustError>> {
+async function artifactTrust(ctx: ArtifactTrustContext, input: string | undefined, client: string | undefined): Promise<Result<ArtifactTrustRecord, ArtifactTrustError>> {
   // 1. The DID, before anything touches the network.
   if (typeof input !== "string" || input === "") {
     return fail("INVALID_DID", INVALID_ARTIFACT_DID_MESSAGE, "artifactDid is required");
@@ -136,7 +136,7 @@ async function artifactTrust(ctx: ArtifactTrustContext, input: string | undefine
 
   // 7. Schema policies: approved issuers now, claims that need a controller relationship after.
   const pending = await applyPolicies(ctx, screened, { artifactDid, nowSeconds, exclude, accept });
-  const authorized = await authorizeClaims(ctx, pending, { block, nowSeconds, policy: p, exclude, accept });
+  const authorized = await authorizeClaims(ctx, pending, { block, nowSeconds, policy: p, exclude, accept, client });
   if (!authorized.ok) return authorized;
 
   for (const group of Object.values(groups)) group.sort(byTimeThenUid);

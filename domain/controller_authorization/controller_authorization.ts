@@ -8,7 +8,7 @@
 import type { HexString } from "../../ports/eas.ts";
 import type { OwnershipChain } from "../../ports/ownership_chain.ts";
 import { parseDidPkh } from "../did/mod.ts";
-import { type LiveMethod, liveControllerEvidence, type LookupJwks } from "../discovery/mod.ts";
+import { type LiveMethod, liveControllerEvidence, type LookupClient, type LookupJwks } from "../discovery/mod.ts";
 import { type BindingEvidence, bindingNames, createKeyTrust, type KeyStatusDeps, readAt, readKeyDid, readSubjectDid } from "../keys/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
 import {
@@ -55,8 +55,8 @@ export type ControllerAuthorizationRequest = {
   readonly at?: unknown;
 };
 
-/** The use case. */
-export type ControllerAuthorization = (request: ControllerAuthorizationRequest) => Promise<Result<ControllerAuthorizationRecord, ControllerAuthorizationCode>>;
+/** The use case; `client`: whose share of the subject domain's lookup budget the live evidence also takes. */
+export type ControllerAuthorization = (request: ControllerAuthorizationRequest, options?: LookupClient) => Promise<Result<ControllerAuthorizationRecord, ControllerAuthorizationCode>>;
 
 /** What it needs: key status's evidence, and how long live evidence stands for "now". */
 export type ControllerAuthorizationDeps = KeyStatusDeps & {
@@ -116,12 +116,12 @@ export function createControllerAuthorization(deps: ControllerAuthorizationDeps)
   const trust = createKeyTrust(deps);
   const chainId = deps.index.chainId;
 
-  /** The live methods naming the controller now, or NETWORK_ERROR when a source that could have said so failed. */
-  async function liveMethods(subjectDid: string, controllerDid: string, record: Parameters<typeof liveControllerEvidence>[1]): Promise<Result<LiveMethod[], "NETWORK_ERROR">> {
+  /** The live methods naming the controller now, or NETWORK_ERROR when a source that could have said so failed; as `lookup`'s client. */
+  async function liveMethods(subjectDid: string, controllerDid: string, record: Parameters<typeof liveControllerEvidence>[1], lookup: LookupClient): Promise<Result<LiveMethod[], "NETWORK_ERROR">> {
     if (subjectDid.startsWith("did:web:")) {
       let live = liveControllerEvidence(controllerDid, record);
       if (live.methods.length === 0 && controllerDid.startsWith("did:jwk:") && deps.jwks !== undefined) {
-        const jwks = liveControllerEvidence(controllerDid, undefined, await deps.jwks(subjectDid));
+        const jwks = liveControllerEvidence(controllerDid, undefined, await deps.jwks(subjectDid, lookup));
         live = { methods: jwks.methods, unavailable: live.unavailable || jwks.unavailable };
       }
       return live.unavailable ? fail("NETWORK_ERROR", ENDPOINT_FAILED) : ok([...live.methods]);
@@ -201,7 +201,7 @@ export function createControllerAuthorization(deps: ControllerAuthorizationDeps)
     return ok(out);
   }
 
-  return async function controllerAuthorization(request) {
+  return async function controllerAuthorization(request, options = {}) {
     const subjectDid = readBareSubject(request.subjectDid);
     if (!subjectDid.ok) return subjectDid;
     const controllerDid = readDurableController(request.controllerDid);
@@ -217,10 +217,10 @@ export function createControllerAuthorization(deps: ControllerAuthorizationDeps)
     const controllerAddress = controllerDid.value.startsWith("did:pkh:eip155:") ? controllerDid.value.split(":")[4] : undefined;
     const contractSubject = contractOf(subjectDid.value) !== undefined && deps.contracts !== undefined;
     // A contract subject's controller may show its control by a transfer proof in its own binding: read those too.
-    const read = await trust.evidence([subjectDid.value], contractSubject && controllerAddress !== undefined ? { alsoBindingsFrom: [controllerAddress] } : {});
+    const read = await trust.evidence([subjectDid.value], { client: options.client, ...contractSubject && controllerAddress !== undefined ? { alsoBindingsFrom: [controllerAddress] } : {} });
     if (!read.ok) return read;
     const e = read.value.get(subjectDid.value)!;
-    const live = liveCounts ? await liveMethods(subjectDid.value, controllerDid.value, e.endpointRecord) : ok([] as LiveMethod[]);
+    const live = liveCounts ? await liveMethods(subjectDid.value, controllerDid.value, e.endpointRecord, options) : ok([] as LiveMethod[]);
     const proofs = await transferProofs(subjectDid.value, controllerDid.value, BigInt(at.value), e.bindings);
     if (!proofs.ok) return proofs;
     const verdict = evaluateControllerAuthorization({

@@ -8,6 +8,7 @@
 import type { Clock } from "../../ports/clock.ts";
 import type { DidDocumentFetch, DidDocumentFetcher } from "../../ports/discovery.ts";
 import { buildDidPkhFromCaip10, DID_WEB_NO_LOCATION, didJwkToJwk, didWebLocation, jwkToDidJwk, normalizeDid, validatePublicJwk } from "../did/mod.ts";
+import { type LookupClient, takeLookup } from "../discovery/mod.ts";
 import { type RateLimiter, registrableDomain } from "../rate_limit.ts";
 import { fail, ok, type Result } from "../result.ts";
 
@@ -25,13 +26,15 @@ export type DidUrlResolution = {
 /** Why a DID URL could not be resolved. */
 export type DidUrlCode = "INVALID_INPUT" | "INVALID_DID" | "NOT_FOUND" | "NETWORK_ERROR";
 
-/** Resolves a DID URL to the key it names now. */
-export type ResolveDidUrl = (didUrl: unknown) => Promise<Result<DidUrlResolution, DidUrlCode>>;
+/** Resolves a DID URL to the key it names now; `client`: whose share of the domain's budget a fetch also takes. */
+export type ResolveDidUrl = (didUrl: unknown, options?: LookupClient) => Promise<Result<DidUrlResolution, DidUrlCode>>;
 
 /** What resolution needs. */
 export type DidUrlDeps = {
   readonly didDocuments: DidDocumentFetcher;
   readonly domainRate?: RateLimiter | undefined;
+  /** Each client's share of `domainRate` (domain/discovery/lookup_budget.ts). */
+  readonly clientShare?: RateLimiter | undefined;
   readonly clock: Clock;
   /** How long a fetched document is kept (ms); default 60 s; 0 keeps nothing. */
   readonly freshMs?: number | undefined;
@@ -68,13 +71,13 @@ export function createDidUrlResolver(deps: DidUrlDeps): ResolveDidUrl {
   const freshMs = deps.freshMs ?? 60_000;
   const kept = new Map<string, { answer: DidDocumentFetch; atMs: number }>();
 
-  async function documentOf(did: string): Promise<Result<unknown, "NOT_FOUND" | "NETWORK_ERROR" | "INVALID_DID">> {
+  async function documentOf(did: string, options: LookupClient): Promise<Result<unknown, "NOT_FOUND" | "NETWORK_ERROR" | "INVALID_DID">> {
     const location = didWebLocation(did);
     if (location === undefined) return fail("INVALID_DID", DID_WEB_NO_LOCATION);
     const now = deps.clock.nowMs();
     let answer = kept.get(did);
     if (answer === undefined || now - answer.atMs >= freshMs) {
-      const turn = deps.domainRate?.take(registrableDomain(location.host)) ?? { allowed: true };
+      const turn = takeLookup(deps, registrableDomain(location.host), options);
       if (!turn.allowed) return fail("NETWORK_ERROR", `Lookups for ${registrableDomain(location.host)} are rate limited; try again later`);
       const authority = location.port === undefined ? location.host : `${location.host}:${location.port}`;
       answer = { answer: await deps.didDocuments.fetchDidDocument(authority, location.path), atMs: now };
@@ -89,7 +92,7 @@ export function createDidUrlResolver(deps: DidUrlDeps): ResolveDidUrl {
     return ok(answer.answer.document);
   }
 
-  return async function resolveDidUrl(input) {
+  return async function resolveDidUrl(input, options = {}) {
     const parsed = parseDidUrl(input);
     if (!parsed.ok) return parsed;
     const { did, fragment, didUrl } = parsed.value;
@@ -100,7 +103,7 @@ export function createDidUrlResolver(deps: DidUrlDeps): ResolveDidUrl {
       if (fragment !== "0") return fail("NOT_FOUND", "A did:jwk names its key as #0 only");
       return ok({ didUrl, did, fragment, publicKeyJwk: publicMembers(jwk.value), controllerDid: did });
     }
-    const document = await documentOf(did);
+    const document = await documentOf(did, options);
     if (!document.ok) return document;
     const doc = document.value as Record<string, unknown> | null;
     const id = typeof doc === "object" && doc !== null && typeof doc.id === "string" ? normalizeDid(doc.id) : undefined;

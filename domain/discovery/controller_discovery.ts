@@ -6,6 +6,7 @@ import type { DnsResolver, DidDocumentFetcher } from "../../ports/discovery.ts";
 import { didWebLocation, normalizeSubjectDid } from "../did/mod.ts";
 import { type IdentityRecord, resolveIdentity } from "../identity/mod.ts";
 import { type RateLimiter, registrableDomain } from "../rate_limit.ts";
+import { takeLookup } from "./lookup_budget.ts";
 import { fail, ok } from "../result.ts";
 import { canonicalControllerKey } from "./controller_values.ts";
 import { didJsonEvidence } from "./did_document.ts";
@@ -32,6 +33,8 @@ export type DiscoveryDeps = {
    * the domain two TXT queries, an A and an AAAA query and an HTTPS fetch. Absent: unlimited.
    */
   readonly domainRate?: RateLimiter | undefined;
+  /** Each client's share of `domainRate`, taken by a discovery asked with a `client` (domain/discovery/lookup_budget.ts). */
+  readonly clientShare?: RateLimiter | undefined;
 };
 
 /** The warning of an answer for a subject that is no did:web: nothing is looked up. */
@@ -84,7 +87,8 @@ export function createDiscoverControllers(deps: DiscoveryDeps): DiscoverControll
       ? `https://${authority}/.well-known/did.json`
       : `https://${authority}/${path.join("/")}/did.json`;
     const budget = registrableDomain(host);
-    const turn = deps.domainRate?.take(budget) ?? { allowed: true };
+    // A client past its share is refused as a spent budget is: only that client (the answer is never kept).
+    const turn = takeLookup(deps, budget, options);
     if (!turn.allowed) {
       const error = rateLimitedLookupError(budget);
       if (options.refuseWhenRateLimited) {

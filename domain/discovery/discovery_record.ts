@@ -1,6 +1,7 @@
 /** What controller discovery answers: the record, its evidence and controller keys, and the discover function. */
 import type { IdentityRecord } from "../identity/mod.ts";
 import type { Fail, Result } from "../result.ts";
+import type { LookupClient } from "./lookup_budget.ts";
 
 /** Where a controller key was seen. */
 export type KeySource = "dns-txt" | "did-json" | "account-wallet";
@@ -35,8 +36,8 @@ export type DiscoveryRecord = {
   warnings: string[];
 };
 
-/** Options of one discovery. */
-export type DiscoverOptions = {
+/** Options of one discovery; `client`: whose share of the domain's budget a lookup also takes (domain/discovery/lookup_budget.ts). */
+export type DiscoverOptions = LookupClient & {
   /**
    * When the subject's domain has spent its lookup budget: refuse with `RATE_LIMITED` (the witness,
    * which answers 429) instead of answering with `unavailable` evidence (the read-only views).

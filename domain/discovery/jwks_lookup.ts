@@ -10,6 +10,7 @@ import { didWebLocation, normalizeDid } from "../did/mod.ts";
 import { type RateLimiter, registrableDomain } from "../rate_limit.ts";
 import { didJsonError } from "./did_document.ts";
 import { rateLimitedLookupError } from "./discovery_record.ts";
+import { type LookupClient, takeLookup } from "./lookup_budget.ts";
 import { controllerKeysFromJwks } from "./jwk_keys.ts";
 
 /** What the JWK Set of a subject's domain said. */
@@ -21,14 +22,16 @@ export type JwksEvidence = {
   readonly error?: string | undefined;
 };
 
-/** Looks up the JWK Set of a did:web subject's domain. */
-export type LookupJwks = (subjectDid: string) => Promise<JwksEvidence>;
+/** Looks up the JWK Set of a did:web subject's domain; `client`: whose share of the domain's budget a fetch also takes. */
+export type LookupJwks = (subjectDid: string, options?: LookupClient) => Promise<JwksEvidence>;
 
 /** What the JWKS lookup needs. */
 export type JwksLookupDeps = {
   readonly didDocuments: DidDocumentFetcher;
   /** The per-domain budget discovery spends (one token per fetch that is not answered from the cache). */
   readonly domainRate?: RateLimiter | undefined;
+  /** Each client's share of `domainRate` (domain/discovery/lookup_budget.ts). */
+  readonly clientShare?: RateLimiter | undefined;
   readonly clock: Clock;
   /** How long a complete answer is kept (ms; `DISCOVERY_CACHE_SECONDS`); 0 keeps nothing. Default 60 s. */
   readonly freshMs?: number | undefined;
@@ -46,8 +49,8 @@ export function createJwksLookup(deps: JwksLookupDeps): LookupJwks {
   const kept = new Map<string, { evidence: JwksEvidence; atMs: number }>();
   const inFlight = new Map<string, Promise<JwksEvidence>>();
 
-  async function look(host: string, authority: string, location: string): Promise<JwksEvidence> {
-    const turn = deps.domainRate?.take(registrableDomain(host)) ?? { allowed: true };
+  async function look(host: string, authority: string, location: string, options: LookupClient): Promise<JwksEvidence> {
+    const turn = takeLookup(deps, registrableDomain(host), options);
     if (!turn.allowed) return { status: "unavailable", location, keys: [], error: rateLimitedLookupError(registrableDomain(host)) };
     const fetchJwks = deps.didDocuments.fetchJwks;
     if (fetchJwks === undefined) return { status: "unsupported", location, keys: [] };
@@ -61,7 +64,7 @@ export function createJwksLookup(deps: JwksLookupDeps): LookupJwks {
     return { status: keys.length > 0 ? "found" : "not-found", location, keys };
   }
 
-  return async function lookupJwks(subjectDid) {
+  return async function lookupJwks(subjectDid, options = {}) {
     const normalized = normalizeDid(subjectDid);
     const location = normalized.ok ? didWebLocation(normalized.value) : undefined;
     if (location === undefined) return { status: "unsupported", location: "did:web only", keys: [] };
@@ -74,7 +77,7 @@ export function createJwksLookup(deps: JwksLookupDeps): LookupJwks {
     if (known !== undefined && now - known.atMs < (known.evidence.status === "unavailable" ? failureMs : freshMs)) return known.evidence;
     let pending = inFlight.get(authority);
     if (pending === undefined) {
-      pending = look(location.host, authority, url).finally(() => inFlight.delete(authority));
+      pending = look(location.host, authority, url, options).finally(() => inFlight.delete(authority));
       inFlight.set(authority, pending);
     }
     const evidence = await pending;

@@ -6,7 +6,7 @@ export { createCachedDiscovery } from "./cached_discovery.ts";
 export { type ControllerConfirmRecord, createControllerConfirm } from "./controller_confirm.ts";
 export { createDiscoverControllers } from "./controller_discovery.ts";
 export { canonicalControllerKey } from "./controller_values.ts";
-export { type ControllerKey, type DiscoverControllers, type DiscoveryRecord, type EvidenceItem } from "./discovery_record.ts";
+export { type ControllerKey, type DiscoverControllers, type DiscoverOptions, type DiscoveryRecord, type EvidenceItem } from "./discovery_record.ts";
 export { controllerTxtRecordFor, parseJktTxtRecord } from "./txt_records.ts";
 export { classifyAddress, isIpLiteral, isPublicAddress } from "./ip_policy.ts";
 export {
@@ -18,4 +18,5 @@ export {
   readJktValue,
 } from "./jwk_keys.ts";
 export { createJwksLookup, type JwksEvidence, type JwksLookupDeps, type LookupJwks } from "./jwks_lookup.ts";
+export { clientShareOf, type LookupBudget, type LookupClient, takeLookup } from "./lookup_budget.ts";
 export { type LiveControllerEvidence, liveControllerEvidence, type LiveMethod } from "./live_evidence.ts";

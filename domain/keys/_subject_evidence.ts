@@ -62,7 +62,7 @@ const uint = (value: unknown): bigint | undefined => {
 
 /** Endpoint evidence of each did:web subject, at most {@link DISCOVERY_CONCURRENCY} at once. */
 type Endpoints = Pick<SubjectEvidence, "endpointKeys" | "endpointSources" | "endpointUnavailable" | "endpointRecord">;
-async function endpoints(ctx: KeyTrustContext, subjects: readonly string[]): Promise<Result<Map<string, Endpoints>, "INVALID_DID">> {
+async function endpoints(ctx: KeyTrustContext, subjects: readonly string[], client: string | undefined): Promise<Result<Map<string, Endpoints>, "INVALID_DID">> {
   const web = subjects.filter((s) => s.startsWith("did:web:"));
   const out = new Map<string, Endpoints>();
   for (const s of subjects) out.set(s, { endpointKeys: [], endpointSources: new Map(), endpointUnavailable: false });
@@ -72,7 +72,8 @@ async function endpoints(ctx: KeyTrustContext, subjects: readonly string[]): Pro
     while (next < web.length) {
       const subject = web[next++]!;
       // Today's evidence only: an older answer standing in for a spent lookup budget is not what the endpoints say now.
-      const found = await ctx.deps.discover(subject, { freshOnly: true });
+      // The caller's share of the domain's budget too: one client cannot spend it all (domain/discovery/lookup_budget.ts).
+      const found = await ctx.deps.discover(subject, { freshOnly: true, client });
       if (!found.ok) {
         invalid = subject;
         continue;
@@ -105,7 +106,7 @@ export async function readSubjectEvidence(
     if (!address.ok) return fail("INVALID_DID", `${s} is not a valid DID`);
     bySubjectAddress.set(address.value.toLowerCase(), s);
   }
-  const endpointRead = endpoints(ctx, subjects);
+  const endpointRead = endpoints(ctx, subjects, options.client);
   const head = await ctx.index.latestBlock();
   if (!head.ok) return fail("NETWORK_ERROR", CHAIN_FAILED);
   const block = head.value;

@@ -2,7 +2,7 @@
 import type { AttestationIndex } from "../../ports/attestation_index.ts";
 import type { Clock } from "../../ports/clock.ts";
 import type { TrustAnchors } from "../../ports/trust_anchors.ts";
-import type { DiscoverControllers, DiscoveryRecord, LookupJwks } from "../discovery/mod.ts";
+import type { DiscoverControllers, DiscoveryRecord, LookupClient, LookupJwks } from "../discovery/mod.ts";
 import type { AsOf } from "../index/mod.ts";
 import type { Result } from "../result.ts";
 import type { BindingEvidence, KeyStatusValue, TrustLevel, WitnessEvidence } from "./key_rules.ts";
@@ -36,9 +36,15 @@ export type KeyStatusCode = "INVALID_INPUT" | "INVALID_DID" | "UNSUPPORTED_CHAIN
 
 /**
  * Key status of one key for one subject, `at` in Unix seconds (a number or a decimal string; default now). The
- * use case other code calls, e.g. a receipt verifier asking about the receipt's `issuedAt`.
+ * use case other code calls, e.g. a receipt verifier asking about the receipt's `issuedAt`. `client`: whose share of
+ * the subject domain's lookup budget the endpoint evidence also takes (the route's and the MCP tool's caller).
  */
-export type KeyStatus = (subjectDid: string, keyDid: string, at?: number | string | undefined) => Promise<Result<KeyStatusRecord, KeyStatusCode>>;
+export type KeyStatus = (
+  subjectDid: string,
+  keyDid: string,
+  at?: number | string | undefined,
+  options?: LookupClient,
+) => Promise<Result<KeyStatusRecord, KeyStatusCode>>;
 
 /** The verdict for each key of each subject, now (the account's key list). */
 export type KeyTrustMany = (
@@ -72,7 +78,7 @@ export type SubjectEvidence = {
 /** The evidence of each subject, read from the index (pinned to its head) and the endpoints. */
 export type ReadSubjectEvidence = (
   subjects: readonly string[],
-  options?: {
+  options?: LookupClient & {
     /** Also read the bindings these attesters wrote (addresses), for rules that can show their control otherwise (§25's transfer proofs). */
     readonly alsoBindingsFrom?: readonly string[] | undefined;
   },

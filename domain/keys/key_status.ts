@@ -15,7 +15,7 @@
  * could not be read when it would have mattered (the key not found among the sources that answered).
  */
 import { isSameControllerId } from "../did/mod.ts";
-import { liveControllerEvidence } from "../discovery/mod.ts";
+import { liveControllerEvidence, type LookupClient } from "../discovery/mod.ts";
 import { fail, ok } from "../result.ts";
 import { bindingEnd, evaluateKeyTrust, type KeyStatusValue, type TrustLevel } from "./key_rules.ts";
 import { readAt, readKeyDid, readSubjectDid } from "./key_inputs.ts";
@@ -39,7 +39,7 @@ const ENDPOINT_FAILED = "The subject's endpoint evidence could not be read; noth
 export function createKeyTrust(deps: KeyStatusDeps): { readonly status: KeyStatus; readonly many: KeyTrustMany; readonly evidence: ReadSubjectEvidence } {
   const ctx: KeyTrustContext = { deps, index: deps.index, trustAnchors: deps.trustAnchors, chainId: deps.index.chainId, schemaStrings: new Map() };
   const evidence: ReadSubjectEvidence = (subjects, options = {}) => readSubjectEvidence(ctx, subjects, options);
-  const status: KeyStatus = (subjectInput, keyInput, atInput) => keyStatus(ctx, evidence, [subjectInput, keyInput, atInput]);
+  const status: KeyStatus = (subjectInput, keyInput, atInput, options) => keyStatus(ctx, evidence, [subjectInput, keyInput, atInput, options]);
   const many: KeyTrustMany = (subjectDids, keyDids) => keyTrustMany(ctx, evidence, [subjectDids, keyDids]);
   return { status, many, evidence };
 }
@@ -53,7 +53,7 @@ export function createKeyStatus(deps: KeyStatusDeps): KeyStatus {
 async function keyStatus(
   ctx: KeyTrustContext,
   evidence: ReadSubjectEvidence,
-  [subjectInput, keyInput, atInput]: Parameters<KeyStatus>,
+  [subjectInput, keyInput, atInput, options = {}]: Parameters<KeyStatus>,
 ): ReturnType<KeyStatus> {
   const subjectDid = readSubjectDid(subjectInput);
   if (!subjectDid.ok) return subjectDid;
@@ -62,9 +62,10 @@ async function keyStatus(
   const nowSeconds = Math.floor(ctx.deps.clock.nowMs() / 1000);
   const at = readAt(atInput, nowSeconds);
   if (!at.ok) return at;
-  const read = await evidence([subjectDid.value]);
+  const lookup = { client: options.client };
+  const read = await evidence([subjectDid.value], lookup);
   if (!read.ok) return read;
-  const e = await withJwkEvidence(ctx, read.value.get(subjectDid.value)!, subjectDid.value, keyDid.value);
+  const e = await withJwkEvidence(ctx, read.value.get(subjectDid.value)!, subjectDid.value, keyDid.value, lookup);
   if (!endpointDecided(e, keyDid.value)) return fail("NETWORK_ERROR", ENDPOINT_FAILED);
   const trust = evaluateKeyTrust({ subjectDid: subjectDid.value, keyDid: keyDid.value, at: BigInt(at.value), chainId: ctx.chainId, ...e });
   const sources = [...new Set(e.endpointKeys.filter((k) => isSameControllerId(k, keyDid.value)).flatMap((k) => e.endpointSources.get(k) ?? []))];
@@ -117,12 +118,12 @@ async function keyTrustMany(
  * A did:jwk key named by the endpoints the ways only a did:jwk can be (decisions §25): a `jkt=` thumbprint in DNS TXT,
  * or the domain's JWK Set. The key then counts as an endpoint key with those sources; other keys are unchanged.
  */
-async function withJwkEvidence(ctx: KeyTrustContext, e: SubjectEvidence, subjectDid: string, keyDid: string): Promise<SubjectEvidence> {
+async function withJwkEvidence(ctx: KeyTrustContext, e: SubjectEvidence, subjectDid: string, keyDid: string, lookup: LookupClient): Promise<SubjectEvidence> {
   if (!keyDid.startsWith("did:jwk:") || e.endpointRecord === undefined || e.endpointKeys.some((k) => isSameControllerId(k, keyDid))) return e;
   let live = liveControllerEvidence(keyDid, e.endpointRecord);
   let jwksUnavailable = false;
   if (live.methods.length === 0 && ctx.deps.jwks !== undefined) {
-    const jwks = await ctx.deps.jwks(subjectDid);
+    const jwks = await ctx.deps.jwks(subjectDid, lookup);
     live = liveControllerEvidence(keyDid, undefined, jwks);
     jwksUnavailable = jwks.status === "unavailable";
   }

@@ -1,10 +1,11 @@
 import { Elysia } from "elysia";
 import { type ArtifactTrust, INVALID_ARTIFACT_DID_MESSAGE } from "../../domain/artifact_trust/mod.ts";
 import type { Logger } from "../../ports/logger.ts";
+import type { ClientAddressOf } from "../../ports/request_context.ts";
 import { errorBody, headersOf, json, statusOf } from "../errors.ts";
 import { type AnswerKey, answerOf, type IndexAnswerCache, indexAnswer } from "../index_answer_cache.ts";
 import { REQUEST_MODELS, ArtifactTrustRecordModel, type RouteDoc } from "../models.ts";
-import { compileRequestCheck, queryOf, requestDetail } from "./request.ts";
+import { clientKeyFor, compileRequestCheck, queryOf, requestDetail } from "./request.ts";
 import { CACHE } from "../http_cache.ts";
 import { err } from "../route_responses.ts";
 import { chainKey, chainMessage, type PerChain, readsFor } from "../chain_reads.ts";
@@ -13,6 +14,8 @@ import { chainKey, chainMessage, type PerChain, readsFor } from "../chain_reads.
 export type ArtifactTrustRoutesDeps = {
   readonly artifactTrust: ArtifactTrust;
   readonly log: Logger;
+  /** The client's address: its share of each party domain's lookup budget is what the live check may spend. */
+  readonly clientAddress?: ClientAddressOf | undefined;
   /** Whole answers kept per index generation (http/index_answer_cache.ts); absent: every read computed. */
   readonly answers?: IndexAnswerCache | undefined;
   /** Each served chain's reads (decisions §30), picked by the request's `chain`; absent (a route built alone): the ones above. */
@@ -59,7 +62,10 @@ export function artifactTrustRoutes(deps: ArtifactTrustRoutesDeps) {
     const { artifactTrust, answers } = picked.reads;
     const compute = async () => {
       // The record names its chain itself (the index it was read from).
-      const result = await artifactTrust(query.artifactDid);
+      // The client's share of each party domain's lookup budget too (domain/discovery/lookup_budget.ts); a route built
+      // without the client's address (tests) asks as no client.
+      const client = deps.clientAddress === undefined ? undefined : clientKeyFor(deps.clientAddress, request);
+      const result = await artifactTrust(query.artifactDid, { client });
       // Its ETag is weak, over the answer without asOf: the same across polls while the answer is (decisions §21).
       if (result.ok) return indexAnswer(result.value);
       if (statusOf(result.code) >= 500) deps.log.warn("artifact_trust_failed", { code: result.code, reason: result.message, chain: picked.chain?.caip2 });

@@ -140,9 +140,11 @@ export function controllerAuthorizationRoutes(deps: ControllerAuthorizationRoute
     const { authorize, answers } = picked.reads;
     const query = queryOf(request.url);
     if (!authorizationQuery.check(query)) return json(errorBody("INVALID_INPUT", authorizationQuery.explain(query)), 400);
-    const turn = deps.clientRate.take(clientKeyFor(deps.clientAddress, request));
+    const client = clientKeyFor(deps.clientAddress, request);
+    const turn = deps.clientRate.take(client);
     if (!turn.allowed) return limited(turn.retryAfterSeconds);
-    const compute = () => bounded("controller_authorization_failed", () => authorize(query), picked);
+    // The client's share of the subject domain's lookup budget too (domain/discovery/lookup_budget.ts).
+    const compute = () => bounded("controller_authorization_failed", () => authorize(query, { client }), picked);
     try {
       // Live evidence may be part of the answer: kept at most a poll and DISCOVERY_CACHE_SECONDS (see the cache).
       const key = {
@@ -162,10 +164,11 @@ export function controllerAuthorizationRoutes(deps: ControllerAuthorizationRoute
     if (resolve === undefined) return json(errorBody("NOT_FOUND", "Not found"), 404);
     const query = queryOf(request.url);
     if (!didUrlQuery.check(query)) return json(errorBody("INVALID_INPUT", didUrlQuery.explain(query)), 400);
-    const turn = deps.clientRate.take(clientKeyFor(deps.clientAddress, request));
+    const client = clientKeyFor(deps.clientAddress, request);
+    const turn = deps.clientRate.take(client);
     if (!turn.allowed) return limited(turn.retryAfterSeconds);
     try {
-      return answerOf(await bounded("did_url_resolve_failed", () => resolve(query.didUrl)));
+      return answerOf(await bounded("did_url_resolve_failed", () => resolve(query.didUrl, { client })));
     } catch (error) {
       deps.log.error("did_url_resolve_error", { error: error instanceof Error ? error.message : String(error) });
       return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);

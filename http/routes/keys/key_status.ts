@@ -92,14 +92,16 @@ export function keyStatusRoutes(deps: KeyStatusRoutesDeps) {
     const { keyStatus, answers } = picked.reads;
     const query = queryOf(request.url);
     if (!statusQuery.check(query)) return json(errorBody("INVALID_INPUT", statusQuery.explain(query)), 400);
-    const turn = deps.clientRate.take(clientKeyFor(deps.clientAddress, request));
+    const client = clientKeyFor(deps.clientAddress, request);
+    const turn = deps.clientRate.take(client);
     if (!turn.allowed) return limited(turn.retryAfterSeconds);
     // The in-flight bound counts lookups (a kept answer is none): it is taken only when one runs.
     const compute = async () => {
       if (inFlight >= deps.maxInFlight) return { ok: false as const, response: limited(1) };
       inFlight++;
       try {
-        const result = await keyStatus(query.subjectDid, query.keyDid, query.at);
+        // The client's share of the subject domain's lookup budget too (domain/discovery/lookup_budget.ts).
+        const result = await keyStatus(query.subjectDid, query.keyDid, query.at, { client });
         // Its ETag is weak, over the answer without asOf and the times it was evaluated at (`at`, now when the query
         // omits it; when the endpoints were read): the same across polls while the answer is (decisions §21).
         if (result.ok) {

@@ -211,7 +211,7 @@ function readTools(deps: McpToolDeps): ToolDefinition[] {
       inputSchema: ArtifactInput,
       outputSchema: ArtifactTrustRecordModel,
       readOnly: true,
-      async run(args) {
+      async run(args, caller) {
         // The route's codes: no artifactDid is INVALID_DID, a bad chain or another argument INVALID_INPUT (was INVALID_DID).
         const did = (args as { artifactDid?: unknown } | null)?.artifactDid;
         if (typeof did !== "string" || did === "") return { ok: false, code: "INVALID_DID", message: INVALID_ARTIFACT_DID_MESSAGE, details: "artifactDid is required" };
@@ -219,8 +219,8 @@ function readTools(deps: McpToolDeps): ToolDefinition[] {
         if (!input.ok) return input;
         const on = chainReads(deps, input.value.chain, "artifactTrust");
         if (!on.ok) return on;
-        // The record names its chain itself.
-        const result = await on.reads.artifactTrust!(input.value.artifactDid);
+        // The record names its chain itself; the caller's share of each domain's lookup budget is spent (lookup_budget.ts).
+        const result = await on.reads.artifactTrust!(input.value.artifactDid, { client: caller.clientKey });
         return result.ok ? answered(result.value) : failed(result);
       },
     },
@@ -301,7 +301,7 @@ function readTools(deps: McpToolDeps): ToolDefinition[] {
         if (!turn.allowed) return { ok: false, code: "RATE_LIMITED", message: `Too many key-status lookups; try again in ${turn.retryAfterSeconds} s` };
         const on = chainReads(deps, input.value.chain, "keyStatus");
         if (!on.ok) return on;
-        const result = await on.reads.keyStatus!(input.value.subjectDid, input.value.keyDid, input.value.at);
+        const result = await on.reads.keyStatus!(input.value.subjectDid, input.value.keyDid, input.value.at, { client: caller.clientKey });
         return result.ok ? answered(withChain(result.value, on.answer)) : failed(result);
       },
     },
@@ -325,7 +325,7 @@ function authorizationTool(deps: McpToolDeps, authorize: NonNullable<McpToolDeps
       const { subjectDid, controllerDid, purpose, at, chain } = input.value;
       const on = chainReads({ ...deps, controllerAuthorization: authorize }, chain, "controllerAuthorization");
       if (!on.ok) return on;
-      const result = await on.reads.controllerAuthorization!({ subjectDid, controllerDid, purpose: purpose?.join(","), at: at === undefined ? undefined : String(at) });
+      const result = await on.reads.controllerAuthorization!({ subjectDid, controllerDid, purpose: purpose?.join(","), at: at === undefined ? undefined : String(at) }, { client: caller.clientKey });
       return result.ok ? answered(withChain(result.value, on.answer)) : failed(result);
     },
   };

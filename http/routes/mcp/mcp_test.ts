@@ -139,6 +139,21 @@ describe("createMcpEndpoint()", () => {
     expect((await call("resolve_identities", { identifiers: ["did:web:a.test"] })).structuredContent).toMatchObject({ identities: [{ canonical: "did:web:a.test" }] });
   });
 
+  test("the verification tools look endpoints up as their caller: its share of a domain's lookup budget, as the routes'", async () => {
+    const clients: unknown[] = [];
+    const tools = createTools(fakeTools({
+      keyStatusRate: createRateLimiter(fakeClock(), { capacity: 10, perMinute: 10 }),
+      keyStatus: (_s, _k, _at, options) => (clients.push(options?.client), Promise.resolve(fail("NETWORK_ERROR", "down"))),
+      artifactTrust: (_did, options) => (clients.push(options?.client), Promise.resolve(fail("NETWORK_ERROR", "down"))),
+      controllerAuthorization: (_request, options) => (clients.push(options?.client), Promise.resolve(fail("NETWORK_ERROR", "down"))),
+    }), { withAccountTools: false });
+    const run = (name: string, args: Record<string, unknown>) => tools.find((t) => t.name === name)!.run(args, { clientKey: "203.0.113.7" });
+    await run("key_status", { subjectDid: "did:web:a.test", keyDid: "did:key:z6Mk" });
+    await run("check_artifact_trust", { artifactDid: "did:artifact:a" });
+    await run("controller_authorization", { subjectDid: "did:web:a.test", controllerDid: "did:pkh:eip155:1:0x00000000000000000000000000000000000000b2" });
+    expect(clients).toEqual(["203.0.113.7", "203.0.113.7", "203.0.113.7"]);
+  });
+
   test("list_attestations takes the routes' one subject rule (issue 43): whitespace, a control character, a did:web naming no domain is INVALID_DID", async () => {
     const attestationList = createListAttestations({
       reads: fakeAttestationIndex(), store: fakeIndexStore(), schemaUids: {}, startBlock: 0n, cursorKey: new Uint8Array(32),
