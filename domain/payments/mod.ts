@@ -62,7 +62,6 @@ export {
   nonceAlreadyUsed,
   type RefusedPayment,
   type SettledOnChain,
-  UNCONFIRMED_NONCE_USE,
 } from "./x402_settled_on_chain.ts";
 export { didKeyToJwk, jwkToDidKey } from "./did_key.ts";
 export { base58btcEncode } from "../did/mod.ts";

@@ -86,15 +86,14 @@ export function paymentReplayKey(input: { readonly network: string; readonly ass
 /**
  * Settlement failures the payer causes between the verification and the settlement: its authorization's nonce used
  * (`cancelAuthorization`, or spent elsewhere; a nonce the payment itself used is settled, see
- * x402_settled_on_chain.ts, and one whose use the chain could not show is `authorization_use_unconfirmed`), its
- * balance moved away, the transfer's simulation or transaction failing on the state it changed, and its signature
- * refused at settlement after it passed verification (`invalid_exact_evm_signature`: a contract wallet whose ERC-1271
- * check the payer turned off in between). Anything else (the facilitator unreachable, its own state or receipt wait failing,
+ * x402_settled_on_chain.ts), its balance moved away, the transfer's simulation or transaction failing on the state it
+ * changed. Not a signature refused at settlement (`invalid_exact_evm_signature`): the official facilitator answers it
+ * when its own `eth_getCode` read fails, so an honest payer would be shut out by the facilitator's trouble. Anything else (the facilitator unreachable, its own state or receipt wait failing,
  * `settlement_pending`, an authorization that ran out while the service held the work, a reason this code does not
  * know) is not held against the payer: a false refusal shuts a paying client out.
  */
 function payersDoing(reason: string): boolean {
-  return /nonce_already_used|insufficient_(balance|funds)|transaction_simulation_failed|transaction_failed|^invalid_exact_evm_signature$/.test(reason);
+  return /nonce_already_used|insufficient_(balance|funds)|transaction_simulation_failed|transaction_failed/.test(reason);
 }
 
 /**

@@ -9,14 +9,14 @@
  * So the chain is asked what the nonce did: used by a call that moved at least the price from the payer to payTo (the
  * token's `Transfer` of the same call) means the payment landed: it is settled, with that transaction. Cancelled, or
  * used for another transfer (a second authorization the payer signed with the same nonce), is the payer's doing and
- * keeps the facilitator's reason. When the chain cannot be read (or shows neither), the failure stands under
- * {@link UNCONFIRMED_NONCE_USE}, which is not held against the payer.
+ * keeps the facilitator's reason. A front-run usually shows as the facilitator's own transaction reverting
+ * (`…transaction_failed`, mined after the other's), so those refusals are checked too. When the chain cannot be read
+ * (a network the service does not read, a node behind, a provider's error) or shows neither, the facilitator's reason
+ * stands as it was: a review found a softer answer there ("not held") let a payer whose X402_NETWORK the service does
+ * not read cancel after every write and never be refused.
  */
 import type { AuthorizationUses } from "../../ports/payments.ts";
 import type { Settlement } from "./x402_payments.ts";
-
-/** The reason of a settlement refused for a used nonce whose use the chain could not show: not the payer's doing. */
-export const UNCONFIRMED_NONCE_USE = "authorization_use_unconfirmed";
 
 /** The payment whose settlement was refused: its terms and its authorization. */
 export type RefusedPayment = {
@@ -31,9 +31,12 @@ export type RefusedPayment = {
   readonly nonce: string;
 };
 
-/** Whether a refusal names a used nonce (cancelled, or used by anyone), as facilitators word it. */
+/**
+ * Whether a refusal may hide the payment landed by another's transaction: a used nonce (cancelled, or used by anyone),
+ * or the facilitator's transfer failing (its transaction mined after a front-run's, or simulated on the state after it).
+ */
 export function nonceAlreadyUsed(reason: string): boolean {
-  return /nonce_already_used/.test(reason);
+  return /nonce_already_used|transaction_failed|transaction_simulation_failed/.test(reason);
 }
 
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
@@ -47,7 +50,7 @@ export function createSettledOnChain(deps: { readonly uses: AuthorizationUses })
     if (!nonceAlreadyUsed(failure.reason)) return failure;
     const use = await deps.uses.useOf({ network: payment.network, asset: payment.asset, authorizer: payment.payer, nonce: payment.nonce })
       .catch(() => undefined);
-    if (use === undefined || use.kind === "not_found") return { ok: false, reason: UNCONFIRMED_NONCE_USE };
+    if (use === undefined || use.kind === "not_found") return failure;
     if (use.kind === "canceled") return failure;
     const t = use.transfer;
     const paid = t !== undefined && same(t.from, payment.payer) && same(t.to, payment.payTo) && t.value >= BigInt(payment.amount);

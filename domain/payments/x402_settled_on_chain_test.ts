@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { AuthorizationUse, AuthorizationUses } from "../../ports/payments.ts";
-import { createSettledOnChain, UNCONFIRMED_NONCE_USE } from "./x402_settled_on_chain.ts";
+import { createSettledOnChain } from "./x402_settled_on_chain.ts";
 import { owesForWork } from "./x402_payments.ts";
 
 const PAYER = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
@@ -43,12 +43,21 @@ describe("createSettledOnChain()", () => {
     }
   });
 
-  test("a chain that cannot be read (or shows no use) keeps the failure, under a reason not held against the payer", async () => {
+  test("a chain that cannot be read (or shows no use) keeps the facilitator's reason, held against the payer as before", async () => {
+    // A diff review: answered as "not held" here, a payer whose X402_NETWORK the service does not read cancelled after
+    // every write and was never refused.
     for (const use of [undefined, { kind: "not_found" } as const, new Error("node down")]) {
       const { check } = chainSaying(use);
       const settled = await check(payment, USED);
-      expect(settled).toEqual({ ok: false, reason: UNCONFIRMED_NONCE_USE });
-      expect(await owesForWork({ failedSettlements: () => Promise.resolve([UNCONFIRMED_NONCE_USE]) }, PAYER)).toBe(false);
+      expect(settled).toEqual(USED);
+      expect(await owesForWork({ failedSettlements: () => Promise.resolve([settled.ok ? "" : settled.reason]) }, PAYER)).toBe(true);
+    }
+  });
+
+  test("the facilitator's transaction reverting after a front-run's is checked too: the price paid to payTo is settled", async () => {
+    const { check } = chainSaying({ kind: "used", transaction: TX, transfer: { from: PAYER, to: PAY_TO, value: 10_000n } });
+    for (const reason of ["invalid_exact_evm_transaction_failed", "invalid_exact_evm_transaction_simulation_failed"]) {
+      expect(await check(payment, { ok: false, reason })).toEqual({ ok: true, transaction: TX });
     }
   });
 
