@@ -47,6 +47,14 @@ const claim = async (key: Hex, party = PARTY, artifact = ARTIFACT) =>
 const bind = (key: Hex, keyId: string, party = PARTY, expiresAt = 0n) =>
   write(key, "key-binding", { subject: party, keyId, publicKeyJwk: "", keyPurpose: ["assertionMethod"], proofs: [], issuedAt: 0n, effectiveAt: 0n, expiresAt }, addressOf(party));
 
+/** The approved witness issuer witnesses each key as a controller of `party`; then the chain's clock moves past it. */
+async function witnessed(party: string, keys: readonly Hex[]) {
+  for (const key of keys) {
+    await write(stack.devnet.keys.witness as Hex, "controller-witness", { subject: party, controller: pkh(key), method: "dns-txt", observedAt: 1n }, addressOf(party));
+  }
+  await afterChainSecond(writer.client, (await writer.client.getBlock({ blockTag: "latest" })).timestamp);
+}
+
 async function get(path: string) {
   const res = await fetch(`${stack.baseUrl}${path}`);
   return { status: res.status, body: await res.json() as Record<string, any> };
@@ -63,15 +71,10 @@ afterAll(async () => {
 
 describe("a controller cut off by a revoked key binding", () => {
   test("cannot bind itself or another key back in: its later claims stay out, key status says revoked, authorization stays closed", async () => {
-    const witnessKey = stack.devnet.keys.witness as Hex;
     const controller = stack.devnet.keys.users[4] as Hex;
     const owner = stack.devnet.keys.users[5] as Hex;
     // The approved witness issuer witnessed both; the owner bound the controller; a claim while it was bound.
-    for (const key of [owner, controller]) {
-      await write(witnessKey, "controller-witness", { subject: PARTY, controller: pkh(key), method: "dns-txt", observedAt: 1n }, addressOf(PARTY));
-    }
-    const witnessed = await writer.client.getBlock({ blockTag: "latest" });
-    await afterChainSecond(writer.client, witnessed.timestamp);
+    await witnessed(PARTY, [owner, controller]);
     const bound = await bind(owner, pkh(controller));
     await afterChainSecond(writer.client, bound.time);
     const before = await claim(controller);
@@ -108,13 +111,9 @@ describe("a controller cut off by a revoked key binding", () => {
   test("nor keep itself in by a binding of itself written before the cut (a stolen key's first move)", async () => {
     const party = "did:web:self-bound.test";
     const artifact = artifactDidFromDigest(sha256(stringToBytes("ats e2e binding cut, self-bound")));
-    const witnessKey = stack.devnet.keys.witness as Hex;
     const controller = stack.devnet.keys.users[2] as Hex;
     const owner = stack.devnet.keys.users[3] as Hex;
-    for (const key of [owner, controller]) {
-      await write(witnessKey, "controller-witness", { subject: party, controller: pkh(key), method: "dns-txt", observedAt: 1n }, addressOf(party));
-    }
-    await afterChainSecond(writer.client, (await writer.client.getBlock({ blockTag: "latest" })).timestamp);
+    await witnessed(party, [owner, controller]);
     const bound = await bind(owner, pkh(controller), party);
     await afterChainSecond(writer.client, bound.time);
     // The key is stolen; before anyone notices, it binds itself, while it still may.
@@ -143,13 +142,9 @@ describe("a controller cut off by a revoked key binding", () => {
     const party = "did:web:renewed.test";
     const artifact = artifactDidFromDigest(sha256(stringToBytes("ats e2e binding cut, renewed")));
     const other = keccak256(stringToBytes("ats e2e binding cut, renewed, second key"));
-    const witnessKey = stack.devnet.keys.witness as Hex;
     const controller = stack.devnet.keys.users[0] as Hex;
     const owner = stack.devnet.keys.users[1] as Hex;
-    for (const key of [owner, controller]) {
-      await write(witnessKey, "controller-witness", { subject: party, controller: pkh(key), method: "dns-txt", observedAt: 1n }, addressOf(party));
-    }
-    await afterChainSecond(writer.client, (await writer.client.getBlock({ blockTag: "latest" })).timestamp);
+    await witnessed(party, [owner, controller]);
     // The owner binds the controller for a few seconds (room for three writes on a loaded machine), and renews it
     // (with no end) before that runs out.
     const expiresAt = (await writer.client.getBlock({ blockTag: "pending" })).timestamp + 8n;

@@ -136,6 +136,16 @@ async function post(path: string, body: unknown, headers: Record<string, string>
   });
 }
 
+/** {@link post} while the facilitator's proxy behaves as `behaving`; it is back up after, whatever happened. */
+async function postWhile(behaving: typeof mode, path: string, body: unknown, headers: Record<string, string> = {}) {
+  mode = behaving;
+  try {
+    return await post(path, body, headers);
+  } finally {
+    mode = "up";
+  }
+}
+
 /**
  * The unpaid answer, then the payment header the agent builds for it (`tamper` changes the terms it signs). Decisions
  * §13 amended: the contract's paths answer an unpaid request without credentials 401 with the terms in
@@ -337,14 +347,9 @@ describe("paying with x402", () => {
     // A client that keys its writes (decisions §23): the 502 said nothing was done, so it was not kept for the key.
     // Kept, the retry it asks for replayed the 502 for the key's 24 hours.
     const header = { ...paid, "idempotency-key": `facilitator-down-${crypto.randomUUID()}` };
-    mode = "down";
-    try {
-      const answer = await post("/v1/controller-witness", witnessBody, header);
-      expect(answer.status).toBe(502);
-      expect(await answer.json()).toEqual({ error: "The payment facilitator is unavailable; nothing was charged", code: "FACILITATOR_UNAVAILABLE" });
-    } finally {
-      mode = "up";
-    }
+    const answer = await postWhile("down", "/v1/controller-witness", witnessBody, header);
+    expect(answer.status).toBe(502);
+    expect(await answer.json()).toEqual({ error: "The payment facilitator is unavailable; nothing was charged", code: "FACILITATOR_UNAVAILABLE" });
     expect(await witnessNonce()).toBe(witnessTxs);
     expect(await balance(payer)).toBe(before);
     // The authorization was never used: once the facilitator is back it pays for the witness.
@@ -361,13 +366,7 @@ describe("paying with x402", () => {
     const payer = privateKeyToAccount(key).address;
     const [before, payeeBefore] = [await balance(payer), await balance(payTo())];
     const { header } = await paymentFor(key, "/v1/controller-witness", witnessBody);
-    mode = "cancelBeforeSettle";
-    let answer: Response;
-    try {
-      answer = await post("/v1/controller-witness", witnessBody, header);
-    } finally {
-      mode = "up";
-    }
+    const answer = await postWhile("cancelBeforeSettle", "/v1/controller-witness", witnessBody, header);
     expect(answer.status).toBe(200);
     const written = await answer.json() as { uid: Hex; txHash: Hex };
     const attestation = await chain().readContract({ address: service.easAddress, abi: EAS_ABI, functionName: "getAttestation", args: [written.uid] });
@@ -412,13 +411,7 @@ describe("paying with x402", () => {
     dns.setTxt("_controllers.frontrun.test", [[`v=1;controller=did:pkh:eip155:31337:${controllerKey.address}`]]);
     const body = { subjectDid: "did:web:frontrun.test", controllerDid: witnessBody.controllerDid };
     const { header } = await paymentFor(key, "/v1/controller-witness", body);
-    mode = "frontRun";
-    let answer: Response;
-    try {
-      answer = await post("/v1/controller-witness", body, header);
-    } finally {
-      mode = "up";
-    }
+    const answer = await postWhile("frontRun", "/v1/controller-witness", body, header);
     expect(answer.status).toBe(200);
     const settlement = decodePaymentResponseHeader(answer.headers.get("payment-response")!);
     expect(settlement).toMatchObject({ success: true, transaction: frontRuns.at(-1) });
@@ -434,13 +427,7 @@ describe("paying with x402", () => {
     // The same on a plan purchase: the year is granted.
     const cookie = await signInCookie(service.url, key, { origin: APP });
     const plan = await paymentFor(key, "/api/private/subscriptions/x402", {}, { headers: { cookie } });
-    mode = "frontRun";
-    let bought: Response;
-    try {
-      bought = await post("/api/private/subscriptions/x402", {}, { cookie, ...plan.header });
-    } finally {
-      mode = "up";
-    }
+    const bought = await postWhile("frontRun", "/api/private/subscriptions/x402", {}, { cookie, ...plan.header });
     expect(bought.status).toBe(200);
     expect(decodePaymentResponseHeader(bought.headers.get("payment-response")!)).toMatchObject({ success: true, transaction: frontRuns.at(-1) });
     expect(await balance(payTo())).toBe(payeeBefore + PRICES.witness * 2n + PRICES.plan);
