@@ -27,6 +27,8 @@ import {
   type ListAttestations,
 } from "../domain/index/mod.ts";
 import type { AttestationIndex } from "../ports/attestation_index.ts";
+import type { Logger } from "../ports/logger.ts";
+import { caip2 } from "../domain/identity/mod.ts";
 import { INDEX_READER_HEADER, type IndexRunner, wireIndex } from "./index_follower.ts";
 
 export { CATCHING_UP_BLOCKS, INDEX_READER_HEADER, type IndexRunner, type IndexSettings, type IndexStatus, wireIndex } from "./index_follower.ts";
@@ -153,11 +155,19 @@ function followedChain(config: Pick<Config, "chains">, f: Foundation, chain: Ser
   };
 }
 
+/** `log` with the chain's CAIP-2 id in every line's fields. */
+function chainLogger(log: Logger, chainId: number): Logger {
+  const named = (write: Logger["info"]) => (event: string, fields?: Record<string, unknown>) => write(event, { chain: caip2(chainId), ...fields });
+  return { debug: named(log.debug), info: named(log.info), warn: named(log.warn), error: named(log.error) };
+}
+
 /** One chain's reads, follower and queries over the one database, its rows keyed by the chain. */
 async function wireChainIndex(config: Pick<Config, "chains" | "index" | "webhooks">, f: Foundation, followed: FollowedChain) {
   const { chainId, easAddress, startBlock } = followed;
   const chain = followed.config;
   const wsUrl = chain.wsUrl;
+  // Every line of this chain's follower names it (found by attack: with two chains, `index_follow_failed` did not say whose).
+  const log = chainLogger(f.log, chainId);
   const reads = (fetchFn: typeof fetch) =>
     createViemAttestationIndex({
       rpcUrl: followed.rpcUrl,
@@ -197,11 +207,11 @@ async function wireChainIndex(config: Pick<Config, "chains" | "index" | "webhook
     },
     clock: systemClock,
     keccak: f.keccak256.hex,
-    log: f.log,
+    log,
     metrics: f.metrics,
     heads: wsUrl === undefined
       ? undefined
-      : createWsNewHeads({ url: wsUrl, log: (event, fields) => (event === "index_ws_subscribed" ? f.log.info(event, fields) : f.log.warn(event, fields)) }),
+      : createWsNewHeads({ url: wsUrl, chainId, log: (event, fields) => (event === "index_ws_subscribed" ? log.info(event, fields) : log.warn(event, fields)) }),
   });
   // Each read gets its own pin of the index head; the queries' own state is none, so one is built per read.
   // The key of the list's cursors (issue 43): one secret of the deployment, made once and kept in the shared store, so a

@@ -7,7 +7,7 @@ import type { WrittenAttestation } from "../ports/attestation_index.ts";
 import { join } from "node:path";
 import { type Address, createPublicClient, type Hex, http } from "viem";
 import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
-import { createHttp1Post, createViemEas, type Http1Post, http1Serves, type ViemEas } from "../adapters/chain/mod.ts";
+import { createHttp1Post, createViemEas, type Http1Post, http1Serves, type ViemEas, wsChainId } from "../adapters/chain/mod.ts";
 import { loadSecp256k1, openKeccak256 } from "../adapters/crypto/mod.ts";
 import type { Keccak256 } from "../ports/keccak.ts";
 import type { Secp256k1 } from "../ports/secp256k1.ts";
@@ -146,6 +146,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
     checkAnchoredChains(config.chains, trustAnchors);
     const { chainId, chain } = await checkChain(rpcUrl, trustAnchors, served, config.chains.rpcUrlChainId);
     await checkOtherChains(config.chains, served, trustAnchors, devnet);
+    await checkWsUrls(config.chains, chainId);
     // The embedded devnet's own keys sign for the roles the config leaves without one.
     if (devnet !== undefined && (signers.delegate === undefined || signers.witness === undefined)) {
       // Opened again with them (once per start, on the devnet): the first sessions are closed, not left open.
@@ -244,6 +245,21 @@ async function checkOtherChains(chains: ChainsConfig, served: ChainConfig, trust
     if (url === undefined) throw new StartupError(`CHAINS_FILE: no node for ${chain.caip2}`);
     if (chain.role === "attestations") await checkChain(url, trustAnchors, chain);
     else await chainIdOf(createPublicClient({ transport: http(url, { retryCount: 2, timeout: 10_000 }) }), chain);
+  }));
+}
+
+/**
+ * Every chain's `wsUrl` (`RPC_WS_URL` for the default one) answers that chain's id (decisions §30), as its rpcUrl must:
+ * a WebSocket endpoint of another chain's node gave its heads as this chain's, which froze this chain's index while
+ * /readyz said ready. The follower checks it again on each connection (adapters/chain/ws_new_heads.ts).
+ */
+async function checkWsUrls(chains: ChainsConfig, defaultChainId: number): Promise<void> {
+  await Promise.all(chains.list.filter((chain) => chain.wsUrl !== undefined).map(async (chain) => {
+    const meant = chain.chainId ?? defaultChainId;
+    const name = chain.chainId === undefined ? "RPC_WS_URL" : `the wsUrl of ${chain.caip2}`;
+    const answered = await wsChainId(chain.wsUrl!, 10_000);
+    if (answered === undefined) throw new StartupError(`${chain.chainId === undefined ? "" : "CHAINS_FILE: "}${name} does not answer eth_chainId`);
+    if (answered !== meant) throw new StartupError(`${chain.chainId === undefined ? "" : "CHAINS_FILE: "}${name} answers chain ${answered}, not eip155:${meant}`);
   }));
 }
 

@@ -81,14 +81,18 @@ test("a transaction on the proof chain: confirmed through that chain's own RPC, 
   expect(three.chains.map((c) => three.calls(c.chainId))).toEqual(calls);
 }, 60_000);
 
-test("a chains file whose rpcUrl reaches another chain's node stops the start with one line naming the chain", async () => {
-  const [a, , proof] = three.chains;
+test("a chains file whose rpcUrl or wsUrl reaches another chain's node stops the start with one line naming the chain", async () => {
+  const [a, b, proof] = three.chains;
+  const ws = (chain: { nodeUrl: string }) => chain.nodeUrl.replace(/^http/, "ws");
   // Before, the service started and /readyz said ready: chain A's attestations and transactions were served as
   // eip155:31338's and eip155:31339's (the devnets share one EAS address, so nothing downstream noticed).
   const cases: [object[], string][] = [
     [[{ caip2: "eip155:31337", rpcUrl: a.rpcUrl, role: "attestations" }, { caip2: "eip155:31338", rpcUrl: a.rpcUrl, role: "attestations" }], "CHAINS_FILE: the rpcUrl of eip155:31338 answers chain 31337"],
     [[{ caip2: "eip155:31337", rpcUrl: a.rpcUrl, role: "attestations" }, { caip2: "eip155:31339", rpcUrl: a.rpcUrl, role: "proofs" }], "CHAINS_FILE: the rpcUrl of eip155:31339 answers chain 31337"],
     [[{ caip2: "eip155:31337", rpcUrl: a.rpcUrl, role: "attestations" }, { caip2: "eip155:31338", rpcUrl: proof.rpcUrl, role: "attestations" }], "CHAINS_FILE: the rpcUrl of eip155:31338 answers chain 31339"],
+    // A wsUrl on another chain's node (found by attack): its heads were taken as this chain's and froze its index.
+    [[{ caip2: "eip155:31337", rpcUrl: a.rpcUrl, role: "attestations" }, { caip2: "eip155:31338", rpcUrl: b.rpcUrl, wsUrl: ws(a), role: "attestations" }], "CHAINS_FILE: the wsUrl of eip155:31338 answers chain 31337, not eip155:31338"],
+    [[{ caip2: "eip155:31337", rpcUrl: a.rpcUrl, wsUrl: ws(proof), role: "attestations" }, { caip2: "eip155:31338", rpcUrl: b.rpcUrl, role: "attestations" }], "CHAINS_FILE: the wsUrl of eip155:31337 answers chain 31339, not eip155:31337"],
   ];
   for (const [chains, line] of cases) {
     const file = join(dir, `chains-${crypto.randomUUID()}.json`);

@@ -9,7 +9,7 @@ export { createViemOwnershipChain } from "./viem_ownership_chain.ts";
 export { createViemAuthorizationUses } from "./viem_authorization_uses.ts";
 export { createViemPayerBalances } from "./viem_payer_balances.ts";
 export * from "./viem_witness.ts";
-export { createWsNewHeads } from "./ws_new_heads.ts";
+export { createWsNewHeads, wsChainId } from "./ws_new_heads.ts";
 export { createViemTxReceiptReader } from "./viem_receipts.ts";
 export { signEip1559Digest } from "./eip1559.ts";
 export { createHttp1Post, type Http1Post, http1Serves } from "./http1_post.ts";
