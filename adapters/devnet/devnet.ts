@@ -145,6 +145,11 @@ export const ANVIL_DEV_ADDRESSES: ReadonlySet<string> = new Set([
 
 /** The chain name the devnet announces in its trust anchors. */
 export const DEVNET_CHAIN_NAME = "ATS Devnet";
+/**
+ * The name of the second chain of a two-chain devnet (`DEVNET_CHAINS=2`, its chain id {@link DEVNET_SECOND_CHAIN_ID}):
+ * with one name for both, a write's answer (`chain`) and the console's chain picker could not tell them apart.
+ */
+export const DEVNET_SECOND_CHAIN_NAME = "ATS Devnet 2";
 
 const DEFAULT_CHAIN_ID = 31337;
 /** The chain id of the devnet's second chain (`DEVNET_CHAINS=2`). */
@@ -169,8 +174,9 @@ export async function startDevnet(options: DevnetOptions): Promise<Devnet> {
   const witness = options.witnessPrivateKey ?? delegate;
   mkdirSync(options.dataDir, { recursive: true });
   const trustAnchorsPath = join(options.dataDir, "trust-anchors.json");
-  const common: Omit<DevnetChainOptions, "chainId" | "dataDir" | "port"> = {
-    chainName: DEVNET_CHAIN_NAME,
+  const twoChains = (options.chains ?? 1) === 2;
+  const nameOf = (id: number) => (twoChains && id === DEVNET_SECOND_CHAIN_ID ? DEVNET_SECOND_CHAIN_NAME : DEVNET_CHAIN_NAME);
+  const common: Omit<DevnetChainOptions, "chainId" | "dataDir" | "port" | "chainName"> = {
     persist: options.persist ?? true,
     checkpointIntervalMs: options.checkpointIntervalMs ?? 2_000,
     host: options.host,
@@ -185,22 +191,22 @@ export async function startDevnet(options: DevnetOptions): Promise<Devnet> {
     binaryDir: join(options.dataDir, "bin"),
     log,
   };
-  const runs: DevnetChainRun[] = [await startDevnetChain({ ...common, chainId, dataDir: options.dataDir, port: options.port })];
+  const runs: DevnetChainRun[] = [await startDevnetChain({ ...common, chainName: nameOf(chainId), chainId, dataDir: options.dataDir, port: options.port })];
   const stop = async () => {
     await Promise.all(runs.map((run) => run.stop()));
   };
   try {
-    if ((options.chains ?? 1) === 2) {
+    if (twoChains) {
       const secondId = chainId === DEVNET_SECOND_CHAIN_ID ? DEFAULT_CHAIN_ID : DEVNET_SECOND_CHAIN_ID;
       const port = options.port === undefined || options.port === 0 ? undefined : options.port + 1;
-      runs.push(await startDevnetChain({ ...common, chainId: secondId, dataDir: join(options.dataDir, `chain-${secondId}`), port }));
+      runs.push(await startDevnetChain({ ...common, chainName: nameOf(secondId), chainId: secondId, dataDir: join(options.dataDir, `chain-${secondId}`), port }));
     }
     const chains = runs.map(describeChain);
     const first = runs[0]!.record;
     writeTrustAnchorsIfChanged(
       trustAnchorsPath,
       devnetTrustAnchors({
-        chains: chains.map((c) => ({ chainId: c.chainId, chainName: DEVNET_CHAIN_NAME, easAddress: c.easAddress, schemas: announced(c.schemaUids) })),
+        chains: chains.map((c) => ({ chainId: c.chainId, chainName: nameOf(c.chainId), easAddress: c.easAddress, schemas: announced(c.schemaUids) })),
         witnessAddress: options.witnessAddress === undefined ? privateKeyToAccount(witness).address : getAddress(options.witnessAddress),
         witnessLabel: "ATS Devnet Witness",
         validFrom: first.deployedAt,
@@ -216,7 +222,7 @@ export async function startDevnet(options: DevnetOptions): Promise<Devnet> {
     return {
       rpcUrl: primary.rpcUrl,
       chainId,
-      chainName: DEVNET_CHAIN_NAME,
+      chainName: nameOf(chainId),
       easAddress: primary.easAddress,
       schemaRegistryAddress: primary.schemaRegistryAddress,
       deployBlock: primary.deployBlock,

@@ -12,6 +12,7 @@ export {
   type Devnet,
   DEVNET_CHAIN_NAME,
   DEVNET_SECOND_CHAIN_ID,
+  DEVNET_SECOND_CHAIN_NAME,
   type DevnetChain,
   type DevnetOptions,
   readDevnetChains,

@@ -29,8 +29,10 @@ test("DEVNET_CHAINS=2: a second Anvil (31338) with its own EAS; the trust anchor
 
     const anchors = JSON.parse(readFileSync(devnet.trustAnchorsPath, "utf8")) as TrustAnchors;
     expect(Object.keys(anchors.chains)).toEqual(["eip155:31337", "eip155:31338"]);
+    // Each chain its own name (found by attack): with one name, writes' `chain` and the console's picker were ambiguous.
+    expect(devnet.chains.map((c) => anchors.chains[c.caip2]!.name)).toEqual(["ATS Devnet", "ATS Devnet 2"]);
     for (const chain of devnet.chains) {
-      expect(anchors.chains[chain.caip2]).toMatchObject({ name: "ATS Devnet", easContract: chain.easAddress });
+      expect(anchors.chains[chain.caip2]).toMatchObject({ easContract: chain.easAddress });
       expect(Object.keys(anchors.chains[chain.caip2]!.schemas)).not.toContain("linked-identifier-legacy");
     }
     expect(anchors.registries[0]!.issuers).toHaveLength(1);
