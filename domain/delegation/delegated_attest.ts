@@ -7,6 +7,7 @@ import { attestBatch, type DelegatedAttestBatch } from "./delegated_attest_batch
 import { type AttestSignature, type NormalizedSignature, parseAttestSignature } from "./signature.ts";
 import { sendOne } from "./_send_one.ts";
 import { cannotPay, duplicate, factoryCallFailedBefore, walletRefused } from "./_refusals.ts";
+import type { ReplayRecord } from "../../ports/replay_store.ts";
 
 export type {
   BatchNonces,
@@ -139,7 +140,9 @@ async function checkOffChain(ctx: AttestContext, body: unknown, caller: Delegate
   // the verdict once the chain's nonce is known (decisions §6 order).
   const clientSigner =
     request.clientNonce === undefined ? undefined : recoverSigner(ctx.signing, deps.eas, request, signature.normalized, request.clientNonce);
-  const known = await deps.replay.find(signature.normalized.hex);
+  // A record of another chain's EAS is not this request's (decisions §30): the signature's domain names that chain, so
+  // here it is checked as any other and refused as not the attester's, never answered with that chain's uid.
+  const known = await findOnChain(deps, signature.normalized.hex);
   if (known !== undefined) return duplicate(known);
   // Too close to be mined before it passes: refused before any RPC rather than sent to revert at the delegate's cost.
   // After the replay lookup: a signature on record answers with its outcome to the end (a resend told to sign again
@@ -209,7 +212,7 @@ async function checkOnChain(ctx: AttestContext, checked: Prechecked, caller: Del
     // record was verified when it was recorded: the answer is the first request's (decisions §6: 409 DUPLICATE if
     // a concurrent request got there first), never a mismatch. Storage only, and only on this refusal.
     if (verified.code === "ATTESTER_MISMATCH") {
-      const first = await deps.replay.find(signature.normalized.hex);
+      const first = await findOnChain(deps, signature.normalized.hex);
       if (first !== undefined) return duplicate(first);
     }
     return verified;
@@ -251,6 +254,12 @@ async function checkOnChain(ctx: AttestContext, checked: Prechecked, caller: Del
     return fail("DUPLICATE", "Another submission for this attester and nonce is already in flight");
   }
   return { request, call, key, ticket, delegate, simulatedAhead, deploy: verified.value.deploy, nonce: nonceRead.nonce, byContract: verified.value.byContract === true };
+}
+
+/** The replay record of `key` when it is of this chain's EAS: a signature's record is its chain's alone. */
+async function findOnChain(deps: Pick<DelegatedAttestDeps, "replay" | "eas">, key: string): Promise<ReplayRecord | undefined> {
+  const known = await deps.replay.find(key);
+  return known !== undefined && known.chainId === deps.eas.chainId ? known : undefined;
 }
 
 /**

@@ -218,6 +218,22 @@ describe("createDelegatedAttest()", () => {
     expect(env.delegate.sent).toHaveLength(1);
   });
 
+  test("a signature on record for another chain's EAS is not a DUPLICATE here: it is checked as any other (found by attack)", async () => {
+    const a = setup();
+    const body = await signedBody(a);
+    const written = await a.attest(body);
+    expect(written.ok).toBe(true);
+    // Chain B's relay over the one store; the body names no chain (it was routed to B's default), so only the record
+    // could tie it to A. Before, B answered 409 DUPLICATE with A's uid.
+    const b = setup({ replay: a.replay, eas: fakeEasReader({ chainId: 31338 }) });
+    const { chainId: _chainId, easContractAddress: _eas, ...unnamed } = body.prepared.delegatedRequest;
+    const answer = await b.attest({ ...body, prepared: { delegatedRequest: unnamed } });
+    expect(answer).toMatchObject({ ok: false, code: "ATTESTER_MISMATCH" });
+    expect(b.delegate.sent).toHaveLength(0);
+    // On its own chain the record still answers the resend.
+    expect(await a.attest(body)).toMatchObject({ ok: false, code: "DUPLICATE", details: written.ok ? written.value.uid : "" });
+  });
+
   test("a signature for an old nonce is ATTESTER_MISMATCH with NONCE_MOVED", async () => {
     const env = setup();
     env.eas.nonces.set(account.address.toLowerCase(), 1n);
