@@ -3,7 +3,8 @@
  * names the one it reads with `?chain=` (CAIP-2 or a decimal id; absent, the default chain). The routes pick that
  * chain's reads here and name it in their answer (`chain {chainId, caip2, easContract}`); a caller never names an RPC.
  */
-import { type ChainAnswer, chainAnswer, resolveChain, type ServedChain, type ServedChains } from "../domain/chains/mod.ts";
+import { type ChainAnswer, chainAnswer, namedChain, resolveChain, type ServedChain, type ServedChains } from "../domain/chains/mod.ts";
+import { fail, ok, type Result } from "../domain/result.ts";
 import { errorBody, json } from "./errors.ts";
 
 /** One capability's reads on each served chain: `on(chainId)` is undefined for a chain it is not read on. */
@@ -22,22 +23,28 @@ export type PickedChain<T> =
   | { readonly ok: true; readonly chain: ServedChain; readonly answer: ChainAnswer; readonly reads: T }
   | { readonly ok: false; readonly response: Response };
 
-/** The `chain` parameter of a URL: undefined when absent, an array when repeated. */
-export function chainParamOf(url: string): string | string[] | undefined {
+/**
+ * The chain a URL names (`chain`, or `chainId` as `GET /v1/nonce` takes it: both only for the same chain); undefined
+ * when it names none; INVALID_INPUT when either is repeated or the two differ.
+ */
+function chainParamOf(url: string): Result<string | undefined, "INVALID_INPUT"> {
   const start = url.indexOf("?");
-  if (start === -1) return undefined;
-  const values = new URLSearchParams(url.slice(start + 1).split("#", 1)[0]).getAll("chain");
-  return values.length === 0 ? undefined : values.length === 1 ? values[0] : values;
+  if (start === -1) return ok(undefined);
+  const params = new URLSearchParams(url.slice(start + 1).split("#", 1)[0]);
+  const chain = params.getAll("chain");
+  const chainId = params.getAll("chainId");
+  if (chain.length > 1 || chainId.length > 1) return fail("INVALID_INPUT", "chain must be given once");
+  return namedChain(chain[0], chainId[0]);
 }
 
 /**
- * The chain a request reads (`resolveChain`): absent, the default; repeated or malformed, 400 INVALID_INPUT; not
- * served, or served without these reads (a proof chain has no index), 400 UNSUPPORTED_CHAIN.
+ * The chain a request reads (`resolveChain`): absent, the default; repeated, malformed or named twice as two chains,
+ * 400 INVALID_INPUT; not served, or served without these reads (a proof chain has no index), 400 UNSUPPORTED_CHAIN.
  */
 export function pickChain<T>(url: string, reads: PerChain<T>): PickedChain<T> {
   const param = chainParamOf(url);
-  if (Array.isArray(param)) return refuse("INVALID_INPUT", "chain must be given once");
-  const resolved = resolveChain(param, reads.served, { role: "attestations" });
+  if (!param.ok) return refuse(param.code, param.message);
+  const resolved = resolveChain(param.value, reads.served, { role: "attestations" });
   if (!resolved.ok) return refuse(resolved.code, resolved.message);
   const chainReads = reads.on(resolved.value.chainId);
   if (chainReads === undefined) return refuse("UNSUPPORTED_CHAIN", `Chain ${resolved.value.caip2} is not read here`);

@@ -122,6 +122,23 @@ describe("reads on several chains (decisions §30)", () => {
     expect([env.a.calls.authorize, env.b.calls.authorize]).toEqual([0, 1]);
   });
 
+  test("chainId= is chain='s other spelling, as GET /v1/nonce takes it; the two naming different chains is 400 INVALID_INPUT", async () => {
+    // Found by attack: a read given chainId=31338 answered chain A's list while the nonce route answered chain B's nonce.
+    const env = setup();
+    for (const query of ["chainId=31338", "chainId=eip155:31338", "chain=31338&chainId=eip155:31338"]) {
+      const res = await env.get(`/v1/attestations?subject=${SUBJECT}&${query}`);
+      expect([res.status, res.body.chain]).toEqual([200, B]);
+    }
+    const status = await env.get(`/v1/key-status?subjectDid=${SUBJECT}&keyDid=${KEY}&chainId=31338`);
+    expect(status.body).toMatchObject({ chain: B });
+    const before = [env.a.calls, env.b.calls].map((c) => c.list + c.keyStatus + c.authorize);
+    for (const query of ["chain=31337&chainId=31338", "chainId=31338&chainId=31338", "chain=31338&chainId=eth"]) {
+      const res = await env.get(`/v1/attestations?subject=${SUBJECT}&${query}`);
+      expect([res.status, res.body]).toEqual([400, { code: "INVALID_INPUT", error: expect.any(String) }]);
+    }
+    expect([env.a.calls, env.b.calls].map((c) => c.list + c.keyStatus + c.authorize)).toEqual(before);
+  });
+
   test("the same read on two chains: two answers, two ETags", async () => {
     const env = setup();
     const onA = await env.get(`/v1/attestations?subject=${SUBJECT}&chain=31337`);

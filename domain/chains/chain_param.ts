@@ -14,6 +14,19 @@ export function parseChainParam(value: string): number | undefined {
   return Number.isSafeInteger(id) ? id : undefined;
 }
 
+/**
+ * The chain a request names with `chain` or `chainId` (its other spelling, the one `GET /v1/nonce` documents): both
+ * only when they name the same chain, else INVALID_INPUT; neither, undefined (the default chain). A read given
+ * `chainId=` alone used to answer on the default chain while the nonce route answered on the one named.
+ */
+export function namedChain(chain: string | undefined, chainId: string | undefined): Result<string | undefined, "INVALID_INPUT"> {
+  if (chain !== undefined && chainId !== undefined) {
+    const same = parseChainParam(chainId) !== undefined && parseChainParam(chainId) === parseChainParam(chain);
+    if (!same) return fail("INVALID_INPUT", "chainId and chain name different chains; give one");
+  }
+  return ok(chain ?? chainId);
+}
+
 /** Why a `chain` parameter names no chain to answer on. */
 export type ResolveChainCode = "INVALID_INPUT" | "UNSUPPORTED_CHAIN";
 

@@ -10,5 +10,5 @@ export {
   type ServedChains,
   singleChain,
 } from "./served_chains.ts";
-export { type ChainAnswer, chainAnswer, parseChainParam, resolveChain, type ResolveChainCode } from "./chain_param.ts";
+export { type ChainAnswer, chainAnswer, namedChain, parseChainParam, resolveChain, type ResolveChainCode } from "./chain_param.ts";
 export { chainForTypedData, type TypedDataChainDomain } from "./write_chain.ts";

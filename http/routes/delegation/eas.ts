@@ -11,7 +11,7 @@ import type { Idempotency } from "../../../domain/idempotency/mod.ts";
 import type { DelegatedRequest } from "../../../domain/delegation/mod.ts";
 import { createRelaySubmission } from "../../../domain/submissions/mod.ts";
 import { fail, ok, type Fail, type Ok, type Result } from "../../../domain/result.ts";
-import { parseChainParam } from "../../../domain/chains/mod.ts";
+import { namedChain } from "../../../domain/chains/mod.ts";
 import type { KeccakHex } from "../../../domain/address.ts";
 import type { RateLimiter } from "../../../domain/rate_limit.ts";
 import { acceptedAnswer, type RelayTracking, submissionAnswer } from "./_tracking.ts";
@@ -265,13 +265,7 @@ export function easRoutes(deps: EasRoutesDeps) {
  * at most once. A `chain` the nonce route ignored would answer another chain's nonce, and a signature over it fails.
  */
 export function nonceChainOf(query: Record<string, string | string[]>): Result<string | undefined, "INVALID_INPUT"> {
-  const chainId = typeof query.chainId === "string" ? query.chainId : undefined;
-  const chain = typeof query.chain === "string" ? query.chain : undefined;
-  if (chainId !== undefined && chain !== undefined) {
-    const same = parseChainParam(chainId) !== undefined && parseChainParam(chainId) === parseChainParam(chain);
-    if (!same) return fail("INVALID_INPUT", "chainId and chain name different chains; give one");
-  }
-  return ok(chainId ?? chain);
+  return namedChain(typeof query.chain === "string" ? query.chain : undefined, typeof query.chainId === "string" ? query.chainId : undefined);
 }
 
 /** A nonce answer: the chain it was read on when the read names it, else the deployment's one chain. */
