@@ -169,6 +169,9 @@ function appDeps(config: HttpConfig, f: Foundation, c: Capabilities, stopping: (
       idempotency,
       clientAddress: requestClientAddress,
       tracking,
+      // One instance's count, as the public relay's: an account's writes and nonce reads, before any RPC or stored key.
+      accountRate: createRateLimiter(systemClock, { capacity: config.relays.privateRelay.accountPerMinute, perMinute: config.relays.privateRelay.accountPerMinute }),
+      nonceRate: createRateLimiter(systemClock, { capacity: config.relays.publicRelay.noncePerMinute, perMinute: config.relays.publicRelay.noncePerMinute }),
     },
     submissions: { status: c.submissions.status, sessions, bearer },
     accounts: {
@@ -188,7 +191,7 @@ function appDeps(config: HttpConfig, f: Foundation, c: Capabilities, stopping: (
     subjectOwnership: c.accounts.publicSubjectOwnership,
     subjectOwnershipLimit: { clientRate: c.accounts.subjectOwnershipRate, clientAddress: requestClientAddress },
     signingKeys: { keys: c.keys.signingKeys, caller: credentialCaller(sessions, bearer) },
-    webhooks: c.webhooks === undefined ? undefined : { sessions, bearer, webhooks: nudgingTests(c.webhooks) },
+    webhooks: c.webhooks === undefined ? undefined : { sessions, bearer, webhooks: nudgingTests(c.webhooks), idempotency },
     keyStatus: { keyStatus: c.keys.keyStatus, clientRate: c.keys.clientRate, maxInFlight: c.keys.maxInFlight, clientAddress: requestClientAddress },
     // Controller authorization (decisions §25) shares key status's bounds: both are pure reads of the index.
     controllerAuthorization: { authorize: c.keys.controllerAuthorization, resolveDidUrl: c.keys.resolveDidUrl, clientRate: c.keys.clientRate, maxInFlight: c.keys.maxInFlight, clientAddress: requestClientAddress },

@@ -34,6 +34,7 @@ export const RelaysSection = Type.Object({
       description: "schemas only a subject's owner may write",
     }),
     maxGasPerTx: int("MAX_GAS_PER_TX", { default: 1_000_000, minimum: 21_000, description: "the most gas one private-relay write may need" }),
+    accountPerMinute: int("PRIVATE_RELAY_ACCOUNT_RATE_PER_MINUTE", { default: 120, minimum: 1, maximum: 1_000_000, description: "private-relay writes (single or batch) per account per minute" }),
     gasPerHour: bigInt("PRIVATE_RELAY_GAS_BUDGET_PER_HOUR", { default: 50_000_000, minimum: 1, description: "gas the private relay may charge per UTC hour" }),
     freeAccountGasPerHour: bigInt("PRIVATE_RELAY_GAS_PER_FREE_ACCOUNT_PER_HOUR", {
       default: share,

@@ -7,12 +7,13 @@ import type { PrivateRelay, WriteChainNames } from "../../../domain/delegation/m
 import type { PayingAgent } from "../../../domain/payments/mod.ts";
 import type { RelaySubmission } from "../../../domain/submissions/mod.ts";
 import type { Account } from "../../../ports/accounts.ts";
-import { clientKeyFor } from "../request.ts";
+import { clientKeyFor, type JsonBody } from "../request.ts";
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
 import type { PaymentGate } from "../../x402_gate.ts";
 import { type RelayTracking, submissionAnswer } from "./_tracking.ts";
 
-type RelayInput = { readonly body: unknown; readonly caller: Account | PayingAgent };
+type RelayInput = { readonly body: JsonBody; readonly caller: Account | PayingAgent };
+type SingleResult = Awaited<ReturnType<PrivateRelay>> | Extract<JsonBody, { ok: false }>;
 type Attach = (submissionId: string) => Promise<void>;
 type Failure = (result: { code: string; message: string; details?: string | undefined }, extra?: Record<string, unknown>) => Response;
 
@@ -26,8 +27,8 @@ export function paidRelayWrites(
     readonly tracking?: RelayTracking | undefined;
   },
   run: {
-    readonly paid: RelaySubmission<RelayInput, Awaited<ReturnType<PrivateRelay>>>;
-    readonly attested: (result: Awaited<ReturnType<PrivateRelay>>, submissionId: string | undefined, accountId: string) => Response;
+    readonly paid: RelaySubmission<RelayInput, SingleResult>;
+    readonly attested: (result: SingleResult, submissionId: string | undefined, accountId: string) => Response;
     readonly failure: Failure;
   },
 ) {
@@ -63,7 +64,7 @@ export function paidRelayWrites(
     deps.payments!.handle(request, "relay", async ({ payer }) => {
       // Paid work is settled after it is done: an x402 request is answered when its write is, whatever it prefers.
       const caller: PayingAgent = { kind: "x402", address: payer };
-      const outcome = (await run.paid({ scope: scopeOf(request, body).scope, async: false, input: { body, caller }, attach })).outcome;
+      const outcome = (await run.paid({ scope: scopeOf(request, body).scope, async: false, input: { body: { ok: true, value: body }, caller }, attach })).outcome;
       if (outcome.kind !== "answered") throw new Error(`A paid write came to ${outcome.kind}`);
       const response = run.attested(outcome.result, outcome.submissionId, `x402:${payer}`);
       const answer = await response.clone().json() as { txHash?: string; code?: string };

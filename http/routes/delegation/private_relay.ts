@@ -5,7 +5,7 @@ import type { Sessions } from "../../../domain/sessions/mod.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import { errorBody, json, statusOf } from "../../errors.ts";
 import { REQUEST_MODELS } from "../../models.ts";
-import { parseJsonBody, queryOf, readBodyText, requestDetail } from "../request.ts";
+import { type JsonBody, parseJsonBody, queryOf, readBodyText, requestDetail } from "../request.ts";
 import { nonceChainOf, nonceQuery, nonceRecord } from "./eas.ts";
 import { authenticateRequest, type BearerAccess } from "../../credentials.ts";
 import { PAID_ALIASES, type PaymentGate } from "../../x402_gate.ts";
@@ -17,11 +17,17 @@ import type { PayingAgent } from "../../../domain/payments/mod.ts";
 import { createRelaySubmission, type OnSubmitting } from "../../../domain/submissions/mod.ts";
 import { acceptedAnswer, type RelayTracking, submissionAnswer } from "./_tracking.ts";
 import { relayAnswer, relayWrite } from "./_relay_answer.ts";
+import type { RateLimiter } from "../../../domain/rate_limit.ts";
 import { type BatchRelayResult, batchRequests, batchSend, batchWords } from "./_batch.ts";
 import { paidRelayWrites } from "./_paid_relay.ts";
 
-type RelayInput = { readonly body: unknown; readonly caller: Account | PayingAgent };
-type BatchInput = { readonly requests: readonly unknown[]; readonly caller: Account };
+/** A single write's body as read (a malformed one is answered inside the keyed run, so its 400 is kept for the key). */
+type RelayInput = { readonly body: JsonBody; readonly caller: Account | PayingAgent };
+/** The relay's answer, or the refusal of a body that is not JSON. */
+type SingleResult = Awaited<ReturnType<PrivateRelay>> | Extract<JsonBody, { ok: false }>;
+type BatchRefused = { readonly code: string; readonly message: string; readonly status: number };
+type BatchInput = { readonly requests: readonly unknown[]; readonly caller: Account } | { readonly refused: BatchRefused };
+type BatchResult = BatchRelayResult | { readonly ok: false; readonly code: string; readonly refused: BatchRefused };
 
 /** The private relay's batches (decisions §23). */
 export const PRIVATE_RELAY_BATCH_PATH = "/api/private/relay/eas/delegated-attest/batch";
@@ -47,6 +53,14 @@ export type PrivateRelayRoutesDeps = {
   readonly clientAddress?: ClientAddressOf | undefined;
   /** Submission records (decisions §23): answers carry `submissionId`, `Prefer: respond-async` is honoured. */
   readonly tracking?: RelayTracking | undefined;
+  /**
+   * An account's writes, single or batch (`PRIVATE_RELAY_ACCOUNT_RATE_PER_MINUTE`): 429 before any JSON-RPC call and
+   * before a key is stored. Found by attack: a throwaway account's batches of 50 refused bodies under fresh keys stored
+   * 5 KB each, 300 in half a second, and its refused writes cost two JSON-RPC calls each, with nothing to stop either.
+   */
+  readonly accountRate?: RateLimiter | undefined;
+  /** An account's nonce reads (`NONCE_RATE_PER_MINUTE`, one `eth_call` each), as the public route's per address. */
+  readonly nonceRate?: RateLimiter | undefined;
 };
 
 /** `GET /api/private/relay/eas/nonce` and `POST /api/private/relay/eas/delegated-attest` (decisions §12), session required. */
@@ -62,11 +76,20 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
       return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
     });
   // One write, one use case (issue 47 item 2): idempotency, submission record, relay and settlement in the domain.
-  const send = (input: RelayInput, onSubmitting: OnSubmitting | undefined) => deps.relay(input.body, input.caller, { onSubmitting });
+  const send = (input: RelayInput, onSubmitting: OnSubmitting | undefined): Promise<SingleResult> =>
+    input.body.ok ? deps.relay(input.body.value, input.caller, { onSubmitting }) : Promise.resolve(input.body);
   const single = createRelaySubmission(deps, send);
   const x402 = paidRelayWrites(deps, { paid: createRelaySubmission({ tracking: deps.tracking }, send), attested, failure });
-  const batches = createRelaySubmission<BatchInput, BatchRelayResult>(deps, (input, onSubmitting) =>
-    batchSend((requests, recording) => deps.relay.batch!(requests, input.caller, { onSubmitting: recording }))(input.requests, onSubmitting));
+  const batches = createRelaySubmission<BatchInput, BatchResult>(deps, (input, onSubmitting) => {
+    if ("refused" in input) return Promise.resolve({ ok: false, code: input.refused.code, refused: input.refused });
+    return batchSend((requests, recording) => deps.relay.batch!(requests, input.caller, { onSubmitting: recording }))(input.requests, onSubmitting);
+  });
+  /** An account's request past its turns (`rate`): 429 with `Retry-After`, before any RPC or stored key (never kept). */
+  const limited = (rate: RateLimiter | undefined, accountId: string, what: string): Response | undefined => {
+    const turn = rate?.take(`account:${accountId}`);
+    if (turn === undefined || turn.allowed) return undefined;
+    return failure({ code: "RATE_LIMITED", message: `Too many ${what} from this account; try again in ${turn.retryAfterSeconds} s`, retryAfterSeconds: turn.retryAfterSeconds });
+  };
   const plainRefusal = (code: string, message: string, headers: Record<string, string> = {}) => json(errorBody(code, message), statusOf(code), headers);
 
   const routes = new Elysia({ name: "private-relay-routes" })
@@ -79,6 +102,8 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
         if (!nonceQuery.check(query)) return failure({ code: "INVALID_INPUT", message: nonceQuery.explain(query) });
         const named = nonceChainOf(query);
         if (!named.ok) return failure(named);
+        const refused = limited(deps.nonceRate, auth.caller.account.id, "nonce reads");
+        if (refused !== undefined) return refused;
         const nonce = await deps.readNonce(query.attester, named.value);
         if (!nonce.ok) return failure(nonce);
         const { nonce: value, chainId, chain, easAddress } = nonceRecord(nonce.value, deps);
@@ -87,19 +112,24 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
     .post("/api/private/relay/eas/delegated-attest", ({ request, body }) =>
       guarded("relay_delegated_attest", async () => {
         const parsed = parseJsonBody(body);
-        if (!parsed.ok) return failure(parsed);
         const auth = await authenticateRequest(request, deps, "relay:write");
         if (auth.ok) {
           const account = auth.caller.account;
-          const read = relayWrite(request, `account:${account.id}`, body, { body: parsed.value, caller: account });
+          // The body is read inside the keyed run (decisions §23): a malformed one's 400 is kept for its key, so the
+          // same key with another body is 422, as on the public relay (before, it ran the other body).
+          const read = relayWrite(request, `account:${account.id}`, body, { body: parsed, caller: account });
           if (!read.ok) return failure(read);
+          const refused = limited(deps.accountRate, account.id, "writes");
+          if (refused !== undefined) return refused;
+          const chain = () => (parsed.ok ? deps.relay.chainNames?.write(parsed.value) : undefined) ?? deps.chainName;
           return await relayAnswer(await single(read.write), {
             refuse: plainRefusal,
-            resumed: (submissionId, view) => submissionAnswer(submissionId, view, { chain: deps.relay.chainNames?.write(parsed.value) ?? deps.chainName }),
-            accepted: (submissionId) => acceptedAnswer(submissionId, { chain: deps.relay.chainNames?.write(parsed.value) ?? deps.chainName }),
+            resumed: (submissionId, view) => submissionAnswer(submissionId, view, { chain: chain() }),
+            accepted: (submissionId) => acceptedAnswer(submissionId, { chain: chain() }),
             answered: (result, submissionId) => attested(result, submissionId, account.id),
           });
         }
+        if (!parsed.ok) return failure(parsed);
         const gate = deps.payments;
         if (!auth.carried && gate?.offers("relay")) {
           // No credential: an agent pays for this write with x402, the payer being the attester (decisions §13);
@@ -118,21 +148,21 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
         // A batch is an account's (a session or an access token): x402 pays for one write at a time.
         const auth = await authenticateRequest(request, deps, "relay:write");
         if (!auth.ok) return auth.response();
-        const batch = deps.relay.batch;
-        if (batch === undefined) return failure({ code: "NOT_FOUND", message: "This deployment sends no batches", status: 404 });
-        const read = batchRequests(parsed.value);
-        if (!read.ok) return failure({ code: "INVALID_INPUT", message: read.message });
-        // Decisions §30: a batch holds one served chain, refused whole (400) before anything is recorded or spent.
-        const refused = deps.relay.batchRefusal?.(read.requests);
-        if (refused !== undefined) return failure(refused);
+        if (deps.relay.batch === undefined) return failure({ code: "NOT_FOUND", message: "This deployment sends no batches", status: 404 });
         const account = auth.caller.account;
-        const write = relayWrite(request, `account:${account.id}`, body, { requests: read.requests, caller: account });
+        // Read inside the keyed run (decisions §23): a refused batch's 400 is kept for its key, as on the public relay.
+        const input = readBatch(parsed.value, account);
+        const write = relayWrite(request, `account:${account.id}`, body, input);
         if (!write.ok) return failure(write);
+        const refused = limited(deps.accountRate, account.id, "writes");
+        if (refused !== undefined) return refused;
         // The chain the batch goes to (decisions §30), named by its 202 and a retry's answer too.
-        const words = batchWords(plainRefusal, () => ({ chain: deps.relay.chainNames?.batch(read.requests) ?? deps.chainName }));
+        const chain = () => ("requests" in input ? deps.relay.chainNames?.batch(input.requests) : undefined) ?? deps.chainName;
+        const words = batchWords(plainRefusal, () => ({ chain: chain() }));
         return await relayAnswer(await batches(write.write), {
           ...words,
           answered: (result, submissionId) => {
+            if ("refused" in result) return failure(result.refused);
             const outcome = result.batch;
             deps.log.info("relay_delegated_attest_batch", { accountId: account.id, txHash: outcome.txHash, requests: outcome.results.length });
             const chain = outcome.chainName ?? deps.chainName;
@@ -151,7 +181,17 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
 
   return routes;
 
-  function attested(result: Awaited<ReturnType<PrivateRelay>>, submissionId: string | undefined, accountId: string): Response {
+  /** A batch's requests, or its refusal as a whole: not `{requests: [1..50]}`, or not of one served chain (§30). */
+  function readBatch(body: unknown, caller: Account): BatchInput {
+    const read = batchRequests(body);
+    if (!read.ok) return { refused: { code: "INVALID_INPUT", message: read.message, status: 400 } };
+    // Decisions §30: a batch holds one served chain, refused whole (400) before anything is recorded or spent.
+    const refused = deps.relay.batchRefusal?.(read.requests);
+    if (refused !== undefined) return { refused: { code: refused.code, message: refused.message, status: statusOf(refused.code) } };
+    return { requests: read.requests, caller };
+  }
+
+  function attested(result: SingleResult, submissionId: string | undefined, accountId: string): Response {
     const withId = submissionId === undefined ? {} : { submissionId };
     if (!result.ok) {
       if (statusOf(result.code) >= 500) deps.log.warn("relay_delegated_attest_failed", { code: result.code });
