@@ -193,6 +193,36 @@ describe("webhooks on the real service", () => {
     expect(new Webhook(endpoint.secret).verify(after.body, after.headers)).toMatchObject({ type: "webhook.test" });
   }, 60_000);
 
+  test("under an Idempotency-Key a retried create, rotation or test is the first answer: one endpoint, one rotation, the old secret still verifies", async () => {
+    // Found by attack: the webhook writes ignored the key, so a rotation retried after a lost answer rotated twice and
+    // the receiver's secret stopped verifying at once, and a retried create took a second of the account's 10 slots.
+    const keyed = (path: string, body: string, key: string) => api(path, { method: "POST", body, headers: { "idempotency-key": key } });
+    const body = JSON.stringify({ url: receiver.url("/keyed"), events: ["webhook.test"] });
+    const createKey = crypto.randomUUID();
+    const created = await keyed("/api/private/webhooks", body, createKey);
+    const again = await keyed("/api/private/webhooks", body, createKey);
+    expect([created.status, again.status, again.headers.get("idempotent-replayed")]).toEqual([201, 201, "true"]);
+    const endpoint = await created.json() as { id: string; secret: string };
+    expect(await again.json()).toMatchObject({ id: endpoint.id, secret: endpoint.secret });
+    const other = await keyed("/api/private/webhooks", JSON.stringify({ url: receiver.url("/keyed2"), events: ["webhook.test"] }), createKey);
+    expect([other.status, (await other.json() as { code: string }).code]).toEqual([422, "IDEMPOTENCY_KEY_REUSED"]);
+    expect((await api("/api/private/webhooks", { method: "POST", body, headers: { "idempotency-key": "" } })).status).toBe(400);
+
+    const rotateKey = crypto.randomUUID();
+    const lost = await (await keyed(`/api/private/webhooks/${endpoint.id}/rotate-secret`, "{}", rotateKey)).json() as { secret: string };
+    const retried = await keyed(`/api/private/webhooks/${endpoint.id}/rotate-secret`, "{}", rotateKey);
+    expect(retried.headers.get("idempotent-replayed")).toBe("true");
+    expect((await retried.json() as { secret: string }).secret).toBe(lost.secret);
+    const testKey = crypto.randomUUID();
+    const sent = await (await keyed(`/api/private/webhooks/${endpoint.id}/test`, "{}", testKey)).json() as { eventId: string };
+    expect(await (await keyed(`/api/private/webhooks/${endpoint.id}/test`, "{}", testKey)).json()).toEqual(sent);
+    const delivered = await waitFor("the keyed test", () => deliveredTo("/keyed", "webhook.test", (r) => r.headers["webhook-id"] === sent.eventId));
+    // One rotation: the new secret and the receiver's original one both verify.
+    expect(new Webhook(lost.secret).verify(delivered.body, delivered.headers)).toMatchObject({ type: "webhook.test" });
+    expect(new Webhook(endpoint.secret).verify(delivered.body, delivered.headers)).toMatchObject({ type: "webhook.test" });
+    expect(receiver.received.filter((r) => r.path === "/keyed")).toHaveLength(1);
+  }, 60_000);
+
   test("200 test calls at once to one endpoint: the account's burst of 20 a minute queued, the rest 429 RATE_LIMITED with Retry-After, one delivery per 202", async () => {
     // The budget is the account's: an account that sent none yet.
     const fresh = await signInCookie(base, stack.devnet.keys.users[5] as Hex);

@@ -4,6 +4,8 @@ import type { Sessions } from "../../domain/sessions/mod.ts";
 import type { Logger } from "../../ports/logger.ts";
 import { authenticateRequest, type BearerAccess } from "../credentials.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
+import { idempotent } from "../idempotency.ts";
+import type { Idempotency } from "../../domain/idempotency/mod.ts";
 import { parseJsonBody, queryOf, readBodyText } from "./request.ts";
 import { IgnoredBody, type RouteDoc } from "../models.ts";
 import { CACHE } from "../http_cache.ts";
@@ -86,6 +88,13 @@ export type WebhookRoutesDeps = {
   readonly webhooks: WebhookEndpoints;
   readonly log: Logger;
   readonly bearer?: BearerAccess | undefined;
+  /**
+   * Idempotency keys of the writes that make something (create, rotate-secret, test; decisions §23, "every POST that
+   * writes"); absent: `Idempotency-Key` is ignored. Found by attack: a rotation retried after a lost answer rotated
+   * twice, so the receiver's secret stopped verifying at once instead of 24 h later, and a retried create made a
+   * second endpoint.
+   */
+  readonly idempotency?: Idempotency | undefined;
 };
 
 /**
@@ -117,6 +126,9 @@ export function webhookRoutes(deps: WebhookRoutesDeps) {
       deps.log.error("webhooks_error", { error: error instanceof Error ? error.message : String(error) });
       return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
     });
+  /** A write run under the caller's `Idempotency-Key` (decisions §23), its keys the account's. */
+  const keyed = (request: Request, account: { readonly id: string }, body: unknown, run: () => Promise<Response>) =>
+    idempotent(deps.idempotency, request, { scope: `account:${account.id}`, body }, run);
   const answer = <T>(result: { ok: true; value: T } | { ok: false; code: string; message: string }, status = 200) =>
     result.ok ? json(result.value, status) : failure(result);
 
@@ -124,10 +136,10 @@ export function webhookRoutes(deps: WebhookRoutesDeps) {
     .post("/api/private/webhooks", ({ request, body }) =>
       guarded(async () => {
         const parsed = objectBody(body);
-        if (!parsed.ok) return failure(parsed);
         const auth = await caller(request);
-        if (!auth.ok) return auth.response;
-        return answer(await deps.webhooks.create(auth.account, parsed.value), 201);
+        // A malformed body is 400 whoever sends it; a signed-in caller's is kept under its key as any other answer.
+        if (!auth.ok) return parsed.ok ? auth.response : failure(parsed);
+        return await keyed(request, auth.account, body, async () => (parsed.ok ? answer(await deps.webhooks.create(auth.account, parsed.value), 201) : failure(parsed)));
       }), { parse: readBodyText })
     .get("/api/private/webhooks", ({ request }) =>
       guarded(async () => {
@@ -155,17 +167,17 @@ export function webhookRoutes(deps: WebhookRoutesDeps) {
         if (!auth.ok) return auth.response;
         return answer(await deps.webhooks.remove(auth.account, params.id));
       }))
-    .post("/api/private/webhooks/:id/rotate-secret", ({ request, params }) =>
+    .post("/api/private/webhooks/:id/rotate-secret", ({ request, params, body }) =>
       guarded(async () => {
         const auth = await caller(request);
         if (!auth.ok) return auth.response;
-        return answer(await deps.webhooks.rotate(auth.account, params.id));
+        return await keyed(request, auth.account, body, async () => answer(await deps.webhooks.rotate(auth.account, params.id)));
       }), { parse: readBodyText })
-    .post("/api/private/webhooks/:id/test", ({ request, params }) =>
+    .post("/api/private/webhooks/:id/test", ({ request, params, body }) =>
       guarded(async () => {
         const auth = await caller(request);
         if (!auth.ok) return auth.response;
-        return answer(await deps.webhooks.test(auth.account, params.id), 202);
+        return await keyed(request, auth.account, body, async () => answer(await deps.webhooks.test(auth.account, params.id), 202));
       }), { parse: readBodyText })
     .get("/api/private/webhooks/:id/deliveries", ({ request, params }) =>
       guarded(async () => {
@@ -191,6 +203,7 @@ export const WEBHOOK_DOCS: readonly RouteDoc[] = [
   {
     method: "post",
     paths: ["/api/private/webhooks"],
+    idempotent: true,
     ...WEBHOOK_AUTH,
     summary: "Registers a webhook endpoint {url, events, subjects?, ownSubjects?} of the account; the answer carries its secret (whsec_…), shown this once. Events: attestation.created and attestation.revoked (watched subjects, and the account's proven subjects while ownSubjects), key.status_changed, submission.settled, webhook.test; delivered with Standard Webhooks signatures",
     body: { schema: WebhookCreateBody },
@@ -246,6 +259,7 @@ export const WEBHOOK_DOCS: readonly RouteDoc[] = [
   {
     method: "post",
     paths: ["/api/private/webhooks/{id}/rotate-secret"],
+    idempotent: true,
     ...WEBHOOK_AUTH,
     pathParameters: WEBHOOK_ID,
     summary: "A new secret, shown this once; for 24 hours deliveries carry two signatures (new and old, space-separated)",
@@ -262,6 +276,7 @@ export const WEBHOOK_DOCS: readonly RouteDoc[] = [
   {
     method: "post",
     paths: ["/api/private/webhooks/{id}/test"],
+    idempotent: true,
     ...WEBHOOK_AUTH,
     pathParameters: WEBHOOK_ID,
     summary: `Queues a webhook.test event to this endpoint's URL as it is now (delivered as any event; not sent if the URL changes first). At most ${WEBHOOK_TESTS_PER_MINUTE} a minute per account`,
