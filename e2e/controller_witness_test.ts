@@ -34,6 +34,8 @@ let https: HttpsServer;
 let stack: Stack;
 let webDid: string;
 const dnsDid = "did:web:dns.test";
+/** dns.test on the HTTPS server's port: its did.json is the server's 404 (not-found), its DNS dns.test's. */
+const dnsPortDid = () => `did:web:dns.test%3a${https.port}`;
 const env = (dnsAddress: string) => ({
   DNS_SERVERS: dnsAddress,
   ALLOW_PRIVATE_NETWORK: "true",
@@ -244,18 +246,26 @@ describe("controller witness on the devnet", () => {
       [{ subjectDid: dnsDid, controllerDid: "did:pkh:broken" }, 400, "INVALID_DID"],
       [{ subjectDid: "did:pkh:eip155:1:0x0000000000000000000000000000000000000001", controllerDid }, 400, "UNSUPPORTED_SUBJECT_TYPE"],
       [{ subjectDid: dnsDid, controllerDid, chainId: 1 }, 400, "UNSUPPORTED_CHAIN"],
-      [{ subjectDid: dnsDid, controllerDid: `did:pkh:eip155:1:${webKey.address}` }, 422, "EVIDENCE_NOT_FOUND"],
+      // dns.test on its HTTPS server's port: every source answers (its did.json 404), none names the controller.
+      [{ subjectDid: dnsPortDid(), controllerDid: `did:pkh:eip155:1:${webKey.address}` }, 422, "EVIDENCE_NOT_FOUND"],
       [{ subjectDid: "did:web:nowhere.test", controllerDid }, 422, "EVIDENCE_NOT_FOUND"],
+      // dns.test's did.json (port 443) cannot be read, and DNS does not name the controller: it might be there.
+      [{ subjectDid: dnsDid, controllerDid: `did:pkh:eip155:1:${webKey.address}` }, 502, "NETWORK_ERROR"],
     ];
     for (const [body, status, code] of cases) {
       const res = await post("/v1/controller-witness", body, { cookie: session.cookie });
       expect({ body, status: res.status, code: res.body.code }).toEqual({ body, status, code });
       expect(Object.keys(res.body).sort()).toEqual(["code", "error"]);
     }
-    const missing = await post("/v1/controller-witness", { subjectDid: dnsDid, controllerDid: `did:pkh:eip155:1:${webKey.address}` }, { cookie: session.cookie });
+    const missing = await post("/v1/controller-witness", { subjectDid: dnsPortDid(), controllerDid: `did:pkh:eip155:1:${webKey.address}` }, { cookie: session.cookie });
     expect(missing.body.error).toBe(
-      `Controller did:pkh:eip155:1:${webKey.address.toLowerCase()} not confirmed by endpoint evidence for ${dnsDid}. Evidence checked: ` +
-        "dns-txt _controllers.dns.test: found, dns-txt _omatrust.dns.test: not-found, did-json https://dns.test/.well-known/did.json: unavailable",
+      `Controller did:pkh:eip155:1:${webKey.address.toLowerCase()} not confirmed by endpoint evidence for ${dnsPortDid()}. Evidence checked: ` +
+        `dns-txt _controllers.dns.test: found, dns-txt _omatrust.dns.test: not-found, did-json https://dns.test:${https.port}/.well-known/did.json: not-found`,
+    );
+    const unread = await post("/v1/controller-witness", { subjectDid: dnsDid, controllerDid: `did:pkh:eip155:1:${webKey.address}` }, { cookie: session.cookie });
+    expect(unread.body.error).toBe(
+      `Controller did:pkh:eip155:1:${webKey.address.toLowerCase()} not confirmed for ${dnsDid}, and endpoint evidence could not be read now; try again. ` +
+        "Evidence checked: dns-txt _controllers.dns.test: found, dns-txt _omatrust.dns.test: not-found, did-json https://dns.test/.well-known/did.json: unavailable",
     );
     expect((await fetchSession(session, opts())).quota).toMatchObject({ used: 0, reserved: 0 });
   });
@@ -326,6 +336,26 @@ describe("controller witness on the devnet", () => {
     expect([down.status, down.body]).toEqual([500, { error: "Witness submission failed: the chain did not answer", code: "RPC_ERROR" }]);
     expect((await fetchSession(session, opts(service))).quota).toMatchObject({ used: 0, reserved: 0 });
     // Not kept under the key: the retry runs (before, the 500 was replayed for the key's 24 hours).
+    const again = await post("/v1/controller-witness", body, headers, service.url);
+    expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([200, null]);
+    expect(again.body).toMatchObject({ success: true, method: "dns-txt" });
+    expect((await fetchSession(session, opts(service))).quota).toMatchObject({ used: 1, reserved: 0 });
+  });
+
+  test("DNS SERVFAIL and no did.json: 502 NETWORK_ERROR, never 'not confirmed'; nothing charged, and the retry under the same Idempotency-Key runs once DNS answers", async () => {
+    const service = await stack.restartService(env(dns.address));
+    const session = await signIn(service);
+    const body = { subjectDid: "did:web:flaky.test", controllerDid: `did:pkh:eip155:1:${dnsKey.address}` };
+    const headers = { cookie: session.cookie, origin: APP, "idempotency-key": crypto.randomUUID() };
+    const names = ["_controllers.flaky.test", "_omatrust.flaky.test", "flaky.test"];
+    for (const name of names) dns.setServfail(name);
+    const down = await post("/v1/controller-witness", body, headers, service.url);
+    expect([down.status, down.body.code]).toEqual([502, "NETWORK_ERROR"]);
+    expect(down.body.error).toContain("dns-txt _controllers.flaky.test: unavailable, dns-txt _omatrust.flaky.test: unavailable, did-json https://flaky.test/.well-known/did.json: unavailable");
+    expect((await fetchSession(session, opts(service))).quota).toMatchObject({ used: 0, reserved: 0 });
+    for (const name of names) dns.clear(name);
+    dns.setTxt("_controllers.flaky.test", [[`v=1;controller=did:pkh:eip155:31337:${dnsKey.address}`]]);
+    // Not kept under the key: the retry runs (before, a 422 EVIDENCE_NOT_FOUND was answered and replayed for 24 hours).
     const again = await post("/v1/controller-witness", body, headers, service.url);
     expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([200, null]);
     expect(again.body).toMatchObject({ success: true, method: "dns-txt" });

@@ -33,6 +33,8 @@ beforeAll(async () => {
       ALLOW_PRIVATE_NETWORK: "true",
       FREE_PLAN_SCHEMAS: "*",
       FREE_PLAN_ANNUAL_WRITES: "3",
+      // Every ownership check asks DNS now (the DNS outage test): no answer of the subject's add is reused.
+      DISCOVERY_CACHE_SECONDS: "0",
     },
   });
 });
@@ -44,13 +46,13 @@ afterAll(async () => {
 const chain = () => createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl) });
 const delegateNonce = () => chain().getTransactionCount({ address: privateKeyToAccount(stack.devnet.keys.delegate).address });
 
-async function call(method: string, path: string, cookie: string, body?: unknown) {
+async function call(method: string, path: string, cookie: string, body?: unknown, headers: Record<string, string> = {}) {
   const res = await fetch(`${stack.baseUrl}${path}`, {
     method,
-    headers: { origin: APP, cookie, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    headers: { origin: APP, cookie, ...headers, ...(body === undefined ? {} : { "content-type": "application/json" }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  return { status: res.status, body: await res.json() as Record<string, any> };
+  return { status: res.status, replayed: res.headers.get("idempotent-replayed"), body: await res.json() as Record<string, any> };
 }
 
 const signIn = (key: Hex) => signInCookie(stack.baseUrl, key, { origin: APP });
@@ -169,6 +171,30 @@ describe("private relay", () => {
     expect((await call("POST", "/api/private/relay/eas/delegated-attest", b, await linked(bob, pkh(bob)))).status).toBe(200);
     expect(await delegateNonce()).toBe(before + 1);
     expect((await call("GET", "/api/private/accounts/me", b)).body.subscription.sponsoredWritesUsedCurrentYear).toBe(1);
+  });
+
+  test("the subject's ownership could not be looked up (DNS SERVFAIL): 502 NETWORK_ERROR, nothing charged, not kept under the Idempotency-Key", async () => {
+    const dave = generatePrivateKey();
+    dns.setTxt("_controllers.flaky.test", [[`v=1;controller=${pkh(dave)}`]]);
+    const d = await signIn(dave);
+    expect((await call("POST", "/api/private/subjects", d, { did: "flaky.test" })).status).toBe(201);
+    const body = { ...await linked(dave, "did:web:flaky.test"), subjectDid: "did:web:flaky.test" };
+    const headers = { "idempotency-key": crypto.randomUUID() };
+    const names = ["_controllers.flaky.test", "_omatrust.flaky.test", "flaky.test"];
+    for (const name of names) dns.setServfail(name);
+    const down = await call("POST", "/api/private/relay/eas/delegated-attest", d, body, headers);
+    expect([down.status, down.body]).toEqual([502, { error: "The subject's ownership could not be looked up", code: "NETWORK_ERROR" }]);
+    expect((await call("GET", "/api/private/accounts/me", d)).body.subscription.sponsoredWritesUsedCurrentYear).toBe(0);
+    for (const name of names) dns.clear(name);
+    dns.setTxt("_controllers.flaky.test", [[`v=1;controller=${pkh(dave)}`]]);
+    // The retry the 502 invites runs (before, the stored 502 was replayed for the key's 24 hours).
+    const again = await call("POST", "/api/private/relay/eas/delegated-attest", d, body, headers);
+    expect([again.status, again.replayed]).toEqual([200, null]);
+    expect(again.body).toMatchObject({ success: true });
+    // Its answer is now the key's.
+    const replay = await call("POST", "/api/private/relay/eas/delegated-attest", d, body, headers);
+    expect([replay.status, replay.replayed, replay.body.uid]).toEqual([200, "true", again.body.uid]);
+    expect((await call("GET", "/api/private/accounts/me", d)).body.subscription.sponsoredWritesUsedCurrentYear).toBe(1);
   });
 
   test("one write left and four parallel requests: exactly one succeeds; without a session 401", async () => {

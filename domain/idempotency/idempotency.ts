@@ -112,15 +112,21 @@ export function keepsAnswer(status: number, code?: string | undefined): boolean 
 /**
  * Whether an answer says nothing was done and the same request may come again: a rate limit's 429, {@link RETRY_ME},
  * a read of the chain that failed before anything was sent (`RPC_ERROR`: the nonce, the delegate's balance, the
- * simulation; a failure after sending is `OUTCOME_UNKNOWN`), and the delegate wallet that cannot pay right now (503
- * `SUBMISSION_FAILED`, "nothing was recorded"; a 500 `SUBMISSION_FAILED` is a transaction that failed, and is kept).
- * Kept, a client retrying the 5xx under its key was answered the same refusal for 24 hours, though the same request
- * without the key went through.
+ * simulation; a failure after sending is `OUTCOME_UNKNOWN`), a lookup a write's checks depend on that could not be
+ * made (502 `NETWORK_ERROR`: the subject's ownership or the attestation `refUID` names on the private relay, the
+ * witness's endpoint evidence when no source confirmed the controller and one could not be read; every one of them
+ * comes before a write is reserved, a payment settled or anything sent, decisions §12 and §8), and the delegate wallet
+ * that cannot pay right now (503 `SUBMISSION_FAILED`, "nothing was recorded"; a 500 `SUBMISSION_FAILED` is a
+ * transaction that failed, and is kept). Kept, a client retrying the 5xx under its key was answered the same refusal
+ * for 24 hours, though the same request without the key went through (a 502 `NETWORK_ERROR` of a DNS outage was
+ * replayed after DNS answered again). A write route that could answer `NETWORK_ERROR` after doing something must say
+ * so with another code (`OUTCOME_UNKNOWN`); the route deadline's `NETWORK_ERROR` (http/instrument.ts) is answered
+ * beside the key, which keeps the route's own answer.
  */
 function didNothing(status: number, code: string | undefined): boolean {
   if (status === 429) return true;
   if (code === undefined) return false;
-  return RETRY_ME.has(code) || code === "RPC_ERROR" || (code === "SUBMISSION_FAILED" && status === 503);
+  return RETRY_ME.has(code) || code === "RPC_ERROR" || code === "NETWORK_ERROR" || (code === "SUBMISSION_FAILED" && status === 503);
 }
 
 /**

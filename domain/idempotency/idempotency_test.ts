@@ -125,6 +125,17 @@ describe("createIdempotency()", () => {
     expect(keepsStoredAnswer({ status: 200, body: JSON.stringify({ results: [{ uid: "0x1" }] }) })).toBe(true);
   });
 
+  test("a lookup that could not be made (502 NETWORK_ERROR) did nothing: not kept, so the retry it invites runs once the lookup answers", () => {
+    // Before: kept, so a private relay write refused while the subject's DNS failed replayed that 502 for 24 hours.
+    const lookupFailed = { status: 502, error: "The subject's ownership could not be looked up", code: "NETWORK_ERROR" };
+    expect(keepsAnswer(502, "NETWORK_ERROR")).toBe(false);
+    expect(keepsStoredAnswer({ status: 502, body: JSON.stringify(lookupFailed) })).toBe(false);
+    expect(keepsStoredAnswer({ status: 200, body: JSON.stringify({ submissionId: null, txHash: null, results: [lookupFailed, lookupFailed] }) })).toBe(false);
+    // A definitive refusal after the lookups is still the key's answer.
+    expect(keepsStoredAnswer({ status: 422, body: JSON.stringify({ error: "x", code: "EVIDENCE_NOT_FOUND" }) })).toBe(true);
+    expect(keepsStoredAnswer({ status: 403, body: JSON.stringify({ error: "x", code: "SUBJECT_OWNERSHIP_REQUIRED" }) })).toBe(true);
+  });
+
   test("a failed chain read and a delegate that cannot pay did nothing: not kept, alone or as every item of a batch; a transaction that failed is kept", () => {
     // Before: kept, so a client retrying the 5xx under its key got the same refusal for 24 hours once the wallet was funded.
     const cannotPay = { status: 503, error: "The delegate wallet cannot pay for gas right now; nothing was recorded", code: "SUBMISSION_FAILED" };

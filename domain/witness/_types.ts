@@ -23,6 +23,7 @@ export type WitnessCode =
   | "SCHEMA_NOT_ELIGIBLE"
   | "RATE_LIMITED"
   | "EVIDENCE_NOT_FOUND"
+  | "NETWORK_ERROR"
   | "SCHEMA_NOT_DEPLOYED"
   | "SERVER_ERROR"
   | "RPC_ERROR"

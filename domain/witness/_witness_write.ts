@@ -39,6 +39,24 @@ function describeEvidence(evidence: readonly EvidenceItem[]): string {
   return evidence.map((e) => `${e.kind} ${e.location}: ${e.status}`).join(", ");
 }
 
+/**
+ * The controller confirmed by no source while one of them could not be read (DNS SERVFAIL or a timeout, a did.json
+ * that did not answer, was refused by the address policy or could not be parsed: `unavailable`): 502 `NETWORK_ERROR`,
+ * "a required verification lookup failed" (interface), never 422 `EVIDENCE_NOT_FOUND`, since the source that could not
+ * be read may be the one naming the controller (performance_reliability fault matrix 31: a failing lookup is never a
+ * definitive answer). 422 is kept for every source answering, none naming the controller; a controller one source
+ * confirms is written whatever the others said. The rule is controller authorization's (liveControllerEvidence's
+ * `unavailable`), so the two never disagree on one subject. Nothing was reserved, paid or sent: the answer is not
+ * kept under an `Idempotency-Key` (domain/idempotency `didNothing`), and the retry it invites runs once the lookup
+ * answers. Before, it was 422, kept under the key for 24 hours after DNS answered again.
+ */
+function evidenceUnreadable(controller: string, subject: string, checked: string): WitnessFailure {
+  return fail(
+    "NETWORK_ERROR",
+    `Controller ${controller} not confirmed for ${subject}, and endpoint evidence could not be read now; try again. Evidence checked: ${checked}`,
+  );
+}
+
 export async function confirmAndWrite(deps: ControllerWitnessDeps, request: {
   accountId: string;
   year: number;
@@ -64,15 +82,14 @@ export async function confirmAndWrite(deps: ControllerWitnessDeps, request: {
     return fail("INVALID_DID", "Invalid subjectDid");
   }
   // Controller authorization's reading of the evidence (decisions §25): a did:jwk also by its jkt= thumbprint in DNS TXT.
-  const live = liveControllerEvidence(controller, discovery.value).methods;
+  const evidence = liveControllerEvidence(controller, discovery.value);
+  const live = evidence.methods;
   const method = live.includes("dns") ? "dns-txt" as const : live.includes("did-document") ? "did-json" as const : undefined;
   if (method === undefined) {
-    return fail(
-      "EVIDENCE_NOT_FOUND",
-      `Controller ${controller} not confirmed by endpoint evidence for ${subject}. Evidence checked: ${
-        describeEvidence(discovery.value.evidence)
-      }`,
-    );
+    const checked = describeEvidence(discovery.value.evidence);
+    // Not confirmed and a source could not be read: see evidenceUnreadable.
+    if (evidence.unavailable) return evidenceUnreadable(controller, subject, checked);
+    return fail("EVIDENCE_NOT_FOUND", `Controller ${controller} not confirmed by endpoint evidence for ${subject}. Evidence checked: ${checked}`);
   }
   const writer = deps.writer;
   if (writer === undefined) return fail("SERVER_ERROR", "Server wallet not configured");

@@ -158,15 +158,42 @@ describe("createControllerWitness()", () => {
 
   test("EVIDENCE_NOT_FOUND says which sources were checked and what they said", async () => {
     const s = setup();
-    s.dns.txt["_omatrust.svc.example"] = { status: "servfail" };
+    s.dns.txt["_omatrust.svc.example"] = { status: "nxdomain" };
     const outcome = await s.witness({ ...body, controllerDid: "did:pkh:eip155:1:0x0000000000000000000000000000000000000002" }, signedIn);
     expect(outcome.result.ok).toBe(false);
     if (outcome.result.ok) return;
+    expect(outcome.result.code).toBe("EVIDENCE_NOT_FOUND");
     expect(outcome.result.message).toBe(
       "Controller did:pkh:eip155:1:0x0000000000000000000000000000000000000002 not confirmed by endpoint evidence for did:web:svc.example. " +
-        "Evidence checked: dns-txt _controllers.svc.example: found, dns-txt _omatrust.svc.example: unavailable, " +
+        "Evidence checked: dns-txt _controllers.svc.example: found, dns-txt _omatrust.svc.example: not-found, " +
         "did-json https://svc.example/.well-known/did.json: not-found",
     );
+  });
+
+  test("a source that could not be read, and none naming the controller: 502 NETWORK_ERROR, never 'not confirmed'; nothing reserved or sent", async () => {
+    const other = "did:pkh:eip155:1:0x0000000000000000000000000000000000000002";
+    // Every source failing (DNS SERVFAIL, did.json not answering). Before: 422 EVIDENCE_NOT_FOUND, a definitive answer
+    // the Idempotency-Key kept for 24 hours.
+    const down = setup();
+    down.dns.txt["_controllers.svc.example"] = { status: "servfail" };
+    down.dns.txt["_omatrust.svc.example"] = { status: "servfail" };
+    down.didDocuments.answers["svc.example"] = { status: "unavailable", reason: "http-status", httpStatus: 500, url: "https://svc.example/.well-known/did.json" };
+    const outcome = await down.witness(body, signedIn);
+    expect(codeOf(outcome)).toBe("NETWORK_ERROR");
+    if (outcome.result.ok) return;
+    expect(outcome.result.message).toBe(
+      `Controller did:pkh:eip155:31337:${KEY.toLowerCase()} not confirmed for did:web:svc.example, and endpoint evidence could not be read now; ` +
+        "try again. Evidence checked: dns-txt _controllers.svc.example: unavailable, dns-txt _omatrust.svc.example: unavailable, " +
+        "did-json https://svc.example/.well-known/did.json: unavailable",
+    );
+    expect(down.writer.sent).toHaveLength(0);
+    expect(await down.ledger.usage(account.id, 2026)).toEqual({ used: 0, reserved: 0 });
+    // One source answered without the controller, another could not be read: that one may name it.
+    const half = setup();
+    half.dns.txt["_omatrust.svc.example"] = { status: "servfail" };
+    expect(codeOf(await half.witness({ ...body, controllerDid: other }, signedIn))).toBe("NETWORK_ERROR");
+    // A source that confirms it is enough, whatever another said.
+    expect(codeOf(await half.witness(body, signedIn))).toBe("ok");
   });
 
   test("a controller in did.json confirms with method did-json, matched across chain ids", async () => {

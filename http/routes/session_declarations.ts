@@ -158,7 +158,7 @@ export const WITNESS_DOCS: readonly RouteDoc[] = [
       415: err("UNSUPPORTED_MEDIA_TYPE"),
       422: err("EVIDENCE_NOT_FOUND: the message lists each source checked and its status"),
       429: err("RATE_LIMITED (per user or per subject domain; Retry-After header)"),
-      502: err("FACILITATOR_UNAVAILABLE: the x402 facilitator could not verify the payment; nothing written or charged"),
+      502: err("NETWORK_ERROR: no source confirmed the controller and one (DNS, did.json) could not be read; nothing written or charged, not kept under an Idempotency-Key. FACILITATOR_UNAVAILABLE: the x402 facilitator could not verify the payment; nothing written or charged"),
       500: err("SCHEMA_NOT_DEPLOYED, SERVER_ERROR (no witness wallet, or the transaction reverted), SUBMISSION_FAILED (refused by the chain; not charged), RPC_ERROR (the chain did not answer before anything was sent)"),
       503: err("OUTCOME_UNKNOWN (details: the transaction hash; the write stays reserved until settled), SUBMISSION_FAILED (the witness wallet cannot pay; nothing reserved)"),
     },
@@ -185,7 +185,7 @@ export const PAID_WITNESS_DOCS: readonly RouteDoc[] = [
       413: TOO_LARGE,
       415: NOT_JSON,
       422: err("EVIDENCE_NOT_FOUND"),
-      502: err("FACILITATOR_UNAVAILABLE: nothing written or charged"),
+      502: err("NETWORK_ERROR (the endpoint evidence could not be read; not settled), FACILITATOR_UNAVAILABLE: nothing written or charged"),
     },
   },
 ];
