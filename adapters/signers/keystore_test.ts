@@ -1,5 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { Keystore } from "ox";
+import { scryptSync } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { privateKeyToAccount } from "viem/accounts";
+import { scryptUnbounded } from "./_scrypt.ts";
 import { decryptKeystore } from "./keystore.ts";
 
 // The two test vectors of the Web3 Secret Storage definition (password "testpassword").
@@ -16,6 +21,18 @@ const PBKDF2_VECTOR = {
   id: "3198bc9c-6672-5ab3-d995-4942343ae5b6",
   version: 3,
 };
+const SCRYPT_VECTOR = {
+  crypto: {
+    cipher: "aes-128-ctr",
+    cipherparams: { iv: "83dbcc02d8ccb40e466191a123791e0e" },
+    ciphertext: "d172bf743a674da9cdad04534d56926ef8358534d458fffccd4e6ad2fbde479c",
+    kdf: "scrypt",
+    kdfparams: { dklen: 32, n: 262144, p: 8, r: 1, salt: "ab0c7876052600dd703518d6fc3fe8984592145b591fc8fb5c6d43190334ba19" },
+    mac: "2103ac29920d71da29f15d75b4a16dbe95cfd7ff8faea1056c33131d846e3097",
+  },
+  id: "3198bc9c-6672-5ab3-d995-4942343ae5b6",
+  version: 3,
+};
 const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString("hex");
 
 describe("Web3 Secret Storage v3", () => {
@@ -23,8 +40,33 @@ describe("Web3 Secret Storage v3", () => {
     expect(hex(decryptKeystore(JSON.stringify(PBKDF2_VECTOR), "testpassword"))).toBe(SECRET);
   });
 
-  // The definition's scrypt vector (n = 2^18 with r = 1) breaks RFC 7914's bound n < 2^(16r), which BoringSSL and
-  // @noble/hashes enforce; geth, cast and OpenZeppelin Relayer write r = 8, which the files below use.
+  // The definition's scrypt vector (n = 2^18 with r = 1) breaks RFC 7914's bound n < 2^(16r), which node:crypto and
+  // @noble/hashes enforce, as Python eth-account's default files do: scryptUnbounded derives those (before, refused).
+  test("the definition's scrypt vector (n = 2^18, r = 1, p = 8) opens to its secret", () => {
+    expect(hex(decryptKeystore(JSON.stringify(SCRYPT_VECTOR), "testpassword"))).toBe(SECRET);
+  });
+
+  test("a file Python's eth-account writes by default (made with pycryptodome, testdata/) opens to its key", () => {
+    const file = readFileSync(join(import.meta.dir, "testdata", "eth_account_default.json"), "utf8");
+    expect(JSON.parse(file).crypto.kdfparams).toMatchObject({ n: 262_144, r: 1, p: 8 });
+    const key = decryptKeystore(file, "eth-account default");
+    expect(privateKeyToAccount(`0x${hex(key)}`).address.toLowerCase()).toBe(`0x${JSON.parse(file).address}`);
+  });
+
+  test("scryptUnbounded(): RFC 7914's vectors, and node:crypto's bytes wherever both run", () => {
+    const text = (s: string) => new TextEncoder().encode(s);
+    expect(scryptUnbounded(text(""), text(""), 16, 1, 1, 64).toString("hex")).toBe(
+      "77d6576238657b203b19ca42c18a0497f16b4844e3074ae8dfdffa3fede21442fcd0069ded0948f8326a753a0fc81f17e8d3e0fb2e0d3628cf35e20c38d18906",
+    );
+    expect(scryptUnbounded(text("password"), text("NaCl"), 1024, 8, 16, 64).toString("hex")).toBe(
+      "fdbabe1c9d3472007856e7190d01e9fe7c6ad7cbc8237830e77376634b3731622eaf30d92e22a3886ff109279d9830dac727afb94a83ee6d8360cbdfa2cc0640",
+    );
+    for (const [n, r, p] of [[1024, 1, 1], [2048, 2, 3], [256, 3, 2], [1 << 14, 8, 1]] as const) {
+      expect(scryptUnbounded(text("pw"), text("salt"), n, r, p, 32)).toEqual(scryptSync("pw", "salt", 32, { N: n, r, p, maxmem: 1 << 28 }));
+    }
+  });
+
+  // geth, cast and OpenZeppelin Relayer write r = 8, which the files below use.
   test("a scrypt file with geth's parameters (r = 8, p = 1) opens to its key", () => {
     const [key, options] = Keystore.scrypt({ password: "testpassword", n: 1 << 14, r: 8, p: 1 });
     const file = Keystore.encrypt(`0x${SECRET}`, key, options);
