@@ -3,7 +3,8 @@
  * authorised against the subject of the review its refUID names (the reviewed did:web, its owner proven by a TXT
  * record), not against the response's own `subject` (the reviewer's did:pkh). A stranger and the reviewer are
  * refused before any gas; the proven owner is accepted and the response read back on chain; a refUID naming
- * nothing or another schema is 400. The public relay refuses to subsidise the schema at start.
+ * nothing or another schema, or a response whose own subject is not the reviewer's did:pkh, is 400. The public relay
+ * refuses to subsidise the schema at start.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createPublicClient, type Hex, http } from "viem";
@@ -105,13 +106,20 @@ describe("private relay: a review's response is the reviewed service's owner's (
     const s = await signInCookie(stack.baseUrl, stranger, { origin: APP });
     const before = await delegateNonce();
     stack.rpc.reset();
-    const strangers = await post(RELAY, s, await responseBy(stranger, reviewUid, pkh(stranger)));
+    const strangers = await post(RELAY, s, await responseBy(stranger, reviewUid));
     expect([strangers.status, strangers.body.code]).toEqual([403, "SUBJECT_OWNERSHIP_REQUIRED"]);
     expect(strangers.body.error).toContain("did:web:shop.test");
-    const strangerAsReviewer = await post(RELAY, s, await responseBy(stranger, reviewUid));
-    expect([strangerAsReviewer.status, strangerAsReviewer.body.code]).toEqual([403, "SUBJECT_OWNERSHIP_REQUIRED"]);
+    // A response about anyone but the reviewer (reference §3.1) is 400, before any ownership look-up.
+    const strangerAsSubject = await post(RELAY, s, await responseBy(stranger, reviewUid, pkh(stranger)));
+    expect([strangerAsSubject.status, strangerAsSubject.body.code]).toEqual([400, "INVALID_INPUT"]);
+    expect(strangerAsSubject.body.error).toContain(pkh(reviewer));
     const reviewers = await post(RELAY, r, await responseBy(reviewer, reviewUid));
     expect([reviewers.status, reviewers.body.code]).toEqual([403, "SUBJECT_OWNERSHIP_REQUIRED"]);
+    // Found by attack: the proven owner answering with a third party's did:web as subject and recipient was written,
+    // paid, and listed under that subject. It is 400 naming the reviewer's did:pkh, before any gas.
+    const thirdParty = await post(RELAY, o, await signed(owner, "user-review-response", { subject: "did:web:victim.test", refUID: reviewUid, responseBody: "victim.test is a scam" }, reviewUid));
+    expect([thirdParty.status, thirdParty.body.code]).toEqual([400, "INVALID_INPUT"]);
+    expect(thirdParty.body.error).toContain(pkh(reviewer));
     // A refUID naming nothing.
     const nothing = await post(RELAY, o, await responseBy(owner, `0x${"ab".repeat(32)}`));
     expect([nothing.status, nothing.body.code]).toEqual([400, "INVALID_INPUT"]);

@@ -111,6 +111,14 @@ export type DelegatedAttestCaller = {
    */
   readonly admit?: ((request: DelegatedRequest) => Promise<DelegatedAttestFailure | CallerTicket>) | undefined;
   /**
+   * The caller's refusals that need no chain (storage and the request alone), run before any RPC: after the replay
+   * lookup (a signature on record answers with its outcome whatever the caller says, decisions §6) and before the
+   * guard. The private relay refuses here what its plan, its wallet and its quota decide, so that such a request
+   * costs the node nothing (it was refused only after the nonce and balance reads). Undefined: go on; `admit` still
+   * runs once the signature verified and decides with the chain's answers.
+   */
+  readonly precheck?: ((request: DelegatedRequest) => Promise<DelegatedAttestFailure | undefined>) | undefined;
+  /**
    * Runs once every check passed and the signature is recorded (`key`: its replay record), just before the transaction
    * is signed and sent: the caller records its submission here (decisions §23). A throw stops the request before
    * anything is sent, and the record is given back.

@@ -156,6 +156,11 @@ async function checkOffChain(ctx: AttestContext, body: unknown, caller: Delegate
     const sent = await deps.factoryCalls.find(deps.eas.chainId, request.attester);
     if (sent?.state === "failed") return factoryCallFailedBefore();
   }
+  // The caller's own refusals that need no chain (the private relay's wallet, plan and quota): after the replay lookup,
+  // so a signature on record still answers with its outcome, and before the guard and any RPC, so that a request they
+  // refuse costs the node nothing (found by attack: each was refused only after the nonce and balance reads).
+  const precheck = caller.precheck === undefined ? undefined : await caller.precheck(request);
+  if (precheck !== undefined) return precheck;
   // The guard comes after the replay lookup (storage, no RPC): a signature already on record answers with its
   // outcome whatever the limits, since resubmitting it is how a client learns what became of an OUTCOME_UNKNOWN.
   // The attester's bucket is charged only for signatures proven to be the attester's: someone else's garbage cannot

@@ -60,6 +60,8 @@ export type BatchLayout = readonly ({ readonly ref: string } | { readonly refuse
 export type DelegatedAttestBatchCaller = {
   readonly clientKey?: string | undefined;
   readonly admit?: ((request: DelegatedRequest, index: number) => Promise<DelegatedAttestFailure | CallerTicket>) | undefined;
+  /** Runs for each request as the single route's `precheck` does: before any RPC (`index`: its position). */
+  readonly precheck?: ((request: DelegatedRequest, index: number) => Promise<DelegatedAttestFailure | undefined>) | undefined;
   /**
    * Runs once, with the first item's replay key and every request's place in the batch, just before the one
    * transaction is signed (the submission record): every refusal is known by then.
@@ -126,6 +128,7 @@ async function checkItems(ctx: BatchContext, bodies: readonly unknown[], caller:
       const itemCaller: DelegatedAttestCaller = {
         clientKey: caller.clientKey,
         admit: caller.admit === undefined ? undefined : (request) => caller.admit!(request, index),
+        precheck: caller.precheck === undefined ? undefined : (request) => caller.precheck!(request, index),
       };
       const outcome = await ctx.check(requests[index], itemCaller, { nonceFor: (_, chainNonce) => chainNonce + taken });
       if ("ok" in outcome) {

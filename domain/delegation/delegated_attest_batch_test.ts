@@ -4,6 +4,7 @@ import { fakeClock, fakeDelegate, fakeEasReader, fakeGasBudget, fakeReplayStore 
 import { buildAttestTypedData, ZERO_UID } from "./attest_typed_data.ts";
 import { type CallerTicket, createDelegatedAttest, type DelegatedAttestDeps } from "./delegated_attest.ts";
 import { createRateLimiter } from "../rate_limit.ts";
+import { fail } from "../result.ts";
 import { createRelayGuard } from "./relay_guard.ts";
 import { encodeSchemaData } from "../schema_data.ts";
 import { findSchemaByName } from "../schemas.ts";
@@ -301,6 +302,16 @@ describe("delegated attestation batches (decisions §23)", () => {
     const outcome = await env.batch([await signed(env), await signed(env, { signer: bob })], { admit });
     expect(codes(outcome.results)).toEqual(["ok", "ok"]);
     expect(log.sort()).toEqual(["mined 0", "mined 1", "signed 0", "signed 1"]);
+  });
+
+  test("the caller's precheck runs for each item with its place, before any RPC: an item it refuses costs no read", async () => {
+    const env = setup();
+    const { admit } = tickets();
+    const asked: number[] = [];
+    const precheck = (_request: unknown, index: number) => (asked.push(index), Promise.resolve(index === 1 ? { ...fail("SCHEMA_NOT_ELIGIBLE", "no"), status: 403 } : undefined));
+    const outcome = await env.batch([await signed(env), await signed(env, { signer: bob })], { admit, precheck });
+    expect(codes(outcome.results)).toEqual(["ok", "SCHEMA_NOT_ELIGIBLE"]);
+    expect([asked.sort(), env.eas.calls]).toEqual([[0, 1], 1]);
   });
 
   test("a batch the node never took releases every item, so the same requests may be sent again", async () => {

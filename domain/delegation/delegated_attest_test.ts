@@ -350,6 +350,23 @@ describe("createDelegatedAttest()", () => {
     expect(events).toEqual(["signed", "sent", "mined"]);
   });
 
+  test("a caller's precheck refuses before any RPC, after the replay lookup: a signature on record still answers DUPLICATE", async () => {
+    let funds = 0;
+    const env = setup();
+    const checkFunds = env.delegate.checkFunds;
+    env.delegate.checkFunds = () => (funds++, checkFunds());
+    const body = await signedBody(env);
+    const seen: string[] = [];
+    const refuse = (request: { attester: string }) => (seen.push(request.attester), Promise.resolve({ ...fail("SCHEMA_NOT_ELIGIBLE", "no"), status: 403 }));
+    expect(await env.attest(body, { precheck: refuse })).toMatchObject({ ok: false, code: "SCHEMA_NOT_ELIGIBLE", status: 403 });
+    expect([env.eas.calls, funds, env.replay.rows.size, seen]).toEqual([0, 0, 0, [account.address]]);
+    // Admitted, then sent; the same signature again is its outcome whatever the precheck would now say.
+    expect((await env.attest(body, { precheck: () => Promise.resolve(undefined) })).ok).toBe(true);
+    const calls = env.eas.calls;
+    expect(await env.attest(body, { precheck: refuse })).toMatchObject({ ok: false, code: "DUPLICATE" });
+    expect([env.eas.calls, seen.length]).toEqual([calls, 1]);
+  });
+
   test("an EAS revert in simulation is INVALID_INPUT naming it and spends nothing", async () => {
     const env = setup();
     env.delegate.simulation = { ok: false, reason: "reverted", errorName: "InvalidSchema" };

@@ -1,7 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import type { HexString } from "../../ports/eas.ts";
-import { fakeClock, fakeRandom, fakeSubjectStore, fakeWriteLedger } from "../../ports/fakes/mod.ts";
-import type { DelegatedAttest } from "./delegated_attest.ts";
+import { privateKeyToAccount } from "viem/accounts";
+import { fakeClock, fakeDelegate, fakeEasReader, fakeRandom, fakeReplayStore, fakeSubjectStore, fakeWriteLedger } from "../../ports/fakes/mod.ts";
+import { buildAttestTypedData, ZERO_UID } from "./attest_typed_data.ts";
+import { createDelegatedAttest, type DelegatedAttest } from "./delegated_attest.ts";
 import type { DelegatedRequest } from "./delegated_request.ts";
 import { didToAddress } from "../did/mod.ts";
 import { createPrivateRelay } from "./private_relay.ts";
@@ -14,9 +16,14 @@ const LINKED = findSchemaByName("linked-identifier")!;
 const LINKED_UID = `0x${"11".repeat(32)}` as HexString;
 const PAYER = "0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc" as HexString;
 
-/** A delegated attestation whose signature "verified": the fake hands the request straight to the relay's admit. */
+/**
+ * A delegated attestation whose signature "verified": the fake hands the request to the relay's precheck (as the use
+ * case does before any RPC), then straight to its admit.
+ */
 function fakeAttest(): DelegatedAttest & { admitted: number } {
   const attest = (async (body: unknown, caller?: Parameters<DelegatedAttest>[1]) => {
+    const refused = await caller!.precheck?.(body as DelegatedRequest);
+    if (refused !== undefined) return refused;
     const ticket = await caller!.admit!(body as DelegatedRequest);
     if ("ok" in ticket && ticket.ok === false) return ticket;
     attest.admitted++;
@@ -167,9 +174,10 @@ function responseSetup(chain: "up" | "down" = "up") {
   const reads: string[] = [];
   const asked: string[] = [];
   const attest = fakeAttest();
+  const ledger = fakeWriteLedger();
   const relay = createPrivateRelay({
     attest,
-    ledger: fakeWriteLedger(),
+    ledger,
     plans: { free: { annualWrites: 0, schemas: [] }, paid: { annualWrites: 0, schemas: ["*"] } },
     subjects: fakeSubjectStore(),
     clock: fakeClock(Date.UTC(2026, 0, 2)),
@@ -188,7 +196,7 @@ function responseSetup(chain: "up" | "down" = "up") {
       return Promise.resolve({ ok: true, attestation: attestations.get(uid) ?? null });
     },
   });
-  return { relay, attest, reads, asked };
+  return { relay, attest, reads, asked, ledger };
 }
 
 describe("privateRelay(): a user-review-response is the reviewed subject's owner's (issue 23, finding 4)", () => {
@@ -198,13 +206,31 @@ describe("privateRelay(): a user-review-response is the reviewed subject's owner
     expect([reads, asked, attest.admitted]).toEqual([[REVIEW_AT], ["did:web:shop.test"], 1]);
   });
 
-  test("a stranger naming their own did:pkh as the response's subject is refused, and so is the reviewer", async () => {
+  test("a stranger answering the review is refused, and so is the reviewer; a stranger naming their own did:pkh as the response's subject is 400", async () => {
     const { relay, attest } = responseSetup();
     const stranger = "0x976ea74026e726554db657fa54763abd0c3a0aa9" as HexString;
-    const own = await relay(response(stranger, REVIEW_AT, { subject: `did:pkh:eip155:31337:${stranger}` }), { kind: "x402", address: stranger });
-    expect(own).toMatchObject({ ok: false, code: "SUBJECT_OWNERSHIP_REQUIRED" });
+    expect(await relay(response(stranger, REVIEW_AT), { kind: "x402", address: stranger })).toMatchObject({ ok: false, code: "SUBJECT_OWNERSHIP_REQUIRED" });
     expect(await relay(response(REVIEWER, REVIEW_AT), { kind: "x402", address: REVIEWER })).toMatchObject({ ok: false, code: "SUBJECT_OWNERSHIP_REQUIRED" });
+    const own = await relay(response(stranger, REVIEW_AT, { subject: `did:pkh:eip155:31337:${stranger}` }), { kind: "x402", address: stranger });
+    expect(own).toMatchObject({ ok: false, code: "INVALID_INPUT" });
     expect(attest.admitted).toBe(0);
+  });
+
+  test("the owner's response must be about the reviewer: a third party's DID (and its address as recipient), or the reviewer on another chain, is 400 before any ownership look-up or reservation", async () => {
+    // Found by attack: the proven owner of shop.test answered a review of it with subject (and recipient)
+    // did:web:victim.test, and the relay wrote, paid, a subject-scoped attestation about a subject its attester
+    // does not own, listed under GET /v1/attestations?subject=did:web:victim.test.
+    const { relay, attest, reads, asked, ledger } = responseSetup();
+    const owner = { kind: "x402" as const, address: OWNER };
+    for (const subject of ["did:web:victim.test", `did:pkh:eip155:1:${REVIEWER}`, `did:pkh:eip155:31337:${OWNER}`]) {
+      const result = await relay(response(OWNER, REVIEW_AT, { subject }), owner);
+      expect(result).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+      expect((result as { message: string }).message).toContain(`did:pkh:eip155:31337:${REVIEWER}`);
+    }
+    // One read each (the review refUID names), no ownership asked, nothing reserved.
+    expect([reads.length, asked, attest.admitted, ledger.writes.size]).toEqual([3, [], 0, 0]);
+    // The reviewer's did:pkh in any letter case is the reviewer's.
+    expect((await relay(response(OWNER, REVIEW_AT, { subject: `did:pkh:eip155:31337:${REVIEWER.toUpperCase().replace("0X", "0x")}` }), owner)).ok).toBe(true);
   });
 
   test("refUID naming nothing, another schema, a revoked review, zero, or differing from the data's refUID is 400 INVALID_INPUT naming refUID", async () => {
@@ -238,5 +264,83 @@ describe("privateRelay(): a user-review-response is the reviewed subject's owner
     const withSubject = (subjectDid: string) => ({ ...response(OWNER, REVIEW_AT), subjectDid });
     expect((await relay(withSubject("shop.test"), owner)).ok).toBe(true);
     expect(await relay(withSubject(`did:pkh:eip155:31337:${REVIEWER}`), owner)).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+  });
+});
+
+describe("privateRelay() over the real use case: what needs no chain is refused before any RPC (found by attack)", () => {
+  const KEY = privateKeyToAccount("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
+  const ME = KEY.address.toLowerCase() as HexString;
+  const REVIEW_UID = `0x${"77".repeat(32)}` as HexString;
+  const me = { id: "acct-free", address: ME, plan: "free" as const, createdAtMs: 0 };
+
+  function realSetup() {
+    const clock = fakeClock(Date.UTC(2026, 0, 2));
+    const eas = fakeEasReader();
+    const delegate = fakeDelegate();
+    const rpc = { nonces: 0, balances: 0, attestations: 0 };
+    const reader = { ...eas, getAttesterNonce: (attester: HexString) => (rpc.nonces++, eas.getAttesterNonce(attester)) };
+    const wallet = { ...delegate, checkFunds: () => (rpc.balances++, delegate.checkFunds()) };
+    const ledger = fakeWriteLedger();
+    const attest = createDelegatedAttest({
+      clock, eas: reader, delegate: wallet, replay: fakeReplayStore(), mainnet: false,
+      subsidized: new Map([[LINKED_UID, { name: "linked-identifier", revocable: true }], [REVIEW_UID, { name: "user-review", revocable: false }]]),
+    });
+    const relay = createPrivateRelay({
+      attest,
+      ledger,
+      plans: { free: { annualWrites: 1, schemas: ["linked-identifier"] }, paid: { annualWrites: 5, schemas: ["*"] } },
+      subjects: fakeSubjectStore(),
+      clock,
+      random: fakeRandom(),
+      schemaNames: new Map([[LINKED_UID, "linked-identifier"], [REVIEW_UID, "user-review"]]),
+      subjectScoped: new Set(["linked-identifier"]),
+      chainId: 31337,
+      readAttestation: () => (rpc.attestations++, Promise.resolve({ ok: true, attestation: null })),
+    });
+    const calls = () => rpc.nonces + rpc.balances + rpc.attestations;
+    return { relay, ledger, rpc, calls, clock, eas };
+  }
+
+  /** A signed linked-identifier (or, `schema` given, a write under that schema) about `subject`, for nonce 0 unless given. */
+  async function signed(env: ReturnType<typeof realSetup>, subject: string, options: { schema?: HexString; signer?: typeof KEY; linkedId?: string; nonce?: bigint } = {}) {
+    const signer = options.signer ?? KEY;
+    const data = encodeSchemaData(LINKED.schema, { subject, linkedId: options.linkedId ?? "did:web:x.test", proofs: [], issuedAt: 1n, effectiveAt: 0n, expiresAt: 0n });
+    const recipient = didToAddress(subject);
+    if (!data.ok || !recipient.ok) throw new Error("encoding");
+    const message = {
+      attester: signer.address, schema: options.schema ?? LINKED_UID, recipient: recipient.value as HexString, expirationTime: 0n,
+      revocable: options.schema === REVIEW_UID ? false : true, refUID: ZERO_UID, data: data.value, value: 0n, nonce: options.nonce ?? 0n,
+      deadline: BigInt(Math.floor(env.clock.nowMs() / 1000) + 600),
+    } as const;
+    const typedData = buildAttestTypedData(env.eas, message);
+    const strings = Object.fromEntries(Object.entries(message).map(([k, v]) => [k, typeof v === "bigint" ? v.toString() : v]));
+    return {
+      attester: signer.address,
+      signature: await signer.signTypedData(typedData),
+      prepared: { delegatedRequest: { ...strings, easContractAddress: env.eas.easAddress, chainId: env.eas.chainId } },
+    };
+  }
+
+  test("ATTESTER_MISMATCH, SCHEMA_NOT_ELIGIBLE, SUBJECT_OWNERSHIP_REQUIRED (a subject never added) and SPONSORED_WRITE_LIMIT_EXCEEDED cost no RPC call", async () => {
+    const env = realSetup();
+    const own = `did:pkh:eip155:31337:${ME}`;
+    const other = privateKeyToAccount("0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a");
+    expect(await env.relay(await signed(env, `did:pkh:eip155:31337:${other.address.toLowerCase()}`, { signer: other }), me))
+      .toMatchObject({ ok: false, code: "ATTESTER_MISMATCH", status: 403 });
+    expect(await env.relay(await signed(env, own, { schema: REVIEW_UID }), me)).toMatchObject({ ok: false, code: "SCHEMA_NOT_ELIGIBLE" });
+    expect(await env.relay(await signed(env, "did:web:never-added.test"), me)).toMatchObject({ ok: false, code: "SUBJECT_OWNERSHIP_REQUIRED" });
+    expect(env.calls()).toBe(0);
+    // The plan's one write, taken: the next is refused from a read of the ledger, before any RPC.
+    const written = await signed(env, own);
+    expect((await env.relay(written, me)).ok).toBe(true);
+    expect([env.rpc.nonces, env.rpc.balances]).toEqual([1, 1]);
+    const before = env.calls();
+    env.eas.nonces.set(ME, 1n);
+    expect(await env.relay(await signed(env, own, { linkedId: "did:web:y.test", nonce: 1n }), me)).toMatchObject({ ok: false, code: "SPONSORED_WRITE_LIMIT_EXCEEDED" });
+    expect(env.calls()).toBe(before);
+    // A signature on record still answers with its outcome first (decisions §6), quota or not.
+    expect(await env.relay(written, me)).toMatchObject({ ok: false, code: "DUPLICATE" });
+    expect(env.calls()).toBe(before);
+    expect(env.ledger.writes.size).toBe(1);
   });
 });
