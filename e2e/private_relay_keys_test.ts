@@ -29,7 +29,7 @@ beforeAll(async () => {
       CORS_ORIGINS: APP,
       SIWE_CHALLENGE_RATE_PER_MINUTE: "1000",
       FREE_PLAN_SCHEMAS: "*",
-      PRIVATE_RELAY_ACCOUNT_RATE_PER_MINUTE: "6",
+      PRIVATE_RELAY_ACCOUNT_RATE_PER_MINUTE: "8",
       NONCE_RATE_PER_MINUTE: "3",
     },
   });
@@ -82,6 +82,11 @@ test("a malformed body, or a refused batch, under a key is kept: the retry is re
   expect([empty.status, empty.body.code, again.status, again.replayed]).toEqual([400, "INVALID_INPUT", 400, "true"]);
   const real = await call("POST", BATCH, cookie, JSON.stringify({ requests: [JSON.parse(await linked(key, "did:web:two.test"))] }), { "idempotency-key": batch });
   expect([real.status, real.body.code]).toEqual([422, "IDEMPOTENCY_KEY_REUSED"]);
+  // A batch body that is not JSON too (found by review).
+  const broken = crypto.randomUUID();
+  const notJson = await call("POST", BATCH, cookie, "{not json", { "idempotency-key": broken });
+  const later = await call("POST", BATCH, cookie, JSON.stringify({ requests: [JSON.parse(await linked(key, "did:web:two.test"))] }), { "idempotency-key": broken });
+  expect([notJson.status, notJson.body.code, later.status, later.body.code]).toEqual([400, "INVALID_JSON", 422, "IDEMPOTENCY_KEY_REUSED"]);
 }, 60_000);
 
 test("an account's writes and nonce reads take turns before any JSON-RPC call or stored key; another account has its own", async () => {
@@ -91,16 +96,16 @@ test("an account's writes and nonce reads take turns before any JSON-RPC call or
   const scope = `account:${me.account.id}`;
   const refusedBatch = JSON.stringify({ requests: Array.from({ length: 50 }, () => ({})) });
   const statuses: number[] = [];
-  for (let i = 0; i < 6; i++) statuses.push((await call("POST", BATCH, cookie, refusedBatch, { "idempotency-key": `fresh-${i}` })).status);
-  expect(statuses).toEqual([200, 200, 200, 200, 200, 200]);
-  expect(keyRows(scope)).toBe(6);
+  for (let i = 0; i < 8; i++) statuses.push((await call("POST", BATCH, cookie, refusedBatch, { "idempotency-key": `fresh-${i}` })).status);
+  expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 200, 200]);
+  expect(keyRows(scope)).toBe(8);
   stack.rpc.reset();
-  const past = await call("POST", BATCH, cookie, refusedBatch, { "idempotency-key": "fresh-6" });
+  const past = await call("POST", BATCH, cookie, refusedBatch, { "idempotency-key": "fresh-8" });
   expect([past.status, past.body.code, Number(past.retryAfter) > 0]).toEqual([429, "RATE_LIMITED", true]);
   const single = await call("POST", SINGLE, cookie, await linked(key, "did:web:three.test"));
   expect([single.status, single.body.code]).toEqual([429, "RATE_LIMITED"]);
   // Not kept (decisions §23: a 429 is not stored), and no call reached the node.
-  expect(keyRows(scope)).toBe(6);
+  expect(keyRows(scope)).toBe(8);
   expect(stack.rpc.methods()).toEqual([]);
 
   const address = privateKeyToAccount(key).address;

@@ -5,7 +5,8 @@ import type { Metrics } from "../ports/metrics.ts";
 import { ELAPSED_PATHS } from "./conventions.ts";
 import { isPrivatePath, pathOf, PUBLIC_CORS_HEADERS } from "./cors.ts";
 import { elapsedSince, errorBody, json, statusOf } from "./errors.ts";
-import { DELEGATED_ATTEST_PATHS, NONCE_PATHS } from "./routes/delegation/mod.ts";
+import { DELEGATED_ATTEST_BATCH_PATH, DELEGATED_ATTEST_PATHS, NONCE_PATHS, PRIVATE_RELAY_BATCH_PATH } from "./routes/delegation/mod.ts";
+import { PAID_ALIASES } from "./x402_gate.ts";
 import { classifyAddress } from "../domain/discovery/mod.ts";
 import { arrivedBody, hasBody, routable, UNREAD, UNREADABLE } from "./arriving_body.ts";
 import { createDeadlines } from "./deadlines.ts";
@@ -52,12 +53,19 @@ export const ROUTE_DEADLINE_MS = 245_000;
  */
 export const BODY_TIMEOUT_MS = 10_000;
 
-/** Routes that broadcast a transaction: past the deadline their outcome is not known yet. */
+/**
+ * Routes that broadcast a transaction: past the deadline their outcome is not known yet. The batches and the paid
+ * aliases too (found by review): they answered 502 `NETWORK_ERROR`, "nothing was done", for a batch maybe broadcast.
+ */
 const SUBMISSION_PATHS: ReadonlySet<string> = new Set([
   ...DELEGATED_ATTEST_PATHS,
+  DELEGATED_ATTEST_BATCH_PATH,
   "/api/private/relay/eas/delegated-attest",
+  PRIVATE_RELAY_BATCH_PATH,
   "/v1/controller-witness",
   "/api/private/controller-witness",
+  PAID_ALIASES.relay,
+  PAID_ALIASES.witness,
 ]);
 
 /** Routes whose only dependency is the chain (decisions §2: 500 `RPC_ERROR` when it does not answer). */

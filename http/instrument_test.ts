@@ -159,6 +159,11 @@ describe("instrumentedHandler() deadline", () => {
       ["POST", "/v1/delegated-attest", 503, "OUTCOME_UNKNOWN"],
       ["POST", "/api/private/relay/eas/delegated-attest", 503, "OUTCOME_UNKNOWN"],
       ["POST", "/v1/controller-witness", 503, "OUTCOME_UNKNOWN"],
+      // Found by review: a batch or a paid write maybe broadcast was 502 NETWORK_ERROR, "nothing was done".
+      ["POST", "/v1/delegated-attest/batch", 503, "OUTCOME_UNKNOWN"],
+      ["POST", "/api/private/relay/eas/delegated-attest/batch", 503, "OUTCOME_UNKNOWN"],
+      ["POST", "/v1/paid/delegated-attest", 503, "OUTCOME_UNKNOWN"],
+      ["POST", "/v1/paid/controller-witness", 503, "OUTCOME_UNKNOWN"],
       ["POST", "/api/private/subjects", 502, "NETWORK_ERROR"],
     ];
     for (const [method, path, status, code] of cases) {
@@ -167,8 +172,8 @@ describe("instrumentedHandler() deadline", () => {
       expect(typeof res.body.error).toBe("string");
       expect(res.headers.get("x-request-id")).toBeTruthy();
       expect(res.headers.get("x-content-type-options")).toBe("nosniff");
-      expect(res.headers.get("access-control-allow-origin")).toBe(path.startsWith("/api/private/") || path === "/v1/controller-witness" ? null : "*");
-      expect(res.body.elapsed === undefined).toBe(!["/v1/nonce", "/api/eas/nonce", "/v1/delegated-attest"].includes(path));
+      expect(res.headers.get("access-control-allow-origin")).toBe(path.startsWith("/api/private/") || path === "/v1/controller-witness" || path.startsWith("/v1/paid/") ? null : "*");
+      expect(res.body.elapsed === undefined).toBe(!["/v1/nonce", "/api/eas/nonce", "/v1/delegated-attest", "/v1/delegated-attest/batch"].includes(path));
     }
   });
 

@@ -73,7 +73,8 @@ export function decryptKeystore(json: string, password: string): Uint8Array {
     const N = int(p.n, "scrypt n", MAX_SCRYPT_N);
     const r = int(p.r, "scrypt r", 64);
     const par = int(p.p, "scrypt p", 64);
-    if ((N & (N - 1)) !== 0) throw new SignerError("config", "The keystore's scrypt n is not a power of two");
+    // n = 1 is a power of two that scrypt refuses (node:crypto threw its own RangeError, which stopped the start with a stack).
+    if (N < 2 || (N & (N - 1)) !== 0) throw new SignerError("config", "The keystore's scrypt n is not a power of two from 2");
     if (128 * N * r > MAX_SCRYPT_MEMORY) {
       throw new SignerError("config", "The keystore's scrypt parameters ask for more than 256 MiB (128·n·r bytes; geth's standard n = 2^18, r = 8 takes 256 MiB)");
     }

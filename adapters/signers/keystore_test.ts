@@ -110,6 +110,9 @@ describe("Web3 Secret Storage v3", () => {
     expect(attempt(JSON.stringify({ ...PBKDF2_VECTOR, crypto: { ...PBKDF2_VECTOR.crypto, kdf: "argon2" } }))).toContain("neither scrypt nor pbkdf2");
     const scrypt = { ...PBKDF2_VECTOR.crypto, kdf: "scrypt", kdfparams: { dklen: 32, n: 1 << 30, r: 8, p: 1, salt: "00" } };
     expect(attempt(JSON.stringify({ ...PBKDF2_VECTOR, crypto: scrypt }))).toContain("scrypt n");
+    // n = 1 (found by review): node:crypto's own RangeError, not a line naming what is wrong.
+    const one = { ...scrypt, kdfparams: { ...scrypt.kdfparams, n: 1 } };
+    expect(attempt(JSON.stringify({ ...PBKDF2_VECTOR, crypto: one }))).toBe("The keystore's scrypt n is not a power of two from 2");
   });
 
   test("scrypt beyond 256 MiB or four times geth's standard work is refused before any work; every standard keystore's parameters are taken", () => {

@@ -144,14 +144,16 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
     .post(PRIVATE_RELAY_BATCH_PATH, ({ request, body }) =>
       guarded("relay_delegated_attest_batch", async () => {
         const parsed = parseJsonBody(body);
-        if (!parsed.ok) return failure(parsed);
         // A batch is an account's (a session or an access token): x402 pays for one write at a time.
         const auth = await authenticateRequest(request, deps, "relay:write");
-        if (!auth.ok) return auth.response();
+        // A malformed body is 400 whoever sends it; a signed-in caller's is answered inside the keyed run below.
+        if (!auth.ok) return parsed.ok ? auth.response() : failure(parsed);
         if (deps.relay.batch === undefined) return failure({ code: "NOT_FOUND", message: "This deployment sends no batches", status: 404 });
         const account = auth.caller.account;
         // Read inside the keyed run (decisions §23): a refused batch's 400 is kept for its key, as on the public relay.
-        const input = readBatch(parsed.value, account);
+        const input: BatchInput = parsed.ok
+          ? readBatch(parsed.value, account)
+          : { refused: { code: parsed.code, message: parsed.message, status: statusOf(parsed.code) } };
         const write = relayWrite(request, `account:${account.id}`, body, input);
         if (!write.ok) return failure(write);
         const refused = limited(deps.accountRate, account.id, "writes");
