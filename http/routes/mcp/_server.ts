@@ -66,7 +66,22 @@ function toolError(outcome: Extract<ToolOutcome, { ok: false }>): CallToolResult
   return { isError: true, content: [{ type: "text", text: summarizeError(outcome.code, outcome.message, outcome.details) }], structuredContent: body };
 }
 
-/** Builds the tool server. */
+/**
+ * One client's share of `MCP_MAX_IN_FLIGHT`: a quarter of it, at least one. Tool calls are counted per client key (the
+ * caller's address as every route keys it: IPv4 address, IPv6 /64), so that one client, from however many sessions,
+ * holds at most this many of the instance's calls and the rest stay for everyone else; past it its next call is the
+ * tool error `RATE_LIMITED` naming its share. Before, one address with four sessions and batches of slow
+ * `check_domain_controllers` calls held all 32, and every other agent's calls were refused.
+ */
+export function clientInFlightShare(maxInFlight: number): number {
+  return Math.max(1, Math.floor(maxInFlight / 4));
+}
+
+/**
+ * Builds the tool server. A tool call takes one of `MCP_MAX_IN_FLIGHT` and one of its client's share
+ * ({@link clientInFlightShare}) while it runs, except a tool answered from memory alone (`memoryOnly`:
+ * `get_trust_anchors`, `resolve_identities`), which holds nothing and is answered whatever is in progress.
+ */
 export function createToolServer(deps: ToolServerDeps): ToolServer {
   const tools = createTools(deps.tools, { withAccountTools: deps.bearer !== undefined });
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
@@ -80,22 +95,40 @@ export function createToolServer(deps: ToolServerDeps): ToolServer {
     annotations: { title: tool.title, readOnlyHint: tool.readOnly, destructiveHint: false, idempotentHint: tool.readOnly, openWorldHint: true },
   }));
   let inFlight = 0;
+  /** Calls in progress by client key (the caller's address, as the routes key it); a key at zero is dropped. */
+  const byClient = new Map<string, number>();
+  const share = clientInFlightShare(deps.maxInFlight);
+
+  const run = async (tool: ToolDefinition, args: unknown, caller: ToolCaller): Promise<ToolOutcome> => {
+    try {
+      return await tool.run(args, caller);
+    } catch (error) {
+      deps.log.error("mcp_tool_error", { tool: tool.name, error: error instanceof Error ? error.message : String(error) });
+      return { ok: false, code: "INTERNAL_ERROR", message: "Internal error" };
+    }
+  };
 
   const callTool = async (name: string, args: unknown, caller: ToolCaller): Promise<CallToolResult> => {
     const tool = byName.get(name);
     if (tool === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
     let outcome: ToolOutcome;
-    if (inFlight >= deps.maxInFlight) {
+    const mine = byClient.get(caller.clientKey) ?? 0;
+    if (tool.memoryOnly === true) {
+      outcome = await run(tool, args, caller);
+    } else if (mine >= share) {
+      outcome = { ok: false, code: "RATE_LIMITED", message: `Too many tool calls in progress from this client (at most ${share} at once); try again later` };
+    } else if (inFlight >= deps.maxInFlight) {
       outcome = { ok: false, code: "RATE_LIMITED", message: "Too many tool calls in progress; try again later" };
     } else {
       inFlight++;
+      byClient.set(caller.clientKey, mine + 1);
       try {
-        outcome = await tool.run(args, caller);
-      } catch (error) {
-        deps.log.error("mcp_tool_error", { tool: name, error: error instanceof Error ? error.message : String(error) });
-        outcome = { ok: false, code: "INTERNAL_ERROR", message: "Internal error" };
+        outcome = await run(tool, args, caller);
       } finally {
         inFlight--;
+        const left = (byClient.get(caller.clientKey) ?? 1) - 1;
+        if (left > 0) byClient.set(caller.clientKey, left);
+        else byClient.delete(caller.clientKey);
       }
     }
     deps.metrics?.increment("ats_mcp_tool_calls_total", { tool: name, outcome: outcome.ok ? "ok" : outcome.code.toLowerCase() });

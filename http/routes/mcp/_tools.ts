@@ -115,6 +115,16 @@ export type ToolDefinition = {
   readonly outputSchema: TSchema;
   readonly readOnly: boolean;
   readonly scope?: Scope | undefined;
+  /**
+   * Answered from the process's memory alone: no lookup, no chain, index or storage read, nothing awaited. Such a
+   * call holds nothing, so it is not counted against `MCP_MAX_IN_FLIGHT` nor the caller's share of it (`_server.ts`)
+   * and is answered even while those are full. Today `get_trust_anchors` (the configured anchors) and
+   * `resolve_identities` (canonical forms and labels computed from the identifiers). Every other tool looks something
+   * up: `check_artifact_trust`, `list_attestations`, `key_status` and `controller_authorization` read the chain and
+   * the index (and the last two DNS and did.json), `check_domain_controllers` DNS and did.json, and the account tools
+   * the storage (and, for the witness, the chain).
+   */
+  readonly memoryOnly?: boolean | undefined;
   readonly run: (args: unknown, caller: ToolCaller) => Promise<ToolOutcome>;
 };
 
@@ -245,6 +255,7 @@ function readTools(deps: McpToolDeps): ToolDefinition[] {
       inputSchema: IdentitiesInput,
       outputSchema: IdentityResolveResponse,
       readOnly: true,
+      memoryOnly: true,
       run(args) {
         const input = identityArgs(args);
         if (!input.ok) return Promise.resolve(input);
@@ -259,6 +270,7 @@ function readTools(deps: McpToolDeps): ToolDefinition[] {
       // With the chains served (decisions §30), the route's answer: the anchors plus servedChains and defaultChain.
       outputSchema: deps.chains === undefined ? TrustAnchorsModel : ServedTrustAnchorsModel,
       readOnly: true,
+      memoryOnly: true,
       run(args) {
         const input = noArgs(args);
         if (!input.ok) return Promise.resolve(input);

@@ -64,7 +64,11 @@ export type McpEndpointDeps = {
   readonly maxSessions: number;
   /** A session unused this long is closed (`MCP_SESSION_IDLE_SECONDS`). */
   readonly sessionIdleSeconds: number;
-  /** Tool calls running at once, all sessions together (`MCP_MAX_IN_FLIGHT`); past it a call is a `RATE_LIMITED` tool error. */
+  /**
+   * Tool calls running at once, all sessions together (`MCP_MAX_IN_FLIGHT`), and a quarter of it (at least one) per
+   * client address (`_server.ts` clientInFlightShare); past either a call is a `RATE_LIMITED` tool error. Tools answered
+   * from memory alone (`get_trust_anchors`, `resolve_identities`) count against neither.
+   */
   readonly maxInFlight: number;
   /**
    * New sessions per client address (`MCP_SESSION_RATE_PER_MINUTE`, counted for the deployment); past it `initialize`

@@ -16,6 +16,7 @@ import { createApp } from "../../app.ts";
 import { summarize, summarizeError } from "./_summaries.ts";
 import { createTools, type McpToolDeps } from "./_tools.ts";
 import { createMcpEndpoint, MCP_MAX_BATCH, type McpEndpointDeps, mcpRoutes } from "./mcp.ts";
+import { clientInFlightShare } from "./_server.ts";
 
 const BASE = "http://localhost";
 const ACCOUNT: Account = { id: "acc-1", address: "0x00000000000000000000000000000000000000a1", plan: "free", createdAtMs: 0 };
@@ -83,6 +84,27 @@ async function setUp(deps: Partial<McpEndpointDeps> = {}, token?: string) {
   return { endpoint, app, client, call };
 }
 
+/** The endpoint behind an Elysia app whose client address is the request's `x-test-client`, and SDK clients of given addresses. */
+async function setUpClients(deps: Partial<McpEndpointDeps> = {}) {
+  const endpoint = createMcpEndpoint({
+    tools: fakeTools(), sessions: fakeMcpSessions(), maxSessions: 10, sessionIdleSeconds: 60, maxInFlight: 10, clock: fakeClock(), log: silentLogger,
+    clientAddress: (request) => request.headers.get("x-test-client") ?? undefined,
+    ...deps,
+  });
+  const app = new Elysia().use(mcpRoutes(endpoint));
+  const connectAs = async (address: string) => {
+    const fetch = (url: string | URL, init?: RequestInit) => {
+      const headers = new Headers(init?.headers);
+      headers.set("x-test-client", address);
+      return app.handle(new Request(url, { ...init, headers }));
+    };
+    const client = new Client({ name: "unit", version: "1" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${BASE}/mcp`), { fetch }));
+    return { call: async (name: string, args: Record<string, unknown> = {}) => await client.callTool({ name, arguments: args }) as Answer };
+  };
+  return { endpoint, connectAs };
+}
+
 /** A bearer check that knows two tokens: `all` (both MCP scopes) and `read` (account:read only), for {base}/mcp. */
 const bearer: BearerAuth = (token, required) => {
   if (required.audience !== `${BASE}/mcp`) return Promise.resolve(fail("invalid_token", "The access token is invalid"));
@@ -97,14 +119,57 @@ describe("createMcpEndpoint()", () => {
   test("past MCP_MAX_IN_FLIGHT a tool call is the tool error RATE_LIMITED, and the session answers once calls end", async () => {
     const waiting: (() => void)[] = [];
     const artifactTrust = () => new Promise<never>((resolve) => waiting.push(() => resolve(fail("NETWORK_ERROR", "down") as never)));
-    const { call } = await setUp({ tools: fakeTools({ artifactTrust }), maxInFlight: 2 });
-    const running = [call("check_artifact_trust", { artifactDid: "did:artifact:a" }), call("check_artifact_trust", { artifactDid: "did:artifact:b" })];
-    while (waiting.length < 2) await Bun.sleep(1);
-    const refused = await call("check_artifact_trust", { artifactDid: "did:artifact:c" });
-    expect([refused.isError, refused.structuredContent?.code]).toEqual([true, "RATE_LIMITED"]);
+    // 8 in all, 2 per client: four clients fill the instance.
+    const { connectAs } = await setUpClients({ tools: fakeTools({ artifactTrust }), maxInFlight: 8 });
+    const clients = await Promise.all(["192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.4", "192.0.2.5"].map(connectAs));
+    const running = clients.slice(0, 4).flatMap((c) => [c.call("check_artifact_trust", { artifactDid: "did:artifact:a" }), c.call("check_artifact_trust", { artifactDid: "did:artifact:b" })]);
+    while (waiting.length < 8) await Bun.sleep(1);
+    const refused = await clients[4]!.call("check_artifact_trust", { artifactDid: "did:artifact:c" });
+    expect([refused.isError, refused.structuredContent]).toEqual([true, { error: "Too many tool calls in progress; try again later", code: "RATE_LIMITED" }]);
+    // A tool answered from memory alone holds no slot and is answered while all are taken.
+    expect((await clients[4]!.call("get_trust_anchors")).structuredContent).toMatchObject({ version: 1 });
     for (const release of waiting) release();
     for (const answer of await Promise.all(running)) expect(answer.structuredContent).toEqual({ error: "down", code: "NETWORK_ERROR" });
-    expect((await call("get_trust_anchors")).structuredContent).toMatchObject({ version: 1 });
+    const later = clients[4]!.call("check_artifact_trust", { artifactDid: "did:artifact:c" });
+    while (waiting.length < 9) await Bun.sleep(1);
+    waiting[8]!();
+    expect((await later).structuredContent).toEqual({ error: "down", code: "NETWORK_ERROR" });
+  });
+
+  test("one client holds at most a quarter of MCP_MAX_IN_FLIGHT, from any number of sessions: past it RATE_LIMITED naming its share, while another client's calls run; memory-only tools count against nothing", async () => {
+    const waiting: (() => void)[] = [];
+    const confirm = () => new Promise<never>((resolve) => waiting.push(() => resolve(fail("NETWORK_ERROR", "down") as never)));
+    const artifactTrust = () => new Promise<never>((resolve) => waiting.push(() => resolve(fail("NETWORK_ERROR", "down") as never)));
+    const { connectAs } = await setUpClients({ tools: fakeTools({ confirm: confirm as never, artifactTrust }), maxInFlight: 8 });
+    // The attacker: two sessions of one address, each asking for more slow lookups than its share.
+    const [a1, a2, b] = await Promise.all([connectAs("198.51.100.7"), connectAs("198.51.100.7"), connectAs("203.0.113.9")]);
+    const held = [a1!.call("check_domain_controllers", { subjectDid: "did:web:slow.test" }), a2!.call("check_domain_controllers", { subjectDid: "did:web:slow.test" })];
+    while (waiting.length < 2) await Bun.sleep(1);
+    let over: Answer[] | undefined;
+    void Promise.all([a1!.call("check_domain_controllers", { subjectDid: "did:web:slow.test" }), a2!.call("check_artifact_trust", { artifactDid: "did:artifact:x" })]).then((answers) => (over = answers));
+    // Answered, or (as before the share) started a lookup that holds a slot.
+    while (over === undefined && waiting.length < 3) await Bun.sleep(1);
+    expect(waiting).toHaveLength(2);
+    for (const answer of over!) {
+      expect([answer.isError, answer.structuredContent]).toEqual([true, { error: "Too many tool calls in progress from this client (at most 2 at once); try again later", code: "RATE_LIMITED" }]);
+    }
+    // Another client's calls run (and hold slots) while the first is at its share.
+    const other = b!.call("check_artifact_trust", { artifactDid: "did:artifact:y" });
+    while (waiting.length < 3) await Bun.sleep(1);
+    // A memory-only tool answers for the client at its share too.
+    expect((await a1!.call("get_trust_anchors")).structuredContent).toMatchObject({ version: 1 });
+    expect((await a2!.call("resolve_identities", { identifiers: ["did:web:a.test"] })).structuredContent).toMatchObject({ identities: [{ canonical: "did:web:a.test" }] });
+    for (const release of waiting) release();
+    for (const answer of await Promise.all([...held, other])) expect(answer.structuredContent).toEqual({ error: "down", code: "NETWORK_ERROR" });
+    // The share is free again once the calls end.
+    const again = a1!.call("check_domain_controllers", { subjectDid: "did:web:slow.test" });
+    while (waiting.length < 4) await Bun.sleep(1);
+    waiting[3]!();
+    expect((await again).structuredContent).toEqual({ error: "down", code: "NETWORK_ERROR" });
+  });
+
+  test("a client's share of MCP_MAX_IN_FLIGHT is a quarter, at least one", () => {
+    expect([1, 2, 7, 8, 32, 33, 10_000].map(clientInFlightShare)).toEqual([1, 1, 1, 2, 8, 8, 2_500]);
   });
 
   test("a session pushed out while it answers still gives that answer, then is gone", async () => {
