@@ -91,17 +91,28 @@ describe("sign-in challenge limits", () => {
     expect((await askChallenge("127.0.0.12", late)).status).toBe(200);
   });
 
-  test("one wallet is limited whichever addresses ask for it", async () => {
-    const wallet = newWallet().address;
-    const statuses = [];
-    for (let i = 0; i < 11; i++) statuses.push((await askChallenge(`127.0.0.${100 + i}`, wallet)).status);
-    expect(statuses).toEqual([...Array<number>(10).fill(200), 429]);
-    expect(rowsOfWallet(wallet)).toBe(10);
-    // Each asker's challenge can still be answered: one client's never uses up another's (a stranger asking for the
-    // wallet used to void the challenge its owner was signing).
+  test("a stranger's full minute of challenges for a wallet leaves its owner, at another address, free to sign in", async () => {
+    const owner = newWallet();
+    const wallet = owner.address;
+    // The stranger spends its address's whole rate on the owner's wallet.
+    const asked = await Promise.all(Array.from({ length: 10 }, () => askChallenge("127.0.0.100", wallet)));
+    expect(asked.map((a) => a.status)).toEqual(Array<number>(10).fill(200));
+    expect((await askChallenge("127.0.0.100", wallet)).status).toBe(429);
+    // The owner, at another address, in the same minute: a challenge, and a session from it.
+    const mine = await askChallenge("127.0.0.101", wallet);
+    expect(mine.status).toBe(200);
+    const signature = await owner.signMessage({ message: mine.body.siweMessage });
+    const verified = await send(stack.baseUrl, "POST", "/v1/session/wallet/verify", {
+      from: "127.0.0.101",
+      body: { challengeId: mine.body.challengeId, siweMessage: mine.body.siweMessage, signature },
+    });
+    expect(verified.status).toBe(200);
+    // Other addresses asking for the wallet are each given theirs; no one's challenge uses up another's.
+    for (let i = 0; i < 10; i++) expect((await askChallenge(`127.0.0.${102 + i}`, wallet)).status).toBe(200);
     const live = db.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM challenges WHERE address = ? AND used_at_ms IS NULL")
       .get(wallet.toLowerCase())!.n;
-    expect(live).toBe(10);
+    // The stranger's five newest live (its five older ones used up by its own newer ones), and the ten others'.
+    expect(live).toBe(15);
     // One client past five live challenges for one wallet uses up its own oldest.
     const own = newWallet().address;
     for (let i = 0; i < 7; i++) expect((await askChallenge("127.0.0.120", own)).status).toBe(200);

@@ -54,7 +54,11 @@ export type ChallengeLimits = {
   readonly client: string;
   /** Challenges one client may create within `windowMs`. */
   readonly perClient: number;
-  /** Challenges one wallet may be given within `windowMs`, whoever asks (decisions §15). */
+  /**
+   * Challenges this client may be given for one wallet within `windowMs` (decisions §15's per-wallet rate). Only the
+   * client's own challenges for the wallet count: counted over every asker, a stranger spending it each window kept
+   * the owner from signing in indefinitely.
+   */
   readonly perWallet: number;
   readonly windowMs: number;
   /**
@@ -66,8 +70,8 @@ export type ChallengeLimits = {
 };
 
 /**
- * What became of a new challenge: stored (with how many older live ones of its wallet it evicted), or
- * refused by the client's or the wallet's creation rate, with when the next one would fit.
+ * What became of a new challenge: stored (with how many older live ones of its client for its wallet it evicted), or
+ * refused by the client's creation rate or its rate for the wallet, with when the next one would fit.
  */
 export type ChallengeCreation =
   | { readonly ok: true; readonly evicted: number }
@@ -76,8 +80,9 @@ export type ChallengeCreation =
 /** Accounts, sign-in challenges and sessions. */
 export interface AccountStore {
   /**
-   * Stores a challenge if its client and its wallet are under their creation rates, all in one atomic step
-   * (counts, eviction and insert), so parallel requests cannot overshoot a limit.
+   * Stores a challenge if its client is under its creation rate, overall and for the wallet, all in one atomic step
+   * (counts, eviction and insert), so parallel requests cannot overshoot a limit. Nothing another client did for the
+   * wallet refuses or evicts anything of this client's.
    */
   readonly createChallenge: (challenge: Challenge, limits: ChallengeLimits) => Promise<ChallengeCreation>;
   readonly findChallenge: (id: string) => Promise<Challenge | undefined>;

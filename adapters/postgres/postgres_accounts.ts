@@ -13,11 +13,12 @@ import type {
 import type { HexString } from "../../ports/eas.ts";
 
 /**
- * Advisory lock spaces (two-key form) of sign-in challenge creation: one lock per client, then one per
- * wallet. Every creation takes them in that order, so two creations never wait on each other in a cycle.
+ * Advisory lock space (two-key form) of sign-in challenge creation: one lock per client. Every count, eviction and
+ * insert of a creation is of its own client's rows (its rate, its rate for the wallet, its live ones for the wallet),
+ * so the client's lock alone serializes all that can race; 7_240_004 was the per-wallet lock of the rate that every
+ * asker shared, and is not reused.
  */
 const CHALLENGE_CLIENT_LOCK = 7_240_003;
-const CHALLENGE_WALLET_LOCK = 7_240_004;
 
 const num = (value: unknown): number => Number(value);
 const numOrNull = (value: unknown): number | null => (value === null || value === undefined ? null : Number(value));
@@ -73,7 +74,7 @@ const toWrite = (row: Row): WriteRecord => ({
   ...(row.chain_id === null || row.chain_id === undefined ? {} : { chainId: num(row.chain_id) }),
 });
 
-/** Accounts, sign-in challenges and sessions in PostgreSQL; challenge creations counted under advisory locks. */
+/** Accounts, sign-in challenges and sessions in PostgreSQL; challenge creations counted under a per-client advisory lock. */
 export function createPostgresAccountStore(sql: SQL): AccountStore {
   const findAccount = async (idOrAddress: string): Promise<Account | undefined> => {
     const rows: Row[] = await sql`SELECT * FROM accounts WHERE id = ${idOrAddress} OR address = ${idOrAddress.toLowerCase()}
@@ -87,9 +88,8 @@ export function createPostgresAccountStore(sql: SQL): AccountStore {
       const since = now - limits.windowMs;
       const address = c.address.toLowerCase();
       return await sql.begin(async (tx): Promise<ChallengeCreation> => {
-        // Counted under the locks, so no instance inserts between another's count and insert.
+        // Counted under the client's lock, so no instance inserts between another's count and insert.
         await tx`SELECT pg_advisory_xact_lock(${CHALLENGE_CLIENT_LOCK}, hashtext(${limits.client}))`;
-        await tx`SELECT pg_advisory_xact_lock(${CHALLENGE_WALLET_LOCK}, hashtext(${address}))`;
         // The `limit`-th newest creation inside the window: while it exists the limit is reached.
         const [byClient]: Row[] = await tx`
           SELECT created_at_ms FROM challenges WHERE client_key = ${limits.client} AND created_at_ms > ${since}
@@ -98,7 +98,8 @@ export function createPostgresAccountStore(sql: SQL): AccountStore {
           return { ok: false, limit: "client", retryAfterMs: num(byClient.created_at_ms) + limits.windowMs - now };
         }
         const [byWallet]: Row[] = await tx`
-          SELECT created_at_ms FROM challenges WHERE address = ${address} AND created_at_ms > ${since}
+          SELECT created_at_ms FROM challenges WHERE address = ${address} AND client_key = ${limits.client}
+             AND created_at_ms > ${since}
            ORDER BY created_at_ms DESC LIMIT 1 OFFSET ${limits.perWallet - 1}`;
         if (byWallet !== undefined) {
           return { ok: false, limit: "wallet", retryAfterMs: num(byWallet.created_at_ms) + limits.windowMs - now };

@@ -65,6 +65,9 @@ export function accountTables(w: SqlWords): TableGroup {
     after: [
       `CREATE INDEX IF NOT EXISTS challenges_client ON challenges (client_key, created_at_ms)`,
       `CREATE INDEX IF NOT EXISTS challenges_wallet ON challenges (address, created_at_ms)`,
+      // A wallet's rate and live cap count one client's rows of it: read by this index, a creation's work does not
+      // grow with how many other clients asked for the wallet.
+      `CREATE INDEX IF NOT EXISTS challenges_wallet_client ON challenges (address, client_key, created_at_ms)`,
     ],
   };
 }

@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import type { Storage } from "../../ports/storage.ts";
 import { T0, challenge, limits, fresh } from "./_helpers.ts";
 
-/** The storage contract's tests of sign-in challenges: single use, the rates per client and per wallet, live ones per client and wallet, pruning; registered inside its describe, `open` gives the storage under test. */
+/** The storage contract's tests of sign-in challenges: single use, the rates per client and per client and wallet, live ones per client and wallet, pruning; registered inside its describe, `open` gives the storage under test. */
 export function challengesContract(open: () => Promise<Storage>) {
   test("challenges are single-use", async () => {
     const { accounts } = await open();
@@ -46,19 +46,39 @@ export function challengesContract(open: () => Promise<Storage>) {
     expect((await accounts.createChallenge(challenge(fresh("0xw"), T0 + 60_000), limits(client, { perClient: 3 }))).ok).toBe(true);
   });
 
-  test("challenges: a wallet gets `perWallet` a window, whichever clients ask", async () => {
+  test("challenges: a client gets `perWallet` a window for one wallet; the wallet in any case; other clients' do not count", async () => {
     const { accounts } = await open();
     const wallet = fresh("0xw");
+    const client = fresh("client");
     const outcomes = [];
     for (let i = 0; i < 3; i++) {
-      outcomes.push(await accounts.createChallenge(challenge(wallet, T0 + i * 10_000), limits(fresh("client"), { perWallet: 2, livePerWallet: 10 })));
+      outcomes.push(await accounts.createChallenge(challenge(wallet, T0 + i * 10_000), limits(client, { perWallet: 2, livePerWallet: 10 })));
     }
     expect(outcomes.map((o) => o.ok)).toEqual([true, true, false]);
     expect(outcomes[2]).toEqual({ ok: false, limit: "wallet", retryAfterMs: 40_000 });
     // The wallet limit counts the address in any case.
     const upper = challenge(wallet.toUpperCase(), T0 + 25_000);
-    expect((await accounts.createChallenge(upper, limits(fresh("client"), { perWallet: 2 }))).ok).toBe(false);
-    expect((await accounts.createChallenge(challenge(wallet, T0 + 60_000), limits(fresh("client"), { perWallet: 2 }))).ok).toBe(true);
+    expect((await accounts.createChallenge(upper, limits(client, { perWallet: 2 }))).ok).toBe(false);
+    expect(await accounts.findChallenge(upper.id)).toBeUndefined();
+    // Another client is given the wallet's challenges in the same window; the first one again once the window moved on.
+    expect((await accounts.createChallenge(challenge(wallet, T0 + 25_000), limits(fresh("client"), { perWallet: 2 }))).ok).toBe(true);
+    expect((await accounts.createChallenge(challenge(wallet, T0 + 60_000), limits(client, { perWallet: 2 }))).ok).toBe(true);
+  });
+
+  test("challenges: a stranger's ten for a wallet do not stop its owner's next one from another client; the stranger still gets only its own ten", async () => {
+    const { accounts } = await open();
+    const wallet = fresh("0xw");
+    const stranger = fresh("203.0.113.7");
+    const rules = (client: string) => limits(client, { perClient: 100, perWallet: 10, livePerWallet: 5 });
+    const asked = [];
+    for (let i = 0; i < 10; i++) asked.push(await accounts.createChallenge(challenge(wallet, T0 + i), rules(stranger)));
+    expect(asked.every((o) => o.ok)).toBe(true);
+    // The stranger's own bound for the wallet holds (its address rate, 100, is not what refuses it).
+    expect(await accounts.createChallenge(challenge(wallet, T0 + 10), rules(stranger))).toEqual({ ok: false, limit: "wallet", retryAfterMs: 59_990 });
+    // The owner, at another client, in the same window.
+    const mine = challenge(wallet, T0 + 11);
+    expect(await accounts.createChallenge(mine, rules(fresh("198.51.100.20")))).toEqual({ ok: true, evicted: 0 });
+    expect(await accounts.consumeChallenge(mine.id, T0 + 12)).toBe(true);
   });
 
   test("challenges: past `livePerWallet` live ones, the oldest live ones are used up; evicted ones still count against the rates", async () => {
@@ -109,13 +129,20 @@ export function challengesContract(open: () => Promise<Storage>) {
     expect(outcomes.filter((o) => !o.ok).every((o) => !o.ok && o.limit === "client" && o.retryAfterMs === 60_000)).toBe(true);
   });
 
-  test("challenges: thirty parallel creations for one wallet from thirty clients store exactly the wallet's ten", async () => {
+  test("challenges: thirty parallel creations for one wallet from one client store exactly its ten; from thirty other clients, all thirty", async () => {
     const { accounts } = await open();
     const wallet = fresh("0xw");
-    const outcomes = await Promise.all(Array.from({ length: 30 }, () =>
-      accounts.createChallenge(challenge(wallet, T0), limits(fresh("client"), { perClient: 10, perWallet: 10 }))));
+    const client = fresh("client");
+    const all = Array.from({ length: 30 }, () => challenge(wallet, T0));
+    const outcomes = await Promise.all(all.map((c) => accounts.createChallenge(c, limits(client, { perClient: 100, perWallet: 10, livePerWallet: 5 }))));
     expect(outcomes.filter((o) => o.ok)).toHaveLength(10);
     expect(outcomes.filter((o) => !o.ok && o.limit === "wallet")).toHaveLength(20);
+    // Its live cap for the wallet held under the race as well.
+    const stored = await Promise.all(all.map((c) => accounts.findChallenge(c.id)));
+    expect(stored.filter((c) => c !== undefined && c.usedAtMs === null)).toHaveLength(5);
+    const others = await Promise.all(Array.from({ length: 30 }, () =>
+      accounts.createChallenge(challenge(wallet, T0), limits(fresh("client"), { perClient: 10, perWallet: 10 }))));
+    expect(others.filter((o) => o.ok)).toHaveLength(30);
   });
 
   test("challenges: prune drops expired challenges, used or not, and keeps live ones", async () => {

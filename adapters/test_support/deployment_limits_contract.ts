@@ -40,6 +40,19 @@ export function deploymentLimitsContract(name: string, open: () => Promise<reado
       expect(outcomes.filter((o) => !o.ok && o.limit === "client")).toHaveLength(20);
     });
 
+    test("sign-in challenges: thirty parallel creations of one client for one wallet at two instances store exactly its ten for the wallet, and leave its live cap", async () => {
+      const [first, second] = await open();
+      const client = fresh("client");
+      const wallet = fresh("0xw");
+      const all = Array.from({ length: 30 }, () => challenge(wallet, T0));
+      const outcomes = await Promise.all(all.map((c, i) =>
+        (i % 2 === 0 ? first : second).accounts.createChallenge(c, limits(client, { perClient: 100, perWallet: 10, livePerWallet: 3 }))));
+      expect(outcomes.filter((o) => o.ok)).toHaveLength(10);
+      expect(outcomes.filter((o) => !o.ok && o.limit === "wallet")).toHaveLength(20);
+      const stored = await Promise.all(all.map((c) => first.accounts.findChallenge(c.id)));
+      expect(stored.filter((c) => c !== undefined && c.usedAtMs === null)).toHaveLength(3);
+    });
+
     test("OAuth registration: thirty parallel registrations of one address at two instances store exactly its three", async () => {
       const [first, second] = await open();
       const limits = { client: fresh("10.0.0.9"), perClient: 3, total: 1_000_000, windowMs: 3_600_000 };

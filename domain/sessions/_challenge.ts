@@ -1,4 +1,4 @@
-/** Issuing a sign-in challenge (EIP-4361), rate-limited per client address and per wallet. */
+/** Issuing a sign-in challenge (EIP-4361), rate-limited per client address and per wallet of that client. */
 import { getAddress } from "viem/utils";
 import type { ChallengeLimits } from "../../ports/accounts.ts";
 import { fail, type Ok, ok } from "../result.ts";
@@ -10,12 +10,20 @@ import { clientKeyOf, randomHex, str, walletOf } from "./_util.ts";
  * How many unanswered challenges one client may hold for one wallet. A new challenge past it evicts that client's
  * oldest live one for the wallet (marks it used) instead of being refused: a real user who lost a tab or reloaded the
  * sign-in page must still get a challenge. Another client's challenges are never evicted: counted over every asker,
- * anyone who knew a wallet's address voided the challenge its owner was signing, minute after minute. The wallet's
- * creation rate stays shared by every asker (decisions §15), so a stranger can still delay a *new* challenge for the
- * wallet by a minute at a time, but no longer void one being signed. Eviction does not free rate: an evicted row is
- * kept, counting against its client's and its wallet's creation rates, until it expires and is pruned, so churn stays
- * bounded by `challengeRatePerMinute` per wallet and per client, and each holds at most about
- * `challengeRatePerMinute × (challengeTtlMinutes + 1)` rows (the prune runs every minute).
+ * anyone who knew a wallet's address voided the challenge its owner was signing, minute after minute.
+ *
+ * The wallet's creation rate (decisions §15: "rate-limited per client address and per wallet") is counted per wallet
+ * *and client*, for the same reason: counted over every asker, a stranger who asked `challengeRatePerMinute`
+ * challenges for a wallet each minute (no signature needed, only the address) kept its owner from getting any, so
+ * from signing in at all, for as long as the stranger repeated it. Now no other client's asking refuses, delays or
+ * voids the owner's challenge. Bounds that hold all the same: each client's rows for a wallet (at most
+ * `challengeRatePerMinute` a minute, at most this many live), each client's rows overall (its address rate), and the
+ * work of a creation (its counts and its eviction read one client's rows of one wallet, by index). A wallet-wide
+ * bound shared by every asker is deliberately not kept: whatever it did when full (refuse the next asker, or evict
+ * another asker's challenge) a stranger with enough client addresses (an IPv6 /48 holds 65,536 /64 keys) could do to
+ * the owner. Eviction does not free rate: an evicted row is kept, counting against its client's rates, until it
+ * expires and is pruned, so a client holds at most about `challengeRatePerMinute × (challengeTtlMinutes + 1)` rows
+ * (the prune runs every minute).
  */
 export const LIVE_CHALLENGES_PER_WALLET = 5;
 
@@ -24,8 +32,8 @@ const CHALLENGE_RATE_WINDOW_MS = 60_000;
 
 /**
  * Issues a challenge: `{walletDid | address+chainId, domain, uri}`. Refused with `RATE_LIMITED` when the
- * caller's address or the wallet had `challengeRatePerMinute` challenges in the last minute; nothing is
- * stored then.
+ * caller's address had `challengeRatePerMinute` challenges in the last minute, or had that many for this wallet;
+ * nothing is stored then. Other clients' challenges for the wallet never count against the caller.
  */
 export async function challenge(deps: SessionDeps, body: unknown, caller: ChallengeCaller = {}): Promise<Ok<ChallengeResponse> | ChallengeFailure> {
   const rate = deps.policy.challengeRatePerMinute ?? Number.MAX_SAFE_INTEGER;
@@ -73,6 +81,8 @@ export async function challenge(deps: SessionDeps, body: unknown, caller: Challe
   const limits: ChallengeLimits = {
     client: clientKeyOf(caller.clientAddress),
     perClient: rate,
+    // Counted over this client's challenges for the wallet only; with the one setting for both rates, the client's
+    // overall rate is reached no later, so this mostly names which bound refused (decisions §15 keeps both).
     perWallet: rate,
     windowMs: CHALLENGE_RATE_WINDOW_MS,
     livePerWallet: LIVE_CHALLENGES_PER_WALLET,
@@ -90,7 +100,7 @@ export async function challenge(deps: SessionDeps, body: unknown, caller: Challe
   if (!created.ok) {
     const message = created.limit === "client"
       ? "Too many sign-in challenges from this address; try again later"
-      : "Too many sign-in challenges for this wallet; try again later";
+      : "Too many sign-in challenges for this wallet from this address; try again later";
     return { ...fail("RATE_LIMITED" as const, message), retryAfterSeconds: Math.max(1, Math.ceil(created.retryAfterMs / 1000)) };
   }
   return ok({ challengeId: id, siweMessage: message, nonce, expiresAt: new Date(expiresAtMs).toISOString() });

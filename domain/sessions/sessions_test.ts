@@ -110,13 +110,27 @@ describe("createSessions().challenge() limits (decisions §15)", () => {
     expect(codeOf(await s.sessions.challenge({ ...challengeBody, walletDid: didOf(12) }, from))).toBe("ok");
   });
 
-  test("one wallet gets at most the rate per minute, whichever addresses ask", async () => {
+  test("a stranger's full minute of challenges for a wallet does not keep its owner, at another address, from signing in", async () => {
+    const s = setup(undefined, 10);
+    // The stranger spends its whole rate on the owner's wallet; its own next one is refused.
+    for (let i = 0; i < 10; i++) expect(codeOf(await s.sessions.challenge(challengeBody, { clientAddress: "203.0.113.7" }))).toBe("ok");
+    expect(codeOf(await s.sessions.challenge(challengeBody, { clientAddress: "203.0.113.7" }))).toBe("RATE_LIMITED");
+    // The owner, in the same minute, gets a challenge and signs in with it, as often as its own rate allows.
+    const mine = await s.sessions.challenge(challengeBody, { clientAddress: "198.51.100.20" });
+    if (!mine.ok) throw new Error(mine.message);
+    const signed = await s.sessions.verify({ ...mine.value, signature: await wallet.signMessage({ message: mine.value.siweMessage }) });
+    expect(codeOf(signed)).toBe("ok");
+    // Eleven more addresses asking for the same wallet in the same minute are each given theirs.
+    for (let i = 0; i < 11; i++) expect(codeOf(await s.sessions.challenge(challengeBody, { clientAddress: `198.51.100.${100 + i}` }))).toBe("ok");
+  });
+
+  test("one address gets at most the rate per minute for one wallet, counted apart from other addresses'", async () => {
     const s = setup(undefined, 3);
     const codes = [];
-    for (let i = 0; i < 4; i++) codes.push(codeOf(await s.sessions.challenge(challengeBody, { clientAddress: `198.51.100.${i}` })));
+    for (let i = 0; i < 4; i++) codes.push(codeOf(await s.sessions.challenge(challengeBody, { clientAddress: "198.51.100.1" })));
     expect(codes).toEqual(["ok", "ok", "ok", "RATE_LIMITED"]);
-    const refused = await s.sessions.challenge(challengeBody, { clientAddress: "198.51.100.9" });
-    expect(!refused.ok && [refused.message, refused.retryAfterSeconds]).toEqual(["Too many sign-in challenges for this wallet; try again later", 60]);
+    const other = await s.sessions.challenge(challengeBody, { clientAddress: "198.51.100.9" });
+    expect(codeOf(other)).toBe("ok");
   });
 
   test("strangers asking for a wallet's challenges never void the one its owner is signing", async () => {

@@ -25,7 +25,7 @@ export function fakeAccountStore() {
       const byClient = nthNewest((id) => challengeClients.get(id) === limits.client, since, limits.perClient);
       if (byClient !== undefined) return Promise.resolve({ ok: false, limit: "client", retryAfterMs: byClient + limits.windowMs - now });
       const mine = (id: string, c: Accounts.Challenge) => c.address === address && challengeClients.get(id) === limits.client;
-      const byWallet = nthNewest((_, c) => c.address === address, since, limits.perWallet);
+      const byWallet = nthNewest(mine, since, limits.perWallet);
       if (byWallet !== undefined) return Promise.resolve({ ok: false, limit: "wallet", retryAfterMs: byWallet + limits.windowMs - now });
       const live = [...challenges.values()]
         .filter((c) => mine(c.id, c) && c.usedAtMs === null && c.expiresAtMs > now)
