@@ -42,7 +42,7 @@ export type DeliveryView = {
   readonly failedAt: string | null;
 };
 
-type Code = "INVALID_INPUT" | "WEBHOOK_NOT_FOUND" | "WEBHOOK_LIMIT_EXCEEDED" | "WEBHOOK_DISABLED" | "RATE_LIMITED";
+type Code = "INVALID_INPUT" | "WEBHOOK_NOT_FOUND" | "WEBHOOK_LIMIT_EXCEEDED" | "WEBHOOK_DISABLED" | "RATE_LIMITED" | "NETWORK_ERROR";
 
 /** `webhook.test` events one endpoint may be sent a minute (a burst of as many): each is a POST and a stored delivery. */
 export const WEBHOOK_TESTS_PER_MINUTE = 20;
@@ -112,7 +112,7 @@ export function readWebhookUrl(value: unknown, allowPrivateNetwork: boolean): Re
 
 const REFUSALS: Record<WebhookUrlRefusal, string> = {
   "invalid-url": "url is not a URL the service can send to",
-  "dns-failure": "url's host could not be resolved",
+  "dns-failure": "url's host could not be looked up now; try again",
   "not-found": "url's host does not resolve",
   "blocked-address": "url's host resolves to an address the service does not send to (private, loopback, link-local or metadata)",
 };
@@ -150,12 +150,17 @@ export function createWebhookEndpoints(deps: WebhookEndpointsDeps) {
   const limitExceeded = () =>
     fail("WEBHOOK_LIMIT_EXCEEDED", `At most ${limits.endpoints} endpoints and ${limits.subjects} watched subjects per account`);
 
-  /** The URL checked for form, then resolved and its addresses checked. */
-  async function checkUrl(value: unknown): Promise<Result<string, "INVALID_INPUT">> {
+  /**
+   * The URL checked for form, then resolved and its addresses checked. A lookup that could not be made now (SERVFAIL,
+   * a timeout) is 502 NETWORK_ERROR, not 400 (found by review): the host may well resolve, and a 400 was kept under the
+   * request's Idempotency-Key for 24 hours after DNS answered again. A host that does not resolve is 400 (decisions §22).
+   */
+  async function checkUrl(value: unknown): Promise<Result<string, "INVALID_INPUT" | "NETWORK_ERROR">> {
     const url = readWebhookUrl(value, deps.allowPrivateNetwork);
     if (!url.ok) return url;
     const checked = await deps.transport.check(url.value);
-    return checked.ok ? url : fail("INVALID_INPUT", REFUSALS[checked.reason]);
+    if (checked.ok) return url;
+    return checked.reason === "dns-failure" ? fail("NETWORK_ERROR", "url's host could not be looked up now; try again") : fail("INVALID_INPUT", REFUSALS[checked.reason]);
   }
 
   /** Every field of a body but `url`, checked; `partial` for a change. */

@@ -26,7 +26,7 @@ const account = { id: "acc-1", address: "0x0000000000000000000000000000000000000
 const other = { ...account, id: "acc-2" };
 const SUBJECT = "did:web:service.example";
 
-function setup(options: { allowPrivateNetwork?: boolean; refused?: Record<string, "not-found" | "blocked-address"> } = {}) {
+function setup(options: { allowPrivateNetwork?: boolean; refused?: Record<string, "not-found" | "blocked-address" | "dns-failure"> } = {}) {
   const store = fakeWebhookStore();
   const transport = fakeWebhookTransport({ refused: options.refused });
   // Now, so that the official verifier (which refuses timestamps five minutes off) checks the signatures.
@@ -117,6 +117,16 @@ describe("createWebhookEndpoints()", () => {
       const answer = await endpoints.create(account, { url: `https://${host}/`, events: ["webhook.test"] });
       expect(answer).toMatchObject({ ok: false, code: "INVALID_INPUT" });
     }
+  });
+
+  test("a host whose lookup failed now (SERVFAIL, a timeout) is 502 NETWORK_ERROR, and nothing is made", async () => {
+    // Found by review: it was 400, kept under the request's Idempotency-Key for 24 hours after DNS answered again.
+    const { endpoints } = setup({ refused: { "flaky.example": "dns-failure" } });
+    expect(await endpoints.create(account, { url: "https://flaky.example/", events: ["webhook.test"] })).toMatchObject({ ok: false, code: "NETWORK_ERROR" });
+    expect(await endpoints.list(account)).toEqual([]);
+    const made = await endpoints.create(account, { url: "https://steady.example/", events: ["webhook.test"] });
+    if (!made.ok) throw new Error(made.message);
+    expect(await endpoints.update(account, made.value.id, { url: "https://flaky.example/" })).toMatchObject({ ok: false, code: "NETWORK_ERROR" });
   });
 
   test("10 endpoints and 1,000 watched subjects per account: beyond is WEBHOOK_LIMIT_EXCEEDED", async () => {

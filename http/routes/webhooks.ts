@@ -214,6 +214,7 @@ export const WEBHOOK_DOCS: readonly RouteDoc[] = [
       403: err("WEBHOOK_LIMIT_EXCEEDED (10 endpoints, 1,000 watched subjects per account), insufficient_scope, ORIGIN_NOT_ALLOWED"),
       413: TOO_LARGE,
       415: NOT_JSON,
+      502: err("NETWORK_ERROR: the url's host could not be looked up now (SERVFAIL, a timeout); try again"),
     },
   },
   {
@@ -246,6 +247,7 @@ export const WEBHOOK_DOCS: readonly RouteDoc[] = [
       404: WEBHOOK_NOT_FOUND,
       413: TOO_LARGE,
       415: NOT_JSON,
+      502: err("NETWORK_ERROR: a new url's host could not be looked up now; try again"),
     },
   },
   {
