@@ -8,8 +8,7 @@ import { type Static, type TSchema, Type as t } from "@sinclair/typebox";
 import { type ArtifactTrust, INVALID_ARTIFACT_DID_MESSAGE } from "../../../domain/artifact_trust/mod.ts";
 import type { createControllerConfirm } from "../../../domain/discovery/mod.ts";
 import type { ControllerWitness, WitnessResumed } from "../../../domain/witness/mod.ts";
-import { type Idempotency, keepsAnswer, MAX_IDEMPOTENCY_KEY_LENGTH } from "../../../domain/idempotency/mod.ts";
-import { canonicalJson } from "../../../domain/payments/mod.ts";
+import { type Idempotency, MAX_IDEMPOTENCY_KEY_LENGTH } from "../../../domain/idempotency/mod.ts";
 import { IdentifierList, identifierListRefusal, resolveIdentity } from "../../../domain/identity/mod.ts";
 import type { ListAttestations } from "../../../domain/index/mod.ts";
 import type { KeyStatus } from "../../../domain/keys/mod.ts";
@@ -20,7 +19,7 @@ import type { Account } from "../../../ports/accounts.ts";
 import type { Logger } from "../../../ports/logger.ts";
 import type { Metrics } from "../../../ports/metrics.ts";
 import type { TrustAnchors } from "../../../ports/trust_anchors.ts";
-import { statusOf, stringify } from "../../errors.ts";
+import { stringify } from "../../errors.ts";
 import { ArtifactTrustRecordModel, ControllerConfirmQuery, IdentityResolveResponse, SubscriptionCurrentModel, TrustAnchorsModel } from "../../models.ts";
 import { KeyStatusModel } from "../keys/mod.ts";
 import { compileRequestCheck } from "../request.ts";
@@ -31,13 +30,10 @@ import { ControllerWitnessModel } from "../session_declarations.ts";
 import { withChain } from "../../chain_reads.ts";
 import { ChainArg, chainReads, type ToolChains } from "./_chain.ts";
 import { ServedTrustAnchorsModel, withServedChains } from "../trust_anchors.ts";
+import { idempotentTool, type ToolOutcome } from "./_tool_outcome.ts";
 
-/** A tool's answer: the route's JSON, or the route's error. */
-export type ToolOutcome =
-  | { readonly ok: true; readonly value: Record<string, unknown> }
-  | { readonly ok: false; readonly code: string; readonly message: string; readonly details?: string | undefined };
+export type { ToolOutcome } from "./_tool_outcome.ts";
 
-/** Who calls a tool: the client's address, and the token's account on the tools that need one. */
 /** Who calls a tool: the key its client's address is counted under (`clientKeyFor`), and its account when signed in. */
 export type ToolCaller = { readonly clientKey: string; readonly account?: Account | undefined };
 
@@ -70,41 +66,6 @@ export type McpToolDeps = {
   readonly chains?: ToolChains | undefined;
 };
 
-
-/**
- * Runs a write tool under its idempotency key (decisions §23), as the HTTP routes run theirs: the outcome is kept as
- * the route would answer it, and a retry with the same key and arguments gets it again.
- */
-async function idempotentTool(
-  idempotency: Idempotency | undefined,
-  request: { readonly scope: string; readonly key: string | undefined; readonly tool: string; readonly args: unknown },
-  run: (attach?: (noted: string) => Promise<void>) => Promise<ToolOutcome>,
-  resume?: (noted: string) => Promise<ToolOutcome | undefined>,
-): Promise<ToolOutcome> {
-  if (idempotency === undefined || request.key === undefined) return await run();
-  // The arguments are a JSON object, whose members' order means nothing: compared with their keys sorted, so a retry
-  // that lists them in another order (agents rebuild their calls) is the same call. Before, it was
-  // IDEMPOTENCY_KEY_REUSED, and a client told so writes again under a new key.
-  const decision = await idempotency({ scope: request.scope, key: request.key, method: "TOOL", path: request.tool, body: canonicalJson(request.args) });
-  if (decision.kind === "replay") return JSON.parse(decision.answer.body) as ToolOutcome;
-  if (decision.kind !== "run") return { ok: false, code: decision.code, message: decision.message };
-  let outcome: ToolOutcome;
-  let resumed: ToolOutcome | undefined;
-  try {
-    // A key taken over from a call that died: answered from what that call noted (its write), never run again.
-    resumed = decision.resumed !== undefined && resume !== undefined ? await resume(decision.resumed) : undefined;
-    outcome = resumed ?? await run(decision.attach);
-  } catch (error) {
-    await decision.finish(undefined);
-    throw error;
-  }
-  const status = outcome.ok ? 200 : statusOf(outcome.code);
-  // A resumed write still under way is not kept: the next retry asks again (as http/idempotency.ts does).
-  if (resumed !== undefined && !outcome.ok && outcome.code === "OUTCOME_UNKNOWN") return outcome;
-  await decision.finish(keepsAnswer(status, outcome.ok ? undefined : outcome.code) ? { status, headers: {}, body: JSON.stringify(outcome) } : undefined);
-  return outcome;
-}
-
 /** One tool: its published definition, the scope it needs (none: public), and what it runs. */
 export type ToolDefinition = {
   readonly name: string;
@@ -116,13 +77,8 @@ export type ToolDefinition = {
   readonly readOnly: boolean;
   readonly scope?: Scope | undefined;
   /**
-   * Answered from the process's memory alone: no lookup, no chain, index or storage read, nothing awaited. Such a
-   * call holds nothing, so it is not counted against `MCP_MAX_IN_FLIGHT` nor the caller's share of it (`_server.ts`)
-   * and is answered even while those are full. Today `get_trust_anchors` (the configured anchors) and
-   * `resolve_identities` (canonical forms and labels computed from the identifiers). Every other tool looks something
-   * up: `check_artifact_trust`, `list_attestations`, `key_status` and `controller_authorization` read the chain and
-   * the index (and the last two DNS and did.json), `check_domain_controllers` DNS and did.json, and the account tools
-   * the storage (and, for the witness, the chain).
+   * Answered from memory alone (`get_trust_anchors`, `resolve_identities`): it holds no slot of `MCP_MAX_IN_FLIGHT`
+   * nor of its caller's share (`_server.ts`). Every other tool reads the chain, the index, DNS, did.json or storage.
    */
   readonly memoryOnly?: boolean | undefined;
   readonly run: (args: unknown, caller: ToolCaller) => Promise<ToolOutcome>;
