@@ -77,28 +77,49 @@ export type RefreshRotation =
   /** Unknown, expired, or its grant or client is gone or revoked. */
   | { readonly kind: "invalid" };
 
-/** The outcome of a registration under the registration rates. */
+/**
+ * The outcome of a registration: refused by the caller's own rate (its address, or its IPv6 /48 network), or stored,
+ * with how many unused open clients it evicted to stay within the pool (see {@link RegistrationLimits.total}).
+ */
 export type RegistrationOutcome =
-  | { readonly ok: true }
-  | { readonly ok: false; readonly limit: "client" | "total"; readonly retryAfterMs: number };
+  | { readonly ok: true; readonly evicted: number }
+  | { readonly ok: false; readonly limit: "client" | "network"; readonly retryAfterMs: number };
 
-/** Bounds of open registration (decisions §19): per client address, and for everyone together. */
+/**
+ * Bounds of open registration (decisions §19). The caller's own rates refuse (429); the pool shared by everyone never
+ * does: one network could otherwise spend it and close registration for every other client (attack review, finding 4).
+ */
 export type RegistrationLimits = {
   /** The caller's address key (an IPv4 address, an IPv6 /64, or `unknown`). */
   readonly client: string;
+  /** Registrations one address key may make in the window (rows of the window, evicted ones included). */
   readonly perClient: number;
+  /**
+   * The caller's wider network, for an IPv6 caller: its /48's key (`2001:db8:1::/48`), stored with the client, and the
+   * registrations all its /64s together may make in the window; null or absent for IPv4 and `unknown`.
+   */
+  readonly network?: { readonly key: string; readonly max: number } | null | undefined;
+  /**
+   * Unused open clients (never exchanged a code, not evicted) registered in the window that are kept at once: past it
+   * a new registration evicts the oldest of them (their codes deleted, the client unknown from then on, its row kept
+   * as the rate's record, metadata blanked, until pruning), so the pool bounds rows without refusing anyone.
+   */
   readonly total: number;
   readonly windowMs: number;
 };
 
 /**
- * Bounds on authorization codes that are live (neither exchanged nor expired at the new code's `createdAtMs`):
- * a new code is stored only while its account and its client each hold fewer.
+ * Bounds on authorization codes that are live (neither exchanged nor expired at the new code's `createdAtMs`). Neither
+ * refuses (attack review, finding 2: a client's shared bound refused every user once throwaway accounts filled it):
+ * - `perAccount`: past it the account's own oldest live code goes, one for the same client first (so per account and
+ *   client too, and one account's codes never push out another's);
+ * - `perClient`: a row bound per client; past it the oldest live code of the account holding the most live codes of
+ *   the client goes (a person holding one code loses it only when no account holds more).
  */
 export type CodeLimits = { readonly perAccount: number; readonly perClient: number };
 
-/** What storing a code under {@link CodeLimits} did: stored, or which bound refused it (nothing stored then). */
-export type CodeSaveOutcome = "saved" | "account_limit" | "client_limit";
+/** What storing a code under {@link CodeLimits} did: it is always stored; `evicted` live codes were deleted to make room. */
+export type CodeSaveOutcome = { readonly evicted: number };
 
 /** A client an account authorised through the consent page, with its live grants taken together. */
 export type AuthorizedClient = {
@@ -129,18 +150,22 @@ export type StoredSigningKey = {
 
 /** Clients, codes, grants, refresh tokens, revoked access tokens and signing keys. */
 export interface OAuthStore {
-  /** Stores an openly registered client if its caller and everyone together are under the rates, atomically. */
+  /**
+   * Stores an openly registered client if its address key and its network are under their rates, evicting the oldest
+   * unused open clients past the pool ({@link RegistrationLimits}), atomically.
+   */
   readonly registerClient: (client: OAuthClient, limits: RegistrationLimits, nowMs: number) => Promise<RegistrationOutcome>;
   /** Stores an account's API client unless the account already holds `maxPerAccount`; false then. */
   readonly createClient: (client: OAuthClient, maxPerAccount: number) => Promise<boolean>;
+  /** A client by its id; an evicted open client is unknown. */
   readonly findClient: (clientId: string) => Promise<OAuthClient | undefined>;
   /** The API clients of an account, oldest first. */
   readonly listClients: (accountId: string) => Promise<OAuthClient[]>;
   /** Deletes an account's client with its codes, grants and refresh tokens; false when it has no such client. */
   readonly deleteClient: (accountId: string, clientId: string) => Promise<boolean>;
   /**
-   * Stores a code unless its account or its client already holds `limits` live codes, atomically (parallel
-   * requests, and on PostgreSQL other instances, cannot pass the bounds together).
+   * Stores a code, first evicting live codes past `limits` ({@link CodeLimits}), atomically (parallel requests, and on
+   * PostgreSQL other instances, cannot pass the bounds together). An exchanged code is never evicted (single use kept).
    */
   readonly saveCode: (code: AuthorizationCode, limits: CodeLimits) => Promise<CodeSaveOutcome>;
   /** A code by its hash, with whether it was exchanged already (and for which grant). */

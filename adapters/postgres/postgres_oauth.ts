@@ -1,14 +1,16 @@
 import type { SQL } from "bun";
 import type { OAuthStore } from "../../ports/oauth.ts";
-import { ACCESS_TOKEN_LIFE_MS, clientValues, type OAuthClientRow, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toStoredCode, DROP_SIGNING_KEYS_SQL, ACCESS_TOKEN_ACTIVE_SQL } from "../sql/oauth.ts";
+import { ACCESS_TOKEN_LIFE_MS, clientValues, type OAuthClientRow, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toStoredCode, DROP_SIGNING_KEYS_SQL, ACCESS_TOKEN_ACTIVE_SQL, EVICT_ACCOUNT_CODES_SQL, EVICT_CLIENT_CODE_SQL, EVICT_CLIENT_SQL, UNUSED_OPEN_CLIENTS_WHERE } from "../sql/oauth.ts";
 
-/** Serializes open registrations across instances, so the per-address and total rates hold exactly. */
+/** Serializes open registrations across instances, so the per-address and per-network rates and the pool hold exactly. */
 const REGISTER_LOCK = 7_240_010;
 /** Serializes the API-client creations of one account (with the account as second key). */
 const CLIENTS_LOCK = 7_240_011;
 /**
  * Serialize the code issuance of one account, then of one client (with its hash as second key): the live-code
  * bounds hold exactly across instances. Always taken in this order, so two issuances never wait on each other in a cycle.
+ * A client's eviction deletes another account's code without that account's lock: it only lowers what that account's
+ * own issuance counts, so its bound still holds.
  */
 const CODES_ACCOUNT_LOCK = 7_240_012;
 const CODES_CLIENT_LOCK = 7_240_013;
@@ -18,19 +20,33 @@ type Row = Record<string, unknown>;
 /** Clients, codes and authorizations in PostgreSQL. */
 function oauthClientsAndCodes(sql: SQL): Pick<OAuthStore, "registerClient" | "createClient" | "findClient" | "listClients" | "deleteClient" | "saveCode" | "findCode" | "exchangeCode" | "listAuthorizations" | "revokeAuthorizations"> {
   const insertClient = (db: SQL, values: ReturnType<typeof clientValues>) =>
-    db`INSERT INTO oauth_clients (client_id, account_id, secret_hash, name, redirect_uris, grant_types, scope, auth_method, registered_by, created_at_ms)
-       VALUES (${values[0]}, ${values[1]}, ${values[2]}, ${values[3]}, ${values[4]}, ${values[5]}, ${values[6]}, ${values[7]}, ${values[8]}, ${values[9]})`;
+    db`INSERT INTO oauth_clients (client_id, account_id, secret_hash, name, redirect_uris, grant_types, scope, auth_method, registered_by, created_at_ms, registered_network)
+       VALUES (${values[0]}, ${values[1]}, ${values[2]}, ${values[3]}, ${values[4]}, ${values[5]}, ${values[6]}, ${values[7]}, ${values[8]}, ${values[9]}, ${values[10]})`;
   return {
     registerClient: (client, limits, now) =>
       sql.begin(async (tx) => {
         await tx`SELECT pg_advisory_xact_lock(${REGISTER_LOCK})`;
         const since = now - limits.windowMs;
+        // Evicted clients' rows stay until pruned, so an address's evicted registrations still count against it.
         const [byClient] = await tx`SELECT COUNT(*) AS n, MIN(created_at_ms) AS oldest FROM oauth_clients WHERE registered_by = ${limits.client} AND created_at_ms > ${since}` as Row[];
         if (Number(byClient!.n) >= limits.perClient) return { ok: false as const, limit: "client" as const, retryAfterMs: Number(byClient!.oldest) + limits.windowMs - now };
-        const [all] = await tx`SELECT COUNT(*) AS n, MIN(created_at_ms) AS oldest FROM oauth_clients WHERE account_id IS NULL AND created_at_ms > ${since}` as Row[];
-        if (Number(all!.n) >= limits.total) return { ok: false as const, limit: "total" as const, retryAfterMs: Number(all!.oldest) + limits.windowMs - now };
-        await insertClient(tx, clientValues(client, limits.client));
-        return { ok: true as const };
+        const network = limits.network ?? null;
+        if (network !== null) {
+          const [byNetwork] = await tx`SELECT COUNT(*) AS n, MIN(created_at_ms) AS oldest FROM oauth_clients WHERE registered_network = ${network.key} AND created_at_ms > ${since}` as Row[];
+          if (Number(byNetwork!.n) >= network.max) return { ok: false as const, limit: "network" as const, retryAfterMs: Number(byNetwork!.oldest) + limits.windowMs - now };
+        }
+        const [pool] = await tx.unsafe(`SELECT COUNT(*) AS n FROM oauth_clients WHERE ${UNUSED_OPEN_CLIENTS_WHERE}`, [since]) as Row[];
+        let evicted = 0;
+        for (let over = Number(pool!.n) - limits.total + 1; over > 0; over--) {
+          const [oldest] = await tx.unsafe(`SELECT client_id FROM oauth_clients WHERE ${UNUSED_OPEN_CLIENTS_WHERE} ORDER BY created_at_ms, client_id LIMIT 1`, [since]) as Row[];
+          if (oldest === undefined) break;
+          const clientId = String(oldest.client_id);
+          // Its codes first, then the client: the order of an exchange (code, then the client's granted_at_ms), so the two never wait on each other in a cycle.
+          await tx`DELETE FROM oauth_codes WHERE client_id = ${clientId} AND used_at_ms IS NULL`;
+          evicted += (await tx.unsafe(`${EVICT_CLIENT_SQL} RETURNING client_id`, [clientId, now]) as Row[]).length;
+        }
+        await insertClient(tx, clientValues(client, limits.client, network?.key ?? null));
+        return { ok: true as const, evicted };
       }),
     createClient: (client, max) =>
       sql.begin(async (tx) => {
@@ -41,7 +57,7 @@ function oauthClientsAndCodes(sql: SQL): Pick<OAuthStore, "registerClient" | "cr
         return true;
       }),
     async findClient(clientId) {
-      const [row] = await sql`SELECT * FROM oauth_clients WHERE client_id = ${clientId}` as OAuthClientRow[];
+      const [row] = await sql`SELECT * FROM oauth_clients WHERE client_id = ${clientId} AND evicted_at_ms IS NULL` as OAuthClientRow[];
       return row === undefined ? undefined : toOAuthClient(row);
     },
     async listClients(accountId) {
@@ -60,14 +76,20 @@ function oauthClientsAndCodes(sql: SQL): Pick<OAuthStore, "registerClient" | "cr
       sql.begin(async (tx) => {
         await tx`SELECT pg_advisory_xact_lock(${CODES_ACCOUNT_LOCK}, hashtext(${code.accountId}))`;
         await tx`SELECT pg_advisory_xact_lock(${CODES_CLIENT_LOCK}, hashtext(${code.clientId}))`;
-        const [live] = await tx`SELECT
-            (SELECT COUNT(*) FROM oauth_codes WHERE account_id = ${code.accountId} AND used_at_ms IS NULL AND expires_at_ms > ${code.createdAtMs}) AS a,
-            (SELECT COUNT(*) FROM oauth_codes WHERE client_id = ${code.clientId} AND used_at_ms IS NULL AND expires_at_ms > ${code.createdAtMs}) AS c` as Row[];
-        if (Number(live!.a) >= limits.perAccount) return "account_limit" as const;
-        if (Number(live!.c) >= limits.perClient) return "client_limit" as const;
+        const now = code.createdAtMs;
+        let evicted = 0;
+        const [ofAccount] = await tx`SELECT COUNT(*) AS n FROM oauth_codes WHERE account_id = ${code.accountId} AND used_at_ms IS NULL AND expires_at_ms > ${now}` as Row[];
+        const accountOver = Number(ofAccount!.n) - limits.perAccount + 1;
+        if (accountOver > 0) evicted += (await tx.unsafe(`${EVICT_ACCOUNT_CODES_SQL} RETURNING 1`, [code.accountId, code.clientId, now, accountOver]) as Row[]).length;
+        const [ofClient] = await tx`SELECT COUNT(*) AS n FROM oauth_codes WHERE client_id = ${code.clientId} AND used_at_ms IS NULL AND expires_at_ms > ${now}` as Row[];
+        for (let over = Number(ofClient!.n) - limits.perClient + 1; over > 0; over--) {
+          const gone = (await tx.unsafe(`${EVICT_CLIENT_CODE_SQL} RETURNING 1`, [code.clientId, now]) as Row[]).length;
+          if (gone === 0) break;
+          evicted += gone;
+        }
         await tx`INSERT INTO oauth_codes (code_hash, client_id, account_id, redirect_uri, redirect_uri_omitted, scope, code_challenge, resource, created_at_ms, expires_at_ms)
           VALUES (${code.codeHash}, ${code.clientId}, ${code.accountId}, ${code.redirectUri}, ${code.redirectUriGiven ? null : 1}, ${code.scope}, ${code.codeChallenge}, ${code.resource}, ${code.createdAtMs}, ${code.expiresAtMs})`;
-        return "saved" as const;
+        return { evicted };
       }),
     async findCode(codeHash) {
       const [row] = await sql`SELECT * FROM oauth_codes WHERE code_hash = ${codeHash}` as Row[];

@@ -1,6 +1,15 @@
 /** What SQLite and PostgreSQL share for the oauth store: its row mappers, table definitions and query text (adapters/sql/, docs/storage.md). */
 import type { AuthorizedClient, ClientAuthMethod, Grant, OAuthClient, StoredCode, StoredSigningKey } from "../../ports/oauth.ts";
 
+/**
+ * Indexes on columns added after the tables were first created: the rate per network and the pool of unused open
+ * clients each count only their own rows (a registration's cost stays bounded however many others registered).
+ */
+export const OAUTH_CLIENT_LATE_INDEXES: readonly string[] = [
+  `CREATE INDEX IF NOT EXISTS oauth_clients_network ON oauth_clients (registered_network, created_at_ms) WHERE registered_network IS NOT NULL`,
+  `CREATE INDEX IF NOT EXISTS oauth_clients_unused ON oauth_clients (created_at_ms) WHERE account_id IS NULL AND granted_at_ms IS NULL AND evicted_at_ms IS NULL`,
+];
+
 /** The OAuth tables (decisions §19), in SQLite (`INTEGER`) or PostgreSQL (`BIGINT`) words for times. */
 export function oauthTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
   return [
@@ -20,6 +29,12 @@ export function oauthTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
     `CREATE INDEX IF NOT EXISTS oauth_clients_account ON oauth_clients (account_id, created_at_ms)`,
     `CREATE INDEX IF NOT EXISTS oauth_clients_registered ON oauth_clients (registered_by, created_at_ms)`,
     `CREATE INDEX IF NOT EXISTS oauth_clients_open ON oauth_clients (created_at_ms) WHERE account_id IS NULL`,
+    // Added with the eviction of unused open clients and the per-network rate (attack review, finding 4): when a
+    // registration past the pool evicted the client, and the caller's IPv6 /48. SQLite adds them in createSqliteOAuth,
+    // then the indexes on them.
+    ...(bigint === "BIGINT"
+      ? [`ALTER TABLE oauth_clients ADD COLUMN IF NOT EXISTS evicted_at_ms BIGINT`, `ALTER TABLE oauth_clients ADD COLUMN IF NOT EXISTS registered_network TEXT`, ...OAUTH_CLIENT_LATE_INDEXES]
+      : []),
     `CREATE TABLE IF NOT EXISTS oauth_codes (
        code_hash TEXT PRIMARY KEY,
        client_id TEXT NOT NULL,
@@ -103,9 +118,9 @@ export function toOAuthClient(row: OAuthClientRow): OAuthClient {
   };
 }
 
-/** The column values of a client, in the insert's order. */
-export function clientValues(c: OAuthClient, registeredBy: string | null) {
-  return [c.clientId, c.accountId, c.secretHash, c.name, JSON.stringify(c.redirectUris), c.grantTypes.join(" "), c.scope, c.authMethod, registeredBy, c.createdAtMs] as const;
+/** The column values of a client, in the insert's order (`registeredNetwork`: an open client's caller's IPv6 /48). */
+export function clientValues(c: OAuthClient, registeredBy: string | null, registeredNetwork: string | null = null) {
+  return [c.clientId, c.accountId, c.secretHash, c.name, JSON.stringify(c.redirectUris), c.grantTypes.join(" "), c.scope, c.authMethod, registeredBy, c.createdAtMs, registeredNetwork] as const;
 }
 
 export type Num = number | string | bigint;
@@ -178,6 +193,38 @@ export const DROP_SIGNING_KEYS_SQL = `DELETE FROM oauth_signing_keys
   WHERE (retired_at_ms IS NULL AND created_at_ms < $1 AND kid <> (
           SELECT kid FROM oauth_signing_keys WHERE retired_at_ms IS NULL ORDER BY created_at_ms DESC, kid DESC LIMIT 1))
      OR (retired_at_ms IS NOT NULL AND retired_at_ms < $2)`;
+
+/**
+ * The live codes of one account past its bound (`$1` account, `$2` the new code's client, `$3` now, `$4` how many): its
+ * oldest, the same client's first, so one client's codes make room for each other before another client's go. The
+ * outer `used_at_ms IS NULL` is checked again on a row an exchange just locked (PostgreSQL): an exchanged code stays.
+ */
+export const EVICT_ACCOUNT_CODES_SQL = `DELETE FROM oauth_codes WHERE used_at_ms IS NULL AND code_hash IN (
+  SELECT code_hash FROM oauth_codes WHERE account_id = $1 AND used_at_ms IS NULL AND expires_at_ms > $3
+   ORDER BY CASE WHEN client_id = $2 THEN 0 ELSE 1 END, created_at_ms, code_hash LIMIT $4)`;
+
+/**
+ * One live code of a client past its bound (`$1` client, `$2` now): the oldest of the account holding the most live
+ * codes of the client (ties: the account with the oldest code). Throwaway accounts holding many codes lose theirs
+ * first; a person holding one loses it only when no account holds more.
+ */
+export const EVICT_CLIENT_CODE_SQL = `DELETE FROM oauth_codes WHERE used_at_ms IS NULL AND code_hash = (
+  SELECT c.code_hash FROM oauth_codes c JOIN (
+    SELECT account_id, COUNT(*) AS n FROM oauth_codes WHERE client_id = $1 AND used_at_ms IS NULL AND expires_at_ms > $2 GROUP BY account_id
+  ) h ON h.account_id = c.account_id
+   WHERE c.client_id = $1 AND c.used_at_ms IS NULL AND c.expires_at_ms > $2
+   ORDER BY h.n DESC, c.created_at_ms, c.code_hash LIMIT 1)`;
+
+/** The unused open clients of the window (`$1` since): what `RegistrationLimits.total` (ports/oauth.ts) bounds. */
+export const UNUSED_OPEN_CLIENTS_WHERE = `account_id IS NULL AND granted_at_ms IS NULL AND evicted_at_ms IS NULL AND created_at_ms > $1`;
+
+/**
+ * Evicting an open client (`$1` client, `$2` now): the row stays as the record its address's and network's rates count
+ * (pruned with the unused clients after a day), its metadata blanked to a few bytes; `granted_at_ms IS NULL` is checked
+ * again on a row a first exchange just locked (PostgreSQL), so a client that got a grant meanwhile stays.
+ */
+export const EVICT_CLIENT_SQL = `UPDATE oauth_clients SET evicted_at_ms = $2, name = NULL, redirect_uris = '[]', scope = ''
+  WHERE client_id = $1 AND account_id IS NULL AND granted_at_ms IS NULL AND evicted_at_ms IS NULL`;
 
 /**
  * {@link OAuthStore.accessTokenActive} in one statement (`$1` client, `$2` jti, `$3` grant or '', `$4` the token's

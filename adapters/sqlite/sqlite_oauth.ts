@@ -1,26 +1,44 @@
 import type { Database } from "bun:sqlite";
 import type { Grant, OAuthClient, OAuthStore } from "../../ports/oauth.ts";
 import { addMissingColumns } from "./sqlite_database.ts";
-import { ACCESS_TOKEN_LIFE_MS, type OAuthClientRow, clientValues, numOrNull, oauthTables, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toStoredCode, DROP_SIGNING_KEYS_SQL, ACCESS_TOKEN_ACTIVE_SQL } from "../sql/oauth.ts";
+import { ACCESS_TOKEN_LIFE_MS, type OAuthClientRow, clientValues, numOrNull, oauthTables, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toStoredCode, DROP_SIGNING_KEYS_SQL, ACCESS_TOKEN_ACTIVE_SQL, EVICT_ACCOUNT_CODES_SQL, EVICT_CLIENT_CODE_SQL, EVICT_CLIENT_SQL, UNUSED_OPEN_CLIENTS_WHERE, OAUTH_CLIENT_LATE_INDEXES } from "../sql/oauth.ts";
+
+/** Shared query text (`$n`) in SQLite's numbered parameters (`?n`). */
+const numbered = (text: string) => text.replaceAll("$", "?");
 
 /** The columns added after the tables were first created (SQLite). */
-const OAUTH_ADDED_COLUMNS = [["oauth_codes", "redirect_uri_omitted", "INTEGER"], ["oauth_signing_keys", "retired_at_ms", "INTEGER"]] as const;
+const OAUTH_ADDED_COLUMNS = [["oauth_codes", "redirect_uri_omitted", "INTEGER"], ["oauth_signing_keys", "retired_at_ms", "INTEGER"], ["oauth_clients", "evicted_at_ms", "INTEGER"], ["oauth_clients", "registered_network", "TEXT"]] as const;
 
 /** Clients, codes and authorizations in the SQLite file. */
 function oauthClientsAndCodes(db: Database): Pick<OAuthStore, "registerClient" | "createClient" | "findClient" | "listClients" | "deleteClient" | "saveCode" | "findCode" | "exchangeCode" | "listAuthorizations" | "revokeAuthorizations"> {
-  const insertClient = db.query(`INSERT INTO oauth_clients (client_id, account_id, secret_hash, name, redirect_uris, grant_types, scope, auth_method, registered_by, created_at_ms)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
-  const findClient = db.query<OAuthClientRow, [string]>("SELECT * FROM oauth_clients WHERE client_id = ?");
+  const insertClient = db.query(`INSERT INTO oauth_clients (client_id, account_id, secret_hash, name, redirect_uris, grant_types, scope, auth_method, registered_by, created_at_ms, registered_network)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+  const findClient = db.query<OAuthClientRow, [string]>("SELECT * FROM oauth_clients WHERE client_id = ? AND evicted_at_ms IS NULL");
+  const oldestUnused = db.query<{ client_id: string }, [number]>(
+    `SELECT client_id FROM oauth_clients WHERE ${numbered(UNUSED_OPEN_CLIENTS_WHERE)} ORDER BY created_at_ms, client_id LIMIT 1`);
+  const evictClient = db.query(numbered(EVICT_CLIENT_SQL));
   const register = db.transaction((client: OAuthClient, limits: Parameters<OAuthStore["registerClient"]>[1], now: number) => {
     const since = now - limits.windowMs;
+    // Evicted clients' rows stay until pruned, so an address's evicted registrations still count against it.
     const byClient = db.query<{ n: number; oldest: number | null }, [string, number]>(
       "SELECT COUNT(*) AS n, MIN(created_at_ms) AS oldest FROM oauth_clients WHERE registered_by = ? AND created_at_ms > ?").get(limits.client, since)!;
     if (byClient.n >= limits.perClient) return { ok: false as const, limit: "client" as const, retryAfterMs: Number(byClient.oldest) + limits.windowMs - now };
-    const all = db.query<{ n: number; oldest: number | null }, [number]>(
-      "SELECT COUNT(*) AS n, MIN(created_at_ms) AS oldest FROM oauth_clients WHERE account_id IS NULL AND created_at_ms > ?").get(since)!;
-    if (all.n >= limits.total) return { ok: false as const, limit: "total" as const, retryAfterMs: Number(all.oldest) + limits.windowMs - now };
-    insertClient.run(...clientValues(client, limits.client));
-    return { ok: true as const };
+    const network = limits.network ?? null;
+    if (network !== null) {
+      const byNetwork = db.query<{ n: number; oldest: number | null }, [string, number]>(
+        "SELECT COUNT(*) AS n, MIN(created_at_ms) AS oldest FROM oauth_clients WHERE registered_network = ? AND created_at_ms > ?").get(network.key, since)!;
+      if (byNetwork.n >= network.max) return { ok: false as const, limit: "network" as const, retryAfterMs: Number(byNetwork.oldest) + limits.windowMs - now };
+    }
+    const pool = db.query<{ n: number }, [number]>(`SELECT COUNT(*) AS n FROM oauth_clients WHERE ${numbered(UNUSED_OPEN_CLIENTS_WHERE)}`).get(since)!;
+    let evicted = 0;
+    for (let over = pool.n - limits.total + 1; over > 0; over--) {
+      const oldest = oldestUnused.get(since);
+      if (oldest === null) break;
+      db.query("DELETE FROM oauth_codes WHERE client_id = ? AND used_at_ms IS NULL").run(oldest.client_id);
+      evicted += evictClient.run(oldest.client_id, now).changes;
+    }
+    insertClient.run(...clientValues(client, limits.client, network?.key ?? null));
+    return { ok: true as const, evicted };
   });
   const create = db.transaction((client: OAuthClient, max: number) => {
     const held = db.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM oauth_clients WHERE account_id = ?").get(client.accountId!)!;
@@ -52,16 +70,23 @@ function oauthClientsAndCodes(db: Database): Pick<OAuthStore, "registerClient" |
     revokeOldestGrants.run(now, grant.accountId, grant.id, maxGrants - 1);
     return true;
   });
-  const liveCodes = db.query<{ a: number; c: number }, [string, string, number]>(
-    `SELECT (SELECT COUNT(*) FROM oauth_codes WHERE account_id = ?1 AND used_at_ms IS NULL AND expires_at_ms > ?3) AS a,
-            (SELECT COUNT(*) FROM oauth_codes WHERE client_id = ?2 AND used_at_ms IS NULL AND expires_at_ms > ?3) AS c`);
+  const liveOfAccount = db.query<{ n: number }, [string, number]>("SELECT COUNT(*) AS n FROM oauth_codes WHERE account_id = ? AND used_at_ms IS NULL AND expires_at_ms > ?");
+  const liveOfClient = db.query<{ n: number }, [string, number]>("SELECT COUNT(*) AS n FROM oauth_codes WHERE client_id = ? AND used_at_ms IS NULL AND expires_at_ms > ?");
+  const evictAccountCodes = db.query(numbered(EVICT_ACCOUNT_CODES_SQL));
+  const evictClientCode = db.query(numbered(EVICT_CLIENT_CODE_SQL));
   const saveCode = db.transaction((code: Parameters<OAuthStore["saveCode"]>[0], limits: Parameters<OAuthStore["saveCode"]>[1]) => {
-    const live = liveCodes.get(code.accountId, code.clientId, code.createdAtMs)!;
-    if (live.a >= limits.perAccount) return "account_limit" as const;
-    if (live.c >= limits.perClient) return "client_limit" as const;
+    const now = code.createdAtMs;
+    let evicted = 0;
+    const ofAccount = liveOfAccount.get(code.accountId, now)!.n;
+    if (ofAccount >= limits.perAccount) evicted += evictAccountCodes.run(code.accountId, code.clientId, now, ofAccount - limits.perAccount + 1).changes;
+    for (let over = liveOfClient.get(code.clientId, now)!.n - limits.perClient + 1; over > 0; over--) {
+      const gone = evictClientCode.run(code.clientId, now).changes;
+      if (gone === 0) break;
+      evicted += gone;
+    }
     db.query(`INSERT INTO oauth_codes (code_hash, client_id, account_id, redirect_uri, redirect_uri_omitted, scope, code_challenge, resource, created_at_ms, expires_at_ms)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(code.codeHash, code.clientId, code.accountId, code.redirectUri, code.redirectUriGiven ? null : 1, code.scope, code.codeChallenge, code.resource, code.createdAtMs, code.expiresAtMs);
-    return "saved" as const;
+    return { evicted };
   });
   const revokeAuthorizations = db.transaction((accountId: string, clientId: string, now: number) => {
     const codes = db.query("DELETE FROM oauth_codes WHERE account_id = ? AND client_id = ? AND used_at_ms IS NULL AND expires_at_ms > ?").run(accountId, clientId, now).changes;
@@ -101,7 +126,7 @@ function oauthClientsAndCodes(db: Database): Pick<OAuthStore, "registerClient" |
 
 /** Refresh and access tokens, signing keys and pruning in the SQLite file. */
 function oauthTokensAndKeys(db: Database): Pick<OAuthStore, "rotateRefreshToken" | "findRefreshToken" | "revokeGrant" | "revokeAccessToken" | "accessTokenActive" | "signingKeys" | "addSigningKey" | "dropSigningKeys" | "retireSigningKeys" | "prune"> {
-  const findClient = db.query<OAuthClientRow, [string]>("SELECT * FROM oauth_clients WHERE client_id = ?");
+  const findClient = db.query<OAuthClientRow, [string]>("SELECT * FROM oauth_clients WHERE client_id = ? AND evicted_at_ms IS NULL");
   const grantOf = db.query<Record<string, unknown>, [string]>("SELECT * FROM oauth_grants WHERE id = ?");
   const revokeGrant = db.query("UPDATE oauth_grants SET revoked_at_ms = ?2 WHERE id = ?1 AND revoked_at_ms IS NULL");
 
@@ -179,6 +204,7 @@ export function createSqliteOAuth(db: Database): OAuthStore {
   db.transaction(() => {
     for (const statement of oauthTables("INTEGER")) db.exec(statement);
     addMissingColumns(db, OAUTH_ADDED_COLUMNS);
+    for (const statement of OAUTH_CLIENT_LATE_INDEXES) db.exec(statement);
   }).immediate();
   return {
     ...oauthClientsAndCodes(db),

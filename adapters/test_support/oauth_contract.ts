@@ -36,7 +36,7 @@ const refresh = (grantId: string, tokenHash = fresh("rt")): RefreshToken => ({ t
 
 /** Registration rates, API clients, codes and the bound of grants per account. */
 function clientAndCodeTests(open: () => Promise<Storage>) {
-  test("oauth: registration is refused past the rates per client address and in total, with when the next one fits", async () => {
+  test("oauth: registration is refused past the rates per client address and per network, with when the next one fits; the pool evicts the oldest unused client, never refuses", async () => {
     const { oauth } = await open();
     const who = fresh("10.0.0.1");
     const limits = { client: who, perClient: 3, total: 1_000_000, windowMs: 3_600_000 };
@@ -47,9 +47,41 @@ function clientAndCodeTests(open: () => Promise<Storage>) {
     expect(refused.retryAfterMs).toBeGreaterThan(3_599_000);
     // An hour later the address may register again.
     expect((await oauth.registerClient(client({ createdAtMs: T0 + 3_600_011 }), limits, T0 + 3_600_011)).ok).toBe(true);
-    // The total counts every address: a tight total refuses a new address too.
-    const total = await oauth.registerClient(client({ createdAtMs: T0 + 3_600_012 }), { ...limits, client: fresh("10.0.0.2"), total: 1 }, T0 + 3_600_012);
-    expect(total).toMatchObject({ ok: false, limit: "total" });
+
+    // The /64s of one /48 share the network's rate (in parallel too); another /48 is not counted with them.
+    const net = `2001:db8:${(++counter).toString(16)}`;
+    const byNetwork = await Promise.all(Array.from({ length: 12 }, (_, i) =>
+      oauth.registerClient(client({ createdAtMs: T0 + i }), { client: `${net}:${i.toString(16)}::/64`, perClient: 3, network: { key: `${net}::/48`, max: 5 }, total: 1_000_000, windowMs: 3_600_000 }, T0 + 20)));
+    expect(byNetwork.filter((o) => o.ok)).toHaveLength(5);
+    expect(byNetwork.find((o) => !o.ok)).toMatchObject({ ok: false, limit: "network" });
+    const elsewhere = `2001:db8:${(++counter).toString(16)}`;
+    expect((await oauth.registerClient(client(), { client: `${elsewhere}:1::/64`, perClient: 3, network: { key: `${elsewhere}::/48`, max: 5 }, total: 1_000_000, windowMs: 3_600_000 }, T0 + 20)).ok).toBe(true);
+
+    // The pool of unused open clients never refuses: past it the oldest unused one of the window is evicted (unknown
+    // from then on, its pending codes gone), a used one never; the evicted row still counts for its address.
+    const at = T0 + 50 * 3_600_000 + counter * 10_000; // a window of this test's own
+    const pool = { perClient: 100, total: 2, windowMs: 3_600_000 };
+    const used = client({ createdAtMs: at });
+    const [a, b, c] = [client({ createdAtMs: at + 1 }), client({ createdAtMs: at + 2 }), client({ createdAtMs: at + 3 })];
+    const address = fresh("192.0.2.1");
+    expect(await oauth.registerClient(used, { ...pool, client: fresh("k") }, at)).toEqual({ ok: true, evicted: 0 });
+    const hash = fresh("code");
+    await oauth.saveCode({ ...code(used.clientId, hash), createdAtMs: at, expiresAtMs: at + 60_000 }, ROOMY);
+    expect(await oauth.exchangeCode(hash, grant(used.clientId), null, at, ROOMY_GRANTS)).toBe(true);
+    expect(await oauth.registerClient(a, { ...pool, client: address }, at + 1)).toEqual({ ok: true, evicted: 0 });
+    const pending = fresh("code");
+    await oauth.saveCode({ ...code(a.clientId, pending), createdAtMs: at + 1, expiresAtMs: at + 60_000 }, ROOMY);
+    expect(await oauth.registerClient(b, { ...pool, client: fresh("k") }, at + 2)).toEqual({ ok: true, evicted: 0 });
+    expect(await oauth.registerClient(c, { ...pool, client: fresh("k") }, at + 3)).toEqual({ ok: true, evicted: 1 });
+    expect(await oauth.findClient(a.clientId)).toBeUndefined();
+    expect(await oauth.findCode(pending)).toBeUndefined();
+    for (const kept of [used, b, c]) expect((await oauth.findClient(kept.clientId))?.clientId).toBe(kept.clientId);
+    expect(await oauth.registerClient(client({ createdAtMs: at + 4 }), { ...pool, client: address, perClient: 1 }, at + 4)).toMatchObject({ ok: false, limit: "client" });
+    // Parallel registrations past the pool: every one stored, the pool held exactly.
+    const parallel = await Promise.all(Array.from({ length: 6 }, (_, i) => oauth.registerClient(client({ createdAtMs: at + 10 + i }), { ...pool, client: fresh("k") }, at + 20)));
+    expect(parallel.every((o) => o.ok)).toBe(true);
+    expect(parallel.reduce((n, o) => n + (o.ok ? o.evicted : 0), 0)).toBe(6);
+    expect(await oauth.findClient(used.clientId)).toBeDefined();
   });
 
   test("oauth: an account holds at most its API clients; listing shows its own; deleting ends the client's grants and tokens", async () => {
@@ -194,32 +226,44 @@ function tokenTests(open: () => Promise<Storage>) {
     expect(await oauth.accessTokenActive({ jti: fresh("jti"), clientId: c.clientId, grantId: g.id, accountId: g.accountId })).toBe(false);
   });
 
-  test("oauth: live codes are bounded per account and per client, also for parallel requests; exchanged and expired codes do not count; nothing stored past a bound", async () => {
+  test("oauth: live codes are bounded per account (its own oldest evicted, the same client's first) and per client (the biggest holder's evicted), also for parallel requests; nothing refused; exchanged codes are never evicted", async () => {
     const { oauth } = await open();
-    const c = client();
-    await oauth.registerClient(c, { client: fresh("k"), perClient: 100, total: 1_000_000, windowMs: 1 }, T0);
+    const [c, d] = [client(), client()];
+    for (const x of [c, d]) await oauth.registerClient(x, { client: fresh("k"), perClient: 100, total: 1_000_000, windowMs: 1 }, T0);
     const account = fresh("acct");
-    const mine = (hash = fresh("code"), at = T0) => ({ ...code(c.clientId, hash), accountId: account, createdAtMs: at, expiresAtMs: at + 60_000 });
+    const mine = (hash = fresh("code"), at = T0, clientId = c.clientId) => ({ ...code(clientId, hash), accountId: account, createdAtMs: at, expiresAtMs: at + 60_000 });
+    const live = async (hashes: string[]) => (await Promise.all(hashes.map((h) => oauth.findCode(h)))).filter((x) => x !== undefined && x.usedAtMs === null);
+    // The account's code for another client, its oldest.
+    const elsewhere = fresh("code");
+    expect(await oauth.saveCode(mine(elsewhere, T0 - 1, d.clientId), { perAccount: 4, perClient: 100 })).toEqual({ evicted: 0 });
     const hashes = Array.from({ length: 20 }, () => fresh("code"));
-    const outcomes = await Promise.all(hashes.map((h) => oauth.saveCode(mine(h), { perAccount: 4, perClient: 100 })));
-    expect(outcomes.filter((o) => o === "saved")).toHaveLength(4);
-    expect(outcomes.filter((o) => o === "account_limit")).toHaveLength(16);
-    const stored = (await Promise.all(hashes.map((h) => oauth.findCode(h)))).filter((x) => x !== undefined);
-    expect(stored).toHaveLength(4);
-    // One exchanged: room for one more, and only one.
-    const g = grant(c.clientId);
-    expect(await oauth.exchangeCode(stored[0]!.codeHash, g, null, T0 + 1, ROOMY_GRANTS)).toBe(true);
-    const again = await Promise.all(Array.from({ length: 5 }, () => oauth.saveCode(mine(fresh("code"), T0 + 2), { perAccount: 4, perClient: 100 })));
-    expect(again.filter((o) => o === "saved")).toHaveLength(1);
-    // At their expiry the codes no longer count.
-    expect(await oauth.saveCode(mine(fresh("code"), T0 + 60_000), { perAccount: 4, perClient: 100 })).toBe("saved");
-    // The client's bound counts every account's codes.
+    const outcomes = await Promise.all(hashes.map((h, i) => oauth.saveCode(mine(h, T0 + i), { perAccount: 4, perClient: 100 })));
+    // Before: 4 saved, 16 refused (account_limit). Now every one stored, 4 live in the end, the other client's kept.
+    expect(outcomes.reduce((n, o) => n + o.evicted, 0)).toBe(17);
+    expect(await live(hashes)).toHaveLength(3);
+    expect(await oauth.findCode(elsewhere)).toBeDefined();
+    // An exchanged code is never evicted and no longer counts.
+    const exchanged = (await live(hashes))[0]!.codeHash;
+    expect(await oauth.exchangeCode(exchanged, grant(c.clientId), null, T0 + 30, ROOMY_GRANTS)).toBe(true);
+    for (let i = 0; i < 6; i++) await oauth.saveCode(mine(fresh("code"), T0 + 40 + i), { perAccount: 4, perClient: 100 });
+    expect((await oauth.findCode(exchanged))?.usedAtMs).toBe(T0 + 30);
+    // At their expiry codes no longer count: nothing evicted.
+    expect(await oauth.saveCode(mine(fresh("code"), T0 + 120_000), { perAccount: 4, perClient: 100 })).toEqual({ evicted: 0 });
+
+    // The client's bound: throwaway accounts holding many codes lose theirs, a person holding one keeps it.
     const other = client();
     await oauth.registerClient(other, { client: fresh("k"), perClient: 100, total: 1_000_000, windowMs: 1 }, T0);
-    const byClient = await Promise.all(Array.from({ length: 12 }, (_, i) =>
-      oauth.saveCode({ ...code(other.clientId, fresh("code")), accountId: `${account}-${i % 4}` }, { perAccount: 100, perClient: 5 })));
-    expect(byClient.filter((o) => o === "saved")).toHaveLength(5);
-    expect(byClient.filter((o) => o === "client_limit")).toHaveLength(7);
+    const person = fresh("code");
+    await oauth.saveCode({ ...code(other.clientId, person), accountId: fresh("person") }, { perAccount: 100, perClient: 5 });
+    const spam = Array.from({ length: 12 }, () => fresh("code"));
+    const byClient = await Promise.all(spam.map((h, i) =>
+      oauth.saveCode({ ...code(other.clientId, h), accountId: `${account}-${i % 3}`, createdAtMs: T0 + 1 + i }, { perAccount: 100, perClient: 5 })));
+    expect(byClient.reduce((n, o) => n + o.evicted, 0)).toBe(8);
+    expect(await live(spam)).toHaveLength(4);
+    const another = fresh("code");
+    expect(await oauth.saveCode({ ...code(other.clientId, another), accountId: fresh("person"), createdAtMs: T0 + 20 }, { perAccount: 100, perClient: 5 })).toEqual({ evicted: 1 });
+    expect(await oauth.findCode(person)).toBeDefined();
+    expect(await oauth.findCode(another)).toBeDefined();
   });
 
   test("oauth: authorizations are listed per client with their live grants' scopes; revoking ends the pair's grants and pending codes only", async () => {

@@ -8,13 +8,22 @@ import type { Random } from "../../ports/random.ts";
 export type OAuthPolicy = {
   /** Open registrations one client address may make per hour (`OAUTH_REGISTER_RATE_PER_HOUR`). */
   readonly registrationsPerClientPerHour: number;
-  /** Open registrations everyone together may make per hour (`OAUTH_REGISTRATIONS_PER_HOUR`). */
+  /**
+   * Unused open clients registered in the last hour kept at once (`OAUTH_REGISTRATIONS_PER_HOUR`): past it a
+   * registration evicts the oldest of them (never refuses: see registration.ts).
+   */
   readonly registrationsPerHour: number;
   /** How long a refresh token lives (`OAUTH_REFRESH_TOKEN_TTL_DAYS`), in seconds. */
   readonly refreshTokenTtlSeconds: number;
-  /** Authorization codes neither exchanged nor expired one account may hold (`OAUTH_LIVE_CODES_PER_ACCOUNT`). */
+  /**
+   * Authorization codes neither exchanged nor expired one account may hold (`OAUTH_LIVE_CODES_PER_ACCOUNT`); past it
+   * its own oldest goes.
+   */
   readonly liveCodesPerAccount: number;
-  /** Authorization codes neither exchanged nor expired one client may hold (`OAUTH_LIVE_CODES_PER_CLIENT`). */
+  /**
+   * Authorization codes neither exchanged nor expired one client may hold (`OAUTH_LIVE_CODES_PER_CLIENT`), a row
+   * bound; past it the oldest of the account holding the most goes.
+   */
   readonly liveCodesPerClient: number;
   /**
    * Unrevoked grants one account may hold, all clients together (`OAUTH_GRANTS_PER_ACCOUNT`): an exchange past it

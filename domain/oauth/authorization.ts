@@ -102,12 +102,13 @@ export function createAuthorization(deps: OAuthDeps) {
   }
 
   /**
-   * The person approved: a code (stored hashed, single use, 60 s) and where the browser goes with it. Past the bounds
-   * on live codes (`liveCodesPerAccount`, `liveCodesPerClient`) nothing is stored and the browser goes back with
-   * `temporarily_unavailable` (RFC 6749 §4.1.2.1: the server cannot handle the request now; a code exchanged or
-   * expired makes room again).
+   * The person approved: a code (stored hashed, single use, 60 s) and where the browser goes with it, always. The
+   * bounds on live codes never refuse (attack review, finding 2: throwaway accounts filling a popular client's shared
+   * bound sent every real user back with `temporarily_unavailable`): past `liveCodesPerAccount` the account's own
+   * oldest unexchanged code goes (the same client's first), past `liveCodesPerClient` (a row bound) the oldest of
+   * the account holding the most live codes of the client. `evicted`: how many codes went to make room.
    */
-  async function approve(request: AuthorizationRequest, account: Account): Promise<Ok<string> | (RedirectError & { readonly limit: "account_limit" | "client_limit" })> {
+  async function approve(request: AuthorizationRequest, account: Account): Promise<Ok<string> & { readonly evicted: number }> {
     const code = randomToken(random, 32);
     const now = clock.nowMs();
     const saved = await store.saveCode({
@@ -122,13 +123,7 @@ export function createAuthorization(deps: OAuthDeps) {
       createdAtMs: now,
       expiresAtMs: now + CODE_TTL_SECONDS * 1000,
     }, { perAccount: deps.policy.liveCodesPerAccount, perClient: deps.policy.liveCodesPerClient });
-    if (saved !== "saved") {
-      const description = saved === "account_limit"
-        ? "Too many authorizations of this account are waiting to be exchanged; try again in a minute"
-        : "Too many authorizations of this application are waiting to be exchanged; try again in a minute";
-      return { ok: false, kind: "redirect", limit: saved, location: redirectTo(request.redirectUri, { error: "temporarily_unavailable", error_description: description, state: request.state }) };
-    }
-    return ok(redirectTo(request.redirectUri, { code, state: request.state }));
+    return { ...ok(redirectTo(request.redirectUri, { code, state: request.state })), evicted: saved.evicted };
   }
 
   /** The person refused: `access_denied` back to the client (RFC 6749 §4.1.2.1). */

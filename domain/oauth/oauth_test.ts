@@ -1,12 +1,13 @@
 import { describe, expect, test } from "bun:test";
 import { fakeAccessTokenKeys, fakeAccountStore, fakeClock, fakeOAuthStore, fakeRandom } from "../../ports/fakes/mod.ts";
 import { acceptableRedirectUri, createOAuth, readApiClientMetadata, readPublicClientMetadata, s256Challenge } from "./mod.ts";
+import { NETWORK_FACTOR, networkKeyOf } from "./registration.ts";
 
 const ISSUER = "https://ats.example";
 const REDIRECT = "https://app.example/cb";
 const VERIFIER = "v".repeat(43);
 
-async function setup(limits: { liveCodesPerAccount?: number; liveCodesPerClient?: number; grantsPerAccount?: number } = {}) {
+async function setup(limits: { liveCodesPerAccount?: number; liveCodesPerClient?: number; grantsPerAccount?: number; registrationsPerHour?: number } = {}) {
   const clock = fakeClock();
   const store = fakeOAuthStore();
   const accounts = fakeAccountStore();
@@ -31,7 +32,6 @@ async function setup(limits: { liveCodesPerAccount?: number; liveCodesPerClient?
     });
     if (!checked.ok) throw new Error(`check failed: ${JSON.stringify(checked)}`);
     const approved = await oauth.authorization.approve(checked.value, account);
-    if (!approved.ok) throw new Error(`approve refused: ${approved.location}`);
     return new URL(approved.value).searchParams.get("code")!;
   };
   const exchange = (c: string, extra: Record<string, string> = {}) =>
@@ -71,6 +71,63 @@ describe("registration", () => {
     expect(refused).toMatchObject({ ok: false, code: "rate_limited", retryAfterSeconds: 3_600 });
     expect(store.writes).toBe(writes);
     expect((await oauth.registration.register({ redirect_uris: [REDIRECT] }, "10.0.0.2")).ok).toBe(true);
+  });
+
+  test("networkKeyOf() names the /48 of an IPv6 /64 key, and nothing for IPv4 or unknown", () => {
+    expect(networkKeyOf("2001:db8:aa00:ff::/64")).toBe("2001:db8:aa00::/48");
+    expect(networkKeyOf("2001:db8:0:0::/64")).toBe("2001:db8:0::/48");
+    for (const other of ["10.0.0.1", "unknown", "::/64"]) expect(networkKeyOf(other)).toBeUndefined();
+  });
+
+  test("one /56 cannot spend everyone's registrations (attack review, finding 4): its /48 gets 4 times a /64's rate, then 429; other networks still register", async () => {
+    // Before: only the /64 was counted (3 here), so 100 /64s of one /56 made 300 registrations and spent the
+    // shared hourly bound (100 here); every other caller was then refused for an hour.
+    const { oauth, store } = await setup({ registrationsPerHour: 100 });
+    let ok = 0;
+    let lastRefusal: unknown;
+    for (let net = 0; net < 100; net++) {
+      for (let i = 0; i < 3; i++) {
+        const answer = await oauth.registration.register({ redirect_uris: [REDIRECT] }, `2001:db8:aa00:${net.toString(16)}::/64`);
+        if (answer.ok) ok++;
+        else lastRefusal = answer;
+      }
+    }
+    expect(ok).toBe(3 * NETWORK_FACTOR);
+    expect(lastRefusal).toMatchObject({ ok: false, code: "rate_limited", message: "Too many registrations from this network; try again later", retryAfterSeconds: 3_600 });
+    expect((await oauth.registration.register({ redirect_uris: [REDIRECT] }, "2001:db8:aa01:1::/64")).ok).toBe(true);
+    expect((await oauth.registration.register({ redirect_uris: [REDIRECT] }, "198.51.100.99")).ok).toBe(true);
+    expect([...store.clients.values()].filter((c) => c.registeredNetwork === "2001:db8:aa00::/48")).toHaveLength(12);
+  });
+
+  test("the shared bound never refuses: past it a registration evicts the oldest unused client (unknown from then on, its codes gone), never a used one; an evicted registration still counts for its address", async () => {
+    const { oauth, store, account, clientId, code, exchange, clock } = await setup({ registrationsPerHour: 3 });
+    // The setup's client is used (it got tokens): it is never evicted and not counted.
+    expect((await exchange(await code())).ok).toBe(true);
+    const made: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      clock.set(clock.nowMs() + 1_000);
+      const answer = await oauth.registration.register({ redirect_uris: [REDIRECT] }, `192.0.2.${i}`);
+      if (!answer.ok) throw new Error("refused");
+      made.push(answer.value.client_id);
+    }
+    // A pending code of the oldest unused client goes with it.
+    const pending = (await oauth.authorization.check({
+      response_type: "code", client_id: made[0]!, redirect_uri: REDIRECT, code_challenge: s256Challenge(VERIFIER), code_challenge_method: "S256",
+    }));
+    if (!pending.ok) throw new Error("check failed");
+    await oauth.authorization.approve(pending.value, account);
+    expect([...store.codes.values()].filter((c) => c.clientId === made[0])).toHaveLength(1);
+    // Before: the fourth unused client of the hour was 429 rate_limited for everyone.
+    clock.set(clock.nowMs() + 1_000);
+    const fourth = await oauth.registration.register({ redirect_uris: [REDIRECT] }, "192.0.2.200");
+    expect(fourth.ok).toBe(true);
+    expect(await oauth.authorization.check({ response_type: "code", client_id: made[0]!, redirect_uri: REDIRECT, code_challenge: s256Challenge(VERIFIER), code_challenge_method: "S256" }))
+      .toMatchObject({ ok: false, kind: "show", error: "invalid_client" });
+    expect([...store.codes.values()].filter((c) => c.clientId === made[0])).toHaveLength(0);
+    for (const kept of [clientId, made[1]!, made[2]!]) expect(await store.findClient(kept)).toBeDefined();
+    // The evicted client's address used its rate (3 an hour) all the same: its evicted row still counts.
+    for (let i = 0; i < 2; i++) expect((await oauth.registration.register({ redirect_uris: [REDIRECT] }, "192.0.2.0")).ok).toBe(true);
+    expect(await oauth.registration.register({ redirect_uris: [REDIRECT] }, "192.0.2.0")).toMatchObject({ ok: false, code: "rate_limited" });
   });
 });
 
@@ -122,38 +179,55 @@ describe("live codes (issue 26): bounded per account and per client", () => {
     return checked.value;
   };
 
-  test("past the account's bound the browser goes back with temporarily_unavailable, the state and the issuer, and nothing is stored; an exchanged or expired code makes room", async () => {
+  test("past the account's bound its own oldest code goes, the same client's first: every approval gets a code that works, the evicted one is invalid_grant; an exchanged code is never evicted", async () => {
     const { oauth, store, account, clientId, exchange, clock } = await setup({ liveCodesPerAccount: 3 });
+    const other = await oauth.registration.register({ client_name: "Other", redirect_uris: [REDIRECT] }, "10.0.0.2");
+    if (!other.ok) throw new Error("registration failed");
+    const codeOf = (location: string) => new URL(location).searchParams.get("code")!;
+    const otherCode = codeOf((await oauth.authorization.approve(await request(oauth, other.value.client_id), account)).value);
     const req = await request(oauth, clientId);
-    const approved = await Promise.all(Array.from({ length: 5 }, () => oauth.authorization.approve(req, account)));
-    expect(approved.filter((a) => a.ok)).toHaveLength(3);
-    const writes = store.writes;
-    const refused = await oauth.authorization.approve(req, account);
-    expect(refused).toMatchObject({ ok: false, kind: "redirect", limit: "account_limit" });
-    if (refused.ok) return;
-    const back = new URL(refused.location);
-    expect([back.origin + back.pathname, back.searchParams.get("error"), back.searchParams.get("state"), back.searchParams.get("iss"), back.searchParams.get("code")])
-      .toEqual([REDIRECT, "temporarily_unavailable", "st", ISSUER, null]);
-    expect(store.writes).toBe(writes);
+    const first = codeOf((await oauth.authorization.approve(req, account)).value);
+    clock.set(clock.nowMs() + 1);
+    const second = codeOf((await oauth.authorization.approve(req, account)).value);
+    clock.set(clock.nowMs() + 1);
+    // Before: the fourth approval went back with temporarily_unavailable.
+    const fourth = await oauth.authorization.approve(req, account);
+    expect(fourth).toMatchObject({ ok: true, evicted: 1 });
     expect(store.codes.size).toBe(3);
-    // One exchanged: room for one more.
-    const first = approved.find((a) => a.ok)!;
-    if (!first.ok) return;
-    expect((await exchange(new URL(first.value).searchParams.get("code")!)).ok).toBe(true);
-    expect((await oauth.authorization.approve(req, account)).ok).toBe(true);
-    expect((await oauth.authorization.approve(req, account)).ok).toBe(false);
-    // Sixty seconds on, every code expired: room again.
-    clock.set(clock.nowMs() + 60_000);
-    expect((await oauth.authorization.approve(req, account)).ok).toBe(true);
+    // The same client's oldest went, not the other client's (older) code.
+    expect(await exchange(first)).toMatchObject({ ok: false, code: "invalid_grant" });
+    expect((await exchange(second)).ok).toBe(true);
+    expect((await exchange(codeOf(fourth.value))).ok).toBe(true);
+    // Exchanged codes stay (a second use is still seen as reuse) and no longer count.
+    expect(await exchange(second)).toMatchObject({ ok: false, code: "invalid_grant", message: "The code was used already" });
+    expect((await oauth.authorization.approve(req, account)).evicted).toBe(0);
+    expect((await oauth.authorization.approve(req, account)).evicted).toBe(0);
+    expect((await oauth.authorization.approve(req, account)).evicted).toBe(1);
+    // The other client's code, the account's oldest, was spared each time: its own client's codes made room.
+    expect((await exchange(otherCode, { client_id: other.value.client_id })).ok).toBe(true);
   });
 
-  test("past the client's bound another account is refused too (client_limit)", async () => {
-    const { oauth, account, accounts, clientId, clock } = await setup({ liveCodesPerAccount: 10, liveCodesPerClient: 2 });
+  test("many accounts filling a client's bound never refuse another account (attack review, finding 2): the code of the account holding the most goes", async () => {
+    // Before: past OAUTH_LIVE_CODES_PER_CLIENT every account's approval went back with temporarily_unavailable, so
+    // throwaway accounts approving without exchanging locked every real user out of a popular client.
+    const { oauth, store, account, accounts, clientId, exchange, clock } = await setup({ liveCodesPerAccount: 10, liveCodesPerClient: 20 });
     const req = await request(oauth, clientId);
-    const other = (await accounts.findOrCreateAccount("0x00000000000000000000000000000000000000bb", "acct-2", clock.nowMs())).account;
-    expect((await oauth.authorization.approve(req, account)).ok).toBe(true);
-    expect((await oauth.authorization.approve(req, other)).ok).toBe(true);
-    expect(await oauth.authorization.approve(req, other)).toMatchObject({ ok: false, limit: "client_limit" });
+    const victim = (await oauth.authorization.approve(req, account)).value;
+    for (let a = 0; a < 4; a++) {
+      const attacker = (await accounts.findOrCreateAccount(`0x${String(a).padStart(40, "b")}`, `attacker-${a}`, clock.nowMs())).account;
+      for (let i = 0; i < 10; i++) {
+        clock.set(clock.nowMs() + 1);
+        expect((await oauth.authorization.approve(req, attacker)).ok).toBe(true);
+      }
+    }
+    expect([...store.codes.values()].filter((c) => c.usedAtMs === null)).toHaveLength(20);
+    const another = (await accounts.findOrCreateAccount("0x00000000000000000000000000000000000000cc", "acct-3", clock.nowMs())).account;
+    const real = await oauth.authorization.approve(req, another);
+    expect(real).toMatchObject({ ok: true, evicted: 1 });
+    // Both real people's codes work: only throwaway accounts' codes were evicted.
+    expect((await exchange(new URL(victim).searchParams.get("code")!)).ok).toBe(true);
+    expect((await exchange(new URL(real.value).searchParams.get("code")!)).ok).toBe(true);
+    expect([...store.codes.values()].filter((c) => c.accountId === account.id || c.accountId === another.id)).toHaveLength(2);
   });
 });
 

@@ -1,6 +1,20 @@
 /**
  * Registering clients (decisions §19): open registration of public clients (RFC 7591), rate-limited per client
- * address and for everyone together, and the API clients a signed-in account creates, lists and deletes.
+ * address and per IPv6 /48, and the API clients a signed-in account creates, lists and deletes.
+ *
+ * Every new MCP client starts with registration (§20), so no caller may close it for the others. Before, a bound for
+ * everyone together (`OAUTH_REGISTRATIONS_PER_HOUR`) refused every registration once spent, and one subscriber's /56
+ * (100 /64s × 10) spent it for an hour (attack review, finding 4). Now:
+ * - the caller's own rates refuse (429): its address key (an IPv4 address or an IPv6 /64,
+ *   `OAUTH_REGISTER_RATE_PER_HOUR`) and, for IPv6, its /48 as well (`NETWORK_FACTOR` times that: 40 by default;
+ *   a /48 is what one site or subscriber is usually given, a /56 or /64 sits inside it);
+ * - `OAUTH_REGISTRATIONS_PER_HOUR` no longer refuses: it bounds the unused open clients (never exchanged a code)
+ *   registered in the last hour, and a registration past it evicts the oldest of them. A client in use is never
+ *   evicted; a real client is used within minutes of registering, so flooding it out takes that many registrations
+ *   in those minutes, i.e. many networks. An evicted client's row stays (blanked) as its address's rate record until
+ *   the unused clients are pruned after a day, so eviction never gives an address its allowance back.
+ * What unauthenticated callers store in full stays bounded as before (the unused clients of each hour, kept a day);
+ * the blanked records of evicted clients grow with the number of addresses only, each bounded by its own rates.
  */
 import type { Account } from "../../ports/accounts.ts";
 import type { OAuthClient } from "../../ports/oauth.ts";
@@ -10,6 +24,19 @@ import { MAX_API_CLIENTS_PER_ACCOUNT, type OAuthDeps } from "./_deps.ts";
 import { type ClientMetadataView, clientMetadataView, readApiClientMetadata, readPublicClientMetadata } from "./client_metadata.ts";
 
 const HOUR_MS = 3_600_000;
+/** An IPv6 /48 may register this many times what one /64 may. */
+export const NETWORK_FACTOR = 4;
+
+/**
+ * The wider network of an address key (see clientKeyOf): for an IPv6 /64 (`2001:db8:1:2::/64`) its /48
+ * (`2001:db8:1::/48`; the groups are written without leading zeros, so one /48 has one key); undefined for an IPv4
+ * address or `unknown`.
+ */
+export function networkKeyOf(clientKey: string): string | undefined {
+  if (!clientKey.endsWith("::/64")) return undefined;
+  const groups = clientKey.slice(0, -"::/64".length).split(":");
+  return groups.length === 4 ? `${groups.slice(0, 3).join(":")}::/48` : undefined;
+}
 
 /** A refused registration; `retryAfterSeconds` is set on `rate_limited`. */
 export type RegistrationFailure = Result<never, "invalid_client_metadata" | "invalid_redirect_uri" | "rate_limited"> & {
@@ -29,14 +56,16 @@ export function createRegistration(deps: OAuthDeps) {
     if (!accepted.ok) return accepted;
     const now = clock.nowMs();
     const client: OAuthClient = { ...accepted.value, clientId: `atsc_${randomToken(random, 18)}`, accountId: null, secretHash: null, createdAtMs: now };
+    const network = networkKeyOf(clientKey);
     const outcome = await store.registerClient(client, {
       client: clientKey,
       perClient: policy.registrationsPerClientPerHour,
+      network: network === undefined ? null : { key: network, max: policy.registrationsPerClientPerHour * NETWORK_FACTOR },
       total: policy.registrationsPerHour,
       windowMs: HOUR_MS,
     }, now);
     if (!outcome.ok) {
-      const message = outcome.limit === "client" ? "Too many registrations from this address; try again later" : "Too many registrations; try again later";
+      const message = outcome.limit === "client" ? "Too many registrations from this address; try again later" : "Too many registrations from this network; try again later";
       return { ...fail("rate_limited" as const, message), retryAfterSeconds: Math.max(1, Math.ceil(outcome.retryAfterMs / 1000)) };
     }
     return ok(clientMetadataView(client));

@@ -2,7 +2,7 @@ import type { Clock } from "../clock.ts";
 
 /** An OAuth store in memory (decisions §19); `writes` counts every change, so a test can show nothing was written. */
 export function fakeOAuthStore() {
-  const clients = new Map<string, import("../oauth.ts").OAuthClient & { registeredBy: string | null; grantedAtMs: number | null }>();
+  const clients = new Map<string, import("../oauth.ts").OAuthClient & { registeredBy: string | null; registeredNetwork?: string | null; grantedAtMs: number | null; evictedAtMs: number | null }>();
   const codes = new Map<string, import("../oauth.ts").StoredCode>();
   const grants = new Map<string, import("../oauth.ts").Grant>();
   const refresh = new Map<string, import("../oauth.ts").RefreshToken>();
@@ -15,21 +15,34 @@ export function fakeOAuthStore() {
     codes,
     registerClient(client, limits, nowMs) {
       const since = nowMs - limits.windowMs;
+      const refused = (limit: "client" | "network", rows: { createdAtMs: number }[]) =>
+        Promise.resolve({ ok: false as const, limit, retryAfterMs: Math.min(...rows.map((c) => c.createdAtMs)) + limits.windowMs - nowMs });
       const mine = [...clients.values()].filter((c) => c.registeredBy === limits.client && c.createdAtMs > since);
-      if (mine.length >= limits.perClient) return Promise.resolve({ ok: false as const, limit: "client" as const, retryAfterMs: Math.min(...mine.map((c) => c.createdAtMs)) + limits.windowMs - nowMs });
-      const all = [...clients.values()].filter((c) => c.accountId === null && c.createdAtMs > since);
-      if (all.length >= limits.total) return Promise.resolve({ ok: false as const, limit: "total" as const, retryAfterMs: Math.min(...all.map((c) => c.createdAtMs)) + limits.windowMs - nowMs });
+      if (mine.length >= limits.perClient) return refused("client", mine);
+      const network = limits.network ?? null;
+      if (network !== null) {
+        const ours = [...clients.values()].filter((c) => c.registeredNetwork === network.key && c.createdAtMs > since);
+        if (ours.length >= network.max) return refused("network", ours);
+      }
+      const unused = [...clients.values()]
+        .filter((c) => c.accountId === null && c.grantedAtMs === null && c.evictedAtMs === null && c.createdAtMs > since)
+        .sort((a, b) => a.createdAtMs - b.createdAtMs || (a.clientId < b.clientId ? -1 : 1));
+      const evict = unused.slice(0, Math.max(0, unused.length - limits.total + 1));
+      for (const c of evict) {
+        clients.set(c.clientId, { ...c, evictedAtMs: nowMs });
+        for (const [hash, code] of codes) if (code.clientId === c.clientId && code.usedAtMs === null) codes.delete(hash);
+      }
       store.writes++;
-      clients.set(client.clientId, { ...client, registeredBy: limits.client, grantedAtMs: null });
-      return Promise.resolve({ ok: true as const });
+      clients.set(client.clientId, { ...client, registeredBy: limits.client, registeredNetwork: network?.key ?? null, grantedAtMs: null, evictedAtMs: null });
+      return Promise.resolve({ ok: true as const, evicted: evict.length });
     },
     createClient(client, max) {
       if ([...clients.values()].filter((c) => c.accountId === client.accountId).length >= max) return Promise.resolve(false);
       store.writes++;
-      clients.set(client.clientId, { ...client, registeredBy: client.accountId, grantedAtMs: null });
+      clients.set(client.clientId, { ...client, registeredBy: client.accountId, grantedAtMs: null, evictedAtMs: null });
       return Promise.resolve(true);
     },
-    findClient: (id) => Promise.resolve(clients.get(id)),
+    findClient: (id) => Promise.resolve(clients.get(id)?.evictedAtMs === null ? clients.get(id) : undefined),
     listClients: (accountId) => Promise.resolve([...clients.values()].filter((c) => c.accountId === accountId)),
     deleteClient(accountId, clientId) {
       if (clients.get(clientId)?.accountId !== accountId) return Promise.resolve(false);
@@ -39,12 +52,26 @@ export function fakeOAuthStore() {
       return Promise.resolve(true);
     },
     saveCode(code, limits) {
-      const live = [...codes.values()].filter((c) => c.usedAtMs === null && c.expiresAtMs > code.createdAtMs);
-      if (live.filter((c) => c.accountId === code.accountId).length >= limits.perAccount) return Promise.resolve("account_limit" as const);
-      if (live.filter((c) => c.clientId === code.clientId).length >= limits.perClient) return Promise.resolve("client_limit" as const);
+      const live = () => [...codes.values()].filter((c) => c.usedAtMs === null && c.expiresAtMs > code.createdAtMs)
+        .sort((a, b) => a.createdAtMs - b.createdAtMs || (a.codeHash < b.codeHash ? -1 : 1));
+      let evicted = 0;
+      const ofAccount = live().filter((c) => c.accountId === code.accountId);
+      const accountOver = ofAccount.length - limits.perAccount + 1;
+      if (accountOver > 0) {
+        const order = [...ofAccount.filter((c) => c.clientId === code.clientId), ...ofAccount.filter((c) => c.clientId !== code.clientId)];
+        for (const c of order.slice(0, accountOver)) codes.delete(c.codeHash);
+        evicted += Math.min(accountOver, order.length);
+      }
+      for (let ofClient = live().filter((c) => c.clientId === code.clientId); ofClient.length >= limits.perClient; ofClient = live().filter((c) => c.clientId === code.clientId)) {
+        const held = new Map<string, number>();
+        for (const c of ofClient) held.set(c.accountId, (held.get(c.accountId) ?? 0) + 1);
+        const most = Math.max(...held.values());
+        codes.delete(ofClient.find((c) => held.get(c.accountId) === most)!.codeHash);
+        evicted++;
+      }
       store.writes++;
       codes.set(code.codeHash, { ...code, usedAtMs: null, grantId: null });
-      return Promise.resolve("saved" as const);
+      return Promise.resolve({ evicted });
     },
     findCode: (hash) => Promise.resolve(codes.get(hash)),
     exchangeCode(hash, grant, token, nowMs, maxGrantsPerAccount) {
@@ -53,6 +80,8 @@ export function fakeOAuthStore() {
       store.writes++;
       codes.set(hash, { ...code, usedAtMs: nowMs, grantId: grant.id });
       grants.set(grant.id, grant);
+      const owner = clients.get(grant.clientId);
+      if (owner !== undefined && owner.grantedAtMs === null) clients.set(owner.clientId, { ...owner, grantedAtMs: nowMs });
       if (token !== null) refresh.set(token.tokenHash, token);
       const others = [...grants.values()]
         .filter((g) => g.accountId === grant.accountId && g.revokedAtMs === null && g.id !== grant.id)

@@ -189,11 +189,7 @@ export function oauthRoutes(deps: OAuthRoutesDeps) {
         }
         if (form.decision === "approve") {
           const approved = await oauth.authorization.approve(checked.value, auth.value.account);
-          if (!approved.ok) {
-            deps.log.warn("oauth_codes_limited", { accountId: auth.value.account.id, clientId: checked.value.client.clientId, limit: approved.limit });
-            return Response.redirect(approved.location, 303);
-          }
-          deps.log.info("oauth_authorized", { accountId: auth.value.account.id, clientId: checked.value.client.clientId });
+          deps.log.info("oauth_authorized", { accountId: auth.value.account.id, clientId: checked.value.client.clientId, evictedCodes: approved.evicted });
           return Response.redirect(approved.value, 303);
         }
         return Response.redirect(oauth.authorization.deny(checked.value), 303);
@@ -275,7 +271,7 @@ export const OAUTH_DOCS: readonly RouteDoc[] = [
     paths: ["/oauth/register"],
     auth: "public",
     cache: CACHE.noStore,
-    summary: "Open dynamic client registration (RFC 7591): a public client of the authorization code flow with PKCE S256 (token_endpoint_auth_method none), grant_types authorization_code and refresh_token; rate-limited per client address (OAUTH_REGISTER_RATE_PER_HOUR) and for everyone (OAUTH_REGISTRATIONS_PER_HOUR). JSON body: redirect_uris (1 to 10, HTTPS, loopback HTTP or a private-use scheme), client_name, scope, grant_types, response_types",
+    summary: "Open dynamic client registration (RFC 7591): a public client of the authorization code flow with PKCE S256 (token_endpoint_auth_method none), grant_types authorization_code and refresh_token; rate-limited per client address (OAUTH_REGISTER_RATE_PER_HOUR) and per IPv6 /48 (4 times that); past OAUTH_REGISTRATIONS_PER_HOUR unused clients of the hour the oldest unused one is evicted (nobody is refused for everyone). JSON body: redirect_uris (1 to 10, HTTPS, loopback HTTP or a private-use scheme), client_name, scope, grant_types, response_types",
     body: { schema: OAuthRegisterBody },
     responses: {
       201: { description: "client_id, client_id_issued_at and the metadata registered" },
