@@ -128,7 +128,13 @@ describe("webhooks on the real service", () => {
     expect(new Webhook(endpoint.secret).verify(revoked.body, revoked.headers)).toMatchObject({ type: "attestation.revoked", data: { uid: uid.toLowerCase(), revoked: true } });
     expect(revoked.headers["webhook-id"]).not.toBe(created.headers["webhook-id"]);
 
-    const list = await (await api(`/api/private/webhooks/${endpoint.id}/deliveries`)).json() as { items: { eventId: string; type: string; attempts: number; deliveredAt: string | null }[] };
+    // The receiver has the request before the service has its answer and records the delivery: the list is read once
+    // both are recorded (it was read at once, and on a fresh machine the revocation was listed as not yet delivered).
+    type Deliveries = { items: { eventId: string; type: string; attempts: number; deliveredAt: string | null }[] };
+    const list = await waitFor("both deliveries recorded", async () => {
+      const page = await (await api(`/api/private/webhooks/${endpoint.id}/deliveries`)).json() as Deliveries;
+      return page.items.length === 2 && page.items.every((i) => i.deliveredAt !== null) ? page : undefined;
+    });
     expect(list.items.map((i) => [i.type, i.attempts, i.deliveredAt !== null])).toEqual([["attestation.revoked", 1, true], ["attestation.created", 1, true]]);
   }, 90_000);
 
