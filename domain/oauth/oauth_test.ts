@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { fakeAccessTokenKeys, fakeAccountStore, fakeClock, fakeOAuthStore, fakeRandom } from "../../ports/fakes/mod.ts";
 import { acceptableRedirectUri, createOAuth, readApiClientMetadata, readPublicClientMetadata, s256Challenge } from "./mod.ts";
-import { NETWORK_FACTOR, networkKeyOf } from "./registration.ts";
+import { NETWORK_FACTOR } from "./registration.ts";
+import { networkKeyOf } from "../sessions/mod.ts";
 
 const ISSUER = "https://ats.example";
 const REDIRECT = "https://app.example/cb";

@@ -18,6 +18,7 @@
  */
 import type { Account } from "../../ports/accounts.ts";
 import type { OAuthClient } from "../../ports/oauth.ts";
+import { networkKeyOf } from "../sessions/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
 import { hashSecret, randomToken } from "./_secrets.ts";
 import { MAX_API_CLIENTS_PER_ACCOUNT, type OAuthDeps } from "./_deps.ts";
@@ -27,16 +28,6 @@ const HOUR_MS = 3_600_000;
 /** An IPv6 /48 may register this many times what one /64 may. */
 export const NETWORK_FACTOR = 4;
 
-/**
- * The wider network of an address key (see clientKeyOf): for an IPv6 /64 (`2001:db8:1:2::/64`) its /48
- * (`2001:db8:1::/48`; the groups are written without leading zeros, so one /48 has one key); undefined for an IPv4
- * address or `unknown`.
- */
-export function networkKeyOf(clientKey: string): string | undefined {
-  if (!clientKey.endsWith("::/64")) return undefined;
-  const groups = clientKey.slice(0, -"::/64".length).split(":");
-  return groups.length === 4 ? `${groups.slice(0, 3).join(":")}::/48` : undefined;
-}
 
 /** A refused registration; `retryAfterSeconds` is set on `rate_limited`. */
 export type RegistrationFailure = Result<never, "invalid_client_metadata" | "invalid_redirect_uri" | "rate_limited"> & {

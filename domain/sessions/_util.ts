@@ -39,6 +39,17 @@ export function clientKeyOf(address: string | undefined): string {
   return `${groups.slice(0, 4).map((g) => g.toString(16)).join(":")}::/64`;
 }
 
+/**
+ * The wider network of an address key ({@link clientKeyOf}): for an IPv6 /64 (`2001:db8:1:2::/64`) its /48
+ * (`2001:db8:1::/48`; the groups are written without leading zeros, so one /48 has one key); undefined for an IPv4
+ * address or `unknown`.
+ */
+export function networkKeyOf(clientKey: string): string | undefined {
+  if (!clientKey.endsWith("::/64")) return undefined;
+  const groups = clientKey.slice(0, -"::/64".length).split(":");
+  return groups.length === 4 ? `${groups.slice(0, 3).join(":")}::/48` : undefined;
+}
+
 /** The eight 16-bit groups of a canonical IPv6 address (as `classifyAddress` writes it). */
 function ipv6Groups(address: string): number[] {
   const part = (text: string) =>

@@ -1,3 +1,3 @@
 /** Sign-in with Ethereum and sessions (decisions §8, §12, §15). */
-export { clientKeyOf, createSessions, type Sessions } from "./sessions.ts";
+export { clientKeyOf, createSessions, networkKeyOf, type Sessions } from "./sessions.ts";
 export { parseSiweMessage } from "./siwe.ts";

@@ -9,7 +9,7 @@ import { verify } from "./_verify.ts";
 import { constantTimeEqual, hashSessionToken } from "./_util.ts";
 
 export { LIVE_CHALLENGES_PER_WALLET } from "./_challenge.ts";
-export { clientKeyOf, constantTimeEqual, hashSessionToken } from "./_util.ts";
+export { clientKeyOf, constantTimeEqual, hashSessionToken, networkKeyOf } from "./_util.ts";
 export type {
   Authenticated,
   ChallengeCaller,

@@ -11,6 +11,7 @@ import { errorBody } from "../../errors.ts";
 import { ErrorModel } from "../../models.ts";
 import { summarize, summarizeError } from "./_summaries.ts";
 import { createTools, type McpToolDeps, type ToolDefinition, type ToolCaller, type ToolOutcome } from "./_tools.ts";
+import { networkKeyOf } from "../../../domain/sessions/mod.ts";
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
 
@@ -78,6 +79,14 @@ export function clientInFlightShare(maxInFlight: number): number {
 }
 
 /**
+ * One IPv6 /48's share of `MCP_MAX_IN_FLIGHT`, all its /64 client keys together: half of it, at least one (found by
+ * review: a /56 holds 256 /64s, so four of them held every slot again). An IPv4 address has no wider network here.
+ */
+export function networkInFlightShare(maxInFlight: number): number {
+  return Math.max(1, Math.floor(maxInFlight / 2));
+}
+
+/**
  * Builds the tool server. A tool call takes one of `MCP_MAX_IN_FLIGHT` and one of its client's share
  * ({@link clientInFlightShare}) while it runs, except a tool answered from memory alone (`memoryOnly`:
  * `get_trust_anchors`, `resolve_identities`), which holds nothing and is answered whatever is in progress.
@@ -95,9 +104,16 @@ export function createToolServer(deps: ToolServerDeps): ToolServer {
     annotations: { title: tool.title, readOnlyHint: tool.readOnly, destructiveHint: false, idempotentHint: tool.readOnly, openWorldHint: true },
   }));
   let inFlight = 0;
-  /** Calls in progress by client key (the caller's address, as the routes key it); a key at zero is dropped. */
+  /** Calls in progress by client key (the caller's address, as the routes key it) and by IPv6 /48; a key at zero is dropped. */
   const byClient = new Map<string, number>();
   const share = clientInFlightShare(deps.maxInFlight);
+  const networkShare = networkInFlightShare(deps.maxInFlight);
+  const hold = (key: string) => byClient.set(key, (byClient.get(key) ?? 0) + 1);
+  const release = (key: string) => {
+    const left = (byClient.get(key) ?? 1) - 1;
+    if (left > 0) byClient.set(key, left);
+    else byClient.delete(key);
+  };
 
   const run = async (tool: ToolDefinition, args: unknown, caller: ToolCaller): Promise<ToolOutcome> => {
     try {
@@ -112,23 +128,27 @@ export function createToolServer(deps: ToolServerDeps): ToolServer {
     const tool = byName.get(name);
     if (tool === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
     let outcome: ToolOutcome;
-    const mine = byClient.get(caller.clientKey) ?? 0;
+    const network = networkKeyOf(caller.clientKey);
+    // The network's count is kept under its own key (`2001:db8:1::/48`), never a client key's form (`…::/64`).
+    const networkKey = network === undefined ? undefined : `network:${network}`;
     if (tool.memoryOnly === true) {
       outcome = await run(tool, args, caller);
-    } else if (mine >= share) {
+    } else if ((byClient.get(caller.clientKey) ?? 0) >= share) {
       outcome = { ok: false, code: "RATE_LIMITED", message: `Too many tool calls in progress from this client (at most ${share} at once); try again later` };
+    } else if (networkKey !== undefined && (byClient.get(networkKey) ?? 0) >= networkShare) {
+      outcome = { ok: false, code: "RATE_LIMITED", message: `Too many tool calls in progress from this network (at most ${networkShare} at once); try again later` };
     } else if (inFlight >= deps.maxInFlight) {
       outcome = { ok: false, code: "RATE_LIMITED", message: "Too many tool calls in progress; try again later" };
     } else {
       inFlight++;
-      byClient.set(caller.clientKey, mine + 1);
+      hold(caller.clientKey);
+      if (networkKey !== undefined) hold(networkKey);
       try {
         outcome = await run(tool, args, caller);
       } finally {
         inFlight--;
-        const left = (byClient.get(caller.clientKey) ?? 1) - 1;
-        if (left > 0) byClient.set(caller.clientKey, left);
-        else byClient.delete(caller.clientKey);
+        release(caller.clientKey);
+        if (networkKey !== undefined) release(networkKey);
       }
     }
     deps.metrics?.increment("ats_mcp_tool_calls_total", { tool: name, outcome: outcome.ok ? "ok" : outcome.code.toLowerCase() });

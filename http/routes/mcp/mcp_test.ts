@@ -16,7 +16,7 @@ import { createApp } from "../../app.ts";
 import { summarize, summarizeError } from "./_summaries.ts";
 import { createTools, type McpToolDeps } from "./_tools.ts";
 import { createMcpEndpoint, MCP_MAX_BATCH, type McpEndpointDeps, mcpRoutes } from "./mcp.ts";
-import { clientInFlightShare } from "./_server.ts";
+import { clientInFlightShare, networkInFlightShare } from "./_server.ts";
 
 const BASE = "http://localhost";
 const ACCOUNT: Account = { id: "acc-1", address: "0x00000000000000000000000000000000000000a1", plan: "free", createdAtMs: 0 };
@@ -168,8 +168,27 @@ describe("createMcpEndpoint()", () => {
     expect((await again).structuredContent).toEqual({ error: "down", code: "NETWORK_ERROR" });
   });
 
-  test("a client's share of MCP_MAX_IN_FLIGHT is a quarter, at least one", () => {
+  test("a client's share of MCP_MAX_IN_FLIGHT is a quarter, at least one; an IPv6 /48's half, at least one", () => {
     expect([1, 2, 7, 8, 32, 33, 10_000].map(clientInFlightShare)).toEqual([1, 1, 1, 2, 8, 8, 2_500]);
+    expect([1, 2, 7, 8, 32].map(networkInFlightShare)).toEqual([1, 1, 3, 4, 16]);
+  });
+
+  test("the /64s of one IPv6 /48 together hold at most half of MCP_MAX_IN_FLIGHT; an address elsewhere still runs", async () => {
+    // Found by review: the share was per /64, and a /56 holds 256 of them, so four held every slot again.
+    const waiting: (() => void)[] = [];
+    const confirm = () => new Promise<never>((resolve) => waiting.push(() => resolve(fail("NETWORK_ERROR", "down") as never)));
+    const { connectAs } = await setUpClients({ tools: fakeTools({ confirm: confirm as never }), maxInFlight: 8 });
+    const [n1, n2, n3, v4] = await Promise.all([connectAs("2001:db8:7:1::5"), connectAs("2001:db8:7:2::5"), connectAs("2001:db8:7:3::5"), connectAs("203.0.113.9")]);
+    const slow = (client: typeof n1) => client!.call("check_domain_controllers", { subjectDid: "did:web:slow.test" });
+    const held = [slow(n1), slow(n1), slow(n2), slow(n2)];
+    while (waiting.length < 4) await Bun.sleep(1);
+    const refused = await slow(n3);
+    expect([refused.isError, refused.structuredContent]).toEqual([true, { error: "Too many tool calls in progress from this network (at most 4 at once); try again later", code: "RATE_LIMITED" }]);
+    expect(waiting).toHaveLength(4);
+    const elsewhere = slow(v4);
+    while (waiting.length < 5) await Bun.sleep(1);
+    for (const release of waiting) release();
+    for (const answer of await Promise.all([...held, elsewhere])) expect(answer.structuredContent).toEqual({ error: "down", code: "NETWORK_ERROR" });
   });
 
   test("a session pushed out while it answers still gives that answer, then is gone", async () => {
