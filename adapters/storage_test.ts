@@ -9,6 +9,7 @@ import type { IndexQuery } from "../ports/attestation_index.ts";
 import { SQL } from "bun";
 import { deploymentLimitsContract, deploymentSecretsContract, oauthStorageContract, storageContract, webhookStorageContract } from "./test_support/mod.ts";
 import type { Storage } from "../ports/storage.ts";
+import { UNUSED_CLIENT_GRACE_MS } from "../ports/oauth.ts";
 import { postgresUnavailableReason, startPostgres, type TestPostgres } from "../e2e/support/postgres.ts";
 
 const sqlite = openSqliteStorage(":memory:");
@@ -129,6 +130,74 @@ describe.skipIf(pgSkip !== undefined)("postgres across instances", () => {
       (i % 2 === 0 ? postgres! : second!).oauth.saveCode(code(i, `cross-acct-${i}`, "cross-client-b"), { perAccount: 1_000, perClient: 9 })));
     expect(perClient.reduce((n, o) => n + o.evicted, 0)).toBe(21);
     expect(await stillLive(Array.from({ length: 30 }, (_, i) => code(i, `cross-acct-${i}`, "cross-client-b").codeHash))).toBe(9);
+  });
+
+  /**
+   * Holds `hold` in a transaction of its own until a statement starting with `waiter` waits on a lock (found in
+   * pg_stat_activity, polled: no timing assumed), then commits it: the interleaving of a race, made deterministic.
+   */
+  async function whileWaitedOn(hold: (tx: SQL) => Promise<unknown>, waiter: string, run: () => Promise<unknown>) {
+    const holder = new SQL({ url: pg!.url, max: 2 });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let held!: () => void;
+    const holding = new Promise<void>((resolve) => (held = resolve));
+    const transaction = holder.begin(async (tx) => {
+      await hold(tx);
+      held();
+      await released;
+    });
+    await holding;
+    const running = run();
+    for (;;) {
+      const [row] = await holder`SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE ${`${waiter}%`}`;
+      if (Number(row.n) > 0) break;
+      await Bun.sleep(5);
+    }
+    release();
+    await transaction;
+    const outcome = await running;
+    await holder.close();
+    return outcome;
+  }
+
+  test("a registration's eviction whose client an exchange granted meanwhile keeps the client and its codes (review finding 4: its codes were deleted, the client kept)", async () => {
+    const at = 4_100_000_000_000;
+    const now = at + 2 * UNUSED_CLIENT_GRACE_MS;
+    const old = { clientId: "race-evict-old", accountId: null, secretHash: null, name: "Bot", redirectUris: ["https://app.test/cb"], grantTypes: ["authorization_code"], scope: "account:read", authMethod: "none" as const, createdAtMs: at };
+    const limits = { client: "race-evict", perClient: 100, total: 1, windowMs: 3_600_000 };
+    expect(await postgres!.oauth.registerClient(old, limits, at)).toEqual({ ok: true, evicted: 0 });
+    // Another account's code of it, expired unexchanged: an evictable client holds no live code.
+    const lapsed = { codeHash: "race-evict-code", clientId: old.clientId, accountId: "race-acct", redirectUri: "https://app.test/cb", redirectUriGiven: true, scope: "account:read", codeChallenge: "c".repeat(43), resource: null, createdAtMs: at, expiresAtMs: at + 60_000 };
+    await postgres!.oauth.saveCode(lapsed, { perAccount: 1_000, perClient: 1_000 });
+    // The exchange's last step (the client's first grant) holds the client's row while the eviction's update waits on it.
+    const outcome = await whileWaitedOn(
+      (tx) => tx`UPDATE oauth_clients SET granted_at_ms = ${now} WHERE client_id = ${old.clientId}`,
+      "UPDATE oauth_clients SET evicted_at_ms",
+      () => second!.oauth.registerClient({ ...old, clientId: "race-evict-new", createdAtMs: now }, { ...limits, client: "race-evict-2" }, now));
+    expect(outcome).toEqual({ ok: true, evicted: 0 });
+    expect(await postgres!.oauth.findClient(old.clientId)).toBeDefined();
+    expect(await postgres!.oauth.findCode(lapsed.codeHash)).toBeDefined();
+  });
+
+  test("a code evicted past the client's bound but exchanged while the eviction waited on it: another is evicted, the bound holds (review finding 5)", async () => {
+    const clientId = "race-code-client";
+    const code = (hash: string, accountId: string, createdAtMs: number) => ({
+      codeHash: hash, clientId, accountId, redirectUri: "https://app.test/cb", redirectUriGiven: true, scope: "account:read",
+      codeChallenge: "c".repeat(43), resource: null, createdAtMs, expiresAtMs: 65_000,
+    });
+    // Three live codes where two are the bound (a bound lowered since, or passed before): two of A's, one of B's.
+    for (const c of [code("race-a1", "race-A", 5_000), code("race-a2", "race-A", 5_001), code("race-b1", "race-B", 5_002)]) await postgres!.oauth.saveCode(c, { perAccount: 1_000, perClient: 1_000 });
+    // An exchange holds A's oldest code (the first one evicted) while the eviction's delete waits on it.
+    const outcome = await whileWaitedOn(
+      (tx) => tx`UPDATE oauth_codes SET used_at_ms = 5005, grant_id = 'race-grant' WHERE code_hash = 'race-a1'`,
+      "DELETE FROM oauth_codes WHERE used_at_ms IS NULL AND code_hash",
+      () => second!.oauth.saveCode(code("race-c1", "race-C", 5_010), { perAccount: 1_000, perClient: 2 }));
+    // Before: the loop stopped at the delete that found the code exchanged, and the new code made 3 live codes.
+    expect(outcome).toEqual({ evicted: 1 });
+    expect((await postgres!.oauth.findCode("race-a1"))?.usedAtMs).toBe(5_005);
+    expect(await postgres!.oauth.findCode("race-a2")).toBeUndefined();
+    for (const kept of ["race-b1", "race-c1"]) expect(await postgres!.oauth.findCode(kept)).toBeDefined();
   });
 
   test("an instance starting beside running ones runs no DDL: it opens while another transaction holds a table", async () => {

@@ -78,6 +78,15 @@ export type RefreshRotation =
   | { readonly kind: "invalid" };
 
 /**
+ * How long a newly registered open client is never evicted (review finding 3: a client whose user was still signing in
+ * was evicted by a burst of registrations from elsewhere). A real client is used within minutes of registering (the
+ * user signs in and approves, and the code, live for 60 s, is exchanged); one unused after this long is abandoned or
+ * a flood's. Flushing a real client out therefore takes more than the pool's registrations inside its first 10 minutes
+ * and, after them, can still not take one that holds a live code.
+ */
+export const UNUSED_CLIENT_GRACE_MS = 10 * 60_000;
+
+/**
  * The outcome of a registration: refused by the caller's own rate (its address, or its IPv6 /48 network), or stored,
  * with how many unused open clients it evicted to stay within the pool (see {@link RegistrationLimits.total}).
  */
@@ -101,8 +110,10 @@ export type RegistrationLimits = {
   readonly network?: { readonly key: string; readonly max: number } | null | undefined;
   /**
    * Unused open clients (never exchanged a code, not evicted) registered in the window that are kept at once: past it
-   * a new registration evicts the oldest of them (their codes deleted, the client unknown from then on, its row kept
-   * as the rate's record, metadata blanked, until pruning), so the pool bounds rows without refusing anyone.
+   * a new registration evicts the oldest evictable one (its expired codes deleted, the client unknown from then on, its
+   * row kept as the rate's record, metadata blanked, until pruning), so the pool bounds rows without refusing anyone.
+   * Never evicted: a client registered less than {@link UNUSED_CLIENT_GRACE_MS} ago, or one holding a live code (a
+   * user between approval and exchange). When none is evictable the pool is passed instead (nobody refused).
    */
   readonly total: number;
   readonly windowMs: number;

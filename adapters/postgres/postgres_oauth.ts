@@ -1,6 +1,6 @@
-import type { SQL } from "bun";
-import type { OAuthStore } from "../../ports/oauth.ts";
-import { ACCESS_TOKEN_LIFE_MS, clientValues, type OAuthClientRow, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toStoredCode, DROP_SIGNING_KEYS_SQL, ACCESS_TOKEN_ACTIVE_SQL, EVICT_ACCOUNT_CODES_SQL, EVICT_CLIENT_CODE_SQL, EVICT_CLIENT_SQL, UNUSED_OPEN_CLIENTS_WHERE } from "../sql/oauth.ts";
+import type { SQL, TransactionSQL } from "bun";
+import { type OAuthStore, UNUSED_CLIENT_GRACE_MS } from "../../ports/oauth.ts";
+import { ACCESS_TOKEN_LIFE_MS, clientValues, type OAuthClientRow, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toStoredCode, DROP_SIGNING_KEYS_SQL, ACCESS_TOKEN_ACTIVE_SQL, EVICT_ACCOUNT_CODES_SQL, EVICT_CLIENT_CODE_SQL, EVICT_CLIENT_SQL, EVICTABLE_OPEN_CLIENTS_WHERE, EVICTED_CLIENT_CODES_SQL, UNUSED_OPEN_CLIENTS_WHERE } from "../sql/oauth.ts";
 
 /** Serializes open registrations across instances, so the per-address and per-network rates and the pool hold exactly. */
 const REGISTER_LOCK = 7_240_010;
@@ -10,12 +10,47 @@ const CLIENTS_LOCK = 7_240_011;
  * Serialize the code issuance of one account, then of one client (with its hash as second key): the live-code
  * bounds hold exactly across instances. Always taken in this order, so two issuances never wait on each other in a cycle.
  * A client's eviction deletes another account's code without that account's lock: it only lowers what that account's
- * own issuance counts, so its bound still holds.
+ * own issuance counts, so its bound still holds. An open client's eviction at registration tries the client's lock
+ * without waiting (see evictClient), so no code is stored for it while it is evicted.
  */
 const CODES_ACCOUNT_LOCK = 7_240_012;
 const CODES_CLIENT_LOCK = 7_240_013;
 
 type Row = Record<string, unknown>;
+
+/**
+ * Extra tries of an eviction loop whose chosen row was taken by a concurrent transaction while it waited on the row
+ * (an exchange, another account's issuance): beyond how many it has to evict, so the loop always ends.
+ */
+const EVICTION_RETRIES = 3;
+
+/** Refuses a savepoint's eviction whose re-check failed, so the codes it deleted come back. */
+class NotEvicted extends Error {}
+
+/**
+ * Evicts one open client (`newestEvictable`: now minus the grace period). It takes the client's code lock (the one
+ * code issuance takes after the account's) without waiting: held, a code is being stored for the client, which is in
+ * use then (`busy`); taken, no code can be stored for it meanwhile. Not waiting also keeps a registration, holding the
+ * rows of the clients it evicted before, from ever waiting on an issuance. Its expired codes are deleted first, then
+ * the row updated with the re-check: the order of an exchange (code, then the client's granted_at_ms), so the two
+ * never wait on each other in a cycle. If the re-check fails (an exchange committed meanwhile, or a code was stored
+ * just before the lock), the savepoint is rolled back: a client's codes go only with the client (review finding 4).
+ */
+async function evictClient(tx: TransactionSQL, clientId: string, now: number, newestEvictable: number): Promise<"evicted" | "kept" | "busy"> {
+  const [lock] = await tx`SELECT pg_try_advisory_xact_lock(${CODES_CLIENT_LOCK}, hashtext(${clientId})) AS taken` as Row[];
+  if (lock!.taken !== true) return "busy";
+  try {
+    return await tx.savepoint(async (sp) => {
+      await sp.unsafe(EVICTED_CLIENT_CODES_SQL, [clientId, now]);
+      const rows = await sp.unsafe(`${EVICT_CLIENT_SQL} RETURNING client_id`, [clientId, now, newestEvictable]) as Row[];
+      if (rows.length === 0) throw new NotEvicted();
+      return "evicted" as const;
+    });
+  } catch (error) {
+    if (error instanceof NotEvicted) return "kept";
+    throw error;
+  }
+}
 
 /** Clients, codes and authorizations in PostgreSQL. */
 function oauthClientsAndCodes(sql: SQL): Pick<OAuthStore, "registerClient" | "createClient" | "findClient" | "listClients" | "deleteClient" | "saveCode" | "findCode" | "exchangeCode" | "listAuthorizations" | "revokeAuthorizations"> {
@@ -36,14 +71,21 @@ function oauthClientsAndCodes(sql: SQL): Pick<OAuthStore, "registerClient" | "cr
           if (Number(byNetwork!.n) >= network.max) return { ok: false as const, limit: "network" as const, retryAfterMs: Number(byNetwork!.oldest) + limits.windowMs - now };
         }
         const [pool] = await tx.unsafe(`SELECT COUNT(*) AS n FROM oauth_clients WHERE ${UNUSED_OPEN_CLIENTS_WHERE}`, [since]) as Row[];
+        const newestEvictable = now - UNUSED_CLIENT_GRACE_MS;
         let evicted = 0;
-        for (let over = Number(pool!.n) - limits.total + 1; over > 0; over--) {
-          const [oldest] = await tx.unsafe(`SELECT client_id FROM oauth_clients WHERE ${UNUSED_OPEN_CLIENTS_WHERE} ORDER BY created_at_ms, client_id LIMIT 1`, [since]) as Row[];
-          if (oldest === undefined) break;
-          const clientId = String(oldest.client_id);
-          // Its codes first, then the client: the order of an exchange (code, then the client's granted_at_ms), so the two never wait on each other in a cycle.
-          await tx`DELETE FROM oauth_codes WHERE client_id = ${clientId} AND used_at_ms IS NULL`;
-          evicted += (await tx.unsafe(`${EVICT_CLIENT_SQL} RETURNING client_id`, [clientId, now]) as Row[]).length;
+        // A candidate that fails the re-check (a grant or a live code came meanwhile) is no longer evictable, so the
+        // next query picks another; the tries are bounded all the same.
+        let over = Number(pool!.n) - limits.total + 1;
+        for (let tries = over + EVICTION_RETRIES; over > 0 && tries > 0; tries--) {
+          const [oldest] = await tx.unsafe(`SELECT client_id FROM oauth_clients WHERE ${EVICTABLE_OPEN_CLIENTS_WHERE} ORDER BY created_at_ms, client_id LIMIT 1`,
+            [since, newestEvictable, now]) as Row[];
+          if (oldest === undefined) break; // nothing evictable: the pool is passed, nobody refused
+          const outcome = await evictClient(tx, String(oldest.client_id), now, newestEvictable);
+          if (outcome === "busy") break; // the oldest is being given a code: in use, the pool is passed this time
+          if (outcome === "evicted") {
+            evicted++;
+            over--;
+          }
         }
         await insertClient(tx, clientValues(client, limits.client, network?.key ?? null));
         return { ok: true as const, evicted };
@@ -81,11 +123,17 @@ function oauthClientsAndCodes(sql: SQL): Pick<OAuthStore, "registerClient" | "cr
         const [ofAccount] = await tx`SELECT COUNT(*) AS n FROM oauth_codes WHERE account_id = ${code.accountId} AND used_at_ms IS NULL AND expires_at_ms > ${now}` as Row[];
         const accountOver = Number(ofAccount!.n) - limits.perAccount + 1;
         if (accountOver > 0) evicted += (await tx.unsafe(`${EVICT_ACCOUNT_CODES_SQL} RETURNING 1`, [code.accountId, code.clientId, now, accountOver]) as Row[]).length;
-        const [ofClient] = await tx`SELECT COUNT(*) AS n FROM oauth_codes WHERE client_id = ${code.clientId} AND used_at_ms IS NULL AND expires_at_ms > ${now}` as Row[];
-        for (let over = Number(ofClient!.n) - limits.perClient + 1; over > 0; over--) {
+        const overClient = async () => {
+          const [ofClient] = await tx`SELECT COUNT(*) AS n FROM oauth_codes WHERE client_id = ${code.clientId} AND used_at_ms IS NULL AND expires_at_ms > ${now}` as Row[];
+          return Number(ofClient!.n) - limits.perClient + 1;
+        };
+        let over = await overClient();
+        for (let tries = over + EVICTION_RETRIES; over > 0 && tries > 0; tries--) {
           const gone = (await tx.unsafe(`${EVICT_CLIENT_CODE_SQL} RETURNING 1`, [code.clientId, now]) as Row[]).length;
-          if (gone === 0) break;
           evicted += gone;
+          // None deleted: the chosen code was exchanged (or another account's issuance evicted it) while this waited
+          // on its row. Stopping here stored the new code past the bound; count again and go on instead.
+          over = gone > 0 ? over - gone : await overClient();
         }
         await tx`INSERT INTO oauth_codes (code_hash, client_id, account_id, redirect_uri, redirect_uri_omitted, scope, code_challenge, resource, created_at_ms, expires_at_ms)
           VALUES (${code.codeHash}, ${code.clientId}, ${code.accountId}, ${code.redirectUri}, ${code.redirectUriGiven ? null : 1}, ${code.scope}, ${code.codeChallenge}, ${code.resource}, ${code.createdAtMs}, ${code.expiresAtMs})`;

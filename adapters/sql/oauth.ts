@@ -218,13 +218,33 @@ export const EVICT_CLIENT_CODE_SQL = `DELETE FROM oauth_codes WHERE used_at_ms I
 /** The unused open clients of the window (`$1` since): what `RegistrationLimits.total` (ports/oauth.ts) bounds. */
 export const UNUSED_OPEN_CLIENTS_WHERE = `account_id IS NULL AND granted_at_ms IS NULL AND evicted_at_ms IS NULL AND created_at_ms > $1`;
 
+/** `oauth_clients`' row has a live code (neither exchanged nor expired at `now`, the given parameter). */
+const HOLDS_LIVE_CODE = (now: string) =>
+  `EXISTS (SELECT 1 FROM oauth_codes k WHERE k.client_id = oauth_clients.client_id AND k.used_at_ms IS NULL AND k.expires_at_ms > ${now})`;
+
 /**
- * Evicting an open client (`$1` client, `$2` now): the row stays as the record its address's and network's rates count
- * (pruned with the unused clients after a day), its metadata blanked to a few bytes; `granted_at_ms IS NULL` is checked
- * again on a row a first exchange just locked (PostgreSQL), so a client that got a grant meanwhile stays.
+ * The unused open clients a registration past the pool may evict (`$1` since, `$2` the newest registration time that
+ * may go, i.e. now minus `UNUSED_CLIENT_GRACE_MS`, `$3` now): not in their grace period after registering, and holding
+ * no live code (a user is between approval and exchange). Fewer than needed: the pool is passed, nobody refused.
+ */
+export const EVICTABLE_OPEN_CLIENTS_WHERE = `${UNUSED_OPEN_CLIENTS_WHERE} AND created_at_ms <= $2 AND NOT ${HOLDS_LIVE_CODE("$3")}`;
+
+/**
+ * Evicting an open client (`$1` client, `$2` now, `$3` the newest registration time that may go): the row stays as
+ * the record its address's and network's rates count (pruned with the unused clients after a day), its metadata
+ * blanked to a few bytes. What made it evictable is checked again here (PostgreSQL: `granted_at_ms` on a row a first
+ * exchange just locked, and a code stored before the client's code lock was taken), so a client that got a grant or
+ * a live code meanwhile stays.
  */
 export const EVICT_CLIENT_SQL = `UPDATE oauth_clients SET evicted_at_ms = $2, name = NULL, redirect_uris = '[]', scope = ''
-  WHERE client_id = $1 AND account_id IS NULL AND granted_at_ms IS NULL AND evicted_at_ms IS NULL`;
+  WHERE client_id = $1 AND account_id IS NULL AND granted_at_ms IS NULL AND evicted_at_ms IS NULL AND created_at_ms <= $3
+    AND NOT ${HOLDS_LIVE_CODE("$2")}`;
+
+/**
+ * The unexchanged codes of a client being evicted (`$1` client, `$2` now): only expired ones, since an evictable
+ * client holds no live code; deleted before the client's row (an exchange's lock order: code, then client).
+ */
+export const EVICTED_CLIENT_CODES_SQL = `DELETE FROM oauth_codes WHERE client_id = $1 AND used_at_ms IS NULL AND expires_at_ms <= $2`;
 
 /**
  * {@link OAuthStore.accessTokenActive} in one statement (`$1` client, `$2` jti, `$3` grant or '', `$4` the token's

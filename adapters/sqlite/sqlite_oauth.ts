@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
-import type { Grant, OAuthClient, OAuthStore } from "../../ports/oauth.ts";
+import { type Grant, type OAuthClient, type OAuthStore, UNUSED_CLIENT_GRACE_MS } from "../../ports/oauth.ts";
 import { addMissingColumns } from "./sqlite_database.ts";
-import { ACCESS_TOKEN_LIFE_MS, type OAuthClientRow, clientValues, numOrNull, oauthTables, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toStoredCode, DROP_SIGNING_KEYS_SQL, ACCESS_TOKEN_ACTIVE_SQL, EVICT_ACCOUNT_CODES_SQL, EVICT_CLIENT_CODE_SQL, EVICT_CLIENT_SQL, UNUSED_OPEN_CLIENTS_WHERE, OAUTH_CLIENT_LATE_INDEXES } from "../sql/oauth.ts";
+import { ACCESS_TOKEN_LIFE_MS, type OAuthClientRow, clientValues, numOrNull, oauthTables, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toStoredCode, DROP_SIGNING_KEYS_SQL, ACCESS_TOKEN_ACTIVE_SQL, EVICT_ACCOUNT_CODES_SQL, EVICT_CLIENT_CODE_SQL, EVICT_CLIENT_SQL, EVICTABLE_OPEN_CLIENTS_WHERE, EVICTED_CLIENT_CODES_SQL, UNUSED_OPEN_CLIENTS_WHERE, OAUTH_CLIENT_LATE_INDEXES } from "../sql/oauth.ts";
 
 /** Shared query text (`$n`) in SQLite's numbered parameters (`?n`). */
 const numbered = (text: string) => text.replaceAll("$", "?");
@@ -14,9 +14,10 @@ function oauthClientsAndCodes(db: Database): Pick<OAuthStore, "registerClient" |
   const insertClient = db.query(`INSERT INTO oauth_clients (client_id, account_id, secret_hash, name, redirect_uris, grant_types, scope, auth_method, registered_by, created_at_ms, registered_network)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
   const findClient = db.query<OAuthClientRow, [string]>("SELECT * FROM oauth_clients WHERE client_id = ? AND evicted_at_ms IS NULL");
-  const oldestUnused = db.query<{ client_id: string }, [number]>(
-    `SELECT client_id FROM oauth_clients WHERE ${numbered(UNUSED_OPEN_CLIENTS_WHERE)} ORDER BY created_at_ms, client_id LIMIT 1`);
+  const oldestEvictable = db.query<{ client_id: string }, [number, number, number]>(
+    `SELECT client_id FROM oauth_clients WHERE ${numbered(EVICTABLE_OPEN_CLIENTS_WHERE)} ORDER BY created_at_ms, client_id LIMIT 1`);
   const evictClient = db.query(numbered(EVICT_CLIENT_SQL));
+  const deleteEvictedCodes = db.query(numbered(EVICTED_CLIENT_CODES_SQL));
   const register = db.transaction((client: OAuthClient, limits: Parameters<OAuthStore["registerClient"]>[1], now: number) => {
     const since = now - limits.windowMs;
     // Evicted clients' rows stay until pruned, so an address's evicted registrations still count against it.
@@ -30,12 +31,15 @@ function oauthClientsAndCodes(db: Database): Pick<OAuthStore, "registerClient" |
       if (byNetwork.n >= network.max) return { ok: false as const, limit: "network" as const, retryAfterMs: Number(byNetwork.oldest) + limits.windowMs - now };
     }
     const pool = db.query<{ n: number }, [number]>(`SELECT COUNT(*) AS n FROM oauth_clients WHERE ${numbered(UNUSED_OPEN_CLIENTS_WHERE)}`).get(since)!;
+    const newestEvictable = now - UNUSED_CLIENT_GRACE_MS;
     let evicted = 0;
     for (let over = pool.n - limits.total + 1; over > 0; over--) {
-      const oldest = oldestUnused.get(since);
-      if (oldest === null) break;
-      db.query("DELETE FROM oauth_codes WHERE client_id = ? AND used_at_ms IS NULL").run(oldest.client_id);
-      evicted += evictClient.run(oldest.client_id, now).changes;
+      const oldest = oldestEvictable.get(since, newestEvictable, now);
+      if (oldest === null) break; // nothing evictable: the pool is passed, nobody refused
+      // The transaction holds the writer, so the client, once chosen, is evicted; its codes go only with it.
+      if (evictClient.run(oldest.client_id, now, newestEvictable).changes === 0) break;
+      deleteEvictedCodes.run(oldest.client_id, now);
+      evicted++;
     }
     insertClient.run(...clientValues(client, limits.client, network?.key ?? null));
     return { ok: true as const, evicted };

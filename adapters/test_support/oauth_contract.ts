@@ -4,7 +4,7 @@
  * ends a client's tokens, signing keys and pruning. Races are run in parallel and counted.
  */
 import { describe, expect, test } from "bun:test";
-import type { Grant, OAuthClient, RefreshToken } from "../../ports/oauth.ts";
+import { type Grant, type OAuthClient, type RefreshToken, UNUSED_CLIENT_GRACE_MS } from "../../ports/oauth.ts";
 import type { Storage } from "../../ports/storage.ts";
 
 let counter = 0;
@@ -36,7 +36,7 @@ const refresh = (grantId: string, tokenHash = fresh("rt")): RefreshToken => ({ t
 
 /** Registration rates, API clients, codes and the bound of grants per account. */
 function clientAndCodeTests(open: () => Promise<Storage>) {
-  test("oauth: registration is refused past the rates per client address and per network, with when the next one fits; the pool evicts the oldest unused client, never refuses", async () => {
+  test("oauth: registration is refused past the rates per client address and per network, with when the next one fits; the pool evicts the oldest unused client, never refuses, never one in its grace period or holding a live code (review finding 3)", async () => {
     const { oauth } = await open();
     const who = fresh("10.0.0.1");
     const limits = { client: who, perClient: 3, total: 1_000_000, windowMs: 3_600_000 };
@@ -57,8 +57,11 @@ function clientAndCodeTests(open: () => Promise<Storage>) {
     const elsewhere = `2001:db8:${(++counter).toString(16)}`;
     expect((await oauth.registerClient(client(), { client: `${elsewhere}:1::/64`, perClient: 3, network: { key: `${elsewhere}::/48`, max: 5 }, total: 1_000_000, windowMs: 3_600_000 }, T0 + 20)).ok).toBe(true);
 
-    // The pool of unused open clients never refuses: past it the oldest unused one of the window is evicted (unknown
-    // from then on, its pending codes gone), a used one never; the evicted row still counts for its address.
+    // The pool of unused open clients never refuses: past it the oldest evictable unused client of the window is
+    // evicted (unknown from then on, its expired codes gone), a used one never; the evicted row still counts for its
+    // address. Never evicted (review finding 3): a client in its grace period after registering, or holding a live
+    // code; with nothing evictable the pool is passed.
+    const G = UNUSED_CLIENT_GRACE_MS;
     const at = T0 + 50 * 3_600_000 + counter * 10_000; // a window of this test's own
     const pool = { perClient: 100, total: 2, windowMs: 3_600_000 };
     const used = client({ createdAtMs: at });
@@ -69,18 +72,35 @@ function clientAndCodeTests(open: () => Promise<Storage>) {
     await oauth.saveCode({ ...code(used.clientId, hash), createdAtMs: at, expiresAtMs: at + 60_000 }, ROOMY);
     expect(await oauth.exchangeCode(hash, grant(used.clientId), null, at, ROOMY_GRANTS)).toBe(true);
     expect(await oauth.registerClient(a, { ...pool, client: address }, at + 1)).toEqual({ ok: true, evicted: 0 });
-    const pending = fresh("code");
-    await oauth.saveCode({ ...code(a.clientId, pending), createdAtMs: at + 1, expiresAtMs: at + 60_000 }, ROOMY);
+    const pending = fresh("code"); // live until at + 2G: its user is between approval and exchange
+    await oauth.saveCode({ ...code(a.clientId, pending), createdAtMs: at + 1, expiresAtMs: at + 2 * G }, ROOMY);
     expect(await oauth.registerClient(b, { ...pool, client: fresh("k") }, at + 2)).toEqual({ ok: true, evicted: 0 });
-    expect(await oauth.registerClient(c, { ...pool, client: fresh("k") }, at + 3)).toEqual({ ok: true, evicted: 1 });
+    const lapsed = fresh("code"); // expired at at + 60,002
+    await oauth.saveCode({ ...code(b.clientId, lapsed), createdAtMs: at + 2, expiresAtMs: at + 60_002 }, ROOMY);
+    // a and b are in their grace period: nothing evicted, the pool passed.
+    expect(await oauth.registerClient(c, { ...pool, client: fresh("k") }, at + 3)).toEqual({ ok: true, evicted: 0 });
+    for (const kept of [used, a, b, c]) expect((await oauth.findClient(kept.clientId))?.clientId).toBe(kept.clientId);
+    // Past the grace: a holds a live code and stays with it; b and c go, b's expired code with it.
+    const d = client({ createdAtMs: at + G + 10 });
+    expect(await oauth.registerClient(d, { ...pool, client: fresh("k") }, at + G + 10)).toEqual({ ok: true, evicted: 2 });
+    for (const gone of [b, c]) expect(await oauth.findClient(gone.clientId)).toBeUndefined();
+    expect(await oauth.findCode(lapsed)).toBeUndefined();
+    expect((await oauth.findClient(a.clientId))?.clientId).toBe(a.clientId);
+    expect((await oauth.findCode(pending))?.usedAtMs).toBeNull();
+    // Once a's code expired it is evictable (d, 5 ms short of its grace, is not).
+    const e = client({ createdAtMs: at + 2 * G + 5 });
+    expect(await oauth.registerClient(e, { ...pool, client: fresh("k") }, at + 2 * G + 5)).toEqual({ ok: true, evicted: 1 });
     expect(await oauth.findClient(a.clientId)).toBeUndefined();
     expect(await oauth.findCode(pending)).toBeUndefined();
-    for (const kept of [used, b, c]) expect((await oauth.findClient(kept.clientId))?.clientId).toBe(kept.clientId);
-    expect(await oauth.registerClient(client({ createdAtMs: at + 4 }), { ...pool, client: address, perClient: 1 }, at + 4)).toMatchObject({ ok: false, limit: "client" });
-    // Parallel registrations past the pool: every one stored, the pool held exactly.
-    const parallel = await Promise.all(Array.from({ length: 6 }, (_, i) => oauth.registerClient(client({ createdAtMs: at + 10 + i }), { ...pool, client: fresh("k") }, at + 20)));
+    expect((await oauth.findClient(d.clientId))?.clientId).toBe(d.clientId);
+    expect(await oauth.registerClient(client({ createdAtMs: at + 2 * G + 6 }), { ...pool, client: address, perClient: 1 }, at + 2 * G + 6)).toMatchObject({ ok: false, limit: "client" });
+    // Parallel registrations past the pool: every one stored; only d and e (past their grace) evicted, then the pool
+    // is passed since the new ones are in theirs.
+    const later = at + 4 * G;
+    const parallel = await Promise.all(Array.from({ length: 6 }, (_, i) => oauth.registerClient(client({ createdAtMs: later + i }), { ...pool, client: fresh("k") }, later + 10)));
     expect(parallel.every((o) => o.ok)).toBe(true);
-    expect(parallel.reduce((n, o) => n + (o.ok ? o.evicted : 0), 0)).toBe(6);
+    expect(parallel.reduce((n, o) => n + (o.ok ? o.evicted : 0), 0)).toBe(2);
+    for (const gone of [d, e]) expect(await oauth.findClient(gone.clientId)).toBeUndefined();
     expect(await oauth.findClient(used.clientId)).toBeDefined();
   });
 

@@ -3,6 +3,7 @@ import { fakeAccessTokenKeys, fakeAccountStore, fakeClock, fakeOAuthStore, fakeR
 import { acceptableRedirectUri, createOAuth, readApiClientMetadata, readPublicClientMetadata, s256Challenge } from "./mod.ts";
 import { NETWORK_FACTOR } from "./registration.ts";
 import { networkKeyOf } from "../sessions/mod.ts";
+import { UNUSED_CLIENT_GRACE_MS } from "../../ports/oauth.ts";
 
 const ISSUER = "https://ats.example";
 const REDIRECT = "https://app.example/cb";
@@ -100,32 +101,48 @@ describe("registration", () => {
     expect([...store.clients.values()].filter((c) => c.registeredNetwork === "2001:db8:aa00::/48")).toHaveLength(12);
   });
 
-  test("the shared bound never refuses: past it a registration evicts the oldest unused client (unknown from then on, its codes gone), never a used one; an evicted registration still counts for its address", async () => {
+  test("the shared bound never refuses: past it a registration evicts the oldest unused client (unknown from then on), never a used one, one in its grace period or one holding a live code (review finding 3; the bound is passed instead); an evicted registration still counts for its address", async () => {
     const { oauth, store, account, clientId, code, exchange, clock } = await setup({ registrationsPerHour: 3 });
     // The setup's client is used (it got tokens): it is never evicted and not counted.
     expect((await exchange(await code())).ok).toBe(true);
     const made: string[] = [];
-    for (let i = 0; i < 3; i++) {
+    const register = async (address: string) => {
       clock.set(clock.nowMs() + 1_000);
-      const answer = await oauth.registration.register({ redirect_uris: [REDIRECT] }, `192.0.2.${i}`);
+      const answer = await oauth.registration.register({ redirect_uris: [REDIRECT] }, address);
       if (!answer.ok) throw new Error("refused");
       made.push(answer.value.client_id);
-    }
-    // A pending code of the oldest unused client goes with it.
-    const pending = (await oauth.authorization.check({
-      response_type: "code", client_id: made[0]!, redirect_uri: REDIRECT, code_challenge: s256Challenge(VERIFIER), code_challenge_method: "S256",
-    }));
-    if (!pending.ok) throw new Error("check failed");
-    await oauth.authorization.approve(pending.value, account);
-    expect([...store.codes.values()].filter((c) => c.clientId === made[0])).toHaveLength(1);
-    // Before: the fourth unused client of the hour was 429 rate_limited for everyone.
-    clock.set(clock.nowMs() + 1_000);
-    const fourth = await oauth.registration.register({ redirect_uris: [REDIRECT] }, "192.0.2.200");
-    expect(fourth.ok).toBe(true);
+    };
+    const approve = async (client: string) => {
+      const checked = await oauth.authorization.check({
+        response_type: "code", client_id: client, redirect_uri: REDIRECT, code_challenge: s256Challenge(VERIFIER), code_challenge_method: "S256",
+      });
+      if (!checked.ok) throw new Error("check failed");
+      await oauth.authorization.approve(checked.value, account);
+    };
+    const codesOf = (client: string) => [...store.codes.values()].filter((c) => c.clientId === client);
+    const known = async (client: string) => (await oauth.authorization.check({
+      response_type: "code", client_id: client, redirect_uri: REDIRECT, code_challenge: s256Challenge(VERIFIER), code_challenge_method: "S256",
+    })).ok;
+    for (let i = 0; i < 3; i++) await register(`192.0.2.${i}`);
+    await approve(made[0]!);
+    // Before: the fourth unused client of the hour was 429 rate_limited for everyone. Then (finding 3): it evicted
+    // made[0], registered a second before, whose user had just approved. Now the three are in their grace period:
+    // nothing is evicted, the bound is passed.
+    await register("192.0.2.200");
+    for (const kept of made) expect(await known(kept)).toBe(true);
+    expect(codesOf(made[0]!)).toHaveLength(1);
+    // Past the grace: made[1] holds a live code (its user between approval and exchange) and stays with it; the
+    // two oldest of the others go (made[0], whose code expired, and made[2]), the fifth fits: 3 unused kept.
+    clock.set(clock.nowMs() + UNUSED_CLIENT_GRACE_MS);
+    await approve(made[1]!);
+    await register("192.0.2.201");
+    expect(await known(made[0]!)).toBe(false);
+    expect(await known(made[2]!)).toBe(false);
     expect(await oauth.authorization.check({ response_type: "code", client_id: made[0]!, redirect_uri: REDIRECT, code_challenge: s256Challenge(VERIFIER), code_challenge_method: "S256" }))
       .toMatchObject({ ok: false, kind: "show", error: "invalid_client" });
-    expect([...store.codes.values()].filter((c) => c.clientId === made[0])).toHaveLength(0);
-    for (const kept of [clientId, made[1]!, made[2]!]) expect(await store.findClient(kept)).toBeDefined();
+    expect(codesOf(made[0]!)).toHaveLength(0);
+    for (const kept of [clientId, made[1]!, made[3]!, made[4]!]) expect(await store.findClient(kept)).toBeDefined();
+    expect(codesOf(made[1]!)).toHaveLength(1);
     // The evicted client's address used its rate (3 an hour) all the same: its evicted row still counts.
     for (let i = 0; i < 2; i++) expect((await oauth.registration.register({ redirect_uris: [REDIRECT] }, "192.0.2.0")).ok).toBe(true);
     expect(await oauth.registration.register({ redirect_uris: [REDIRECT] }, "192.0.2.0")).toMatchObject({ ok: false, code: "rate_limited" });

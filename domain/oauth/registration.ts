@@ -9,11 +9,15 @@
  *   `OAUTH_REGISTER_RATE_PER_HOUR`) and, for IPv6, its /48 as well (`NETWORK_FACTOR` times that: 40 by default;
  *   a /48 is what one site or subscriber is usually given, a /56 or /64 sits inside it);
  * - `OAUTH_REGISTRATIONS_PER_HOUR` no longer refuses: it bounds the unused open clients (never exchanged a code)
- *   registered in the last hour, and a registration past it evicts the oldest of them. A client in use is never
- *   evicted; a real client is used within minutes of registering, so flooding it out takes that many registrations
- *   in those minutes, i.e. many networks. An evicted client's row stays (blanked) as its address's rate record until
- *   the unused clients are pruned after a day, so eviction never gives an address its allowance back.
- * What unauthenticated callers store in full stays bounded as before (the unused clients of each hour, kept a day);
+ *   registered in the last hour, and a registration past it evicts the oldest evictable one. Never evicted: a client
+ *   registered less than `UNUSED_CLIENT_GRACE_MS` (10 minutes) ago, one holding a live code (approved, not yet
+ *   exchanged nor expired), one that ever exchanged a code; with none evictable the bound is passed, nobody refused
+ *   (review finding 3: before, a client whose user was signing in, or holding an unexchanged code, was evicted by a
+ *   burst of 100 IPv4 addresses or 25 /48s). A client whose user takes longer than the grace to sign in and approve
+ *   can still be evicted. An evicted client's row stays (blanked) as its address's rate record until the unused
+ *   clients are pruned after a day, so eviction never gives an address its allowance back.
+ * What unauthenticated callers store in full stays bounded (the unused clients of each hour, kept a day; past the pool
+ * only by the clients of the last 10 minutes, each caller's bounded by its rates, and those holding live codes);
  * the blanked records of evicted clients grow with the number of addresses only, each bounded by its own rates.
  */
 import type { Account } from "../../ports/accounts.ts";
