@@ -104,6 +104,19 @@ describe("Idempotency-Key on the public relay (decisions §23)", () => {
     expect(env.calls()).toBe(1);
   });
 
+  test("a body too large to read (413) is answered beside its key: the same key with the body made smaller runs", async () => {
+    // Found by review: the 413 was kept with an empty body's fingerprint, so the smaller retry was 422 IDEMPOTENCY_KEY_REUSED.
+    const env = setup();
+    const chunk = new TextEncoder().encode("x".repeat(1 << 20));
+    // Streamed, with no Content-Length: the route reads it and cuts it off at the limit (a declared one is refused before routing).
+    const stream = () => new ReadableStream<Uint8Array>({ start(c) { for (let i = 0; i < 9; i++) c.enqueue(chunk); c.close(); } });
+    const big = await env.post(stream() as never, { "idempotency-key": "big" });
+    expect([big.status, (await big.json()).code]).toEqual([413, "PAYLOAD_TOO_LARGE"]);
+    const small = await env.post(await signedBody(), { "idempotency-key": "big" });
+    expect(small.status).toBe(200);
+    expect(env.calls()).toBe(1);
+  });
+
   test("a retry while the first still runs is 409 IDEMPOTENCY_KEY_IN_USE with Retry-After, and is not kept", async () => {
     const env = setup();
     const body = await signedBody();

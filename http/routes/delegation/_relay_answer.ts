@@ -19,7 +19,9 @@ export function relayWrite<In>(
   const key = parseIdempotencyKey(request.headers.get(IDEMPOTENCY_KEY_HEADER));
   if (!key.ok) return key;
   const async = options.async ?? prefersAsync(request);
-  if (key.value === undefined) return { ok: true, write: { scope, async, input } };
+  // A body too large to read (413) has no text to compare a retry's with: answered beside the key, never kept, so the
+  // same key with the body made smaller runs (found by review: it was 422 IDEMPOTENCY_KEY_REUSED).
+  if (key.value === undefined || typeof body === "symbol") return { ok: true, write: { scope, async, input } };
   const keyed = { key: key.value, method: request.method, path: new URL(request.url).pathname, body: typeof body === "string" ? body : "" };
   return { ok: true, write: { scope, keyed, async, input } };
 }
