@@ -113,6 +113,13 @@ describe("sign-in challenge limits", () => {
       .get(wallet.toLowerCase())!.n;
     // The stranger's five newest live (its five older ones used up by its own newer ones), and the ten others'.
     expect(live).toBe(15);
+    // The wallet's rate counts every address's: spent, it refuses an address that already has one of the minute's
+    // (the owner's second here), never an address's first.
+    const again = await askChallenge("127.0.0.101", wallet);
+    expect(again.status).toBe(429);
+    expect(again.body).toEqual({ error: "Too many sign-in challenges for this wallet; try again later", code: "RATE_LIMITED" });
+    expect(Number(again.headers["retry-after"])).toBeGreaterThanOrEqual(1);
+    expect(rowsOfWallet(wallet)).toBe(21);
     // One client past five live challenges for one wallet uses up its own oldest.
     const own = newWallet().address;
     for (let i = 0; i < 7; i++) expect((await askChallenge("127.0.0.120", own)).status).toBe(200);

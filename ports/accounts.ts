@@ -55,9 +55,11 @@ export type ChallengeLimits = {
   /** Challenges one client may create within `windowMs`. */
   readonly perClient: number;
   /**
-   * Challenges this client may be given for one wallet within `windowMs` (decisions §15's per-wallet rate). Only the
-   * client's own challenges for the wallet count: counted over every asker, a stranger spending it each window kept
-   * the owner from signing in indefinitely.
+   * Challenges one wallet may be given within `windowMs`, all clients together (decisions §15's per-wallet rate). Past
+   * it, only a client that already holds one of the wallet's challenges created in the window is refused (`wallet`); a
+   * client's first challenge for the wallet in the window is always given (under its own `perClient`), so no number of
+   * strangers asking for the wallet keeps its owner, asking from an address of its own, from a challenge. Counted over
+   * every asker and refusing everyone, a stranger spending it each window kept the owner from signing in indefinitely.
    */
   readonly perWallet: number;
   readonly windowMs: number;
@@ -71,7 +73,7 @@ export type ChallengeLimits = {
 
 /**
  * What became of a new challenge: stored (with how many older live ones of its client for its wallet it evicted), or
- * refused by the client's creation rate or its rate for the wallet, with when the next one would fit.
+ * refused by the client's creation rate or the wallet's, with when the next one would fit.
  */
 export type ChallengeCreation =
   | { readonly ok: true; readonly evicted: number }
@@ -80,9 +82,10 @@ export type ChallengeCreation =
 /** Accounts, sign-in challenges and sessions. */
 export interface AccountStore {
   /**
-   * Stores a challenge if its client is under its creation rate, overall and for the wallet, all in one atomic step
-   * (counts, eviction and insert), so parallel requests cannot overshoot a limit. Nothing another client did for the
-   * wallet refuses or evicts anything of this client's.
+   * Stores a challenge if its client is under its creation rate and the wallet under its rate (or this is the client's
+   * first challenge for the wallet in the window), all in one atomic step (counts, eviction and insert), so parallel
+   * requests cannot overshoot a limit. Another client's challenges for the wallet never evict this client's, and never
+   * refuse its first one of a window.
    */
   readonly createChallenge: (challenge: Challenge, limits: ChallengeLimits) => Promise<ChallengeCreation>;
   readonly findChallenge: (id: string) => Promise<Challenge | undefined>;

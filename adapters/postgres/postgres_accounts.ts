@@ -13,12 +13,15 @@ import type {
 import type { HexString } from "../../ports/eas.ts";
 
 /**
- * Advisory lock space (two-key form) of sign-in challenge creation: one lock per client. Every count, eviction and
- * insert of a creation is of its own client's rows (its rate, its rate for the wallet, its live ones for the wallet),
- * so the client's lock alone serializes all that can race; 7_240_004 was the per-wallet lock of the rate that every
- * asker shared, and is not reused.
+ * Advisory lock spaces (two-key form) of sign-in challenge creation: one lock per client, then one per wallet. The
+ * client's lock serializes its rate, its live cap and its eviction; the wallet's lock serializes the wallet's rate,
+ * which every client's creations count. Every creation takes them in that order (client, then wallet) and nothing else
+ * takes the wallet's, so two creations never wait on each other in a cycle. (7_240_003 is also SUBJECTS_LOCK's space,
+ * postgres_subjects.ts: a shared key only makes the two wait on each other, never in a cycle, as neither takes
+ * another lock of the other's while holding it.)
  */
 const CHALLENGE_CLIENT_LOCK = 7_240_003;
+const CHALLENGE_WALLET_LOCK = 7_240_004;
 
 const num = (value: unknown): number => Number(value);
 const numOrNull = (value: unknown): number | null => (value === null || value === undefined ? null : Number(value));
@@ -74,7 +77,7 @@ const toWrite = (row: Row): WriteRecord => ({
   ...(row.chain_id === null || row.chain_id === undefined ? {} : { chainId: num(row.chain_id) }),
 });
 
-/** Accounts, sign-in challenges and sessions in PostgreSQL; challenge creations counted under a per-client advisory lock. */
+/** Accounts, sign-in challenges and sessions in PostgreSQL; challenge creations counted under per-client and per-wallet advisory locks. */
 export function createPostgresAccountStore(sql: SQL): AccountStore {
   const findAccount = async (idOrAddress: string): Promise<Account | undefined> => {
     const rows: Row[] = await sql`SELECT * FROM accounts WHERE id = ${idOrAddress} OR address = ${idOrAddress.toLowerCase()}
@@ -88,8 +91,9 @@ export function createPostgresAccountStore(sql: SQL): AccountStore {
       const since = now - limits.windowMs;
       const address = c.address.toLowerCase();
       return await sql.begin(async (tx): Promise<ChallengeCreation> => {
-        // Counted under the client's lock, so no instance inserts between another's count and insert.
+        // Counted under the locks, so no instance inserts between another's count and insert.
         await tx`SELECT pg_advisory_xact_lock(${CHALLENGE_CLIENT_LOCK}, hashtext(${limits.client}))`;
+        await tx`SELECT pg_advisory_xact_lock(${CHALLENGE_WALLET_LOCK}, hashtext(${address}))`;
         // The `limit`-th newest creation inside the window: while it exists the limit is reached.
         const [byClient]: Row[] = await tx`
           SELECT created_at_ms FROM challenges WHERE client_key = ${limits.client} AND created_at_ms > ${since}
@@ -97,12 +101,20 @@ export function createPostgresAccountStore(sql: SQL): AccountStore {
         if (byClient !== undefined) {
           return { ok: false, limit: "client", retryAfterMs: num(byClient.created_at_ms) + limits.windowMs - now };
         }
+        // The wallet's rate counts every client's challenges for it, but refuses only a client already holding one
+        // created in the window (ports/accounts.ts ChallengeLimits.perWallet).
         const [byWallet]: Row[] = await tx`
-          SELECT created_at_ms FROM challenges WHERE address = ${address} AND client_key = ${limits.client}
-             AND created_at_ms > ${since}
+          SELECT created_at_ms FROM challenges WHERE address = ${address} AND created_at_ms > ${since}
            ORDER BY created_at_ms DESC LIMIT 1 OFFSET ${limits.perWallet - 1}`;
         if (byWallet !== undefined) {
-          return { ok: false, limit: "wallet", retryAfterMs: num(byWallet.created_at_ms) + limits.windowMs - now };
+          const [held]: Row[] = await tx`
+            SELECT created_at_ms FROM challenges WHERE address = ${address} AND client_key = ${limits.client}
+               AND created_at_ms > ${since}
+             ORDER BY created_at_ms DESC LIMIT 1`;
+          if (held !== undefined) {
+            const next = Math.min(num(byWallet.created_at_ms), num(held.created_at_ms));
+            return { ok: false, limit: "wallet", retryAfterMs: next + limits.windowMs - now };
+          }
         }
         const evicted = await tx`
           UPDATE challenges SET used_at_ms = ${now}

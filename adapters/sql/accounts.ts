@@ -65,8 +65,8 @@ export function accountTables(w: SqlWords): TableGroup {
     after: [
       `CREATE INDEX IF NOT EXISTS challenges_client ON challenges (client_key, created_at_ms)`,
       `CREATE INDEX IF NOT EXISTS challenges_wallet ON challenges (address, created_at_ms)`,
-      // A wallet's rate and live cap count one client's rows of it: read by this index, a creation's work does not
-      // grow with how many other clients asked for the wallet.
+      // Whether a client holds one of a wallet's challenges of the window, and its live cap for the wallet, read one
+      // client's rows of it: by this index, a creation's work does not grow with how many other clients asked.
       `CREATE INDEX IF NOT EXISTS challenges_wallet_client ON challenges (address, client_key, created_at_ms)`,
     ],
   };

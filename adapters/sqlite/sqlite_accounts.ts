@@ -106,10 +106,14 @@ export function createSqliteAccountStore(db: Database): AccountStore {
   const nthNewestOfClient = db.query<{ created_at_ms: number }, [string, number, number]>(
     "SELECT created_at_ms FROM challenges WHERE client_key = ? AND created_at_ms > ? ORDER BY created_at_ms DESC LIMIT 1 OFFSET ?",
   );
-  // The wallet's rate counts only this client's challenges for it (ports/accounts.ts ChallengeLimits.perWallet).
-  const nthNewestOfWallet = db.query<{ created_at_ms: number }, [string, string, number, number]>(
+  // The wallet's rate counts every client's challenges for it, but refuses only a client already holding one created
+  // in the window (ports/accounts.ts ChallengeLimits.perWallet): by index, at most `perWallet` rows and then one.
+  const nthNewestOfWallet = db.query<{ created_at_ms: number }, [string, number, number]>(
+    "SELECT created_at_ms FROM challenges WHERE address = ? AND created_at_ms > ? ORDER BY created_at_ms DESC LIMIT 1 OFFSET ?",
+  );
+  const newestOfClientForWallet = db.query<{ created_at_ms: number }, [string, string, number]>(
     `SELECT created_at_ms FROM challenges WHERE address = ? AND client_key = ? AND created_at_ms > ?
-      ORDER BY created_at_ms DESC LIMIT 1 OFFSET ?`,
+      ORDER BY created_at_ms DESC LIMIT 1`,
   );
   // The live cap counts, and evicts, one client's challenges for the wallet (ports/accounts.ts ChallengeLimits).
   const evictChallenges = db.query(
@@ -152,8 +156,12 @@ export function createSqliteAccountStore(db: Database): AccountStore {
       const outcome = db.transaction((): ChallengeCreation => {
         const byClient = nthNewestOfClient.get(limits.client, since, limits.perClient - 1);
         if (byClient !== null) return { ok: false, limit: "client", retryAfterMs: byClient.created_at_ms + limits.windowMs - now };
-        const byWallet = nthNewestOfWallet.get(address, limits.client, since, limits.perWallet - 1);
-        if (byWallet !== null) return { ok: false, limit: "wallet", retryAfterMs: byWallet.created_at_ms + limits.windowMs - now };
+        const byWallet = nthNewestOfWallet.get(address, since, limits.perWallet - 1);
+        const held = byWallet === null ? null : newestOfClientForWallet.get(address, limits.client, since);
+        if (byWallet !== null && held !== null) {
+          // The next fits once the wallet's rate has room again or this client's last one for it left the window.
+          return { ok: false, limit: "wallet", retryAfterMs: Math.min(byWallet.created_at_ms, held.created_at_ms) + limits.windowMs - now };
+        }
         const evicted = evictChallenges.run({ now, address, client: limits.client, keep: Math.max(0, limits.livePerWallet - 1) }).changes;
         insertChallenge.run({
           id: challenge.id,

@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import type { Storage } from "../../ports/storage.ts";
 import { T0, challenge, limits, fresh } from "./_helpers.ts";
 
-/** The storage contract's tests of sign-in challenges: single use, the rates per client and per client and wallet, live ones per client and wallet, pruning; registered inside its describe, `open` gives the storage under test. */
+/** The storage contract's tests of sign-in challenges: single use, the rates per client and per wallet (all clients), live ones per client and wallet, pruning; registered inside its describe, `open` gives the storage under test. */
 export function challengesContract(open: () => Promise<Storage>) {
   test("challenges are single-use", async () => {
     const { accounts } = await open();
@@ -46,7 +46,7 @@ export function challengesContract(open: () => Promise<Storage>) {
     expect((await accounts.createChallenge(challenge(fresh("0xw"), T0 + 60_000), limits(client, { perClient: 3 }))).ok).toBe(true);
   });
 
-  test("challenges: a client gets `perWallet` a window for one wallet; the wallet in any case; other clients' do not count", async () => {
+  test("challenges: a wallet gets `perWallet` a window, all clients together; the wallet in any case; a client's first of a window always", async () => {
     const { accounts } = await open();
     const wallet = fresh("0xw");
     const client = fresh("client");
@@ -60,12 +60,20 @@ export function challengesContract(open: () => Promise<Storage>) {
     const upper = challenge(wallet.toUpperCase(), T0 + 25_000);
     expect((await accounts.createChallenge(upper, limits(client, { perWallet: 2 }))).ok).toBe(false);
     expect(await accounts.findChallenge(upper.id)).toBeUndefined();
-    // Another client is given the wallet's challenges in the same window; the first one again once the window moved on.
-    expect((await accounts.createChallenge(challenge(wallet, T0 + 25_000), limits(fresh("client"), { perWallet: 2 }))).ok).toBe(true);
-    expect((await accounts.createChallenge(challenge(wallet, T0 + 60_000), limits(client, { perWallet: 2 }))).ok).toBe(true);
+    // Another client's first for the wallet in the window is given, though the wallet's two are spent...
+    const other = fresh("client");
+    expect((await accounts.createChallenge(challenge(wallet, T0 + 25_000), limits(other, { perWallet: 2 }))).ok).toBe(true);
+    // ...and its second is refused: the wallet's rate counts every client's, not only its own one.
+    const second = challenge(wallet, T0 + 26_000);
+    expect(await accounts.createChallenge(second, limits(other, { perWallet: 2 }))).toEqual({ ok: false, limit: "wallet", retryAfterMs: 44_000 });
+    expect(await accounts.findChallenge(second.id)).toBeUndefined();
+    // The first client, at a time when the wallet's rate is full with its own and the other's: refused.
+    expect((await accounts.createChallenge(challenge(wallet, T0 + 60_000), limits(client, { perWallet: 2 }))).ok).toBe(false);
+    // Once the window moved on past its own last one, it is given one again.
+    expect((await accounts.createChallenge(challenge(wallet, T0 + 70_000), limits(client, { perWallet: 2 }))).ok).toBe(true);
   });
 
-  test("challenges: a stranger's ten for a wallet do not stop its owner's next one from another client; the stranger still gets only its own ten", async () => {
+  test("challenges: a stranger's ten for a wallet do not stop its owner's next one from another client; the stranger gets no eleventh", async () => {
     const { accounts } = await open();
     const wallet = fresh("0xw");
     const stranger = fresh("203.0.113.7");
@@ -73,12 +81,36 @@ export function challengesContract(open: () => Promise<Storage>) {
     const asked = [];
     for (let i = 0; i < 10; i++) asked.push(await accounts.createChallenge(challenge(wallet, T0 + i), rules(stranger)));
     expect(asked.every((o) => o.ok)).toBe(true);
-    // The stranger's own bound for the wallet holds (its address rate, 100, is not what refuses it).
+    // The wallet's bound holds for the stranger (its address rate, 100, is not what refuses it).
     expect(await accounts.createChallenge(challenge(wallet, T0 + 10), rules(stranger))).toEqual({ ok: false, limit: "wallet", retryAfterMs: 59_990 });
-    // The owner, at another client, in the same window.
+    // The owner, at another client, in the same window: its first for the wallet is given.
     const mine = challenge(wallet, T0 + 11);
     expect(await accounts.createChallenge(mine, rules(fresh("198.51.100.20")))).toEqual({ ok: true, evicted: 0 });
     expect(await accounts.consumeChallenge(mine.id, T0 + 12)).toBe(true);
+  });
+
+  test("challenges: strangers at many clients keeping a wallet's rate spent get one each a window, and never keep its owner from a first one", async () => {
+    const { accounts } = await open();
+    const wallet = fresh("0xw");
+    const rules = (client: string) => limits(client, { perClient: 100, perWallet: 3, livePerWallet: 5 });
+    const strangers = Array.from({ length: 3 }, () => fresh("203.0.113.7"));
+    for (const s of strangers) expect((await accounts.createChallenge(challenge(wallet, T0), rules(s))).ok).toBe(true);
+    // The wallet's three are spent: a stranger's second is refused.
+    expect(await accounts.createChallenge(challenge(wallet, T0 + 1), rules(strangers[0]!))).toEqual({ ok: false, limit: "wallet", retryAfterMs: 59_999 });
+    // The owner's first is given; a second in the same window is refused while the strangers keep the rate spent.
+    const owner = fresh("198.51.100.20");
+    const mine = challenge(wallet, T0 + 2);
+    expect(await accounts.createChallenge(mine, rules(owner))).toEqual({ ok: true, evicted: 0 });
+    expect(await accounts.createChallenge(challenge(wallet, T0 + 3), rules(owner))).toEqual({ ok: false, limit: "wallet", retryAfterMs: 59_997 });
+    // More strangers are each given their first (each bounded by its own client's rate), and keep the rate spent.
+    for (let i = 0; i < 5; i++) expect((await accounts.createChallenge(challenge(wallet, T0 + 30_000), rules(fresh("203.0.113.8")))).ok).toBe(true);
+    for (const s of strangers) expect((await accounts.createChallenge(challenge(wallet, T0 + 60_001), rules(s))).ok).toBe(true);
+    // A window after its last one, the owner is given one again, and signs in with it.
+    const next = challenge(wallet, T0 + 60_002);
+    expect(await accounts.createChallenge(next, rules(owner))).toEqual({ ok: true, evicted: 0 });
+    expect(await accounts.consumeChallenge(next.id, T0 + 60_003)).toBe(true);
+    // The owner's first one was never used up by anyone else's.
+    expect((await accounts.findChallenge(mine.id))?.usedAtMs).toBeNull();
   });
 
   test("challenges: past `livePerWallet` live ones, the oldest live ones are used up; evicted ones still count against the rates", async () => {
@@ -143,6 +175,18 @@ export function challengesContract(open: () => Promise<Storage>) {
     const others = await Promise.all(Array.from({ length: 30 }, () =>
       accounts.createChallenge(challenge(wallet, T0), limits(fresh("client"), { perClient: 10, perWallet: 10 }))));
     expect(others.filter((o) => o.ok)).toHaveLength(30);
+  });
+
+  test("challenges: parallel second creations of five clients for one wallet with room for five more store exactly five", async () => {
+    const { accounts } = await open();
+    const wallet = fresh("0xw");
+    const clients = Array.from({ length: 5 }, () => fresh("client"));
+    const rules = (client: string) => limits(client, { perClient: 100, perWallet: 10, livePerWallet: 10 });
+    for (const client of clients) expect((await accounts.createChallenge(challenge(wallet, T0), rules(client))).ok).toBe(true);
+    // Each holds one of the window's, so each is refused once the wallet's ten are spent, whichever client spent them.
+    const outcomes = await Promise.all(Array.from({ length: 25 }, (_, i) => accounts.createChallenge(challenge(wallet, T0 + 1), rules(clients[i % 5]!))));
+    expect(outcomes.filter((o) => o.ok)).toHaveLength(5);
+    expect(outcomes.filter((o) => !o.ok && o.limit === "wallet")).toHaveLength(20);
   });
 
   test("challenges: prune drops expired challenges, used or not, and keeps live ones", async () => {

@@ -17,7 +17,7 @@ export const AccountsSection = Type.Object({
     doc: "PUBLIC_BASE_URL's host,HOST:PORT,localhost:PORT",
     description: "domains accepted in sign-in challenges",
   }),
-  siweChallengePerMinute: int("SIWE_CHALLENGE_RATE_PER_MINUTE", { default: 10, minimum: 1, maximum: 10_000, description: "sign-in challenges a minute per client address, and per wallet from one client address" }),
+  siweChallengePerMinute: int("SIWE_CHALLENGE_RATE_PER_MINUTE", { default: 10, minimum: 1, maximum: 10_000, description: "sign-in challenges a minute per client address, and per wallet (all addresses together; an address's first for the wallet is always given)" }),
   subjectOwnershipPerMinute: int("SUBJECT_OWNERSHIP_RATE_PER_MINUTE", {
     default: 30,
     minimum: 1,

@@ -1,4 +1,4 @@
-/** Issuing a sign-in challenge (EIP-4361), rate-limited per client address and per wallet of that client. */
+/** Issuing a sign-in challenge (EIP-4361), rate-limited per client address and per wallet. */
 import { getAddress } from "viem/utils";
 import type { ChallengeLimits } from "../../ports/accounts.ts";
 import { fail, type Ok, ok } from "../result.ts";
@@ -12,18 +12,21 @@ import { clientKeyOf, randomHex, str, walletOf } from "./_util.ts";
  * sign-in page must still get a challenge. Another client's challenges are never evicted: counted over every asker,
  * anyone who knew a wallet's address voided the challenge its owner was signing, minute after minute.
  *
- * The wallet's creation rate (decisions §15: "rate-limited per client address and per wallet") is counted per wallet
- * *and client*, for the same reason: counted over every asker, a stranger who asked `challengeRatePerMinute`
- * challenges for a wallet each minute (no signature needed, only the address) kept its owner from getting any, so
- * from signing in at all, for as long as the stranger repeated it. Now no other client's asking refuses, delays or
- * voids the owner's challenge. Bounds that hold all the same: each client's rows for a wallet (at most
- * `challengeRatePerMinute` a minute, at most this many live), each client's rows overall (its address rate), and the
- * work of a creation (its counts and its eviction read one client's rows of one wallet, by index). A wallet-wide
- * bound shared by every asker is deliberately not kept: whatever it did when full (refuse the next asker, or evict
- * another asker's challenge) a stranger with enough client addresses (an IPv6 /48 holds 65,536 /64 keys) could do to
- * the owner. Eviction does not free rate: an evicted row is kept, counting against its client's rates, until it
- * expires and is pruned, so a client holds at most about `challengeRatePerMinute × (challengeTtlMinutes + 1)` rows
- * (the prune runs every minute).
+ * The wallet's creation rate (decisions §15: "rate-limited per client address and per wallet") counts every client's
+ * challenges for the wallet, but refuses only a client that already holds one of them created in the window: a
+ * client's first challenge for a wallet in a window is always given (within its own address rate). Counted over every
+ * asker and refusing everyone, a stranger who asked `challengeRatePerMinute` challenges for a wallet each minute (no
+ * signature needed, only the address) kept its owner from getting any, so from signing in at all, for as long as the
+ * stranger repeated it. Now the rate bounds how often any one client asks again for a wallet others also ask for, and
+ * still cannot lock the owner out. What remains: a stranger using more addresses than the rate (each gets its own first
+ * one a minute, bounded by its address rate; an IPv6 /48 holds 65,536 /64 keys) keeps the wallet's rate spent, and
+ * then the owner gets one challenge a minute from its address, not more (a reload within the minute waits at most the
+ * minute, as `Retry-After` says). One is enough: it lives `challengeTtlMinutes`, and another client's challenges never
+ * evict it. Each client's rows stay bounded by its address rate and its live cap; the work of a creation is the
+ * wallet's count (at most `challengeRatePerMinute` rows, by index) and one client's rows of one wallet. Eviction does
+ * not free rate: an evicted row is kept, counting against its client's and its wallet's rates, until it expires and is
+ * pruned, so a client holds at most about `challengeRatePerMinute × (challengeTtlMinutes + 1)` rows (the prune runs
+ * every minute).
  */
 export const LIVE_CHALLENGES_PER_WALLET = 5;
 
@@ -32,8 +35,9 @@ const CHALLENGE_RATE_WINDOW_MS = 60_000;
 
 /**
  * Issues a challenge: `{walletDid | address+chainId, domain, uri}`. Refused with `RATE_LIMITED` when the
- * caller's address had `challengeRatePerMinute` challenges in the last minute, or had that many for this wallet;
- * nothing is stored then. Other clients' challenges for the wallet never count against the caller.
+ * caller's address had `challengeRatePerMinute` challenges in the last minute, or when the wallet had that many (from
+ * any address) and the caller's address already had one of them; nothing is stored then. The caller's first challenge
+ * for the wallet in a minute is never refused by other addresses' asking.
  */
 export async function challenge(deps: SessionDeps, body: unknown, caller: ChallengeCaller = {}): Promise<Ok<ChallengeResponse> | ChallengeFailure> {
   const rate = deps.policy.challengeRatePerMinute ?? Number.MAX_SAFE_INTEGER;
@@ -81,8 +85,7 @@ export async function challenge(deps: SessionDeps, body: unknown, caller: Challe
   const limits: ChallengeLimits = {
     client: clientKeyOf(caller.clientAddress),
     perClient: rate,
-    // Counted over this client's challenges for the wallet only; with the one setting for both rates, the client's
-    // overall rate is reached no later, so this mostly names which bound refused (decisions §15 keeps both).
+    // Counted over every client's challenges for the wallet; refuses only a client holding one of them (see above).
     perWallet: rate,
     windowMs: CHALLENGE_RATE_WINDOW_MS,
     livePerWallet: LIVE_CHALLENGES_PER_WALLET,
@@ -100,7 +103,7 @@ export async function challenge(deps: SessionDeps, body: unknown, caller: Challe
   if (!created.ok) {
     const message = created.limit === "client"
       ? "Too many sign-in challenges from this address; try again later"
-      : "Too many sign-in challenges for this wallet from this address; try again later";
+      : "Too many sign-in challenges for this wallet; try again later";
     return { ...fail("RATE_LIMITED" as const, message), retryAfterSeconds: Math.max(1, Math.ceil(created.retryAfterMs / 1000)) };
   }
   return ok({ challengeId: id, siweMessage: message, nonce, expiresAt: new Date(expiresAtMs).toISOString() });

@@ -115,22 +115,33 @@ describe("createSessions().challenge() limits (decisions §15)", () => {
     // The stranger spends its whole rate on the owner's wallet; its own next one is refused.
     for (let i = 0; i < 10; i++) expect(codeOf(await s.sessions.challenge(challengeBody, { clientAddress: "203.0.113.7" }))).toBe("ok");
     expect(codeOf(await s.sessions.challenge(challengeBody, { clientAddress: "203.0.113.7" }))).toBe("RATE_LIMITED");
-    // The owner, in the same minute, gets a challenge and signs in with it, as often as its own rate allows.
+    // The owner, in the same minute, gets a challenge (its address's first for the wallet) and signs in with it.
     const mine = await s.sessions.challenge(challengeBody, { clientAddress: "198.51.100.20" });
     if (!mine.ok) throw new Error(mine.message);
     const signed = await s.sessions.verify({ ...mine.value, signature: await wallet.signMessage({ message: mine.value.siweMessage }) });
     expect(codeOf(signed)).toBe("ok");
-    // Eleven more addresses asking for the same wallet in the same minute are each given theirs.
+    // Eleven more addresses asking for the same wallet in the same minute are each given their first.
     for (let i = 0; i < 11; i++) expect(codeOf(await s.sessions.challenge(challengeBody, { clientAddress: `198.51.100.${100 + i}` }))).toBe("ok");
   });
 
-  test("one address gets at most the rate per minute for one wallet, counted apart from other addresses'", async () => {
+  test("one wallet gets at most the rate per minute, all addresses together: past it an address that already has one of them is refused", async () => {
     const s = setup(undefined, 3);
     const codes = [];
-    for (let i = 0; i < 4; i++) codes.push(codeOf(await s.sessions.challenge(challengeBody, { clientAddress: "198.51.100.1" })));
-    expect(codes).toEqual(["ok", "ok", "ok", "RATE_LIMITED"]);
-    const other = await s.sessions.challenge(challengeBody, { clientAddress: "198.51.100.9" });
-    expect(codeOf(other)).toBe("ok");
+    for (let i = 0; i < 3; i++) codes.push(codeOf(await s.sessions.challenge(challengeBody, { clientAddress: `198.51.100.${i}` })));
+    expect(codes).toEqual(["ok", "ok", "ok"]);
+    // 198.51.100.0 has used one of its own three, but the wallet's three are spent.
+    const refused = await s.sessions.challenge(challengeBody, { clientAddress: "198.51.100.0" });
+    expect(refused).toEqual({ ok: false, code: "RATE_LIMITED", message: "Too many sign-in challenges for this wallet; try again later", retryAfterSeconds: 60 });
+    expect(s.accounts.challenges.size).toBe(3);
+    // Its own rate is not what refused it: another wallet is given.
+    expect(codeOf(await s.sessions.challenge({ ...challengeBody, walletDid: didOf(5) }, { clientAddress: "198.51.100.0" }))).toBe("ok");
+    // An address's first challenge for the wallet in the minute is given all the same (the owner is never locked out).
+    expect(codeOf(await s.sessions.challenge(challengeBody, { clientAddress: "198.51.100.9" }))).toBe("ok");
+    // One address alone meets the same bound.
+    const alone = setup(undefined, 3);
+    const own = [];
+    for (let i = 0; i < 4; i++) own.push(codeOf(await alone.sessions.challenge(challengeBody, { clientAddress: "198.51.100.1" })));
+    expect(own).toEqual(["ok", "ok", "ok", "RATE_LIMITED"]);
   });
 
   test("strangers asking for a wallet's challenges never void the one its owner is signing", async () => {

@@ -70,7 +70,7 @@ export const SIGN_IN_DOCS: readonly RouteDoc[] = [
       403: err("CLIENT_NOT_ALLOWED (domain not in SIWE_DOMAINS), ORIGIN_NOT_ALLOWED"),
       413: err("PAYLOAD_TOO_LARGE"),
       415: err("UNSUPPORTED_MEDIA_TYPE: the body must be application/json"),
-      429: err("RATE_LIMITED (per client address, or per wallet from one client address, SIWE_CHALLENGE_RATE_PER_MINUTE; Retry-After header)"),
+      429: err("RATE_LIMITED (per client address, or per wallet for an address that already has one of the minute's, SIWE_CHALLENGE_RATE_PER_MINUTE; Retry-After header)"),
     },
   },
   {

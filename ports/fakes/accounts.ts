@@ -25,8 +25,12 @@ export function fakeAccountStore() {
       const byClient = nthNewest((id) => challengeClients.get(id) === limits.client, since, limits.perClient);
       if (byClient !== undefined) return Promise.resolve({ ok: false, limit: "client", retryAfterMs: byClient + limits.windowMs - now });
       const mine = (id: string, c: Accounts.Challenge) => c.address === address && challengeClients.get(id) === limits.client;
-      const byWallet = nthNewest(mine, since, limits.perWallet);
-      if (byWallet !== undefined) return Promise.resolve({ ok: false, limit: "wallet", retryAfterMs: byWallet + limits.windowMs - now });
+      // The wallet's rate counts every client's; it refuses only a client already holding one of the window's.
+      const byWallet = nthNewest((_, c) => c.address === address, since, limits.perWallet);
+      const held = nthNewest(mine, since, 1);
+      if (byWallet !== undefined && held !== undefined) {
+        return Promise.resolve({ ok: false, limit: "wallet", retryAfterMs: Math.min(byWallet, held) + limits.windowMs - now });
+      }
       const live = [...challenges.values()]
         .filter((c) => mine(c.id, c) && c.usedAtMs === null && c.expiresAtMs > now)
         .sort((a, b) => b.createdAtMs - a.createdAtMs || (b.id < a.id ? -1 : 1));
