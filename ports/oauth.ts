@@ -87,6 +87,14 @@ export type RefreshRotation =
 export const UNUSED_CLIENT_GRACE_MS = 10 * 60_000;
 
 /**
+ * The most unused clients one registration evicts (found by review): past the grace the pool may be thousands over
+ * (it is passed while clients are young), and one registration evicting them all held a lock per client in one
+ * transaction (PostgreSQL's lock table ran out) or the event loop (SQLite). Two a registration still shrinks an
+ * overfull pool by one each time.
+ */
+export const MAX_EVICTIONS_PER_REGISTRATION = 2;
+
+/**
  * The outcome of a registration: refused by the caller's own rate (its address, or its IPv6 /48 network), or stored,
  * with how many unused open clients it evicted to stay within the pool (see {@link RegistrationLimits.total}).
  */

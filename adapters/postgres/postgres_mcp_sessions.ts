@@ -9,8 +9,11 @@ export const MCP_SESSIONS_TABLES: readonly string[] = [
   ...mcpSessionsTables(POSTGRES_WORDS),
 ];
 
-/** Advisory lock of session opening: the bound holds exactly when instances open sessions together. */
-const MCP_SESSIONS_LOCK = 7_240_010;
+/**
+ * Advisory lock of session opening: the bound holds exactly when instances open sessions together. Its own key (found
+ * by review): it was 7_240_010, OAuth registration's, so every MCP initialize waited behind every registration.
+ */
+const MCP_SESSIONS_LOCK = 7_240_040;
 
 const toNumber = (rows: { n: unknown }[]) => Number(rows[0]?.n ?? 0);
 

@@ -1,5 +1,5 @@
 import type { SQL, TransactionSQL } from "bun";
-import { type OAuthStore, UNUSED_CLIENT_GRACE_MS } from "../../ports/oauth.ts";
+import { MAX_EVICTIONS_PER_REGISTRATION, type OAuthStore, UNUSED_CLIENT_GRACE_MS } from "../../ports/oauth.ts";
 import { ACCESS_TOKEN_LIFE_MS, clientValues, type OAuthClientRow, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toStoredCode, DROP_SIGNING_KEYS_SQL, ACCESS_TOKEN_ACTIVE_SQL, EVICT_ACCOUNT_CODES_SQL, EVICT_CLIENT_CODE_SQL, EVICT_CLIENT_SQL, EVICTABLE_OPEN_CLIENTS_WHERE, EVICTED_CLIENT_CODES_SQL, UNUSED_OPEN_CLIENTS_WHERE } from "../sql/oauth.ts";
 
 /** Serializes open registrations across instances, so the per-address and per-network rates and the pool hold exactly. */
@@ -75,7 +75,7 @@ function oauthClientsAndCodes(sql: SQL): Pick<OAuthStore, "registerClient" | "cr
         let evicted = 0;
         // A candidate that fails the re-check (a grant or a live code came meanwhile) is no longer evictable, so the
         // next query picks another; the tries are bounded all the same.
-        let over = Number(pool!.n) - limits.total + 1;
+        let over = Math.min(MAX_EVICTIONS_PER_REGISTRATION, Number(pool!.n) - limits.total + 1);
         for (let tries = over + EVICTION_RETRIES; over > 0 && tries > 0; tries--) {
           const [oldest] = await tx.unsafe(`SELECT client_id FROM oauth_clients WHERE ${EVICTABLE_OPEN_CLIENTS_WHERE} ORDER BY created_at_ms, client_id LIMIT 1`,
             [since, newestEvictable, now]) as Row[];

@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import { type Grant, type OAuthClient, type OAuthStore, UNUSED_CLIENT_GRACE_MS } from "../../ports/oauth.ts";
+import { type Grant, MAX_EVICTIONS_PER_REGISTRATION, type OAuthClient, type OAuthStore, UNUSED_CLIENT_GRACE_MS } from "../../ports/oauth.ts";
 import { addMissingColumns } from "./sqlite_database.ts";
 import { ACCESS_TOKEN_LIFE_MS, type OAuthClientRow, clientValues, numOrNull, oauthTables, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toStoredCode, DROP_SIGNING_KEYS_SQL, ACCESS_TOKEN_ACTIVE_SQL, EVICT_ACCOUNT_CODES_SQL, EVICT_CLIENT_CODE_SQL, EVICT_CLIENT_SQL, EVICTABLE_OPEN_CLIENTS_WHERE, EVICTED_CLIENT_CODES_SQL, UNUSED_OPEN_CLIENTS_WHERE, OAUTH_CLIENT_LATE_INDEXES } from "../sql/oauth.ts";
 
@@ -33,7 +33,7 @@ function oauthClientsAndCodes(db: Database): Pick<OAuthStore, "registerClient" |
     const pool = db.query<{ n: number }, [number]>(`SELECT COUNT(*) AS n FROM oauth_clients WHERE ${numbered(UNUSED_OPEN_CLIENTS_WHERE)}`).get(since)!;
     const newestEvictable = now - UNUSED_CLIENT_GRACE_MS;
     let evicted = 0;
-    for (let over = pool.n - limits.total + 1; over > 0; over--) {
+    for (let over = Math.min(MAX_EVICTIONS_PER_REGISTRATION, pool.n - limits.total + 1); over > 0; over--) {
       const oldest = oldestEvictable.get(since, newestEvictable, now);
       if (oldest === null) break; // nothing evictable: the pool is passed, nobody refused
       // The transaction holds the writer, so the client, once chosen, is evicted; its codes go only with it.

@@ -4,7 +4,7 @@
  * ends a client's tokens, signing keys and pruning. Races are run in parallel and counted.
  */
 import { describe, expect, test } from "bun:test";
-import { type Grant, type OAuthClient, type RefreshToken, UNUSED_CLIENT_GRACE_MS } from "../../ports/oauth.ts";
+import { type Grant, type OAuthClient, type RefreshToken, MAX_EVICTIONS_PER_REGISTRATION, UNUSED_CLIENT_GRACE_MS } from "../../ports/oauth.ts";
 import type { Storage } from "../../ports/storage.ts";
 
 let counter = 0;
@@ -102,6 +102,11 @@ function clientAndCodeTests(open: () => Promise<Storage>) {
     expect(parallel.reduce((n, o) => n + (o.ok ? o.evicted : 0), 0)).toBe(2);
     for (const gone of [d, e]) expect(await oauth.findClient(gone.clientId)).toBeUndefined();
     expect(await oauth.findClient(used.clientId)).toBeDefined();
+    // Past their grace the pool is 5 over, and one registration evicts at most MAX_EVICTIONS_PER_REGISTRATION (found
+    // by review: thousands over, one registration evicted them all, a lock each, in one transaction).
+    const after = later + G + 100;
+    expect(await oauth.registerClient(client({ createdAtMs: after }), { ...pool, client: fresh("k") }, after)).toEqual({ ok: true, evicted: MAX_EVICTIONS_PER_REGISTRATION });
+    expect(await oauth.registerClient(client({ createdAtMs: after + 1 }), { ...pool, client: fresh("k") }, after + 1)).toEqual({ ok: true, evicted: MAX_EVICTIONS_PER_REGISTRATION });
   });
 
   test("oauth: an account holds at most its API clients; listing shows its own; deleting ends the client's grants and tokens", async () => {

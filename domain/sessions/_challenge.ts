@@ -18,9 +18,9 @@ import { clientKeyOf, randomHex, str, walletOf } from "./_util.ts";
  * asker and refusing everyone, a stranger who asked `challengeRatePerMinute` challenges for a wallet each minute (no
  * signature needed, only the address) kept its owner from getting any, so from signing in at all, for as long as the
  * stranger repeated it. Now the rate bounds how often any one client asks again for a wallet others also ask for, and
- * still cannot lock the owner out. What remains: a stranger using more addresses than the rate (each gets its own first
- * one a minute, bounded by its address rate; an IPv6 /48 holds 65,536 /64 keys) keeps the wallet's rate spent, and
- * then the owner gets one challenge a minute from its address, not more (a reload within the minute waits at most the
+ * still cannot lock the owner out. What remains: one stranger asking the rate's worth for the wallet each minute (or
+ * several, each within its address rate) keeps the wallet's rate spent, and then the owner gets one challenge a minute
+ * from its address, not more (a reload within the minute waits at most the
  * minute, as `Retry-After` says). One is enough: it lives `challengeTtlMinutes`, and another client's challenges never
  * evict it. Each client's rows stay bounded by its address rate and its live cap; the work of a creation is the
  * wallet's count (at most `challengeRatePerMinute` rows, by index) and one client's rows of one wallet. Eviction does

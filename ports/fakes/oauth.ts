@@ -1,5 +1,5 @@
 import type { Clock } from "../clock.ts";
-import { UNUSED_CLIENT_GRACE_MS } from "../oauth.ts";
+import { MAX_EVICTIONS_PER_REGISTRATION, UNUSED_CLIENT_GRACE_MS } from "../oauth.ts";
 
 /** An OAuth store in memory (decisions §19); `writes` counts every change, so a test can show nothing was written. */
 export function fakeOAuthStore() {
@@ -30,7 +30,7 @@ export function fakeOAuthStore() {
         .sort((a, b) => a.createdAtMs - b.createdAtMs || (a.clientId < b.clientId ? -1 : 1));
       const holdsLiveCode = (clientId: string) => [...codes.values()].some((k) => k.clientId === clientId && k.usedAtMs === null && k.expiresAtMs > nowMs);
       const evictable = unused.filter((c) => c.createdAtMs <= nowMs - UNUSED_CLIENT_GRACE_MS && !holdsLiveCode(c.clientId));
-      const evict = evictable.slice(0, Math.max(0, unused.length - limits.total + 1));
+      const evict = evictable.slice(0, Math.min(MAX_EVICTIONS_PER_REGISTRATION, Math.max(0, unused.length - limits.total + 1)));
       for (const c of evict) {
         clients.set(c.clientId, { ...c, evictedAtMs: nowMs });
         for (const [hash, code] of codes) if (code.clientId === c.clientId && code.usedAtMs === null) codes.delete(hash);

@@ -87,8 +87,8 @@ export function networkInFlightShare(maxInFlight: number): number {
 }
 
 /**
- * Builds the tool server. A tool call takes one of `MCP_MAX_IN_FLIGHT` and one of its client's share
- * ({@link clientInFlightShare}) while it runs, except a tool answered from memory alone (`memoryOnly`:
+ * Builds the tool server. A tool call takes one of `MCP_MAX_IN_FLIGHT`, one of its client's share
+ * ({@link clientInFlightShare}) and, from IPv6, one of its /48's ({@link networkInFlightShare}) while it runs, except a tool answered from memory alone (`memoryOnly`:
  * `get_trust_anchors`, `resolve_identities`), which holds nothing and is answered whatever is in progress.
  */
 export function createToolServer(deps: ToolServerDeps): ToolServer {

@@ -65,9 +65,10 @@ export type McpEndpointDeps = {
   /** A session unused this long is closed (`MCP_SESSION_IDLE_SECONDS`). */
   readonly sessionIdleSeconds: number;
   /**
-   * Tool calls running at once, all sessions together (`MCP_MAX_IN_FLIGHT`), and a quarter of it (at least one) per
-   * client address (`_server.ts` clientInFlightShare); past either a call is a `RATE_LIMITED` tool error. Tools answered
-   * from memory alone (`get_trust_anchors`, `resolve_identities`) count against neither.
+   * Tool calls running at once, all sessions together (`MCP_MAX_IN_FLIGHT`), a quarter of it (at least one) per client
+   * address and half of it per IPv6 /48 (`_server.ts` clientInFlightShare, networkInFlightShare); past any a call is a
+   * `RATE_LIMITED` tool error. Tools answered from memory alone (`get_trust_anchors`, `resolve_identities`) count
+   * against none.
    */
   readonly maxInFlight: number;
   /**
