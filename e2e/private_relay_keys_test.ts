@@ -8,16 +8,13 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
-import { createPublicClient, type Hex, http } from "viem";
+import type { Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { prepareDelegatedAttestation, signableTypedData } from "../client/delegated_attest.ts";
-import { EAS_ABI } from "../domain/eas_abi.ts";
-import { findSchemaByName } from "../domain/schemas.ts";
 import { startStack, type Stack } from "./harness.ts";
+import { signedLinkedIdentifier } from "./support/linked_identifier.ts";
 import { signInCookie } from "./support/sign_in.ts";
 
 const APP = "https://app.test";
-const LINKED = findSchemaByName("linked-identifier")!;
 const SINGLE = "/api/private/relay/eas/delegated-attest";
 const BATCH = "/api/private/relay/eas/delegated-attest/batch";
 const NONCE = "/api/private/relay/eas/nonce";
@@ -41,21 +38,8 @@ async function call(method: string, path: string, cookie: string, body?: string,
   return { status: res.status, body: await res.json() as Record<string, any>, replayed: res.headers.get("idempotent-replayed"), retryAfter: res.headers.get("retry-after") };
 }
 
-/** A linked identifier the signed-in wallet signs about itself. */
-async function linked(key: Hex, linkedId: string) {
-  const account = privateKeyToAccount(key);
-  const chain = createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl) });
-  const nonce = await chain.readContract({ address: stack.service.easAddress, abi: EAS_ABI, functionName: "getNonce", args: [account.address] });
-  const prepared = prepareDelegatedAttestation({
-    schema: { uid: stack.devnet.schemaUids["linked-identifier"] as Hex, schema: LINKED.schema, revocable: LINKED.revocable },
-    data: { subject: `did:pkh:eip155:31337:${account.address.toLowerCase()}`, linkedId, proofs: [], issuedAt: 1, effectiveAt: 0, expiresAt: 0 },
-    attester: account.address,
-    nonce,
-    chainId: stack.service.chainId,
-    easAddress: stack.service.easAddress,
-  });
-  return JSON.stringify({ prepared, signature: await account.signTypedData(signableTypedData(prepared)), attester: account.address });
-}
+/** A linked identifier the signed-in wallet signs about itself, as a relay body. */
+const linked = async (key: Hex, linkedId: string) => JSON.stringify(await signedLinkedIdentifier(stack, key, linkedId));
 
 const keyRows = (accountScope: string) => {
   const db = new Database(join(stack.dir, "ats.sqlite"), { readonly: true });
