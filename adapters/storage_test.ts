@@ -200,6 +200,44 @@ describe.skipIf(pgSkip !== undefined)("postgres across instances", () => {
     for (const kept of ["race-b1", "race-c1"]) expect(await postgres!.oauth.findCode(kept)).toBeDefined();
   });
 
+  test("a client past its challenge rate is refused without waiting on the wallet's lock (a flood on one wallet queued every connection behind it)", async () => {
+    const wallet = "0x00000000000000000000000000000000000f100d";
+    const at = 4_200_000_000_000;
+    const limits = { client: "flooding-client", windowMs: 60_000, perClient: 1, perWallet: 1_000, livePerWallet: 1_000 };
+    const challenge = (id: string) => ({ id, address: wallet, chainId: 31337, nonce: id, message: "m", createdAtMs: at, expiresAtMs: at + 600_000 });
+    expect(await postgres!.accounts.createChallenge(challenge("flood-1"), limits)).toEqual({ ok: true, evicted: 0 });
+    // Another creation for the wallet holds its lock (7_240_004, taken by every client's creation for it).
+    const holder = new SQL({ url: pg!.url, max: 2 });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let held!: () => void;
+    const holding = new Promise<void>((resolve) => (held = resolve));
+    const transaction = holder.begin(async (tx) => {
+      await tx`SELECT pg_advisory_xact_lock(7240004, hashtext(${wallet}))`;
+      held();
+      await released;
+    });
+    await holding;
+    let settled: unknown;
+    const running = second!.accounts.createChallenge(challenge("flood-2"), limits).then((outcome) => (settled = outcome));
+    // Either the refusal comes back, or the creation is seen waiting on a lock (the defect): polled, no timing assumed.
+    let waited = false;
+    while (settled === undefined) {
+      const [row] = await holder`SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'SELECT pg_advisory_xact_lock%'`;
+      if (Number(row.n) > 0) {
+        waited = true;
+        break;
+      }
+      await Bun.sleep(5);
+    }
+    release();
+    await transaction;
+    await running;
+    await holder.close();
+    expect(waited).toBe(false);
+    expect(settled).toMatchObject({ ok: false, limit: "client" });
+  });
+
   test("an instance starting beside running ones runs no DDL: it opens while another transaction holds a table", async () => {
     // An ALTER TABLE (even IF NOT EXISTS) waits for every open transaction on its table; a start-up that ran its DDL
     // again could deadlock with a running instance's transaction, and PostgreSQL aborted it (a multi-instance start

@@ -16,9 +16,11 @@ import type { HexString } from "../../ports/eas.ts";
  * Advisory lock spaces (two-key form) of sign-in challenge creation: one lock per client, then one per wallet. The
  * client's lock serializes its rate, its live cap and its eviction; the wallet's lock serializes the wallet's rate,
  * which every client's creations count. Every creation takes them in that order (client, then wallet) and nothing else
- * takes the wallet's, so two creations never wait on each other in a cycle. (7_240_003 is also SUBJECTS_LOCK's space,
- * postgres_subjects.ts: a shared key only makes the two wait on each other, never in a cycle, as neither takes
- * another lock of the other's while holding it.)
+ * takes the wallet's, so two creations never wait on each other in a cycle. The client's rate is counted before the
+ * wallet's lock is taken (it cannot change while the client's lock is held), so a refused client never waits on it.
+ * (7_240_003 is also SUBJECTS_LOCK's space, postgres_subjects.ts: a shared key only makes the two wait on each other,
+ * never in a cycle, as neither takes another lock of the other's while holding it. It is kept, not moved: instances of
+ * two versions during a rolling restart must count one client under one lock.)
  */
 const CHALLENGE_CLIENT_LOCK = 7_240_003;
 const CHALLENGE_WALLET_LOCK = 7_240_004;
@@ -93,14 +95,15 @@ export function createPostgresAccountStore(sql: SQL): AccountStore {
       return await sql.begin(async (tx): Promise<ChallengeCreation> => {
         // Counted under the locks, so no instance inserts between another's count and insert.
         await tx`SELECT pg_advisory_xact_lock(${CHALLENGE_CLIENT_LOCK}, hashtext(${limits.client}))`;
-        await tx`SELECT pg_advisory_xact_lock(${CHALLENGE_WALLET_LOCK}, hashtext(${address}))`;
-        // The `limit`-th newest creation inside the window: while it exists the limit is reached.
+        // The `limit`-th newest creation inside the window: while it exists the limit is reached. Refused before the
+        // wallet's lock is asked for: a client past its rate never queues behind another's creation for the wallet.
         const [byClient]: Row[] = await tx`
           SELECT created_at_ms FROM challenges WHERE client_key = ${limits.client} AND created_at_ms > ${since}
            ORDER BY created_at_ms DESC LIMIT 1 OFFSET ${limits.perClient - 1}`;
         if (byClient !== undefined) {
           return { ok: false, limit: "client", retryAfterMs: num(byClient.created_at_ms) + limits.windowMs - now };
         }
+        await tx`SELECT pg_advisory_xact_lock(${CHALLENGE_WALLET_LOCK}, hashtext(${address}))`;
         // The wallet's rate counts every client's challenges for it, but refuses only a client already holding one
         // created in the window (ports/accounts.ts ChallengeLimits.perWallet).
         const [byWallet]: Row[] = await tx`
