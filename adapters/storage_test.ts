@@ -133,10 +133,10 @@ describe.skipIf(pgSkip !== undefined)("postgres across instances", () => {
   });
 
   /**
-   * Holds `hold` in a transaction of its own until a statement starting with `waiter` waits on a lock (found in
-   * pg_stat_activity, polled: no timing assumed), then commits it: the interleaving of a race, made deterministic.
+   * Runs `hold` in a transaction of its own, on a connection of its own, and keeps it open until `end`. `waiting(q)`
+   * says whether a statement starting with `q` waits on a lock now (pg_stat_activity).
    */
-  async function whileWaitedOn(hold: (tx: SQL) => Promise<unknown>, waiter: string, run: () => Promise<unknown>) {
+  async function heldOpen(hold: (tx: SQL) => Promise<unknown>) {
     const holder = new SQL({ url: pg!.url, max: 2 });
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
@@ -148,17 +148,29 @@ describe.skipIf(pgSkip !== undefined)("postgres across instances", () => {
       await released;
     });
     await holding;
+    return {
+      async waiting(statement: string): Promise<boolean> {
+        const [row] = await holder`SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE ${`${statement}%`}`;
+        return Number(row.n) > 0;
+      },
+      async end(): Promise<void> {
+        release();
+        await transaction;
+        await holder.close();
+      },
+    };
+  }
+
+  /**
+   * Holds `hold` in a transaction of its own until a statement starting with `waiter` waits on a lock (polled: no
+   * timing assumed), then commits it: the interleaving of a race, made deterministic.
+   */
+  async function whileWaitedOn(hold: (tx: SQL) => Promise<unknown>, waiter: string, run: () => Promise<unknown>) {
+    const held = await heldOpen(hold);
     const running = run();
-    for (;;) {
-      const [row] = await holder`SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE ${`${waiter}%`}`;
-      if (Number(row.n) > 0) break;
-      await Bun.sleep(5);
-    }
-    release();
-    await transaction;
-    const outcome = await running;
-    await holder.close();
-    return outcome;
+    while (!(await held.waiting(waiter))) await Bun.sleep(5);
+    await held.end();
+    return await running;
   }
 
   test("a registration's eviction whose client an exchange granted meanwhile keeps the client and its codes (review finding 4: its codes were deleted, the client kept)", async () => {
@@ -207,33 +219,17 @@ describe.skipIf(pgSkip !== undefined)("postgres across instances", () => {
     const challenge = (id: string) => ({ id, address: wallet, chainId: 31337, nonce: id, message: "m", createdAtMs: at, expiresAtMs: at + 600_000 });
     expect(await postgres!.accounts.createChallenge(challenge("flood-1"), limits)).toEqual({ ok: true, evicted: 0 });
     // Another creation for the wallet holds its lock (7_240_004, taken by every client's creation for it).
-    const holder = new SQL({ url: pg!.url, max: 2 });
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    let held!: () => void;
-    const holding = new Promise<void>((resolve) => (held = resolve));
-    const transaction = holder.begin(async (tx) => {
-      await tx`SELECT pg_advisory_xact_lock(7240004, hashtext(${wallet}))`;
-      held();
-      await released;
-    });
-    await holding;
+    const held = await heldOpen((tx) => tx`SELECT pg_advisory_xact_lock(7240004, hashtext(${wallet}))`);
     let settled: unknown;
     const running = second!.accounts.createChallenge(challenge("flood-2"), limits).then((outcome) => (settled = outcome));
     // Either the refusal comes back, or the creation is seen waiting on a lock (the defect): polled, no timing assumed.
     let waited = false;
-    while (settled === undefined) {
-      const [row] = await holder`SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'SELECT pg_advisory_xact_lock%'`;
-      if (Number(row.n) > 0) {
-        waited = true;
-        break;
-      }
-      await Bun.sleep(5);
+    while (settled === undefined && !waited) {
+      waited = await held.waiting("SELECT pg_advisory_xact_lock");
+      if (!waited) await Bun.sleep(5);
     }
-    release();
-    await transaction;
+    await held.end();
     await running;
-    await holder.close();
     expect(waited).toBe(false);
     expect(settled).toMatchObject({ ok: false, limit: "client" });
   });
