@@ -66,12 +66,18 @@ describe("checkControllerTrust() over the chain", () => {
 
 describe("checkControllerTrust() with the service's endpoint evidence", () => {
   /** `/v1/controller-endpoint-confirm` answering 200 with these keys and sources, as the service does. */
+  /** A status `unavailable-lasting` is an `unavailable` source with `lasting: true` (read, and unusable for good). */
   const serviceWith = (keys: string[], statuses: string[]) => ({
     baseUrl: "http://service.invalid",
     fetch: (() =>
       Promise.resolve(Response.json({
         controllerKeys: keys.map((canonicalId) => ({ canonicalId })),
-        evidence: statuses.map((status, i) => ({ kind: i < 2 ? "dns-txt" : "did-json", status, location: `source ${i}`, keys: [] })),
+        evidence: statuses.map((status, i) => ({
+          kind: i < 2 ? "dns-txt" : "did-json",
+          location: `source ${i}`,
+          keys: [],
+          ...(status === "unavailable-lasting" ? { status: "unavailable", lasting: true } : { status }),
+        })),
       }))) as never,
   });
   const trust = (options: ReturnType<typeof serviceWith>) =>
@@ -87,5 +93,11 @@ describe("checkControllerTrust() with the service's endpoint evidence", () => {
     const decided = await trust(serviceWith([KEY], ["found", "unavailable", "not-found"]));
     expect(decided.tier).toBe(1);
     expect((await trust(serviceWith([], ["not-found", "not-found", "not-found"]))).tier).toBe(0);
+  });
+
+  test("a source read and unusable for good (lasting: a did.json that is not JSON) names nothing: decided, not NETWORK_ERROR", async () => {
+    // Before, NETWORK_ERROR: a subject's broken document read as an outage of the service's lookups.
+    expect((await trust(serviceWith([], ["not-found", "not-found", "unavailable-lasting"]))).tier).toBe(0);
+    expect(await trust(serviceWith([], ["unavailable", "not-found", "unavailable-lasting"])).catch((e: { code?: string }) => e.code)).toBe("NETWORK_ERROR");
   });
 });

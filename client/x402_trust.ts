@@ -195,7 +195,7 @@ async function loadEndpointEvidence(
   }
   const url = serviceUrl(options.baseUrl, `/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(subjectDid)}`);
   let response: Response;
-  let body: { controllerKeys?: { canonicalId?: unknown }[]; evidence?: { status?: unknown; thumbprints?: unknown }[] } | undefined;
+  let body: { controllerKeys?: { canonicalId?: unknown }[]; evidence?: { status?: unknown; lasting?: unknown; thumbprints?: unknown }[] } | undefined;
   try {
     response = await (options.fetch ?? fetch)(url);
     body = response.ok ? await response.json() as typeof body : undefined;
@@ -214,9 +214,10 @@ async function loadEndpointEvidence(
   const thumbprints = evidence
     .flatMap((e) => (Array.isArray(e?.thumbprints) ? e.thumbprints : []))
     .filter((t): t is string => typeof t === "string");
-  // A 200 whose sources could not all be read (a DNS timeout, the domain's lookup budget spent): what it lists is what
-  // the others said, and the one unread may name more.
-  return { keys, thumbprints, unavailable: evidence.some((e) => e?.status === "unavailable") };
+  // A 200 whose sources could not all be read now (a DNS timeout, the domain's lookup budget spent): what it lists is
+  // what the others said, and the one unread may name more. A source read and unusable for good (`lasting`: a did.json
+  // that is not JSON or not the subject's document) names nothing, now or on the next read.
+  return { keys, thumbprints, unavailable: evidence.some((e) => e?.status === "unavailable" && e?.lasting !== true) };
 }
 
 const ENDPOINTS_UNREAD = "A source of the subject's endpoint evidence could not be read now; nothing can be said about this key";

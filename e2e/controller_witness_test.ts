@@ -52,11 +52,14 @@ const env = (dnsAddress: string) => ({
 beforeAll(async () => {
   dns = await startDnsServer();
   const ca = await getTestCa();
-  const leaf = await issueLeaf(["web.test", "dns.test"]);
+  const leaf = await issueLeaf(["web.test", "dns.test", "badjson.test", "busy.test"]);
   https = await startHttpsServer({
     ...leaf,
     routes: (request) => {
       const host = (request.headers.get("host") ?? "").split(":")[0];
+      // Read fine, and unusable for good: the subject's fault, not an outage.
+      if (host === "badjson.test") return new Response("{not json", { headers: { "content-type": "application/did+json" } });
+      if (host === "busy.test") return new Response("try later", { status: 503 });
       if (host !== "web.test") return new Response("nope", { status: 404 });
       return Response.json({
         id: webDid,
@@ -70,6 +73,8 @@ beforeAll(async () => {
   webDid = `did:web:web.test%3A${https.port}`;
   dns.setA("web.test", ["127.0.0.1"]);
   dns.setA("dns.test", ["127.0.0.1"]);
+  dns.setA("badjson.test", ["127.0.0.1"]);
+  dns.setA("busy.test", ["127.0.0.1"]);
   dns.setTxt("_controllers.dns.test", [[`v=1;controller=did:pkh:eip155:31337:${dnsKey.address}`]]);
   stack = await startStack({ env: env(dns.address), didJsonCa: ca.cert, wrapRpcFetch: silenceable });
 });
@@ -249,7 +254,8 @@ describe("controller witness on the devnet", () => {
       // dns.test on its HTTPS server's port: every source answers (its did.json 404), none names the controller.
       [{ subjectDid: dnsPortDid(), controllerDid: `did:pkh:eip155:1:${webKey.address}` }, 422, "EVIDENCE_NOT_FOUND"],
       [{ subjectDid: "did:web:nowhere.test", controllerDid }, 422, "EVIDENCE_NOT_FOUND"],
-      // dns.test's did.json (port 443) cannot be read, and DNS does not name the controller: it might be there.
+      // dns.test's did.json (port 443, nothing listening: the connection is refused) cannot be read now, and DNS does not
+      // name the controller: it might be there.
       [{ subjectDid: dnsDid, controllerDid: `did:pkh:eip155:1:${webKey.address}` }, 502, "NETWORK_ERROR"],
     ];
     for (const [body, status, code] of cases) {
@@ -360,6 +366,44 @@ describe("controller witness on the devnet", () => {
     expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([200, null]);
     expect(again.body).toMatchObject({ success: true, method: "dns-txt" });
     expect((await fetchSession(session, opts(service))).quota).toMatchObject({ used: 1, reserved: 0 });
+  });
+
+  test("a did.json read and unusable for good (not JSON; a host the address policy refuses) is 422 EVIDENCE_NOT_FOUND saying why, never 502; a 5xx stays 502, not kept", async () => {
+    const session = await signIn();
+    const controllerDid = `did:pkh:eip155:1:${dnsKey.address}`;
+    const badDid = `did:web:badjson.test%3A${https.port}`;
+    const badUrl = `https://badjson.test:${https.port}/.well-known/did.json`;
+    const bad = await post("/v1/controller-witness", { subjectDid: badDid, controllerDid }, { cookie: session.cookie });
+    // Before: 502 NETWORK_ERROR, "could not be read now; try again", for a document that will never parse.
+    expect([bad.status, bad.body]).toEqual([422, {
+      code: "EVIDENCE_NOT_FOUND",
+      error: `Controller ${controllerDid.toLowerCase()} not confirmed by endpoint evidence for ${badDid.replace("%3A", "%3a")}. Evidence checked: ` +
+        `dns-txt _controllers.badjson.test: not-found, dns-txt _omatrust.badjson.test: not-found, ` +
+        `did-json ${badUrl}: unavailable (DID document is not valid JSON)`,
+    }]);
+    expect(https.requests.some((r) => r.host.startsWith("badjson.test"))).toBe(true);
+
+    // The same service without ALLOW_PRIVATE_NETWORK: web.test resolves to loopback, which the address policy refuses
+    // before any connection. Its did.json names the controller, but the service may not read it: not confirmed.
+    const strict = await stack.restartService({ ...env(dns.address), ALLOW_PRIVATE_NETWORK: "false" });
+    const strictSession = await signIn(strict);
+    const before = https.requests.length;
+    const refused = await post("/v1/controller-witness", { subjectDid: webDid, controllerDid: `did:pkh:eip155:1:${webKey.address}` }, { cookie: strictSession.cookie }, strict.url);
+    expect([refused.status, refused.body.code]).toEqual([422, "EVIDENCE_NOT_FOUND"]);
+    expect(refused.body.error).toEndWith(`did-json https://web.test:${https.port}/.well-known/did.json: unavailable (Host resolves to a non-public address)`);
+    expect(https.requests.length).toBe(before);
+
+    // A did.json host answering 503 could not be read now: 502, and not kept under the Idempotency-Key.
+    const busy = { subjectDid: `did:web:busy.test%3A${https.port}`, controllerDid };
+    const headers = { cookie: session.cookie, origin: APP, "idempotency-key": crypto.randomUUID() };
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const down = await post("/v1/controller-witness", busy, headers);
+      expect([down.status, down.body.code, down.headers.get("idempotent-replayed")]).toEqual([502, "NETWORK_ERROR", null]);
+      expect(down.body.error).toEndWith(`did-json https://busy.test:${https.port}/.well-known/did.json: unavailable`);
+    }
+    expect(https.requests.filter((r) => r.host.startsWith("busy.test"))).toHaveLength(2);
+    expect((await fetchSession(session, opts())).quota).toMatchObject({ used: 0, reserved: 0 });
+    expect((await fetchSession(strictSession, opts(strict))).quota).toMatchObject({ used: 0, reserved: 0 });
   });
 
   test("per-domain rate limit: a flood for subdomains of one victim domain is cut off before any lookup", async () => {

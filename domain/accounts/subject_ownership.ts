@@ -17,7 +17,7 @@
 import type { HexString } from "../../ports/eas.ts";
 import type { OwnershipChain } from "../../ports/ownership_chain.ts";
 import type { ProofChains } from "../../ports/proof_chains.ts";
-import type { DiscoverControllers } from "../discovery/mod.ts";
+import { type DiscoverControllers, unreadableNow } from "../discovery/mod.ts";
 import { isSameControllerId, normalizeDid, normalizeSubjectDid, parseDidPkh } from "../did/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
 
@@ -101,7 +101,9 @@ export function createSubjectOwnership(deps: {
       }
       const key = discovery.value.controllerKeys.find((k) => isSameControllerId(k.canonicalId, walletDid.value));
       if (key !== undefined) return ok(verified(key.sources.includes("dns-txt") ? "dns" : "did-document"));
-      if (discovery.value.evidence.some((e) => e.status === "unavailable")) {
+      // Only a source that could not be read now leaves it open; one read and unusable for good (a did.json that is not
+      // JSON, a host the address policy refuses) is the subject's: the proof failed.
+      if (discovery.value.evidence.some(unreadableNow)) {
         return fail("NETWORK_ERROR", "A source of the subject's controllers could not be read now");
       }
       const domain = subject.value.slice("did:web:".length).split(/[:/]/)[0]!.replace(/%3a.*$/i, "");

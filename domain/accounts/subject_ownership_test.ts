@@ -118,6 +118,18 @@ describe("createSubjectOwnership() for did:web", () => {
     expect(await web(discovered([{ canonicalId: pkh(WALLET), sources: ["dns-txt"] }], { dns: "found", did: "unavailable" }))).toMatchObject({ value: { ok: true, method: "dns" } });
   });
 
+  test("a did.json read and unusable for good (not JSON, refused by the address policy) is the subject's: failed, not NETWORK_ERROR", async () => {
+    for (const reason of ["invalid-json", "blocked-address"] as const) {
+      const discover = createDiscoverControllers({
+        dns: fakeDnsResolver(),
+        didDocuments: fakeDidDocumentFetcher({ "shop.test": { status: "unavailable", reason, url: "https://shop.test/.well-known/did.json" } }),
+        serviceDnsLabel: "omatrust",
+      });
+      const answer = await createSubjectOwnership({ discover, chain: {} as OwnershipChain })({ subjectDid: "did:web:shop.test", connectedWalletDid: pkh(WALLET) });
+      expect({ reason, answer }).toMatchObject({ reason, answer: { ok: true, value: { ok: false, status: "failed" } } });
+    }
+  });
+
   test("a domain over its lookup budget is NETWORK_ERROR; a did:web discovery refuses is INVALID_DID", async () => {
     expect(await web({ ok: false, code: "RATE_LIMITED", message: "x", retryAfterSeconds: 5 })).toMatchObject({ ok: false, code: "NETWORK_ERROR" });
     expect(await web({ ok: false, code: "INVALID_DID", message: "x" })).toMatchObject({ ok: false, code: "INVALID_DID" });

@@ -65,7 +65,7 @@ describe("createDiscoverControllers()", () => {
     expect(result.ok && result.value.evidence[2]?.error).toBe("HTTP 500");
   });
 
-  test("a did.json without an id is unavailable and its keys are not taken", async () => {
+  test("a did.json without an id is unavailable for good (lasting) and its keys are not taken", async () => {
     const docs = fakeDidDocumentFetcher({
       "a.com": { status: "ok", url: "https://a.com/.well-known/did.json", document: { verificationMethod: [{ blockchainAccountId: `eip155:1:${A}` }] } },
     });
@@ -76,6 +76,7 @@ describe("createDiscoverControllers()", () => {
       location: "https://a.com/.well-known/did.json",
       keys: [],
       error: "DID document has no id",
+      lasting: true,
     });
     expect(result.ok && result.value.controllerKeys).toEqual([]);
   });

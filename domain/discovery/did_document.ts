@@ -71,7 +71,36 @@ export const didJsonError = (fetch: DidDocumentFetch): string | undefined => {
   }
 };
 
-/** The evidence of the did.json source, its keys added to `keySet`. */
+/** HTTP answers that ask to try again later: a request timeout, too early, too many requests. */
+const RETRY_LATER_STATUSES: ReadonlySet<number> = new Set([408, 425, 429]);
+
+/**
+ * Whether a fetch that gave no document failed for good: the host answered, or was refused by our own policy, and
+ * asking again will not change it. A body that is not JSON, over the byte cap, a redirect (never followed), a 4xx
+ * other than 404 (404 is `not-found`; 408, 425 and 429 ask to try later), a host the address policy refuses or that is
+ * no usable host. Everything else could not be read now: the address lookup failed, a timeout, a refused or reset
+ * connection, a TLS failure, a 5xx; the next read may answer.
+ */
+export function isLastingFetchFailure(fetch: DidDocumentFetch): boolean {
+  if (fetch.status !== "unavailable") return false;
+  switch (fetch.reason) {
+    case "invalid-host":
+    case "blocked-address":
+    case "redirect":
+    case "too-large":
+    case "invalid-json":
+      return true;
+    case "http-status":
+      return fetch.httpStatus !== undefined && fetch.httpStatus >= 400 && fetch.httpStatus < 500 && !RETRY_LATER_STATUSES.has(fetch.httpStatus);
+    default:
+      return false;
+  }
+}
+
+/**
+ * The evidence of the did.json source, its keys added to `keySet`. An `unavailable` source is `lasting` when it was
+ * read and cannot be used ({@link isLastingFetchFailure}, or a document that is not the subject's DID document).
+ */
 export function didJsonEvidence(
   document: DidDocumentFetch,
   location: string,
@@ -82,10 +111,11 @@ export function didJsonEvidence(
     return { kind: "did-json", status: "not-found", location, keys: [], notes: ["No DID document there (HTTP 404, or the host has no address)"] };
   }
   if (document.status === "unavailable") {
-    return { kind: "did-json", status: "unavailable", location, keys: [], error: didJsonError(document)! };
+    const lasting = isLastingFetchFailure(document) ? { lasting: true as const } : {};
+    return { kind: "did-json", status: "unavailable", location, keys: [], error: didJsonError(document)!, ...lasting };
   }
   const keys = controllerKeysFromDidDocument(document.document, subjectDid);
-  if (!keys.ok) return { kind: "did-json", status: "unavailable", location, keys: [], error: keys.message };
+  if (!keys.ok) return { kind: "did-json", status: "unavailable", location, keys: [], error: keys.message, lasting: true };
   for (const key of keys.value) keySet.add(key, "did-json");
   if (keys.value.length === 0) {
     return { kind: "did-json", status: "not-found", location, keys: [], notes: ["The DID document names no blockchainAccountId or publicKeyJwk"] };

@@ -13,6 +13,13 @@ export type EvidenceItem = {
   location: string;
   keys: string[];
   error?: string;
+  /**
+   * On an `unavailable` source only: the source was read and cannot be used, and reading it again will not change that
+   * (a did.json that is not JSON or not the subject's DID document, over the byte cap, a redirect, a 4xx other than 404,
+   * a host the address policy refuses). Absent: the source could not be read now (SERVFAIL, a timeout, a refused
+   * connection, a 5xx, a spent lookup budget), and the next read may answer.
+   */
+  lasting?: true;
   /** DNS TXT only, when the name answered with TXT records: each record as published (strings joined). */
   records?: string[];
   /** Why a looked-up source gave no key, or which published values were ignored and why (for people). */
@@ -23,6 +30,15 @@ export type EvidenceItem = {
    */
   thumbprints?: string[];
 };
+
+/**
+ * Whether a source could not be read now (a transient failure): `unavailable` and not {@link EvidenceItem.lasting}.
+ * Only such a source leaves a "not confirmed" open (502 `NETWORK_ERROR`); a lasting one is a property of the subject,
+ * and the answer is decided without it.
+ */
+export function unreadableNow(source: { readonly status: string; readonly lasting?: true | undefined }): boolean {
+  return source.status === "unavailable" && source.lasting !== true;
+}
 
 /** A controller key with the sources that published it; `basic` when an endpoint source did. */
 export type ControllerKey = { id: string; canonicalId: string; label: string; sources: KeySource[]; basic: boolean };

@@ -8,7 +8,7 @@ import type { Clock } from "../../ports/clock.ts";
 import type { DidDocumentFetch, DidDocumentFetcher } from "../../ports/discovery.ts";
 import { didWebLocation, normalizeDid } from "../did/mod.ts";
 import { type RateLimiter, registrableDomain } from "../rate_limit.ts";
-import { didJsonError } from "./did_document.ts";
+import { didJsonError, isLastingFetchFailure } from "./did_document.ts";
 import { rateLimitedLookupError } from "./discovery_record.ts";
 import { type LookupClient, takeLookup } from "./lookup_budget.ts";
 import { controllerKeysFromJwks } from "./jwk_keys.ts";
@@ -20,6 +20,8 @@ export type JwksEvidence = {
   /** The did:jwk of each public key the set holds. */
   readonly keys: readonly string[];
   readonly error?: string | undefined;
+  /** On `unavailable` only: the set was read and cannot be used, as a did.json's `lasting` (domain/discovery/did_document.ts). */
+  readonly lasting?: true | undefined;
 };
 
 /** Looks up the JWK Set of a did:web subject's domain; `client`: whose share of the domain's budget a fetch also takes. */
@@ -57,10 +59,11 @@ export function createJwksLookup(deps: JwksLookupDeps): LookupJwks {
     const answer: DidDocumentFetch = await fetchJwks(authority);
     if (answer.status === "not-found") return { status: "not-found", location, keys: [] };
     if (answer.status === "unavailable") {
-      return { status: "unavailable", location, keys: [], error: (didJsonError(answer) ?? "Network error").replace("DID document", "JWK Set") };
+      const error = (didJsonError(answer) ?? "Network error").replace("DID document", "JWK Set");
+      return { status: "unavailable", location, keys: [], error, ...(isLastingFetchFailure(answer) ? { lasting: true as const } : {}) };
     }
     const keys = controllerKeysFromJwks(answer.document);
-    if (keys === undefined) return { status: "unavailable", location, keys: [], error: "The JWK Set is not a JSON object with a keys array" };
+    if (keys === undefined) return { status: "unavailable", location, keys: [], error: "The JWK Set is not a JSON object with a keys array", lasting: true };
     return { status: keys.length > 0 ? "found" : "not-found", location, keys };
   }
 

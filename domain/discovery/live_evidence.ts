@@ -4,7 +4,7 @@
  * controller authorization, key status and artifact trust share.
  */
 import { isSameControllerId } from "../did/mod.ts";
-import type { DiscoveryRecord } from "./discovery_record.ts";
+import { type DiscoveryRecord, unreadableNow } from "./discovery_record.ts";
 import { plainDidJwkThumbprint } from "./jwk_keys.ts";
 import type { JwksEvidence } from "./jwks_lookup.ts";
 
@@ -15,7 +15,10 @@ export type LiveMethod = "dns" | "did-document" | "jwks" | "contract-ownership";
 export type LiveControllerEvidence = {
   /** The methods that name the controller, in the order dns, did-document, jwks. */
   readonly methods: readonly LiveMethod[];
-  /** A source that could not be read, while none named the controller: nothing can be said. */
+  /**
+   * A source that could not be read now (a transient failure, {@link unreadableNow}), while none named the controller:
+   * nothing can be said. A source read and unusable for good (`lasting`) leaves nothing open: not named.
+   */
   readonly unavailable: boolean;
 };
 
@@ -35,12 +38,12 @@ export function liveControllerEvidence(
     }
     const thumbprint = controllerDid.startsWith("did:jwk:") ? plainDidJwkThumbprint(controllerDid) : undefined;
     for (const item of record.evidence) {
-      if (item.status === "unavailable") unavailable = true;
+      if (unreadableNow(item)) unavailable = true;
       if (thumbprint !== undefined && item.kind === "dns-txt" && item.thumbprints?.includes(thumbprint)) methods.add("dns");
     }
   }
   if (jwks !== undefined) {
-    if (jwks.status === "unavailable") unavailable = true;
+    if (unreadableNow(jwks)) unavailable = true;
     if (jwks.keys.some((k) => isSameControllerId(k, controllerDid))) methods.add("jwks");
   }
   const ordered = (["dns", "did-document", "jwks"] as const).filter((m) => methods.has(m));

@@ -6,7 +6,15 @@ export { createCachedDiscovery } from "./cached_discovery.ts";
 export { type ControllerConfirmRecord, createControllerConfirm } from "./controller_confirm.ts";
 export { createDiscoverControllers } from "./controller_discovery.ts";
 export { canonicalControllerKey } from "./controller_values.ts";
-export { type ControllerKey, type DiscoverControllers, type DiscoverOptions, type DiscoveryRecord, type EvidenceItem } from "./discovery_record.ts";
+export {
+  type ControllerKey,
+  type DiscoverControllers,
+  type DiscoverOptions,
+  type DiscoveryRecord,
+  type EvidenceItem,
+  unreadableNow,
+} from "./discovery_record.ts";
+export { isLastingFetchFailure } from "./did_document.ts";
 export { controllerTxtRecordFor, parseJktTxtRecord } from "./txt_records.ts";
 export { classifyAddress, isIpLiteral, isPublicAddress } from "./ip_policy.ts";
 export {

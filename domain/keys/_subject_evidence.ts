@@ -5,6 +5,7 @@
 import type { IndexedAttestation } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
 import { didToAddress, isSameControllerId, normalizeDid } from "../did/mod.ts";
+import { unreadableNow } from "../discovery/mod.ts";
 import { caip2, findApprovedIssuer } from "../identity/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
 import { decodeSchemaData } from "../schema_data.ts";
@@ -82,7 +83,8 @@ async function endpoints(ctx: KeyTrustContext, subjects: readonly string[], clie
       out.set(subject, {
         endpointKeys: keys.map((k) => k.canonicalId),
         endpointSources: new Map(keys.map((k) => [k.canonicalId, k.sources.filter((s) => s !== "account-wallet")])),
-        endpointUnavailable: found.value.evidence.some((e) => e.status === "unavailable"),
+        // A source read and unusable for good (`lasting`) decides as one naming no key does (domain/discovery).
+        endpointUnavailable: found.value.evidence.some(unreadableNow),
         endpointRecord: found.value,
       });
     }

@@ -35,7 +35,7 @@ const anchors: TrustAnchors = {
   registries: [{ type: "approved-issuers", issuers: [{ address: ISSUER, label: "Witness", schemas: ["controller-witness"], status: "active", validFrom: "2020-01-01T00:00:00Z" }] }],
 };
 
-function setUp(options: { endpointKeys?: string[]; unavailable?: boolean } = {}) {
+function setUp(options: { endpointKeys?: string[]; unavailable?: boolean; lasting?: boolean } = {}) {
   const index = fakeAttestationIndex({ chainId: CHAIN });
   for (const name of ["controller-witness", "key-binding"]) index.register(uidOf(name), schema(name).schema, schema(name).revocable);
   let n = 0;
@@ -69,7 +69,9 @@ function setUp(options: { endpointKeys?: string[]; unavailable?: boolean } = {})
       controllerKeys: (options.endpointKeys ?? []).map((id) => ({ id, canonicalId: id, label: id, sources: ["dns-txt"], basic: true })),
       evidence: [
         { kind: "dns-txt", status: options.unavailable ? "unavailable" : "found", location: "_controllers.shop.test", keys: [] },
-        { kind: "did-json", status: "not-found", location: "https://shop.test/.well-known/did.json", keys: [] },
+        options.lasting
+          ? { kind: "did-json", status: "unavailable", location: "https://shop.test/.well-known/did.json", keys: [], error: "DID document is not valid JSON", lasting: true }
+          : { kind: "did-json", status: "not-found", location: "https://shop.test/.well-known/did.json", keys: [] },
       ],
       warnings: [],
     };
@@ -163,6 +165,9 @@ describe("createKeyStatus()", () => {
     const found = setUp({ unavailable: true, endpointKeys: [KEY] });
     const r = await found.status(SUBJECT, KEY);
     expect(r.ok && r.value.trustLevel).toBe("basic");
+    // A did.json read and unusable for good (`lasting`) answered: it names no key, so the answer is decided.
+    const broken = await setUp({ lasting: true }).status(SUBJECT, KEY);
+    expect(broken.ok && broken.value.trustLevel).toBe("none");
   });
 
   test("many(): every key for every subject from one log read and two attestation reads", async () => {

@@ -34,21 +34,29 @@ const cannotWrite = (funds: "low" | "rpc-error"): WitnessFailure =>
 
 const randomId = (deps: ControllerWitnessDeps) => Array.from(deps.random.bytes(16), (b) => b.toString(16).padStart(2, "0")).join("");
 
-/** "dns-txt _controllers.example.com: found, did-json https://…: not-found" */
+/**
+ * "dns-txt _controllers.example.com: found, did-json https://…: not-found"; a source read and unusable for good says why
+ * ("did-json https://…: unavailable (DID document is not valid JSON)"): it is the subject's to fix. The reasons are our
+ * own words, never upstream text.
+ */
 function describeEvidence(evidence: readonly EvidenceItem[]): string {
-  return evidence.map((e) => `${e.kind} ${e.location}: ${e.status}`).join(", ");
+  return evidence.map((e) => `${e.kind} ${e.location}: ${e.status}${e.lasting === true && e.error !== undefined ? ` (${e.error})` : ""}`).join(", ");
 }
 
 /**
- * The controller confirmed by no source while one of them could not be read (DNS SERVFAIL or a timeout, a did.json
- * that did not answer, was refused by the address policy or could not be parsed: `unavailable`): 502 `NETWORK_ERROR`,
- * "a required verification lookup failed" (interface), never 422 `EVIDENCE_NOT_FOUND`, since the source that could not
- * be read may be the one naming the controller (performance_reliability fault matrix 31: a failing lookup is never a
- * definitive answer). 422 is kept for every source answering, none naming the controller; a controller one source
- * confirms is written whatever the others said. The rule is controller authorization's (liveControllerEvidence's
- * `unavailable`), so the two never disagree on one subject. Nothing was reserved, paid or sent: the answer is not
- * kept under an `Idempotency-Key` (domain/idempotency `didNothing`), and the retry it invites runs once the lookup
- * answers. Before, it was 422, kept under the key for 24 hours after DNS answered again.
+ * The controller confirmed by no source while one of them could not be read now (DNS SERVFAIL or a timeout, a did.json
+ * whose host did not answer, refused the connection or answered 5xx: `unavailable` and not `lasting`): 502
+ * `NETWORK_ERROR`, "a required verification lookup failed" (interface), never 422 `EVIDENCE_NOT_FOUND`, since the
+ * source that could not be read may be the one naming the controller (performance_reliability fault matrix 31: a
+ * failing lookup is never a definitive answer). 422 is kept for every source answering, none naming the controller;
+ * a controller one source confirms is written whatever the others said. A source that was read and is unusable for good
+ * (`lasting`: a did.json that is not JSON or not the subject's DID document, over 64 KiB, a redirect, a host the
+ * address policy refuses) answered too: it names no controller, so it leaves the answer 422, the message saying why.
+ * Before, those were 502 as well, and a client retried a subject's own lasting fault as an outage of ours. The rule is
+ * controller authorization's (liveControllerEvidence's `unavailable`), so the two never disagree on one subject.
+ * Nothing was reserved, paid or sent: the answer is not kept under an `Idempotency-Key` (domain/idempotency
+ * `didNothing`), and the retry it invites runs once the lookup answers. Before, it was 422, kept under the key for 24
+ * hours after DNS answered again.
  */
 function evidenceUnreadable(controller: string, subject: string, checked: string): WitnessFailure {
   return fail(

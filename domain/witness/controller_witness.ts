@@ -6,7 +6,7 @@
  * Check order (decisions §8, §15): body → session (401) → per-user rate → chain → quota, read without
  * reserving (403) → schema deployed (500) → plan eligibility (403) → DIDs (400) → per-domain rate (429,
  * before any outbound lookup) → evidence (422; 502 `NETWORK_ERROR` when no source confirms the controller
- * and one could not be read) → witness wallet (500) → its balance (503) → reserve one write atomically
+ * and one could not be read now; a source read and unusable for good is an answer: 422) → witness wallet (500) → its balance (503) → reserve one write atomically
  * (403 when a parallel request took the last one) → simulate → sign (the transaction is stored) → send →
  * commit. Requests that fail a check never hold a reservation, so they cannot make others
  * fail. A write whose transaction was never signed or provably never sent is given back; one that may have
