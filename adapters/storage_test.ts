@@ -216,7 +216,7 @@ describe.skipIf(pgSkip !== undefined)("postgres across instances", () => {
     const wallet = "0x00000000000000000000000000000000000f100d";
     const at = 4_200_000_000_000;
     const limits = { client: "flooding-client", windowMs: 60_000, perClient: 1, perWallet: 1_000, livePerWallet: 1_000 };
-    const challenge = (id: string) => ({ id, address: wallet, chainId: 31337, nonce: id, message: "m", createdAtMs: at, expiresAtMs: at + 600_000 });
+    const challenge = (id: string) => ({ id, address: wallet, chainId: 31337, nonce: id, message: "m", createdAtMs: at, expiresAtMs: at + 600_000, usedAtMs: null });
     expect(await postgres!.accounts.createChallenge(challenge("flood-1"), limits)).toEqual({ ok: true, evicted: 0 });
     // Another creation for the wallet holds its lock (7_240_004, taken by every client's creation for it).
     const held = await heldOpen((tx) => tx`SELECT pg_advisory_xact_lock(7240004, hashtext(${wallet}))`);
