@@ -22,7 +22,7 @@ import type { WiredOAuth } from "./oauth.ts";
 import type { WiredMcp } from "./mcp.ts";
 import type { WiredSubmissions } from "./submissions.ts";
 import type { WiredWebhooks } from "./webhooks.ts";
-import { wireInteractions } from "./interactions.ts";
+import type { WiredInteractions } from "./interactions.ts";
 import { createWitnessResume } from "../domain/witness/mod.ts";
 
 /** Every capability, wired: what the routes are given. */
@@ -50,6 +50,8 @@ export type Capabilities = {
   readonly submissions: Pick<WiredSubmissions, "idempotency" | "tracker" | "status">;
   /** Webhook endpoints (decisions §22). */
   readonly webhooks?: Pick<WiredWebhooks, "endpoints" | "nudge"> | undefined;
+  /** Proof of interaction and transaction proofs (decisions §29). */
+  readonly interactions: WiredInteractions;
 };
 
 /**
@@ -210,7 +212,7 @@ function appDeps(config: HttpConfig, f: Foundation, c: Capabilities, stopping: (
     metricsText: () => f.metrics.render(),
     console: { bundle: loadConsoleBundle, settings: { chainId, chainName: chain.name, serviceDnsLabel: config.discovery.serviceDnsLabel } },
     widgets: { bundle: loadWidgetBundle },
-    interactions: { ...wireInteractions(config, f), clientAddress: requestClientAddress },
+    interactions: { ...c.interactions, clientAddress: requestClientAddress },
     privateOrigins: [...new Set([new URL(config.server.publicBaseUrl).origin, ...config.server.corsOrigins])],
     controller: { discover: c.discovery.confirmDiscover, confirm: c.discovery.confirm },
     artifactTrust: c.artifactTrust,

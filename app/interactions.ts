@@ -4,6 +4,7 @@ import { createViemProofChains, type ProofChainSource } from "../adapters/chain/
 import { createDnsPacketResolver } from "../adapters/dns/mod.ts";
 import { createExplorerTxList, createHttpsDidDocumentFetcher } from "../adapters/https/mod.ts";
 import { systemClock } from "../adapters/system/mod.ts";
+import { clientShareOf } from "../domain/discovery/mod.ts";
 import { budgetedExplorers, createChainProofs, type createFindInteraction, type createTxProofs } from "../domain/interactions/mod.ts";
 import { createRateLimiter } from "../domain/rate_limit.ts";
 import type { ProofChains } from "../ports/proof_chains.ts";
@@ -50,7 +51,9 @@ export function proofChainsOf(config: Pick<Config, "chains">, f: Foundation): Pr
 /**
  * Receipts of every chain the deployment reads (each read once and kept); explorers from `EXPLORER_API_URLS` (trusted as configured) or the
  * embed's (https, under the discovery SSRF policy: the did.json fetcher's checks with a 1 MiB cap, and the budget
- * `DISCOVERY_DOMAIN_RATE_PER_MINUTE` per explorer's registrable domain, as discovery counts; past it, not-checked).
+ * `DISCOVERY_DOMAIN_RATE_PER_MINUTE` per explorer's registrable domain, as discovery counts, of which each client address
+ * may spend a third a minute, as discovery's verification reads; past either, not-checked for that client).
+ * `didJsonCa`: an extra trusted root for the embed's explorers, as for did.json (tests).
  */
 export function wireInteractions(config: Pick<Config, "chains" | "discovery" | "widgets">, f: Foundation, options: { didJsonCa?: string | undefined } = {}): WiredInteractions {
   const pinned = createHttpsDidDocumentFetcher({
@@ -60,8 +63,14 @@ export function wireInteractions(config: Pick<Config, "chains" | "discovery" | "
     maxBytes: 1024 * 1024,
   });
   const explorers = createExplorerTxList({ pinned: (url) => pinned.fetchJsonUrl(url) });
-  const hostRate = createRateLimiter(systemClock, { capacity: config.discovery.discoveryDomainPerMinute, perMinute: config.discovery.discoveryDomainPerMinute });
-  const budgeted = budgetedExplorers(explorers, hostRate);
+  const domainPerMinute = config.discovery.discoveryDomainPerMinute;
+  const domainRate = createRateLimiter(systemClock, { capacity: domainPerMinute, perMinute: domainPerMinute });
+  // Each client address (the route's key: an IPv6 client by its /64) may spend at most a third of a domain's budget a
+  // minute (domain/discovery/lookup_budget.ts): one client's lookups of made-up wallets at made-up subdomains used to
+  // spend a real explorer's whole budget, and every other user's check was not-checked.
+  const share = clientShareOf(domainPerMinute);
+  const clientShare = createRateLimiter(systemClock, { capacity: share, perMinute: share });
+  const budgeted = budgetedExplorers(explorers, { domainRate, clientShare });
 
   // A mined receipt is read once and kept per chain, for both routes (decisions §29, §30).
   // One instance's count per client address, shared by both routes (as the attestation queries' limit counts).

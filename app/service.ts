@@ -14,6 +14,7 @@ import { closeSigners } from "./signers.ts";
 import { openFoundation, type StartServiceOptions } from "./foundation.ts";
 import { serveHttp } from "./http.ts";
 import { type IndexRunner, wireArtifactTrust, wireAttestationIndex } from "./attestation_index.ts";
+import { wireInteractions } from "./interactions.ts";
 import { wireGauges } from "./metrics.ts";
 import { wireX402, type X402Terms } from "./payments.ts";
 import { controllerAuthorizationOver, wireKeys } from "./keys.ts";
@@ -81,7 +82,9 @@ export async function startService(config: Config, options: StartServiceOptions 
     const oauth = await wireOAuth(config, f);
     const mcp = wireMcp(config, f, { served, otherChains, discovery, witness, artifactTrust, attestationList, attestationQueryRate, accounts, keys, oauth, limits, submissions });
     wireGauges(config.relays, f);
-    const http = serveHttp(config, f, { served, otherChains, discovery, witness, index, attestationList, attestationQueries, attestationQueryRate, artifactTrust, accounts, delegation, x402, oauth, keys, mcp, submissions, webhooks });
+    // The embed's explorers are fetched as did.json is: the test root reaches them too.
+    const interactions = wireInteractions(config, f, { didJsonCa: options.didJsonCa });
+    const http = serveHttp(config, f, { served, otherChains, discovery, witness, index, attestationList, attestationQueries, attestationQueryRate, artifactTrust, accounts, delegation, x402, oauth, keys, mcp, submissions, webhooks, interactions });
     const url = `http://${config.server.host.includes(":") ? `[${config.server.host}]` : config.server.host}:${http.port}`;
     log.info("listening", {
       url,

@@ -36,11 +36,17 @@ export type ExplorerTx = {
 /** Where an explorer API comes from: the operator (trusted as configured) or an embed (under the SSRF policy). */
 export type ExplorerSource = "operator" | "embed";
 
-/** An Etherscan-compatible explorer API (`module=account&action=txlist`, as Etherscan and Blockscout serve it). */
+/**
+ * An Etherscan-compatible explorer API (`module=account&action=txlist`, as Etherscan and Blockscout serve it). `client`
+ * is the key of the client the lookup is made for (its address as the routes count it): an embed's explorer is asked
+ * within that client's share of the explorer domain's budget; absent, within the domain's budget alone. `limited`: not
+ * asked, the budget (or this client's share of it) is spent.
+ */
 export interface ExplorerTxList {
   readonly txlist: (
     apiUrl: string,
     address: string,
     source: ExplorerSource,
-  ) => Promise<{ ok: true; value: readonly ExplorerTx[] } | { ok: false; reason: "unavailable" | "blocked" | "invalid" }>;
+    client?: string | undefined,
+  ) => Promise<{ ok: true; value: readonly ExplorerTx[] } | { ok: false; reason: "unavailable" | "blocked" | "invalid" | "limited" }>;
 }

@@ -8,7 +8,8 @@
 import type { Clock } from "../../ports/clock.ts";
 import type { ExplorerTxList, TxReceiptFacts, TxReceiptReader } from "../../ports/interactions.ts";
 import { parseChainParam } from "../chains/mod.ts";
-import { type RateDecision, type RateLimiter, registrableDomain } from "../rate_limit.ts";
+import { type LookupBudget, takeLookup } from "../discovery/mod.ts";
+import { type RateDecision, registrableDomain } from "../rate_limit.ts";
 import { type Fail, fail, ok, type Result } from "../result.ts";
 
 /** The answer of `GET /v1/interactions`. */
@@ -88,7 +89,11 @@ function confirms(receipt: TxReceiptFacts | null, query: InteractionQuery): rece
     receipt.to !== null && receipt.to.toLowerCase() === query.contract;
 }
 
-/** Builds the proof-of-interaction lookup; `client` is the caller's address, whose budget a lookup (not a kept answer) spends. */
+/**
+ * Builds the proof-of-interaction lookup; `client` is the caller's address, whose budget a lookup (not a kept answer)
+ * spends, and whose share of an embed explorer's domain budget it asks within (absent: "unknown" for the budget of
+ * proof reads, the domain's budget alone for the explorer).
+ */
 export function createFindInteraction(deps: FindInteractionDeps): (query: InteractionQuery, client?: string) => Promise<InteractionStatus | ProofReadLimited> {
   const max = deps.maxConfirmations ?? 5;
   const kept = new Map<string, { answer: InteractionStatus; until: number }>();
@@ -96,7 +101,7 @@ export function createFindInteraction(deps: FindInteractionDeps): (query: Intera
   /** The explorer a lookup of `query` would ask: the operator's for the chain, else the embed's; none on a chain not read. */
   const explorerOf = (query: InteractionQuery): string | undefined =>
     deps.readerFor(query.chainId) === undefined ? undefined : deps.operatorExplorer(query.chainId) !== undefined ? "operator" : query.explorer;
-  return async function findInteraction(query, client = "unknown") {
+  return async function findInteraction(query, client) {
     const explorer = explorerOf(query);
     // A chain not read and no explorer answer at once, with nothing asked: no turn taken, and nothing kept (kept, a
     // flood of made-up chains took no turn and pushed every answer that cost something out of the store).
@@ -107,13 +112,14 @@ export function createFindInteraction(deps: FindInteractionDeps): (query: Intera
     const hit = kept.get(key);
     if (hit !== undefined && hit.until > now) return hit.answer;
     if (deps.admit !== undefined) {
-      const turn = deps.admit(client);
+      const turn = deps.admit(client ?? "unknown");
       if (!turn.allowed) return { status: "rate-limited", retryAfterSeconds: turn.retryAfterSeconds };
     }
-    const { answer, unsettled } = await uncached(query);
+    const { answer, unkept } = await uncached(query, client);
     if (deps.keep === undefined) return answer;
-    // A verified answer whose receipt is not yet deep enough is not kept: a reorganisation may still take it back.
-    const ttl = unsettled ? 0 : answer.status === "not-checked" ? Math.ceil(deps.keep.freshMs / 6) : deps.keep.freshMs;
+    // A verified answer whose receipt is not yet deep enough is not kept: a reorganisation may still take it back. Nor
+    // is a refusal by the explorer's budget: it is the caller's (its share spent), and kept it was everyone's answer.
+    const ttl = unkept ? 0 : answer.status === "not-checked" ? Math.ceil(deps.keep.freshMs / 6) : deps.keep.freshMs;
     kept.delete(key);
     if (ttl > 0) {
       if (kept.size >= (deps.keep.maxEntries ?? 10_000)) kept.delete(kept.keys().next().value!);
@@ -123,19 +129,19 @@ export function createFindInteraction(deps: FindInteractionDeps): (query: Intera
   };
 }
 
-/** An answer, and whether it rests on a receipt not yet settled (then it is not kept). */
-type Looked = { readonly answer: InteractionStatus; readonly unsettled?: boolean };
+/** An answer, and whether it is not to be kept: it rests on a receipt not yet settled, or the explorer's budget refused it. */
+type Looked = { readonly answer: InteractionStatus; readonly unkept?: boolean };
 
-function uncachedLookup(deps: FindInteractionDeps, max: number): (query: InteractionQuery) => Promise<Looked> {
-  return async function findInteraction(query) {
+function uncachedLookup(deps: FindInteractionDeps, max: number): (query: InteractionQuery, client?: string) => Promise<Looked> {
+  return async function findInteraction(query, client) {
     const reader = deps.readerFor(query.chainId);
     if (reader === undefined) return { answer: { status: "not-checked", reason: "chain-not-read" } };
     // The operator's explorer for the chain first; the embed's only when the operator named none.
     const operator = deps.operatorExplorer(query.chainId);
     const apiUrl = operator ?? query.explorer;
     if (apiUrl === undefined) return { answer: { status: "not-checked", reason: "no-explorer" } };
-    const listed = await deps.explorers.txlist(apiUrl, query.wallet, operator !== undefined ? "operator" : "embed");
-    if (!listed.ok) return { answer: { status: "not-checked", reason: "explorer-failed" } };
+    const listed = await deps.explorers.txlist(apiUrl, query.wallet, operator !== undefined ? "operator" : "embed", client);
+    if (!listed.ok) return { answer: { status: "not-checked", reason: "explorer-failed" }, unkept: listed.reason === "limited" };
     const candidates = listed.value
       .filter((tx) => !tx.failed && HASH.test(tx.hash) && tx.from.toLowerCase() === query.wallet && tx.to.toLowerCase() === query.contract)
       .sort((a, b) => b.blockNumber - a.blockNumber)
@@ -144,7 +150,7 @@ function uncachedLookup(deps: FindInteractionDeps, max: number): (query: Interac
       const read = await reader.receipt(candidate.hash.toLowerCase());
       if (!read.ok) return { answer: { status: "not-checked", reason: "chain-failed" } };
       if (confirms(read.value, query)) {
-        return { answer: { status: "verified", txHash: candidate.hash.toLowerCase(), blockNumber: read.value.blockNumber }, unsettled: read.value.settled !== true };
+        return { answer: { status: "verified", txHash: candidate.hash.toLowerCase(), blockNumber: read.value.blockNumber }, unkept: read.value.settled !== true };
       }
     }
     return { answer: { status: "none" } };
@@ -206,14 +212,17 @@ export function keptReceipts(reader: TxReceiptReader, options: { readonly keep?:
 }
 
 /**
- * The embed's explorers under the discovery budget (decisions §29): `rate` turns per registrable domain, as discovery
- * counts them, so `a.victim.example`, `b.victim.example.` and `victim.example` share one budget (it was per host name,
- * so every subdomain, and the same host with a trailing dot, had one of its own). Past it, the explorer is
- * `unavailable` (not-checked) with nothing fetched. The operator's explorers are trusted as configured: not counted.
+ * The embed's explorers under the discovery budget (decisions §29): `budget.domainRate` turns per registrable domain, as
+ * discovery counts them, so `a.victim.example`, `b.victim.example.` and `victim.example` share one budget (it was per
+ * host name, so every subdomain, and the same host with a trailing dot, had one of its own); and, for a lookup made for
+ * a client, that client's share of it (`budget.clientShare`, a third: discovery's {@link takeLookup}). Before the share,
+ * one client's 30 lookups a minute of made-up wallets at made-up subdomains spent a real explorer's whole budget, and
+ * every other user's check was not-checked. Past either, the explorer is `limited` (not-checked, not kept) for that
+ * caller, with nothing fetched. The operator's explorers are trusted as configured: not counted.
  */
-export function budgetedExplorers(explorers: ExplorerTxList, rate: RateLimiter): ExplorerTxList {
+export function budgetedExplorers(explorers: ExplorerTxList, budget: LookupBudget): ExplorerTxList {
   return {
-    txlist(apiUrl, address, source) {
+    txlist(apiUrl, address, source, client) {
       if (source === "embed") {
         let host: string;
         try {
@@ -221,9 +230,9 @@ export function budgetedExplorers(explorers: ExplorerTxList, rate: RateLimiter):
         } catch {
           return Promise.resolve({ ok: false, reason: "invalid" });
         }
-        if (!rate.take(`explorer:${registrableDomain(host)}`).allowed) return Promise.resolve({ ok: false, reason: "unavailable" });
+        if (!takeLookup(budget, `explorer:${registrableDomain(host)}`, { client }).allowed) return Promise.resolve({ ok: false, reason: "limited" });
       }
-      return explorers.txlist(apiUrl, address, source);
+      return explorers.txlist(apiUrl, address, source, client);
     },
   };
 }

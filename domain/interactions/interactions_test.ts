@@ -2,6 +2,8 @@ import { describe, expect, test } from "bun:test";
 import type { ExplorerTx, ExplorerTxList, TxReceiptFacts, TxReceiptReader } from "../../ports/interactions.ts";
 import { budgetedExplorers, createFindInteraction, createTxProofs, keptReceipts, readInteractionQuery } from "./interactions.ts";
 import { createRateLimiter } from "../rate_limit.ts";
+import { clientShareOf } from "../discovery/mod.ts";
+import { fakeClock } from "../../ports/fakes/mod.ts";
 
 const WALLET = "0x14dc79964da2c08b23698b3d3cc7ca32193d9955";
 const CONTRACT = "0x1111111111111111111111111111111111111111";
@@ -237,7 +239,7 @@ describe("what is kept", () => {
 describe("the embed's explorers under the discovery budget", () => {
   test("counted per registrable domain: subdomains and a trailing dot share one budget; the operator's are not counted", async () => {
     const e = explorer([]);
-    const budget = budgetedExplorers(e.explorer, createRateLimiter({ nowMs: () => 0 }, { capacity: 2, perMinute: 2 }));
+    const budget = budgetedExplorers(e.explorer, { domainRate: createRateLimiter({ nowMs: () => 0 }, { capacity: 2, perMinute: 2 }) });
     const asks = ["https://a0.victim.example/api", "https://a0.victim.example./api", "https://a1.victim.example/api", "https://victim.example/api"];
     const answers = [];
     for (const url of asks) answers.push(await budget.txlist(url, WALLET, "embed"));
@@ -246,5 +248,42 @@ describe("the embed's explorers under the discovery budget", () => {
     expect(e.asked.map((a) => a.apiUrl)).toEqual(asks.slice(0, 2));
     expect((await budget.txlist("https://other.example/api", WALLET, "embed")).ok).toBe(true);
     for (let i = 0; i < 5; i++) expect((await budget.txlist("https://a0.victim.example/api", WALLET, "operator")).ok).toBe(true);
+  });
+
+  test("each client may spend a third of a domain's budget: one client's flood of made-up wallets and subdomains leaves it to the others", async () => {
+    const clock = fakeClock(0);
+    const share = clientShareOf(30);
+    const asked: string[] = [];
+    // The real explorer lists the real user's transaction; any other wallet has none.
+    const upstream: ExplorerTxList = {
+      txlist(apiUrl, address) {
+        asked.push(apiUrl);
+        return Promise.resolve({ ok: true, value: address === WALLET ? [tx(7)] : [] });
+      },
+    };
+    const find = createFindInteraction({
+      readerFor: (chainId) => (chainId === 31337 ? reader({ [hash(7)]: good(7) }).reader : undefined),
+      operatorExplorer: () => undefined,
+      explorers: budgetedExplorers(upstream, {
+        domainRate: createRateLimiter(clock, { capacity: 30, perMinute: 30 }),
+        clientShare: createRateLimiter(clock, { capacity: share, perMinute: share }),
+      }),
+      keep: { clock, freshMs: 3_600_000 },
+      admit: createRateLimiter(clock, { capacity: 60, perMinute: 60 }).take,
+    });
+    const madeUp = (n: number) => `0x${n.toString(16).padStart(40, "0")}`;
+    // One client, well under its 60 proof reads a minute: 30 made-up wallets at 30 made-up subdomains of the explorer.
+    const flood = [];
+    for (let i = 1; i <= 30; i++) flood.push(await find({ ...query, wallet: madeUp(i), explorer: `https://x${i}.scan.example/api` }, "203.0.113.7"));
+    // Its share (10) was asked; the rest refused to it alone, with nothing fetched (before: all 30, the domain's whole budget).
+    expect(flood.filter((a) => a.status === "none")).toHaveLength(10);
+    expect(flood.slice(10).every((a) => a.status === "not-checked" && a.reason === "explorer-failed")).toBe(true);
+    expect(asked).toHaveLength(10);
+    // Its own check of the real user is refused as well (its share is spent), and that refusal is its alone: not kept.
+    const real = { ...query, explorer: "https://api.scan.example/api" };
+    expect(await find(real, "203.0.113.7")).toEqual({ status: "not-checked", reason: "explorer-failed" });
+    // Another client is still served by the real explorer (before: not-checked, the domain's budget spent by the flood).
+    expect(await find(real, "198.51.100.9")).toEqual({ status: "verified", txHash: hash(7), blockNumber: 7 });
+    expect(asked).toHaveLength(11);
   });
 });
