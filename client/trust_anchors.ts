@@ -145,7 +145,9 @@ export function extractAllowlists(anchors: TrustAnchors): Allowlists {
 
 /**
  * Tells whether an address or DID is an approved issuer of a schema at a time (default now). With `chainId` (the chain
- * the attestation is on), an issuer listed as an eip155 did:pkh counts only on the chain it names.
+ * the attestation is on), an issuer listed as an eip155 did:pkh counts only on the chain it names. The service's own
+ * rule (`domain/identity/approved_issuers.ts`): an entry whose `status` is present and not "active" never counts, even
+ * before its `revokedAt`; an active one counts from `validFrom` until `revokedAt`.
  */
 export function isApprovedIssuer(
   anchors: TrustAnchors,

@@ -20,6 +20,7 @@ const MAINNET_ISSUER = "0x96fa5ab5E519641bD8A840A6b26D17DB7497618b";
 const TESTNET_ISSUER = "0x6f05D46cD048d3249F4Db6BAd6d06e2069BCD5eb";
 const REVOKED_ISSUER = "0x7D5beD223Bc343F114Aa28961Cc447dbbc9c2330";
 const DATED_ISSUER = "0x766910dc543034ce7a6525c1307c5b6fe92ebb0b";
+const COMPROMISED_ISSUER = "0x2222222222222222222222222222222222222222";
 
 const ANCHORS: TrustAnchors = {
   version: 1,
@@ -42,7 +43,15 @@ const ANCHORS: TrustAnchors = {
         { address: REVOKED_ISSUER, label: "Revoked", schemas: ["controller-witness"], status: "revoked" },
         {
           address: DATED_ISSUER,
-          label: "Revoked later",
+          label: "Retired later",
+          schemas: ["controller-witness"],
+          status: "active",
+          validFrom: "2026-05-01T00:00:00Z",
+          revokedAt: "2026-06-01T00:00:00Z",
+        },
+        {
+          address: COMPROMISED_ISSUER,
+          label: "Compromised",
           schemas: ["controller-witness"],
           status: "revoked",
           validFrom: "2026-05-01T00:00:00Z",
@@ -289,9 +298,15 @@ describe("isApprovedIssuer()", () => {
     expect(isApprovedIssuer(ANCHORS, REVOKED_ISSUER, "controller-witness", new Date("2020-01-01T00:00:00Z"))).toBe(false);
   });
 
-  test("approves a revoked issuer only before revokedAt", () => {
+  test("approves an active issuer with revokedAt only before revokedAt", () => {
     expect(isApprovedIssuer(ANCHORS, DATED_ISSUER, "controller-witness", may)).toBe(true);
     expect(isApprovedIssuer(ANCHORS, DATED_ISSUER, "controller-witness", new Date("2026-06-01T00:00:00Z"))).toBe(false);
+  });
+
+  test("refuses an issuer marked revoked even before its revokedAt", () => {
+    // Before, approved in May: a revokedAt still ahead let a revoked (compromised) issuer count.
+    expect(isApprovedIssuer(ANCHORS, COMPROMISED_ISSUER, "controller-witness", may)).toBe(false);
+    expect(isApprovedIssuer(ANCHORS, COMPROMISED_ISSUER, "controller-witness", new Date("2026-06-01T00:00:00Z"))).toBe(false);
   });
 
   test("defaults to now", () => {

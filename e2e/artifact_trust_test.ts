@@ -30,6 +30,7 @@ const ARTIFACT = artifactDidFromDigest(sha256(stringToBytes("ats e2e artifact"))
 const OTHER_ARTIFACT = artifactDidFromDigest(sha256(stringToBytes("another artifact")));
 const EMPTY_ARTIFACT = artifactDidFromDigest(sha256(stringToBytes("nobody ever attested this")));
 const BULK_ARTIFACT = artifactDidFromDigest(sha256(stringToBytes("fifty candidates")));
+const AUDITED_ARTIFACT = artifactDidFromDigest(sha256(stringToBytes("audited by a key later compromised")));
 const PUBLISHER = "did:web:publisher.test";
 const addressOf = (did: string) => (didToAddress(did) as { value: Hex }).value;
 const pkh = (key: Hex) => `did:pkh:eip155:31337:${privateKeyToAccount(key).address.toLowerCase()}`;
@@ -39,11 +40,14 @@ let auditor: Hex, certifier: Hex, retired: Hex, controller: Hex, rogueWitness: H
 let roguePublisher: string;
 let livePublisher: string;
 // More roles, funded in beforeAll: a wallet linked to the artifact, a key bound to the publisher, an
-// assessor approved only from tomorrow on.
+// assessor approved only from tomorrow on, an assessor marked revoked (compromised) with a revokedAt tomorrow and an
+// active assessor retiring tomorrow.
 const keyOf = (role: string) => keccak256(stringToBytes(`ats e2e artifact trust ${role}`));
 const linkedWallet = keyOf("linked wallet");
 const boundKey = keyOf("bound key");
 const lateAuditor = keyOf("late auditor");
+const compromisedAuditor = keyOf("compromised auditor");
+const retiringAuditor = keyOf("retiring auditor");
 /** A P-256 key that speaks for itself as a did:jwk linked identifier (pop-jws). */
 let jwsKey: CryptoKeyPair;
 let jwsDid: string;
@@ -179,7 +183,7 @@ beforeAll(async () => {
   roguePublisher = `did:web:other.test%3A${https.port}`;
   livePublisher = `did:web:live.test%3A${https.port}`;
   dns.setTxt("_controllers.live.test", [[`v=1;controller=${pkh(liveController)}`]]);
-  for (const key of [linkedWallet, boundKey, lateAuditor]) {
+  for (const key of [linkedWallet, boundKey, lateAuditor, compromisedAuditor, retiringAuditor]) {
     await writer.client.request({ method: "anvil_setBalance", params: [privateKeyToAccount(key).address, "0x3635c9adc5dea00000"] } as never);
   }
   jwsKey = await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign", "verify"]) as CryptoKeyPair;
@@ -188,6 +192,7 @@ beforeAll(async () => {
   // Our own anchors: the devnet's (witness approved for controller-witness) plus assessors.
   const anchors = JSON.parse(readFileSync(stack.devnet.trustAnchorsPath, "utf8")) as TrustAnchors;
   const validFrom = anchors.registries[0]!.issuers[0]!.validFrom!;
+  const tomorrow = new Date((Number(await chainNow()) + 86_400) * 1000).toISOString();
   const issuer = (key: Hex, label: string, schemas: string[], extra: Record<string, string> = {}) => ({
     address: privateKeyToAccount(key).address,
     label,
@@ -210,6 +215,10 @@ beforeAll(async () => {
         issuer(retired, "Retired Audits", ["security-assessment"], { status: "revoked", revokedAt: validFrom }),
         // Approved only from tomorrow on, so after anything it attests here.
         issuer(lateAuditor, "Late Audits", ["security-assessment"], { validFrom: new Date(Date.now() + 86_400_000).toISOString() }),
+        // Marked revoked (its key compromised), with a revokedAt after anything it attests here.
+        issuer(compromisedAuditor, "Compromised Audits", ["security-assessment"], { status: "revoked", revokedAt: tomorrow }),
+        // Active, retiring tomorrow: what it attests before then counts.
+        issuer(retiringAuditor, "Retiring Audits", ["security-assessment"], { revokedAt: tomorrow }),
       ],
     }],
   }));
@@ -446,6 +455,23 @@ describe("artifact trust on a real chain", () => {
     expect(undeclared).toMatchObject({ warn: false, unqualifiedResponsibilityClaims: 0 });
     expect(undeclared.qualifyingClaims.responsibilityClaims).toHaveLength(2);
     expect((await checkArtifactTrust(EMPTY_ARTIFACT, { url, pinnedChain })).warn).toBe(true);
+  });
+
+  test("an issuer marked revoked counts for none of its attestations, even those before its revokedAt; an active one retiring later still counts", async () => {
+    const now = await chainNow();
+    const compromised = await attest("assessment-compromised-issuer", compromisedAuditor, "security-assessment", assessment(AUDITED_ARTIFACT, { issuedAt: now }), { recipient: addressOf(AUDITED_ARTIFACT) });
+    await attest("assessment-retiring-issuer", retiringAuditor, "security-assessment", assessment(AUDITED_ARTIFACT, { issuedAt: now }), { recipient: addressOf(AUDITED_ARTIFACT) });
+    await stack.sync();
+    const { status, body } = await lookup(AUDITED_ARTIFACT);
+    expect(status).toBe(200);
+    // Before, both verified with basis ["approved-issuer"]: the revokedAt still ahead let the revoked issuer count.
+    expect(labels(body.securityAssessments)).toEqual(["assessment-retiring-issuer"]);
+    expect(body.securityAssessments[0]).toMatchObject({
+      attestation: { attester: privateKeyToAccount(retiringAuditor).address, attesterLabel: "Retiring Audits" },
+      verification: { valid: true, basis: ["approved-issuer"] },
+    });
+    expect(JSON.stringify(body).toLowerCase()).not.toContain(compromised.toLowerCase().slice(2));
+    expect(body.summary).toEqual({ totalQueried: 2, totalVerified: 1, totalExcluded: 1, complete: true });
   });
 });
 

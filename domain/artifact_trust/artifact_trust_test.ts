@@ -24,6 +24,7 @@ const AUDITOR = "0xA000000000000000000000000000000000000001" as HexString;
 const CERTIFIER = "0xA000000000000000000000000000000000000002" as HexString;
 const WITNESS = "0xA000000000000000000000000000000000000003" as HexString;
 const RETIRED = "0xA000000000000000000000000000000000000004" as HexString;
+const COMPROMISED = "0xA000000000000000000000000000000000000005" as HexString;
 const STRANGER = "0xB000000000000000000000000000000000000001" as HexString;
 const CONTROLLER = "0xC000000000000000000000000000000000000001" as HexString;
 const NEW_KEY = "0xC000000000000000000000000000000000000002" as HexString;
@@ -59,8 +60,10 @@ function anchors(overrides: { schemas?: Record<string, string>; easContract?: st
         { address: AUDITOR, label: "Audit Co", schemas: ["security-assessment"], status: "active", validFrom: "2020-01-01T00:00:00Z" },
         { address: CERTIFIER.toLowerCase(), label: "Cert Lab", schemas: ["certification"] },
         { address: WITNESS, label: "Witness", schemas: ["controller-witness"], status: "active" },
-        // Revoked at NOW - 90 seconds.
-        { address: RETIRED, label: "Retired", schemas: ["security-assessment"], status: "revoked", revokedAt: "2027-01-15T07:58:30Z" },
+        // Retired in good standing at NOW - 90 seconds: its earlier attestations still count.
+        { address: RETIRED, label: "Retired", schemas: ["security-assessment"], status: "active", revokedAt: "2027-01-15T07:58:30Z" },
+        // Marked revoked (a compromised key), with the same later revokedAt: none of its attestations count.
+        { address: COMPROMISED, label: "Compromised", schemas: ["security-assessment"], status: "revoked", revokedAt: "2027-01-15T07:58:30Z" },
       ],
     }],
   };
@@ -321,8 +324,10 @@ describe("createArtifactTrust() approved issuers", () => {
     const beforeRevocation = attestation({ schema: "security-assessment", attester: RETIRED, data: assessment(), time: NOW - 200n });
     const afterRevocation = attestation({ schema: "security-assessment", attester: RETIRED, data: assessment(), time: NOW - 50n });
     const beforeValidFrom = attestation({ schema: "security-assessment", attester: AUDITOR, data: assessment(), time: 1_500_000_000n });
+    // Before, verified: a revokedAt still ahead let an issuer marked revoked count.
+    const compromised = attestation({ schema: "security-assessment", attester: COMPROMISED, data: assessment(), time: NOW - 200n });
     const cert = attestation({ schema: "certification", attester: CERTIFIER, data: certification() });
-    for (const a of [approved, stranger, wrongSchema, beforeRevocation, afterRevocation, beforeValidFrom, cert]) env.index.add(a);
+    for (const a of [approved, stranger, wrongSchema, beforeRevocation, afterRevocation, beforeValidFrom, compromised, cert]) env.index.add(a);
     const record = await env.record();
     expect(uidsOf(record.securityAssessments).sort()).toEqual([approved.uid, beforeRevocation.uid].sort());
     expect(uidsOf(record.certifications)).toEqual([cert.uid]);
@@ -342,7 +347,8 @@ describe("createArtifactTrust() approved issuers", () => {
       verification: { valid: true, basis: ["approved-issuer"] },
     });
     expect(record.certifications[0]!.attestation.attesterLabel).toBe("Cert Lab");
-    expect(env.excluded.map(([, r]) => r)).toEqual(Array(4).fill("issuer-not-approved"));
+    expect(env.excluded.map(([, r]) => r)).toEqual(Array(5).fill("issuer-not-approved"));
+    expect(env.excluded.map(([uid]) => uid)).toContain(compromised.uid);
   });
 
   test("an issuer listed as a did:pkh is approved on the chain it names only (decisions §30)", async () => {

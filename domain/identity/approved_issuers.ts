@@ -1,8 +1,16 @@
 /**
  * The approved-issuer registry of the trust anchors, asked "was this attester approved for this
- * schema at that time?". Same rule as the client helper `isApprovedIssuer`: approved from
- * `validFrom` (when given) until `revokedAt` (when given); a `revokedAt` keeps the issuer's earlier
- * attestations valid; `status: "revoked"` without a date never counts; an unknown status never counts.
+ * schema at that time?". One rule, used by every verdict (artifact trust's assessments and certifications, the
+ * controller witnesses that key status, controller authorization and artifact trust rely on, controller confirm)
+ * and by the client helper `isApprovedIssuer`, which calls this module:
+ * - a `status` other than "active" ("revoked", or anything else) never counts, whatever `revokedAt` says: an
+ *   operator marks a compromised key "revoked", and the compromise may predate the date written (reference §5.3
+ *   step 7, decisions §7: a witness counts only when its attester is an active approved issuer);
+ * - a missing `status` counts as active (decisions §5: issuers "may carry" status, validFrom, revokedAt);
+ * - approved from `validFrom` when given (a missing one sets no lower bound);
+ * - an active issuer with a `revokedAt` is approved only for attestations made before it: an issuer retired in
+ *   good standing keeps its earlier attestations;
+ * - a `validFrom` or `revokedAt` that does not parse as a date excludes.
  *
  * An issuer listed as an eip155 did:pkh is approved on the chain it names only (decisions §30: one deployment, several
  * chains): a contract wallet's address on one chain can belong to someone else on another, so the same address
@@ -61,16 +69,16 @@ function findIssuer(
 
 function isActiveAt(issuer: TrustedIssuer, atMs: number): boolean {
   const status: unknown = issuer.status;
-  if (status !== undefined && status !== "active" && status !== "revoked") return false;
+  if (status !== undefined && status !== "active") return false;
   if (issuer.validFrom !== undefined) {
     const from = Date.parse(issuer.validFrom);
     if (Number.isNaN(from) || atMs < from) return false;
   }
   if (issuer.revokedAt !== undefined) {
     const revoked = Date.parse(issuer.revokedAt);
-    return !Number.isNaN(revoked) && atMs < revoked;
+    if (Number.isNaN(revoked) || atMs >= revoked) return false;
   }
-  return status !== "revoked";
+  return true;
 }
 
 function sameIssuer(listed: string, given: string, chainId: number | undefined): boolean {
