@@ -204,7 +204,8 @@ function rawWhat(signer: EthereumSigner | JwsSigner): string {
  * each is logged as a warning and counted in `ats_raw_signing_keys`. Throws SignerStartError naming the role otherwise.
  * Each signer is judged by every chain it signs on (decisions §30): a raw `DELEGATE_SIGNER_8453` stops the start as
  * a raw delegate on 8453 does, whatever the default chain (it was judged by the default chain alone); the x402 issuer
- * by `X402_NETWORK`'s chain as well.
+ * by `X402_NETWORK`'s chain as well. A raw-key variable that no signer reads ({@link unusedRawKeysOffChain}) is judged
+ * too: whoever reads the environment holds it, whether or not it signs.
  */
 export function checkRawKeys(
   config: Pick<Config, "signers" | "x402">,
@@ -215,27 +216,58 @@ export function checkRawKeys(
   // What the rule judges, and the gauge counts: keys held raw, and any signer answering for a published key, wherever
   // it is held (the gauge counted only the first, so an alert on it missed Anvil's key in a keystore on a real chain).
   const raw = distinctSigners(signers).filter(({ signer }) => signer.raw || wellKnown(signer));
+  const unused = unusedRawKeysOffChain(config, chains);
   deps.metrics.gauge(
     "ats_raw_signing_keys",
-    "Signing keys held raw in this process (env:, or a keystore whose password is in the environment or empty) or answering for a published dev key",
-    () => Promise.resolve([{ value: raw.length }]),
+    "Signing keys held raw in this process (env:, or a keystore whose password is in the environment or empty) or answering for a published dev key, " +
+      "and raw-key variables no signer reads left in the environment of a deployment on a chain that is not a devnet",
+    () => Promise.resolve([{ value: raw.length + unused.length }]),
   );
   const offending = raw.flatMap((entry) => {
     const { variable, chainIds, x402ChainId } = signingPlaces(config, signers, entry, chains);
     const chainId = chainIds.find((id) => !onDevnet(chains, id));
     return chainId === undefined ? [] : [{ ...entry, variable, chainId, where: chainId === x402ChainId ? `${chainId} (X402_NETWORK)` : String(chainId) }];
   });
-  if (offending.length === 0) return;
   if (!config.signers.allowRawKeys) {
-    const first = offending[0]!;
-    throw new SignerStartError(
-      `${first.variable}: a raw key (${rawWhat(first.signer)}) ` +
-        `signs for ${first.roles.join(", ")} on chain ${first.where}, which is not a devnet; use a signer (docs/signing.md) or set ALLOW_RAW_KEYS=true`,
-    );
+    const first = offending[0];
+    if (first !== undefined) {
+      throw new SignerStartError(
+        `${first.variable}: a raw key (${rawWhat(first.signer)}) ` +
+          `signs for ${first.roles.join(", ")} on chain ${first.where}, which is not a devnet; use a signer (docs/signing.md) or set ALLOW_RAW_KEYS=true`,
+      );
+    }
+    const left = unused[0];
+    if (left !== undefined) {
+      throw new SignerStartError(
+        `${left.variable}: a raw key set but unused (${left.instead} serves the ${ROLE_NAMES[left.role]}); on chain ${left.where}, which is not a devnet, ` +
+          "it must be removed from the environment, whose readers hold it whether or not it signs (or set ALLOW_RAW_KEYS=true)",
+      );
+    }
+    return;
   }
   for (const { signer, roles, chainId } of offending) {
     deps.log.warn("raw_signing_key", { roles: roles.join(","), backend: signer.backend, chainId, why: "ALLOW_RAW_KEYS=true" });
   }
+  for (const { variable, role, instead, chainId } of unused) {
+    deps.log.warn("raw_signing_key", { variable, roles: role, backend: "env", unused: true, instead, chainId, why: "ALLOW_RAW_KEYS=true" });
+  }
+}
+
+const ROLE_NAMES = { delegate: "delegate", witness: "witness", x402: "x402 issuer" } as const;
+
+/**
+ * The raw-key variables set but read by no signer (app/config/signers.ts), each with the first chain of the deployment
+ * that is not a devnet: any attestation chain, and for an x402 key `X402_NETWORK`'s chain too. On a devnet none.
+ */
+function unusedRawKeysOffChain(config: Pick<Config, "signers" | "x402">, chains: SigningChains) {
+  const paidOn = x402Chain(config.x402);
+  return (config.signers.unusedRawKeys ?? []).flatMap((left) => {
+    const attestation = chains.chainIds.find((id) => !onDevnet(chains, id));
+    const paid = left.role === "x402" && paidOn !== undefined && !onDevnet(chains, paidOn) ? paidOn : undefined;
+    const chainId = attestation ?? paid;
+    if (chainId === undefined) return [];
+    return [{ ...left, chainId, where: attestation === undefined ? `${chainId} (X402_NETWORK)` : String(chainId) }];
+  });
 }
 
 /**

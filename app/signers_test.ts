@@ -171,6 +171,75 @@ describe("raw keys are for development (decisions §27)", () => {
     expect(allowed.warnings).toEqual(["raw_signing_key"]);
   });
 
+  test("a raw-key variable no signer reads is listed by name: a role moved to a *_SIGNER, or an x402 key of the other format", () => {
+    const jwk = '{"kty":"EC","crv":"P-256","x":"a","y":"b","d":"c"}';
+    const moved = readConfig({
+      DELEGATE_SIGNER: "awskms:///alias/ats-delegate",
+      DELEGATE_PRIVATE_KEY: KEY,
+      WITNESS_SIGNER: "awskms:///alias/ats-witness",
+      WITNESS_PRIVATE_KEY: KEY,
+      X402_SIGNER: "awskms:///alias/ats-x402",
+      X402_SIGNING_KEY: KEY,
+      X402_JWS_KEY: jwk,
+    });
+    expect(moved.signers.unusedRawKeys).toEqual([
+      { variable: "DELEGATE_PRIVATE_KEY", role: "delegate", instead: "DELEGATE_SIGNER" },
+      { variable: "WITNESS_PRIVATE_KEY", role: "witness", instead: "WITNESS_SIGNER" },
+      { variable: "X402_SIGNING_KEY", role: "x402", instead: "X402_SIGNER" },
+      { variable: "X402_JWS_KEY", role: "x402", instead: "X402_SIGNER" },
+    ]);
+    // The other format's x402 key signs nothing either.
+    expect(readConfig({ X402_SIGNING_FORMAT: "jws", X402_JWS_KEY: jwk, X402_SIGNING_KEY: KEY }).signers.unusedRawKeys)
+      .toEqual([{ variable: "X402_SIGNING_KEY", role: "x402", instead: "X402_SIGNING_FORMAT=jws" }]);
+    // A variable a signer reads (today's, or named by an env: URI, a chain's own included) is not listed: it is judged as that signer.
+    expect(readConfig({ DELEGATE_PRIVATE_KEY: KEY, X402_SIGNING_KEY: KEY }).signers.unusedRawKeys).toEqual([]);
+    expect(readConfig({ DELEGATE_SIGNER: "env:DELEGATE_PRIVATE_KEY", DELEGATE_PRIVATE_KEY: KEY }).signers.unusedRawKeys).toEqual([]);
+    expect(readConfig({ DELEGATE_SIGNER: "awskms:///alias/d", DELEGATE_SIGNER_8453: "env:DELEGATE_PRIVATE_KEY", DELEGATE_PRIVATE_KEY: KEY }).signers.unusedRawKeys).toEqual([]);
+  });
+
+  test("a raw key left in the environment beside a *_SIGNER stops a start on a chain that is not a devnet, naming the variable, never its value", async () => {
+    // Found by attack: DELEGATE_PRIVATE_KEY left over from before DELEGATE_SIGNER started on 8453 without a word
+    // (ats_raw_signing_keys 0): only the signers opened were judged, yet whoever reads the environment holds the key.
+    const LEFT = `0x${"66".repeat(32)}`;
+    const env = { DELEGATE_SIGNER: keystoreUri(KEY, "strong"), DELEGATE_PRIVATE_KEY: LEFT };
+    const { config, signers, warnings, gauges, log, metrics } = await opened(env);
+    expect(signers.delegate!.raw).toBe(false);
+    let line = "";
+    try {
+      checkRawKeys(config, signers, { chainIds: [8453], embeddedDevnet: false }, { log, metrics });
+    } catch (error) {
+      expect(error).toBeInstanceOf(SignerStartError);
+      line = (error as Error).message;
+    }
+    expect(line).toBe(
+      "DELEGATE_PRIVATE_KEY: a raw key set but unused (DELEGATE_SIGNER serves the delegate); on chain 8453, which is not a devnet, " +
+        "it must be removed from the environment, whose readers hold it whether or not it signs (or set ALLOW_RAW_KEYS=true)",
+    );
+    expect(line).not.toContain("66".repeat(8));
+    // On a devnet nothing changes: no refusal, no warning, not counted.
+    for (const chain of [{ chainIds: [31337], embeddedDevnet: false }, { chainIds: [1337], embeddedDevnet: false }, { chainIds: [5], embeddedDevnet: true }]) {
+      expect(() => checkRawKeys(config, signers, chain, { log, metrics })).not.toThrow();
+      expect(await gauges.get("ats_raw_signing_keys")!()).toEqual([{ value: 0 }]);
+    }
+    expect(warnings).toEqual([]);
+    // An x402 key left beside X402_SIGNER is judged by X402_NETWORK's chain too; the delegate's is not.
+    const paid = await opened({ ...env, DELEGATE_PRIVATE_KEY: "", X402_SIGNER: keystoreUri(KEY, "strong"), X402_SIGNING_KEY: LEFT, X402_NETWORK: "eip155:8453" });
+    expect(() => checkRawKeys(paid.config, paid.signers, { chainIds: [31337], embeddedDevnet: false }, { log, metrics }))
+      .toThrow(/^X402_SIGNING_KEY: a raw key set but unused \(X402_SIGNER serves the x402 issuer\); on chain 8453 \(X402_NETWORK\), which is not a devnet/);
+    const delegateOnly = await opened({ ...env, X402_NETWORK: "eip155:8453" });
+    expect(() => checkRawKeys(delegateOnly.config, delegateOnly.signers, { chainIds: [31337], embeddedDevnet: false }, { log, metrics })).not.toThrow();
+  });
+
+  test("with ALLOW_RAW_KEYS=true a raw key left beside a *_SIGNER starts with a warning naming the variable, counted in ats_raw_signing_keys", async () => {
+    const { config, signers, gauges, metrics } = await opened({ DELEGATE_SIGNER: keystoreUri(KEY, "strong"), DELEGATE_PRIVATE_KEY: KEY, ALLOW_RAW_KEYS: "true" });
+    const warned: [string, Record<string, unknown> | undefined][] = [];
+    const log = { debug() {}, info() {}, warn: (event: string, fields?: Record<string, unknown>) => void warned.push([event, fields]), error() {} };
+    checkRawKeys(config, signers, { chainIds: [8453], embeddedDevnet: false }, { log, metrics });
+    expect(warned).toEqual([["raw_signing_key", { variable: "DELEGATE_PRIVATE_KEY", roles: "delegate", backend: "env", unused: true, instead: "DELEGATE_SIGNER", chainId: 8453, why: "ALLOW_RAW_KEYS=true" }]]);
+    expect(JSON.stringify(warned)).not.toContain(KEY.slice(2));
+    expect(await gauges.get("ats_raw_signing_keys")!()).toEqual([{ value: 1 }]);
+  });
+
   test("ALLOW_RAW_KEYS=true starts with a warning and ats_raw_signing_keys", async () => {
     const { config, signers, warnings, gauges, log, metrics } = await opened({ DELEGATE_PRIVATE_KEY: KEY, ALLOW_RAW_KEYS: "true" });
     checkRawKeys(config, signers, { chainIds: [84532], embeddedDevnet: false }, { log, metrics });

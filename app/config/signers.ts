@@ -72,7 +72,23 @@ export type SignersConfig = {
   readonly minDelegateBalanceWei: bigint;
   /** `SECP256K1_LIBRARY` (issue 28): unset, native if found; `none`, @noble/curves; a path or name, that library. */
   readonly secp256k1Library: string | undefined;
+  /**
+   * Today's raw-key variables that are set but that no role's signer reads: left over from before a role moved to a
+   * `*_SIGNER` (decisions §27). Names only, never values; judged at start by app/signers.ts `checkRawKeys`.
+   */
+  readonly unusedRawKeys: readonly UnusedRawKey[];
 };
+
+/** A raw-key variable set in the environment that no signer reads, the role it was for, and what serves it instead. */
+export type UnusedRawKey = { readonly variable: string; readonly role: "delegate" | "witness" | "x402"; readonly instead: string };
+
+/** Today's variables holding a role's raw key (decisions §27: a role with no `*_SIGNER` keeps its variable). */
+const RAW_KEY_VARIABLES = [
+  { variable: "DELEGATE_PRIVATE_KEY", role: "delegate", signer: "DELEGATE_SIGNER" },
+  { variable: "WITNESS_PRIVATE_KEY", role: "witness", signer: "WITNESS_SIGNER" },
+  { variable: "X402_SIGNING_KEY", role: "x402", signer: "X402_SIGNER" },
+  { variable: "X402_JWS_KEY", role: "x402", signer: "X402_SIGNER" },
+] as const;
 
 /** Reads the `signers` section; the x402 section (read before) decides the x402 issuer's fallback. */
 export function readSigners(ctx: Omit<ReadContext, "values">, x402Format: "eip712" | "jws"): SignersConfig {
@@ -80,16 +96,35 @@ export function readSigners(ctx: Omit<ReadContext, "values">, x402Format: "eip71
   const legacy = (name: string) => (ctx.env[name]?.trim() ? `env:${name}` : undefined);
   const delegate = v.delegate ?? legacy("DELEGATE_PRIVATE_KEY");
   const witness = v.witness ?? legacy("WITNESS_PRIVATE_KEY") ?? delegate;
+  const x402 = v.x402 ?? (x402Format === "eip712" ? legacy("X402_SIGNING_KEY") ?? witness : legacy("X402_JWS_KEY"));
+  const delegateByChain = perChain(ctx.env, "DELEGATE_SIGNER", SIGNER_URI, "a signer URI: env:, keystore:, jsonrpc:, pkcs11: or awskms: (docs/signing.md)");
   return {
     ...v,
     delegate,
     witness,
-    x402: v.x402 ?? (x402Format === "eip712" ? legacy("X402_SIGNING_KEY") ?? witness : legacy("X402_JWS_KEY")),
+    x402,
     witnessPrivateKey: v.witnessPrivateKey ?? v.delegatePrivateKey,
-    delegateByChain: perChain(ctx.env, "DELEGATE_SIGNER", SIGNER_URI, "a signer URI: env:, keystore:, jsonrpc:, pkcs11: or awskms: (docs/signing.md)"),
+    delegateByChain,
     delegateAddressByChain: perChain(ctx.env, "DELEGATE_ADDRESS", /^0x[0-9a-fA-F]{40}$/, "an address (0x and 40 hex digits)"),
     env: ctx.env,
+    unusedRawKeys: unusedRawKeys(ctx.env, [delegate, witness, x402, v.oauth, ...delegateByChain.values()], x402Format),
   };
+}
+
+/**
+ * The raw-key variables set (non-empty) that none of `uris` reads as `env:<VARIABLE>`: a role moved to a `*_SIGNER`
+ * whose old `DELEGATE_PRIVATE_KEY` is still in the environment, or an x402 key of the other format. Before, such a key
+ * was judged by no rule: only opened signers were, so a production start with one said nothing.
+ */
+function unusedRawKeys(env: Env, uris: readonly (string | undefined)[], x402Format: "eip712" | "jws"): UnusedRawKey[] {
+  const read = new Set(uris.flatMap((uri) => (uri?.startsWith("env:") ? [uri.slice("env:".length).trim()] : [])));
+  const unused: UnusedRawKey[] = [];
+  for (const { variable, role, signer } of RAW_KEY_VARIABLES) {
+    if (!env[variable]?.trim() || read.has(variable)) continue;
+    const otherFormat = role === "x402" && !env[signer]?.trim();
+    unused.push({ variable, role, instead: otherFormat ? `X402_SIGNING_FORMAT=${x402Format}` : signer });
+  }
+  return unused;
 }
 
 /**
