@@ -8,7 +8,7 @@
 #
 # Environment: ATS_IMAGE (default ats:<package.json version>, then also tagged ats:latest), ATS_BINARY (an already
 # built binary; default: build dist/ats now), ATS_IMAGE_SOURCE (the org.opencontainers.image.source label;
-# default the git remote `origin`).
+# default the git remote `origin`, its user name and password taken out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -69,8 +69,9 @@ root:x:0:
 nonroot:x:65532:
 EOF
 
-revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
-source_url="${ATS_IMAGE_SOURCE:-$(git remote get-url origin 2>/dev/null || echo unknown)}"
+. scripts/_image_labels.sh
+revision=$(image_revision)
+source_url=$(image_source)
 license=$(node_modules/.bin/bun -e 'console.log(require("./package.json").license)')
 cat >"$ctx/Containerfile" <<EOF
 FROM scratch
