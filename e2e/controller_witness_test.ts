@@ -368,7 +368,7 @@ describe("controller witness on the devnet", () => {
     expect((await fetchSession(session, opts(service))).quota).toMatchObject({ used: 1, reserved: 0 });
   });
 
-  test("a did.json read and unusable for good (not JSON; a host the address policy refuses) is 422 EVIDENCE_NOT_FOUND saying why, never 502; a 5xx stays 502, not kept", async () => {
+  test("a did.json read and unusable for good (not JSON) is 422 EVIDENCE_NOT_FOUND saying why, never 502; a host the address policy refuses and a 5xx stay 502, not kept", async () => {
     const session = await signIn();
     const controllerDid = `did:pkh:eip155:1:${dnsKey.address}`;
     const badDid = `did:web:badjson.test%3A${https.port}`;
@@ -384,13 +384,14 @@ describe("controller witness on the devnet", () => {
     expect(https.requests.some((r) => r.host.startsWith("badjson.test"))).toBe(true);
 
     // The same service without ALLOW_PRIVATE_NETWORK: web.test resolves to loopback, which the address policy refuses
-    // before any connection. Its did.json names the controller, but the service may not read it: not confirmed.
+    // before any connection. That answer came from a resolver, which a third party may steer (a rebinding attempt):
+    // not the subject's lasting fault, so 502 as a source that could not be read, never the subject's 422.
     const strict = await stack.restartService({ ...env(dns.address), ALLOW_PRIVATE_NETWORK: "false" });
     const strictSession = await signIn(strict);
     const before = https.requests.length;
     const refused = await post("/v1/controller-witness", { subjectDid: webDid, controllerDid: `did:pkh:eip155:1:${webKey.address}` }, { cookie: strictSession.cookie }, strict.url);
-    expect([refused.status, refused.body.code]).toEqual([422, "EVIDENCE_NOT_FOUND"]);
-    expect(refused.body.error).toEndWith(`did-json https://web.test:${https.port}/.well-known/did.json: unavailable (Host resolves to a non-public address)`);
+    expect([refused.status, refused.body.code]).toEqual([502, "NETWORK_ERROR"]);
+    expect(refused.body.error).toEndWith(`did-json https://web.test:${https.port}/.well-known/did.json: unavailable`);
     expect(https.requests.length).toBe(before);
 
     // A did.json host answering 503 could not be read now: 502, and not kept under the Idempotency-Key.

@@ -118,8 +118,8 @@ describe("createSubjectOwnership() for did:web", () => {
     expect(await web(discovered([{ canonicalId: pkh(WALLET), sources: ["dns-txt"] }], { dns: "found", did: "unavailable" }))).toMatchObject({ value: { ok: true, method: "dns" } });
   });
 
-  test("a did.json read and unusable for good (not JSON, refused by the address policy) is the subject's: failed, not NETWORK_ERROR", async () => {
-    for (const reason of ["invalid-json", "blocked-address"] as const) {
+  test("a did.json read and unusable for good (not JSON, a redirect) is the subject's: failed, not NETWORK_ERROR", async () => {
+    for (const reason of ["invalid-json", "redirect"] as const) {
       const discover = createDiscoverControllers({
         dns: fakeDnsResolver(),
         didDocuments: fakeDidDocumentFetcher({ "shop.test": { status: "unavailable", reason, url: "https://shop.test/.well-known/did.json" } }),

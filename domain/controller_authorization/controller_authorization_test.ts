@@ -198,6 +198,22 @@ describe("createControllerAuthorization()", () => {
     expect(await s.authorize({ subjectDid: SUBJECT, controllerDid: other })).toMatchObject({ ok: true, value: { authorized: true } });
   });
 
+  test("a did.json read and unusable (not JSON, a 403) with the owner's cut in a binding: NETWORK_ERROR, never authorized (review: such an answer hid the cut)", async () => {
+    // The owner is named by did.json only; it bound the witnessed controller K and revoked it. A did.json that then
+    // answers something unusable (a WAF's 403 or challenge page anyone can provoke) must not make the cut undecidable
+    // into "authorized": the binding may count by the endpoints' word.
+    const s = setUp({ didJson: { id: SUBJECT, verificationMethod: [{ id: `${SUBJECT}#owner`, type: "EcdsaSecp256k1RecoveryMethod2020", controller: SUBJECT, blockchainAccountId: `eip155:${CHAIN}:${OWNER}` }] }, cacheSeconds: 0 });
+    const K = pkh("0x00000000000000000000000000000000000000c1");
+    s.witness(K, { time: NOW_S - 300 });
+    s.binding(OWNER, K, { time: NOW_S - 200, revocationTime: NOW_S - 150 });
+    expect(await s.authorize({ subjectDid: SUBJECT, controllerDid: K })).toMatchObject({ ok: true, value: { authorized: false, until: String(NOW_S - 150) } });
+    const url = "https://shop.test/.well-known/did.json";
+    for (const answer of [{ status: "unavailable", url, reason: "invalid-json" }, { status: "unavailable", url, reason: "http-status", httpStatus: 403 }] as const) {
+      s.docs.answers["shop.test"] = answer;
+      expect(await s.authorize({ subjectDid: SUBJECT, controllerDid: K })).toMatchObject({ ok: false, code: "NETWORK_ERROR" });
+    }
+  });
+
   test("a witness window from the index, a pinning witness shown with `pinned`, a binding by publicKeyJwk", async () => {
     const s = setUp();
     s.witness(pkh(OWNER), { time: NOW_S - 500 });

@@ -71,30 +71,19 @@ export const didJsonError = (fetch: DidDocumentFetch): string | undefined => {
   }
 };
 
-/** HTTP answers that ask to try again later: a request timeout, too early, too many requests. */
-const RETRY_LATER_STATUSES: ReadonlySet<number> = new Set([408, 425, 429]);
-
 /**
- * Whether a fetch that gave no document failed for good: the host answered, or was refused by our own policy, and
- * asking again will not change it. A body that is not JSON, over the byte cap, a redirect (never followed), a 4xx
- * other than 404 (404 is `not-found`; 408, 425 and 429 ask to try later), a host the address policy refuses or that is
- * no usable host. Everything else could not be read now: the address lookup failed, a timeout, a refused or reset
- * connection, a TLS failure, a 5xx; the next read may answer.
+ * Whether a fetch that gave no document failed for good: the host answered with content that can never be a DID
+ * document (a body that is not JSON, over the byte cap, a redirect, never followed) or the DID names no usable host.
+ * Everything else could not be read now, and is not held against the subject: the address lookup failed, a timeout,
+ * a refused or reset connection, a TLS failure, any HTTP status (a 401, 403 or 421 is as often a WAF or a CDN's
+ * incident as the subject's own answer), and a host the address policy refuses (its answers may be a rebinding
+ * attempt, decided by whoever controls a resolver on the way). Only the witness's answer (422, not 502), subject
+ * ownership (`failed`) and the verdicts that only get stricter read `lasting`; controller authorization and key status
+ * still treat every source that gave no answer as undecided (domain/keys/_subject_evidence.ts).
  */
 export function isLastingFetchFailure(fetch: DidDocumentFetch): boolean {
   if (fetch.status !== "unavailable") return false;
-  switch (fetch.reason) {
-    case "invalid-host":
-    case "blocked-address":
-    case "redirect":
-    case "too-large":
-    case "invalid-json":
-      return true;
-    case "http-status":
-      return fetch.httpStatus !== undefined && fetch.httpStatus >= 400 && fetch.httpStatus < 500 && !RETRY_LATER_STATUSES.has(fetch.httpStatus);
-    default:
-      return false;
-  }
+  return fetch.reason === "invalid-host" || fetch.reason === "redirect" || fetch.reason === "too-large" || fetch.reason === "invalid-json";
 }
 
 /**

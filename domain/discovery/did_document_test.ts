@@ -38,11 +38,14 @@ describe("a did.json that could not be read now, and one read and unusable for g
   const failed = (reason: Extract<DidDocumentFetch, { status: "unavailable" }>["reason"], httpStatus?: number): DidDocumentFetch =>
     ({ status: "unavailable", url, reason, ...(httpStatus === undefined ? {} : { httpStatus }) });
 
-  test("isLastingFetchFailure(): what the host answered, or our policy refused, is lasting; a failed read is not", () => {
-    for (const lasting of [failed("invalid-json"), failed("too-large"), failed("blocked-address"), failed("invalid-host"), failed("redirect"), failed("http-status", 403), failed("http-status", 410)]) {
+  test("isLastingFetchFailure(): content that can never be a DID document is lasting; a failed read, any status and a refused address are not", () => {
+    for (const lasting of [failed("invalid-json"), failed("too-large"), failed("invalid-host"), failed("redirect")]) {
       expect({ lasting, is: isLastingFetchFailure(lasting) }).toEqual({ lasting, is: true });
     }
-    const now = [failed("timeout"), failed("network-error"), failed("tls-error"), failed("dns-failure"), failed("http-status", 500), failed("http-status", 429), failed("http-status", 408), failed("http-status")];
+    // A 401, 403 or 421 is as often a WAF or a CDN's incident as the subject's answer; a refused address may be a
+    // rebinding attempt (review of the lasting rule: both let a third party decide the answer).
+    const now = [failed("timeout"), failed("network-error"), failed("tls-error"), failed("dns-failure"), failed("http-status", 500), failed("http-status", 429), failed("http-status", 408), failed("http-status"),
+      failed("http-status", 403), failed("http-status", 401), failed("http-status", 421), failed("http-status", 410), failed("blocked-address")];
     for (const transient of now) expect({ transient, is: isLastingFetchFailure(transient) }).toEqual({ transient, is: false });
     expect(isLastingFetchFailure({ status: "not-found", url })).toBe(false);
   });

@@ -5,7 +5,6 @@
 import type { IndexedAttestation } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
 import { didToAddress, isSameControllerId, normalizeDid } from "../did/mod.ts";
-import { unreadableNow } from "../discovery/mod.ts";
 import { caip2, findApprovedIssuer } from "../identity/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
 import { decodeSchemaData } from "../schema_data.ts";
@@ -83,8 +82,10 @@ async function endpoints(ctx: KeyTrustContext, subjects: readonly string[], clie
       out.set(subject, {
         endpointKeys: keys.map((k) => k.canonicalId),
         endpointSources: new Map(keys.map((k) => [k.canonicalId, k.sources.filter((s) => s !== "account-wallet")])),
-        // A source read and unusable for good (`lasting`) decides as one naming no key does (domain/discovery).
-        endpointUnavailable: found.value.evidence.some(unreadableNow),
+        // Any source that gave no answer, `lasting` ones too: an owner's cut in a binding may count by the endpoints'
+        // word, and a did.json that answers something unusable (a WAF's 403 or challenge page anyone can provoke) must
+        // not make the cut undecidable into "authorized" (controller authorization's guard). Never a guess.
+        endpointUnavailable: found.value.evidence.some((e) => e.status === "unavailable"),
         endpointRecord: found.value,
       });
     }

@@ -15,7 +15,7 @@
  * could not be read when it would have mattered (the key not found among the sources that answered).
  */
 import { isSameControllerId } from "../did/mod.ts";
-import { liveControllerEvidence, type LookupClient, unreadableNow } from "../discovery/mod.ts";
+import { liveControllerEvidence, type LookupClient } from "../discovery/mod.ts";
 import { fail, ok } from "../result.ts";
 import { bindingEnd, evaluateKeyTrust, type KeyStatusValue, type TrustLevel } from "./key_rules.ts";
 import { readAt, readKeyDid, readSubjectDid } from "./key_inputs.ts";
@@ -125,7 +125,8 @@ async function withJwkEvidence(ctx: KeyTrustContext, e: SubjectEvidence, subject
   if (live.methods.length === 0 && ctx.deps.jwks !== undefined) {
     const jwks = await ctx.deps.jwks(subjectDid, lookup);
     live = liveControllerEvidence(keyDid, undefined, jwks);
-    jwksUnavailable = unreadableNow(jwks);
+    // Any answer that is not a key set, lasting or not: the key status decides no cut on a guess (_subject_evidence.ts).
+    jwksUnavailable = jwks.status === "unavailable";
   }
   const sources = live.methods.map((m) => (m === "dns" ? "dns-txt" : m));
   if (sources.length === 0) return jwksUnavailable ? { ...e, endpointUnavailable: true } : e;

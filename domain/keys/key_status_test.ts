@@ -165,9 +165,10 @@ describe("createKeyStatus()", () => {
     const found = setUp({ unavailable: true, endpointKeys: [KEY] });
     const r = await found.status(SUBJECT, KEY);
     expect(r.ok && r.value.trustLevel).toBe("basic");
-    // A did.json read and unusable for good (`lasting`) answered: it names no key, so the answer is decided.
+    // A did.json read and unusable (`lasting`: not JSON) is undecided here too: an owner's cut may hang on the
+    // endpoints' word, and a WAF's challenge page reads as "not JSON" (review: the cut was hidden, the key active).
     const broken = await setUp({ lasting: true }).status(SUBJECT, KEY);
-    expect(broken.ok && broken.value.trustLevel).toBe("none");
+    expect(broken.ok ? "ok" : broken.code).toBe("NETWORK_ERROR");
   });
 
   test("many(): every key for every subject from one log read and two attestation reads", async () => {

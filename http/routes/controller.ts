@@ -14,7 +14,7 @@ const EvidenceItemModel = t.Object({
   keys: t.Array(t.String()),
   error: t.Optional(t.String()),
   lasting: t.Optional(t.Literal(true, {
-    description: "On an unavailable source only: it was read and cannot be used (not JSON, not the subject's DID document, too large, a redirect, a 4xx, a host the address policy refuses), and reading it again will not change that; absent when it could not be read now",
+    description: "On an unavailable source only: it was read and cannot be used (not JSON, not the subject's DID document, too large, a redirect, a did:web naming no usable host), and reading it again will not change that; absent when it could not be read now",
   })),
   records: t.Optional(t.Array(t.String(), { description: "DNS TXT: the records the name answered with, as published (strings joined; at most 16)" })),
   notes: t.Optional(t.Array(t.String(), { description: "Why a looked-up source gave no key, or which published values were ignored and why" })),
