@@ -22,7 +22,8 @@ if (exitCode !== undefined) {
   try {
     const config = readConfig(process.env);
     graceMs = config.server.shutdownGraceMs;
-    service = await startService(config);
+    // The service process holds its SQLite file's instance lock: a second one on the file stops (app/foundation.ts).
+    service = await startService(config, { holdSqliteLock: true });
   } catch (error) {
     if (error instanceof ConfigError || error instanceof StartupError) {
       console.error(`ats: ${error.message}`);

@@ -13,7 +13,7 @@ import type { Keccak256 } from "../ports/keccak.ts";
 import type { Secp256k1 } from "../ports/secp256k1.ts";
 import { createJsonLogger, createPrometheusMetrics, meteredRpcFetch, type PrometheusMetrics } from "../adapters/observability/mod.ts";
 import { ClockSkewError, openPostgresStorage } from "../adapters/postgres/mod.ts";
-import { openSqliteStorage } from "../adapters/sqlite/mod.ts";
+import { lockSqliteFile, openSqliteStorage, type SqliteInstanceLock } from "../adapters/sqlite/mod.ts";
 import { EAS_DOMAIN_VERSION, REFERENCED_AUTHORITY } from "../domain/delegation/mod.ts";
 import { EAS_ABI } from "../domain/eas_abi.ts";
 import { activeChainAnchors, caip2, subsidizedSchemaMap, validateTrustAnchors } from "../domain/identity/mod.ts";
@@ -52,6 +52,12 @@ export type StartServiceOptions = {
    * hand, so how often the fees are read again never depends on the machine's speed.
    */
   readonly feeClock?: (() => number) | undefined;
+  /**
+   * Hold the SQLite file's instance lock while the service runs ({@link holdSqliteLock}); main.ts, the service process,
+   * sets it. Tests that run several services on one file in one process leave it off, and the operator's commands
+   * (`ats ops`) open the file without it while the service runs.
+   */
+  readonly holdSqliteLock?: boolean | undefined;
 };
 
 /** What every capability's wiring shares. */
@@ -341,6 +347,31 @@ export async function openStorage(config: Pick<Config, "storage">): Promise<Stor
     const detail = typeof state === "string" && /^[0-9A-Z]{5}$/.test(state) ? ` (SQLSTATE ${state})` : "";
     throw new StartupError(`DATABASE_URL: cannot connect to PostgreSQL or apply the schema${detail}`);
   }
+}
+
+/**
+ * The service's hold on its SQLite file (no `DATABASE_URL`): one running instance per file. Two processes on one file
+ * (`podman run` twice on one volume, two pods on one volume) both served, each handing out the delegate wallet's
+ * nonces from its own memory, and about one write in six failed with 500 `SUBMISSION_FAILED` ("nonce too low").
+ * The lock (adapters/sqlite/sqlite_instance_lock.ts) is taken first, before the signers and the devnet, and ends with
+ * the process however it ends, so a `kill -9` leaves nothing stale.
+ *
+ * A second start refuses with one line rather than waiting for the lock: it never serves, the operator sees why at
+ * once, and a restart policy starts it again (Compose's `restart`, Kubernetes' back-off) as a wait would have. No
+ * shipped manifest starts a SQLite instance beside its predecessor: the compose file and the Kubernetes base run
+ * PostgreSQL with a `/data` of each instance's own, and the binary's smoke test and the kill tests start again only
+ * after the old process has exited. A waiting instance would instead look like a slow start forever, and a rolling
+ * update whose new pod waits for the old one's file never ends either way (docs/deployment.md: `Recreate`).
+ */
+export function holdSqliteLock(config: Pick<Config, "storage">): SqliteInstanceLock | undefined {
+  const { databaseUrl, databasePath } = config.storage;
+  if (databaseUrl !== undefined || databasePath === ":memory:") return undefined;
+  const taken = lockSqliteFile(databasePath);
+  if (taken.ok) return taken.lock;
+  if (taken.busy) {
+    throw new StartupError(`DATABASE_PATH: ${databasePath} is used by another running instance (it holds ${taken.path}); SQLite storage serves one instance, use DATABASE_URL for several`);
+  }
+  throw new StartupError(`DATABASE_PATH: cannot take the instance lock ${taken.path}: ${taken.message}`);
 }
 
 function loadTrustAnchors(path: string): TrustAnchors {

@@ -11,7 +11,7 @@ import type { Config } from "./config.ts";
 import { wireDelegation } from "./delegation.ts";
 import { wireDiscovery, wireWitness } from "./discovery.ts";
 import { closeSigners } from "./signers.ts";
-import { openFoundation, type StartServiceOptions } from "./foundation.ts";
+import { holdSqliteLock, openFoundation, type StartServiceOptions } from "./foundation.ts";
 import { serveHttp } from "./http.ts";
 import { type IndexRunner, wireArtifactTrust, wireAttestationIndex } from "./attestation_index.ts";
 import { wireInteractions } from "./interactions.ts";
@@ -49,8 +49,24 @@ export type Service = {
   readonly stop: () => Promise<void>;
 };
 
-/** Builds adapters, use cases and HTTP from the config, and starts serving. */
+/**
+ * Builds adapters, use cases and HTTP from the config, and starts serving; with `holdSqliteLock`, first takes the
+ * SQLite file's instance lock (a second instance on the file stops here) and releases it once stopped.
+ */
 export async function startService(config: Config, options: StartServiceOptions = {}): Promise<Service> {
+  const lock = options.holdSqliteLock === true ? holdSqliteLock(config) : undefined;
+  let service: Service;
+  try {
+    service = await wireService(config, options);
+  } catch (error) {
+    lock?.release();
+    throw error;
+  }
+  if (lock === undefined) return service;
+  return { ...service, stop: () => service.stop().finally(lock.release) };
+}
+
+async function wireService(config: Config, options: StartServiceOptions): Promise<Service> {
   const f = await openFoundation(config, options);
   const { devnet, log, chain, chainId, easAddress } = f;
   try {
