@@ -33,7 +33,18 @@ const server = Bun.serve({
       artifactDid: url.searchParams.get("artifactDid"),
       summary: { totalQueried: 0, totalVerified: 0, totalExcluded: 0, complete: true },
     };
-    return Response.json(body);
+    // Key status answers the record asked for (the helper refuses one about another subject, key or time).
+    const keyStatus = url.pathname !== "/v1/key-status" ? {} : {
+      subjectDid: url.searchParams.get("subjectDid"),
+      keyDid: url.searchParams.get("keyDid"),
+      at: 1,
+      status: "registered",
+      trustLevel: "none",
+      endpointEvidence: { found: false, sources: [], checkedAt: 1 },
+      controllerWitness: null,
+      keyBinding: null,
+    };
+    return Response.json({ ...body, ...keyStatus });
   },
 });
 afterAll(() => server.stop(true));

@@ -3,8 +3,10 @@
  * anyone's key status ("is this key authorised for this service, how strongly, and was it at `at`"). A non-2xx answer
  * throws an {@link AtsClientError} with the service's `code` (`INVALID_DID`, `NETWORK_ERROR`, …).
  */
-import type { KeyStatusRecord, ListedSigningKey, SigningKeyView, TrustLevel } from "../domain/keys/mod.ts";
+import { parseChainParam } from "../domain/chains/mod.ts";
+import { type KeyStatusRecord, type ListedSigningKey, readKeyDid, readSubjectDid, type SigningKeyView, type TrustLevel } from "../domain/keys/mod.ts";
 import { type ChainNamed, type ChainParam, withChain } from "./chain.ts";
+import { AtsClientError } from "./errors.ts";
 import { DEFAULT_BASE_URL, requestJson } from "./http.ts";
 import { requireSubject } from "./subject.ts";
 
@@ -28,7 +30,9 @@ const headersOf = (options: KeyServiceOptions) => ({
 
 /**
  * The key status of `keyDid` for `subjectDid`, at `at` (Unix seconds; default now). No session needed. A subject the
- * service would refuse throws `INVALID_DID` before any request (issue 43).
+ * service would refuse throws `INVALID_DID` before any request (issue 43). The answer must be the record asked for:
+ * one not well formed, or about another subject, key or time, is `INVALID_RESPONSE`, and one about another chain than
+ * `chain` is `CHAIN_MISMATCH` (a cache or a server in between answering something else, never a verdict).
  */
 export async function fetchKeyStatus(
   input: { readonly subjectDid: string; readonly keyDid: string; readonly at?: number | undefined },
@@ -36,14 +40,53 @@ export async function fetchKeyStatus(
 ): Promise<KeyStatusRecord & ChainNamed> {
   requireSubject(input.subjectDid, "subjectDid");
   const params = new URLSearchParams({ subjectDid: input.subjectDid, keyDid: input.keyDid });
-  if (input.at !== undefined) params.set("at", String(Math.floor(input.at)));
+  const at = input.at === undefined ? undefined : Math.floor(input.at);
+  if (at !== undefined) params.set("at", String(at));
   withChain(params, options.chain);
-  const { body } = await requestJson<KeyStatusRecord & ChainNamed>(`/v1/key-status?${params}`, {
+  const { body } = await requestJson<unknown>(`/v1/key-status?${params}`, {
     baseUrl: options.baseUrl ?? DEFAULT_BASE_URL,
     fetch: options.fetch,
     method: "GET",
   });
-  return body;
+  return checkKeyStatusAnswer(body, { ...input, at }, options.chain);
+}
+
+const STATUSES: ReadonlySet<unknown> = new Set(["registered", "active", "revoked", "expired"]);
+const LEVELS: ReadonlySet<unknown> = new Set(["none", "basic", "intermediate", "advanced"]);
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+const isSeconds = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+const hasUid = (v: unknown) => v === null || (isRecord(v) && typeof v.uid === "string");
+
+/**
+ * The key-status answer when it is the record asked for, as `checkArtifactTrust` judges its answers: well formed
+ * (a `null`, `{}` or empty body threw a TypeError in the callers), its subject and key the ones asked (normalized as
+ * the service reads them), its `at` the one sent, and its chain the one named.
+ */
+function checkKeyStatusAnswer(
+  body: unknown,
+  asked: { readonly subjectDid: string; readonly keyDid: string; readonly at: number | undefined },
+  chain: ChainParam | undefined,
+): KeyStatusRecord & ChainNamed {
+  const invalid = (why: string) => new AtsClientError("INVALID_RESPONSE", `The key-status answer ${why}: is baseUrl the service?`, { body });
+  if (!isRecord(body)) throw invalid("is not a key-status record");
+  if (!STATUSES.has(body.status) || !LEVELS.has(body.trustLevel) || !isSeconds(body.at)) throw invalid("is not a key-status record");
+  const evidence = body.endpointEvidence;
+  if (!isRecord(evidence) || typeof evidence.found !== "boolean" || !hasUid(body.controllerWitness) || !hasUid(body.keyBinding)) {
+    throw invalid("is not a key-status record");
+  }
+  const sameSubject = readSubjectDid(body.subjectDid);
+  const askedSubject = readSubjectDid(asked.subjectDid);
+  if (!sameSubject.ok || !askedSubject.ok || sameSubject.value !== askedSubject.value) throw invalid("is about another subject");
+  const sameKey = readKeyDid(body.keyDid);
+  const askedKey = readKeyDid(asked.keyDid);
+  if (!sameKey.ok || !askedKey.ok || sameKey.value !== askedKey.value) throw invalid("is about another key");
+  if (asked.at !== undefined && body.at !== asked.at) throw invalid("is about another time");
+  if (body.chain !== undefined && !(isRecord(body.chain) && typeof body.chain.chainId === "number")) throw invalid("names no chain it is about");
+  const chainId = chain === undefined ? undefined : parseChainParam(String(chain));
+  if (chainId !== undefined && (body.chain as { chainId?: number } | undefined)?.chainId !== chainId) {
+    throw new AtsClientError("CHAIN_MISMATCH", `The key-status answer is not about chain ${String(chain)}`, { body });
+  }
+  return body as KeyStatusRecord & ChainNamed;
 }
 
 const RANK: Readonly<Record<TrustLevel, number>> = { none: 0, basic: 1, intermediate: 2, advanced: 3 };

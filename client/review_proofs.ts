@@ -148,9 +148,10 @@ export async function checkReviewProof(
     return { proofType, valid: false, reasons: [`${proofType} proofs are not checked by this helper`], signatureValid: false };
   }
   if (wrapper.proofPurpose !== "commercial-tx") reasons.push("proofPurpose is not commercial-tx");
-  // Judged at the review's time; a receipt is evidence of a purchase whenever it was made: no age limit.
+  // Judged at the review's time; a receipt is evidence of a purchase whenever it was made: no age limit, said
+  // explicitly (whatever the caller's options or a helper's default say).
   const reviewedAt = Number(review.time);
-  const x402 = { ...options.x402, nowSeconds: reviewedAt, maxAgeSeconds: undefined };
+  const x402 = { ...options.x402, nowSeconds: reviewedAt, maxAgeSeconds: Number.POSITIVE_INFINITY };
   const verified = proofType === "x402-receipt" ? await verifyReceipt(wrapper.proofObject, x402) : await verifyOffer(wrapper.proofObject, x402);
   if (!verified.ok) {
     // EXPIRED is only reported for a good signature (the signature is checked first).

@@ -35,7 +35,15 @@ export {
   receiptBindingToOffer,
   receiptContradictsOffer,
 } from "./x402_extract.ts";
-export { createFetchDidDocumentFetcher, receiptMatchesOffer, verifyOffer, verifyReceipt, type X402VerifyClientOptions } from "./x402_verify.ts";
+export {
+  createFetchDidDocumentFetcher,
+  DEFAULT_RECEIPT_MAX_AGE_SECONDS,
+  type ReceiptMatchOptions,
+  receiptMatchesOffer,
+  verifyOffer,
+  verifyReceipt,
+  type X402VerifyClientOptions,
+} from "./x402_verify.ts";
 export {
   checkControllerTrust,
   checkSignerTrust,

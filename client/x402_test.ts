@@ -74,8 +74,8 @@ describe("extraction", () => {
 
 describe("verification", () => {
   test("a receipt matches its offer on URL, network and payer", () => {
-    expect(receiptMatchesOffer(RECEIPT, OFFER, [payer.address.toLowerCase()])).toBe(true);
-    expect(receiptMatchesOffer({ ...RECEIPT, resourceUrl: `${URL_}?x=1` }, OFFER, [payer.address])).toBe(false);
+    expect(receiptMatchesOffer(RECEIPT, OFFER, [payer.address.toLowerCase()], { nowSeconds: NOW })).toBe(true);
+    expect(receiptMatchesOffer({ ...RECEIPT, resourceUrl: `${URL_}?x=1` }, OFFER, [payer.address], { nowSeconds: NOW })).toBe(false);
   });
 
   test("a tampered eip712 payload recovers some other signer, never the issuer", async () => {
@@ -269,11 +269,12 @@ describe("checkSignerTrust when evidence cannot be read", () => {
     }
   });
 
-  test("a 400 or a 404 is the service's answer about the subject: no endpoint evidence, tier 0", async () => {
+  test("a 400 INVALID_DID is the service's answer about the subject: no endpoint evidence, tier 0; a 404 is no answer", async () => {
     const result = await checkSignerTrust(input, answering(() => Promise.resolve(Response.json({ error: "x", code: "INVALID_DID" }, { status: 400 }))));
     expect(result).toMatchObject({ tier: 0, endpointKeys: undefined });
-    const missing = await checkSignerTrust(input, answering(() => Promise.resolve(new Response("{}", { status: 404 }))));
-    expect(missing).toMatchObject({ tier: 0, endpointKeys: undefined });
+    // The route's only 404 is "no such route" (client/endpoint_evidence_test.ts has the rest).
+    const missing = await checkSignerTrust(input, answering(() => Promise.resolve(new Response("{}", { status: 404 })))).then(() => undefined, (e: unknown) => e);
+    expect(isAtsClientError(missing) && [missing.code, missing.status]).toEqual(["NETWORK_ERROR", 404]);
   });
 
   test("a failed chain read is NETWORK_ERROR", async () => {

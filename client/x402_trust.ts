@@ -50,8 +50,11 @@ const DEFAULT_BASE_URL = "http://127.0.0.1:8080";
 /**
  * Decides the trust tier of a verified signer for the service of a resource URL at time `at` (a
  * receipt's `issuedAt`). Evidence that cannot be read (the service's confirm endpoint unreachable or
- * answering 5xx, a failed chain read) throws {@link AtsClientError} `NETWORK_ERROR`: a failed lookup
- * never passes for "no evidence", which would silently lower the tier.
+ * answering anything but endpoint evidence or a 400 `INVALID_DID`: a 5xx, a 429, a 404 of a wrong
+ * `baseUrl`, a proxy's page; a failed chain read) throws {@link AtsClientError} `NETWORK_ERROR`, and a 2xx
+ * that is not endpoint evidence `INVALID_RESPONSE`: a failed lookup never passes for "no evidence", which
+ * would silently lower the tier. With `keyStatus: true`, a key-status answer that is not the record asked
+ * for is `INVALID_RESPONSE` ({@link fetchKeyStatus}).
  */
 export async function checkSignerTrust(
   input: { readonly resourceUrl: string; readonly signer: VerifiedSigner; readonly at: number },
@@ -102,7 +105,9 @@ export async function checkControllerTrust(
 
 /**
  * The controller ids a did:web subject's endpoints (DNS TXT, did.json) publish now, as the trust options read
- * them; undefined when not looked up. Throws `NETWORK_ERROR` when the evidence cannot be read.
+ * them; undefined when not looked up or when the service answers 400 `INVALID_DID` (a did:web it does not check).
+ * Throws `NETWORK_ERROR` when the evidence cannot be read (any other non-2xx answer, a 404 included), and
+ * `INVALID_RESPONSE` for a 2xx that is not endpoint evidence.
  */
 export async function readEndpointControllerIds(subjectDid: string, options: SignerTrustOptions = {}): Promise<readonly string[] | undefined> {
   return await loadEndpointKeys(subjectDid, options);
@@ -195,29 +200,50 @@ async function loadEndpointEvidence(
   }
   const url = serviceUrl(options.baseUrl, `/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(subjectDid)}`);
   let response: Response;
-  let body: { controllerKeys?: { canonicalId?: unknown }[]; evidence?: { status?: unknown; lasting?: unknown; thumbprints?: unknown }[] } | undefined;
+  let text: string;
   try {
     response = await (options.fetch ?? fetch)(url);
-    body = response.ok ? await response.json() as typeof body : undefined;
+    text = await response.text();
   } catch {
     throw new AtsClientError("NETWORK_ERROR", "Controller endpoint evidence could not be read");
   }
-  // A 400 INVALID_DID or a 404 is the service's answer about this subject (not a did:web it can check): no endpoint
-  // evidence. Anything else that is not a 200 (a 429, a 401 or 403 of a proxy, a 408, a 5xx) is no answer at all, and
-  // a failed lookup must never pass for "no evidence".
-  if (response.status !== 200 && response.status !== 400 && response.status !== 404) {
-    throw new AtsClientError("NETWORK_ERROR", `Controller endpoint evidence could not be read (HTTP ${response.status})`);
+  const body = parseJson(text);
+  // Only two answers are the service's: a 2xx endpoint-evidence record, and a 400 INVALID_DID (a did:web it does not
+  // check, such as an IP host: no endpoint evidence). Anything else is no answer about the subject, and a failed
+  // lookup never passes for "no evidence": a 404 (the service's only one here is "no such route": a wrong path prefix
+  // in baseUrl, a proxy not forwarding it), a 400 that is not that JSON (a proxy's page), a 429, a 401 or 403 of a
+  // proxy, a 408, a 5xx.
+  if (response.status === 400 && isRecord(body) && body.code === "INVALID_DID") return undefined;
+  if (!response.ok) {
+    const hint = response.status === 404 ? ": no such route, is baseUrl the service?" : "";
+    throw new AtsClientError("NETWORK_ERROR", `Controller endpoint evidence could not be read (HTTP ${response.status})${hint}`, {
+      status: response.status,
+      body: body ?? text,
+    });
   }
-  if (body === undefined) return undefined;
-  const keys = (body.controllerKeys ?? []).map((k) => k.canonicalId).filter((k): k is string => typeof k === "string");
-  const evidence = Array.isArray(body.evidence) ? body.evidence : [];
+  if (!isRecord(body) || !Array.isArray(body.controllerKeys) || !Array.isArray(body.evidence)) {
+    throw new AtsClientError("INVALID_RESPONSE", `The answer of ${url} is not endpoint evidence: is baseUrl the service?`, { status: response.status });
+  }
+  const keys = body.controllerKeys.map((k: unknown) => (isRecord(k) ? k.canonicalId : undefined)).filter((k): k is string => typeof k === "string");
+  const evidence = body.evidence.filter(isRecord);
   const thumbprints = evidence
-    .flatMap((e) => (Array.isArray(e?.thumbprints) ? e.thumbprints : []))
+    .flatMap((e) => (Array.isArray(e.thumbprints) ? e.thumbprints : []))
     .filter((t): t is string => typeof t === "string");
   // A 200 whose sources could not all be read now (a DNS timeout, the domain's lookup budget spent): what it lists is
   // what the others said, and the one unread may name more. A source read and unusable for good (`lasting`: a did.json
   // that is not JSON or not the subject's document) names nothing, now or on the next read.
-  return { keys, thumbprints, unavailable: evidence.some((e) => e?.status === "unavailable" && e?.lasting !== true) };
+  return { keys, thumbprints, unavailable: evidence.some((e) => e.status === "unavailable" && e.lasting !== true) };
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** The JSON of a body, undefined when it is none. */
+function parseJson(text: string): unknown {
+  try {
+    return text === "" ? undefined : JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
 }
 
 const ENDPOINTS_UNREAD = "A source of the subject's endpoint evidence could not be read now; nothing can be said about this key";

@@ -1,7 +1,16 @@
 /** Offers and receipts verified: their signatures (JWS keys from did.json over plain `fetch`) and terms. */
 import { createWebCryptoJwsVerifier } from "./jws_verifier.ts";
 import type { Result } from "../domain/result.ts";
-import { type OfferPayload, type ReceiptPayload, type VerifiedOffer, type VerifiedReceipt, verifySignedOffer, verifySignedReceipt, type X402VerifyError } from "../domain/payments/mod.ts";
+import {
+  type OfferPayload,
+  RECEIPT_AFTER_OFFER_SLACK_SECONDS,
+  type ReceiptPayload,
+  type VerifiedOffer,
+  type VerifiedReceipt,
+  verifySignedOffer,
+  verifySignedReceipt,
+  type X402VerifyError,
+} from "../domain/payments/mod.ts";
 import type { DidDocumentFetch, DidDocumentFetcher } from "../ports/discovery.ts";
 import type { JwsVerifier } from "../ports/jws_verifier.ts";
 import type { FetchLike } from "./trust_anchors.ts";
@@ -13,7 +22,10 @@ export type X402VerifyClientOptions = {
   readonly jws?: JwsVerifier | undefined;
   /** Unix seconds; default now. */
   readonly nowSeconds?: number | undefined;
-  /** Receipts: refuse older ones (the x402 client helper's default is one hour). */
+  /**
+   * Receipts: refuse older ones. Default none: a receipt stays proof of its purchase (a review proof has no age limit);
+   * freshness after a payment is {@link receiptMatchesOffer}'s check (one hour by default).
+   */
   readonly maxAgeSeconds?: number | undefined;
   readonly fetch?: FetchLike | undefined;
 };
@@ -34,10 +46,41 @@ export function verifyReceipt(receipt: unknown, options: X402VerifyClientOptions
   return verifySignedReceipt(receipt, verifyDeps(options), { nowSeconds: nowOf(options), maxAgeSeconds: options.maxAgeSeconds });
 }
 
-/** Tells whether a receipt answers an offer: same resourceUrl and network, and the payer is one of ours. */
-export function receiptMatchesOffer(receipt: ReceiptPayload, offer: OfferPayload, payerAddresses: readonly string[]): boolean {
+/** Options of {@link receiptMatchesOffer}. */
+export type ReceiptMatchOptions = {
+  /**
+   * A receipt issued this many seconds ago or earlier does not match: default {@link DEFAULT_RECEIPT_MAX_AGE_SECONDS}
+   * (one hour, as the official `verifyReceiptMatchesOffer`); `Infinity` for no limit.
+   */
+  readonly maxAgeSeconds?: number | undefined;
+  /** Unix seconds; default now. */
+  readonly nowSeconds?: number | undefined;
+};
+
+/** How old a receipt may be and still match a current offer (x402_offer_receipt.md §4.3: the client helper's one hour). */
+export const DEFAULT_RECEIPT_MAX_AGE_SECONDS = 3600;
+
+/**
+ * Tells whether a receipt answers an offer, as a client checks it right after paying: same resourceUrl and network,
+ * the payer one of ours, the receipt fresh (issued less than `maxAgeSeconds` ago, default one hour; before, a receipt
+ * of any age matched, so an old one for the same resource passed for this payment) and not issued after the offer
+ * expired (`validUntil`, with the {@link RECEIPT_AFTER_OFFER_SLACK_SECONDS} that `receiptContradictsOffer` allows).
+ * `options` may be the maximum age alone, as the official helper's fourth argument.
+ */
+export function receiptMatchesOffer(
+  receipt: ReceiptPayload,
+  offer: OfferPayload,
+  payerAddresses: readonly string[],
+  options: number | ReceiptMatchOptions = {},
+): boolean {
+  const { maxAgeSeconds = DEFAULT_RECEIPT_MAX_AGE_SECONDS, nowSeconds = Math.floor(Date.now() / 1000) } = typeof options === "number"
+    ? { maxAgeSeconds: options }
+    : options;
+  const fresh = nowSeconds - receipt.issuedAt < maxAgeSeconds;
+  // validUntil 0 (or left out of a payload read elsewhere) is no expiry (x402_offer_receipt.md §3.4).
+  const withinOffer = typeof offer.validUntil !== "number" || offer.validUntil === 0 || receipt.issuedAt <= offer.validUntil + RECEIPT_AFTER_OFFER_SLACK_SECONDS;
   return receipt.resourceUrl === offer.resourceUrl && receipt.network === offer.network &&
-    payerAddresses.some((a) => a.toLowerCase() === receipt.payer.toLowerCase());
+    payerAddresses.some((a) => a.toLowerCase() === receipt.payer.toLowerCase()) && fresh && withinOffer;
 }
 
 /** Host names that always mean this machine. */

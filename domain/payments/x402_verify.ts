@@ -147,7 +147,8 @@ async function verifyJws(jws: unknown, deps: X402VerifyDeps): Promise<Result<Ver
   if (header.crit !== undefined) return fail("INVALID_SIGNATURE", "JWS crit header is not supported");
   const alg = header.alg === "Ed25519" ? "EdDSA" : header.alg;
   if (alg !== "ES256" && alg !== "ES256K" && alg !== "EdDSA") return fail("INVALID_SIGNATURE", "JWS algorithm is not allowed");
-  const kid = typeof header.kid === "string" ? header.kid : undefined;
+  const kid = header.kid;
+  if (kid !== undefined && typeof kid !== "string") return fail("UNRESOLVABLE_KEY", "JWS kid is not a DID URL");
   const key = await resolveJwsKey(header, kid, deps);
   if (!key.ok) return key;
   const expected = JWS_KEY_TYPES[alg];
@@ -194,6 +195,10 @@ async function resolveJwsKey(
     const resolved = await resolveDidWebKey(kid, deps.didDocuments);
     if (!resolved.ok) return resolved;
     referenced = resolved.value;
+  } else if (kid !== undefined) {
+    // A kid that is no did:web, did:jwk or did:key URL as written (`DID:WEB:…`, a leading space, `did:webb:…`) names
+    // nothing we can resolve: refused, never waved through on the embedded jwk and handed back as the signer's kid.
+    return fail("UNRESOLVABLE_KEY", "JWS kid is not a did:web, did:jwk or did:key URL");
   }
   if (embedded !== undefined) {
     // Both given: the embedded key is used, and a kid naming a different key refuses the artifact.
