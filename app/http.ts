@@ -73,7 +73,10 @@ export type ServedHttp = {
    * (http/instrument.ts drainServer). Resolves once no connection is left.
    */
   readonly drain: () => Promise<void>;
-  /** The lame duck: `/readyz` 503 for `SHUTDOWN_DELAY_MS` while every request is still served (`drain` waits for it). */
+  /**
+   * The lame duck: `/readyz` 503 for `SHUTDOWN_DELAY_MS` while every request is still served, each answer with
+   * `Connection: close` (`drain` waits for it).
+   */
   readonly quiesce: () => Promise<void>;
   /** Ends `SHUTDOWN_DELAY_MS` at once, if the drain is in it: a second signal. */
   readonly hurry: () => void;
@@ -114,6 +117,9 @@ export function serveHttp(config: HttpConfig, f: Foundation, c: Capabilities): S
   const quiesce = () =>
     quiescing ??= new Promise<void>((resolve) => {
       stopping = true;
+      // Every answer from now on closes its connection: a client's next request opens a new one (to another
+      // instance once the balancer has taken this one out), never reuses one the drain closes as it is sent.
+      handler.quiesce();
       quiescedAt = performance.now();
       const timer = setTimeout(resolve, config.server.shutdownDelayMs);
       endDelay = () => (clearTimeout(timer), resolve());

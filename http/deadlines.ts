@@ -1,7 +1,8 @@
 /** The deadlines of the requests in flight (one timer for all), and the drain of a server on shutdown (issue 33). */
 
 /**
- * Drains a server on shutdown (issue 33): stops taking requests and cuts the bodies still arriving at once
+ * Drains a server on shutdown (issue 33): answers every request that comes 503 `SHUTTING_DOWN`, stops listening (after
+ * one turn of the event loop) and cuts the bodies still arriving at once
  * ({@link InstrumentedHandler.drain}), lets the requests under way finish for up to `options.graceMs`, then answers
  * those still running with their deadline answer ({@link InstrumentedHandler.cut}) and closes every connection, at
  * most {@link CUT_FLUSH_MS} later. A submission cut there is answered 503 `OUTCOME_UNKNOWN`; it was recorded before each
@@ -13,6 +14,12 @@ export async function drainServer(
   options: { readonly graceMs: number },
 ): Promise<void> {
   handler.drain();
+  // One turn of the event loop first: a request already arrived on a kept-alive connection is read and answered 503
+  // SHUTTING_DOWN. Bun's stop closes a connection with no request under way at once, unread bytes and all: its client
+  // got a reset for a request it had sent. One that arrives just as the stop comes still gets that (HTTP/1.1 tells a
+  // client that an idle connection closes only by closing it); the `Connection: close` of every answer since SIGTERM
+  // (SHUTDOWN_DELAY_MS) leaves no such connection to a client that sent a request during the delay.
+  await new Promise<void>((resolve) => setTimeout(resolve, 0));
   // Stops listening and closes idle connections; resolves once the last connection is closed.
   const stopped = server.stop(false);
   if (await settlesWithin(stopped, options.graceMs)) return;

@@ -65,6 +65,46 @@ function parsed(raw: string) {
   return { status: Number(head.split(" ")[1]), connection: /\r\nconnection: close/i.test(head), body: JSON.parse(body ?? "null") as unknown };
 }
 
+/**
+ * One kept-alive connection: `ask` writes a request and resolves with the raw answer (up to its Content-Length);
+ * `written` is called once the request is handed to the kernel. `events` records the connection's end, close and errors.
+ */
+function keptAlive(port: number) {
+  const socket = connect(port, "127.0.0.1");
+  sockets.push(socket);
+  const events: string[] = [];
+  let received = "";
+  let waiting: ((raw: string) => void) | undefined;
+  const answered = () => {
+    const head = received.indexOf("\r\n\r\n");
+    if (head < 0 || waiting === undefined) return;
+    const length = Number(/\r\ncontent-length: (\d+)/i.exec(received.slice(0, head))?.[1] ?? 0);
+    if (received.length < head + 4 + length) return;
+    const raw = received.slice(0, head + 4 + length);
+    received = received.slice(head + 4 + length);
+    const resolve = waiting;
+    waiting = undefined;
+    resolve(raw);
+  };
+  socket.on("data", (chunk) => {
+    received += chunk.toString();
+    answered();
+  });
+  socket.on("end", () => events.push("end"));
+  socket.on("error", (error: NodeJS.ErrnoException) => events.push(`error ${error.code}`));
+  const closed = new Promise<void>((resolve) => socket.on("close", () => {
+    events.push("close");
+    waiting?.("");
+    resolve();
+  }));
+  const ask = (path: string, written: () => void = () => {}) =>
+    new Promise<string>((resolve) => {
+      waiting = resolve;
+      socket.write(`POST ${path} HTTP/1.1\r\nHost: ats.test\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`, () => written());
+    });
+  return { ask, events, closed };
+}
+
 /** Resolves once `seen` counts `count` requests of `path`. */
 async function until(seen: Map<string, number>, path: string, count: number) {
   while ((seen.get(path) ?? 0) < count) await Bun.sleep(5);
@@ -138,5 +178,44 @@ describe("drainServer()", () => {
     expect(answer.headers.get("connection")).toBe("close");
     expect(await answer.json()).toEqual({ error: "The service is shutting down; send the request again", code: "SHUTTING_DOWN" });
     expect(started).toBe(0);
+  });
+
+  test("a request already on its way on a kept-alive connection when the drain begins is answered 503 SHUTTING_DOWN, not reset", async () => {
+    // Bun's stop closes at once a connection with no request under way, unread bytes and all: the client that had just
+    // sent its next request on it got a bare reset (review: 16 keep-alive clients, each reset at SIGTERM).
+    const app = new Elysia().post("/v1/delegated-attest", () => ({ done: true }));
+    const handler = instrumentedHandler(app as never, { metrics: createPrometheusMetrics(), log: silentLogger });
+    const { server } = serve(handler);
+    const client = keptAlive(server.port!);
+    expect(parsed(await client.ask("/v1/delegated-attest"))).toMatchObject({ status: 200, connection: false, body: { done: true } });
+    let drained: Promise<void> | undefined;
+    // The drain begins as soon as the next request is handed to the kernel, before the server has read it.
+    const raw = await client.ask("/v1/delegated-attest", () => (drained = drainServer(server, handler, { graceMs: 2_000 })));
+    expect(parsed(raw)).toMatchObject({ status: 503, connection: true, body: { code: "SHUTTING_DOWN" } });
+    await client.closed;
+    expect(client.events).toEqual(["end", "close"]);
+    await drained;
+  });
+});
+
+describe("a stopping server (SHUTDOWN_DELAY_MS)", () => {
+  test("every answer carries Connection: close, and Bun closes the connection once it is written; before, the connection is kept", async () => {
+    let answered = 0;
+    const app = new Elysia().post("/v1/delegated-attest", () => ({ answered: ++answered }));
+    const handler = instrumentedHandler(app as never, { metrics: createPrometheusMetrics(), log: silentLogger });
+    const { server } = serve(handler);
+    const client = keptAlive(server.port!);
+    expect(parsed(await client.ask("/v1/delegated-attest"))).toMatchObject({ status: 200, connection: false, body: { answered: 1 } });
+    expect(parsed(await client.ask("/v1/delegated-attest"))).toMatchObject({ status: 200, connection: false, body: { answered: 2 } });
+    handler.quiesce();
+    // Still served in full (the lame duck), on the same connection; its answer closes it.
+    expect(parsed(await client.ask("/v1/delegated-attest"))).toMatchObject({ status: 200, connection: true, body: { answered: 3 } });
+    await client.closed;
+    expect(client.events).toEqual(["end", "close"]);
+    // Every answer, a path no route has too.
+    for (const path of ["/v1/delegated-attest", "/v1/nowhere"]) {
+      const answer = await handler(new Request(`http://ats.test${path}`, { method: "POST", body: "{}", headers: { "content-length": "2" } }));
+      expect(answer.headers.get("connection")).toBe("close");
+    }
   });
 });

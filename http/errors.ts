@@ -100,7 +100,7 @@ export function stringify(body: unknown): string {
   return JSON.stringify(body, (_key, value) => (typeof value === "bigint" ? value.toString() : value));
 }
 
-/** Milliseconds since `startedAt` as the `elapsed` text of the EAS routes. */
-export function elapsedSince(startedAt: number): string {
-  return `${Math.max(0, Math.round(performance.now() - startedAt))}ms`;
+/** Milliseconds from `startedAt` to `nowMs` (the same clock, `performance.now` by default) as the `elapsed` text of the EAS routes. */
+export function elapsedSince(startedAt: number, nowMs: number = performance.now()): string {
+  return `${Math.max(0, Math.round(nowMs - startedAt))}ms`;
 }

@@ -22,10 +22,10 @@ const NOT_KEPT: Readonly<Record<string, string>> = { "cache-control": "no-store"
  * public paths (decisions §1: every response, errors included) and `elapsed` on the EAS routes. The
  * session paths get no CORS header here: their allowlist lives in the app.
  */
-function fallbackResponse(path: string, started: number): Response {
+function fallbackResponse(path: string, started: number, now: number): Response {
   const body = errorBody("INTERNAL_ERROR", "Internal error");
   return json(
-    ELAPSED_PATHS.has(path) ? { ...body, elapsed: elapsedSince(started) } : body,
+    ELAPSED_PATHS.has(path) ? { ...body, elapsed: elapsedSince(started, now) } : body,
     500,
     isPrivatePath(path) ? NOT_KEPT : { ...PUBLIC_CORS_HEADERS, ...NOT_KEPT },
   );
@@ -75,9 +75,9 @@ const CHAIN_READ_PATHS: ReadonlySet<string> = new Set([...NONCE_PATHS, "/api/pri
  * The answer for a route still working at the deadline, in the route's own terms: a submission 503
  * `OUTCOME_UNKNOWN` (the same request again says what became of it: 409 with the transaction, or accepted anew once
  * released), a nonce read 500 `RPC_ERROR`, any other lookup 502 `NETWORK_ERROR` (decisions §7). CORS and `elapsed`
- * as {@link fallbackResponse}.
+ * as {@link fallbackResponse}; `now` on the clock `started` was read from.
  */
-export function deadlineResponse(path: string, started: number): Response {
+export function deadlineResponse(path: string, started: number, now: number): Response {
   const [code, message] = SUBMISSION_PATHS.has(path)
     ? ["OUTCOME_UNKNOWN", "The submission did not complete in time; its outcome is not known yet"]
     : CHAIN_READ_PATHS.has(path)
@@ -85,7 +85,7 @@ export function deadlineResponse(path: string, started: number): Response {
     : ["NETWORK_ERROR", "A dependency did not answer in time"];
   const body = errorBody(code, message);
   return json(
-    ELAPSED_PATHS.has(path) ? { ...body, elapsed: elapsedSince(started) } : body,
+    ELAPSED_PATHS.has(path) ? { ...body, elapsed: elapsedSince(started, now) } : body,
     statusOf(code),
     isPrivatePath(path) ? NOT_KEPT : { ...PUBLIC_CORS_HEADERS, ...NOT_KEPT },
   );
@@ -98,7 +98,7 @@ export function deadlineResponse(path: string, started: number): Response {
  * {@link fallbackResponse}; `Connection: close`, since the rest of the body is never read (Bun reads a body nobody
  * reads to its end before it closes the connection or serves the next request on it).
  */
-function unreadBodyResponse(path: string, started: number, code: "REQUEST_TIMEOUT" | "SHUTTING_DOWN" | "INVALID_JSON"): Response {
+function unreadBodyResponse(path: string, started: number, now: number, code: "REQUEST_TIMEOUT" | "SHUTTING_DOWN" | "INVALID_JSON"): Response {
   const message = code === "REQUEST_TIMEOUT"
     ? "The request body did not arrive in time"
     : code === "SHUTTING_DOWN"
@@ -109,15 +109,21 @@ function unreadBodyResponse(path: string, started: number, code: "REQUEST_TIMEOU
     ? { ...NOT_KEPT, connection: "close" }
     : { ...PUBLIC_CORS_HEADERS, ...NOT_KEPT, connection: "close" };
   if (code === "SHUTTING_DOWN") headers["retry-after"] = "1";
-  return json(ELAPSED_PATHS.has(path) ? { ...body, elapsed: elapsedSince(started) } : body, statusOf(code), headers);
+  return json(ELAPSED_PATHS.has(path) ? { ...body, elapsed: elapsedSince(started, now) } : body, statusOf(code), headers);
 }
 
 /** The request handler of `Bun.serve`, and how the server drains (see {@link drainServer}). */
 export type InstrumentedHandler = {
   (request: Request, server?: PeerAddresses): Response | Promise<Response>;
   /**
-   * Starts draining: every request that comes from now on, and every one whose body is still arriving, is answered
-   * 503 `SHUTTING_DOWN` with `Connection: close`; the requests under way go on.
+   * The service is stopping (SIGTERM): every answer from now on carries `Connection: close`, so that its client opens
+   * a new connection for its next request (to another instance, once a balancer has taken this one out) rather than
+   * reuse one the stop will close, perhaps as its next request is on the way (a bare reset, no answer).
+   */
+  readonly quiesce: () => void;
+  /**
+   * Starts draining (and {@link quiesce}): every request that comes from now on, and every one whose body is still
+   * arriving, is answered 503 `SHUTTING_DOWN` with `Connection: close`; the requests under way go on.
    */
   readonly drain: () => void;
   /** Answers every request still under way now with its route's deadline answer ({@link deadlineResponse}). */
@@ -156,10 +162,14 @@ export function instrumentedHandler(
     deadlineMs?: number | undefined;
     /** Default {@link BODY_TIMEOUT_MS}; never longer than the deadline. */
     bodyTimeoutMs?: number | undefined;
+    /** The clock of the elapsed times (the metrics, the log lines, `elapsed`), in ms; default `performance.now`. */
+    nowMs?: (() => number) | undefined;
   },
 ): InstrumentedHandler {
   const deadlineMs = deps.deadlineMs ?? ROUTE_DEADLINE_MS;
   const bodyTimeoutMs = Math.min(deps.bodyTimeoutMs ?? BODY_TIMEOUT_MS, deadlineMs);
+  const now = deps.nowMs ?? (() => performance.now());
+  let quiescing = false;
   let draining = false;
   let cutting = false;
   // The label objects of each (route, method, status), made once: the registry keeps their text by identity
@@ -183,7 +193,7 @@ export function instrumentedHandler(
   };
   /** The bookkeeping of every answer: metrics, the access-log line, the request id header. */
   const finish = (request: Request, requestId: string, route: string, started: number, response: Response) => {
-    const seconds = (performance.now() - started) / 1000;
+    const seconds = (now() - started) / 1000;
     const status = String(response.status);
     const labels = labelsOf(route, request.method, status);
     deps.metrics.increment("ats_http_requests_total", labels.count);
@@ -192,41 +202,43 @@ export function instrumentedHandler(
     response.headers.set("x-request-id", requestId);
     // Every answer is what its Content-Type says (JSON bodies carry chain data anyone can write): never sniffed.
     response.headers.set("x-content-type-options", "nosniff");
-    // A body refused as too large is not read to its end (arrivedBody): the connection is closed rather than drained.
-    if (response.status === 413) response.headers.set("connection", "close");
+    // A body refused as too large is not read to its end (arrivedBody): the connection is closed rather than drained;
+    // stopping, it is closed after every answer (Bun closes it once written): the next request goes on a new one.
+    if (quiescing || response.status === 413) response.headers.set("connection", "close");
     return response;
   };
   const deadlines = createDeadlines(deadlineMs);
   /** The bodies still arriving, each until {@link BODY_TIMEOUT_MS}; all cut at once when the service drains. */
   const bodies = createDeadlines(bodyTimeoutMs);
-  const unread = (path: string, started: number) => unreadBodyResponse(path, started, draining ? "SHUTTING_DOWN" : "REQUEST_TIMEOUT");
+  const unread = (path: string, started: number) => unreadBodyResponse(path, started, now(), draining ? "SHUTTING_DOWN" : "REQUEST_TIMEOUT");
   /**
    * The answer, or the deadline's ({@link deadlineResponse}) when it has not come after `deadlineMs`. The deadline's
-   * log line names its request itself: the shared timer runs in the context of the request that started it.
+   * log line names its request itself (the shared timer runs in another's context) and the time it ran, as `elapsed`.
    */
   const withDeadline = (request: Request, requestId: string, path: string, started: number, answer: Promise<Response>): Promise<Response> =>
     deadlines.race(answer, () => {
-      deps.log.warn(cutting ? "request_cut_at_shutdown" : "request_deadline", { requestId, method: request.method, path, ms: deadlineMs });
-      return deadlineResponse(path, started);
+      const at = now();
+      deps.log.warn(cutting ? "request_cut_at_shutdown" : "request_deadline", { requestId, method: request.method, path, ms: Math.max(0, Math.round(at - started)) });
+      return deadlineResponse(path, started, at);
     });
   /**
    * A request for the app: its body read first, within {@link BODY_TIMEOUT_MS} ({@link arrivedBody}), then Elysia
    * routes the path the guards read ({@link routable}).
    */
   const serveByApp = async (request: Request, requestId: string): Promise<Response> => {
-    const started = performance.now();
+    const started = now();
     const path = pathOf(request.url);
     let response: Response;
     try {
       const routed = hasBody(request) ? await bodies.race<Request | typeof UNREAD | typeof UNREADABLE>(arrivedBody(request), () => UNREAD) : routable(request);
       if (routed === UNREAD) response = unread(path, started);
-      else if (routed === UNREADABLE) response = unreadBodyResponse(path, started, "INVALID_JSON");
+      else if (routed === UNREADABLE) response = unreadBodyResponse(path, started, now(), "INVALID_JSON");
       else {
         response = await withDeadline(request, requestId, path, started, app.handle(routed));
       }
     } catch (error) {
       deps.log.error("request_failed", { error: error instanceof Error ? error.message : String(error) });
-      response = fallbackResponse(path, started);
+      response = fallbackResponse(path, started, now());
     }
     return finish(request, requestId, routeOf(path), started, response);
   };
@@ -237,7 +249,7 @@ export function instrumentedHandler(
    * request, on the cheapest routes).
    */
   const serveAtEdge = (request: Request, requestId: string, path: string, edgeRoute: EdgeRoute): Response | Promise<Response> => {
-    const started = performance.now();
+    const started = now();
     let answer: Response | Promise<Response> | undefined;
     try {
       answer = edgeRoute(request);
@@ -255,20 +267,21 @@ export function instrumentedHandler(
   /** An edge answer that threw: logged, and the app's 500 in its place. */
   const failedAtEdge = (request: Request, requestId: string, path: string, started: number, error: unknown): Response => {
     deps.log.error("request_failed", { error: error instanceof Error ? error.message : String(error) });
-    return finish(request, requestId, path, started, fallbackResponse(path, started));
+    return finish(request, requestId, path, started, fallbackResponse(path, started, now()));
   };
   const edge = app.edge;
   const handler = (request: Request, server?: PeerAddresses): Response | Promise<Response> => {
     const requestId = requestIdFrom(request.headers.get("x-request-id"));
     if (draining) {
       const path = pathOf(request.url);
-      return finish(request, requestId, routeOf(path), performance.now(), unreadBodyResponse(path, performance.now(), "SHUTTING_DOWN"));
+      const at = now();
+      return finish(request, requestId, routeOf(path), at, unreadBodyResponse(path, at, at, "SHUTTING_DOWN"));
     }
     // No path of this service holds U+0000 (`%00`): such an id in a path reached PostgreSQL's text, which cannot hold it,
     // and answered 500 there (404 on SQLite). 404, as any path no route has.
     if (request.url.includes("%00")) {
       const path = pathOf(request.url);
-      if (path.includes("%00")) return finish(request, requestId, "unmatched", performance.now(), notFoundResponse(path));
+      if (path.includes("%00")) return finish(request, requestId, "unmatched", now(), notFoundResponse(path));
     }
     const context = new ServedRequest(requestId, request, server, deps.trustProxy ?? 0);
     if (edge !== undefined) {
@@ -279,8 +292,9 @@ export function instrumentedHandler(
     return withRequestContext(context, serveByApp, request, requestId);
   };
   return Object.assign(handler, {
+    quiesce: () => void (quiescing = true),
     drain: () => {
-      draining = true;
+      draining = quiescing = true;
       bodies.expireAll();
     },
     cut: () => {

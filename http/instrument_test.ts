@@ -188,6 +188,24 @@ describe("instrumentedHandler() deadline", () => {
     expect(lines.filter((line) => line.event === "request_deadline").map((line) => line.requestId)).toEqual(["first", "second"]);
   });
 
+  test("a request cut at shutdown logs the time it ran, as its elapsed says, not the deadline", async () => {
+    // Review: `request_cut_at_shutdown` said "ms":245000 for writes cut about 20 s in (`elapsed: "21947ms"`).
+    let clock = 1_000_000;
+    let started = 0;
+    const stuck = { routes: [], handle: () => (started++, new Promise<Response>(() => {})) } as unknown as Elysia;
+    const lines: Record<string, unknown>[] = [];
+    const log = createJsonLogger("debug", { context: requestLogContext, out: (line) => lines.push(JSON.parse(line)) });
+    const serve = instrumentedHandler(stuck, { metrics: createPrometheusMetrics(), log, nowMs: () => clock });
+    const answer = serve(new Request("http://ats.test/v1/delegated-attest", { method: "POST", body: "{}", headers: { "content-length": "2", "x-request-id": "cut" } }));
+    while (started === 0) await Bun.sleep(1);
+    clock += 21_947;
+    serve.cut();
+    const response = await answer;
+    expect({ status: response.status, body: await response.json() }).toMatchObject({ status: 503, body: { code: "OUTCOME_UNKNOWN", elapsed: "21947ms" } });
+    const cut = lines.filter((line) => line.event === "request_cut_at_shutdown");
+    expect(cut).toEqual([expect.objectContaining({ requestId: "cut", method: "POST", path: "/v1/delegated-attest", ms: 21_947 })]);
+  });
+
   test("an answer before the deadline is passed through", async () => {
     const quick = { routes: [], handle: () => Promise.resolve(new Response("ok", { status: 201 })) } as unknown as Elysia;
     const response = await handler(quick)(new Request("http://ats.test/v1/artifact-trust"));
