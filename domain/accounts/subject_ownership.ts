@@ -102,7 +102,7 @@ export function createSubjectOwnership(deps: {
       const key = discovery.value.controllerKeys.find((k) => isSameControllerId(k.canonicalId, walletDid.value));
       if (key !== undefined) return ok(verified(key.sources.includes("dns-txt") ? "dns" : "did-document"));
       // Only a source that could not be read now leaves it open; one read and unusable for good (a did.json that is not
-      // JSON, a host the address policy refuses) is the subject's: the proof failed.
+      // JSON or not the subject's document, a redirect) is the subject's: the proof failed.
       if (discovery.value.evidence.some(unreadableNow)) {
         return fail("NETWORK_ERROR", "A source of the subject's controllers could not be read now");
       }

@@ -14,10 +14,11 @@ export type EvidenceItem = {
   keys: string[];
   error?: string;
   /**
-   * On an `unavailable` source only: the source was read and cannot be used, and reading it again will not change that
-   * (a did.json that is not JSON or not the subject's DID document, over the byte cap, a redirect, a 4xx other than 404,
-   * a host the address policy refuses). Absent: the source could not be read now (SERVFAIL, a timeout, a refused
-   * connection, a 5xx, a spent lookup budget), and the next read may answer.
+   * On an `unavailable` source only: the source was read and is content that can never be the subject's DID document
+   * (not JSON or not the subject's DID document, over the byte cap, a redirect; or a did:web naming no usable host).
+   * Absent: the source could not be read now (SERVFAIL, a timeout, a refused connection, an HTTP status other than 200
+   * and 404, an address the policy refuses, a spent lookup budget), and the next read may answer
+   * ({@link isLastingFetchFailure} in did_document.ts).
    */
   lasting?: true;
   /** DNS TXT only, when the name answered with TXT records: each record as published (strings joined). */

@@ -50,8 +50,7 @@ function describeEvidence(evidence: readonly EvidenceItem[]): string {
  * source that could not be read may be the one naming the controller (performance_reliability fault matrix 31: a
  * failing lookup is never a definitive answer). 422 is kept for every source answering, none naming the controller;
  * a controller one source confirms is written whatever the others said. A source that was read and is unusable for good
- * (`lasting`: a did.json that is not JSON or not the subject's DID document, over 64 KiB, a redirect, a host the
- * address policy refuses) answered too: it names no controller, so it leaves the answer 422, the message saying why.
+ * (`lasting`: a did.json that is not JSON or not the subject's DID document, over 64 KiB, a redirect) answered too: it names no controller, so it leaves the answer 422, the message saying why.
  * Before, those were 502 as well, and a client retried a subject's own lasting fault as an outage of ours. The rule is
  * controller authorization's (liveControllerEvidence's `unavailable`), so the two never disagree on one subject.
  * Nothing was reserved, paid or sent: the answer is not kept under an `Idempotency-Key` (domain/idempotency
