@@ -104,6 +104,11 @@ export type Submission =
    * nonce was used; the same request succeeds once the signer is back (503 SIGNER_UNAVAILABLE).
    */
   | { readonly ok: false; readonly reason: "signer-unavailable" }
+  /**
+   * Once the wallet's lock was held, the request's {@link SubmitOptions.stillValid} said no (its signed deadline came
+   * too close while it waited behind the wallet's other sends): nothing was signed or sent and no nonce was used.
+   */
+  | { readonly ok: false; readonly reason: "expired" }
   /** Mined, and reverted. */
   | { readonly ok: false; readonly reason: "reverted"; readonly txHash: HexString; readonly blockNumber: bigint }
   /** It may have reached the chain (the node could not be asked, or the receipt did not come in time). */
@@ -145,6 +150,13 @@ export type SubmitOptions = {
    * left "signed" is settled exactly like a "sent" one (decisions §15), so skipping it loses nothing.
    */
   readonly onSent: (txHash: HexString) => Promise<void>;
+  /**
+   * Asked once the wallet's lock is held, just before signing: false sends nothing (`expired`). The delegated writes
+   * pass whether every signed deadline is still beyond the margin (decisions §6): a request that waited behind the
+   * wallet's other sends (a slow node) was signed and sent after its deadline and reverted at the delegate's cost.
+   * Called on the send's path, so it must be cheap and read nothing (a comparison with the clock). Absent: always sent.
+   */
+  readonly stillValid?: (() => boolean) | undefined;
 };
 
 /** Whether a wallet can pay for one more transaction, read before anything is recorded. */

@@ -34,9 +34,11 @@ export type Attempt =
     /** The receipt the sync send may still bring, raced with the polls. */
     readonly lateReceipt?: Promise<RawReceipt | undefined> | undefined;
   }
-  | { readonly tx: undefined; readonly settled: "not-broadcast" | "signer-unavailable" };
+  | { readonly tx: undefined; readonly settled: "not-broadcast" | "signer-unavailable" | "expired" };
 export const nothingSent: Attempt = { tx: undefined, settled: "not-broadcast" };
 export const signerDown: Attempt = { tx: undefined, settled: "signer-unavailable" };
+/** The request's `stillValid` said no under the lock: nothing signed, the nonce still the next one. */
+export const noLongerValid: Attempt = { tx: undefined, settled: "expired" };
 
 /** The sender's delivery state: its node, its log, the chain's block cadence, and whether the sync method is used. */
 export type Delivery = {

@@ -15,6 +15,8 @@ export type SendOutcome =
   | { readonly ok: false; readonly reason: "not-broadcast" }
   /** The wallet's signer gave no signature (decisions §27): nothing was sent, and the nonce stays free. */
   | { readonly ok: false; readonly reason: "signer-unavailable" }
+  /** The request's `stillValid` said no once the wallet's lock was held: nothing was signed or sent, the nonce stays free. */
+  | { readonly ok: false; readonly reason: "expired" }
   | { readonly ok: false; readonly reason: "reverted"; readonly txHash: HexString; readonly blockNumber: bigint; readonly gasUsed?: bigint; readonly effectiveGasPrice?: bigint }
   | { readonly ok: false; readonly reason: "unknown-outcome"; readonly txHash: HexString };
 

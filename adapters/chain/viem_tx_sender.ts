@@ -10,7 +10,7 @@ import { ATTESTED_TOPIC } from "../../domain/eas_abi.ts";
 import { type JsonRpc, quantity } from "./json_rpc.ts";
 import { privateKeyBytes, signEip1559 } from "./eip1559.ts";
 import { type Arrival, awaitReceipt, createBlockCadence, describe, type Log, receiptOutcome, type ReceiptLog, type SendOutcome } from "./_tx_receipts.ts";
-import { type Attempt, deliver, type Delivery, nothingSent, sendRaw, signerDown } from "./_tx_delivery.ts";
+import { type Attempt, deliver, type Delivery, noLongerValid, nothingSent, sendRaw, signerDown } from "./_tx_delivery.ts";
 import { createFees, type Fees } from "./_tx_fees.ts";
 
 export { describe, type ReceiptLog, type SendOutcome } from "./_tx_receipts.ts";
@@ -29,6 +29,11 @@ export type SendRequest = {
   readonly onSent?: ((txHash: HexString) => Promise<void>) | undefined;
   /** What the signature is for, in the audit trail (default `transaction`; the witness's are `witness`). */
   readonly purpose?: SignaturePurpose | undefined;
+  /**
+   * Asked under the wallet's lock, once the nonce is known and before signing: false signs and sends nothing (`expired`)
+   * and the nonce stays the next one. Absent: always sent.
+   */
+  readonly stillValid?: (() => boolean) | undefined;
 };
 
 /** Sends transactions from one wallet; nonces are assigned in one place per wallet. */
@@ -263,6 +268,9 @@ async function sendRequest(state: SenderState, request: SendRequest): Promise<Se
     return { ok: false, reason: "not-broadcast" };
   }
   const signAndSend = async (nonce: number): Promise<Attempt> => {
+    // Under the lock, after whatever the request waited behind (a slow node's sends): a request that is no longer worth
+    // sending (its signed deadline too close) leaves nothing signed, stored or sent, and its nonce to the next one.
+    if (request.stillValid?.() === false) return noLongerValid;
     const signed = await state.signTransaction({
       chainId: options.chainId,
       to: request.to,
@@ -315,10 +323,11 @@ async function sendRequest(state: SenderState, request: SendRequest): Promise<Se
     const outcome = await signAndSend(nonce);
     // Unless the node plainly took it, it may or may not hold this nonce: re-read the pending count next time. Not
     // signed: nothing left, the nonce is still the next one.
-    state.nextNonce = outcome.settled === "accepted" ? nonce + 1 : outcome.settled === "signer-unavailable" ? nonce : undefined;
+    state.nextNonce = outcome.settled === "accepted" ? nonce + 1 : outcome.settled === "signer-unavailable" || outcome.settled === "expired" ? nonce : undefined;
     return outcome;
   });
   if (attempt.settled === "signer-unavailable") return { ok: false, reason: "signer-unavailable" };
+  if (attempt.settled === "expired") return { ok: false, reason: "expired" };
   if (attempt.tx === undefined || attempt.settled === "not-broadcast") return { ok: false, reason: "not-broadcast" };
   // A send answered with its receipt goes straight to its outcome, which the caller records: a "sent" record
   // in between would be one more commit that no crash could need (a signed record is settled the same way).
@@ -343,14 +352,14 @@ export async function submitAttestation(
   options: SubmitOptions,
   purpose?: SignaturePurpose,
 ): Promise<Submission> {
-  const outcome = await sender.send({ to: easAddress, data, gas: options.gas, onSigned: options.onSigned, onSent: options.onSent, purpose });
+  const outcome = await sender.send({ to: easAddress, data, gas: options.gas, onSigned: options.onSigned, onSent: options.onSent, purpose, stillValid: options.stillValid });
   if (!outcome.ok) return outcome;
   return { ok: true, txHash: outcome.txHash, blockNumber: outcome.blockNumber, uid: attestedUid(outcome.logs, easAddress) };
 }
 
 /** Sends EAS `multiAttestByDelegation` (its calldata `data`) from `sender`, and reads every new uid off the receipt, in order. */
 export async function submitAttestationBatch(sender: TxSender, easAddress: HexString, data: HexString, options: SubmitOptions): Promise<BatchSubmission> {
-  const outcome = await sender.send({ to: easAddress, data, gas: options.gas, onSigned: options.onSigned, onSent: options.onSent });
+  const outcome = await sender.send({ to: easAddress, data, gas: options.gas, onSigned: options.onSigned, onSent: options.onSent, stillValid: options.stillValid });
   if (!outcome.ok) return outcome;
   return { ok: true, txHash: outcome.txHash, blockNumber: outcome.blockNumber, uids: attestedUids(outcome.logs, easAddress) };
 }

@@ -55,13 +55,14 @@ function sender(rpc: JsonRpc, options: { sendSync?: SendSyncMode; pauseMs?: numb
     sendSyncGraceMs: options.graceMs,
     receiptTimeoutMs: options.receiptTimeoutMs,
   });
-  const send = () =>
+  const send = (stillValid?: () => boolean) =>
     s.send({
       to: "0x000000000000000000000000000000000000dEaD",
       data: "0x",
       gas: 21_000n,
       onSigned: async (tx) => void signed.push(tx),
       onSent: async (hash) => void sent.push(hash),
+      stillValid,
     });
   return { send, signed, sent, events };
 }
@@ -223,5 +224,45 @@ describe("createTxSender with eth_sendRawTransactionSync", () => {
     box.signed = s.signed;
     expect((await s.send()).ok).toBe(true);
     expect(node.methods().slice(3)).toEqual(["eth_sendRawTransaction", "eth_getTransactionReceipt"]);
+  });
+});
+
+describe("createTxSender: stillValid, asked under the wallet's lock", () => {
+  test("a send queued behind a slow one is asked once the lock is held: no → nothing signed or sent, the nonce left to the next send", async () => {
+    // The first send's answer is held (a slow provider): the second waits for the wallet's lock meanwhile.
+    const hold = held<unknown>();
+    const box = { signed: [] as SignedTx[] };
+    let sends = 0;
+    const node = fakeNode({
+      eth_sendRawTransaction: () => (++sends === 1 ? hold.promise : box.signed.at(-1)!.txHash),
+      eth_getTransactionReceipt: (call) => receiptOf(String(call.params[0])),
+    });
+    const s = sender(node.rpc, { sendSync: "off" });
+    box.signed = s.signed;
+    const first = s.send(() => true);
+    while (sends === 0) await Bun.sleep(1);
+    // Valid as long as the first send has no answer: asked before the lock, it would say yes and be sent.
+    let firstAnswered = false;
+    let asked = 0;
+    const second = s.send(() => {
+      asked++;
+      return !firstAnswered;
+    });
+    // Every step the second send can take before the lock is promise work (the fee read, answered by this node at
+    // once), done before any timer: once this one fires, the second waits for the lock, whatever the machine's speed.
+    await new Promise((resolve) => setImmediate(resolve));
+    firstAnswered = true;
+    hold.release(s.signed[0]!.txHash);
+    expect(await first).toMatchObject({ ok: true, txHash: s.signed[0]!.txHash });
+    expect(await second).toEqual({ ok: false, reason: "expired" });
+    expect(asked).toBe(1);
+    expect(s.signed).toHaveLength(1);
+    expect(sends).toBe(1);
+    expect(s.sent).toEqual([s.signed[0]!.txHash]);
+    // The nonce the expired send would have used goes to the next one, with no read of the pending count.
+    const reads = node.methods().filter((m) => m === "eth_getTransactionCount").length;
+    expect(await s.send(() => true)).toMatchObject({ ok: true });
+    expect(s.signed.map((tx) => tx.nonce)).toEqual([7, 8]);
+    expect(node.methods().filter((m) => m === "eth_getTransactionCount").length).toBe(reads);
   });
 });

@@ -10,7 +10,7 @@ import type { ReplayStore } from "../../ports/replay_store.ts";
 import type { Keccak256 } from "../../ports/keccak.ts";
 import type { Secp256k1 } from "../../ports/secp256k1.ts";
 import type { DelegatedRequest } from "./delegated_request.ts";
-import type { Fail } from "../result.ts";
+import { type Fail, fail } from "../result.ts";
 import type { RelayGuard } from "./relay_guard.ts";
 
 /** Codes a delegated attestation can fail with; the HTTP layer maps each to a status. */
@@ -167,6 +167,24 @@ export type Sending = {
   /** Set once the transaction is signed (or gas burned): the caller's reservation is then not given back. */
   kept: boolean;
 };
+
+/**
+ * Whether a signed `deadline` is still far enough ahead to be sent (decisions §6): more than `deadlineMarginSeconds`
+ * beyond `nowMs` (default: the use case's clock now), in whole seconds. Asked on arrival and again under the delegate
+ * wallet's lock just before signing (`stillValid` of ports/eas.ts): a request that waited there behind a slow
+ * node's sends was signed and sent after its deadline, and reverted at the delegate's cost.
+ */
+export function deadlineHolds(deps: Pick<DelegatedAttestDeps, "clock" | "deadlineMarginSeconds">, deadline: bigint, nowMs = deps.clock.nowMs()): boolean {
+  return deadline > BigInt(Math.floor(nowMs / 1000) + (deps.deadlineMarginSeconds ?? 0));
+}
+
+/** The answer to a request whose deadline came within the margin while it waited for the delegate wallet: nothing sent. */
+export function expiredWhileQueued(deps: Pick<DelegatedAttestDeps, "deadlineMarginSeconds">): DelegatedAttestFailure {
+  return fail(
+    "SIGNATURE_EXPIRED",
+    `Signature expires too soon: while the request waited for the delegate wallet, its deadline came within ${deps.deadlineMarginSeconds ?? 0} seconds, too close to be mined before it; nothing was sent or charged; sign again with a later deadline`,
+  );
+}
 
 /** The factor of headroom a simulated gas carries (the adapter adds a fifth for state that changes before inclusion). */
 const SIMULATION_HEADROOM = { num: 12n, den: 10n } as const;

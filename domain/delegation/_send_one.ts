@@ -4,7 +4,17 @@ import { fail, type Ok, ok } from "../result.ts";
 import { signerUnavailable } from "./signer_unavailable.ts";
 import { cannotPay } from "./_refusals.ts";
 import { deployCounterfactual } from "./_deploy_wallet.ts";
-import { type Claimed, type DelegatedAttestCaller, type DelegatedAttestDeps, type DelegatedAttestFailure, type DelegatedAttestSuccess, type Sending, simulationCap } from "./_delegated_attest_types.ts";
+import {
+  type Claimed,
+  deadlineHolds,
+  type DelegatedAttestCaller,
+  type DelegatedAttestDeps,
+  type DelegatedAttestFailure,
+  type DelegatedAttestSuccess,
+  expiredWhileQueued,
+  type Sending,
+  simulationCap,
+} from "./_delegated_attest_types.ts";
 
 /** Sends one checked request, deploying its counterfactual wallet first when it must. */
 export async function sendOne(deps: DelegatedAttestDeps, claimed: Claimed, caller: DelegatedAttestCaller): Promise<Ok<DelegatedAttestSuccess> | DelegatedAttestFailure> {
@@ -66,6 +76,8 @@ async function submitClaimed(sending: Sending, caller: DelegatedAttestCaller): P
   }
   const submission = await claimed.delegate.submit(call, {
     gas: simulation.gas,
+    // Asked once the wallet's lock is held: the request may have waited there behind a slow node's sends (decisions §6).
+    stillValid: () => deadlineHolds(deps, claimed.request.deadline),
     onSigned: async (tx) => {
       // A record the reconciler already released must not be sent under: nobody could settle it.
       if (!(await deps.replay.markSigned(key, tx))) throw new Error("The submission record was released before sending");
@@ -101,6 +113,14 @@ async function settleSubmission(sending: Sending, submission: Submission, gas: b
     await deps.guard?.refund?.(gas, sending.chargedTo);
     await ticket?.release();
     return signerUnavailable();
+  }
+  if (submission.reason === "expired") {
+    // Its deadline came within the margin while it waited for the wallet: nothing signed or sent, no nonce used; the
+    // signature, the gas charged and the caller's reservation are given back, as for any refusal before broadcast.
+    await deps.replay.release(key);
+    await deps.guard?.refund?.(gas, sending.chargedTo);
+    await ticket?.release();
+    return expiredWhileQueued(deps);
   }
   if (submission.reason === "reverted") {
     await deps.replay.finish(key, { state: "reverted", txHash: submission.txHash, blockNumber: submission.blockNumber });

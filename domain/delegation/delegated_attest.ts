@@ -29,7 +29,7 @@ import type {
   DelegatedAttestFailure,
   DelegatedAttestSuccess,
 } from "./_delegated_attest_types.ts";
-import { simulationCap } from "./_delegated_attest_types.ts";
+import { deadlineHolds, simulationCap } from "./_delegated_attest_types.ts";
 
 /** `details` of an ATTESTER_MISMATCH whose signature is valid for an older nonce: re-sign and resubmit. */
 export const NONCE_MOVED = "NONCE_MOVED";
@@ -147,7 +147,8 @@ async function checkOffChain(ctx: AttestContext, body: unknown, caller: Delegate
   // Too close to be mined before it passes: refused before any RPC rather than sent to revert at the delegate's cost.
   // After the replay lookup: a signature on record answers with its outcome to the end (a resend told to sign again
   // would have written the review twice).
-  if (request.deadline <= now + ctx.minAhead) {
+  // The same test runs again under the delegate wallet's lock just before signing (_send_one.ts, the batch's too).
+  if (!deadlineHolds(deps, request.deadline)) {
     return fail("SIGNATURE_EXPIRED", `Signature expires too soon: its deadline must be more than ${ctx.minAhead} seconds ahead, so that the transaction is mined before it; sign again with a later deadline`);
   }
   // Issue 23: a wallet whose ERC-6492 factory call the service already sent, mined, without deploying it, is not

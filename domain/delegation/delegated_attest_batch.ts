@@ -30,7 +30,7 @@ import type {
   DelegatedAttestFailure,
   DelegatedAttestSuccess,
 } from "./_delegated_attest_types.ts";
-import { batchSimulationCap } from "./_delegated_attest_types.ts";
+import { batchSimulationCap, deadlineHolds, expiredWhileQueued } from "./_delegated_attest_types.ts";
 import { type DelegatedRequest, delegatedRequestOf } from "./delegated_request.ts";
 
 /** At most this many requests in one batch (decisions §23). */
@@ -224,10 +224,15 @@ async function sendBatch(run: BatchRun, submitBatch: NonNullable<Claimed["delega
     }
   }
   const signed = new Set<Item>();
+  // Asked under the wallet's lock (decisions §6): one expired item makes EAS revert the whole call. One comparison, the
+  // earliest deadline's; the time it was asked at tells, if it says no, which items expired.
+  const earliest = items.reduce((least, item) => (item.claimed.request.deadline < least ? item.claimed.request.deadline : least), items[0]!.claimed.request.deadline);
+  let askedAtMs = deps.clock.nowMs();
   let submission: BatchSubmission;
   try {
     submission = await submitBatch(calls(items), {
       gas,
+      stillValid: () => deadlineHolds(deps, earliest, askedAtMs = deps.clock.nowMs()),
       onSigned: async (tx) => {
         for (const item of items) {
           // A record the reconciler already released must not be sent under: nobody could settle it.
@@ -251,7 +256,24 @@ async function sendBatch(run: BatchRun, submitBatch: NonNullable<Claimed["delega
       for (const item of items) if (!signed.has(item)) await item.claimed.ticket?.release();
     }
   }
-  return await settleBatch(run, items, submission);
+  return await settleBatch(run, items, submission, askedAtMs);
+}
+
+/**
+ * A batch not sent because an item's deadline came within the margin while it waited for the wallet (decisions §6):
+ * nothing was signed or sent. Each such item is refused as expired, the others are given back to be sent again; every
+ * item's signature, reservation and gas go back.
+ */
+async function expiredInQueue(run: BatchRun, items: readonly Item[], askedAtMs: number): Promise<DelegatedAttestBatchOutcome> {
+  const expired = items.filter((item) => !deadlineHolds(run.deps, item.claimed.request.deadline, askedAtMs));
+  const first = expired[0]?.index ?? items[0]!.index;
+  for (const item of items) {
+    const answer = expired.includes(item)
+      ? expiredWhileQueued(run.deps)
+      : fail("INVALID_INPUT", `Request ${first} of the batch expired while the batch waited for the delegate wallet, so nothing of it was sent; this request was not sent, and may be sent again`);
+    await giveBack(run, item, answer);
+  }
+  return answered(run.results, { sent: "not-broadcast" });
 }
 
 /**
@@ -273,7 +295,7 @@ async function refuseContractsIfTheyTellSimulationsApart(run: BatchRun, items: r
 }
 
 /** Keeps what became of the one transaction on every item's record and ticket, and words each item's answer. */
-async function settleBatch(run: BatchRun, items: readonly Item[], submission: BatchSubmission): Promise<DelegatedAttestBatchOutcome> {
+async function settleBatch(run: BatchRun, items: readonly Item[], submission: BatchSubmission, askedAtMs: number): Promise<DelegatedAttestBatchOutcome> {
   const { deps, caller, results } = run;
   if (submission.ok) {
     for (const [i, item] of items.entries()) {
@@ -291,6 +313,7 @@ async function settleBatch(run: BatchRun, items: readonly Item[], submission: Ba
     }
     return answered(results, { sent: "not-broadcast" });
   }
+  if (submission.reason === "expired") return await expiredInQueue(run, items, askedAtMs);
   if (submission.reason === "signer-unavailable") {
     // Nothing signed or sent (decisions §27): every signature, reservation and the gas charged go back.
     for (const item of items) await giveBack(run, item, signerUnavailable());

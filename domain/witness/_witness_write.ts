@@ -159,7 +159,8 @@ export async function confirmAndWrite(deps: ControllerWitnessDeps, request: {
         method,
       });
     }
-    if (submission.reason === "not-broadcast") {
+    // (`expired` only answers a submission that asked `stillValid`, which the witness does not: nothing was sent either.)
+    if (submission.reason === "not-broadcast" || submission.reason === "expired") {
       await deps.ledger.release(reservationId, deps.clock.nowMs());
       return fail("SUBMISSION_FAILED", "The chain refused the witness transaction; nothing was written or charged");
     }

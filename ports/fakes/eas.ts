@@ -35,7 +35,19 @@ export function fakeDelegate(options: { simulation?: Simulation; submission?: Su
       delegate.simulations++;
       return Promise.resolve(delegate.simulation);
     },
+    /**
+     * The wallet's lock: awaited before anything is signed, as a real sender waits behind the wallet's other sends
+     * (a test holds it, or moves its clock there). Then `stillValid` is asked, as the real sender asks it.
+     */
+    lock: undefined as (() => Promise<void>) | undefined,
+    /** How often a submission's `stillValid` said no: nothing signed or sent. */
+    expired: 0,
     async submit(call: DelegatedAttestCall, opts: SubmitOptions): Promise<Submission> {
+      await delegate.lock?.();
+      if (opts.stillValid?.() === false) {
+        delegate.expired++;
+        return { ok: false, reason: "expired" };
+      }
       counter++;
       const tx = fakeSignedTx(delegate.address, counter, "a");
       try {
@@ -73,6 +85,11 @@ export function fakeDelegate(options: { simulation?: Simulation; submission?: Su
       return Promise.resolve({ ok: true, gas });
     },
     async submitBatch(calls: readonly DelegatedAttestCall[], opts: SubmitOptions): Promise<BatchSubmission> {
+      await delegate.lock?.();
+      if (opts.stillValid?.() === false) {
+        delegate.expired++;
+        return { ok: false, reason: "expired" };
+      }
       counter++;
       const tx = fakeSignedTx(delegate.address, counter, "c");
       try {
