@@ -77,7 +77,11 @@ export async function wireSubmissions(
     createSubmissionReconciler({
       books: [
         trackedBook(replayBook(storage.replay, on.eas.reader, several ? on.chain.chainId : undefined), tracking),
-        witnessBook(storage.ledger, systemClock, several ? { chainId: on.chain.chainId, isDefault: i === 0 } : undefined),
+        // A private relay write whose transaction the node cannot show is charged once its signatures are spent on chain.
+        witnessBook(storage.ledger, systemClock, several ? { chainId: on.chain.chainId, isDefault: i === 0 } : undefined, {
+          replay: storage.replay,
+          eas: on.eas.reader,
+        }),
       ],
       txStatus: createViemTxStatusReader({
         client: on.eas.client,

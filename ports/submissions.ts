@@ -15,9 +15,18 @@ export type TxStatus =
     readonly uidsBySignature?: ReadonlyMap<string, HexString> | undefined;
   }
   | { readonly status: "reverted"; readonly blockNumber: bigint }
+  /**
+   * No receipt, but the node names the block the transaction is in (a load-balanced provider whose backend answering
+   * receipts is behind the head): it is mined, its outcome (uid, or a revert) comes with the receipt. Never "replaced".
+   */
+  | { readonly status: "included"; readonly blockNumber: bigint }
   /** No receipt, but the node holds the transaction and its nonce is still free: it may yet be mined. */
   | { readonly status: "pending" }
-  /** No receipt, and the sender's mined nonce has moved past the transaction's nonce: it can never be mined. */
+  /**
+   * No receipt, the sender's mined nonce has moved past the transaction's nonce, and the node holds the transaction in
+   * no block (or not at all): another transaction took its nonce, so it can never be mined. A node that cannot find a
+   * mined transaction says the same: the books tell that case apart by what the write spent (`SubmissionBook.spent`).
+   */
   | { readonly status: "replaced" }
   /**
    * The node knows nothing of the hash: never broadcast, or dropped from its pool. When the stored

@@ -41,11 +41,13 @@ export function createViemWitnessWriter(options: {
 
 /**
  * Reads what the chain says about transactions the service signed, for reconciliation: the receipt;
- * without one, whether the node still holds the transaction and whether its sender's mined nonce has
- * passed it (then it can never be mined). The nonce is read before the last receipt check, so a
- * transaction mined in between is reported mined, not replaced. With the stored transaction, a hash the
- * node does not know is checked against the wallet's nonce too: "not-found" then means its nonce is still
- * free, and `rebroadcast` sends the stored bytes again through the wallet's sender.
+ * without one, whether the node holds the transaction in a block (mined: the receipt is still to come, as from a
+ * load-balanced provider whose backend answering receipts is behind), in its pool, or not at all, and whether its
+ * sender's mined nonce has passed it. Only a transaction in no block whose nonce was passed is "replaced", and that
+ * is read again after the nonce (the receipt, then the transaction), so one mined in between is never reported
+ * replaced. With the stored transaction, a hash the node does not know is checked against the wallet's nonce too:
+ * "not-found" then means its nonce is still free, and `rebroadcast` sends the stored bytes again through the
+ * wallet's sender.
  */
 export function createViemTxStatusReader(options: {
   client: PublicClient;
@@ -79,6 +81,10 @@ export function createViemTxStatusReader(options: {
   };
   const minedCount = async (wallet: string) =>
     BigInt(await client.request({ method: "eth_getTransactionCount", params: [wallet as HexString, "latest"] }));
+  const byHash = (txHash: HexString) => client.request({ method: "eth_getTransactionByHash", params: [txHash] });
+  // The node names the transaction's block but gives no receipt: mined, its outcome still to come.
+  const included = (tx: { readonly blockNumber: string | null } | null): TxStatus | undefined =>
+    tx?.blockNumber ? { status: "included", blockNumber: BigInt(tx.blockNumber) } : undefined;
   return {
     async status(txHash, known): Promise<TxStatus> {
       let op = "getTransactionReceipt";
@@ -86,15 +92,21 @@ export function createViemTxStatusReader(options: {
         const mined = await receiptStatus(txHash, known);
         if (mined !== undefined) return mined;
         op = "getTransactionByHash";
-        const tx = await client.request({ method: "eth_getTransactionByHash", params: [txHash] });
+        const tx = await byHash(txHash);
+        const inBlock = included(tx);
+        if (inBlock !== undefined) return inBlock;
         const wallet = tx?.from ?? known?.wallet;
         const nonce = tx ? BigInt(tx.nonce) : known === undefined ? undefined : BigInt(known.nonce);
         if (wallet === undefined || nonce === undefined) return { status: "not-found" };
         op = "getTransactionCount";
         if ((await minedCount(wallet)) <= nonce) return tx ? { status: "pending" } : { status: "not-found" };
+        // The nonce is spent: by this transaction (mined since the first reads) or by another one. Replaced only when
+        // the node still gives no receipt and holds the transaction in no block.
         op = "getTransactionReceipt";
-        // The nonce is spent: by this transaction (mined since the first read) or by another one.
-        return (await receiptStatus(txHash, known)) ?? { status: "replaced" };
+        const late = await receiptStatus(txHash, known);
+        if (late !== undefined) return late;
+        op = "getTransactionByHash";
+        return included(await byHash(txHash)) ?? { status: "replaced" };
       } catch (error) {
         log("rpc_error", { op, error: describe(error) });
         return { status: "rpc-error" };

@@ -6,7 +6,9 @@
  * - signed or sent, looked up by hash (with the stored nonce): mined → recorded with its uid (a batch's item with
  *   its own, decisions §23; a witness
  *   is charged); reverted → recorded as such (a witness is given back); its nonce taken by another
- *   transaction → released; still held by the node → left for the next round;
+ *   transaction → released, unless what the submission spends is spent (then it landed: recorded mined, charged);
+ *   still held by the node → left for the next round; in a block whose receipt the node does not give yet (a
+ *   provider's backend behind the head) → left for the next round too, never released: the receipt settles it;
  * - unknown to the node while its nonce is still free → the stored bytes are sent again (same nonce,
  *   same hash, so the intent lands at most once); the node refusing them → released, since nothing can
  *   land. A delegated transaction resent after its deadline reverts on chain and is then settled as
@@ -28,6 +30,7 @@ import type { SponsoredWriteLedger } from "../../ports/accounts.ts";
 import type { ReplayStore } from "../../ports/replay_store.ts";
 import type { OpenSubmission, SignedTx, SubmissionBook, TxStatusReader } from "../../ports/submissions.ts";
 import type { TxReplacement, TxReplacementStore } from "../../ports/tx_replacements.ts";
+import { delegatedWriteSpent } from "./sponsored_write_spent.ts";
 
 /** What one reconciliation round did. */
 export type ReconcileReport = { mined: number; reverted: number; released: number; rebroadcast: number; bumped: number; open: number };
@@ -127,7 +130,7 @@ async function earlier(round: Reconciling, book: SubmissionBook, row: OpenSubmis
       report.reverted++;
       return "settled" as const;
     }
-    if (status.status === "pending" || status.status === "rpc-error") {
+    if (status.status === "pending" || status.status === "included" || status.status === "rpc-error") {
       report.open++;
       return "open" as const;
     }
@@ -217,6 +220,8 @@ async function settle(round: Reconciling, book: SubmissionBook, row: OpenSubmiss
       if (latest !== null && (await bump(round, book, row, latest, replacements))) return;
       report.open++;
       return;
+    case "included":
+    // Mined, its receipt still to come: nothing to bump or give back; the receipt settles it in a later round.
     case "rpc-error":
       report.open++;
       return;
@@ -303,13 +308,24 @@ export function replayBook(replay: ReplayStore, eas?: EasReader, chainId?: numbe
 /**
  * The sponsored writes (the witness's and the private relay's) as a book: mined is charged, reverted and released are
  * given back. With `chain` (several chains, decisions §30), the book holds the rows written on that chain only; a row
- * that names no chain (written before rows kept it) is the default chain's.
+ * that names no chain (written before rows kept it) is the default chain's. With `spends` (the replay records and the
+ * chain's EAS reader), a private relay write whose transaction the node cannot show while its nonce is passed is
+ * charged, not given back, when the attesters' EAS nonces moved past its signatures' (as the replay book reads them).
  */
-export function witnessBook(ledger: SponsoredWriteLedger, clock: Clock, chain?: { readonly chainId: number; readonly isDefault: boolean }): SubmissionBook {
+export function witnessBook(
+  ledger: SponsoredWriteLedger,
+  clock: Clock,
+  chain?: { readonly chainId: number; readonly isDefault: boolean },
+  spends?: { readonly replay: ReplayStore; readonly eas: EasReader },
+): SubmissionBook {
   const STATES = { reserved: "checked", signed: "signed", broadcast: "sent" } as const;
   const ours = (w: { readonly chainId?: number | undefined }) =>
     chain === undefined || (w.chainId === undefined ? chain.isDefault : w.chainId === chain.chainId);
   return {
+    spent: spends === undefined ? undefined : async (id) => {
+      const tx = (await ledger.find(id))?.tx;
+      return tx == null ? false : await delegatedWriteSpent(spends.replay, spends.eas, tx.raw);
+    },
     name: "sponsored_writes",
     open: async (createdBeforeMs) =>
       (await ledger.unsettled(createdBeforeMs)).filter(ours).map((w) => ({

@@ -1,0 +1,55 @@
+/**
+ * The reconciler's status reader against a provider whose receipts lag (a load-balanced backend behind the head
+ * answers `eth_getTransactionReceipt` with null for a mined transaction): a transaction the node names a block for is
+ * mined, never "replaced"; only one in no block (or unknown) whose nonce was passed is.
+ */
+import { describe, expect, test } from "bun:test";
+import type { PublicClient } from "viem";
+import type { HexString, SignedTx } from "../../ports/eas.ts";
+import { createViemTxStatusReader } from "./viem_witness.ts";
+
+const WALLET = "0x00000000000000000000000000000000000000aa" as HexString;
+const HASH = `0x${"ab".repeat(32)}` as HexString;
+const known: SignedTx = { txHash: HASH, raw: "0x02", wallet: WALLET, nonce: 4 };
+
+/** A node answering each method from a queue (the last answer repeats), counting the calls. */
+function fakeNode(answers: Record<string, unknown[]>) {
+  const calls: string[] = [];
+  const client = {
+    request({ method }: { method: string }) {
+      calls.push(method);
+      const queue = answers[method];
+      if (queue === undefined) throw new Error(`unexpected ${method}`);
+      return Promise.resolve(queue.length > 1 ? queue.shift() : queue[0]);
+    },
+  };
+  return { calls, reader: createViemTxStatusReader({ client: client as unknown as PublicClient, easAddress: WALLET }) };
+}
+const inPool = { from: WALLET, nonce: "0x4", blockNumber: null };
+const inBlock = { from: WALLET, nonce: "0x4", blockNumber: "0xc" };
+
+describe("createViemTxStatusReader() with receipts that lag", () => {
+  test("a transaction in a block with no receipt is included (mined, its outcome to come), whatever the wallet's nonce", async () => {
+    const { reader, calls } = fakeNode({ eth_getTransactionReceipt: [null], eth_getTransactionByHash: [inBlock], eth_getTransactionCount: ["0x5"] });
+    expect(await reader.status(HASH, known)).toEqual({ status: "included", blockNumber: 12n });
+    expect(calls).toEqual(["eth_getTransactionReceipt", "eth_getTransactionByHash"]);
+  });
+
+  test("mined between the reads: the nonce passed, then the transaction found in a block is included, not replaced", async () => {
+    const { reader } = fakeNode({ eth_getTransactionReceipt: [null], eth_getTransactionByHash: [inPool, inBlock], eth_getTransactionCount: ["0x5"] });
+    expect(await reader.status(HASH, known)).toEqual({ status: "included", blockNumber: 12n });
+  });
+
+  test("replaced only when the nonce passed and the node holds the transaction in no block, or not at all", async () => {
+    for (const tx of [inPool, null]) {
+      const { reader, calls } = fakeNode({ eth_getTransactionReceipt: [null], eth_getTransactionByHash: [tx], eth_getTransactionCount: ["0x5"] });
+      expect(await reader.status(HASH, known)).toEqual({ status: "replaced" });
+      expect(calls).toEqual(["eth_getTransactionReceipt", "eth_getTransactionByHash", "eth_getTransactionCount", "eth_getTransactionReceipt", "eth_getTransactionByHash"]);
+    }
+  });
+
+  test("the nonce still free: pending when held, not-found when unknown", async () => {
+    expect(await fakeNode({ eth_getTransactionReceipt: [null], eth_getTransactionByHash: [inPool], eth_getTransactionCount: ["0x4"] }).reader.status(HASH, known)).toEqual({ status: "pending" });
+    expect(await fakeNode({ eth_getTransactionReceipt: [null], eth_getTransactionByHash: [null], eth_getTransactionCount: ["0x4"] }).reader.status(HASH, known)).toEqual({ status: "not-found" });
+  });
+});
