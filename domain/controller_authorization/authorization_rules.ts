@@ -15,10 +15,12 @@
  * - `authorized` = no `mismatch`, and one of: a witness window open at `at` (`anchoredFrom ≤ at < until`), live
  *   evidence with no `until`, a verified transfer proof with no `until`.
  * - Live evidence describes now; the caller passes none when `at` is older than the discovery cache allows.
+ * - `endpointsCouldChange`: with an endpoint that did not answer, whether its word could change the verdict (key
+ *   status's rule, one computation): a binding that does not count names the controller or an attester up the chain.
  */
 import { isSameControllerId } from "../did/mod.ts";
 import type { LiveMethod } from "../discovery/mod.ts";
-import { type BindingEvidence, bindingNames, countingBindings, type WitnessEvidence } from "../keys/mod.ts";
+import { type BindingEvidence, bindingNames, countingBindings, endpointsCouldChange, type WitnessEvidence } from "../keys/mod.ts";
 
 /** The W3C verification relationships a binding may grant. */
 export const KEY_PURPOSES = ["authentication", "assertionMethod", "keyAgreement"] as const;
@@ -43,6 +45,8 @@ export type ControllerAuthorizationInput = {
   readonly bindings: readonly BindingEvidence[];
   /** The controller ids the endpoints name now (for §17's rule on who may bind). */
   readonly endpointKeys: readonly string[];
+  /** Whether an endpoint source gave no answer: `endpointKeys` may then lack controllers they name. */
+  readonly endpointUnavailable?: boolean | undefined;
   /** The live methods naming the controller now; empty when none does or when live evidence does not count at `at`. */
   readonly liveMethods: readonly LiveMethod[];
   /**
@@ -76,6 +80,11 @@ export type ControllerAuthorizationVerdict = {
   readonly keyBindingUids: readonly string[];
   /** Present when a transfer proof was checked (did:pkh contract subjects). */
   readonly transferProofVerified?: boolean | undefined;
+  /**
+   * Whether the word of an endpoint that did not answer could change this verdict (key status's
+   * {@link endpointsCouldChange}, over this verdict's counting bindings): false when every endpoint answered.
+   */
+  readonly endpointsCouldChange: boolean;
 };
 
 /** Whether a witness stood at `at`: written by then, neither revoked nor expired by then. */
@@ -138,5 +147,6 @@ export function evaluateControllerAuthorization(input: ControllerAuthorizationIn
     keyBindingUid: newest?.uid ?? null,
     keyBindingUids: bindings.map((b) => b.uid),
     ...(transferChecked ? { transferProofVerified } : {}),
+    endpointsCouldChange: input.endpointUnavailable === true && endpointsCouldChange(input, counts, controllerDid),
   };
 }

@@ -232,18 +232,16 @@ export function createControllerAuthorization(deps: ControllerAuthorizationDeps)
       witnesses: e.witnesses,
       bindings: e.bindings,
       endpointKeys: e.endpointKeys,
+      endpointUnavailable: e.endpointUnavailable,
       liveMethods: live.ok ? live.value : [],
       transferProofs: proofs.value,
     });
     // A live source that failed matters only when nothing else authorizes: never a guess.
     if (!live.ok && !verdict.authorized) return live;
-    // A binding naming the controller that does not count now may count by the endpoints' word (§17: its attester named
-    // by them), and a revoked one is the controller's cut: with an endpoint that did not answer, the verdict would be a
-    // guess. Before, a DNS outage (or a domain's lookup budget spent by anyone) dropped the owner's revoked binding, and
-    // a controller it had cut off was authorized again.
-    const atSeconds = BigInt(at.value);
-    const undecided = (b: BindingEvidence) => b.time <= atSeconds && bindingNames(b, controllerDid.value) && !verdict.keyBindingUids.includes(b.uid);
-    if (e.endpointUnavailable && e.bindings.some(undecided)) return fail("NETWORK_ERROR", ENDPOINT_FAILED);
+    // A binding that does not count may count by the endpoints' word (§17): one naming the controller (its cut), or the
+    // attester of a binding the verdict rests on, up the chain. With an endpoint unanswered, a guess (as key status).
+    // Before, a DNS outage dropped the owner's cut, and a cut-off controller (or one it bound again) was authorized.
+    if (verdict.endpointsCouldChange) return fail("NETWORK_ERROR", ENDPOINT_FAILED);
     return ok({
       subjectDid: subjectDid.value,
       controllerDid: controllerDid.value,

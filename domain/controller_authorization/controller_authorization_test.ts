@@ -214,6 +214,53 @@ describe("createControllerAuthorization()", () => {
     }
   });
 
+  test("an owner named by did.json only cut off K, which then bound C again: with did.json unread (a timeout, or not JSON), NETWORK_ERROR, never C authorized (review)", async () => {
+    // O, named by did.json only, bound the witnessed K and revoked it: K is cut off. W bound the witnessed C and revoked
+    // it: C's window ends. After its cut, K bound C again. Read, did.json makes O's cut count and K's binding not: C is
+    // not authorized. Unread, O's cut did not count, K was not cut, its binding of C counted and C was authorized again.
+    const s = setUp({ didJson: { id: SUBJECT, verificationMethod: [{ id: `${SUBJECT}#owner`, type: "EcdsaSecp256k1RecoveryMethod2020", controller: SUBJECT, blockchainAccountId: `eip155:${CHAIN}:${OWNER}` }] }, cacheSeconds: 0 });
+    const [K, W, C] = ["0x00000000000000000000000000000000000000c1", "0x00000000000000000000000000000000000000c2", "0x00000000000000000000000000000000000000c3"];
+    for (const controller of [K, W, C]) s.witness(pkh(controller), { time: NOW_S - 500 });
+    s.binding(OWNER, pkh(K), { time: NOW_S - 450, revocationTime: NOW_S - 400 });
+    const windowEnd = s.binding(W, pkh(C), { time: NOW_S - 450, revocationTime: NOW_S - 400 });
+    s.binding(K, pkh(C), { time: NOW_S - 200 });
+    expect(await s.authorize({ subjectDid: SUBJECT, controllerDid: pkh(C) }))
+      .toMatchObject({ ok: true, value: { authorized: false, until: String(NOW_S - 400), keyBindingUids: [windowEnd] } });
+    const url = "https://shop.test/.well-known/did.json";
+    for (const answer of [{ status: "unavailable", url, reason: "timeout" }, { status: "unavailable", url, reason: "invalid-json" }] as const) {
+      s.docs.answers["shop.test"] = answer;
+      expect([answer.reason, await s.authorize({ subjectDid: SUBJECT, controllerDid: pkh(C) })]).toMatchObject([answer.reason, { ok: false, code: "NETWORK_ERROR" }]);
+    }
+  });
+
+  test("the owner's cut two hops up (O cut K; K bound J again; J bound C), with did.json unread: NETWORK_ERROR", async () => {
+    const s = setUp({ didJson: { id: SUBJECT, verificationMethod: [{ id: `${SUBJECT}#owner`, type: "EcdsaSecp256k1RecoveryMethod2020", controller: SUBJECT, blockchainAccountId: `eip155:${CHAIN}:${OWNER}` }] }, cacheSeconds: 0 });
+    const [K, J, W, C] = ["0x00000000000000000000000000000000000000c1", "0x00000000000000000000000000000000000000c4", "0x00000000000000000000000000000000000000c2", "0x00000000000000000000000000000000000000c3"];
+    for (const controller of [K, J, W, C]) s.witness(pkh(controller), { time: NOW_S - 500 });
+    s.binding(OWNER, pkh(K), { time: NOW_S - 450, revocationTime: NOW_S - 400 });
+    s.binding(W, pkh(J), { time: NOW_S - 450, revocationTime: NOW_S - 400 });
+    const windowEnd = s.binding(W, pkh(C), { time: NOW_S - 450, revocationTime: NOW_S - 400 });
+    s.binding(K, pkh(J), { time: NOW_S - 300 });
+    s.binding(J, pkh(C), { time: NOW_S - 200 });
+    // Read: K's binding of J does not count (K was cut), so J stays cut, and J's binding of C does not count either.
+    expect(await s.authorize({ subjectDid: SUBJECT, controllerDid: pkh(C) }))
+      .toMatchObject({ ok: true, value: { authorized: false, until: String(NOW_S - 400), keyBindingUids: [windowEnd] } });
+    s.docs.answers["shop.test"] = { status: "unavailable", url: "https://shop.test/.well-known/did.json", reason: "timeout" };
+    expect(await s.authorize({ subjectDid: SUBJECT, controllerDid: pkh(C) })).toMatchObject({ ok: false, code: "NETWORK_ERROR" });
+  });
+
+  test("with did.json unread and no cut anywhere up the chain, the witness window still decides (a stranger's binding of another key aside)", async () => {
+    const s = setUp({ cacheSeconds: 0 });
+    s.docs.answers["shop.test"] = { status: "unavailable", url: "https://shop.test/.well-known/did.json", reason: "timeout" };
+    const [K, J, C, STRANGER] = ["0x00000000000000000000000000000000000000c1", "0x00000000000000000000000000000000000000c4", "0x00000000000000000000000000000000000000c3", "0x00000000000000000000000000000000000000e1"];
+    for (const controller of [K, J, C]) s.witness(pkh(controller), { time: NOW_S - 500 });
+    s.binding(J, pkh(K), { time: NOW_S - 400 });
+    const kc = s.binding(K, pkh(C), { time: NOW_S - 300 });
+    s.binding(STRANGER, pkh("0x00000000000000000000000000000000000000e2"), { time: NOW_S - 200, revocationTime: NOW_S - 100 });
+    expect(await s.authorize({ subjectDid: SUBJECT, controllerDid: pkh(C) }))
+      .toMatchObject({ ok: true, value: { authorized: true, until: null, anchoredFrom: String(NOW_S - 500), keyBindingUids: [kc] } });
+  });
+
   test("a witness window from the index, a pinning witness shown with `pinned`, a binding by publicKeyJwk", async () => {
     const s = setUp();
     s.witness(pkh(OWNER), { time: NOW_S - 500 });

@@ -18,6 +18,8 @@
  *   With several bindings, an active one wins, else the newest.
  * - Trust level: `advanced` = a witness of the key and an active binding; `intermediate` = a witness of the key;
  *   `basic` = the endpoint evidence names the key now; `none` otherwise.
+ * - With an endpoint source that gave no answer, the verdict says whether its word could change it
+ *   ({@link endpointsCouldChange}): the callers then answer `NETWORK_ERROR`, never a guess.
  */
 import { type BindingAuthority, createBindingAuthority, earliestEnd } from "../bindings/mod.ts";
 import { didJwkToJwk, isSameControllerId, jwkToDidJwk } from "../did/mod.ts";
@@ -75,6 +77,8 @@ export type KeyTrustInput = {
   readonly bindings: readonly BindingEvidence[];
   /** The controller ids the subject's endpoints publish now. */
   readonly endpointKeys: readonly string[];
+  /** Whether an endpoint source gave no answer: `endpointKeys` may then lack controllers they name. */
+  readonly endpointUnavailable?: boolean | undefined;
 };
 
 /** The verdict, with the records behind it. */
@@ -84,6 +88,11 @@ export type KeyTrust = {
   readonly endpointFound: boolean;
   readonly controllerWitness: WitnessEvidence | null;
   readonly keyBinding: BindingEvidence | null;
+  /**
+   * Whether the word of an endpoint that did not answer could change this verdict ({@link endpointsCouldChange}):
+   * false when every endpoint answered. The callers answer `NETWORK_ERROR` then, never a guess.
+   */
+  readonly endpointsCouldChange: boolean;
 };
 
 type BindingState = "active" | "revoked" | "expired" | "pending";
@@ -141,15 +150,64 @@ export function countingBindings(
     bindings: input.bindings.filter((b) => b.time <= input.at),
     chainId: input.chainId,
     controlled: (b) => bindingCounts(input, b) || alsoControlled(b),
-    lasting: (b) => {
-      const pkh = `did:pkh:eip155:${input.chainId}:${b.attester.toLowerCase()}`;
-      return isSameControllerId(input.subjectDid, pkh) || input.endpointKeys.some((k) => isSameControllerId(k, pkh));
-    },
+    lasting: (b) => trustedOutright(input, b.attester),
     names: bindingNames,
     // A revocation counts once made, by `at`.
     endOf: (b) => earliestEnd(bindingEnd(b), b.revocationTime <= input.at ? b.revocationTime : 0n),
     revokedAt: (b) => (b.revocationTime <= input.at ? b.revocationTime : 0n),
   });
+}
+
+/** Whether an attester is never cut off: the subject itself, or a controller its endpoints name now. */
+function trustedOutright(input: Pick<KeyTrustInput, "subjectDid" | "chainId" | "endpointKeys">, attester: string): boolean {
+  const pkh = `did:pkh:eip155:${input.chainId}:${attester.toLowerCase()}`;
+  return isSameControllerId(input.subjectDid, pkh) || input.endpointKeys.some((k) => isSameControllerId(k, pkh));
+}
+
+/**
+ * Whether the endpoints' word could change a verdict on `keyDid` resting on the counting bindings (`counts`, the
+ * verdict's own): key status and controller authorization ask it alike when an endpoint did not answer (decisions §25:
+ * one computation), and answer `NETWORK_ERROR` when it could. A binding that does not count may count by their word
+ * (its attester one they name, and such an attester is never cut off). So the verdict is open when a binding written
+ * by `at` that does not count names the key, or names the attester of a counting binding the verdict rests on, written
+ * no later than that binding (it may have cut the attester off before it wrote it), and so on up the chain: the
+ * bindings that gave such an attester its authority back rest on their own attesters. An attester trusted outright
+ * now (the subject, a controller the endpoints that answered name) is never cut off: the chain stops there. Before,
+ * only bindings naming the key were looked at: an owner named by an unreadable did.json had cut off a controller that
+ * then bound the key again, and that binding counted, the key authorized again.
+ */
+export function endpointsCouldChange(
+  input: Pick<KeyTrustInput, "subjectDid" | "chainId" | "endpointKeys" | "at" | "bindings">,
+  counts: (binding: BindingEvidence) => boolean,
+  keyDid: string,
+): boolean {
+  const written = input.bindings.filter((b) => b.time <= input.at).sort(newestFirst);
+  // Each attester up the chain, by address: the latest time of a binding by it the verdict rests on.
+  const restsUntil = new Map<string, bigint>();
+  const queued = new Set<string>();
+  const queue: string[] = [];
+  /** True when a binding naming `did`, written by `until`, does not count; queues the attesters of those that do. */
+  const open = (did: string, until: bigint): boolean => {
+    for (const b of written) {
+      if (b.time > until || !bindingNames(b, did)) continue;
+      if (!counts(b)) return true;
+      const attester = b.attester.toLowerCase();
+      const known = restsUntil.get(attester);
+      if (trustedOutright(input, attester) || (known !== undefined && known >= b.time)) continue;
+      restsUntil.set(attester, b.time);
+      if (!queued.has(attester)) {
+        queued.add(attester);
+        queue.push(attester);
+      }
+    }
+    return false;
+  };
+  if (open(keyDid, input.at)) return true;
+  for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+    queued.delete(next);
+    if (open(`did:pkh:eip155:${input.chainId}:${next}`, restsUntil.get(next)!)) return true;
+  }
+  return false;
 }
 
 /**
@@ -194,7 +252,7 @@ export function evaluateKeyTrust(input: KeyTrustInput): KeyTrust {
     : endpointFound
     ? "basic"
     : "none";
-  return { status, trustLevel, endpointFound, controllerWitness: keyWitness, keyBinding: chosen };
+  return { status, trustLevel, endpointFound, controllerWitness: keyWitness, keyBinding: chosen, endpointsCouldChange: input.endpointUnavailable === true && endpointsCouldChange(input, counts, keyDid) };
 }
 
 /** What raises a key's trust one level, for people (the console's "next step"). */

@@ -148,6 +148,20 @@ describe("evaluateKeyTrust()", () => {
     expect([ended.status, ended.keyBinding?.uid]).toEqual(["expired", "0xb600"]);
   });
 
+  test("endpointsCouldChange: a binding that does not count, naming the key or an attester up the chain it rests on, by then", () => {
+    // OWNER (witnessed) bound the key; STRANGER (named by no one that answered) bound OWNER and revoked it: a cut if the
+    // endpoints that did not answer name STRANGER. Only with an endpoint unanswered, and only a cut written no later
+    // than the binding resting on OWNER.
+    const base = { witnesses: [witness(pkh(OWNER), 100n)], bindings: [binding(500n)] };
+    const cut = (time: bigint) => binding(time, { uid: `0xc${time}`, attester: STRANGER, keyId: pkh(OWNER), revocationTime: time + 1n });
+    expect(judge({ ...base, endpointUnavailable: true }).endpointsCouldChange).toBe(false);
+    expect(judge({ ...base, bindings: [...base.bindings, cut(300n)] }).endpointsCouldChange).toBe(false);
+    expect(judge({ ...base, bindings: [...base.bindings, cut(300n)], endpointUnavailable: true }).endpointsCouldChange).toBe(true);
+    expect(judge({ ...base, bindings: [...base.bindings, cut(600n)], endpointUnavailable: true }).endpointsCouldChange).toBe(false);
+    // OWNER named by an endpoint that answered is never cut off: the chain stops there.
+    expect(judge({ ...base, bindings: [...base.bindings, cut(300n)], endpointUnavailable: true, endpointKeys: [pkh(OWNER)] }).endpointsCouldChange).toBe(false);
+  });
+
   test("a witness revoked or expired by `at` no longer counts", () => {
     expect(judge({ witnesses: [witness(KEY, 100n, { expirationTime: 900n })] }).trustLevel).toBe("none");
     expect(judge({ witnesses: [witness(KEY, 100n, { revocationTime: 900n })] }).trustLevel).toBe("none");

@@ -12,7 +12,9 @@
  * read their flood of attestations about someone else's subject.
  *
  * A lookup that cannot be made is `NETWORK_ERROR`, never a guess: a failed chain read, or endpoint evidence that
- * could not be read when it would have mattered (the key not found among the sources that answered).
+ * could not be read when it would have mattered (the key not found among the sources that answered, or a binding
+ * that does not count without their word naming the key or an attester up the chain its verdict rests on:
+ * `endpointsCouldChange` of key_rules.ts, controller authorization's rule too).
  */
 import { isSameControllerId } from "../did/mod.ts";
 import { liveControllerEvidence, type LookupClient } from "../discovery/mod.ts";
@@ -68,6 +70,7 @@ async function keyStatus(
   const e = await withJwkEvidence(ctx, read.value.get(subjectDid.value)!, subjectDid.value, keyDid.value, lookup);
   if (!endpointDecided(e, keyDid.value)) return fail("NETWORK_ERROR", ENDPOINT_FAILED);
   const trust = evaluateKeyTrust({ subjectDid: subjectDid.value, keyDid: keyDid.value, at: BigInt(at.value), chainId: ctx.chainId, ...e });
+  if (trust.endpointsCouldChange) return fail("NETWORK_ERROR", ENDPOINT_FAILED);
   const sources = [...new Set(e.endpointKeys.filter((k) => isSameControllerId(k, keyDid.value)).flatMap((k) => e.endpointSources.get(k) ?? []))];
   const w = trust.controllerWitness;
   const b = trust.keyBinding;
@@ -106,7 +109,8 @@ async function keyTrustMany(
     const verdicts = new Map<string, { status: KeyStatusValue; trustLevel: TrustLevel }>();
     for (const keyDid of keyDids) {
       if (!endpointDecided(e, keyDid)) return fail("NETWORK_ERROR", ENDPOINT_FAILED);
-      const { status: s, trustLevel } = evaluateKeyTrust({ subjectDid, keyDid, at, chainId: ctx.chainId, ...e });
+      const { status: s, trustLevel, endpointsCouldChange } = evaluateKeyTrust({ subjectDid, keyDid, at, chainId: ctx.chainId, ...e });
+      if (endpointsCouldChange) return fail("NETWORK_ERROR", ENDPOINT_FAILED);
       verdicts.set(keyDid, { status: s, trustLevel });
     }
     out.set(subjectDid, verdicts);
@@ -133,5 +137,8 @@ async function withJwkEvidence(ctx: KeyTrustContext, e: SubjectEvidence, subject
   return { ...e, endpointKeys: [...e.endpointKeys, keyDid], endpointSources: new Map([...e.endpointSources, [keyDid, sources]]) };
 }
 
-/** Whether the endpoint evidence could decide about `keyDid` (found, or every source answered). */
+/**
+ * Whether the endpoint evidence could decide about `keyDid` (found, or every source answered). Found, the verdict may
+ * still rest on a binding a cut by the endpoints' word would void: the verdict's `endpointsCouldChange` says so.
+ */
 const endpointDecided = (e: SubjectEvidence, keyDid: string) => !e.endpointUnavailable || e.endpointKeys.some((k) => isSameControllerId(k, keyDid));

@@ -171,6 +171,31 @@ describe("createKeyStatus()", () => {
     expect(broken.ok ? "ok" : broken.code).toBe("NETWORK_ERROR");
   });
 
+  test("the key found by DNS, did.json unread, and the owner it names cut off the key's binder: NETWORK_ERROR, never active (review)", async () => {
+    // O, named by did.json only, bound the witnessed J and revoked it: J is cut off, and its later binding of the key
+    // does not count. With did.json not JSON, O's cut did not count, and the key was `active` on J's binding.
+    const J = "0x00000000000000000000000000000000000000c4";
+    const seed = (s: ReturnType<typeof setUp>) => {
+      s.witness(pkh(J), ISSUER, { time: NOW_S - 500 });
+      s.binding(OWNER, { time: NOW_S - 450, revocationTime: NOW_S - 400 }, pkh(J));
+      s.binding(J, { time: NOW_S - 300 });
+    };
+    const read = setUp({ endpointKeys: [KEY, pkh(OWNER)] });
+    seed(read);
+    const answer = await read.status(SUBJECT, KEY);
+    expect(answer.ok && [answer.value.status, answer.value.keyBinding]).toEqual(["registered", null]);
+    const unread = setUp({ endpointKeys: [KEY], lasting: true });
+    seed(unread);
+    expect(await unread.status(SUBJECT, KEY)).toMatchObject({ ok: false, code: "NETWORK_ERROR" });
+    expect(await unread.many([SUBJECT], [KEY])).toMatchObject({ ok: false, code: "NETWORK_ERROR" });
+    // No cut anywhere: J's binding stands, and the key found answers.
+    const uncut = setUp({ endpointKeys: [KEY], lasting: true });
+    uncut.witness(pkh(J), ISSUER, { time: NOW_S - 500 });
+    uncut.binding(J, { time: NOW_S - 300 });
+    const active = await uncut.status(SUBJECT, KEY);
+    expect(active.ok && [active.value.status, active.value.trustLevel]).toEqual(["active", "basic"]);
+  });
+
   test("many(): every key for every subject from one log read and two attestation reads", async () => {
     const s = setUp({ endpointKeys: [KEY] });
     s.witness(KEY);

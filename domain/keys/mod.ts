@@ -9,6 +9,7 @@ export {
   bindingEnd,
   type BindingEvidence,
   countingBindings,
+  endpointsCouldChange,
   evaluateKeyTrust,
   type KeyStatusValue,
   type KeyTrust,
