@@ -70,9 +70,13 @@ async function post(baseUrl: string, path: string, body: unknown, cookie?: strin
   };
 }
 
+/** A gauge's value from /metrics; a missing sample fails here, naming what was answered (a -1 for both reads read as 0 gas charged). */
 async function metric(baseUrl: string, name: string): Promise<bigint> {
-  const match = new RegExp(`^${name} (\\d+)$`, "m").exec(await (await fetch(`${baseUrl}/metrics`)).text());
-  return match === null ? -1n : BigInt(match[1]!);
+  const res = await fetch(`${baseUrl}/metrics`);
+  const text = await res.text();
+  const match = new RegExp(`^${name} (-?\\d+)$`, "m").exec(text);
+  if (match === null) throw new Error(`${name} not in /metrics (HTTP ${res.status}): ${text.split("\n").filter((l) => l.includes(name) || l.includes("gauge_failures")).join(" | ") || text.slice(0, 200)}`);
+  return BigInt(match[1]!);
 }
 
 /** A delegated attestation by `attester`, signed by the owner at the attester's EAS nonce, wrapped by `wrap`. */
