@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startServiceProcess } from "./support/service_process.ts";
+import { fakeJsonRpcNode } from "./support/fake_node.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const ANCHORS = join(ROOT, "deploy", "devnet", "trust-anchors.json");
@@ -54,25 +55,14 @@ test("each bad chains file stops the start with one line naming it", async () =>
 
 test("DEFAULT_CHAIN beside RPC_URL names the chain meant: a node answering for another stops the start naming both (it was ignored)", async () => {
   // A node that answers eth_chainId for 31337: the refusal comes before anything else is asked of it.
-  const asked: string[] = [];
-  const node = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(request) {
-      const body = await request.json() as { id: number; method: string } | { id: number; method: string }[];
-      const calls = Array.isArray(body) ? body : [body];
-      asked.push(...calls.map((c) => c.method));
-      const answers = calls.map((c) => ({ jsonrpc: "2.0", id: c.id, ...(c.method === "eth_chainId" ? { result: "0x7a69" } : { error: { code: -32601, message: "not here" } }) }));
-      return Response.json(Array.isArray(body) ? answers : answers[0]);
-    },
-  });
+  const node = fakeJsonRpcNode((method) => (method === "eth_chainId" ? "0x7a69" : undefined));
   try {
-    const { code, stderr } = await start("", { CHAINS_FILE: "", RPC_URL: `http://127.0.0.1:${node.port}`, DEFAULT_CHAIN: "eip155:8453" });
+    const { code, stderr } = await start("", { CHAINS_FILE: "", RPC_URL: node.url, DEFAULT_CHAIN: "eip155:8453" });
     expect([code, stderr.split("\n").length]).toEqual([1, 1]);
     expect(stderr).toContain("DEFAULT_CHAIN: eip155:8453 is not the chain RPC_URL serves (eip155:31337)");
-    expect(new Set(asked)).toEqual(new Set(["eth_chainId"]));
+    expect(new Set(node.asked)).toEqual(new Set(["eth_chainId"]));
   } finally {
-    await node.stop(true);
+    await node.stop();
   }
 }, 60_000);
 

@@ -12,6 +12,7 @@ import { Keystore } from "ox";
 import { encodeAbiParameters } from "viem";
 import { generatePrivateKey } from "viem/accounts";
 import { createSoftHsm, type SoftHsm, softHsmAvailable } from "./support/softhsm.ts";
+import { fakeJsonRpcNode } from "./support/fake_node.ts";
 
 const ROOT = join(import.meta.dir, "..");
 let dir: string;
@@ -118,25 +119,7 @@ describe("a signer that cannot be opened stops the start", () => {
  */
 function easNode(chainId: number) {
   const version = encodeAbiParameters([{ type: "string" }], ["1.4.0"]);
-  const asked: string[] = [];
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(request) {
-      const body = await request.json() as { id: number; method: string } | { id: number; method: string }[];
-      const calls = Array.isArray(body) ? body : [body];
-      asked.push(...calls.map((c) => c.method));
-      const answers = calls.map((c) =>
-        c.method === "eth_chainId"
-          ? { jsonrpc: "2.0", id: c.id, result: `0x${chainId.toString(16)}` }
-          : c.method === "eth_call"
-          ? { jsonrpc: "2.0", id: c.id, result: version }
-          : { jsonrpc: "2.0", id: c.id, error: { code: -32601, message: "not here" } }
-      );
-      return Response.json(Array.isArray(body) ? answers : answers[0]);
-    },
-  });
-  return { url: `http://127.0.0.1:${server.port}`, asked, stop: () => server.stop(true) };
+  return fakeJsonRpcNode((method) => (method === "eth_chainId" ? `0x${chainId.toString(16)}` : method === "eth_call" ? version : undefined));
 }
 
 /**
