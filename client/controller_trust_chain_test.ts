@@ -71,6 +71,7 @@ describe("checkControllerTrust() with the service's endpoint evidence", () => {
     baseUrl: "http://service.invalid",
     fetch: (() =>
       Promise.resolve(Response.json({
+        subject: { input: SUBJECT, canonical: SUBJECT, label: SUBJECT, type: "did:web", source: "input" },
         controllerKeys: keys.map((canonicalId) => ({ canonicalId })),
         evidence: statuses.map((status, i) => ({
           kind: i < 2 ? "dns-txt" : "did-json",

@@ -83,4 +83,16 @@ describe("endpoint evidence: what counts as the service's answer", () => {
       expect(await failureOf(() => readEndpointControllerIds(SUBJECT, { baseUrl }))).toEqual(["INVALID_RESPONSE", 200]);
     }
   });
+
+  test("evidence about another subject (a cache or a man in the middle), or naming none, is INVALID_RESPONSE: its keys are never this subject's", async () => {
+    const other = { ...EVIDENCE.subject, input: "did:web:evil.example", canonical: "did:web:evil.example" };
+    for (const subject of [other, undefined, { canonical: 7 }]) {
+      answering(() => Response.json({ ...EVIDENCE, subject }));
+      expect(await failureOf(() => trust({ baseUrl }))).toEqual(["INVALID_RESPONSE", 200]);
+      expect(await failureOf(() => readEndpointControllerIds(SUBJECT, { baseUrl }))).toEqual(["INVALID_RESPONSE", 200]);
+    }
+    // The same subject written otherwise (case, a trailing dot) is the same subject: one rule on both sides.
+    answering(() => Response.json({ ...EVIDENCE, subject: { ...EVIDENCE.subject, canonical: "did:web:API.example.com" } }));
+    expect(await readEndpointControllerIds(SUBJECT, { baseUrl })).toEqual([KEY]);
+  });
 });

@@ -224,6 +224,13 @@ async function loadEndpointEvidence(
   if (!isRecord(body) || !Array.isArray(body.controllerKeys) || !Array.isArray(body.evidence)) {
     throw new AtsClientError("INVALID_RESPONSE", `The answer of ${url} is not endpoint evidence: is baseUrl the service?`, { status: response.status });
   }
+  // About the subject asked, by the one subject rule (the service answers `subject.canonical`, the normalized DID): a
+  // cache or a man in the middle answering another domain's evidence must not name its keys as this subject's.
+  const answered = isRecord(body.subject) ? normalizeSubjectDid(String(body.subject.canonical)) : undefined;
+  const asked = normalizeSubjectDid(subjectDid);
+  if (answered === undefined || !answered.ok || !asked.ok || answered.value !== asked.value) {
+    throw new AtsClientError("INVALID_RESPONSE", `The answer of ${url} is endpoint evidence about another subject: is baseUrl the service?`, { status: response.status });
+  }
   const keys = body.controllerKeys.map((k: unknown) => (isRecord(k) ? k.canonicalId : undefined)).filter((k): k is string => typeof k === "string");
   const evidence = body.evidence.filter(isRecord);
   const thumbprints = evidence
