@@ -40,6 +40,14 @@ async function signatureSpent(replay: ReplayStore, eas: EasReader, key: string):
   const record = await replay.find(key);
   if (record === undefined || record.state === "reverted") return false;
   if (record.state === "mined") return true;
+  return await nonceMovedPast(eas, record);
+}
+
+/**
+ * Whether the attester's EAS nonce moved past the one its signature was made for (then EAS spent the signature);
+ * undefined when the nonce cannot be read. The replay book reads its open records the same way.
+ */
+export async function nonceMovedPast(eas: EasReader, record: { readonly attester: string; readonly nonce: bigint }): Promise<boolean | undefined> {
   const nonce = await eas.getAttesterNonce(record.attester as HexString);
   return nonce.ok ? nonce.nonce > record.nonce : undefined;
 }

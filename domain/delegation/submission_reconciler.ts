@@ -30,7 +30,7 @@ import type { SponsoredWriteLedger } from "../../ports/accounts.ts";
 import type { ReplayStore } from "../../ports/replay_store.ts";
 import type { OpenSubmission, SignedTx, SubmissionBook, TxStatusReader } from "../../ports/submissions.ts";
 import type { TxReplacement, TxReplacementStore } from "../../ports/tx_replacements.ts";
-import { delegatedWriteSpent } from "./sponsored_write_spent.ts";
+import { delegatedWriteSpent, nonceMovedPast } from "./sponsored_write_spent.ts";
 
 /** What one reconciliation round did. */
 export type ReconcileReport = { mined: number; reverted: number; released: number; rebroadcast: number; bumped: number; open: number };
@@ -286,9 +286,7 @@ export function replayBook(replay: ReplayStore, eas?: EasReader, chainId?: numbe
   return {
     spent: eas === undefined ? undefined : async (key) => {
       const record = await replay.find(key);
-      if (record === undefined) return undefined;
-      const nonce = await eas.getAttesterNonce(record.attester as HexString);
-      return nonce.ok ? nonce.nonce > record.nonce : undefined;
+      return record === undefined ? undefined : await nonceMovedPast(eas, record);
     },
     name: REPLAY_BOOK,
     open: async (createdBeforeMs) =>
