@@ -183,21 +183,25 @@ export interface DelegateSubmitter {
   /**
    * Deploys a counterfactual wallet through its ERC-6492 factory call before its first attestation (EAS checks
    * a contract attester's signature with the code at its address). `charge` runs with the estimated gas before
-   * anything is sent; a refusal there sends nothing. "deployed" once the attester has code.
+   * anything is sent; a refusal there sends nothing. "deployed" once the attester has code. `stillValid` is asked
+   * once the wallet's lock is held, just before signing, as {@link SubmitOptions.stillValid} is: false sends nothing
+   * ("expired").
    */
   readonly deployWallet?: (
     attester: HexString,
     deployment: WalletDeployment,
     charge: (gas: bigint) => Promise<boolean>,
+    options?: { readonly stillValid?: (() => boolean) | undefined },
   ) => Promise<WalletDeploymentOutcome>;
 }
 
 /**
  * What deploying a counterfactual wallet came to: "failed" when nothing was sent (the factory call reverts in
  * estimation, or the node refused the transaction), "signer-unavailable" when the delegate's signer gave no signature
- * (nothing sent), {@link FactoryCallBurned} when it was sent and mined and the attester still has no code.
+ * (nothing sent), "expired" when the request's `stillValid` said no under the wallet's lock (nothing signed or sent),
+ * {@link FactoryCallBurned} when it was sent and mined and the attester still has no code.
  */
-export type WalletDeploymentOutcome = "deployed" | "refused" | "failed" | "rpc-error" | "signer-unavailable" | FactoryCallBurned;
+export type WalletDeploymentOutcome = "deployed" | "refused" | "failed" | "rpc-error" | "signer-unavailable" | "expired" | FactoryCallBurned;
 
 /** The factory call was mined (or reverted) without deploying the wallet: its gas is spent. */
 export type FactoryCallBurned = {

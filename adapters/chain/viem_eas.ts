@@ -250,7 +250,7 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
       if (submission.ok && submission.uids.length === calls.length) calls.forEach((call, i) => options.onAttested?.(writtenOf(call, submission.uids[i]!, submission.blockNumber)));
       return submission;
     },
-    deployWallet: (attester, deployment, charge) => deployWallet(client, delegateSender, log, attester, deployment, charge),
+    deployWallet: (attester, deployment, charge, options) => deployWallet(client, delegateSender, log, attester, deployment, charge, options?.stillValid),
   };
   return { reader, delegate, client, ping, senderFor, senderOf };
 }
@@ -371,19 +371,22 @@ async function deployWallet(
   attester: HexString,
   deployment: WalletDeployment,
   charge: (gas: bigint) => Promise<boolean>,
+  stillValid: (() => boolean) | undefined,
 ): Promise<WalletDeploymentOutcome> {
   try {
     if (await hasCode(client, attester)) return "deployed";
     const estimate = await client.estimateGas({ account: delegateSender.address, to: deployment.factory, data: deployment.factoryCalldata });
     const gas = withHeadroom(estimate);
     if (!(await charge(gas))) return "refused";
-    const outcome = await delegateSender.send({ to: deployment.factory, data: deployment.factoryCalldata, gas });
+    const outcome = await delegateSender.send({ to: deployment.factory, data: deployment.factoryCalldata, gas, stillValid });
     // A signer that gave no signature sent nothing: the caller gives back what it charged, and may try again.
     if (!outcome.ok && outcome.reason === "signer-unavailable") return "signer-unavailable";
+    // The request's deadline came within the margin while it waited for the wallet's lock: nothing signed or sent.
+    if (!outcome.ok && outcome.reason === "expired") return "expired";
     if (!outcome.ok && outcome.reason === "unknown-outcome") return "rpc-error";
     // Whatever the factory's own outcome, what counts is code at the attester's address now.
     if (await hasCode(client, attester)) return "deployed";
-    if (!outcome.ok && (outcome.reason === "not-broadcast" || outcome.reason === "expired")) return "failed";
+    if (!outcome.ok && outcome.reason === "not-broadcast") return "failed";
     // Mined (or reverted) and no code: the gas is spent (issue 23), the caller records it.
     return { burned: true, txHash: outcome.txHash, blockNumber: outcome.blockNumber, gasUsed: outcome.gasUsed ?? null };
   } catch (error) {

@@ -4,7 +4,7 @@ import type { WalletDeployment } from "../../ports/eas.ts";
 import { fail } from "../result.ts";
 import { factoryCallFailedBefore } from "./_refusals.ts";
 import { signerUnavailable } from "./signer_unavailable.ts";
-import type { DelegatedAttestFailure, Sending } from "./_delegated_attest_types.ts";
+import { deadlineHolds, type DelegatedAttestFailure, expiredWhileQueued, type Sending } from "./_delegated_attest_types.ts";
 
 
 /**
@@ -24,7 +24,11 @@ export async function deployCounterfactual(sending: Sending, target: WalletDeplo
   }
   const chainId = deps.eas.chainId;
   const state: FactoryCallState = { refusal: undefined, recorded: false, charged: undefined };
-  const outcome = await delegate.deployWallet(request.attester, target, (gas) => admitFactoryCall(sending, target, gas, state));
+  // Asked under the wallet's lock, as the attestation's own send asks it: a request that waited there behind a slow
+  // node's sends until its deadline came within the margin spends no gas on a wallet whose attestation cannot land.
+  const outcome = await delegate.deployWallet(request.attester, target, (gas) => admitFactoryCall(sending, target, gas, state), {
+    stillValid: () => deadlineHolds(deps, request.deadline),
+  });
   if (typeof outcome === "object") {
     await deps.factoryCalls?.failed(chainId, request.attester, { txHash: outcome.txHash, gasUsed: outcome.gasUsed }, deps.clock.nowMs());
     if (ticket?.onBurned !== undefined) {
@@ -41,6 +45,11 @@ export async function deployCounterfactual(sending: Sending, target: WalletDeplo
   // Deployed, or nothing was sent: the wallet's record goes. An unknown outcome keeps it (the call may still land).
   if (state.recorded && outcome !== "rpc-error") await deps.factoryCalls?.forget(chainId, request.attester);
   if (outcome === "deployed") return undefined;
+  if (outcome === "expired") {
+    // Nothing signed or sent: the gas charged goes back, as for the attestation's own send (_send_one.ts).
+    if (state.charged !== undefined) await deps.guard?.refund?.(state.charged, sending.chargedTo);
+    return expiredWhileQueued(deps);
+  }
   if (outcome === "signer-unavailable") {
     // Nothing signed, nothing sent (decisions §27): the gas charged goes back too, and the same request may be sent
     // again. It was RPC_ERROR with the record kept, so the wallet's later requests were refused for good.

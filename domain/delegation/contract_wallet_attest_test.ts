@@ -37,6 +37,8 @@ function setup(options: {
   submission?: Submission;
   /** A second key the wallet accepts (a multi-owner wallet). */
   alsoAccepts?: HexString;
+  /** How long the factory call waits for the delegate wallet's lock (behind a slow node's sends), on the test's clock. */
+  waitsForLockMs?: number;
   walletRefusals?: ReturnType<typeof fakeWalletRefusals>;
 }) {
   const clock = fakeClock();
@@ -61,9 +63,17 @@ function setup(options: {
   };
   const delegate = {
     ...fakeDelegate({ submission: options.submission }),
-    async deployWallet(attester: HexString, deployment: WalletDeployment, charge: (gas: bigint) => Promise<boolean>): Promise<WalletDeploymentOutcome> {
+    async deployWallet(
+      attester: HexString,
+      deployment: WalletDeployment,
+      charge: (gas: bigint) => Promise<boolean>,
+      sendOptions?: { readonly stillValid?: (() => boolean) | undefined },
+    ): Promise<WalletDeploymentOutcome> {
       if (deployed) return "deployed";
       if (!(await charge(150_000n))) return "refused";
+      // The real sender asks `stillValid` once the wallet's lock is held, before signing (adapters/chain/viem_tx_sender.ts).
+      clock.set(clock.nowMs() + (options.waitsForLockMs ?? 0));
+      if (sendOptions?.stillValid?.() === false) return "expired";
       deployments.push(150_000n);
       if (options.deployOutcome !== undefined) return options.deployOutcome;
       deployed = attester.toLowerCase() === WALLET && deployment.factory === FACTORY;
@@ -364,6 +374,24 @@ describe("a factory call that burns gas without deploying the wallet (issue 23, 
     const up = setup({ deployed: false, factoryCalls, guard });
     expect((await up.attest(await walletBody(up, owner, wrap6492))).ok).toBe(true);
     expect(up.isDeployed()).toBe(true);
+  });
+
+  test("a factory call that waited for the wallet's lock until the deadline came within the margin: SIGNATURE_EXPIRED, nothing sent, the gas, the record, the signature and the reservation given back", async () => {
+    // The attestation's own send re-checked its deadline under the lock; the factory call did not, so a request that
+    // waited there behind a slow node deployed the wallet (gas spent) and was then refused as expired.
+    const factoryCalls = fakeFactoryCalls();
+    const budget = fakeGasBudget();
+    const guard = createRelayGuard({ enabled: true, relay: "private", gasBudget: budget, gasPerHour: 10_000_000n, typicalGas: 300_000n, clock: fakeClock() });
+    const env = setup({ deployed: false, factoryCalls, guard, waitsForLockMs: 600_000 });
+    const { events, caller } = ticketLog();
+    const result = await env.attest(await walletBody(env, owner, wrap6492), caller);
+    expect(result).toMatchObject({ ok: false, code: "SIGNATURE_EXPIRED" });
+    expect(env.deployments).toEqual([]);
+    expect(env.isDeployed()).toBe(false);
+    expect([...budget.windows.values()].every((gas) => gas === 0n)).toBe(true);
+    expect(factoryCalls.rows.size).toBe(0);
+    expect(env.replay.rows.size).toBe(0);
+    expect(events).toEqual(["release"]);
   });
 
   test("an attestation that reverted burned gas: a caller with onBurned keeps it charged instead of releasing it", async () => {
