@@ -26,7 +26,10 @@ export type RateLimiter = {
  * and tests).
  */
 export type RateLimit = {
-  /** Takes `count` tokens (default one) for `key` if there are that many. */
+  /**
+   * Takes `count` tokens (default one) for `key` if there are that many; a negative count gives them back (a request
+   * the service did not send after all): a bucket is refilled up to its capacity, never past it, at every take.
+   */
   readonly take: (key: string, count?: number) => RateDecision | Promise<RateDecision>;
 };
 

@@ -36,6 +36,17 @@ describe("createRateLimiter()", () => {
   });
 });
 
+describe("a negative count gives tokens back", () => {
+  test("in process and in the storage alike: taken again, never past the capacity", async () => {
+    for (const limit of [createRateLimiter(fakeClock(), { capacity: 2, perMinute: 0.01 }), createSharedRateLimiter(fakeRateCounter(), fakeClock(), { scope: "s", capacity: 2, perMinute: 0.01 })]) {
+      await limit.take("full", -1);
+      expect([await limit.take("full"), await limit.take("full"), await limit.take("full")].map((d) => d.allowed)).toEqual([true, true, false]);
+      await limit.take("full", -1);
+      expect([await limit.take("full"), await limit.take("full")].map((d) => d.allowed)).toEqual([true, false]);
+    }
+  });
+});
+
 describe("createSharedRateLimiter()", () => {
   test("answers what the in-process limiter answers, burst, Retry-After and refill alike, for single takes and batches", async () => {
     const clock = fakeClock(0);

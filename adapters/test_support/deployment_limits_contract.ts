@@ -31,6 +31,25 @@ export function deploymentLimitsContract(name: string, open: () => Promise<reado
       expect(taken.filter((t) => t.allowed)).toHaveLength(10);
     });
 
+    test("a token given back (a negative count: a request the service did not send) is taken again, never past the bucket's capacity", async () => {
+      const [first, second] = await open();
+      const bucket = { scope: fresh("scope"), capacity: 2, perMinute: 0.01 };
+      const take = (storage: Storage, key: string, count = 1) => storage.rateCounter.take(bucket, key, { count, nowMs: T0 });
+      // A key seen first through a give-back, and a full bucket given back to: both stay at the capacity.
+      for (const key of [fresh("unseen"), fresh("full")]) {
+        if (key.startsWith("full")) expect((await take(first, key, 0)).tokens).toBe(2);
+        expect((await take(second, key, -1)).allowed).toBe(true);
+        const taken = await Promise.all(Array.from({ length: 6 }, (_, i) => take(i % 2 === 0 ? first : second, key)));
+        expect(taken.filter((t) => t.allowed)).toHaveLength(2);
+      }
+      const key = fresh("spent");
+      expect((await take(first, key)).allowed && (await take(second, key)).allowed).toBe(true);
+      expect((await take(first, key)).allowed).toBe(false);
+      expect((await take(second, key, -1)).allowed).toBe(true);
+      expect((await take(first, key)).allowed).toBe(true);
+      expect((await take(second, key)).allowed).toBe(false);
+    });
+
     test("sign-in challenges: thirty parallel creations of one client at two instances store exactly its ten", async () => {
       const [first, second] = await open();
       const client = fresh("client");

@@ -28,10 +28,18 @@ type Item = BatchItem;
  * gas it was charged (decisions §23: an item refused costs nothing). Charged in a round and refused in a later one
  * (the budget refused its larger share, the node failed, the share passed the cap), its gas was kept before, so a batch
  * that sent nothing could spend the hour's budget. `keepGas`: a transaction the node refused, charged as a single
- * send's is.
+ * send's is. `notSentByUs`: the signer gave no signature or the batch waited for the wallet past a deadline, and the
+ * attester's token goes back as well.
  */
-export async function giveBack(run: BatchRun, item: Item, answer: DelegatedAttestFailure, options: { readonly keepGas?: boolean } = {}) {
+export async function giveBack(
+  run: BatchRun,
+  item: Item,
+  answer: DelegatedAttestFailure,
+  options: { readonly keepGas?: boolean; readonly notSentByUs?: boolean } = {},
+) {
   await run.deps.replay.release(item.claimed.key);
+  // Not sent because of the service (its signer, its wallet's queue): the attester's token goes back too (relay_guard.ts).
+  if (options.notSentByUs === true) await run.deps.guard?.giveBackAttester?.(item.claimed.request.attester);
   await item.claimed.ticket?.release();
   const charged = run.charged.get(item);
   if (charged !== undefined && options.keepGas !== true) {

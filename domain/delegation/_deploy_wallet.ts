@@ -48,12 +48,14 @@ export async function deployCounterfactual(sending: Sending, target: WalletDeplo
   if (outcome === "expired") {
     // Nothing signed or sent: the gas charged goes back, as for the attestation's own send (_send_one.ts).
     if (state.charged !== undefined) await deps.guard?.refund?.(state.charged, sending.chargedTo);
+    await deps.guard?.giveBackAttester?.(request.attester);
     return expiredWhileQueued(deps);
   }
   if (outcome === "signer-unavailable") {
     // Nothing signed, nothing sent (decisions §27): the gas charged goes back too, and the same request may be sent
     // again. It was RPC_ERROR with the record kept, so the wallet's later requests were refused for good.
     if (state.charged !== undefined) await deps.guard?.refund?.(state.charged, sending.chargedTo);
+    await deps.guard?.giveBackAttester?.(request.attester);
     return signerUnavailable();
   }
   if (outcome === "refused") return state.refusal ?? fail("INVALID_INPUT", "The wallet's deployment was refused");

@@ -108,9 +108,11 @@ async function settleSubmission(sending: Sending, submission: Submission, gas: b
     return fail("SUBMISSION_FAILED", "The chain refused the transaction; nothing was sent, and the same signature may be submitted again");
   }
   if (submission.reason === "signer-unavailable") {
-    // Nothing signed or sent: the signature, the gas charged and the caller's reservation are given back.
+    // Nothing signed or sent: the signature, the gas charged, the attester's token and the caller's reservation are
+    // given back.
     await deps.replay.release(key);
     await deps.guard?.refund?.(gas, sending.chargedTo);
+    await deps.guard?.giveBackAttester?.(sending.chargedTo.attester);
     await ticket?.release();
     return signerUnavailable();
   }
@@ -119,6 +121,7 @@ async function settleSubmission(sending: Sending, submission: Submission, gas: b
     // signature, the gas charged and the caller's reservation are given back, as for any refusal before broadcast.
     await deps.replay.release(key);
     await deps.guard?.refund?.(gas, sending.chargedTo);
+    await deps.guard?.giveBackAttester?.(sending.chargedTo.attester);
     await ticket?.release();
     return expiredWhileQueued(deps);
   }

@@ -271,7 +271,7 @@ async function expiredInQueue(run: BatchRun, items: readonly Item[], askedAtMs: 
     const answer = expired.includes(item)
       ? expiredWhileQueued(run.deps)
       : fail("INVALID_INPUT", `Request ${first} of the batch expired while the batch waited for the delegate wallet, so nothing of it was sent; this request was not sent, and may be sent again`);
-    await giveBack(run, item, answer);
+    await giveBack(run, item, answer, { notSentByUs: true });
   }
   return answered(run.results, { sent: "not-broadcast" });
 }
@@ -316,7 +316,7 @@ async function settleBatch(run: BatchRun, items: readonly Item[], submission: Ba
   if (submission.reason === "expired") return await expiredInQueue(run, items, askedAtMs);
   if (submission.reason === "signer-unavailable") {
     // Nothing signed or sent (decisions §27): every signature, reservation and the gas charged go back.
-    for (const item of items) await giveBack(run, item, signerUnavailable());
+    for (const item of items) await giveBack(run, item, signerUnavailable(), { notSentByUs: true });
     return answered(results, { sent: "not-broadcast" });
   }
   if (submission.reason === "reverted") {

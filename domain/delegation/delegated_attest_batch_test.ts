@@ -341,6 +341,27 @@ describe("delegated attestation batches (decisions §23)", () => {
     expect(codes((await env.batch(bodies)).results)).toEqual(["ok", "ok"]);
   });
 
+  test("a batch the signer gave no signature for gives each item's attester token back: the same batch is sent once the signer is back", async () => {
+    // Each item's token was kept: an attester with 2 an hour was refused (429) for up to an hour after the outage.
+    const clock = fakeClock();
+    const guard = createRelayGuard({
+      enabled: true,
+      clientRate: createRateLimiter(clock, { capacity: 100, perMinute: 100 }),
+      attesterRate: createRateLimiter(clock, { capacity: 2, perMinute: 0.05 }),
+      gasBudget: fakeGasBudget(),
+      gasPerHour: 1_000_000_000n,
+      typicalGas: 300_000n,
+      clock,
+    });
+    const env = setup({ clock, guard });
+    env.delegate.submission = { ok: false, reason: "signer-unavailable" };
+    const bodies = [await signed(env, { nonce: 0n }), await signed(env, { nonce: 1n, data: reviewData("0x01") })];
+    expect(codes((await env.batch(bodies)).results)).toEqual(["SIGNER_UNAVAILABLE", "SIGNER_UNAVAILABLE"]);
+    expect(codes((await env.batch(bodies)).results)).toEqual(["SIGNER_UNAVAILABLE", "SIGNER_UNAVAILABLE"]);
+    env.delegate.submission = undefined;
+    expect(codes((await env.batch(bodies)).results)).toEqual(["ok", "ok"]);
+  });
+
   test("a batch reverted on chain settles every item as reverted, the same transaction hash in each answer", async () => {
     const env = setup();
     env.delegate.submission = { ok: false, reason: "reverted", txHash: `0x${"e".repeat(64)}`, blockNumber: 9n };

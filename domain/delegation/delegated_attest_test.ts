@@ -508,6 +508,23 @@ describe("createDelegatedAttest() behind the public relay guard (decisions §12)
     expect((await env.attest(body, { clientKey: "192.0.2.1" })).ok).toBe(true);
   });
 
+  test("a signer outage spends none of the attester's hourly allowance: answers that say nothing was charged charge nothing (decisions §27)", async () => {
+    // The attester's token was kept: with 2 an hour, two 503s through an outage, then 429 for up to an hour once the
+    // signer was back.
+    const env = guarded({ attesterPerHour: 2 });
+    env.delegate.submission = { ok: false, reason: "signer-unavailable" };
+    const body = await signedBody(env);
+    for (let i = 0; i < 3; i++) expect(await env.attest(body, { clientKey: `192.0.2.${i}` })).toMatchObject({ ok: false, code: "SIGNER_UNAVAILABLE" });
+    env.delegate.submission = undefined;
+    expect((await env.attest(body, { clientKey: "192.0.2.9" })).ok).toBe(true);
+    env.eas.nonces.set(account.address.toLowerCase(), 1n);
+    expect((await env.attest(await signedBody(env, { nonce: 1n }), { clientKey: "192.0.2.9" })).ok).toBe(true);
+    env.eas.nonces.set(account.address.toLowerCase(), 2n);
+    // The allowance itself still holds: a third write this hour is refused, and a token given back never passes it.
+    expect(await env.attest(await signedBody(env, { nonce: 2n }), { clientKey: "192.0.2.9" })).toMatchObject({ ok: false, code: "RATE_LIMITED" });
+    expect(env.refusals).toEqual(["attester"]);
+  });
+
   test("past the per-address rate: 429 RATE_LIMITED with retryAfterSeconds, before any RPC, nothing recorded; another address is served", async () => {
     const env = guarded({ ip: 2 });
     expect((await env.attest(await signedBody(env), { clientKey: "192.0.2.1" })).ok).toBe(true);

@@ -77,6 +77,14 @@ export type RelayGuard = {
    * no signature (decisions §27). An hour that turned in between gets it instead: the budget is a bound.
    */
   readonly refund?: ((gas: bigint, caller?: GuardCaller | undefined) => Promise<void>) | undefined;
+  /**
+   * Gives back the attester's token (`admit`, {@link admitAttester}) of a request the service then did not send: its
+   * signer gave no signature (decisions §27: "no quota charged"), or its deadline came within the margin while it
+   * waited for the delegate wallet. Before, a client that obeyed `Retry-After: 5` through a signer outage spent its
+   * attester's hour on answers that said nothing was charged, and was refused for up to an hour once the signer was
+   * back. The client address's per-minute rate keeps its token: it bounds requests, whatever became of them.
+   */
+  readonly giveBackAttester?: ((attester: string) => Promise<void>) | undefined;
 };
 
 /** Builds the guard. */
@@ -144,6 +152,9 @@ export function createRelayGuard(deps: RelayGuardDeps): RelayGuard {
       if (await deps.gasBudget.charge(start, gas, deps.gasPerHour, sharesOf(caller))) return undefined;
       // Refused: say which part had no room (a read only on this path).
       return (await whichIsFull(start, caller, gas, retryAfterSeconds)) ?? overBudget(retryAfterSeconds);
+    },
+    async giveBackAttester(attester) {
+      await deps.attesterRate?.take(attester.toLowerCase(), -1);
     },
     async refund(gas, caller) {
       // A negative charge never passes a limit: the stores add it as they add a charge.
