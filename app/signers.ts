@@ -11,6 +11,7 @@ import type { Metrics } from "../ports/metrics.ts";
 import type { Secp256k1 } from "../ports/secp256k1.ts";
 import type { EthereumSigner, JwsSigner, SignerRole, SignerState } from "../ports/signer.ts";
 import type { Config } from "./config.ts";
+import { DEVNET_JWS_KEY_FILE } from "./payments.ts";
 
 /** The roles' signers; a role without a key is absent. */
 export type ServiceSigners = {
@@ -217,14 +218,22 @@ export function checkRawKeys(
   // it is held (the gauge counted only the first, so an alert on it missed Anvil's key in a keystore on a real chain).
   const raw = distinctSigners(signers).filter(({ signer }) => signer.raw || wellKnown(signer));
   const unused = unusedRawKeysOffChain(config, chains);
+  const generated = devnetGeneratesJwsKey(config, signers, chains);
+  const paidOn = x402Chain(config.x402);
+  const generatedOffChain = generated && paidOn !== undefined && !onDevnet(chains, paidOn) ? paidOn : undefined;
   deps.metrics.gauge(
     "ats_raw_signing_keys",
     "Signing keys held raw in this process (env:, or a keystore whose password is in the environment or empty) or answering for a published dev key, " +
       "and raw-key variables no signer reads left in the environment of a deployment on a chain that is not a devnet",
-    () => Promise.resolve([{ value: raw.length + unused.length }]),
+    () => Promise.resolve([{ value: raw.length + unused.length + (generated ? 1 : 0) }]),
   );
   const offending = raw.flatMap((entry) => {
-    const { variable, chainIds, x402ChainId } = signingPlaces(config, signers, entry, chains);
+    const places = signingPlaces(config, signers, entry, chains);
+    const { chainIds, x402ChainId } = places;
+    // A role the config names no signer for signs with the embedded devnet's key: the line says so, not only the variable.
+    const role = entry.roles[0]!;
+    const unset = places.variable === `${role.toUpperCase()}_SIGNER` && config.signers[role] === undefined;
+    const variable = unset ? `${places.variable} (unset: the embedded devnet's own key)` : places.variable;
     const chainId = chainIds.find((id) => !onDevnet(chains, id));
     return chainId === undefined ? [] : [{ ...entry, variable, chainId, where: chainId === x402ChainId ? `${chainId} (X402_NETWORK)` : String(chainId) }];
   });
@@ -234,6 +243,13 @@ export function checkRawKeys(
       throw new SignerStartError(
         `${first.variable}: a raw key (${rawWhat(first.signer)}) ` +
           `signs for ${first.roles.join(", ")} on chain ${first.where}, which is not a devnet; use a signer (docs/signing.md) or set ALLOW_RAW_KEYS=true`,
+      );
+    }
+    if (generatedOffChain !== undefined) {
+      throw new SignerStartError(
+        `X402_SIGNER: unset (and no X402_JWS_KEY), so the embedded devnet generates the x402 issuer's JWS key into DATA_DIR ` +
+          `(${DEVNET_JWS_KEY_FILE}, a raw key in a file with no password), which would sign offers and receipts for payments on chain ` +
+          `${generatedOffChain} (X402_NETWORK), which is not a devnet; use a signer (docs/signing.md) or set ALLOW_RAW_KEYS=true`,
       );
     }
     const left = unused[0];
@@ -248,12 +264,27 @@ export function checkRawKeys(
   for (const { signer, roles, chainId } of offending) {
     deps.log.warn("raw_signing_key", { roles: roles.join(","), backend: signer.backend, chainId, why: "ALLOW_RAW_KEYS=true" });
   }
+  if (generatedOffChain !== undefined) {
+    deps.log.warn("raw_signing_key", { roles: "x402", backend: "devnet-file", chainId: generatedOffChain, why: "ALLOW_RAW_KEYS=true" });
+  }
   for (const { variable, role, instead, chainId } of unused) {
     deps.log.warn("raw_signing_key", { variable, roles: role, backend: "env", unused: true, instead, chainId, why: "ALLOW_RAW_KEYS=true" });
   }
 }
 
 const ROLE_NAMES = { delegate: "delegate", witness: "witness", x402: "x402 issuer" } as const;
+
+/**
+ * Whether the embedded devnet generates the x402 issuer's JWS key into `DATA_DIR` (app/payments.ts `x402Issuer`): jws
+ * offers priced, and neither `X402_SIGNER` nor `X402_JWS_KEY` names a key. That key is raw (a file with no password)
+ * and signs outside the signer set, so it is judged here by `X402_NETWORK`'s chain like any x402 key: before, a devnet
+ * start taking payments on Base signed its offers with it, said nothing, and `ats_raw_signing_keys` did not count it.
+ */
+function devnetGeneratesJwsKey(config: Pick<Config, "x402">, signers: ServiceSigners, chains: SigningChains): boolean {
+  const x = config.x402;
+  const priced = x.witnessPrice !== undefined || x.relayPrice !== undefined || x.paidPlanPrice !== undefined;
+  return chains.embeddedDevnet && x.signingFormat === "jws" && signers.x402 === undefined && priced;
+}
 
 /**
  * The raw-key variables set but read by no signer (app/config/signers.ts), each with the first chain of the deployment

@@ -11,6 +11,7 @@ import { nobleSecp256k1, openKeccak256 } from "../adapters/crypto/mod.ts";
 import { SignerStartError } from "../adapters/signers/mod.ts";
 import { readConfig } from "./config.ts";
 import { checkChainDelegates, checkDelegatePresent, checkRawKeys, delegateOn, distinctSigners, openServiceSigners, signerStates } from "./signers.ts";
+import { generateSigningJwk } from "../x402/signers.ts";
 
 const KEY = `0x${"33".repeat(32)}`;
 
@@ -169,6 +170,30 @@ describe("raw keys are for development (decisions §27)", () => {
     const allowed = await opened({ ...paid, ALLOW_RAW_KEYS: "true" });
     checkRawKeys(allowed.config, allowed.signers, devnetChain, allowed);
     expect(allowed.warnings).toEqual(["raw_signing_key"]);
+  });
+
+  test("the JWS key the embedded devnet generates for x402 is raw: payments on a chain that is not a devnet stop the start; counted in the gauge", async () => {
+    // Found by attack: with X402_SIGNING_FORMAT=jws and X402_NETWORK=eip155:8453 the devnet generated an unencrypted
+    // P-256 key into DATA_DIR and signed Base offers with it, without a word, while eip712 stopped the same start.
+    const devnet = { chainIds: [31337], embeddedDevnet: true };
+    const base = await opened({ X402_SIGNING_FORMAT: "jws", X402_NETWORK: "eip155:8453" });
+    expect(base.config.x402.witnessPrice).toBeDefined();
+    expect(() => checkRawKeys(base.config, base.signers, devnet, base))
+      .toThrow(/^X402_SIGNER: unset \(and no X402_JWS_KEY\), so the embedded devnet generates .* on chain 8453 \(X402_NETWORK\), which is not a devnet; .*ALLOW_RAW_KEYS=true/);
+    // On the devnet's own chain it starts, and the gauge counts it beside the devnet's other keys (none opened here).
+    const own = await opened({ X402_SIGNING_FORMAT: "jws" });
+    checkRawKeys(own.config, own.signers, devnet, own);
+    expect(await own.gauges.get("ats_raw_signing_keys")!()).toEqual([{ value: 1 }]);
+    // ALLOW_RAW_KEYS=true starts, with the warning; a key named by X402_JWS_KEY is judged as the signer it is (env:).
+    const allowed = await opened({ X402_SIGNING_FORMAT: "jws", X402_NETWORK: "eip155:8453", ALLOW_RAW_KEYS: "true" });
+    checkRawKeys(allowed.config, allowed.signers, devnet, allowed);
+    expect(allowed.warnings).toEqual(["raw_signing_key"]);
+    const named = await opened({ X402_SIGNING_FORMAT: "jws", X402_NETWORK: "eip155:8453", X402_JWS_KEY: JSON.stringify(await generateSigningJwk("ES256")) });
+    expect(() => checkRawKeys(named.config, named.signers, devnet, named)).toThrow(/^X402_SIGNER: a raw key \(a private key in the environment\)/);
+    // eip712 with the devnet's own keys: the line says whose key it is (it named DELEGATE_SIGNER, which nobody had set).
+    const config = readConfig({ X402_NETWORK: "eip155:8453" });
+    const own712 = await openServiceSigners(config, { ...base, secp256k1: nobleSecp256k1, keccak256: await openKeccak256() }, { delegate: KEY, witness: KEY });
+    expect(() => checkRawKeys(config, own712, devnet, base)).toThrow(/^DELEGATE_SIGNER \(unset: the embedded devnet's own key\): a raw key .* on chain 8453 \(X402_NETWORK\)/);
   });
 
   test("a raw-key variable no signer reads is listed by name: a role moved to a *_SIGNER, or an x402 key of the other format", () => {
