@@ -360,10 +360,7 @@ async function readNonce(rpc: JsonRpc, easAddress: HexString, attester: HexStrin
   return BigInt(result);
 }
 
-/**
- * Deploys a counterfactual wallet through its factory (ERC-6492, issue 23): `charge` decides before anything is sent,
- * and what counts is code at the attester's address afterwards.
- */
+/** Deploys a counterfactual wallet (ERC-6492, issue 23): `charge` decides before any send; code at the attester counts. */
 async function deployWallet(
   client: PublicClient,
   delegateSender: TxSender,
@@ -379,10 +376,9 @@ async function deployWallet(
     const gas = withHeadroom(estimate);
     if (!(await charge(gas))) return "refused";
     const outcome = await delegateSender.send({ to: deployment.factory, data: deployment.factoryCalldata, gas, stillValid });
-    // A signer that gave no signature sent nothing: the caller gives back what it charged, and may try again.
-    if (!outcome.ok && outcome.reason === "signer-unavailable") return "signer-unavailable";
-    // The request's deadline came within the margin while it waited for the wallet's lock: nothing signed or sent.
-    if (!outcome.ok && outcome.reason === "expired") return "expired";
+    // Nothing signed or sent (the signer gave no signature, or the request's deadline came within the margin while it
+    // waited for the wallet's lock): the caller gives back what it charged.
+    if (!outcome.ok && (outcome.reason === "signer-unavailable" || outcome.reason === "expired")) return outcome.reason;
     if (!outcome.ok && outcome.reason === "unknown-outcome") return "rpc-error";
     // Whatever the factory's own outcome, what counts is code at the attester's address now.
     if (await hasCode(client, attester)) return "deployed";
