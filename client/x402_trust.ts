@@ -98,9 +98,19 @@ export async function checkControllerTrust(
     subjectDid,
     signer: input.signer,
     at: input.at,
-    evidence: { endpointKeys, witnesses: chain.witnesses, keyBindings: chain.keyBindings, chainId: options.chain?.chainId },
+    evidence: {
+      endpointKeys,
+      endpointUnavailable: endpoint?.unavailable === true,
+      witnesses: chain.witnesses,
+      keyBindings: chain.keyBindings,
+      chainId: options.chain?.chainId,
+    },
   });
-  return { ...decision, subjectDid, endpointKeys, witnesses: chain.witnesses, keyBindings: chain.keyBindings };
+  // A binding whose attester the unread source may name could count (an owner's revocation of the key's binding):
+  // key status's rule (decisions §25), never a guess.
+  const { endpointsCouldChange, ...decided } = decision;
+  if (endpointsCouldChange === true) throw new AtsClientError("NETWORK_ERROR", ENDPOINTS_UNREAD);
+  return { ...decided, subjectDid, endpointKeys, witnesses: chain.witnesses, keyBindings: chain.keyBindings };
 }
 
 /**

@@ -4,8 +4,8 @@
  */
 import type { IndexedAttestation } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
-import { type BindingAuthority, createBindingAuthority } from "../bindings/mod.ts";
-import { bindingNames } from "../keys/mod.ts";
+import type { BindingAuthority } from "../bindings/mod.ts";
+import { type BindingEvidence, bindingNames, countingBindings, endpointEvidenceOf, endpointsCouldChange, type KeyTrustInput, type WitnessEvidence } from "../keys/mod.ts";
 import { didToAddress, isSameControllerId, normalizeDid } from "../did/mod.ts";
 import { type DiscoverControllers, type DiscoveryRecord, liveControllerEvidence } from "../discovery/mod.ts";
 import { findApprovedIssuer } from "../identity/mod.ts";
@@ -13,7 +13,7 @@ import { ok, type Result } from "../result.ts";
 import { readUint } from "./proofs.ts";
 import type { Verdicts } from "./_claims.ts";
 import type { ArtifactTrustContext, PendingClaim, Policy } from "./_types.ts";
-import { decodePayload, networkError, pkhOf, readAttestations, unique } from "./_util.ts";
+import { decodePayload, networkError, readAttestations, unique } from "./_util.ts";
 
 /** Live controller discoveries one artifact-trust request runs at the same time. */
 export const LIVE_DISCOVERY_CONCURRENCY = 8;
@@ -21,18 +21,13 @@ const AUTHORIZATION_LOOKUP_FAILED = "Required controller authorization lookup fa
 /** The key purpose a controller needs to sign claims for its party. */
 const SIGNING_PURPOSE = "assertionMethod";
 
-type Witness = { readonly controller: string; readonly time: bigint };
-type KeyBinding = {
-  readonly uid: string;
-  readonly keyId: string;
-  readonly keyPurpose: readonly string[];
-  readonly attester: string;
-  readonly time: bigint;
-  readonly until: bigint | null;
-  /** When it was revoked; 0n for never. */
-  readonly revokedAt: bigint;
-};
-type PartyEvidence = { readonly witnesses: Witness[]; readonly bindings: KeyBinding[] };
+/** A key binding as key status reads it (domain/keys), with the end of its authority: revocation or expiry. */
+type KeyBinding = BindingEvidence & { readonly until: bigint | null };
+type PartyEvidence = { readonly witnesses: WitnessEvidence[]; readonly bindings: KeyBinding[] };
+/** What the party's endpoints name now, as key status reads them (for §17's rule on who may bind a key). */
+type Endpoints = Pick<KeyTrustInput, "endpointKeys" | "endpointUnavailable">;
+/** Nothing read yet: a did:web party's endpoints may name any attester; other parties have none. */
+const unread = (party: string): Endpoints => ({ endpointKeys: [], endpointUnavailable: party.startsWith("did:web:") });
 
 type Authorization =
   | { readonly kind: "authorized"; readonly anchoredFrom: bigint | null; readonly until: bigint | null }
@@ -54,11 +49,32 @@ export async function authorizeClaims(
   if (pending.length === 0) return ok(undefined);
   const evidence = await loadPartyEvidence(ctx, unique(pending.map((c) => c.party)), block, nowSeconds, policy);
   if (!evidence.ok) return evidence;
-  const decided = pending.map((claim) => ({
+  const first = pending.map((claim) => ({
     claim,
-    authorization: onChainAuthorization(ctx, evidence.value.get(claim.party)!, claim.party, claim.controller, nowSeconds),
+    ...onChainAuthorization(ctx, evidence.value.get(claim.party)!, claim.party, claim.controller, nowSeconds, unread(claim.party)),
   }));
-  const live = await liveEvidence(ctx, unique(decided.filter((d) => d.authorization.kind === "needs-live").map((d) => d.claim.party)), client);
+  // The endpoints are read for a did:web party when live evidence must decide, or when their word could change the
+  // chain's verdict (key status's `endpointsCouldChange`: a binding naming the controller, or an attester up the chain,
+  // that counts only if the endpoints name its attester, who is then never cut off). Decisions §25: one computation.
+  const live = await liveEvidence(ctx, unique(first.filter((d) => d.authorization.kind === "needs-live" || d.open).map((d) => d.claim.party)), client);
+  const decided: { claim: PendingClaim; authorization: Authorization }[] = [];
+  for (const { claim, authorization, open } of first) {
+    if (!open) {
+      decided.push({ claim, authorization });
+      continue;
+    }
+    // Without discovery nothing can be read: a verdict the endpoints could change is not verified (never a guess).
+    if (ctx.deps.discover === undefined) {
+      decided.push({ claim, authorization: { kind: "unauthorized" } });
+      continue;
+    }
+    const found = live.get(claim.party);
+    // A party that is not a usable did:web has no endpoints to name anyone.
+    const endpoints = found === undefined ? { endpointKeys: [], endpointUnavailable: false } : endpointEvidenceOf(found);
+    const read = onChainAuthorization(ctx, evidence.value.get(claim.party)!, claim.party, claim.controller, nowSeconds, endpoints);
+    if (read.open) return networkError(AUTHORIZATION_LOOKUP_FAILED);
+    decided.push({ claim, authorization: read.authorization });
+  }
   const byRoute = await contractPartyAuthorizations(ctx, decided, client);
   if (!byRoute.ok) return byRoute;
   for (const { claim, authorization } of decided) {
@@ -120,7 +136,8 @@ async function loadPartyEvidence(
       if (a.revocationTime !== 0n || typeof data.controller !== "string") continue;
       if (a.expirationTime !== 0n && a.expirationTime <= nowSeconds) continue;
       if (findApprovedIssuer(ctx.trustAnchors, a.attester, "controller-witness", Number(a.time) * 1000, ctx.chainId) === undefined) continue;
-      evidence.witnesses.push({ controller: data.controller, time: a.time });
+      // Standing now (revoked and expired ones were skipped above), as key status reads a witness.
+      evidence.witnesses.push({ uid: a.uid, attester: a.attester, controller: data.controller, observedAt: 0n, time: a.time, revocationTime: 0n, expirationTime: 0n });
     } else if (a.schema.toLowerCase() === policy.keyBindingUid) {
       // Registry expiry, like revocation, only ends the binding's window (keyBindingOf): claims made
       // while it was in force keep their authorization.
@@ -131,9 +148,39 @@ async function loadPartyEvidence(
   return ok(out);
 }
 
-/** Authorization from chain evidence alone, or the need for live evidence (did:web parties only). */
-function onChainAuthorization(ctx: ArtifactTrustContext, evidence: PartyEvidence, party: string, controller: string, nowSeconds: bigint): Authorization {
-  const counts = bindingAuthority(ctx, evidence, party);
+/**
+ * Authorization from chain evidence and the endpoints' word on who may bind (`endpoints`), or the need for live
+ * evidence (did:web parties only); `open`: the endpoints did not answer and their word could change it.
+ */
+function onChainAuthorization(
+  ctx: ArtifactTrustContext,
+  evidence: PartyEvidence,
+  party: string,
+  controller: string,
+  nowSeconds: bigint,
+  endpoints: Endpoints,
+): { readonly authorization: Authorization; readonly open: boolean } {
+  // Key status's rule on who may bind a key and who is cut off (domain/bindings `countingBindings`, decisions §25): the
+  // attester is the party itself, a controller witnessed before it wrote the binding, or one the endpoints name now;
+  // the party and a controller the endpoints name are never cut off. Before, artifact trust had its own: an approved
+  // witness issuer's binding counted (and was never cut off) where the route ignores it, and a controller the endpoints
+  // name was neither: an owner's revocation of a key's binding went unseen, and its later claims stayed "verified"
+  // where /v1/controller-authorization said not authorized.
+  const rules = { subjectDid: party, chainId: ctx.chainId, at: nowSeconds, witnesses: evidence.witnesses, bindings: evidence.bindings, ...endpoints };
+  const counts = countingBindings(rules);
+  const open = endpoints.endpointUnavailable === true && endpointsCouldChange(rules, counts, controller);
+  return { authorization: authorizationOf(evidence, counts, party, controller, nowSeconds, ctx.deps.discover !== undefined), open };
+}
+
+/** The verdict over the counting bindings: a witness window, or live evidence to ask for; the newest binding's end and purposes narrow it. */
+function authorizationOf(
+  evidence: PartyEvidence,
+  counts: BindingAuthority<KeyBinding>,
+  party: string,
+  controller: string,
+  nowSeconds: bigint,
+  canDiscover: boolean,
+): Authorization {
   const accepted = evidence.bindings.filter((b) => bindingNames(b, controller) && counts(b))
     .sort((a, b) => (a.time === b.time ? (a.uid < b.uid ? 1 : -1) : a.time < b.time ? 1 : -1));
   const newest = accepted[0];
@@ -154,31 +201,8 @@ function onChainAuthorization(ctx: ArtifactTrustContext, evidence: PartyEvidence
     }
   }
   if (firstWitness !== null) return { kind: "authorized", anchoredFrom: firstWitness, until };
-  if (party.startsWith("did:web:") && ctx.deps.discover !== undefined) return { kind: "needs-live", until };
+  if (party.startsWith("did:web:") && canDiscover) return { kind: "needs-live", until };
   return { kind: "unauthorized" };
-}
-
-/**
- * Whether a key binding counts: an approved witness issuer (or the party itself) wrote it, or a controller witnessed
- * before it whose authority no revoked or expired binding had cut off by then (domain/bindings): a stolen controller
- * key whose binding was revoked cannot bind itself, or another key, again.
- */
-function bindingAuthority(ctx: ArtifactTrustContext, evidence: PartyEvidence, party: string): BindingAuthority<KeyBinding> {
-  const byIssuer = (binding: KeyBinding) =>
-    findApprovedIssuer(ctx.trustAnchors, binding.attester, "controller-witness", Number(binding.time) * 1000, ctx.chainId) !== undefined;
-  return createBindingAuthority({
-    bindings: evidence.bindings,
-    chainId: ctx.chainId,
-    controlled: (binding) => {
-      const attester = pkhOf(ctx.chainId, binding.attester);
-      return byIssuer(binding) || isSameControllerId(party, attester) ||
-        evidence.witnesses.some((w) => w.time <= binding.time && isSameControllerId(w.controller, attester));
-    },
-    lasting: (binding) => byIssuer(binding) || isSameControllerId(party, pkhOf(ctx.chainId, binding.attester)),
-    names: bindingNames,
-    endOf: (binding) => binding.until ?? 0n,
-    revokedAt: (binding) => binding.revokedAt,
-  });
 }
 
 const pairKey = (claim: PendingClaim) => `${claim.party} ${claim.controller}`;
@@ -266,8 +290,19 @@ function keyBindingOf(a: IndexedAttestation, data: Record<string, unknown>, nowS
   for (const end of [a.revocationTime, a.expirationTime, expiresAt]) {
     if (end !== 0n && (until === null || end < until)) until = end;
   }
-  return { uid: a.uid.toLowerCase(), keyId: data.keyId, keyPurpose: purposes, attester: a.attester, time: a.time, until,
-    revokedAt: a.revocationTime };
+  return {
+    uid: a.uid.toLowerCase(),
+    keyId: data.keyId,
+    keyPurpose: purposes,
+    attester: a.attester,
+    time: a.time,
+    effectiveAt,
+    expiresAt,
+    revocationTime: a.revocationTime,
+    expirationTime: a.expirationTime,
+    ...(typeof data.publicKeyJwk === "string" && data.publicKeyJwk !== "" ? { publicKeyJwk: data.publicKeyJwk } : {}),
+    until,
+  };
 }
 
 /**

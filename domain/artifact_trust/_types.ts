@@ -88,7 +88,10 @@ export type ArtifactTrustDeps = {
   readonly trustAnchors: TrustAnchors;
   readonly clock: Clock;
   readonly jws: JwsVerifier;
-  /** Live DNS/did.json evidence for did:web parties; absent: only on-chain authorization counts. */
+  /**
+   * Live DNS/did.json evidence for did:web parties; absent: only on-chain authorization counts, and a claim whose
+   * verdict the endpoints' word could change (a binding that counts only if they name its writer) is not verified.
+   */
   readonly discover?: DiscoverControllers | undefined;
   /**
    * Controller authorization (decisions §25) over the same pinned reads, asked for an eip155 did:pkh party that no

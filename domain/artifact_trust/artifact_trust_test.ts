@@ -28,6 +28,8 @@ const COMPROMISED = "0xA000000000000000000000000000000000000005" as HexString;
 const STRANGER = "0xB000000000000000000000000000000000000001" as HexString;
 const CONTROLLER = "0xC000000000000000000000000000000000000001" as HexString;
 const NEW_KEY = "0xC000000000000000000000000000000000000002" as HexString;
+/** A second witnessed controller of the publisher: the one that binds and cuts the others. */
+const OWNER = "0xC000000000000000000000000000000000000003" as HexString;
 const PUBLISHER = "did:web:publisher.example";
 const pkh = (address: string) => `did:pkh:eip155:${CHAIN_ID}:${address.toLowerCase()}`;
 
@@ -503,9 +505,10 @@ describe("createArtifactTrust() responsibility claims", () => {
   });
 
   test("a revoked key binding ends the window: claims before it stay, claims after it go", async () => {
-    const env = setup({ discover: false });
+    const env = setup();
+    env.index.add(witness(PUBLISHER, pkh(OWNER), NOW - 1000n));
     env.index.add(witness(PUBLISHER, pkh(CONTROLLER), NOW - 1000n));
-    env.index.add(binding(PUBLISHER, pkh(CONTROLLER), WITNESS, { time: NOW - 900n, revocationTime: NOW - 300n }));
+    env.index.add(binding(PUBLISHER, pkh(CONTROLLER), OWNER, { time: NOW - 900n, revocationTime: NOW - 300n }));
     const before = attestation({ schema: "responsibility-claim", attester: CONTROLLER, data: claim(PUBLISHER, { issuedAt: NOW - 400n }), time: NOW - 400n });
     const after = attestation({ schema: "responsibility-claim", attester: CONTROLLER, data: claim(PUBLISHER, { issuedAt: NOW - 200n }), time: NOW - 200n });
     env.index.add(before);
@@ -517,9 +520,10 @@ describe("createArtifactTrust() responsibility claims", () => {
   test("a claim in the second of the revocation is outside the window (anchoredFrom ≤ at < until, as controller authorization reads it)", async () => {
     // Found by attack: read as at ≤ until, a claim mined in the revocation's block stayed verified for good, while
     // controller authorization at its time said not authorized.
-    const env = setup({ discover: false });
+    const env = setup();
+    env.index.add(witness(PUBLISHER, pkh(OWNER), NOW - 1000n));
     env.index.add(witness(PUBLISHER, pkh(CONTROLLER), NOW - 1000n));
-    env.index.add(binding(PUBLISHER, pkh(CONTROLLER), WITNESS, { time: NOW - 900n, revocationTime: NOW - 300n }));
+    env.index.add(binding(PUBLISHER, pkh(CONTROLLER), OWNER, { time: NOW - 900n, revocationTime: NOW - 300n }));
     const same = attestation({ schema: "responsibility-claim", attester: CONTROLLER, data: claim(PUBLISHER, { issuedAt: NOW - 400n }), time: NOW - 300n });
     env.index.add(same);
     expect(uidsOf((await env.record()).responsibilityClaims)).toEqual([]);
@@ -527,12 +531,13 @@ describe("createArtifactTrust() responsibility claims", () => {
   });
 
   test("a controller cut off by a revoked binding cannot reopen its window by binding itself, nor bind another key", async () => {
-    // The witness issuer bound the controller and revoked the binding; the controller's key (stolen) then wrote a
+    // The owner bound the controller and revoked the binding; the controller's key (stolen) then wrote a
     // binding naming itself and one naming a new key. Before domain/bindings, the self-binding was the newest and its
     // open window made the claims after the cut "verified" again, the one written while cut off included.
-    const env = setup({ discover: false });
+    const env = setup();
+    env.index.add(witness(PUBLISHER, pkh(OWNER), NOW - 1000n));
     env.index.add(witness(PUBLISHER, pkh(CONTROLLER), NOW - 1000n));
-    env.index.add(binding(PUBLISHER, pkh(CONTROLLER), WITNESS, { time: NOW - 900n, revocationTime: NOW - 300n }));
+    env.index.add(binding(PUBLISHER, pkh(CONTROLLER), OWNER, { time: NOW - 900n, revocationTime: NOW - 300n }));
     env.index.add(binding(PUBLISHER, pkh(CONTROLLER), CONTROLLER, { time: NOW - 250n }));
     env.index.add(binding(PUBLISHER, pkh(NEW_KEY), CONTROLLER, { time: NOW - 240n }));
     const before = attestation({ schema: "responsibility-claim", attester: CONTROLLER, data: claim(PUBLISHER, { issuedAt: NOW - 400n }), time: NOW - 400n });
@@ -550,10 +555,11 @@ describe("createArtifactTrust() responsibility claims", () => {
 
   test("a controller's binding of itself written before the cut does not keep its window open after it", async () => {
     // The stolen key's first move: a binding naming itself (NOW-600), written while it still had authority; the
-    // witness issuer's revocation (NOW-300) then left that binding the newest, with no end, and later claims "verified".
-    const env = setup({ discover: false });
+    // owner's revocation (NOW-300) then left that binding the newest, with no end, and later claims "verified".
+    const env = setup();
+    env.index.add(witness(PUBLISHER, pkh(OWNER), NOW - 1000n));
     env.index.add(witness(PUBLISHER, pkh(CONTROLLER), NOW - 1000n));
-    env.index.add(binding(PUBLISHER, pkh(CONTROLLER), WITNESS, { time: NOW - 900n, revocationTime: NOW - 300n }));
+    env.index.add(binding(PUBLISHER, pkh(CONTROLLER), OWNER, { time: NOW - 900n, revocationTime: NOW - 300n }));
     env.index.add(binding(PUBLISHER, pkh(CONTROLLER), CONTROLLER, { time: NOW - 600n }));
     const before = attestation({ schema: "responsibility-claim", attester: CONTROLLER, data: claim(PUBLISHER, { issuedAt: NOW - 400n }), time: NOW - 400n });
     const after = attestation({ schema: "responsibility-claim", attester: CONTROLLER, data: claim(PUBLISHER, { issuedAt: NOW - 200n }), time: NOW - 200n });
@@ -577,12 +583,79 @@ describe("createArtifactTrust() responsibility claims", () => {
   });
 
   test("a key binding whose purposes exclude assertionMethod refuses the key", async () => {
-    const env = setup({ discover: false });
+    const env = setup();
+    env.index.add(witness(PUBLISHER, pkh(OWNER), NOW - 1000n));
     env.index.add(witness(PUBLISHER, pkh(CONTROLLER)));
-    env.index.add(binding(PUBLISHER, pkh(CONTROLLER), WITNESS, { data: { keyPurpose: ["keyAgreement"] } }));
+    env.index.add(binding(PUBLISHER, pkh(CONTROLLER), OWNER, { data: { keyPurpose: ["keyAgreement"] } }));
     env.index.add(attestation({ schema: "responsibility-claim", attester: CONTROLLER, data: claim(PUBLISHER) }));
     expect((await env.record()).responsibilityClaims).toEqual([]);
     expect(env.excluded.map(([, r]) => r)).toEqual(["not-authorized"]);
+  });
+
+  /** The route's verdict (decisions §25) on the same index and endpoints, at `at`. */
+  const routeSays = async (env: ReturnType<typeof setup>, controller: string, at: bigint) => {
+    const route = createControllerAuthorization({
+      index: env.index,
+      trustAnchors: anchors(),
+      clock: fakeClock(Number(NOW) * 1000),
+      discover: createDiscoverControllers({ dns: env.dns, didDocuments: fakeDidDocumentFetcher(), serviceDnsLabel: "omatrust" }),
+      discoveryCacheSeconds: 600,
+    });
+    const answer = await route({ subjectDid: PUBLISHER, controllerDid: controller, purpose: "assertionMethod", at: String(at) });
+    return answer.ok ? answer.value.authorized : answer.code;
+  };
+  /**
+   * The owner (witnessed, and named by the publisher's DNS now) was bound by another controller whose binding was then
+   * revoked: a stale binding "cut" the owner. The owner bound a key (witnessed too), and revoked that binding at NOW-300.
+   */
+  const ownerRevokesKey = (env: ReturnType<typeof setup>) => {
+    for (const address of [OWNER, CONTROLLER, NEW_KEY]) env.index.add(witness(PUBLISHER, pkh(address), NOW - 1000n));
+    env.index.add(binding(PUBLISHER, pkh(OWNER), CONTROLLER, { time: NOW - 900n, revocationTime: NOW - 800n }));
+    env.index.add(binding(PUBLISHER, pkh(NEW_KEY), OWNER, { time: NOW - 700n, revocationTime: NOW - 300n }));
+    const before = attestation({ schema: "responsibility-claim", attester: NEW_KEY, data: claim(PUBLISHER, { issuedAt: NOW - 400n }), time: NOW - 400n });
+    const after = attestation({ schema: "responsibility-claim", attester: NEW_KEY, data: claim(PUBLISHER, { issuedAt: NOW - 200n }), time: NOW - 200n });
+    env.index.add(before);
+    env.index.add(after);
+    return { before, after };
+  };
+
+  test("an owner the endpoints name is never cut off: its revocation of a key's binding ends the key's window, as the route says (decisions §25)", async () => {
+    // Before, artifact trust had its own rule on who is never cut off (an approved issuer, the party itself): the owner
+    // read as cut, its binding of the key and that binding's revocation went unseen, and the key's claim after the
+    // revocation stayed "verified" where /v1/controller-authorization at its time said not authorized.
+    const env = setup({ dns: { "_controllers.publisher.example": { status: "found", records: [`v=1;controller=${pkh(OWNER)}`] } } });
+    const { before, after } = ownerRevokesKey(env);
+    expect(await routeSays(env, pkh(NEW_KEY), NOW - 400n)).toBe(true);
+    expect(await routeSays(env, pkh(NEW_KEY), NOW - 200n)).toBe(false);
+    expect(uidsOf((await env.record()).responsibilityClaims)).toEqual([before.uid]);
+    expect(env.excluded).toEqual([[after.uid, "outside-authorization-window"]]);
+  });
+
+  test("when the endpoints that could make such a binding count do not answer, NETWORK_ERROR, as the route answers: never a guess", async () => {
+    const env = setup({ dns: { "_controllers.publisher.example": { status: "timeout" } } });
+    ownerRevokesKey(env);
+    expect(await routeSays(env, pkh(NEW_KEY), NOW - 200n)).toBe("NETWORK_ERROR");
+    expect(await env.run()).toMatchObject({ ok: false, code: "NETWORK_ERROR", message: "Required controller authorization lookup failed" });
+    // Without discovery nothing can be read: such a claim is not verified.
+    const bare = setup({ discover: false });
+    ownerRevokesKey(bare);
+    expect((await bare.record()).responsibilityClaims).toEqual([]);
+  });
+
+  test("an approved witness issuer's binding counts no more than the route counts it: it does not reopen a revoked key's window", async () => {
+    // The owner bound the controller and revoked it (NOW-300); the witness issuer's wallet then bound it again. Before,
+    // that binding counted here (never cut off, newest, no end) and the controller's later claim was "verified", where
+    // the route (§17's rule: the issuer is no controller of the publisher) said not authorized.
+    const env = setup();
+    env.index.add(witness(PUBLISHER, pkh(OWNER), NOW - 1000n));
+    env.index.add(witness(PUBLISHER, pkh(CONTROLLER), NOW - 1000n));
+    env.index.add(binding(PUBLISHER, pkh(CONTROLLER), OWNER, { time: NOW - 900n, revocationTime: NOW - 300n }));
+    env.index.add(binding(PUBLISHER, pkh(CONTROLLER), WITNESS, { time: NOW - 250n }));
+    const after = attestation({ schema: "responsibility-claim", attester: CONTROLLER, data: claim(PUBLISHER, { issuedAt: NOW - 200n }), time: NOW - 200n });
+    env.index.add(after);
+    expect(await routeSays(env, pkh(CONTROLLER), NOW - 200n)).toBe(false);
+    expect(uidsOf((await env.record()).responsibilityClaims)).toEqual([]);
+    expect(env.excluded).toEqual([[after.uid, "outside-authorization-window"]]);
   });
 
   test("live DNS evidence authorizes a did:web party with no witness", async () => {

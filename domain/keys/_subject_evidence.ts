@@ -9,6 +9,7 @@ import { caip2, findApprovedIssuer } from "../identity/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
 import { decodeSchemaData } from "../schema_data.ts";
 import type { KeyTrustContext, ReadSubjectEvidence, SubjectEvidence } from "./_types.ts";
+import { endpointEvidenceOf } from "./key_rules.ts";
 
 /** Subjects whose endpoint evidence one request reads at the same time. */
 const DISCOVERY_CONCURRENCY = 8;
@@ -79,13 +80,12 @@ async function endpoints(ctx: KeyTrustContext, subjects: readonly string[], clie
         continue;
       }
       const keys = found.value.controllerKeys;
+      // Any source that gave no answer counts as unavailable, `lasting` ones too (endpointEvidenceOf): never a guess.
+      const { endpointKeys, endpointUnavailable } = endpointEvidenceOf(found.value);
       out.set(subject, {
-        endpointKeys: keys.map((k) => k.canonicalId),
+        endpointKeys: [...endpointKeys],
         endpointSources: new Map(keys.map((k) => [k.canonicalId, k.sources.filter((s) => s !== "account-wallet")])),
-        // Any source that gave no answer, `lasting` ones too: an owner's cut in a binding may count by the endpoints'
-        // word, and a did.json that answers something unusable (a WAF's 403 or challenge page anyone can provoke) must
-        // not make the cut undecidable into "authorized" (controller authorization's guard). Never a guess.
-        endpointUnavailable: found.value.evidence.some((e) => e.status === "unavailable"),
+        endpointUnavailable,
         endpointRecord: found.value,
       });
     }

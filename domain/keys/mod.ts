@@ -9,6 +9,7 @@ export {
   bindingEnd,
   type BindingEvidence,
   countingBindings,
+  endpointEvidenceOf,
   endpointsCouldChange,
   evaluateKeyTrust,
   type KeyStatusValue,
