@@ -11,7 +11,15 @@ describe("displayTextProblem(): text shown to people", () => {
     expect(displayTextProblem("notes", "a\u0000b", { multiline: true })).toBe("notes must not contain control characters");
   });
 
+  test("C1 controls, the line and paragraph separators, and every bidirectional control (U+061C, U+200E, U+200F too) are refused", () => {
+    // Found by attack on the widget's name: these passed, though the refusal said control characters were refused.
+    for (const c of ["\u0085", "\u0080", "\u009f", "\u2028", "\u2029"]) expect(displayTextProblem("name", `a${c}b`)).toBe("name must not contain control characters");
+    for (const c of ["\u061c", "\u200e", "\u200f"]) expect(displayTextProblem("name", `a${c}b`)).toBe("name must not contain bidirectional control characters");
+    expect(displayTextProblem("notes", "a\u0085b", { multiline: true })).toBe("notes must not contain control characters");
+    expect(displayTextProblem("notes", "a\u2028b", { multiline: true })).toBeUndefined();
+  });
+
   test("ordinary text passes: accents, scripts, emoji with zero-width joiners, right-to-left letters", () => {
-    for (const text of ["Zoë's key", "鍵 1", "👨‍👩‍👧 family", "مفتاح", "עברית"]) expect({ text, problem: displayTextProblem("x", text) }).toEqual({ text, problem: undefined });
+    for (const text of ["Zoë's key", "鍵 1", "👨‍👩‍👧 family", "مفتاح", "עברית", "\u{1F3F4}\u{E0067}\u{E0062}\u{E0065}\u{E006E}\u{E0067}\u{E007F} England"]) expect({ text, problem: displayTextProblem("x", text) }).toEqual({ text, problem: undefined });
   });
 });
