@@ -6,10 +6,17 @@
  * the public relay and through the private relay: one factory transaction reaches the node, its gas is charged (the
  * public and the private relay's hourly budgets, the account's sponsored write), later attempts are refused before
  * any gas. The private relay's budget, once spent, is 429 with Retry-After before any RPC.
+ *
+ * The sends are counted, so the node's answer decides what a send does, never its speed (docs/testing.md): the
+ * service waits for a sync send's answer longer than the JSON-RPC timeout, and the proxy answers every sync send later
+ * than the default grace, as a loaded machine does. With the 100 ms default, a late answer sent the sender to ask
+ * about the hash, and when the node did not hold it yet, to send the same bytes again by `eth_sendRawTransaction`:
+ * two sends counted for the one factory transaction (red once in the full suite).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createPublicClient, createWalletClient, type Hex, http, keccak256, type PublicClient } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { SEND_SYNC_GRACE_MS } from "../adapters/chain/viem_tx_sender.ts";
 import { EAS_ABI } from "../domain/eas_abi.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { prepareDelegatedAttestation, signableTypedData } from "../client/delegated_attest.ts";
@@ -23,6 +30,10 @@ const APP = "https://app.test";
 const DEPLOY_ABOVE = 2_000_000n;
 /** The factory reverts below this, so its estimate (×1.2 headroom) is about 750,000: under MAX_GAS_PER_TX. */
 const REQUIRE_ABOVE = 600_000n;
+/** Longer than the JSON-RPC client's own timeout (10 s): a sync send always ends with its answer or that timeout. */
+const SYNC_ANSWER_ALWAYS_AWAITED_MS = 120_000;
+/** How long the proxy holds each sync send before the node sees it: past the default grace, as on a loaded machine. */
+const SYNC_SEND_HELD_MS = 2 * SEND_SYNC_GRACE_MS;
 
 let stack: Stack;
 let proxy: RpcProxy;
@@ -32,8 +43,15 @@ const owner = privateKeyToAccount(generatePrivateKey());
 
 beforeAll(async () => {
   proxy = startRpcProxy("");
+  // Every sync send reaches the node after the default grace. This hold races nothing: the service waits for the
+  // answer (SYNC_ANSWER_ALWAYS_AWAITED_MS), so what it sends is the same whether the answer takes 2 ms or this long.
+  proxy.onHttp = async (calls) => {
+    if (calls.some((c) => c.method === "eth_sendRawTransactionSync")) await Bun.sleep(SYNC_SEND_HELD_MS);
+    return undefined;
+  };
   stack = await startStack({
     rpcUrlFor: inFrontOf(proxy),
+    sendSyncGraceMs: SYNC_ANSWER_ALWAYS_AWAITED_MS,
     env: { SIWE_DOMAINS: "app.test", CORS_ORIGINS: APP, SIWE_CHALLENGE_RATE_PER_MINUTE: "1000", FREE_PLAN_SCHEMAS: "*" },
   });
   // The test's own chain traffic goes to the node directly: the proxy sees the service's alone.

@@ -25,9 +25,16 @@ function stopRefill(path: string): void {
   db.close();
 }
 
+/**
+ * The tests count the service's sends, so the node's answer decides what a send does, never its speed (docs/testing.md):
+ * longer than the JSON-RPC client's own timeout (10 s), a sync send always ends with its answer or that timeout. With the
+ * 100 ms default, an answer later than that on a loaded machine sent the sender to ask about the hash, and when the node
+ * did not hold it yet, to send the same bytes again by `eth_sendRawTransaction`: two sends counted for one transaction.
+ */
+const SYNC_ANSWER_ALWAYS_AWAITED_MS = 120_000;
 let stack: Stack;
 beforeAll(async () => {
-  stack = await startStack();
+  stack = await startStack({ sendSyncGraceMs: SYNC_ANSWER_ALWAYS_AWAITED_MS });
 });
 afterAll(async () => await stack?.stop());
 
