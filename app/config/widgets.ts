@@ -1,5 +1,6 @@
 /** The review widget and proof of interaction (decisions §29): the `widgets` section. */
 import { Type } from "@sinclair/typebox";
+import { browserOrigin } from "../../domain/identity/mod.ts";
 import { ConfigError, int, list, readSection, type ReadContext } from "./_declare.ts";
 
 /** The `widgets` section's variables. */
@@ -38,16 +39,9 @@ export function readWidgets(ctx: Omit<ReadContext, "values">): WidgetsConfig {
  */
 function widgetOrigins(values: readonly string[]): string[] {
   return values.map((value) => {
-    let url: URL | undefined;
-    try {
-      url = new URL(value);
-    } catch {
-      url = undefined;
-    }
-    const bare = url !== undefined && (url.protocol === "https:" || url.protocol === "http:") && url.pathname === "/" &&
-      url.search === "" && url.hash === "" && url.username === "" && url.password === "" && !/[?#]/.test(value);
-    if (!bare) throw new ConfigError("WIDGET_ORIGINS", `expected origins such as https://cdn.example (scheme, host and port only), got "${value}"`);
-    return url!.origin;
+    const origin = browserOrigin(value);
+    if (origin === undefined) throw new ConfigError("WIDGET_ORIGINS", `expected origins such as https://cdn.example (scheme, host and port only), got "${value}"`);
+    return origin;
   });
 }
 

@@ -18,5 +18,6 @@ export {
   subsidizedSchemaMap,
   TrustAnchorsModel,
   validateTrustAnchors,
+  browserOrigin,
 } from "./trust_anchors.ts";
 export { type ChainPolicy, policyAllowlists, type TrustPolicy, trustPolicyOf } from "./trust_policy.ts";

@@ -29,11 +29,44 @@ export const TrustAnchorsModel = t.Object({
   })),
 });
 
-/** Checks a parsed trust-anchors document, naming the first bad field. */
+/**
+ * Checks a parsed trust-anchors document, naming the first bad field. Its `widgetOrigins` are held to the rule of
+ * `WIDGET_ORIGINS` ({@link browserOrigin}) and published in that form: before, the file's were served as written, so
+ * `"null"`, `"*"` or `https://cdn.example/` reached `/v1/trust-policy`, where a host on the reference's bridge (which
+ * compares origins as strings) never matched the last, and would have taken a sandboxed frame's messages for the first.
+ */
 export function validateTrustAnchors(value: unknown): Result<TrustAnchors, "INVALID_INPUT"> {
-  if (Value.Check(TrustAnchorsModel, value)) return ok(value as Static<typeof TrustAnchorsModel>);
-  const first = Value.Errors(TrustAnchorsModel, value).First();
-  return fail("INVALID_INPUT", `Trust anchors ${first?.path || "document"}: ${first?.message ?? "invalid"}`);
+  if (!Value.Check(TrustAnchorsModel, value)) {
+    const first = Value.Errors(TrustAnchorsModel, value).First();
+    return fail("INVALID_INPUT", `Trust anchors ${first?.path || "document"}: ${first?.message ?? "invalid"}`);
+  }
+  const anchors = value as Static<typeof TrustAnchorsModel>;
+  const origins: string[] = [];
+  for (const [i, written] of anchors.widgetOrigins.entries()) {
+    const origin = browserOrigin(written);
+    if (origin === undefined) {
+      return fail("INVALID_INPUT", `Trust anchors /widgetOrigins/${i}: expected an origin such as https://cdn.example (scheme, host and port only), got "${written}"`);
+    }
+    origins.push(origin);
+  }
+  return ok({ ...anchors, widgetOrigins: origins });
+}
+
+/**
+ * An http(s) origin as a browser writes `event.origin` (`https://cdn.example`: lower case, no default port, no trailing
+ * slash), since the reference's bridge compares origins as strings; undefined for anything else (a path, a query, a
+ * fragment, a user, `*`, `null`). A trailing slash alone is dropped.
+ */
+export function browserOrigin(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return undefined;
+  }
+  const bare = (url.protocol === "https:" || url.protocol === "http:") && url.pathname === "/" && url.search === "" &&
+    url.hash === "" && url.username === "" && url.password === "" && !/[?#]/.test(value);
+  return bare ? url.origin : undefined;
 }
 
 /** The CAIP-2 key of an EVM chain in `chains`. */
