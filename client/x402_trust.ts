@@ -100,7 +100,8 @@ export async function checkControllerTrust(
     at: input.at,
     evidence: {
       endpointKeys,
-      endpointUnavailable: endpoint?.unavailable === true,
+      // Key status's reading (decisions §25): a source unusable for good is unread for the binding rule too.
+      endpointUnavailable: endpoint?.unreadForRules === true,
       witnesses: chain.witnesses,
       keyBindings: chain.keyBindings,
       chainId: options.chain?.chainId,
@@ -198,15 +199,28 @@ async function loadEndpointKeys(subjectDid: string, options: SignerTrustOptions)
   return endpoint?.keys;
 }
 
+/**
+ * What the endpoints said: `unavailable`, a source could not be read now (what is listed is not the list);
+ * `unreadForRules`, one could not be read at all, now or for good (`lasting`: a did.json that is a WAF page). Key
+ * status's binding rule counts both as unread (domain/keys key_rules.ts): a page anyone can provoke must not decide
+ * whether an owner's revocation counts.
+ */
+type EndpointEvidence = {
+  readonly keys: readonly string[];
+  readonly thumbprints: readonly string[];
+  readonly unavailable: boolean;
+  readonly unreadForRules: boolean;
+};
+
 /** The controller ids the endpoints publish and the `jkt=` thumbprints of their DNS TXT records (decisions §25). */
 async function loadEndpointEvidence(
   subjectDid: string,
   options: SignerTrustOptions,
-): Promise<{ readonly keys: readonly string[]; readonly thumbprints: readonly string[]; readonly unavailable: boolean } | undefined> {
+): Promise<EndpointEvidence | undefined> {
   if (options.endpointKeys === false) return undefined;
   if (options.endpointKeys !== undefined) {
     const keys = await options.endpointKeys(subjectDid);
-    return keys === undefined ? undefined : { keys, thumbprints: [], unavailable: false };
+    return keys === undefined ? undefined : { keys, thumbprints: [], unavailable: false, unreadForRules: false };
   }
   const url = serviceUrl(options.baseUrl, `/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(subjectDid)}`);
   let response: Response;
@@ -249,7 +263,12 @@ async function loadEndpointEvidence(
   // A 200 whose sources could not all be read now (a DNS timeout, the domain's lookup budget spent): what it lists is
   // what the others said, and the one unread may name more. A source read and unusable for good (`lasting`: a did.json
   // that is not JSON or not the subject's document) names nothing, now or on the next read.
-  return { keys, thumbprints, unavailable: evidence.some((e) => e.status === "unavailable" && e.lasting !== true) };
+  return {
+    keys,
+    thumbprints,
+    unavailable: evidence.some((e) => e.status === "unavailable" && e.lasting !== true),
+    unreadForRules: evidence.some((e) => e.status === "unavailable"),
+  };
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);

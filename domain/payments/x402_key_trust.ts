@@ -87,8 +87,10 @@ export function evaluateKeyTrust(input: {
   const endOf = (binding: KeyBindingEvidence) => earliestEnd(binding.expiresAt, binding.revocationTime);
   const asEvidence = new Map<KeyBindingEvidence, BindingEvidence>();
   const read = bindings.map((b) => {
-    // x402's `expiresAt` is already the earlier of the payload's and the EAS one; a keyId's fragment is ignored here.
-    const r: BindingEvidence = { ...b, keyId: b.keyId.split("#")[0]!, expirationTime: 0n };
+    // x402's `expiresAt` is already the earlier of the payload's and the EAS one; a keyId's fragment is ignored here,
+    // and a did:key is read as the did:jwk of its key, as `matches` reads it (the rule's `endpointsCouldChange` missed
+    // a binding naming the signer by its did:key, and a source unread then left tier 3 standing).
+    const r: BindingEvidence = { ...b, keyId: asControllerId(b.keyId.split("#")[0]!), expirationTime: 0n };
     asEvidence.set(b, r);
     return r;
   });

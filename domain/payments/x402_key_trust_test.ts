@@ -2,6 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { type BindingEvidence, evaluateKeyTrust as keyStatusRules, type WitnessEvidence as KeyWitness } from "../keys/mod.ts";
 import { evaluateKeyTrust, type KeyBindingEvidence, type WitnessEvidence } from "./x402_key_trust.ts";
 import type { VerifiedSigner } from "./x402_verify.ts";
+import { jwkToDidKey } from "./did_key.ts";
+import { jwkToDidJwk } from "../did/mod.ts";
 
 // The x402 tiers and key status (decisions §17, §25: one computation) read the same hand-written evidence: who may bind
 // a key and who is cut off is key status's rule (domain/bindings `countingBindings`).
@@ -92,5 +94,34 @@ describe("evaluateKeyTrust() (x402 tiers) counts bindings by key status's rule",
     // Every source answered: nothing to flag.
     expect(evaluateKeyTrust({ subjectDid: SUBJECT, signer, at: NOW, evidence: { ...evidence, endpointUnavailable: false, chainId: CHAIN_ID } }))
       .toEqual({ tier: 1, level: "moderate", basis: "endpoint-evidence" });
+  });
+  test("a binding naming a JWS signer by its did:key is the signer's for the outage check too: a source unread is flagged, never tier 3", async () => {
+    // Found in review: the tiers matched did:key and did:jwk as one key, the outage check did not, so the did:key spelling
+    // of the same binding left tier 3 "highest" standing while the did:jwk spelling was flagged (key status: NETWORK_ERROR).
+    const pair = await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign"]);
+    const jwk = await crypto.subtle.exportKey("jwk", pair.publicKey) as Record<string, unknown>;
+    const pub = { kty: jwk.kty, crv: jwk.crv, x: jwk.x, y: jwk.y };
+    const didJwk = jwkToDidJwk(pub, { publicOnly: true });
+    const didKey = jwkToDidKey(pub);
+    if (!didJwk.ok || !didKey.ok) throw new Error("setup");
+    const jws = { format: "jws" as const, controllerDid: didJwk.value };
+    const named = (keyId: string, uid: string, attester: string, time: number, rev = 0): KeyBindingEvidence => ({
+      ...binding(uid, KEY, attester, time, rev),
+      keyId,
+    });
+    const evidence = (keyId: string, endpointKeys: string[], endpointUnavailable: boolean) => ({
+      chainId: CHAIN_ID,
+      endpointKeys,
+      endpointUnavailable,
+      witnesses: [witness(OTHER, NOW - 2000)],
+      // The owner bound OTHER and revoked it (OTHER cut off from NOW-1200); OTHER then bound the signing key.
+      keyBindings: [named(pkh(OTHER), "0xb0", OWNER, NOW - 1500, NOW - 1200), named(keyId, "0xb1", OTHER, NOW - 1000)],
+    });
+    const at = NOW;
+    expect(evaluateKeyTrust({ subjectDid: SUBJECT, signer: jws, at, evidence: evidence(didKey.value, [didJwk.value, pkh(OWNER)], false) }).tier).toBe(1);
+    for (const keyId of [didJwk.value, didKey.value]) {
+      expect({ keyId, trust: evaluateKeyTrust({ subjectDid: SUBJECT, signer: jws, at, evidence: evidence(keyId, [didJwk.value], true) }) })
+        .toMatchObject({ keyId, trust: { endpointsCouldChange: true } });
+    }
   });
 });
