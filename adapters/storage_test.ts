@@ -264,7 +264,7 @@ describe.skipIf(pgSkip !== undefined)("postgres across instances", () => {
 
   test("migrations are idempotent: opening again keeps the data", async () => {
     const again = await openPostgresStorage(pg!.url);
-    expect(await again.replay.find("0xcross1")).toBeDefined();
+    expect(await again.replay.find(1, "0xcross1")).toBeDefined();
     expect(await again.ping()).toBe(true);
     await again.close();
   });
@@ -275,12 +275,57 @@ describe.skipIf(pgSkip !== undefined)("postgres across instances", () => {
     await admin`UPDATE schema_migrations SET digest = 'before-issue-36' WHERE name = 'storage'`;
     await admin.close();
     const upgraded = await openPostgresStorage(pg!.url);
-    expect(await upgraded.replay.find("0xcross1")).toBeDefined();
+    expect(await upgraded.replay.find(1, "0xcross1")).toBeDefined();
     const begin = { scope: "account:upgrade", key: "k", fingerprint: "f", createdAtMs: 1, expiresAtMs: 2, leaseUntilMs: 2 };
     expect(await upgraded.idempotency.begin(begin)).toEqual({ kind: "started", submissionId: null });
-    await upgraded.submissions.create({ id: "upgrade-sub", scope: "account:upgrade", ref: "0xr", createdAtMs: 1 });
+    await upgraded.submissions.create({ id: "upgrade-sub", chainId: 1, scope: "account:upgrade", ref: "0xr", createdAtMs: 1 });
     expect(await upgraded.submissions.find("upgrade-sub")).toBeDefined();
     await upgraded.close();
+  });
+});
+
+describe.skipIf(pgSkip !== undefined)("postgres replay records keyed by (chain, signature) (decisions §30)", () => {
+  test("a database whose replay table was keyed by the signature alone is re-keyed in place: rows and submissions keep working, the same signature is claimed on another chain", async () => {
+    const admin = new SQL(pg!.url);
+    await admin.unsafe("DROP DATABASE IF EXISTS replay_rekey");
+    await admin.unsafe("CREATE DATABASE replay_rekey");
+    await admin.close();
+    const url = pg!.url.replace(/\/postgres$/, "/replay_rekey");
+    const old = new SQL(url);
+    // The tables as they were before: `key` the replay table's primary key, submissions naming no chain.
+    await old.unsafe(`CREATE TABLE replay (key TEXT PRIMARY KEY, chain_id BIGINT NOT NULL, attester TEXT NOT NULL, nonce TEXT NOT NULL,
+      deadline BIGINT NOT NULL, state TEXT NOT NULL, tx_hash TEXT, uid TEXT, block_number TEXT, created_at_ms BIGINT NOT NULL,
+      raw_tx TEXT, wallet TEXT, tx_nonce BIGINT)`);
+    await old.unsafe(`INSERT INTO replay VALUES ('0xsig', 31337, '0xabc', '0', 2000000000, 'mined', '0xt', '0xuida', '5', 1, NULL, NULL, NULL),
+                                             ('0xopen', 31337, '0xabc', '1', 2000000000, 'sent', '0xt2', NULL, NULL, 2, NULL, NULL, NULL)`);
+    await old.unsafe(`CREATE TABLE submission_records (id TEXT PRIMARY KEY, scope TEXT NOT NULL, ref TEXT NOT NULL, state TEXT NOT NULL,
+      tx_hash TEXT, uid TEXT, block_number TEXT, error TEXT, fee_bumps INTEGER NOT NULL DEFAULT 0,
+      created_at_ms BIGINT NOT NULL, updated_at_ms BIGINT NOT NULL)`);
+    await old.unsafe(`INSERT INTO submission_records (id, scope, ref, state, created_at_ms, updated_at_ms)
+      VALUES ('sub-open', 'account:a', '0xopen', 'open', 2, 2), ('sub-gone', 'account:a', '0xgone', 'open', 3, 3)`);
+    await old.close();
+    const upgraded = await openPostgresStorage(url);
+    try {
+      expect(await upgraded.replay.find(31337, "0xsig")).toMatchObject({ state: "mined", uid: "0xuida" });
+      expect(await upgraded.replay.claim({ key: "0xsig", chainId: 8453, attester: "0xabc", nonce: 0n, deadline: 2_000_000_000n, createdAtMs: 3 })).toBe("claimed");
+      expect(await upgraded.replay.claim({ key: "0xsig", chainId: 31337, attester: "0xdef", nonce: 0n, deadline: 2_000_000_000n, createdAtMs: 3 })).toBe("duplicate-signature");
+      expect((await upgraded.replay.find(8453, "0xsig"))?.state).toBe("checked");
+      await upgraded.replay.finish(31337, "0xopen", { state: "mined", txHash: "0xt2", uid: "0xu2", blockNumber: 6n });
+      expect((await upgraded.replay.find(31337, "0xopen"))?.uid).toBe("0xu2");
+      expect((await upgraded.submissions.find("sub-open"))?.chainId).toBe(31337);
+      expect((await upgraded.submissions.find("sub-gone"))?.chainId).toBeNull();
+      expect(await upgraded.submissions.settleRef(31337, "0xopen", { state: "failed", txHash: null, error: "SUBMISSION_FAILED", feeBumps: 0 }, 9)).toEqual(["sub-open"]);
+    } finally {
+      await upgraded.close();
+    }
+    // Opened again with the schema's digest cleared: the re-keying runs again and changes nothing.
+    const admin2 = new SQL(url);
+    await admin2`DELETE FROM schema_migrations`;
+    await admin2.close();
+    const again = await openPostgresStorage(url);
+    expect((await again.replay.find(8453, "0xsig"))?.state).toBe("checked");
+    expect((await again.replay.find(31337, "0xsig"))?.state).toBe("mined");
+    await again.close();
   });
 });
 
@@ -294,9 +339,9 @@ describe("sqlite upgrade in place", () => {
     db.exec("DROP TABLE idempotency_keys; DROP TABLE submission_records");
     db.close();
     const upgraded = openSqliteStorage(path);
-    expect(await upgraded.replay.find("0xkept")).toBeDefined();
+    expect(await upgraded.replay.find(1, "0xkept")).toBeDefined();
     expect(await upgraded.idempotency.begin({ scope: "s", key: "k", fingerprint: "f", createdAtMs: 1, expiresAtMs: 2, leaseUntilMs: 2 })).toEqual({ kind: "started", submissionId: null });
-    await upgraded.submissions.create({ id: "sub", scope: "s", ref: "0xr", createdAtMs: 1 });
+    await upgraded.submissions.create({ id: "sub", chainId: 1, scope: "s", ref: "0xr", createdAtMs: 1 });
     expect(await upgraded.submissions.find("sub")).toBeDefined();
     await upgraded.close();
   });

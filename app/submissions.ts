@@ -76,7 +76,8 @@ export async function wireSubmissions(
   const reconcilers = chains.map((on, i) =>
     createSubmissionReconciler({
       books: [
-        trackedBook(replayBook(storage.replay, on.eas.reader, several ? on.chain.chainId : undefined), tracking),
+        // A replay record is its chain's (decisions §30): each chain's book holds and settles that chain's only.
+        trackedBook(replayBook(storage.replay, on.chain.chainId, on.eas.reader), tracking),
         // A private relay write whose transaction the node cannot show is charged once its signatures are spent on chain.
         witnessBook(storage.ledger, systemClock, several ? { chainId: on.chain.chainId, isDefault: i === 0 } : undefined, {
           replay: storage.replay,
@@ -169,15 +170,14 @@ function chainHeads(config: Pick<Config, "chains">, f: Foundation, chains: reado
 }
 
 /**
- * Decisions §30: with several chains, `submission.settled` names the chain of the submission's replay record (two
- * storage reads per settlement); with one, the event is told as before (the webhooks' default chain).
+ * Decisions §30: with several chains, `submission.settled` names the chain of the submission (its record names it: one
+ * storage read per settlement); with one, the event is told as before (the webhooks' default chain).
  */
 function namingChain(f: Foundation, chains: readonly WriteChain[], onSettled: SubmissionSettled): SubmissionSettled {
   if (chains.length < 2) return onSettled;
   return async (event) => {
     const record = await f.storage.submissions.find(event.submissionId);
-    const replayed = record === undefined ? undefined : await f.storage.replay.find(record.ref);
-    const on = chains.find((c) => c.chain.chainId === replayed?.chainId);
+    const on = chains.find((c) => c.chain.chainId === record?.chainId);
     const named: typeof event & { chain?: ReturnType<typeof chainAnswer> } = on === undefined ? event : { ...event, chain: chainAnswer(on.chain) };
     await onSettled(named);
   };

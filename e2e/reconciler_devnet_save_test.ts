@@ -71,8 +71,8 @@ test("a transaction the reconciler sends again and records as mined survives kil
   for (const [i, tx] of txs.entries()) {
     const key = `0x${String(i).repeat(130)}`;
     expect(await storage.replay.claim({ key, chainId: devnet.chainId, attester: `0x${"a".repeat(39)}${i}`, nonce: 0n, deadline: 4_000_000_000n, createdAtMs: 0 })).toBe("claimed");
-    expect(await storage.replay.markSigned(key, tx as never)).toBe(true);
-    await storage.replay.markSent(key);
+    expect(await storage.replay.markSigned(devnet.chainId, key, tx as never)).toBe(true);
+    await storage.replay.markSent(devnet.chainId, key);
   }
   const eas = createViemEas({ rpcUrl: devnet.rpcUrl, chainId: devnet.chainId, easAddress: devnet.easAddress, delegatePrivateKey: devnet.keys.delegate });
 
@@ -82,7 +82,7 @@ test("a transaction the reconciler sends again and records as mined survives kil
   const foundation = { storage, eas, chainId: devnet.chainId, easAddress: devnet.easAddress, trustAnchors, chain: trustAnchors.chains[`eip155:${devnet.chainId}`], signers: {}, log: quiet, devnet };
   const reconciler = await wireSubmissions(readConfig({ DATA_DIR: dir }), foundation as unknown as Foundation);
   reconciler.stop();
-  for (const i of [0, 1, 2]) expect((await storage.replay.find(`0x${String(i).repeat(130)}`))?.state).toBe("mined");
+  for (const i of [0, 1, 2]) expect((await storage.replay.find(devnet.chainId, `0x${String(i).repeat(130)}`))?.state).toBe("mined");
   await storage.close();
 
   await killAnvil(devnet, dataDir);

@@ -65,7 +65,7 @@ async function review() {
   return await signedReviewBody({ chainId: stack.devnet.chainId, easAddress: stack.service.easAddress, schemaUids: stack.devnet.schemaUids }, key);
 }
 
-const replayRow = (signature: Hex) => replayRecordOf(stack.dir, signature);
+const replayRow = (signature: Hex) => replayRecordOf(stack.dir, stack.service.chainId, signature);
 
 /** Waits until `check` holds (polling; no timing is asserted). */
 async function until(check: () => boolean | Promise<boolean>) {

@@ -118,7 +118,7 @@ async function attestationsBy(attester: Hex): Promise<number> {
   return logs.length;
 }
 
-const replayRow = (signature: Hex) => replayRecordOf(stack.dir, signature);
+const replayRow = (signature: Hex) => replayRecordOf(stack.dir, stack.service.chainId, signature);
 
 const delegateNonce = () => chain().getTransactionCount({ address: privateKeyToAccount(stack.devnet.keys.delegate).address });
 
@@ -315,8 +315,8 @@ describe("a transaction the node dropped", () => {
         to: wallet,
         data: "0x",
         gas: 21_000n,
-        onSigned: async (tx) => void (await replay.markSigned(name, tx)),
-        onSent: () => replay.markSent(name),
+        onSigned: async (tx) => void (await replay.markSigned(stack.devnet.chainId, name, tx)),
+        onSent: () => replay.markSent(stack.devnet.chainId, name),
       });
     };
     await testClient().setAutomine(false);
@@ -337,7 +337,7 @@ describe("a transaction the node dropped", () => {
     }
     expect(await chain().getTransactionCount({ address: wallet })).toBe(0);
     const reconcile = createSubmissionReconciler({
-      books: [replayBook(replay)],
+      books: [replayBook(replay, stack.devnet.chainId)],
       txStatus: createViemTxStatusReader({ client: eas.client, easAddress: stack.service.easAddress, senderOf: eas.senderOf }),
       clock: systemClock,
       graceMs: 0,
@@ -351,7 +351,7 @@ describe("a transaction the node dropped", () => {
     expect((await receiptOf(first)).status).toBe("success");
     expect((await receiptOf(second)).status).toBe("success");
     await reconcile();
-    expect([(await replay.find("first"))?.state, (await replay.find("second"))?.state]).toEqual(["mined", "mined"]);
+    expect([(await replay.find(stack.devnet.chainId, "first"))?.state, (await replay.find(stack.devnet.chainId, "second"))?.state]).toEqual(["mined", "mined"]);
     expect(await chain().getTransactionCount({ address: wallet })).toBe(2);
     db.close();
   });

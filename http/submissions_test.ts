@@ -52,10 +52,10 @@ function setup(refusal?: ReturnType<typeof fail>) {
     if (refusal !== undefined) return refusal as never;
     const key = `0x${"11".repeat(65)}`;
     await replay.claim({ key, chainId: 1, attester: "0xa", nonce: 0n, deadline: 2_000_000_000n, createdAtMs: 1 });
-    await caller?.onSubmitting?.(key);
+    await caller?.onSubmitting?.(1, key);
     submitted++;
     await new Promise<void>((resolve) => (mine = resolve));
-    await replay.finish(key, { state: "mined", txHash: TX, uid: UID, blockNumber: 5n });
+    await replay.finish(1, key, { state: "mined", txHash: TX, uid: UID, blockNumber: 5n });
     return ok({ txHash: TX as `0x${string}`, uid: UID as `0x${string}`, blockNumber: 5n });
   };
   const app = createApp(trackedRelayDeps(delegatedAttest, { records, replay, clock }));
@@ -155,17 +155,17 @@ describe("batches on the public relay: async answers and retries of a dead reque
     const batch: NonNullable<DelegatedAttest["batch"]> = async (_bodies, caller) => {
       for (const [i, key] of keys.entries()) await replay.claim({ key, chainId: 1, attester: "0xa", nonce: BigInt(i), deadline: 2_000_000_000n, createdAtMs: 1 });
       const refused = fail("ATTESTER_MISMATCH", "Signer does not match attester");
-      await caller?.onSubmitting?.(keys[0]!, [{ ref: keys[0]! }, { refused }, { ref: keys[1]! }]);
+      await caller?.onSubmitting?.(1, keys[0]!, [{ ref: keys[0]! }, { refused }, { ref: keys[1]! }]);
       submitted++;
       const mined = new Promise<void>((resolve) => (mine = resolve));
       if (options.dies) {
         // The instance dies with its transaction sent: the chain mines it, and the reconciler finishes its records.
         await mined;
-        for (const [i, key] of keys.entries()) await replay.finish(key, { state: "mined", txHash: TX, uid: UIDS[i]!, blockNumber: 5n });
+        for (const [i, key] of keys.entries()) await replay.finish(1, key, { state: "mined", txHash: TX, uid: UIDS[i]!, blockNumber: 5n });
         return await new Promise<never>(() => {});
       }
       await mined;
-      for (const [i, key] of keys.entries()) await replay.finish(key, { state: "mined", txHash: TX, uid: UIDS[i]!, blockNumber: 5n });
+      for (const [i, key] of keys.entries()) await replay.finish(1, key, { state: "mined", txHash: TX, uid: UIDS[i]!, blockNumber: 5n });
       const sent = (i: number) => ok({ txHash: TX as `0x${string}`, uid: UIDS[i]! as `0x${string}`, blockNumber: 5n });
       return { txHash: TX as `0x${string}`, blockNumber: 5n, sent: "mined", results: [sent(0), refused, sent(1)] };
     };
@@ -243,12 +243,12 @@ describe("the private relay's submissions, keys and async answers (decisions §2
       alice: { id: "acc-alice", address: account.address, plan: "free", createdAtMs: 0 },
       bob: { id: "acc-bob", address: account.address, plan: "free", createdAtMs: 0 },
     };
-    const relay = async (_body: unknown, _caller: unknown, hooks: { onSubmitting?: (key: string) => Promise<void> } = {}) => {
+    const relay = async (_body: unknown, _caller: unknown, hooks: { onSubmitting?: (chainId: number, key: string) => Promise<void> } = {}) => {
       runs++;
       const key = `0x${runs.toString(16).padStart(130, "0")}`;
       await replay.claim({ key, chainId: 1, attester: "0xa", nonce: BigInt(runs), deadline: 2_000_000_000n, createdAtMs: 1 });
-      await hooks.onSubmitting?.(key);
-      await replay.finish(key, { state: "mined", txHash: TX, uid: UID, blockNumber: 5n });
+      await hooks.onSubmitting?.(1, key);
+      await replay.finish(1, key, { state: "mined", txHash: TX, uid: UID, blockNumber: 5n });
       return ok({ txHash: TX as `0x${string}`, uid: UID as `0x${string}`, blockNumber: 5n });
     };
     const sessions = {

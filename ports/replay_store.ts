@@ -40,17 +40,21 @@ export type ReplayFinal =
  * Durable replay protection and submission record for delegated signatures. A key is looked up before
  * any RPC, claimed atomically once the signature verified, moved through its states before each step
  * happens, and released only when its transaction provably never reached the chain.
+ *
+ * A record is its chain's (decisions §30): its identity is (chain id, key). The same 65 bytes can be a valid signature
+ * on two chains (a contract wallet whose `isValidSignature` ignores them, as a Safe's approved hashes), and a record
+ * on one chain never refuses, answers for or changes the other's.
  */
 export interface ReplayStore {
-  readonly find: (key: string) => Promise<ReplayRecord | undefined>;
-  /** Atomically records the claim; refuses a known key, or a second live claim for the same (chain, attester, nonce). */
+  readonly find: (chainId: number, key: string) => Promise<ReplayRecord | undefined>;
+  /** Atomically records the claim; refuses a key known on its chain, or a second live claim for the same (chain, attester, nonce). */
   readonly claim: (claim: ReplayClaim) => Promise<ClaimOutcome>;
   /** Stores the signed transaction before it is sent; false when the record is no longer `checked` (released). */
-  readonly markSigned: (key: string, tx: SignedTx) => Promise<boolean>;
-  readonly markSent: (key: string) => Promise<void>;
-  readonly finish: (key: string, final: ReplayFinal) => Promise<void>;
+  readonly markSigned: (chainId: number, key: string, tx: SignedTx) => Promise<boolean>;
+  readonly markSent: (chainId: number, key: string) => Promise<void>;
+  readonly finish: (chainId: number, key: string, final: ReplayFinal) => Promise<void>;
   /** Forgets a submission whose transaction provably never reached the chain; a mined or reverted one stays. */
-  readonly release: (key: string) => Promise<void>;
+  readonly release: (chainId: number, key: string) => Promise<void>;
   /** Submissions still checked, signed or sent that were created before `createdBeforeMs`, oldest first. */
   readonly open: (createdBeforeMs: number) => Promise<ReplayRecord[]>;
   /** Drops settled records whose deadline passed before `nowSeconds` (open ones wait for the reconciler). */

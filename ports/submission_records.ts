@@ -36,6 +36,11 @@ export type SubmissionRecord = {
   /** `account:<id>`, or `client:<address>` on the public relay and for x402 payers. */
   readonly scope: string;
   readonly ref: string;
+  /**
+   * The chain of its replay record: `ref` names a record on this chain (a record's identity is (chain, signature),
+   * decisions §30). Null for a record kept before submissions named their chain whose replay record was gone by then.
+   */
+  readonly chainId: number | null;
   /** A batch's requests, in order (decisions §23); null for a single send. */
   readonly items: readonly SubmissionItem[] | null;
   readonly outcome: SubmissionOutcome | null;
@@ -49,7 +54,14 @@ export type SubmissionCursor = { readonly createdAtMs: number; readonly id: stri
 /** The submissions callers track, in the same database as the replay records they point at. */
 export interface SubmissionRecordStore {
   readonly create: (
-    record: { readonly id: string; readonly scope: string; readonly ref: string; readonly createdAtMs: number; readonly items?: readonly SubmissionItem[] | undefined },
+    record: {
+      readonly id: string;
+      readonly scope: string;
+      readonly chainId: number;
+      readonly ref: string;
+      readonly createdAtMs: number;
+      readonly items?: readonly SubmissionItem[] | undefined;
+    },
   ) => Promise<void>;
   readonly find: (id: string) => Promise<SubmissionRecord | undefined>;
   /** A scope's submissions, newest first, from after `after`. */
@@ -59,8 +71,8 @@ export interface SubmissionRecordStore {
    * untold (for `told` or the sweep) unless `options.untold` is false: a settlement nobody is to be told of (issue 43).
    */
   readonly settle: (id: string, outcome: SubmissionOutcome, nowMs: number, options?: { readonly untold?: boolean }) => Promise<boolean>;
-  /** Keeps the outcome of every open submission of one replay record (the reconciler settles by record); their ids. */
-  readonly settleRef: (ref: string, outcome: SubmissionOutcome, nowMs: number) => Promise<string[]>;
+  /** Keeps the outcome of every open submission of one replay record, `ref` on `chainId` (the reconciler settles by record); their ids. */
+  readonly settleRef: (chainId: number, ref: string, outcome: SubmissionOutcome, nowMs: number) => Promise<string[]>;
   /**
    * Up to `limit` submissions created before `beforeMs` whose settlement has not been told yet, oldest first: still
    * open, or settled (by `settle`/`settleRef`) without `told` after it. The sweep finishes them: a crash between a

@@ -70,6 +70,11 @@ export type OpenSubmission = {
  */
 export interface SubmissionBook {
   readonly name: string;
+  /**
+   * The chain whose rows the book holds, when its ids are a chain's own (the replay book: a signature's record is keyed
+   * by chain and signature, decisions §30); the submissions tracked by such an id are that chain's.
+   */
+  readonly chainId?: number | undefined;
   readonly open: (createdBeforeMs: number) => Promise<OpenSubmission[]>;
   readonly mined: (
     id: string,

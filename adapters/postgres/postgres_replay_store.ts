@@ -2,10 +2,13 @@ import type { SQL } from "bun";
 import type { ClaimOutcome, ReplayStore } from "../../ports/replay_store.ts";
 import { type ReplayRow, toReplayRecord } from "../sql/replay_store.ts";
 
-/** Replay records in PostgreSQL: a key claimed once, one live submission per attester nonce (a unique index). */
+/**
+ * Replay records in PostgreSQL: a key claimed once on its chain (the table's key is (chain_id, key), decisions §30),
+ * one live submission per attester nonce (a unique index).
+ */
 export function createPostgresReplayStore(sql: SQL): ReplayStore {
-  const findReplay = async (key: string) => {
-    const rows: ReplayRow[] = await sql`SELECT * FROM replay WHERE key = ${key}`;
+  const findReplay = async (chainId: number, key: string) => {
+    const rows: ReplayRow[] = await sql`SELECT * FROM replay WHERE chain_id = ${chainId} AND key = ${key}`;
     return rows[0] === undefined ? undefined : toReplayRecord(rows[0]);
   };
   const replay: ReplayStore = {
@@ -18,25 +21,25 @@ export function createPostgresReplayStore(sql: SQL): ReplayStore {
                 ${Number(claim.deadline)}, 'checked', ${claim.createdAtMs})
         ON CONFLICT DO NOTHING RETURNING key`;
       if (inserted.length === 1) return "claimed";
-      return (await findReplay(claim.key)) !== undefined ? "duplicate-signature" : "nonce-in-flight";
+      return (await findReplay(claim.chainId, claim.key)) !== undefined ? "duplicate-signature" : "nonce-in-flight";
     },
-    async markSigned(key, tx) {
+    async markSigned(chainId, key, tx) {
       const rows = await sql`UPDATE replay SET state = 'signed', tx_hash = ${tx.txHash}, raw_tx = ${tx.raw},
                                     wallet = ${tx.wallet.toLowerCase()}, tx_nonce = ${tx.nonce}
-                              WHERE key = ${key} AND state = 'checked' RETURNING key`;
+                              WHERE chain_id = ${chainId} AND key = ${key} AND state = 'checked' RETURNING key`;
       return rows.length === 1;
     },
-    async markSent(key) {
-      await sql`UPDATE replay SET state = 'sent' WHERE key = ${key} AND state IN ('checked', 'signed')`;
+    async markSent(chainId, key) {
+      await sql`UPDATE replay SET state = 'sent' WHERE chain_id = ${chainId} AND key = ${key} AND state IN ('checked', 'signed')`;
     },
-    async finish(key, final) {
+    async finish(chainId, key, final) {
       const uid = final.state === "mined" ? final.uid : null;
       await sql`UPDATE replay SET state = ${final.state}, tx_hash = ${final.txHash}, uid = ${uid},
                        block_number = ${final.blockNumber.toString()}
-                 WHERE key = ${key} AND state IN ('checked', 'signed', 'sent')`;
+                 WHERE chain_id = ${chainId} AND key = ${key} AND state IN ('checked', 'signed', 'sent')`;
     },
-    async release(key) {
-      await sql`DELETE FROM replay WHERE key = ${key} AND state IN ('checked', 'signed', 'sent')`;
+    async release(chainId, key) {
+      await sql`DELETE FROM replay WHERE chain_id = ${chainId} AND key = ${key} AND state IN ('checked', 'signed', 'sent')`;
     },
     async open(createdBeforeMs) {
       const rows: ReplayRow[] = await sql`SELECT * FROM replay WHERE state IN ('checked', 'signed', 'sent')

@@ -16,11 +16,13 @@ import { TX_REPLACEMENTS_TABLE } from "./postgres_tx_replacements.ts";
 import { WEBHOOK_TABLES } from "./postgres_webhooks.ts";
 import { migrate } from "./postgres_migrate.ts";
 import { accountTables } from "../sql/accounts.ts";
-import { replayTables } from "../sql/replay_store.ts";
+import { REKEY_REPLAY_POSTGRES, replayTables } from "../sql/replay_store.ts";
 import { POSTGRES_WORDS, postgresStatements } from "../sql/schema.ts";
 
 const MIGRATIONS: readonly string[] = [
   ...postgresStatements(replayTables(POSTGRES_WORDS)),
+  // A replay record's identity is (chain, signature) (decisions §30): a table keyed by the signature alone is re-keyed.
+  REKEY_REPLAY_POSTGRES,
   ...postgresStatements(accountTables(POSTGRES_WORDS)),
   // The sponsored-write ledger also holds x402 payers (`x402:<address>`, decisions §13), who have no account: the
   // reference to accounts refused every paid witness and paid relay write here (SQLite does not enforce it).

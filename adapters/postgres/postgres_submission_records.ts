@@ -1,12 +1,21 @@
 import type { SQL } from "bun";
 import type { SubmissionRecordStore } from "../../ports/submission_records.ts";
-import { outcomeValues, SUBMISSION_RECORDS_ADDED_COLUMNS, SUBMISSION_RECORDS_AFTER_COLUMNS, SUBMISSION_RECORDS_TABLES as SHARED_TABLES, toSubmissionRecord } from "../sql/submission_records.ts";
+import {
+  outcomeValues,
+  SUBMISSION_RECORDS_ADDED_COLUMNS,
+  SUBMISSION_RECORDS_AFTER_COLUMNS,
+  SUBMISSION_RECORDS_CHAIN_BACKFILL,
+  SUBMISSION_RECORDS_TABLES as SHARED_TABLES,
+  toSubmissionRecord,
+} from "../sql/submission_records.ts";
 
 /** The table of tracked submissions, as SQLite has it, with the columns added since (a batch's requests and uids). */
 export const SUBMISSION_RECORDS_TABLES: readonly string[] = [
   ...SHARED_TABLES,
   ...SUBMISSION_RECORDS_ADDED_COLUMNS.map(([table, column, type]) => `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${column} ${type}`),
   ...SUBMISSION_RECORDS_AFTER_COLUMNS,
+  // Rows from before `chain_id` (a migration runs once per version; rows already named are left as they are).
+  SUBMISSION_RECORDS_CHAIN_BACKFILL,
 ];
 
 type Row = Record<string, unknown>;
@@ -14,10 +23,10 @@ type Row = Record<string, unknown>;
 /** Tracked submissions in PostgreSQL, beside the replay records; any instance answers for any id (decisions §23). */
 export function createPostgresSubmissionRecords(sql: SQL): SubmissionRecordStore {
   return {
-    async create({ id, scope, ref, createdAtMs, items }) {
+    async create({ id, scope, chainId, ref, createdAtMs, items }) {
       const layout = items === undefined ? null : JSON.stringify(items);
-      await sql`INSERT INTO submission_records (id, scope, ref, items, state, created_at_ms, updated_at_ms)
-                VALUES (${id}, ${scope}, ${ref}, ${layout}, 'open', ${createdAtMs}, ${createdAtMs})`;
+      await sql`INSERT INTO submission_records (id, scope, chain_id, ref, items, state, created_at_ms, updated_at_ms)
+                VALUES (${id}, ${scope}, ${chainId}, ${ref}, ${layout}, 'open', ${createdAtMs}, ${createdAtMs})`;
     },
     async find(id) {
       const [row] = await sql`SELECT * FROM submission_records WHERE id = ${id}` as Row[];
@@ -39,11 +48,11 @@ export function createPostgresSubmissionRecords(sql: SQL): SubmissionRecordStore
                 WHERE id = ${id} AND state = 'open' RETURNING id`;
       return rows.length === 1;
     },
-    async settleRef(ref, outcome, nowMs) {
+    async settleRef(chainId, ref, outcome, nowMs) {
       const [state, txHash, uid, blockNumber, error, feeBumps, itemUids] = outcomeValues(outcome);
       const rows = await sql`UPDATE submission_records SET state = ${state}, tx_hash = ${txHash}, uid = ${uid}, block_number = ${blockNumber},
                   error = ${error}, fee_bumps = ${feeBumps}, item_uids = ${itemUids}, untold = 1, updated_at_ms = ${nowMs}
-                WHERE ref = ${ref} AND state = 'open' RETURNING id` as { id: string }[];
+                WHERE ref = ${ref} AND chain_id = ${chainId} AND state = 'open' RETURNING id` as { id: string }[];
       return rows.map((row) => String(row.id));
     },
     async untold(beforeMs, limit) {

@@ -3,12 +3,17 @@ import type { HexString } from "../../ports/eas.ts";
 import type { ReplayRecord, ReplayState } from "../../ports/replay_store.ts";
 import type { TableGroup, SqlWords } from "./schema.ts";
 
-/** The replay records' table (decisions §15): one row per signature, one live submission per attester nonce. */
-export function replayTables(w: SqlWords): TableGroup {
-  return {
-    create: [
-      `CREATE TABLE IF NOT EXISTS replay (
-         key TEXT PRIMARY KEY,
+/**
+ * The name of the replay table's primary key, (chain_id, key): a signature's record is its chain's (decisions §30). A
+ * table made before it had `key` alone as its key; SQLite rebuilds it once (`sqlite_database.ts`), PostgreSQL swaps the
+ * key ({@link REKEY_REPLAY_POSTGRES}). Every row named its chain already (`chain_id` was always NOT NULL).
+ */
+export const REPLAY_PRIMARY_KEY = "replay_chain_key";
+
+/** The replay table's columns as first made, before `added` (a rebuilt SQLite table is made with them, then added to). */
+export function replayTable(w: SqlWords): string {
+  return `CREATE TABLE IF NOT EXISTS replay (
+         key TEXT NOT NULL,
          chain_id ${w.int} NOT NULL,
          attester TEXT NOT NULL,
          nonce TEXT NOT NULL,
@@ -17,8 +22,24 @@ export function replayTables(w: SqlWords): TableGroup {
          tx_hash TEXT,
          uid TEXT,
          block_number TEXT,
-         created_at_ms ${w.int} NOT NULL
-       )`,
+         created_at_ms ${w.int} NOT NULL,
+         CONSTRAINT ${REPLAY_PRIMARY_KEY} PRIMARY KEY (chain_id, key)
+       )`;
+}
+
+/** PostgreSQL: a table keyed by `key` alone (made before decisions §30's fix) is keyed by (chain_id, key); once. */
+export const REKEY_REPLAY_POSTGRES = `DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = '${REPLAY_PRIMARY_KEY}' AND conrelid = 'replay'::regclass) THEN
+    ALTER TABLE replay DROP CONSTRAINT IF EXISTS replay_pkey;
+    ALTER TABLE replay ADD CONSTRAINT ${REPLAY_PRIMARY_KEY} PRIMARY KEY (chain_id, key);
+  END IF;
+END $$`;
+
+/** The replay records' table (decisions §15): one row per signature and chain, one live submission per attester nonce. */
+export function replayTables(w: SqlWords): TableGroup {
+  return {
+    create: [
+      replayTable(w),
       // Submissions before decisions §15 had states claimed/broadcast/done/failed.
       `UPDATE replay SET state = CASE state WHEN 'claimed' THEN 'checked' WHEN 'broadcast' THEN 'sent'
          WHEN 'done' THEN 'mined' WHEN 'failed' THEN 'reverted' ELSE state END

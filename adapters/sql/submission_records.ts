@@ -21,7 +21,18 @@ export const SUBMISSION_RECORDS_ADDED_COLUMNS: readonly (readonly [string, strin
   ["submission_records", "item_uids", "TEXT"],
   // 1 from its settlement until its `submission.settled` was queued; rows settled before the column existed stay null.
   ["submission_records", "untold", "INTEGER"],
+  // The chain of its replay record (decisions §30: a record's identity is (chain, signature)); rows from before are
+  // given their replay record's chain once ({@link SUBMISSION_RECORDS_CHAIN_BACKFILL}).
+  ["submission_records", "chain_id", "BIGINT"],
 ];
+
+/**
+ * Names the chain of each row from before the column: its replay record's (every replay row names its chain; the keys
+ * were the signature alone then, so one record at most). A row whose record is gone stays null: its submission reads
+ * as given back, as it did. SQLite runs it when it adds the column, PostgreSQL with the migration that adds it.
+ */
+export const SUBMISSION_RECORDS_CHAIN_BACKFILL =
+  "UPDATE submission_records SET chain_id = (SELECT MIN(r.chain_id) FROM replay r WHERE r.key = submission_records.ref) WHERE chain_id IS NULL";
 
 /** Made once the added columns exist. */
 export const SUBMISSION_RECORDS_AFTER_COLUMNS: readonly string[] = [
@@ -48,6 +59,7 @@ export function toSubmissionRecord(row: Record<string, unknown>): SubmissionReco
     id: String(row.id),
     scope: String(row.scope),
     ref: String(row.ref),
+    chainId: row.chain_id === null || row.chain_id === undefined ? null : Number(row.chain_id),
     items: typeof row.items === "string" ? JSON.parse(row.items) as SubmissionItem[] : null,
     outcome,
     createdAtMs: Number(row.created_at_ms),

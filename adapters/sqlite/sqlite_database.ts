@@ -2,7 +2,7 @@ import { Database } from "bun:sqlite";
 import { chmodSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { accountTables } from "../sql/accounts.ts";
-import { replayTables } from "../sql/replay_store.ts";
+import { replayTable, replayTables } from "../sql/replay_store.ts";
 import { SQLITE_WORDS, type TableGroup } from "../sql/schema.ts";
 
 /** The tables openSqlite makes (the stores make their own when created), from the source both engines read. */
@@ -24,6 +24,26 @@ export function applyTableGroup(db: Database, group: TableGroup): void {
   for (const statement of group.create) db.exec(statement);
   addMissingColumns(db, group.added);
   for (const statement of group.after) db.exec(statement);
+}
+
+/**
+ * A replay table made before a record's identity was (chain, signature) (decisions §30) had `key` alone as its primary
+ * key: one signature's record on one chain refused the same signature on another. SQLite cannot change a table's key,
+ * so the table is rebuilt once, rows kept (each named its chain already), then its indexes made again. Run inside the
+ * migration transaction, after the replay group was applied (so the old table has every added column).
+ */
+function rekeyReplay(db: Database): void {
+  const columns = db.query<{ name: string; pk: number }, []>("PRAGMA table_info(replay)").all();
+  if (columns.find((c) => c.name === "chain_id")?.pk !== 0) return;
+  const group = replayTables(SQLITE_WORDS);
+  db.exec("ALTER TABLE replay RENAME TO replay_keyed_by_signature");
+  db.exec(replayTable(SQLITE_WORDS));
+  addMissingColumns(db, group.added);
+  const names = columns.map((c) => c.name).join(", ");
+  db.exec(`INSERT INTO replay (${names}) SELECT ${names} FROM replay_keyed_by_signature`);
+  // Its indexes go with it; the group makes them again on the new table.
+  db.exec("DROP TABLE replay_keyed_by_signature");
+  applyTableGroup(db, group);
 }
 
 /** The methods of a statement that run it. */
@@ -111,6 +131,7 @@ export function openSqlite(path: string): CountingDatabase {
   // ALTER must not interleave with another process's).
   db.transaction(() => {
     for (const group of TABLE_GROUPS) applyTableGroup(db, group);
+    rekeyReplay(db);
   }).immediate();
   return db;
 }

@@ -1,17 +1,26 @@
 import type { Database } from "bun:sqlite";
 import type { SubmissionRecordStore } from "../../ports/submission_records.ts";
 import { addMissingColumns } from "./sqlite_database.ts";
-import { SUBMISSION_RECORDS_ADDED_COLUMNS, SUBMISSION_RECORDS_AFTER_COLUMNS, SUBMISSION_RECORDS_TABLES, outcomeValues, toSubmissionRecord } from "../sql/submission_records.ts";
+import {
+  outcomeValues,
+  SUBMISSION_RECORDS_ADDED_COLUMNS,
+  SUBMISSION_RECORDS_AFTER_COLUMNS,
+  SUBMISSION_RECORDS_CHAIN_BACKFILL,
+  SUBMISSION_RECORDS_TABLES,
+  toSubmissionRecord,
+} from "../sql/submission_records.ts";
 
 /** Tracked submissions in the SQLite file, beside the replay records. */
 export function createSqliteSubmissionRecords(db: Database): SubmissionRecordStore {
   db.transaction(() => {
     for (const statement of SUBMISSION_RECORDS_TABLES) db.exec(statement);
+    const named = db.query<{ name: string }, []>("PRAGMA table_info(submission_records)").all().some((c) => c.name === "chain_id");
     addMissingColumns(db, SUBMISSION_RECORDS_ADDED_COLUMNS);
+    if (!named) db.exec(SUBMISSION_RECORDS_CHAIN_BACKFILL);
     for (const statement of SUBMISSION_RECORDS_AFTER_COLUMNS) db.exec(statement);
   }).immediate();
   const insert = db.query(
-    "INSERT INTO submission_records (id, scope, ref, items, state, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, 'open', ?, ?)",
+    "INSERT INTO submission_records (id, scope, chain_id, ref, items, state, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, 'open', ?, ?)",
   );
   const find = db.query<Record<string, unknown>, [string]>("SELECT * FROM submission_records WHERE id = ?");
   const first = db.query<Record<string, unknown>, [string, number]>(
@@ -25,7 +34,7 @@ export function createSqliteSubmissionRecords(db: Database): SubmissionRecordSto
     "UPDATE submission_records SET state = ?, tx_hash = ?, uid = ?, block_number = ?, error = ?, fee_bumps = ?, item_uids = ?, untold = ?, updated_at_ms = ? WHERE id = ? AND state = 'open' RETURNING id",
   );
   const settleRef = db.query<{ id: string }, (string | number | null)[]>(
-    "UPDATE submission_records SET state = ?, tx_hash = ?, uid = ?, block_number = ?, error = ?, fee_bumps = ?, item_uids = ?, untold = 1, updated_at_ms = ? WHERE ref = ? AND state = 'open' RETURNING id",
+    "UPDATE submission_records SET state = ?, tx_hash = ?, uid = ?, block_number = ?, error = ?, fee_bumps = ?, item_uids = ?, untold = 1, updated_at_ms = ? WHERE ref = ? AND chain_id = ? AND state = 'open' RETURNING id",
   );
   const untold = db.query<Record<string, unknown>, [number, number, number]>(
     `SELECT * FROM (SELECT * FROM submission_records WHERE state = 'open' AND created_at_ms < ?
@@ -34,8 +43,8 @@ export function createSqliteSubmissionRecords(db: Database): SubmissionRecordSto
   const told = db.query("UPDATE submission_records SET untold = NULL WHERE id = ? AND state <> 'open'");
   const prune = db.query("DELETE FROM submission_records WHERE created_at_ms < ? AND state <> 'open'");
   return {
-    create({ id, scope, ref, createdAtMs, items }) {
-      insert.run(id, scope, ref, items === undefined ? null : JSON.stringify(items), createdAtMs, createdAtMs);
+    create({ id, scope, chainId, ref, createdAtMs, items }) {
+      insert.run(id, scope, chainId, ref, items === undefined ? null : JSON.stringify(items), createdAtMs, createdAtMs);
       return Promise.resolve();
     },
     find(id) {
@@ -50,7 +59,7 @@ export function createSqliteSubmissionRecords(db: Database): SubmissionRecordSto
     },
     settle: (id, outcome, nowMs, options) =>
       Promise.resolve(settle.all(...outcomeValues(outcome), options?.untold === false ? null : 1, nowMs, id).length === 1),
-    settleRef: (ref, outcome, nowMs) => Promise.resolve(settleRef.all(...outcomeValues(outcome), nowMs, ref).map((row) => row.id)),
+    settleRef: (chainId, ref, outcome, nowMs) => Promise.resolve(settleRef.all(...outcomeValues(outcome), nowMs, ref, chainId).map((row) => row.id)),
     untold: (beforeMs, limit) => Promise.resolve(untold.all(beforeMs, beforeMs, limit).map(toSubmissionRecord)),
     told: (id) => Promise.resolve(void told.run(id)),
     prune: (beforeMs) => Promise.resolve(prune.run(beforeMs).changes),

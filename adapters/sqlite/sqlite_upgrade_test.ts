@@ -32,7 +32,7 @@ test("a SQLite file made before the shared schema opens with its rows, and its s
   await storage.indexStore({ chainId: 31337, easAddress: "0x0000000000000000000000000000000000000001" });
   expect(await storage.accounts.findAccount("acct-1")).toMatchObject({ id: "acct-1", displayName: "Ann" });
   expect((await storage.accounts.findSession("th-1"))?.account.id).toBe("acct-1");
-  expect(await storage.replay.find("0xkey")).toMatchObject({ key: "0xkey", state: "checked", nonce: 1n });
+  expect(await storage.replay.find(1, "0xkey")).toMatchObject({ key: "0xkey", state: "checked", nonce: 1n });
   await storage.close();
 
   const fresh = join(dir, "fresh.sqlite");

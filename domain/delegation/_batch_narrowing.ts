@@ -37,7 +37,7 @@ export async function giveBack(
   answer: DelegatedAttestFailure,
   options: { readonly keepGas?: boolean; readonly notSentByUs?: boolean } = {},
 ) {
-  await run.deps.replay.release(item.claimed.key);
+  await run.deps.replay.release(run.deps.eas.chainId, item.claimed.key);
   // Not sent because of the service (its signer, its wallet's queue): the attester's token goes back too (relay_guard.ts).
   if (options.notSentByUs === true) await run.deps.guard?.giveBackAttester?.(item.claimed.request.attester);
   await item.claimed.ticket?.release();

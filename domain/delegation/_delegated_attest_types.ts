@@ -123,7 +123,7 @@ export type DelegatedAttestCaller = {
    * is signed and sent: the caller records its submission here (decisions §23). A throw stops the request before
    * anything is sent, and the record is given back.
    */
-  readonly onSubmitting?: ((key: string) => Promise<void>) | undefined;
+  readonly onSubmitting?: ((chainId: number, key: string) => Promise<void>) | undefined;
 };
 
 /** What an admitted caller wants to hear of the submission. */

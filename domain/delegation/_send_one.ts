@@ -36,14 +36,14 @@ async function submitClaimed(sending: Sending, caller: DelegatedAttestCaller): P
     const refused = await deployCounterfactual(sending, deployment);
     if (refused !== undefined) {
       // The signature is given back (§15: nothing was attested); the wallet's record refuses it from now on.
-      await deps.replay.release(key);
+      await deps.replay.release(deps.eas.chainId, key);
       return refused;
     }
   }
   // Ahead only when no wallet was deployed since: a deployment changes what the simulation would find.
   const simulation = await (deployment === undefined && simulatedAhead !== undefined ? simulatedAhead : claimed.delegate.simulate(call, simulationCap(deps)));
   if (!simulation.ok) {
-    await deps.replay.release(key);
+    await deps.replay.release(deps.eas.chainId, key);
     if (simulation.reason === "reverted") {
       if (simulation.errorName === "DeadlineExpired") return fail("SIGNATURE_EXPIRED", "Signature expired");
       return fail("INVALID_INPUT", `EAS rejected the attestation: ${simulation.errorName}`);
@@ -58,19 +58,19 @@ async function submitClaimed(sending: Sending, caller: DelegatedAttestCaller): P
   // The budget is charged with the simulated gas (the transaction's gas limit, so never less than it spends),
   // atomically and before signing; it is not refunded afterwards, whatever the outcome.
   if (deps.maxGasPerTx !== undefined && simulation.gas > deps.maxGasPerTx) {
-    await deps.replay.release(key);
+    await deps.replay.release(deps.eas.chainId, key);
     return fail("INVALID_INPUT", `The attestation needs ${simulation.gas} gas, more than the ${deps.maxGasPerTx} allowed per transaction`);
   }
   const overBudget = await deps.guard?.charge(simulation.gas, sending.chargedTo);
   if (overBudget !== undefined) {
-    await deps.replay.release(key);
+    await deps.replay.release(deps.eas.chainId, key);
     return overBudget;
   }
   if (caller.onSubmitting !== undefined) {
     try {
-      await caller.onSubmitting(key);
+      await caller.onSubmitting(deps.eas.chainId, key);
     } catch (error) {
-      await deps.replay.release(key);
+      await deps.replay.release(deps.eas.chainId, key);
       throw error;
     }
   }
@@ -80,12 +80,12 @@ async function submitClaimed(sending: Sending, caller: DelegatedAttestCaller): P
     stillValid: () => deadlineHolds(deps, claimed.request.deadline),
     onSigned: async (tx) => {
       // A record the reconciler already released must not be sent under: nobody could settle it.
-      if (!(await deps.replay.markSigned(key, tx))) throw new Error("The submission record was released before sending");
+      if (!(await deps.replay.markSigned(deps.eas.chainId, key, tx))) throw new Error("The submission record was released before sending");
       await ticket?.onSigned(tx);
       sending.kept = true;
     },
     onSent: async () => {
-      await deps.replay.markSent(key);
+      await deps.replay.markSent(deps.eas.chainId, key);
       await ticket?.onSent();
     },
   });
@@ -97,20 +97,20 @@ async function settleSubmission(sending: Sending, submission: Submission, gas: b
   const { deps, claimed: { key, ticket } } = sending;
   if (submission.ok) {
     const value = { txHash: submission.txHash, uid: submission.uid, blockNumber: submission.blockNumber };
-    await deps.replay.finish(key, { state: "mined", ...value });
+    await deps.replay.finish(deps.eas.chainId, key, { state: "mined", ...value });
     await ticket?.onMined(value);
     return ok(value);
   }
   if (submission.reason === "not-broadcast") {
     // The node refused it and does not hold it: nothing can land, so the signature is given back.
-    await deps.replay.release(key);
+    await deps.replay.release(deps.eas.chainId, key);
     await ticket?.release();
     return fail("SUBMISSION_FAILED", "The chain refused the transaction; nothing was sent, and the same signature may be submitted again");
   }
   if (submission.reason === "signer-unavailable") {
     // Nothing signed or sent: the signature, the gas charged, the attester's token and the caller's reservation are
     // given back.
-    await deps.replay.release(key);
+    await deps.replay.release(deps.eas.chainId, key);
     await deps.guard?.refund?.(gas, sending.chargedTo);
     await deps.guard?.giveBackAttester?.(sending.chargedTo.attester);
     await ticket?.release();
@@ -119,14 +119,14 @@ async function settleSubmission(sending: Sending, submission: Submission, gas: b
   if (submission.reason === "expired") {
     // Its deadline came within the margin while it waited for the wallet: nothing signed or sent, no nonce used; the
     // signature, the gas charged and the caller's reservation are given back, as for any refusal before broadcast.
-    await deps.replay.release(key);
+    await deps.replay.release(deps.eas.chainId, key);
     await deps.guard?.refund?.(gas, sending.chargedTo);
     await deps.guard?.giveBackAttester?.(sending.chargedTo.attester);
     await ticket?.release();
     return expiredWhileQueued(deps);
   }
   if (submission.reason === "reverted") {
-    await deps.replay.finish(key, { state: "reverted", txHash: submission.txHash, blockNumber: submission.blockNumber });
+    await deps.replay.finish(deps.eas.chainId, key, { state: "reverted", txHash: submission.txHash, blockNumber: submission.blockNumber });
     await refuseIfItTellsSimulationsApart(sending, submission.txHash);
     // Its gas was burned: a caller that can keep its reservation charged does (issue 23), others give it back.
     if (ticket?.onBurned !== undefined) await ticket.onBurned({ txHash: submission.txHash, blockNumber: submission.blockNumber });

@@ -40,9 +40,14 @@ function setup(options: {
   /** How long the factory call waits for the delegate wallet's lock (behind a slow node's sends), on the test's clock. */
   waitsForLockMs?: number;
   walletRefusals?: ReturnType<typeof fakeWalletRefusals>;
+  /** The chain (default 31337), and a replay store shared with another chain's setup (decisions §30). */
+  chainId?: number;
+  replay?: ReturnType<typeof fakeReplayStore>;
+  /** A wallet that ignores the signature's bytes (a Safe's approved hashes): any deployed check of it is valid. */
+  ignoresSignatureBytes?: boolean;
 }) {
   const clock = fakeClock();
-  const eas = fakeEasReader();
+  const eas = fakeEasReader(options.chainId === undefined ? {} : { chainId: options.chainId });
   let deployed = options.deployed;
   const checks: { deployment?: WalletDeployment | undefined }[] = [];
   const deployments: bigint[] = [];
@@ -57,6 +62,7 @@ function setup(options: {
       if (options.checkFails) return "rpc-error";
       if (input.signer.toLowerCase() !== WALLET) return "invalid";
       if (!deployed && input.deployment?.factory !== FACTORY) return "invalid";
+      if (options.ignoresSignatureBytes) return "valid";
       const signer = await recoverAddress({ hash: input.digest, signature: input.signature });
       return signer === owner.address || signer === options.alsoAccepts ? "valid" : "invalid";
     },
@@ -80,7 +86,7 @@ function setup(options: {
       return deployed ? "deployed" : "failed";
     },
   };
-  const replay = fakeReplayStore();
+  const replay = options.replay ?? fakeReplayStore();
   const attest = createDelegatedAttest({
     clock,
     eas: reader,
@@ -145,6 +151,26 @@ describe("parseAttestSignature()", () => {
 });
 
 describe("createDelegatedAttest() with smart-contract wallets", () => {
+  test("one 65-byte signature a wallet accepts on two chains is each chain's own write: the second is not answered DUPLICATE with the first chain's uid (decisions §30)", async () => {
+    // A wallet at the same address on two chains whose `isValidSignature` ignores the bytes (approved hashes): the same
+    // 65 bytes are valid for the same review on both. Each chain's relay shares the deployment's replay records.
+    const replay = fakeReplayStore();
+    const onA = setup({ deployed: true, ignoresSignatureBytes: true, replay });
+    const minedOnB: Submission = { ok: true, txHash: `0x${"b".repeat(64)}` as HexString, blockNumber: 7n, uid: `0x${"c".repeat(64)}` as HexString };
+    const onB = setup({ deployed: true, ignoresSignatureBytes: true, replay, chainId: 31338, submission: minedOnB });
+    const SAME = `0x${"0".repeat(63)}1${"0".repeat(63)}11b` as HexString;
+    const a = await onA.attest(await walletBody(onA, owner, () => SAME));
+    expect(a).toMatchObject({ ok: true });
+    const b = await onB.attest(await walletBody(onB, owner, () => SAME));
+    expect(b).toMatchObject({ ok: true, value: { uid: `0x${"c".repeat(64)}` } });
+    expect([onA.delegate.sent.length, onB.delegate.sent.length]).toEqual([1, 1]);
+    const key = SAME.toLowerCase();
+    expect((await replay.find(31337, key))?.uid).toBe(a.ok ? a.value.uid : "not sent");
+    expect((await replay.find(31338, key))?.uid).toBe(`0x${"c".repeat(64)}`);
+    // On its own chain, the same bytes again are that chain's duplicate, answered with that chain's uid.
+    expect(await onB.attest(await walletBody(onB, owner, () => SAME))).toMatchObject({ ok: false, code: "DUPLICATE", details: `0x${"c".repeat(64)}` });
+  });
+
   test("a deployed wallet's ERC-1271 signature is asked of the wallet and submitted as 65 bytes", async () => {
     const env = setup({ deployed: true });
     const result = await env.attest(await walletBody(env));

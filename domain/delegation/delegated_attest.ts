@@ -140,8 +140,10 @@ async function checkOffChain(ctx: AttestContext, body: unknown, caller: Delegate
   // the verdict once the chain's nonce is known (decisions §6 order).
   const clientSigner =
     request.clientNonce === undefined ? undefined : recoverSigner(ctx.signing, deps.eas, request, signature.normalized, request.clientNonce);
-  // A record of another chain's EAS is not this request's (decisions §30): the signature's domain names that chain, so
-  // here it is checked as any other and refused as not the attester's, never answered with that chain's uid.
+  // A record of another chain's EAS is not this request's (decisions §30): records are kept by (chain, signature), so
+  // the same bytes on this chain (an EOA's name the other chain's domain and are refused as not the attester's; a
+  // contract wallet's that ignores them may be valid here too) are checked as any other, never answered with that
+  // chain's uid, and claimed on this chain as their own record.
   const known = await findOnChain(deps, signature.normalized.hex);
   if (known !== undefined) return duplicate(known);
   // Too close to be mined before it passes: refused before any RPC rather than sent to revert at the delegate's cost.
@@ -252,7 +254,8 @@ async function checkOnChain(ctx: AttestContext, checked: Prechecked, caller: Del
   });
   if (claim === "duplicate-signature") {
     await ticket?.release();
-    const winner = await deps.replay.find(key);
+    // The claim and this lookup are by (chain, key): another chain's record of the same bytes is never this answer.
+    const winner = await deps.replay.find(deps.eas.chainId, key);
     return winner === undefined ? fail("DUPLICATE", "Duplicate submission") : duplicate(winner);
   }
   if (claim === "nonce-in-flight") {
@@ -262,10 +265,9 @@ async function checkOnChain(ctx: AttestContext, checked: Prechecked, caller: Del
   return { request, call, key, ticket, delegate, simulatedAhead, deploy: verified.value.deploy, nonce: nonceRead.nonce, byContract: verified.value.byContract === true };
 }
 
-/** The replay record of `key` when it is of this chain's EAS: a signature's record is its chain's alone. */
+/** The replay record of `key` on this chain's EAS: a signature's record is its chain's alone (the store's identity is (chain, key)). */
 async function findOnChain(deps: Pick<DelegatedAttestDeps, "replay" | "eas">, key: string): Promise<ReplayRecord | undefined> {
-  const known = await deps.replay.find(key);
-  return known !== undefined && known.chainId === deps.eas.chainId ? known : undefined;
+  return await deps.replay.find(deps.eas.chainId, key);
 }
 
 /**

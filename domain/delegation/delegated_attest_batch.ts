@@ -66,7 +66,7 @@ export type DelegatedAttestBatchCaller = {
    * Runs once, with the first item's replay key and every request's place in the batch, just before the one
    * transaction is signed (the submission record): every refusal is known by then.
    */
-  readonly onSubmitting?: ((key: string, layout: BatchLayout) => Promise<void>) | undefined;
+  readonly onSubmitting?: ((chainId: number, key: string, layout: BatchLayout) => Promise<void>) | undefined;
 };
 
 /** Checks and sends a batch. */
@@ -214,10 +214,10 @@ async function sendBatch(run: BatchRun, submitBatch: NonNullable<Claimed["delega
         if (result === undefined || result.ok) throw new Error(`Request ${index} of the batch is neither sent nor refused`);
         return { refused: result };
       });
-      await caller.onSubmitting(items[0]!.claimed.key, layout);
+      await caller.onSubmitting(deps.eas.chainId, items[0]!.claimed.key, layout);
     } catch (error) {
       for (const item of items) {
-        await deps.replay.release(item.claimed.key);
+        await deps.replay.release(deps.eas.chainId, item.claimed.key);
         await item.claimed.ticket?.release();
       }
       throw error;
@@ -236,7 +236,7 @@ async function sendBatch(run: BatchRun, submitBatch: NonNullable<Claimed["delega
       onSigned: async (tx) => {
         for (const item of items) {
           // A record the reconciler already released must not be sent under: nobody could settle it.
-          if (!(await deps.replay.markSigned(item.claimed.key, tx))) throw new Error("A submission record of the batch was released before sending");
+          if (!(await deps.replay.markSigned(deps.eas.chainId, item.claimed.key, tx))) throw new Error("A submission record of the batch was released before sending");
         }
         for (const item of items) {
           await item.claimed.ticket?.onSigned(tx);
@@ -245,7 +245,7 @@ async function sendBatch(run: BatchRun, submitBatch: NonNullable<Claimed["delega
       },
       onSent: async () => {
         for (const item of items) {
-          await deps.replay.markSent(item.claimed.key);
+          await deps.replay.markSent(deps.eas.chainId, item.claimed.key);
           await item.claimed.ticket?.onSent();
         }
       },
@@ -301,7 +301,7 @@ async function settleBatch(run: BatchRun, items: readonly Item[], submission: Ba
     for (const [i, item] of items.entries()) {
       const uid = submission.uids[i] ?? null;
       const value = { txHash: submission.txHash, uid, blockNumber: submission.blockNumber };
-      await deps.replay.finish(item.claimed.key, { state: "mined", ...value });
+      await deps.replay.finish(deps.eas.chainId, item.claimed.key, { state: "mined", ...value });
       await item.claimed.ticket?.onMined(value);
       results[item.index] = ok(value);
     }
@@ -321,7 +321,7 @@ async function settleBatch(run: BatchRun, items: readonly Item[], submission: Ba
   }
   if (submission.reason === "reverted") {
     for (const item of items) {
-      await deps.replay.finish(item.claimed.key, { state: "reverted", txHash: submission.txHash, blockNumber: submission.blockNumber });
+      await deps.replay.finish(deps.eas.chainId, item.claimed.key, { state: "reverted", txHash: submission.txHash, blockNumber: submission.blockNumber });
       const ticket = item.claimed.ticket;
       if (ticket?.onBurned !== undefined) await ticket.onBurned({ txHash: submission.txHash, blockNumber: submission.blockNumber });
       else await ticket?.release();

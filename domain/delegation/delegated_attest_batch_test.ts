@@ -108,10 +108,10 @@ describe("delegated attestation batches (decisions §23)", () => {
     const bodies = [await signed(env), { attester: alice.address }, await signed(env, { signer: bob })];
     const seen: { key: string; layout: readonly unknown[]; sentBefore: number }[] = [];
     const outcome = await env.batch(bodies, {
-      onSubmitting: (key, layout) => Promise.resolve(void seen.push({ key, layout, sentBefore: env.delegate.batches.length })),
+      onSubmitting: (_chainId, key, layout) => Promise.resolve(void seen.push({ key, layout, sentBefore: env.delegate.batches.length })),
     });
     expect(seen).toHaveLength(1);
-    const keys = [...env.replay.rows.keys()];
+    const keys = [...env.replay.rows.values()].map((r) => r.key);
     const layout = seen[0]!.layout as readonly ({ ref: string } | { refused: { ok: false; code: string } })[];
     expect(seen[0]!.sentBefore).toBe(0);
     expect(layout.map((item) => "ref" in item ? typeof item.ref : item.refused.code)).toEqual(["string", "INVALID_INPUT", "string"]);
@@ -120,7 +120,7 @@ describe("delegated attestation batches (decisions §23)", () => {
     // Each sent key's replay record holds the uid its result answers.
     for (const [index, item] of layout.entries()) {
       const result = outcome.results[index]!;
-      if ("ref" in item) expect(env.replay.rows.get(item.ref)?.uid).toBe(result.ok ? result.value.uid : "not sent");
+      if ("ref" in item) expect((await env.replay.find(env.eas.chainId, item.ref))?.uid).toBe(result.ok ? result.value.uid : "not sent");
     }
   });
 

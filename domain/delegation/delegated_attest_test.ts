@@ -310,10 +310,10 @@ describe("createDelegatedAttest()", () => {
     const body = await signedBody(env);
     const markSigned = env.replay.markSigned;
     let stateAtSigning: string | undefined;
-    env.replay.markSigned = async (key, tx) => {
-      stateAtSigning = env.replay.rows.get(key)?.state;
-      await env.replay.release(key);
-      return await markSigned(key, tx);
+    env.replay.markSigned = async (chainId, key, tx) => {
+      stateAtSigning = (await env.replay.find(chainId, key))?.state;
+      await env.replay.release(chainId, key);
+      return await markSigned(chainId, key, tx);
     };
     expect(await env.attest(body)).toMatchObject({ ok: false, code: "SUBMISSION_FAILED" });
     expect([stateAtSigning, env.delegate.sent.length, env.replay.rows.size]).toEqual(["checked", 0, 0]);
@@ -379,8 +379,8 @@ describe("createDelegatedAttest()", () => {
   test("onSubmitting runs once the checks passed, with the recorded signature, before anything is sent; not for a refused request; a throw sends nothing and gives the signature back", async () => {
     const env = setup();
     const seen: { key: string; sentBefore: number; state: string | undefined }[] = [];
-    const onSubmitting = async (key: string) => {
-      seen.push({ key, sentBefore: env.delegate.sent.length, state: (await env.replay.find(key))?.state });
+    const onSubmitting = async (chainId: number, key: string) => {
+      seen.push({ key, sentBefore: env.delegate.sent.length, state: (await env.replay.find(chainId, key))?.state });
     };
     env.delegate.simulation = { ok: false, reason: "reverted", errorName: "InvalidSchema" };
     expect(await env.attest(await signedBody(env, { data: reviewData("0xaa") }), { onSubmitting })).toMatchObject({ ok: false, code: "INVALID_INPUT" });
@@ -459,7 +459,7 @@ describe("createDelegatedAttest()", () => {
     env.eas.nonces.set(account.address.toLowerCase(), 1n);
     let finds = 0;
     const find = env.replay.find;
-    env.replay.find = (key) => (finds++, find(key));
+    env.replay.find = (chainId, key) => (finds++, find(chainId, key));
     expect(await env.attest(await signedBody(env))).toMatchObject({ ok: false, code: "ATTESTER_MISMATCH", details: NONCE_MOVED });
     expect([finds, env.replay.rows.size]).toEqual([2, 0]);
   });

@@ -28,6 +28,7 @@ import { walletDid } from "../accounts/mod.ts";
 import type { CallerTicket, DelegatedAttest, DelegatedAttestFailure } from "./delegated_attest.ts";
 import type { DelegatedRequest } from "./delegated_request.ts";
 import type { DelegatedAttestBatchCaller } from "./delegated_attest_batch.ts";
+import type { DelegatedAttestCaller } from "./_delegated_attest_types.ts";
 import { buildDidPkh, didToAddress, normalizeDid } from "../did/mod.ts";
 import { type PlanPolicy, planAllowsSchema, quotaYear } from "../accounts/mod.ts";
 import { fail } from "../result.ts";
@@ -297,7 +298,7 @@ export function createPrivateRelay(deps: PrivateRelayDeps) {
   }
 
   const subjectDidOf = (body: unknown) => typeof body === "object" && body !== null ? (body as { subjectDid?: unknown }).subjectDid : undefined;
-  type Hooks = { onSubmitting?: ((key: string) => Promise<void>) | undefined };
+  type Hooks = { onSubmitting?: DelegatedAttestCaller["onSubmitting"] };
   type BatchHooks = { onSubmitting?: DelegatedAttestBatchCaller["onSubmitting"] };
 
   /** `caller`: the signed-in account, or a paying agent (decisions §13); `hooks`: the submission's tracking (§23). */

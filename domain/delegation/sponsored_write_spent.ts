@@ -37,7 +37,8 @@ export function delegatedSignatureKeys(raw: HexString): string[] | undefined {
  * the nonce cannot be read.
  */
 async function signatureSpent(replay: ReplayStore, eas: EasReader, key: string): Promise<boolean | undefined> {
-  const record = await replay.find(key);
+  // The record on the reader's chain: the transaction was sent there (decisions §30, a record is its chain's).
+  const record = await replay.find(eas.chainId, key);
   if (record === undefined || record.state === "reverted") return false;
   if (record.state === "mined") return true;
   return await nonceMovedPast(eas, record);

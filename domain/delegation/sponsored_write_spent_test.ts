@@ -51,8 +51,8 @@ async function relayWrite(tx: SignedTx, attester: HexString, signature = 1, nonc
   const ledger = fakeWriteLedger();
   const k = key(signature);
   await replay.claim({ key: k, chainId: 31337, attester, nonce, deadline: 2_000_000_000n, createdAtMs: 0 });
-  await replay.markSigned(k, tx);
-  await replay.markSent(k);
+  await replay.markSigned(31337, k, tx);
+  await replay.markSent(31337, k);
   await ledger.reserve({ id: "w", accountId: "a", year: 2026, fingerprint: "f", createdAtMs: 0 }, 3);
   await ledger.markSigned("w", tx, 0);
   await ledger.markSent("w", 0);
@@ -69,7 +69,7 @@ describe("a write on chain whose receipt the provider does not give yet", () => 
     eas.nonces.set(attester, 1n);
     const chain = fakeChain({ "0xmined": { status: "included", blockNumber: 12n } });
     const reconcile = createSubmissionReconciler({
-      books: [replayBook(replay, eas), witnessBook(ledger, clock, undefined, { replay, eas })],
+      books: [replayBook(replay, 31337, eas), witnessBook(ledger, clock, undefined, { replay, eas })],
       txStatus: chain,
       clock,
       graceMs: 0,
@@ -78,13 +78,13 @@ describe("a write on chain whose receipt the provider does not give yet", () => 
       bumpAfterMs: 1,
     });
     for (let round = 0; round < 3; round++) expect(await reconcile()).toEqual({ mined: 0, reverted: 0, released: 0, rebroadcast: 0, bumped: 0, open: 2 });
-    expect([(await replay.find(k))?.state, (await ledger.find("w"))?.state]).toEqual(["sent", "broadcast"]);
+    expect([(await replay.find(31337, k))?.state, (await ledger.find("w"))?.state]).toEqual(["sent", "broadcast"]);
     expect(await ledger.usage("a", 2026)).toEqual({ used: 0, reserved: 1 });
     expect([chain.replacements, chain.rebroadcasts.length]).toEqual([0, 0]);
     const uid = `0x${"9".repeat(64)}` as HexString;
     chain.statuses["0xmined"] = { status: "success", blockNumber: 12n, uid };
     expect(await reconcile()).toMatchObject({ mined: 2, released: 0, open: 0 });
-    expect(await replay.find(k)).toMatchObject({ state: "mined", uid, blockNumber: 12n });
+    expect(await replay.find(31337, k)).toMatchObject({ state: "mined", uid, blockNumber: 12n });
     expect(await ledger.find("w")).toMatchObject({ state: "committed", uid, blockNumber: 12n });
     expect(await ledger.usage("a", 2026)).toEqual({ used: 1, reserved: 0 });
   });
@@ -112,14 +112,14 @@ describe("witnessBook(): a private relay write replaced with its transaction abs
     eas.nonces.set(attester, 1n);
     const chain = fakeChain({ "0xgone": { status: "replaced" } });
     const reconcile = createSubmissionReconciler({
-      books: [replayBook(replay, eas), witnessBook(ledger, clock, undefined, { replay, eas })],
+      books: [replayBook(replay, 31337, eas), witnessBook(ledger, clock, undefined, { replay, eas })],
       txStatus: chain,
       clock,
       graceMs: 0,
       lostAfterMs: 600_000,
     });
     expect(await reconcile()).toMatchObject({ mined: 2, released: 0 });
-    expect(await replay.find(k)).toMatchObject({ state: "mined", uid: null });
+    expect(await replay.find(31337, k)).toMatchObject({ state: "mined", uid: null });
     expect(await ledger.find("w")).toMatchObject({ state: "committed", txHash: "0xgone" });
   });
 

@@ -277,29 +277,31 @@ async function settleNotFound(round: Reconciling, book: SubmissionBook, row: Ope
 export const REPLAY_BOOK = "delegated_attestations";
 
 /**
- * The delegated attestations' replay records as a book: released rows are forgotten (the signature works again).
- * With the EAS reader, a row whose transaction is gone while the attester's EAS nonce moved past the signature's is
- * recorded as mined (uid and block unknown) instead: the signature can never be used again. With `chainId` (several
- * chains, decisions §30), the book holds that chain's records only, so each chain's are followed on that chain.
+ * The delegated attestations' replay records of chain `chainId` as a book: released rows are forgotten (the signature
+ * works again). With the EAS reader (that chain's), a row whose transaction is gone while the attester's EAS nonce moved
+ * past the signature's is recorded as mined (uid and block unknown) instead: the signature can never be used again. A
+ * record's identity is (chain, signature) (decisions §30): the book holds, reads and settles its chain's records only,
+ * so each chain's are followed on that chain, and the same signature's record on another chain is never touched.
  */
-export function replayBook(replay: ReplayStore, eas?: EasReader, chainId?: number): SubmissionBook {
+export function replayBook(replay: ReplayStore, chainId: number, eas?: EasReader): SubmissionBook & { readonly chainId: number } {
   return {
+    chainId,
     spent: eas === undefined ? undefined : async (key) => {
-      const record = await replay.find(key);
+      const record = await replay.find(chainId, key);
       return record === undefined ? undefined : await nonceMovedPast(eas, record);
     },
     name: REPLAY_BOOK,
     open: async (createdBeforeMs) =>
-      (await replay.open(createdBeforeMs)).filter((r) => chainId === undefined || r.chainId === chainId).map((r) => ({
+      (await replay.open(createdBeforeMs)).filter((r) => r.chainId === chainId).map((r) => ({
         id: r.key,
         state: r.state as OpenSubmission["state"],
         tx: r.tx,
         txHash: r.txHash,
         createdAtMs: r.createdAtMs,
       })),
-    mined: (key, { txHash, uid, blockNumber }) => replay.finish(key, { state: "mined", txHash, uid, blockNumber }),
-    reverted: (key, txHash, blockNumber) => replay.finish(key, { state: "reverted", txHash, blockNumber }),
-    release: (key) => replay.release(key),
+    mined: (key, { txHash, uid, blockNumber }) => replay.finish(chainId, key, { state: "mined", txHash, uid, blockNumber }),
+    reverted: (key, txHash, blockNumber) => replay.finish(chainId, key, { state: "reverted", txHash, blockNumber }),
+    release: (key) => replay.release(chainId, key),
   };
 }
 

@@ -50,8 +50,8 @@ describe("createSubmissionReconciler()", () => {
     ];
     for (const [key, nonce, state] of rows) {
       await replay.claim(claim(key, BigInt(nonce), 0));
-      if (state !== undefined) await replay.markSigned(key, tx(key, nonce));
-      if (state === "sent") await replay.markSent(key);
+      if (state !== undefined) await replay.markSigned(1, key, tx(key, nonce));
+      if (state === "sent") await replay.markSent(1, key);
     }
     const chain = fakeChain({
       "0xmined": { status: "success", blockNumber: 9n, uid: `0x${"9".repeat(64)}` },
@@ -60,7 +60,7 @@ describe("createSubmissionReconciler()", () => {
       "0xpending": { status: "pending" },
       "0xdown": { status: "rpc-error" },
     });
-    const reconcile = createSubmissionReconciler({ books: [replayBook(replay)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
+    const reconcile = createSubmissionReconciler({ books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
     expect(await reconcile()).toEqual({ mined: 1, reverted: 1, released: 2, rebroadcast: 1, bumped: 0, open: 3 });
     expect(Object.fromEntries([...replay.rows.values()].map((r) => [r.key, r.state]))).toEqual({
       mined: "mined",
@@ -69,7 +69,7 @@ describe("createSubmissionReconciler()", () => {
       pending: "sent",
       down: "sent",
     });
-    expect((await replay.find("mined"))?.uid).toBe(`0x${"9".repeat(64)}`);
+    expect((await replay.find(1, "mined"))?.uid).toBe(`0x${"9".repeat(64)}`);
     expect(chain.rebroadcasts).toEqual(["0xlost"]);
   });
 
@@ -78,14 +78,14 @@ describe("createSubmissionReconciler()", () => {
     const replay = fakeReplayStore();
     for (const [i, key] of ["0xsig-a", "0xsig-b"].entries()) {
       await replay.claim({ ...claim(key, BigInt(i), 0) });
-      await replay.markSigned(key, tx("batch", 0));
-      await replay.markSent(key);
+      await replay.markSigned(1, key, tx("batch", 0));
+      await replay.markSent(1, key);
     }
     const uids = new Map([["0xsig-a", `0x${"a".repeat(64)}` as HexString], ["0xsig-b", `0x${"b".repeat(64)}` as HexString]]);
     const chain = fakeChain({ "0xbatch": { status: "success", blockNumber: 3n, uid: `0x${"a".repeat(64)}`, uidsBySignature: uids } });
-    const reconcile = createSubmissionReconciler({ books: [replayBook(replay)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
+    const reconcile = createSubmissionReconciler({ books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
     expect(await reconcile()).toMatchObject({ mined: 2 });
-    expect([(await replay.find("0xsig-a"))?.uid, (await replay.find("0xsig-b"))?.uid]).toEqual([uids.get("0xsig-a"), uids.get("0xsig-b")]);
+    expect([(await replay.find(1, "0xsig-a"))?.uid, (await replay.find(1, "0xsig-b"))?.uid]).toEqual([uids.get("0xsig-a"), uids.get("0xsig-b")]);
   });
 
   test("a batch's item is handed to its book with every item's uid of the receipt, so the batch's submission keeps them all (issue 36)", async () => {
@@ -93,13 +93,13 @@ describe("createSubmissionReconciler()", () => {
     const replay = fakeReplayStore();
     for (const [i, key] of ["0xsig-a", "0xsig-b"].entries()) {
       await replay.claim({ ...claim(key, BigInt(i), 0) });
-      await replay.markSigned(key, tx("batch", 0));
-      await replay.markSent(key);
+      await replay.markSigned(1, key, tx("batch", 0));
+      await replay.markSent(1, key);
     }
     const uids = new Map([["0xsig-a", `0x${"a".repeat(64)}` as HexString], ["0xsig-b", `0x${"b".repeat(64)}` as HexString]]);
     const chain = fakeChain({ "0xbatch": { status: "success", blockNumber: 3n, uid: `0x${"a".repeat(64)}`, uidsBySignature: uids } });
     const seen: { id: string; uid: string | null; uids: ReadonlyMap<string, string> | undefined }[] = [];
-    const book = replayBook(replay);
+    const book = replayBook(replay, 1);
     const watched = { ...book, mined: async (id: string, outcome: Parameters<typeof book.mined>[1]) => {
       seen.push({ id, uid: outcome.uid, uids: outcome.uids });
       await book.mined(id, outcome);
@@ -113,14 +113,14 @@ describe("createSubmissionReconciler()", () => {
     const clock = fakeClock(1_000_000);
     const replay = fakeReplayStore();
     await replay.claim(claim("old", 0n, 0));
-    await replay.markSigned("old", tx("old", 0));
+    await replay.markSigned(1, "old", tx("old", 0));
     await replay.claim(claim("young", 1n, 990_000));
     await replay.claim(claim("young-signed", 2n, 990_000));
-    await replay.markSigned("young-signed", tx("young-signed", 2));
+    await replay.markSigned(1, "young-signed", tx("young-signed", 2));
     const chain = fakeChain({}, "refused");
-    const reconcile = createSubmissionReconciler({ books: [replayBook(replay)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
+    const reconcile = createSubmissionReconciler({ books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
     expect(await reconcile()).toMatchObject({ released: 1, rebroadcast: 0 });
-    expect([...replay.rows.keys()].sort()).toEqual(["young", "young-signed"]);
+    expect([...replay.rows.values()].map((r) => r.key).sort()).toEqual(["young", "young-signed"]);
     // At start-up on a database of its own, nothing is in flight: everything open is settled.
     expect(await reconcile({ graceMs: 0 })).toMatchObject({ released: 2 });
     expect(replay.rows.size).toBe(0);
@@ -183,20 +183,20 @@ describe("createSubmissionReconciler()", () => {
     const replay = fakeReplayStore();
     for (const [key, nonce] of [["landed", 0n], ["never", 1n]] as const) {
       await replay.claim({ ...claim(key, nonce, 0), attester: key });
-      await replay.markSigned(key, tx(key, Number(nonce)));
-      await replay.markSent(key);
+      await replay.markSigned(1, key, tx(key, Number(nonce)));
+      await replay.markSent(1, key);
     }
     const eas = fakeEasReader();
     eas.nonces.set("landed", 1n);
     eas.nonces.set("never", 1n);
     const chain = fakeChain({ "0xlanded": { status: "replaced" }, "0xnever": { status: "replaced" } });
-    const reconcile = createSubmissionReconciler({ books: [replayBook(replay, eas)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    const reconcile = createSubmissionReconciler({ books: [replayBook(replay, 1, eas)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
     expect(await reconcile()).toMatchObject({ mined: 1, released: 1 });
-    expect(await replay.find("landed")).toMatchObject({ state: "mined", txHash: "0xlanded", uid: null });
-    expect(await replay.find("never")).toBeUndefined();
+    expect(await replay.find(1, "landed")).toMatchObject({ state: "mined", txHash: "0xlanded", uid: null });
+    expect(await replay.find(1, "never")).toBeUndefined();
     eas.failing = true;
     await replay.claim({ ...claim("unknown", 0n, 0), attester: "unknown" });
-    await replay.markSigned("unknown", tx("unknown", 2));
+    await replay.markSigned(1, "unknown", tx("unknown", 2));
     chain.statuses["0xunknown"] = { status: "replaced" };
     expect(await reconcile()).toMatchObject({ open: 1, released: 0 });
   });
@@ -221,8 +221,8 @@ describe("createSubmissionReconciler() fee bumps", () => {
   async function pendingSubmission(createdAtMs = 0) {
     const replay = fakeReplayStore();
     await replay.claim(claim("stuck", 0n, createdAtMs));
-    await replay.markSigned("stuck", tx("stuck", 0));
-    await replay.markSent("stuck");
+    await replay.markSigned(1, "stuck", tx("stuck", 0));
+    await replay.markSent(1, "stuck");
     return replay;
   }
   /** A chain where the stuck transaction stays pending; replacements are named bump1, bump2, ... */
@@ -249,7 +249,7 @@ describe("createSubmissionReconciler() fee bumps", () => {
     const replacements = fakeReplacements();
     const { chain, signed, reader } = bumpingChain({ "0xbump1": { status: "pending" }, "0xbump2": { status: "pending" } });
     const reconcile = createSubmissionReconciler({
-      books: [replayBook(replay)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000, maxBumps: 2,
+      books: [replayBook(replay, 1)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000, maxBumps: 2,
     });
     expect(await reconcile()).toMatchObject({ bumped: 0, open: 1 });
     clock.set(120_000);
@@ -264,7 +264,7 @@ describe("createSubmissionReconciler() fee bumps", () => {
     expect(signed).toEqual(["0xstuck", "0xbump1"]);
     clock.set(1_000_000);
     expect(await reconcile()).toMatchObject({ bumped: 0, open: 1 });
-    expect((await replay.find("stuck"))?.state).toBe("sent");
+    expect((await replay.find(1, "stuck"))?.state).toBe("sent");
   });
 
   test("the items of one batch share its fee bumps: one replacement signed and sent per round, kept for every item, which all settle with their uids (issue 36)", async () => {
@@ -272,13 +272,13 @@ describe("createSubmissionReconciler() fee bumps", () => {
     const replay = fakeReplayStore();
     for (const [i, key] of ["0xsig-a", "0xsig-b", "0xsig-c"].entries()) {
       await replay.claim(claim(key, BigInt(i), 0));
-      await replay.markSigned(key, tx("stuck", 0));
-      await replay.markSent(key);
+      await replay.markSigned(1, key, tx("stuck", 0));
+      await replay.markSent(1, key);
     }
     const replacements = fakeReplacements();
     const { chain, signed, reader } = bumpingChain({ "0xbump1": { status: "pending" } });
     const reconcile = createSubmissionReconciler({
-      books: [replayBook(replay)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000,
+      books: [replayBook(replay, 1)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000,
     });
     clock.set(120_000);
     expect(await reconcile()).toMatchObject({ bumped: 1, open: 3 });
@@ -288,7 +288,7 @@ describe("createSubmissionReconciler() fee bumps", () => {
     chain.statuses["0xbump1"] = { status: "success", blockNumber: 9n, uid: uids.get("0xsig-a")!, uidsBySignature: uids };
     chain.statuses["0xstuck"] = { status: "replaced" };
     expect(await reconcile()).toMatchObject({ mined: 3, open: 0 });
-    for (const [key, uid] of uids) expect(await replay.find(key)).toMatchObject({ state: "mined", txHash: "0xbump1", uid });
+    for (const [key, uid] of uids) expect(await replay.find(1, key)).toMatchObject({ state: "mined", txHash: "0xbump1", uid });
   });
 
   test("the other items of a batch keep the round's replacement even though the node no longer holds the transaction it replaced; none is released (issue 36)", async () => {
@@ -297,8 +297,8 @@ describe("createSubmissionReconciler() fee bumps", () => {
     const keys = ["0xsig-a", "0xsig-b", "0xsig-c"];
     for (const [i, key] of keys.entries()) {
       await replay.claim(claim(key, BigInt(i), 0));
-      await replay.markSigned(key, tx("stuck", 0));
-      await replay.markSent(key);
+      await replay.markSigned(1, key, tx("stuck", 0));
+      await replay.markSent(1, key);
     }
     const replacements = fakeReplacements();
     const { chain, reader } = bumpingChain({});
@@ -312,12 +312,12 @@ describe("createSubmissionReconciler() fee bumps", () => {
       return Promise.resolve("accepted" as const);
     };
     const reconcile = createSubmissionReconciler({
-      books: [replayBook(replay)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000,
+      books: [replayBook(replay, 1)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000,
     });
     expect(await reconcile()).toMatchObject({ bumped: 1, released: 0, rebroadcast: 0, open: 3 });
     expect(chain.rebroadcasts).toEqual(["0xbump1"]);
     for (const key of keys) {
-      expect((await replay.find(key))?.state).toBe("sent");
+      expect((await replay.find(1, key))?.state).toBe("sent");
       expect((await replacements.list("delegated_attestations", key)).map((r) => r.tx.txHash)).toEqual(["0xbump1"]);
     }
     // The next round finds every item's newest transaction pending, and bumps nothing before its time.
@@ -335,10 +335,10 @@ describe("createSubmissionReconciler() fee bumps", () => {
         "0xbump1": mined === "0xbump1" ? { status: "success", blockNumber: 5n, uid: null } : { status: "replaced" },
       });
       const reconcile = createSubmissionReconciler({
-        books: [replayBook(replay)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000,
+        books: [replayBook(replay, 1)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000,
       });
       expect(await reconcile()).toMatchObject({ mined: 1, released: 0 });
-      expect(await replay.find("stuck")).toMatchObject({ state: "mined", txHash: expected });
+      expect(await replay.find(1, "stuck")).toMatchObject({ state: "mined", txHash: expected });
     }
   });
 
@@ -350,10 +350,10 @@ describe("createSubmissionReconciler() fee bumps", () => {
     const { chain, reader } = bumpingChain({});
     chain.rebroadcastAnswer = "refused";
     const reconcile = createSubmissionReconciler({
-      books: [replayBook(replay)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000,
+      books: [replayBook(replay, 1)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000,
     });
     expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
-    expect((await replay.find("stuck"))?.state).toBe("sent");
+    expect((await replay.find(1, "stuck"))?.state).toBe("sent");
     // Once neither is anywhere (dropped from the pool, the nonce free), it is released as before.
     chain.statuses["0xstuck"] = { status: "not-found" };
     expect(await reconcile()).toMatchObject({ released: 1 });
@@ -382,11 +382,11 @@ describe("createSubmissionReconciler() order", () => {
     const replay = fakeReplayStore();
     for (const [key, nonce, createdAtMs] of [["c", 7, 10], ["a", 5, 30], ["b", 6, 20]] as const) {
       await replay.claim({ ...claim(key, BigInt(nonce), createdAtMs), attester: `0x${key}` });
-      await replay.markSigned(key, tx(key, nonce));
-      await replay.markSent(key);
+      await replay.markSigned(1, key, tx(key, nonce));
+      await replay.markSent(1, key);
     }
     const chain = fakeChain({});
-    const reconcile = createSubmissionReconciler({ books: [replayBook(replay)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    const reconcile = createSubmissionReconciler({ books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
     await reconcile();
     expect(chain.rebroadcasts).toEqual(["0xa", "0xb", "0xc"]);
   });

@@ -12,8 +12,11 @@ import type { SubmissionItem } from "../../ports/submission_records.ts";
 import type { SubmissionStatus, SubmissionView } from "./submission_status.ts";
 import type { RelayResult, SubmissionTracker } from "./submission_tracker.ts";
 
-/** Opens the submission when the relay hands its transaction to the chain (a batch's with each of its requests). */
-export type OnSubmitting = (key: string, items?: readonly SubmissionItem[]) => Promise<void>;
+/**
+ * Opens the submission when the relay hands its transaction to the chain (a batch's with each of its requests), for
+ * the replay record `key` on chain `chainId` (a record's identity is (chain, signature), decisions §30).
+ */
+export type OnSubmitting = (chainId: number, key: string, items?: readonly SubmissionItem[]) => Promise<void>;
 
 /** The relay as the use case drives it: `input` sent, the submission opened through `onSubmitting` (absent: none). */
 export type RelaySend<In, R extends RelayResult> = (input: In, onSubmitting: OnSubmitting | undefined) => Promise<R>;
@@ -122,8 +125,8 @@ async function tracked<In, R extends RelayResult>(
   const tracking = deps.tracking;
   if (tracking === undefined) return { kind: "answered", result: await send(write.input, undefined), submissionId: undefined };
   const state: Opened = { id: undefined, ref: "", signal: undefined, began: tracking.tracker.began() };
-  const onSubmitting: OnSubmitting = async (key, items) => {
-    state.id = await tracking.tracker.open(write.scope, key, items);
+  const onSubmitting: OnSubmitting = async (chainId, key, items) => {
+    state.id = await tracking.tracker.open(write.scope, chainId, key, items);
     state.ref = key;
     await attach?.(state.id);
     state.signal?.();

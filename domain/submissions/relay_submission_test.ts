@@ -26,10 +26,10 @@ function setup(options: { hold?: boolean; refuse?: boolean; throws?: boolean } =
     sent.push(input);
     if (options.refuse) return fail("SCHEMA_NOT_SUBSIDIZED", "no");
     await replay.claim({ key: KEY, chainId: 1, attester: "0xa", nonce: BigInt(sent.length), deadline: 2_000_000_000n, createdAtMs: 1 });
-    await onSubmitting?.(KEY);
+    await onSubmitting?.(1, KEY);
     if (options.throws) throw new Error("node gone");
     if (options.hold && sent.length === 1) await new Promise<void>((resolve) => (mine = resolve));
-    await replay.finish(KEY, { state: "mined", txHash: TX, uid: UID, blockNumber: 5n });
+    await replay.finish(1, KEY, { state: "mined", txHash: TX, uid: UID, blockNumber: 5n });
     return mined;
   };
   const submission = createRelaySubmission({ idempotency: createIdempotency({ store, clock }), tracking }, send);

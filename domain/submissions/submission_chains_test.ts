@@ -32,8 +32,8 @@ function setup() {
   });
   const mined = async (key: string, chainId: number, deadline = 2_000_000_000n) => {
     await replay.claim({ key, chainId, attester: "0xa", nonce: BigInt(key), deadline, createdAtMs: clock.nowMs() });
-    const id = await tracker.open("account:a", key);
-    await replay.finish(key, { state: "mined", txHash: "0x01", uid: "0xuid", blockNumber: 100n });
+    const id = await tracker.open("account:a", chainId, key);
+    await replay.finish(chainId, key, { state: "mined", txHash: "0x01", uid: "0xuid", blockNumber: 100n });
     return id;
   };
   return { records, replay, status, reads, mined };
@@ -49,7 +49,7 @@ describe("submissions on several chains (decisions §30)", () => {
     expect(env.reads).toEqual([31338, 31337]);
   });
 
-  test("a list reads each chain's head once; a submission whose replay record is gone names no chain (null) and reads no head", async () => {
+  test("a list reads each chain's head once; a submission whose replay record is gone still names its chain (kept on its record) and reads no head; one kept before records named it names none (null)", async () => {
     const env = setup();
     await env.mined("0xb1", 31338);
     await env.mined("0xb2", 31338);
@@ -60,7 +60,11 @@ describe("submissions on several chains (decisions §30)", () => {
     const gone = await env.mined("0xc1", 31338, 10n);
     expect(await env.replay.prune(1_000n)).toBe(1);
     env.reads.length = 0;
-    expect(await env.status.read(gone)).toMatchObject({ ok: true, value: { chain: null } });
+    expect(await env.status.read(gone)).toMatchObject({ ok: true, value: { state: "failed", chain: { chainId: 31338 } } });
+    expect(env.reads).toEqual([]);
+    const unnamed = await env.mined("0xc2", 31338);
+    env.records.records.set(unnamed, { ...env.records.records.get(unnamed)!, chainId: null });
+    expect(await env.status.read(unnamed)).toMatchObject({ ok: true, value: { state: "failed", chain: null } });
     expect(env.reads).toEqual([]);
   });
 
@@ -69,7 +73,7 @@ describe("submissions on several chains (decisions §30)", () => {
     const replay = fakeReplayStore();
     const tracker = createSubmissionTracker({ records, random: fakeRandom(), clock: fakeClock() });
     await replay.claim({ key: "0xk", chainId: 1, attester: "0xa", nonce: 1n, deadline: 2_000_000_000n, createdAtMs: 1 });
-    const id = await tracker.open("account:a", "0xk");
+    const id = await tracker.open("account:a", 1, "0xk");
     const status = createSubmissionStatus({ records, replay, head: () => Promise.resolve(1n), confirmations: 0 });
     const read = await status.read(id);
     expect(read.ok && "chain" in read.value).toBe(false);
@@ -80,8 +84,8 @@ describe("submissions on several chains (decisions §30)", () => {
     for (const [key, chainId] of [["0x1", 31337], ["0x2", 31338], ["0x3", 31338]] as const) {
       await replay.claim({ key, chainId, attester: "0xa", nonce: BigInt(key), deadline: 2_000_000_000n, createdAtMs: 1 });
     }
-    expect((await replayBook(replay, undefined, 31338).open(10)).map((r) => r.id).sort()).toEqual(["0x2", "0x3"]);
-    expect((await replayBook(replay, undefined, 31337).open(10)).map((r) => r.id)).toEqual(["0x1"]);
-    expect((await replayBook(replay).open(10)).length).toBe(3);
+    expect((await replayBook(replay, 31338).open(10)).map((r) => r.id).sort()).toEqual(["0x2", "0x3"]);
+    expect((await replayBook(replay, 31337).open(10)).map((r) => r.id)).toEqual(["0x1"]);
+    expect((await replayBook(replay, 1).open(10)).length).toBe(0);
   });
 });

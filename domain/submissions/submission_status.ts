@@ -86,11 +86,14 @@ export const MAX_SUBMISSION_PAGE = 100;
 
 /** Reads one submission by id, and an owner's submissions newest first (decisions §23). */
 export function createSubmissionStatus(deps: SubmissionStatusDeps) {
+  /** The replay record `ref` on the submission's chain; none for a record that names no chain (its replay record was gone). */
+  const replayOf = (record: SubmissionRecord, ref: string) =>
+    record.chainId === null ? Promise.resolve(undefined) : deps.replay.find(record.chainId, ref);
   const bumpsOf = async (ref: string) => (await deps.replacements?.list(RELAY_BOOK, ref))?.map((r) => r.tx.txHash) ?? [];
 
   /** The submission's state, then each request of a batch's. */
   async function view(record: SubmissionRecord, heads: Heads): Promise<SubmissionView> {
-    const on = await chainOf(record);
+    const on = chainOf(record);
     const named = on === undefined ? {} : { chain: on === null ? null : on.answer };
     const state = { ...(await stateOf(record, heads(on), on?.confirmations ?? deps.confirmations)), ...named };
     if (record.items === null) return state;
@@ -98,15 +101,15 @@ export function createSubmissionStatus(deps: SubmissionStatusDeps) {
   }
 
   /**
-   * The chain of a submission when several are served: its replay record's (one storage read), null once that was
-   * pruned; undefined with one chain (the default's head, no read).
+   * The chain of a submission when several are served: the one its record names (its replay record's, decisions §30),
+   * null for a record from before records named it whose replay record was gone, or a chain no longer served;
+   * undefined with one chain (the default's head).
    */
-  async function chainOf(record: SubmissionRecord): Promise<ChainHead | null | undefined> {
+  function chainOf(record: SubmissionRecord): ChainHead | null | undefined {
     const others = deps.otherChains;
     if (others === undefined || others.size === 0 || deps.defaultChain === undefined) return undefined;
-    const replayed = await deps.replay.find(record.ref);
-    if (replayed === undefined) return null;
-    return others.get(replayed.chainId) ?? (replayed.chainId === deps.defaultChain.answer.chainId ? deps.defaultChain : null);
+    if (record.chainId === null) return null;
+    return others.get(record.chainId) ?? (record.chainId === deps.defaultChain.answer.chainId ? deps.defaultChain : null);
   }
 
   /**
@@ -122,7 +125,7 @@ export function createSubmissionStatus(deps: SubmissionStatusDeps) {
         return { index, state: "refused", uid: null, status: status ?? 400, error: code, message, ...(details === undefined ? {} : { details }) };
       }
       if (!landed) return { index, state: state.state, uid: null };
-      const uid = kept !== undefined ? kept[item.ref] ?? null : (await deps.replay.find(item.ref))?.uid ?? null;
+      const uid = kept !== undefined ? kept[item.ref] ?? null : (await replayOf(record, item.ref))?.uid ?? null;
       return { index, state: state.state, uid };
     }));
   }
@@ -140,7 +143,7 @@ export function createSubmissionStatus(deps: SubmissionStatusDeps) {
     if (outcome?.state === "mined") return await mined(outcome.txHash, outcome.uid, outcome.blockNumber, outcome.feeBumps);
     if (outcome?.state === "failed") return { ...base, state: "failed", txHash: outcome.txHash, feeBumps: outcome.feeBumps, error: outcome.error };
     // Still open: its replay record says where it stands.
-    const live = await deps.replay.find(record.ref);
+    const live = await replayOf(record, record.ref);
     const bumps = await bumpsOf(record.ref);
     if (live === undefined) return { ...base, state: "failed", txHash: null, feeBumps: bumps.length, error: "SUBMISSION_FAILED" };
     switch (live.state) {

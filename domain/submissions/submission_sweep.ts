@@ -37,7 +37,9 @@ export function createSubmissionSweep(deps: SubmissionSweepDeps): (minAgeMs?: nu
   const batch = deps.batch ?? 200;
 
   async function outcomeOf(record: SubmissionRecord): Promise<SubmissionOutcome | undefined> {
-    const live = await deps.replay.find(record.ref);
+    // The replay records of the submission's chain (decisions §30); a record naming none had its replay record gone.
+    const replayOf = (ref: string) => record.chainId === null ? Promise.resolve(undefined) : deps.replay.find(record.chainId, ref);
+    const live = await replayOf(record.ref);
     const feeBumps = (await deps.replacements?.list(RELAY_BOOK, record.ref))?.length ?? 0;
     if (live === undefined) return { state: "failed", txHash: null, error: "SUBMISSION_FAILED", feeBumps };
     if (live.state === "reverted") return { state: "failed", txHash: live.txHash, error: "SUBMISSION_FAILED", feeBumps };
@@ -47,7 +49,7 @@ export function createSubmissionSweep(deps: SubmissionSweepDeps): (minAgeMs?: nu
     const uids: Record<string, string | null> = {};
     for (const item of record.items) {
       if (!("ref" in item)) continue;
-      const own = item.ref === record.ref ? live : await deps.replay.find(item.ref);
+      const own = item.ref === record.ref ? live : await replayOf(item.ref);
       // A request of the batch not yet recorded as mined: its uid is on its way (the relay or the reconciler keeps it).
       if (own !== undefined && own.state !== "mined") return undefined;
       uids[item.ref] = own?.uid ?? null;

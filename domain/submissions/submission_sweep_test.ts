@@ -17,11 +17,11 @@ function setup() {
   /** A request that got as far as `state` and then its process died (nobody settled its submission). */
   const died = async (key: string, state: "sent" | "mined" | "reverted" | "released", n: number) => {
     await replay.claim({ key, chainId: 1, attester: `0x${key}`, nonce: BigInt(n), deadline: 2_000_000_000n, createdAtMs: clock.nowMs() });
-    await replay.markSigned(key, tx(n));
-    await replay.markSent(key);
-    if (state === "mined") await replay.finish(key, { state: "mined", txHash: tx(n).txHash, uid: `0xuid-${key}`, blockNumber: 7n });
-    if (state === "reverted") await replay.finish(key, { state: "reverted", txHash: tx(n).txHash, blockNumber: 7n });
-    if (state === "released") await replay.release(key);
+    await replay.markSigned(1, key, tx(n));
+    await replay.markSent(1, key);
+    if (state === "mined") await replay.finish(1, key, { state: "mined", txHash: tx(n).txHash, uid: `0xuid-${key}`, blockNumber: 7n });
+    if (state === "reverted") await replay.finish(1, key, { state: "reverted", txHash: tx(n).txHash, blockNumber: 7n });
+    if (state === "released") await replay.release(1, key);
   };
   return { records, replay, clock, told, tracker, sweep, died };
 }
@@ -32,7 +32,7 @@ describe("createSubmissionSweep() (decisions §23: an outcome nobody kept is set
     const ids: Record<string, string> = {};
     for (const [n, [key, state]] of ([["k1", "mined"], ["k2", "reverted"], ["k3", "released"], ["k4", "sent"]] as const).entries()) {
       await s.died(key, state, n + 1);
-      ids[key] = await s.tracker.open("account:a", key);
+      ids[key] = await s.tracker.open("account:a", 1, key);
     }
     // Too young: a relay may still be answering for them.
     expect(await s.sweep()).toBe(0);
@@ -57,7 +57,7 @@ describe("createSubmissionSweep() (decisions §23: an outcome nobody kept is set
     let queueUp = false;
     const onSettled = (event: { submissionId: string }) => queueUp ? Promise.resolve(void told.push(event.submissionId)) : Promise.reject(new Error("queue down"));
     const tracker = createSubmissionTracker({ records, random: fakeRandom(), clock, onSettled });
-    const id = await tracker.open("account:a", "k1");
+    const id = await tracker.open("account:a", 1, "k1");
     // The relay's answer does not wait on the queue, and does not fail with it.
     await tracker.settle(id, "k1", { ok: true, value: { txHash: tx(1).txHash, uid: "0xuid-k1", blockNumber: 7n } });
     expect(records.untoldIds.has(id)).toBe(true);
@@ -74,7 +74,7 @@ describe("createSubmissionSweep() (decisions §23: an outcome nobody kept is set
     const s = setup();
     await s.died("b1", "mined", 1);
     await s.died("b2", "mined", 2);
-    const id = await s.tracker.open("account:a", "b1", [{ ref: "b1" }, { refused: { code: "ATTESTER_MISMATCH", message: "Signer does not match attester" } }, { ref: "b2" }]);
+    const id = await s.tracker.open("account:a", 1, "b1", [{ ref: "b1" }, { refused: { code: "ATTESTER_MISMATCH", message: "Signer does not match attester" } }, { ref: "b2" }]);
     s.clock.set(s.clock.nowMs() + 60_001);
     expect(await s.sweep()).toBe(1);
     expect((await s.records.find(id))?.outcome).toMatchObject({ state: "mined", uid: "0xuid-b1", uids: { b1: "0xuid-b1", b2: "0xuid-b2" } });
@@ -83,7 +83,7 @@ describe("createSubmissionSweep() (decisions §23: an outcome nobody kept is set
   test("a submission the relay settles and tells itself is not settled or told again by the sweep", async () => {
     const s = setup();
     await s.died("k1", "mined", 1);
-    const id = await s.tracker.open("account:a", "k1");
+    const id = await s.tracker.open("account:a", 1, "k1");
     await s.tracker.settle(id, "k1", { ok: true, value: { txHash: tx(1).txHash, uid: "0xuid-k1", blockNumber: 7n } });
     s.clock.set(s.clock.nowMs() + 60_001);
     expect(await s.sweep()).toBe(0);

@@ -80,12 +80,12 @@ export function createSubmissionTracker(deps: SubmissionTrackerDeps) {
   const bumps = async (ref: string) => (await deps.replacements?.list(RELAY_BOOK, ref))?.length ?? 0;
   return {
     /**
-     * Records a submission of `scope` for the replay record `ref` (a batch's: its first request's, with every request
-     * in `items`); returns its new id.
+     * Records a submission of `scope` for the replay record `ref` on chain `chainId` (a batch's: its first request's,
+     * with every request in `items`); returns its new id.
      */
-    async open(scope: string, ref: string, items?: readonly SubmissionItem[]): Promise<string> {
+    async open(scope: string, chainId: number, ref: string, items?: readonly SubmissionItem[]): Promise<string> {
       const id = newSubmissionId(deps.random);
-      await deps.records.create({ id, scope, ref, createdAtMs: deps.clock.nowMs(), ...(items === undefined ? {} : { items }) });
+      await deps.records.create({ id, scope, chainId, ref, createdAtMs: deps.clock.nowMs(), ...(items === undefined ? {} : { items }) });
       return id;
     },
     /** Now, by the tracker's clock: a relay takes it before it claims its replay record, and settles with it. */
@@ -124,11 +124,11 @@ export type SubmissionTracker = ReturnType<typeof createSubmissionTracker>;
  * The relays' replay book as the reconciler settles it, keeping each outcome on the submissions of the record too:
  * a submission whose request died, or whose outcome was unknown, ends as the reconciler found it.
  */
-export function trackedBook(book: SubmissionBook, deps: Omit<SubmissionTrackerDeps, "random">): SubmissionBook {
+export function trackedBook(book: SubmissionBook & { readonly chainId: number }, deps: Omit<SubmissionTrackerDeps, "random">): SubmissionBook {
   const keep = async (ref: string, outcome: (feeBumps: number) => SubmissionOutcome) => {
     const feeBumps = (await deps.replacements?.list(book.name, ref))?.length ?? 0;
     const kept = outcome(feeBumps);
-    for (const submissionId of await deps.records.settleRef(ref, kept, deps.clock.nowMs())) await tellSettled(deps, { submissionId, outcome: kept });
+    for (const submissionId of await deps.records.settleRef(book.chainId, ref, kept, deps.clock.nowMs())) await tellSettled(deps, { submissionId, outcome: kept });
   };
   return {
     ...book,

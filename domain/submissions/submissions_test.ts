@@ -42,14 +42,14 @@ describe("createSubmissionStatus()", () => {
   test("follows the replay record: pending, sent, replaced after a fee bump (the newest hash), then mined and confirmed with the bumps counted", async () => {
     const env = setup({ head: 110n, confirmations: 12 });
     await env.claim("0xkey");
-    const id = await env.tracker.open("account:a", "0xkey");
+    const id = await env.tracker.open("account:a", 1, "0xkey");
     expect((await env.status.read(id))).toMatchObject({ ok: true, value: { submissionId: id, state: "pending", txHash: null, feeBumps: 0 } });
-    await env.replay.markSigned("0xkey", tx(1));
-    await env.replay.markSent("0xkey");
+    await env.replay.markSigned(1, "0xkey", tx(1));
+    await env.replay.markSent(1, "0xkey");
     expect((await env.status.read(id))).toMatchObject({ ok: true, value: { state: "sent", txHash: tx(1).txHash, feeBumps: 0 } });
     await env.bumps.add(RELAY_BOOK, "0xkey", { tx: tx(2), createdAtMs: 1 });
     expect((await env.status.read(id))).toMatchObject({ ok: true, value: { state: "replaced", txHash: tx(2).txHash, feeBumps: 1 } });
-    await env.replay.finish("0xkey", { state: "mined", txHash: tx(2).txHash, uid: "0xuid", blockNumber: 100n });
+    await env.replay.finish(1, "0xkey", { state: "mined", txHash: tx(2).txHash, uid: "0xuid", blockNumber: 100n });
     expect((await env.status.read(id))).toMatchObject({ ok: true, value: { state: "mined", txHash: tx(2).txHash, uid: "0xuid", blockNumber: 100, confirmations: 11, feeBumps: 1 } });
     const deeper = createSubmissionStatus({ records: env.records, replay: env.replay, replacements: env.bumps, head: () => Promise.resolve(111n), confirmations: 12 });
     expect((await deeper.read(id))).toMatchObject({ ok: true, value: { state: "confirmed", confirmations: 12 } });
@@ -58,13 +58,13 @@ describe("createSubmissionStatus()", () => {
   test("an outcome kept by the relay answers after the replay record is gone; a record given back is failed", async () => {
     const env = setup({ confirmations: 0 });
     await env.claim("0xk1");
-    const kept = await env.tracker.open("account:a", "0xk1");
+    const kept = await env.tracker.open("account:a", 1, "0xk1");
     await env.tracker.settle(kept, "0xk1", { ok: true, value: { txHash: tx(3).txHash, uid: "0xu", blockNumber: 90n } });
     env.replay.rows.clear();
     expect((await env.status.read(kept))).toMatchObject({ ok: true, value: { state: "confirmed", uid: "0xu", confirmations: 11 } });
     await env.claim("0xk2");
-    const released = await env.tracker.open("account:a", "0xk2");
-    await env.replay.release("0xk2");
+    const released = await env.tracker.open("account:a", 1, "0xk2");
+    await env.replay.release(1, "0xk2");
     expect((await env.status.read(released))).toMatchObject({ ok: true, value: { state: "failed", error: "SUBMISSION_FAILED" } });
   });
 
@@ -79,14 +79,14 @@ describe("createSubmissionStatus()", () => {
       tells: (scope) => scope.startsWith("account:"),
     });
     const mined = { ok: true, value: { txHash: tx(5).txHash, uid: "0xu5", blockNumber: 9n } } as const;
-    const publicId = await tracker.open("client:127.0.0.1", "0xp");
+    const publicId = await tracker.open("client:127.0.0.1", 1, "0xp");
     await tracker.settle(publicId, "0xp", mined, "client:127.0.0.1");
     expect((await records.find(publicId))?.outcome).toMatchObject({ state: "mined", uid: "0xu5" });
     expect(records.untoldIds.has(publicId)).toBe(false);
-    const accountId = await tracker.open("account:a", "0xa");
+    const accountId = await tracker.open("account:a", 1, "0xa");
     await tracker.settle(accountId, "0xa", mined, "account:a");
     // Told, then marked told; without the scope (as before) the settlement is told whatever its scope.
-    const unnamed = await tracker.open("client:127.0.0.1", "0xq");
+    const unnamed = await tracker.open("client:127.0.0.1", 1, "0xq");
     await tracker.settle(unnamed, "0xq", mined);
     expect(told).toEqual([{ submissionId: accountId, scope: "account:a" }, { submissionId: unnamed, scope: undefined }]);
     expect([...records.untoldIds]).toEqual([]);
@@ -101,7 +101,7 @@ describe("createSubmissionStatus()", () => {
     const mined = { ok: true, value: { txHash: tx(6).txHash, uid: "0xu6", blockNumber: 9n } } as const;
     const settleAfter = async (tracker: ReturnType<typeof createSubmissionTracker>, ref: string, elapsedMs: number) => {
       const start = tracker.began();
-      const id = await tracker.open("client:127.0.0.1", ref);
+      const id = await tracker.open("client:127.0.0.1", 1, ref);
       clock.set(clock.nowMs() + elapsedMs);
       await tracker.settle(id, ref, mined, "client:127.0.0.1", start);
       return (await records.find(id))?.outcome;
@@ -114,7 +114,7 @@ describe("createSubmissionStatus()", () => {
     expect(await settleAfter(tracker, "0xb", 60_000)).toMatchObject({ state: "mined", feeBumps: 1 });
     expect(lists).toBe(1);
     // Without the relay's start, or without the reconciler's delay, the count is read.
-    await tracker.settle(await tracker.open("client:127.0.0.1", "0xc"), "0xc", mined, "client:127.0.0.1");
+    await tracker.settle(await tracker.open("client:127.0.0.1", 1, "0xc"), "0xc", mined, "client:127.0.0.1");
     expect(lists).toBe(2);
     const unknownDelay = createSubmissionTracker({ records, random: fakeRandom(), clock, replacements: counted });
     expect(await settleAfter(unknownDelay, "0xd", 1)).toMatchObject({ state: "mined", feeBumps: 0 });
@@ -128,7 +128,7 @@ describe("createSubmissionStatus()", () => {
   test("the relay's failures are kept with their code and hash; an unknown outcome stays open", async () => {
     const env = setup();
     await env.claim("0xk");
-    const id = await env.tracker.open("account:a", "0xk");
+    const id = await env.tracker.open("account:a", 1, "0xk");
     await env.tracker.settle(id, "0xk", { ok: false, code: "OUTCOME_UNKNOWN", details: tx(4).txHash });
     expect((await env.records.find(id))?.outcome).toBeNull();
     await env.tracker.settle(id, "0xk", { ok: false, code: "SUBMISSION_FAILED", details: tx(4).txHash });
@@ -147,9 +147,9 @@ describe("createSubmissionStatus()", () => {
     for (let i = 0; i < 3; i++) {
       env.clock.set(env.clock.nowMs() + 1);
       await env.claim(`0xk${i}`);
-      ids.push(await env.tracker.open("account:a", `0xk${i}`));
+      ids.push(await env.tracker.open("account:a", 1, `0xk${i}`));
     }
-    await env.tracker.open("account:b", "0xother");
+    await env.tracker.open("account:b", 1, "0xother");
     const first = await env.status.list("account:a", { limit: 2 });
     if (!first.ok) throw new Error(first.message);
     expect(first.value.submissions.map((s) => s.submissionId)).toEqual([ids[2]!, ids[1]!]);
@@ -166,16 +166,16 @@ describe("createSubmissionStatus()", () => {
 describe("trackedBook()", () => {
   test("what the reconciler settles is kept on the record's open submissions: mined with its bumps, released as failed", async () => {
     const env = setup({ confirmations: 0 });
-    const book = trackedBook(replayBook(env.replay), { records: env.records, clock: env.clock, replacements: env.bumps });
+    const book = trackedBook(replayBook(env.replay, 1), { records: env.records, clock: env.clock, replacements: env.bumps });
     await env.claim("0xm");
-    const mined = await env.tracker.open("client:1.2.3.4", "0xm");
+    const mined = await env.tracker.open("client:1.2.3.4", 1, "0xm");
     await env.bumps.add(RELAY_BOOK, "0xm", { tx: tx(5), createdAtMs: 1 });
     await book.mined("0xm", { txHash: tx(5).txHash, uid: "0xu", blockNumber: 7n });
     expect((await env.records.find(mined))?.outcome).toEqual({ state: "mined", txHash: tx(5).txHash, uid: "0xu", blockNumber: 7n, feeBumps: 1 });
     await env.claim("0xr");
-    const released = await env.tracker.open("client:1.2.3.4", "0xr");
+    const released = await env.tracker.open("client:1.2.3.4", 1, "0xr");
     await book.release("0xr");
-    expect(await env.replay.find("0xr")).toBeUndefined();
+    expect(await env.replay.find(1, "0xr")).toBeUndefined();
     expect((await env.records.find(released))?.outcome).toMatchObject({ state: "failed", error: "SUBMISSION_FAILED" });
   });
 });
@@ -187,7 +187,7 @@ describe("a batch's submission (decisions §23)", () => {
     const env = setup({ confirmations: 0 });
     await env.claim("0xa");
     await env.claim("0xbb");
-    const id = await env.tracker.open("account:a", "0xa", [{ ref: "0xa" }, refused, { ref: "0xbb" }]);
+    const id = await env.tracker.open("account:a", 1, "0xa", [{ ref: "0xa" }, refused, { ref: "0xbb" }]);
     const open = await env.status.read(id);
     expect(open).toMatchObject({ ok: true, value: { state: "pending" } });
     expect(open.ok && open.value.items).toEqual([
@@ -202,7 +202,7 @@ describe("a batch's submission (decisions §23)", () => {
     expect(read.ok && read.value.items?.map((item) => [item.state, item.uid])).toEqual([["confirmed", "0xu0"], ["refused", null], ["confirmed", "0xu2"]]);
     // A single send's view has no items.
     await env.claim("0xsingle");
-    const single = await env.tracker.open("account:a", "0xsingle");
+    const single = await env.tracker.open("account:a", 1, "0xsingle");
     expect((await env.status.read(single)).ok && "items" in (await env.status.read(single) as { value: object }).value).toBe(false);
   });
 
@@ -210,19 +210,19 @@ describe("a batch's submission (decisions §23)", () => {
     const env = setup({ confirmations: 0 });
     await env.claim("0xa");
     await env.claim("0xbb");
-    const id = await env.tracker.open("account:a", "0xa", [{ ref: "0xa" }, { ref: "0xbb" }]);
-    await env.replay.finish("0xa", { state: "mined", txHash: tx(2).txHash, uid: "0xu0", blockNumber: 9n });
-    await env.replay.finish("0xbb", { state: "mined", txHash: tx(2).txHash, uid: "0xu1", blockNumber: 9n });
+    const id = await env.tracker.open("account:a", 1, "0xa", [{ ref: "0xa" }, { ref: "0xbb" }]);
+    await env.replay.finish(1, "0xa", { state: "mined", txHash: tx(2).txHash, uid: "0xu0", blockNumber: 9n });
+    await env.replay.finish(1, "0xbb", { state: "mined", txHash: tx(2).txHash, uid: "0xu1", blockNumber: 9n });
     const read = await env.status.read(id);
     expect(read.ok && read.value.items).toEqual([{ index: 0, state: "confirmed", uid: "0xu0" }, { index: 1, state: "confirmed", uid: "0xu1" }]);
   });
 
   test("the reconciler settling the batch's first item keeps every item's uid read off the receipt, whichever item it settled before", async () => {
     const env = setup({ confirmations: 0 });
-    const book = trackedBook(replayBook(env.replay), { records: env.records, clock: env.clock, replacements: env.bumps });
+    const book = trackedBook(replayBook(env.replay, 1), { records: env.records, clock: env.clock, replacements: env.bumps });
     await env.claim("0xa");
     await env.claim("0xbb");
-    const id = await env.tracker.open("client:1.2.3.4", "0xa", [{ ref: "0xa" }, refused, { ref: "0xbb" }]);
+    const id = await env.tracker.open("client:1.2.3.4", 1, "0xa", [{ ref: "0xa" }, refused, { ref: "0xbb" }]);
     const uids = new Map([["0xa", "0xu0"], ["0xbb", "0xu2"]]);
     await book.mined("0xbb", { txHash: tx(3).txHash, uid: "0xu2", blockNumber: 5n, uids });
     expect((await env.records.find(id))?.outcome).toBeNull();
@@ -236,7 +236,7 @@ describe("a batch's submission (decisions §23)", () => {
   test("a failed batch shows its sent items failed, its refused ones refused", async () => {
     const env = setup();
     await env.claim("0xa");
-    const id = await env.tracker.open("account:a", "0xa", [refused, { ref: "0xa" }]);
+    const id = await env.tracker.open("account:a", 1, "0xa", [refused, { ref: "0xa" }]);
     await env.tracker.settle(id, "0xa", { ok: false, code: "SUBMISSION_FAILED", details: tx(4).txHash });
     const read = await env.status.read(id);
     expect(read.ok && read.value.items?.map((item) => item.state)).toEqual(["refused", "failed"]);
@@ -256,13 +256,13 @@ describe("onSettled (the seam of submission.settled)", () => {
     const tracker = createSubmissionTracker({ records, random: fakeRandom(), clock, onSettled });
     const claim = (key: string) => replay.claim({ key, chainId: 1, attester: "0xa", nonce: BigInt(key.length), deadline: 2_000_000_000n, createdAtMs: 1 });
     await claim("0xa1");
-    const a = await tracker.open("account:a", "0xa1");
+    const a = await tracker.open("account:a", 1, "0xa1");
     await tracker.settle(a, "0xa1", { ok: false, code: "OUTCOME_UNKNOWN", details: tx(9).txHash });
     await tracker.settle(a, "0xa1", { ok: true, value: { txHash: tx(9).txHash, uid: null, blockNumber: 3n } });
     await tracker.settle(a, "0xa1", { ok: false, code: "SUBMISSION_FAILED" });
     await claim("0xb22");
-    const b = await tracker.open("account:a", "0xb22");
-    const book = trackedBook(replayBook(replay), { records, clock, onSettled });
+    const b = await tracker.open("account:a", 1, "0xb22");
+    const book = trackedBook(replayBook(replay, 1), { records, clock, onSettled });
     await book.reverted("0xb22", tx(8).txHash, 4n);
     await book.reverted("0xb22", tx(8).txHash, 4n);
     expect(settled).toEqual([`${a}:mined`, `${b}:failed`]);

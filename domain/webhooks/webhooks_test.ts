@@ -461,7 +461,7 @@ describe("createSubmissionEvents()", () => {
     const a = await endpoints.create(account, { url: "https://a.example/", events: ["submission.settled"] });
     await endpoints.create(account, { url: "https://b.example/", events: ["attestation.created"] });
     if (!a.ok) throw new Error("unreachable");
-    const records = { find: (id: string) => Promise.resolve({ id, scope: `account:${account.id}`, ref: "r", items: null, outcome: null, createdAtMs: 0, updatedAtMs: 0 }) };
+    const records = { find: (id: string) => Promise.resolve({ id, scope: `account:${account.id}`, ref: "r", chainId: 1, items: null, outcome: null, createdAtMs: 0, updatedAtMs: 0 }) };
     const settled = createSubmissionEvents({ store, records, clock });
     await settled({ submissionId: "sub-1", outcome: { state: "mined", txHash: "0xabc", uid: "0xdef", blockNumber: 7n, feeBumps: 0 } });
     expect([...store.deliveryRows.values()].map((d) => d.endpointId)).toEqual([a.value.id]);

@@ -31,13 +31,16 @@ export async function signedReviewBody(
   return { prepared, signature: await account.signTypedData(signableTypedData(prepared)), attester: account.address };
 }
 
-/** The replay record of a delegated signature, read from the SQLite file of a service whose data lives in `dir`. */
-export async function replayRecordOf(dir: string, signature: Hex) {
+/**
+ * The replay record of a delegated signature on chain `chainId`, read from the SQLite file of a service whose data lives
+ * in `dir` (a record is its chain's, decisions §30).
+ */
+export async function replayRecordOf(dir: string, chainId: number, signature: Hex) {
   const db = openSqlite(join(dir, "ats.sqlite"));
   try {
     const key = normalizeSignature(signature);
     if (!key.ok) throw new Error("bad signature");
-    return await createSqliteReplayStore(db).find(key.value.hex);
+    return await createSqliteReplayStore(db).find(chainId, key.value.hex);
   } finally {
     db.close();
   }

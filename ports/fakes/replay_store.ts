@@ -1,34 +1,38 @@
+import type { SignedTx } from "../eas.ts";
 import type { ClaimOutcome, ReplayClaim, ReplayFinal, ReplayRecord, ReplayStore } from "../replay_store.ts";
 
-/** An in-memory replay store with the same rules as the SQLite one. */
+/** A record's identity in the fake, as in the stores: its chain and its key (decisions §30). */
+const idOf = (chainId: number, key: string) => `${chainId}:${key}`;
+
+/** An in-memory replay store with the same rules as the SQLite one; `rows` is keyed by chain and key (`<chainId>:<key>`). */
 export function fakeReplayStore() {
   const rows = new Map<string, ReplayRecord>();
   const live = (state: string) => state === "checked" || state === "signed" || state === "sent";
-  const update = (key: string, states: readonly string[], change: Partial<ReplayRecord>) => {
-    const row = rows.get(key);
+  const update = (chainId: number, key: string, states: readonly string[], change: Partial<ReplayRecord>) => {
+    const row = rows.get(idOf(chainId, key));
     if (row === undefined || !states.includes(row.state)) return false;
-    rows.set(key, { ...row, ...change });
+    rows.set(idOf(chainId, key), { ...row, ...change });
     return true;
   };
   const store = {
     rows,
-    find: (key: string) => Promise.resolve(rows.get(key)),
+    find: (chainId: number, key: string) => Promise.resolve(rows.get(idOf(chainId, key))),
     claim(claim: ReplayClaim): Promise<ClaimOutcome> {
-      if (rows.has(claim.key)) return Promise.resolve("duplicate-signature");
+      if (rows.has(idOf(claim.chainId, claim.key))) return Promise.resolve("duplicate-signature");
       for (const row of rows.values()) {
         if (
           row.chainId === claim.chainId && row.attester === claim.attester && row.nonce === claim.nonce &&
           row.state !== "reverted"
         ) return Promise.resolve("nonce-in-flight");
       }
-      rows.set(claim.key, { ...claim, state: "checked", tx: null, txHash: null, uid: null, blockNumber: null });
+      rows.set(idOf(claim.chainId, claim.key), { ...claim, state: "checked", tx: null, txHash: null, uid: null, blockNumber: null });
       return Promise.resolve("claimed");
     },
-    markSigned: (key: string, tx: import("../eas.ts").SignedTx) =>
-      Promise.resolve(update(key, ["checked"], { state: "signed", tx, txHash: tx.txHash })),
-    markSent: (key: string) => Promise.resolve(void update(key, ["checked", "signed"], { state: "sent" })),
-    finish(key: string, final: ReplayFinal) {
-      update(key, ["checked", "signed", "sent"], {
+    markSigned: (chainId: number, key: string, tx: SignedTx) =>
+      Promise.resolve(update(chainId, key, ["checked"], { state: "signed", tx, txHash: tx.txHash })),
+    markSent: (chainId: number, key: string) => Promise.resolve(void update(chainId, key, ["checked", "signed"], { state: "sent" })),
+    finish(chainId: number, key: string, final: ReplayFinal) {
+      update(chainId, key, ["checked", "signed", "sent"], {
         state: final.state,
         txHash: final.txHash,
         uid: final.state === "mined" ? final.uid : null,
@@ -36,8 +40,8 @@ export function fakeReplayStore() {
       });
       return Promise.resolve();
     },
-    release(key: string) {
-      if (live(rows.get(key)?.state ?? "")) rows.delete(key);
+    release(chainId: number, key: string) {
+      if (live(rows.get(idOf(chainId, key))?.state ?? "")) rows.delete(idOf(chainId, key));
       return Promise.resolve();
     },
     open: (createdBeforeMs: number) =>

@@ -13,7 +13,7 @@ export function fakeSubmissionRecords() {
   };
   const store = {
     records,
-    create(r: { id: string; scope: string; ref: string; createdAtMs: number; items?: readonly import("../submission_records.ts").SubmissionItem[] | undefined }) {
+    create(r: { id: string; scope: string; chainId: number; ref: string; createdAtMs: number; items?: readonly import("../submission_records.ts").SubmissionItem[] | undefined }) {
       records.set(r.id, { ...r, items: r.items ?? null, outcome: null, updatedAtMs: r.createdAtMs });
       return Promise.resolve();
     },
@@ -29,8 +29,8 @@ export function fakeSubmissionRecords() {
       const record = records.get(id);
       return Promise.resolve(record !== undefined && settle(record, outcome, nowMs, options));
     },
-    settleRef(ref: string, outcome: Outcome, nowMs: number) {
-      return Promise.resolve([...records.values()].filter((record) => record.ref === ref && settle(record, outcome, nowMs)).map((r) => r.id));
+    settleRef(chainId: number, ref: string, outcome: Outcome, nowMs: number) {
+      return Promise.resolve([...records.values()].filter((record) => record.ref === ref && record.chainId === chainId && settle(record, outcome, nowMs)).map((r) => r.id));
     },
     untoldIds: untold as ReadonlySet<string>,
     told(id: string) {

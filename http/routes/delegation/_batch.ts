@@ -68,13 +68,13 @@ export type BatchRelayResult = RelayResult & { readonly batch: DelegatedAttestBa
  * to the chain, with every request's place in it (each refusal worded as the single route would answer it).
  */
 export function batchSend(
-  run: (requests: readonly unknown[], onSubmitting: ((key: string, layout: BatchLayout) => Promise<void>) | undefined) => Promise<DelegatedAttestBatchOutcome>,
+  run: (requests: readonly unknown[], onSubmitting: ((chainId: number, key: string, layout: BatchLayout) => Promise<void>) | undefined) => Promise<DelegatedAttestBatchOutcome>,
 ): RelaySend<readonly unknown[], BatchRelayResult> {
   return async (requests, onSubmitting) => {
     let layout: BatchLayout | undefined;
-    const recording = onSubmitting === undefined ? undefined : async (key: string, items: BatchLayout) => {
+    const recording = onSubmitting === undefined ? undefined : async (chainId: number, key: string, items: BatchLayout) => {
       layout = items;
-      await onSubmitting(key, recordedItems(items));
+      await onSubmitting(chainId, key, recordedItems(items));
     };
     return asRelayResult(await run(requests, recording), layout);
   };

@@ -42,16 +42,16 @@ function setup(options: { mined?: boolean } = {}) {
   const records = fakeSubmissionRecords();
   const clock = fakeClock();
   let submitted = 0;
-  const opened = async (onSubmitting: ((key: string) => Promise<void>) | undefined) => {
+  const opened = async (onSubmitting: ((chainId: number, key: string) => Promise<void>) | undefined) => {
     const key = `0x${"11".repeat(65)}`;
     await replay.claim({ key, chainId: 31338, attester: "0xa", nonce: 0n, deadline: 2_000_000_000n, createdAtMs: 1 });
-    await onSubmitting?.(key);
+    await onSubmitting?.(31338, key);
     submitted++;
-    if (options.mined ?? true) await replay.finish(key, { state: "mined", txHash: TX, uid: UID, blockNumber: 5n });
+    if (options.mined ?? true) await replay.finish(31338, key, { state: "mined", txHash: TX, uid: UID, blockNumber: 5n });
     return await new Promise<never>(() => {});
   };
-  const single = ((_body: unknown, caller?: { onSubmitting?: (key: string) => Promise<void> }) => opened(caller?.onSubmitting)) as unknown as DelegatedAttest;
-  const batch: NonNullable<DelegatedAttest["batch"]> = (_bodies, caller) => opened(caller?.onSubmitting ? (key) => caller.onSubmitting!(key, [{ ref: key }]) : undefined);
+  const single = ((_body: unknown, caller?: { onSubmitting?: (chainId: number, key: string) => Promise<void> }) => opened(caller?.onSubmitting)) as unknown as DelegatedAttest;
+  const batch: NonNullable<DelegatedAttest["batch"]> = (_bodies, caller) => opened(caller?.onSubmitting ? (chainId, key) => caller.onSubmitting!(chainId, key, [{ ref: key }]) : undefined);
   const delegatedAttest = Object.assign(single, { batch, chainNames });
   const app = createApp(trackedRelayDeps(delegatedAttest, { records, replay, clock }));
   const post = (path: string, body: unknown, headers: Record<string, string>) =>

@@ -41,7 +41,7 @@ async function setUp() {
   // The relay hands its transaction to the chain (its submission opened) and its instance dies.
   const relay = (async (_body: unknown, _caller: unknown, options: { onSubmitting?: OnSubmitting } = {}) => {
     await replay.claim({ key, chainId: 31337, attester: "0xa", nonce: 0n, deadline: 2_000_000_000n, createdAtMs: 1 });
-    await options.onSubmitting?.(key);
+    await options.onSubmitting?.(31337, key);
     sent++;
     return await new Promise<never>(() => {});
   }) as never;
@@ -75,7 +75,7 @@ describe("a paid private-relay write that died under its Idempotency-Key (decisi
     expect([pending.status, (await pending.json() as { code: string }).code]).toEqual([503, "OUTCOME_UNKNOWN"]);
     expect([(await env.record())?.state, env.facilitator.settlements]).toEqual(["work_unknown", 0]);
 
-    await env.replay.finish(env.key, { state: "mined", txHash: TX, uid: UID, blockNumber: 5n });
+    await env.replay.finish(31337, env.key, { state: "mined", txHash: TX, uid: UID, blockNumber: 5n });
     env.clock.set(env.clock.nowMs() + IDEMPOTENCY_LEASE_MS + 1);
     const answered = await env.post();
     expect([answered.status, await answered.json()]).toMatchObject([200, { success: true, txHash: TX, uid: UID, blockNumber: 5 }]);
@@ -90,7 +90,7 @@ describe("a paid private-relay write that died under its Idempotency-Key (decisi
     const env = await setUp();
     void env.post();
     while (env.sent() === 0) await Bun.sleep(1);
-    await env.replay.finish(env.key, { state: "reverted", txHash: TX, blockNumber: 5n });
+    await env.replay.finish(31337, env.key, { state: "reverted", txHash: TX, blockNumber: 5n });
     env.clock.set(env.clock.nowMs() + IDEMPOTENCY_LEASE_MS + 1);
     const answered = await env.post();
     expect([answered.status, (await answered.json() as { code: string }).code]).toEqual([500, "SUBMISSION_FAILED"]);
