@@ -153,8 +153,14 @@ export async function wireX402(
     readonly clock: Clock;
     readonly metrics: Metrics;
     readonly log: Logger;
-    /** The service's chain client: payers' balances are read with it when payments settle on its chain (issue 23). */
-    readonly chainClient?: PublicClient | undefined;
+    /**
+     * Each served attestation chain's client, by chain id: payers' balances and their authorizations' use are read with
+     * the one of the chain payments settle on (`X402_NETWORK`'s), when the deployment serves it (issue 23, decisions
+     * §30). Before, the default chain's was asked whatever the network, so payments on another served chain (or, on the
+     * devnet with `DEFAULT_CHAIN` naming its second chain, on its first) were held one at a time per payer and a
+     * front-run payment was left unsettled.
+     */
+    readonly chainClients?: ReadonlyMap<number, PublicClient> | undefined;
   },
 ): Promise<WiredX402 | undefined> {
   const { devnet, log } = shared;
@@ -179,6 +185,8 @@ export async function wireX402(
   }
   if (facilitatorUrl === undefined) return undefined;
   const network = x.network ?? `eip155:${paidOn}`;
+  // The client of the chain payments settle on, when the deployment serves it (otherwise balances are unknown).
+  const networkClient = shared.chainClients?.get(Number(network.slice("eip155:".length)));
   const gate = createPaymentGate({
     facilitator: new HTTPFacilitatorClient({ url: facilitatorUrl }),
     network,
@@ -195,16 +203,16 @@ export async function wireX402(
       metrics: shared.metrics,
       // Always held against balances: without a client (or on another network) the balance is unknown, and each
       // payer then has one open payment at a time.
-      balances: shared.chainClient === undefined
+      balances: networkClient === undefined
         ? { balanceOf: () => Promise.resolve(undefined) }
-        : createViemPayerBalances({ client: shared.chainClient, network: `eip155:${shared.chainId}` }),
+        : createViemPayerBalances({ client: networkClient, network }),
     }),
     paidResume: createPaidResume({ payments: shared.payments, clock: shared.clock, metrics: shared.metrics }),
     // Read where the payer balances are: a nonce found used at settlement may be the payment itself (decisions §13).
     settledOnChain: createSettledOnChain({
-      uses: shared.chainClient === undefined
+      uses: networkClient === undefined
         ? { useOf: () => Promise.resolve(undefined) }
-        : createViemAuthorizationUses({ client: shared.chainClient, network: `eip155:${shared.chainId}` }),
+        : createViemAuthorizationUses({ client: networkClient, network }),
     }),
     known: async (key) => (await shared.payments.find(key)) !== undefined,
     owes: (payer) => owesForWork(shared.payments, payer),

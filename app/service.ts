@@ -17,6 +17,7 @@ import { type IndexRunner, wireArtifactTrust, wireAttestationIndex } from "./att
 import { wireInteractions } from "./interactions.ts";
 import { wireGauges } from "./metrics.ts";
 import { wireX402, type X402Terms } from "./payments.ts";
+import { writeChains } from "./write_chains.ts";
 import { controllerAuthorizationOver, wireKeys } from "./keys.ts";
 import { wireLimits } from "./limits.ts";
 import { wireMcp } from "./mcp.ts";
@@ -89,7 +90,7 @@ async function wireService(config: Config, options: StartServiceOptions): Promis
       clock: systemClock,
       metrics: f.metrics,
       log,
-      chainClient: f.eas.client,
+      chainClients: new Map(writeChains(config, f).list.map((w) => [w.chain.chainId, w.eas.client] as const)),
     });
     const limits = wireLimits(config, f);
     const witness = wireWitness(f, { discovery, plans: accounts.plans, limits });
