@@ -329,6 +329,23 @@ describe.skipIf(pgSkip !== undefined)("postgres replay records keyed by (chain, 
   });
 });
 
+describe("sqlite idempotency keys at start", () => {
+  test("endLeases ends every running key's lease (a request that died with the last process): its retry takes the key over at once; a finished key is left as it is", async () => {
+    const storage = openSqliteStorage(":memory:");
+    const record = (key: string, createdAtMs: number) => ({ scope: "s", key, fingerprint: "f", createdAtMs, expiresAtMs: createdAtMs + 86_400_000, leaseUntilMs: createdAtMs + 300_000 });
+    await storage.idempotency.begin(record("dead", 1_000));
+    await storage.idempotency.attach("s", "dead", "sub-1");
+    await storage.idempotency.begin(record("done", 1_000));
+    await storage.idempotency.complete("s", "done", { status: 200, headers: {}, body: "{}" });
+    // Before the start: still held.
+    expect(await storage.idempotency.begin(record("dead", 2_000))).toMatchObject({ kind: "exists", record: { state: "running" } });
+    expect(await storage.idempotency.endLeases!(2_000)).toBe(1);
+    expect(await storage.idempotency.begin(record("dead", 2_001))).toEqual({ kind: "started", submissionId: "sub-1" });
+    expect(await storage.idempotency.begin(record("done", 2_001))).toMatchObject({ kind: "exists", record: { state: "done" } });
+    await storage.close();
+  });
+});
+
 describe("sqlite upgrade in place", () => {
   test("a file of the schema before issue 36 gets the idempotency and submission tables at open, its data kept", async () => {
     const path = join(sqliteDir, "before-36.sqlite");

@@ -113,6 +113,12 @@ export async function wireSubmissions(
     }
   };
   const startupGrace = storage.kind === "sqlite" ? 0 : undefined;
+  // The same holds for idempotency keys: a running key in a SQLite file is a request that died with the last process,
+  // and its retry may take it over now (ports/idempotency.ts `endLeases`).
+  if (storage.kind === "sqlite") {
+    const ended = await storage.idempotency.endLeases?.(systemClock.nowMs());
+    if (ended !== undefined && ended > 0) log.info("idempotency_leases_ended", { keys: ended });
+  }
   for (let round = 0; round < 4 && (await settle(startupGrace)) !== 0; round++) await Bun.sleep(250);
   // Submissions a crash left without their outcome or their `submission.settled`, after the reconciler's rounds.
   const sweepOnce = createSubmissionSweep({ ...tracking, replay: storage.replay, minAgeMs: RECONCILE_GRACE_MS });

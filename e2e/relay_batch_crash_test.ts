@@ -50,14 +50,14 @@ describe("a batch whose request died mid-send", () => {
     await rpc("evm_setAutomine", [true]);
     expect((await chain.getTransactionReceipt({ hash: pending })).status).toBe("success");
 
-    // The dead request holds its key for IDEMPOTENCY_LEASE_MS (5 minutes); that lease is made to have passed here, in
-    // the stopped service's file, instead of waiting for it. The key already names the batch's submission.
+    // The dead request still holds its key in the stopped service's file, naming the batch's submission. The next start
+    // ends its lease (nothing else uses the file): the retry below takes it over at once. It was made to have passed
+    // here by hand, and a retry waited IDEMPOTENCY_LEASE_MS (five minutes) behind 409 IDEMPOTENCY_KEY_IN_USE.
     const db = new Database(join(stack.dataDir(), "ats.sqlite"));
     const held = db.query<{ submission_id: string | null }, [string]>("SELECT submission_id FROM idempotency_keys WHERE key = ? AND state = 'running'").all(key);
     expect(held).toHaveLength(1);
     const submissionId = held[0]!.submission_id!;
     expect(submissionId).toMatch(/^[A-Za-z0-9_-]{22}$/);
-    db.query("UPDATE idempotency_keys SET lease_until_ms = 0 WHERE key = ?").run(key);
     db.close();
 
     // The next start's reconciler settles the batch before the first request.

@@ -72,15 +72,14 @@ describe("a batch stuck under a fee spike", () => {
     // Past FEE_BUMP_AFTER_SECONDS since it was signed (a lower bound only: a slower machine waits longer).
     await Bun.sleep(1_100);
 
-    // The dead request holds its key for IDEMPOTENCY_LEASE_MS (5 minutes); that lease is made to have passed here, in
-    // the stopped service's file, instead of waiting for it. The key already names the batch's submission.
+    // The dead request still holds its key in the stopped service's file, naming the batch's submission; the next start
+    // ends its lease (nothing else uses the file), so the retry below takes it over at once.
     const sqlite = join(stack.dataDir(), "ats.sqlite");
     let db = new Database(sqlite);
     const held = db.query<{ submission_id: string | null }, [string]>("SELECT submission_id FROM idempotency_keys WHERE key = ? AND state = 'running'").all(key);
     expect(held).toHaveLength(1);
     const submissionId = held[0]!.submission_id!;
     expect(submissionId).toMatch(/^[A-Za-z0-9_-]{22}$/);
-    db.query("UPDATE idempotency_keys SET lease_until_ms = 0 WHERE key = ?").run(key);
     db.close();
     const submission = async (url: string) => await (await fetch(`${url}/v1/submissions/${submissionId}`)).json() as View;
 

@@ -53,4 +53,12 @@ export interface IdempotencyStore {
   readonly abandon: (scope: string, key: string) => Promise<void>;
   /** Drops the records expired before `nowMs`; returns how many. */
   readonly prune: (nowMs: number) => Promise<number>;
+  /**
+   * Ends every running record's lease at `nowMs`; returns how many. Called at start on a database no other instance
+   * uses (a SQLite file, held by one process: adapters/sqlite/sqlite_instance_lock.ts), where every running record is
+   * a request that died with the last process: its retry takes the key over at once (decisions §23), instead of 409
+   * for the rest of `IDEMPOTENCY_LEASE_MS`, five minutes, by which time a paid write's payment authorization had run
+   * out and the resumed write was never paid for. Absent: leases run out on their own (PostgreSQL, shared).
+   */
+  readonly endLeases?: ((nowMs: number) => Promise<number>) | undefined;
 }

@@ -28,6 +28,7 @@ export function createSqliteIdempotency(db: Database): IdempotencyStore {
   const attach = db.query("UPDATE idempotency_keys SET submission_id = ? WHERE scope = ? AND key = ? AND state = 'running'");
   const abandon = db.query("DELETE FROM idempotency_keys WHERE scope = ? AND key = ? AND state = 'running'");
   const prune = db.query("DELETE FROM idempotency_keys WHERE expires_at_ms <= ?");
+  const endLeases = db.query("UPDATE idempotency_keys SET lease_until_ms = ?1 WHERE state = 'running' AND lease_until_ms > ?1");
   return {
     begin(record) {
       for (;;) {
@@ -58,5 +59,6 @@ export function createSqliteIdempotency(db: Database): IdempotencyStore {
       return Promise.resolve();
     },
     prune: (nowMs) => Promise.resolve(prune.run(nowMs).changes),
+    endLeases: (nowMs) => Promise.resolve(endLeases.run(nowMs).changes),
   };
 }

@@ -39,6 +39,13 @@ export function fakeIdempotencyStore() {
       for (const [k, held] of records) if (held.expiresAtMs <= nowMs && records.delete(k)) gone++;
       return Promise.resolve(gone);
     },
+    endLeases(nowMs: number) {
+      let ended = 0;
+      for (const [k, held] of records) {
+        if (held.state === "running" && held.leaseUntilMs > nowMs) records.set(k, { ...held, leaseUntilMs: nowMs }), ended++;
+      }
+      return Promise.resolve(ended);
+    },
   };
   return store satisfies import("../idempotency.ts").IdempotencyStore;
 }
