@@ -24,6 +24,8 @@ export type TestChain = {
   /** Attestation chains only. */
   readonly easAddress?: Address | undefined;
   readonly schemaUids?: Record<string, Hex> | undefined;
+  /** Attestation chains only: the devnet's x402 test token on this chain (EIP-3009, minted to every dev account). */
+  readonly x402Token?: Address | undefined;
 };
 
 /** The three chains running. */
@@ -36,6 +38,8 @@ export type ThreeChains = {
   readonly chainsFilePath: string;
   /** The devnet's keys (the same dev accounts hold ether on all three chains). */
   readonly keys: Devnet["keys"];
+  /** The x402 test token's name, version and the devnet's payee (`token` is the default chain's; each chain's is its `x402Token`). */
+  readonly x402: Devnet["x402"];
   /** The JSON-RPC calls of one chain by method, e.g. `calls(31339, "eth_getTransactionReceipt")`. */
   readonly calls: (chainId: number, method?: string) => number;
   readonly stop: () => Promise<void>;
@@ -61,7 +65,7 @@ export async function startThreeChains(options: { dataDir: string; proofChainId?
     };
     const attesting = devnet.chains.map((c): TestChain => {
       const proxy = proxied(c.rpcUrl);
-      return { chainId: c.chainId, caip2: c.caip2, role: "attestations", rpcUrl: proxy.url, nodeUrl: c.rpcUrl, proxy, easAddress: c.easAddress, schemaUids: c.schemaUids };
+      return { chainId: c.chainId, caip2: c.caip2, role: "attestations", rpcUrl: proxy.url, nodeUrl: c.rpcUrl, proxy, easAddress: c.easAddress, schemaUids: c.schemaUids, x402Token: c.x402Token };
     });
     const proofProxy = proxied(anvil.rpcUrl);
     const proof: TestChain = { chainId: proofChainId, caip2: `eip155:${proofChainId}`, role: "proofs", rpcUrl: proofProxy.url, nodeUrl: anvil.rpcUrl, proxy: proofProxy };
@@ -73,6 +77,7 @@ export async function startThreeChains(options: { dataDir: string; proofChainId?
       trustAnchorsPath: devnet.trustAnchorsPath,
       chainsFilePath,
       keys: { ...devnet.keys, users: [...devnet.keys.users] },
+      x402: devnet.x402,
       calls: (chainId, method) => {
         const chain = chains.find((c) => c.chainId === chainId);
         if (chain === undefined) throw new Error(`No test chain ${chainId}`);
