@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openPostgresStorage } from "./postgres/mod.ts";
-import { createSqliteIndexStore, openSqlite, openSqliteStorage } from "./sqlite/mod.ts";
+import { createSqliteIndexStore, createSqliteSubmissionRecords, openSqlite, openSqliteStorage } from "./sqlite/mod.ts";
 import { firstBlockAtSql, indexQuerySql } from "./sql/index_query.ts";
 import type { IndexQuery } from "../ports/attestation_index.ts";
 import { SQL } from "bun";
@@ -11,6 +11,9 @@ import { deploymentLimitsContract, deploymentSecretsContract, oauthStorageContra
 import type { Storage } from "../ports/storage.ts";
 import { UNUSED_CLIENT_GRACE_MS } from "../ports/oauth.ts";
 import { postgresUnavailableReason, startPostgres, type TestPostgres } from "../e2e/support/postgres.ts";
+import { Database } from "bun:sqlite";
+import { createSubmissionStatus, createSubmissionSweep } from "../domain/submissions/mod.ts";
+import { SUBMISSION_RECORDS_CHAIN_BACKFILL } from "./sql/submission_records.ts";
 
 const sqlite = openSqliteStorage(":memory:");
 storageContract("sqlite", () => Promise.resolve(sqlite));
@@ -326,6 +329,110 @@ describe.skipIf(pgSkip !== undefined)("postgres replay records keyed by (chain, 
     expect((await again.replay.find(8453, "0xsig"))?.state).toBe("checked");
     expect((await again.replay.find(31337, "0xsig"))?.state).toBe("mined");
     await again.close();
+  });
+
+  test("the old key is dropped by the name PostgreSQL has for it, not by the default name (a table made under another name and renamed)", async () => {
+    const admin = new SQL(pg!.url);
+    await admin.unsafe("DROP DATABASE IF EXISTS replay_rekey_named");
+    await admin.unsafe("CREATE DATABASE replay_rekey_named");
+    await admin.close();
+    const url = pg!.url.replace(/\/postgres$/, "/replay_rekey_named");
+    const old = new SQL(url);
+    // Made as `replay_v1` and renamed: its primary key keeps the name `replay_v1_pkey`.
+    await old.unsafe(`CREATE TABLE replay_v1 (key TEXT PRIMARY KEY, chain_id BIGINT NOT NULL, attester TEXT NOT NULL, nonce TEXT NOT NULL,
+      deadline BIGINT NOT NULL, state TEXT NOT NULL, tx_hash TEXT, uid TEXT, block_number TEXT, created_at_ms BIGINT NOT NULL,
+      raw_tx TEXT, wallet TEXT, tx_nonce BIGINT)`);
+    await old.unsafe("ALTER TABLE replay_v1 RENAME TO replay");
+    await old.unsafe(`INSERT INTO replay VALUES ('0xsig', 31337, '0xabc', '0', 2000000000, 'mined', '0xt', '0xuida', '5', 1, NULL, NULL, NULL)`);
+    await old.close();
+    const upgraded = await openPostgresStorage(url);
+    try {
+      expect(await upgraded.replay.claim({ key: "0xsig", chainId: 8453, attester: "0xabc", nonce: 0n, deadline: 2_000_000_000n, createdAtMs: 3 })).toBe("claimed");
+      expect(await upgraded.replay.claim({ key: "0xsig", chainId: 31337, attester: "0xdef", nonce: 0n, deadline: 2_000_000_000n, createdAtMs: 3 })).toBe("duplicate-signature");
+      const check = new SQL(url);
+      const keys = await check`SELECT conname FROM pg_constraint WHERE conrelid = 'replay'::regclass AND contype = 'p'` as { conname: string }[];
+      await check.close();
+      expect(keys.map((k) => k.conname)).toEqual(["replay_chain_key"]);
+    } finally {
+      await upgraded.close();
+    }
+  });
+});
+
+/**
+ * A submission the previous version opens after this version migrated (a rolling restart of PostgreSQL, decisions §28:
+ * the old instances serve on beside the new) has no chain on its record. It is followed as that version followed it:
+ * its replay record found by key, read as where it stands, never swept as failed while in flight, and settled by the
+ * reconciler of its chain, which names the chain on it.
+ */
+async function previousVersionsSubmission(storage: Storage, insertAsPreviousVersion: (id: string, ref: string) => Promise<void>) {
+  const [id, ref] = [`AAAAAAAAAAAAAAAAAA${Math.random().toString(36).slice(2, 6).padEnd(4, "0")}`, `0xprev-${Math.random()}`];
+  expect(await storage.replay.claim({ key: ref, chainId: 31337, attester: `0x${ref}`, nonce: 0n, deadline: 2_000_000_000n, createdAtMs: 1 })).toBe("claimed");
+  await insertAsPreviousVersion(id, ref);
+  expect((await storage.submissions.find(id))?.chainId).toBeNull();
+  await storage.replay.markSigned(31337, ref, { txHash: "0xt", raw: "0xraw", wallet: "0xw", nonce: 1 });
+  await storage.replay.markSent(31337, ref);
+  const status = createSubmissionStatus({ records: storage.submissions, replay: storage.replay, head: () => Promise.resolve(10n), confirmations: 1 });
+  expect(await status.read(id)).toMatchObject({ ok: true, value: { state: "sent", txHash: "0xt" } });
+  const sweep = createSubmissionSweep({ records: storage.submissions, replay: storage.replay, clock: { nowMs: () => 1_000_000 }, minAgeMs: 0 });
+  await sweep(0);
+  expect((await storage.submissions.find(id))?.outcome).toBeNull();
+  await storage.replay.finish(31337, ref, { state: "mined", txHash: "0xt", uid: "0xuid", blockNumber: 5n });
+  const mined = { state: "mined" as const, txHash: "0xt", uid: "0xuid", blockNumber: 5n, feeBumps: 0 };
+  expect(await storage.submissions.settleRef(31337, ref, mined, 2)).toEqual([id]);
+  expect(await storage.submissions.find(id)).toMatchObject({ chainId: 31337, outcome: mined });
+  expect((await storage.replay.findAnyChain(ref))?.chainId).toBe(31337);
+  expect(await storage.replay.findAnyChain(`${ref}-never`)).toBeUndefined();
+}
+
+describe("a submission a previous version opened beside this one (no chain on its record)", () => {
+  test("sqlite: followed by its replay record found by key, not swept as failed, settled by its chain's reconciler", async () => {
+    const path = join(sqliteDir, "previous-version.sqlite");
+    const storage = openSqliteStorage(path);
+    const raw = new Database(path);
+    try {
+      await previousVersionsSubmission(storage, (id, ref) => Promise.resolve(void raw.run(
+        "INSERT INTO submission_records (id, scope, ref, items, state, created_at_ms, updated_at_ms) VALUES (?, 'account:a', ?, NULL, 'open', 1, 1)",
+        [id, ref],
+      )));
+    } finally {
+      raw.close();
+      await storage.close();
+    }
+  });
+
+  test.skipIf(pgSkip !== undefined)("postgres: followed by its replay record found by key, not swept as failed, settled by its chain's reconciler", async () => {
+    const raw = new SQL(pg!.url);
+    try {
+      await previousVersionsSubmission(postgres!, async (id, ref) => {
+        await raw`INSERT INTO submission_records (id, scope, ref, items, state, created_at_ms, updated_at_ms)
+                  VALUES (${id}, 'account:a', ${ref}, NULL, 'open', 1, 1)`;
+      });
+    } finally {
+      await raw.close();
+    }
+  });
+});
+
+describe("naming the chain of submissions kept before records named it: one join, not a lookup per row", () => {
+  test("sqlite: the statement's plan has no correlated subquery", () => {
+    const db = openSqlite(":memory:");
+    createSqliteSubmissionRecords(db);
+    const plan = db.query<{ detail: string }, []>(`EXPLAIN QUERY PLAN ${SUBMISSION_RECORDS_CHAIN_BACKFILL}`).all().map((row) => row.detail);
+    expect(plan.length).toBeGreaterThan(0);
+    expect(plan.filter((detail) => /CORRELATED/i.test(detail))).toEqual([]);
+    db.close();
+  });
+
+  test.skipIf(pgSkip !== undefined)("postgres: the statement's plan has no subplan run per row", async () => {
+    const raw = new SQL(pg!.url);
+    try {
+      const plan = (await raw.unsafe(`EXPLAIN ${SUBMISSION_RECORDS_CHAIN_BACKFILL}`) as { "QUERY PLAN": string }[]).map((row) => row["QUERY PLAN"]);
+      expect(plan.length).toBeGreaterThan(0);
+      expect(plan.filter((line) => /SubPlan/i.test(line))).toEqual([]);
+    } finally {
+      await raw.close();
+    }
   });
 });
 

@@ -177,13 +177,15 @@ function chainHeads(config: Pick<Config, "chains">, f: Foundation, chains: reado
 
 /**
  * Decisions §30: with several chains, `submission.settled` names the chain of the submission (its record names it: one
- * storage read per settlement); with one, the event is told as before (the webhooks' default chain).
+ * storage read per settlement; a record a previous version opened names none, and its replay record's is read by key,
+ * a second read); with one, the event is told as before (the webhooks' default chain).
  */
 function namingChain(f: Foundation, chains: readonly WriteChain[], onSettled: SubmissionSettled): SubmissionSettled {
   if (chains.length < 2) return onSettled;
   return async (event) => {
     const record = await f.storage.submissions.find(event.submissionId);
-    const on = chains.find((c) => c.chain.chainId === record?.chainId);
+    const chainId = record === undefined ? undefined : record.chainId ?? (await f.storage.replay.findAnyChain(record.ref))?.chainId;
+    const on = chains.find((c) => c.chain.chainId === chainId);
     const named: typeof event & { chain?: ReturnType<typeof chainAnswer> } = on === undefined ? event : { ...event, chain: chainAnswer(on.chain) };
     await onSettled(named);
   };

@@ -47,6 +47,12 @@ export type ReplayFinal =
  */
 export interface ReplayStore {
   readonly find: (chainId: number, key: string) => Promise<ReplayRecord | undefined>;
+  /**
+   * The record of `key` on whichever chain holds one (the lowest chain id if several do): for a submission record that
+   * names no chain (`SubmissionRecord.chainId` null: opened by a version before records named their chain, during a
+   * rolling restart too), whose replay record is found as that version found it, by key alone.
+   */
+  readonly findAnyChain: (key: string) => Promise<ReplayRecord | undefined>;
   /** Atomically records the claim; refuses a key known on its chain, or a second live claim for the same (chain, attester, nonce). */
   readonly claim: (claim: ReplayClaim) => Promise<ClaimOutcome>;
   /** Stores the signed transaction before it is sent; false when the record is no longer `checked` (released). */

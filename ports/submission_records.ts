@@ -38,7 +38,9 @@ export type SubmissionRecord = {
   readonly ref: string;
   /**
    * The chain of its replay record: `ref` names a record on this chain (a record's identity is (chain, signature),
-   * decisions §30). Null for a record kept before submissions named their chain whose replay record was gone by then.
+   * decisions §30). Null when the chain is not known: a record a previous version opened (before the upgrade, its
+   * replay record gone by then, or beside this version during a rolling restart of PostgreSQL). Its replay record is
+   * then found by key alone (`ReplayStore.findAnyChain`), as that version found it, and `settleRef` names its chain.
    */
   readonly chainId: number | null;
   /** A batch's requests, in order (decisions §23); null for a single send. */
@@ -71,7 +73,10 @@ export interface SubmissionRecordStore {
    * untold (for `told` or the sweep) unless `options.untold` is false: a settlement nobody is to be told of (issue 43).
    */
   readonly settle: (id: string, outcome: SubmissionOutcome, nowMs: number, options?: { readonly untold?: boolean }) => Promise<boolean>;
-  /** Keeps the outcome of every open submission of one replay record, `ref` on `chainId` (the reconciler settles by record); their ids. */
+  /**
+   * Keeps the outcome of every open submission of one replay record, `ref` on `chainId` (the reconciler settles by
+   * record); their ids. A submission naming no chain is settled too, and from then on names `chainId`.
+   */
   readonly settleRef: (chainId: number, ref: string, outcome: SubmissionOutcome, nowMs: number) => Promise<string[]>;
   /**
    * Up to `limit` submissions created before `beforeMs` whose settlement has not been told yet, oldest first: still

@@ -13,6 +13,10 @@ export function createPostgresReplayStore(sql: SQL): ReplayStore {
   };
   const replay: ReplayStore = {
     find: findReplay,
+    async findAnyChain(key) {
+      const rows: ReplayRow[] = await sql`SELECT * FROM replay WHERE key = ${key} ORDER BY chain_id LIMIT 1`;
+      return rows[0] === undefined ? undefined : toReplayRecord(rows[0]);
+    },
     async claim(claim): Promise<ClaimOutcome> {
       // ON CONFLICT without a target covers the key and the live-nonce index alike.
       const inserted = await sql`

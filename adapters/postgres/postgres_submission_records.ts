@@ -51,8 +51,9 @@ export function createPostgresSubmissionRecords(sql: SQL): SubmissionRecordStore
     async settleRef(chainId, ref, outcome, nowMs) {
       const [state, txHash, uid, blockNumber, error, feeBumps, itemUids] = outcomeValues(outcome);
       const rows = await sql`UPDATE submission_records SET state = ${state}, tx_hash = ${txHash}, uid = ${uid}, block_number = ${blockNumber},
-                  error = ${error}, fee_bumps = ${feeBumps}, item_uids = ${itemUids}, untold = 1, updated_at_ms = ${nowMs}
-                WHERE ref = ${ref} AND chain_id = ${chainId} AND state = 'open' RETURNING id` as { id: string }[];
+                  error = ${error}, fee_bumps = ${feeBumps}, item_uids = ${itemUids}, untold = 1, updated_at_ms = ${nowMs},
+                  chain_id = COALESCE(chain_id, ${chainId})
+                WHERE ref = ${ref} AND (chain_id = ${chainId} OR chain_id IS NULL) AND state = 'open' RETURNING id` as { id: string }[];
       return rows.map((row) => String(row.id));
     },
     async untold(beforeMs, limit) {

@@ -27,10 +27,17 @@ export function replayTable(w: SqlWords): string {
        )`;
 }
 
-/** PostgreSQL: a table keyed by `key` alone (made before decisions §30's fix) is keyed by (chain_id, key); once. */
-export const REKEY_REPLAY_POSTGRES = `DO $$ BEGIN
+/**
+ * PostgreSQL: a table keyed by `key` alone (made before decisions §30's fix) is keyed by (chain_id, key); once. The old
+ * key is dropped by the name PostgreSQL has for it (`pg_constraint`, contype 'p'), not by the name it gives by default
+ * (`replay_pkey`): a table made under another name and renamed, or restored so, keeps its key's first name.
+ */
+export const REKEY_REPLAY_POSTGRES = `DO $$ DECLARE old_key TEXT; BEGIN
   IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = '${REPLAY_PRIMARY_KEY}' AND conrelid = 'replay'::regclass) THEN
-    ALTER TABLE replay DROP CONSTRAINT IF EXISTS replay_pkey;
+    SELECT conname INTO old_key FROM pg_constraint WHERE conrelid = 'replay'::regclass AND contype = 'p';
+    IF old_key IS NOT NULL THEN
+      EXECUTE format('ALTER TABLE replay DROP CONSTRAINT %I', old_key);
+    END IF;
     ALTER TABLE replay ADD CONSTRAINT ${REPLAY_PRIMARY_KEY} PRIMARY KEY (chain_id, key);
   END IF;
 END $$`;
@@ -51,6 +58,10 @@ export function replayTables(w: SqlWords): TableGroup {
          WHERE state IN ('checked', 'signed', 'sent', 'mined')`,
       `CREATE INDEX IF NOT EXISTS replay_open ON replay (state, created_at_ms)`,
       `CREATE INDEX IF NOT EXISTS replay_deadline ON replay (deadline)`,
+      // A record found by its key alone (the primary key leads with the chain): a submission naming no chain
+      // (`findAnyChain`), the one-time naming of submissions' chains, and a previous version's statements during a
+      // rolling restart of PostgreSQL (they name no chain).
+      `CREATE INDEX IF NOT EXISTS replay_key ON replay (key)`,
     ],
     // The stored transaction of a submission (decisions §15).
     added: [["replay", "raw_tx", "TEXT"], ["replay", "wallet", "TEXT"], ["replay", "tx_nonce", w.int]],

@@ -28,11 +28,15 @@ export const SUBMISSION_RECORDS_ADDED_COLUMNS: readonly (readonly [string, strin
 
 /**
  * Names the chain of each row from before the column: its replay record's (every replay row names its chain; the keys
- * were the signature alone then, so one record at most). A row whose record is gone stays null: its submission reads
- * as given back, as it did. SQLite runs it when it adds the column, PostgreSQL with the migration that adds it.
+ * were the signature alone then, so one record at most). A row whose record is gone stays null, and is read as a
+ * previous version read it: its replay record found by key alone (`ReplayStore.findAnyChain`). SQLite runs it when it
+ * adds the column, PostgreSQL with every migration (rows a previous version opened during a rolling restart, too).
+ * One join, each table read once (a subquery per row found its record by a scan of `replay` each: hours, inside the
+ * migration's transaction, on a busy deployment's tables); `UPDATE … FROM` is PostgreSQL's and SQLite's (3.33 on).
  */
-export const SUBMISSION_RECORDS_CHAIN_BACKFILL =
-  "UPDATE submission_records SET chain_id = (SELECT MIN(r.chain_id) FROM replay r WHERE r.key = submission_records.ref) WHERE chain_id IS NULL";
+export const SUBMISSION_RECORDS_CHAIN_BACKFILL = `UPDATE submission_records SET chain_id = r.chain_id
+  FROM (SELECT key, MIN(chain_id) AS chain_id FROM replay GROUP BY key) AS r
+  WHERE r.key = submission_records.ref AND submission_records.chain_id IS NULL`;
 
 /** Made once the added columns exist. */
 export const SUBMISSION_RECORDS_AFTER_COLUMNS: readonly string[] = [

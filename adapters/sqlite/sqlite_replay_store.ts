@@ -6,6 +6,7 @@ import { type ReplayRow, toReplayRecord } from "../sql/replay_store.ts";
 export function createSqliteReplayStore(db: Database): ReplayStore {
   // A record is its chain's (decisions §30): every statement by key names the chain, the table's key (chain_id, key).
   const find = db.query<ReplayRow, [number, string]>("SELECT * FROM replay WHERE chain_id = ? AND key = ?");
+  const findAnyChain = db.query<ReplayRow, [string]>("SELECT * FROM replay WHERE key = ? ORDER BY chain_id LIMIT 1");
   const insert = db.query(
     `INSERT INTO replay (key, chain_id, attester, nonce, deadline, state, created_at_ms)
      VALUES ($key, $chainId, $attester, $nonce, $deadline, 'checked', $createdAtMs)`,
@@ -28,6 +29,10 @@ export function createSqliteReplayStore(db: Database): ReplayStore {
   return {
     find(chainId, key) {
       const row = find.get(chainId, key);
+      return Promise.resolve(row === null ? undefined : toReplayRecord(row));
+    },
+    findAnyChain(key) {
+      const row = findAnyChain.get(key);
       return Promise.resolve(row === null ? undefined : toReplayRecord(row));
     },
     claim(claim: ReplayClaim): Promise<ClaimOutcome> {

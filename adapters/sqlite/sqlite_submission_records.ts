@@ -34,7 +34,8 @@ export function createSqliteSubmissionRecords(db: Database): SubmissionRecordSto
     "UPDATE submission_records SET state = ?, tx_hash = ?, uid = ?, block_number = ?, error = ?, fee_bumps = ?, item_uids = ?, untold = ?, updated_at_ms = ? WHERE id = ? AND state = 'open' RETURNING id",
   );
   const settleRef = db.query<{ id: string }, (string | number | null)[]>(
-    "UPDATE submission_records SET state = ?, tx_hash = ?, uid = ?, block_number = ?, error = ?, fee_bumps = ?, item_uids = ?, untold = 1, updated_at_ms = ? WHERE ref = ? AND chain_id = ? AND state = 'open' RETURNING id",
+    `UPDATE submission_records SET state = ?, tx_hash = ?, uid = ?, block_number = ?, error = ?, fee_bumps = ?, item_uids = ?, untold = 1,
+       updated_at_ms = ?, chain_id = COALESCE(chain_id, ?) WHERE ref = ? AND (chain_id = ? OR chain_id IS NULL) AND state = 'open' RETURNING id`,
   );
   const untold = db.query<Record<string, unknown>, [number, number, number]>(
     `SELECT * FROM (SELECT * FROM submission_records WHERE state = 'open' AND created_at_ms < ?
@@ -59,7 +60,7 @@ export function createSqliteSubmissionRecords(db: Database): SubmissionRecordSto
     },
     settle: (id, outcome, nowMs, options) =>
       Promise.resolve(settle.all(...outcomeValues(outcome), options?.untold === false ? null : 1, nowMs, id).length === 1),
-    settleRef: (chainId, ref, outcome, nowMs) => Promise.resolve(settleRef.all(...outcomeValues(outcome), nowMs, ref, chainId).map((row) => row.id)),
+    settleRef: (chainId, ref, outcome, nowMs) => Promise.resolve(settleRef.all(...outcomeValues(outcome), nowMs, chainId, ref, chainId).map((row) => row.id)),
     untold: (beforeMs, limit) => Promise.resolve(untold.all(beforeMs, beforeMs, limit).map(toSubmissionRecord)),
     told: (id) => Promise.resolve(void told.run(id)),
     prune: (beforeMs) => Promise.resolve(prune.run(beforeMs).changes),

@@ -49,7 +49,7 @@ describe("submissions on several chains (decisions §30)", () => {
     expect(env.reads).toEqual([31338, 31337]);
   });
 
-  test("a list reads each chain's head once; a submission whose replay record is gone still names its chain (kept on its record) and reads no head; one kept before records named it names none (null)", async () => {
+  test("a list reads each chain's head once; a submission whose replay record is gone still names its chain (kept on its record) and reads no head; one naming none (a previous version's) names its replay record's, or none (null) once that is gone", async () => {
     const env = setup();
     await env.mined("0xb1", 31338);
     await env.mined("0xb2", 31338);
@@ -64,7 +64,14 @@ describe("submissions on several chains (decisions §30)", () => {
     expect(env.reads).toEqual([]);
     const unnamed = await env.mined("0xc2", 31338);
     env.records.records.set(unnamed, { ...env.records.records.get(unnamed)!, chainId: null });
-    expect(await env.status.read(unnamed)).toMatchObject({ ok: true, value: { state: "failed", chain: null } });
+    // Its replay record, found by key, says where it stands and on which chain (as the version that opened it read it).
+    expect(await env.status.read(unnamed)).toMatchObject({ ok: true, value: { state: "confirmed", confirmations: 6, chain: { chainId: 31338 } } });
+    expect(env.reads).toEqual([31338]);
+    env.reads.length = 0;
+    const unnamedGone = await env.mined("0xc3", 31338, 10n);
+    env.records.records.set(unnamedGone, { ...env.records.records.get(unnamedGone)!, chainId: null });
+    expect(await env.replay.prune(1_000n)).toBe(1);
+    expect(await env.status.read(unnamedGone)).toMatchObject({ ok: true, value: { state: "failed", chain: null } });
     expect(env.reads).toEqual([]);
   });
 

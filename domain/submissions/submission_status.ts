@@ -86,14 +86,17 @@ export const MAX_SUBMISSION_PAGE = 100;
 
 /** Reads one submission by id, and an owner's submissions newest first (decisions §23). */
 export function createSubmissionStatus(deps: SubmissionStatusDeps) {
-  /** The replay record `ref` on the submission's chain; none for a record that names no chain (its replay record was gone). */
+  /**
+   * The replay record `ref` on the submission's chain; for a record naming no chain (a previous version's, see
+   * `SubmissionRecord.chainId`), the record of that key on any chain, as that version found it.
+   */
   const replayOf = (record: SubmissionRecord, ref: string) =>
-    record.chainId === null ? Promise.resolve(undefined) : deps.replay.find(record.chainId, ref);
+    record.chainId === null ? deps.replay.findAnyChain(ref) : deps.replay.find(record.chainId, ref);
   const bumpsOf = async (ref: string) => (await deps.replacements?.list(RELAY_BOOK, ref))?.map((r) => r.tx.txHash) ?? [];
 
   /** The submission's state, then each request of a batch's. */
   async function view(record: SubmissionRecord, heads: Heads): Promise<SubmissionView> {
-    const on = chainOf(record);
+    const on = await chainOf(record);
     const named = on === undefined ? {} : { chain: on === null ? null : on.answer };
     const state = { ...(await stateOf(record, heads(on), on?.confirmations ?? deps.confirmations)), ...named };
     if (record.items === null) return state;
@@ -101,15 +104,16 @@ export function createSubmissionStatus(deps: SubmissionStatusDeps) {
   }
 
   /**
-   * The chain of a submission when several are served: the one its record names (its replay record's, decisions §30),
-   * null for a record from before records named it whose replay record was gone, or a chain no longer served;
-   * undefined with one chain (the default's head).
+   * The chain of a submission when several are served: the one its record names (its replay record's, decisions §30);
+   * for a record naming none, its replay record's found by key (one storage read), null once that is gone too; null
+   * for a chain no longer served; undefined with one chain (the default's head).
    */
-  function chainOf(record: SubmissionRecord): ChainHead | null | undefined {
+  async function chainOf(record: SubmissionRecord): Promise<ChainHead | null | undefined> {
     const others = deps.otherChains;
     if (others === undefined || others.size === 0 || deps.defaultChain === undefined) return undefined;
-    if (record.chainId === null) return null;
-    return others.get(record.chainId) ?? (record.chainId === deps.defaultChain.answer.chainId ? deps.defaultChain : null);
+    const chainId = record.chainId ?? (await deps.replay.findAnyChain(record.ref))?.chainId;
+    if (chainId === undefined) return null;
+    return others.get(chainId) ?? (chainId === deps.defaultChain.answer.chainId ? deps.defaultChain : null);
   }
 
   /**

@@ -37,8 +37,9 @@ export function createSubmissionSweep(deps: SubmissionSweepDeps): (minAgeMs?: nu
   const batch = deps.batch ?? 200;
 
   async function outcomeOf(record: SubmissionRecord): Promise<SubmissionOutcome | undefined> {
-    // The replay records of the submission's chain (decisions §30); a record naming none had its replay record gone.
-    const replayOf = (ref: string) => record.chainId === null ? Promise.resolve(undefined) : deps.replay.find(record.chainId, ref);
+    // The replay records of the submission's chain (decisions §30); for a record naming none (a previous version's, see
+    // `SubmissionRecord.chainId`), the record of the key on any chain, as that version found it.
+    const replayOf = (ref: string) => record.chainId === null ? deps.replay.findAnyChain(ref) : deps.replay.find(record.chainId, ref);
     const live = await replayOf(record.ref);
     const feeBumps = (await deps.replacements?.list(RELAY_BOOK, record.ref))?.length ?? 0;
     if (live === undefined) return { state: "failed", txHash: null, error: "SUBMISSION_FAILED", feeBumps };

@@ -49,6 +49,20 @@ describe("createSubmissionSweep() (decisions §23: an outcome nobody kept is set
     expect(s.records.untoldIds.size).toBe(0);
   });
 
+  test("a submission naming no chain (a previous version opened it) is swept by its replay record found by key: one in flight is left, one mined settled mined", async () => {
+    const s = setup();
+    const ids: Record<string, string> = {};
+    for (const [n, [key, state]] of ([["k1", "sent"], ["k2", "mined"]] as const).entries()) {
+      await s.died(key, state, n + 1);
+      ids[key] = await s.tracker.open("account:a", 1, key);
+      s.records.records.set(ids[key]!, { ...s.records.records.get(ids[key]!)!, chainId: null });
+    }
+    s.clock.set(s.clock.nowMs() + 60_001);
+    expect(await s.sweep()).toBe(1);
+    expect((await s.records.find(ids.k1!))?.outcome).toBeNull();
+    expect((await s.records.find(ids.k2!))?.outcome).toEqual({ state: "mined", txHash: tx(2).txHash, uid: "0xuid-k2", blockNumber: 7n, feeBumps: 0 });
+  });
+
   test("a settlement whose event could not be queued stays untold and is told by the next sweep", async () => {
     const records = fakeSubmissionRecords();
     const replay = fakeReplayStore();

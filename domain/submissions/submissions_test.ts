@@ -180,6 +180,39 @@ describe("trackedBook()", () => {
   });
 });
 
+describe("a submission naming no chain (a previous version opened it, during a rolling restart too)", () => {
+  /** A submission as the version before decisions §30's fix recorded it: no chain on its record. */
+  const opened = async (env: ReturnType<typeof setup>, ref: string, items?: { ref: string }[]) => {
+    const id = await env.tracker.open("account:a", 1, ref, items);
+    env.records.records.set(id, { ...env.records.records.get(id)!, chainId: null });
+    return id;
+  };
+
+  test("is followed by its replay record found by key: read as sent while in flight, then mined, each item's uid too", async () => {
+    const env = setup({ confirmations: 0 });
+    await env.claim("0xa");
+    await env.claim("0xbb");
+    const id = await opened(env, "0xa", [{ ref: "0xa" }, { ref: "0xbb" }]);
+    await env.replay.markSigned(1, "0xa", tx(1));
+    await env.replay.markSent(1, "0xa");
+    expect(await env.status.read(id)).toMatchObject({ ok: true, value: { state: "sent", txHash: tx(1).txHash } });
+    await env.replay.finish(1, "0xa", { state: "mined", txHash: tx(1).txHash, uid: "0xu0", blockNumber: 9n });
+    await env.replay.finish(1, "0xbb", { state: "mined", txHash: tx(1).txHash, uid: "0xu1", blockNumber: 9n });
+    const read = await env.status.read(id);
+    expect(read).toMatchObject({ ok: true, value: { state: "confirmed", uid: "0xu0" } });
+    expect(read.ok && read.value.items?.map((item) => item.uid)).toEqual(["0xu0", "0xu1"]);
+  });
+
+  test("the reconciler's settlement of its replay record is kept on it, and names the chain from then on", async () => {
+    const env = setup({ confirmations: 0 });
+    const book = trackedBook(replayBook(env.replay, 1), { records: env.records, clock: env.clock, replacements: env.bumps });
+    await env.claim("0xm");
+    const id = await opened(env, "0xm");
+    await book.mined("0xm", { txHash: tx(5).txHash, uid: "0xu", blockNumber: 7n });
+    expect(await env.records.find(id)).toMatchObject({ chainId: 1, outcome: { state: "mined", txHash: tx(5).txHash, uid: "0xu" } });
+  });
+});
+
 describe("a batch's submission (decisions §23)", () => {
   const refused = { refused: { code: "ATTESTER_MISMATCH", message: "Signer does not match attester", status: 400 } };
 

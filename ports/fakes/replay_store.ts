@@ -17,6 +17,8 @@ export function fakeReplayStore() {
   const store = {
     rows,
     find: (chainId: number, key: string) => Promise.resolve(rows.get(idOf(chainId, key))),
+    findAnyChain: (key: string) =>
+      Promise.resolve([...rows.values()].filter((row) => row.key === key).sort((a, b) => a.chainId - b.chainId)[0]),
     claim(claim: ReplayClaim): Promise<ClaimOutcome> {
       if (rows.has(idOf(claim.chainId, claim.key))) return Promise.resolve("duplicate-signature");
       for (const row of rows.values()) {

@@ -30,7 +30,11 @@ export function fakeSubmissionRecords() {
       return Promise.resolve(record !== undefined && settle(record, outcome, nowMs, options));
     },
     settleRef(chainId: number, ref: string, outcome: Outcome, nowMs: number) {
-      return Promise.resolve([...records.values()].filter((record) => record.ref === ref && record.chainId === chainId && settle(record, outcome, nowMs)).map((r) => r.id));
+      // A record naming no chain (a previous version's) is the record's whatever its chain, and is given this one.
+      const ofRef = [...records.values()].filter((record) => record.ref === ref && (record.chainId === chainId || record.chainId === null));
+      const settled = ofRef.filter((record) => settle(record, outcome, nowMs)).map((r) => r.id);
+      for (const id of settled) records.set(id, { ...records.get(id)!, chainId: records.get(id)!.chainId ?? chainId });
+      return Promise.resolve(settled);
     },
     untoldIds: untold as ReadonlySet<string>,
     told(id: string) {
