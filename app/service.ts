@@ -58,7 +58,7 @@ export async function startService(config: Config, options: StartServiceOptions 
   const lock = options.holdSqliteLock === true ? holdSqliteLock(config) : undefined;
   let service: Service;
   try {
-    service = await wireService(config, options);
+    service = await wireService(config, options, lock !== undefined);
   } catch (error) {
     lock?.release();
     throw error;
@@ -67,7 +67,7 @@ export async function startService(config: Config, options: StartServiceOptions 
   return { ...service, stop: () => service.stop().finally(lock.release) };
 }
 
-async function wireService(config: Config, options: StartServiceOptions): Promise<Service> {
+async function wireService(config: Config, options: StartServiceOptions, holdsSqliteLock: boolean): Promise<Service> {
   const f = await openFoundation(config, options);
   const { devnet, log, chain, chainId, easAddress } = f;
   try {
@@ -79,7 +79,7 @@ async function wireService(config: Config, options: StartServiceOptions): Promis
     const webhooks = wireWebhooks(config, f, { indexStores, didJsonCa: options.didJsonCa });
     // Every chain's follower tells the webhook worker when it wrote outbox rows (decisions §30: events of every chain).
     for (const i of [index, ...otherChains.map((c) => c.index)]) i.onIngested(webhooks.nudge);
-    const submissions = await wireSubmissions(config, f, { onSettled: webhooks.onSettled });
+    const submissions = await wireSubmissions(config, f, { onSettled: webhooks.onSettled, holdsSqliteLock });
     const x402 = await wireX402(config, {
       devnet,
       chainId,

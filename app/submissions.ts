@@ -54,7 +54,15 @@ export type WiredSubmissions = {
 export async function wireSubmissions(
   config: Pick<Config, "chains" | "relays">,
   f: Foundation,
-  events: { readonly onSettled?: SubmissionSettled | undefined } = {},
+  events: {
+    readonly onSettled?: SubmissionSettled | undefined;
+    /**
+     * This start holds the SQLite file's instance lock (main.ts, the binary): no other process or in-process service
+     * uses the file, so a running idempotency key in it is a request that died with the last process. Tests run
+     * several services on one file in one process without it (app/foundation.ts `holdSqliteLock`).
+     */
+    readonly holdsSqliteLock?: boolean | undefined;
+  } = {},
 ): Promise<WiredSubmissions> {
   const { storage, eas, log, devnet } = f;
   const chains = writeChains(config, f).list;
@@ -113,9 +121,10 @@ export async function wireSubmissions(
     }
   };
   const startupGrace = storage.kind === "sqlite" ? 0 : undefined;
-  // The same holds for idempotency keys: a running key in a SQLite file is a request that died with the last process,
-  // and its retry may take it over now (ports/idempotency.ts `endLeases`).
-  if (storage.kind === "sqlite") {
+  // The same holds for idempotency keys, once this start holds the file's lock: a running key is a request that died
+  // with the last process, and its retry may take it over now (ports/idempotency.ts `endLeases`). Without the lock (an
+  // in-process start beside another on the file, as tests make), a live request's key would be taken over: not ended.
+  if (storage.kind === "sqlite" && events.holdsSqliteLock === true) {
     const ended = await storage.idempotency.endLeases?.(systemClock.nowMs());
     if (ended !== undefined && ended > 0) log.info("idempotency_leases_ended", { keys: ended });
   }
