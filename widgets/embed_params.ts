@@ -53,7 +53,7 @@ export function parseEmbedParams(query: URLSearchParams): { ok: true; value: Emb
   if (!/^[1-9][0-9]*$/.test(chainIdText) || !Number.isSafeInteger(chainId)) return bad("chainId", "chainId must be a positive whole number");
   const name = optional(query, "name");
   if (name !== undefined && (name.length > MAX_NAME_LENGTH || CONTROL.test(name) || displayTextProblem("name", name) !== undefined)) {
-    return bad("name", `name must be at most ${MAX_NAME_LENGTH} characters, without control characters (bidirectional ones included)`);
+    return bad("name", `name must be at most ${MAX_NAME_LENGTH} characters, without control characters (bidirectional overrides and isolates included)`);
   }
   const icon = optional(query, "icon");
   if (icon !== undefined && !isHttpsUrl(icon)) return bad("icon", "icon must be an https URL");
