@@ -14,7 +14,7 @@ import { checkReviewProof, readServiceTransaction } from "../client/reviews.ts";
 import { TEST_RELAY_LIMITS } from "./harness.ts";
 import { ownedContract } from "./support/owned_contract.ts";
 import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
-import { startThreeChains, type ThreeChains } from "./support/three_chains.ts";
+import { startThreeChains, threeChainsServiceEnv, type ThreeChains } from "./support/three_chains.ts";
 
 const APP = "0x1111111111111111111111111111111111111111";
 const dir = mkdtempSync(join(tmpdir(), "ats-proof-chains-"));
@@ -35,14 +35,7 @@ beforeAll(async () => {
     },
   });
   service = await startServiceProcess({
-    PORT: "0",
-    CHAINS_FILE: three.chainsFilePath,
-    TRUST_ANCHORS_PATH: three.trustAnchorsPath,
-    DELEGATE_PRIVATE_KEY: three.keys.delegate,
-    // Chains 31338 and 31339 are not devnet ids to the raw-key rule (decisions §27).
-    ALLOW_RAW_KEYS: "true",
-    WITNESS_PRIVATE_KEY: three.keys.witness,
-    DATA_DIR: join(dir, "service"),
+    ...threeChainsServiceEnv(three, dir),
     EXPLORER_API_URLS: `31339=http://127.0.0.1:${explorer.port}/api`,
     LOG_LEVEL: "error",
     ...TEST_RELAY_LIMITS,

@@ -17,7 +17,7 @@ import { EAS_ABI } from "../domain/eas_abi.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { TEST_RELAY_LIMITS } from "./harness.ts";
 import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
-import { startThreeChains, type TestChain, type ThreeChains } from "./support/three_chains.ts";
+import { startThreeChains, threeChainsServiceEnv, type TestChain, type ThreeChains } from "./support/three_chains.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "ats-write-chains-"));
 let three: ThreeChains;
@@ -26,14 +26,7 @@ let service: ServiceProcess;
 beforeAll(async () => {
   three = await startThreeChains({ dataDir: dir });
   service = await startServiceProcess({
-    PORT: "0",
-    CHAINS_FILE: three.chainsFilePath,
-    TRUST_ANCHORS_PATH: three.trustAnchorsPath,
-    DELEGATE_PRIVATE_KEY: three.keys.delegate,
-    // Chains 31338 and 31339 are not devnet ids to the raw-key rule (decisions §27).
-    ALLOW_RAW_KEYS: "true",
-    WITNESS_PRIVATE_KEY: three.keys.witness,
-    DATA_DIR: join(dir, "service"),
+    ...threeChainsServiceEnv(three, dir),
     INDEX_FOLLOW: "false",
     DELEGATE_SIGNER_31338: "env:CHAIN_B_DELEGATE_KEY",
     CHAIN_B_DELEGATE_KEY: three.keys.users[6]!,

@@ -18,7 +18,7 @@ import { TEST_RELAY_LIMITS } from "./harness.ts";
 import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { type ServiceProcess, startServiceProcess } from "./support/service_process.ts";
 import { type SignedAuthorization, submitAuthorization } from "./support/test_usd.ts";
-import { startThreeChains, type TestChain, type ThreeChains } from "./support/three_chains.ts";
+import { startThreeChains, threeChainsServiceEnv, type TestChain, type ThreeChains } from "./support/three_chains.ts";
 
 const PRICE = 10_000n;
 const dir = mkdtempSync(join(tmpdir(), "ats-x402-other-chain-"));
@@ -76,14 +76,7 @@ beforeAll(async () => {
     },
   });
   service = await startServiceProcess({
-    PORT: "0",
-    CHAINS_FILE: three.chainsFilePath,
-    TRUST_ANCHORS_PATH: three.trustAnchorsPath,
-    DELEGATE_PRIVATE_KEY: three.keys.delegate,
-    // Chain 31338 is not a devnet id to the raw-key rule (decisions §27).
-    ALLOW_RAW_KEYS: "true",
-    WITNESS_PRIVATE_KEY: three.keys.witness,
-    DATA_DIR: join(dir, "service"),
+    ...threeChainsServiceEnv(three, dir),
     INDEX_FOLLOW: "false",
     LOG_LEVEL: "error",
     DNS_SERVERS: dns.address,

@@ -90,3 +90,20 @@ export async function startThreeChains(options: { dataDir: string; proofChainId?
     throw error;
   }
 }
+
+/**
+ * The service's environment on the three chains (`bun main.ts` through startServiceProcess): their chains file and
+ * anchors, the test keys (raw: chains 31338 and 31339 are not devnet ids to the raw-key rule, decisions §27, hence
+ * `ALLOW_RAW_KEYS`), and `DATA_DIR` under `dir`. A test adds its own variables after these.
+ */
+export function threeChainsServiceEnv(three: ThreeChains, dir: string): Record<string, string> {
+  return {
+    PORT: "0",
+    CHAINS_FILE: three.chainsFilePath,
+    TRUST_ANCHORS_PATH: three.trustAnchorsPath,
+    DELEGATE_PRIVATE_KEY: three.keys.delegate,
+    ALLOW_RAW_KEYS: "true",
+    WITNESS_PRIVATE_KEY: three.keys.witness,
+    DATA_DIR: join(dir, "service"),
+  };
+}
