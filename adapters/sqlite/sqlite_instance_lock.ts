@@ -1,6 +1,6 @@
 import { Database } from "bun:sqlite";
-import { chmodSync, mkdirSync } from "node:fs";
-import { dirname } from "node:path";
+import { chmodSync, mkdirSync, realpathSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 
 /**
  * The lock that keeps a SQLite data file to one service process. Two processes on one file each handed out the
@@ -35,9 +35,26 @@ export type SqliteLockAttempt =
 
 const held = new Set<Database>();
 
-/** The lock file of a SQLite data file: beside it, its name and `.lock`. */
+/**
+ * The lock file of a SQLite data file: beside it, its name and `.lock`, by its real path (symbolic links resolved, in
+ * the file's name or its folder's), so that two paths to one file take one lock. Before, a `DATABASE_PATH` that was a
+ * link to another instance's file (a volume mounted twice, a `current` link) got a lock of its own, and both ran. A
+ * file not made yet is named by its folder's real path; a folder not made yet, as written. Hard links stay apart.
+ */
 export function sqliteLockPath(databasePath: string): string {
-  return `${databasePath}.lock`;
+  return `${realPathOf(databasePath)}.lock`;
+}
+
+function realPathOf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    try {
+      return join(realpathSync(dirname(path)), basename(path));
+    } catch {
+      return path;
+    }
+  }
 }
 
 /** Takes the instance lock of `databasePath` without waiting (see {@link SqliteInstanceLock}). */

@@ -3,7 +3,7 @@
  * data file itself stays open to others (the operator's commands); a holder killed with SIGKILL leaves no stale lock.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { lockSqliteFile, type SqliteInstanceLock } from "./sqlite_instance_lock.ts";
@@ -84,5 +84,24 @@ describe("the SQLite instance lock", () => {
     await holder.proc.exited;
     expect(readdirSync(dir).filter((name) => name.startsWith("killed."))).toEqual(["killed.sqlite.lock"]);
     take(path).release();
+  });
+  test("two paths to one file take one lock: a link to the file, or to its folder, is refused while the file is held", () => {
+    // Found in review: the lock was named from the path as written, so a DATABASE_PATH that linked to a running
+    // instance's file took a lock of its own and both served from one file.
+    const real = join(dir, "real");
+    mkdirSync(real);
+    const path = join(real, "linked.sqlite");
+    openSqliteStorage(path).close();
+    symlinkSync(path, join(dir, "file-link.sqlite"));
+    symlinkSync(real, join(dir, "folder-link"));
+    const lock = take(path);
+    expect(lockSqliteFile(join(dir, "file-link.sqlite"))).toMatchObject({ ok: false, busy: true });
+    expect(lockSqliteFile(join(dir, "folder-link", "linked.sqlite"))).toMatchObject({ ok: false, busy: true });
+    lock.release();
+    // A file not made yet, in a linked folder: the same lock as by the folder's real path.
+    const fresh = take(join(dir, "folder-link", "fresh.sqlite"));
+    expect(lockSqliteFile(join(real, "fresh.sqlite"))).toMatchObject({ ok: false, busy: true });
+    fresh.release();
+    take(join(dir, "file-link.sqlite")).release();
   });
 });
