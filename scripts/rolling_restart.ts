@@ -75,32 +75,40 @@ async function reader(paths: () => string[]): Promise<void> {
 
 /** Writes one after another until told to stop (at most MAX_WRITES each: the chain's history stays small). */
 async function writer(key: Hex, index: number): Promise<void> {
+  for (let n = 0; running && n < MAX_WRITES; n++) await writeOnce(key, index, n);
+}
+
+/** One delegated write through the balancer, tallied; counted in `writesInFlight` until it is answered. */
+async function writeOnce(key: Hex, index: number, n: number): Promise<void> {
   const user = privateKeyToAccount(key);
-  for (let n = 0; running && n < MAX_WRITES; n++) {
-    writesInFlight++;
-    try {
-      const result = await attestDelegated(
-        {
-          schemaName: "user-review",
-          data: { subject: `did:web:rolling-${index}.example`, version: "1", ratingValue: 1 + (n % 5), reviewBody: `write ${n}`, screenshotUrls: [], proofs: [] },
-          attester: user.address,
-          sign: (typedData) => user.signTypedData(typedData),
-        },
-        { baseUrl },
-      );
-      if (result.success && result.uid !== null) tally.ok.set(result.uid.toLowerCase() as Hex, user.address);
-      else tally.writeFailures.push(`write ${index}/${n}: ${JSON.stringify(result)}`);
-    } catch (error) {
-      const body = (error as { body?: { code?: string } }).body;
-      const code = body?.code ?? (error as { code?: string }).code;
-      if (code === "SHUTTING_DOWN") tally.shuttingDown++;
-      else if (code === "OUTCOME_UNKNOWN") tally.unknown++;
-      else tally.writeFailures.push(`write ${index}/${n}: ${code ?? ""} ${error instanceof Error ? error.message : String(error)}`);
-    } finally {
-      writesInFlight--;
-    }
+  writesInFlight++;
+  try {
+    const result = await attestDelegated(
+      {
+        schemaName: "user-review",
+        data: { subject: `did:web:rolling-${index}.example`, version: "1", ratingValue: 1 + (n % 5), reviewBody: `write ${n}`, screenshotUrls: [], proofs: [] },
+        attester: user.address,
+        sign: (typedData) => user.signTypedData(typedData),
+      },
+      { baseUrl },
+    );
+    if (result.success && result.uid !== null) tally.ok.set(result.uid.toLowerCase() as Hex, user.address);
+    else tally.writeFailures.push(`write ${index}/${n}: ${JSON.stringify(result)}`);
+  } catch (error) {
+    const body = (error as { body?: { code?: string } }).body;
+    const code = body?.code ?? (error as { code?: string }).code;
+    if (code === "SHUTTING_DOWN") tally.shuttingDown++;
+    else if (code === "OUTCOME_UNKNOWN") tally.unknown++;
+    else tally.writeFailures.push(`write ${index}/${n}: ${code ?? ""} ${error instanceof Error ? error.message : String(error)}`);
+  } finally {
+    writesInFlight--;
   }
 }
+
+/** The writers' keys (two of Anvil's dev accounts). */
+const WRITER_KEYS = [ANVIL_DEV_KEYS[4]!, ANVIL_DEV_KEYS[5]!];
+/** The writes started by `replace` once the writers were done; awaited with the load. */
+const extraWrites: Promise<void>[] = [];
 
 async function replace(service: string): Promise<void> {
   const container = `${project}_${service}_1`;
@@ -109,6 +117,9 @@ async function replace(service: string): Promise<void> {
   const create = JSON.parse(run(["podman", "inspect", "--format", "{{json .Config.CreateCommand}}", container]).out) as string[];
   if (!Array.isArray(create) || create.length < 3) throw new Error(`no create command recorded for ${container}`);
   const image = run(["podman", "inspect", "--format", "{{.ImageName}}", container]).out.trim();
+  // The writers stop after MAX_WRITES each; on a fast machine they were done before the last stop, and this waited 60 s
+  // for a write that never came (CI went red). A write is then started here: every stop still has one in flight.
+  if (writesInFlight === 0) extraWrites.push(writeOnce(WRITER_KEYS[0]!, 0, MAX_WRITES + extraWrites.length));
   await until("a write in flight", 60_000, () => writesInFlight > 0);
   const started = Date.now();
   // SHUTDOWN_GRACE_MS (20 s) + 5 s, then SIGKILL (exit code 137): exit code 0 shows the drain ended in time.
@@ -148,12 +159,11 @@ async function main(): Promise<void> {
   for (const service of INSTANCES) {
     await until(`the balancer counting ${service} up`, READY_DEADLINE_MS, async () => (await balancerStatus(service)) === "UP");
   }
-  const keys = [ANVIL_DEV_KEYS[4]!, ANVIL_DEV_KEYS[5]!];
   const readPaths = () => {
     const uid = tally.ok.keys().next().value as Hex | undefined;
     return uid === undefined ? ["/v1/trust-anchors", "/readyz"] : ["/v1/trust-anchors", `/v1/attestations/${uid}`];
   };
-  const load = [...keys.map((key, i) => writer(key, i)), reader(readPaths), reader(readPaths), reader(readPaths)];
+  const load = [...WRITER_KEYS.map((key, i) => writer(key, i)), reader(readPaths), reader(readPaths), reader(readPaths)];
   await until("a first write through the balancer", 60_000, () => tally.ok.size > 0 || tally.writeFailures.length > 0);
   const original = nextImage === undefined ? undefined : storageMigration();
   if (original?.probe === true) throw new Error("the new version's table exists before any new instance started");
@@ -180,13 +190,13 @@ async function main(): Promise<void> {
     await until(`a write after replacing ${service}`, 60_000, () => tally.ok.size > before || tally.writeFailures.length > 0);
   }
   running = false;
-  await Promise.race([Promise.all(load), Bun.sleep(60_000)]);
+  await Promise.race([Promise.all([...load, ...extraWrites]), Bun.sleep(60_000)]);
   log(`load: ${tally.reads} reads, ${tally.readFailures.length} failed; writes: ${tally.ok.size} answered 200, ` +
     `${tally.shuttingDown} answered 503 SHUTTING_DOWN, ${tally.unknown} OUTCOME_UNKNOWN, ${tally.writeFailures.length} failed otherwise`);
 
   // Every 200 on the chain exactly once, and nothing else from these attesters but writes cut mid-send.
   const client = createPublicClient({ transport: http(rpcUrl) });
-  const attesters = keys.map((key) => getAddress(privateKeyToAccount(key).address));
+  const attesters = WRITER_KEYS.map((key) => getAddress(privateKeyToAccount(key).address));
   const logs = await client.getLogs({
     event: parseAbiItem("event Attested(address indexed recipient, address indexed attester, bytes32 uid, bytes32 indexed schemaUID)"),
     args: { attester: attesters },
