@@ -11,28 +11,31 @@
  *   with another key: the widget refuses it and sends nothing), Cancel and Done sending `omatrust:close`, markup in
  *   every parameter shown as text. Screenshots at 360 and 1280 px go to e2e/screenshots/.
  *
+ * A host on the reference SDK's bridges rather than this package's is e2e/widget_reference_host_browser_test.ts.
+ *
  * Without Chromium the tests are skipped locally and fail in CI (CI=true), like the console's.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync } from "node:fs";
-import { join } from "node:path";
 import { type Browser, chromium, type Frame, type Page } from "playwright-core";
 import { createPublicClient, createWalletClient, type Hex, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { EAS_ABI } from "../domain/eas_abi.ts";
-import { decodeSchemaData } from "../domain/schema_data.ts";
-import { findSchemaByName } from "../domain/schemas.ts";
 import { freePort, type Stack, startStack } from "./harness.ts";
 import { walletAnswers } from "./support/browser_wallet.ts";
+import {
+  CHROMIUM,
+  describeBrowser,
+  easNonce,
+  HAVE_CHROMIUM,
+  messageTypes,
+  press,
+  readReview,
+  screenshots,
+  signJson,
+  startWidgetHost,
+  waitForWidget,
+  writeReview,
+} from "./support/widget_page.ts";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
-const IN_CI = process.env.CI === "true" || process.env.CI === "1";
-if (!HAVE_CHROMIUM && IN_CI) throw new Error(`CI=true but Chromium is not installed at ${CHROMIUM} (apt-get install chromium)`);
-const describeBrowser = HAVE_CHROMIUM ? describe : describe.skip;
-
-const SCREENSHOT_DIR = join(import.meta.dir, "screenshots");
-const WIDTHS = [1280, 360] as const;
 const APP_CONTRACT = "0x1111111111111111111111111111111111111111";
 
 let stack: Stack;
@@ -63,31 +66,6 @@ const relayNodeFaults = (inner: typeof fetch) =>
     if (relayNode === "send-lost") throw new TypeError("fetch failed (test: the node's answer lost)");
     return await inner(input, init);
   }) as typeof fetch;
-
-/** The host page: static HTML framing the widget, and its script (the bridge, bundled from client/). */
-async function startHost(): Promise<ReturnType<typeof Bun.serve>> {
-  const built = await Bun.build({ entrypoints: [join(import.meta.dir, "support", "widget_host.ts")], target: "browser", format: "esm" });
-  if (!built.success) throw new Error(built.logs.map(String).join("; "));
-  const script = await built.outputs[0]!.text();
-  const html = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Acme Quest</title><link rel="stylesheet" href="/host.css"><script type="module" src="/host.js"></script></head>
-<body><header><h1>Acme Quest</h1><p>A game on chain. Tell others what you think.</p></header>
-<iframe id="omatrust-widget" title="Review Acme Quest"></iframe></body></html>`;
-  const css = `body{margin:0;padding:16px;font:15px system-ui,sans-serif;background:#e9edf5;color:#14213d}
-header{max-width:440px;margin:0 auto 12px}h1{margin:0;font-size:20px}p{margin:4px 0 0;color:#5b6478}
-iframe{display:block;border:0;width:100%;max-width:440px;height:860px;margin:0 auto;background:transparent}`;
-  return Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    fetch(request) {
-      const path = new URL(request.url).pathname;
-      if (path === "/host.js") return new Response(script, { headers: { "content-type": "text/javascript" } });
-      if (path === "/host.css") return new Response(css, { headers: { "content-type": "text/css" } });
-      return new Response(html, { headers: { "content-type": "text/html; charset=utf-8" } });
-    },
-  });
-}
 
 beforeAll(async () => {
   if (!HAVE_CHROMIUM) return;
@@ -125,10 +103,9 @@ beforeAll(async () => {
   const mined = await createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl) }).waitForTransactionReceipt({ hash: interactionTx });
   const listed = (hash: string, block: bigint) => ({ hash, from: user.address.toLowerCase(), to: APP_CONTRACT, isError: "0", txreceipt_status: "1", blockNumber: String(block) });
   explorerTxs.set(user.address.toLowerCase(), [listed(`0x${"e".repeat(64)}`, mined.blockNumber + 5n), listed(interactionTx, mined.blockNumber)]);
-  host = await startHost();
+  host = await startWidgetHost("widget_host.ts");
   // Another site: `localhost` is another origin than the service's 127.0.0.1 (and, like it, a secure context).
   hostOrigin = `http://localhost:${host.port}`;
-  mkdirSync(SCREENSHOT_DIR, { recursive: true });
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
 }, 120_000);
 
@@ -170,14 +147,6 @@ function widgetUrl(params: Record<string, string>): string {
   const query = new URLSearchParams({ url: "https://www.acme-quest.example/play", contract: APP_CONTRACT, chainId: "31337", name: "Acme Quest", ...params });
   for (const [key, value] of Object.entries(params)) if (value === "") query.delete(key);
   return `${stack.baseUrl}/widgets/reviews/embed?${query}`;
-}
-
-/** Signs typed data (JSON, big integers as strings) with `account`, as a host's wallet would. */
-async function signJson(account: ReturnType<typeof privateKeyToAccount>, json: string): Promise<string> {
-  const typed = JSON.parse(json) as { domain: Record<string, unknown>; types: Record<string, { name: string; type: string }[]>; message: Record<string, unknown> };
-  const message = { ...typed.message };
-  for (const field of typed.types.Attest!) if (/^u?int/.test(field.type)) message[field.name] = BigInt(message[field.name] as string);
-  return await account.signTypedData({ domain: typed.domain as never, types: typed.types, primaryType: "Attest", message });
 }
 
 async function open(options: HostOptions = {}): Promise<Opened> {
@@ -233,79 +202,8 @@ async function open(options: HostOptions = {}): Promise<Opened> {
   if (options.sibling !== undefined) query.set("sibling", options.sibling);
   await page.goto(`${hostOrigin}/?${query}`);
   await page.waitForSelector("html[data-ready=true]");
-  const widget = await waitForWidget(page);
+  const widget = await waitForWidget(page, stack.baseUrl);
   return { page, widget, problems, requests, walletCalls, hostSignatures: () => hostSignatures };
-}
-
-async function waitForWidget(page: Page): Promise<Frame> {
-  const handle = await page.waitForSelector("#omatrust-widget");
-  let frame = await handle.contentFrame();
-  while (frame === null || !frame.url().startsWith(stack.baseUrl)) {
-    await page.waitForFunction(() => true, undefined, { polling: 50 });
-    frame = await handle.contentFrame();
-  }
-  await frame.waitForSelector("html[data-ready=true]");
-  return frame;
-}
-
-async function screenshots(page: Page, name: string): Promise<void> {
-  for (const width of WIDTHS) {
-    await page.setViewportSize({ width, height: 1000 });
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
-    expect({ name, width, overflow }).toEqual({ name, width, overflow: 0 });
-    await page.screenshot({ path: join(SCREENSHOT_DIR, `widget-${name}-${width}.png`), fullPage: true });
-  }
-  await page.setViewportSize({ width: 1280, height: 1000 });
-}
-
-/**
- * Presses a control of the widget from the keyboard: focused, then Enter (a button) or Space (a radio), as a keyboard
- * user would.
- *
- * Used for every control pressed after {@link screenshots}. The widget is another site's frame (its own process), and
- * the browser routes a mouse event to such a frame by the compositor's hit-test data; after the screenshots' resizes
- * that data was sometimes stale for as long as a test would wait, so clicks (and even plain moves) reached the page
- * instead of the frame: one full-suite run in five to twenty was red, however the test waited or repainted. A key goes
- * to the focused frame, with no hit test, so the outcome no longer rests on when the frame's compositor catches up.
- * Clicks with the mouse stay for everything before the first resize of a page.
- */
-async function press(widget: Frame, control: string, key: "Enter" | "Space" = "Enter"): Promise<void> {
-  await widget.focus(control);
-  await widget.page().keyboard.press(key);
-}
-
-const messageTypes = (page: Page) => page.evaluate(() => (window as unknown as { __messages: { type: string }[] }).__messages.map((m) => m.type));
-
-/**
- * Fills the form (4 stars, a text) and goes to the confirmation: with the mouse on a page not yet resized, from the
- * keyboard (Space on the fourth star's radio, Enter on the button) once it has been (see {@link press}); `shot` takes
- * the screenshots before going on.
- */
-async function writeReview(widget: Frame, text: string, options: { shot?: { page: Page; name: string }; resized?: boolean } = {}): Promise<void> {
-  let resized = options.resized === true;
-  if (resized) await press(widget, "label.star[data-star='4'] input", "Space");
-  else await widget.click("label.star[data-star='4']");
-  await widget.fill("#review-body", text);
-  if (options.shot !== undefined) {
-    await screenshots(options.shot.page, options.shot.name);
-    resized = true;
-  }
-  if (resized) await press(widget, "#review-next");
-  else await widget.click("#review-next");
-  await widget.waitForSelector("#confirm-view:not([hidden])");
-}
-
-/** The attester's EAS nonce, read from the chain: it moves by one for each review written. */
-async function easNonce(attester: Hex): Promise<bigint> {
-  const client = createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl) });
-  return await client.readContract({ address: stack.service.easAddress, abi: EAS_ABI, functionName: "getNonce", args: [attester] }) as bigint;
-}
-
-async function readReview(uid: Hex) {
-  const client = createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl) });
-  const attestation = await client.readContract({ address: stack.service.easAddress, abi: EAS_ABI, functionName: "getAttestation", args: [uid] });
-  const decoded = decodeSchemaData(findSchemaByName("user-review")!.schema, attestation.data);
-  return { attester: attestation.attester, data: decoded.ok ? decoded.value : undefined };
 }
 
 describeBrowser("the review widget in a browser", () => {
@@ -339,7 +237,7 @@ describeBrowser("the review widget in a browser", () => {
     const uid = (await widget.innerText("#success-uid")) as Hex;
     expect(uid).toMatch(/^0x[0-9a-f]{64}$/);
     expect(await widget.innerText("#success-tx")).toMatch(/^0x[0-9a-f]{64}$/);
-    const review = await readReview(uid);
+    const review = await readReview(stack, uid);
     expect(review.attester.toLowerCase()).toBe(user.address.toLowerCase());
     expect(review.data).toMatchObject({ subject: "did:web:acme-quest.example", ratingValue: "4", reviewBody: "Fun quests, slow withdrawals." });
     const proofs = (review.data as { proofs: string[] }).proofs.map((p) => JSON.parse(p) as Record<string, unknown>);
@@ -371,7 +269,7 @@ describeBrowser("the review widget in a browser", () => {
     await press(widget, "#confirm-sign");
     await widget.waitForSelector("#success-view:not([hidden])", { timeout: 60_000 });
     expect(walletCalls).toEqual(["eth_requestAccounts", "eth_requestAccounts", "eth_chainId", "wallet_switchEthereumChain", "eth_signTypedData_v4"]);
-    const review = await readReview((await widget.innerText("#success-uid")) as Hex);
+    const review = await readReview(stack, (await widget.innerText("#success-uid")) as Hex);
     expect(review.attester.toLowerCase()).toBe(user.address.toLowerCase());
     expect(review.data).toMatchObject({ subject: "did:web:acme-quest.example", ratingValue: "4", reviewBody: "" });
     expect(await messageTypes(page)).not.toContain("omatrust:signTypedData");
@@ -545,7 +443,7 @@ describeBrowser("the review widget in a browser", () => {
   test("an answer lost on its way: the review may have been written; Check again gets the first answer under the same key, with no new signature", async () => {
     const { page, widget, problems, hostSignatures } = await open({ bridge: true, params: { wallet: user.address } });
     await widget.waitForSelector("#widget[data-mode=integrated]");
-    const nonceBefore = await easNonce(user.address);
+    const nonceBefore = await easNonce(stack, user.address);
     const posts: { key: string | undefined; body: string | null }[] = [];
     page.on("request", (request) => {
       if (request.method() === "POST" && request.url() === `${stack.baseUrl}/v1/delegated-attest`) posts.push({ key: request.headers()["idempotency-key"], body: request.postData() });
@@ -560,15 +458,15 @@ describeBrowser("the review widget in a browser", () => {
     await widget.waitForSelector("#unsure-view:not([hidden])", { timeout: 60_000 });
     expect(await widget.innerText("#unsure-title")).toBe("The review may have been written");
     expect(await widget.innerText("#unsure-text")).toContain("never written twice");
-    expect(await easNonce(user.address)).toBe(nonceBefore + 1n);
+    expect(await easNonce(stack, user.address)).toBe(nonceBefore + 1n);
     await screenshots(page, "answer-lost");
     await press(widget, "#check-again");
     await widget.waitForSelector("#success-view:not([hidden])", { timeout: 60_000 });
     const uid = (await widget.innerText("#success-uid")) as Hex;
-    expect((await readReview(uid)).data).toMatchObject({ reviewBody: "Answer lost once" });
+    expect((await readReview(stack, uid)).data).toMatchObject({ reviewBody: "Answer lost once" });
     // One signature, one write: the same bytes sent again under the same key got the first answer.
     expect(hostSignatures()).toBe(1);
-    expect(await easNonce(user.address)).toBe(nonceBefore + 1n);
+    expect(await easNonce(stack, user.address)).toBe(nonceBefore + 1n);
     expect(posts.length).toBe(2);
     expect(posts[0]!.key).toMatch(/^[0-9a-f-]{36}$/);
     expect(posts[1]).toEqual(posts[0]!);
@@ -579,7 +477,7 @@ describeBrowser("the review widget in a browser", () => {
   test("an outcome the relay does not know: the widget keeps the signed review, names its transaction and reads its submission, never signing again", async () => {
     const { page, widget, problems, hostSignatures, requests } = await open({ bridge: true, params: { wallet: user.address } });
     await widget.waitForSelector("#widget[data-mode=integrated]");
-    const nonceBefore = await easNonce(user.address);
+    const nonceBefore = await easNonce(stack, user.address);
     await writeReview(widget, "Outcome unknown");
     relayNode = "lose-send";
     try {
@@ -591,7 +489,7 @@ describeBrowser("the review widget in a browser", () => {
     const text = await widget.innerText("#unsure-text");
     expect(text).toMatch(/^The review was sent, but whether it is on chain is not known yet\. Its transaction: 0x[0-9a-f]{64}\. Check again/);
     // It is on chain: a new signature now would write it twice.
-    expect(await easNonce(user.address)).toBe(nonceBefore + 1n);
+    expect(await easNonce(stack, user.address)).toBe(nonceBefore + 1n);
     await press(widget, "#check-again");
     // The submission stays `sent` until the reconciler's next round: still on its way, and nothing sent again.
     await widget.waitForFunction(() => document.getElementById("unsure-text")?.textContent?.startsWith("The review's transaction is still on its way") === true);
@@ -599,7 +497,7 @@ describeBrowser("the review widget in a browser", () => {
     expect(hostSignatures()).toBe(1);
     expect(requests.filter((r) => r === "POST /v1/delegated-attest").length).toBe(1);
     expect(requests.filter((r) => r.startsWith("GET /v1/submissions/")).length).toBe(1);
-    expect(await easNonce(user.address)).toBe(nonceBefore + 1n);
+    expect(await easNonce(stack, user.address)).toBe(nonceBefore + 1n);
     expect(problems).toEqual([]);
     await page.context().close();
   }, 120_000);
