@@ -20,6 +20,8 @@ import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { type HttpsServer, startHttpsServer } from "./support/https_server.ts";
 import { getTestCa, issueLeaf } from "./support/test_ca.ts";
 import { startStack, type Stack } from "./harness.ts";
+import { nonceReadFault } from "./support/nonce_read_fault.ts";
+import { isSend } from "./support/rpc_proxy.ts";
 
 const WITNESS_SCHEMA = findSchemaByName("controller-witness")!;
 const APP = "https://app.test";
@@ -76,7 +78,7 @@ beforeAll(async () => {
   dns.setA("badjson.test", ["127.0.0.1"]);
   dns.setA("busy.test", ["127.0.0.1"]);
   dns.setTxt("_controllers.dns.test", [[`v=1;controller=did:pkh:eip155:31337:${dnsKey.address}`]]);
-  stack = await startStack({ env: env(dns.address), didJsonCa: ca.cert, wrapRpcFetch: silenceable });
+  stack = await startStack({ env: env(dns.address), didJsonCa: ca.cert, wrapRpcFetch: (inner) => silenceable(witnessNonce.wrap(inner)) });
 });
 afterAll(async () => {
   await stack?.stop();
@@ -84,6 +86,8 @@ afterAll(async () => {
   await dns?.stop();
 });
 
+/** While armed, the witness wallet's pending-nonce read fails (the read just before the witness transaction is signed). */
+const witnessNonce = nonceReadFault();
 /** While set, the service's chain does not answer (its index follower's reads aside). */
 let chainSilent = false;
 const silenceable = (inner: typeof fetch) =>
@@ -342,6 +346,32 @@ describe("controller witness on the devnet", () => {
     expect([down.status, down.body]).toEqual([500, { error: "Witness submission failed: the chain did not answer", code: "RPC_ERROR" }]);
     expect((await fetchSession(session, opts(service))).quota).toMatchObject({ used: 0, reserved: 0 });
     // Not kept under the key: the retry runs (before, the 500 was replayed for the key's 24 hours).
+    const again = await post("/v1/controller-witness", body, headers, service.url);
+    expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([200, null]);
+    expect(again.body).toMatchObject({ success: true, method: "dns-txt" });
+    expect((await fetchSession(session, opts(service))).quota).toMatchObject({ used: 1, reserved: 0 });
+  });
+
+  test("the witness wallet's nonce not read before signing: 500 RPC_ERROR, nothing sent or charged, and the retry under the same Idempotency-Key runs", async () => {
+    // It was 500 SUBMISSION_FAILED ("the chain refused the witness transaction"), replayed under the key for 24 hours.
+    // A fresh instance: its sender has not read the wallet's nonce yet, so its first send reads it.
+    const service = await stack.restartService(env(dns.address));
+    const session = await signIn(service);
+    const body = { subjectDid: dnsDid, controllerDid: `did:pkh:eip155:1:${dnsKey.address}` };
+    const headers = { cookie: session.cookie, origin: APP, "idempotency-key": crypto.randomUUID() };
+    stack.rpc.reset();
+    witnessNonce.wallet = privateKeyToAccount(stack.devnet.keys.witness).address;
+    witnessNonce.failed = 0;
+    let down: Awaited<ReturnType<typeof post>>;
+    try {
+      down = await post("/v1/controller-witness", body, headers, service.url);
+    } finally {
+      witnessNonce.wallet = undefined;
+    }
+    expect(witnessNonce.failed).toBeGreaterThanOrEqual(1);
+    expect(stack.rpc.methods().filter(isSend)).toEqual([]);
+    expect([down.status, down.body]).toEqual([500, { error: "Witness submission failed: the chain did not answer", code: "RPC_ERROR" }]);
+    expect((await fetchSession(session, opts(service))).quota).toMatchObject({ used: 0, reserved: 0 });
     const again = await post("/v1/controller-witness", body, headers, service.url);
     expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([200, null]);
     expect(again.body).toMatchObject({ success: true, method: "dns-txt" });

@@ -100,6 +100,13 @@ export type Submission =
    */
   | { readonly ok: false; readonly reason: "not-broadcast" }
   /**
+   * A read the send needs before anything is signed failed (the wallet's pending nonce, or its fees): nothing was
+   * signed or sent and no nonce was used, as when the balance read or the simulation fails (500 `RPC_ERROR`, an answer
+   * that did nothing). Never a send whose bytes may have left: that is `not-broadcast` once the node was asked, or
+   * `unknown-outcome`.
+   */
+  | { readonly ok: false; readonly reason: "rpc-error" }
+  /**
    * The wallet's signer (decisions §27) could not be reached, timed out or refused: nothing was signed or sent and no
    * nonce was used; the same request succeeds once the signer is back (503 SIGNER_UNAVAILABLE).
    */
@@ -199,9 +206,11 @@ export interface DelegateSubmitter {
  * What deploying a counterfactual wallet came to: "failed" when nothing was sent (the factory call reverts in
  * estimation, or the node refused the transaction), "signer-unavailable" when the delegate's signer gave no signature
  * (nothing sent), "expired" when the request's `stillValid` said no under the wallet's lock (nothing signed or sent),
- * {@link FactoryCallBurned} when it was sent and mined and the attester still has no code.
+ * "chain-silent" when a read the factory call needed before signing failed (the delegate's nonce or fees: nothing
+ * signed or sent), "rpc-error" when the chain did not answer otherwise (before the charge, or with the call's outcome
+ * unknown), {@link FactoryCallBurned} when it was sent and mined and the attester still has no code.
  */
-export type WalletDeploymentOutcome = "deployed" | "refused" | "failed" | "rpc-error" | "signer-unavailable" | "expired" | FactoryCallBurned;
+export type WalletDeploymentOutcome = "deployed" | "refused" | "failed" | "rpc-error" | "chain-silent" | "signer-unavailable" | "expired" | FactoryCallBurned;
 
 /** The factory call was mined (or reverted) without deploying the wallet: its gas is spent. */
 export type FactoryCallBurned = {

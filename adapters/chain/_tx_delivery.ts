@@ -34,8 +34,10 @@ export type Attempt =
     /** The receipt the sync send may still bring, raced with the polls. */
     readonly lateReceipt?: Promise<RawReceipt | undefined> | undefined;
   }
-  | { readonly tx: undefined; readonly settled: "not-broadcast" | "signer-unavailable" | "expired" };
+  | { readonly tx: undefined; readonly settled: "not-broadcast" | "signer-unavailable" | "expired" | "rpc-error" };
 export const nothingSent: Attempt = { tx: undefined, settled: "not-broadcast" };
+/** The wallet's pending nonce could not be read: nothing signed or sent, before any broadcast (500 `RPC_ERROR`). */
+export const nonceUnread: Attempt = { tx: undefined, settled: "rpc-error" };
 export const signerDown: Attempt = { tx: undefined, settled: "signer-unavailable" };
 /** The request's `stillValid` said no under the lock: nothing signed, the nonce still the next one. */
 export const noLongerValid: Attempt = { tx: undefined, settled: "expired" };

@@ -13,6 +13,8 @@ export type Log = (event: string, fields: Record<string, unknown>) => void;
 export type SendOutcome =
   | { readonly ok: true; readonly txHash: HexString; readonly blockNumber: bigint; readonly logs: readonly ReceiptLog[]; readonly gasUsed?: bigint; readonly effectiveGasPrice?: bigint }
   | { readonly ok: false; readonly reason: "not-broadcast" }
+  /** A read before signing failed (the wallet's pending nonce, or its fees): nothing was signed or sent, the nonce stays free. */
+  | { readonly ok: false; readonly reason: "rpc-error" }
   /** The wallet's signer gave no signature (decisions §27): nothing was sent, and the nonce stays free. */
   | { readonly ok: false; readonly reason: "signer-unavailable" }
   /** The request's `stillValid` said no once the wallet's lock was held: nothing was signed or sent, the nonce stays free. */

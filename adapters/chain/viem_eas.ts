@@ -377,8 +377,9 @@ async function deployWallet(
     if (!(await charge(gas))) return "refused";
     const outcome = await delegateSender.send({ to: deployment.factory, data: deployment.factoryCalldata, gas, stillValid });
     // Nothing signed or sent (the signer gave no signature, or the request's deadline came within the margin while it
-    // waited for the wallet's lock): the caller gives back what it charged.
+    // waited for the wallet's lock, or the wallet's nonce or fees could not be read): the caller gives back what it charged.
     if (!outcome.ok && (outcome.reason === "signer-unavailable" || outcome.reason === "expired")) return outcome.reason;
+    if (!outcome.ok && outcome.reason === "rpc-error") return "chain-silent";
     if (!outcome.ok && outcome.reason === "unknown-outcome") return "rpc-error";
     // Whatever the factory's own outcome, what counts is code at the attester's address now.
     if (await hasCode(client, attester)) return "deployed";

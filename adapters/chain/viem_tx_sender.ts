@@ -10,7 +10,7 @@ import { ATTESTED_TOPIC } from "../../domain/eas_abi.ts";
 import { type JsonRpc, quantity } from "./json_rpc.ts";
 import { privateKeyBytes, signEip1559 } from "./eip1559.ts";
 import { type Arrival, awaitReceipt, createBlockCadence, describe, type Log, receiptOutcome, type ReceiptLog, type SendOutcome } from "./_tx_receipts.ts";
-import { type Attempt, deliver, type Delivery, noLongerValid, nothingSent, sendRaw, signerDown } from "./_tx_delivery.ts";
+import { type Attempt, deliver, type Delivery, noLongerValid, nonceUnread, nothingSent, sendRaw, signerDown } from "./_tx_delivery.ts";
 import { createFees, type Fees } from "./_tx_fees.ts";
 
 export { describe, type ReceiptLog, type SendOutcome } from "./_tx_receipts.ts";
@@ -118,7 +118,9 @@ export type TxSenderOptions = {
  * mined → accepted, and the receipt is awaited as usual. Absent after the node refused it → provably not
  * broadcast. Absent after the answer was lost (timeout, reset, 5xx) → the same bytes are sent once more,
  * and that answer decides. The node unreachable → unknown; the caller keeps the submission open for the
- * reconciler. After anything but a plain success the next send re-reads the wallet's pending nonce.
+ * reconciler. After anything but a plain success the next send re-reads the wallet's pending nonce. A failed read before
+ * signing (the wallet's pending nonce, its fees) is `rpc-error`: nothing was signed or sent, and the caller answers it
+ * as any other chain read that failed before a write (500 `RPC_ERROR`), never as the node's refusal.
  *
  * Its JSON-RPC goes through the lean client of json_rpc.ts (issue 28): the fee, balance and nonce reads ride in the
  * batch of whatever else the request reads in the same turn.
@@ -264,8 +266,10 @@ async function sendRequest(state: SenderState, request: SendRequest): Promise<Se
   try {
     fee = await state.refreshFees();
   } catch (error) {
+    // Before anything is signed: the chain did not answer, nothing left (`rpc-error`, never `not-broadcast`, which is
+    // the node's refusal of a signed transaction).
     log("rpc_error", { op: "fees", error: describe(error) });
-    return { ok: false, reason: "not-broadcast" };
+    return { ok: false, reason: "rpc-error" };
   }
   const signAndSend = async (nonce: number): Promise<Attempt> => {
     // Under the lock, after whatever the request waited behind (a slow node's sends): a request that is no longer worth
@@ -303,7 +307,7 @@ async function sendRequest(state: SenderState, request: SendRequest): Promise<Se
       try {
         return await shared.withLock(options.chainId, state.address, async (storedNext) => {
           const pending = await state.pendingCount();
-          if (pending === undefined) return { used: undefined, value: outcome };
+          if (pending === undefined) return { used: undefined, value: nonceUnread };
           const nonce = Math.max(storedNext, pending);
           outcome = await signAndSend(nonce);
           return { used: outcome.settled === "accepted" ? nonce : undefined, value: outcome };
@@ -316,7 +320,7 @@ async function sendRequest(state: SenderState, request: SendRequest): Promise<Se
     }
     if (state.nextNonce === undefined) {
       const pending = await state.pendingCount();
-      if (pending === undefined) return nothingSent;
+      if (pending === undefined) return nonceUnread;
       state.nextNonce = pending;
     }
     const nonce = state.nextNonce;
@@ -328,6 +332,7 @@ async function sendRequest(state: SenderState, request: SendRequest): Promise<Se
   });
   if (attempt.settled === "signer-unavailable") return { ok: false, reason: "signer-unavailable" };
   if (attempt.settled === "expired") return { ok: false, reason: "expired" };
+  if (attempt.settled === "rpc-error") return { ok: false, reason: "rpc-error" };
   if (attempt.tx === undefined || attempt.settled === "not-broadcast") return { ok: false, reason: "not-broadcast" };
   // A send answered with its receipt goes straight to its outcome, which the caller records: a "sent" record
   // in between would be one more commit that no crash could need (a signed record is settled the same way).

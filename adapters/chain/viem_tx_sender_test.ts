@@ -6,6 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { SignedTx } from "../../ports/eas.ts";
+import type { WalletNonces } from "../../ports/storage.ts";
 import { type CallOptions, type JsonRpc, NodeRpcError, RpcTransportError } from "./json_rpc.ts";
 import { createTxSender, type SendSyncMode } from "./viem_tx_sender.ts";
 
@@ -264,5 +265,72 @@ describe("createTxSender: stillValid, asked under the wallet's lock", () => {
     expect(await s.send(() => true)).toMatchObject({ ok: true });
     expect(s.signed.map((tx) => tx.nonce)).toEqual([7, 8]);
     expect(node.methods().filter((m) => m === "eth_getTransactionCount").length).toBe(reads);
+  });
+});
+
+describe("createTxSender: a read before signing that fails", () => {
+  test("the pending nonce not read: rpc-error (never not-broadcast), nothing signed or sent; the next send reads it again", async () => {
+    let countFails = true;
+    const box = { signed: [] as SignedTx[] };
+    const node = fakeNode({
+      eth_getTransactionCount: () => (countFails ? new NodeRpcError(-32000, "header not found", undefined) : "0x7"),
+      eth_sendRawTransaction: () => box.signed.at(-1)!.txHash,
+      eth_getTransactionReceipt: (call) => receiptOf(String(call.params[0])),
+    });
+    const s = sender(node.rpc, { sendSync: "off" });
+    box.signed = s.signed;
+    expect(await s.send()).toEqual({ ok: false, reason: "rpc-error" });
+    expect(s.signed).toEqual([]);
+    expect(s.sent).toEqual([]);
+    expect(node.methods().filter((m) => m.startsWith("eth_send"))).toEqual([]);
+    countFails = false;
+    expect(await s.send()).toMatchObject({ ok: true });
+    expect(s.signed.map((tx) => tx.nonce)).toEqual([7]);
+  });
+
+  test("several instances (shared nonces): the pending nonce not read is rpc-error too, and no nonce is recorded", async () => {
+    const node = fakeNode({ eth_getTransactionCount: () => new RpcTransportError("The node could not be reached") });
+    const key = generatePrivateKey();
+    const used: (number | undefined)[] = [];
+    const nonces: WalletNonces = {
+      async withLock(_chainId, _address, send) {
+        const locked = await send(3);
+        used.push(locked.used);
+        return locked.value;
+      },
+    };
+    const signed: SignedTx[] = [];
+    const s = createTxSender({ rpc: node.rpc, account: privateKeyToAccount(key), privateKey: key, chainId: 31337, nonces, sendSync: "off" });
+    const outcome = await s.send({ to: "0x000000000000000000000000000000000000dEaD", data: "0x", gas: 21_000n, onSigned: async (tx) => void signed.push(tx) });
+    expect(outcome).toEqual({ ok: false, reason: "rpc-error" });
+    expect(signed).toEqual([]);
+    expect(used).toEqual([undefined]);
+  });
+
+  test("the fees not read: rpc-error, nothing signed or sent, no nonce read", async () => {
+    const node = fakeNode({ eth_gasPrice: () => new RpcTransportError("The node could not be reached") });
+    const s = sender(node.rpc, { sendSync: "off" });
+    expect(await s.send()).toEqual({ ok: false, reason: "rpc-error" });
+    expect(s.signed).toEqual([]);
+    expect(node.methods().filter((m) => m === "eth_getTransactionCount" || m.startsWith("eth_send"))).toEqual([]);
+  });
+
+  test("a signed transaction the node refused and does not hold is still not-broadcast (the node's refusal, not a failed read)", async () => {
+    const node = fakeNode({
+      eth_sendRawTransaction: () => new NodeRpcError(-32000, "nonce too low", undefined),
+      eth_getTransactionByHash: () => null,
+    });
+    const s = sender(node.rpc, { sendSync: "off" });
+    expect(await s.send()).toEqual({ ok: false, reason: "not-broadcast" });
+    expect(s.signed).toHaveLength(1);
+  });
+
+  test("a send whose answer was lost and the node cannot be asked about stays unknown-outcome, never rpc-error", async () => {
+    const node = fakeNode({
+      eth_sendRawTransaction: () => new RpcTransportError("HTTP 502", 502),
+      eth_getTransactionByHash: () => new RpcTransportError("The node could not be reached"),
+    });
+    const s = sender(node.rpc, { sendSync: "off" });
+    expect(await s.send()).toEqual({ ok: false, reason: "unknown-outcome", txHash: s.signed[0]!.txHash });
   });
 });

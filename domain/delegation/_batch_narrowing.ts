@@ -28,8 +28,9 @@ type Item = BatchItem;
  * gas it was charged (decisions §23: an item refused costs nothing). Charged in a round and refused in a later one
  * (the budget refused its larger share, the node failed, the share passed the cap), its gas was kept before, so a batch
  * that sent nothing could spend the hour's budget. `keepGas`: a transaction the node refused, charged as a single
- * send's is. `notSentByUs`: the signer gave no signature or the batch waited for the wallet past a deadline, and the
- * attester's token goes back as well.
+ * send's is. `notSentByUs`: the signer gave no signature, the batch waited for the wallet past a deadline, the wallet's
+ * nonce or fees could not be read before signing, or the guard refused the item's gas (the hour's budget or a share
+ * of it), and the attester's token goes back as well.
  */
 export async function giveBack(
   run: BatchRun,
@@ -49,12 +50,15 @@ export async function giveBack(
   run.results[item.index] = answer;
 }
 
-/** Refuses `item` (nothing sent for it) and the later items of its attester, whose nonces no longer fit. */
-export async function drop(run: BatchRun, item: Item, answer: DelegatedAttestFailure) {
+/**
+ * Refuses `item` (nothing sent for it) and the later items of its attester, whose nonces no longer fit; `options` as
+ * {@link giveBack}'s, for each of them.
+ */
+export async function drop(run: BatchRun, item: Item, answer: DelegatedAttestFailure, options: { readonly notSentByUs?: boolean } = {}) {
   const attester = item.claimed.request.attester.toLowerCase();
   const after = run.sending.filter((other) => other.index > item.index && other.claimed.request.attester.toLowerCase() === attester);
   run.sending = run.sending.filter((other) => other !== item && !after.includes(other));
-  await giveBack(run, item, answer);
+  await giveBack(run, item, answer, options);
   for (const other of after) {
     await giveBack(
       run,
@@ -63,6 +67,7 @@ export async function drop(run: BatchRun, item: Item, answer: DelegatedAttestFai
         "ATTESTER_MISMATCH",
         `An earlier request of this attester in the batch was refused (request ${item.index}), so this one's nonce (${other.claimed.nonce}) no longer fits: fetch the nonce, re-sign and resubmit`,
       ),
+      options,
     );
   }
 }

@@ -58,7 +58,18 @@ export async function deployCounterfactual(sending: Sending, target: WalletDeplo
     await deps.guard?.giveBackAttester?.(request.attester);
     return signerUnavailable();
   }
-  if (outcome === "refused") return state.refusal ?? fail("INVALID_INPUT", "The wallet's deployment was refused");
+  if (outcome === "chain-silent") {
+    // A read before signing failed (the delegate's nonce or fees): nothing sent, so the charge and the token go back and
+    // the answer is the chain's silence (RPC_ERROR, not kept under an Idempotency-Key), as for any read before a write.
+    if (state.charged !== undefined) await deps.guard?.refund?.(state.charged, sending.chargedTo);
+    await deps.guard?.giveBackAttester?.(request.attester);
+    return fail("RPC_ERROR", "The chain did not answer before the wallet's deployment was sent; nothing was sent");
+  }
+  if (outcome === "refused") {
+    // The guard's 429 (the budget or a share had no room): nothing was sent, so the attester's token goes back.
+    if (state.refusal?.code === "RATE_LIMITED") await deps.guard?.giveBackAttester?.(request.attester);
+    return state.refusal ?? fail("INVALID_INPUT", "The wallet's deployment was refused");
+  }
   if (outcome === "rpc-error") return fail("RPC_ERROR", "The chain did not answer while deploying the wallet");
   return fail("SUBMISSION_FAILED", "The wallet's factory call did not deploy the attester; nothing was attested");
 }

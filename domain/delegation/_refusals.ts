@@ -30,3 +30,11 @@ export function walletRefused(txHash: string): DelegatedAttestFailure {
     `This wallet contract accepted a signature when the service simulated the attestation and refused it on chain (transaction ${txHash}); the relays no longer send for it`,
   );
 }
+
+/**
+ * The delegate wallet's nonce or fees could not be read before anything was signed (500 `RPC_ERROR`, decisions §2):
+ * nothing was sent, and the same signature may be submitted again once the chain answers.
+ */
+export function chainSilentBeforeSend(): DelegatedAttestFailure {
+  return fail("RPC_ERROR", "The chain did not answer before the transaction was sent; nothing was sent, and the same signature may be submitted again");
+}

@@ -2,7 +2,7 @@
 import type { Submission } from "../../ports/eas.ts";
 import { fail, type Ok, ok } from "../result.ts";
 import { signerUnavailable } from "./signer_unavailable.ts";
-import { cannotPay } from "./_refusals.ts";
+import { cannotPay, chainSilentBeforeSend } from "./_refusals.ts";
 import { deployCounterfactual } from "./_deploy_wallet.ts";
 import {
   type Claimed,
@@ -63,7 +63,10 @@ async function submitClaimed(sending: Sending, caller: DelegatedAttestCaller): P
   }
   const overBudget = await deps.guard?.charge(simulation.gas, sending.chargedTo);
   if (overBudget !== undefined) {
+    // Refused for the hour's budget or a share of it (the client address's, the attester's): nothing was sent, so the
+    // attester's hourly token goes back with the signature, as after any refusal before broadcast.
     await deps.replay.release(deps.eas.chainId, key);
+    await deps.guard?.giveBackAttester?.(sending.chargedTo.attester);
     return overBudget;
   }
   if (caller.onSubmitting !== undefined) {
@@ -106,6 +109,17 @@ async function settleSubmission(sending: Sending, submission: Submission, gas: b
     await deps.replay.release(deps.eas.chainId, key);
     await ticket?.release();
     return fail("SUBMISSION_FAILED", "The chain refused the transaction; nothing was sent, and the same signature may be submitted again");
+  }
+  if (submission.reason === "rpc-error") {
+    // The wallet's nonce or fees could not be read, before anything was signed: as a failed balance read or simulation,
+    // 500 RPC_ERROR (decisions §2), an answer that did nothing (not kept under an Idempotency-Key). Nothing was sent, so
+    // the signature, the gas charged, the attester's token and the caller's reservation are given back. It was
+    // SUBMISSION_FAILED ("the chain refused the transaction"), kept for the key's 24 hours with the token spent.
+    await deps.replay.release(deps.eas.chainId, key);
+    await deps.guard?.refund?.(gas, sending.chargedTo);
+    await deps.guard?.giveBackAttester?.(sending.chargedTo.attester);
+    await ticket?.release();
+    return chainSilentBeforeSend();
   }
   if (submission.reason === "signer-unavailable") {
     // Nothing signed or sent: the signature, the gas charged, the attester's token and the caller's reservation are

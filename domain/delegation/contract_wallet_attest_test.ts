@@ -402,6 +402,24 @@ describe("a factory call that burns gas without deploying the wallet (issue 23, 
     expect(up.isDeployed()).toBe(true);
   });
 
+  test("the delegate's nonce or fees not read before the factory call was signed: 500 RPC_ERROR, the gas, the record, the signature and the reservation given back; the same request then deploys", async () => {
+    // It was "failed": 500 SUBMISSION_FAILED (kept under an Idempotency-Key), the gas charge kept.
+    const factoryCalls = fakeFactoryCalls();
+    const budget = fakeGasBudget();
+    const guard = createRelayGuard({ enabled: true, relay: "private", gasBudget: budget, gasPerHour: 10_000_000n, typicalGas: 300_000n, clock: fakeClock() });
+    const down = setup({ deployed: false, deployOutcome: "chain-silent", factoryCalls, guard });
+    const { events, caller } = ticketLog();
+    expect(await down.attest(await walletBody(down, owner, wrap6492), caller)).toMatchObject({ ok: false, code: "RPC_ERROR" });
+    expect([...budget.windows.values()].every((gas) => gas === 0n)).toBe(true);
+    expect(factoryCalls.rows.size).toBe(0);
+    expect(down.replay.rows.size).toBe(0);
+    expect(events).toEqual(["release"]);
+
+    const up = setup({ deployed: false, factoryCalls, guard });
+    expect((await up.attest(await walletBody(up, owner, wrap6492))).ok).toBe(true);
+    expect(up.isDeployed()).toBe(true);
+  });
+
   test("a factory call that waited for the wallet's lock until the deadline came within the margin: SIGNATURE_EXPIRED, nothing sent, the gas, the record, the signature and the reservation given back", async () => {
     // The attestation's own send re-checked its deadline under the lock; the factory call did not, so a request that
     // waited there behind a slow node deployed the wallet (gas spent) and was then refused as expired.

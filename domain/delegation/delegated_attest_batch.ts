@@ -13,13 +13,14 @@
  * the rest simulated again; if that reverts too, each later item is simulated once after those kept (issue 43: at
  * most n + ⌈log₂ n⌉ + 1 simulations for n items, not one halving per reverting item). A refused item has taken the
  * client's and the attester's tokens like any request that reached the guard. Gas budget: the simulated gas, split evenly over the items sent, each item's share
- * charged in order (an item the budget refuses is refused, nothing sent for it). The replay records and the caller's
+ * charged in order (an item the budget refuses is refused, nothing sent for it, and its attester's token given back). The replay records and the caller's
  * tickets (the private relay's sponsored writes) follow the one transaction item by item, as a single send's do: a
  * batch never broadcast gives every item back, a reverted one settles every item as reverted.
  */
 import type { BatchSubmission, DelegatedAttestCall, HexString } from "../../ports/eas.ts";
 import { fail, ok, type Ok } from "../result.ts";
 import { signerUnavailable } from "./signer_unavailable.ts";
+import { chainSilentBeforeSend } from "./_refusals.ts";
 import { type BatchItem as Item, type BatchRun as Run, calls, drop, giveBack, halveTooLarge, narrow, nodeFailed, oversizedItem } from "./_batch_narrowing.ts";
 import type {
   BatchNonces,
@@ -191,7 +192,8 @@ async function simulateAndCharge(run: BatchRun): Promise<bigint | undefined> {
       if (owed <= 0n) continue;
       const overBudget = await deps.guard?.charge(owed, { clientKey: caller.clientKey ?? "unknown", attester: item.claimed.request.attester });
       if (overBudget !== undefined) {
-        await drop(run, item, overBudget);
+        // Nothing sent for it: its attester's token goes back (and its later items' with theirs), as a single send's does.
+        await drop(run, item, overBudget, { notSentByUs: true });
         refusedAny = true;
         continue;
       }
@@ -311,6 +313,12 @@ async function settleBatch(run: BatchRun, items: readonly Item[], submission: Ba
     for (const item of items) {
       await giveBack(run, item, fail("SUBMISSION_FAILED", "The chain refused the transaction; nothing was sent, and the same signature may be submitted again"), { keepGas: true });
     }
+    return answered(results, { sent: "not-broadcast" });
+  }
+  if (submission.reason === "rpc-error") {
+    // The wallet's nonce or fees could not be read before signing: nothing sent. Every item is 500 RPC_ERROR (an answer
+    // that did nothing, not kept under an Idempotency-Key), its signature, reservation, gas and token given back.
+    for (const item of items) await giveBack(run, item, chainSilentBeforeSend(), { notSentByUs: true });
     return answered(results, { sent: "not-broadcast" });
   }
   if (submission.reason === "expired") return await expiredInQueue(run, items, askedAtMs);

@@ -19,6 +19,7 @@ const SCHEMA = "0x7ab3911527e5e47eaab9f5a2c571060026532dde8cb4398185553053963b2a
 const OTHER_SCHEMA = "0x2b0d1100f7943c0c2ea29e35c1286bd860fa752124e035cafb503bb83f234805";
 const alice = privateKeyToAccount("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
 const bob = privateKeyToAccount("0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a");
+const carol = privateKeyToAccount(generatePrivateKey());
 
 function setup(overrides: Partial<DelegatedAttestDeps> = {}) {
   const clock = fakeClock();
@@ -360,6 +361,60 @@ describe("delegated attestation batches (decisions §23)", () => {
     expect(codes((await env.batch(bodies)).results)).toEqual(["SIGNER_UNAVAILABLE", "SIGNER_UNAVAILABLE"]);
     env.delegate.submission = undefined;
     expect(codes((await env.batch(bodies)).results)).toEqual(["ok", "ok"]);
+  });
+
+  test("a batch whose delegate nonce or fees could not be read before signing: every item 500 RPC_ERROR, signature, reservation, gas and attester token given back", async () => {
+    // Each item was 500 SUBMISSION_FAILED ("the chain refused the transaction"), its gas and attester token kept.
+    const clock = fakeClock();
+    const budget = fakeGasBudget();
+    const guard = createRelayGuard({
+      enabled: true,
+      clientRate: createRateLimiter(clock, { capacity: 100, perMinute: 100 }),
+      attesterRate: createRateLimiter(clock, { capacity: 2, perMinute: 2 / 60 }),
+      gasBudget: budget,
+      gasPerHour: 1_000_000_000n,
+      typicalGas: 300_000n,
+      clock,
+    });
+    const env = setup({ clock, guard });
+    env.delegate.submission = { ok: false, reason: "rpc-error" };
+    const { log, admit } = tickets();
+    const bodies = [await signed(env, { nonce: 0n }), await signed(env, { nonce: 1n, data: reviewData("0x01") })];
+    const window = clock.nowMs() - (clock.nowMs() % 3_600_000);
+    for (let i = 0; i < 2; i++) {
+      const outcome = await env.batch(bodies, { admit });
+      expect(codes(outcome.results)).toEqual(["RPC_ERROR", "RPC_ERROR"]);
+      expect(outcome).toMatchObject({ txHash: null, sent: "not-broadcast" });
+    }
+    expect(env.replay.rows.size).toBe(0);
+    expect(await budget.used(window)).toBe(0n);
+    expect(env.delegate.batches).toHaveLength(0);
+    // Nothing signed: every reservation released, none kept.
+    expect([...new Set(log)].sort()).toEqual(["release 0", "release 1"]);
+    env.delegate.submission = undefined;
+    // Both of the attester's tokens of the hour are still there.
+    expect(codes((await env.batch(bodies)).results)).toEqual(["ok", "ok"]);
+  });
+
+  test("an item the guard refuses at the charge (the client address's gas share) gives its attester's token back", async () => {
+    const clock = fakeClock();
+    const guard = createRelayGuard({
+      enabled: true,
+      clientRate: createRateLimiter(clock, { capacity: 100, perMinute: 100 }),
+      attesterRate: createRateLimiter(clock, { capacity: 1, perMinute: 1 / 60 }),
+      gasBudget: fakeGasBudget(),
+      gasPerHour: 1_000_000_000n,
+      clientGasPerHour: 350_000n,
+      typicalGas: 100_000n,
+      clock,
+    });
+    const env = setup({ clock, guard });
+    // Two items (250,000 gas, 125,000 each) fit; three (350,000, 116,667 each) do not: the third is refused.
+    const bodies = [await signed(env), await signed(env, { signer: bob }), await signed(env, { signer: carol })];
+    const first = await env.batch(bodies, { clientKey: "192.0.2.1" });
+    expect(codes(first.results)).toEqual(["ok", "ok", "RATE_LIMITED"]);
+    // Carol's one token of the hour was given back with the refusal: her request is sent from another address.
+    expect(codes((await env.batch([bodies[2]!], { clientKey: "192.0.2.2" })).results)).toEqual(["ok"]);
   });
 
   test("a batch reverted on chain settles every item as reverted, the same transaction hash in each answer", async () => {

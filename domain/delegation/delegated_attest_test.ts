@@ -469,7 +469,7 @@ describe("createDelegatedAttest() behind the public relay guard (decisions §12)
   const other = privateKeyToAccount("0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a");
   const stranger = privateKeyToAccount("0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6");
 
-  function guarded(options: { enabled?: boolean; ip?: number; attesterPerHour?: number; gasPerHour?: bigint; overrides?: Partial<DelegatedAttestDeps> } = {}) {
+  function guarded(options: { enabled?: boolean; ip?: number; attesterPerHour?: number; gasPerHour?: bigint; clientGasPerHour?: bigint; overrides?: Partial<DelegatedAttestDeps> } = {}) {
     const clock = fakeClock();
     const budget = fakeGasBudget();
     const refusals: string[] = [];
@@ -481,6 +481,7 @@ describe("createDelegatedAttest() behind the public relay guard (decisions §12)
       attesterRate: createRateLimiter(clock, { capacity: perHour, perMinute: perHour / 60 }),
       gasBudget: budget,
       gasPerHour: options.gasPerHour ?? 1_000_000_000n,
+      clientGasPerHour: options.clientGasPerHour,
       typicalGas: 300_000n,
       clock,
       onRefusal: (reason) => refusals.push(reason),
@@ -523,6 +524,55 @@ describe("createDelegatedAttest() behind the public relay guard (decisions §12)
     // The allowance itself still holds: a third write this hour is refused, and a token given back never passes it.
     expect(await env.attest(await signedBody(env, { nonce: 2n }), { clientKey: "192.0.2.9" })).toMatchObject({ ok: false, code: "RATE_LIMITED" });
     expect(env.refusals).toEqual(["attester"]);
+  });
+
+  test("the delegate wallet's nonce or fees not read before signing: 500 RPC_ERROR, the signature, the gas and the attester's token given back", async () => {
+    // It was 500 SUBMISSION_FAILED ("the chain refused the transaction"), kept under an Idempotency-Key, with the
+    // attester's token and the gas charge spent though nothing was signed or sent.
+    const env = guarded({ attesterPerHour: 2 });
+    env.delegate.submission = { ok: false, reason: "rpc-error" };
+    const body = await signedBody(env);
+    const window = env.clock.nowMs() - (env.clock.nowMs() % 3_600_000);
+    for (let i = 0; i < 3; i++) {
+      const down = await env.attest(body, { clientKey: `192.0.2.${i}` });
+      expect(down).toMatchObject({ ok: false, code: "RPC_ERROR" });
+    }
+    expect(env.replay.rows.size).toBe(0);
+    expect(await env.budget.used(window)).toBe(0n);
+    expect(env.delegate.sent).toHaveLength(0);
+    env.delegate.submission = undefined;
+    expect((await env.attest(body, { clientKey: "192.0.2.9" })).ok).toBe(true);
+    env.eas.nonces.set(account.address.toLowerCase(), 1n);
+    expect((await env.attest(await signedBody(env, { nonce: 1n }), { clientKey: "192.0.2.9" })).ok).toBe(true);
+    env.eas.nonces.set(account.address.toLowerCase(), 2n);
+    expect(await env.attest(await signedBody(env, { nonce: 2n }), { clientKey: "192.0.2.9" })).toMatchObject({ ok: false, code: "RATE_LIMITED" });
+    expect(env.refusals).toEqual(["attester"]);
+  });
+
+  test("a refusal for the client address's gas share, at admission or at the charge, spends none of the attester's hourly allowance", async () => {
+    // The attester's token was taken before the share was checked (admission) and kept after the charge refused: a
+    // client whose share was spent spent its attesters' hour with each refusal.
+    const env = guarded({ attesterPerHour: 2, clientGasPerHour: 500_000n });
+    const body = await signedBody(env);
+    // At the charge: the simulated gas (600,000) does not fit the address's share (500,000); admitted (300,000 fits).
+    env.delegate.simulation = { ok: true, gas: 600_000n };
+    for (let i = 0; i < 3; i++) {
+      expect(await env.attest(body, { clientKey: "192.0.2.1" })).toMatchObject({ ok: false, code: "RATE_LIMITED", message: expect.stringMatching(/address's share/) });
+    }
+    expect(env.replay.rows.size).toBe(0);
+    // One write of 400,000 for the address: 100,000 left, no room for a typical one, so admission refuses it.
+    env.delegate.simulation = { ok: true, gas: 400_000n };
+    expect((await env.attest(body, { clientKey: "192.0.2.1" })).ok).toBe(true);
+    env.eas.nonces.set(account.address.toLowerCase(), 1n);
+    const next = await signedBody(env, { nonce: 1n });
+    for (let i = 0; i < 3; i++) {
+      expect(await env.attest(next, { clientKey: "192.0.2.1" })).toMatchObject({ ok: false, code: "RATE_LIMITED", message: expect.stringMatching(/address's share/) });
+    }
+    // The attester's second token of the hour is still there, for another address.
+    expect((await env.attest(next, { clientKey: "192.0.2.2" })).ok).toBe(true);
+    env.eas.nonces.set(account.address.toLowerCase(), 2n);
+    expect(await env.attest(await signedBody(env, { nonce: 2n }), { clientKey: "192.0.2.3" })).toMatchObject({ ok: false, code: "RATE_LIMITED", message: expect.stringMatching(/attester/) });
+    expect(env.refusals).toEqual(["client_gas", "client_gas", "client_gas", "client_gas", "client_gas", "client_gas", "attester"]);
   });
 
   test("past the per-address rate: 429 RATE_LIMITED with retryAfterSeconds, before any RPC, nothing recorded; another address is served", async () => {

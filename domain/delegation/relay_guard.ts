@@ -61,8 +61,9 @@ export type RelayGuard = {
   /** The route is open at all; checked right after the body parses. */
   readonly open: () => GuardFailure | undefined;
   /**
-   * Takes the client's token, and the attester's unless `attesterRate` is false (its signature is not proven yet: see
-   * {@link admitAttester}), and checks the budget and their shares have room; undefined: admitted.
+   * Takes the client's token, checks the budget and the shares have room, then takes the attester's token unless
+   * `attesterRate` is false (its signature is not proven yet: see {@link admitAttester}); a refusal of the budget or a
+   * share takes no attester token. Undefined: admitted.
    */
   readonly admit: (caller: GuardCaller, options?: { readonly attesterRate?: boolean }) => Promise<GuardFailure | undefined>;
   /** Takes the attester's token once its signature is proven (verified against the chain's nonce); undefined: admitted. */
@@ -79,8 +80,9 @@ export type RelayGuard = {
   readonly refund?: ((gas: bigint, caller?: GuardCaller | undefined) => Promise<void>) | undefined;
   /**
    * Gives back the attester's token (`admit`, {@link admitAttester}) of a request the service then did not send: its
-   * signer gave no signature (decisions §27: "no quota charged"), or its deadline came within the margin while it
-   * waited for the delegate wallet. Before, a client that obeyed `Retry-After: 5` through a signer outage spent its
+   * signer gave no signature (decisions §27: "no quota charged"), its deadline came within the margin while it
+   * waited for the delegate wallet, the wallet's nonce or fees could not be read before signing, or {@link charge}
+   * refused its gas. Before, a client that obeyed `Retry-After: 5` through a signer outage spent its
    * attester's hour on answers that said nothing was charged, and was refused for up to an hour once the signer was
    * back. The client address's per-minute rate keeps its token: it bounds requests, whatever became of them.
    */
@@ -139,12 +141,14 @@ export function createRelayGuard(deps: RelayGuardDeps): RelayGuard {
       if (client !== undefined && !client.allowed) {
         return limited("client", client.retryAfterSeconds, "Too many delegated attestations from this address; try again later");
       }
-      if (options.attesterRate !== false) {
-        const refused = await takeAttester(caller.attester);
-        if (refused !== undefined) return refused;
-      }
+      // The budget and the shares (a read) before the attester's token (a take): a request refused for the hour's
+      // budget or a client address's share takes nothing of its attester's allowance. Taken first, a client whose
+      // share was spent spent the attester's hour with each refusal.
       const { start, retryAfterSeconds } = window();
-      return await whichIsFull(start, caller, deps.typicalGas, retryAfterSeconds);
+      const full = await whichIsFull(start, caller, deps.typicalGas, retryAfterSeconds);
+      if (full !== undefined) return full;
+      if (options.attesterRate !== false) return await takeAttester(caller.attester);
+      return undefined;
     },
     admitAttester: takeAttester,
     async charge(gas, caller) {

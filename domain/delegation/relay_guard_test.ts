@@ -74,6 +74,19 @@ describe("createRelayGuard()", () => {
     expect(await guard.admit(a)).toBeUndefined();
   });
 
+  test("a refusal for the hour's budget or the client address's share at admission takes no attester token", async () => {
+    // The attester's token was taken before the budget and the shares were read: each refusal spent the attester's hour.
+    const { guard, refusals } = setup({ ip: 100, attester: 1, gas: 10_000_000n, clientGas: 1_000_000n });
+    expect(await guard.charge(800_000n, { clientKey: "1.2.3.4", attester: "0x9" })).toBeUndefined();
+    for (let i = 0; i < 3; i++) {
+      expect(await guard.admit({ clientKey: "1.2.3.4", attester: "0xabc" })).toMatchObject({ code: "RATE_LIMITED", message: expect.stringMatching(/address's share/) });
+    }
+    // The attester's one token of the hour is still there, for another address.
+    expect(await guard.admit({ clientKey: "5.6.7.8", attester: "0xabc" })).toBeUndefined();
+    expect(await guard.admit({ clientKey: "5.6.7.8", attester: "0xabc" })).toMatchObject({ code: "RATE_LIMITED", message: expect.stringMatching(/attester/) });
+    expect(refusals).toEqual(["client_gas", "client_gas", "client_gas", "attester"]);
+  });
+
   test("issue 43: an attester's share of the hour, whatever the addresses its requests come from", async () => {
     const { guard, refusals } = setup({ ip: 100, attester: 100, gas: 10_000_000n, attesterGas: 700_000n });
     expect(await guard.charge(400_000n, { clientKey: "a", attester: "0xAbC" })).toBeUndefined();

@@ -112,7 +112,8 @@ export function keepsAnswer(status: number, code?: string | undefined): boolean 
 /**
  * Whether an answer says nothing was done and the same request may come again: a rate limit's 429, {@link RETRY_ME},
  * a read of the chain that failed before anything was sent (`RPC_ERROR`: the nonce, the delegate's balance, the
- * simulation; a failure after sending is `OUTCOME_UNKNOWN`), a lookup a write's checks depend on that could not be
+ * simulation, the sending wallet's own pending nonce or fees just before signing; a failure after sending is
+ * `OUTCOME_UNKNOWN`), a lookup a write's checks depend on that could not be
  * made (502 `NETWORK_ERROR`: the subject's ownership or the attestation `refUID` names on the private relay, the
  * witness's endpoint evidence when no source confirmed the controller and one could not be read; every one of them
  * comes before a write is reserved, a payment settled or anything sent, decisions §12 and §8), and the delegate wallet

@@ -21,7 +21,8 @@ export const rateLimited = (retryAfterSeconds: number, message: string): Witness
 });
 
 /**
- * The chain did not answer before anything was sent (its balance read, the simulation): 500 `RPC_ERROR` (decisions §2,
+ * The chain did not answer before anything was sent (its balance read, the simulation, the wallet's nonce or fees just
+ * before signing): 500 `RPC_ERROR` (decisions §2,
  * "chain unreachable"), an answer that did nothing, so a retry under the same `Idempotency-Key` runs again. Before, it
  * was 500 `SERVER_ERROR`, which the key kept: the retry was told the same for 24 hours.
  */
@@ -167,6 +168,12 @@ export async function confirmAndWrite(deps: ControllerWitnessDeps, request: {
     if (submission.reason === "reverted") {
       await deps.ledger.release(reservationId, deps.clock.nowMs());
       return fail("SERVER_ERROR", "Witness submission failed", submission.txHash);
+    }
+    if (submission.reason === "rpc-error") {
+      // The wallet's nonce or fees could not be read before signing: nothing sent or charged, RPC_ERROR as for the
+      // balance read and the simulation (it was SUBMISSION_FAILED, kept under the Idempotency-Key).
+      await deps.ledger.release(reservationId, deps.clock.nowMs());
+      return chainSilent();
     }
     if (submission.reason === "signer-unavailable") {
       // Nothing signed or sent (decisions §27): the write goes back and nothing is charged.

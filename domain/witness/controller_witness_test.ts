@@ -225,6 +225,18 @@ describe("createControllerWitness()", () => {
     expect((await s.witness(body, signedIn)).result.ok).toBe(true);
   });
 
+  test("the witness wallet's nonce or fees not read before signing: 500 RPC_ERROR, nothing sent, the write given back", async () => {
+    // It was 500 SUBMISSION_FAILED ("the chain refused the witness transaction"), kept under an Idempotency-Key.
+    const s = setup();
+    s.writer.submission = { ok: false, reason: "rpc-error" };
+    expect((await s.witness(body, signedIn)).result).toEqual({ ok: false, code: "RPC_ERROR", message: "Witness submission failed: the chain did not answer" });
+    expect(s.writer.sent).toHaveLength(0);
+    expect(await s.ledger.usage(account.id, 2026)).toEqual({ used: 0, reserved: 0 });
+    s.writer.submission = undefined;
+    expect((await s.witness(body, signedIn)).result.ok).toBe(true);
+    expect(await s.ledger.usage(account.id, 2026)).toEqual({ used: 1, reserved: 0 });
+  });
+
   test("a failed submission gives the write back; an unknown outcome keeps it reserved (decisions §15)", async () => {
     const reverted = setup();
     reverted.writer.submission = { ok: false, reason: "reverted", txHash: `0x${"e".repeat(64)}`, blockNumber: 5n };

@@ -48,6 +48,8 @@ export function fakeDelegate(options: { simulation?: Simulation; submission?: Su
         delegate.expired++;
         return { ok: false, reason: "expired" };
       }
+      // The wallet's nonce or fees not read: nothing signed or sent, as the real sender.
+      if (delegate.submission?.ok === false && delegate.submission.reason === "rpc-error") return delegate.submission;
       counter++;
       const tx = fakeSignedTx(delegate.address, counter, "a");
       try {
@@ -90,6 +92,8 @@ export function fakeDelegate(options: { simulation?: Simulation; submission?: Su
         delegate.expired++;
         return { ok: false, reason: "expired" };
       }
+      // The wallet's nonce or fees not read: nothing signed or sent, as the real sender.
+      if (delegate.submission?.ok === false && delegate.submission.reason === "rpc-error") return delegate.submission;
       counter++;
       const tx = fakeSignedTx(delegate.address, counter, "c");
       try {
