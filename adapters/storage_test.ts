@@ -12,8 +12,11 @@ import type { Storage } from "../ports/storage.ts";
 import { UNUSED_CLIENT_GRACE_MS } from "../ports/oauth.ts";
 import { postgresUnavailableReason, startPostgres, type TestPostgres } from "../e2e/support/postgres.ts";
 import { Database } from "bun:sqlite";
-import { createSubmissionStatus, createSubmissionSweep } from "../domain/submissions/mod.ts";
+import { createSubmissionStatus, createSubmissionSweep, createSubmissionTracker, RELAY_BOOK } from "../domain/submissions/mod.ts";
+import { createSubmissionReconciler, replayBook } from "../domain/delegation/mod.ts";
+import type { SignedTx, TxStatus, TxStatusReader } from "../ports/submissions.ts";
 import { SUBMISSION_RECORDS_CHAIN_BACKFILL } from "./sql/submission_records.ts";
+import { TX_REPLACEMENTS_CHAIN_BACKFILL } from "./sql/tx_replacements.ts";
 
 const sqlite = openSqliteStorage(":memory:");
 storageContract("sqlite", () => Promise.resolve(sqlite));
@@ -617,6 +620,179 @@ describe("the index's tables of an existing database upgrade in place (issue 34)
       await expectUpgraded(await storage.indexStore({ chainId: 31337, easAddress: "0xEAS" }));
     } finally {
       await storage.close();
+    }
+  });
+});
+
+/**
+ * One signature live on two served chains (decisions §30): its replay records are two, and so are their fee bumps. Chain
+ * A's reconciler replaces A's stuck transaction; chain B's transaction of the same signature was dropped from B's pool.
+ * B's submission shows B's transaction, never A's replacement; B's reconciler sends B's transaction again (it does not
+ * take A's replacement for B's newest, which B's node refuses, and give B's write back), and bumps B's own.
+ */
+async function oneSignatureOnTwoChains(storage: Storage) {
+  const [chainA, chainB] = [31337, 31338];
+  const key = `0xtwo-chains-${Math.random()}`;
+  const wallet = "0x00000000000000000000000000000000000000aa" as const;
+  const signed = (name: string, nonce: number) => ({ txHash: `0x${name.padEnd(64, "0")}` as `0x${string}`, raw: `0x02${name}` as `0x${string}`, wallet, nonce });
+  const [txA, txB] = [signed("a0", 5), signed("b0", 9)];
+  for (const [chainId, tx] of [[chainA, txA], [chainB, txB]] as const) {
+    expect(await storage.replay.claim({ key, chainId, attester: "0xatt", nonce: 0n, deadline: 2_000_000_000n, createdAtMs: 0 })).toBe("claimed");
+    await storage.replay.markSigned(chainId, key, tx);
+    await storage.replay.markSent(chainId, key);
+  }
+  let now = 0;
+  const clock = { nowMs: () => now };
+  const tracker = createSubmissionTracker({ records: storage.submissions, random: { bytes: (n: number) => crypto.getRandomValues(new Uint8Array(n)) }, clock });
+  const onB = await tracker.open("account:a", chainB, key);
+  const status = createSubmissionStatus({ records: storage.submissions, replay: storage.replay, replacements: storage.txReplacements, head: () => Promise.resolve(10n), confirmations: 1 });
+  /** One chain's node: the statuses it knows (anything else unknown, its nonce free), the bytes it takes back. */
+  const node = (name: string, statuses: Map<string, TxStatus>, ours: (tx: SignedTx) => boolean) => {
+    const asked: string[] = [];
+    const reader: TxStatusReader = {
+      status: (hash) => Promise.resolve(statuses.get(hash) ?? { status: "not-found" }),
+      // Another chain's bytes are refused (their chain id is not this node's).
+      rebroadcast: (tx) => Promise.resolve(ours(tx) ? (statuses.set(tx.txHash, { status: "pending" }), "accepted") : "refused"),
+      replacement: (tx) => Promise.resolve(void asked.push(tx.txHash)).then(() => signed(`${name}${asked.length}`, tx.nonce)),
+    };
+    return { reader, asked };
+  };
+  const a = node("a", new Map([[txA.txHash, { status: "pending" }]]), (tx) => tx.raw.startsWith("0x02a"));
+  const b = node("b", new Map(), (tx) => tx.raw.startsWith("0x02b"));
+  const reconciler = (chainId: number, txStatus: TxStatusReader) =>
+    createSubmissionReconciler({
+      chainId, books: [replayBook(storage.replay, chainId)], txStatus, clock, graceMs: 0, lostAfterMs: 600_000,
+      replacements: storage.txReplacements, bumpAfterMs: 120_000,
+    });
+  now = 120_000;
+  expect(await reconciler(chainA, a.reader)()).toMatchObject({ bumped: 1, released: 0 });
+  expect(a.asked).toEqual([txA.txHash]);
+  expect(await status.read(onB)).toMatchObject({ ok: true, value: { state: "sent", txHash: txB.txHash, feeBumps: 0 } });
+  // B's transaction, dropped from B's pool with its nonce free, is sent again: B's write is not given back.
+  expect(await reconciler(chainB, b.reader)()).toMatchObject({ rebroadcast: 1, released: 0, bumped: 0 });
+  expect((await storage.replay.find(chainB, key))?.state).toBe("sent");
+  // Pending past the threshold on B: B's own transaction is replaced, once, whatever A's count says.
+  now = 240_000;
+  expect(await reconciler(chainB, b.reader)()).toMatchObject({ bumped: 1, released: 0 });
+  expect(b.asked).toEqual([txB.txHash]);
+  expect(await status.read(onB)).toMatchObject({ ok: true, value: { state: "replaced", txHash: signed("b1", 9).txHash, feeBumps: 1 } });
+}
+
+describe("one signature live on two chains: each chain's fee bumps are its own (decisions §30)", () => {
+  test("sqlite", async () => {
+    const storage = openSqliteStorage(":memory:");
+    try {
+      await oneSignatureOnTwoChains(storage);
+    } finally {
+      await storage.close();
+    }
+  });
+
+  test.skipIf(pgSkip !== undefined)("postgres", async () => {
+    await oneSignatureOnTwoChains(postgres!);
+  });
+});
+
+/**
+ * Fee bumps stored before they named their chain: the relays' take the chain of the one replay record of their key,
+ * wallet and nonce; one two records match, and the sponsored writes' (ids one chain's each), stay unnamed and are
+ * listed for every chain, as before.
+ */
+const OLD_TX_REPLACEMENTS = `CREATE TABLE tx_replacements (book TEXT NOT NULL, id TEXT NOT NULL, tx_hash TEXT NOT NULL, raw_tx TEXT NOT NULL,
+  wallet TEXT NOT NULL, tx_nonce BIGINT NOT NULL, created_at_ms BIGINT NOT NULL, PRIMARY KEY (book, id, tx_hash))`;
+const OLD_BUMPS = `INSERT INTO tx_replacements VALUES
+  ('delegated_attestations', '0xone', '0xbump-one', '0x02', '0xw', 4, 1),
+  ('delegated_attestations', '0xboth', '0xbump-both', '0x02', '0xw', 6, 2),
+  ('sponsored_writes', 'w-1', '0xbump-w', '0x02', '0xw', 8, 3)`;
+const OLD_REPLAY_ROWS = `INSERT INTO replay (key, chain_id, attester, nonce, deadline, state, tx_hash, created_at_ms, raw_tx, wallet, tx_nonce) VALUES
+  ('0xone', 31338, '0xa', '0', 2000000000, 'sent', '0xt1', 1, '0x02', '0xw', 4),
+  ('0xboth', 31337, '0xa', '1', 2000000000, 'sent', '0xt2', 1, '0x02', '0xw', 6),
+  ('0xboth', 31338, '0xa', '1', 2000000000, 'sent', '0xt3', 1, '0x02', '0xw', 6)`;
+
+async function expectBumpsNamed(storage: Storage) {
+  const hashes = async (book: string, chainId: number, id: string) => (await storage.txReplacements.list(book, chainId, id)).map((r) => r.tx.txHash);
+  expect([await hashes("delegated_attestations", 31338, "0xone"), await hashes("delegated_attestations", 31337, "0xone")]).toEqual([["0xbump-one"], []]);
+  expect([await hashes("delegated_attestations", 31337, "0xboth"), await hashes("delegated_attestations", 31338, "0xboth")]).toEqual([["0xbump-both"], ["0xbump-both"]]);
+  expect(await hashes("sponsored_writes", 8453, "w-1")).toEqual(["0xbump-w"]);
+}
+
+describe("fee bumps stored before they named their chain (decisions §30)", () => {
+  test("sqlite: named at the upgrade from their replay record; the ambiguous and the sponsored writes' listed for every chain", async () => {
+    const path = join(sqliteDir, "bumps-before-chains.sqlite");
+    const db = openSqlite(path);
+    db.exec(OLD_TX_REPLACEMENTS);
+    db.exec(OLD_BUMPS);
+    db.exec(OLD_REPLAY_ROWS);
+    db.close();
+    const storage = openSqliteStorage(path);
+    try {
+      await expectBumpsNamed(storage);
+    } finally {
+      await storage.close();
+    }
+  });
+
+  test.skipIf(pgSkip !== undefined)("postgres: named at the upgrade from their replay record; the ambiguous and the sponsored writes' listed for every chain", async () => {
+    const admin = new SQL(pg!.url);
+    await admin.unsafe("DROP DATABASE IF EXISTS bumps_before_chains");
+    await admin.unsafe("CREATE DATABASE bumps_before_chains");
+    await admin.close();
+    const url = pg!.url.replace(/\/postgres$/, "/bumps_before_chains");
+    const made = await openPostgresStorage(url);
+    await made.close();
+    const old = new SQL(url);
+    await old.unsafe("DROP TABLE tx_replacements");
+    await old.unsafe(OLD_TX_REPLACEMENTS);
+    await old.unsafe(OLD_BUMPS);
+    await old.unsafe(OLD_REPLAY_ROWS);
+    await old`DELETE FROM schema_migrations`;
+    await old.close();
+    const upgraded = await openPostgresStorage(url);
+    try {
+      await expectBumpsNamed(upgraded);
+      // An old instance still running in the rolling restart writes and reads without the column: its statements work,
+      // and its bump, naming no chain, is listed for every chain, as the old version lists it.
+      const stillOld = new SQL(url);
+      try {
+        await stillOld`INSERT INTO tx_replacements (book, id, tx_hash, raw_tx, wallet, tx_nonce, created_at_ms)
+          VALUES ('delegated_attestations', '0xone', '0xbump-old', '0x02', '0xw', 4, 9) ON CONFLICT DO NOTHING`;
+        expect((await stillOld`SELECT tx_hash FROM tx_replacements WHERE book = 'delegated_attestations' AND id = '0xone'
+          ORDER BY created_at_ms, tx_hash`).map((r: { tx_hash: string }) => r.tx_hash)).toEqual(["0xbump-one", "0xbump-old"]);
+      } finally {
+        await stillOld.close();
+      }
+      for (const chainId of [31337, 31338]) {
+        expect((await upgraded.txReplacements.list("delegated_attestations", chainId, "0xone")).map((r) => r.tx.txHash)).toContain("0xbump-old");
+      }
+    } finally {
+      await upgraded.close();
+    }
+  });
+
+  test("sqlite: the naming statement's plan has no correlated subquery and reads replay by its key", () => {
+    const db = openSqlite(":memory:");
+    db.exec(OLD_TX_REPLACEMENTS);
+    db.exec("ALTER TABLE tx_replacements ADD COLUMN chain_id INTEGER");
+    const plan = db.query<{ detail: string }, []>(`EXPLAIN QUERY PLAN ${TX_REPLACEMENTS_CHAIN_BACKFILL}`).all().map((row) => row.detail);
+    expect(plan.length).toBeGreaterThan(0);
+    expect(plan.filter((detail) => /CORRELATED/i.test(detail))).toEqual([]);
+    // It runs again at every later upgrade (PostgreSQL): the replay records of unnamed bumps' keys only, by its index.
+    expect(plan.filter((detail) => /SCAN replay/i.test(detail))).toEqual([]);
+    db.close();
+  });
+
+  test("the naming statement names the relays' bumps only: the book the relays' reconciler stores them under", () => {
+    expect([...new Set([...TX_REPLACEMENTS_CHAIN_BACKFILL.matchAll(/'([a-z_]+)'/g)].map((m) => m[1]))]).toEqual([RELAY_BOOK]);
+  });
+
+  test.skipIf(pgSkip !== undefined)("postgres: the naming statement's plan has no subplan run per row", async () => {
+    const raw = new SQL(pg!.url);
+    try {
+      const plan = (await raw.unsafe(`EXPLAIN ${TX_REPLACEMENTS_CHAIN_BACKFILL}`) as { "QUERY PLAN": string }[]).map((row) => row["QUERY PLAN"]);
+      expect(plan.length).toBeGreaterThan(0);
+      expect(plan.filter((line) => /SubPlan/i.test(line))).toEqual([]);
+    } finally {
+      await raw.close();
     }
   });
 });

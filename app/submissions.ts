@@ -83,6 +83,7 @@ export async function wireSubmissions(
   const several = chains.length > 1;
   const reconcilers = chains.map((on, i) =>
     createSubmissionReconciler({
+      chainId: on.chain.chainId,
       books: [
         // A replay record is its chain's (decisions §30): each chain's book holds and settles that chain's only.
         trackedBook(replayBook(storage.replay, on.chain.chainId, on.eas.reader), tracking),

@@ -337,6 +337,7 @@ describe("a transaction the node dropped", () => {
     }
     expect(await chain().getTransactionCount({ address: wallet })).toBe(0);
     const reconcile = createSubmissionReconciler({
+      chainId: stack.devnet.chainId,
       books: [replayBook(replay, stack.devnet.chainId)],
       txStatus: createViemTxStatusReader({ client: eas.client, easAddress: stack.service.easAddress, senderOf: eas.senderOf }),
       clock: systemClock,

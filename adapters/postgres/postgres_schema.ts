@@ -12,7 +12,7 @@ import { MCP_SESSIONS_TABLES } from "./postgres_mcp_sessions.ts";
 import { PREMIUM_READS_TABLE } from "./postgres_premium_reads.ts";
 import { RATE_BUCKETS_TABLES } from "./postgres_rate_counter.ts";
 import { SUBMISSION_RECORDS_TABLES } from "./postgres_submission_records.ts";
-import { TX_REPLACEMENTS_TABLE } from "./postgres_tx_replacements.ts";
+import { TX_REPLACEMENTS_TABLES } from "./postgres_tx_replacements.ts";
 import { WEBHOOK_TABLES } from "./postgres_webhooks.ts";
 import { migrate } from "./postgres_migrate.ts";
 import { accountTables } from "../sql/accounts.ts";
@@ -35,7 +35,8 @@ const MIGRATIONS: readonly string[] = [
   FACTORY_CALLS_TABLE,
   // Contract wallets whose signature passed the simulation and reverted on chain.
   WALLET_REFUSALS_TABLE,
-  TX_REPLACEMENTS_TABLE,
+  // Fee bumps, with the chain of the transaction they replace (decisions §30).
+  ...TX_REPLACEMENTS_TABLES,
   PREMIUM_READS_TABLE,
   ...subjectTables("BIGINT"),
   // Signing keys accounts registered (decisions §17).

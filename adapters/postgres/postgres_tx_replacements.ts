@@ -1,23 +1,33 @@
 import type { SQL } from "bun";
 import type { TxReplacementStore } from "../../ports/tx_replacements.ts";
-import { toReplacement } from "../sql/tx_replacements.ts";
-import { txReplacementsTable } from "../sql/tx_replacements.ts";
-import { POSTGRES_WORDS } from "../sql/schema.ts";
+import { toReplacement, TX_REPLACEMENTS_CHAIN_BACKFILL, txReplacementsAddedColumns, txReplacementsTable } from "../sql/tx_replacements.ts";
+import { POSTGRES_WORDS, postgresStatements } from "../sql/schema.ts";
 
-/** The table, created with the storage's migrations (under their advisory lock). */
-export const TX_REPLACEMENTS_TABLE = txReplacementsTable(POSTGRES_WORDS);
+/**
+ * The table and its chain column, created with the storage's migrations (under their advisory lock), after the replay
+ * table; the rows stored without a chain are named in the same transaction. Those run once per version (the first new
+ * instance, `migrate`): rows an old instance stores later in that rolling restart stay unnamed, listed for every chain
+ * (as the old version lists them), until a later version's migration names them, if they are not pruned by then.
+ */
+export const TX_REPLACEMENTS_TABLES: readonly string[] = [
+  ...postgresStatements({ create: [txReplacementsTable(POSTGRES_WORDS)], added: txReplacementsAddedColumns(POSTGRES_WORDS), after: [] }),
+  TX_REPLACEMENTS_CHAIN_BACKFILL,
+];
 
 /** Fee-bump replacements in PostgreSQL, seen by every instance's reconciler. */
 export function createPostgresTxReplacements(sql: SQL): TxReplacementStore {
   return {
-    async add(book, id, { tx, createdAtMs }) {
-      await sql`INSERT INTO tx_replacements (book, id, tx_hash, raw_tx, wallet, tx_nonce, created_at_ms)
-        VALUES (${book}, ${id}, ${tx.txHash}, ${tx.raw}, ${tx.wallet.toLowerCase()}, ${tx.nonce}, ${createdAtMs})
+    async add(book, chainId, id, { tx, createdAtMs }) {
+      await sql`INSERT INTO tx_replacements (book, chain_id, id, tx_hash, raw_tx, wallet, tx_nonce, created_at_ms)
+        VALUES (${book}, ${chainId}, ${id}, ${tx.txHash}, ${tx.raw}, ${tx.wallet.toLowerCase()}, ${tx.nonce}, ${createdAtMs})
         ON CONFLICT DO NOTHING`;
     },
-    async list(book, id) {
-      const rows = await sql`SELECT tx_hash, raw_tx, wallet, tx_nonce, created_at_ms FROM tx_replacements
-        WHERE book = ${book} AND id = ${id} ORDER BY created_at_ms, tx_hash` as Record<string, unknown>[];
+    async list(book, chainId, id) {
+      const rows = (chainId === null
+        ? await sql`SELECT tx_hash, raw_tx, wallet, tx_nonce, created_at_ms FROM tx_replacements
+            WHERE book = ${book} AND id = ${id} ORDER BY created_at_ms, tx_hash`
+        : await sql`SELECT tx_hash, raw_tx, wallet, tx_nonce, created_at_ms FROM tx_replacements
+            WHERE book = ${book} AND id = ${id} AND (chain_id = ${chainId} OR chain_id IS NULL) ORDER BY created_at_ms, tx_hash`) as Record<string, unknown>[];
       return rows.map(toReplacement);
     },
     async prune(beforeMs) {

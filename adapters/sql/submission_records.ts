@@ -30,7 +30,8 @@ export const SUBMISSION_RECORDS_ADDED_COLUMNS: readonly (readonly [string, strin
  * Names the chain of each row from before the column: its replay record's (every replay row names its chain; the keys
  * were the signature alone then, so one record at most). A row whose record is gone stays null, and is read as a
  * previous version read it: its replay record found by key alone (`ReplayStore.findAnyChain`). SQLite runs it when it
- * adds the column, PostgreSQL with every migration (rows a previous version opened during a rolling restart, too).
+ * adds the column, PostgreSQL with each new version's migration (once per version; rows an old instance opens later in
+ * that rolling restart are named by the next version's, and are read by key alone until then).
  * One join, each table read once (a subquery per row found its record by a scan of `replay` each: hours, inside the
  * migration's transaction, on a busy deployment's tables); `UPDATE … FROM` is PostgreSQL's and SQLite's (3.33 on).
  */

@@ -69,6 +69,7 @@ describe("a write on chain whose receipt the provider does not give yet", () => 
     eas.nonces.set(attester, 1n);
     const chain = fakeChain({ "0xmined": { status: "included", blockNumber: 12n } });
     const reconcile = createSubmissionReconciler({
+      chainId: 31337,
       books: [replayBook(replay, 31337, eas), witnessBook(ledger, clock, undefined, { replay, eas })],
       txStatus: chain,
       clock,
@@ -97,7 +98,7 @@ describe("a write on chain whose receipt the provider does not give yet", () => 
     await ledger.markSent("w", 0);
     const replacements = { add: () => Promise.resolve(), list: () => Promise.resolve([{ tx: witnessed("bump", 4), createdAtMs: 1 }]), prune: () => Promise.resolve(0) };
     const chain = fakeChain({ "0xorig": { status: "included", blockNumber: 3n }, "0xbump": { status: "replaced" } });
-    const reconcile = createSubmissionReconciler({ books: [witnessBook(ledger, clock)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000, replacements });
+    const reconcile = createSubmissionReconciler({ chainId: 31337, books: [witnessBook(ledger, clock)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000, replacements });
     expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
     expect((await ledger.find("w"))?.state).toBe("broadcast");
   });
@@ -112,6 +113,7 @@ describe("witnessBook(): a private relay write replaced with its transaction abs
     eas.nonces.set(attester, 1n);
     const chain = fakeChain({ "0xgone": { status: "replaced" } });
     const reconcile = createSubmissionReconciler({
+      chainId: 31337,
       books: [replayBook(replay, 31337, eas), witnessBook(ledger, clock, undefined, { replay, eas })],
       txStatus: chain,
       clock,
@@ -130,7 +132,7 @@ describe("witnessBook(): a private relay write replaced with its transaction abs
     const relay = await relayWrite(delegated("taken", 0, attester), attester);
     const chain = fakeChain({ "0xtaken": { status: "replaced" }, "0xown": { status: "replaced" } });
     const reconcile = (ledger: ReturnType<typeof fakeWriteLedger>) =>
-      createSubmissionReconciler({ books: [witnessBook(ledger, clock, undefined, { replay: relay.replay, eas })], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 })();
+      createSubmissionReconciler({ chainId: 31337, books: [witnessBook(ledger, clock, undefined, { replay: relay.replay, eas })], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 })();
     eas.failing = true;
     expect(await reconcile(relay.ledger)).toMatchObject({ released: 0, open: 1 });
     eas.failing = false;

@@ -37,6 +37,11 @@ export type ReconcileReport = { mined: number; reverted: number; released: numbe
 
 /** What the reconciler needs. */
 export type SubmissionReconcilerDeps = {
+  /**
+   * The chain this reconciler follows (decisions §30: each served chain has its own), the one `txStatus` reads: its fee
+   * bumps are stored and read under it, so a signature live on two chains never takes the other chain's for its own.
+   */
+  readonly chainId: number;
   readonly books: readonly SubmissionBook[];
   readonly txStatus: TxStatusReader;
   readonly clock: Clock;
@@ -157,7 +162,7 @@ async function bump(round: Reconciling, book: SubmissionBook, row: OpenSubmissio
   const next = shared ?? await sign(latest);
   if (next === undefined) return false;
   // Stored before it is sent, like every transaction of ours: whichever of them lands is known for this submission's.
-  await store.add(book.name, row.id, { tx: next, createdAtMs: now });
+  await store.add(book.name, deps.chainId, row.id, { tx: next, createdAtMs: now });
   if (shared === undefined) {
     round.bumped.set(`${book.name}/${latest.txHash}`, next);
     report.bumped++;
@@ -186,7 +191,7 @@ async function release(round: Reconciling, book: SubmissionBook, row: OpenSubmis
 async function settle(round: Reconciling, book: SubmissionBook, row: OpenSubmission): Promise<void> {
   const { deps, record, report } = round;
   if (row.txHash === null) return await release(round, book, row);
-  const replacements = row.tx === null || deps.replacements === undefined ? [] : await deps.replacements.list(book.name, row.id);
+  const replacements = row.tx === null || deps.replacements === undefined ? [] : await deps.replacements.list(book.name, deps.chainId, row.id);
   // The newest replacement is the transaction the node should hold; the ones before it may still be the one mined.
   const latest = replacements.at(-1)?.tx ?? row.tx;
   const latestHash = latest?.txHash ?? row.txHash;

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { HexString, SignedTx } from "../../ports/eas.ts";
-import { fakeClock, fakeEasReader, fakeReplayStore, fakeWriteLedger } from "../../ports/fakes/mod.ts";
+import { fakeClock, fakeEasReader, fakeReplayStore, fakeTxReplacements, fakeWriteLedger } from "../../ports/fakes/mod.ts";
 import type { Rebroadcast, TxStatus } from "../../ports/submissions.ts";
 import { createSubmissionReconciler, replayBook, witnessBook } from "./submission_reconciler.ts";
 
@@ -60,7 +60,7 @@ describe("createSubmissionReconciler()", () => {
       "0xpending": { status: "pending" },
       "0xdown": { status: "rpc-error" },
     });
-    const reconcile = createSubmissionReconciler({ books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
     expect(await reconcile()).toEqual({ mined: 1, reverted: 1, released: 2, rebroadcast: 1, bumped: 0, open: 3 });
     expect(Object.fromEntries([...replay.rows.values()].map((r) => [r.key, r.state]))).toEqual({
       mined: "mined",
@@ -83,7 +83,7 @@ describe("createSubmissionReconciler()", () => {
     }
     const uids = new Map([["0xsig-a", `0x${"a".repeat(64)}` as HexString], ["0xsig-b", `0x${"b".repeat(64)}` as HexString]]);
     const chain = fakeChain({ "0xbatch": { status: "success", blockNumber: 3n, uid: `0x${"a".repeat(64)}`, uidsBySignature: uids } });
-    const reconcile = createSubmissionReconciler({ books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
     expect(await reconcile()).toMatchObject({ mined: 2 });
     expect([(await replay.find(1, "0xsig-a"))?.uid, (await replay.find(1, "0xsig-b"))?.uid]).toEqual([uids.get("0xsig-a"), uids.get("0xsig-b")]);
   });
@@ -104,7 +104,7 @@ describe("createSubmissionReconciler()", () => {
       seen.push({ id, uid: outcome.uid, uids: outcome.uids });
       await book.mined(id, outcome);
     } };
-    const reconcile = createSubmissionReconciler({ books: [watched], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [watched], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
     await reconcile();
     expect(seen.map((s) => [s.id, s.uid, s.uids]).sort()).toEqual([["0xsig-a", uids.get("0xsig-a"), uids], ["0xsig-b", uids.get("0xsig-b"), uids]]);
   });
@@ -118,7 +118,7 @@ describe("createSubmissionReconciler()", () => {
     await replay.claim(claim("young-signed", 2n, 990_000));
     await replay.markSigned(1, "young-signed", tx("young-signed", 2));
     const chain = fakeChain({}, "refused");
-    const reconcile = createSubmissionReconciler({ books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
     expect(await reconcile()).toMatchObject({ released: 1, rebroadcast: 0 });
     expect([...replay.rows.values()].map((r) => r.key).sort()).toEqual(["young", "young-signed"]);
     // At start-up on a database of its own, nothing is in flight: everything open is settled.
@@ -146,7 +146,7 @@ describe("createSubmissionReconciler()", () => {
       "0xreplaced": { status: "replaced" },
       "0xpending": { status: "pending" },
     });
-    const reconcile = createSubmissionReconciler({ books: [witnessBook(ledger, clock)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [witnessBook(ledger, clock)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
     expect(await reconcile()).toEqual({ mined: 1, reverted: 1, released: 2, rebroadcast: 1, bumped: 0, open: 2 });
     expect(Object.fromEntries([...ledger.writes.values()].map((w) => [w.id, w.state]))).toEqual({
       mined: "committed",
@@ -172,7 +172,7 @@ describe("createSubmissionReconciler()", () => {
       ledger.writes.set(id, { ...ledger.writes.get(id)!, state: "broadcast", txHash: `0x${id}` });
     }
     const chain = fakeChain({});
-    const reconcile = createSubmissionReconciler({ books: [witnessBook(ledger, clock)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [witnessBook(ledger, clock)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
     expect(await reconcile()).toMatchObject({ released: 1, rebroadcast: 0, bumped: 0, open: 1 });
     expect([(await ledger.find("stale"))?.state, (await ledger.find("recent"))?.state]).toEqual(["released", "broadcast"]);
     expect(chain.rebroadcasts).toEqual([]);
@@ -190,7 +190,7 @@ describe("createSubmissionReconciler()", () => {
     eas.nonces.set("landed", 1n);
     eas.nonces.set("never", 1n);
     const chain = fakeChain({ "0xlanded": { status: "replaced" }, "0xnever": { status: "replaced" } });
-    const reconcile = createSubmissionReconciler({ books: [replayBook(replay, 1, eas)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1, eas)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
     expect(await reconcile()).toMatchObject({ mined: 1, released: 1 });
     expect(await replay.find(1, "landed")).toMatchObject({ state: "mined", txHash: "0xlanded", uid: null });
     expect(await replay.find(1, "never")).toBeUndefined();
@@ -201,21 +201,6 @@ describe("createSubmissionReconciler()", () => {
     expect(await reconcile()).toMatchObject({ open: 1, released: 0 });
   });
 });
-
-/** An in-memory replacement store with the adapters' rules. */
-function fakeReplacements() {
-  const rows: { book: string; id: string; tx: SignedTx; createdAtMs: number }[] = [];
-  return {
-    rows,
-    add(book: string, id: string, r: { tx: SignedTx; createdAtMs: number }) {
-      if (!rows.some((row) => row.book === book && row.id === id && row.tx.txHash === r.tx.txHash)) rows.push({ book, id, ...r });
-      return Promise.resolve();
-    },
-    list: (book: string, id: string) =>
-      Promise.resolve(rows.filter((r) => r.book === book && r.id === id).map(({ tx, createdAtMs }) => ({ tx, createdAtMs }))),
-    prune: () => Promise.resolve(0),
-  };
-}
 
 describe("createSubmissionReconciler() fee bumps", () => {
   async function pendingSubmission(createdAtMs = 0) {
@@ -246,9 +231,10 @@ describe("createSubmissionReconciler() fee bumps", () => {
   test("a transaction pending past the threshold is replaced (stored, then sent); not before; at most maxBumps times", async () => {
     const clock = fakeClock(60_000);
     const replay = await pendingSubmission();
-    const replacements = fakeReplacements();
+    const replacements = fakeTxReplacements();
     const { chain, signed, reader } = bumpingChain({ "0xbump1": { status: "pending" }, "0xbump2": { status: "pending" } });
     const reconcile = createSubmissionReconciler({
+      chainId: 1,
       books: [replayBook(replay, 1)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000, maxBumps: 2,
     });
     expect(await reconcile()).toMatchObject({ bumped: 0, open: 1 });
@@ -275,9 +261,10 @@ describe("createSubmissionReconciler() fee bumps", () => {
       await replay.markSigned(1, key, tx("stuck", 0));
       await replay.markSent(1, key);
     }
-    const replacements = fakeReplacements();
+    const replacements = fakeTxReplacements();
     const { chain, signed, reader } = bumpingChain({ "0xbump1": { status: "pending" } });
     const reconcile = createSubmissionReconciler({
+      chainId: 1,
       books: [replayBook(replay, 1)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000,
     });
     clock.set(120_000);
@@ -300,7 +287,7 @@ describe("createSubmissionReconciler() fee bumps", () => {
       await replay.markSigned(1, key, tx("stuck", 0));
       await replay.markSent(1, key);
     }
-    const replacements = fakeReplacements();
+    const replacements = fakeTxReplacements();
     const { chain, reader } = bumpingChain({});
     // As a node does: the replacement takes the stuck transaction's place in its pool (the nonce still free, the
     // stuck hash unknown), and the stuck bytes sent again are refused as underpriced.
@@ -312,13 +299,14 @@ describe("createSubmissionReconciler() fee bumps", () => {
       return Promise.resolve("accepted" as const);
     };
     const reconcile = createSubmissionReconciler({
+      chainId: 1,
       books: [replayBook(replay, 1)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000,
     });
     expect(await reconcile()).toMatchObject({ bumped: 1, released: 0, rebroadcast: 0, open: 3 });
     expect(chain.rebroadcasts).toEqual(["0xbump1"]);
     for (const key of keys) {
       expect((await replay.find(1, key))?.state).toBe("sent");
-      expect((await replacements.list("delegated_attestations", key)).map((r) => r.tx.txHash)).toEqual(["0xbump1"]);
+      expect((await replacements.list("delegated_attestations", 1, key)).map((r) => r.tx.txHash)).toEqual(["0xbump1"]);
     }
     // The next round finds every item's newest transaction pending, and bumps nothing before its time.
     expect(await reconcile()).toMatchObject({ bumped: 0, released: 0, open: 3 });
@@ -328,13 +316,14 @@ describe("createSubmissionReconciler() fee bumps", () => {
     for (const [mined, expected] of [["0xbump1", "0xbump1"], ["0xstuck", "0xstuck"]] as const) {
       const clock = fakeClock(1_000_000);
       const replay = await pendingSubmission();
-      const replacements = fakeReplacements();
-      await replacements.add("delegated_attestations", "stuck", { tx: tx("bump1", 0), createdAtMs: 500_000 });
+      const replacements = fakeTxReplacements();
+      await replacements.add("delegated_attestations", 1, "stuck", { tx: tx("bump1", 0), createdAtMs: 500_000 });
       const { reader } = bumpingChain({
         "0xstuck": mined === "0xstuck" ? { status: "success", blockNumber: 5n, uid: null } : { status: "replaced" },
         "0xbump1": mined === "0xbump1" ? { status: "success", blockNumber: 5n, uid: null } : { status: "replaced" },
       });
       const reconcile = createSubmissionReconciler({
+        chainId: 1,
         books: [replayBook(replay, 1)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000,
       });
       expect(await reconcile()).toMatchObject({ mined: 1, released: 0 });
@@ -345,11 +334,12 @@ describe("createSubmissionReconciler() fee bumps", () => {
   test("a replacement the node refuses while the original is still in its pool keeps the submission open, never released", async () => {
     const clock = fakeClock(1_000_000);
     const replay = await pendingSubmission();
-    const replacements = fakeReplacements();
-    await replacements.add("delegated_attestations", "stuck", { tx: tx("bump1", 0), createdAtMs: 900_000 });
+    const replacements = fakeTxReplacements();
+    await replacements.add("delegated_attestations", 1, "stuck", { tx: tx("bump1", 0), createdAtMs: 900_000 });
     const { chain, reader } = bumpingChain({});
     chain.rebroadcastAnswer = "refused";
     const reconcile = createSubmissionReconciler({
+      chainId: 1,
       books: [replayBook(replay, 1)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000,
     });
     expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
@@ -359,20 +349,86 @@ describe("createSubmissionReconciler() fee bumps", () => {
     expect(await reconcile()).toMatchObject({ released: 1 });
   });
 
+  test("the newest replacement by time is the one the node should hold, in whatever order the store was given them", async () => {
+    const clock = fakeClock(1_000_000);
+    const replay = await pendingSubmission();
+    const replacements = fakeTxReplacements();
+    await replacements.add("delegated_attestations", 1, "stuck", { tx: tx("bump2", 0), createdAtMs: 900_000 });
+    await replacements.add("delegated_attestations", 1, "stuck", { tx: tx("bump1", 0), createdAtMs: 500_000 });
+    // As a node holds them: the newest in its pool, those it replaced gone from it (their nonce not taken yet).
+    const { chain, signed, reader } = bumpingChain({ "0xstuck": { status: "not-found" }, "0xbump1": { status: "not-found" }, "0xbump2": { status: "pending" } });
+    const reconcile = createSubmissionReconciler({
+      chainId: 1,
+      books: [replayBook(replay, 1)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000,
+    });
+    // 0xbump2 is pending and only 100 s old: nothing to bump, resend or give back.
+    expect(await reconcile()).toMatchObject({ bumped: 0, released: 0, rebroadcast: 0, open: 1 });
+    expect([signed, chain.rebroadcasts]).toEqual([[], []]);
+    expect((await replay.find(1, "stuck"))?.state).toBe("sent");
+  });
+
   test("a witness whose original transaction was mined after a bump is charged, not given back", async () => {
     const clock = fakeClock(1_000_000);
     const ledger = fakeWriteLedger();
     await ledger.reserve({ id: "w1", accountId: "a", year: 2027, fingerprint: "f", createdAtMs: 0 }, 10);
     await ledger.markSigned("w1", tx("w1", 3), 0);
     await ledger.markSent("w1", 0);
-    const replacements = fakeReplacements();
-    await replacements.add("sponsored_writes", "w1", { tx: tx("w1bump", 3), createdAtMs: 500_000 });
+    const replacements = fakeTxReplacements();
+    await replacements.add("sponsored_writes", 1, "w1", { tx: tx("w1bump", 3), createdAtMs: 500_000 });
     const { reader } = bumpingChain({ "0xw1": { status: "success", blockNumber: 7n, uid: null }, "0xw1bump": { status: "replaced" } });
     const reconcile = createSubmissionReconciler({
+      chainId: 1,
       books: [witnessBook(ledger, clock)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000,
     });
     expect(await reconcile()).toMatchObject({ mined: 1, released: 0 });
     expect((await ledger.find("w1"))?.state).toBe("committed");
+  });
+});
+
+describe("createSubmissionReconciler() fee bumps with one signature live on two chains (decisions §30)", () => {
+  test("each chain's reconciler stores and reads its own bumps: B's transaction dropped from B's pool is sent again, not given back, and B's own is replaced", async () => {
+    const clock = fakeClock(120_000);
+    const replay = fakeReplayStore();
+    const replacements = fakeTxReplacements();
+    // The same signature accepted on chains A (31337) and B (31338): two records under one key, two transactions.
+    for (const [chainId, sent] of [[31337, tx("a0", 5)], [31338, tx("b0", 9)]] as const) {
+      await replay.claim({ ...claim("0xsig", 0n, 0), chainId });
+      await replay.markSigned(chainId, "0xsig", sent);
+      await replay.markSent(chainId, "0xsig");
+    }
+    /** A chain's node: its statuses; bytes of another chain are refused (their chain id is not its own). */
+    const node = (prefix: string, statuses: Record<string, TxStatus>) => {
+      const chain = fakeChain(statuses);
+      const replaced: string[] = [];
+      const reader = {
+        status: chain.status,
+        rebroadcast(signed: SignedTx) {
+          chain.rebroadcasts.push(signed.txHash);
+          if (!signed.txHash.startsWith(`0x${prefix}`)) return Promise.resolve("refused" as const);
+          chain.statuses[signed.txHash] = { status: "pending" };
+          return Promise.resolve("accepted" as const);
+        },
+        replacement(of: SignedTx) {
+          replaced.push(of.txHash);
+          return Promise.resolve(tx(`${prefix}${replaced.length}`, of.nonce));
+        },
+      };
+      return { chain, replaced, reader };
+    };
+    const a = node("a", { "0xa0": { status: "pending" } });
+    const b = node("b", {});
+    const on = (chainId: number, txStatus: typeof a.reader) =>
+      createSubmissionReconciler({ chainId, books: [replayBook(replay, chainId)], txStatus, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000 });
+    expect(await on(31337, a.reader)()).toMatchObject({ bumped: 1 });
+    expect(replacements.rows.map((r) => [r.chainId, r.id, r.tx.txHash])).toEqual([[31337, "0xsig", "0xa1"]]);
+    expect(await on(31338, b.reader)()).toMatchObject({ rebroadcast: 1, released: 0, bumped: 0 });
+    expect(b.chain.rebroadcasts).toEqual(["0xb0"]);
+    expect((await replay.find(31338, "0xsig"))?.state).toBe("sent");
+    clock.set(240_000);
+    expect(await on(31338, b.reader)()).toMatchObject({ bumped: 1, released: 0 });
+    expect(b.replaced).toEqual(["0xb0"]);
+    expect((await replacements.list("delegated_attestations", 31338, "0xsig")).map((r) => r.tx.txHash)).toEqual(["0xb1"]);
+    expect((await replacements.list("delegated_attestations", 31337, "0xsig")).map((r) => r.tx.txHash)).toEqual(["0xa1"]);
   });
 });
 
@@ -386,7 +442,7 @@ describe("createSubmissionReconciler() order", () => {
       await replay.markSent(1, key);
     }
     const chain = fakeChain({});
-    const reconcile = createSubmissionReconciler({ books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
     await reconcile();
     expect(chain.rebroadcasts).toEqual(["0xa", "0xb", "0xc"]);
   });
@@ -419,6 +475,7 @@ describe("createSubmissionReconciler() saves the chain before it records", () =>
       reverted: (id: string, txHash: string, blockNumber: bigint) => (events.push(`reverted ${id}`), book.reverted(id, txHash, blockNumber)),
     };
     const reconcile = createSubmissionReconciler({
+      chainId: 1,
       books: [watched], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000,
       saveChain: async () => {
         events.push("save");
@@ -468,7 +525,7 @@ describe("sponsored writes on several chains (decisions §30)", () => {
     const chainA = fakeChain({});
     const chainB = fakeChain({ "0xb1": { status: "success", blockNumber: 9n, uid: "0xu" } });
     const on = (chainId: number, isDefault: boolean, txStatus: ReturnType<typeof fakeChain>) =>
-      createSubmissionReconciler({ books: [witnessBook(ledger, clock, { chainId, isDefault })], txStatus, clock, graceMs: 0, lostAfterMs: 600_000 });
+      createSubmissionReconciler({ chainId, books: [witnessBook(ledger, clock, { chainId, isDefault })], txStatus, clock, graceMs: 0, lostAfterMs: 600_000 });
     await on(31337, true, chainA)({});
     expect((await ledger.find("w-b"))?.state).toBe("broadcast");
     await on(31338, false, chainB)({});

@@ -124,9 +124,10 @@ async function tracked<In, R extends RelayResult>(
 ): Promise<RelayWriteOutcome<R>> {
   const tracking = deps.tracking;
   if (tracking === undefined) return { kind: "answered", result: await send(write.input, undefined), submissionId: undefined };
-  const state: Opened = { id: undefined, ref: "", signal: undefined, began: tracking.tracker.began() };
+  const state: Opened = { id: undefined, chainId: 0, ref: "", signal: undefined, began: tracking.tracker.began() };
   const onSubmitting: OnSubmitting = async (chainId, key, items) => {
     state.id = await tracking.tracker.open(write.scope, chainId, key, items);
+    state.chainId = chainId;
     state.ref = key;
     await attach?.(state.id);
     state.signal?.();
@@ -148,7 +149,7 @@ async function tracked<In, R extends RelayResult>(
 }
 
 /** The submission a relay request opened, once it did. */
-type Opened = { id: string | undefined; ref: string; signal: (() => void) | undefined; readonly began: number };
+type Opened = { id: string | undefined; chainId: number; ref: string; signal: (() => void) | undefined; readonly began: number };
 
 /**
  * Keeps the relay's outcome on the submission it opened (or leaves it to the reconciler). A failure to keep it must not
@@ -157,7 +158,7 @@ type Opened = { id: string | undefined; ref: string; signal: (() => void) | unde
 async function settle(tracking: NonNullable<RelaySubmissionDeps["tracking"]>, opened: Opened, result: RelayResult, scope: string): Promise<void> {
   if (opened.id === undefined) return;
   try {
-    await tracking.tracker.settle(opened.id, opened.ref, result, scope, opened.began);
+    await tracking.tracker.settle(opened.id, opened.chainId, opened.ref, result, scope, opened.began);
   } catch (error) {
     tracking.log.warn("submission_settle_failed", { submissionId: opened.id, error: messageOf(error) });
   }

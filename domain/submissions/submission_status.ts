@@ -92,7 +92,8 @@ export function createSubmissionStatus(deps: SubmissionStatusDeps) {
    */
   const replayOf = (record: SubmissionRecord, ref: string) =>
     record.chainId === null ? deps.replay.findAnyChain(ref) : deps.replay.find(record.chainId, ref);
-  const bumpsOf = async (ref: string) => (await deps.replacements?.list(RELAY_BOOK, ref))?.map((r) => r.tx.txHash) ?? [];
+  /** The fee bumps of the submission's chain (decisions §30); of any chain for a record naming none, as above. */
+  const bumpsOf = async (record: SubmissionRecord) => (await deps.replacements?.list(RELAY_BOOK, record.chainId, record.ref))?.map((r) => r.tx.txHash) ?? [];
 
   /** The submission's state, then each request of a batch's. */
   async function view(record: SubmissionRecord, heads: Heads): Promise<SubmissionView> {
@@ -148,7 +149,7 @@ export function createSubmissionStatus(deps: SubmissionStatusDeps) {
     if (outcome?.state === "failed") return { ...base, state: "failed", txHash: outcome.txHash, feeBumps: outcome.feeBumps, error: outcome.error };
     // Still open: its replay record says where it stands.
     const live = await replayOf(record, record.ref);
-    const bumps = await bumpsOf(record.ref);
+    const bumps = await bumpsOf(record);
     if (live === undefined) return { ...base, state: "failed", txHash: null, feeBumps: bumps.length, error: "SUBMISSION_FAILED" };
     switch (live.state) {
       case "checked":

@@ -41,7 +41,7 @@ export function createSubmissionSweep(deps: SubmissionSweepDeps): (minAgeMs?: nu
     // `SubmissionRecord.chainId`), the record of the key on any chain, as that version found it.
     const replayOf = (ref: string) => record.chainId === null ? deps.replay.findAnyChain(ref) : deps.replay.find(record.chainId, ref);
     const live = await replayOf(record.ref);
-    const feeBumps = (await deps.replacements?.list(RELAY_BOOK, record.ref))?.length ?? 0;
+    const feeBumps = (await deps.replacements?.list(RELAY_BOOK, record.chainId, record.ref))?.length ?? 0;
     if (live === undefined) return { state: "failed", txHash: null, error: "SUBMISSION_FAILED", feeBumps };
     if (live.state === "reverted") return { state: "failed", txHash: live.txHash, error: "SUBMISSION_FAILED", feeBumps };
     if (live.state !== "mined") return undefined;

@@ -73,7 +73,7 @@ describe("createSubmissionSweep() (decisions §23: an outcome nobody kept is set
     const tracker = createSubmissionTracker({ records, random: fakeRandom(), clock, onSettled });
     const id = await tracker.open("account:a", 1, "k1");
     // The relay's answer does not wait on the queue, and does not fail with it.
-    await tracker.settle(id, "k1", { ok: true, value: { txHash: tx(1).txHash, uid: "0xuid-k1", blockNumber: 7n } });
+    await tracker.settle(id, 1, "k1", { ok: true, value: { txHash: tx(1).txHash, uid: "0xuid-k1", blockNumber: 7n } });
     expect(records.untoldIds.has(id)).toBe(true);
     queueUp = true;
     clock.set(clock.nowMs() + 60_001);
@@ -98,7 +98,7 @@ describe("createSubmissionSweep() (decisions §23: an outcome nobody kept is set
     const s = setup();
     await s.died("k1", "mined", 1);
     const id = await s.tracker.open("account:a", 1, "k1");
-    await s.tracker.settle(id, "k1", { ok: true, value: { txHash: tx(1).txHash, uid: "0xuid-k1", blockNumber: 7n } });
+    await s.tracker.settle(id, 1, "k1", { ok: true, value: { txHash: tx(1).txHash, uid: "0xuid-k1", blockNumber: 7n } });
     s.clock.set(s.clock.nowMs() + 60_001);
     expect(await s.sweep()).toBe(0);
     expect(s.told).toHaveLength(1);

@@ -77,7 +77,7 @@ export async function tellSettled(
  * learns it (decisions §23). An unknown outcome (`OUTCOME_UNKNOWN`) leaves it open for the reconciler.
  */
 export function createSubmissionTracker(deps: SubmissionTrackerDeps) {
-  const bumps = async (ref: string) => (await deps.replacements?.list(RELAY_BOOK, ref))?.length ?? 0;
+  const bumps = async (chainId: number, ref: string) => (await deps.replacements?.list(RELAY_BOOK, chainId, ref))?.length ?? 0;
   return {
     /**
      * Records a submission of `scope` for the replay record `ref` on chain `chainId` (a batch's: its first request's,
@@ -91,13 +91,14 @@ export function createSubmissionTracker(deps: SubmissionTrackerDeps) {
     /** Now, by the tracker's clock: a relay takes it before it claims its replay record, and settles with it. */
     began: (): number => deps.clock.nowMs(),
     /**
-     * Keeps what the relay answered as the submission's outcome; `scope` is the one it was opened with, when known;
-     * `beganAtMs` ({@link began}) when the relay began, before its replay record was made.
+     * Keeps what the relay answered as the submission's outcome, for the replay record `ref` on chain `chainId` (as it
+     * was opened: its fee bumps are that chain's); `scope` is the one it was opened with, when known; `beganAtMs`
+     * ({@link began}) when the relay began, before its replay record was made.
      */
-    async settle(id: string, ref: string, result: RelayResult, scope?: string, beganAtMs?: number): Promise<void> {
+    async settle(id: string, chainId: number, ref: string, result: RelayResult, scope?: string, beganAtMs?: number): Promise<void> {
       if (!result.ok && result.code === "OUTCOME_UNKNOWN") return;
       const unbumped = beganAtMs !== undefined && deps.bumpAfterMs !== undefined && deps.clock.nowMs() - beganAtMs < deps.bumpAfterMs / 2;
-      const feeBumps = unbumped ? 0 : await bumps(ref);
+      const feeBumps = unbumped ? 0 : await bumps(chainId, ref);
       const outcome: SubmissionOutcome = result.ok
         ? {
           state: "mined",
@@ -126,7 +127,7 @@ export type SubmissionTracker = ReturnType<typeof createSubmissionTracker>;
  */
 export function trackedBook(book: SubmissionBook & { readonly chainId: number }, deps: Omit<SubmissionTrackerDeps, "random">): SubmissionBook {
   const keep = async (ref: string, outcome: (feeBumps: number) => SubmissionOutcome) => {
-    const feeBumps = (await deps.replacements?.list(book.name, ref))?.length ?? 0;
+    const feeBumps = (await deps.replacements?.list(book.name, book.chainId, ref))?.length ?? 0;
     const kept = outcome(feeBumps);
     for (const submissionId of await deps.records.settleRef(book.chainId, ref, kept, deps.clock.nowMs())) await tellSettled(deps, { submissionId, outcome: kept });
   };

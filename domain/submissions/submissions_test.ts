@@ -1,26 +1,16 @@
 import { describe, expect, test } from "bun:test";
-import { fakeClock, fakeRandom, fakeReplayStore, fakeSubmissionRecords } from "../../ports/fakes/mod.ts";
+import { fakeClock, fakeRandom, fakeReplayStore, fakeSubmissionRecords, fakeTxReplacements } from "../../ports/fakes/mod.ts";
 import type { HexString } from "../../ports/eas.ts";
-import type { TxReplacement, TxReplacementStore } from "../../ports/tx_replacements.ts";
+import type { TxReplacementStore } from "../../ports/tx_replacements.ts";
 import { replayBook } from "../delegation/mod.ts";
 import { createSubmissionStatus, createSubmissionTracker, isSubmissionId, newSubmissionId, RELAY_BOOK, trackedBook } from "./mod.ts";
 
 const tx = (n: number) => ({ txHash: `0x${n.toString(16).padStart(64, "0")}` as HexString, raw: "0x02" as HexString, wallet: "0xaa" as HexString, nonce: 4 });
 
-function replacements() {
-  const rows = new Map<string, TxReplacement[]>();
-  const store: TxReplacementStore = {
-    add: (book, id, r) => Promise.resolve(void rows.set(`${book}/${id}`, [...(rows.get(`${book}/${id}`) ?? []), r])),
-    list: (book, id) => Promise.resolve(rows.get(`${book}/${id}`) ?? []),
-    prune: () => Promise.resolve(0),
-  };
-  return store;
-}
-
 function setup(options: { head?: bigint; confirmations?: number } = {}) {
   const records = fakeSubmissionRecords();
   const replay = fakeReplayStore();
-  const bumps = replacements();
+  const bumps = fakeTxReplacements();
   const clock = fakeClock();
   const tracker = createSubmissionTracker({ records, random: fakeRandom(), clock, replacements: bumps });
   const status = createSubmissionStatus({ records, replay, replacements: bumps, head: () => Promise.resolve(options.head ?? 100n), confirmations: options.confirmations ?? 12 });
@@ -47,7 +37,7 @@ describe("createSubmissionStatus()", () => {
     await env.replay.markSigned(1, "0xkey", tx(1));
     await env.replay.markSent(1, "0xkey");
     expect((await env.status.read(id))).toMatchObject({ ok: true, value: { state: "sent", txHash: tx(1).txHash, feeBumps: 0 } });
-    await env.bumps.add(RELAY_BOOK, "0xkey", { tx: tx(2), createdAtMs: 1 });
+    await env.bumps.add(RELAY_BOOK, 1, "0xkey", { tx: tx(2), createdAtMs: 1 });
     expect((await env.status.read(id))).toMatchObject({ ok: true, value: { state: "replaced", txHash: tx(2).txHash, feeBumps: 1 } });
     await env.replay.finish(1, "0xkey", { state: "mined", txHash: tx(2).txHash, uid: "0xuid", blockNumber: 100n });
     expect((await env.status.read(id))).toMatchObject({ ok: true, value: { state: "mined", txHash: tx(2).txHash, uid: "0xuid", blockNumber: 100, confirmations: 11, feeBumps: 1 } });
@@ -55,11 +45,32 @@ describe("createSubmissionStatus()", () => {
     expect((await deeper.read(id))).toMatchObject({ ok: true, value: { state: "confirmed", confirmations: 12 } });
   });
 
+  test("one signature live on two chains (decisions §30): each submission shows its own chain's fee bumps and hashes; a record naming no chain (an earlier version's) counts every chain's, as that version did", async () => {
+    const env = setup();
+    for (const [chainId, sent] of [[31337, tx(1)], [31338, tx(2)]] as const) {
+      await env.replay.claim({ key: "0xtwo", chainId, attester: "0xa", nonce: 0n, deadline: 2_000_000_000n, createdAtMs: 0 });
+      await env.replay.markSigned(chainId, "0xtwo", sent);
+      await env.replay.markSent(chainId, "0xtwo");
+    }
+    const onA = await env.tracker.open("account:a", 31337, "0xtwo");
+    const onB = await env.tracker.open("account:a", 31338, "0xtwo");
+    await env.bumps.add(RELAY_BOOK, 31337, "0xtwo", { tx: tx(3), createdAtMs: 1 });
+    expect(await env.status.read(onA)).toMatchObject({ ok: true, value: { state: "replaced", txHash: tx(3).txHash, feeBumps: 1 } });
+    expect(await env.status.read(onB)).toMatchObject({ ok: true, value: { state: "sent", txHash: tx(2).txHash, feeBumps: 0 } });
+    // Kept by the relay on B: B's count, not A's.
+    await env.tracker.settle(onB, 31338, "0xtwo", { ok: true, value: { txHash: tx(2).txHash, uid: "0xub", blockNumber: 90n } });
+    expect((await env.records.find(onB))?.outcome).toMatchObject({ state: "mined", feeBumps: 0 });
+    const unnamed = await env.tracker.open("account:a", 31338, "0xtwo");
+    env.records.records.set(unnamed, { ...env.records.records.get(unnamed)!, chainId: null });
+    await env.bumps.add(RELAY_BOOK, 31338, "0xtwo", { tx: tx(4), createdAtMs: 2 });
+    expect(await env.status.read(unnamed)).toMatchObject({ ok: true, value: { feeBumps: 2 } });
+  });
+
   test("an outcome kept by the relay answers after the replay record is gone; a record given back is failed", async () => {
     const env = setup({ confirmations: 0 });
     await env.claim("0xk1");
     const kept = await env.tracker.open("account:a", 1, "0xk1");
-    await env.tracker.settle(kept, "0xk1", { ok: true, value: { txHash: tx(3).txHash, uid: "0xu", blockNumber: 90n } });
+    await env.tracker.settle(kept, 1, "0xk1", { ok: true, value: { txHash: tx(3).txHash, uid: "0xu", blockNumber: 90n } });
     env.replay.rows.clear();
     expect((await env.status.read(kept))).toMatchObject({ ok: true, value: { state: "confirmed", uid: "0xu", confirmations: 11 } });
     await env.claim("0xk2");
@@ -80,14 +91,14 @@ describe("createSubmissionStatus()", () => {
     });
     const mined = { ok: true, value: { txHash: tx(5).txHash, uid: "0xu5", blockNumber: 9n } } as const;
     const publicId = await tracker.open("client:127.0.0.1", 1, "0xp");
-    await tracker.settle(publicId, "0xp", mined, "client:127.0.0.1");
+    await tracker.settle(publicId, 1, "0xp", mined, "client:127.0.0.1");
     expect((await records.find(publicId))?.outcome).toMatchObject({ state: "mined", uid: "0xu5" });
     expect(records.untoldIds.has(publicId)).toBe(false);
     const accountId = await tracker.open("account:a", 1, "0xa");
-    await tracker.settle(accountId, "0xa", mined, "account:a");
+    await tracker.settle(accountId, 1, "0xa", mined, "account:a");
     // Told, then marked told; without the scope (as before) the settlement is told whatever its scope.
     const unnamed = await tracker.open("client:127.0.0.1", 1, "0xq");
-    await tracker.settle(unnamed, "0xq", mined);
+    await tracker.settle(unnamed, 1, "0xq", mined);
     expect(told).toEqual([{ submissionId: accountId, scope: "account:a" }, { submissionId: unnamed, scope: undefined }]);
     expect([...records.untoldIds]).toEqual([]);
   });
@@ -95,26 +106,26 @@ describe("createSubmissionStatus()", () => {
   test("a relay that settles within half the reconciler's bump delay does not read the fee bumps (issue 43 item 4)", async () => {
     const records = fakeSubmissionRecords();
     const clock = fakeClock();
-    const store = replacements();
+    const store = fakeTxReplacements();
     let lists = 0;
-    const counted: TxReplacementStore = { ...store, list: (book, id) => (lists++, store.list(book, id)) };
+    const counted: TxReplacementStore = { ...store, list: (book, chainId, id) => (lists++, store.list(book, chainId, id)) };
     const mined = { ok: true, value: { txHash: tx(6).txHash, uid: "0xu6", blockNumber: 9n } } as const;
     const settleAfter = async (tracker: ReturnType<typeof createSubmissionTracker>, ref: string, elapsedMs: number) => {
       const start = tracker.began();
       const id = await tracker.open("client:127.0.0.1", 1, ref);
       clock.set(clock.nowMs() + elapsedMs);
-      await tracker.settle(id, ref, mined, "client:127.0.0.1", start);
+      await tracker.settle(id, 1, ref, mined, "client:127.0.0.1", start);
       return (await records.find(id))?.outcome;
     };
     const tracker = createSubmissionTracker({ records, random: fakeRandom(), clock, replacements: counted, bumpAfterMs: 120_000 });
     expect(await settleAfter(tracker, "0xa", 59_999)).toMatchObject({ state: "mined", feeBumps: 0 });
     expect(lists).toBe(0);
     // Half the delay or more since the relay began: a bump may have been made, and is counted.
-    await store.add(RELAY_BOOK, "0xb", { tx: tx(7), createdAtMs: clock.nowMs() });
+    await store.add(RELAY_BOOK, 1, "0xb", { tx: tx(7), createdAtMs: clock.nowMs() });
     expect(await settleAfter(tracker, "0xb", 60_000)).toMatchObject({ state: "mined", feeBumps: 1 });
     expect(lists).toBe(1);
     // Without the relay's start, or without the reconciler's delay, the count is read.
-    await tracker.settle(await tracker.open("client:127.0.0.1", 1, "0xc"), "0xc", mined, "client:127.0.0.1");
+    await tracker.settle(await tracker.open("client:127.0.0.1", 1, "0xc"), 1, "0xc", mined, "client:127.0.0.1");
     expect(lists).toBe(2);
     const unknownDelay = createSubmissionTracker({ records, random: fakeRandom(), clock, replacements: counted });
     expect(await settleAfter(unknownDelay, "0xd", 1)).toMatchObject({ state: "mined", feeBumps: 0 });
@@ -129,9 +140,9 @@ describe("createSubmissionStatus()", () => {
     const env = setup();
     await env.claim("0xk");
     const id = await env.tracker.open("account:a", 1, "0xk");
-    await env.tracker.settle(id, "0xk", { ok: false, code: "OUTCOME_UNKNOWN", details: tx(4).txHash });
+    await env.tracker.settle(id, 1, "0xk", { ok: false, code: "OUTCOME_UNKNOWN", details: tx(4).txHash });
     expect((await env.records.find(id))?.outcome).toBeNull();
-    await env.tracker.settle(id, "0xk", { ok: false, code: "SUBMISSION_FAILED", details: tx(4).txHash });
+    await env.tracker.settle(id, 1, "0xk", { ok: false, code: "SUBMISSION_FAILED", details: tx(4).txHash });
     expect((await env.status.read(id))).toMatchObject({ ok: true, value: { state: "failed", txHash: tx(4).txHash, error: "SUBMISSION_FAILED" } });
   });
 
@@ -169,7 +180,7 @@ describe("trackedBook()", () => {
     const book = trackedBook(replayBook(env.replay, 1), { records: env.records, clock: env.clock, replacements: env.bumps });
     await env.claim("0xm");
     const mined = await env.tracker.open("client:1.2.3.4", 1, "0xm");
-    await env.bumps.add(RELAY_BOOK, "0xm", { tx: tx(5), createdAtMs: 1 });
+    await env.bumps.add(RELAY_BOOK, 1, "0xm", { tx: tx(5), createdAtMs: 1 });
     await book.mined("0xm", { txHash: tx(5).txHash, uid: "0xu", blockNumber: 7n });
     expect((await env.records.find(mined))?.outcome).toEqual({ state: "mined", txHash: tx(5).txHash, uid: "0xu", blockNumber: 7n, feeBumps: 1 });
     await env.claim("0xr");
@@ -228,7 +239,7 @@ describe("a batch's submission (decisions §23)", () => {
       { index: 1, state: "refused", uid: null, status: 400, error: "ATTESTER_MISMATCH", message: "Signer does not match attester" },
       { index: 2, state: "pending", uid: null },
     ]);
-    await env.tracker.settle(id, "0xa", { ok: true, value: { txHash: tx(1).txHash, uid: "0xu0", blockNumber: 90n, uids: { "0xa": "0xu0", "0xbb": "0xu2" } } });
+    await env.tracker.settle(id, 1, "0xa", { ok: true, value: { txHash: tx(1).txHash, uid: "0xu0", blockNumber: 90n, uids: { "0xa": "0xu0", "0xbb": "0xu2" } } });
     env.replay.rows.clear();
     const read = await env.status.read(id);
     expect(read).toMatchObject({ ok: true, value: { state: "confirmed", uid: "0xu0", txHash: tx(1).txHash } });
@@ -270,7 +281,7 @@ describe("a batch's submission (decisions §23)", () => {
     const env = setup();
     await env.claim("0xa");
     const id = await env.tracker.open("account:a", 1, "0xa", [refused, { ref: "0xa" }]);
-    await env.tracker.settle(id, "0xa", { ok: false, code: "SUBMISSION_FAILED", details: tx(4).txHash });
+    await env.tracker.settle(id, 1, "0xa", { ok: false, code: "SUBMISSION_FAILED", details: tx(4).txHash });
     const read = await env.status.read(id);
     expect(read.ok && read.value.items?.map((item) => item.state)).toEqual(["refused", "failed"]);
   });
@@ -290,9 +301,9 @@ describe("onSettled (the seam of submission.settled)", () => {
     const claim = (key: string) => replay.claim({ key, chainId: 1, attester: "0xa", nonce: BigInt(key.length), deadline: 2_000_000_000n, createdAtMs: 1 });
     await claim("0xa1");
     const a = await tracker.open("account:a", 1, "0xa1");
-    await tracker.settle(a, "0xa1", { ok: false, code: "OUTCOME_UNKNOWN", details: tx(9).txHash });
-    await tracker.settle(a, "0xa1", { ok: true, value: { txHash: tx(9).txHash, uid: null, blockNumber: 3n } });
-    await tracker.settle(a, "0xa1", { ok: false, code: "SUBMISSION_FAILED" });
+    await tracker.settle(a, 1, "0xa1", { ok: false, code: "OUTCOME_UNKNOWN", details: tx(9).txHash });
+    await tracker.settle(a, 1, "0xa1", { ok: true, value: { txHash: tx(9).txHash, uid: null, blockNumber: 3n } });
+    await tracker.settle(a, 1, "0xa1", { ok: false, code: "SUBMISSION_FAILED" });
     await claim("0xb22");
     const b = await tracker.open("account:a", 1, "0xb22");
     const book = trackedBook(replayBook(replay, 1), { records, clock, onSettled });
