@@ -5,23 +5,24 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import type { WrittenAttestation } from "../ports/attestation_index.ts";
 import { join } from "node:path";
-import { type Address, createPublicClient, type Hex, http } from "viem";
+import type { Address, Hex } from "viem";
 import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
-import { createHttp1Post, createViemEas, type Http1Post, http1Serves, type ViemEas, wsChainId } from "../adapters/chain/mod.ts";
+import { createHttp1Post, createViemEas, type Http1Post, http1Serves, type ViemEas } from "../adapters/chain/mod.ts";
 import { loadSecp256k1, openKeccak256 } from "../adapters/crypto/mod.ts";
 import type { Keccak256 } from "../ports/keccak.ts";
 import type { Secp256k1 } from "../ports/secp256k1.ts";
 import { createJsonLogger, createPrometheusMetrics, meteredRpcFetch, type PrometheusMetrics } from "../adapters/observability/mod.ts";
 import { ClockSkewError, openPostgresStorage } from "../adapters/postgres/mod.ts";
 import { lockSqliteFile, openSqliteStorage, type SqliteInstanceLock } from "../adapters/sqlite/mod.ts";
-import { EAS_DOMAIN_VERSION, REFERENCED_AUTHORITY } from "../domain/delegation/mod.ts";
-import { EAS_ABI } from "../domain/eas_abi.ts";
-import { activeChainAnchors, caip2, subsidizedSchemaMap, validateTrustAnchors } from "../domain/identity/mod.ts";
+import { REFERENCED_AUTHORITY } from "../domain/delegation/mod.ts";
+import { activeChainAnchors, subsidizedSchemaMap, validateTrustAnchors } from "../domain/identity/mod.ts";
 import { requestLogContext } from "../http/instrument.ts";
 import type { Logger } from "../ports/logger.ts";
 import type { Storage } from "../ports/storage.ts";
 import type { ChainAnchors, TrustAnchors } from "../ports/trust_anchors.ts";
-import { attestationChains, type ChainConfig, type ChainsConfig, type Config, defaultChain } from "./config.ts";
+import { attestationChains, type ChainsConfig, type Config, defaultChain } from "./config.ts";
+import { checkChains, createChainGates } from "./chain_checks.ts";
+import { StartupError } from "./startup_error.ts";
 import { describeMetrics } from "./metrics.ts";
 import { checkChainDelegates, checkDelegatePresent, checkRawKeys, closeSigners, delegateOn, openServiceSigners, type ServiceSigners } from "./signers.ts";
 import { SignerStartError } from "../adapters/signers/mod.ts";
@@ -30,8 +31,7 @@ import type { EthereumSigner } from "../ports/signer.ts";
 /** Schema UIDs (lowercase) a relay writes, with their names. */
 export type SchemaMap = ReadonlyMap<string, { readonly name: string; readonly revocable?: boolean | undefined }>;
 
-/** A start-up problem the operator must fix; printed without a stack. */
-export class StartupError extends Error {}
+export { StartupError } from "./startup_error.ts";
 
 /** Options of the service that tests set. */
 export type StartServiceOptions = {
@@ -123,8 +123,9 @@ export async function openFoundation(config: Config, options: StartServiceOption
   const log = options.log ?? createJsonLogger(config.server.logLevel, { context: requestLogContext });
   const metrics = createPrometheusMetrics();
   describeMetrics(metrics);
-  const rpcFetch = meteredRpcFetch(options.rpcFetch ?? fetch, metrics);
-  const rpcPost = (url: string) => (options.rpcFetch === undefined && http1Serves(url) ? createHttp1Post(url) : undefined);
+  // Every chain's JSON-RPC: a chain whose node did not answer at start waits behind its gate (app/chain_checks.ts).
+  const gates = createChainGates(meteredRpcFetch(options.rpcFetch ?? fetch, metrics), (url) => (options.rpcFetch === undefined && http1Serves(url) ? createHttp1Post(url) : undefined));
+  const { rpcFetch, rpcPost } = gates;
   const keccak256 = await openKeccak256();
   const secp = loadSecp256k1(config.signers.secp256k1Library, keccak256);
   if (!secp.ok) throw new StartupError(secp.error);
@@ -150,9 +151,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
     const rpcUrl: string = served.rpcUrl ?? devnet!.chains.find((c) => c.chainId === served.chainId)?.rpcUrl ?? devnet!.rpcUrl;
     const trustAnchors = loadTrustAnchors(config.chains.trustAnchorsPath ?? devnet!.trustAnchorsPath);
     checkAnchoredChains(config.chains, trustAnchors);
-    const { chainId, chain } = await checkChain(rpcUrl, trustAnchors, served, config.chains.rpcUrlChainId);
-    await checkOtherChains(config.chains, served, trustAnchors, devnet);
-    await checkWsUrls(config.chains, chainId);
+    const { chainId, chain } = await checkChains(config.chains, { rpcUrl, trustAnchors, devnet, log, gates });
     // The embedded devnet's own keys sign for the roles the config leaves without one.
     if (devnet !== undefined && (signers.delegate === undefined || signers.witness === undefined)) {
       // Opened again with them (once per start, on the devnet): the first sessions are closed, not left open.
@@ -241,47 +240,6 @@ export function checkAnchoredChains(chains: ChainsConfig, trustAnchors: TrustAnc
 }
 
 /**
- * Every chain besides the default one (decisions §30): its node answers its own chain id, and an attestation chain's
- * has EAS at the anchored address. Without it, a chains file whose rpcUrl named another chain's node served that
- * chain's attestations, transactions and owners under this chain's name, and /readyz said ready.
- */
-async function checkOtherChains(chains: ChainsConfig, served: ChainConfig, trustAnchors: TrustAnchors, devnet: Devnet | undefined): Promise<void> {
-  await Promise.all(chains.list.filter((chain) => chain !== served).map(async (chain) => {
-    const url = chain.rpcUrl ?? devnet?.chains.find((c) => c.chainId === chain.chainId)?.rpcUrl;
-    if (url === undefined) throw new StartupError(`CHAINS_FILE: no node for ${chain.caip2}`);
-    if (chain.role === "attestations") await checkChain(url, trustAnchors, chain);
-    else await chainIdOf(createPublicClient({ transport: http(url, { retryCount: 2, timeout: 10_000 }) }), chain);
-  }));
-}
-
-/**
- * Every chain's `wsUrl` (`RPC_WS_URL` for the default one) answers that chain's id (decisions §30), as its rpcUrl must:
- * a WebSocket endpoint of another chain's node gave its heads as this chain's, which froze this chain's index while
- * /readyz said ready. The follower checks it again on each connection (adapters/chain/ws_new_heads.ts).
- */
-async function checkWsUrls(chains: ChainsConfig, defaultChainId: number): Promise<void> {
-  await Promise.all(chains.list.filter((chain) => chain.wsUrl !== undefined).map(async (chain) => {
-    const meant = chain.chainId ?? defaultChainId;
-    const name = chain.chainId === undefined ? "RPC_WS_URL" : `the wsUrl of ${chain.caip2}`;
-    const answered = await wsChainId(chain.wsUrl!, 10_000);
-    if (answered === undefined) throw new StartupError(`${chain.chainId === undefined ? "" : "CHAINS_FILE: "}${name} does not answer eth_chainId`);
-    if (answered !== meant) throw new StartupError(`${chain.chainId === undefined ? "" : "CHAINS_FILE: "}${name} answers chain ${answered}, not eip155:${meant}`);
-  }));
-}
-
-/** The node's chain id, which must be the one the chain's entry names (when it names one). */
-async function chainIdOf(probe: { getChainId: () => Promise<number> }, served: Pick<ChainConfig, "caip2" | "chainId">): Promise<number> {
-  let chainId: number;
-  try {
-    chainId = await probe.getChainId();
-  } catch {
-    throw new StartupError(served.chainId === undefined ? "RPC_URL does not answer eth_chainId" : `CHAINS_FILE: the rpcUrl of ${served.caip2} does not answer eth_chainId`);
-  }
-  if (served.chainId !== undefined && served.chainId !== chainId) throw new StartupError(`CHAINS_FILE: the rpcUrl of ${served.caip2} answers chain ${chainId}`);
-  return chainId;
-}
-
-/**
  * The embedded devnet in `DATA_DIR/devnet`. `DATA_DIR` is made first, its owner's alone: the database in it holds
  * secrets, and the devnet's files made it with the umask's mode before the SQLite file's own 0700 folder could apply.
  */
@@ -298,32 +256,6 @@ function startEmbeddedDevnet(config: Config, configured: ServiceSigners, log: Lo
     witnessAddress: configured.witness?.address,
     log: (line: string) => log.debug("devnet", { line }),
   });
-}
-
-/** The chain's id, its anchors, and an EAS of the version delegated signatures are made for at the anchored address. */
-async function checkChain(
-  rpcUrl: string,
-  trustAnchors: TrustAnchors,
-  served: Pick<ChainConfig, "caip2" | "chainId">,
-  meant?: number | undefined,
-): Promise<{ chainId: number; chain: ChainAnchors }> {
-  const probe = createPublicClient({ transport: http(rpcUrl, { retryCount: 2, timeout: 10_000 }) });
-  const chainId = await chainIdOf(probe, served);
-  // `DEFAULT_CHAIN` beside `RPC_URL` names the chain meant; the node's is checked before anything else is asked of it.
-  if (meant !== undefined && meant !== chainId) throw new StartupError(`DEFAULT_CHAIN: eip155:${meant} is not the chain RPC_URL serves (eip155:${chainId})`);
-  const chain = activeChainAnchors(trustAnchors, chainId);
-  if (!chain.ok) throw new StartupError(`${chain.message} (TRUST_ANCHORS_PATH)`);
-  const easAddress = chain.value.easContract as Address;
-  let version: string;
-  try {
-    version = await probe.readContract({ address: easAddress, abi: EAS_ABI, functionName: "version" });
-  } catch {
-    throw new StartupError(`No EAS contract answers at ${easAddress} on ${caip2(chainId)}`);
-  }
-  if (version !== EAS_DOMAIN_VERSION) {
-    throw new StartupError(`EAS at ${easAddress} is version ${version}; delegated signatures need ${EAS_DOMAIN_VERSION}`);
-  }
-  return { chainId, chain: chain.value };
 }
 
 /** PostgreSQL when `DATABASE_URL` is set (several instances), else the SQLite file. */

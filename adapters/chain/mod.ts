@@ -14,3 +14,4 @@ export { createViemTxReceiptReader } from "./viem_receipts.ts";
 export { signEip1559Digest } from "./eip1559.ts";
 export { createHttp1Post, type Http1Post, http1Serves } from "./http1_post.ts";
 export { createViemProofChains, type ProofChainSource, type ViemProofChainsOptions } from "./viem_proof_chains.ts";
+export { type ChainCheck, type ChainCheckGate, type ChainGateState, ChainNotCheckedError, createChainCheckGate } from "./chain_check_gate.ts";

@@ -1,0 +1,93 @@
+import { describe, expect, test } from "bun:test";
+import { type ChainCheck, ChainNotCheckedError, createChainCheckGate } from "./chain_check_gate.ts";
+import type { Http1Post } from "./http1_post.ts";
+
+/** A gate whose check answers what `answers` holds next, with a clock the test moves. */
+function gateOf(answers: ChainCheck[]) {
+  let now = 0;
+  let asked = 0;
+  const logs: [string, string, Record<string, unknown>][] = [];
+  const gate = createChainCheckGate({
+    caip2: "eip155:31339",
+    check: () => {
+      asked++;
+      return Promise.resolve(answers.shift() ?? { kind: "unanswered" });
+    },
+    retryMs: 1_000,
+    nowMs: () => now,
+    log: (level, event, fields) => logs.push([level, event, fields]),
+  });
+  let sent = 0;
+  const inner = Object.assign(() => {
+    sent++;
+    return Promise.resolve(new Response("{}"));
+  }, { preconnect: () => {} }) as unknown as typeof fetch;
+  return { gate, fetch: gate.fetch(inner), asked: () => asked, sent: () => sent, logs, advance: (ms: number) => void (now += ms) };
+}
+
+describe("createChainCheckGate()", () => {
+  test("a node that does not answer: each exchange fails unsent, the node asked again at most once per retryMs; once it answers its id the gate opens for good", async () => {
+    const g = gateOf([{ kind: "unanswered" }, { kind: "ok" }]);
+    expect(g.gate.state()).toBe("unchecked");
+    await expect(g.fetch("http://node/", {})).rejects.toBeInstanceOf(ChainNotCheckedError);
+    // Within retryMs: failed at once, the node not asked again.
+    await expect(g.fetch("http://node/", {})).rejects.toBeInstanceOf(ChainNotCheckedError);
+    expect([g.asked(), g.sent()]).toEqual([1, 0]);
+    g.advance(1_000);
+    expect((await g.fetch("http://node/", {})).status).toBe(200);
+    expect([g.gate.state(), g.asked(), g.sent()]).toEqual(["checked", 2, 1]);
+    // Open for good: no further check.
+    await g.fetch("http://node/", {});
+    expect([g.asked(), g.sent()]).toEqual([2, 2]);
+    expect(g.logs.map(([level, event]) => [level, event])).toEqual([["info", "chain_checked"]]);
+  });
+
+  test("a node that answers another chain later: closed for good, logged once at error level, nothing sent", async () => {
+    const g = gateOf([{ kind: "wrong", problem: "CHAINS_FILE: the rpcUrl of eip155:31339 answers chain 31337" }, { kind: "ok" }]);
+    const failure = await g.fetch("http://node/", {}).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(ChainNotCheckedError);
+    expect(String(failure)).toContain("serves another chain");
+    g.advance(60_000);
+    await expect(g.fetch("http://node/", {})).rejects.toBeInstanceOf(ChainNotCheckedError);
+    expect([g.gate.state(), g.asked(), g.sent()]).toEqual(["wrong", 1, 0]);
+    expect(g.logs).toEqual([["error", "chain_wrong_node", {
+      chain: "eip155:31339",
+      problem: "CHAINS_FILE: the rpcUrl of eip155:31339 answers chain 31337",
+      action: "the chain stays closed; fix its rpcUrl in CHAINS_FILE and restart",
+    }]]);
+  });
+
+  test("exchanges waiting together share one check; a check that throws counts as unanswered", async () => {
+    let release!: (found: ChainCheck) => void;
+    let asked = 0;
+    const gate = createChainCheckGate({
+      caip2: "eip155:31338",
+      check: () => {
+        asked++;
+        return asked === 1 ? Promise.reject(new Error("boom")) : new Promise((resolve) => (release = resolve));
+      },
+      retryMs: 0,
+    });
+    await expect(gate.ready()).rejects.toBeInstanceOf(ChainNotCheckedError);
+    const waiting = [gate.ready(), gate.ready(), gate.ready()];
+    release({ kind: "ok" });
+    await Promise.all(waiting);
+    expect([asked, gate.state()]).toEqual([2, "checked"]);
+  });
+
+  test("the kept-alive POST waits behind the gate as fetch does", async () => {
+    let sent = 0;
+    const inner = Object.assign((_body: string, _signal: AbortSignal) => {
+      sent++;
+      return Promise.resolve({ status: 200, text: "{}" });
+    }, { idle: () => 3 }) as Http1Post;
+    const answers: ChainCheck[] = [{ kind: "unanswered" }, { kind: "ok" }];
+    const gate = createChainCheckGate({ caip2: "eip155:31338", check: () => Promise.resolve(answers.shift()!), retryMs: 0 });
+    const post = gate.post(inner);
+    expect(post.idle()).toBe(3);
+    await expect(post("{}", new AbortController().signal)).rejects.toBeInstanceOf(ChainNotCheckedError);
+    expect(sent).toBe(0);
+    expect((await post("{}", new AbortController().signal)).status).toBe(200);
+    expect(sent).toBe(1);
+  });
+});

@@ -1,0 +1,197 @@
+/**
+ * The start's checks of every served chain's node (decisions §30), and the gates of the chains whose node did not answer
+ * then. The default chain's node must answer its chain id and have EAS at the anchored address, else the start stops.
+ * Every other chain's node is asked the same: one that answers and is not the chain meant (another chain id, no EAS)
+ * stops the start, a misconfiguration; one that does not answer (a provider's outage) no longer does (one provider down
+ * fails closed on its chain only). That chain is served behind its gate (adapters/chain/chain_check_gate.ts): every
+ * JSON-RPC exchange with its node waits for the check, asked again on the chain's next exchange (its index follower's
+ * poll, a read, a write) at most once a second, until the node answers its own chain id; then it serves. Another
+ * chain's id found then keeps the chain closed until a restart, logged at error level (`chain_wrong_node`).
+ */
+import { type Address, BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, createPublicClient, http } from "viem";
+import { type ChainCheck, type ChainCheckGate, createChainCheckGate, type Http1Post, wsChainId } from "../adapters/chain/mod.ts";
+import type { Devnet } from "../adapters/devnet/mod.ts";
+import { EAS_DOMAIN_VERSION } from "../domain/delegation/mod.ts";
+import { EAS_ABI } from "../domain/eas_abi.ts";
+import { activeChainAnchors, caip2 } from "../domain/identity/mod.ts";
+import type { Logger } from "../ports/logger.ts";
+import type { ChainAnchors, TrustAnchors } from "../ports/trust_anchors.ts";
+import { type ChainConfig, type ChainsConfig, defaultChain } from "./config.ts";
+import { StartupError } from "./startup_error.ts";
+
+/** Every chain's JSON-RPC fetch and kept-alive POST, a chain whose node was not checked at start behind its gate. */
+export type ChainGates = {
+  /** `fetch` for JSON-RPC, metered; a held chain's node's exchanges wait for its check. */
+  readonly rpcFetch: typeof fetch;
+  /** The kept-alive POST for a node at `url`, when one serves it; a held chain's waits for its check. */
+  readonly rpcPost: (url: string) => Http1Post | undefined;
+  /** Holds the chain whose node at `url` did not answer at start behind a gate, asked again through `metered`. */
+  readonly hold: (url: string, chain: ChainConfig, trustAnchors: TrustAnchors, log: Logger) => void;
+};
+
+/**
+ * The gates, keyed by the node's URL: every capability's client of a chain (its index follower, its writes, its proof
+ * reads) reaches its node through `rpcFetch` or `rpcPost` at the chain's URL, so a held chain's exchanges all wait,
+ * whoever makes them. Chains are told apart by URL: two served chains on one URL answer one chain id, which the start
+ * refuses.
+ */
+export function createChainGates(metered: typeof fetch, postOf: (url: string) => Http1Post | undefined): ChainGates {
+  const gates = new Map<string, ChainCheckGate>();
+  const gatedFetches = new Map<string, typeof fetch>();
+  const rpcFetch = Object.assign((input: RequestInfo | URL, init?: RequestInit) => {
+    const gated = gatedFetches.size === 0 ? undefined : gatedFetches.get(urlOf(input));
+    return (gated ?? metered)(input, init);
+  }, { preconnect: fetch.preconnect }) as typeof fetch;
+  return {
+    rpcFetch,
+    rpcPost: (url) => {
+      const post = postOf(url);
+      const gate = gates.get(urlKey(url));
+      return post === undefined || gate === undefined ? post : gate.post(post);
+    },
+    hold: (url, chain, trustAnchors, log) => {
+      const gate = createChainCheckGate({
+        caip2: chain.caip2 ?? "RPC_URL",
+        check: async (): Promise<ChainCheck> => {
+          const found = await probeChain(url, trustAnchors, chain, { fetchFn: metered, retryCount: 0 });
+          return found.ok ? { kind: "ok" } : found.answered ? { kind: "wrong", problem: found.message } : { kind: "unanswered" };
+        },
+        log: (level, event, fields) => log[level](event, fields),
+      });
+      gates.set(urlKey(url), gate);
+      gatedFetches.set(urlKey(url), gate.fetch(metered));
+    },
+  };
+}
+
+/**
+ * Checks every served chain's node at start: the default one's (at `rpcUrl`) must answer, every other one answering
+ * another chain stops the start, one not answering is held behind its gate. Returns the default chain's id and anchors.
+ */
+export async function checkChains(
+  chains: ChainsConfig,
+  deps: { readonly rpcUrl: string; readonly trustAnchors: TrustAnchors; readonly devnet: Devnet | undefined; readonly log: Logger; readonly gates: ChainGates },
+): Promise<{ chainId: number; chain: ChainAnchors }> {
+  const served = defaultChain(chains);
+  const checked = await checkChain(deps.rpcUrl, deps.trustAnchors, served, chains.rpcUrlChainId);
+  const unchecked = await checkOtherChains(chains, served, deps.trustAnchors, deps.devnet, deps.log);
+  for (const [url, other] of unchecked) deps.gates.hold(url, other, deps.trustAnchors, deps.log);
+  await checkWsUrls(chains, served, checked.chainId, deps.log);
+  return checked;
+}
+
+/**
+ * The default chain's id, its anchors, and an EAS of the version delegated signatures are made for at the anchored
+ * address; any problem, its node not answering included, stops the start.
+ */
+async function checkChain(
+  rpcUrl: string,
+  trustAnchors: TrustAnchors,
+  served: Pick<ChainConfig, "caip2" | "chainId">,
+  meant?: number | undefined,
+): Promise<{ chainId: number; chain: ChainAnchors }> {
+  const found = await probeChain(rpcUrl, trustAnchors, { ...served, role: "attestations" }, { meant });
+  if (!found.ok) throw new StartupError(found.message);
+  return { chainId: found.chainId, chain: found.chain! };
+}
+
+/**
+ * Every chain besides the default one (decisions §30): its node answers its own chain id, and an attestation chain's
+ * has EAS at the anchored address. Without it, a chains file whose rpcUrl named another chain's node served that
+ * chain's attestations, transactions and owners under this chain's name, and /readyz said ready. A node that answers
+ * and is not the chain meant stops the start. A node that does not answer (a provider's outage) no longer does: one
+ * provider down fails closed on its chain only. Its chain's node URL is returned, and the chain waits behind its gate
+ * (`ChainGates.hold`) until its node is checked.
+ */
+async function checkOtherChains(chains: ChainsConfig, served: ChainConfig, trustAnchors: TrustAnchors, devnet: Devnet | undefined, log: Logger): Promise<Map<string, ChainConfig>> {
+  const unchecked = new Map<string, ChainConfig>();
+  await Promise.all(chains.list.filter((chain) => chain !== served).map(async (chain) => {
+    const url = chain.rpcUrl ?? devnet?.chains.find((c) => c.chainId === chain.chainId)?.rpcUrl;
+    if (url === undefined) throw new StartupError(`CHAINS_FILE: no node for ${chain.caip2}`);
+    const found = await probeChain(url, trustAnchors, chain);
+    if (found.ok) return;
+    if (found.answered) throw new StartupError(found.message);
+    log.warn("chain_unchecked", { chain: chain.caip2, problem: found.message, action: "its routes fail closed until its node answers its chain id" });
+    unchecked.set(url, chain);
+  }));
+  return unchecked;
+}
+
+/** What asking a chain's node found: its id (and an attestation chain's anchors), or the problem; `answered` when the node answered and is not the chain meant. */
+type Probed =
+  | { readonly ok: true; readonly chainId: number; readonly chain: ChainAnchors | undefined }
+  | { readonly ok: false; readonly answered: boolean; readonly message: string };
+
+/**
+ * Asks a chain's node its chain id (which must be the one the chain's entry names, when it names one) and, on an
+ * attestation chain, EAS's version at the anchored address. A node that does not answer is `answered: false`.
+ */
+async function probeChain(
+  rpcUrl: string,
+  trustAnchors: TrustAnchors,
+  served: Pick<ChainConfig, "caip2" | "chainId" | "role">,
+  options: { readonly meant?: number | undefined; readonly fetchFn?: typeof fetch | undefined; readonly retryCount?: number | undefined } = {},
+): Promise<Probed> {
+  const probe = createPublicClient({ transport: http(rpcUrl, { retryCount: options.retryCount ?? 2, timeout: 10_000, fetchFn: options.fetchFn }) });
+  let chainId: number;
+  try {
+    chainId = await probe.getChainId();
+  } catch {
+    const message = served.chainId === undefined ? "RPC_URL does not answer eth_chainId" : `CHAINS_FILE: the rpcUrl of ${served.caip2} does not answer eth_chainId`;
+    return { ok: false, answered: false, message };
+  }
+  if (served.chainId !== undefined && served.chainId !== chainId) return { ok: false, answered: true, message: `CHAINS_FILE: the rpcUrl of ${served.caip2} answers chain ${chainId}` };
+  // `DEFAULT_CHAIN` beside `RPC_URL` names the chain meant; the node's is checked before anything else is asked of it.
+  const meant = options.meant;
+  if (meant !== undefined && meant !== chainId) return { ok: false, answered: true, message: `DEFAULT_CHAIN: eip155:${meant} is not the chain RPC_URL serves (eip155:${chainId})` };
+  if (served.role !== "attestations") return { ok: true, chainId, chain: undefined };
+  const chain = activeChainAnchors(trustAnchors, chainId);
+  if (!chain.ok) return { ok: false, answered: true, message: `${chain.message} (TRUST_ANCHORS_PATH)` };
+  const easAddress = chain.value.easContract as Address;
+  let version: string;
+  try {
+    version = await probe.readContract({ address: easAddress, abi: EAS_ABI, functionName: "version" });
+  } catch (error) {
+    // No code at the address (an empty answer) or a revert is the node's answer; anything else is the node not answering.
+    const answered = error instanceof BaseError && error.walk((e) => e instanceof ContractFunctionZeroDataError || e instanceof ContractFunctionRevertedError) !== null;
+    return { ok: false, answered, message: `No EAS contract answers at ${easAddress} on ${caip2(chainId)}` };
+  }
+  if (version !== EAS_DOMAIN_VERSION) return { ok: false, answered: true, message: `EAS at ${easAddress} is version ${version}; delegated signatures need ${EAS_DOMAIN_VERSION}` };
+  return { ok: true, chainId, chain: chain.value };
+}
+
+/**
+ * Every chain's `wsUrl` (`RPC_WS_URL` for the default one) answers that chain's id (decisions §30), as its rpcUrl must:
+ * a WebSocket endpoint of another chain's node gave its heads as this chain's, which froze this chain's index while
+ * /readyz said ready. The follower checks it again on each connection (adapters/chain/ws_new_heads.ts). Another chain's
+ * `wsUrl` that does not answer is logged and the start goes on (its heads are a hint; the follower polls meanwhile and
+ * subscribes only once the node answers its chain's id); the default chain's stops the start.
+ */
+async function checkWsUrls(chains: ChainsConfig, served: ChainConfig, defaultChainId: number, log: Logger): Promise<void> {
+  await Promise.all(chains.list.filter((chain) => chain.wsUrl !== undefined).map(async (chain) => {
+    const meant = chain.chainId ?? defaultChainId;
+    const name = chain.chainId === undefined ? "RPC_WS_URL" : `the wsUrl of ${chain.caip2}`;
+    const prefix = chain.chainId === undefined ? "" : "CHAINS_FILE: ";
+    const answered = await wsChainId(chain.wsUrl!, 10_000);
+    if (answered === undefined && chain !== served) {
+      log.warn("chain_ws_unchecked", { chain: chain.caip2, problem: `${prefix}${name} does not answer eth_chainId`, action: "its index polls until the WebSocket answers its chain id" });
+      return;
+    }
+    if (answered === undefined) throw new StartupError(`${prefix}${name} does not answer eth_chainId`);
+    if (answered !== meant) throw new StartupError(`${prefix}${name} answers chain ${answered}, not eip155:${meant}`);
+  }));
+}
+
+/** The URL a fetch is asked for, as {@link urlKey} writes it. */
+function urlOf(input: RequestInfo | URL): string {
+  return urlKey(typeof input === "string" ? input : input instanceof URL ? input.href : input.url);
+}
+
+/** A node's URL as the WHATWG parser writes it (viem's transport asks for `http://host:port/` given `http://host:port`). */
+function urlKey(url: string): string {
+  try {
+    return new URL(url).href;
+  } catch {
+    return url;
+  }
+}
