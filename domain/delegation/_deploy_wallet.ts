@@ -70,7 +70,12 @@ export async function deployCounterfactual(sending: Sending, target: WalletDeplo
     if (state.refusal?.code === "RATE_LIMITED") await deps.guard?.giveBackAttester?.(request.attester);
     return state.refusal ?? fail("INVALID_INPUT", "The wallet's deployment was refused");
   }
-  if (outcome === "rpc-error") return fail("RPC_ERROR", "The chain did not answer while deploying the wallet");
+  if (outcome === "rpc-error") {
+    // Not charged: the chain did not answer before the charge (the wallet's code, the factory call's estimate), so
+    // nothing was sent and the attester's token goes back. Charged, the call may have left: the token is kept.
+    if (state.charged === undefined) await deps.guard?.giveBackAttester?.(request.attester);
+    return fail("RPC_ERROR", "The chain did not answer while deploying the wallet");
+  }
   return fail("SUBMISSION_FAILED", "The wallet's factory call did not deploy the attester; nothing was attested");
 }
 

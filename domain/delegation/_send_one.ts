@@ -53,6 +53,9 @@ async function submitClaimed(sending: Sending, caller: DelegatedAttestCaller): P
       if (deps.maxGasPerTx === undefined) return fail("INVALID_INPUT", "The attestation needs more gas than a block holds; nothing was sent");
       return fail("INVALID_INPUT", `The attestation needs more gas: more than the ${deps.maxGasPerTx} allowed per transaction; nothing was sent`);
     }
+    // The chain did not answer: nothing was sent or charged, so the attester's token goes back (as for a failed read
+    // just before signing, below); a refusal of the request itself (a revert, too much gas) keeps it.
+    await deps.guard?.giveBackAttester?.(sending.chargedTo.attester);
     return fail("RPC_ERROR", "The chain did not answer the simulation");
   }
   // The budget is charged with the simulated gas (the transaction's gas limit, so never less than it spends),
@@ -95,6 +98,15 @@ async function submitClaimed(sending: Sending, caller: DelegatedAttestCaller): P
   return await settleSubmission(sending, submission, simulation.gas);
 }
 
+/** Nothing was signed or sent: the signature, the gas charged, the attester's token and the caller's reservation go back. */
+async function giveBackUnsent(sending: Sending, gas: bigint): Promise<void> {
+  const { deps, claimed: { key, ticket } } = sending;
+  await deps.replay.release(deps.eas.chainId, key);
+  await deps.guard?.refund?.(gas, sending.chargedTo);
+  await deps.guard?.giveBackAttester?.(sending.chargedTo.attester);
+  await ticket?.release();
+}
+
 /** Keeps what became of the transaction on the replay record and the caller's ticket, and words the answer. */
 async function settleSubmission(sending: Sending, submission: Submission, gas: bigint): Promise<Ok<DelegatedAttestSuccess> | DelegatedAttestFailure> {
   const { deps, claimed: { key, ticket } } = sending;
@@ -113,30 +125,19 @@ async function settleSubmission(sending: Sending, submission: Submission, gas: b
   if (submission.reason === "rpc-error") {
     // The wallet's nonce or fees could not be read, before anything was signed: as a failed balance read or simulation,
     // 500 RPC_ERROR (decisions §2), an answer that did nothing (not kept under an Idempotency-Key). Nothing was sent, so
-    // the signature, the gas charged, the attester's token and the caller's reservation are given back. It was
-    // SUBMISSION_FAILED ("the chain refused the transaction"), kept for the key's 24 hours with the token spent.
-    await deps.replay.release(deps.eas.chainId, key);
-    await deps.guard?.refund?.(gas, sending.chargedTo);
-    await deps.guard?.giveBackAttester?.(sending.chargedTo.attester);
-    await ticket?.release();
+    // the signature, the gas charged, the attester's token and the caller's reservation are given back.
+    await giveBackUnsent(sending, gas);
     return chainSilentBeforeSend();
   }
   if (submission.reason === "signer-unavailable") {
-    // Nothing signed or sent: the signature, the gas charged, the attester's token and the caller's reservation are
-    // given back.
-    await deps.replay.release(deps.eas.chainId, key);
-    await deps.guard?.refund?.(gas, sending.chargedTo);
-    await deps.guard?.giveBackAttester?.(sending.chargedTo.attester);
-    await ticket?.release();
+    await giveBackUnsent(sending, gas);
     return signerUnavailable();
   }
   if (submission.reason === "expired") {
     // Its deadline came within the margin while it waited for the wallet: nothing signed or sent, no nonce used; the
-    // signature, the gas charged and the caller's reservation are given back, as for any refusal before broadcast.
-    await deps.replay.release(deps.eas.chainId, key);
-    await deps.guard?.refund?.(gas, sending.chargedTo);
-    await deps.guard?.giveBackAttester?.(sending.chargedTo.attester);
-    await ticket?.release();
+    // signature, the gas charged, the attester's token and the caller's reservation are given back, as for any refusal
+    // before broadcast.
+    await giveBackUnsent(sending, gas);
     return expiredWhileQueued(deps);
   }
   if (submission.reason === "reverted") {

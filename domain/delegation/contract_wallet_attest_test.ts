@@ -5,6 +5,7 @@ import { recoverAddress } from "viem/utils";
 import type { ContractSignatureCheck, HexString, Submission, WalletDeployment, WalletDeploymentOutcome } from "../../ports/eas.ts";
 import { fakeClock, fakeDelegate, fakeEasReader, fakeFactoryCalls, fakeGasBudget, fakeReplayStore, fakeWalletRefusals } from "../../ports/fakes/mod.ts";
 import { createRelayGuard, type RelayGuard } from "./relay_guard.ts";
+import { createRateLimiter } from "../rate_limit.ts";
 import { buildAttestTypedData, ZERO_UID } from "./attest_typed_data.ts";
 import { type CallerTicket, createDelegatedAttest } from "./delegated_attest.ts";
 import { parseAttestSignature } from "./signature.ts";
@@ -32,6 +33,8 @@ function setup(options: {
   deployed: boolean;
   checkFails?: boolean;
   deployOutcome?: WalletDeploymentOutcome;
+  /** The factory call's estimate (or the code read before it) is not answered: "rpc-error" before any charge or send. */
+  estimateFails?: boolean;
   factoryCalls?: ReturnType<typeof fakeFactoryCalls>;
   guard?: RelayGuard;
   submission?: Submission;
@@ -76,6 +79,7 @@ function setup(options: {
       sendOptions?: { readonly stillValid?: (() => boolean) | undefined },
     ): Promise<WalletDeploymentOutcome> {
       if (deployed) return "deployed";
+      if (options.estimateFails) return "rpc-error";
       if (!(await charge(150_000n))) return "refused";
       // The real sender asks `stillValid` once the wallet's lock is held, before signing (adapters/chain/viem_tx_sender.ts).
       clock.set(clock.nowMs() + (options.waitsForLockMs ?? 0));
@@ -418,6 +422,30 @@ describe("a factory call that burns gas without deploying the wallet (issue 23, 
     const up = setup({ deployed: false, factoryCalls, guard });
     expect((await up.attest(await walletBody(up, owner, wrap6492))).ok).toBe(true);
     expect(up.isDeployed()).toBe(true);
+  });
+
+  test("a factory call that sent nothing (its estimate not answered, the delegate's nonce or fees not read, the budget's refusal) gives the attester's token back once", async () => {
+    // The estimate's RPC_ERROR kept the token taken once the wallet's signature was verified: with 1 an hour, one
+    // failed read and the wallet was refused until the hour turned, though nothing was sent.
+    const faults: { name: string; options: Partial<Parameters<typeof setup>[0]>; gasPerHour?: bigint; code: string }[] = [
+      { name: "estimate", options: { estimateFails: true }, code: "RPC_ERROR" },
+      { name: "nonce read", options: { deployOutcome: "chain-silent" }, code: "RPC_ERROR" },
+      { name: "budget", options: {}, gasPerHour: 100_000n, code: "RATE_LIMITED" },
+    ];
+    for (const fault of faults) {
+      const clock = fakeClock();
+      const attesterRate = createRateLimiter(clock, { capacity: 1, perMinute: 1 / 60 });
+      const guardOf = (gasPerHour: bigint) => createRelayGuard({ enabled: true, attesterRate, gasBudget: fakeGasBudget(), gasPerHour, typicalGas: 0n, clock });
+      const down = setup({ deployed: false, ...fault.options, guard: guardOf(fault.gasPerHour ?? 10_000_000n) });
+      const body = await walletBody(down, owner, wrap6492);
+      for (let i = 0; i < 3; i++) expect([fault.name, await down.attest(body)]).toMatchObject([fault.name, { ok: false, code: fault.code }]);
+      const guard = guardOf(10_000_000n);
+      const up = setup({ deployed: false, guard });
+      expect([fault.name, (await up.attest(await walletBody(up, owner, wrap6492))).ok]).toEqual([fault.name, true]);
+      // Given back once each: the hour's one is spent now.
+      up.eas.nonces.set(WALLET.toLowerCase(), 1n);
+      expect([fault.name, await up.attest(await walletBody(up, owner, undefined, 1n))]).toMatchObject([fault.name, { ok: false, code: "RATE_LIMITED" }]);
+    }
   });
 
   test("a factory call that waited for the wallet's lock until the deadline came within the margin: SIGNATURE_EXPIRED, nothing sent, the gas, the record, the signature and the reservation given back", async () => {

@@ -210,7 +210,14 @@ async function checkOnChain(ctx: AttestContext, checked: Prechecked, caller: Del
   const simulatedAhead = simulateAhead ? delegate.simulate(call, simulationCap(deps)) : undefined;
   const [chainNonce, fundsCheck] = await Promise.all([pendingNonce, funds]);
   if (fundsCheck !== "rpc-error") ctx.walletCouldPay = fundsCheck === "ok";
-  if (!chainNonce.ok) return fail("RPC_ERROR", "Failed to read the attester nonce from the chain");
+  // A read of the chain that failed before anything was recorded or sent (500 RPC_ERROR, an answer that did nothing):
+  // the attester's token taken at admission goes back, as after a failed read just before signing (_send_one.ts). One
+  // still to take (`attesterUntaken`) was never taken, so nothing goes back for it.
+  const chainSilent = async (message: string): Promise<DelegatedAttestFailure> => {
+    if (!checked.attesterUntaken) await deps.guard?.giveBackAttester?.(request.attester);
+    return fail("RPC_ERROR", message);
+  };
+  if (!chainNonce.ok) return await chainSilent("Failed to read the attester nonce from the chain");
   // A batch's later items of one attester are checked against the nonce EAS will have reached by then.
   const nonceRead = batch === undefined ? chainNonce : { ...chainNonce, nonce: batch.nonceFor(request.attester, chainNonce.nonce) };
   const verified = await verifyAgainstNonce(ctx.signing, deps.eas, request, signature.normalized, nonceRead, clientSigner, signature.deployment);
@@ -223,10 +230,11 @@ async function checkOnChain(ctx: AttestContext, checked: Prechecked, caller: Del
       const first = await findOnChain(deps, signature.normalized.hex);
       if (first !== undefined) return duplicate(first);
     }
+    if (verified.code === "RPC_ERROR") return await chainSilent(verified.message);
     return verified;
   }
   // Decisions §15: a wallet that cannot pay is refused before anything is recorded, so nothing is locked.
-  if (fundsCheck === "rpc-error") return fail("RPC_ERROR", "Failed to read the delegate wallet's balance from the chain");
+  if (fundsCheck === "rpc-error") return await chainSilent("Failed to read the delegate wallet's balance from the chain");
   if (fundsCheck === "low") return cannotPay();
   if (batch !== undefined && verified.value.deploy !== undefined) {
     return fail("INVALID_INPUT", "An ERC-6492 signature of a wallet not deployed yet is sent alone (POST /v1/delegated-attest), not in a batch");

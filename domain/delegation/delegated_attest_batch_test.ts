@@ -396,6 +396,37 @@ describe("delegated attestation batches (decisions §23)", () => {
     expect(codes((await env.batch(bodies)).results)).toEqual(["ok", "ok"]);
   });
 
+  test("a batch whose balance read or simulation the chain did not answer: every item 500 RPC_ERROR, its attester's token given back", async () => {
+    // The tokens taken at admission were kept: with 1 an hour, one failed read and the retry was 429 for both.
+    for (const fault of ["balance", "simulation"] as const) {
+      const clock = fakeClock();
+      const budget = fakeGasBudget();
+      const guard = createRelayGuard({
+        enabled: true,
+        clientRate: createRateLimiter(clock, { capacity: 100, perMinute: 100 }),
+        attesterRate: createRateLimiter(clock, { capacity: 1, perMinute: 1 / 60 }),
+        gasBudget: budget,
+        gasPerHour: 1_000_000_000n,
+        typicalGas: 300_000n,
+        clock,
+      });
+      const env = setup({ clock, guard });
+      if (fault === "balance") env.delegate.funds = "rpc-error";
+      else env.delegate.simulation = { ok: false, reason: "rpc-error" };
+      const bodies = [await signed(env), await signed(env, { signer: bob })];
+      const window = clock.nowMs() - (clock.nowMs() % 3_600_000);
+      for (let i = 0; i < 2; i++) expect([fault, codes((await env.batch(bodies)).results)]).toEqual([fault, ["RPC_ERROR", "RPC_ERROR"]]);
+      expect(env.replay.rows.size).toBe(0);
+      expect(await budget.used(window)).toBe(0n);
+      env.delegate.funds = "ok";
+      env.delegate.simulation = { ok: true, gas: 200_000n };
+      expect([fault, codes((await env.batch(bodies)).results)]).toEqual([fault, ["ok", "ok"]]);
+      // Given back once each: the hour's one is spent now.
+      env.eas.nonces.set(alice.address.toLowerCase(), 1n);
+      expect([fault, codes((await env.batch([await signed(env, { nonce: 1n })])).results)]).toEqual([fault, ["RATE_LIMITED"]]);
+    }
+  });
+
   test("an item the guard refuses at the charge (the client address's gas share) gives its attester's token back", async () => {
     const clock = fakeClock();
     const guard = createRelayGuard({

@@ -549,6 +549,51 @@ describe("createDelegatedAttest() behind the public relay guard (decisions §12)
     expect(env.refusals).toEqual(["attester"]);
   });
 
+  test("a chain read that fails before anything is sent (the attester's nonce, the delegate's balance, the simulation): 500 RPC_ERROR, the attester's token given back", async () => {
+    // The token taken at admission was kept: with 2 an hour, two failed reads and the attester was refused until the
+    // hour turned, though nothing was sent.
+    const faults: { name: string; arm: (env: ReturnType<typeof guarded>) => void; disarm: (env: ReturnType<typeof guarded>) => void }[] = [
+      { name: "nonce", arm: (env) => void (env.eas.failing = true), disarm: (env) => void (env.eas.failing = false) },
+      { name: "balance", arm: (env) => void (env.delegate.funds = "rpc-error"), disarm: (env) => void (env.delegate.funds = "ok") },
+      { name: "simulation", arm: (env) => void (env.delegate.simulation = { ok: false, reason: "rpc-error" }), disarm: (env) => void (env.delegate.simulation = { ok: true, gas: 200_000n }) },
+    ];
+    for (const fault of faults) {
+      const env = guarded({ attesterPerHour: 2 });
+      const body = await signedBody(env);
+      fault.arm(env);
+      for (let i = 0; i < 3; i++) {
+        expect([fault.name, await env.attest(body, { clientKey: `192.0.2.${i}` })]).toMatchObject([fault.name, { ok: false, code: "RPC_ERROR" }]);
+      }
+      expect(env.replay.rows.size).toBe(0);
+      fault.disarm(env);
+      expect((await env.attest(body, { clientKey: "192.0.2.9" })).ok).toBe(true);
+      env.eas.nonces.set(account.address.toLowerCase(), 1n);
+      expect((await env.attest(await signedBody(env, { nonce: 1n }), { clientKey: "192.0.2.9" })).ok).toBe(true);
+      env.eas.nonces.set(account.address.toLowerCase(), 2n);
+      // Given back once each: the allowance itself still holds.
+      expect([fault.name, await env.attest(await signedBody(env, { nonce: 2n }), { clientKey: "192.0.2.9" })]).toMatchObject([fault.name, { ok: false, code: "RATE_LIMITED" }]);
+      expect([fault.name, env.refusals]).toEqual([fault.name, ["attester"]]);
+    }
+  });
+
+  test("a balance read that fails before a request without a nonce took the attester's token gives nothing back (no token the attester never spent)", async () => {
+    const env = guarded({ attesterPerHour: 1 });
+    const withoutNonce = (body: Awaited<ReturnType<typeof signedBody>>) => {
+      const copy = structuredClone(body);
+      delete copy.prepared.delegatedRequest.nonce;
+      delete copy.prepared.typedData.message.nonce;
+      return copy;
+    };
+    const body = withoutNonce(await signedBody(env));
+    env.delegate.funds = "rpc-error";
+    for (let i = 0; i < 3; i++) expect(await env.attest(body, { clientKey: `192.0.2.${i}` })).toMatchObject({ ok: false, code: "RPC_ERROR" });
+    env.delegate.funds = "ok";
+    expect((await env.attest(body, { clientKey: "192.0.2.9" })).ok).toBe(true);
+    env.eas.nonces.set(account.address.toLowerCase(), 1n);
+    expect(await env.attest(withoutNonce(await signedBody(env, { nonce: 1n })), { clientKey: "192.0.2.9" })).toMatchObject({ ok: false, code: "RATE_LIMITED" });
+    expect(env.refusals).toEqual(["attester"]);
+  });
+
   test("a refusal for the client address's gas share, at admission or at the charge, spends none of the attester's hourly allowance", async () => {
     // The attester's token was taken before the share was checked (admission) and kept after the charge refused: a
     // client whose share was spent spent its attesters' hour with each refusal.
