@@ -37,10 +37,11 @@ export type ChainGates = {
  */
 export function createChainGates(metered: typeof fetch, postOf: (url: string) => Http1Post | undefined): ChainGates {
   const gates = new Map<string, ChainCheckGate>();
-  const gatedFetches = new Map<string, typeof fetch>();
+  // Only the gates still closed: once every held chain is checked, no exchange parses its URL again.
+  const gatedFetches = new Map<string, (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>>();
   const rpcFetch = Object.assign((input: RequestInfo | URL, init?: RequestInit) => {
-    const gated = gatedFetches.size === 0 ? undefined : gatedFetches.get(urlOf(input));
-    return (gated ?? metered)(input, init);
+    if (gatedFetches.size === 0) return metered(input, init);
+    return (gatedFetches.get(urlOf(input)) ?? metered)(input, init);
   }, { preconnect: fetch.preconnect }) as typeof fetch;
   return {
     rpcFetch,
@@ -58,8 +59,13 @@ export function createChainGates(metered: typeof fetch, postOf: (url: string) =>
         },
         log: (level, event, fields) => log[level](event, fields),
       });
-      gates.set(urlKey(url), gate);
-      gatedFetches.set(urlKey(url), gate.fetch(metered));
+      const key = urlKey(url);
+      const gated = gate.fetch(metered);
+      gates.set(key, gate);
+      gatedFetches.set(key, (input, init) => {
+        if (gate.state() === "checked") gatedFetches.delete(key);
+        return gated(input, init);
+      });
     },
   };
 }
@@ -75,6 +81,12 @@ export async function checkChains(
   const served = defaultChain(chains);
   const checked = await checkChain(deps.rpcUrl, deps.trustAnchors, served, chains.rpcUrlChainId);
   const unchecked = await checkOtherChains(chains, served, deps.trustAnchors, deps.devnet, deps.log);
+  // A gate is keyed by its node's URL: another chain on that node would wait behind it, and be served once the node
+  // answers the held chain's id. Two chains on one node are a misconfiguration (one node answers one chain id).
+  for (const [url, held] of unchecked) {
+    const other = chains.list.find((chain) => chain !== held && urlKey(chain === served ? deps.rpcUrl : nodeUrlOf(chain, deps.devnet) ?? "") === urlKey(url));
+    if (other !== undefined) throw new StartupError(`CHAINS_FILE: ${held.caip2} and ${other.caip2} name one rpcUrl (one node answers one chain id)`);
+  }
   for (const [url, other] of unchecked) deps.gates.hold(url, other, deps.trustAnchors, deps.log);
   await checkWsUrls(chains, served, checked.chainId, deps.log);
   return checked;
@@ -103,18 +115,23 @@ async function checkChain(
  * provider down fails closed on its chain only. Its chain's node URL is returned, and the chain waits behind its gate
  * (`ChainGates.hold`) until its node is checked.
  */
-async function checkOtherChains(chains: ChainsConfig, served: ChainConfig, trustAnchors: TrustAnchors, devnet: Devnet | undefined, log: Logger): Promise<Map<string, ChainConfig>> {
-  const unchecked = new Map<string, ChainConfig>();
+async function checkOtherChains(chains: ChainsConfig, served: ChainConfig, trustAnchors: TrustAnchors, devnet: Devnet | undefined, log: Logger): Promise<[string, ChainConfig][]> {
+  const unchecked: [string, ChainConfig][] = [];
   await Promise.all(chains.list.filter((chain) => chain !== served).map(async (chain) => {
-    const url = chain.rpcUrl ?? devnet?.chains.find((c) => c.chainId === chain.chainId)?.rpcUrl;
+    const url = nodeUrlOf(chain, devnet);
     if (url === undefined) throw new StartupError(`CHAINS_FILE: no node for ${chain.caip2}`);
     const found = await probeChain(url, trustAnchors, chain);
     if (found.ok) return;
     if (found.answered) throw new StartupError(found.message);
     log.warn("chain_unchecked", { chain: chain.caip2, problem: found.message, action: "its routes fail closed until its node answers its chain id" });
-    unchecked.set(url, chain);
+    unchecked.push([url, chain]);
   }));
   return unchecked;
+}
+
+/** A chain's node: its `rpcUrl`, else the embedded devnet's node of that chain. */
+function nodeUrlOf(chain: ChainConfig, devnet: Devnet | undefined): string | undefined {
+  return chain.rpcUrl ?? devnet?.chains.find((c) => c.chainId === chain.chainId)?.rpcUrl;
 }
 
 /** What asking a chain's node found: its id (and an attestation chain's anchors), or the problem; `answered` when the node answered and is not the chain meant. */
@@ -187,10 +204,17 @@ function urlOf(input: RequestInfo | URL): string {
   return urlKey(typeof input === "string" ? input : input instanceof URL ? input.href : input.url);
 }
 
-/** A node's URL as the WHATWG parser writes it (viem's transport asks for `http://host:port/` given `http://host:port`). */
+/**
+ * A node's URL as the WHATWG parser writes it, without its credentials: viem's transport asks for `http://host:port/`
+ * given `http://host:port`, and for `https://host/path` given `https://user:key@host/path` (the credentials go in an
+ * `Authorization` header). Keyed with them, a held chain's viem clients went past its gate.
+ */
 function urlKey(url: string): string {
   try {
-    return new URL(url).href;
+    const parsed = new URL(url);
+    parsed.username = "";
+    parsed.password = "";
+    return parsed.href;
   } catch {
     return url;
   }

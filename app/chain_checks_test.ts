@@ -1,0 +1,85 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { createPublicClient, encodeFunctionResult, http } from "viem";
+import { silentLogger } from "../adapters/observability/mod.ts";
+import { EAS_DOMAIN_VERSION } from "../domain/delegation/mod.ts";
+import { EAS_ABI } from "../domain/eas_abi.ts";
+import type { TrustAnchors } from "../ports/trust_anchors.ts";
+import { checkChains, createChainGates } from "./chain_checks.ts";
+import type { ChainConfig, ChainsConfig } from "./config.ts";
+import { StartupError } from "./startup_error.ts";
+
+const EAS = "0x4200000000000000000000000000000000000021";
+const anchors = {
+  version: 1,
+  updatedAt: "2026-01-01T00:00:00Z",
+  widgetOrigins: [],
+  chains: { "eip155:31337": { easContract: EAS, schemas: {} } },
+  registries: [],
+} as unknown as TrustAnchors;
+const proofs = (caip2: string, rpcUrl: string): ChainConfig => ({ caip2, chainId: Number(caip2.slice(7)), rpcUrl, role: "proofs" });
+
+/** A node's fetch that answers 503 to everything, recording the methods it was asked. */
+function downNode() {
+  const methods: string[] = [];
+  const urls: string[] = [];
+  const fetchFn = Object.assign(async (input: RequestInfo | URL, init?: RequestInit) => {
+    urls.push(String(input instanceof Request ? input.url : input));
+    const body = JSON.parse(String(init?.body)) as { method: string } | { method: string }[];
+    for (const call of Array.isArray(body) ? body : [body]) methods.push(call.method);
+    return new Response("down", { status: 503 });
+  }, { preconnect: fetch.preconnect }) as typeof fetch;
+  return { fetchFn, methods, urls };
+}
+
+describe("createChainGates()", () => {
+  test("a held chain whose rpcUrl carries credentials: the requests viem sends (credentials moved to a header) wait behind its gate too", async () => {
+    const node = downNode();
+    const gates = createChainGates(node.fetchFn, () => undefined);
+    const url = "http://user:secret@node.example:8545/v1/key";
+    gates.hold(url, proofs("eip155:31339", url), anchors, silentLogger);
+    const client = createPublicClient({ transport: http(url, { fetchFn: gates.rpcFetch, retryCount: 0 }) });
+    await expect(client.getBlockNumber()).rejects.toThrow();
+    // Only the gate's own check reached the node.
+    expect(new Set(node.methods)).toEqual(new Set(["eth_chainId"]));
+    expect(node.urls.every((u) => u === "http://node.example:8545/v1/key")).toBe(true);
+  });
+
+  test("the node's URL as the config writes it and as a client asks for it (host case, trailing slash) is one gate; another path is not", async () => {
+    const node = downNode();
+    const gates = createChainGates(node.fetchFn, () => undefined);
+    gates.hold("http://Node.Example:8545", proofs("eip155:31339", "http://Node.Example:8545"), anchors, silentLogger);
+    await expect(gates.rpcFetch("http://node.example:8545/", { method: "POST", body: JSON.stringify({ method: "eth_blockNumber" }) })).rejects.toThrow();
+    expect(node.methods).toEqual(["eth_chainId"]);
+    const other = await gates.rpcFetch("http://node.example:8545/other", { method: "POST", body: JSON.stringify({ method: "eth_blockNumber" }) });
+    expect([other.status, node.methods.at(-1)]).toEqual([503, "eth_blockNumber"]);
+  });
+});
+
+describe("checkChains()", () => {
+  // A node answering chain 31337 (with EAS at the anchored address) once, then 503: the default chain's check answered,
+  // the next chain's on the same URL does not.
+  let asked = 0;
+  const node = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch(request) {
+      const call = (await request.json()) as { id: number; method: string };
+      if (asked++ >= 2) return new Response("down", { status: 503 });
+      const result = call.method === "eth_chainId" ? "0x7a69" : encodeFunctionResult({ abi: EAS_ABI, functionName: "version", result: EAS_DOMAIN_VERSION });
+      return Response.json({ jsonrpc: "2.0", id: call.id, result });
+    },
+  });
+  afterAll(() => node.stop(true));
+
+  test("another chain on the default chain's node that does not answer stops the start: its gate would hold (or open for) the other chain's exchanges", async () => {
+    const url = `http://127.0.0.1:${node.port}`;
+    const chains = {
+      default: "eip155:31337",
+      list: [{ caip2: "eip155:31337", chainId: 31337, rpcUrl: url, role: "attestations" }, proofs("eip155:31339", `${url}/`)],
+    } as unknown as ChainsConfig;
+    const gates = createChainGates(fetch, () => undefined);
+    const started = await checkChains(chains, { rpcUrl: url, trustAnchors: anchors, devnet: undefined, log: silentLogger, gates }).catch((error: unknown) => error);
+    expect(started).toBeInstanceOf(StartupError);
+    expect((started as Error).message).toBe("CHAINS_FILE: eip155:31339 and eip155:31337 name one rpcUrl (one node answers one chain id)");
+  });
+});
