@@ -29,8 +29,9 @@ type Item = BatchItem;
  * (the budget refused its larger share, the node failed, the share passed the cap), its gas was kept before, so a batch
  * that sent nothing could spend the hour's budget. `keepGas`: a transaction the node refused, charged as a single
  * send's is. `notSentByUs`: the signer gave no signature, the batch waited for the wallet past a deadline, the wallet's
- * nonce or fees could not be read before signing, the chain did not answer the simulation, or the guard refused the
- * item's gas (the hour's budget or a share of it), and the attester's token goes back as well.
+ * nonce or fees could not be read before signing, the chain did not answer the simulation or found the delegate wallet
+ * cannot pay, or the guard refused the item's gas (the hour's budget or a share of it), and the attester's token goes
+ * back as well.
  */
 export async function giveBack(
   run: BatchRun,
@@ -74,14 +75,15 @@ export async function drop(run: BatchRun, item: Item, answer: DelegatedAttestFai
 
 /**
  * Gives every item still to be sent back with the node's failure (nothing sent); a simulation the chain did not answer
- * (500 RPC_ERROR) gives the attester's token back as well, as the single route's does.
+ * (500 RPC_ERROR) or that found the delegate wallet cannot pay (503 SUBMISSION_FAILED) gives the attester's token back
+ * as well, as the single route's does.
  */
 export async function nodeFailed(run: BatchRun, simulation: Simulation) {
   const cannotPay = !simulation.ok && simulation.reason === "insufficient-funds";
   const answer = cannotPay
     ? { ...fail("SUBMISSION_FAILED", "The delegate wallet cannot pay for gas right now; nothing was recorded"), unavailable: true as const }
     : fail("RPC_ERROR", "The chain did not answer the simulation");
-  for (const item of run.sending) await giveBack(run, item, answer, { notSentByUs: !cannotPay });
+  for (const item of run.sending) await giveBack(run, item, answer, { notSentByUs: true });
   run.sending = [];
 }
 

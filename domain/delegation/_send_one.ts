@@ -48,7 +48,12 @@ async function submitClaimed(sending: Sending, caller: DelegatedAttestCaller): P
       if (simulation.errorName === "DeadlineExpired") return fail("SIGNATURE_EXPIRED", "Signature expired");
       return fail("INVALID_INPUT", `EAS rejected the attestation: ${simulation.errorName}`);
     }
-    if (simulation.reason === "insufficient-funds") return cannotPay();
+    if (simulation.reason === "insufficient-funds") {
+      // The delegate wallet cannot pay (503): nothing was sent or charged, the service's state and not the request's,
+      // so the attester's token goes back, as when the chain did not answer (below).
+      await deps.guard?.giveBackAttester?.(sending.chargedTo.attester);
+      return cannotPay();
+    }
     if (simulation.reason === "too-much-gas") {
       if (deps.maxGasPerTx === undefined) return fail("INVALID_INPUT", "The attestation needs more gas than a block holds; nothing was sent");
       return fail("INVALID_INPUT", `The attestation needs more gas: more than the ${deps.maxGasPerTx} allowed per transaction; nothing was sent`);

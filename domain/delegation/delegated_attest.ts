@@ -235,7 +235,11 @@ async function checkOnChain(ctx: AttestContext, checked: Prechecked, caller: Del
   }
   // Decisions §15: a wallet that cannot pay is refused before anything is recorded, so nothing is locked.
   if (fundsCheck === "rpc-error") return await chainSilent("Failed to read the delegate wallet's balance from the chain");
-  if (fundsCheck === "low") return cannotPay();
+  if (fundsCheck === "low") {
+    // 503, nothing recorded or sent: the delegate wallet's state, not the request's, so the token goes back as above.
+    if (!checked.attesterUntaken) await deps.guard?.giveBackAttester?.(request.attester);
+    return cannotPay();
+  }
   if (batch !== undefined && verified.value.deploy !== undefined) {
     return fail("INVALID_INPUT", "An ERC-6492 signature of a wallet not deployed yet is sent alone (POST /v1/delegated-attest), not in a batch");
   }

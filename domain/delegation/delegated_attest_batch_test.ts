@@ -427,6 +427,37 @@ describe("delegated attestation batches (decisions §23)", () => {
     }
   });
 
+  test("a batch whose delegate cannot pay (the simulation's insufficient funds, or the balance check): every item 503 SUBMISSION_FAILED, its attester's token given back once", async () => {
+    // Nothing was recorded or sent, yet the tokens taken at admission were kept: with 1 an hour, one 503 and the retry
+    // once the wallet was funded was 429 for both.
+    for (const fault of ["simulation", "balance"] as const) {
+      const clock = fakeClock();
+      const budget = fakeGasBudget();
+      const guard = createRelayGuard({
+        enabled: true,
+        clientRate: createRateLimiter(clock, { capacity: 100, perMinute: 100 }),
+        attesterRate: createRateLimiter(clock, { capacity: 1, perMinute: 1 / 60 }),
+        gasBudget: budget,
+        gasPerHour: 1_000_000_000n,
+        typicalGas: 300_000n,
+        clock,
+      });
+      const env = setup({ clock, guard });
+      if (fault === "balance") env.delegate.funds = "low";
+      else env.delegate.simulation = { ok: false, reason: "insufficient-funds" };
+      const bodies = [await signed(env), await signed(env, { signer: bob })];
+      const window = clock.nowMs() - (clock.nowMs() % 3_600_000);
+      for (let i = 0; i < 2; i++) expect([fault, codes((await env.batch(bodies)).results)]).toEqual([fault, ["SUBMISSION_FAILED", "SUBMISSION_FAILED"]]);
+      expect([fault, env.replay.rows.size, env.delegate.sent.length, await budget.used(window)]).toEqual([fault, 0, 0, 0n]);
+      env.delegate.funds = "ok";
+      env.delegate.simulation = { ok: true, gas: 200_000n };
+      expect([fault, codes((await env.batch(bodies)).results)]).toEqual([fault, ["ok", "ok"]]);
+      // Given back once each: the hour's one is spent now.
+      env.eas.nonces.set(alice.address.toLowerCase(), 1n);
+      expect([fault, codes((await env.batch([await signed(env, { nonce: 1n })])).results)]).toEqual([fault, ["RATE_LIMITED"]]);
+    }
+  });
+
   test("an item the guard refuses at the charge (the client address's gas share) gives its attester's token back", async () => {
     const clock = fakeClock();
     const guard = createRelayGuard({

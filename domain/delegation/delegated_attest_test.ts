@@ -576,6 +576,33 @@ describe("createDelegatedAttest() behind the public relay guard (decisions §12)
     }
   });
 
+  test("a delegate that cannot pay (the simulation's insufficient funds, or the balance check): 503 SUBMISSION_FAILED, the attester's token given back once", async () => {
+    // Nothing was recorded or sent, yet the token taken at admission was kept: with 2 an hour, two 503s while the
+    // delegate wallet was empty and the attester was refused until the hour turned.
+    const faults: { name: string; arm: (env: ReturnType<typeof guarded>) => void; disarm: (env: ReturnType<typeof guarded>) => void }[] = [
+      { name: "simulation", arm: (env) => void (env.delegate.simulation = { ok: false, reason: "insufficient-funds" }), disarm: (env) => void (env.delegate.simulation = { ok: true, gas: 200_000n }) },
+      { name: "balance", arm: (env) => void (env.delegate.funds = "low"), disarm: (env) => void (env.delegate.funds = "ok") },
+    ];
+    for (const fault of faults) {
+      const env = guarded({ attesterPerHour: 2 });
+      const body = await signedBody(env);
+      const window = env.clock.nowMs() - (env.clock.nowMs() % 3_600_000);
+      fault.arm(env);
+      for (let i = 0; i < 3; i++) {
+        expect([fault.name, await env.attest(body, { clientKey: `192.0.2.${i}` })]).toMatchObject([fault.name, { ok: false, code: "SUBMISSION_FAILED", unavailable: true }]);
+      }
+      expect([fault.name, env.replay.rows.size, env.delegate.sent.length, await env.budget.used(window)]).toEqual([fault.name, 0, 0, 0n]);
+      fault.disarm(env);
+      expect((await env.attest(body, { clientKey: "192.0.2.9" })).ok).toBe(true);
+      env.eas.nonces.set(account.address.toLowerCase(), 1n);
+      expect((await env.attest(await signedBody(env, { nonce: 1n }), { clientKey: "192.0.2.9" })).ok).toBe(true);
+      env.eas.nonces.set(account.address.toLowerCase(), 2n);
+      // Given back once each: the allowance itself still holds.
+      expect([fault.name, await env.attest(await signedBody(env, { nonce: 2n }), { clientKey: "192.0.2.9" })]).toMatchObject([fault.name, { ok: false, code: "RATE_LIMITED" }]);
+      expect([fault.name, env.refusals]).toEqual([fault.name, ["attester"]]);
+    }
+  });
+
   test("a balance read that fails before a request without a nonce took the attester's token gives nothing back (no token the attester never spent)", async () => {
     const env = guarded({ attesterPerHour: 1 });
     const withoutNonce = (body: Awaited<ReturnType<typeof signedBody>>) => {
