@@ -177,9 +177,7 @@ function appDeps(config: HttpConfig, f: Foundation, c: Capabilities, stopping: (
       idempotency,
       clientAddress: requestClientAddress,
       tracking,
-      // One instance's count, as the public relay's: an account's writes and nonce reads, before any RPC or stored key.
-      accountRate: createRateLimiter(systemClock, { capacity: config.relays.privateRelay.accountPerMinute, perMinute: config.relays.privateRelay.accountPerMinute }),
-      nonceRate: createRateLimiter(systemClock, { capacity: config.relays.publicRelay.noncePerMinute, perMinute: config.relays.publicRelay.noncePerMinute }),
+      ...relayTurns(config).privateRelay,
     },
     submissions: { status: c.submissions.status, sessions, bearer },
     accounts: {
@@ -239,10 +237,7 @@ function appDeps(config: HttpConfig, f: Foundation, c: Capabilities, stopping: (
       chainId,
       easAddress,
       keccak256: f.keccak256.hex,
-      // One instance's count (as the attestation queries'): each read is an eth_call this instance pays for.
-      nonceRate: createRateLimiter(systemClock, { capacity: config.relays.publicRelay.noncePerMinute, perMinute: config.relays.publicRelay.noncePerMinute }),
-      // Twice the guard's writes per address: a client's keyed writes and their retries, never an unbounded key store.
-      keyRate: createRateLimiter(systemClock, { capacity: 2 * config.relays.publicRelay.ipPerMinute, perMinute: 2 * config.relays.publicRelay.ipPerMinute }),
+      ...relayTurns(config).publicRelay,
     },
     // Decisions §29: the anchors' widget origins name where this service's widgets are served, its own origin first.
     trustAnchors: servedTrustAnchors(config, f.trustAnchors),
@@ -258,6 +253,30 @@ function appDeps(config: HttpConfig, f: Foundation, c: Capabilities, stopping: (
 }
 
 /** The endpoints' use cases, a test event sent at once rather than at the worker's next tick. */
+/**
+ * The relays' turns, each instance's own count (as the attestation queries'), taken before any RPC or stored key:
+ * nonce reads (an `eth_call` each) per address or account; the public relay's keyed writes per address (twice the
+ * guard's writes: a client's new keyed writes, never an unbounded key store) and the private relay's writes per
+ * account; and for each, as many key lookups again: a retry its key answers takes one of those instead of a turn
+ * (domain/submissions/relay_submission.ts WriteRate; docs/endpoints.md, Retries).
+ */
+function relayTurns(config: HttpConfig) {
+  const perMinute = (n: number) => createRateLimiter(systemClock, { capacity: n, perMinute: n });
+  const { publicRelay, privateRelay } = config.relays;
+  return {
+    privateRelay: {
+      accountRate: perMinute(privateRelay.accountPerMinute),
+      accountLookupRate: perMinute(privateRelay.accountPerMinute),
+      nonceRate: perMinute(publicRelay.noncePerMinute),
+    },
+    publicRelay: {
+      nonceRate: perMinute(publicRelay.noncePerMinute),
+      keyRate: perMinute(2 * publicRelay.ipPerMinute),
+      keyLookupRate: perMinute(2 * publicRelay.ipPerMinute),
+    },
+  };
+}
+
 function nudgingTests(w: Pick<WiredWebhooks, "endpoints" | "nudge">): WiredWebhooks["endpoints"] {
   return {
     ...w.endpoints,

@@ -16,7 +16,10 @@ export type RateDecision = { readonly allowed: true } | { readonly allowed: fals
 
 /** An in-memory token bucket per key. */
 export type RateLimiter = {
-  /** Takes `count` tokens (default one) for `key` if there are that many. */
+  /**
+   * Takes `count` tokens (default one) for `key` if there are that many; a negative count gives them back (a request
+   * answered without the work the token paid for): never past the capacity once the bucket is refilled, at every take.
+   */
   readonly take: (key: string, count?: number) => RateDecision;
 };
 

@@ -88,6 +88,9 @@ test("an account's writes and nonce reads take turns before any JSON-RPC call or
   expect([past.status, past.body.code, Number(past.retryAfter) > 0]).toEqual([429, "RATE_LIMITED", true]);
   const single = await call("POST", SINGLE, cookie, await linked(key, "did:web:three.test"));
   expect([single.status, single.body.code]).toEqual([429, "RATE_LIMITED"]);
+  // A retry its key answers gets its kept answer even at the limit (found by review: it was 429, its turn taken first).
+  const retry = await call("POST", BATCH, cookie, refusedBatch, { "idempotency-key": "fresh-0" });
+  expect([retry.status, retry.replayed]).toEqual([200, "true"]);
   // Not kept (decisions §23: a 429 is not stored), and no call reached the node.
   expect(keyRows(scope)).toBe(8);
   expect(stack.rpc.methods()).toEqual([]);

@@ -32,7 +32,11 @@ async function signedBody(deadline = BigInt(Math.floor(Date.now() / 1000) + 3600
 }
 
 /** The public relay over a use case that counts its calls and, when told, holds its answer until released. */
-function setup(answer: () => ReturnType<DelegatedAttest> = () => Promise.resolve(ok({ txHash: "0xaa", uid: "0xbb", blockNumber: 7n } as never)), keyRate?: RateLimiter) {
+function setup(
+  answer: () => ReturnType<DelegatedAttest> = () => Promise.resolve(ok({ txHash: "0xaa", uid: "0xbb", blockNumber: 7n } as never)),
+  keyRate?: RateLimiter,
+  keyLookupRate?: RateLimiter,
+) {
   let calls = 0;
   let hold: Promise<void> | undefined;
   let release = () => {};
@@ -50,6 +54,7 @@ function setup(answer: () => ReturnType<DelegatedAttest> = () => Promise.resolve
       idempotency: createIdempotency({ store, clock: fakeClock() }),
       clientAddress: (request) => request.headers.get("x-test-client") ?? "203.0.113.7",
       keyRate,
+      keyLookupRate,
     },
   });
   const post = (body: string, headers: Record<string, string> = {}, path = "/v1/delegated-attest") =>
@@ -156,6 +161,54 @@ describe("Idempotency-Key on the public relay (decisions §23)", () => {
     // Another address has its own turns; a write without a key takes none.
     expect((await env.post("{}", { "idempotency-key": "fresh-x", "x-test-client": "198.51.100.9" })).status).toBe(400);
     expect((await env.post(await signedBody())).status).toBe(200);
+  });
+
+  test("a retry answered from its key takes no turn, and one at the limit gets its kept answer, not 429 (single and batch)", async () => {
+    // Found by review: the turn was taken before the key was looked up, so a client retrying after a dropped connection
+    // (what the key is for) spent its turns on replays and, at its limit, got 429 instead of its answer.
+    const env = setup(undefined, createRateLimiter(fakeClock(), { capacity: 2, perMinute: 2 }), createRateLimiter(fakeClock(), { capacity: 6, perMinute: 6 }));
+    const body = await signedBody();
+    const first = await env.post(body, { "idempotency-key": "k1" });
+    const firstBody = await first.json();
+    expect(first.status).toBe(200);
+    for (let i = 0; i < 2; i++) {
+      const again = await env.post(body, { "idempotency-key": "k1" });
+      expect([again.status, again.headers.get("idempotent-replayed"), await again.json()]).toEqual([200, "true", firstBody]);
+    }
+    // The replays took no turn: the second new key still has one (a batch, answered 404 here and kept under its key).
+    const batch = await env.post(JSON.stringify({ requests: [{}] }), { "idempotency-key": "b1" }, "/v1/delegated-attest/batch");
+    expect(batch.status).toBe(404);
+    // At the limit: new work is 429 and stores nothing; the kept answers are replayed; another body under a key is 422.
+    const fresh = await env.post(body, { "idempotency-key": "k2" });
+    expect([fresh.status, (await fresh.json()).code, Number(fresh.headers.get("retry-after")) > 0]).toEqual([429, "RATE_LIMITED", true]);
+    expect(env.store.records.size).toBe(2);
+    const retry = await env.post(body, { "idempotency-key": "k1" });
+    expect([retry.status, retry.headers.get("idempotent-replayed"), await retry.json()]).toEqual([200, "true", firstBody]);
+    const batchRetry = await env.post(JSON.stringify({ requests: [{}] }), { "idempotency-key": "b1" }, "/v1/delegated-attest/batch");
+    expect([batchRetry.status, batchRetry.headers.get("idempotent-replayed")]).toEqual([404, "true"]);
+    const other = await env.post(await signedBody(BigInt(Math.floor(Date.now() / 1000) + 7200)), { "idempotency-key": "k1" });
+    expect([other.status, (await other.json()).code]).toEqual([422, "IDEMPOTENCY_KEY_REUSED"]);
+    expect(env.calls()).toBe(1);
+  });
+
+  test("past the limit, lookups of keys are bounded too: unknown keys stop reaching the store once the lookups' turns are spent", async () => {
+    const env = setup(undefined, createRateLimiter(fakeClock(), { capacity: 1, perMinute: 1 }), createRateLimiter(fakeClock(), { capacity: 2, perMinute: 2 }));
+    const body = await signedBody();
+    expect((await env.post(body, { "idempotency-key": "k1" })).status).toBe(200);
+    let reads = 0;
+    const find = env.store.find.bind(env.store);
+    env.store.find = (scope, key) => (reads++, find(scope, key));
+    let begins = 0;
+    const begin = env.store.begin.bind(env.store);
+    env.store.begin = (record) => (begins++, begin(record));
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) statuses.push((await env.post(body, { "idempotency-key": `unknown-${i}` })).status);
+    expect(statuses).toEqual([429, 429, 429, 429, 429, 429]);
+    // Two looked up (the lookups' turns), none begun or stored; then 429 with no read at all.
+    expect([reads, begins, env.store.records.size]).toEqual([2, 0, 1]);
+    // The lookups' turns are spent: even a kept key is 429 until they come back (its answer stays kept).
+    expect((await env.post(body, { "idempotency-key": "k1" })).status).toBe(429);
+    expect(reads).toBe(2);
   });
 
   test("a 429 is not kept: the retry runs", async () => {

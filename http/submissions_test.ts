@@ -9,6 +9,7 @@ import { createApp } from "./app.ts";
 import { minimalAppDeps, trackedRelayDeps } from "./testing.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
+import { createRateLimiter, type RateLimiter } from "../domain/rate_limit.ts";
 
 /** A user review's data as every reader decodes it (the relays refuse data that does not decode under its schema). */
 const reviewData = (body = "0x1234") =>
@@ -234,7 +235,7 @@ describe("batches on the public relay: async answers and retries of a dead reque
 });
 
 describe("the private relay's submissions, keys and async answers (decisions §23)", () => {
-  function privateSetup() {
+  function privateSetup(rates: { readonly accountRate?: RateLimiter; readonly accountLookupRate?: RateLimiter } = {}) {
     const replay = fakeReplayStore();
     const records = fakeSubmissionRecords();
     const clock = fakeClock();
@@ -264,14 +265,15 @@ describe("the private relay's submissions, keys and async answers (decisions §2
         sessions, relay: relay as never, readNonce: (() => Promise.reject(new Error("unused"))) as never, chainName: "x", chainId: 1, easAddress: account.address,
         idempotency: createIdempotency({ store: fakeIdempotencyStore(), clock }),
         tracking: { tracker: createSubmissionTracker({ records, random: fakeRandom(), clock }), status, log: quiet },
+        ...rates,
       },
       submissions: { status, sessions },
     });
-    const post = (who: string, headers: Record<string, string> = {}) =>
+    const post = (who: string, headers: Record<string, string> = {}, body = JSON.stringify({ any: "body" })) =>
       app.handle(new Request("http://localhost/api/private/relay/eas/delegated-attest", {
         method: "POST",
         headers: { "content-type": "application/json", cookie: `ats_session=${who}`, ...headers },
-        body: JSON.stringify({ any: "body" }),
+        body,
       }));
     const list = (who: string) => app.handle(new Request("http://localhost/api/private/relay/submissions?limit=10", { headers: { cookie: `ats_session=${who}` } }));
     return { post, list, runs: () => runs };
@@ -294,5 +296,30 @@ describe("the private relay's submissions, keys and async answers (decisions §2
     expect(page.submissions.map((s) => s.submissionId).sort()).toEqual([answer.submissionId, submissionId].sort());
     expect(page.nextCursor).toBeNull();
     expect(((await (await env.list("bob")).json()) as { submissions: unknown[] }).submissions).toHaveLength(1);
+  });
+
+  test("an account's retry answered from its key takes no write turn; at the limit it gets its kept answer, not 429", async () => {
+    // Found by review: the account's turn was taken before the key was looked up, so retries spent the account's writes.
+    const env = privateSetup({
+      accountRate: createRateLimiter(fakeClock(), { capacity: 2, perMinute: 2 }),
+      accountLookupRate: createRateLimiter(fakeClock(), { capacity: 5, perMinute: 5 }),
+    });
+    const first = await env.post("alice", { "idempotency-key": "k" });
+    const answer = await first.json() as { submissionId: string };
+    expect(first.status).toBe(200);
+    for (let i = 0; i < 2; i++) {
+      const again = await env.post("alice", { "idempotency-key": "k" });
+      expect([again.status, again.headers.get("idempotent-replayed"), ((await again.json()) as { submissionId: string }).submissionId]).toEqual([200, "true", answer.submissionId]);
+    }
+    // The replays took none of the account's two writes a minute: a write without a key has the second.
+    expect((await env.post("alice")).status).toBe(200);
+    const limited = await env.post("alice");
+    expect([limited.status, ((await limited.json()) as { code: string }).code, Number(limited.headers.get("retry-after")) > 0]).toEqual([429, "RATE_LIMITED", true]);
+    expect((await env.post("alice", { "idempotency-key": "new" })).status).toBe(429);
+    const retry = await env.post("alice", { "idempotency-key": "k" });
+    expect([retry.status, retry.headers.get("idempotent-replayed")]).toEqual([200, "true"]);
+    const other = await env.post("alice", { "idempotency-key": "k" }, JSON.stringify({ other: "body" }));
+    expect([other.status, ((await other.json()) as { code: string }).code]).toEqual([422, "IDEMPOTENCY_KEY_REUSED"]);
+    expect(env.runs()).toBe(2);
   });
 });

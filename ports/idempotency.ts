@@ -45,6 +45,12 @@ export interface IdempotencyStore {
    * running one past its lease with the same fingerprint is taken over (its lease renewed). Otherwise the record held.
    */
   readonly begin: (record: Omit<IdempotencyRecord, "state" | "answer" | "submissionId">) => Promise<IdempotencyBegin>;
+  /**
+   * The record held for (scope, key) as it stands, expired or not; undefined when there is none. One read by the primary
+   * key, writing nothing: what a request past its caller's rate is answered from when its key already has an answer
+   * (decisions §23: a retry of a kept answer takes no turn).
+   */
+  readonly find: (scope: string, key: string) => Promise<IdempotencyRecord | undefined>;
   /** Notes the submission a running request opened, before its transaction is sent. */
   readonly attach: (scope: string, key: string, submissionId: string) => Promise<void>;
   /** Stores the answer of a running record and marks it done. */

@@ -36,6 +36,10 @@ export function createPostgresIdempotency(sql: SQL): IdempotencyStore {
         if (held !== undefined) return { kind: "exists", record: toIdempotencyRecord(held) };
       }
     },
+    async find(scope, key) {
+      const [held] = await sql`SELECT * FROM idempotency_keys WHERE scope = ${scope} AND key = ${key}` as Record<string, unknown>[];
+      return held === undefined ? undefined : toIdempotencyRecord(held);
+    },
     async complete(scope, key, answer) {
       await sql`UPDATE idempotency_keys SET state = 'done', status = ${answer.status}, headers = ${JSON.stringify(answer.headers)}, body = ${answer.body}
                 WHERE scope = ${scope} AND key = ${key} AND state = 'running'`;

@@ -46,6 +46,10 @@ export function createSqliteIdempotency(db: Database): IdempotencyStore {
         if (held !== null) return Promise.resolve({ kind: "exists", record: toIdempotencyRecord(held) });
       }
     },
+    find(scope, key) {
+      const held = find.get(scope, key);
+      return Promise.resolve(held === null ? undefined : toIdempotencyRecord(held));
+    },
     complete(scope, key, answer) {
       complete.run(answer.status, JSON.stringify(answer.headers), answer.body, scope, key);
       return Promise.resolve();

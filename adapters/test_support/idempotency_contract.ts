@@ -8,7 +8,10 @@ export function idempotencyContract(open: () => Promise<Storage>) {
     const { idempotency } = await open();
     const scope = fresh("account");
     const record = (fingerprint: string, nowMs: number) => ({ scope, key: "k", fingerprint, createdAtMs: nowMs, expiresAtMs: nowMs + 86_400_000, leaseUntilMs: nowMs + 300_000 });
+    expect(await idempotency.find(scope, "k")).toBeUndefined();
     expect(await idempotency.begin(record("f1", T0))).toEqual({ kind: "started", submissionId: null });
+    // find reads the record as it stands (one read by the primary key, nothing written).
+    expect(await idempotency.find(scope, "k")).toMatchObject({ scope, key: "k", state: "running", fingerprint: "f1", answer: null, leaseUntilMs: T0 + 300_000 });
     expect(await idempotency.begin(record("f1", T0 + 1))).toMatchObject({ kind: "exists", record: { state: "running", fingerprint: "f1", answer: null, leaseUntilMs: T0 + 300_000 } });
     // The same key in another scope is another key.
     expect(await idempotency.begin({ ...record("f2", T0), scope: fresh("client") })).toEqual({ kind: "started", submissionId: null });
@@ -20,6 +23,7 @@ export function idempotencyContract(open: () => Promise<Storage>) {
     expect(await idempotency.begin(record("f1", T0 + 300_001))).toMatchObject({ kind: "exists", record: { state: "running", leaseUntilMs: T0 + 600_000, createdAtMs: T0 } });
     const answer = { status: 409, headers: { "content-type": "application/json", "retry-after": "3" }, body: '{"code":"DUPLICATE"}' };
     await idempotency.complete(scope, "k", answer);
+    expect(await idempotency.find(scope, "k")).toMatchObject({ state: "done", answer, submissionId: "sub-1" });
     expect(await idempotency.begin(record("f1", T0 + 900_000))).toMatchObject({ kind: "exists", record: { state: "done", answer, expiresAtMs: T0 + 86_400_000 } });
     // Completed keys are not abandoned; an abandoned running key is free again.
     await idempotency.abandon(scope, "k");

@@ -1,5 +1,5 @@
 import type { Clock } from "../../ports/clock.ts";
-import type { IdempotencyStore, StoredAnswer } from "../../ports/idempotency.ts";
+import type { IdempotencyRecord, IdempotencyStore, StoredAnswer } from "../../ports/idempotency.ts";
 import { requestFingerprint } from "./idempotency_key.ts";
 
 /** How long a key is kept (decisions §23: 24 h). */
@@ -54,8 +54,18 @@ export type IdempotencyDeps = {
   readonly leaseMs?: number | undefined;
 };
 
-/** Decides, for a request with an idempotency key, whether it runs, replays, or is refused (decisions §23). */
-export type Idempotency = (request: IdempotentRequest) => Promise<IdempotencyDecision>;
+/** What a key's record answers without running anything: a kept answer, or the key's refusal (422, 409). */
+export type IdempotencyAnswer = Exclude<IdempotencyDecision, { kind: "run" }>;
+
+/**
+ * Decides, for a request with an idempotency key, whether it runs, replays, or is refused (decisions §23). `lookup`
+ * reads the key's record without writing one: its answer when the record has one for this request (a kept answer, or
+ * 422 / 409 as the decision would say), undefined when the request would run (no record, an expired one, a dead
+ * request's the retry would take over). Absent on a rule built without a store that reads (tests of other things).
+ */
+export type Idempotency = ((request: IdempotentRequest) => Promise<IdempotencyDecision>) & {
+  readonly lookup?: ((request: IdempotentRequest) => Promise<IdempotencyAnswer | undefined>) | undefined;
+};
 
 /**
  * Builds the idempotency rule of writes (decisions §23): the key's record is written before the work, so of two
@@ -65,7 +75,7 @@ export type Idempotency = (request: IdempotentRequest) => Promise<IdempotencyDec
 export function createIdempotency(deps: IdempotencyDeps): Idempotency {
   const keepMs = deps.keepMs ?? IDEMPOTENCY_KEEP_MS;
   const leaseMs = deps.leaseMs ?? IDEMPOTENCY_LEASE_MS;
-  return async function idempotency(request) {
+  const idempotency = async function idempotency(request: IdempotentRequest): Promise<IdempotencyDecision> {
     const fingerprint = requestFingerprint(request);
     const nowMs = deps.clock.nowMs();
     const { scope, key } = request;
@@ -78,17 +88,31 @@ export function createIdempotency(deps: IdempotencyDeps): Idempotency {
         resumed: begun.submissionId ?? undefined,
       };
     }
-    const held = begun.record;
-    if (held.fingerprint !== fingerprint) {
-      return { kind: "reused", code: "IDEMPOTENCY_KEY_REUSED", message: "This Idempotency-Key was used for a different request" };
-    }
-    if (held.state === "done" && held.answer !== null) return { kind: "replay", answer: held.answer };
-    return {
-      kind: "in-use",
-      code: "IDEMPOTENCY_KEY_IN_USE",
-      message: "A request with this Idempotency-Key is still being processed",
-      retryAfterSeconds: IDEMPOTENCY_RETRY_AFTER_SECONDS,
-    };
+    return heldAnswer(begun.record, fingerprint);
+  };
+  const lookup = async (request: IdempotentRequest): Promise<IdempotencyAnswer | undefined> => {
+    const held = await deps.store.find(request.scope, request.key);
+    const fingerprint = requestFingerprint(request);
+    // What `begin` would take (the stores' rule): no record, an expired one, or a dead request's with this fingerprint.
+    const nowMs = deps.clock.nowMs();
+    if (held === undefined || held.expiresAtMs <= nowMs) return undefined;
+    if (held.state === "running" && held.leaseUntilMs <= nowMs && held.fingerprint === fingerprint) return undefined;
+    return heldAnswer(held, fingerprint);
+  };
+  return Object.assign(idempotency, { lookup });
+}
+
+/** What a key held by a request answers another with `fingerprint`: its kept answer, or 422, or 409 while it runs. */
+function heldAnswer(held: IdempotencyRecord, fingerprint: string): IdempotencyAnswer {
+  if (held.fingerprint !== fingerprint) {
+    return { kind: "reused", code: "IDEMPOTENCY_KEY_REUSED", message: "This Idempotency-Key was used for a different request" };
+  }
+  if (held.state === "done" && held.answer !== null) return { kind: "replay", answer: held.answer };
+  return {
+    kind: "in-use",
+    code: "IDEMPOTENCY_KEY_IN_USE",
+    message: "A request with this Idempotency-Key is still being processed",
+    retryAfterSeconds: IDEMPOTENCY_RETRY_AFTER_SECONDS,
   };
 }
 

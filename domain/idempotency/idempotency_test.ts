@@ -107,6 +107,26 @@ describe("createIdempotency()", () => {
     expect((await idempotency({ ...request, body: "{}" })).kind).toBe("run");
   });
 
+  test("lookup() answers as the decision would without writing: replay, 422, 409, or undefined where the request would run", async () => {
+    const { idempotency, clock, store } = setup();
+    const lookup = idempotency.lookup!;
+    expect(await lookup(request)).toBeUndefined();
+    expect(store.records.size).toBe(0);
+    const first = await idempotency(request);
+    expect(await lookup(request)).toMatchObject({ kind: "in-use", code: "IDEMPOTENCY_KEY_IN_USE", retryAfterSeconds: 1 });
+    expect(await lookup({ ...request, body: "{}" })).toMatchObject({ kind: "reused", code: "IDEMPOTENCY_KEY_REUSED" });
+    // A dead request's key: its retry would take it over (run), another body is still 422.
+    clock.set(clock.nowMs() + IDEMPOTENCY_LEASE_MS);
+    expect(await lookup(request)).toBeUndefined();
+    expect(await lookup({ ...request, body: "{}" })).toMatchObject({ kind: "reused" });
+    if (first.kind === "run") await first.finish(answer);
+    expect(await lookup(request)).toEqual({ kind: "replay", answer });
+    // Expired (not yet pruned): any request would run.
+    clock.set(clock.nowMs() + IDEMPOTENCY_KEEP_MS);
+    expect(await lookup({ ...request, body: "{}" })).toBeUndefined();
+    expect(store.records.size).toBe(1);
+  });
+
   test("keepsAnswer() keeps errors but not 429, 401 or 402, nor a refusal whose code says nothing was done and to send it again", () => {
     for (const status of [200, 202, 400, 403, 409, 422, 500, 503]) expect(keepsAnswer(status)).toBe(true);
     for (const status of [401, 402, 429]) expect(keepsAnswer(status)).toBe(false);

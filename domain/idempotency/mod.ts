@@ -2,6 +2,7 @@
 export {
   createIdempotency,
   type Idempotency,
+  type IdempotencyAnswer,
   type IdempotencyDecision,
   type IdempotencyDeps,
   type IdempotentRequest,

@@ -32,4 +32,5 @@ export {
   type RelayWrite,
   type RelayWriteOutcome,
   type RelayWriteRun,
+  type WriteRate,
 } from "./relay_submission.ts";

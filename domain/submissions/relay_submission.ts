@@ -4,7 +4,8 @@
  * record. The route only turns the HTTP request into a {@link RelayWrite} and the {@link RelayWriteOutcome} back into
  * an answer, which it hands to `keep` so that a retry under the key gets it again.
  */
-import type { IdempotencyDecision, Idempotency } from "../idempotency/mod.ts";
+import type { IdempotencyAnswer, IdempotencyDecision, Idempotency } from "../idempotency/mod.ts";
+import type { RateLimiter } from "../rate_limit.ts";
 import { keepsStoredAnswer } from "../idempotency/mod.ts";
 import type { Logger } from "../../ports/logger.ts";
 import type { StoredAnswer } from "../../ports/idempotency.ts";
@@ -30,6 +31,27 @@ export type RelaySubmissionDeps = {
 /** A request's idempotency key with what "the same request" means (decisions §23). */
 export type KeyedRequest = { readonly key: string; readonly method: string; readonly path: string; readonly body: string };
 
+/**
+ * The caller's turns a relay write takes (decisions §23; the public relay's keyed writes per client address, the
+ * private relay's writes per account), taken around the key's lookup so that a retry answered from its key costs no
+ * turn of new work, and new work under a key never gets past the turns:
+ * - a turn is taken first; a request its key answers (a kept answer replayed, 422 `IDEMPOTENCY_KEY_REUSED`, 409
+ *   `IDEMPOTENCY_KEY_IN_USE`) gives it back and takes one of `lookups` instead (when `lookups` has none left the turn
+ *   stays spent, so lookups under the turns are bounded by the two together);
+ * - past the turns, one of `lookups` buys a read of the key's record (one read by its primary key, nothing written):
+ *   its answer when it has one, else 429 with the turns' `Retry-After` (the request is new work); past both, 429 with
+ *   no read at all. A stream of unknown keys past the limit is so bounded to `lookups` reads a minute.
+ * Without `lookups` every request takes a turn before its key is looked up (as before). A 429 is never kept.
+ */
+export type WriteRate = {
+  /** The bucket's key: `client:<address>` or `account:<id>`. */
+  readonly key: string;
+  readonly turns: RateLimiter;
+  readonly lookups?: RateLimiter | undefined;
+  /** The 429's message, worded by the route. */
+  readonly message: (retryAfterSeconds: number) => string;
+};
+
 /** One relay write as the route read it. */
 export type RelayWrite<In> = {
   /** Whose keys and submissions (`account:<id>`, or `client:<address>` where there is no account). */
@@ -45,12 +67,16 @@ export type RelayWrite<In> = {
    * kept around its payment: http/idempotency.ts), so a retry after a crash answers from it.
    */
   readonly attach?: ((submissionId: string) => Promise<void>) | undefined;
+  /** The caller's turns ({@link WriteRate}); absent: none taken here. */
+  readonly rate?: WriteRate | undefined;
 };
 
 /** What a relay write came to. */
 export type RelayWriteOutcome<R> =
   /** A retry of a finished request: its stored answer, given again. */
   | { readonly kind: "replay"; readonly answer: StoredAnswer }
+  /** Past the caller's turns ({@link WriteRate}): 429 with `Retry-After`, nothing stored or run. */
+  | { readonly kind: "rate-limited"; readonly code: "RATE_LIMITED"; readonly message: string; readonly retryAfterSeconds: number }
   /** The key is another request's (422) or still in use (409 with `retryAfterSeconds`). */
   | { readonly kind: "key-refused"; readonly code: string; readonly message: string; readonly retryAfterSeconds?: number | undefined }
   /** The request that first held the key died after opening this submission (a crash): answer as it stands. */
@@ -72,15 +98,40 @@ export type RelaySubmission<In, R extends RelayResult> = (write: RelayWrite<In>)
 /** Builds the use case of one relay route over its `send`. */
 export function createRelaySubmission<In, R extends RelayResult>(deps: RelaySubmissionDeps, send: RelaySend<In, R>): RelaySubmission<In, R> {
   return async (write) => {
-    if (write.keyed === undefined || deps.idempotency === undefined) return { outcome: await tracked(deps, write, send, write.attach) };
-    const decision = await deps.idempotency({ scope: write.scope, ...write.keyed });
-    if (decision.kind === "replay") return { outcome: { kind: "replay", answer: decision.answer } };
+    const rate = write.rate;
+    const turn = rate?.turns.take(rate.key);
+    const idempotency = deps.idempotency;
+    if (write.keyed === undefined || idempotency === undefined) {
+      if (turn !== undefined && !turn.allowed) return { outcome: rateLimited(rate!, turn.retryAfterSeconds) };
+      return { outcome: await tracked(deps, write, send, write.attach) };
+    }
+    const request = { scope: write.scope, ...write.keyed };
+    if (turn !== undefined && !turn.allowed) {
+      // Past the turns: the key's record may hold this request's answer; a read of it takes one of the lookups.
+      const lookup = idempotency.lookup;
+      const held = lookup !== undefined && rate!.lookups?.take(rate!.key).allowed === true ? await lookup(request) : undefined;
+      return { outcome: held === undefined ? rateLimited(rate!, turn.retryAfterSeconds) : keyAnswer(held) };
+    }
+    const decision = await idempotency(request);
     if (decision.kind !== "run") {
-      const retryAfterSeconds = decision.kind === "in-use" ? decision.retryAfterSeconds : undefined;
-      return { outcome: { kind: "key-refused", code: decision.code, message: decision.message, retryAfterSeconds } };
+      // Answered by its key: the turn of new work is given back, a lookup's taken instead (while there is one).
+      if (rate !== undefined && rate.lookups?.take(rate.key).allowed === true) rate.turns.take(rate.key, -1);
+      return { outcome: keyAnswer(decision) };
     }
     return await underKey(deps, write, send, decision);
   };
+}
+
+/** What a key answers without running: its kept answer, or its refusal. */
+function keyAnswer<R>(answer: IdempotencyAnswer): RelayWriteOutcome<R> {
+  if (answer.kind === "replay") return { kind: "replay", answer: answer.answer };
+  const retryAfterSeconds = answer.kind === "in-use" ? answer.retryAfterSeconds : undefined;
+  return { kind: "key-refused", code: answer.code, message: answer.message, retryAfterSeconds };
+}
+
+/** The 429 of a write past its caller's turns, worded by the route; never kept. */
+function rateLimited<R>(rate: WriteRate, retryAfterSeconds: number): RelayWriteOutcome<R> {
+  return { kind: "rate-limited", code: "RATE_LIMITED", message: rate.message(retryAfterSeconds), retryAfterSeconds };
 }
 
 /** The first request under its key (or a retry of one that died): runs, and keeps its answer once worded. */

@@ -20,6 +20,9 @@ export function fakeIdempotencyStore() {
       }
       return Promise.resolve({ kind: "exists" as const, record: held });
     },
+    find(scope: string, key: string): Promise<Held | undefined> {
+      return Promise.resolve(records.get(id(scope, key)));
+    },
     attach(scope: string, key: string, submissionId: string) {
       const held = records.get(id(scope, key));
       if (held?.state === "running") records.set(id(scope, key), { ...held, submissionId });

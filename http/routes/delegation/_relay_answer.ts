@@ -28,7 +28,7 @@ export function relayWrite<In>(
 
 /** How a route words each outcome of its write. */
 export type RelayWords<R> = {
-  /** The key's refusal (422, or 409 with `retry-after`) in the route's error body. */
+  /** The key's refusal (422, or 409 with `retry-after`), or the caller's rate's 429, in the route's error body. */
   readonly refuse: (code: string, message: string, headers?: Record<string, string>) => Response;
   /** The answer of a submission whose first request died (a crash). */
   readonly resumed: (submissionId: string, view: SubmissionView | undefined) => Response;
@@ -48,6 +48,7 @@ function wordOutcome<R>(outcome: RelayWriteOutcome<R>, words: RelayWords<R>): Re
     case "replay":
       return replayed(outcome.answer);
     case "key-refused":
+    case "rate-limited":
       return words.refuse(outcome.code, outcome.message, outcome.retryAfterSeconds === undefined ? undefined : { "retry-after": String(outcome.retryAfterSeconds) });
     case "resumed":
       return words.resumed(outcome.submissionId, outcome.view);

@@ -9,7 +9,7 @@ import { clientKeyFor, compileRequestCheck, parseJsonBody, queryOf, readBodyText
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
 import type { Idempotency } from "../../../domain/idempotency/mod.ts";
 import type { DelegatedRequest } from "../../../domain/delegation/mod.ts";
-import { createRelaySubmission } from "../../../domain/submissions/mod.ts";
+import { createRelaySubmission, type RelayWrite } from "../../../domain/submissions/mod.ts";
 import { fail, ok, type Fail, type Ok, type Result } from "../../../domain/result.ts";
 import { namedChain } from "../../../domain/chains/mod.ts";
 import type { KeccakHex } from "../../../domain/address.ts";
@@ -43,9 +43,17 @@ export type EasRoutesDeps = {
    * Writes under an `Idempotency-Key` per client address, checked before the key is stored: past it 429 RATE_LIMITED
    * (not stored). The public relay has no account, and every answer once its checks began is kept for 24 hours, so
    * one address sent 5,000 refused requests under new keys and left 5,000 rows (about 1 KB each) with no limit met.
-   * Absent: unlimited.
+   * A retry its key answers (a kept answer, 422, 409) takes one of `keyLookupRate` instead (WriteRate in
+   * domain/submissions/relay_submission.ts). Absent: unlimited.
    */
   readonly keyRate?: RateLimiter | undefined;
+  /**
+   * The client address's lookups of keys answered without a turn of `keyRate`: a retry replayed from its key, and past
+   * `keyRate` the one read of a key's record that finds a kept answer (or finds none: 429). Found by review: the turn
+   * was taken before the lookup, so retries spent the address's writes and, at its limit, got 429 instead of their
+   * kept answer. Absent: every keyed write takes a turn of `keyRate` first (as before).
+   */
+  readonly keyLookupRate?: RateLimiter | undefined;
   /** keccak-256 for the addresses' checksums when the body is read (the service's in WebAssembly; absent: viem's). */
   readonly keccak256?: KeccakHex | undefined;
   /**
@@ -169,9 +177,7 @@ export function easRoutes(deps: EasRoutesDeps) {
       if (!read.ok) return failure(started, read.code, read.message);
       const closed = read.write.input.request.ok ? deps.publicRelayClosed?.() : undefined;
       if (closed !== undefined) return failure(started, closed.code, closed.message, undefined, 403);
-      const limited = keyLimited(started, read.write, clientKey);
-      if (limited !== undefined) return limited;
-      const run = await single(read.write);
+      const run = await single(keyTurns(read.write, clientKey));
       return await relayAnswer(run, {
         refuse: refuseWith(started),
         resumed: (submissionId, view) => submissionAnswer(submissionId, view, { chain: writeChain(read.write.input), elapsed: elapsedSince(started) }),
@@ -183,14 +189,14 @@ export function easRoutes(deps: EasRoutesDeps) {
     }
   };
 
-  /** A keyed write past the client's turns (`keyRate`): 429 before the key is stored. */
-  const keyLimited = (started: number, write: { readonly keyed?: unknown }, clientKey: string): Response | undefined => {
-    if (write.keyed === undefined || deps.keyRate === undefined) return undefined;
-    const turn = deps.keyRate.take(clientKey);
-    if (turn.allowed) return undefined;
-    const answer = failure(started, "RATE_LIMITED", `Too many writes under an Idempotency-Key from this address; try again in ${turn.retryAfterSeconds} s`);
-    answer.headers.set("retry-after", String(turn.retryAfterSeconds));
-    return answer;
+  /**
+   * A keyed write's turns of the client's `keyRate` (a write without a key takes none here): past them 429 before the
+   * key is stored, unless the key already answers the request (WriteRate: a retry costs no turn of new work).
+   */
+  const keyTurns = <In>(write: RelayWrite<In>, clientKey: string): RelayWrite<In> => {
+    if (write.keyed === undefined || deps.keyRate === undefined) return write;
+    const message = (seconds: number) => `Too many writes under an Idempotency-Key from this address; try again in ${seconds} s`;
+    return { ...write, rate: { key: clientKey, turns: deps.keyRate, lookups: deps.keyLookupRate, message } };
   };
 
   // The chain a write goes to (decisions §30), for the answers given before the relay names it.
@@ -229,9 +235,7 @@ export function easRoutes(deps: EasRoutesDeps) {
       if ("refused" in input && input.refused.code === "PUBLIC_RELAY_DISABLED") return failure(started, input.refused.code, input.refused.message, undefined, 403);
       const read = relayWrite(request, `client:${clientKey}`, body, input);
       if (!read.ok) return failure(started, read.code, read.message);
-      const limited = keyLimited(started, read.write, clientKey);
-      if (limited !== undefined) return limited;
-      const run = await batches(read.write);
+      const run = await batches(keyTurns(read.write, clientKey));
       const words = batchWords(refuseWith(started), () => ({ chain: batchChain(read.write.input), elapsed: elapsedSince(started) }));
       return await relayAnswer(run, {
         ...words,

@@ -14,7 +14,7 @@ import type { ClientAddressOf } from "../../../ports/request_context.ts";
 import { idempotent } from "../../idempotency.ts";
 import type { Account } from "../../../ports/accounts.ts";
 import type { PayingAgent } from "../../../domain/payments/mod.ts";
-import { createRelaySubmission, type OnSubmitting } from "../../../domain/submissions/mod.ts";
+import { createRelaySubmission, type OnSubmitting, type RelayWrite } from "../../../domain/submissions/mod.ts";
 import { acceptedAnswer, type RelayTracking, submissionAnswer } from "./_tracking.ts";
 import { relayAnswer, relayWrite } from "./_relay_answer.ts";
 import type { RateLimiter } from "../../../domain/rate_limit.ts";
@@ -59,9 +59,27 @@ export type PrivateRelayRoutesDeps = {
    * 5 KB each, 300 in half a second, and its refused writes cost two JSON-RPC calls each, with nothing to stop either.
    */
   readonly accountRate?: RateLimiter | undefined;
+  /**
+   * The account's lookups of keys answered without a turn of `accountRate` (WriteRate in
+   * domain/submissions/relay_submission.ts): a retry replayed from its key, and past `accountRate` the one read of a
+   * key's record that finds its kept answer (or none: 429). Found by review: the account's turn was taken before the
+   * lookup, so retries spent its writes and, at its limit, got 429 instead of their kept answer. Absent: every write
+   * takes a turn first (as before).
+   */
+  readonly accountLookupRate?: RateLimiter | undefined;
   /** An account's nonce reads (`NONCE_RATE_PER_MINUTE`, one `eth_call` each), as the public route's per address. */
   readonly nonceRate?: RateLimiter | undefined;
 };
+
+/**
+ * A write's turns of the account's `accountRate` (single or batch, with or without a key): past them 429 before any
+ * RPC or stored key, unless the key already answers the request (WriteRate: a retry costs no turn of new work).
+ */
+function accountTurns<In>(deps: PrivateRelayRoutesDeps, write: RelayWrite<In>, accountId: string): RelayWrite<In> {
+  if (deps.accountRate === undefined) return write;
+  const message = (seconds: number) => `Too many writes from this account; try again in ${seconds} s`;
+  return { ...write, rate: { key: `account:${accountId}`, turns: deps.accountRate, lookups: deps.accountLookupRate, message } };
+}
 
 /** `GET /api/private/relay/eas/nonce` and `POST /api/private/relay/eas/delegated-attest` (decisions §12), session required. */
 export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
@@ -119,10 +137,8 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
           // same key with another body is 422, as on the public relay (before, it ran the other body).
           const read = relayWrite(request, `account:${account.id}`, body, { body: parsed, caller: account });
           if (!read.ok) return failure(read);
-          const refused = limited(deps.accountRate, account.id, "writes");
-          if (refused !== undefined) return refused;
           const chain = () => (parsed.ok ? deps.relay.chainNames?.write(parsed.value) : undefined) ?? deps.chainName;
-          return await relayAnswer(await single(read.write), {
+          return await relayAnswer(await single(accountTurns(deps, read.write, account.id)), {
             refuse: plainRefusal,
             resumed: (submissionId, view) => submissionAnswer(submissionId, view, { chain: chain() }),
             accepted: (submissionId) => acceptedAnswer(submissionId, { chain: chain() }),
@@ -156,12 +172,10 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
           : { refused: { code: parsed.code, message: parsed.message, status: statusOf(parsed.code) } };
         const write = relayWrite(request, `account:${account.id}`, body, input);
         if (!write.ok) return failure(write);
-        const refused = limited(deps.accountRate, account.id, "writes");
-        if (refused !== undefined) return refused;
         // The chain the batch goes to (decisions §30), named by its 202 and a retry's answer too.
         const chain = () => ("requests" in input ? deps.relay.chainNames?.batch(input.requests) : undefined) ?? deps.chainName;
         const words = batchWords(plainRefusal, () => ({ chain: chain() }));
-        return await relayAnswer(await batches(write.write), {
+        return await relayAnswer(await batches(accountTurns(deps, write.write, account.id)), {
           ...words,
           answered: (result, submissionId) => {
             if ("refused" in result) return failure(result.refused);
