@@ -211,6 +211,28 @@ describe("Idempotency-Key on the public relay (decisions §23)", () => {
     expect(reads).toBe(2);
   });
 
+  test("a key held in flight buys no free 409s: with the lookups spent its 409 keeps its turn, so turns and lookups bound them together", async () => {
+    // Found in review: nothing checked that a turn stays spent once the lookups are (step 4); given back anyway, a
+    // client holding one key in flight got unlimited 409s, each a write statement (the key's begin), under the rate.
+    const env = setup(undefined, createRateLimiter(fakeClock(), { capacity: 2, perMinute: 2 }), createRateLimiter(fakeClock(), { capacity: 2, perMinute: 2 }));
+    const body = await signedBody();
+    let begins = 0;
+    const begin = env.store.begin.bind(env.store);
+    env.store.begin = (record) => (begins++, begin(record));
+    const release = env.holdNext();
+    const first = env.post(body, { "idempotency-key": "k" });
+    while (env.calls() === 0) await Bun.sleep(1);
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) statuses.push((await env.post(body, { "idempotency-key": "k" })).status);
+    // Two 409s on the lookups (their turns given back), the third on the last turn, then 429 with nothing read.
+    expect(statuses).toEqual([409, 409, 409, 429]);
+    expect(begins).toBe(4);
+    expect((await env.post(body, { "idempotency-key": "other" })).status).toBe(429);
+    release();
+    expect((await first).status).toBe(200);
+    expect([begins, env.calls()]).toEqual([4, 1]);
+  });
+
   test("a 429 is not kept: the retry runs", async () => {
     let refuse = true;
     const env = setup(() => Promise.resolve(refuse ? { ...fail("RATE_LIMITED", "Slow down"), retryAfterSeconds: 5 } : ok({ txHash: "0xaa", uid: "0xbb", blockNumber: 7n } as never)));

@@ -428,33 +428,38 @@ describe("delegated attestation batches (decisions §23)", () => {
   });
 
   test("a batch whose delegate cannot pay (the simulation's insufficient funds, or the balance check): every item 503 SUBMISSION_FAILED, its attester's token given back once", async () => {
-    // Nothing was recorded or sent, yet the tokens taken at admission were kept: with 1 an hour, one 503 and the retry
-    // once the wallet was funded was 429 for both.
+    // Nothing was recorded or sent, yet the tokens taken at admission were kept: with 1 an hour left, one 503 and the
+    // retry once the wallet was funded was 429 for both.
     for (const fault of ["simulation", "balance"] as const) {
       const clock = fakeClock();
       const budget = fakeGasBudget();
       const guard = createRelayGuard({
         enabled: true,
         clientRate: createRateLimiter(clock, { capacity: 100, perMinute: 100 }),
-        attesterRate: createRateLimiter(clock, { capacity: 1, perMinute: 1 / 60 }),
+        attesterRate: createRateLimiter(clock, { capacity: 2, perMinute: 2 / 60 }),
         gasBudget: budget,
         gasPerHour: 1_000_000_000n,
         typicalGas: 300_000n,
         clock,
       });
       const env = setup({ clock, guard });
+      const window = clock.nowMs() - (clock.nowMs() % 3_600_000);
+      // One of each attester's two spent first, so the buckets are not full at the give-backs: given back twice, a
+      // token would be a third write of the hour (a full bucket hides it, refilled only up to its capacity).
+      expect([fault, codes((await env.batch([await signed(env), await signed(env, { signer: bob })])).results)]).toEqual([fault, ["ok", "ok"]]);
+      const [used, sent] = [await budget.used(window), env.delegate.sent.length];
+      for (const who of [alice, bob]) env.eas.nonces.set(who.address.toLowerCase(), 1n);
       if (fault === "balance") env.delegate.funds = "low";
       else env.delegate.simulation = { ok: false, reason: "insufficient-funds" };
-      const bodies = [await signed(env), await signed(env, { signer: bob })];
-      const window = clock.nowMs() - (clock.nowMs() % 3_600_000);
+      const bodies = [await signed(env, { nonce: 1n }), await signed(env, { signer: bob, nonce: 1n })];
       for (let i = 0; i < 2; i++) expect([fault, codes((await env.batch(bodies)).results)]).toEqual([fault, ["SUBMISSION_FAILED", "SUBMISSION_FAILED"]]);
-      expect([fault, env.replay.rows.size, env.delegate.sent.length, await budget.used(window)]).toEqual([fault, 0, 0, 0n]);
+      expect([fault, env.replay.rows.size, env.delegate.sent.length, await budget.used(window)]).toEqual([fault, 2, sent, used]);
       env.delegate.funds = "ok";
       env.delegate.simulation = { ok: true, gas: 200_000n };
       expect([fault, codes((await env.batch(bodies)).results)]).toEqual([fault, ["ok", "ok"]]);
-      // Given back once each: the hour's one is spent now.
-      env.eas.nonces.set(alice.address.toLowerCase(), 1n);
-      expect([fault, codes((await env.batch([await signed(env, { nonce: 1n })])).results)]).toEqual([fault, ["RATE_LIMITED"]]);
+      // Given back once each: the hour's two are spent now.
+      env.eas.nonces.set(alice.address.toLowerCase(), 2n);
+      expect([fault, codes((await env.batch([await signed(env, { nonce: 2n })])).results)]).toEqual([fault, ["RATE_LIMITED"]]);
     }
   });
 

@@ -585,17 +585,20 @@ describe("createDelegatedAttest() behind the public relay guard (decisions §12)
     ];
     for (const fault of faults) {
       const env = guarded({ attesterPerHour: 2 });
-      const body = await signedBody(env);
       const window = env.clock.nowMs() - (env.clock.nowMs() % 3_600_000);
+      // One of the hour's two spent first, so the bucket is not full at the give-backs: given back twice, the token
+      // would be a third write of the hour (a full bucket hides it, refilled only up to its capacity).
+      expect((await env.attest(await signedBody(env), { clientKey: "192.0.2.8" })).ok).toBe(true);
+      const used = await env.budget.used(window);
+      env.eas.nonces.set(account.address.toLowerCase(), 1n);
+      const body = await signedBody(env, { nonce: 1n });
       fault.arm(env);
       for (let i = 0; i < 3; i++) {
         expect([fault.name, await env.attest(body, { clientKey: `192.0.2.${i}` })]).toMatchObject([fault.name, { ok: false, code: "SUBMISSION_FAILED", unavailable: true }]);
       }
-      expect([fault.name, env.replay.rows.size, env.delegate.sent.length, await env.budget.used(window)]).toEqual([fault.name, 0, 0, 0n]);
+      expect([fault.name, env.replay.rows.size, env.delegate.sent.length, await env.budget.used(window)]).toEqual([fault.name, 1, 1, used]);
       fault.disarm(env);
       expect((await env.attest(body, { clientKey: "192.0.2.9" })).ok).toBe(true);
-      env.eas.nonces.set(account.address.toLowerCase(), 1n);
-      expect((await env.attest(await signedBody(env, { nonce: 1n }), { clientKey: "192.0.2.9" })).ok).toBe(true);
       env.eas.nonces.set(account.address.toLowerCase(), 2n);
       // Given back once each: the allowance itself still holds.
       expect([fault.name, await env.attest(await signedBody(env, { nonce: 2n }), { clientKey: "192.0.2.9" })]).toMatchObject([fault.name, { ok: false, code: "RATE_LIMITED" }]);
@@ -603,22 +606,28 @@ describe("createDelegatedAttest() behind the public relay guard (decisions §12)
     }
   });
 
-  test("a balance read that fails before a request without a nonce took the attester's token gives nothing back (no token the attester never spent)", async () => {
-    const env = guarded({ attesterPerHour: 1 });
+  test("a balance read that fails, or a wallet that cannot pay, before a request without a nonce took the attester's token gives nothing back (no token the attester never spent)", async () => {
     const withoutNonce = (body: Awaited<ReturnType<typeof signedBody>>) => {
       const copy = structuredClone(body);
       delete copy.prepared.delegatedRequest.nonce;
       delete copy.prepared.typedData.message.nonce;
       return copy;
     };
-    const body = withoutNonce(await signedBody(env));
-    env.delegate.funds = "rpc-error";
-    for (let i = 0; i < 3; i++) expect(await env.attest(body, { clientKey: `192.0.2.${i}` })).toMatchObject({ ok: false, code: "RPC_ERROR" });
-    env.delegate.funds = "ok";
-    expect((await env.attest(body, { clientKey: "192.0.2.9" })).ok).toBe(true);
-    env.eas.nonces.set(account.address.toLowerCase(), 1n);
-    expect(await env.attest(withoutNonce(await signedBody(env, { nonce: 1n })), { clientKey: "192.0.2.9" })).toMatchObject({ ok: false, code: "RATE_LIMITED" });
-    expect(env.refusals).toEqual(["attester"]);
+    for (const fault of ["rpc-error", "low"] as const) {
+      const env = guarded({ attesterPerHour: 2 });
+      // One of the hour's two spent first, so the bucket is not full at the refusals: a token given back that was never
+      // taken would be a third write of the hour (a full bucket hides it, refilled only up to its capacity).
+      expect((await env.attest(await signedBody(env), { clientKey: "192.0.2.8" })).ok).toBe(true);
+      env.eas.nonces.set(account.address.toLowerCase(), 1n);
+      const body = withoutNonce(await signedBody(env, { nonce: 1n }));
+      env.delegate.funds = fault;
+      for (let i = 0; i < 3; i++) expect([fault, await env.attest(body, { clientKey: `192.0.2.${i}` })]).toMatchObject([fault, { ok: false, code: fault === "low" ? "SUBMISSION_FAILED" : "RPC_ERROR" }]);
+      env.delegate.funds = "ok";
+      expect((await env.attest(body, { clientKey: "192.0.2.9" })).ok).toBe(true);
+      env.eas.nonces.set(account.address.toLowerCase(), 2n);
+      expect([fault, await env.attest(withoutNonce(await signedBody(env, { nonce: 2n })), { clientKey: "192.0.2.9" })]).toMatchObject([fault, { ok: false, code: "RATE_LIMITED" }]);
+      expect([fault, env.refusals]).toEqual([fault, ["attester"]]);
+    }
   });
 
   test("a refusal for the client address's gas share, at admission or at the charge, spends none of the attester's hourly allowance", async () => {
