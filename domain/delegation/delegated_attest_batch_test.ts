@@ -396,41 +396,16 @@ describe("delegated attestation batches (decisions §23)", () => {
     expect(codes((await env.batch(bodies)).results)).toEqual(["ok", "ok"]);
   });
 
-  test("a batch whose balance read or simulation the chain did not answer: every item 500 RPC_ERROR, its attester's token given back", async () => {
-    // The tokens taken at admission were kept: with 1 an hour, one failed read and the retry was 429 for both.
-    for (const fault of ["balance", "simulation"] as const) {
-      const clock = fakeClock();
-      const budget = fakeGasBudget();
-      const guard = createRelayGuard({
-        enabled: true,
-        clientRate: createRateLimiter(clock, { capacity: 100, perMinute: 100 }),
-        attesterRate: createRateLimiter(clock, { capacity: 1, perMinute: 1 / 60 }),
-        gasBudget: budget,
-        gasPerHour: 1_000_000_000n,
-        typicalGas: 300_000n,
-        clock,
-      });
-      const env = setup({ clock, guard });
-      if (fault === "balance") env.delegate.funds = "rpc-error";
-      else env.delegate.simulation = { ok: false, reason: "rpc-error" };
-      const bodies = [await signed(env), await signed(env, { signer: bob })];
-      const window = clock.nowMs() - (clock.nowMs() % 3_600_000);
-      for (let i = 0; i < 2; i++) expect([fault, codes((await env.batch(bodies)).results)]).toEqual([fault, ["RPC_ERROR", "RPC_ERROR"]]);
-      expect(env.replay.rows.size).toBe(0);
-      expect(await budget.used(window)).toBe(0n);
-      env.delegate.funds = "ok";
-      env.delegate.simulation = { ok: true, gas: 200_000n };
-      expect([fault, codes((await env.batch(bodies)).results)]).toEqual([fault, ["ok", "ok"]]);
-      // Given back once each: the hour's one is spent now.
-      env.eas.nonces.set(alice.address.toLowerCase(), 1n);
-      expect([fault, codes((await env.batch([await signed(env, { nonce: 1n })])).results)]).toEqual([fault, ["RATE_LIMITED"]]);
-    }
-  });
-
-  test("a batch whose delegate cannot pay (the simulation's insufficient funds, or the balance check): every item 503 SUBMISSION_FAILED, its attester's token given back once", async () => {
-    // Nothing was recorded or sent, yet the tokens taken at admission were kept: with 1 an hour left, one 503 and the
-    // retry once the wallet was funded was 429 for both.
-    for (const fault of ["simulation", "balance"] as const) {
+  test("a batch nothing of which was sent because the chain did not answer its balance read or simulation (every item 500 RPC_ERROR) or its delegate cannot pay (503 SUBMISSION_FAILED): each attester's token given back once", async () => {
+    // Nothing was recorded or sent, yet the tokens taken at admission were kept: with 1 an hour left, one such answer
+    // and the retry once the chain answered (the wallet funded) was 429 for both.
+    const faults = {
+      "balance read": { code: "RPC_ERROR", funds: "rpc-error" },
+      simulation: { code: "RPC_ERROR", simulation: { ok: false, reason: "rpc-error" } },
+      "low balance": { code: "SUBMISSION_FAILED", funds: "low" },
+      "simulation's insufficient funds": { code: "SUBMISSION_FAILED", simulation: { ok: false, reason: "insufficient-funds" } },
+    } as const;
+    for (const [fault, arm] of Object.entries(faults)) {
       const clock = fakeClock();
       const budget = fakeGasBudget();
       const guard = createRelayGuard({
@@ -449,10 +424,10 @@ describe("delegated attestation batches (decisions §23)", () => {
       expect([fault, codes((await env.batch([await signed(env), await signed(env, { signer: bob })])).results)]).toEqual([fault, ["ok", "ok"]]);
       const [used, sent] = [await budget.used(window), env.delegate.sent.length];
       for (const who of [alice, bob]) env.eas.nonces.set(who.address.toLowerCase(), 1n);
-      if (fault === "balance") env.delegate.funds = "low";
-      else env.delegate.simulation = { ok: false, reason: "insufficient-funds" };
+      if ("funds" in arm) env.delegate.funds = arm.funds;
+      else env.delegate.simulation = arm.simulation;
       const bodies = [await signed(env, { nonce: 1n }), await signed(env, { signer: bob, nonce: 1n })];
-      for (let i = 0; i < 2; i++) expect([fault, codes((await env.batch(bodies)).results)]).toEqual([fault, ["SUBMISSION_FAILED", "SUBMISSION_FAILED"]]);
+      for (let i = 0; i < 2; i++) expect([fault, codes((await env.batch(bodies)).results)]).toEqual([fault, [arm.code, arm.code]]);
       expect([fault, env.replay.rows.size, env.delegate.sent.length, await budget.used(window)]).toEqual([fault, 2, sent, used]);
       env.delegate.funds = "ok";
       env.delegate.simulation = { ok: true, gas: 200_000n };

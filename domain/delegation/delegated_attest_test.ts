@@ -549,39 +549,16 @@ describe("createDelegatedAttest() behind the public relay guard (decisions §12)
     expect(env.refusals).toEqual(["attester"]);
   });
 
-  test("a chain read that fails before anything is sent (the attester's nonce, the delegate's balance, the simulation): 500 RPC_ERROR, the attester's token given back", async () => {
-    // The token taken at admission was kept: with 2 an hour, two failed reads and the attester was refused until the
+  test("nothing sent because a chain read failed (500 RPC_ERROR: the attester's nonce, the delegate's balance, the simulation) or the delegate cannot pay (503 SUBMISSION_FAILED: the balance check, the simulation's insufficient funds): the attester's token given back once", async () => {
+    // The token taken at admission was kept: with 2 an hour, two such answers and the attester was refused until the
     // hour turned, though nothing was sent.
-    const faults: { name: string; arm: (env: ReturnType<typeof guarded>) => void; disarm: (env: ReturnType<typeof guarded>) => void }[] = [
-      { name: "nonce", arm: (env) => void (env.eas.failing = true), disarm: (env) => void (env.eas.failing = false) },
-      { name: "balance", arm: (env) => void (env.delegate.funds = "rpc-error"), disarm: (env) => void (env.delegate.funds = "ok") },
-      { name: "simulation", arm: (env) => void (env.delegate.simulation = { ok: false, reason: "rpc-error" }), disarm: (env) => void (env.delegate.simulation = { ok: true, gas: 200_000n }) },
-    ];
-    for (const fault of faults) {
-      const env = guarded({ attesterPerHour: 2 });
-      const body = await signedBody(env);
-      fault.arm(env);
-      for (let i = 0; i < 3; i++) {
-        expect([fault.name, await env.attest(body, { clientKey: `192.0.2.${i}` })]).toMatchObject([fault.name, { ok: false, code: "RPC_ERROR" }]);
-      }
-      expect(env.replay.rows.size).toBe(0);
-      fault.disarm(env);
-      expect((await env.attest(body, { clientKey: "192.0.2.9" })).ok).toBe(true);
-      env.eas.nonces.set(account.address.toLowerCase(), 1n);
-      expect((await env.attest(await signedBody(env, { nonce: 1n }), { clientKey: "192.0.2.9" })).ok).toBe(true);
-      env.eas.nonces.set(account.address.toLowerCase(), 2n);
-      // Given back once each: the allowance itself still holds.
-      expect([fault.name, await env.attest(await signedBody(env, { nonce: 2n }), { clientKey: "192.0.2.9" })]).toMatchObject([fault.name, { ok: false, code: "RATE_LIMITED" }]);
-      expect([fault.name, env.refusals]).toEqual([fault.name, ["attester"]]);
-    }
-  });
-
-  test("a delegate that cannot pay (the simulation's insufficient funds, or the balance check): 503 SUBMISSION_FAILED, the attester's token given back once", async () => {
-    // Nothing was recorded or sent, yet the token taken at admission was kept: with 2 an hour, two 503s while the
-    // delegate wallet was empty and the attester was refused until the hour turned.
-    const faults: { name: string; arm: (env: ReturnType<typeof guarded>) => void; disarm: (env: ReturnType<typeof guarded>) => void }[] = [
-      { name: "simulation", arm: (env) => void (env.delegate.simulation = { ok: false, reason: "insufficient-funds" }), disarm: (env) => void (env.delegate.simulation = { ok: true, gas: 200_000n }) },
-      { name: "balance", arm: (env) => void (env.delegate.funds = "low"), disarm: (env) => void (env.delegate.funds = "ok") },
+    type Env = ReturnType<typeof guarded>;
+    const faults: { name: string; code: string; arm: (env: Env) => void; disarm: (env: Env) => void }[] = [
+      { name: "nonce", code: "RPC_ERROR", arm: (env) => void (env.eas.failing = true), disarm: (env) => void (env.eas.failing = false) },
+      { name: "balance", code: "RPC_ERROR", arm: (env) => void (env.delegate.funds = "rpc-error"), disarm: (env) => void (env.delegate.funds = "ok") },
+      { name: "simulation", code: "RPC_ERROR", arm: (env) => void (env.delegate.simulation = { ok: false, reason: "rpc-error" }), disarm: (env) => void (env.delegate.simulation = { ok: true, gas: 200_000n }) },
+      { name: "low balance", code: "SUBMISSION_FAILED", arm: (env) => void (env.delegate.funds = "low"), disarm: (env) => void (env.delegate.funds = "ok") },
+      { name: "simulation's insufficient funds", code: "SUBMISSION_FAILED", arm: (env) => void (env.delegate.simulation = { ok: false, reason: "insufficient-funds" }), disarm: (env) => void (env.delegate.simulation = { ok: true, gas: 200_000n }) },
     ];
     for (const fault of faults) {
       const env = guarded({ attesterPerHour: 2 });
@@ -594,7 +571,7 @@ describe("createDelegatedAttest() behind the public relay guard (decisions §12)
       const body = await signedBody(env, { nonce: 1n });
       fault.arm(env);
       for (let i = 0; i < 3; i++) {
-        expect([fault.name, await env.attest(body, { clientKey: `192.0.2.${i}` })]).toMatchObject([fault.name, { ok: false, code: "SUBMISSION_FAILED", unavailable: true }]);
+        expect([fault.name, await env.attest(body, { clientKey: `192.0.2.${i}` })]).toMatchObject([fault.name, { ok: false, code: fault.code }]);
       }
       expect([fault.name, env.replay.rows.size, env.delegate.sent.length, await env.budget.used(window)]).toEqual([fault.name, 1, 1, used]);
       fault.disarm(env);
