@@ -9,7 +9,7 @@
  * chain's id found then keeps the chain closed until a restart, logged at error level (`chain_wrong_node`).
  */
 import { type Address, BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, createPublicClient, http } from "viem";
-import { type ChainCheck, type ChainCheckGate, createChainCheckGate, type Http1Post, wsChainId } from "../adapters/chain/mod.ts";
+import { type ChainCheck, type ChainCheckGate, type ChainGateState, createChainCheckGate, type Http1Post, wsChainId } from "../adapters/chain/mod.ts";
 import type { Devnet } from "../adapters/devnet/mod.ts";
 import { EAS_DOMAIN_VERSION } from "../domain/delegation/mod.ts";
 import { EAS_ABI } from "../domain/eas_abi.ts";
@@ -27,6 +27,11 @@ export type ChainGates = {
   readonly rpcPost: (url: string) => Http1Post | undefined;
   /** Holds the chain whose node at `url` did not answer at start behind a gate, asked again through `metered`. */
   readonly hold: (url: string, chain: ChainConfig, trustAnchors: TrustAnchors, log: Logger) => void;
+  /**
+   * Each held chain's gate state now, by CAIP-2 id (`/readyz`'s `nodes`): `unchecked` while its node has not answered
+   * its chain id, `checked` once it has, `wrong` once it answered another. A chain not listed was checked at start.
+   */
+  readonly held: () => ReadonlyMap<string, ChainGateState>;
 };
 
 /**
@@ -37,6 +42,7 @@ export type ChainGates = {
  */
 export function createChainGates(metered: typeof fetch, postOf: (url: string) => Http1Post | undefined): ChainGates {
   const gates = new Map<string, ChainCheckGate>();
+  const byChain = new Map<string, ChainCheckGate>();
   // Only the gates still closed: once every held chain is checked, no exchange parses its URL again.
   const gatedFetches = new Map<string, (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>>();
   const rpcFetch = Object.assign((input: RequestInfo | URL, init?: RequestInit) => {
@@ -50,6 +56,7 @@ export function createChainGates(metered: typeof fetch, postOf: (url: string) =>
       const gate = gates.get(urlKey(url));
       return post === undefined || gate === undefined ? post : gate.post(post);
     },
+    held: () => new Map([...byChain].map(([caip2, gate]) => [caip2, gate.state()])),
     hold: (url, chain, trustAnchors, log) => {
       const gate = createChainCheckGate({
         caip2: chain.caip2 ?? "RPC_URL",
@@ -62,6 +69,7 @@ export function createChainGates(metered: typeof fetch, postOf: (url: string) =>
       const key = urlKey(url);
       const gated = gate.fetch(metered);
       gates.set(key, gate);
+      byChain.set(chain.caip2 ?? "RPC_URL", gate);
       gatedFetches.set(key, (input, init) => {
         if (gate.state() === "checked") gatedFetches.delete(key);
         return gated(input, init);

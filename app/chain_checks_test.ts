@@ -53,6 +53,23 @@ describe("createChainGates()", () => {
     const other = await gates.rpcFetch("http://node.example:8545/other", { method: "POST", body: JSON.stringify({ method: "eth_blockNumber" }) });
     expect([other.status, node.methods.at(-1)]).toEqual([503, "eth_blockNumber"]);
   });
+
+  test("held(): each held chain's gate state by CAIP-2 id: unchecked until its node answers its chain id, then checked", async () => {
+    // eip155:31339's node answers its id; eip155:31338's does not (503).
+    const node = Object.assign(async (input: RequestInfo | URL, init?: RequestInit) => {
+      const call = JSON.parse(String(init?.body)) as { id: number; method: string };
+      return String(input).includes("up.example") ? Response.json({ jsonrpc: "2.0", id: call.id, result: "0x7a6b" }) : new Response("down", { status: 503 });
+    }, { preconnect: fetch.preconnect }) as typeof fetch;
+    const gates = createChainGates(node, () => undefined);
+    expect(gates.held()).toEqual(new Map());
+    gates.hold("http://up.example:8545", proofs("eip155:31339", "http://up.example:8545"), anchors, silentLogger);
+    gates.hold("http://down.example:8545", proofs("eip155:31338", "http://down.example:8545"), anchors, silentLogger);
+    expect(gates.held()).toEqual(new Map([["eip155:31339", "unchecked"], ["eip155:31338", "unchecked"]]));
+    const call = (url: string) => gates.rpcFetch(url, { method: "POST", body: JSON.stringify({ id: 1, method: "eth_blockNumber" }) });
+    expect((await call("http://up.example:8545/")).status).toBe(200);
+    await expect(call("http://down.example:8545/")).rejects.toThrow();
+    expect(gates.held()).toEqual(new Map([["eip155:31339", "checked"], ["eip155:31338", "unchecked"]]));
+  });
 });
 
 describe("checkChains()", () => {

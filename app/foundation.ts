@@ -7,7 +7,7 @@ import type { WrittenAttestation } from "../ports/attestation_index.ts";
 import { join } from "node:path";
 import type { Address, Hex } from "viem";
 import { type Devnet, startDevnet } from "../adapters/devnet/mod.ts";
-import { createHttp1Post, createViemEas, type Http1Post, http1Serves, type ViemEas } from "../adapters/chain/mod.ts";
+import { type ChainGateState, createHttp1Post, createViemEas, type Http1Post, http1Serves, type ViemEas } from "../adapters/chain/mod.ts";
 import { loadSecp256k1, openKeccak256 } from "../adapters/crypto/mod.ts";
 import type { Keccak256 } from "../ports/keccak.ts";
 import type { Secp256k1 } from "../ports/secp256k1.ts";
@@ -72,6 +72,11 @@ export type Foundation = {
    * else undefined, and that path sends with fetch. Its caller meters the calls itself.
    */
   readonly rpcPost: (url: string) => Http1Post | undefined;
+  /**
+   * Each served chain held closed at start (its node did not answer its chain id; app/chain_checks.ts), by CAIP-2 id,
+   * with its gate's state now; every other chain's node was checked at start (decisions §30; `/readyz`'s `nodes`).
+   */
+  readonly heldChains: () => ReadonlyMap<string, ChainGateState>;
   readonly devnet: Devnet | undefined;
   readonly rpcUrl: string;
   readonly chainId: number;
@@ -206,6 +211,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
       metrics,
       rpcFetch,
       rpcPost,
+      heldChains: gates.held,
       devnet,
       rpcUrl,
       chainId,

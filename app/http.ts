@@ -12,6 +12,7 @@ import type { Config } from "./config.ts";
 import type { WiredDelegation } from "./delegation.ts";
 import type { WiredDiscovery, wireWitness } from "./discovery.ts";
 import { type Foundation, servedTrustAnchors } from "./foundation.ts";
+import type { ChainGateState } from "../adapters/chain/mod.ts";
 import type { ChainIndex, IndexRunner } from "./attestation_index.ts";
 import { answerCache, wireChainReads } from "./chain_reads.ts";
 import type { ServedChains } from "../domain/chains/mod.ts";
@@ -289,18 +290,20 @@ function nudgingTests(w: Pick<WiredWebhooks, "endpoints" | "nudge">): WiredWebho
 }
 
 /** `/readyz`: the database, the node, the delegate's balance and a fresh index (decisions §21). */
-function readiness(config: Pick<Config, "signers">, f: Foundation, c: Capabilities, stopping: () => boolean) {
+function readiness(config: Pick<Config, "chains" | "signers">, f: Foundation, c: Capabilities, stopping: () => boolean) {
   const { storage, eas } = f;
   // The chain's part (`eth_chainId`, the delegate's balance) is read at most once a second: the route is public, and
   // any client's rate of `/readyz` was the provider's rate of calls. The database, the index and the signers are read
   // each time.
   const chainPart = atMostOnceASecond(() => Promise.all([eas.ping(), delegateBalance(f)]));
   return async () => {
+    // Read before the indexes: a chain whose gate opens meanwhile is reported held once more, never fresh while held.
+    const held = f.heldChains();
     const [database, [rpc, balance], status, chains] = await Promise.all([
       storage.ping(),
       chainPart(),
       c.index.refresh().catch(() => undefined),
-      otherChainsReadiness(c.otherChains ?? []),
+      otherChainsReadiness(c.otherChains ?? [], held),
     ]);
     const delegateFunded = balance === undefined ? undefined : balance >= config.signers.minDelegateBalanceWei;
     const { follower: _, ...indexStatus } = status ?? c.index.status();
@@ -311,6 +314,7 @@ function readiness(config: Pick<Config, "signers">, f: Foundation, c: Capabiliti
     // while any of them serves; a chain that does not answers its own reads 503 INDEX_STALE naming it. Before, the
     // default chain's provider down took every instance out of the balancer, and every other chain's reads with it.
     const anotherServes = Object.values(chains ?? {}).some((chain) => (chain as { index: boolean }).index);
+    const nodes = chainNodes(config.chains.list, held);
     return {
       ready: database && (defaultServes || anotherServes) && !stopping(),
       checks: {
@@ -326,21 +330,37 @@ function readiness(config: Pick<Config, "signers">, f: Foundation, c: Capabiliti
       // Each role's signer (decisions §27): up, down (its last signature failed) or unknown (none asked for yet).
       signers: signerStates(f.signers),
       ...(chains === undefined ? {} : { chains }),
+      ...(nodes === undefined ? {} : { nodes }),
     };
   };
 }
 
 /**
+ * Decisions §30: each served chain's node by CAIP-2 id, when more than one chain is served (one chain's body is as
+ * before): `checked` (it answered its chain id, at start or since), `unchecked` (it has not answered since the start:
+ * the chain is held closed, app/chain_checks.ts) or `wrong` (it answered another chain's id after the start: closed until
+ * a restart). A held chain is shown, not counted in `ready`: one provider down fails closed on its chain only, and the
+ * instance stays ready while the default chain serves.
+ */
+export function chainNodes(list: readonly { readonly caip2: string | undefined }[], held: ReadonlyMap<string, ChainGateState>): Record<string, ChainGateState> | undefined {
+  if (list.length < 2) return undefined;
+  return Object.fromEntries(list.flatMap(({ caip2 }) => (caip2 === undefined ? [] : [[caip2, held.get(caip2) ?? "checked"] as const])));
+}
+
+/**
  * Decisions §30: each other attestation chain's index, by CAIP-2 id. A stale chain fails its own reads (503 INDEX_STALE
  * naming it) and never makes the instance unready alone; taking the instance out of the balancer would fail every
- * chain's. The instance is unready only when no chain serves.
+ * chain's. The instance is unready only when no chain serves. A chain held closed (`held`: its node has not answered its
+ * chain id since the start) is never `index: true`, and carries its `node`: its index's last poll may be recent (a
+ * restart within INDEX_STALL_SECONDS, or another instance's), but this instance cannot read or write that chain.
  */
-async function otherChainsReadiness(chains: readonly ChainIndex[]): Promise<Record<string, unknown> | undefined> {
+export async function otherChainsReadiness(chains: readonly ChainIndex[], held: ReadonlyMap<string, ChainGateState>): Promise<Record<string, unknown> | undefined> {
   if (chains.length === 0) return undefined;
   const entries = await Promise.all(chains.map(async ({ chain, index }) => {
     const status = await index.refresh().catch(() => undefined);
     const { follower: _, ...indexStatus } = status ?? index.status();
-    return [chain.caip2, { index: status !== undefined && !status.stale, ...indexStatus }] as const;
+    const node = held.get(chain.caip2) ?? "checked";
+    return [chain.caip2, { index: node === "checked" && status !== undefined && !status.stale, node, ...indexStatus }] as const;
   }));
   return Object.fromEntries(entries);
 }

@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { atMostOnceASecond } from "./http.ts";
+import type { ChainIndex } from "./attestation_index.ts";
+import { atMostOnceASecond, chainNodes, otherChainsReadiness } from "./http.ts";
+import type { IndexStatus } from "./index_follower.ts";
 
 describe("/readyz's chain part: read at most once a second (a public route's rate was the provider's rate of calls)", () => {
   test("calls while a read runs share it; for a second after it was asked for too; then a new read; a read that threw is not kept", async () => {
@@ -34,5 +36,36 @@ describe("/readyz's chain part: read at most once a second (a public route's rat
     const again = read();
     finish!();
     expect([await again, reads]).toEqual([4, 4]);
+  });
+});
+
+describe("/readyz's held chains (decisions §30: a served chain whose node did not answer its chain id at start is held closed)", () => {
+  /** An index whose store says a poll completed just now (a restart within INDEX_STALL_SECONDS, or another instance's). */
+  const freshIndex = () => {
+    const status: IndexStatus = { indexedBlock: 40, head: 40, lagBlocks: 0, catchingUp: false, checkedAt: 1_795_734_267, stale: false, follower: false };
+    return { chain: { caip2: "eip155:31338" }, index: { refresh: () => Promise.resolve(status), status: () => status } } as unknown as ChainIndex;
+  };
+
+  test("a held attestation chain's index is never reported fresh, however recent its last poll; it carries its node's state", async () => {
+    for (const node of ["unchecked", "wrong"] as const) {
+      const chains = await otherChainsReadiness([freshIndex()], new Map([["eip155:31338", node]]));
+      expect(chains).toEqual({ "eip155:31338": { index: false, node, indexedBlock: 40, head: 40, lagBlocks: 0, catchingUp: false, checkedAt: 1_795_734_267, stale: false } });
+    }
+    // Checked (at start, or its gate opened since): fresh as its index says.
+    for (const held of [new Map(), new Map([["eip155:31338", "checked" as const]])]) {
+      const chains = await otherChainsReadiness([freshIndex()], held);
+      expect(chains?.["eip155:31338"]).toMatchObject({ index: true, node: "checked" });
+    }
+  });
+
+  test("nodes: every served chain by CAIP-2 id, checked unless held; absent with one chain served", () => {
+    const list = [{ caip2: "eip155:31337" }, { caip2: "eip155:31338" }, { caip2: "eip155:31339" }];
+    expect(chainNodes(list, new Map([["eip155:31338", "unchecked"], ["eip155:31339", "wrong"]]))).toEqual({
+      "eip155:31337": "checked",
+      "eip155:31338": "unchecked",
+      "eip155:31339": "wrong",
+    });
+    expect(chainNodes(list, new Map())).toEqual({ "eip155:31337": "checked", "eip155:31338": "checked", "eip155:31339": "checked" });
+    expect(chainNodes([{ caip2: undefined }], new Map())).toBeUndefined();
   });
 });

@@ -126,7 +126,12 @@ test("providers of an attestation chain and the proof chain down at start: the s
       const answer = await get(service, "/readyz");
       return answer.status === 200 ? answer.body : undefined;
     });
-    expect(ready.chains[b.caip2].index).toBe(false);
+    // /readyz names each chain's node: B and P held (unchecked), A checked; B's index is not fresh while held, and
+    // nothing of the providers' text or address is in the body.
+    expect(ready.nodes).toEqual({ [a.caip2]: "checked", [b.caip2]: "unchecked", [proof.caip2]: "unchecked" });
+    expect([ready.chains[b.caip2].index, ready.chains[b.caip2].node]).toEqual([false, "unchecked"]);
+    const readyText = JSON.stringify(ready);
+    for (const word of ["provider-secret-text", "127.0.0.1", "The node of"]) expect(readyText).not.toContain(word);
     const onA = await signed(three.keys.users[1]!, a, "written on A while B is down");
     const writtenOnA = await post(service, "/v1/delegated-attest", onA);
     expect([writtenOnA.status, writtenOnA.body.chain]).toEqual([200, "ATS Devnet"]);
@@ -169,6 +174,13 @@ test("providers of an attestation chain and the proof chain down at start: the s
       return answer.status === 200 ? answer.body : undefined;
     });
     expect([txProof.chain, txProof.status, txProof.to]).toEqual([proof.caip2, "success", APP]);
+    // /readyz: every node checked, B's index fresh again.
+    const readyAgain = await waitFor("/readyz naming every node checked and B's index fresh", async () => {
+      const answer = await get(service, "/readyz");
+      return answer.status === 200 && answer.body.chains[b.caip2].index === true ? answer.body : undefined;
+    });
+    expect(readyAgain.nodes).toEqual({ [a.caip2]: "checked", [b.caip2]: "checked", [proof.caip2]: "checked" });
+    expect(readyAgain.chains[b.caip2].node).toBe("checked");
     // The service logs before it answers, but its stderr reaches this process on its own pipe: read until it came.
     const checkedLine = (chain: TestChain) => new RegExp(`"event":"chain_checked"[^\n]*"chain":"${chain.caip2}"`);
     const log = await waitFor("both checks logged", () => {
@@ -204,6 +216,13 @@ test("a node found answering another chain's id after the start: its chain stays
       return service.stderrTail().split("\n").find((line) => line.includes("chain_wrong_node"));
     });
     expect(JSON.parse(logged)).toMatchObject({ level: "error", event: "chain_wrong_node", chain: proof.caip2, problem: "CHAINS_FILE: the rpcUrl of eip155:31339 answers chain 31337" });
+    // /readyz names the proof chain's node wrong, and stays ready (the default chain serves), with no provider text.
+    const ready = await waitFor("the instance ready on the default chain", async () => {
+      const answer = await get(service, "/readyz");
+      return answer.status === 200 ? answer : undefined;
+    });
+    expect(ready.body.nodes[proof.caip2]).toBe("wrong");
+    expect(ready.text).not.toContain("answers chain");
     // The node answers its own chain again: the chain stays closed until a restart, and is not asked again.
     restore(proof.proxy);
     const checks = proof.proxy.calls.length;

@@ -8,7 +8,10 @@
  * (the routes' 5xx for a failing chain: 500 `RPC_ERROR`, 503 `INDEX_STALE`, a proof `not-checked`), and nothing is
  * sent to the node but the check. Once it answers its own id the gate opens for good. Once it answers another chain's
  * id (a misconfiguration found late: the provider's URL now reaches another chain) the chain stays closed until a
- * restart, which then refuses to start; the finding is logged at error level once.
+ * restart, which then refuses to start; the finding is logged at error level once. An exchange waiting for a check
+ * in flight rejects with its own signal's reason as soon as that signal aborts (as a fetch would): the check goes on for
+ * the exchanges still waiting and for the next one. Before, an aborted exchange waited for the check's own timeout
+ * (10 s), far past the caller's.
  */
 import type { Http1Post } from "./http1_post.ts";
 
@@ -39,8 +42,11 @@ export type ChainCheckGateOptions = {
 /** A chain's gate: its state, and its node's fetch and POST held until the check passes. */
 export type ChainCheckGate = {
   readonly state: () => ChainGateState;
-  /** Resolves once the chain was checked (asking the node now when due); rejects with {@link ChainNotCheckedError} otherwise. */
-  readonly ready: () => Promise<void>;
+  /**
+   * Resolves once the chain was checked (asking the node now when due); rejects with {@link ChainNotCheckedError}
+   * otherwise, or with `signal`'s reason as soon as it aborts (the check in flight goes on).
+   */
+  readonly ready: (signal?: AbortSignal | null | undefined) => Promise<void>;
   /** `inner` for this chain's node, behind the gate. */
   readonly fetch: (inner: typeof fetch) => typeof fetch;
   /** `inner` for this chain's node, behind the gate. */
@@ -75,8 +81,9 @@ export function createChainCheckGate(options: ChainCheckGateOptions): ChainCheck
     }
   };
 
-  const ready = async (): Promise<void> => {
+  const ready = async (signal?: AbortSignal | null | undefined): Promise<void> => {
     if (state === "checked") return;
+    signal?.throwIfAborted();
     if (state === "unchecked") {
       if (asking === undefined && (lastAskedMs === undefined || nowMs() - lastAskedMs >= retryMs)) {
         lastAskedMs = nowMs();
@@ -84,7 +91,7 @@ export function createChainCheckGate(options: ChainCheckGateOptions): ChainCheck
           asking = undefined;
         });
       }
-      if (asking !== undefined) await asking;
+      if (asking !== undefined) await untilAborted(asking, signal);
     }
     // Read again: the check above may have changed it.
     const now = state as ChainGateState;
@@ -96,13 +103,29 @@ export function createChainCheckGate(options: ChainCheckGateOptions): ChainCheck
     ready,
     fetch: (inner) =>
       Object.assign(
-        (input: RequestInfo | URL, init?: RequestInit) => (state === "checked" ? inner(input, init) : ready().then(() => inner(input, init))),
+        (input: RequestInfo | URL, init?: RequestInit) =>
+          state === "checked" ? inner(input, init) : ready(init?.signal ?? (input instanceof Request ? input.signal : undefined)).then(() => inner(input, init)),
         { preconnect: inner.preconnect },
       ) as typeof fetch,
     post: (inner) =>
       Object.assign(
-        (body: string, signal: AbortSignal) => (state === "checked" ? inner(body, signal) : ready().then(() => inner(body, signal))),
+        (body: string, signal: AbortSignal) => (state === "checked" ? inner(body, signal) : ready(signal).then(() => inner(body, signal))),
         { idle: inner.idle },
       ),
   };
+}
+
+/** `waiting`, unless `signal` aborts first: then its reason, at once (`waiting` goes on for whoever else waits). */
+async function untilAborted(waiting: Promise<void>, signal: AbortSignal | null | undefined): Promise<void> {
+  if (signal === undefined || signal === null) return await waiting;
+  let onAbort!: () => void;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    await Promise.race([waiting, aborted]);
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+  }
 }

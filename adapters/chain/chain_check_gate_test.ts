@@ -90,4 +90,55 @@ describe("createChainCheckGate()", () => {
     expect((await post("{}", new AbortController().signal)).status).toBe(200);
     expect(sent).toBe(1);
   });
+
+  test("an exchange waiting for a check in flight rejects with its own signal's reason as soon as it aborts (fetch, POST, ready); the check goes on for the others", async () => {
+    // A check that never answers by itself (the real one ends at its own 10 s timeout): before, every waiting exchange
+    // waited for it, however short its caller's deadline.
+    let asked = 0;
+    let answer!: (found: ChainCheck) => void;
+    const gate = createChainCheckGate({
+      caip2: "eip155:31339",
+      check: () => {
+        asked++;
+        return new Promise<ChainCheck>((resolve) => (answer = resolve));
+      },
+      retryMs: 0,
+    });
+    let sent = 0;
+    const innerFetch = Object.assign(() => {
+      sent++;
+      return Promise.resolve(new Response("{}"));
+    }, { preconnect: () => {} }) as unknown as typeof fetch;
+    const innerPost = Object.assign(() => {
+      sent++;
+      return Promise.resolve({ status: 200, text: "{}" });
+    }, { idle: () => 0 }) as Http1Post;
+    const viaFetch = new AbortController();
+    const viaRequest = new AbortController();
+    const viaPost = new AbortController();
+    const viaReady = new AbortController();
+    const patient = gate.fetch(innerFetch)("http://node/", {});
+    const waiting = [
+      gate.fetch(innerFetch)("http://node/", { signal: viaFetch.signal }),
+      gate.fetch(innerFetch)(new Request("http://node/", { method: "POST", body: "{}", signal: viaRequest.signal })),
+      gate.post(innerPost)("{}", viaPost.signal),
+      gate.ready(viaReady.signal),
+    ].map((exchange) => exchange.then(() => "answered", (error: unknown) => error));
+    const reasons = [new Error("fetch deadline"), new Error("request deadline"), new Error("post deadline"), new Error("ready deadline")];
+    viaFetch.abort(reasons[0]);
+    viaRequest.abort(reasons[1]);
+    viaPost.abort(reasons[2]);
+    viaReady.abort(reasons[3]);
+    // Each rejected with its own reason while the check is still in flight (it is answered only below).
+    expect(await Promise.all(waiting)).toEqual(reasons);
+    expect([asked, sent, gate.state()]).toEqual([1, 0, "unchecked"]);
+    // A signal already aborted: rejected at once, no check asked.
+    const gone = new AbortController();
+    gone.abort(new Error("already gone"));
+    await expect(gate.ready(gone.signal)).rejects.toThrow("already gone");
+    // The check went on: once it answers, the exchange still waiting is sent.
+    answer({ kind: "ok" });
+    expect((await patient).status).toBe(200);
+    expect([asked, sent, gate.state()]).toEqual([1, 1, "checked"]);
+  }, 10_000);
 });

@@ -6,6 +6,9 @@ import { Type as t } from "@sinclair/typebox";
 
 export const HealthModel = t.Object({ status: t.Literal("ok") });
 
+/** A served chain's node: checked (it answered its chain id), unchecked (not since the start: the chain is held closed), wrong (another chain's id: closed until a restart). */
+const NodeState = t.Union([t.Literal("checked"), t.Literal("unchecked"), t.Literal("wrong")]);
+
 export const ReadyModel = t.Object({
   status: t.Union([t.Literal("ready"), t.Literal("not-ready")]),
   checks: t.Record(t.String(), t.Boolean()),
@@ -16,8 +19,12 @@ export const ReadyModel = t.Object({
     catchingUp: t.Boolean({ description: "More than 64 blocks short of head - INDEX_CONFIRMATIONS (still 200)" }),
   })),
   chains: t.Optional(t.Record(t.String(), t.Object({
-    index: t.Boolean({ description: "This chain's index is fresh (its reads answer)" }),
+    index: t.Boolean({ description: "This chain's index is fresh (its reads answer) and its node checked; never true while the chain is held" }),
+    node: t.Optional(NodeState),
   }, { additionalProperties: true }), { description: "Decisions §30: each other attestation chain's index by CAIP-2 id. A stale chain fails only its own reads; the instance is ready while the default chain (checks) or any of these serves" })),
+  nodes: t.Optional(t.Record(t.String(), NodeState, {
+    description: "Decisions §30, with more than one chain served: each chain's node by CAIP-2 id. A held chain (unchecked or wrong) fails closed on its own routes; it is shown, not counted in ready",
+  })),
 });
 
 /** One readiness check and whether it passed. */
@@ -30,6 +37,8 @@ export type ReadinessReport = {
   readonly signers?: Readonly<Record<string, string>> | undefined;
   /** Each other attestation chain's index by CAIP-2 id (decisions §30): ready while the default or any of these serves. */
   readonly chains?: Readonly<Record<string, unknown>> | undefined;
+  /** Each served chain's node by CAIP-2 id, with more than one chain served (decisions §30): checked, unchecked or wrong. */
+  readonly nodes?: Readonly<Record<string, string>> | undefined;
 };
 
 /** `/healthz` (the process answers) and `/readyz` (database, anchors and RPC). */
@@ -44,6 +53,7 @@ export function healthRoutes(ready: () => Promise<ReadinessReport>) {
         ...(report.index === undefined ? {} : { index: report.index }),
         ...(report.signers === undefined ? {} : { signers: report.signers }),
         ...(report.chains === undefined ? {} : { chains: report.chains }),
+        ...(report.nodes === undefined ? {} : { nodes: report.nodes }),
       };
       return json(body, report.ready ? 200 : 503);
     });
