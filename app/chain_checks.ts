@@ -29,7 +29,8 @@ export type ChainGates = {
   readonly hold: (url: string, chain: ChainConfig, trustAnchors: TrustAnchors, log: Logger) => void;
   /**
    * Each held chain's gate state now, by CAIP-2 id (`/readyz`'s `nodes`): `unchecked` while its node has not answered
-   * its chain id, `checked` once it has, `wrong` once it answered another. A chain not listed was checked at start.
+   * its chain id, `checked` once it has, `wrong` once it answered another (or no EAS answered at the anchored
+   * address). A chain not listed was checked at start.
    */
   readonly held: () => ReadonlyMap<string, ChainGateState>;
 };

@@ -14,6 +14,7 @@
  * (10 s), far past the caller's.
  */
 import type { Http1Post } from "./http1_post.ts";
+import { untilAborted } from "./_until_aborted.ts";
 
 /** What one check of a chain's node found. */
 export type ChainCheck =
@@ -113,19 +114,4 @@ export function createChainCheckGate(options: ChainCheckGateOptions): ChainCheck
         { idle: inner.idle },
       ),
   };
-}
-
-/** `waiting`, unless `signal` aborts first: then its reason, at once (`waiting` goes on for whoever else waits). */
-async function untilAborted(waiting: Promise<void>, signal: AbortSignal | null | undefined): Promise<void> {
-  if (signal === undefined || signal === null) return await waiting;
-  let onAbort!: () => void;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-  try {
-    await Promise.race([waiting, aborted]);
-  } finally {
-    signal.removeEventListener("abort", onAbort);
-  }
 }

@@ -132,10 +132,14 @@ describe("createChainCheckGate()", () => {
     // Each rejected with its own reason while the check is still in flight (it is answered only below).
     expect(await Promise.all(waiting)).toEqual(reasons);
     expect([asked, sent, gate.state()]).toEqual([1, 0, "unchecked"]);
-    // A signal already aborted: rejected at once, no check asked.
+    // A signal already aborted: rejected at once, and on a gate with no check in flight, none is asked.
     const gone = new AbortController();
     gone.abort(new Error("already gone"));
     await expect(gate.ready(gone.signal)).rejects.toThrow("already gone");
+    let askedFresh = 0;
+    const fresh = createChainCheckGate({ caip2: "eip155:31340", check: () => (askedFresh++, Promise.resolve({ kind: "ok" } as const)), retryMs: 0 });
+    await expect(fresh.post(innerPost)("{}", gone.signal)).rejects.toThrow("already gone");
+    expect([askedFresh, sent, fresh.state()]).toEqual([0, 0, "unchecked"]);
     // The check went on: once it answers, the exchange still waiting is sent.
     answer({ kind: "ok" });
     expect((await patient).status).toBe(200);

@@ -14,6 +14,7 @@
  * request was written is not kept.
  * Answers are framed by `Content-Length`, by chunks, or by the connection's close. Error messages name no URL.
  */
+import { untilAborted } from "./_until_aborted.ts";
 
 /** What one exchange answered: the HTTP status and the body as text. */
 export type Http1Answer = { readonly status: number; readonly text: string };
@@ -207,23 +208,6 @@ export function createHttp1Post(url: string, options: Http1PostOptions = {}): Ht
 class NotSent extends Error {
   constructor() {
     super("The connection closed before the request was sent");
-  }
-}
-
-/** `connecting`, unless `signal` aborts first (a connection made after that is closed). */
-async function untilAborted<C>(connecting: Promise<C>, signal: AbortSignal, close: (connection: C) => void): Promise<C> {
-  let onAbort: (() => void) | undefined;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-  try {
-    return await Promise.race([connecting, aborted]);
-  } catch (error) {
-    if (signal.aborted) void connecting.then(close, () => {});
-    throw error;
-  } finally {
-    signal.removeEventListener("abort", onAbort!);
   }
 }
 
