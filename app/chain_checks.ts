@@ -1,12 +1,16 @@
 /**
- * The start's checks of every served chain's node (decisions §30), and the gates of the chains whose node did not answer
- * then. The default chain's node must answer its chain id and have EAS at the anchored address, else the start stops.
- * Every other chain's node is asked the same: one that answers and is not the chain meant (another chain id, no EAS)
- * stops the start, a misconfiguration; one that does not answer (a provider's outage) no longer does (one provider down
- * fails closed on its chain only). That chain is served behind its gate (adapters/chain/chain_check_gate.ts): every
- * JSON-RPC exchange with its node waits for the check, asked again on the chain's next exchange (its index follower's
- * poll, a read, a write) at most once a second, until the node answers its own chain id; then it serves. Another
- * chain's id found then keeps the chain closed until a restart, logged at error level (`chain_wrong_node`).
+ * The start's checks of every served chain's node (decisions §30), and every served chain's gate. The default chain's
+ * node must answer its chain id and have EAS at the anchored address, else the start stops. Every other chain's node is
+ * asked the same: one that answers and is not the chain meant (another chain id, no EAS) stops the start, a
+ * misconfiguration; one that does not answer (a provider's outage) no longer does (one provider down fails closed on
+ * its chain only). That chain is served behind its gate (adapters/chain/chain_check_gate.ts) closed: every JSON-RPC
+ * exchange with its node waits for the check, asked again on the chain's next exchange (its index follower's poll, a
+ * read, a write) at most once a second, until the node answers its own chain id; then it serves. Every chain checked
+ * at start is served behind its gate open, the default chain included: an exchange with its node that fails (a network
+ * error or HTTP 5xx: a provider's outage, which a switch of its backend follows) closes it again until the node
+ * answers its chain id once more. Another chain's id found then keeps the chain closed until a restart, logged at error
+ * level (`chain_wrong_node`): a default chain found wrong fails its writes, reads and /readyz's `rpc` (500
+ * `RPC_ERROR`, 503 `INDEX_STALE`), never serving the other chain's data, while the other chains serve on.
  */
 import { type Address, BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, createPublicClient, http } from "viem";
 import { type ChainCheck, type ChainCheckGate, type ChainGateState, createChainCheckGate, type Http1Post, wsChainId } from "../adapters/chain/mod.ts";
@@ -19,62 +23,88 @@ import type { ChainAnchors, TrustAnchors } from "../ports/trust_anchors.ts";
 import { type ChainConfig, type ChainsConfig, defaultChain } from "./config.ts";
 import { StartupError } from "./startup_error.ts";
 
-/** Every chain's JSON-RPC fetch and kept-alive POST, a chain whose node was not checked at start behind its gate. */
+/** Every chain's JSON-RPC fetch and kept-alive POST, each served chain's node behind its gate. */
 export type ChainGates = {
   /** `fetch` for JSON-RPC, metered; a held chain's node's exchanges wait for its check. */
   readonly rpcFetch: typeof fetch;
+  /** `fetch` for JSON-RPC, not metered (a client counting its own calls), behind the same gates. */
+  readonly unmeteredRpcFetch: typeof fetch;
   /** The kept-alive POST for a node at `url`, when one serves it; a held chain's waits for its check. */
   readonly rpcPost: (url: string) => Http1Post | undefined;
-  /** Holds the chain whose node at `url` did not answer at start behind a gate, asked again through `metered`. */
-  readonly hold: (url: string, chain: ChainConfig, trustAnchors: TrustAnchors, log: Logger) => void;
   /**
-   * Each held chain's gate state now, by CAIP-2 id (`/readyz`'s `nodes`): `unchecked` while its node has not answered
-   * its chain id, `checked` once it has, `wrong` once it answered another (or no EAS answered at the anchored
-   * address). A chain not listed was checked at start.
+   * Serves the chain whose node is at `url` behind a gate, asked again through `metered`: closed when its node did not
+   * answer at start, open (`checked`) when it did; `chain.chainId` is the id its node must answer.
+   */
+  readonly hold: (url: string, chain: ChainConfig, trustAnchors: TrustAnchors, log: Logger, checked?: boolean) => void;
+  /**
+   * Each gated chain's state now, by CAIP-2 id (`/readyz`'s `nodes`): `unchecked` while its node has not answered
+   * its chain id (at start, or since a failed exchange), `checked` once it has, `wrong` once it answered another (or
+   * no EAS answered at the anchored address).
    */
   readonly held: () => ReadonlyMap<string, ChainGateState>;
 };
 
+/** A node's gate, and the fetches behind it. */
+type GatedNode = { readonly gate: ChainCheckGate; readonly metered: typeof fetch; readonly unmetered: typeof fetch };
+
 /**
  * The gates, keyed by the node's URL: every capability's client of a chain (its index follower, its writes, its proof
- * reads) reaches its node through `rpcFetch` or `rpcPost` at the chain's URL, so a held chain's exchanges all wait,
+ * reads) reaches its node through `rpcFetch`, `unmeteredRpcFetch` or `rpcPost` at the chain's URL, so a held chain's
+ * exchanges all wait, and any of them failing has the next one check the node first,
  * whoever makes them. Chains are told apart by URL: two served chains on one URL answer one chain id, which the start
  * refuses.
  */
-export function createChainGates(metered: typeof fetch, postOf: (url: string) => Http1Post | undefined): ChainGates {
-  const gates = new Map<string, ChainCheckGate>();
+export function createChainGates(metered: typeof fetch, postOf: (url: string) => Http1Post | undefined, unmetered: typeof fetch = metered): ChainGates {
+  // Each node's gate and its fetches, by the node's URL.
+  const gates = new Map<string, GatedNode>();
   const byChain = new Map<string, ChainCheckGate>();
-  // Only the gates still closed: once every held chain is checked, no exchange parses its URL again.
-  const gatedFetches = new Map<string, (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>>();
-  const rpcFetch = Object.assign((input: RequestInfo | URL, init?: RequestInit) => {
-    if (gatedFetches.size === 0) return metered(input, init);
-    return (gatedFetches.get(urlOf(input)) ?? metered)(input, init);
-  }, { preconnect: fetch.preconnect }) as typeof fetch;
+  // The gate of each URL as clients ask for it (parsed once): an exchange costs one lookup, no URL parse. Bounded: the
+  // URLs asked for are the configured nodes' (and a few spellings of them).
+  const byAsked = new Map<string, GatedNode | null>();
+  const gateOf = (input: RequestInfo | URL): GatedNode | undefined => {
+    const asked = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+    let gate = byAsked.get(asked);
+    if (gate === undefined) {
+      gate = gates.get(urlKey(asked)) ?? null;
+      if (byAsked.size >= 1_000) byAsked.clear();
+      byAsked.set(asked, gate);
+    }
+    return gate ?? undefined;
+  };
+  const route = (which: "metered" | "unmetered", inner: typeof fetch) =>
+    Object.assign((input: RequestInfo | URL, init?: RequestInit) => {
+      if (gates.size === 0) return inner(input, init);
+      const node = gateOf(input);
+      return node === undefined ? inner(input, init) : node[which](input, init);
+    }, { preconnect: fetch.preconnect }) as typeof fetch;
   return {
-    rpcFetch,
+    rpcFetch: route("metered", metered),
+    unmeteredRpcFetch: route("unmetered", unmetered),
     rpcPost: (url) => {
       const post = postOf(url);
-      const gate = gates.get(urlKey(url));
-      return post === undefined || gate === undefined ? post : gate.post(post);
+      const node = gates.get(urlKey(url));
+      return post === undefined || node === undefined ? post : node.gate.post(post);
     },
     held: () => new Map([...byChain].map(([caip2, gate]) => [caip2, gate.state()])),
-    hold: (url, chain, trustAnchors, log) => {
+    hold: (url, chain, trustAnchors, log, checked = false) => {
+      const key = urlKey(url);
+      // One node answers one chain id: a second chain on it (refused at start unless both answered it) shares its gate.
+      if (gates.has(key)) return;
       const gate = createChainCheckGate({
         caip2: chain.caip2 ?? "RPC_URL",
         check: async (): Promise<ChainCheck> => {
-          const found = await probeChain(url, trustAnchors, chain, { fetchFn: metered, retryCount: 0 });
+          // A chain checked at start is asked its id alone again: its EAS was read then, and one empty or reverting
+          // answer of a lagging backend would close it for good.
+          const asked = checked ? { ...chain, role: "proofs" as const } : chain;
+          const found = await probeChain(url, trustAnchors, asked, { fetchFn: metered, retryCount: 0 });
           return found.ok ? { kind: "ok" } : found.answered ? { kind: "wrong", problem: found.message } : { kind: "unanswered" };
         },
         log: (level, event, fields) => log[level](event, fields),
+        initial: checked ? "checked" : "unchecked",
       });
-      const key = urlKey(url);
-      const gated = gate.fetch(metered);
-      gates.set(key, gate);
+      gates.set(key, { gate, metered: gate.fetch(metered), unmetered: gate.fetch(unmetered) });
+      byAsked.clear();
       byChain.set(chain.caip2 ?? "RPC_URL", gate);
-      gatedFetches.set(key, (input, init) => {
-        if (gate.state() === "checked") gatedFetches.delete(key);
-        return gated(input, init);
-      });
     },
   };
 }
@@ -89,7 +119,7 @@ export async function checkChains(
 ): Promise<{ chainId: number; chain: ChainAnchors }> {
   const served = defaultChain(chains);
   const checked = await checkChain(deps.rpcUrl, deps.trustAnchors, served, chains.rpcUrlChainId);
-  const unchecked = await checkOtherChains(chains, served, deps.trustAnchors, deps.devnet, deps.log);
+  const { unchecked, answered } = await checkOtherChains(chains, served, deps.trustAnchors, deps.devnet, deps.log);
   // A gate is keyed by its node's URL: another chain on that node would wait behind it, and be served once the node
   // answers the held chain's id. Two chains on one node are a misconfiguration (one node answers one chain id).
   for (const [url, held] of unchecked) {
@@ -97,6 +127,10 @@ export async function checkChains(
     if (other !== undefined) throw new StartupError(`CHAINS_FILE: ${held.caip2} and ${other.caip2} name one rpcUrl (one node answers one chain id)`);
   }
   for (const [url, other] of unchecked) deps.gates.hold(url, other, deps.trustAnchors, deps.log);
+  // Every chain checked now is served behind its gate too, open: a failed exchange has its node checked again.
+  const defaultId = checked.chainId;
+  deps.gates.hold(deps.rpcUrl, { ...served, caip2: served.caip2 ?? caip2(defaultId), chainId: defaultId, role: "attestations" }, deps.trustAnchors, deps.log, true);
+  for (const [url, other] of answered) deps.gates.hold(url, other, deps.trustAnchors, deps.log, true);
   await checkWsUrls(chains, served, checked.chainId, deps.log);
   return checked;
 }
@@ -122,20 +156,28 @@ async function checkChain(
  * chain's attestations, transactions and owners under this chain's name, and /readyz said ready. A node that answers
  * and is not the chain meant stops the start. A node that does not answer (a provider's outage) no longer does: one
  * provider down fails closed on its chain only. Its chain's node URL is returned, and the chain waits behind its gate
- * (`ChainGates.hold`) until its node is checked.
+ * (`ChainGates.hold`) until its node is checked; a chain whose node answered is returned too, served behind its gate
+ * open.
  */
-async function checkOtherChains(chains: ChainsConfig, served: ChainConfig, trustAnchors: TrustAnchors, devnet: Devnet | undefined, log: Logger): Promise<[string, ChainConfig][]> {
+async function checkOtherChains(
+  chains: ChainsConfig,
+  served: ChainConfig,
+  trustAnchors: TrustAnchors,
+  devnet: Devnet | undefined,
+  log: Logger,
+): Promise<{ unchecked: [string, ChainConfig][]; answered: [string, ChainConfig][] }> {
   const unchecked: [string, ChainConfig][] = [];
+  const answered: [string, ChainConfig][] = [];
   await Promise.all(chains.list.filter((chain) => chain !== served).map(async (chain) => {
     const url = nodeUrlOf(chain, devnet);
     if (url === undefined) throw new StartupError(`CHAINS_FILE: no node for ${chain.caip2}`);
     const found = await probeChain(url, trustAnchors, chain);
-    if (found.ok) return;
+    if (found.ok) return void answered.push([url, chain]);
     if (found.answered) throw new StartupError(found.message);
     log.warn("chain_unchecked", { chain: chain.caip2, problem: found.message, action: "its routes fail closed until its node answers its chain id" });
     unchecked.push([url, chain]);
   }));
-  return unchecked;
+  return { unchecked, answered };
 }
 
 /** A chain's node: its `rpcUrl`, else the embedded devnet's node of that chain. */
@@ -206,11 +248,6 @@ async function checkWsUrls(chains: ChainsConfig, served: ChainConfig, defaultCha
     if (answered === undefined) throw new StartupError(`${prefix}${name} does not answer eth_chainId`);
     if (answered !== meant) throw new StartupError(`${prefix}${name} answers chain ${answered}, not eip155:${meant}`);
   }));
-}
-
-/** The URL a fetch is asked for, as {@link urlKey} writes it. */
-function urlOf(input: RequestInfo | URL): string {
-  return urlKey(typeof input === "string" ? input : input instanceof URL ? input.href : input.url);
 }
 
 /**

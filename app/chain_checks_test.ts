@@ -70,6 +70,37 @@ describe("createChainGates()", () => {
     await expect(call("http://down.example:8545/")).rejects.toThrow();
     expect(gates.held()).toEqual(new Map([["eip155:31339", "checked"], ["eip155:31338", "unchecked"]]));
   });
+  test("a chain checked at start: its exchanges go straight to the node while they succeed; after a 503, the next one checks its chain id first, and another chain's id closes it for good (metered and unmetered fetch alike)", async () => {
+    // The node of eip155:31338 answers every call, a 503 while `down`, and the chain id `answering`.
+    let down = false;
+    let answering = 0x7a6a;
+    const methods: string[] = [];
+    const node = Object.assign(async (_input: RequestInfo | URL, init?: RequestInit) => {
+      const call = JSON.parse(String(init?.body)) as { id: number; method: string };
+      methods.push(call.method);
+      if (down) return new Response("down", { status: 503 });
+      return Response.json({ jsonrpc: "2.0", id: call.id, result: call.method === "eth_chainId" ? `0x${answering.toString(16)}` : "0x10" });
+    }, { preconnect: fetch.preconnect }) as typeof fetch;
+    const gates = createChainGates(node, () => undefined);
+    const url = "http://b.example:8545";
+    gates.hold(url, proofs("eip155:31338", url), anchors, silentLogger, true);
+    expect(gates.held()).toEqual(new Map([["eip155:31338", "checked"]]));
+    const call = (fetchFn: typeof fetch) => fetchFn(`${url}/`, { method: "POST", body: JSON.stringify({ id: 1, method: "eth_blockNumber" }) });
+    for (let i = 0; i < 3; i++) expect((await call(gates.rpcFetch)).status).toBe(200);
+    expect((await call(gates.unmeteredRpcFetch)).status).toBe(200);
+    // No check while the exchanges succeed.
+    expect(methods).toEqual(["eth_blockNumber", "eth_blockNumber", "eth_blockNumber", "eth_blockNumber"]);
+    // A flap: its provider answers 503, then its URL reaches chain 31337's node.
+    down = true;
+    expect((await call(gates.rpcFetch)).status).toBe(503);
+    down = false;
+    answering = 0x7a69;
+    methods.length = 0;
+    await expect(call(gates.unmeteredRpcFetch)).rejects.toThrow("serves another chain");
+    await expect(call(gates.rpcFetch)).rejects.toThrow("serves another chain");
+    expect(methods).toEqual(["eth_chainId"]);
+    expect(gates.held()).toEqual(new Map([["eip155:31338", "wrong"]]));
+  });
 });
 
 describe("checkChains()", () => {

@@ -73,8 +73,8 @@ export type Foundation = {
    */
   readonly rpcPost: (url: string) => Http1Post | undefined;
   /**
-   * Each served chain held closed at start (its node did not answer its chain id; app/chain_checks.ts), by CAIP-2 id,
-   * with its gate's state now; every other chain's node was checked at start (decisions §30; `/readyz`'s `nodes`).
+   * Each served chain's gate state now (app/chain_checks.ts), by CAIP-2 id: `unchecked` while its node has not answered
+   * its chain id (at start, or since a failed exchange), `checked`, or `wrong` (decisions §30; `/readyz`'s `nodes`).
    */
   readonly heldChains: () => ReadonlyMap<string, ChainGateState>;
   readonly devnet: Devnet | undefined;
@@ -128,8 +128,13 @@ export async function openFoundation(config: Config, options: StartServiceOption
   const log = options.log ?? createJsonLogger(config.server.logLevel, { context: requestLogContext });
   const metrics = createPrometheusMetrics();
   describeMetrics(metrics);
-  // Every chain's JSON-RPC: a chain whose node did not answer at start waits behind its gate (app/chain_checks.ts).
-  const gates = createChainGates(meteredRpcFetch(options.rpcFetch ?? fetch, metrics), (url) => (options.rpcFetch === undefined && http1Serves(url) ? createHttp1Post(url) : undefined));
+  // Every chain's JSON-RPC behind its gate (app/chain_checks.ts): a chain whose node did not answer at start waits for its
+  // check, and a served chain's failed exchange has its node's chain id checked again before the next.
+  const gates = createChainGates(
+    meteredRpcFetch(options.rpcFetch ?? fetch, metrics),
+    (url) => (options.rpcFetch === undefined && http1Serves(url) ? createHttp1Post(url) : undefined),
+    options.rpcFetch ?? fetch,
+  );
   const { rpcFetch, rpcPost } = gates;
   const keccak256 = await openKeccak256();
   const secp = loadSecp256k1(config.signers.secp256k1Library, keccak256);
@@ -186,7 +191,7 @@ export async function openFoundation(config: Config, options: StartServiceOption
       fetchFn: rpcFetch,
       // The delegated-attestation path meters its own calls (issue 28): no second parse of every request and response.
       rpcMetrics: metrics,
-      unmeteredFetchFn: options.rpcFetch ?? fetch,
+      unmeteredFetchFn: gates.unmeteredRpcFetch,
       post: rpcPost(rpcUrl),
       log: (event, fields) => log.warn(event, fields),
       walletNonces: storage.walletNonces,

@@ -337,10 +337,10 @@ function readiness(config: Pick<Config, "chains" | "signers">, f: Foundation, c:
 
 /**
  * Decisions §30: each served chain's node by CAIP-2 id, when more than one chain is served (one chain's body is as
- * before): `checked` (it answered its chain id, at start or since), `unchecked` (it has not answered since the start:
- * the chain is held closed, app/chain_checks.ts) or `wrong` (after the start it answered another chain's id, or no
- * EAS answered: closed until a restart). A held chain is shown, not counted in `ready`: one provider down fails closed
- * on its chain only, and the instance stays ready while the default chain serves.
+ * before): `checked` (it answered its chain id, at start or since), `unchecked` (it has not answered since the start,
+ * or since a failed exchange: the chain is held closed, app/chain_checks.ts) or `wrong` (after the start it answered
+ * another chain's id, or no EAS answered: closed until a restart). A held chain is shown, not counted in `ready`: one
+ * provider down fails closed on its chain only, and the instance stays ready while the default chain serves.
  */
 export function chainNodes(list: readonly { readonly caip2: string | undefined }[], held: ReadonlyMap<string, ChainGateState>): Record<string, ChainGateState> | undefined {
   if (list.length < 2) return undefined;
@@ -351,8 +351,9 @@ export function chainNodes(list: readonly { readonly caip2: string | undefined }
  * Decisions §30: each other attestation chain's index, by CAIP-2 id. A stale chain fails its own reads (503 INDEX_STALE
  * naming it) and never makes the instance unready alone; taking the instance out of the balancer would fail every
  * chain's. The instance is unready only when no chain serves. A chain held closed (`held`: its node has not answered its
- * chain id since the start) is never `index: true`, and carries its `node`: its index's last poll may be recent (a
- * restart within INDEX_STALL_SECONDS, or another instance's), but this instance cannot read or write that chain.
+ * chain id since the start, or since a failed exchange) is never `index: true`, and carries its `node`: its index's
+ * last poll may be recent (a restart within INDEX_STALL_SECONDS, or another instance's), but this instance cannot read
+ * or write that chain.
  */
 export async function otherChainsReadiness(chains: readonly ChainIndex[], held: ReadonlyMap<string, ChainGateState>): Promise<Record<string, unknown> | undefined> {
   if (chains.length === 0) return undefined;

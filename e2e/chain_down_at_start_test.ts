@@ -258,3 +258,61 @@ test("a node that answers another chain's id (or has no EAS) at start still stop
     }
   }
 }, 60_000);
+
+test("served chains whose providers flap (503) and then reach another chain's node: each is checked again on its next exchange and closed for good (5xx), never serving the other chain's nonces, index or proofs under its name", async () => {
+  const [a, b, proof] = three.chains;
+  const upstreams = { b: b.proxy.upstream, proof: proof.proxy.upstream };
+  const service = await startServiceProcess({ ...env("flap-other-chain"), INDEX_POLL_MS: "200" }, 60_000);
+  try {
+    // Every chain served from the start; B's index fresh.
+    const key = three.keys.users[3]!;
+    const attester = privateKeyToAccount(key).address;
+    await waitFor("chain B's index fresh", async () => (await get(service, `/v1/attestations?attester=${attester}&chain=${b.caip2}`)).status === 200 || undefined);
+    expect(String((await get(service, `/v1/nonce?attester=${attester}&chainId=${b.chainId}`)).body.nonce)).toBe("0");
+    // An attestation written on A (the default chain): A's nonce of the attester is 1, B's is 0.
+    const writtenOnA = await post(service, "/v1/delegated-attest", await signed(key, a, "written on A only"));
+    expect(writtenOnA.status).toBe(200);
+    // The providers of B and P answer 503 for a while (B's follower polls, a proof is asked on P)...
+    down(b.proxy);
+    down(proof.proxy);
+    const failedFrom = b.proxy.calls.length;
+    expectFailedClosed(await get(service, `/v1/tx-proofs?chain=${proof.chainId}&txHash=${proofTx}`), ["RPC_ERROR"]);
+    await waitFor("B's follower answered 503", () => b.proxy.calls.length > failedFrom || undefined);
+    // ...then their URLs reach A's node.
+    b.proxy.upstream = a.nodeUrl;
+    proof.proxy.upstream = a.nodeUrl;
+    restore(b.proxy);
+    restore(proof.proxy);
+    // Each chain's next exchange checks its node's chain id first: 5xx, not A's nonce (1) or A's transaction as P's.
+    expectFailedClosed(await get(service, `/v1/nonce?attester=${attester}&chainId=${b.chainId}`), ["RPC_ERROR"]);
+    expectFailedClosed(await get(service, `/v1/tx-proofs?chain=${proof.chainId}&txHash=${writtenOnA.body.txHash}`), ["RPC_ERROR"]);
+    const wrongLine = (chain: TestChain) => new RegExp(`"event":"chain_wrong_node"[^\n]*"chain":"${chain.caip2}"`);
+    const log = await waitFor("both wrong nodes logged", () => {
+      const tail = service.stderrTail();
+      return [b, proof].every((chain) => wrongLine(chain).test(tail)) ? tail : undefined;
+    });
+    for (const chain of [b, proof]) expect(log).toMatch(new RegExp(`"event":"chain_recheck"[^\n]*"chain":"${chain.caip2}"`));
+    // Past a few of B's polls, B's index lists nothing of A's, and /readyz names both nodes wrong, A serving.
+    const ready = await waitFor("the instance ready on the default chain, B's index not fresh", async () => {
+      const answer = await get(service, "/readyz");
+      return answer.status === 200 && answer.body.chains[b.caip2].index === false ? answer.body : undefined;
+    });
+    expect(ready.nodes).toEqual({ [a.caip2]: "checked", [b.caip2]: "wrong", [proof.caip2]: "wrong" });
+    for (let i = 0; i < 5; i++) {
+      const listedOnB = await get(service, `/v1/attestations?attester=${attester}&chain=${b.caip2}`);
+      if (listedOnB.status === 200) expect(listedOnB.body.items).toEqual([]);
+      else expectFailedClosed(listedOnB, ["INDEX_STALE", "RPC_ERROR"]);
+      expectFailedClosed(await get(service, `/v1/nonce?attester=${attester}&chainId=${b.chainId}`), ["RPC_ERROR"]);
+      await Bun.sleep(200);
+    }
+    expect(service.stderrTail()).not.toContain("index_deep_reorg");
+    // A serves on: its nonce of the attester is 1.
+    expect(String((await get(service, `/v1/nonce?attester=${attester}&chainId=${a.chainId}`)).body.nonce)).toBe("1");
+  } finally {
+    b.proxy.upstream = upstreams.b;
+    proof.proxy.upstream = upstreams.proof;
+    restore(b.proxy);
+    restore(proof.proxy);
+    expect(await service.stop()).toBe(0);
+  }
+}, 120_000);

@@ -1,17 +1,27 @@
 /**
- * A served chain whose node could not be checked at start (decisions §30: one provider down fails closed on its chain
- * only). Every chain's node is asked its chain id at start (app/foundation.ts); a node that answers another chain's id
- * stops the start, but a node that does not answer (a provider's 503, a timeout) of a chain other than the default no
- * longer does. That chain is served through this gate instead: every JSON-RPC exchange with its node waits for the
- * check, which is asked again on the chain's next exchange (its index follower's poll, a read or a write), at most
- * once per `retryMs`. Until the node answers the chain's own id every exchange fails as a node that does not answer
- * (the routes' 5xx for a failing chain: 500 `RPC_ERROR`, 503 `INDEX_STALE`, a proof `not-checked`), and nothing is
- * sent to the node but the check. Once it answers its own id the gate opens for good. Once it answers another chain's
- * id (a misconfiguration found late: the provider's URL now reaches another chain) the chain stays closed until a
- * restart, which then refuses to start; the finding is logged at error level once. An exchange waiting for a check
- * in flight rejects with its own signal's reason as soon as that signal aborts (as a fetch would): the check goes on for
- * the exchanges still waiting and for the next one. Before, an aborted exchange waited for the check's own timeout
- * (10 s), far past the caller's.
+ * A served chain's node checked again (decisions §30: one provider down fails closed on its chain only; a chain is
+ * never served another chain's data). Every chain's node is asked its chain id at start (app/foundation.ts); a node
+ * that answers another chain's id stops the start, but a node that does not answer (a provider's 503, a timeout) of a
+ * chain other than the default no longer does. That chain starts behind this gate `unchecked`: every JSON-RPC exchange
+ * with its node waits for the check, which is asked again on the chain's next exchange (its index follower's poll, a
+ * read or a write), at most once per `retryMs`. Until the node answers the chain's own id every exchange fails as a
+ * node that does not answer (the routes' 5xx for a failing chain: 500 `RPC_ERROR`, 503 `INDEX_STALE`, a proof
+ * `not-checked`), and nothing is sent to the node but the check. Once it answers its own id the gate opens. Once it
+ * answers another chain's id (a misconfiguration found late: the provider's URL now reaches another chain) the chain
+ * stays closed until a restart, which then refuses to start; the finding is logged at error level once.
+ *
+ * A chain checked at start is served through its gate too (`initial: "checked"`), and so is an open gate: an exchange
+ * that fails the way a provider's outage or a switch of its backend does (the fetch or POST rejects, not aborted by
+ * its caller, or answers HTTP 5xx; a 429 is the provider's answer and is not counted) closes the gate again,
+ * `unchecked`, logged once (`chain_recheck`): the chain's next exchange asks the node its chain id first, as at start,
+ * and so does every exchange after it (one check at a time, not once per `retryMs`) until the node answers. Before,
+ * once a chain served nothing asked again: a provider that answered 503 for a while and then pointed the URL at another
+ * chain's node had that chain's nonces, index and proofs served under this chain's name. An exchange that succeeds
+ * costs one status read; nothing more is sent while exchanges succeed.
+ *
+ * An exchange waiting for a check in flight rejects with its own signal's reason as soon as that signal aborts (as a
+ * fetch would): the check goes on for the exchanges still waiting and for the next one. Before, an aborted exchange
+ * waited for the check's own timeout (10 s), far past the caller's.
  */
 import type { Http1Post } from "./http1_post.ts";
 import { untilAborted } from "./_until_aborted.ts";
@@ -24,7 +34,7 @@ export type ChainCheck =
   /** The node answered, and it is not the chain meant (another chain id, no EAS at the anchored address). */
   | { readonly kind: "wrong"; readonly problem: string };
 
-/** The gate's state: `checked` and `wrong` are final. */
+/** The gate's state: `wrong` is final; `checked` turns `unchecked` again after a failed exchange. */
 export type ChainGateState = "unchecked" | "checked" | "wrong";
 
 /** Options of {@link createChainCheckGate}. */
@@ -37,7 +47,9 @@ export type ChainCheckGateOptions = {
   readonly retryMs?: number | undefined;
   /** The clock of `retryMs`; default `Date.now`. */
   readonly nowMs?: (() => number) | undefined;
-  readonly log?: ((level: "info" | "error", event: string, fields: Record<string, unknown>) => void) | undefined;
+  readonly log?: ((level: "info" | "warn" | "error", event: string, fields: Record<string, unknown>) => void) | undefined;
+  /** `checked` for a chain whose node answered its chain id at start; default `unchecked`. */
+  readonly initial?: "unchecked" | "checked" | undefined;
 };
 
 /** A chain's gate: its state, and its node's fetch and POST held until the check passes. */
@@ -62,19 +74,24 @@ export class ChainNotCheckedError extends Error {
   }
 }
 
-/** Builds a closed gate (`unchecked`); the first exchange asks the node. */
+/** Builds a gate, closed (`unchecked`, the first exchange asks the node) unless `initial` is `checked`. */
 export function createChainCheckGate(options: ChainCheckGateOptions): ChainCheckGate {
   const retryMs = options.retryMs ?? 1_000;
   const nowMs = options.nowMs ?? Date.now;
-  let state: ChainGateState = "unchecked";
+  let state: ChainGateState = options.initial ?? "unchecked";
   let asking: Promise<void> | undefined;
   let lastAskedMs: number | undefined;
+  // Closed again by a failed exchange: every exchange asks the check (one at a time) until the node answers, not once per
+  // `retryMs`. Each sends the check instead of itself, so the node is asked no more than before, and the chain serves on
+  // the first exchange after its provider is back rather than up to `retryMs` later.
+  let rechecking = false;
 
   const ask = async (): Promise<void> => {
     const found = await options.check().catch((): ChainCheck => ({ kind: "unanswered" }));
     if (state !== "unchecked") return;
     if (found.kind === "ok") {
       state = "checked";
+      rechecking = false;
       options.log?.("info", "chain_checked", { chain: options.caip2 });
     } else if (found.kind === "wrong") {
       state = "wrong";
@@ -86,7 +103,7 @@ export function createChainCheckGate(options: ChainCheckGateOptions): ChainCheck
     if (state === "checked") return;
     signal?.throwIfAborted();
     if (state === "unchecked") {
-      if (asking === undefined && (lastAskedMs === undefined || nowMs() - lastAskedMs >= retryMs)) {
+      if (asking === undefined && (rechecking || lastAskedMs === undefined || nowMs() - lastAskedMs >= retryMs)) {
         lastAskedMs = nowMs();
         asking = ask().finally(() => {
           asking = undefined;
@@ -99,18 +116,46 @@ export function createChainCheckGate(options: ChainCheckGateOptions): ChainCheck
     if (now !== "checked") throw new ChainNotCheckedError(options.caip2, now === "wrong");
   };
 
+  /** A failed exchange with an open gate's node: the next exchange checks its chain id first. */
+  const suspect = (): void => {
+    if (state !== "checked") return;
+    state = "unchecked";
+    rechecking = true;
+    options.log?.("warn", "chain_recheck", { chain: options.caip2, action: "its next exchange asks the node its chain id first" });
+  };
+  // Not 429: a provider that rate-limits the service answered, and a check per 429 would add calls against the limit and
+  // fail every exchange waiting on it whenever the check itself is limited.
+  const failedStatus = (status: number) => status >= 500;
+  // Only the exchange sent to the node is watched, never the gate's own refusal (nothing was sent). An exchange its caller
+  // aborted (its deadline, a node that hangs) is not counted: the caller's retry or the next exchange finds out, and a
+  // hanging node's retries are not replaced by checks of their own.
+  const watched = <T extends { readonly status: number }>(exchange: Promise<T>, signal: AbortSignal | null | undefined): Promise<T> =>
+    exchange.then((answer) => {
+      if (failedStatus(answer.status)) suspect();
+      return answer;
+    }, (error: unknown) => {
+      if (signal?.aborted !== true) suspect();
+      throw error;
+    });
+
   return {
     state: () => state,
     ready,
     fetch: (inner) =>
       Object.assign(
-        (input: RequestInfo | URL, init?: RequestInit) =>
-          state === "checked" ? inner(input, init) : ready(init?.signal ?? (input instanceof Request ? input.signal : undefined)).then(() => inner(input, init)),
+        (input: RequestInfo | URL, init?: RequestInit) => {
+          const signal = init?.signal ?? (input instanceof Request ? input.signal : undefined);
+          const send = () => watched(inner(input, init), signal);
+          return state === "checked" ? send() : ready(signal).then(send);
+        },
         { preconnect: inner.preconnect },
       ) as typeof fetch,
     post: (inner) =>
       Object.assign(
-        (body: string, signal: AbortSignal) => (state === "checked" ? inner(body, signal) : ready(signal).then(() => inner(body, signal))),
+        (body: string, signal: AbortSignal) => {
+          const send = () => watched(inner(body, signal), signal);
+          return state === "checked" ? send() : ready(signal).then(send);
+        },
         { idle: inner.idle },
       ),
   };

@@ -145,4 +145,109 @@ describe("createChainCheckGate()", () => {
     expect((await patient).status).toBe(200);
     expect([asked, sent, gate.state()]).toEqual([1, 1, "checked"]);
   }, 10_000);
+
+  describe("a chain checked at start (initial: checked): a failed exchange has the next one check the node first", () => {
+    /** An open gate whose node answers what `statuses` holds next (200 once empty; a number, or "throw"). */
+    function openGate(statuses: (number | "throw")[], answers: ChainCheck[]) {
+      let asked = 0;
+      let sent = 0;
+      const logs: [string, string][] = [];
+      const gate = createChainCheckGate({
+        caip2: "eip155:31338",
+        check: () => {
+          asked++;
+          return Promise.resolve(answers.shift() ?? { kind: "unanswered" });
+        },
+        retryMs: 1_000,
+        nowMs: () => 0,
+        initial: "checked",
+        log: (level, event) => logs.push([level, event]),
+      });
+      const next = () => {
+        sent++;
+        const status = statuses.shift() ?? 200;
+        return status === "throw" ? Promise.reject(new TypeError("fetch failed")) : Promise.resolve(status);
+      };
+      const fetchFn = gate.fetch(Object.assign(() => next().then((status) => new Response("{}", { status })), { preconnect: () => {} }) as unknown as typeof fetch);
+      const post = gate.post(Object.assign(() => next().then((status) => ({ status, text: "{}" })), { idle: () => 0 }) as Http1Post);
+      return { gate, fetchFn, post, asked: () => asked, sent: () => sent, logs };
+    }
+
+    test("exchanges that succeed (and a 4xx, a 429 included: the provider's answer) are never checked: nothing but them is sent", async () => {
+      const g = openGate([200, 400, 429, 200], []);
+      for (let i = 0; i < 5; i++) await g.fetchFn("http://node/", {});
+      for (let i = 0; i < 5; i++) await g.post("{}", new AbortController().signal);
+      expect([g.gate.state(), g.asked(), g.sent()]).toEqual(["checked", 0, 10]);
+      expect(g.logs).toEqual([]);
+    });
+
+    test("an exchange its caller aborted (a node that hangs past the deadline) is not counted: no check", async () => {
+      const g = openGate(["throw"], []);
+      const deadline = new AbortController();
+      deadline.abort(new Error("deadline"));
+      await expect(g.fetchFn("http://node/", { signal: deadline.signal })).rejects.toThrow();
+      expect((await g.fetchFn("http://node/", {})).status).toBe(200);
+      expect([g.gate.state(), g.asked(), g.sent()]).toEqual(["checked", 0, 2]);
+    });
+
+    test("a 503, then the node answers another chain's id: closed for good, nothing sent after the failure, logged", async () => {
+      const g = openGate([503], [{ kind: "wrong", problem: "CHAINS_FILE: the rpcUrl of eip155:31338 answers chain 31337" }]);
+      expect((await g.fetchFn("http://node/", {})).status).toBe(503);
+      expect(g.gate.state()).toBe("unchecked");
+      const failure = await g.fetchFn("http://node/", {}).catch((error: unknown) => error);
+      expect(failure).toBeInstanceOf(ChainNotCheckedError);
+      expect(String(failure)).toContain("serves another chain");
+      await expect(g.post("{}", new AbortController().signal)).rejects.toBeInstanceOf(ChainNotCheckedError);
+      expect([g.gate.state(), g.asked(), g.sent()]).toEqual(["wrong", 1, 1]);
+      expect(g.logs).toEqual([["warn", "chain_recheck"], ["error", "chain_wrong_node"]]);
+    });
+
+    test("a fetch that throws or answers 503, or a POST's 502, then the node answers its own id: checked once each, and served again", async () => {
+      for (const failing of ["throw", 503] as const) {
+        const g = openGate([failing], [{ kind: "ok" }]);
+        await g.fetchFn("http://node/", {}).catch(() => undefined);
+        expect((await g.fetchFn("http://node/", {})).status).toBe(200);
+        await g.fetchFn("http://node/", {});
+        expect([g.gate.state(), g.asked(), g.sent()]).toEqual(["checked", 1, 3]);
+      }
+      // A check unanswered (the provider still down): the next exchange asks again at once, not after retryMs.
+      const again = openGate([503], [{ kind: "unanswered" }, { kind: "ok" }]);
+      await again.fetchFn("http://node/", {});
+      await expect(again.fetchFn("http://node/", {})).rejects.toBeInstanceOf(ChainNotCheckedError);
+      expect((await again.fetchFn("http://node/", {})).status).toBe(200);
+      expect([again.gate.state(), again.asked(), again.sent()]).toEqual(["checked", 2, 2]);
+      const g = openGate([502], [{ kind: "ok" }]);
+      expect((await g.post("{}", new AbortController().signal)).status).toBe(502);
+      expect((await g.post("{}", new AbortController().signal)).status).toBe(200);
+      expect([g.gate.state(), g.asked(), g.sent()]).toEqual(["checked", 1, 2]);
+    });
+
+    test("an exchange in flight that succeeds after another failed does not reopen the gate: the next one still checks first", async () => {
+      let asked = 0;
+      const gate = createChainCheckGate({
+        caip2: "eip155:31338",
+        check: () => {
+          asked++;
+          return Promise.resolve<ChainCheck>({ kind: "ok" });
+        },
+        initial: "checked",
+      });
+      const answer: ((status: number) => void)[] = [];
+      const inner = Object.assign(() => new Promise<Response>((resolve) => answer.push((status) => resolve(new Response("{}", { status })))), { preconnect: () => {} });
+      const fetchFn = gate.fetch(inner as unknown as typeof fetch);
+      const slow = fetchFn("http://node/", {});
+      const failing = fetchFn("http://node/", {});
+      answer[1]!(503);
+      expect((await failing).status).toBe(503);
+      answer[0]!(200);
+      expect((await slow).status).toBe(200);
+      expect([gate.state(), asked]).toEqual(["unchecked", 0]);
+      const next = fetchFn("http://node/", {});
+      await Bun.sleep(0);
+      expect([asked, answer.length]).toEqual([1, 3]);
+      answer[2]!(200);
+      expect((await next).status).toBe(200);
+      expect(gate.state()).toBe("checked");
+    });
+  });
 });

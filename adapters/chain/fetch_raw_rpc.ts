@@ -1,4 +1,5 @@
 import type { RawRpc, RpcAnswer, RpcSendOutcome } from "../../ports/premium_reads.ts";
+import { ChainNotCheckedError } from "./chain_check_gate.ts";
 
 /** What {@link createFetchRawRpc} needs. */
 export type FetchRawRpcOptions = {
@@ -31,12 +32,12 @@ const GATEWAY_TIMEOUTS = new Set([408, 504, 524]);
 
 /**
  * JSON-RPC calls sent to the node as one batch over HTTP, as they are. `send` tells what became of them:
- * answered; `not_sent` when the connection could not be made or the node (or its gateway) refused the batch with
- * an HTTP status other than 200 and other than a gateway timeout (providers answer 429/5xx before running
- * anything); `lost` for a timeout, the service stopping, a connection dropped once the request was written, a
- * gateway timeout, or a 200 whose body is not an array of JSON-RPC responses (a node that refuses the whole batch
- * answers one error object): the node may have run those. `forward` is the answers or undefined. The node's text
- * never leaves here.
+ * answered; `not_sent` when the connection could not be made, the chain's gate held the calls (its node being
+ * checked again: app/chain_checks.ts), or the node (or its gateway) refused the batch with an HTTP status other than
+ * 200 and other than a gateway timeout (providers answer 429/5xx before running anything); `lost` for a timeout,
+ * the service stopping, a connection dropped once the request was written, a gateway timeout, or a 200 whose body is
+ * not an array of JSON-RPC responses (a node that refuses the whole batch answers one error object): the node may have
+ * run those. `forward` is the answers or undefined. The node's text never leaves here.
  */
 export function createFetchRawRpc(options: FetchRawRpcOptions): RawRpc {
   const fetchFn = options.fetchFn ?? fetch;
@@ -59,6 +60,8 @@ export function createFetchRawRpc(options: FetchRawRpcOptions): RawRpc {
       if (!Array.isArray(body) || !body.every(isAnswer)) return { kind: "lost", timedOut: false };
       return { kind: "answered", answers: body };
     } catch (error) {
+      // The chain's gate held the calls (its node being checked again after a failed exchange): never sent.
+      if (error instanceof ChainNotCheckedError) return { kind: "not_sent" };
       const code = (error as { code?: unknown } | undefined)?.code;
       if (typeof code === "string" && NOT_CONNECTED.has(code)) return { kind: "not_sent" };
       return { kind: "lost", timedOut: timeout.aborted };

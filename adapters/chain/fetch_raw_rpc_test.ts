@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import type { RpcCall, RpcSendOutcome } from "../../ports/premium_reads.ts";
+import { ChainNotCheckedError } from "./chain_check_gate.ts";
 import { createFetchRawRpc } from "./fetch_raw_rpc.ts";
 
 /** How the fake node answers the next request. */
@@ -89,6 +90,11 @@ describe("createFetchRawRpc().send(): whether the node may have run the calls (i
     const closedUrl = `http://127.0.0.1:${closed.port}`;
     await closed.stop(true);
     expect(await createFetchRawRpc({ rpcUrl: closedUrl }).send(calls)).toEqual({ kind: "not_sent" });
+  });
+
+  test("calls the chain's gate held (its node being checked again after a failed exchange) were never sent: not_sent", async () => {
+    const held = (() => Promise.reject(new ChainNotCheckedError("eip155:31337", false))) as unknown as typeof fetch;
+    expect(await createFetchRawRpc({ rpcUrl: url, fetchFn: held }).send(calls)).toEqual({ kind: "not_sent" });
   });
 
   test("a node that does not answer in time: lost (timed out); the service stopping: lost, and nothing sent once stopped", async () => {
