@@ -9,8 +9,10 @@
  * at start is served behind its gate open, the default chain included: an exchange with its node that fails (a network
  * error or HTTP 5xx: a provider's outage, which a switch of its backend follows) closes it again until the node
  * answers its chain id once more. Another chain's id found then keeps the chain closed until a restart, logged at error
- * level (`chain_wrong_node`): a default chain found wrong fails its writes, reads and /readyz's `rpc` (500
- * `RPC_ERROR`, 503 `INDEX_STALE`), never serving the other chain's data, while the other chains serve on.
+ * level (`chain_wrong_node`, naming the setting to fix: `RPC_URL` or the chain's `rpcUrl` in `CHAINS_FILE`): a default
+ * chain found wrong fails its writes, reads and /readyz's `rpc` (500 `RPC_ERROR`, 503 `INDEX_STALE`), never serving
+ * the other chain's data, while the other chains serve on. An empty answer at EAS's address found then is not final
+ * (`chain_check_empty`, warn): a held chain's backend still syncing answers so, and the chain is asked again.
  */
 import { type Address, BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, createPublicClient, http } from "viem";
 import { type ChainCheck, type ChainCheckGate, type ChainGateState, createChainCheckGate, type Http1Post, wsChainId } from "../adapters/chain/mod.ts";
@@ -35,13 +37,27 @@ export type ChainGates = {
    * Serves the chain whose node is at `url` behind a gate, asked again through `metered`: closed when its node did not
    * answer at start, open (`checked`) when it did; `chain.chainId` is the id its node must answer.
    */
-  readonly hold: (url: string, chain: ChainConfig, trustAnchors: TrustAnchors, log: Logger, checked?: boolean) => void;
+  readonly hold: (url: string, chain: ChainConfig, trustAnchors: TrustAnchors, log: Logger, options?: HoldOptions) => void;
   /**
    * Each gated chain's state now, by CAIP-2 id (`/readyz`'s `nodes`): `unchecked` while its node has not answered
-   * its chain id (at start, or since a failed exchange), `checked` once it has, `wrong` once it answered another (or
-   * no EAS answered at the anchored address).
+   * its chain id (at start, or since a failed exchange; or its EAS's address answered empty), `checked` once it has,
+   * `wrong` once it answered another (or another EAS version, or a revert, at the anchored address).
    */
   readonly held: () => ReadonlyMap<string, ChainGateState>;
+};
+
+/** Where a chain's node URL is set, named in the logs of a node found wrong so the operator fixes that setting. */
+export type NodeSetting = "RPC_URL" | "CHAINS_FILE" | "devnet";
+
+/** Options of {@link ChainGates.hold}. */
+export type HoldOptions = {
+  /** The node answered its chain id at start: the gate opens `checked`. Default false. */
+  readonly checked?: boolean | undefined;
+  /**
+   * The setting that names the node; default the chain's own (see `nodeSettingOf`). The default chain is held with the
+   * id its node answered at start, which hides that it came from `RPC_URL`: its caller names the setting.
+   */
+  readonly setting?: NodeSetting | undefined;
 };
 
 /** A node's gate, and the fetches behind it. */
@@ -86,21 +102,29 @@ export function createChainGates(metered: typeof fetch, postOf: (url: string) =>
       return post === undefined || node === undefined ? post : node.gate.post(post);
     },
     held: () => new Map([...byChain].map(([caip2, gate]) => [caip2, gate.state()])),
-    hold: (url, chain, trustAnchors, log, checked = false) => {
+    hold: (url, chain, trustAnchors, log, options = {}) => {
       const key = urlKey(url);
       // One node answers one chain id: a second chain on it (refused at start unless both answered it) shares its gate.
       if (gates.has(key)) return;
+      const checked = options.checked ?? false;
+      const setting = options.setting ?? nodeSettingOf(chain);
       const gate = createChainCheckGate({
         caip2: chain.caip2 ?? "RPC_URL",
         check: async (): Promise<ChainCheck> => {
           // A chain checked at start is asked its id alone again: its EAS was read then, and one empty or reverting
           // answer of a lagging backend would close it for good.
           const asked = checked ? { ...chain, role: "proofs" as const } : chain;
-          const found = await probeChain(url, trustAnchors, asked, { fetchFn: metered, retryCount: 0 });
-          return found.ok ? { kind: "ok" } : found.answered ? { kind: "wrong", problem: found.message } : { kind: "unanswered" };
+          const found = await probeChain(url, trustAnchors, asked, { fetchFn: metered, retryCount: 0, setting });
+          if (found.ok) return { kind: "ok" };
+          // An empty answer where EAS should be is not final after the start: a held chain's backend that is back but
+          // still syncing answers "0x" for a while, and `wrong` closed the chain until a restart. The start's own check
+          // still refuses it (checkOtherChains): there, no EAS is a misconfiguration found before anything is served.
+          if (found.empty === true) return { kind: "empty", problem: found.message };
+          return found.answered ? { kind: "wrong", problem: found.message } : { kind: "unanswered" };
         },
         log: (level, event, fields) => log[level](event, fields),
         initial: checked ? "checked" : "unchecked",
+        fixHint: FIX_HINTS[setting],
       });
       gates.set(key, { gate, metered: gate.fetch(metered), unmetered: gate.fetch(unmetered) });
       byAsked.clear();
@@ -129,8 +153,9 @@ export async function checkChains(
   for (const [url, other] of unchecked) deps.gates.hold(url, other, deps.trustAnchors, deps.log);
   // Every chain checked now is served behind its gate too, open: a failed exchange has its node checked again.
   const defaultId = checked.chainId;
-  deps.gates.hold(deps.rpcUrl, { ...served, caip2: served.caip2 ?? caip2(defaultId), chainId: defaultId, role: "attestations" }, deps.trustAnchors, deps.log, true);
-  for (const [url, other] of answered) deps.gates.hold(url, other, deps.trustAnchors, deps.log, true);
+  const asServed = { ...served, caip2: served.caip2 ?? caip2(defaultId), chainId: defaultId, role: "attestations" as const };
+  deps.gates.hold(deps.rpcUrl, asServed, deps.trustAnchors, deps.log, { checked: true, setting: nodeSettingOf(served) });
+  for (const [url, other] of answered) deps.gates.hold(url, other, deps.trustAnchors, deps.log, { checked: true });
   await checkWsUrls(chains, served, checked.chainId, deps.log);
   return checked;
 }
@@ -142,7 +167,7 @@ export async function checkChains(
 async function checkChain(
   rpcUrl: string,
   trustAnchors: TrustAnchors,
-  served: Pick<ChainConfig, "caip2" | "chainId">,
+  served: Pick<ChainConfig, "caip2" | "chainId" | "rpcUrl">,
   meant?: number | undefined,
 ): Promise<{ chainId: number; chain: ChainAnchors }> {
   const found = await probeChain(rpcUrl, trustAnchors, { ...served, role: "attestations" }, { meant });
@@ -180,15 +205,43 @@ async function checkOtherChains(
   return { unchecked, answered };
 }
 
+/**
+ * Where a chain's node is set, as the config read it: `RPC_URL` alone lists one chain without an id (its node's, asked
+ * at start), `CHAINS_FILE` gives every chain an id and an `rpcUrl`, and the embedded devnet's chains have an id and
+ * no `rpcUrl`.
+ */
+function nodeSettingOf(chain: { readonly chainId: number | undefined; readonly rpcUrl?: string | undefined }): NodeSetting {
+  if (chain.chainId === undefined) return "RPC_URL";
+  return chain.rpcUrl === undefined ? "devnet" : "CHAINS_FILE";
+}
+
+/** What `chain_wrong_node` tells the operator to do, by where the node is set. */
+const FIX_HINTS: Record<NodeSetting, string> = {
+  RPC_URL: "fix RPC_URL and restart",
+  CHAINS_FILE: "fix its rpcUrl in CHAINS_FILE and restart",
+  // The devnet's nodes are the service's own: a restart starts them again.
+  devnet: "restart (the embedded devnet serves it)",
+};
+
+/** How the node's problem is worded in a message, by where it is set. */
+function nodeNamed(setting: NodeSetting, caip2Id: string | undefined): string {
+  if (setting === "RPC_URL") return "RPC_URL";
+  return setting === "CHAINS_FILE" ? `CHAINS_FILE: the rpcUrl of ${caip2Id}` : `the embedded devnet's node of ${caip2Id}`;
+}
+
 /** A chain's node: its `rpcUrl`, else the embedded devnet's node of that chain. */
 function nodeUrlOf(chain: ChainConfig, devnet: Devnet | undefined): string | undefined {
   return chain.rpcUrl ?? devnet?.chains.find((c) => c.chainId === chain.chainId)?.rpcUrl;
 }
 
-/** What asking a chain's node found: its id (and an attestation chain's anchors), or the problem; `answered` when the node answered and is not the chain meant. */
+/**
+ * What asking a chain's node found: its id (and an attestation chain's anchors), or the problem; `answered` when the
+ * node answered and is not the chain meant, `empty` too when that answer was nothing at EAS's address (no code there:
+ * a misconfiguration at start, a backend still syncing after it).
+ */
 type Probed =
   | { readonly ok: true; readonly chainId: number; readonly chain: ChainAnchors | undefined }
-  | { readonly ok: false; readonly answered: boolean; readonly message: string };
+  | { readonly ok: false; readonly answered: boolean; readonly empty?: boolean | undefined; readonly message: string };
 
 /**
  * Asks a chain's node its chain id (which must be the one the chain's entry names, when it names one) and, on an
@@ -197,18 +250,29 @@ type Probed =
 async function probeChain(
   rpcUrl: string,
   trustAnchors: TrustAnchors,
-  served: Pick<ChainConfig, "caip2" | "chainId" | "role">,
-  options: { readonly meant?: number | undefined; readonly fetchFn?: typeof fetch | undefined; readonly retryCount?: number | undefined } = {},
+  served: Pick<ChainConfig, "caip2" | "chainId" | "role"> & { readonly rpcUrl?: string | undefined },
+  options: {
+    readonly meant?: number | undefined;
+    readonly fetchFn?: typeof fetch | undefined;
+    readonly retryCount?: number | undefined;
+    /** Where the node is set, named in the messages; default the chain's own (`nodeSettingOf`). */
+    readonly setting?: NodeSetting | undefined;
+  } = {},
 ): Promise<Probed> {
   const probe = createPublicClient({ transport: http(rpcUrl, { retryCount: options.retryCount ?? 2, timeout: 10_000, fetchFn: options.fetchFn }) });
+  const setting = options.setting ?? nodeSettingOf(served);
+  const node = nodeNamed(setting, served.caip2);
   let chainId: number;
   try {
     chainId = await probe.getChainId();
   } catch {
-    const message = served.chainId === undefined ? "RPC_URL does not answer eth_chainId" : `CHAINS_FILE: the rpcUrl of ${served.caip2} does not answer eth_chainId`;
-    return { ok: false, answered: false, message };
+    return { ok: false, answered: false, message: `${node} does not answer eth_chainId` };
   }
-  if (served.chainId !== undefined && served.chainId !== chainId) return { ok: false, answered: true, message: `CHAINS_FILE: the rpcUrl of ${served.caip2} answers chain ${chainId}` };
+  if (served.chainId !== undefined && served.chainId !== chainId) {
+    // The default chain of RPC_URL alone is asked again with the id it answered at start.
+    const message = setting === "RPC_URL" ? `RPC_URL answers chain ${chainId}, not ${served.caip2}` : `${node} answers chain ${chainId}`;
+    return { ok: false, answered: true, message };
+  }
   // `DEFAULT_CHAIN` beside `RPC_URL` names the chain meant; the node's is checked before anything else is asked of it.
   const meant = options.meant;
   if (meant !== undefined && meant !== chainId) return { ok: false, answered: true, message: `DEFAULT_CHAIN: eip155:${meant} is not the chain RPC_URL serves (eip155:${chainId})` };
@@ -221,8 +285,9 @@ async function probeChain(
     version = await probe.readContract({ address: easAddress, abi: EAS_ABI, functionName: "version" });
   } catch (error) {
     // No code at the address (an empty answer) or a revert is the node's answer; anything else is the node not answering.
-    const answered = error instanceof BaseError && error.walk((e) => e instanceof ContractFunctionZeroDataError || e instanceof ContractFunctionRevertedError) !== null;
-    return { ok: false, answered, message: `No EAS contract answers at ${easAddress} on ${caip2(chainId)}` };
+    const empty = error instanceof BaseError && error.walk((e) => e instanceof ContractFunctionZeroDataError) !== null;
+    const answered = empty || (error instanceof BaseError && error.walk((e) => e instanceof ContractFunctionRevertedError) !== null);
+    return { ok: false, answered, empty, message: `No EAS contract answers at ${easAddress} on ${caip2(chainId)}` };
   }
   if (version !== EAS_DOMAIN_VERSION) return { ok: false, answered: true, message: `EAS at ${easAddress} is version ${version}; delegated signatures need ${EAS_DOMAIN_VERSION}` };
   return { ok: true, chainId, chain: chain.value };

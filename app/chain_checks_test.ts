@@ -83,7 +83,7 @@ describe("createChainGates()", () => {
     }, { preconnect: fetch.preconnect }) as typeof fetch;
     const gates = createChainGates(node, () => undefined);
     const url = "http://b.example:8545";
-    gates.hold(url, proofs("eip155:31338", url), anchors, silentLogger, true);
+    gates.hold(url, proofs("eip155:31338", url), anchors, silentLogger, { checked: true });
     expect(gates.held()).toEqual(new Map([["eip155:31338", "checked"]]));
     const call = (fetchFn: typeof fetch) => fetchFn(`${url}/`, { method: "POST", body: JSON.stringify({ id: 1, method: "eth_blockNumber" }) });
     for (let i = 0; i < 3; i++) expect((await call(gates.rpcFetch)).status).toBe(200);
@@ -130,4 +130,94 @@ describe("checkChains()", () => {
     expect(started).toBeInstanceOf(StartupError);
     expect((started as Error).message).toBe("CHAINS_FILE: eip155:31339 and eip155:31337 name one rpcUrl (one node answers one chain id)");
   });
+});
+
+/** A logger that keeps every line, for the tests that read what was logged. */
+function recordingLogger() {
+  const lines: { level: string; event: string; fields: Record<string, unknown> }[] = [];
+  const at = (level: string) => (event: string, fields: Record<string, unknown> = {}) => void lines.push({ level, event, fields });
+  return { log: { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") }, lines };
+}
+
+/**
+ * A node on loopback answering by path: the chain id in `chainId`, 503 while `down`, and EAS's version from `version`
+ * ("0x" for an empty answer: no code at the address, as a lagging backend answers).
+ */
+function fakeNode() {
+  const state = { chainId: 0x7a69, down: false, version: EAS_DOMAIN_VERSION as string | "0x" };
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    async fetch(request) {
+      const call = (await request.json()) as { id: number; method: string };
+      if (state.down) return new Response("down", { status: 503 });
+      const result = call.method === "eth_chainId"
+        ? `0x${state.chainId.toString(16)}`
+        : call.method === "eth_call"
+        ? (state.version === "0x" ? "0x" : encodeFunctionResult({ abi: EAS_ABI, functionName: "version", result: state.version }))
+        : "0x10";
+      return Response.json({ jsonrpc: "2.0", id: call.id, result });
+    },
+  });
+  return { state, server, url: `http://127.0.0.1:${server.port}` };
+}
+
+const blockNumber = (fetchFn: typeof fetch, url: string) => fetchFn(url, { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_blockNumber" }) });
+
+describe("a node found wrong after the start: chain_wrong_node names the setting to fix", () => {
+  const node = fakeNode();
+  afterAll(() => node.server.stop(true));
+
+  test("the default chain served from RPC_URL alone names RPC_URL; one from CHAINS_FILE names its rpcUrl there", async () => {
+    const rpcUrlAlone = { default: undefined, list: [{ caip2: undefined, chainId: undefined, rpcUrl: node.url, role: "attestations" }] };
+    const chainsFile = { default: "eip155:31337", list: [{ caip2: "eip155:31337", chainId: 31337, rpcUrl: node.url, role: "attestations" }] };
+    const cases: [unknown, Record<string, unknown>][] = [
+      [rpcUrlAlone, { chain: "eip155:31337", problem: "RPC_URL answers chain 31338, not eip155:31337", action: "the chain stays closed; fix RPC_URL and restart" }],
+      [chainsFile, { chain: "eip155:31337", problem: "CHAINS_FILE: the rpcUrl of eip155:31337 answers chain 31338", action: "the chain stays closed; fix its rpcUrl in CHAINS_FILE and restart" }],
+    ];
+    for (const [chains, logged] of cases) {
+      Object.assign(node.state, { chainId: 0x7a69, down: false });
+      const { log, lines } = recordingLogger();
+      const gates = createChainGates(fetch, () => undefined);
+      await checkChains(chains as ChainsConfig, { rpcUrl: node.url, trustAnchors: anchors, devnet: undefined, log, gates });
+      // Its provider answers 503, then its URL reaches chain 31338's node.
+      node.state.down = true;
+      expect((await blockNumber(gates.rpcFetch, node.url)).status).toBe(503);
+      Object.assign(node.state, { chainId: 0x7a6a, down: false });
+      await expect(blockNumber(gates.rpcFetch, node.url)).rejects.toThrow("serves another chain");
+      expect(lines.filter((line) => line.event === "chain_wrong_node")).toEqual([{ level: "error", event: "chain_wrong_node", fields: logged }]);
+    }
+  });
+});
+
+describe("a held chain's node answering EAS's version empty after the start (a lagging or recovering backend)", () => {
+  const node = fakeNode();
+  afterAll(() => node.server.stop(true));
+  const attestations = (rpcUrl: string): ChainConfig => ({ caip2: "eip155:31337", chainId: 31337, rpcUrl, role: "attestations" });
+
+  test("stays unchecked (asked again, warned once), and is checked once the node answers the version; another version is wrong for good", async () => {
+    Object.assign(node.state, { chainId: 0x7a69, down: false, version: "0x" });
+    const { log, lines } = recordingLogger();
+    const gates = createChainGates(fetch, () => undefined);
+    gates.hold(node.url, attestations(node.url), anchors, log);
+    await expect(blockNumber(gates.rpcFetch, node.url)).rejects.toThrow("has not answered its chain id yet");
+    expect(gates.held()).toEqual(new Map([["eip155:31337", "unchecked"]]));
+    // The gate asks a held chain's node again at most once a second.
+    await Bun.sleep(1_050);
+    await expect(blockNumber(gates.rpcFetch, node.url)).rejects.toThrow("has not answered its chain id yet");
+    expect(gates.held()).toEqual(new Map([["eip155:31337", "unchecked"]]));
+    node.state.version = EAS_DOMAIN_VERSION;
+    await Bun.sleep(1_050);
+    expect((await blockNumber(gates.rpcFetch, node.url)).status).toBe(200);
+    expect(gates.held()).toEqual(new Map([["eip155:31337", "checked"]]));
+    expect(lines.map(({ level, event }) => [level, event])).toEqual([["warn", "chain_check_empty"], ["info", "chain_checked"]]);
+    expect(lines[0]!.fields).toMatchObject({ chain: "eip155:31337", problem: `No EAS contract answers at ${EAS} on eip155:31337` });
+
+    // A real answer that is not the EAS meant: wrong, final.
+    node.state.version = "0.1.0";
+    const other = `${node.url}/other`;
+    gates.hold(other, attestations(other), anchors, log);
+    await expect(blockNumber(gates.rpcFetch, other)).rejects.toThrow("serves another chain");
+    expect(lines.at(-1)).toMatchObject({ level: "error", event: "chain_wrong_node" });
+  }, 10_000);
 });

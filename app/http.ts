@@ -339,7 +339,8 @@ function readiness(config: Pick<Config, "chains" | "signers">, f: Foundation, c:
  * Decisions §30: each served chain's node by CAIP-2 id, when more than one chain is served (one chain's body is as
  * before): `checked` (it answered its chain id, at start or since), `unchecked` (it has not answered since the start,
  * or since a failed exchange: the chain is held closed, app/chain_checks.ts) or `wrong` (after the start it answered
- * another chain's id, or no EAS answered: closed until a restart). A held chain is shown, not counted in `ready`: one
+ * another chain's id, or another EAS version or a revert: closed until a restart; an empty answer at EAS's address
+ * keeps it `unchecked`). A held chain is shown, not counted in `ready`: one
  * provider down fails closed on its chain only, and the instance stays ready while the default chain serves.
  */
 export function chainNodes(list: readonly { readonly caip2: string | undefined }[], held: ReadonlyMap<string, ChainGateState>): Record<string, ChainGateState> | undefined {

@@ -21,7 +21,14 @@
  *
  * An exchange waiting for a check in flight rejects with its own signal's reason as soon as that signal aborts (as a
  * fetch would): the check goes on for the exchanges still waiting and for the next one. Before, an aborted exchange
- * waited for the check's own timeout (10 s), far past the caller's.
+ * waited for the check's own timeout (10 s), far past the caller's. The rejection is the signal's reason itself, as a
+ * fetch aborted before sending gives (viem's transport tells an abort by its name `AbortError`), so a caller that must
+ * know whether its request reached the node asks {@link refusedUnsent} about its signal.
+ *
+ * An `empty` check (the node answered the chain's id but nothing where EAS should be: a lagging or recovering backend)
+ * is asked again like an unanswered one, logged at warn once: only an answer that shows another chain (its id, another
+ * EAS version, a revert) is final. Before, an empty answer was final too, and a held chain whose backend came back
+ * still syncing stayed closed until a restart.
  */
 import type { Http1Post } from "./http1_post.ts";
 import { untilAborted } from "./_until_aborted.ts";
@@ -31,7 +38,12 @@ export type ChainCheck =
   | { readonly kind: "ok" }
   /** The node did not answer (a network error, a 5xx, a timeout): asked again later. */
   | { readonly kind: "unanswered" }
-  /** The node answered, and it is not the chain meant (another chain id, no EAS at the anchored address). */
+  /**
+   * The node answered with nothing where the chain meant has something (an empty `eth_call` at EAS's address: no code
+   * there on a backend that lags or is still syncing): asked again later, as `unanswered`, and logged at warn once.
+   */
+  | { readonly kind: "empty"; readonly problem: string }
+  /** The node answered, and it is not the chain meant (another chain id, another EAS version, a revert). */
   | { readonly kind: "wrong"; readonly problem: string };
 
 /** The gate's state: `wrong` is final; `checked` turns `unchecked` again after a failed exchange. */
@@ -50,6 +62,13 @@ export type ChainCheckGateOptions = {
   readonly log?: ((level: "info" | "warn" | "error", event: string, fields: Record<string, unknown>) => void) | undefined;
   /** `checked` for a chain whose node answered its chain id at start; default `unchecked`. */
   readonly initial?: "unchecked" | "checked" | undefined;
+  /**
+   * What the operator does about a node found wrong, in `chain_wrong_node`'s action: the setting that names this
+   * node (`fix RPC_URL and restart`, `fix its rpcUrl in CHAINS_FILE and restart`); default `fix its node's URL and
+   * restart`. The gate does not know which setting served the chain: a log naming CHAINS_FILE to an operator who set
+   * RPC_URL alone sent them looking for a file they do not have.
+   */
+  readonly fixHint?: string | undefined;
 };
 
 /** A chain's gate: its state, and its node's fetch and POST held until the check passes. */
@@ -57,7 +76,8 @@ export type ChainCheckGate = {
   readonly state: () => ChainGateState;
   /**
    * Resolves once the chain was checked (asking the node now when due); rejects with {@link ChainNotCheckedError}
-   * otherwise, or with `signal`'s reason as soon as it aborts (the check in flight goes on).
+   * otherwise, or with `signal`'s reason as soon as it aborts (the check in flight goes on). When it rejects,
+   * {@link refusedUnsent} is true for `signal`.
    */
   readonly ready: (signal?: AbortSignal | null | undefined) => Promise<void>;
   /** `inner` for this chain's node, behind the gate. */
@@ -74,6 +94,20 @@ export class ChainNotCheckedError extends Error {
   }
 }
 
+// The signals of exchanges a gate refused before sending them (their check unanswered or wrong, or the signal aborting
+// while they waited for it). Kept by signal, not by error: the rejection is the signal's reason, which one signal (the
+// service's stop) may share with exchanges that were sent and then aborted.
+const refused = new WeakSet<AbortSignal>();
+
+/**
+ * Whether a gate refused an exchange made with `signal` before anything was sent to the node: its check unanswered or
+ * wrong, or `signal` aborting while the exchange waited for the check. Meaningful for a signal given to one exchange
+ * (the premium pass-through makes one per send: app/chain_checks.ts, adapters/chain/fetch_raw_rpc.ts).
+ */
+export function refusedUnsent(signal: AbortSignal): boolean {
+  return refused.has(signal);
+}
+
 /** Builds a gate, closed (`unchecked`, the first exchange asks the node) unless `initial` is `checked`. */
 export function createChainCheckGate(options: ChainCheckGateOptions): ChainCheckGate {
   const retryMs = options.retryMs ?? 1_000;
@@ -85,6 +119,8 @@ export function createChainCheckGate(options: ChainCheckGateOptions): ChainCheck
   // `retryMs`. Each sends the check instead of itself, so the node is asked no more than before, and the chain serves on
   // the first exchange after its provider is back rather than up to `retryMs` later.
   let rechecking = false;
+  // An empty answer is warned of once until the node is checked, not on each retry of a backend that lags for minutes.
+  let warnedEmpty = false;
 
   const ask = async (): Promise<void> => {
     const found = await options.check().catch((): ChainCheck => ({ kind: "unanswered" }));
@@ -92,14 +128,28 @@ export function createChainCheckGate(options: ChainCheckGateOptions): ChainCheck
     if (found.kind === "ok") {
       state = "checked";
       rechecking = false;
+      warnedEmpty = false;
       options.log?.("info", "chain_checked", { chain: options.caip2 });
     } else if (found.kind === "wrong") {
       state = "wrong";
-      options.log?.("error", "chain_wrong_node", { chain: options.caip2, problem: found.problem, action: "the chain stays closed; fix its rpcUrl in CHAINS_FILE and restart" });
+      const action = `the chain stays closed; ${options.fixHint ?? "fix its node's URL and restart"}`;
+      options.log?.("error", "chain_wrong_node", { chain: options.caip2, problem: found.problem, action });
+    } else if (found.kind === "empty" && !warnedEmpty) {
+      warnedEmpty = true;
+      options.log?.("warn", "chain_check_empty", { chain: options.caip2, problem: found.problem, action: "the chain stays closed; its node is asked again at its next exchange" });
     }
   };
 
   const ready = async (signal?: AbortSignal | null | undefined): Promise<void> => {
+    try {
+      await waitForCheck(signal);
+    } catch (error) {
+      if (signal !== null && signal !== undefined) refused.add(signal);
+      throw error;
+    }
+  };
+
+  const waitForCheck = async (signal: AbortSignal | null | undefined): Promise<void> => {
     if (state === "checked") return;
     signal?.throwIfAborted();
     if (state === "unchecked") {

@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { type ChainCheck, ChainNotCheckedError, createChainCheckGate } from "./chain_check_gate.ts";
+import { type ChainCheck, type ChainCheckGateOptions, ChainNotCheckedError, createChainCheckGate, refusedUnsent } from "./chain_check_gate.ts";
 import type { Http1Post } from "./http1_post.ts";
 
 /** A gate whose check answers what `answers` holds next, with a clock the test moves. */
-function gateOf(answers: ChainCheck[]) {
+function gateOf(answers: ChainCheck[], options: Partial<ChainCheckGateOptions> = {}) {
   let now = 0;
   let asked = 0;
   const logs: [string, string, Record<string, unknown>][] = [];
@@ -16,6 +16,7 @@ function gateOf(answers: ChainCheck[]) {
     retryMs: 1_000,
     nowMs: () => now,
     log: (level, event, fields) => logs.push([level, event, fields]),
+    ...options,
   });
   let sent = 0;
   const inner = Object.assign(() => {
@@ -42,8 +43,10 @@ describe("createChainCheckGate()", () => {
     expect(g.logs.map(([level, event]) => [level, event])).toEqual([["info", "chain_checked"]]);
   });
 
-  test("a node that answers another chain later: closed for good, logged once at error level, nothing sent", async () => {
-    const g = gateOf([{ kind: "wrong", problem: "CHAINS_FILE: the rpcUrl of eip155:31339 answers chain 31337" }, { kind: "ok" }]);
+  test("a node that answers another chain later: closed for good, logged once at error level naming the setting to fix, nothing sent", async () => {
+    const g = gateOf([{ kind: "wrong", problem: "CHAINS_FILE: the rpcUrl of eip155:31339 answers chain 31337" }, { kind: "ok" }], {
+      fixHint: "fix its rpcUrl in CHAINS_FILE and restart",
+    });
     const failure = await g.fetch("http://node/", {}).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(ChainNotCheckedError);
     expect(String(failure)).toContain("serves another chain");
@@ -55,6 +58,58 @@ describe("createChainCheckGate()", () => {
       problem: "CHAINS_FILE: the rpcUrl of eip155:31339 answers chain 31337",
       action: "the chain stays closed; fix its rpcUrl in CHAINS_FILE and restart",
     }]]);
+    // The action is the one its caller gives (app/chain_checks.ts: RPC_URL for a chain served from it alone), not a
+    // chains file the deployment may not have.
+    const rpcUrl = gateOf([{ kind: "wrong", problem: "RPC_URL answers chain 31337, not eip155:31339" }], { fixHint: "fix RPC_URL and restart" });
+    await expect(rpcUrl.fetch("http://node/", {})).rejects.toBeInstanceOf(ChainNotCheckedError);
+    expect(rpcUrl.logs[0]?.[2]).toMatchObject({ action: "the chain stays closed; fix RPC_URL and restart" });
+    const unnamed = gateOf([{ kind: "wrong", problem: "answers chain 31337" }]);
+    await expect(unnamed.fetch("http://node/", {})).rejects.toBeInstanceOf(ChainNotCheckedError);
+    expect(unnamed.logs[0]?.[2]).toMatchObject({ action: "the chain stays closed; fix its node's URL and restart" });
+  });
+
+  test("an empty answer (no EAS code yet on a backend still syncing): asked again like an unanswered check, warned once, and the gate opens once the node answers", async () => {
+    const empty: ChainCheck = { kind: "empty", problem: "No EAS contract answers at 0x42 on eip155:31339" };
+    const g = gateOf([empty, empty, { kind: "ok" }]);
+    await expect(g.fetch("http://node/", {})).rejects.toBeInstanceOf(ChainNotCheckedError);
+    g.advance(1_000);
+    const failure = await g.fetch("http://node/", {}).catch((error: unknown) => error);
+    expect(String(failure)).toContain("has not answered its chain id yet");
+    expect([g.gate.state(), g.asked(), g.sent()]).toEqual(["unchecked", 2, 0]);
+    g.advance(1_000);
+    expect((await g.fetch("http://node/", {})).status).toBe(200);
+    expect(g.gate.state()).toBe("checked");
+    expect(g.logs).toEqual([
+      ["warn", "chain_check_empty", { chain: "eip155:31339", problem: empty.problem, action: "the chain stays closed; its node is asked again at its next exchange" }],
+      ["info", "chain_checked", { chain: "eip155:31339" }],
+    ]);
+  });
+
+  test("refusedUnsent(): true for the signal of an exchange refused before sending (aborted while waiting for the check, or the check unanswered), false for one sent", async () => {
+    let answer!: (found: ChainCheck) => void;
+    const gate = createChainCheckGate({ caip2: "eip155:31339", check: () => new Promise<ChainCheck>((resolve) => (answer = resolve)), retryMs: 0 });
+    const inner = Object.assign((_input: RequestInfo | URL, init?: RequestInit) =>
+      new Promise<Response>((_, reject) => init?.signal?.addEventListener("abort", () => reject(init.signal!.reason))), { preconnect: () => {} });
+    const fetchFn = gate.fetch(inner as unknown as typeof fetch);
+    const waiting = new AbortController();
+    const stop = new Error("stopping");
+    const held = fetchFn("http://node/", { signal: waiting.signal }).catch((error: unknown) => error);
+    waiting.abort(stop);
+    // The signal's reason as is, as a fetch aborted before sending gives.
+    expect(await held).toBe(stop);
+    expect(refusedUnsent(waiting.signal)).toBe(true);
+    const unanswered = new AbortController();
+    const refused = fetchFn("http://node/", { signal: unanswered.signal });
+    answer({ kind: "unanswered" });
+    await expect(refused).rejects.toBeInstanceOf(ChainNotCheckedError);
+    expect(refusedUnsent(unanswered.signal)).toBe(true);
+    const sent = new AbortController();
+    const going = fetchFn("http://node/", { signal: sent.signal }).catch((error: unknown) => error);
+    answer({ kind: "ok" });
+    await Bun.sleep(0);
+    sent.abort(stop);
+    expect(await going).toBe(stop);
+    expect(refusedUnsent(sent.signal)).toBe(false);
   });
 
   test("exchanges waiting together share one check; a check that throws counts as unanswered", async () => {

@@ -1,5 +1,5 @@
 import type { RawRpc, RpcAnswer, RpcSendOutcome } from "../../ports/premium_reads.ts";
-import { ChainNotCheckedError } from "./chain_check_gate.ts";
+import { ChainNotCheckedError, refusedUnsent } from "./chain_check_gate.ts";
 
 /** What {@link createFetchRawRpc} needs. */
 export type FetchRawRpcOptions = {
@@ -33,7 +33,8 @@ const GATEWAY_TIMEOUTS = new Set([408, 504, 524]);
 /**
  * JSON-RPC calls sent to the node as one batch over HTTP, as they are. `send` tells what became of them:
  * answered; `not_sent` when the connection could not be made, the chain's gate held the calls (its node being
- * checked again: app/chain_checks.ts), or the node (or its gateway) refused the batch with an HTTP status other than
+ * checked again: app/chain_checks.ts; the timeout or the service's stop ending them while they waited there included),
+ * or the node (or its gateway) refused the batch with an HTTP status other than
  * 200 and other than a gateway timeout (providers answer 429/5xx before running anything); `lost` for a timeout,
  * the service stopping, a connection dropped once the request was written, a gateway timeout, or a 200 whose body is
  * not an array of JSON-RPC responses (a node that refuses the whole batch answers one error object): the node may have
@@ -45,12 +46,14 @@ export function createFetchRawRpc(options: FetchRawRpcOptions): RawRpc {
     // Stopping already: nothing is sent.
     if (options.signal?.aborted) return { kind: "not_sent" };
     const timeout = AbortSignal.timeout(options.timeoutMs ?? 10_000);
+    // One signal per send: the chain's gate says by it whether these calls were refused before reaching the node.
+    const signal = options.signal === undefined ? timeout : AbortSignal.any([timeout, options.signal]);
     try {
       const response = await fetchFn(options.rpcUrl, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify(calls),
-        signal: options.signal === undefined ? timeout : AbortSignal.any([timeout, options.signal]),
+        signal,
       });
       if (!response.ok) {
         await response.body?.cancel().catch(() => {});
@@ -60,8 +63,10 @@ export function createFetchRawRpc(options: FetchRawRpcOptions): RawRpc {
       if (!Array.isArray(body) || !body.every(isAnswer)) return { kind: "lost", timedOut: false };
       return { kind: "answered", answers: body };
     } catch (error) {
-      // The chain's gate held the calls (its node being checked again after a failed exchange): never sent.
-      if (error instanceof ChainNotCheckedError) return { kind: "not_sent" };
+      // The chain's gate held the calls (its node being checked again after a failed exchange): never sent. So were calls
+      // whose timeout or stop came while they waited there for the check: the rejection is then the signal's reason, as
+      // for calls aborted on the wire, and they were counted lost (the reads spent) though the node never saw them.
+      if (error instanceof ChainNotCheckedError || refusedUnsent(signal)) return { kind: "not_sent" };
       const code = (error as { code?: unknown } | undefined)?.code;
       if (typeof code === "string" && NOT_CONNECTED.has(code)) return { kind: "not_sent" };
       return { kind: "lost", timedOut: timeout.aborted };

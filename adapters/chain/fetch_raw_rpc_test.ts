@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import type { RpcCall, RpcSendOutcome } from "../../ports/premium_reads.ts";
-import { ChainNotCheckedError } from "./chain_check_gate.ts";
+import { ChainNotCheckedError, createChainCheckGate } from "./chain_check_gate.ts";
 import { createFetchRawRpc } from "./fetch_raw_rpc.ts";
 
 /** How the fake node answers the next request. */
@@ -113,6 +113,48 @@ describe("createFetchRawRpc().send(): whether the node may have run the calls (i
     expect(await pending).toEqual({ kind: "lost", timedOut: false });
     expect(await createFetchRawRpc({ rpcUrl: url, signal: stop.signal }).send(calls)).toEqual({ kind: "not_sent" });
     expect(received).toHaveLength(2);
+    release();
+  });
+});
+
+describe("createFetchRawRpc().send() behind a chain's gate (app/chain_checks.ts): whether the calls left the gate", () => {
+  /** A gate whose check never answers (the node asked its chain id hangs), as the premium route's fetch sees it. */
+  function hangingGate(initial: "checked" | "unchecked") {
+    let asked = 0;
+    const gate = createChainCheckGate({ caip2: "eip155:31337", check: () => (asked++, new Promise<never>(() => {})), retryMs: 0, initial });
+    return { fetchFn: gate.fetch(fetch), asked: () => asked };
+  }
+
+  test("the exchange's timeout or the service's stop while the calls wait for the node's chain-id check: not_sent (nothing reached the node)", async () => {
+    received.length = 0;
+    answer = () => Response.json([{ jsonrpc: "2.0", id: 0, result: "0x7a69" }, { jsonrpc: "2.0", id: 1, result: "0x" }]);
+    const timedOut = hangingGate("unchecked");
+    expect(await createFetchRawRpc({ rpcUrl: url, fetchFn: timedOut.fetchFn, timeoutMs: 50 }).send(calls)).toEqual({ kind: "not_sent" });
+    const stop = new AbortController();
+    const stopped = hangingGate("unchecked");
+    const pending = createFetchRawRpc({ rpcUrl: url, fetchFn: stopped.fetchFn, signal: stop.signal }).send(calls);
+    while (stopped.asked() === 0) await Bun.sleep(5);
+    stop.abort(new Error("stopping"));
+    expect(await pending).toEqual({ kind: "not_sent" });
+    expect([timedOut.asked(), stopped.asked(), received.length]).toEqual([1, 1, 0]);
+  });
+
+  test("calls the gate let through (an open gate) that then time out or are stopped: still lost (the node may have run them)", async () => {
+    received.length = 0;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    answer = async () => {
+      await held;
+      return Response.json([]);
+    };
+    const open = hangingGate("checked");
+    expect(await createFetchRawRpc({ rpcUrl: url, fetchFn: open.fetchFn, timeoutMs: 100 }).send(calls)).toEqual({ kind: "lost", timedOut: true });
+    const stop = new AbortController();
+    const pending = createFetchRawRpc({ rpcUrl: url, fetchFn: open.fetchFn, signal: stop.signal }).send(calls);
+    while (received.length < 2) await Bun.sleep(5);
+    stop.abort(new Error("stopping"));
+    expect(await pending).toEqual({ kind: "lost", timedOut: false });
+    expect([open.asked(), received.length]).toEqual([0, 2]);
     release();
   });
 });

@@ -6,7 +6,7 @@ import { Type as t } from "@sinclair/typebox";
 
 export const HealthModel = t.Object({ status: t.Literal("ok") });
 
-/** A served chain's node: checked (it answered its chain id), unchecked (not since the start, or since a failed exchange: the chain is held closed), wrong (another chain's id, or no EAS at the anchored address: closed until a restart). */
+/** A served chain's node: checked (it answered its chain id), unchecked (not since the start, or since a failed exchange: the chain is held closed), wrong (another chain's id, or another EAS version or a revert at the anchored address: closed until a restart; an empty answer there keeps it unchecked). */
 const NodeState = t.Union([t.Literal("checked"), t.Literal("unchecked"), t.Literal("wrong")]);
 
 export const ReadyModel = t.Object({
