@@ -9,10 +9,13 @@
  * at start is served behind its gate open, the default chain included: an exchange with its node that fails (a network
  * error or HTTP 5xx: a provider's outage, which a switch of its backend follows) closes it again until the node
  * answers its chain id once more. Another chain's id found then keeps the chain closed until a restart, logged at error
- * level (`chain_wrong_node`, naming the setting to fix: `RPC_URL` or the chain's `rpcUrl` in `CHAINS_FILE`): a default
- * chain found wrong fails its writes, reads and /readyz's `rpc` (500 `RPC_ERROR`, 503 `INDEX_STALE`), never serving
- * the other chain's data, while the other chains serve on. An empty answer at EAS's address found then is not final
- * (`chain_check_empty`, warn): a held chain's backend still syncing answers so, and the chain is asked again.
+ * level (`chain_wrong_node`, naming the setting to fix: `RPC_URL`, and `DEFAULT_CHAIN` when it is not set, the chain's
+ * `rpcUrl` in `CHAINS_FILE`, or the devnet's restart): a default chain found wrong fails its writes, reads and
+ * /readyz's `rpc` (500 `RPC_ERROR`, 503 `INDEX_STALE`), never serving the other chain's data, while the other chains
+ * serve on. An empty answer at EAS's address found then is not final (`chain_check_empty`, warn, and error once it has
+ * lasted 10 minutes): a held chain's backend still syncing answers so, and the chain is asked again. Only a real revert
+ * there (RPC code 3, or revert data) is the node's answer; an internal error (-32603) without revert data, which viem
+ * also reads as a revert, is the node not answering, at start and after it.
  */
 import { type Address, BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, createPublicClient, http } from "viem";
 import { type ChainCheck, type ChainCheckGate, type ChainGateState, createChainCheckGate, type Http1Post, wsChainId } from "../adapters/chain/mod.ts";
@@ -40,8 +43,9 @@ export type ChainGates = {
   readonly hold: (url: string, chain: ChainConfig, trustAnchors: TrustAnchors, log: Logger, options?: HoldOptions) => void;
   /**
    * Each gated chain's state now, by CAIP-2 id (`/readyz`'s `nodes`): `unchecked` while its node has not answered
-   * its chain id (at start, or since a failed exchange; or its EAS's address answered empty), `checked` once it has,
-   * `wrong` once it answered another (or another EAS version, or a revert, at the anchored address).
+   * its chain id (at start, or since a failed exchange; or its EAS's address answered empty, or with an internal error),
+   * `checked` once it has, `wrong` once it answered another (or another EAS version, or a revert, at the anchored
+   * address).
    */
   readonly held: () => ReadonlyMap<string, ChainGateState>;
 };
@@ -58,6 +62,12 @@ export type HoldOptions = {
    * id its node answered at start, which hides that it came from `RPC_URL`: its caller names the setting.
    */
   readonly setting?: NodeSetting | undefined;
+  /**
+   * Whether the config names the chain's id, so that a restart refuses a node of another chain: `CHAINS_FILE` and the
+   * devnet do, `RPC_URL` only beside `DEFAULT_CHAIN`. Without it a restart serves whatever chain the node answers, and
+   * `chain_wrong_node`'s action says to set `DEFAULT_CHAIN` too. Default true, false for `RPC_URL`.
+   */
+  readonly idNamed?: boolean | undefined;
 };
 
 /** A node's gate, and the fetches behind it. */
@@ -124,7 +134,7 @@ export function createChainGates(metered: typeof fetch, postOf: (url: string) =>
         },
         log: (level, event, fields) => log[level](event, fields),
         initial: checked ? "checked" : "unchecked",
-        fixHint: FIX_HINTS[setting],
+        fixHint: fixHintOf(setting, chain.caip2, options.idNamed ?? setting !== "RPC_URL"),
       });
       gates.set(key, { gate, metered: gate.fetch(metered), unmetered: gate.fetch(unmetered) });
       byAsked.clear();
@@ -154,7 +164,9 @@ export async function checkChains(
   // Every chain checked now is served behind its gate too, open: a failed exchange has its node checked again.
   const defaultId = checked.chainId;
   const asServed = { ...served, caip2: served.caip2 ?? caip2(defaultId), chainId: defaultId, role: "attestations" as const };
-  deps.gates.hold(deps.rpcUrl, asServed, deps.trustAnchors, deps.log, { checked: true, setting: nodeSettingOf(served) });
+  const setting = nodeSettingOf(served);
+  const idNamed = setting !== "RPC_URL" || chains.rpcUrlChainId !== undefined;
+  deps.gates.hold(deps.rpcUrl, asServed, deps.trustAnchors, deps.log, { checked: true, setting, idNamed });
   for (const [url, other] of answered) deps.gates.hold(url, other, deps.trustAnchors, deps.log, { checked: true });
   await checkWsUrls(chains, served, checked.chainId, deps.log);
   return checked;
@@ -215,18 +227,26 @@ function nodeSettingOf(chain: { readonly chainId: number | undefined; readonly r
   return chain.rpcUrl === undefined ? "devnet" : "CHAINS_FILE";
 }
 
-/** What `chain_wrong_node` tells the operator to do, by where the node is set. */
-const FIX_HINTS: Record<NodeSetting, string> = {
-  RPC_URL: "fix RPC_URL and restart",
-  CHAINS_FILE: "fix its rpcUrl in CHAINS_FILE and restart",
+/**
+ * What `chain_wrong_node` tells the operator to do, by where the node is set. `RPC_URL` without `DEFAULT_CHAIN` names
+ * no chain id: a restart takes whatever chain the node answers then, so "fix RPC_URL and restart" alone let a node of
+ * another chain start serving under its own name; the action says to set `DEFAULT_CHAIN` to the chain meant.
+ */
+function fixHintOf(setting: NodeSetting, caip2Id: string | undefined, idNamed: boolean): string {
+  if (setting === "CHAINS_FILE") return "fix its rpcUrl in CHAINS_FILE and restart";
   // The devnet's nodes are the service's own: a restart starts them again.
-  devnet: "restart (the embedded devnet serves it)",
-};
+  if (setting === "devnet") return "restart (the embedded devnet serves it)";
+  if (idNamed) return "fix RPC_URL and restart";
+  return `fix RPC_URL (and set DEFAULT_CHAIN=${caip2Id ?? "eip155:<chain id>"} so a restart refuses another chain) and restart`;
+}
 
-/** How the node's problem is worded in a message, by where it is set. */
+/**
+ * The node, by where it is set, as the subject that begins a message (a startup error's line, a log's `problem`): in
+ * sentence case, like every message of the service.
+ */
 function nodeNamed(setting: NodeSetting, caip2Id: string | undefined): string {
   if (setting === "RPC_URL") return "RPC_URL";
-  return setting === "CHAINS_FILE" ? `CHAINS_FILE: the rpcUrl of ${caip2Id}` : `the embedded devnet's node of ${caip2Id}`;
+  return setting === "CHAINS_FILE" ? `CHAINS_FILE: the rpcUrl of ${caip2Id}` : `The embedded devnet's node of ${caip2Id}`;
 }
 
 /** A chain's node: its `rpcUrl`, else the embedded devnet's node of that chain. */
@@ -245,7 +265,8 @@ type Probed =
 
 /**
  * Asks a chain's node its chain id (which must be the one the chain's entry names, when it names one) and, on an
- * attestation chain, EAS's version at the anchored address. A node that does not answer is `answered: false`.
+ * attestation chain, EAS's version at the anchored address. A node that does not answer is `answered: false`, and so is
+ * one whose `eth_call` fails with neither an empty answer nor a real revert (see `callFailure`).
  */
 async function probeChain(
   rpcUrl: string,
@@ -285,12 +306,33 @@ async function probeChain(
     version = await probe.readContract({ address: easAddress, abi: EAS_ABI, functionName: "version" });
   } catch (error) {
     // No code at the address (an empty answer) or a revert is the node's answer; anything else is the node not answering.
-    const empty = error instanceof BaseError && error.walk((e) => e instanceof ContractFunctionZeroDataError) !== null;
-    const answered = empty || (error instanceof BaseError && error.walk((e) => e instanceof ContractFunctionRevertedError) !== null);
-    return { ok: false, answered, empty, message: `No EAS contract answers at ${easAddress} on ${caip2(chainId)}` };
+    const failure = callFailure(error);
+    if (failure === "unanswered") return { ok: false, answered: false, message: `${node} does not answer eth_call (EAS's version at ${easAddress})` };
+    return { ok: false, answered: true, empty: failure === "empty", message: `No EAS contract answers at ${easAddress} on ${caip2(chainId)}` };
   }
   if (version !== EAS_DOMAIN_VERSION) return { ok: false, answered: true, message: `EAS at ${easAddress} is version ${version}; delegated signatures need ${EAS_DOMAIN_VERSION}` };
   return { ok: true, chainId, chain: chain.value };
+}
+
+/** The JSON-RPC code of EIP-1474 for `execution reverted`, which geth and Anvil answer a revert with. */
+const EXECUTION_REVERTED = 3;
+
+/**
+ * What a failed `eth_call` says: `empty` (no code at the address: viem's zero-data error), `reverted` (the node ran
+ * the call and it reverted: RPC code 3, or revert data in the answer), else `unanswered`. viem makes a revert of RPC
+ * code -32603 too (an internal error: a node still syncing answers `header not found` so, with no data); read as a
+ * revert, that closed a held chain until a restart (`wrong`) while its node recovered. A -32603 with revert data (some
+ * nodes answer a revert so) stays a revert.
+ */
+function callFailure(error: unknown): "empty" | "reverted" | "unanswered" {
+  if (!(error instanceof BaseError)) return "unanswered";
+  if (error.walk((e) => e instanceof ContractFunctionZeroDataError) !== null) return "empty";
+  const reverted = error.walk((e) => e instanceof ContractFunctionRevertedError) as ContractFunctionRevertedError | null;
+  if (reverted === null) return "unanswered";
+  // The node's own code, on the RPC error under viem's (`RpcRequestError`, and the `RpcError` built on it).
+  const rpc = error.walk((e) => typeof (e as { code?: unknown } | null)?.code === "number") as { code: number } | null;
+  const revertData = reverted.raw !== undefined && /^0x[0-9a-fA-F]{8,}$/.test(reverted.raw);
+  return rpc?.code === EXECUTION_REVERTED || revertData ? "reverted" : "unanswered";
 }
 
 /**

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { createPublicClient, encodeFunctionResult, http } from "viem";
+import { createPublicClient, encodeErrorResult, encodeFunctionResult, http } from "viem";
 import { silentLogger } from "../adapters/observability/mod.ts";
 import { EAS_DOMAIN_VERSION } from "../domain/delegation/mod.ts";
 import { EAS_ABI } from "../domain/eas_abi.ts";
@@ -139,18 +139,27 @@ function recordingLogger() {
   return { log: { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") }, lines };
 }
 
+/** A JSON-RPC error a node answers `eth_call` with. */
+type CallError = { readonly code: number; readonly message: string; readonly data?: string | undefined };
+
 /**
- * A node on loopback answering by path: the chain id in `chainId`, 503 while `down`, and EAS's version from `version`
- * ("0x" for an empty answer: no code at the address, as a lagging backend answers).
+ * A node on loopback: the chain id in `chainId`, 503 while `down` (or for the next `downFor` calls), and EAS's version
+ * from `version` ("0x" for an empty answer: no code at the address, as a lagging backend answers), or `callError` to
+ * `eth_call` when set.
  */
 function fakeNode() {
-  const state = { chainId: 0x7a69, down: false, version: EAS_DOMAIN_VERSION as string | "0x" };
+  const state = { chainId: 0x7a69, down: false, downFor: 0, version: EAS_DOMAIN_VERSION as string | "0x", callError: undefined as CallError | undefined };
   const server = Bun.serve({
     port: 0,
     hostname: "127.0.0.1",
     async fetch(request) {
       const call = (await request.json()) as { id: number; method: string };
       if (state.down) return new Response("down", { status: 503 });
+      if (state.downFor > 0) {
+        state.downFor--;
+        return new Response("down", { status: 503 });
+      }
+      if (call.method === "eth_call" && state.callError !== undefined) return Response.json({ jsonrpc: "2.0", id: call.id, error: state.callError });
       const result = call.method === "eth_chainId"
         ? `0x${state.chainId.toString(16)}`
         : call.method === "eth_call"
@@ -168,12 +177,21 @@ describe("a node found wrong after the start: chain_wrong_node names the setting
   const node = fakeNode();
   afterAll(() => node.server.stop(true));
 
-  test("the default chain served from RPC_URL alone names RPC_URL; one from CHAINS_FILE names its rpcUrl there", async () => {
+  test("the default chain served from RPC_URL names RPC_URL (and, without DEFAULT_CHAIN, says to set it: a restart takes whatever chain the node answers); one from CHAINS_FILE names its rpcUrl there; the devnet's says to restart", async () => {
     const rpcUrlAlone = { default: undefined, list: [{ caip2: undefined, chainId: undefined, rpcUrl: node.url, role: "attestations" }] };
+    const withDefaultChain = { ...rpcUrlAlone, rpcUrlChainId: 31337 };
     const chainsFile = { default: "eip155:31337", list: [{ caip2: "eip155:31337", chainId: 31337, rpcUrl: node.url, role: "attestations" }] };
+    // The embedded devnet's chain: an id, no rpcUrl (its node is the devnet's, given as the default chain's URL).
+    const devnet = { default: "eip155:31337", list: [{ caip2: "eip155:31337", chainId: 31337, rpcUrl: undefined, role: "attestations" }] };
     const cases: [unknown, Record<string, unknown>][] = [
-      [rpcUrlAlone, { chain: "eip155:31337", problem: "RPC_URL answers chain 31338, not eip155:31337", action: "the chain stays closed; fix RPC_URL and restart" }],
+      [rpcUrlAlone, {
+        chain: "eip155:31337",
+        problem: "RPC_URL answers chain 31338, not eip155:31337",
+        action: "the chain stays closed; fix RPC_URL (and set DEFAULT_CHAIN=eip155:31337 so a restart refuses another chain) and restart",
+      }],
+      [withDefaultChain, { chain: "eip155:31337", problem: "RPC_URL answers chain 31338, not eip155:31337", action: "the chain stays closed; fix RPC_URL and restart" }],
       [chainsFile, { chain: "eip155:31337", problem: "CHAINS_FILE: the rpcUrl of eip155:31337 answers chain 31338", action: "the chain stays closed; fix its rpcUrl in CHAINS_FILE and restart" }],
+      [devnet, { chain: "eip155:31337", problem: "The embedded devnet's node of eip155:31337 answers chain 31338", action: "the chain stays closed; restart (the embedded devnet serves it)" }],
     ];
     for (const [chains, logged] of cases) {
       Object.assign(node.state, { chainId: 0x7a69, down: false });
@@ -196,22 +214,30 @@ describe("a held chain's node answering EAS's version empty after the start (a l
   const attestations = (rpcUrl: string): ChainConfig => ({ caip2: "eip155:31337", chainId: 31337, rpcUrl, role: "attestations" });
 
   test("stays unchecked (asked again, warned once), and is checked once the node answers the version; another version is wrong for good", async () => {
-    Object.assign(node.state, { chainId: 0x7a69, down: false, version: "0x" });
+    Object.assign(node.state, { chainId: 0x7a69, down: false, downFor: 0, version: EAS_DOMAIN_VERSION, callError: undefined });
     const { log, lines } = recordingLogger();
     const gates = createChainGates(fetch, () => undefined);
     gates.hold(node.url, attestations(node.url), anchors, log);
-    await expect(blockNumber(gates.rpcFetch, node.url)).rejects.toThrow("has not answered its chain id yet");
-    expect(gates.held()).toEqual(new Map([["eip155:31337", "unchecked"]]));
-    // The gate asks a held chain's node again at most once a second.
-    await Bun.sleep(1_050);
-    await expect(blockNumber(gates.rpcFetch, node.url)).rejects.toThrow("has not answered its chain id yet");
-    expect(gates.held()).toEqual(new Map([["eip155:31337", "unchecked"]]));
+    expect((await blockNumber(gates.rpcFetch, node.url)).status).toBe(200);
+    // The provider answers 503 once: the gate closes and every exchange checks the node (chain id, then EAS's version)
+    // in its place, with no wait between the checks.
+    node.state.downFor = 1;
+    expect((await blockNumber(gates.rpcFetch, node.url)).status).toBe(503);
+    node.state.version = "0x";
+    for (let i = 0; i < 3; i++) {
+      await expect(blockNumber(gates.rpcFetch, node.url)).rejects.toThrow("has not answered its chain id yet");
+      expect(gates.held()).toEqual(new Map([["eip155:31337", "unchecked"]]));
+    }
     node.state.version = EAS_DOMAIN_VERSION;
-    await Bun.sleep(1_050);
     expect((await blockNumber(gates.rpcFetch, node.url)).status).toBe(200);
     expect(gates.held()).toEqual(new Map([["eip155:31337", "checked"]]));
-    expect(lines.map(({ level, event }) => [level, event])).toEqual([["warn", "chain_check_empty"], ["info", "chain_checked"]]);
-    expect(lines[0]!.fields).toMatchObject({ chain: "eip155:31337", problem: `No EAS contract answers at ${EAS} on eip155:31337` });
+    expect(lines.map(({ level, event }) => [level, event])).toEqual([
+      ["info", "chain_checked"],
+      ["warn", "chain_recheck"],
+      ["warn", "chain_check_empty"],
+      ["info", "chain_checked"],
+    ]);
+    expect(lines[2]!.fields).toMatchObject({ chain: "eip155:31337", problem: `No EAS contract answers at ${EAS} on eip155:31337` });
 
     // A real answer that is not the EAS meant: wrong, final.
     node.state.version = "0.1.0";
@@ -219,5 +245,83 @@ describe("a held chain's node answering EAS's version empty after the start (a l
     gates.hold(other, attestations(other), anchors, log);
     await expect(blockNumber(gates.rpcFetch, other)).rejects.toThrow("serves another chain");
     expect(lines.at(-1)).toMatchObject({ level: "error", event: "chain_wrong_node" });
-  }, 10_000);
+  });
+});
+
+describe("a node answering EAS's version() with an internal error (-32603, no revert data): not answered, never a revert", () => {
+  const node = fakeNode();
+  const other = fakeNode();
+  afterAll(() => {
+    node.server.stop(true);
+    other.server.stop(true);
+  });
+  const attestations = (caip2: string, rpcUrl: string): ChainConfig => ({ caip2, chainId: Number(caip2.slice(7)), rpcUrl, role: "attestations" });
+  // A recovering node's answer to `eth_call` (viem reads -32603 as a revert, as it does RPC code 3).
+  const headerNotFound: CallError = { code: -32603, message: "internal error: header not found" };
+  const revertData = encodeErrorResult({ abi: [{ type: "error", name: "Error", inputs: [{ name: "message", type: "string" }] }], errorName: "Error", args: ["no version"] });
+  const twoChains = { ...anchors, chains: { ...anchors.chains, "eip155:31338": { easContract: EAS, schemas: {} } } } as unknown as TrustAnchors;
+
+  test("after the start: a held chain stays unchecked (asked again at each exchange, nothing logged as wrong) and is checked once the node answers the version", async () => {
+    Object.assign(node.state, { chainId: 0x7a69, down: false, downFor: 0, version: EAS_DOMAIN_VERSION, callError: undefined });
+    const { log, lines } = recordingLogger();
+    const gates = createChainGates(fetch, () => undefined);
+    gates.hold(node.url, attestations("eip155:31337", node.url), anchors, log);
+    expect((await blockNumber(gates.rpcFetch, node.url)).status).toBe(200);
+    // Its provider answers 503 once, then its node, back, answers eth_call with -32603 for a while.
+    node.state.downFor = 1;
+    expect((await blockNumber(gates.rpcFetch, node.url)).status).toBe(503);
+    node.state.callError = headerNotFound;
+    for (let i = 0; i < 3; i++) {
+      await expect(blockNumber(gates.rpcFetch, node.url)).rejects.toThrow("has not answered its chain id yet");
+      expect(gates.held()).toEqual(new Map([["eip155:31337", "unchecked"]]));
+    }
+    node.state.callError = undefined;
+    expect((await blockNumber(gates.rpcFetch, node.url)).status).toBe(200);
+    expect(gates.held()).toEqual(new Map([["eip155:31337", "checked"]]));
+    expect(lines.map(({ level, event }) => [level, event])).toEqual([["info", "chain_checked"], ["warn", "chain_recheck"], ["info", "chain_checked"]]);
+  });
+
+  test("after the start: a real revert (RPC code 3, or -32603 with revert data) is the node's answer: wrong, final", async () => {
+    for (const reverting of [{ code: 3, message: "execution reverted: no version", data: revertData }, { ...headerNotFound, data: revertData }]) {
+      Object.assign(node.state, { chainId: 0x7a69, down: false, downFor: 0, version: EAS_DOMAIN_VERSION, callError: reverting });
+      const { log, lines } = recordingLogger();
+      const gates = createChainGates(fetch, () => undefined);
+      gates.hold(node.url, attestations("eip155:31337", node.url), anchors, log);
+      await expect(blockNumber(gates.rpcFetch, node.url)).rejects.toThrow("serves another chain");
+      expect(gates.held()).toEqual(new Map([["eip155:31337", "wrong"]]));
+      expect(lines.map(({ level, event }) => [level, event])).toEqual([["error", "chain_wrong_node"]]);
+      expect(lines[0]!.fields).toMatchObject({ problem: `No EAS contract answers at ${EAS} on eip155:31337` });
+    }
+  });
+
+  test("at start: another chain's node answering -32603 is held (chain_unchecked), as a node that does not answer; the default chain's stops the start; a real revert stops it too", async () => {
+    Object.assign(node.state, { chainId: 0x7a69, down: false, downFor: 0, version: EAS_DOMAIN_VERSION, callError: undefined });
+    Object.assign(other.state, { chainId: 0x7a6a, down: false, downFor: 0, version: EAS_DOMAIN_VERSION, callError: headerNotFound });
+    const chains = { default: "eip155:31337", list: [attestations("eip155:31337", node.url), attestations("eip155:31338", other.url)] } as unknown as ChainsConfig;
+    const start = (log = silentLogger, gates = createChainGates(fetch, () => undefined)) =>
+      checkChains(chains, { rpcUrl: node.url, trustAnchors: twoChains, devnet: undefined, log, gates });
+    const { log, lines } = recordingLogger();
+    const gates = createChainGates(fetch, () => undefined);
+    await start(log, gates);
+    expect(gates.held()).toEqual(new Map([["eip155:31338", "unchecked"], ["eip155:31337", "checked"]]));
+    expect(lines).toEqual([{
+      level: "warn",
+      event: "chain_unchecked",
+      fields: {
+        chain: "eip155:31338",
+        problem: `CHAINS_FILE: the rpcUrl of eip155:31338 does not answer eth_call (EAS's version at ${EAS})`,
+        action: "its routes fail closed until its node answers its chain id",
+      },
+    }]);
+    // Its node answers the version: the chain serves.
+    other.state.callError = undefined;
+    expect((await blockNumber(gates.rpcFetch, other.url)).status).toBe(200);
+    expect(gates.held().get("eip155:31338")).toBe("checked");
+
+    other.state.callError = { code: 3, message: "execution reverted: no version", data: revertData };
+    expect(await start().catch((error: unknown) => error)).toEqual(new StartupError(`No EAS contract answers at ${EAS} on eip155:31338`));
+    other.state.callError = undefined;
+    node.state.callError = headerNotFound;
+    expect(await start().catch((error: unknown) => error)).toEqual(new StartupError(`CHAINS_FILE: the rpcUrl of eip155:31337 does not answer eth_call (EAS's version at ${EAS})`));
+  });
 });

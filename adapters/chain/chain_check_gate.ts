@@ -28,7 +28,11 @@
  * An `empty` check (the node answered the chain's id but nothing where EAS should be: a lagging or recovering backend)
  * is asked again like an unanswered one, logged at warn once: only an answer that shows another chain (its id, another
  * EAS version, a revert) is final. Before, an empty answer was final too, and a held chain whose backend came back
- * still syncing stayed closed until a restart.
+ * still syncing stayed closed until a restart. Empty answers that last `emptyErrorAfterMs` (10 minutes by the gate's
+ * clock, from the first of them until a check passes) are logged once more, at error level: a node that keeps
+ * answering empty may be a misconfiguration (the anchors' EAS address without EAS, another network reusing the chain
+ * id), which `wrong` used to report at error level, and a chain closed in silence looks like an outage. The gate still
+ * asks again: a backend may sync for longer.
  */
 import type { Http1Post } from "./http1_post.ts";
 import { untilAborted } from "./_until_aborted.ts";
@@ -40,7 +44,8 @@ export type ChainCheck =
   | { readonly kind: "unanswered" }
   /**
    * The node answered with nothing where the chain meant has something (an empty `eth_call` at EAS's address: no code
-   * there on a backend that lags or is still syncing): asked again later, as `unanswered`, and logged at warn once.
+   * there on a backend that lags or is still syncing): asked again later, as `unanswered`, and logged at warn once, and
+   * at error level once when such answers have lasted `emptyErrorAfterMs`.
    */
   | { readonly kind: "empty"; readonly problem: string }
   /** The node answered, and it is not the chain meant (another chain id, another EAS version, a revert). */
@@ -57,14 +62,21 @@ export type ChainCheckGateOptions = {
   readonly check: () => Promise<ChainCheck>;
   /** An unanswered check's exchanges fail at once for this long before the node is asked again; default 1,000 ms. */
   readonly retryMs?: number | undefined;
-  /** The clock of `retryMs`; default `Date.now`. */
+  /** The clock of `retryMs` and `emptyErrorAfterMs`; default `Date.now`. */
   readonly nowMs?: (() => number) | undefined;
+  /**
+   * How long the node may keep answering `empty` before it is logged at error level (once): a backend syncing answers so
+   * for minutes, a misconfiguration (the anchors' EAS address without EAS, another network reusing the chain id) for
+   * good. Default 600,000 ms (10 minutes).
+   */
+  readonly emptyErrorAfterMs?: number | undefined;
   readonly log?: ((level: "info" | "warn" | "error", event: string, fields: Record<string, unknown>) => void) | undefined;
   /** `checked` for a chain whose node answered its chain id at start; default `unchecked`. */
   readonly initial?: "unchecked" | "checked" | undefined;
   /**
    * What the operator does about a node found wrong, in `chain_wrong_node`'s action: the setting that names this
-   * node (`fix RPC_URL and restart`, `fix its rpcUrl in CHAINS_FILE and restart`); default `fix its node's URL and
+   * node (`fix RPC_URL and restart`, `fix its rpcUrl in CHAINS_FILE and restart`; app/chain_checks.ts words them, and
+   * says to set `DEFAULT_CHAIN` too when a restart would not refuse another chain); default `fix its node's URL and
    * restart`. The gate does not know which setting served the chain: a log naming CHAINS_FILE to an operator who set
    * RPC_URL alone sent them looking for a file they do not have.
    */
@@ -119,8 +131,11 @@ export function createChainCheckGate(options: ChainCheckGateOptions): ChainCheck
   // `retryMs`. Each sends the check instead of itself, so the node is asked no more than before, and the chain serves on
   // the first exchange after its provider is back rather than up to `retryMs` later.
   let rechecking = false;
-  // An empty answer is warned of once until the node is checked, not on each retry of a backend that lags for minutes.
-  let warnedEmpty = false;
+  // An empty answer is warned of once until the node is checked, not on each retry of a backend that lags for minutes;
+  // empty answers since `emptySinceMs` (the first of them) that last `emptyErrorAfterMs` are logged at error level once.
+  const emptyErrorAfterMs = options.emptyErrorAfterMs ?? 600_000;
+  let emptySinceMs: number | undefined;
+  let erredEmpty = false;
 
   const ask = async (): Promise<void> => {
     const found = await options.check().catch((): ChainCheck => ({ kind: "unanswered" }));
@@ -128,15 +143,30 @@ export function createChainCheckGate(options: ChainCheckGateOptions): ChainCheck
     if (found.kind === "ok") {
       state = "checked";
       rechecking = false;
-      warnedEmpty = false;
+      emptySinceMs = undefined;
+      erredEmpty = false;
       options.log?.("info", "chain_checked", { chain: options.caip2 });
     } else if (found.kind === "wrong") {
       state = "wrong";
       const action = `the chain stays closed; ${options.fixHint ?? "fix its node's URL and restart"}`;
       options.log?.("error", "chain_wrong_node", { chain: options.caip2, problem: found.problem, action });
-    } else if (found.kind === "empty" && !warnedEmpty) {
-      warnedEmpty = true;
-      options.log?.("warn", "chain_check_empty", { chain: options.caip2, problem: found.problem, action: "the chain stays closed; its node is asked again at its next exchange" });
+    } else if (found.kind === "empty") {
+      const now = nowMs();
+      if (emptySinceMs === undefined) {
+        emptySinceMs = now;
+        options.log?.("warn", "chain_check_empty", { chain: options.caip2, problem: found.problem, action: "the chain stays closed; its node is asked again at its next exchange" });
+      } else if (!erredEmpty && now - emptySinceMs >= emptyErrorAfterMs) {
+        // Still not final (a backend may sync for longer), but no longer a lag to wait out quietly: the chain has served
+        // nothing all this while, and before the empty answer was not final, this was `chain_wrong_node` at error level.
+        erredEmpty = true;
+        const minutes = Math.round((now - emptySinceMs) / 60_000);
+        options.log?.("error", "chain_check_empty", {
+          chain: options.caip2,
+          problem: found.problem,
+          minutes,
+          action: "the chain stays closed and its node is asked again; check the EAS address the trust anchors give this chain, and that its node serves this network (not another one reusing its chain id)",
+        });
+      }
     }
   };
 

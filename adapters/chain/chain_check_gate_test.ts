@@ -306,3 +306,60 @@ describe("createChainCheckGate()", () => {
     });
   });
 });
+
+describe("createChainCheckGate(): empty answers that last", () => {
+  test("empty answers for 10 minutes (the gate's clock): logged once at error level, still not final; a check that passes restarts the count", async () => {
+    let now = 0;
+    const answers: ChainCheck[] = [];
+    const logs: [string, string, Record<string, unknown>][] = [];
+    const gate = createChainCheckGate({
+      caip2: "eip155:31339",
+      check: () => Promise.resolve(answers.shift() ?? { kind: "empty", problem: "No EAS contract answers at 0x42 on eip155:31339" }),
+      retryMs: 1_000,
+      nowMs: () => now,
+      log: (level, event, fields) => logs.push([level, event, fields]),
+    });
+    const status: number[] = [];
+    const fetchFn = gate.fetch(Object.assign(() => Promise.resolve(new Response("{}", { status: status.shift() ?? 200 })), { preconnect: () => {} }) as unknown as typeof fetch);
+    const refused = async () => expect(await fetchFn("http://node/", {}).catch((error: unknown) => error)).toBeInstanceOf(ChainNotCheckedError);
+    const events = () => logs.map(([level, event]) => `${level} ${event}`);
+
+    await refused();
+    expect(events()).toEqual(["warn chain_check_empty"]);
+    // Asked again (at most once a second) for almost 10 minutes: nothing more logged.
+    for (now = 1_000; now < 599_000; now += 59_900) await refused();
+    now = 599_000;
+    await refused();
+    expect(events()).toEqual(["warn chain_check_empty"]);
+    now = 600_000;
+    await refused();
+    expect(gate.state()).toBe("unchecked");
+    expect(logs.at(-1)).toEqual(["error", "chain_check_empty", {
+      chain: "eip155:31339",
+      problem: "No EAS contract answers at 0x42 on eip155:31339",
+      minutes: 10,
+      action: "the chain stays closed and its node is asked again; check the EAS address the trust anchors give this chain, and that its node serves this network (not another one reusing its chain id)",
+    }]);
+    // Once only, and still asked again: an unanswered check between the empty ones changes nothing; the node answers.
+    answers.push({ kind: "empty", problem: "No EAS contract answers at 0x42 on eip155:31339" }, { kind: "unanswered" }, { kind: "ok" });
+    for (let i = 0; i < 2; i++) {
+      now += 60_000;
+      await refused();
+    }
+    now += 1_000;
+    expect((await fetchFn("http://node/", {})).status).toBe(200);
+    expect(events()).toEqual(["warn chain_check_empty", "error chain_check_empty", "info chain_checked"]);
+
+    // Closed again by a 503: empty answers are counted from the first one of this run.
+    logs.length = 0;
+    status.push(503);
+    expect((await fetchFn("http://node/", {})).status).toBe(503);
+    await refused();
+    now += 599_999;
+    await refused();
+    expect(events()).toEqual(["warn chain_recheck", "warn chain_check_empty"]);
+    now += 1;
+    await refused();
+    expect(events()).toEqual(["warn chain_recheck", "warn chain_check_empty", "error chain_check_empty"]);
+  });
+});
