@@ -6,6 +6,7 @@
 import type { DelegatedAttestCall, Simulation } from "../../ports/eas.ts";
 import { fail, type Ok } from "../result.ts";
 import type { Claimed, DelegatedAttestDeps, DelegatedAttestFailure, DelegatedAttestSuccess } from "./_delegated_attest_types.ts";
+import { refusedForUs, refusedWithEarlier } from "./_refusals.ts";
 
 /** One request of a batch that passed its checks, at its place in the batch. */
 export type BatchItem = { readonly index: number; readonly claimed: Claimed };
@@ -30,8 +31,8 @@ type Item = BatchItem;
  * that sent nothing could spend the hour's budget. `keepGas`: a transaction the node refused, charged as a single
  * send's is. `notSentByUs`: the signer gave no signature, the batch waited for the wallet past a deadline, the wallet's
  * nonce or fees could not be read before signing, the chain did not answer the simulation or found the delegate wallet
- * cannot pay, or the guard refused the item's gas (the hour's budget or a share of it), and the attester's token goes
- * back as well.
+ * cannot pay, the guard refused the item's gas (the hour's budget or a share of it), or the caller's submission could
+ * not be opened, and the attester's token goes back as well.
  */
 export async function giveBack(
   run: BatchRun,
@@ -39,6 +40,12 @@ export async function giveBack(
   answer: DelegatedAttestFailure,
   options: { readonly keepGas?: boolean; readonly notSentByUs?: boolean } = {},
 ) {
+  await releaseItem(run, item, options);
+  run.results[item.index] = answer;
+}
+
+/** What {@link giveBack} gives back, the item's answer left to the caller (a batch that ends in a throw has none). */
+export async function releaseItem(run: BatchRun, item: Item, options: { readonly keepGas?: boolean; readonly notSentByUs?: boolean } = {}) {
   await run.deps.replay.release(run.deps.eas.chainId, item.claimed.key);
   // Not sent because of the service (its signer, its wallet's queue): the attester's token goes back too (relay_guard.ts).
   if (options.notSentByUs === true) await run.deps.guard?.giveBackAttester?.(item.claimed.request.attester);
@@ -48,12 +55,13 @@ export async function giveBack(
     run.charged.delete(item);
     await run.deps.guard?.refund?.(charged, { clientKey: run.caller.clientKey ?? "unknown", attester: item.claimed.request.attester });
   }
-  run.results[item.index] = answer;
 }
 
 /**
  * Refuses `item` (nothing sent for it) and the later items of its attester, whose nonces no longer fit; `options` as
- * {@link giveBack}'s, for each of them.
+ * {@link giveBack}'s, for each of them. Refused for the service's sake (`notSentByUs`, the guard's 429), the later
+ * items get the same answer: it was 400 `ATTESTER_MISMATCH` ("re-sign"), though the same batch sent again fits, and a
+ * batch so answered was kept under its `Idempotency-Key`.
  */
 export async function drop(run: BatchRun, item: Item, answer: DelegatedAttestFailure, options: { readonly notSentByUs?: boolean } = {}) {
   const attester = item.claimed.request.attester.toLowerCase();
@@ -61,15 +69,14 @@ export async function drop(run: BatchRun, item: Item, answer: DelegatedAttestFai
   run.sending = run.sending.filter((other) => other !== item && !after.includes(other));
   await giveBack(run, item, answer, options);
   for (const other of after) {
-    await giveBack(
-      run,
-      other,
-      fail(
+    // Refused for the service's sake, the later ones are answered as it is: their nonces are fine once it is sent.
+    const refusal = options.notSentByUs === true && refusedForUs(answer)
+      ? refusedWithEarlier(item.index, answer)
+      : fail(
         "ATTESTER_MISMATCH",
         `An earlier request of this attester in the batch was refused (request ${item.index}), so this one's nonce (${other.claimed.nonce}) no longer fits: fetch the nonce, re-sign and resubmit`,
-      ),
-      options,
-    );
+      );
+    await giveBack(run, other, refusal, options);
   }
 }
 

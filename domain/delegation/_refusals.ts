@@ -38,3 +38,25 @@ export function walletRefused(txHash: string): DelegatedAttestFailure {
 export function chainSilentBeforeSend(): DelegatedAttestFailure {
   return fail("RPC_ERROR", "The chain did not answer before the transaction was sent; nothing was sent, and the same signature may be submitted again");
 }
+
+/**
+ * Whether a refusal says nothing was done because of the service or what it depends on, not the request: a read of
+ * the chain that failed (500 `RPC_ERROR`), a lookup the private relay's checks need (502 `NETWORK_ERROR`), a delegate
+ * wallet that cannot pay (503 `SUBMISSION_FAILED`), a limit of the hour (429). The same request may come again as it is.
+ */
+export function refusedForUs(failure: DelegatedAttestFailure): boolean {
+  const code: string = failure.code;
+  return code === "RPC_ERROR" || code === "NETWORK_ERROR" || code === "RATE_LIMITED" || (code === "SUBMISSION_FAILED" && failure.unavailable === true);
+}
+
+/**
+ * The answer to a batch's later request of an attester whose request `index` was refused so ({@link refusedForUs}):
+ * the same refusal, nothing sent. It was 400 `ATTESTER_MISMATCH` (`NONCE_AHEAD`, "re-sign"), its nonce fine, and it
+ * kept its attester's hourly token, so the same batch sent again once the chain answered was refused 429.
+ */
+export function refusedWithEarlier(index: number, failure: DelegatedAttestFailure): DelegatedAttestFailure {
+  return {
+    ...failure,
+    message: `Not sent: request ${index} of the batch, of the same attester and before this one, was refused so (${failure.message}); send them again together`,
+  };
+}

@@ -81,7 +81,9 @@ async function submitClaimed(sending: Sending, caller: DelegatedAttestCaller): P
     try {
       await caller.onSubmitting(deps.eas.chainId, key);
     } catch (error) {
-      await deps.replay.release(deps.eas.chainId, key);
+      // Nothing was signed or sent: the gas charged and the attester's token go back with the signature (they were
+      // kept, though the answer, a 500, said nothing of what was spent).
+      await giveBackUnsent(sending, simulation.gas);
       throw error;
     }
   }

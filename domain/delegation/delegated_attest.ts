@@ -210,13 +210,17 @@ async function checkOnChain(ctx: AttestContext, checked: Prechecked, caller: Del
   const simulatedAhead = simulateAhead ? delegate.simulate(call, simulationCap(deps)) : undefined;
   const [chainNonce, fundsCheck] = await Promise.all([pendingNonce, funds]);
   if (fundsCheck !== "rpc-error") ctx.walletCouldPay = fundsCheck === "ok";
-  // A read of the chain that failed before anything was recorded or sent (500 RPC_ERROR, an answer that did nothing):
-  // the attester's token taken at admission goes back, as after a failed read just before signing (_send_one.ts). One
-  // still to take (`attesterUntaken`) was never taken, so nothing goes back for it.
-  const chainSilent = async (message: string): Promise<DelegatedAttestFailure> => {
-    if (!checked.attesterUntaken) await deps.guard?.giveBackAttester?.(request.attester);
-    return fail("RPC_ERROR", message);
+  // A refusal with nothing recorded or sent for the service's sake (a chain read that failed, 500 RPC_ERROR; a wallet
+  // that cannot pay, 503) or as the duplicate of the same signature sent at once (found by attack: it kept its token, and one
+  // attestation spent two of the attester's hour) gives back the attester's token, once, if it was taken (at admission,
+  // or below once the signature is proven), as after a failed read just before signing (_send_one.ts).
+  let tokenTaken = !checked.attesterUntaken;
+  const giveTokenBack = async (answer: DelegatedAttestFailure): Promise<DelegatedAttestFailure> => {
+    if (tokenTaken) await deps.guard?.giveBackAttester?.(request.attester);
+    tokenTaken = false;
+    return answer;
   };
+  const chainSilent = (message: string) => giveTokenBack(fail("RPC_ERROR", message));
   if (!chainNonce.ok) return await chainSilent("Failed to read the attester nonce from the chain");
   // A batch's later items of one attester are checked against the nonce EAS will have reached by then.
   const nonceRead = batch === undefined ? chainNonce : { ...chainNonce, nonce: batch.nonceFor(request.attester, chainNonce.nonce) };
@@ -228,18 +232,15 @@ async function checkOnChain(ctx: AttestContext, checked: Prechecked, caller: Del
     // a concurrent request got there first), never a mismatch. Storage only, and only on this refusal.
     if (verified.code === "ATTESTER_MISMATCH") {
       const first = await findOnChain(deps, signature.normalized.hex);
-      if (first !== undefined) return duplicate(first);
+      if (first !== undefined) return await giveTokenBack(duplicate(first));
     }
     if (verified.code === "RPC_ERROR") return await chainSilent(verified.message);
     return verified;
   }
   // Decisions §15: a wallet that cannot pay is refused before anything is recorded, so nothing is locked.
   if (fundsCheck === "rpc-error") return await chainSilent("Failed to read the delegate wallet's balance from the chain");
-  if (fundsCheck === "low") {
-    // 503, nothing recorded or sent: the delegate wallet's state, not the request's, so the token goes back as above.
-    if (!checked.attesterUntaken) await deps.guard?.giveBackAttester?.(request.attester);
-    return cannotPay();
-  }
+  // 503, nothing recorded or sent: the delegate wallet's state, not the request's, so the token goes back as above.
+  if (fundsCheck === "low") return await giveTokenBack(cannotPay());
   if (batch !== undefined && verified.value.deploy !== undefined) {
     return fail("INVALID_INPUT", "An ERC-6492 signature of a wallet not deployed yet is sent alone (POST /v1/delegated-attest), not in a batch");
   }
@@ -251,6 +252,7 @@ async function checkOnChain(ctx: AttestContext, checked: Prechecked, caller: Del
   if (checked.attesterUntaken) {
     const refused = await deps.guard?.admitAttester(request.attester);
     if (refused !== undefined) return refused;
+    tokenTaken = true;
   }
   const admitted = caller.admit === undefined ? undefined : await caller.admit(request);
   if (admitted !== undefined && "ok" in admitted) return admitted;
@@ -268,11 +270,11 @@ async function checkOnChain(ctx: AttestContext, checked: Prechecked, caller: Del
     await ticket?.release();
     // The claim and this lookup are by (chain, key): another chain's record of the same bytes is never this answer.
     const winner = await deps.replay.find(deps.eas.chainId, key);
-    return winner === undefined ? fail("DUPLICATE", "Duplicate submission") : duplicate(winner);
+    return await giveTokenBack(winner === undefined ? fail("DUPLICATE", "Duplicate submission") : duplicate(winner));
   }
   if (claim === "nonce-in-flight") {
     await ticket?.release();
-    return fail("DUPLICATE", "Another submission for this attester and nonce is already in flight");
+    return await giveTokenBack(fail("DUPLICATE", "Another submission for this attester and nonce is already in flight"));
   }
   return { request, call, key, ticket, delegate, simulatedAhead, deploy: verified.value.deploy, nonce: nonceRead.nonce, byContract: verified.value.byContract === true };
 }

@@ -20,8 +20,8 @@
 import type { BatchSubmission, DelegatedAttestCall, HexString } from "../../ports/eas.ts";
 import { fail, ok, type Ok } from "../result.ts";
 import { signerUnavailable } from "./signer_unavailable.ts";
-import { chainSilentBeforeSend } from "./_refusals.ts";
-import { type BatchItem as Item, type BatchRun as Run, calls, drop, giveBack, halveTooLarge, narrow, nodeFailed, oversizedItem } from "./_batch_narrowing.ts";
+import { chainSilentBeforeSend, refusedForUs, refusedWithEarlier } from "./_refusals.ts";
+import { type BatchItem as Item, type BatchRun as Run, calls, drop, giveBack, halveTooLarge, narrow, nodeFailed, oversizedItem, releaseItem } from "./_batch_narrowing.ts";
 import type {
   BatchNonces,
   CallerTicket,
@@ -125,7 +125,15 @@ async function checkItems(ctx: BatchContext, bodies: readonly unknown[], caller:
   const claimed: Item[] = [];
   await Promise.all([...lines.values()].map(async (indexes) => {
     let taken = 0n;
+    // A request refused for the service's sake (a chain read that failed, a wallet that cannot pay): the attester's
+    // later requests are answered as it was, unchecked, nothing taken. Checked, each was verified against a nonce
+    // without the refused one's and refused ATTESTER_MISMATCH (NONCE_AHEAD), keeping the attester token it took.
+    let refused: { readonly index: number; readonly failure: DelegatedAttestFailure } | undefined;
     for (const index of indexes) {
+      if (refused !== undefined) {
+        results[index] = refusedWithEarlier(refused.index, refused.failure);
+        continue;
+      }
       const itemCaller: DelegatedAttestCaller = {
         clientKey: caller.clientKey,
         admit: caller.admit === undefined ? undefined : (request) => caller.admit!(request, index),
@@ -134,6 +142,7 @@ async function checkItems(ctx: BatchContext, bodies: readonly unknown[], caller:
       const outcome = await ctx.check(requests[index], itemCaller, { nonceFor: (_, chainNonce) => chainNonce + taken });
       if ("ok" in outcome) {
         results[index] = outcome;
+        if (refusedForUs(outcome)) refused = { index, failure: outcome };
         continue;
       }
       taken++;
@@ -218,10 +227,9 @@ async function sendBatch(run: BatchRun, submitBatch: NonNullable<Claimed["delega
       });
       await caller.onSubmitting(deps.eas.chainId, items[0]!.claimed.key, layout);
     } catch (error) {
-      for (const item of items) {
-        await deps.replay.release(deps.eas.chainId, item.claimed.key);
-        await item.claimed.ticket?.release();
-      }
+      // Nothing signed or sent: every item's record, ticket, gas and attester token go back (the gas and the tokens
+      // were kept).
+      for (const item of items) await releaseItem(run, item, { notSentByUs: true });
       throw error;
     }
   }

@@ -478,3 +478,73 @@ describe("delegated attestation batches (decisions §23)", () => {
     expect(env.delegate.batchSimulations).toBe(0);
   });
 });
+
+describe("delegated attestation batches: an attester's later requests after one refused for the service's sake", () => {
+  /** A guard whose attesters may write `perHour` an hour, with `gasPerHour` of gas for all. */
+  function guarded(perHour: number, gasPerHour = 1_000_000_000n) {
+    const clock = fakeClock();
+    const budget = fakeGasBudget();
+    const guard = createRelayGuard({
+      enabled: true,
+      clientRate: createRateLimiter(clock, { capacity: 100, perMinute: 100 }),
+      attesterRate: createRateLimiter(clock, { capacity: perHour, perMinute: perHour / 60 }),
+      gasBudget: budget,
+      gasPerHour,
+      typicalGas: 1n,
+      clock,
+    });
+    const env = setup({ clock, guard });
+    const window = clock.nowMs() - (clock.nowMs() % 3_600_000);
+    return { ...env, budget, window };
+  }
+
+  test("one attester's consecutive nonces while the chain fails the first one's reads or the wallet cannot pay: every request answered so, every token back, the same batch then sent", async () => {
+    // The later requests were verified against the chain's nonce without the first one's, refused 400 ATTESTER_MISMATCH
+    // (NONCE_AHEAD) and kept their attester tokens: the same batch once the chain answered was [ok, 429, 429].
+    const faults = {
+      "balance read": { code: "RPC_ERROR", arm: (env: ReturnType<typeof guarded>) => void (env.delegate.funds = "rpc-error") },
+      "low balance": { code: "SUBMISSION_FAILED", arm: (env: ReturnType<typeof guarded>) => void (env.delegate.funds = "low") },
+      "the first nonce read": {
+        code: "RPC_ERROR",
+        arm: (env: ReturnType<typeof guarded>) => {
+          const read = env.eas.getAttesterNonce;
+          let left = 1;
+          env.eas.getAttesterNonce = ((...args: Parameters<typeof read>) => (left-- > 0 ? Promise.resolve({ ok: false, reason: "rpc-error" }) : read(...args))) as typeof read;
+        },
+      },
+    } as const;
+    for (const [fault, { code, arm }] of Object.entries(faults)) {
+      const env = guarded(3);
+      const bodies = [await signed(env, { nonce: 0n }), await signed(env, { nonce: 1n, data: reviewData("0x01") }), await signed(env, { nonce: 2n, data: reviewData("0x02") })];
+      const { log, admit } = tickets();
+      arm(env);
+      const down = await env.batch(bodies, { admit });
+      expect([fault, codes(down.results)]).toEqual([fault, [code, code, code]]);
+      expect([fault, down.results.map((r) => !r.ok && r.details === "NONCE_AHEAD")]).toEqual([fault, [false, false, false]]);
+      expect([fault, env.replay.rows.size, env.delegate.batchSimulations, log]).toEqual([fault, 0, 0, []]);
+      env.delegate.funds = "ok";
+      expect([fault, codes((await env.batch(bodies)).results)]).toEqual([fault, ["ok", "ok", "ok"]]);
+    }
+  });
+
+  test("an attester's request the guard refuses at the charge: its later requests get the same 429, not ATTESTER_MISMATCH, their tokens back", async () => {
+    // Two requests, 250,000 gas, 125,000 each; the hour has 100,000: the first is refused, the second with it.
+    const env = guarded(2, 100_000n);
+    const bodies = [await signed(env, { nonce: 0n }), await signed(env, { nonce: 1n, data: reviewData("0x01") })];
+    const outcome = await env.batch(bodies);
+    expect(codes(outcome.results)).toEqual(["RATE_LIMITED", "RATE_LIMITED"]);
+    expect(outcome.results[1]).toMatchObject({ message: expect.stringContaining("request 0") });
+    expect(env.delegate.batches).toHaveLength(0);
+  });
+
+  test("a batch whose submission record could not be opened (onSubmitting throws): every item's gas and attester token go back", async () => {
+    // The records and tickets were released, but the gas charged and the attester tokens were kept.
+    const env = guarded(1);
+    const bodies = [await signed(env), await signed(env, { signer: bob })];
+    const { log, admit } = tickets();
+    const broken = { admit, onSubmitting: () => Promise.reject(new Error("database down")) };
+    await expect(env.batch(bodies, broken)).rejects.toThrow("database down");
+    expect([env.replay.rows.size, await env.budget.used(env.window), [...new Set(log)].sort()]).toEqual([0, 0n, ["release 0", "release 1"]]);
+    expect(codes((await env.batch(bodies)).results)).toEqual(["ok", "ok"]);
+  });
+});

@@ -805,3 +805,92 @@ describe("createDelegatedAttest(): the simulation ahead (issue 28)", () => {
     expect(env.delegate.simulations).toBe(1);
   });
 });
+
+describe("createDelegatedAttest(): the attester's token of a request that sent nothing", () => {
+  /** A guard whose attester may write `perHour` an hour, with room for everything else. */
+  function guarded(perHour: number) {
+    const clock = fakeClock();
+    const budget = fakeGasBudget();
+    const guard = createRelayGuard({
+      enabled: true,
+      clientRate: createRateLimiter(clock, { capacity: 100, perMinute: 100 }),
+      attesterRate: createRateLimiter(clock, { capacity: perHour, perMinute: perHour / 60 }),
+      gasBudget: budget,
+      gasPerHour: 1_000_000_000n,
+      typicalGas: 300_000n,
+      clock,
+    });
+    const env = setup({ clock, guard });
+    const window = clock.nowMs() - (clock.nowMs() % 3_600_000);
+    return { ...env, budget, window };
+  }
+
+  /** Holds the delegate's balance reads (made once the guard took the tokens) until `n` requests reached them. */
+  function holdFunds(delegate: ReturnType<typeof fakeDelegate>, n: number) {
+    const check = delegate.checkFunds;
+    let arrived = 0;
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    delegate.checkFunds = async () => {
+      if (++arrived >= n) open();
+      await gate;
+      return await check();
+    };
+  }
+
+  test("the same signature twice at once: one sent, the other 409 DUPLICATE with its attester token given back", async () => {
+    // The loser passed the replay lookup before the winner's claim, was refused at its own claim with nothing sent, and
+    // kept its token: one attestation spent two of the attester's hour (a duplicate sent after spends none).
+    const env = guarded(2);
+    const body = await signedBody(env);
+    holdFunds(env.delegate, 2);
+    const answers = await Promise.all([env.attest(body), env.attest(body)]);
+    expect(answers.map((a) => (a.ok ? "ok" : a.code)).sort()).toEqual(["DUPLICATE", "ok"]);
+    expect(env.delegate.sent).toHaveLength(1);
+    env.eas.nonces.set(account.address.toLowerCase(), 1n);
+    expect((await env.attest(await signedBody(env, { nonce: 1n }))).ok).toBe(true);
+  });
+
+  test("two signatures of one attester nonce at once: the one refused as in flight (409 DUPLICATE) gives its token back", async () => {
+    const env = guarded(2);
+    const bodies = [await signedBody(env), await signedBody(env, { data: reviewData("0x01") })];
+    holdFunds(env.delegate, 2);
+    const answers = await Promise.all(bodies.map((body) => env.attest(body)));
+    expect(answers.map((a) => (a.ok ? "ok" : a.code)).sort()).toEqual(["DUPLICATE", "ok"]);
+    env.eas.nonces.set(account.address.toLowerCase(), 1n);
+    expect((await env.attest(await signedBody(env, { nonce: 1n }))).ok).toBe(true);
+  });
+
+  test("the same signature whose nonce read came after the first was mined: 409 DUPLICATE with the uid, its token given back", async () => {
+    const env = guarded(2);
+    const body = await signedBody(env);
+    const read = env.eas.getAttesterNonce;
+    let held: Promise<void> | undefined;
+    let open!: () => void;
+    env.eas.getAttesterNonce = (async (...args: Parameters<typeof read>) => {
+      if (held === undefined) {
+        held = new Promise<void>((resolve) => (open = resolve));
+        await held;
+      }
+      return await read(...args);
+    }) as typeof read;
+    const late = env.attest(body);
+    await Bun.sleep(0);
+    expect(held).toBeDefined();
+    expect((await env.attest(body)).ok).toBe(true);
+    env.eas.nonces.set(account.address.toLowerCase(), 1n);
+    open();
+    expect(await late).toMatchObject({ ok: false, code: "DUPLICATE", details: expect.stringMatching(/^0x/) });
+    expect((await env.attest(await signedBody(env, { nonce: 1n }))).ok).toBe(true);
+  });
+
+  test("a submission record that could not be opened (onSubmitting throws): the gas charged and the attester token go back", async () => {
+    const env = guarded(1);
+    const body = await signedBody(env);
+    const broken = { onSubmitting: () => Promise.reject(new Error("database down")) };
+    await expect(env.attest(body, broken)).rejects.toThrow("database down");
+    expect(await env.budget.used(env.window)).toBe(0n);
+    expect(env.replay.rows.size).toBe(0);
+    expect((await env.attest(body)).ok).toBe(true);
+  });
+});

@@ -82,7 +82,8 @@ export type RelayGuard = {
    * Gives back the attester's token (`admit`, {@link admitAttester}) of a request the service then did not send: its
    * signer gave no signature (decisions §27: "no quota charged"), its deadline came within the margin while it
    * waited for the delegate wallet, the wallet's nonce or fees could not be read before signing, the wallet could not
-   * pay (its balance, or the simulation's insufficient funds), or {@link charge} refused its gas. Before, a client that obeyed `Retry-After: 5` through a signer outage spent its
+   * pay (its balance, or the simulation's insufficient funds), {@link charge} refused its gas, the caller's submission
+   * record could not be opened, or it was refused as the duplicate of the same signature sent at once. Before, a client that obeyed `Retry-After: 5` through a signer outage spent its
    * attester's hour on answers that said nothing was charged, and was refused for up to an hour once the signer was
    * back. The client address's per-minute rate keeps its token: it bounds requests, whatever became of them.
    */

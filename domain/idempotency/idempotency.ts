@@ -126,11 +126,11 @@ const RETRY_ME = new Set(["FACILITATOR_UNAVAILABLE", "PAYMENT_IN_PROGRESS", "SIG
 /**
  * Whether an answer is kept for the key's retries (decisions §23): every answer given once the route's checks began,
  * errors included, except a rate limit's 429, the refusals that come before any check: no credential (401) or no
- * payment yet (402), after which the client retries with one under the same key, and those whose `code` says nothing
- * was done and the same request may be sent again ({@link RETRY_ME}).
+ * payment yet (402), after which the client retries with one under the same key, and those whose `code` (and
+ * `details`) say nothing was done and the same request may be sent again ({@link RETRY_ME}).
  */
-export function keepsAnswer(status: number, code?: string | undefined): boolean {
-  return status !== 401 && status !== 402 && !didNothing(status, code);
+export function keepsAnswer(status: number, code?: string | undefined, options: { readonly details?: string | undefined } = {}): boolean {
+  return status !== 401 && status !== 402 && !didNothing(status, code, options.details);
 }
 
 /**
@@ -146,11 +146,17 @@ export function keepsAnswer(status: number, code?: string | undefined): boolean 
  * for 24 hours, though the same request without the key went through (a 502 `NETWORK_ERROR` of a DNS outage was
  * replayed after DNS answered again). A write route that could answer `NETWORK_ERROR` after doing something must say
  * so with another code (`OUTCOME_UNKNOWN`); the route deadline's `NETWORK_ERROR` (http/instrument.ts) is answered
- * beside the key, which keeps the route's own answer.
+ * beside the key, which keeps the route's own answer. Nor a relay's 409 `DUPLICATE` that names no outcome (no uid,
+ * no transaction hash in `details`: the same signature "being processed" by another request, or another signature of
+ * the attester's nonce in flight): that other request may yet give the signature back (a chain read that failed, a
+ * wallet that cannot pay), and kept, a retry under the key replayed "being processed" for 24 hours while the same
+ * request without it went through. A `DUPLICATE` naming the attestation's uid or its transaction is kept: that is
+ * the request's outcome.
  */
-function didNothing(status: number, code: string | undefined): boolean {
+function didNothing(status: number, code: string | undefined, details: string | undefined): boolean {
   if (status === 429) return true;
   if (code === undefined) return false;
+  if (code === "DUPLICATE" && status === 409) return details === undefined;
   return RETRY_ME.has(code) || code === "RPC_ERROR" || code === "NETWORK_ERROR" || (code === "SUBMISSION_FAILED" && status === 503);
 }
 
@@ -163,12 +169,16 @@ function didNothing(status: number, code: string | undefined): boolean {
 export function keepsStoredAnswer(answer: Pick<StoredAnswer, "status" | "body">): boolean {
   const body = bodyOf(answer);
   if (answer.status === 200 && Array.isArray(body?.results) && body.results.length > 0 && body.results.every((r) => {
-    const item = r as { status?: unknown; code?: unknown } | null;
-    return typeof item?.code === "string" && didNothing(typeof item.status === "number" ? item.status : 0, item.code);
+    const item = r as { status?: unknown; code?: unknown; details?: unknown } | null;
+    return typeof item?.code === "string" && didNothing(typeof item.status === "number" ? item.status : 0, item.code, detailsOf(item));
   })) {
     return false;
   }
-  return keepsAnswer(answer.status, storedAnswerCode(answer));
+  return keepsAnswer(answer.status, storedAnswerCode(answer), { details: answer.status >= 400 ? detailsOf(body) : undefined });
+}
+
+function detailsOf(body: { details?: unknown } | null | undefined): string | undefined {
+  return typeof body?.details === "string" ? body.details : undefined;
 }
 
 /** The `code` of an error answer's body (`{error, code}`); undefined for a success or a body that is not one. */
@@ -177,9 +187,9 @@ export function storedAnswerCode(answer: Pick<StoredAnswer, "status" | "body">):
   return typeof code === "string" ? code : undefined;
 }
 
-function bodyOf(answer: Pick<StoredAnswer, "body">): { code?: unknown; results?: unknown } | undefined {
+function bodyOf(answer: Pick<StoredAnswer, "body">): { code?: unknown; details?: unknown; results?: unknown } | undefined {
   try {
-    return JSON.parse(answer.body) as { code?: unknown; results?: unknown };
+    return JSON.parse(answer.body) as { code?: unknown; details?: unknown; results?: unknown };
   } catch {
     return undefined;
   }

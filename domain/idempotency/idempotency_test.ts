@@ -171,3 +171,25 @@ describe("createIdempotency()", () => {
     expect(keepsStoredAnswer({ status: 500, body: JSON.stringify({ error: "The attestation transaction reverted", code: "SUBMISSION_FAILED", details: "0xabc" }) })).toBe(true);
   });
 });
+
+describe("keepsAnswer() of a relay's 409 DUPLICATE", () => {
+  test("one that names no outcome (being processed, a nonce in flight) is not kept; one naming the uid or the transaction is", () => {
+    // "Being processed" was kept: the other request then gave the signature back (a chain read failed), and a retry
+    // under this key replayed the 409 for 24 hours while the same request without the key went through.
+    const uid = `0x${"a".repeat(64)}`;
+    const processing = { error: "Duplicate submission: it is being processed", code: "DUPLICATE" };
+    const inFlight = { error: "Another submission for this attester and nonce is already in flight", code: "DUPLICATE" };
+    const landed = { error: "Duplicate submission: already attested", code: "DUPLICATE", details: uid };
+    for (const refusal of [processing, inFlight]) {
+      expect(keepsAnswer(409, refusal.code)).toBe(false);
+      expect(keepsStoredAnswer({ status: 409, body: JSON.stringify(refusal) })).toBe(false);
+      expect(keepsStoredAnswer({ status: 200, body: JSON.stringify({ submissionId: null, txHash: null, results: [{ status: 409, ...refusal }] }) })).toBe(false);
+    }
+    expect(keepsAnswer(409, "DUPLICATE", { details: uid })).toBe(true);
+    expect(keepsStoredAnswer({ status: 409, body: JSON.stringify(landed) })).toBe(true);
+    expect(keepsStoredAnswer({ status: 200, body: JSON.stringify({ submissionId: null, txHash: null, results: [{ status: 409, ...landed }] }) })).toBe(true);
+    // Another route's 409 with no code, and a batch with one answer kept, are kept as before.
+    expect(keepsAnswer(409)).toBe(true);
+    expect(keepsStoredAnswer({ status: 200, body: JSON.stringify({ results: [{ status: 409, ...processing }, { status: 400, error: "x", code: "INVALID_INPUT" }] }) })).toBe(true);
+  });
+});
