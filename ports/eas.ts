@@ -96,7 +96,8 @@ export type Submission =
   }
   /**
    * Provably never broadcast: the node refused the transaction and does not hold it (asked by hash after
-   * the failed send), or nothing was signed. The same request may be retried.
+   * the failed send), or the signed transaction could not be recorded and so was not sent. No gas was spent: the
+   * caller gives back what it charged (decisions §23). The same request may be retried.
    */
   | { readonly ok: false; readonly reason: "not-broadcast" }
   /**
@@ -106,6 +107,12 @@ export type Submission =
    * `unknown-outcome`.
    */
   | { readonly ok: false; readonly reason: "rpc-error" }
+  /**
+   * The wallet's nonce, shared by the service's instances under a lock in the storage (decisions §21), could not be
+   * taken: the storage failed, and nothing was sent. Not the chain's refusal (`not-broadcast`); the same request may be
+   * sent again.
+   */
+  | { readonly ok: false; readonly reason: "nonce-unavailable" }
   /**
    * The wallet's signer (decisions §27) could not be reached, timed out or refused: nothing was signed or sent and no
    * nonce was used; the same request succeeds once the signer is back (503 SIGNER_UNAVAILABLE).
@@ -204,7 +211,8 @@ export interface DelegateSubmitter {
 
 /**
  * What deploying a counterfactual wallet came to: "failed" when nothing was sent (the factory call reverts in
- * estimation, or the node refused the transaction), "signer-unavailable" when the delegate's signer gave no signature
+ * estimation, before its charge; or, charged, the node refused the transaction or the wallet's shared nonce could not
+ * be taken), "signer-unavailable" when the delegate's signer gave no signature
  * (nothing sent), "expired" when the request's `stillValid` said no under the wallet's lock (nothing signed or sent),
  * "chain-silent" when a read the factory call needed before signing failed (the delegate's nonce or fees: nothing
  * signed or sent), "rpc-error" when the chain did not answer otherwise (before the charge, or with the call's outcome

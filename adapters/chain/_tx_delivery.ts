@@ -34,8 +34,10 @@ export type Attempt =
     /** The receipt the sync send may still bring, raced with the polls. */
     readonly lateReceipt?: Promise<RawReceipt | undefined> | undefined;
   }
-  | { readonly tx: undefined; readonly settled: "not-broadcast" | "signer-unavailable" | "expired" | "rpc-error" };
+  | { readonly tx: undefined; readonly settled: "not-broadcast" | "signer-unavailable" | "expired" | "rpc-error" | "nonce-unavailable" };
 export const nothingSent: Attempt = { tx: undefined, settled: "not-broadcast" };
+/** The wallet's shared nonce (several instances) could not be taken from the storage: nothing sent, no nonce used. */
+export const nonceLockFailed: Attempt = { tx: undefined, settled: "nonce-unavailable" };
 /** The wallet's pending nonce could not be read: nothing signed or sent, before any broadcast (500 `RPC_ERROR`). */
 export const nonceUnread: Attempt = { tx: undefined, settled: "rpc-error" };
 export const signerDown: Attempt = { tx: undefined, settled: "signer-unavailable" };

@@ -15,6 +15,8 @@ export type SendOutcome =
   | { readonly ok: false; readonly reason: "not-broadcast" }
   /** A read before signing failed (the wallet's pending nonce, or its fees): nothing was signed or sent, the nonce stays free. */
   | { readonly ok: false; readonly reason: "rpc-error" }
+  /** The wallet's shared nonce could not be taken (its storage failed): nothing was sent, no nonce used. */
+  | { readonly ok: false; readonly reason: "nonce-unavailable" }
   /** The wallet's signer gave no signature (decisions §27): nothing was sent, and the nonce stays free. */
   | { readonly ok: false; readonly reason: "signer-unavailable" }
   /** The request's `stillValid` said no once the wallet's lock was held: nothing was signed or sent, the nonce stays free. */

@@ -383,7 +383,7 @@ async function deployWallet(
     if (!outcome.ok && outcome.reason === "unknown-outcome") return "rpc-error";
     // Whatever the factory's own outcome, what counts is code at the attester's address now.
     if (await hasCode(client, attester)) return "deployed";
-    if (!outcome.ok && outcome.reason === "not-broadcast") return "failed";
+    if (!outcome.ok && (outcome.reason === "not-broadcast" || outcome.reason === "nonce-unavailable")) return "failed";
     // Mined (or reverted) and no code: the gas is spent (issue 23), the caller records it.
     return { burned: true, txHash: outcome.txHash, blockNumber: outcome.blockNumber, gasUsed: outcome.gasUsed ?? null };
   } catch (error) {

@@ -10,7 +10,7 @@ import { ATTESTED_TOPIC } from "../../domain/eas_abi.ts";
 import { type JsonRpc, quantity } from "./json_rpc.ts";
 import { privateKeyBytes, signEip1559 } from "./eip1559.ts";
 import { type Arrival, awaitReceipt, createBlockCadence, describe, type Log, receiptOutcome, type ReceiptLog, type SendOutcome } from "./_tx_receipts.ts";
-import { type Attempt, deliver, type Delivery, noLongerValid, nonceUnread, nothingSent, sendRaw, signerDown } from "./_tx_delivery.ts";
+import { type Attempt, deliver, type Delivery, noLongerValid, nonceLockFailed, nonceUnread, nothingSent, sendRaw, signerDown } from "./_tx_delivery.ts";
 import { createFees, type Fees } from "./_tx_fees.ts";
 
 export { describe, type ReceiptLog, type SendOutcome } from "./_tx_receipts.ts";
@@ -302,12 +302,16 @@ async function sendRequest(state: SenderState, request: SendRequest): Promise<Se
   const attempt = await state.exclusive(async (): Promise<Attempt> => {
     const shared = options.nonces;
     if (shared !== undefined) {
-      // Several instances: the next nonce is the larger of what they recorded and what the node has.
-      let outcome: Attempt = nothingSent;
+      // Several instances: the next nonce is the larger of what they recorded and what the node has. The lock not taken
+      // (its storage failed) is `nonce-unavailable`, nothing sent: it was `not-broadcast`, answered as the node's refusal.
+      let outcome: Attempt = nonceLockFailed;
       try {
         return await shared.withLock(options.chainId, state.address, async (storedNext) => {
           const pending = await state.pendingCount();
-          if (pending === undefined) return { used: undefined, value: nonceUnread };
+          if (pending === undefined) {
+            outcome = nonceUnread;
+            return { used: undefined, value: nonceUnread };
+          }
           const nonce = Math.max(storedNext, pending);
           outcome = await signAndSend(nonce);
           return { used: outcome.settled === "accepted" ? nonce : undefined, value: outcome };
@@ -333,6 +337,7 @@ async function sendRequest(state: SenderState, request: SendRequest): Promise<Se
   if (attempt.settled === "signer-unavailable") return { ok: false, reason: "signer-unavailable" };
   if (attempt.settled === "expired") return { ok: false, reason: "expired" };
   if (attempt.settled === "rpc-error") return { ok: false, reason: "rpc-error" };
+  if (attempt.settled === "nonce-unavailable") return { ok: false, reason: "nonce-unavailable" };
   if (attempt.tx === undefined || attempt.settled === "not-broadcast") return { ok: false, reason: "not-broadcast" };
   // A send answered with its receipt goes straight to its outcome, which the caller records: a "sent" record
   // in between would be one more commit that no crash could need (a signed record is settled the same way).

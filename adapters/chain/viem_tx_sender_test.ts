@@ -334,3 +334,32 @@ describe("createTxSender: a read before signing that fails", () => {
     expect(await s.send()).toEqual({ ok: false, reason: "unknown-outcome", txHash: s.signed[0]!.txHash });
   });
 });
+
+describe("createTxSender(): the shared nonce's lock failing", () => {
+  test("the lock not taken (its storage failed): nonce-unavailable, nothing signed or sent, never not-broadcast (the node's refusal)", async () => {
+    const node = fakeNode({});
+    const key = generatePrivateKey();
+    const events: string[] = [];
+    const nonces: WalletNonces = { withLock: () => Promise.reject(new Error("connection terminated")) };
+    const signed: SignedTx[] = [];
+    const s = createTxSender({ rpc: node.rpc, account: privateKeyToAccount(key), privateKey: key, chainId: 31337, nonces, sendSync: "off", log: (event) => void events.push(event) });
+    const outcome = await s.send({ to: "0x000000000000000000000000000000000000dEaD", data: "0x", gas: 21_000n, onSigned: async (tx) => void signed.push(tx) });
+    expect(outcome).toEqual({ ok: false, reason: "nonce-unavailable" });
+    expect(signed).toEqual([]);
+    expect(node.methods().filter((m) => m.startsWith("eth_send"))).toEqual([]);
+    expect(events).toContain("nonce_lock_error");
+  });
+
+  test("the lock failing after the pending nonce was not read keeps that answer: rpc-error", async () => {
+    const node = fakeNode({ eth_getTransactionCount: () => new RpcTransportError("The node could not be reached") });
+    const key = generatePrivateKey();
+    const nonces: WalletNonces = {
+      async withLock(_chainId, _address, send) {
+        await send(3);
+        throw new Error("connection terminated");
+      },
+    };
+    const s = createTxSender({ rpc: node.rpc, account: privateKeyToAccount(key), privateKey: key, chainId: 31337, nonces, sendSync: "off" });
+    expect(await s.send({ to: "0x000000000000000000000000000000000000dEaD", data: "0x", gas: 21_000n })).toEqual({ ok: false, reason: "rpc-error" });
+  });
+});

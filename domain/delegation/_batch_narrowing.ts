@@ -25,33 +25,34 @@ export type BatchRun<C extends { readonly clientKey?: string | undefined } = { r
 type Item = BatchItem;
 
 /**
- * Gives back what is not sent: the item's record and its caller's ticket, with its answer, and (unless `keepGas`) the
- * gas it was charged (decisions §23: an item refused costs nothing). Charged in a round and refused in a later one
- * (the budget refused its larger share, the node failed, the share passed the cap), its gas was kept before, so a batch
- * that sent nothing could spend the hour's budget. `keepGas`: a transaction the node refused, charged as a single
- * send's is. `notSentByUs`: the signer gave no signature, the batch waited for the wallet past a deadline, the wallet's
- * nonce or fees could not be read before signing, the chain did not answer the simulation or found the delegate wallet
- * cannot pay, the guard refused the item's gas (the hour's budget or a share of it), or the caller's submission could
- * not be opened, and the attester's token goes back as well.
+ * Gives back what is not sent: the item's record and its caller's ticket, with its answer, and the gas it was charged
+ * (decisions §23: an item refused costs nothing). Charged in a round and refused in a later one (the budget refused its
+ * larger share, the node failed, the share passed the cap), its gas was kept before, so a batch that sent nothing could
+ * spend the hour's budget; so was a transaction the node refused (nothing broadcast, no gas spent), and a free
+ * account's share of the private relay stayed spent for the hour. `notSentByUs`: the signer gave no signature, the
+ * batch waited for the wallet past a deadline, the wallet's nonce or fees could not be read before signing or its
+ * shared nonce could not be taken, the node refused the transaction, the chain did not answer the simulation or found
+ * the delegate wallet cannot pay, the guard refused the item's gas (the hour's budget or a share of it), or the
+ * caller's submission could not be opened, and the attester's token goes back as well.
  */
 export async function giveBack(
   run: BatchRun,
   item: Item,
   answer: DelegatedAttestFailure,
-  options: { readonly keepGas?: boolean; readonly notSentByUs?: boolean } = {},
+  options: { readonly notSentByUs?: boolean } = {},
 ) {
   await releaseItem(run, item, options);
   run.results[item.index] = answer;
 }
 
 /** What {@link giveBack} gives back, the item's answer left to the caller (a batch that ends in a throw has none). */
-export async function releaseItem(run: BatchRun, item: Item, options: { readonly keepGas?: boolean; readonly notSentByUs?: boolean } = {}) {
+export async function releaseItem(run: BatchRun, item: Item, options: { readonly notSentByUs?: boolean } = {}) {
   await run.deps.replay.release(run.deps.eas.chainId, item.claimed.key);
   // Not sent because of the service (its signer, its wallet's queue): the attester's token goes back too (relay_guard.ts).
   if (options.notSentByUs === true) await run.deps.guard?.giveBackAttester?.(item.claimed.request.attester);
   await item.claimed.ticket?.release();
   const charged = run.charged.get(item);
-  if (charged !== undefined && options.keepGas !== true) {
+  if (charged !== undefined) {
     run.charged.delete(item);
     await run.deps.guard?.refund?.(charged, { clientKey: run.caller.clientKey ?? "unknown", attester: item.claimed.request.attester });
   }

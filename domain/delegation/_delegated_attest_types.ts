@@ -23,6 +23,7 @@ export type DelegatedAttestCode =
   | "DUPLICATE"
   | "NO_DELEGATE_KEY"
   | "RPC_ERROR"
+  | "INTERNAL_ERROR"
   | "ATTESTER_MISMATCH"
   | "SUBMISSION_FAILED"
   | "OUTCOME_UNKNOWN"

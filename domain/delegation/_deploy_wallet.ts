@@ -10,7 +10,7 @@ import { deadlineHolds, type DelegatedAttestFailure, expiredWhileQueued, type Se
 /**
  * Deploys a counterfactual wallet (ERC-6492) so that EAS finds its code. Runs under the replay claim, after the
  * signature was proven valid by a read-only call that simulated the same deployment; its gas is capped and
- * charged to the relay's budget like the attestation's, and not given back whatever the outcome.
+ * charged to the relay's budget like the attestation's, and given back only when nothing was sent.
  *
  * Issue 23: that read-only call proves little, a factory may deploy only when given more gas than the real send
  * gets and burn it otherwise. So the wallet is recorded (`factoryCalls`) before its factory call is sent, at most
@@ -75,6 +75,13 @@ export async function deployCounterfactual(sending: Sending, target: WalletDeplo
     // nothing was sent and the attester's token goes back. Charged, the call may have left: the token is kept.
     if (state.charged === undefined) await deps.guard?.giveBackAttester?.(request.attester);
     return fail("RPC_ERROR", "The chain did not answer while deploying the wallet");
+  }
+  if (state.charged !== undefined) {
+    // Charged, then not sent (the node refused the factory call, or the wallet's shared nonce could not be taken): no
+    // gas was spent, so the charge and the token go back, as for the attestation's own refused send (_send_one.ts). A
+    // factory call that reverts in estimation is refused before the charge, and keeps its token.
+    await deps.guard?.refund?.(state.charged, sending.chargedTo);
+    await deps.guard?.giveBackAttester?.(request.attester);
   }
   return fail("SUBMISSION_FAILED", "The wallet's factory call did not deploy the attester; nothing was attested");
 }

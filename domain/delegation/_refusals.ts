@@ -40,6 +40,23 @@ export function chainSilentBeforeSend(): DelegatedAttestFailure {
 }
 
 /**
+ * The node refused the signed transaction and does not hold it (decisions §15): nothing was broadcast, so no gas was
+ * spent and nothing is charged (§23).
+ */
+export function chainRefused(): DelegatedAttestFailure {
+  return fail("SUBMISSION_FAILED", "The chain refused the transaction; nothing was sent, and the same signature may be submitted again");
+}
+
+/**
+ * The delegate wallet's nonce, shared by the service's instances under a lock in the storage, could not be taken (the
+ * storage failed): 500 `INTERNAL_ERROR`, nothing sent, an answer that did nothing (not kept under an Idempotency-Key).
+ * It was answered as the chain's refusal, which it was not.
+ */
+export function nonceUnavailable(): DelegatedAttestFailure {
+  return fail("INTERNAL_ERROR", "The service could not take its delegate wallet's next nonce; nothing was sent, and the same signature may be submitted again");
+}
+
+/**
  * Whether a refusal says nothing was done because of the service or what it depends on, not the request: a read of
  * the chain that failed (500 `RPC_ERROR`), a lookup the private relay's checks need (502 `NETWORK_ERROR`), a delegate
  * wallet that cannot pay (503 `SUBMISSION_FAILED`), a limit of the hour (429). The same request may come again as it is.

@@ -2,7 +2,7 @@
 import type { Submission } from "../../ports/eas.ts";
 import { fail, type Ok, ok } from "../result.ts";
 import { signerUnavailable } from "./signer_unavailable.ts";
-import { cannotPay, chainSilentBeforeSend } from "./_refusals.ts";
+import { cannotPay, chainRefused, chainSilentBeforeSend, nonceUnavailable } from "./_refusals.ts";
 import { deployCounterfactual } from "./_deploy_wallet.ts";
 import {
   type Claimed,
@@ -64,7 +64,8 @@ async function submitClaimed(sending: Sending, caller: DelegatedAttestCaller): P
     return fail("RPC_ERROR", "The chain did not answer the simulation");
   }
   // The budget is charged with the simulated gas (the transaction's gas limit, so never less than it spends),
-  // atomically and before signing; it is not refunded afterwards, whatever the outcome.
+  // atomically and before signing; once the transaction may have left (sent, mined, reverted, unknown) it is not
+  // refunded, whatever the outcome. Nothing sent (below: refused by the node, not signed, ...), it goes back.
   if (deps.maxGasPerTx !== undefined && simulation.gas > deps.maxGasPerTx) {
     await deps.replay.release(deps.eas.chainId, key);
     return fail("INVALID_INPUT", `The attestation needs ${simulation.gas} gas, more than the ${deps.maxGasPerTx} allowed per transaction`);
@@ -124,10 +125,19 @@ async function settleSubmission(sending: Sending, submission: Submission, gas: b
     return ok(value);
   }
   if (submission.reason === "not-broadcast") {
-    // The node refused it and does not hold it: nothing can land, so the signature is given back.
-    await deps.replay.release(deps.eas.chainId, key);
-    await ticket?.release();
-    return fail("SUBMISSION_FAILED", "The chain refused the transaction; nothing was sent, and the same signature may be submitted again");
+    // The node refused it and does not hold it (or it was not sent): nothing can land and no gas was spent, so the
+    // signature, the gas charged, the attester's token and the caller's reservation go back (decisions §23). The gas
+    // was kept: a free account's share stayed spent, and the retry this answer invites was 429 for the hour. The
+    // token goes back as well: a node refuses a signed transaction for the service's reasons (nonce, fees, balance, a
+    // full pool). The one a request could cause, more bytes than the node takes (128 KiB), only the node's words tell,
+    // and they are not read; the client's and the account's rates, which keep their tokens, still bound it.
+    await giveBackUnsent(sending, gas);
+    return chainRefused();
+  }
+  if (submission.reason === "nonce-unavailable") {
+    // The wallet's shared nonce could not be taken (the storage failed): nothing signed or sent, all given back.
+    await giveBackUnsent(sending, gas);
+    return nonceUnavailable();
   }
   if (submission.reason === "rpc-error") {
     // The wallet's nonce or fees could not be read, before anything was signed: as a failed balance read or simulation,

@@ -473,3 +473,19 @@ describe("a factory call that burns gas without deploying the wallet (issue 23, 
     expect(events).toEqual(["signed", "sent", "burned 0xcc 7"]);
   });
 });
+
+describe("a factory call the node refused (never broadcast) costs nothing (decisions §23)", () => {
+  test("charged, then refused by the node: SUBMISSION_FAILED, its gas and the attester's token given back; the same request then deploys", async () => {
+    // Its gas charge and token were kept, though nothing was broadcast.
+    const clock = fakeClock();
+    const budget = fakeGasBudget();
+    const attesterRate = createRateLimiter(clock, { capacity: 1, perMinute: 1 / 60 });
+    const guard = createRelayGuard({ enabled: true, attesterRate, gasBudget: budget, gasPerHour: 10_000_000n, typicalGas: 0n, clock });
+    const down = setup({ deployed: false, deployOutcome: "failed", guard });
+    expect(await down.attest(await walletBody(down, owner, wrap6492))).toMatchObject({ ok: false, code: "SUBMISSION_FAILED" });
+    expect(down.deployments).toEqual([150_000n]);
+    expect([...budget.windows.values()].every((gas) => gas === 0n)).toBe(true);
+    const up = setup({ deployed: false, guard });
+    expect((await up.attest(await walletBody(up, owner, wrap6492))).ok).toBe(true);
+  });
+});

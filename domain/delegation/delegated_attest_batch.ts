@@ -20,7 +20,7 @@
 import type { BatchSubmission, DelegatedAttestCall, HexString } from "../../ports/eas.ts";
 import { fail, ok, type Ok } from "../result.ts";
 import { signerUnavailable } from "./signer_unavailable.ts";
-import { chainSilentBeforeSend, refusedForUs, refusedWithEarlier } from "./_refusals.ts";
+import { chainRefused, chainSilentBeforeSend, nonceUnavailable, refusedForUs, refusedWithEarlier } from "./_refusals.ts";
 import { type BatchItem as Item, type BatchRun as Run, calls, drop, giveBack, halveTooLarge, narrow, nodeFailed, oversizedItem, releaseItem } from "./_batch_narrowing.ts";
 import type {
   BatchNonces,
@@ -318,9 +318,14 @@ async function settleBatch(run: BatchRun, items: readonly Item[], submission: Ba
     return answered(results, { txHash: submission.txHash, blockNumber: submission.blockNumber, sent: "mined" });
   }
   if (submission.reason === "not-broadcast") {
-    for (const item of items) {
-      await giveBack(run, item, fail("SUBMISSION_FAILED", "The chain refused the transaction; nothing was sent, and the same signature may be submitted again"), { keepGas: true });
-    }
+    // The node refused the transaction (or it was not sent): no gas spent, so every item's gas and attester token go
+    // back with its signature and reservation (decisions §23), as the single route's (domain/delegation/_send_one.ts).
+    for (const item of items) await giveBack(run, item, chainRefused(), { notSentByUs: true });
+    return answered(results, { sent: "not-broadcast" });
+  }
+  if (submission.reason === "nonce-unavailable") {
+    // The wallet's shared nonce could not be taken (the storage failed): nothing sent, everything given back.
+    for (const item of items) await giveBack(run, item, nonceUnavailable(), { notSentByUs: true });
     return answered(results, { sent: "not-broadcast" });
   }
   if (submission.reason === "rpc-error") {

@@ -548,3 +548,76 @@ describe("delegated attestation batches: an attester's later requests after one 
     expect(codes((await env.batch(bodies)).results)).toEqual(["ok", "ok"]);
   });
 });
+
+describe("createDelegatedAttest().batch(): a batch the node refused costs nothing (decisions §23)", () => {
+  /** A guard whose attester may write twice an hour, counting the gas and tokens it is given back. */
+  function refusedEnv() {
+    const clock = fakeClock();
+    const budget = fakeGasBudget();
+    const guard = createRelayGuard({
+      enabled: true,
+      clientRate: createRateLimiter(clock, { capacity: 100, perMinute: 100 }),
+      attesterRate: createRateLimiter(clock, { capacity: 2, perMinute: 2 / 60 }),
+      gasBudget: budget,
+      gasPerHour: 1_000_000_000n,
+      clientGasPerHour: 400_000n,
+      attesterGasPerHour: 400_000n,
+      typicalGas: 100_000n,
+      clock,
+    });
+    const given = { refunds: [] as bigint[], tokens: 0 };
+    const counted = {
+      ...guard,
+      refund: async (gas: bigint, caller?: { readonly clientKey: string; readonly attester: string }) => {
+        given.refunds.push(gas);
+        await guard.refund!(gas, caller);
+      },
+      giveBackAttester: async (attester: string) => {
+        given.tokens++;
+        await guard.giveBackAttester!(attester);
+      },
+    };
+    const env = setup({ clock, guard: counted });
+    const window = clock.nowMs() - (clock.nowMs() % 3_600_000);
+    const spent = async () => ({
+      hour: await budget.used(window),
+      shares: (await budget.usage(window, ["client:192.0.2.1", `attester:${alice.address.toLowerCase()}`])).byKey,
+    });
+    return { ...env, given, spent };
+  }
+
+  test("a batch transaction the node refused: every item 500 SUBMISSION_FAILED, each item's gas refunded once and its attester token given back once; the same batch then goes through", async () => {
+    // Each item's gas was kept (`keepGas`): the client's and the attester's shares, less than two such batches, refused
+    // the invited retry 429 for the rest of the hour, and the attester's two tokens of the hour were spent.
+    const env = refusedEnv();
+    env.delegate.submission = { ok: false, reason: "not-broadcast" };
+    const { log, admit } = tickets();
+    const bodies = [await signed(env, { nonce: 0n }), await signed(env, { nonce: 1n, data: reviewData("0x01") })];
+    const outcome = await env.batch(bodies, { admit, clientKey: "192.0.2.1" });
+    expect(codes(outcome.results)).toEqual(["SUBMISSION_FAILED", "SUBMISSION_FAILED"]);
+    expect(outcome).toMatchObject({ txHash: null, sent: "not-broadcast" });
+    expect(env.given.refunds).toHaveLength(2);
+    expect(env.given.refunds.reduce((sum, gas) => sum + gas, 0n)).toBe(250_000n);
+    expect(env.given.tokens).toBe(2);
+    expect(await env.spent()).toEqual({ hour: 0n, shares: [0n, 0n] });
+    expect(env.replay.rows.size).toBe(0);
+    expect([...new Set(log)].sort()).toEqual(["release 0", "release 1", "signed 0", "signed 1"]);
+    env.delegate.submission = undefined;
+    expect(codes((await env.batch(bodies, { clientKey: "192.0.2.1" })).results)).toEqual(["ok", "ok"]);
+    expect(await env.spent()).toEqual({ hour: 250_000n, shares: [250_000n, 250_000n] });
+  });
+
+  test("a batch whose delegate wallet's shared nonce could not be taken: every item 500 INTERNAL_ERROR saying so, each item's gas and token given back once", async () => {
+    const env = refusedEnv();
+    env.delegate.submission = { ok: false, reason: "nonce-unavailable" };
+    const bodies = [await signed(env, { nonce: 0n }), await signed(env, { nonce: 1n, data: reviewData("0x01") })];
+    const outcome = await env.batch(bodies, { clientKey: "192.0.2.1" });
+    expect(codes(outcome.results)).toEqual(["INTERNAL_ERROR", "INTERNAL_ERROR"]);
+    expect(outcome.results[0]).toMatchObject({ message: expect.stringContaining("could not take its delegate wallet's next nonce; nothing was sent") });
+    expect([env.given.refunds.length, env.given.tokens]).toEqual([2, 2]);
+    expect(await env.spent()).toEqual({ hour: 0n, shares: [0n, 0n] });
+    expect([env.replay.rows.size, env.delegate.batches.length]).toEqual([0, 0]);
+    env.delegate.submission = undefined;
+    expect(codes((await env.batch(bodies, { clientKey: "192.0.2.1" })).results)).toEqual(["ok", "ok"]);
+  });
+});

@@ -894,3 +894,80 @@ describe("createDelegatedAttest(): the attester's token of a request that sent n
     expect((await env.attest(body)).ok).toBe(true);
   });
 });
+
+describe("createDelegatedAttest(): a send the node refused costs nothing (decisions §23)", () => {
+  /**
+   * A guard whose attester may write once an hour and whose client key and attester may each be charged less than
+   * two sends' gas, counting what it is given back.
+   */
+  function refusedEnv() {
+    const clock = fakeClock();
+    const budget = fakeGasBudget();
+    const guard = createRelayGuard({
+      enabled: true,
+      clientRate: createRateLimiter(clock, { capacity: 100, perMinute: 100 }),
+      attesterRate: createRateLimiter(clock, { capacity: 1, perMinute: 1 / 60 }),
+      gasBudget: budget,
+      gasPerHour: 1_000_000_000n,
+      clientGasPerHour: 300_000n,
+      attesterGasPerHour: 300_000n,
+      typicalGas: 200_000n,
+      clock,
+    });
+    const given = { refunds: [] as bigint[], tokens: 0 };
+    const counted = {
+      ...guard,
+      refund: async (gas: bigint, caller?: { readonly clientKey: string; readonly attester: string }) => {
+        given.refunds.push(gas);
+        await guard.refund!(gas, caller);
+      },
+      giveBackAttester: async (attester: string) => {
+        given.tokens++;
+        await guard.giveBackAttester!(attester);
+      },
+    };
+    const env = setup({ clock, guard: counted });
+    const window = clock.nowMs() - (clock.nowMs() % 3_600_000);
+    const spent = async () => ({
+      hour: await budget.used(window),
+      shares: (await budget.usage(window, ["client:192.0.2.1", `attester:${account.address.toLowerCase()}`])).byKey,
+    });
+    return { ...env, given, spent };
+  }
+
+  test("a transaction the node refused (never broadcast): 500 SUBMISSION_FAILED, its gas refunded once and the attester's token given back once; the same signature then goes through", async () => {
+    // The gas stayed charged: a client's or a free account's share (less than two sends) refused the invited retry
+    // 429 for the rest of the hour, though nothing was broadcast.
+    const env = refusedEnv();
+    env.delegate.submission = { ok: false, reason: "not-broadcast" };
+    const body = await signedBody(env);
+    expect(await env.attest(body, { clientKey: "192.0.2.1" })).toMatchObject({
+      ok: false,
+      code: "SUBMISSION_FAILED",
+      message: "The chain refused the transaction; nothing was sent, and the same signature may be submitted again",
+    });
+    expect(env.given).toEqual({ refunds: [200_000n], tokens: 1 });
+    expect(await env.spent()).toEqual({ hour: 0n, shares: [0n, 0n] });
+    expect(env.replay.rows.size).toBe(0);
+    env.delegate.submission = undefined;
+    expect(await env.attest(body, { clientKey: "192.0.2.1" })).toMatchObject({ ok: true });
+    expect(await env.spent()).toEqual({ hour: 200_000n, shares: [200_000n, 200_000n] });
+  });
+
+  test("the delegate wallet's shared nonce not taken (its storage failed): 500 INTERNAL_ERROR saying so, not the chain's refusal; gas and token given back once", async () => {
+    // It was the node's refusal ("The chain refused the transaction"), untrue: the chain was never asked.
+    const env = refusedEnv();
+    env.delegate.submission = { ok: false, reason: "nonce-unavailable" };
+    const body = await signedBody(env);
+    expect(await env.attest(body, { clientKey: "192.0.2.1" })).toMatchObject({
+      ok: false,
+      code: "INTERNAL_ERROR",
+      message: "The service could not take its delegate wallet's next nonce; nothing was sent, and the same signature may be submitted again",
+    });
+    expect(env.given).toEqual({ refunds: [200_000n], tokens: 1 });
+    expect(await env.spent()).toEqual({ hour: 0n, shares: [0n, 0n] });
+    expect([env.replay.rows.size, env.delegate.sent.length]).toEqual([0, 0]);
+    env.delegate.submission = undefined;
+    expect(await env.attest(body, { clientKey: "192.0.2.1" })).toMatchObject({ ok: true });
+  });
+});

@@ -74,14 +74,16 @@ export type RelayGuard = {
    */
   readonly charge: (gas: bigint, caller?: GuardCaller | undefined) => Promise<GuardFailure | undefined>;
   /**
-   * Gives back `gas` charged this hour (with the caller's shares) when nothing was sent for it because the signer gave
-   * no signature (decisions §27). An hour that turned in between gets it instead: the budget is a bound.
+   * Gives back `gas` charged this hour (with the caller's shares) when nothing was sent for it (decisions §23): the
+   * signer gave no signature (§27), the node refused the transaction, a read or the wallet's nonce failed before
+   * signing, the deadline came in the wallet's queue. An hour that turned in between gets it instead: the budget is a bound.
    */
   readonly refund?: ((gas: bigint, caller?: GuardCaller | undefined) => Promise<void>) | undefined;
   /**
    * Gives back the attester's token (`admit`, {@link admitAttester}) of a request the service then did not send: its
    * signer gave no signature (decisions §27: "no quota charged"), its deadline came within the margin while it
-   * waited for the delegate wallet, the wallet's nonce or fees could not be read before signing, the wallet could not
+   * waited for the delegate wallet, the wallet's nonce or fees could not be read (or its shared nonce taken) before
+   * signing, the node refused the signed transaction (its reasons are the service's), the wallet could not
    * pay (its balance, or the simulation's insufficient funds), {@link charge} refused its gas, the caller's submission
    * record could not be opened, or it was refused as the duplicate of the same signature sent at once. Before, a client that obeyed `Retry-After: 5` through a signer outage spent its
    * attester's hour on answers that said nothing was charged, and was refused for up to an hour once the signer was

@@ -151,12 +151,14 @@ export function keepsAnswer(status: number, code?: string | undefined, options: 
  * the attester's nonce in flight): that other request may yet give the signature back (a chain read that failed, a
  * wallet that cannot pay), and kept, a retry under the key replayed "being processed" for 24 hours while the same
  * request without it went through. A `DUPLICATE` naming the attestation's uid or its transaction is kept: that is
- * the request's outcome.
+ * the request's outcome. Nor a 500 `INTERNAL_ERROR`: a thrown error's answer, never kept, or one a write words when
+ * nothing was done (the relays' delegate wallet whose nonce, shared by the instances, could not be taken).
  */
 function didNothing(status: number, code: string | undefined, details: string | undefined): boolean {
   if (status === 429) return true;
   if (code === undefined) return false;
   if (code === "DUPLICATE" && status === 409) return details === undefined;
+  if (code === "INTERNAL_ERROR") return status === 500;
   return RETRY_ME.has(code) || code === "RPC_ERROR" || code === "NETWORK_ERROR" || (code === "SUBMISSION_FAILED" && status === 503);
 }
 

@@ -193,3 +193,14 @@ describe("keepsAnswer() of a relay's 409 DUPLICATE", () => {
     expect(keepsStoredAnswer({ status: 200, body: JSON.stringify({ results: [{ status: 409, ...processing }, { status: 400, error: "x", code: "INVALID_INPUT" }] }) })).toBe(true);
   });
 });
+
+describe("keepsAnswer(): an internal error", () => {
+  test("a 500 INTERNAL_ERROR is not kept (a thrown error's answer never was): the relays' delegate wallet whose shared nonce could not be taken sent nothing", () => {
+    const body = JSON.stringify({ error: "The service could not take its delegate wallet's next nonce; nothing was sent, and the same signature may be submitted again", code: "INTERNAL_ERROR" });
+    expect(keepsAnswer(500, "INTERNAL_ERROR")).toBe(false);
+    expect(keepsStoredAnswer({ status: 500, body })).toBe(false);
+    expect(keepsStoredAnswer({ status: 200, body: JSON.stringify({ results: [{ status: 500, error: "x", code: "INTERNAL_ERROR" }, { status: 500, error: "x", code: "INTERNAL_ERROR" }] }) })).toBe(false);
+    // The node's refusal (500 SUBMISSION_FAILED) is a transaction that failed, and is kept as before.
+    expect(keepsAnswer(500, "SUBMISSION_FAILED")).toBe(true);
+  });
+});

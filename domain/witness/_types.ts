@@ -27,6 +27,7 @@ export type WitnessCode =
   | "SCHEMA_NOT_DEPLOYED"
   | "SERVER_ERROR"
   | "RPC_ERROR"
+  | "INTERNAL_ERROR"
   | "SIGNER_UNAVAILABLE";
 
 /**

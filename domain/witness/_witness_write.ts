@@ -175,6 +175,12 @@ export async function confirmAndWrite(deps: ControllerWitnessDeps, request: {
       await deps.ledger.release(reservationId, deps.clock.nowMs());
       return chainSilent();
     }
+    if (submission.reason === "nonce-unavailable") {
+      // The wallet's shared nonce could not be taken (the storage failed): nothing sent or charged; not the chain's
+      // refusal, and an answer that did nothing (500 INTERNAL_ERROR, not kept under an Idempotency-Key).
+      await deps.ledger.release(reservationId, deps.clock.nowMs());
+      return fail("INTERNAL_ERROR", "The service could not take its wallet's next nonce; nothing was written or charged, and the same request may be sent again");
+    }
     if (submission.reason === "signer-unavailable") {
       // Nothing signed or sent (decisions §27): the write goes back and nothing is charged.
       await deps.ledger.release(reservationId, deps.clock.nowMs());

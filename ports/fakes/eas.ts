@@ -48,8 +48,8 @@ export function fakeDelegate(options: { simulation?: Simulation; submission?: Su
         delegate.expired++;
         return { ok: false, reason: "expired" };
       }
-      // The wallet's nonce or fees not read: nothing signed or sent, as the real sender.
-      if (delegate.submission?.ok === false && delegate.submission.reason === "rpc-error") return delegate.submission;
+      // The wallet's nonce or fees not read, or its shared nonce not taken: nothing signed or sent, as the real sender.
+      if (delegate.submission?.ok === false && (delegate.submission.reason === "rpc-error" || delegate.submission.reason === "nonce-unavailable")) return delegate.submission;
       counter++;
       const tx = fakeSignedTx(delegate.address, counter, "a");
       try {
@@ -92,8 +92,8 @@ export function fakeDelegate(options: { simulation?: Simulation; submission?: Su
         delegate.expired++;
         return { ok: false, reason: "expired" };
       }
-      // The wallet's nonce or fees not read: nothing signed or sent, as the real sender.
-      if (delegate.submission?.ok === false && delegate.submission.reason === "rpc-error") return delegate.submission;
+      // The wallet's nonce or fees not read, or its shared nonce not taken: nothing signed or sent, as the real sender.
+      if (delegate.submission?.ok === false && (delegate.submission.reason === "rpc-error" || delegate.submission.reason === "nonce-unavailable")) return delegate.submission;
       counter++;
       const tx = fakeSignedTx(delegate.address, counter, "c");
       try {

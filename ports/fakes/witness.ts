@@ -20,8 +20,8 @@ export function fakeWitnessWriter(options: { simulation?: Simulation; submission
       return Promise.resolve(writer.simulation);
     },
     async submit(call: Call, opts: SubmitOptions): Promise<Submission> {
-      // The wallet's nonce or fees not read: nothing signed or sent, as the real sender.
-      if (writer.submission?.ok === false && writer.submission.reason === "rpc-error") return writer.submission;
+      // The wallet's nonce or fees not read, or its shared nonce not taken: nothing signed or sent, as the real sender.
+      if (writer.submission?.ok === false && (writer.submission.reason === "rpc-error" || writer.submission.reason === "nonce-unavailable")) return writer.submission;
       counter++;
       const tx = fakeSignedTx(writer.address, counter, "c");
       try {
