@@ -290,13 +290,18 @@ describe.skipIf(pgSkip !== undefined)("postgres across instances", () => {
   });
 });
 
+/** A new, empty database `name` on the test server (dropped first if an earlier run left it), and its URL. */
+async function emptyPostgresDatabase(name: string): Promise<string> {
+  const admin = new SQL(pg!.url);
+  await admin.unsafe(`DROP DATABASE IF EXISTS ${name}`);
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  await admin.close();
+  return pg!.url.replace(/\/postgres$/, `/${name}`);
+}
+
 describe.skipIf(pgSkip !== undefined)("postgres replay records keyed by (chain, signature) (decisions §30)", () => {
   test("a database whose replay table was keyed by the signature alone is re-keyed in place: rows and submissions keep working, the same signature is claimed on another chain", async () => {
-    const admin = new SQL(pg!.url);
-    await admin.unsafe("DROP DATABASE IF EXISTS replay_rekey");
-    await admin.unsafe("CREATE DATABASE replay_rekey");
-    await admin.close();
-    const url = pg!.url.replace(/\/postgres$/, "/replay_rekey");
+    const url = await emptyPostgresDatabase("replay_rekey");
     const old = new SQL(url);
     // The tables as they were before: `key` the replay table's primary key, submissions naming no chain.
     await old.unsafe(`CREATE TABLE replay (key TEXT PRIMARY KEY, chain_id BIGINT NOT NULL, attester TEXT NOT NULL, nonce TEXT NOT NULL,
@@ -335,11 +340,7 @@ describe.skipIf(pgSkip !== undefined)("postgres replay records keyed by (chain, 
   });
 
   test("the old key is dropped by the name PostgreSQL has for it, not by the default name (a table made under another name and renamed)", async () => {
-    const admin = new SQL(pg!.url);
-    await admin.unsafe("DROP DATABASE IF EXISTS replay_rekey_named");
-    await admin.unsafe("CREATE DATABASE replay_rekey_named");
-    await admin.close();
-    const url = pg!.url.replace(/\/postgres$/, "/replay_rekey_named");
+    const url = await emptyPostgresDatabase("replay_rekey_named");
     const old = new SQL(url);
     // Made as `replay_v1` and renamed: its primary key keeps the name `replay_v1_pkey`.
     await old.unsafe(`CREATE TABLE replay_v1 (key TEXT PRIMARY KEY, chain_id BIGINT NOT NULL, attester TEXT NOT NULL, nonce TEXT NOT NULL,
@@ -417,25 +418,36 @@ describe("a submission a previous version opened beside this one (no chain on it
   });
 });
 
+/** SQLite's plan of a naming statement on `db`, checked to have no correlated subquery. */
+function uncorrelatedSqlitePlan(db: Database, statement: string): string[] {
+  const plan = db.query<{ detail: string }, []>(`EXPLAIN QUERY PLAN ${statement}`).all().map((row) => row.detail);
+  expect(plan.length).toBeGreaterThan(0);
+  expect(plan.filter((detail) => /CORRELATED/i.test(detail))).toEqual([]);
+  return plan;
+}
+
+/** PostgreSQL's plan of a naming statement has no subplan run per row. */
+async function expectNoPostgresSubplan(statement: string): Promise<void> {
+  const raw = new SQL(pg!.url);
+  try {
+    const plan = (await raw.unsafe(`EXPLAIN ${statement}`) as { "QUERY PLAN": string }[]).map((row) => row["QUERY PLAN"]);
+    expect(plan.length).toBeGreaterThan(0);
+    expect(plan.filter((line) => /SubPlan/i.test(line))).toEqual([]);
+  } finally {
+    await raw.close();
+  }
+}
+
 describe("naming the chain of submissions kept before records named it: one join, not a lookup per row", () => {
   test("sqlite: the statement's plan has no correlated subquery", () => {
     const db = openSqlite(":memory:");
     createSqliteSubmissionRecords(db);
-    const plan = db.query<{ detail: string }, []>(`EXPLAIN QUERY PLAN ${SUBMISSION_RECORDS_CHAIN_BACKFILL}`).all().map((row) => row.detail);
-    expect(plan.length).toBeGreaterThan(0);
-    expect(plan.filter((detail) => /CORRELATED/i.test(detail))).toEqual([]);
+    uncorrelatedSqlitePlan(db, SUBMISSION_RECORDS_CHAIN_BACKFILL);
     db.close();
   });
 
   test.skipIf(pgSkip !== undefined)("postgres: the statement's plan has no subplan run per row", async () => {
-    const raw = new SQL(pg!.url);
-    try {
-      const plan = (await raw.unsafe(`EXPLAIN ${SUBMISSION_RECORDS_CHAIN_BACKFILL}`) as { "QUERY PLAN": string }[]).map((row) => row["QUERY PLAN"]);
-      expect(plan.length).toBeGreaterThan(0);
-      expect(plan.filter((line) => /SubPlan/i.test(line))).toEqual([]);
-    } finally {
-      await raw.close();
-    }
+    await expectNoPostgresSubplan(SUBMISSION_RECORDS_CHAIN_BACKFILL);
   });
 });
 
@@ -733,11 +745,7 @@ describe("fee bumps stored before they named their chain (decisions §30)", () =
   });
 
   test.skipIf(pgSkip !== undefined)("postgres: named at the upgrade from their replay record; the ambiguous and the sponsored writes' listed for every chain", async () => {
-    const admin = new SQL(pg!.url);
-    await admin.unsafe("DROP DATABASE IF EXISTS bumps_before_chains");
-    await admin.unsafe("CREATE DATABASE bumps_before_chains");
-    await admin.close();
-    const url = pg!.url.replace(/\/postgres$/, "/bumps_before_chains");
+    const url = await emptyPostgresDatabase("bumps_before_chains");
     const made = await openPostgresStorage(url);
     await made.close();
     const old = new SQL(url);
@@ -773,9 +781,7 @@ describe("fee bumps stored before they named their chain (decisions §30)", () =
     const db = openSqlite(":memory:");
     db.exec(OLD_TX_REPLACEMENTS);
     db.exec("ALTER TABLE tx_replacements ADD COLUMN chain_id INTEGER");
-    const plan = db.query<{ detail: string }, []>(`EXPLAIN QUERY PLAN ${TX_REPLACEMENTS_CHAIN_BACKFILL}`).all().map((row) => row.detail);
-    expect(plan.length).toBeGreaterThan(0);
-    expect(plan.filter((detail) => /CORRELATED/i.test(detail))).toEqual([]);
+    const plan = uncorrelatedSqlitePlan(db, TX_REPLACEMENTS_CHAIN_BACKFILL);
     // It runs again at every later upgrade (PostgreSQL): the replay records of unnamed bumps' keys only, by its index.
     expect(plan.filter((detail) => /SCAN replay/i.test(detail))).toEqual([]);
     db.close();
@@ -786,13 +792,6 @@ describe("fee bumps stored before they named their chain (decisions §30)", () =
   });
 
   test.skipIf(pgSkip !== undefined)("postgres: the naming statement's plan has no subplan run per row", async () => {
-    const raw = new SQL(pg!.url);
-    try {
-      const plan = (await raw.unsafe(`EXPLAIN ${TX_REPLACEMENTS_CHAIN_BACKFILL}`) as { "QUERY PLAN": string }[]).map((row) => row["QUERY PLAN"]);
-      expect(plan.length).toBeGreaterThan(0);
-      expect(plan.filter((line) => /SubPlan/i.test(line))).toEqual([]);
-    } finally {
-      await raw.close();
-    }
+    await expectNoPostgresSubplan(TX_REPLACEMENTS_CHAIN_BACKFILL);
   });
 });

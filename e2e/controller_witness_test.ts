@@ -117,6 +117,23 @@ async function post(path: string, body: unknown, headers: Record<string, string>
   return { status: res.status, headers: res.headers, body: await res.json() as Record<string, any> };
 }
 
+/** A restarted instance of the service, a session on it and a witness request for `subjectDid` under a new Idempotency-Key. */
+async function freshWitnessRequest(subjectDid = dnsDid) {
+  const service = await stack.restartService(env(dns.address));
+  const session = await signIn(service);
+  const body = { subjectDid, controllerDid: `did:pkh:eip155:1:${dnsKey.address}` };
+  const headers = { cookie: session.cookie, origin: APP, "idempotency-key": crypto.randomUUID() };
+  return { service, session, body, headers };
+}
+
+/** The request's first answer was not kept under its Idempotency-Key: the retry runs (not replayed) and is charged once. */
+async function expectRetryRuns(request: Awaited<ReturnType<typeof freshWitnessRequest>>): Promise<void> {
+  const again = await post("/v1/controller-witness", request.body, request.headers, request.service.url);
+  expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([200, null]);
+  expect(again.body).toMatchObject({ success: true, method: "dns-txt" });
+  expect((await fetchSession(request.session, opts(request.service))).quota).toMatchObject({ used: 1, reserved: 0 });
+}
+
 async function codeOf(promise: Promise<unknown>): Promise<string> {
   try {
     await promise;
@@ -332,10 +349,8 @@ describe("controller witness on the devnet", () => {
 
   test("a chain that does not answer: 500 RPC_ERROR, nothing charged, and the retry under the same Idempotency-Key runs once it answers", async () => {
     // An instance of its own: the others' witness wallet may have sent since they last read its nonce.
-    const service = await stack.restartService(env(dns.address));
-    const session = await signIn(service);
-    const body = { subjectDid: dnsDid, controllerDid: `did:pkh:eip155:1:${dnsKey.address}` };
-    const headers = { cookie: session.cookie, origin: APP, "idempotency-key": crypto.randomUUID() };
+    const request = await freshWitnessRequest();
+    const { service, session, body, headers } = request;
     chainSilent = true;
     let down: Awaited<ReturnType<typeof post>>;
     try {
@@ -346,19 +361,14 @@ describe("controller witness on the devnet", () => {
     expect([down.status, down.body]).toEqual([500, { error: "Witness submission failed: the chain did not answer", code: "RPC_ERROR" }]);
     expect((await fetchSession(session, opts(service))).quota).toMatchObject({ used: 0, reserved: 0 });
     // Not kept under the key: the retry runs (before, the 500 was replayed for the key's 24 hours).
-    const again = await post("/v1/controller-witness", body, headers, service.url);
-    expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([200, null]);
-    expect(again.body).toMatchObject({ success: true, method: "dns-txt" });
-    expect((await fetchSession(session, opts(service))).quota).toMatchObject({ used: 1, reserved: 0 });
+    await expectRetryRuns(request);
   });
 
   test("the witness wallet's nonce not read before signing: 500 RPC_ERROR, nothing sent or charged, and the retry under the same Idempotency-Key runs", async () => {
     // It was 500 SUBMISSION_FAILED ("the chain refused the witness transaction"), replayed under the key for 24 hours.
     // A fresh instance: its sender has not read the wallet's nonce yet, so its first send reads it.
-    const service = await stack.restartService(env(dns.address));
-    const session = await signIn(service);
-    const body = { subjectDid: dnsDid, controllerDid: `did:pkh:eip155:1:${dnsKey.address}` };
-    const headers = { cookie: session.cookie, origin: APP, "idempotency-key": crypto.randomUUID() };
+    const request = await freshWitnessRequest();
+    const { service, session, body, headers } = request;
     stack.rpc.reset();
     witnessNonce.wallet = privateKeyToAccount(stack.devnet.keys.witness).address;
     witnessNonce.failed = 0;
@@ -372,17 +382,12 @@ describe("controller witness on the devnet", () => {
     expect(stack.rpc.methods().filter(isSend)).toEqual([]);
     expect([down.status, down.body]).toEqual([500, { error: "Witness submission failed: the chain did not answer", code: "RPC_ERROR" }]);
     expect((await fetchSession(session, opts(service))).quota).toMatchObject({ used: 0, reserved: 0 });
-    const again = await post("/v1/controller-witness", body, headers, service.url);
-    expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([200, null]);
-    expect(again.body).toMatchObject({ success: true, method: "dns-txt" });
-    expect((await fetchSession(session, opts(service))).quota).toMatchObject({ used: 1, reserved: 0 });
+    await expectRetryRuns(request);
   });
 
   test("DNS SERVFAIL and no did.json: 502 NETWORK_ERROR, never 'not confirmed'; nothing charged, and the retry under the same Idempotency-Key runs once DNS answers", async () => {
-    const service = await stack.restartService(env(dns.address));
-    const session = await signIn(service);
-    const body = { subjectDid: "did:web:flaky.test", controllerDid: `did:pkh:eip155:1:${dnsKey.address}` };
-    const headers = { cookie: session.cookie, origin: APP, "idempotency-key": crypto.randomUUID() };
+    const request = await freshWitnessRequest("did:web:flaky.test");
+    const { service, session, body, headers } = request;
     const names = ["_controllers.flaky.test", "_omatrust.flaky.test", "flaky.test"];
     for (const name of names) dns.setServfail(name);
     const down = await post("/v1/controller-witness", body, headers, service.url);
@@ -392,10 +397,7 @@ describe("controller witness on the devnet", () => {
     for (const name of names) dns.clear(name);
     dns.setTxt("_controllers.flaky.test", [[`v=1;controller=did:pkh:eip155:31337:${dnsKey.address}`]]);
     // Not kept under the key: the retry runs (before, a 422 EVIDENCE_NOT_FOUND was answered and replayed for 24 hours).
-    const again = await post("/v1/controller-witness", body, headers, service.url);
-    expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([200, null]);
-    expect(again.body).toMatchObject({ success: true, method: "dns-txt" });
-    expect((await fetchSession(session, opts(service))).quota).toMatchObject({ used: 1, reserved: 0 });
+    await expectRetryRuns(request);
   });
 
   test("a did.json read and unusable for good (not JSON) is 422 EVIDENCE_NOT_FOUND saying why, never 502; a host the address policy refuses and a 5xx stay 502, not kept", async () => {

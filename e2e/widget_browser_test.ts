@@ -16,13 +16,12 @@
  * Without Chromium the tests are skipped locally and fail in CI (CI=true), like the console's.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type Browser, chromium, type Frame, type Page } from "playwright-core";
+import type { Frame } from "playwright-core";
 import { createPublicClient, createWalletClient, type Hex, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { freePort, type Stack, startStack } from "./harness.ts";
+import type { Stack } from "./harness.ts";
 import { walletAnswers } from "./support/browser_wallet.ts";
 import {
-  CHROMIUM,
   describeBrowser,
   easNonce,
   HAVE_CHROMIUM,
@@ -31,22 +30,24 @@ import {
   readReview,
   screenshots,
   signJson,
-  startWidgetHost,
+  startWidgetRig,
+  stopWidgetRig,
   waitForWidget,
+  type WatchedPage,
+  watchedPage,
+  type WidgetRig,
   writeReview,
 } from "./support/widget_page.ts";
 
 const APP_CONTRACT = "0x1111111111111111111111111111111111111111";
 
+let rig: WidgetRig;
 let stack: Stack;
-let browser: Browser;
-let host: ReturnType<typeof Bun.serve>;
 /** An Etherscan-compatible explorer (the operator's, EXPLORER_API_URLS): txlist answers by address. */
 let explorer: ReturnType<typeof Bun.serve>;
 const explorerTxs = new Map<string, Record<string, string>[]>();
 /** The user's transaction to the app's contract, sent before the tests. */
 let interactionTx: Hex;
-let hostOrigin: string;
 let user: ReturnType<typeof privateKeyToAccount>;
 let other: ReturnType<typeof privateKeyToAccount>;
 /**
@@ -69,8 +70,6 @@ const relayNodeFaults = (inner: typeof fetch) =>
 
 beforeAll(async () => {
   if (!HAVE_CHROMIUM) return;
-  // The service on a fixed port so that PUBLIC_BASE_URL (its own origin in the trust policy) is its real origin.
-  const port = freePort();
   explorer = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
@@ -90,10 +89,8 @@ beforeAll(async () => {
       return Response.json(result.length === 0 ? { status: "0", message: "No transactions found", result: [] } : { status: "1", message: "OK", result });
     },
   });
-  stack = await startStack({
-    wrapRpcFetch: relayNodeFaults,
-    env: { PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, EXPLORER_API_URLS: `31337=http://127.0.0.1:${explorer.port}/api` },
-  });
+  rig = await startWidgetRig("widget_host.ts", { wrapRpcFetch: relayNodeFaults, env: { EXPLORER_API_URLS: `31337=http://127.0.0.1:${explorer.port}/api` } });
+  stack = rig.stack;
   user = privateKeyToAccount(stack.devnet.keys.users[4] as Hex);
   other = privateKeyToAccount(stack.devnet.keys.users[5] as Hex);
   // The user has used the app: a transaction to its contract, which the explorer lists (with a forged one the chain
@@ -103,17 +100,11 @@ beforeAll(async () => {
   const mined = await createPublicClient({ cacheTime: 0, transport: http(stack.devnet.rpcUrl) }).waitForTransactionReceipt({ hash: interactionTx });
   const listed = (hash: string, block: bigint) => ({ hash, from: user.address.toLowerCase(), to: APP_CONTRACT, isError: "0", txreceipt_status: "1", blockNumber: String(block) });
   explorerTxs.set(user.address.toLowerCase(), [listed(`0x${"e".repeat(64)}`, mined.blockNumber + 5n), listed(interactionTx, mined.blockNumber)]);
-  host = await startWidgetHost("widget_host.ts");
-  // Another site: `localhost` is another origin than the service's 127.0.0.1 (and, like it, a secure context).
-  hostOrigin = `http://localhost:${host.port}`;
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
 }, 120_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await host?.stop(true);
+  await stopWidgetRig(rig);
   await explorer?.stop(true);
-  await stack?.stop();
 });
 
 type HostOptions = {
@@ -131,16 +122,10 @@ type HostOptions = {
   params?: Record<string, string>;
 };
 
-type Opened = {
-  page: Page;
+type Opened = WatchedPage & {
   widget: Frame;
-  problems: string[];
-  /** How many times the host's wallet was asked to sign. */
-  hostSignatures: () => number;
   /** Every EIP-1193 method the frame's wallet was asked for. */
   walletCalls: string[];
-  /** The requests the widget made to the service. */
-  requests: string[];
 };
 
 function widgetUrl(params: Record<string, string>): string {
@@ -150,28 +135,16 @@ function widgetUrl(params: Record<string, string>): string {
 }
 
 async function open(options: HostOptions = {}): Promise<Opened> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
-  const page = await context.newPage();
-  const problems: string[] = [];
-  const requests: string[] = [];
-  const walletCalls: string[] = [];
-  let hostSignatures = 0;
-  page.on("pageerror", (error) => problems.push(`pageerror: ${error.message}`));
-  page.on("dialog", (dialog) => {
-    problems.push(`dialog: ${dialog.message()}`);
-    void dialog.dismiss();
-  });
-  page.on("console", (message) => {
-    if (/Content Security Policy/i.test(message.text())) problems.push(`csp: ${message.text()}`);
-  });
-  page.on("request", (request) => {
-    if (request.url().startsWith(stack.baseUrl)) requests.push(`${request.method()} ${new URL(request.url()).pathname}`);
-  });
-  await page.exposeFunction("__hostSign", async (json: string) => {
-    hostSignatures++;
+  const opened = await watchedPage(rig, async (json) => {
     if (options.hostSigner === "refuse") throw new Error("User rejected the request");
     if (options.hostSigner === "garbage") return "0x1234<b>not a signature</b>";
     return await signJson(options.hostSigner === "other" ? other : user, json);
+  });
+  const { page, problems } = opened;
+  const walletCalls: string[] = [];
+  page.on("dialog", (dialog) => {
+    problems.push(`dialog: ${dialog.message()}`);
+    void dialog.dismiss();
   });
   if (options.frameWallet) {
     const answer = walletAnswers(user, { onCall: (method) => walletCalls.push(method) });
@@ -200,10 +173,10 @@ async function open(options: HostOptions = {}): Promise<Opened> {
   if (options.bridge) query.set("bridge", "1");
   if (options.foreignPolicy) query.set("policy", "foreign");
   if (options.sibling !== undefined) query.set("sibling", options.sibling);
-  await page.goto(`${hostOrigin}/?${query}`);
+  await page.goto(`${rig.hostOrigin}/?${query}`);
   await page.waitForSelector("html[data-ready=true]");
   const widget = await waitForWidget(page, stack.baseUrl);
-  return { page, widget, problems, requests, walletCalls, hostSignatures: () => hostSignatures };
+  return { ...opened, widget, walletCalls };
 }
 
 describeBrowser("the review widget in a browser", () => {
@@ -402,13 +375,7 @@ describeBrowser("the review widget in a browser", () => {
   }, 60_000);
 
   test("the builder: a bad field named; the snippets for both modes as text; a live preview of the widget", async () => {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
-    const page = await context.newPage();
-    const problems: string[] = [];
-    page.on("pageerror", (error) => problems.push(`pageerror: ${error.message}`));
-    page.on("console", (message) => {
-      if (/Content Security Policy/i.test(message.text())) problems.push(`csp: ${message.text()}`);
-    });
+    const { page, problems } = await watchedPage(rig);
     await page.goto(`${stack.baseUrl}/widgets/reviews/create`);
     await page.waitForSelector("html[data-ready=true]");
     await page.fill("#b-url", "https://www.acme-quest.example");
@@ -437,7 +404,7 @@ describeBrowser("the review widget in a browser", () => {
     expect([await page.isVisible("#builder-output"), await page.isVisible("#preview-block"), await page.getAttribute("#builder-preview", "src")])
       .toEqual([false, false, null]);
     expect(problems).toEqual([]);
-    await context.close();
+    await page.context().close();
   }, 60_000);
 
   test("an answer lost on its way: the review may have been written; Check again gets the first answer under the same key, with no new signature", async () => {

@@ -17,14 +17,13 @@
  * Screenshots of the success state at 360 and 1280 px go to e2e/screenshots/.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { type Browser, chromium, type Frame, type Page } from "playwright-core";
+import type { Frame, Page } from "playwright-core";
 import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { ATTEST_TYPES } from "../domain/delegation/mod.ts";
-import { freePort, type Stack, startStack } from "./harness.ts";
+import { freePort, type Stack } from "./harness.ts";
 import type { ReferenceVariant } from "./support/reference_style_bridge.ts";
 import {
-  CHROMIUM,
   describeBrowser,
   easNonce,
   HAVE_CHROMIUM,
@@ -33,8 +32,12 @@ import {
   readReview,
   screenshots,
   signJson,
-  startWidgetHost,
+  startWidgetRig,
+  stopWidgetRig,
   waitForWidget,
+  type WatchedPage,
+  watchedPage,
+  type WidgetRig,
   writeReview,
 } from "./support/widget_page.ts";
 
@@ -42,66 +45,36 @@ const APP_CONTRACT = "0x1111111111111111111111111111111111111111";
 const VARIANTS: readonly ReferenceVariant[] = ["trust-policy", "trust-anchors"];
 const CDN_HOST = "widgets.acme-cdn.test";
 
+let rig: WidgetRig;
 let stack: Stack;
-let browser: Browser;
-let host: ReturnType<typeof Bun.serve>;
-let hostOrigin: string;
 /** Another origin serving the service's widgets (WIDGET_ORIGINS): a name the browser maps to the service's address. */
 let cdnOrigin: string;
 let user: ReturnType<typeof privateKeyToAccount>;
 
 beforeAll(async () => {
   if (!HAVE_CHROMIUM) return;
-  // A fixed port, so that PUBLIC_BASE_URL (the first of the documents' widgetOrigins) is the service's real origin.
+  // The service's port chosen here: the CDN's origin names it too.
   const port = freePort();
   cdnOrigin = `http://${CDN_HOST}:${port}`;
-  stack = await startStack({ env: { PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, WIDGET_ORIGINS: cdnOrigin } });
+  rig = await startWidgetRig("reference_widget_host.ts", { port, env: { WIDGET_ORIGINS: cdnOrigin }, chromiumArgs: [`--host-resolver-rules=MAP ${CDN_HOST} 127.0.0.1`] });
+  stack = rig.stack;
   user = privateKeyToAccount(stack.devnet.keys.users[6] as Hex);
-  host = await startWidgetHost("reference_widget_host.ts");
-  hostOrigin = `http://localhost:${host.port}`;
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", `--host-resolver-rules=MAP ${CDN_HOST} 127.0.0.1`] });
 }, 120_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await host?.stop(true);
-  await stack?.stop();
-});
+afterAll(() => stopWidgetRig(rig));
 
-type Opened = {
-  page: Page;
-  widget: Frame;
-  problems: string[];
-  /** How many times the host's wallet was asked to sign. */
-  hostSignatures: () => number;
-  /** The service's paths the host page and the widget asked for. */
-  requests: string[];
-};
+type Opened = WatchedPage & { widget: Frame };
 
 /** The host page on `variant`, framing the widget served from `widgetBase` (default the service's own URL). */
 async function open(variant: ReferenceVariant, widgetBase = stack.baseUrl): Promise<Opened> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
-  const page = await context.newPage();
-  const problems: string[] = [];
-  const requests: string[] = [];
-  let hostSignatures = 0;
-  page.on("pageerror", (error) => problems.push(`pageerror: ${error.message}`));
-  page.on("console", (message) => {
-    if (/Content Security Policy/i.test(message.text())) problems.push(`csp: ${message.text()}`);
-  });
-  page.on("request", (request) => {
-    if (request.url().startsWith(stack.baseUrl)) requests.push(`${request.method()} ${new URL(request.url()).pathname}`);
-  });
-  await page.exposeFunction("__hostSign", async (json: string) => {
-    hostSignatures++;
-    return await signJson(user, json);
-  });
+  const opened = await watchedPage(rig, (json) => signJson(user, json));
+  const { page } = opened;
   const widget = new URLSearchParams({ url: "https://www.acme-quest.example/play", contract: APP_CONTRACT, chainId: "31337", name: "Acme Quest", wallet: user.address });
   const query = new URLSearchParams({ service: stack.baseUrl, src: `${widgetBase}/widgets/reviews/embed?${widget}`, variant });
-  await page.goto(`${hostOrigin}/?${query}`);
+  await page.goto(`${rig.hostOrigin}/?${query}`);
   await page.waitForSelector("html[data-ready=true]");
   expect(await page.evaluate(() => (window as unknown as { __bridgeError?: string }).__bridgeError)).toBeUndefined();
-  return { page, widget: await waitForWidget(page, widgetBase), problems, requests, hostSignatures: () => hostSignatures };
+  return { ...opened, widget: await waitForWidget(page, widgetBase) };
 }
 
 const ignoredByHost = (page: Page) => page.evaluate(() => (window as unknown as { __ignored: string[] }).__ignored);

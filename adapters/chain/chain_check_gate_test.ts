@@ -2,17 +2,25 @@ import { describe, expect, test } from "bun:test";
 import { type ChainCheck, type ChainCheckGateOptions, ChainNotCheckedError, createChainCheckGate, refusedUnsent } from "./chain_check_gate.ts";
 import type { Http1Post } from "./http1_post.ts";
 
-/** A gate whose check answers what `answers` holds next, with a clock the test moves. */
-function gateOf(answers: ChainCheck[], options: Partial<ChainCheckGateOptions> = {}) {
-  let now = 0;
+/** A gate on `caip2` whose check answers what `answers` holds next ("unanswered" once empty), counting how often it is asked. */
+function countingGate(caip2: string, answers: ChainCheck[], options: Partial<ChainCheckGateOptions>) {
   let asked = 0;
-  const logs: [string, string, Record<string, unknown>][] = [];
   const gate = createChainCheckGate({
-    caip2: "eip155:31339",
+    caip2,
     check: () => {
       asked++;
       return Promise.resolve(answers.shift() ?? { kind: "unanswered" });
     },
+    ...options,
+  });
+  return { gate, asked: () => asked };
+}
+
+/** A gate whose check answers what `answers` holds next, with a clock the test moves. */
+function gateOf(answers: ChainCheck[], options: Partial<ChainCheckGateOptions> = {}) {
+  let now = 0;
+  const logs: [string, string, Record<string, unknown>][] = [];
+  const { gate, asked } = countingGate("eip155:31339", answers, {
     retryMs: 1_000,
     nowMs: () => now,
     log: (level, event, fields) => logs.push([level, event, fields]),
@@ -23,7 +31,7 @@ function gateOf(answers: ChainCheck[], options: Partial<ChainCheckGateOptions> =
     sent++;
     return Promise.resolve(new Response("{}"));
   }, { preconnect: () => {} }) as unknown as typeof fetch;
-  return { gate, fetch: gate.fetch(inner), asked: () => asked, sent: () => sent, logs, advance: (ms: number) => void (now += ms) };
+  return { gate, fetch: gate.fetch(inner), asked, sent: () => sent, logs, advance: (ms: number) => void (now += ms) };
 }
 
 describe("createChainCheckGate()", () => {
@@ -204,15 +212,9 @@ describe("createChainCheckGate()", () => {
   describe("a chain checked at start (initial: checked): a failed exchange has the next one check the node first", () => {
     /** An open gate whose node answers what `statuses` holds next (200 once empty; a number, or "throw"). */
     function openGate(statuses: (number | "throw")[], answers: ChainCheck[]) {
-      let asked = 0;
       let sent = 0;
       const logs: [string, string][] = [];
-      const gate = createChainCheckGate({
-        caip2: "eip155:31338",
-        check: () => {
-          asked++;
-          return Promise.resolve(answers.shift() ?? { kind: "unanswered" });
-        },
+      const { gate, asked } = countingGate("eip155:31338", answers, {
         retryMs: 1_000,
         nowMs: () => 0,
         initial: "checked",
@@ -225,7 +227,7 @@ describe("createChainCheckGate()", () => {
       };
       const fetchFn = gate.fetch(Object.assign(() => next().then((status) => new Response("{}", { status })), { preconnect: () => {} }) as unknown as typeof fetch);
       const post = gate.post(Object.assign(() => next().then((status) => ({ status, text: "{}" })), { idle: () => 0 }) as Http1Post);
-      return { gate, fetchFn, post, asked: () => asked, sent: () => sent, logs };
+      return { gate, fetchFn, post, asked, sent: () => sent, logs };
     }
 
     test("exchanges that succeed (and a 4xx, a 429 included: the provider's answer) are never checked: nothing but them is sent", async () => {

@@ -22,6 +22,18 @@ const calls: RpcCall[] = [
   { jsonrpc: "2.0", id: 1, method: "eth_call", params: [{ to: "0x0000000000000000000000000000000000000001" }, "latest"] },
 ];
 
+/** Clears what the node received and has it hold every answer (an empty batch) until the returned function is called. */
+function holdAnswers(): () => void {
+  received.length = 0;
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  answer = async () => {
+    await held;
+    return Response.json([]);
+  };
+  return release;
+}
+
 describe("createFetchRawRpc()", () => {
   test("sends the calls as one batch as they are and returns the node's answers, errors included", async () => {
     received.length = 0;
@@ -98,13 +110,7 @@ describe("createFetchRawRpc().send(): whether the node may have run the calls (i
   });
 
   test("a node that does not answer in time: lost (timed out); the service stopping: lost, and nothing sent once stopped", async () => {
-    received.length = 0;
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    answer = async () => {
-      await held;
-      return Response.json([]);
-    };
+    const release = holdAnswers();
     expect(await createFetchRawRpc({ rpcUrl: url, timeoutMs: 100 }).send(calls)).toEqual({ kind: "lost", timedOut: true });
     const stop = new AbortController();
     const pending = createFetchRawRpc({ rpcUrl: url, signal: stop.signal }).send(calls);
@@ -140,13 +146,7 @@ describe("createFetchRawRpc().send() behind a chain's gate (app/chain_checks.ts)
   });
 
   test("calls the gate let through (an open gate) that then time out or are stopped: still lost (the node may have run them)", async () => {
-    received.length = 0;
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    answer = async () => {
-      await held;
-      return Response.json([]);
-    };
+    const release = holdAnswers();
     const open = hangingGate("checked");
     expect(await createFetchRawRpc({ rpcUrl: url, fetchFn: open.fetchFn, timeoutMs: 100 }).send(calls)).toEqual({ kind: "lost", timedOut: true });
     const stop = new AbortController();

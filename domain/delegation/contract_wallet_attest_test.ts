@@ -334,6 +334,26 @@ describe("a factory call that burns gas without deploying the wallet (issue 23, 
     };
     return { events, caller: { admit: () => Promise.resolve(ticket) } };
   };
+  /**
+   * A factory call that sent nothing (`deployOutcome`) is answered `expected`, the gas, the record, the signature and
+   * the reservation given back; the same request then deploys the wallet.
+   */
+  async function expectGivenBackThenDeploys(deployOutcome: WalletDeploymentOutcome, expected: Record<string, unknown>) {
+    const factoryCalls = fakeFactoryCalls();
+    const budget = fakeGasBudget();
+    const guard = createRelayGuard({ enabled: true, relay: "private", gasBudget: budget, gasPerHour: 10_000_000n, typicalGas: 300_000n, clock: fakeClock() });
+    const down = setup({ deployed: false, deployOutcome, factoryCalls, guard });
+    const { events, caller } = ticketLog();
+    expect(await down.attest(await walletBody(down, owner, wrap6492), caller)).toMatchObject(expected);
+    expect([...budget.windows.values()].every((gas) => gas === 0n)).toBe(true);
+    expect(factoryCalls.rows.size).toBe(0);
+    expect(down.replay.rows.size).toBe(0);
+    expect(events).toEqual(["release"]);
+
+    const up = setup({ deployed: false, factoryCalls, guard });
+    expect((await up.attest(await walletBody(up, owner, wrap6492))).ok).toBe(true);
+    expect(up.isDeployed()).toBe(true);
+  }
 
   test("is recorded for the wallet, charged to the guard's budget and kept by the caller; the wallet's ERC-6492 signatures are then refused before any RPC", async () => {
     const factoryCalls = fakeFactoryCalls();
@@ -389,39 +409,12 @@ describe("a factory call that burns gas without deploying the wallet (issue 23, 
   test("a delegate signer that gave no signature for the factory call: 503 SIGNER_UNAVAILABLE, the gas, the record, the signature and the reservation given back; the same request then deploys", async () => {
     // It was RPC_ERROR with the budget kept and the wallet's record left 'sent', so every later request of the
     // wallet was refused as if its factory call had failed.
-    const factoryCalls = fakeFactoryCalls();
-    const budget = fakeGasBudget();
-    const guard = createRelayGuard({ enabled: true, relay: "private", gasBudget: budget, gasPerHour: 10_000_000n, typicalGas: 300_000n, clock: fakeClock() });
-    const down = setup({ deployed: false, deployOutcome: "signer-unavailable", factoryCalls, guard });
-    const { events, caller } = ticketLog();
-    const body = await walletBody(down, owner, wrap6492);
-    expect(await down.attest(body, caller)).toMatchObject({ ok: false, code: "SIGNER_UNAVAILABLE", unavailable: true });
-    expect([...budget.windows.values()].every((gas) => gas === 0n)).toBe(true);
-    expect(factoryCalls.rows.size).toBe(0);
-    expect(down.replay.rows.size).toBe(0);
-    expect(events).toEqual(["release"]);
-
-    const up = setup({ deployed: false, factoryCalls, guard });
-    expect((await up.attest(await walletBody(up, owner, wrap6492))).ok).toBe(true);
-    expect(up.isDeployed()).toBe(true);
+    await expectGivenBackThenDeploys("signer-unavailable", { ok: false, code: "SIGNER_UNAVAILABLE", unavailable: true });
   });
 
   test("the delegate's nonce or fees not read before the factory call was signed: 500 RPC_ERROR, the gas, the record, the signature and the reservation given back; the same request then deploys", async () => {
     // It was "failed": 500 SUBMISSION_FAILED (kept under an Idempotency-Key), the gas charge kept.
-    const factoryCalls = fakeFactoryCalls();
-    const budget = fakeGasBudget();
-    const guard = createRelayGuard({ enabled: true, relay: "private", gasBudget: budget, gasPerHour: 10_000_000n, typicalGas: 300_000n, clock: fakeClock() });
-    const down = setup({ deployed: false, deployOutcome: "chain-silent", factoryCalls, guard });
-    const { events, caller } = ticketLog();
-    expect(await down.attest(await walletBody(down, owner, wrap6492), caller)).toMatchObject({ ok: false, code: "RPC_ERROR" });
-    expect([...budget.windows.values()].every((gas) => gas === 0n)).toBe(true);
-    expect(factoryCalls.rows.size).toBe(0);
-    expect(down.replay.rows.size).toBe(0);
-    expect(events).toEqual(["release"]);
-
-    const up = setup({ deployed: false, factoryCalls, guard });
-    expect((await up.attest(await walletBody(up, owner, wrap6492))).ok).toBe(true);
-    expect(up.isDeployed()).toBe(true);
+    await expectGivenBackThenDeploys("chain-silent", { ok: false, code: "RPC_ERROR" });
   });
 
   test("a factory call that sent nothing (its estimate not answered, the delegate's nonce or fees not read, the budget's refusal) gives the attester's token back once", async () => {

@@ -6,6 +6,7 @@ import { type CallerTicket, createDelegatedAttest, type DelegatedAttestDeps } fr
 import { createRateLimiter } from "../rate_limit.ts";
 import { fail } from "../result.ts";
 import { createRelayGuard } from "./relay_guard.ts";
+import { testRelayGuard } from "./_testing.ts";
 import { encodeSchemaData } from "../schema_data.ts";
 import { findSchemaByName } from "../schemas.ts";
 
@@ -159,16 +160,7 @@ describe("delegated attestation batches (decisions §23)", () => {
 
   test("gas budget and rate limits count items: only the items sent are charged, each its share of the batch's gas", async () => {
     const clock = fakeClock();
-    const budget = fakeGasBudget();
-    const guard = createRelayGuard({
-      enabled: true,
-      clientRate: createRateLimiter(clock, { capacity: 100, perMinute: 100 }),
-      attesterRate: createRateLimiter(clock, { capacity: 3, perMinute: 0.05 }),
-      gasBudget: budget,
-      gasPerHour: 1_000_000_000n,
-      typicalGas: 300_000n,
-      clock,
-    });
+    const { guard, budget } = testRelayGuard(clock, { attesterPerHour: 3 });
     const env = setup({ clock, guard });
     const outcome = await env.batch([
       await signed(env, { nonce: 0n }),
@@ -366,16 +358,7 @@ describe("delegated attestation batches (decisions §23)", () => {
   test("a batch whose delegate nonce or fees could not be read before signing: every item 500 RPC_ERROR, signature, reservation, gas and attester token given back", async () => {
     // Each item was 500 SUBMISSION_FAILED ("the chain refused the transaction"), its gas and attester token kept.
     const clock = fakeClock();
-    const budget = fakeGasBudget();
-    const guard = createRelayGuard({
-      enabled: true,
-      clientRate: createRateLimiter(clock, { capacity: 100, perMinute: 100 }),
-      attesterRate: createRateLimiter(clock, { capacity: 2, perMinute: 2 / 60 }),
-      gasBudget: budget,
-      gasPerHour: 1_000_000_000n,
-      typicalGas: 300_000n,
-      clock,
-    });
+    const { guard, budget } = testRelayGuard(clock, { attesterPerHour: 2 });
     const env = setup({ clock, guard });
     env.delegate.submission = { ok: false, reason: "rpc-error" };
     const { log, admit } = tickets();
@@ -407,16 +390,7 @@ describe("delegated attestation batches (decisions §23)", () => {
     } as const;
     for (const [fault, arm] of Object.entries(faults)) {
       const clock = fakeClock();
-      const budget = fakeGasBudget();
-      const guard = createRelayGuard({
-        enabled: true,
-        clientRate: createRateLimiter(clock, { capacity: 100, perMinute: 100 }),
-        attesterRate: createRateLimiter(clock, { capacity: 2, perMinute: 2 / 60 }),
-        gasBudget: budget,
-        gasPerHour: 1_000_000_000n,
-        typicalGas: 300_000n,
-        clock,
-      });
+      const { guard, budget } = testRelayGuard(clock, { attesterPerHour: 2 });
       const env = setup({ clock, guard });
       const window = clock.nowMs() - (clock.nowMs() % 3_600_000);
       // One of each attester's two spent first, so the buckets are not full at the give-backs: given back twice, a
@@ -440,16 +414,7 @@ describe("delegated attestation batches (decisions §23)", () => {
 
   test("an item the guard refuses at the charge (the client address's gas share) gives its attester's token back", async () => {
     const clock = fakeClock();
-    const guard = createRelayGuard({
-      enabled: true,
-      clientRate: createRateLimiter(clock, { capacity: 100, perMinute: 100 }),
-      attesterRate: createRateLimiter(clock, { capacity: 1, perMinute: 1 / 60 }),
-      gasBudget: fakeGasBudget(),
-      gasPerHour: 1_000_000_000n,
-      clientGasPerHour: 350_000n,
-      typicalGas: 100_000n,
-      clock,
-    });
+    const { guard } = testRelayGuard(clock, { attesterPerHour: 1, clientGasPerHour: 350_000n, typicalGas: 100_000n });
     const env = setup({ clock, guard });
     // Two items (250,000 gas, 125,000 each) fit; three (350,000, 116,667 each) do not: the third is refused.
     const bodies = [await signed(env), await signed(env, { signer: bob }), await signed(env, { signer: carol })];
@@ -483,16 +448,7 @@ describe("delegated attestation batches: an attester's later requests after one 
   /** A guard whose attesters may write `perHour` an hour, with `gasPerHour` of gas for all. */
   function guarded(perHour: number, gasPerHour = 1_000_000_000n) {
     const clock = fakeClock();
-    const budget = fakeGasBudget();
-    const guard = createRelayGuard({
-      enabled: true,
-      clientRate: createRateLimiter(clock, { capacity: 100, perMinute: 100 }),
-      attesterRate: createRateLimiter(clock, { capacity: perHour, perMinute: perHour / 60 }),
-      gasBudget: budget,
-      gasPerHour,
-      typicalGas: 1n,
-      clock,
-    });
+    const { guard, budget } = testRelayGuard(clock, { attesterPerHour: perHour, gasPerHour, typicalGas: 1n });
     const env = setup({ clock, guard });
     const window = clock.nowMs() - (clock.nowMs() % 3_600_000);
     return { ...env, budget, window };
@@ -553,18 +509,7 @@ describe("createDelegatedAttest().batch(): a batch the node refused costs nothin
   /** A guard whose attester may write twice an hour, counting the gas and tokens it is given back. */
   function refusedEnv() {
     const clock = fakeClock();
-    const budget = fakeGasBudget();
-    const guard = createRelayGuard({
-      enabled: true,
-      clientRate: createRateLimiter(clock, { capacity: 100, perMinute: 100 }),
-      attesterRate: createRateLimiter(clock, { capacity: 2, perMinute: 2 / 60 }),
-      gasBudget: budget,
-      gasPerHour: 1_000_000_000n,
-      clientGasPerHour: 400_000n,
-      attesterGasPerHour: 400_000n,
-      typicalGas: 100_000n,
-      clock,
-    });
+    const { guard, budget } = testRelayGuard(clock, { attesterPerHour: 2, clientGasPerHour: 400_000n, attesterGasPerHour: 400_000n, typicalGas: 100_000n });
     const given = { refunds: [] as bigint[], tokens: 0 };
     const counted = {
       ...guard,

@@ -1,11 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { privateKeyToAccount } from "viem/accounts";
-import { fakeClock, fakeDelegate, fakeEasReader, fakeGasBudget, fakeReplayStore } from "../../ports/fakes/mod.ts";
+import { fakeClock, fakeDelegate, fakeEasReader, fakeReplayStore } from "../../ports/fakes/mod.ts";
 import { buildAttestTypedData, ZERO_UID } from "./attest_typed_data.ts";
 import { fail } from "../result.ts";
 import { createDelegatedAttest, type DelegatedAttestDeps, NONCE_AHEAD, NONCE_MOVED } from "./delegated_attest.ts";
-import { createRateLimiter } from "../rate_limit.ts";
-import { createRelayGuard } from "./relay_guard.ts";
+import { testRelayGuard } from "./_testing.ts";
 import { encodeSchemaData } from "../schema_data.ts";
 import { findSchemaByName } from "../schemas.ts";
 
@@ -471,19 +470,13 @@ describe("createDelegatedAttest() behind the public relay guard (decisions §12)
 
   function guarded(options: { enabled?: boolean; ip?: number; attesterPerHour?: number; gasPerHour?: bigint; clientGasPerHour?: bigint; overrides?: Partial<DelegatedAttestDeps> } = {}) {
     const clock = fakeClock();
-    const budget = fakeGasBudget();
     const refusals: string[] = [];
-    const ip = options.ip ?? 100;
-    const perHour = options.attesterPerHour ?? 100;
-    const guard = createRelayGuard({
-      enabled: options.enabled ?? true,
-      clientRate: createRateLimiter(clock, { capacity: ip, perMinute: ip }),
-      attesterRate: createRateLimiter(clock, { capacity: perHour, perMinute: perHour / 60 }),
-      gasBudget: budget,
-      gasPerHour: options.gasPerHour ?? 1_000_000_000n,
+    const { guard, budget } = testRelayGuard(clock, {
+      enabled: options.enabled,
+      clientPerMinute: options.ip,
+      attesterPerHour: options.attesterPerHour,
+      gasPerHour: options.gasPerHour,
       clientGasPerHour: options.clientGasPerHour,
-      typicalGas: 300_000n,
-      clock,
       onRefusal: (reason) => refusals.push(reason),
     });
     return { ...setup({ clock, guard, ...options.overrides }), clock, budget, refusals };
@@ -496,6 +489,18 @@ describe("createDelegatedAttest() behind the public relay guard (decisions §12)
     records: env.replay.rows.size,
     charges: env.budget.charges,
   });
+  /**
+   * The fault gone, the attester's two writes of the hour are still there: `body` and the next nonce's are sent. The
+   * allowance itself still holds: a third write this hour is refused, and a token given back never passes it.
+   */
+  async function expectHourOfTwoUnspent(env: ReturnType<typeof guarded>, body: Awaited<ReturnType<typeof signedBody>>) {
+    expect((await env.attest(body, { clientKey: "192.0.2.9" })).ok).toBe(true);
+    env.eas.nonces.set(account.address.toLowerCase(), 1n);
+    expect((await env.attest(await signedBody(env, { nonce: 1n }), { clientKey: "192.0.2.9" })).ok).toBe(true);
+    env.eas.nonces.set(account.address.toLowerCase(), 2n);
+    expect(await env.attest(await signedBody(env, { nonce: 2n }), { clientKey: "192.0.2.9" })).toMatchObject({ ok: false, code: "RATE_LIMITED" });
+    expect(env.refusals).toEqual(["attester"]);
+  }
 
   test("a signer that gives no signature: 503 SIGNER_UNAVAILABLE with Retry-After; the gas charged is given back, the signature unused (decisions §27)", async () => {
     const env = guarded();
@@ -517,13 +522,7 @@ describe("createDelegatedAttest() behind the public relay guard (decisions §12)
     const body = await signedBody(env);
     for (let i = 0; i < 3; i++) expect(await env.attest(body, { clientKey: `192.0.2.${i}` })).toMatchObject({ ok: false, code: "SIGNER_UNAVAILABLE" });
     env.delegate.submission = undefined;
-    expect((await env.attest(body, { clientKey: "192.0.2.9" })).ok).toBe(true);
-    env.eas.nonces.set(account.address.toLowerCase(), 1n);
-    expect((await env.attest(await signedBody(env, { nonce: 1n }), { clientKey: "192.0.2.9" })).ok).toBe(true);
-    env.eas.nonces.set(account.address.toLowerCase(), 2n);
-    // The allowance itself still holds: a third write this hour is refused, and a token given back never passes it.
-    expect(await env.attest(await signedBody(env, { nonce: 2n }), { clientKey: "192.0.2.9" })).toMatchObject({ ok: false, code: "RATE_LIMITED" });
-    expect(env.refusals).toEqual(["attester"]);
+    await expectHourOfTwoUnspent(env, body);
   });
 
   test("the delegate wallet's nonce or fees not read before signing: 500 RPC_ERROR, the signature, the gas and the attester's token given back", async () => {
@@ -541,12 +540,7 @@ describe("createDelegatedAttest() behind the public relay guard (decisions §12)
     expect(await env.budget.used(window)).toBe(0n);
     expect(env.delegate.sent).toHaveLength(0);
     env.delegate.submission = undefined;
-    expect((await env.attest(body, { clientKey: "192.0.2.9" })).ok).toBe(true);
-    env.eas.nonces.set(account.address.toLowerCase(), 1n);
-    expect((await env.attest(await signedBody(env, { nonce: 1n }), { clientKey: "192.0.2.9" })).ok).toBe(true);
-    env.eas.nonces.set(account.address.toLowerCase(), 2n);
-    expect(await env.attest(await signedBody(env, { nonce: 2n }), { clientKey: "192.0.2.9" })).toMatchObject({ ok: false, code: "RATE_LIMITED" });
-    expect(env.refusals).toEqual(["attester"]);
+    await expectHourOfTwoUnspent(env, body);
   });
 
   test("nothing sent because a chain read failed (500 RPC_ERROR: the attester's nonce, the delegate's balance, the simulation) or the delegate cannot pay (503 SUBMISSION_FAILED: the balance check, the simulation's insufficient funds): the attester's token given back once", async () => {
@@ -810,16 +804,7 @@ describe("createDelegatedAttest(): the attester's token of a request that sent n
   /** A guard whose attester may write `perHour` an hour, with room for everything else. */
   function guarded(perHour: number) {
     const clock = fakeClock();
-    const budget = fakeGasBudget();
-    const guard = createRelayGuard({
-      enabled: true,
-      clientRate: createRateLimiter(clock, { capacity: 100, perMinute: 100 }),
-      attesterRate: createRateLimiter(clock, { capacity: perHour, perMinute: perHour / 60 }),
-      gasBudget: budget,
-      gasPerHour: 1_000_000_000n,
-      typicalGas: 300_000n,
-      clock,
-    });
+    const { guard, budget } = testRelayGuard(clock, { attesterPerHour: perHour });
     const env = setup({ clock, guard });
     const window = clock.nowMs() - (clock.nowMs() % 3_600_000);
     return { ...env, budget, window };
@@ -902,18 +887,7 @@ describe("createDelegatedAttest(): a send the node refused costs nothing (decisi
    */
   function refusedEnv() {
     const clock = fakeClock();
-    const budget = fakeGasBudget();
-    const guard = createRelayGuard({
-      enabled: true,
-      clientRate: createRateLimiter(clock, { capacity: 100, perMinute: 100 }),
-      attesterRate: createRateLimiter(clock, { capacity: 1, perMinute: 1 / 60 }),
-      gasBudget: budget,
-      gasPerHour: 1_000_000_000n,
-      clientGasPerHour: 300_000n,
-      attesterGasPerHour: 300_000n,
-      typicalGas: 200_000n,
-      clock,
-    });
+    const { guard, budget } = testRelayGuard(clock, { attesterPerHour: 1, clientGasPerHour: 300_000n, attesterGasPerHour: 300_000n, typicalGas: 200_000n });
     const given = { refunds: [] as bigint[], tokens: 0 };
     const counted = {
       ...guard,

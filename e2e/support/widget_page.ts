@@ -1,19 +1,19 @@
 /**
  * What the review widget's browser tests share (e2e/widget_browser_test.ts, e2e/widget_reference_host_browser_test.ts):
- * Chromium's path, the host page's server (another origin framing the widget, its script bundled from a host entry in
- * this folder), finding the widget's frame, pressing its controls, screenshots, the host wallet's signing and reading
- * a review back from EAS.
+ * the service, the host page's server (another origin framing the widget, its script bundled from a host entry in this
+ * folder) and Chromium started together, pages that record their problems, finding the widget's frame, pressing its
+ * controls, screenshots, the host wallet's signing and reading a review back from EAS.
  */
 import { describe, expect } from "bun:test";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import type { Frame, Page } from "playwright-core";
+import { type Browser, chromium, type Frame, type Page } from "playwright-core";
 import { createPublicClient, type Hex, http } from "viem";
 import type { privateKeyToAccount } from "viem/accounts";
 import { EAS_ABI } from "../../domain/eas_abi.ts";
 import { decodeSchemaData } from "../../domain/schema_data.ts";
 import { findSchemaByName } from "../../domain/schemas.ts";
-import type { Stack } from "../harness.ts";
+import { freePort, type Stack, startStack } from "../harness.ts";
 import { waitFor } from "./wait_for.ts";
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -53,6 +53,87 @@ iframe{display:block;border:0;width:100%;max-width:440px;height:860px;margin:0 a
       return new Response(html, { headers: { "content-type": "text/html; charset=utf-8" } });
     },
   });
+}
+
+/** What a widget test runs against: the service on the devnet, the host page's server and Chromium. */
+export type WidgetRig = {
+  stack: Stack;
+  host: ReturnType<typeof Bun.serve>;
+  /** `http://localhost:<port>`: another site than the service's 127.0.0.1 (and, like it, a secure context). */
+  hostOrigin: string;
+  browser: Browser;
+};
+
+/** How {@link startWidgetRig} starts the service and Chromium. */
+export type WidgetRigOptions = {
+  /** The service's port (default a free one), fixed so that PUBLIC_BASE_URL (its own origin in the trust documents) is its real origin. */
+  port?: number | undefined;
+  /** More of the service's environment. */
+  env?: Record<string, string> | undefined;
+  /** Wraps the fetch the service uses for RPC (see startStack). */
+  wrapRpcFetch?: ((inner: typeof fetch) => typeof fetch) | undefined;
+  /** More of Chromium's command line. */
+  chromiumArgs?: string[] | undefined;
+};
+
+/** Starts the service, the host page bundled from `hostEntry` (see {@link startWidgetHost}) and Chromium; a failed start stops what it started. */
+export async function startWidgetRig(hostEntry: string, options: WidgetRigOptions = {}): Promise<WidgetRig> {
+  const port = options.port ?? freePort();
+  const stack = await startStack({ wrapRpcFetch: options.wrapRpcFetch, env: { PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, ...options.env } });
+  let host: ReturnType<typeof Bun.serve> | undefined;
+  try {
+    host = await startWidgetHost(hostEntry);
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", ...(options.chromiumArgs ?? [])] });
+    return { stack, host, hostOrigin: `http://localhost:${host.port}`, browser };
+  } catch (error) {
+    await host?.stop(true);
+    await stack.stop();
+    throw error;
+  }
+}
+
+/** Stops what {@link startWidgetRig} started (nothing when it never did). */
+export async function stopWidgetRig(rig: WidgetRig | undefined): Promise<void> {
+  await rig?.browser.close();
+  await rig?.host.stop(true);
+  await rig?.stack.stop();
+}
+
+/** A page in a context of its own and what it saw. */
+export type WatchedPage = {
+  page: Page;
+  /** Page errors and Content Security Policy reports. */
+  problems: string[];
+  /** The service's paths the page and its frames asked for, as `METHOD /path`. */
+  requests: string[];
+  /** How many times the host's wallet was asked to sign. */
+  hostSignatures: () => number;
+};
+
+/**
+ * A new page (1280 x 1000) that records its problems and its requests to the service; with `sign`, the host page's
+ * wallet (`window.__hostSign`) signs through it, every call counted.
+ */
+export async function watchedPage(rig: WidgetRig, sign?: (json: string) => Promise<string>): Promise<WatchedPage> {
+  const context = await rig.browser.newContext({ viewport: { width: 1280, height: 1000 } });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  const requests: string[] = [];
+  let hostSignatures = 0;
+  page.on("pageerror", (error) => problems.push(`pageerror: ${error.message}`));
+  page.on("console", (message) => {
+    if (/Content Security Policy/i.test(message.text())) problems.push(`csp: ${message.text()}`);
+  });
+  page.on("request", (request) => {
+    if (request.url().startsWith(rig.stack.baseUrl)) requests.push(`${request.method()} ${new URL(request.url()).pathname}`);
+  });
+  if (sign !== undefined) {
+    await page.exposeFunction("__hostSign", async (json: string) => {
+      hostSignatures++;
+      return await sign(json);
+    });
+  }
+  return { page, problems, requests, hostSignatures: () => hostSignatures };
 }
 
 /** Signs typed data (JSON, big integers as strings) with `account`, as a host's wallet would. */

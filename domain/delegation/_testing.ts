@@ -1,0 +1,41 @@
+/** Test support for this folder's tests: the public relay guard the use cases are tested behind. */
+import type { Clock } from "../../ports/clock.ts";
+import { fakeGasBudget } from "../../ports/fakes/mod.ts";
+import { createRateLimiter } from "../rate_limit.ts";
+import { createRelayGuard, type RefusalReason } from "./relay_guard.ts";
+
+/** What a test changes of {@link testRelayGuard}'s guard; each absent field keeps its default. */
+export type TestRelayGuardOptions = {
+  enabled?: boolean | undefined;
+  /** One client address's requests a minute (default 100). */
+  clientPerMinute?: number | undefined;
+  /** One attester's writes an hour (default 100). */
+  attesterPerHour?: number | undefined;
+  /** Default 1,000,000,000. */
+  gasPerHour?: bigint | undefined;
+  clientGasPerHour?: bigint | undefined;
+  attesterGasPerHour?: bigint | undefined;
+  /** Default 300,000. */
+  typicalGas?: bigint | undefined;
+  onRefusal?: ((reason: RefusalReason) => void) | undefined;
+};
+
+/** A public relay guard on `clock` with both rates and a fake gas budget, returned with it for the test to read. */
+export function testRelayGuard(clock: Clock, options: TestRelayGuardOptions = {}) {
+  const budget = fakeGasBudget();
+  const perMinute = options.clientPerMinute ?? 100;
+  const perHour = options.attesterPerHour ?? 100;
+  const guard = createRelayGuard({
+    enabled: options.enabled ?? true,
+    clientRate: createRateLimiter(clock, { capacity: perMinute, perMinute }),
+    attesterRate: createRateLimiter(clock, { capacity: perHour, perMinute: perHour / 60 }),
+    gasBudget: budget,
+    gasPerHour: options.gasPerHour ?? 1_000_000_000n,
+    clientGasPerHour: options.clientGasPerHour,
+    attesterGasPerHour: options.attesterGasPerHour,
+    typicalGas: options.typicalGas ?? 300_000n,
+    clock,
+    onRefusal: options.onRefusal,
+  });
+  return { guard, budget };
+}
