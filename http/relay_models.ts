@@ -100,7 +100,13 @@ export const DelegatedAttestBatchModel = t.Object({
   txHash: t.Union([Bytes32, t.Null()], { description: "The one multiAttestByDelegation transaction; null when no request was sent" }),
   results: t.Array(t.Union([
     t.Object({ uid: t.Union([Bytes32, t.Null()]) }, { description: "Sent and mined: its own uid" }),
-    t.Object({ status: t.Integer(), code: t.String(), error: t.String(), details: t.Optional(t.String()) }, {
+    t.Object({
+      status: t.Integer(),
+      code: t.String(),
+      error: t.String(),
+      details: t.Optional(t.String()),
+      retryAfter: t.Optional(t.Integer({ minimum: 1, description: "A 429's: the seconds the single route's Retry-After would say" })),
+    }, {
       description: "Refused (nothing charged for it) or failed with the transaction: the status and error body the single route would have answered",
     }),
   ])),

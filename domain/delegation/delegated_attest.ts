@@ -1,10 +1,10 @@
-import { keccak256, recoverAddress } from "viem/utils";
-import type { DelegatedAttestCall, DelegateSubmitter, EasReader, HexString, WalletDeployment } from "../../ports/eas.ts";
-import { type AttestMessage, attestDigest } from "./attest_typed_data.ts";
+import { keccak256 } from "viem/utils";
+import type { DelegateSubmitter } from "../../ports/eas.ts";
 import { type DelegatedRequest, delegatedRequestOf } from "./delegated_request.ts";
-import { fail, type Ok, ok, type Result } from "../result.ts";
+import { fail, type Ok } from "../result.ts";
 import { attestBatch, type DelegatedAttestBatch } from "./delegated_attest_batch.ts";
-import { type AttestSignature, type NormalizedSignature, parseAttestSignature } from "./signature.ts";
+import { type AttestSignature, parseAttestSignature } from "./signature.ts";
+import { type DigestCrypto, recoverSigner, sameAddress, toCall, verifyAgainstNonce, viemRecoverAddress } from "./_verify_signature.ts";
 import { sendOne } from "./_send_one.ts";
 import { cannotPay, duplicate, factoryCallFailedBefore, walletRefused } from "./_refusals.ts";
 import type { ReplayRecord } from "../../ports/replay_store.ts";
@@ -31,14 +31,7 @@ import type {
 } from "./_delegated_attest_types.ts";
 import { deadlineHolds, simulationCap } from "./_delegated_attest_types.ts";
 
-/** `details` of an ATTESTER_MISMATCH whose signature is valid for an older nonce: re-sign and resubmit. */
-export const NONCE_MOVED = "NONCE_MOVED";
-/**
- * `details` of an ATTESTER_MISMATCH whose signature is valid for a later nonce than the attester's: its earlier
- * signatures are not on chain yet (sent at once, or not sent). It said NONCE_MOVED, "the chain has moved on", which it
- * had not, and the client helper re-signed for the current nonce, which an earlier request still in flight may take.
- */
-export const NONCE_AHEAD = "NONCE_AHEAD";
+export { NONCE_AHEAD, NONCE_MOVED } from "./_verify_signature.ts";
 
 /**
  * Verifies and submits one delegated attestation; `batch` (decisions §23) checks several as it checks one and sends
@@ -80,7 +73,11 @@ export function createDelegatedAttest(deps: DelegatedAttestDeps): DelegatedAttes
     return await sendOne(deps, claimed, caller);
   };
   const check = (body: unknown, caller: DelegatedAttestCaller, batch?: BatchNonces) => checkRequest(ctx, body, caller, batch);
-  delegatedAttest.batch = (bodies, caller = {}) => attestBatch({ deps, check }, bodies, caller);
+  const checkTakingNothing = async (body: unknown, caller: DelegatedAttestCaller) => {
+    const checked = await checkBeforeGuard(ctx, body, caller, { recover: false });
+    return "ok" in checked ? checked : undefined;
+  };
+  delegatedAttest.batch = (bodies, caller = {}) => attestBatch({ deps, check, checkTakingNothing }, bodies, caller);
   return delegatedAttest;
 }
 
@@ -107,6 +104,43 @@ async function checkRequest(ctx: AttestContext, body: unknown, caller: Delegated
 
 /** The checks that need no chain (storage and the guard only), in the order of decisions §6. */
 async function checkOffChain(ctx: AttestContext, body: unknown, caller: DelegatedAttestCaller): Promise<Prechecked | DelegatedAttestFailure> {
+  const { deps } = ctx;
+  const unguarded = await checkBeforeGuard(ctx, body, caller, { recover: true });
+  if ("ok" in unguarded) return unguarded;
+  const { request, clientSigner } = unguarded;
+  // The guard comes after the replay lookup (storage, no RPC): a signature already on record answers with its
+  // outcome whatever the limits, since resubmitting it is how a client learns what became of an OUTCOME_UNKNOWN.
+  // The attester's bucket is charged only for signatures proven to be the attester's: someone else's garbage cannot
+  // spend a real attester's hourly allowance. Here (before any RPC) that is a signature that recovers to the attester
+  // for the nonce the client names; any other (no nonce given, a contract wallet's) takes it once verified against
+  // the chain's nonce (checkOnChain). A request without a nonce used to be charged to whoever it named as attester, so
+  // twenty forged requests locked any attester out of the public relay for the hour; and a contract wallet's
+  // requests were charged to a fresh made-up key each, so its allowance never applied.
+  let attesterUntaken = false;
+  if (deps.guard !== undefined) {
+    const signer = clientSigner === undefined ? undefined : await clientSigner;
+    const proven = signer !== undefined && sameAddress(signer, request.attester);
+    attesterUntaken = !proven;
+    const refused = await deps.guard.admit({ clientKey: caller.clientKey ?? "unknown", attester: request.attester }, { attesterRate: proven });
+    if (refused !== undefined) return refused;
+  }
+  const delegate = deps.delegate;
+  if (delegate === undefined) {
+    return fail("NO_DELEGATE_KEY", "Server misconfigured: no delegate key available");
+  }
+  return { ...unguarded, delegate, attesterUntaken };
+}
+
+/**
+ * The checks before the guard: they need no chain and take nothing (no token, no ticket, no claim; storage reads and
+ * the caller's `precheck` only). `recover`: start recovering the signer for the client's nonce (the guard's proof).
+ */
+async function checkBeforeGuard(
+  ctx: AttestContext,
+  body: unknown,
+  caller: DelegatedAttestCaller,
+  options: { readonly recover: boolean },
+): Promise<Pick<Prechecked, "request" | "signature" | "clientSigner"> | DelegatedAttestFailure> {
   const { deps, maxAhead } = ctx;
   const parsed = delegatedRequestOf(body, ctx.signing.hash);
   if (!parsed.ok) return parsed;
@@ -138,8 +172,9 @@ async function checkOffChain(ctx: AttestContext, body: unknown, caller: Delegate
   // a write's CPU (issue 43 item 4). Readers answer such a record with empty data.
   // Recovery is CPU work: done for the nonce the client says it signed, used by the guard now (no RPC) and by
   // the verdict once the chain's nonce is known (decisions §6 order).
-  const clientSigner =
-    request.clientNonce === undefined ? undefined : recoverSigner(ctx.signing, deps.eas, request, signature.normalized, request.clientNonce);
+  const clientSigner = request.clientNonce === undefined || !options.recover
+    ? undefined
+    : recoverSigner({ signing: ctx.signing, eas: deps.eas }, { request, signature: signature.normalized, nonce: request.clientNonce });
   // A record of another chain's EAS is not this request's (decisions §30): records are kept by (chain, signature), so
   // the same bytes on this chain (an EOA's name the other chain's domain and are refused as not the attester's; a
   // contract wallet's that ignores them may be valid here too) are checked as any other, never answered with that
@@ -164,27 +199,7 @@ async function checkOffChain(ctx: AttestContext, body: unknown, caller: Delegate
   // refuse costs the node nothing (found by attack: each was refused only after the nonce and balance reads).
   const precheck = caller.precheck === undefined ? undefined : await caller.precheck(request);
   if (precheck !== undefined) return precheck;
-  // The guard comes after the replay lookup (storage, no RPC): a signature already on record answers with its
-  // outcome whatever the limits, since resubmitting it is how a client learns what became of an OUTCOME_UNKNOWN.
-  // The attester's bucket is charged only for signatures proven to be the attester's: someone else's garbage cannot
-  // spend a real attester's hourly allowance. Here (before any RPC) that is a signature that recovers to the attester
-  // for the nonce the client names; any other (no nonce given, a contract wallet's) takes it once verified against
-  // the chain's nonce (checkOnChain). A request without a nonce used to be charged to whoever it named as attester, so
-  // twenty forged requests locked any attester out of the public relay for the hour; and a contract wallet's
-  // requests were charged to a fresh made-up key each, so its allowance never applied.
-  let attesterUntaken = false;
-  if (deps.guard !== undefined) {
-    const signer = clientSigner === undefined ? undefined : await clientSigner;
-    const proven = signer !== undefined && sameAddress(signer, request.attester);
-    attesterUntaken = !proven;
-    const refused = await deps.guard.admit({ clientKey: caller.clientKey ?? "unknown", attester: request.attester }, { attesterRate: proven });
-    if (refused !== undefined) return refused;
-  }
-  const delegate = deps.delegate;
-  if (delegate === undefined) {
-    return fail("NO_DELEGATE_KEY", "Server misconfigured: no delegate key available");
-  }
-  return { request, signature, clientSigner, delegate, attesterUntaken };
+  return { request, signature, clientSigner };
 }
 
 /** The checks that read the chain (the attester's nonce, the wallet's funds), then the caller's own and the claim. */
@@ -211,9 +226,8 @@ async function checkOnChain(ctx: AttestContext, checked: Prechecked, caller: Del
   const [chainNonce, fundsCheck] = await Promise.all([pendingNonce, funds]);
   if (fundsCheck !== "rpc-error") ctx.walletCouldPay = fundsCheck === "ok";
   // A refusal with nothing recorded or sent for the service's sake (a chain read that failed, 500 RPC_ERROR; a wallet
-  // that cannot pay, 503) or as the duplicate of the same signature sent at once (found by attack: it kept its token, and one
-  // attestation spent two of the attester's hour) gives back the attester's token, once, if it was taken (at admission,
-  // or below once the signature is proven), as after a failed read just before signing (_send_one.ts).
+  // that cannot pay, 503) gives back the attester's token, once, if it was taken (at admission, or below once the
+  // signature is proven), as after a failed read just before signing (_send_one.ts).
   let tokenTaken = !checked.attesterUntaken;
   const giveTokenBack = async (answer: DelegatedAttestFailure): Promise<DelegatedAttestFailure> => {
     if (tokenTaken) await deps.guard?.giveBackAttester?.(request.attester);
@@ -221,10 +235,18 @@ async function checkOnChain(ctx: AttestContext, checked: Prechecked, caller: Del
     return answer;
   };
   const chainSilent = (message: string) => giveTokenBack(fail("RPC_ERROR", message));
+  // The duplicate of the same signature sent at once (a client's retry racing its first try) gives its token back too
+  // (found by attack: one attestation spent two of the attester's hour), unless it cost a simulation ahead: copies of
+  // one signature sent at once from many addresses all pass the replay lookup before the first claim, and each gave
+  // back the token that bounds what an attester's requests cost the node (found by review).
+  const sameSignatureLost = async (answer: DelegatedAttestFailure) => (simulatedAhead === undefined ? await giveTokenBack(answer) : answer);
   if (!chainNonce.ok) return await chainSilent("Failed to read the attester nonce from the chain");
   // A batch's later items of one attester are checked against the nonce EAS will have reached by then.
   const nonceRead = batch === undefined ? chainNonce : { ...chainNonce, nonce: batch.nonceFor(request.attester, chainNonce.nonce) };
-  const verified = await verifyAgainstNonce(ctx.signing, deps.eas, request, signature.normalized, nonceRead, clientSigner, signature.deployment);
+  const verified = await verifyAgainstNonce(
+    { signing: ctx.signing, eas: deps.eas },
+    { request, signature: signature.normalized, nonceRead, clientSigner, deployment: signature.deployment },
+  );
   if (!verified.ok) {
     // Issue 33: the same signature sent twice at once. This request passed the replay lookup before the other was
     // recorded, and read the nonce after the other was mined, so the signature no longer verifies. A signature on
@@ -232,7 +254,7 @@ async function checkOnChain(ctx: AttestContext, checked: Prechecked, caller: Del
     // a concurrent request got there first), never a mismatch. Storage only, and only on this refusal.
     if (verified.code === "ATTESTER_MISMATCH") {
       const first = await findOnChain(deps, signature.normalized.hex);
-      if (first !== undefined) return await giveTokenBack(duplicate(first));
+      if (first !== undefined) return await sameSignatureLost(duplicate(first));
     }
     if (verified.code === "RPC_ERROR") return await chainSilent(verified.message);
     return verified;
@@ -270,11 +292,14 @@ async function checkOnChain(ctx: AttestContext, checked: Prechecked, caller: Del
     await ticket?.release();
     // The claim and this lookup are by (chain, key): another chain's record of the same bytes is never this answer.
     const winner = await deps.replay.find(deps.eas.chainId, key);
-    return await giveTokenBack(winner === undefined ? fail("DUPLICATE", "Duplicate submission") : duplicate(winner));
+    return await sameSignatureLost(winner === undefined ? fail("DUPLICATE", "Duplicate submission") : duplicate(winner));
   }
   if (claim === "nonce-in-flight") {
     await ticket?.release();
-    return await giveTokenBack(fail("DUPLICATE", "Another submission for this attester and nonce is already in flight"));
+    // Another signature over the same nonce is a request of its own that cost the node its reads: it keeps its token.
+    // Given back (found by review), an attester's signatures over one nonce, sent from many addresses while the first
+    // was in flight, each cost reads and a simulation ahead, all answered 409, none spending the attester's hour.
+    return fail("DUPLICATE", "Another submission for this attester and nonce is already in flight");
   }
   return { request, call, key, ticket, delegate, simulatedAhead, deploy: verified.value.deploy, nonce: nonceRead.nonce, byContract: verified.value.byContract === true };
 }
@@ -283,117 +308,3 @@ async function checkOnChain(ctx: AttestContext, checked: Prechecked, caller: Del
 async function findOnChain(deps: Pick<DelegatedAttestDeps, "replay" | "eas">, key: string): Promise<ReplayRecord | undefined> {
   return await deps.replay.find(deps.eas.chainId, key);
 }
-
-/**
- * Recovers the signer of the Attest message rebuilt with `nonce`; undefined when the signature does not recover. The
- * digest is {@link attestDigest}'s (the typed data is not rebuilt and re-validated by viem on every request).
- */
-async function recoverSigner(
-  signing: DigestCrypto,
-  eas: EasReader,
-  request: DelegatedRequest,
-  signature: NormalizedSignature,
-  nonce: bigint,
-): Promise<string | undefined> {
-  try {
-    return await signing.recover(attestDigest(eas, toMessage(request, nonce), signing.hash), signature.hex);
-  } catch {
-    return undefined;
-  }
-}
-
-type RecoverAddress = (hash: HexString, signature: HexString) => string | undefined | Promise<string | undefined>;
-
-/** How the use case recovers a signer and hashes the Attest digest (the deps' faster ones, or viem's). */
-export type DigestCrypto = { readonly recover: RecoverAddress; readonly hash: (data: HexString) => HexString };
-
-/** viem's recovery, when no faster one is given: an unrecoverable signature is undefined, as the port's. */
-const viemRecoverAddress: RecoverAddress = (hash, signature) => recoverAddress({ hash, signature }).catch(() => undefined);
-
-/**
- * Compares the signer of the typed data rebuilt with the on-chain nonce with the attester. `clientSigner` is the
- * signer already recovered for the client's nonce, if any. An attester that is a contract (or an ERC-6492
- * signature of one not deployed yet) is asked on chain, as EAS will ask it: `isValidSignature` of the digest with
- * the same 65 bytes EAS receives. The answer says whether the wallet must be deployed first.
- */
-async function verifyAgainstNonce(
-  signing: DigestCrypto,
-  eas: EasReader,
-  request: DelegatedRequest,
-  signature: NormalizedSignature,
-  nonceRead: { readonly nonce: bigint; readonly isContract?: boolean | undefined },
-  clientSigner: Promise<string | undefined> | undefined,
-  deployment: WalletDeployment | undefined,
-): Promise<Result<{ readonly deploy?: WalletDeployment | undefined; readonly byContract?: boolean }, "INVALID_SIGNATURE" | "ATTESTER_MISMATCH" | "RPC_ERROR">> {
-  const nonce = nonceRead.nonce;
-  const recover = (n: bigint) =>
-    clientSigner !== undefined && n === request.clientNonce ? clientSigner : recoverSigner(signing, eas, request, signature, n);
-  const signer = await recover(nonce);
-  if (signer !== undefined && sameAddress(signer, request.attester)) return ok({});
-  const counterfactual = nonceRead.isContract !== true && deployment !== undefined;
-  if ((nonceRead.isContract === true || counterfactual) && eas.checkContractSignature !== undefined) {
-    const digest = attestDigest(eas, toMessage(request, nonce), signing.hash);
-    const check = await eas.checkContractSignature({
-      signer: request.attester,
-      digest,
-      signature: signature.hex,
-      deployment: counterfactual ? deployment : undefined,
-    });
-    if (check === "rpc-error") return fail("RPC_ERROR", "Failed to ask the attester's wallet contract about the signature");
-    if (check === "valid") return ok(counterfactual ? { deploy: deployment, byContract: true } : { byContract: true });
-    return fail("ATTESTER_MISMATCH", "Invalid signature: the attester's wallet contract does not accept it (ERC-1271)");
-  }
-  if (signer === undefined) return fail("INVALID_SIGNATURE", "Invalid signature format");
-  if (request.clientNonce !== undefined && request.clientNonce !== nonce) {
-    const earlier = await recover(request.clientNonce);
-    if (earlier !== undefined && sameAddress(earlier, request.attester)) {
-      if (request.clientNonce > nonce) {
-        return fail(
-          "ATTESTER_MISMATCH",
-          `Signed for nonce ${request.clientNonce}, ahead of the attester's nonce ${nonce}: send its earlier signatures first, one after the other (or in one batch), then this one`,
-          NONCE_AHEAD,
-        );
-      }
-      return fail(
-        "ATTESTER_MISMATCH",
-        `Signed for nonce ${request.clientNonce} but the attester's nonce is now ${nonce}: fetch the nonce, re-sign and resubmit`,
-        NONCE_MOVED,
-      );
-    }
-  }
-  return fail("ATTESTER_MISMATCH", "Invalid signature: attester mismatch");
-}
-
-function toMessage(request: DelegatedRequest, nonce: bigint): AttestMessage {
-  return {
-    attester: request.attester,
-    schema: request.schema,
-    recipient: request.recipient,
-    expirationTime: request.expirationTime,
-    revocable: request.revocable,
-    refUID: request.refUID,
-    data: request.data,
-    value: request.value,
-    nonce,
-    deadline: request.deadline,
-  };
-}
-
-function toCall(request: DelegatedRequest, signature: NormalizedSignature): DelegatedAttestCall {
-  return {
-    schema: request.schema,
-    attester: request.attester,
-    deadline: request.deadline,
-    data: {
-      recipient: request.recipient,
-      expirationTime: request.expirationTime,
-      revocable: request.revocable,
-      refUID: request.refUID,
-      data: request.data,
-      value: request.value,
-    },
-    signature: { v: signature.v, r: signature.r, s: signature.s },
-  };
-}
-
-const sameAddress = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();

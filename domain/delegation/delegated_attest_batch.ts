@@ -77,6 +77,11 @@ export type DelegatedAttestBatch = (bodies: readonly unknown[], caller?: Delegat
 export type BatchContext = {
   readonly deps: DelegatedAttestDeps;
   readonly check: (body: unknown, caller: DelegatedAttestCaller, batch?: BatchNonces) => Promise<Claimed | DelegatedAttestFailure>;
+  /**
+   * The single route's checks that need no chain and take nothing (parse, schema, deadline, signature shape, replay
+   * lookup, the caller's `precheck`; no token, ticket or claim): a refusal, or undefined when they pass.
+   */
+  readonly checkTakingNothing: (body: unknown, caller: DelegatedAttestCaller) => Promise<DelegatedAttestFailure | undefined>;
 };
 
 /** One batch under way, its caller the batch's. */
@@ -126,19 +131,22 @@ async function checkItems(ctx: BatchContext, bodies: readonly unknown[], caller:
   await Promise.all([...lines.values()].map(async (indexes) => {
     let taken = 0n;
     // A request refused for the service's sake (a chain read that failed, a wallet that cannot pay): the attester's
-    // later requests are answered as it was, unchecked, nothing taken. Checked, each was verified against a nonce
+    // later requests are answered as it was, nothing taken. Checked in full, each was verified against a nonce
     // without the refused one's and refused ATTESTER_MISMATCH (NONCE_AHEAD), keeping the attester token it took.
+    // Each still gets the checks that need no chain and take nothing (found by review: a later request with an expired
+    // deadline or a wrong schema was told to come again, after a 429 an hour later, and one on record lost its 409
+    // DUPLICATE with the uid).
     let refused: { readonly index: number; readonly failure: DelegatedAttestFailure } | undefined;
     for (const index of indexes) {
-      if (refused !== undefined) {
-        results[index] = refusedWithEarlier(refused.index, refused.failure);
-        continue;
-      }
       const itemCaller: DelegatedAttestCaller = {
         clientKey: caller.clientKey,
         admit: caller.admit === undefined ? undefined : (request) => caller.admit!(request, index),
         precheck: caller.precheck === undefined ? undefined : (request) => caller.precheck!(request, index),
       };
+      if (refused !== undefined) {
+        results[index] = (await ctx.checkTakingNothing(requests[index], itemCaller)) ?? refusedWithEarlier(refused.index, refused.failure);
+        continue;
+      }
       const outcome = await ctx.check(requests[index], itemCaller, { nonceFor: (_, chainNonce) => chainNonce + taken });
       if ("ok" in outcome) {
         results[index] = outcome;

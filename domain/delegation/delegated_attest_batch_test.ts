@@ -491,6 +491,13 @@ describe("delegated attestation batches: an attester's later requests after one 
     expect(codes(outcome.results)).toEqual(["RATE_LIMITED", "RATE_LIMITED"]);
     expect(outcome.results[1]).toMatchObject({ message: expect.stringContaining("request 0") });
     expect(env.delegate.batches).toHaveLength(0);
+    // Both tokens came back (the attester may write two an hour): the same batch is refused again by the budget, not
+    // by the attester's rate, as often as it comes.
+    for (let round = 0; round < 2; round++) {
+      const again = await env.batch(bodies);
+      expect(codes(again.results)).toEqual(["RATE_LIMITED", "RATE_LIMITED"]);
+      expect(again.results[0]).toMatchObject({ message: expect.stringContaining("gas budget") });
+    }
   });
 
   test("a batch whose submission record could not be opened (onSubmitting throws): every item's gas and attester token go back", async () => {
@@ -564,5 +571,50 @@ describe("createDelegatedAttest().batch(): a batch the node refused costs nothin
     expect([env.replay.rows.size, env.delegate.batches.length]).toEqual([0, 0]);
     env.delegate.submission = undefined;
     expect(codes((await env.batch(bodies, { clientKey: "192.0.2.1" })).results)).toEqual(["ok", "ok"]);
+  });
+});
+
+describe("delegated attestation batches: an attester's later requests after one refused for the service's sake, each still checked without the chain", () => {
+  test("each later request gets its own refusal from the checks that need no chain (expired, on record, wrong schema); only one that passes them is answered with the earlier one's, and none takes a token", async () => {
+    // Found by review: every later request was answered "send them again together" unchecked, so one that could
+    // never pass (an expired deadline, a wrong schema) learned it only after a retry, an hour after a 429, and a
+    // signature on record lost its 409 DUPLICATE with the uid.
+    const clock = fakeClock();
+    const guard = createRelayGuard({
+      enabled: true,
+      clientRate: createRateLimiter(clock, { capacity: 100, perMinute: 100 }),
+      attesterRate: createRateLimiter(clock, { capacity: 3, perMinute: 3 / 60 }),
+      gasBudget: fakeGasBudget(),
+      gasPerHour: 1_000_000_000n,
+      typicalGas: 1n,
+      clock,
+    });
+    const env = setup({ clock, guard });
+    const recorded = await signed(env, { nonce: 0n });
+    const first = await env.batch([recorded]);
+    expect(codes(first.results)).toEqual(["ok"]);
+    const uid = first.results[0]!.ok ? first.results[0]!.value.uid : undefined;
+    env.eas.nonces.set(alice.address.toLowerCase(), 1n);
+    const expired = await signed(env, { nonce: 2n, data: reviewData("0x02") });
+    expired.prepared.delegatedRequest.deadline = String(Math.floor(clock.nowMs() / 1000) - 1);
+    const bodies = [
+      await signed(env, { nonce: 1n, data: reviewData("0x01") }),
+      expired,
+      recorded,
+      await signed(env, { nonce: 2n, data: reviewData("0x03") }),
+      await signed(env, { nonce: 3n, schema: OTHER_SCHEMA }),
+    ];
+    const read = env.eas.getAttesterNonce;
+    let left = 1;
+    env.eas.getAttesterNonce = ((...args: Parameters<typeof read>) => (left-- > 0 ? Promise.resolve({ ok: false, reason: "rpc-error" }) : read(...args))) as typeof read;
+    const { log, admit } = tickets();
+    const outcome = await env.batch(bodies, { admit });
+    expect(codes(outcome.results)).toEqual(["RPC_ERROR", "SIGNATURE_EXPIRED", "DUPLICATE", "RPC_ERROR", "SCHEMA_NOT_SUBSIDIZED"]);
+    expect(outcome.results[2]).toMatchObject({ details: uid });
+    expect(outcome.results[3]).toMatchObject({ message: expect.stringContaining("request 0") });
+    expect([env.replay.rows.size, env.delegate.batches.length, log]).toEqual([1, 1, []]);
+    // The attester's hour: one token spent by the first batch, none by this one (request 0's given back), two left.
+    const again = await env.batch([bodies[0]!, bodies[3]!, await signed(env, { nonce: 3n, data: reviewData("0x04") })]);
+    expect(codes(again.results)).toEqual(["ok", "ok", "RATE_LIMITED"]);
   });
 });

@@ -836,14 +836,16 @@ describe("createDelegatedAttest(): the attester's token of a request that sent n
     expect((await env.attest(await signedBody(env, { nonce: 1n }))).ok).toBe(true);
   });
 
-  test("two signatures of one attester nonce at once: the one refused as in flight (409 DUPLICATE) gives its token back", async () => {
+  test("two signatures of one attester nonce at once: the one refused as in flight (409 DUPLICATE) keeps its token", async () => {
+    // Another signature is a request of its own that cost the node its reads: given back, an attester's signatures over
+    // one nonce in flight were never bounded by its hour (found by review).
     const env = guarded(2);
     const bodies = [await signedBody(env), await signedBody(env, { data: reviewData("0x01") })];
     holdFunds(env.delegate, 2);
     const answers = await Promise.all(bodies.map((body) => env.attest(body)));
     expect(answers.map((a) => (a.ok ? "ok" : a.code)).sort()).toEqual(["DUPLICATE", "ok"]);
     env.eas.nonces.set(account.address.toLowerCase(), 1n);
-    expect((await env.attest(await signedBody(env, { nonce: 1n }))).ok).toBe(true);
+    expect(await env.attest(await signedBody(env, { nonce: 1n }))).toMatchObject({ ok: false, code: "RATE_LIMITED" });
   });
 
   test("the same signature whose nonce read came after the first was mined: 409 DUPLICATE with the uid, its token given back", async () => {
@@ -877,6 +879,43 @@ describe("createDelegatedAttest(): the attester's token of a request that sent n
     expect(await env.budget.used(env.window)).toBe(0n);
     expect(env.replay.rows.size).toBe(0);
     expect((await env.attest(body)).ok).toBe(true);
+  });
+
+  test("an attester's other signatures over a nonce in flight, from many addresses: 429 once its hour is spent, simulations bounded", async () => {
+    // Found by review: each was answered 409 DUPLICATE and gave its token back, so 20 of them cost 20 simulations ahead
+    // and the reads before them, and never 429.
+    const env = guarded(2);
+    let open!: () => void;
+    const held = new Promise<void>((resolve) => (open = resolve));
+    env.delegate.lock = () => held;
+    const first = env.attest(await signedBody(env), { clientKey: "client 0" });
+    while (env.replay.rows.size === 0) await Bun.sleep(1);
+    // One after the other, each after the one before was answered (sent at once, the hour would refuse them at admission).
+    const others = [];
+    for (let i = 1; i <= 20; i++) {
+      others.push(await env.attest(await signedBody(env, { data: reviewData(`0x${i.toString(16).padStart(2, "0")}`) }), { clientKey: `client ${i}` }));
+    }
+    // The hour's second token went to one of them (409, simulated ahead); every other is refused before any RPC.
+    expect(others.map((a) => (a.ok ? "ok" : a.code)).sort()).toEqual(["DUPLICATE", ...Array.from({ length: 19 }, () => "RATE_LIMITED" as const)]);
+    expect(env.delegate.simulations).toBe(2);
+    open();
+    expect((await first).ok).toBe(true);
+  });
+
+  test("the same signature from several addresses at once, each simulated ahead: the copy refused as a duplicate keeps its token", async () => {
+    // Copies of one signature all pass the replay lookup before the first claim; each that cost a simulation keeps its
+    // token, so the attester's hour bounds them (found by review). One that was not simulated gives it back (above).
+    const env = guarded(2);
+    const other = privateKeyToAccount("0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a");
+    // Another attester's write: the wallet could pay at its last check, so the next requests are simulated ahead.
+    expect((await env.attest(await signedBody(env, { signer: other }))).ok).toBe(true);
+    const body = await signedBody(env);
+    holdFunds(env.delegate, 2);
+    const answers = await Promise.all(Array.from({ length: 4 }, (_, i) => env.attest(body, { clientKey: `client ${i}` })));
+    expect(answers.map((a) => (a.ok ? "ok" : a.code)).sort()).toEqual(["DUPLICATE", "RATE_LIMITED", "RATE_LIMITED", "ok"]);
+    expect(env.delegate.simulations).toBe(3);
+    env.eas.nonces.set(account.address.toLowerCase(), 1n);
+    expect(await env.attest(await signedBody(env, { nonce: 1n }))).toMatchObject({ ok: false, code: "RATE_LIMITED" });
   });
 });
 

@@ -85,7 +85,10 @@ export type RelayGuard = {
    * waited for the delegate wallet, the wallet's nonce or fees could not be read (or its shared nonce taken) before
    * signing, the node refused the signed transaction (its reasons are the service's), the wallet could not
    * pay (its balance, or the simulation's insufficient funds), {@link charge} refused its gas, the caller's submission
-   * record could not be opened, or it was refused as the duplicate of the same signature sent at once. Before, a client that obeyed `Retry-After: 5` through a signer outage spent its
+   * record could not be opened, or it was refused as the duplicate of the same signature sent at once and was not
+   * simulated ahead. Not for another signature over a nonce in flight, nor a copy simulated ahead: each is a request
+   * that cost the node its reads (given back, an attester's signatures over one nonce, sent from many addresses while
+   * the first was in flight, were never bounded by its hour). Before, a client that obeyed `Retry-After: 5` through a signer outage spent its
    * attester's hour on answers that said nothing was charged, and was refused for up to an hour once the signer was
    * back. The client address's per-minute rate keeps its token: it bounds requests, whatever became of them.
    */

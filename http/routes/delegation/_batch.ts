@@ -2,7 +2,8 @@
  * What the two relays' batch routes share (decisions §23): the `{requests: [...]}` body, the one submission record of
  * the batch's transaction (with each request's place in it), and the answer `{submissionId, txHash, results}` with one
  * result per request, in order: `{uid}`, or `{status, code, error}` as the single route would have answered that
- * request. With `Prefer: respond-async`, 202 and `Location` once every request was checked and the submission recorded.
+ * request (a 429's `Retry-After` as `retryAfter`, in seconds). With `Prefer: respond-async`, 202 and `Location` once
+ * every request was checked and the submission recorded.
  */
 import { type BatchItemResult, type BatchLayout, type DelegatedAttestBatchOutcome, MAX_BATCH_ITEMS } from "../../../domain/delegation/mod.ts";
 import type { RelayResult, SubmissionView } from "../../../domain/submissions/mod.ts";
@@ -29,10 +30,16 @@ export function batchRequests(body: unknown): { ok: true; requests: readonly unk
 const statusOfRefusal = (result: { code: string; status?: number | undefined; unavailable?: true | undefined }) =>
   result.status ?? (result.unavailable ? 503 : statusOf(result.code));
 
-/** A request's result in a batch answer. */
+/**
+ * A request's result in a batch answer. A 429 carries `retryAfter`, the seconds the single route's `Retry-After` would
+ * have said (found by review: dropped, a client was told to wait with nothing saying how long). A field of the item, not
+ * the 200's `Retry-After` header: a header says nothing on a 200, and the items of one batch may wait for different
+ * limits (the hour's budget, an attester's rate).
+ */
 function resultOf(result: BatchItemResult) {
   if (result.ok) return { uid: result.value.uid };
-  return { status: statusOfRefusal(result), ...errorBody(result.code, result.message, result.details) };
+  const retryAfter = result.retryAfterSeconds === undefined ? {} : { retryAfter: result.retryAfterSeconds };
+  return { status: statusOfRefusal(result), ...errorBody(result.code, result.message, result.details), ...retryAfter };
 }
 
 /** The batch's requests as its submission record keeps them: each sent one's replay key, each refused one's answer. */

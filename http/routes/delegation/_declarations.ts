@@ -63,7 +63,7 @@ export const EAS_DOCS: readonly RouteDoc[] = [
     responses: {
       200: {
         description:
-          "The batch was processed: {submissionId, txHash, results}, each result {uid} or the single route's {status, code, error}. A retry with the Idempotency-Key of a request that died after sending answers the same from its submission once settled (the 202 before)",
+          "The batch was processed: {submissionId, txHash, results}, each result {uid} or the single route's {status, code, error} (a 429's with retryAfter, its Retry-After in seconds). A retry with the Idempotency-Key of a request that died after sending answers the same from its submission once settled (the 202 before)",
         schema: DelegatedAttestBatchModel,
       },
       400: easErr("INVALID_JSON, INVALID_INPUT (not {requests: [...]}, or not 1 to 50 requests)"),
@@ -132,7 +132,7 @@ export const PRIVATE_RELAY_DOCS: readonly RouteDoc[] = [
     responses: {
       200: {
         description:
-          "{submissionId, txHash, results, chain}, each result {uid} or the single route's {status, code, error}. A retry with the Idempotency-Key of a request that died after sending answers the same from its submission once settled (the 202 before)",
+          "{submissionId, txHash, results, chain}, each result {uid} or the single route's {status, code, error} (a 429's with retryAfter, its Retry-After in seconds). A retry with the Idempotency-Key of a request that died after sending answers the same from its submission once settled (the 202 before)",
         schema: DelegatedAttestBatchModel,
       },
       400: err("INVALID_JSON, INVALID_INPUT (not {requests: [...]}, or not 1 to 50 requests)"),
