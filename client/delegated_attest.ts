@@ -146,7 +146,14 @@ export const PRIVATE_RELAY_BATCH_PATH = "/api/private/relay/eas/delegated-attest
 /** One request's result in a batch: its uid, or the single route's refusal of it. */
 export type DelegatedAttestBatchItem =
   | { readonly uid: HexString | null }
-  | { readonly status: number; readonly code: string; readonly error: string; readonly details?: string };
+  | {
+    readonly status: number;
+    readonly code: string;
+    readonly error: string;
+    readonly details?: string;
+    /** A 429's: the seconds the single route's `Retry-After` would say (the first answer only, not a resumed one). */
+    readonly retryAfter?: number;
+  };
 
 /** A batch's answer (decisions §23). */
 export type DelegatedAttestBatchResult = {

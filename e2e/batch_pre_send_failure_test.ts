@@ -107,4 +107,18 @@ describe("a batch of one attester that fails before anything is sent", () => {
     const again = await post("/v1/delegated-attest/batch", { requests }, key);
     expect({ replayed: again.replayed, body: again.body }).toEqual({ replayed: "true", body: retry.body });
   }, 60_000);
+
+  test("under an Idempotency-Key: a batch that sent nothing, one request on record (409 with its uid), is not kept either", async () => {
+    const { requests } = await attesterBatch(2, 400);
+    const first = await post("/v1/delegated-attest", requests[0]);
+    expect(first.status).toBe(200);
+    const key = { "idempotency-key": crypto.randomUUID() };
+    const batch = { requests: [requests[1], requests[0]] };
+    const down = await postFaulted(() => (proxy.onCall = (call) => (isDelegateBalance(call) ? HEADER_NOT_FOUND : undefined)), batch, key);
+    expect(outcomes(down.body)).toEqual(["500 RPC_ERROR", "409 DUPLICATE"]);
+    expect(down.body.results[1].details).toBe(first.body.uid);
+    // Found by review: kept, the retry under the key was this answer for 24 hours, though the same batch without it wrote.
+    const retry = await post("/v1/delegated-attest/batch", batch, key);
+    expect({ replayed: retry.replayed, results: outcomes(retry.body) }).toEqual({ replayed: null, results: ["ok", "409 DUPLICATE"] });
+  }, 60_000);
 });

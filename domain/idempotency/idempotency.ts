@@ -166,15 +166,19 @@ function didNothing(status: number, code: string | undefined, details: string | 
  * {@link keepsAnswer} of an answer as it is kept: its status, and the `code` of its body when it is an error body. A
  * batch's 200 (`{results: [...]}`) whose every result is such a refusal ({@link didNothing}: the signer gave no
  * signature for the one transaction, every item rate-limited, the wallet unable to pay) did nothing either, and is not
- * kept: its retry under the same key runs, as the single route's does.
+ * kept: its retry under the same key runs, as the single route's does. Nor is one that sent no transaction
+ * (`txHash: null`) while any of its results is such a refusal: the others were refused for their own reasons (a 400, a
+ * 409 naming the uid), which its retry finds again as they were, and kept, the refused ones' "send it again" was
+ * replayed for 24 hours (found by review: a batch of a request on record and one whose wallet read failed).
  */
 export function keepsStoredAnswer(answer: Pick<StoredAnswer, "status" | "body">): boolean {
   const body = bodyOf(answer);
-  if (answer.status === 200 && Array.isArray(body?.results) && body.results.length > 0 && body.results.every((r) => {
-    const item = r as { status?: unknown; code?: unknown; details?: unknown } | null;
-    return typeof item?.code === "string" && didNothing(typeof item.status === "number" ? item.status : 0, item.code, detailsOf(item));
-  })) {
-    return false;
+  if (answer.status === 200 && Array.isArray(body?.results) && body.results.length > 0) {
+    const refusedForNothing = body.results.map((r) => {
+      const item = r as { status?: unknown; code?: unknown; details?: unknown } | null;
+      return typeof item?.code === "string" && didNothing(typeof item.status === "number" ? item.status : 0, item.code, detailsOf(item));
+    });
+    if (refusedForNothing.every(Boolean) || (body.txHash === null && refusedForNothing.some(Boolean))) return false;
   }
   return keepsAnswer(answer.status, storedAnswerCode(answer), { details: answer.status >= 400 ? detailsOf(body) : undefined });
 }
@@ -189,9 +193,9 @@ export function storedAnswerCode(answer: Pick<StoredAnswer, "status" | "body">):
   return typeof code === "string" ? code : undefined;
 }
 
-function bodyOf(answer: Pick<StoredAnswer, "body">): { code?: unknown; details?: unknown; results?: unknown } | undefined {
+function bodyOf(answer: Pick<StoredAnswer, "body">): { code?: unknown; details?: unknown; results?: unknown; txHash?: unknown } | undefined {
   try {
-    return JSON.parse(answer.body) as { code?: unknown; details?: unknown; results?: unknown };
+    return JSON.parse(answer.body) as { code?: unknown; details?: unknown; results?: unknown; txHash?: unknown };
   } catch {
     return undefined;
   }

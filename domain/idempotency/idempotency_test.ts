@@ -204,3 +204,18 @@ describe("keepsAnswer(): an internal error", () => {
     expect(keepsAnswer(500, "SUBMISSION_FAILED")).toBe(true);
   });
 });
+
+describe("keepsStoredAnswer() of a batch that sent nothing", () => {
+  test("one refused for nothing done beside others refused for their own reasons is not kept; with a transaction sent it is", () => {
+    const silent = { status: 500, error: "x", code: "RPC_ERROR" };
+    const onRecord = { status: 409, error: "x", code: "DUPLICATE", details: "0xabc" };
+    const expired = { status: 400, error: "x", code: "SIGNATURE_EXPIRED" };
+    const body = (txHash: string | null, results: unknown[]) => JSON.stringify({ submissionId: null, txHash, results });
+    expect(keepsStoredAnswer({ status: 200, body: body(null, [silent, onRecord]) })).toBe(false);
+    expect(keepsStoredAnswer({ status: 200, body: body(null, [expired, silent]) })).toBe(false);
+    // Refused each for its own reason: the batch's answer is the key's.
+    expect(keepsStoredAnswer({ status: 200, body: body(null, [expired, onRecord]) })).toBe(true);
+    // A transaction was sent: what it did is the key's answer, whatever else was refused.
+    expect(keepsStoredAnswer({ status: 200, body: body("0x01", [{ uid: "0x1" }, silent]) })).toBe(true);
+  });
+});
