@@ -211,14 +211,24 @@ export interface DelegateSubmitter {
 
 /**
  * What deploying a counterfactual wallet came to: "failed" when nothing was sent (the factory call reverts in
- * estimation, before its charge; or, charged, the node refused the transaction or the wallet's shared nonce could not
- * be taken), "signer-unavailable" when the delegate's signer gave no signature
+ * estimation, before its charge; or, charged, the node refused the transaction), "nonce-unavailable" when the
+ * delegate wallet's nonce, shared by the service's instances under a lock in the storage, could not be taken (nothing
+ * sent; not the chain's refusal), "signer-unavailable" when the delegate's signer gave no signature
  * (nothing sent), "expired" when the request's `stillValid` said no under the wallet's lock (nothing signed or sent),
  * "chain-silent" when a read the factory call needed before signing failed (the delegate's nonce or fees: nothing
  * signed or sent), "rpc-error" when the chain did not answer otherwise (before the charge, or with the call's outcome
  * unknown), {@link FactoryCallBurned} when it was sent and mined and the attester still has no code.
  */
-export type WalletDeploymentOutcome = "deployed" | "refused" | "failed" | "rpc-error" | "chain-silent" | "signer-unavailable" | "expired" | FactoryCallBurned;
+export type WalletDeploymentOutcome =
+  | "deployed"
+  | "refused"
+  | "failed"
+  | "nonce-unavailable"
+  | "rpc-error"
+  | "chain-silent"
+  | "signer-unavailable"
+  | "expired"
+  | FactoryCallBurned;
 
 /** The factory call was mined (or reverted) without deploying the wallet: its gas is spent. */
 export type FactoryCallBurned = {

@@ -58,17 +58,25 @@ export type Delivery = {
   readonly syncPauseMs: number;
 };
 
-/** Sends raw bytes once by `eth_sendRawTransaction`. */
+/**
+ * Sends raw bytes once by `eth_sendRawTransaction`. Never retried by the JSON-RPC client (`retries: 0`): a lost answer
+ * is settled here, by asking about the hash; retried blindly, the retry's refusal ("nonce too low", the first bytes
+ * having landed) read as the node's first answer, "not broadcast", for a transaction that may be mined.
+ */
 export async function sendRaw(d: Delivery, raw: Hex, nonce: number): Promise<RawSend> {
   try {
-    await d.rpc.request("eth_sendRawTransaction", [raw]);
+    await d.rpc.request("eth_sendRawTransaction", [raw], { retries: 0 });
     return "accepted";
   } catch (error) {
     d.log("rpc_error", { op: "sendRawTransaction", nonce, error: describe(error) });
     // Only the node's own answer is a refusal; a failed exchange may have delivered the bytes.
     if (!(error instanceof NodeRpcError)) return "lost";
     // A node that already holds the bytes says so as an error; it has them all the same.
-    return ALREADY_KNOWN.test(error.message) ? "accepted" : "refused";
+    if (ALREADY_KNOWN.test(error.message)) return "accepted";
+    // An internal error (-32603) is not the node's verdict on the bytes (it may have taken them first), as for the sync
+    // send: settled as a lost answer, by the hash. Read as a refusal, its gas and record went back for a transaction that
+    // could still land.
+    return error.code === -32603 ? "lost" : "refused";
   }
 }
 
@@ -90,18 +98,21 @@ async function settleFailedSend(d: Delivery, tx: SignedTx, first: RawSend): Prom
   return state === "absent" ? await settleAbsent(d, tx, first) : "accepted";
 }
 
-/** The node does not know the hash after `first`: a refusal stands; after a lost answer the same bytes go once more. */
+/**
+ * The node does not know the hash after `first`: a refusal stands; after a lost answer the same bytes go once more, as
+ * when the sync send is still on its way ({@link settleStillInFlight}): the lost bytes may have landed (a load-balanced
+ * provider's other backend had not seen them), so a refusal of the resend ("nonce too low") proves nothing.
+ */
 async function settleAbsent(d: Delivery, tx: SignedTx, first: RawSend): Promise<Settled> {
   if (first === "refused") return "not-broadcast";
-  const again = await sendRaw(d, tx.raw, tx.nonce);
-  if (again === "accepted") return "accepted";
-  return again === "refused" ? "not-broadcast" : "unknown";
+  return await settleStillInFlight(d, tx);
 }
 
 /**
- * The node does not know the hash while the sync send is still on its way: the same bytes go plainly. A refusal
- * proves nothing here (the sync bytes may land after it, or have landed just before: "nonce too low"), so the hash
- * is asked again: held → accepted, else unknown, for the reconciler.
+ * The node does not know the hash while the first bytes may still arrive, or have arrived unseen (the sync send on
+ * its way, or a send whose answer was lost): the same bytes go plainly. A refusal proves nothing here (the first bytes
+ * may land after it, or have landed just before: "nonce too low"), so the hash is asked again: held or mined →
+ * accepted, else unknown, for the reconciler.
  */
 async function settleStillInFlight(d: Delivery, tx: SignedTx): Promise<Settled> {
   if ((await sendRaw(d, tx.raw, tx.nonce)) === "accepted") return "accepted";

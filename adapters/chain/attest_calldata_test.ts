@@ -9,6 +9,7 @@ import {
   MULTI_ATTEST_BY_DELEGATION_SELECTOR,
   multiAttestSignatures,
 } from "./attest_calldata.ts";
+import { attestCalldataBytes, batchCalldataBytes } from "../../domain/delegation/mod.ts";
 
 const hex = (bytes: number) => `0x${Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString("hex")}` as HexString;
 const random = (bits: number) => BigInt(hex(bits / 8));
@@ -81,4 +82,24 @@ test("a batch's calldata: consecutive calls of one schema, attester and deadline
   expect(groups.map((g) => g.data.length)).toEqual([2, 1, 1]);
   expect(multiAttestSignatures(data)).toEqual(calls.map((c) => `0x${c.signature.r.slice(2)}${c.signature.s.slice(2)}1c`));
   expect(multiAttestSignatures(encodeAttestByDelegation(calls[0]!))).toBeUndefined();
+});
+
+test("the call data's size the relays bound before any RPC (domain/delegation/_calldata_size.ts) is exactly the encoded bytes', single and batch", () => {
+  const call = (length: number, attester: HexString, deadline: bigint, schema: HexString): DelegatedAttestCall => ({
+    schema,
+    attester,
+    deadline,
+    data: { recipient: hex(20), expirationTime: 0n, revocable: true, refUID: hex(32), data: length === 0 ? "0x" : hex(length), value: 0n },
+    signature: { v: 27, r: hex(32), s: hex(32) },
+  });
+  const bytes = (data: string) => (data.length - 2) / 2;
+  const [a, b] = [hex(20), hex(20)];
+  const schema = hex(32);
+  for (const length of [0, 1, 31, 32, 33, 1_000]) {
+    const single = call(length, a, 5n, schema);
+    expect(attestCalldataBytes(single)).toBe(bytes(encodeAttestByDelegation(single)));
+  }
+  // Consecutive calls of one schema, attester and deadline share a request; any change starts another.
+  const batch = [call(3, a, 5n, schema), call(40, a, 5n, schema), call(0, a, 6n, schema), call(64, b, 6n, schema), call(100, b, 6n, hex(32)), call(7, a, 5n, schema)];
+  for (let n = 1; n <= batch.length; n++) expect(batchCalldataBytes(batch.slice(0, n))).toBe(bytes(encodeMultiAttestByDelegation(batch.slice(0, n))));
 });

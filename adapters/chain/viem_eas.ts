@@ -376,14 +376,14 @@ async function deployWallet(
     const gas = withHeadroom(estimate);
     if (!(await charge(gas))) return "refused";
     const outcome = await delegateSender.send({ to: deployment.factory, data: deployment.factoryCalldata, gas, stillValid });
-    // Nothing signed or sent (the signer gave no signature, or the request's deadline came within the margin while it
-    // waited for the wallet's lock, or the wallet's nonce or fees could not be read): the caller gives back what it charged.
-    if (!outcome.ok && (outcome.reason === "signer-unavailable" || outcome.reason === "expired")) return outcome.reason;
+    // Nothing sent (no signature, the deadline too close once the wallet's lock was held, its nonce, fees or shared nonce
+    // not taken, the node's refusal): said before the attester's code is read, whose failure made it "rpc-error".
+    if (!outcome.ok && (outcome.reason === "signer-unavailable" || outcome.reason === "expired" || outcome.reason === "nonce-unavailable")) return outcome.reason;
     if (!outcome.ok && outcome.reason === "rpc-error") return "chain-silent";
+    if (!outcome.ok && outcome.reason === "not-broadcast") return "failed";
     if (!outcome.ok && outcome.reason === "unknown-outcome") return "rpc-error";
     // Whatever the factory's own outcome, what counts is code at the attester's address now.
     if (await hasCode(client, attester)) return "deployed";
-    if (!outcome.ok && (outcome.reason === "not-broadcast" || outcome.reason === "nonce-unavailable")) return "failed";
     // Mined (or reverted) and no code: the gas is spent (issue 23), the caller records it.
     return { burned: true, txHash: outcome.txHash, blockNumber: outcome.blockNumber, gasUsed: outcome.gasUsed ?? null };
   } catch (error) {

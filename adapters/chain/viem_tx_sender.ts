@@ -11,6 +11,7 @@ import { type JsonRpc, quantity } from "./json_rpc.ts";
 import { privateKeyBytes, signEip1559 } from "./eip1559.ts";
 import { type Arrival, awaitReceipt, createBlockCadence, describe, type Log, receiptOutcome, type ReceiptLog, type SendOutcome } from "./_tx_receipts.ts";
 import { type Attempt, deliver, type Delivery, noLongerValid, nonceLockFailed, nonceUnread, nothingSent, sendRaw, signerDown } from "./_tx_delivery.ts";
+import { sendUnderSharedLock } from "./_tx_nonce_lock.ts";
 import { createFees, type Fees } from "./_tx_fees.ts";
 
 export { describe, type ReceiptLog, type SendOutcome } from "./_tx_receipts.ts";
@@ -116,11 +117,13 @@ export type TxSenderOptions = {
  *
  * A failed send is never taken at its word (decisions §15): the node is asked about the hash. Held or
  * mined → accepted, and the receipt is awaited as usual. Absent after the node refused it → provably not
- * broadcast. Absent after the answer was lost (timeout, reset, 5xx) → the same bytes are sent once more,
- * and that answer decides. The node unreachable → unknown; the caller keeps the submission open for the
- * reconciler. After anything but a plain success the next send re-reads the wallet's pending nonce. A failed read before
- * signing (the wallet's pending nonce, its fees) is `rpc-error`: nothing was signed or sent, and the caller answers it
- * as any other chain read that failed before a write (500 `RPC_ERROR`), never as the node's refusal.
+ * broadcast. Absent after the answer was lost (timeout, reset, 5xx; never retried by the JSON-RPC client) → the same
+ * bytes are sent once more: taken → accepted; else the hash is asked again, held or mined → accepted, else unknown (a
+ * refusal of the resend proves nothing: the lost bytes may have landed). The node unreachable → unknown; the caller
+ * keeps the submission open for the reconciler. After anything but a plain success the next send re-reads the
+ * wallet's pending nonce. A failed read before signing (the wallet's pending nonce, its fees) is `rpc-error`: nothing
+ * was signed or sent, and the caller answers it as any other chain read that failed before a write (500 `RPC_ERROR`),
+ * never as the node's refusal.
  *
  * Its JSON-RPC goes through the lean client of json_rpc.ts (issue 28): the fee, balance and nonce reads ride in the
  * batch of whatever else the request reads in the same turn.
@@ -271,7 +274,7 @@ async function sendRequest(state: SenderState, request: SendRequest): Promise<Se
     log("rpc_error", { op: "fees", error: describe(error) });
     return { ok: false, reason: "rpc-error" };
   }
-  const signAndSend = async (nonce: number): Promise<Attempt> => {
+  const signAndSend = async (nonce: number, lockLost: () => boolean = () => false): Promise<Attempt> => {
     // Under the lock, after whatever the request waited behind (a slow node's sends): a request that is no longer worth
     // sending (its signed deadline too close) leaves nothing signed, stored or sent, and its nonce to the next one.
     if (request.stillValid?.() === false) return noLongerValid;
@@ -287,6 +290,9 @@ async function sendRequest(state: SenderState, request: SendRequest): Promise<Se
     }, { purpose: request.purpose ?? "transaction" });
     // Not signed, so nothing stored or sent: the nonce stays the next one (decisions §27).
     if (!signed.ok) return signerDown;
+    // The instances' shared lock ended while the signer worked (a remote signer's seconds): another instance may take
+    // this nonce now, so nothing is stored or sent.
+    if (lockLost()) return nonceLockFailed;
     const { raw, txHash } = signed;
     const tx: SignedTx = { txHash, raw, wallet, nonce };
     try {
@@ -302,25 +308,8 @@ async function sendRequest(state: SenderState, request: SendRequest): Promise<Se
   const attempt = await state.exclusive(async (): Promise<Attempt> => {
     const shared = options.nonces;
     if (shared !== undefined) {
-      // Several instances: the next nonce is the larger of what they recorded and what the node has. The lock not taken
-      // (its storage failed) is `nonce-unavailable`, nothing sent: it was `not-broadcast`, answered as the node's refusal.
-      let outcome: Attempt = nonceLockFailed;
-      try {
-        return await shared.withLock(options.chainId, state.address, async (storedNext) => {
-          const pending = await state.pendingCount();
-          if (pending === undefined) {
-            outcome = nonceUnread;
-            return { used: undefined, value: nonceUnread };
-          }
-          const nonce = Math.max(storedNext, pending);
-          outcome = await signAndSend(nonce);
-          return { used: outcome.settled === "accepted" ? nonce : undefined, value: outcome };
-        });
-      } catch (error) {
-        // The database failed; if the transaction left, its outcome still stands (the node counts it).
-        log("nonce_lock_error", { error: error instanceof Error ? error.message : String(error) });
-        return outcome;
-      }
+      const { chainId } = options;
+      return await sendUnderSharedLock({ nonces: shared, chainId, address: state.address, log, pendingCount: state.pendingCount, signAndSend });
     }
     if (state.nextNonce === undefined) {
       const pending = await state.pendingCount();

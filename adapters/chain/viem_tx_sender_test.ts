@@ -7,7 +7,7 @@ import { describe, expect, test } from "bun:test";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { SignedTx } from "../../ports/eas.ts";
 import type { WalletNonces } from "../../ports/storage.ts";
-import { type CallOptions, type JsonRpc, NodeRpcError, RpcTransportError } from "./json_rpc.ts";
+import { type CallOptions, createJsonRpc, type JsonRpc, NodeRpcError, RpcTransportError } from "./json_rpc.ts";
 import { createTxSender, type SendSyncMode } from "./viem_tx_sender.ts";
 
 type Call = { readonly method: string; readonly params: readonly unknown[]; readonly options: CallOptions | undefined };
@@ -361,5 +361,194 @@ describe("createTxSender(): the shared nonce's lock failing", () => {
     };
     const s = createTxSender({ rpc: node.rpc, account: privateKeyToAccount(key), privateKey: key, chainId: 31337, nonces, sendSync: "off" });
     expect(await s.send({ to: "0x000000000000000000000000000000000000dEaD", data: "0x", gas: 21_000n })).toEqual({ ok: false, reason: "rpc-error" });
+  });
+});
+
+describe("createTxSender(): the shared nonce's lock lost while its send runs", () => {
+  /**
+   * A lock the storage ends (the backend terminated, its idle timeout, a failover) once `reached` settles: `withLock`
+   * rejects at once while the callback goes on, as Bun's `sql.begin` does.
+   */
+  function losingLock(reached: Promise<void>) {
+    const used: (number | undefined)[] = [];
+    const nonces: WalletNonces = {
+      withLock(_chainId, _address, send) {
+        void send(3).then((locked) => void used.push(locked.used), () => undefined);
+        return reached.then(() => Promise.reject(new Error("terminating connection due to administrator command")));
+      },
+    };
+    return { nonces, used };
+  }
+
+  test("lost while the signed bytes are on their way: the send's real outcome (never nonce-unavailable), sent once, and the wallet's local lock held until it ends", async () => {
+    const sendReached = held<void>();
+    const hold = held<unknown>();
+    const box = { signed: [] as SignedTx[] };
+    const node = fakeNode({
+      eth_sendRawTransaction: () => {
+        sendReached.release();
+        return hold.promise;
+      },
+      eth_getTransactionReceipt: (call) => receiptOf(String(call.params[0])),
+    });
+    const key = generatePrivateKey();
+    const events: string[] = [];
+    const lock = losingLock(sendReached.promise);
+    let lockCalls = 0;
+    const nonces: WalletNonces = {
+      withLock(chainId, address, send) {
+        return ++lockCalls === 1 ? lock.nonces.withLock(chainId, address, send) : send(4).then((locked) => locked.value);
+      },
+    };
+    const s = createTxSender({ rpc: node.rpc, account: privateKeyToAccount(key), privateKey: key, chainId: 31337, nonces, sendSync: "off", log: (event) => void events.push(event) });
+    const request = { to: "0x000000000000000000000000000000000000dEaD" as const, data: "0x" as const, gas: 21_000n, onSigned: async (tx: SignedTx) => void box.signed.push(tx) };
+    const first = s.send(request);
+    await sendReached.promise;
+    // The lock's rejection has reached the sender; a second send must still wait for the first's bytes.
+    const second = s.send(request);
+    await Bun.sleep(20);
+    expect(events).toContain("nonce_lock_error");
+    expect(box.signed).toHaveLength(1);
+    expect(lockCalls).toBe(1);
+    hold.release(box.signed[0]!.txHash);
+    expect(await first).toMatchObject({ ok: true, txHash: box.signed[0]!.txHash });
+    expect(await second).toMatchObject({ ok: true });
+    expect(node.calls.filter((c) => c.method === "eth_sendRawTransaction").map((c) => c.params[0])).toEqual(box.signed.map((tx) => tx.raw));
+    expect(box.signed.map((tx) => tx.nonce)).toEqual([7, 7]);
+    expect(lock.used).toEqual([7]);
+  });
+
+  test("lost while the pending nonce is read (before signing): nonce-unavailable, and nothing is ever signed or sent", async () => {
+    const countReached = held<void>();
+    const count = held<unknown>();
+    const node = fakeNode({
+      eth_getTransactionCount: () => {
+        countReached.release();
+        return count.promise;
+      },
+      eth_sendRawTransaction: (call) => call.params[0],
+    });
+    const key = generatePrivateKey();
+    const signed: SignedTx[] = [];
+    const lock = losingLock(countReached.promise);
+    const s = createTxSender({ rpc: node.rpc, account: privateKeyToAccount(key), privateKey: key, chainId: 31337, nonces: lock.nonces, sendSync: "off" });
+    const outcome = await s.send({ to: "0x000000000000000000000000000000000000dEaD", data: "0x", gas: 21_000n, onSigned: async (tx) => void signed.push(tx) });
+    expect(outcome).toEqual({ ok: false, reason: "nonce-unavailable" });
+    count.release("0x7");
+    await Bun.sleep(20);
+    expect(signed).toEqual([]);
+    expect(node.methods().filter((m) => m.startsWith("eth_send"))).toEqual([]);
+    expect(lock.used).toEqual([undefined]);
+  });
+
+  test("lost while the signer signs: nothing stored or sent (another instance may take the nonce now), nonce-unavailable", async () => {
+    const signReached = held<void>();
+    const signature = held<void>();
+    const key = generatePrivateKey();
+    const account = privateKeyToAccount(key);
+    const node = fakeNode({ eth_sendRawTransaction: (call) => call.params[0] });
+    const signed: SignedTx[] = [];
+    const lock = losingLock(signReached.promise);
+    const s = createTxSender({
+      rpc: node.rpc,
+      signer: {
+        address: account.address,
+        async signTransaction() {
+          signReached.release();
+          await signature.promise;
+          return { ok: true, raw: "0x02", txHash: `0x${"ab".repeat(32)}` };
+        },
+      } as never,
+      chainId: 31337,
+      nonces: lock.nonces,
+      sendSync: "off",
+    });
+    const pending = s.send({ to: "0x000000000000000000000000000000000000dEaD", data: "0x", gas: 21_000n, onSigned: async (tx) => void signed.push(tx) });
+    await signReached.promise;
+    await Bun.sleep(5);
+    signature.release();
+    expect(await pending).toEqual({ ok: false, reason: "nonce-unavailable" });
+    await Bun.sleep(20);
+    expect(signed).toEqual([]);
+    expect(node.methods().filter((m) => m.startsWith("eth_send"))).toEqual([]);
+  });
+});
+
+describe("createTxSender(): a lost first answer, then the same bytes refused", () => {
+  test("the resend refused (\"nonce too low\": the first bytes were mined) and the hash found on asking again: accepted, never not-broadcast", async () => {
+    // A load-balanced provider: the backend asked first had not seen the bytes the lost answer delivered.
+    let asked = 0;
+    const box = { signed: [] as SignedTx[] };
+    const node = fakeNode({
+      eth_sendRawTransaction: (call) => (node.calls.filter((c) => c.method === call.method).length === 1 ? new RpcTransportError("HTTP 502", 502) : new NodeRpcError(-32000, "nonce too low", undefined)),
+      eth_getTransactionByHash: () => (++asked === 1 ? null : { blockNumber: "0x10" }),
+      eth_getTransactionReceipt: () => receiptOf(box.signed[0]!.txHash),
+    });
+    const s = sender(node.rpc, { sendSync: "off" });
+    box.signed = s.signed;
+    expect(await s.send()).toMatchObject({ ok: true, txHash: s.signed[0]!.txHash });
+    expect(node.methods().slice(3)).toEqual(["eth_sendRawTransaction", "eth_getTransactionByHash", "eth_sendRawTransaction", "eth_getTransactionByHash", "eth_getTransactionReceipt"]);
+  });
+
+  test("the resend refused and the hash still unknown: unknown-outcome (the reconciler settles it), never not-broadcast", async () => {
+    let sends = 0;
+    const node = fakeNode({
+      eth_sendRawTransaction: () => (++sends === 1 ? new RpcTransportError("The node could not be reached") : new NodeRpcError(-32000, "nonce too low", undefined)),
+      eth_getTransactionByHash: () => null,
+    });
+    const s = sender(node.rpc, { sendSync: "off" });
+    expect(await s.send()).toEqual({ ok: false, reason: "unknown-outcome", txHash: s.signed[0]!.txHash });
+    expect(s.sent).toEqual([s.signed[0]!.txHash]);
+    expect(sends).toBe(2);
+  });
+
+  test("the plain send is never retried by the JSON-RPC client: a 502 is the sender's lost answer, not a refusal that looks first-hand", async () => {
+    // The client retried the lost exchange on its own; the retry's "nonce too low" (the first bytes had landed) then
+    // read as the node's first answer: not broadcast, everything given back, for a transaction that may be mined.
+    let sends = 0;
+    const fetchFn = (async (_url: unknown, init?: { body?: unknown }) => {
+      const body = JSON.parse(String(init?.body)) as { id: number; method: string } | { id: number; method: string }[];
+      const calls = Array.isArray(body) ? body : [body];
+      if (calls.some((c) => c.method === "eth_sendRawTransaction") && ++sends === 1) return new Response("bad gateway", { status: 502 });
+      const answer = (c: { id: number; method: string }) => {
+        switch (c.method) {
+          case "eth_gasPrice":
+            return { jsonrpc: "2.0", id: c.id, result: "0x3b9aca00" };
+          case "eth_maxPriorityFeePerGas":
+            return { jsonrpc: "2.0", id: c.id, result: "0x1" };
+          case "eth_getTransactionCount":
+            return { jsonrpc: "2.0", id: c.id, result: "0x7" };
+          case "eth_getTransactionByHash":
+            return { jsonrpc: "2.0", id: c.id, result: null };
+          default:
+            return { jsonrpc: "2.0", id: c.id, error: { code: -32000, message: "nonce too low" } };
+        }
+      };
+      return Response.json(Array.isArray(body) ? calls.map(answer) : answer(calls[0]!));
+    }) as unknown as typeof fetch;
+    const s = sender(createJsonRpc({ url: "http://node.invalid", fetchFn, retryDelayMs: 1 }), { sendSync: "off" });
+    expect(await s.send()).toEqual({ ok: false, reason: "unknown-outcome", txHash: s.signed[0]!.txHash });
+    // The first send, and the sender's own resend after asking about the hash; no third.
+    expect(sends).toBe(2);
+  });
+});
+
+describe("createTxSender(): the node's internal error (-32603) to a plain send", () => {
+  test("is settled as a lost answer, by the hash (held → accepted; unknown after the resend → unknown-outcome), never not-broadcast", async () => {
+    const box = { signed: [] as SignedTx[] };
+    const held = fakeNode({
+      eth_sendRawTransaction: () => new NodeRpcError(-32603, "internal error", undefined),
+      eth_getTransactionByHash: () => ({ blockNumber: null }),
+      eth_getTransactionReceipt: () => receiptOf(box.signed[0]!.txHash),
+    });
+    const first = sender(held.rpc, { sendSync: "off" });
+    box.signed = first.signed;
+    expect(await first.send()).toMatchObject({ ok: true, txHash: first.signed[0]!.txHash });
+    const unseen = fakeNode({
+      eth_sendRawTransaction: () => new NodeRpcError(-32603, "internal error", undefined),
+      eth_getTransactionByHash: () => null,
+    });
+    const second = sender(unseen.rpc, { sendSync: "off" });
+    expect(await second.send()).toEqual({ ok: false, reason: "unknown-outcome", txHash: second.signed[0]!.txHash });
   });
 });

@@ -7,6 +7,7 @@ import type { DelegatedAttestCall, Simulation } from "../../ports/eas.ts";
 import { fail, type Ok } from "../result.ts";
 import type { Claimed, DelegatedAttestDeps, DelegatedAttestFailure, DelegatedAttestSuccess } from "./_delegated_attest_types.ts";
 import { refusedForUs, refusedWithEarlier } from "./_refusals.ts";
+import { batchCalldataBytes, MAX_CALLDATA_BYTES } from "./_calldata_size.ts";
 
 /** One request of a batch that passed its checks, at its place in the batch. */
 export type BatchItem = { readonly index: number; readonly claimed: Claimed };
@@ -159,6 +160,27 @@ export async function halveTooLarge(run: BatchRun): Promise<void> {
   for (const item of later) {
     if (!run.sending.includes(item)) continue;
     await drop(run, item, fail("INVALID_INPUT", `The batch needs ${more}: this request was not sent; send it again in a smaller batch`));
+  }
+}
+
+/**
+ * A batch of more call data than a node takes in one transaction ({@link MAX_CALLDATA_BYTES}; decisions §23): it is cut,
+ * before any simulation or charge, to the longest run of its items that fits, the others given back unsent as
+ * {@link halveTooLarge} gives them back, each told to come again in a smaller batch. The bytes are known without the node, so the cut is exact where gas is halved a simulation at a time. One
+ * item alone too large is refused as the single route refuses it. Sent, the node refused the transaction after its reads
+ * and a signature, everything given back: data of zero bytes is cheap in gas, so a request could do it again and again.
+ */
+export async function fitCalldata(run: BatchRun): Promise<void> {
+  let fits = 0;
+  while (fits < run.sending.length && batchCalldataBytes(calls(run.sending.slice(0, fits + 1))) <= MAX_CALLDATA_BYTES) fits++;
+  const first = run.sending[0];
+  // From the last: each item cut gets this answer (forward, an attester's later items got ATTESTER_MISMATCH, "re-sign",
+  // though their nonces fit once sent again in order).
+  for (const item of run.sending.slice(fits).reverse()) {
+    const answer = item === first
+      ? `The attestation's call data is more than the ${MAX_CALLDATA_BYTES} bytes a node takes in one transaction; nothing was sent`
+      : `The batch's call data is more than the ${MAX_CALLDATA_BYTES} bytes a node takes in one transaction: this request was not sent; send it again in a smaller batch`;
+    await drop(run, item, fail("INVALID_INPUT", answer));
   }
 }
 

@@ -2,7 +2,7 @@
 import { keccak256 } from "viem/utils";
 import type { WalletDeployment } from "../../ports/eas.ts";
 import { fail } from "../result.ts";
-import { factoryCallFailedBefore } from "./_refusals.ts";
+import { factoryCallFailedBefore, nonceUnavailable } from "./_refusals.ts";
 import { signerUnavailable } from "./signer_unavailable.ts";
 import { deadlineHolds, type DelegatedAttestFailure, expiredWhileQueued, type Sending } from "./_delegated_attest_types.ts";
 
@@ -65,6 +65,14 @@ export async function deployCounterfactual(sending: Sending, target: WalletDeplo
     await deps.guard?.giveBackAttester?.(request.attester);
     return fail("RPC_ERROR", "The chain did not answer before the wallet's deployment was sent; nothing was sent");
   }
+  if (outcome === "nonce-unavailable") {
+    // The delegate wallet's shared nonce could not be taken (the storage failed): nothing sent, so the charge and the
+    // token go back, and the answer is the attestation's own send's (500 INTERNAL_ERROR, not kept under an
+    // Idempotency-Key). It was "the factory call did not deploy the attester", 500 SUBMISSION_FAILED kept 24 hours.
+    if (state.charged !== undefined) await deps.guard?.refund?.(state.charged, sending.chargedTo);
+    await deps.guard?.giveBackAttester?.(request.attester);
+    return nonceUnavailable();
+  }
   if (outcome === "refused") {
     // The guard's 429 (the budget or a share had no room): nothing was sent, so the attester's token goes back.
     if (state.refusal?.code === "RATE_LIMITED") await deps.guard?.giveBackAttester?.(request.attester);
@@ -77,9 +85,9 @@ export async function deployCounterfactual(sending: Sending, target: WalletDeplo
     return fail("RPC_ERROR", "The chain did not answer while deploying the wallet");
   }
   if (state.charged !== undefined) {
-    // Charged, then not sent (the node refused the factory call, or the wallet's shared nonce could not be taken): no
-    // gas was spent, so the charge and the token go back, as for the attestation's own refused send (_send_one.ts). A
-    // factory call that reverts in estimation is refused before the charge, and keeps its token.
+    // Charged, then not sent (the node refused the factory call): no gas was spent, so the charge and the token go
+    // back, as for the attestation's own refused send (_send_one.ts). A factory call that reverts in estimation is
+    // refused before the charge, and keeps its token.
     await deps.guard?.refund?.(state.charged, sending.chargedTo);
     await deps.guard?.giveBackAttester?.(request.attester);
   }

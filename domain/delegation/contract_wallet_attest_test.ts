@@ -9,6 +9,7 @@ import { createRateLimiter } from "../rate_limit.ts";
 import { buildAttestTypedData, ZERO_UID } from "./attest_typed_data.ts";
 import { type CallerTicket, createDelegatedAttest } from "./delegated_attest.ts";
 import { parseAttestSignature } from "./signature.ts";
+import { MAX_CALLDATA_BYTES } from "./_calldata_size.ts";
 import { encodeSchemaData } from "../schema_data.ts";
 import { findSchemaByName } from "../schemas.ts";
 
@@ -480,5 +481,57 @@ describe("a factory call the node refused (never broadcast) costs nothing (decis
     expect([...budget.windows.values()].every((gas) => gas === 0n)).toBe(true);
     const up = setup({ deployed: false, guard });
     expect((await up.attest(await walletBody(up, owner, wrap6492))).ok).toBe(true);
+  });
+});
+
+describe("a factory call whose delegate wallet's shared nonce could not be taken (the storage failed)", () => {
+  test("500 INTERNAL_ERROR as the attestation's own send answers it (never SUBMISSION_FAILED, kept 24 h): the gas, the record, the signature, the reservation and the attester's token given back; the same request then deploys", async () => {
+    const clock = fakeClock();
+    const budget = fakeGasBudget();
+    const factoryCalls = fakeFactoryCalls();
+    const attesterRate = createRateLimiter(clock, { capacity: 1, perMinute: 1 / 60 });
+    const guard = createRelayGuard({ enabled: true, relay: "private", attesterRate, gasBudget: budget, gasPerHour: 10_000_000n, typicalGas: 0n, clock });
+    const down = setup({ deployed: false, deployOutcome: "nonce-unavailable", factoryCalls, guard });
+    const events: string[] = [];
+    const ticket: CallerTicket = {
+      release: () => Promise.resolve(void events.push("release")),
+      onSigned: () => Promise.resolve(void events.push("signed")),
+      onSent: () => Promise.resolve(),
+      onMined: () => Promise.resolve(),
+    };
+    const result = await down.attest(await walletBody(down, owner, wrap6492), { admit: () => Promise.resolve(ticket) });
+    expect(result).toMatchObject({ ok: false, code: "INTERNAL_ERROR" });
+    expect(down.deployments).toEqual([150_000n]);
+    expect([...budget.windows.values()].every((gas) => gas === 0n)).toBe(true);
+    expect(factoryCalls.rows.size).toBe(0);
+    expect(down.replay.rows.size).toBe(0);
+    expect(events).toEqual(["release"]);
+    // The attester's one token of the hour went back: the same request goes through.
+    const up = setup({ deployed: false, factoryCalls, guard });
+    expect((await up.attest(await walletBody(up, owner, wrap6492))).ok).toBe(true);
+  });
+});
+
+describe("an ERC-6492 factory call of more bytes than a node takes in one transaction", () => {
+  // Not stored, so cheap: ~131 KiB of zero bytes fit the public relay's gas cap, and each try was 9 RPC calls and a
+  // signature (a billed KMS Sign) for a send the node refused (geth's and reth's 128 KiB), all given back.
+  const wrapWith = (calldata: HexString) => (signature: HexString) => serializeErc6492Signature({ address: FACTORY, data: calldata, signature });
+
+  test("is 400 INVALID_INPUT before any RPC, charge or signature; one of MAX_CALLDATA_BYTES is read", async () => {
+    const signature = await owner.signMessage({ message: "x" });
+    const atBound = `0xabcdef01${"00".repeat(MAX_CALLDATA_BYTES - 4)}` as HexString;
+    const over = `${atBound}00` as HexString;
+    expect(parseAttestSignature(wrapWith(atBound)(signature))).toMatchObject({ ok: true, value: { deployment: { factoryCalldata: atBound } } });
+    expect(parseAttestSignature(wrapWith(over)(signature))).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+
+    const budget = fakeGasBudget();
+    const guard = createRelayGuard({ enabled: true, gasBudget: budget, gasPerHour: 10_000_000n, typicalGas: 0n, clock: fakeClock() });
+    const env = setup({ deployed: false, guard });
+    const result = await env.attest(await walletBody(env, owner, wrapWith(over)));
+    expect(result).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+    expect(env.checks).toEqual([]);
+    expect(env.deployments).toEqual([]);
+    expect(budget.windows.size).toBe(0);
+    expect(env.replay.rows.size).toBe(0);
   });
 });

@@ -21,7 +21,7 @@ import type { BatchSubmission, DelegatedAttestCall, HexString } from "../../port
 import { fail, ok, type Ok } from "../result.ts";
 import { signerUnavailable } from "./signer_unavailable.ts";
 import { chainRefused, chainSilentBeforeSend, nonceUnavailable, refusedForUs, refusedWithEarlier } from "./_refusals.ts";
-import { type BatchItem as Item, type BatchRun as Run, calls, drop, giveBack, halveTooLarge, narrow, nodeFailed, oversizedItem, releaseItem } from "./_batch_narrowing.ts";
+import { type BatchItem as Item, type BatchRun as Run, calls, drop, fitCalldata, giveBack, halveTooLarge, narrow, nodeFailed, oversizedItem, releaseItem } from "./_batch_narrowing.ts";
 import type {
   BatchNonces,
   CallerTicket,
@@ -166,6 +166,8 @@ async function checkItems(ctx: BatchContext, bodies: readonly unknown[], caller:
  */
 async function simulateAndCharge(run: BatchRun): Promise<bigint | undefined> {
   const { deps, caller } = run;
+  // More bytes than a node takes: cut before any RPC (items only leave the batch from here on).
+  await fitCalldata(run);
   for (;;) {
     if (run.sending.length === 0) return undefined;
     let simulation = await run.simulateBatch(calls(run.sending));

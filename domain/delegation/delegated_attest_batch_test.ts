@@ -539,8 +539,9 @@ describe("createDelegatedAttest().batch(): a batch the node refused costs nothin
   }
 
   test("a batch transaction the node refused: every item 500 SUBMISSION_FAILED, each item's gas refunded once and its attester token given back once; the same batch then goes through", async () => {
-    // Each item's gas was kept (`keepGas`): the client's and the attester's shares, less than two such batches, refused
-    // the invited retry 429 for the rest of the hour, and the attester's two tokens of the hour were spent.
+    // Before, a batch the node refused kept each item's gas (giveBack's `keepGas`, since removed: every unsent item's gas
+    // goes back now): the client's and the attester's shares, less than two such batches, refused the invited retry 429
+    // for the rest of the hour, and the attester's two tokens of the hour were spent.
     const env = refusedEnv();
     env.delegate.submission = { ok: false, reason: "not-broadcast" };
     const { log, admit } = tickets();
@@ -616,5 +617,38 @@ describe("delegated attestation batches: an attester's later requests after one 
     // The attester's hour: one token spent by the first batch, none by this one (request 0's given back), two left.
     const again = await env.batch([bodies[0]!, bodies[3]!, await signed(env, { nonce: 3n, data: reviewData("0x04") })]);
     expect(codes(again.results)).toEqual(["ok", "ok", "RATE_LIMITED"]);
+  });
+});
+
+describe("a batch of more call data than a node takes in one transaction", () => {
+  test("is cut to the longest run of its items that fits MAX_CALLDATA_BYTES before any simulation or charge; the rest 400 INVALID_INPUT (send again in a smaller batch), their records and gas given back", async () => {
+    // Data of zero bytes is cheap to store: 50 items of 2.6 KiB fit the gas caps and passed 128 KiB, and the node
+    // refused the batch after its reads and a signature, everything given back: a refusal a request could make again.
+    const budget = fakeGasBudget();
+    const clock = fakeClock();
+    const guard = createRelayGuard({ enabled: true, gasBudget: budget, gasPerHour: 100_000_000n, typicalGas: 0n, clock });
+    const env = setup({ clock, guard });
+    const big = reviewData("x".repeat(45 * 1024));
+    const bodies = [];
+    for (let nonce = 0n; nonce < 4n; nonce++) bodies.push(await signed(env, { nonce, data: big }));
+    const { log, admit } = tickets();
+    const outcome = await env.batch(bodies, { admit, clientKey: "192.0.2.1" });
+    expect(codes(outcome.results)).toEqual(["ok", "ok", "INVALID_INPUT", "INVALID_INPUT"]);
+    expect(outcome.results[2]).toMatchObject({ message: expect.stringContaining("smaller batch") });
+    expect(env.delegate.batches).toHaveLength(1);
+    expect(env.delegate.batches[0]).toHaveLength(2);
+    // The oversized batch was never simulated: every simulation saw at most the two items sent.
+    expect(env.delegate.batchSimulations).toBe(1);
+    expect(env.replay.rows.size).toBe(2);
+    expect(log.filter((entry) => entry.startsWith("release")).sort()).toEqual(["release 2", "release 3"]);
+  });
+
+  test("one item alone over the bound is refused as the single route refuses it", async () => {
+    const env = setup();
+    const outcome = await env.batch([await signed(env, { data: reviewData("x".repeat(121 * 1024)) })]);
+    expect(codes(outcome.results)).toEqual(["INVALID_INPUT"]);
+    expect(env.delegate.batches).toHaveLength(0);
+    expect(env.delegate.batchSimulations).toBe(0);
+    expect(env.replay.rows.size).toBe(0);
   });
 });

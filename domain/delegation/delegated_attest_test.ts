@@ -984,3 +984,14 @@ describe("createDelegatedAttest(): a send the node refused costs nothing (decisi
     expect(await env.attest(body, { clientKey: "192.0.2.1" })).toMatchObject({ ok: true });
   });
 });
+
+describe("createDelegatedAttest(): an attestation of more call data than a node takes in one transaction", () => {
+  test("400 INVALID_INPUT before any charge or signature, the signature given back; one just under the bound is sent", async () => {
+    const env = setup();
+    const result = await env.attest(await signedBody(env, { data: reviewData("x".repeat(121 * 1024)) }));
+    expect(result).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+    expect(env.delegate.sent).toHaveLength(0);
+    expect(env.replay.rows.size).toBe(0);
+    expect((await env.attest(await signedBody(env, { data: reviewData("x".repeat(110 * 1024)) }))).ok).toBe(true);
+  });
+});

@@ -25,6 +25,7 @@ export { createReadNonce, type ReadNonce } from "./nonce.ts";
 export { createPrivateRelay, type PrivateRelay, REFERENCED_AUTHORITY } from "./private_relay.ts";
 export { createRelayGuard, GAS_WINDOW_MS } from "./relay_guard.ts";
 export { normalizeSignature } from "./signature.ts";
+export { attestCalldataBytes, batchCalldataBytes, MAX_CALLDATA_BYTES } from "./_calldata_size.ts";
 export * from "./submission_reconciler.ts";
 export {
   type BatchRefusal,

@@ -401,3 +401,19 @@ describe("createControllerWitness() with did:jwk controllers (decisions §25)", 
     expect(codeOf(await s.witness({ subjectDid: SUBJECT, controllerDid: other }, signedIn))).toBe("EVIDENCE_NOT_FOUND");
   });
 });
+
+describe("createControllerWitness(): the witness wallet's shared nonce", () => {
+  test("the witness wallet's shared nonce not taken (several instances, the storage failed): 500 INTERNAL_ERROR, nothing sent, the write given back; the same request then goes through", async () => {
+    // It was 500 SUBMISSION_FAILED ("the chain refused the witness transaction"), which the chain had not been asked.
+    const s = setup();
+    s.writer.submission = { ok: false, reason: "nonce-unavailable" };
+    const result = (await s.witness(body, signedIn)).result;
+    expect(result).toMatchObject({ ok: false, code: "INTERNAL_ERROR" });
+    expect(result.ok ? "" : result.message).toContain("nothing was written or charged");
+    expect(s.writer.sent).toHaveLength(0);
+    expect(await s.ledger.usage(account.id, 2026)).toEqual({ used: 0, reserved: 0 });
+    s.writer.submission = undefined;
+    expect((await s.witness(body, signedIn)).result.ok).toBe(true);
+    expect(await s.ledger.usage(account.id, 2026)).toEqual({ used: 1, reserved: 0 });
+  });
+});

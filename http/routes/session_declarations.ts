@@ -136,6 +136,12 @@ export const LOGOUT_DOCS: readonly RouteDoc[] = [
   },
 ];
 
+/** The witness's 500 answers, on its route and its paid alias. */
+const WITNESS_500 =
+  "SCHEMA_NOT_DEPLOYED, SERVER_ERROR (no witness wallet, or the transaction reverted), SUBMISSION_FAILED (refused by the chain; not charged), RPC_ERROR (the chain did not answer before anything was sent), INTERNAL_ERROR (with several instances, the witness wallet's shared nonce could not be taken: nothing written or charged, not kept under an Idempotency-Key)";
+/** The witness's 503 answers, on its route and its paid alias. */
+const WITNESS_503 = "OUTCOME_UNKNOWN (details: the transaction hash; the write stays reserved until settled), SUBMISSION_FAILED (the witness wallet cannot pay; nothing reserved)";
+
 /** The controller witness (decisions §8): route declarations, gathered by http/route_docs.ts. */
 export const WITNESS_DOCS: readonly RouteDoc[] = [
   {
@@ -159,8 +165,8 @@ export const WITNESS_DOCS: readonly RouteDoc[] = [
       422: err("EVIDENCE_NOT_FOUND: the message lists each source checked and its status (and why, for a source read and unusable for good: a did.json that is not JSON or not the subject's document, too large, a redirect)"),
       429: err("RATE_LIMITED (per user or per subject domain; Retry-After header)"),
       502: err("NETWORK_ERROR: no source confirmed the controller and one (DNS, did.json) could not be read now (SERVFAIL, a timeout, a refused connection, an HTTP status other than 200 and 404, an address the policy refuses); nothing written or charged, not kept under an Idempotency-Key. FACILITATOR_UNAVAILABLE: the x402 facilitator could not verify the payment; nothing written or charged"),
-      500: err("SCHEMA_NOT_DEPLOYED, SERVER_ERROR (no witness wallet, or the transaction reverted), SUBMISSION_FAILED (refused by the chain; not charged), RPC_ERROR (the chain did not answer before anything was sent)"),
-      503: err("OUTCOME_UNKNOWN (details: the transaction hash; the write stays reserved until settled), SUBMISSION_FAILED (the witness wallet cannot pay; nothing reserved)"),
+      500: err(WITNESS_500),
+      503: err(WITNESS_503),
     },
   },
 ];
@@ -185,7 +191,9 @@ export const PAID_WITNESS_DOCS: readonly RouteDoc[] = [
       413: TOO_LARGE,
       415: NOT_JSON,
       422: err("EVIDENCE_NOT_FOUND"),
+      500: err(WITNESS_500),
       502: err("NETWORK_ERROR (the endpoint evidence could not be read now; not settled), FACILITATOR_UNAVAILABLE: nothing written or charged"),
+      503: err(WITNESS_503),
     },
   },
 ];
