@@ -7,37 +7,19 @@
  * requests were verified against the chain's nonce without the first, refused 400 ATTESTER_MISMATCH (NONCE_AHEAD) and
  * kept their tokens, so the retry was [ok, 429, 429], and under a key the mislabelled batch was replayed for 24 hours.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { startStack, type Stack } from "./harness.ts";
-import { inFrontOf, isSend, type RpcCall, startRpcProxy } from "./support/rpc_proxy.ts";
+import { isSend, type RpcCall } from "./support/rpc_proxy.ts";
+import { proxiedRelay } from "./support/proxied_relay.ts";
 import { signedReviewBody } from "./support/review_signer.ts";
 
 /** The attester's hourly allowance on the public relay: one batch's worth, so that a token kept shows. */
 const ATTESTER_PER_HOUR = 3;
 /** `getNonce(address)` of EAS: the attester's nonce read. */
 const GET_NONCE = "0x2d0335ab";
-const proxy = startRpcProxy("");
-let stack: Stack;
-beforeAll(async () => {
-  // The node's answer to a sync send decides, never its speed (docs/testing.md).
-  stack = await startStack({ rpcUrlFor: inFrontOf(proxy), sendSyncGraceMs: 120_000, env: { PUBLIC_RELAY_ATTESTER_RATE_PER_HOUR: String(ATTESTER_PER_HOUR) } });
-});
-afterAll(async () => {
-  await stack?.stop();
-  await proxy.stop();
-});
-
-const target = () => ({ chainId: stack.devnet.chainId, easAddress: stack.service.easAddress, schemaUids: stack.devnet.schemaUids });
+const { proxy, stack, target, isDelegateBalance, post } = proxiedRelay(ATTESTER_PER_HOUR);
 const review = (n: number) => ({ subject: `did:web:pre-send-${n}.test`, version: "1", ratingValue: 4, reviewBody: `pre-send ${n}`, screenshotUrls: [], proofs: [] });
-const isDelegateBalance = (call: RpcCall) =>
-  call.method === "eth_getBalance" && String(call.params[0]).toLowerCase() === privateKeyToAccount(stack.devnet.keys.delegate).address.toLowerCase();
 const HEADER_NOT_FOUND = { code: -32000, message: "header not found" };
-
-async function post(path: string, body: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(`${stack.baseUrl}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
-  return { status: res.status, replayed: res.headers.get("idempotent-replayed"), body: await res.json() as Record<string, any> };
-}
 
 /** Each result of a batch as `ok` (its uid) or `<status> <code>`. */
 const outcomes = (body: Record<string, any>) => body.results.map((r: Record<string, unknown>) => (typeof r.uid === "string" ? "ok" : `${r.status} ${r.code}`));
@@ -52,7 +34,7 @@ async function attesterBatch(count: number, seed: number) {
 
 /** Posts the batch with `arm` set on the proxy, then disarms it. */
 async function postFaulted(arm: () => void, body: unknown, headers: Record<string, string> = {}) {
-  stack.rpc.reset();
+  stack().rpc.reset();
   arm();
   try {
     return await post("/v1/delegated-attest/batch", body, headers);
@@ -66,7 +48,7 @@ describe("a batch of one attester that fails before anything is sent", () => {
   test("the delegate's balance read fails: every request 500 RPC_ERROR, every token given back, the same batch then sent", async () => {
     const { requests } = await attesterBatch(ATTESTER_PER_HOUR, 0);
     const down = await postFaulted(() => (proxy.onCall = (call) => (isDelegateBalance(call) ? HEADER_NOT_FOUND : undefined)), { requests });
-    expect(stack.rpc.methods().filter(isSend)).toEqual([]);
+    expect(stack().rpc.methods().filter(isSend)).toEqual([]);
     expect(outcomes(down.body)).toEqual(["500 RPC_ERROR", "500 RPC_ERROR", "500 RPC_ERROR"]);
     expect(down.body.results.map((r: Record<string, unknown>) => r.details ?? null)).toEqual([null, null, null]);
     expect(outcomes((await post("/v1/delegated-attest/batch", { requests })).body)).toEqual(["ok", "ok", "ok"]);
@@ -75,7 +57,7 @@ describe("a batch of one attester that fails before anything is sent", () => {
   test("the delegate wallet cannot pay: every request 503 SUBMISSION_FAILED, every token given back, the same batch then sent", async () => {
     const { requests } = await attesterBatch(ATTESTER_PER_HOUR, 100);
     const down = await postFaulted(() => (proxy.onAnswer = (call, answer) => (isDelegateBalance(call) ? { ...answer, result: "0x0" } : answer)), { requests });
-    expect(stack.rpc.methods().filter(isSend)).toEqual([]);
+    expect(stack().rpc.methods().filter(isSend)).toEqual([]);
     expect(outcomes(down.body)).toEqual(["503 SUBMISSION_FAILED", "503 SUBMISSION_FAILED", "503 SUBMISSION_FAILED"]);
     expect(outcomes((await post("/v1/delegated-attest/batch", { requests })).body)).toEqual(["ok", "ok", "ok"]);
   }, 60_000);
@@ -91,7 +73,7 @@ describe("a batch of one attester that fails before anything is sent", () => {
     const down = await postFaulted(() => (proxy.onCall = failsOnce), { requests });
     // The fault fired (once: the later requests read no nonce now, answered as the first).
     expect(left).toBeLessThanOrEqual(0);
-    expect(stack.rpc.methods().filter(isSend)).toEqual([]);
+    expect(stack().rpc.methods().filter(isSend)).toEqual([]);
     expect(outcomes(down.body)).toEqual(["500 RPC_ERROR", "500 RPC_ERROR", "500 RPC_ERROR"]);
     expect(outcomes((await post("/v1/delegated-attest/batch", { requests })).body)).toEqual(["ok", "ok", "ok"]);
   }, 60_000);

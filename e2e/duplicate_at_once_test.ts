@@ -9,34 +9,16 @@
  * running) is not kept under its Idempotency-Key: the first try may give the signature back (here its simulation gets
  * no answer, 500 RPC_ERROR), and the retry under that key then runs; it replayed "being processed" for 24 hours.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { startStack, type Stack } from "./harness.ts";
-import { inFrontOf, type RpcCall, startRpcProxy } from "./support/rpc_proxy.ts";
+import { describe, expect, test } from "bun:test";
+import { generatePrivateKey } from "viem/accounts";
+import { type RpcCall } from "./support/rpc_proxy.ts";
+import { proxiedRelay } from "./support/proxied_relay.ts";
 import { signedReviewBody } from "./support/review_signer.ts";
 
 /** The attester's hourly allowance on the public relay: small, so that a token kept shows. */
 const ATTESTER_PER_HOUR = 3;
-const proxy = startRpcProxy("");
-let stack: Stack;
-beforeAll(async () => {
-  // The node's answer to a sync send decides, never its speed (docs/testing.md).
-  stack = await startStack({ rpcUrlFor: inFrontOf(proxy), sendSyncGraceMs: 120_000, env: { PUBLIC_RELAY_ATTESTER_RATE_PER_HOUR: String(ATTESTER_PER_HOUR) } });
-});
-afterAll(async () => {
-  await stack?.stop();
-  await proxy.stop();
-});
-
-const target = () => ({ chainId: stack.devnet.chainId, easAddress: stack.service.easAddress, schemaUids: stack.devnet.schemaUids });
+const { proxy, target, isDelegateBalance, post } = proxiedRelay(ATTESTER_PER_HOUR);
 const review = (n: number) => ({ subject: `did:web:at-once-${n}.test`, version: "1", ratingValue: 4, reviewBody: `at once ${n}`, screenshotUrls: [], proofs: [] });
-const isDelegateBalance = (call: RpcCall) =>
-  call.method === "eth_getBalance" && String(call.params[0]).toLowerCase() === privateKeyToAccount(stack.devnet.keys.delegate).address.toLowerCase();
-
-async function post(path: string, body: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(`${stack.baseUrl}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
-  return { status: res.status, replayed: res.headers.get("idempotent-replayed"), body: await res.json() as Record<string, any> };
-}
 
 /**
  * Holds the service's exchanges that read the delegate's balance (each request's, after its replay lookup and the

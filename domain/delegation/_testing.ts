@@ -2,7 +2,7 @@
 import type { Clock } from "../../ports/clock.ts";
 import { fakeGasBudget } from "../../ports/fakes/mod.ts";
 import { createRateLimiter } from "../rate_limit.ts";
-import { createRelayGuard, type RefusalReason } from "./relay_guard.ts";
+import { createRelayGuard, type RefusalReason, type RelayGuard } from "./relay_guard.ts";
 
 /** What a test changes of {@link testRelayGuard}'s guard; each absent field keeps its default. */
 export type TestRelayGuardOptions = {
@@ -38,4 +38,30 @@ export function testRelayGuard(clock: Clock, options: TestRelayGuardOptions = {}
     onRefusal: options.onRefusal,
   });
   return { guard, budget };
+}
+
+/** `guard` counting the gas refunds and the attester tokens it is given back, and what they are. */
+export function countingGuard(guard: RelayGuard) {
+  const given = { refunds: [] as bigint[], tokens: 0 };
+  const counted: RelayGuard = {
+    ...guard,
+    refund: async (gas, caller) => {
+      given.refunds.push(gas);
+      await guard.refund!(gas, caller);
+    },
+    giveBackAttester: async (attester) => {
+      given.tokens++;
+      await guard.giveBackAttester!(attester);
+    },
+  };
+  return { guard: counted, given };
+}
+
+/** The hour's gas spent on `clock`'s hour, and the shares of client 192.0.2.1 and `attester`. */
+export function spentOf(budget: ReturnType<typeof fakeGasBudget>, clock: Clock, attester: string) {
+  const window = clock.nowMs() - (clock.nowMs() % 3_600_000);
+  return async () => ({
+    hour: await budget.used(window),
+    shares: (await budget.usage(window, ["client:192.0.2.1", `attester:${attester.toLowerCase()}`])).byKey,
+  });
 }

@@ -6,7 +6,7 @@ import { type CallerTicket, createDelegatedAttest, type DelegatedAttestDeps } fr
 import { createRateLimiter } from "../rate_limit.ts";
 import { fail } from "../result.ts";
 import { createRelayGuard } from "./relay_guard.ts";
-import { testRelayGuard } from "./_testing.ts";
+import { countingGuard, spentOf, testRelayGuard } from "./_testing.ts";
 import { encodeSchemaData } from "../schema_data.ts";
 import { findSchemaByName } from "../schemas.ts";
 
@@ -517,24 +517,9 @@ describe("createDelegatedAttest().batch(): a batch the node refused costs nothin
   function refusedEnv() {
     const clock = fakeClock();
     const { guard, budget } = testRelayGuard(clock, { attesterPerHour: 2, clientGasPerHour: 400_000n, attesterGasPerHour: 400_000n, typicalGas: 100_000n });
-    const given = { refunds: [] as bigint[], tokens: 0 };
-    const counted = {
-      ...guard,
-      refund: async (gas: bigint, caller?: { readonly clientKey: string; readonly attester: string }) => {
-        given.refunds.push(gas);
-        await guard.refund!(gas, caller);
-      },
-      giveBackAttester: async (attester: string) => {
-        given.tokens++;
-        await guard.giveBackAttester!(attester);
-      },
-    };
+    const { guard: counted, given } = countingGuard(guard);
     const env = setup({ clock, guard: counted });
-    const window = clock.nowMs() - (clock.nowMs() % 3_600_000);
-    const spent = async () => ({
-      hour: await budget.used(window),
-      shares: (await budget.usage(window, ["client:192.0.2.1", `attester:${alice.address.toLowerCase()}`])).byKey,
-    });
+    const spent = spentOf(budget, clock, alice.address);
     return { ...env, given, spent };
   }
 

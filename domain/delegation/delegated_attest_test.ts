@@ -4,7 +4,7 @@ import { fakeClock, fakeDelegate, fakeEasReader, fakeReplayStore } from "../../p
 import { buildAttestTypedData, ZERO_UID } from "./attest_typed_data.ts";
 import { fail } from "../result.ts";
 import { createDelegatedAttest, type DelegatedAttestDeps, NONCE_AHEAD, NONCE_MOVED } from "./delegated_attest.ts";
-import { testRelayGuard } from "./_testing.ts";
+import { countingGuard, spentOf, testRelayGuard } from "./_testing.ts";
 import { encodeSchemaData } from "../schema_data.ts";
 import { findSchemaByName } from "../schemas.ts";
 
@@ -927,24 +927,9 @@ describe("createDelegatedAttest(): a send the node refused costs nothing (decisi
   function refusedEnv() {
     const clock = fakeClock();
     const { guard, budget } = testRelayGuard(clock, { attesterPerHour: 1, clientGasPerHour: 300_000n, attesterGasPerHour: 300_000n, typicalGas: 200_000n });
-    const given = { refunds: [] as bigint[], tokens: 0 };
-    const counted = {
-      ...guard,
-      refund: async (gas: bigint, caller?: { readonly clientKey: string; readonly attester: string }) => {
-        given.refunds.push(gas);
-        await guard.refund!(gas, caller);
-      },
-      giveBackAttester: async (attester: string) => {
-        given.tokens++;
-        await guard.giveBackAttester!(attester);
-      },
-    };
+    const { guard: counted, given } = countingGuard(guard);
     const env = setup({ clock, guard: counted });
-    const window = clock.nowMs() - (clock.nowMs() % 3_600_000);
-    const spent = async () => ({
-      hour: await budget.used(window),
-      shares: (await budget.usage(window, ["client:192.0.2.1", `attester:${account.address.toLowerCase()}`])).byKey,
-    });
+    const spent = spentOf(budget, clock, account.address);
     return { ...env, given, spent };
   }
 
