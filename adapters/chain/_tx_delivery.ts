@@ -69,15 +69,26 @@ export async function sendRaw(d: Delivery, raw: Hex, nonce: number): Promise<Raw
     return "accepted";
   } catch (error) {
     d.log("rpc_error", { op: "sendRawTransaction", nonce, error: describe(error) });
-    // Only the node's own answer is a refusal; a failed exchange may have delivered the bytes.
+    // Only the node's own answer is a refusal; a failed exchange (an HTTP 429 too: RpcTransportError) may have
+    // delivered the bytes.
     if (!(error instanceof NodeRpcError)) return "lost";
-    // A node that already holds the bytes says so as an error; it has them all the same.
-    if (ALREADY_KNOWN.test(error.message)) return "accepted";
-    // An internal error (-32603) is not the node's verdict on the bytes (it may have taken them first), as for the sync
-    // send: settled as a lost answer, by the hash. Read as a refusal, its gas and record went back for a transaction that
-    // could still land.
-    return error.code === -32603 ? "lost" : "refused";
+    return rawSendAnswer(error.code, error.message);
   }
+}
+
+/**
+ * JSON-RPC error codes to a send that are no verdict on the bytes: an internal error (-32603; the node may have taken
+ * them first, as for the sync send) and a provider's rate limit (-32005 "limit exceeded", 429: the call was not run).
+ * Settled as a lost answer, by the hash. Read as a refusal, the gas and record went back for a transaction that could
+ * still land, or (a rate limit, once the client no longer retried it) a send the node never ran was "not broadcast".
+ */
+const NO_VERDICT_CODES = new Set([-32603, -32005, 429]);
+
+/** What a node's JSON-RPC error to `eth_sendRawTransaction` says of the bytes (the witness's own rebroadcast's too). */
+export function rawSendAnswer(code: number, message: string): RawSend {
+  // A node that already holds the bytes says so as an error; it has them all the same.
+  if (ALREADY_KNOWN.test(message)) return "accepted";
+  return NO_VERDICT_CODES.has(code) ? "lost" : "refused";
 }
 
 /** Whether the node has mined, holds, or does not know the hash; undefined when it cannot be asked. */

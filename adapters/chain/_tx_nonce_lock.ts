@@ -28,7 +28,8 @@ export type SharedLockSend = {
  * here, so the caller's own lock on the wallet is held until it ends and no send of this process takes the same nonce
  * meanwhile. Not begun, it never signs (`lost`): `nonce-unavailable`, nothing sent. It was `nonce-unavailable` for a
  * send still under way. A send that left without its lock leaves the instances' row behind the node (its update rolled
- * back with the lock); the next holder takes the larger of the row and the node's pending count, which counts it.
+ * back with the lock); the next holder takes the larger of the row and the node's pending count, which counts it once the node asked has
+ * seen it (a lagging backend of a load-balanced provider may not have: the same nonce signed twice, one refused).
  */
 export async function sendUnderSharedLock(run: SharedLockSend): Promise<Attempt> {
   let lost = false;

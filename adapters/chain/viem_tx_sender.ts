@@ -302,6 +302,10 @@ async function sendRequest(state: SenderState, request: SendRequest): Promise<Se
       log("store_error", { op: "onSigned", error: error instanceof Error ? error.message : String(error) });
       return nothingSent;
     }
+    // Asked again once the record is stored (a database write, slow in the same failover that ends the lock): lost
+    // meanwhile, another instance may hold this nonce, so the bytes never leave; the caller gives the signed record back
+    // (nonce-unavailable). It was asked only before the write, and the bytes could leave without the lock.
+    if (lockLost()) return nonceLockFailed;
     return await deliver(delivery, tx);
   };
 

@@ -552,3 +552,58 @@ describe("createTxSender(): the node's internal error (-32603) to a plain send",
     expect(await second.send()).toEqual({ ok: false, reason: "unknown-outcome", txHash: second.signed[0]!.txHash });
   });
 });
+
+describe("createTxSender(): the shared nonce's lock lost while the signed transaction is stored", () => {
+  test("nonce-unavailable and the bytes never sent (another instance may hold the nonce now): the lock was asked only before the write", async () => {
+    const storing = held<void>();
+    const stored = held<void>();
+    const node = fakeNode({ eth_sendRawTransaction: (call) => call.params[0], eth_getTransactionReceipt: (call) => receiptOf(String(call.params[0])) });
+    const key = generatePrivateKey();
+    const signed: SignedTx[] = [];
+    const nonces: WalletNonces = {
+      withLock(_chainId, _address, send) {
+        void send(3).catch(() => undefined);
+        return storing.promise.then(() => Promise.reject(new Error("terminating connection due to administrator command")));
+      },
+    };
+    const s = createTxSender({ rpc: node.rpc, account: privateKeyToAccount(key), privateKey: key, chainId: 31337, nonces, sendSync: "off" });
+    const outcome = s.send({
+      to: "0x000000000000000000000000000000000000dEaD",
+      data: "0x",
+      gas: 21_000n,
+      onSigned: async (tx) => {
+        signed.push(tx);
+        // The lock ends while the record is written.
+        storing.release();
+        await stored.promise;
+      },
+    });
+    await storing.promise;
+    await Bun.sleep(5);
+    stored.release();
+    expect(await outcome).toEqual({ ok: false, reason: "nonce-unavailable" });
+    expect(signed).toHaveLength(1);
+    expect(node.methods().filter((m) => m.startsWith("eth_send"))).toEqual([]);
+  });
+});
+
+describe("createTxSender(): a provider's rate limit answering a plain send", () => {
+  test("-32005 \"limit exceeded\", JSON-RPC 429 or HTTP 429 is settled as a lost answer, by the hash (held → accepted; unknown → unknown-outcome), never not-broadcast", async () => {
+    // Sent once (the client no longer retries the send), a rate limit read as the node's refusal: 500 SUBMISSION_FAILED
+    // and everything given back, though the node gave no verdict on the bytes.
+    for (const limit of [() => new NodeRpcError(-32005, "limit exceeded", undefined), () => new NodeRpcError(429, "Too Many Requests", undefined), () => new RpcTransportError("HTTP 429", 429)]) {
+      const box = { signed: [] as SignedTx[] };
+      const holding = fakeNode({
+        eth_sendRawTransaction: limit,
+        eth_getTransactionByHash: () => ({ blockNumber: null }),
+        eth_getTransactionReceipt: () => receiptOf(box.signed[0]!.txHash),
+      });
+      const first = sender(holding.rpc, { sendSync: "off" });
+      box.signed = first.signed;
+      expect(await first.send()).toMatchObject({ ok: true, txHash: first.signed[0]!.txHash });
+      const unseen = fakeNode({ eth_sendRawTransaction: limit, eth_getTransactionByHash: () => null });
+      const second = sender(unseen.rpc, { sendSync: "off" });
+      expect(await second.send()).toEqual({ ok: false, reason: "unknown-outcome", txHash: second.signed[0]!.txHash });
+    }
+  });
+});

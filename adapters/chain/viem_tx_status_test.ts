@@ -4,7 +4,7 @@
  * mined, never "replaced"; only one in no block (or unknown) whose nonce was passed is.
  */
 import { describe, expect, test } from "bun:test";
-import type { PublicClient } from "viem";
+import { type PublicClient, RpcRequestError } from "viem";
 import type { HexString, SignedTx } from "../../ports/eas.ts";
 import { createViemTxStatusReader } from "./viem_witness.ts";
 
@@ -51,5 +51,27 @@ describe("createViemTxStatusReader() with receipts that lag", () => {
   test("the nonce still free: pending when held, not-found when unknown", async () => {
     expect(await fakeNode({ eth_getTransactionReceipt: [null], eth_getTransactionByHash: [inPool], eth_getTransactionCount: ["0x4"] }).reader.status(HASH, known)).toEqual({ status: "pending" });
     expect(await fakeNode({ eth_getTransactionReceipt: [null], eth_getTransactionByHash: [null], eth_getTransactionCount: ["0x4"] }).reader.status(HASH, known)).toEqual({ status: "not-found" });
+  });
+});
+
+describe("createViemTxStatusReader(): rebroadcast by a wallet no sender holds", () => {
+  /** A node whose `eth_sendRawTransaction` fails with the JSON-RPC error `code`, as viem's client throws it. */
+  function refusing(code: number, message: string) {
+    const client = {
+      request({ method }: { method: string }) {
+        if (method !== "eth_sendRawTransaction") throw new Error(`unexpected ${method}`);
+        return Promise.reject(new RpcRequestError({ body: { method }, error: { code, message }, url: "http://node.invalid" }));
+      },
+    };
+    return createViemTxStatusReader({ client: client as unknown as PublicClient, easAddress: WALLET });
+  }
+
+  test("the node's internal error (-32603) or a rate limit (-32005, 429) is rpc-error, as the sender's own send reads it; a refusal stays refused", async () => {
+    // -32603 was "refused", so the reconciler released a record whose bytes could still land.
+    expect(await refusing(-32603, "internal error").rebroadcast!(known)).toBe("rpc-error");
+    expect(await refusing(-32005, "limit exceeded").rebroadcast!(known)).toBe("rpc-error");
+    expect(await refusing(429, "Too Many Requests").rebroadcast!(known)).toBe("rpc-error");
+    expect(await refusing(-32000, "already known").rebroadcast!(known)).toBe("accepted");
+    expect(await refusing(-32000, "nonce too low").rebroadcast!(known)).toBe("refused");
   });
 });

@@ -7,6 +7,7 @@ import { TYPICAL_ATTEST_GAS } from "./viem_eas.ts";
 import { classifySimulationError } from "./_simulation_errors.ts";
 import { multiAttestSignatures } from "./attest_calldata.ts";
 import { attestedUid, attestedUids, describe, type ReceiptLog, submitAttestation, type TxSender } from "./viem_tx_sender.ts";
+import { rawSendAnswer } from "./_tx_delivery.ts";
 
 type Log = (event: string, fields: Record<string, unknown>) => void;
 
@@ -121,7 +122,12 @@ export function createViemTxStatusReader(options: {
         return "accepted";
       } catch (error) {
         log("rpc_error", { op: "sendRawTransaction", error: describe(error) });
-        return error instanceof BaseError && error.walk((e) => e instanceof RpcRequestError) ? "refused" : "rpc-error";
+        // The node's own answer, read as the sender's sendRaw reads it: an internal error or a rate limit is no verdict
+        // on the bytes (it was "refused", so the reconciler released a record whose bytes could still land).
+        const answer = error instanceof BaseError ? error.walk((e) => e instanceof RpcRequestError) : undefined;
+        if (!(answer instanceof RpcRequestError)) return "rpc-error";
+        const sent = rawSendAnswer(answer.code, answer.details);
+        return sent === "lost" ? "rpc-error" : sent;
       }
     },
   };

@@ -164,22 +164,28 @@ export async function halveTooLarge(run: BatchRun): Promise<void> {
 }
 
 /**
- * A batch of more call data than a node takes in one transaction ({@link MAX_CALLDATA_BYTES}; decisions §23): it is cut,
- * before any simulation or charge, to the longest run of its items that fits, the others given back unsent as
- * {@link halveTooLarge} gives them back, each told to come again in a smaller batch. The bytes are known without the node, so the cut is exact where gas is halved a simulation at a time. One
- * item alone too large is refused as the single route refuses it. Sent, the node refused the transaction after its reads
- * and a signature, everything given back: data of zero bytes is cheap in gas, so a request could do it again and again.
+ * A batch of more call data than a node takes in one transaction ({@link MAX_CALLDATA_BYTES}; decisions §23): before any
+ * simulation or charge, each item too large to be sent even alone in a batch is refused as the single route refuses it
+ * (with its attester's later items, whose nonces no longer fit), then what is left is cut to the longest run of its
+ * items that fits, the others given back unsent as {@link halveTooLarge} gives them back, each told to come again in a
+ * smaller batch. The bytes are known without the node, so the cut is exact where gas is halved a simulation at a time.
+ * Sent, the node refused the transaction after its reads and a signature, everything given back: data of zero bytes is
+ * cheap in gas, so a request could do it again and again. The run was cut at the first item too large on its own, so
+ * the items after it (other attesters' too) were told to come again in a smaller batch, and one in the middle was told
+ * so as well, though no batch could carry it (found in review).
  */
 export async function fitCalldata(run: BatchRun): Promise<void> {
+  // From the last: an attester's later item too large gets its own answer, not the earlier one's ATTESTER_MISMATCH.
+  for (const item of [...run.sending].reverse()) {
+    if (!run.sending.includes(item) || batchCalldataBytes([item.claimed.call]) <= MAX_CALLDATA_BYTES) continue;
+    await drop(run, item, fail("INVALID_INPUT", `The attestation's call data is more than the ${MAX_CALLDATA_BYTES} bytes a node takes in one transaction; nothing was sent`));
+  }
   let fits = 0;
   while (fits < run.sending.length && batchCalldataBytes(calls(run.sending.slice(0, fits + 1))) <= MAX_CALLDATA_BYTES) fits++;
-  const first = run.sending[0];
   // From the last: each item cut gets this answer (forward, an attester's later items got ATTESTER_MISMATCH, "re-sign",
   // though their nonces fit once sent again in order).
   for (const item of run.sending.slice(fits).reverse()) {
-    const answer = item === first
-      ? `The attestation's call data is more than the ${MAX_CALLDATA_BYTES} bytes a node takes in one transaction; nothing was sent`
-      : `The batch's call data is more than the ${MAX_CALLDATA_BYTES} bytes a node takes in one transaction: this request was not sent; send it again in a smaller batch`;
+    const answer = `The batch's call data is more than the ${MAX_CALLDATA_BYTES} bytes a node takes in one transaction: this request was not sent; send it again in a smaller batch`;
     await drop(run, item, fail("INVALID_INPUT", answer));
   }
 }

@@ -4,7 +4,6 @@ import { fail, type Ok, ok } from "../result.ts";
 import { signerUnavailable } from "./signer_unavailable.ts";
 import { cannotPay, chainRefused, chainSilentBeforeSend, nonceUnavailable } from "./_refusals.ts";
 import { deployCounterfactual } from "./_deploy_wallet.ts";
-import { attestCalldataBytes, MAX_CALLDATA_BYTES } from "./_calldata_size.ts";
 import {
   type Claimed,
   deadlineHolds,
@@ -33,12 +32,6 @@ async function submitClaimed(sending: Sending, caller: DelegatedAttestCaller): P
   const { deps, claimed } = sending;
   const { call, key, ticket, simulatedAhead } = claimed;
   const deployment = claimed.deploy;
-  if (attestCalldataBytes(call) > MAX_CALLDATA_BYTES) {
-    // A node would refuse the transaction (its size), after the charge and a signature, everything given back: refused
-    // here, before either (and before a wallet's factory call), as a request that needs too much gas is.
-    await deps.replay.release(deps.eas.chainId, key);
-    return fail("INVALID_INPUT", `The attestation's call data is more than the ${MAX_CALLDATA_BYTES} bytes a node takes in one transaction; nothing was sent`);
-  }
   if (deployment !== undefined) {
     const refused = await deployCounterfactual(sending, deployment);
     if (refused !== undefined) {
@@ -137,7 +130,8 @@ async function settleSubmission(sending: Sending, submission: Submission, gas: b
     // was kept: a free account's share stayed spent, and the retry this answer invites was 429 for the hour. The
     // token goes back as well: a node refuses a signed transaction for the service's reasons (nonce, fees, balance, a
     // full pool). The one a request could cause, more bytes than the node takes (128 KiB), is refused before the charge
-    // (MAX_CALLDATA_BYTES: the attestation's call data above, a wallet's factory call in signature.ts).
+    // (MAX_CALLDATA_BYTES: the attestation's call data in delegated_attest.ts's checks, a wallet's factory call in
+    // signature.ts).
     await giveBackUnsent(sending, gas);
     return chainRefused();
   }

@@ -4,6 +4,7 @@ import { type DelegatedRequest, delegatedRequestOf } from "./delegated_request.t
 import { fail, type Ok } from "../result.ts";
 import { attestBatch, type DelegatedAttestBatch } from "./delegated_attest_batch.ts";
 import { type AttestSignature, parseAttestSignature } from "./signature.ts";
+import { attestCalldataBytes, MAX_CALLDATA_BYTES } from "./_calldata_size.ts";
 import { type DigestCrypto, recoverSigner, sameAddress, toCall, verifyAgainstNonce, viemRecoverAddress } from "./_verify_signature.ts";
 import { sendOne } from "./_send_one.ts";
 import { cannotPay, duplicate, factoryCallFailedBefore, walletRefused } from "./_refusals.ts";
@@ -162,6 +163,11 @@ async function checkBeforeGuard(
   if (!parsedSignature.ok) return parsedSignature;
   // The replay key and what EAS is given are the 65 normalized bytes, whatever wrapping they came in.
   const signature = parsedSignature.value;
+  // A node would refuse the transaction for its size after the reads, a charge and a signature, everything given back
+  // (a request could do it again and again): the size depends on the data alone, so it is refused here, no token taken.
+  if (attestCalldataBytes(toCall(request, signature.normalized)) > MAX_CALLDATA_BYTES) {
+    return fail("INVALID_INPUT", `The attestation's call data is more than the ${MAX_CALLDATA_BYTES} bytes a node takes in one transaction; nothing was sent`);
+  }
   // Not a step of decisions §6: EAS would revert with Irrevocable in simulation; refusing it here spares the
   // RPC calls. Placed after the §6 checks that precede the replay lookup, so their precedence is unchanged.
   if (schema.revocable !== undefined && schema.revocable !== request.revocable) {

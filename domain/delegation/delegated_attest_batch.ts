@@ -166,7 +166,7 @@ async function checkItems(ctx: BatchContext, bodies: readonly unknown[], caller:
  */
 async function simulateAndCharge(run: BatchRun): Promise<bigint | undefined> {
   const { deps, caller } = run;
-  // More bytes than a node takes: cut before any RPC (items only leave the batch from here on).
+  // More bytes than a node takes: cut before any simulation or charge (items only leave the batch from here on).
   await fitCalldata(run);
   for (;;) {
     if (run.sending.length === 0) return undefined;

@@ -9,6 +9,8 @@ import { createRelayGuard } from "./relay_guard.ts";
 import { countingGuard, spentOf, testRelayGuard } from "./_testing.ts";
 import { encodeSchemaData } from "../schema_data.ts";
 import { findSchemaByName } from "../schemas.ts";
+import type { DelegatedAttestCall } from "../../ports/eas.ts";
+import { attestCalldataBytes, batchCalldataBytes, MAX_CALLDATA_BYTES } from "./_calldata_size.ts";
 
 /** A user review's data as every reader decodes it (the relays refuse data that does not decode under its schema). */
 const reviewData = (body = "0x1234") =>
@@ -635,5 +637,28 @@ describe("a batch of more call data than a node takes in one transaction", () =>
     expect(env.delegate.batches).toHaveLength(0);
     expect(env.delegate.batchSimulations).toBe(0);
     expect(env.replay.rows.size).toBe(0);
+  });
+});
+
+describe("a batch one item of which is too large to be sent even alone", () => {
+  test("that item is refused as the single route refuses it, its attester's later items with it; the others are sent (the cut stopped at it: every later item was told to come again in a smaller batch, it too)", async () => {
+    const env = setup();
+    // Within the single route's bound, over a batch's (a batch of one carries its request's head and arrays too).
+    const huge = reviewData("x".repeat(119 * 1024));
+    const hugeCall = { schema: SCHEMA, attester: alice.address, deadline: 1n, data: { data: huge } } as unknown as DelegatedAttestCall;
+    expect([attestCalldataBytes(hugeCall) <= MAX_CALLDATA_BYTES, batchCalldataBytes([hugeCall]) > MAX_CALLDATA_BYTES]).toEqual([true, true]);
+    const bodies = [
+      await signed(env, { signer: bob }),
+      await signed(env, { data: huge }),
+      await signed(env, { signer: carol }),
+      await signed(env, { nonce: 1n }),
+    ];
+    const outcome = await env.batch(bodies);
+    expect(codes(outcome.results)).toEqual(["ok", "INVALID_INPUT", "ok", "ATTESTER_MISMATCH"]);
+    expect(outcome.results[1]).toMatchObject({ message: expect.stringContaining("nothing was sent") });
+    expect(outcome.results[1]).not.toMatchObject({ message: expect.stringContaining("smaller batch") });
+    expect(env.delegate.batches).toHaveLength(1);
+    expect(env.delegate.batches[0]!.map((call) => call.attester.toLowerCase())).toEqual([bob.address.toLowerCase(), carol.address.toLowerCase()]);
+    expect(env.replay.rows.size).toBe(2);
   });
 });

@@ -980,3 +980,19 @@ describe("createDelegatedAttest(): an attestation of more call data than a node 
     expect((await env.attest(await signedBody(env, { data: reviewData("x".repeat(110 * 1024)) }))).ok).toBe(true);
   });
 });
+
+describe("createDelegatedAttest(): an attestation of more call data than a node takes, refused by its checks", () => {
+  test("400 INVALID_INPUT with no RPC at all and no token taken (it was refused after the attester's nonce, the balance and the simulation were read and the attester's token taken)", async () => {
+    const clock = fakeClock();
+    const { guard } = testRelayGuard(clock, { attesterPerHour: 1 });
+    const env = setup({ clock, guard });
+    let balanceReads = 0;
+    const checkFunds = env.delegate.checkFunds;
+    env.delegate.checkFunds = () => (balanceReads++, checkFunds());
+    const result = await env.attest(await signedBody(env, { data: reviewData("x".repeat(121 * 1024)) }));
+    expect(result).toMatchObject({ ok: false, code: "INVALID_INPUT", message: expect.stringContaining("call data") });
+    expect([env.eas.calls, balanceReads, env.delegate.simulations, env.delegate.sent.length, env.replay.rows.size]).toEqual([0, 0, 0, 0, 0]);
+    // The attester's one write of the hour is still there.
+    expect(await env.attest(await signedBody(env))).toMatchObject({ ok: true });
+  });
+});
