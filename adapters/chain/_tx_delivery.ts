@@ -4,7 +4,7 @@
  */
 import type { Hex } from "viem";
 import type { SignedTx } from "../../ports/eas.ts";
-import { type JsonRpc, NodeRpcError } from "./json_rpc.ts";
+import { type JsonRpc, NodeRpcError, RETRY_CODES } from "./json_rpc.ts";
 import { ALREADY_KNOWN, type BlockCadence, describe, isReceiptOf, type Log, type RawReceipt, SYNC_UNSUPPORTED } from "./_tx_receipts.ts";
 
 /** What one `eth_sendRawTransaction` did: the node took it, the node answered with a refusal, or no answer came. */
@@ -77,12 +77,13 @@ export async function sendRaw(d: Delivery, raw: Hex, nonce: number): Promise<Raw
 }
 
 /**
- * JSON-RPC error codes to a send that are no verdict on the bytes: an internal error (-32603; the node may have taken
- * them first, as for the sync send) and a provider's rate limit (-32005 "limit exceeded", 429: the call was not run).
- * Settled as a lost answer, by the hash. Read as a refusal, the gas and record went back for a transaction that could
- * still land, or (a rate limit, once the client no longer retried it) a send the node never ran was "not broadcast".
+ * JSON-RPC error codes to a send that are no verdict on the bytes: the ones viem's transport retries (json_rpc.ts
+ * RETRY_CODES), an internal error (-32603; the node may have taken them first, as for the sync send), an unknown error
+ * (-1) and a provider's rate limit (-32005 "limit exceeded", -32007, 429: the call was not run). Settled as a lost
+ * answer, by the hash. Read as a refusal, the gas and record went back for a transaction that could still land, or (a
+ * rate limit, once the client no longer retried it) a send the node never ran was "not broadcast".
  */
-const NO_VERDICT_CODES = new Set([-32603, -32005, 429]);
+const NO_VERDICT_CODES = RETRY_CODES;
 
 /** What a node's JSON-RPC error to `eth_sendRawTransaction` says of the bytes (the witness's own rebroadcast's too). */
 export function rawSendAnswer(code: number, message: string): RawSend {

@@ -88,7 +88,12 @@ type Pending = {
 type Answer = { readonly id?: unknown; readonly result?: unknown; readonly error?: { code?: unknown; message?: unknown; data?: unknown } | null };
 
 const RETRY_STATUSES = new Set([403, 408, 413, 429, 500, 502, 503, 504]);
-const RETRY_CODES = new Set([-1, 429, -32005, -32007, -32603]);
+/**
+ * JSON-RPC error codes viem's transport retries: an unknown error (-1), an internal error (-32603), a provider's rate
+ * limit (-32005 "limit exceeded", -32007, 429). The call may have run (-32603) or was not run: no verdict on a send's
+ * bytes either (rawSendAnswer in _tx_delivery.ts reads them so, from this one set).
+ */
+export const RETRY_CODES: ReadonlySet<number> = new Set([-1, 429, -32005, -32007, -32603]);
 
 /** Whether viem's transport would retry after this failure. */
 export function retryable(error: unknown): boolean {

@@ -606,4 +606,13 @@ describe("createTxSender(): a provider's rate limit answering a plain send", () 
       expect(await second.send()).toEqual({ ok: false, reason: "unknown-outcome", txHash: second.signed[0]!.txHash });
     }
   });
+
+  test("-32007 (a rate limit) and -1 (unknown), retried by viem like -32005, are a lost answer too, never not-broadcast", async () => {
+    // They were missing from the codes read as no verdict: "refused", so not-broadcast and everything given back.
+    for (const code of [-32007, -1]) {
+      const unseen = fakeNode({ eth_sendRawTransaction: () => new NodeRpcError(code, "request limit reached", undefined), eth_getTransactionByHash: () => null });
+      const s = sender(unseen.rpc, { sendSync: "off" });
+      expect(await s.send()).toEqual({ ok: false, reason: "unknown-outcome", txHash: s.signed[0]!.txHash });
+    }
+  });
 });

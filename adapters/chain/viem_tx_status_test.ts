@@ -4,7 +4,7 @@
  * mined, never "replaced"; only one in no block (or unknown) whose nonce was passed is.
  */
 import { describe, expect, test } from "bun:test";
-import { type PublicClient, RpcRequestError } from "viem";
+import { createPublicClient, http, type PublicClient, RpcRequestError } from "viem";
 import type { HexString, SignedTx } from "../../ports/eas.ts";
 import { createViemTxStatusReader } from "./viem_witness.ts";
 
@@ -73,5 +73,41 @@ describe("createViemTxStatusReader(): rebroadcast by a wallet no sender holds", 
     expect(await refusing(429, "Too Many Requests").rebroadcast!(known)).toBe("rpc-error");
     expect(await refusing(-32000, "already known").rebroadcast!(known)).toBe("accepted");
     expect(await refusing(-32000, "nonce too low").rebroadcast!(known)).toBe("refused");
+  });
+});
+
+describe("createViemTxStatusReader(): rebroadcast through viem's client, as built in viem_eas.ts", () => {
+  /** A node answering each `eth_sendRawTransaction` from `replies` (HTTP status, JSON-RPC error), counting the sends. */
+  function node(replies: { status: number; code: number; message: string }[]) {
+    const sends: number[] = [];
+    const fetchFn = (async (_url: unknown, init?: RequestInit) => {
+      const body = JSON.parse(String(init?.body)) as { id: number; method: string };
+      if (body.method !== "eth_sendRawTransaction") throw new Error(`unexpected ${body.method}`);
+      const reply = replies[Math.min(sends.length, replies.length - 1)]!;
+      sends.push(reply.code);
+      const answer = { jsonrpc: "2.0", id: body.id, error: { code: reply.code, message: reply.message } };
+      return new Response(JSON.stringify(answer), { status: reply.status, headers: { "content-type": "application/json" } });
+    }) as typeof fetch;
+    const client = createPublicClient({ transport: http("http://node.invalid", { fetchFn, retryCount: 1, retryDelay: 1 }) }) as PublicClient;
+    return { sends, reader: createViemTxStatusReader({ client, easAddress: WALLET }) };
+  }
+
+  test("sent once: an internal error then \"nonce too low\" reads the first answer (rpc-error), not the retry's (refused)", async () => {
+    const { sends, reader } = node([
+      { status: 200, code: -32603, message: "internal error" },
+      { status: 200, code: -32000, message: "nonce too low" },
+    ]);
+    expect(await reader.rebroadcast!(known)).toBe("rpc-error");
+    expect(sends).toEqual([-32603]);
+  });
+
+  test("a JSON-RPC error in a non-2xx HTTP reply (429, 503) is a failed exchange (rpc-error), as json_rpc.ts reads it", async () => {
+    for (const status of [429, 503]) {
+      const { sends, reader } = node([{ status, code: -32000, message: "nonce too low" }]);
+      expect(await reader.rebroadcast!(known)).toBe("rpc-error");
+      expect(sends).toHaveLength(1);
+    }
+    // The same answer in a 200 reply is the node's refusal.
+    expect(await node([{ status: 200, code: -32000, message: "nonce too low" }]).reader.rebroadcast!(known)).toBe("refused");
   });
 });

@@ -118,14 +118,17 @@ export function createViemTxStatusReader(options: {
       const sender = options.senderOf?.(tx.wallet);
       if (sender !== undefined) return await sender.rebroadcast(tx);
       try {
-        await client.request({ method: "eth_sendRawTransaction", params: [tx.raw] });
+        // Sent once: a retry's answer is not the first send's (a -32603 then "nonce too low" read "refused").
+        await client.request({ method: "eth_sendRawTransaction", params: [tx.raw] }, { retryCount: 0 });
         return "accepted";
       } catch (error) {
         log("rpc_error", { op: "sendRawTransaction", error: describe(error) });
         // The node's own answer, read as the sender's sendRaw reads it: an internal error or a rate limit is no verdict
-        // on the bytes (it was "refused", so the reconciler released a record whose bytes could still land).
+        // on the bytes (it was "refused", so the reconciler released a record whose bytes could still land), and a
+        // JSON-RPC error in a non-2xx HTTP reply is a failed exchange, as json_rpc.ts reads every non-2xx.
         const answer = error instanceof BaseError ? error.walk((e) => e instanceof RpcRequestError) : undefined;
         if (!(answer instanceof RpcRequestError)) return "rpc-error";
+        if (answer.status !== undefined && (answer.status < 200 || answer.status > 299)) return "rpc-error";
         const sent = rawSendAnswer(answer.code, answer.details);
         return sent === "lost" ? "rpc-error" : sent;
       }

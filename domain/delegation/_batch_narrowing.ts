@@ -63,16 +63,23 @@ export async function releaseItem(run: BatchRun, item: Item, options: { readonly
  * Refuses `item` (nothing sent for it) and the later items of its attester, whose nonces no longer fit; `options` as
  * {@link giveBack}'s, for each of them. Refused for the service's sake (`notSentByUs`, the guard's 429), the later
  * items get the same answer: it was 400 `ATTESTER_MISMATCH` ("re-sign"), though the same batch sent again fits, and a
- * batch so answered was kept under its `Idempotency-Key`.
+ * batch so answered was kept under its `Idempotency-Key`. `later`, when given, answers each later item instead.
  */
-export async function drop(run: BatchRun, item: Item, answer: DelegatedAttestFailure, options: { readonly notSentByUs?: boolean } = {}) {
+export async function drop(
+  run: BatchRun,
+  item: Item,
+  answer: DelegatedAttestFailure,
+  options: { readonly notSentByUs?: boolean; readonly later?: ((other: Item) => DelegatedAttestFailure) | undefined } = {},
+) {
   const attester = item.claimed.request.attester.toLowerCase();
   const after = run.sending.filter((other) => other.index > item.index && other.claimed.request.attester.toLowerCase() === attester);
   run.sending = run.sending.filter((other) => other !== item && !after.includes(other));
   await giveBack(run, item, answer, options);
   for (const other of after) {
     // Refused for the service's sake, the later ones are answered as it is: their nonces are fine once it is sent.
-    const refusal = options.notSentByUs === true && refusedForUs(answer)
+    const refusal = options.later !== undefined
+      ? options.later(other)
+      : options.notSentByUs === true && refusedForUs(answer)
       ? refusedWithEarlier(item.index, answer)
       : fail(
         "ATTESTER_MISMATCH",
@@ -165,20 +172,30 @@ export async function halveTooLarge(run: BatchRun): Promise<void> {
 
 /**
  * A batch of more call data than a node takes in one transaction ({@link MAX_CALLDATA_BYTES}; decisions §23): before any
- * simulation or charge, each item too large to be sent even alone in a batch is refused as the single route refuses it
- * (with its attester's later items, whose nonces no longer fit), then what is left is cut to the longest run of its
- * items that fits, the others given back unsent as {@link halveTooLarge} gives them back, each told to come again in a
- * smaller batch. The bytes are known without the node, so the cut is exact where gas is halved a simulation at a time.
+ * simulation or charge, each item too large to be sent even alone in a batch (a batch of one carries more bytes than
+ * the single call; larger still, the single route's own check refused it before) is refused 400 `INVALID_INPUT` and
+ * told to send it alone, on the single route, which takes it; its attester's later items, whose nonces no longer fit
+ * without it, 400 `INVALID_INPUT` too, told to send it alone first and then them (their signatures stay good: it was
+ * the single route's "more than a node takes", which no route could carry, and the later items' `ATTESTER_MISMATCH`
+ * "re-sign", which a client such as docs/client.md's does, found in review). Then what is left is cut to the longest
+ * run of its items that fits, the others given back unsent as {@link halveTooLarge} gives them back, each told to come
+ * again in a smaller batch. The bytes are known without the node, so the cut is exact where gas is halved a simulation at a time.
  * Sent, the node refused the transaction after its reads and a signature, everything given back: data of zero bytes is
  * cheap in gas, so a request could do it again and again. The run was cut at the first item too large on its own, so
  * the items after it (other attesters' too) were told to come again in a smaller batch, and one in the middle was told
  * so as well, though no batch could carry it (found in review).
  */
 export async function fitCalldata(run: BatchRun): Promise<void> {
-  // From the last: an attester's later item too large gets its own answer, not the earlier one's ATTESTER_MISMATCH.
+  // From the last: an attester's later item too large gets its own answer, not the earlier one's.
   for (const item of [...run.sending].reverse()) {
     if (!run.sending.includes(item) || batchCalldataBytes([item.claimed.call]) <= MAX_CALLDATA_BYTES) continue;
-    await drop(run, item, fail("INVALID_INPUT", `The attestation's call data is more than the ${MAX_CALLDATA_BYTES} bytes a node takes in one transaction; nothing was sent`));
+    const alone = "The attestation's call data is too large to be sent in a batch, even alone; nothing was sent: send it alone, on the single route (the same path without /batch)";
+    const later = (other: Item) =>
+      fail(
+        "INVALID_INPUT",
+        `An earlier request of this attester in the batch (request ${item.index}) is too large to be sent in a batch, so this one's nonce (${other.claimed.nonce}) no longer fits in it; nothing was sent: send request ${item.index} alone first, then this one`,
+      );
+    await drop(run, item, fail("INVALID_INPUT", alone), { later });
   }
   let fits = 0;
   while (fits < run.sending.length && batchCalldataBytes(calls(run.sending.slice(0, fits + 1))) <= MAX_CALLDATA_BYTES) fits++;

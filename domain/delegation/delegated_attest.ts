@@ -163,11 +163,6 @@ async function checkBeforeGuard(
   if (!parsedSignature.ok) return parsedSignature;
   // The replay key and what EAS is given are the 65 normalized bytes, whatever wrapping they came in.
   const signature = parsedSignature.value;
-  // A node would refuse the transaction for its size after the reads, a charge and a signature, everything given back
-  // (a request could do it again and again): the size depends on the data alone, so it is refused here, no token taken.
-  if (attestCalldataBytes(toCall(request, signature.normalized)) > MAX_CALLDATA_BYTES) {
-    return fail("INVALID_INPUT", `The attestation's call data is more than the ${MAX_CALLDATA_BYTES} bytes a node takes in one transaction; nothing was sent`);
-  }
   // Not a step of decisions §6: EAS would revert with Irrevocable in simulation; refusing it here spares the
   // RPC calls. Placed after the §6 checks that precede the replay lookup, so their precedence is unchanged.
   if (schema.revocable !== undefined && schema.revocable !== request.revocable) {
@@ -187,6 +182,12 @@ async function checkBeforeGuard(
   // chain's uid, and claimed on this chain as their own record.
   const known = await findOnChain(deps, signature.normalized.hex);
   if (known !== undefined) return duplicate(known);
+  // A node would refuse the transaction for its size after the reads, a charge and a signature, everything given back
+  // (a request could do it again and again): the size depends on the data alone, so it is refused here, before any RPC
+  // or token. After the replay lookup (decisions §6): a signature on record answers 409 with its outcome, not 400.
+  if (attestCalldataBytes(toCall(request, signature.normalized)) > MAX_CALLDATA_BYTES) {
+    return fail("INVALID_INPUT", `The attestation's call data is more than the ${MAX_CALLDATA_BYTES} bytes a node takes in one transaction; nothing was sent`);
+  }
   // Too close to be mined before it passes: refused before any RPC rather than sent to revert at the delegate's cost.
   // After the replay lookup: a signature on record answers with its outcome to the end (a resend told to sign again
   // would have written the review twice).

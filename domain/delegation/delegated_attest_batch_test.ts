@@ -641,7 +641,7 @@ describe("a batch of more call data than a node takes in one transaction", () =>
 });
 
 describe("a batch one item of which is too large to be sent even alone", () => {
-  test("that item is refused as the single route refuses it, its attester's later items with it; the others are sent (the cut stopped at it: every later item was told to come again in a smaller batch, it too)", async () => {
+  test("that item is told to send it alone (the single route takes it), its attester's later items to send it first, not to re-sign; the others are sent (the cut stopped at it: every later item was told to come again in a smaller batch, it too)", async () => {
     const env = setup();
     // Within the single route's bound, over a batch's (a batch of one carries its request's head and arrays too).
     const huge = reviewData("x".repeat(119 * 1024));
@@ -654,9 +654,12 @@ describe("a batch one item of which is too large to be sent even alone", () => {
       await signed(env, { nonce: 1n }),
     ];
     const outcome = await env.batch(bodies);
-    expect(codes(outcome.results)).toEqual(["ok", "INVALID_INPUT", "ok", "ATTESTER_MISMATCH"]);
-    expect(outcome.results[1]).toMatchObject({ message: expect.stringContaining("nothing was sent") });
+    // It was told the single route's "more than a node takes" (the single route takes it), the later item ATTESTER_MISMATCH, "re-sign".
+    expect(codes(outcome.results)).toEqual(["ok", "INVALID_INPUT", "ok", "INVALID_INPUT"]);
+    expect(outcome.results[1]).toMatchObject({ message: expect.stringContaining("too large to be sent in a batch, even alone; nothing was sent: send it alone, on the single route") });
     expect(outcome.results[1]).not.toMatchObject({ message: expect.stringContaining("smaller batch") });
+    expect(outcome.results[3]).toMatchObject({ message: expect.stringContaining("send request 1 alone first, then this one") });
+    expect(outcome.results[3]).not.toMatchObject({ message: expect.stringContaining("re-sign") });
     expect(env.delegate.batches).toHaveLength(1);
     expect(env.delegate.batches[0]!.map((call) => call.attester.toLowerCase())).toEqual([bob.address.toLowerCase(), carol.address.toLowerCase()]);
     expect(env.replay.rows.size).toBe(2);

@@ -995,4 +995,18 @@ describe("createDelegatedAttest(): an attestation of more call data than a node 
     // The attester's one write of the hour is still there.
     expect(await env.attest(await signedBody(env))).toMatchObject({ ok: true });
   });
+
+  test("after the replay lookup (decisions §6): a signature on record whose data is over the bound answers 409 DUPLICATE with its uid, not 400", async () => {
+    // Recorded and mined before the bound (or by another instance): a resend was told 400 INVALID_INPUT, not its outcome.
+    const env = setup();
+    const body = await signedBody(env, { data: reviewData("x".repeat(121 * 1024)) });
+    const key = body.signature.toLowerCase();
+    const { chainId } = env.eas;
+    const uid = `0x${"c".repeat(64)}`;
+    const claim = { key, chainId, attester: account.address, nonce: 0n, deadline: BigInt(body.prepared.delegatedRequest.deadline), createdAtMs: 0 };
+    expect(await env.replay.claim(claim)).toBe("claimed");
+    await env.replay.finish(chainId, key, { state: "mined", txHash: `0x${"d".repeat(64)}`, uid, blockNumber: 7n });
+    expect(await env.attest(body)).toMatchObject({ ok: false, code: "DUPLICATE", details: uid });
+    expect([env.eas.calls, env.delegate.simulations, env.delegate.sent.length]).toEqual([0, 0, 0]);
+  });
 });

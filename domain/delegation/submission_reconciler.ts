@@ -268,6 +268,14 @@ async function settleNotFound(round: Reconciling, book: SubmissionBook, row: Ope
     return await release(round, book, row);
   }
   if (sent === "rpc-error") {
+    // No verdict on the bytes: asked again next round, but not for ever. A node whose reads work and whose every send
+    // answers -32603, -32005 or 429 kept the record open (409 DUPLICATE, the witness reservation held, the bytes sent
+    // each round, found in review): past `lostAfterMs` from the record's creation, not found, it is released as one
+    // without a rebroadcast is, after an earlier transaction of ours (as a refusal is).
+    if (now - row.createdAtMs >= deps.lostAfterMs) {
+      if ((await earlier(round, book, row, txs.superseded)) !== "none") return;
+      return await release(round, book, row);
+    }
     report.open++;
     return;
   }
