@@ -28,8 +28,11 @@ import type { Foundation } from "./foundation.ts";
  */
 const RECONCILE_GRACE_MS = 5 * 60_000;
 
-/** A write stored before its transaction's bytes were (hash only) and unknown to the node is given back after this. */
-const HASH_ONLY_LOST_AFTER_MS = 10 * 60_000;
+/**
+ * A write stored before its transaction's bytes were (hash only) and unknown to the node is given back after this; so
+ * is one unknown to the node whose resends have had no verdict for this long without a break.
+ */
+const LOST_AFTER_MS = 10 * 60_000;
 
 /** How long a settled submission stays readable by its id (decisions §23). */
 export const SUBMISSIONS_KEPT_MS = 30 * 24 * 60 * 60_000;
@@ -101,7 +104,7 @@ export async function wireSubmissions(
       }),
       clock: systemClock,
       graceMs: RECONCILE_GRACE_MS,
-      lostAfterMs: HASH_ONLY_LOST_AFTER_MS,
+      lostAfterMs: LOST_AFTER_MS,
       replacements: storage.txReplacements,
       bumpAfterMs,
       maxBumps: config.relays.feeBump.max,

@@ -78,14 +78,15 @@ describe("createViemTxStatusReader(): rebroadcast by a wallet no sender holds", 
 
 describe("createViemTxStatusReader(): rebroadcast through viem's client, as built in viem_eas.ts", () => {
   /** A node answering each `eth_sendRawTransaction` from `replies` (HTTP status, JSON-RPC error), counting the sends. */
-  function node(replies: { status: number; code: number; message: string }[]) {
-    const sends: number[] = [];
+  function node(replies: { status: number; code?: number; message: string }[]) {
+    const sends: (number | undefined)[] = [];
     const fetchFn = (async (_url: unknown, init?: RequestInit) => {
       const body = JSON.parse(String(init?.body)) as { id: number; method: string };
       if (body.method !== "eth_sendRawTransaction") throw new Error(`unexpected ${body.method}`);
       const reply = replies[Math.min(sends.length, replies.length - 1)]!;
       sends.push(reply.code);
-      const answer = { jsonrpc: "2.0", id: body.id, error: { code: reply.code, message: reply.message } };
+      const error = reply.code === undefined ? { message: reply.message } : { code: reply.code, message: reply.message };
+      const answer = { jsonrpc: "2.0", id: body.id, error };
       return new Response(JSON.stringify(answer), { status: reply.status, headers: { "content-type": "application/json" } });
     }) as typeof fetch;
     const client = createPublicClient({ transport: http("http://node.invalid", { fetchFn, retryCount: 1, retryDelay: 1 }) }) as PublicClient;
@@ -109,5 +110,11 @@ describe("createViemTxStatusReader(): rebroadcast through viem's client, as buil
     }
     // The same answer in a 200 reply is the node's refusal.
     expect(await node([{ status: 200, code: -32000, message: "nonce too low" }]).reader.rebroadcast!(known)).toBe("refused");
+  });
+
+  test("an error without a numeric code in a 200 reply is no verdict (rpc-error), as the JSON-RPC client reads it (-1)", async () => {
+    const { sends, reader } = node([{ status: 200, message: "upstream unavailable" }]);
+    expect(await reader.rebroadcast!(known)).toBe("rpc-error");
+    expect(sends).toHaveLength(1);
   });
 });

@@ -129,7 +129,8 @@ export function createViemTxStatusReader(options: {
         const answer = error instanceof BaseError ? error.walk((e) => e instanceof RpcRequestError) : undefined;
         if (!(answer instanceof RpcRequestError)) return "rpc-error";
         if (answer.status !== undefined && (answer.status < 200 || answer.status > 299)) return "rpc-error";
-        const sent = rawSendAnswer(answer.code, answer.details);
+        // A 2xx error without a numeric code is no verdict either, as the JSON-RPC client reads it (-1).
+        const sent = rawSendAnswer(typeof answer.code === "number" ? answer.code : -1, answer.details);
         return sent === "lost" ? "rpc-error" : sent;
       }
     },

@@ -15,6 +15,9 @@
  *   reverted: that keeps the wallet's nonces without a gap, for the gas of one reverted call.
  * - rows written before the transaction's bytes were stored (hash only): released once older than
  *   `lostAfterMs` when the node does not know the hash, as before;
+ * - unknown to the node while every resend of its bytes gets no verdict (-32603, a rate limit, no answer): left for
+ *   the next round, and released once that has lasted `lostAfterMs` without a break (counted by this reconciler from
+ *   the first such round; a restart counts again, the safe way);
  * - an RPC failure: left for the next round;
  * - still pending (held by the node, nonce free) after `bumpAfterMs` since it (or its last replacement) was
  *   signed: a replacement with the same nonce and fees raised at least 12.5% (and to the market's) is signed,
@@ -47,7 +50,10 @@ export type SubmissionReconcilerDeps = {
   readonly clock: Clock;
   /** Rows younger than this are in flight and left alone. */
   readonly graceMs: number;
-  /** Hash-only rows (no stored bytes) unknown to the node are released once older than this. */
+  /**
+   * Hash-only rows (no stored bytes) unknown to the node are released once older than this; rows whose resends get no
+   * verdict, once that has lasted this long.
+   */
   readonly lostAfterMs: number;
   /** Fee bumps: where replacements are kept, and how long a transaction may stay pending before one. Absent: none. */
   readonly replacements?: TxReplacementStore | undefined;
@@ -87,8 +93,16 @@ function recorder(deps: SubmissionReconcilerDeps) {
   };
 }
 
-/** What a round's steps share: the deps, how outcomes are recorded, the round's report and fee bumps, and its clock. */
-type Reconciling = Round & { readonly deps: SubmissionReconcilerDeps; readonly record: ReturnType<typeof recorder>; readonly now: number };
+/**
+ * What a round's steps share: the deps, how outcomes are recorded, the round's report and fee bumps, its clock, and
+ * since when each row (by book and id) has been unknown to the node with no verdict on its resends.
+ */
+type Reconciling = Round & {
+  readonly deps: SubmissionReconcilerDeps;
+  readonly record: ReturnType<typeof recorder>;
+  readonly now: number;
+  readonly silentSince: Map<string, number>;
+};
 
 /** Builds the reconciler over every book of open submissions. */
 export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reconcile {
@@ -97,6 +111,9 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
    * no save: it says nothing landed, which a chain restored to an earlier state cannot contradict.
    */
   const record = recorder(deps);
+  // Since when each open row has been unknown to the node with no verdict on its resends, across rounds (found in
+  // review: counted from the row's creation, one rate-limited resend of an old row's evicted bytes released it).
+  const silentSince = new Map<string, number>();
   return async function reconcile(options = {}) {
     const now = deps.clock.nowMs();
     const graceMs = options.graceMs ?? deps.graceMs;
@@ -105,8 +122,11 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
     // wait in the node's pool behind the gap (and be left open this round) while the lower one is settled.
     const rows = (await Promise.all(deps.books.map(async (book) => (await book.open(now - graceMs + 1)).map((row) => ({ book, row }))))).flat();
     rows.sort((a, b) => (a.row.tx?.nonce ?? Number.MAX_SAFE_INTEGER) - (b.row.tx?.nonce ?? Number.MAX_SAFE_INTEGER));
-    const round: Reconciling = { report, bumped: new Map(), deps, record, now };
+    const round: Reconciling = { report, bumped: new Map(), deps, record, now, silentSince };
     for (const { book, row } of rows) await settle(round, book, row);
+    // Rows no longer open (settled here or by another instance) are forgotten.
+    const open = new Set(rows.map(({ book, row }) => silentKey(book, row)));
+    for (const key of silentSince.keys()) if (!open.has(key)) silentSince.delete(key);
     await deps.replacements?.prune(now - REPLACEMENTS_KEPT_MS);
     return report;
   };
@@ -182,6 +202,9 @@ async function bump(round: Reconciling, book: SubmissionBook, row: OpenSubmissio
 /** Where one open submission's transactions stand: the newest the node should hold, and those it superseded. */
 type Txs = { readonly latest: SignedTx | null; readonly latestHash: string; readonly superseded: readonly SignedTx[]; readonly replacements: readonly TxReplacement[] };
 
+/** A row's key in {@link Reconciling.silentSince}. */
+const silentKey = (book: SubmissionBook, row: OpenSubmission) => `${book.name}/${row.id}`;
+
 async function release(round: Reconciling, book: SubmissionBook, row: OpenSubmission) {
   await book.release(row.id);
   round.report.released++;
@@ -202,6 +225,7 @@ async function settle(round: Reconciling, book: SubmissionBook, row: OpenSubmiss
   // the round's replacement instead, as the first item did.
   if (latest !== null && round.bumped.has(`${book.name}/${latest.txHash}`) && (await bump(round, book, row, latest, replacements))) return;
   const status = await deps.txStatus.status(latestHash as HexString, latest ?? undefined);
+  if (status.status !== "not-found") round.silentSince.delete(silentKey(book, row));
   const txs: Txs = { latest, latestHash, superseded, replacements };
   switch (status.status) {
     case "success":
@@ -267,18 +291,23 @@ async function settleNotFound(round: Reconciling, book: SubmissionBook, row: Ope
     if ((await earlier(round, book, row, txs.superseded)) !== "none") return;
     return await release(round, book, row);
   }
+  const key = silentKey(book, row);
   if (sent === "rpc-error") {
     // No verdict on the bytes: asked again next round, but not for ever. A node whose reads work and whose every send
     // answers -32603, -32005 or 429 kept the record open (409 DUPLICATE, the witness reservation held, the bytes sent
-    // each round, found in review): past `lostAfterMs` from the record's creation, not found, it is released as one
-    // without a rebroadcast is, after an earlier transaction of ours (as a refusal is).
-    if (now - row.createdAtMs >= deps.lostAfterMs) {
+    // each round, found in review): once that has lasted `lostAfterMs` without a break, it is released as one without
+    // a rebroadcast is, after an earlier transaction of ours (as a refusal is).
+    const since = round.silentSince.get(key) ?? now;
+    round.silentSince.set(key, since);
+    if (now - since >= deps.lostAfterMs) {
+      round.silentSince.delete(key);
       if ((await earlier(round, book, row, txs.superseded)) !== "none") return;
       return await release(round, book, row);
     }
     report.open++;
     return;
   }
+  round.silentSince.delete(key);
   report.rebroadcast++;
   // A node that mines on arrival (a devnet) has the receipt already: settle it in this round.
   const after = await deps.txStatus.status(latestHash as HexString, latest);

@@ -109,24 +109,37 @@ describe("createSubmissionReconciler()", () => {
     expect(seen.map((s) => [s.id, s.uid, s.uids]).sort()).toEqual([["0xsig-a", uids.get("0xsig-a"), uids], ["0xsig-b", uids.get("0xsig-b"), uids]]);
   });
 
-  test("a lost transaction whose every rebroadcast answers no verdict (rpc-error) is kept open, then released once lostAfterMs passed since its record", async () => {
+  test("a lost transaction whose every rebroadcast answers no verdict (rpc-error) is kept open, then released once that lasted lostAfterMs without a break", async () => {
     // A node whose reads work and whose sends answer -32603, -32005 or 429 kept the record open for ever: 409 DUPLICATE,
-    // the bytes sent again every round.
-    const clock = fakeClock(100_000);
+    // the bytes sent again every round. Counted from the first such round, never from the record's creation (found in
+    // review: an old record whose bytes the pool evicted was released on its first rate-limited resend).
+    const clock = fakeClock(1_000_000);
     const replay = fakeReplayStore();
     await replay.claim(claim("stuck", 0n, 0));
     await replay.markSigned(1, "stuck", tx("stuck", 0));
     await replay.markSent(1, "stuck");
-    const chain = fakeChain({}, "rpc-error");
+    const chain = fakeChain({ "0xstuck": { status: "pending" } }, "rpc-error");
     const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
+    // Pending a long while, then evicted: the first silent round is long past the record's creation, and keeps it.
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    chain.statuses = {};
+    clock.set(1_260_000);
     expect(await reconcile()).toMatchObject({ released: 0, rebroadcast: 0, open: 1 });
-    clock.set(599_999);
+    clock.set(1_500_000);
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    // A break (the node holds it again) starts the count anew.
+    chain.statuses = { "0xstuck": { status: "pending" } };
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    chain.statuses = {};
+    clock.set(1_800_000);
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    clock.set(2_399_999);
     expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
     expect(replay.rows.size).toBe(1);
-    clock.set(600_000);
+    clock.set(2_400_000);
     expect(await reconcile()).toMatchObject({ released: 1, open: 0 });
     expect(replay.rows.size).toBe(0);
-    expect(chain.rebroadcasts).toEqual(["0xstuck", "0xstuck", "0xstuck"]);
+    expect(chain.rebroadcasts).toEqual(["0xstuck", "0xstuck", "0xstuck", "0xstuck", "0xstuck"]);
   });
 
   test("a lost transaction the node refuses again is released; rows younger than the grace are left to their request", async () => {
