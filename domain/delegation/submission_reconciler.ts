@@ -123,10 +123,14 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
     const rows = (await Promise.all(deps.books.map(async (book) => (await book.open(now - graceMs + 1)).map((row) => ({ book, row }))))).flat();
     rows.sort((a, b) => (a.row.tx?.nonce ?? Number.MAX_SAFE_INTEGER) - (b.row.tx?.nonce ?? Number.MAX_SAFE_INTEGER));
     const round: Reconciling = { report, bumped: new Map(), deps, record, now, silentSince };
-    for (const { book, row } of rows) await settle(round, book, row);
-    // Rows no longer open (settled here or by another instance) are forgotten.
-    const open = new Set(rows.map(({ book, row }) => silentKey(book, row)));
-    for (const key of silentSince.keys()) if (!open.has(key)) silentSince.delete(key);
+    try {
+      for (const { book, row } of rows) await settle(round, book, row);
+    } finally {
+      // Rows no longer listed (settled by another instance, or in an earlier round) are forgotten, also after a round
+      // that failed part way: a row it did not reach counts again from its next silent round.
+      const listed = new Set(rows.map(({ book, row }) => silentKey(book, row)));
+      for (const key of silentSince.keys()) if (!listed.has(key)) silentSince.delete(key);
+    }
     await deps.replacements?.prune(now - REPLACEMENTS_KEPT_MS);
     return report;
   };
@@ -206,6 +210,7 @@ type Txs = { readonly latest: SignedTx | null; readonly latestHash: string; read
 const silentKey = (book: SubmissionBook, row: OpenSubmission) => `${book.name}/${row.id}`;
 
 async function release(round: Reconciling, book: SubmissionBook, row: OpenSubmission) {
+  round.silentSince.delete(silentKey(book, row));
   await book.release(row.id);
   round.report.released++;
 }
@@ -223,9 +228,16 @@ async function settle(round: Reconciling, book: SubmissionBook, row: OpenSubmiss
   // holds the replacement in its place, so this transaction reads as gone with its nonce free ("not-found"); sending
   // its bytes again is refused as underpriced and would release this item while its batch is on its way. It keeps
   // the round's replacement instead, as the first item did.
-  if (latest !== null && round.bumped.has(`${book.name}/${latest.txHash}`) && (await bump(round, book, row, latest, replacements))) return;
+  if (latest !== null && round.bumped.has(`${book.name}/${latest.txHash}`)) {
+    // The first item found the shared transaction pending: a break in every item's silence (found in review: this one
+    // kept its count, and was released while the node had just held its batch's transaction).
+    round.silentSince.delete(silentKey(book, row));
+    if (await bump(round, book, row, latest, replacements)) return;
+  }
   const status = await deps.txStatus.status(latestHash as HexString, latest ?? undefined);
-  if (status.status !== "not-found") round.silentSince.delete(silentKey(book, row));
+  // Only an answer about the transaction breaks its silence: a status read that failed says nothing either way (it
+  // restarted the count, and a provider failing one read in five kept the record open for good).
+  if (status.status !== "not-found" && status.status !== "rpc-error") round.silentSince.delete(silentKey(book, row));
   const txs: Txs = { latest, latestHash, superseded, replacements };
   switch (status.status) {
     case "success":
@@ -300,7 +312,6 @@ async function settleNotFound(round: Reconciling, book: SubmissionBook, row: Ope
     const since = round.silentSince.get(key) ?? now;
     round.silentSince.set(key, since);
     if (now - since >= deps.lostAfterMs) {
-      round.silentSince.delete(key);
       if ((await earlier(round, book, row, txs.superseded)) !== "none") return;
       return await release(round, book, row);
     }

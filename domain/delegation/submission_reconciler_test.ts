@@ -345,6 +345,50 @@ describe("createSubmissionReconciler() fee bumps", () => {
     expect(await reconcile()).toMatchObject({ bumped: 0, released: 0, open: 3 });
   });
 
+  test("silence is broken for every item of a batch when the first finds their transaction pending, and not by a failed status read", async () => {
+    const clock = fakeClock(1_000_000);
+    const replay = fakeReplayStore();
+    for (const [i, key] of ["0xsig-a", "0xsig-b"].entries()) {
+      await replay.claim(claim(key, BigInt(i), 0));
+      await replay.markSigned(1, key, tx("stuck", 0));
+      await replay.markSent(1, key);
+    }
+    const replacements = fakeTxReplacements();
+    const { chain, reader } = bumpingChain({ "0xstuck": { status: "not-found" } });
+    let sends: "accepted" | "rpc-error" = "rpc-error";
+    reader.rebroadcast = (signed: SignedTx) => {
+      chain.rebroadcasts.push(signed.txHash);
+      return Promise.resolve(sends);
+    };
+    const reconcile = createSubmissionReconciler({
+      chainId: 1,
+      books: [replayBook(replay, 1)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000, replacements, bumpAfterMs: 120_000,
+    });
+    // Both items silent from 1,000,000.
+    expect(await reconcile()).toMatchObject({ released: 0, open: 2 });
+    // Six minutes on the node holds the transaction again: the first item bumps it, the second keeps the round's bump.
+    clock.set(1_360_000);
+    chain.statuses = { "0xstuck": { status: "pending" }, "0xbump1": { status: "pending" } };
+    sends = "accepted";
+    expect(await reconcile()).toMatchObject({ bumped: 1, released: 0, open: 2 });
+    // Then both are evicted and every resend gets no verdict: both silent again from 1,420,000.
+    clock.set(1_420_000);
+    chain.statuses = { "0xstuck": { status: "not-found" }, "0xbump1": { status: "not-found" } };
+    sends = "rpc-error";
+    expect(await reconcile()).toMatchObject({ released: 0, open: 2 });
+    // Past ten minutes from the first silence, not from the second: neither is released (the second item was, before).
+    clock.set(1_700_000);
+    expect(await reconcile()).toMatchObject({ released: 0, open: 2 });
+    // A status read that fails is no break.
+    clock.set(1_800_000);
+    chain.statuses = { "0xbump1": { status: "rpc-error" } };
+    expect(await reconcile()).toMatchObject({ released: 0, open: 2 });
+    chain.statuses = { "0xstuck": { status: "not-found" }, "0xbump1": { status: "not-found" } };
+    clock.set(2_020_000);
+    expect(await reconcile()).toMatchObject({ released: 2, open: 0 });
+    expect(replay.rows.size).toBe(0);
+  });
+
   test("whichever transaction of the submission is mined settles it: the replacement, or the original after all", async () => {
     for (const [mined, expected] of [["0xbump1", "0xbump1"], ["0xstuck", "0xstuck"]] as const) {
       const clock = fakeClock(1_000_000);
