@@ -23,10 +23,11 @@ export type SharedLockSend = {
  * it was `not-broadcast`, answered as the node's refusal.
  *
  * The storage may end the lock while the send runs (the backend terminated, its idle timeout, a failover, a cut
- * network): its promise rejects at once while the callback goes on. Once that has begun to sign, its outcome is the
+ * network): its promise rejects at once while the callback goes on. Once it has handed the bytes to the node, its outcome is the
  * answer (the bytes may have left: their record, their charge and the 'unknown' of a lost answer must stand), awaited
  * here, so the caller's own lock on the wallet is held until it ends and no send of this process takes the same nonce
- * meanwhile. Not begun, it never signs (`lost`): `nonce-unavailable`, nothing sent. It was `nonce-unavailable` for a
+ * meanwhile. Lost before that (before or while signing, or while the signed record is stored), it never sends (`lost`):
+ * `nonce-unavailable`, nothing sent. It was `nonce-unavailable` for a
  * send still under way. A send that left without its lock leaves the instances' row behind the node (its update rolled
  * back with the lock); the next holder takes the larger of the row and the node's pending count, which counts it once the node asked has
  * seen it (a lagging backend of a load-balanced provider may not have: the same nonce signed twice, one refused).

@@ -517,12 +517,12 @@ describe("an ERC-6492 factory call of more bytes than a node takes in one transa
   // signature (a billed KMS Sign) for a send the node refused (geth's and reth's 128 KiB), all given back.
   const wrapWith = (calldata: HexString) => (signature: HexString) => serializeErc6492Signature({ address: FACTORY, data: calldata, signature });
 
-  test("is 400 INVALID_INPUT before any RPC, charge or signature; one of MAX_CALLDATA_BYTES is read", async () => {
+  test("is 400 INVALID_INPUT before any RPC, charge or signature (after the replay lookup); one of MAX_CALLDATA_BYTES is read", async () => {
     const signature = await owner.signMessage({ message: "x" });
     const atBound = `0xabcdef01${"00".repeat(MAX_CALLDATA_BYTES - 4)}` as HexString;
     const over = `${atBound}00` as HexString;
     expect(parseAttestSignature(wrapWith(atBound)(signature))).toMatchObject({ ok: true, value: { deployment: { factoryCalldata: atBound } } });
-    expect(parseAttestSignature(wrapWith(over)(signature))).toMatchObject({ ok: false, code: "INVALID_INPUT" });
+    expect(parseAttestSignature(wrapWith(over)(signature))).toMatchObject({ ok: true, value: { deployment: { factoryCalldata: over } } });
 
     const budget = fakeGasBudget();
     const guard = createRelayGuard({ enabled: true, gasBudget: budget, gasPerHour: 10_000_000n, typicalGas: 0n, clock: fakeClock() });
@@ -533,5 +533,14 @@ describe("an ERC-6492 factory call of more bytes than a node takes in one transa
     expect(env.deployments).toEqual([]);
     expect(budget.windows.size).toBe(0);
     expect(env.replay.rows.size).toBe(0);
+  });
+
+  test("a signature on record wrapped again with one answers 409 DUPLICATE with its outcome, not 400 (decisions §6)", async () => {
+    const env = setup({ deployed: false });
+    const first = await env.attest(await walletBody(env, owner, wrap6492));
+    expect(first.ok).toBe(true);
+    const over = `0xabcdef01${"00".repeat(MAX_CALLDATA_BYTES)}` as HexString;
+    const again = await env.attest(await walletBody(env, owner, wrapWith(over)));
+    expect(again).toMatchObject({ ok: false, code: "DUPLICATE" });
   });
 });

@@ -188,6 +188,11 @@ async function checkBeforeGuard(
   if (attestCalldataBytes(toCall(request, signature.normalized)) > MAX_CALLDATA_BYTES) {
     return fail("INVALID_INPUT", `The attestation's call data is more than the ${MAX_CALLDATA_BYTES} bytes a node takes in one transaction; nothing was sent`);
   }
+  // So is an ERC-6492 factory call (not stored, so cheap in gas): each try cost a KMS signature and nine RPC calls for a
+  // send the node refused, everything given back.
+  if (signature.deployment !== undefined && (signature.deployment.factoryCalldata.length - 2) / 2 > MAX_CALLDATA_BYTES) {
+    return fail("INVALID_INPUT", `The ERC-6492 signature's factory call must be at most ${MAX_CALLDATA_BYTES} bytes (a node takes no larger transaction)`);
+  }
   // Too close to be mined before it passes: refused before any RPC rather than sent to revert at the delegate's cost.
   // After the replay lookup: a signature on record answers with its outcome to the end (a resend told to sign again
   // would have written the review twice).

@@ -12,7 +12,8 @@
  * refused with the single route's answer, the later items of its attester with it (their nonces no longer fit), and
  * the rest simulated again; if that reverts too, each later item is simulated once after those kept (issue 43: at
  * most n + ⌈log₂ n⌉ + 1 simulations for n items, not one halving per reverting item). A refused item has taken the
- * client's and the attester's tokens like any request that reached the guard. Gas budget: the simulated gas, split evenly over the items sent, each item's share
+ * client's and the attester's tokens like any request that reached the guard, but for those refused for the service's
+ * sake (given back) and the later items of their attester (answered as they were, taking nothing). Gas budget: the simulated gas, split evenly over the items sent, each item's share
  * charged in order (an item the budget refuses is refused, nothing sent for it, and its attester's token given back). The replay records and the caller's
  * tickets (the private relay's sponsored writes) follow the one transaction item by item, as a single send's do: a
  * batch never broadcast gives every item back, a reverted one settles every item as reverted.

@@ -1,6 +1,5 @@
 import type { HexString } from "../../ports/eas.ts";
 import { fail, ok, type Result } from "../result.ts";
-import { MAX_CALLDATA_BYTES } from "./_calldata_size.ts";
 
 /** The order of the secp256k1 group. */
 const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
@@ -57,10 +56,9 @@ export type AttestSignature = {
  * Reads the signature of a delegated attestation: 65 bytes (an EOA's, or a contract wallet's, which EAS also
  * receives as r, s, v), or the ERC-6492 wrapping of such 65 bytes for a wallet not deployed yet:
  * `abi.encode(address factory, bytes factoryCalldata, bytes signature)` followed by the 32-byte magic suffix.
- * The replay key is always the normalized inner 65 bytes, so wrapping a signature cannot submit it twice. A factory
- * call of more than {@link MAX_CALLDATA_BYTES} is 400 `INVALID_INPUT`, before any RPC: a node would refuse its
- * transaction, after the reads and the signature it took, with nothing charged (it was a request-made refusal that
- * cost the service a KMS signature and nine RPC calls a try).
+ * The replay key is always the normalized inner 65 bytes, so wrapping a signature cannot submit it twice. The factory
+ * call's size is bounded by the use case after the replay lookup (delegated_attest.ts), so a signature on record
+ * answers with its outcome however it is wrapped.
  */
 export function parseAttestSignature(input: unknown): Result<AttestSignature, "INVALID_SIGNATURE" | "INVALID_INPUT"> {
   if (typeof input !== "string" || !input.toLowerCase().endsWith(ERC6492_SUFFIX) || input.length <= 132) {
@@ -71,9 +69,6 @@ export function parseAttestSignature(input: unknown): Result<AttestSignature, "I
   if (unwrapped === undefined) return fail("INVALID_SIGNATURE", "An ERC-6492 signature must encode (address factory, bytes calldata, bytes signature)");
   const normalized = normalizeSignature(unwrapped.signature);
   if (!normalized.ok) return fail("INVALID_SIGNATURE", "The signature inside an ERC-6492 signature must be 65 bytes (EAS takes r, s, v)");
-  if ((unwrapped.calldata.length - 2) / 2 > MAX_CALLDATA_BYTES) {
-    return fail("INVALID_INPUT", `The ERC-6492 signature's factory call must be at most ${MAX_CALLDATA_BYTES} bytes (a node takes no larger transaction)`);
-  }
   return ok({ normalized: normalized.value, deployment: { factory: unwrapped.factory, factoryCalldata: unwrapped.calldata } });
 }
 
