@@ -357,3 +357,51 @@ describe("a transaction the node dropped", () => {
     db.close();
   });
 });
+
+describe("a 409 DUPLICATE naming a transaction on its way, under an Idempotency-Key", () => {
+  test("is not kept: once the reconciler released the record, a retry under the same key runs again (single and batch)", async () => {
+    // It was kept (its `details`, a hash, read as an outcome): the retry replayed "on its way" for 24 hours though the
+    // released signature was accepted again (decisions §15).
+    const { body, attester, signature } = await signedReview(generatePrivateKey());
+    const post = async (base: string, path: string, payload: unknown, key: string) => {
+      const res = await fetch(`${base}${path}`, { method: "POST", headers: { "content-type": "application/json", "idempotency-key": key }, body: JSON.stringify(payload) });
+      return { status: res.status, replayed: res.headers.get("idempotent-replayed"), body: await res.json() as Record<string, any> };
+    };
+    // The bytes never reach the node: the record stays "sent" with their hash.
+    goAwayAtSend(false);
+    const unknown = await attest(body);
+    expect([unknown.status, unknown.body.code]).toEqual([503, "OUTCOME_UNKNOWN"]);
+    const txHash = unknown.body.details as string;
+    // From here the node answers reads and refuses every send: the reconciler's resend of the stored bytes is refused,
+    // and the record released (the periodic rounds leave rows younger than their grace alone; the restart's does not).
+    healProxy();
+    proxy.onCall = (call) => (isSend(call.method) ? { code: -32000, message: "nonce too high" } : undefined);
+    const singleKey = crypto.randomUUID();
+    const batchKey = crypto.randomUUID();
+    const single = await post(stack.baseUrl, "/v1/delegated-attest", body, singleKey);
+    expect([single.status, single.body.code, single.body.details, single.body.error]).toEqual([409, "DUPLICATE", txHash, "Duplicate submission: its transaction is on its way"]);
+    const batch = await post(stack.baseUrl, "/v1/delegated-attest/batch", { requests: [body] }, batchKey);
+    expect([batch.status, batch.body.txHash, batch.body.results[0].status, batch.body.results[0].code, batch.body.results[0].details]).toEqual([200, null, 409, "DUPLICATE", txHash]);
+
+    const restarted = await stack.restartService(env(dns.address));
+    try {
+      expect(await replayRow(signature)).toBeUndefined();
+      healProxy();
+      // Released: the retries under the same keys run again, the single one sending the attestation.
+      const again = await post(restarted.url, "/v1/delegated-attest", body, singleKey);
+      expect([again.status, again.replayed]).toEqual([200, null]);
+      expect(again.body.uid).toMatch(/^0x[0-9a-f]{64}$/);
+      const batchAgain = await post(restarted.url, "/v1/delegated-attest/batch", { requests: [body] }, batchKey);
+      expect([batchAgain.status, batchAgain.replayed, batchAgain.body.results[0].code, batchAgain.body.results[0].details]).toEqual([200, null, "DUPLICATE", again.body.uid]);
+      expect(await attestationsBy(attester)).toBe(1);
+      // A 409 naming the mined outcome is final: kept under its key.
+      const minedKey = crypto.randomUUID();
+      const mined = await post(restarted.url, "/v1/delegated-attest", body, minedKey);
+      expect([mined.status, mined.body.details, mined.replayed]).toEqual([409, again.body.uid, null]);
+      const replayed = await post(restarted.url, "/v1/delegated-attest", body, minedKey);
+      expect([replayed.status, replayed.replayed, replayed.body]).toEqual([409, "true", mined.body]);
+    } finally {
+      await restarted.stop();
+    }
+  });
+});

@@ -1,13 +1,18 @@
 /** The refusals the delegated attestation's steps share (decisions §15, issue 23). */
 import type { ReplayRecord } from "../../ports/replay_store.ts";
+import { DUPLICATE_ON_ITS_WAY } from "../idempotency/mod.ts";
 import { fail } from "../result.ts";
 import type { DelegatedAttestFailure } from "./_delegated_attest_types.ts";
 
-/** The truthful answer to a signature already on record (decisions §15): its uid, its hash, or in progress. */
+/**
+ * The truthful answer to a signature already on record (decisions §15): its uid, its hash, or in progress. Worded
+ * "on its way" ({@link DUPLICATE_ON_ITS_WAY}) while its transaction is neither mined nor reverted: the record may yet be
+ * released, so that answer is not kept under an Idempotency-Key (domain/idempotency), as "being processed" is not.
+ */
 export function duplicate(record: ReplayRecord): DelegatedAttestFailure {
   if (record.state === "mined") return fail("DUPLICATE", "Duplicate submission: already attested", record.uid ?? record.txHash ?? undefined);
   if (record.state === "reverted") return fail("DUPLICATE", "Duplicate submission: its transaction reverted", record.txHash ?? undefined);
-  if (record.txHash !== null) return fail("DUPLICATE", "Duplicate submission: its transaction is on its way", record.txHash);
+  if (record.txHash !== null) return fail("DUPLICATE", DUPLICATE_ON_ITS_WAY, record.txHash);
   return fail("DUPLICATE", "Duplicate submission: it is being processed");
 }
 

@@ -124,13 +124,25 @@ function heldAnswer(held: IdempotencyRecord, fingerprint: string): IdempotencyAn
 const RETRY_ME = new Set(["FACILITATOR_UNAVAILABLE", "PAYMENT_IN_PROGRESS", "SIGNER_UNAVAILABLE", "SHUTTING_DOWN"]);
 
 /**
+ * The `error` of a relay's 409 `DUPLICATE` whose signature's transaction is on its way (signed or sent, neither mined
+ * nor reverted): its `details` is the transaction's hash, as a mined one's is the uid (or the hash, the uid unknown),
+ * so these words are what tells the keeping rule that it names no outcome yet (decisions §2 keeps the body `{error,
+ * code, details}`). domain/delegation/_refusals.ts words it with them.
+ */
+export const DUPLICATE_ON_ITS_WAY = "Duplicate submission: its transaction is on its way";
+
+/**
  * Whether an answer is kept for the key's retries (decisions §23): every answer given once the route's checks began,
  * errors included, except a rate limit's 429, the refusals that come before any check: no credential (401) or no
  * payment yet (402), after which the client retries with one under the same key, and those whose `code` (and
- * `details`) say nothing was done and the same request may be sent again ({@link RETRY_ME}).
+ * `details`, `error`) say nothing was done and the same request may be sent again ({@link RETRY_ME}).
  */
-export function keepsAnswer(status: number, code?: string | undefined, options: { readonly details?: string | undefined } = {}): boolean {
-  return status !== 401 && status !== 402 && !didNothing(status, code, options.details);
+export function keepsAnswer(
+  status: number,
+  code?: string | undefined,
+  options: { readonly details?: string | undefined; readonly error?: string | undefined } = {},
+): boolean {
+  return status !== 401 && status !== 402 && !didNothing(status, code, options);
 }
 
 /**
@@ -150,14 +162,17 @@ export function keepsAnswer(status: number, code?: string | undefined, options: 
  * no transaction hash in `details`: the same signature "being processed" by another request, or another signature of
  * the attester's nonce in flight): that other request may yet give the signature back (a chain read that failed, a
  * wallet that cannot pay), and kept, a retry under the key replayed "being processed" for 24 hours while the same
- * request without it went through. A `DUPLICATE` naming the attestation's uid or its transaction is kept: that is
- * the request's outcome. Nor a 500 `INTERNAL_ERROR`: a thrown error's answer, never kept, or one a write words when
- * nothing was done (the relays' delegate wallet whose nonce, shared by the instances, could not be taken).
+ * request without it went through. Nor one naming a transaction still on its way ({@link DUPLICATE_ON_ITS_WAY}): the
+ * reconciler may yet release its record (its deadline passed with nothing on chain, or its bytes got no verdict for
+ * long enough), after which the signature is accepted again (decisions §15), and kept, a retry under the key replayed
+ * "on its way" for 24 hours. A `DUPLICATE` naming the attestation's uid, or its mined or reverted transaction, is kept:
+ * that is the request's outcome. Nor a 500 `INTERNAL_ERROR`: a thrown error's answer, never kept, or one a write words
+ * when nothing was done (the relays' delegate wallet whose nonce, shared by the instances, could not be taken).
  */
-function didNothing(status: number, code: string | undefined, details: string | undefined): boolean {
+function didNothing(status: number, code: string | undefined, body: { readonly details?: string | undefined; readonly error?: string | undefined }): boolean {
   if (status === 429) return true;
   if (code === undefined) return false;
-  if (code === "DUPLICATE" && status === 409) return details === undefined;
+  if (code === "DUPLICATE" && status === 409) return body.details === undefined || body.error === DUPLICATE_ON_ITS_WAY;
   if (code === "INTERNAL_ERROR") return status === 500;
   return RETRY_ME.has(code) || code === "RPC_ERROR" || code === "NETWORK_ERROR" || (code === "SUBMISSION_FAILED" && status === 503);
 }
@@ -165,7 +180,8 @@ function didNothing(status: number, code: string | undefined, details: string | 
 /**
  * {@link keepsAnswer} of an answer as it is kept: its status, and the `code` of its body when it is an error body. A
  * batch's 200 (`{results: [...]}`) whose every result is such a refusal ({@link didNothing}: the signer gave no
- * signature for the one transaction, every item rate-limited, the wallet unable to pay) did nothing either, and is not
+ * signature for the one transaction, every item rate-limited, the wallet unable to pay, every item's signature on its
+ * way under another request) did nothing either, and is not
  * kept: its retry under the same key runs, as the single route's does. Nor is one that sent no transaction
  * (`txHash: null`) while any of its results is such a refusal: the others were refused for their own reasons (a 400, a
  * 409 naming the uid), which its retry finds again as they were, and kept, the refused ones' "send it again" was
@@ -175,16 +191,20 @@ export function keepsStoredAnswer(answer: Pick<StoredAnswer, "status" | "body">)
   const body = bodyOf(answer);
   if (answer.status === 200 && Array.isArray(body?.results) && body.results.length > 0) {
     const refusedForNothing = body.results.map((r) => {
-      const item = r as { status?: unknown; code?: unknown; details?: unknown } | null;
-      return typeof item?.code === "string" && didNothing(typeof item.status === "number" ? item.status : 0, item.code, detailsOf(item));
+      const item = r as { status?: unknown; code?: unknown; details?: unknown; error?: unknown } | null;
+      return typeof item?.code === "string" && didNothing(typeof item.status === "number" ? item.status : 0, item.code, wordsOf(item));
     });
     if (refusedForNothing.every(Boolean) || (body.txHash === null && refusedForNothing.some(Boolean))) return false;
   }
-  return keepsAnswer(answer.status, storedAnswerCode(answer), { details: answer.status >= 400 ? detailsOf(body) : undefined });
+  return keepsAnswer(answer.status, storedAnswerCode(answer), answer.status >= 400 ? wordsOf(body) : {});
 }
 
-function detailsOf(body: { details?: unknown } | null | undefined): string | undefined {
-  return typeof body?.details === "string" ? body.details : undefined;
+/** The `details` and `error` of an error body (or a batch's refused item), those that are strings. */
+function wordsOf(body: { details?: unknown; error?: unknown } | null | undefined): { details?: string | undefined; error?: string | undefined } {
+  return {
+    details: typeof body?.details === "string" ? body.details : undefined,
+    error: typeof body?.error === "string" ? body.error : undefined,
+  };
 }
 
 /** The `code` of an error answer's body (`{error, code}`); undefined for a success or a body that is not one. */
@@ -193,9 +213,9 @@ export function storedAnswerCode(answer: Pick<StoredAnswer, "status" | "body">):
   return typeof code === "string" ? code : undefined;
 }
 
-function bodyOf(answer: Pick<StoredAnswer, "body">): { code?: unknown; details?: unknown; results?: unknown; txHash?: unknown } | undefined {
+function bodyOf(answer: Pick<StoredAnswer, "body">): { code?: unknown; details?: unknown; error?: unknown; results?: unknown; txHash?: unknown } | undefined {
   try {
-    return JSON.parse(answer.body) as { code?: unknown; details?: unknown; results?: unknown; txHash?: unknown };
+    return JSON.parse(answer.body) as { code?: unknown; details?: unknown; error?: unknown; results?: unknown; txHash?: unknown };
   } catch {
     return undefined;
   }

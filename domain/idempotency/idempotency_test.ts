@@ -219,3 +219,31 @@ describe("keepsStoredAnswer() of a batch that sent nothing", () => {
     expect(keepsStoredAnswer({ status: 200, body: body("0x01", [{ uid: "0x1" }, silent]) })).toBe(true);
   });
 });
+
+describe("keepsAnswer() of a relay's 409 DUPLICATE naming a transaction on its way", () => {
+  test("is not kept, alone or as a batch's did-nothing item; one naming a mined or reverted outcome is", () => {
+    // It was kept: the reconciler then released the record (its deadline passed with nothing on chain, or no verdict
+    // on its bytes), and a retry under the key replayed "on its way" for 24 hours though the signature was accepted again.
+    const hash = `0x${"b".repeat(64)}`;
+    const onItsWay = { error: "Duplicate submission: its transaction is on its way", code: "DUPLICATE", details: hash };
+    const mined = { error: "Duplicate submission: already attested", code: "DUPLICATE", details: hash };
+    const reverted = { error: "Duplicate submission: its transaction reverted", code: "DUPLICATE", details: hash };
+    const batch = (txHash: string | null, results: unknown[]) => JSON.stringify({ submissionId: null, txHash, results });
+    expect(keepsAnswer(409, "DUPLICATE", { details: hash, error: onItsWay.error })).toBe(false);
+    expect(keepsStoredAnswer({ status: 409, body: JSON.stringify(onItsWay) })).toBe(false);
+    // The EAS routes' body carries `elapsed` too.
+    expect(keepsStoredAnswer({ status: 409, body: JSON.stringify({ ...onItsWay, elapsed: "0.01s" }) })).toBe(false);
+    expect(keepsStoredAnswer({ status: 200, body: batch(null, [{ status: 409, ...onItsWay }]) })).toBe(false);
+    // As the batch rule treats the other did-nothing items: beside one refused for its own reason with nothing sent,
+    // not kept; in a batch that sent its transaction, kept.
+    const expired = { status: 400, error: "x", code: "SIGNATURE_EXPIRED" };
+    expect(keepsStoredAnswer({ status: 200, body: batch(null, [expired, { status: 409, ...onItsWay }]) })).toBe(false);
+    expect(keepsStoredAnswer({ status: 200, body: batch("0x01", [{ uid: "0x1" }, { status: 409, ...onItsWay }]) })).toBe(true);
+    // A mined or reverted outcome is final: kept, alone and in a batch.
+    for (const final of [mined, reverted]) {
+      expect(keepsAnswer(409, "DUPLICATE", { details: hash, error: final.error })).toBe(true);
+      expect(keepsStoredAnswer({ status: 409, body: JSON.stringify(final) })).toBe(true);
+      expect(keepsStoredAnswer({ status: 200, body: batch(null, [{ status: 409, ...final }]) })).toBe(true);
+    }
+  });
+});

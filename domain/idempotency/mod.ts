@@ -1,6 +1,7 @@
 /** Idempotency keys of writes (decisions §23): a retry gets the first answer, never a second write. */
 export {
   createIdempotency,
+  DUPLICATE_ON_ITS_WAY,
   type Idempotency,
   type IdempotencyAnswer,
   type IdempotencyDecision,

@@ -38,6 +38,6 @@ export async function idempotentTool(
   const status = outcome.ok ? 200 : statusOf(outcome.code);
   // A resumed write still under way is not kept: the next retry asks again (as http/idempotency.ts does).
   if (resumed !== undefined && !outcome.ok && outcome.code === "OUTCOME_UNKNOWN") return outcome;
-  await decision.finish(keepsAnswer(status, outcome.ok ? undefined : outcome.code, { details: outcome.ok ? undefined : outcome.details }) ? { status, headers: {}, body: JSON.stringify(outcome) } : undefined);
+  await decision.finish(keepsAnswer(status, outcome.ok ? undefined : outcome.code, outcome.ok ? {} : { details: outcome.details, error: outcome.message }) ? { status, headers: {}, body: JSON.stringify(outcome) } : undefined);
   return outcome;
 }
